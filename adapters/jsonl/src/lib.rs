@@ -1,0 +1,1 @@
+//! pi-jsonl: the native pi JSONL dialect (`pi --mode rpc`).

@@ -1,0 +1,154 @@
+//! Model providers: one trait that turns a request into a stream of
+//! provider-neutral events, and the implementations per wire API.
+//!
+//! The agent loop owns retries and the message assembly; a provider only
+//! speaks its wire format and classifies its errors.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{AgentMessage, StopReason, Usage};
+use crate::model::{Model, ThinkingLevel};
+
+pub mod faux;
+pub mod http;
+pub mod openai_completions;
+pub mod sse;
+
+/// A tool as declared to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the parameters.
+    pub parameters: Value,
+}
+
+/// Everything a provider needs for one model call.
+#[derive(Debug, Clone)]
+pub struct ProviderRequest {
+    pub model: Model,
+    pub system_prompt: String,
+    /// Conversation as the model should see it (already filtered: no aborted or
+    /// errored assistant messages; bash executions and summaries become user text
+    /// in the provider's conversion).
+    pub messages: Vec<AgentMessage>,
+    pub tools: Vec<ToolSpec>,
+    pub thinking_level: ThinkingLevel,
+    pub api_key: Option<String>,
+    /// Extra headers (from models.json and the model).
+    pub headers: HashMap<String, String>,
+    /// Cap on output tokens, when the caller wants less than `model.max_tokens`.
+    pub max_tokens: Option<u64>,
+    /// Stable id of the session (used for prompt-cache keys).
+    pub session_id: Option<String>,
+}
+
+/// Kind of a content block being streamed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BlockKind {
+    Text,
+    Thinking,
+    ToolCall { id: String, name: String },
+}
+
+/// A provider-neutral streaming event. `index` is the provider's own block key:
+/// the assembler maps it to the message's `contentIndex` in order of `BlockStart`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderEvent {
+    ResponseId(String),
+    BlockStart { index: usize, kind: BlockKind },
+    /// Text, thinking text, or a fragment of tool-call JSON arguments.
+    BlockDelta { index: usize, delta: String },
+    /// Signature of a thinking (or text) block, to send back on the next call.
+    Signature { index: usize, signature: String },
+    /// The thinking block was redacted by the provider.
+    Redacted { index: usize },
+    BlockEnd { index: usize },
+    /// Cumulative usage so far (tokens only; the agent computes the cost).
+    Usage(Usage),
+    /// The model finished. `raw` is the provider's own stop reason string.
+    Stop { reason: StopReason, raw: Option<String> },
+}
+
+/// Classification of a failed model call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderErrorKind {
+    /// Worth retrying: 5xx, overloaded, connection reset, stream cut, timeout.
+    Transient,
+    /// HTTP 429 or equivalent.
+    RateLimited { retry_after: Option<Duration> },
+    /// The conversation does not fit the context window.
+    ContextOverflow,
+    /// 401/403, missing key.
+    Auth,
+    /// 400 and other non-retryable request errors.
+    InvalidRequest,
+    /// Cancelled by the caller.
+    Aborted,
+}
+
+/// An error from a provider, with a readable message (pi's texts where they exist).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ProviderError {
+    pub kind: ProviderErrorKind,
+    pub message: String,
+    pub status: Option<u16>,
+}
+
+impl ProviderError {
+    pub fn new(kind: ProviderErrorKind, message: impl Into<String>) -> Self {
+        ProviderError { kind, message: message.into(), status: None }
+    }
+
+    pub fn aborted() -> Self {
+        ProviderError::new(ProviderErrorKind::Aborted, "Request was aborted")
+    }
+
+    pub fn is_retryable(&self) -> bool {
+        matches!(self.kind, ProviderErrorKind::Transient | ProviderErrorKind::RateLimited { .. })
+    }
+}
+
+/// The stream a provider returns. It ends after `Stop` or after one `Err`.
+pub type ProviderStream = BoxStream<'static, Result<ProviderEvent, ProviderError>>;
+
+/// A wire API implementation.
+pub trait Provider: Send + Sync {
+    /// The `api` name this provider implements (e.g. `openai-completions`).
+    fn api(&self) -> &'static str;
+
+    /// Start one model call. Cancelling `cancel` must end the stream promptly
+    /// with `ProviderErrorKind::Aborted`.
+    fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream;
+}
+
+/// Providers by `api` name.
+#[derive(Clone, Default)]
+pub struct ProviderRegistry {
+    providers: HashMap<String, Arc<dyn Provider>>,
+}
+
+impl ProviderRegistry {
+    /// The built-in wire APIs, sharing one HTTP client.
+    pub fn builtin(http: http::HttpClient, faux: faux::FauxProvider) -> Self {
+        let mut reg = ProviderRegistry::default();
+        reg.register(Arc::new(faux));
+        reg.register(Arc::new(openai_completions::OpenAiCompletions::new(http)));
+        reg
+    }
+
+    pub fn register(&mut self, provider: Arc<dyn Provider>) {
+        self.providers.insert(provider.api().to_string(), provider);
+    }
+
+    pub fn get(&self, api: &str) -> Option<Arc<dyn Provider>> {
+        self.providers.get(api).cloned()
+    }
+}

@@ -1,0 +1,189 @@
+//! The coding tools the model can call (read, write, edit, bash, grep, find, ls)
+//! and the registry that validates arguments and runs them.
+//!
+//! A tool never fails the protocol: every failure is a `ToolOutput` with
+//! `is_error: true` that the model sees.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{ContentBlock, Usage};
+use crate::provider::ToolSpec;
+
+pub mod bash;
+pub mod edit;
+pub mod find;
+pub mod grep;
+pub mod ls;
+pub mod path;
+pub mod read;
+pub mod truncate;
+pub mod validate;
+pub mod write;
+
+/// Names of the tools active by default (as in pi).
+pub const DEFAULT_ACTIVE_TOOLS: [&str; 4] = ["read", "bash", "edit", "write"];
+
+/// Names of every built-in tool, in declaration order.
+pub const ALL_BUILTIN_TOOLS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
+
+/// What a tool produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub content: Vec<ContentBlock>,
+    /// Tool-specific structured data (diff, truncation info, …).
+    pub details: Option<Value>,
+    pub is_error: bool,
+    /// Nested model usage, if the tool called a model.
+    pub usage: Option<Usage>,
+}
+
+impl ToolOutput {
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolOutput { content: vec![ContentBlock::text(text)], details: None, is_error: false, usage: None }
+    }
+
+    /// An error result; pi attaches empty `details` to errors.
+    pub fn error(text: impl Into<String>) -> Self {
+        ToolOutput {
+            content: vec![ContentBlock::text(text)],
+            details: Some(Value::Object(Default::default())),
+            is_error: true,
+            usage: None,
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+}
+
+/// A partial result streamed while a tool runs (the accumulated output so far).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolUpdate {
+    pub content: Vec<ContentBlock>,
+    pub details: Option<Value>,
+}
+
+/// What a running tool may use.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// Working directory relative paths resolve against.
+    pub cwd: PathBuf,
+    /// Cancelled on abort; tools must stop promptly.
+    pub cancel: CancellationToken,
+    /// Where partial results go (None: nobody listens).
+    pub updates: Option<mpsc::UnboundedSender<ToolUpdate>>,
+    /// Extra environment for child processes.
+    pub env: Vec<(String, String)>,
+    /// Directory for temporary files (full bash logs).
+    pub temp_dir: PathBuf,
+}
+
+impl ToolContext {
+    /// A context for `cwd` with no listener and a fresh token.
+    pub fn new(cwd: PathBuf) -> Self {
+        ToolContext {
+            cwd,
+            cancel: CancellationToken::new(),
+            updates: None,
+            env: Vec::new(),
+            temp_dir: std::env::temp_dir(),
+        }
+    }
+
+    /// Send a partial result (ignored when nobody listens).
+    pub fn update(&self, update: ToolUpdate) {
+        if let Some(tx) = &self.updates {
+            let _ = tx.send(update);
+        }
+    }
+}
+
+/// A tool the model can call.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    /// JSON Schema of the arguments (an object schema).
+    fn parameters(&self) -> &Value;
+    /// Run with arguments already validated against `parameters`.
+    async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name().to_string(),
+            description: self.description().to_string(),
+            parameters: self.parameters().clone(),
+        }
+    }
+}
+
+/// All known tools by name, in registration order.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    order: Vec<String>,
+    tools: HashMap<String, Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// The seven built-in tools.
+    pub fn builtin() -> Self {
+        let mut reg = ToolRegistry::default();
+        reg.register(Arc::new(read::ReadTool::new()));
+        reg.register(Arc::new(bash::BashTool::new()));
+        reg.register(Arc::new(edit::EditTool::new()));
+        reg.register(Arc::new(write::WriteTool::new()));
+        reg.register(Arc::new(grep::GrepTool::new()));
+        reg.register(Arc::new(find::FindTool::new()));
+        reg.register(Arc::new(ls::LsTool::new()));
+        reg
+    }
+
+    /// Add or replace a tool.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        let name = tool.name().to_string();
+        if !self.tools.contains_key(&name) {
+            self.order.push(name.clone());
+        }
+        self.tools.insert(name, tool);
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.get(name).cloned()
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
+    }
+
+    /// Names in registration order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.order.iter().map(String::as_str)
+    }
+
+    /// Look the tool up and validate `args`; unknown tools and invalid
+    /// arguments become error outputs with pi's texts.
+    pub fn prepare(&self, name: &str, args: &Value) -> Result<Arc<dyn Tool>, ToolOutput> {
+        let Some(tool) = self.get(name) else {
+            return Err(ToolOutput::error(format!("Tool {name} not found")));
+        };
+        validate::validate_args(name, tool.parameters(), args).map_err(ToolOutput::error)?;
+        Ok(tool)
+    }
+
+    /// Validate `args` and run the tool.
+    pub async fn run(&self, name: &str, args: Value, ctx: ToolContext) -> ToolOutput {
+        match self.prepare(name, &args) {
+            Ok(tool) => tool.execute(args, ctx).await,
+            Err(out) => out,
+        }
+    }
+}

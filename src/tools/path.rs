@@ -1,0 +1,1 @@
+//! Path resolution for tools (relative to the session cwd, `~` expansion).

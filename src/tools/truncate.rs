@@ -1,0 +1,1 @@
+//! Output truncation shared by read, bash and grep (line and byte limits).
