@@ -59,12 +59,7 @@ pub struct CoreError {
 
 impl CoreError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        CoreError {
-            kind,
-            message: message.into(),
-            field: None,
-            retryable: matches!(kind, ErrorKind::RateLimit),
-        }
+        CoreError { kind, message: message.into(), field: None, retryable: matches!(kind, ErrorKind::RateLimit) }
     }
 
     pub fn invalid(field: &str, message: impl Into<String>) -> Self {

@@ -96,7 +96,10 @@ impl ExtensionUiKind {
     pub fn is_dialog(&self) -> bool {
         matches!(
             self,
-            ExtensionUiKind::Select { .. } | ExtensionUiKind::Confirm { .. } | ExtensionUiKind::Input { .. } | ExtensionUiKind::Editor { .. }
+            ExtensionUiKind::Select { .. }
+                | ExtensionUiKind::Confirm { .. }
+                | ExtensionUiKind::Input { .. }
+                | ExtensionUiKind::Editor { .. }
         )
     }
 
@@ -127,19 +130,54 @@ pub struct ContextUsage {
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
     AgentStart,
-    AgentEnd { messages: Vec<AgentMessage>, will_retry: bool },
+    AgentEnd {
+        messages: Vec<AgentMessage>,
+        will_retry: bool,
+    },
     /// The whole run of one prompt is over: no retry, compaction retry or queued message follows.
-    AgentSettled { aborted: bool, usage: Usage },
+    AgentSettled {
+        aborted: bool,
+        usage: Usage,
+    },
     TurnStart,
-    TurnEnd { message: AgentMessage, tool_results: Vec<AgentMessage> },
-    MessageStart { message: AgentMessage },
-    MessageUpdate { event: AssistantStreamEvent, usage: Usage },
-    MessageEnd { message: AgentMessage },
-    ToolExecutionStart { tool_call_id: String, tool_name: String, args: Value },
-    ToolExecutionUpdate { tool_call_id: String, tool_name: String, args: Value, partial_result: ToolResultPayload },
-    ToolExecutionEnd { tool_call_id: String, tool_name: String, result: ToolResultPayload, is_error: bool },
-    QueueUpdate { steering: Vec<String>, follow_up: Vec<String> },
-    CompactionStart { reason: CompactionReason },
+    TurnEnd {
+        message: AgentMessage,
+        tool_results: Vec<AgentMessage>,
+    },
+    MessageStart {
+        message: AgentMessage,
+    },
+    MessageUpdate {
+        event: AssistantStreamEvent,
+        usage: Usage,
+    },
+    MessageEnd {
+        message: AgentMessage,
+    },
+    ToolExecutionStart {
+        tool_call_id: String,
+        tool_name: String,
+        args: Value,
+    },
+    ToolExecutionUpdate {
+        tool_call_id: String,
+        tool_name: String,
+        args: Value,
+        partial_result: ToolResultPayload,
+    },
+    ToolExecutionEnd {
+        tool_call_id: String,
+        tool_name: String,
+        result: ToolResultPayload,
+        is_error: bool,
+    },
+    QueueUpdate {
+        steering: Vec<String>,
+        follow_up: Vec<String>,
+    },
+    CompactionStart {
+        reason: CompactionReason,
+    },
     CompactionEnd {
         reason: CompactionReason,
         result: Option<CompactionResult>,
@@ -147,20 +185,53 @@ pub enum AgentEvent {
         will_retry: bool,
         error_message: Option<String>,
     },
-    AutoRetryStart { attempt: u32, max_attempts: u32, delay_ms: u64, error_message: String },
-    AutoRetryEnd { success: bool, attempt: u32, final_error: Option<String> },
-    SummarizationRetryScheduled { attempt: u32, max_attempts: u32, delay_ms: u64, error_message: String },
-    SummarizationRetryAttemptStart { source: SummarizationSource },
+    AutoRetryStart {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        error_message: String,
+    },
+    AutoRetryEnd {
+        success: bool,
+        attempt: u32,
+        final_error: Option<String>,
+    },
+    SummarizationRetryScheduled {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        error_message: String,
+    },
+    SummarizationRetryAttemptStart {
+        source: SummarizationSource,
+    },
     SummarizationRetryFinished,
     /// A chunk of output of an RPC `bash` command; `request` is the command's tag.
-    BashExecutionUpdate { request: RequestTag, delta: String },
-    ThinkingLevelChanged { level: ThinkingLevel },
-    ModelChanged { model: Model, thinking_level: ThinkingLevel },
-    SessionInfoChanged { name: String },
+    BashExecutionUpdate {
+        request: RequestTag,
+        delta: String,
+    },
+    ThinkingLevelChanged {
+        level: ThinkingLevel,
+    },
+    ModelChanged {
+        model: Model,
+        thinking_level: ThinkingLevel,
+    },
+    SessionInfoChanged {
+        name: String,
+    },
     /// Context usage after an assistant reply (drives JSON-RPC `contextUsage`).
     ContextUsage(ContextUsage),
     /// A model or tool error the client should hear about (the native dialect shows it in messages).
-    RunError { error: crate::error::CoreError, will_retry: bool },
-    ExtensionError { extension_path: String, event: String, error: String },
+    RunError {
+        error: crate::error::CoreError,
+        will_retry: bool,
+    },
+    ExtensionError {
+        extension_path: String,
+        event: String,
+        error: String,
+    },
     ExtensionUiRequest(ExtensionUiRequest),
 }

@@ -72,10 +72,7 @@ pub enum ContentBlock {
 
 impl ContentBlock {
     pub fn text(text: impl Into<String>) -> Self {
-        ContentBlock::Text(TextContent {
-            text: text.into(),
-            text_signature: None,
-        })
+        ContentBlock::Text(TextContent { text: text.into(), text_signature: None })
     }
 }
 
@@ -329,11 +326,7 @@ impl AgentMessage {
     pub fn user(text: &str, images: &[ImageContent]) -> Self {
         let mut blocks = vec![ContentBlock::text(text)];
         blocks.extend(images.iter().cloned().map(ContentBlock::Image));
-        AgentMessage::User(UserMessage {
-            content: UserContent::Blocks(blocks),
-            timestamp: now_ms(),
-            extra: Map::new(),
-        })
+        AgentMessage::User(UserMessage { content: UserContent::Blocks(blocks), timestamp: now_ms(), extra: Map::new() })
     }
 
     pub fn role(&self) -> &'static str {
@@ -410,7 +403,10 @@ mod tests {
             extra: Map::new(),
         });
         let s = serde_json::to_string(&m).unwrap();
-        assert!(s.starts_with(r#"{"role":"assistant","content":[{"type":"text","text":"hi"}],"api":"openai-completions""#), "{s}");
+        assert!(
+            s.starts_with(r#"{"role":"assistant","content":[{"type":"text","text":"hi"}],"api":"openai-completions""#),
+            "{s}"
+        );
         assert!(s.contains(r#""stopReason":"toolUse""#));
         let back: AgentMessage = serde_json::from_str(&s).unwrap();
         assert_eq!(back, m);

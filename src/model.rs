@@ -68,13 +68,7 @@ impl Model {
         let output = per(usage.output, self.cost.output);
         let cache_read = per(usage.cache_read, self.cost.cache_read);
         let cache_write = per(usage.cache_write, self.cost.cache_write);
-        Cost {
-            input,
-            output,
-            cache_read,
-            cache_write,
-            total: input + output + cache_read + cache_write,
-        }
+        Cost { input, output, cache_read, cache_write, total: input + output + cache_read + cache_write }
     }
 
     /// Thinking levels this model accepts, in cycling order.
@@ -107,17 +101,14 @@ impl Model {
             return ThinkingLevel::Off;
         }
         let rank = wanted.rank();
-        if let Some(up) = levels.iter().filter(|l| l.rank() > rank && **l != ThinkingLevel::Off).min_by_key(|l| l.rank()) {
+        if let Some(up) =
+            levels.iter().filter(|l| l.rank() > rank && **l != ThinkingLevel::Off).min_by_key(|l| l.rank())
+        {
             if wanted.rank() < ThinkingLevel::High.rank() {
                 return *up;
             }
         }
-        levels
-            .iter()
-            .filter(|l| l.rank() < rank)
-            .max_by_key(|l| l.rank())
-            .copied()
-            .unwrap_or(ThinkingLevel::Off)
+        levels.iter().filter(|l| l.rank() < rank).max_by_key(|l| l.rank()).copied().unwrap_or(ThinkingLevel::Off)
     }
 }
 
@@ -177,10 +168,7 @@ impl FromStr for ThinkingLevel {
     type Err = ParseThinkingLevelError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ThinkingLevel::ALL
-            .into_iter()
-            .find(|l| l.as_str() == s)
-            .ok_or_else(|| ParseThinkingLevelError(s.to_string()))
+        ThinkingLevel::ALL.into_iter().find(|l| l.as_str() == s).ok_or_else(|| ParseThinkingLevelError(s.to_string()))
     }
 }
 

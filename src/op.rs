@@ -80,49 +80,101 @@ pub struct InitializeParams {
 /// Operations the core performs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
-    Prompt { message: String, images: Vec<ImageContent>, streaming_behavior: Option<StreamingBehavior> },
-    Steer { message: String, images: Vec<ImageContent> },
-    FollowUp { message: String, images: Vec<ImageContent> },
+    Prompt {
+        message: String,
+        images: Vec<ImageContent>,
+        streaming_behavior: Option<StreamingBehavior>,
+    },
+    Steer {
+        message: String,
+        images: Vec<ImageContent>,
+    },
+    FollowUp {
+        message: String,
+        images: Vec<ImageContent>,
+    },
     /// Steer while a run is active, start a run otherwise.
-    SendUserMessage { message: String, images: Vec<ImageContent> },
+    SendUserMessage {
+        message: String,
+        images: Vec<ImageContent>,
+    },
     Abort,
-    NewSession { parent_session: Option<String> },
+    NewSession {
+        parent_session: Option<String>,
+    },
     GetState,
     GetMessages,
     /// `provider` may be absent; `model_id` may also be `provider/id`.
-    SetModel { provider: Option<String>, model_id: String },
+    SetModel {
+        provider: Option<String>,
+        model_id: String,
+    },
     CycleModel,
     GetAvailableModels,
-    SetThinkingLevel { level: ThinkingLevel },
+    SetThinkingLevel {
+        level: ThinkingLevel,
+    },
     CycleThinkingLevel,
     GetAvailableThinkingLevels,
-    SetSteeringMode { mode: QueueMode },
-    SetFollowUpMode { mode: QueueMode },
-    Compact { custom_instructions: Option<String> },
-    SetAutoCompaction { enabled: bool },
-    SetAutoRetry { enabled: bool },
+    SetSteeringMode {
+        mode: QueueMode,
+    },
+    SetFollowUpMode {
+        mode: QueueMode,
+    },
+    Compact {
+        custom_instructions: Option<String>,
+    },
+    SetAutoCompaction {
+        enabled: bool,
+    },
+    SetAutoRetry {
+        enabled: bool,
+    },
     AbortRetry,
-    Bash { command: String, exclude_from_context: bool },
+    Bash {
+        command: String,
+        exclude_from_context: bool,
+    },
     AbortBash,
     GetSessionStats,
-    ExportHtml { output_path: Option<String> },
-    SwitchSession { session_path: String },
+    ExportHtml {
+        output_path: Option<String>,
+    },
+    SwitchSession {
+        session_path: String,
+    },
     /// Resume by session id, unique id prefix, or path.
-    ResumeSession { reference: String },
-    Fork { entry_id: String },
+    ResumeSession {
+        reference: String,
+    },
+    Fork {
+        entry_id: String,
+    },
     Clone,
     GetForkMessages,
-    GetEntries { since: Option<String> },
+    GetEntries {
+        since: Option<String>,
+    },
     GetTree,
     GetLastAssistantText,
-    SetSessionName { name: String },
+    SetSessionName {
+        name: String,
+    },
     GetCommands,
     ClearQueue,
-    SetActiveTools { tools: Vec<String> },
+    SetActiveTools {
+        tools: Vec<String>,
+    },
     Initialize(InitializeParams),
-    ExtensionUiResponse { id: Option<String>, response: UiResponse },
+    ExtensionUiResponse {
+        id: Option<String>,
+        response: UiResponse,
+    },
     /// Stop serving. `abort`: abort active work first; otherwise wait until idle.
-    Shutdown { abort: bool },
+    Shutdown {
+        abort: bool,
+    },
 }
 
 /// How a prompt was taken.
@@ -296,10 +348,17 @@ pub struct SessionInfo {
 pub enum Reply {
     /// Success without data.
     Ack,
-    Prompt { disposition: Disposition },
+    Prompt {
+        disposition: Disposition,
+    },
     /// `new_session`, `switch_session`, `clone`.
-    Switched { cancelled: bool },
-    Fork { text: String, cancelled: bool },
+    Switched {
+        cancelled: bool,
+    },
+    Fork {
+        text: String,
+        cancelled: bool,
+    },
     State(Box<StateSnapshot>),
     Messages(Vec<AgentMessage>),
     Model(Box<Model>),
@@ -310,13 +369,24 @@ pub enum Reply {
     Compaction(Box<CompactionResult>),
     Bash(BashResult),
     SessionStats(Box<SessionStats>),
-    ExportHtml { path: String },
+    ExportHtml {
+        path: String,
+    },
     ForkMessages(Vec<ForkMessage>),
-    Entries { entries: Vec<SessionEntry>, leaf_id: Option<String> },
-    Tree { tree: Vec<TreeNode>, leaf_id: Option<String> },
+    Entries {
+        entries: Vec<SessionEntry>,
+        leaf_id: Option<String>,
+    },
+    Tree {
+        tree: Vec<TreeNode>,
+        leaf_id: Option<String>,
+    },
     LastAssistantText(Option<String>),
     Commands(Vec<CommandInfo>),
-    QueueCleared { steering: Vec<String>, follow_up: Vec<String> },
+    QueueCleared {
+        steering: Vec<String>,
+        follow_up: Vec<String>,
+    },
     Session(SessionInfo),
     ActiveTools(Vec<String>),
 }

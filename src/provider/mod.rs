@@ -62,18 +62,34 @@ pub enum BlockKind {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProviderEvent {
     ResponseId(String),
-    BlockStart { index: usize, kind: BlockKind },
+    BlockStart {
+        index: usize,
+        kind: BlockKind,
+    },
     /// Text, thinking text, or a fragment of tool-call JSON arguments.
-    BlockDelta { index: usize, delta: String },
+    BlockDelta {
+        index: usize,
+        delta: String,
+    },
     /// Signature of a thinking (or text) block, to send back on the next call.
-    Signature { index: usize, signature: String },
+    Signature {
+        index: usize,
+        signature: String,
+    },
     /// The thinking block was redacted by the provider.
-    Redacted { index: usize },
-    BlockEnd { index: usize },
+    Redacted {
+        index: usize,
+    },
+    BlockEnd {
+        index: usize,
+    },
     /// Cumulative usage so far (tokens only; the agent computes the cost).
     Usage(Usage),
     /// The model finished. `raw` is the provider's own stop reason string.
-    Stop { reason: StopReason, raw: Option<String> },
+    Stop {
+        reason: StopReason,
+        raw: Option<String>,
+    },
 }
 
 /// Classification of a failed model call.

@@ -243,10 +243,7 @@ const KNOWN_TYPES: [&str; 9] = [
 impl SessionEntry {
     /// Classify a parsed line; a known type with a broken shape is kept raw too.
     pub fn from_value(value: Value) -> Self {
-        let known = value
-            .get("type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| KNOWN_TYPES.contains(&t));
+        let known = value.get("type").and_then(Value::as_str).is_some_and(|t| KNOWN_TYPES.contains(&t));
         if known {
             if let Ok(entry) = serde_json::from_value::<KnownEntry>(value.clone()) {
                 return SessionEntry::Known(entry);
