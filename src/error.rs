@@ -83,6 +83,12 @@ impl CoreError {
         CoreError::new(ErrorKind::Busy, message)
     }
 
+    /// Name the request field at fault.
+    pub fn with_field(mut self, field: &str) -> Self {
+        self.field = Some(field.to_string());
+        self
+    }
+
     pub fn with_retryable(mut self, retryable: bool) -> Self {
         self.retryable = retryable;
         self

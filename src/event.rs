@@ -208,7 +208,7 @@ pub enum AgentEvent {
     SummarizationRetryFinished,
     /// A chunk of output of an RPC `bash` command; `request` is the command's tag.
     BashExecutionUpdate {
-        request: RequestTag,
+        request: Option<RequestTag>,
         delta: String,
     },
     ThinkingLevelChanged {

@@ -6,6 +6,8 @@
 //! [`agent::Output`] (`Event`s and `Reply`s out). Nothing here knows about
 //! stdin/stdout, JSONL or JSON-RPC.
 
+pub mod agent;
+pub mod config;
 pub mod error;
 pub mod event;
 pub mod message;
@@ -13,6 +15,7 @@ pub mod model;
 pub mod op;
 pub mod provider;
 pub mod session;
+pub mod system_prompt;
 pub mod tools;
 
 pub use error::{CoreError, ErrorKind};

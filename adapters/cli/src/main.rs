@@ -1,3 +1,61 @@
-//! The `pi` binary: parses the command line and serves one front end over stdio.
+//! The `pi` binary: parses pi's command line, sets up logging on stderr,
+//! builds the agent core from configuration, picks the front end (native JSONL
+//! or JSON-RPC, by flag or by the first record) and serves it on stdin/stdout.
 
-fn main() {}
+mod args;
+mod dialect;
+mod setup;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = args::Args::parse();
+    init_tracing(args.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(code) => code,
+        Err(e) => {
+            // The one place the binary reports a fatal startup error.
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("pi: {e:#}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(args: args::Args) -> anyhow::Result<ExitCode> {
+    if let Some(mode) = args.mode.as_deref() {
+        if mode != "rpc" {
+            anyhow::bail!("unsupported --mode {mode}: pi-rpc only serves --mode rpc");
+        }
+    }
+    let config = setup::build_agent_config(&args)?;
+    let (handle, outputs) = pi_core::agent::spawn(config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let end = dialect::serve_stdio(args.protocol, handle, outputs).await?;
+    Ok(match end {
+        dialect::End::Finished => ExitCode::SUCCESS,
+        dialect::End::Signalled(sig) => ExitCode::from(128 + sig),
+    })
+}
+
+fn init_tracing(verbose: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = if verbose { "debug" } else { "info" };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .try_init();
+}

@@ -1,0 +1,572 @@
+//! The agent actor: owns the session state, dispatches ops in arrival order,
+//! sequences every event and reply onto the output stream, and starts the
+//! background tasks (runs, RPC bash).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::Map;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::internal::{Internal, QueueKind};
+use super::queue::MessageQueue;
+use super::run::{RunSetup, run_session};
+use super::stream::Emitter;
+use super::{AgentConfig, Output, SessionStart, SystemPromptOptions};
+use crate::config::{ModelRegistry, Settings};
+use crate::error::{CoreError, ErrorKind};
+use crate::event::AgentEvent;
+use crate::message::{AgentMessage, BashExecutionMessage, ImageContent, StopReason, now_ms};
+use crate::model::{Model, ThinkingLevel};
+use crate::op::{Disposition, Op, Reply, RequestTag, StreamingBehavior};
+use crate::provider::{ProviderRegistry, faux};
+use crate::session::Session;
+use crate::tools::{ToolContext, ToolRegistry};
+
+/// A run in progress.
+pub(super) struct ActiveRun {
+    pub id: u64,
+    pub cancel: CancellationToken,
+    pub retry_cancel: CancellationToken,
+    /// True while the run waits between retry attempts.
+    pub retry_waiting: bool,
+}
+
+/// The state the actor owns.
+pub(crate) struct Agent {
+    pub(super) agent_dir: PathBuf,
+    pub(super) cwd: PathBuf,
+    pub(super) settings: Settings,
+    pub(super) models: ModelRegistry,
+    pub(super) providers: ProviderRegistry,
+    pub(super) tools: ToolRegistry,
+    pub(super) active_tools: Vec<String>,
+    pub(super) session_dir: PathBuf,
+    pub(super) session_dir_explicit: bool,
+    pub(super) prompt_options: SystemPromptOptions,
+    pub(super) persist_settings: bool,
+    pub(super) temp_dir: PathBuf,
+
+    pub(super) session: Session,
+    /// The conversation as the model sees it (what `get_messages` returns).
+    pub(super) messages: Vec<AgentMessage>,
+    pub(super) model: Model,
+    pub(super) thinking: ThinkingLevel,
+    pub(super) steering: MessageQueue,
+    pub(super) follow_up: MessageQueue,
+    pub(super) auto_compaction: bool,
+    pub(super) retry_enabled: Arc<AtomicBool>,
+    /// Context tokens reported by the last reply.
+    pub(super) last_context_tokens: Option<u64>,
+    /// True from a compaction until the next successful reply (usage unknown).
+    pub(super) usage_unknown: bool,
+
+    pub(super) run: Option<ActiveRun>,
+    pub(super) next_run_id: u64,
+    pub(super) bash_cancel: Option<CancellationToken>,
+    /// `bash` results that arrived during a run; appended when it ends.
+    pub(super) deferred_bash: Vec<AgentMessage>,
+    /// Ops whose reply waits for the run to finish (`abort`, `abort_retry`).
+    pub(super) run_waiters: Vec<RequestTag>,
+    /// Set once shutdown was requested (with the tag to answer when done).
+    pub(super) shutdown: Option<Option<RequestTag>>,
+    /// Session switches asked for during a run: they abort it and run after it.
+    pub(super) after_run: Vec<(Option<RequestTag>, Op)>,
+
+    pub(super) out: mpsc::Sender<Output>,
+    pub(super) internal_tx: mpsc::Sender<Internal>,
+    internal_rx: Option<mpsc::Receiver<Internal>>,
+}
+
+impl Agent {
+    pub(crate) fn new(config: AgentConfig, out: mpsc::Sender<Output>) -> Result<Agent, CoreError> {
+        let (internal_tx, internal_rx) = mpsc::channel(1024);
+        let session = open_session(&config)?;
+        let restored = session.context();
+        let mut agent = Agent {
+            agent_dir: config.agent_dir,
+            cwd: config.cwd,
+            retry_enabled: Arc::new(AtomicBool::new(config.settings.retry.enabled)),
+            auto_compaction: config.settings.compaction.enabled,
+            steering: MessageQueue::new(config.settings.steering_mode),
+            follow_up: MessageQueue::new(config.settings.follow_up_mode),
+            settings: config.settings,
+            models: config.models,
+            providers: config.providers,
+            tools: config.tools,
+            active_tools: config.active_tools,
+            session_dir: config.session_dir,
+            session_dir_explicit: config.session_dir_explicit,
+            prompt_options: config.system_prompt,
+            persist_settings: config.persist_settings,
+            temp_dir: config.temp_dir,
+            session,
+            messages: restored.messages,
+            model: faux::faux_model(),
+            thinking: ThinkingLevel::Off,
+            last_context_tokens: None,
+            usage_unknown: false,
+            run: None,
+            next_run_id: 1,
+            bash_cancel: None,
+            deferred_bash: Vec::new(),
+            run_waiters: Vec::new(),
+            shutdown: None,
+            after_run: Vec::new(),
+            out,
+            internal_tx,
+            internal_rx: Some(internal_rx),
+        };
+        if let Some(key) = config.api_key.clone() {
+            agent.api_key_target(config.provider.as_deref(), config.model.as_deref(), key);
+        }
+        agent.select_initial_model(
+            config.provider.as_deref(),
+            config.model.as_deref(),
+            config.thinking,
+            restored.model,
+            restored.thinking_level,
+        )?;
+        agent.last_context_tokens = agent.messages.iter().rev().find_map(|m| match m {
+            AgentMessage::Assistant(a) if !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) => {
+                Some(a.usage.context_tokens())
+            }
+            _ => None,
+        });
+        agent.start_session_entries(config.session_name)?;
+        Ok(agent)
+    }
+
+    /// Give `--api-key` to the provider of the requested (or default) model.
+    fn api_key_target(&mut self, provider: Option<&str>, model: Option<&str>, key: String) {
+        let provider = provider
+            .map(str::to_string)
+            .or_else(|| model.and_then(|m| self.models.resolve(None, strip_thinking_suffix(m).0).ok()).map(|m| m.provider))
+            .or_else(|| self.settings.default_provider.clone());
+        match provider {
+            Some(p) => self.models.set_runtime_key(&p, key),
+            None => tracing::warn!("--api-key given but no provider or model selected; ignoring it"),
+        }
+    }
+
+    /// The actor loop. Internal messages go first so state is current before any op reads it.
+    pub(crate) async fn run(mut self, mut ops: mpsc::Receiver<(Option<RequestTag>, Op)>) {
+        let Some(mut internal_rx) = self.internal_rx.take() else { return };
+        let mut ops_open = true;
+        loop {
+            tokio::select! {
+                biased;
+                Some(msg) = internal_rx.recv() => self.handle_internal(msg).await,
+                op = ops.recv(), if ops_open => match op {
+                    Some((tag, op)) => self.handle_op(tag, op).await,
+                    None => {
+                        ops_open = false;
+                        if self.shutdown.is_none() {
+                            self.shutdown = Some(None);
+                        }
+                    }
+                },
+            }
+            if self.shutdown.is_some() && self.is_idle() {
+                break;
+            }
+        }
+        if let Some(Some(tag)) = self.shutdown.take() {
+            self.reply(Some(tag), Ok(Reply::Ack)).await;
+        }
+        tracing::debug!("agent stopped");
+    }
+
+    pub(super) fn is_idle(&self) -> bool {
+        self.run.is_none() && self.bash_cancel.is_none()
+    }
+
+    pub(super) async fn emit(&self, event: AgentEvent) {
+        let _ = self.out.send(Output::Event(event)).await;
+    }
+
+    pub(super) async fn reply(&self, tag: Option<RequestTag>, result: Result<Reply, CoreError>) {
+        if let Some(tag) = tag {
+            let _ = self.out.send(Output::Reply { tag, result }).await;
+        }
+    }
+
+    async fn handle_internal(&mut self, msg: Internal) {
+        match msg {
+            Internal::Event(event) => {
+                self.observe(&event);
+                self.emit(event).await;
+            }
+            Internal::TakeQueued { kind, reply } => {
+                let taken = match kind {
+                    QueueKind::Steering => self.steering.take(),
+                    QueueKind::FollowUp => self.follow_up.take(),
+                };
+                let _ = reply.send(taken);
+            }
+            Internal::QueueChanged => self.emit_queue_update().await,
+            Internal::RetractFromContext { message } => {
+                if let Some(pos) = self.messages.iter().rposition(|m| m == &message) {
+                    self.messages.remove(pos);
+                }
+                self.record_context_edit(&message);
+            }
+            Internal::RunFinished { run_id } => {
+                if self.run.as_ref().is_some_and(|r| r.id == run_id) {
+                    self.run = None;
+                }
+                for message in std::mem::take(&mut self.deferred_bash) {
+                    self.append_message(message);
+                }
+                for tag in std::mem::take(&mut self.run_waiters) {
+                    self.reply(Some(tag), Ok(Reply::Ack)).await;
+                }
+                for (tag, op) in std::mem::take(&mut self.after_run) {
+                    self.handle_op(tag, op).await;
+                }
+            }
+            Internal::BashFinished { tag, result, message } => {
+                self.bash_cancel = None;
+                if self.run.is_some() {
+                    self.deferred_bash.push(message);
+                } else {
+                    self.append_message(message);
+                }
+                self.reply(tag, Ok(Reply::Bash(result))).await;
+            }
+        }
+    }
+
+    /// Keep the actor's view of the conversation in step with the run's events.
+    fn observe(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::MessageEnd { message } => {
+                if let AgentMessage::Assistant(a) = message {
+                    if !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
+                        self.last_context_tokens = Some(a.usage.context_tokens());
+                        self.usage_unknown = false;
+                    }
+                }
+                self.append_message(message.clone());
+            }
+            AgentEvent::AutoRetryStart { .. } => {
+                if let Some(run) = &mut self.run {
+                    run.retry_waiting = true;
+                }
+            }
+            AgentEvent::AgentStart => {
+                if let Some(run) = &mut self.run {
+                    run.retry_waiting = false;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Add a message to the conversation and the session file.
+    pub(super) fn append_message(&mut self, message: AgentMessage) {
+        if let Err(e) = self.session.append_message(&message) {
+            tracing::error!("cannot write session entry: {e}");
+        }
+        self.messages.push(message);
+    }
+
+    pub(super) async fn emit_queue_update(&self) {
+        self.emit(AgentEvent::QueueUpdate { steering: self.steering.texts(), follow_up: self.follow_up.texts() })
+            .await;
+    }
+
+    async fn handle_op(&mut self, tag: Option<RequestTag>, op: Op) {
+        if self.shutdown.is_some() && !matches!(op, Op::Shutdown { .. } | Op::ExtensionUiResponse { .. }) {
+            self.reply(tag, Err(CoreError::busy("The agent is shutting down"))).await;
+            return;
+        }
+        let switches_session = matches!(
+            op,
+            Op::NewSession { .. } | Op::SwitchSession { .. } | Op::ResumeSession { .. } | Op::Fork { .. } | Op::Clone
+        );
+        if switches_session {
+            if let Some(run) = &self.run {
+                run.cancel.cancel();
+                self.after_run.push((tag, op));
+                return;
+            }
+        }
+        match op {
+            Op::Prompt { message, images, streaming_behavior } => {
+                self.prompt(tag, message, images, streaming_behavior).await
+            }
+            Op::Steer { message, images } => self.enqueue(tag, QueueKind::Steering, message, images).await,
+            Op::FollowUp { message, images } => self.enqueue(tag, QueueKind::FollowUp, message, images).await,
+            Op::SendUserMessage { message, images } => {
+                if self.run.is_some() {
+                    self.enqueue(tag, QueueKind::Steering, message, images).await
+                } else {
+                    self.prompt(tag, message, images, None).await
+                }
+            }
+            Op::Abort => self.abort(tag).await,
+            Op::AbortRetry => {
+                match &self.run {
+                    Some(run) if run.retry_waiting => {
+                        run.retry_cancel.cancel();
+                        if let Some(tag) = tag {
+                            self.run_waiters.push(tag);
+                        }
+                    }
+                    _ => self.reply(tag, Ok(Reply::Ack)).await,
+                }
+            }
+            Op::Bash { command, exclude_from_context } => self.bash(tag, command, exclude_from_context).await,
+            Op::AbortBash => {
+                if let Some(cancel) = &self.bash_cancel {
+                    cancel.cancel();
+                }
+                self.reply(tag, Ok(Reply::Ack)).await;
+            }
+            Op::Shutdown { abort } => {
+                if abort {
+                    if let Some(run) = &self.run {
+                        run.cancel.cancel();
+                    }
+                    if let Some(cancel) = &self.bash_cancel {
+                        cancel.cancel();
+                    }
+                }
+                self.shutdown = Some(tag);
+            }
+            Op::ExtensionUiResponse { .. } => {}
+            other => self.handle_state_op(tag, other).await,
+        }
+    }
+
+    async fn prompt(
+        &mut self,
+        tag: Option<RequestTag>,
+        message: String,
+        images: Vec<ImageContent>,
+        behavior: Option<StreamingBehavior>,
+    ) {
+        if self.run.is_some() {
+            match behavior {
+                None => {
+                    let err = CoreError::busy(
+                        "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.",
+                    );
+                    self.reply(tag, Err(err)).await;
+                }
+                Some(StreamingBehavior::Steer) => self.enqueue(tag, QueueKind::Steering, message, images).await,
+                Some(StreamingBehavior::FollowUp) => self.enqueue(tag, QueueKind::FollowUp, message, images).await,
+            }
+            return;
+        }
+        if let Err(e) = self.preflight() {
+            self.reply(tag, Err(e)).await;
+            return;
+        }
+        let user = AgentMessage::user(&message, &images);
+        self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Started })).await;
+        self.start_run(vec![user]);
+    }
+
+    async fn enqueue(&mut self, tag: Option<RequestTag>, kind: QueueKind, text: String, images: Vec<ImageContent>) {
+        let message = AgentMessage::user(&text, &images);
+        match kind {
+            QueueKind::Steering => self.steering.push(text, message),
+            QueueKind::FollowUp => self.follow_up.push(text, message),
+        }
+        self.emit_queue_update().await;
+        self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Queued })).await;
+    }
+
+    async fn abort(&mut self, tag: Option<RequestTag>) {
+        match &self.run {
+            Some(run) => {
+                run.cancel.cancel();
+                if let Some(tag) = tag {
+                    self.run_waiters.push(tag);
+                }
+            }
+            None => self.reply(tag, Ok(Reply::Ack)).await,
+        }
+    }
+
+    /// Checks before a run may start: a callable model with credentials.
+    pub(super) fn preflight(&self) -> Result<(), CoreError> {
+        if self.providers.get(&self.model.api).is_none() {
+            return Err(CoreError::new(
+                ErrorKind::Unsupported,
+                format!("The API \"{}\" of model {} is not supported by this build", self.model.api, self.model.full_id()),
+            ));
+        }
+        if !self.models.has_credentials(&self.model) {
+            let vars = crate::config::auth::provider_env_vars(&self.model.provider);
+            let hint = match vars.first() {
+                Some(var) => format!("Set {var}, add the key to auth.json or models.json, or pass --api-key."),
+                None => "Add an apiKey for this provider to models.json or auth.json, or pass --api-key.".to_string(),
+            };
+            return Err(CoreError::new(
+                ErrorKind::Model,
+                format!("No API key found for the selected model ({}).\n\n{hint}", self.model.full_id()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Start a run with these new messages.
+    pub(super) fn start_run(&mut self, initial: Vec<AgentMessage>) {
+        let Some(provider) = self.providers.get(&self.model.api) else { return };
+        let run_id = self.next_run_id;
+        self.next_run_id += 1;
+        let cancel = CancellationToken::new();
+        let retry_cancel = CancellationToken::new();
+        let (tools, tool_specs) = self.active_tool_set();
+        let setup = RunSetup {
+            run_id,
+            emitter: Emitter::new(self.internal_tx.clone()),
+            cancel: cancel.clone(),
+            retry_cancel: retry_cancel.clone(),
+            provider,
+            model: self.model.clone(),
+            thinking: self.thinking,
+            api_key: self.models.api_key(&self.model.provider),
+            headers: self.models.headers(&self.model),
+            session_id: self.session.session_id().to_string(),
+            system_prompt: self.system_prompt(),
+            tools,
+            tool_specs,
+            tool_ctx: self.tool_context(),
+            context: self.messages.clone(),
+            initial,
+            retry: self.settings.retry,
+            retry_enabled: self.retry_enabled.clone(),
+        };
+        self.run = Some(ActiveRun { id: run_id, cancel, retry_cancel, retry_waiting: false });
+        tokio::spawn(run_session(setup));
+    }
+
+    /// The tools the model gets, in registry order, with their specs.
+    pub(super) fn active_tool_set(&self) -> (ToolRegistry, Vec<crate::provider::ToolSpec>) {
+        let mut reg = ToolRegistry::default();
+        let mut specs = Vec::new();
+        for name in &self.active_tools {
+            if let Some(tool) = self.tools.get(name) {
+                specs.push(tool.spec());
+                reg.register(tool);
+            }
+        }
+        (reg, specs)
+    }
+
+    pub(super) fn tool_context(&self) -> ToolContext {
+        let mut ctx = ToolContext::new(self.cwd.clone());
+        ctx.temp_dir = self.temp_dir.clone();
+        ctx.env = vec![
+            ("PI_CODING_AGENT".to_string(), "true".to_string()),
+            ("PI_SESSION_ID".to_string(), self.session.session_id().to_string()),
+        ];
+        ctx
+    }
+
+    pub(super) fn system_prompt(&self) -> String {
+        let tools: Vec<(String, String)> = self
+            .active_tools
+            .iter()
+            .filter(|t| self.tools.contains(t))
+            .map(|t| (t.clone(), crate::system_prompt::tool_summary(t).to_string()))
+            .collect();
+        let date = chrono::Utc::now().format("%Y-%m-%d").to_string();
+        crate::system_prompt::build(&crate::system_prompt::PromptInputs {
+            agent_dir: &self.agent_dir,
+            cwd: &self.cwd,
+            tools: &tools,
+            replace: self.prompt_options.replace.as_deref(),
+            append: &self.prompt_options.append,
+            skills_section: None,
+            date: &date,
+        })
+    }
+
+    async fn bash(&mut self, tag: Option<RequestTag>, command: String, exclude_from_context: bool) {
+        if self.bash_cancel.is_some() {
+            self.reply(tag, Err(CoreError::busy("A bash command is already running"))).await;
+            return;
+        }
+        let cancel = CancellationToken::new();
+        self.bash_cancel = Some(cancel.clone());
+        let emitter = Emitter::new(self.internal_tx.clone());
+        let cwd = self.cwd.clone();
+        let temp_dir = self.temp_dir.clone();
+        let env = self.tool_context().env;
+        tokio::spawn(async move {
+            let (chunk_tx, mut chunk_rx) = mpsc::unbounded_channel::<String>();
+            let forward = {
+                let emitter = emitter.clone();
+                tokio::spawn(async move {
+                    while let Some(delta) = chunk_rx.recv().await {
+                        emitter.emit(AgentEvent::BashExecutionUpdate { request: tag, delta }).await;
+                    }
+                })
+            };
+            let result = crate::tools::bash::run_command(&command, &cwd, &env, &temp_dir, cancel, move |chunk: &str| {
+                let _ = chunk_tx.send(chunk.to_string());
+            })
+            .await;
+            let _ = forward.await;
+            let message = AgentMessage::BashExecution(BashExecutionMessage {
+                command,
+                output: result.output.clone(),
+                exit_code: result.exit_code,
+                cancelled: result.cancelled,
+                truncated: result.truncated,
+                full_output_path: result.full_output_path.clone(),
+                exclude_from_context,
+                timestamp: now_ms(),
+                extra: Map::new(),
+            });
+            emitter.send(Internal::BashFinished { tag, result, message }).await;
+        });
+    }
+
+    /// The retry flag shared with runs.
+    pub(super) fn set_retry_enabled(&self, enabled: bool) {
+        self.retry_enabled.store(enabled, Ordering::SeqCst);
+    }
+}
+
+/// Split `model:thinking` when the suffix is a thinking level.
+pub(crate) fn strip_thinking_suffix(pattern: &str) -> (&str, Option<ThinkingLevel>) {
+    if let Some((model, level)) = pattern.rsplit_once(':') {
+        if let Ok(level) = level.parse::<ThinkingLevel>() {
+            return (model, Some(level));
+        }
+    }
+    (pattern, None)
+}
+
+fn open_session(config: &AgentConfig) -> Result<Session, CoreError> {
+    let session = match &config.session {
+        SessionStart::InMemory => Session::in_memory(&config.cwd),
+        SessionStart::New => Session::create(&config.session_dir, &config.cwd, None),
+        SessionStart::Open(path) => {
+            let (session, warnings) = Session::open(path).map_err(|e| CoreError::internal(e.to_string()))?;
+            for w in warnings {
+                tracing::warn!("{w}");
+            }
+            session
+        }
+        SessionStart::Continue => match crate::session::find_most_recent(&config.session_dir) {
+            Some(path) => {
+                let (session, warnings) = Session::open(&path).map_err(|e| CoreError::internal(e.to_string()))?;
+                for w in warnings {
+                    tracing::warn!("{w}");
+                }
+                session
+            }
+            None => Session::create(&config.session_dir, &config.cwd, None),
+        },
+    };
+    Ok(session)
+}

@@ -1,0 +1,32 @@
+//! Messages from the agent's background tasks (run, bash, compaction) back to the actor.
+
+use tokio::sync::oneshot;
+
+use crate::event::AgentEvent;
+use crate::message::AgentMessage;
+use crate::op::{BashResult, RequestTag};
+
+/// Which queue a run pulls from at a turn boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueKind {
+    Steering,
+    FollowUp,
+}
+
+/// A message from a background task to the actor.
+#[derive(Debug)]
+pub enum Internal {
+    /// Forward an event to the output (the actor updates its state from it first).
+    Event(AgentEvent),
+    /// Take queued messages (per the queue's mode); the actor emits nothing yet.
+    TakeQueued { kind: QueueKind, reply: oneshot::Sender<Vec<AgentMessage>> },
+    /// Emit a `queue_update` with the current queues.
+    QueueChanged,
+    /// A failed attempt will be retried: drop it from the model context
+    /// (it stays in the session file).
+    RetractFromContext { message: AgentMessage },
+    /// The run task is done (after `agent_settled`).
+    RunFinished { run_id: u64 },
+    /// An RPC `bash` finished.
+    BashFinished { tag: Option<RequestTag>, result: BashResult, message: AgentMessage },
+}

@@ -1,0 +1,124 @@
+//! Ops on the session tree: new, switch, resume, fork, clone, entries, tree.
+
+use std::path::{Path, PathBuf};
+
+use super::actor::Agent;
+use crate::error::CoreError;
+use crate::op::{Op, Reply};
+use crate::session::{Session, SessionError};
+
+fn session_error(e: SessionError) -> CoreError {
+    match e {
+        SessionError::NotFound(_) | SessionError::EntryNotFound(_) => CoreError::not_found(e.to_string()),
+        SessionError::InvalidArgument(_) => CoreError::invalid("entryId", e.to_string()),
+        other => CoreError::internal(other.to_string()),
+    }
+}
+
+impl Agent {
+    pub(super) async fn handle_session_op(&mut self, op: Op) -> Result<Reply, CoreError> {
+        match op {
+            Op::NewSession { parent_session } => {
+                let session = if self.session.file_path().is_some() {
+                    Session::create(&self.session_dir, &self.cwd, parent_session)
+                } else {
+                    Session::in_memory(&self.cwd)
+                };
+                self.replace_session(session).await?;
+                Ok(Reply::Switched { cancelled: false })
+            }
+            Op::SwitchSession { session_path } => {
+                let path = self.absolute(&session_path);
+                let (session, warnings) = Session::open(&path).map_err(session_error)?;
+                for w in warnings {
+                    tracing::warn!("{w}");
+                }
+                self.replace_session(session).await?;
+                Ok(Reply::Switched { cancelled: false })
+            }
+            Op::ResumeSession { reference } => {
+                let dirs = self.session_search_dirs();
+                let path = crate::session::resolve_session(&reference, &dirs).map_err(session_error)?;
+                let (session, warnings) = Session::open(&path).map_err(session_error)?;
+                for w in warnings {
+                    tracing::warn!("{w}");
+                }
+                self.replace_session(session).await?;
+                Ok(Reply::Switched { cancelled: false })
+            }
+            Op::Fork { entry_id } => {
+                let (session, text) = self.session.fork(&entry_id).map_err(session_error)?;
+                self.replace_session(session).await?;
+                Ok(Reply::Fork { text, cancelled: false })
+            }
+            Op::Clone => {
+                let session = self.session.clone_branch().map_err(session_error)?;
+                self.replace_session(session).await?;
+                Ok(Reply::Switched { cancelled: false })
+            }
+            Op::GetForkMessages => Ok(Reply::ForkMessages(self.session.fork_messages())),
+            Op::GetEntries { since } => {
+                let entries = match since.as_deref() {
+                    Some(id) => self.session.entries_since(id).map_err(|e| session_error(e).with_field("since"))?,
+                    None => self.session.entries().to_vec(),
+                };
+                Ok(Reply::Entries { entries, leaf_id: self.session.leaf_id().map(str::to_string) })
+            }
+            Op::GetTree => {
+                Ok(Reply::Tree { tree: self.session.tree(), leaf_id: self.session.leaf_id().map(str::to_string) })
+            }
+            Op::Compact { .. } => Err(CoreError::new(
+                crate::error::ErrorKind::Unsupported,
+                "Compaction is not available in this build yet",
+            )),
+            Op::ExportHtml { .. } => Err(CoreError::new(
+                crate::error::ErrorKind::Unsupported,
+                "HTML export is not available in this build yet",
+            )),
+            other => Err(CoreError::internal(format!("op not handled: {other:?}"))),
+        }
+    }
+
+    /// Make `session` current: its conversation, model and thinking level.
+    async fn replace_session(&mut self, session: Session) -> Result<(), CoreError> {
+        self.session = session;
+        let restored = self.session.context();
+        self.messages = restored.messages;
+        self.usage_unknown = false;
+        self.last_context_tokens = None;
+        if let Some(model) = restored
+            .model
+            .and_then(|(p, id)| self.models.find(&p, &id))
+            .filter(|m| self.models.has_credentials(m))
+        {
+            self.model = model;
+        }
+        if let Some(level) = restored.thinking_level.and_then(|t| t.parse().ok()) {
+            self.thinking = self.model.clamp_thinking(level);
+        }
+        if self.steering.len() + self.follow_up.len() > 0 {
+            self.steering.clear();
+            self.follow_up.clear();
+            self.emit_queue_update().await;
+        }
+        self.start_session_entries(None)
+    }
+
+    fn absolute(&self, path: &str) -> PathBuf {
+        let p = crate::config::expand_home(Path::new(path));
+        if p.is_absolute() { p } else { self.cwd.join(p) }
+    }
+
+    fn session_search_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = vec![self.session_dir.clone()];
+        let all = self.agent_dir.join("sessions");
+        if let Ok(read) = std::fs::read_dir(&all) {
+            for entry in read.flatten() {
+                if entry.path().is_dir() && entry.path() != self.session_dir {
+                    dirs.push(entry.path());
+                }
+            }
+        }
+        dirs
+    }
+}

@@ -1,0 +1,139 @@
+//! Session statistics and the context-usage estimate.
+
+use super::actor::Agent;
+use crate::message::{AgentMessage, ContentBlock, StopReason, Usage, UserContent};
+use crate::op::{ContextUsageStats, SessionStats, TokenTotals};
+use crate::session::SessionEntry;
+use crate::session::entry::KnownEntry;
+
+/// Rough token count of a text (4 characters per token, as pi estimates).
+pub(crate) fn estimate_text_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
+
+fn blocks_chars(blocks: &[ContentBlock]) -> usize {
+    blocks
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text(t) => t.text.len(),
+            ContentBlock::Thinking(t) => t.thinking.len(),
+            ContentBlock::ToolCall(c) => c.name.len() + c.arguments.to_string().len(),
+            ContentBlock::Image(_) => 4800,
+        })
+        .sum()
+}
+
+/// Estimated tokens one message adds to the context.
+pub(crate) fn estimate_message_tokens(message: &AgentMessage) -> u64 {
+    let chars = match message {
+        AgentMessage::User(m) => match &m.content {
+            UserContent::Text(t) => t.len(),
+            UserContent::Blocks(b) => blocks_chars(b),
+        },
+        AgentMessage::Assistant(m) => blocks_chars(&m.content),
+        AgentMessage::ToolResult(m) => blocks_chars(&m.content),
+        AgentMessage::BashExecution(m) => m.command.len() + m.output.len() + 20,
+        AgentMessage::CompactionSummary(m) => m.summary.len() + 100,
+        AgentMessage::BranchSummary(m) => m.summary.len() + 100,
+        AgentMessage::Custom(m) => match &m.content {
+            UserContent::Text(t) => t.len(),
+            UserContent::Blocks(b) => blocks_chars(b),
+        },
+    };
+    (chars as u64).div_ceil(4)
+}
+
+impl Agent {
+    /// Context tokens in use: the last reply's usage plus an estimate of what came after.
+    pub(super) fn context_tokens(&self) -> Option<u64> {
+        if self.usage_unknown {
+            return None;
+        }
+        let last_reply = self.messages.iter().rposition(|m| {
+            matches!(m, AgentMessage::Assistant(a) if !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted))
+        });
+        match (last_reply, self.last_context_tokens) {
+            (Some(i), Some(tokens)) => {
+                Some(tokens + self.messages[i + 1..].iter().map(estimate_message_tokens).sum::<u64>())
+            }
+            _ => Some(
+                estimate_text_tokens(&self.system_prompt())
+                    + self.messages.iter().map(estimate_message_tokens).sum::<u64>(),
+            ),
+        }
+    }
+
+    pub(super) fn context_usage(&self) -> Option<ContextUsageStats> {
+        let window = self.model.context_window;
+        if window == 0 {
+            return None;
+        }
+        let tokens = self.context_tokens();
+        Some(ContextUsageStats {
+            tokens,
+            context_window: window,
+            percent: tokens.map(|t| t as f64 / window as f64 * 100.0),
+        })
+    }
+
+    pub(super) fn session_stats(&self) -> SessionStats {
+        let mut user = 0;
+        let mut assistant = 0;
+        let mut tool_calls = 0;
+        let mut tool_results = 0;
+        for m in &self.messages {
+            match m {
+                AgentMessage::User(_) => user += 1,
+                AgentMessage::Assistant(a) => {
+                    assistant += 1;
+                    tool_calls += a.tool_calls().count();
+                }
+                AgentMessage::ToolResult(_) => tool_results += 1,
+                _ => {}
+            }
+        }
+        let mut usage = Usage::default();
+        for entry in self.session.entries() {
+            match entry {
+                SessionEntry::Known(KnownEntry::Message(e)) => match e.message.known() {
+                    Some(AgentMessage::Assistant(a)) => usage.add(&a.usage),
+                    Some(AgentMessage::ToolResult(t)) => {
+                        if let Some(u) = &t.usage {
+                            usage.add(u);
+                        }
+                    }
+                    _ => {}
+                },
+                SessionEntry::Known(KnownEntry::Compaction(c)) => {
+                    if let Some(u) = &c.usage {
+                        usage.add(u);
+                    }
+                }
+                SessionEntry::Known(KnownEntry::BranchSummary(b)) => {
+                    if let Some(u) = &b.usage {
+                        usage.add(u);
+                    }
+                }
+                _ => {}
+            }
+        }
+        SessionStats {
+            session_file: self.session.file_path().map(|p| p.display().to_string()),
+            session_id: self.session.session_id().to_string(),
+            user_messages: user,
+            assistant_messages: assistant,
+            tool_calls,
+            tool_results,
+            total_messages: self.messages.len(),
+            tokens: TokenTotals {
+                input: usage.input,
+                output: usage.output,
+                cache_read: usage.cache_read,
+                cache_write: usage.cache_write,
+                total: usage.input + usage.output + usage.cache_read + usage.cache_write,
+            },
+            cost: usage.cost.total,
+            context_usage: self.context_usage(),
+        }
+    }
+}

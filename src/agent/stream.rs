@@ -1,0 +1,313 @@
+//! Turning a provider's event stream into one assistant message and its
+//! `message_start` / `message_update` / `message_end` events.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::internal::Internal;
+use crate::event::{AgentEvent, AssistantStreamEvent};
+use crate::message::{
+    AgentMessage, AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall, Usage, now_ms,
+};
+use crate::model::Model;
+use crate::provider::{BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest};
+
+/// Sends events (and other messages) from a task to the actor.
+#[derive(Clone)]
+pub(crate) struct Emitter {
+    tx: mpsc::Sender<Internal>,
+}
+
+impl Emitter {
+    pub(crate) fn new(tx: mpsc::Sender<Internal>) -> Self {
+        Emitter { tx }
+    }
+
+    /// Emit an event. If the actor is gone the event is dropped: nobody listens.
+    pub(crate) async fn emit(&self, event: AgentEvent) {
+        let _ = self.tx.send(Internal::Event(event)).await;
+    }
+
+    pub(crate) async fn send(&self, msg: Internal) {
+        let _ = self.tx.send(msg).await;
+    }
+}
+
+/// What one model call produced.
+pub(crate) struct StreamOutcome {
+    pub message: AssistantMessage,
+    /// Set when the call failed (the message then has stopReason error/aborted).
+    pub error: Option<ProviderError>,
+}
+
+struct Block {
+    content_index: usize,
+    open: bool,
+    /// Raw JSON text of tool-call arguments.
+    args: String,
+}
+
+/// Stream one assistant message from `provider`, emitting its events.
+pub(crate) async fn stream_assistant(
+    emitter: &Emitter,
+    provider: Arc<dyn Provider>,
+    request: ProviderRequest,
+    cancel: CancellationToken,
+    model: &Model,
+) -> StreamOutcome {
+    let mut message = AssistantMessage {
+        content: Vec::new(),
+        api: model.api.clone(),
+        provider: model.provider.clone(),
+        model: model.id.clone(),
+        usage: Usage::default(),
+        stop_reason: StopReason::Stop,
+        timestamp: now_ms(),
+        response_id: None,
+        error_message: None,
+        extra: Map::new(),
+    };
+    emitter.emit(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) }).await;
+
+    let mut blocks: HashMap<usize, Block> = HashMap::new();
+    let mut order: Vec<usize> = Vec::new();
+    let mut error: Option<ProviderError> = None;
+    let mut stopped = false;
+    let mut stream = provider.stream(request, cancel.clone());
+
+    loop {
+        let next = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => {
+                error = Some(ProviderError::aborted());
+                break;
+            }
+            next = stream.next() => next,
+        };
+        let event = match next {
+            None => break,
+            Some(Err(e)) => {
+                error = Some(e);
+                break;
+            }
+            Some(Ok(ev)) => ev,
+        };
+        match event {
+            ProviderEvent::ResponseId(id) => message.response_id = Some(id),
+            ProviderEvent::BlockStart { index, kind } => {
+                let content_index = message.content.len();
+                let (block, stream_event) = match kind {
+                    BlockKind::Text => (
+                        ContentBlock::Text(TextContent { text: String::new(), text_signature: None }),
+                        AssistantStreamEvent::TextStart { content_index },
+                    ),
+                    BlockKind::Thinking => (
+                        ContentBlock::Thinking(ThinkingContent {
+                            thinking: String::new(),
+                            thinking_signature: None,
+                            redacted: false,
+                        }),
+                        AssistantStreamEvent::ThinkingStart { content_index },
+                    ),
+                    BlockKind::ToolCall { id, name } => (
+                        ContentBlock::ToolCall(ToolCall {
+                            id: id.clone(),
+                            name: name.clone(),
+                            arguments: Value::Object(Map::new()),
+                            thought_signature: None,
+                        }),
+                        AssistantStreamEvent::ToolCallStart { content_index, id, tool_name: name },
+                    ),
+                };
+                message.content.push(block);
+                blocks.insert(index, Block { content_index, open: true, args: String::new() });
+                order.push(index);
+                emit_update(emitter, stream_event, &message).await;
+            }
+            ProviderEvent::BlockDelta { index, delta } => {
+                let Some(block) = blocks.get_mut(&index) else { continue };
+                let content_index = block.content_index;
+                let stream_event = match message.content.get_mut(content_index) {
+                    Some(ContentBlock::Text(t)) => {
+                        t.text.push_str(&delta);
+                        AssistantStreamEvent::TextDelta { content_index, delta }
+                    }
+                    Some(ContentBlock::Thinking(t)) => {
+                        t.thinking.push_str(&delta);
+                        AssistantStreamEvent::ThinkingDelta { content_index, delta }
+                    }
+                    Some(ContentBlock::ToolCall(_)) => {
+                        block.args.push_str(&delta);
+                        AssistantStreamEvent::ToolCallDelta { content_index, delta }
+                    }
+                    _ => continue,
+                };
+                emit_update(emitter, stream_event, &message).await;
+            }
+            ProviderEvent::Signature { index, signature } => {
+                if let Some(block) = blocks.get(&index) {
+                    match message.content.get_mut(block.content_index) {
+                        Some(ContentBlock::Thinking(t)) => t.thinking_signature = Some(signature),
+                        Some(ContentBlock::Text(t)) => t.text_signature = Some(signature),
+                        Some(ContentBlock::ToolCall(c)) => c.thought_signature = Some(signature),
+                        _ => {}
+                    }
+                }
+            }
+            ProviderEvent::Redacted { index } => {
+                if let Some(block) = blocks.get(&index) {
+                    if let Some(ContentBlock::Thinking(t)) = message.content.get_mut(block.content_index) {
+                        t.redacted = true;
+                    }
+                }
+            }
+            ProviderEvent::BlockEnd { index } => {
+                if let Some(block) = blocks.get_mut(&index) {
+                    if block.open {
+                        block.open = false;
+                        let stream_event = close_block(&mut message, block);
+                        emit_update(emitter, stream_event, &message).await;
+                    }
+                }
+            }
+            ProviderEvent::Usage(usage) => {
+                let mut usage = usage;
+                if usage.total_tokens == 0 {
+                    usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+                }
+                usage.cost = model.cost_of(&usage);
+                message.usage = usage;
+            }
+            ProviderEvent::Stop { reason, .. } => {
+                message.stop_reason = reason;
+                stopped = true;
+            }
+        }
+    }
+
+    match &error {
+        Some(e) if e.kind == ProviderErrorKind::Aborted => {
+            // Close what was open so clients see the partial text end cleanly.
+            for index in &order {
+                if let Some(block) = blocks.get_mut(index) {
+                    if block.open {
+                        block.open = false;
+                        let stream_event = close_block(&mut message, block);
+                        emit_update(emitter, stream_event, &message).await;
+                    }
+                }
+            }
+            message.stop_reason = StopReason::Aborted;
+            message.error_message = Some(e.message.clone());
+        }
+        Some(e) => {
+            for block in blocks.values_mut().filter(|b| b.open) {
+                finish_tool_args(&mut message, block);
+            }
+            message.stop_reason = StopReason::Error;
+            message.error_message = Some(e.message.clone());
+        }
+        None => {
+            for index in &order {
+                if let Some(block) = blocks.get_mut(index) {
+                    if block.open {
+                        block.open = false;
+                        let stream_event = close_block(&mut message, block);
+                        emit_update(emitter, stream_event, &message).await;
+                    }
+                }
+            }
+            if !stopped && message.tool_calls().next().is_some() {
+                message.stop_reason = StopReason::ToolUse;
+            }
+        }
+    }
+    emitter.emit(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) }).await;
+    StreamOutcome { message, error }
+}
+
+async fn emit_update(emitter: &Emitter, event: AssistantStreamEvent, message: &AssistantMessage) {
+    emitter.emit(AgentEvent::MessageUpdate { event, usage: message.usage }).await;
+}
+
+fn finish_tool_args(message: &mut AssistantMessage, block: &Block) {
+    if let Some(ContentBlock::ToolCall(call)) = message.content.get_mut(block.content_index) {
+        call.arguments = parse_tool_arguments(&block.args);
+    }
+}
+
+/// Close a block and build its `*_end` event.
+fn close_block(message: &mut AssistantMessage, block: &Block) -> AssistantStreamEvent {
+    let content_index = block.content_index;
+    finish_tool_args(message, block);
+    match message.content.get(content_index) {
+        Some(ContentBlock::Text(t)) => AssistantStreamEvent::TextEnd { content_index, content: t.text.clone() },
+        Some(ContentBlock::Thinking(t)) => {
+            AssistantStreamEvent::ThinkingEnd { content_index, content: t.thinking.clone() }
+        }
+        Some(ContentBlock::ToolCall(c)) => AssistantStreamEvent::ToolCallEnd { content_index, tool_call: c.clone() },
+        _ => AssistantStreamEvent::TextEnd { content_index, content: String::new() },
+    }
+}
+
+/// Parse streamed tool arguments; empty means `{}`, and broken JSON is
+/// repaired by closing open strings, arrays and objects when possible.
+pub(crate) fn parse_tool_arguments(raw: &str) -> Value {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        return Value::Object(Map::new());
+    }
+    if let Ok(v) = serde_json::from_str::<Value>(trimmed) {
+        return v;
+    }
+    let mut closers = Vec::new();
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in trimmed.chars() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' => closers.push('}'),
+            '[' => closers.push(']'),
+            '}' | ']' => {
+                closers.pop();
+            }
+            _ => {}
+        }
+    }
+    let mut repaired = trimmed.to_string();
+    if in_string {
+        repaired.push('"');
+    }
+    while let Some(c) = closers.pop() {
+        repaired.push(c);
+    }
+    serde_json::from_str(&repaired).unwrap_or_else(|_| Value::Object(Map::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_arguments_are_parsed_or_repaired() {
+        assert_eq!(parse_tool_arguments(""), serde_json::json!({}));
+        assert_eq!(parse_tool_arguments(r#"{"a":1}"#), serde_json::json!({"a": 1}));
+        assert_eq!(parse_tool_arguments(r#"{"a":"x"#), serde_json::json!({"a": "x"}));
+        assert_eq!(parse_tool_arguments(r#"{"a":[1,2"#), serde_json::json!({"a": [1, 2]}));
+        assert_eq!(parse_tool_arguments("nonsense"), serde_json::json!({}));
+    }
+}

@@ -1,0 +1,222 @@
+//! Credentials: `auth.json`, API-key environment variables, and pi's config
+//! value syntax (`$ENV`, `${ENV}`, `!command`, literals) for keys and headers.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use super::ConfigError;
+
+/// Environment variables that carry a provider's API key, in lookup order.
+pub fn provider_env_vars(provider: &str) -> &'static [&'static str] {
+    match provider {
+        "anthropic" => &["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
+        "openai" => &["OPENAI_API_KEY"],
+        "azure" => &["AZURE_OPENAI_API_KEY"],
+        "google" => &["GEMINI_API_KEY"],
+        "google-vertex" => &["GOOGLE_CLOUD_API_KEY"],
+        "groq" => &["GROQ_API_KEY"],
+        "cerebras" => &["CEREBRAS_API_KEY"],
+        "xai" => &["XAI_API_KEY"],
+        "openrouter" => &["OPENROUTER_API_KEY"],
+        "vercel-ai-gateway" => &["AI_GATEWAY_API_KEY"],
+        "zai" => &["ZAI_API_KEY"],
+        "mistral" => &["MISTRAL_API_KEY"],
+        "minimax" => &["MINIMAX_API_KEY"],
+        "deepseek" => &["DEEPSEEK_API_KEY"],
+        "moonshotai" => &["MOONSHOT_API_KEY"],
+        "huggingface" => &["HF_TOKEN"],
+        "fireworks" => &["FIREWORKS_API_KEY"],
+        "together" => &["TOGETHER_API_KEY"],
+        "nvidia" => &["NVIDIA_API_KEY"],
+        "opencode" => &["OPENCODE_API_KEY"],
+        _ => &[],
+    }
+}
+
+/// One stored credential from `auth.json`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoredCredential {
+    ApiKey(String),
+    /// OAuth tokens are recognised but not refreshed by pi-rpc.
+    OAuth { access: String },
+}
+
+/// `auth.json`: credentials keyed by provider.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AuthStore {
+    credentials: HashMap<String, StoredCredential>,
+}
+
+impl AuthStore {
+    /// Read `<agent_dir>/auth.json` (missing file: empty store).
+    pub fn load(agent_dir: &Path) -> Result<AuthStore, ConfigError> {
+        let path = agent_dir.join("auth.json");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(AuthStore::default()),
+            Err(e) => return Err(ConfigError::Io { path, source: e }),
+        };
+        if text.trim().is_empty() {
+            return Ok(AuthStore::default());
+        }
+        let root: Value = serde_json::from_str(&text).map_err(|e| ConfigError::Parse { path: path.clone(), message: e.to_string() })?;
+        let Value::Object(map) = root else {
+            return Err(ConfigError::Invalid { path, message: "expected a JSON object keyed by provider".into() });
+        };
+        let mut credentials = HashMap::new();
+        for (provider, entry) in map {
+            let kind = entry.get("type").and_then(Value::as_str).unwrap_or("api_key");
+            let cred = match kind {
+                "oauth" => entry.get("access").and_then(Value::as_str).map(|a| StoredCredential::OAuth { access: a.to_string() }),
+                _ => entry.get("key").and_then(Value::as_str).map(|k| StoredCredential::ApiKey(k.to_string())),
+            };
+            if let Some(cred) = cred {
+                credentials.insert(provider, cred);
+            }
+        }
+        Ok(AuthStore { credentials })
+    }
+
+    /// The stored key (or OAuth access token) for a provider, resolved.
+    pub fn key_for(&self, provider: &str) -> Option<String> {
+        match self.credentials.get(provider)? {
+            StoredCredential::ApiKey(k) => resolve_config_value(k),
+            StoredCredential::OAuth { access } => Some(access.clone()),
+        }
+    }
+
+    pub fn has(&self, provider: &str) -> bool {
+        self.credentials.contains_key(provider)
+    }
+}
+
+/// The first set environment variable for a provider's key.
+pub fn env_key_for(provider: &str) -> Option<String> {
+    provider_env_vars(provider).iter().find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+}
+
+static COMMAND_CACHE: Mutex<Option<HashMap<String, Option<String>>>> = Mutex::new(None);
+
+/// Resolve a config value: `!cmd` runs the command (cached for the process),
+/// `$NAME` / `${NAME}` interpolate environment variables (`$$` and `$!` are
+/// literal `$` and `!`), anything else is literal. None when a variable is unset
+/// or the command fails.
+pub fn resolve_config_value(config: &str) -> Option<String> {
+    if let Some(command) = config.strip_prefix('!') {
+        return run_command_cached(command);
+    }
+    let mut out = String::new();
+    let bytes = config.as_bytes();
+    let mut i = 0;
+    while i < config.len() {
+        let Some(rel) = config[i..].find('$') else {
+            out.push_str(&config[i..]);
+            break;
+        };
+        let dollar = i + rel;
+        out.push_str(&config[i..dollar]);
+        match bytes.get(dollar + 1) {
+            Some(b'$') | Some(b'!') => {
+                out.push(bytes[dollar + 1] as char);
+                i = dollar + 2;
+            }
+            Some(b'{') => match config[dollar + 2..].find('}') {
+                Some(end_rel) => {
+                    let name = &config[dollar + 2..dollar + 2 + end_rel];
+                    if is_env_name(name) {
+                        out.push_str(&std::env::var(name).ok().filter(|v| !v.is_empty())?);
+                    } else {
+                        out.push_str(&config[dollar..dollar + 3 + end_rel]);
+                    }
+                    i = dollar + 3 + end_rel;
+                }
+                None => {
+                    out.push('$');
+                    i = dollar + 1;
+                }
+            },
+            _ => {
+                let rest = &config[dollar + 1..];
+                let name_len = match rest.chars().next() {
+                    Some(c) if c.is_ascii_alphabetic() || c == '_' => {
+                        rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').count()
+                    }
+                    _ => 0,
+                };
+                let name = &config[dollar + 1..dollar + 1 + name_len];
+                if name_len > 0 && is_env_name(name) {
+                    out.push_str(&std::env::var(name).ok().filter(|v| !v.is_empty())?);
+                    i = dollar + 1 + name_len;
+                } else {
+                    out.push('$');
+                    i = dollar + 1;
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn run_command_cached(command: &str) -> Option<String> {
+    if let Ok(guard) = COMMAND_CACHE.lock() {
+        if let Some(hit) = guard.as_ref().and_then(|m| m.get(command)) {
+            return hit.clone();
+        }
+    }
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    let value = match output {
+        Ok(o) if o.status.success() => {
+            let text = String::from_utf8_lossy(&o.stdout).trim().to_string();
+            (!text.is_empty()).then_some(text)
+        }
+        _ => None,
+    };
+    if let Ok(mut guard) = COMMAND_CACHE.lock() {
+        guard.get_or_insert_with(HashMap::new).insert(command.to_string(), value.clone());
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_values_resolve_like_pi() {
+        // SAFETY-free: tests use unique variable names.
+        assert_eq!(resolve_config_value("sk-literal").as_deref(), Some("sk-literal"));
+        assert_eq!(resolve_config_value("$$HOME and $!x").as_deref(), Some("$HOME and !x"));
+        assert_eq!(resolve_config_value("$PI_RPC_TEST_SURELY_UNSET_VAR"), None);
+        let path = std::env::var("PATH").unwrap();
+        assert_eq!(resolve_config_value("${PATH}"), Some(path.clone()));
+        assert_eq!(resolve_config_value("x-$PATH-y"), Some(format!("x-{path}-y")));
+        assert_eq!(resolve_config_value("!echo from-command").as_deref(), Some("from-command"));
+        assert_eq!(resolve_config_value("!false"), None);
+        assert_eq!(resolve_config_value("cost $5").as_deref(), Some("cost $5"));
+    }
+
+    #[test]
+    fn auth_json_keys_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("auth.json"), r#"{"openai":{"type":"api_key","key":"sk-test"},"x":{"type":"oauth","access":"tok"}}"#).unwrap();
+        let store = AuthStore::load(dir.path()).unwrap();
+        assert_eq!(store.key_for("openai").as_deref(), Some("sk-test"));
+        assert_eq!(store.key_for("x").as_deref(), Some("tok"));
+        assert_eq!(store.key_for("none"), None);
+        std::fs::write(dir.path().join("auth.json"), "[1]").unwrap();
+        assert!(AuthStore::load(dir.path()).unwrap_err().to_string().contains("auth.json"));
+    }
+}

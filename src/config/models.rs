@@ -1,0 +1,355 @@
+//! The model registry: the built-in catalog, `models.json` custom providers and
+//! overrides, credentials per provider, and model lookup (`provider/id`, id, fuzzy).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::ConfigError;
+use super::auth::{AuthStore, env_key_for, resolve_config_value};
+use super::catalog;
+use crate::model::{Model, ModelCost};
+use crate::provider::faux;
+
+/// Request settings of one provider (from the catalog and `models.json`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProviderSettings {
+    /// Config value for the key (`$ENV`, `!cmd`, literal).
+    pub api_key: Option<String>,
+    /// Header config values.
+    pub headers: Map<String, Value>,
+    /// Send the key as `Authorization: Bearer` (for custom anthropic-style endpoints).
+    pub auth_header: bool,
+}
+
+/// All models pi-rpc knows, and how to authenticate to their providers.
+#[derive(Debug, Clone, Default)]
+pub struct ModelRegistry {
+    models: Vec<Model>,
+    providers: HashMap<String, ProviderSettings>,
+    auth: AuthStore,
+    runtime_keys: HashMap<String, String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ModelsFile {
+    #[serde(default)]
+    providers: Map<String, Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProviderFile {
+    base_url: Option<String>,
+    api_key: Option<String>,
+    api: Option<String>,
+    #[serde(default)]
+    headers: Map<String, Value>,
+    compat: Option<Map<String, Value>>,
+    #[serde(default)]
+    auth_header: bool,
+    #[serde(default)]
+    models: Vec<Value>,
+    #[serde(default)]
+    model_overrides: Map<String, Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ModelFile {
+    id: String,
+    name: Option<String>,
+    api: Option<String>,
+    base_url: Option<String>,
+    reasoning: Option<bool>,
+    thinking_level_map: Option<Map<String, Value>>,
+    input: Option<Vec<String>>,
+    cost: Option<ModelCost>,
+    context_window: Option<u64>,
+    max_tokens: Option<u64>,
+    headers: Option<Map<String, Value>>,
+    compat: Option<Map<String, Value>>,
+}
+
+impl ModelRegistry {
+    /// Catalog + `<agent_dir>/models.json` + `auth.json`.
+    pub fn load(agent_dir: &Path) -> Result<ModelRegistry, ConfigError> {
+        let mut reg = ModelRegistry { models: catalog::builtin_models(), ..Default::default() };
+        reg.auth = AuthStore::load(agent_dir)?;
+        let path = agent_dir.join("models.json");
+        match std::fs::read_to_string(&path) {
+            Ok(text) if !text.trim().is_empty() => reg.apply_models_json(&text, &path)?,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(ConfigError::Io { path, source: e }),
+        }
+        Ok(reg)
+    }
+
+    /// A registry with just these models (tests).
+    pub fn from_models(models: Vec<Model>) -> ModelRegistry {
+        ModelRegistry { models, ..Default::default() }
+    }
+
+    fn apply_models_json(&mut self, text: &str, path: &Path) -> Result<(), ConfigError> {
+        let file: ModelsFile =
+            serde_json::from_str(text).map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
+        for (provider, raw) in file.providers {
+            let bad = |msg: String| ConfigError::Invalid { path: path.to_path_buf(), message: format!("providers.{provider}: {msg}") };
+            let pf: ProviderFile = serde_json::from_value(raw).map_err(|e| bad(e.to_string()))?;
+            let settings = self.providers.entry(provider.clone()).or_default();
+            if pf.api_key.is_some() {
+                settings.api_key = pf.api_key.clone();
+            }
+            settings.headers.extend(pf.headers.clone());
+            settings.auth_header |= pf.auth_header;
+            // A baseUrl alone re-routes the provider's built-in models.
+            if let Some(base) = &pf.base_url {
+                for m in self.models.iter_mut().filter(|m| m.provider == provider) {
+                    m.base_url = base.clone();
+                }
+            }
+            for (i, raw_model) in pf.models.into_iter().enumerate() {
+                let mf: ModelFile = serde_json::from_value(raw_model).map_err(|e| bad(format!("models[{i}]: {e}")))?;
+                let api = mf.api.clone().or_else(|| pf.api.clone()).or_else(|| catalog::provider_api(&provider).map(str::to_string));
+                let base_url = mf.base_url.clone().or_else(|| pf.base_url.clone()).or_else(|| catalog::provider_base_url(&provider).map(str::to_string));
+                let (Some(api), Some(base_url)) = (api, base_url) else {
+                    return Err(bad(format!("models[{i}] ({}): needs `api` and `baseUrl` on the provider or the model", mf.id)));
+                };
+                let compat = merge_maps(pf.compat.clone(), mf.compat);
+                let model = Model {
+                    name: mf.name.unwrap_or_else(|| mf.id.clone()),
+                    id: mf.id,
+                    api,
+                    provider: provider.clone(),
+                    base_url,
+                    reasoning: mf.reasoning.unwrap_or(false),
+                    input: mf.input.unwrap_or_else(|| vec!["text".to_string()]),
+                    context_window: mf.context_window.unwrap_or(128_000),
+                    max_tokens: mf.max_tokens.unwrap_or(16_384),
+                    cost: mf.cost.unwrap_or_default(),
+                    headers: mf.headers,
+                    thinking_level_map: mf.thinking_level_map,
+                    compat,
+                };
+                match self.models.iter_mut().find(|m| m.provider == model.provider && m.id == model.id) {
+                    Some(existing) => *existing = model,
+                    None => self.models.push(model),
+                }
+            }
+            for (id, patch) in pf.model_overrides {
+                let Some(model) = self.models.iter_mut().find(|m| m.provider == provider && m.id == id) else {
+                    continue;
+                };
+                let Value::Object(patch) = patch else {
+                    return Err(bad(format!("modelOverrides.{id}: expected an object")));
+                };
+                apply_override(model, patch).map_err(|e| bad(format!("modelOverrides.{id}: {e}")))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every known model (catalog and custom), without faux.
+    pub fn all(&self) -> &[Model] {
+        &self.models
+    }
+
+    /// Use this key for a provider for the rest of the process (`--api-key`, `initialize`).
+    pub fn set_runtime_key(&mut self, provider: &str, key: String) {
+        self.runtime_keys.insert(provider.to_string(), key);
+    }
+
+    /// The key for a provider: runtime, then auth.json, then models.json, then environment.
+    pub fn api_key(&self, provider: &str) -> Option<String> {
+        if provider == faux::FAUX_PROVIDER {
+            return None;
+        }
+        if let Some(k) = self.runtime_keys.get(provider) {
+            return Some(k.clone());
+        }
+        if let Some(k) = self.auth.key_for(provider) {
+            return Some(k);
+        }
+        if let Some(cfg) = self.providers.get(provider).and_then(|p| p.api_key.as_deref()) {
+            if let Some(k) = resolve_config_value(cfg) {
+                return Some(k);
+            }
+        }
+        env_key_for(provider)
+    }
+
+    /// True when the model can be called (faux always can).
+    pub fn has_credentials(&self, model: &Model) -> bool {
+        model.provider == faux::FAUX_PROVIDER || self.api_key(&model.provider).is_some()
+    }
+
+    /// Resolved headers for a model (provider then model values).
+    pub fn headers(&self, model: &Model) -> HashMap<String, String> {
+        let mut out = HashMap::new();
+        let provider_headers = self.providers.get(&model.provider).map(|p| p.headers.iter());
+        let model_headers = model.headers.as_ref().map(|h| h.iter());
+        for (name, value) in provider_headers.into_iter().flatten().chain(model_headers.into_iter().flatten()) {
+            if let Some(v) = value.as_str().and_then(resolve_config_value) {
+                out.insert(name.clone(), v);
+            }
+        }
+        out
+    }
+
+    /// Whether the provider wants the key as a bearer token (custom endpoints).
+    pub fn auth_header(&self, provider: &str) -> bool {
+        self.providers.get(provider).is_some_and(|p| p.auth_header)
+    }
+
+    /// Models whose provider has credentials; the offline faux model when none has.
+    pub fn available(&self) -> Vec<Model> {
+        let found: Vec<Model> = self.models.iter().filter(|m| self.has_credentials(m)).cloned().collect();
+        if found.is_empty() { vec![faux::faux_model()] } else { found }
+    }
+
+    /// Exact lookup by provider and id (faux included).
+    pub fn find(&self, provider: &str, id: &str) -> Option<Model> {
+        if provider == faux::FAUX_PROVIDER {
+            let faux = faux::faux_model();
+            return (faux.id == id).then_some(faux);
+        }
+        self.models.iter().find(|m| m.provider == provider && m.id == id).cloned()
+    }
+
+    /// Resolve a user pattern: `provider/id`, an exact id, then an unambiguous
+    /// case-insensitive match on id or name; available models are preferred.
+    pub fn resolve(&self, provider: Option<&str>, pattern: &str) -> Result<Model, String> {
+        let mut candidates: Vec<Model> = self.models.clone();
+        candidates.push(faux::faux_model());
+        let (provider, pattern) = match (provider, pattern.split_once('/')) {
+            (Some(p), _) => (Some(p.to_string()), pattern.to_string()),
+            (None, Some((p, rest))) if candidates.iter().any(|m| m.provider == p) => (Some(p.to_string()), rest.to_string()),
+            _ => (None, pattern.to_string()),
+        };
+        let in_provider = |m: &&Model| provider.as_deref().is_none_or(|p| m.provider == p);
+        let pool: Vec<&Model> = candidates.iter().filter(in_provider).collect();
+        let exact: Vec<&Model> = pool.iter().copied().filter(|m| m.id == pattern).collect();
+        if let Some(m) = pick(&exact, |m| self.has_credentials(m)) {
+            return Ok(m);
+        }
+        let lower = pattern.to_lowercase();
+        let fuzzy: Vec<&Model> = pool
+            .iter()
+            .copied()
+            .filter(|m| m.id.to_lowercase().contains(&lower) || m.name.to_lowercase().contains(&lower))
+            .collect();
+        let available: Vec<&Model> = fuzzy.iter().copied().filter(|m| self.has_credentials(m)).collect();
+        let chosen = if available.len() == 1 {
+            Some(available[0])
+        } else if available.is_empty() && fuzzy.len() == 1 {
+            Some(fuzzy[0])
+        } else {
+            None
+        };
+        match chosen {
+            Some(m) => Ok(m.clone()),
+            None if fuzzy.len() > 1 => {
+                let names: Vec<String> = fuzzy.iter().take(8).map(|m| m.full_id()).collect();
+                Err(format!("Model pattern \"{pattern}\" is ambiguous: {}", names.join(", ")))
+            }
+            None => Err(match provider {
+                Some(p) => format!("Model not found: {p}/{pattern}"),
+                None => format!("Model not found: {pattern}"),
+            }),
+        }
+    }
+}
+
+fn pick(models: &[&Model], usable: impl Fn(&Model) -> bool) -> Option<Model> {
+    models.iter().find(|m| usable(m)).or(models.first()).map(|m| (*m).clone())
+}
+
+fn merge_maps(base: Option<Map<String, Value>>, top: Option<Map<String, Value>>) -> Option<Map<String, Value>> {
+    match (base, top) {
+        (None, None) => None,
+        (Some(b), None) => Some(b),
+        (None, Some(t)) => Some(t),
+        (Some(mut b), Some(t)) => {
+            b.extend(t);
+            Some(b)
+        }
+    }
+}
+
+/// Apply a `modelOverrides` entry: object fields merge field by field, others replace.
+fn apply_override(model: &mut Model, patch: Map<String, Value>) -> Result<(), String> {
+    let mut current = serde_json::to_value(&*model).map_err(|e| e.to_string())?;
+    if let Value::Object(obj) = &mut current {
+        for (key, value) in patch {
+            match (obj.get_mut(&key), value) {
+                (Some(Value::Object(existing)), Value::Object(incoming)) => existing.extend(incoming),
+                (_, value) => {
+                    obj.insert(key, value);
+                }
+            }
+        }
+    }
+    *model = serde_json::from_value(current).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registry_with(json: &str) -> ModelRegistry {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("models.json"), json).unwrap();
+        ModelRegistry::load(dir.path()).unwrap()
+    }
+
+    #[test]
+    fn custom_providers_get_pi_defaults() {
+        let reg = registry_with(
+            r#"{"providers":{"local":{"baseUrl":"http://127.0.0.1:1/v1","api":"openai-completions","apiKey":"k","models":[{"id":"m1"},{"id":"m2","reasoning":true,"contextWindow":1000}]}}}"#,
+        );
+        let m1 = reg.find("local", "m1").unwrap();
+        assert_eq!(m1.name, "m1");
+        assert_eq!(m1.context_window, 128_000);
+        assert_eq!(m1.max_tokens, 16_384);
+        assert_eq!(m1.input, vec!["text"]);
+        assert_eq!(reg.api_key("local").as_deref(), Some("k"));
+        assert!(reg.available().iter().any(|m| m.id == "m2"));
+    }
+
+    #[test]
+    fn resolution_by_full_id_exact_and_fuzzy() {
+        let reg = registry_with(
+            r#"{"providers":{"p":{"baseUrl":"http://x","api":"openai-completions","apiKey":"k","models":[{"id":"alpha-large"},{"id":"alpha-small"},{"id":"beta"}]}}}"#,
+        );
+        assert_eq!(reg.resolve(None, "p/beta").unwrap().id, "beta");
+        assert_eq!(reg.resolve(Some("p"), "beta").unwrap().id, "beta");
+        assert_eq!(reg.resolve(None, "small").unwrap().id, "alpha-small");
+        assert!(reg.resolve(None, "alpha").unwrap_err().contains("ambiguous"));
+        assert_eq!(reg.resolve(None, "nope").unwrap_err(), "Model not found: nope");
+        assert_eq!(reg.resolve(Some("p"), "nope").unwrap_err(), "Model not found: p/nope");
+        assert_eq!(reg.resolve(None, "faux/faux-1").unwrap().provider, "faux");
+    }
+
+    #[test]
+    fn broken_models_json_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("models.json"), r#"{"providers":{"p":{"models":[{"id":"m"}]}}}"#).unwrap();
+        let err = ModelRegistry::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("models.json") && err.contains("providers.p"), "{err}");
+        std::fs::write(dir.path().join("models.json"), "{").unwrap();
+        assert!(ModelRegistry::load(dir.path()).unwrap_err().to_string().contains("models.json"));
+    }
+
+    #[test]
+    fn no_credentials_means_faux_only() {
+        let reg = ModelRegistry::from_models(vec![]);
+        let avail = reg.available();
+        assert_eq!(avail.len(), 1);
+        assert_eq!(avail[0].provider, "faux");
+    }
+}

@@ -1,0 +1,325 @@
+//! `settings.json`: user (agent dir) and project (`.pi/`) settings, merged, and
+//! the few values pi persists back when a client changes them.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::ConfigError;
+use crate::model::ThinkingLevel;
+use crate::op::QueueMode;
+
+/// Compaction settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompactionSettings {
+    pub enabled: bool,
+    /// Free context tokens below which automatic compaction starts.
+    pub reserve_tokens: u64,
+    /// Recent tokens kept without summarisation.
+    pub keep_recent_tokens: u64,
+}
+
+impl Default for CompactionSettings {
+    fn default() -> Self {
+        CompactionSettings { enabled: true, reserve_tokens: 16384, keep_recent_tokens: 20000 }
+    }
+}
+
+/// Auto-retry settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetrySettings {
+    pub enabled: bool,
+    pub max_retries: u32,
+    pub base_delay_ms: u64,
+    /// Upper bound of one backoff delay (also caps `retry-after`).
+    pub max_delay_ms: u64,
+}
+
+impl Default for RetrySettings {
+    fn default() -> Self {
+        RetrySettings { enabled: true, max_retries: 3, base_delay_ms: 2000, max_delay_ms: 60_000 }
+    }
+}
+
+/// The settings pi-rpc uses, after merging user and project files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub default_provider: Option<String>,
+    pub default_model: Option<String>,
+    pub default_thinking_level: Option<ThinkingLevel>,
+    pub steering_mode: QueueMode,
+    pub follow_up_mode: QueueMode,
+    pub compaction: CompactionSettings,
+    pub retry: RetrySettings,
+    /// `defaultTools`: plain names replace the defaults; `+name`/`-name` edit them.
+    pub default_tools: Option<Vec<String>>,
+    pub session_dir: Option<String>,
+    pub skills: Vec<String>,
+    pub prompts: Vec<String>,
+    pub extensions: Vec<String>,
+    pub enable_skill_commands: bool,
+    /// Idle timeout of provider HTTP streams (0 disables it).
+    pub http_idle_timeout_ms: u64,
+    pub shell_path: Option<String>,
+    pub shell_command_prefix: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            default_provider: None,
+            default_model: None,
+            default_thinking_level: None,
+            steering_mode: QueueMode::OneAtATime,
+            follow_up_mode: QueueMode::OneAtATime,
+            compaction: CompactionSettings::default(),
+            retry: RetrySettings::default(),
+            default_tools: None,
+            session_dir: None,
+            skills: Vec::new(),
+            prompts: Vec::new(),
+            extensions: Vec::new(),
+            enable_skill_commands: true,
+            http_idle_timeout_ms: 300_000,
+            shell_path: None,
+            shell_command_prefix: None,
+        }
+    }
+}
+
+/// The raw file shape; every field optional so a partial file merges cleanly.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SettingsFile {
+    default_provider: Option<String>,
+    default_model: Option<String>,
+    default_thinking_level: Option<String>,
+    steering_mode: Option<String>,
+    follow_up_mode: Option<String>,
+    compaction: Option<CompactionFile>,
+    retry: Option<RetryFile>,
+    default_tools: Option<Vec<String>>,
+    session_dir: Option<String>,
+    skills: Option<Vec<String>>,
+    prompts: Option<Vec<String>>,
+    extensions: Option<Vec<String>>,
+    enable_skill_commands: Option<bool>,
+    http_idle_timeout_ms: Option<Value>,
+    shell_path: Option<String>,
+    shell_command_prefix: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CompactionFile {
+    enabled: Option<bool>,
+    reserve_tokens: Option<u64>,
+    keep_recent_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RetryFile {
+    enabled: Option<bool>,
+    max_retries: Option<u32>,
+    base_delay_ms: Option<u64>,
+    max_agent_delay_ms: Option<u64>,
+}
+
+impl Settings {
+    /// Load `<agent_dir>/settings.json` then `<cwd>/.pi/settings.json` on top.
+    /// Missing files are fine; a broken file is an error naming it.
+    pub fn load(agent_dir: &Path, cwd: &Path) -> Result<Settings, ConfigError> {
+        let mut settings = Settings::default();
+        for path in [user_settings_path(agent_dir), cwd.join(".pi").join("settings.json")] {
+            if let Some(file) = read_settings_file(&path)? {
+                settings.apply(file, &path)?;
+            }
+        }
+        Ok(settings)
+    }
+
+    fn apply(&mut self, f: SettingsFile, path: &Path) -> Result<(), ConfigError> {
+        let bad = |field: &str, msg: String| ConfigError::Invalid { path: path.to_path_buf(), message: format!("{field}: {msg}") };
+        if let Some(v) = f.default_provider {
+            self.default_provider = Some(v);
+        }
+        if let Some(v) = f.default_model {
+            self.default_model = Some(v);
+        }
+        if let Some(v) = f.default_thinking_level {
+            self.default_thinking_level = Some(v.parse().map_err(|e: crate::model::ParseThinkingLevelError| bad("defaultThinkingLevel", e.to_string()))?);
+        }
+        if let Some(v) = f.steering_mode {
+            self.steering_mode = v.parse().map_err(|e: String| bad("steeringMode", e))?;
+        }
+        if let Some(v) = f.follow_up_mode {
+            self.follow_up_mode = v.parse().map_err(|e: String| bad("followUpMode", e))?;
+        }
+        if let Some(c) = f.compaction {
+            self.compaction.enabled = c.enabled.unwrap_or(self.compaction.enabled);
+            self.compaction.reserve_tokens = c.reserve_tokens.unwrap_or(self.compaction.reserve_tokens);
+            self.compaction.keep_recent_tokens = c.keep_recent_tokens.unwrap_or(self.compaction.keep_recent_tokens);
+        }
+        if let Some(r) = f.retry {
+            self.retry.enabled = r.enabled.unwrap_or(self.retry.enabled);
+            self.retry.max_retries = r.max_retries.unwrap_or(self.retry.max_retries);
+            self.retry.base_delay_ms = r.base_delay_ms.unwrap_or(self.retry.base_delay_ms);
+            self.retry.max_delay_ms = r.max_agent_delay_ms.unwrap_or(self.retry.max_delay_ms);
+        }
+        if let Some(tools) = f.default_tools {
+            self.default_tools = Some(apply_tool_edits(self.default_tools.take(), tools));
+        }
+        if let Some(v) = f.session_dir {
+            self.session_dir = Some(v);
+        }
+        self.skills.extend(f.skills.unwrap_or_default());
+        self.prompts.extend(f.prompts.unwrap_or_default());
+        self.extensions.extend(f.extensions.unwrap_or_default());
+        if let Some(v) = f.enable_skill_commands {
+            self.enable_skill_commands = v;
+        }
+        match f.http_idle_timeout_ms {
+            None => {}
+            Some(Value::String(s)) if s == "disabled" => self.http_idle_timeout_ms = 0,
+            Some(Value::Number(n)) if n.as_u64().is_some() => self.http_idle_timeout_ms = n.as_u64().unwrap_or(0),
+            Some(other) => return Err(bad("httpIdleTimeoutMs", format!("expected a number or \"disabled\", got {other}"))),
+        }
+        if let Some(v) = f.shell_path {
+            self.shell_path = Some(v);
+        }
+        if let Some(v) = f.shell_command_prefix {
+            self.shell_command_prefix = Some(v);
+        }
+        Ok(())
+    }
+}
+
+/// Resolve a tool list: plain names replace the inherited selection; a list of
+/// only `+name`/`-name` entries edits it.
+pub fn apply_tool_edits(inherited: Option<Vec<String>>, list: Vec<String>) -> Vec<String> {
+    let only_edits = !list.is_empty() && list.iter().all(|t| t.starts_with('+') || t.starts_with('-'));
+    let mut out: Vec<String> = if only_edits {
+        inherited.unwrap_or_else(|| crate::tools::DEFAULT_ACTIVE_TOOLS.iter().map(|s| s.to_string()).collect())
+    } else {
+        list.iter().filter(|t| !t.starts_with('+') && !t.starts_with('-')).cloned().collect()
+    };
+    for item in &list {
+        if let Some(name) = item.strip_prefix('+') {
+            if !out.iter().any(|t| t == name) {
+                out.push(name.to_string());
+            }
+        } else if let Some(name) = item.strip_prefix('-') {
+            out.retain(|t| t != name);
+        }
+    }
+    out
+}
+
+/// Path of the user settings file.
+pub fn user_settings_path(agent_dir: &Path) -> PathBuf {
+    agent_dir.join("settings.json")
+}
+
+fn read_settings_file(path: &Path) -> Result<Option<SettingsFile>, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ConfigError::Io { path: path.to_path_buf(), source: e }),
+    };
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(&text).map(Some).map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })
+}
+
+/// Set one (possibly nested, dot-separated) key in the user settings file,
+/// keeping everything else in it. pi persists queue modes and the auto toggles.
+pub fn persist_setting(agent_dir: &Path, key: &str, value: Value) -> Result<(), ConfigError> {
+    let path = user_settings_path(agent_dir);
+    let mut root: Map<String, Value> = match std::fs::read_to_string(&path) {
+        Ok(text) if !text.trim().is_empty() => serde_json::from_str(&text)
+            .map_err(|e| ConfigError::Parse { path: path.clone(), message: e.to_string() })?,
+        Ok(_) => Map::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
+        Err(e) => return Err(ConfigError::Io { path, source: e }),
+    };
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let last = parts.pop().unwrap_or(key);
+    let mut cursor = &mut root;
+    for part in parts {
+        let slot = cursor.entry(part.to_string()).or_insert_with(|| Value::Object(Map::new()));
+        if !slot.is_object() {
+            *slot = Value::Object(Map::new());
+        }
+        cursor = match slot {
+            Value::Object(m) => m,
+            _ => return Ok(()),
+        };
+    }
+    cursor.insert(last.to_string(), value);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| ConfigError::Io { path: dir.to_path_buf(), source: e })?;
+    }
+    let text = serde_json::to_string_pretty(&Value::Object(root)).unwrap_or_default();
+    write_atomically(&path, format!("{text}\n").as_bytes()).map_err(|e| ConfigError::Io { path, source: e })
+}
+
+/// Write a file through a temporary sibling and a rename, so readers never see half a file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_settings_override_user_settings() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::write(agent.path().join("settings.json"), r#"{"steeringMode":"all","retry":{"maxRetries":5},"defaultModel":"a"}"#).unwrap();
+        std::fs::create_dir_all(cwd.path().join(".pi")).unwrap();
+        std::fs::write(cwd.path().join(".pi/settings.json"), r#"{"defaultModel":"b","compaction":{"enabled":false}}"#).unwrap();
+        let s = Settings::load(agent.path(), cwd.path()).unwrap();
+        assert_eq!(s.steering_mode, QueueMode::All);
+        assert_eq!(s.retry.max_retries, 5);
+        assert_eq!(s.retry.base_delay_ms, 2000);
+        assert_eq!(s.default_model.as_deref(), Some("b"));
+        assert!(!s.compaction.enabled);
+    }
+
+    #[test]
+    fn a_broken_file_names_the_file() {
+        let agent = tempfile::tempdir().unwrap();
+        std::fs::write(agent.path().join("settings.json"), "{ nope").unwrap();
+        let err = Settings::load(agent.path(), agent.path()).unwrap_err().to_string();
+        assert!(err.contains("settings.json"), "{err}");
+        std::fs::write(agent.path().join("settings.json"), r#"{"steeringMode":"sideways"}"#).unwrap();
+        let err = Settings::load(agent.path(), agent.path()).unwrap_err().to_string();
+        assert!(err.contains("steeringMode") && err.contains("sideways"), "{err}");
+    }
+
+    #[test]
+    fn persisting_keeps_other_keys() {
+        let agent = tempfile::tempdir().unwrap();
+        std::fs::write(agent.path().join("settings.json"), r#"{"theme":"dark","retry":{"maxRetries":2}}"#).unwrap();
+        persist_setting(agent.path(), "retry.enabled", Value::Bool(false)).unwrap();
+        persist_setting(agent.path(), "steeringMode", Value::String("all".into())).unwrap();
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(agent.path().join("settings.json")).unwrap()).unwrap();
+        assert_eq!(v["theme"], "dark");
+        assert_eq!(v["retry"]["maxRetries"], 2);
+        assert_eq!(v["retry"]["enabled"], false);
+        assert_eq!(v["steeringMode"], "all");
+    }
+
+    #[test]
+    fn tool_lists_replace_or_edit() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(apply_tool_edits(None, s(&["+grep", "-bash"])), s(&["read", "edit", "write", "grep"]));
+        assert_eq!(apply_tool_edits(None, s(&["read", "ls"])), s(&["read", "ls"]));
+    }
+}
