@@ -49,6 +49,8 @@ pub struct EntryBase {
 }
 
 /// A message stored in the session; unknown roles (e.g. pi 1.6 `system`) are kept raw.
+// Boxing `Known` would change every construction site; entries are few and short-lived.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum StoredMessage {
@@ -206,6 +208,8 @@ pub enum KnownEntry {
 
 /// One line of a session file after the header. Entries of unknown type
 /// (written by a newer pi) are preserved as raw JSON.
+// Boxing `Known` would change every construction site used across the crate.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, JsonSchema)]
 pub enum SessionEntry {
     Known(KnownEntry),
@@ -244,10 +248,8 @@ impl SessionEntry {
     /// Classify a parsed line; a known type with a broken shape is kept raw too.
     pub fn from_value(value: Value) -> Self {
         let known = value.get("type").and_then(Value::as_str).is_some_and(|t| KNOWN_TYPES.contains(&t));
-        if known {
-            if let Ok(entry) = serde_json::from_value::<KnownEntry>(value.clone()) {
-                return SessionEntry::Known(entry);
-            }
+        if known && let Ok(entry) = serde_json::from_value::<KnownEntry>(value.clone()) {
+            return SessionEntry::Known(entry);
         }
         SessionEntry::Unknown(value)
     }

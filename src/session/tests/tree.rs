@@ -1,0 +1,121 @@
+//! Tree tests: branches, labels, orphans, fork messages, paths.
+
+use super::{assistant, user, write_fixture};
+use crate::message::ImageContent;
+use crate::op::TreeNode;
+use crate::session::Session;
+
+fn ids(nodes: &[TreeNode]) -> Vec<String> {
+    nodes.iter().map(|n| n.entry.id().unwrap().to_string()).collect()
+}
+
+#[test]
+fn tree_has_branches_labels_and_orphan_roots() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_fixture(
+        dir.path(),
+        "t.jsonl",
+        &[
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"}"#,
+            r#"{"type":"message","id":"r0000001","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"root q","timestamp":1}}"#,
+            r#"{"type":"message","id":"a0000001","parentId":"r0000001","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"user","content":"branch a","timestamp":2}}"#,
+            // Appended later but older timestamp: sorted before a0000001.
+            r#"{"type":"message","id":"b0000001","parentId":"r0000001","timestamp":"2025-01-01T00:00:01.500Z","message":{"role":"user","content":"branch b","timestamp":3}}"#,
+            r#"{"type":"label","id":"l0000001","parentId":"a0000001","timestamp":"2025-01-01T00:00:03.000Z","targetId":"r0000001","label":"start"}"#,
+            r#"{"type":"label","id":"l0000002","parentId":"l0000001","timestamp":"2025-01-01T00:00:04.000Z","targetId":"b0000001","label":"tmp"}"#,
+            r#"{"type":"label","id":"l0000003","parentId":"l0000002","timestamp":"2025-01-01T00:00:05.000Z","targetId":"b0000001"}"#,
+            r#"{"type":"label","id":"l0000004","parentId":"l0000003","timestamp":"2025-01-01T00:00:06.000Z","targetId":"r0000001","label":"begin"}"#,
+            r#"{"type":"message","id":"o0000001","parentId":"missing1","timestamp":"2025-01-01T00:00:07.000Z","message":{"role":"user","content":"orphan","timestamp":4}}"#,
+            r#"{"type":"message","id":"o0000002","parentId":"o0000001","timestamp":"2025-01-01T00:00:08.000Z","message":{"role":"user","content":[{"type":"text","text":"orphan "},{"type":"text","text":"child"}],"timestamp":5}}"#,
+        ],
+    );
+    let (s, _) = Session::open(&path, "/p").unwrap();
+    assert_eq!(s.leaf_id(), Some("o0000002"));
+    let tree = s.tree();
+    assert_eq!(ids(&tree), ["r0000001", "o0000001"]);
+    let root = &tree[0];
+    assert_eq!(root.label.as_deref(), Some("begin"));
+    assert_eq!(root.label_timestamp.as_deref(), Some("2025-01-01T00:00:06.000Z"));
+    assert_eq!(ids(&root.children), ["b0000001", "a0000001"]);
+    let b = &root.children[0];
+    assert_eq!(b.label, None, "a label entry without label clears it");
+    assert_eq!(b.label_timestamp, None);
+    // Label entries stay nodes of the tree.
+    assert_eq!(ids(&root.children[1].children), ["l0000001"]);
+    assert_eq!(ids(&tree[1].children), ["o0000002"]);
+    // The branch of the leaf stops at the missing parent.
+    let branch: Vec<_> = s.branch().iter().map(|e| e.id().unwrap().to_string()).collect();
+    assert_eq!(branch, ["o0000001", "o0000002"]);
+    // Fork messages: every user message of every branch, in append order.
+    let forks: Vec<(String, String)> = s.fork_messages().into_iter().map(|f| (f.entry_id, f.text)).collect();
+    assert_eq!(
+        forks,
+        [
+            ("r0000001".to_string(), "root q".to_string()),
+            ("a0000001".into(), "branch a".into()),
+            ("b0000001".into(), "branch b".into()),
+            ("o0000001".into(), "orphan".into()),
+            ("o0000002".into(), "orphan child".into()),
+        ]
+    );
+    assert_eq!(s.children("r0000001").len(), 2);
+}
+
+#[test]
+fn branching_moves_the_leaf() {
+    let mut s = Session::in_memory("/p");
+    let q1 = s.append_message(user("q1")).unwrap();
+    let a1 = s.append_message(assistant("a1")).unwrap();
+    s.append_message(user("q2")).unwrap();
+    s.set_leaf(&a1).unwrap();
+    let q3 = s.append_message(user("q3")).unwrap();
+    assert_eq!(s.get(&q3).unwrap().parent_id(), Some(a1.as_str()));
+    let path: Vec<_> = s.branch().iter().map(|e| e.id().unwrap().to_string()).collect();
+    assert_eq!(path, [q1.clone(), a1.clone(), q3]);
+    assert_eq!(s.set_leaf("nope").unwrap_err().to_string(), "Entry nope not found");
+    s.reset_leaf();
+    assert!(s.branch().is_empty());
+    let new_root = s.append_message(user("again")).unwrap();
+    assert_eq!(s.get(&new_root).unwrap().parent_id(), None);
+    assert_eq!(s.tree().len(), 2);
+    // branch_with_summary records where we came from.
+    let bs = s.branch_with_summary(Some(&q1), "tried something", None, None).unwrap();
+    let e = s.get(&bs).unwrap();
+    assert_eq!(e.parent_id(), Some(q1.as_str()));
+    let json = serde_json::to_value(e).unwrap();
+    assert_eq!(json["fromId"], new_root.as_str());
+    assert_eq!(s.leaf_id(), Some(bs.as_str()));
+}
+
+#[test]
+fn fork_messages_skip_messages_without_text() {
+    let mut s = Session::in_memory("/p");
+    let image = ImageContent { data: "AAAA".into(), mime_type: "image/png".into() };
+    // An empty text block plus an image: no text to show.
+    let only_image = crate::message::AgentMessage::user("", &[image]);
+    s.append_message(only_image).unwrap();
+    s.append_message(user("text")).unwrap();
+    assert_eq!(s.fork_messages().len(), 1);
+}
+
+#[test]
+fn deep_linear_sessions_do_not_overflow_the_stack() {
+    let mut s = Session::in_memory("/p");
+    for i in 0..20_000 {
+        s.append_custom("x", Some(serde_json::json!(i))).unwrap();
+    }
+    let tree = s.tree();
+    assert_eq!(tree.len(), 1);
+    let mut depth = 0;
+    let mut node = &tree[0];
+    while let Some(child) = node.children.first() {
+        node = child;
+        depth += 1;
+    }
+    assert_eq!(depth, 19_999);
+    // Dropping a deep tree recursively would overflow: unwind it by hand.
+    let mut stack = tree;
+    while let Some(mut n) = stack.pop() {
+        stack.append(&mut n.children);
+    }
+}

@@ -1,0 +1,139 @@
+//! Tree navigation: root-to-leaf paths, `get_tree` nodes and the forkable user messages.
+
+use std::collections::HashMap;
+
+use super::entry::{KnownEntry, SessionEntry, StoredMessage};
+use super::store::Session;
+use crate::message::AgentMessage;
+use crate::op::{ForkMessage, TreeNode};
+
+/// Milliseconds of an ISO 8601 timestamp, `None` when it does not parse.
+pub(crate) fn iso_to_ms(timestamp: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(timestamp).ok().map(|t| t.timestamp_millis())
+}
+
+impl Session {
+    /// The path from the root to the current leaf (empty without a leaf).
+    pub fn branch(&self) -> Vec<&SessionEntry> {
+        match self.leaf.as_deref() {
+            Some(leaf) => self.branch_from(leaf),
+            None => Vec::new(),
+        }
+    }
+
+    /// The path from the root to `id` (empty if `id` is unknown). Stops at a
+    /// missing parent or a cycle.
+    pub fn branch_from(&self, id: &str) -> Vec<&SessionEntry> {
+        self.path_positions(id).into_iter().map(|i| &self.records[i].entry).collect()
+    }
+
+    /// Positions in `records` of the root..=`id` path.
+    pub(crate) fn path_positions(&self, id: &str) -> Vec<usize> {
+        let mut path = Vec::new();
+        let mut current = self.index.get(id).copied();
+        while let Some(pos) = current {
+            if path.len() > self.records.len() {
+                break; // a parent cycle in a hand-edited file
+            }
+            path.push(pos);
+            current = self.records[pos].entry.parent_id().and_then(|p| self.index.get(p).copied());
+        }
+        path.reverse();
+        path
+    }
+
+    /// The session as a forest (`get_tree`): one node per entry. Roots are
+    /// entries with `parentId` null (or equal to their own id) and entries
+    /// whose parent is missing, in append order; children are ordered by
+    /// timestamp, oldest first (append order among equal timestamps, and
+    /// when a timestamp does not parse). A `label` entry is a node of its
+    /// own and also sets `label`/`labelTimestamp` on its target's node.
+    pub fn tree(&self) -> Vec<TreeNode> {
+        let n = self.records.len();
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut roots = Vec::new();
+        // Resolve parents through the id index restricted to entries with ids.
+        let mut position_of: HashMap<&str, usize> = HashMap::new();
+        for (i, r) in self.records.iter().enumerate() {
+            if let Some(id) = r.entry.id() {
+                position_of.insert(id, i);
+            }
+        }
+        for (i, r) in self.records.iter().enumerate() {
+            let parent = r.entry.parent_id().filter(|p| Some(*p) != r.entry.id());
+            match parent.and_then(|p| position_of.get(p).copied()).filter(|&p| p != i) {
+                Some(p) => children[p].push(i),
+                None => roots.push(i),
+            }
+        }
+        for list in &mut children {
+            let stamps: Option<Vec<i64>> =
+                list.iter().map(|&i| self.records[i].entry.timestamp().and_then(iso_to_ms)).collect();
+            if let Some(stamps) = stamps {
+                let mut keyed: Vec<(i64, usize)> = stamps.into_iter().zip(list.iter().copied()).collect();
+                keyed.sort_by_key(|(t, _)| *t); // stable
+                *list = keyed.into_iter().map(|(_, i)| i).collect();
+            }
+        }
+        // Build nodes bottom-up without recursion (linear sessions are deep).
+        let mut built: Vec<Option<TreeNode>> = (0..n).map(|_| None).collect();
+        let mut visited = vec![false; n];
+        let mut stack: Vec<(usize, bool)> = roots.iter().rev().map(|&r| (r, false)).collect();
+        while let Some((i, expanded)) = stack.pop() {
+            if expanded {
+                let kids = children[i].iter().filter_map(|&c| built[c].take()).collect();
+                built[i] = Some(self.node(i, kids));
+                continue;
+            }
+            if visited[i] {
+                continue;
+            }
+            visited[i] = true;
+            stack.push((i, true));
+            for &c in children[i].iter().rev() {
+                stack.push((c, false));
+            }
+        }
+        roots.iter().filter_map(|&r| built[r].take()).collect()
+    }
+
+    fn node(&self, i: usize, children: Vec<TreeNode>) -> TreeNode {
+        let entry = self.records[i].entry.clone();
+        let label = entry.id().and_then(|id| self.labels.get(id));
+        TreeNode {
+            label: label.map(|l| l.label.clone()),
+            label_timestamp: label.map(|l| l.timestamp.clone()),
+            entry,
+            children,
+        }
+    }
+
+    /// The user messages one can fork from (`get_fork_messages`): every
+    /// user-message entry of every branch in append order whose text (the
+    /// concatenated text blocks) is not empty.
+    pub fn fork_messages(&self) -> Vec<ForkMessage> {
+        self.records
+            .iter()
+            .filter_map(|r| match &r.entry {
+                SessionEntry::Known(KnownEntry::Message(m)) => match &m.message {
+                    StoredMessage::Known(AgentMessage::User(user)) => {
+                        let text = user.content.text();
+                        (!text.is_empty()).then(|| ForkMessage { entry_id: m.base.id.clone(), text })
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Direct children of `parent_id` in append order.
+    pub fn children(&self, parent_id: &str) -> Vec<&SessionEntry> {
+        self.entries().filter(|e| e.parent_id() == Some(parent_id)).collect()
+    }
+
+    /// The label currently set on an entry.
+    pub fn label(&self, id: &str) -> Option<&str> {
+        self.labels.get(id).map(|l| l.label.as_str())
+    }
+}
