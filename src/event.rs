@@ -149,7 +149,6 @@ pub enum AgentEvent {
     },
     MessageUpdate {
         event: AssistantStreamEvent,
-        usage: Usage,
     },
     MessageEnd {
         message: AgentMessage,

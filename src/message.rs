@@ -113,24 +113,37 @@ pub fn join_text(blocks: &[ContentBlock]) -> String {
     out
 }
 
+/// Serialize a float the way JavaScript prints numbers: integral values
+/// without a fractional part (`0`, not `0.0`).
+pub fn js_number<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e15 {
+        s.serialize_i64(*v as i64)
+    } else {
+        s.serialize_f64(*v)
+    }
+}
+
 /// Cost in US dollars, split like pi's usage object.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Cost {
-    #[serde(default)]
+    #[serde(default, serialize_with = "js_number")]
     pub input: f64,
-    #[serde(default)]
+    #[serde(default, serialize_with = "js_number")]
     pub output: f64,
-    #[serde(default)]
+    #[serde(default, serialize_with = "js_number")]
     pub cache_read: f64,
-    #[serde(default)]
+    #[serde(default, serialize_with = "js_number")]
     pub cache_write: f64,
-    #[serde(default)]
+    #[serde(default, serialize_with = "js_number")]
     pub total: f64,
+    /// Fields written by other pi versions (e.g. `totalFromProvider`), kept as they are.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// Token usage of one model call, with its cost.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     #[serde(default)]
@@ -145,6 +158,9 @@ pub struct Usage {
     pub total_tokens: u64,
     #[serde(default)]
     pub cost: Cost,
+    /// Fields written by other pi versions (e.g. `reasoning`), kept as they are.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 impl Usage {

@@ -13,13 +13,13 @@ use crate::message::{Cost, Usage};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelCost {
-    #[serde(default)]
+    #[serde(default, serialize_with = "crate::message::js_number")]
     pub input: f64,
-    #[serde(default)]
+    #[serde(default, serialize_with = "crate::message::js_number")]
     pub output: f64,
-    #[serde(default)]
+    #[serde(default, serialize_with = "crate::message::js_number")]
     pub cache_read: f64,
-    #[serde(default)]
+    #[serde(default, serialize_with = "crate::message::js_number")]
     pub cache_write: f64,
 }
 
@@ -68,7 +68,14 @@ impl Model {
         let output = per(usage.output, self.cost.output);
         let cache_read = per(usage.cache_read, self.cost.cache_read);
         let cache_write = per(usage.cache_write, self.cost.cache_write);
-        Cost { input, output, cache_read, cache_write, total: input + output + cache_read + cache_write }
+        Cost {
+            input,
+            output,
+            cache_read,
+            cache_write,
+            total: input + output + cache_read + cache_write,
+            extra: Default::default(),
+        }
     }
 
     /// Thinking levels this model accepts, in cycling order.

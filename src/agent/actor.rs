@@ -267,7 +267,7 @@ impl Agent {
 
     /// Add a message to the conversation and the session file.
     pub(super) fn append_message(&mut self, message: AgentMessage) {
-        if let Err(e) = self.session.append_message(&message) {
+        if let Err(e) = self.session.append_message(message.clone()) {
             tracing::error!("cannot write session entry: {e}");
         }
         self.messages.push(message);
@@ -530,6 +530,16 @@ impl Agent {
         });
     }
 
+    /// Hide a retried attempt from future context: pi appends a `context_edit`.
+    fn record_context_edit(&mut self, message: &AgentMessage) {
+        let target = self.session.entries().filter(|e| e.message() == Some(message)).last().and_then(|e| e.id().map(str::to_string));
+        if let Some(target) = target {
+            if let Err(e) = self.session.append_context_edit(&target, None) {
+                tracing::warn!("cannot record the retried attempt: {e}");
+            }
+        }
+    }
+
     /// The retry flag shared with runs.
     pub(super) fn set_retry_enabled(&self, enabled: bool) {
         self.retry_enabled.store(enabled, Ordering::SeqCst);
@@ -549,23 +559,23 @@ pub(crate) fn strip_thinking_suffix(pattern: &str) -> (&str, Option<ThinkingLeve
 fn open_session(config: &AgentConfig) -> Result<Session, CoreError> {
     let session = match &config.session {
         SessionStart::InMemory => Session::in_memory(&config.cwd),
-        SessionStart::New => Session::create(&config.session_dir, &config.cwd, None),
+        SessionStart::New => Session::create(&config.session_dir, &config.cwd, None)?,
         SessionStart::Open(path) => {
-            let (session, warnings) = Session::open(path).map_err(|e| CoreError::internal(e.to_string()))?;
+            let (session, warnings) = Session::open(path, &config.cwd)?;
             for w in warnings {
                 tracing::warn!("{w}");
             }
             session
         }
-        SessionStart::Continue => match crate::session::find_most_recent(&config.session_dir) {
+        SessionStart::Continue => match crate::session::find_most_recent(&config.session_dir, Some(&config.cwd)) {
             Some(path) => {
-                let (session, warnings) = Session::open(&path).map_err(|e| CoreError::internal(e.to_string()))?;
+                let (session, warnings) = Session::open(&path, &config.cwd)?;
                 for w in warnings {
                     tracing::warn!("{w}");
                 }
                 session
             }
-            None => Session::create(&config.session_dir, &config.cwd, None),
+            None => Session::create(&config.session_dir, &config.cwd, None)?,
         },
     };
     Ok(session)

@@ -210,7 +210,7 @@ async fn low_level_run(
             let outcome = stream_assistant(&s.emitter, s.provider.clone(), request, s.cancel.clone(), &s.model).await;
             if let Some(error) = outcome.error {
                 let message = AgentMessage::Assistant(outcome.message);
-                totals.add(&message.as_assistant().map(|a| a.usage).unwrap_or_default());
+                totals.add(&message.as_assistant().map(|a| a.usage.clone()).unwrap_or_default());
                 s.context.push(message.clone());
                 new_messages.push(message.clone());
                 s.emitter.emit(AgentEvent::TurnEnd { message: message.clone(), tool_results: Vec::new() }).await;

@@ -8,11 +8,7 @@ use crate::op::{Op, Reply};
 use crate::session::{Session, SessionError};
 
 fn session_error(e: SessionError) -> CoreError {
-    match e {
-        SessionError::NotFound(_) | SessionError::EntryNotFound(_) => CoreError::not_found(e.to_string()),
-        SessionError::InvalidArgument(_) => CoreError::invalid("entryId", e.to_string()),
-        other => CoreError::internal(other.to_string()),
-    }
+    CoreError::from(e)
 }
 
 impl Agent {
@@ -20,7 +16,7 @@ impl Agent {
         match op {
             Op::NewSession { parent_session } => {
                 let session = if self.session.file_path().is_some() {
-                    Session::create(&self.session_dir, &self.cwd, parent_session)
+                    Session::create(&self.session_dir, &self.cwd, parent_session).map_err(session_error)?
                 } else {
                     Session::in_memory(&self.cwd)
                 };
@@ -29,7 +25,7 @@ impl Agent {
             }
             Op::SwitchSession { session_path } => {
                 let path = self.absolute(&session_path);
-                let (session, warnings) = Session::open(&path).map_err(session_error)?;
+                let (session, warnings) = Session::open(&path, &self.cwd).map_err(session_error)?;
                 for w in warnings {
                     tracing::warn!("{w}");
                 }
@@ -38,8 +34,8 @@ impl Agent {
             }
             Op::ResumeSession { reference } => {
                 let dirs = self.session_search_dirs();
-                let path = crate::session::resolve_session(&reference, &dirs).map_err(session_error)?;
-                let (session, warnings) = Session::open(&path).map_err(session_error)?;
+                let path = crate::session::resolve_session(&reference, &self.cwd, &dirs).map_err(session_error)?;
+                let (session, warnings) = Session::open(&path, &self.cwd).map_err(session_error)?;
                 for w in warnings {
                     tracing::warn!("{w}");
                 }
@@ -59,8 +55,8 @@ impl Agent {
             Op::GetForkMessages => Ok(Reply::ForkMessages(self.session.fork_messages())),
             Op::GetEntries { since } => {
                 let entries = match since.as_deref() {
-                    Some(id) => self.session.entries_since(id).map_err(|e| session_error(e).with_field("since"))?,
-                    None => self.session.entries().to_vec(),
+                    Some(id) => self.session.entries_since(id).map_err(session_error)?,
+                    None => self.session.entries().cloned().collect(),
                 };
                 Ok(Reply::Entries { entries, leaf_id: self.session.leaf_id().map(str::to_string) })
             }

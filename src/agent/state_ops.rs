@@ -373,7 +373,13 @@ impl Agent {
             self.session_dir = crate::session::default_session_dir(&self.agent_dir, &self.cwd);
         }
         self.session = if persisted {
-            crate::session::Session::create(&self.session_dir, &self.cwd, None)
+            match crate::session::Session::create(&self.session_dir, &self.cwd, None) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!("cannot create a session in {}: {e}", self.session_dir.display());
+                    crate::session::Session::in_memory(&self.cwd)
+                }
+            }
         } else {
             crate::session::Session::in_memory(&self.cwd)
         };

@@ -127,7 +127,7 @@ pub(crate) async fn stream_assistant(
                 message.content.push(block);
                 blocks.insert(index, Block { content_index, open: true, args: String::new() });
                 order.push(index);
-                emit_update(emitter, stream_event, &message).await;
+                emit_update(emitter, stream_event).await;
             }
             ProviderEvent::BlockDelta { index, delta } => {
                 let Some(block) = blocks.get_mut(&index) else { continue };
@@ -147,7 +147,7 @@ pub(crate) async fn stream_assistant(
                     }
                     _ => continue,
                 };
-                emit_update(emitter, stream_event, &message).await;
+                emit_update(emitter, stream_event).await;
             }
             ProviderEvent::Signature { index, signature } => {
                 if let Some(block) = blocks.get(&index) {
@@ -171,7 +171,7 @@ pub(crate) async fn stream_assistant(
                     if block.open {
                         block.open = false;
                         let stream_event = close_block(&mut message, block);
-                        emit_update(emitter, stream_event, &message).await;
+                        emit_update(emitter, stream_event).await;
                     }
                 }
             }
@@ -198,7 +198,7 @@ pub(crate) async fn stream_assistant(
                     if block.open {
                         block.open = false;
                         let stream_event = close_block(&mut message, block);
-                        emit_update(emitter, stream_event, &message).await;
+                        emit_update(emitter, stream_event).await;
                     }
                 }
             }
@@ -218,7 +218,7 @@ pub(crate) async fn stream_assistant(
                     if block.open {
                         block.open = false;
                         let stream_event = close_block(&mut message, block);
-                        emit_update(emitter, stream_event, &message).await;
+                        emit_update(emitter, stream_event).await;
                     }
                 }
             }
@@ -231,8 +231,8 @@ pub(crate) async fn stream_assistant(
     StreamOutcome { message, error }
 }
 
-async fn emit_update(emitter: &Emitter, event: AssistantStreamEvent, message: &AssistantMessage) {
-    emitter.emit(AgentEvent::MessageUpdate { event, usage: message.usage }).await;
+async fn emit_update(emitter: &Emitter, event: AssistantStreamEvent) {
+    emitter.emit(AgentEvent::MessageUpdate { event }).await;
 }
 
 fn finish_tool_args(message: &mut AssistantMessage, block: &Block) {

@@ -38,7 +38,7 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
             if let Ok(read) = std::fs::read_dir(agent_dir.join("sessions")) {
                 dirs.extend(read.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
             }
-            let found = pi_core::session::resolve_session(reference, &dirs).map_err(|e| anyhow::anyhow!("--session: {e}"))?;
+            let found = pi_core::session::resolve_session(reference, &cwd, &dirs).map_err(|e| anyhow::anyhow!("--session: {e}"))?;
             SessionStart::Open(found)
         }
     } else if args.continue_session {

@@ -110,7 +110,7 @@ pub fn map_event(
         AgentEvent::TurnStart => WireEvent::TurnStart,
         AgentEvent::TurnEnd { message, tool_results } => WireEvent::TurnEnd { message, tool_results },
         AgentEvent::MessageStart { message } => WireEvent::MessageStart { message },
-        AgentEvent::MessageUpdate { event, usage: _ } => {
+        AgentEvent::MessageUpdate { event } => {
             WireEvent::MessageUpdate { assistant_message_event: stream_event(event) }
         }
         AgentEvent::MessageEnd { message } => WireEvent::MessageEnd { message },

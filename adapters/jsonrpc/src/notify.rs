@@ -33,7 +33,7 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
         AgentEvent::TurnStart => None,
         AgentEvent::TurnEnd { .. } => None,
         AgentEvent::MessageStart { .. } => None,
-        AgentEvent::MessageUpdate { event, .. } => match event {
+        AgentEvent::MessageUpdate { event } => match event {
             AssistantStreamEvent::TextDelta { delta, .. } => n("assistantMessage", json!({ "type": "delta", "delta": delta })),
             AssistantStreamEvent::ThinkingDelta { delta, .. } => {
                 n("assistantMessage", json!({ "type": "thinkingDelta", "thinking": delta }))
