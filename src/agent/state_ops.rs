@@ -237,7 +237,7 @@ impl Agent {
         } else {
             let first = self.models.available().into_iter().next().unwrap_or_else(faux::faux_model);
             if first.provider == faux::FAUX_PROVIDER {
-                tracing::info!(
+                tracing::warn!(
                     "no API key or model configured: using the offline faux model (see the README to configure a provider)"
                 );
             }

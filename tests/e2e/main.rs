@@ -1,1 +1,6 @@
-//! End-to-end tests: spawn the `pi` binary against the fake model server.
+//! End-to-end tests: spawn the `pi` binary against the fake model server
+//! (127.0.0.1:0) or the offline faux model, and check what it writes.
+
+mod harness;
+mod native_basic;
+mod native_input;
