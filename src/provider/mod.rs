@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::message::{AgentMessage, StopReason, Usage};
 use crate::model::{Model, ThinkingLevel};
 
+pub mod classify;
 pub mod faux;
 pub mod http;
 pub mod openai_completions;
