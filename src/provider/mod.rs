@@ -16,6 +16,7 @@ use crate::message::{AgentMessage, StopReason, Usage};
 use crate::model::{Model, ThinkingLevel};
 
 pub mod classify;
+pub mod convert;
 pub mod faux;
 pub mod http;
 pub mod openai_completions;
