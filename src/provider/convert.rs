@@ -323,4 +323,4 @@ pub fn output_budget(request: &ProviderRequest, llm: &[LlmMessage]) -> u64 {
 
 #[cfg(test)]
 #[path = "convert_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -19,7 +19,9 @@ pub mod classify;
 pub mod convert;
 pub mod faux;
 pub mod http;
+pub mod openai_compat;
 pub mod openai_completions;
+pub mod openai_request;
 pub mod sse;
 
 /// A tool as declared to the model.
