@@ -17,10 +17,11 @@ use tokio_util::sync::CancellationToken;
 use super::sse::{BodyError, SseEvent, sse_events};
 use super::{ProviderError, ProviderErrorKind};
 
-/// Text of a stream cut by the server mid-body. pi 1.6 (undici) reports
-/// `terminated: other side closed (UND_ERR_SOCKET)`; we keep its words and
-/// drop the Node-specific error code. It matches pi's retry pattern.
-pub const STREAM_CUT_MESSAGE: &str = "terminated: other side closed";
+/// Text of a stream cut by the server mid-body. This is pi 1.6's literal text
+/// (undici's error code included), checked against the same fake-server cut,
+/// so that transcripts of both implementations agree; it matches pi's retry
+/// pattern (`terminated`, `other side closed`).
+pub const STREAM_CUT_MESSAGE: &str = "terminated: other side closed (UND_ERR_SOCKET)";
 
 /// Text when no response headers arrived in time (the OpenAI SDK's wording).
 pub const REQUEST_TIMEOUT_MESSAGE: &str = "Request timed out.";

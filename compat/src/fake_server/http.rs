@@ -160,10 +160,18 @@ pub async fn write_plain(
     Ok(())
 }
 
-/// Head of a streamed (SSE, chunked) 200 response.
-pub async fn write_stream_head(stream: &mut TcpStream, headers: &[(String, String)]) -> std::io::Result<()> {
+/// Head of a streamed (SSE, chunked) 200 response. `close` announces
+/// `connection: close`; without it the client expects a keep-alive
+/// connection, so a close mid-body reads as the peer going away (Node's
+/// undici then reports `other side closed`, as against a real server).
+pub async fn write_stream_head(
+    stream: &mut TcpStream,
+    headers: &[(String, String)],
+    close: bool,
+) -> std::io::Result<()> {
     let head = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\nconnection: close\r\ntransfer-encoding: chunked\r\n{}\r\n",
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\n{}transfer-encoding: chunked\r\n{}\r\n",
+        if close { "connection: close\r\n" } else { "" },
         extra_headers(headers),
     );
     stream.write_all(head.as_bytes()).await?;

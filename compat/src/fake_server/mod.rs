@@ -8,8 +8,10 @@
 //!
 //! Reply selection, per request: the first marker rule whose marker is found
 //! (see [`MarkerScope`]), else the next queued reply, else the fallback reply
-//! (by default the text `ok`). Streams use chunked transfer encoding and
-//! `connection: close`, so a cut stream is a real mid-body disconnect.
+//! (by default the text `ok`). Streams use chunked transfer encoding, so a
+//! cut stream is a real mid-body disconnect; every connection serves one
+//! request (`connection: close`, except on a cut stream, where it is left out
+//! so that clients see the peer vanish from a keep-alive connection).
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -340,7 +342,7 @@ async fn serve(
         ReplyBody::Stream(script) => {
             let info = openai::RequestInfo::from_body(&request.body);
             let frames = openai::render(script, &info);
-            http::write_stream_head(&mut stream, &reply.headers).await?;
+            http::write_stream_head(&mut stream, &reply.headers, script.ending != Ending::Cut).await?;
             for frame in frames {
                 if frame.is_part && !reply.delay.is_zero() {
                     tokio::time::sleep(reply.delay).await;
