@@ -446,3 +446,40 @@ pub fn build_headers(request: &ProviderRequest, compat: &OpenAiCompat) -> Result
     headers.extend(extra);
     Ok(headers)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::convert::tests::model;
+
+    #[test]
+    fn short_hash_matches_pi() {
+        assert_eq!(short_hash(""), "k4n83c7h0j2b");
+        assert_eq!(short_hash("abc"), "y0biex7f9bbh");
+        assert_eq!(short_hash("héllo 👋"), "1hhn7nd1cbiw7c");
+    }
+
+    #[test]
+    fn tool_call_ids_are_normalized_like_pi() {
+        let m = model(false);
+        assert_eq!(normalize_tool_call_id(&m, "call_1|item+2"), "call_1_item_2");
+        let long = "call_1|fc_68a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3+/=";
+        let expected_hash: String = "sjunngnoi5c3".chars().take(8).collect();
+        assert_eq!(normalize_tool_call_id(&m, long), format!("call_1_{expected_hash}"));
+        assert_eq!(normalize_tool_call_id(&m, &"x".repeat(50)), "x".repeat(50));
+        let mut openai = model(false);
+        openai.provider = "openai".into();
+        assert_eq!(normalize_tool_call_id(&openai, &"x".repeat(50)), "x".repeat(40));
+    }
+
+    #[test]
+    fn thinking_levels_clamp_like_pi() {
+        let mut m = model(false);
+        assert_eq!(clamp_level(&m, ThinkingLevel::High), ThinkingLevel::Off);
+        m.reasoning = true;
+        assert_eq!(clamp_level(&m, ThinkingLevel::Max), ThinkingLevel::High);
+        m.thinking_level_map = serde_json::json!({"max": "max", "minimal": null}).as_object().cloned();
+        assert_eq!(clamp_level(&m, ThinkingLevel::Xhigh), ThinkingLevel::Max);
+        assert_eq!(clamp_level(&m, ThinkingLevel::Minimal), ThinkingLevel::Low);
+    }
+}
