@@ -15,9 +15,13 @@ use tokio_util::sync::CancellationToken;
 use crate::message::{AgentMessage, StopReason, Usage};
 use crate::model::{Model, ThinkingLevel};
 
+pub mod classify;
+pub mod convert;
 pub mod faux;
 pub mod http;
+pub mod openai_compat;
 pub mod openai_completions;
+pub mod openai_request;
 pub mod sse;
 
 /// A tool as declared to the model.
@@ -34,9 +38,12 @@ pub struct ToolSpec {
 pub struct ProviderRequest {
     pub model: Model,
     pub system_prompt: String,
-    /// Conversation as the model should see it (already filtered: no aborted or
-    /// errored assistant messages; bash executions and summaries become user text
-    /// in the provider's conversion).
+    /// The conversation as the agent holds it. Providers prepare it with
+    /// [`convert`] (pi's `convertToLlm` + `transformMessages`): aborted and
+    /// errored assistant messages are dropped, bash executions, summaries and
+    /// custom messages become user text, images become placeholders on
+    /// text-only models, orphaned tool calls get synthetic results. Callers may
+    /// pre-filter; the preparation is idempotent.
     pub messages: Vec<AgentMessage>,
     pub tools: Vec<ToolSpec>,
     pub thinking_level: ThinkingLevel,
@@ -44,8 +51,11 @@ pub struct ProviderRequest {
     /// Extra headers (from models.json and the model).
     pub headers: HashMap<String, String>,
     /// Cap on output tokens, when the caller wants less than `model.max_tokens`.
+    /// Providers further fit the cap into the context window like pi
+    /// ([`convert::output_budget`]).
     pub max_tokens: Option<u64>,
-    /// Stable id of the session (used for prompt-cache keys).
+    /// Stable id of the session (prompt-cache key on api.openai.com, session
+    /// affinity headers where the compat flags ask for them).
     pub session_id: Option<String>,
 }
 

@@ -1,1 +1,330 @@
-//! Server-sent events parsing for streaming providers.
+//! Server-sent events parsing for streaming providers: an incremental,
+//! byte-accurate parser (WHATWG event-stream rules) and a stream adapter over
+//! an HTTP body.
+//!
+//! Lines end with CRLF, LF or CR; chunks may split anywhere, including inside
+//! a CRLF pair or a UTF-8 sequence (lines are decoded only once complete,
+//! invalid UTF-8 becomes U+FFFD). A leading BOM is skipped. `data` lines
+//! accumulate (joined by `\n`), `event` names the event, `id` and `retry` are
+//! kept, comments (`:`) and unknown fields are ignored, and an empty line
+//! dispatches the event when it has data.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+
+/// One dispatched event.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SseEvent {
+    /// The `event:` field; empty when absent (the spec's default is `message`).
+    pub event: String,
+    pub data: String,
+    /// Last event id seen on the stream, if any.
+    pub id: Option<String>,
+    pub retry: Option<u64>,
+}
+
+/// Incremental parser: feed bytes with [`SseParser::push`], then call [`SseParser::finish`].
+#[derive(Debug, Default)]
+pub struct SseParser {
+    line: Vec<u8>,
+    /// The previous chunk ended with CR: a leading LF of the next chunk belongs to it.
+    after_cr: bool,
+    /// Past the possible BOM at the very start.
+    started: bool,
+    bom_probe: Vec<u8>,
+    data: String,
+    has_data: bool,
+    event: String,
+    last_id: Option<String>,
+    retry: Option<u64>,
+}
+
+const BOM: &[u8] = &[0xEF, 0xBB, 0xBF];
+
+impl SseParser {
+    pub fn new() -> Self {
+        SseParser::default()
+    }
+
+    /// Feed a chunk; returns the events completed by it, in order.
+    pub fn push(&mut self, mut chunk: &[u8]) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        if !self.started {
+            // Hold back the first bytes until it is clear whether they are a BOM.
+            let mut head = std::mem::take(&mut self.bom_probe);
+            let take = (BOM.len() - head.len()).min(chunk.len());
+            head.extend_from_slice(&chunk[..take]);
+            chunk = &chunk[take..];
+            if head.len() < BOM.len() && BOM.starts_with(&head) {
+                self.bom_probe = head;
+                return out;
+            }
+            self.started = true;
+            if head != BOM {
+                self.feed(&head, &mut out);
+            }
+        }
+        self.feed(chunk, &mut out);
+        out
+    }
+
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
+        for &b in bytes {
+            if self.after_cr {
+                self.after_cr = false;
+                if b == b'\n' {
+                    continue;
+                }
+            }
+            match b {
+                b'\n' => self.end_line(out),
+                b'\r' => {
+                    self.end_line(out);
+                    self.after_cr = true;
+                }
+                _ => self.line.push(b),
+            }
+        }
+    }
+
+    /// End of stream. Per the spec an event not closed by a blank line is
+    /// dropped; a final line without its line break is still processed first.
+    pub fn finish(&mut self) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        if !self.started {
+            self.started = true;
+            let head = std::mem::take(&mut self.bom_probe);
+            self.feed(&head, &mut out);
+        }
+        if !self.line.is_empty() {
+            self.end_line(&mut out);
+        }
+        self.data.clear();
+        self.has_data = false;
+        self.event.clear();
+        out
+    }
+
+    fn end_line(&mut self, out: &mut Vec<SseEvent>) {
+        let line = std::mem::take(&mut self.line);
+        if line.is_empty() {
+            if self.has_data {
+                let mut data = std::mem::take(&mut self.data);
+                if data.ends_with('\n') {
+                    data.pop();
+                }
+                out.push(SseEvent {
+                    event: std::mem::take(&mut self.event),
+                    data,
+                    id: self.last_id.clone(),
+                    retry: self.retry,
+                });
+            } else {
+                self.event.clear();
+            }
+            self.has_data = false;
+            return;
+        }
+        let text = String::from_utf8_lossy(&line);
+        if text.starts_with(':') {
+            return;
+        }
+        let (field, value) = match text.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (text.as_ref(), ""),
+        };
+        match field {
+            "data" => {
+                self.data.push_str(value);
+                self.data.push('\n');
+                self.has_data = true;
+            }
+            "event" => self.event = value.to_string(),
+            "id" if !value.contains('\0') => self.last_id = Some(value.to_string()),
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.retry = value.parse().ok();
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Why reading the body failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BodyError {
+    /// No bytes arrived within the idle timeout.
+    Idle(Duration),
+    /// The transport failed (reset, truncated body, …); the text describes it.
+    Transport(String),
+}
+
+/// SSE events from a stream of body chunks. Each read waits at most `idle`
+/// (when set) for the next chunk. A transport error ends the stream after
+/// the events completed before it.
+pub fn sse_events<S, E>(body: S, idle: Option<Duration>) -> impl Stream<Item = Result<SseEvent, BodyError>> + Send
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
+    E: std::fmt::Display + Send + 'static,
+{
+    struct St<S> {
+        body: S,
+        parser: SseParser,
+        pending: std::collections::VecDeque<SseEvent>,
+        done: bool,
+    }
+    let state = St { body, parser: SseParser::new(), pending: Default::default(), done: false };
+    futures::stream::unfold(state, move |mut st| async move {
+        loop {
+            if let Some(ev) = st.pending.pop_front() {
+                return Some((Ok(ev), st));
+            }
+            if st.done {
+                return None;
+            }
+            let next = match idle {
+                Some(limit) => match tokio::time::timeout(limit, st.body.next()).await {
+                    Ok(n) => n,
+                    Err(_) => {
+                        st.done = true;
+                        return Some((Err(BodyError::Idle(limit)), st));
+                    }
+                },
+                None => st.body.next().await,
+            };
+            match next {
+                Some(Ok(bytes)) => st.pending.extend(st.parser.push(&bytes)),
+                Some(Err(e)) => {
+                    st.done = true;
+                    return Some((Err(BodyError::Transport(e.to_string())), st));
+                }
+                None => {
+                    st.done = true;
+                    st.pending.extend(st.parser.finish());
+                }
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_in_pieces(input: &[u8], sizes: &[usize]) -> Vec<SseEvent> {
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        let mut rest = input;
+        let mut i = 0;
+        while !rest.is_empty() {
+            let n = sizes[i % sizes.len()].min(rest.len());
+            out.extend(p.push(&rest[..n]));
+            rest = &rest[n..];
+            i += 1;
+        }
+        out.extend(p.finish());
+        out
+    }
+
+    fn data(events: &[SseEvent]) -> Vec<&str> {
+        events.iter().map(|e| e.data.as_str()).collect()
+    }
+
+    #[test]
+    fn basic_events_and_done() {
+        let input = b"data: {\"a\":1}\n\ndata: [DONE]\n\n";
+        assert_eq!(data(&parse_in_pieces(input, &[1000])), vec![r#"{"a":1}"#, "[DONE]"]);
+    }
+
+    #[test]
+    fn every_split_point_gives_the_same_events() {
+        let input =
+            "event: delta\r\ndata: héllo 👋\r\ndata: second line\r\n\r\n: comment\rdata:x\r\rdata:  two spaces\n\n";
+        let whole = parse_in_pieces(input.as_bytes(), &[10_000]);
+        assert_eq!(whole.len(), 3);
+        assert_eq!(whole[0].event, "delta");
+        assert_eq!(whole[0].data, "héllo 👋\nsecond line");
+        assert_eq!(whole[1].data, "x");
+        assert_eq!(whole[1].event, "");
+        assert_eq!(whole[2].data, " two spaces");
+        for size in 1..8 {
+            assert_eq!(parse_in_pieces(input.as_bytes(), &[size]), whole, "piece size {size}");
+        }
+        assert_eq!(parse_in_pieces(input.as_bytes(), &[1, 3, 2, 7]), whole);
+    }
+
+    #[test]
+    fn utf8_split_inside_a_sequence() {
+        let input = "data: 日本語\n\n".as_bytes();
+        // Split after the first byte of the first multi-byte char.
+        let mut p = SseParser::new();
+        let mut out = p.push(&input[..7]);
+        out.extend(p.push(&input[7..]));
+        assert_eq!(data(&out), vec!["日本語"]);
+    }
+
+    #[test]
+    fn crlf_split_between_cr_and_lf_is_one_line_break() {
+        let mut p = SseParser::new();
+        let mut out = p.push(b"data: a\r");
+        out.extend(p.push(b"\ndata: b\r"));
+        out.extend(p.push(b"\n\r"));
+        out.extend(p.push(b"\n"));
+        assert_eq!(data(&out), vec!["a\nb"]);
+    }
+
+    #[test]
+    fn bom_is_skipped_even_when_split() {
+        let mut input = BOM.to_vec();
+        input.extend_from_slice(b"data: x\n\n");
+        assert_eq!(data(&parse_in_pieces(&input, &[1])), vec!["x"]);
+        assert_eq!(data(&parse_in_pieces(&input, &[2, 100])), vec!["x"]);
+    }
+
+    #[test]
+    fn fields_without_colon_ids_and_retry() {
+        let input = b"id: 7\nretry: 1500\ndata\n\nretry: x\nid: 8\0\ndata: y\n\n";
+        let ev = parse_in_pieces(input, &[3]);
+        assert_eq!(ev[0].data, "");
+        assert_eq!(ev[0].id.as_deref(), Some("7"));
+        assert_eq!(ev[0].retry, Some(1500));
+        assert_eq!(ev[1].id.as_deref(), Some("7"));
+        assert_eq!(ev[1].retry, Some(1500));
+    }
+
+    #[test]
+    fn blank_lines_without_data_dispatch_nothing_and_reset_the_event_name() {
+        let ev = parse_in_pieces(b"event: ping\n\n\n\ndata: z\n\n", &[4]);
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].event, "");
+    }
+
+    #[test]
+    fn unterminated_final_event_is_dropped() {
+        assert!(parse_in_pieces(b"data: partial", &[5]).is_empty());
+        assert!(parse_in_pieces(b"data: partial\n", &[5]).is_empty());
+    }
+
+    #[tokio::test]
+    async fn adapter_yields_events_then_the_transport_error() {
+        let chunks: Vec<Result<Bytes, String>> = vec![
+            Ok(Bytes::from_static(b"data: 1\n\nda")),
+            Ok(Bytes::from_static(b"ta: 2\n\n")),
+            Err("connection reset".to_string()),
+        ];
+        let events: Vec<_> = sse_events(futures::stream::iter(chunks), None).collect().await;
+        assert_eq!(events.len(), 3);
+        assert_eq!(events[1].as_ref().map(|e| e.data.as_str()), Ok("2"));
+        assert_eq!(events[2], Err(BodyError::Transport("connection reset".into())));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn adapter_times_out_when_idle() {
+        let body = futures::stream::once(async { Ok::<_, String>(Bytes::from_static(b"data: 1\n\n")) })
+            .chain(futures::stream::pending());
+        let events: Vec<_> = sse_events(Box::pin(body), Some(Duration::from_secs(5))).collect().await;
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1], Err(BodyError::Idle(Duration::from_secs(5))));
+    }
+}
