@@ -4,12 +4,12 @@
 use std::time::Instant;
 
 use futures::future::join_all;
-use serde_json::{Map, Value};
+use serde_json::Map;
 use tokio::sync::mpsc;
 
 use super::stream::Emitter;
 use crate::event::{AgentEvent, ToolResultPayload};
-use crate::message::{AgentMessage, ToolCall, ToolResultMessage, now_ms};
+use crate::message::{ToolCall, ToolResultMessage, now_ms};
 use crate::tools::{ToolContext, ToolOutput, ToolRegistry};
 
 /// Execute `calls` and return their result messages in call order. The caller
@@ -92,23 +92,4 @@ async fn emit_end(emitter: &Emitter, call: &ToolCall, output: &ToolOutput) {
             is_error: output.is_error,
         })
         .await;
-}
-
-/// Result messages for calls that never ran because the run was aborted first.
-pub(crate) fn aborted_results(calls: &[ToolCall]) -> Vec<AgentMessage> {
-    calls
-        .iter()
-        .map(|call| {
-            AgentMessage::ToolResult(ToolResultMessage {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                content: ToolOutput::error("Command aborted").content,
-                details: Some(Value::Object(Map::new())),
-                usage: None,
-                is_error: true,
-                timestamp: now_ms(),
-                extra: Map::new(),
-            })
-        })
-        .collect()
 }

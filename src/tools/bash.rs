@@ -40,3 +40,15 @@ impl Tool for BashTool {
         ToolOutput::error("not implemented yet")
     }
 }
+
+/// Temporary until the bash tool lands.
+pub async fn run_command(
+    _command: &str,
+    _cwd: &std::path::Path,
+    _env: &[(String, String)],
+    _temp_dir: &std::path::Path,
+    _cancel: tokio_util::sync::CancellationToken,
+    _on_chunk: impl FnMut(&str),
+) -> crate::op::BashResult {
+    crate::op::BashResult { output: String::new(), exit_code: None, cancelled: true, truncated: false, full_output_path: None }
+}

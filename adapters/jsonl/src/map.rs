@@ -44,7 +44,7 @@ fn stream_event(e: AssistantStreamEvent) -> WireAssistantEvent {
     }
 }
 
-pub(crate) fn compaction_result(r: pi_core::event::CompactionResult) -> WireCompactionResult {
+pub fn compaction_result(r: pi_core::event::CompactionResult) -> WireCompactionResult {
     WireCompactionResult {
         summary: r.summary,
         first_kept_entry_id: r.first_kept_entry_id,
