@@ -116,11 +116,7 @@ pub fn join_text(blocks: &[ContentBlock]) -> String {
 /// Serialize a float the way JavaScript prints numbers: integral values
 /// without a fractional part (`0`, not `0.0`).
 pub fn js_number<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-    if v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e15 {
-        s.serialize_i64(*v as i64)
-    } else {
-        s.serialize_f64(*v)
-    }
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e15 { s.serialize_i64(*v as i64) } else { s.serialize_f64(*v) }
 }
 
 /// Cost in US dollars, split like pi's usage object.

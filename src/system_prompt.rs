@@ -44,7 +44,8 @@ pub fn build(inputs: &PromptInputs<'_>) -> String {
         Some(text) => text,
         None => default_preamble(inputs.tools),
     };
-    let appended_file = read_first(&[inputs.cwd.join(".pi/APPEND_SYSTEM.md"), inputs.agent_dir.join("APPEND_SYSTEM.md")]);
+    let appended_file =
+        read_first(&[inputs.cwd.join(".pi/APPEND_SYSTEM.md"), inputs.agent_dir.join("APPEND_SYSTEM.md")]);
     for extra in appended_file.into_iter().chain(inputs.append.iter().map(|a| read_text_or_file(a, inputs.cwd))) {
         if !extra.trim().is_empty() {
             prompt.push_str("\n\n");
@@ -53,7 +54,9 @@ pub fn build(inputs: &PromptInputs<'_>) -> String {
     }
     let context = context_files(inputs.agent_dir, inputs.cwd);
     if !context.is_empty() {
-        prompt.push_str("\n\n# Project context\n\nInstructions from context files. Follow them unless the user says otherwise.");
+        prompt.push_str(
+            "\n\n# Project context\n\nInstructions from context files. Follow them unless the user says otherwise.",
+        );
         for (path, text) in context {
             prompt.push_str(&format!("\n\n## {}\n\n{}", path.display(), text.trim_end()));
         }
@@ -140,7 +143,15 @@ mod tests {
     use super::*;
 
     fn inputs<'a>(agent: &'a Path, cwd: &'a Path, tools: &'a [(String, String)]) -> PromptInputs<'a> {
-        PromptInputs { agent_dir: agent, cwd, tools, replace: None, append: &[], skills_section: None, date: "2026-01-02" }
+        PromptInputs {
+            agent_dir: agent,
+            cwd,
+            tools,
+            replace: None,
+            append: &[],
+            skills_section: None,
+            date: "2026-01-02",
+        }
     }
 
     #[test]

@@ -143,7 +143,9 @@ impl Agent {
     fn api_key_target(&mut self, provider: Option<&str>, model: Option<&str>, key: String) {
         let provider = provider
             .map(str::to_string)
-            .or_else(|| model.and_then(|m| self.models.resolve(None, strip_thinking_suffix(m).0).ok()).map(|m| m.provider))
+            .or_else(|| {
+                model.and_then(|m| self.models.resolve(None, strip_thinking_suffix(m).0).ok()).map(|m| m.provider)
+            })
             .or_else(|| self.settings.default_provider.clone());
         match provider {
             Some(p) => self.models.set_runtime_key(&p, key),
@@ -274,8 +276,7 @@ impl Agent {
     }
 
     pub(super) async fn emit_queue_update(&self) {
-        self.emit(AgentEvent::QueueUpdate { steering: self.steering.texts(), follow_up: self.follow_up.texts() })
-            .await;
+        self.emit(AgentEvent::QueueUpdate { steering: self.steering.texts(), follow_up: self.follow_up.texts() }).await;
     }
 
     async fn handle_op(&mut self, tag: Option<RequestTag>, op: Op) {
@@ -308,17 +309,15 @@ impl Agent {
                 }
             }
             Op::Abort => self.abort(tag).await,
-            Op::AbortRetry => {
-                match &self.run {
-                    Some(run) if run.retry_waiting => {
-                        run.retry_cancel.cancel();
-                        if let Some(tag) = tag {
-                            self.run_waiters.push(tag);
-                        }
+            Op::AbortRetry => match &self.run {
+                Some(run) if run.retry_waiting => {
+                    run.retry_cancel.cancel();
+                    if let Some(tag) = tag {
+                        self.run_waiters.push(tag);
                     }
-                    _ => self.reply(tag, Ok(Reply::Ack)).await,
                 }
-            }
+                _ => self.reply(tag, Ok(Reply::Ack)).await,
+            },
             Op::Bash { command, exclude_from_context } => self.bash(tag, command, exclude_from_context).await,
             Op::AbortBash => {
                 if let Some(cancel) = &self.bash_cancel {
@@ -398,7 +397,11 @@ impl Agent {
         if self.providers.get(&self.model.api).is_none() {
             return Err(CoreError::new(
                 ErrorKind::Unsupported,
-                format!("The API \"{}\" of model {} is not supported by this build", self.model.api, self.model.full_id()),
+                format!(
+                    "The API \"{}\" of model {} is not supported by this build",
+                    self.model.api,
+                    self.model.full_id()
+                ),
             ));
         }
         if !self.models.has_credentials(&self.model) {
@@ -510,10 +513,11 @@ impl Agent {
                     }
                 })
             };
-            let result = crate::tools::bash::run_command(&command, &cwd, &env, &temp_dir, cancel, move |chunk: &str| {
-                let _ = chunk_tx.send(chunk.to_string());
-            })
-            .await;
+            let result =
+                crate::tools::bash::run_command(&command, &cwd, &env, &temp_dir, cancel, move |chunk: &str| {
+                    let _ = chunk_tx.send(chunk.to_string());
+                })
+                .await;
             let _ = forward.await;
             let message = AgentMessage::BashExecution(BashExecutionMessage {
                 command,
@@ -532,7 +536,12 @@ impl Agent {
 
     /// Hide a retried attempt from future context: pi appends a `context_edit`.
     fn record_context_edit(&mut self, message: &AgentMessage) {
-        let target = self.session.entries().filter(|e| e.message() == Some(message)).last().and_then(|e| e.id().map(str::to_string));
+        let target = self
+            .session
+            .entries()
+            .filter(|e| e.message() == Some(message))
+            .last()
+            .and_then(|e| e.id().map(str::to_string));
         if let Some(target) = target {
             if let Err(e) = self.session.append_context_edit(&target, None) {
                 tracing::warn!("cannot record the retried attempt: {e}");

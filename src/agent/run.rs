@@ -228,7 +228,9 @@ async fn low_level_run(
         if !aborted {
             if retry_end_pending {
                 retry_end_pending = false;
-                s.emitter.emit(AgentEvent::AutoRetryEnd { success: true, attempt: retry_attempt, final_error: None }).await;
+                s.emitter
+                    .emit(AgentEvent::AutoRetryEnd { success: true, attempt: retry_attempt, final_error: None })
+                    .await;
             }
             s.emitter
                 .emit(AgentEvent::ContextUsage(ContextUsage {

@@ -9,9 +9,7 @@ use crate::error::CoreError;
 use crate::event::AgentEvent;
 use crate::message::AgentMessage;
 use crate::model::{Model, ThinkingLevel};
-use crate::op::{
-    CycledModel, InitializeParams, Op, Reply, RequestTag, SessionInfo, StateSnapshot,
-};
+use crate::op::{CycledModel, InitializeParams, Op, Reply, RequestTag, SessionInfo, StateSnapshot};
 use crate::provider::faux;
 
 /// Thinking level used when nothing else chooses one.
@@ -150,7 +148,9 @@ impl Agent {
             }
         }
         self.change_thinking(self.thinking).await;
-        self.emit(AgentEvent::ModelChanged { model: self.model.clone(), thinking_level: self.thinking }).await;
+        if changed {
+            self.emit(AgentEvent::ModelChanged { model: self.model.clone(), thinking_level: self.thinking }).await;
+        }
     }
 
     async fn set_model(&mut self, provider: Option<String>, model_id: String) -> Result<Reply, CoreError> {
@@ -189,7 +189,10 @@ impl Agent {
     fn set_active_tools(&mut self, tools: Vec<String>) -> Result<Reply, CoreError> {
         if let Some(unknown) = tools.iter().find(|t| !self.tools.contains(t)) {
             let known: Vec<&str> = self.tools.names().collect();
-            return Err(CoreError::invalid("tools", format!("Unknown tool: {unknown}. Known tools: {}", known.join(", "))));
+            return Err(CoreError::invalid(
+                "tools",
+                format!("Unknown tool: {unknown}. Known tools: {}", known.join(", ")),
+            ));
         }
         let mut unique = Vec::new();
         for t in tools {
@@ -227,9 +230,8 @@ impl Agent {
                 .or_else(|| self.models.all().iter().find(|m| m.provider == provider).cloned())
                 .or_else(|| (provider == faux::FAUX_PROVIDER).then(faux::faux_model))
                 .ok_or_else(|| CoreError::invalid("provider", format!("No models found for provider: {provider}")))?
-        } else if let Some(m) = restored_model
-            .and_then(|(p, id)| self.models.find(&p, &id))
-            .filter(|m| self.models.has_credentials(m))
+        } else if let Some(m) =
+            restored_model.and_then(|(p, id)| self.models.find(&p, &id)).filter(|m| self.models.has_credentials(m))
         {
             m
         } else if let Some(m) = self.default_model_from_settings() {
@@ -275,7 +277,8 @@ impl Agent {
             self.session.append_session_info(name).map_err(io)?;
         }
         let restored = self.session.context();
-        let same_model = restored.model.as_ref().is_some_and(|(p, id)| *p == self.model.provider && *id == self.model.id);
+        let same_model =
+            restored.model.as_ref().is_some_and(|(p, id)| *p == self.model.provider && *id == self.model.id);
         if !same_model {
             self.session.append_model_change(&self.model.provider, &self.model.id).map_err(io)?;
         }
@@ -326,13 +329,16 @@ impl Agent {
                     .find(|m| &m.provider == provider && registry.has_credentials(m))
                     .cloned()
                     .or_else(|| (provider == faux::FAUX_PROVIDER).then(faux::faux_model))
-                    .ok_or_else(|| CoreError::invalid("provider", format!("No usable model for provider: {provider}")))?,
+                    .ok_or_else(|| {
+                        CoreError::invalid("provider", format!("No usable model for provider: {provider}"))
+                    })?,
             ),
             (None, None) => None,
         };
         if let Some(model) = &model {
             if !registry.has_credentials(model) {
-                let var = crate::config::auth::provider_env_vars(&model.provider).first().copied().unwrap_or("an API key");
+                let var =
+                    crate::config::auth::provider_env_vars(&model.provider).first().copied().unwrap_or("an API key");
                 return Err(CoreError::invalid(
                     "apiKey",
                     format!("No API key found for {}: pass apiKey or set {var}", model.full_id()),

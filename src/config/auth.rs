@@ -41,7 +41,9 @@ pub fn provider_env_vars(provider: &str) -> &'static [&'static str] {
 pub enum StoredCredential {
     ApiKey(String),
     /// OAuth tokens are recognised but not refreshed by pi-rpc.
-    OAuth { access: String },
+    OAuth {
+        access: String,
+    },
 }
 
 /// `auth.json`: credentials keyed by provider.
@@ -62,7 +64,8 @@ impl AuthStore {
         if text.trim().is_empty() {
             return Ok(AuthStore::default());
         }
-        let root: Value = serde_json::from_str(&text).map_err(|e| ConfigError::Parse { path: path.clone(), message: e.to_string() })?;
+        let root: Value = serde_json::from_str(&text)
+            .map_err(|e| ConfigError::Parse { path: path.clone(), message: e.to_string() })?;
         let Value::Object(map) = root else {
             return Err(ConfigError::Invalid { path, message: "expected a JSON object keyed by provider".into() });
         };
@@ -70,7 +73,10 @@ impl AuthStore {
         for (provider, entry) in map {
             let kind = entry.get("type").and_then(Value::as_str).unwrap_or("api_key");
             let cred = match kind {
-                "oauth" => entry.get("access").and_then(Value::as_str).map(|a| StoredCredential::OAuth { access: a.to_string() }),
+                "oauth" => entry
+                    .get("access")
+                    .and_then(Value::as_str)
+                    .map(|a| StoredCredential::OAuth { access: a.to_string() }),
                 _ => entry.get("key").and_then(Value::as_str).map(|k| StoredCredential::ApiKey(k.to_string())),
             };
             if let Some(cred) = cred {
@@ -162,7 +168,8 @@ pub fn resolve_config_value(config: &str) -> Option<String> {
 
 fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn run_command_cached(command: &str) -> Option<String> {
@@ -211,7 +218,11 @@ mod tests {
     #[test]
     fn auth_json_keys_are_read() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("auth.json"), r#"{"openai":{"type":"api_key","key":"sk-test"},"x":{"type":"oauth","access":"tok"}}"#).unwrap();
+        std::fs::write(
+            dir.path().join("auth.json"),
+            r#"{"openai":{"type":"api_key","key":"sk-test"},"x":{"type":"oauth","access":"tok"}}"#,
+        )
+        .unwrap();
         let store = AuthStore::load(dir.path()).unwrap();
         assert_eq!(store.key_for("openai").as_deref(), Some("sk-test"));
         assert_eq!(store.key_for("x").as_deref(), Some("tok"));

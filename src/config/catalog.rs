@@ -14,7 +14,11 @@ pub struct BuiltinProvider {
 pub const BUILTIN_PROVIDERS: &[BuiltinProvider] = &[
     BuiltinProvider { name: "openai", api: "openai-responses", base_url: "https://api.openai.com/v1" },
     BuiltinProvider { name: "anthropic", api: "anthropic-messages", base_url: "https://api.anthropic.com" },
-    BuiltinProvider { name: "google", api: "google-generative-ai", base_url: "https://generativelanguage.googleapis.com/v1beta" },
+    BuiltinProvider {
+        name: "google",
+        api: "google-generative-ai",
+        base_url: "https://generativelanguage.googleapis.com/v1beta",
+    },
     BuiltinProvider { name: "openrouter", api: "openai-completions", base_url: "https://openrouter.ai/api/v1" },
     BuiltinProvider { name: "groq", api: "openai-completions", base_url: "https://api.groq.com/openai/v1" },
     BuiltinProvider { name: "xai", api: "openai-completions", base_url: "https://api.x.ai/v1" },

@@ -95,10 +95,13 @@ impl ModelRegistry {
     }
 
     fn apply_models_json(&mut self, text: &str, path: &Path) -> Result<(), ConfigError> {
-        let file: ModelsFile =
-            serde_json::from_str(text).map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
+        let file: ModelsFile = serde_json::from_str(text)
+            .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
         for (provider, raw) in file.providers {
-            let bad = |msg: String| ConfigError::Invalid { path: path.to_path_buf(), message: format!("providers.{provider}: {msg}") };
+            let bad = |msg: String| ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message: format!("providers.{provider}: {msg}"),
+            };
             let pf: ProviderFile = serde_json::from_value(raw).map_err(|e| bad(e.to_string()))?;
             let settings = self.providers.entry(provider.clone()).or_default();
             if pf.api_key.is_some() {
@@ -114,10 +117,21 @@ impl ModelRegistry {
             }
             for (i, raw_model) in pf.models.into_iter().enumerate() {
                 let mf: ModelFile = serde_json::from_value(raw_model).map_err(|e| bad(format!("models[{i}]: {e}")))?;
-                let api = mf.api.clone().or_else(|| pf.api.clone()).or_else(|| catalog::provider_api(&provider).map(str::to_string));
-                let base_url = mf.base_url.clone().or_else(|| pf.base_url.clone()).or_else(|| catalog::provider_base_url(&provider).map(str::to_string));
+                let api = mf
+                    .api
+                    .clone()
+                    .or_else(|| pf.api.clone())
+                    .or_else(|| catalog::provider_api(&provider).map(str::to_string));
+                let base_url = mf
+                    .base_url
+                    .clone()
+                    .or_else(|| pf.base_url.clone())
+                    .or_else(|| catalog::provider_base_url(&provider).map(str::to_string));
                 let (Some(api), Some(base_url)) = (api, base_url) else {
-                    return Err(bad(format!("models[{i}] ({}): needs `api` and `baseUrl` on the provider or the model", mf.id)));
+                    return Err(bad(format!(
+                        "models[{i}] ({}): needs `api` and `baseUrl` on the provider or the model",
+                        mf.id
+                    )));
                 };
                 let compat = merge_maps(pf.compat.clone(), mf.compat);
                 let model = Model {
@@ -227,7 +241,9 @@ impl ModelRegistry {
         candidates.push(faux::faux_model());
         let (provider, pattern) = match (provider, pattern.split_once('/')) {
             (Some(p), _) => (Some(p.to_string()), pattern.to_string()),
-            (None, Some((p, rest))) if candidates.iter().any(|m| m.provider == p) => (Some(p.to_string()), rest.to_string()),
+            (None, Some((p, rest))) if candidates.iter().any(|m| m.provider == p) => {
+                (Some(p.to_string()), rest.to_string())
+            }
             _ => (None, pattern.to_string()),
         };
         let in_provider = |m: &&Model| provider.as_deref().is_none_or(|p| m.provider == p);

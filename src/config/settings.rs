@@ -141,7 +141,10 @@ impl Settings {
     }
 
     fn apply(&mut self, f: SettingsFile, path: &Path) -> Result<(), ConfigError> {
-        let bad = |field: &str, msg: String| ConfigError::Invalid { path: path.to_path_buf(), message: format!("{field}: {msg}") };
+        let bad = |field: &str, msg: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message: format!("{field}: {msg}"),
+        };
         if let Some(v) = f.default_provider {
             self.default_provider = Some(v);
         }
@@ -149,7 +152,10 @@ impl Settings {
             self.default_model = Some(v);
         }
         if let Some(v) = f.default_thinking_level {
-            self.default_thinking_level = Some(v.parse().map_err(|e: crate::model::ParseThinkingLevelError| bad("defaultThinkingLevel", e.to_string()))?);
+            self.default_thinking_level = Some(
+                v.parse()
+                    .map_err(|e: crate::model::ParseThinkingLevelError| bad("defaultThinkingLevel", e.to_string()))?,
+            );
         }
         if let Some(v) = f.steering_mode {
             self.steering_mode = v.parse().map_err(|e: String| bad("steeringMode", e))?;
@@ -184,7 +190,9 @@ impl Settings {
             None => {}
             Some(Value::String(s)) if s == "disabled" => self.http_idle_timeout_ms = 0,
             Some(Value::Number(n)) if n.as_u64().is_some() => self.http_idle_timeout_ms = n.as_u64().unwrap_or(0),
-            Some(other) => return Err(bad("httpIdleTimeoutMs", format!("expected a number or \"disabled\", got {other}"))),
+            Some(other) => {
+                return Err(bad("httpIdleTimeoutMs", format!("expected a number or \"disabled\", got {other}")));
+            }
         }
         if let Some(v) = f.shell_path {
             self.shell_path = Some(v);
@@ -231,7 +239,9 @@ fn read_settings_file(path: &Path) -> Result<Option<SettingsFile>, ConfigError> 
     if text.trim().is_empty() {
         return Ok(None);
     }
-    serde_json::from_str(&text).map(Some).map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })
 }
 
 /// Set one (possibly nested, dot-separated) key in the user settings file,
@@ -281,9 +291,14 @@ mod tests {
     fn project_settings_override_user_settings() {
         let agent = tempfile::tempdir().unwrap();
         let cwd = tempfile::tempdir().unwrap();
-        std::fs::write(agent.path().join("settings.json"), r#"{"steeringMode":"all","retry":{"maxRetries":5},"defaultModel":"a"}"#).unwrap();
+        std::fs::write(
+            agent.path().join("settings.json"),
+            r#"{"steeringMode":"all","retry":{"maxRetries":5},"defaultModel":"a"}"#,
+        )
+        .unwrap();
         std::fs::create_dir_all(cwd.path().join(".pi")).unwrap();
-        std::fs::write(cwd.path().join(".pi/settings.json"), r#"{"defaultModel":"b","compaction":{"enabled":false}}"#).unwrap();
+        std::fs::write(cwd.path().join(".pi/settings.json"), r#"{"defaultModel":"b","compaction":{"enabled":false}}"#)
+            .unwrap();
         let s = Settings::load(agent.path(), cwd.path()).unwrap();
         assert_eq!(s.steering_mode, QueueMode::All);
         assert_eq!(s.retry.max_retries, 5);
@@ -309,7 +324,8 @@ mod tests {
         std::fs::write(agent.path().join("settings.json"), r#"{"theme":"dark","retry":{"maxRetries":2}}"#).unwrap();
         persist_setting(agent.path(), "retry.enabled", Value::Bool(false)).unwrap();
         persist_setting(agent.path(), "steeringMode", Value::String("all".into())).unwrap();
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(agent.path().join("settings.json")).unwrap()).unwrap();
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(agent.path().join("settings.json")).unwrap()).unwrap();
         assert_eq!(v["theme"], "dark");
         assert_eq!(v["retry"]["maxRetries"], 2);
         assert_eq!(v["retry"]["enabled"], false);

@@ -50,5 +50,11 @@ pub async fn run_command(
     _cancel: tokio_util::sync::CancellationToken,
     _on_chunk: impl FnMut(&str),
 ) -> crate::op::BashResult {
-    crate::op::BashResult { output: String::new(), exit_code: None, cancelled: true, truncated: false, full_output_path: None }
+    crate::op::BashResult {
+        output: String::new(),
+        exit_code: None,
+        cancelled: true,
+        truncated: false,
+        full_output_path: None,
+    }
 }

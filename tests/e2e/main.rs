@@ -2,5 +2,8 @@
 //! (127.0.0.1:0) or the offline faux model, and check what it writes.
 
 mod harness;
+mod jsonrpc_basic;
 mod native_basic;
 mod native_input;
+mod native_run;
+mod native_state;

@@ -34,7 +34,10 @@ async fn a_text_prompt_streams_the_seed_event_sequence() {
         ],
         "{lines:#?}"
     );
-    assert_eq!(lines[0], json!({"id": "p1", "type": "response", "command": "prompt", "success": true, "data": {"disposition": "started"}}));
+    assert_eq!(
+        lines[0],
+        json!({"id": "p1", "type": "response", "command": "prompt", "success": true, "data": {"disposition": "started"}})
+    );
     let user = &lines[3]["message"];
     assert_eq!(user["role"], "user");
     assert_eq!(user["content"], json!([{"type": "text", "text": "Hi there"}]));
@@ -45,7 +48,10 @@ async fn a_text_prompt_streams_the_seed_event_sequence() {
     }
     assert_eq!(updates[0]["assistantMessageEvent"], json!({"type": "text_start", "contentIndex": 0}));
     assert_eq!(updates[1]["assistantMessageEvent"], json!({"type": "text_delta", "contentIndex": 0, "delta": "Hello"}));
-    assert_eq!(updates[4]["assistantMessageEvent"], json!({"type": "text_end", "contentIndex": 0, "content": "Hello world!"}));
+    assert_eq!(
+        updates[4]["assistantMessageEvent"],
+        json!({"type": "text_end", "contentIndex": 0, "content": "Hello world!"})
+    );
     let assistant = &lines[11]["message"];
     assert_eq!(assistant["role"], "assistant");
     assert_eq!(assistant["content"], json!([{"type": "text", "text": "Hello world!"}]));

@@ -62,7 +62,7 @@ pub struct Args {
     pub session: Option<String>,
 
     /// Continue the most recent session for the current directory.
-    #[arg(long, short = 'c', name = "continue")]
+    #[arg(long = "continue", short = 'c')]
     pub continue_session: bool,
 
     /// Comma-separated tool names to enable (`+name`/`-name` edit the defaults).

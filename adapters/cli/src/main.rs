@@ -20,7 +20,10 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run(args)) {
+    let outcome = runtime.block_on(run(args));
+    // A read of stdin may still be parked in a blocking thread: don't wait for it.
+    runtime.shutdown_background();
+    match outcome {
         Ok(code) => code,
         Err(e) => {
             // The one place the binary reports a fatal startup error.

@@ -38,7 +38,8 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
             if let Ok(read) = std::fs::read_dir(agent_dir.join("sessions")) {
                 dirs.extend(read.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
             }
-            let found = pi_core::session::resolve_session(reference, &cwd, &dirs).map_err(|e| anyhow::anyhow!("--session: {e}"))?;
+            let found = pi_core::session::resolve_session(reference, &cwd, &dirs)
+                .map_err(|e| anyhow::anyhow!("--session: {e}"))?;
             SessionStart::Open(found)
         }
     } else if args.continue_session {
@@ -103,7 +104,12 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
 }
 
 /// `--session-dir`, then `PI_CODING_AGENT_SESSION_DIR`, then settings, then pi's default.
-fn session_dir(args: &Args, settings: &Settings, agent_dir: &std::path::Path, cwd: &std::path::Path) -> (PathBuf, bool) {
+fn session_dir(
+    args: &Args,
+    settings: &Settings,
+    agent_dir: &std::path::Path,
+    cwd: &std::path::Path,
+) -> (PathBuf, bool) {
     let explicit = args
         .session_dir
         .clone()

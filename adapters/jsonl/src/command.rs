@@ -70,7 +70,11 @@ pub fn decode_record(record: Record) -> Incoming {
 }
 
 fn parse_error(detail: String) -> Incoming {
-    Incoming::Reject { id: None, command: Some("parse".to_string()), error: format!("Failed to parse command: {detail}") }
+    Incoming::Reject {
+        id: None,
+        command: Some("parse".to_string()),
+        error: format!("Failed to parse command: {detail}"),
+    }
 }
 
 /// Decode one line of text.
@@ -109,7 +113,9 @@ pub fn decode_line(line: &str) -> Incoming {
     match build_op(&command, &obj) {
         Ok(Some(op)) => Incoming::Command { id, command, op },
         Ok(None) => Incoming::Reject { id, error: format!("Unknown command: {command}"), command: Some(command) },
-        Err(e) => Incoming::Reject { id, error: format!("Invalid {command} command: {}", e.message), command: Some(command) },
+        Err(e) => {
+            Incoming::Reject { id, error: format!("Invalid {command} command: {}", e.message), command: Some(command) }
+        }
     }
 }
 

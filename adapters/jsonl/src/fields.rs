@@ -49,7 +49,9 @@ impl<'a> Fields<'a> {
         match self.obj.get(name) {
             Some(Value::String(s)) => Ok(s.clone()),
             None => Err(FieldError::new(name, format!("missing required field \"{name}\" (a string)"))),
-            Some(other) => Err(FieldError::new(name, format!("field \"{name}\" must be a string, got {}", kind_of(other)))),
+            Some(other) => {
+                Err(FieldError::new(name, format!("field \"{name}\" must be a string, got {}", kind_of(other))))
+            }
         }
     }
 
@@ -58,7 +60,9 @@ impl<'a> Fields<'a> {
         match self.obj.get(name) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(FieldError::new(name, format!("field \"{name}\" must be a string, got {}", kind_of(other)))),
+            Some(other) => {
+                Err(FieldError::new(name, format!("field \"{name}\" must be a string, got {}", kind_of(other))))
+            }
         }
     }
 
@@ -109,7 +113,10 @@ impl<'a> Fields<'a> {
             None | Some(Value::Null) => return Ok(Vec::new()),
             Some(Value::Array(items)) => items,
             Some(other) => {
-                return Err(FieldError::new(name, format!("field \"{name}\" must be an array, got {}", kind_of(other))));
+                return Err(FieldError::new(
+                    name,
+                    format!("field \"{name}\" must be an array, got {}", kind_of(other)),
+                ));
             }
         };
         items

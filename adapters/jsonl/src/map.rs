@@ -99,10 +99,7 @@ fn ui_request(r: pi_core::event::ExtensionUiRequest) -> WireUiRequest {
 
 /// Map one core event; `None` for events this dialect does not show.
 /// `bash_id` resolves the tag of an RPC `bash` command to the client's id.
-pub fn map_event(
-    event: AgentEvent,
-    bash_id: impl FnOnce(Option<u64>) -> Option<Box<RawValue>>,
-) -> Option<WireEvent> {
+pub fn map_event(event: AgentEvent, bash_id: impl FnOnce(Option<u64>) -> Option<Box<RawValue>>) -> Option<WireEvent> {
     Some(match event {
         AgentEvent::AgentStart => WireEvent::AgentStart,
         AgentEvent::AgentEnd { messages, will_retry } => WireEvent::AgentEnd { messages, will_retry },
@@ -151,8 +148,12 @@ pub fn map_event(
             }
         },
         AgentEvent::SummarizationRetryFinished => WireEvent::SummarizationRetryFinished,
-        AgentEvent::BashExecutionUpdate { request, delta } => WireEvent::BashExecutionUpdate { id: bash_id(request), delta },
-        AgentEvent::ThinkingLevelChanged { level } => WireEvent::ThinkingLevelChanged { level: level.as_str().to_string() },
+        AgentEvent::BashExecutionUpdate { request, delta } => {
+            WireEvent::BashExecutionUpdate { id: bash_id(request), delta }
+        }
+        AgentEvent::ThinkingLevelChanged { level } => {
+            WireEvent::ThinkingLevelChanged { level: level.as_str().to_string() }
+        }
         AgentEvent::ModelChanged { .. } => return None,
         AgentEvent::SessionInfoChanged { name } => WireEvent::SessionInfoChanged { name },
         AgentEvent::ContextUsage(_) => return None,

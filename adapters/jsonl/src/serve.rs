@@ -53,7 +53,7 @@ where
 {
     let (lines, writer) = spawn_writer(out);
     let pending: PendingMap = Arc::new(Mutex::new(HashMap::new()));
-    let forwarder = tokio::spawn(forward_outputs(outputs, lines.clone(), pending.clone()));
+    let mut forwarder = tokio::spawn(forward_outputs(outputs, lines.clone(), pending.clone()));
     let mut next_tag: RequestTag = 1;
     let mut end = ServeEnd::Eof;
     tokio::pin!(stop);
@@ -70,6 +70,16 @@ where
                 break;
             }
             r = records.next_record() => r,
+            done = &mut forwarder => {
+                // The agent stopped: nothing more to serve.
+                drop(agent);
+                drop(lines);
+                let output_ok = done.unwrap_or(false);
+                return match writer.await {
+                    Ok(Ok(())) if output_ok => end,
+                    _ => ServeEnd::OutputClosed,
+                };
+            }
         };
         match record {
             Ok(Some(record)) => handle_record(record, &agent, &lines, &pending, &mut next_tag).await,

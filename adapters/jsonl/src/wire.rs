@@ -13,18 +13,44 @@ use serde_json::value::RawValue;
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum WireAssistantEvent {
-    TextStart { content_index: usize },
-    TextDelta { content_index: usize, delta: String },
-    TextEnd { content_index: usize, content: String },
-    ThinkingStart { content_index: usize },
-    ThinkingDelta { content_index: usize, delta: String },
-    ThinkingEnd { content_index: usize, content: String },
+    TextStart {
+        content_index: usize,
+    },
+    TextDelta {
+        content_index: usize,
+        delta: String,
+    },
+    TextEnd {
+        content_index: usize,
+        content: String,
+    },
+    ThinkingStart {
+        content_index: usize,
+    },
+    ThinkingDelta {
+        content_index: usize,
+        delta: String,
+    },
+    ThinkingEnd {
+        content_index: usize,
+        content: String,
+    },
     #[serde(rename = "toolcall_start")]
-    ToolCallStart { content_index: usize, id: String, tool_name: String },
+    ToolCallStart {
+        content_index: usize,
+        id: String,
+        tool_name: String,
+    },
     #[serde(rename = "toolcall_delta")]
-    ToolCallDelta { content_index: usize, delta: String },
+    ToolCallDelta {
+        content_index: usize,
+        delta: String,
+    },
     #[serde(rename = "toolcall_end")]
-    ToolCallEnd { content_index: usize, tool_call: WireToolCall },
+    ToolCallEnd {
+        content_index: usize,
+        tool_call: WireToolCall,
+    },
 }
 
 /// The completed tool call of `toolcall_end` (`{type:"toolCall", id, name, arguments}`).
@@ -254,7 +280,14 @@ pub enum ResponseTag {
 
 impl WireResponse {
     pub fn ok(id: Option<Box<RawValue>>, command: &str, data: ResponseData) -> Self {
-        WireResponse { id, kind: ResponseTag::Response, command: Some(command.to_string()), success: true, data, error: None }
+        WireResponse {
+            id,
+            kind: ResponseTag::Response,
+            command: Some(command.to_string()),
+            success: true,
+            data,
+            error: None,
+        }
     }
 
     pub fn err(id: Option<Box<RawValue>>, command: Option<&str>, error: impl Into<String>) -> Self {

@@ -105,7 +105,10 @@ mod tests {
     fn seed_codes_are_mapped() {
         assert_eq!(classify(ErrorKind::Model).code, -32000);
         assert_eq!(classify(ErrorKind::Tool).code, -32001);
-        assert_eq!(classify(ErrorKind::RateLimit), WireErrorClass { code: -32002, name: "rate_limit", retryable: true });
+        assert_eq!(
+            classify(ErrorKind::RateLimit),
+            WireErrorClass { code: -32002, name: "rate_limit", retryable: true }
+        );
         assert_eq!(classify(ErrorKind::ContextLimit).code, -32003);
         assert_eq!(classify(ErrorKind::InvalidParams).code, -32602);
         assert_eq!(classify(ErrorKind::Internal).code, -32603);

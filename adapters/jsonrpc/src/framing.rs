@@ -103,7 +103,11 @@ pub fn escape_line_separators(bytes: Vec<u8>) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len() + 8);
     let mut i = 0;
     while i < bytes.len() {
-        if i + 2 < bytes.len() && bytes[i] == 0xE2 && bytes[i + 1] == 0x80 && (bytes[i + 2] == 0xA8 || bytes[i + 2] == 0xA9) {
+        if i + 2 < bytes.len()
+            && bytes[i] == 0xE2
+            && bytes[i + 1] == 0x80
+            && (bytes[i + 2] == 0xA8 || bytes[i + 2] == 0xA9)
+        {
             out.extend_from_slice(if bytes[i + 2] == 0xA8 { b"\\u2028" } else { b"\\u2029" });
             i += 3;
         } else {

@@ -116,9 +116,9 @@ pub fn decode(method: &str, params: &Map<String, Value>) -> Result<Option<Call>,
         "resumeSession" => {
             let reference = match f.opt_str("sessionId")? {
                 Some(id) => id,
-                None => f
-                    .opt_str("sessionPath")?
-                    .ok_or_else(|| FieldError::new("sessionId", "'sessionId' is required"))?,
+                None => {
+                    f.opt_str("sessionPath")?.ok_or_else(|| FieldError::new("sessionId", "'sessionId' is required"))?
+                }
             };
             Op::ResumeSession { reference }
         }

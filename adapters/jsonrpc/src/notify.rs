@@ -34,7 +34,9 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
         AgentEvent::TurnEnd { .. } => None,
         AgentEvent::MessageStart { .. } => None,
         AgentEvent::MessageUpdate { event } => match event {
-            AssistantStreamEvent::TextDelta { delta, .. } => n("assistantMessage", json!({ "type": "delta", "delta": delta })),
+            AssistantStreamEvent::TextDelta { delta, .. } => {
+                n("assistantMessage", json!({ "type": "delta", "delta": delta }))
+            }
             AssistantStreamEvent::ThinkingDelta { delta, .. } => {
                 n("assistantMessage", json!({ "type": "thinkingDelta", "thinking": delta }))
             }
@@ -121,7 +123,10 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
         ),
         AgentEvent::RunError { error, will_retry } => {
             let class = classify(error.kind);
-            n("error", json!({ "message": error.message, "code": class.name, "retryable": will_retry || error.retryable }))
+            n(
+                "error",
+                json!({ "message": error.message, "code": class.name, "retryable": will_retry || error.retryable }),
+            )
         }
         AgentEvent::ExtensionError { extension_path, event, error } => {
             n("extension:error", json!({ "extensionPath": extension_path, "event": event, "error": error }))

@@ -10,12 +10,24 @@ use crate::errors::ErrorObject;
 /// One incoming message after classification.
 #[derive(Debug)]
 pub enum Message {
-    Request { id: Box<RawValue>, method: String, params: Params },
-    Notification { method: String, params: Params },
+    Request {
+        id: Box<RawValue>,
+        method: String,
+        params: Params,
+    },
+    Notification {
+        method: String,
+        params: Params,
+    },
     /// A response object (to a server→client request).
-    ClientResponse { id: Box<RawValue> },
+    ClientResponse {
+        id: Box<RawValue>,
+    },
     /// Invalid: answer with this error (id is `null` when it cannot be read).
-    Invalid { id: Box<RawValue>, error: ErrorObject },
+    Invalid {
+        id: Box<RawValue>,
+        error: ErrorObject,
+    },
 }
 
 /// Request params.
@@ -90,7 +102,9 @@ pub fn classify(text: &str, value: Value) -> Message {
                 None => Message::Notification { method: method.clone(), params },
             }
         }
-        Some(_) => Message::Invalid { id: id_token(), error: ErrorObject::invalid_request("\"method\" must be a string") },
+        Some(_) => {
+            Message::Invalid { id: id_token(), error: ErrorObject::invalid_request("\"method\" must be a string") }
+        }
         None if id_value.is_some() && (obj.contains_key("result") || obj.contains_key("error")) => {
             Message::ClientResponse { id: id_token() }
         }
@@ -152,11 +166,16 @@ mod tests {
     fn invalid_shapes() {
         assert!(matches!(cls(r#"{"id":1,"method":"x"}"#), Message::Invalid { ref id, .. } if id.get() == "1"));
         assert!(matches!(cls(r#"{"jsonrpc":"1.0","id":2,"method":"x"}"#), Message::Invalid { .. }));
-        assert!(matches!(cls(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"x"}"#), Message::Invalid { ref id, .. } if id.get() == "null"));
+        assert!(
+            matches!(cls(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"x"}"#), Message::Invalid { ref id, .. } if id.get() == "null")
+        );
         assert!(matches!(cls(r#"{"jsonrpc":"2.0","id":3,"method":1}"#), Message::Invalid { .. }));
         assert!(matches!(cls(r#"{"jsonrpc":"2.0","id":3,"method":"x","params":"bar"}"#), Message::Invalid { .. }));
         assert!(matches!(cls("42"), Message::Invalid { .. }));
-        assert!(matches!(cls(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#), Message::Notification { .. }));
+        assert!(matches!(
+            cls(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#),
+            Message::Notification { .. }
+        ));
         assert!(matches!(cls(r#"{"jsonrpc":"2.0","id":"s-1","result":{}}"#), Message::ClientResponse { .. }));
     }
 
@@ -164,6 +183,9 @@ mod tests {
     fn responses_serialize_with_the_raw_id() {
         let id = RawValue::from_string("18446744073709551616".into()).unwrap();
         let bytes = response_bytes(&id, Ok(serde_json::json!({"ok": true})));
-        assert_eq!(String::from_utf8(bytes).unwrap(), r#"{"jsonrpc":"2.0","id":18446744073709551616,"result":{"ok":true}}"#);
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            r#"{"jsonrpc":"2.0","id":18446744073709551616,"result":{"ok":true}}"#
+        );
     }
 }

@@ -92,7 +92,7 @@ where
     let (lines, writer) = spawn_writer(out);
     let out = Out { lines, framing };
     let state: Shared = Arc::new(Mutex::new(State::default()));
-    let forwarder = tokio::spawn(forward_outputs(outputs, out.clone(), state.clone()));
+    let mut forwarder = tokio::spawn(forward_outputs(outputs, out.clone(), state.clone()));
     let mut input = Input::new(records, framing, first.as_ref());
     let mut next_tag: RequestTag = 1;
     let mut end = ServeEnd::Eof;
@@ -112,6 +112,16 @@ where
                 break;
             }
             next = input.next() => next,
+            done = &mut forwarder => {
+                // The agent stopped (shutdown): nothing more to serve.
+                drop(agent);
+                drop(out);
+                let output_ok = done.unwrap_or(false);
+                return match writer.await {
+                    Ok(Ok(())) if output_ok => end,
+                    _ => ServeEnd::OutputClosed,
+                };
+            }
         };
         match next {
             Ok(Some(record)) => handle_record(record, &agent, &out, &state, &mut next_tag).await,
@@ -260,7 +270,9 @@ async fn handle_message(
             let call = match decode(&method, &named) {
                 Ok(Some(call)) => call,
                 Ok(None) => return Some(raw(response_bytes(&id, Err(ErrorObject::method_not_found(&method))))),
-                Err(e) => return Some(raw(response_bytes(&id, Err(ErrorObject::invalid_params(&e.field, &e.message))))),
+                Err(e) => {
+                    return Some(raw(response_bytes(&id, Err(ErrorObject::invalid_params(&e.field, &e.message)))));
+                }
             };
             let key = id.get().to_string();
             let tag = *next_tag;
@@ -276,7 +288,8 @@ async fn handle_message(
                 let Ok(mut s) = state.lock() else { return None };
                 if s.in_flight.get(&key).is_some_and(|n| *n > 0) {
                     drop(s);
-                    let e = ErrorObject::invalid_request("duplicate request id: a request with this id is still in flight");
+                    let e =
+                        ErrorObject::invalid_request("duplicate request id: a request with this id is still in flight");
                     return Some(raw(response_bytes(&id, Err(e))));
                 }
                 *s.in_flight.entry(key).or_default() += 1;
@@ -312,7 +325,9 @@ fn ui_response(p: &serde_json::Map<String, Value>) -> Op {
         Some(Value::Object(o)) if o.contains_key("confirmed") => {
             UiResponse::Confirmed(o.get("confirmed") == Some(&Value::Bool(true)))
         }
-        Some(Value::Object(o)) if o.contains_key("value") => UiResponse::Value(o.get("value").cloned().unwrap_or(Value::Null)),
+        Some(Value::Object(o)) if o.contains_key("value") => {
+            UiResponse::Value(o.get("value").cloned().unwrap_or(Value::Null))
+        }
         Some(other) => UiResponse::Value(other.clone()),
     };
     Op::ExtensionUiResponse { id, response }
