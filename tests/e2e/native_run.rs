@@ -176,3 +176,41 @@ async fn retries_give_up_after_max_attempts() {
     assert!(end["finalError"].as_str().unwrap().starts_with("503"));
     assert_eq!(sb.server().request_count(), 4);
 }
+
+#[tokio::test]
+async fn stdin_eof_finishes_the_accepted_run_then_exits_zero() {
+    let sb = Sandbox::with_server().await;
+    sb.server().push(Reply::text_chunks(["slow ", "but ", "complete"]).delay_ms(100));
+    let mut pi = sb.spawn(&[]);
+    pi.send(json!({"id": "p", "type": "prompt", "message": "go"})).await;
+    pi.send(json!({"id": "s", "type": "get_state"})).await;
+    pi.close_stdin();
+    let lines = pi.drain().await;
+    assert!(lines.iter().any(|v| v["id"] == "s"), "every command read before EOF is answered");
+    assert_eq!(lines.last().unwrap()["type"], "agent_settled", "{lines:#?}");
+    let end = lines.iter().find(|v| v["type"] == "message_end" && v["message"]["role"] == "assistant").unwrap();
+    assert_eq!(end["message"]["content"][0]["text"], "slow but complete");
+    assert!(pi.wait().await.success());
+    let files = sb.session_files();
+    assert_eq!(files.len(), 1);
+    assert_eq!(crate::harness::read_jsonl(&files[0]).len(), 5, "header, model, thinking, user, assistant");
+}
+
+#[tokio::test]
+async fn sigterm_aborts_the_run_flushes_and_exits() {
+    let sb = Sandbox::with_server().await;
+    sb.server().push(Reply::text_chunks(["a", "b", "c", "d"]).delay_ms(500));
+    let mut pi = sb.spawn(&[]);
+    pi.send(json!({"id": "p", "type": "prompt", "message": "go"})).await;
+    pi.until(|v| v["assistantMessageEvent"]["type"] == "text_delta").await;
+    let pid = pi.child.id().unwrap();
+    let status = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status().unwrap();
+    assert!(status.success());
+    let rest = pi.drain().await;
+    assert_eq!(rest.last().unwrap(), &json!({"type": "agent_settled", "aborted": true}), "{rest:#?}");
+    let code = pi.wait().await.code();
+    assert_eq!(code, Some(143));
+    let files = sb.session_files();
+    let lines = crate::harness::read_jsonl(&files[0]);
+    assert_eq!(lines.last().unwrap()["message"]["stopReason"], "aborted", "the aborted reply was flushed");
+}
