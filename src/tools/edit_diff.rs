@@ -1,0 +1,1 @@
+//! Diff and patch generation for the `edit` tool.

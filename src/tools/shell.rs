@@ -1,0 +1,1 @@
+//! Shell process execution shared by the `bash` tool and the RPC `bash` command.
