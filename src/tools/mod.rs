@@ -17,11 +17,13 @@ use crate::message::{ContentBlock, Usage};
 use crate::provider::ToolSpec;
 
 pub mod bash;
+pub mod coerce;
 pub mod edit;
 pub mod edit_diff;
 pub mod find;
 pub mod grep;
 pub mod image;
+pub mod js;
 pub mod ls;
 pub mod path;
 pub mod read;
