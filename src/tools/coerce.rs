@@ -55,8 +55,8 @@ fn try_boolean(v: &Value) -> Option<bool> {
     match v {
         Value::Bool(b) => Some(*b),
         Value::Number(n) => match n.as_f64() {
-            Some(x) if x == 0.0 => Some(false),
-            Some(x) if x == 1.0 => Some(true),
+            Some(0.0) => Some(false),
+            Some(1.0) => Some(true),
             _ => None,
         },
         Value::Null => Some(false),
@@ -309,14 +309,14 @@ impl Validator<'_> {
             }
         }
         for key in ["anyOf", "oneOf"] {
-            if let Some(branches) = s.get(key).and_then(Value::as_array) {
-                if !branches.iter().any(|b| self.passes(b, &next)) {
-                    for b in branches {
-                        let c = self.coerce_types(next.clone(), b, depth + 1);
-                        if self.passes(b, &c) {
-                            next = c;
-                            break;
-                        }
+            if let Some(branches) = s.get(key).and_then(Value::as_array)
+                && !branches.iter().any(|b| self.passes(b, &next))
+            {
+                for b in branches {
+                    let c = self.coerce_types(next.clone(), b, depth + 1);
+                    if self.passes(b, &c) {
+                        next = c;
+                        break;
                     }
                 }
             }
@@ -325,54 +325,54 @@ impl Validator<'_> {
         let matches_member = types.len() > 1 && types.iter().any(|t| matches_type(&next, t));
         if !types.is_empty() && !matches_member {
             for t in &types {
-                if let Some(c) = coerce_primitive(&next, t) {
-                    if c != next {
-                        next = c;
-                        break;
-                    }
+                if let Some(c) = coerce_primitive(&next, t)
+                    && c != next
+                {
+                    next = c;
+                    break;
                 }
             }
         }
-        if types.contains(&"object") {
-            if let Value::Object(map) = next {
-                let props = s.get("properties").and_then(Value::as_object);
-                let patterns = pattern_properties(s);
-                let additional = s.get("additionalProperties").filter(|a| a.is_object());
-                let mut out = Map::new();
-                for (key, item) in map {
-                    let mut item = item;
-                    let mut matched = false;
-                    if let Some(prop) = props.and_then(|p| p.get(&key)) {
+        if types.contains(&"object")
+            && let Value::Object(map) = next
+        {
+            let props = s.get("properties").and_then(Value::as_object);
+            let patterns = pattern_properties(s);
+            let additional = s.get("additionalProperties").filter(|a| a.is_object());
+            let mut out = Map::new();
+            for (key, item) in map {
+                let mut item = item;
+                let mut matched = false;
+                if let Some(prop) = props.and_then(|p| p.get(&key)) {
+                    matched = true;
+                    item = self.coerce_types(item, prop, depth + 1);
+                }
+                for (re, ps) in &patterns {
+                    if re.is_match(&key) {
                         matched = true;
-                        item = self.coerce_types(item, prop, depth + 1);
+                        item = self.coerce_types(item, ps, depth + 1);
                     }
-                    for (re, ps) in &patterns {
-                        if re.is_match(&key) {
-                            matched = true;
-                            item = self.coerce_types(item, ps, depth + 1);
-                        }
-                    }
-                    if let (false, Some(a)) = (matched, additional) {
-                        item = self.coerce_types(item, a, depth + 1);
-                    }
-                    out.insert(key, item);
                 }
-                next = Value::Object(out);
+                if let (false, Some(a)) = (matched, additional) {
+                    item = self.coerce_types(item, a, depth + 1);
+                }
+                out.insert(key, item);
             }
+            next = Value::Object(out);
         }
-        if types.contains(&"array") {
-            if let Value::Array(items) = next {
-                next = Value::Array(
-                    items
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, item)| match item_schema_at(s, i) {
-                            Some(is) if is.is_object() => self.coerce_types(item, is, depth + 1),
-                            _ => item,
-                        })
-                        .collect(),
-                );
-            }
+        if types.contains(&"array")
+            && let Value::Array(items) = next
+        {
+            next = Value::Array(
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, item)| match item_schema_at(s, i) {
+                        Some(is) if is.is_object() => self.coerce_types(item, is, depth + 1),
+                        _ => item,
+                    })
+                    .collect(),
+            );
         }
         next
     }

@@ -15,7 +15,9 @@ async fn edit(dir: &Path, file: &str, args: Value) -> (ToolOutput, String) {
 }
 
 /// (name, file before, arguments, expected result text or error, details, file after).
-fn recorded() -> Vec<(&'static str, String, Value, Result<&'static str, &'static str>, Value, Option<String>)> {
+type Case = (&'static str, String, Value, Result<&'static str, &'static str>, Value, Option<String>);
+
+fn recorded() -> Vec<Case> {
     vec![
         (
             "simple",

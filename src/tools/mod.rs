@@ -193,12 +193,14 @@ impl ToolRegistry {
 
     /// Look the tool up and validate `args`; unknown tools and invalid
     /// arguments become error outputs with pi's texts.
+    #[allow(clippy::result_large_err)]
     pub fn prepare(&self, name: &str, args: &Value) -> Result<Arc<dyn Tool>, ToolOutput> {
         self.prepare_call(name, args.clone()).map(|(tool, _)| tool)
     }
 
     /// Look the tool up, prepare and coerce `args` as pi does, and validate
     /// them: the tool and the arguments to execute it with.
+    #[allow(clippy::result_large_err)]
     pub fn prepare_call(&self, name: &str, args: Value) -> Result<(Arc<dyn Tool>, Value), ToolOutput> {
         let Some(tool) = self.get(name) else {
             return Err(ToolOutput::error(format!("Tool {name} not found")));

@@ -283,10 +283,10 @@ pub fn create_output_file(dir: &Path, prefix: &str) -> std::io::Result<(PathBuf,
 
 /// Write to an output file, ignoring failures (the output still reaches the model).
 pub fn write_quietly(file: &mut Option<std::fs::File>, bytes: &[u8]) {
-    if let Some(f) = file.as_mut() {
-        if f.write_all(bytes).is_err() {
-            *file = None;
-        }
+    if let Some(f) = file.as_mut()
+        && f.write_all(bytes).is_err()
+    {
+        *file = None;
     }
 }
 

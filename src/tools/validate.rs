@@ -200,15 +200,15 @@ impl<'a> Validator<'a> {
         if s.contains_key("type") && !types.iter().any(|t| matches_type(v, t)) {
             return push(out, path.into(), format!("expected {}, got {}", types.join(" or "), type_name(v)));
         }
-        if let Some(values) = s.get("enum").and_then(Value::as_array) {
-            if !values.iter().any(|m| json_eq(m, v)) {
-                push(out, path.into(), format!("expected one of {}", list_values(values)));
-            }
+        if let Some(values) = s.get("enum").and_then(Value::as_array)
+            && !values.iter().any(|m| json_eq(m, v))
+        {
+            push(out, path.into(), format!("expected one of {}", list_values(values)));
         }
-        if let Some(c) = s.get("const") {
-            if !json_eq(c, v) {
-                push(out, path.into(), format!("expected {}", js_stringify(c)));
-            }
+        if let Some(c) = s.get("const")
+            && !json_eq(c, v)
+        {
+            push(out, path.into(), format!("expected {}", js_stringify(c)));
         }
         match v {
             Value::String(text) => {
@@ -219,10 +219,10 @@ impl<'a> Validator<'a> {
                 if let Some(m) = s.get("maxLength").and_then(Value::as_f64).filter(|m| n > *m) {
                     push(out, path.into(), format!("expected at most {} characters", js_number_string(m)));
                 }
-                if let Some(p) = s.get("pattern").and_then(Value::as_str) {
-                    if Regex::new(p).is_ok_and(|re| !re.is_match(text)) {
-                        push(out, path.into(), format!("expected to match {p}"));
-                    }
+                if let Some(p) = s.get("pattern").and_then(Value::as_str)
+                    && Regex::new(p).is_ok_and(|re| !re.is_match(text))
+                {
+                    push(out, path.into(), format!("expected to match {p}"));
                 }
             }
             Value::Number(n) => {
@@ -245,10 +245,10 @@ impl<'a> Validator<'a> {
         if let Some(b) = s.get("oneOf").and_then(Value::as_array) {
             self.walk_union(b, v, path, out, true, depth);
         }
-        if let Some(not) = s.get("not") {
-            if self.passes(not, v) {
-                push(out, path.into(), "must not match the schema in not".into());
-            }
+        if let Some(not) = s.get("not")
+            && self.passes(not, v)
+        {
+            push(out, path.into(), "must not match the schema in not".into());
         }
         if let Some(cond) = s.get("if") {
             let branch = if self.passes(cond, v) { s.get("then") } else { s.get("else") };
@@ -301,10 +301,10 @@ impl<'a> Validator<'a> {
                 Some(extra) if !matched => self.walk_depth(extra, item, &pointer(path, key), out, depth + 1),
                 _ => {}
             }
-            if let Some(names) = s.get("propertyNames") {
-                if !self.passes(names, &Value::String(key.clone())) {
-                    out.push(SchemaError { path: pointer(path, key), message: "invalid property name".into() });
-                }
+            if let Some(names) = s.get("propertyNames")
+                && !self.passes(names, &Value::String(key.clone()))
+            {
+                out.push(SchemaError { path: pointer(path, key), message: "invalid property name".into() });
             }
         }
         let count = map.len() as f64;
@@ -353,10 +353,10 @@ impl<'a> Validator<'a> {
         {
             out.push(SchemaError { path: path.into(), message: "expected unique items".into() });
         }
-        if let Some(contains) = s.get("contains") {
-            if !items.iter().any(|item| self.passes(contains, item)) {
-                out.push(SchemaError { path: path.into(), message: "expected at least 1 matching item".into() });
-            }
+        if let Some(contains) = s.get("contains")
+            && !items.iter().any(|item| self.passes(contains, item))
+        {
+            out.push(SchemaError { path: path.into(), message: "expected at least 1 matching item".into() });
         }
     }
 
@@ -428,10 +428,10 @@ pub(super) fn item_schema_at(s: &Map<String, Value>, i: usize) -> Option<&Value>
     if let Some(Value::Array(tuple)) = s.get("items") {
         return tuple.get(i);
     }
-    if let Some(Value::Array(prefix)) = s.get("prefixItems") {
-        if i < prefix.len() {
-            return prefix.get(i);
-        }
+    if let Some(Value::Array(prefix)) = s.get("prefixItems")
+        && i < prefix.len()
+    {
+        return prefix.get(i);
     }
     s.get("items")
 }

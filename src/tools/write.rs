@@ -97,10 +97,10 @@ impl Tool for WriteTool {
         if ctx.cancel.is_cancelled() {
             return ToolOutput::error("Operation aborted");
         }
-        if let Some(dir) = absolute.parent() {
-            if let Err(e) = tokio::fs::create_dir_all(dir).await {
-                return ToolOutput::error(node_fs_error(&e, "mkdir", Some(dir)));
-            }
+        if let Some(dir) = absolute.parent()
+            && let Err(e) = tokio::fs::create_dir_all(dir).await
+        {
+            return ToolOutput::error(node_fs_error(&e, "mkdir", Some(dir)));
         }
         if ctx.cancel.is_cancelled() {
             return ToolOutput::error("Operation aborted");
