@@ -229,14 +229,19 @@ impl Agent {
                     self.handle_op(tag, op).await;
                 }
             }
-            Internal::BashFinished { tag, result, message } => {
+            Internal::BashFinished { tag, outcome } => {
                 self.bash_cancel = None;
-                if self.run.is_some() {
-                    self.deferred_bash.push(message);
-                } else {
-                    self.append_message(message);
+                match outcome {
+                    Ok((result, message)) => {
+                        if self.run.is_some() {
+                            self.deferred_bash.push(message);
+                        } else {
+                            self.append_message(message);
+                        }
+                        self.reply(tag, Ok(Reply::Bash(result))).await;
+                    }
+                    Err(e) => self.reply(tag, Err(CoreError::new(ErrorKind::Tool, e))).await,
                 }
-                self.reply(tag, Ok(Reply::Bash(result))).await;
             }
         }
     }
@@ -519,18 +524,21 @@ impl Agent {
                 })
                 .await;
             let _ = forward.await;
-            let message = AgentMessage::BashExecution(BashExecutionMessage {
-                command,
-                output: result.output.clone(),
-                exit_code: result.exit_code,
-                cancelled: result.cancelled,
-                truncated: result.truncated,
-                full_output_path: result.full_output_path.clone(),
-                exclude_from_context,
-                timestamp: now_ms(),
-                extra: Map::new(),
+            let outcome = result.map(|result| {
+                let message = AgentMessage::BashExecution(BashExecutionMessage {
+                    command,
+                    output: result.output.clone(),
+                    exit_code: result.exit_code,
+                    cancelled: result.cancelled,
+                    truncated: result.truncated,
+                    full_output_path: result.full_output_path.clone(),
+                    exclude_from_context,
+                    timestamp: now_ms(),
+                    extra: Map::new(),
+                });
+                (result, message)
             });
-            emitter.send(Internal::BashFinished { tag, result, message }).await;
+            emitter.send(Internal::BashFinished { tag, outcome }).await;
         });
     }
 

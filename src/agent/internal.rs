@@ -27,6 +27,6 @@ pub enum Internal {
     RetractFromContext { message: AgentMessage },
     /// The run task is done (after `agent_settled`).
     RunFinished { run_id: u64 },
-    /// An RPC `bash` finished.
-    BashFinished { tag: Option<RequestTag>, result: BashResult, message: AgentMessage },
+    /// An RPC `bash` finished (or could not start).
+    BashFinished { tag: Option<RequestTag>, outcome: Result<(BashResult, AgentMessage), String> },
 }

@@ -17,12 +17,17 @@ use crate::message::{ContentBlock, Usage};
 use crate::provider::ToolSpec;
 
 pub mod bash;
+pub mod coerce;
 pub mod edit;
+pub mod edit_diff;
 pub mod find;
 pub mod grep;
+pub mod image;
+pub mod js;
 pub mod ls;
 pub mod path;
 pub mod read;
+pub mod shell;
 pub mod truncate;
 pub mod validate;
 pub mod write;
@@ -34,7 +39,7 @@ pub const DEFAULT_ACTIVE_TOOLS: [&str; 4] = ["read", "bash", "edit", "write"];
 pub const ALL_BUILTIN_TOOLS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
 
 /// What a tool produced.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolOutput {
     pub content: Vec<ContentBlock>,
     /// Tool-specific structured data (diff, truncation info, …).
@@ -42,11 +47,15 @@ pub struct ToolOutput {
     pub is_error: bool,
     /// Nested model usage, if the tool called a model.
     pub usage: Option<Usage>,
+    /// pi 1.6's `result.structuredContent` of `tool_execution_end` (bash:
+    /// `{output,truncated,exit_code,wall_time_seconds}`, read: the text or an
+    /// image object); not part of the toolResult message.
+    pub structured_content: Option<Value>,
 }
 
 impl ToolOutput {
     pub fn text(text: impl Into<String>) -> Self {
-        ToolOutput { content: vec![ContentBlock::text(text)], details: None, is_error: false, usage: None }
+        ToolOutput { content: vec![ContentBlock::text(text)], ..Default::default() }
     }
 
     /// An error result; pi attaches empty `details` to errors.
@@ -55,8 +64,14 @@ impl ToolOutput {
             content: vec![ContentBlock::text(text)],
             details: Some(Value::Object(Default::default())),
             is_error: true,
-            usage: None,
+            ..Default::default()
         }
+    }
+
+    /// Attach `structuredContent`.
+    pub fn with_structured_content(mut self, value: Value) -> Self {
+        self.structured_content = Some(value);
+        self
     }
 
     pub fn with_details(mut self, details: Value) -> Self {
@@ -117,6 +132,13 @@ pub trait Tool: Send + Sync {
     /// Run with arguments already validated against `parameters`.
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput;
 
+    /// Repair common argument mistakes before validation (pi's
+    /// `prepareArguments`; edit folds legacy `oldText`/`newText` into `edits`).
+    /// Must be idempotent.
+    fn prepare_arguments(&self, args: Value) -> Value {
+        args
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().to_string(),
@@ -171,18 +193,27 @@ impl ToolRegistry {
 
     /// Look the tool up and validate `args`; unknown tools and invalid
     /// arguments become error outputs with pi's texts.
+    #[allow(clippy::result_large_err)]
     pub fn prepare(&self, name: &str, args: &Value) -> Result<Arc<dyn Tool>, ToolOutput> {
+        self.prepare_call(name, args.clone()).map(|(tool, _)| tool)
+    }
+
+    /// Look the tool up, prepare and coerce `args` as pi does, and validate
+    /// them: the tool and the arguments to execute it with.
+    #[allow(clippy::result_large_err)]
+    pub fn prepare_call(&self, name: &str, args: Value) -> Result<(Arc<dyn Tool>, Value), ToolOutput> {
         let Some(tool) = self.get(name) else {
             return Err(ToolOutput::error(format!("Tool {name} not found")));
         };
-        validate::validate_args(name, tool.parameters(), args).map_err(ToolOutput::error)?;
-        Ok(tool)
+        let prepared = tool.prepare_arguments(args);
+        let coerced = validate::coerce_and_validate(name, tool.parameters(), &prepared).map_err(ToolOutput::error)?;
+        Ok((tool, coerced))
     }
 
     /// Validate `args` and run the tool.
     pub async fn run(&self, name: &str, args: Value, ctx: ToolContext) -> ToolOutput {
-        match self.prepare(name, &args) {
-            Ok(tool) => tool.execute(args, ctx).await,
+        match self.prepare_call(name, args) {
+            Ok((tool, args)) => tool.execute(args, ctx).await,
             Err(out) => out,
         }
     }

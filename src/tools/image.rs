@@ -1,0 +1,316 @@
+//! Images for the `read` tool: recognising a supported image by its first
+//! bytes, and preparing it as pi does — BMP converted to PNG, images over
+//! 2000x2000 or over 4.5MB of base64 resized (PNG or JPEG, whichever is
+//! smaller), with the hint texts pi adds for the model.
+
+use std::io::Cursor;
+
+use base64::Engine;
+use image::{DynamicImage, ImageDecoder, ImageReader, imageops::FilterType};
+
+const PNG_SIGNATURE: [u8; 8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+/// Largest base64 payload sent inline (headroom below Anthropic's 5MB).
+const MAX_INLINE_BYTES: usize = 4_718_592;
+const MAX_DIMENSION: u32 = 2000;
+const JPEG_QUALITIES: [u8; 5] = [80, 85, 70, 55, 40];
+
+fn u16_le(b: &[u8], at: usize) -> u32 {
+    b.get(at).copied().unwrap_or(0) as u32 | (b.get(at + 1).copied().unwrap_or(0) as u32) << 8
+}
+
+fn u32_le(b: &[u8], at: usize) -> u32 {
+    u16_le(b, at) | u16_le(b, at + 2) << 16
+}
+
+fn u32_be(b: &[u8], at: usize) -> u32 {
+    (0..4).fold(0u32, |acc, i| acc << 8 | b.get(at + i).copied().unwrap_or(0) as u32)
+}
+
+fn ascii_at(b: &[u8], at: usize, text: &str) -> bool {
+    b.get(at..at + text.len()) == Some(text.as_bytes())
+}
+
+fn is_png(b: &[u8]) -> bool {
+    b.len() >= 16 && u32_be(b, 8) == 13 && ascii_at(b, 12, "IHDR")
+}
+
+fn is_animated_png(b: &[u8]) -> bool {
+    let mut offset = PNG_SIGNATURE.len();
+    while offset + 8 <= b.len() {
+        if ascii_at(b, offset + 4, "acTL") {
+            return true;
+        }
+        if ascii_at(b, offset + 4, "IDAT") {
+            return false;
+        }
+        let next = offset + 12 + u32_be(b, offset) as usize;
+        if next <= offset || next > b.len() {
+            return false;
+        }
+        offset = next;
+    }
+    false
+}
+
+fn is_bmp(b: &[u8]) -> bool {
+    if b.len() < 26 {
+        return false;
+    }
+    let declared_size = u32_le(b, 2);
+    let pixel_offset = u32_le(b, 10);
+    let dib_size = u32_le(b, 14);
+    if declared_size != 0 && declared_size < 26 {
+        return false;
+    }
+    if (pixel_offset as u64) < 14 + dib_size as u64 || (declared_size != 0 && pixel_offset >= declared_size) {
+        return false;
+    }
+    let (planes, bits) = if dib_size == 12 {
+        (u16_le(b, 22), u16_le(b, 24))
+    } else if (40..=124).contains(&dib_size) && b.len() >= 30 {
+        (u16_le(b, 26), u16_le(b, 28))
+    } else {
+        return false;
+    };
+    planes == 1 && [1, 4, 8, 16, 24, 32].contains(&bits)
+}
+
+/// The MIME type of a supported image from its first bytes (pi reads 4100):
+/// JPEG (not JPEG-LS), non-animated PNG, GIF, WebP, BMP.
+pub fn detect_image_mime(b: &[u8]) -> Option<&'static str> {
+    if b.starts_with(&[0xff, 0xd8, 0xff]) {
+        return (b.get(3) != Some(&0xf7)).then_some("image/jpeg");
+    }
+    if b.starts_with(&PNG_SIGNATURE) {
+        return (is_png(b) && !is_animated_png(b)).then_some("image/png");
+    }
+    if ascii_at(b, 0, "GIF87a") || ascii_at(b, 0, "GIF89a") {
+        return Some("image/gif");
+    }
+    if ascii_at(b, 0, "RIFF") && ascii_at(b, 8, "WEBP") {
+        return Some("image/webp");
+    }
+    if ascii_at(b, 0, "BM") && is_bmp(b) {
+        return Some("image/bmp");
+    }
+    None
+}
+
+/// An image ready to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessedImage {
+    /// Base64 of the image bytes.
+    pub data: String,
+    pub mime_type: String,
+    /// Notes for the model (conversion, resizing).
+    pub hints: Vec<String>,
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Decode with the EXIF orientation applied.
+fn decode(bytes: &[u8]) -> Option<DynamicImage> {
+    let reader = ImageReader::new(Cursor::new(bytes)).with_guessed_format().ok()?;
+    let mut decoder = reader.into_decoder().ok()?;
+    let orientation = decoder.orientation().ok();
+    let mut img = DynamicImage::from_decoder(decoder).ok()?;
+    if let Some(o) = orientation {
+        img.apply_orientation(o);
+    }
+    Some(img)
+}
+
+fn encode_png(img: &DynamicImage) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    DynamicImage::ImageRgba8(img.to_rgba8()).write_to(&mut Cursor::new(&mut out), image::ImageFormat::Png).ok()?;
+    Some(out)
+}
+
+fn encode_jpeg(img: &DynamicImage, quality: u8) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, quality);
+    DynamicImage::ImageRgb8(img.to_rgb8()).write_with_encoder(encoder).ok()?;
+    Some(out)
+}
+
+fn base64_len(bytes: usize) -> usize {
+    bytes.div_ceil(3) * 4
+}
+
+/// `x.toFixed(2)` for a positive ratio.
+fn to_fixed_2(x: f64) -> String {
+    let n = (x * 100.0).round() as u64;
+    format!("{}.{:02}", n / 100, n % 100)
+}
+
+/// Resize to fit the limits (pi's strategy): scale into 2000x2000, then the
+/// smaller of PNG and JPEG q80, then lower JPEG qualities, then 75% steps.
+/// Returns the payload, its type and the dimension note when resized.
+fn resize_to_limits(bytes: &[u8], mime: &str) -> Option<(String, String, Option<String>)> {
+    let img = decode(bytes)?;
+    let (ow, oh) = (img.width(), img.height());
+    if ow <= MAX_DIMENSION && oh <= MAX_DIMENSION && base64_len(bytes.len()) < MAX_INLINE_BYTES {
+        return Some((b64(bytes), mime.to_string(), None));
+    }
+    let (mut w, mut h) = (ow, oh);
+    if w > MAX_DIMENSION {
+        h = ((h as f64 * MAX_DIMENSION as f64) / w as f64).round() as u32;
+        w = MAX_DIMENSION;
+    }
+    if h > MAX_DIMENSION {
+        w = ((w as f64 * MAX_DIMENSION as f64) / h as f64).round() as u32;
+        h = MAX_DIMENSION;
+    }
+    let (mut w, mut h) = (w.max(1), h.max(1));
+    loop {
+        let resized = img.resize_exact(w, h, FilterType::Lanczos3);
+        let png = encode_png(&resized)?;
+        let jpeg = encode_jpeg(&resized, JPEG_QUALITIES[0])?;
+        let (first, second) = if base64_len(jpeg.len()) < base64_len(png.len()) {
+            ((jpeg, "image/jpeg"), (png, "image/png"))
+        } else {
+            ((png, "image/png"), (jpeg, "image/jpeg"))
+        };
+        let note = || {
+            let scale = ow as f64 / w as f64;
+            Some(format!(
+                "[Image: original {ow}x{oh}, displayed at {w}x{h}. Multiply coordinates by {} to map to original image.]",
+                to_fixed_2(scale)
+            ))
+        };
+        for (data, kind) in [first, second] {
+            if base64_len(data.len()) < MAX_INLINE_BYTES {
+                return Some((b64(&data), kind.to_string(), note()));
+            }
+        }
+        for q in &JPEG_QUALITIES[1..] {
+            let data = encode_jpeg(&resized, *q)?;
+            if base64_len(data.len()) < MAX_INLINE_BYTES {
+                return Some((b64(&data), "image/jpeg".to_string(), note()));
+            }
+        }
+        if w == 1 && h == 1 {
+            return None;
+        }
+        let nw = if w == 1 { 1 } else { ((w as f64 * 0.75).floor() as u32).max(1) };
+        let nh = if h == 1 { 1 } else { ((h as f64 * 0.75).floor() as u32).max(1) };
+        if nw == w && nh == h {
+            return None;
+        }
+        (w, h) = (nw, nh);
+    }
+}
+
+/// Prepare an image file's bytes for the model. The error is pi's text for an
+/// image that cannot be sent (shown after `Read image file [<mime>]`).
+pub fn process_image(bytes: &[u8], mime: &str) -> Result<ProcessedImage, String> {
+    let (bytes, mime, converted_from) = if mime == "image/bmp" {
+        let png = decode(bytes)
+            .and_then(|img| encode_png(&img))
+            .ok_or("[Image omitted: could not be converted to a supported inline image format.]")?;
+        (png, "image/png", Some(mime))
+    } else {
+        (bytes.to_vec(), mime, None)
+    };
+    let (data, mime_type, note) = resize_to_limits(&bytes, mime)
+        .ok_or("[Image omitted: could not be resized below the inline image size limit.]")?;
+    let mut hints = Vec::new();
+    if let Some(from) = converted_from.filter(|from| *from != mime_type) {
+        hints.push(format!("[Image converted from {from} to {mime_type}.]"));
+    }
+    hints.extend(note);
+    Ok(ProcessedImage { data, mime_type, hints })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn png_bytes(w: u32, h: u32) -> Vec<u8> {
+        let img = DynamicImage::ImageRgb8(image::RgbImage::from_fn(w, h, |x, y| {
+            image::Rgb([(x % 256) as u8, (y % 256) as u8, ((x * y) % 256) as u8])
+        }));
+        let mut out = Vec::new();
+        img.write_to(&mut Cursor::new(&mut out), image::ImageFormat::Png).unwrap();
+        out
+    }
+
+    fn encoded(w: u32, h: u32, format: image::ImageFormat) -> Vec<u8> {
+        let img = DynamicImage::ImageRgb8(image::RgbImage::from_pixel(w, h, image::Rgb([10, 20, 30])));
+        let mut out = Vec::new();
+        img.write_to(&mut Cursor::new(&mut out), format).unwrap();
+        out
+    }
+
+    #[test]
+    fn recognises_supported_formats_by_content() {
+        assert_eq!(detect_image_mime(&png_bytes(2, 2)), Some("image/png"));
+        assert_eq!(detect_image_mime(&encoded(2, 2, image::ImageFormat::Jpeg)), Some("image/jpeg"));
+        assert_eq!(detect_image_mime(&encoded(2, 2, image::ImageFormat::Gif)), Some("image/gif"));
+        assert_eq!(detect_image_mime(&encoded(2, 2, image::ImageFormat::WebP)), Some("image/webp"));
+        assert_eq!(detect_image_mime(&encoded(2, 2, image::ImageFormat::Bmp)), Some("image/bmp"));
+        assert_eq!(detect_image_mime(b"BM not really a bitmap header"), None);
+        assert_eq!(detect_image_mime(b"\x89PNG\r\n\x1a\n"), None);
+        assert_eq!(detect_image_mime(&[0xff, 0xd8, 0xff, 0xf7]), None);
+        assert_eq!(detect_image_mime(b"hello world"), None);
+    }
+
+    #[test]
+    fn animated_png_is_not_an_image() {
+        let mut apng = png_bytes(2, 2);
+        // Insert an acTL chunk right after IHDR (8 + 25 bytes).
+        let actl = [0, 0, 0, 8, b'a', b'c', b'T', b'L', 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+        apng.splice(33..33, actl);
+        assert_eq!(detect_image_mime(&apng), None);
+    }
+
+    #[test]
+    fn small_images_pass_through_unchanged() {
+        let png = png_bytes(10, 10);
+        let out = process_image(&png, "image/png").unwrap();
+        assert_eq!(out.mime_type, "image/png");
+        assert_eq!(out.data, b64(&png));
+        assert!(out.hints.is_empty());
+    }
+
+    #[test]
+    fn bmp_is_converted_to_png_with_a_hint() {
+        let bmp = encoded(4, 3, image::ImageFormat::Bmp);
+        let out = process_image(&bmp, "image/bmp").unwrap();
+        assert_eq!(out.mime_type, "image/png");
+        assert_eq!(out.hints, ["[Image converted from image/bmp to image/png.]"]);
+        let bytes = base64::engine::general_purpose::STANDARD.decode(&out.data).unwrap();
+        assert_eq!(detect_image_mime(&bytes), Some("image/png"));
+    }
+
+    #[test]
+    fn large_images_are_resized_with_a_dimension_note() {
+        let png = png_bytes(2400, 600);
+        let out = process_image(&png, "image/png").unwrap();
+        assert_eq!(
+            out.hints,
+            [
+                "[Image: original 2400x600, displayed at 2000x500. Multiply coordinates by 1.20 to map to original image.]"
+            ]
+        );
+        let bytes = base64::engine::general_purpose::STANDARD.decode(&out.data).unwrap();
+        let img = decode(&bytes).unwrap();
+        assert_eq!((img.width(), img.height()), (2000, 500));
+    }
+
+    #[test]
+    fn undecodable_images_are_omitted_with_pi_text() {
+        let mut broken = png_bytes(2, 2);
+        broken.truncate(40);
+        assert_eq!(
+            process_image(&broken, "image/png"),
+            Err("[Image omitted: could not be resized below the inline image size limit.]".to_string())
+        );
+        assert_eq!(
+            process_image(b"BMxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "image/bmp"),
+            Err("[Image omitted: could not be converted to a supported inline image format.]".to_string())
+        );
+    }
+}
