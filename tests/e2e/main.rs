@@ -7,3 +7,4 @@ mod native_basic;
 mod native_input;
 mod native_run;
 mod native_state;
+mod native_tools;
