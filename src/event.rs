@@ -179,7 +179,7 @@ pub enum AgentEvent {
     },
     CompactionEnd {
         reason: CompactionReason,
-        result: Option<CompactionResult>,
+        result: Option<Box<CompactionResult>>,
         aborted: bool,
         will_retry: bool,
         error_message: Option<String>,
@@ -214,7 +214,7 @@ pub enum AgentEvent {
         level: ThinkingLevel,
     },
     ModelChanged {
-        model: Model,
+        model: Box<Model>,
         thinking_level: ThinkingLevel,
     },
     SessionInfoChanged {

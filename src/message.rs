@@ -388,10 +388,10 @@ pub fn bash_execution_to_text(m: &BashExecutionMessage) -> String {
     } else if let Some(code) = m.exit_code.filter(|c| *c != 0) {
         text.push_str(&format!("\n\nCommand exited with code {code}"));
     }
-    if m.truncated {
-        if let Some(path) = &m.full_output_path {
-            text.push_str(&format!("\n\n[Output truncated. Full output: {path}]"));
-        }
+    if m.truncated
+        && let Some(path) = &m.full_output_path
+    {
+        text.push_str(&format!("\n\n[Output truncated. Full output: {path}]"));
     }
     text
 }

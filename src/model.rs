@@ -110,10 +110,9 @@ impl Model {
         let rank = wanted.rank();
         if let Some(up) =
             levels.iter().filter(|l| l.rank() > rank && **l != ThinkingLevel::Off).min_by_key(|l| l.rank())
+            && wanted.rank() < ThinkingLevel::High.rank()
         {
-            if wanted.rank() < ThinkingLevel::High.rank() {
-                return *up;
-            }
+            return *up;
         }
         levels.iter().filter(|l| l.rank() < rank).max_by_key(|l| l.rank()).copied().unwrap_or(ThinkingLevel::Off)
     }

@@ -340,7 +340,7 @@ pub struct CycledModel {
 pub struct SessionInfo {
     pub session_id: String,
     pub session_path: Option<String>,
-    pub model: Option<Model>,
+    pub model: Option<Box<Model>>,
 }
 
 /// Successful result of an op.

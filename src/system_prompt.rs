@@ -99,10 +99,11 @@ fn default_preamble(tools: &[(String, String)]) -> String {
 fn read_text_or_file(value: &str, cwd: &Path) -> String {
     let candidate = crate::config::expand_home(Path::new(value));
     let candidate = if candidate.is_absolute() { candidate } else { cwd.join(candidate) };
-    if value.len() < 4096 && candidate.is_file() {
-        if let Ok(text) = std::fs::read_to_string(&candidate) {
-            return text;
-        }
+    if value.len() < 4096
+        && candidate.is_file()
+        && let Ok(text) = std::fs::read_to_string(&candidate)
+    {
+        return text;
     }
     value.to_string()
 }
@@ -126,10 +127,10 @@ pub fn context_files(agent_dir: &Path, cwd: &Path) -> Vec<(PathBuf, String)> {
             let path = dir.join(name);
             if path.is_file() {
                 let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-                if seen.insert(key) {
-                    if let Ok(text) = std::fs::read_to_string(&path) {
-                        out.push((path, text));
-                    }
+                if seen.insert(key)
+                    && let Ok(text) = std::fs::read_to_string(&path)
+                {
+                    out.push((path, text));
                 }
                 break;
             }

@@ -250,11 +250,11 @@ impl Agent {
     fn observe(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::MessageEnd { message } => {
-                if let AgentMessage::Assistant(a) = message {
-                    if !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
-                        self.last_context_tokens = Some(a.usage.context_tokens());
-                        self.usage_unknown = false;
-                    }
+                if let AgentMessage::Assistant(a) = message
+                    && !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
+                {
+                    self.last_context_tokens = Some(a.usage.context_tokens());
+                    self.usage_unknown = false;
                 }
                 self.append_message(message.clone());
             }
@@ -293,12 +293,10 @@ impl Agent {
             op,
             Op::NewSession { .. } | Op::SwitchSession { .. } | Op::ResumeSession { .. } | Op::Fork { .. } | Op::Clone
         );
-        if switches_session {
-            if let Some(run) = &self.run {
-                run.cancel.cancel();
-                self.after_run.push((tag, op));
-                return;
-            }
+        if switches_session && let Some(run) = &self.run {
+            run.cancel.cancel();
+            self.after_run.push((tag, op));
+            return;
         }
         match op {
             Op::Prompt { message, images, streaming_behavior } => {
@@ -550,10 +548,10 @@ impl Agent {
             .filter(|e| e.message() == Some(message))
             .last()
             .and_then(|e| e.id().map(str::to_string));
-        if let Some(target) = target {
-            if let Err(e) = self.session.append_context_edit(&target, None) {
-                tracing::warn!("cannot record the retried attempt: {e}");
-            }
+        if let Some(target) = target
+            && let Err(e) = self.session.append_context_edit(&target, None)
+        {
+            tracing::warn!("cannot record the retried attempt: {e}");
         }
     }
 
@@ -565,10 +563,10 @@ impl Agent {
 
 /// Split `model:thinking` when the suffix is a thinking level.
 pub(crate) fn strip_thinking_suffix(pattern: &str) -> (&str, Option<ThinkingLevel>) {
-    if let Some((model, level)) = pattern.rsplit_once(':') {
-        if let Ok(level) = level.parse::<ThinkingLevel>() {
-            return (model, Some(level));
-        }
+    if let Some((model, level)) = pattern.rsplit_once(':')
+        && let Ok(level) = level.parse::<ThinkingLevel>()
+    {
+        return (model, Some(level));
     }
     (pattern, None)
 }

@@ -80,6 +80,8 @@ pub struct AgentConfig {
 }
 
 /// One item of the ordered output stream.
+// Events are the common, large variant; boxing them would cost an allocation each.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Output {
     Event(AgentEvent),

@@ -53,7 +53,7 @@ pub(crate) struct RunSetup {
 enum LowLevelEnd {
     Done,
     Aborted,
-    Failed { error: ProviderError, message: AgentMessage },
+    Failed { error: ProviderError, message: Box<AgentMessage> },
 }
 
 /// Where the messages injected at a turn start came from.
@@ -106,8 +106,8 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                         error_message: error.message.clone(),
                     })
                     .await;
-                s.context.retain(|m| m != &message);
-                s.emitter.send(Internal::RetractFromContext { message }).await;
+                s.context.retain(|m| m != message.as_ref());
+                s.emitter.send(Internal::RetractFromContext { message: *message }).await;
                 let cancelled = tokio::select! {
                     _ = tokio::time::sleep(delay) => false,
                     _ = s.cancel.cancelled() => true,
@@ -217,7 +217,7 @@ async fn low_level_run(
                 let end = if error.kind == ProviderErrorKind::Aborted {
                     LowLevelEnd::Aborted
                 } else {
-                    LowLevelEnd::Failed { error, message }
+                    LowLevelEnd::Failed { error, message: Box::new(message) }
                 };
                 return (new_messages, end);
             }

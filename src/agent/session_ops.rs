@@ -75,8 +75,12 @@ impl Agent {
                     .map(|spec| crate::export_html::ExportTool { name: spec.name, description: spec.description })
                     .collect();
                 let options = crate::export_html::ExportOptions { system_prompt: Some(self.system_prompt()), tools };
-                let path =
-                    crate::export_html::export_session_html(&self.session, output_path.as_deref(), &self.cwd, &options)?;
+                let path = crate::export_html::export_session_html(
+                    &self.session,
+                    output_path.as_deref(),
+                    &self.cwd,
+                    &options,
+                )?;
                 Ok(Reply::ExportHtml { path: path.display().to_string() })
             }
             other => Err(CoreError::internal(format!("op not handled: {other:?}"))),

@@ -142,14 +142,13 @@ impl Agent {
     async fn switch_model(&mut self, model: Model) {
         let changed = model.provider != self.model.provider || model.id != self.model.id;
         self.model = model;
-        if changed {
-            if let Err(e) = self.session.append_model_change(&self.model.provider, &self.model.id) {
-                tracing::error!("cannot write session entry: {e}");
-            }
+        if changed && let Err(e) = self.session.append_model_change(&self.model.provider, &self.model.id) {
+            tracing::error!("cannot write session entry: {e}");
         }
         self.change_thinking(self.thinking).await;
         if changed {
-            self.emit(AgentEvent::ModelChanged { model: self.model.clone(), thinking_level: self.thinking }).await;
+            self.emit(AgentEvent::ModelChanged { model: Box::new(self.model.clone()), thinking_level: self.thinking })
+                .await;
         }
     }
 
@@ -303,10 +302,10 @@ impl Agent {
             }
             None => None,
         };
-        if let Some(tools) = &p.tools {
-            if let Some(unknown) = tools.iter().find(|t| !self.tools.contains(t)) {
-                return Err(CoreError::invalid("tools", format!("Unknown tool: {unknown}")));
-            }
+        if let Some(tools) = &p.tools
+            && let Some(unknown) = tools.iter().find(|t| !self.tools.contains(t))
+        {
+            return Err(CoreError::invalid("tools", format!("Unknown tool: {unknown}")));
         }
         let mut registry = self.models.clone();
         if let Some(key) = &p.api_key {
@@ -335,23 +334,22 @@ impl Agent {
             ),
             (None, None) => None,
         };
-        if let Some(model) = &model {
-            if !registry.has_credentials(model) {
-                let var =
-                    crate::config::auth::provider_env_vars(&model.provider).first().copied().unwrap_or("an API key");
-                return Err(CoreError::invalid(
-                    "apiKey",
-                    format!("No API key found for {}: pass apiKey or set {var}", model.full_id()),
-                ));
-            }
+        if let Some(model) = &model
+            && !registry.has_credentials(model)
+        {
+            let var = crate::config::auth::provider_env_vars(&model.provider).first().copied().unwrap_or("an API key");
+            return Err(CoreError::invalid(
+                "apiKey",
+                format!("No API key found for {}: pass apiKey or set {var}", model.full_id()),
+            ));
         }
         // Everything checked: apply.
         self.models = registry;
-        if let Some(cwd) = cwd {
-            if cwd != self.cwd {
-                self.cwd = cwd;
-                self.rebind_fresh_session();
-            }
+        if let Some(cwd) = cwd
+            && cwd != self.cwd
+        {
+            self.cwd = cwd;
+            self.rebind_fresh_session();
         }
         if let Some(model) = model {
             self.switch_model(model).await;
@@ -365,7 +363,7 @@ impl Agent {
         Ok(Reply::Session(SessionInfo {
             session_id: self.session.session_id().to_string(),
             session_path: self.session.file_path().map(|p| p.display().to_string()),
-            model: Some(self.model.clone()),
+            model: Some(Box::new(self.model.clone())),
         }))
     }
 

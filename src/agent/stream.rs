@@ -160,19 +160,19 @@ pub(crate) async fn stream_assistant(
                 }
             }
             ProviderEvent::Redacted { index } => {
-                if let Some(block) = blocks.get(&index) {
-                    if let Some(ContentBlock::Thinking(t)) = message.content.get_mut(block.content_index) {
-                        t.redacted = true;
-                    }
+                if let Some(block) = blocks.get(&index)
+                    && let Some(ContentBlock::Thinking(t)) = message.content.get_mut(block.content_index)
+                {
+                    t.redacted = true;
                 }
             }
             ProviderEvent::BlockEnd { index } => {
-                if let Some(block) = blocks.get_mut(&index) {
-                    if block.open {
-                        block.open = false;
-                        let stream_event = close_block(&mut message, block);
-                        emit_update(emitter, stream_event).await;
-                    }
+                if let Some(block) = blocks.get_mut(&index)
+                    && block.open
+                {
+                    block.open = false;
+                    let stream_event = close_block(&mut message, block);
+                    emit_update(emitter, stream_event).await;
                 }
             }
             ProviderEvent::Usage(usage) => {
@@ -194,12 +194,12 @@ pub(crate) async fn stream_assistant(
         Some(e) if e.kind == ProviderErrorKind::Aborted => {
             // Close what was open so clients see the partial text end cleanly.
             for index in &order {
-                if let Some(block) = blocks.get_mut(index) {
-                    if block.open {
-                        block.open = false;
-                        let stream_event = close_block(&mut message, block);
-                        emit_update(emitter, stream_event).await;
-                    }
+                if let Some(block) = blocks.get_mut(index)
+                    && block.open
+                {
+                    block.open = false;
+                    let stream_event = close_block(&mut message, block);
+                    emit_update(emitter, stream_event).await;
                 }
             }
             message.stop_reason = StopReason::Aborted;
@@ -214,12 +214,12 @@ pub(crate) async fn stream_assistant(
         }
         None => {
             for index in &order {
-                if let Some(block) = blocks.get_mut(index) {
-                    if block.open {
-                        block.open = false;
-                        let stream_event = close_block(&mut message, block);
-                        emit_update(emitter, stream_event).await;
-                    }
+                if let Some(block) = blocks.get_mut(index)
+                    && block.open
+                {
+                    block.open = false;
+                    let stream_event = close_block(&mut message, block);
+                    emit_update(emitter, stream_event).await;
                 }
             }
             if !stopped && message.tool_calls().next().is_some() {

@@ -173,10 +173,10 @@ fn is_env_name(name: &str) -> bool {
 }
 
 fn run_command_cached(command: &str) -> Option<String> {
-    if let Ok(guard) = COMMAND_CACHE.lock() {
-        if let Some(hit) = guard.as_ref().and_then(|m| m.get(command)) {
-            return hit.clone();
-        }
+    if let Ok(guard) = COMMAND_CACHE.lock()
+        && let Some(hit) = guard.as_ref().and_then(|m| m.get(command))
+    {
+        return hit.clone();
     }
     let output = std::process::Command::new("sh")
         .arg("-c")

@@ -188,10 +188,10 @@ impl ModelRegistry {
         if let Some(k) = self.auth.key_for(provider) {
             return Some(k);
         }
-        if let Some(cfg) = self.providers.get(provider).and_then(|p| p.api_key.as_deref()) {
-            if let Some(k) = resolve_config_value(cfg) {
-                return Some(k);
-            }
+        if let Some(cfg) = self.providers.get(provider).and_then(|p| p.api_key.as_deref())
+            && let Some(k) = resolve_config_value(cfg)
+        {
+            return Some(k);
         }
         env_key_for(provider)
     }

@@ -92,7 +92,10 @@ async fn parallel_tool_calls_run_concurrently_and_report_in_call_order() {
     let pos = |t: &str, id: &str| tool_events.iter().position(|(a, b)| a == t && b == id).unwrap();
     assert!(pos("tool_execution_start", "slow") < pos("tool_execution_start", "fast"));
     assert!(pos("tool_execution_end", "bad") < pos("tool_execution_start", "bad") + 2, "unknown tool ends at once");
-    assert!(pos("tool_execution_end", "fast") < pos("tool_execution_end", "slow"), "fast finishes first: {tool_events:?}");
+    assert!(
+        pos("tool_execution_end", "fast") < pos("tool_execution_end", "slow"),
+        "fast finishes first: {tool_events:?}"
+    );
     let result_order: Vec<&str> = lines
         .iter()
         .filter(|v| v["type"] == "message_end" && v["message"]["role"] == "toolResult")
@@ -100,7 +103,8 @@ async fn parallel_tool_calls_run_concurrently_and_report_in_call_order() {
         .collect();
     assert_eq!(result_order, ["slow", "fast", "bad"]);
     let last_end = lines.iter().rposition(|v| v["type"] == "tool_execution_end").unwrap();
-    let first_result = lines.iter().position(|v| v["type"] == "message_start" && v["message"]["role"] == "toolResult").unwrap();
+    let first_result =
+        lines.iter().position(|v| v["type"] == "message_start" && v["message"]["role"] == "toolResult").unwrap();
     assert!(first_result > last_end, "result messages come after every tool ended");
     let bad = lines.iter().find(|v| v["type"] == "tool_execution_end" && v["toolCallId"] == "bad").unwrap();
     assert_eq!(bad["result"]["content"][0]["text"], "Tool nonexistent_tool not found");

@@ -37,10 +37,10 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: args::Args) -> anyhow::Result<ExitCode> {
-    if let Some(mode) = args.mode.as_deref() {
-        if mode != "rpc" {
-            anyhow::bail!("unsupported --mode {mode}: pi-rpc only serves --mode rpc");
-        }
+    if let Some(mode) = args.mode.as_deref()
+        && mode != "rpc"
+    {
+        anyhow::bail!("unsupported --mode {mode}: pi-rpc only serves --mode rpc");
     }
     let config = setup::build_agent_config(&args)?;
     let (handle, outputs) = pi_core::agent::spawn(config).map_err(|e| anyhow::anyhow!("{e}"))?;

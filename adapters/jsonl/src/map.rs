@@ -124,7 +124,7 @@ pub fn map_event(event: AgentEvent, bash_id: impl FnOnce(Option<u64>) -> Option<
         AgentEvent::CompactionStart { reason } => WireEvent::CompactionStart { reason: reason.as_str().to_string() },
         AgentEvent::CompactionEnd { reason, result, aborted, will_retry, error_message } => WireEvent::CompactionEnd {
             reason: reason.as_str().to_string(),
-            result: result.map(compaction_result),
+            result: result.map(|r| compaction_result(*r)),
             aborted,
             will_retry,
             error_message,

@@ -90,7 +90,7 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
             "compactionEnd",
             json!({
                 "reason": reason.as_str(),
-                "result": result.map(pi_jsonl::map::compaction_result),
+                "result": result.map(|r| pi_jsonl::map::compaction_result(*r)),
                 "aborted": aborted,
                 "willRetry": will_retry,
                 "errorMessage": error_message,

@@ -98,10 +98,10 @@ where
     let mut end = ServeEnd::Eof;
     tokio::pin!(stop);
 
-    if framing == Framing::Lines {
-        if let Some(record) = first {
-            handle_record(record, &agent, &out, &state, &mut next_tag).await;
-        }
+    if framing == Framing::Lines
+        && let Some(record) = first
+    {
+        handle_record(record, &agent, &out, &state, &mut next_tag).await;
     }
     loop {
         let next = tokio::select! {
@@ -198,12 +198,11 @@ async fn handle_batch(
     for (i, item) in items.into_iter().enumerate() {
         let raw_text = raws.get(i).map(|r| r.get()).unwrap_or("null");
         let immediate = handle_message(classify(raw_text, item), agent, state, next_tag, Some(batch_id)).await;
-        if let Some(resp) = immediate {
-            if let Ok(mut s) = state.lock() {
-                if let Some(b) = s.batches.get_mut(&batch_id) {
-                    b.responses.push(resp);
-                }
-            }
+        if let Some(resp) = immediate
+            && let Ok(mut s) = state.lock()
+            && let Some(b) = s.batches.get_mut(&batch_id)
+        {
+            b.responses.push(resp);
         }
     }
     let done = state.lock().ok().and_then(|mut s| {
