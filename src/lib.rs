@@ -10,6 +10,7 @@ pub mod agent;
 pub mod config;
 pub mod error;
 pub mod event;
+pub mod export_html;
 pub mod message;
 pub mod model;
 pub mod op;

@@ -67,10 +67,18 @@ impl Agent {
                 crate::error::ErrorKind::Unsupported,
                 "Compaction is not available in this build yet",
             )),
-            Op::ExportHtml { .. } => Err(CoreError::new(
-                crate::error::ErrorKind::Unsupported,
-                "HTML export is not available in this build yet",
-            )),
+            Op::ExportHtml { output_path } => {
+                let tools = self
+                    .active_tool_set()
+                    .1
+                    .into_iter()
+                    .map(|spec| crate::export_html::ExportTool { name: spec.name, description: spec.description })
+                    .collect();
+                let options = crate::export_html::ExportOptions { system_prompt: Some(self.system_prompt()), tools };
+                let path =
+                    crate::export_html::export_session_html(&self.session, output_path.as_deref(), &self.cwd, &options)?;
+                Ok(Reply::ExportHtml { path: path.display().to_string() })
+            }
             other => Err(CoreError::internal(format!("op not handled: {other:?}"))),
         }
     }

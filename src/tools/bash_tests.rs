@@ -113,7 +113,7 @@ async fn timeout_kills_the_command_with_pi_text() {
 #[tokio::test]
 async fn timeout_after_the_shell_exited_names_background_writers() {
     let f = Fixture::new();
-    let cmd = "(for i in $(seq 1 200); do echo x$i; sleep 0.03; done) & exit 0";
+    let cmd = "(for i in $(seq 1 500); do echo x$i; sleep 0.01; done) & exit 0";
     let out = bash(f.ctx(), json!({"command": cmd, "timeout": 1})).await;
     let text = join_text(&out.content);
     assert!(text.starts_with("x1\nx2\n"), "{text}");

@@ -4,8 +4,6 @@
 //! pi reports (`diff`: numbered display lines with context; `patch`: a unified
 //! patch), both computed only in windows around the replacements.
 
-use similar::{Algorithm, DiffOp, capture_diff_slices};
-
 /// Lines of context around changes (display diff and patch).
 const CONTEXT_LINES: usize = 4;
 /// Unchanged lines diffed on each side of a replacement.
@@ -86,12 +84,15 @@ fn fuzzy_find(content: &str, old: &str) -> Option<Found> {
     fc.find(&fo).map(|index| Found { index, len: fo.len(), fuzzy: true })
 }
 
+/// Occurrences as pi counts them (`split(x).length - 1` in fuzzy space; an
+/// old text that normalizes to nothing splits between every UTF-16 unit).
 fn count_occurrences(content: &str, old: &str) -> usize {
     let fo = normalize_for_fuzzy_match(old);
+    let fc = normalize_for_fuzzy_match(content);
     if fo.is_empty() {
-        return 0;
+        return super::truncate::utf16_len(&fc).saturating_sub(1);
     }
-    normalize_for_fuzzy_match(content).matches(fo.as_str()).count()
+    fc.matches(fo.as_str()).count()
 }
 
 fn not_found(path: &str, i: usize, total: usize) -> String {
@@ -292,43 +293,35 @@ pub fn apply_to_original(original: &str, replacements: &[Replacement]) -> String
 mod format;
 pub use format::{EditDiff, generate_edit_diff};
 
-/// Line tokens (each with its `\n`) and a Myers line diff grouped into parts.
+/// Line tokens (each with its `\n`) diffed into parts, as jsdiff's `diffLines`.
 fn diff_parts<'a>(old: &'a str, new: &'a str) -> Vec<(Kind, Vec<&'a str>)> {
-    let tokens = |s: &'a str| -> Vec<&'a str> { s.split_inclusive('\n').collect() };
-    let (o, n) = (tokens(old), tokens(new));
-    let mut parts: Vec<(Kind, Vec<&str>)> = Vec::new();
-    let mut add = |kind: Kind, lines: &[&'a str]| {
-        if lines.is_empty() {
-            return;
-        }
-        let len = parts.len();
-        // Removals come before additions in a change, as jsdiff orders them.
-        if kind == Kind::Removed && len > 0 && parts[len - 1].0 == Kind::Added {
-            if len > 1 && parts[len - 2].0 == Kind::Removed {
-                parts[len - 2].1.extend_from_slice(lines);
-            } else {
-                parts.insert(len - 1, (kind, lines.to_vec()));
+    let o: Vec<&str> = old.split_inclusive('\n').collect();
+    let n: Vec<&str> = new.split_inclusive('\n').collect();
+    let (mut oi, mut ni) = (0, 0);
+    let mut parts = Vec::new();
+    for (kind, count) in myers::diff(&o, &n) {
+        let lines = match kind {
+            Kind::Removed => {
+                oi += count;
+                o[oi - count..oi].to_vec()
             }
-            return;
-        }
-        match parts.last_mut() {
-            Some((k, v)) if *k == kind => v.extend_from_slice(lines),
-            _ => parts.push((kind, lines.to_vec())),
-        }
-    };
-    for op in capture_diff_slices(Algorithm::Myers, &o, &n) {
-        match op {
-            DiffOp::Equal { old_index, len, .. } => add(Kind::Same, &o[old_index..old_index + len]),
-            DiffOp::Delete { old_index, old_len, .. } => add(Kind::Removed, &o[old_index..old_index + old_len]),
-            DiffOp::Insert { new_index, new_len, .. } => add(Kind::Added, &n[new_index..new_index + new_len]),
-            DiffOp::Replace { old_index, old_len, new_index, new_len } => {
-                add(Kind::Removed, &o[old_index..old_index + old_len]);
-                add(Kind::Added, &n[new_index..new_index + new_len]);
+            Kind::Added => {
+                ni += count;
+                n[ni - count..ni].to_vec()
             }
-        }
+            Kind::Same => {
+                oi += count;
+                ni += count;
+                n[ni - count..ni].to_vec()
+            }
+        };
+        parts.push((kind, lines));
     }
     parts
 }
+
+#[path = "edit_myers.rs"]
+mod myers;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {

@@ -176,7 +176,7 @@ fn structured_hunks(parts: &[(Kind, Vec<&str>)]) -> Vec<Hunk> {
 
 /// Start of the line containing `offset`.
 fn line_start_before(text: &str, offset: usize) -> usize {
-    if offset == 0 { 0 } else { text[..offset].rfind('\n').map_or(0, |i| i + 1) }
+    if offset == 0 { 0 } else { text.as_bytes()[..offset].iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1) }
 }
 
 struct Window {
@@ -208,7 +208,8 @@ fn diff_windows(base: &str, replacements: &[Replacement]) -> Vec<Window> {
                 break;
             }
             let from = if i == 0 { match_end.saturating_sub(1).max(r.match_index) } else { end };
-            end = base[from..].find('\n').map_or(base.len(), |p| from + p + 1);
+            // Byte search: `from` may sit inside the match's last character.
+            end = base.as_bytes()[from..].iter().position(|b| *b == b'\n').map_or(base.len(), |p| from + p + 1);
         }
         let rep_offset_delta = r.new_text.len() as isize - r.match_len as isize;
         let rep_line_delta =

@@ -1,9 +1,25 @@
-//! The `find` tool.
+//! The `find` tool: files and directories matching a glob, found the way pi's
+//! `fd` invocation finds them (hidden entries included, .gitignore/.ignore/
+//! .fdignore honoured, `.git` skipped, smart case, a pattern with `/` matched
+//! against the path relative to the search directory), listed relative to it
+//! with `/` after directories, capped at the result limit and 50KB.
+
+use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
-use serde_json::Value;
+use globset::{GlobBuilder, GlobMatcher};
+use ignore::WalkBuilder;
+use ignore::overrides::OverrideBuilder;
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
 
+use super::path::resolve_to_cwd;
+use super::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
+use super::validate::coerce;
 use super::{Tool, ToolContext, ToolOutput};
+
+const DESCRIPTION: &str = "Search for files by glob pattern. Returns matching file paths relative to the search directory. Respects .gitignore. Output is truncated to 1000 results or 50KB (whichever is hit first).";
+const DEFAULT_LIMIT: f64 = 1000.0;
 
 /// The `find` tool.
 pub struct FindTool {
@@ -12,7 +28,17 @@ pub struct FindTool {
 
 impl FindTool {
     pub fn new() -> Self {
-        FindTool { parameters: serde_json::json!({"type": "object", "properties": {}}) }
+        FindTool {
+            parameters: json!({
+                "type": "object",
+                "required": ["pattern"],
+                "properties": {
+                    "pattern": {"type": "string", "description": "Glob pattern relative to the search directory, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth"},
+                    "path": {"type": "string", "description": "Directory to search in (default: current directory)"},
+                    "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"}
+                }
+            }),
+        }
     }
 }
 
@@ -22,6 +48,123 @@ impl Default for FindTool {
     }
 }
 
+/// Whether `path` lies inside a git work tree (`.git` in it or an ancestor).
+fn inside_git_repo(path: &Path) -> bool {
+    path.ancestors().any(|p| p.join(".git").exists())
+}
+
+/// How the glob is matched.
+enum Target {
+    /// File name only (no `/` in the pattern).
+    Name,
+    /// Path relative to the search directory.
+    Relative,
+    /// Absolute path (absolute pattern).
+    Absolute,
+}
+
+/// Results within the limit (relative paths) and whether more existed.
+struct Found {
+    results: Vec<String>,
+    limit_reached: bool,
+}
+
+fn find(root: &Path, pattern: &str, limit: usize, cancel: &CancellationToken) -> Result<Found, String> {
+    if !root.is_dir() {
+        return Err(format!(
+            "[fd error]: Search path '{}' is not a directory.\n[fd error]: No valid search paths given.",
+            root.display()
+        ));
+    }
+    let mut pattern = pattern;
+    while let Some(rest) = pattern.strip_prefix("./") {
+        pattern = rest;
+    }
+    let target = if !pattern.contains('/') {
+        Target::Name
+    } else if Path::new(pattern).is_absolute() {
+        Target::Absolute
+    } else {
+        Target::Relative
+    };
+    // fd's smart case: an all-lowercase pattern matches case-insensitively.
+    let ignore_case = pattern == pattern.to_lowercase();
+    let matcher: GlobMatcher = GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .case_insensitive(ignore_case)
+        .build()
+        .map_err(|e| format!("[fd error]: {e}"))?
+        .compile_matcher();
+
+    let mut overrides = OverrideBuilder::new(root);
+    overrides.add("!.git").map_err(|e| e.to_string())?;
+    let mut walk = WalkBuilder::new(root);
+    walk.hidden(false)
+        .require_git(inside_git_repo(root))
+        .add_custom_ignore_filename(".fdignore")
+        .overrides(overrides.build().map_err(|e| e.to_string())?)
+        .sort_by_file_name(|a, b| a.cmp(b));
+
+    let mut results = Vec::new();
+    let mut limit_reached = false;
+    for entry in walk.build() {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let Ok(entry) = entry else { continue };
+        if entry.depth() == 0 {
+            continue;
+        }
+        let path = entry.path();
+        let rel = path.strip_prefix(root).unwrap_or(path);
+        let matched = match target {
+            Target::Name => entry.file_name().to_str().is_some_and(|n| matcher.is_match(n)),
+            Target::Relative => matcher.is_match(rel),
+            Target::Absolute => matcher.is_match(path),
+        };
+        if !matched {
+            continue;
+        }
+        if results.len() == limit {
+            limit_reached = true;
+            break;
+        }
+        let mut shown = rel.to_string_lossy().replace('\\', "/");
+        if entry.file_type().is_some_and(|t| t.is_dir()) {
+            shown.push('/');
+        }
+        results.push(shown);
+    }
+    Ok(Found { results, limit_reached })
+}
+
+fn format_found(found: Found, limit: usize) -> ToolOutput {
+    if found.results.is_empty() {
+        return ToolOutput::text("No files found matching pattern");
+    }
+    let raw = found.results.join("\n");
+    let t = truncate_head(&raw, Limits::bytes_only());
+    let mut output = t.content.clone();
+    let mut details = Map::new();
+    let mut notices = Vec::new();
+    if found.limit_reached {
+        notices.push(format!("{limit} results limit reached. Use limit={} for more, or refine pattern", limit * 2));
+        details.insert("resultLimitReached".into(), json!(limit));
+    }
+    if t.truncated {
+        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
+        details.insert("truncation".into(), t.to_value());
+    }
+    if !notices.is_empty() {
+        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
+    }
+    let mut out = ToolOutput::text(output);
+    if !details.is_empty() {
+        out.details = Some(Value::Object(details));
+    }
+    out
+}
+
 #[async_trait]
 impl Tool for FindTool {
     fn name(&self) -> &str {
@@ -29,14 +172,146 @@ impl Tool for FindTool {
     }
 
     fn description(&self) -> &str {
-        ""
+        DESCRIPTION
     }
 
     fn parameters(&self) -> &Value {
         &self.parameters
     }
 
-    async fn execute(&self, _args: Value, _ctx: ToolContext) -> ToolOutput {
-        ToolOutput::error("not implemented yet")
+    async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
+        if ctx.cancel.is_cancelled() {
+            return ToolOutput::error("Operation aborted");
+        }
+        let args = coerce(&self.parameters, args);
+        let dir = args.get("path").and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or(".");
+        let root: PathBuf = resolve_to_cwd(dir, &ctx.cwd);
+        let pattern = args.get("pattern").and_then(Value::as_str).unwrap_or_default().to_string();
+        let limit = args.get("limit").and_then(Value::as_f64).unwrap_or(DEFAULT_LIMIT).floor().max(1.0) as usize;
+        let cancel = ctx.cancel.clone();
+        let result = tokio::task::spawn_blocking(move || find(&root, &pattern, limit, &cancel)).await;
+        if ctx.cancel.is_cancelled() {
+            return ToolOutput::error("Operation aborted");
+        }
+        match result {
+            Ok(Ok(found)) => format_found(found, limit),
+            Ok(Err(message)) => ToolOutput::error(message),
+            Err(e) => ToolOutput::error(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::join_text;
+
+    fn fixture() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        for d in [".git/info", "src/sub", "ignored", ".hidden", "Docs"] {
+            std::fs::create_dir_all(p.join(d)).unwrap();
+        }
+        for (f, body) in [
+            ("src/main.rs", "fn main() {}\n"),
+            ("src/sub/notes.txt", "notes\n"),
+            ("ignored/x.txt", "x\n"),
+            (".gitignore", "ignored/\n*.log\n"),
+            ("a.log", "log\n"),
+            (".hidden/h.txt", "h\n"),
+            (".git/info/exclude.txt", "git internals\n"),
+            ("ctx.txt", "c\n"),
+            ("Docs/Readme.MD", "r\n"),
+        ] {
+            std::fs::write(p.join(f), body).unwrap();
+        }
+        dir
+    }
+
+    async fn find_tool(dir: &Path, args: Value) -> ToolOutput {
+        FindTool::new().execute(args, ToolContext::new(dir.to_path_buf())).await
+    }
+
+    #[tokio::test]
+    async fn names_match_at_any_depth_respecting_gitignore_and_skipping_git() {
+        let dir = fixture();
+        let out = find_tool(dir.path(), json!({"pattern": "*.txt"})).await;
+        assert!(!out.is_error);
+        assert_eq!(join_text(&out.content), ".hidden/h.txt\nctx.txt\nsrc/sub/notes.txt");
+        assert_eq!(out.details, None);
+    }
+
+    #[tokio::test]
+    async fn directories_get_a_trailing_slash_and_path_patterns_are_anchored() {
+        let dir = fixture();
+        let out = find_tool(dir.path(), json!({"pattern": "src"})).await;
+        assert_eq!(join_text(&out.content), "src/");
+        let out = find_tool(dir.path(), json!({"pattern": "src/**"})).await;
+        assert_eq!(join_text(&out.content), "src/main.rs\nsrc/sub/\nsrc/sub/notes.txt");
+        let out = find_tool(dir.path(), json!({"pattern": "./src/*.rs"})).await;
+        assert_eq!(join_text(&out.content), "src/main.rs");
+        let out = find_tool(dir.path(), json!({"pattern": "sub/*.txt"})).await;
+        assert_eq!(join_text(&out.content), "No files found matching pattern");
+        let out = find_tool(dir.path(), json!({"pattern": "**/sub/*.txt"})).await;
+        assert_eq!(join_text(&out.content), "src/sub/notes.txt");
+        let out = find_tool(dir.path(), json!({"pattern": "*.rs", "path": "src"})).await;
+        assert_eq!(join_text(&out.content), "main.rs");
+    }
+
+    #[tokio::test]
+    async fn smart_case_like_fd() {
+        let dir = fixture();
+        let out = find_tool(dir.path(), json!({"pattern": "*.md"})).await;
+        assert_eq!(join_text(&out.content), "Docs/Readme.MD");
+        let out = find_tool(dir.path(), json!({"pattern": "*.Md"})).await;
+        assert_eq!(join_text(&out.content), "No files found matching pattern");
+    }
+
+    #[tokio::test]
+    async fn limit_reached_notice_and_details() {
+        let dir = fixture();
+        let out = find_tool(dir.path(), json!({"pattern": "*", "limit": 2})).await;
+        assert_eq!(
+            join_text(&out.content),
+            ".gitignore\n.hidden/\n\n[2 results limit reached. Use limit=4 for more, or refine pattern]"
+        );
+        assert_eq!(out.details, Some(json!({"resultLimitReached": 2})));
+        let out = find_tool(dir.path(), json!({"pattern": "*.txt", "limit": 3})).await;
+        assert_eq!(out.details, None);
+    }
+
+    #[tokio::test]
+    async fn missing_search_path_fails_like_fd() {
+        let dir = fixture();
+        let out = find_tool(dir.path(), json!({"pattern": "*.txt", "path": "nope"})).await;
+        assert!(out.is_error);
+        assert_eq!(
+            join_text(&out.content),
+            format!(
+                "[fd error]: Search path '{}' is not a directory.\n[fd error]: No valid search paths given.",
+                dir.path().join("nope").display()
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn gitignore_applies_only_inside_a_repository_or_outside_with_no_require_git() {
+        // Outside a repository pi passes --no-require-git: .gitignore still applies.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".gitignore"), "skip.txt\n").unwrap();
+        std::fs::write(dir.path().join("skip.txt"), "").unwrap();
+        std::fs::write(dir.path().join("keep.txt"), "").unwrap();
+        let out = find_tool(dir.path(), json!({"pattern": "*.txt"})).await;
+        assert_eq!(join_text(&out.content), "keep.txt");
+    }
+
+    #[test]
+    fn schema_and_description_match_pi() {
+        let tool = FindTool::new();
+        assert_eq!(
+            serde_json::to_string(tool.parameters()).unwrap(),
+            r#"{"type":"object","required":["pattern"],"properties":{"pattern":{"type":"string","description":"Glob pattern relative to the search directory, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth"},"path":{"type":"string","description":"Directory to search in (default: current directory)"},"limit":{"type":"number","description":"Maximum number of results (default: 1000)"}}}"#
+        );
+        assert_eq!(tool.description(), DESCRIPTION);
     }
 }

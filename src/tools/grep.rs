@@ -88,7 +88,8 @@ impl Collector {
         let text = text.strip_suffix('\r').unwrap_or(text);
         let (text, cut) = truncate_line(text, GREP_MAX_LINE_LENGTH);
         self.lines_truncated |= cut;
-        let line = if is_match { format!("{shown}:{line_number}: {text}") } else { format!("{shown}-{line_number}- {text}") };
+        let line =
+            if is_match { format!("{shown}:{line_number}: {text}") } else { format!("{shown}-{line_number}- {text}") };
         if self.output_bytes.saturating_sub(1) <= DEFAULT_MAX_BYTES {
             self.lines.push(line.clone());
         }

@@ -1,9 +1,46 @@
-//! The `ls` tool.
+//! The `ls` tool: a directory's entries (dotfiles included, `/` after
+//! directories) sorted case-insensitively in the order JavaScript's
+//! `localeCompare` gives, capped at the entry limit and 50KB.
+//!
+//! Like pi, `ls` lists everything in the directory; ignore files do not apply.
+
+use std::cmp::Ordering;
+use std::path::Path;
 
 use async_trait::async_trait;
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
+use super::path::{node_fs_error, resolve_to_cwd};
+use super::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
+use super::validate::coerce;
 use super::{Tool, ToolContext, ToolOutput};
+
+const DESCRIPTION: &str = "List directory contents. Returns entries sorted alphabetically, with '/' suffix for directories. Includes dotfiles. Output is truncated to 500 entries or 50KB (whichever is hit first).";
+const DEFAULT_LIMIT: f64 = 500.0;
+
+/// ASCII in the order of ICU's root collation (what `localeCompare` uses).
+const ASCII_ORDER: &str = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz";
+
+/// The primary collation weight of a (lowercased) character.
+fn primary_weight(c: char) -> u32 {
+    if let Some(i) = ASCII_ORDER.find(c) {
+        return i as u32;
+    }
+    // Accented Latin letters sort with their base letter.
+    let decomposed = icu_normalizer::DecomposingNormalizerBorrowed::new_nfd().normalize_iter(std::iter::once(c)).next();
+    match decomposed {
+        Some(base) if base != c && base.is_ascii() => primary_weight(base),
+        _ => 0x1000 + c as u32,
+    }
+}
+
+/// Case-insensitive comparison approximating `a.toLowerCase().localeCompare(b.toLowerCase())`.
+pub fn locale_compare(a: &str, b: &str) -> Ordering {
+    let (la, lb) = (a.to_lowercase(), b.to_lowercase());
+    let ka = la.chars().map(primary_weight);
+    let kb = lb.chars().map(primary_weight);
+    ka.cmp(kb).then_with(|| la.cmp(&lb))
+}
 
 /// The `ls` tool.
 pub struct LsTool {
@@ -12,7 +49,15 @@ pub struct LsTool {
 
 impl LsTool {
     pub fn new() -> Self {
-        LsTool { parameters: serde_json::json!({"type": "object", "properties": {}}) }
+        LsTool {
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Directory to list (default: current directory)"},
+                    "limit": {"type": "number", "description": "Maximum number of entries to return (default: 500)"}
+                }
+            }),
+        }
     }
 }
 
@@ -22,6 +67,52 @@ impl Default for LsTool {
     }
 }
 
+fn list(dir: &Path, limit: usize) -> Result<ToolOutput, String> {
+    let meta = std::fs::metadata(dir).map_err(|_| format!("Path not found: {}", dir.display()))?;
+    if !meta.is_dir() {
+        return Err(format!("Not a directory: {}", dir.display()));
+    }
+    let read = std::fs::read_dir(dir)
+        .map_err(|e| format!("Cannot read directory: {}", node_fs_error(&e, "scandir", Some(dir))))?;
+    let mut names: Vec<String> =
+        read.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort_by(|a, b| locale_compare(a, b));
+    let mut results = Vec::new();
+    let mut limit_reached = false;
+    for name in names {
+        if results.len() >= limit {
+            limit_reached = true;
+            break;
+        }
+        // Entries that cannot be stat'ed (broken links) are skipped.
+        let Ok(m) = std::fs::metadata(dir.join(&name)) else { continue };
+        results.push(if m.is_dir() { format!("{name}/") } else { name });
+    }
+    if results.is_empty() {
+        return Ok(ToolOutput::text("(empty directory)"));
+    }
+    let t = truncate_head(&results.join("\n"), Limits::bytes_only());
+    let mut output = t.content.clone();
+    let mut details = Map::new();
+    let mut notices = Vec::new();
+    if limit_reached {
+        notices.push(format!("{limit} entries limit reached. Use limit={} for more", limit * 2));
+        details.insert("entryLimitReached".into(), json!(limit));
+    }
+    if t.truncated {
+        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
+        details.insert("truncation".into(), t.to_value());
+    }
+    if !notices.is_empty() {
+        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
+    }
+    let mut out = ToolOutput::text(output);
+    if !details.is_empty() {
+        out.details = Some(Value::Object(details));
+    }
+    Ok(out)
+}
+
 #[async_trait]
 impl Tool for LsTool {
     fn name(&self) -> &str {
@@ -29,14 +120,99 @@ impl Tool for LsTool {
     }
 
     fn description(&self) -> &str {
-        ""
+        DESCRIPTION
     }
 
     fn parameters(&self) -> &Value {
         &self.parameters
     }
 
-    async fn execute(&self, _args: Value, _ctx: ToolContext) -> ToolOutput {
-        ToolOutput::error("not implemented yet")
+    async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
+        if ctx.cancel.is_cancelled() {
+            return ToolOutput::error("Operation aborted");
+        }
+        let args = coerce(&self.parameters, args);
+        let path = args.get("path").and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or(".");
+        let dir = resolve_to_cwd(path, &ctx.cwd);
+        let limit = args.get("limit").and_then(Value::as_f64).unwrap_or(DEFAULT_LIMIT).floor().max(1.0) as usize;
+        let result = tokio::task::spawn_blocking(move || list(&dir, limit)).await;
+        if ctx.cancel.is_cancelled() {
+            return ToolOutput::error("Operation aborted");
+        }
+        match result {
+            Ok(Ok(out)) => out,
+            Ok(Err(message)) => ToolOutput::error(message),
+            Err(e) => ToolOutput::error(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::join_text;
+
+    async fn ls(dir: &Path, args: Value) -> ToolOutput {
+        LsTool::new().execute(args, ToolContext::new(dir.to_path_buf())).await
+    }
+
+    #[test]
+    fn sorting_follows_locale_compare() {
+        // Orders recorded from node's localeCompare.
+        let mut names = vec!["a1", "a10", "a2", "a-b", "ab", "a_b", "a.b", "a b"];
+        names.sort_by(|a, b| locale_compare(a, b));
+        assert_eq!(names, ["a b", "a_b", "a-b", "a.b", "a1", "a10", "a2", "ab"]);
+        let mut names = vec!["b", "\u{e4}", "a", "z", "\u{e9}", "e", "f"];
+        names.sort_by(|a, b| locale_compare(a, b));
+        assert_eq!(names, ["a", "\u{e4}", "b", "e", "\u{e9}", "f", "z"]);
+        let mut names = vec!["README.md", ".env", "_config", "src", "Cargo.toml", "cargo.lock"];
+        names.sort_by(|a, b| locale_compare(a, b));
+        assert_eq!(names, ["_config", ".env", "cargo.lock", "Cargo.toml", "README.md", "src"]);
+    }
+
+    #[tokio::test]
+    async fn lists_dotfiles_and_marks_directories_ignoring_gitignore() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join(".git")).unwrap();
+        std::fs::create_dir_all(p.join("src")).unwrap();
+        std::fs::write(p.join(".gitignore"), "ignored.txt\n").unwrap();
+        std::fs::write(p.join("ignored.txt"), "").unwrap();
+        std::fs::write(p.join("Zeta.md"), "").unwrap();
+        std::os::unix::fs::symlink(p.join("missing"), p.join("broken")).unwrap();
+        let out = ls(p, json!({})).await;
+        assert!(!out.is_error);
+        assert_eq!(join_text(&out.content), ".git/\n.gitignore\nignored.txt\nsrc/\nZeta.md");
+        assert_eq!(out.details, None);
+    }
+
+    #[tokio::test]
+    async fn limits_empty_directories_and_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir(p.join("empty")).unwrap();
+        for n in ["a", "b", "c"] {
+            std::fs::write(p.join(n), "").unwrap();
+        }
+        let out = ls(p, json!({"limit": 2})).await;
+        assert_eq!(join_text(&out.content), "a\nb\n\n[2 entries limit reached. Use limit=4 for more]");
+        assert_eq!(out.details, Some(json!({"entryLimitReached": 2})));
+        let out = ls(p, json!({"path": "empty"})).await;
+        assert_eq!(join_text(&out.content), "(empty directory)");
+        let out = ls(p, json!({"path": "nope"})).await;
+        assert_eq!(join_text(&out.content), format!("Path not found: {}", p.join("nope").display()));
+        let out = ls(p, json!({"path": "a"})).await;
+        assert_eq!(join_text(&out.content), format!("Not a directory: {}", p.join("a").display()));
+        assert!(out.is_error);
+    }
+
+    #[test]
+    fn schema_and_description_match_pi() {
+        let tool = LsTool::new();
+        assert_eq!(
+            serde_json::to_string(tool.parameters()).unwrap(),
+            r#"{"type":"object","properties":{"path":{"type":"string","description":"Directory to list (default: current directory)"},"limit":{"type":"number","description":"Maximum number of entries to return (default: 500)"}}}"#
+        );
+        assert_eq!(tool.description(), DESCRIPTION);
     }
 }

@@ -85,6 +85,21 @@ pub fn kill_process_group(pid: u32) {
     }
 }
 
+/// Kills the process group if the run is dropped before the shell exited
+/// (the caller stopped waiting without cancelling).
+struct GroupGuard {
+    pid: u32,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed && self.pid != 0 {
+            kill_process_group(self.pid);
+        }
+    }
+}
+
 fn spawn_reader<R>(mut pipe: R, tx: mpsc::UnboundedSender<Vec<u8>>) -> tokio::task::JoinHandle<()>
 where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
@@ -143,6 +158,7 @@ pub async fn exec(
         ExecError::Failed(format!("spawn {} {code}", shell.display()))
     })?;
     let pid = child.id().unwrap_or(0);
+    let mut guard = GroupGuard { pid, armed: true };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
@@ -180,6 +196,7 @@ pub async fn exec(
             },
             status = child.wait(), if exited_at.is_none() => {
                 exited_at = Some(Instant::now());
+                guard.armed = false;
                 exit_code = status.map(exit_code_of).unwrap_or(1);
                 if streams_done {
                     break;

@@ -119,3 +119,25 @@ async fn exec_reports_a_missing_working_directory() {
         ))
     );
 }
+
+#[tokio::test]
+async fn dropping_a_run_kills_its_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let cmd = format!("sleep 100 & echo $! > {}; sleep 100", pid_file.display());
+    let cancel = CancellationToken::new();
+    let mut sink = Collect(Vec::new());
+    let run = exec(&cmd, dir.path(), &[], &cancel, None, &mut sink);
+    // Give the shell time to start its children, then drop the run.
+    let _ = tokio::time::timeout(Duration::from_millis(500), run).await;
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let gone = |pid: i32| match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    };
+    while !gone(pid) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(gone(pid), "child {pid} survived");
+}

@@ -464,3 +464,7 @@ fn tag_of(branches: &[&Value]) -> Option<(String, Vec<Value>)> {
     }
     None
 }
+
+#[cfg(test)]
+#[path = "validate_tests.rs"]
+mod tests;

@@ -157,7 +157,8 @@ async fn rpc_bash_streams_its_output_and_abort_bash_cancels_it() {
     assert_eq!(r["data"]["exitCode"], 3);
     assert_eq!(r["data"]["cancelled"], false);
     assert_eq!(r["data"]["truncated"], false);
-    assert!(r["data"]["output"].as_str().unwrap().contains("hello\nerr"));
+    let out = r["data"]["output"].as_str().unwrap();
+    assert!(out.contains("hello\n") && out.contains("err\n"), "{out}");
 
     pi.send(json!({"id": "b2", "type": "bash", "command": "echo started; sleep 30"})).await;
     let update = pi.until_type("bash_execution_update").await.pop().unwrap();

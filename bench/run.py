@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""pi-rpc benchmarks: cold start to the first get_state response, peak RSS,
+and the time to relay a 100,000-delta stream from the fake model server.
+
+Usage: bench/run.py [--runs N] [--deltas N] [--reference PATH_TO_PI_CLI_JS]
+
+Builds the release binaries first. Prints one line per figure. With
+--reference, the same start-up measurement is made for the reference pi
+(node dist/cli.js) for comparison.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PI = os.path.join(ROOT, "target", "release", "pi")
+FAKE = os.path.join(ROOT, "target", "release", "fake-model-server")
+
+
+def build():
+    subprocess.run(
+        ["cargo", "build", "--release", "-q", "-p", "pi-cli", "-p", "pi-compat"],
+        cwd=ROOT,
+        check=True,
+    )
+
+
+def sandbox_env(agent_dir):
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TMPDIR")}
+    env["HOME"] = agent_dir
+    env["PI_CODING_AGENT_DIR"] = agent_dir
+    env["RUST_LOG"] = "error"
+    return env
+
+
+def cold_start(cmd, env, cwd):
+    """Seconds from spawn to the first response line, and the child's peak RSS in KiB."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+    proc.stdin.write(b'{"type":"get_state"}\n')
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    elapsed = time.perf_counter() - start
+    if not line.startswith(b'{"type":"response"'):
+        raise SystemExit(f"unexpected first line: {line[:200]!r}")
+    proc.stdin.close()
+    proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status != 0:
+        raise SystemExit(f"exit status {status}")
+    return elapsed, usage.ru_maxrss
+
+
+def measure_start(label, cmd, runs):
+    with tempfile.TemporaryDirectory() as agent, tempfile.TemporaryDirectory() as cwd:
+        env = sandbox_env(agent)
+        cold_start(cmd, env, cwd)  # warm the page cache
+        times, rss = [], []
+        for _ in range(runs):
+            t, r = cold_start(cmd, env, cwd)
+            times.append(t)
+            rss.append(r)
+    print(f"{label}: cold start to first get_state response: median {statistics.median(times) * 1000:.2f} ms "
+          f"(min {min(times) * 1000:.2f}, max {max(times) * 1000:.2f}, {runs} runs)")
+    print(f"{label}: peak RSS: median {statistics.median(rss) / 1024:.2f} MiB (max {max(rss) / 1024:.2f} MiB)")
+
+
+def relay(deltas):
+    with tempfile.TemporaryDirectory() as agent, tempfile.TemporaryDirectory() as cwd:
+        script = os.path.join(agent, "script.json")
+        chunks = [f"t{i} " for i in range(deltas)]
+        with open(script, "w") as f:
+            json.dump([{"textChunks": chunks, "usage": {"promptTokens": 10, "completionTokens": deltas}}], f)
+        server = subprocess.Popen([FAKE, script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        base_url = server.stdout.readline().decode().strip()
+        try:
+            models = {"providers": {"bench": {"baseUrl": base_url, "api": "openai-completions", "apiKey": "k",
+                                              "models": [{"id": "m"}]}}}
+            with open(os.path.join(agent, "models.json"), "w") as f:
+                json.dump(models, f)
+            env = sandbox_env(agent)
+            proc = subprocess.Popen([PI, "--mode", "rpc", "--no-session", "--model", "bench/m"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+            start = time.perf_counter()
+            proc.stdin.write(b'{"type":"prompt","message":"go"}\n')
+            proc.stdin.flush()
+            updates = 0
+            text_deltas = 0
+            first_delta = None
+            for line in proc.stdout:
+                if line.startswith(b'{"type":"message_update"'):
+                    updates += 1
+                    if b'"text_delta"' in line:
+                        text_deltas += 1
+                        if first_delta is None:
+                            first_delta = time.perf_counter() - start
+                elif line.startswith(b'{"type":"agent_settled"'):
+                    break
+            elapsed = time.perf_counter() - start
+            proc.stdin.close()
+            proc.stdout.read()
+            _, _, usage = os.wait4(proc.pid, 0)
+        finally:
+            server.kill()
+            server.wait()
+    if text_deltas != deltas:
+        raise SystemExit(f"relayed {text_deltas} text deltas, expected {deltas}")
+    print(f"relay: {deltas} deltas from the fake server to stdout in {elapsed * 1000:.0f} ms "
+          f"({deltas / elapsed:,.0f} deltas/s; first delta after {first_delta * 1000:.1f} ms; "
+          f"peak RSS {usage.ru_maxrss / 1024:.1f} MiB)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--deltas", type=int, default=100_000)
+    parser.add_argument("--reference", help="path to the reference pi's dist/cli.js (run with node)")
+    parser.add_argument("--node", default="node", help="node binary for --reference")
+    args = parser.parse_args()
+    build()
+    print(f"machine: {os.cpu_count()} cpus; binary {os.path.getsize(PI) / 1048576:.1f} MiB")
+    measure_start("pi-rpc", [PI, "--mode", "rpc", "--no-session"], args.runs)
+    if args.reference:
+        measure_start("reference", [args.node, args.reference, "--mode", "rpc", "--no-session", "--offline"],
+                      max(3, args.runs // 4))
+    relay(args.deltas)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
