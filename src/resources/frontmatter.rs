@@ -51,6 +51,10 @@ pub(crate) fn parse(content: &str) -> Result<FrontMatter, String> {
     if yaml.is_empty() {
         return Ok(FrontMatter { fields: HashMap::new(), body });
     }
+    // pi's YAML parser rejects a line indented with a tab; yaml-rust2 accepts some.
+    if yaml.split('\n').any(|l| l.starts_with('\t') && !l.trim_start().is_empty() && !l.trim_start().starts_with('#')) {
+        return Err("Tabs are not allowed as indentation".to_string());
+    }
     let docs = YamlLoader::load_from_str(yaml).map_err(|e| e.to_string())?;
     if docs.len() > 1 {
         return Err("Source contains multiple documents".to_string());

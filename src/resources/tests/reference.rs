@@ -267,3 +267,32 @@ fn patterns_ignore_files_and_command_line_fixture_matches_pi() {
         ]
     );
 }
+
+#[test]
+fn front_matter_table_from_pi() {
+    use crate::resources::frontmatter::{FmValue, parse};
+    let table: Value = serde_json::from_str(include_str!("pi_frontmatter_reference.json")).unwrap();
+    let shape = |v: Option<&FmValue>| match v {
+        None => Value::from("absent"),
+        Some(FmValue::Str(s)) => serde_json::json!({ "str": s }),
+        Some(FmValue::Bool(b)) => serde_json::json!({ "bool": b }),
+        Some(FmValue::Other) => Value::from("other"),
+    };
+    let mut mismatches = Vec::new();
+    for case in table["cases"].as_array().unwrap() {
+        let input = case[0].as_str().unwrap();
+        let got = match parse(input) {
+            Ok(fm) => serde_json::json!({
+                "ok": true,
+                "description": shape(fm.fields.get("description")),
+                "dmi": shape(fm.fields.get("disable-model-invocation")),
+                "body": fm.body,
+            }),
+            Err(_) => serde_json::json!({ "ok": false }),
+        };
+        if got != case[1] {
+            mismatches.push(format!("{input:?}: pi {} / ours {got}", case[1]));
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
