@@ -15,6 +15,7 @@ pub mod message;
 pub mod model;
 pub mod op;
 pub mod provider;
+pub mod resources;
 pub mod session;
 pub mod system_prompt;
 pub mod tools;
