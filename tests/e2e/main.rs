@@ -1,6 +1,8 @@
 //! End-to-end tests: spawn the `pi` binary against the fake model server
 //! (127.0.0.1:0) or the offline faux model, and check what it writes.
 
+mod clients;
+mod dialects_agree;
 mod harness;
 mod jsonrpc_basic;
 mod native_basic;
