@@ -169,12 +169,10 @@ struct StdinSender(tokio::process::ChildStdin);
 impl TransportSenderT for StdinSender {
     type Error = std::io::Error;
 
-    fn send(&mut self, msg: String) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
-        async move {
-            self.0.write_all(msg.as_bytes()).await?;
-            self.0.write_all(b"\n").await?;
-            self.0.flush().await
-        }
+    async fn send(&mut self, msg: String) -> Result<(), Self::Error> {
+        self.0.write_all(msg.as_bytes()).await?;
+        self.0.write_all(b"\n").await?;
+        self.0.flush().await
     }
 }
 
@@ -183,14 +181,12 @@ struct StdoutReceiver(BufReader<tokio::process::ChildStdout>);
 impl TransportReceiverT for StdoutReceiver {
     type Error = std::io::Error;
 
-    fn receive(&mut self) -> impl std::future::Future<Output = Result<ReceivedMessage, Self::Error>> + Send {
-        async move {
-            let mut line = String::new();
-            if self.0.read_line(&mut line).await? == 0 {
-                return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
-            }
-            Ok(ReceivedMessage::Text(line))
+    async fn receive(&mut self) -> Result<ReceivedMessage, Self::Error> {
+        let mut line = String::new();
+        if self.0.read_line(&mut line).await? == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
         }
+        Ok(ReceivedMessage::Text(line))
     }
 }
 
