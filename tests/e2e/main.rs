@@ -9,6 +9,7 @@ mod dialects_agree;
 mod harness;
 mod jsonrpc_basic;
 mod native_basic;
+mod native_config;
 mod native_input;
 mod native_run;
 mod native_state;
