@@ -100,7 +100,7 @@ async fn streams_text_with_usage_and_stop() {
     assert_eq!(events[1], ProviderEvent::BlockStart { index: 0, kind: BlockKind::Text });
     assert_eq!(deltas(&events, 0), vec!["Hel", "lo"]);
     let usage = events.iter().find_map(|e| match e {
-        ProviderEvent::Usage(u) => Some(*u),
+        ProviderEvent::Usage(u) => Some(u.clone()),
         _ => None,
     });
     let usage = usage.unwrap();
