@@ -17,6 +17,7 @@ use crate::model::{Model, ThinkingLevel};
 
 pub mod classify;
 pub mod convert;
+pub(crate) mod driver;
 pub mod faux;
 pub mod http;
 pub mod openai_compat;

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use pi_compat::fake_server::{FakeServer, FakeToolCall, Part, Reply};
 use serde_json::{Map, json};
 
