@@ -191,3 +191,43 @@ pub(crate) fn drive<W: Wire>(
     })
     .boxed()
 }
+
+/// Decode a whole response body the way [`drive`] does, feeding the bytes in
+/// pieces of `piece` bytes (tests: every split point must decode the same).
+#[cfg(test)]
+pub(crate) fn decode_bytes<W: Wire>(
+    mut wire: W,
+    bytes: &[u8],
+    piece: usize,
+) -> (Vec<ProviderEvent>, Option<ProviderError>) {
+    let mut parser = super::sse::SseParser::new();
+    let mut sse = Vec::new();
+    for chunk in bytes.chunks(piece.max(1)) {
+        sse.extend(parser.push(chunk));
+    }
+    sse.extend(parser.finish_with_trailing());
+    let mut out = Out::default();
+    let mut failed = false;
+    for ev in &sse {
+        match wire.on_event(ev, &mut out) {
+            Ok(Flow::Continue) => {}
+            Ok(Flow::Done) => break,
+            Err(e) => {
+                out.fail(e);
+                failed = true;
+                break;
+            }
+        }
+    }
+    if !failed && let Err(e) = wire.finish(&mut out) {
+        out.fail(e);
+    }
+    let mut events = Vec::new();
+    for item in out.queue {
+        match item {
+            Ok(ev) => events.push(ev),
+            Err(e) => return (events, Some(e)),
+        }
+    }
+    (events, None)
+}

@@ -15,8 +15,11 @@ use tokio_util::sync::CancellationToken;
 use crate::message::{AgentMessage, StopReason, Usage};
 use crate::model::{Model, ThinkingLevel};
 
+pub mod anthropic;
+pub mod anthropic_request;
 pub mod classify;
 pub mod convert;
+pub mod shared;
 pub(crate) mod driver;
 pub mod faux;
 pub mod http;
@@ -24,6 +27,8 @@ pub mod openai_compat;
 pub mod openai_completions;
 pub mod openai_request;
 pub mod sse;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 /// A tool as declared to the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -167,7 +172,8 @@ impl ProviderRegistry {
     pub fn builtin(http: http::HttpClient, faux: faux::FauxProvider) -> Self {
         let mut reg = ProviderRegistry::default();
         reg.register(Arc::new(faux));
-        reg.register(Arc::new(openai_completions::OpenAiCompletions::new(http)));
+        reg.register(Arc::new(openai_completions::OpenAiCompletions::new(http.clone())));
+        reg.register(Arc::new(anthropic::AnthropicMessages::new(http)));
         reg
     }
 
