@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::anthropic_request::{build_body, build_headers, endpoint, from_claude_code_name, prepare};
-use super::classify::{error_from, retry_after};
+use super::classify::{error_from, js_truthy, retry_after};
 use super::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
 use super::http::HttpClient;
 use super::shared::{js_json, parse_json_with_repair};
@@ -63,16 +63,6 @@ pub fn http_error_message(status: u16, body: &str) -> String {
     match message {
         Some(m) => format!("{status} {m}"),
         None => format!("{status} status code (no body)"),
-    }
-}
-
-fn js_truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        _ => true,
     }
 }
 
@@ -338,7 +328,7 @@ impl Provider for AnthropicMessages {
             saw_stop: false,
             stop: None,
         };
-        let api = Api { http_error, transport_error: same_transport_error };
+        let api = Api { http_error: Box::new(http_error), transport_error: same_transport_error };
         drive(self.http.clone(), cancel, prepared.map(|(call, _)| call), decoder, api)
     }
 }

@@ -58,7 +58,7 @@ pub(crate) struct Call {
 }
 
 /// Builds the error for a non-2xx answer from its status, headers and body text.
-pub(crate) type HttpErrorFn = fn(u16, &HeaderMap, &str) -> ProviderError;
+pub(crate) type HttpErrorFn = Box<dyn Fn(u16, &HeaderMap, &str) -> ProviderError + Send>;
 
 /// Rewrites a transport failure (before any response) into the API's wording.
 pub(crate) type TransportErrorFn = fn(ProviderError) -> ProviderError;

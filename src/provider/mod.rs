@@ -26,6 +26,8 @@ pub mod http;
 pub mod openai_compat;
 pub mod openai_completions;
 pub mod openai_request;
+pub mod openai_responses;
+pub mod openai_responses_request;
 pub mod sse;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -173,7 +175,8 @@ impl ProviderRegistry {
         let mut reg = ProviderRegistry::default();
         reg.register(Arc::new(faux));
         reg.register(Arc::new(openai_completions::OpenAiCompletions::new(http.clone())));
-        reg.register(Arc::new(anthropic::AnthropicMessages::new(http)));
+        reg.register(Arc::new(anthropic::AnthropicMessages::new(http.clone())));
+        reg.register(Arc::new(openai_responses::OpenAiResponses::new(http)));
         reg
     }
 

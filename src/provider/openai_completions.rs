@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::classify::{error_from, openai_http_error, openai_stream_error_message};
+use super::classify::{error_from, js_truthy, openai_http_error, openai_stream_error_message};
 use super::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
 use super::http::HttpClient;
 use super::openai_compat::OpenAiCompat;
@@ -34,8 +34,7 @@ impl OpenAiCompletions {
 
 /// pi's text when a stream ends cleanly without any `finish_reason`.
 pub const NO_FINISH_REASON_MESSAGE: &str = "Stream ended without finish_reason";
-/// pi's text for an SSE `data:` payload that is not JSON.
-pub const MALFORMED_EVENT_MESSAGE: &str = "Error reading response: malformed server-sent event JSON.";
+pub use super::classify::MALFORMED_EVENT_MESSAGE;
 
 /// Usage from a Chat Completions `usage` object (pi's `parseChunkUsage`):
 /// cached prompt tokens are cache reads and are not counted as input.
@@ -211,7 +210,7 @@ impl Wire for Assembler {
             let err = data.get("error").filter(|e| !e.is_null()).unwrap_or(&data);
             return Err(error_from(None, openai_stream_error_message(err), None));
         }
-        if let Some(err) = data.get("error").filter(|e| classify_truthy(e)) {
+        if let Some(err) = data.get("error").filter(|e| js_truthy(e)) {
             return Err(error_from(None, openai_stream_error_message(err), None));
         }
         self.on_chunk(&data, out);
@@ -237,16 +236,6 @@ impl Wire for Assembler {
     }
 }
 
-fn classify_truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::String(s) => !s.is_empty(),
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        _ => true,
-    }
-}
-
 fn prepare(request: &ProviderRequest, compat: &OpenAiCompat) -> Result<Call, ProviderError> {
     let headers = build_headers(request, compat)?;
     let body = build_body(request, compat);
@@ -263,7 +252,7 @@ impl Provider for OpenAiCompletions {
         let compat = OpenAiCompat::resolve(&request.model);
         let wire = Assembler::new(&request, &compat);
         let call = prepare(&request, &compat);
-        let api = Api { http_error: openai_http_error, transport_error: same_transport_error };
+        let api = Api { http_error: Box::new(openai_http_error), transport_error: same_transport_error };
         drive(self.http.clone(), cancel, call, wire, api)
     }
 }
