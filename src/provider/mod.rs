@@ -19,15 +19,17 @@ pub mod anthropic;
 pub mod anthropic_request;
 pub mod classify;
 pub mod convert;
-pub mod shared;
 pub(crate) mod driver;
 pub mod faux;
+pub mod google;
+pub mod google_request;
 pub mod http;
 pub mod openai_compat;
 pub mod openai_completions;
 pub mod openai_request;
 pub mod openai_responses;
 pub mod openai_responses_request;
+pub mod shared;
 pub mod sse;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -176,7 +178,8 @@ impl ProviderRegistry {
         reg.register(Arc::new(faux));
         reg.register(Arc::new(openai_completions::OpenAiCompletions::new(http.clone())));
         reg.register(Arc::new(anthropic::AnthropicMessages::new(http.clone())));
-        reg.register(Arc::new(openai_responses::OpenAiResponses::new(http)));
+        reg.register(Arc::new(openai_responses::OpenAiResponses::new(http.clone())));
+        reg.register(Arc::new(google::GoogleGenerativeAi::new(http)));
         reg
     }
 
