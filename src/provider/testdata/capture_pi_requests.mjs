@@ -12,6 +12,7 @@ const api = {
   "anthropic-messages": await import(path.join(dist, "api/anthropic-messages.js")),
   "openai-responses": await import(path.join(dist, "api/openai-responses.js")),
   "google-generative-ai": await import(path.join(dist, "api/google-generative-ai.js")),
+  "mistral-conversations": await import(path.join(dist, "api/mistral-conversations.js")),
 };
 
 let requests = [];
@@ -66,6 +67,9 @@ const responsesOwn = { api: "openai-responses", provider: "openai", model: "gpt-
 const gemini = (id) => model({ id, api: "google-generative-ai", provider: "google", baseUrl: base + "/v1beta", maxTokens: 65536, contextWindow: 1048576 });
 const geminiOwn = (id) => ({ api: "google-generative-ai", provider: "google", model: id });
 
+const mistral = (id, over) => model({ id, api: "mistral-conversations", provider: "mistral", baseUrl: base, maxTokens: 32768, contextWindow: 131072, ...over });
+const mistralOwn = (id) => ({ api: "mistral-conversations", provider: "mistral", model: id });
+const mistralSig = { thinking: "", call1: "AbCdE1234", call2: "ZyXwV9876" };
 const anthropicSig = { thinking: "SIG1", redacted: "REDACTED", call1: "toolu_1", call2: "toolu_2" };
 const responsesSig = { thinking: JSON.stringify({ type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: "hmm" }], encrypted_content: "ENC" }),
   text: JSON.stringify({ v: 1, id: "msg_1" }), call1: "call_1|fc_1", call2: "call_2|fc_2" };
@@ -81,6 +85,9 @@ const scenarios = {
   google_medium: [gemini("gemini-2.5-flash"), geminiOwn("gemini-2.5-flash"), geminiSig, "medium"],
   google_off: [gemini("gemini-2.5-pro"), geminiOwn("gemini-2.5-pro"), geminiSig, undefined],
   google_gemini3_low: [{ ...gemini("gemini-3-pro-preview"), thinkingLevelMap: { minimal: null, medium: null, off: null } }, geminiOwn("gemini-3-pro-preview"), geminiSig, "low"],
+  mistral_medium: [mistral("mistral-large-latest", { thinkingLevelMap: { off: null, minimal: null, low: "low", medium: "medium", high: "high", xhigh: null, max: null } }),
+    mistralOwn("mistral-large-latest"), mistralSig, "medium"],
+  mistral_magistral_high: [mistral("magistral-medium-x", { input: ["text"] }), mistralOwn("magistral-medium-x"), mistralSig, "high"],
 };
 
 for (const [name, [m, own, sig, level]] of Object.entries(scenarios)) {
