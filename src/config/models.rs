@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::ConfigError;
-use super::auth::{AuthStore, env_key_for, resolve_config_value};
+use super::auth::{AuthStore, env_bearer_token_for, env_key_for, resolve_config_value};
 use super::catalog;
 use crate::model::{Model, ModelCost};
 use crate::provider::faux;
@@ -188,20 +188,33 @@ impl ModelRegistry {
         if let Some(k) = self.auth.key_for(provider) {
             return Some(k);
         }
-        if let Some(cfg) = self.providers.get(provider).and_then(|p| p.api_key.as_deref()) {
-            if let Some(k) = resolve_config_value(cfg) {
-                return Some(k);
-            }
+        if let Some(cfg) = self.providers.get(provider).and_then(|p| p.api_key.as_deref())
+            && let Some(k) = resolve_config_value(cfg)
+        {
+            return Some(k);
         }
         env_key_for(provider)
     }
 
-    /// True when the model can be called (faux always can).
-    pub fn has_credentials(&self, model: &Model) -> bool {
-        model.provider == faux::FAUX_PROVIDER || self.api_key(&model.provider).is_some()
+    /// A bearer token sent as `Authorization` instead of a key
+    /// (`ANTHROPIC_AUTH_TOKEN`), when no key is configured.
+    fn bearer_token(&self, provider: &str) -> Option<String> {
+        if self.api_key(provider).is_some() {
+            return None;
+        }
+        env_bearer_token_for(provider)
     }
 
-    /// Resolved headers for a model (provider then model values).
+    /// True when the model can be called (faux always can).
+    pub fn has_credentials(&self, model: &Model) -> bool {
+        model.provider == faux::FAUX_PROVIDER
+            || self.api_key(&model.provider).is_some()
+            || self.bearer_token(&model.provider).is_some()
+    }
+
+    /// Resolved headers for a model (provider then model values), plus
+    /// `Authorization: Bearer <key>` when the provider sets `authHeader` (or
+    /// the bearer token of [`env_bearer_token_for`]).
     pub fn headers(&self, model: &Model) -> HashMap<String, String> {
         let mut out = HashMap::new();
         let provider_headers = self.providers.get(&model.provider).map(|p| p.headers.iter());
@@ -210,6 +223,15 @@ impl ModelRegistry {
             if let Some(v) = value.as_str().and_then(resolve_config_value) {
                 out.insert(name.clone(), v);
             }
+        }
+        let bearer = if self.auth_header(&model.provider) {
+            self.api_key(&model.provider)
+        } else {
+            self.bearer_token(&model.provider)
+        };
+        if let Some(token) = bearer {
+            out.retain(|k, _| !k.eq_ignore_ascii_case("authorization"));
+            out.insert("Authorization".to_string(), format!("Bearer {token}"));
         }
         out
     }
@@ -359,6 +381,28 @@ mod tests {
         assert!(err.contains("models.json") && err.contains("providers.p"), "{err}");
         std::fs::write(dir.path().join("models.json"), "{").unwrap();
         assert!(ModelRegistry::load(dir.path()).unwrap_err().to_string().contains("models.json"));
+    }
+
+    #[test]
+    fn auth_header_sends_the_key_as_a_bearer_token() {
+        let reg = registry_with(
+            r#"{"providers":{"proxy":{"baseUrl":"http://127.0.0.1:1","api":"anthropic-messages","apiKey":"k-1","authHeader":true,"headers":{"x-a":"b"},"models":[{"id":"m"}]}}}"#,
+        );
+        let m = reg.find("proxy", "m").unwrap();
+        let h = reg.headers(&m);
+        assert_eq!(h.get("Authorization").map(String::as_str), Some("Bearer k-1"));
+        assert_eq!(h.get("x-a").map(String::as_str), Some("b"));
+    }
+
+    #[test]
+    fn catalog_models_are_available_with_a_runtime_key() {
+        let mut reg = ModelRegistry::load(tempfile::tempdir().unwrap().path()).unwrap();
+        assert!(reg.all().iter().any(|m| m.provider == "groq"));
+        reg.set_runtime_key("groq", "gsk-test".into());
+        let available = reg.available();
+        assert!(available.iter().any(|m| m.provider == "groq"));
+        assert!(available.iter().all(|m| reg.has_credentials(m)));
+        assert_eq!(reg.resolve(Some("anthropic"), "claude-sonnet-4-5").unwrap().api, "anthropic-messages");
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub mod faux;
 pub mod google;
 pub mod google_request;
 pub mod http;
+pub mod mistral;
+pub mod mistral_request;
 pub mod openai_compat;
 pub mod openai_completions;
 pub mod openai_request;
@@ -179,7 +181,8 @@ impl ProviderRegistry {
         reg.register(Arc::new(openai_completions::OpenAiCompletions::new(http.clone())));
         reg.register(Arc::new(anthropic::AnthropicMessages::new(http.clone())));
         reg.register(Arc::new(openai_responses::OpenAiResponses::new(http.clone())));
-        reg.register(Arc::new(google::GoogleGenerativeAi::new(http)));
+        reg.register(Arc::new(google::GoogleGenerativeAi::new(http.clone())));
+        reg.register(Arc::new(mistral::MistralConversations::new(http)));
         reg
     }
 
