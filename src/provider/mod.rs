@@ -28,6 +28,7 @@ pub mod mistral;
 pub mod mistral_request;
 pub mod openai_compat;
 pub mod openai_completions;
+pub mod openai_reasoning;
 pub mod openai_request;
 pub mod openai_responses;
 pub mod openai_responses_request;

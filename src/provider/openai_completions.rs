@@ -16,6 +16,7 @@ use super::classify::{error_from, js_truthy, openai_http_error, openai_stream_er
 use super::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
 use super::http::HttpClient;
 use super::openai_compat::OpenAiCompat;
+use super::openai_reasoning::{append_reasoning_detail, is_reasoning_detail};
 use super::openai_request::{build_body, build_headers};
 use super::sse::SseEvent;
 use super::{BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest, ProviderStream};
@@ -82,6 +83,9 @@ struct Assembler {
     response_id: bool,
     /// (stop reason or error text, raw finish reason).
     finish: Option<(Result<StopReason, String>, String)>,
+    /// OpenRouter `reasoning_details` seen so far (merged); they become the
+    /// thinking signature when the block ends.
+    reasoning_details: Option<Vec<Value>>,
 }
 
 impl Assembler {
@@ -97,6 +101,7 @@ impl Assembler {
             has_tool_calls: false,
             response_id: false,
             finish: None,
+            reasoning_details: None,
         }
     }
 
@@ -147,6 +152,17 @@ impl Assembler {
                 }
             };
             out.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
+        }
+        for detail in delta.get("reasoning_details").and_then(Value::as_array).into_iter().flatten() {
+            if !is_reasoning_detail(detail) {
+                continue;
+            }
+            if self.thinking.is_none() {
+                let i = self.start_block(BlockKind::Thinking, out);
+                self.thinking = Some(i);
+                out.emit(ProviderEvent::Signature { index: i, signature: String::new() });
+            }
+            append_reasoning_detail(self.reasoning_details.get_or_insert_with(Vec::new), detail);
         }
         if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|s| !s.is_empty()) {
             let index = match self.text {
@@ -220,6 +236,11 @@ impl Wire for Assembler {
     /// The body ended cleanly (EOF or `[DONE]`): close the blocks, then stop or fail.
     fn finish(&mut self, out: &mut Out) -> Result<(), ProviderError> {
         for index in 0..self.blocks {
+            if Some(index) == self.thinking
+                && let Some(details) = &self.reasoning_details
+            {
+                out.emit(ProviderEvent::Signature { index, signature: Value::Array(details.clone()).to_string() });
+            }
             out.emit(ProviderEvent::BlockEnd { index });
         }
         let stop = match self.finish.take() {

@@ -9,7 +9,8 @@ use serde_json::{Map, Value, json};
 use super::convert::{self, LlmMessage};
 use super::openai_request::{clamp_level, short_hash};
 use super::shared::{
-    CacheRetention, compat_bool, compat_value, configured_headers, has_header, level_entry, off_allowed, set_header,
+    CacheRetention, compat_bool, compat_value, configured_headers, has_header, level_entry, off_allowed,
+    request_headers, set_header,
 };
 use super::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
 use crate::message::{AssistantMessage, ContentBlock, UserContent};
@@ -411,10 +412,8 @@ pub fn build_headers(request: &ProviderRequest) -> Result<Vec<(String, String)>,
             set_header(&mut headers, "x-client-request-id", id.clone());
         }
     }
-    let mut extra: Vec<(&String, &String)> = request.headers.iter().collect();
-    extra.sort();
-    for (k, v) in extra {
-        set_header(&mut headers, k, v.clone());
+    for (k, v) in request_headers(request) {
+        set_header(&mut headers, &k, v);
     }
     Ok(headers)
 }

@@ -36,8 +36,23 @@ pub fn set_header(headers: &mut Vec<(String, String)>, name: &str, value: impl I
     headers.push((name.to_string(), value.into()));
 }
 
-/// The model's string headers, then the request's (sorted, so requests are
-/// reproducible); later entries replace earlier ones of the same name.
+/// The request's own headers, sorted (requests are reproducible), plus
+/// OpenCode's per-conversation routing header (`x-opencode-session`) that pi
+/// adds for the `opencode` and `opencode-go` providers unless configured.
+pub fn request_headers(request: &ProviderRequest) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = request.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    out.sort();
+    let opencode = matches!(request.model.provider.as_str(), "opencode" | "opencode-go");
+    if let Some(id) = request.session_id.as_deref().filter(|_| opencode)
+        && !out.iter().any(|(k, _)| k.eq_ignore_ascii_case("x-opencode-session"))
+    {
+        out.push(("x-opencode-session".to_string(), id.to_string()));
+    }
+    out
+}
+
+/// The model's string headers, then the request's ([`request_headers`]);
+/// later entries replace earlier ones of the same name.
 pub fn configured_headers(request: &ProviderRequest) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     if let Some(h) = &request.model.headers {
@@ -47,10 +62,8 @@ pub fn configured_headers(request: &ProviderRequest) -> Vec<(String, String)> {
             }
         }
     }
-    let mut extra: Vec<(&String, &String)> = request.headers.iter().collect();
-    extra.sort();
-    for (k, v) in extra {
-        set_header(&mut out, k, v.clone());
+    for (k, v) in request_headers(request) {
+        set_header(&mut out, &k, v);
     }
     out
 }

@@ -13,6 +13,7 @@ const api = {
   "openai-responses": await import(path.join(dist, "api/openai-responses.js")),
   "google-generative-ai": await import(path.join(dist, "api/google-generative-ai.js")),
   "mistral-conversations": await import(path.join(dist, "api/mistral-conversations.js")),
+  "openai-completions": await import(path.join(dist, "api/openai-completions.js")),
 };
 
 let requests = [];
@@ -70,6 +71,12 @@ const geminiOwn = (id) => ({ api: "google-generative-ai", provider: "google", mo
 const mistral = (id, over) => model({ id, api: "mistral-conversations", provider: "mistral", baseUrl: base, maxTokens: 32768, contextWindow: 131072, ...over });
 const mistralOwn = (id) => ({ api: "mistral-conversations", provider: "mistral", model: id });
 const mistralSig = { thinking: "", call1: "AbCdE1234", call2: "ZyXwV9876" };
+const completions = (id, provider, over) => model({ id, api: "openai-completions", provider, baseUrl: base + "/v1", maxTokens: 32768, contextWindow: 131072, ...over });
+const completionsOwn = (id, provider) => ({ api: "openai-completions", provider, model: id });
+const reasoningDetails = JSON.stringify([{ type: "reasoning.text", text: "hmm", format: "anthropic-claude-v1", index: 0, signature: "sig" },
+  { type: "reasoning.encrypted", data: "ENC", id: "enc_1", format: "anthropic-claude-v1", index: 1 }]);
+const openrouterSig = { thinking: reasoningDetails, call1: "toolu_1", call2: "toolu_2" };
+const plainSig = { thinking: "reasoning_content", call1: "call_1", call2: "call_2" };
 const anthropicSig = { thinking: "SIG1", redacted: "REDACTED", call1: "toolu_1", call2: "toolu_2" };
 const responsesSig = { thinking: JSON.stringify({ type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: "hmm" }], encrypted_content: "ENC" }),
   text: JSON.stringify({ v: 1, id: "msg_1" }), call1: "call_1|fc_1", call2: "call_2|fc_2" };
@@ -88,6 +95,23 @@ const scenarios = {
   mistral_medium: [mistral("mistral-large-latest", { thinkingLevelMap: { off: null, minimal: null, low: "low", medium: "medium", high: "high", xhigh: null, max: null } }),
     mistralOwn("mistral-large-latest"), mistralSig, "medium"],
   mistral_magistral_high: [mistral("magistral-medium-x", { input: ["text"] }), mistralOwn("magistral-medium-x"), mistralSig, "high"],
+  completions_openrouter_cache: [completions("anthropic/claude-fable-5", "openrouter", { baseUrl: base + "/api/v1",
+      thinkingLevelMap: { off: null, minimal: null, xhigh: "xhigh", max: "max" },
+      compat: { thinkingFormat: "openrouter", supportsStrictMode: true, cacheControlFormat: "anthropic", sendSessionAffinityHeaders: true } }),
+    completionsOwn("anthropic/claude-fable-5", "openrouter"), openrouterSig, "xhigh"],
+  completions_openrouter_off_null: [completions("anthropic/claude-fable-5", "openrouter", { baseUrl: base + "/api/v1",
+      thinkingLevelMap: { off: null, minimal: null }, compat: { thinkingFormat: "openrouter", cacheControlFormat: "anthropic" } }),
+    completionsOwn("anthropic/claude-fable-5", "openrouter"), openrouterSig, undefined],
+  completions_baseten_template: [completions("zai-org/GLM-5.2", "baseten", { input: ["text"],
+      thinkingLevelMap: { off: "none", minimal: null, low: null, medium: null, high: "high", xhigh: null, max: "max" },
+      compat: { supportsStrictMode: true, supportsStore: false, supportsReasoningEffort: true, maxTokensField: "max_tokens",
+        sendSessionAffinityHeaders: true, supportsLongCacheRetention: false, thinkingFormat: "baseten",
+        chatTemplateArgs: { enable_thinking: { $var: "thinking.enabled" } }, supportsThinkingTokenBudget: true } }),
+    completionsOwn("zai-org/GLM-5.2", "baseten"), plainSig, "high"],
+  completions_chat_template_off: [completions("qwen-local", "local", { input: ["text"],
+      compat: { thinkingFormat: "chat-template", chatTemplateKwargs: { enable_thinking: { $var: "thinking.enabled" },
+        budget: { $var: "thinking.budget", omitWhenOff: true }, fixed: 1 } } }),
+    completionsOwn("qwen-local", "local"), plainSig, undefined],
 };
 
 for (const [name, [m, own, sig, level]] of Object.entries(scenarios)) {
