@@ -7,11 +7,17 @@
 //! `content_block_*`) and `error` are read, by their SSE event name; `ping`
 //! and unknown events are skipped.
 
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use futures::StreamExt;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::anthropic_request::{build_body, build_headers, endpoint, from_claude_code_name, prepare};
+use super::anthropic_request::{
+    build_body, build_headers, endpoint, from_claude_code_name, has_preferred_strict_tools, prepare,
+};
 use super::classify::{error_from, js_truthy, retry_after};
 use super::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
 use super::http::HttpClient;
@@ -301,11 +307,77 @@ impl Wire for Decoder {
     }
 }
 
-fn prepare_call(request: &ProviderRequest) -> Result<(Call, bool), ProviderError> {
-    let (llm, plan) = prepare(request);
-    let headers = build_headers(request, &plan)?;
-    let body = build_body(request, &plan, &llm);
-    Ok((Call { url: endpoint(&request.model), headers, body }, plan.oauth))
+/// Texts with which Claude rejects strict tools beyond its limits (20 strict
+/// tools, 16 optional or union-typed parameters).
+const STRICT_LIMIT_MESSAGES: [&str; 3] = [
+    "The compiled grammar is too large",
+    "Too many strict tools (",
+    "Schemas contains too many parameters with union types (",
+];
+
+/// Sessions whose strict tools Claude rejected; their later requests send
+/// the tools plain at once (pi keeps the same per-process memory).
+static STRICT_LIMITED_SESSIONS: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+const MAX_STRICT_LIMITED_SESSIONS: usize = 10_000;
+
+fn strict_limited(session: Option<&str>) -> bool {
+    let Some(id) = session else { return false };
+    STRICT_LIMITED_SESSIONS.lock().map(|g| g.as_ref().is_some_and(|s| s.contains(id))).unwrap_or(false)
+}
+
+fn mark_strict_limited(session: Option<&str>) {
+    let Some(id) = session else { return };
+    if let Ok(mut guard) = STRICT_LIMITED_SESSIONS.lock() {
+        let set = guard.get_or_insert_with(HashSet::new);
+        if set.len() >= MAX_STRICT_LIMITED_SESSIONS {
+            set.clear();
+        }
+        set.insert(id.to_string());
+    }
+}
+
+/// A 400 `invalid_request_error` about strict tool limits.
+fn is_strict_limit_error(err: &ProviderError) -> bool {
+    err.status == Some(400)
+        && err.message.contains("invalid_request_error")
+        && STRICT_LIMIT_MESSAGES.iter().any(|m| err.message.contains(m))
+}
+
+fn decoder(oauth_tools: Option<Vec<ToolSpec>>) -> Decoder {
+    Decoder {
+        oauth_tools,
+        open: Default::default(),
+        signatures: Default::default(),
+        has_content: false,
+        usage: Usage::default(),
+        cache_write_1h: 0,
+        reasoning: None,
+        saw_start: false,
+        saw_stop: false,
+        stop: None,
+    }
+}
+
+fn api() -> Api {
+    Api { http_error: Box::new(http_error), transport_error: same_transport_error }
+}
+
+/// One call of the request; `plain` sends preferred-strict tools without strict schemas.
+fn call_stream(
+    http: &HttpClient,
+    request: &ProviderRequest,
+    cancel: &CancellationToken,
+    plain: bool,
+) -> (ProviderStream, bool) {
+    let (llm, plan) = prepare(request, plain);
+    let retry_plain = !plain && has_preferred_strict_tools(request, &plan);
+    let oauth_tools = plan.oauth.then(|| request.tools.clone());
+    let call = build_headers(request, &plan).map(|headers| Call {
+        url: endpoint(&request.model),
+        headers,
+        body: build_body(request, &plan, &llm),
+    });
+    (drive(http.clone(), cancel.clone(), call, decoder(oauth_tools), api()), retry_plain)
 }
 
 impl Provider for AnthropicMessages {
@@ -313,23 +385,28 @@ impl Provider for AnthropicMessages {
         "anthropic-messages"
     }
 
+    /// Like pi, a request whose preferred-strict tools Claude rejects for its
+    /// limits is sent once more with those tools plain, and the session
+    /// remembers it.
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
-        let prepared = prepare_call(&request);
-        let oauth = matches!(prepared, Ok((_, true)));
-        let decoder = Decoder {
-            oauth_tools: oauth.then(|| request.tools.clone()),
-            open: Default::default(),
-            signatures: Default::default(),
-            has_content: false,
-            usage: Usage::default(),
-            cache_write_1h: 0,
-            reasoning: None,
-            saw_start: false,
-            saw_stop: false,
-            stop: None,
+        let session = request.session_id.clone();
+        let plain = strict_limited(session.as_deref());
+        let (mut first, retry_plain) = call_stream(&self.http, &request, &cancel, plain);
+        if !retry_plain {
+            return first;
+        }
+        let http = self.http.clone();
+        let opened = async move {
+            match first.next().await {
+                Some(Err(e)) if is_strict_limit_error(&e) && !cancel.is_cancelled() => {
+                    mark_strict_limited(session.as_deref());
+                    call_stream(&http, &request, &cancel, true).0
+                }
+                Some(item) => futures::stream::once(async move { item }).chain(first).boxed(),
+                None => first,
+            }
         };
-        let api = Api { http_error: Box::new(http_error), transport_error: same_transport_error };
-        drive(self.http.clone(), cancel, prepared.map(|(call, _)| call), decoder, api)
+        futures::stream::once(opened).flatten().boxed()
     }
 }
 

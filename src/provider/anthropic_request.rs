@@ -10,6 +10,7 @@ use super::shared::{
     CacheRetention, adjust_for_thinking, compat_bool, compat_value, configured_headers, has_header, level_string,
     off_allowed, set_header,
 };
+use super::strict_schema::{anthropic_unsupported_keyword, prefers_strict, strict_parameters};
 use super::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
 use crate::message::{AssistantMessage, ContentBlock, ToolResultMessage, UserContent};
 use crate::model::{Model, ThinkingLevel};
@@ -82,6 +83,8 @@ pub struct AnthropicCompat {
     pub mid_convo_effort: bool,
     pub native_tool_changes: bool,
     pub fallback_models: Vec<String>,
+    /// Claude's strict tool use (`strict: true` tools).
+    pub strict_tools: bool,
 }
 
 impl AnthropicCompat {
@@ -109,6 +112,7 @@ impl AnthropicCompat {
             native_tool_changes: flag("supportsMidConvoSystemMessages", false)
                 && flag("supportsMidConvoToolChanges", false),
             fallback_models,
+            strict_tools: flag("supportsStrictTools", false),
         }
     }
 }
@@ -132,6 +136,9 @@ pub struct Plan {
     pub max_tokens: u64,
     pub oauth: bool,
     pub cache_control: Value,
+    /// Send tools that merely prefer strict schemas without them (after Claude
+    /// rejected this session's strict tools for exceeding its limits).
+    pub no_preferred_strict: bool,
 }
 
 /// pi's `mapThinkingLevelToEffort`.
@@ -167,7 +174,7 @@ pub fn plan(request: &ProviderRequest, llm: &[LlmMessage]) -> Plan {
     let ttl = CacheRetention::from_env() == CacheRetention::Long && compat.long_cache_retention;
     let cache_control = if ttl { json!({"type": "ephemeral", "ttl": "1h"}) } else { json!({"type": "ephemeral"}) };
     let oauth = request.api_key.as_deref().is_some_and(is_oauth_token);
-    Plan { compat, thinking, max_tokens, oauth, cache_control }
+    Plan { compat, thinking, max_tokens, oauth, cache_control, no_preferred_strict: false }
 }
 
 fn image_block(mime: &str, data: &str) -> Value {
@@ -359,8 +366,14 @@ pub fn convert_tools(tools: &[ToolSpec], plan: &Plan) -> Vec<Value> {
         .iter()
         .enumerate()
         .map(|(i, tool)| {
-            let p = &tool.parameters;
-            let mut schema = Map::new();
+            let supported = plan.compat.strict_tools && !plan.no_preferred_strict;
+            let strict = strict_parameters(tool, supported, Some(anthropic_unsupported_keyword));
+            let p = strict.as_ref().unwrap_or(&tool.parameters);
+            // A strict schema keeps its own keys; the root keywords Anthropic reads come last.
+            let mut schema = match &strict {
+                Some(Value::Object(o)) => o.clone(),
+                _ => Map::new(),
+            };
             schema.insert("type".into(), json!("object"));
             schema.insert("properties".into(), p.get("properties").cloned().unwrap_or_else(|| json!({})));
             schema.insert("required".into(), p.get("required").cloned().unwrap_or_else(|| json!([])));
@@ -375,6 +388,9 @@ pub fn convert_tools(tools: &[ToolSpec], plan: &Plan) -> Vec<Value> {
             t.insert("description".into(), json!(tool.description));
             if plan.compat.eager_tool_input_streaming {
                 t.insert("eager_input_streaming".into(), json!(true));
+            }
+            if strict.is_some() {
+                t.insert("strict".into(), json!(true));
             }
             t.insert("input_schema".into(), Value::Object(schema));
             if let Some(cc) = cache.filter(|_| i + 1 == tools.len()) {
@@ -555,11 +571,23 @@ pub fn endpoint(model: &Model) -> String {
     format!("{}/v1/messages?beta=true", model.base_url.trim_end_matches('/'))
 }
 
+/// Whether the request sends any tool strict only because it prefers it
+/// (what a strict-limit rejection can be retried without).
+pub fn has_preferred_strict_tools(request: &ProviderRequest, plan: &Plan) -> bool {
+    plan.compat.strict_tools
+        && !plan.no_preferred_strict
+        && request
+            .tools
+            .iter()
+            .any(|t| prefers_strict(t) && strict_parameters(t, true, Some(anthropic_unsupported_keyword)).is_some())
+}
+
 /// Prepare the conversation for this model (pi's `transformMessages` with
 /// Anthropic's id rule) and the plan.
-pub fn prepare(request: &ProviderRequest) -> (Vec<LlmMessage>, Plan) {
+pub fn prepare(request: &ProviderRequest, no_preferred_strict: bool) -> (Vec<LlmMessage>, Plan) {
     let unprepared = convert::to_llm(&request.messages);
-    let plan = plan(request, &unprepared);
+    let mut plan = plan(request, &unprepared);
+    plan.no_preferred_strict = no_preferred_strict;
     let normalize = |id: &str| normalize_tool_call_id(id);
     let llm = convert::transform(unprepared, &request.model, Some(&normalize));
     (llm, plan)

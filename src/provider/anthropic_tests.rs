@@ -39,18 +39,7 @@ fn model(base_url: &str, reasoning: bool) -> Model {
 }
 
 fn decoder() -> Decoder {
-    Decoder {
-        oauth_tools: None,
-        open: Default::default(),
-        signatures: Default::default(),
-        has_content: false,
-        usage: Usage::default(),
-        cache_write_1h: 0,
-        reasoning: None,
-        saw_start: false,
-        saw_stop: false,
-        stop: None,
-    }
+    super::decoder(None)
 }
 
 async fn request_of(req: ProviderRequest, server: &FakeServer) -> pi_compat::fake_server::RecordedRequest {
@@ -62,7 +51,13 @@ async fn request_of(req: ProviderRequest, server: &FakeServer) -> pi_compat::fak
 
 #[tokio::test]
 async fn requests_match_pi_captures() {
-    for name in ["anthropic_medium", "anthropic_off", "anthropic_adaptive_xhigh"] {
+    for name in [
+        "anthropic_medium",
+        "anthropic_off",
+        "anthropic_adaptive_xhigh",
+        "anthropic_strict_high",
+        "anthropic_strict_ok",
+    ] {
         let server = FakeServer::start().await.unwrap();
         let f = fixture(name, &server.url());
         let recorded = request_of(f.request, &server).await;
@@ -300,7 +295,7 @@ async fn missing_key_fails_without_a_request_and_auth_headers_count() {
 fn body_for(model: Model, level: ThinkingLevel) -> Value {
     let mut req = simple_request(model, "hi");
     req.thinking_level = level;
-    let (llm, plan) = anthropic_request::prepare(&req);
+    let (llm, plan) = anthropic_request::prepare(&req, false);
     anthropic_request::build_body(&req, &plan, &llm)
 }
 
@@ -347,7 +342,7 @@ fn managed_effort_models_mark_levels_in_messages() {
         a.extra.insert("providerThinkingLevel".into(), json!("high"));
     }
     req.messages = vec![crate::provider::test_support::user("a"), earlier, crate::provider::test_support::user("b")];
-    let (llm, plan) = anthropic_request::prepare(&req);
+    let (llm, plan) = anthropic_request::prepare(&req, false);
     let body = anthropic_request::build_body(&req, &plan, &llm);
     let msgs = body["messages"].as_array().unwrap();
     assert_eq!(msgs[1], json!({"role": "system", "content": [], "output_config": {"effort": "high"}}));
@@ -391,4 +386,28 @@ async fn configured_beta_header_and_session_affinity() {
     let r = request_of(req, &server).await;
     assert_eq!(r.header("anthropic-beta"), Some("a-1,b-2"));
     assert_eq!(r.header("x-session-id"), Some("sess-9"));
+}
+
+#[tokio::test]
+async fn strict_tool_limits_fall_back_to_plain_tools_for_the_session() {
+    let server = FakeServer::start().await.unwrap();
+    let limit = "Too many strict tools (25). The maximum number of strict tools is 20.";
+    server.push(Reply::anthropic_error(400, "invalid_request_error", limit));
+    server.push(Reply::text("ok"));
+    server.push(Reply::text("again"));
+    let mut m = model(&server.url(), false);
+    m.compat = json!({"supportsStrictTools": true}).as_object().cloned();
+    let mut req = simple_request(m, "hi");
+    req.session_id = Some(format!("strict-limit-{}", std::process::id()));
+    let (_, err) = collect(&provider(), req.clone(), CancellationToken::new()).await;
+    assert_eq!(err, None);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].body["tools"][0]["strict"], true);
+    assert!(requests[1].body["tools"][0].get("strict").is_none());
+    let (_, err) = collect(&provider(), req, CancellationToken::new()).await;
+    assert_eq!(err, None);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "the session goes plain at once");
+    assert!(requests[2].body["tools"][0].get("strict").is_none());
 }

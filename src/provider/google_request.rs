@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use super::convert::{self, LlmMessage};
 use super::openai_request::clamp_level;
 use super::shared::{configured_headers, level_entry, set_header};
+use super::strict_schema::strict_parameters;
 use super::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
 use crate::message::{ContentBlock, UserContent};
 use crate::model::{Model, ThinkingLevel};
@@ -335,16 +336,22 @@ pub fn const_as_enum(schema: &Value, name_map: bool) -> Value {
     }
 }
 
-/// `tools: [{functionDeclarations: […]}]`.
-pub fn convert_tools(tools: &[ToolSpec]) -> Value {
+/// `tools: [{functionDeclarations: […]}]` and whether any tool went strict
+/// (Gemini 3+ validates strict schemas).
+pub fn convert_tools(model: &Model, tools: &[ToolSpec]) -> (Value, bool) {
+    let supported = gemini_major(&model.id).is_some_and(|v| v >= 3);
+    let mut any_strict = false;
     let declarations: Vec<Value> = tools
         .iter()
         .map(|t| {
+            let strict = strict_parameters(t, supported, None);
+            any_strict |= strict.is_some();
+            let parameters = strict.unwrap_or_else(|| t.parameters.clone());
             json!({"name": t.name, "description": t.description,
-                "parametersJsonSchema": const_as_enum(&t.parameters, false)})
+                "parametersJsonSchema": const_as_enum(&parameters, false)})
         })
         .collect();
-    json!([{"functionDeclarations": declarations}])
+    (json!([{"functionDeclarations": declarations}]), any_strict)
 }
 
 /// The request body, keys in the order the SDK writes them.
@@ -370,7 +377,11 @@ pub fn build_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
         body.insert("systemInstruction".into(), json!({"parts": [{"text": request.system_prompt}], "role": "user"}));
     }
     if !request.tools.is_empty() {
-        body.insert("tools".into(), convert_tools(&request.tools));
+        let (tools, strict) = convert_tools(model, &request.tools);
+        body.insert("tools".into(), tools);
+        if strict {
+            body.insert("toolConfig".into(), json!({"functionCallingConfig": {"mode": "VALIDATED"}}));
+        }
     }
     let mut generation = Map::new();
     generation.insert("maxOutputTokens".into(), json!(max_tokens));

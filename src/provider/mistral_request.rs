@@ -10,7 +10,8 @@ use serde_json::{Map, Value, json};
 
 use super::convert::{self, LlmMessage};
 use super::openai_request::{clamp_level, short_hash};
-use super::shared::{configured_headers, level_entry, set_header};
+use super::shared::{compat_bool, configured_headers, level_entry, set_header};
+use super::strict_schema::strict_parameters;
 use super::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
 use crate::message::{ContentBlock, UserContent};
 use crate::model::{Model, ThinkingLevel};
@@ -181,14 +182,17 @@ pub fn convert_messages(model: &Model, system_prompt: &str, llm: &[LlmMessage]) 
     out
 }
 
-/// Function tools; `strict` is only set for tools that ask for constrained
-/// sampling, which pi-rpc's tools never do.
-fn convert_tools(tools: &[ToolSpec]) -> Vec<Value> {
+/// Function tools, strict only where the model opts in (`supportsStrictMode`).
+fn convert_tools(model: &Model, tools: &[ToolSpec]) -> Vec<Value> {
+    let supported = compat_bool(model, "supportsStrictMode").unwrap_or(false);
     tools
         .iter()
         .map(|t| {
+            let strict = strict_parameters(t, supported, None);
+            let strict_flag = strict.is_some();
+            let parameters = strict.unwrap_or_else(|| t.parameters.clone());
             json!({"type": "function", "function": {"name": t.name, "description": t.description,
-                "parameters": t.parameters, "strict": false}})
+                "parameters": parameters, "strict": strict_flag}})
         })
         .collect()
 }
@@ -207,7 +211,7 @@ pub fn build_body(request: &ProviderRequest) -> Value {
     body.insert("stream".into(), json!(true));
     body.insert("messages".into(), Value::Array(convert_messages(model, &request.system_prompt, &llm)));
     if !request.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(convert_tools(&request.tools)));
+        body.insert("tools".into(), Value::Array(convert_tools(model, &request.tools)));
     }
     body.insert("max_tokens".into(), json!(max_tokens));
     if let Some(e) = effort {

@@ -34,6 +34,7 @@ pub mod openai_responses;
 pub mod openai_responses_request;
 pub mod shared;
 pub mod sse;
+pub mod strict_schema;
 #[cfg(test)]
 pub(crate) mod test_support;
 

@@ -10,6 +10,7 @@ use super::openai_reasoning::{
     apply_cache_control, chat_template_values, clamped_thinking_budget, parse_legacy_encrypted, parse_reasoning_details,
 };
 use super::shared::{CacheRetention, request_headers};
+use super::strict_schema::strict_parameters;
 use super::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
 use crate::message::{ContentBlock, UserContent};
 use crate::model::{Model, ThinkingLevel};
@@ -80,12 +81,13 @@ pub fn clamp_level(model: &Model, level: ThinkingLevel) -> ThinkingLevel {
 }
 
 fn tool_json(tool: &ToolSpec, compat: &OpenAiCompat) -> Value {
+    let strict = strict_parameters(tool, compat.supports_strict_mode, None);
     let mut function = Map::new();
     function.insert("name".into(), json!(tool.name));
     function.insert("description".into(), json!(tool.description));
-    function.insert("parameters".into(), tool.parameters.clone());
+    function.insert("parameters".into(), strict.clone().unwrap_or_else(|| tool.parameters.clone()));
     if compat.supports_strict_mode {
-        function.insert("strict".into(), json!(false));
+        function.insert("strict".into(), json!(strict.is_some()));
     }
     json!({"type": "function", "function": function})
 }

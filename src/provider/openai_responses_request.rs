@@ -12,6 +12,7 @@ use super::shared::{
     CacheRetention, compat_bool, compat_value, configured_headers, has_header, level_entry, off_allowed,
     request_headers, set_header,
 };
+use super::strict_schema::strict_parameters;
 use super::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
 use crate::message::{AssistantMessage, ContentBlock, UserContent};
 use crate::model::{Model, ThinkingLevel};
@@ -292,18 +293,20 @@ pub fn convert_input(
     out
 }
 
-/// Function tools (`strict: false` where the model supports strict mode).
+/// Function tools (strict where the tool prefers it and the model supports it;
+/// `strict` is only sent to models that support strict mode).
 pub fn convert_tools(tools: &[ToolSpec], compat: &ResponsesCompat) -> Vec<Value> {
     tools
         .iter()
         .map(|t| {
+            let strict = strict_parameters(t, compat.strict_mode, None);
             let mut f = Map::new();
             f.insert("type".into(), json!("function"));
             f.insert("name".into(), json!(t.name));
             f.insert("description".into(), json!(t.description));
-            f.insert("parameters".into(), t.parameters.clone());
+            f.insert("parameters".into(), strict.clone().unwrap_or_else(|| t.parameters.clone()));
             if compat.strict_mode {
-                f.insert("strict".into(), json!(false));
+                f.insert("strict".into(), json!(strict.is_some()));
             }
             Value::Object(f)
         })

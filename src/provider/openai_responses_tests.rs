@@ -345,7 +345,7 @@ fn managed_effort_and_additional_tools() {
     assert_eq!(body["reasoning"]["effort"], "medium");
     let input = body["input"].as_array().unwrap();
     assert_eq!(input[0]["type"], "additional_tools");
-    assert_eq!(input[0]["tools"][0]["strict"], false);
+    assert_eq!(input[0]["tools"][0]["strict"], true, "bash prefers a strict schema");
     assert_eq!(input[1]["role"], "developer");
     assert_eq!(input.last().unwrap(), &json!({"type": "configuration_update", "reasoning": {"effort": "low"}}));
     assert!(body.get("tools").is_none());

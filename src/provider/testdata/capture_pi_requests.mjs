@@ -31,8 +31,24 @@ await new Promise((r) => server.listen(0, "127.0.0.1", r));
 const base = `http://127.0.0.1:${server.address().port}`;
 
 const image = { type: "image", data: "QUJD", mimeType: "image/png" };
-const tools = [{ name: "bash", description: "Run a command",
-  parameters: { type: "object", required: ["command"], properties: { command: { type: "string" } } } }];
+// Tools Claude's strict mode accepts (no numeric bounds), one of them nested.
+const strictTools = [
+  { name: "bash", description: "Run a command", constrainedSampling: { type: "json_schema", strict: "prefer" },
+    parameters: { type: "object", required: ["command"], properties: { command: { type: "string" }, timeout: { type: "number" } } } },
+  { name: "edit", description: "Edit a file", constrainedSampling: { type: "json_schema", strict: "prefer" },
+    parameters: { type: "object", required: ["path", "edits"], properties: { path: { type: "string" },
+      edits: { type: "array", items: { type: "object", required: ["oldText", "newText"],
+        properties: { oldText: { type: "string" }, newText: { type: "string" } }, additionalProperties: false } } },
+      additionalProperties: false } },
+];
+// `bash` asks for strict schemas where the model supports them, like pi's built-in read/bash/edit/write tools.
+const defaultTools = [
+  { name: "bash", description: "Run a command", constrainedSampling: { type: "json_schema", strict: "prefer" },
+    parameters: { type: "object", required: ["command"], properties: { command: { type: "string", description: "Command" },
+      timeout: { type: "number", description: "Seconds", minimum: 1 } } } },
+  { name: "grep", description: "Search files",
+    parameters: { type: "object", required: ["pattern"], properties: { pattern: { type: "string" }, mode: { const: "regex" } } } },
+];
 const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2,
   cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
 
@@ -84,15 +100,17 @@ const geminiSig = { thinking: "c2lnMQ==", text: "c2lnMg==", thought: "c2lnMw==",
 
 const scenarios = {
   anthropic_medium: [anthropic, anthropicOwn, anthropicSig, "medium"],
+  anthropic_strict_high: [{ ...anthropic, compat: { supportsStrictTools: true } }, anthropicOwn, anthropicSig, "high"],
+  anthropic_strict_ok: [{ ...anthropic, compat: { supportsStrictTools: true } }, anthropicOwn, anthropicSig, "low", strictTools],
   anthropic_off: [anthropic, anthropicOwn, anthropicSig, undefined],
   anthropic_adaptive_xhigh: [{ ...anthropic, id: "claude-opus-4-7", thinkingLevelMap: { off: null, xhigh: "xhigh", max: "max" }, compat: { forceAdaptiveThinking: true } },
     { ...anthropicOwn, model: "claude-opus-4-7" }, anthropicSig, "xhigh"],
-  responses_high: [responses, responsesOwn, responsesSig, "high"],
+  responses_high: [{ ...responses, compat: { supportsStrictMode: true } }, responsesOwn, responsesSig, "high"],
   responses_off: [responses, responsesOwn, responsesSig, undefined],
   google_medium: [gemini("gemini-2.5-flash"), geminiOwn("gemini-2.5-flash"), geminiSig, "medium"],
   google_off: [gemini("gemini-2.5-pro"), geminiOwn("gemini-2.5-pro"), geminiSig, undefined],
   google_gemini3_low: [{ ...gemini("gemini-3-pro-preview"), thinkingLevelMap: { minimal: null, medium: null, off: null } }, geminiOwn("gemini-3-pro-preview"), geminiSig, "low"],
-  mistral_medium: [mistral("mistral-large-latest", { thinkingLevelMap: { off: null, minimal: null, low: "low", medium: "medium", high: "high", xhigh: null, max: null } }),
+  mistral_medium: [mistral("mistral-large-latest", { thinkingLevelMap: { off: null, minimal: null, low: "low", medium: "medium", high: "high", xhigh: null, max: null }, compat: { supportsStrictMode: true } }),
     mistralOwn("mistral-large-latest"), mistralSig, "medium"],
   mistral_magistral_high: [mistral("magistral-medium-x", { input: ["text"] }), mistralOwn("magistral-medium-x"), mistralSig, "high"],
   completions_openrouter_cache: [completions("anthropic/claude-fable-5", "openrouter", { baseUrl: base + "/api/v1",
@@ -114,7 +132,8 @@ const scenarios = {
     completionsOwn("qwen-local", "local"), plainSig, undefined],
 };
 
-for (const [name, [m, own, sig, level]] of Object.entries(scenarios)) {
+for (const [name, [m, own, sig, level, scenarioTools]] of Object.entries(scenarios)) {
+  const tools = scenarioTools ?? defaultTools;
   requests = [];
   const messages = conversation(own, sig);
   const context = normalizeContext({ systemPrompt: "You are terse.", tools, messages });
