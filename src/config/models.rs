@@ -109,23 +109,37 @@ impl ModelRegistry {
             }
             settings.headers.extend(pf.headers.clone());
             settings.auth_header |= pf.auth_header;
-            // A baseUrl alone re-routes the provider's built-in models.
-            if let Some(base) = &pf.base_url {
-                for m in self.models.iter_mut().filter(|m| m.provider == provider) {
+            // The provider's baseUrl re-routes its built-in models, and its compat
+            // merges into theirs (pi's applyModelsJson).
+            for m in self.models.iter_mut().filter(|m| m.provider == provider) {
+                if let Some(base) = &pf.base_url {
                     m.base_url = base.clone();
+                }
+                if pf.compat.is_some() {
+                    m.compat = merge_compat(m.compat.take(), pf.compat.clone());
                 }
             }
             for (i, raw_model) in pf.models.into_iter().enumerate() {
                 let mf: ModelFile = serde_json::from_value(raw_model).map_err(|e| bad(format!("models[{i}]: {e}")))?;
-                let api = mf
-                    .api
-                    .clone()
-                    .or_else(|| pf.api.clone())
+                // Missing api/baseUrl come from the provider's model of that id, else of
+                // that api, else its Chat Completions model, else its first (pi's findModelDefaults).
+                let wanted_api = mf.api.clone().or_else(|| pf.api.clone());
+                let own: Vec<&Model> = self.models.iter().filter(|m| m.provider == provider).collect();
+                let defaults = own
+                    .iter()
+                    .find(|m| m.id == mf.id)
+                    .or_else(|| wanted_api.as_ref().and_then(|api| own.iter().find(|m| &m.api == api)))
+                    .or_else(|| own.iter().find(|m| m.api == "openai-completions"))
+                    .or_else(|| own.first())
+                    .map(|m| (m.api.clone(), m.base_url.clone()));
+                let api = wanted_api
+                    .or_else(|| defaults.as_ref().map(|d| d.0.clone()))
                     .or_else(|| catalog::provider_api(&provider).map(str::to_string));
                 let base_url = mf
                     .base_url
                     .clone()
                     .or_else(|| pf.base_url.clone())
+                    .or_else(|| defaults.as_ref().map(|d| d.1.clone()))
                     .or_else(|| catalog::provider_base_url(&provider).map(str::to_string));
                 let (Some(api), Some(base_url)) = (api, base_url) else {
                     return Err(bad(format!(
@@ -133,7 +147,7 @@ impl ModelRegistry {
                         mf.id
                     )));
                 };
-                let compat = merge_maps(pf.compat.clone(), mf.compat);
+                let compat = merge_compat(pf.compat.clone(), mf.compat);
                 let model = Model {
                     name: mf.name.unwrap_or_else(|| mf.id.clone()),
                     id: mf.id,
@@ -306,13 +320,24 @@ fn pick(models: &[&Model], usable: impl Fn(&Model) -> bool) -> Option<Model> {
     models.iter().find(|m| usable(m)).or(models.first()).map(|m| (*m).clone())
 }
 
-fn merge_maps(base: Option<Map<String, Value>>, top: Option<Map<String, Value>>) -> Option<Map<String, Value>> {
+/// pi's `mergeCompat`: fields of `top` win; the routing and chat-template
+/// objects merge key by key.
+fn merge_compat(base: Option<Map<String, Value>>, top: Option<Map<String, Value>>) -> Option<Map<String, Value>> {
     match (base, top) {
         (None, None) => None,
         (Some(b), None) => Some(b),
         (None, Some(t)) => Some(t),
         (Some(mut b), Some(t)) => {
-            b.extend(t);
+            for (key, value) in t {
+                let nested = ["openRouterRouting", "vercelGatewayRouting", "chatTemplateKwargs", "chatTemplateArgs"]
+                    .contains(&key.as_str());
+                match (b.get_mut(&key), value) {
+                    (Some(Value::Object(existing)), Value::Object(incoming)) if nested => existing.extend(incoming),
+                    (_, value) => {
+                        b.insert(key, value);
+                    }
+                }
+            }
             Some(b)
         }
     }
@@ -403,6 +428,22 @@ mod tests {
         assert!(available.iter().any(|m| m.provider == "groq"));
         assert!(available.iter().all(|m| reg.has_credentials(m)));
         assert_eq!(reg.resolve(Some("anthropic"), "claude-sonnet-4-5").unwrap().api, "anthropic-messages");
+    }
+
+    #[test]
+    fn provider_settings_reach_built_in_models() {
+        let reg = registry_with(
+            r#"{"providers":{"openrouter":{"baseUrl":"http://127.0.0.1:9/api/v1","compat":{"supportsStrictMode":false,"openRouterRouting":{"only":["x"]}},
+                "models":[{"id":"my/model"}]}}}"#,
+        );
+        let built_in = reg.find("openrouter", "anthropic/claude-fable-5:batch").unwrap();
+        assert_eq!(built_in.base_url, "http://127.0.0.1:9/api/v1");
+        let compat = built_in.compat.unwrap();
+        assert_eq!(compat.get("supportsStrictMode"), Some(&Value::Bool(false)));
+        assert_eq!(compat.get("cacheControlFormat").and_then(Value::as_str), Some("anthropic"));
+        let custom = reg.find("openrouter", "my/model").unwrap();
+        assert_eq!(custom.api, "openai-completions");
+        assert_eq!((custom.context_window, custom.max_tokens), (128_000, 16_384));
     }
 
     #[test]
