@@ -205,8 +205,7 @@ impl Decoder {
 }
 
 /// The SDK's check of each chunk: an `error` object with an HTTP code fails the stream.
-fn stream_error(data: &str) -> Option<ProviderError> {
-    let v: Value = serde_json::from_str(data).ok()?;
+fn stream_error(v: &Value) -> Option<ProviderError> {
     let error = v.get("error").filter(|e| e.is_object())?;
     let code = error.get("code").and_then(Value::as_u64).filter(|c| (400..600).contains(c))?;
     let status = match error.get("status") {
@@ -214,7 +213,7 @@ fn stream_error(data: &str) -> Option<ProviderError> {
         None => "undefined".to_string(),
         Some(other) => js_json(other),
     };
-    let text = format!("got status: {status}. {}", js_json(&v));
+    let text = format!("got status: {status}. {}", js_json(v));
     Some(error_from(Some(code as u16), text, None))
 }
 
@@ -229,13 +228,14 @@ fn json_error_text(err: &serde_json::Error) -> String {
 
 impl Wire for Decoder {
     fn on_event(&mut self, ev: &SseEvent, out: &mut Out) -> Result<Flow, ProviderError> {
-        if let Some(err) = stream_error(&ev.data) {
+        let parsed = serde_json::from_str::<Value>(&ev.data);
+        if let Some(err) = parsed.as_ref().ok().and_then(stream_error) {
             return Err(err);
         }
         if ev.unterminated {
             return Err(error_from(None, INCOMPLETE_SEGMENT_MESSAGE.to_string(), None));
         }
-        let chunk: Value = serde_json::from_str(&ev.data).map_err(|e| error_from(None, json_error_text(&e), None))?;
+        let chunk = parsed.map_err(|e| error_from(None, json_error_text(&e), None))?;
         self.on_chunk(&chunk, out)?;
         Ok(Flow::Continue)
     }
