@@ -171,11 +171,10 @@ impl Decoder {
                 if !thinking.is_empty() {
                     out.emit(ProviderEvent::BlockDelta { index, delta: thinking });
                 }
+                // pi keeps the start's signature, `""` when there is none yet.
                 let signature = text_of("signature");
-                if !signature.is_empty() {
-                    self.signatures.insert(index, signature.clone());
-                    out.emit(ProviderEvent::Signature { index, signature });
-                }
+                self.signatures.insert(index, signature.clone());
+                out.emit(ProviderEvent::Signature { index, signature });
             }
             "redacted_thinking" => {
                 self.start(index, Open::Thinking, BlockKind::Thinking, out);
