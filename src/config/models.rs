@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::ConfigError;
-use super::auth::{AuthStore, env_key_for, resolve_config_value};
+use super::auth::{AuthStore, env_bearer_token_for, env_key_for, resolve_config_value};
 use super::catalog;
 use crate::model::{Model, ModelCost};
 use crate::provider::faux;
@@ -109,23 +109,37 @@ impl ModelRegistry {
             }
             settings.headers.extend(pf.headers.clone());
             settings.auth_header |= pf.auth_header;
-            // A baseUrl alone re-routes the provider's built-in models.
-            if let Some(base) = &pf.base_url {
-                for m in self.models.iter_mut().filter(|m| m.provider == provider) {
+            // The provider's baseUrl re-routes its built-in models, and its compat
+            // merges into theirs (pi's applyModelsJson).
+            for m in self.models.iter_mut().filter(|m| m.provider == provider) {
+                if let Some(base) = &pf.base_url {
                     m.base_url = base.clone();
+                }
+                if pf.compat.is_some() {
+                    m.compat = merge_compat(m.compat.take(), pf.compat.clone());
                 }
             }
             for (i, raw_model) in pf.models.into_iter().enumerate() {
                 let mf: ModelFile = serde_json::from_value(raw_model).map_err(|e| bad(format!("models[{i}]: {e}")))?;
-                let api = mf
-                    .api
-                    .clone()
-                    .or_else(|| pf.api.clone())
+                // Missing api/baseUrl come from the provider's model of that id, else of
+                // that api, else its Chat Completions model, else its first (pi's findModelDefaults).
+                let wanted_api = mf.api.clone().or_else(|| pf.api.clone());
+                let own: Vec<&Model> = self.models.iter().filter(|m| m.provider == provider).collect();
+                let defaults = own
+                    .iter()
+                    .find(|m| m.id == mf.id)
+                    .or_else(|| wanted_api.as_ref().and_then(|api| own.iter().find(|m| &m.api == api)))
+                    .or_else(|| own.iter().find(|m| m.api == "openai-completions"))
+                    .or_else(|| own.first())
+                    .map(|m| (m.api.clone(), m.base_url.clone()));
+                let api = wanted_api
+                    .or_else(|| defaults.as_ref().map(|d| d.0.clone()))
                     .or_else(|| catalog::provider_api(&provider).map(str::to_string));
                 let base_url = mf
                     .base_url
                     .clone()
                     .or_else(|| pf.base_url.clone())
+                    .or_else(|| defaults.as_ref().map(|d| d.1.clone()))
                     .or_else(|| catalog::provider_base_url(&provider).map(str::to_string));
                 let (Some(api), Some(base_url)) = (api, base_url) else {
                     return Err(bad(format!(
@@ -133,7 +147,7 @@ impl ModelRegistry {
                         mf.id
                     )));
                 };
-                let compat = merge_maps(pf.compat.clone(), mf.compat);
+                let compat = merge_compat(pf.compat.clone(), mf.compat);
                 let model = Model {
                     name: mf.name.unwrap_or_else(|| mf.id.clone()),
                     id: mf.id,
@@ -196,12 +210,25 @@ impl ModelRegistry {
         env_key_for(provider)
     }
 
-    /// True when the model can be called (faux always can).
-    pub fn has_credentials(&self, model: &Model) -> bool {
-        model.provider == faux::FAUX_PROVIDER || self.api_key(&model.provider).is_some()
+    /// A bearer token sent as `Authorization` instead of a key
+    /// (`ANTHROPIC_AUTH_TOKEN`), when no key is configured.
+    fn bearer_token(&self, provider: &str) -> Option<String> {
+        if self.api_key(provider).is_some() {
+            return None;
+        }
+        env_bearer_token_for(provider)
     }
 
-    /// Resolved headers for a model (provider then model values).
+    /// True when the model can be called (faux always can).
+    pub fn has_credentials(&self, model: &Model) -> bool {
+        model.provider == faux::FAUX_PROVIDER
+            || self.api_key(&model.provider).is_some()
+            || self.bearer_token(&model.provider).is_some()
+    }
+
+    /// Resolved headers for a model (provider then model values), plus
+    /// `Authorization: Bearer <key>` when the provider sets `authHeader` (or
+    /// the bearer token of [`env_bearer_token_for`]).
     pub fn headers(&self, model: &Model) -> HashMap<String, String> {
         let mut out = HashMap::new();
         let provider_headers = self.providers.get(&model.provider).map(|p| p.headers.iter());
@@ -210,6 +237,15 @@ impl ModelRegistry {
             if let Some(v) = value.as_str().and_then(resolve_config_value) {
                 out.insert(name.clone(), v);
             }
+        }
+        let bearer = if self.auth_header(&model.provider) {
+            self.api_key(&model.provider)
+        } else {
+            self.bearer_token(&model.provider)
+        };
+        if let Some(token) = bearer {
+            out.retain(|k, _| !k.eq_ignore_ascii_case("authorization"));
+            out.insert("Authorization".to_string(), format!("Bearer {token}"));
         }
         out
     }
@@ -284,13 +320,24 @@ fn pick(models: &[&Model], usable: impl Fn(&Model) -> bool) -> Option<Model> {
     models.iter().find(|m| usable(m)).or(models.first()).map(|m| (*m).clone())
 }
 
-fn merge_maps(base: Option<Map<String, Value>>, top: Option<Map<String, Value>>) -> Option<Map<String, Value>> {
+/// pi's `mergeCompat`: fields of `top` win; the routing and chat-template
+/// objects merge key by key.
+fn merge_compat(base: Option<Map<String, Value>>, top: Option<Map<String, Value>>) -> Option<Map<String, Value>> {
     match (base, top) {
         (None, None) => None,
         (Some(b), None) => Some(b),
         (None, Some(t)) => Some(t),
         (Some(mut b), Some(t)) => {
-            b.extend(t);
+            for (key, value) in t {
+                let nested = ["openRouterRouting", "vercelGatewayRouting", "chatTemplateKwargs", "chatTemplateArgs"]
+                    .contains(&key.as_str());
+                match (b.get_mut(&key), value) {
+                    (Some(Value::Object(existing)), Value::Object(incoming)) if nested => existing.extend(incoming),
+                    (_, value) => {
+                        b.insert(key, value);
+                    }
+                }
+            }
             Some(b)
         }
     }
@@ -359,6 +406,44 @@ mod tests {
         assert!(err.contains("models.json") && err.contains("providers.p"), "{err}");
         std::fs::write(dir.path().join("models.json"), "{").unwrap();
         assert!(ModelRegistry::load(dir.path()).unwrap_err().to_string().contains("models.json"));
+    }
+
+    #[test]
+    fn auth_header_sends_the_key_as_a_bearer_token() {
+        let reg = registry_with(
+            r#"{"providers":{"proxy":{"baseUrl":"http://127.0.0.1:1","api":"anthropic-messages","apiKey":"k-1","authHeader":true,"headers":{"x-a":"b"},"models":[{"id":"m"}]}}}"#,
+        );
+        let m = reg.find("proxy", "m").unwrap();
+        let h = reg.headers(&m);
+        assert_eq!(h.get("Authorization").map(String::as_str), Some("Bearer k-1"));
+        assert_eq!(h.get("x-a").map(String::as_str), Some("b"));
+    }
+
+    #[test]
+    fn catalog_models_are_available_with_a_runtime_key() {
+        let mut reg = ModelRegistry::load(tempfile::tempdir().unwrap().path()).unwrap();
+        assert!(reg.all().iter().any(|m| m.provider == "groq"));
+        reg.set_runtime_key("groq", "gsk-test".into());
+        let available = reg.available();
+        assert!(available.iter().any(|m| m.provider == "groq"));
+        assert!(available.iter().all(|m| reg.has_credentials(m)));
+        assert_eq!(reg.resolve(Some("anthropic"), "claude-sonnet-4-5").unwrap().api, "anthropic-messages");
+    }
+
+    #[test]
+    fn provider_settings_reach_built_in_models() {
+        let reg = registry_with(
+            r#"{"providers":{"openrouter":{"baseUrl":"http://127.0.0.1:9/api/v1","compat":{"supportsStrictMode":false,"openRouterRouting":{"only":["x"]}},
+                "models":[{"id":"my/model"}]}}}"#,
+        );
+        let built_in = reg.find("openrouter", "anthropic/claude-fable-5:batch").unwrap();
+        assert_eq!(built_in.base_url, "http://127.0.0.1:9/api/v1");
+        let compat = built_in.compat.unwrap();
+        assert_eq!(compat.get("supportsStrictMode"), Some(&Value::Bool(false)));
+        assert_eq!(compat.get("cacheControlFormat").and_then(Value::as_str), Some("anthropic"));
+        let custom = reg.find("openrouter", "my/model").unwrap();
+        assert_eq!(custom.api, "openai-completions");
+        assert_eq!((custom.context_window, custom.max_tokens), (128_000, 16_384));
     }
 
     #[test]
