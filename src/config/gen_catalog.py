@@ -5,7 +5,7 @@ Usage: python3 src/config/gen_catalog.py <pi-ai dist dir> > src/config/catalog.j
 
 Reads `<dist>/providers/data/<provider>.json` (the data pi-ai 1.6.0 ships) for
 the providers pi-rpc serves, keeps the chat models whose wire API pi-rpc
-implements, and writes one model per line with the fields pi-rpc uses.
+implements, and writes one model per line, grouped by provider, with the fields pi-rpc uses.
 """
 import json
 import os
@@ -31,22 +31,26 @@ def main():
     data_dir = os.path.join(dist, "providers", "data")
     manifest = json.load(open(os.path.join(data_dir, ".manifest.json")))
     version = json.load(open(os.path.join(dist, "..", "package.json")))["version"]
-    lines = []
+    sections = []
     for provider in PROVIDERS:
         groups = json.load(open(os.path.join(data_dir, provider + ".json")))
+        lines = []
         for group in groups.values():
             for model in group.values():
                 if model.get("type") != "chat" or model.get("api") not in APIS:
                     continue
                 kept = {k: model[k] for k in FIELDS if k in model}
                 lines.append(json.dumps(kept, ensure_ascii=False, separators=(",", ":")))
+        if lines:
+            sections.append(json.dumps(provider) + ":[\n" + ",\n".join(lines) + "\n]")
     source = (f"Transcribed from @earendil-works/pi-ai {version} dist/providers/data/*.json "
               f"(generated {manifest['generatedAt']}) by src/config/gen_catalog.py; "
               "chat models of the providers and wire APIs pi-rpc serves.")
     out = sys.stdout
-    out.write("{\"_source\":" + json.dumps(source) + ",\n\"models\":[\n")
-    out.write(",\n".join(lines))
-    out.write("\n]}\n")
+    # Grouped by provider so pi-rpc can parse one provider's models at a time.
+    out.write("{\"_source\":" + json.dumps(source) + ",\n\"providers\":{\n")
+    out.write(",\n".join(sections))
+    out.write("}}\n")
 
 
 if __name__ == "__main__":

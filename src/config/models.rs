@@ -1,7 +1,7 @@
 //! The model registry: the built-in catalog, `models.json` custom providers and
 //! overrides, credentials per provider, and model lookup (`provider/id`, id, fuzzy).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use serde::Deserialize;
@@ -31,6 +31,11 @@ pub struct ModelRegistry {
     providers: HashMap<String, ProviderSettings>,
     auth: AuthStore,
     runtime_keys: HashMap<String, String>,
+    /// Catalog providers whose models are in `models`. The catalog is large, so
+    /// only providers that have credentials or appear in `models.json` are
+    /// loaded at start; the rest come in when a lookup needs them.
+    loaded: HashSet<String>,
+    all_loaded: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -77,26 +82,60 @@ struct ModelFile {
 impl ModelRegistry {
     /// Catalog + `<agent_dir>/models.json` + `auth.json`.
     pub fn load(agent_dir: &Path) -> Result<ModelRegistry, ConfigError> {
-        let mut reg = ModelRegistry { models: catalog::builtin_models(), ..Default::default() };
-        reg.auth = AuthStore::load(agent_dir)?;
+        let mut reg = ModelRegistry { auth: AuthStore::load(agent_dir)?, ..Default::default() };
         let path = agent_dir.join("models.json");
-        match std::fs::read_to_string(&path) {
-            Ok(text) if !text.trim().is_empty() => reg.apply_models_json(&text, &path)?,
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) if !text.trim().is_empty() => Some(text),
+            Ok(_) => None,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(ConfigError::Io { path, source: e }),
+        };
+        let file: ModelsFile = match &text {
+            Some(text) => serde_json::from_str(text)
+                .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?,
+            None => ModelsFile::default(),
+        };
+        let needed: Vec<&str> = catalog::catalog_providers()
+            .filter(|p| {
+                file.providers.contains_key(*p)
+                    || reg.auth.has(p)
+                    || env_key_for(p).is_some()
+                    || env_bearer_token_for(p).is_some()
+            })
+            .collect();
+        for provider in needed {
+            reg.ensure_provider(provider);
         }
+        reg.apply_models_json(file, &path)?;
         Ok(reg)
     }
 
     /// A registry with just these models (tests).
     pub fn from_models(models: Vec<Model>) -> ModelRegistry {
-        ModelRegistry { models, ..Default::default() }
+        ModelRegistry { models, all_loaded: true, ..Default::default() }
     }
 
-    fn apply_models_json(&mut self, text: &str, path: &Path) -> Result<(), ConfigError> {
-        let file: ModelsFile = serde_json::from_str(text)
-            .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
+    /// Bring a catalog provider's models in (once).
+    fn ensure_provider(&mut self, provider: &str) {
+        if self.all_loaded || !self.loaded.insert(provider.to_string()) {
+            return;
+        }
+        self.models.extend(catalog::provider_models(provider));
+    }
+
+    /// Bring every catalog provider in (for lookups across all models).
+    fn ensure_all(&mut self) {
+        if self.all_loaded {
+            return;
+        }
+        let names: Vec<&str> = catalog::catalog_providers().collect();
+        for name in names {
+            self.ensure_provider(name);
+        }
+        self.all_loaded = true;
+    }
+
+    fn apply_models_json(&mut self, file: ModelsFile, path: &Path) -> Result<(), ConfigError> {
         for (provider, raw) in file.providers {
             let bad = |msg: String| ConfigError::Invalid {
                 path: path.to_path_buf(),
@@ -182,12 +221,14 @@ impl ModelRegistry {
     }
 
     /// Every known model (catalog and custom), without faux.
-    pub fn all(&self) -> &[Model] {
+    pub fn all(&mut self) -> &[Model] {
+        self.ensure_all();
         &self.models
     }
 
     /// Use this key for a provider for the rest of the process (`--api-key`, `initialize`).
     pub fn set_runtime_key(&mut self, provider: &str, key: String) {
+        self.ensure_provider(provider);
         self.runtime_keys.insert(provider.to_string(), key);
     }
 
@@ -262,17 +303,22 @@ impl ModelRegistry {
     }
 
     /// Exact lookup by provider and id (faux included).
-    pub fn find(&self, provider: &str, id: &str) -> Option<Model> {
+    pub fn find(&mut self, provider: &str, id: &str) -> Option<Model> {
         if provider == faux::FAUX_PROVIDER {
             let faux = faux::faux_model();
             return (faux.id == id).then_some(faux);
         }
+        self.ensure_provider(provider);
         self.models.iter().find(|m| m.provider == provider && m.id == id).cloned()
     }
 
     /// Resolve a user pattern: `provider/id`, an exact id, then an unambiguous
     /// case-insensitive match on id or name; available models are preferred.
-    pub fn resolve(&self, provider: Option<&str>, pattern: &str) -> Result<Model, String> {
+    pub fn resolve(&mut self, provider: Option<&str>, pattern: &str) -> Result<Model, String> {
+        match provider {
+            Some(p) => self.ensure_provider(p),
+            None => self.ensure_all(),
+        }
         let mut candidates: Vec<Model> = self.models.clone();
         candidates.push(faux::faux_model());
         let (provider, pattern) = match (provider, pattern.split_once('/')) {
@@ -372,7 +418,7 @@ mod tests {
 
     #[test]
     fn custom_providers_get_pi_defaults() {
-        let reg = registry_with(
+        let mut reg = registry_with(
             r#"{"providers":{"local":{"baseUrl":"http://127.0.0.1:1/v1","api":"openai-completions","apiKey":"k","models":[{"id":"m1"},{"id":"m2","reasoning":true,"contextWindow":1000}]}}}"#,
         );
         let m1 = reg.find("local", "m1").unwrap();
@@ -386,7 +432,7 @@ mod tests {
 
     #[test]
     fn resolution_by_full_id_exact_and_fuzzy() {
-        let reg = registry_with(
+        let mut reg = registry_with(
             r#"{"providers":{"p":{"baseUrl":"http://x","api":"openai-completions","apiKey":"k","models":[{"id":"alpha-large"},{"id":"alpha-small"},{"id":"beta"}]}}}"#,
         );
         assert_eq!(reg.resolve(None, "p/beta").unwrap().id, "beta");
@@ -410,7 +456,7 @@ mod tests {
 
     #[test]
     fn auth_header_sends_the_key_as_a_bearer_token() {
-        let reg = registry_with(
+        let mut reg = registry_with(
             r#"{"providers":{"proxy":{"baseUrl":"http://127.0.0.1:1","api":"anthropic-messages","apiKey":"k-1","authHeader":true,"headers":{"x-a":"b"},"models":[{"id":"m"}]}}}"#,
         );
         let m = reg.find("proxy", "m").unwrap();
@@ -432,7 +478,7 @@ mod tests {
 
     #[test]
     fn provider_settings_reach_built_in_models() {
-        let reg = registry_with(
+        let mut reg = registry_with(
             r#"{"providers":{"openrouter":{"baseUrl":"http://127.0.0.1:9/api/v1","compat":{"supportsStrictMode":false,"openRouterRouting":{"only":["x"]}},
                 "models":[{"id":"my/model"}]}}}"#,
         );
@@ -452,5 +498,20 @@ mod tests {
         let avail = reg.available();
         assert_eq!(avail.len(), 1);
         assert_eq!(avail[0].provider, "faux");
+    }
+
+    #[test]
+    fn catalog_providers_load_when_needed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("auth.json"), r#"{"anthropic":{"type":"api_key","key":"sk-test"}}"#).unwrap();
+        let mut reg = ModelRegistry::load(dir.path()).unwrap();
+        let available = reg.available();
+        assert!(!available.is_empty() && available.iter().all(|m| m.provider == "anthropic"), "{available:?}");
+        assert!(reg.loaded.contains("anthropic") && !reg.all_loaded, "only the provider with a key was parsed");
+        // A lookup by id reaches every provider's models.
+        let m = reg.resolve(None, "openai/gpt-4o").unwrap();
+        assert_eq!(m.provider, "openai");
+        assert!(reg.all_loaded);
+        assert_eq!(reg.all().len(), catalog::catalog().len());
     }
 }

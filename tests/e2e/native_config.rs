@@ -37,7 +37,8 @@ async fn help_and_version() {
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("pi "));
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_pi")).arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
-    for flag in ["--mode", "--protocol", "--model", "--no-session", "--session-dir", "--continue", "--tools", "--name"] {
+    for flag in ["--mode", "--protocol", "--model", "--no-session", "--session-dir", "--continue", "--tools", "--name"]
+    {
         assert!(help.contains(flag), "{flag} in --help");
     }
 }
@@ -59,7 +60,8 @@ async fn the_system_prompt_names_tools_cwd_and_context_files() {
     assert!(system.contains("Appended from a file."));
     let cwd = std::fs::canonicalize(sb.cwd.path()).unwrap();
     assert!(system.contains(&format!("Current working directory: {}", cwd.display())), "{system}");
-    let tools: Vec<&str> = body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    let tools: Vec<&str> =
+        body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
     assert_eq!(tools, ["read", "ls"]);
 
     let sb2 = Sandbox::with_server().await;
