@@ -207,7 +207,15 @@ async fn low_level_run(
                 max_tokens: None,
                 session_id: Some(s.session_id.clone()),
             };
-            let outcome = stream_assistant(&s.emitter, s.provider.clone(), request, s.cancel.clone(), &s.model).await;
+            let outcome = stream_assistant(
+                &s.emitter,
+                s.provider.clone(),
+                request,
+                s.cancel.clone(),
+                &s.model,
+                s.api_key.as_deref(),
+            )
+            .await;
             if let Some(error) = outcome.error {
                 let message = AgentMessage::Assistant(outcome.message);
                 totals.add(&message.as_assistant().map(|a| a.usage.clone()).unwrap_or_default());

@@ -59,6 +59,7 @@ pub(crate) async fn stream_assistant(
     request: ProviderRequest,
     cancel: CancellationToken,
     model: &Model,
+    secret: Option<&str>,
 ) -> StreamOutcome {
     let mut message = AssistantMessage {
         content: Vec::new(),
@@ -91,7 +92,11 @@ pub(crate) async fn stream_assistant(
         };
         let event = match next {
             None => break,
-            Some(Err(e)) => {
+            Some(Err(mut e)) => {
+                // Providers sometimes echo the key back in an error: never pass it on.
+                if let Some(key) = secret.filter(|k| k.len() >= 8) {
+                    e.message = e.message.replace(key, "***");
+                }
                 error = Some(e);
                 break;
             }

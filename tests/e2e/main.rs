@@ -14,3 +14,4 @@ mod native_input;
 mod native_run;
 mod native_state;
 mod native_tools;
+mod providers;
