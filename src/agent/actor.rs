@@ -74,6 +74,8 @@ pub(crate) struct Agent {
     pub(super) shutdown: Option<Option<RequestTag>>,
     /// Session switches asked for during a run: they abort it and run after it.
     pub(super) after_run: Vec<(Option<RequestTag>, Op)>,
+    /// The compaction in progress, if any.
+    pub(super) compaction: Option<super::compaction_ops::ActiveCompaction>,
 
     pub(super) out: mpsc::Sender<Output>,
     pub(super) internal_tx: mpsc::Sender<Internal>,
@@ -115,6 +117,7 @@ impl Agent {
             run_waiters: Vec::new(),
             shutdown: None,
             after_run: Vec::new(),
+            compaction: None,
             out,
             internal_tx,
             internal_rx: Some(internal_rx),
@@ -182,7 +185,7 @@ impl Agent {
     }
 
     pub(super) fn is_idle(&self) -> bool {
-        self.run.is_none() && self.bash_cancel.is_none()
+        self.run.is_none() && self.bash_cancel.is_none() && self.compaction.is_none()
     }
 
     pub(super) async fn emit(&self, event: AgentEvent) {
@@ -229,6 +232,7 @@ impl Agent {
                     self.handle_op(tag, op).await;
                 }
             }
+            Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
             Internal::BashFinished { tag, outcome } => {
                 self.bash_cancel = None;
                 match outcome {
@@ -284,11 +288,12 @@ impl Agent {
         self.emit(AgentEvent::QueueUpdate { steering: self.steering.texts(), follow_up: self.follow_up.texts() }).await;
     }
 
-    async fn handle_op(&mut self, tag: Option<RequestTag>, op: Op) {
+    pub(super) async fn handle_op(&mut self, tag: Option<RequestTag>, op: Op) {
         if self.shutdown.is_some() && !matches!(op, Op::Shutdown { .. } | Op::ExtensionUiResponse { .. }) {
             self.reply(tag, Err(CoreError::busy("The agent is shutting down"))).await;
             return;
         }
+        let Some((tag, op)) = self.compaction_intercept(tag, op).await else { return };
         let switches_session = matches!(
             op,
             Op::NewSession { .. } | Op::SwitchSession { .. } | Op::ResumeSession { .. } | Op::Fork { .. } | Op::Clone
