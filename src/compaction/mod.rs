@@ -20,6 +20,8 @@ pub mod summarize;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_reference;
 
 pub use estimate::should_compact;
 pub use prepare::{FileOps, NotCompactable, Preparation, prepare};

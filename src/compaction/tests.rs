@@ -277,7 +277,7 @@ fn token_estimates_trust_usage_only_after_edits_and_compactions() {
 
 /// One scripted answer of the fake provider.
 #[derive(Clone)]
-enum Script {
+pub(super) enum Script {
     Text(&'static str),
     Error(&'static str),
     Length,
@@ -285,9 +285,9 @@ enum Script {
 }
 
 #[derive(Clone, Default)]
-struct Scripted {
-    script: Arc<Mutex<Vec<Script>>>,
-    requests: Arc<Mutex<Vec<ProviderRequest>>>,
+pub(super) struct Scripted {
+    pub(super) script: Arc<Mutex<Vec<Script>>>,
+    pub(super) requests: Arc<Mutex<Vec<ProviderRequest>>>,
 }
 
 impl Provider for Scripted {
@@ -328,7 +328,7 @@ impl Provider for Scripted {
 }
 
 #[derive(Default)]
-struct Events(Mutex<Vec<AgentEvent>>);
+pub(super) struct Events(Mutex<Vec<AgentEvent>>);
 
 #[async_trait::async_trait]
 impl RetryEvents for Events {
@@ -355,7 +355,7 @@ fn test_model() -> Model {
     }
 }
 
-fn summarizer(provider: &Scripted, max_retries: u32) -> Summarizer {
+pub(super) fn summarizer(provider: &Scripted, max_retries: u32) -> Summarizer {
     Summarizer {
         provider: Arc::new(provider.clone()),
         model: test_model(),
