@@ -201,8 +201,14 @@ impl Agent {
     async fn handle_internal(&mut self, msg: Internal) {
         match msg {
             Internal::Event(event) => {
+                let settled = matches!(event, AgentEvent::AgentSettled { .. });
                 self.observe(&event);
                 self.emit(event).await;
+                // Like pi, the run is over once `agent_settled` is out: a
+                // prompt read right after it must start a new run.
+                if let Some(run_id) = self.run.as_ref().map(|r| r.id).filter(|_| settled) {
+                    self.run_finished(run_id).await;
+                }
             }
             Internal::TakeQueued { kind, reply } => {
                 let taken = match kind {
@@ -218,20 +224,7 @@ impl Agent {
                 }
                 self.record_context_edit(&message);
             }
-            Internal::RunFinished { run_id } => {
-                if self.run.as_ref().is_some_and(|r| r.id == run_id) {
-                    self.run = None;
-                }
-                for message in std::mem::take(&mut self.deferred_bash) {
-                    self.append_message(message);
-                }
-                for tag in std::mem::take(&mut self.run_waiters) {
-                    self.reply(Some(tag), Ok(Reply::Ack)).await;
-                }
-                for (tag, op) in std::mem::take(&mut self.after_run) {
-                    self.handle_op(tag, op).await;
-                }
-            }
+            Internal::RunFinished { run_id } => self.run_finished(run_id).await,
             Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
             Internal::BashFinished { tag, outcome } => {
                 self.bash_cancel = None;
@@ -247,6 +240,24 @@ impl Agent {
                     Err(e) => self.reply(tag, Err(CoreError::new(ErrorKind::Tool, e))).await,
                 }
             }
+        }
+    }
+
+    /// The run `run_id` is over: deferred bash output, waiting replies, ops
+    /// that waited for it. Runs once per run (at `agent_settled`).
+    async fn run_finished(&mut self, run_id: u64) {
+        if !self.run.as_ref().is_some_and(|r| r.id == run_id) {
+            return;
+        }
+        self.run = None;
+        for message in std::mem::take(&mut self.deferred_bash) {
+            self.append_message(message);
+        }
+        for tag in std::mem::take(&mut self.run_waiters) {
+            self.reply(Some(tag), Ok(Reply::Ack)).await;
+        }
+        for (tag, op) in std::mem::take(&mut self.after_run) {
+            self.handle_op(tag, op).await;
         }
     }
 

@@ -457,7 +457,10 @@ impl Agent {
             .rev()
             .find(|e| e.type_name() == "compaction")
             .map(|e| iso_ms(e.timestamp()).unwrap_or(i64::MAX));
-        if compaction_ms.is_some_and(|ms| last.timestamp <= ms) {
+        // pi skips answers from before the latest compaction (`<=`); we use `<`
+        // so that a retry started in the same millisecond as the compaction
+        // entry still counts as after it.
+        if compaction_ms.is_some_and(|ms| last.timestamp < ms) {
             return out;
         }
         match self.overflow_kind(&last) {
@@ -553,7 +556,7 @@ impl Agent {
             let (tokens, usage_at) = estimate_context(&self.messages);
             return match usage_at {
                 Some(i) => {
-                    let stale = compaction_ms.is_some_and(|ms| self.messages[i].timestamp() <= ms);
+                    let stale = compaction_ms.is_some_and(|ms| self.messages[i].timestamp() < ms);
                     (!stale).then_some(tokens)
                 }
                 None => Some(tokens + self.system_tokens()),

@@ -4,6 +4,7 @@
 mod harness;
 mod jsonrpc_basic;
 mod native_basic;
+mod native_compaction;
 mod native_input;
 mod native_run;
 mod native_state;
