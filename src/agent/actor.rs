@@ -246,7 +246,7 @@ impl Agent {
     /// The run `run_id` is over: deferred bash output, waiting replies, ops
     /// that waited for it. Runs once per run (at `agent_settled`).
     async fn run_finished(&mut self, run_id: u64) {
-        if !self.run.as_ref().is_some_and(|r| r.id == run_id) {
+        if self.run.as_ref().is_none_or(|r| r.id != run_id) {
             return;
         }
         self.run = None;
