@@ -7,5 +7,6 @@ mod native_basic;
 mod native_compaction;
 mod native_input;
 mod native_run;
+mod native_sessions;
 mod native_state;
 mod native_tools;
