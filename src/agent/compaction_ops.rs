@@ -238,7 +238,7 @@ impl Agent {
     ) -> Result<CompactionJob, JobError> {
         let system_tokens = self.system_tokens();
         let projection = Projection::of(&self.session);
-        let keep = self.settings.compaction.keep_recent_tokens;
+        let (_, keep) = self.settings.compaction.tokens_for(&self.model.full_id());
         let prep = prepare(&projection, keep, system_tokens).map_err(JobError::NotCompactable)?;
         self.preflight().map_err(JobError::Unavailable)?;
         let provider = self.providers.get(&self.model.api).ok_or_else(|| {
@@ -437,9 +437,9 @@ impl Agent {
         if !self.auto_compaction || window == 0 {
             return out;
         }
-        let reserve = self.settings.compaction.reserve_tokens;
+        let (reserve, _) = self.settings.compaction.tokens_for(&self.model.full_id());
         if at == CheckPoint::BetweenTurns {
-            let tokens = Projection::of(&self.session).estimate_tokens(self.system_tokens());
+            let tokens = Projection::of(&self.session).estimate_tokens_with(|| self.system_tokens());
             if should_compact(tokens, window, reserve) {
                 out.job = self.start_auto_compaction(CompactionReason::Threshold, false).await;
             }
@@ -463,7 +463,8 @@ impl Agent {
         if compaction_ms.is_some_and(|ms| last.timestamp < ms) {
             return out;
         }
-        match self.overflow_kind(&last) {
+        let projection = Projection::of(&self.session);
+        match self.overflow_kind(&last, &projection) {
             Some(_) if last.stop_reason == StopReason::Stop => {
                 // A complete answer over the window: compact, keep the answer.
                 out.job = self.start_auto_compaction(CompactionReason::Overflow, false).await;
@@ -482,7 +483,7 @@ impl Agent {
             }
             None => {}
         }
-        let Some(tokens) = self.threshold_tokens(&last, compaction_ms) else { return out };
+        let Some(tokens) = self.threshold_tokens(&last, &projection, compaction_ms) else { return out };
         if should_compact(tokens, window, reserve) {
             out.job = self.start_auto_compaction(CompactionReason::Threshold, false).await;
         }
@@ -491,7 +492,7 @@ impl Agent {
 
     /// `Some(true)` for a context overflow, `Some(false)` for a recoverable
     /// `length` stop, `None` otherwise (pi's overflow cases 1 and 2).
-    fn overflow_kind(&self, last: &AssistantMessage) -> Option<bool> {
+    fn overflow_kind(&self, last: &AssistantMessage, projection: &Projection) -> Option<bool> {
         let same_model = last.provider == self.model.provider && last.model == self.model.id;
         if !same_model {
             return None;
@@ -499,7 +500,6 @@ impl Agent {
         let window = self.model.context_window;
         let message = AgentMessage::Assistant(last.clone());
         let entry_id = self.entry_id_of(&message);
-        let projection = Projection::of(&self.session);
         let projected = entry_id.as_deref().is_none_or(|id| {
             projection.entries.iter().any(|e| {
                 e.id.as_deref() == Some(id) && e.messages.iter().any(|m| matches!(m, AgentMessage::Assistant(_)))
@@ -546,11 +546,15 @@ impl Agent {
 
     /// Context tokens for the threshold rule (pi's case 3); `None` when the
     /// only usage predates the latest compaction.
-    fn threshold_tokens(&self, last: &AssistantMessage, compaction_ms: Option<i64>) -> Option<u64> {
-        let projection = Projection::of(&self.session);
+    fn threshold_tokens(
+        &self,
+        last: &AssistantMessage,
+        projection: &Projection,
+        compaction_ms: Option<i64>,
+    ) -> Option<u64> {
         let direct = last.usage.context_tokens();
         if projection.entries.iter().any(|e| e.kind == "context_edit") {
-            return Some(projection.estimate_tokens(self.system_tokens()));
+            return Some(projection.estimate_tokens_with(|| self.system_tokens()));
         }
         if last.stop_reason == StopReason::Error || direct == 0 {
             let (tokens, usage_at) = estimate_context(&self.messages);

@@ -137,6 +137,12 @@ impl Projection {
     /// after that usage; then an estimate of the whole projection, with
     /// `system_tokens` standing for the system prompt.
     pub fn estimate_tokens(&self, system_tokens: u64) -> u64 {
+        self.estimate_tokens_with(|| system_tokens)
+    }
+
+    /// [`Projection::estimate_tokens`], computing the system prompt estimate
+    /// only when it is needed.
+    pub fn estimate_tokens_with(&self, system_tokens: impl FnOnce() -> u64) -> u64 {
         // (entry index, estimated tokens, valid usage tokens) per contributed message.
         let mut items: Vec<(usize, u64, Option<u64>)> = Vec::new();
         for (n, entry) in self.entries.iter().enumerate() {
@@ -153,7 +159,7 @@ impl Projection {
             let usage = items[k].2.unwrap_or(0);
             return usage + items[k + 1..].iter().map(|(_, tokens, _)| tokens).sum::<u64>();
         }
-        system_tokens + self.entries.iter().map(|e| estimate_messages(&e.messages)).sum::<u64>()
+        system_tokens() + self.entries.iter().map(|e| estimate_messages(&e.messages)).sum::<u64>()
     }
 
     /// True when the entry at `n` comes after the latest context edit or
