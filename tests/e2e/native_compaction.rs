@@ -483,3 +483,55 @@ async fn jsonrpc_compact_takes_the_prompt_as_instructions() {
     let (_, user) = &summary_requests(server)[0];
     assert!(user.ends_with("Additional focus: Focus on database changes"), "{user}");
 }
+
+#[tokio::test]
+async fn threshold_compaction_between_turns_and_before_a_prompt() {
+    let sb = sandbox(4000, 100, 1000).await;
+    let server = sb.server();
+    server.push(Reply::text(&long("alpha", 60)).usage(400, 100, 0));
+    server.push(
+        Reply::text("Running it.")
+            .with_tool_call(pi_compat::fake_server::FakeToolCall::new("call_1", "bash", r#"{"command":"echo hi"}"#))
+            .usage(3400, 10, 0),
+    );
+    server.push(Reply::text("BETWEEN TURNS"));
+    server.push(Reply::text("done").usage(200, 10, 0));
+    let mut pi = sb.spawn(&["--no-session"]);
+    prompt(&mut pi, "p1", &long("one", 60)).await;
+    let lines = prompt(&mut pi, "p2", &long("two", 60)).await;
+    let t = types(&lines);
+    let start = t.iter().position(|x| x == "compaction_start").expect("compacted between turns");
+    assert_eq!(t[start - 1], "turn_end", "{lines:#?}");
+    assert_eq!(t[start + 1..start + 3], ["compaction_end", "turn_start"]);
+    assert_eq!(lines[start]["reason"], "threshold");
+    assert_eq!(t.iter().filter(|x| *x == "compaction_start").count(), 1);
+    // The next turn's request starts from the summary (the cut split the
+    // running turn) and keeps the tool exchange.
+    let last = server.requests().last().unwrap().body.clone();
+    let msgs = last["messages"].as_array().unwrap();
+    assert_eq!(
+        message_text(&msgs[1]),
+        format!(
+            "{SUMMARY_PREFIX}No prior history.\n\n---\n\n**Turn Context (split turn):**\n\nBETWEEN TURNS\n</summary>"
+        )
+    );
+    assert_eq!(msgs.last().unwrap()["role"], "tool");
+
+    // Before a prompt: compaction was off during the big answer, on again now.
+    server.push(Reply::text(&long("gamma", 60)).usage(3500, 100, 0));
+    server.push(Reply::text("PRE-PROMPT SUMMARY"));
+    server.push(Reply::text("fresh").usage(100, 10, 0));
+    pi.call("off", json!({"type": "set_auto_compaction", "enabled": false})).await;
+    let lines = prompt(&mut pi, "p3", &long("three", 60)).await;
+    assert!(!lines.iter().any(|v| v["type"] == "compaction_start"));
+    pi.call("on", json!({"type": "set_auto_compaction", "enabled": true})).await;
+    pi.send(json!({"id": "p4", "type": "prompt", "message": "four"})).await;
+    let lines = pi.until_type("agent_settled").await;
+    let t = types(&lines);
+    assert_eq!(t[..4], ["response", "compaction_start", "compaction_end", "agent_start"], "{lines:#?}");
+    assert_eq!(lines[1]["reason"], "threshold");
+    let last = server.requests().last().unwrap().body.clone();
+    let msgs = last["messages"].as_array().unwrap();
+    assert_eq!(message_text(&msgs[1]), format!("{SUMMARY_PREFIX}PRE-PROMPT SUMMARY\n</summary>"));
+    assert_eq!(message_text(msgs.last().unwrap()), "four");
+}

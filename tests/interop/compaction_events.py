@@ -50,6 +50,14 @@ SCENARIOS = {
         "replies": [reply(words("alpha", 60), 400, 100), reply(words("beta", 60), 3400, 100), reply("THRESHOLD", 50, 5)],
         "steps": [("prompt", words("one", 60)), ("prompt", words("two", 60)), ("stats", None)],
     },
+    "between_turns": {
+        "window": 4000, "keep": 100, "reserve": 1000,
+        "replies": [reply(words("alpha", 60), 400, 100),
+                    {"text": "Running it.", "toolCalls": [{"id": "call_1", "name": "bash", "arguments": {"command": "echo hi"}}],
+                     "usage": {"promptTokens": 3400, "completionTokens": 10}},
+                    reply("BETWEEN TURNS", 50, 5), reply("done", 200, 10)],
+        "steps": [("prompt", words("one", 60)), ("prompt", words("two", 60)), ("stats", None)],
+    },
     "overflow": {
         "window": 128000, "keep": 150, "reserve": 16384,
         "replies": [reply(words("alpha", 60), 500, 100), reply(words("beta", 60), 700, 100), OVERFLOW, reply("OVERFLOW SUMMARY"), reply("recovered")],
