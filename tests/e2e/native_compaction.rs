@@ -535,3 +535,30 @@ async fn threshold_compaction_between_turns_and_before_a_prompt() {
     assert_eq!(message_text(&msgs[1]), format!("{SUMMARY_PREFIX}PRE-PROMPT SUMMARY\n</summary>"));
     assert_eq!(message_text(msgs.last().unwrap()), "four");
 }
+
+#[tokio::test]
+async fn abort_during_threshold_compaction_settles_the_run_as_aborted() {
+    let sb = sandbox(4000, 100, 1000).await;
+    let server = sb.server();
+    server.push(Reply::text(&long("alpha", 60)).usage(400, 100, 0));
+    server.push(Reply::text(&long("beta", 60)).usage(3400, 100, 0));
+    server.push(Reply::text_chunks(["slow ", "summary"]).delay_ms(800));
+    let mut pi = sb.spawn(&["--no-session"]);
+    prompt(&mut pi, "p1", &long("one", 60)).await;
+    pi.send(json!({"id": "p2", "type": "prompt", "message": long("two", 60)})).await;
+    pi.until_type("compaction_start").await;
+    let state = pi.call("st", json!({"type": "get_state"})).await;
+    assert_eq!(state["data"]["isCompacting"], true);
+    assert_eq!(state["data"]["isStreaming"], true);
+    pi.send(json!({"id": "a", "type": "abort"})).await;
+    let lines = pi.until(|v| v["id"] == "a").await;
+    assert_eq!(types(&lines), ["compaction_end", "agent_settled", "response"], "{lines:#?}");
+    assert_eq!(
+        lines[0],
+        json!({"type": "compaction_end", "reason": "threshold", "result": null, "aborted": true, "willRetry": false})
+    );
+    assert_eq!(lines[1], json!({"type": "agent_settled", "aborted": true}));
+    let state = pi.call("st2", json!({"type": "get_state"})).await;
+    assert_eq!(state["data"]["isCompacting"], false);
+    assert_eq!(state["data"]["isStreaming"], false);
+}

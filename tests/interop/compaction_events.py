@@ -58,6 +58,12 @@ SCENARIOS = {
                     reply("BETWEEN TURNS", 50, 5), reply("done", 200, 10)],
         "steps": [("prompt", words("one", 60)), ("prompt", words("two", 60)), ("stats", None)],
     },
+    "abort_auto": {
+        "window": 4000, "keep": 100, "reserve": 1000,
+        "replies": [reply(words("alpha", 60), 400, 100), reply(words("beta", 60), 3400, 100),
+                    {"textChunks": ["slow ", "summary"], "delayMs": 800}],
+        "steps": [("prompt", words("one", 60)), ("prompt_then_abort", words("two", 60)), ("state", None)],
+    },
     "overflow": {
         "window": 128000, "keep": 150, "reserve": 16384,
         "replies": [reply(words("alpha", 60), 500, 100), reply(words("beta", 60), 700, 100), OVERFLOW, reply("OVERFLOW SUMMARY"), reply("recovered")],
@@ -165,6 +171,12 @@ def run(cmd, env, cwd, steps):
             send({"id": rid + "a", "type": "abort"})
             seen = set()
             until(lambda v: (v.get("type") == "response" and seen.add(v.get("id")) is None and {rid, rid + "a"} <= seen))
+        elif kind == "prompt_then_abort":
+            send({"id": rid, "type": "prompt", "message": arg})
+            until(lambda v: v.get("type") == "compaction_start")
+            time.sleep(0.2)
+            send({"id": rid + "a", "type": "abort"})
+            until(lambda v: v.get("id") == rid + "a")
         elif kind == "stats":
             send({"id": rid, "type": "get_session_stats"})
             until(lambda v: v.get("id") == rid)
