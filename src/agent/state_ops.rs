@@ -254,7 +254,7 @@ impl Agent {
         Ok(())
     }
 
-    fn default_model_from_settings(&self) -> Option<Model> {
+    fn default_model_from_settings(&mut self) -> Option<Model> {
         let id = self.settings.default_model.as_deref()?;
         match self.models.resolve(self.settings.default_provider.as_deref(), id) {
             Ok(m) if self.models.has_credentials(&m) => Some(m),
@@ -324,9 +324,9 @@ impl Agent {
             (None, Some(provider)) => Some(
                 registry
                     .all()
-                    .iter()
+                    .to_vec()
+                    .into_iter()
                     .find(|m| &m.provider == provider && registry.has_credentials(m))
-                    .cloned()
                     .or_else(|| (provider == faux::FAUX_PROVIDER).then(faux::faux_model))
                     .ok_or_else(|| {
                         CoreError::invalid("provider", format!("No usable model for provider: {provider}"))

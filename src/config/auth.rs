@@ -9,29 +9,52 @@ use serde_json::Value;
 
 use super::ConfigError;
 
-/// Environment variables that carry a provider's API key, in lookup order.
+/// `ANTHROPIC_AUTH_TOKEN`: a bearer token for Anthropic, sent as `Authorization`
+/// instead of an API key (it wins over the key variables, as in pi).
+pub const ANTHROPIC_AUTH_TOKEN_ENV: &str = "ANTHROPIC_AUTH_TOKEN";
+
+/// Environment variables that carry a provider's credential, in lookup order
+/// (pi-ai 1.6.0's `env-api-keys.js`).
 pub fn provider_env_vars(provider: &str) -> &'static [&'static str] {
     match provider {
-        "anthropic" => &["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
+        "github-copilot" => &["COPILOT_GITHUB_TOKEN"],
+        "anthropic" => &[ANTHROPIC_AUTH_TOKEN_ENV, "ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
+        "ant-ling" => &["ANT_LING_API_KEY"],
+        "qwen-token-plan" => &["QWEN_TOKEN_PLAN_TEAM_API_KEY", "QWEN_TOKEN_PLAN_API_KEY"],
+        "qwen-token-plan-cn" => &["QWEN_TOKEN_PLAN_TEAM_CN_API_KEY", "QWEN_TOKEN_PLAN_CN_API_KEY"],
+        "qwen-token-plan-individual" => &["QWEN_TOKEN_PLAN_INDIVIDUAL_API_KEY", "QWEN_TOKEN_PLAN_API_KEY"],
+        "qwen-token-plan-individual-cn" => &["QWEN_TOKEN_PLAN_INDIVIDUAL_CN_API_KEY", "QWEN_TOKEN_PLAN_CN_API_KEY"],
         "openai" => &["OPENAI_API_KEY"],
         "azure" => &["AZURE_OPENAI_API_KEY"],
+        "nvidia" => &["NVIDIA_API_KEY"],
+        "deepseek" => &["DEEPSEEK_API_KEY"],
         "google" => &["GEMINI_API_KEY"],
         "google-vertex" => &["GOOGLE_CLOUD_API_KEY"],
         "groq" => &["GROQ_API_KEY"],
         "cerebras" => &["CEREBRAS_API_KEY"],
         "xai" => &["XAI_API_KEY"],
+        "typesafe" => &["TYPESAFE_API_KEY"],
+        "radius" => &["RADIUS_API_KEY"],
         "openrouter" => &["OPENROUTER_API_KEY"],
         "vercel-ai-gateway" => &["AI_GATEWAY_API_KEY"],
         "zai" => &["ZAI_API_KEY"],
+        "zai-coding-cn" => &["ZAI_CODING_CN_API_KEY"],
         "mistral" => &["MISTRAL_API_KEY"],
         "minimax" => &["MINIMAX_API_KEY"],
-        "deepseek" => &["DEEPSEEK_API_KEY"],
-        "moonshotai" => &["MOONSHOT_API_KEY"],
+        "minimax-cn" => &["MINIMAX_CN_API_KEY"],
+        "moonshotai" | "moonshotai-cn" => &["MOONSHOT_API_KEY"],
         "huggingface" => &["HF_TOKEN"],
         "fireworks" => &["FIREWORKS_API_KEY"],
         "together" => &["TOGETHER_API_KEY"],
-        "nvidia" => &["NVIDIA_API_KEY"],
-        "opencode" => &["OPENCODE_API_KEY"],
+        "baseten" => &["BASETEN_API_KEY"],
+        "opencode" | "opencode-go" => &["OPENCODE_API_KEY"],
+        "kimi-coding" => &["KIMI_API_KEY"],
+        "meta" => &["META_API_KEY"],
+        "cloudflare-workers-ai" | "cloudflare-ai-gateway" => &["CLOUDFLARE_API_KEY"],
+        "xiaomi" => &["XIAOMI_API_KEY"],
+        "xiaomi-token-plan-cn" => &["XIAOMI_TOKEN_PLAN_CN_API_KEY"],
+        "xiaomi-token-plan-ams" => &["XIAOMI_TOKEN_PLAN_AMS_API_KEY"],
+        "xiaomi-token-plan-sgp" => &["XIAOMI_TOKEN_PLAN_SGP_API_KEY"],
         _ => &[],
     }
 }
@@ -99,9 +122,24 @@ impl AuthStore {
     }
 }
 
-/// The first set environment variable for a provider's key.
+fn env_value(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// The first set environment variable for a provider's API key. For
+/// Anthropic a set `ANTHROPIC_AUTH_TOKEN` wins and is no API key (see
+/// [`env_bearer_token_for`]).
 pub fn env_key_for(provider: &str) -> Option<String> {
-    provider_env_vars(provider).iter().find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    if env_bearer_token_for(provider).is_some() {
+        return None;
+    }
+    provider_env_vars(provider).iter().filter(|n| **n != ANTHROPIC_AUTH_TOKEN_ENV).find_map(|name| env_value(name))
+}
+
+/// A bearer token from the environment that is sent as `Authorization`
+/// instead of an API key (`ANTHROPIC_AUTH_TOKEN` for Anthropic).
+pub fn env_bearer_token_for(provider: &str) -> Option<String> {
+    (provider == "anthropic").then(|| env_value(ANTHROPIC_AUTH_TOKEN_ENV)).flatten()
 }
 
 static COMMAND_CACHE: Mutex<Option<HashMap<String, Option<String>>>> = Mutex::new(None);

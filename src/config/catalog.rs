@@ -1,43 +1,249 @@
 //! The built-in provider table and model catalog (static data, no network).
+//!
+//! The catalog is `catalog.json`, transcribed from pi-ai 1.6.0's model data
+//! (see its `_source` field and `gen_catalog.py`); it is compiled in and
+//! parsed once, on first use.
+
+use std::sync::OnceLock;
+
+use serde::Deserialize;
 
 use crate::model::Model;
 
-/// A built-in provider: its wire API and default base URL.
+/// A built-in provider: its display name, default wire API and base URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BuiltinProvider {
     pub name: &'static str,
+    pub display_name: &'static str,
     pub api: &'static str,
     pub base_url: &'static str,
 }
 
-/// Providers pi-rpc knows by name, so `models.json` entries may omit `api`/`baseUrl`.
+const fn p(
+    name: &'static str,
+    display_name: &'static str,
+    api: &'static str,
+    base_url: &'static str,
+) -> BuiltinProvider {
+    BuiltinProvider { name, display_name, api, base_url }
+}
+
+const COMPLETIONS: &str = "openai-completions";
+const RESPONSES: &str = "openai-responses";
+const ANTHROPIC: &str = "anthropic-messages";
+
+/// Providers pi-rpc knows by name, so `models.json` entries may omit
+/// `api`/`baseUrl` (pi 1.6's provider definitions; providers whose models
+/// use several APIs list their main one).
 pub const BUILTIN_PROVIDERS: &[BuiltinProvider] = &[
-    BuiltinProvider { name: "openai", api: "openai-responses", base_url: "https://api.openai.com/v1" },
-    BuiltinProvider { name: "anthropic", api: "anthropic-messages", base_url: "https://api.anthropic.com" },
-    BuiltinProvider {
-        name: "google",
-        api: "google-generative-ai",
-        base_url: "https://generativelanguage.googleapis.com/v1beta",
-    },
-    BuiltinProvider { name: "openrouter", api: "openai-completions", base_url: "https://openrouter.ai/api/v1" },
-    BuiltinProvider { name: "groq", api: "openai-completions", base_url: "https://api.groq.com/openai/v1" },
-    BuiltinProvider { name: "xai", api: "openai-completions", base_url: "https://api.x.ai/v1" },
-    BuiltinProvider { name: "deepseek", api: "openai-completions", base_url: "https://api.deepseek.com" },
-    BuiltinProvider { name: "mistral", api: "openai-completions", base_url: "https://api.mistral.ai/v1" },
-    BuiltinProvider { name: "cerebras", api: "openai-completions", base_url: "https://api.cerebras.ai/v1" },
+    p("ant-ling", "Ant Ling", COMPLETIONS, "https://api.ant-ling.com/v1"),
+    p("anthropic", "Anthropic", ANTHROPIC, "https://api.anthropic.com"),
+    p("baseten", "Baseten", COMPLETIONS, "https://inference.baseten.co/v1"),
+    p("cerebras", "Cerebras", COMPLETIONS, "https://api.cerebras.ai/v1"),
+    p("deepseek", "DeepSeek", COMPLETIONS, "https://api.deepseek.com"),
+    p("fireworks", "Fireworks", COMPLETIONS, "https://api.fireworks.ai/inference/v1"),
+    p("google", "Google", "google-generative-ai", "https://generativelanguage.googleapis.com/v1beta"),
+    p("groq", "Groq", COMPLETIONS, "https://api.groq.com/openai/v1"),
+    p("huggingface", "Hugging Face", COMPLETIONS, "https://router.huggingface.co/v1"),
+    p("kimi-coding", "Kimi For Coding", COMPLETIONS, "https://api.kimi.com/coding/v1"),
+    p("meta", "Meta", RESPONSES, "https://api.meta.ai/v1"),
+    p("minimax", "MiniMax", ANTHROPIC, "https://api.minimax.io/anthropic"),
+    p("minimax-cn", "MiniMax (China)", ANTHROPIC, "https://api.minimaxi.com/anthropic"),
+    p("mistral", "Mistral", "mistral-conversations", "https://api.mistral.ai"),
+    p("moonshotai", "Moonshot AI", COMPLETIONS, "https://api.moonshot.ai/v1"),
+    p("moonshotai-cn", "Moonshot AI (China)", COMPLETIONS, "https://api.moonshot.cn/v1"),
+    p("nvidia", "NVIDIA", COMPLETIONS, "https://integrate.api.nvidia.com/v1"),
+    p("openai", "OpenAI", RESPONSES, "https://api.openai.com/v1"),
+    p("opencode", "OpenCode Zen", COMPLETIONS, "https://opencode.ai/inference/openai/v1"),
+    p("opencode-go", "OpenCode Go", COMPLETIONS, "https://opencode.ai/inference/go/openai/v1"),
+    p("openrouter", "OpenRouter", COMPLETIONS, "https://openrouter.ai/api/v1"),
+    p(
+        "qwen-token-plan",
+        "Qwen Token Plan Team",
+        COMPLETIONS,
+        "https://token-plan.maas.qwencloudapi.com/compatible-mode/v1",
+    ),
+    p(
+        "qwen-token-plan-cn",
+        "Qwen Token Plan Team (China)",
+        COMPLETIONS,
+        "https://token-plan.maas.qianwenaiapi.com/compatible-mode/v1",
+    ),
+    p(
+        "qwen-token-plan-individual",
+        "Qwen Token Plan Individual",
+        COMPLETIONS,
+        "https://token-plan.maas.qwencloudapi.com/compatible-mode/v1",
+    ),
+    p(
+        "qwen-token-plan-individual-cn",
+        "Qwen Token Plan Individual (China)",
+        COMPLETIONS,
+        "https://token-plan.maas.qianwenaiapi.com/compatible-mode/v1",
+    ),
+    p("together", "Together AI", COMPLETIONS, "https://api.together.ai/v1"),
+    p("vercel-ai-gateway", "Vercel AI Gateway", ANTHROPIC, "https://ai-gateway.vercel.sh"),
+    p("xai", "xAI", RESPONSES, "https://api.x.ai/v1"),
+    p("xiaomi", "Xiaomi MiMo", COMPLETIONS, "https://api.xiaomimimo.com/v1"),
+    p(
+        "xiaomi-token-plan-ams",
+        "Xiaomi MiMo Token Plan (Europe)",
+        COMPLETIONS,
+        "https://token-plan-ams.xiaomimimo.com/v1",
+    ),
+    p("xiaomi-token-plan-cn", "Xiaomi MiMo Token Plan (China)", COMPLETIONS, "https://token-plan-cn.xiaomimimo.com/v1"),
+    p(
+        "xiaomi-token-plan-sgp",
+        "Xiaomi MiMo Token Plan (Singapore)",
+        COMPLETIONS,
+        "https://token-plan-sgp.xiaomimimo.com/v1",
+    ),
+    p("zai", "Z.AI", COMPLETIONS, "https://api.z.ai/api/coding/paas/v4"),
+    p("zai-coding-cn", "Z.AI Coding (China)", COMPLETIONS, "https://open.bigmodel.cn/api/coding/paas/v4"),
 ];
+
+/// The built-in provider of this name.
+pub fn builtin_provider(provider: &str) -> Option<&'static BuiltinProvider> {
+    BUILTIN_PROVIDERS.iter().find(|p| p.name == provider)
+}
 
 /// Default API of a built-in provider.
 pub fn provider_api(provider: &str) -> Option<&'static str> {
-    BUILTIN_PROVIDERS.iter().find(|p| p.name == provider).map(|p| p.api)
+    builtin_provider(provider).map(|p| p.api)
 }
 
 /// Default base URL of a built-in provider.
 pub fn provider_base_url(provider: &str) -> Option<&'static str> {
-    BUILTIN_PROVIDERS.iter().find(|p| p.name == provider).map(|p| p.base_url)
+    builtin_provider(provider).map(|p| p.base_url)
 }
 
-/// The built-in model catalog.
+/// The catalog data, compiled in.
+pub const CATALOG_JSON: &str = include_str!("catalog.json");
+
+/// Providers of the catalog in catalog order, each with its models as raw JSON.
+type ProviderIndex = Vec<(&'static str, &'static serde_json::value::RawValue)>;
+
+#[derive(Deserialize)]
+struct CatalogFile {
+    #[serde(borrow)]
+    providers: indexed::ProviderSections<'static>,
+}
+
+mod indexed {
+    //! Ordered `provider -> raw model array` sections of the catalog file.
+    use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+    use serde_json::value::RawValue;
+
+    pub struct ProviderSections<'a>(pub Vec<(&'a str, &'a RawValue)>);
+
+    impl<'de: 'a, 'a> Deserialize<'de> for ProviderSections<'a> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = ProviderSections<'de>;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an object of provider sections")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                    let mut out = Vec::new();
+                    while let Some((k, v)) = map.next_entry::<&'de str, &'de RawValue>()? {
+                        out.push((k, v));
+                    }
+                    Ok(ProviderSections(out))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+}
+
+static INDEX: OnceLock<ProviderIndex> = OnceLock::new();
+static CATALOG: OnceLock<Vec<Model>> = OnceLock::new();
+
+/// The catalog's provider sections, found on first use without parsing the
+/// models themselves (a fast scan of the compiled-in JSON).
+fn index() -> &'static ProviderIndex {
+    INDEX.get_or_init(|| match serde_json::from_str::<CatalogFile>(CATALOG_JSON) {
+        Ok(file) => file.providers.0,
+        Err(e) => {
+            tracing::error!("built-in model catalog does not parse: {e}");
+            Vec::new()
+        }
+    })
+}
+
+/// Names of the providers the catalog has models for, in catalog order.
+pub fn catalog_providers() -> impl Iterator<Item = &'static str> {
+    index().iter().map(|(name, _)| *name)
+}
+
+/// The catalog models of one provider (parsed on each call; callers keep them).
+pub fn provider_models(provider: &str) -> Vec<Model> {
+    let Some((_, raw)) = index().iter().find(|(name, _)| *name == provider) else {
+        return Vec::new();
+    };
+    match serde_json::from_str::<Vec<Model>>(raw.get()) {
+        Ok(models) => models,
+        Err(e) => {
+            tracing::error!("built-in model catalog, provider {provider}: {e}");
+            Vec::new()
+        }
+    }
+}
+
+/// The whole parsed catalog (parsed on first use). A catalog that does not
+/// parse is a build defect caught by the tests; it yields no models.
+pub fn catalog() -> &'static [Model] {
+    CATALOG.get_or_init(|| catalog_providers().flat_map(provider_models).collect())
+}
+
+/// The built-in model catalog, as owned models.
 pub fn builtin_models() -> Vec<Model> {
-    Vec::new()
+    catalog().to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::auth::provider_env_vars;
+    use crate::provider::ProviderRegistry;
+    use crate::provider::faux::FauxProvider;
+    use crate::provider::http::HttpClient;
+
+    #[test]
+    fn catalog_parses_and_names_its_source() {
+        let root: serde_json::Value = serde_json::from_str(CATALOG_JSON).unwrap();
+        assert!(root["_source"].as_str().unwrap().contains("pi-ai 1.6.0"));
+        let total: usize = root["providers"].as_object().unwrap().values().map(|v| v.as_array().unwrap().len()).sum();
+        assert_eq!(catalog().len(), total);
+        for (name, models) in root["providers"].as_object().unwrap() {
+            assert_eq!(provider_models(name).len(), models.as_array().unwrap().len(), "{name}");
+            assert!(provider_models(name).iter().all(|m| &m.provider == name), "{name}");
+        }
+        assert!(catalog().len() > 1000);
+        let sonnet = catalog().iter().find(|m| m.provider == "anthropic" && m.id == "claude-sonnet-4-5").unwrap();
+        assert_eq!((sonnet.context_window, sonnet.max_tokens), (200_000, 64_000));
+        assert_eq!(sonnet.cost.cache_write, 3.75);
+        let ids: std::collections::HashSet<(&str, &str)> =
+            catalog().iter().map(|m| (m.provider.as_str(), m.id.as_str())).collect();
+        assert_eq!(ids.len(), catalog().len(), "provider/id pairs are unique");
+    }
+
+    #[test]
+    fn every_model_has_a_provider_an_api_and_env_keys() {
+        let registry = ProviderRegistry::builtin(HttpClient::new().unwrap(), FauxProvider::default());
+        for m in catalog() {
+            assert!(registry.get(&m.api).is_some(), "{}: api {} has no provider", m.full_id(), m.api);
+            let provider = builtin_provider(&m.provider).unwrap_or_else(|| panic!("{} is not built in", m.provider));
+            assert!(!provider_env_vars(&m.provider).is_empty(), "{}: no key variable", m.provider);
+            assert!(!m.base_url.is_empty() && !provider.base_url.is_empty());
+            // pi's clamp always lands on a level the model has.
+            let high = crate::provider::openai_request::clamp_level(m, crate::model::ThinkingLevel::High);
+            assert!(m.thinking_levels().contains(&high), "{}: {:?} {high:?}", m.full_id(), m.thinking_levels());
+        }
+        for p in BUILTIN_PROVIDERS {
+            assert!(catalog().iter().any(|m| m.provider == p.name), "{} has no models", p.name);
+            assert!(registry.get(p.api).is_some(), "{}: api {}", p.name, p.api);
+        }
+    }
 }

@@ -1,14 +1,14 @@
 //! The model registry: the built-in catalog, `models.json` custom providers and
 //! overrides, credentials per provider, and model lookup (`provider/id`, id, fuzzy).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::ConfigError;
-use super::auth::{AuthStore, env_key_for, resolve_config_value};
+use super::auth::{AuthStore, env_bearer_token_for, env_key_for, resolve_config_value};
 use super::catalog;
 use crate::model::{Model, ModelCost};
 use crate::provider::faux;
@@ -31,6 +31,11 @@ pub struct ModelRegistry {
     providers: HashMap<String, ProviderSettings>,
     auth: AuthStore,
     runtime_keys: HashMap<String, String>,
+    /// Catalog providers whose models are in `models`. The catalog is large, so
+    /// only providers that have credentials or appear in `models.json` are
+    /// loaded at start; the rest come in when a lookup needs them.
+    loaded: HashSet<String>,
+    all_loaded: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -77,26 +82,60 @@ struct ModelFile {
 impl ModelRegistry {
     /// Catalog + `<agent_dir>/models.json` + `auth.json`.
     pub fn load(agent_dir: &Path) -> Result<ModelRegistry, ConfigError> {
-        let mut reg = ModelRegistry { models: catalog::builtin_models(), ..Default::default() };
-        reg.auth = AuthStore::load(agent_dir)?;
+        let mut reg = ModelRegistry { auth: AuthStore::load(agent_dir)?, ..Default::default() };
         let path = agent_dir.join("models.json");
-        match std::fs::read_to_string(&path) {
-            Ok(text) if !text.trim().is_empty() => reg.apply_models_json(&text, &path)?,
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) if !text.trim().is_empty() => Some(text),
+            Ok(_) => None,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(ConfigError::Io { path, source: e }),
+        };
+        let file: ModelsFile = match &text {
+            Some(text) => serde_json::from_str(text)
+                .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?,
+            None => ModelsFile::default(),
+        };
+        let needed: Vec<&str> = catalog::catalog_providers()
+            .filter(|p| {
+                file.providers.contains_key(*p)
+                    || reg.auth.has(p)
+                    || env_key_for(p).is_some()
+                    || env_bearer_token_for(p).is_some()
+            })
+            .collect();
+        for provider in needed {
+            reg.ensure_provider(provider);
         }
+        reg.apply_models_json(file, &path)?;
         Ok(reg)
     }
 
     /// A registry with just these models (tests).
     pub fn from_models(models: Vec<Model>) -> ModelRegistry {
-        ModelRegistry { models, ..Default::default() }
+        ModelRegistry { models, all_loaded: true, ..Default::default() }
     }
 
-    fn apply_models_json(&mut self, text: &str, path: &Path) -> Result<(), ConfigError> {
-        let file: ModelsFile = serde_json::from_str(text)
-            .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
+    /// Bring a catalog provider's models in (once).
+    fn ensure_provider(&mut self, provider: &str) {
+        if self.all_loaded || !self.loaded.insert(provider.to_string()) {
+            return;
+        }
+        self.models.extend(catalog::provider_models(provider));
+    }
+
+    /// Bring every catalog provider in (for lookups across all models).
+    fn ensure_all(&mut self) {
+        if self.all_loaded {
+            return;
+        }
+        let names: Vec<&str> = catalog::catalog_providers().collect();
+        for name in names {
+            self.ensure_provider(name);
+        }
+        self.all_loaded = true;
+    }
+
+    fn apply_models_json(&mut self, file: ModelsFile, path: &Path) -> Result<(), ConfigError> {
         for (provider, raw) in file.providers {
             let bad = |msg: String| ConfigError::Invalid {
                 path: path.to_path_buf(),
@@ -109,23 +148,37 @@ impl ModelRegistry {
             }
             settings.headers.extend(pf.headers.clone());
             settings.auth_header |= pf.auth_header;
-            // A baseUrl alone re-routes the provider's built-in models.
-            if let Some(base) = &pf.base_url {
-                for m in self.models.iter_mut().filter(|m| m.provider == provider) {
+            // The provider's baseUrl re-routes its built-in models, and its compat
+            // merges into theirs (pi's applyModelsJson).
+            for m in self.models.iter_mut().filter(|m| m.provider == provider) {
+                if let Some(base) = &pf.base_url {
                     m.base_url = base.clone();
+                }
+                if pf.compat.is_some() {
+                    m.compat = merge_compat(m.compat.take(), pf.compat.clone());
                 }
             }
             for (i, raw_model) in pf.models.into_iter().enumerate() {
                 let mf: ModelFile = serde_json::from_value(raw_model).map_err(|e| bad(format!("models[{i}]: {e}")))?;
-                let api = mf
-                    .api
-                    .clone()
-                    .or_else(|| pf.api.clone())
+                // Missing api/baseUrl come from the provider's model of that id, else of
+                // that api, else its Chat Completions model, else its first (pi's findModelDefaults).
+                let wanted_api = mf.api.clone().or_else(|| pf.api.clone());
+                let own: Vec<&Model> = self.models.iter().filter(|m| m.provider == provider).collect();
+                let defaults = own
+                    .iter()
+                    .find(|m| m.id == mf.id)
+                    .or_else(|| wanted_api.as_ref().and_then(|api| own.iter().find(|m| &m.api == api)))
+                    .or_else(|| own.iter().find(|m| m.api == "openai-completions"))
+                    .or_else(|| own.first())
+                    .map(|m| (m.api.clone(), m.base_url.clone()));
+                let api = wanted_api
+                    .or_else(|| defaults.as_ref().map(|d| d.0.clone()))
                     .or_else(|| catalog::provider_api(&provider).map(str::to_string));
                 let base_url = mf
                     .base_url
                     .clone()
                     .or_else(|| pf.base_url.clone())
+                    .or_else(|| defaults.as_ref().map(|d| d.1.clone()))
                     .or_else(|| catalog::provider_base_url(&provider).map(str::to_string));
                 let (Some(api), Some(base_url)) = (api, base_url) else {
                     return Err(bad(format!(
@@ -133,7 +186,7 @@ impl ModelRegistry {
                         mf.id
                     )));
                 };
-                let compat = merge_maps(pf.compat.clone(), mf.compat);
+                let compat = merge_compat(pf.compat.clone(), mf.compat);
                 let model = Model {
                     name: mf.name.unwrap_or_else(|| mf.id.clone()),
                     id: mf.id,
@@ -168,12 +221,14 @@ impl ModelRegistry {
     }
 
     /// Every known model (catalog and custom), without faux.
-    pub fn all(&self) -> &[Model] {
+    pub fn all(&mut self) -> &[Model] {
+        self.ensure_all();
         &self.models
     }
 
     /// Use this key for a provider for the rest of the process (`--api-key`, `initialize`).
     pub fn set_runtime_key(&mut self, provider: &str, key: String) {
+        self.ensure_provider(provider);
         self.runtime_keys.insert(provider.to_string(), key);
     }
 
@@ -196,12 +251,25 @@ impl ModelRegistry {
         env_key_for(provider)
     }
 
-    /// True when the model can be called (faux always can).
-    pub fn has_credentials(&self, model: &Model) -> bool {
-        model.provider == faux::FAUX_PROVIDER || self.api_key(&model.provider).is_some()
+    /// A bearer token sent as `Authorization` instead of a key
+    /// (`ANTHROPIC_AUTH_TOKEN`), when no key is configured.
+    fn bearer_token(&self, provider: &str) -> Option<String> {
+        if self.api_key(provider).is_some() {
+            return None;
+        }
+        env_bearer_token_for(provider)
     }
 
-    /// Resolved headers for a model (provider then model values).
+    /// True when the model can be called (faux always can).
+    pub fn has_credentials(&self, model: &Model) -> bool {
+        model.provider == faux::FAUX_PROVIDER
+            || self.api_key(&model.provider).is_some()
+            || self.bearer_token(&model.provider).is_some()
+    }
+
+    /// Resolved headers for a model (provider then model values), plus
+    /// `Authorization: Bearer <key>` when the provider sets `authHeader` (or
+    /// the bearer token of [`env_bearer_token_for`]).
     pub fn headers(&self, model: &Model) -> HashMap<String, String> {
         let mut out = HashMap::new();
         let provider_headers = self.providers.get(&model.provider).map(|p| p.headers.iter());
@@ -210,6 +278,15 @@ impl ModelRegistry {
             if let Some(v) = value.as_str().and_then(resolve_config_value) {
                 out.insert(name.clone(), v);
             }
+        }
+        let bearer = if self.auth_header(&model.provider) {
+            self.api_key(&model.provider)
+        } else {
+            self.bearer_token(&model.provider)
+        };
+        if let Some(token) = bearer {
+            out.retain(|k, _| !k.eq_ignore_ascii_case("authorization"));
+            out.insert("Authorization".to_string(), format!("Bearer {token}"));
         }
         out
     }
@@ -226,17 +303,22 @@ impl ModelRegistry {
     }
 
     /// Exact lookup by provider and id (faux included).
-    pub fn find(&self, provider: &str, id: &str) -> Option<Model> {
+    pub fn find(&mut self, provider: &str, id: &str) -> Option<Model> {
         if provider == faux::FAUX_PROVIDER {
             let faux = faux::faux_model();
             return (faux.id == id).then_some(faux);
         }
+        self.ensure_provider(provider);
         self.models.iter().find(|m| m.provider == provider && m.id == id).cloned()
     }
 
     /// Resolve a user pattern: `provider/id`, an exact id, then an unambiguous
     /// case-insensitive match on id or name; available models are preferred.
-    pub fn resolve(&self, provider: Option<&str>, pattern: &str) -> Result<Model, String> {
+    pub fn resolve(&mut self, provider: Option<&str>, pattern: &str) -> Result<Model, String> {
+        match provider {
+            Some(p) => self.ensure_provider(p),
+            None => self.ensure_all(),
+        }
         let mut candidates: Vec<Model> = self.models.clone();
         candidates.push(faux::faux_model());
         let (provider, pattern) = match (provider, pattern.split_once('/')) {
@@ -284,13 +366,24 @@ fn pick(models: &[&Model], usable: impl Fn(&Model) -> bool) -> Option<Model> {
     models.iter().find(|m| usable(m)).or(models.first()).map(|m| (*m).clone())
 }
 
-fn merge_maps(base: Option<Map<String, Value>>, top: Option<Map<String, Value>>) -> Option<Map<String, Value>> {
+/// pi's `mergeCompat`: fields of `top` win; the routing and chat-template
+/// objects merge key by key.
+fn merge_compat(base: Option<Map<String, Value>>, top: Option<Map<String, Value>>) -> Option<Map<String, Value>> {
     match (base, top) {
         (None, None) => None,
         (Some(b), None) => Some(b),
         (None, Some(t)) => Some(t),
         (Some(mut b), Some(t)) => {
-            b.extend(t);
+            for (key, value) in t {
+                let nested = ["openRouterRouting", "vercelGatewayRouting", "chatTemplateKwargs", "chatTemplateArgs"]
+                    .contains(&key.as_str());
+                match (b.get_mut(&key), value) {
+                    (Some(Value::Object(existing)), Value::Object(incoming)) if nested => existing.extend(incoming),
+                    (_, value) => {
+                        b.insert(key, value);
+                    }
+                }
+            }
             Some(b)
         }
     }
@@ -325,7 +418,7 @@ mod tests {
 
     #[test]
     fn custom_providers_get_pi_defaults() {
-        let reg = registry_with(
+        let mut reg = registry_with(
             r#"{"providers":{"local":{"baseUrl":"http://127.0.0.1:1/v1","api":"openai-completions","apiKey":"k","models":[{"id":"m1"},{"id":"m2","reasoning":true,"contextWindow":1000}]}}}"#,
         );
         let m1 = reg.find("local", "m1").unwrap();
@@ -339,7 +432,7 @@ mod tests {
 
     #[test]
     fn resolution_by_full_id_exact_and_fuzzy() {
-        let reg = registry_with(
+        let mut reg = registry_with(
             r#"{"providers":{"p":{"baseUrl":"http://x","api":"openai-completions","apiKey":"k","models":[{"id":"alpha-large"},{"id":"alpha-small"},{"id":"beta"}]}}}"#,
         );
         assert_eq!(reg.resolve(None, "p/beta").unwrap().id, "beta");
@@ -362,10 +455,63 @@ mod tests {
     }
 
     #[test]
+    fn auth_header_sends_the_key_as_a_bearer_token() {
+        let mut reg = registry_with(
+            r#"{"providers":{"proxy":{"baseUrl":"http://127.0.0.1:1","api":"anthropic-messages","apiKey":"k-1","authHeader":true,"headers":{"x-a":"b"},"models":[{"id":"m"}]}}}"#,
+        );
+        let m = reg.find("proxy", "m").unwrap();
+        let h = reg.headers(&m);
+        assert_eq!(h.get("Authorization").map(String::as_str), Some("Bearer k-1"));
+        assert_eq!(h.get("x-a").map(String::as_str), Some("b"));
+    }
+
+    #[test]
+    fn catalog_models_are_available_with_a_runtime_key() {
+        let mut reg = ModelRegistry::load(tempfile::tempdir().unwrap().path()).unwrap();
+        assert!(reg.all().iter().any(|m| m.provider == "groq"));
+        reg.set_runtime_key("groq", "gsk-test".into());
+        let available = reg.available();
+        assert!(available.iter().any(|m| m.provider == "groq"));
+        assert!(available.iter().all(|m| reg.has_credentials(m)));
+        assert_eq!(reg.resolve(Some("anthropic"), "claude-sonnet-4-5").unwrap().api, "anthropic-messages");
+    }
+
+    #[test]
+    fn provider_settings_reach_built_in_models() {
+        let mut reg = registry_with(
+            r#"{"providers":{"openrouter":{"baseUrl":"http://127.0.0.1:9/api/v1","compat":{"supportsStrictMode":false,"openRouterRouting":{"only":["x"]}},
+                "models":[{"id":"my/model"}]}}}"#,
+        );
+        let built_in = reg.find("openrouter", "anthropic/claude-fable-5:batch").unwrap();
+        assert_eq!(built_in.base_url, "http://127.0.0.1:9/api/v1");
+        let compat = built_in.compat.unwrap();
+        assert_eq!(compat.get("supportsStrictMode"), Some(&Value::Bool(false)));
+        assert_eq!(compat.get("cacheControlFormat").and_then(Value::as_str), Some("anthropic"));
+        let custom = reg.find("openrouter", "my/model").unwrap();
+        assert_eq!(custom.api, "openai-completions");
+        assert_eq!((custom.context_window, custom.max_tokens), (128_000, 16_384));
+    }
+
+    #[test]
     fn no_credentials_means_faux_only() {
         let reg = ModelRegistry::from_models(vec![]);
         let avail = reg.available();
         assert_eq!(avail.len(), 1);
         assert_eq!(avail[0].provider, "faux");
+    }
+
+    #[test]
+    fn catalog_providers_load_when_needed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("auth.json"), r#"{"anthropic":{"type":"api_key","key":"sk-test"}}"#).unwrap();
+        let mut reg = ModelRegistry::load(dir.path()).unwrap();
+        let available = reg.available();
+        assert!(!available.is_empty() && available.iter().all(|m| m.provider == "anthropic"), "{available:?}");
+        assert!(reg.loaded.contains("anthropic") && !reg.all_loaded, "only the provider with a key was parsed");
+        // A lookup by id reaches every provider's models.
+        let m = reg.resolve(None, "openai/gpt-4o").unwrap();
+        assert_eq!(m.provider, "openai");
+        assert!(reg.all_loaded);
+        assert_eq!(reg.all().len(), catalog::catalog().len());
     }
 }

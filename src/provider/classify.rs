@@ -13,6 +13,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde_json::Value;
 
+use super::shared::js_json;
 use super::{ProviderError, ProviderErrorKind};
 
 /// pi truncates an error body to this many characters.
@@ -185,7 +186,7 @@ pub fn error_from(status: Option<u16>, message: String, retry_after: Option<Dura
 }
 
 /// JavaScript truthiness of a JSON value.
-fn truthy(v: &Value) -> bool {
+pub fn js_truthy(v: &Value) -> bool {
     match v {
         Value::Null => false,
         Value::Bool(b) => *b,
@@ -195,13 +196,14 @@ fn truthy(v: &Value) -> bool {
     }
 }
 
-/// The OpenAI SDK's `APIError` message: `error.message`, else the error object as JSON.
+/// The OpenAI SDK's `APIError` message text for an error object: its
+/// `message`, else the object as JSON.
 fn sdk_message(error: Option<&Value>) -> Option<String> {
-    let error = error.filter(|e| truthy(e))?;
-    Some(match error.get("message").filter(|m| truthy(m)) {
+    let error = error.filter(|e| js_truthy(e))?;
+    Some(match error.get("message").filter(|m| js_truthy(m)) {
         Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => error.to_string(),
+        Some(other) => js_json(other),
+        None => js_json(error),
     })
 }
 
@@ -215,29 +217,55 @@ pub fn truncate_error_text(text: &str, max_chars: usize) -> String {
     format!("{head}... [truncated {} chars]", count - max_chars)
 }
 
-/// pi 1.6's text for a non-2xx response of an OpenAI-compatible API:
-/// `"<status>: <JSON of body.error>"` when the body has an `error` object
-/// whose JSON the SDK message does not already contain, else the SDK message
-/// (`"<status> <message>"`, `"<status> <raw text body>"`, or
-/// `"<status> status code (no body)"`).
-pub fn openai_http_error_message(status: u16, body: &str) -> String {
-    let parsed: Option<Value> = serde_json::from_str(body).ok();
-    let error = parsed.as_ref().and_then(|v| v.get("error"));
-    let msg = match &parsed {
-        Some(_) => sdk_message(error),
-        None => Some(body.to_string()).filter(|b| !b.is_empty()),
+/// How the OpenAI SDK (7.x) reads a non-2xx answer, as pi then sees it:
+/// the error's message (`<status> <msg>`, `<status> <raw text>`, or
+/// `<status> status code (no body)`) and, when the error is a non-empty JSON
+/// object, that object as JSON (truncated to 4000 chars). A JSON body
+/// without an `error` field counts as the error itself.
+pub fn openai_sdk_error(status: u16, body: &str) -> (String, Option<String>) {
+    let parsed: Option<Value> = serde_json::from_str::<Value>(body).ok().filter(js_truthy);
+    let (error, text) = match &parsed {
+        Some(v @ (Value::Object(_) | Value::Array(_))) if v.get("error").is_none_or(Value::is_null) => (Some(v), None),
+        Some(v) => (v.get("error"), None),
+        None => (None, Some(body.to_string())),
     };
+    let msg = sdk_message(error).or(text).filter(|m| !m.is_empty());
     let message = match msg {
         Some(m) => format!("{status} {m}"),
         None => format!("{status} status code (no body)"),
     };
     let body_json = error
         .filter(|e| e.as_object().is_some_and(|o| !o.is_empty()))
-        .map(|e| truncate_error_text(e.to_string().trim(), MAX_ERROR_BODY_CHARS));
-    match body_json {
+        .map(|e| truncate_error_text(js_json(e).trim(), MAX_ERROR_BODY_CHARS));
+    (message, body_json)
+}
+
+/// OpenRouter's `error.metadata.raw`, which pi appends to the message when missing from it.
+fn with_raw_metadata(message: String, error: Option<&Value>) -> String {
+    match error.and_then(|e| e.pointer("/metadata/raw")).filter(|r| js_truthy(r)) {
+        Some(raw) => {
+            let raw = match raw {
+                Value::String(s) => s.clone(),
+                other => js_json(other),
+            };
+            if message.contains(&raw) { message } else { format!("{message}\n{raw}") }
+        }
+        None => message,
+    }
+}
+
+/// pi 1.6's text for a non-2xx response of an OpenAI-compatible API:
+/// `"<status>: <JSON of the error>"` when the SDK message does not already
+/// contain it, else the SDK message (see [`openai_sdk_error`]); OpenRouter's
+/// raw provider metadata appended.
+pub fn openai_http_error_message(status: u16, body: &str) -> String {
+    let (message, body_json) = openai_sdk_error(status, body);
+    let text = match body_json {
         Some(b) if !message.contains(&b) => format!("{status}: {b}"),
         _ => message,
-    }
+    };
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    with_raw_metadata(text, parsed.as_ref().and_then(|v| v.get("error")))
 }
 
 /// The classified error for a non-2xx OpenAI-compatible response.
@@ -248,8 +276,12 @@ pub fn openai_http_error(status: u16, headers: &reqwest::header::HeaderMap, body
 /// pi's text for an error object received inside an OpenAI stream
 /// (`data: {"error": …}` or `event: error`): the error's message.
 pub fn openai_stream_error_message(error: &Value) -> String {
-    sdk_message(Some(error)).unwrap_or_else(|| "(no status code or body)".to_string())
+    let message = sdk_message(Some(error)).unwrap_or_else(|| "(no status code or body)".to_string());
+    with_raw_metadata(message, Some(error))
 }
+
+/// pi's text for an SSE `data:` payload that is not JSON (the OpenAI SDK's).
+pub const MALFORMED_EVENT_MESSAGE: &str = "Error reading response: malformed server-sent event JSON.";
 
 /// Server-requested delay: `retry-after-ms` (milliseconds), else `retry-after`
 /// (seconds, or an HTTP date).
@@ -282,7 +314,20 @@ mod tests {
         );
         assert_eq!(openai_http_error_message(502, "Bad Gateway"), "502 Bad Gateway");
         assert_eq!(openai_http_error_message(503, ""), "503 status code (no body)");
-        assert_eq!(openai_http_error_message(500, r#"{"detail":"x"}"#), "500 status code (no body)");
+        // A JSON body without `error` is the error itself (checked against pi 1.6.0).
+        assert_eq!(openai_http_error_message(500, r#"{"detail":"x"}"#), r#"500 {"detail":"x"}"#);
+        assert_eq!(openai_http_error_message(500, "null"), "500 null");
+        assert_eq!(openai_http_error_message(500, r#""text""#), "500 status code (no body)");
+        let routed =
+            r#"{"error":{"message":"Provider returned error","code":502,"metadata":{"raw":"upstream said no"}}}"#;
+        assert_eq!(
+            openai_http_error_message(502, routed),
+            "502: {\"message\":\"Provider returned error\",\"code\":502,\"metadata\":{\"raw\":\"upstream said no\"}}"
+        );
+        let (message, body) =
+            openai_sdk_error(529, r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#);
+        assert_eq!(message, "529 Overloaded");
+        assert_eq!(body.as_deref(), Some(r#"{"type":"overloaded_error","message":"Overloaded"}"#));
         assert_eq!(openai_http_error_message(400, r#"{"error":"bad"}"#), r#"400 "bad""#);
         // No message: the SDK message already carries the JSON.
         assert_eq!(openai_http_error_message(418, r#"{"error":{"code":7}}"#), r#"418 {"code":7}"#);

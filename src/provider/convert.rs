@@ -119,6 +119,22 @@ pub fn transform(
     model: &Model,
     normalize_id: Option<&dyn Fn(&str) -> String>,
 ) -> Vec<LlmMessage> {
+    match normalize_id {
+        Some(f) => transform_with(messages, model, Some(&|id: &str, _: &AssistantMessage| f(id))),
+        None => transform_with(messages, model, None),
+    }
+}
+
+/// A tool-call id normalizer that also sees the assistant message the call comes from.
+pub type SourceAwareIdFn<'a> = &'a dyn Fn(&str, &AssistantMessage) -> String;
+
+/// [`transform`] with an id normalizer that also sees the assistant message
+/// the tool call comes from (the Responses API treats foreign calls apart).
+pub fn transform_with(
+    messages: Vec<LlmMessage>,
+    model: &Model,
+    normalize_id: Option<SourceAwareIdFn<'_>>,
+) -> Vec<LlmMessage> {
     let mut id_map: HashMap<String, String> = HashMap::new();
     let transformed: Vec<LlmMessage> = messages
         .into_iter()
@@ -132,8 +148,9 @@ pub fn transform(
             }
             LlmMessage::Assistant(mut a) => {
                 let same = a.provider == model.provider && a.api == model.api && a.model == model.id;
-                a.content = a
-                    .content
+                let content = std::mem::take(&mut a.content);
+                let source = &a;
+                let content: Vec<ContentBlock> = content
                     .into_iter()
                     .filter_map(|block| match block {
                         ContentBlock::Thinking(t) => {
@@ -147,7 +164,7 @@ pub fn transform(
                         ContentBlock::ToolCall(mut c) if !same => {
                             c.thought_signature = None;
                             if let Some(normalize) = normalize_id {
-                                let new_id = normalize(&c.id);
+                                let new_id = normalize(&c.id, source);
                                 if new_id != c.id {
                                     id_map.insert(c.id.clone(), new_id.clone());
                                     c.id = new_id;
@@ -158,6 +175,7 @@ pub fn transform(
                         other => Some(other),
                     })
                     .collect();
+                a.content = content;
                 LlmMessage::Assistant(a)
             }
             other => other,

@@ -6,7 +6,7 @@
 //! idle timeout between body chunks. There is no overall request timeout, so a
 //! long stream that keeps producing data is never cut.
 
-use std::sync::Once;
+use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;
 
 use futures::{Stream, TryStreamExt};
@@ -47,10 +47,12 @@ impl Default for HttpOptions {
     }
 }
 
-/// A cheaply clonable HTTP client shared by all providers.
+/// A cheaply clonable HTTP client shared by all providers. The underlying
+/// reqwest client (TLS configuration, root certificates) is built on first
+/// use, so start-up stays fast and small when no request is ever made.
 #[derive(Clone)]
 pub struct HttpClient {
-    pub inner: reqwest::Client,
+    inner: Arc<OnceLock<Result<reqwest::Client, String>>>,
     pub options: HttpOptions,
     /// `User-Agent` sent unless the request headers set one.
     pub user_agent: String,
@@ -73,21 +75,26 @@ impl HttpClient {
     }
 
     pub fn with_options(options: HttpOptions) -> Result<HttpClient, ProviderError> {
-        install_crypto_provider();
-        let inner = reqwest::Client::builder()
-            .connect_timeout(options.connect_timeout)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build()
-            .map_err(|e| {
-                ProviderError::new(ProviderErrorKind::InvalidRequest, format!("HTTP client: {}", error_chain(&e)))
-            })?;
         let user_agent = format!(
             "pi-rpc/{} ({}; rust; {})",
             env!("CARGO_PKG_VERSION"),
             std::env::consts::OS,
             std::env::consts::ARCH
         );
-        Ok(HttpClient { inner, options, user_agent })
+        Ok(HttpClient { inner: Arc::new(OnceLock::new()), options, user_agent })
+    }
+
+    /// The reqwest client, built once on first use.
+    pub fn client(&self) -> Result<&reqwest::Client, ProviderError> {
+        let built = self.inner.get_or_init(|| {
+            install_crypto_provider();
+            reqwest::Client::builder()
+                .connect_timeout(self.options.connect_timeout)
+                .pool_idle_timeout(Duration::from_secs(90))
+                .build()
+                .map_err(|e| format!("HTTP client: {}", error_chain(&e)))
+        });
+        built.as_ref().map_err(|e| ProviderError::new(ProviderErrorKind::InvalidRequest, e.clone()))
     }
 
     /// POST `body` as JSON. Returns the response whatever its status; fails only
@@ -113,7 +120,7 @@ impl HttpClient {
         let bytes = serde_json::to_vec(body).map_err(|e| {
             ProviderError::new(ProviderErrorKind::InvalidRequest, format!("Cannot encode request: {e}"))
         })?;
-        let send = self.inner.post(url).headers(map).body(bytes).send();
+        let send = self.client()?.post(url).headers(map).body(bytes).send();
         tokio::select! {
             biased;
             _ = cancel.cancelled() => Err(ProviderError::aborted()),

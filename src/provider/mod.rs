@@ -15,14 +15,28 @@ use tokio_util::sync::CancellationToken;
 use crate::message::{AgentMessage, StopReason, Usage};
 use crate::model::{Model, ThinkingLevel};
 
+pub mod anthropic;
+pub mod anthropic_request;
 pub mod classify;
 pub mod convert;
+pub(crate) mod driver;
 pub mod faux;
+pub mod google;
+pub mod google_request;
 pub mod http;
+pub mod mistral;
+pub mod mistral_request;
 pub mod openai_compat;
 pub mod openai_completions;
+pub mod openai_reasoning;
 pub mod openai_request;
+pub mod openai_responses;
+pub mod openai_responses_request;
+pub mod shared;
 pub mod sse;
+pub mod strict_schema;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 /// A tool as declared to the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -166,7 +180,11 @@ impl ProviderRegistry {
     pub fn builtin(http: http::HttpClient, faux: faux::FauxProvider) -> Self {
         let mut reg = ProviderRegistry::default();
         reg.register(Arc::new(faux));
-        reg.register(Arc::new(openai_completions::OpenAiCompletions::new(http)));
+        reg.register(Arc::new(openai_completions::OpenAiCompletions::new(http.clone())));
+        reg.register(Arc::new(anthropic::AnthropicMessages::new(http.clone())));
+        reg.register(Arc::new(openai_responses::OpenAiResponses::new(http.clone())));
+        reg.register(Arc::new(google::GoogleGenerativeAi::new(http.clone())));
+        reg.register(Arc::new(mistral::MistralConversations::new(http)));
         reg
     }
 

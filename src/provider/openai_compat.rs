@@ -37,6 +37,16 @@ pub struct OpenAiCompat {
     /// `providerOptions.gateway` routing for Vercel's gateway (explicit only).
     pub vercel_gateway_routing: Option<Value>,
     pub vllm_priority: Option<Value>,
+    /// `chat_template_kwargs` values for the `chat-template` thinking format.
+    pub chat_template_kwargs: Map<String, Value>,
+    /// `chat_template_args` values for the `baseten` thinking format.
+    pub chat_template_args: Map<String, Value>,
+    /// Top-level field capping the thinking tokens (`thinking_token_budget` when
+    /// `supportsThinkingTokenBudget`).
+    pub thinking_token_budget_field: Option<String>,
+    /// `anthropic`: Claude models behind OpenRouter get Anthropic-style `cache_control` markers.
+    pub cache_control_format: Option<String>,
+    pub supports_long_cache_retention: bool,
 }
 
 fn detect(model: &Model) -> OpenAiCompat {
@@ -75,6 +85,7 @@ fn detect(model: &Model) -> OpenAiCompat {
         || is_ant_ling
         || is_zai;
     let is_openai = p == "openai" || url.contains("api.openai.com");
+    let anthropic_via_openrouter = p == "openrouter" && model.id.starts_with("anthropic/");
     let thinking_format = if is_deepseek {
         "deepseek"
     } else if is_zai {
@@ -116,6 +127,11 @@ fn detect(model: &Model) -> OpenAiCompat {
         open_router_routing: None,
         vercel_gateway_routing: None,
         vllm_priority: None,
+        chat_template_kwargs: Map::new(),
+        chat_template_args: Map::new(),
+        thinking_token_budget_field: None,
+        cache_control_format: anthropic_via_openrouter.then(|| "anthropic".to_string()),
+        supports_long_cache_retention: !(is_together || is_cf_workers || is_cf_gateway || is_nvidia || is_ant_ling),
     }
 }
 
@@ -155,6 +171,21 @@ impl OpenAiCompat {
         c.open_router_routing = o.get("openRouterRouting").filter(|v| !v.is_null()).cloned();
         c.vercel_gateway_routing = o.get("vercelGatewayRouting").filter(|v| !v.is_null()).cloned();
         c.vllm_priority = o.get("vllmPriority").filter(|v| !v.is_null()).cloned();
+        flag("supportsLongCacheRetention", &mut c.supports_long_cache_retention);
+        if let Some(kwargs) = o.get("chatTemplateKwargs").and_then(Value::as_object) {
+            c.chat_template_kwargs = kwargs.clone();
+        }
+        if let Some(args) = o.get("chatTemplateArgs").and_then(Value::as_object) {
+            c.chat_template_args = args.clone();
+        }
+        if let Some(f) = o.get("cacheControlFormat").and_then(Value::as_str) {
+            c.cache_control_format = Some(f.to_string());
+        }
+        c.thinking_token_budget_field = match o.get("thinkingTokenBudgetField").and_then(Value::as_str) {
+            Some(field) => Some(field.to_string()),
+            None => (o.get("supportsThinkingTokenBudget").and_then(Value::as_bool) == Some(true))
+                .then(|| "thinking_token_budget".to_string()),
+        };
         c
     }
 }

@@ -7,18 +7,18 @@
 //! tool-call chunk yields a delta (the first one is usually `""`), and all
 //! `BlockEnd`s are emitted at the end of the stream in block order.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
-use futures::StreamExt;
-use futures::stream::BoxStream;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::classify::{error_from, openai_http_error, openai_stream_error_message};
-use super::http::{self, HttpClient};
+use super::classify::{error_from, js_truthy, openai_http_error, openai_stream_error_message};
+use super::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
+use super::http::HttpClient;
 use super::openai_compat::OpenAiCompat;
+use super::openai_reasoning::{append_reasoning_detail, is_reasoning_detail};
 use super::openai_request::{build_body, build_headers};
-use super::sse::{BodyError, SseEvent};
+use super::sse::SseEvent;
 use super::{BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest, ProviderStream};
 use crate::message::{StopReason, Usage};
 
@@ -35,8 +35,7 @@ impl OpenAiCompletions {
 
 /// pi's text when a stream ends cleanly without any `finish_reason`.
 pub const NO_FINISH_REASON_MESSAGE: &str = "Stream ended without finish_reason";
-/// pi's text for an SSE `data:` payload that is not JSON.
-pub const MALFORMED_EVENT_MESSAGE: &str = "Error reading response: malformed server-sent event JSON.";
+pub use super::classify::MALFORMED_EVENT_MESSAGE;
 
 /// Usage from a Chat Completions `usage` object (pi's `parseChunkUsage`):
 /// cached prompt tokens are cache reads and are not counted as input.
@@ -84,7 +83,9 @@ struct Assembler {
     response_id: bool,
     /// (stop reason or error text, raw finish reason).
     finish: Option<(Result<StopReason, String>, String)>,
-    out: VecDeque<Result<ProviderEvent, ProviderError>>,
+    /// OpenRouter `reasoning_details` seen so far (merged); they become the
+    /// thinking signature when the block ends.
+    reasoning_details: Option<Vec<Value>>,
 }
 
 impl Assembler {
@@ -100,58 +101,33 @@ impl Assembler {
             has_tool_calls: false,
             response_id: false,
             finish: None,
-            out: VecDeque::new(),
+            reasoning_details: None,
         }
     }
 
-    fn emit(&mut self, event: ProviderEvent) {
-        self.out.push_back(Ok(event));
-    }
-
-    fn start_block(&mut self, kind: BlockKind) -> usize {
+    fn start_block(&mut self, kind: BlockKind, out: &mut Out) -> usize {
         let index = self.blocks;
         self.blocks += 1;
-        self.emit(ProviderEvent::BlockStart { index, kind });
+        out.emit(ProviderEvent::BlockStart { index, kind });
         index
     }
 
-    /// Handle one SSE event. `Ok(false)` means the stream is over (`[DONE]`).
-    fn on_event(&mut self, ev: &SseEvent) -> Result<bool, ProviderError> {
-        if ev.data == "[DONE]" {
-            return Ok(false);
-        }
-        let data: Value =
-            serde_json::from_str(&ev.data).map_err(|_| error_from(None, MALFORMED_EVENT_MESSAGE.to_string(), None))?;
-        if ev.event.starts_with("thread.") {
-            return Ok(true);
-        }
-        if ev.event == "error" {
-            let err = data.get("error").filter(|e| !e.is_null()).unwrap_or(&data);
-            return Err(error_from(None, openai_stream_error_message(err), None));
-        }
-        if let Some(err) = data.get("error").filter(|e| classify_truthy(e)) {
-            return Err(error_from(None, openai_stream_error_message(err), None));
-        }
-        self.on_chunk(&data);
-        Ok(true)
-    }
-
-    fn on_chunk(&mut self, chunk: &Value) {
+    fn on_chunk(&mut self, chunk: &Value, out: &mut Out) {
         if !self.response_id
             && let Some(id) = chunk.get("id").and_then(Value::as_str).filter(|s| !s.is_empty())
         {
             self.response_id = true;
-            self.emit(ProviderEvent::ResponseId(id.to_string()));
+            out.emit(ProviderEvent::ResponseId(id.to_string()));
         }
         let usage = chunk.get("usage").filter(|u| u.is_object());
         if let Some(u) = usage {
-            self.emit(ProviderEvent::Usage(parse_usage(u)));
+            out.emit(ProviderEvent::Usage(parse_usage(u)));
         }
         let Some(choice) = chunk.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else { return };
         if usage.is_none()
             && let Some(u) = choice.get("usage").filter(|u| u.is_object())
         {
-            self.emit(ProviderEvent::Usage(parse_usage(u)));
+            out.emit(ProviderEvent::Usage(parse_usage(u)));
         }
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str).filter(|r| !r.is_empty()) {
             self.finish = Some((map_finish_reason(reason), reason.to_string()));
@@ -164,38 +140,49 @@ impl Assembler {
             let index = match self.thinking {
                 Some(i) => i,
                 None => {
-                    let i = self.start_block(BlockKind::Thinking);
+                    let i = self.start_block(BlockKind::Thinking, out);
                     self.thinking = Some(i);
                     let signature = if self.provider == "opencode-go" && field == "reasoning" {
                         "reasoning_content"
                     } else {
                         field
                     };
-                    self.emit(ProviderEvent::Signature { index: i, signature: signature.to_string() });
+                    out.emit(ProviderEvent::Signature { index: i, signature: signature.to_string() });
                     i
                 }
             };
-            self.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
+            out.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
+        }
+        for detail in delta.get("reasoning_details").and_then(Value::as_array).into_iter().flatten() {
+            if !is_reasoning_detail(detail) {
+                continue;
+            }
+            if self.thinking.is_none() {
+                let i = self.start_block(BlockKind::Thinking, out);
+                self.thinking = Some(i);
+                out.emit(ProviderEvent::Signature { index: i, signature: String::new() });
+            }
+            append_reasoning_detail(self.reasoning_details.get_or_insert_with(Vec::new), detail);
         }
         if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|s| !s.is_empty()) {
             let index = match self.text {
                 Some(i) => i,
                 None => {
-                    let i = self.start_block(BlockKind::Text);
+                    let i = self.start_block(BlockKind::Text, out);
                     self.text = Some(i);
                     i
                 }
             };
-            self.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
+            out.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
         }
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
             for call in calls {
-                self.on_tool_call(call);
+                self.on_tool_call(call, out);
             }
         }
     }
 
-    fn on_tool_call(&mut self, call: &Value) {
+    fn on_tool_call(&mut self, call: &Value, out: &mut Out) {
         let stream_index = call.get("index").and_then(Value::as_u64);
         let id = call.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
         let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or("");
@@ -205,8 +192,8 @@ impl Assembler {
         let index = match existing {
             Some(i) => i,
             None => {
-                let i =
-                    self.start_block(BlockKind::ToolCall { id: id.unwrap_or("").to_string(), name: name.to_string() });
+                let kind = BlockKind::ToolCall { id: id.unwrap_or("").to_string(), name: name.to_string() };
+                let i = self.start_block(kind, out);
                 self.has_tool_calls = true;
                 i
             }
@@ -218,113 +205,63 @@ impl Assembler {
             self.tools_by_id.insert(id.to_string(), index);
         }
         let args = call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("");
-        self.emit(ProviderEvent::BlockDelta { index, delta: args.to_string() });
+        out.emit(ProviderEvent::BlockDelta { index, delta: args.to_string() });
+    }
+}
+
+impl Wire for Assembler {
+    fn on_event(&mut self, ev: &SseEvent, out: &mut Out) -> Result<Flow, ProviderError> {
+        if ev.unterminated {
+            return Ok(Flow::Continue);
+        }
+        if ev.data == "[DONE]" {
+            return Ok(Flow::Done);
+        }
+        let data: Value =
+            serde_json::from_str(&ev.data).map_err(|_| error_from(None, MALFORMED_EVENT_MESSAGE.to_string(), None))?;
+        if ev.event.starts_with("thread.") {
+            return Ok(Flow::Continue);
+        }
+        if ev.event == "error" {
+            let err = data.get("error").filter(|e| !e.is_null()).unwrap_or(&data);
+            return Err(error_from(None, openai_stream_error_message(err), None));
+        }
+        if let Some(err) = data.get("error").filter(|e| js_truthy(e)) {
+            return Err(error_from(None, openai_stream_error_message(err), None));
+        }
+        self.on_chunk(&data, out);
+        Ok(Flow::Continue)
     }
 
     /// The body ended cleanly (EOF or `[DONE]`): close the blocks, then stop or fail.
-    fn finish(&mut self) {
+    fn finish(&mut self, out: &mut Out) -> Result<(), ProviderError> {
         for index in 0..self.blocks {
-            self.emit(ProviderEvent::BlockEnd { index });
+            if Some(index) == self.thinking
+                && let Some(details) = &self.reasoning_details
+            {
+                out.emit(ProviderEvent::Signature { index, signature: Value::Array(details.clone()).to_string() });
+            }
+            out.emit(ProviderEvent::BlockEnd { index });
         }
-        let result = match self.finish.take() {
-            Some((Ok(reason), raw)) => Ok(ProviderEvent::Stop { reason, raw: Some(raw) }),
-            Some((Err(text), _)) => Err(error_from(None, text, None)),
+        let stop = match self.finish.take() {
+            Some((Ok(reason), raw)) => ProviderEvent::Stop { reason, raw: Some(raw) },
+            Some((Err(text), _)) => return Err(error_from(None, text, None)),
             None if !self.supports_finish_reason => {
                 let reason = if self.has_tool_calls { StopReason::ToolUse } else { StopReason::Stop };
-                Ok(ProviderEvent::Stop { reason, raw: None })
+                ProviderEvent::Stop { reason, raw: None }
             }
-            None => Err(ProviderError::new(ProviderErrorKind::Transient, NO_FINISH_REASON_MESSAGE)),
+            None => return Err(ProviderError::new(ProviderErrorKind::Transient, NO_FINISH_REASON_MESSAGE)),
         };
-        self.out.push_back(result);
+        out.emit(stop);
+        Ok(())
     }
 }
 
-fn classify_truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::String(s) => !s.is_empty(),
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        _ => true,
-    }
-}
-
-enum Phase {
-    Start(Box<ProviderRequest>),
-    Streaming(BoxStream<'static, Result<SseEvent, BodyError>>),
-    Done,
-}
-
-struct Run {
-    http: HttpClient,
-    cancel: CancellationToken,
-    compat: OpenAiCompat,
-    phase: Phase,
-    asm: Assembler,
-}
-
-impl Run {
-    fn fail(&mut self, err: ProviderError) {
-        self.asm.out.push_back(Err(err));
-        self.phase = Phase::Done;
-    }
-
-    async fn open(&mut self, request: &ProviderRequest) {
-        let headers = match build_headers(request, &self.compat) {
-            Ok(h) => h,
-            Err(e) => return self.fail(e),
-        };
-        let body = build_body(request, &self.compat);
-        let url = format!("{}/chat/completions", request.model.base_url.trim_end_matches('/'));
-        let response = match self.http.post_json(&url, &headers, &body, &self.cancel).await {
-            Ok(r) => r,
-            Err(e) => return self.fail(e),
-        };
-        let status = response.status().as_u16();
-        if !response.status().is_success() {
-            let response_headers = response.headers().clone();
-            let err = match http::read_body(response, self.http.options.idle_timeout, &self.cancel).await {
-                Ok(text) => openai_http_error(status, &response_headers, &text),
-                Err(e) if e.kind == ProviderErrorKind::Aborted => e,
-                Err(_) => openai_http_error(status, &response_headers, ""),
-            };
-            return self.fail(err);
-        }
-        self.phase = Phase::Streaming(self.http.sse(response).boxed());
-    }
-
-    async fn step(&mut self) {
-        match std::mem::replace(&mut self.phase, Phase::Done) {
-            Phase::Done => {}
-            Phase::Start(request) => {
-                let cancel = self.cancel.clone();
-                let opened = tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => false,
-                    _ = self.open(&request) => true,
-                };
-                if !opened {
-                    self.fail(ProviderError::aborted());
-                }
-            }
-            Phase::Streaming(mut events) => {
-                let next = tokio::select! {
-                    biased;
-                    _ = self.cancel.cancelled() => return self.fail(ProviderError::aborted()),
-                    next = events.next() => next,
-                };
-                match next {
-                    Some(Ok(ev)) => match self.asm.on_event(&ev) {
-                        Ok(true) => self.phase = Phase::Streaming(events),
-                        Ok(false) => self.asm.finish(),
-                        Err(e) => self.fail(e),
-                    },
-                    Some(Err(e)) => self.fail(http::body_error(e)),
-                    None => self.asm.finish(),
-                }
-            }
-        }
-    }
+fn prepare(request: &ProviderRequest, compat: &OpenAiCompat) -> Result<Call, ProviderError> {
+    let headers = build_headers(request, compat)?;
+    let body = build_body(request, compat);
+    let url = format!("{}/chat/completions", request.model.base_url.trim_end_matches('/'));
+    Ok(Call { url, headers, body })
 }
 
 impl Provider for OpenAiCompletions {
@@ -334,24 +271,10 @@ impl Provider for OpenAiCompletions {
 
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
         let compat = OpenAiCompat::resolve(&request.model);
-        let asm = Assembler::new(&request, &compat);
-        let run = Run { http: self.http.clone(), cancel, compat, phase: Phase::Start(Box::new(request)), asm };
-        futures::stream::unfold(run, |mut run| async move {
-            loop {
-                if let Some(item) = run.asm.out.pop_front() {
-                    if item.is_err() {
-                        run.asm.out.clear();
-                        run.phase = Phase::Done;
-                    }
-                    return Some((item, run));
-                }
-                if matches!(run.phase, Phase::Done) {
-                    return None;
-                }
-                run.step().await;
-            }
-        })
-        .boxed()
+        let wire = Assembler::new(&request, &compat);
+        let call = prepare(&request, &compat);
+        let api = Api { http_error: Box::new(openai_http_error), transport_error: same_transport_error };
+        drive(self.http.clone(), cancel, call, wire, api)
     }
 }
 

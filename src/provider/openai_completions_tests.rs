@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use pi_compat::fake_server::{FakeServer, FakeToolCall, Part, Reply};
 use serde_json::{Map, json};
 
@@ -387,4 +388,73 @@ fn usage_and_finish_reason_mapping() {
     assert_eq!(map_finish_reason("end"), Ok(StopReason::Stop));
     assert_eq!(map_finish_reason("function_call"), Ok(StopReason::ToolUse));
     assert_eq!(map_finish_reason("weird"), Err("Provider finish_reason: weird".into()));
+}
+
+#[tokio::test]
+async fn requests_match_pi_captures() {
+    use crate::provider::test_support::{fixture, keys};
+    for name in [
+        "completions_openrouter_cache",
+        "completions_openrouter_off_null",
+        "completions_baseten_template",
+        "completions_chat_template_off",
+    ] {
+        let server = FakeServer::start().await.unwrap();
+        let f = fixture(name, &server.url());
+        server.push(Reply::text("ok"));
+        let (_, err) = run(f.request).await;
+        assert_eq!(err, None, "{name}");
+        let recorded = &server.requests()[0];
+        assert_eq!(recorded.path, f.url, "{name}");
+        assert_eq!(recorded.body, f.body, "{name}: body");
+        assert_eq!(keys(&recorded.body), keys(&f.body), "{name}: key order");
+        for (header, value) in &f.headers {
+            assert_eq!(recorded.header(header), value.as_str(), "{name}: header {header}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn openrouter_reasoning_details_become_the_thinking_signature() {
+    let server = FakeServer::start().await.unwrap();
+    let chunk = |delta: serde_json::Value| {
+        json!({"id": "gen-1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
+            .to_string()
+    };
+    server.push(
+        Reply::empty()
+            .with_part(Part::RawData(chunk(json!({"reasoning": "Think", "reasoning_details": [
+                {"type": "reasoning.text", "text": "Think", "format": "anthropic-claude-v1", "index": 0}]}))))
+            .with_part(Part::RawData(chunk(json!({"reasoning_details": [
+                {"type": "reasoning.text", "text": "ing", "signature": "s1", "index": 0}]}))))
+            .with_part(Part::RawData(chunk(json!({"content": "Hi"})))),
+    );
+    let (events, err) = run(request(model(&server, true), vec![user("hi")])).await;
+    assert_eq!(err, None);
+    let signatures: Vec<&ProviderEvent> =
+        events.iter().filter(|e| matches!(e, ProviderEvent::Signature { index: 0, .. })).collect();
+    assert_eq!(signatures[0], &ProviderEvent::Signature { index: 0, signature: "reasoning".into() });
+    assert_eq!(
+        signatures.last().unwrap(),
+        &&ProviderEvent::Signature {
+            index: 0,
+            signature: r#"[{"type":"reasoning.text","text":"Thinking","format":"anthropic-claude-v1","index":0,"signature":"s1"}]"#
+                .into()
+        }
+    );
+    let end = events.iter().position(|e| *e == ProviderEvent::BlockEnd { index: 0 }).unwrap();
+    let last_sig = events.iter().rposition(|e| matches!(e, ProviderEvent::Signature { index: 0, .. })).unwrap();
+    assert!(last_sig < end, "the signature is set before the block ends");
+}
+
+#[test]
+fn off_is_not_clamped_up() {
+    let mut m = crate::provider::convert::tests::model(false);
+    m.reasoning = true;
+    m.base_url = "https://api.openai.com/v1".into();
+    m.thinking_level_map = json!({"off": null}).as_object().cloned();
+    let mut req = request(m, vec![user("x")]);
+    req.thinking_level = ThinkingLevel::Off;
+    let body = crate::provider::openai_request::build_body(&req, &OpenAiCompat::resolve(&req.model));
+    assert!(body.get("reasoning_effort").is_none(), "{body}");
 }

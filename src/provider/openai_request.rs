@@ -6,6 +6,11 @@ use serde_json::{Map, Value, json};
 
 use super::convert::{self, LlmMessage};
 use super::openai_compat::{OpenAiCompat, level_map};
+use super::openai_reasoning::{
+    apply_cache_control, chat_template_values, clamped_thinking_budget, parse_legacy_encrypted, parse_reasoning_details,
+};
+use super::shared::{CacheRetention, request_headers};
+use super::strict_schema::strict_parameters;
 use super::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
 use crate::message::{ContentBlock, UserContent};
 use crate::model::{Model, ThinkingLevel};
@@ -76,12 +81,13 @@ pub fn clamp_level(model: &Model, level: ThinkingLevel) -> ThinkingLevel {
 }
 
 fn tool_json(tool: &ToolSpec, compat: &OpenAiCompat) -> Value {
+    let strict = strict_parameters(tool, compat.supports_strict_mode, None);
     let mut function = Map::new();
     function.insert("name".into(), json!(tool.name));
     function.insert("description".into(), json!(tool.description));
-    function.insert("parameters".into(), tool.parameters.clone());
+    function.insert("parameters".into(), strict.clone().unwrap_or_else(|| tool.parameters.clone()));
     if compat.supports_strict_mode {
-        function.insert("strict".into(), json!(false));
+        function.insert("strict".into(), json!(strict.is_some()));
     }
     json!({"type": "function", "function": function})
 }
@@ -211,6 +217,13 @@ fn assistant_message(model: &Model, compat: &OpenAiCompat, a: &crate::message::A
             _ => None,
         })
         .collect();
+    let signed_details = a.content.iter().find_map(|b| match b {
+        ContentBlock::Thinking(t) => parse_reasoning_details(t.thinking_signature.as_deref()),
+        _ => None,
+    });
+    let legacy_details: Vec<Value> =
+        a.tool_calls().filter_map(|c| parse_legacy_encrypted(c.thought_signature.as_deref())).collect();
+    let details = signed_details.or_else(|| (!legacy_details.is_empty()).then_some(legacy_details));
     if !thinking.is_empty() && compat.requires_thinking_as_text {
         let joined = thinking.iter().map(|(t, _)| *t).collect::<Vec<_>>().join("\n\n");
         let mut parts = vec![json!({"type": "text", "text": joined})];
@@ -220,7 +233,7 @@ fn assistant_message(model: &Model, compat: &OpenAiCompat, a: &crate::message::A
         if !text.is_empty() {
             m.insert("content".into(), json!(text));
         }
-        if let Some((_, sig)) = thinking.first() {
+        if let Some((_, sig)) = thinking.first().filter(|_| details.is_none()) {
             let sig = match *sig {
                 Some("reasoning") if model.provider == "opencode-go" => Some("reasoning_content"),
                 other => other,
@@ -241,6 +254,9 @@ fn assistant_message(model: &Model, compat: &OpenAiCompat, a: &crate::message::A
     if has_calls {
         m.insert("tool_calls".into(), Value::Array(calls));
     }
+    if let Some(d) = details {
+        m.insert("reasoning_details".into(), Value::Array(d));
+    }
     if compat.requires_reasoning_content_on_assistant_messages
         && model.reasoning
         && !m.contains_key("reasoning_content")
@@ -256,10 +272,17 @@ fn assistant_message(model: &Model, compat: &OpenAiCompat, a: &crate::message::A
 }
 
 /// Reasoning options for the thinking level, per `compat.thinking_format`.
-fn apply_thinking(params: &mut Map<String, Value>, model: &Model, compat: &OpenAiCompat, effort: Option<&str>) {
+fn apply_thinking(
+    params: &mut Map<String, Value>,
+    model: &Model,
+    compat: &OpenAiCompat,
+    level: Option<ThinkingLevel>,
+    budget: Option<u64>,
+) {
     if !model.reasoning {
         return;
     }
+    let effort = level.map(ThinkingLevel::as_str);
     let mapped = |level: &str| level_map(model, level).filter(|v| !v.is_null()).cloned();
     let effort_value = |e: &str| mapped(e).unwrap_or_else(|| json!(e));
     let off = level_map(model, "off");
@@ -293,6 +316,25 @@ fn apply_thinking(params: &mut Map<String, Value>, model: &Model, compat: &OpenA
                 "chat_template_kwargs".into(),
                 json!({"enable_thinking": effort.is_some(), "preserve_thinking": true}),
             );
+        }
+        "chat-template" => {
+            if let Some(v) = chat_template_values(model, level, &compat.chat_template_kwargs, budget) {
+                params.insert("chat_template_kwargs".into(), v);
+            }
+        }
+        "baseten" => {
+            if let Some(v) = chat_template_values(model, level, &compat.chat_template_args, budget) {
+                params.insert("chat_template_args".into(), v);
+            }
+            if compat.supports_reasoning_effort {
+                let v = match effort {
+                    Some(e) => level_map(model, e).cloned().unwrap_or_else(|| json!(e)),
+                    None => level_map(model, "off").cloned().unwrap_or(Value::Null),
+                };
+                if v.is_string() {
+                    params.insert("reasoning_effort".into(), v);
+                }
+            }
         }
         "deepseek" => {
             if effort.is_some() {
@@ -354,10 +396,14 @@ pub fn build_body(request: &ProviderRequest, compat: &OpenAiCompat) -> Value {
     params.insert("model".into(), json!(model.id));
     params.insert("messages".into(), Value::Array(convert_messages(model, compat, &request.system_prompt, &llm)));
     params.insert("stream".into(), json!(true));
+    let long = CacheRetention::from_env() == CacheRetention::Long && compat.supports_long_cache_retention;
     let cache_key = compat.prompt_cache_key_mode == "enabled"
-        || (compat.prompt_cache_key_mode == "auto" && model.base_url.contains("api.openai.com"));
+        || (compat.prompt_cache_key_mode == "auto" && (model.base_url.contains("api.openai.com") || long));
     if let Some(id) = request.session_id.as_deref().filter(|_| cache_key) {
         params.insert("prompt_cache_key".into(), json!(id.chars().take(64).collect::<String>()));
+    }
+    if long {
+        params.insert("prompt_cache_retention".into(), json!("24h"));
     }
     if compat.supports_usage_in_streaming {
         params.insert("stream_options".into(), json!({"include_usage": true}));
@@ -380,12 +426,30 @@ pub fn build_body(request: &ProviderRequest, compat: &OpenAiCompat) -> Value {
     } else if compat.requires_tools_with_tool_history && has_history {
         params.insert("tools".into(), json!([]));
     }
+    if compat.cache_control_format.as_deref() == Some("anthropic") {
+        let ttl = CacheRetention::from_env() == CacheRetention::Long && compat.supports_long_cache_retention;
+        let cache_control = if ttl { json!({"type": "ephemeral", "ttl": "1h"}) } else { json!({"type": "ephemeral"}) };
+        let mut tools = params.get("tools").and_then(Value::as_array).cloned();
+        if let Some(Value::Array(messages)) = params.get_mut("messages") {
+            apply_cache_control(messages, tools.as_mut(), &cache_control);
+        }
+        if let (Some(list), Some(slot)) = (tools, params.get_mut("tools")) {
+            *slot = Value::Array(list);
+        }
+    }
     if let Some(p) = &compat.vllm_priority {
         params.insert("priority".into(), p.clone());
     }
-    let level = clamp_level(model, request.thinking_level);
-    let effort = (level != ThinkingLevel::Off).then(|| level.as_str());
-    apply_thinking(&mut params, model, compat, effort);
+    // pi clamps only a requested level; `off` stays off even when the model cannot turn thinking off.
+    let level = match request.thinking_level {
+        ThinkingLevel::Off => None,
+        l => Some(clamp_level(model, l)).filter(|l| *l != ThinkingLevel::Off),
+    };
+    let budget = clamped_thinking_budget(model, level, max_tokens);
+    apply_thinking(&mut params, model, compat, level, budget);
+    if let (Some(field), Some(b)) = (&compat.thinking_token_budget_field, budget) {
+        params.insert(field.clone(), json!(b));
+    }
     if let Some(routing) = &compat.open_router_routing {
         params.insert("provider".into(), routing.clone());
     }
@@ -429,9 +493,7 @@ pub fn build_headers(request: &ProviderRequest, compat: &OpenAiCompat) -> Result
             extra.push(("x-session-affinity".into(), id.to_string()));
         }
     }
-    let mut sorted: Vec<(&String, &String)> = request.headers.iter().collect();
-    sorted.sort();
-    extra.extend(sorted.into_iter().map(|(k, v)| (k.clone(), v.clone())));
+    extra.extend(request_headers(request));
     let key = match request.api_key.as_deref().filter(|k| !k.is_empty()) {
         Some(k) => k.to_string(),
         None if has_header(&extra, "authorization") || has_header(&extra, "cf-aig-authorization") => "unused".into(),

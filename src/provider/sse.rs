@@ -23,6 +23,10 @@ pub struct SseEvent {
     /// Last event id seen on the stream, if any.
     pub id: Option<String>,
     pub retry: Option<u64>,
+    /// True for an event whose data was still pending when the body ended
+    /// (no closing blank line). Spec-following consumers ignore it; some
+    /// APIs' own parsers dispatch it or report it.
+    pub unterminated: bool,
 }
 
 /// Incremental parser: feed bytes with [`SseParser::push`], then call [`SseParser::finish`].
@@ -92,6 +96,14 @@ impl SseParser {
     /// End of stream. Per the spec an event not closed by a blank line is
     /// dropped; a final line without its line break is still processed first.
     pub fn finish(&mut self) -> Vec<SseEvent> {
+        let mut out = self.finish_with_trailing();
+        out.retain(|e| !e.unterminated);
+        out
+    }
+
+    /// End of stream, keeping an event not closed by a blank line as a last
+    /// event marked [`SseEvent::unterminated`].
+    pub fn finish_with_trailing(&mut self) -> Vec<SseEvent> {
         let mut out = Vec::new();
         if !self.started {
             self.started = true;
@@ -100,6 +112,19 @@ impl SseParser {
         }
         if !self.line.is_empty() {
             self.end_line(&mut out);
+        }
+        if self.has_data {
+            let mut data = std::mem::take(&mut self.data);
+            if data.ends_with('\n') {
+                data.pop();
+            }
+            out.push(SseEvent {
+                event: std::mem::take(&mut self.event),
+                data,
+                id: self.last_id.clone(),
+                retry: self.retry,
+                unterminated: true,
+            });
         }
         self.data.clear();
         self.has_data = false;
@@ -120,6 +145,7 @@ impl SseParser {
                     data,
                     id: self.last_id.clone(),
                     retry: self.retry,
+                    unterminated: false,
                 });
             } else {
                 self.event.clear();
@@ -162,7 +188,8 @@ pub enum BodyError {
 
 /// SSE events from a stream of body chunks. Each read waits at most `idle`
 /// (when set) for the next chunk. A transport error ends the stream after
-/// the events completed before it.
+/// the events completed before it. At a clean end of body, data still
+/// pending comes as a last event marked `unterminated`.
 pub fn sse_events<S, E>(body: S, idle: Option<Duration>) -> impl Stream<Item = Result<SseEvent, BodyError>> + Send
 where
     S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
@@ -201,7 +228,7 @@ where
                 }
                 None => {
                     st.done = true;
-                    st.pending.extend(st.parser.finish());
+                    st.pending.extend(st.parser.finish_with_trailing());
                 }
             }
         }
@@ -304,6 +331,17 @@ mod tests {
     fn unterminated_final_event_is_dropped() {
         assert!(parse_in_pieces(b"data: partial", &[5]).is_empty());
         assert!(parse_in_pieces(b"data: partial\n", &[5]).is_empty());
+    }
+
+    #[test]
+    fn unterminated_final_event_can_be_kept() {
+        let mut p = SseParser::new();
+        assert_eq!(data(&p.push(b"data: a\n\nevent: e\ndata: partial")), vec!["a"]);
+        let tail = p.finish_with_trailing();
+        assert_eq!(tail.len(), 1);
+        assert!(tail[0].unterminated);
+        assert_eq!((tail[0].event.as_str(), tail[0].data.as_str()), ("e", "partial"));
+        assert!(SseParser::new().finish_with_trailing().is_empty());
     }
 
     #[tokio::test]

@@ -132,6 +132,7 @@ pub struct Pi {
     /// Everything read so far (for failure messages).
     pub transcript: Vec<String>,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    stderr_done: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Pi {
@@ -160,7 +161,7 @@ impl Pi {
         });
         let err_buf = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let err_sink = err_buf.clone();
-        tokio::spawn(async move {
+        let stderr_done = tokio::spawn(async move {
             let mut reader = BufReader::new(stderr);
             let mut line = String::new();
             while let Ok(n) = reader.read_line(&mut line).await {
@@ -173,7 +174,7 @@ impl Pi {
                 line.clear();
             }
         });
-        Pi { child, stdin, lines: rx, transcript: Vec::new(), stderr: err_buf }
+        Pi { child, stdin, lines: rx, transcript: Vec::new(), stderr: err_buf, stderr_done: Some(stderr_done) }
     }
 
     pub fn stderr(&self) -> String {
@@ -276,10 +277,14 @@ impl Pi {
 
     /// Wait for the process to exit.
     pub async fn wait(&mut self) -> std::process::ExitStatus {
-        match tokio::time::timeout(LINE_TIMEOUT, self.child.wait()).await {
+        let status = match tokio::time::timeout(LINE_TIMEOUT, self.child.wait()).await {
             Ok(Ok(status)) => status,
             _ => self.fail("pi did not exit"),
+        };
+        if let Some(done) = self.stderr_done.take() {
+            let _ = tokio::time::timeout(LINE_TIMEOUT, done).await;
         }
+        status
     }
 }
 

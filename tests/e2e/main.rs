@@ -1,10 +1,16 @@
 //! End-to-end tests: spawn the `pi` binary against the fake model server
 //! (127.0.0.1:0) or the offline faux model, and check what it writes.
 
+// Skipped tests say so on stderr.
+#![allow(clippy::print_stderr)]
+
+mod clients;
+mod dialects_agree;
 mod harness;
 mod jsonrpc_basic;
 mod native_basic;
 mod native_compaction;
+mod native_config;
 mod native_input;
 mod native_run;
 mod native_sessions;

@@ -72,7 +72,7 @@ pub async fn serve_stdio(
     let stop = termination(signal.clone());
     tokio::pin!(stop);
     let stdin = BufReader::with_capacity(256 * 1024, tokio::io::stdin());
-    let stdout = tokio::io::stdout();
+    let stdout = std::io::stdout();
     let mut records = RecordReader::new(stdin);
 
     let (dialect, first) = match protocol {

@@ -13,7 +13,7 @@ use clap::Parser;
 fn main() -> ExitCode {
     let args = args::Args::parse();
     init_tracing(args.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!("cannot start the async runtime: {e}");

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use pi_core::agent::{AgentHandle, Output};
 use pi_core::op::{Op, RequestTag};
 use serde_json::value::RawValue;
-use tokio::io::{AsyncBufRead, AsyncWrite};
+use tokio::io::AsyncBufRead;
 use tokio::sync::mpsc;
 
 use crate::command::{Incoming, decode_record};
@@ -48,7 +48,7 @@ pub async fn serve<R, W, S>(
 ) -> ServeEnd
 where
     R: AsyncBufRead + Unpin,
-    W: AsyncWrite + Unpin + Send + 'static,
+    W: std::io::Write + Send + 'static,
     S: Future<Output = ()>,
 {
     let (lines, writer) = spawn_writer(out);
@@ -75,8 +75,8 @@ where
                 drop(agent);
                 drop(lines);
                 let output_ok = done.unwrap_or(false);
-                return match writer.await {
-                    Ok(Ok(())) if output_ok => end,
+                return match writer.finish().await {
+                    Ok(()) if output_ok => end,
                     _ => ServeEnd::OutputClosed,
                 };
             }
@@ -97,8 +97,8 @@ where
     drop(agent);
     let output_ok = forwarder.await.unwrap_or(false);
     drop(lines);
-    match writer.await {
-        Ok(Ok(())) if output_ok => end,
+    match writer.finish().await {
+        Ok(()) if output_ok => end,
         _ => ServeEnd::OutputClosed,
     }
 }

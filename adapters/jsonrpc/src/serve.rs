@@ -12,7 +12,7 @@ use pi_jsonl::framing::{FrameError, Record, RecordReader};
 use pi_jsonl::writer::{LineSender, spawn_writer};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufRead, AsyncWrite};
+use tokio::io::AsyncBufRead;
 use tokio::sync::mpsc;
 
 use crate::errors::ErrorObject;
@@ -86,7 +86,7 @@ pub async fn serve<R, W, S>(
 ) -> ServeEnd
 where
     R: AsyncBufRead + Unpin,
-    W: AsyncWrite + Unpin + Send + 'static,
+    W: std::io::Write + Send + 'static,
     S: Future<Output = ()>,
 {
     let (lines, writer) = spawn_writer(out);
@@ -117,8 +117,8 @@ where
                 drop(agent);
                 drop(out);
                 let output_ok = done.unwrap_or(false);
-                return match writer.await {
-                    Ok(Ok(())) if output_ok => end,
+                return match writer.finish().await {
+                    Ok(()) if output_ok => end,
                     _ => ServeEnd::OutputClosed,
                 };
             }
@@ -134,8 +134,8 @@ where
     drop(agent);
     let output_ok = forwarder.await.unwrap_or(false);
     drop(out);
-    match writer.await {
-        Ok(Ok(())) if output_ok => end,
+    match writer.finish().await {
+        Ok(()) if output_ok => end,
         _ => ServeEnd::OutputClosed,
     }
 }

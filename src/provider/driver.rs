@@ -1,0 +1,233 @@
+//! The call loop shared by the HTTP wire APIs: POST a prepared request,
+//! turn a non-2xx answer into a classified error, then feed the SSE events of
+//! the body to the API's [`Wire`] decoder and hand out what it emits, ending
+//! after the stop or after the first error. Cancellation ends the stream
+//! promptly with `Aborted`, before or during the body.
+
+use std::collections::VecDeque;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::http::{self, HttpClient};
+use super::sse::{BodyError, SseEvent};
+use super::{ProviderError, ProviderErrorKind, ProviderEvent, ProviderStream};
+
+/// Events (or the final error) decoded so far and not yet handed out.
+#[derive(Default)]
+pub(crate) struct Out {
+    queue: VecDeque<Result<ProviderEvent, ProviderError>>,
+}
+
+impl Out {
+    pub(crate) fn emit(&mut self, event: ProviderEvent) {
+        self.queue.push_back(Ok(event));
+    }
+
+    fn fail(&mut self, err: ProviderError) {
+        self.queue.push_back(Err(err));
+    }
+}
+
+/// What the decoder wants after an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    Continue,
+    /// The API's terminator arrived (`[DONE]`): stop reading, then `finish`.
+    Done,
+}
+
+/// An API's stream decoder.
+pub(crate) trait Wire: Send + 'static {
+    /// Decode one SSE event, emitting provider events into `out`.
+    fn on_event(&mut self, event: &SseEvent, out: &mut Out) -> Result<Flow, ProviderError>;
+
+    /// The body ended cleanly (end of body or terminator): emit the closing
+    /// events and the `Stop`, or fail.
+    fn finish(&mut self, out: &mut Out) -> Result<(), ProviderError>;
+}
+
+/// One prepared HTTP call.
+pub(crate) struct Call {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+/// Builds the error for a non-2xx answer from its status, headers and body text.
+pub(crate) type HttpErrorFn = Box<dyn Fn(u16, &HeaderMap, &str) -> ProviderError + Send>;
+
+/// Rewrites a transport failure (before any response) into the API's wording.
+pub(crate) type TransportErrorFn = fn(ProviderError) -> ProviderError;
+
+/// Per-API behaviour of the driver.
+pub(crate) struct Api {
+    pub http_error: HttpErrorFn,
+    pub transport_error: TransportErrorFn,
+}
+
+/// Keeps a transport error as [`HttpClient::post_json`] words it.
+pub(crate) fn same_transport_error(err: ProviderError) -> ProviderError {
+    err
+}
+
+enum Phase {
+    Start(Option<Call>),
+    Streaming(BoxStream<'static, Result<SseEvent, BodyError>>),
+    Done,
+}
+
+struct Run<W: Wire> {
+    http: HttpClient,
+    cancel: CancellationToken,
+    api: Api,
+    phase: Phase,
+    wire: W,
+    out: Out,
+}
+
+impl<W: Wire> Run<W> {
+    fn fail(&mut self, err: ProviderError) {
+        self.out.fail(err);
+        self.phase = Phase::Done;
+    }
+
+    async fn open(&mut self, call: Call) {
+        let response = match self.http.post_json(&call.url, &call.headers, &call.body, &self.cancel).await {
+            Ok(r) => r,
+            Err(e) if e.kind == ProviderErrorKind::Aborted => return self.fail(e),
+            Err(e) => return self.fail((self.api.transport_error)(e)),
+        };
+        let status = response.status().as_u16();
+        if !response.status().is_success() {
+            let headers = response.headers().clone();
+            let err = match http::read_body(response, self.http.options.idle_timeout, &self.cancel).await {
+                Ok(text) => (self.api.http_error)(status, &headers, &text),
+                Err(e) if e.kind == ProviderErrorKind::Aborted => e,
+                Err(_) => (self.api.http_error)(status, &headers, ""),
+            };
+            return self.fail(err);
+        }
+        self.phase = Phase::Streaming(self.http.sse(response).boxed());
+    }
+
+    fn finish(&mut self) {
+        self.phase = Phase::Done;
+        if let Err(e) = self.wire.finish(&mut self.out) {
+            self.out.fail(e);
+        }
+    }
+
+    async fn step(&mut self) {
+        match std::mem::replace(&mut self.phase, Phase::Done) {
+            Phase::Done => {}
+            Phase::Start(call) => {
+                let Some(call) = call else { return };
+                let cancel = self.cancel.clone();
+                let opened = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => false,
+                    _ = self.open(call) => true,
+                };
+                if !opened {
+                    self.fail(ProviderError::aborted());
+                }
+            }
+            Phase::Streaming(mut events) => {
+                let next = tokio::select! {
+                    biased;
+                    _ = self.cancel.cancelled() => return self.fail(ProviderError::aborted()),
+                    next = events.next() => next,
+                };
+                match next {
+                    Some(Ok(ev)) => match self.wire.on_event(&ev, &mut self.out) {
+                        Ok(Flow::Continue) => self.phase = Phase::Streaming(events),
+                        Ok(Flow::Done) => self.finish(),
+                        Err(e) => self.fail(e),
+                    },
+                    Some(Err(e)) => self.fail(http::body_error(e)),
+                    None => self.finish(),
+                }
+            }
+        }
+    }
+}
+
+/// Run one call: `call` is the prepared request, or the error that kept it
+/// from being built (reported without any network traffic).
+pub(crate) fn drive<W: Wire>(
+    http: HttpClient,
+    cancel: CancellationToken,
+    call: Result<Call, ProviderError>,
+    wire: W,
+    api: Api,
+) -> ProviderStream {
+    let mut out = Out::default();
+    let phase = match call {
+        Ok(call) => Phase::Start(Some(call)),
+        Err(e) => {
+            out.fail(e);
+            Phase::Done
+        }
+    };
+    let run = Run { http, cancel, api, phase, wire, out };
+    futures::stream::unfold(run, |mut run| async move {
+        loop {
+            if let Some(item) = run.out.queue.pop_front() {
+                if item.is_err() {
+                    run.out.queue.clear();
+                    run.phase = Phase::Done;
+                }
+                return Some((item, run));
+            }
+            if matches!(run.phase, Phase::Done) {
+                return None;
+            }
+            run.step().await;
+        }
+    })
+    .boxed()
+}
+
+/// Decode a whole response body the way [`drive`] does, feeding the bytes in
+/// pieces of `piece` bytes (tests: every split point must decode the same).
+#[cfg(test)]
+pub(crate) fn decode_bytes<W: Wire>(
+    mut wire: W,
+    bytes: &[u8],
+    piece: usize,
+) -> (Vec<ProviderEvent>, Option<ProviderError>) {
+    let mut parser = super::sse::SseParser::new();
+    let mut sse = Vec::new();
+    for chunk in bytes.chunks(piece.max(1)) {
+        sse.extend(parser.push(chunk));
+    }
+    sse.extend(parser.finish_with_trailing());
+    let mut out = Out::default();
+    let mut failed = false;
+    for ev in &sse {
+        match wire.on_event(ev, &mut out) {
+            Ok(Flow::Continue) => {}
+            Ok(Flow::Done) => break,
+            Err(e) => {
+                out.fail(e);
+                failed = true;
+                break;
+            }
+        }
+    }
+    if !failed && let Err(e) = wire.finish(&mut out) {
+        out.fail(e);
+    }
+    let mut events = Vec::new();
+    for item in out.queue {
+        match item {
+            Ok(ev) => events.push(ev),
+            Err(e) => return (events, Some(e)),
+        }
+    }
+    (events, None)
+}
