@@ -29,13 +29,14 @@ fi
 
 PKG="$REF/node_modules/@earendil-works/pi-coding-agent"
 NODE="$REF/node_modules/.bin/node"
+[[ -x "$NODE" ]] || NODE="$ROOT/target/tools/node/node_modules/.bin/node"
 [[ -x "$NODE" ]] || NODE="$(command -v node || true)"
 if [[ ! -f "$PKG/dist/cli.js" ]]; then
   echo "SKIP: the reference pi 1.6.0 is not installed in $REF (set PI_REFERENCE_DIR, or run with --install)"
   exit 0
 fi
 if [[ -z "$NODE" ]] || [[ "$("$NODE" --version)" != v22.* ]]; then
-  echo "SKIP: node 22 not found (looked in $REF/node_modules/.bin and PATH)"
+  echo "SKIP: node 22 not found (looked in $REF/node_modules/.bin, target/tools/node and PATH)"
   exit 0
 fi
 if ! command -v python3 >/dev/null; then
