@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: unit, integration and end-to-end tests (with the real
-# client examples), the HTML export in headless Chromium, and the conformance
-# kit in both dialects. Installs what the tests need into target/tools first.
+# client examples), the HTML export in headless Chromium, the conformance
+# kit in both dialects, and interop with the reference pi 1.6.0. Installs what the tests need into target/tools first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,4 +17,9 @@ if [ -x tests/browser/export_html.sh ]; then
 fi
 if [ -x compat/run-kit.sh ]; then
   compat/run-kit.sh
+fi
+# Sessions and compaction against the reference pi 1.6.0 (installed from npm
+# into target/tools/reference when missing; skipped without npm).
+if [ -x tests/interop/sessions.sh ]; then
+  tests/interop/sessions.sh --install
 fi

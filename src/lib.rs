@@ -7,6 +7,7 @@
 //! stdin/stdout, JSONL or JSON-RPC.
 
 pub mod agent;
+pub mod compaction;
 pub mod config;
 pub mod error;
 pub mod event;

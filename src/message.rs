@@ -268,8 +268,9 @@ pub struct BashExecutionMessage {
     pub exit_code: Option<i32>,
     pub cancelled: bool,
     pub truncated: bool,
-    /// Path of the full log when the output was truncated, else null.
-    #[serde(default)]
+    /// Path of the full log when the output was truncated; absent otherwise
+    /// (pi 1.6 writes no `fullOutputPath` key for an untruncated command).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full_output_path: Option<String>,
     /// When true the output is kept out of the model's context.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -74,6 +74,8 @@ pub(crate) struct Agent {
     pub(super) shutdown: Option<Option<RequestTag>>,
     /// Session switches asked for during a run: they abort it and run after it.
     pub(super) after_run: Vec<(Option<RequestTag>, Op)>,
+    /// The compaction in progress, if any.
+    pub(super) compaction: Option<super::compaction_ops::ActiveCompaction>,
 
     pub(super) out: mpsc::Sender<Output>,
     pub(super) internal_tx: mpsc::Sender<Internal>,
@@ -115,6 +117,7 @@ impl Agent {
             run_waiters: Vec::new(),
             shutdown: None,
             after_run: Vec::new(),
+            compaction: None,
             out,
             internal_tx,
             internal_rx: Some(internal_rx),
@@ -182,7 +185,7 @@ impl Agent {
     }
 
     pub(super) fn is_idle(&self) -> bool {
-        self.run.is_none() && self.bash_cancel.is_none()
+        self.run.is_none() && self.bash_cancel.is_none() && self.compaction.is_none()
     }
 
     pub(super) async fn emit(&self, event: AgentEvent) {
@@ -198,8 +201,14 @@ impl Agent {
     async fn handle_internal(&mut self, msg: Internal) {
         match msg {
             Internal::Event(event) => {
+                let settled = matches!(event, AgentEvent::AgentSettled { .. });
                 self.observe(&event);
                 self.emit(event).await;
+                // Like pi, the run is over once `agent_settled` is out: a
+                // prompt read right after it must start a new run.
+                if let Some(run_id) = self.run.as_ref().map(|r| r.id).filter(|_| settled) {
+                    self.run_finished(run_id).await;
+                }
             }
             Internal::TakeQueued { kind, reply } => {
                 let taken = match kind {
@@ -215,20 +224,8 @@ impl Agent {
                 }
                 self.record_context_edit(&message);
             }
-            Internal::RunFinished { run_id } => {
-                if self.run.as_ref().is_some_and(|r| r.id == run_id) {
-                    self.run = None;
-                }
-                for message in std::mem::take(&mut self.deferred_bash) {
-                    self.append_message(message);
-                }
-                for tag in std::mem::take(&mut self.run_waiters) {
-                    self.reply(Some(tag), Ok(Reply::Ack)).await;
-                }
-                for (tag, op) in std::mem::take(&mut self.after_run) {
-                    self.handle_op(tag, op).await;
-                }
-            }
+            Internal::RunFinished { run_id } => self.run_finished(run_id).await,
+            Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
             Internal::BashFinished { tag, outcome } => {
                 self.bash_cancel = None;
                 match outcome {
@@ -243,6 +240,24 @@ impl Agent {
                     Err(e) => self.reply(tag, Err(CoreError::new(ErrorKind::Tool, e))).await,
                 }
             }
+        }
+    }
+
+    /// The run `run_id` is over: deferred bash output, waiting replies, ops
+    /// that waited for it. Runs once per run (at `agent_settled`).
+    async fn run_finished(&mut self, run_id: u64) {
+        if self.run.as_ref().is_none_or(|r| r.id != run_id) {
+            return;
+        }
+        self.run = None;
+        for message in std::mem::take(&mut self.deferred_bash) {
+            self.append_message(message);
+        }
+        for tag in std::mem::take(&mut self.run_waiters) {
+            self.reply(Some(tag), Ok(Reply::Ack)).await;
+        }
+        for (tag, op) in std::mem::take(&mut self.after_run) {
+            self.handle_op(tag, op).await;
         }
     }
 
@@ -284,11 +299,12 @@ impl Agent {
         self.emit(AgentEvent::QueueUpdate { steering: self.steering.texts(), follow_up: self.follow_up.texts() }).await;
     }
 
-    async fn handle_op(&mut self, tag: Option<RequestTag>, op: Op) {
+    pub(super) async fn handle_op(&mut self, tag: Option<RequestTag>, op: Op) {
         if self.shutdown.is_some() && !matches!(op, Op::Shutdown { .. } | Op::ExtensionUiResponse { .. }) {
             self.reply(tag, Err(CoreError::busy("The agent is shutting down"))).await;
             return;
         }
+        let Some((tag, op)) = self.compaction_intercept(tag, op).await else { return };
         let switches_session = matches!(
             op,
             Op::NewSession { .. } | Op::SwitchSession { .. } | Op::ResumeSession { .. } | Op::Fork { .. } | Op::Clone

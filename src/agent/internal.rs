@@ -27,6 +27,8 @@ pub enum Internal {
     RetractFromContext { message: AgentMessage },
     /// The run task is done (after `agent_settled`).
     RunFinished { run_id: u64 },
+    /// Compaction checks and results (see `compaction_ops`).
+    Compaction(Box<super::compaction_ops::CompactionMsg>),
     /// An RPC `bash` finished (or could not start).
     BashFinished { tag: Option<RequestTag>, outcome: Result<(BashResult, AgentMessage), String> },
 }

@@ -18,6 +18,7 @@ use crate::provider::ProviderRegistry;
 use crate::tools::ToolRegistry;
 
 mod actor;
+mod compaction_ops;
 mod internal;
 mod queue;
 mod run;

@@ -9,6 +9,7 @@ use serde_json::Map;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use super::compaction_ops::{AfterRun, RunCompaction};
 use super::internal::{Internal, QueueKind};
 use super::stream::{Emitter, stream_assistant};
 use super::tool_exec::execute_tool_calls;
@@ -68,13 +69,24 @@ enum Pending {
 pub(crate) async fn run_session(mut s: RunSetup) {
     let mut attempt: u32 = 0;
     let mut initial = std::mem::take(&mut s.initial);
-    let mut aborted = false;
+    let aborted: bool;
     let mut totals = Usage::default();
+    let mut compaction = RunCompaction::default();
+    if !initial.is_empty() {
+        compaction.before_prompt(&mut s).await;
+    }
     loop {
         let (new_messages, end) = low_level_run(&mut s, std::mem::take(&mut initial), attempt, &mut totals).await;
         match end {
             LowLevelEnd::Done => {
-                s.emitter.emit(AgentEvent::AgentEnd { messages: new_messages, will_retry: false }).await;
+                s.emitter.emit(AgentEvent::AgentEnd { messages: new_messages.clone(), will_retry: false }).await;
+                match compaction.after_run(&mut s, &new_messages).await {
+                    AfterRun::Continue(next) => {
+                        (initial, attempt) = (next, 0);
+                        continue;
+                    }
+                    AfterRun::Settle { aborted: a } => aborted = a,
+                }
                 break;
             }
             LowLevelEnd::Aborted => {
@@ -88,11 +100,18 @@ pub(crate) async fn run_session(mut s: RunSetup) {
             LowLevelEnd::Failed { error, message } => {
                 let max = s.retry.max_retries;
                 let will_retry = error.is_retryable() && s.retry_enabled.load(Ordering::SeqCst) && attempt < max;
-                s.emitter.emit(AgentEvent::AgentEnd { messages: new_messages, will_retry }).await;
+                s.emitter.emit(AgentEvent::AgentEnd { messages: new_messages.clone(), will_retry }).await;
                 s.emitter.emit(AgentEvent::RunError { error: core_error_of(&error), will_retry }).await;
                 if !will_retry {
                     if attempt > 0 {
                         s.emitter.emit(retry_end_failed(attempt, &error.message)).await;
+                    }
+                    match compaction.after_run(&mut s, &new_messages).await {
+                        AfterRun::Continue(next) => {
+                            (initial, attempt) = (next, 0);
+                            continue;
+                        }
+                        AfterRun::Settle { aborted: a } => aborted = a,
                     }
                     break;
                 }
@@ -267,6 +286,7 @@ async fn low_level_run(
                 result_messages.push(result);
             }
             s.emitter.emit(AgentEvent::TurnEnd { message, tool_results: result_messages }).await;
+            RunCompaction::between_turns(s).await;
             continue;
         }
 

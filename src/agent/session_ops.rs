@@ -63,10 +63,6 @@ impl Agent {
             Op::GetTree => {
                 Ok(Reply::Tree { tree: self.session.tree(), leaf_id: self.session.leaf_id().map(str::to_string) })
             }
-            Op::Compact { .. } => Err(CoreError::new(
-                crate::error::ErrorKind::Unsupported,
-                "Compaction is not available in this build yet",
-            )),
             Op::ExportHtml { output_path } => {
                 let tools = self
                     .active_tool_set()

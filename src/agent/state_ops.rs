@@ -80,7 +80,7 @@ impl Agent {
             model: Some(self.model.clone()),
             thinking_level: self.thinking,
             is_streaming: self.run.is_some(),
-            is_compacting: false,
+            is_compacting: self.is_compacting(),
             is_bash_running: self.bash_cancel.is_some(),
             steering_mode: self.steering.mode,
             follow_up_mode: self.follow_up.mode,

@@ -46,7 +46,7 @@ pub(crate) fn estimate_message_tokens(message: &AgentMessage) -> u64 {
 impl Agent {
     /// Context tokens in use: the last reply's usage plus an estimate of what came after.
     pub(super) fn context_tokens(&self) -> Option<u64> {
-        if self.usage_unknown {
+        if self.usage_unknown || crate::compaction::awaiting_usage(&self.session) {
             return None;
         }
         let last_reply = self.messages.iter().rposition(|m| {
@@ -76,34 +76,40 @@ impl Agent {
         })
     }
 
+    /// Counts and totals over every entry of the session (all branches,
+    /// history before a compaction included), as pi 1.6 computes them.
     pub(super) fn session_stats(&self) -> SessionStats {
         let mut user = 0;
         let mut assistant = 0;
         let mut tool_calls = 0;
         let mut tool_results = 0;
-        for m in &self.messages {
-            match m {
-                AgentMessage::User(_) => user += 1,
-                AgentMessage::Assistant(a) => {
-                    assistant += 1;
-                    tool_calls += a.tool_calls().count();
-                }
-                AgentMessage::ToolResult(_) => tool_results += 1,
-                _ => {}
-            }
-        }
+        let mut total_messages = 0;
         let mut usage = Usage::default();
         for entry in self.session.entries() {
             match entry {
-                SessionEntry::Known(KnownEntry::Message(e)) => match e.message.known() {
-                    Some(AgentMessage::Assistant(a)) => usage.add(&a.usage),
-                    Some(AgentMessage::ToolResult(t)) => {
-                        if let Some(u) = &t.usage {
-                            usage.add(u);
+                SessionEntry::Known(KnownEntry::Message(e)) => {
+                    total_messages += 1;
+                    match e.message.known() {
+                        Some(AgentMessage::User(_)) => user += 1,
+                        Some(AgentMessage::Assistant(a)) => {
+                            assistant += 1;
+                            tool_calls += a.tool_calls().count();
+                            usage.add(&a.usage);
                         }
+                        Some(AgentMessage::ToolResult(t)) => {
+                            tool_results += 1;
+                            if let Some(u) = &t.usage {
+                                usage.add(u);
+                            }
+                        }
+                        _ => {}
                     }
-                    _ => {}
-                },
+                }
+                SessionEntry::Unknown(v) if entry.type_name() == "usage" => {
+                    if let Some(u) = v.get("usage").and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok()) {
+                        usage.add(&u);
+                    }
+                }
                 SessionEntry::Known(KnownEntry::Compaction(c)) => {
                     if let Some(u) = &c.usage {
                         usage.add(u);
@@ -124,7 +130,7 @@ impl Agent {
             assistant_messages: assistant,
             tool_calls,
             tool_results,
-            total_messages: self.messages.len(),
+            total_messages,
             tokens: TokenTotals {
                 input: usage.input,
                 output: usage.output,

@@ -11,18 +11,42 @@ use crate::model::ThinkingLevel;
 use crate::op::QueueMode;
 
 /// Compaction settings.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CompactionSettings {
     pub enabled: bool,
     /// Free context tokens below which automatic compaction starts.
     pub reserve_tokens: u64,
     /// Recent tokens kept without summarisation.
     pub keep_recent_tokens: u64,
+    /// `compaction.modelOverrides["provider/id"]`: per-model token settings.
+    pub model_overrides: std::collections::BTreeMap<String, CompactionOverride>,
+}
+
+/// Token settings of one model that override the general ones.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionOverride {
+    pub reserve_tokens: Option<u64>,
+    pub keep_recent_tokens: Option<u64>,
 }
 
 impl Default for CompactionSettings {
     fn default() -> Self {
-        CompactionSettings { enabled: true, reserve_tokens: 16384, keep_recent_tokens: 20000 }
+        CompactionSettings {
+            enabled: true,
+            reserve_tokens: 16384,
+            keep_recent_tokens: 20000,
+            model_overrides: Default::default(),
+        }
+    }
+}
+
+impl CompactionSettings {
+    /// `(reserveTokens, keepRecentTokens)` for the model `provider/id`:
+    /// its override, else the general setting (pi's `getCompactionSettings(model)`).
+    pub fn tokens_for(&self, model_key: &str) -> (u64, u64) {
+        let o = self.model_overrides.get(model_key).copied().unwrap_or_default();
+        (o.reserve_tokens.unwrap_or(self.reserve_tokens), o.keep_recent_tokens.unwrap_or(self.keep_recent_tokens))
     }
 }
 
@@ -116,6 +140,7 @@ struct CompactionFile {
     enabled: Option<bool>,
     reserve_tokens: Option<u64>,
     keep_recent_tokens: Option<u64>,
+    model_overrides: Option<std::collections::BTreeMap<String, CompactionOverride>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -167,6 +192,11 @@ impl Settings {
             self.compaction.enabled = c.enabled.unwrap_or(self.compaction.enabled);
             self.compaction.reserve_tokens = c.reserve_tokens.unwrap_or(self.compaction.reserve_tokens);
             self.compaction.keep_recent_tokens = c.keep_recent_tokens.unwrap_or(self.compaction.keep_recent_tokens);
+            for (model, o) in c.model_overrides.unwrap_or_default() {
+                let entry = self.compaction.model_overrides.entry(model).or_default();
+                entry.reserve_tokens = o.reserve_tokens.or(entry.reserve_tokens);
+                entry.keep_recent_tokens = o.keep_recent_tokens.or(entry.keep_recent_tokens);
+            }
         }
         if let Some(r) = f.retry {
             self.retry.enabled = r.enabled.unwrap_or(self.retry.enabled);
@@ -305,6 +335,27 @@ mod tests {
         assert_eq!(s.retry.base_delay_ms, 2000);
         assert_eq!(s.default_model.as_deref(), Some("b"));
         assert!(!s.compaction.enabled);
+        assert_eq!(s.compaction.tokens_for("any/model"), (16384, 20000));
+    }
+
+    #[test]
+    fn compaction_model_overrides_merge_per_field() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::write(
+            agent.path().join("settings.json"),
+            r#"{"compaction":{"keepRecentTokens":9000,"modelOverrides":{"p/m":{"reserveTokens":100}}}}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(cwd.path().join(".pi")).unwrap();
+        std::fs::write(
+            cwd.path().join(".pi/settings.json"),
+            r#"{"compaction":{"modelOverrides":{"p/m":{"keepRecentTokens":50}}}}"#,
+        )
+        .unwrap();
+        let s = Settings::load(agent.path(), cwd.path()).unwrap();
+        assert_eq!(s.compaction.tokens_for("p/m"), (100, 50));
+        assert_eq!(s.compaction.tokens_for("p/other"), (16384, 9000));
     }
 
     #[test]

@@ -195,6 +195,15 @@ impl Session {
                 }
             }
         }
+        ctx.messages = self.projected_entries().into_iter().flat_map(|(_, messages)| messages).collect();
+        ctx
+    }
+
+    /// The context entries (positions in `records`, in context order) with
+    /// the messages each contributes after context edits (pi's
+    /// `buildSessionProjection().entries`). Compaction uses the per-entry view
+    /// to pick its cut point.
+    pub(crate) fn projected_entries(&self) -> Vec<(usize, Vec<AgentMessage>)> {
         let selected = self.context_positions();
         // Latest context_edit per target among the selected entries.
         let mut edits: HashMap<&str, &Value> = HashMap::new();
@@ -206,15 +215,19 @@ impl Session {
                 edits.insert(target, v.get("replacement").unwrap_or(&Value::Null));
             }
         }
-        for (n, &i) in selected.iter().enumerate() {
-            let entry = &self.records[i].entry;
-            let messages = entry_messages(entry, n == 0);
-            match entry.id().and_then(|id| edits.get(id)) {
-                None => ctx.messages.extend(messages),
-                Some(Value::Null) => {}
-                Some(replacement) => ctx.messages.extend(messages.into_iter().map(|m| replace_content(m, replacement))),
-            }
-        }
-        ctx
+        selected
+            .iter()
+            .enumerate()
+            .map(|(n, &i)| {
+                let entry = &self.records[i].entry;
+                let messages = entry_messages(entry, n == 0);
+                let messages = match entry.id().and_then(|id| edits.get(id)) {
+                    None => messages,
+                    Some(Value::Null) => Vec::new(),
+                    Some(replacement) => messages.into_iter().map(|m| replace_content(m, replacement)).collect(),
+                };
+                (i, messages)
+            })
+            .collect()
     }
 }
