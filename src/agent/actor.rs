@@ -10,6 +10,7 @@ use serde_json::Map;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::extension_ops::ExtensionState;
 use super::internal::{Internal, QueueKind};
 use super::queue::MessageQueue;
 use super::run::{RunSetup, run_session};
@@ -75,6 +76,9 @@ pub(crate) struct Agent {
     /// Session switches asked for during a run: they abort it and run after it.
     pub(super) after_run: Vec<(Option<RequestTag>, Op)>,
 
+    /// Templates, skills and extensions.
+    pub(super) ext: ExtensionState,
+
     pub(super) out: mpsc::Sender<Output>,
     pub(super) internal_tx: mpsc::Sender<Internal>,
     internal_rx: Option<mpsc::Receiver<Internal>>,
@@ -85,6 +89,13 @@ impl Agent {
         let (internal_tx, internal_rx) = mpsc::channel(1024);
         let session = open_session(&config)?;
         let restored = session.context();
+        let session_file = session.file_path().map(|p| p.display().to_string());
+        let start = crate::extensions::StartContext {
+            cwd: &config.cwd,
+            session_id: session.session_id(),
+            session_file: session_file.as_deref(),
+        };
+        let ext = ExtensionState::start(config.resources, &config.extensions, &start, internal_tx.clone());
         let mut agent = Agent {
             agent_dir: config.agent_dir,
             cwd: config.cwd,
@@ -115,6 +126,7 @@ impl Agent {
             run_waiters: Vec::new(),
             shutdown: None,
             after_run: Vec::new(),
+            ext,
             out,
             internal_tx,
             internal_rx: Some(internal_rx),
@@ -175,6 +187,7 @@ impl Agent {
                 break;
             }
         }
+        self.ext.handle.shutdown().await;
         if let Some(Some(tag)) = self.shutdown.take() {
             self.reply(Some(tag), Ok(Reply::Ack)).await;
         }
@@ -182,7 +195,7 @@ impl Agent {
     }
 
     pub(super) fn is_idle(&self) -> bool {
-        self.run.is_none() && self.bash_cancel.is_none()
+        self.run.is_none() && self.bash_cancel.is_none() && self.ext.is_idle()
     }
 
     pub(super) async fn emit(&self, event: AgentEvent) {
@@ -199,8 +212,10 @@ impl Agent {
         match msg {
             Internal::Event(event) => {
                 self.observe(&event);
+                self.notify_extensions(&event);
                 self.emit(event).await;
             }
+            Internal::Extension(signal) => self.handle_extension_signal(signal).await,
             Internal::TakeQueued { kind, reply } => {
                 let taken = match kind {
                     QueueKind::Steering => self.steering.take(),
@@ -222,6 +237,7 @@ impl Agent {
                 for message in std::mem::take(&mut self.deferred_bash) {
                     self.append_message(message);
                 }
+                self.flush_extension_messages().await;
                 for tag in std::mem::take(&mut self.run_waiters) {
                     self.reply(Some(tag), Ok(Reply::Ack)).await;
                 }
@@ -274,7 +290,13 @@ impl Agent {
 
     /// Add a message to the conversation and the session file.
     pub(super) fn append_message(&mut self, message: AgentMessage) {
-        if let Err(e) = self.session.append_message(message.clone()) {
+        let written = match &message {
+            AgentMessage::Custom(c) => {
+                self.session.append_custom_message(&c.custom_type, c.content.clone(), c.display, c.details.clone())
+            }
+            _ => self.session.append_message(message.clone()),
+        };
+        if let Err(e) = written {
             tracing::error!("cannot write session entry: {e}");
         }
         self.messages.push(message);
@@ -284,8 +306,12 @@ impl Agent {
         self.emit(AgentEvent::QueueUpdate { steering: self.steering.texts(), follow_up: self.follow_up.texts() }).await;
     }
 
-    async fn handle_op(&mut self, tag: Option<RequestTag>, op: Op) {
-        if self.shutdown.is_some() && !matches!(op, Op::Shutdown { .. } | Op::ExtensionUiResponse { .. }) {
+    pub(super) async fn handle_op(&mut self, tag: Option<RequestTag>, op: Op) {
+        let Some(op) = self.intercept_for_extensions(tag, op).await else { return };
+        if self.shutdown.is_some()
+            && !self.ext.replaying
+            && !matches!(op, Op::Shutdown { .. } | Op::ExtensionUiResponse { .. })
+        {
             self.reply(tag, Err(CoreError::busy("The agent is shutting down"))).await;
             return;
         }
@@ -339,7 +365,7 @@ impl Agent {
                 }
                 self.shutdown = Some(tag);
             }
-            Op::ExtensionUiResponse { .. } => {}
+            Op::ExtensionUiResponse { id, response } => self.ui_response(tag, id, response).await,
             other => self.handle_state_op(tag, other).await,
         }
     }
@@ -373,7 +399,13 @@ impl Agent {
         self.start_run(vec![user]);
     }
 
-    async fn enqueue(&mut self, tag: Option<RequestTag>, kind: QueueKind, text: String, images: Vec<ImageContent>) {
+    pub(super) async fn enqueue(
+        &mut self,
+        tag: Option<RequestTag>,
+        kind: QueueKind,
+        text: String,
+        images: Vec<ImageContent>,
+    ) {
         let message = AgentMessage::user(&text, &images);
         match kind {
             QueueKind::Steering => self.steering.push(text, message),
@@ -422,8 +454,9 @@ impl Agent {
     }
 
     /// Start a run with these new messages.
-    pub(super) fn start_run(&mut self, initial: Vec<AgentMessage>) {
+    pub(super) fn start_run(&mut self, mut initial: Vec<AgentMessage>) {
         let Some(provider) = self.providers.get(&self.model.api) else { return };
+        initial.append(&mut self.ext.next_turn);
         let run_id = self.next_run_id;
         self.next_run_id += 1;
         let cancel = CancellationToken::new();
@@ -473,6 +506,7 @@ impl Agent {
             ("PI_CODING_AGENT".to_string(), "true".to_string()),
             ("PI_SESSION_ID".to_string(), self.session.session_id().to_string()),
         ];
+        ctx.gate = self.ext.handle.gate();
         ctx
     }
 
@@ -480,9 +514,10 @@ impl Agent {
         let tools: Vec<(String, String)> = self
             .active_tools
             .iter()
-            .filter(|t| self.tools.contains(t))
+            .filter(|t| self.tools.contains(t) && !crate::system_prompt::tool_summary(t).is_empty())
             .map(|t| (t.clone(), crate::system_prompt::tool_summary(t).to_string()))
             .collect();
+        let skills = self.skills_section();
         let date = chrono::Utc::now().format("%Y-%m-%d").to_string();
         crate::system_prompt::build(&crate::system_prompt::PromptInputs {
             agent_dir: &self.agent_dir,
@@ -490,7 +525,7 @@ impl Agent {
             tools: &tools,
             replace: self.prompt_options.replace.as_deref(),
             append: &self.prompt_options.append,
-            skills_section: None,
+            skills_section: skills.as_deref(),
             date: &date,
         })
     }

@@ -29,4 +29,6 @@ pub enum Internal {
     RunFinished { run_id: u64 },
     /// An RPC `bash` finished (or could not start).
     BashFinished { tag: Option<RequestTag>, outcome: Result<(BashResult, AgentMessage), String> },
+    /// Extension work: host signals, finished commands and hooks.
+    Extension(super::extension_ops::ExtSignal),
 }

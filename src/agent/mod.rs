@@ -18,6 +18,8 @@ use crate::provider::ProviderRegistry;
 use crate::tools::ToolRegistry;
 
 mod actor;
+mod extension_ops;
+mod extension_requests;
 mod internal;
 mod queue;
 mod run;
@@ -77,6 +79,10 @@ pub struct AgentConfig {
     pub persist_settings: bool,
     /// Directory for temporary files (full bash logs).
     pub temp_dir: PathBuf,
+    /// Prompt templates and skills (`/name`, `/skill:name`, the skills prompt block).
+    pub resources: crate::resources::Resources,
+    /// Extensions to start.
+    pub extensions: crate::extensions::ExtensionOptions,
 }
 
 /// One item of the ordered output stream.

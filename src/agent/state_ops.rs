@@ -116,7 +116,7 @@ impl Agent {
         })
     }
 
-    async fn set_session_name(&mut self, name: String) -> Result<Reply, CoreError> {
+    pub(super) async fn set_session_name(&mut self, name: String) -> Result<Reply, CoreError> {
         let name = name.trim().to_string();
         if name.is_empty() {
             return Err(CoreError::invalid("name", "Session name cannot be empty"));
