@@ -1,6 +1,8 @@
 //! End-to-end tests: spawn the `pi` binary against the fake model server
 //! (127.0.0.1:0) or the offline faux model, and check what it writes.
 
+mod extensions;
+mod extensions_jsonrpc;
 mod harness;
 mod jsonrpc_basic;
 mod native_basic;
@@ -8,3 +10,4 @@ mod native_input;
 mod native_run;
 mod native_state;
 mod native_tools;
+mod templates;
