@@ -78,6 +78,8 @@ pub(crate) struct ExtensionState {
     pub next_turn: Vec<AgentMessage>,
     /// Tool names each extension added.
     tools_of: HashMap<usize, Vec<String>>,
+    /// `--no-tools`: extension tools start inactive.
+    no_tools: bool,
 }
 
 impl ExtensionState {
@@ -105,6 +107,7 @@ impl ExtensionState {
             deferred_custom: Vec::new(),
             next_turn: Vec::new(),
             tools_of: HashMap::new(),
+            no_tools: options.no_tools,
         }
     }
 
@@ -364,6 +367,13 @@ impl Agent {
         match signal {
             ExtSignal::Host(HostSignal::Registered { id }) => {
                 self.sync_extension_tools(id).await;
+                if self.ext.starting.get(id) == Some(&true)
+                    && let Some(ext) = self.ext.handle.get(id).filter(|e| e.subscribes("session_start"))
+                {
+                    let payload =
+                        json!({"type": "session_start", "reason": "startup", "sessionId": self.session.session_id()});
+                    ext.send(&crate::extensions::protocol::event_message(payload));
+                }
                 self.extension_started(id).await;
             }
             ExtSignal::Host(HostSignal::Died { id, event, error }) => {
@@ -466,7 +476,7 @@ impl Agent {
             }
             let tool = ExtensionTool::new(ext.clone(), spec.name.clone(), spec.description, spec.parameters);
             self.tools.register(Arc::new(tool));
-            if spec.active && !self.active_tools.contains(&spec.name) {
+            if spec.active && !self.ext.no_tools && !self.active_tools.contains(&spec.name) {
                 self.active_tools.push(spec.name.clone());
             }
             added.push(spec.name);

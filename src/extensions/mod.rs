@@ -84,6 +84,8 @@ pub struct ExtensionOptions {
     /// `extension_error` once the agent runs.
     pub load_errors: Vec<(String, String)>,
     pub timeouts: Timeouts,
+    /// `--no-tools`: extension tools are registered but not activated.
+    pub no_tools: bool,
 }
 
 /// Something an extension asks the agent to do.
@@ -249,6 +251,11 @@ impl Extensions {
     /// Send a core event to its subscribers (never waits).
     pub fn notify(&self, event: &AgentEvent) {
         if self.shared.list.is_empty() {
+            return;
+        }
+        // Serialise only what someone listens to (message_update is hot).
+        let Some(name) = protocol::event_name(event) else { return };
+        if !self.shared.list.iter().any(|e| e.subscribes(name)) {
             return;
         }
         if let Some((name, payload)) = protocol::event_payload(event) {

@@ -73,6 +73,8 @@ pub struct Extension {
     death: Mutex<Option<(String, String)>>,
     tool_updates: Mutex<HashMap<String, mpsc::UnboundedSender<ToolUpdate>>>,
     stderr_tail: Mutex<VecDeque<String>>,
+    /// Cancelled when stderr reaches its end.
+    stderr_done: CancellationToken,
     ui: Arc<UiBroker>,
     signals: Signals,
     timeouts: Timeouts,
@@ -260,6 +262,7 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
         death: Mutex::new(None),
         tool_updates: Mutex::new(HashMap::new()),
         stderr_tail: Mutex::new(VecDeque::new()),
+        stderr_done: CancellationToken::new(),
         ui: ctx.ui.clone(),
         signals: ctx.signals.clone(),
         timeouts: ctx.timeouts,
@@ -289,8 +292,11 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
     if let Some(stdout) = child.stdout.take() {
         tokio::spawn(read_messages(ext.clone(), BufReader::new(stdout)));
     }
-    if let Some(stderr) = child.stderr.take() {
-        tokio::spawn(log_stderr(ext.clone(), BufReader::new(stderr)));
+    match child.stderr.take() {
+        Some(stderr) => {
+            tokio::spawn(log_stderr(ext.clone(), BufReader::new(stderr)));
+        }
+        None => ext.stderr_done.cancel(),
     }
     tokio::spawn(supervise(ext.clone(), child));
     let startup = ctx.timeouts.startup;
@@ -339,7 +345,10 @@ async fn log_stderr<R: AsyncBufRead + Unpin>(ext: Arc<Extension>, mut reader: R)
     loop {
         buf.clear();
         match reader.read_until(b'\n', &mut buf).await {
-            Ok(0) | Err(_) => break,
+            Ok(0) | Err(_) => {
+                ext.stderr_done.cancel();
+                break;
+            }
             Ok(_) => {
                 let line = String::from_utf8_lossy(&buf).trim_end().to_string();
                 tracing::info!("extension {}: {line}", ext.name());
@@ -506,6 +515,10 @@ async fn finish(ext: Arc<Extension>, status: Option<std::process::ExitStatus>) {
     lock(&ext.out).take();
     let pending: Vec<PendingCall> = lock(&ext.pending).drain().map(|(_, c)| c).collect();
     let recorded = lock(&ext.death).clone();
+    if recorded.is_none() && status.is_some() {
+        // Its last words explain the exit: let stderr drain first.
+        let _ = tokio::time::timeout(Duration::from_millis(500), ext.stderr_done.cancelled()).await;
+    }
     let (event, error) = recorded.unwrap_or_else(|| {
         let event = pending
             .first()

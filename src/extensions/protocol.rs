@@ -256,6 +256,29 @@ fn stream_event(e: &AssistantStreamEvent) -> Value {
     }
 }
 
+/// The extension event name of a core event; `None` for events extensions
+/// do not receive.
+pub fn event_name(event: &AgentEvent) -> Option<&'static str> {
+    Some(match event {
+        AgentEvent::AgentStart => "agent_start",
+        AgentEvent::AgentEnd { .. } => "agent_end",
+        AgentEvent::AgentSettled { .. } => "agent_settled",
+        AgentEvent::TurnStart => "turn_start",
+        AgentEvent::TurnEnd { .. } => "turn_end",
+        AgentEvent::MessageStart { .. } => "message_start",
+        AgentEvent::MessageUpdate { .. } => "message_update",
+        AgentEvent::MessageEnd { .. } => "message_end",
+        AgentEvent::ToolExecutionStart { .. } => "tool_execution_start",
+        AgentEvent::ToolExecutionUpdate { .. } => "tool_execution_update",
+        AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
+        AgentEvent::QueueUpdate { .. } => "queue_update",
+        AgentEvent::SessionInfoChanged { .. } => "session_info_changed",
+        AgentEvent::ModelChanged { .. } => "model_select",
+        AgentEvent::ThinkingLevelChanged { .. } => "thinking_level_select",
+        _ => return None,
+    })
+}
+
 /// The notification payload of a core event, named as pi names the
 /// extension event; `None` for events extensions do not receive.
 pub fn event_payload(event: &AgentEvent) -> Option<(&'static str, Value)> {
@@ -364,5 +387,7 @@ mod tests {
         assert_eq!(v.as_object().unwrap().keys().next().map(String::as_str), Some("type"));
         assert_eq!(v["args"]["command"], "ls");
         assert!(event_payload(&AgentEvent::SummarizationRetryFinished).is_none());
+        assert_eq!(event_name(&AgentEvent::AgentStart), Some("agent_start"));
+        assert_eq!(event_name(&AgentEvent::SummarizationRetryFinished), None);
     }
 }

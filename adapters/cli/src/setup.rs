@@ -138,6 +138,7 @@ fn resources_and_extensions(
         paths: found.paths,
         load_errors: found.errors,
         timeouts: Timeouts::from_settings(&agent_dir.join("settings.json")),
+        no_tools: args.no_tools,
     };
     Ok((resources, extensions))
 }
