@@ -136,12 +136,15 @@ impl Agent {
     pub(super) async fn intercept_for_extensions(&mut self, tag: Option<RequestTag>, op: Op) -> Option<Op> {
         match &op {
             Op::ExtensionUiResponse { .. } => return Some(op),
-            Op::Shutdown { abort: true } => {
-                self.ext.handle.ui().cancel_all();
-                for (tag, _) in std::mem::take(&mut self.ext.deferred) {
-                    self.reply(tag, Err(CoreError::busy("The agent is shutting down"))).await;
+            Op::Shutdown { abort } => {
+                // The client is gone: nobody can answer a dialog any more.
+                self.ext.handle.ui().close();
+                if *abort {
+                    for (tag, _) in std::mem::take(&mut self.ext.deferred) {
+                        self.reply(tag, Err(CoreError::busy("The agent is shutting down"))).await;
+                    }
+                    return Some(op);
                 }
-                return Some(op);
             }
             _ => {}
         }
@@ -150,11 +153,6 @@ impl Agent {
             return None;
         }
         match op {
-            Op::Shutdown { abort: false } => {
-                // Nobody can answer a dialog any more.
-                self.ext.handle.ui().cancel_all();
-                Some(op)
-            }
             Op::Prompt { message, images, streaming_behavior } => {
                 if let Some((command, args)) = self.ext.handle.find_command(&message) {
                     self.run_extension_command(tag, command, args);

@@ -239,10 +239,6 @@ impl Extensions {
         &self.shared.ui
     }
 
-    pub fn timeouts(&self) -> Timeouts {
-        self.shared.timeouts
-    }
-
     /// Live extensions subscribed to `event`, in load order.
     pub fn subscribers(&self, event: &str) -> Vec<Arc<Extension>> {
         self.shared.list.iter().filter(|e| e.subscribes(event)).cloned().collect()
@@ -336,7 +332,7 @@ impl Extensions {
         }
         self.notify_raw("session_shutdown", serde_json::json!({"type": "session_shutdown", "reason": "quit"}));
         self.shared.quiet.store(true, Ordering::SeqCst);
-        self.shared.ui.cancel_all();
+        self.shared.ui.close();
         let grace = self.shared.timeouts.shutdown_grace;
         let stops = self.shared.list.iter().map(|e| e.stop(grace));
         futures::future::join_all(stops).await;

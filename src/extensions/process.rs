@@ -235,11 +235,6 @@ impl Extension {
             let _ = tokio::time::timeout(Duration::from_secs(1), self.exited.cancelled()).await;
         }
     }
-
-    /// Wait until the process is gone.
-    pub async fn wait_exited(&self) {
-        self.exited.cancelled().await;
-    }
 }
 
 /// Start the extension at `path` (index `id`). A process that cannot be
@@ -424,6 +419,9 @@ async fn handle_message(ext: &Arc<Extension>, message: Incoming) {
             if let Err(e) = registration.validate() {
                 ext.fail("register", e);
                 return;
+            }
+            for event in registration.events.iter().filter(|e| !protocol::is_known_event(e)) {
+                tracing::debug!("extension {}: subscribes to \"{event}\", which pi-rpc never sends", ext.name());
             }
             if let (Some(name), Ok(mut slot)) = (registration.name.clone(), ext.name.write()) {
                 *slot = name;

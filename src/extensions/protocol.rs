@@ -39,6 +39,11 @@ pub const NOTIFICATION_EVENTS: &[&str] = &[
 /// Hooks: requests whose reply can change what happens next.
 pub const HOOK_EVENTS: &[&str] = &["tool_call", "session_before_switch", "session_before_fork"];
 
+/// Whether `name` is an event or hook pi-rpc sends.
+pub fn is_known_event(name: &str) -> bool {
+    NOTIFICATION_EVENTS.contains(&name) || HOOK_EVENTS.contains(&name)
+}
+
 /// A command an extension registers (`/name args`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct CommandSpec {

@@ -46,11 +46,6 @@ impl ExtensionTool {
     pub fn new(ext: Arc<Extension>, name: String, description: String, parameters: Value) -> Self {
         ExtensionTool { ext, name, description, parameters }
     }
-
-    /// The extension that provides it.
-    pub fn extension_id(&self) -> usize {
-        self.ext.id
-    }
 }
 
 #[async_trait]

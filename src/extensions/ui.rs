@@ -26,6 +26,8 @@ struct PendingDialog {
 #[derive(Default)]
 pub struct UiBroker {
     pending: Mutex<Vec<PendingDialog>>,
+    /// Set once the client is gone: new dialogs are cancelled at once.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 /// What routing a client's answer did.
@@ -46,7 +48,11 @@ impl UiBroker {
     pub fn open(&self, owner: usize) -> (String, oneshot::Receiver<UiResponse>) {
         let id = uuid::Uuid::new_v4().to_string();
         let (tx, rx) = oneshot::channel();
-        self.lock().push(PendingDialog { id: id.clone(), owner, tx });
+        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = tx.send(UiResponse::Cancelled);
+        } else {
+            self.lock().push(PendingDialog { id: id.clone(), owner, tx });
+        }
         (id, rx)
     }
 
@@ -95,7 +101,14 @@ impl UiBroker {
         self.lock().retain(|d| d.owner != owner);
     }
 
-    /// Answer every open dialog with `cancelled` (the client is gone).
+    /// Answer every open dialog, and every later one, with `cancelled`
+    /// (the client is gone: nobody can answer any more).
+    pub fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.cancel_all();
+    }
+
+    /// Answer every open dialog with `cancelled`.
     pub fn cancel_all(&self) {
         let all: Vec<PendingDialog> = std::mem::take(&mut *self.lock());
         for d in all {
@@ -300,6 +313,13 @@ mod tests {
         assert_eq!(rx_c.try_recv().unwrap(), UiResponse::Value(json!("x")));
         assert_eq!(broker.resolve(Some("nope"), UiResponse::Cancelled), Routed::Ignored);
         broker.drop_owner(0);
+        assert!(broker.is_empty());
+
+        let (_d, mut rx_d) = broker.open(2);
+        broker.close();
+        assert_eq!(rx_d.try_recv().unwrap(), UiResponse::Cancelled);
+        let (_e, mut rx_e) = broker.open(2);
+        assert_eq!(rx_e.try_recv().unwrap(), UiResponse::Cancelled, "closed: cancelled at once");
         assert!(broker.is_empty());
     }
 

@@ -52,7 +52,8 @@ async fn demo_summary(pi: &mut Pi) -> Value {
     serde_json::from_str(message.trim_start_matches("summary ")).unwrap_or(Value::Null)
 }
 
-fn user_texts(sb: &Sandbox, n: usize) -> Vec<String> {
+/// The text of each user message the model received in request `n`.
+pub fn user_texts(sb: &Sandbox, n: usize) -> Vec<String> {
     let req = &sb.server().requests()[n];
     req.body["messages"]
         .as_array()
@@ -459,4 +460,49 @@ sys.stdin.read()
     assert_eq!(commands["data"]["commands"], json!([]));
     pi.call("p", json!({"type": "prompt", "message": "hello"})).await;
     pi.until_type("agent_settled").await;
+}
+
+#[tokio::test]
+async fn end_of_input_cancels_open_dialogs_and_exits() {
+    let sb = Sandbox::with_server().await;
+    let mut pi = spawn_demo(&sb, &[]);
+    pi.call("g", json!({"type": "prompt", "message": "/demo-guard ask"})).await;
+    pi.send(json!({"id": "n", "type": "new_session"})).await;
+    ui_request(&mut pi, "confirm").await;
+    pi.send(json!({"id": "s", "type": "get_state"})).await;
+    pi.close_stdin();
+    // Nobody can answer: the dialog resolves as cancelled, the hook cancels, held ops run.
+    let rest = pi.drain().await;
+    let n = rest.iter().find(|v| v["id"] == "n").expect("new_session answered");
+    assert_eq!(n["data"], json!({"cancelled": true}));
+    assert!(rest.iter().any(|v| v["id"] == "s" && v["success"] == true), "{rest:?}");
+    assert!(pi.wait().await.success());
+}
+
+#[tokio::test]
+async fn a_command_name_shared_by_two_extensions_gets_suffixes() {
+    let sb = Sandbox::with_server().await;
+    let script = |label: &str| {
+        format!(
+            r#"import json, sys
+print(json.dumps({{"type": "register", "name": "{label}", "commands": [{{"name": "dup", "description": "{label}"}}]}}), flush=True)
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("type") == "request":
+        print(json.dumps({{"type": "request", "method": "notify", "params": {{"message": "ran {label}"}}}}), flush=True)
+        print(json.dumps({{"type": "response", "id": m["id"], "result": None}}), flush=True)
+"#
+        )
+    };
+    let one = write_script(&sb, "one.py", &script("one"));
+    let two = write_script(&sb, "two.py", &script("two"));
+    let mut pi = sb.spawn(&["--no-session", "-e", &one, "-e", &two]);
+    let commands = pi.call("c", json!({"type": "get_commands"})).await;
+    let names: Vec<&str> =
+        commands["data"]["commands"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
+    assert_eq!(names, ["dup:1", "dup:2"]);
+    pi.send(json!({"id": "d", "type": "prompt", "message": "/dup:2"})).await;
+    let notify = ui_request(&mut pi, "notify").await;
+    assert_eq!(notify["message"], "ran two");
+    assert_eq!(pi.response("d").await["data"]["disposition"], "handled");
 }

@@ -7,7 +7,7 @@
 use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
-use crate::extensions::demo_path;
+use crate::extensions::{demo_path, user_texts};
 use crate::harness::Sandbox;
 
 fn write(path: &std::path::Path, text: &str) {
@@ -25,20 +25,6 @@ fn with_resources(sb: &Sandbox) {
         &sb.agent_dir.path().join("skills/review/SKILL.md"),
         "---\nname: review\ndescription: Review code changes\n---\n# Review\nRead the diff first.\n",
     );
-}
-
-fn user_texts(sb: &Sandbox, n: usize) -> Vec<String> {
-    sb.server().requests()[n].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| match &m["content"] {
-            Value::String(s) => s.clone(),
-            Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(""),
-            other => other.to_string(),
-        })
-        .collect()
 }
 
 fn system_prompt(sb: &Sandbox, n: usize) -> String {
