@@ -128,7 +128,7 @@ async fn demo_command_asks_the_user_and_answers_before_its_response() {
 #[tokio::test]
 async fn commands_run_at_once_while_streaming_and_can_steer_the_run() {
     let sb = Sandbox::with_server().await;
-    sb.server().push(Reply::text_chunks(["one ", "two ", "three ", "four"]).delay_ms(250));
+    sb.server().push(Reply::text_chunks(["one ", "two ", "three ", "four"]).delay_ms(400));
     sb.server().push(Reply::text("after steer"));
     let mut pi = spawn_demo(&sb, &[]);
     pi.send(json!({"id": "p", "type": "prompt", "message": "first"})).await;
@@ -178,8 +178,11 @@ async fn the_model_calls_an_extension_tool() {
     assert_eq!(end["result"]["content"][0]["text"], "SHOUT THIS");
     assert_eq!(end["result"]["details"], json!({"length": 10}));
     assert_eq!(tool_texts(&sb, 1), ["SHOUT THIS"]);
-    // Events reach subscribers: turn_end updates a status entry.
-    assert!(lines.iter().any(|v| v["method"] == "setStatus" && v["statusKey"] == "demo-turns"));
+    // Events reach subscribers: turn_end updates a status entry (asynchronously).
+    let status = |v: &Value| v["method"] == "setStatus" && v["statusKey"] == "demo-turns";
+    if !lines.iter().any(status) {
+        pi.until(status).await;
+    }
 }
 
 #[tokio::test]
