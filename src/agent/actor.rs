@@ -211,9 +211,15 @@ impl Agent {
     async fn handle_internal(&mut self, msg: Internal) {
         match msg {
             Internal::Event(event) => {
+                let settled = matches!(event, AgentEvent::AgentSettled { .. });
                 self.observe(&event);
                 self.notify_extensions(&event);
                 self.emit(event).await;
+                // `agent_settled` is a run's last event: it is over for the
+                // actor now, so an op sent on seeing it finds the agent idle.
+                if settled && let Some(run_id) = self.run.as_ref().map(|r| r.id) {
+                    self.finish_run(run_id).await;
+                }
             }
             Internal::Extension(signal) => self.handle_extension_signal(signal).await,
             Internal::TakeQueued { kind, reply } => {
@@ -232,17 +238,7 @@ impl Agent {
             }
             Internal::RunFinished { run_id } => {
                 if self.run.as_ref().is_some_and(|r| r.id == run_id) {
-                    self.run = None;
-                }
-                for message in std::mem::take(&mut self.deferred_bash) {
-                    self.append_message(message);
-                }
-                self.flush_extension_messages().await;
-                for tag in std::mem::take(&mut self.run_waiters) {
-                    self.reply(Some(tag), Ok(Reply::Ack)).await;
-                }
-                for (tag, op) in std::mem::take(&mut self.after_run) {
-                    self.handle_op(tag, op).await;
+                    self.finish_run(run_id).await;
                 }
             }
             Internal::BashFinished { tag, outcome } => {
@@ -259,6 +255,25 @@ impl Agent {
                     Err(e) => self.reply(tag, Err(CoreError::new(ErrorKind::Tool, e))).await,
                 }
             }
+        }
+    }
+
+    /// The run `run_id` is over: deferred `bash` results and extension
+    /// messages go in, `abort` waiters are answered, session switches that
+    /// waited for it run.
+    async fn finish_run(&mut self, run_id: u64) {
+        if self.run.as_ref().is_some_and(|r| r.id == run_id) {
+            self.run = None;
+        }
+        for message in std::mem::take(&mut self.deferred_bash) {
+            self.append_message(message);
+        }
+        self.flush_extension_messages().await;
+        for tag in std::mem::take(&mut self.run_waiters) {
+            self.reply(Some(tag), Ok(Reply::Ack)).await;
+        }
+        for (tag, op) in std::mem::take(&mut self.after_run) {
+            self.handle_op(tag, op).await;
         }
     }
 
