@@ -12,6 +12,7 @@ pub mod config;
 pub mod error;
 pub mod event;
 pub mod export_html;
+pub mod extensions;
 pub mod message;
 pub mod model;
 pub mod op;

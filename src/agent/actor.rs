@@ -10,6 +10,7 @@ use serde_json::Map;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::extension_ops::ExtensionState;
 use super::internal::{Internal, QueueKind};
 use super::queue::MessageQueue;
 use super::run::{RunSetup, run_session};
@@ -77,6 +78,9 @@ pub(crate) struct Agent {
     /// The compaction in progress, if any.
     pub(super) compaction: Option<super::compaction_ops::ActiveCompaction>,
 
+    /// Templates, skills and extensions.
+    pub(super) ext: ExtensionState,
+
     pub(super) out: mpsc::Sender<Output>,
     pub(super) internal_tx: mpsc::Sender<Internal>,
     internal_rx: Option<mpsc::Receiver<Internal>>,
@@ -87,6 +91,13 @@ impl Agent {
         let (internal_tx, internal_rx) = mpsc::channel(1024);
         let session = open_session(&config)?;
         let restored = session.context();
+        let session_file = session.file_path().map(|p| p.display().to_string());
+        let start = crate::extensions::StartContext {
+            cwd: &config.cwd,
+            session_id: session.session_id(),
+            session_file: session_file.as_deref(),
+        };
+        let ext = ExtensionState::start(config.resources, &config.extensions, &start, internal_tx.clone());
         let mut agent = Agent {
             agent_dir: config.agent_dir,
             cwd: config.cwd,
@@ -118,6 +129,7 @@ impl Agent {
             shutdown: None,
             after_run: Vec::new(),
             compaction: None,
+            ext,
             out,
             internal_tx,
             internal_rx: Some(internal_rx),
@@ -178,6 +190,7 @@ impl Agent {
                 break;
             }
         }
+        self.ext.handle.shutdown().await;
         if let Some(Some(tag)) = self.shutdown.take() {
             self.reply(Some(tag), Ok(Reply::Ack)).await;
         }
@@ -185,7 +198,7 @@ impl Agent {
     }
 
     pub(super) fn is_idle(&self) -> bool {
-        self.run.is_none() && self.bash_cancel.is_none() && self.compaction.is_none()
+        self.run.is_none() && self.bash_cancel.is_none() && self.compaction.is_none() && self.ext.is_idle()
     }
 
     pub(super) async fn emit(&self, event: AgentEvent) {
@@ -203,6 +216,7 @@ impl Agent {
             Internal::Event(event) => {
                 let settled = matches!(event, AgentEvent::AgentSettled { .. });
                 self.observe(&event);
+                self.notify_extensions(&event);
                 self.emit(event).await;
                 // Like pi, the run is over once `agent_settled` is out: a
                 // prompt read right after it must start a new run.
@@ -210,6 +224,7 @@ impl Agent {
                     self.run_finished(run_id).await;
                 }
             }
+            Internal::Extension(signal) => self.handle_extension_signal(signal).await,
             Internal::TakeQueued { kind, reply } => {
                 let taken = match kind {
                     QueueKind::Steering => self.steering.take(),
@@ -243,8 +258,9 @@ impl Agent {
         }
     }
 
-    /// The run `run_id` is over: deferred bash output, waiting replies, ops
-    /// that waited for it. Runs once per run (at `agent_settled`).
+    /// The run `run_id` is over: deferred `bash` results and extension
+    /// messages go in, `abort` waiters are answered, ops that waited for it
+    /// run. Runs once per run (at `agent_settled`).
     async fn run_finished(&mut self, run_id: u64) {
         if self.run.as_ref().is_none_or(|r| r.id != run_id) {
             return;
@@ -253,6 +269,7 @@ impl Agent {
         for message in std::mem::take(&mut self.deferred_bash) {
             self.append_message(message);
         }
+        self.flush_extension_messages().await;
         for tag in std::mem::take(&mut self.run_waiters) {
             self.reply(Some(tag), Ok(Reply::Ack)).await;
         }
@@ -289,7 +306,13 @@ impl Agent {
 
     /// Add a message to the conversation and the session file.
     pub(super) fn append_message(&mut self, message: AgentMessage) {
-        if let Err(e) = self.session.append_message(message.clone()) {
+        let written = match &message {
+            AgentMessage::Custom(c) => {
+                self.session.append_custom_message(&c.custom_type, c.content.clone(), c.display, c.details.clone())
+            }
+            _ => self.session.append_message(message.clone()),
+        };
+        if let Err(e) = written {
             tracing::error!("cannot write session entry: {e}");
         }
         self.messages.push(message);
@@ -300,7 +323,11 @@ impl Agent {
     }
 
     pub(super) async fn handle_op(&mut self, tag: Option<RequestTag>, op: Op) {
-        if self.shutdown.is_some() && !matches!(op, Op::Shutdown { .. } | Op::ExtensionUiResponse { .. }) {
+        let Some(op) = self.intercept_for_extensions(tag, op).await else { return };
+        if self.shutdown.is_some()
+            && !self.ext.replaying
+            && !matches!(op, Op::Shutdown { .. } | Op::ExtensionUiResponse { .. })
+        {
             self.reply(tag, Err(CoreError::busy("The agent is shutting down"))).await;
             return;
         }
@@ -355,7 +382,7 @@ impl Agent {
                 }
                 self.shutdown = Some(tag);
             }
-            Op::ExtensionUiResponse { .. } => {}
+            Op::ExtensionUiResponse { id, response } => self.ui_response(tag, id, response).await,
             other => self.handle_state_op(tag, other).await,
         }
     }
@@ -389,7 +416,13 @@ impl Agent {
         self.start_run(vec![user]);
     }
 
-    async fn enqueue(&mut self, tag: Option<RequestTag>, kind: QueueKind, text: String, images: Vec<ImageContent>) {
+    pub(super) async fn enqueue(
+        &mut self,
+        tag: Option<RequestTag>,
+        kind: QueueKind,
+        text: String,
+        images: Vec<ImageContent>,
+    ) {
         let message = AgentMessage::user(&text, &images);
         match kind {
             QueueKind::Steering => self.steering.push(text, message),
@@ -438,8 +471,9 @@ impl Agent {
     }
 
     /// Start a run with these new messages.
-    pub(super) fn start_run(&mut self, initial: Vec<AgentMessage>) {
+    pub(super) fn start_run(&mut self, mut initial: Vec<AgentMessage>) {
         let Some(provider) = self.providers.get(&self.model.api) else { return };
+        initial.append(&mut self.ext.next_turn);
         let run_id = self.next_run_id;
         self.next_run_id += 1;
         let cancel = CancellationToken::new();
@@ -489,6 +523,7 @@ impl Agent {
             ("PI_CODING_AGENT".to_string(), "true".to_string()),
             ("PI_SESSION_ID".to_string(), self.session.session_id().to_string()),
         ];
+        ctx.gate = self.ext.handle.gate();
         ctx
     }
 
@@ -496,9 +531,10 @@ impl Agent {
         let tools: Vec<(String, String)> = self
             .active_tools
             .iter()
-            .filter(|t| self.tools.contains(t))
+            .filter(|t| self.tools.contains(t) && !crate::system_prompt::tool_summary(t).is_empty())
             .map(|t| (t.clone(), crate::system_prompt::tool_summary(t).to_string()))
             .collect();
+        let skills = self.skills_section();
         let date = chrono::Utc::now().format("%Y-%m-%d").to_string();
         crate::system_prompt::build(&crate::system_prompt::PromptInputs {
             agent_dir: &self.agent_dir,
@@ -506,7 +542,7 @@ impl Agent {
             tools: &tools,
             replace: self.prompt_options.replace.as_deref(),
             append: &self.prompt_options.append,
-            skills_section: None,
+            skills_section: skills.as_deref(),
             date: &date,
         })
     }

@@ -31,4 +31,6 @@ pub enum Internal {
     Compaction(Box<super::compaction_ops::CompactionMsg>),
     /// An RPC `bash` finished (or could not start).
     BashFinished { tag: Option<RequestTag>, outcome: Result<(BashResult, AgentMessage), String> },
+    /// Extension work: host signals, finished commands and hooks.
+    Extension(super::extension_ops::ExtSignal),
 }

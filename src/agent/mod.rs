@@ -19,6 +19,8 @@ use crate::tools::ToolRegistry;
 
 mod actor;
 mod compaction_ops;
+mod extension_ops;
+mod extension_requests;
 mod internal;
 mod queue;
 mod run;
@@ -78,6 +80,10 @@ pub struct AgentConfig {
     pub persist_settings: bool,
     /// Directory for temporary files (full bash logs).
     pub temp_dir: PathBuf,
+    /// Prompt templates and skills (`/name`, `/skill:name`, the skills prompt block).
+    pub resources: crate::resources::Resources,
+    /// Extensions to start.
+    pub extensions: crate::extensions::ExtensionOptions,
 }
 
 /// One item of the ordered output stream.

@@ -10,6 +10,8 @@ use crate::op::QueueMode;
 struct Queued {
     text: String,
     message: AgentMessage,
+    /// False for extension custom messages: not listed in `queue_update`.
+    visible: bool,
 }
 
 /// One queue (steering or follow-up).
@@ -25,7 +27,12 @@ impl MessageQueue {
     }
 
     pub(crate) fn push(&mut self, text: String, message: AgentMessage) {
-        self.items.push_back(Queued { text, message });
+        self.items.push_back(Queued { text, message, visible: true });
+    }
+
+    /// Queue a message `queue_update` does not list (an extension's custom message).
+    pub(crate) fn push_hidden(&mut self, message: AgentMessage) {
+        self.items.push_back(Queued { text: String::new(), message, visible: false });
     }
 
     /// Take what the mode delivers at once: everything, or the oldest message.
@@ -38,11 +45,11 @@ impl MessageQueue {
 
     /// Empty the queue, returning the texts.
     pub(crate) fn clear(&mut self) -> Vec<String> {
-        self.items.drain(..).map(|q| q.text).collect()
+        self.items.drain(..).filter(|q| q.visible).map(|q| q.text).collect()
     }
 
     pub(crate) fn texts(&self) -> Vec<String> {
-        self.items.iter().map(|q| q.text.clone()).collect()
+        self.items.iter().filter(|q| q.visible).map(|q| q.text.clone()).collect()
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -21,6 +21,7 @@ impl Agent {
                     Session::in_memory(&self.cwd)
                 };
                 self.replace_session(session).await?;
+                self.extensions_session_started("new");
                 Ok(Reply::Switched { cancelled: false })
             }
             Op::SwitchSession { session_path } => {
@@ -30,6 +31,7 @@ impl Agent {
                     tracing::warn!("{w}");
                 }
                 self.replace_session(session).await?;
+                self.extensions_session_started("resume");
                 Ok(Reply::Switched { cancelled: false })
             }
             Op::ResumeSession { reference } => {
@@ -40,16 +42,19 @@ impl Agent {
                     tracing::warn!("{w}");
                 }
                 self.replace_session(session).await?;
+                self.extensions_session_started("resume");
                 Ok(Reply::Switched { cancelled: false })
             }
             Op::Fork { entry_id } => {
                 let (session, text) = self.session.fork(&entry_id).map_err(session_error)?;
                 self.replace_session(session).await?;
+                self.extensions_session_started("fork");
                 Ok(Reply::Fork { text, cancelled: false })
             }
             Op::Clone => {
                 let session = self.session.clone_branch().map_err(session_error)?;
                 self.replace_session(session).await?;
+                self.extensions_session_started("fork");
                 Ok(Reply::Switched { cancelled: false })
             }
             Op::GetForkMessages => Ok(Reply::ForkMessages(self.session.fork_messages())),

@@ -61,7 +61,7 @@ impl Agent {
             Op::GetSessionStats => Ok(Reply::SessionStats(Box::new(self.session_stats()))),
             Op::GetLastAssistantText => Ok(Reply::LastAssistantText(self.last_assistant_text())),
             Op::SetSessionName { name } => self.set_session_name(name).await,
-            Op::GetCommands => Ok(Reply::Commands(Vec::new())),
+            Op::GetCommands => Ok(Reply::Commands(self.command_list())),
             Op::ClearQueue => {
                 let steering = self.steering.clear();
                 let follow_up = self.follow_up.clear();
@@ -116,7 +116,7 @@ impl Agent {
         })
     }
 
-    async fn set_session_name(&mut self, name: String) -> Result<Reply, CoreError> {
+    pub(super) async fn set_session_name(&mut self, name: String) -> Result<Reply, CoreError> {
         let name = name.trim().to_string();
         if name.is_empty() {
             return Err(CoreError::invalid("name", "Session name cannot be empty"));

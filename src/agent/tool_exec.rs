@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use super::stream::Emitter;
 use crate::event::{AgentEvent, ToolResultPayload};
 use crate::message::{ToolCall, ToolResultMessage, now_ms};
-use crate::tools::{ToolContext, ToolOutput, ToolRegistry};
+use crate::tools::{GateDecision, ToolContext, ToolOutput, ToolRegistry};
 
 /// Execute `calls` and return their result messages in call order. The caller
 /// emits the result messages (message_start/end) afterwards.
@@ -29,39 +29,46 @@ pub(crate) async fn execute_tool_calls(
                 args: call.arguments.clone(),
             })
             .await;
-        match registry.prepare(&call.name, &call.arguments) {
-            Ok(tool) => prepared.push(Ok(tool)),
-            Err(output) => {
-                emit_end(emitter, call, &output).await;
-                prepared.push(Err(output));
-            }
+        let checked = match registry.prepare(&call.name, &call.arguments) {
+            Ok(tool) => gate(base, call).await.map(|args| (tool, args)),
+            Err(output) => Err(output),
+        };
+        if let Err(output) = &checked {
+            emit_end(emitter, call, output).await;
         }
+        prepared.push(checked);
     }
 
     let runs = calls.iter().zip(prepared).map(|(call, prepared)| async move {
-        let tool = match prepared {
-            Ok(tool) => tool,
+        let (tool, args) = match prepared {
+            Ok(prepared) => prepared,
             Err(output) => return (output, None),
         };
         let started = Instant::now();
         let (tx, mut rx) = mpsc::unbounded_channel();
         let mut ctx = base.clone();
         ctx.updates = Some(tx);
-        let run = tool.execute(call.arguments.clone(), ctx);
+        ctx.tool_call_id = call.id.clone();
+        let run = tool.execute(args, ctx);
         tokio::pin!(run);
+        let emit_update = |update: crate::tools::ToolUpdate| {
+            emitter.emit(AgentEvent::ToolExecutionUpdate {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                args: call.arguments.clone(),
+                partial_result: ToolResultPayload { content: update.content, details: update.details },
+            })
+        };
         let output = loop {
             tokio::select! {
                 output = &mut run => break output,
-                Some(update) = rx.recv() => {
-                    emitter.emit(AgentEvent::ToolExecutionUpdate {
-                        tool_call_id: call.id.clone(),
-                        tool_name: call.name.clone(),
-                        args: call.arguments.clone(),
-                        partial_result: ToolResultPayload { content: update.content, details: update.details },
-                    }).await;
-                }
+                Some(update) = rx.recv() => emit_update(update).await,
             }
         };
+        // Updates sent just before the tool returned still precede its end.
+        while let Ok(update) = rx.try_recv() {
+            emit_update(update).await;
+        }
         emit_end(emitter, call, &output).await;
         (output, Some(started.elapsed().as_millis() as u64))
     });
@@ -81,6 +88,16 @@ pub(crate) async fn execute_tool_calls(
             extra: Map::new(),
         })
         .collect()
+}
+
+/// The `tool_call` gate (extension hooks): the arguments to run with, or the
+/// error result of a blocked call.
+async fn gate(base: &ToolContext, call: &ToolCall) -> Result<serde_json::Value, ToolOutput> {
+    let Some(gate) = &base.gate else { return Ok(call.arguments.clone()) };
+    match gate.check(&call.id, &call.name, &call.arguments, &base.cancel).await {
+        GateDecision::Allow { args } => Ok(args.unwrap_or_else(|| call.arguments.clone())),
+        GateDecision::Block { reason } => Err(ToolOutput::error(reason)),
+    }
 }
 
 async fn emit_end(emitter: &Emitter, call: &ToolCall, output: &ToolOutput) {

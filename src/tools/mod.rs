@@ -100,6 +100,10 @@ pub struct ToolContext {
     pub env: Vec<(String, String)>,
     /// Directory for temporary files (full bash logs).
     pub temp_dir: PathBuf,
+    /// Id of the call being executed (set by the executor; empty otherwise).
+    pub tool_call_id: String,
+    /// Consulted by the executor before each call (extension `tool_call` hooks).
+    pub gate: Option<Arc<dyn ToolCallGate>>,
 }
 
 impl ToolContext {
@@ -111,6 +115,8 @@ impl ToolContext {
             updates: None,
             env: Vec::new(),
             temp_dir: std::env::temp_dir(),
+            tool_call_id: String::new(),
+            gate: None,
         }
     }
 
@@ -120,6 +126,27 @@ impl ToolContext {
             let _ = tx.send(update);
         }
     }
+}
+
+/// What a [`ToolCallGate`] decided about one call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GateDecision {
+    /// Run it, with replaced arguments when `Some`.
+    Allow { args: Option<Value> },
+    /// Do not run it: the model sees `reason` as an error result.
+    Block { reason: String },
+}
+
+/// A check run before each validated tool call (extension `tool_call` hooks).
+#[async_trait]
+pub trait ToolCallGate: Send + Sync {
+    async fn check(
+        &self,
+        tool_call_id: &str,
+        tool_name: &str,
+        args: &Value,
+        cancel: &CancellationToken,
+    ) -> GateDecision;
 }
 
 /// A tool the model can call.
@@ -176,6 +203,12 @@ impl ToolRegistry {
             self.order.push(name.clone());
         }
         self.tools.insert(name, tool);
+    }
+
+    /// Remove a tool; returns it.
+    pub fn unregister(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.order.retain(|n| n != name);
+        self.tools.remove(name)
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {

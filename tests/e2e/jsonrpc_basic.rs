@@ -173,7 +173,7 @@ async fn shutdown_answers_and_exits_zero() {
 #[tokio::test]
 async fn duplicate_ids_in_flight_are_rejected() {
     let sb = Sandbox::with_server().await;
-    sb.server().push(Reply::text_chunks(["a", "b", "c"]).delay_ms(200));
+    sb.server().push(Reply::text_chunks(["a", "b", "c"]).delay_ms(600));
     let mut pi = sb.spawn(&["--no-session"]);
     pi.send(req(json!(1), "prompt", json!({"content": "x"}))).await;
     pi.send(req(json!(2), "abort", json!({}))).await;

@@ -6,6 +6,8 @@
 
 mod clients;
 mod dialects_agree;
+mod extensions;
+mod extensions_jsonrpc;
 mod harness;
 mod jsonrpc_basic;
 mod native_basic;
@@ -17,3 +19,4 @@ mod native_sessions;
 mod native_state;
 mod native_tools;
 mod providers;
+mod templates;

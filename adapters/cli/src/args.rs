@@ -92,4 +92,95 @@ pub struct Args {
     /// Script of replies for the offline `faux` model (JSONL; see README).
     #[arg(long, value_name = "FILE", env = "PI_FAUX_SCRIPT")]
     pub faux_script: Option<PathBuf>,
+
+    /// Load an extension (an executable or a .py/.sh/.js script, or a
+    /// directory with an entry point); repeatable. See README-extensions.md.
+    #[arg(long = "extension", short = 'e', value_name = "PATH")]
+    pub extensions: Vec<String>,
+
+    /// Disable extension discovery (explicit --extension paths still load). Alias: -ne.
+    #[arg(long)]
+    pub no_extensions: bool,
+
+    /// Load a skill file or directory (repeatable).
+    #[arg(long = "skill", value_name = "PATH")]
+    pub skills: Vec<String>,
+
+    /// Disable skills discovery (explicit --skill paths still load). Alias: -ns.
+    #[arg(long)]
+    pub no_skills: bool,
+
+    /// Load a prompt template file or directory (repeatable).
+    #[arg(long = "prompt-template", value_name = "PATH")]
+    pub prompt_templates: Vec<String>,
+
+    /// Disable prompt template discovery (explicit --prompt-template paths still load). Alias: -np.
+    #[arg(long)]
+    pub no_prompt_templates: bool,
+
+    /// Trust project-local files (.pi/ resources and extensions) for this run.
+    #[arg(long, short = 'a', conflicts_with = "no_approve")]
+    pub approve: bool,
+
+    /// Ignore trust-gated project-local files for this run. Alias: -na.
+    #[arg(long)]
+    pub no_approve: bool,
+}
+
+impl Args {
+    /// `--approve` / `--no-approve` as a trust override.
+    pub fn trust_override(&self) -> Option<bool> {
+        if self.approve {
+            Some(true)
+        } else if self.no_approve {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
+/// pi's two-letter short flags (`-ne`, `-ns`, `-np`, `-na`, `-nt`), which clap
+/// cannot declare, rewritten to their long forms.
+pub fn normalize_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::new();
+    let mut rest_literal = false;
+    for arg in args {
+        if rest_literal {
+            out.push(arg);
+            continue;
+        }
+        let long = match arg.to_str() {
+            Some("--") => {
+                rest_literal = true;
+                None
+            }
+            Some("-ne") => Some("--no-extensions"),
+            Some("-ns") => Some("--no-skills"),
+            Some("-np") => Some("--no-prompt-templates"),
+            Some("-na") => Some("--no-approve"),
+            Some("-nt") => Some("--no-tools"),
+            _ => None,
+        };
+        out.push(long.map_or(arg, std::ffi::OsString::from));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn resource_flags_and_short_aliases() {
+        let argv = ["pi", "-e", "a.py", "--extension", "b", "-ne", "--skill", "s", "-ns", "-np", "-na"];
+        let args = Args::parse_from(normalize_args(argv.iter().map(std::ffi::OsString::from)));
+        assert_eq!(args.extensions, ["a.py", "b"]);
+        assert!(args.no_extensions && args.no_skills && args.no_prompt_templates && args.no_approve);
+        assert_eq!(args.skills, ["s"]);
+        assert_eq!(args.trust_override(), Some(false));
+        let args = Args::parse_from(["pi", "-a", "--prompt-template", "t.md"]);
+        assert_eq!((args.trust_override(), args.prompt_templates.as_slice()), (Some(true), &["t.md".to_string()][..]));
+    }
 }

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let args = args::Args::parse();
+    let args = args::Args::parse_from(args::normalize_args(std::env::args_os()));
     init_tracing(args.verbose);
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,

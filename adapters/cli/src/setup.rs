@@ -6,10 +6,12 @@ use anyhow::{Context, bail};
 use pi_core::agent::{AgentConfig, SessionStart, SystemPromptOptions};
 use pi_core::config::settings::apply_tool_edits;
 use pi_core::config::{ModelRegistry, Settings, default_agent_dir, expand_home};
+use pi_core::extensions::{DiscoverOptions, ExtensionOptions, Timeouts, discover as discover_extensions};
 use pi_core::model::ThinkingLevel;
 use pi_core::provider::ProviderRegistry;
 use pi_core::provider::faux::FauxProvider;
 use pi_core::provider::http::{HttpClient, HttpOptions};
+use pi_core::resources::{ResourceOptions, Resources};
 use pi_core::tools::{DEFAULT_ACTIVE_TOOLS, ToolRegistry};
 
 use crate::args::Args;
@@ -77,6 +79,7 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
     }
     let http = HttpClient::with_options(http_options).map_err(|e| anyhow::anyhow!("{e}"))?;
     let providers = ProviderRegistry::builtin(http, faux);
+    let (resources, extensions) = resources_and_extensions(args, &agent_dir, &cwd)?;
 
     Ok(AgentConfig {
         agent_dir,
@@ -100,7 +103,44 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
         session_name: args.name.clone(),
         persist_settings: true,
         temp_dir: std::env::temp_dir(),
+        resources,
+        extensions,
     })
+}
+
+/// Prompt templates and skills (discovered now, problems logged), and the
+/// extensions to start, with project-local ones only in a trusted project.
+fn resources_and_extensions(
+    args: &Args,
+    agent_dir: &std::path::Path,
+    cwd: &std::path::Path,
+) -> anyhow::Result<(Resources, ExtensionOptions)> {
+    let (mut options, trust_warning) = ResourceOptions::new(agent_dir, cwd, args.trust_override());
+    if let Some(warning) = trust_warning {
+        bail!("{warning}");
+    }
+    options.extra_template_paths = args.prompt_templates.clone();
+    options.extra_skill_paths = args.skills.clone();
+    options.no_templates = args.no_prompt_templates;
+    options.no_skills = args.no_skills;
+    let (resources, warnings) = Resources::discover(&options);
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
+    let found = discover_extensions(&DiscoverOptions {
+        agent_dir: agent_dir.to_path_buf(),
+        cwd: cwd.to_path_buf(),
+        project_trusted: options.project_trusted,
+        cli_paths: args.extensions.clone(),
+        no_extensions: args.no_extensions,
+    });
+    let extensions = ExtensionOptions {
+        paths: found.paths,
+        load_errors: found.errors,
+        timeouts: Timeouts::from_settings(&agent_dir.join("settings.json")),
+        no_tools: args.no_tools,
+    };
+    Ok((resources, extensions))
 }
 
 /// `--session-dir`, then `PI_CODING_AGENT_SESSION_DIR`, then settings, then pi's default.

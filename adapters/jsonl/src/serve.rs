@@ -125,6 +125,8 @@ async fn handle_record(
                 }
             }
         }
+        // pi matches answers on `id` only: one without an id is ignored.
+        Incoming::UiResponse { id: None, .. } => {}
         Incoming::UiResponse { id, response } => {
             let _ = agent.submit(None, Op::ExtensionUiResponse { id, response }).await;
         }

@@ -11,6 +11,7 @@ pub mod methods;
 pub mod notify;
 pub mod protocol;
 pub mod serve;
+pub mod ui;
 
 pub use framing::Framing;
 pub use serve::{ServeEnd, serve};

@@ -47,6 +47,7 @@ pub const METHOD_TABLE: &[(&str, Option<&str>)] = &[
     ("getCommands", Some("get_commands")),
     ("clearQueue", Some("clear_queue")),
     ("shutdown", None),
+    ("extension:response", Some("extension_ui_response")),
 ];
 
 /// What a method call becomes.
@@ -138,6 +139,7 @@ pub fn decode(method: &str, params: &Map<String, Value>) -> Result<Option<Call>,
         "getCommands" => Op::GetCommands,
         "clearQueue" => Op::ClearQueue,
         "shutdown" => Op::Shutdown { abort: true },
+        crate::ui::RESPONSE_METHOD => crate::ui::response_op(params),
         _ => return Ok(None),
     };
     Ok(Some(Call::Op(op)))

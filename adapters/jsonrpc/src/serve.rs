@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use pi_core::agent::{AgentHandle, Output};
-use pi_core::op::{Op, Reply, RequestTag, UiResponse};
+use pi_core::op::{Op, Reply, RequestTag};
 use pi_jsonl::framing::{FrameError, Record, RecordReader};
 use pi_jsonl::writer::{LineSender, spawn_writer};
 use serde_json::value::RawValue;
@@ -242,9 +242,9 @@ async fn handle_message(
             None
         }
         Message::Notification { method, params } => {
-            if method == "extension:response" {
+            if method == crate::ui::RESPONSE_METHOD {
                 if let Params::Named(p) = params {
-                    let _ = agent.submit(None, ui_response(&p)).await;
+                    let _ = agent.submit(None, crate::ui::response_op(&p)).await;
                 }
                 return None;
             }
@@ -307,29 +307,6 @@ async fn handle_message(
             None
         }
     }
-}
-
-fn ui_response(p: &serde_json::Map<String, Value>) -> Op {
-    let id = match p.get("id") {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        _ => None,
-    };
-    let result = p.get("result").or_else(|| p.get("value"));
-    let response = match result {
-        _ if p.get("cancelled") == Some(&Value::Bool(true)) => UiResponse::Cancelled,
-        Some(Value::Bool(b)) => UiResponse::Confirmed(*b),
-        Some(Value::Null) | None => UiResponse::Cancelled,
-        Some(Value::Object(o)) if o.get("cancelled") == Some(&Value::Bool(true)) => UiResponse::Cancelled,
-        Some(Value::Object(o)) if o.contains_key("confirmed") => {
-            UiResponse::Confirmed(o.get("confirmed") == Some(&Value::Bool(true)))
-        }
-        Some(Value::Object(o)) if o.contains_key("value") => {
-            UiResponse::Value(o.get("value").cloned().unwrap_or(Value::Null))
-        }
-        Some(other) => UiResponse::Value(other.clone()),
-    };
-    Op::ExtensionUiResponse { id, response }
 }
 
 /// Forward core output: notifications as they come, responses (and batch

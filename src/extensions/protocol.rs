@@ -1,0 +1,398 @@
+//! The extension wire protocol (version 1): the messages exchanged with an
+//! extension process over its stdin/stdout, one JSON object per LF-terminated
+//! line. See `README-extensions.md` for the prose description.
+//!
+//! Host → extension: `hello`, `event`, `request` (hooks, commands, tools),
+//! `response` (answers to the extension's requests), `cancel`.
+//! Extension → host: `register`, `request` (UI calls, messages, state),
+//! `response` (answers to the host's requests).
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::event::{AgentEvent, AssistantStreamEvent, ToolResultPayload};
+
+/// Version announced in `hello`.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Events an extension may subscribe to as notifications (no reply expected).
+pub const NOTIFICATION_EVENTS: &[&str] = &[
+    "agent_start",
+    "agent_end",
+    "agent_settled",
+    "turn_start",
+    "turn_end",
+    "message_start",
+    "message_update",
+    "message_end",
+    "tool_execution_start",
+    "tool_execution_update",
+    "tool_execution_end",
+    "queue_update",
+    "session_start",
+    "session_shutdown",
+    "session_info_changed",
+    "model_select",
+    "thinking_level_select",
+];
+
+/// Hooks: requests whose reply can change what happens next.
+pub const HOOK_EVENTS: &[&str] = &["tool_call", "session_before_switch", "session_before_fork"];
+
+/// Whether `name` is an event or hook pi-rpc sends.
+pub fn is_known_event(name: &str) -> bool {
+    NOTIFICATION_EVENTS.contains(&name) || HOOK_EVENTS.contains(&name)
+}
+
+/// A command an extension registers (`/name args`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct CommandSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// A tool an extension registers.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ToolSpecWire {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments; an empty object schema when absent.
+    #[serde(default = "empty_object_schema")]
+    pub parameters: Value,
+    /// `false`: registered but not given to the model until activated.
+    #[serde(default = "default_true")]
+    pub active: bool,
+}
+
+fn empty_object_schema() -> Value {
+    json!({"type": "object", "properties": {}})
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// The `register` message: what the extension provides and listens to.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Registration {
+    /// Display name (defaults to the file name).
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub commands: Vec<CommandSpec>,
+    #[serde(default)]
+    pub tools: Vec<ToolSpecWire>,
+    /// Event and hook names (see [`NOTIFICATION_EVENTS`], [`HOOK_EVENTS`]).
+    #[serde(default)]
+    pub events: Vec<String>,
+}
+
+impl Registration {
+    /// Check names: commands and tools need a non-empty name without
+    /// whitespace; tool names are `[A-Za-z0-9_-]+` (what providers accept).
+    pub fn validate(&self) -> Result<(), String> {
+        for c in &self.commands {
+            if c.name.is_empty() || c.name.chars().any(char::is_whitespace) || c.name.starts_with('/') {
+                return Err(format!("invalid command name {:?}: no spaces, no leading '/'", c.name));
+            }
+        }
+        for t in &self.tools {
+            if t.name.is_empty() || !t.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                return Err(format!("invalid tool name {:?}: use letters, digits, '_' and '-'", t.name));
+            }
+            if !t.parameters.is_object() {
+                return Err(format!("tool {}: parameters must be a JSON Schema object", t.name));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn subscribes(&self, event: &str) -> bool {
+        self.events.iter().any(|e| e == event)
+    }
+}
+
+/// One parsed line from an extension.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    Register(Registration),
+    /// A request to the host; `id: None` is a notification (no response).
+    Request {
+        id: Option<Value>,
+        method: String,
+        params: Value,
+    },
+    /// The answer to one of the host's requests.
+    Response {
+        id: String,
+        outcome: Result<Value, String>,
+    },
+}
+
+/// Parse one line. Errors describe what is wrong, for `extension_error`.
+pub fn parse_line(line: &str) -> Result<Incoming, String> {
+    let value: Value = serde_json::from_str(line).map_err(|e| format!("invalid JSON ({e}): {}", excerpt(line)))?;
+    let Value::Object(mut obj) = value else {
+        return Err(format!("expected a JSON object: {}", excerpt(line)));
+    };
+    let kind = obj.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
+    match kind.as_str() {
+        "register" => serde_json::from_value(Value::Object(obj))
+            .map(Incoming::Register)
+            .map_err(|e| format!("invalid register message: {e}")),
+        "request" => {
+            let method = match obj.get("method") {
+                Some(Value::String(m)) if !m.is_empty() => m.clone(),
+                _ => return Err("request without a \"method\" string".to_string()),
+            };
+            let id = obj.remove("id").filter(|v| !v.is_null());
+            let params = obj.remove("params").unwrap_or(Value::Object(Map::new()));
+            Ok(Incoming::Request { id, method, params })
+        }
+        "response" => {
+            let id = match obj.get("id") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Number(n)) => n.to_string(),
+                _ => return Err("response without an \"id\"".to_string()),
+            };
+            let outcome = match obj.remove("error") {
+                Some(Value::Null) | None => Ok(obj.remove("result").unwrap_or(Value::Null)),
+                Some(Value::String(e)) => Err(e),
+                Some(other) => {
+                    Err(other.get("message").and_then(Value::as_str).map_or_else(|| other.to_string(), str::to_string))
+                }
+            };
+            Ok(Incoming::Response { id, outcome })
+        }
+        "" => Err(format!("message without a \"type\": {}", excerpt(line))),
+        other => Err(format!("unknown message type \"{other}\"")),
+    }
+}
+
+fn excerpt(line: &str) -> String {
+    const MAX: usize = 120;
+    match line.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
+}
+
+/// `hello`, the first line an extension receives.
+pub fn hello(extension_path: &str, cwd: &str, session_id: &str, session_file: Option<&str>) -> Value {
+    json!({
+        "type": "hello",
+        "protocol": PROTOCOL_VERSION,
+        "extensionPath": extension_path,
+        "cwd": cwd,
+        "mode": "rpc",
+        "hasUI": true,
+        "sessionId": session_id,
+        "sessionFile": session_file,
+    })
+}
+
+/// A host request.
+pub fn request(id: &str, method: &str, params: Value) -> Value {
+    json!({ "type": "request", "id": id, "method": method, "params": params })
+}
+
+/// The host's answer to an extension request.
+pub fn response(id: &Value, outcome: Result<Value, String>) -> Value {
+    match outcome {
+        Ok(result) => json!({ "type": "response", "id": id, "result": result }),
+        Err(error) => json!({ "type": "response", "id": id, "error": error }),
+    }
+}
+
+/// Tell the extension the host stopped waiting for request `id` (abort).
+pub fn cancel(id: &str) -> Value {
+    json!({ "type": "cancel", "id": id })
+}
+
+/// A notification: `{"type":"event","event":{"type":<name>,…}}`.
+pub fn event_message(event: Value) -> Value {
+    json!({ "type": "event", "event": event })
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+fn payload(p: &ToolResultPayload) -> Value {
+    let mut obj = Map::new();
+    obj.insert("content".into(), to_value(&p.content));
+    if let Some(d) = &p.details {
+        obj.insert("details".into(), d.clone());
+    }
+    Value::Object(obj)
+}
+
+fn stream_event(e: &AssistantStreamEvent) -> Value {
+    match e {
+        AssistantStreamEvent::TextStart { content_index } => {
+            json!({"type": "text_start", "contentIndex": content_index})
+        }
+        AssistantStreamEvent::TextDelta { content_index, delta } => {
+            json!({"type": "text_delta", "contentIndex": content_index, "delta": delta})
+        }
+        AssistantStreamEvent::TextEnd { content_index, content } => {
+            json!({"type": "text_end", "contentIndex": content_index, "content": content})
+        }
+        AssistantStreamEvent::ThinkingStart { content_index } => {
+            json!({"type": "thinking_start", "contentIndex": content_index})
+        }
+        AssistantStreamEvent::ThinkingDelta { content_index, delta } => {
+            json!({"type": "thinking_delta", "contentIndex": content_index, "delta": delta})
+        }
+        AssistantStreamEvent::ThinkingEnd { content_index, content } => {
+            json!({"type": "thinking_end", "contentIndex": content_index, "content": content})
+        }
+        AssistantStreamEvent::ToolCallStart { content_index, id, tool_name } => {
+            json!({"type": "toolcall_start", "contentIndex": content_index, "id": id, "toolName": tool_name})
+        }
+        AssistantStreamEvent::ToolCallDelta { content_index, delta } => {
+            json!({"type": "toolcall_delta", "contentIndex": content_index, "delta": delta})
+        }
+        AssistantStreamEvent::ToolCallEnd { content_index, tool_call } => {
+            json!({"type": "toolcall_end", "contentIndex": content_index, "toolCall": to_value(tool_call)})
+        }
+    }
+}
+
+/// The extension event name of a core event; `None` for events extensions
+/// do not receive.
+pub fn event_name(event: &AgentEvent) -> Option<&'static str> {
+    Some(match event {
+        AgentEvent::AgentStart => "agent_start",
+        AgentEvent::AgentEnd { .. } => "agent_end",
+        AgentEvent::AgentSettled { .. } => "agent_settled",
+        AgentEvent::TurnStart => "turn_start",
+        AgentEvent::TurnEnd { .. } => "turn_end",
+        AgentEvent::MessageStart { .. } => "message_start",
+        AgentEvent::MessageUpdate { .. } => "message_update",
+        AgentEvent::MessageEnd { .. } => "message_end",
+        AgentEvent::ToolExecutionStart { .. } => "tool_execution_start",
+        AgentEvent::ToolExecutionUpdate { .. } => "tool_execution_update",
+        AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
+        AgentEvent::QueueUpdate { .. } => "queue_update",
+        AgentEvent::SessionInfoChanged { .. } => "session_info_changed",
+        AgentEvent::ModelChanged { .. } => "model_select",
+        AgentEvent::ThinkingLevelChanged { .. } => "thinking_level_select",
+        _ => return None,
+    })
+}
+
+/// The notification payload of a core event, named as pi names the
+/// extension event; `None` for events extensions do not receive.
+pub fn event_payload(event: &AgentEvent) -> Option<(&'static str, Value)> {
+    let (name, data) = match event {
+        AgentEvent::AgentStart => ("agent_start", json!({})),
+        AgentEvent::AgentEnd { messages, will_retry } => {
+            ("agent_end", json!({"messages": to_value(messages), "willRetry": will_retry}))
+        }
+        AgentEvent::AgentSettled { aborted, .. } => ("agent_settled", json!({"aborted": aborted})),
+        AgentEvent::TurnStart => ("turn_start", json!({})),
+        AgentEvent::TurnEnd { message, tool_results } => {
+            ("turn_end", json!({"message": to_value(message), "toolResults": to_value(tool_results)}))
+        }
+        AgentEvent::MessageStart { message } => ("message_start", json!({"message": to_value(message)})),
+        AgentEvent::MessageUpdate { event } => {
+            ("message_update", json!({"assistantMessageEvent": stream_event(event)}))
+        }
+        AgentEvent::MessageEnd { message } => ("message_end", json!({"message": to_value(message)})),
+        AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args } => {
+            ("tool_execution_start", json!({"toolCallId": tool_call_id, "toolName": tool_name, "args": args}))
+        }
+        AgentEvent::ToolExecutionUpdate { tool_call_id, tool_name, args, partial_result } => (
+            "tool_execution_update",
+            json!({"toolCallId": tool_call_id, "toolName": tool_name, "args": args, "partialResult": payload(partial_result)}),
+        ),
+        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error } => (
+            "tool_execution_end",
+            json!({"toolCallId": tool_call_id, "toolName": tool_name, "result": payload(result), "isError": is_error}),
+        ),
+        AgentEvent::QueueUpdate { steering, follow_up } => {
+            ("queue_update", json!({"steering": steering, "followUp": follow_up}))
+        }
+        AgentEvent::SessionInfoChanged { name } => ("session_info_changed", json!({"name": name})),
+        AgentEvent::ModelChanged { model, .. } => {
+            ("model_select", json!({"model": {"provider": model.provider, "id": model.id}}))
+        }
+        AgentEvent::ThinkingLevelChanged { level } => ("thinking_level_select", json!({"level": level.as_str()})),
+        _ => return None,
+    };
+    let mut data = data;
+    if let Value::Object(obj) = &mut data {
+        let mut with_type = Map::new();
+        with_type.insert("type".into(), Value::String(name.to_string()));
+        with_type.extend(std::mem::take(obj));
+        *obj = with_type;
+    }
+    Some((name, data))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_parse_into_messages() {
+        let reg = parse_line(
+            r#"{"type":"register","name":"demo","commands":[{"name":"hi","description":"Say hi"}],"tools":[{"name":"t","description":"d","parameters":{"type":"object"}}],"events":["turn_start"]}"#,
+        )
+        .unwrap();
+        let Incoming::Register(reg) = reg else { panic!("{reg:?}") };
+        assert_eq!(reg.commands[0].name, "hi");
+        assert!(reg.tools[0].active);
+        assert!(reg.subscribes("turn_start"));
+        assert!(reg.validate().is_ok());
+
+        assert_eq!(
+            parse_line(r#"{"type":"request","id":3,"method":"notify","params":{"message":"x"}}"#).unwrap(),
+            Incoming::Request { id: Some(json!(3)), method: "notify".into(), params: json!({"message": "x"}) }
+        );
+        assert_eq!(
+            parse_line(r#"{"type":"request","method":"setStatus"}"#).unwrap(),
+            Incoming::Request { id: None, method: "setStatus".into(), params: json!({}) }
+        );
+        assert_eq!(
+            parse_line(r#"{"type":"response","id":"h1","result":{"block":true}}"#).unwrap(),
+            Incoming::Response { id: "h1".into(), outcome: Ok(json!({"block": true})) }
+        );
+        assert_eq!(
+            parse_line(r#"{"type":"response","id":"h2","error":{"message":"boom"}}"#).unwrap(),
+            Incoming::Response { id: "h2".into(), outcome: Err("boom".into()) }
+        );
+    }
+
+    #[test]
+    fn garbage_is_described() {
+        assert!(parse_line("hello world").unwrap_err().starts_with("invalid JSON"));
+        assert!(parse_line("[1]").unwrap_err().contains("JSON object"));
+        assert!(parse_line(r#"{"x":1}"#).unwrap_err().contains("without a \"type\""));
+        assert!(parse_line(r#"{"type":"nope"}"#).unwrap_err().contains("unknown message type"));
+        assert!(parse_line(r#"{"type":"request"}"#).unwrap_err().contains("method"));
+        let bad =
+            Registration { tools: vec![serde_json::from_value(json!({"name": "a b"})).unwrap()], ..Default::default() };
+        assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn events_carry_their_type_first() {
+        let (name, v) = event_payload(&AgentEvent::TurnStart).unwrap();
+        assert_eq!((name, v), ("turn_start", json!({"type": "turn_start"})));
+        let (_, v) = event_payload(&AgentEvent::ToolExecutionStart {
+            tool_call_id: "c1".into(),
+            tool_name: "bash".into(),
+            args: json!({"command": "ls"}),
+        })
+        .unwrap();
+        assert_eq!(v.as_object().unwrap().keys().next().map(String::as_str), Some("type"));
+        assert_eq!(v["args"]["command"], "ls");
+        assert!(event_payload(&AgentEvent::SummarizationRetryFinished).is_none());
+        assert_eq!(event_name(&AgentEvent::AgentStart), Some("agent_start"));
+        assert_eq!(event_name(&AgentEvent::SummarizationRetryFinished), None);
+    }
+}
