@@ -1,10 +1,11 @@
 //! The fake model server: a scriptable HTTP/1.1 server on 127.0.0.1 that
 //! streams model replies byte-accurately and records every request.
 //!
-//! It speaks the OpenAI Chat Completions stream on any path ending in
-//! `/chat/completions`. Wire formats live in their own modules (`openai`), so
-//! the Anthropic Messages format can be added beside it later; until then a
-//! request to `/messages` gets a 404.
+//! It picks the wire format from the request path ([`Format`]): OpenAI Chat
+//! Completions (`…/chat/completions`), Anthropic Messages (`…/messages`),
+//! OpenAI Responses (`…/responses`) and Gemini (`…:streamGenerateContent`),
+//! each rendered by its own module from the same API-neutral reply script.
+//! Other paths get a 404.
 //!
 //! Reply selection, per request: the first marker rule whose marker is found
 //! (see [`MarkerScope`]), else the next queued reply, else the fallback reply
@@ -28,9 +29,12 @@
 //! # Ok(()) }
 //! ```
 
+pub mod anthropic;
+pub mod gemini;
 mod http;
 pub mod openai;
 pub mod reply;
+pub mod responses;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -121,12 +125,61 @@ impl State {
     }
 }
 
+/// The wire format a request path asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// OpenAI Chat Completions (`…/chat/completions`).
+    OpenAi,
+    /// Anthropic Messages (`…/messages`).
+    Anthropic,
+    /// OpenAI Responses (`…/responses`).
+    Responses,
+    /// Gemini `…:streamGenerateContent`.
+    Gemini,
+}
+
+impl Format {
+    /// The format served on `path` (query ignored), if any.
+    pub fn of_path(path: &str) -> Option<Format> {
+        let path = path.split('?').next().unwrap_or("");
+        if path.ends_with("/chat/completions") {
+            Some(Format::OpenAi)
+        } else if path.ends_with("/messages") {
+            Some(Format::Anthropic)
+        } else if path.ends_with("/responses") {
+            Some(Format::Responses)
+        } else if path.ends_with(":streamGenerateContent") {
+            Some(Format::Gemini)
+        } else {
+            None
+        }
+    }
+
+    /// The response frames of a streamed reply to a request with this body.
+    pub fn render(self, script: &StreamReply, body: &Value) -> Vec<openai::Frame> {
+        match self {
+            Format::OpenAi => openai::render(script, &openai::RequestInfo::from_body(body)),
+            Format::Anthropic => anthropic::render(script, &anthropic::RequestInfo::from_body(body)),
+            Format::Responses => responses::render(script, &responses::RequestInfo::from_body(body)),
+            Format::Gemini => gemini::render(script, &gemini::RequestInfo::from_body(body)),
+        }
+    }
+}
+
+/// The conversation of a request in any format: `messages` (OpenAI,
+/// Anthropic), `input` items (Responses) or `contents` (Gemini).
 fn messages(body: &Value) -> Vec<Value> {
-    body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default()
+    ["messages", "input", "contents"]
+        .iter()
+        .find_map(|k| body.get(*k).and_then(Value::as_array))
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Text of one message: a string content, or the text of its parts (OpenAI
-/// `text` parts, Anthropic `text` and `tool_result` blocks).
+/// `text` parts, Anthropic `text` and `tool_result` blocks, Responses
+/// `input_text` parts and `function_call_output`s, Gemini `parts` with
+/// `text` or a `functionResponse`).
 fn message_text(message: &Value) -> String {
     fn content_text(content: &Value, out: &mut String) {
         match content {
@@ -139,14 +192,23 @@ fn message_text(message: &Value) -> String {
                     if let Some(c) = p.get("content") {
                         content_text(c, out);
                     }
+                    if let Some(r) = p.pointer("/functionResponse/response") {
+                        for key in ["output", "error"] {
+                            if let Some(c) = r.get(key) {
+                                content_text(c, out);
+                            }
+                        }
+                    }
                 }
             }
             _ => {}
         }
     }
     let mut out = String::new();
-    if let Some(c) = message.get("content") {
-        content_text(c, &mut out);
+    for key in ["content", "output", "parts"] {
+        if let Some(c) = message.get(key) {
+            content_text(c, &mut out);
+        }
     }
     out
 }
@@ -327,21 +389,19 @@ async fn serve(
         st.requests.push(request.clone());
         st.select(&request)
     };
-    let is_openai =
-        request.method == "POST" && request.path.split('?').next().unwrap_or("").ends_with("/chat/completions");
+    let format = if request.method == "POST" { Format::of_path(&request.path) } else { None };
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
-    if !is_openai {
+    let Some(format) = format else {
         let msg = format!("fake server: no route for {} {}", request.method, request.path);
         let body = serde_json::json!({"error": {"message": msg, "type": "invalid_request_error", "param": null, "code": null}});
         return http::write_plain(&mut stream, 404, &[], &body.to_string()).await;
-    }
+    };
     match &reply.body {
         ReplyBody::Error { status, body } => http::write_plain(&mut stream, *status, &reply.headers, body).await,
         ReplyBody::Stream(script) => {
-            let info = openai::RequestInfo::from_body(&request.body);
-            let frames = openai::render(script, &info);
+            let frames = format.render(script, &request.body);
             http::write_stream_head(&mut stream, &reply.headers, script.ending != Ending::Cut).await?;
             for frame in frames {
                 if frame.is_part && !reply.delay.is_zero() {

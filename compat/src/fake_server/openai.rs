@@ -87,7 +87,8 @@ fn part_delta(part: &Part) -> Option<Value> {
     })
 }
 
-fn output_chars(reply: &StreamReply) -> u64 {
+/// Characters of streamed output, for a usage estimate.
+pub fn output_chars(reply: &StreamReply) -> u64 {
     reply
         .parts
         .iter()

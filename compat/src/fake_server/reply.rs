@@ -190,6 +190,20 @@ impl Reply {
         Reply::error(status, body.to_string())
     }
 
+    /// An HTTP error with Anthropic's body shape:
+    /// `{"type":"error","error":{"type":…,"message":…}}`.
+    pub fn anthropic_error(status: u16, kind: &str, message: &str) -> Self {
+        let body = serde_json::json!({"type": "error", "error": {"type": kind, "message": message}});
+        Reply::error(status, body.to_string())
+    }
+
+    /// An HTTP error with Google's body shape:
+    /// `{"error":{"code":…,"message":…,"status":…}}`.
+    pub fn google_error(status: u16, code_status: &str, message: &str) -> Self {
+        let body = serde_json::json!({"error": {"code": status, "message": message, "status": code_status}});
+        Reply::error(status, body.to_string())
+    }
+
     /// Access the stream script; errors have none, so builders on them are no-ops.
     fn stream_mut(&mut self) -> Option<&mut StreamReply> {
         match &mut self.body {

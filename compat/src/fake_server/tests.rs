@@ -75,9 +75,37 @@ async fn cut_streams_end_without_the_terminating_chunk() {
 #[tokio::test]
 async fn unknown_paths_get_a_404_and_are_recorded() {
     let server = FakeServer::start().await.unwrap();
-    let a = post(&server, "/v1/messages", "{}").await;
+    let a = post(&server, "/v1/embeddings", "{}").await;
     assert!(a.starts_with("HTTP/1.1 404"), "{a}");
     assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn the_path_picks_the_wire_format() {
+    let server = FakeServer::start().await.unwrap();
+    server.set_fallback(Reply::text("hey"));
+    let body = serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).to_string();
+    let a = post(&server, "/v1/messages?beta=true", &body).await;
+    assert!(a.contains("event: message_start\n"), "{a}");
+    assert!(a.contains(r#""delta":{"type":"text_delta","text":"hey"}"#), "{a}");
+    let r = post(&server, "/v1/responses", r#"{"model":"m","input":[]}"#).await;
+    assert!(r.contains("event: response.output_text.delta\n"), "{r}");
+    let g = post(&server, "/v1beta/models/gemini-x:streamGenerateContent?alt=sse", r#"{"contents":[]}"#).await;
+    assert!(g.contains(r#"data: {"candidates":[{"content":{"parts":[{"text":"hey"}],"role":"model"}"#), "{g}");
+}
+
+#[tokio::test]
+async fn markers_are_found_in_every_format() {
+    let server = FakeServer::start().await.unwrap();
+    server.on_marker("#m", Reply::text_chunks(["marked"]));
+    let anthropic = serde_json::json!({"messages": [{"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t", "content": "x #m"}]}]});
+    assert!(post(&server, "/v1/messages", &anthropic.to_string()).await.contains("marked"));
+    let responses = serde_json::json!({"input": [{"type": "function_call_output", "call_id": "c", "output": "#m"}]});
+    assert!(post(&server, "/v1/responses", &responses.to_string()).await.contains("marked"));
+    let gemini = serde_json::json!({"contents": [{"role": "user", "parts": [
+        {"functionResponse": {"name": "bash", "response": {"output": "y #m"}}}]}]});
+    assert!(post(&server, "/v1beta/models/g:streamGenerateContent", &gemini.to_string()).await.contains("marked"));
 }
 
 #[tokio::test]
