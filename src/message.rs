@@ -134,6 +134,7 @@ pub struct Cost {
     #[serde(default, serialize_with = "js_number")]
     pub total: f64,
     /// Fields written by other pi versions (e.g. `totalFromProvider`), kept as they are.
+    #[schemars(skip)]
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -155,6 +156,7 @@ pub struct Usage {
     #[serde(default)]
     pub cost: Cost,
     /// Fields written by other pi versions (e.g. `reasoning`), kept as they are.
+    #[schemars(skip)]
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -201,6 +203,7 @@ pub enum StopReason {
 pub struct UserMessage {
     pub content: UserContent,
     pub timestamp: i64,
+    #[schemars(skip)]
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -220,6 +223,7 @@ pub struct AssistantMessage {
     pub response_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
+    #[schemars(skip)]
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -253,6 +257,7 @@ pub struct ToolResultMessage {
     pub usage: Option<Usage>,
     pub is_error: bool,
     pub timestamp: i64,
+    #[schemars(skip)]
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -275,6 +280,7 @@ pub struct BashExecutionMessage {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exclude_from_context: bool,
     pub timestamp: i64,
+    #[schemars(skip)]
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -286,6 +292,7 @@ pub struct CompactionSummaryMessage {
     pub summary: String,
     pub tokens_before: u64,
     pub timestamp: i64,
+    #[schemars(skip)]
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -297,6 +304,7 @@ pub struct BranchSummaryMessage {
     pub summary: String,
     pub from_id: String,
     pub timestamp: i64,
+    #[schemars(skip)]
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -312,6 +320,7 @@ pub struct CustomMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
     pub timestamp: i64,
+    #[schemars(skip)]
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

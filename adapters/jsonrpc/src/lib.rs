@@ -9,8 +9,10 @@ pub mod errors;
 pub mod framing;
 pub mod methods;
 pub mod notify;
+pub mod params;
 pub mod protocol;
 pub mod serve;
+pub mod wire;
 
 pub use framing::Framing;
 pub use serve::{ServeEnd, serve};
