@@ -2,4 +2,5 @@
 //! wire, and the fake model server (127.0.0.1 only) shared with the e2e tests.
 
 pub mod fake_server;
+pub mod kit;
 pub mod schemas;

@@ -134,7 +134,13 @@ fn run(validator: &jsonschema::Validator, value: &Value) -> Result<(), String> {
         .iter_errors(value)
         .map(|e| {
             let path = e.instance_path().to_string();
-            format!("at {}: {e}", if path.is_empty() { "/" } else { &path })
+            let text = e.to_string();
+            let text = if text.chars().count() > 300 {
+                format!("{}…", text.chars().take(300).collect::<String>())
+            } else {
+                text
+            };
+            format!("at {}: {text}", if path.is_empty() { "/" } else { &path })
         })
         .collect();
     if errors.is_empty() { Ok(()) } else { Err(describe(errors)) }
