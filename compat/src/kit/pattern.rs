@@ -14,7 +14,8 @@
 //! | `"$nonempty"` | a non-empty string or array |
 //! | `"$re:<regex>"` | a string the regex finds a match in |
 //! | `"$$…"` | the literal string `"$…"` |
-//! | `{"$exact": v}` | exactly `v` (no subset rule) |
+//! | `{"$exact": v}` | exactly `v` (no subset rule, no special forms) |
+//! | `{"$only": {…}}` | an object with exactly these keys, each matching its pattern |
 //! | `{"$len": n}` | an array or string of length `n` |
 //! | `{"$some": p}` | an array with an element matching `p` |
 //! | `{"$all": p}` | an array whose elements all match `p` |
@@ -171,6 +172,15 @@ fn operator(op: Option<(&String, &Value)>, actual: Option<&Value>, path: &str) -
                 fail(path, format!("expected exactly {}, got {}", short(arg), actual.map(short).unwrap_or_default()))
             }
         }
+        "$only" => {
+            let (Value::Object(want), Some(Value::Object(got))) = (arg, actual) else {
+                return fail(path, format!("expected an object, got {}", actual.map(short).unwrap_or_default()));
+            };
+            if let Some(extra) = got.keys().find(|k| !want.contains_key(*k)) {
+                return fail(path, format!("unexpected member {extra:?}"));
+            }
+            mismatch(arg, actual, path)
+        }
         "$len" => {
             let len = match actual {
                 Some(Value::Array(a)) => Some(a.len()),
@@ -249,6 +259,8 @@ mod tests {
         assert!(matches(&json!({"data": {"$exact": {"a": [1, 2], "s": "hello"}}}), &line));
         assert!(!matches(&json!({"data": {"$exact": {"a": [1, 2]}}}), &line));
         assert!(matches(&json!({"type": {"$anyOf": ["x", "response"]}}), &line));
+        assert!(matches(&json!({"data": {"$only": {"a": "$array", "s": "$string"}}}), &line));
+        assert!(!matches(&json!({"data": {"$only": {"a": "$array"}}}), &line));
         assert!(matches(&json!({"type": {"$not": "event"}}), &line));
         assert!(matches(&json!("$$x"), &json!("$x")));
         let why = explain(&json!({"data": {"s": "bye"}}), &line).unwrap();

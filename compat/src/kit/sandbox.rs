@@ -83,11 +83,13 @@ impl Sandbox {
             let base_url =
                 if api == "anthropic-messages" { server_url.to_string() } else { format!("{server_url}/v1") };
             let models = setup.models.clone().unwrap_or_else(|| default_models(&setup.model));
-            let config = json!({
-                "providers": {
-                    "fake": { "baseUrl": base_url, "api": api, "apiKey": API_KEY, "models": models }
-                }
-            });
+            let mut provider = json!({ "baseUrl": base_url, "api": api, "apiKey": API_KEY, "models": models });
+            if setup.no_api_key
+                && let Some(p) = provider.as_object_mut()
+            {
+                p.remove("apiKey");
+            }
+            let config = json!({ "providers": { "fake": provider } });
             write(&sb.agent.join("models.json"), config.to_string().as_bytes())?;
         }
         let mut settings = Map::new();

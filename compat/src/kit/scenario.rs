@@ -96,6 +96,9 @@ pub struct Setup {
     /// Write no `models.json` and no default model settings (no usable model).
     #[serde(default)]
     pub no_models: bool,
+    /// Configure the `fake` provider without an API key.
+    #[serde(default)]
+    pub no_api_key: bool,
     /// Merged into the default `settings.json`.
     #[serde(default)]
     pub settings: Map<String, Value>,
