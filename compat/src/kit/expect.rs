@@ -15,8 +15,8 @@ pub struct Context<'a> {
     pub exit_code: Option<i32>,
     pub sandbox: &'a Sandbox,
     pub requests: &'a [Value],
-    /// Applied to the lines of session files before their rules.
-    pub session_filter: &'a (dyn Fn(Vec<Value>) -> Vec<Value> + Sync),
+    /// The session files (sorted by name) with their normalised lines.
+    pub sessions: &'a [(std::path::PathBuf, Vec<Value>)],
 }
 
 fn short(v: &Value) -> String {
@@ -105,33 +105,23 @@ pub fn check_lines(rule: &Rule, lines: &[Value]) -> Result<(), String> {
     Ok(())
 }
 
-fn session_lines(ctx: &Context<'_>, rule: &SessionRule, norm: &mut Normalizer) -> Result<Vec<Value>, String> {
-    let files = ctx.sandbox.session_files();
+fn session_lines<'a>(ctx: &Context<'a>, rule: &SessionRule) -> Result<&'a [Value], String> {
+    let files = ctx.sessions;
+    let only = || {
+        if files.len() == 1 {
+            Ok(files.first())
+        } else {
+            Err(format!("expected exactly one session file, found {}", files.len()))
+        }
+    };
     let pick = match &rule.file {
-        None => {
-            if files.len() != 1 {
-                return Err(format!("expected exactly one session file, found {}", files.len()));
-            }
-            files.first()
-        }
-        Some(Value::String(s)) if s == "only" => {
-            if files.len() != 1 {
-                return Err(format!("expected exactly one session file, found {}", files.len()));
-            }
-            files.first()
-        }
+        None => only()?,
+        Some(Value::String(s)) if s == "only" => only()?,
         Some(Value::String(s)) if s == "newest" => files.last(),
         Some(Value::String(s)) if s == "oldest" => files.first(),
         Some(v) => v.as_u64().and_then(|i| files.get(i as usize)),
     };
-    let path = pick.ok_or_else(|| format!("no such session file ({} found)", files.len()))?;
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut out = Vec::new();
-    for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let v: Value = serde_json::from_str(l).map_err(|e| format!("session line {} is not JSON: {e}", i + 1))?;
-        out.push(norm.value(&v));
-    }
-    Ok((ctx.session_filter)(out))
+    pick.map(|(_, lines)| lines.as_slice()).ok_or_else(|| format!("no such session file ({} found)", files.len()))
 }
 
 fn check_file(ctx: &Context<'_>, f: &FileRule) -> Result<(), String> {
@@ -158,28 +148,27 @@ fn check_file(ctx: &Context<'_>, f: &FileRule) -> Result<(), String> {
 }
 
 /// Check one rule.
-pub fn check_rule(rule: &Rule, ctx: &Context<'_>, norm: &mut Normalizer) -> Result<(), String> {
+pub fn check_rule(rule: &Rule, ctx: &Context<'_>) -> Result<(), String> {
     if let Some(code) = rule.exit_code
         && ctx.exit_code != Some(code)
     {
         return Err(format!("exit code {:?}, expected {code}", ctx.exit_code));
     }
     if let Some(n) = rule.session_files {
-        let found = ctx.sandbox.session_files().len();
+        let found = ctx.sessions.len();
         if found != n {
             return Err(format!("{found} session file(s), expected {n}"));
         }
     }
     if let Some(s) = &rule.session {
-        let lines = session_lines(ctx, s, norm)?;
+        let lines = session_lines(ctx, s)?;
         for r in &s.rules {
-            check_rule(r, &Context { lines: &lines, ..*ctx }, norm).map_err(|e| format!("session file: {e}"))?;
+            check_rule(r, &Context { lines, ..*ctx }).map_err(|e| format!("session file: {e}"))?;
         }
     }
     if let Some(rules) = &rule.requests {
         for r in rules {
-            check_rule(r, &Context { lines: ctx.requests, ..*ctx }, norm)
-                .map_err(|e| format!("model requests: {e}"))?;
+            check_rule(r, &Context { lines: ctx.requests, ..*ctx }).map_err(|e| format!("model requests: {e}"))?;
         }
     }
     if let Some(f) = &rule.file {

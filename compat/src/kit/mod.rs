@@ -11,6 +11,7 @@ pub mod pattern;
 pub mod run;
 pub mod sandbox;
 pub mod scenario;
+pub mod tolerance;
 
 pub use run::{Dialect, Options, Outcome, Profile, run_all};
 pub use scenario::{Scenario, load_dir, load_file};

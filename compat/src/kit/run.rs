@@ -15,6 +15,7 @@ use super::expect::{self, Context};
 use super::normalize::Normalizer;
 use super::sandbox::Sandbox;
 use super::scenario::Scenario;
+use super::tolerance;
 use crate::fake_server::FakeServer;
 use crate::schemas::{Schemas, Strictness};
 
@@ -78,89 +79,36 @@ impl Outcome {
     }
 }
 
-/// Global tolerances of the reference profile, applied to normalised lines.
-fn reference_filter(lines: Vec<Value>) -> Vec<Value> {
-    fn is_system(m: &Value) -> bool {
-        m.get("role").and_then(Value::as_str) == Some("system")
-            || m.pointer("/message/role").and_then(Value::as_str) == Some("system")
-    }
-    fn strip(v: &mut Value) {
-        match v {
-            Value::Object(obj) => {
-                for key in ["messages", "entries"] {
-                    if let Some(Value::Array(items)) = obj.get_mut(key) {
-                        items.retain(|m| !is_system(m));
-                    }
-                }
-                obj.values_mut().for_each(strip);
-            }
-            Value::Array(items) => items.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
-    lines
-        .into_iter()
-        .filter(|l| !is_system(l))
-        .map(|mut l| {
-            if l.get("type").and_then(Value::as_str) == Some("message_update")
-                && let Some(obj) = l.as_object_mut()
-            {
-                obj.remove("usage");
-            }
-            strip(&mut l);
-            l
-        })
-        .collect()
-}
-
 fn schema_errors(
     observed: &Observed,
+    values: &[Value],
+    sessions: &[(PathBuf, Vec<Value>)],
     dialect: Dialect,
     schemas: &Schemas,
-    filter: &(dyn Fn(Vec<Value>) -> Vec<Value> + Sync),
 ) -> Option<String> {
     for (i, line) in observed.lines.iter().enumerate() {
-        if !line.is_json {
-            if dialect == Dialect::Jsonl || !line.raw.starts_with("Content-Length") {
-                return Some(format!(
-                    "output line {} is not JSON: {}",
-                    i + 1,
-                    line.raw.chars().take(120).collect::<String>()
-                ));
-            }
-            continue;
+        let header = line.raw.starts_with("Content-Length") || line.raw == "\r" || line.raw.is_empty();
+        if !line.is_json && !(dialect == Dialect::Jsonrpc && header) {
+            return Some(format!(
+                "output line {} is not JSON: {}",
+                i + 1,
+                line.raw.chars().take(120).collect::<String>()
+            ));
         }
-        let Some(value) = filter(vec![line.value.clone()]).pop() else { continue };
+    }
+    let method_of = |id: &Value| observed.methods.iter().find(|(k, _)| k == id).map(|(_, m)| m.clone());
+    for (i, value) in values.iter().enumerate() {
         let checked = match dialect {
-            Dialect::Jsonl => schemas.check_native_output(&value),
-            Dialect::Jsonrpc => {
-                let method_of = |id: &Value| observed.methods.iter().find(|(k, _)| k == id).map(|(_, m)| m.clone());
-                schemas.check_jsonrpc_output(&value, &method_of)
-            }
+            Dialect::Jsonl => schemas.check_native_output(value),
+            Dialect::Jsonrpc => schemas.check_jsonrpc_output(value, &method_of),
         };
         if let Err(e) = checked {
             return Some(format!("output line {} breaks the schema: {e}", i + 1));
         }
     }
-    None
-}
-
-fn session_schema_errors(
-    sb: &Sandbox,
-    schemas: &Schemas,
-    filter: &(dyn Fn(Vec<Value>) -> Vec<Value> + Sync),
-) -> Option<String> {
-    for path in sb.session_files() {
-        let text = std::fs::read_to_string(&path).ok()?;
-        for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let checked = match serde_json::from_str::<Value>(l) {
-                Err(e) => Err(format!("not JSON: {e}")),
-                Ok(v) => match filter(vec![v]).pop() {
-                    Some(v) => schemas.check_session_line(&v),
-                    None => Ok(()),
-                },
-            };
-            if let Err(e) = checked {
+    for (path, lines) in sessions {
+        for (i, v) in lines.iter().enumerate() {
+            if let Err(e) = schemas.check_session_line(v) {
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 return Some(format!("session file {name} line {} breaks the schema: {e}", i + 1));
             }
@@ -169,15 +117,38 @@ fn session_schema_errors(
     None
 }
 
-fn record(dir: &std::path::Path, scenario: &Scenario, observed: &Observed, outcome: &Outcome, extra: &str) {
+/// The session files of the run, parsed (lines that are not JSON are kept as strings).
+fn read_sessions(sb: &Sandbox) -> Vec<(PathBuf, Vec<Value>)> {
+    sb.session_files()
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let lines = text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| serde_json::from_str(l).unwrap_or_else(|_| Value::String(l.to_string())))
+                .collect();
+            (path, lines)
+        })
+        .collect()
+}
+
+fn record(
+    dir: &std::path::Path,
+    scenario: &Scenario,
+    observed: &Observed,
+    lines: &[Value],
+    outcome: &Outcome,
+    extra: &str,
+) {
     let mut text = String::new();
     text.push_str(&format!("# {}\n# {}\n# {}\n\n", scenario.name, scenario.description, outcome.line(&scenario.name)));
     for s in &observed.sent {
         text.push_str(&format!("> {}\n", s.trim_end_matches('\n').chars().take(2000).collect::<String>()));
     }
     text.push('\n');
-    for l in &observed.lines {
-        text.push_str(&format!("< {}\n", l.normalized));
+    for l in lines {
+        text.push_str(&format!("< {l}\n"));
     }
     text.push_str(&format!(
         "\n# exit code: {:?}{}\n",
@@ -211,32 +182,38 @@ async fn run_inner(scenario: &Scenario, opts: &Options, schemas: &Schemas) -> Re
     let server = FakeServer::start().await.map_err(|e| format!("cannot start the fake model server: {e}"))?;
     server.load_script(scenario.script()?);
     let sb = Sandbox::create(&scenario.setup, &server.url())?;
-    let mut norm = Normalizer::new(sb.normalizations());
+    let mut live = Normalizer::new(sb.normalizations());
     let limit = Duration::from_millis(scenario.timeout_ms.unwrap_or(30_000));
-    let observed = tokio::time::timeout(limit, driver::play(scenario, &opts.agent, &sb, &server, &mut norm))
+    let observed = tokio::time::timeout(limit, driver::play(scenario, &opts.agent, &sb, &server, &mut live))
         .await
         .map_err(|_| format!("the scenario took longer than {} ms", limit.as_millis()))??;
-    let filter: &(dyn Fn(Vec<Value>) -> Vec<Value> + Sync) = match opts.profile {
-        Profile::Reference => &reference_filter,
-        Profile::Strict => &|v| v,
+    // What the rules see: raw lines and session files, with the profile's
+    // tolerances, normalised session files first (so that `<e1>` is the
+    // first entry of the first file and `<uuid1>` its session id).
+    let raw: Vec<Value> = observed.lines.iter().filter(|l| l.is_json).map(|l| l.value.clone()).collect();
+    let (raw, raw_sessions) = match opts.profile {
+        Profile::Reference => tolerance::reference(raw, read_sessions(&sb)),
+        Profile::Strict => (raw, read_sessions(&sb)),
     };
-    let lines: Vec<Value> = filter(observed.lines.iter().filter(|l| l.is_json).map(|l| l.normalized.clone()).collect());
+    let mut norm = Normalizer::new(sb.normalizations());
+    let sessions: Vec<(PathBuf, Vec<Value>)> =
+        raw_sessions.iter().map(|(p, l)| (p.clone(), l.iter().map(|v| norm.value(v)).collect())).collect();
+    let lines: Vec<Value> = raw.iter().map(|v| norm.value(v)).collect();
     let requests = expect::request_values(&server.requests(), &mut norm);
     let ctx = Context {
         lines: &lines,
         exit_code: observed.exit_code,
         sandbox: &sb,
         requests: &requests,
-        session_filter: filter,
+        sessions: &sessions,
     };
     let mut failure = observed.step_error.clone();
     if failure.is_none() && opts.schemas.is_some() {
-        failure = schema_errors(&observed, opts.dialect, schemas, filter)
-            .or_else(|| session_schema_errors(&sb, schemas, filter));
+        failure = schema_errors(&observed, &raw, &raw_sessions, opts.dialect, schemas);
     }
     if failure.is_none() {
         for (i, rule) in scenario.expect.iter().enumerate() {
-            if let Err(e) = expect::check_rule(rule, &ctx, &mut norm) {
+            if let Err(e) = expect::check_rule(rule, &ctx) {
                 let note = rule.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
                 failure = Some(format!("rule {}{note}: {e}", i + 1));
                 break;
@@ -249,20 +226,17 @@ async fn run_inner(scenario: &Scenario, opts: &Options, schemas: &Schemas) -> Re
     };
     if let Some(dir) = &opts.record {
         let mut extra = String::new();
-        for path in sb.session_files() {
+        for (path, values) in &sessions {
             extra.push_str(&format!("\n# session file {}\n", norm.text(&path.to_string_lossy())));
-            if let Ok(text) = std::fs::read_to_string(&path) {
-                for l in text.lines() {
-                    let v = serde_json::from_str::<Value>(l).map(|v| norm.value(&v).to_string());
-                    extra.push_str(&format!("{}\n", v.unwrap_or_else(|_| l.to_string())));
-                }
+            for v in values {
+                extra.push_str(&format!("{v}\n"));
             }
         }
         extra.push_str(&format!("\n# model requests: {}\n", requests.len()));
         for r in &requests {
             extra.push_str(&format!("{} {}\n", r["method"].as_str().unwrap_or(""), r["path"].as_str().unwrap_or("")));
         }
-        record(dir, scenario, &observed, &outcome, &extra);
+        record(dir, scenario, &observed, &lines, &outcome, &extra);
     }
     server.shutdown().await;
     Ok(outcome)
