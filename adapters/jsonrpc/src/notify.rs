@@ -200,7 +200,7 @@ pub fn map_result(reply: Reply) -> Value {
     }
 }
 
-/// The `initialize` / `resumeSession` result.
+/// The `initialize` result.
 pub fn session_result(info: &pi_core::op::SessionInfo) -> SessionResult {
     SessionResult {
         session_id: info.session_id.clone(),

@@ -422,7 +422,7 @@ pub struct PromptResult {
     pub disposition: &'static str,
 }
 
-/// `initialize` (and `resumeSession`) result.
+/// `initialize` result.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionResult {

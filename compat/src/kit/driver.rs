@@ -182,8 +182,11 @@ impl Run<'_> {
         };
         for item in items {
             if let (Some(id), Some(Value::String(method))) = (item.get("id"), item.get("method")) {
+                // An id used twice is ambiguous: its results are not checked per method.
+                let reused = self.observed.methods.iter().any(|(known, m)| known == id && m != method);
                 self.observed.methods.retain(|(known, _)| known != id);
-                self.observed.methods.push((id.clone(), method.clone()));
+                let method = if reused { String::new() } else { method.clone() };
+                self.observed.methods.push((id.clone(), method));
             }
         }
     }

@@ -273,7 +273,8 @@ fn rpc_results(g: &mut SchemaGenerator) -> Vec<(&'static str, Value)> {
         .iter()
         .map(|(method, _)| {
             let schema = match *method {
-                "initialize" | "resumeSession" => session.clone(),
+                "initialize" => session.clone(),
+                "resumeSession" => sub::<wire::CancelledData>(g),
                 "prompt" | "sendUserMessage" | "steer" | "followUp" => prompt.clone(),
                 "getStatus" => sub::<rpc::StatusResult>(g),
                 "setActiveTools" => sub::<wire::ToolsData>(g),
