@@ -15,3 +15,6 @@ pub mod tolerance;
 
 pub use run::{Dialect, Options, Outcome, Profile, run_all};
 pub use scenario::{Scenario, load_dir, load_file};
+
+#[cfg(test)]
+mod tests;
