@@ -88,7 +88,8 @@ fn schema_errors(
 ) -> Option<String> {
     for (i, line) in observed.lines.iter().enumerate() {
         let header = line.raw.starts_with("Content-Length") || line.raw == "\r" || line.raw.is_empty();
-        if !line.is_json && !(dialect == Dialect::Jsonrpc && header) {
+        let framing_line = dialect == Dialect::Jsonrpc && header;
+        if !line.is_json && !framing_line {
             return Some(format!(
                 "output line {} is not JSON: {}",
                 i + 1,
