@@ -15,6 +15,7 @@ pub const SESSION_VERSION: u32 = 3;
 pub struct SessionHeader {
     /// Always `"session"`.
     #[serde(rename = "type")]
+    #[schemars(extend("const" = "session"))]
     pub kind: String,
     #[serde(default = "default_version")]
     pub version: u32,
@@ -51,11 +52,42 @@ pub struct EntryBase {
 /// A message stored in the session; unknown roles (e.g. pi 1.6 `system`) are kept raw.
 // Boxing `Known` would change every construction site; entries are few and short-lived.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum StoredMessage {
     Known(AgentMessage),
     Other(Value),
+}
+
+/// Roles of [`AgentMessage`].
+const KNOWN_ROLES: [&str; 7] =
+    ["user", "assistant", "toolResult", "bashExecution", "compactionSummary", "branchSummary", "custom"];
+
+/// An object whose `type` (or `role`) is a string outside `known`: kept as it is.
+fn open_object_schema(tag: &str, known: &[&str], description: &str) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": description,
+        "type": "object",
+        "properties": { tag: { "type": "string", "not": { "enum": known } } },
+        "required": [tag],
+        "additionalProperties": true
+    })
+}
+
+impl JsonSchema for StoredMessage {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StoredMessage".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let known = generator.subschema_for::<AgentMessage>();
+        let other = open_object_schema(
+            "role",
+            &KNOWN_ROLES,
+            "A message of a role this version does not know (e.g. pi 1.6 `system`), preserved as written.",
+        );
+        schemars::json_schema!({ "anyOf": [known, other] })
+    }
 }
 
 impl StoredMessage {
@@ -210,7 +242,7 @@ pub enum KnownEntry {
 /// (written by a newer pi) are preserved as raw JSON.
 // Boxing `Known` would change every construction site used across the crate.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq, JsonSchema)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum SessionEntry {
     Known(KnownEntry),
     Unknown(Value),
@@ -222,6 +254,25 @@ impl Serialize for SessionEntry {
             SessionEntry::Known(e) => e.serialize(serializer),
             SessionEntry::Unknown(v) => v.serialize(serializer),
         }
+    }
+}
+
+/// Serialized untagged: a known entry as itself, an unknown one as written.
+impl JsonSchema for SessionEntry {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SessionEntry".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let known = generator.subschema_for::<KnownEntry>();
+        let mut taken = KNOWN_TYPES.to_vec();
+        taken.push("session");
+        let unknown = open_object_schema(
+            "type",
+            &taken,
+            "An entry of a type this version does not know (written by a newer pi), preserved as written.",
+        );
+        schemars::json_schema!({ "anyOf": [known, unknown] })
     }
 }
 

@@ -1,11 +1,17 @@
 //! Test harness: a sandbox (agent dir, cwd, home), the fake model server, and a
 //! client that drives the `pi` binary over its stdin/stdout.
+//!
+//! Every JSON line read from the binary, and every session file line read with
+//! [`read_jsonl`], is validated against the committed JSON Schemas
+//! (`schemas/`, via `pi_compat::schemas`): a field added or dropped by
+//! accident fails the test that saw it.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use pi_compat::fake_server::FakeServer;
+use pi_compat::schemas::Schemas;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
@@ -133,6 +139,8 @@ pub struct Pi {
     pub transcript: Vec<String>,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
     stderr_done: Option<tokio::task::JoinHandle<()>>,
+    /// Methods of the JSON-RPC requests sent, by id (to check results per method).
+    methods: Vec<(Value, String)>,
 }
 
 impl Pi {
@@ -174,7 +182,15 @@ impl Pi {
                 line.clear();
             }
         });
-        Pi { child, stdin, lines: rx, transcript: Vec::new(), stderr: err_buf, stderr_done: Some(stderr_done) }
+        Pi {
+            child,
+            stdin,
+            lines: rx,
+            transcript: Vec::new(),
+            stderr: err_buf,
+            stderr_done: Some(stderr_done),
+            methods: Vec::new(),
+        }
     }
 
     pub fn stderr(&self) -> String {
@@ -192,9 +208,43 @@ impl Pi {
     }
 
     pub async fn send_bytes(&mut self, bytes: &[u8]) {
+        self.note_requests(bytes);
         let stdin = self.stdin.as_mut().expect("stdin already closed");
         stdin.write_all(bytes).await.expect("write to pi");
         stdin.flush().await.expect("flush to pi");
+    }
+
+    /// Remember the method of every JSON-RPC request in `bytes`.
+    fn note_requests(&mut self, bytes: &[u8]) {
+        for line in bytes.split(|b| *b == b'\n') {
+            let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
+            let items = match value {
+                Value::Array(items) => items,
+                other => vec![other],
+            };
+            for item in items {
+                if let (Some(id), Some(Value::String(method))) = (item.get("id"), item.get("method")) {
+                    self.methods.retain(|(known, _)| known != id);
+                    self.methods.push((id.clone(), method.clone()));
+                }
+            }
+        }
+    }
+
+    /// Check one output line against the schemas (lines that are not JSON,
+    /// such as `Content-Length` headers, are left to the test).
+    fn validate(&self, line: &str) {
+        let Ok(value) = serde_json::from_str::<Value>(line) else { return };
+        let jsonrpc = value.is_array() || value.get("jsonrpc").is_some();
+        let checked = if jsonrpc {
+            let method_of = |id: &Value| self.methods.iter().find(|(k, _)| k == id).map(|(_, m)| m.clone());
+            Schemas::strict().check_jsonrpc_output(&value, &method_of)
+        } else {
+            Schemas::strict().check_native_output(&value)
+        };
+        if let Err(e) = checked {
+            self.fail(&format!("output line does not match the schemas: {e}\nline: {line}"));
+        }
     }
 
     /// Close stdin (end of commands).
@@ -216,6 +266,7 @@ impl Pi {
         match tokio::time::timeout(LINE_TIMEOUT, self.lines.recv()).await {
             Ok(Some(line)) => {
                 self.transcript.push(line.clone());
+                self.validate(&line);
                 Some(line)
             }
             Ok(None) => None,
@@ -293,12 +344,24 @@ pub fn types(values: &[Value]) -> Vec<String> {
     values.iter().map(|v| v["type"].as_str().unwrap_or("?").to_string()).collect()
 }
 
-/// Read a session file as JSON lines.
+/// Read a session file as JSON lines. Lines of current (v3) files are checked
+/// against the session schema; legacy v1/v2 fixtures are read as they are.
 pub fn read_jsonl(path: &Path) -> Vec<Value> {
+    let mut current = false;
     std::fs::read_to_string(path)
         .expect("read session file")
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).expect("session line is JSON"))
+        .enumerate()
+        .map(|(i, l)| {
+            let value: Value = serde_json::from_str(l).expect("session line is JSON");
+            if i == 0 {
+                current = value["type"] == "session" && value["version"] == 3;
+            }
+            if current && let Err(e) = Schemas::strict().check_session_line(&value) {
+                panic!("session line does not match the schema: {e}\nline: {l}");
+            }
+            value
+        })
         .collect()
 }

@@ -11,6 +11,8 @@ pub mod framing;
 pub mod map;
 pub mod serve;
 pub mod wire;
+pub mod wire_command;
+pub mod wire_data;
 pub mod writer;
 
 pub use serve::{ServeEnd, serve};

@@ -3,12 +3,15 @@
 
 use pi_core::event::{AgentEvent, AssistantStreamEvent, ExtensionUiKind, SummarizationSource, ToolResultPayload};
 use pi_core::op::{ContextUsageStats, Reply};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 
 use crate::wire::{
-    BashData, CommandData, ContextUsageData, ResponseData, SessionStatsData, StateData, TokensData, TreeNodeData,
-    WireAssistantEvent, WireCompactionResult, WireEvent, WireToolCall, WireToolResult, WireUiRequest,
+    BashData, CancelledData, CommandData, CommandsData, ContextUsageData, CycleModelData, DispositionData, EntriesData,
+    ExportHtmlData, ForkData, ForkMessageData, ForkMessagesData, LastAssistantTextData, LevelData, LevelsData,
+    MessagesData, ModelsData, QueueData, ResponseData, SessionIdData, SessionStatsData, StateData, TokensData,
+    ToolsData, TreeData, TreeNodeData, WireAssistantEvent, WireCompactionResult, WireEvent, WireToolCall,
+    WireToolResult, WireUiRequest,
 };
 
 fn payload(p: ToolResultPayload) -> WireToolResult {
@@ -175,7 +178,7 @@ fn context_usage(c: ContextUsageStats) -> ContextUsageData {
 
 fn tree_node(n: pi_core::op::TreeNode) -> TreeNodeData {
     TreeNodeData {
-        entry: to_value(&n.entry),
+        entry: n.entry,
         children: n.children.into_iter().map(tree_node).collect(),
         label: n.label,
         label_timestamp: n.label_timestamp,
@@ -186,9 +189,9 @@ fn tree_node(n: pi_core::op::TreeNode) -> TreeNodeData {
 pub fn map_reply(reply: Reply) -> ResponseData {
     let value = match reply {
         Reply::Ack => return ResponseData::Absent,
-        Reply::Prompt { disposition } => json!({ "disposition": disposition.as_str() }),
-        Reply::Switched { cancelled } => json!({ "cancelled": cancelled }),
-        Reply::Fork { text, cancelled } => json!({ "text": text, "cancelled": cancelled }),
+        Reply::Prompt { disposition } => to_value(DispositionData { disposition: disposition.as_str() }),
+        Reply::Switched { cancelled } => to_value(CancelledData { cancelled }),
+        Reply::Fork { text, cancelled } => to_value(ForkData { text, cancelled }),
         Reply::State(s) => to_value(StateData {
             model: s.model,
             thinking_level: s.thinking_level.as_str().to_string(),
@@ -203,18 +206,21 @@ pub fn map_reply(reply: Reply) -> ResponseData {
             message_count: s.message_count,
             pending_message_count: s.pending_message_count,
         }),
-        Reply::Messages(messages) => json!({ "messages": messages }),
+        Reply::Messages(messages) => to_value(MessagesData { messages }),
         Reply::Model(model) => to_value(model),
         Reply::CycleModel(None) => Value::Null,
         Reply::CycleModel(Some(c)) => {
-            json!({ "model": c.model, "thinkingLevel": c.thinking_level.as_str(), "isScoped": c.is_scoped })
+            let c = *c;
+            to_value(CycleModelData {
+                model: c.model,
+                thinking_level: c.thinking_level.as_str(),
+                is_scoped: c.is_scoped,
+            })
         }
-        Reply::Models(models) => json!({ "models": models }),
+        Reply::Models(models) => to_value(ModelsData { models }),
         Reply::CycleThinkingLevel(None) => Value::Null,
-        Reply::CycleThinkingLevel(Some(level)) => json!({ "level": level.as_str() }),
-        Reply::ThinkingLevels(levels) => {
-            json!({ "levels": levels.iter().map(|l| l.as_str()).collect::<Vec<_>>() })
-        }
+        Reply::CycleThinkingLevel(Some(level)) => to_value(LevelData { level: level.as_str() }),
+        Reply::ThinkingLevels(levels) => to_value(LevelsData { levels: levels.iter().map(|l| l.as_str()).collect() }),
         Reply::Compaction(result) => to_value(compaction_result(*result)),
         Reply::Bash(b) => to_value(BashData {
             output: b.output,
@@ -241,30 +247,32 @@ pub fn map_reply(reply: Reply) -> ResponseData {
             cost: s.cost,
             context_usage: s.context_usage.map(context_usage),
         }),
-        Reply::ExportHtml { path } => json!({ "path": path }),
-        Reply::ForkMessages(messages) => json!({
-            "messages": messages.into_iter().map(|m| json!({"entryId": m.entry_id, "text": m.text})).collect::<Vec<_>>()
+        Reply::ExportHtml { path } => to_value(ExportHtmlData { path }),
+        Reply::ForkMessages(messages) => to_value(ForkMessagesData {
+            messages: messages.into_iter().map(|m| ForkMessageData { entry_id: m.entry_id, text: m.text }).collect(),
         }),
-        Reply::Entries { entries, leaf_id } => json!({ "entries": entries, "leafId": leaf_id }),
+        Reply::Entries { entries, leaf_id } => to_value(EntriesData { entries, leaf_id }),
         Reply::Tree { tree, leaf_id } => {
-            json!({ "tree": tree.into_iter().map(tree_node).collect::<Vec<_>>(), "leafId": leaf_id })
+            to_value(TreeData { tree: tree.into_iter().map(tree_node).collect(), leaf_id })
         }
-        Reply::LastAssistantText(text) => json!({ "text": text }),
-        Reply::Commands(commands) => json!({
-            "commands": commands.into_iter().map(|c| to_value(CommandData {
-                name: c.name,
-                description: c.description,
-                source: c.source.as_str().to_string(),
-                location: c.location.map(|l| l.as_str().to_string()),
-                path: c.path,
-            })).collect::<Vec<_>>()
+        Reply::LastAssistantText(text) => to_value(LastAssistantTextData { text }),
+        Reply::Commands(commands) => to_value(CommandsData {
+            commands: commands
+                .into_iter()
+                .map(|c| CommandData {
+                    name: c.name,
+                    description: c.description,
+                    source: c.source.as_str().to_string(),
+                    location: c.location.map(|l| l.as_str().to_string()),
+                    path: c.path,
+                })
+                .collect(),
         }),
-        Reply::QueueCleared { steering, follow_up } => json!({ "steering": steering, "followUp": follow_up }),
-        Reply::Session(info) => json!({
-            "sessionId": info.session_id,
-            "sessionFile": info.session_path,
-        }),
-        Reply::ActiveTools(tools) => json!({ "tools": tools }),
+        Reply::QueueCleared { steering, follow_up } => to_value(QueueData { steering, follow_up }),
+        Reply::Session(info) => {
+            to_value(SessionIdData { session_id: info.session_id, session_file: info.session_path })
+        }
+        Reply::ActiveTools(tools) => to_value(ToolsData { tools }),
     };
     ResponseData::Value(value)
 }

@@ -1,54 +1,100 @@
-//! Wire types of the native dialect's output: events and responses, in the
-//! seed's shapes and key order. Message objects are the core's (same JSON as
-//! the session file).
+//! Wire types of the native dialect's output: events and the response
+//! envelope, in the seed's shapes and key order. Message objects are the
+//! core's (same JSON as the session file). Response `data` shapes live in
+//! [`crate::wire_data`], the typed command shapes in [`crate::wire_command`].
+//!
+//! The doc comments here become the descriptions of the generated JSON
+//! Schemas (`schemas/jsonl/*.schema.json`).
 
-use pi_core::message::{AgentMessage, ContentBlock, ToolCall};
-use pi_core::model::Model;
+use pi_core::message::{AgentMessage, ContentBlock, ToolCall, Usage};
+use pi_core::model::ThinkingLevel;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-/// The `assistantMessageEvent` of a `message_update`.
+pub use crate::wire_data::*;
+
+/// Why a compaction runs (schema helper for string fields).
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum WireCompactionReason {
+    /// Requested with the `compact` command.
+    Manual,
+    /// The context crossed the auto-compaction threshold after a run.
+    Threshold,
+    /// The model rejected the context as too long; the prompt is retried after compacting.
+    Overflow,
+}
+
+/// The `assistantMessageEvent` of a `message_update`: one streaming step of
+/// the assistant message, without any cumulative snapshot. Clients rebuild the
+/// message from these deltas by `contentIndex`; `message_end` is authoritative.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum WireAssistantEvent {
+    /// A text block started.
     TextStart {
+        /// Index of the block in the message's `content`.
         content_index: usize,
     },
+    /// A piece of text.
     TextDelta {
+        /// Index of the block in the message's `content`.
         content_index: usize,
+        /// The new text.
         delta: String,
     },
+    /// A text block ended.
     TextEnd {
+        /// Index of the block in the message's `content`.
         content_index: usize,
+        /// The whole text of the block.
         content: String,
     },
+    /// A thinking block started.
     ThinkingStart {
+        /// Index of the block in the message's `content`.
         content_index: usize,
     },
+    /// A piece of thinking.
     ThinkingDelta {
+        /// Index of the block in the message's `content`.
         content_index: usize,
+        /// The new thinking text.
         delta: String,
     },
+    /// A thinking block ended.
     ThinkingEnd {
+        /// Index of the block in the message's `content`.
         content_index: usize,
+        /// The whole thinking text of the block.
         content: String,
     },
+    /// A tool call started.
     #[serde(rename = "toolcall_start")]
     ToolCallStart {
+        /// Index of the block in the message's `content`.
         content_index: usize,
+        /// The tool call id.
         id: String,
+        /// Name of the tool called.
         tool_name: String,
     },
+    /// A piece of the tool call's JSON arguments (buffer them; `toolcall_end` has the parsed call).
     #[serde(rename = "toolcall_delta")]
     ToolCallDelta {
+        /// Index of the block in the message's `content`.
         content_index: usize,
+        /// The next fragment of the arguments' JSON text.
         delta: String,
     },
+    /// A tool call ended.
     #[serde(rename = "toolcall_end")]
     ToolCallEnd {
+        /// Index of the block in the message's `content`.
         content_index: usize,
+        /// The complete call.
         tool_call: WireToolCall,
     },
 }
@@ -56,7 +102,9 @@ pub enum WireAssistantEvent {
 /// The completed tool call of `toolcall_end` (`{type:"toolCall", id, name, arguments}`).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct WireToolCall {
+    /// Always `"toolCall"`.
     #[serde(rename = "type")]
+    #[schemars(extend("const" = "toolCall"))]
     pub kind: &'static str,
     #[serde(flatten)]
     pub call: ToolCall,
@@ -65,157 +113,259 @@ pub struct WireToolCall {
 /// A tool result or partial result (`{content, details?}`).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct WireToolResult {
+    /// Content blocks the model sees (text, images).
     pub content: Vec<ContentBlock>,
+    /// Tool-specific details (e.g. the edit diff); absent when the tool reports none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
 }
 
 /// `compaction_end.result` and the `compact` response data.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireCompactionResult {
+    /// The summary that replaces the compacted history.
     pub summary: String,
+    /// Id of the first entry kept after the summary.
     pub first_kept_entry_id: String,
+    /// Estimated context tokens before compacting.
     pub tokens_before: u64,
+    /// Heuristic estimate of the rebuilt context right after compacting.
     pub estimated_tokens_after: u64,
+    /// Usage of the summarisation call(s); may be absent for custom compaction.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<pi_core::message::Usage>,
+    pub usage: Option<Usage>,
+    /// Compaction details (e.g. `readFiles`, `modifiedFiles`).
     pub details: Value,
 }
 
-/// An extension UI request (`extension_ui_request`), fields per method.
+/// An extension UI request (`extension_ui_request`); the fields present depend on `method`.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WireUiRequest {
+    /// Unique id; dialogs are answered with an `extension_ui_response` carrying it.
     pub id: String,
+    /// `select`, `confirm`, `input`, `editor` (dialogs) or `notify`, `setStatus`,
+    /// `setWidget`, `setTitle`, `set_editor_text` (fire and forget).
+    #[schemars(extend("enum" = ["select", "confirm", "input", "editor", "notify", "setStatus", "setWidget", "setTitle", "set_editor_text"]))]
     pub method: String,
+    /// Dialog or window title.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// `select`: the choices.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub options: Option<Vec<String>>,
+    /// `confirm`, `notify`: the message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `input`: placeholder text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placeholder: Option<String>,
+    /// `editor`: initial text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefill: Option<String>,
+    /// `notify`: `info`, `warning` or `error`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notify_type: Option<String>,
+    /// `setStatus`: the status entry's key.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status_key: Option<String>,
+    /// `setStatus`: the text; absent clears the entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status_text: Option<String>,
+    /// `setWidget`: the widget's key.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub widget_key: Option<String>,
+    /// `setWidget`: the lines; absent clears the widget.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub widget_lines: Option<Vec<String>>,
+    /// `setWidget`: `aboveEditor` (default) or `belowEditor`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub widget_placement: Option<String>,
+    /// `set_editor_text`: the text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// Dialogs: milliseconds after which the agent resolves the dialog with its default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
 }
 
-/// Every event the native dialect emits.
+/// Every event the native dialect emits. Events carry no `id`, except
+/// `bash_execution_update` (its command's id) and `extension_ui_request` (its own).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum WireEvent {
+    /// The agent starts processing.
     AgentStart,
+    /// A low-level agent run ended (a retry, compaction or queued continuation may follow).
     AgentEnd {
+        /// Every message appended during this run.
         messages: Vec<AgentMessage>,
+        /// True when an automatic retry follows.
         will_retry: bool,
     },
+    /// The whole run settled: no retry, compaction retry or queued continuation is left.
     AgentSettled {
+        /// True when the run ended because it was aborted.
         aborted: bool,
     },
+    /// A turn (one assistant reply and its tool calls) starts.
     TurnStart,
+    /// A turn ended.
     TurnEnd {
+        /// The turn's assistant message.
         message: AgentMessage,
+        /// The tool results of the turn, in call order.
         tool_results: Vec<AgentMessage>,
     },
+    /// A message starts (user, assistant, toolResult, bashExecution, …).
     MessageStart {
+        /// The message (for the assistant: as it starts).
         message: AgentMessage,
     },
+    /// A streaming step of the assistant message.
     MessageUpdate {
+        /// The delta.
         assistant_message_event: WireAssistantEvent,
     },
+    /// A message is complete.
     MessageEnd {
+        /// The final message.
         message: AgentMessage,
     },
+    /// A chunk of output of an RPC `bash` command.
     BashExecutionUpdate {
+        /// The `id` of the `bash` command, verbatim (absent when it had none).
         #[serde(skip_serializing_if = "Option::is_none")]
         #[schemars(with = "Option<Value>")]
         id: Option<Box<RawValue>>,
+        /// The output chunk (stdout and stderr interleaved).
         delta: String,
     },
+    /// A tool starts executing.
     ToolExecutionStart {
+        /// The tool call id.
         tool_call_id: String,
+        /// The tool's name.
         tool_name: String,
+        /// The call's arguments.
         args: Value,
     },
+    /// Progress of a running tool (accumulated output so far, not a delta).
     ToolExecutionUpdate {
+        /// The tool call id.
         tool_call_id: String,
+        /// The tool's name.
         tool_name: String,
+        /// The call's arguments.
         args: Value,
+        /// The result so far.
         partial_result: WireToolResult,
     },
+    /// A tool finished.
     ToolExecutionEnd {
+        /// The tool call id.
         tool_call_id: String,
+        /// The tool's name.
         tool_name: String,
+        /// The result.
         result: WireToolResult,
+        /// True when the tool failed.
         is_error: bool,
     },
+    /// The steering or follow-up queue changed (full queues).
     QueueUpdate {
+        /// Queued steering messages' texts.
         steering: Vec<String>,
+        /// Queued follow-up messages' texts.
         follow_up: Vec<String>,
     },
+    /// A compaction starts.
     CompactionStart {
+        /// `manual`, `threshold` or `overflow`.
+        #[schemars(with = "WireCompactionReason")]
         reason: String,
     },
+    /// A compaction ended.
     CompactionEnd {
+        /// `manual`, `threshold` or `overflow`.
+        #[schemars(with = "WireCompactionReason")]
         reason: String,
+        /// The result; null when the compaction was aborted or failed.
         result: Option<WireCompactionResult>,
+        /// True when the compaction was aborted.
         aborted: bool,
+        /// True when the prompt is retried after an overflow compaction.
         will_retry: bool,
+        /// Why the compaction failed.
         #[serde(skip_serializing_if = "Option::is_none")]
         error_message: Option<String>,
     },
+    /// An automatic retry after a transient error is scheduled.
     AutoRetryStart {
+        /// 1-based attempt number.
         attempt: u32,
+        /// Retries allowed.
         max_attempts: u32,
+        /// Delay before the retry.
         delay_ms: u64,
+        /// The error that caused the retry.
         error_message: String,
     },
+    /// The automatic retries ended.
     AutoRetryEnd {
+        /// True when a retry succeeded.
         success: bool,
+        /// The last attempt number.
         attempt: u32,
+        /// The final error when `success` is false.
         #[serde(skip_serializing_if = "Option::is_none")]
         final_error: Option<String>,
     },
+    /// A summarisation (compaction, branch summary) retry is scheduled.
     SummarizationRetryScheduled {
+        /// 1-based attempt number.
         attempt: u32,
+        /// Retries allowed.
         max_attempts: u32,
+        /// Delay before the retry.
         delay_ms: u64,
+        /// The error that caused the retry.
         error_message: String,
     },
+    /// A retried summarisation request starts.
     SummarizationRetryAttemptStart {
+        /// `compaction` or `branchSummary`.
+        #[schemars(extend("enum" = ["compaction", "branchSummary"]))]
         source: String,
+        /// The compaction reason (absent for branch summaries).
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[schemars(with = "Option<WireCompactionReason>")]
         reason: Option<String>,
     },
+    /// The summarisation retry loop ended.
     SummarizationRetryFinished,
+    /// The effective thinking level changed.
     ThinkingLevelChanged {
+        /// The new level.
+        #[schemars(with = "ThinkingLevel")]
         level: String,
     },
+    /// The session's display name changed.
     SessionInfoChanged {
+        /// The new name.
         name: String,
     },
+    /// An extension threw an error.
     ExtensionError {
+        /// The extension's path (or `command:<name>`).
         extension_path: String,
+        /// The event it was handling.
         event: String,
+        /// The error text.
         error: String,
     },
+    /// An extension asks the client for UI.
     ExtensionUiRequest(WireUiRequest),
 }
 
@@ -254,18 +404,23 @@ impl JsonSchema for ResponseData {
 /// A response line: `{id?, type:"response", command?, success, data?|error?}`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct WireResponse {
-    /// The request's `id`, echoed verbatim (absent when the request had none).
+    /// The request's `id`, echoed verbatim (absent when the request had none,
+    /// and on parse errors).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Value>")]
     pub id: Option<Box<RawValue>>,
+    /// Always `"response"`.
     #[serde(rename = "type")]
     pub kind: ResponseTag,
-    /// The command type; `parse` for unparsable lines; absent when unknown.
+    /// The command type; `parse` for unparsable lines; absent when the line had no usable `type`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// Whether the command was accepted and carried out.
     pub success: bool,
+    /// The command's result, when it has one.
     #[serde(skip_serializing_if = "ResponseData::is_absent")]
     pub data: ResponseData,
+    /// Why the command failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -300,101 +455,4 @@ impl WireResponse {
             error: Some(error.into()),
         }
     }
-}
-
-/// `get_state` data.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct StateData {
-    pub model: Option<Model>,
-    pub thinking_level: String,
-    pub is_streaming: bool,
-    pub is_compacting: bool,
-    pub steering_mode: String,
-    pub follow_up_mode: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_file: Option<String>,
-    pub session_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_name: Option<String>,
-    pub auto_compaction_enabled: bool,
-    pub message_count: usize,
-    pub pending_message_count: usize,
-}
-
-/// Token totals of `get_session_stats`.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TokensData {
-    pub input: u64,
-    pub output: u64,
-    pub cache_read: u64,
-    pub cache_write: u64,
-    pub total: u64,
-}
-
-/// `contextUsage` of `get_session_stats`.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ContextUsageData {
-    pub tokens: Option<u64>,
-    pub context_window: u64,
-    pub percent: Option<f64>,
-}
-
-/// `get_session_stats` data.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionStatsData {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_file: Option<String>,
-    pub session_id: String,
-    pub user_messages: usize,
-    pub assistant_messages: usize,
-    pub tool_calls: usize,
-    pub tool_results: usize,
-    pub total_messages: usize,
-    pub tokens: TokensData,
-    pub cost: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub context_usage: Option<ContextUsageData>,
-}
-
-/// `bash` data.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BashData {
-    pub output: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
-    pub cancelled: bool,
-    pub truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub full_output_path: Option<String>,
-}
-
-/// One entry of `get_commands`.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CommandData {
-    pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    pub source: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub location: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-}
-
-/// One node of `get_tree`.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TreeNodeData {
-    pub entry: Value,
-    pub children: Vec<TreeNodeData>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub label: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub label_timestamp: Option<String>,
 }

@@ -9,9 +9,11 @@ pub mod errors;
 pub mod framing;
 pub mod methods;
 pub mod notify;
+pub mod params;
 pub mod protocol;
 pub mod serve;
 pub mod ui;
+pub mod wire;
 
 pub use framing::Framing;
 pub use serve::{ServeEnd, serve};

@@ -1,44 +1,45 @@
 //! Mapping core events to JSON-RPC notifications (one exhaustive `match`), and
-//! core replies to results.
+//! core replies to results, through the typed shapes of `wire.rs`.
 
 use pi_core::event::{AgentEvent, AssistantStreamEvent, ExtensionUiKind};
 use pi_core::message::AgentMessage;
-use pi_core::op::{Disposition, Reply, StateSnapshot};
+use pi_core::op::{Reply, StateSnapshot};
 use pi_jsonl::map::map_reply;
 use pi_jsonl::wire::ResponseData;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::errors::classify;
+use crate::wire::{
+    AssistantMessageParams, AutoRetryEndParams, AutoRetryStartParams, BashOutputParams, CompactionEndParams,
+    CompactionStartParams, ContextUsageParams, EmptyResult, ErrorParams, ExtensionErrorParams, ExtensionUiData,
+    ExtensionUiParams, ModelChangedParams, PromptResult, QueueUpdateParams, ServerNotification,
+    SessionNameChangedParams, SessionResult, StatusResult, TokenUsage, ToolCallParams, ToolOutput, ToolResultParams,
+    ToolUpdateParams, TurnEndParams,
+};
 
-/// A notification to send: method and params.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Notification {
-    pub method: &'static str,
-    pub params: Value,
-}
-
-fn n(method: &'static str, params: Value) -> Option<Notification> {
-    Some(Notification { method, params })
-}
+/// A notification to send.
+pub type Notification = ServerNotification;
 
 /// Map one core event; `None` when this dialect does not show it.
 pub fn map_event(event: AgentEvent) -> Option<Notification> {
-    match event {
-        AgentEvent::AgentStart => None,
-        AgentEvent::AgentEnd { .. } => None,
-        AgentEvent::AgentSettled { aborted, usage } => n(
-            "turnEnd",
-            json!({ "totalTokens": usage.input + usage.output + usage.cache_read + usage.cache_write, "totalCost": usage.cost.total, "aborted": aborted }),
-        ),
-        AgentEvent::TurnStart => None,
-        AgentEvent::TurnEnd { .. } => None,
-        AgentEvent::MessageStart { .. } => None,
+    Some(match event {
+        AgentEvent::AgentStart => return None,
+        AgentEvent::AgentEnd { .. } => return None,
+        AgentEvent::AgentSettled { aborted, usage } => ServerNotification::TurnEnd(TurnEndParams {
+            total_tokens: usage.input + usage.output + usage.cache_read + usage.cache_write,
+            total_cost: usage.cost.total,
+            aborted,
+        }),
+        AgentEvent::TurnStart => return None,
+        AgentEvent::TurnEnd { .. } => return None,
+        AgentEvent::MessageStart { .. } => return None,
         AgentEvent::MessageUpdate { event } => match event {
             AssistantStreamEvent::TextDelta { delta, .. } => {
-                n("assistantMessage", json!({ "type": "delta", "delta": delta }))
+                ServerNotification::AssistantMessage(AssistantMessageParams::Delta { delta })
             }
             AssistantStreamEvent::ThinkingDelta { delta, .. } => {
-                n("assistantMessage", json!({ "type": "thinkingDelta", "thinking": delta }))
+                ServerNotification::AssistantMessage(AssistantMessageParams::ThinkingDelta { thinking: delta })
             }
             AssistantStreamEvent::TextStart { .. }
             | AssistantStreamEvent::TextEnd { .. }
@@ -46,172 +47,236 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
             | AssistantStreamEvent::ThinkingEnd { .. }
             | AssistantStreamEvent::ToolCallStart { .. }
             | AssistantStreamEvent::ToolCallDelta { .. }
-            | AssistantStreamEvent::ToolCallEnd { .. } => None,
+            | AssistantStreamEvent::ToolCallEnd { .. } => return None,
         },
         AgentEvent::MessageEnd { message } => match message {
-            AgentMessage::Assistant(a) => {
-                let mut params = json!({
-                    "type": "complete",
-                    "content": a.text(),
-                    "usage": { "inputTokens": a.usage.input + a.usage.cache_read + a.usage.cache_write, "outputTokens": a.usage.output },
-                    "cost": a.usage.cost.total,
-                    "stopReason": a.stop_reason,
-                    "model": a.model,
-                });
-                if let (Some(msg), Value::Object(obj)) = (&a.error_message, &mut params) {
-                    obj.insert("errorMessage".into(), Value::String(msg.clone()));
-                }
-                n("assistantMessage", params)
-            }
-            _ => None,
+            AgentMessage::Assistant(a) => ServerNotification::AssistantMessage(AssistantMessageParams::Complete {
+                content: a.text(),
+                usage: TokenUsage {
+                    input_tokens: a.usage.input + a.usage.cache_read + a.usage.cache_write,
+                    output_tokens: a.usage.output,
+                },
+                cost: a.usage.cost.total,
+                stop_reason: a.stop_reason,
+                model: a.model,
+                error_message: a.error_message,
+            }),
+            _ => return None,
         },
         AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args } => {
-            n("toolCall", json!({ "toolName": tool_name, "input": args, "toolCallId": tool_call_id }))
+            ServerNotification::ToolCall(ToolCallParams { tool_name, input: args, tool_call_id })
         }
-        AgentEvent::ToolExecutionUpdate { tool_call_id, tool_name, partial_result, .. } => n(
-            "toolUpdate",
-            json!({ "toolCallId": tool_call_id, "toolName": tool_name, "output": { "content": partial_result.content } }),
-        ),
-        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error } => n(
-            "toolResult",
-            json!({
-                "toolCallId": tool_call_id,
-                "toolName": tool_name,
-                "output": { "content": result.content },
-                "details": result.details.unwrap_or_else(|| json!({})),
-                "isError": is_error,
-            }),
-        ),
+        AgentEvent::ToolExecutionUpdate { tool_call_id, tool_name, partial_result, .. } => {
+            ServerNotification::ToolUpdate(ToolUpdateParams {
+                tool_call_id,
+                tool_name,
+                output: ToolOutput { content: partial_result.content },
+            })
+        }
+        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error } => {
+            ServerNotification::ToolResult(ToolResultParams {
+                tool_call_id,
+                tool_name,
+                output: ToolOutput { content: result.content },
+                details: result.details.unwrap_or_else(|| Value::Object(Default::default())),
+                is_error,
+            })
+        }
         AgentEvent::QueueUpdate { steering, follow_up } => {
-            n("queueUpdate", json!({ "steering": steering, "followUp": follow_up }))
+            ServerNotification::QueueUpdate(QueueUpdateParams { steering, follow_up })
         }
-        AgentEvent::CompactionStart { reason } => n("compactionStart", json!({ "reason": reason.as_str() })),
-        AgentEvent::CompactionEnd { reason, result, aborted, will_retry, error_message } => n(
-            "compactionEnd",
-            json!({
-                "reason": reason.as_str(),
-                "result": result.map(|r| pi_jsonl::map::compaction_result(*r)),
-                "aborted": aborted,
-                "willRetry": will_retry,
-                "errorMessage": error_message,
-            }),
-        ),
-        AgentEvent::AutoRetryStart { attempt, max_attempts, delay_ms, error_message } => n(
-            "autoRetryStart",
-            json!({ "attempt": attempt, "maxAttempts": max_attempts, "delayMs": delay_ms, "errorMessage": error_message }),
-        ),
+        AgentEvent::CompactionStart { reason } => {
+            ServerNotification::CompactionStart(CompactionStartParams { reason: reason.as_str() })
+        }
+        AgentEvent::CompactionEnd { reason, result, aborted, will_retry, error_message } => {
+            ServerNotification::CompactionEnd(CompactionEndParams {
+                reason: reason.as_str(),
+                result: result.map(|r| pi_jsonl::map::compaction_result(*r)),
+                aborted,
+                will_retry,
+                error_message,
+            })
+        }
+        AgentEvent::AutoRetryStart { attempt, max_attempts, delay_ms, error_message } => {
+            ServerNotification::AutoRetryStart(AutoRetryStartParams { attempt, max_attempts, delay_ms, error_message })
+        }
         AgentEvent::AutoRetryEnd { success, attempt, final_error } => {
-            n("autoRetryEnd", json!({ "success": success, "attempt": attempt, "finalError": final_error }))
+            ServerNotification::AutoRetryEnd(AutoRetryEndParams { success, attempt, final_error })
         }
-        AgentEvent::SummarizationRetryScheduled { .. } => None,
-        AgentEvent::SummarizationRetryAttemptStart { .. } => None,
-        AgentEvent::SummarizationRetryFinished => None,
-        AgentEvent::BashExecutionUpdate { delta, .. } => n("bashOutput", json!({ "delta": delta })),
-        AgentEvent::ThinkingLevelChanged { .. } => None,
-        AgentEvent::ModelChanged { model, thinking_level } => n(
-            "modelChanged",
-            json!({ "model": model.id, "provider": model.provider, "thinkingLevel": thinking_level.as_str() }),
-        ),
-        AgentEvent::SessionInfoChanged { name } => n("sessionNameChanged", json!({ "name": name })),
-        AgentEvent::ContextUsage(usage) => n(
-            "contextUsage",
-            json!({
-                "used": usage.tokens,
-                "total": usage.context_window,
-                "percentage": if usage.context_window > 0 { usage.tokens as f64 / usage.context_window as f64 } else { 0.0 },
-            }),
-        ),
+        AgentEvent::SummarizationRetryScheduled { .. } => return None,
+        AgentEvent::SummarizationRetryAttemptStart { .. } => return None,
+        AgentEvent::SummarizationRetryFinished => return None,
+        AgentEvent::BashExecutionUpdate { delta, .. } => ServerNotification::BashOutput(BashOutputParams { delta }),
+        AgentEvent::ThinkingLevelChanged { .. } => return None,
+        AgentEvent::ModelChanged { model, thinking_level } => ServerNotification::ModelChanged(ModelChangedParams {
+            model: model.id,
+            provider: model.provider,
+            thinking_level: thinking_level.as_str(),
+        }),
+        AgentEvent::SessionInfoChanged { name } => {
+            ServerNotification::SessionNameChanged(SessionNameChangedParams { name })
+        }
+        AgentEvent::ContextUsage(usage) => ServerNotification::ContextUsage(ContextUsageParams {
+            used: usage.tokens,
+            total: usage.context_window,
+            percentage: if usage.context_window > 0 { usage.tokens as f64 / usage.context_window as f64 } else { 0.0 },
+        }),
         AgentEvent::RunError { error, will_retry } => {
             let class = classify(error.kind);
-            n(
-                "error",
-                json!({ "message": error.message, "code": class.name, "retryable": will_retry || error.retryable }),
-            )
+            ServerNotification::Error(ErrorParams {
+                message: error.message,
+                code: class.name,
+                retryable: will_retry || error.retryable,
+            })
         }
         AgentEvent::ExtensionError { extension_path, event, error } => {
-            n("extension:error", json!({ "extensionPath": extension_path, "event": event, "error": error }))
+            ServerNotification::ExtensionError(ExtensionErrorParams { extension_path, event, error })
         }
         AgentEvent::ExtensionUiRequest(request) => {
             let dialog = request.kind.is_dialog();
             let method = request.kind.method();
-            let data = match request.kind {
+            let mut data = ExtensionUiData::default();
+            match request.kind {
                 ExtensionUiKind::Select { title, options, timeout_ms } => {
-                    json!({ "title": title, "options": options, "timeout": timeout_ms })
+                    data.title = Some(title);
+                    data.options = Some(options);
+                    data.timeout = timeout_ms;
                 }
                 ExtensionUiKind::Confirm { title, message, timeout_ms } => {
-                    json!({ "title": title, "message": message, "timeout": timeout_ms })
+                    data.title = Some(title);
+                    data.message = Some(message);
+                    data.timeout = timeout_ms;
                 }
                 ExtensionUiKind::Input { title, placeholder, timeout_ms } => {
-                    json!({ "title": title, "placeholder": placeholder, "timeout": timeout_ms })
+                    data.title = Some(title);
+                    data.placeholder = placeholder;
+                    data.timeout = timeout_ms;
                 }
                 ExtensionUiKind::Editor { title, prefill, timeout_ms } => {
-                    json!({ "title": title, "prefill": prefill, "timeout": timeout_ms })
+                    data.title = Some(title);
+                    data.prefill = prefill;
+                    data.timeout = timeout_ms;
                 }
                 ExtensionUiKind::Notify { message, notify_type } => {
-                    json!({ "message": message, "notifyType": notify_type.unwrap_or_else(|| "info".into()) })
+                    data.message = Some(message);
+                    data.notify_type = Some(notify_type.unwrap_or_else(|| "info".into()));
                 }
                 ExtensionUiKind::SetStatus { status_key, status_text } => {
-                    json!({ "statusKey": status_key, "statusText": status_text })
+                    data.status_key = Some(status_key);
+                    data.status_text = status_text;
                 }
                 ExtensionUiKind::SetWidget { widget_key, widget_lines, widget_placement } => {
-                    json!({ "widgetKey": widget_key, "widgetLines": widget_lines, "widgetPlacement": widget_placement })
+                    data.widget_key = Some(widget_key);
+                    data.widget_lines = widget_lines;
+                    data.widget_placement = widget_placement;
                 }
-                ExtensionUiKind::SetTitle { title } => json!({ "title": title }),
-                ExtensionUiKind::SetEditorText { text } => json!({ "text": text }),
-            };
-            n(
-                "extension:ui",
-                json!({
-                    "id": request.id,
-                    "extension": request.extension,
-                    "type": if dialog { "dialog" } else { method },
-                    "method": method,
-                    "data": strip_nulls(data),
-                }),
-            )
+                ExtensionUiKind::SetTitle { title } => data.title = Some(title),
+                ExtensionUiKind::SetEditorText { text } => data.text = Some(text),
+            }
+            ServerNotification::ExtensionUi(ExtensionUiParams {
+                id: request.id,
+                extension: request.extension,
+                kind: if dialog { "dialog" } else { method },
+                method,
+                data,
+            })
         }
-    }
+    })
 }
 
-fn strip_nulls(v: Value) -> Value {
-    match v {
-        Value::Object(map) => Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect()),
-        other => other,
-    }
+fn to_value<T: Serialize>(v: T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
 /// The result of a successful op.
 pub fn map_result(reply: Reply) -> Value {
     match reply {
-        Reply::Prompt { disposition } => {
-            json!({ "accepted": true, "disposition": disposition_str(disposition) })
-        }
-        Reply::Session(info) => json!({
-            "sessionId": info.session_id,
-            "sessionPath": info.session_path,
-            "model": info.model.as_ref().map(|m| m.id.clone()),
-            "provider": info.model.as_ref().map(|m| m.provider.clone()),
-        }),
+        Reply::Prompt { disposition } => to_value(PromptResult { accepted: true, disposition: disposition.as_str() }),
+        Reply::Session(info) => to_value(session_result(&info)),
         other => match map_reply(other) {
-            ResponseData::Absent => json!({}),
+            ResponseData::Absent => to_value(EmptyResult {}),
             ResponseData::Value(v) => v,
         },
     }
 }
 
-fn disposition_str(d: Disposition) -> &'static str {
-    d.as_str()
+/// The `initialize` result.
+pub fn session_result(info: &pi_core::op::SessionInfo) -> SessionResult {
+    SessionResult {
+        session_id: info.session_id.clone(),
+        session_path: info.session_path.clone(),
+        model: info.model.as_ref().map(|m| m.id.clone()),
+        provider: info.model.as_ref().map(|m| m.provider.clone()),
+    }
 }
 
 /// `getStatus` result from a state snapshot.
 pub fn status(s: &StateSnapshot) -> Value {
-    json!({
-        "idle": !s.is_streaming && !s.is_compacting && !s.is_bash_running,
-        "model": s.model.as_ref().map(|m| m.id.clone()),
-        "provider": s.model.as_ref().map(|m| m.provider.clone()),
-        "thinkingLevel": s.thinking_level.as_str(),
-        "contextUsage": s.context_usage.and_then(|c| c.percent).map(|p| p / 100.0),
-        "activeTools": s.active_tools,
-        "sessionId": s.session_id,
+    to_value(StatusResult {
+        idle: !s.is_streaming && !s.is_compacting && !s.is_bash_running,
+        model: s.model.as_ref().map(|m| m.id.clone()),
+        provider: s.model.as_ref().map(|m| m.provider.clone()),
+        thinking_level: s.thinking_level.as_str(),
+        context_usage: s.context_usage.and_then(|c| c.percent).map(|p| p / 100.0),
+        active_tools: s.active_tools.clone(),
+        session_id: s.session_id.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use pi_core::event::{CompactionReason, ExtensionUiRequest};
+    use pi_core::message::Usage;
+
+    use super::*;
+    use crate::protocol::notification_bytes;
+
+    fn line(event: AgentEvent) -> String {
+        let n = map_event(event).expect("a notification");
+        String::from_utf8(notification_bytes(&n)).unwrap()
+    }
+
+    #[test]
+    fn notifications_keep_their_bytes() {
+        assert_eq!(
+            line(AgentEvent::AgentSettled { aborted: false, usage: Usage::default() }),
+            r#"{"jsonrpc":"2.0","method":"turnEnd","params":{"totalTokens":0,"totalCost":0.0,"aborted":false}}"#
+        );
+        assert_eq!(
+            line(AgentEvent::CompactionEnd {
+                reason: CompactionReason::Manual,
+                result: None,
+                aborted: true,
+                will_retry: false,
+                error_message: None
+            }),
+            r#"{"jsonrpc":"2.0","method":"compactionEnd","params":{"reason":"manual","result":null,"aborted":true,"willRetry":false,"errorMessage":null}}"#
+        );
+        assert_eq!(
+            line(AgentEvent::AutoRetryEnd { success: true, attempt: 1, final_error: None }),
+            r#"{"jsonrpc":"2.0","method":"autoRetryEnd","params":{"success":true,"attempt":1,"finalError":null}}"#
+        );
+        assert_eq!(
+            line(AgentEvent::MessageUpdate {
+                event: AssistantStreamEvent::ThinkingDelta { content_index: 0, delta: "hm".into() }
+            }),
+            r#"{"jsonrpc":"2.0","method":"assistantMessage","params":{"type":"thinkingDelta","thinking":"hm"}}"#
+        );
+        assert_eq!(
+            line(AgentEvent::ExtensionUiRequest(ExtensionUiRequest {
+                id: "u1".into(),
+                extension: "demo".into(),
+                kind: ExtensionUiKind::Notify { message: "hi".into(), notify_type: None },
+            })),
+            r#"{"jsonrpc":"2.0","method":"extension:ui","params":{"id":"u1","extension":"demo","type":"notify","method":"notify","data":{"message":"hi","notifyType":"info"}}}"#
+        );
+        assert_eq!(
+            line(AgentEvent::ExtensionUiRequest(ExtensionUiRequest {
+                id: "u2".into(),
+                extension: "demo".into(),
+                kind: ExtensionUiKind::Select { title: "T".into(), options: vec!["a".into()], timeout_ms: None },
+            })),
+            r#"{"jsonrpc":"2.0","method":"extension:ui","params":{"id":"u2","extension":"demo","type":"dialog","method":"select","data":{"title":"T","options":["a"]}}}"#
+        );
+    }
 }

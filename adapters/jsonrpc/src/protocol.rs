@@ -132,15 +132,15 @@ pub fn response_bytes(id: &RawValue, outcome: Result<Value, ErrorObject>) -> Vec
     serde_json::to_vec(&Response { jsonrpc: "2.0", id, result, error }).unwrap_or_default()
 }
 
-/// Serialize a notification.
-pub fn notification_bytes(method: &str, params: &Value) -> Vec<u8> {
+/// Serialize a notification: `{"jsonrpc":"2.0","method":…,"params":…}`.
+pub fn notification_bytes(notification: &crate::wire::ServerNotification) -> Vec<u8> {
     #[derive(Serialize)]
-    struct Notification<'a> {
+    struct Line<'a> {
         jsonrpc: &'static str,
-        method: &'a str,
-        params: &'a Value,
+        #[serde(flatten)]
+        notification: &'a crate::wire::ServerNotification,
     }
-    serde_json::to_vec(&Notification { jsonrpc: "2.0", method, params }).unwrap_or_default()
+    serde_json::to_vec(&Line { jsonrpc: "2.0", notification }).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use pi_core::agent::{AgentHandle, Output};
 use pi_core::op::{Op, Reply, RequestTag};
 use pi_jsonl::framing::{FrameError, Record, RecordReader};
 use pi_jsonl::writer::{LineSender, spawn_writer};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 use tokio::io::AsyncBufRead;
 use tokio::sync::mpsc;
 
@@ -20,6 +20,7 @@ use crate::framing::{Framing, Input, send};
 use crate::methods::{Call, decode};
 use crate::notify::{Notification, map_event, map_result, status};
 use crate::protocol::{Message, Params, classify, notification_bytes, null_id, response_bytes};
+use crate::wire::{InitializedParams, ServerNotification};
 
 /// How serving ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -317,23 +318,23 @@ async fn forward_outputs(mut outputs: mpsc::Receiver<Output>, out: Out, state: S
     while let Some(output) = outputs.recv().await {
         let ok = match output {
             Output::Event(event) => match map_event(event) {
-                Some(n) if n.method == "modelChanged" => {
+                Some(n @ ServerNotification::ModelChanged(_)) => {
                     held = Some(n);
                     true
                 }
                 Some(n) => {
                     let mut ok = true;
                     if let Some(h) = held.take() {
-                        ok &= out.write(notification_bytes(h.method, &h.params)).await;
+                        ok &= out.write(notification_bytes(&h)).await;
                     }
-                    ok && out.write(notification_bytes(n.method, &n.params)).await
+                    ok && out.write(notification_bytes(&n)).await
                 }
                 None => true,
             },
             Output::Reply { tag, result } => {
                 let ok = write_reply(&out, &state, tag, result).await;
                 match held.take() {
-                    Some(h) => ok && out.write(notification_bytes(h.method, &h.params)).await,
+                    Some(h) => ok && out.write(notification_bytes(&h)).await,
                     None => ok,
                 }
             }
@@ -343,7 +344,7 @@ async fn forward_outputs(mut outputs: mpsc::Receiver<Output>, out: Out, state: S
         }
     }
     if let Some(h) = held.take() {
-        out.write(notification_bytes(h.method, &h.params)).await;
+        out.write(notification_bytes(&h)).await;
     }
     true
 }
@@ -367,10 +368,10 @@ async fn write_reply(
         return true;
     };
     let initialized = match (&pending.shape, &result) {
-        (Shape::Initialize, Ok(Reply::Session(info))) => Some(json!({
-            "sessionId": info.session_id,
-            "model": info.model.as_ref().map(|m| m.id.clone()),
-            "provider": info.model.as_ref().map(|m| m.provider.clone()),
+        (Shape::Initialize, Ok(Reply::Session(info))) => Some(ServerNotification::Initialized(InitializedParams {
+            session_id: info.session_id.clone(),
+            model: info.model.as_ref().map(|m| m.id.clone()),
+            provider: info.model.as_ref().map(|m| m.provider.clone()),
         })),
         _ => None,
     };
@@ -395,8 +396,8 @@ async fn write_reply(
             }
         }
     }
-    if let Some(params) = initialized {
-        ok &= out.write(notification_bytes("initialized", &params)).await;
+    if let Some(n) = initialized {
+        ok &= out.write(notification_bytes(&n)).await;
     }
     ok
 }

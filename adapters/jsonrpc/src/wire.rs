@@ -1,0 +1,462 @@
+//! Typed JSON-RPC notifications and results. `notify.rs` builds these from the
+//! core's events and replies, and the JSON Schemas of the dialect
+//! (`schemas/jsonrpc/*.schema.json`) are generated from them; the doc
+//! comments are the schema descriptions. Field order is the wire's key order.
+
+use pi_core::message::{ContentBlock, StopReason};
+use pi_core::model::ThinkingLevel;
+use pi_jsonl::wire::{WireCompactionReason, WireCompactionResult, WireDisposition};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Every notification the server sends (`{"jsonrpc":"2.0","method":…,"params":…}`, no `id`).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "method", content = "params")]
+pub enum ServerNotification {
+    /// Sent right after the `initialize` response.
+    #[serde(rename = "initialized")]
+    Initialized(InitializedParams),
+    /// Streamed assistant output: text deltas, thinking deltas, and the complete message.
+    #[serde(rename = "assistantMessage")]
+    AssistantMessage(AssistantMessageParams),
+    /// A tool call starts executing.
+    #[serde(rename = "toolCall")]
+    ToolCall(ToolCallParams),
+    /// Progress of a running tool (accumulated output so far).
+    #[serde(rename = "toolUpdate")]
+    ToolUpdate(ToolUpdateParams),
+    /// A tool call finished.
+    #[serde(rename = "toolResult")]
+    ToolResult(ToolResultParams),
+    /// The run of a prompt settled (after retries and queued messages).
+    #[serde(rename = "turnEnd")]
+    TurnEnd(TurnEndParams),
+    /// The steering or follow-up queue changed.
+    #[serde(rename = "queueUpdate")]
+    QueueUpdate(QueueUpdateParams),
+    /// A compaction starts.
+    #[serde(rename = "compactionStart")]
+    CompactionStart(CompactionStartParams),
+    /// A compaction ended.
+    #[serde(rename = "compactionEnd")]
+    CompactionEnd(CompactionEndParams),
+    /// An automatic retry after a transient error is scheduled.
+    #[serde(rename = "autoRetryStart")]
+    AutoRetryStart(AutoRetryStartParams),
+    /// The automatic retries ended.
+    #[serde(rename = "autoRetryEnd")]
+    AutoRetryEnd(AutoRetryEndParams),
+    /// A chunk of output of a `bash` request.
+    #[serde(rename = "bashOutput")]
+    BashOutput(BashOutputParams),
+    /// The model or thinking level changed (after the response of the request that changed it).
+    #[serde(rename = "modelChanged")]
+    ModelChanged(ModelChangedParams),
+    /// The session's display name changed.
+    #[serde(rename = "sessionNameChanged")]
+    SessionNameChanged(SessionNameChangedParams),
+    /// Context window usage after an assistant reply.
+    #[serde(rename = "contextUsage")]
+    ContextUsage(ContextUsageParams),
+    /// A model or tool error during a run (the request was already answered).
+    #[serde(rename = "error")]
+    Error(ErrorParams),
+    /// An extension threw an error.
+    #[serde(rename = "extension:error")]
+    ExtensionError(ExtensionErrorParams),
+    /// An extension asks the client for UI; dialogs are answered with an
+    /// `extension:response` notification carrying the same `id`.
+    #[serde(rename = "extension:ui")]
+    ExtensionUi(ExtensionUiParams),
+}
+
+impl ServerNotification {
+    /// The notification's method name.
+    pub fn method(&self) -> &'static str {
+        match self {
+            ServerNotification::Initialized(_) => "initialized",
+            ServerNotification::AssistantMessage(_) => "assistantMessage",
+            ServerNotification::ToolCall(_) => "toolCall",
+            ServerNotification::ToolUpdate(_) => "toolUpdate",
+            ServerNotification::ToolResult(_) => "toolResult",
+            ServerNotification::TurnEnd(_) => "turnEnd",
+            ServerNotification::QueueUpdate(_) => "queueUpdate",
+            ServerNotification::CompactionStart(_) => "compactionStart",
+            ServerNotification::CompactionEnd(_) => "compactionEnd",
+            ServerNotification::AutoRetryStart(_) => "autoRetryStart",
+            ServerNotification::AutoRetryEnd(_) => "autoRetryEnd",
+            ServerNotification::BashOutput(_) => "bashOutput",
+            ServerNotification::ModelChanged(_) => "modelChanged",
+            ServerNotification::SessionNameChanged(_) => "sessionNameChanged",
+            ServerNotification::ContextUsage(_) => "contextUsage",
+            ServerNotification::Error(_) => "error",
+            ServerNotification::ExtensionError(_) => "extension:error",
+            ServerNotification::ExtensionUi(_) => "extension:ui",
+        }
+    }
+}
+
+/// `initialized` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializedParams {
+    /// The session id.
+    pub session_id: String,
+    /// The model id (null without a model).
+    pub model: Option<String>,
+    /// The model's provider (null without a model).
+    pub provider: Option<String>,
+}
+
+/// `assistantMessage` params, by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum AssistantMessageParams {
+    /// A piece of answer text.
+    Delta {
+        /// The new text.
+        delta: String,
+    },
+    /// A piece of thinking.
+    ThinkingDelta {
+        /// The new thinking text.
+        thinking: String,
+    },
+    /// The assistant message is complete.
+    Complete {
+        /// The message's text.
+        content: String,
+        /// Tokens of this reply.
+        usage: TokenUsage,
+        /// Cost of this reply in US dollars.
+        cost: f64,
+        /// Why the model stopped.
+        stop_reason: StopReason,
+        /// The model id.
+        model: String,
+        /// The error, when `stopReason` is `error` or `aborted`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error_message: Option<String>,
+    },
+}
+
+/// Token counts of one reply.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    /// Prompt tokens (cache reads and writes included).
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+}
+
+/// `toolCall` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallParams {
+    /// The tool's name.
+    pub tool_name: String,
+    /// The call's arguments.
+    pub input: Value,
+    /// The tool call id.
+    pub tool_call_id: String,
+}
+
+/// A tool's output.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ToolOutput {
+    /// Content blocks (text, images).
+    pub content: Vec<ContentBlock>,
+}
+
+/// `toolUpdate` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolUpdateParams {
+    /// The tool call id.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// The output so far.
+    pub output: ToolOutput,
+}
+
+/// `toolResult` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultParams {
+    /// The tool call id.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// The output.
+    pub output: ToolOutput,
+    /// Tool-specific details (`{}` when none).
+    pub details: Value,
+    /// True when the tool failed.
+    pub is_error: bool,
+}
+
+/// `turnEnd` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnEndParams {
+    /// Tokens used by the run (input, output, cache reads and writes).
+    pub total_tokens: u64,
+    /// Cost of the run in US dollars.
+    pub total_cost: f64,
+    /// True when the run was aborted.
+    pub aborted: bool,
+}
+
+/// `queueUpdate` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueUpdateParams {
+    /// Queued steering messages' texts.
+    pub steering: Vec<String>,
+    /// Queued follow-up messages' texts.
+    pub follow_up: Vec<String>,
+}
+
+/// `compactionStart` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct CompactionStartParams {
+    /// `manual`, `threshold` or `overflow`.
+    #[schemars(with = "WireCompactionReason")]
+    pub reason: &'static str,
+}
+
+/// `compactionEnd` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionEndParams {
+    /// `manual`, `threshold` or `overflow`.
+    #[schemars(with = "WireCompactionReason")]
+    pub reason: &'static str,
+    /// The result; null when aborted or failed.
+    pub result: Option<WireCompactionResult>,
+    /// True when aborted.
+    pub aborted: bool,
+    /// True when the prompt is retried after an overflow compaction.
+    pub will_retry: bool,
+    /// Why it failed (null otherwise).
+    pub error_message: Option<String>,
+}
+
+/// `autoRetryStart` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoRetryStartParams {
+    /// 1-based attempt number.
+    pub attempt: u32,
+    /// Retries allowed.
+    pub max_attempts: u32,
+    /// Delay before the retry.
+    pub delay_ms: u64,
+    /// The error that caused it.
+    pub error_message: String,
+}
+
+/// `autoRetryEnd` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoRetryEndParams {
+    /// True when a retry succeeded.
+    pub success: bool,
+    /// The last attempt number.
+    pub attempt: u32,
+    /// The final error (null on success).
+    pub final_error: Option<String>,
+}
+
+/// `bashOutput` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct BashOutputParams {
+    /// The output chunk.
+    pub delta: String,
+}
+
+/// `modelChanged` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelChangedParams {
+    /// The model id.
+    pub model: String,
+    /// The model's provider.
+    pub provider: String,
+    /// The effective thinking level.
+    #[schemars(with = "ThinkingLevel")]
+    pub thinking_level: &'static str,
+}
+
+/// `sessionNameChanged` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct SessionNameChangedParams {
+    /// The new name.
+    pub name: String,
+}
+
+/// `contextUsage` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ContextUsageParams {
+    /// Tokens in the context.
+    pub used: u64,
+    /// The model's context window.
+    pub total: u64,
+    /// `used / total` (0 to 1).
+    pub percentage: f64,
+}
+
+/// The string codes of the `error` notification (and of `error.data.kind`).
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WireErrorKind {
+    InvalidParams,
+    NotFound,
+    Busy,
+    Unsupported,
+    ModelError,
+    ToolError,
+    RateLimit,
+    ContextLimit,
+    Aborted,
+    InternalError,
+}
+
+/// `error` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ErrorParams {
+    /// The error text.
+    pub message: String,
+    /// String code: `model_error`, `rate_limit`, `context_limit`, …
+    #[schemars(with = "WireErrorKind")]
+    pub code: &'static str,
+    /// True when the agent retries (or trying again later may succeed).
+    pub retryable: bool,
+}
+
+/// `extension:error` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtensionErrorParams {
+    /// The extension's path.
+    pub extension_path: String,
+    /// The event it was handling.
+    pub event: String,
+    /// The error text.
+    pub error: String,
+}
+
+/// `extension:ui` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ExtensionUiParams {
+    /// Correlation id, echoed in `extension:response`.
+    pub id: String,
+    /// The extension's name.
+    pub extension: String,
+    /// `dialog` for select/confirm/input/editor, else the method name.
+    #[serde(rename = "type")]
+    #[schemars(extend("enum" = ["dialog", "notify", "setStatus", "setWidget", "setTitle", "set_editor_text"]))]
+    pub kind: &'static str,
+    /// The UI method (`select`, `confirm`, `input`, `editor`, `notify`, …).
+    #[schemars(extend("enum" = ["select", "confirm", "input", "editor", "notify", "setStatus", "setWidget", "setTitle", "set_editor_text"]))]
+    pub method: &'static str,
+    /// The method's fields (absent fields are left out).
+    pub data: ExtensionUiData,
+}
+
+/// The fields of an `extension:ui` request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtensionUiData {
+    /// Dialog or window title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `select`: the choices.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<String>>,
+    /// `confirm`, `notify`: the message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// `input`: placeholder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placeholder: Option<String>,
+    /// `editor`: initial text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefill: Option<String>,
+    /// `notify`: `info` (default), `warning` or `error`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notify_type: Option<String>,
+    /// `setStatus`: the key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_key: Option<String>,
+    /// `setStatus`: the text (absent clears).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_text: Option<String>,
+    /// `setWidget`: the key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub widget_key: Option<String>,
+    /// `setWidget`: the lines (absent clears).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub widget_lines: Option<Vec<String>>,
+    /// `setWidget`: `aboveEditor` or `belowEditor`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub widget_placement: Option<String>,
+    /// `set_editor_text`: the text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Dialogs: milliseconds before the default answer is taken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+}
+
+/// `prompt` result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct PromptResult {
+    /// Always true: failures after acceptance come as notifications.
+    pub accepted: bool,
+    /// `started`, `queued` or `handled`.
+    #[schemars(with = "WireDisposition")]
+    pub disposition: &'static str,
+}
+
+/// `initialize` result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionResult {
+    /// The session id.
+    pub session_id: String,
+    /// Path of the session file (null without persistence).
+    pub session_path: Option<String>,
+    /// The model id (null without a model).
+    pub model: Option<String>,
+    /// The model's provider (null without a model).
+    pub provider: Option<String>,
+}
+
+/// `getStatus` result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusResult {
+    /// True when no run, compaction or bash command is active.
+    pub idle: bool,
+    /// The model id (null without a model).
+    pub model: Option<String>,
+    /// The model's provider (null without a model).
+    pub provider: Option<String>,
+    /// The effective thinking level.
+    #[schemars(with = "ThinkingLevel")]
+    pub thinking_level: &'static str,
+    /// Fraction (0 to 1) of the context window in use; null when unknown.
+    pub context_usage: Option<f64>,
+    /// Names of the active tools.
+    pub active_tools: Vec<String>,
+    /// The session id.
+    pub session_id: String,
+}
+
+/// The empty result of requests that return nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct EmptyResult {}

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Build pi-rpc and the conformance kit, run the kit against pi-rpc in both
+# dialects (native JSONL and JSON-RPC 2.0), then against the reference pi 1.6.0
+# when it can be installed. Prints one line per scenario and a summary per run.
+#
+#   compat/run-kit.sh                 # debug build (what `cargo test` already built)
+#   KIT_RELEASE=1 compat/run-kit.sh   # release build of pi and pi-compat
+#   KIT_REFERENCE=0 …                 # skip the reference run
+#   KIT_STRICT_REFERENCE=1 …          # fail when the reference run has unexpected failures
+#
+# Exit status: non-zero when pi-rpc fails a scenario that is not listed in
+# compat/known-gaps/pi-rpc-<dialect>.txt (listed ones are reported as XFAIL).
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+if [ "${KIT_RELEASE:-0}" = 1 ]; then PROFILE_FLAG=--release; DIR=release; else PROFILE_FLAG=; DIR=debug; fi
+cargo build --quiet $PROFILE_FLAG -p pi-cli --bin pi -p pi-compat --bin pi-compat || exit 2
+PI="$ROOT/target/$DIR/pi"
+KIT="$ROOT/target/$DIR/pi-compat"
+JOBS=${KIT_JOBS:-2}
+status=0
+
+for dialect in jsonl jsonrpc; do
+    echo "== pi-rpc, $dialect dialect =="
+    "$KIT" run --agent "$PI --mode rpc --protocol $dialect" --dialect "$dialect" --jobs "$JOBS" \
+        --expect-fail "$ROOT/compat/known-gaps/pi-rpc-$dialect.txt" || status=1
+done
+
+if [ "${KIT_REFERENCE:-1}" = 1 ]; then
+    PI_COMPAT="$KIT" sh "$ROOT/compat/run-reference.sh" --jobs "$JOBS"
+    ref=$?
+    if [ "$ref" != 0 ] && [ "${KIT_STRICT_REFERENCE:-0}" = 1 ]; then status=1; fi
+fi
+exit $status

@@ -1,0 +1,291 @@
+//! Running scenarios: one sandbox and one fake model server per scenario,
+//! several scenarios at a time, results printed in scenario order.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use super::driver::{self, Observed};
+use super::expect::{self, Context};
+use super::normalize::Normalizer;
+use super::sandbox::Sandbox;
+use super::scenario::Scenario;
+use super::tolerance;
+use crate::fake_server::FakeServer;
+use crate::schemas::{Schemas, Strictness};
+
+/// Which dialect the agent speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Jsonl,
+    Jsonrpc,
+}
+
+/// Which implementation is under test, for its documented global deviations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// Hold the agent to the seeds (and pi-rpc's schemas).
+    Strict,
+    /// The reference pi 1.6.0: apply the global tolerances listed in
+    /// `DEVIATIONS.md` (system messages dropped, `message_update.usage`
+    /// dropped, schemas read open), and expect scenarios tagged with a
+    /// `deviation` to fail.
+    Reference,
+}
+
+/// How to run.
+pub struct Options {
+    pub agent: String,
+    pub dialect: Dialect,
+    pub profile: Profile,
+    pub jobs: usize,
+    pub record: Option<PathBuf>,
+    /// Scenario name → why it is expected to fail (known gaps of the agent).
+    pub expected_failures: HashMap<String, String>,
+    /// Validate every line (and session file line) against the schemas, read
+    /// this strictly; `None`: no validation.
+    pub schemas: Option<Strictness>,
+}
+
+/// The outcome of one scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Pass,
+    Fail(String),
+    /// Failed as expected (deviation or known gap): (why expected, what failed).
+    ExpectedFail(String, String),
+    /// Passed although a failure was expected.
+    UnexpectedPass(String),
+}
+
+impl Outcome {
+    /// One report line.
+    pub fn line(&self, name: &str) -> String {
+        match self {
+            Outcome::Pass => format!("PASS {name}"),
+            Outcome::Fail(why) => format!("FAIL {name}: {why}"),
+            Outcome::ExpectedFail(reason, why) => format!("XFAIL {name}: {reason} [{why}]"),
+            Outcome::UnexpectedPass(reason) => format!("XPASS {name}: expected to fail ({reason}) but passed"),
+        }
+    }
+
+    pub fn is_failure(&self) -> bool {
+        matches!(self, Outcome::Fail(_))
+    }
+}
+
+fn schema_errors(
+    observed: &Observed,
+    values: &[Value],
+    sessions: &[(PathBuf, Vec<Value>)],
+    dialect: Dialect,
+    schemas: &Schemas,
+) -> Option<String> {
+    for (i, line) in observed.lines.iter().enumerate() {
+        let header = line.raw.starts_with("Content-Length") || line.raw == "\r" || line.raw.is_empty();
+        let framing_line = dialect == Dialect::Jsonrpc && header;
+        if !line.is_json && !framing_line {
+            return Some(format!(
+                "output line {} is not JSON: {}",
+                i + 1,
+                line.raw.chars().take(120).collect::<String>()
+            ));
+        }
+    }
+    let method_of = |id: &Value| observed.methods.iter().find(|(k, _)| k == id).map(|(_, m)| m.clone());
+    for (i, value) in values.iter().enumerate() {
+        let checked = match dialect {
+            Dialect::Jsonl => schemas.check_native_output(value),
+            Dialect::Jsonrpc => schemas.check_jsonrpc_output(value, &method_of),
+        };
+        if let Err(e) = checked {
+            return Some(format!("output line {} breaks the schema: {e}", i + 1));
+        }
+    }
+    for (path, lines) in sessions {
+        for (i, v) in lines.iter().enumerate() {
+            if let Err(e) = schemas.check_session_line(v) {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                return Some(format!("session file {name} line {} breaks the schema: {e}", i + 1));
+            }
+        }
+    }
+    None
+}
+
+/// The session files of the run, parsed (lines that are not JSON are kept as strings).
+fn read_sessions(sb: &Sandbox) -> Vec<(PathBuf, Vec<Value>)> {
+    sb.session_files()
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let lines = text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| serde_json::from_str(l).unwrap_or_else(|_| Value::String(l.to_string())))
+                .collect();
+            (path, lines)
+        })
+        .collect()
+}
+
+fn record(
+    dir: &std::path::Path,
+    scenario: &Scenario,
+    observed: &Observed,
+    lines: &[Value],
+    outcome: &Outcome,
+    extra: &str,
+) {
+    let mut text = String::new();
+    text.push_str(&format!("# {}\n# {}\n# {}\n\n", scenario.name, scenario.description, outcome.line(&scenario.name)));
+    for s in &observed.sent {
+        text.push_str(&format!("> {}\n", s.trim_end_matches('\n').chars().take(2000).collect::<String>()));
+    }
+    text.push('\n');
+    for l in lines {
+        text.push_str(&format!("< {l}\n"));
+    }
+    text.push_str(&format!(
+        "\n# exit code: {:?}{}\n",
+        observed.exit_code,
+        if observed.killed { " (killed)" } else { "" }
+    ));
+    if !observed.stderr.is_empty() {
+        text.push_str(&format!("# stderr:\n{}\n", observed.stderr));
+    }
+    text.push_str(extra);
+    let _ = std::fs::create_dir_all(dir);
+    let _ = std::fs::write(dir.join(format!("{}.log", scenario.name)), text);
+}
+
+/// Run one scenario.
+pub async fn run_one(scenario: &Scenario, opts: &Options, schemas: &Schemas) -> Outcome {
+    let outcome = run_inner(scenario, opts, schemas).await.unwrap_or_else(Outcome::Fail);
+    let expected = match opts.profile {
+        Profile::Reference => scenario.deviation.clone(),
+        Profile::Strict => None,
+    }
+    .or_else(|| opts.expected_failures.get(&scenario.name).cloned());
+    match (outcome, expected) {
+        (Outcome::Fail(why), Some(reason)) => Outcome::ExpectedFail(reason, why),
+        (Outcome::Pass, Some(reason)) => Outcome::UnexpectedPass(reason),
+        (o, _) => o,
+    }
+}
+
+async fn run_inner(scenario: &Scenario, opts: &Options, schemas: &Schemas) -> Result<Outcome, String> {
+    let server = FakeServer::start().await.map_err(|e| format!("cannot start the fake model server: {e}"))?;
+    server.load_script(scenario.script()?);
+    let sb = Sandbox::create(&scenario.setup, &server.url())?;
+    let mut live = Normalizer::new(sb.normalizations());
+    let limit = Duration::from_millis(scenario.timeout_ms.unwrap_or(30_000));
+    let observed = tokio::time::timeout(limit, driver::play(scenario, &opts.agent, &sb, &server, &mut live))
+        .await
+        .map_err(|_| format!("the scenario took longer than {} ms", limit.as_millis()))??;
+    // What the rules see: raw lines and session files, with the profile's
+    // tolerances, normalised session files first (so that `<e1>` is the
+    // first entry of the first file and `<uuid1>` its session id).
+    let raw: Vec<Value> = observed.lines.iter().filter(|l| l.is_json).map(|l| l.value.clone()).collect();
+    let (raw, raw_sessions) = match opts.profile {
+        Profile::Reference => tolerance::reference(raw, read_sessions(&sb)),
+        Profile::Strict => (raw, read_sessions(&sb)),
+    };
+    let mut norm = Normalizer::new(sb.normalizations());
+    let sessions: Vec<(PathBuf, Vec<Value>)> =
+        raw_sessions.iter().map(|(p, l)| (p.clone(), l.iter().map(|v| norm.value(v)).collect())).collect();
+    let lines: Vec<Value> = raw.iter().map(|v| norm.value(v)).collect();
+    let requests = expect::request_values(&server.requests(), &mut norm);
+    let ctx = Context {
+        lines: &lines,
+        exit_code: observed.exit_code,
+        sandbox: &sb,
+        requests: &requests,
+        sessions: &sessions,
+    };
+    let mut failure = observed.step_error.clone();
+    if failure.is_none() && opts.schemas.is_some() {
+        failure = schema_errors(&observed, &raw, &raw_sessions, opts.dialect, schemas);
+    }
+    if failure.is_none() {
+        for (i, rule) in scenario.expect.iter().enumerate() {
+            if let Err(e) = expect::check_rule(rule, &ctx) {
+                let note = rule.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
+                failure = Some(format!("rule {}{note}: {e}", i + 1));
+                break;
+            }
+        }
+    }
+    let outcome = match failure {
+        Some(f) => Outcome::Fail(f),
+        None => Outcome::Pass,
+    };
+    if let Some(dir) = &opts.record {
+        let mut extra = String::new();
+        for (path, values) in &sessions {
+            extra.push_str(&format!("\n# session file {}\n", norm.text(&path.to_string_lossy())));
+            for v in values {
+                extra.push_str(&format!("{v}\n"));
+            }
+        }
+        extra.push_str(&format!("\n# model requests: {}\n", requests.len()));
+        for r in &requests {
+            extra.push_str(&format!("{} {}\n", r["method"].as_str().unwrap_or(""), r["path"].as_str().unwrap_or("")));
+        }
+        record(dir, scenario, &observed, &lines, &outcome, &extra);
+    }
+    server.shutdown().await;
+    Ok(outcome)
+}
+
+/// Run every scenario; print one line each (in order) and the summary.
+/// Returns the number of failures.
+pub async fn run_all(scenarios: Vec<Scenario>, opts: Options, out: &mut dyn Write) -> usize {
+    let schemas = match Schemas::embedded(opts.schemas.unwrap_or(Strictness::Strict)) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            let _ = writeln!(out, "FAIL schemas: {e}");
+            return 1;
+        }
+    };
+    let opts = Arc::new(opts);
+    let permits = Arc::new(Semaphore::new(opts.jobs.max(1)));
+    let mut handles = Vec::new();
+    for scenario in scenarios {
+        let (opts, schemas, permits) = (opts.clone(), schemas.clone(), permits.clone());
+        handles.push(tokio::spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let outcome = run_one(&scenario, &opts, &schemas).await;
+            (scenario.name, outcome)
+        }));
+    }
+    let (mut passed, mut failed, mut xfail, mut xpass) = (0, 0, 0, 0);
+    for h in handles {
+        let (name, outcome) = match h.await {
+            Ok(r) => r,
+            Err(e) => ("?".to_string(), Outcome::Fail(format!("the runner crashed: {e}"))),
+        };
+        match &outcome {
+            Outcome::Pass => passed += 1,
+            Outcome::Fail(_) => failed += 1,
+            Outcome::ExpectedFail(..) => xfail += 1,
+            Outcome::UnexpectedPass(_) => {
+                passed += 1;
+                xpass += 1;
+            }
+        }
+        let _ = writeln!(out, "{}", outcome.line(&name));
+        let _ = out.flush();
+    }
+    let mut summary = format!("{passed} passed, {failed} failed");
+    if xfail > 0 || xpass > 0 {
+        summary.push_str(&format!(" ({xfail} expected failures, {xpass} unexpected passes)"));
+    }
+    let _ = writeln!(out, "{summary}");
+    failed
+}
