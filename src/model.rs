@@ -63,7 +63,7 @@ impl Model {
 
     /// Cost of a usage record under this model's prices.
     pub fn cost_of(&self, usage: &Usage) -> Cost {
-        let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
+        let per = |tokens: u64, price: f64| price / 1_000_000.0 * tokens as f64;
         let input = per(usage.input, self.cost.input);
         let output = per(usage.output, self.cost.output);
         let cache_read = per(usage.cache_read, self.cost.cache_read);

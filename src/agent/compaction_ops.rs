@@ -369,7 +369,7 @@ impl Agent {
             }
             Err(SummaryError::Failed(message)) => {
                 self.emit(end_event(reason, false, Some(format!("{}{message}", failure_prefix(reason))))).await;
-                (Err(CoreError::new(ErrorKind::Model, message)), None)
+                (Err(summary_error(message)), None)
             }
         };
         if let Some(manual) = active.and_then(|a| a.manual) {
@@ -675,4 +675,18 @@ impl RunCompaction {
         }
         AfterRun::Settle { aborted: false }
     }
+}
+
+/// Classify a failed summarisation like a failed run: rate limits and
+/// context overflows keep their kind (JSON-RPC -32002 / -32003).
+fn summary_error(message: String) -> CoreError {
+    use crate::provider::ProviderErrorKind;
+    let status =
+        message.split_once("failed: ").and_then(|(_, rest)| rest.get(..3)).and_then(|code| code.parse::<u16>().ok());
+    let kind = match crate::provider::classify::classify(status, &message, None) {
+        ProviderErrorKind::RateLimited { .. } => ErrorKind::RateLimit,
+        ProviderErrorKind::ContextOverflow => ErrorKind::ContextLimit,
+        _ => ErrorKind::Model,
+    };
+    CoreError::new(kind, message)
 }

@@ -144,16 +144,23 @@ pub async fn exec(
         )));
     }
     let shell = shell_program();
+    // stdout and stderr share one pipe, so output keeps the order it was written in.
+    let pipe_failed = |e: std::io::Error| ExecError::Failed(format!("cannot create a pipe: {e}"));
+    let (reader, writer) = std::io::pipe().map_err(pipe_failed)?;
+    let writer_err = writer.try_clone().map_err(pipe_failed)?;
     let mut cmd = tokio::process::Command::new(&shell);
     cmd.arg("-c")
         .arg(command)
         .current_dir(cwd)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(writer_err))
         .process_group(0);
-    let mut child = cmd.spawn().map_err(|e| {
+    let spawned = cmd.spawn();
+    // The command holds our copies of the write end: drop it so the reader sees EOF.
+    drop(cmd);
+    let mut child = spawned.map_err(|e| {
         let code = super::path::errno_code(&e).unwrap_or_else(|| e.to_string());
         ExecError::Failed(format!("spawn {} {code}", shell.display()))
     })?;
@@ -161,12 +168,9 @@ pub async fn exec(
     let mut guard = GroupGuard { pid, armed: true };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut readers = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        readers.push(spawn_reader(out, tx.clone()));
-    }
-    if let Some(err) = child.stderr.take() {
-        readers.push(spawn_reader(err, tx.clone()));
-    }
+    let output = tokio::net::unix::pipe::Receiver::from_owned_fd(std::os::fd::OwnedFd::from(reader))
+        .map_err(|e| ExecError::Failed(format!("cannot read the command's output: {e}")))?;
+    readers.push(spawn_reader(output, tx.clone()));
     drop(tx);
 
     let started = Instant::now();
