@@ -92,6 +92,9 @@ pub enum ClientRequest {
     ClearQueue(NoParams),
     /// Abort everything, answer, and exit.
     Shutdown(NoParams),
+    /// The answer to an `extension:ui` dialog (also accepted as a notification).
+    #[serde(rename = "extension:response")]
+    ExtensionResponse(ExtensionResponseParams),
 }
 
 /// No params (send `{}` or leave `params` out).
