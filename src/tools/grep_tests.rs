@@ -13,7 +13,7 @@ fn fixture() -> tempfile::TempDir {
     for d in [".git", "src/sub", "ignored", ".hidden"] {
         std::fs::create_dir_all(p.join(d)).unwrap();
     }
-    std::fs::write(p.join("src/main.rs"), "fn main() {\n    println!(\"hello\");\n}\n").unwrap();
+    std::fs::write(p.join("src/main.rs"), "fn main() {\n    say!(\"hello\");\n}\n").unwrap();
     std::fs::write(p.join("src/sub/notes.txt"), "hello world\nHELLO again\nbye\n").unwrap();
     std::fs::write(p.join("ignored/x.txt"), "hello ignored\n").unwrap();
     std::fs::write(p.join(".gitignore"), "ignored/\n*.log\n").unwrap();
@@ -43,7 +43,7 @@ async fn respects_gitignore_and_includes_hidden_files() {
         sorted_lines(&out),
         [
             ".hidden/h.txt:1: hello hidden",
-            "src/main.rs:2:     println!(\"hello\");",
+            "src/main.rs:2:     say!(\"hello\");",
             "src/sub/notes.txt:1: hello world"
         ]
     );
@@ -56,12 +56,12 @@ async fn ignore_case_literal_and_file_paths() {
     let out = grep(dir.path(), json!({"pattern": "hello", "ignoreCase": true, "path": "src"})).await;
     assert_eq!(
         sorted_lines(&out),
-        ["main.rs:2:     println!(\"hello\");", "sub/notes.txt:1: hello world", "sub/notes.txt:2: HELLO again"]
+        ["main.rs:2:     say!(\"hello\");", "sub/notes.txt:1: hello world", "sub/notes.txt:2: HELLO again"]
     );
     let out = grep(dir.path(), json!({"pattern": "hello", "path": "src/sub/notes.txt"})).await;
     assert_eq!(join_text(&out.content), "notes.txt:1: hello world");
-    let out = grep(dir.path(), json!({"pattern": "println!(", "literal": true})).await;
-    assert_eq!(join_text(&out.content), "src/main.rs:2:     println!(\"hello\");");
+    let out = grep(dir.path(), json!({"pattern": "say!(", "literal": true})).await;
+    assert_eq!(join_text(&out.content), "src/main.rs:2:     say!(\"hello\");");
 }
 
 #[tokio::test]
@@ -94,10 +94,10 @@ async fn globs_filter_files_relative_to_the_search_path() {
     let dir = fixture();
     for glob in ["*.rs", "src/*.rs", "./src/*.rs"] {
         let out = grep(dir.path(), json!({"pattern": "hello", "glob": glob})).await;
-        assert_eq!(join_text(&out.content), "src/main.rs:2:     println!(\"hello\");", "{glob}");
+        assert_eq!(join_text(&out.content), "src/main.rs:2:     say!(\"hello\");", "{glob}");
     }
     let out = grep(dir.path(), json!({"pattern": "hello", "glob": "./src/**"})).await;
-    assert_eq!(sorted_lines(&out), ["src/main.rs:2:     println!(\"hello\");", "src/sub/notes.txt:1: hello world"]);
+    assert_eq!(sorted_lines(&out), ["src/main.rs:2:     say!(\"hello\");", "src/sub/notes.txt:1: hello world"]);
     let out = grep(dir.path(), json!({"pattern": "hello", "glob": "!src/**"})).await;
     assert_eq!(sorted_lines(&out), [".hidden/h.txt:1: hello hidden"]);
 }
