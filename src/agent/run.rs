@@ -101,12 +101,16 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                 let max = s.retry.max_retries;
                 let will_retry = error.is_retryable() && s.retry_enabled.load(Ordering::SeqCst) && attempt < max;
                 s.emitter.emit(AgentEvent::AgentEnd { messages: new_messages.clone(), will_retry }).await;
-                s.emitter.emit(AgentEvent::RunError { error: core_error_of(&error), will_retry }).await;
                 if !will_retry {
                     if attempt > 0 {
                         s.emitter.emit(retry_end_failed(attempt, &error.message)).await;
                     }
-                    match compaction.after_run(&mut s, &new_messages).await {
+                    // An overflow may still be recovered by compacting: the
+                    // error is reported once that is decided.
+                    let after = compaction.after_run(&mut s, &new_messages).await;
+                    let recovering = matches!(after, AfterRun::Continue(_));
+                    s.emitter.emit(AgentEvent::RunError { error: core_error_of(&error), will_retry: recovering }).await;
+                    match after {
                         AfterRun::Continue(next) => {
                             (initial, attempt) = (next, 0);
                             continue;
@@ -115,6 +119,7 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                     }
                     break;
                 }
+                s.emitter.emit(AgentEvent::RunError { error: core_error_of(&error), will_retry }).await;
                 attempt += 1;
                 let delay = retry_delay(&s.retry, attempt, &error);
                 s.emitter

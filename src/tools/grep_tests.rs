@@ -41,11 +41,7 @@ async fn respects_gitignore_and_includes_hidden_files() {
     assert!(!out.is_error);
     assert_eq!(
         sorted_lines(&out),
-        [
-            ".hidden/h.txt:1: hello hidden",
-            "src/main.rs:2:     say!(\"hello\");",
-            "src/sub/notes.txt:1: hello world"
-        ]
+        [".hidden/h.txt:1: hello hidden", "src/main.rs:2:     say!(\"hello\");", "src/sub/notes.txt:1: hello world"]
     );
     assert_eq!(out.details, None);
 }

@@ -562,3 +562,29 @@ async fn abort_during_threshold_compaction_settles_the_run_as_aborted() {
     assert_eq!(state["data"]["isCompacting"], false);
     assert_eq!(state["data"]["isStreaming"], false);
 }
+
+#[tokio::test]
+async fn jsonrpc_reports_a_recovered_overflow_as_retryable() {
+    let sb = sandbox(128_000, 150, 16_384).await;
+    let server = sb.server();
+    server.push(Reply::text(&long("alpha", 60)).usage(500, 100, 0));
+    server.push(Reply::text(&long("beta", 60)).usage(700, 100, 0));
+    server.push(overflow_error());
+    server.push(Reply::text("OVERFLOW SUMMARY").usage(50, 5, 0));
+    server.push(Reply::text("answer after recovery").usage(300, 10, 0));
+    let mut pi = sb.spawn(&["--no-session", "--protocol", "jsonrpc"]);
+    for (id, text) in [(1, long("one", 60)), (2, long("uno", 60)), (3, format!("retry me {}", long("two", 60)))] {
+        pi.send(json!({"jsonrpc": "2.0", "id": id, "method": "prompt", "params": {"content": text}})).await;
+        let lines = pi.until(|v| v["method"] == "turnEnd").await;
+        if id == 3 {
+            let error = lines.iter().find(|v| v["method"] == "error").expect("an error notification");
+            assert_eq!(error["params"]["code"], "context_limit");
+            assert_eq!(error["params"]["retryable"], true, "compaction recovers it: {error}");
+            let e = lines.iter().position(|v| v["method"] == "error").unwrap();
+            let c = lines.iter().position(|v| v["method"] == "compactionEnd").unwrap();
+            assert!(c < e, "decided after the compaction");
+            let complete = lines.iter().rfind(|v| v["params"]["type"] == "complete").unwrap();
+            assert_eq!(complete["params"]["content"], "answer after recovery");
+        }
+    }
+}
