@@ -19,43 +19,6 @@ pub enum Incoming {
     Reject { id: Option<Box<RawValue>>, command: Option<String>, error: String },
 }
 
-/// Commands this dialect knows (for `Unknown command` checks and docs).
-pub const COMMANDS: &[&str] = &[
-    "prompt",
-    "steer",
-    "follow_up",
-    "abort",
-    "new_session",
-    "get_state",
-    "get_messages",
-    "set_model",
-    "cycle_model",
-    "get_available_models",
-    "set_thinking_level",
-    "cycle_thinking_level",
-    "get_available_thinking_levels",
-    "set_steering_mode",
-    "set_follow_up_mode",
-    "compact",
-    "set_auto_compaction",
-    "set_auto_retry",
-    "abort_retry",
-    "bash",
-    "abort_bash",
-    "get_session_stats",
-    "export_html",
-    "switch_session",
-    "fork",
-    "clone",
-    "get_fork_messages",
-    "get_entries",
-    "get_tree",
-    "get_last_assistant_text",
-    "set_session_name",
-    "get_commands",
-    "clear_queue",
-];
-
 /// Decode one framed record.
 pub fn decode_record(record: Record) -> Incoming {
     let line = match record {

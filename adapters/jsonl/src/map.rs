@@ -10,7 +10,7 @@ use crate::wire::{
     BashData, CancelledData, CommandData, CommandsData, ContextUsageData, CycleModelData, DispositionData, EntriesData,
     ExportHtmlData, ForkData, ForkMessageData, ForkMessagesData, LastAssistantTextData, LevelData, LevelsData,
     MessagesData, ModelsData, QueueData, ResponseData, SessionIdData, SessionStatsData, StateData, TokensData,
-    ToolsData, TreeData, TreeNodeData, WireAssistantEvent, WireCompactionResult, WireEvent, WireToolCall,
+    ToolsData, TreeData, TreeNodeData, UiFields, WireAssistantEvent, WireCompactionResult, WireEvent, WireToolCall,
     WireToolResult, WireUiRequest,
 };
 
@@ -58,46 +58,51 @@ pub fn compaction_result(r: pi_core::event::CompactionResult) -> WireCompactionR
     }
 }
 
-fn ui_request(r: pi_core::event::ExtensionUiRequest) -> WireUiRequest {
-    let mut w = WireUiRequest { id: r.id, method: r.kind.method().to_string(), ..Default::default() };
-    match r.kind {
+/// The fields of an extension UI request (both dialects use them).
+pub fn ui_fields(kind: ExtensionUiKind) -> UiFields {
+    let mut f = UiFields::default();
+    match kind {
         ExtensionUiKind::Select { title, options, timeout_ms } => {
-            w.title = Some(title);
-            w.options = Some(options);
-            w.timeout = timeout_ms;
+            f.title = Some(title);
+            f.options = Some(options);
+            f.timeout = timeout_ms;
         }
         ExtensionUiKind::Confirm { title, message, timeout_ms } => {
-            w.title = Some(title);
-            w.message = Some(message);
-            w.timeout = timeout_ms;
+            f.title = Some(title);
+            f.message = Some(message);
+            f.timeout = timeout_ms;
         }
         ExtensionUiKind::Input { title, placeholder, timeout_ms } => {
-            w.title = Some(title);
-            w.placeholder = placeholder;
-            w.timeout = timeout_ms;
+            f.title = Some(title);
+            f.placeholder = placeholder;
+            f.timeout = timeout_ms;
         }
         ExtensionUiKind::Editor { title, prefill, timeout_ms } => {
-            w.title = Some(title);
-            w.prefill = prefill;
-            w.timeout = timeout_ms;
+            f.title = Some(title);
+            f.prefill = prefill;
+            f.timeout = timeout_ms;
         }
         ExtensionUiKind::Notify { message, notify_type } => {
-            w.message = Some(message);
-            w.notify_type = notify_type;
+            f.message = Some(message);
+            f.notify_type = notify_type;
         }
         ExtensionUiKind::SetStatus { status_key, status_text } => {
-            w.status_key = Some(status_key);
-            w.status_text = status_text;
+            f.status_key = Some(status_key);
+            f.status_text = status_text;
         }
         ExtensionUiKind::SetWidget { widget_key, widget_lines, widget_placement } => {
-            w.widget_key = Some(widget_key);
-            w.widget_lines = widget_lines;
-            w.widget_placement = widget_placement;
+            f.widget_key = Some(widget_key);
+            f.widget_lines = widget_lines;
+            f.widget_placement = widget_placement;
         }
-        ExtensionUiKind::SetTitle { title } => w.title = Some(title),
-        ExtensionUiKind::SetEditorText { text } => w.text = Some(text),
+        ExtensionUiKind::SetTitle { title } => f.title = Some(title),
+        ExtensionUiKind::SetEditorText { text } => f.text = Some(text),
     }
-    w
+    f
+}
+
+fn ui_request(r: pi_core::event::ExtensionUiRequest) -> WireUiRequest {
+    WireUiRequest { id: r.id, method: r.kind.method().to_string(), fields: ui_fields(r.kind) }
 }
 
 /// Map one core event; `None` for events this dialect does not show.

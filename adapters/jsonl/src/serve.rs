@@ -15,7 +15,8 @@ use crate::command::{Incoming, decode_record};
 use crate::framing::{Record, RecordReader};
 use crate::map::{map_event, map_reply};
 use crate::wire::WireResponse;
-use crate::writer::{LineSender, spawn_writer};
+pub use crate::writer::ServeEnd;
+use crate::writer::{LineSender, finish_serving, spawn_writer};
 
 /// What a pending request needs for its response.
 struct PendingRequest {
@@ -24,17 +25,6 @@ struct PendingRequest {
 }
 
 type PendingMap = Arc<Mutex<HashMap<RequestTag, PendingRequest>>>;
-
-/// How serving ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServeEnd {
-    /// Input ended; everything accepted was finished.
-    Eof,
-    /// A termination signal arrived; the run was aborted.
-    Signalled,
-    /// The client stopped reading our output.
-    OutputClosed,
-}
 
 /// Serve until input ends (then finish accepted work) or `stop` resolves
 /// (then abort). `first` is a record already read (dialect detection).
@@ -56,6 +46,7 @@ where
     let mut forwarder = tokio::spawn(forward_outputs(outputs, lines.clone(), pending.clone()));
     let mut next_tag: RequestTag = 1;
     let mut end = ServeEnd::Eof;
+    let mut forwarder_done: Option<bool> = None;
     tokio::pin!(stop);
 
     if let Some(record) = first {
@@ -71,14 +62,9 @@ where
             }
             r = records.next_record() => r,
             done = &mut forwarder => {
-                // The agent stopped: nothing more to serve.
-                drop(agent);
-                drop(lines);
-                let output_ok = done.unwrap_or(false);
-                return match writer.finish().await {
-                    Ok(()) if output_ok => end,
-                    _ => ServeEnd::OutputClosed,
-                };
+                // The agent stopped (e.g. `shutdown`): nothing more to serve.
+                forwarder_done = Some(done.unwrap_or(false));
+                break;
             }
         };
         match record {
@@ -95,11 +81,10 @@ where
         }
     }
     drop(agent);
-    let output_ok = forwarder.await.unwrap_or(false);
     drop(lines);
-    match writer.finish().await {
-        Ok(()) if output_ok => end,
-        _ => ServeEnd::OutputClosed,
+    match forwarder_done {
+        Some(ok) => finish_serving(None, ok, writer, end).await,
+        None => finish_serving(Some(forwarder), false, writer, end).await,
     }
 }
 

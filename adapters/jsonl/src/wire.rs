@@ -149,6 +149,16 @@ pub struct WireUiRequest {
     /// `setWidget`, `setTitle`, `set_editor_text` (fire and forget).
     #[schemars(extend("enum" = ["select", "confirm", "input", "editor", "notify", "setStatus", "setWidget", "setTitle", "set_editor_text"]))]
     pub method: String,
+    /// The method's fields (absent ones are left out).
+    #[serde(flatten)]
+    pub fields: UiFields,
+}
+
+/// The fields of an extension UI request, per method. Shared by both
+/// dialects (native `extension_ui_request`, JSON-RPC `extension:ui` `data`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UiFields {
     /// Dialog or window title.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,

@@ -1,7 +1,7 @@
 //! Mapping core events to JSON-RPC notifications (one exhaustive `match`), and
 //! core replies to results, through the typed shapes of `wire.rs`.
 
-use pi_core::event::{AgentEvent, AssistantStreamEvent, ExtensionUiKind};
+use pi_core::event::{AgentEvent, AssistantStreamEvent};
 use pi_core::message::AgentMessage;
 use pi_core::op::{Reply, StateSnapshot};
 use pi_jsonl::map::map_reply;
@@ -12,10 +12,9 @@ use serde_json::Value;
 use crate::errors::classify;
 use crate::wire::{
     AssistantMessageParams, AutoRetryEndParams, AutoRetryStartParams, BashOutputParams, CompactionEndParams,
-    CompactionStartParams, ContextUsageParams, EmptyResult, ErrorParams, ExtensionErrorParams, ExtensionUiData,
-    ExtensionUiParams, ModelChangedParams, PromptResult, QueueUpdateParams, ServerNotification,
-    SessionNameChangedParams, SessionResult, StatusResult, TokenUsage, ToolCallParams, ToolOutput, ToolResultParams,
-    ToolUpdateParams, TurnEndParams,
+    CompactionStartParams, ContextUsageParams, EmptyResult, ErrorParams, ExtensionErrorParams, ExtensionUiParams,
+    ModelChangedParams, PromptResult, QueueUpdateParams, ServerNotification, SessionNameChangedParams, SessionResult,
+    StatusResult, TokenUsage, ToolCallParams, ToolOutput, ToolResultParams, ToolUpdateParams, TurnEndParams,
 };
 
 /// A notification to send.
@@ -135,43 +134,9 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
         AgentEvent::ExtensionUiRequest(request) => {
             let dialog = request.kind.is_dialog();
             let method = request.kind.method();
-            let mut data = ExtensionUiData::default();
-            match request.kind {
-                ExtensionUiKind::Select { title, options, timeout_ms } => {
-                    data.title = Some(title);
-                    data.options = Some(options);
-                    data.timeout = timeout_ms;
-                }
-                ExtensionUiKind::Confirm { title, message, timeout_ms } => {
-                    data.title = Some(title);
-                    data.message = Some(message);
-                    data.timeout = timeout_ms;
-                }
-                ExtensionUiKind::Input { title, placeholder, timeout_ms } => {
-                    data.title = Some(title);
-                    data.placeholder = placeholder;
-                    data.timeout = timeout_ms;
-                }
-                ExtensionUiKind::Editor { title, prefill, timeout_ms } => {
-                    data.title = Some(title);
-                    data.prefill = prefill;
-                    data.timeout = timeout_ms;
-                }
-                ExtensionUiKind::Notify { message, notify_type } => {
-                    data.message = Some(message);
-                    data.notify_type = Some(notify_type.unwrap_or_else(|| "info".into()));
-                }
-                ExtensionUiKind::SetStatus { status_key, status_text } => {
-                    data.status_key = Some(status_key);
-                    data.status_text = status_text;
-                }
-                ExtensionUiKind::SetWidget { widget_key, widget_lines, widget_placement } => {
-                    data.widget_key = Some(widget_key);
-                    data.widget_lines = widget_lines;
-                    data.widget_placement = widget_placement;
-                }
-                ExtensionUiKind::SetTitle { title } => data.title = Some(title),
-                ExtensionUiKind::SetEditorText { text } => data.text = Some(text),
+            let mut data = pi_jsonl::map::ui_fields(request.kind);
+            if method == "notify" && data.notify_type.is_none() {
+                data.notify_type = Some("info".into());
             }
             ServerNotification::ExtensionUi(ExtensionUiParams {
                 id: request.id,
@@ -225,7 +190,7 @@ pub fn status(s: &StateSnapshot) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use pi_core::event::{CompactionReason, ExtensionUiRequest};
+    use pi_core::event::{CompactionReason, ExtensionUiKind, ExtensionUiRequest};
     use pi_core::message::Usage;
 
     use super::*;

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use pi_core::agent::{AgentHandle, Output};
 use pi_core::op::{Op, Reply, RequestTag};
 use pi_jsonl::framing::{FrameError, Record, RecordReader};
-use pi_jsonl::writer::{LineSender, spawn_writer};
+pub use pi_jsonl::writer::ServeEnd;
+use pi_jsonl::writer::{LineSender, finish_serving, spawn_writer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::io::AsyncBufRead;
@@ -21,14 +22,6 @@ use crate::methods::{Call, decode};
 use crate::notify::{Notification, map_event, map_result, status};
 use crate::protocol::{Message, Params, classify, notification_bytes, null_id, response_bytes};
 use crate::wire::{InitializedParams, ServerNotification};
-
-/// How serving ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServeEnd {
-    Eof,
-    Signalled,
-    OutputClosed,
-}
 
 /// What to do with the reply to a pending request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +90,7 @@ where
     let mut input = Input::new(records, framing, first.as_ref());
     let mut next_tag: RequestTag = 1;
     let mut end = ServeEnd::Eof;
+    let mut forwarder_done: Option<bool> = None;
     tokio::pin!(stop);
 
     if framing == Framing::Lines
@@ -114,14 +108,9 @@ where
             }
             next = input.next() => next,
             done = &mut forwarder => {
-                // The agent stopped (shutdown): nothing more to serve.
-                drop(agent);
-                drop(out);
-                let output_ok = done.unwrap_or(false);
-                return match writer.finish().await {
-                    Ok(()) if output_ok => end,
-                    _ => ServeEnd::OutputClosed,
-                };
+                // The agent stopped (e.g. `shutdown`): nothing more to serve.
+                forwarder_done = Some(done.unwrap_or(false));
+                break;
             }
         };
         match next {
@@ -133,11 +122,10 @@ where
         }
     }
     drop(agent);
-    let output_ok = forwarder.await.unwrap_or(false);
     drop(out);
-    match writer.finish().await {
-        Ok(()) if output_ok => end,
-        _ => ServeEnd::OutputClosed,
+    match forwarder_done {
+        Some(ok) => finish_serving(None, ok, writer, end).await,
+        None => finish_serving(Some(forwarder), false, writer, end).await,
     }
 }
 

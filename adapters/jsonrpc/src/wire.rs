@@ -364,52 +364,7 @@ pub struct ExtensionUiParams {
     #[schemars(extend("enum" = ["select", "confirm", "input", "editor", "notify", "setStatus", "setWidget", "setTitle", "set_editor_text"]))]
     pub method: &'static str,
     /// The method's fields (absent fields are left out).
-    pub data: ExtensionUiData,
-}
-
-/// The fields of an `extension:ui` request.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ExtensionUiData {
-    /// Dialog or window title.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// `select`: the choices.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub options: Option<Vec<String>>,
-    /// `confirm`, `notify`: the message.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// `input`: placeholder.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub placeholder: Option<String>,
-    /// `editor`: initial text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prefill: Option<String>,
-    /// `notify`: `info` (default), `warning` or `error`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub notify_type: Option<String>,
-    /// `setStatus`: the key.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status_key: Option<String>,
-    /// `setStatus`: the text (absent clears).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status_text: Option<String>,
-    /// `setWidget`: the key.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub widget_key: Option<String>,
-    /// `setWidget`: the lines (absent clears).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub widget_lines: Option<Vec<String>>,
-    /// `setWidget`: `aboveEditor` or `belowEditor`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub widget_placement: Option<String>,
-    /// `set_editor_text`: the text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    /// Dialogs: milliseconds before the default answer is taken.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<u64>,
+    pub data: pi_jsonl::wire::UiFields,
 }
 
 /// `prompt` result.
