@@ -59,8 +59,6 @@ pub(crate) struct Agent {
     pub(super) follow_up: MessageQueue,
     pub(super) auto_compaction: bool,
     pub(super) retry_enabled: Arc<AtomicBool>,
-    /// Context tokens reported by the last reply.
-    pub(super) last_context_tokens: Option<u64>,
     /// True from a compaction until the next successful reply (usage unknown).
     pub(super) usage_unknown: bool,
 
@@ -119,7 +117,6 @@ impl Agent {
             messages: restored.messages,
             model: faux::faux_model(),
             thinking: ThinkingLevel::Off,
-            last_context_tokens: None,
             usage_unknown: false,
             run: None,
             next_run_id: 1,
@@ -144,12 +141,6 @@ impl Agent {
             restored.model,
             restored.thinking_level,
         )?;
-        agent.last_context_tokens = agent.messages.iter().rev().find_map(|m| match m {
-            AgentMessage::Assistant(a) if !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) => {
-                Some(a.usage.context_tokens())
-            }
-            _ => None,
-        });
         agent.start_session_entries(config.session_name)?;
         Ok(agent)
     }
@@ -285,7 +276,6 @@ impl Agent {
                 if let AgentMessage::Assistant(a) = message
                     && !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
                 {
-                    self.last_context_tokens = Some(a.usage.context_tokens());
                     self.usage_unknown = false;
                 }
                 self.append_message(message.clone());

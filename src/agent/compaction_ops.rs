@@ -344,7 +344,6 @@ impl Agent {
             Ok(out) => {
                 self.messages = self.session.context().messages;
                 self.usage_unknown = true;
-                self.last_context_tokens = None;
                 let result = CompactionResult {
                     summary: out.summary,
                     first_kept_entry_id: job.prep.first_kept_entry_id.clone(),

@@ -94,7 +94,6 @@ impl Agent {
         let restored = self.session.context();
         self.messages = restored.messages;
         self.usage_unknown = false;
-        self.last_context_tokens = None;
         if let Some(model) =
             restored.model.and_then(|(p, id)| self.models.find(&p, &id)).filter(|m| self.models.has_credentials(m))
         {

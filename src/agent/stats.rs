@@ -1,47 +1,11 @@
 //! Session statistics and the context-usage estimate.
 
 use super::actor::Agent;
-use crate::message::{AgentMessage, ContentBlock, StopReason, Usage, UserContent};
+use crate::compaction::estimate;
+use crate::message::{AgentMessage, Usage};
 use crate::op::{ContextUsageStats, SessionStats, TokenTotals};
 use crate::session::SessionEntry;
 use crate::session::entry::KnownEntry;
-
-/// Rough token count of a text (4 characters per token, as pi estimates).
-pub(crate) fn estimate_text_tokens(text: &str) -> u64 {
-    (text.chars().count() as u64).div_ceil(4)
-}
-
-fn blocks_chars(blocks: &[ContentBlock]) -> usize {
-    blocks
-        .iter()
-        .map(|b| match b {
-            ContentBlock::Text(t) => t.text.len(),
-            ContentBlock::Thinking(t) => t.thinking.len(),
-            ContentBlock::ToolCall(c) => c.name.len() + c.arguments.to_string().len(),
-            ContentBlock::Image(_) => 4800,
-        })
-        .sum()
-}
-
-/// Estimated tokens one message adds to the context.
-pub(crate) fn estimate_message_tokens(message: &AgentMessage) -> u64 {
-    let chars = match message {
-        AgentMessage::User(m) => match &m.content {
-            UserContent::Text(t) => t.len(),
-            UserContent::Blocks(b) => blocks_chars(b),
-        },
-        AgentMessage::Assistant(m) => blocks_chars(&m.content),
-        AgentMessage::ToolResult(m) => blocks_chars(&m.content),
-        AgentMessage::BashExecution(m) => m.command.len() + m.output.len() + 20,
-        AgentMessage::CompactionSummary(m) => m.summary.len() + 100,
-        AgentMessage::BranchSummary(m) => m.summary.len() + 100,
-        AgentMessage::Custom(m) => match &m.content {
-            UserContent::Text(t) => t.len(),
-            UserContent::Blocks(b) => blocks_chars(b),
-        },
-    };
-    (chars as u64).div_ceil(4)
-}
 
 impl Agent {
     /// Context tokens in use: the last reply's usage plus an estimate of what came after.
@@ -49,18 +13,13 @@ impl Agent {
         if self.usage_unknown || crate::compaction::awaiting_usage(&self.session) {
             return None;
         }
-        let last_reply = self.messages.iter().rposition(|m| {
-            matches!(m, AgentMessage::Assistant(a) if !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted))
-        });
-        match (last_reply, self.last_context_tokens) {
-            (Some(i), Some(tokens)) => {
-                Some(tokens + self.messages[i + 1..].iter().map(estimate_message_tokens).sum::<u64>())
-            }
-            _ => Some(
-                estimate_text_tokens(&self.system_prompt())
-                    + self.messages.iter().map(estimate_message_tokens).sum::<u64>(),
-            ),
-        }
+        // pi's estimate: the last usable reply's usage plus the messages after
+        // it; without one, everything including the system prompt.
+        let (tokens, anchor) = estimate::estimate_context(&self.messages);
+        Some(match anchor {
+            Some(_) => tokens,
+            None => tokens + estimate::estimate_system_prompt(&self.system_prompt(), &self.active_tool_set().1),
+        })
     }
 
     pub(super) fn context_usage(&self) -> Option<ContextUsageStats> {
