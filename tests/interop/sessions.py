@@ -6,6 +6,8 @@
    get_messages; pi-rpc opens it too: the messages must be equal.
 2. The reference writes a session (same steps); pi-rpc opens it: its
    get_messages must equal the reference's own answer for that file.
+3. A hand-made file whose costs carry long float tails reads back bit for
+   bit in both.
 
 pi 1.6 `role:"system"` messages are left out of the comparison: pi-rpc keeps
 them in the file (and in get_entries) but builds its own system prompt and
@@ -154,4 +156,47 @@ for writer in ("pi-rpc", "pi"):
                         failed = True
         finally:
             env.close()
+
+# 3. Costs are JavaScript float sums whose shortest form can carry a long tail
+# (0.002604 + 0.000165 = 0.0027689999999999998). A hand-made file full of
+# them must read back bit for bit in both: pi-rpc's own release build once
+# parsed floats with serde_json's fast path and moved them by one ulp.
+def assistant(i, parent, cost_in, cost_out):
+    total = cost_in + cost_out
+    return {"type": "message", "id": "f%07d" % i, "parentId": parent, "timestamp": "2026-01-01T00:00:0%d.000Z" % i,
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "answer %d" % i}],
+                        "api": "openai-completions", "provider": "fake-openai", "model": "fake-model",
+                        "usage": {"input": 868, "output": 11, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 879,
+                                  "cost": {"input": cost_in, "output": cost_out, "cacheRead": 0, "cacheWrite": 0,
+                                           "total": total, "totalFromProvider": False}},
+                        "stopReason": "stop", "timestamp": 1767225600000 + i}}
+
+
+with tempfile.TemporaryDirectory() as root:
+    env = Env(root)
+    try:
+        path = os.path.join(env.sessions, "floats.jsonl")
+        lines = [{"type": "session", "version": 3, "id": "0192a3b4-c5d6-7e8f-9a0b-1c2d3e4f5a6b",
+                  "timestamp": "2026-01-01T00:00:00.000Z", "cwd": env.cwd}]
+        parent = None
+        pairs = [(0.002604, 0.000165), (0.1, 0.2), (3 / 1e6 * 1237, 15 / 1e6 * 97), (0.3 / 1e6 * 5, 1e-7 * 3),
+                 (1.25e-5 * 7, 0.000015 * 13)]
+        for i, (a, b) in enumerate(pairs, start=1):
+            user = {"type": "message", "id": "u%07d" % i, "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z",
+                    "message": {"role": "user", "content": [{"type": "text", "text": "q%d" % i}], "timestamp": 1}}
+            lines += [user, assistant(i, user["id"], a, b)]
+            parent = "f%07d" % i
+        with open(path, "w") as f:
+            f.write("".join(json.dumps(l) + "\n" for l in lines))
+        ours = env.messages("pi-rpc", path)
+        theirs = env.messages("pi", path)
+        expected = [l["message"] for l in lines[1:]]
+        totals = lambda ms: [m["usage"]["cost"]["total"] for m in ms if m["role"] == "assistant"]
+        if totals(ours) == totals(expected) and ours == theirs:
+            print("same float tails: %s" % ", ".join(repr(t) for t in totals(ours)))
+        else:
+            print("DIFF float tails: pi-rpc %s, pi %s, file %s" % (totals(ours), totals(theirs), totals(expected)))
+            failed = True
+    finally:
+        env.close()
 sys.exit(1 if failed else 0)
