@@ -10,9 +10,11 @@ pub mod fields;
 pub mod framing;
 pub mod map;
 pub mod serve;
+pub mod serving;
 pub mod wire;
 pub mod wire_command;
 pub mod wire_data;
 pub mod writer;
 
-pub use serve::{ServeEnd, serve};
+pub use serve::serve;
+pub use serving::ServeEnd;

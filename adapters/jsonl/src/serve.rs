@@ -14,9 +14,10 @@ use tokio::sync::mpsc;
 use crate::command::{Incoming, decode_record};
 use crate::framing::{Record, RecordReader};
 use crate::map::{map_event, map_reply};
+pub use crate::serving::ServeEnd;
+use crate::serving::{finish_serving, read_input};
 use crate::wire::WireResponse;
-pub use crate::writer::ServeEnd;
-use crate::writer::{LineSender, finish_serving, spawn_writer};
+use crate::writer::{LineSender, spawn_writer};
 
 /// What a pending request needs for its response.
 struct PendingRequest {
@@ -45,47 +46,21 @@ where
     let pending: PendingMap = Arc::new(Mutex::new(HashMap::new()));
     let mut forwarder = tokio::spawn(forward_outputs(outputs, lines.clone(), pending.clone()));
     let mut next_tag: RequestTag = 1;
-    let mut end = ServeEnd::Eof;
-    let mut forwarder_done: Option<bool> = None;
-    tokio::pin!(stop);
 
     if let Some(record) = first {
         handle_record(record, &agent, &lines, &pending, &mut next_tag).await;
     }
-    loop {
-        let record = tokio::select! {
-            biased;
-            _ = &mut stop => {
-                end = ServeEnd::Signalled;
-                let _ = agent.submit(None, Op::Shutdown { abort: true }).await;
-                break;
-            }
-            r = records.next_record() => r,
-            done = &mut forwarder => {
-                // The agent stopped (e.g. `shutdown`): nothing more to serve.
-                forwarder_done = Some(done.unwrap_or(false));
-                break;
-            }
-        };
-        match record {
-            Ok(Some(record)) => handle_record(record, &agent, &lines, &pending, &mut next_tag).await,
-            Ok(None) => {
-                let _ = agent.submit(None, Op::Shutdown { abort: false }).await;
-                break;
-            }
-            Err(e) => {
-                tracing::warn!("input error: {e}");
-                let _ = agent.submit(None, Op::Shutdown { abort: false }).await;
-                break;
-            }
-        }
-    }
+    let input = read_input(
+        &agent,
+        stop,
+        &mut forwarder,
+        async || records.next_record().await,
+        async |record| handle_record(record, &agent, &lines, &pending, &mut next_tag).await,
+    )
+    .await;
     drop(agent);
     drop(lines);
-    match forwarder_done {
-        Some(ok) => finish_serving(None, ok, writer, end).await,
-        None => finish_serving(Some(forwarder), false, writer, end).await,
-    }
+    finish_serving(input, forwarder, writer).await
 }
 
 async fn handle_record(

@@ -96,35 +96,6 @@ impl LineSender {
     }
 }
 
-/// How serving a connection ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServeEnd {
-    /// Input ended (or the agent shut down); everything accepted was finished.
-    Eof,
-    /// A termination signal arrived; the run was aborted.
-    Signalled,
-    /// The client stopped reading our output.
-    OutputClosed,
-}
-
-/// Wait for the output forwarder (the agent's end), then for the writer to
-/// flush; `end` unless the output broke on the way.
-pub async fn finish_serving(
-    forwarder: Option<tokio::task::JoinHandle<bool>>,
-    forwarder_ok: bool,
-    writer: WriterHandle,
-    end: ServeEnd,
-) -> ServeEnd {
-    let output_ok = match forwarder {
-        Some(task) => task.await.unwrap_or(false),
-        None => forwarder_ok,
-    };
-    match writer.finish().await {
-        Ok(()) if output_ok => end,
-        _ => ServeEnd::OutputClosed,
-    }
-}
-
 /// Waits for the writer thread to finish.
 pub struct WriterHandle {
     done: oneshot::Receiver<std::io::Result<()>>,

@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use pi_core::agent::{AgentHandle, Output};
 use pi_core::op::{Op, Reply, RequestTag};
 use pi_jsonl::framing::{FrameError, Record, RecordReader};
-pub use pi_jsonl::writer::ServeEnd;
-use pi_jsonl::writer::{LineSender, finish_serving, spawn_writer};
+pub use pi_jsonl::serving::ServeEnd;
+use pi_jsonl::serving::{finish_serving, read_input};
+use pi_jsonl::writer::{LineSender, spawn_writer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::io::AsyncBufRead;
@@ -89,44 +90,23 @@ where
     let mut forwarder = tokio::spawn(forward_outputs(outputs, out.clone(), state.clone()));
     let mut input = Input::new(records, framing, first.as_ref());
     let mut next_tag: RequestTag = 1;
-    let mut end = ServeEnd::Eof;
-    let mut forwarder_done: Option<bool> = None;
-    tokio::pin!(stop);
 
     if framing == Framing::Lines
         && let Some(record) = first
     {
         handle_record(record, &agent, &out, &state, &mut next_tag).await;
     }
-    loop {
-        let next = tokio::select! {
-            biased;
-            _ = &mut stop => {
-                end = ServeEnd::Signalled;
-                let _ = agent.submit(None, Op::Shutdown { abort: true }).await;
-                break;
-            }
-            next = input.next() => next,
-            done = &mut forwarder => {
-                // The agent stopped (e.g. `shutdown`): nothing more to serve.
-                forwarder_done = Some(done.unwrap_or(false));
-                break;
-            }
-        };
-        match next {
-            Ok(Some(record)) => handle_record(record, &agent, &out, &state, &mut next_tag).await,
-            Ok(None) | Err(_) => {
-                let _ = agent.submit(None, Op::Shutdown { abort: false }).await;
-                break;
-            }
-        }
-    }
+    let ended = read_input(
+        &agent,
+        stop,
+        &mut forwarder,
+        async || input.next().await,
+        async |record| handle_record(record, &agent, &out, &state, &mut next_tag).await,
+    )
+    .await;
     drop(agent);
     drop(out);
-    match forwarder_done {
-        Some(ok) => finish_serving(None, ok, writer, end).await,
-        None => finish_serving(Some(forwarder), false, writer, end).await,
-    }
+    finish_serving(ended, forwarder, writer).await
 }
 
 async fn handle_record(record: Record, agent: &AgentHandle, out: &Out, state: &Shared, next_tag: &mut RequestTag) {
