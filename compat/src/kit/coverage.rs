@@ -10,7 +10,10 @@ use super::expect::rule_literals;
 use super::pattern::literal_values;
 use super::scenario::Scenario;
 
-/// Native commands of seed 000.
+/// Native commands of seed 000. Written from the seed, not taken from
+/// pi-jsonl's `WIRE_COMMAND_TYPES`: the kit judges implementations, ours
+/// included, so it must not learn the contract from one of them (pi 1.6's
+/// `clear_queue`, which the seed lacks, is not here).
 pub const NATIVE_COMMANDS: &[&str] = &[
     "prompt",
     "steer",
