@@ -3,7 +3,7 @@
 //! fake model server: the events, the summarisation requests we send, and the
 //! messages the model sees afterwards.
 
-use pi_compat::fake_server::{RecordedRequest, Reply};
+use pi_compat::fake_server::{FakeServer, RecordedRequest, Reply};
 use serde_json::{Value, json};
 
 use crate::harness::{Pi, Sandbox, read_jsonl, types};
@@ -256,6 +256,16 @@ async fn set_auto_compaction_false_turns_threshold_compaction_off() {
     assert_eq!(server.requests().len(), 2);
 }
 
+/// Two long answers, then a context overflow on the third prompt, the
+/// summary compaction asks for, and the answer to the retried prompt.
+fn push_recovered_overflow(server: &FakeServer) {
+    server.push(Reply::text(&long("alpha", 60)).usage(500, 100, 0));
+    server.push(Reply::text(&long("beta", 60)).usage(700, 100, 0));
+    server.push(overflow_error());
+    server.push(Reply::text("OVERFLOW SUMMARY").usage(50, 5, 0));
+    server.push(Reply::text("answer after recovery").usage(300, 10, 0));
+}
+
 fn overflow_error() -> Reply {
     Reply::error(
         400,
@@ -270,11 +280,7 @@ async fn overflow_compacts_then_retries_the_prompt_once() {
     // Keeping 150 tokens cuts at the second prompt (not inside the failed turn).
     let sb = sandbox(128_000, 150, 16_384).await;
     let server = sb.server();
-    server.push(Reply::text(&long("alpha", 60)).usage(500, 100, 0));
-    server.push(Reply::text(&long("beta", 60)).usage(700, 100, 0));
-    server.push(overflow_error());
-    server.push(Reply::text("OVERFLOW SUMMARY").usage(50, 5, 0));
-    server.push(Reply::text("answer after recovery").usage(300, 10, 0));
+    push_recovered_overflow(server);
     let mut pi = sb.spawn(&["--no-session"]);
     prompt(&mut pi, "p1", &long("one", 60)).await;
     prompt(&mut pi, "p1b", &long("uno", 60)).await;
@@ -567,11 +573,7 @@ async fn abort_during_threshold_compaction_settles_the_run_as_aborted() {
 async fn jsonrpc_reports_a_recovered_overflow_as_retryable() {
     let sb = sandbox(128_000, 150, 16_384).await;
     let server = sb.server();
-    server.push(Reply::text(&long("alpha", 60)).usage(500, 100, 0));
-    server.push(Reply::text(&long("beta", 60)).usage(700, 100, 0));
-    server.push(overflow_error());
-    server.push(Reply::text("OVERFLOW SUMMARY").usage(50, 5, 0));
-    server.push(Reply::text("answer after recovery").usage(300, 10, 0));
+    push_recovered_overflow(server);
     let mut pi = sb.spawn(&["--no-session", "--protocol", "jsonrpc"]);
     for (id, text) in [(1, long("one", 60)), (2, long("uno", 60)), (3, format!("retry me {}", long("two", 60)))] {
         pi.send(json!({"jsonrpc": "2.0", "id": id, "method": "prompt", "params": {"content": text}})).await;
