@@ -7,12 +7,14 @@
 //! stdin/stdout, JSONL or JSON-RPC.
 
 pub mod agent;
+pub mod codemode;
 pub mod compaction;
 pub mod config;
 pub mod error;
 pub mod event;
 pub mod export_html;
 pub mod extensions;
+pub mod mcp;
 pub mod message;
 pub mod model;
 pub mod op;

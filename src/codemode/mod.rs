@@ -1,0 +1,458 @@
+//! The `codemode` tool: the model writes a JavaScript script that calls the
+//! session's other tools (`tools.<name>(args)`, MCP tools included), filters
+//! their results and returns only what it prints (`text()`, `image()`,
+//! `console`, `return`). Scripts run in an embedded QuickJS ([`engine`]) with
+//! pi 1.6.0's globals and limits; each nested call passes the same
+//! `tool_call` gate as a direct call.
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::mcp::search::{SearchDoc, rank};
+use crate::mcp::{ExposedTool, McpManager, naming};
+use crate::tools::{GateDecision, Tool, ToolContext, ToolOutput, ToolUpdate};
+
+mod declare;
+mod engine;
+mod output;
+
+use engine::{Completion, ScriptRequest, ScriptRun};
+
+/// Default `max_output_tokens`.
+const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 10_000;
+/// Longest wait for a free worker.
+const WORKER_WAIT: Duration = Duration::from_secs(60);
+/// All stored values together, in characters of JSON.
+const STORE_TOTAL_LIMIT: usize = 1_048_576;
+
+/// Scripts running at once in this process (`PI_CODEMODE_MAX_WORKERS`, default 2).
+fn workers() -> &'static Semaphore {
+    static WORKERS: OnceLock<Semaphore> = OnceLock::new();
+    WORKERS.get_or_init(|| {
+        let n = std::env::var("PI_CODEMODE_MAX_WORKERS").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0);
+        Semaphore::new(n.unwrap_or(2))
+    })
+}
+
+/// A tool scripts may call.
+#[derive(Clone)]
+pub struct CatalogEntry {
+    pub tool: Arc<dyn Tool>,
+    pub namespace: Option<String>,
+    pub output_schema: Option<Value>,
+    /// MCP tools resolve to their `CallToolResult`, even when it is an error.
+    pub is_mcp: bool,
+    pub search: SearchDoc,
+}
+
+impl CatalogEntry {
+    pub fn builtin(tool: Arc<dyn Tool>) -> CatalogEntry {
+        let search = SearchDoc {
+            name: tool.name().to_string(),
+            description: tool.description().to_string(),
+            extra: String::new(),
+            namespace: None,
+        };
+        CatalogEntry { tool, namespace: None, output_schema: None, is_mcp: false, search }
+    }
+
+    pub fn from_exposed(t: ExposedTool) -> CatalogEntry {
+        let is_mcp = t.namespace.is_some();
+        CatalogEntry { tool: t.tool, namespace: t.namespace, output_schema: t.output_schema, is_mcp, search: t.search }
+    }
+
+    fn described(&self) -> String {
+        format!("{}\n\ncodemode tool declaration:\n```ts\n{}\n```", self.tool.description(), declare::declaration(self))
+    }
+}
+
+/// The `codemode` tool of one model call.
+pub struct CodemodeTool {
+    builtins: Vec<CatalogEntry>,
+    mcp: Option<Arc<McpManager>>,
+    parameters: Value,
+}
+
+impl CodemodeTool {
+    pub fn new(entries: Vec<CatalogEntry>, mcp: Option<Arc<McpManager>>) -> CodemodeTool {
+        let builtins =
+            entries.into_iter().filter(|e| !e.is_mcp && e.namespace.is_none() && e.tool.name() != "codemode").collect();
+        let parameters = json!({"type": "object", "required": ["code"], "properties": {
+            "code": {"type": "string", "description": "Raw JavaScript source."}
+        }});
+        CodemodeTool { builtins, mcp, parameters }
+    }
+
+    /// Every callable tool now (MCP tools of servers connected so far).
+    fn catalog(&self) -> Vec<CatalogEntry> {
+        let mut all = self.builtins.clone();
+        if let Some(mcp) = &self.mcp {
+            all.extend(mcp.tools().into_iter().map(CatalogEntry::from_exposed));
+        }
+        all
+    }
+}
+
+const DESCRIPTION: &str = "Run JavaScript that calls other tools. The input is raw JavaScript (not JSON, no code fence), run as an async function body in a QuickJS sandbox: top-level `await` and `return` work. No Node, file system, network, or timers.
+- `await tools.<name>({ ...args })` resolves to a string, or an object if the tool's declaration says so, and rejects with an Error on failure. MCP tools resolve to their `CallToolResult` (`content`, `structuredContent`, `isError`), also when it reports an error. Calls still running when the script ends are cancelled.
+- Optional first line: `// @options: {\"max_output_tokens\": 10000, \"timeout_ms\": 60000}`
+
+Globals:
+- `text(value)`, `image(dataUrlOrImageBlock)`, `console.log(...)`, and top-level `return` add output; `exit()` ends the script. With several text items, each starts with a `==> text N/M <==` line, and `console` lines follow the other output in one `<console_output>` block. `image()` also saves the image to a temp file and the result names its path.
+- `store(key, value)` and `load(key)` keep JSON values across codemode calls.
+- `ALL_TOOLS`, `await searchTools(query, { limit?, namespace? })`, `await describeTool(name)`, `await describeNamespace(name)`: find unlisted tools, such as MCP tools.";
+
+/// Script options from a first line `// @options: {...}`.
+#[derive(Debug, Default, PartialEq)]
+struct ScriptOptions {
+    max_output_tokens: Option<u64>,
+    timeout_ms: Option<u64>,
+}
+
+fn parse_options(code: &str) -> Result<ScriptOptions, String> {
+    const MARK: &str = "// @options:";
+    let mut options = ScriptOptions::default();
+    for (i, line) in code.lines().enumerate() {
+        let Some(rest) = line.trim_start().strip_prefix(MARK) else { continue };
+        if i > 0 {
+            return Err(format!("The options line must be the first line of the script (found on line {}).", i + 1));
+        }
+        let v: Value = serde_json::from_str(rest.trim()).map_err(|e| format!("Invalid options line: {e}"))?;
+        let num = |k: &str| match v.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(n) => n
+                .as_u64()
+                .filter(|n| *n > 0)
+                .map(Some)
+                .ok_or_else(|| format!("Invalid options line: {k} must be a positive integer")),
+        };
+        options.max_output_tokens = num("max_output_tokens")?;
+        options.timeout_ms = num("timeout_ms")?;
+    }
+    Ok(options)
+}
+
+#[async_trait]
+impl Tool for CodemodeTool {
+    fn name(&self) -> &str {
+        "codemode"
+    }
+
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+
+    async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
+        let code = args.get("code").and_then(Value::as_str).unwrap_or_default().to_string();
+        if code.trim().is_empty() {
+            return ToolOutput::error(
+                "Expected JavaScript source text (non-empty). Provide JS only, optionally with a first line `// @options: {\"max_output_tokens\": 1000}`.",
+            );
+        }
+        let started = Instant::now();
+        let options = match parse_options(&code) {
+            Ok(o) => o,
+            Err(e) => return output::not_started(started, &e),
+        };
+        let deadline = options.timeout_ms.map(|ms| started + Duration::from_millis(ms));
+        let wait = deadline.map_or(WORKER_WAIT, |d| d.saturating_duration_since(Instant::now()).min(WORKER_WAIT));
+        let permit = tokio::select! {
+            p = tokio::time::timeout(wait, workers().acquire()) => match p {
+                Ok(Ok(p)) => p,
+                _ => {
+                    let why = match options.timeout_ms {
+                        Some(ms) if Duration::from_millis(ms) <= WORKER_WAIT => format!("Script timed out: Execution timed out after {ms} ms while waiting for a free codemode worker"),
+                        _ => "No codemode worker became free within 60 seconds".to_string(),
+                    };
+                    return output::not_started(started, &why);
+                }
+            },
+            _ = ctx.cancel.cancelled() => return output::not_started(started, "Operation aborted"),
+        };
+        if let Some(mcp) = &self.mcp {
+            let named = mcp.servers_named_in(&code);
+            if !named.is_empty() {
+                mcp.wait_for(Some(&named)).await;
+            }
+        }
+        let session = Session::new(self, &ctx);
+        let outcome = session.run(code, deadline, options.timeout_ms).await;
+        drop(permit);
+        let max_chars = options.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS).saturating_mul(4) as usize;
+        output::finish(started, outcome, &session.calls(), max_chars, &ctx.temp_dir)
+    }
+}
+
+/// One call record of `details.calls`.
+#[derive(Debug, Clone)]
+pub(crate) struct CallRecord {
+    pub id: String,
+    pub name: String,
+    pub args: String,
+    pub status: &'static str,
+    pub duration_ms: Option<f64>,
+    pub error: Option<String>,
+}
+
+impl CallRecord {
+    fn to_json(&self) -> Value {
+        let mut v = json!({"id": self.id, "name": self.name, "args": self.args, "status": self.status});
+        if let Some(d) = self.duration_ms {
+            v["durationMs"] = json!(d);
+        }
+        if let Some(e) = &self.error {
+            v["error"] = json!(e);
+        }
+        v
+    }
+}
+
+/// The async side of one script run.
+struct Session<'a> {
+    tool: &'a CodemodeTool,
+    ctx: &'a ToolContext,
+    calls: std::sync::Mutex<Vec<CallRecord>>,
+}
+
+impl<'a> Session<'a> {
+    fn new(tool: &'a CodemodeTool, ctx: &'a ToolContext) -> Session<'a> {
+        Session { tool, ctx, calls: std::sync::Mutex::new(Vec::new()) }
+    }
+
+    fn calls(&self) -> Vec<CallRecord> {
+        self.calls.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    fn publish(&self) {
+        let calls: Vec<Value> = self.calls().iter().map(CallRecord::to_json).collect();
+        self.ctx.update(ToolUpdate { content: Vec::new(), details: Some(json!({"calls": calls})) });
+    }
+
+    async fn run(&self, code: String, deadline: Option<Instant>, timeout_ms: Option<u64>) -> engine::ScriptOutcome {
+        let (req_tx, mut req_rx) = mpsc::unbounded_channel();
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        let (comp_tx, comp_rx) = std::sync::mpsc::channel::<Completion>();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let run = ScriptRun { code, deadline, timeout_ms, stop: stop.clone(), requests: req_tx, completions: comp_rx };
+        let spawned = std::thread::Builder::new().name("codemode".into()).spawn(move || {
+            let _ = done_tx.send(engine::run_script(run));
+        });
+        if let Err(e) = spawned {
+            return engine::ScriptOutcome {
+                error: Some(format!("cannot start a codemode worker: {e}")),
+                ..Default::default()
+            };
+        }
+        self.publish();
+        let calls_cancel = self.ctx.cancel.child_token();
+        let mut running = futures::stream::FuturesUnordered::new();
+        let mut done_rx = done_rx;
+        let mut seq = 0u32;
+        let outcome = loop {
+            use futures::StreamExt;
+            tokio::select! {
+                outcome = &mut done_rx => break outcome.unwrap_or_default(),
+                Some(request) = req_rx.recv() => match request {
+                    ScriptRequest::Call { id, name, args } => {
+                        seq += 1;
+                        running.push(self.call(id, seq, name, args, calls_cancel.clone()));
+                    }
+                    ScriptRequest::Sync { op, arg, reply } => {
+                        let _ = reply.send(self.answer(&op, &arg).await);
+                    }
+                },
+                Some(completion) = running.next(), if !running.is_empty() => {
+                    let _ = comp_tx.send(completion);
+                    self.publish();
+                }
+                _ = self.ctx.cancel.cancelled(), if !stop.load(std::sync::atomic::Ordering::SeqCst) => {
+                    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        };
+        // Calls still running when the script ends are cancelled.
+        calls_cancel.cancel();
+        if outcome.error.is_none() {
+            self.commit_store(&outcome.writes);
+        }
+        outcome
+    }
+
+    /// Run one nested call through the gate; its completion for the script.
+    async fn call(&self, id: u32, seq: u32, name: String, args: Value, cancel: CancellationToken) -> Completion {
+        let call_id = format!("{}/{seq}", self.ctx.tool_call_id);
+        let index = {
+            let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+            calls.push(CallRecord {
+                id: call_id.clone(),
+                name: name.clone(),
+                args: args.to_string(),
+                status: "running",
+                duration_ms: None,
+                error: None,
+            });
+            calls.len() - 1
+        };
+        self.publish();
+        let started = Instant::now();
+        let (ok, value) = self.call_inner(&call_id, &name, args, cancel).await;
+        if let Ok(mut calls) = self.calls.lock() {
+            let record = &mut calls[index];
+            record.status = if ok { "ok" } else { "error" };
+            record.duration_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+            if !ok {
+                record.error = value.as_str().map(str::to_string);
+            }
+        }
+        Completion { id, ok, value }
+    }
+
+    async fn call_inner(&self, call_id: &str, name: &str, args: Value, cancel: CancellationToken) -> (bool, Value) {
+        let catalog = self.tool.catalog();
+        let Some(entry) = catalog.into_iter().find(|e| e.tool.name() == name) else {
+            return (false, json!(format!("Tool {name} not found")));
+        };
+        let args = entry.tool.prepare_arguments(args);
+        let args = match crate::tools::validate::coerce_and_validate(name, entry.tool.parameters(), &args) {
+            Ok(a) => a,
+            Err(e) => return (false, json!(e)),
+        };
+        let args = match &self.ctx.gate {
+            Some(gate) => match gate.check(call_id, name, &args, &cancel).await {
+                GateDecision::Allow { args: replaced } => replaced.unwrap_or(args),
+                GateDecision::Block { reason } => return (false, json!(reason)),
+            },
+            None => args,
+        };
+        let mut ctx = self.ctx.clone();
+        ctx.cancel = cancel;
+        ctx.tool_call_id = call_id.to_string();
+        ctx.updates = None;
+        let out = entry.tool.execute(args, ctx).await;
+        let text = || {
+            out.content
+                .iter()
+                .filter_map(|b| match b {
+                    crate::message::ContentBlock::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        match out.structured_content {
+            Some(v) if entry.is_mcp || name == "bash" || !out.is_error => (true, v),
+            _ if out.is_error => (false, json!(text())),
+            _ => (true, json!(text())),
+        }
+    }
+
+    /// A catalog or store question from the script.
+    async fn answer(&self, op: &str, arg: &Value) -> Option<Value> {
+        match op {
+            "resolve" => {
+                let ident = arg.as_str()?;
+                let mut catalog = self.tool.catalog();
+                if catalog.iter().all(|e| naming::identifier(e.tool.name()) != ident)
+                    && let Some(mcp) = &self.tool.mcp
+                    && ident.starts_with("mcp__")
+                {
+                    mcp.wait_for(Some(&[ident.to_string()])).await;
+                    catalog = self.tool.catalog();
+                }
+                catalog.iter().find(|e| naming::identifier(e.tool.name()) == ident).map(|e| json!(e.tool.name()))
+            }
+            "all_tools" => {
+                self.wait_all().await;
+                let all: Vec<Value> = self
+                    .tool
+                    .catalog()
+                    .iter()
+                    .map(|e| json!({"name": e.tool.name(), "description": e.described()}))
+                    .collect();
+                Some(Value::Array(all))
+            }
+            "search" => {
+                self.wait_all().await;
+                let query = arg.get("query").and_then(Value::as_str).unwrap_or_default();
+                let limit = arg.get("limit").and_then(Value::as_u64).unwrap_or(8) as usize;
+                let ns = arg.get("namespace").and_then(Value::as_str);
+                let catalog: Vec<CatalogEntry> = self
+                    .tool
+                    .catalog()
+                    .into_iter()
+                    .filter(|e| {
+                        ns.is_none_or(|ns| {
+                            e.namespace
+                                .as_deref()
+                                .is_some_and(|n| naming::namespace_matches(ns, n.trim_start_matches("mcp__")))
+                        })
+                    })
+                    .collect();
+                let docs: Vec<SearchDoc> = catalog.iter().map(|e| e.search.clone()).collect();
+                let found: Vec<Value> = rank(&docs, query, limit)
+                    .into_iter()
+                    .filter_map(|d| catalog.iter().find(|e| e.tool.name() == d.name))
+                    .map(|e| json!({"name": e.tool.name(), "description": e.described()}))
+                    .collect();
+                Some(Value::Array(found))
+            }
+            "describe" => {
+                let name = arg.as_str()?;
+                if name.starts_with("mcp__") {
+                    self.wait_all().await;
+                }
+                self.tool.catalog().iter().find(|e| e.tool.name() == name).map(|e| json!(e.described()))
+            }
+            "namespace" => {
+                self.wait_all().await;
+                self.tool.mcp.as_ref()?.namespace_info(arg.as_str()?)
+            }
+            "load" => {
+                let store = self.tool.mcp.as_ref()?.store.lock().ok()?;
+                store.get(arg.as_str()?).cloned()
+            }
+            _ => None,
+        }
+    }
+
+    async fn wait_all(&self) {
+        if let Some(mcp) = &self.tool.mcp {
+            mcp.wait_for(None).await;
+        }
+    }
+
+    /// Keep a successful script's `store()` writes (within the size limit).
+    fn commit_store(&self, writes: &Map<String, Value>) {
+        let Some(mcp) = &self.tool.mcp else { return };
+        let Ok(mut store) = mcp.store.lock() else { return };
+        let mut next = store.clone();
+        for (key, write) in writes {
+            match write.get("json").and_then(Value::as_str).and_then(|j| serde_json::from_str::<Value>(j).ok()) {
+                Some(v) => {
+                    next.insert(key.clone(), v);
+                }
+                None => {
+                    next.remove(key);
+                }
+            }
+        }
+        let total: usize = next.values().map(|v| v.to_string().len()).sum();
+        if total <= STORE_TOTAL_LIMIT {
+            *store = next;
+        } else {
+            tracing::warn!("codemode store over {STORE_TOTAL_LIMIT} characters; the script's writes are dropped");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,119 @@
+//! Codemode against real built-in tools: scripts, output format, limits.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::*;
+use crate::message::ContentBlock;
+
+fn tool() -> CodemodeTool {
+    let reg = crate::tools::ToolRegistry::builtin();
+    let entries = ["read", "bash", "write"].iter().filter_map(|n| reg.get(n)).map(CatalogEntry::builtin).collect();
+    let mcp = McpManager::start(crate::mcp::McpOptions::default());
+    CodemodeTool::new(entries, Some(mcp))
+}
+
+fn texts(out: &ToolOutput) -> Vec<String> {
+    out.content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn run(tool: &CodemodeTool, code: &str) -> ToolOutput {
+    let dir = std::env::temp_dir();
+    let mut ctx = ToolContext::new(dir.clone());
+    ctx.tool_call_id = "c1".into();
+    tool.execute(json!({"code": code}), ctx).await
+}
+
+#[tokio::test]
+async fn return_text_console_and_numbered_items() {
+    let t = tool();
+    let out = run(&t, "return 42").await;
+    assert!(!out.is_error);
+    let ts = texts(&out);
+    assert!(ts[0].starts_with("Script completed\nWall time "), "{ts:?}");
+    assert!(ts[0].ends_with(" seconds\nOutput:\n"));
+    assert_eq!(ts[1], "42");
+    let out = run(&t, "text('a'); console.log('x', {y: 1}); return [1, {a: 'b'}, undefined]").await;
+    assert_eq!(
+        texts(&out)[1],
+        "==> text 1/2 <==\na\n==> text 2/2 <==\n[1,{\"a\":\"b\"},null]\n<console_output>\nx {\"y\":1}\n</console_output>"
+    );
+}
+
+#[tokio::test]
+async fn tools_are_called_concurrently_and_errors_reject() {
+    let t = tool();
+    let code = "const [a, b] = await Promise.all([tools.bash({command: 'echo one'}), tools.bash({command: 'echo two'})]);\n\
+                try { await tools.read({path: 'no-such-file.txt'}); } catch (e) { text('caught ' + (e instanceof Error)); }\n\
+                return a.output + b.output";
+    let out = run(&t, code).await;
+    assert!(!out.is_error, "{:?}", texts(&out));
+    assert_eq!(texts(&out)[1], "==> text 1/2 <==\ncaught true\n==> text 2/2 <==\none\ntwo\n");
+    let calls = out.details.unwrap()["calls"].as_array().unwrap().clone();
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[0]["id"], "c1/1");
+    assert_eq!(calls[2]["status"], "error");
+}
+
+#[tokio::test]
+async fn failures_keep_partial_output_and_name_the_calls() {
+    let t = tool();
+    let out = run(&t, "text('before');\nthrow new Error('boom')").await;
+    assert!(out.is_error);
+    let ts = texts(&out);
+    assert!(ts[0].starts_with("Script failed\n"));
+    assert!(ts[1].starts_with("before\nScript error:\nError: boom\n"), "{}", ts[1]);
+    assert!(ts[1].ends_with("No tool calls were made."));
+    let out = run(&t, "return await tools.nosuch({})").await;
+    assert!(texts(&out)[1].contains("TypeError: tools.nosuch does not exist."), "{:?}", texts(&out));
+    let out = run(&t, "await new Promise(() => {});").await;
+    assert!(texts(&out)[1].contains("can never settle"));
+    let out = run(&t, "x = ;").await;
+    assert!(texts(&out)[1].starts_with("Script error:\nSyntaxError"), "{:?}", texts(&out));
+    let out = run(&t, "text('one'); exit(); text('two')").await;
+    assert!(!out.is_error);
+    assert_eq!(texts(&out)[1], "one");
+    let out = run(&t, "").await;
+    assert!(out.is_error && texts(&out)[0].starts_with("Expected JavaScript source text"));
+}
+
+#[tokio::test]
+async fn limits_timeout_and_options_line() {
+    let t = tool();
+    let out = run(&t, "// @options: {\"timeout_ms\": 200}\nwhile (true) {}").await;
+    assert!(out.is_error);
+    assert!(texts(&out)[1].contains("Script timed out"), "{:?}", texts(&out));
+    let out = run(&t, "return 1\n// @options: {}").await;
+    assert!(out.is_error && texts(&out)[1].contains("first line"), "{:?}", texts(&out));
+    let out = run(&t, "// @options: {\"max_output_tokens\": 10}\nreturn 'x'.repeat(1000)").await;
+    let ts = texts(&out);
+    assert!(ts[1].contains("chars truncated") && ts[1].contains("full output: "), "{ts:?}");
+    let out = run(&t, "for (let i = 0; i < 100001; i++) console.log(i)").await;
+    assert!(out.is_error && texts(&out).iter().any(|s| s.contains("Output limit reached")));
+}
+
+#[tokio::test]
+async fn store_survives_successful_scripts_only_and_images_are_kept() {
+    let t = tool();
+    assert!(!run(&t, "store('k', {a: 1}); return load('k')").await.is_error);
+    run(&t, "store('k', 2); throw new Error('no')").await;
+    let out = run(&t, "return load('k')").await;
+    assert_eq!(texts(&out)[1], "{\"a\":1}");
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let out =
+        run(&t, &format!("text('pic'); image({{type: 'image', data: '{png}', mimeType: 'image/png'}}); text('after')"))
+            .await;
+    assert!(matches!(out.content[2], ContentBlock::Image(_)), "{:?}", texts(&out));
+    let ts = texts(&out);
+    assert!(ts[1].starts_with("==> text 1/2 <==\npic\n[Image saved to "), "{ts:?}");
+    assert!(ts[1].ends_with("(image/png, 70B)]"), "{ts:?}");
+    assert_eq!(ts[2], "==> text 2/2 <==\nafter");
+    let _ = Arc::new(());
+}

@@ -1,0 +1,420 @@
+//! `mcp.json`: the `mcpServers` shape other MCP clients share, read from the
+//! user's agent directory and (in a trusted project) `.pi/mcp.json`, merged and
+//! validated as pi 1.6.0 does. Invalid entries are reported and skipped.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// How a server's tools reach the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exposure {
+    /// Callable from `codemode` scripts (pi's default).
+    Codemode,
+    /// Loaded through `tool_search`, then declared on that branch.
+    Deferred,
+    /// Declared to the model like a built-in tool.
+    Direct,
+    /// Registered but unreachable.
+    Hidden,
+}
+
+impl Exposure {
+    pub fn parse(text: &str) -> Option<Exposure> {
+        match text {
+            "codemode" | "codemode-deferred" => Some(Exposure::Codemode),
+            "deferred" => Some(Exposure::Deferred),
+            "direct" => Some(Exposure::Direct),
+            "hidden" => Some(Exposure::Hidden),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Exposure::Codemode => "codemode",
+            Exposure::Deferred => "deferred",
+            Exposure::Direct => "direct",
+            Exposure::Hidden => "hidden",
+        }
+    }
+}
+
+/// Where a server runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transport {
+    /// A child process speaking JSON-RPC on stdin/stdout.
+    Stdio { command: PathBuf, args: Vec<String>, env: Vec<(String, String)>, cwd: PathBuf },
+    /// Streamable HTTP.
+    Http { url: String, headers: Vec<(String, String)> },
+}
+
+/// One server, ready to connect (variables expanded, paths resolved).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    pub name: String,
+    pub transport: Transport,
+    pub exposure: Exposure,
+    /// Per-tool overrides: exact names first, then `*` patterns in order.
+    pub tool_exposure: Vec<(String, Exposure)>,
+    /// Per-request timeout (progress notifications reset it).
+    pub timeout: Duration,
+    pub description: Option<String>,
+    /// Where the entry came from (a file path, `session`, …).
+    pub source: String,
+}
+
+impl ServerConfig {
+    /// A server's effective exposure for one of its tools.
+    pub fn exposure_of(&self, tool: &str) -> Exposure {
+        if let Some((_, e)) = self.tool_exposure.iter().find(|(k, _)| !k.contains('*') && k == tool) {
+            return *e;
+        }
+        self.tool_exposure
+            .iter()
+            .find(|(k, _)| k.contains('*') && wildcard_match(k, tool))
+            .map_or(self.exposure, |(_, e)| *e)
+    }
+
+    /// Secret-free description for logs and errors.
+    pub fn describe(&self) -> String {
+        match &self.transport {
+            Transport::Stdio { command, .. } => format!("{} (stdio: {})", self.name, command.display()),
+            Transport::Http { url, .. } => format!("{} (http: {})", self.name, strip_userinfo(url)),
+        }
+    }
+}
+
+/// `*` matches any run of characters.
+pub fn wildcard_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let mut rest = text;
+    for (i, part) in parts.iter().enumerate() {
+        if i == 0 {
+            let Some(r) = rest.strip_prefix(part) else { return false };
+            rest = r;
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(part);
+        } else {
+            match rest.find(part) {
+                Some(pos) => rest = &rest[pos + part.len()..],
+                None => return false,
+            }
+        }
+    }
+    true
+}
+
+fn strip_userinfo(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(scheme), Some(at)) if at > scheme => format!("{}{}", &url[..scheme + 3], &url[at + 1..]),
+        _ => url.to_string(),
+    }
+}
+
+/// The merged configuration: servers to connect, and problems to report once.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct McpConfig {
+    pub servers: Vec<ServerConfig>,
+    /// `file: message` lines for invalid entries.
+    pub errors: Vec<String>,
+    /// `autoEnableCodemode` (default true).
+    pub auto_enable_codemode: bool,
+}
+
+/// Where to read configuration from.
+pub struct ConfigSources<'a> {
+    pub agent_dir: &'a Path,
+    pub cwd: &'a Path,
+    /// Read `.pi/mcp.json` (the project is trusted).
+    pub project_trusted: bool,
+    /// Environment for `${VAR}` (None: the process environment).
+    pub env: Option<&'a BTreeMap<String, String>>,
+}
+
+impl McpConfig {
+    /// Read `<agent_dir>/mcp.json` and, when trusted, `<cwd>/.pi/mcp.json`.
+    pub fn load(sources: &ConfigSources<'_>) -> McpConfig {
+        let mut errors = Vec::new();
+        let user_path = sources.agent_dir.join("mcp.json");
+        let user = read_file(&user_path, &mut errors);
+        let project_path = sources.cwd.join(".pi").join("mcp.json");
+        let project = if sources.project_trusted { read_file(&project_path, &mut errors) } else { None };
+        let auto = project
+            .as_ref()
+            .and_then(|p| p.get("autoEnableCodemode"))
+            .or_else(|| user.as_ref().and_then(|u| u.get("autoEnableCodemode")))
+            .and_then(Value::as_bool)
+            .unwrap_or(true);
+        let mut entries: Vec<(String, Value, String)> = Vec::new();
+        if let Some(user) = &user {
+            collect(user, &user_path, &mut entries, &mut errors);
+        }
+        if let Some(project) = &project {
+            let mut overrides = Vec::new();
+            collect(project, &project_path, &mut overrides, &mut errors);
+            for (name, entry, source) in overrides {
+                apply_project_entry(&mut entries, name, entry, source, &mut errors);
+            }
+        }
+        let mut config = McpConfig { servers: Vec::new(), errors, auto_enable_codemode: auto };
+        for (name, entry, source) in entries {
+            config.add_entry(&name, &entry, &source, sources);
+        }
+        config
+    }
+
+    /// Parse servers given as an `mcpServers` object (e.g. per session).
+    pub fn from_value(servers: &Value, source: &str, sources: &ConfigSources<'_>) -> McpConfig {
+        let mut config = McpConfig { auto_enable_codemode: true, ..Default::default() };
+        let mut entries = Vec::new();
+        collect(&serde_json::json!({ "mcpServers": servers }), Path::new(source), &mut entries, &mut config.errors);
+        for (name, entry, source) in entries {
+            config.add_entry(&name, &entry, &source, sources);
+        }
+        config
+    }
+
+    /// Add servers, skipping those whose name another server already has.
+    pub fn add_server(&mut self, server: ServerConfig) {
+        let key = namespace_key(&server.name);
+        if self.servers.iter().any(|s| namespace_key(&s.name) == key) {
+            self.errors.push(format!(
+                "{}: server \"{}\" has the same name as another server (\"-\" and \"_\" count as the same)",
+                server.source, server.name
+            ));
+            return;
+        }
+        self.servers.push(server);
+    }
+
+    fn add_entry(&mut self, name: &str, entry: &Value, source: &str, sources: &ConfigSources<'_>) {
+        match parse_entry(name, entry, source, sources) {
+            Ok(Some(server)) => self.add_server(server),
+            Ok(None) => {}
+            Err(e) => self.errors.push(format!("{source}: {e}")),
+        }
+    }
+}
+
+fn namespace_key(name: &str) -> String {
+    name.replace('-', "_")
+}
+
+fn read_file(path: &Path, errors: &mut Vec<String>) -> Option<Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    match serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) {
+        Ok(v) if v.is_object() => Some(v),
+        Ok(_) => {
+            errors.push(format!("{}: expected a JSON object", path.display()));
+            None
+        }
+        Err(e) => {
+            errors.push(format!("{}: invalid JSON: {e}", path.display()));
+            None
+        }
+    }
+}
+
+fn collect(file: &Value, path: &Path, out: &mut Vec<(String, Value, String)>, errors: &mut Vec<String>) {
+    let source = path.display().to_string();
+    let Some(servers) = file.get("mcpServers") else { return };
+    let Some(servers) = servers.as_object() else {
+        errors.push(format!("{source}: \"mcpServers\" must be an object"));
+        return;
+    };
+    for (name, entry) in servers {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            errors.push(format!("{source}: invalid server name \"{name}\" (use letters, digits, \"_\" and \"-\")"));
+            continue;
+        }
+        if !entry.is_object() {
+            errors.push(format!("{source}: server \"{name}\": expected an object"));
+            continue;
+        }
+        out.push((name.clone(), entry.clone(), source.clone()));
+    }
+}
+
+/// A project entry replaces the user entry of the same name, unless it has no
+/// `command`/`url`/`type`: then it only overrides `enabled`, `exposure` and `toolExposure`.
+fn apply_project_entry(
+    entries: &mut Vec<(String, Value, String)>,
+    name: String,
+    entry: Value,
+    source: String,
+    errors: &mut Vec<String>,
+) {
+    let is_override = ["command", "url", "type"].iter().all(|k| entry.get(*k).is_none());
+    let existing = entries.iter().position(|(n, _, _)| *n == name);
+    match (is_override, existing) {
+        (true, Some(i)) => {
+            let base = &mut entries[i].1;
+            for key in ["enabled", "exposure", "toolExposure"] {
+                if let Some(v) = entry.get(key)
+                    && let Some(obj) = base.as_object_mut()
+                {
+                    obj.insert(key.to_string(), v.clone());
+                }
+            }
+        }
+        (true, None) => errors.push(format!("{source}: server \"{name}\" needs \"command\" or \"url\"")),
+        (false, Some(i)) => entries[i] = (name, entry, source),
+        (false, None) => entries.push((name, entry, source)),
+    }
+}
+
+fn parse_entry(
+    name: &str,
+    entry: &Value,
+    source: &str,
+    sources: &ConfigSources<'_>,
+) -> Result<Option<ServerConfig>, String> {
+    let server = |msg: String| format!("server \"{name}\": {msg}");
+    if entry.get("enabled").and_then(Value::as_bool) == Some(false) {
+        return Ok(None);
+    }
+    let str_field = |key: &str| -> Result<Option<String>, String> {
+        match entry.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(server(format!("\"{key}\" must be a string"))),
+        }
+    };
+    let kind = str_field("type")?;
+    let command = str_field("command")?;
+    let url = str_field("url")?;
+    let is_http = match kind.as_deref() {
+        Some("sse") => return Err(server("legacy SSE transport is not supported; use the streamable HTTP URL".into())),
+        Some("stdio") => false,
+        Some("http" | "streamable-http") => true,
+        Some(other) => return Err(server(format!("unknown type \"{other}\" (use stdio, http or streamable-http)"))),
+        None => match (&command, &url) {
+            (Some(_), None) => false,
+            (None, Some(_)) => true,
+            (Some(_), Some(_)) => return Err(server("has both \"command\" and \"url\"".into())),
+            (None, None) => return Err(server("needs \"command\" or \"url\"".into())),
+        },
+    };
+    let expand = |key: &str| -> Result<Vec<(String, String)>, String> {
+        match entry.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Object(map)) => map
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => expand_value(s, sources.env).map(|v| (k.clone(), v)).map_err(&server),
+                    _ => Err(server(format!("\"{key}.{k}\" must be a string"))),
+                })
+                .collect(),
+            Some(_) => Err(server(format!("\"{key}\" must be an object"))),
+        }
+    };
+    let transport = if is_http {
+        let Some(url) = url else { return Err(server("needs \"url\"".into())) };
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(server(format!("\"url\" must be an http(s) URL, got \"{}\"", strip_userinfo(&url))));
+        }
+        Transport::Http { url, headers: expand("headers")? }
+    } else {
+        let Some(command) = command else { return Err(server("needs \"command\"".into())) };
+        if command.trim().is_empty() {
+            return Err(server("\"command\" is empty".into()));
+        }
+        let args = match entry.get("args") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|a| a.as_str().map(home_prefixed).ok_or_else(|| server("\"args\" must be strings".into())))
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(server("\"args\" must be an array".into())),
+        };
+        let cwd = match str_field("cwd")? {
+            Some(c) => {
+                let c = PathBuf::from(home_prefixed(&c));
+                if c.is_absolute() { c } else { sources.cwd.join(c) }
+            }
+            None => sources.cwd.to_path_buf(),
+        };
+        Transport::Stdio { command: PathBuf::from(home_prefixed(&command)), args, env: expand("env")?, cwd }
+    };
+    let exposure = match str_field("exposure")? {
+        Some(e) => Exposure::parse(&e).ok_or_else(|| server(format!("unknown exposure \"{e}\"")))?,
+        None => Exposure::Codemode,
+    };
+    let mut tool_exposure = Vec::new();
+    if let Some(map) = entry.get("toolExposure") {
+        let Some(map) = map.as_object() else { return Err(server("\"toolExposure\" must be an object".into())) };
+        for (k, v) in map {
+            let e = v.as_str().and_then(Exposure::parse).ok_or_else(|| server(format!("toolExposure \"{k}\"")))?;
+            tool_exposure.push((k.clone(), e));
+        }
+    }
+    let timeout = match entry.get("timeout") {
+        None | Some(Value::Null) => Duration::from_secs(60),
+        Some(v) => match v.as_f64() {
+            Some(s) if s > 0.0 && s.is_finite() => Duration::from_secs_f64(s),
+            _ => return Err(server("\"timeout\" must be a positive number of seconds".into())),
+        },
+    };
+    Ok(Some(ServerConfig {
+        name: name.to_string(),
+        transport,
+        exposure,
+        tool_exposure,
+        timeout,
+        description: str_field("description")?.filter(|d| !d.trim().is_empty()),
+        source: source.to_string(),
+    }))
+}
+
+fn home_prefixed(text: &str) -> String {
+    match text.strip_prefix("~/") {
+        Some(rest) => crate::config::home_dir().join(rest).display().to_string(),
+        None => text.to_string(),
+    }
+}
+
+/// `${VAR}` from the environment; a value that starts with `!` is a shell
+/// command whose trimmed output is the value.
+pub fn expand_value(value: &str, env: Option<&BTreeMap<String, String>>) -> Result<String, String> {
+    if let Some(command) = value.strip_prefix('!') {
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run a value command: {e}"))?;
+        if !output.status.success() {
+            return Err(format!("a value command failed ({})", output.status));
+        }
+        return Ok(String::from_utf8_lossy(&output.stdout).trim().to_string());
+    }
+    let lookup = |name: &str| match env {
+        Some(env) => env.get(name).cloned(),
+        None => std::env::var(name).ok(),
+    };
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find('}') {
+            Some(end) => {
+                out.push_str(&lookup(&after[..end]).unwrap_or_default());
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}

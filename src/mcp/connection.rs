@@ -1,0 +1,481 @@
+//! One MCP server connection on the official Rust SDK (`rmcp`): a child
+//! process over stdio (in its own process group, so wrappers such as `npx`
+//! are stopped with it) or streamable HTTP. It connects in the background,
+//! reconnects on the next call after a drop, bounds every request by the
+//! server's timeout (progress notifications reset it) and never lets a
+//! server's failure escape as anything but an error string.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
+    PaginatedRequestParams, ReadResourceRequestParams, ServerResult,
+};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService, ServiceExt};
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::config::{ServerConfig, Transport};
+
+/// How long a stdio server gets to exit after its stdin closes, and again after SIGTERM.
+const STOP_GRACE: Duration = Duration::from_millis(500);
+/// Lines of a failed server's stderr kept for its error message.
+const STDERR_TAIL_LINES: usize = 10;
+
+/// A server tool as listed by `tools/list`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteTool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub annotations: Option<Value>,
+}
+
+/// What is known about the server right now.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    Connecting,
+    Connected,
+    /// Could not connect (or initialize); the next call tries again.
+    Failed(String),
+    /// The connection dropped; the next call reconnects.
+    Disconnected(String),
+    Stopped,
+}
+
+impl Status {
+    /// Connecting is over (for better or worse).
+    pub fn is_settled(&self) -> bool {
+        !matches!(self, Status::Connecting)
+    }
+}
+
+/// A snapshot of a server for the tool catalog.
+#[derive(Debug, Clone)]
+pub struct ServerState {
+    pub status: Status,
+    pub tools: Arc<Vec<RemoteTool>>,
+    pub instructions: Option<String>,
+    pub has_resources: bool,
+}
+
+struct Live {
+    service: RunningService<RoleClient, Handler>,
+    child: Option<ChildGuard>,
+}
+
+/// One configured server.
+pub struct Connection {
+    pub config: ServerConfig,
+    state: watch::Sender<ServerState>,
+    live: tokio::sync::Mutex<Option<Live>>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    stopping: CancellationToken,
+    /// Where progress notifications of running calls go, by progress token.
+    progress: Mutex<HashMap<String, mpsc::UnboundedSender<String>>>,
+}
+
+impl Connection {
+    pub fn new(config: ServerConfig) -> Arc<Connection> {
+        let (state, _) = watch::channel(ServerState {
+            status: Status::Connecting,
+            tools: Arc::new(Vec::new()),
+            instructions: None,
+            has_resources: false,
+        });
+        Arc::new(Connection {
+            config,
+            state,
+            live: tokio::sync::Mutex::new(None),
+            stderr_tail: Arc::default(),
+            stopping: CancellationToken::new(),
+            progress: Mutex::default(),
+        })
+    }
+
+    pub fn state(&self) -> ServerState {
+        self.state.borrow().clone()
+    }
+
+    /// Wait until connecting is over, at most `limit`.
+    pub async fn settled(&self, limit: Duration) {
+        let mut rx = self.state.subscribe();
+        let _ = tokio::time::timeout(limit, rx.wait_for(|s| s.status.is_settled())).await;
+    }
+
+    fn set_status(&self, status: Status) {
+        self.state.send_modify(|s| s.status = status);
+    }
+
+    /// Connect (or reconnect). Errors are recorded in the state.
+    pub async fn connect(self: &Arc<Self>) {
+        let mut live = self.live.lock().await;
+        if self.stopping.is_cancelled() {
+            return;
+        }
+        if let Some(old) = live.take() {
+            stop(old).await;
+        }
+        self.set_status(Status::Connecting);
+        let attempt = tokio::time::timeout(self.config.timeout, self.open());
+        let result = tokio::select! {
+            r = attempt => r.unwrap_or_else(|_| Err(format!("timed out after {} s", self.config.timeout.as_secs_f64()))),
+            _ = self.stopping.cancelled() => Err("stopped".to_string()),
+        };
+        match result {
+            Ok(opened) => {
+                let info = opened.service.peer().peer_info();
+                let instructions = info.as_ref().and_then(|i| i.instructions.clone());
+                let has_resources = info.as_ref().is_some_and(|i| i.capabilities.resources.is_some());
+                let tools = list_tools(opened.service.peer()).await;
+                match tools {
+                    Ok(tools) => {
+                        self.state.send_modify(|s| {
+                            s.status = Status::Connected;
+                            s.tools = Arc::new(tools);
+                            s.instructions = instructions;
+                            s.has_resources = has_resources;
+                        });
+                        *live = Some(opened);
+                    }
+                    Err(e) => {
+                        stop(opened).await;
+                        self.set_status(Status::Failed(self.with_stderr(format!("tools/list failed: {e}"))));
+                    }
+                }
+            }
+            Err(e) => {
+                let message = self.with_stderr(e);
+                tracing::warn!("MCP server {}: {message}", self.config.describe());
+                self.set_status(Status::Failed(message));
+            }
+        }
+    }
+
+    fn with_stderr(&self, message: String) -> String {
+        let tail =
+            self.stderr_tail.lock().map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n")).unwrap_or_default();
+        if tail.is_empty() { message } else { format!("{message}\nstderr:\n{tail}") }
+    }
+
+    async fn open(self: &Arc<Self>) -> Result<Live, String> {
+        let handler = Handler { conn: Arc::downgrade(self) };
+        match &self.config.transport {
+            Transport::Stdio { command, args, env, cwd } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args)
+                    .envs(env.iter().map(|(k, v)| (k, v)))
+                    .current_dir(cwd)
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .process_group(0)
+                    .kill_on_drop(true);
+                let mut child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", command.display()))?;
+                let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                    return Err("child process has no stdio".to_string());
+                };
+                if let Some(stderr) = child.stderr.take() {
+                    let tail = self.stderr_tail.clone();
+                    tokio::spawn(async move {
+                        let mut lines = tokio::io::BufReader::new(stderr).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            if let Ok(mut t) = tail.lock() {
+                                if t.len() == STDERR_TAIL_LINES {
+                                    t.pop_front();
+                                }
+                                t.push_back(line);
+                            }
+                        }
+                    });
+                }
+                let guard = ChildGuard { pgid: child.id(), child };
+                let service = handler.serve((stdout, stdin)).await.map_err(|e| format!("initialize failed: {e}"));
+                match service {
+                    Ok(service) => Ok(Live { service, child: Some(guard) }),
+                    Err(e) => {
+                        guard.stop().await;
+                        Err(e)
+                    }
+                }
+            }
+            Transport::Http { url, headers } => {
+                use rmcp::transport::StreamableHttpClientTransport;
+                use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+                crate::provider::http::install_crypto_provider();
+                let client = reqwest::Client::builder()
+                    .connect_timeout(Duration::from_secs(10))
+                    .build()
+                    .map_err(|e| format!("HTTP client: {e}"))?;
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                for (name, value) in headers {
+                    if name.eq_ignore_ascii_case("authorization") {
+                        config.auth_header = Some(value.strip_prefix("Bearer ").unwrap_or(value).to_string());
+                        continue;
+                    }
+                    let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                        .map_err(|_| format!("bad header name {name}"))?;
+                    let value = reqwest::header::HeaderValue::from_str(value)
+                        .map_err(|_| format!("bad value for header {name}"))?;
+                    config.custom_headers.insert(name, value);
+                }
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                let service = handler.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))?;
+                Ok(Live { service, child: None })
+            }
+        }
+    }
+
+    /// The peer, reconnecting first when the connection failed or dropped.
+    async fn peer(self: &Arc<Self>) -> Result<Peer<RoleClient>, String> {
+        for attempt in 0..2 {
+            {
+                let live = self.live.lock().await;
+                if let Some(l) = live.as_ref()
+                    && !l.service.is_transport_closed()
+                {
+                    return Ok(l.service.peer().clone());
+                }
+            }
+            if self.stopping.is_cancelled() {
+                return Err("the MCP connection is closed".to_string());
+            }
+            if attempt == 0 {
+                self.connect().await;
+            }
+        }
+        match self.state().status {
+            Status::Failed(e) | Status::Disconnected(e) => Err(e),
+            _ => Err("not connected".to_string()),
+        }
+    }
+
+    /// A request failed because the transport went away: record it.
+    fn note_failure(&self, error: &rmcp::ServiceError) {
+        if matches!(error, rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)) {
+            self.set_status(Status::Disconnected(self.with_stderr(format!("connection lost: {error}"))));
+        }
+    }
+
+    /// `tools/call`: the `CallToolResult` as JSON.
+    pub async fn call_tool(
+        self: &Arc<Self>,
+        tool: &str,
+        args: Value,
+        cancel: &CancellationToken,
+        progress: Option<mpsc::UnboundedSender<String>>,
+    ) -> Result<Value, String> {
+        let peer = self.peer().await?;
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        if let Value::Object(map) = args {
+            params.arguments = Some(map);
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let result = self.request(&peer, request, cancel, progress).await?;
+        match result {
+            ServerResult::CallToolResult(r) => serde_json::to_value(r).map_err(|e| e.to_string()),
+            other => Err(format!("unexpected answer to tools/call: {}", kind_of(&other))),
+        }
+    }
+
+    async fn request(
+        &self,
+        peer: &Peer<RoleClient>,
+        request: ClientRequest,
+        cancel: &CancellationToken,
+        progress: Option<mpsc::UnboundedSender<String>>,
+    ) -> Result<ServerResult, String> {
+        let mut options = PeerRequestOptions::with_timeout(self.config.timeout);
+        options.reset_timeout_on_progress = true;
+        let handle = peer.send_cancellable_request(request, options).await.map_err(|e| {
+            self.note_failure(&e);
+            format!("MCP error: {e}")
+        })?;
+        let id = handle.id.clone();
+        let token = progress_key(&handle.progress_token);
+        if let (Some(tx), Ok(mut map)) = (progress, self.progress.lock()) {
+            map.insert(token.clone(), tx);
+        }
+        let response = handle.await_response();
+        tokio::pin!(response);
+        let outcome = tokio::select! {
+            r = &mut response => r.map_err(|e| {
+                self.note_failure(&e);
+                match e {
+                    rmcp::ServiceError::Timeout { timeout } => format!("MCP server {} did not answer within {} s", self.config.name, timeout.as_secs_f64()),
+                    rmcp::ServiceError::McpError(e) => format!("MCP error {}: {}", e.code.0, e.message),
+                    other => format!("MCP error: {other}"),
+                }
+            }),
+            _ = cancel.cancelled() => {
+                let note = rmcp::model::CancelledNotificationParam::new(Some(id), Some("aborted".into()));
+                let _ = peer.notify_cancelled(note).await;
+                Err("Operation aborted".to_string())
+            }
+        };
+        if let Ok(mut map) = self.progress.lock() {
+            map.remove(&token);
+        }
+        outcome
+    }
+
+    fn on_progress(&self, params: &rmcp::model::ProgressNotificationParam) {
+        let Ok(map) = self.progress.lock() else { return };
+        let Some(tx) = map.get(&progress_key(&params.progress_token)) else { return };
+        let text = match (&params.message, params.total) {
+            (Some(m), _) => m.clone(),
+            (None, Some(total)) => format!("Progress {}/{total}", params.progress),
+            (None, None) => format!("Progress {}", params.progress),
+        };
+        let _ = tx.send(text);
+    }
+
+    /// One page of `resources/list` (or `resources/templates/list`).
+    pub async fn list_page(self: &Arc<Self>, templates: bool, cursor: Option<String>) -> Result<Value, String> {
+        let peer = self.peer().await?;
+        let params = Some(PaginatedRequestParams::default().with_cursor(cursor));
+        let result = if templates {
+            peer.list_resource_templates(params).await.map(|r| serde_json::to_value(r).unwrap_or_default())
+        } else {
+            peer.list_resources(params).await.map(|r| serde_json::to_value(r).unwrap_or_default())
+        };
+        result.map_err(|e| {
+            self.note_failure(&e);
+            format!("MCP error: {e}")
+        })
+    }
+
+    /// `resources/read`: the result's `contents`.
+    pub async fn read_resource(self: &Arc<Self>, uri: &str) -> Result<Value, String> {
+        let peer = self.peer().await?;
+        let result = peer.read_resource(ReadResourceRequestParams::new(uri.to_string())).await.map_err(|e| {
+            self.note_failure(&e);
+            format!("MCP error: {e}")
+        })?;
+        Ok(serde_json::to_value(result).unwrap_or_default().get("contents").cloned().unwrap_or(Value::Array(vec![])))
+    }
+
+    async fn refresh_tools(self: Arc<Self>) {
+        let peer = match self.live.lock().await.as_ref() {
+            Some(l) => l.service.peer().clone(),
+            None => return,
+        };
+        match list_tools(&peer).await {
+            Ok(tools) => self.state.send_modify(|s| s.tools = Arc::new(tools)),
+            Err(e) => tracing::warn!("MCP server {}: cannot refresh its tools: {e}", self.config.name),
+        }
+    }
+
+    /// Close the connection: stdin closed, then SIGTERM, then SIGKILL to the
+    /// process group; the child is reaped.
+    pub async fn shutdown(&self) {
+        self.stopping.cancel();
+        if let Some(live) = self.live.lock().await.take() {
+            stop(live).await;
+        }
+        self.set_status(Status::Stopped);
+    }
+}
+
+fn progress_key(token: &rmcp::model::ProgressToken) -> String {
+    serde_json::to_string(token).unwrap_or_default()
+}
+
+fn kind_of(result: &ServerResult) -> String {
+    serde_json::to_value(result)
+        .ok()
+        .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>().join(",")))
+        .unwrap_or_default()
+}
+
+async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, String> {
+    let tools = peer.list_all_tools().await.map_err(|e| e.to_string())?;
+    Ok(tools
+        .into_iter()
+        .map(|t| {
+            let v = serde_json::to_value(&t).unwrap_or_default();
+            RemoteTool {
+                name: t.name.to_string(),
+                description: t.description.as_deref().unwrap_or_default().to_string(),
+                input_schema: v.get("inputSchema").cloned().unwrap_or_else(|| serde_json::json!({"type": "object"})),
+                output_schema: v.get("outputSchema").cloned(),
+                annotations: v.get("annotations").cloned(),
+            }
+        })
+        .collect())
+}
+
+async fn stop(live: Live) {
+    let Live { service, child } = live;
+    // Cancelling the service drops the transport, which closes the child's stdin.
+    let _ = tokio::time::timeout(STOP_GRACE, service.cancel()).await;
+    if let Some(child) = child {
+        child.stop().await;
+    }
+}
+
+/// A stdio server's process; its whole group is killed when dropped.
+struct ChildGuard {
+    child: tokio::process::Child,
+    pgid: Option<u32>,
+}
+
+impl ChildGuard {
+    fn signal_group(&self, signal: nix::sys::signal::Signal) {
+        if let Some(pgid) = self.pgid.and_then(|p| i32::try_from(p).ok()) {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal);
+        }
+    }
+
+    async fn stop(mut self) {
+        use nix::sys::signal::Signal;
+        if tokio::time::timeout(STOP_GRACE, self.child.wait()).await.is_err() {
+            self.signal_group(Signal::SIGTERM);
+            if tokio::time::timeout(STOP_GRACE, self.child.wait()).await.is_err() {
+                self.signal_group(Signal::SIGKILL);
+                let _ = self.child.wait().await;
+            }
+        }
+        // Whatever the leader did, nothing of its group may outlive it.
+        self.signal_group(Signal::SIGKILL);
+        self.pgid = None;
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        self.signal_group(nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+/// Receives the server's notifications.
+struct Handler {
+    conn: std::sync::Weak<Connection>,
+}
+
+impl rmcp::ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(ClientCapabilities::default(), Implementation::new("pi", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(conn) = self.conn.upgrade() {
+            tokio::spawn(conn.refresh_tools());
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(conn) = self.conn.upgrade() {
+            conn.on_progress(&params);
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! MCP: the tools of the Model Context Protocol servers a user configured
+//! (`mcp.json`) or a front end handed a session (ACP's `session/new`).
+//!
+//! An [`McpManager`] belongs to one agent session. It connects every server
+//! in the background when started (nothing waits for it at start-up), keeps
+//! each server's state and tools, and is asked at each model call which tools
+//! to declare ([`turn::turn_tools`]): `direct` tools like built-ins, the
+//! `codemode` tool for servers with `codemode` exposure (pi's default), and
+//! `tool_search` for `deferred` ones. A failing server gives error results and
+//! one warning, never a failed session; its children are stopped at shutdown.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+pub mod config;
+pub mod connection;
+pub mod naming;
+pub mod result;
+pub mod search;
+pub mod tools;
+pub mod turn;
+
+pub use config::{ConfigSources, Exposure, McpConfig, ServerConfig, Transport};
+use connection::{Connection, Status};
+use search::SearchDoc;
+use tools::{McpTool, ResourceTool, ResourceToolKind};
+
+use crate::tools::Tool;
+
+/// How long the first prompt waits for servers with `direct` tools.
+pub const DIRECT_WAIT: Duration = Duration::from_secs(10);
+/// How long codemode, `tool_search` and the resource tools wait for servers.
+pub const TOOL_WAIT: Duration = Duration::from_secs(10);
+
+/// `--tools` / `--exclude-tools` as they apply to MCP tools.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolFilter {
+    /// Set once a `--tools` entry starts with `mcp__`: only matching MCP
+    /// tools may be declared directly.
+    pub allow: Option<Vec<String>>,
+    /// `--exclude-tools` patterns (MCP tools included).
+    pub exclude: Vec<String>,
+}
+
+impl ToolFilter {
+    /// From the `--tools` list and the `--exclude-tools` patterns.
+    pub fn from_cli(tools: Option<&[String]>, exclude: &[String]) -> ToolFilter {
+        let allow = tools.filter(|list| list.iter().any(|t| t.starts_with("mcp__"))).map(|list| list.to_vec());
+        ToolFilter { allow, exclude: exclude.to_vec() }
+    }
+
+    fn matches(patterns: &[String], name: &str) -> bool {
+        patterns.iter().any(|p| config::wildcard_match(p, name))
+    }
+
+    pub fn excluded(&self, name: &str) -> bool {
+        Self::matches(&self.exclude, name)
+    }
+
+    /// May this MCP tool be declared to the model directly?
+    pub fn declarable(&self, name: &str) -> bool {
+        self.allow.as_ref().is_none_or(|allow| Self::matches(allow, name))
+    }
+}
+
+/// What a session's MCP support starts with.
+#[derive(Debug, Clone, Default)]
+pub struct McpOptions {
+    pub config: McpConfig,
+    pub filter: ToolFilter,
+    /// Where full outputs and binary resources are saved.
+    pub temp_dir: PathBuf,
+}
+
+/// An MCP tool as the session may reach it.
+#[derive(Clone)]
+pub struct ExposedTool {
+    pub tool: Arc<dyn Tool>,
+    pub exposure: Exposure,
+    /// `mcp__<server>` (None for the resource tools).
+    pub namespace: Option<String>,
+    pub search: SearchDoc,
+    /// The tool's output schema, when the server declared one.
+    pub output_schema: Option<Value>,
+}
+
+/// The MCP servers of one session.
+pub struct McpManager {
+    conns: Vec<Arc<Connection>>,
+    errors: Vec<String>,
+    filter: ToolFilter,
+    temp_dir: PathBuf,
+    auto_codemode: bool,
+    /// Codemode's `store()` values.
+    pub(crate) store: Mutex<Map<String, Value>>,
+}
+
+impl McpManager {
+    /// Start connecting every server in the background (needs a Tokio runtime).
+    pub fn start(options: McpOptions) -> Arc<McpManager> {
+        let conns: Vec<Arc<Connection>> = options.config.servers.into_iter().map(Connection::new).collect();
+        for conn in &conns {
+            let conn = conn.clone();
+            tokio::spawn(async move { conn.connect().await });
+        }
+        Arc::new(McpManager {
+            conns,
+            errors: options.config.errors,
+            filter: options.filter,
+            temp_dir: options.temp_dir,
+            auto_codemode: options.config.auto_enable_codemode,
+            store: Mutex::new(Map::new()),
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.conns.is_empty() && self.errors.is_empty()
+    }
+
+    /// The one warning about configuration errors and failed servers, once
+    /// every server has settled (None when all is well).
+    pub async fn startup_report(&self) -> Option<String> {
+        futures::future::join_all(self.conns.iter().map(|c| c.settled(TOOL_WAIT + DIRECT_WAIT))).await;
+        let mut lines: Vec<String> = self.errors.iter().map(|e| format!("  config: {e}")).collect();
+        for conn in &self.conns {
+            match conn.state().status {
+                Status::Failed(e) => lines.push(format!("  {}: failed: {}", conn.config.name, first_line(&e))),
+                Status::Connecting => lines.push(format!("  {}: still connecting", conn.config.name)),
+                _ => {}
+            }
+        }
+        (!lines.is_empty()).then(|| format!("MCP servers need attention:\n{}", lines.join("\n")))
+    }
+
+    fn wants(&self, exposure: Exposure) -> bool {
+        self.conns
+            .iter()
+            .any(|c| c.config.exposure == exposure || c.config.tool_exposure.iter().any(|(_, e)| *e == exposure))
+    }
+
+    /// A server with `codemode` exposure activates the `codemode` tool.
+    pub fn codemode_wanted(&self) -> bool {
+        self.auto_codemode && self.wants(Exposure::Codemode)
+    }
+
+    /// A server with `deferred` exposure activates `tool_search`.
+    pub fn tool_search_wanted(&self) -> bool {
+        self.wants(Exposure::Deferred)
+    }
+
+    /// Wait (at most [`DIRECT_WAIT`]) for the servers with `direct` tools.
+    pub async fn wait_direct(&self) {
+        let direct = self.conns.iter().filter(|c| {
+            c.config.exposure == Exposure::Direct || c.config.tool_exposure.iter().any(|(_, e)| *e == Exposure::Direct)
+        });
+        futures::future::join_all(direct.map(|c| c.settled(DIRECT_WAIT))).await;
+    }
+
+    /// Wait for every server (or those whose namespace `names` mention).
+    pub async fn wait_for(&self, names: Option<&[String]>) {
+        let wanted = self
+            .conns
+            .iter()
+            .filter(|c| names.is_none_or(|names| names.iter().any(|n| naming::namespace_matches(n, &c.config.name))));
+        futures::future::join_all(wanted.map(|c| c.settled(TOOL_WAIT))).await;
+    }
+
+    /// Server namespaces mentioned in `code` (`mcp__<server>` prefixes).
+    pub fn servers_named_in(&self, code: &str) -> Vec<String> {
+        self.conns
+            .iter()
+            .map(|c| naming::namespace(&c.config.name))
+            .filter(|ns| code.contains(ns.as_str()) || code.contains(&ns.replace('_', "-")))
+            .collect()
+    }
+
+    /// The `<mcp_servers>` section of the system prompt: servers whose tools
+    /// are not declared, how to reach them, and one line about each.
+    pub fn prompt_section(&self, codemode_on: bool, tool_search_on: bool) -> Option<String> {
+        let mut lines = Vec::new();
+        let mut hows = Vec::new();
+        for conn in &self.conns {
+            let how = match conn.config.exposure {
+                Exposure::Codemode if codemode_on => "codemode",
+                Exposure::Deferred if tool_search_on => "tool_search",
+                Exposure::Codemode if tool_search_on => "tool_search",
+                _ => continue,
+            };
+            if !hows.contains(&how) {
+                hows.push(how);
+            }
+            let state = conn.state();
+            let summary = naming::summary(conn.config.description.as_deref(), state.instructions.as_deref());
+            let ns = naming::namespace(&conn.config.name);
+            lines.push(if summary.is_empty() {
+                format!("- {ns} ({how})")
+            } else {
+                format!("- {ns} ({how}): {summary}")
+            });
+        }
+        if lines.is_empty() {
+            return None;
+        }
+        let mut intro = "MCP servers whose tools are not declared to you.".to_string();
+        if hows.contains(&"codemode") {
+            intro.push_str(" Call the tools of `codemode` servers from codemode scripts.");
+        }
+        if hows.contains(&"tool_search") {
+            intro.push_str(" Load the tools of `tool_search` servers with `tool_search`.");
+        }
+        Some(format!("<mcp_servers>\n{intro}\n{}\n</mcp_servers>", lines.join("\n")))
+    }
+
+    /// Every reachable MCP tool (connected servers; hidden and excluded tools
+    /// left out), then the resource tools.
+    pub fn tools(&self) -> Vec<ExposedTool> {
+        let mut out = Vec::new();
+        let mut taken: Vec<String> = Vec::new();
+        let mut resource_servers = Vec::new();
+        let mut resource_exposure: Option<Exposure> = None;
+        for conn in &self.conns {
+            let state = conn.state();
+            if state.status != Status::Connected && state.tools.is_empty() {
+                continue;
+            }
+            let server = &conn.config.name;
+            let remote_names: Vec<&str> = state.tools.iter().map(|t| t.name.as_str()).collect();
+            let names = naming::tool_names(server, &remote_names, |n| taken.iter().any(|t| t == n));
+            let ns = naming::namespace(server);
+            for (remote, name) in state.tools.iter().zip(names) {
+                let exposure = conn.config.exposure_of(&remote.name);
+                taken.push(name.clone());
+                if exposure == Exposure::Hidden || self.filter.excluded(&name) {
+                    continue;
+                }
+                let extra =
+                    parameter_text(&remote.input_schema) + " " + conn.config.description.as_deref().unwrap_or("");
+                let tool = McpTool::new(
+                    name.clone(),
+                    conn.clone(),
+                    remote.clone(),
+                    state.has_resources,
+                    self.temp_dir.clone(),
+                );
+                out.push(ExposedTool {
+                    search: SearchDoc {
+                        name: name.clone(),
+                        description: tool.description().to_string(),
+                        extra,
+                        namespace: Some(ns.clone()),
+                    },
+                    tool: Arc::new(tool),
+                    exposure,
+                    namespace: Some(ns.clone()),
+                    output_schema: remote.output_schema.clone(),
+                });
+            }
+            if state.has_resources && conn.config.exposure != Exposure::Hidden {
+                resource_servers.push(conn.clone());
+                resource_exposure = Some(match (resource_exposure, conn.config.exposure) {
+                    (Some(Exposure::Direct), _) | (_, Exposure::Direct) => Exposure::Direct,
+                    (Some(e), _) => e,
+                    (None, e) => e,
+                });
+            }
+        }
+        if let Some(exposure) = resource_exposure {
+            for kind in ResourceToolKind::ALL {
+                if self.filter.excluded(kind.name()) {
+                    continue;
+                }
+                let tool = ResourceTool::new(kind, resource_servers.clone(), self.temp_dir.clone());
+                out.push(ExposedTool {
+                    search: SearchDoc {
+                        name: kind.name().into(),
+                        description: tool.description().into(),
+                        extra: String::new(),
+                        namespace: None,
+                    },
+                    tool: Arc::new(tool),
+                    exposure,
+                    namespace: None,
+                    output_schema: None,
+                });
+            }
+        }
+        out
+    }
+
+    /// `describeNamespace()`: a server's description, instructions and tools.
+    pub fn namespace_info(&self, query: &str) -> Option<Value> {
+        let conn = self.conns.iter().find(|c| naming::namespace_matches(query, &c.config.name))?;
+        let ns = naming::namespace(&conn.config.name);
+        let tools: Vec<Value> = self
+            .tools()
+            .into_iter()
+            .filter(|t| t.namespace.as_deref() == Some(ns.as_str()))
+            .map(|t| Value::String(t.tool.name().to_string()))
+            .collect();
+        let mut info = Map::new();
+        info.insert("name".into(), Value::String(ns));
+        if let Some(d) = &conn.config.description {
+            info.insert("description".into(), Value::String(d.clone()));
+        }
+        if let Some(i) = conn.state().instructions {
+            info.insert("instructions".into(), Value::String(i));
+        }
+        info.insert("tools".into(), Value::Array(tools));
+        Some(Value::Object(info))
+    }
+
+    /// Stop every server (children reaped).
+    pub async fn shutdown(&self) {
+        futures::future::join_all(self.conns.iter().map(|c| c.shutdown())).await;
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+/// Parameter names and descriptions, for ranking.
+fn parameter_text(schema: &Value) -> String {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return String::new() };
+    props
+        .iter()
+        .map(|(k, v)| format!("{k} {}", v.get("description").and_then(Value::as_str).unwrap_or("")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

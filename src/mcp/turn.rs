@@ -1,0 +1,84 @@
+//! The tools of one model call: the session's active tools, plus what MCP
+//! adds — `codemode` (it can call every reachable tool), `tool_search` (with
+//! the tools it loaded on this branch), `direct` MCP tools and the resource
+//! tools when their widest exposure is `direct`.
+
+use std::sync::Arc;
+
+use super::search::{TOOL_SEARCH, ToolSearch, loaded_tools};
+use super::{Exposure, McpManager};
+use crate::codemode::{CatalogEntry, CodemodeTool};
+use crate::message::AgentMessage;
+use crate::provider::ToolSpec;
+use crate::tools::{Tool, ToolRegistry};
+
+/// The name of the codemode tool.
+pub const CODEMODE: &str = "codemode";
+
+/// Which of the indirect tools are on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reach {
+    pub codemode: bool,
+    pub tool_search: bool,
+}
+
+impl Reach {
+    /// On when named in the active tools, or when a server's exposure needs it.
+    pub fn of(active: &[String], mcp: Option<&McpManager>) -> Reach {
+        let named = |n: &str| active.iter().any(|t| t == n);
+        Reach {
+            codemode: named(CODEMODE) || mcp.is_some_and(McpManager::codemode_wanted),
+            tool_search: named(TOOL_SEARCH) || mcp.is_some_and(McpManager::tool_search_wanted),
+        }
+    }
+}
+
+/// Tools to declare and to run for the next model call.
+pub fn turn_tools(
+    base: &ToolRegistry,
+    base_specs: &[ToolSpec],
+    mcp: Option<&Arc<McpManager>>,
+    reach: Reach,
+    context: &[AgentMessage],
+) -> (ToolRegistry, Vec<ToolSpec>) {
+    let mut registry = base.clone();
+    let mut specs = base_specs.to_vec();
+    let exposed = mcp.map(|m| m.tools()).unwrap_or_default();
+    let add = |tool: Arc<dyn Tool>, registry: &mut ToolRegistry, specs: &mut Vec<ToolSpec>| {
+        if !registry.contains(tool.name()) || !specs.iter().any(|s| s.name == tool.name()) {
+            specs.retain(|s| s.name != tool.name());
+            specs.push(tool.spec());
+            registry.register(tool);
+        }
+    };
+    if reach.codemode {
+        let mut entries: Vec<CatalogEntry> = base_specs
+            .iter()
+            .filter_map(|s| base.get(&s.name))
+            .map(|tool| CatalogEntry::builtin(tool.clone()))
+            .collect();
+        entries.extend(
+            exposed.iter().filter(|t| t.exposure != Exposure::Hidden).map(|t| CatalogEntry::from_exposed(t.clone())),
+        );
+        add(Arc::new(CodemodeTool::new(entries, mcp.cloned())), &mut registry, &mut specs);
+    }
+    if reach.tool_search {
+        let docs = exposed
+            .iter()
+            .filter(|t| matches!(t.exposure, Exposure::Deferred | Exposure::Codemode))
+            .map(|t| t.search.clone());
+        add(Arc::new(ToolSearch::new(docs.collect())), &mut registry, &mut specs);
+    }
+    let filter = mcp.map(|m| m.filter.clone()).unwrap_or_default();
+    for t in exposed.iter().filter(|t| t.exposure == Exposure::Direct && filter.declarable(t.tool.name())) {
+        add(t.tool.clone(), &mut registry, &mut specs);
+    }
+    if reach.tool_search {
+        for name in loaded_tools(context) {
+            if let Some(t) = exposed.iter().find(|t| t.tool.name() == name && t.exposure != Exposure::Hidden) {
+                add(t.tool.clone(), &mut registry, &mut specs);
+            }
+        }
+    }
+    (registry, specs)
+}
