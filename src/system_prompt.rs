@@ -30,6 +30,8 @@ pub fn tool_summary(name: &str) -> &'static str {
         "grep" => "Search file contents with a regular expression (respects .gitignore)",
         "find" => "Find files by glob pattern (respects .gitignore)",
         "ls" => "List a directory",
+        "codemode" => "Run JavaScript that calls other tools (MCP tools included); only its output reaches you",
+        "tool_search" => "Search for tools that are not loaded yet and load the matches",
         _ => "",
     }
 }

@@ -78,6 +78,8 @@ pub(crate) struct Agent {
 
     /// Templates, skills and extensions.
     pub(super) ext: ExtensionState,
+    /// The session's MCP servers (and codemode's store).
+    pub(super) mcp: Arc<crate::mcp::McpManager>,
 
     pub(super) out: mpsc::Sender<Output>,
     pub(super) internal_tx: mpsc::Sender<Internal>,
@@ -96,6 +98,7 @@ impl Agent {
             session_file: session_file.as_deref(),
         };
         let ext = ExtensionState::start(config.resources, &config.extensions, &start, internal_tx.clone());
+        let mcp = super::mcp_ops::start_mcp(config.mcp, &internal_tx);
         let mut agent = Agent {
             agent_dir: config.agent_dir,
             cwd: config.cwd,
@@ -127,6 +130,7 @@ impl Agent {
             after_run: Vec::new(),
             compaction: None,
             ext,
+            mcp,
             out,
             internal_tx,
             internal_rx: Some(internal_rx),
@@ -181,6 +185,7 @@ impl Agent {
                 break;
             }
         }
+        self.mcp.shutdown().await;
         self.ext.handle.shutdown().await;
         if let Some(Some(tag)) = self.shutdown.take() {
             self.reply(Some(tag), Ok(Reply::Ack)).await;
@@ -488,6 +493,8 @@ impl Agent {
             initial,
             retry: self.settings.retry,
             retry_enabled: self.retry_enabled.clone(),
+            mcp: Some(self.mcp.clone()),
+            reach: self.reach(),
         };
         self.run = Some(ActiveRun { id: run_id, cancel, retry_cancel, retry_waiting: false });
         tokio::spawn(run_session(setup));
@@ -523,6 +530,7 @@ impl Agent {
             .iter()
             .filter(|t| self.tools.contains(t) && !crate::system_prompt::tool_summary(t).is_empty())
             .map(|t| (t.clone(), crate::system_prompt::tool_summary(t).to_string()))
+            .chain(self.reach_summaries())
             .collect();
         let skills = self.skills_section();
         let date = chrono::Utc::now().format("%Y-%m-%d").to_string();

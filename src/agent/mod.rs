@@ -22,6 +22,7 @@ mod compaction_ops;
 mod extension_ops;
 mod extension_requests;
 mod internal;
+mod mcp_ops;
 mod queue;
 mod run;
 mod session_ops;
@@ -84,6 +85,9 @@ pub struct AgentConfig {
     pub resources: crate::resources::Resources,
     /// Extensions to start.
     pub extensions: crate::extensions::ExtensionOptions,
+    /// MCP servers of this session (from `mcp.json`, or handed over by the
+    /// front end, as ACP's `session/new` does); connected in the background.
+    pub mcp: crate::mcp::McpOptions,
 }
 
 /// One item of the ordered output stream.

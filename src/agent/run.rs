@@ -48,6 +48,9 @@ pub(crate) struct RunSetup {
     pub initial: Vec<AgentMessage>,
     pub retry: RetrySettings,
     pub retry_enabled: Arc<AtomicBool>,
+    /// MCP tools, `codemode` and `tool_search` join `tools` at each model call.
+    pub mcp: Option<Arc<crate::mcp::McpManager>>,
+    pub reach: crate::mcp::turn::Reach,
 }
 
 /// How one low-level run (agent_start … agent_end) ended.
@@ -73,6 +76,7 @@ pub(crate) async fn run_session(mut s: RunSetup) {
     let mut totals = Usage::default();
     let mut compaction = RunCompaction::default();
     if !initial.is_empty() {
+        super::mcp_ops::before_prompt(&mut s).await;
         compaction.before_prompt(&mut s).await;
     }
     loop {
@@ -217,6 +221,7 @@ async fn low_level_run(
             }
         }
 
+        let (turn_tools, turn_specs) = super::mcp_ops::turn_tools(s);
         let assistant = if s.cancel.is_cancelled() {
             aborted_assistant(s).await
         } else {
@@ -224,7 +229,7 @@ async fn low_level_run(
                 model: s.model.clone(),
                 system_prompt: s.system_prompt.clone(),
                 messages: s.context.clone(),
-                tools: s.tool_specs.clone(),
+                tools: turn_specs,
                 thinking_level: s.thinking,
                 api_key: s.api_key.clone(),
                 headers: s.headers.clone(),
@@ -283,7 +288,7 @@ async fn low_level_run(
         if !calls.is_empty() {
             let mut ctx = s.tool_ctx.clone();
             ctx.cancel = s.cancel.child_token();
-            let results = execute_tool_calls(&s.emitter, &s.tools, &calls, &ctx).await;
+            let results = execute_tool_calls(&s.emitter, &turn_tools, &calls, &ctx).await;
             let mut result_messages = Vec::with_capacity(results.len());
             for result in results {
                 let result = AgentMessage::ToolResult(result);

@@ -180,9 +180,10 @@ impl Connection {
                 let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
                     return Err("child process has no stdio".to_string());
                 };
+                let mut stderr_task = None;
                 if let Some(stderr) = child.stderr.take() {
                     let tail = self.stderr_tail.clone();
-                    tokio::spawn(async move {
+                    stderr_task = Some(tokio::spawn(async move {
                         let mut lines = tokio::io::BufReader::new(stderr).lines();
                         while let Ok(Some(line)) = lines.next_line().await {
                             if let Ok(mut t) = tail.lock() {
@@ -192,15 +193,23 @@ impl Connection {
                                 t.push_back(line);
                             }
                         }
-                    });
+                    }));
                 }
-                let guard = ChildGuard { pgid: child.id(), child };
-                let service = handler.serve((stdout, stdin)).await.map_err(|e| format!("initialize failed: {e}"));
-                match service {
+                let mut guard = ChildGuard { pgid: child.id(), child };
+                match handler.serve((stdout, stdin)).await {
                     Ok(service) => Ok(Live { service, child: Some(guard) }),
                     Err(e) => {
+                        // A server that died says more by its exit status than the broken pipe does.
+                        let _ = tokio::time::timeout(Duration::from_millis(200), guard.child.wait()).await;
+                        let message = match guard.child.try_wait() {
+                            Ok(Some(status)) => format!("the server exited ({status}) before it was initialized"),
+                            _ => format!("initialize failed: {}", short_error(&e.to_string())),
+                        };
                         guard.stop().await;
-                        Err(e)
+                        if let Some(task) = stderr_task {
+                            let _ = tokio::time::timeout(Duration::from_millis(200), task).await;
+                        }
+                        Err(message)
                     }
                 }
             }
@@ -214,10 +223,6 @@ impl Connection {
                     .map_err(|e| format!("HTTP client: {e}"))?;
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 for (name, value) in headers {
-                    if name.eq_ignore_ascii_case("authorization") {
-                        config.auth_header = Some(value.strip_prefix("Bearer ").unwrap_or(value).to_string());
-                        continue;
-                    }
                     let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                         .map_err(|_| format!("bad header name {name}"))?;
                     let value = reqwest::header::HeaderValue::from_str(value)
@@ -225,7 +230,10 @@ impl Connection {
                     config.custom_headers.insert(name, value);
                 }
                 let transport = StreamableHttpClientTransport::with_client(client, config);
-                let service = handler.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))?;
+                let service = handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| format!("initialize failed: {}", short_error(&e.to_string())))?;
                 Ok(Live { service, child: None })
             }
         }
@@ -382,6 +390,14 @@ impl Connection {
     }
 }
 
+/// rmcp's transport errors name Rust types; keep the part a user can act on.
+fn short_error(text: &str) -> String {
+    match text.rfind(" error: ") {
+        Some(i) => text[i + 8..].to_string(),
+        None => text.to_string(),
+    }
+}
+
 fn progress_key(token: &rmcp::model::ProgressToken) -> String {
     serde_json::to_string(token).unwrap_or_default()
 }
@@ -477,5 +493,80 @@ impl rmcp::ClientHandler for Handler {
         if let Some(conn) = self.conn.upgrade() {
             conn.on_progress(&params);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::config::Exposure;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn http_server(url: String, headers: Vec<(String, String)>) -> ServerConfig {
+        ServerConfig {
+            name: "remote".into(),
+            transport: Transport::Http { url, headers },
+            exposure: Exposure::Direct,
+            tool_exposure: Vec::new(),
+            timeout: Duration::from_secs(5),
+            description: None,
+            source: "test".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn http_servers_get_the_configured_headers_and_failures_are_recorded() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 8192];
+            let mut got = Vec::new();
+            while !String::from_utf8_lossy(&got).contains("\r\n\r\n") {
+                let n = sock.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            let _ = sock
+                .write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                .await;
+            String::from_utf8_lossy(&got).to_lowercase()
+        });
+        let headers = vec![("Authorization".into(), "Bearer tok-123".into()), ("X-Team".into(), "blue".into())];
+        let conn = Connection::new(http_server(format!("http://{addr}/mcp"), headers));
+        conn.connect().await;
+        let request = seen.await.unwrap();
+        assert!(request.starts_with("post /mcp "), "{request}");
+        assert!(request.contains("authorization: bearer tok-123"), "{request}");
+        assert!(request.contains("x-team: blue"), "{request}");
+        assert!(matches!(conn.state().status, Status::Failed(_)), "{:?}", conn.state().status);
+        // The next call tries again, and fails as an error string.
+        let err = conn.call_tool("echo", serde_json::json!({}), &CancellationToken::new(), None).await.unwrap_err();
+        assert!(!err.contains("tok-123"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_server_that_exits_is_reported_with_its_status() {
+        let config = ServerConfig {
+            name: "gone".into(),
+            transport: Transport::Stdio {
+                command: "sh".into(),
+                args: vec!["-c".into(), "echo oops >&2; exit 7".into()],
+                env: Vec::new(),
+                cwd: std::env::temp_dir(),
+            },
+            exposure: Exposure::Direct,
+            tool_exposure: Vec::new(),
+            timeout: Duration::from_secs(5),
+            description: None,
+            source: "test".into(),
+        };
+        let conn = Connection::new(config);
+        conn.connect().await;
+        let Status::Failed(message) = conn.state().status else { panic!("{:?}", conn.state().status) };
+        assert!(message.contains("exited (exit status: 7)"), "{message}");
+        assert!(message.contains("stderr:\noops"), "{message}");
     }
 }

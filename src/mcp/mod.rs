@@ -290,6 +290,15 @@ impl McpManager {
         out
     }
 
+    /// What `tool_search` searches: tools with `deferred` or `codemode` exposure.
+    pub fn search_docs(&self) -> Vec<SearchDoc> {
+        self.tools()
+            .into_iter()
+            .filter(|t| matches!(t.exposure, Exposure::Deferred | Exposure::Codemode))
+            .map(|t| t.search)
+            .collect()
+    }
+
     /// `describeNamespace()`: a server's description, instructions and tools.
     pub fn namespace_info(&self, query: &str) -> Option<Value> {
         let conn = self.conns.iter().find(|c| naming::namespace_matches(query, &c.config.name))?;

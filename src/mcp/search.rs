@@ -101,19 +101,21 @@ pub fn loaded_tools(context: &[AgentMessage]) -> Vec<String> {
     out
 }
 
-/// The `tool_search` tool over the deferred tools.
+/// The `tool_search` tool over the deferred tools (of every server, once
+/// each has connected or failed).
 pub struct ToolSearch {
     docs: Vec<SearchDoc>,
+    mcp: Option<std::sync::Arc<super::McpManager>>,
     parameters: Value,
 }
 
 impl ToolSearch {
-    pub fn new(docs: Vec<SearchDoc>) -> ToolSearch {
+    pub fn new(docs: Vec<SearchDoc>, mcp: Option<std::sync::Arc<super::McpManager>>) -> ToolSearch {
         let parameters = json!({"type": "object", "required": ["query"], "properties": {
             "query": {"type": "string", "description": "Search query for deferred tools."},
             "limit": {"type": "number", "description": "Maximum number of tools to return. Defaults to 8."}
         }});
-        ToolSearch { docs, parameters }
+        ToolSearch { docs, mcp, parameters }
     }
 }
 
@@ -135,7 +137,14 @@ impl Tool for ToolSearch {
         let query = args.get("query").and_then(Value::as_str).unwrap_or_default();
         let limit =
             args.get("limit").and_then(Value::as_f64).filter(|l| *l >= 1.0).map_or(DEFAULT_LIMIT, |l| l as usize);
-        let found = rank(&self.docs, query, limit);
+        let docs = match &self.mcp {
+            Some(mcp) => {
+                mcp.wait_for(None).await;
+                mcp.search_docs()
+            }
+            None => self.docs.clone(),
+        };
+        let found = rank(&docs, query, limit);
         if found.is_empty() {
             return ToolOutput::text(format!("No deferred tools matched \"{query}\". Try other words."))
                 .with_details(json!({"loaded": []}));

@@ -67,7 +67,7 @@ pub fn turn_tools(
             .iter()
             .filter(|t| matches!(t.exposure, Exposure::Deferred | Exposure::Codemode))
             .map(|t| t.search.clone());
-        add(Arc::new(ToolSearch::new(docs.collect())), &mut registry, &mut specs);
+        add(Arc::new(ToolSearch::new(docs.collect(), mcp.cloned())), &mut registry, &mut specs);
     }
     let filter = mcp.map(|m| m.filter.clone()).unwrap_or_default();
     for t in exposed.iter().filter(|t| t.exposure == Exposure::Direct && filter.declarable(t.tool.name())) {

@@ -144,7 +144,7 @@ pub struct Pi {
 }
 
 impl Pi {
-    fn start(mut cmd: tokio::process::Command) -> Pi {
+    pub fn start(mut cmd: tokio::process::Command) -> Pi {
         let mut child = cmd.spawn().expect("spawn pi");
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("stdout");

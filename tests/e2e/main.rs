@@ -10,6 +10,7 @@ mod extensions;
 mod extensions_jsonrpc;
 mod harness;
 mod jsonrpc_basic;
+mod mcp;
 mod native_basic;
 mod native_compaction;
 mod native_config;

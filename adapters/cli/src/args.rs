@@ -73,6 +73,14 @@ pub struct Args {
     #[arg(long)]
     pub no_tools: bool,
 
+    /// Comma-separated tool names or `*` patterns to disable, MCP tools included. Alias: -xt.
+    #[arg(long, value_name = "TOOLS", value_delimiter = ',')]
+    pub exclude_tools: Vec<String>,
+
+    /// Don't connect MCP servers for this run.
+    #[arg(long)]
+    pub no_mcp: bool,
+
     /// System prompt (text or a file path) replacing the default.
     #[arg(long, value_name = "TEXT")]
     pub system_prompt: Option<String>,
@@ -160,6 +168,7 @@ pub fn normalize_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec
             Some("-np") => Some("--no-prompt-templates"),
             Some("-na") => Some("--no-approve"),
             Some("-nt") => Some("--no-tools"),
+            Some("-xt") => Some("--exclude-tools"),
             _ => None,
         };
         out.push(long.map_or(arg, std::ffi::OsString::from));

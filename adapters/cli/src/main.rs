@@ -53,7 +53,7 @@ async fn run(args: args::Args) -> anyhow::Result<ExitCode> {
 
 fn init_tracing(verbose: bool) {
     use tracing_subscriber::EnvFilter;
-    let default = if verbose { "debug" } else { "info" };
+    let default = if verbose { "debug" } else { "info,rmcp=warn" };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

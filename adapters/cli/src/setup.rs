@@ -7,6 +7,7 @@ use pi_core::agent::{AgentConfig, SessionStart, SystemPromptOptions};
 use pi_core::config::settings::apply_tool_edits;
 use pi_core::config::{ModelRegistry, Settings, default_agent_dir, expand_home};
 use pi_core::extensions::{DiscoverOptions, ExtensionOptions, Timeouts, discover as discover_extensions};
+use pi_core::mcp::{ConfigSources, McpConfig, McpOptions, ToolFilter};
 use pi_core::model::ThinkingLevel;
 use pi_core::provider::ProviderRegistry;
 use pi_core::provider::faux::FauxProvider;
@@ -51,7 +52,7 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
     };
 
     let tools = ToolRegistry::builtin();
-    let active_tools = if args.no_tools {
+    let mut active_tools = if args.no_tools {
         Vec::new()
     } else if let Some(list) = &args.tools {
         let list: Vec<String> = list.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
@@ -59,7 +60,9 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
     } else {
         settings.default_tools.clone().unwrap_or_else(|| DEFAULT_ACTIVE_TOOLS.iter().map(|s| s.to_string()).collect())
     };
-    if let Some(unknown) = active_tools.iter().find(|t| !tools.contains(t)) {
+    // MCP patterns filter MCP tools; `codemode` and `tool_search` come with MCP.
+    active_tools.retain(|t| !t.starts_with("mcp__") && !MCP_RESOURCE_TOOLS.contains(&t.as_str()));
+    if let Some(unknown) = active_tools.iter().find(|t| !tools.contains(t) && !INDIRECT_TOOLS.contains(&t.as_str())) {
         let known: Vec<&str> = tools.names().collect();
         bail!("unknown tool \"{unknown}\" (known tools: {})", known.join(", "));
     }
@@ -79,7 +82,8 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
     }
     let http = HttpClient::with_options(http_options).map_err(|e| anyhow::anyhow!("{e}"))?;
     let providers = ProviderRegistry::builtin(http, faux);
-    let (resources, extensions) = resources_and_extensions(args, &agent_dir, &cwd)?;
+    let (resources, extensions, project_trusted) = resources_and_extensions(args, &agent_dir, &cwd)?;
+    let mcp = mcp_options(args, &agent_dir, &cwd, project_trusted);
 
     Ok(AgentConfig {
         agent_dir,
@@ -105,7 +109,28 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
         temp_dir: std::env::temp_dir(),
         resources,
         extensions,
+        mcp,
     })
+}
+
+/// Tools MCP adds (named in `--tools` to turn them on without MCP servers).
+const INDIRECT_TOOLS: [&str; 2] = ["codemode", "tool_search"];
+/// The resource tools count as MCP tools for `--tools`.
+const MCP_RESOURCE_TOOLS: [&str; 3] = ["list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource"];
+
+/// `mcp.json` (the project's only when trusted), unless `--no-mcp` or `--no-tools`.
+fn mcp_options(args: &Args, agent_dir: &std::path::Path, cwd: &std::path::Path, project_trusted: bool) -> McpOptions {
+    let temp_dir = std::env::temp_dir();
+    if args.no_mcp || args.no_tools {
+        return McpOptions { temp_dir, ..Default::default() };
+    }
+    let sources = ConfigSources { agent_dir, cwd, project_trusted, env: None };
+    let config = McpConfig::load(&sources);
+    for error in &config.errors {
+        tracing::warn!("MCP configuration: {error}");
+    }
+    let tools: Option<Vec<String>> = args.tools.as_ref().map(|l| l.iter().map(|t| t.trim().to_string()).collect());
+    McpOptions { config, filter: ToolFilter::from_cli(tools.as_deref(), &args.exclude_tools), temp_dir }
 }
 
 /// Prompt templates and skills (discovered now, problems logged), and the
@@ -114,7 +139,7 @@ fn resources_and_extensions(
     args: &Args,
     agent_dir: &std::path::Path,
     cwd: &std::path::Path,
-) -> anyhow::Result<(Resources, ExtensionOptions)> {
+) -> anyhow::Result<(Resources, ExtensionOptions, bool)> {
     let (mut options, trust_warning) = ResourceOptions::new(agent_dir, cwd, args.trust_override());
     if let Some(warning) = trust_warning {
         bail!("{warning}");
@@ -140,7 +165,7 @@ fn resources_and_extensions(
         timeouts: Timeouts::from_settings(&agent_dir.join("settings.json")),
         no_tools: args.no_tools,
     };
-    Ok((resources, extensions))
+    Ok((resources, extensions, options.project_trusted))
 }
 
 /// `--session-dir`, then `PI_CODING_AGENT_SESSION_DIR`, then settings, then pi's default.
