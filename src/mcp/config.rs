@@ -67,6 +67,35 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// A stdio server with pi's defaults (for servers a front end hands over,
+    /// such as ACP's `session/new` `mcpServers`).
+    pub fn stdio(
+        name: &str,
+        command: PathBuf,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: PathBuf,
+    ) -> ServerConfig {
+        ServerConfig::with_transport(name, Transport::Stdio { command, args, env, cwd })
+    }
+
+    /// A streamable HTTP server with pi's defaults.
+    pub fn http(name: &str, url: String, headers: Vec<(String, String)>) -> ServerConfig {
+        ServerConfig::with_transport(name, Transport::Http { url, headers })
+    }
+
+    fn with_transport(name: &str, transport: Transport) -> ServerConfig {
+        ServerConfig {
+            name: name.to_string(),
+            transport,
+            exposure: Exposure::Codemode,
+            tool_exposure: Vec::new(),
+            timeout: Duration::from_secs(60),
+            description: None,
+            source: "session".to_string(),
+        }
+    }
+
     /// A server's effective exposure for one of its tools.
     pub fn exposure_of(&self, tool: &str) -> Exposure {
         if let Some((_, e)) = self.tool_exposure.iter().find(|(k, _)| !k.contains('*') && k == tool) {
@@ -417,4 +446,143 @@ pub fn expand_value(value: &str, env: Option<&BTreeMap<String, String>>) -> Resu
     }
     out.push_str(rest);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn load(user: Option<Value>, project: Option<Value>, trusted: bool, env: &[(&str, &str)]) -> McpConfig {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        if let Some(u) = user {
+            std::fs::write(agent.path().join("mcp.json"), u.to_string()).unwrap();
+        }
+        if let Some(p) = project {
+            std::fs::create_dir_all(cwd.path().join(".pi")).unwrap();
+            std::fs::write(cwd.path().join(".pi/mcp.json"), p.to_string()).unwrap();
+        }
+        let env: BTreeMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let sources =
+            ConfigSources { agent_dir: agent.path(), cwd: cwd.path(), project_trusted: trusted, env: Some(&env) };
+        McpConfig::load(&sources)
+    }
+
+    #[test]
+    fn user_servers_with_expansion_and_defaults() {
+        let user = json!({"mcpServers": {
+            "fs": {"command": "npx", "args": ["-y", "server", "~/docs"], "env": {"TOKEN": "${GH}", "PLAIN": "a${MISSING}b"}, "cwd": "sub"},
+            "docs": {"url": "https://example.invalid/mcp", "headers": {"Authorization": "Bearer ${DOCS}"}, "timeout": 5, "exposure": "direct", "description": "Docs"},
+            "cmd": {"type": "streamable-http", "url": "http://127.0.0.1:1/mcp", "headers": {"X": "!printf 'from command'"}},
+            "off": {"command": "x", "enabled": false}
+        }});
+        let c = load(Some(user), None, false, &[("GH", "gh-token"), ("DOCS", "d0cs")]);
+        assert!(c.errors.is_empty(), "{:?}", c.errors);
+        assert_eq!(c.servers.len(), 3);
+        let fs = &c.servers[0];
+        let Transport::Stdio { command, args, env, cwd } = &fs.transport else { panic!() };
+        assert_eq!(command, &PathBuf::from("npx"));
+        assert_eq!(args[2], crate::config::home_dir().join("docs").display().to_string());
+        assert_eq!(env, &vec![("TOKEN".into(), "gh-token".into()), ("PLAIN".into(), "ab".into())]);
+        assert!(cwd.ends_with("sub"));
+        assert_eq!((fs.exposure, fs.timeout), (Exposure::Codemode, Duration::from_secs(60)));
+        let docs = &c.servers[1];
+        assert_eq!(
+            docs.transport,
+            Transport::Http {
+                url: "https://example.invalid/mcp".into(),
+                headers: vec![("Authorization".into(), "Bearer d0cs".into())]
+            }
+        );
+        assert_eq!(
+            (docs.exposure, docs.timeout, docs.description.as_deref()),
+            (Exposure::Direct, Duration::from_secs(5), Some("Docs"))
+        );
+        let Transport::Http { headers, .. } = &c.servers[2].transport else { panic!() };
+        assert_eq!(headers, &vec![("X".into(), "from command".into())]);
+        assert!(!docs.describe().contains("d0cs"), "descriptions carry no secrets");
+    }
+
+    #[test]
+    fn invalid_entries_are_reported_and_skipped() {
+        let user = json!({"mcpServers": {
+            "bad name": {"command": "x"},
+            "legacy": {"type": "sse", "url": "http://h/sse"},
+            "neither": {"args": []},
+            "both": {"command": "x", "url": "http://h"},
+            "weird": {"command": "x", "exposure": "sometimes"},
+            "a-b": {"command": "x"},
+            "a_b": {"command": "y"},
+            "ok": {"command": "z", "toolExposure": {"get_*": "direct", "get_secret": "hidden", "*": "deferred"}}
+        }});
+        let c = load(Some(user), None, false, &[]);
+        let names: Vec<&str> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a-b", "ok"]);
+        let errors = c.errors.join("\n");
+        for needle in [
+            "invalid server name \"bad name\"",
+            "legacy SSE transport",
+            "\"neither\": needs",
+            "\"both\": has both",
+            "unknown exposure \"sometimes\"",
+            "\"a_b\" has the same name",
+        ] {
+            assert!(errors.contains(needle), "{needle} in {errors}");
+        }
+        let ok = &c.servers[1];
+        assert_eq!(ok.exposure_of("get_secret"), Exposure::Hidden, "exact names win");
+        assert_eq!(ok.exposure_of("get_thing"), Exposure::Direct, "first matching pattern");
+        assert_eq!(ok.exposure_of("other"), Exposure::Deferred);
+        let broken = load(Some(json!({"mcpServers": [1]})), None, false, &[]);
+        assert!(broken.errors[0].contains("\"mcpServers\" must be an object"));
+    }
+
+    #[test]
+    fn project_entries_need_trust_and_override_or_replace() {
+        let user = json!({"mcpServers": {
+            "internal": {"command": "tool", "env": {"K": "v"}, "exposure": "codemode"},
+            "shared": {"command": "old"}
+        }, "autoEnableCodemode": true});
+        let project = json!({"mcpServers": {
+            "internal": {"exposure": "direct", "toolExposure": {"x": "hidden"}},
+            "shared": {"command": "new"},
+            "extra": {"url": "http://127.0.0.1:9/mcp"}
+        }, "autoEnableCodemode": false});
+        let untrusted = load(Some(user.clone()), Some(project.clone()), false, &[]);
+        assert_eq!(untrusted.servers.len(), 2);
+        assert!(untrusted.auto_enable_codemode);
+        assert_eq!(untrusted.servers[0].exposure, Exposure::Codemode);
+        let trusted = load(Some(user), Some(project), true, &[]);
+        let names: Vec<&str> = trusted.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["internal", "shared", "extra"]);
+        let internal = &trusted.servers[0];
+        assert_eq!(internal.exposure, Exposure::Direct);
+        assert_eq!(internal.exposure_of("x"), Exposure::Hidden);
+        let Transport::Stdio { env, command, .. } = &internal.transport else { panic!() };
+        assert_eq!(
+            (command.to_str(), env.clone()),
+            (Some("tool"), vec![("K".to_string(), "v".to_string())]),
+            "the rest is kept"
+        );
+        let Transport::Stdio { command, .. } = &trusted.servers[1].transport else { panic!() };
+        assert_eq!(command, &PathBuf::from("new"));
+        assert!(!trusted.auto_enable_codemode);
+        let disabled = load(
+            Some(json!({"mcpServers": {"s": {"command": "x"}}})),
+            Some(json!({"mcpServers": {"s": {"enabled": false}}})),
+            true,
+            &[],
+        );
+        assert!(disabled.servers.is_empty() && disabled.errors.is_empty());
+    }
+
+    #[test]
+    fn wildcards() {
+        assert!(wildcard_match("mcp__*", "mcp__a__b"));
+        assert!(wildcard_match("*__b", "mcp__a__b"));
+        assert!(wildcard_match("mcp__*__b*", "mcp__a__bc"));
+        assert!(!wildcard_match("mcp__x*", "mcp__a"));
+        assert!(wildcard_match("exact", "exact") && !wildcard_match("exact", "exactly"));
+    }
 }

@@ -340,3 +340,6 @@ fn parameter_text(schema: &Value) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+#[cfg(test)]
+mod tests;

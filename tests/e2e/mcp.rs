@@ -433,3 +433,36 @@ async fn no_mcp_flag_and_untrusted_project_config() {
     let (tools, _) = first_tools(&["--no-session", "--approve"]).await;
     assert!(tools.iter().any(|t| t == "mcp__proj__echo"), "trusted: {tools:?}");
 }
+
+#[tokio::test]
+async fn tools_and_exclude_tools_patterns_filter_mcp_tools() {
+    let Some(srv) = Servers::find() else { return };
+    let sb = Sandbox::with_server().await;
+    let mut everything = srv.everything("stdio");
+    everything["exposure"] = json!("direct");
+    write_mcp(&sb, json!({"everything": everything}));
+    let mut declared = Vec::new();
+    for args in [
+        &["--no-session", "--tools", "read,bash"][..],
+        &["--no-session", "--tools", "read,mcp__everything__get_*", "--exclude-tools", "mcp__everything__get_env"][..],
+        &["--no-session", "-xt", "mcp__*,list_mcp_*,read_mcp_resource"][..],
+    ] {
+        sb.server().push(Reply::text("ok"));
+        let before = sb.server().request_count();
+        let mut pi = sb.spawn(args);
+        pi.send(json!({"id": "p", "type": "prompt", "message": "hi"})).await;
+        pi.until_type("agent_settled").await;
+        declared.push(tool_names(&sb.server().requests()[before].body));
+    }
+    assert_eq!(&declared[0][..2], ["read", "bash"]);
+    assert!(
+        declared[0].iter().any(|t| t == "mcp__everything__echo"),
+        "--tools without mcp__ keeps MCP tools: {:?}",
+        declared[0]
+    );
+    let get: Vec<&str> = declared[1].iter().map(String::as_str).filter(|t| t.starts_with("mcp__")).collect();
+    assert!(!get.is_empty() && get.iter().all(|t| t.starts_with("mcp__everything__get_")), "{get:?}");
+    assert!(!get.contains(&"mcp__everything__get_env"));
+    assert_eq!(declared[1][0], "read");
+    assert_eq!(declared[2], ["read", "bash", "edit", "write"]);
+}
