@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""pi-rpc benchmarks: cold start to the first get_state response, peak RSS,
+"""pi-rpc benchmarks: cold start to the first get_state response (also with
+MCP servers configured, which connect in the background), peak RSS,
 and the time to relay a 100,000-delta stream from the fake model server.
 
 Usage: bench/run.py [--runs N] [--deltas N] [--reference PATH_TO_PI_CLI_JS]
@@ -69,9 +70,26 @@ def cold_start(cmd, env, cwd):
     return elapsed, rss
 
 
-def measure_start(label, cmd, runs):
+def mcp_servers():
+    """Three MCP servers for the start-up figure: server-everything twice
+    (installed by scripts/install-mcp-servers.sh) and one that cannot start.
+    None when the servers are not installed."""
+    node = os.path.join(ROOT, "target", "tools", "node", "node_modules", ".bin", "node")
+    everything = os.path.join(ROOT, "target", "tools", "mcp", "node_modules", "@modelcontextprotocol",
+                              "server-everything", "dist", "index.js")
+    if not (os.path.exists(node) and os.path.exists(everything)):
+        return None
+    return {"mcpServers": {"a": {"command": node, "args": [everything, "stdio"], "exposure": "direct"},
+                           "b": {"command": node, "args": [everything, "stdio"]},
+                           "missing": {"command": "/nonexistent/mcp-server"}}}
+
+
+def measure_start(label, cmd, runs, mcp=None):
     with tempfile.TemporaryDirectory() as agent, tempfile.TemporaryDirectory() as cwd:
         env = sandbox_env(agent)
+        if mcp is not None:
+            with open(os.path.join(agent, "mcp.json"), "w") as f:
+                json.dump(mcp, f)
         cold_start(cmd, env, cwd)  # warm the page cache
         times, rss = [], []
         for _ in range(runs):
@@ -139,6 +157,9 @@ def main():
     build()
     print(f"machine: {os.cpu_count()} cpus; binary {os.path.getsize(PI) / 1048576:.1f} MiB")
     measure_start("pi-rpc", [PI, "--mode", "rpc", "--no-session"], args.runs)
+    servers = mcp_servers()
+    if servers is not None:
+        measure_start("pi-rpc, 3 MCP servers configured", [PI, "--mode", "rpc", "--no-session"], args.runs, servers)
     if args.reference:
         measure_start("reference", [args.node, args.reference, "--mode", "rpc", "--no-session", "--offline"],
                       max(3, args.runs // 4))
