@@ -365,7 +365,7 @@ impl<'a> Session<'a> {
                     && let Some(mcp) = &self.tool.mcp
                     && ident.starts_with("mcp__")
                 {
-                    mcp.wait_for(Some(&[ident.to_string()])).await;
+                    mcp.wait_for(Some(&mcp.servers_named_in(ident))).await;
                     catalog = self.tool.catalog();
                 }
                 catalog.iter().find(|e| naming::identifier(e.tool.name()) == ident).map(|e| json!(e.tool.name()))

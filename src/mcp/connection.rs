@@ -241,26 +241,25 @@ impl Connection {
 
     /// The peer, reconnecting first when the connection failed or dropped.
     async fn peer(self: &Arc<Self>) -> Result<Peer<RoleClient>, String> {
-        for attempt in 0..2 {
-            {
-                let live = self.live.lock().await;
-                if let Some(l) = live.as_ref()
-                    && !l.service.is_transport_closed()
-                {
-                    return Ok(l.service.peer().clone());
-                }
-            }
-            if self.stopping.is_cancelled() {
-                return Err("the MCP connection is closed".to_string());
-            }
-            if attempt == 0 {
-                self.connect().await;
-            }
+        if let Some(peer) = self.live_peer().await {
+            return Ok(peer);
+        }
+        if self.stopping.is_cancelled() {
+            return Err("the MCP connection is closed".to_string());
+        }
+        self.connect().await;
+        if let Some(peer) = self.live_peer().await {
+            return Ok(peer);
         }
         match self.state().status {
             Status::Failed(e) | Status::Disconnected(e) => Err(e),
             _ => Err("not connected".to_string()),
         }
+    }
+
+    async fn live_peer(&self) -> Option<Peer<RoleClient>> {
+        let live = self.live.lock().await;
+        live.as_ref().filter(|l| !l.service.is_transport_closed()).map(|l| l.service.peer().clone())
     }
 
     /// A request failed because the transport went away: record it.

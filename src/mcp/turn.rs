@@ -45,8 +45,7 @@ pub fn turn_tools(
     let mut specs = base_specs.to_vec();
     let exposed = mcp.map(|m| m.tools()).unwrap_or_default();
     let add = |tool: Arc<dyn Tool>, registry: &mut ToolRegistry, specs: &mut Vec<ToolSpec>| {
-        if !registry.contains(tool.name()) || !specs.iter().any(|s| s.name == tool.name()) {
-            specs.retain(|s| s.name != tool.name());
+        if !specs.iter().any(|s| s.name == tool.name()) {
             specs.push(tool.spec());
             registry.register(tool);
         }
