@@ -163,6 +163,8 @@ async fn direct_tools_images_errors_and_resources() {
     let mut everything = srv.everything("stdio");
     everything["exposure"] = json!("direct");
     everything["toolExposure"] = json!({"get-env": "hidden"});
+    // Shorter than the slow tool below: its progress notifications must reset the timeout.
+    everything["timeout"] = json!(1.2);
     write_mcp(&sb, json!({"everything": everything}));
     sb.server().push(Reply::tool_calls([
         FakeToolCall::new("c1", "mcp__everything__get_sum", r#"{"a":1,"b":2}"#),
@@ -176,6 +178,7 @@ async fn direct_tools_images_errors_and_resources() {
         FakeToolCall::new("c5", "list_mcp_resources", r#"{"server":"everything"}"#),
         FakeToolCall::new("c6", "mcp__everything__get_env", "{}"),
         FakeToolCall::new("c7", "mcp__everything__get_resource_links", r#"{"count":1}"#),
+        FakeToolCall::new("c8", "mcp__everything__trigger_long_running_operation", r#"{"duration":2,"steps":4}"#),
     ]));
     sb.server().push(Reply::text("done"));
     // The prompt goes out at once: the first request still declares the
@@ -208,6 +211,13 @@ async fn direct_tools_images_errors_and_resources() {
     );
     assert!(result_text(result(&rs, "c7")).contains("Read it with read_mcp_resource (server \"everything\")]"));
     assert!(end["isError"] == false);
+    let slow = result(&rs, "c8");
+    assert_eq!(slow["isError"], false, "{slow}");
+    assert!(result_text(slow).contains("Long running operation completed"), "{slow}");
+    let progress: Vec<&Value> =
+        lines.iter().filter(|l| l["type"] == "tool_execution_update" && l["toolCallId"] == "c8").collect();
+    assert!(!progress.is_empty(), "progress notifications become tool_execution_update");
+    assert!(progress[0]["partialResult"]["content"][0]["text"].as_str().unwrap().contains("1"), "{:?}", progress[0]);
     assert!(text_of(&tool_message(&sb, 1, "c1")).contains("The sum of 1 and 2 is 3."));
 }
 
