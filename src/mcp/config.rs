@@ -42,13 +42,53 @@ impl Exposure {
     }
 }
 
+/// An `env` or `headers` value: text (`${VAR}` already expanded), or a
+/// `!command` run when the server connects, so start-up never waits for it.
+/// Its `Debug` form hides the value: these hold secrets.
+#[derive(Clone, PartialEq)]
+pub enum ConfigValue {
+    Text(String),
+    Command(String),
+}
+
+impl ConfigValue {
+    /// The value to send (runs a command value; blocking).
+    pub fn resolve(&self) -> Result<String, String> {
+        match self {
+            ConfigValue::Text(t) => Ok(t.clone()),
+            ConfigValue::Command(c) => run_value_command(c),
+        }
+    }
+}
+
+impl std::fmt::Debug for ConfigValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigValue::Text(_) => f.write_str("Text(<hidden>)"),
+            ConfigValue::Command(_) => f.write_str("Command(<hidden>)"),
+        }
+    }
+}
+
+/// Name/value pairs of `env` or `headers`.
+pub type ConfigValues = Vec<(String, ConfigValue)>;
+
 /// Where a server runs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transport {
     /// A child process speaking JSON-RPC on stdin/stdout.
-    Stdio { command: PathBuf, args: Vec<String>, env: Vec<(String, String)>, cwd: PathBuf },
+    Stdio { command: PathBuf, args: Vec<String>, env: ConfigValues, cwd: PathBuf },
     /// Streamable HTTP.
-    Http { url: String, headers: Vec<(String, String)> },
+    Http { url: String, headers: ConfigValues },
+}
+
+fn texts(pairs: Vec<(String, String)>) -> ConfigValues {
+    pairs.into_iter().map(|(k, v)| (k, ConfigValue::Text(v))).collect()
+}
+
+/// Resolve every value (commands run here; blocking).
+pub fn resolve_values(values: &ConfigValues) -> Result<Vec<(String, String)>, String> {
+    values.iter().map(|(k, v)| v.resolve().map(|v| (k.clone(), v)).map_err(|e| format!("{k}: {e}"))).collect()
 }
 
 /// One server, ready to connect (variables expanded, paths resolved).
@@ -76,12 +116,12 @@ impl ServerConfig {
         env: Vec<(String, String)>,
         cwd: PathBuf,
     ) -> ServerConfig {
-        ServerConfig::with_transport(name, Transport::Stdio { command, args, env, cwd })
+        ServerConfig::with_transport(name, Transport::Stdio { command, args, env: texts(env), cwd })
     }
 
     /// A streamable HTTP server with pi's defaults.
     pub fn http(name: &str, url: String, headers: Vec<(String, String)>) -> ServerConfig {
-        ServerConfig::with_transport(name, Transport::Http { url, headers })
+        ServerConfig::with_transport(name, Transport::Http { url, headers: texts(headers) })
     }
 
     fn with_transport(name: &str, transport: Transport) -> ServerConfig {
@@ -330,13 +370,13 @@ fn parse_entry(
             (None, None) => return Err(server("needs \"command\" or \"url\"".into())),
         },
     };
-    let expand = |key: &str| -> Result<Vec<(String, String)>, String> {
+    let expand = |key: &str| -> Result<ConfigValues, String> {
         match entry.get(key) {
             None | Some(Value::Null) => Ok(Vec::new()),
             Some(Value::Object(map)) => map
                 .iter()
                 .map(|(k, v)| match v {
-                    Value::String(s) => expand_value(s, sources.env).map(|v| (k.clone(), v)).map_err(&server),
+                    Value::String(s) => Ok((k.clone(), expand_value(s, sources.env))),
                     _ => Err(server(format!("\"{key}.{k}\" must be a string"))),
                 })
                 .collect(),
@@ -408,21 +448,26 @@ fn home_prefixed(text: &str) -> String {
     }
 }
 
-/// `${VAR}` from the environment; a value that starts with `!` is a shell
-/// command whose trimmed output is the value.
-pub fn expand_value(value: &str, env: Option<&BTreeMap<String, String>>) -> Result<String, String> {
+/// A command value's output (trimmed).
+fn run_value_command(command: &str) -> Result<String, String> {
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run a value command: {e}"))?;
+    if !output.status.success() {
+        return Err(format!("a value command failed ({})", output.status));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+/// `${VAR}` from the environment (unset: empty); a value that starts with `!`
+/// is a shell command, run when the server connects.
+pub fn expand_value(value: &str, env: Option<&BTreeMap<String, String>>) -> ConfigValue {
     if let Some(command) = value.strip_prefix('!') {
-        let output = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(command)
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run a value command: {e}"))?;
-        if !output.status.success() {
-            return Err(format!("a value command failed ({})", output.status));
-        }
-        return Ok(String::from_utf8_lossy(&output.stdout).trim().to_string());
+        return ConfigValue::Command(command.to_string());
     }
     let lookup = |name: &str| match env {
         Some(env) => env.get(name).cloned(),
@@ -445,7 +490,7 @@ pub fn expand_value(value: &str, env: Option<&BTreeMap<String, String>>) -> Resu
         }
     }
     out.push_str(rest);
-    Ok(out)
+    ConfigValue::Text(out)
 }
 
 #[cfg(test)]
@@ -484,7 +529,11 @@ mod tests {
         let Transport::Stdio { command, args, env, cwd } = &fs.transport else { panic!() };
         assert_eq!(command, &PathBuf::from("npx"));
         assert_eq!(args[2], crate::config::home_dir().join("docs").display().to_string());
-        assert_eq!(env, &vec![("TOKEN".into(), "gh-token".into()), ("PLAIN".into(), "ab".into())]);
+        assert_eq!(
+            resolve_values(env).unwrap(),
+            vec![("TOKEN".into(), "gh-token".into()), ("PLAIN".into(), "ab".into())]
+        );
+        assert!(!format!("{fs:?}").contains("gh-token"), "Debug hides values");
         assert!(cwd.ends_with("sub"));
         assert_eq!((fs.exposure, fs.timeout), (Exposure::Codemode, Duration::from_secs(60)));
         let docs = &c.servers[1];
@@ -492,7 +541,7 @@ mod tests {
             docs.transport,
             Transport::Http {
                 url: "https://example.invalid/mcp".into(),
-                headers: vec![("Authorization".into(), "Bearer d0cs".into())]
+                headers: texts(vec![("Authorization".into(), "Bearer d0cs".into())])
             }
         );
         assert_eq!(
@@ -500,7 +549,8 @@ mod tests {
             (Exposure::Direct, Duration::from_secs(5), Some("Docs"))
         );
         let Transport::Http { headers, .. } = &c.servers[2].transport else { panic!() };
-        assert_eq!(headers, &vec![("X".into(), "from command".into())]);
+        assert!(matches!(&headers[0].1, ConfigValue::Command(_)), "commands run at connect time, not at start-up");
+        assert_eq!(resolve_values(headers).unwrap(), vec![("X".into(), "from command".into())]);
         assert!(!docs.describe().contains("d0cs"), "descriptions carry no secrets");
     }
 
@@ -561,7 +611,7 @@ mod tests {
         assert_eq!(internal.exposure_of("x"), Exposure::Hidden);
         let Transport::Stdio { env, command, .. } = &internal.transport else { panic!() };
         assert_eq!(
-            (command.to_str(), env.clone()),
+            (command.to_str(), resolve_values(env).unwrap()),
             (Some("tool"), vec![("K".to_string(), "v".to_string())]),
             "the rest is kept"
         );

@@ -167,6 +167,7 @@ impl Connection {
         let handler = Handler { conn: Arc::downgrade(self) };
         match &self.config.transport {
             Transport::Stdio { command, args, env, cwd } => {
+                let env = resolve(env).await?;
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args)
                     .envs(env.iter().map(|(k, v)| (k, v)))
@@ -214,6 +215,7 @@ impl Connection {
                 }
             }
             Transport::Http { url, headers } => {
+                let headers = resolve(headers).await?;
                 use rmcp::transport::StreamableHttpClientTransport;
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
                 crate::provider::http::install_crypto_provider();
@@ -222,7 +224,7 @@ impl Connection {
                     .build()
                     .map_err(|e| format!("HTTP client: {e}"))?;
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                for (name, value) in headers {
+                for (name, value) in &headers {
                     let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                         .map_err(|_| format!("bad header name {name}"))?;
                     let value = reqwest::header::HeaderValue::from_str(value)
@@ -389,6 +391,12 @@ impl Connection {
     }
 }
 
+/// `env`/`headers` values, command values run off the async threads.
+async fn resolve(values: &super::config::ConfigValues) -> Result<Vec<(String, String)>, String> {
+    let values = values.clone();
+    tokio::task::spawn_blocking(move || super::config::resolve_values(&values)).await.map_err(|e| e.to_string())?
+}
+
 /// rmcp's transport errors name Rust types; keep the part a user can act on.
 fn short_error(text: &str) -> String {
     match text.rfind(" error: ") {
@@ -501,7 +509,7 @@ mod tests {
     use crate::mcp::config::Exposure;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    fn http_server(url: String, headers: Vec<(String, String)>) -> ServerConfig {
+    fn http_server(url: String, headers: crate::mcp::config::ConfigValues) -> ServerConfig {
         ServerConfig {
             name: "remote".into(),
             transport: Transport::Http { url, headers },
@@ -533,7 +541,10 @@ mod tests {
                 .await;
             String::from_utf8_lossy(&got).to_lowercase()
         });
-        let headers = vec![("Authorization".into(), "Bearer tok-123".into()), ("X-Team".into(), "blue".into())];
+        let headers = vec![
+            ("Authorization".into(), crate::mcp::config::ConfigValue::Text("Bearer tok-123".into())),
+            ("X-Team".into(), crate::mcp::config::ConfigValue::Command("printf blue".into())),
+        ];
         let conn = Connection::new(http_server(format!("http://{addr}/mcp"), headers));
         conn.connect().await;
         let request = seen.await.unwrap();
