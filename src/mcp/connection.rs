@@ -23,6 +23,9 @@ use super::config::{ServerConfig, Transport};
 
 /// How long a stdio server gets to exit after its stdin closes, and again after SIGTERM.
 const STOP_GRACE: Duration = Duration::from_millis(500);
+/// Starting and initializing a server gets at least this long (a cold `npx`
+/// or `node` start can take seconds), whatever its request timeout.
+const MIN_CONNECT_TIME: Duration = Duration::from_secs(10);
 /// Lines of a failed server's stderr kept for its error message.
 const STDERR_TAIL_LINES: usize = 10;
 
@@ -122,9 +125,10 @@ impl Connection {
             stop(old).await;
         }
         self.set_status(Status::Connecting);
-        let attempt = tokio::time::timeout(self.config.timeout, self.open());
+        let limit = self.config.timeout.max(MIN_CONNECT_TIME);
+        let attempt = tokio::time::timeout(limit, self.open());
         let result = tokio::select! {
-            r = attempt => r.unwrap_or_else(|_| Err(format!("timed out after {} s", self.config.timeout.as_secs_f64()))),
+            r = attempt => r.unwrap_or_else(|_| Err(format!("no answer to initialize within {} s", limit.as_secs_f64()))),
             _ = self.stopping.cancelled() => Err("stopped".to_string()),
         };
         match result {
@@ -197,13 +201,18 @@ impl Connection {
                     }));
                 }
                 let mut guard = ChildGuard { pgid: child.id(), child };
+                let (stdout, garbage) = json_lines_only(stdout);
                 match handler.serve((stdout, stdin)).await {
                     Ok(service) => Ok(Live { service, child: Some(guard) }),
                     Err(e) => {
                         // A server that died says more by its exit status than the broken pipe does.
                         let _ = tokio::time::timeout(Duration::from_millis(200), guard.child.wait()).await;
-                        let message = match guard.child.try_wait() {
-                            Ok(Some(status)) => format!("the server exited ({status}) before it was initialized"),
+                        let bad_line = garbage.lock().ok().and_then(|g| g.clone());
+                        let message = match (bad_line, guard.child.try_wait()) {
+                            (Some(line), _) => format!("the server wrote a line that is not JSON-RPC: {line}"),
+                            (None, Ok(Some(status))) => {
+                                format!("the server exited ({status}) before it was initialized")
+                            }
                             _ => format!("initialize failed: {}", short_error(&e.to_string())),
                         };
                         guard.stop().await;
@@ -389,6 +398,31 @@ impl Connection {
         }
         self.set_status(Status::Stopped);
     }
+}
+
+/// The server's stdout with a guard: the first line that is not JSON ends the
+/// stream (recorded, cut to 200 characters), so garbage fails the connection
+/// at once instead of leaving requests to time out.
+fn json_lines_only(stdout: tokio::process::ChildStdout) -> (tokio::io::DuplexStream, Arc<Mutex<Option<String>>>) {
+    use tokio::io::AsyncWriteExt;
+    let (mut writer, reader) = tokio::io::duplex(64 * 1024);
+    let garbage = Arc::new(Mutex::new(None));
+    let seen = garbage.clone();
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if !line.trim().is_empty() && serde_json::from_str::<serde::de::IgnoredAny>(&line).is_err() {
+                if let Ok(mut g) = seen.lock() {
+                    *g = Some(line.chars().take(200).collect());
+                }
+                break;
+            }
+            if writer.write_all(line.as_bytes()).await.is_err() || writer.write_all(b"\n").await.is_err() {
+                break;
+            }
+        }
+    });
+    (reader, garbage)
 }
 
 /// `env`/`headers` values, command values run off the async threads.

@@ -391,7 +391,10 @@ async fn faults_are_isolated_and_servers_reconnect() {
     assert_eq!(notices[0]["method"], "notify");
     assert_eq!(notices[0]["notifyType"], "warning");
     assert!(message.contains("missing: failed: cannot start /nonexistent/mcp-server"), "{message}");
-    assert!(message.contains("garbage: failed"), "{message}");
+    assert!(
+        message.contains("garbage: failed: the server wrote a line that is not JSON-RPC: this-is-not-json"),
+        "{message}"
+    );
     assert!(message.contains("invalid server name \"bad name\""), "{message}");
     let state = pi.call("s", json!({"type": "get_state"})).await;
     assert_eq!(state["success"], true);
