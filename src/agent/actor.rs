@@ -172,7 +172,10 @@ impl Agent {
                 biased;
                 Some(msg) = internal_rx.recv() => self.handle_internal(msg).await,
                 op = ops.recv(), if ops_open => match op {
-                    Some((tag, op)) => self.handle_op(tag, op).await,
+                    Some((tag, op)) => {
+                        self.handle_op(tag, op).await;
+                        self.mcp.begin();
+                    }
                     None => {
                         ops_open = false;
                         if self.shutdown.is_none() {

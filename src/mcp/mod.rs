@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
 
 pub mod config;
 pub mod connection;
@@ -34,6 +35,8 @@ use crate::tools::Tool;
 pub const DIRECT_WAIT: Duration = Duration::from_secs(10);
 /// How long codemode, `tool_search` and the resource tools wait for servers.
 pub const TOOL_WAIT: Duration = Duration::from_secs(10);
+/// Servers start at the latest this long after the session.
+const START_DELAY: Duration = Duration::from_millis(50);
 
 /// `--tools` / `--exclude-tools` as they apply to MCP tools.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -90,6 +93,8 @@ pub struct ExposedTool {
 /// The MCP servers of one session.
 pub struct McpManager {
     conns: Vec<Arc<Connection>>,
+    /// Cancelled to start connecting now.
+    go: CancellationToken,
     errors: Vec<String>,
     filter: ToolFilter,
     temp_dir: PathBuf,
@@ -102,11 +107,24 @@ impl McpManager {
     /// Start connecting every server in the background (needs a Tokio runtime).
     pub fn start(options: McpOptions) -> Arc<McpManager> {
         let conns: Vec<Arc<Connection>> = options.config.servers.into_iter().map(Connection::new).collect();
-        for conn in &conns {
-            let conn = conn.clone();
-            tokio::spawn(async move { conn.connect().await });
+        let go = CancellationToken::new();
+        if !conns.is_empty() {
+            // Servers start once the session answered its first command (or
+            // after START_DELAY): starting node or npx competes for the CPU,
+            // and the first answer must not wait for that.
+            let (conns, go) = (conns.clone(), go.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = go.cancelled() => {}
+                    _ = tokio::time::sleep(START_DELAY) => {}
+                }
+                for conn in conns {
+                    tokio::spawn(async move { conn.connect().await });
+                }
+            });
         }
         Arc::new(McpManager {
+            go,
             conns,
             errors: options.config.errors,
             filter: options.filter,
@@ -114,6 +132,11 @@ impl McpManager {
             auto_codemode: options.config.auto_enable_codemode,
             store: Mutex::new(Map::new()),
         })
+    }
+
+    /// Start connecting now (the session answered its first command).
+    pub fn begin(&self) {
+        self.go.cancel();
     }
 
     pub fn is_empty(&self) -> bool {
@@ -153,6 +176,7 @@ impl McpManager {
 
     /// Wait (at most [`DIRECT_WAIT`]) for the servers with `direct` tools.
     pub async fn wait_direct(&self) {
+        self.begin();
         let direct = self.conns.iter().filter(|c| {
             c.config.exposure == Exposure::Direct || c.config.tool_exposure.iter().any(|(_, e)| *e == Exposure::Direct)
         });
@@ -161,6 +185,7 @@ impl McpManager {
 
     /// Wait for every server (or those whose namespace `names` mention).
     pub async fn wait_for(&self, names: Option<&[String]>) {
+        self.begin();
         let wanted = self
             .conns
             .iter()
