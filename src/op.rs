@@ -227,6 +227,8 @@ pub struct StateSnapshot {
     pub pending_message_count: usize,
     pub active_tools: Vec<String>,
     pub context_usage: Option<ContextUsageStats>,
+    /// The session file's header line (`pi --mode json` prints it first).
+    pub session_header: crate::session::SessionHeader,
 }
 
 /// Token totals of the session.

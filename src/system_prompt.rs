@@ -14,6 +14,8 @@ pub struct PromptInputs<'a> {
     pub replace: Option<&'a str>,
     /// `--append-system-prompt` values (text or files), in order.
     pub append: &'a [String],
+    /// `--no-context-files`: leave AGENTS.md / CLAUDE.md out.
+    pub no_context_files: bool,
     /// Extra section appended before the date line (the skills list).
     pub skills_section: Option<&'a str>,
     /// `YYYY-MM-DD`.
@@ -52,7 +54,7 @@ pub fn build(inputs: &PromptInputs<'_>) -> String {
             prompt.push_str(extra.trim_end());
         }
     }
-    let context = context_files(inputs.agent_dir, inputs.cwd);
+    let context = if inputs.no_context_files { Vec::new() } else { context_files(inputs.agent_dir, inputs.cwd) };
     if !context.is_empty() {
         prompt.push_str(
             "\n\n# Project context\n\nInstructions from context files. Follow them unless the user says otherwise.",
@@ -150,6 +152,7 @@ mod tests {
             tools,
             replace: None,
             append: &[],
+            no_context_files: false,
             skills_section: None,
             date: "2026-01-02",
         }
@@ -170,6 +173,10 @@ mod tests {
         assert!(p.contains(&format!("Current working directory: {}", sub.display())));
         let (u, r, s) = (p.find("user rules").unwrap(), p.find("root rules").unwrap(), p.find("sub rules").unwrap());
         assert!(u < r && r < s, "context files in order: {p}");
+        let mut without = inputs(agent.path(), &sub, &tools);
+        without.no_context_files = true;
+        let p = build(&without);
+        assert!(!p.contains("root rules") && !p.contains("# Project context"), "--no-context-files: {p}");
     }
 
     #[test]

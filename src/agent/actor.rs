@@ -55,6 +55,8 @@ pub(crate) struct Agent {
     pub(super) messages: Vec<AgentMessage>,
     pub(super) model: Model,
     pub(super) thinking: ThinkingLevel,
+    /// `--models`: what `cycle_model` cycles through (with optional levels).
+    pub(super) scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
     pub(super) steering: MessageQueue,
     pub(super) follow_up: MessageQueue,
     pub(super) auto_compaction: bool,
@@ -117,6 +119,7 @@ impl Agent {
             messages: restored.messages,
             model: faux::faux_model(),
             thinking: ThinkingLevel::Off,
+            scoped_models: Vec::new(),
             usage_unknown: false,
             run: None,
             next_run_id: 1,
@@ -134,10 +137,18 @@ impl Agent {
         if let Some(key) = config.api_key.clone() {
             agent.api_key_target(config.provider.as_deref(), config.model.as_deref(), key);
         }
+        if !config.model_scope.is_empty() {
+            let scope = agent.models.scope(&config.model_scope);
+            for warning in scope.warnings {
+                tracing::warn!("--models: {warning}");
+            }
+            agent.scoped_models = scope.models;
+        }
         agent.select_initial_model(
             config.provider.as_deref(),
             config.model.as_deref(),
             config.thinking,
+            config.api_key.is_some(),
             restored.model,
             restored.thinking_level,
         )?;
@@ -150,7 +161,8 @@ impl Agent {
         let provider = provider
             .map(str::to_string)
             .or_else(|| {
-                model.and_then(|m| self.models.resolve(None, strip_thinking_suffix(m).0).ok()).map(|m| m.provider)
+                let pattern = model.map(str::trim).filter(|m| !m.is_empty())?;
+                self.models.resolve_pattern(None, pattern, None, true).ok().map(|s| s.model.provider)
             })
             .or_else(|| self.settings.default_provider.clone());
         match provider {
@@ -532,6 +544,7 @@ impl Agent {
             tools: &tools,
             replace: self.prompt_options.replace.as_deref(),
             append: &self.prompt_options.append,
+            no_context_files: self.prompt_options.no_context_files,
             skills_section: skills.as_deref(),
             date: &date,
         })
@@ -604,15 +617,6 @@ impl Agent {
 }
 
 /// Split `model:thinking` when the suffix is a thinking level.
-pub(crate) fn strip_thinking_suffix(pattern: &str) -> (&str, Option<ThinkingLevel>) {
-    if let Some((model, level)) = pattern.rsplit_once(':')
-        && let Ok(level) = level.parse::<ThinkingLevel>()
-    {
-        return (model, Some(level));
-    }
-    (pattern, None)
-}
-
 fn open_session(config: &AgentConfig) -> Result<Session, CoreError> {
     let session = match &config.session {
         SessionStart::InMemory => Session::in_memory(&config.cwd),
@@ -634,6 +638,25 @@ fn open_session(config: &AgentConfig) -> Result<Session, CoreError> {
             }
             None => Session::create(&config.session_dir, &config.cwd, None)?,
         },
+        SessionStart::WithId(id) => match crate::session::find_by_id(&config.session_dir, id) {
+            Some(path) => Session::open(&path, &config.cwd)?.0,
+            None => {
+                tracing::warn!("No project session found with id '{id}'; creating a new session with that id.");
+                Session::create_with_id(&config.session_dir, &config.cwd, id)?
+            }
+        },
+        SessionStart::Fork { source, id } => {
+            if let Some(id) = id
+                && crate::session::find_by_id(&config.session_dir, id).is_some()
+            {
+                return Err(CoreError::invalid("session", format!("Session already exists with id '{id}'")));
+            }
+            let (session, warnings) = Session::fork_file(source, &config.session_dir, &config.cwd, id.as_deref())?;
+            for w in warnings {
+                tracing::warn!("{w}");
+            }
+            session
+        }
     };
     Ok(session)
 }

@@ -474,7 +474,11 @@ impl Agent {
             }
             let tool = ExtensionTool::new(ext.clone(), spec.name.clone(), spec.description, spec.parameters);
             self.tools.register(Arc::new(tool));
-            if spec.active && !self.ext.no_tools && !self.active_tools.contains(&spec.name) {
+            if spec.active
+                && !self.ext.no_tools
+                && self.tools.contains(&spec.name)
+                && !self.active_tools.contains(&spec.name)
+            {
                 self.active_tools.push(spec.name.clone());
             }
             added.push(spec.name);
