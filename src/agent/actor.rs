@@ -55,6 +55,8 @@ pub(crate) struct Agent {
     pub(super) messages: Vec<AgentMessage>,
     pub(super) model: Model,
     pub(super) thinking: ThinkingLevel,
+    /// The command line's model choice, applied to every session opened.
+    pub(super) startup: super::state_ops::StartupChoice,
     /// `--models`: what `cycle_model` cycles through (with optional levels).
     pub(super) scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
     pub(super) steering: MessageQueue,
@@ -119,6 +121,7 @@ impl Agent {
             messages: restored.messages,
             model: faux::faux_model(),
             thinking: ThinkingLevel::Off,
+            startup: Default::default(),
             scoped_models: Vec::new(),
             usage_unknown: false,
             run: None,
@@ -144,14 +147,13 @@ impl Agent {
             }
             agent.scoped_models = scope.models;
         }
-        agent.select_initial_model(
-            config.provider.as_deref(),
-            config.model.as_deref(),
-            config.thinking,
-            config.api_key.is_some(),
-            restored.model,
-            restored.thinking_level,
-        )?;
+        agent.startup = super::state_ops::StartupChoice {
+            provider: config.provider.clone(),
+            pattern: config.model.clone(),
+            thinking: config.thinking,
+            inline_key: config.api_key.is_some(),
+        };
+        agent.select_initial_model(restored.model, restored.thinking_level)?;
         agent.start_session_entries(config.session_name)?;
         Ok(agent)
     }
@@ -229,9 +231,31 @@ impl Agent {
             }
             Internal::Extension(signal) => self.handle_extension_signal(signal).await,
             Internal::TakeQueued { kind, reply } => {
-                let taken = match kind {
-                    QueueKind::Steering => self.steering.take(),
-                    QueueKind::FollowUp => self.follow_up.take(),
+                let taken: Vec<super::internal::Delivered> = match kind {
+                    QueueKind::Steering => {
+                        let follow_up = self.follow_up.texts();
+                        self.steering
+                            .take_each()
+                            .into_iter()
+                            .map(|(message, steering)| super::internal::Delivered {
+                                message,
+                                steering,
+                                follow_up: follow_up.clone(),
+                            })
+                            .collect()
+                    }
+                    QueueKind::FollowUp => {
+                        let steering = self.steering.texts();
+                        self.follow_up
+                            .take_each()
+                            .into_iter()
+                            .map(|(message, follow_up)| super::internal::Delivered {
+                                message,
+                                steering: steering.clone(),
+                                follow_up,
+                            })
+                            .collect()
+                    }
                 };
                 let _ = reply.send(taken);
             }

@@ -13,13 +13,23 @@ pub enum QueueKind {
     FollowUp,
 }
 
+/// A queued message taken for delivery, with both queues as they stand once
+/// it is delivered (the `queue_update` that precedes it, as pi 1.6.0 sends
+/// one per delivered message).
+#[derive(Debug)]
+pub struct Delivered {
+    pub message: AgentMessage,
+    pub steering: Vec<String>,
+    pub follow_up: Vec<String>,
+}
+
 /// A message from a background task to the actor.
 #[derive(Debug)]
 pub enum Internal {
     /// Forward an event to the output (the actor updates its state from it first).
     Event(AgentEvent),
     /// Take queued messages (per the queue's mode); the actor emits nothing yet.
-    TakeQueued { kind: QueueKind, reply: oneshot::Sender<Vec<AgentMessage>> },
+    TakeQueued { kind: QueueKind, reply: oneshot::Sender<Vec<Delivered>> },
     /// Emit a `queue_update` with the current queues.
     QueueChanged,
     /// A failed attempt will be retried: drop it from the model context

@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::compaction_ops::{AfterRun, RunCompaction};
-use super::internal::{Internal, QueueKind};
+use super::internal::{Delivered, Internal, QueueKind};
 use super::stream::{Emitter, stream_assistant};
 use super::tool_exec::execute_tool_calls;
 use crate::config::settings::RetrySettings;
@@ -132,14 +132,16 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                     .await;
                 s.context.retain(|m| m != message.as_ref());
                 s.emitter.send(Internal::RetractFromContext { message: *message }).await;
+                // `abort` ends the run as aborted; `abort_retry` only stops
+                // retrying (pi 1.6.0 settles with `aborted: false` then).
                 let cancelled = tokio::select! {
-                    _ = tokio::time::sleep(delay) => false,
-                    _ = s.cancel.cancelled() => true,
-                    _ = s.retry_cancel.cancelled() => true,
+                    _ = tokio::time::sleep(delay) => None,
+                    _ = s.cancel.cancelled() => Some(true),
+                    _ = s.retry_cancel.cancelled() => Some(false),
                 };
-                if cancelled {
+                if let Some(by_abort) = cancelled {
                     s.emitter.emit(retry_end_failed(attempt, "Retry cancelled")).await;
-                    aborted = true;
+                    aborted = by_abort;
                     break;
                 }
             }
@@ -174,10 +176,18 @@ pub(crate) fn core_error_of(error: &ProviderError) -> CoreError {
     CoreError::new(kind, error.message.clone()).with_retryable(error.is_retryable())
 }
 
-async fn take_queued(s: &RunSetup, kind: QueueKind) -> Vec<AgentMessage> {
+async fn take_queued(s: &RunSetup, kind: QueueKind) -> Vec<Delivered> {
     let (tx, rx) = oneshot::channel();
     s.emitter.send(Internal::TakeQueued { kind, reply: tx }).await;
     rx.await.unwrap_or_default()
+}
+
+/// Queued messages into the turn, each after the `queue_update` without it.
+async fn deliver(s: &mut RunSetup, delivered: Vec<Delivered>, new_messages: &mut Vec<AgentMessage>) {
+    for Delivered { message, steering, follow_up } in delivered {
+        s.emitter.emit(AgentEvent::QueueUpdate { steering, follow_up }).await;
+        emit_message(s, message, new_messages).await;
+    }
 }
 
 async fn emit_message(s: &mut RunSetup, message: AgentMessage, new_messages: &mut Vec<AgentMessage>) {
@@ -196,25 +206,19 @@ async fn low_level_run(
 ) -> (Vec<AgentMessage>, LowLevelEnd) {
     s.emitter.emit(AgentEvent::AgentStart).await;
     let mut new_messages = Vec::new();
-    let mut pending = initial;
+    let mut pending: Vec<Delivered> = Vec::new();
+    let mut prompt = initial;
     let mut pending_kind = Pending::Prompt;
     let mut retry_end_pending = retry_attempt > 0;
     loop {
         s.emitter.emit(AgentEvent::TurnStart).await;
-        if pending_kind != Pending::Prompt && !pending.is_empty() {
-            s.emitter.send(Internal::QueueChanged).await;
-        }
-        for message in std::mem::take(&mut pending) {
+        for message in std::mem::take(&mut prompt) {
             emit_message(s, message, &mut new_messages).await;
         }
+        deliver(s, std::mem::take(&mut pending), &mut new_messages).await;
         if pending_kind != Pending::Steering && !s.cancel.is_cancelled() {
             let steering = take_queued(s, QueueKind::Steering).await;
-            if !steering.is_empty() {
-                s.emitter.send(Internal::QueueChanged).await;
-                for message in steering {
-                    emit_message(s, message, &mut new_messages).await;
-                }
-            }
+            deliver(s, steering, &mut new_messages).await;
         }
 
         let assistant = if s.cancel.is_cancelled() {

@@ -16,6 +16,17 @@ use crate::provider::faux;
 /// Thinking level used when nothing else chooses one.
 const DEFAULT_THINKING: ThinkingLevel = ThinkingLevel::Medium;
 
+/// What the command line (or JSON-RPC `initialize`) asked for; applied again
+/// to each session the agent opens.
+#[derive(Debug, Clone, Default)]
+pub(super) struct StartupChoice {
+    pub provider: Option<String>,
+    pub pattern: Option<String>,
+    pub thinking: Option<ThinkingLevel>,
+    /// `--api-key` was given: stored credentials do not choose the provider.
+    pub inline_key: bool,
+}
+
 impl Agent {
     pub(super) async fn handle_state_op(&mut self, tag: Option<RequestTag>, op: Op) {
         let result = match op {
@@ -239,16 +250,18 @@ impl Agent {
         Ok(Reply::ActiveTools(self.active_tools.clone()))
     }
 
-    /// Pick the startup model and thinking level.
+    /// Pick the model and thinking level for the session just opened, as pi
+    /// does at start-up and again for every new, switched, forked or cloned
+    /// session: the command line's model and thinking level first, then (for a
+    /// session with a conversation) what the session recorded, then the
+    /// defaults (settings, provider defaults, `medium`).
     pub(super) fn select_initial_model(
         &mut self,
-        provider: Option<&str>,
-        pattern: Option<&str>,
-        thinking: Option<ThinkingLevel>,
-        inline_key: bool,
         restored_model: Option<(String, String)>,
         restored_thinking: Option<String>,
     ) -> Result<(), CoreError> {
+        let StartupChoice { provider, pattern, thinking, inline_key } = self.startup.clone();
+        let (provider, pattern) = (provider.as_deref(), pattern.as_deref());
         let pattern = pattern.map(str::trim).filter(|p| !p.is_empty());
         let mut suffix = None;
         let model = if let Some(pattern) = pattern {
@@ -419,6 +432,15 @@ impl Agent {
         {
             self.cwd = cwd;
             self.rebind_fresh_session();
+        }
+        // `initialize` stands for the command line: later sessions start from it too.
+        if p.model.is_some() || p.provider.is_some() {
+            self.startup.pattern = p.model.clone();
+            self.startup.provider = p.provider.clone();
+            self.startup.inline_key = p.api_key.is_some();
+        }
+        if let Some(level) = p.thinking_level {
+            self.startup.thinking = Some(level);
         }
         if let Some(model) = model {
             self.switch_model(model).await;

@@ -4,6 +4,8 @@
 // Skipped tests say so on stderr.
 #![allow(clippy::print_stderr)]
 
+mod acp_bridge;
+mod cli_options;
 mod clients;
 mod dialects_agree;
 mod extensions;
@@ -18,5 +20,7 @@ mod native_run;
 mod native_sessions;
 mod native_state;
 mod native_tools;
+mod pi_parity;
 mod providers;
+mod rpc_client;
 mod templates;

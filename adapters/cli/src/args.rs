@@ -53,27 +53,27 @@ pub struct Args {
     pub print: bool,
 
     /// Provider to search for --model (or to pick a model from).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", allow_hyphen_values = true)]
     pub provider: Option<String>,
 
     /// Model pattern or ID (`provider/id` and an optional `:<thinking>` suffix).
-    #[arg(long, value_name = "PATTERN")]
+    #[arg(long, value_name = "PATTERN", allow_hyphen_values = true)]
     pub model: Option<String>,
 
     /// Comma-separated model patterns for `cycle_model` (globs, fuzzy, `:<thinking>`).
-    #[arg(long, value_name = "PATTERNS", value_delimiter = ',')]
+    #[arg(long, value_name = "PATTERNS", value_delimiter = ',', allow_hyphen_values = true)]
     pub models: Option<Vec<String>>,
 
     /// Thinking level: off, minimal, low, medium, high, xhigh, max.
-    #[arg(long, value_name = "LEVEL")]
+    #[arg(long, value_name = "LEVEL", allow_hyphen_values = true)]
     pub thinking: Option<String>,
 
     /// API key for the selected provider (defaults to auth.json, models.json, env vars).
-    #[arg(long, value_name = "KEY")]
+    #[arg(long, value_name = "KEY", allow_hyphen_values = true)]
     pub api_key: Option<String>,
 
     /// Session display name.
-    #[arg(long, short = 'n', value_name = "NAME")]
+    #[arg(long, short = 'n', value_name = "NAME", allow_hyphen_values = true)]
     pub name: Option<String>,
 
     /// Don't save the session.
@@ -81,19 +81,19 @@ pub struct Args {
     pub no_session: bool,
 
     /// Directory for session storage and lookup.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub session_dir: Option<PathBuf>,
 
     /// Open a session by file path or full/partial id.
-    #[arg(long, value_name = "PATH|ID")]
+    #[arg(long, value_name = "PATH|ID", allow_hyphen_values = true)]
     pub session: Option<String>,
 
     /// Use the current directory's session with this id, creating it otherwise.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", allow_hyphen_values = true)]
     pub session_id: Option<String>,
 
     /// Fork a session (file path or full/partial id) into the current directory.
-    #[arg(long, value_name = "PATH|ID")]
+    #[arg(long, value_name = "PATH|ID", allow_hyphen_values = true)]
     pub fork: Option<String>,
 
     /// Continue the most recent session for the current directory.
@@ -105,11 +105,11 @@ pub struct Args {
     pub resume: bool,
 
     /// Comma-separated tool names or patterns (`*`) to enable (`+name`/`-name` edit the defaults).
-    #[arg(long, short = 't', value_name = "TOOLS", value_delimiter = ',')]
+    #[arg(long, short = 't', value_name = "TOOLS", value_delimiter = ',', allow_hyphen_values = true)]
     pub tools: Option<Vec<String>>,
 
     /// Comma-separated tool names or patterns (`*`) to disable, extension and MCP tools included. Alias: -xt.
-    #[arg(long, value_name = "TOOLS", value_delimiter = ',')]
+    #[arg(long, value_name = "TOOLS", value_delimiter = ',', allow_hyphen_values = true)]
     pub exclude_tools: Option<Vec<String>>,
 
     /// Disable all tools (built-in and extension). Alias: -nt.
@@ -121,11 +121,11 @@ pub struct Args {
     pub no_builtin_tools: bool,
 
     /// System prompt (text or a file path) replacing the default.
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
     pub system_prompt: Option<String>,
 
     /// Text or file appended to the system prompt (repeatable).
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
     pub append_system_prompt: Vec<String>,
 
     /// Don't load AGENTS.md / CLAUDE.md context files into the system prompt. Alias: -nc.
@@ -133,7 +133,7 @@ pub struct Args {
     pub no_context_files: bool,
 
     /// Export a session file to HTML and exit (the output path is the first message argument).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
     pub export: Option<PathBuf>,
 
     /// List the available models (optionally fuzzy-filtered) and exit.
@@ -293,17 +293,47 @@ fn valid_session_id(id: &str) -> bool {
         && id.chars().last().is_some_and(|c| c.is_ascii_alphanumeric())
 }
 
+/// Options whose next argument is their value, whatever it looks like.
+const TAKES_VALUE: &[&str] = &[
+    "--provider",
+    "--model",
+    "--models",
+    "--api-key",
+    "--system-prompt",
+    "--append-system-prompt",
+    "--name",
+    "-n",
+    "--session",
+    "--session-id",
+    "--fork",
+    "--session-dir",
+    "--tools",
+    "-t",
+    "--exclude-tools",
+    "-xt",
+    "--thinking",
+    "--export",
+    "--extension",
+    "-e",
+    "--skill",
+    "--prompt-template",
+    "--theme",
+];
+
 /// pi's multi-letter short flags (`-ne`, `-ns`, `-np`, `-na`, `-nt`, `-nc`,
 /// `-nbt`, `-xt`), which clap cannot declare, rewritten to their long forms
 /// (before clap would read `-nc` as `-n c`).
 pub fn normalize_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let mut out = Vec::new();
     let mut rest_literal = false;
+    let mut value_next = false;
     for arg in args {
-        if rest_literal {
+        if rest_literal || std::mem::take(&mut value_next) {
             out.push(arg);
             continue;
         }
+        // The value of an option is never rewritten (`--name -nc` names the session "-nc").
+        value_next = arg.to_str().is_some_and(|a| TAKES_VALUE.contains(&a));
         let long = match arg.to_str() {
             Some("--") => {
                 rest_literal = true;
