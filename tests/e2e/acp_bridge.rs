@@ -29,6 +29,11 @@ impl Bridge {
     /// `acpx --approve-all --format json <agent args…> exec <prompt>` in the
     /// sandbox; the NDJSON lines it printed.
     async fn exec(&self, sb: &Sandbox, agent: &[&str], prompt: &str) -> Vec<Value> {
+        self.exec_with(sb, Path::new(env!("CARGO_BIN_EXE_pi")), agent, prompt).await
+    }
+
+    /// [`Bridge::exec`] with pi-acp running this `pi`.
+    async fn exec_with(&self, sb: &Sandbox, pi: &Path, agent: &[&str], prompt: &str) -> Vec<Value> {
         let node_dir = self.node.parent().unwrap_or(Path::new("/"));
         let mut cmd = tokio::process::Command::new(&self.node);
         cmd.arg(&self.acpx).args(["--approve-all", "--format", "json"]).args(agent).args(["exec", prompt]);
@@ -38,7 +43,8 @@ impl Bridge {
         cmd.env("PATH", format!("{}:/usr/bin:/bin", node_dir.display()));
         cmd.env("HOME", sb.home.path());
         cmd.env("PI_CODING_AGENT_DIR", sb.agent_dir.path());
-        cmd.env("PI_ACP_PI_COMMAND", env!("CARGO_BIN_EXE_pi"));
+        cmd.env("PI_ACP_PI_COMMAND", pi);
+        cmd.env("PI_OFFLINE", "1");
         cmd.env("RUST_LOG", "error");
         cmd.kill_on_drop(true);
         let out = tokio::time::timeout(Duration::from_secs(60), cmd.output()).await.expect("acpx timed out").unwrap();
@@ -81,17 +87,25 @@ async fn acpx_and_pi_acp_run_a_turn_on_the_faux_model() {
     assert_eq!(stop_reason(&lines), json!("end_turn"));
 }
 
+/// A tool call round trip on the fake model server through `acpx pi`, the
+/// agent taken from a project `.acpxrc.json` (replacing acpx's built-in
+/// `npx pi-acp`); the ACP lines and the sandbox.
+async fn tool_round_trip(bridge: &Bridge, pi: &Path) -> (Vec<Value>, Sandbox) {
+    let sb = Sandbox::with_server().await;
+    // Fixed usage: the fake server's default counts the request, and the two
+    // programs' system prompts differ.
+    sb.server().push(Reply::tool_call("call_1", "bash", r#"{"command":"echo acp-tool-ran"}"#).usage(900, 20, 0));
+    sb.server().push(Reply::text("The tool said acp-tool-ran.").usage(1000, 12, 0));
+    let config = json!({"agents": {"pi": {"argv": [bridge.node, bridge.pi_acp]}}});
+    std::fs::write(sb.cwd.path().join(".acpxrc.json"), config.to_string()).unwrap();
+    let lines = bridge.exec_with(&sb, pi, &["pi"], "run the tool").await;
+    (lines, sb)
+}
+
 #[tokio::test]
 async fn acpx_pi_from_a_config_file_runs_a_tool_call_round_trip() {
     let Some(bridge) = bridge() else { return };
-    let sb = Sandbox::with_server().await;
-    sb.server().push(Reply::tool_call("call_1", "bash", r#"{"command":"echo acp-tool-ran"}"#));
-    sb.server().push(Reply::text("The tool said acp-tool-ran."));
-    // A project `.acpxrc.json` replaces acpx's built-in `pi` agent (npx pi-acp).
-    let config = json!({"agents": {"pi": {"argv": [bridge.node, bridge.pi_acp]}}});
-    std::fs::write(sb.cwd.path().join(".acpxrc.json"), config.to_string()).unwrap();
-    let lines = bridge.exec(&sb, &["pi"], "run the tool").await;
-
+    let (lines, sb) = tool_round_trip(&bridge, Path::new(env!("CARGO_BIN_EXE_pi"))).await;
     let calls = updates(&lines, "tool_call");
     assert_eq!(calls.len(), 1, "{lines:?}");
     assert_eq!(calls[0]["toolCallId"], "call_1");
@@ -110,4 +124,46 @@ async fn acpx_pi_from_a_config_file_runs_a_tool_call_round_trip() {
     let requests = sb.server().requests();
     assert_eq!(requests.len(), 2);
     assert!(requests[1].body.to_string().contains("acp-tool-ran"), "the tool result went back to the model");
+}
+
+/// The `session/update` stream, without what differs between two runs.
+fn comparable_updates(lines: &[Value], sb: &Sandbox) -> Vec<String> {
+    let cwd = sb.cwd.path().display().to_string();
+    lines
+        .iter()
+        .filter(|v| v["method"] == "session/update")
+        .map(|v| v["params"]["update"].to_string().replace(&cwd, "<cwd>"))
+        .collect()
+}
+
+#[tokio::test]
+async fn pi_acp_streams_the_same_updates_on_pi_1_6_0() {
+    let Some(bridge) = bridge() else { return };
+    let Some(reference) = installed_tool("reference/node_modules/.bin/pi") else { return };
+    let (ours, sb_ours) = tool_round_trip(&bridge, Path::new(env!("CARGO_BIN_EXE_pi"))).await;
+    let (theirs, sb_theirs) = tool_round_trip(&bridge, &reference).await;
+    assert_eq!(stop_reason(&theirs), json!("end_turn"), "the reference ran: {theirs:?}");
+    let (ours, theirs) = (comparable_updates(&ours, &sb_ours), comparable_updates(&theirs, &sb_theirs));
+    let diff: Vec<String> = similar_lines(&theirs, &ours);
+    assert!(diff.is_empty(), "pi 1.6.0 (-) vs pi-rpc (+):\n{}", diff.join("\n"));
+}
+
+/// Lines of `a` missing from `b` (`-`) and of `b` missing from `a` (`+`), in order.
+fn similar_lines(a: &[String], b: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let max = a.len().max(b.len());
+    for i in 0..max {
+        match (a.get(i), b.get(i)) {
+            (Some(x), Some(y)) if x == y => {}
+            (x, y) => {
+                if let Some(x) = x {
+                    out.push(format!("- {x}"));
+                }
+                if let Some(y) = y {
+                    out.push(format!("+ {y}"));
+                }
+            }
+        }
+    }
+    out
 }
