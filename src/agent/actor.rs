@@ -231,33 +231,7 @@ impl Agent {
             }
             Internal::Extension(signal) => self.handle_extension_signal(signal).await,
             Internal::TakeQueued { kind, reply } => {
-                let taken: Vec<super::internal::Delivered> = match kind {
-                    QueueKind::Steering => {
-                        let follow_up = self.follow_up.texts();
-                        self.steering
-                            .take_each()
-                            .into_iter()
-                            .map(|(message, steering)| super::internal::Delivered {
-                                message,
-                                steering,
-                                follow_up: follow_up.clone(),
-                            })
-                            .collect()
-                    }
-                    QueueKind::FollowUp => {
-                        let steering = self.steering.texts();
-                        self.follow_up
-                            .take_each()
-                            .into_iter()
-                            .map(|(message, follow_up)| super::internal::Delivered {
-                                message,
-                                steering: steering.clone(),
-                                follow_up,
-                            })
-                            .collect()
-                    }
-                };
-                let _ = reply.send(taken);
+                let _ = reply.send(self.take_delivered(kind));
             }
             Internal::QueueChanged => self.emit_queue_update().await,
             Internal::RetractFromContext { message } => {
@@ -342,6 +316,23 @@ impl Agent {
             tracing::error!("cannot write session entry: {e}");
         }
         self.messages.push(message);
+    }
+
+    /// Take what a queue delivers now, each message with both queues as they
+    /// stand once it is delivered.
+    fn take_delivered(&mut self, kind: QueueKind) -> Vec<super::internal::Delivered> {
+        let (taken, other) = match kind {
+            QueueKind::Steering => (self.steering.take_each(), self.follow_up.texts()),
+            QueueKind::FollowUp => (self.follow_up.take_each(), self.steering.texts()),
+        };
+        let delivered = |(message, rest): (AgentMessage, Vec<String>)| {
+            let (steering, follow_up) = match kind {
+                QueueKind::Steering => (rest, other.clone()),
+                QueueKind::FollowUp => (other.clone(), rest),
+            };
+            super::internal::Delivered { message, steering, follow_up }
+        };
+        taken.into_iter().map(delivered).collect()
     }
 
     pub(super) async fn emit_queue_update(&self) {

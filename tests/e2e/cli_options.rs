@@ -273,3 +273,11 @@ async fn claude_sonnet_4_resolves_as_in_pi_with_an_anthropic_key() {
     assert_eq!(code, 1);
     assert!(err.contains("is ambiguous across providers: anthropic/claude-sonnet-4-6, opencode/"), "{err}");
 }
+
+#[tokio::test]
+async fn print_mode_cancels_extension_dialogs_instead_of_waiting() {
+    let sb = Sandbox::with_server().await;
+    let demo = crate::extensions::demo_path();
+    let (code, _, err) = sb.run(&["--no-session", "-e", &demo, "-p", "/demo-ask Shall we?"], "").await;
+    assert_eq!(code, 0, "{err}");
+}

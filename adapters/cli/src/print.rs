@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use pi_core::agent::{AgentHandle, Output};
 use pi_core::event::AgentEvent;
 use pi_core::message::{AgentMessage, ContentBlock, ImageContent, StopReason};
-use pi_core::op::{Op, Reply, RequestTag};
+use pi_core::op::{Disposition, Op, Reply, RequestTag, UiResponse};
 use tokio::sync::mpsc;
 
 /// What a one-shot run prints.
@@ -143,6 +143,15 @@ impl Session {
     }
 
     fn print_event(&self, event: AgentEvent) -> anyhow::Result<()> {
+        // No one can answer an extension's dialog here: it is cancelled, as
+        // pi's print mode has no UI either.
+        if let AgentEvent::ExtensionUiRequest(request) = &event
+            && request.kind.is_dialog()
+        {
+            let op = Op::ExtensionUiResponse { id: Some(request.id.clone()), response: UiResponse::Cancelled };
+            let handle = self.handle.clone();
+            tokio::spawn(async move { handle.submit(None, op).await });
+        }
         if self.mode != PrintMode::Json {
             return Ok(());
         }
@@ -153,8 +162,11 @@ impl Session {
     }
 
     async fn prompt(&mut self, message: String, images: Vec<ImageContent>) -> anyhow::Result<()> {
-        self.call(Op::Prompt { message, images, streaming_behavior: None }).await?;
-        self.until_settled().await
+        match self.call(Op::Prompt { message, images, streaming_behavior: None }).await? {
+            // An extension command consumed it: no run to wait for.
+            Reply::Prompt { disposition: Disposition::Handled } => Ok(()),
+            _ => self.until_settled().await,
+        }
     }
 
     /// Stop the agent (flushing the session) and drain what it still says.
