@@ -422,7 +422,7 @@ impl Agent {
         self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Queued })).await;
     }
 
-    async fn abort(&mut self, tag: Option<RequestTag>) {
+    pub(super) async fn abort(&mut self, tag: Option<RequestTag>) {
         match &self.run {
             Some(run) => {
                 run.cancel.cancel();
@@ -518,18 +518,28 @@ impl Agent {
     }
 
     pub(super) fn system_prompt(&self) -> String {
-        let tools: Vec<(String, String)> = self
-            .active_tools
-            .iter()
-            .filter(|t| self.tools.contains(t) && !crate::system_prompt::tool_summary(t).is_empty())
-            .map(|t| (t.clone(), crate::system_prompt::tool_summary(t).to_string()))
-            .collect();
+        // Built-in tools carry their summary; extension tools their
+        // `promptSnippet` and `promptGuidelines` (pi leaves out tools without a snippet).
+        let mut tools: Vec<(String, String)> = Vec::new();
+        let mut guidelines: Vec<String> = Vec::new();
+        for (name, tool) in self.active_tools.iter().filter_map(|t| Some((t, self.tools.get(t)?))) {
+            let summary = tool.prompt_snippet().unwrap_or(crate::system_prompt::tool_summary(name));
+            if !summary.is_empty() {
+                tools.push((name.clone(), summary.to_string()));
+            }
+            for rule in tool.prompt_guidelines() {
+                if !guidelines.contains(rule) {
+                    guidelines.push(rule.clone());
+                }
+            }
+        }
         let skills = self.skills_section();
         let date = chrono::Utc::now().format("%Y-%m-%d").to_string();
         crate::system_prompt::build(&crate::system_prompt::PromptInputs {
             agent_dir: &self.agent_dir,
             cwd: &self.cwd,
             tools: &tools,
+            guidelines: &guidelines,
             replace: self.prompt_options.replace.as_deref(),
             append: &self.prompt_options.append,
             skills_section: skills.as_deref(),

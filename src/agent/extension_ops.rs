@@ -78,6 +78,8 @@ pub(crate) struct ExtensionState {
     pub next_turn: Vec<AgentMessage>,
     /// Tool names each extension added.
     tools_of: HashMap<usize, Vec<String>>,
+    /// Every tool name each extension ever registered (activation happens once).
+    tools_known: HashMap<usize, std::collections::HashSet<String>>,
     /// `--no-tools`: extension tools start inactive.
     no_tools: bool,
 }
@@ -107,6 +109,7 @@ impl ExtensionState {
             deferred_custom: Vec::new(),
             next_turn: Vec::new(),
             tools_of: HashMap::new(),
+            tools_known: HashMap::new(),
             no_tools: options.no_tools,
         }
     }
@@ -461,6 +464,7 @@ impl Agent {
         for name in self.ext.tools_of.remove(&id).unwrap_or_default() {
             self.remove_extension_tool(&name);
         }
+        let known_before = self.ext.tools_known.entry(id).or_default().clone();
         let mut added = Vec::new();
         for spec in registration.tools {
             let owner = self.ext.tools_of.iter().find(|(_, names)| names.contains(&spec.name)).map(|(o, _)| *o);
@@ -472,14 +476,24 @@ impl Agent {
                 self.emit(event).await;
                 continue;
             }
-            let tool = ExtensionTool::new(ext.clone(), spec.name.clone(), spec.description, spec.parameters);
-            self.tools.register(Arc::new(tool));
-            if spec.active && !self.ext.no_tools && !self.active_tools.contains(&spec.name) {
+            // A tool is activated when first registered; re-registering
+            // keeps what `setActiveTools` made of it since.
+            let first_time = !known_before.contains(&spec.name);
+            if first_time && spec.active && !self.ext.no_tools && !self.active_tools.contains(&spec.name) {
                 self.active_tools.push(spec.name.clone());
             }
-            added.push(spec.name);
+            let name = spec.name.clone();
+            self.tools.register(Arc::new(ExtensionTool::new(ext.clone(), spec)));
+            added.push(name);
         }
+        self.ext.tools_known.entry(id).or_default().extend(added.iter().cloned());
         self.ext.tools_of.insert(id, added);
+    }
+
+    /// The path of the extension that registered tool `name`, if one did.
+    pub(super) fn extension_tool_owner(&self, name: &str) -> Option<String> {
+        let (owner, _) = self.ext.tools_of.iter().find(|(_, names)| names.iter().any(|n| n == name))?;
+        self.ext.handle.get(*owner).map(|e| e.path_string())
     }
 
     /// Remove an extension tool; a built-in it replaced comes back.

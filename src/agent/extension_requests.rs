@@ -80,6 +80,16 @@ impl Agent {
             }
             ExtRequest::GetState => Ok(self.extension_state_json()),
             ExtRequest::GetMessages => Ok(json!({"messages": self.messages})),
+            other @ (ExtRequest::SetActiveTools(_)
+            | ExtRequest::GetAllTools
+            | ExtRequest::GetSession
+            | ExtRequest::SetLabel(_)
+            | ExtRequest::SetModel(_)
+            | ExtRequest::SetThinkingLevel(_)
+            | ExtRequest::Abort
+            | ExtRequest::Shutdown
+            | ExtRequest::Emit(_)
+            | ExtRequest::GetModels) => self.extension_host_request(id, other).await,
             ExtRequest::GetCommands => {
                 let commands: Vec<Value> = self
                     .command_list()
@@ -155,21 +165,6 @@ impl Agent {
             self.append_and_announce(message).await;
         }
         Ok(Value::Null)
-    }
-
-    fn extension_state_json(&self) -> Value {
-        json!({
-            "sessionId": self.session.session_id(),
-            "sessionFile": self.session.file_path().map(|p| p.display().to_string()),
-            "sessionName": self.session.name(),
-            "cwd": self.cwd.display().to_string(),
-            "isStreaming": self.run.is_some(),
-            "model": {"provider": self.model.provider, "id": self.model.id},
-            "thinkingLevel": self.thinking.as_str(),
-            "messageCount": self.messages.len(),
-            "pendingMessageCount": self.steering.len() + self.follow_up.len(),
-            "activeTools": self.active_tools,
-        })
     }
 }
 

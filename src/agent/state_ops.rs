@@ -152,7 +152,7 @@ impl Agent {
         }
     }
 
-    async fn set_model(&mut self, provider: Option<String>, model_id: String) -> Result<Reply, CoreError> {
+    pub(super) async fn set_model(&mut self, provider: Option<String>, model_id: String) -> Result<Reply, CoreError> {
         let found = match provider.as_deref() {
             Some(p) => self.models.find(p, &model_id).ok_or_else(|| format!("Model not found: {p}/{model_id}")),
             None => self.models.resolve(None, &model_id),

@@ -159,6 +159,17 @@ pub trait Tool: Send + Sync {
     /// Run with arguments already validated against `parameters`.
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput;
 
+    /// A one-line summary for the system prompt's tool list (pi's
+    /// `promptSnippet`); built-in tools have theirs in `system_prompt`.
+    fn prompt_snippet(&self) -> Option<&str> {
+        None
+    }
+
+    /// Rule bullets for the system prompt while the tool is active (pi's `promptGuidelines`).
+    fn prompt_guidelines(&self) -> &[String] {
+        &[]
+    }
+
     /// Repair common argument mistakes before validation (pi's
     /// `prepareArguments`; edit folds legacy `oldText`/`newText` into `edits`).
     /// Must be idempotent.
