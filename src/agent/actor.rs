@@ -192,7 +192,9 @@ impl Agent {
         self.run.is_none() && self.bash_cancel.is_none() && self.compaction.is_none() && self.ext.is_idle()
     }
 
+    /// Send an event to the client, and to the extensions that subscribed to it.
     pub(super) async fn emit(&self, event: AgentEvent) {
+        self.notify_extensions(&event);
         let _ = self.out.send(Output::Event(event)).await;
     }
 
@@ -207,7 +209,6 @@ impl Agent {
             Internal::Event(event) => {
                 let settled = matches!(event, AgentEvent::AgentSettled { .. });
                 self.observe(&event);
-                self.notify_extensions(&event);
                 self.emit(event).await;
                 // Like pi, the run is over once `agent_settled` is out: a
                 // prompt read right after it must start a new run.
@@ -488,6 +489,7 @@ impl Agent {
             initial,
             retry: self.settings.retry,
             retry_enabled: self.retry_enabled.clone(),
+            extensions: self.ext.handle.clone(),
         };
         self.run = Some(ActiveRun { id: run_id, cancel, retry_cancel, retry_waiting: false });
         tokio::spawn(run_session(setup));

@@ -25,6 +25,7 @@ use crate::event::AgentEvent;
 use crate::tools::ToolCallGate;
 
 pub mod discovery;
+pub mod hooks;
 pub mod host;
 mod process;
 pub mod protocol;
@@ -198,6 +199,8 @@ struct Shared {
     ui: Arc<UiBroker>,
     timeouts: Timeouts,
     quiet: Arc<AtomicBool>,
+    /// Where hook failures are reported (none when nothing was started).
+    signals: Option<Signals>,
 }
 
 /// The running extensions (cheap to clone; empty when none are configured).
@@ -214,6 +217,7 @@ impl Default for Extensions {
                 ui: Arc::new(UiBroker::default()),
                 timeouts: Timeouts::default(),
                 quiet: Arc::new(AtomicBool::new(false)),
+                signals: None,
             }),
         }
     }
@@ -268,7 +272,7 @@ impl Extensions {
                 }
             });
         }
-        Extensions { shared: Arc::new(Shared { list, ui, timeouts: options.timeouts, quiet }) }
+        Extensions { shared: Arc::new(Shared { list, ui, timeouts: options.timeouts, quiet, signals: Some(signals) }) }
     }
 
     /// Number of extensions started (alive or not).

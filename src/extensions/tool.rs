@@ -95,7 +95,8 @@ impl Tool for ExtensionTool {
                     (None, true) => Some(json!({})),
                     (d, _) => d,
                 };
-                ToolOutput { content, details, is_error, ..Default::default() }
+                let terminate = result.get("terminate").and_then(Value::as_bool) == Some(true);
+                ToolOutput { content, details, is_error, terminate, ..Default::default() }
             }
             Err(CallError::Failed(message)) => ToolOutput::error(message),
             Err(CallError::Dead(message)) => {
@@ -148,6 +149,20 @@ impl ToolCallGate for ExtensionGate {
             }
         }
         GateDecision::Allow { args: replaced.then_some(input) }
+    }
+
+    async fn after(
+        &self,
+        tool_call_id: &str,
+        tool_name: &str,
+        args: &Value,
+        output: ToolOutput,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        if !self.extensions.listens("tool_result") {
+            return output;
+        }
+        self.extensions.tool_result(tool_call_id, tool_name, args, output, cancel).await
     }
 }
 

@@ -6,8 +6,6 @@
 // and chain the system prompt; `context` and `tool_result` handlers chain
 // their replacements. The answer is the protocol's hook result.
 
-const errorText = (error) => (error instanceof Error ? error.message : String(error));
-
 /** Notify every handler of `event.type`; failures are reported and the rest still run. */
 export async function dispatch(instance, event, ctx, reportError) {
 	for (const handler of instance.handlersFor(event.type)) {
@@ -25,16 +23,11 @@ export async function runHook(instance, method, params, ctx, reportError) {
 	const event = { type: method, ...params };
 	switch (method) {
 		case "tool_call": {
-			// Fails closed: a throwing handler blocks the call.
+			// Fails closed: a throwing handler's error answers the hook, and
+			// pi-rpc blocks the call with it as the reason (as pi does).
 			const before = JSON.stringify(event.input);
 			for (const handler of handlers) {
-				let result;
-				try {
-					result = await handler(event, ctx);
-				} catch (error) {
-					reportError("tool_call", error);
-					return { block: true, reason: `Extension failed, blocking execution: ${errorText(error)}` };
-				}
+				const result = await handler(event, ctx);
 				if (result?.block) return { block: true, reason: result.reason };
 			}
 			return JSON.stringify(event.input) === before ? null : { input: event.input };

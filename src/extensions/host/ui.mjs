@@ -52,7 +52,7 @@ export function createUi(channel) {
 			dialog("input", { title: String(title ?? ""), placeholder: placeholder ?? undefined }, opts, undefined),
 		editor: (title, prefill, opts) =>
 			dialog("editor", { title: String(title ?? ""), prefill: prefill ?? undefined }, opts, undefined),
-		notify: (message, type) => fire("notify", { message: String(message ?? ""), notifyType: type ?? "info" }),
+		notify: (message, type) => fire("notify", { message: String(message ?? ""), notifyType: type }),
 		setStatus: (key, text) =>
 			fire("setStatus", { statusKey: String(key), statusText: text === undefined || text === null ? undefined : String(text) }),
 		setWidget: (key, content, options) => {
