@@ -93,6 +93,8 @@ pub struct ExtensionOptions {
     pub host: HostConfig,
     /// The agent directory (pi modules read it as `PI_CODING_AGENT_DIR`).
     pub agent_dir: PathBuf,
+    /// Whether project-local resources load (pi's `ctx.isProjectTrusted()`).
+    pub project_trusted: bool,
 }
 
 /// Something an extension asks the agent to do.
@@ -244,12 +246,14 @@ impl Extensions {
             .iter()
             .enumerate()
             .map(|(id, path)| {
-                let hello = protocol::hello(
+                let mut hello = protocol::hello(
                     &path.display().to_string(),
                     &ctx.cwd.display().to_string(),
                     ctx.session_id,
                     ctx.session_file,
                 );
+                hello["agentDir"] = Value::String(options.agent_dir.display().to_string());
+                hello["projectTrusted"] = Value::Bool(options.project_trusted);
                 let spawn_ctx = process::SpawnContext {
                     cwd: ctx.cwd.to_path_buf(),
                     hello,

@@ -15,7 +15,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::harness::Sandbox;
 
-fn repo_root() -> PathBuf {
+pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
 }
 
@@ -25,7 +25,7 @@ fn pi_bin_dir() -> PathBuf {
 
 /// node 22+ from `PI_TEST_NODE` or `target/tools/node` (installed by
 /// `scripts/install-test-tools.sh`). Missing: skip, unless `PI_RPC_REQUIRE_TOOLS=1`.
-fn node22() -> Option<PathBuf> {
+pub fn node22() -> Option<PathBuf> {
     let candidate = std::env::var_os("PI_TEST_NODE")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("target/tools/node/node_modules/.bin/node"));

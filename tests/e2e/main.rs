@@ -6,6 +6,7 @@
 
 mod clients;
 mod dialects_agree;
+mod extension_host;
 mod extensions;
 mod extensions_jsonrpc;
 mod harness;

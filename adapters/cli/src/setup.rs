@@ -141,6 +141,7 @@ fn resources_and_extensions(
         no_tools: args.no_tools,
         host: HostConfig::from_env_and_settings(&agent_dir.join("settings.json")),
         agent_dir: agent_dir.to_path_buf(),
+        project_trusted: options.project_trusted,
     };
     Ok((resources, extensions))
 }

@@ -4,6 +4,8 @@
 // sent to pi-rpc as the extension protocol's `register` message; actions
 // become requests to pi-rpc.
 
+import fs from "node:fs";
+import path from "node:path";
 import { exec } from "./exec.mjs";
 
 /** Tool exposures that are given to the model when active (pi's `direct` and `model-only`). */
@@ -13,6 +15,32 @@ function plainSchema(schema) {
 	if (schema === undefined || schema === null) return { type: "object", properties: {} };
 	// TypeBox schemas are JSON Schema with symbol-keyed metadata, which JSON drops.
 	return JSON.parse(JSON.stringify(schema));
+}
+
+function readJson(file) {
+	try {
+		return JSON.parse(fs.readFileSync(file, "utf8").replace(/^\uFEFF/, ""));
+	} catch {
+		return {};
+	}
+}
+
+function merge(base, extra) {
+	for (const [key, value] of Object.entries(extra)) {
+		const current = base[key];
+		if (value && typeof value === "object" && !Array.isArray(value) && current && typeof current === "object" && !Array.isArray(current)) {
+			merge(current, value);
+		} else {
+			base[key] = value;
+		}
+	}
+	return base;
+}
+
+/** pi's `getSettings()`: the user settings, with a trusted project's on top. */
+function readSettings(agentDir, cwd, projectTrusted) {
+	const settings = agentDir ? readJson(path.join(agentDir, "settings.json")) : {};
+	return projectTrusted ? merge(settings, readJson(path.join(cwd, ".pi", "settings.json"))) : settings;
 }
 
 function scopeOf(location) {
@@ -33,6 +61,9 @@ export class Instance {
 		this.onChange = onChange;
 		this.reportError = reportError;
 		this.flagValues = hello.flags ?? {};
+		this.cwd = hello.cwd;
+		this.agentDir = hello.agentDir ?? process.env.PI_CODING_AGENT_DIR;
+		this.projectTrusted = hello.projectTrusted === true;
 		this.unsupportedReported = new Set();
 		this.pi = this.createApi(hello);
 	}
@@ -47,6 +78,7 @@ export class Instance {
 		events.add("session_start");
 		events.add("session_shutdown");
 		events.add("bus");
+		events.add("agent_settled");
 		return {
 			type: "register",
 			name,
@@ -164,7 +196,7 @@ export class Instance {
 				}));
 			},
 			exec(command, args, options) {
-				return exec(command, args, options, self.contexts.sessionManager.getCwd?.() ?? process.cwd());
+				return exec(command, args, options, self.cwd);
 			},
 			getActiveTools() {
 				return [...(state().activeTools ?? [])];
@@ -199,7 +231,7 @@ export class Instance {
 				syncWrite("setThinkingLevel", { level });
 			},
 			getSettings() {
-				return ch.call("getSettings");
+				return readSettings(self.agentDir, self.cwd, self.projectTrusted);
 			},
 			events: self.bus,
 			registerProvider() {

@@ -92,6 +92,8 @@ function createSessionManager(channel, cache) {
  */
 export function createContextFactory(channel, hello) {
 	const cache = new TickCache();
+	/** Resolved at the next `agent_settled` (`ctx.waitForIdle()`). */
+	const idleWaiters = [];
 	const ui = createUi(channel);
 	const sessionManager = createSessionManager(channel, cache);
 	const state = () => cache.get("state", () => channel.call("getState"));
@@ -134,16 +136,14 @@ export function createContextFactory(channel, hello) {
 		shutdown: () => channel.tell("shutdown"),
 		getContextUsage: () => state().contextUsage ?? undefined,
 		getSystemPrompt: () => state().systemPrompt,
-		isProjectTrusted: () => state().projectTrusted === true,
+		isProjectTrusted: () => hello.projectTrusted === true,
 		compact: (options = {}) => {
-			channel
-				.request("compact", { customInstructions: options.customInstructions })
-				.then((result) => options.onComplete?.(result), (error) => options.onError?.(error));
+			queueMicrotask(() => options.onError?.(NOT_SUPPORTED("ctx.compact()")));
 		},
 	});
 
 	const commandExtras = {
-		waitForIdle: () => channel.request("waitForIdle"),
+		waitForIdle: () => (state().isStreaming ? new Promise((resolve) => idleWaiters.push(resolve)) : Promise.resolve()),
 		newSession: async () => {
 			throw NOT_SUPPORTED("ctx.newSession()");
 		},
@@ -165,6 +165,10 @@ export function createContextFactory(channel, hello) {
 	return {
 		cache,
 		state,
+		settled: () => {
+			cache.clear();
+			for (const resolve of idleWaiters.splice(0)) resolve();
+		},
 		sessionManager,
 		event: (signal) => base(signal),
 		tool: (signal) => {

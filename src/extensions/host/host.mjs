@@ -23,6 +23,13 @@ for (const level of ["log", "info", "debug", "trace", "dir"]) {
 	console[level] = (...args) => process.stderr.write(`${format(...args)}\n`);
 }
 
+const NODE_MAJOR = Number(process.versions.node.split(".")[0]);
+if (NODE_MAJOR < 20) {
+	const error = `TypeScript extensions need Node.js >= 20; ${process.execPath} is ${process.version}`;
+	fs.writeSync(1, `${JSON.stringify({ type: "request", method: "fail", params: { event: "startup", error } })}\n`);
+	process.exit(1);
+}
+
 const { Channel } = await import("./channel.mjs");
 const { Instance, createBus } = await import("./api.mjs");
 const { createContextFactory } = await import("./context.mjs");
@@ -110,6 +117,9 @@ async function onEvent(event) {
 			return;
 		case "agent_start":
 			turnIndex = 0;
+			break;
+		case "agent_settled":
+			contexts.settled();
 			break;
 		case "turn_start":
 			event.turnIndex = turnIndex;
@@ -212,7 +222,7 @@ async function loadFactory() {
 	const module = await jiti.import(extensionPath);
 	const factory = typeof module === "function" ? module : module?.default;
 	if (typeof factory !== "function") {
-		throw new Error(`${extensionPath} does not export a default function (export default function (pi) {…})`);
+		throw new Error(`Extension does not export a valid factory function: ${extensionPath}`);
 	}
 	return factory;
 }
@@ -248,7 +258,7 @@ async function replaceInstance(reason) {
 	try {
 		instance = await createInstance();
 	} catch (error) {
-		fail("load", error);
+		fail("load", `Failed to load extension: ${errorText(error)}`);
 		return;
 	}
 	channel.send(instance.registration(displayName(extensionPath)));
@@ -267,7 +277,8 @@ try {
 try {
 	instance = await createInstance();
 } catch (error) {
-	fail("load", error?.stack && process.env.PI_RPC_EXTENSION_HOST_DEBUG ? error.stack : error);
+	const text = errorText(error);
+	fail("load", text.startsWith("Extension does not export") ? text : `Failed to load extension: ${text}`);
 	await new Promise(() => {});
 }
 channel.send(instance.registration(displayName(extensionPath)));

@@ -7,6 +7,7 @@
 // other line is posted to the main thread's event loop.
 
 import fs from "node:fs";
+import net from "node:net";
 import { parentPort, workerData } from "node:worker_threads";
 
 const flag = new Int32Array(workerData.shared);
@@ -60,7 +61,15 @@ function route(line) {
 }
 
 let pending = "";
-const input = fs.createReadStream(null, { fd: 0, encoding: "utf8", autoClose: false });
+// A socket on the pipe, not an fs stream: a pending fs read of stdin would
+// hold the thread pool, and with it process.exit(), until pi-rpc writes.
+let input;
+try {
+	input = new net.Socket({ fd: 0, readable: true, writable: false });
+	input.setEncoding("utf8");
+} catch {
+	input = fs.createReadStream(null, { fd: 0, encoding: "utf8", autoClose: false });
+}
 input.on("data", (chunk) => {
 	pending += chunk;
 	let newline = pending.indexOf("\n");
