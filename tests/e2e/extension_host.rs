@@ -234,3 +234,19 @@ async fn no_pi_module_no_node_process() {
     assert_eq!(commands["data"]["commands"][0]["name"], "still-here");
     assert!(mark.exists());
 }
+
+#[test]
+fn the_hosts_helpers_compute_what_pis_compute() {
+    let Some(node) = node22() else { return };
+    let package = repo_root().join("target/tools/reference/node_modules/@earendil-works/pi-coding-agent");
+    if !package.join("dist/index.js").is_file() {
+        if std::env::var("PI_RPC_REQUIRE_TOOLS").as_deref() == Ok("1") {
+            panic!("the reference pi is missing in {}: run scripts/install-test-tools.sh", package.display());
+        }
+        eprintln!("SKIP: the reference pi is missing in {}", package.display());
+        return;
+    }
+    let script = repo_root().join("tests/extension-host/shims_match_pi.mjs");
+    let out = std::process::Command::new(node).arg(script).arg(&package).output().expect("run node");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

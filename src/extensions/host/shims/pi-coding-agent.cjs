@@ -41,6 +41,9 @@ function limits(options = {}) {
 }
 
 function result(text, lines, kept, by, extra, max) {
+	// The text fits as it is; or all its lines fit but not the final
+	// newline, which pi counts as cut by lines.
+	if (by === null && Buffer.byteLength(text, "utf8") > max.maxBytes) by = "lines";
 	const content = kept.join("\n");
 	return {
 		content: by === null ? text : content,
