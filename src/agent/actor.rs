@@ -232,6 +232,10 @@ impl Agent {
                 self.record_context_edit(&message);
             }
             Internal::RunFinished { run_id } => self.run_finished(run_id).await,
+            Internal::CurrentTools { reply } => {
+                let (tools, specs) = self.active_tool_set();
+                let _ = reply.send(super::internal::ToolSet(tools, specs));
+            }
             Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
             Internal::BashFinished { tag, outcome } => {
                 self.bash_cancel = None;
@@ -490,6 +494,8 @@ impl Agent {
             retry: self.settings.retry,
             retry_enabled: self.retry_enabled.clone(),
             extensions: self.ext.handle.clone(),
+            tools_version: self.ext.tools_version.clone(),
+            tools_seen: self.ext.tools_version.load(std::sync::atomic::Ordering::SeqCst),
         };
         self.run = Some(ActiveRun { id: run_id, cancel, retry_cancel, retry_waiting: false });
         tokio::spawn(run_session(setup));

@@ -28,6 +28,7 @@ impl Agent {
                     }
                 }
                 self.active_tools = names;
+                self.ext.tools_changed();
                 Ok(json!({"activeTools": self.active_tools}))
             }
             ExtRequest::GetAllTools => {

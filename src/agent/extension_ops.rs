@@ -93,6 +93,8 @@ pub(crate) struct ExtensionState {
     tools_of: HashMap<usize, Vec<String>>,
     /// Every tool name each extension ever registered (activation happens once).
     tools_known: HashMap<usize, std::collections::HashSet<String>>,
+    /// Bumped whenever an extension changes the tools (a run picks them up).
+    pub tools_version: Arc<std::sync::atomic::AtomicU64>,
     /// `--no-tools`: extension tools start inactive.
     no_tools: bool,
 }
@@ -123,8 +125,14 @@ impl ExtensionState {
             next_turn: Vec::new(),
             tools_of: HashMap::new(),
             tools_known: HashMap::new(),
+            tools_version: Arc::default(),
             no_tools: options.no_tools,
         }
+    }
+
+    /// Tell a running run that the tools changed.
+    pub(crate) fn tools_changed(&self) {
+        self.tools_version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// No command or hook in flight and nothing held.
@@ -604,6 +612,7 @@ impl Agent {
         }
         self.ext.tools_known.entry(id).or_default().extend(added.iter().cloned());
         self.ext.tools_of.insert(id, added);
+        self.ext.tools_changed();
     }
 
     /// The path of the extension that registered tool `name`, if one did.

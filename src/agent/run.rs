@@ -50,6 +50,11 @@ pub(crate) struct RunSetup {
     pub retry_enabled: Arc<AtomicBool>,
     /// For the `before_agent_start` and `context` hooks.
     pub extensions: crate::extensions::Extensions,
+    /// Bumped when an extension changes the tools (`setActiveTools`, a new
+    /// registration): the next model request asks the actor for them.
+    pub tools_version: Arc<std::sync::atomic::AtomicU64>,
+    /// The version `tools` and `tool_specs` are of.
+    pub tools_seen: u64,
 }
 
 /// How one low-level run (agent_start … agent_end) ended.
@@ -178,6 +183,22 @@ pub(crate) fn core_error_of(error: &ProviderError) -> CoreError {
     CoreError::new(kind, error.message.clone()).with_retryable(error.is_retryable())
 }
 
+/// Take the actor's current tools when an extension changed them since the
+/// last request (pi: `setActiveTools` during a tool applies to the next request).
+async fn refresh_tools(s: &mut RunSetup) {
+    let version = s.tools_version.load(Ordering::SeqCst);
+    if version == s.tools_seen {
+        return;
+    }
+    let (tx, rx) = oneshot::channel();
+    s.emitter.send(Internal::CurrentTools { reply: tx }).await;
+    if let Ok(super::internal::ToolSet(tools, specs)) = rx.await {
+        s.tools = tools;
+        s.tool_specs = specs;
+        s.tools_seen = version;
+    }
+}
+
 async fn take_queued(s: &RunSetup, kind: QueueKind) -> Vec<AgentMessage> {
     let (tx, rx) = oneshot::channel();
     s.emitter.send(Internal::TakeQueued { kind, reply: tx }).await;
@@ -224,6 +245,7 @@ async fn low_level_run(
         let assistant = if s.cancel.is_cancelled() {
             aborted_assistant(s).await
         } else {
+            refresh_tools(s).await;
             let messages = match s.extensions.context(&s.context, &s.cancel).await {
                 Some(replaced) => replaced,
                 None => s.context.clone(),
