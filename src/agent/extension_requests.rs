@@ -193,6 +193,5 @@ mod tests {
         .unwrap();
         assert_eq!((text.as_str(), images.len()), ("a\nb", 1));
         assert!(user_content(&json!({})).is_err());
-
     }
 }

@@ -121,7 +121,9 @@ fn scan_dir(dir: &Path) -> Vec<PathBuf> {
     entries.sort();
     entries
         .into_iter()
-        .flat_map(|p| if p.is_dir() { dir_extensions(&p) } else { is_candidate_file(&p).then_some(p).into_iter().collect() })
+        .flat_map(|p| {
+            if p.is_dir() { dir_extensions(&p) } else { is_candidate_file(&p).then_some(p).into_iter().collect() }
+        })
         .collect()
 }
 
@@ -188,9 +190,10 @@ impl Exclusions {
     fn excludes(&self, path: &Path) -> bool {
         let path = canonical(path);
         self.exact.iter().any(|e| path == *e || path.starts_with(e))
-            || self.globs.iter().any(|(m, base)| {
-                m.is_match(&path) || path.strip_prefix(base).is_ok_and(|r| m.is_match(r))
-            })
+            || self
+                .globs
+                .iter()
+                .any(|(m, base)| m.is_match(&path) || path.strip_prefix(base).is_ok_and(|r| m.is_match(r)))
     }
 }
 

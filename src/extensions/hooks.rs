@@ -69,7 +69,13 @@ impl Extensions {
     }
 
     /// Ask `ext` to decide hook `method`; `None` when it could not (reported when it answered an error).
-    async fn ask(&self, ext: &Extension, method: &str, params: Value, cancel: Option<&CancellationToken>) -> Option<Value> {
+    async fn ask(
+        &self,
+        ext: &Extension,
+        method: &str,
+        params: Value,
+        cancel: Option<&CancellationToken>,
+    ) -> Option<Value> {
         match ext.call(method, params, cancel).await {
             Ok(result) => Some(result),
             Err(CallError::Failed(error)) => {
@@ -184,7 +190,9 @@ impl Extensions {
         let mut current: Option<Vec<AgentMessage>> = None;
         for ext in self.subscribers("context") {
             let list = current.as_deref().unwrap_or(messages);
-            let Some(result) = self.ask(&ext, "context", json!({"messages": list}), Some(cancel)).await else { continue };
+            let Some(result) = self.ask(&ext, "context", json!({"messages": list}), Some(cancel)).await else {
+                continue;
+            };
             let Some(replaced) = result.get("messages").filter(|m| m.is_array()) else { continue };
             match serde_json::from_value::<Vec<AgentMessage>>(replaced.clone()) {
                 Ok(list) => current = Some(list),

@@ -65,7 +65,10 @@ impl HostConfig {
                 .map(PathBuf::from)
                 .or_else(|| settings.get(key).and_then(Value::as_str).map(|s| crate::config::expand_home(Path::new(s))))
         };
-        HostConfig { node: pick("PI_RPC_NODE", "extensionHostNode"), dir: pick("PI_RPC_EXTENSION_HOST_DIR", "extensionHostDir") }
+        HostConfig {
+            node: pick("PI_RPC_NODE", "extensionHostNode"),
+            dir: pick("PI_RPC_EXTENSION_HOST_DIR", "extensionHostDir"),
+        }
     }
 
     /// The host directory: configured, else `$XDG_DATA_HOME/pi-rpc/extension-host`
@@ -108,8 +111,9 @@ impl Host {
             )
         })?;
         let modules = config.host_dir();
-        if let Some((name, _)) =
-            HOST_PACKAGES.iter().find(|(name, _)| !modules.join("node_modules").join(name).join("package.json").is_file())
+        if let Some((name, _)) = HOST_PACKAGES
+            .iter()
+            .find(|(name, _)| !modules.join("node_modules").join(name).join("package.json").is_file())
         {
             return Err(format!(
                 "the TypeScript extension host needs its npm packages ({name} is missing in {}): run `{}` once",

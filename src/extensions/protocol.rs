@@ -145,7 +145,9 @@ pub enum Incoming {
         outcome: Result<Value, String>,
     },
     /// The extension no longer waits for its request `id` (a dialog it dismissed).
-    Cancel { id: String },
+    Cancel {
+        id: String,
+    },
 }
 
 /// Parse one line. Errors describe what is wrong, for `extension_error`.

@@ -71,7 +71,8 @@ async fn throwing_hanging_and_exiting_extensions_are_isolated() {
     host_settings(&sb, &node, &dir, json!({"extensionTimeoutMs": 2000}));
     let good = write_module(&sb, "good.ts", GOOD);
     // Loaded on their own below (`-e`), not discovered here.
-    let at_load = write_script(&sb, "at-load.ts", "export default function () { throw new Error(\"boom at load\"); }\n");
+    let at_load =
+        write_script(&sb, "at-load.ts", "export default function () { throw new Error(\"boom at load\"); }\n");
     let no_factory = write_script(&sb, "no-factory.ts", "export const answer: number = 42;\n");
     let commands = write_module(
         &sb,
@@ -119,7 +120,10 @@ async fn throwing_hanging_and_exiting_extensions_are_isolated() {
     pi.call("l", json!({"type": "prompt", "message": "/later"})).await;
     let stray = pi.until(|v| v["type"] == "extension_error").await;
     let stray = stray.last().unwrap();
-    assert_eq!((stray["extensionPath"].as_str(), stray["error"].as_str()), (Some(commands.as_str()), Some("stray async error")));
+    assert_eq!(
+        (stray["extensionPath"].as_str(), stray["error"].as_str()),
+        (Some(commands.as_str()), Some("stray async error"))
+    );
 
     // process.exit() in a command: that host ends, the error says how.
     pi.send(json!({"id": "b", "type": "prompt", "message": "/bye"})).await;
@@ -152,7 +156,10 @@ async fn throwing_hanging_and_exiting_extensions_are_isolated() {
     let lines = pi.until(|v| v["type"] == "extension_error").await;
     let handler = errors_of(&lines, &good);
     assert_eq!(handler.len(), 1, "{lines:?}");
-    assert_eq!((handler[0]["event"].as_str(), handler[0]["error"].as_str()), (Some("turn_end"), Some("turn_end handler failed")));
+    assert_eq!(
+        (handler[0]["event"].as_str(), handler[0]["error"].as_str()),
+        (Some("turn_end"), Some("turn_end handler failed"))
+    );
 
     pi.close_stdin();
     let rest = pi.drain().await;
