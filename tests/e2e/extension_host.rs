@@ -57,6 +57,9 @@ fn errors_of<'a>(lines: &'a [Value], path: &str) -> Vec<&'a Value> {
     lines.iter().filter(|v| v["type"] == "extension_error" && v["extensionPath"] == path).collect()
 }
 
+/// A process extension beside the pi modules, with one command.
+const PYTHON: &str = "import json, sys\nprint(json.dumps({'type': 'register', 'commands': [{'name': 'py'}]}), flush=True)\nsys.stdin.read()\n";
+
 const GOOD: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 export default function (pi: ExtensionAPI) {
   pi.registerCommand("still-here", { handler: async (_args, ctx) => ctx.ui.notify(`alive in ${ctx.mode}`, "info") });
@@ -93,11 +96,7 @@ async fn throwing_hanging_and_exiting_extensions_are_isolated() {
         "exits.ts",
         "export default function (pi: any) {\n  pi.registerCommand(\"bye\", { handler: async () => { process.exit(3); } });\n}\n",
     );
-    let python = write_script(
-        &sb,
-        "plain.py",
-        "import json, sys\nprint(json.dumps({'type': 'register', 'commands': [{'name': 'py'}]}), flush=True)\nsys.stdin.read()\n",
-    );
+    let python = write_script(&sb, "plain.py", PYTHON);
     sb.server().push(Reply::text("Hi."));
     let mut pi = sb.spawn(&["--no-session", "-e", &python]);
 
@@ -190,11 +189,7 @@ async fn without_node_one_clear_error_and_the_rest_works() {
     let missing = sb.home.path().join("no-such-node");
     host_settings(&sb, &missing, &dir, json!({}));
     let module = write_module(&sb, "gate.ts", GOOD);
-    let python = write_script(
-        &sb,
-        "plain.py",
-        "import json, sys\nprint(json.dumps({'type': 'register', 'commands': [{'name': 'py'}]}), flush=True)\nsys.stdin.read()\n",
-    );
+    let python = write_script(&sb, "plain.py", PYTHON);
     sb.server().push(Reply::text("Hi."));
     let mut pi = sb.spawn(&["--no-session", "-e", &python]);
     pi.send(json!({"id": "s", "type": "get_state"})).await;

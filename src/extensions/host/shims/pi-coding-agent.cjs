@@ -60,26 +60,28 @@ function result(text, lines, kept, by, extra, max) {
 	};
 }
 
+/**
+ * Whole lines, taken in `order`, while both limits hold; `by` names the
+ * limit that stopped it (null when every line fits).
+ */
+function takeLines(lines, order, max) {
+	const kept = [];
+	let bytes = 0;
+	for (const line of order) {
+		const size = Buffer.byteLength(line, "utf8") + (kept.length > 0 ? 1 : 0);
+		if (kept.length >= max.maxLines) return { kept, by: "lines", stoppedAt: line };
+		if (bytes + size > max.maxBytes) return { kept, by: "bytes", stoppedAt: line };
+		kept.push(line);
+		bytes += size;
+	}
+	return { kept, by: null };
+}
+
 /** Keep the first lines that fit both limits (whole lines only). */
 function truncateHead(text, options) {
 	const max = limits(options);
 	const lines = splitLines(String(text ?? ""));
-	const kept = [];
-	let bytes = 0;
-	let by = null;
-	for (const line of lines) {
-		const size = Buffer.byteLength(line, "utf8") + (kept.length > 0 ? 1 : 0);
-		if (kept.length >= max.maxLines) {
-			by = "lines";
-			break;
-		}
-		if (bytes + size > max.maxBytes) {
-			by = "bytes";
-			break;
-		}
-		kept.push(line);
-		bytes += size;
-	}
+	const { kept, by } = takeLines(lines, lines, max);
 	const firstLineExceedsLimit = by === "bytes" && kept.length === 0;
 	return result(String(text ?? ""), lines, kept, by, { firstLineExceedsLimit }, max);
 }
@@ -102,28 +104,10 @@ function tailBytes(line, maxBytes) {
 function truncateTail(text, options) {
 	const max = limits(options);
 	const lines = splitLines(String(text ?? ""));
-	const kept = [];
-	let bytes = 0;
-	let by = null;
-	let lastLinePartial = false;
-	for (let i = lines.length - 1; i >= 0; i--) {
-		const line = lines[i];
-		const size = Buffer.byteLength(line, "utf8") + (kept.length > 0 ? 1 : 0);
-		if (kept.length >= max.maxLines) {
-			by = "lines";
-			break;
-		}
-		if (bytes + size > max.maxBytes) {
-			by = "bytes";
-			if (kept.length === 0) {
-				kept.unshift(tailBytes(line, max.maxBytes));
-				lastLinePartial = true;
-			}
-			break;
-		}
-		kept.unshift(line);
-		bytes += size;
-	}
+	const { kept, by, stoppedAt } = takeLines(lines, [...lines].reverse(), max);
+	kept.reverse();
+	const lastLinePartial = by === "bytes" && kept.length === 0;
+	if (lastLinePartial) kept.push(tailBytes(stoppedAt, max.maxBytes));
 	return result(String(text ?? ""), lines, kept, by, { lastLinePartial }, max);
 }
 
