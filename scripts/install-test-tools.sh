@@ -3,7 +3,10 @@
 # versions, npm registry only), each in its own directory:
 #   node/       node 22 (the seed's TypeScript client example) and vscode-jsonrpc;
 #   acp/        pi-acp (the ACP bridge editors use) and acpx (a headless ACP client);
-#   reference/  the reference pi 1.6.0 (its RpcClient, the kit and interop checks).
+#   reference/  the reference pi 1.6.0 (its RpcClient, its example extensions,
+#               the kit and interop checks);
+#   extension-host/  the TypeScript extension host's packages (jiti, typebox;
+#               scripts/install-extension-host.sh reads the pins from the source).
 # Prints a notice and exits 0 if npm is unavailable (the tests that need
 # these tools then skip, unless PI_RPC_REQUIRE_TOOLS=1).
 set -euo pipefail
@@ -40,3 +43,5 @@ install() {
 install "$node_dir" node@22.23.3 vscode-jsonrpc@10.0.0
 install "$tools/acp" pi-acp@0.0.34 acpx@0.19.1
 install "$tools/reference" node@22.23.3 @earendil-works/pi-coding-agent@1.6.0
+"$root/scripts/install-extension-host.sh" "$tools/extension-host" ||
+  echo "install-test-tools: the extension host's packages could not be installed" >&2

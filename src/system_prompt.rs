@@ -10,6 +10,8 @@ pub struct PromptInputs<'a> {
     pub cwd: &'a Path,
     /// Active tools as (name, one-line summary).
     pub tools: &'a [(String, String)],
+    /// Extra rule bullets (extension tools' `promptGuidelines`).
+    pub guidelines: &'a [String],
     /// `--system-prompt`: replaces the preamble (text, or a file to read).
     pub replace: Option<&'a str>,
     /// `--append-system-prompt` values (text or files), in order.
@@ -44,7 +46,7 @@ pub fn build(inputs: &PromptInputs<'_>) -> String {
         .or_else(|| read_first(&[inputs.cwd.join(".pi/SYSTEM.md"), inputs.agent_dir.join("SYSTEM.md")]));
     let mut prompt = match replaced {
         Some(text) => text,
-        None => default_preamble(inputs.tools),
+        None => default_preamble(inputs.tools, inputs.guidelines),
     };
     let appended_file =
         read_first(&[inputs.cwd.join(".pi/APPEND_SYSTEM.md"), inputs.agent_dir.join("APPEND_SYSTEM.md")]);
@@ -71,7 +73,7 @@ pub fn build(inputs: &PromptInputs<'_>) -> String {
     prompt
 }
 
-fn default_preamble(tools: &[(String, String)]) -> String {
+fn default_preamble(tools: &[(String, String)], guidelines: &[String]) -> String {
     let mut p = String::from(
         "You are a coding assistant running inside pi, a coding agent harness. You help the user by reading files, \
          running commands, editing code and writing new files.\n\nTools you can call:",
@@ -94,6 +96,9 @@ fn default_preamble(tools: &[(String, String)]) -> String {
          - Use write only for new files or complete rewrites.\n\
          - Keep answers short and name file paths clearly.",
     );
+    for rule in guidelines {
+        p.push_str(&format!("\n- {}", rule.trim()));
+    }
     p
 }
 
@@ -150,6 +155,7 @@ mod tests {
             agent_dir: agent,
             cwd,
             tools,
+            guidelines: &[],
             replace: None,
             append: &[],
             no_context_files: false,

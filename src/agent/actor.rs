@@ -206,7 +206,9 @@ impl Agent {
         self.run.is_none() && self.bash_cancel.is_none() && self.compaction.is_none() && self.ext.is_idle()
     }
 
+    /// Send an event to the client, and to the extensions that subscribed to it.
     pub(super) async fn emit(&self, event: AgentEvent) {
+        self.notify_extensions(&event);
         let _ = self.out.send(Output::Event(event)).await;
     }
 
@@ -221,7 +223,6 @@ impl Agent {
             Internal::Event(event) => {
                 let settled = matches!(event, AgentEvent::AgentSettled { .. });
                 self.observe(&event);
-                self.notify_extensions(&event);
                 self.emit(event).await;
                 // Like pi, the run is over once `agent_settled` is out: a
                 // prompt read right after it must start a new run.
@@ -241,6 +242,10 @@ impl Agent {
                 self.record_context_edit(&message);
             }
             Internal::RunFinished { run_id } => self.run_finished(run_id).await,
+            Internal::CurrentTools { reply } => {
+                let (tools, specs) = self.active_tool_set();
+                let _ = reply.send(super::internal::ToolSet(tools, specs));
+            }
             Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
             Internal::BashFinished { tag, outcome } => {
                 self.bash_cancel = None;
@@ -449,7 +454,7 @@ impl Agent {
         self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Queued })).await;
     }
 
-    async fn abort(&mut self, tag: Option<RequestTag>) {
+    pub(super) async fn abort(&mut self, tag: Option<RequestTag>) {
         match &self.run {
             Some(run) => {
                 run.cancel.cancel();
@@ -515,6 +520,9 @@ impl Agent {
             initial,
             retry: self.settings.retry,
             retry_enabled: self.retry_enabled.clone(),
+            extensions: self.ext.handle.clone(),
+            tools_version: self.ext.tools_version.clone(),
+            tools_seen: self.ext.tools_version.load(std::sync::atomic::Ordering::SeqCst),
         };
         self.run = Some(ActiveRun { id: run_id, cancel, retry_cancel, retry_waiting: false });
         tokio::spawn(run_session(setup));
@@ -545,18 +553,28 @@ impl Agent {
     }
 
     pub(super) fn system_prompt(&self) -> String {
-        let tools: Vec<(String, String)> = self
-            .active_tools
-            .iter()
-            .filter(|t| self.tools.contains(t) && !crate::system_prompt::tool_summary(t).is_empty())
-            .map(|t| (t.clone(), crate::system_prompt::tool_summary(t).to_string()))
-            .collect();
+        // Built-in tools carry their summary; extension tools their
+        // `promptSnippet` and `promptGuidelines` (pi leaves out tools without a snippet).
+        let mut tools: Vec<(String, String)> = Vec::new();
+        let mut guidelines: Vec<String> = Vec::new();
+        for (name, tool) in self.active_tools.iter().filter_map(|t| Some((t, self.tools.get(t)?))) {
+            let summary = tool.prompt_snippet().unwrap_or(crate::system_prompt::tool_summary(name));
+            if !summary.is_empty() {
+                tools.push((name.clone(), summary.to_string()));
+            }
+            for rule in tool.prompt_guidelines() {
+                if !guidelines.contains(rule) {
+                    guidelines.push(rule.clone());
+                }
+            }
+        }
         let skills = self.skills_section();
         let date = chrono::Utc::now().format("%Y-%m-%d").to_string();
         crate::system_prompt::build(&crate::system_prompt::PromptInputs {
             agent_dir: &self.agent_dir,
             cwd: &self.cwd,
             tools: &tools,
+            guidelines: &guidelines,
             replace: self.prompt_options.replace.as_deref(),
             append: &self.prompt_options.append,
             no_context_files: self.prompt_options.no_context_files,

@@ -43,4 +43,15 @@ pub enum Internal {
     BashFinished { tag: Option<RequestTag>, outcome: Result<(BashResult, AgentMessage), String> },
     /// Extension work: host signals, finished commands and hooks.
     Extension(super::extension_ops::ExtSignal),
+    /// The tools the model gets now (an extension changed them during a run).
+    CurrentTools { reply: oneshot::Sender<ToolSet> },
+}
+
+/// The tools of a model request and their specs.
+pub struct ToolSet(pub crate::tools::ToolRegistry, pub Vec<crate::provider::ToolSpec>);
+
+impl std::fmt::Debug for ToolSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.names()).finish()
+    }
 }

@@ -19,6 +19,7 @@ use crate::tools::ToolRegistry;
 
 mod actor;
 mod compaction_ops;
+mod extension_host_requests;
 mod extension_ops;
 mod extension_requests;
 mod internal;

@@ -48,6 +48,13 @@ pub(crate) struct RunSetup {
     pub initial: Vec<AgentMessage>,
     pub retry: RetrySettings,
     pub retry_enabled: Arc<AtomicBool>,
+    /// For the `before_agent_start` and `context` hooks.
+    pub extensions: crate::extensions::Extensions,
+    /// Bumped when an extension changes the tools (`setActiveTools`, a new
+    /// registration): the next model request asks the actor for them.
+    pub tools_version: Arc<std::sync::atomic::AtomicU64>,
+    /// The version `tools` and `tool_specs` are of.
+    pub tools_seen: u64,
 }
 
 /// How one low-level run (agent_start … agent_end) ended.
@@ -73,6 +80,8 @@ pub(crate) async fn run_session(mut s: RunSetup) {
     let mut totals = Usage::default();
     let mut compaction = RunCompaction::default();
     if !initial.is_empty() {
+        let extensions = s.extensions.clone();
+        extensions.before_agent_start(&mut initial, &mut s.system_prompt, &s.cancel).await;
         compaction.before_prompt(&mut s).await;
     }
     loop {
@@ -176,6 +185,22 @@ pub(crate) fn core_error_of(error: &ProviderError) -> CoreError {
     CoreError::new(kind, error.message.clone()).with_retryable(error.is_retryable())
 }
 
+/// Take the actor's current tools when an extension changed them since the
+/// last request (pi: `setActiveTools` during a tool applies to the next request).
+async fn refresh_tools(s: &mut RunSetup) {
+    let version = s.tools_version.load(Ordering::SeqCst);
+    if version == s.tools_seen {
+        return;
+    }
+    let (tx, rx) = oneshot::channel();
+    s.emitter.send(Internal::CurrentTools { reply: tx }).await;
+    if let Ok(super::internal::ToolSet(tools, specs)) = rx.await {
+        s.tools = tools;
+        s.tool_specs = specs;
+        s.tools_seen = version;
+    }
+}
+
 async fn take_queued(s: &RunSetup, kind: QueueKind) -> Vec<Delivered> {
     let (tx, rx) = oneshot::channel();
     s.emitter.send(Internal::TakeQueued { kind, reply: tx }).await;
@@ -224,10 +249,15 @@ async fn low_level_run(
         let assistant = if s.cancel.is_cancelled() {
             aborted_assistant(s).await
         } else {
+            refresh_tools(s).await;
+            let messages = match s.extensions.context(&s.context, &s.cancel).await {
+                Some(replaced) => replaced,
+                None => s.context.clone(),
+            };
             let request = ProviderRequest {
                 model: s.model.clone(),
                 system_prompt: s.system_prompt.clone(),
-                messages: s.context.clone(),
+                messages,
                 tools: s.tool_specs.clone(),
                 thinking_level: s.thinking,
                 api_key: s.api_key.clone(),
@@ -284,22 +314,27 @@ async fn low_level_run(
             return (new_messages, LowLevelEnd::Aborted);
         }
 
-        if !calls.is_empty() {
+        // A turn with tool calls goes on to the next model request, unless
+        // every tool result asked to end the run there (pi's `terminate`).
+        let (tool_results, next_turn) = if calls.is_empty() {
+            (Vec::new(), false)
+        } else {
             let mut ctx = s.tool_ctx.clone();
             ctx.cancel = s.cancel.child_token();
-            let results = execute_tool_calls(&s.emitter, &s.tools, &calls, &ctx).await;
+            let (results, terminate) = execute_tool_calls(&s.emitter, &s.tools, &calls, &ctx).await;
             let mut result_messages = Vec::with_capacity(results.len());
             for result in results {
                 let result = AgentMessage::ToolResult(result);
                 emit_message(s, result.clone(), &mut new_messages).await;
                 result_messages.push(result);
             }
-            s.emitter.emit(AgentEvent::TurnEnd { message, tool_results: result_messages }).await;
+            (result_messages, !terminate)
+        };
+        s.emitter.emit(AgentEvent::TurnEnd { message, tool_results }).await;
+        if next_turn {
             RunCompaction::between_turns(s).await;
             continue;
         }
-
-        s.emitter.emit(AgentEvent::TurnEnd { message, tool_results: Vec::new() }).await;
         if s.cancel.is_cancelled() {
             return (new_messages, LowLevelEnd::Aborted);
         }

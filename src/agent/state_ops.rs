@@ -165,7 +165,7 @@ impl Agent {
         }
     }
 
-    async fn set_model(&mut self, provider: Option<String>, model_id: String) -> Result<Reply, CoreError> {
+    pub(super) async fn set_model(&mut self, provider: Option<String>, model_id: String) -> Result<Reply, CoreError> {
         let found = match provider.as_deref() {
             Some(p) => self
                 .models

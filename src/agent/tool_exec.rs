@@ -12,14 +12,15 @@ use crate::event::{AgentEvent, ToolResultPayload};
 use crate::message::{ToolCall, ToolResultMessage, now_ms};
 use crate::tools::{GateDecision, ToolContext, ToolOutput, ToolRegistry};
 
-/// Execute `calls` and return their result messages in call order. The caller
+/// Execute `calls` and return their result messages in call order, and
+/// whether every result asked to end the run there (`terminate`). The caller
 /// emits the result messages (message_start/end) afterwards.
 pub(crate) async fn execute_tool_calls(
     emitter: &Emitter,
     registry: &ToolRegistry,
     calls: &[ToolCall],
     base: &ToolContext,
-) -> Vec<ToolResultMessage> {
+) -> (Vec<ToolResultMessage>, bool) {
     let mut prepared = Vec::with_capacity(calls.len());
     for call in calls {
         emitter
@@ -49,6 +50,7 @@ pub(crate) async fn execute_tool_calls(
         let mut ctx = base.clone();
         ctx.updates = Some(tx);
         ctx.tool_call_id = call.id.clone();
+        let ran_with = base.gate.as_ref().map(|_| args.clone());
         let run = tool.execute(args, ctx);
         tokio::pin!(run);
         let emit_update = |update: crate::tools::ToolUpdate| {
@@ -69,12 +71,17 @@ pub(crate) async fn execute_tool_calls(
         while let Ok(update) = rx.try_recv() {
             emit_update(update).await;
         }
+        let output = match (&base.gate, &ran_with) {
+            (Some(gate), Some(args)) => gate.after(&call.id, &call.name, args, output, &base.cancel).await,
+            _ => output,
+        };
         emit_end(emitter, call, &output).await;
         (output, Some(started.elapsed().as_millis() as u64))
     });
     let outputs = join_all(runs).await;
+    let terminate = !outputs.is_empty() && outputs.iter().all(|(output, _)| output.terminate);
 
-    calls
+    let results = calls
         .iter()
         .zip(outputs)
         .map(|(call, (output, _duration))| ToolResultMessage {
@@ -87,7 +94,8 @@ pub(crate) async fn execute_tool_calls(
             timestamp: now_ms(),
             extra: Map::new(),
         })
-        .collect()
+        .collect();
+    (results, terminate)
 }
 
 /// The `tool_call` gate (extension hooks): the arguments to run with, or the

@@ -51,6 +51,9 @@ pub struct ToolOutput {
     /// `{output,truncated,exit_code,wall_time_seconds}`, read: the text or an
     /// image object); not part of the toolResult message.
     pub structured_content: Option<Value>,
+    /// pi's `terminate`: no follow-up model request after this tool batch
+    /// when every result of the batch asks for it.
+    pub terminate: bool,
 }
 
 impl ToolOutput {
@@ -147,6 +150,18 @@ pub trait ToolCallGate: Send + Sync {
         args: &Value,
         cancel: &CancellationToken,
     ) -> GateDecision;
+
+    /// Look at (and possibly change) the result of a call that ran (pi's `tool_result` hooks).
+    async fn after(
+        &self,
+        _tool_call_id: &str,
+        _tool_name: &str,
+        _args: &Value,
+        output: ToolOutput,
+        _cancel: &CancellationToken,
+    ) -> ToolOutput {
+        output
+    }
 }
 
 /// A tool the model can call.
@@ -158,6 +173,17 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> &Value;
     /// Run with arguments already validated against `parameters`.
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput;
+
+    /// A one-line summary for the system prompt's tool list (pi's
+    /// `promptSnippet`); built-in tools have theirs in `system_prompt`.
+    fn prompt_snippet(&self) -> Option<&str> {
+        None
+    }
+
+    /// Rule bullets for the system prompt while the tool is active (pi's `promptGuidelines`).
+    fn prompt_guidelines(&self) -> &[String] {
+        &[]
+    }
 
     /// Repair common argument mistakes before validation (pi's
     /// `prepareArguments`; edit folds legacy `oldText`/`newText` into `edits`).

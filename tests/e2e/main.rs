@@ -8,6 +8,7 @@ mod acp_bridge;
 mod cli_options;
 mod clients;
 mod dialects_agree;
+mod extension_host;
 mod extensions;
 mod extensions_jsonrpc;
 mod harness;

@@ -6,7 +6,7 @@ use anyhow::{Context, bail};
 use pi_core::agent::{AgentConfig, SessionStart, SystemPromptOptions};
 use pi_core::config::settings::apply_tool_edits;
 use pi_core::config::{ModelRegistry, Settings, default_agent_dir, expand_home};
-use pi_core::extensions::{DiscoverOptions, ExtensionOptions, Timeouts, discover as discover_extensions};
+use pi_core::extensions::{DiscoverOptions, ExtensionOptions, HostConfig, Timeouts, discover as discover_extensions};
 use pi_core::model::ThinkingLevel;
 use pi_core::provider::ProviderRegistry;
 use pi_core::provider::faux::FauxProvider;
@@ -151,6 +151,9 @@ fn resources_and_extensions(
         load_errors: found.errors,
         timeouts: Timeouts::from_settings(&agent_dir.join("settings.json")),
         no_tools: args.no_tools,
+        host: HostConfig::from_env_and_settings(&agent_dir.join("settings.json")),
+        agent_dir: agent_dir.to_path_buf(),
+        project_trusted: options.project_trusted,
     };
     Ok((resources, extensions))
 }

@@ -75,6 +75,11 @@ enum Command {
         /// the reference profile, whose 1.6 additions are listed in DEVIATIONS.md).
         #[arg(long, value_enum)]
         schemas: Option<SchemaArg>,
+        /// pi's `examples/` directory, for scenarios that copy pi's example
+        /// extensions (`{"example": "extensions/x.ts"}` files). Default: the
+        /// reference package installed into `target/tools/reference`.
+        #[arg(long)]
+        examples: Option<PathBuf>,
     },
     /// List the scenarios of a dialect with their descriptions.
     List {
@@ -100,6 +105,13 @@ fn scenario_dir(dialect: DialectArg, given: Option<PathBuf>) -> PathBuf {
         };
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(name)
     })
+}
+
+/// pi's examples in the reference package `compat/run-reference.sh` installs.
+fn default_examples() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/tools/reference/node_modules/@earendil-works/pi-coding-agent/examples");
+    dir.is_dir().then_some(dir)
 }
 
 fn load(dialect: DialectArg, dir: Option<PathBuf>) -> Vec<kit::Scenario> {
@@ -143,7 +155,7 @@ fn read_expected(path: Option<PathBuf>) -> HashMap<String, String> {
 async fn main() {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { agent, dialect, only, record, profile, expect_fail, jobs, scenarios, schemas } => {
+        Command::Run { agent, dialect, only, record, profile, expect_fail, jobs, scenarios, schemas, examples } => {
             let all = load(dialect, scenarios);
             let chosen: Vec<_> = all.into_iter().filter(|s| selected(&s.name, &only)).collect();
             if chosen.is_empty() {
@@ -168,6 +180,7 @@ async fn main() {
                     (Some(SchemaArg::Open), _) => Some(Strictness::Open),
                     (Some(SchemaArg::Off), _) | (None, ProfileArg::Reference) => None,
                 },
+                examples: examples.or_else(default_examples),
             };
             let failed = kit::run_all(chosen, opts, &mut std::io::stdout()).await;
             std::process::exit(if failed > 0 { 1 } else { 0 });

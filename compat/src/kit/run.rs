@@ -50,6 +50,8 @@ pub struct Options {
     /// Validate every line (and session file line) against the schemas, read
     /// this strictly; `None`: no validation.
     pub schemas: Option<Strictness>,
+    /// pi's `examples/` directory (files of the form `{"example": "extensions/x.ts"}` are copied from it).
+    pub examples: Option<PathBuf>,
 }
 
 /// The outcome of one scenario.
@@ -182,7 +184,7 @@ pub async fn run_one(scenario: &Scenario, opts: &Options, schemas: &Schemas) -> 
 async fn run_inner(scenario: &Scenario, opts: &Options, schemas: &Schemas) -> Result<Outcome, String> {
     let server = FakeServer::start().await.map_err(|e| format!("cannot start the fake model server: {e}"))?;
     server.load_script(scenario.script()?);
-    let sb = Sandbox::create(&scenario.setup, &server.url())?;
+    let sb = Sandbox::create(&scenario.setup, &server.url(), opts.examples.as_deref())?;
     let mut live = Normalizer::new(sb.normalizations());
     let limit = Duration::from_millis(scenario.timeout_ms.unwrap_or(30_000));
     let observed = tokio::time::timeout(limit, driver::play(scenario, &opts.agent, &sb, &server, &mut live))
