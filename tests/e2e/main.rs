@@ -19,4 +19,5 @@ mod native_sessions;
 mod native_state;
 mod native_tools;
 mod providers;
+mod reliability;
 mod templates;

@@ -1,0 +1,78 @@
+//! Reliability end to end: `get_tree` on a session chain far deeper than the
+//! old recursive walk survived (both dialects, and after `switch_session`).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use crate::harness::{Pi, Sandbox};
+
+/// Entries of the deep chain: the recursive walk died at about 5,900.
+const CHAIN: usize = 12_000;
+
+/// A session file whose entries form one chain of `CHAIN` messages.
+fn write_chain(dir: &Path) -> PathBuf {
+    let mut text =
+        String::from(r#"{"type":"session","version":3,"id":"deep","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"}"#);
+    text.push('\n');
+    for i in 0..CHAIN {
+        let parent = if i == 0 { "null".to_string() } else { format!("\"e{}\"", i - 1) };
+        let _ = writeln!(
+            text,
+            r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2025-01-01T00:00:01.000Z","message":{{"role":"user","content":"q{i}","timestamp":{i}}}}}"#
+        );
+    }
+    let path = dir.join("deep.jsonl");
+    std::fs::write(&path, text).expect("write chain");
+    path
+}
+
+/// The next line that is not an event or notification, checked to be one
+/// valid JSON value (with an iterative parser: it nests `CHAIN` levels deep).
+async fn raw_reply(pi: &mut Pi) -> String {
+    loop {
+        let Some(line) = pi.next_line().await else { panic!("output ended; stderr: {}", pi.stderr()) };
+        if line.contains(r#""type":"response""#) || line.starts_with(r#"{"jsonrpc":"2.0","id""#) {
+            assert!(serde_json::from_str::<Box<RawValue>>(&line).is_ok(), "reply is not JSON");
+            return line;
+        }
+    }
+}
+
+fn assert_whole_chain(reply: &str) {
+    // Opening the file may append the model and thinking level it switched to.
+    let nodes = reply.matches(r#""children":["#).count();
+    assert!((CHAIN..CHAIN + 3).contains(&nodes), "one node per entry: {nodes}");
+    let last = format!(r#""id":"e{}","parentId":"e{}""#, CHAIN - 1, CHAIN - 2);
+    assert!(reply.contains(&last), "the deepest entry is there");
+}
+
+#[tokio::test]
+async fn get_tree_answers_on_a_deep_chain_in_both_dialects() {
+    let sb = Sandbox::offline();
+    let path = write_chain(sb.cwd.path());
+    let file = path.to_string_lossy().into_owned();
+
+    // Native, reached through switch_session.
+    let mut pi = sb.spawn(&["--no-session"]);
+    let sw = pi.call("sw", json!({"type": "switch_session", "sessionPath": file})).await;
+    assert_eq!(sw["success"], true, "{sw}");
+    pi.send(json!({"id": "t", "type": "get_tree"})).await;
+    let reply = raw_reply(&mut pi).await;
+    assert!(reply.starts_with(r#"{"id":"t","type":"response","command":"get_tree","success":true"#), "{:.200}", reply);
+    assert_whole_chain(&reply);
+    let state = pi.call("s", json!({"type": "get_state"})).await;
+    assert_eq!(state["data"]["messageCount"], CHAIN, "the session goes on");
+
+    // JSON-RPC, opened with --session.
+    let mut pi = sb.spawn(&["--session", &file]);
+    pi.send(json!({"jsonrpc": "2.0", "id": 1, "method": "getTree"})).await;
+    let reply = raw_reply(&mut pi).await;
+    assert!(reply.starts_with(r#"{"jsonrpc":"2.0","id":1,"result":{"tree":["#), "{:.200}", reply);
+    assert_whole_chain(&reply);
+    pi.send(json!({"jsonrpc": "2.0", "id": 2, "method": "getState"})).await;
+    let state: Value = serde_json::from_str(&raw_reply(&mut pi).await).expect("state");
+    assert_eq!(state["result"]["messageCount"], CHAIN);
+}
