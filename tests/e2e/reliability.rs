@@ -1,9 +1,11 @@
 //! Reliability end to end: `get_tree` on a session chain far deeper than the
-//! old recursive walk survived (both dialects, and after `switch_session`).
+//! old recursive walk survived (both dialects, and after `switch_session`);
+//! tool calls whose arguments did not arrive whole are never executed.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use pi_compat::fake_server::{FakeToolCall, Reply};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -75,4 +77,58 @@ async fn get_tree_answers_on_a_deep_chain_in_both_dialects() {
     pi.send(json!({"jsonrpc": "2.0", "id": 2, "method": "getState"})).await;
     let state: Value = serde_json::from_str(&raw_reply(&mut pi).await).expect("state");
     assert_eq!(state["result"]["messageCount"], CHAIN);
+}
+
+/// The tool results the model was sent in request `n`.
+fn tool_results_sent(sb: &Sandbox, n: usize) -> Vec<String> {
+    let requests = sb.server().requests();
+    let messages = requests[n].body["messages"].as_array().cloned().unwrap_or_default();
+    messages.iter().filter(|m| m["role"] == "tool").map(|m| m["content"].as_str().unwrap_or("").to_string()).collect()
+}
+
+#[tokio::test]
+async fn tool_calls_cut_off_or_broken_are_never_executed() {
+    let sb = Sandbox::with_server().await;
+    let s = sb.server();
+    // Cut off by the token limit inside the arguments, then one that parsed
+    // but still belongs to a cut-off reply (pi 1.6.0 runs neither).
+    s.push(Reply::tool_call("c1", "bash", r#"{"command": "echo TRUNC > trunc.txt"#).finish_reason("length"));
+    s.push(
+        Reply::tool_calls([
+            FakeToolCall::new("c2", "write", r#"{"path": "whole.txt", "content": "all of it"}"#),
+            FakeToolCall::new("c3", "write", r#"{"path": "half.txt", "content": "the first ha"#),
+        ])
+        .finish_reason("length"),
+    );
+    // Broken JSON on a normal finish is not "repaired" into a command.
+    s.push(Reply::tool_call("c4", "bash", r#"{"command": "echo BROKEN > broken.txt""#));
+    s.push(Reply::text("done"));
+    let mut pi = sb.spawn(&["--no-session"]);
+    pi.send(json!({"id": "p", "type": "prompt", "message": "go"})).await;
+    let lines = pi.until_type("agent_settled").await;
+
+    for file in ["trunc.txt", "whole.txt", "half.txt", "broken.txt"] {
+        assert!(!sb.cwd.path().join(file).exists(), "{file} was written by a call that must not run");
+    }
+    let ends: Vec<&Value> = lines.iter().filter(|v| v["type"] == "tool_execution_end").collect();
+    assert_eq!(ends.len(), 4);
+    assert!(ends.iter().all(|e| e["isError"] == true), "{ends:?}");
+    let limit = "was not executed: the response hit the output token limit, so its arguments may be truncated. \
+                 Re-issue the tool call with complete arguments.";
+    assert_eq!(tool_results_sent(&sb, 1), [format!("Tool call \"bash\" {limit}")]);
+    assert_eq!(
+        tool_results_sent(&sb, 2)[1..],
+        [format!("Tool call \"write\" {limit}"), format!("Tool call \"write\" {limit}")]
+    );
+    let broken = tool_results_sent(&sb, 3).pop().unwrap_or_default();
+    assert!(broken.starts_with("Invalid arguments for tool \"bash\": EOF while parsing"), "{broken}");
+    assert!(broken.ends_with("Received arguments:\n{\"command\": \"echo BROKEN > broken.txt\""), "{broken}");
+
+    // The assistant message records why, with `{}` as the arguments.
+    let ends: Vec<&Value> =
+        lines.iter().filter(|v| v["type"] == "message_end" && v["message"]["role"] == "assistant").collect();
+    let cut = &ends[0]["message"]["content"][0];
+    assert_eq!(cut["arguments"], json!({}));
+    assert!(cut["argumentsError"].as_str().unwrap_or("").contains("Received arguments:\n{\"command\": \"echo TRUNC"));
+    assert_eq!(ends[1]["message"]["content"][0]["arguments"]["content"], "all of it");
 }
