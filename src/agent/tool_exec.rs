@@ -31,10 +31,12 @@ pub(crate) async fn execute_tool_calls(
                 args: call.arguments.clone(),
             })
             .await;
-        let checked = match incomplete(call, cut_off).map_or_else(|| registry.prepare(&call.name, &call.arguments), Err)
-        {
-            Ok(tool) => gate(base, call).await.map(|args| (tool, args)),
-            Err(output) => Err(output),
+        let checked = match incomplete(call, cut_off) {
+            Some(refused) => Err(refused),
+            None => match registry.prepare(&call.name, &call.arguments) {
+                Ok(tool) => gate(base, call).await.map(|args| (tool, args)),
+                Err(output) => Err(output),
+            },
         };
         if let Err(output) = &checked {
             emit_end(emitter, call, output).await;
