@@ -97,6 +97,8 @@ pub(crate) async fn stream_assistant(
                 if let Some(key) = secret.filter(|k| k.len() >= 8) {
                     e.message = e.message.replace(key, "***");
                 }
+                // A huge error text would be copied into every event and entry.
+                e.message = crate::provider::classify::cap_error_message(e.message, None);
                 error = Some(e);
                 break;
             }

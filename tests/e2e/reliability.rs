@@ -1,6 +1,7 @@
 //! Reliability end to end: `get_tree` on a session chain far deeper than the
 //! old recursive walk survived (both dialects, and after `switch_session`);
-//! tool calls whose arguments did not arrive whole are never executed.
+//! tool calls whose arguments did not arrive whole are never executed; a
+//! provider's huge error body is cut to a bounded `errorMessage`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -131,4 +132,29 @@ async fn tool_calls_cut_off_or_broken_are_never_executed() {
     assert_eq!(cut["arguments"], json!({}));
     assert!(cut["argumentsError"].as_str().unwrap_or("").contains("Received arguments:\n{\"command\": \"echo TRUNC"));
     assert_eq!(ends[1]["message"]["content"][0]["arguments"]["content"], "all of it");
+}
+
+#[tokio::test]
+async fn a_5_mb_error_body_becomes_a_bounded_error_message() {
+    let sb = Sandbox::with_server().await;
+    // The key echoed back right where the text is cut must not leak, not even in part.
+    let mut body = "x".repeat(65_420);
+    body.push_str("test-key-123");
+    body.push_str(&"y".repeat(5_000_000 - body.len()));
+    sb.server().push(Reply::error(400, body));
+    let mut pi = sb.spawn(&[]);
+    pi.send(json!({"id": "p", "type": "prompt", "message": "go"})).await;
+    let lines = pi.until_type("agent_settled").await;
+    let end = lines.iter().find(|v| v["type"] == "message_end" && v["message"]["role"] == "assistant").expect("end");
+    let message = end["message"]["errorMessage"].as_str().unwrap_or_default();
+    assert!(message.starts_with("400 xxxx"), "{:.80}", message);
+    assert!(message.len() <= 64 * 1024, "{}", message.len());
+    assert!(message.ends_with("; the response body had 5000000 bytes]"), "{}", &message[message.len() - 120..]);
+    let stdout: usize = pi.transcript.iter().map(String::len).sum();
+    assert!(stdout < 400_000, "{stdout} bytes on stdout");
+    assert!(!pi.transcript.iter().any(|l| l.contains("test-key")), "the key leaked");
+    let state = pi.call("s", json!({"type": "get_state"})).await;
+    let file = PathBuf::from(state["data"]["sessionFile"].as_str().expect("session file"));
+    let saved = std::fs::read_to_string(file).expect("session");
+    assert!(saved.len() < 100_000 && !saved.contains("test-key"), "{} bytes in the session", saved.len());
 }
