@@ -112,6 +112,11 @@ impl Sandbox {
 
     /// Start `pi` with these arguments (after `--mode rpc`).
     pub fn spawn(&self, args: &[&str]) -> Pi {
+        self.spawn_with_env(args, &[])
+    }
+
+    /// Start `pi` with these arguments and extra environment variables.
+    pub fn spawn_with_env(&self, args: &[&str], env: &[(&str, &Path)]) -> Pi {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"));
         cmd.arg("--mode").arg("rpc").args(args);
         cmd.current_dir(self.cwd.path());
@@ -124,6 +129,7 @@ impl Sandbox {
         cmd.env("HOME", self.home.path());
         cmd.env("PI_CODING_AGENT_DIR", self.agent_dir.path());
         cmd.env("RUST_LOG", "warn");
+        cmd.envs(env.iter().copied());
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd.kill_on_drop(true);
         Pi::start(cmd)

@@ -1,7 +1,8 @@
 //! Reliability end to end: `get_tree` on a session chain far deeper than the
 //! old recursive walk survived (both dialects, and after `switch_session`);
 //! tool calls whose arguments did not arrive whole are never executed; a
-//! provider's huge error body is cut to a bounded `errorMessage`.
+//! provider's huge error body is cut to a bounded `errorMessage`; bash
+//! full-output files do not outlive what refers to them.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -157,4 +158,53 @@ async fn a_5_mb_error_body_becomes_a_bounded_error_message() {
     let file = PathBuf::from(state["data"]["sessionFile"].as_str().expect("session file"));
     let saved = std::fs::read_to_string(file).expect("session");
     assert!(saved.len() < 100_000 && !saved.contains("test-key"), "{} bytes in the session", saved.len());
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() { stack.push(path) } else { out.push(path) }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn bash_full_output_files_are_removed_unless_a_saved_session_refers_to_them() {
+    let sb = Sandbox::with_server().await;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let s = sb.server();
+    s.push(Reply::tool_call("c1", "bash", r#"{"command": "seq 1 5000"}"#));
+    s.push(Reply::text("done"));
+    s.push(Reply::tool_call("c2", "bash", r#"{"command": "seq 1 6000"}"#));
+    s.push(Reply::text("done"));
+
+    // Short output: no file at all. Long output: one file while the agent runs.
+    let mut pi = sb.spawn_with_env(&["--no-session"], &[("TMPDIR", tmp.path())]);
+    let short = pi.call("b", json!({"type": "bash", "command": "echo short"})).await;
+    assert_eq!(short["data"]["fullOutputPath"], Value::Null);
+    assert!(files_under(tmp.path()).is_empty(), "{:?}", files_under(tmp.path()));
+    pi.send(json!({"id": "p", "type": "prompt", "message": "go"})).await;
+    pi.until_type("agent_settled").await;
+    let made = files_under(tmp.path());
+    assert_eq!(made.len(), 1, "{made:?}");
+    assert!(made[0].file_name().is_some_and(|n| n.to_string_lossy().starts_with("pi-bash-")));
+    pi.close_stdin();
+    assert!(pi.wait().await.success());
+    assert!(!tmp.path().read_dir().expect("tmp").any(|_| true), "nothing refers to it: gone, with its directory");
+
+    // A saved session refers to its tool result's file: kept.
+    let mut pi = sb.spawn_with_env(&[], &[("TMPDIR", tmp.path())]);
+    pi.send(json!({"id": "p", "type": "prompt", "message": "go"})).await;
+    pi.until_type("agent_settled").await;
+    pi.close_stdin();
+    assert!(pi.wait().await.success());
+    let left = files_under(tmp.path());
+    assert_eq!(left.len(), 1, "{left:?}");
+    let session = std::fs::read_to_string(&sb.session_files()[0]).expect("session");
+    assert!(session.contains(&left[0].display().to_string()));
 }
