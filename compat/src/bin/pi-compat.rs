@@ -3,7 +3,7 @@
 //! ```text
 //! pi-compat run --agent '<command line>' --dialect jsonl|jsonrpc [--only NAME…] [--record DIR]
 //!               [--profile strict|reference] [--expect-fail FILE] [--jobs N] [--scenarios DIR]
-//!               [--schemas strict|open|off]
+//!               [--schemas strict|open|off] [--junit FILE]
 //! pi-compat list --dialect jsonl|jsonrpc
 //! pi-compat coverage --dialect jsonl|jsonrpc
 //! ```
@@ -75,6 +75,9 @@ enum Command {
         /// the reference profile, whose 1.6 additions are listed in DEVIATIONS.md).
         #[arg(long, value_enum)]
         schemas: Option<SchemaArg>,
+        /// Also write the results as JUnit XML to FILE (one testcase per scenario).
+        #[arg(long)]
+        junit: Option<PathBuf>,
     },
     /// List the scenarios of a dialect with their descriptions.
     List {
@@ -143,7 +146,7 @@ fn read_expected(path: Option<PathBuf>) -> HashMap<String, String> {
 async fn main() {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { agent, dialect, only, record, profile, expect_fail, jobs, scenarios, schemas } => {
+        Command::Run { agent, dialect, only, record, profile, expect_fail, jobs, scenarios, schemas, junit } => {
             let all = load(dialect, scenarios);
             let chosen: Vec<_> = all.into_iter().filter(|s| selected(&s.name, &only)).collect();
             if chosen.is_empty() {
@@ -168,6 +171,7 @@ async fn main() {
                     (Some(SchemaArg::Open), _) => Some(Strictness::Open),
                     (Some(SchemaArg::Off), _) | (None, ProfileArg::Reference) => None,
                 },
+                junit,
             };
             let failed = kit::run_all(chosen, opts, &mut std::io::stdout()).await;
             std::process::exit(if failed > 0 { 1 } else { 0 });
