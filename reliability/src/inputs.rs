@@ -213,7 +213,7 @@ fn mutate(rng: &mut Rng, text: &str) -> (Vec<u8>, bool) {
             let mut bytes = text.as_bytes().to_vec();
             let at = rng.below(bytes.len());
             const BAD: [&[u8]; 4] = [&[0xFF], &[0xC3, 0x28], &[0x80], &[0xED, 0xA0, 0x80]];
-            let bad: &[u8] = rng.pick(&BAD);
+            let bad: &[u8] = BAD[rng.below(BAD.len())];
             bytes.splice(at..at, bad.iter().copied());
             (bytes, false)
         }
