@@ -18,8 +18,12 @@ fn script(rng: &mut Rng) -> String {
     for i in 0..2000 {
         let delay = 2 + rng.below(10);
         let line = match i % 3 {
-            0 => json!({"toolCalls": [{"name": "bash", "arguments": {"command": format!("echo step {i}; seq 1 {}", rng.below(3000))}}], "delayMs": delay}),
-            1 => json!({"thinking": "next", "toolCalls": [{"name": "write", "arguments": {"path": format!("f{}.txt", i % 7), "content": "x".repeat(rng.below(5000))}}], "delayMs": delay}),
+            0 => {
+                json!({"toolCalls": [{"name": "bash", "arguments": {"command": format!("echo step {i}; seq 1 {}", rng.below(3000))}}], "delayMs": delay})
+            }
+            1 => {
+                json!({"thinking": "next", "toolCalls": [{"name": "write", "arguments": {"path": format!("f{}.txt", i % 7), "content": "x".repeat(rng.below(5000))}}], "delayMs": delay})
+            }
             _ => json!({"text": format!("turn {i} done"), "delayMs": delay}),
         };
         out.push_str(&line.to_string());
@@ -123,12 +127,12 @@ pub async fn run(pi: &Path, seed: u64, kills: Option<usize>, seconds: Option<u64
             break;
         };
         again.write(b"{\"id\":\"m\",\"type\":\"get_messages\"}\n").await;
-        let (replies, answered) = again
-            .until(Duration::from_secs(30), |r| r.starts_with(br#"{"id":"m","type":"response""#))
-            .await;
+        let (replies, answered) =
+            again.until(Duration::from_secs(30), |r| r.starts_with(br#"{"id":"m","type":"response""#)).await;
         let ok = replies.last().is_some_and(|r| r.windows(14).any(|w| w == br#""success":true"#));
         if !answered || !ok {
-            problems.push(format!("kill {done}: get_messages after reopening did not answer; stderr: {}", again.stderr()));
+            problems
+                .push(format!("kill {done}: get_messages after reopening did not answer; stderr: {}", again.stderr()));
         }
         again.close_stdin();
         if again.wait(Duration::from_secs(20)).await.is_none_or(|s| !s.success()) {
