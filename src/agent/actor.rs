@@ -48,7 +48,8 @@ pub(crate) struct Agent {
     pub(super) session_dir_explicit: bool,
     pub(super) prompt_options: SystemPromptOptions,
     pub(super) persist_settings: bool,
-    pub(super) temp_dir: PathBuf,
+    /// Full-output files of truncated bash runs (see `tools::temp_outputs`).
+    pub(super) temp_outputs: crate::tools::temp_outputs::TempOutputs,
 
     pub(super) session: Session,
     /// The conversation as the model sees it (what `get_messages` returns).
@@ -116,7 +117,7 @@ impl Agent {
             session_dir_explicit: config.session_dir_explicit,
             prompt_options: config.system_prompt,
             persist_settings: config.persist_settings,
-            temp_dir: config.temp_dir,
+            temp_outputs: crate::tools::temp_outputs::TempOutputs::new(&config.temp_dir),
             session,
             messages: restored.messages,
             model: faux::faux_model(),
@@ -196,6 +197,7 @@ impl Agent {
             }
         }
         self.ext.handle.shutdown().await;
+        self.temp_outputs.release(self.session.file_path());
         if let Some(Some(tag)) = self.shutdown.take() {
             self.reply(Some(tag), Ok(Reply::Ack)).await;
         }
@@ -543,7 +545,7 @@ impl Agent {
 
     pub(super) fn tool_context(&self) -> ToolContext {
         let mut ctx = ToolContext::new(self.cwd.clone());
-        ctx.temp_dir = self.temp_dir.clone();
+        ctx.temp_dir = self.temp_outputs.dir().to_path_buf();
         ctx.env = vec![
             ("PI_CODING_AGENT".to_string(), "true".to_string()),
             ("PI_SESSION_ID".to_string(), self.session.session_id().to_string()),
@@ -592,7 +594,7 @@ impl Agent {
         self.bash_cancel = Some(cancel.clone());
         let emitter = Emitter::new(self.internal_tx.clone());
         let cwd = self.cwd.clone();
-        let temp_dir = self.temp_dir.clone();
+        let temp_dir = self.temp_outputs.dir().to_path_buf();
         let env = self.tool_context().env;
         tokio::spawn(async move {
             let (chunk_tx, mut chunk_rx) = mpsc::unbounded_channel::<String>();

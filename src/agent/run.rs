@@ -306,6 +306,7 @@ async fn low_level_run(
                 .await;
         }
         let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
+        let cut_off = assistant.stop_reason == StopReason::Length;
         let message = AgentMessage::Assistant(assistant);
         s.context.push(message.clone());
         new_messages.push(message.clone());
@@ -321,7 +322,7 @@ async fn low_level_run(
         } else {
             let mut ctx = s.tool_ctx.clone();
             ctx.cancel = s.cancel.child_token();
-            let (results, terminate) = execute_tool_calls(&s.emitter, &s.tools, &calls, &ctx).await;
+            let (results, terminate) = execute_tool_calls(&s.emitter, &s.tools, &calls, &ctx, cut_off).await;
             let mut result_messages = Vec::with_capacity(results.len());
             for result in results {
                 let result = AgentMessage::ToolResult(result);

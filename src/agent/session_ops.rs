@@ -90,6 +90,7 @@ impl Agent {
 
     /// Make `session` current: its conversation, model and thinking level.
     async fn replace_session(&mut self, session: Session) -> Result<(), CoreError> {
+        self.temp_outputs.release(self.session.file_path());
         self.session = session;
         let restored = self.session.context();
         self.messages = restored.messages;

@@ -14,12 +14,14 @@ use crate::tools::{GateDecision, ToolContext, ToolOutput, ToolRegistry};
 
 /// Execute `calls` and return their result messages in call order, and
 /// whether every result asked to end the run there (`terminate`). The caller
-/// emits the result messages (message_start/end) afterwards.
+/// emits the result messages (message_start/end) afterwards. `cut_off`: the
+/// message stopped at the output token limit, so no call of it is run.
 pub(crate) async fn execute_tool_calls(
     emitter: &Emitter,
     registry: &ToolRegistry,
     calls: &[ToolCall],
     base: &ToolContext,
+    cut_off: bool,
 ) -> (Vec<ToolResultMessage>, bool) {
     let mut prepared = Vec::with_capacity(calls.len());
     for call in calls {
@@ -30,9 +32,12 @@ pub(crate) async fn execute_tool_calls(
                 args: call.arguments.clone(),
             })
             .await;
-        let checked = match registry.prepare(&call.name, &call.arguments) {
-            Ok(tool) => gate(base, call).await.map(|args| (tool, args)),
-            Err(output) => Err(output),
+        let checked = match incomplete(call, cut_off) {
+            Some(refused) => Err(refused),
+            None => match registry.prepare(&call.name, &call.arguments) {
+                Ok(tool) => gate(base, call).await.map(|args| (tool, args)),
+                Err(output) => Err(output),
+            },
         };
         if let Err(output) = &checked {
             emit_end(emitter, call, output).await;
@@ -96,6 +101,20 @@ pub(crate) async fn execute_tool_calls(
         })
         .collect();
     (results, terminate)
+}
+
+/// The error result of a call whose arguments may not have arrived whole (the
+/// texts are pi 1.6.0's): it is never executed, and the model is told why.
+fn incomplete(call: &ToolCall, cut_off: bool) -> Option<ToolOutput> {
+    if cut_off {
+        return Some(ToolOutput::error(format!(
+            "Tool call \"{}\" was not executed: the response hit the output token limit, so its arguments may be \
+             truncated. Re-issue the tool call with complete arguments.",
+            call.name
+        )));
+    }
+    let error = call.arguments_error.as_deref()?;
+    Some(ToolOutput::error(format!("Invalid arguments for tool \"{}\": {error}", call.name)))
 }
 
 /// The `tool_call` gate (extension hooks): the arguments to run with, or the

@@ -28,6 +28,7 @@ pub mod ls;
 pub mod path;
 pub mod read;
 pub mod shell;
+pub mod temp_outputs;
 pub mod truncate;
 pub mod validate;
 pub mod write;

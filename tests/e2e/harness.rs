@@ -112,9 +112,16 @@ impl Sandbox {
 
     /// Start `pi` with these arguments (after `--mode rpc`).
     pub fn spawn(&self, args: &[&str]) -> Pi {
+        self.spawn_with_env(args, &[])
+    }
+
+    /// Start `pi` with these arguments (after `--mode rpc`) and extra environment variables.
+    pub fn spawn_with_env(&self, args: &[&str], env: &[(&str, &Path)]) -> Pi {
         let mut full = vec!["--mode", "rpc"];
         full.extend_from_slice(args);
-        Pi::start(self.command(&full))
+        let mut cmd = self.command(&full);
+        cmd.envs(env.iter().copied());
+        Pi::start(cmd)
     }
 
     /// `pi` with exactly these arguments, in the sandbox, stdio piped.

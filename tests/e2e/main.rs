@@ -23,5 +23,6 @@ mod native_state;
 mod native_tools;
 mod pi_parity;
 mod providers;
+mod reliability;
 mod rpc_client;
 mod templates;

@@ -3,7 +3,7 @@
 //! ```text
 //! pi-compat run --agent '<command line>' --dialect jsonl|jsonrpc [--only NAME…] [--record DIR]
 //!               [--profile strict|reference] [--expect-fail FILE] [--jobs N] [--scenarios DIR]
-//!               [--schemas strict|open|off]
+//!               [--schemas strict|open|off] [--junit FILE]
 //! pi-compat list --dialect jsonl|jsonrpc
 //! pi-compat coverage --dialect jsonl|jsonrpc
 //! ```
@@ -80,6 +80,9 @@ enum Command {
         /// reference package installed into `target/tools/reference`.
         #[arg(long)]
         examples: Option<PathBuf>,
+        /// Also write the results as JUnit XML to FILE (one testcase per scenario).
+        #[arg(long)]
+        junit: Option<PathBuf>,
     },
     /// List the scenarios of a dialect with their descriptions.
     List {
@@ -155,7 +158,7 @@ fn read_expected(path: Option<PathBuf>) -> HashMap<String, String> {
 async fn main() {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { agent, dialect, only, record, profile, expect_fail, jobs, scenarios, schemas, examples } => {
+        Command::Run { agent, dialect, only, record, profile, expect_fail, jobs, scenarios, schemas, examples, junit } => {
             let all = load(dialect, scenarios);
             let chosen: Vec<_> = all.into_iter().filter(|s| selected(&s.name, &only)).collect();
             if chosen.is_empty() {
@@ -181,6 +184,7 @@ async fn main() {
                     (Some(SchemaArg::Off), _) | (None, ProfileArg::Reference) => None,
                 },
                 examples: examples.or_else(default_examples),
+                junit,
             };
             let failed = kit::run_all(chosen, opts, &mut std::io::stdout()).await;
             std::process::exit(if failed > 0 { 1 } else { 0 });
