@@ -48,13 +48,18 @@ pub(crate) struct Agent {
     pub(super) session_dir_explicit: bool,
     pub(super) prompt_options: SystemPromptOptions,
     pub(super) persist_settings: bool,
-    pub(super) temp_dir: PathBuf,
+    /// Full-output files of truncated bash runs (see `tools::temp_outputs`).
+    pub(super) temp_outputs: crate::tools::temp_outputs::TempOutputs,
 
     pub(super) session: Session,
     /// The conversation as the model sees it (what `get_messages` returns).
     pub(super) messages: Vec<AgentMessage>,
     pub(super) model: Model,
     pub(super) thinking: ThinkingLevel,
+    /// The command line's model choice, applied to every session opened.
+    pub(super) startup: super::state_ops::StartupChoice,
+    /// `--models`: what `cycle_model` cycles through (with optional levels).
+    pub(super) scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
     pub(super) steering: MessageQueue,
     pub(super) follow_up: MessageQueue,
     pub(super) auto_compaction: bool,
@@ -115,11 +120,13 @@ impl Agent {
             session_dir_explicit: config.session_dir_explicit,
             prompt_options: config.system_prompt,
             persist_settings: config.persist_settings,
-            temp_dir: config.temp_dir,
+            temp_outputs: crate::tools::temp_outputs::TempOutputs::new(&config.temp_dir),
             session,
             messages: restored.messages,
             model: faux::faux_model(),
             thinking: ThinkingLevel::Off,
+            startup: Default::default(),
+            scoped_models: Vec::new(),
             usage_unknown: false,
             run: None,
             next_run_id: 1,
@@ -138,13 +145,20 @@ impl Agent {
         if let Some(key) = config.api_key.clone() {
             agent.api_key_target(config.provider.as_deref(), config.model.as_deref(), key);
         }
-        agent.select_initial_model(
-            config.provider.as_deref(),
-            config.model.as_deref(),
-            config.thinking,
-            restored.model,
-            restored.thinking_level,
-        )?;
+        if !config.model_scope.is_empty() {
+            let scope = agent.models.scope(&config.model_scope);
+            for warning in scope.warnings {
+                tracing::warn!("--models: {warning}");
+            }
+            agent.scoped_models = scope.models;
+        }
+        agent.startup = super::state_ops::StartupChoice {
+            provider: config.provider.clone(),
+            pattern: config.model.clone(),
+            thinking: config.thinking,
+            inline_key: config.api_key.is_some(),
+        };
+        agent.select_initial_model(restored.model, restored.thinking_level)?;
         agent.start_session_entries(config.session_name)?;
         Ok(agent)
     }
@@ -154,7 +168,8 @@ impl Agent {
         let provider = provider
             .map(str::to_string)
             .or_else(|| {
-                model.and_then(|m| self.models.resolve(None, strip_thinking_suffix(m).0).ok()).map(|m| m.provider)
+                let pattern = model.map(str::trim).filter(|m| !m.is_empty())?;
+                self.models.resolve_pattern(None, pattern, None, true).ok().map(|s| s.model.provider)
             })
             .or_else(|| self.settings.default_provider.clone());
         match provider {
@@ -190,6 +205,7 @@ impl Agent {
         }
         self.mcp.shutdown().await;
         self.ext.handle.shutdown().await;
+        self.temp_outputs.release(self.session.file_path());
         if let Some(Some(tag)) = self.shutdown.take() {
             self.reply(Some(tag), Ok(Reply::Ack)).await;
         }
@@ -200,7 +216,9 @@ impl Agent {
         self.run.is_none() && self.bash_cancel.is_none() && self.compaction.is_none() && self.ext.is_idle()
     }
 
+    /// Send an event to the client, and to the extensions that subscribed to it.
     pub(super) async fn emit(&self, event: AgentEvent) {
+        self.notify_extensions(&event);
         let _ = self.out.send(Output::Event(event)).await;
     }
 
@@ -215,7 +233,6 @@ impl Agent {
             Internal::Event(event) => {
                 let settled = matches!(event, AgentEvent::AgentSettled { .. });
                 self.observe(&event);
-                self.notify_extensions(&event);
                 self.emit(event).await;
                 // Like pi, the run is over once `agent_settled` is out: a
                 // prompt read right after it must start a new run.
@@ -225,11 +242,7 @@ impl Agent {
             }
             Internal::Extension(signal) => self.handle_extension_signal(signal).await,
             Internal::TakeQueued { kind, reply } => {
-                let taken = match kind {
-                    QueueKind::Steering => self.steering.take(),
-                    QueueKind::FollowUp => self.follow_up.take(),
-                };
-                let _ = reply.send(taken);
+                let _ = reply.send(self.take_delivered(kind));
             }
             Internal::QueueChanged => self.emit_queue_update().await,
             Internal::RetractFromContext { message } => {
@@ -239,6 +252,10 @@ impl Agent {
                 self.record_context_edit(&message);
             }
             Internal::RunFinished { run_id } => self.run_finished(run_id).await,
+            Internal::CurrentTools { reply } => {
+                let (tools, specs) = self.active_tool_set();
+                let _ = reply.send(super::internal::ToolSet(tools, specs));
+            }
             Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
             Internal::BashFinished { tag, outcome } => {
                 self.bash_cancel = None;
@@ -314,6 +331,23 @@ impl Agent {
             tracing::error!("cannot write session entry: {e}");
         }
         self.messages.push(message);
+    }
+
+    /// Take what a queue delivers now, each message with both queues as they
+    /// stand once it is delivered.
+    fn take_delivered(&mut self, kind: QueueKind) -> Vec<super::internal::Delivered> {
+        let (taken, other) = match kind {
+            QueueKind::Steering => (self.steering.take_each(), self.follow_up.texts()),
+            QueueKind::FollowUp => (self.follow_up.take_each(), self.steering.texts()),
+        };
+        let delivered = |(message, rest): (AgentMessage, Vec<String>)| {
+            let (steering, follow_up) = match kind {
+                QueueKind::Steering => (rest, other.clone()),
+                QueueKind::FollowUp => (other.clone(), rest),
+            };
+            super::internal::Delivered { message, steering, follow_up }
+        };
+        taken.into_iter().map(delivered).collect()
     }
 
     pub(super) async fn emit_queue_update(&self) {
@@ -430,7 +464,7 @@ impl Agent {
         self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Queued })).await;
     }
 
-    async fn abort(&mut self, tag: Option<RequestTag>) {
+    pub(super) async fn abort(&mut self, tag: Option<RequestTag>) {
         match &self.run {
             Some(run) => {
                 run.cancel.cancel();
@@ -496,6 +530,9 @@ impl Agent {
             initial,
             retry: self.settings.retry,
             retry_enabled: self.retry_enabled.clone(),
+            extensions: self.ext.handle.clone(),
+            tools_version: self.ext.tools_version.clone(),
+            tools_seen: self.ext.tools_version.load(std::sync::atomic::Ordering::SeqCst),
             mcp: Some(self.mcp.clone()),
             reach: self.reach(),
         };
@@ -518,7 +555,7 @@ impl Agent {
 
     pub(super) fn tool_context(&self) -> ToolContext {
         let mut ctx = ToolContext::new(self.cwd.clone());
-        ctx.temp_dir = self.temp_dir.clone();
+        ctx.temp_dir = self.temp_outputs.dir().to_path_buf();
         ctx.env = vec![
             ("PI_CODING_AGENT".to_string(), "true".to_string()),
             ("PI_SESSION_ID".to_string(), self.session.session_id().to_string()),
@@ -528,21 +565,32 @@ impl Agent {
     }
 
     pub(super) fn system_prompt(&self) -> String {
-        let tools: Vec<(String, String)> = self
-            .active_tools
-            .iter()
-            .filter(|t| self.tools.contains(t) && !crate::system_prompt::tool_summary(t).is_empty())
-            .map(|t| (t.clone(), crate::system_prompt::tool_summary(t).to_string()))
-            .chain(self.reach_summaries())
-            .collect();
+        // Built-in tools carry their summary; extension tools their
+        // `promptSnippet` and `promptGuidelines` (pi leaves out tools without a snippet).
+        let mut tools: Vec<(String, String)> = Vec::new();
+        let mut guidelines: Vec<String> = Vec::new();
+        for (name, tool) in self.active_tools.iter().filter_map(|t| Some((t, self.tools.get(t)?))) {
+            let summary = tool.prompt_snippet().unwrap_or(crate::system_prompt::tool_summary(name));
+            if !summary.is_empty() {
+                tools.push((name.clone(), summary.to_string()));
+            }
+            for rule in tool.prompt_guidelines() {
+                if !guidelines.contains(rule) {
+                    guidelines.push(rule.clone());
+                }
+            }
+        }
+        tools.extend(self.reach_summaries());
         let skills = self.skills_section();
         let date = chrono::Utc::now().format("%Y-%m-%d").to_string();
         crate::system_prompt::build(&crate::system_prompt::PromptInputs {
             agent_dir: &self.agent_dir,
             cwd: &self.cwd,
             tools: &tools,
+            guidelines: &guidelines,
             replace: self.prompt_options.replace.as_deref(),
             append: &self.prompt_options.append,
+            no_context_files: self.prompt_options.no_context_files,
             skills_section: skills.as_deref(),
             date: &date,
         })
@@ -557,7 +605,7 @@ impl Agent {
         self.bash_cancel = Some(cancel.clone());
         let emitter = Emitter::new(self.internal_tx.clone());
         let cwd = self.cwd.clone();
-        let temp_dir = self.temp_dir.clone();
+        let temp_dir = self.temp_outputs.dir().to_path_buf();
         let env = self.tool_context().env;
         tokio::spawn(async move {
             let (chunk_tx, mut chunk_rx) = mpsc::unbounded_channel::<String>();
@@ -615,15 +663,6 @@ impl Agent {
 }
 
 /// Split `model:thinking` when the suffix is a thinking level.
-pub(crate) fn strip_thinking_suffix(pattern: &str) -> (&str, Option<ThinkingLevel>) {
-    if let Some((model, level)) = pattern.rsplit_once(':')
-        && let Ok(level) = level.parse::<ThinkingLevel>()
-    {
-        return (model, Some(level));
-    }
-    (pattern, None)
-}
-
 fn open_session(config: &AgentConfig) -> Result<Session, CoreError> {
     let session = match &config.session {
         SessionStart::InMemory => Session::in_memory(&config.cwd),
@@ -645,6 +684,25 @@ fn open_session(config: &AgentConfig) -> Result<Session, CoreError> {
             }
             None => Session::create(&config.session_dir, &config.cwd, None)?,
         },
+        SessionStart::WithId(id) => match crate::session::find_by_id(&config.session_dir, id) {
+            Some(path) => Session::open(&path, &config.cwd)?.0,
+            None => {
+                tracing::warn!("No project session found with id '{id}'; creating a new session with that id.");
+                Session::create_with_id(&config.session_dir, &config.cwd, id)?
+            }
+        },
+        SessionStart::Fork { source, id } => {
+            if let Some(id) = id
+                && crate::session::find_by_id(&config.session_dir, id).is_some()
+            {
+                return Err(CoreError::invalid("session", format!("Session already exists with id '{id}'")));
+            }
+            let (session, warnings) = Session::fork_file(source, &config.session_dir, &config.cwd, id.as_deref())?;
+            for w in warnings {
+                tracing::warn!("{w}");
+            }
+            session
+        }
     };
     Ok(session)
 }

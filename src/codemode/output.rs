@@ -52,7 +52,7 @@ fn save_image(temp_dir: &Path, data: &str, mime: &str) -> String {
         _ => "png",
     };
     let path = temp_dir.join(format!("pi-codemode-{}.{ext}", &uuid::Uuid::new_v4().simple().to_string()[..16]));
-    match std::fs::write(&path, &bytes) {
+    match std::fs::create_dir_all(temp_dir).and_then(|()| std::fs::write(&path, &bytes)) {
         Ok(()) => format!("[Image saved to {} ({mime}, {})]", path.display(), size_text(bytes.len())),
         Err(e) => format!("[Image could not be saved: {e}]"),
     }

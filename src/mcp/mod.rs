@@ -9,7 +9,6 @@
 //! `tool_search` for `deferred` ones. A failing server gives error results and
 //! one warning, never a failed session; its children are stopped at shutdown.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -74,8 +73,6 @@ impl ToolFilter {
 pub struct McpOptions {
     pub config: McpConfig,
     pub filter: ToolFilter,
-    /// Where full outputs and binary resources are saved.
-    pub temp_dir: PathBuf,
 }
 
 /// An MCP tool as the session may reach it.
@@ -97,7 +94,6 @@ pub struct McpManager {
     go: CancellationToken,
     errors: Vec<String>,
     filter: ToolFilter,
-    temp_dir: PathBuf,
     auto_codemode: bool,
     /// Codemode's `store()` values.
     pub(crate) store: Mutex<Map<String, Value>>,
@@ -128,7 +124,6 @@ impl McpManager {
             conns,
             errors: options.config.errors,
             filter: options.filter,
-            temp_dir: options.temp_dir,
             auto_codemode: options.config.auto_enable_codemode,
             store: Mutex::new(Map::new()),
         })
@@ -263,13 +258,7 @@ impl McpManager {
                 }
                 let extra =
                     parameter_text(&remote.input_schema) + " " + conn.config.description.as_deref().unwrap_or("");
-                let tool = McpTool::new(
-                    name.clone(),
-                    conn.clone(),
-                    remote.clone(),
-                    state.has_resources,
-                    self.temp_dir.clone(),
-                );
+                let tool = McpTool::new(name.clone(), conn.clone(), remote.clone(), state.has_resources);
                 out.push(ExposedTool {
                     search: SearchDoc {
                         name: name.clone(),
@@ -297,7 +286,7 @@ impl McpManager {
                 if self.filter.excluded(kind.name()) {
                     continue;
                 }
-                let tool = ResourceTool::new(kind, resource_servers.clone(), self.temp_dir.clone());
+                let tool = ResourceTool::new(kind, resource_servers.clone());
                 out.push(ExposedTool {
                     search: SearchDoc {
                         name: kind.name().into(),

@@ -19,6 +19,7 @@ pub const READ_RESOURCE_TOOL: &str = "read_mcp_resource";
 
 /// Write `data` to a new temp file `pi-mcp-<random><ext>`; its path.
 pub fn save_temp(temp_dir: &Path, data: &[u8], ext: &str) -> std::io::Result<String> {
+    std::fs::create_dir_all(temp_dir)?;
     let path = temp_dir.join(format!("pi-mcp-{}{ext}", uuid::Uuid::new_v4().simple()));
     std::fs::write(&path, data)?;
     Ok(path.display().to_string())
@@ -179,7 +180,14 @@ pub fn call_result_output(server: &str, tool: &str, result: &Value, readable: bo
     if let Some(obj) = script_result.as_object_mut() {
         obj.remove("_meta");
     }
-    ToolOutput { content, details: Some(details), is_error, usage: None, structured_content: Some(script_result) }
+    ToolOutput {
+        content,
+        details: Some(details),
+        is_error,
+        usage: None,
+        structured_content: Some(script_result),
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]

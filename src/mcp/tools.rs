@@ -1,7 +1,6 @@
 //! MCP server tools and the resource tools (`list_mcp_resources`,
 //! `list_mcp_resource_templates`, `read_mcp_resource`) as [`Tool`]s.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -22,11 +21,10 @@ pub struct McpTool {
     conn: Arc<Connection>,
     /// The server offers resources (links then name `read_mcp_resource`).
     readable: bool,
-    temp_dir: PathBuf,
 }
 
 impl McpTool {
-    pub fn new(name: String, conn: Arc<Connection>, remote: RemoteTool, readable: bool, temp_dir: PathBuf) -> McpTool {
+    pub fn new(name: String, conn: Arc<Connection>, remote: RemoteTool, readable: bool) -> McpTool {
         let mut parameters = remote.input_schema.clone();
         if let Some(obj) = parameters.as_object_mut() {
             obj.entry("type").or_insert(json!("object"));
@@ -39,7 +37,7 @@ impl McpTool {
             "" => format!("MCP tool {} from server {server}", remote.name),
             d => d.to_string(),
         };
-        McpTool { name, server, remote, parameters, description, conn, readable, temp_dir }
+        McpTool { name, server, remote, parameters, description, conn, readable }
     }
 }
 
@@ -69,7 +67,7 @@ impl Tool for McpTool {
             }
         };
         match result {
-            Ok(result) => call_result_output(&self.server, &self.remote.name, &result, self.readable, &self.temp_dir),
+            Ok(result) => call_result_output(&self.server, &self.remote.name, &result, self.readable, &ctx.temp_dir),
             Err(e) => ToolOutput::error(e),
         }
     }
@@ -102,11 +100,10 @@ pub struct ResourceTool {
     servers: Vec<Arc<Connection>>,
     description: String,
     parameters: Value,
-    temp_dir: PathBuf,
 }
 
 impl ResourceTool {
-    pub fn new(kind: ResourceToolKind, servers: Vec<Arc<Connection>>, temp_dir: PathBuf) -> ResourceTool {
+    pub fn new(kind: ResourceToolKind, servers: Vec<Arc<Connection>>) -> ResourceTool {
         let list_params = json!({"type": "object", "properties": {
             "server": {"type": "string", "description": "MCP server name. Omit to list every server with resources."},
             "cursor": {"type": "string", "description": "Opaque cursor from a previous call with the same server; omit for the first page."}
@@ -128,7 +125,7 @@ impl ResourceTool {
                 }, "required": ["server", "uri"], "additionalProperties": false}),
             ),
         };
-        ResourceTool { kind, servers, description: description.to_string(), parameters, temp_dir }
+        ResourceTool { kind, servers, description: description.to_string(), parameters }
     }
 
     fn server(&self, name: &str) -> Result<&Arc<Connection>, String> {
@@ -214,7 +211,7 @@ impl Tool for ResourceTool {
                 ResourceToolKind::List | ResourceToolKind::Templates => {
                     let listed = self.list(&args).await?;
                     let text = serde_json::to_string(&listed).unwrap_or_default();
-                    let (content, _) = limit_content(vec![ContentBlock::text(text)], &self.temp_dir);
+                    let (content, _) = limit_content(vec![ContentBlock::text(text)], &ctx.temp_dir);
                     Ok::<_, String>(ToolOutput { content, structured_content: Some(listed), ..Default::default() })
                 }
                 ResourceToolKind::Read => {
@@ -223,9 +220,9 @@ impl Tool for ResourceTool {
                     let contents = self.server(server)?.read_resource(uri).await?;
                     let blocks: Vec<ContentBlock> = contents
                         .as_array()
-                        .map(|items| items.iter().map(|c| resource_content(c, &self.temp_dir)).collect())
+                        .map(|items| items.iter().map(|c| resource_content(c, &ctx.temp_dir)).collect())
                         .unwrap_or_default();
-                    let (content, _) = limit_content(blocks, &self.temp_dir);
+                    let (content, _) = limit_content(blocks, &ctx.temp_dir);
                     let structured = json!({"server": server, "uri": uri, "contents": contents});
                     Ok(ToolOutput {
                         content,

@@ -6,7 +6,7 @@ use anyhow::{Context, bail};
 use pi_core::agent::{AgentConfig, SessionStart, SystemPromptOptions};
 use pi_core::config::settings::apply_tool_edits;
 use pi_core::config::{ModelRegistry, Settings, default_agent_dir, expand_home};
-use pi_core::extensions::{DiscoverOptions, ExtensionOptions, Timeouts, discover as discover_extensions};
+use pi_core::extensions::{DiscoverOptions, ExtensionOptions, HostConfig, Timeouts, discover as discover_extensions};
 use pi_core::mcp::{ConfigSources, McpConfig, McpOptions, ToolFilter};
 use pi_core::model::ThinkingLevel;
 use pi_core::provider::ProviderRegistry;
@@ -31,32 +31,35 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
     let (session_dir, session_dir_explicit) = session_dir(args, &settings, &agent_dir, &cwd);
     let session = if args.no_session {
         SessionStart::InMemory
-    } else if let Some(reference) = &args.session {
-        let path = expand_home(std::path::Path::new(reference));
-        let path = if path.is_absolute() { path } else { cwd.join(path) };
-        if path.exists() || reference.contains('/') || reference.ends_with(".jsonl") {
-            SessionStart::Open(path)
-        } else {
-            let mut dirs = vec![session_dir.clone()];
-            if let Ok(read) = std::fs::read_dir(agent_dir.join("sessions")) {
-                dirs.extend(read.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
-            }
-            let found = pi_core::session::resolve_session(reference, &cwd, &dirs)
-                .map_err(|e| anyhow::anyhow!("--session: {e}"))?;
-            SessionStart::Open(found)
+    } else if let Some(reference) = &args.fork {
+        let source =
+            find_session(reference, &session_dir, &agent_dir, &cwd).map_err(|e| anyhow::anyhow!("--fork: {e}"))?;
+        if !source.exists() {
+            bail!("--fork: No session found matching '{reference}'");
         }
+        SessionStart::Fork { source, id: args.session_id.clone() }
+    } else if let Some(reference) = &args.session {
+        let found =
+            find_session(reference, &session_dir, &agent_dir, &cwd).map_err(|e| anyhow::anyhow!("--session: {e}"))?;
+        SessionStart::Open(found)
     } else if args.continue_session {
         SessionStart::Continue
+    } else if let Some(id) = &args.session_id {
+        SessionStart::WithId(id.clone())
     } else {
         SessionStart::New
     };
 
-    let tools = ToolRegistry::builtin();
-    let mut active_tools = if args.no_tools {
-        Vec::new()
+    let mut tools = ToolRegistry::builtin();
+    let builtin_names: Vec<String> = tools.names().map(str::to_string).collect();
+    let mut active_tools = if args.no_tools || args.no_builtin_tools {
+        // pi: an explicit --tools list still applies; `+name` edits start from nothing.
+        match &args.tools {
+            Some(list) => apply_tool_edits(Some(Vec::new()), expand_tool_patterns(list, &builtin_names)),
+            None => Vec::new(),
+        }
     } else if let Some(list) = &args.tools {
-        let list: Vec<String> = list.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
-        apply_tool_edits(settings.default_tools.clone(), list)
+        apply_tool_edits(settings.default_tools.clone(), expand_tool_patterns(list, &builtin_names))
     } else {
         settings.default_tools.clone().unwrap_or_else(|| DEFAULT_ACTIVE_TOOLS.iter().map(|s| s.to_string()).collect())
     };
@@ -66,6 +69,17 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
         let known: Vec<&str> = tools.names().collect();
         bail!("unknown tool \"{unknown}\" (known tools: {})", known.join(", "));
     }
+    let active_tools = match &args.exclude_tools {
+        Some(excluded) => {
+            tools.exclude(excluded);
+            let matcher = pi_core::tools::ToolNameMatcher::new(excluded);
+            let kept = |t: &String| {
+                if INDIRECT_TOOLS.contains(&t.as_str()) { !matcher.matches(t) } else { tools.contains(t) }
+            };
+            active_tools.into_iter().filter(kept).collect()
+        }
+        None => active_tools,
+    };
 
     let faux = match &args.faux_script {
         Some(path) => FauxProvider::from_script_file(path)
@@ -98,11 +112,13 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
         session_dir_explicit,
         provider: args.provider.clone(),
         model: args.model.clone(),
+        model_scope: args.models.clone().unwrap_or_default(),
         thinking,
         api_key: args.api_key.clone(),
         system_prompt: SystemPromptOptions {
             replace: args.system_prompt.clone(),
             append: args.append_system_prompt.clone(),
+            no_context_files: args.no_context_files,
         },
         session_name: args.name.clone(),
         persist_settings: true,
@@ -120,9 +136,8 @@ const MCP_RESOURCE_TOOLS: [&str; 3] = ["list_mcp_resources", "list_mcp_resource_
 
 /// `mcp.json` (the project's only when trusted), unless `--no-mcp` or `--no-tools`.
 fn mcp_options(args: &Args, agent_dir: &std::path::Path, cwd: &std::path::Path, project_trusted: bool) -> McpOptions {
-    let temp_dir = std::env::temp_dir();
     if args.no_mcp || args.no_tools {
-        return McpOptions { temp_dir, ..Default::default() };
+        return McpOptions::default();
     }
     let sources = ConfigSources { agent_dir, cwd, project_trusted, env: None };
     let config = McpConfig::load(&sources);
@@ -130,7 +145,8 @@ fn mcp_options(args: &Args, agent_dir: &std::path::Path, cwd: &std::path::Path, 
         tracing::warn!("MCP configuration: {error}");
     }
     let tools: Option<Vec<String>> = args.tools.as_ref().map(|l| l.iter().map(|t| t.trim().to_string()).collect());
-    McpOptions { config, filter: ToolFilter::from_cli(tools.as_deref(), &args.exclude_tools), temp_dir }
+    let exclude = args.exclude_tools.clone().unwrap_or_default();
+    McpOptions { config, filter: ToolFilter::from_cli(tools.as_deref(), &exclude) }
 }
 
 /// Prompt templates and skills (discovered now, problems logged), and the
@@ -164,8 +180,51 @@ fn resources_and_extensions(
         load_errors: found.errors,
         timeouts: Timeouts::from_settings(&agent_dir.join("settings.json")),
         no_tools: args.no_tools,
+        host: HostConfig::from_env_and_settings(&agent_dir.join("settings.json")),
+        agent_dir: agent_dir.to_path_buf(),
+        project_trusted: options.project_trusted,
     };
     Ok((resources, extensions, options.project_trusted))
+}
+
+/// A `--session`/`--fork` reference: a path (it need not exist for
+/// `--session`), else a full or partial session id, searched in the session
+/// directory first, then in every project's.
+fn find_session(
+    reference: &str,
+    session_dir: &std::path::Path,
+    agent_dir: &std::path::Path,
+    cwd: &std::path::Path,
+) -> anyhow::Result<PathBuf> {
+    let path = expand_home(std::path::Path::new(reference));
+    let path = if path.is_absolute() { path } else { cwd.join(path) };
+    if path.exists() || reference.contains('/') || reference.ends_with(".jsonl") {
+        return Ok(path);
+    }
+    let mut dirs = vec![session_dir.to_path_buf()];
+    if let Ok(read) = std::fs::read_dir(agent_dir.join("sessions")) {
+        dirs.extend(read.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+    }
+    pi_core::session::resolve_session(reference, cwd, &dirs).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// `--tools` entries with `*` stand for the built-in tools they match (pi's
+/// allowlist patterns); `+`/`-` edits keep their sign.
+fn expand_tool_patterns(list: &[String], builtin: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in list.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        let (sign, name) = match entry.strip_prefix(['+', '-']) {
+            Some(rest) => (&entry[..1], rest),
+            None => ("", entry),
+        };
+        if name.contains('*') {
+            let matcher = pi_core::tools::ToolNameMatcher::new(&[name.to_string()]);
+            out.extend(builtin.iter().filter(|b| matcher.matches(b)).map(|b| format!("{sign}{b}")));
+        } else {
+            out.push(entry.to_string());
+        }
+    }
+    out
 }
 
 /// `--session-dir`, then `PI_CODING_AGENT_SESSION_DIR`, then settings, then pi's default.

@@ -10,7 +10,7 @@ use crate::wire::{
     BashData, CancelledData, CommandData, CommandsData, ContextUsageData, CycleModelData, DispositionData, EntriesData,
     ExportHtmlData, ForkData, ForkMessageData, ForkMessagesData, LastAssistantTextData, LevelData, LevelsData,
     MessagesData, ModelsData, QueueData, ResponseData, SessionIdData, SessionStatsData, StateData, TokensData,
-    ToolsData, TreeData, TreeNodeData, UiFields, WireAssistantEvent, WireCompactionResult, WireEvent, WireToolCall,
+    ToolsData, TreeData, TreeJson, UiFields, WireAssistantEvent, WireCompactionResult, WireEvent, WireToolCall,
     WireToolResult, WireUiRequest,
 };
 
@@ -181,15 +181,6 @@ fn context_usage(c: ContextUsageStats) -> ContextUsageData {
     ContextUsageData { tokens: c.tokens, context_window: c.context_window, percent: c.percent }
 }
 
-fn tree_node(n: pi_core::op::TreeNode) -> TreeNodeData {
-    TreeNodeData {
-        entry: n.entry,
-        children: n.children.into_iter().map(tree_node).collect(),
-        label: n.label,
-        label_timestamp: n.label_timestamp,
-    }
-}
-
 /// Map a successful reply to the response's `data`.
 pub fn map_reply(reply: Reply) -> ResponseData {
     let value = match reply {
@@ -258,7 +249,13 @@ pub fn map_reply(reply: Reply) -> ResponseData {
         }),
         Reply::Entries { entries, leaf_id } => to_value(EntriesData { entries, leaf_id }),
         Reply::Tree { tree, leaf_id } => {
-            to_value(TreeData { tree: tree.into_iter().map(tree_node).collect(), leaf_id })
+            // Raw all the way to the writer: a deep tree must not become a `Value`.
+            let raw =
+                TreeJson::write(&tree).and_then(|tree| serde_json::value::to_raw_value(&TreeData { tree, leaf_id }));
+            return match raw {
+                Ok(raw) => ResponseData::Raw(raw),
+                Err(_) => ResponseData::Value(Value::Null),
+            };
         }
         Reply::LastAssistantText(text) => to_value(LastAssistantTextData { text }),
         Reply::Commands(commands) => to_value(CommandsData {

@@ -379,11 +379,13 @@ pub enum WireEvent {
     ExtensionUiRequest(WireUiRequest),
 }
 
-/// `data` of a response: absent, or a value (which may be `null`).
-#[derive(Debug, Clone, PartialEq)]
+/// `data` of a response: absent, a value (which may be `null`), or JSON
+/// already written (a deep `get_tree`, which must not become a `Value`).
+#[derive(Debug, Clone)]
 pub enum ResponseData {
     Absent,
     Value(Value),
+    Raw(Box<RawValue>),
 }
 
 impl ResponseData {
@@ -397,6 +399,7 @@ impl Serialize for ResponseData {
         match self {
             ResponseData::Absent => s.serialize_none(),
             ResponseData::Value(v) => v.serialize(s),
+            ResponseData::Raw(raw) => raw.serialize(s),
         }
     }
 }

@@ -153,14 +153,16 @@ fn to_value<T: Serialize>(v: T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
-/// The result of a successful op.
-pub fn map_result(reply: Reply) -> Value {
+/// The result of a successful op (never [`ResponseData::Absent`]).
+pub fn map_result(reply: Reply) -> ResponseData {
     match reply {
-        Reply::Prompt { disposition } => to_value(PromptResult { accepted: true, disposition: disposition.as_str() }),
-        Reply::Session(info) => to_value(session_result(&info)),
+        Reply::Prompt { disposition } => {
+            ResponseData::Value(to_value(PromptResult { accepted: true, disposition: disposition.as_str() }))
+        }
+        Reply::Session(info) => ResponseData::Value(to_value(session_result(&info))),
         other => match map_reply(other) {
-            ResponseData::Absent => to_value(EmptyResult {}),
-            ResponseData::Value(v) => v,
+            ResponseData::Absent => ResponseData::Value(to_value(EmptyResult {})),
+            data => data,
         },
     }
 }

@@ -118,13 +118,13 @@ pub struct Response<'a> {
     pub jsonrpc: &'static str,
     pub id: &'a RawValue,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
+    pub result: Option<pi_jsonl::wire::ResponseData>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorObject>,
 }
 
 /// Serialize a success or error response.
-pub fn response_bytes(id: &RawValue, outcome: Result<Value, ErrorObject>) -> Vec<u8> {
+pub fn response_bytes(id: &RawValue, outcome: Result<pi_jsonl::wire::ResponseData, ErrorObject>) -> Vec<u8> {
     let (result, error) = match outcome {
         Ok(v) => (Some(v), None),
         Err(e) => (None, Some(e)),
@@ -182,7 +182,7 @@ mod tests {
     #[test]
     fn responses_serialize_with_the_raw_id() {
         let id = RawValue::from_string("18446744073709551616".into()).unwrap();
-        let bytes = response_bytes(&id, Ok(serde_json::json!({"ok": true})));
+        let bytes = response_bytes(&id, Ok(pi_jsonl::wire::ResponseData::Value(serde_json::json!({"ok": true}))));
         assert_eq!(
             String::from_utf8(bytes).unwrap(),
             r#"{"jsonrpc":"2.0","id":18446744073709551616,"result":{"ok":true}}"#

@@ -344,7 +344,7 @@ async fn write_reply(
         _ => None,
     };
     let outcome = match result {
-        Ok(Reply::State(s)) if pending.shape == Shape::Status => Ok(status(&s)),
+        Ok(Reply::State(s)) if pending.shape == Shape::Status => Ok(pi_jsonl::wire::ResponseData::Value(status(&s))),
         Ok(reply) => Ok(map_result(reply)),
         Err(e) => Err(ErrorObject::from_core(&e)),
     };
