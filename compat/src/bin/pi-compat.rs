@@ -158,7 +158,19 @@ fn read_expected(path: Option<PathBuf>) -> HashMap<String, String> {
 async fn main() {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { agent, dialect, only, record, profile, expect_fail, jobs, scenarios, schemas, examples, junit } => {
+        Command::Run {
+            agent,
+            dialect,
+            only,
+            record,
+            profile,
+            expect_fail,
+            jobs,
+            scenarios,
+            schemas,
+            examples,
+            junit,
+        } => {
             let all = load(dialect, scenarios);
             let chosen: Vec<_> = all.into_iter().filter(|s| selected(&s.name, &only)).collect();
             if chosen.is_empty() {
