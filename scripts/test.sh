@@ -15,7 +15,8 @@ cargo test --workspace
 
 # The fuzz, crash and fault suites against the real binary (bounded for CI;
 # `cargo run -p pi-reliability -- long --seconds N` is the developer's long run).
-cargo build --quiet -p pi-cli --bin pi -p pi-reliability
+cargo build --quiet -p pi-cli --bin pi
+cargo build --quiet -p pi-reliability --bin pi-reliability
 target/debug/pi-reliability ci
 
 if [ -x tests/browser/export_html.sh ]; then
