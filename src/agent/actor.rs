@@ -373,6 +373,7 @@ impl Agent {
                 self.shutdown = Some(tag);
             }
             Op::ExtensionUiResponse { id, response } => self.ui_response(tag, id, response).await,
+            Op::Barrier => self.reply(tag, Ok(Reply::Ack)).await,
             other => self.handle_state_op(tag, other).await,
         }
     }

@@ -112,6 +112,23 @@ impl AgentHandle {
     pub async fn submit(&self, tag: Option<RequestTag>, op: Op) -> Result<(), AgentClosed> {
         self.ops.send((tag, op)).await.map_err(|_| AgentClosed)
     }
+
+    /// Wait for room in the op queue. A front end that also drains the
+    /// agent's output races this against its output (so a full op queue
+    /// and a full output cannot wait on each other), then sends with the permit.
+    pub async fn reserve(&self) -> Result<OpPermit<'_>, AgentClosed> {
+        self.ops.reserve().await.map(OpPermit).map_err(|_| AgentClosed)
+    }
+}
+
+/// Room for one op in the agent's queue (see [`AgentHandle::reserve`]).
+pub struct OpPermit<'a>(mpsc::Permit<'a, (Option<RequestTag>, Op)>);
+
+impl OpPermit<'_> {
+    /// Queue the op (as [`AgentHandle::submit`] does).
+    pub fn send(self, tag: Option<RequestTag>, op: Op) {
+        self.0.send((tag, op));
+    }
 }
 
 /// Capacity of the output stream; producers wait when the client stops reading.

@@ -8,6 +8,7 @@ mod clients;
 mod dialects_agree;
 mod extensions;
 mod extensions_jsonrpc;
+mod framing;
 mod harness;
 mod jsonrpc_basic;
 mod native_basic;

@@ -1,21 +1,33 @@
-//! Typed `data` of the native responses, one struct per shape. `map_reply`
-//! builds these, and the JSON Schemas of the responses are generated from
-//! them, so what is sent and what is documented cannot drift apart.
+//! The typed results of the commands (native `data`, JSON-RPC `result`),
+//! one struct per shape, each built from the core's reply ([`FromReply`]).
+//! They are serialized directly onto the wire, and the JSON Schemas of the
+//! responses are generated from them, so what is sent and what is
+//! documented cannot drift apart.
 
-use pi_core::message::AgentMessage;
+use pi_core::message::{AgentMessage, Usage};
 use pi_core::model::{Model, ThinkingLevel};
+use pi_core::op::{ContextUsageStats, Reply, StateSnapshot};
 use pi_core::session::SessionEntry;
 use schemars::JsonSchema;
 use serde::Serialize;
+use serde_json::Value;
 
-/// Queue delivery mode (schema helper for string fields).
-#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum WireQueueMode {
-    /// Deliver everything queued at once.
-    All,
-    /// Deliver one queued message per turn (or per completion for follow-ups).
-    OneAtATime,
+pub use super::params::WireQueueMode;
+
+/// A result built from the core's reply to its command.
+pub trait FromReply: Sized {
+    /// `None` when the reply is not this command's (a bug, answered as an internal error).
+    fn from_reply(reply: Reply) -> Option<Self>;
+}
+
+/// No result: the native response has no `data`, the JSON-RPC result is `{}`.
+#[derive(Debug, Clone, Copy, Default, Serialize, JsonSchema)]
+pub struct Ack {}
+
+impl FromReply for Ack {
+    fn from_reply(reply: Reply) -> Option<Self> {
+        matches!(reply, Reply::Ack).then_some(Ack {})
+    }
 }
 
 /// How a prompt was taken (schema helper for string fields).
@@ -325,19 +337,105 @@ pub struct QueueData {
     pub follow_up: Vec<String>,
 }
 
-/// Session identity (JSON-RPC `initialize`-style replies seen by the native mapping).
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionIdData {
-    /// The session id.
-    pub session_id: String,
-    /// Path of the session file; null without persistence.
-    pub session_file: Option<String>,
-}
-
 /// Active tools.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ToolsData {
     /// Names of the active tools.
     pub tools: Vec<String>,
+}
+
+/// Why a compaction runs (schema helper for string fields).
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum WireCompactionReason {
+    /// Requested with the `compact` command.
+    Manual,
+    /// The context crossed the auto-compaction threshold after a run.
+    Threshold,
+    /// The model rejected the context as too long; the prompt is retried after compacting.
+    Overflow,
+}
+
+/// `compaction_end.result` and the `compact` result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WireCompactionResult {
+    /// The summary that replaces the compacted history.
+    pub summary: String,
+    /// Id of the first entry kept after the summary.
+    pub first_kept_entry_id: String,
+    /// Estimated context tokens before compacting.
+    pub tokens_before: u64,
+    /// Heuristic estimate of the rebuilt context right after compacting.
+    pub estimated_tokens_after: u64,
+    /// Usage of the summarisation call(s); may be absent for custom compaction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Compaction details (e.g. `readFiles`, `modifiedFiles`).
+    pub details: Value,
+}
+
+/// JSON-RPC `prompt`, `sendUserMessage`, `steer`, `followUp` result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct PromptResult {
+    /// Always true: failures after acceptance come as notifications.
+    pub accepted: bool,
+    /// `started`, `queued` or `handled`.
+    #[schemars(with = "WireDisposition")]
+    pub disposition: &'static str,
+}
+
+/// JSON-RPC `initialize` result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionResult {
+    /// The session id.
+    pub session_id: String,
+    /// Path of the session file (null without persistence).
+    pub session_path: Option<String>,
+    /// The model id (null without a model).
+    pub model: Option<String>,
+    /// The model's provider (null without a model).
+    pub provider: Option<String>,
+}
+
+/// JSON-RPC `getStatus` result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusResult {
+    /// True when no run, compaction or bash command is active.
+    pub idle: bool,
+    /// The model id (null without a model).
+    pub model: Option<String>,
+    /// The model's provider (null without a model).
+    pub provider: Option<String>,
+    /// The effective thinking level.
+    #[schemars(with = "ThinkingLevel")]
+    pub thinking_level: &'static str,
+    /// Fraction (0 to 1) of the context window in use; null when unknown.
+    pub context_usage: Option<f64>,
+    /// Names of the active tools.
+    pub active_tools: Vec<String>,
+    /// The session id.
+    pub session_id: String,
+}
+
+impl StatusResult {
+    pub fn of(s: &StateSnapshot) -> Self {
+        StatusResult {
+            idle: !s.is_streaming && !s.is_compacting && !s.is_bash_running,
+            model: s.model.as_ref().map(|m| m.id.clone()),
+            provider: s.model.as_ref().map(|m| m.provider.clone()),
+            thinking_level: s.thinking_level.as_str(),
+            context_usage: s.context_usage.and_then(|c| c.percent).map(|p| p / 100.0),
+            active_tools: s.active_tools.clone(),
+            session_id: s.session_id.clone(),
+        }
+    }
+}
+
+impl ContextUsageData {
+    pub fn of(c: ContextUsageStats) -> Self {
+        ContextUsageData { tokens: c.tokens, context_window: c.context_window, percent: c.percent }
+    }
 }

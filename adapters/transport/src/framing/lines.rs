@@ -1,25 +1,13 @@
-//! Strict JSONL input framing shared by both dialects: records split on LF
-//! only, one trailing CR stripped, never split on U+2028/U+2029, a length cap
-//! per record, and invalid UTF-8 reported per record instead of ending the stream.
+//! LF framing: records split on LF only, one trailing CR stripped, never
+//! split on U+2028/U+2029, a length cap per record, and invalid UTF-8
+//! reported per record instead of ending the stream.
+//!
+//! [`RecordReader::next_record`] is cancel-safe: its only await is
+//! `fill_buf`, and everything read is kept in the reader.
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
-/// Longest accepted record (64 MiB). Longer records are skipped with an error.
-pub const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
-
-/// Why a record could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FrameError {
-    #[error("record exceeds the {limit}-byte limit ({len} bytes)")]
-    TooLong { len: usize, limit: usize },
-    #[error("invalid UTF-8 at byte {offset}")]
-    InvalidUtf8 { offset: usize },
-    #[error("{0}")]
-    Header(String),
-}
-
-/// One input record.
-pub type Record = Result<String, FrameError>;
+use super::{FrameError, MAX_RECORD_BYTES, Record};
 
 /// Reads LF-delimited records from a buffered reader.
 pub struct RecordReader<R> {
@@ -106,7 +94,7 @@ fn memchr_newline(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|b| *b == b'\n')
 }
 
-fn decode(mut line: Vec<u8>) -> Record {
+pub(super) fn decode(mut line: Vec<u8>) -> Record {
     if line.last() == Some(&b'\r') {
         line.pop();
     }
