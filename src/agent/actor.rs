@@ -11,10 +11,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::extension_ops::ExtensionState;
+use super::internal::Emitter;
 use super::internal::{Internal, QueueKind};
 use super::queue::MessageQueue;
 use super::run::{RunSetup, run_session};
-use super::stream::Emitter;
 use super::{AgentConfig, Output, SessionStart, SystemPromptOptions};
 use crate::config::{ModelRegistry, Settings};
 use crate::error::{CoreError, ErrorKind};

@@ -13,13 +13,13 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::actor::Agent;
+use super::internal::Emitter;
 use super::internal::{Internal, QueueKind};
 use super::run::RunSetup;
-use super::stream::Emitter;
 use crate::compaction::estimate::{estimate_context, estimate_system_prompt};
 use crate::compaction::{
-    NotCompactable, Preparation, Projection, RetryEvents, Summarizer, SummaryError, SummaryOutput, prepare,
-    should_compact, summarize,
+    NotCompactable, Preparation, Projection, Summarizer, SummaryError, SummaryOutput, prepare, should_compact,
+    summarize,
 };
 use crate::error::{CoreError, ErrorKind};
 use crate::event::{AgentEvent, CompactionReason, CompactionResult, SummarizationSource};
@@ -66,20 +66,10 @@ pub(crate) struct CompactionJob {
 impl CompactionJob {
     /// Write the summaries (off the actor).
     pub(crate) async fn run(&self, emitter: &Emitter) -> Result<SummaryOutput, SummaryError> {
+        // Retry events of a summarisation go through the actor like every event.
         let source = SummarizationSource::Compaction(self.reason);
-        let events = EmitterEvents(emitter.clone());
-        summarize(&self.prep, self.custom_instructions.as_deref(), &self.summarizer, source, &events, &self.cancel)
+        summarize(&self.prep, self.custom_instructions.as_deref(), &self.summarizer, source, emitter, &self.cancel)
             .await
-    }
-}
-
-/// Retry events of a summarisation go through the actor like every event.
-struct EmitterEvents(Emitter);
-
-#[async_trait::async_trait]
-impl RetryEvents for EmitterEvents {
-    async fn emit(&self, event: AgentEvent) {
-        self.0.emit(event).await;
     }
 }
 
@@ -338,7 +328,12 @@ impl Agent {
                     out.usage.clone(),
                 )
                 .map(|_| out)
-                .map_err(|e| SummaryError::Failed(format!("cannot write the compaction entry: {e}")))
+                .map_err(|e| {
+                    SummaryError::Failed(CoreError::new(
+                        ErrorKind::Model,
+                        format!("cannot write the compaction entry: {e}"),
+                    ))
+                })
         });
         let (reply, context) = match recorded {
             Ok(out) => {
@@ -366,9 +361,9 @@ impl Agent {
                 self.emit(end_event(reason, true, None)).await;
                 (Err(CoreError::new(ErrorKind::Aborted, CANCELLED)), None)
             }
-            Err(SummaryError::Failed(message)) => {
-                self.emit(end_event(reason, false, Some(format!("{}{message}", failure_prefix(reason))))).await;
-                (Err(summary_error(message)), None)
+            Err(SummaryError::Failed(error)) => {
+                self.emit(end_event(reason, false, Some(format!("{}{}", failure_prefix(reason), error.message)))).await;
+                (Err(error), None)
             }
         };
         if let Some(manual) = active.and_then(|a| a.manual) {
@@ -674,18 +669,4 @@ impl RunCompaction {
         }
         AfterRun::Settle { aborted: false }
     }
-}
-
-/// Classify a failed summarisation like a failed run: rate limits and
-/// context overflows keep their kind (JSON-RPC -32002 / -32003).
-fn summary_error(message: String) -> CoreError {
-    use crate::provider::ProviderErrorKind;
-    let status =
-        message.split_once("failed: ").and_then(|(_, rest)| rest.get(..3)).and_then(|code| code.parse::<u16>().ok());
-    let kind = match crate::provider::classify::classify(status, &message, None) {
-        ProviderErrorKind::RateLimited { .. } => ErrorKind::RateLimit,
-        ProviderErrorKind::ContextOverflow => ErrorKind::ContextLimit,
-        _ => ErrorKind::Model,
-    };
-    CoreError::new(kind, message)
 }

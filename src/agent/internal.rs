@@ -1,8 +1,8 @@
 //! Messages from the agent's background tasks (run, bash, compaction) back to the actor.
 
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
-use crate::event::AgentEvent;
+use crate::event::{AgentEvent, EventSink};
 use crate::message::AgentMessage;
 use crate::op::{BashResult, RequestTag};
 
@@ -33,4 +33,32 @@ pub enum Internal {
     BashFinished { tag: Option<RequestTag>, outcome: Result<(BashResult, AgentMessage), String> },
     /// Extension work: host signals, finished commands and hooks.
     Extension(super::extension_ops::ExtSignal),
+}
+
+/// Sends events (and other messages) from a task to the actor.
+#[derive(Clone)]
+pub(crate) struct Emitter {
+    tx: mpsc::Sender<Internal>,
+}
+
+impl Emitter {
+    pub(crate) fn new(tx: mpsc::Sender<Internal>) -> Self {
+        Emitter { tx }
+    }
+
+    /// Emit an event. If the actor is gone the event is dropped: nobody listens.
+    pub(crate) async fn emit(&self, event: AgentEvent) {
+        let _ = self.tx.send(Internal::Event(event)).await;
+    }
+
+    pub(crate) async fn send(&self, msg: Internal) {
+        let _ = self.tx.send(msg).await;
+    }
+}
+
+#[async_trait::async_trait]
+impl EventSink for Emitter {
+    async fn emit(&self, event: AgentEvent) {
+        Emitter::emit(self, event).await;
+    }
 }

@@ -27,7 +27,6 @@ mod run;
 mod session_ops;
 mod state_ops;
 mod stats;
-mod stream;
 mod tool_exec;
 
 /// How the agent's session starts.

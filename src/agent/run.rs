@@ -3,22 +3,21 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use serde_json::Map;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::compaction_ops::{AfterRun, RunCompaction};
+use super::internal::Emitter;
 use super::internal::{Internal, QueueKind};
-use super::stream::{Emitter, stream_assistant};
 use super::tool_exec::execute_tool_calls;
 use crate::config::settings::RetrySettings;
-use crate::error::{CoreError, ErrorKind};
 use crate::event::{AgentEvent, ContextUsage};
 use crate::message::{AgentMessage, AssistantMessage, StopReason, ToolCall, Usage, now_ms};
 use crate::model::{Model, ThinkingLevel};
 use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
+use crate::stream::stream_assistant;
 use crate::tools::{ToolContext, ToolRegistry};
 
 /// Text of the assistant message that closes a run aborted between turns.
@@ -109,7 +108,7 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                     // error is reported once that is decided.
                     let after = compaction.after_run(&mut s, &new_messages).await;
                     let recovering = matches!(after, AfterRun::Continue(_));
-                    s.emitter.emit(AgentEvent::RunError { error: core_error_of(&error), will_retry: recovering }).await;
+                    s.emitter.emit(AgentEvent::RunError { error: error.to_core(), will_retry: recovering }).await;
                     match after {
                         AfterRun::Continue(next) => {
                             (initial, attempt) = (next, 0);
@@ -119,9 +118,9 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                     }
                     break;
                 }
-                s.emitter.emit(AgentEvent::RunError { error: core_error_of(&error), will_retry }).await;
+                s.emitter.emit(AgentEvent::RunError { error: error.to_core(), will_retry }).await;
                 attempt += 1;
-                let delay = retry_delay(&s.retry, attempt, &error);
+                let delay = s.retry.delay(attempt, error.retry_after());
                 s.emitter
                     .emit(AgentEvent::AutoRetryStart {
                         attempt,
@@ -151,27 +150,6 @@ pub(crate) async fn run_session(mut s: RunSetup) {
 
 fn retry_end_failed(attempt: u32, error: &str) -> AgentEvent {
     AgentEvent::AutoRetryEnd { success: false, attempt, final_error: Some(error.to_string()) }
-}
-
-/// Exponential backoff (`base * 2^(attempt-1)`), or the server's `retry-after`, capped.
-fn retry_delay(settings: &RetrySettings, attempt: u32, error: &ProviderError) -> Duration {
-    let cap = Duration::from_millis(settings.max_delay_ms.max(1));
-    if let ProviderErrorKind::RateLimited { retry_after: Some(after) } = &error.kind {
-        return (*after).min(cap);
-    }
-    let factor = 1u64.checked_shl(attempt.saturating_sub(1)).unwrap_or(u64::MAX);
-    Duration::from_millis(settings.base_delay_ms.saturating_mul(factor)).min(cap)
-}
-
-/// Map a provider failure to the core's error classification.
-pub(crate) fn core_error_of(error: &ProviderError) -> CoreError {
-    let kind = match error.kind {
-        ProviderErrorKind::RateLimited { .. } => ErrorKind::RateLimit,
-        ProviderErrorKind::ContextOverflow => ErrorKind::ContextLimit,
-        ProviderErrorKind::Aborted => ErrorKind::Aborted,
-        ProviderErrorKind::Transient | ProviderErrorKind::Auth | ProviderErrorKind::InvalidRequest => ErrorKind::Model,
-    };
-    CoreError::new(kind, error.message.clone()).with_retryable(error.is_retryable())
 }
 
 async fn take_queued(s: &RunSetup, kind: QueueKind) -> Vec<AgentMessage> {
@@ -232,7 +210,7 @@ async fn low_level_run(
                 session_id: Some(s.session_id.clone()),
             };
             let outcome = stream_assistant(
-                &s.emitter,
+                Some(&s.emitter),
                 s.provider.clone(),
                 request,
                 s.cancel.clone(),
@@ -332,24 +310,4 @@ async fn aborted_assistant(s: &RunSetup) -> AssistantMessage {
     s.emitter.emit(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) }).await;
     s.emitter.emit(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) }).await;
     message
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_and_honours_retry_after() {
-        let settings = RetrySettings { enabled: true, max_retries: 3, base_delay_ms: 2000, max_delay_ms: 60_000 };
-        let transient = ProviderError::new(ProviderErrorKind::Transient, "500");
-        assert_eq!(retry_delay(&settings, 1, &transient), Duration::from_millis(2000));
-        assert_eq!(retry_delay(&settings, 2, &transient), Duration::from_millis(4000));
-        assert_eq!(retry_delay(&settings, 3, &transient), Duration::from_millis(8000));
-        let limited =
-            ProviderError::new(ProviderErrorKind::RateLimited { retry_after: Some(Duration::from_secs(7)) }, "429");
-        assert_eq!(retry_delay(&settings, 1, &limited), Duration::from_secs(7));
-        let huge =
-            ProviderError::new(ProviderErrorKind::RateLimited { retry_after: Some(Duration::from_secs(600)) }, "429");
-        assert_eq!(retry_delay(&settings, 1, &huge), Duration::from_secs(60));
-    }
 }

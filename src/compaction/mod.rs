@@ -26,7 +26,7 @@ mod tests_reference;
 pub use estimate::should_compact;
 pub use prepare::{FileOps, NotCompactable, Preparation, prepare};
 pub use projection::Projection;
-pub use summarize::{RetryEvents, Summarizer, SummaryError, SummaryOutput, summarize};
+pub use summarize::{Summarizer, SummaryError, SummaryOutput, summarize};
 
 use crate::message::AgentMessage;
 use crate::session::Session;

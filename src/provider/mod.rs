@@ -154,6 +154,32 @@ impl ProviderError {
     pub fn is_retryable(&self) -> bool {
         matches!(self.kind, ProviderErrorKind::Transient | ProviderErrorKind::RateLimited { .. })
     }
+
+    /// The server's `retry-after`, when it sent one.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self.kind {
+            ProviderErrorKind::RateLimited { retry_after } => retry_after,
+            _ => None,
+        }
+    }
+
+    /// The core's classification of this failure.
+    pub fn error_kind(&self) -> crate::error::ErrorKind {
+        use crate::error::ErrorKind;
+        match self.kind {
+            ProviderErrorKind::RateLimited { .. } => ErrorKind::RateLimit,
+            ProviderErrorKind::ContextOverflow => ErrorKind::ContextLimit,
+            ProviderErrorKind::Aborted => ErrorKind::Aborted,
+            ProviderErrorKind::Transient | ProviderErrorKind::Auth | ProviderErrorKind::InvalidRequest => {
+                ErrorKind::Model
+            }
+        }
+    }
+
+    /// This failure as a core error (the same text, classified).
+    pub fn to_core(&self) -> crate::error::CoreError {
+        crate::error::CoreError::new(self.error_kind(), self.message.clone()).with_retryable(self.is_retryable())
+    }
 }
 
 /// The stream a provider returns. It ends after `Stop` or after one `Err`.

@@ -1,42 +1,20 @@
-//! Turning a provider's event stream into one assistant message and its
-//! `message_start` / `message_update` / `message_end` events.
+//! Turning a provider's event stream into one assistant message, and, for a
+//! run, its `message_start` / `message_update` / `message_end` events: the
+//! one stream consumer that runs and summaries share.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
 use serde_json::{Map, Value};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::internal::Internal;
-use crate::event::{AgentEvent, AssistantStreamEvent};
+use crate::event::{AgentEvent, AssistantStreamEvent, EventSink};
 use crate::message::{
     AgentMessage, AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall, Usage, now_ms,
 };
 use crate::model::Model;
 use crate::provider::{BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest};
-
-/// Sends events (and other messages) from a task to the actor.
-#[derive(Clone)]
-pub(crate) struct Emitter {
-    tx: mpsc::Sender<Internal>,
-}
-
-impl Emitter {
-    pub(crate) fn new(tx: mpsc::Sender<Internal>) -> Self {
-        Emitter { tx }
-    }
-
-    /// Emit an event. If the actor is gone the event is dropped: nobody listens.
-    pub(crate) async fn emit(&self, event: AgentEvent) {
-        let _ = self.tx.send(Internal::Event(event)).await;
-    }
-
-    pub(crate) async fn send(&self, msg: Internal) {
-        let _ = self.tx.send(msg).await;
-    }
-}
 
 /// What one model call produced.
 pub(crate) struct StreamOutcome {
@@ -52,9 +30,10 @@ struct Block {
     args: String,
 }
 
-/// Stream one assistant message from `provider`, emitting its events.
+/// Stream one assistant message from `provider`, emitting its events to
+/// `emitter` (`None`: silently, for summaries).
 pub(crate) async fn stream_assistant(
-    emitter: &Emitter,
+    emitter: Option<&dyn EventSink>,
     provider: Arc<dyn Provider>,
     request: ProviderRequest,
     cancel: CancellationToken,
@@ -73,7 +52,9 @@ pub(crate) async fn stream_assistant(
         error_message: None,
         extra: Map::new(),
     };
-    emitter.emit(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) }).await;
+    if let Some(emitter) = emitter {
+        emitter.emit(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) }).await;
+    }
 
     let mut blocks: HashMap<usize, Block> = HashMap::new();
     let mut order: Vec<usize> = Vec::new();
@@ -232,12 +213,16 @@ pub(crate) async fn stream_assistant(
             }
         }
     }
-    emitter.emit(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) }).await;
+    if let Some(emitter) = emitter {
+        emitter.emit(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) }).await;
+    }
     StreamOutcome { message, error }
 }
 
-async fn emit_update(emitter: &Emitter, event: AssistantStreamEvent) {
-    emitter.emit(AgentEvent::MessageUpdate { event }).await;
+async fn emit_update(emitter: Option<&dyn EventSink>, event: AssistantStreamEvent) {
+    if let Some(emitter) = emitter {
+        emitter.emit(AgentEvent::MessageUpdate { event }).await;
+    }
 }
 
 fn finish_tool_args(message: &mut AssistantMessage, block: &Block) {
