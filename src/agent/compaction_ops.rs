@@ -16,6 +16,7 @@ use super::actor::Agent;
 use super::internal::Emitter;
 use super::internal::{Internal, QueueKind};
 use super::run::RunSetup;
+use super::state::{Hold, ManualCompaction, Pending, RunState};
 use crate::compaction::estimate::{estimate_context, estimate_system_prompt};
 use crate::compaction::{
     NotCompactable, Preparation, Projection, Summarizer, SummaryError, SummaryOutput, prepare, should_compact,
@@ -35,20 +36,6 @@ const OVERFLOW_RECOVERY_EXHAUSTED: &str = "Context overflow recovery failed afte
 const LENGTH_RECOVERY_EXHAUSTED: &str = "Truncated response recovery failed after one compact-and-retry attempt.";
 /// Error of a compaction that was aborted.
 const CANCELLED: &str = "Compaction cancelled";
-
-/// A compaction in progress.
-pub(crate) struct ActiveCompaction {
-    /// Manual compactions only: their own cancel token, the `compact`
-    /// request, `abort`s waiting for the end, and ops run after it.
-    pub manual: Option<ManualCompaction>,
-}
-
-pub(crate) struct ManualCompaction {
-    pub cancel: CancellationToken,
-    pub tag: Option<RequestTag>,
-    pub waiters: Vec<RequestTag>,
-    pub deferred: Vec<(Option<RequestTag>, Op)>,
-}
 
 /// A prepared compaction: what to summarise, and how.
 pub(crate) struct CompactionJob {
@@ -100,11 +87,11 @@ pub(crate) enum CompactionMsg {
         recovery_attempted: bool,
         reply: oneshot::Sender<CheckOutcome>,
     },
-    /// The summaries are written (or failed); `reply` gets the new context on success.
+    /// The summaries are written (or failed); `reply` learns whether the compaction took.
     Finished {
         job: Box<CompactionJob>,
         outcome: Result<SummaryOutput, SummaryError>,
-        reply: Option<oneshot::Sender<Option<Vec<AgentMessage>>>>,
+        reply: Option<oneshot::Sender<bool>>,
     },
 }
 
@@ -146,49 +133,26 @@ fn iso_ms(timestamp: Option<&str>) -> Option<i64> {
 impl Agent {
     /// True while a compaction (manual or automatic) runs.
     pub(super) fn is_compacting(&self) -> bool {
-        self.compaction.is_some()
-    }
-
-    fn manual_compaction(&mut self) -> Option<&mut ManualCompaction> {
-        self.compaction.as_mut().and_then(|c| c.manual.as_mut())
+        self.state.is_compacting()
     }
 
     /// Ops that compaction handles or that must wait for it. Returns the op
     /// when normal dispatch should go on.
-    pub(super) async fn compaction_intercept(
-        &mut self,
-        tag: Option<RequestTag>,
-        op: Op,
-    ) -> Option<(Option<RequestTag>, Op)> {
-        let manual = self.compaction.as_ref().is_some_and(|c| c.manual.is_some());
-        match op {
-            Op::Compact { custom_instructions } => {
-                let op = Op::Compact { custom_instructions };
-                // pi aborts what runs (a run, another compaction) and compacts after it.
-                if let Some(run) = &self.run {
-                    run.cancel.cancel();
-                    self.after_run.push((tag, op));
-                } else if let Some(m) = self.manual_compaction() {
-                    m.cancel.cancel();
-                    m.deferred.push((tag, op));
-                } else if let Op::Compact { custom_instructions } = op {
-                    self.start_manual_compaction(tag, custom_instructions).await;
-                }
+    pub(super) async fn compaction_intercept(&mut self, pending: Pending) -> Option<Pending> {
+        let manual = self.state.manual_compaction().is_some();
+        match pending.op {
+            Op::Compact { custom_instructions } if self.state.is_idle() => {
+                self.start_manual_compaction(pending.tag, custom_instructions).await;
                 None
             }
-            Op::Abort if manual => {
-                if let Some(m) = self.manual_compaction() {
-                    m.cancel.cancel();
-                    m.waiters.extend(tag);
-                }
+            // pi aborts what runs (a run, another compaction) and compacts after it.
+            Op::Compact { .. } => {
+                self.state.cancel();
+                self.deferred.hold(Hold::Activity, pending);
                 None
             }
-            Op::Prompt { .. } if manual => {
-                self.reply(tag, Err(CoreError::busy(PROMPT_WHILE_COMPACTING))).await;
-                None
-            }
-            Op::SendUserMessage { .. } if manual && self.run.is_none() => {
-                self.reply(tag, Err(CoreError::busy(PROMPT_WHILE_COMPACTING))).await;
+            Op::Prompt { .. } | Op::SendUserMessage { .. } if manual => {
+                self.reply(pending.tag, Err(CoreError::busy(PROMPT_WHILE_COMPACTING))).await;
                 None
             }
             Op::NewSession { .. }
@@ -198,19 +162,11 @@ impl Agent {
             | Op::Clone
                 if manual =>
             {
-                if let Some(m) = self.manual_compaction() {
-                    m.cancel.cancel();
-                    m.deferred.push((tag, op));
-                }
+                self.state.cancel();
+                self.deferred.hold(Hold::Activity, pending);
                 None
             }
-            Op::Shutdown { abort: true } => {
-                if let Some(m) = self.manual_compaction() {
-                    m.cancel.cancel();
-                }
-                Some((tag, op))
-            }
-            other => Some((tag, other)),
+            _ => Some(pending),
         }
     }
 
@@ -264,9 +220,7 @@ impl Agent {
                 return;
             }
         };
-        self.compaction = Some(ActiveCompaction {
-            manual: Some(ManualCompaction { cancel, tag, waiters: Vec::new(), deferred: Vec::new() }),
-        });
+        self.state = RunState::Compacting(ManualCompaction { cancel, tag });
         let emitter = Emitter::new(self.internal_tx.clone());
         tokio::spawn(async move {
             let outcome = job.run(&emitter).await;
@@ -277,11 +231,13 @@ impl Agent {
 
     /// Start an automatic compaction; `None` (and no event) when nothing can be cut.
     async fn start_auto_compaction(&mut self, reason: CompactionReason, will_retry: bool) -> Option<CompactionJob> {
-        let cancel = self.run.as_ref().map(|r| r.cancel.clone()).unwrap_or_default();
+        let cancel = self.state.run().map(|r| r.cancel.clone()).unwrap_or_default();
         match self.prepare_job(reason, will_retry, None, cancel) {
             Ok(job) => {
                 self.emit(AgentEvent::CompactionStart { reason }).await;
-                self.compaction = Some(ActiveCompaction { manual: None });
+                if let Some(run) = self.state.run_mut() {
+                    run.compacting = true;
+                }
                 Some(job)
             }
             Err(JobError::NotCompactable(_)) => None,
@@ -308,14 +264,18 @@ impl Agent {
         }
     }
 
-    /// Record a finished compaction: entry, context, `compaction_end`, replies.
-    /// Returns the new context on success.
-    async fn finish_compaction(
-        &mut self,
-        job: CompactionJob,
-        outcome: Result<SummaryOutput, SummaryError>,
-    ) -> Option<Vec<AgentMessage>> {
-        let active = self.compaction.take();
+    /// Record a finished compaction: entry, context, `compaction_end`,
+    /// replies. True when the compaction took.
+    async fn finish_compaction(&mut self, job: CompactionJob, outcome: Result<SummaryOutput, SummaryError>) -> bool {
+        let manual = match std::mem::take(&mut self.state) {
+            RunState::Compacting(manual) => Some(manual),
+            RunState::Running(mut run) => {
+                run.compacting = false;
+                self.state = RunState::Running(run);
+                None
+            }
+            RunState::Idle => None,
+        };
         let reason = job.reason;
         let outcome = if job.cancel.is_cancelled() { Err(SummaryError::Aborted) } else { outcome };
         let recorded = outcome.and_then(|out| {
@@ -355,25 +315,20 @@ impl Agent {
                     error_message: None,
                 })
                 .await;
-                (Ok(Reply::Compaction(Box::new(result))), Some(self.messages.clone()))
+                (Ok(Reply::Compaction(Box::new(result))), true)
             }
             Err(SummaryError::Aborted) => {
                 self.emit(end_event(reason, true, None)).await;
-                (Err(CoreError::new(ErrorKind::Aborted, CANCELLED)), None)
+                (Err(CoreError::new(ErrorKind::Aborted, CANCELLED)), false)
             }
             Err(SummaryError::Failed(error)) => {
                 self.emit(end_event(reason, false, Some(format!("{}{}", failure_prefix(reason), error.message)))).await;
-                (Err(error), None)
+                (Err(error), false)
             }
         };
-        if let Some(manual) = active.and_then(|a| a.manual) {
+        if let Some(manual) = manual {
             self.reply(manual.tag, reply).await;
-            for tag in manual.waiters {
-                self.reply(Some(tag), Ok(Reply::Ack)).await;
-            }
-            for (tag, op) in manual.deferred {
-                self.handle_op(tag, op).await;
-            }
+            self.activity_ended().await;
         }
         context
     }
@@ -590,19 +545,13 @@ impl RunCompaction {
         answer.await.unwrap_or(CheckOutcome { job: None, recovery_started: false })
     }
 
-    /// Write the summaries and adopt the compacted context; true on success.
+    /// Write the summaries; the actor adopts the compacted context. True on success.
     async fn run_job(s: &mut RunSetup, job: CompactionJob) -> bool {
         let outcome = job.run(&s.emitter).await;
         let (reply, answer) = oneshot::channel();
         let msg = CompactionMsg::Finished { job: Box::new(job), outcome, reply: Some(reply) };
         s.emitter.send(Internal::Compaction(Box::new(msg))).await;
-        match answer.await {
-            Ok(Some(context)) => {
-                s.context = context;
-                true
-            }
-            _ => false,
-        }
+        answer.await.unwrap_or(false)
     }
 
     /// Before a prompt's first turn: compact if the previous answer left the

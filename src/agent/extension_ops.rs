@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 
 use super::actor::Agent;
 use super::internal::Internal;
+use super::state::{HeldMessage, Hold, Pending};
 use crate::error::CoreError;
 use crate::event::AgentEvent;
 use crate::extensions::{
@@ -38,10 +39,9 @@ pub(crate) enum ExtSignal {
         invocation: String,
         error: Option<String>,
     },
-    /// The session hooks decided about `op`.
+    /// The session hooks decided about an op.
     SessionHookDone {
-        tag: Option<RequestTag>,
-        op: Op,
+        pending: Pending,
         cancelled: bool,
     },
 }
@@ -62,18 +62,10 @@ pub(crate) struct ExtensionState {
     pub resources: Resources,
     /// Per extension: not yet registered nor dead (ops wait until none is).
     starting: Vec<bool>,
-    /// A session hook is deciding (ops wait).
+    /// A session hook is deciding (ops wait in the actor's deferred queue).
     hook_pending: bool,
-    /// Ops held while waiting, in arrival order.
-    deferred: Vec<(Option<RequestTag>, Op)>,
-    /// Session ops whose hooks already allowed them.
-    cleared: Vec<(Option<RequestTag>, Op)>,
-    /// True while held ops are replayed (they were accepted before any shutdown).
-    pub replaying: bool,
     /// Commands and hooks in flight.
     running: usize,
-    /// Custom messages sent with `triggerTurn: false` during a run: appended when it ends.
-    deferred_custom: Vec<AgentMessage>,
     /// Custom messages for the next prompt (`deliverAs: "nextTurn"`).
     pub next_turn: Vec<AgentMessage>,
     /// Tool names each extension added.
@@ -100,22 +92,19 @@ impl ExtensionState {
             handle,
             resources,
             hook_pending: false,
-            deferred: Vec::new(),
-            cleared: Vec::new(),
-            replaying: false,
             running: 0,
-            deferred_custom: Vec::new(),
             next_turn: Vec::new(),
             tools_of: HashMap::new(),
             no_tools: options.no_tools,
         }
     }
 
-    /// No command or hook in flight and nothing held.
+    /// No command or hook in flight.
     pub(crate) fn is_idle(&self) -> bool {
-        self.deferred.is_empty() && self.running == 0
+        self.running == 0
     }
 
+    /// Ops wait: extensions are starting or a session hook decides.
     fn gated(&self) -> bool {
         self.hook_pending || self.starting.iter().any(|s| *s)
     }
@@ -133,53 +122,55 @@ impl Agent {
     /// start or a session hook decides, run extension commands, expand
     /// templates and skills, answer `get_commands`, start session hooks.
     /// Returns the op to handle as usual, or `None` when it was taken care of.
-    pub(super) async fn intercept_for_extensions(&mut self, tag: Option<RequestTag>, op: Op) -> Option<Op> {
-        match &op {
-            Op::ExtensionUiResponse { .. } => return Some(op),
+    pub(super) async fn intercept_for_extensions(&mut self, pending: Pending) -> Option<Pending> {
+        match &pending.op {
+            Op::ExtensionUiResponse { .. } => return Some(pending),
             Op::Shutdown { abort } => {
                 // The client is gone: nobody can answer a dialog any more.
                 self.ext.handle.ui().close();
                 if *abort {
-                    for (tag, _) in std::mem::take(&mut self.ext.deferred) {
-                        self.reply(tag, Err(CoreError::busy("The agent is shutting down"))).await;
+                    for held in self.deferred.drain_ops(Hold::Extensions) {
+                        self.reply(held.tag, Err(CoreError::busy("The agent is shutting down"))).await;
                     }
-                    return Some(op);
+                    return Some(pending);
                 }
             }
             _ => {}
         }
         if self.ext.gated() {
-            self.ext.deferred.push((tag, op));
+            self.deferred.hold(Hold::Extensions, pending);
             return None;
         }
-        match op {
+        let tag = pending.tag;
+        let op = match pending.op {
             Op::Prompt { message, images, streaming_behavior } => {
                 if let Some((command, args)) = self.ext.handle.find_command(&message) {
                     self.run_extension_command(tag, command, args);
                     return None;
                 }
                 let message = self.expand_resources(message).await;
-                Some(Op::Prompt { message, images, streaming_behavior })
+                Op::Prompt { message, images, streaming_behavior }
             }
             Op::Steer { message, images } => {
                 let message = self.refuse_command_or_expand(tag, message).await?;
-                Some(Op::Steer { message, images })
+                Op::Steer { message, images }
             }
             Op::FollowUp { message, images } => {
                 let message = self.refuse_command_or_expand(tag, message).await?;
-                Some(Op::FollowUp { message, images })
+                Op::FollowUp { message, images }
             }
             Op::GetCommands => {
                 self.reply(tag, Ok(Reply::Commands(self.command_list()))).await;
-                None
+                return None;
             }
             op @ (Op::NewSession { .. }
             | Op::SwitchSession { .. }
             | Op::ResumeSession { .. }
             | Op::Fork { .. }
-            | Op::Clone) => self.session_hook(tag, op),
-            other => Some(other),
-        }
+            | Op::Clone) => return self.session_hook(Pending { op, ..pending }),
+            other => other,
+        };
+        Some(Pending { op, ..pending })
     }
 
     async fn refuse_command_or_expand(&mut self, tag: Option<RequestTag>, message: String) -> Option<String> {
@@ -257,8 +248,11 @@ impl Agent {
 
     /// Ask `session_before_switch` / `session_before_fork` subscribers about
     /// a session op; `Some(op)` when none listens or they already allowed it.
-    fn session_hook(&mut self, tag: Option<RequestTag>, op: Op) -> Option<Op> {
-        let (method, params) = match &op {
+    fn session_hook(&mut self, pending: Pending) -> Option<Pending> {
+        if pending.allowed {
+            return Some(pending);
+        }
+        let (method, params) = match &pending.op {
             Op::NewSession { .. } => ("session_before_switch", json!({"reason": "new"})),
             Op::SwitchSession { session_path } => {
                 ("session_before_switch", json!({"reason": "resume", "targetSessionFile": session_path}))
@@ -269,20 +263,13 @@ impl Agent {
             Op::Fork { entry_id } => ("session_before_fork", json!({"entryId": entry_id, "position": "before"})),
             Op::Clone => match self.session.leaf_id() {
                 Some(leaf) => ("session_before_fork", json!({"entryId": leaf, "position": "at"})),
-                None => return Some(op),
+                None => return Some(pending),
             },
-            _ => return Some(op),
+            _ => return Some(pending),
         };
-        if let Some(pos) = self.ext.cleared.iter().position(|(t, o)| *t == tag && *o == op) {
-            // Allowed already; kept while a run is active because the op waits for it.
-            if self.run.is_none() {
-                self.ext.cleared.remove(pos);
-            }
-            return Some(op);
-        }
         let subscribers = self.ext.handle.subscribers(method);
         if subscribers.is_empty() {
-            return Some(op);
+            return Some(pending);
         }
         self.ext.hook_pending = true;
         self.ext.running += 1;
@@ -310,7 +297,7 @@ impl Agent {
                     }
                 }
             }
-            let _ = internal.send(Internal::Extension(ExtSignal::SessionHookDone { tag, op, cancelled })).await;
+            let _ = internal.send(Internal::Extension(ExtSignal::SessionHookDone { pending, cancelled })).await;
         });
         None
     }
@@ -341,15 +328,9 @@ impl Agent {
         self.ext.handle.notify_raw("session_start", payload);
     }
 
-    /// At the end of a run: custom messages that waited for it.
-    pub(super) async fn flush_extension_messages(&mut self) {
-        for message in std::mem::take(&mut self.ext.deferred_custom) {
-            self.append_and_announce(message).await;
-        }
-    }
-
+    /// A custom message sent during a run: it joins the conversation when the run ends.
     pub(super) fn defer_custom_message(&mut self, message: AgentMessage) {
-        self.ext.deferred_custom.push(message);
+        self.held.push(HeldMessage::Custom(message));
     }
 
     /// Append a message outside a run, with its `message_start`/`message_end`.
@@ -402,11 +383,11 @@ impl Agent {
                 }
                 self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Handled })).await;
             }
-            ExtSignal::SessionHookDone { tag, op, cancelled } => {
+            ExtSignal::SessionHookDone { pending, cancelled } => {
                 self.ext.running = self.ext.running.saturating_sub(1);
                 self.ext.hook_pending = false;
                 if cancelled {
-                    let reply = match &op {
+                    let reply = match &pending.op {
                         Op::Fork { entry_id } => {
                             let text = self
                                 .session
@@ -419,10 +400,9 @@ impl Agent {
                         }
                         _ => Reply::Switched { cancelled: true },
                     };
-                    self.reply(tag, Ok(reply)).await;
+                    self.reply(pending.tag, Ok(reply)).await;
                 } else {
-                    self.ext.cleared.push((tag, op.clone()));
-                    self.redispatch(tag, op).await;
+                    self.handle_op(Pending { allowed: true, accepted: true, ..pending }).await;
                 }
                 self.release_deferred().await;
             }
@@ -437,19 +417,15 @@ impl Agent {
         self.release_deferred().await;
     }
 
-    async fn redispatch(&mut self, tag: Option<RequestTag>, op: Op) {
-        let was = std::mem::replace(&mut self.ext.replaying, true);
-        self.handle_op(tag, op).await;
-        self.ext.replaying = was;
-    }
-
-    /// Replay held ops in order (each is held again if a new hook starts).
+    /// Replay held ops in order (each is held again if a new hook starts);
+    /// they were accepted before any shutdown.
     async fn release_deferred(&mut self) {
-        if self.ext.gated() || self.ext.deferred.is_empty() {
+        if self.ext.gated() {
             return;
         }
-        for (tag, op) in std::mem::take(&mut self.ext.deferred) {
-            self.redispatch(tag, op).await;
+        let (_, held) = self.deferred.release(Hold::Extensions);
+        for pending in held {
+            self.handle_op(Pending { accepted: true, ..pending }).await;
         }
     }
 

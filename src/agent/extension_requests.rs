@@ -110,7 +110,7 @@ impl Agent {
     /// else it starts a run. Templates are not expanded (pi's default).
     async fn ext_send_user_message(&mut self, p: &Value) -> Result<Value, String> {
         let (text, images) = user_content(p)?;
-        if self.run.is_some() {
+        if self.state.is_running() {
             let kind = match deliver_as(p) {
                 Some("steer") => QueueKind::Steering,
                 Some("followUp") => QueueKind::FollowUp,
@@ -140,7 +140,7 @@ impl Agent {
             self.ext.next_turn.push(message);
             return Ok(Value::Null);
         }
-        if self.run.is_some() {
+        if self.state.is_running() {
             if trigger == Some(false) {
                 self.defer_custom_message(message);
             } else if deliver_as(p) == Some("followUp") {
@@ -163,7 +163,7 @@ impl Agent {
             "sessionFile": self.session.file_path().map(|p| p.display().to_string()),
             "sessionName": self.session.name(),
             "cwd": self.cwd.display().to_string(),
-            "isStreaming": self.run.is_some(),
+            "isStreaming": self.state.is_running(),
             "model": {"provider": self.model.provider, "id": self.model.id},
             "thinkingLevel": self.thinking.as_str(),
             "messageCount": self.messages.len(),

@@ -22,7 +22,10 @@ pub enum Internal {
     TakeQueued { kind: QueueKind, reply: oneshot::Sender<Vec<AgentMessage>> },
     /// Emit a `queue_update` with the current queues.
     QueueChanged,
-    /// A failed attempt will be retried: drop it from the model context
+    /// The conversation as the model sees it now (the actor owns it; a run
+    /// reads it before each model call instead of keeping a copy).
+    Context { reply: oneshot::Sender<Vec<AgentMessage>> },
+    /// A failed attempt will be retried: drop it from the conversation
     /// (it stays in the session file).
     RetractFromContext { message: AgentMessage },
     /// The run task is done (after `agent_settled`).

@@ -25,6 +25,7 @@ mod internal;
 mod queue;
 mod run;
 mod session_ops;
+mod state;
 mod state_ops;
 mod stats;
 mod tool_exec;

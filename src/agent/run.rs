@@ -41,8 +41,6 @@ pub(crate) struct RunSetup {
     pub tools: ToolRegistry,
     pub tool_specs: Vec<ToolSpec>,
     pub tool_ctx: ToolContext,
-    /// The conversation before this run.
-    pub context: Vec<AgentMessage>,
     /// New messages that start the run (the prompt); empty for a continuation.
     pub initial: Vec<AgentMessage>,
     pub retry: RetrySettings,
@@ -129,7 +127,6 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                         error_message: error.message.clone(),
                     })
                     .await;
-                s.context.retain(|m| m != message.as_ref());
                 s.emitter.send(Internal::RetractFromContext { message: *message }).await;
                 let cancelled = tokio::select! {
                     _ = tokio::time::sleep(delay) => false,
@@ -158,10 +155,17 @@ async fn take_queued(s: &RunSetup, kind: QueueKind) -> Vec<AgentMessage> {
     rx.await.unwrap_or_default()
 }
 
+/// The conversation now, from the actor that owns it (every event sent
+/// before this request is already in it).
+async fn context(s: &RunSetup) -> Vec<AgentMessage> {
+    let (tx, rx) = oneshot::channel();
+    s.emitter.send(Internal::Context { reply: tx }).await;
+    rx.await.unwrap_or_default()
+}
+
 async fn emit_message(s: &mut RunSetup, message: AgentMessage, new_messages: &mut Vec<AgentMessage>) {
     s.emitter.emit(AgentEvent::MessageStart { message: message.clone() }).await;
     s.emitter.emit(AgentEvent::MessageEnd { message: message.clone() }).await;
-    s.context.push(message.clone());
     new_messages.push(message);
 }
 
@@ -201,7 +205,7 @@ async fn low_level_run(
             let request = ProviderRequest {
                 model: s.model.clone(),
                 system_prompt: s.system_prompt.clone(),
-                messages: s.context.clone(),
+                messages: context(s).await,
                 tools: s.tool_specs.clone(),
                 thinking_level: s.thinking,
                 api_key: s.api_key.clone(),
@@ -221,7 +225,6 @@ async fn low_level_run(
             if let Some(error) = outcome.error {
                 let message = AgentMessage::Assistant(outcome.message);
                 totals.add(&message.as_assistant().map(|a| a.usage.clone()).unwrap_or_default());
-                s.context.push(message.clone());
                 new_messages.push(message.clone());
                 s.emitter.emit(AgentEvent::TurnEnd { message: message.clone(), tool_results: Vec::new() }).await;
                 let end = if error.kind == ProviderErrorKind::Aborted {
@@ -251,7 +254,6 @@ async fn low_level_run(
         }
         let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
         let message = AgentMessage::Assistant(assistant);
-        s.context.push(message.clone());
         new_messages.push(message.clone());
         if aborted {
             s.emitter.emit(AgentEvent::TurnEnd { message, tool_results: Vec::new() }).await;

@@ -79,7 +79,7 @@ impl Agent {
         StateSnapshot {
             model: Some(self.model.clone()),
             thinking_level: self.thinking,
-            is_streaming: self.run.is_some(),
+            is_streaming: self.state.is_running(),
             is_compacting: self.is_compacting(),
             is_bash_running: self.bash_cancel.is_some(),
             steering_mode: self.steering.mode,
