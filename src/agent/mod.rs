@@ -28,6 +28,8 @@ mod session_ops;
 mod state;
 mod state_ops;
 mod stats;
+#[cfg(test)]
+mod tests;
 mod tool_exec;
 
 /// How the agent's session starts.
