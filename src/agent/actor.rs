@@ -10,7 +10,7 @@ use serde_json::Map;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::extension_ops::ExtensionState;
+use super::extension_hooks::ExtensionState;
 use super::internal::Emitter;
 use super::internal::{Internal, QueueKind};
 use super::queue::MessageQueue;

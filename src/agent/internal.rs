@@ -30,12 +30,12 @@ pub enum Internal {
     RetractFromContext { message: AgentMessage },
     /// The run task is done (after `agent_settled`).
     RunFinished { run_id: u64 },
-    /// Compaction checks and results (see `compaction_ops`).
-    Compaction(Box<super::compaction_ops::CompactionMsg>),
+    /// Compaction checks and results (see `compacting`).
+    Compaction(Box<super::compacting::CompactionMsg>),
     /// An RPC `bash` finished (or could not start).
     BashFinished { tag: Option<RequestTag>, outcome: Result<(BashResult, AgentMessage), String> },
     /// Extension work: host signals, finished commands and hooks.
-    Extension(super::extension_ops::ExtSignal),
+    Extension(super::extension_hooks::ExtSignal),
 }
 
 /// Sends events (and other messages) from a task to the actor.

@@ -18,15 +18,15 @@ use crate::provider::ProviderRegistry;
 use crate::tools::ToolRegistry;
 
 mod actor;
-mod compaction_ops;
-mod extension_ops;
+mod compacting;
+mod extension_hooks;
 mod extension_requests;
 mod internal;
 mod queue;
 mod run;
-mod session_ops;
+mod session_tree;
+mod settings;
 mod state;
-mod state_ops;
 mod stats;
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@ use serde_json::Map;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::compaction_ops::{AfterRun, RunCompaction};
+use super::compacting::{AfterRun, RunCompaction};
 use super::internal::Emitter;
 use super::internal::{Internal, QueueKind};
 use super::tool_exec::execute_tool_calls;

@@ -9,7 +9,7 @@
 //! * `summarize`: the model calls with retries and their events.
 //! * `estimate`: pi's token estimates and threshold rule.
 //!
-//! The agent (`agent::compaction_ops`) decides when to compact, runs these
+//! The agent (`agent::compacting`) decides when to compact, runs these
 //! steps off the actor, and records the result as a `compaction` entry.
 
 pub mod estimate;

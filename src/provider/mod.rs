@@ -26,12 +26,7 @@ pub mod google_request;
 pub mod http;
 pub mod mistral;
 pub mod mistral_request;
-pub mod openai_compat;
-pub mod openai_completions;
-pub mod openai_reasoning;
-pub mod openai_request;
-pub mod openai_responses;
-pub mod openai_responses_request;
+pub mod openai;
 pub mod shared;
 pub mod sse;
 pub mod strict_schema;
@@ -206,9 +201,9 @@ impl ProviderRegistry {
     pub fn builtin(http: http::HttpClient, faux: faux::FauxProvider) -> Self {
         let mut reg = ProviderRegistry::default();
         reg.register(Arc::new(faux));
-        reg.register(Arc::new(openai_completions::OpenAiCompletions::new(http.clone())));
+        reg.register(Arc::new(openai::completions::OpenAiCompletions::new(http.clone())));
         reg.register(Arc::new(anthropic::AnthropicMessages::new(http.clone())));
-        reg.register(Arc::new(openai_responses::OpenAiResponses::new(http.clone())));
+        reg.register(Arc::new(openai::responses::OpenAiResponses::new(http.clone())));
         reg.register(Arc::new(google::GoogleGenerativeAi::new(http.clone())));
         reg.register(Arc::new(mistral::MistralConversations::new(http)));
         reg

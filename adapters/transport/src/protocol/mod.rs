@@ -177,3 +177,73 @@ pub fn markdown_table() -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_per_dialect() {
+        for dialect in [|c: &Command| c.native, |c: &Command| c.jsonrpc] {
+            let mut names: Vec<&str> = COMMANDS.iter().filter_map(dialect).map(|b| b.name).collect();
+            let count = names.len();
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(names.len(), count);
+        }
+        assert!(native("get_state").is_some() && jsonrpc("getState").is_some() && native("getState").is_none());
+    }
+
+    #[test]
+    fn the_readme_shows_the_table() {
+        let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"));
+        let table = markdown_table();
+        assert!(readme.contains(&table), "README.md's method table is stale; it should read:\n{table}");
+    }
+
+    #[test]
+    fn params_decode_through_the_table() {
+        let map = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let decode = |b: &Binding, v: Value| b.decode(&map(v));
+        let prompt = native("prompt").unwrap();
+        let images = serde_json::json!({"message": "hi", "images": [{"type": "image", "data": "AA==", "mimeType": "image/png"}], "streamingBehavior": "followUp"});
+        assert!(
+            matches!(decode(prompt, images), Ok(Op::Prompt { ref images, streaming_behavior: Some(_), .. }) if images.len() == 1)
+        );
+        let e = decode(prompt, serde_json::json!({"message": "hi", "images": [{"data": 5}]})).unwrap_err();
+        assert_eq!((e.field.as_str(), e.message.as_str()), ("images", "images[0].data must be a string, got a number"));
+        let e = decode(prompt, serde_json::json!({"message": "hi", "streamingBehavior": "later"})).unwrap_err();
+        assert_eq!(e.message, "invalid streamingBehavior \"later\": expected \"steer\" or \"followUp\"");
+        let e = decode(jsonrpc("prompt").unwrap(), serde_json::json!({})).unwrap_err();
+        assert_eq!((e.field.as_str(), e.message.as_str()), ("content", "'content' is required"));
+        let e = decode(jsonrpc("setActiveTools").unwrap(), serde_json::json!({"tools": ["read", 3]})).unwrap_err();
+        assert_eq!((e.field.as_str(), e.message.as_str()), ("tools", "tools[1] must be a string, got a number"));
+        let e = decode(jsonrpc("setActiveTools").unwrap(), serde_json::json!({})).unwrap_err();
+        assert_eq!(e.message, "missing required field \"tools\" (an array of strings)");
+        let e = decode(native("set_model").unwrap(), serde_json::json!({"provider": "p"})).unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.message.as_str()),
+            ("modelId", "missing required field \"modelId\" (a string)")
+        );
+        assert_eq!(
+            decode(jsonrpc("initialize").unwrap(), serde_json::json!({"thinkingLevel": null, "tools": null})),
+            Ok(Op::Initialize(Default::default()))
+        );
+        let e = decode(jsonrpc("initialize").unwrap(), serde_json::json!({"thinkingLevel": "lots"})).unwrap_err();
+        assert_eq!(e.field, "thinkingLevel");
+        assert!(e.message.starts_with("Invalid thinking level: lots"), "{}", e.message);
+    }
+
+    #[test]
+    fn replies_encode_through_the_result_types() {
+        let ack = native("abort").unwrap().encode(Reply::Ack).unwrap();
+        assert!(matches!(ack, Encoded::Absent));
+        let levels = pi_core::op::Reply::CycleThinkingLevel(None);
+        match native("cycle_thinking_level").unwrap().encode(levels).unwrap() {
+            Encoded::Value(raw) => assert_eq!(raw.get(), "null"),
+            Encoded::Absent => panic!("null data expected"),
+        }
+        let status = jsonrpc("getStatus").unwrap().encode(Reply::Ack).unwrap_err();
+        assert_eq!(status.command, "getStatus");
+    }
+}

@@ -10,10 +10,10 @@ use super::{Binding, Command};
 
 /// Every command of the protocol.
 pub static COMMANDS: &[Command] = &[
-    Command::new("Initialize the session (send it first); answered, then followed by `initialized`.").jsonrpc(
+    Command::new("Initialize the session (send it first): `cwd`, `model` (`id` or `provider/id`), `provider`, `apiKey`, `thinkingLevel`, `tools`, all or nothing → `{sessionId, sessionPath, model, provider}`, then the `initialized` notification.").jsonrpc(
         Binding::new::<InitParams, SessionResult>("initialize", |p| decode::<InitParams>(p).map(InitParams::op)),
     ),
-    Command::new("Send a user prompt; answered once it is accepted, queued or handled, output follows as events.")
+    Command::new("Send a user prompt (JSON-RPC: `content`, or `message`), with `images` and, during a run, `streamingBehavior`; answered once it is accepted, queued or handled (JSON-RPC: `{accepted: true, disposition}`), output follows as events.")
         .native(Binding::new::<PromptParams, DispositionData>("prompt", |p| {
             decode::<PromptParams>(p).map(|p| Op::Prompt {
                 message: p.message,
@@ -24,7 +24,7 @@ pub static COMMANDS: &[Command] = &[
         .jsonrpc(Binding::new::<ContentPromptParams, PromptResult>("prompt", |p| {
             decode::<ContentPromptParams>(p).and_then(ContentPromptParams::op)
         })),
-    Command::new("Send a user message: steers a running agent, else starts a run.").jsonrpc(Binding::new::<
+    Command::new("Send a user message (`content`): steers a running agent, else starts a run.").jsonrpc(Binding::new::<
         ContentParams,
         PromptResult,
     >(
@@ -50,10 +50,10 @@ pub static COMMANDS: &[Command] = &[
             let (message, images) = decode::<ContentParams>(p)?.take()?;
             Ok(Op::FollowUp { message, images })
         })),
-    Command::both::<NoParams, Ack>("Abort the current operation.", "abort", "abort", |p| {
+    Command::both::<NoParams, Ack>("Abort the current operation; answered once it has ended.", "abort", "abort", |p| {
         decode::<NoParams>(p).map(|_| Op::Abort)
     }),
-    Command::new("Switch to a model (JSON-RPC: `model` may be `provider/id`).")
+    Command::new("Switch to a model (native: `provider`, `modelId`; JSON-RPC: `model`, `id` or `provider/id`, fuzzy like `--model`); the result is the model, then `modelChanged`.")
         .native(Binding::new::<SetModelParams, Model>("set_model", |p| {
             decode::<SetModelParams>(p).map(|p| Op::SetModel { provider: p.provider, model_id: p.model_id })
         }))
@@ -87,7 +87,7 @@ pub static COMMANDS: &[Command] = &[
         "getAvailableThinkingLevels",
         |p| decode::<NoParams>(p).map(|_| Op::GetAvailableThinkingLevels),
     ),
-    Command::new("Set the active tool set.").jsonrpc(Binding::new::<ToolsParams, ToolsData>("setActiveTools", |p| {
+    Command::new("Set the active tool set (`tools`) → `{tools}`.").jsonrpc(Binding::new::<ToolsParams, ToolsData>("setActiveTools", |p| {
         decode::<ToolsParams>(p).map(|p| Op::SetActiveTools { tools: p.tools })
     })),
     Command::both::<ModeParams, Ack>(
@@ -102,7 +102,7 @@ pub static COMMANDS: &[Command] = &[
         "setFollowUpMode",
         |p| decode::<ModeParams>(p).map(|p| Op::SetFollowUpMode { mode: p.mode }),
     ),
-    Command::new("Compact the conversation now.")
+    Command::new("Compact the conversation now (native `customInstructions`; JSON-RPC `prompt`).")
         .native(Binding::new::<CompactParams, WireCompactionResult>("compact", |p| {
             decode::<CompactParams>(p).map(|p| Op::Compact { custom_instructions: p.custom_instructions })
         }))
@@ -123,7 +123,7 @@ pub static COMMANDS: &[Command] = &[
         decode::<NoParams>(p).map(|_| Op::AbortRetry)
     }),
     Command::both::<BashParams, BashData>(
-        "Run a shell command; its output streams, and joins the context at the next prompt.",
+        "Run a shell command; its output streams (`bash_execution_update`, `bashOutput`) and joins the context at the next prompt.",
         "bash",
         "bash",
         |p| {
@@ -137,7 +137,7 @@ pub static COMMANDS: &[Command] = &[
     Command::both::<NewSessionParams, CancelledData>("Start a new session.", "new_session", "newSession", |p| {
         decode::<NewSessionParams>(p).map(|p| Op::NewSession { parent_session: p.parent_session })
     }),
-    Command::new("Resume a session by id, unique id prefix or path.").jsonrpc(Binding::new::<
+    Command::new("Resume a session (`sessionId`: an id, a unique id prefix or a path).").jsonrpc(Binding::new::<
         ResumeSessionParams,
         CancelledData,
     >("resumeSession", |p| {
@@ -173,7 +173,7 @@ pub static COMMANDS: &[Command] = &[
     Command::both::<NoParams, StateData>("The session state.", "get_state", "getState", |p| {
         decode::<NoParams>(p).map(|_| Op::GetState)
     }),
-    Command::new("A short status (idle, model, context usage, tools).")
+    Command::new("A short status: `{idle, model, provider, thinkingLevel, contextUsage (0..1), activeTools, sessionId}`.")
         .jsonrpc(Binding::new::<NoParams, StatusResult>("getStatus", |p| decode::<NoParams>(p).map(|_| Op::GetState))),
     Command::both::<NoParams, MessagesData>("The conversation's messages.", "get_messages", "getMessages", |p| {
         decode::<NoParams>(p).map(|_| Op::GetMessages)
@@ -211,7 +211,7 @@ pub static COMMANDS: &[Command] = &[
         "clearQueue",
         |p| decode::<NoParams>(p).map(|_| Op::ClearQueue),
     ),
-    Command::new("Abort everything, answer, and exit.").jsonrpc(Binding::new::<NoParams, Ack>("shutdown", |p| {
+    Command::new("Abort everything, answer `{}`, flush the session and exit 0.").jsonrpc(Binding::new::<NoParams, Ack>("shutdown", |p| {
         decode::<NoParams>(p).map(|_| Op::Shutdown { abort: true })
     })),
     Command::new(

@@ -4,16 +4,16 @@
 
 use serde_json::{Map, Value, json};
 
-use super::convert::{self, LlmMessage};
-use super::openai_compat::{OpenAiCompat, level_map};
-use super::openai_reasoning::{
+use super::compat::{OpenAiCompat, level_map};
+use super::reasoning::{
     apply_cache_control, chat_template_values, clamped_thinking_budget, parse_legacy_encrypted, parse_reasoning_details,
 };
-use super::shared::{CacheRetention, request_headers};
-use super::strict_schema::strict_parameters;
-use super::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
 use crate::message::{ContentBlock, UserContent};
 use crate::model::{Model, ThinkingLevel};
+use crate::provider::convert::{self, LlmMessage};
+use crate::provider::shared::{CacheRetention, request_headers};
+use crate::provider::strict_schema::strict_parameters;
+use crate::provider::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
 
 /// pi-ai's `shortHash` (two 32-bit multiplicative hashes, base 36).
 pub fn short_hash(s: &str) -> String {

@@ -6,16 +6,16 @@
 
 use serde_json::{Map, Value, json};
 
-use super::convert::{self, LlmMessage};
-use super::openai_request::{clamp_level, short_hash};
-use super::shared::{
+use super::request::{clamp_level, short_hash};
+use crate::message::{AssistantMessage, ContentBlock, UserContent};
+use crate::model::{Model, ThinkingLevel};
+use crate::provider::convert::{self, LlmMessage};
+use crate::provider::shared::{
     CacheRetention, compat_bool, compat_value, configured_headers, has_header, level_entry, off_allowed,
     request_headers, set_header,
 };
-use super::strict_schema::strict_parameters;
-use super::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
-use crate::message::{AssistantMessage, ContentBlock, UserContent};
-use crate::model::{Model, ThinkingLevel};
+use crate::provider::strict_schema::strict_parameters;
+use crate::provider::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
 
 /// Providers whose `call|item` ids are kept as such when replayed.
 const ID_PAIR_PROVIDERS: [&str; 3] = ["openai", "openai-codex", "opencode"];

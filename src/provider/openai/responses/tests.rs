@@ -12,8 +12,9 @@ use super::*;
 use crate::model::{Model, ModelCost, ThinkingLevel};
 use crate::provider::driver::decode_bytes;
 use crate::provider::http::STREAM_CUT_MESSAGE;
+use crate::provider::openai::responses_request;
 use crate::provider::test_support::{collect, deltas, fixture, keys, last_usage, simple_request};
-use crate::provider::{BlockKind, ProviderErrorKind, openai_responses_request};
+use crate::provider::{BlockKind, ProviderErrorKind};
 
 fn provider() -> OpenAiResponses {
     OpenAiResponses::new(HttpClient::new().unwrap())
@@ -308,7 +309,7 @@ fn body_for(mut model: Model, level: ThinkingLevel) -> Value {
     model.base_url = "http://127.0.0.1:1/v1".into();
     let mut req = simple_request(model, "hi");
     req.thinking_level = level;
-    openai_responses_request::build_body(&req)
+    responses_request::build_body(&req)
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The `openai-completions` wire API (Chat Completions with SSE streaming):
-//! sends the request built by `openai_request`, turns the chunks into
+//! sends the request built by `request`, turns the chunks into
 //! provider events the way pi does, and classifies failures.
 //!
 //! Like pi, one text block and one thinking block are used for the whole
@@ -12,15 +12,17 @@ use std::collections::HashMap;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::classify::{error_from, js_truthy, openai_http_error, openai_stream_error_message};
-use super::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
-use super::http::HttpClient;
-use super::openai_compat::OpenAiCompat;
-use super::openai_reasoning::{append_reasoning_detail, is_reasoning_detail};
-use super::openai_request::{build_body, build_headers};
-use super::sse::SseEvent;
-use super::{BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest, ProviderStream};
+use super::compat::OpenAiCompat;
+use super::reasoning::{append_reasoning_detail, is_reasoning_detail};
+use super::request::{build_body, build_headers};
 use crate::message::{StopReason, Usage};
+use crate::provider::classify::{error_from, js_truthy, openai_http_error, openai_stream_error_message};
+use crate::provider::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
+use crate::provider::http::HttpClient;
+use crate::provider::sse::SseEvent;
+use crate::provider::{
+    BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest, ProviderStream,
+};
 
 /// Chat Completions provider.
 pub struct OpenAiCompletions {
@@ -35,7 +37,7 @@ impl OpenAiCompletions {
 
 /// pi's text when a stream ends cleanly without any `finish_reason`.
 pub const NO_FINISH_REASON_MESSAGE: &str = "Stream ended without finish_reason";
-pub use super::classify::MALFORMED_EVENT_MESSAGE;
+pub use crate::provider::classify::MALFORMED_EVENT_MESSAGE;
 
 /// Usage from a Chat Completions `usage` object (pi's `parseChunkUsage`):
 /// cached prompt tokens are cache reads and are not counted as input.
@@ -279,5 +281,4 @@ impl Provider for OpenAiCompletions {
 }
 
 #[cfg(test)]
-#[path = "openai_completions_tests.rs"]
 mod tests;

@@ -455,6 +455,6 @@ fn off_is_not_clamped_up() {
     m.thinking_level_map = json!({"off": null}).as_object().cloned();
     let mut req = request(m, vec![user("x")]);
     req.thinking_level = ThinkingLevel::Off;
-    let body = crate::provider::openai_request::build_body(&req, &OpenAiCompat::resolve(&req.model));
+    let body = crate::provider::openai::request::build_body(&req, &OpenAiCompat::resolve(&req.model));
     assert!(body.get("reasoning_effort").is_none(), "{body}");
 }

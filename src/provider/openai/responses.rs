@@ -1,5 +1,5 @@
 //! The `openai-responses` wire API (Responses API with SSE streaming): sends
-//! the request built by `openai_responses_request`, decodes the event stream
+//! the request built by `responses_request`, decodes the event stream
 //! the way pi 1.6 does, and words and classifies failures like pi.
 //!
 //! One block per output item, keyed by `output_index`; a block ends at its
@@ -17,16 +17,16 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::classify::{
+use super::responses_request::{build_body, build_headers, endpoint};
+use crate::message::{StopReason, Usage};
+use crate::provider::classify::{
     MALFORMED_EVENT_MESSAGE, error_from, js_truthy, openai_sdk_error, openai_stream_error_message, retry_after,
 };
-use super::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
-use super::http::HttpClient;
-use super::openai_responses_request::{build_body, build_headers, endpoint};
-use super::shared::js_json;
-use super::sse::SseEvent;
-use super::{BlockKind, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream};
-use crate::message::{StopReason, Usage};
+use crate::provider::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
+use crate::provider::http::HttpClient;
+use crate::provider::shared::js_json;
+use crate::provider::sse::SseEvent;
+use crate::provider::{BlockKind, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream};
 
 /// Responses API provider.
 pub struct OpenAiResponses {
@@ -427,5 +427,4 @@ impl Provider for OpenAiResponses {
 }
 
 #[cfg(test)]
-#[path = "openai_responses_tests.rs"]
 mod tests;

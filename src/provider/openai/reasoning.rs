@@ -6,8 +6,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::shared::{budget_within, thinking_budget};
 use crate::model::{Model, ThinkingLevel};
+use crate::provider::shared::{budget_within, thinking_budget};
 
 fn common_fields_valid(d: &Map<String, Value>) -> bool {
     d.get("id").is_none_or(|v| v.is_null() || v.is_string())
