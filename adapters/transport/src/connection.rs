@@ -66,7 +66,11 @@ impl FramedSink {
 
 impl MessageSink for FramedSink {
     async fn send(&self, body: Vec<u8>) -> bool {
-        self.lines.send_raw(self.framing.frame(body)).await
+        match self.framing {
+            // The writer adds the LF in its buffer: no copy of the line.
+            Framing::Lines => self.lines.send(body).await,
+            Framing::Headers => self.lines.send_raw(self.framing.frame(body)).await,
+        }
     }
 }
 
@@ -181,8 +185,9 @@ where
     let mut input_open = true;
     tokio::pin!(stop);
     loop {
+        // Not biased: a busy output must not starve the input (an `abort`
+        // during a long stream is read while the stream goes on).
         tokio::select! {
-            biased;
             _ = &mut stop, if end != ServeEnd::Signalled => {
                 end = ServeEnd::Signalled;
                 input_open = false;

@@ -5,10 +5,11 @@
 //! value), and `serde_path_to_error` adds where. One function words it for
 //! both dialects: `field "enabled" must be a boolean, got a string`.
 
+use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 
-use schemars::JsonSchema;
+use serde::Deserialize as _;
 use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, Expected, IntoDeserializer, Unexpected, Visitor};
 use serde_json::{Map, Value};
@@ -86,14 +87,14 @@ fn phrase(expected: &str) -> String {
 }
 
 /// Decode params into `P`.
-pub fn decode<P: DeserializeOwned + JsonSchema>(params: &Map<String, Value>) -> Result<P, FieldError> {
+pub fn decode<P: DeserializeOwned>(params: &Map<String, Value>) -> Result<P, FieldError> {
     serde_path_to_error::deserialize(MapDeserializer::new(params)).map_err(|e| {
         let path = e.path().to_string();
         word::<P>(if path == "." { "" } else { &path }, e.into_inner())
     })
 }
 
-fn word<P: JsonSchema>(path: &str, error: ParamError) -> FieldError {
+fn word<P: DeserializeOwned>(path: &str, error: ParamError) -> FieldError {
     let top = |p: &str| p.split(['.', '[']).next().unwrap_or(p).to_string();
     match error {
         ParamError::Missing(name) if path.is_empty() => {
@@ -111,27 +112,135 @@ fn word<P: JsonSchema>(path: &str, error: ParamError) -> FieldError {
     }
 }
 
-/// The JSON type a property of `P` must have, from its schema (`a string`).
-fn expected_of<P: JsonSchema>(name: &str) -> Option<String> {
-    let schema = schemars::schema_for!(P).to_value();
-    let mut property = schema.get("properties")?.get(name)?;
-    if let Some(target) = property.get("$ref").and_then(Value::as_str) {
-        property = schema.pointer(target.trim_start_matches('#'))?;
+/// The JSON type field `name` of `P` must have (`a string`): `P` is
+/// deserialized from `{name: <probe>}` and the probe notes what is asked of it.
+fn expected_of<P: DeserializeOwned>(name: &'static str) -> Option<&'static str> {
+    let asked = Cell::new(None);
+    let _ = P::deserialize(ProbeMap { name, asked: &asked, done: false });
+    asked.get()
+}
+
+/// A one-member map whose value only records the type requested of it.
+struct ProbeMap<'a> {
+    name: &'static str,
+    asked: &'a Cell<Option<&'static str>>,
+    done: bool,
+}
+
+impl<'de> de::Deserializer<'de> for ProbeMap<'_> {
+    type Error = ParamError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ParamError> {
+        visitor.visit_map(self)
     }
-    let kind = |t: &str| match t {
-        "string" => "a string",
-        "boolean" => "a boolean",
-        "integer" | "number" => "a number",
-        "object" => "an object",
-        "array" => "an array",
-        _ => "a value",
-    };
-    let ty = property.get("type").and_then(Value::as_str)?;
-    let items = property.pointer("/items/type").and_then(Value::as_str);
-    Some(match (ty, items) {
-        ("array", Some("string")) => "an array of strings".to_string(),
-        (t, _) => kind(t).to_string(),
-    })
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+        unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+impl<'de> de::MapAccess<'de> for ProbeMap<'_> {
+    type Error = ParamError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, ParamError> {
+        if std::mem::replace(&mut self.done, true) {
+            return Ok(None);
+        }
+        seed.deserialize(BorrowedStrDeserializer::new(self.name)).map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, ParamError> {
+        seed.deserialize(Probe { asked: self.asked })
+    }
+}
+
+/// A one-item sequence whose item only records the type requested of it.
+struct ProbeItems<'a> {
+    asked: &'a Cell<Option<&'static str>>,
+    done: bool,
+}
+
+impl<'de> de::SeqAccess<'de> for ProbeItems<'_> {
+    type Error = ParamError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, ParamError> {
+        if std::mem::replace(&mut self.done, true) {
+            return Ok(None);
+        }
+        seed.deserialize(Probe { asked: self.asked }).map(Some)
+    }
+}
+
+/// Records the first type asked of it, then fails.
+struct Probe<'a> {
+    asked: &'a Cell<Option<&'static str>>,
+}
+
+impl Probe<'_> {
+    fn ask<T>(&self, kind: &'static str) -> Result<T, ParamError> {
+        if self.asked.get().is_none() {
+            self.asked.set(Some(kind));
+        }
+        Err(ParamError::Message("probed".into()))
+    }
+}
+
+impl<'de> de::Deserializer<'de> for Probe<'_> {
+    type Error = ParamError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, ParamError> {
+        self.ask("a value")
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, _: V) -> Result<V::Value, ParamError> {
+        self.ask("a boolean")
+    }
+
+    fn deserialize_str<V: Visitor<'de>>(self, _: V) -> Result<V::Value, ParamError> {
+        self.ask("a string")
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, _: V) -> Result<V::Value, ParamError> {
+        self.ask("a string")
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, ParamError> {
+        self.ask("a string")
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ParamError> {
+        let item = Cell::new(None);
+        let _ = visitor.visit_seq(ProbeItems { asked: &item, done: false });
+        self.ask(if item.get() == Some("a string") { "an array of strings" } else { "an array" })
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, _: V) -> Result<V::Value, ParamError> {
+        self.ask("an object")
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, ParamError> {
+        self.ask("an object")
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ParamError> {
+        visitor.visit_some(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char bytes byte_buf unit
+        unit_struct newtype_struct tuple tuple_struct identifier ignored_any
+    }
 }
 
 /// A deserializer over a borrowed JSON value with [`ParamError`]s.
@@ -289,5 +398,3 @@ where
     }
     Ok(Option::<Wrapped<T>>::deserialize(d)?.map(|w| w.0))
 }
-
-use serde::Deserialize as _;

@@ -15,7 +15,9 @@ mod table;
 pub mod ui;
 
 use pi_core::op::{Op, Reply};
-use schemars::{JsonSchema, Schema, SchemaGenerator};
+use schemars::JsonSchema;
+#[cfg(feature = "schemas")]
+use schemars::{Schema, SchemaGenerator};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -53,8 +55,10 @@ pub struct Binding {
     /// The native `type` or the JSON-RPC `method`.
     pub name: &'static str,
     decode: fn(&Map<String, Value>) -> Result<Op, FieldError>,
+    #[cfg(feature = "schemas")]
     params_schema: fn(&mut SchemaGenerator) -> Schema,
     encode: fn(Reply) -> Option<Result<Encoded, serde_json::Error>>,
+    #[cfg(feature = "schemas")]
     result_schema: fn(&mut SchemaGenerator) -> Option<Schema>,
 }
 
@@ -64,10 +68,12 @@ impl std::fmt::Debug for Binding {
     }
 }
 
+#[cfg(feature = "schemas")]
 fn params_schema<P: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
     g.subschema_for::<P>()
 }
 
+#[cfg(feature = "schemas")]
 fn result_schema<R: WireResult>(g: &mut SchemaGenerator) -> Option<Schema> {
     R::DATA.then(|| g.subschema_for::<R>())
 }
@@ -89,8 +95,10 @@ impl Binding {
         Binding {
             name,
             decode,
+            #[cfg(feature = "schemas")]
             params_schema: params_schema::<P>,
             encode: encode::<R>,
+            #[cfg(feature = "schemas")]
             result_schema: result_schema::<R>,
         }
     }
@@ -111,11 +119,13 @@ impl Binding {
     }
 
     /// The schema of the params (a `$ref` into `g`'s definitions).
+    #[cfg(feature = "schemas")]
     pub fn params_schema(&self, g: &mut SchemaGenerator) -> Schema {
         (self.params_schema)(g)
     }
 
     /// The schema of the result; `None` when the command has no result data.
+    #[cfg(feature = "schemas")]
     pub fn result_schema(&self, g: &mut SchemaGenerator) -> Option<Schema> {
         (self.result_schema)(g)
     }
