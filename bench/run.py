@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """pi-rpc benchmarks: cold start to the first get_state response, peak RSS,
-and the time to relay a 100,000-delta stream from the fake model server.
+the time to relay a 100,000-delta stream from the fake model server, and the
+start of one TypeScript extension (pi's rpc-demo.ts) in the extension host.
 
 Usage: bench/run.py [--runs N] [--deltas N] [--reference PATH_TO_PI_CLI_JS]
 
@@ -66,6 +67,59 @@ def cold_start(cmd, env, cwd):
     if proc.wait() != 0:
         raise SystemExit(f"exit status {proc.returncode}")
     return elapsed, rss
+
+
+def tree_rss_kib(pid):
+    """Peak RSS of a process plus that of its live children (the extension host)."""
+    total = peak_rss_kib(pid)
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = [int(c) for c in f.read().split()]
+    except OSError:
+        children = []
+    return total + sum(tree_rss_kib(c) for c in children)
+
+
+def extension_start(label, cmd, env, cwd, runs):
+    """First get_state answer with one extension loaded (commands wait for it to register)."""
+    times, rss = [], []
+    for i in range(runs + 1):
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=env, cwd=cwd)
+        proc.stdin.write(b'{"id":"s","type":"get_state"}\n')
+        proc.stdin.flush()
+        for line in proc.stdout:
+            if line.startswith(b'{"id":"s"') or b'"id":"s","type":"response"' in line:
+                break
+        elapsed = time.perf_counter() - start
+        r = tree_rss_kib(proc.pid)
+        proc.stdin.close()
+        proc.stdout.read()
+        proc.wait()
+        if i > 0:  # the first run warms the caches (and jiti's transpile cache)
+            times.append(elapsed)
+            rss.append(r)
+    print(f"{label}: with one TypeScript extension (rpc-demo.ts), first get_state response: median "
+          f"{statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}, "
+          f"{runs} runs); peak RSS with its children {statistics.median(rss) / 1024:.1f} MiB")
+
+
+def measure_extension(args):
+    example = os.path.join(ROOT, "target/tools/reference/node_modules/@earendil-works/pi-coding-agent/examples/"
+                                 "extensions/rpc-demo.ts")
+    host = os.path.join(ROOT, "target/tools/extension-host")
+    if not os.path.exists(example) or not os.path.isdir(os.path.join(host, "node_modules", "jiti")):
+        print("extension host: skipped (run scripts/install-test-tools.sh)")
+        return
+    with tempfile.TemporaryDirectory() as agent, tempfile.TemporaryDirectory() as cwd:
+        env = sandbox_env(agent)
+        env["PI_RPC_EXTENSION_HOST_DIR"] = host
+        env["PI_RPC_NODE"] = args.node if args.node != "node" else env.get("PI_RPC_NODE", "node")
+        extension_start("pi-rpc", [PI, "--mode", "rpc", "--no-session", "-e", example], env, cwd, max(3, args.runs // 4))
+        if args.reference:
+            extension_start("reference", [args.node, args.reference, "--mode", "rpc", "--no-session", "--offline",
+                                          "-e", example], env, cwd, max(3, args.runs // 4))
 
 
 def measure_start(label, cmd, runs):
@@ -142,6 +196,7 @@ def main():
         measure_start("reference", [args.node, args.reference, "--mode", "rpc", "--no-session", "--offline"],
                       max(3, args.runs // 4))
     relay(args.deltas)
+    measure_extension(args)
 
 
 if __name__ == "__main__":

@@ -17,25 +17,9 @@ VERSION=1.6.0
 CLI="$REF_DIR/node_modules/$PKG/dist/cli.js"
 NODE="$REF_DIR/node_modules/.bin/node"
 
-installed() {
-    [ -f "$CLI" ] && [ -x "$NODE" ] && "$NODE" -e 'process.exit(+process.versions.node.split(".")[0] >= 22 ? 0 : 1)' 2>/dev/null
-}
-
-if ! installed; then
-    if ! command -v npm >/dev/null 2>&1; then
-        echo "SKIP reference run: npm is not available to install $PKG@$VERSION"
-        exit 0
-    fi
-    echo "installing $PKG@$VERSION and node 22 into $REF_DIR …"
-    mkdir -p "$REF_DIR"
-    if ! (cd "$REF_DIR" && npm install --no-audit --no-fund --loglevel=error "$PKG@$VERSION" "node@22" >install.log 2>&1); then
-        echo "SKIP reference run: npm install failed (see $REF_DIR/install.log)"
-        exit 0
-    fi
-    if ! installed; then
-        echo "SKIP reference run: the installed reference is incomplete (see $REF_DIR/install.log)"
-        exit 0
-    fi
+if ! sh "$ROOT/scripts/install-reference.sh"; then
+    echo "SKIP reference run: the reference $PKG@$VERSION is not installed"
+    exit 0
 fi
 
 cd "$ROOT"
@@ -44,4 +28,5 @@ if [ -z "${PI_COMPAT:-}" ]; then
     PI_COMPAT="$ROOT/target/debug/pi-compat"
 fi
 echo "== reference pi $VERSION, native dialect =="
-exec "$PI_COMPAT" run --agent "$NODE $CLI --mode rpc --offline" --dialect jsonl --profile reference "$@"
+exec "$PI_COMPAT" run --agent "$NODE $CLI --mode rpc --offline" --dialect jsonl --profile reference \
+    --examples "$REF_DIR/node_modules/$PKG/examples" "$@"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: unit, integration and end-to-end tests (with the real
 # client examples), the HTML export in headless Chromium, the conformance
-# kit in both dialects, and interop with the reference pi 1.6.0. Installs what the tests need into target/tools first.
+# kit in both dialects, the fuzz/crash/fault suites, and interop with the reference pi 1.6.0. Installs what the tests need into target/tools first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +11,11 @@ if [ -x target/tools/node/node_modules/.bin/node ]; then
 fi
 
 cargo test --workspace
+
+# The fuzz, crash and fault suites against the real binary (bounded for CI;
+# `cargo run -p pi-reliability -- long --seconds N` is the developer's long run).
+cargo build --quiet -p pi-cli --bin pi -p pi-reliability
+target/debug/pi-reliability ci
 
 if [ -x tests/browser/export_html.sh ]; then
   tests/browser/export_html.sh

@@ -58,6 +58,11 @@ pub struct ToolCall {
     /// Provider signature attached to the call (Gemini thought signatures).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thought_signature: Option<String>,
+    /// Set when the streamed arguments were not valid JSON (`arguments` is
+    /// then `{}`): the parser's message and the text received, as pi 1.6.0
+    /// records it. Such a call is never executed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_error: Option<String>,
 }
 
 /// One block of message content.

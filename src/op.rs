@@ -231,6 +231,8 @@ pub struct StateSnapshot {
     pub pending_message_count: usize,
     pub active_tools: Vec<String>,
     pub context_usage: Option<ContextUsageStats>,
+    /// The session file's header line (`pi --mode json` prints it first).
+    pub session_header: crate::session::SessionHeader,
 }
 
 /// Token totals of the session.
@@ -276,11 +278,35 @@ pub struct ForkMessage {
     pub text: String,
 }
 
+/// The session as a forest (`get_tree`), kept flat: nodes refer to their
+/// children by position, so a 100,000-entry chain is walked, cloned, compared
+/// and dropped without recursion.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SessionTree {
+    /// Every node, in the session's append order.
+    pub nodes: Vec<TreeNode>,
+    /// Positions in `nodes` of the roots, in order.
+    pub roots: Vec<usize>,
+}
+
+impl SessionTree {
+    /// The root nodes, in order.
+    pub fn roots(&self) -> impl Iterator<Item = &TreeNode> {
+        self.roots.iter().filter_map(|&i| self.nodes.get(i))
+    }
+
+    /// The children of `node`, in order.
+    pub fn children<'a>(&'a self, node: &'a TreeNode) -> impl Iterator<Item = &'a TreeNode> {
+        node.children.iter().filter_map(|&i| self.nodes.get(i))
+    }
+}
+
 /// One node of `get_tree`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TreeNode {
     pub entry: SessionEntry,
-    pub children: Vec<TreeNode>,
+    /// Positions in [`SessionTree::nodes`] of the children, in order.
+    pub children: Vec<usize>,
     pub label: Option<String>,
     pub label_timestamp: Option<String>,
 }
@@ -382,7 +408,7 @@ pub enum Reply {
         leaf_id: Option<String>,
     },
     Tree {
-        tree: Vec<TreeNode>,
+        tree: SessionTree,
         leaf_id: Option<String>,
     },
     LastAssistantText(Option<String>),

@@ -78,6 +78,8 @@ pub(crate) async fn stream_assistant(
                 if let Some(key) = secret.filter(|k| k.len() >= 8) {
                     e.message = e.message.replace(key, "***");
                 }
+                // A huge error text would be copied into every event and entry.
+                e.message = crate::provider::classify::cap_error_message(e.message, None);
                 error = Some(e);
                 break;
             }
@@ -106,6 +108,7 @@ pub(crate) async fn stream_assistant(
                             name: name.clone(),
                             arguments: Value::Object(Map::new()),
                             thought_signature: None,
+                            arguments_error: None,
                         }),
                         AssistantStreamEvent::ToolCallStart { content_index, id, tool_name: name },
                     ),
@@ -225,9 +228,18 @@ async fn emit_update(emitter: Option<&dyn EventSink>, event: AssistantStreamEven
     }
 }
 
+/// Parse a call's streamed arguments once its block is over. Text that is
+/// not one JSON value (cut off by the token limit, or broken) is not guessed
+/// at: the call gets `{}` and an `argumentsError`, and is never executed.
 fn finish_tool_args(message: &mut AssistantMessage, block: &Block) {
     if let Some(ContentBlock::ToolCall(call)) = message.content.get_mut(block.content_index) {
-        call.arguments = parse_tool_arguments(&block.args);
+        match complete_tool_arguments(&block.args) {
+            Ok(arguments) => call.arguments = arguments,
+            Err(error) => {
+                call.arguments = Value::Object(Map::new());
+                call.arguments_error = Some(format!("{error}\n\nReceived arguments:\n{}", block.args));
+            }
+        }
     }
 }
 
@@ -245,47 +257,14 @@ fn close_block(message: &mut AssistantMessage, block: &Block) -> AssistantStream
     }
 }
 
-/// Parse streamed tool arguments; empty means `{}`, and broken JSON is
-/// repaired by closing open strings, arrays and objects when possible.
-pub(crate) fn parse_tool_arguments(raw: &str) -> Value {
-    let trimmed = raw.trim();
-    if trimmed.is_empty() {
-        return Value::Object(Map::new());
+/// Complete tool arguments: empty means `{}`; otherwise one JSON value, with
+/// only pi's repair of raw control characters and bad escapes inside strings
+/// (never closing what was left open).
+pub(crate) fn complete_tool_arguments(raw: &str) -> Result<Value, serde_json::Error> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
     }
-    if let Ok(v) = serde_json::from_str::<Value>(trimmed) {
-        return v;
-    }
-    let mut closers = Vec::new();
-    let mut in_string = false;
-    let mut escaped = false;
-    for c in trimmed.chars() {
-        if in_string {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            '"' => in_string = true,
-            '{' => closers.push('}'),
-            '[' => closers.push(']'),
-            '}' | ']' => {
-                closers.pop();
-            }
-            _ => {}
-        }
-    }
-    let mut repaired = trimmed.to_string();
-    if in_string {
-        repaired.push('"');
-    }
-    while let Some(c) = closers.pop() {
-        repaired.push(c);
-    }
-    serde_json::from_str(&repaired).unwrap_or_else(|_| Value::Object(Map::new()))
+    crate::provider::shared::parse_json_with_repair(raw)
 }
 
 #[cfg(test)]
@@ -293,11 +272,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tool_arguments_are_parsed_or_repaired() {
-        assert_eq!(parse_tool_arguments(""), serde_json::json!({}));
-        assert_eq!(parse_tool_arguments(r#"{"a":1}"#), serde_json::json!({"a": 1}));
-        assert_eq!(parse_tool_arguments(r#"{"a":"x"#), serde_json::json!({"a": "x"}));
-        assert_eq!(parse_tool_arguments(r#"{"a":[1,2"#), serde_json::json!({"a": [1, 2]}));
-        assert_eq!(parse_tool_arguments("nonsense"), serde_json::json!({}));
+    fn only_complete_tool_arguments_parse() {
+        assert_eq!(complete_tool_arguments("").unwrap(), serde_json::json!({}));
+        assert_eq!(complete_tool_arguments(r#"{"a":1}"#).unwrap(), serde_json::json!({"a": 1}));
+        // pi's repair of raw control characters inside strings still applies.
+        assert_eq!(complete_tool_arguments("{\"a\":\"x\ny\"}").unwrap(), serde_json::json!({"a": "x\ny"}));
+        for cut in [r#"{"command": "echo TRUNC"#, r#"{"a":[1,2"#, r#"{"a":1,}"#, "nonsense", r#"{"a":1}{"#] {
+            assert!(complete_tool_arguments(cut).is_err(), "{cut}");
+        }
     }
 }

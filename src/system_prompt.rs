@@ -10,10 +10,14 @@ pub struct PromptInputs<'a> {
     pub cwd: &'a Path,
     /// Active tools as (name, one-line summary).
     pub tools: &'a [(String, String)],
+    /// Extra rule bullets (extension tools' `promptGuidelines`).
+    pub guidelines: &'a [String],
     /// `--system-prompt`: replaces the preamble (text, or a file to read).
     pub replace: Option<&'a str>,
     /// `--append-system-prompt` values (text or files), in order.
     pub append: &'a [String],
+    /// `--no-context-files`: leave AGENTS.md / CLAUDE.md out.
+    pub no_context_files: bool,
     /// Extra section appended before the date line (the skills list).
     pub skills_section: Option<&'a str>,
     /// `YYYY-MM-DD`.
@@ -42,7 +46,7 @@ pub fn build(inputs: &PromptInputs<'_>) -> String {
         .or_else(|| read_first(&[inputs.cwd.join(".pi/SYSTEM.md"), inputs.agent_dir.join("SYSTEM.md")]));
     let mut prompt = match replaced {
         Some(text) => text,
-        None => default_preamble(inputs.tools),
+        None => default_preamble(inputs.tools, inputs.guidelines),
     };
     let appended_file =
         read_first(&[inputs.cwd.join(".pi/APPEND_SYSTEM.md"), inputs.agent_dir.join("APPEND_SYSTEM.md")]);
@@ -52,7 +56,7 @@ pub fn build(inputs: &PromptInputs<'_>) -> String {
             prompt.push_str(extra.trim_end());
         }
     }
-    let context = context_files(inputs.agent_dir, inputs.cwd);
+    let context = if inputs.no_context_files { Vec::new() } else { context_files(inputs.agent_dir, inputs.cwd) };
     if !context.is_empty() {
         prompt.push_str(
             "\n\n# Project context\n\nInstructions from context files. Follow them unless the user says otherwise.",
@@ -69,7 +73,7 @@ pub fn build(inputs: &PromptInputs<'_>) -> String {
     prompt
 }
 
-fn default_preamble(tools: &[(String, String)]) -> String {
+fn default_preamble(tools: &[(String, String)], guidelines: &[String]) -> String {
     let mut p = String::from(
         "You are a coding assistant running inside pi, a coding agent harness. You help the user by reading files, \
          running commands, editing code and writing new files.\n\nTools you can call:",
@@ -92,6 +96,9 @@ fn default_preamble(tools: &[(String, String)]) -> String {
          - Use write only for new files or complete rewrites.\n\
          - Keep answers short and name file paths clearly.",
     );
+    for rule in guidelines {
+        p.push_str(&format!("\n- {}", rule.trim()));
+    }
     p
 }
 
@@ -148,8 +155,10 @@ mod tests {
             agent_dir: agent,
             cwd,
             tools,
+            guidelines: &[],
             replace: None,
             append: &[],
+            no_context_files: false,
             skills_section: None,
             date: "2026-01-02",
         }
@@ -170,6 +179,10 @@ mod tests {
         assert!(p.contains(&format!("Current working directory: {}", sub.display())));
         let (u, r, s) = (p.find("user rules").unwrap(), p.find("root rules").unwrap(), p.find("sub rules").unwrap());
         assert!(u < r && r < s, "context files in order: {p}");
+        let mut without = inputs(agent.path(), &sub, &tools);
+        without.no_context_files = true;
+        let p = build(&without);
+        assert!(!p.contains("root rules") && !p.contains("# Project context"), "--no-context-files: {p}");
     }
 
     #[test]

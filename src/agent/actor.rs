@@ -40,13 +40,18 @@ pub(crate) struct Agent {
     pub(super) session_dir_explicit: bool,
     pub(super) prompt_options: SystemPromptOptions,
     pub(super) persist_settings: bool,
-    pub(super) temp_dir: PathBuf,
+    /// Full-output files of truncated bash runs (see `tools::temp_outputs`).
+    pub(super) temp_outputs: crate::tools::temp_outputs::TempOutputs,
 
     pub(super) session: Session,
     /// The conversation as the model sees it (what `get_messages` returns).
     pub(super) messages: Vec<AgentMessage>,
     pub(super) model: Model,
     pub(super) thinking: ThinkingLevel,
+    /// The command line's model choice, applied to every session opened.
+    pub(super) startup: super::settings::StartupChoice,
+    /// `--models`: what `cycle_model` cycles through (with optional levels).
+    pub(super) scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
     pub(super) steering: MessageQueue,
     pub(super) follow_up: MessageQueue,
     pub(super) auto_compaction: bool,
@@ -103,11 +108,13 @@ impl Agent {
             session_dir_explicit: config.session_dir_explicit,
             prompt_options: config.system_prompt,
             persist_settings: config.persist_settings,
-            temp_dir: config.temp_dir,
+            temp_outputs: crate::tools::temp_outputs::TempOutputs::new(&config.temp_dir),
             session,
             messages: restored.messages,
             model: faux::faux_model(),
             thinking: ThinkingLevel::Off,
+            startup: Default::default(),
+            scoped_models: Vec::new(),
             usage_unknown: false,
             state: RunState::Idle,
             deferred: DeferredQueue::default(),
@@ -123,13 +130,20 @@ impl Agent {
         if let Some(key) = config.api_key.clone() {
             agent.api_key_target(config.provider.as_deref(), config.model.as_deref(), key);
         }
-        agent.select_initial_model(
-            config.provider.as_deref(),
-            config.model.as_deref(),
-            config.thinking,
-            restored.model,
-            restored.thinking_level,
-        )?;
+        if !config.model_scope.is_empty() {
+            let scope = agent.models.scope(&config.model_scope);
+            for warning in scope.warnings {
+                tracing::warn!("--models: {warning}");
+            }
+            agent.scoped_models = scope.models;
+        }
+        agent.startup = super::settings::StartupChoice {
+            provider: config.provider.clone(),
+            pattern: config.model.clone(),
+            thinking: config.thinking,
+            inline_key: config.api_key.is_some(),
+        };
+        agent.select_initial_model(restored.model, restored.thinking_level)?;
         agent.start_session_entries(config.session_name)?;
         Ok(agent)
     }
@@ -139,7 +153,8 @@ impl Agent {
         let provider = provider
             .map(str::to_string)
             .or_else(|| {
-                model.and_then(|m| self.models.resolve(None, strip_thinking_suffix(m).0).ok()).map(|m| m.provider)
+                let pattern = model.map(str::trim).filter(|m| !m.is_empty())?;
+                self.models.resolve_pattern(None, pattern, None, true).ok().map(|s| s.model.provider)
             })
             .or_else(|| self.settings.default_provider.clone());
         match provider {
@@ -171,6 +186,7 @@ impl Agent {
             }
         }
         self.ext.handle.shutdown().await;
+        self.temp_outputs.release(self.session.file_path());
         if let Some(Some(tag)) = self.shutdown.take() {
             self.reply(Some(tag), Ok(Reply::Ack)).await;
         }
@@ -184,7 +200,9 @@ impl Agent {
             && !self.deferred.holds(Hold::Extensions)
     }
 
+    /// Send an event to the client, and to the extensions that subscribed to it.
     pub(super) async fn emit(&self, event: AgentEvent) {
+        self.notify_extensions(&event);
         let _ = self.out.send(Output::Event(event)).await;
     }
 
@@ -199,7 +217,6 @@ impl Agent {
             Internal::Event(event) => {
                 let settled = matches!(event, AgentEvent::AgentSettled { .. });
                 self.observe(&event);
-                self.notify_extensions(&event);
                 self.emit(event).await;
                 // Like pi, the run is over once `agent_settled` is out: a
                 // prompt read right after it must start a new run.
@@ -209,11 +226,7 @@ impl Agent {
             }
             Internal::Extension(signal) => self.handle_extension_signal(signal).await,
             Internal::TakeQueued { kind, reply } => {
-                let taken = match kind {
-                    QueueKind::Steering => self.steering.take(),
-                    QueueKind::FollowUp => self.follow_up.take(),
-                };
-                let _ = reply.send(taken);
+                let _ = reply.send(self.take_delivered(kind));
             }
             Internal::QueueChanged => self.emit_queue_update().await,
             Internal::Context { reply } => {
@@ -226,6 +239,10 @@ impl Agent {
                 self.record_context_edit(&message);
             }
             Internal::RunFinished { run_id } => self.run_finished(run_id).await,
+            Internal::CurrentTools { reply } => {
+                let (tools, specs) = self.active_tool_set();
+                let _ = reply.send(super::internal::ToolSet(tools, specs));
+            }
             Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
             Internal::BashFinished { tag, outcome } => {
                 self.bash_cancel = None;
@@ -312,6 +329,23 @@ impl Agent {
             tracing::error!("cannot write session entry: {e}");
         }
         self.messages.push(message);
+    }
+
+    /// Take what a queue delivers now, each message with both queues as they
+    /// stand once it is delivered.
+    fn take_delivered(&mut self, kind: QueueKind) -> Vec<super::internal::Delivered> {
+        let (taken, other) = match kind {
+            QueueKind::Steering => (self.steering.take_each(), self.follow_up.texts()),
+            QueueKind::FollowUp => (self.follow_up.take_each(), self.steering.texts()),
+        };
+        let delivered = |(message, rest): (AgentMessage, Vec<String>)| {
+            let (steering, follow_up) = match kind {
+                QueueKind::Steering => (rest, other.clone()),
+                QueueKind::FollowUp => (other.clone(), rest),
+            };
+            super::internal::Delivered { message, steering, follow_up }
+        };
+        taken.into_iter().map(delivered).collect()
     }
 
     pub(super) async fn emit_queue_update(&self) {
@@ -424,7 +458,7 @@ impl Agent {
         self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Queued })).await;
     }
 
-    async fn abort(&mut self, tag: Option<RequestTag>) {
+    pub(super) async fn abort(&mut self, tag: Option<RequestTag>) {
         match &self.state {
             RunState::Idle => self.reply(tag, Ok(Reply::Ack)).await,
             active => {
@@ -487,6 +521,9 @@ impl Agent {
             initial,
             retry: self.settings.retry,
             retry_enabled: self.retry_enabled.clone(),
+            extensions: self.ext.handle.clone(),
+            tools_version: self.ext.tools_version.clone(),
+            tools_seen: self.ext.tools_version.load(std::sync::atomic::Ordering::SeqCst),
         };
         self.state =
             RunState::Running(ActiveRun { id: run_id, cancel, retry_cancel, retry_waiting: false, compacting: false });
@@ -508,7 +545,7 @@ impl Agent {
 
     pub(super) fn tool_context(&self) -> ToolContext {
         let mut ctx = ToolContext::new(self.cwd.clone());
-        ctx.temp_dir = self.temp_dir.clone();
+        ctx.temp_dir = self.temp_outputs.dir().to_path_buf();
         ctx.env = vec![
             ("PI_CODING_AGENT".to_string(), "true".to_string()),
             ("PI_SESSION_ID".to_string(), self.session.session_id().to_string()),
@@ -518,20 +555,31 @@ impl Agent {
     }
 
     pub(super) fn system_prompt(&self) -> String {
-        let tools: Vec<(String, String)> = self
-            .active_tools
-            .iter()
-            .filter(|t| self.tools.contains(t) && !crate::system_prompt::tool_summary(t).is_empty())
-            .map(|t| (t.clone(), crate::system_prompt::tool_summary(t).to_string()))
-            .collect();
+        // Built-in tools carry their summary; extension tools their
+        // `promptSnippet` and `promptGuidelines` (pi leaves out tools without a snippet).
+        let mut tools: Vec<(String, String)> = Vec::new();
+        let mut guidelines: Vec<String> = Vec::new();
+        for (name, tool) in self.active_tools.iter().filter_map(|t| Some((t, self.tools.get(t)?))) {
+            let summary = tool.prompt_snippet().unwrap_or(crate::system_prompt::tool_summary(name));
+            if !summary.is_empty() {
+                tools.push((name.clone(), summary.to_string()));
+            }
+            for rule in tool.prompt_guidelines() {
+                if !guidelines.contains(rule) {
+                    guidelines.push(rule.clone());
+                }
+            }
+        }
         let skills = self.skills_section();
         let date = chrono::Utc::now().format("%Y-%m-%d").to_string();
         crate::system_prompt::build(&crate::system_prompt::PromptInputs {
             agent_dir: &self.agent_dir,
             cwd: &self.cwd,
             tools: &tools,
+            guidelines: &guidelines,
             replace: self.prompt_options.replace.as_deref(),
             append: &self.prompt_options.append,
+            no_context_files: self.prompt_options.no_context_files,
             skills_section: skills.as_deref(),
             date: &date,
         })
@@ -546,7 +594,7 @@ impl Agent {
         self.bash_cancel = Some(cancel.clone());
         let emitter = Emitter::new(self.internal_tx.clone());
         let cwd = self.cwd.clone();
-        let temp_dir = self.temp_dir.clone();
+        let temp_dir = self.temp_outputs.dir().to_path_buf();
         let env = self.tool_context().env;
         tokio::spawn(async move {
             let (chunk_tx, mut chunk_rx) = mpsc::unbounded_channel::<String>();
@@ -612,15 +660,6 @@ fn switches_session(op: &Op) -> bool {
 }
 
 /// Split `model:thinking` when the suffix is a thinking level.
-pub(crate) fn strip_thinking_suffix(pattern: &str) -> (&str, Option<ThinkingLevel>) {
-    if let Some((model, level)) = pattern.rsplit_once(':')
-        && let Ok(level) = level.parse::<ThinkingLevel>()
-    {
-        return (model, Some(level));
-    }
-    (pattern, None)
-}
-
 fn open_session(config: &AgentConfig) -> Result<Session, CoreError> {
     let session = match &config.session {
         SessionStart::InMemory => Session::in_memory(&config.cwd),
@@ -642,6 +681,25 @@ fn open_session(config: &AgentConfig) -> Result<Session, CoreError> {
             }
             None => Session::create(&config.session_dir, &config.cwd, None)?,
         },
+        SessionStart::WithId(id) => match crate::session::find_by_id(&config.session_dir, id) {
+            Some(path) => Session::open(&path, &config.cwd)?.0,
+            None => {
+                tracing::warn!("No project session found with id '{id}'; creating a new session with that id.");
+                Session::create_with_id(&config.session_dir, &config.cwd, id)?
+            }
+        },
+        SessionStart::Fork { source, id } => {
+            if let Some(id) = id
+                && crate::session::find_by_id(&config.session_dir, id).is_some()
+            {
+                return Err(CoreError::invalid("session", format!("Session already exists with id '{id}'")));
+            }
+            let (session, warnings) = Session::fork_file(source, &config.session_dir, &config.cwd, id.as_deref())?;
+            for w in warnings {
+                tracing::warn!("{w}");
+            }
+            session
+        }
     };
     Ok(session)
 }

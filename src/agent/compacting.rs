@@ -610,7 +610,7 @@ impl RunCompaction {
         for kind in [QueueKind::Steering, QueueKind::FollowUp] {
             let (reply, answer) = oneshot::channel();
             s.emitter.send(Internal::TakeQueued { kind, reply }).await;
-            let queued = answer.await.unwrap_or_default();
+            let queued: Vec<AgentMessage> = answer.await.unwrap_or_default().into_iter().map(|d| d.message).collect();
             if !queued.is_empty() {
                 s.emitter.send(Internal::QueueChanged).await;
                 return AfterRun::Continue(queued);

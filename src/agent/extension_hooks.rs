@@ -20,12 +20,13 @@ use super::internal::Internal;
 use super::state::{HeldMessage, Hold, Pending};
 use crate::error::CoreError;
 use crate::event::AgentEvent;
+use crate::extensions::hooks::{InputOutcome, InputSource};
 use crate::extensions::{
     CallError, ExtensionOptions, ExtensionTool, Extensions, HostSignal, RegisteredCommand, Routed, SignalSink,
     StartContext,
 };
 use crate::message::AgentMessage;
-use crate::op::{CommandInfo, CommandSource, Disposition, Op, Reply, RequestTag, UiResponse};
+use crate::op::{CommandInfo, CommandSource, Disposition, Op, Reply, RequestTag, StreamingBehavior, UiResponse};
 use crate::resources::{Resources, SkillReader};
 use crate::tools::ToolRegistry;
 
@@ -43,6 +44,18 @@ pub(crate) enum ExtSignal {
     SessionHookDone {
         pending: Pending,
         cancelled: bool,
+    },
+    /// The `input` hooks decided about a client's prompt: `op` carries the
+    /// (possibly transformed) text, unless an extension handled it.
+    InputDone {
+        tag: Option<RequestTag>,
+        op: Option<Op>,
+    },
+    /// The `input` hooks decided about extension `id`'s `sendUserMessage`
+    /// (`params` with the resulting content), unless one handled it.
+    UserMessageInputDone {
+        id: usize,
+        params: Option<Value>,
     },
 }
 
@@ -70,6 +83,10 @@ pub(crate) struct ExtensionState {
     pub next_turn: Vec<AgentMessage>,
     /// Tool names each extension added.
     tools_of: HashMap<usize, Vec<String>>,
+    /// Every tool name each extension ever registered (activation happens once).
+    tools_known: HashMap<usize, std::collections::HashSet<String>>,
+    /// Bumped whenever an extension changes the tools (a run picks them up).
+    pub tools_version: Arc<std::sync::atomic::AtomicU64>,
     /// `--no-tools`: extension tools start inactive.
     no_tools: bool,
 }
@@ -95,8 +112,15 @@ impl ExtensionState {
             running: 0,
             next_turn: Vec::new(),
             tools_of: HashMap::new(),
+            tools_known: HashMap::new(),
+            tools_version: Arc::default(),
             no_tools: options.no_tools,
         }
+    }
+
+    /// Tell a running run that the tools changed.
+    pub(crate) fn tools_changed(&self) {
+        self.tools_version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// No command or hook in flight.
@@ -148,15 +172,32 @@ impl Agent {
                     self.run_extension_command(tag, command, args);
                     return None;
                 }
+                let Op::Prompt { message, images, streaming_behavior } =
+                    self.input_gate(tag, Op::Prompt { message, images, streaming_behavior }, pending.inputs_seen)?
+                else {
+                    return None;
+                };
                 let message = self.expand_resources(message).await;
                 Op::Prompt { message, images, streaming_behavior }
             }
             Op::Steer { message, images } => {
-                let message = self.refuse_command_or_expand(tag, message).await?;
+                self.refuse_command(tag, &message).await?;
+                let Op::Steer { message, images } =
+                    self.input_gate(tag, Op::Steer { message, images }, pending.inputs_seen)?
+                else {
+                    return None;
+                };
+                let message = self.expand_resources(message).await;
                 Op::Steer { message, images }
             }
             Op::FollowUp { message, images } => {
-                let message = self.refuse_command_or_expand(tag, message).await?;
+                self.refuse_command(tag, &message).await?;
+                let Op::FollowUp { message, images } =
+                    self.input_gate(tag, Op::FollowUp { message, images }, pending.inputs_seen)?
+                else {
+                    return None;
+                };
+                let message = self.expand_resources(message).await;
                 Op::FollowUp { message, images }
             }
             Op::GetCommands => {
@@ -173,12 +214,79 @@ impl Agent {
         Some(Pending { op, ..pending })
     }
 
-    async fn refuse_command_or_expand(&mut self, tag: Option<RequestTag>, message: String) -> Option<String> {
-        if let Some((command, _)) = self.ext.handle.find_command(&message) {
+    /// `None` (after refusing it) when `message` invokes an extension command.
+    async fn refuse_command(&mut self, tag: Option<RequestTag>, message: &str) -> Option<()> {
+        if let Some((command, _)) = self.ext.handle.find_command(message) {
             self.reply(tag, Err(CoreError::invalid("message", cannot_queue(&command.invocation)))).await;
             return None;
         }
-        Some(self.expand_resources(message).await)
+        Some(())
+    }
+
+    /// Ask the `input` hooks about a prompt, steer or follow-up (held ops
+    /// wait meanwhile); `Some(op)` when none listens or they already decided.
+    fn input_gate(&mut self, tag: Option<RequestTag>, op: Op, seen: bool) -> Option<Op> {
+        if seen || !self.ext.handle.listens("input") {
+            return Some(op);
+        }
+        let streaming = |b: StreamingBehavior| match b {
+            StreamingBehavior::Steer => "steer",
+            StreamingBehavior::FollowUp => "followUp",
+        };
+        let (text, images, behavior) = match &op {
+            Op::Prompt { message, images, streaming_behavior } => {
+                (message.clone(), images.clone(), streaming_behavior.filter(|_| self.state.is_running()).map(streaming))
+            }
+            Op::Steer { message, images } => (message.clone(), images.clone(), Some("steer")),
+            Op::FollowUp { message, images } => (message.clone(), images.clone(), Some("followUp")),
+            _ => return Some(op),
+        };
+        self.ext.hook_pending = true;
+        self.ext.running += 1;
+        let internal = self.internal_tx.clone();
+        let handle = self.ext.handle.clone();
+        tokio::spawn(async move {
+            let op = match handle.input(text, images, InputSource::Rpc, behavior).await {
+                InputOutcome::Handled => None,
+                InputOutcome::Continue { text, images } => Some(match op {
+                    Op::Prompt { streaming_behavior, .. } => Op::Prompt { message: text, images, streaming_behavior },
+                    Op::Steer { .. } => Op::Steer { message: text, images },
+                    _ => Op::FollowUp { message: text, images },
+                }),
+            };
+            let _ = internal.send(Internal::Extension(ExtSignal::InputDone { tag, op })).await;
+        });
+        None
+    }
+
+    /// Ask the `input` hooks about an extension's `sendUserMessage`
+    /// (`source: "extension"`); the message is delivered once they decided.
+    pub(super) fn user_message_input_gate(&mut self, id: usize, params: &Value) -> bool {
+        if !self.ext.handle.listens("input") {
+            return false;
+        }
+        let Ok((text, images)) = super::extension_requests::user_content(params) else { return false };
+        let behavior = match params.get("deliverAs").and_then(Value::as_str) {
+            Some("steer") if self.state.is_running() => Some("steer"),
+            Some("followUp") if self.state.is_running() => Some("followUp"),
+            _ => None,
+        };
+        let internal = self.internal_tx.clone();
+        let handle = self.ext.handle.clone();
+        let mut params = params.clone();
+        tokio::spawn(async move {
+            let params = match handle.input(text, images, InputSource::Extension, behavior).await {
+                InputOutcome::Handled => None,
+                InputOutcome::Continue { text, images } => {
+                    let mut content = vec![json!({"type": "text", "text": text})];
+                    content.extend(images.iter().map(|i| json!(crate::message::ContentBlock::Image(i.clone()))));
+                    params["content"] = Value::Array(content);
+                    Some(params)
+                }
+            };
+            let _ = internal.send(Internal::Extension(ExtSignal::UserMessageInputDone { id, params })).await;
+        });
+        true
     }
 
     /// `/skill:name args` then `/template args` (pi's order); a skill file
@@ -337,7 +445,6 @@ impl Agent {
     pub(super) async fn append_and_announce(&mut self, message: AgentMessage) {
         self.append_message(message.clone());
         for event in [AgentEvent::MessageStart { message: message.clone() }, AgentEvent::MessageEnd { message }] {
-            self.notify_extensions(&event);
             self.emit(event).await;
         }
     }
@@ -382,6 +489,23 @@ impl Agent {
                     self.emit(event).await;
                 }
                 self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Handled })).await;
+            }
+            ExtSignal::InputDone { tag, op } => {
+                self.ext.running = self.ext.running.saturating_sub(1);
+                self.ext.hook_pending = false;
+                match op {
+                    Some(op) => {
+                        let pending = Pending { tag, op, allowed: false, accepted: true, inputs_seen: true };
+                        self.handle_op(pending).await;
+                    }
+                    None => self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Handled })).await,
+                }
+                self.release_deferred().await;
+            }
+            ExtSignal::UserMessageInputDone { id, params } => {
+                if let Some(params) = params {
+                    self.deliver_user_message(id, &params).await;
+                }
             }
             ExtSignal::SessionHookDone { pending, cancelled } => {
                 self.ext.running = self.ext.running.saturating_sub(1);
@@ -434,9 +558,13 @@ impl Agent {
     async fn sync_extension_tools(&mut self, id: usize) {
         let Some(ext) = self.ext.handle.get(id).filter(|e| !e.is_dead()) else { return };
         let Some(registration) = ext.registration() else { return };
-        for name in self.ext.tools_of.remove(&id).unwrap_or_default() {
-            self.remove_extension_tool(&name);
+        // Tools left out of the new registration go; the others are replaced
+        // in place, keeping their place in the active list.
+        let previous = self.ext.tools_of.remove(&id).unwrap_or_default();
+        for name in previous.iter().filter(|n| !registration.tools.iter().any(|t| &t.name == *n)) {
+            self.remove_extension_tool(name);
         }
+        let known_before = self.ext.tools_known.entry(id).or_default().clone();
         let mut added = Vec::new();
         for spec in registration.tools {
             let owner = self.ext.tools_of.iter().find(|(_, names)| names.contains(&spec.name)).map(|(o, _)| *o);
@@ -448,14 +576,32 @@ impl Agent {
                 self.emit(event).await;
                 continue;
             }
-            let tool = ExtensionTool::new(ext.clone(), spec.name.clone(), spec.description, spec.parameters);
-            self.tools.register(Arc::new(tool));
-            if spec.active && !self.ext.no_tools && !self.active_tools.contains(&spec.name) {
-                self.active_tools.push(spec.name.clone());
+            // A tool is activated when first registered (unless excluded:
+            // the registry refuses it); re-registering keeps what
+            // `setActiveTools` made of it since.
+            let first_time = !known_before.contains(&spec.name);
+            let name = spec.name.clone();
+            let active = spec.active;
+            self.tools.register(Arc::new(ExtensionTool::new(ext.clone(), spec)));
+            if first_time
+                && active
+                && !self.ext.no_tools
+                && self.tools.contains(&name)
+                && !self.active_tools.contains(&name)
+            {
+                self.active_tools.push(name.clone());
             }
-            added.push(spec.name);
+            added.push(name);
         }
+        self.ext.tools_known.entry(id).or_default().extend(added.iter().cloned());
         self.ext.tools_of.insert(id, added);
+        self.ext.tools_changed();
+    }
+
+    /// The path of the extension that registered tool `name`, if one did.
+    pub(super) fn extension_tool_owner(&self, name: &str) -> Option<String> {
+        let (owner, _) = self.ext.tools_of.iter().find(|(_, names)| names.iter().any(|n| n == name))?;
+        self.ext.handle.get(*owner).map(|e| e.path_string())
     }
 
     /// Remove an extension tool; a built-in it replaced comes back.

@@ -8,12 +8,14 @@ use serde_json::{Value, json};
 
 use super::actor::Agent;
 use super::internal::QueueKind;
+use super::state::Pending;
 use crate::event::AgentEvent;
 use crate::extensions::ExtRequest;
-use crate::message::{AgentMessage, ContentBlock, CustomMessage, ImageContent, UserContent, now_ms};
+use crate::extensions::hooks::custom_message;
+use crate::message::{AgentMessage, ContentBlock, ImageContent};
 
 /// Text and images of a `content` (a string or content blocks).
-fn user_content(params: &Value) -> Result<(String, Vec<ImageContent>), String> {
+pub(super) fn user_content(params: &Value) -> Result<(String, Vec<ImageContent>), String> {
     match params.get("content") {
         Some(Value::String(s)) => Ok((s.clone(), Vec::new())),
         Some(Value::Array(items)) => {
@@ -32,27 +34,6 @@ fn user_content(params: &Value) -> Result<(String, Vec<ImageContent>), String> {
     }
 }
 
-fn custom_message(params: &Value) -> Result<AgentMessage, String> {
-    let custom_type = params
-        .get("customType")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .ok_or("\"customType\" is required")?
-        .to_string();
-    let content = match params.get("content") {
-        None | Some(Value::Null) => UserContent::Blocks(Vec::new()),
-        Some(v) => serde_json::from_value(v.clone()).map_err(|e| format!("invalid \"content\": {e}"))?,
-    };
-    Ok(AgentMessage::Custom(CustomMessage {
-        custom_type,
-        content,
-        display: params.get("display").and_then(Value::as_bool).unwrap_or(true),
-        details: params.get("details").filter(|d| !d.is_null()).cloned(),
-        timestamp: now_ms(),
-        extra: Default::default(),
-    }))
-}
-
 fn deliver_as(params: &Value) -> Option<&str> {
     params.get("deliverAs").and_then(Value::as_str)
 }
@@ -65,7 +46,7 @@ impl Agent {
             _ => "",
         };
         let result = match request {
-            ExtRequest::SendUserMessage(p) => self.ext_send_user_message(&p).await,
+            ExtRequest::SendUserMessage(p) => self.ext_send_user_message(id, &p).await,
             ExtRequest::SendMessage(p) => self.ext_send_message(&p).await,
             ExtRequest::AppendEntry(p) => {
                 let custom_type = p.get("customType").and_then(Value::as_str).filter(|s| !s.is_empty());
@@ -80,6 +61,16 @@ impl Agent {
             }
             ExtRequest::GetState => Ok(self.extension_state_json()),
             ExtRequest::GetMessages => Ok(json!({"messages": self.messages})),
+            other @ (ExtRequest::SetActiveTools(_)
+            | ExtRequest::GetAllTools
+            | ExtRequest::GetSession
+            | ExtRequest::SetLabel(_)
+            | ExtRequest::SetModel(_)
+            | ExtRequest::SetThinkingLevel(_)
+            | ExtRequest::Abort
+            | ExtRequest::Shutdown
+            | ExtRequest::Emit(_)
+            | ExtRequest::GetModels) => self.extension_host_request(id, other).await,
             ExtRequest::GetCommands => {
                 let commands: Vec<Value> = self
                     .command_list()
@@ -106,9 +97,39 @@ impl Agent {
         result
     }
 
-    /// A user message: queued while a run streams (`deliverAs` required),
-    /// else it starts a run. Templates are not expanded (pi's default).
-    async fn ext_send_user_message(&mut self, p: &Value) -> Result<Value, String> {
+    /// A user message: first past the `input` hooks (when any listens);
+    /// with `expandPromptTemplates`, handled as a client's prompt (commands,
+    /// templates, skills); else delivered as it is.
+    async fn ext_send_user_message(&mut self, id: usize, p: &Value) -> Result<Value, String> {
+        let (text, images) = user_content(p)?;
+        if p.get("expandPromptTemplates").and_then(Value::as_bool) == Some(true) {
+            let streaming_behavior = match deliver_as(p) {
+                Some("steer") => Some(crate::op::StreamingBehavior::Steer),
+                Some("followUp") => Some(crate::op::StreamingBehavior::FollowUp),
+                _ => None,
+            };
+            let op = crate::op::Op::Prompt { message: text, images, streaming_behavior };
+            Box::pin(self.handle_op(Pending::new(None, op))).await;
+            return Ok(Value::Null);
+        }
+        if self.user_message_input_gate(id, p) {
+            return Ok(Value::Null);
+        }
+        self.send_user_message_now(p).await
+    }
+
+    /// Deliver a user message the `input` hooks let through; failures are `extension_error`s.
+    pub(super) async fn deliver_user_message(&mut self, id: usize, p: &Value) {
+        if let Err(error) = self.send_user_message_now(p).await {
+            let path = self.ext.handle.get(id).map(|e| e.path_string()).unwrap_or_default();
+            let event = "sendUserMessage".to_string();
+            self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
+        }
+    }
+
+    /// Queued while a run streams (`deliverAs` required), else it starts a
+    /// run. Templates are not expanded (pi's default).
+    async fn send_user_message_now(&mut self, p: &Value) -> Result<Value, String> {
         let (text, images) = user_content(p)?;
         if self.state.is_running() {
             let kind = match deliver_as(p) {
@@ -156,21 +177,6 @@ impl Agent {
         }
         Ok(Value::Null)
     }
-
-    fn extension_state_json(&self) -> Value {
-        json!({
-            "sessionId": self.session.session_id(),
-            "sessionFile": self.session.file_path().map(|p| p.display().to_string()),
-            "sessionName": self.session.name(),
-            "cwd": self.cwd.display().to_string(),
-            "isStreaming": self.state.is_running(),
-            "model": {"provider": self.model.provider, "id": self.model.id},
-            "thinkingLevel": self.thinking.as_str(),
-            "messageCount": self.messages.len(),
-            "pendingMessageCount": self.steering.len() + self.follow_up.len(),
-            "activeTools": self.active_tools,
-        })
-    }
 }
 
 #[cfg(test)]
@@ -188,11 +194,5 @@ mod tests {
         .unwrap();
         assert_eq!((text.as_str(), images.len()), ("a\nb", 1));
         assert!(user_content(&json!({})).is_err());
-
-        let AgentMessage::Custom(m) = custom_message(&json!({"customType": "note", "content": "x"})).unwrap() else {
-            panic!("not custom")
-        };
-        assert_eq!((m.custom_type.as_str(), m.display, m.content.text().as_str()), ("note", true, "x"));
-        assert!(custom_message(&json!({"content": "x"})).is_err());
     }
 }

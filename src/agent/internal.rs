@@ -13,13 +13,23 @@ pub enum QueueKind {
     FollowUp,
 }
 
+/// A queued message taken for delivery, with both queues as they stand once
+/// it is delivered (the `queue_update` that precedes it, as pi 1.6.0 sends
+/// one per delivered message).
+#[derive(Debug)]
+pub struct Delivered {
+    pub message: AgentMessage,
+    pub steering: Vec<String>,
+    pub follow_up: Vec<String>,
+}
+
 /// A message from a background task to the actor.
 #[derive(Debug)]
 pub enum Internal {
     /// Forward an event to the output (the actor updates its state from it first).
     Event(AgentEvent),
     /// Take queued messages (per the queue's mode); the actor emits nothing yet.
-    TakeQueued { kind: QueueKind, reply: oneshot::Sender<Vec<AgentMessage>> },
+    TakeQueued { kind: QueueKind, reply: oneshot::Sender<Vec<Delivered>> },
     /// Emit a `queue_update` with the current queues.
     QueueChanged,
     /// The conversation as the model sees it now (the actor owns it; a run
@@ -36,6 +46,17 @@ pub enum Internal {
     BashFinished { tag: Option<RequestTag>, outcome: Result<(BashResult, AgentMessage), String> },
     /// Extension work: host signals, finished commands and hooks.
     Extension(super::extension_hooks::ExtSignal),
+    /// The tools the model gets now (an extension changed them during a run).
+    CurrentTools { reply: oneshot::Sender<ToolSet> },
+}
+
+/// The tools of a model request and their specs.
+pub struct ToolSet(pub crate::tools::ToolRegistry, pub Vec<crate::provider::ToolSpec>);
+
+impl std::fmt::Debug for ToolSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.names()).finish()
+    }
 }
 
 /// Sends events (and other messages) from a task to the actor.

@@ -20,6 +20,7 @@ use crate::tools::ToolRegistry;
 mod actor;
 mod compacting;
 mod extension_hooks;
+mod extension_host_requests;
 mod extension_requests;
 mod internal;
 mod queue;
@@ -43,6 +44,10 @@ pub enum SessionStart {
     Open(PathBuf),
     /// `--continue`: the most recent session in the session directory, else a new one.
     Continue,
+    /// `--session-id`: the session directory's session with this id, else a new one with it.
+    WithId(String),
+    /// `--fork`: a copy of this session file in the session directory (with this id).
+    Fork { source: PathBuf, id: Option<String> },
 }
 
 /// System prompt sources from the command line.
@@ -52,6 +57,8 @@ pub struct SystemPromptOptions {
     pub replace: Option<String>,
     /// `--append-system-prompt`: appended (text or file path), in order.
     pub append: Vec<String>,
+    /// `--no-context-files`: no AGENTS.md / CLAUDE.md in the prompt.
+    pub no_context_files: bool,
 }
 
 /// Everything the agent needs; built by the front end from flags and files.
@@ -74,6 +81,8 @@ pub struct AgentConfig {
     pub provider: Option<String>,
     pub model: Option<String>,
     pub thinking: Option<ThinkingLevel>,
+    /// `--models` patterns: the scope `cycle_model` cycles through.
+    pub model_scope: Vec<String>,
     pub api_key: Option<String>,
     pub system_prompt: SystemPromptOptions,
     /// `--name`: session display name set at start.

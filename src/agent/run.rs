@@ -9,8 +9,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::compacting::{AfterRun, RunCompaction};
-use super::internal::Emitter;
-use super::internal::{Internal, QueueKind};
+use super::internal::{Delivered, Emitter, Internal, QueueKind};
 use super::tool_exec::execute_tool_calls;
 use crate::config::settings::RetrySettings;
 use crate::event::{AgentEvent, ContextUsage};
@@ -45,6 +44,13 @@ pub(crate) struct RunSetup {
     pub initial: Vec<AgentMessage>,
     pub retry: RetrySettings,
     pub retry_enabled: Arc<AtomicBool>,
+    /// For the `before_agent_start` and `context` hooks.
+    pub extensions: crate::extensions::Extensions,
+    /// Bumped when an extension changes the tools (`setActiveTools`, a new
+    /// registration): the next model request asks the actor for them.
+    pub tools_version: Arc<std::sync::atomic::AtomicU64>,
+    /// The version `tools` and `tool_specs` are of.
+    pub tools_seen: u64,
 }
 
 /// How one low-level run (agent_start … agent_end) ended.
@@ -70,6 +76,8 @@ pub(crate) async fn run_session(mut s: RunSetup) {
     let mut totals = Usage::default();
     let mut compaction = RunCompaction::default();
     if !initial.is_empty() {
+        let extensions = s.extensions.clone();
+        extensions.before_agent_start(&mut initial, &mut s.system_prompt, &s.cancel).await;
         compaction.before_prompt(&mut s).await;
     }
     loop {
@@ -128,14 +136,16 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                     })
                     .await;
                 s.emitter.send(Internal::RetractFromContext { message: *message }).await;
+                // `abort` ends the run as aborted; `abort_retry` only stops
+                // retrying (pi 1.6.0 settles with `aborted: false` then).
                 let cancelled = tokio::select! {
-                    _ = tokio::time::sleep(delay) => false,
-                    _ = s.cancel.cancelled() => true,
-                    _ = s.retry_cancel.cancelled() => true,
+                    _ = tokio::time::sleep(delay) => None,
+                    _ = s.cancel.cancelled() => Some(true),
+                    _ = s.retry_cancel.cancelled() => Some(false),
                 };
-                if cancelled {
+                if let Some(by_abort) = cancelled {
                     s.emitter.emit(retry_end_failed(attempt, "Retry cancelled")).await;
-                    aborted = true;
+                    aborted = by_abort;
                     break;
                 }
             }
@@ -149,7 +159,23 @@ fn retry_end_failed(attempt: u32, error: &str) -> AgentEvent {
     AgentEvent::AutoRetryEnd { success: false, attempt, final_error: Some(error.to_string()) }
 }
 
-async fn take_queued(s: &RunSetup, kind: QueueKind) -> Vec<AgentMessage> {
+/// Take the actor's current tools when an extension changed them since the
+/// last request (pi: `setActiveTools` during a tool applies to the next request).
+async fn refresh_tools(s: &mut RunSetup) {
+    let version = s.tools_version.load(Ordering::SeqCst);
+    if version == s.tools_seen {
+        return;
+    }
+    let (tx, rx) = oneshot::channel();
+    s.emitter.send(Internal::CurrentTools { reply: tx }).await;
+    if let Ok(super::internal::ToolSet(tools, specs)) = rx.await {
+        s.tools = tools;
+        s.tool_specs = specs;
+        s.tools_seen = version;
+    }
+}
+
+async fn take_queued(s: &RunSetup, kind: QueueKind) -> Vec<Delivered> {
     let (tx, rx) = oneshot::channel();
     s.emitter.send(Internal::TakeQueued { kind, reply: tx }).await;
     rx.await.unwrap_or_default()
@@ -161,6 +187,14 @@ async fn context(s: &RunSetup) -> Vec<AgentMessage> {
     let (tx, rx) = oneshot::channel();
     s.emitter.send(Internal::Context { reply: tx }).await;
     rx.await.unwrap_or_default()
+}
+
+/// Queued messages into the turn, each after the `queue_update` without it.
+async fn deliver(s: &mut RunSetup, delivered: Vec<Delivered>, new_messages: &mut Vec<AgentMessage>) {
+    for Delivered { message, steering, follow_up } in delivered {
+        s.emitter.emit(AgentEvent::QueueUpdate { steering, follow_up }).await;
+        emit_message(s, message, new_messages).await;
+    }
 }
 
 async fn emit_message(s: &mut RunSetup, message: AgentMessage, new_messages: &mut Vec<AgentMessage>) {
@@ -178,34 +212,34 @@ async fn low_level_run(
 ) -> (Vec<AgentMessage>, LowLevelEnd) {
     s.emitter.emit(AgentEvent::AgentStart).await;
     let mut new_messages = Vec::new();
-    let mut pending = initial;
+    let mut pending: Vec<Delivered> = Vec::new();
+    let mut prompt = initial;
     let mut pending_kind = Pending::Prompt;
     let mut retry_end_pending = retry_attempt > 0;
     loop {
         s.emitter.emit(AgentEvent::TurnStart).await;
-        if pending_kind != Pending::Prompt && !pending.is_empty() {
-            s.emitter.send(Internal::QueueChanged).await;
-        }
-        for message in std::mem::take(&mut pending) {
+        for message in std::mem::take(&mut prompt) {
             emit_message(s, message, &mut new_messages).await;
         }
+        deliver(s, std::mem::take(&mut pending), &mut new_messages).await;
         if pending_kind != Pending::Steering && !s.cancel.is_cancelled() {
             let steering = take_queued(s, QueueKind::Steering).await;
-            if !steering.is_empty() {
-                s.emitter.send(Internal::QueueChanged).await;
-                for message in steering {
-                    emit_message(s, message, &mut new_messages).await;
-                }
-            }
+            deliver(s, steering, &mut new_messages).await;
         }
 
         let assistant = if s.cancel.is_cancelled() {
             aborted_assistant(s).await
         } else {
+            refresh_tools(s).await;
+            let context = context(s).await;
+            let messages = match s.extensions.context(&context, &s.cancel).await {
+                Some(replaced) => replaced,
+                None => context,
+            };
             let request = ProviderRequest {
                 model: s.model.clone(),
                 system_prompt: s.system_prompt.clone(),
-                messages: context(s).await,
+                messages,
                 tools: s.tool_specs.clone(),
                 thinking_level: s.thinking,
                 api_key: s.api_key.clone(),
@@ -253,6 +287,7 @@ async fn low_level_run(
                 .await;
         }
         let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
+        let cut_off = assistant.stop_reason == StopReason::Length;
         let message = AgentMessage::Assistant(assistant);
         new_messages.push(message.clone());
         if aborted {
@@ -260,22 +295,27 @@ async fn low_level_run(
             return (new_messages, LowLevelEnd::Aborted);
         }
 
-        if !calls.is_empty() {
+        // A turn with tool calls goes on to the next model request, unless
+        // every tool result asked to end the run there (pi's `terminate`).
+        let (tool_results, next_turn) = if calls.is_empty() {
+            (Vec::new(), false)
+        } else {
             let mut ctx = s.tool_ctx.clone();
             ctx.cancel = s.cancel.child_token();
-            let results = execute_tool_calls(&s.emitter, &s.tools, &calls, &ctx).await;
+            let (results, terminate) = execute_tool_calls(&s.emitter, &s.tools, &calls, &ctx, cut_off).await;
             let mut result_messages = Vec::with_capacity(results.len());
             for result in results {
                 let result = AgentMessage::ToolResult(result);
                 emit_message(s, result.clone(), &mut new_messages).await;
                 result_messages.push(result);
             }
-            s.emitter.emit(AgentEvent::TurnEnd { message, tool_results: result_messages }).await;
+            (result_messages, !terminate)
+        };
+        s.emitter.emit(AgentEvent::TurnEnd { message, tool_results }).await;
+        if next_turn {
             RunCompaction::between_turns(s).await;
             continue;
         }
-
-        s.emitter.emit(AgentEvent::TurnEnd { message, tool_results: Vec::new() }).await;
         if s.cancel.is_cancelled() {
             return (new_messages, LowLevelEnd::Aborted);
         }

@@ -90,17 +90,17 @@ impl Agent {
 
     /// Make `session` current: its conversation, model and thinking level.
     async fn replace_session(&mut self, session: Session) -> Result<(), CoreError> {
+        self.temp_outputs.release(self.session.file_path());
         self.session = session;
         let restored = self.session.context();
         self.messages = restored.messages;
         self.usage_unknown = false;
-        if let Some(model) =
-            restored.model.and_then(|(p, id)| self.models.find(&p, &id)).filter(|m| self.models.has_credentials(m))
-        {
-            self.model = model;
-        }
-        if let Some(level) = restored.thinking_level.and_then(|t| t.parse().ok()) {
-            self.thinking = self.model.clamp_thinking(level);
+        // pi 1.6.0 chooses model and thinking level afresh for each session
+        // (a new one starts at the defaults, not at the previous level).
+        let (model, thinking) =
+            if self.messages.is_empty() { (None, None) } else { (restored.model, restored.thinking_level) };
+        if let Err(e) = self.select_initial_model(model, thinking) {
+            tracing::warn!("keeping the current model: {}", e.message);
         }
         if self.steering.len() + self.follow_up.len() > 0 {
             self.steering.clear();

@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use super::actor::{Agent, strip_thinking_suffix};
+use super::actor::Agent;
+use crate::config::model_resolver::Selected;
 use crate::config::settings::persist_setting;
 use crate::error::CoreError;
 use crate::event::AgentEvent;
@@ -14,6 +15,17 @@ use crate::provider::faux;
 
 /// Thinking level used when nothing else chooses one.
 const DEFAULT_THINKING: ThinkingLevel = ThinkingLevel::Medium;
+
+/// What the command line (or JSON-RPC `initialize`) asked for; applied again
+/// to each session the agent opens.
+#[derive(Debug, Clone, Default)]
+pub(super) struct StartupChoice {
+    pub provider: Option<String>,
+    pub pattern: Option<String>,
+    pub thinking: Option<ThinkingLevel>,
+    /// `--api-key` was given: stored credentials do not choose the provider.
+    pub inline_key: bool,
+}
 
 impl Agent {
     pub(super) async fn handle_state_op(&mut self, tag: Option<RequestTag>, op: Op) {
@@ -93,6 +105,7 @@ impl Agent {
             pending_message_count: self.steering.len() + self.follow_up.len(),
             active_tools: self.active_tools.clone(),
             context_usage: self.context_usage(),
+            session_header: self.session.header().clone(),
         }
     }
 
@@ -152,12 +165,16 @@ impl Agent {
         }
     }
 
-    async fn set_model(&mut self, provider: Option<String>, model_id: String) -> Result<Reply, CoreError> {
+    pub(super) async fn set_model(&mut self, provider: Option<String>, model_id: String) -> Result<Reply, CoreError> {
         let found = match provider.as_deref() {
-            Some(p) => self.models.find(p, &model_id).ok_or_else(|| format!("Model not found: {p}/{model_id}")),
-            None => self.models.resolve(None, &model_id),
+            Some(p) => self
+                .models
+                .find(p, &model_id)
+                .map(|model| Selected { model, thinking: None, warning: None })
+                .ok_or_else(|| format!("Model not found: {p}/{model_id}")),
+            None => self.models.resolve_pattern(None, &model_id, None, false),
         };
-        let model = found.map_err(|e| CoreError::not_found(e).with_field("modelId"))?;
+        let Selected { model, thinking, .. } = found.map_err(|e| CoreError::not_found(e).with_field("modelId"))?;
         if !self.models.has_credentials(&model) {
             return Err(CoreError::new(
                 crate::error::ErrorKind::Model,
@@ -165,10 +182,16 @@ impl Agent {
             ));
         }
         self.switch_model(model).await;
+        if let Some(level) = thinking {
+            self.change_thinking(level).await;
+        }
         Ok(Reply::Model(Box::new(self.model.clone())))
     }
 
     async fn cycle_model(&mut self) -> Result<Reply, CoreError> {
+        if !self.scoped_models.is_empty() {
+            return self.cycle_scoped_model().await;
+        }
         let available = self.models.available();
         if available.len() <= 1 {
             return Ok(Reply::CycleModel(None));
@@ -182,6 +205,30 @@ impl Agent {
             model: self.model.clone(),
             thinking_level: self.thinking,
             is_scoped: false,
+        }))))
+    }
+
+    /// `cycle_model` with `--models`: the next scoped model that has
+    /// credentials, with its `:<thinking>` level when the pattern gave one.
+    async fn cycle_scoped_model(&mut self) -> Result<Reply, CoreError> {
+        let scope: Vec<(Model, Option<ThinkingLevel>)> =
+            self.scoped_models.iter().filter(|(m, _)| self.models.has_credentials(m)).cloned().collect();
+        let current = scope.iter().position(|(m, _)| m.provider == self.model.provider && m.id == self.model.id);
+        let next = match current {
+            _ if scope.is_empty() => return Ok(Reply::CycleModel(None)),
+            None => 0,
+            Some(_) if scope.len() == 1 => return Ok(Reply::CycleModel(None)),
+            Some(i) => (i + 1) % scope.len(),
+        };
+        let (model, level) = scope[next].clone();
+        self.switch_model(model).await;
+        if let Some(level) = level {
+            self.change_thinking(level).await;
+        }
+        Ok(Reply::CycleModel(Some(Box::new(CycledModel {
+            model: self.model.clone(),
+            thinking_level: self.thinking,
+            is_scoped: true,
         }))))
     }
 
@@ -203,24 +250,33 @@ impl Agent {
         Ok(Reply::ActiveTools(self.active_tools.clone()))
     }
 
-    /// Pick the startup model and thinking level.
+    /// Pick the model and thinking level for the session just opened, as pi
+    /// does at start-up and again for every new, switched, forked or cloned
+    /// session: the command line's model and thinking level first, then (for a
+    /// session with a conversation) what the session recorded, then the
+    /// defaults (settings, provider defaults, `medium`).
     pub(super) fn select_initial_model(
         &mut self,
-        provider: Option<&str>,
-        pattern: Option<&str>,
-        thinking: Option<ThinkingLevel>,
         restored_model: Option<(String, String)>,
         restored_thinking: Option<String>,
     ) -> Result<(), CoreError> {
-        let (pattern, suffix) = match pattern {
-            Some(p) => {
-                let (m, t) = strip_thinking_suffix(p);
-                (Some(m), t)
-            }
-            None => (None, None),
-        };
+        let StartupChoice { provider, pattern, thinking, inline_key } = self.startup.clone();
+        let (provider, pattern) = (provider.as_deref(), pattern.as_deref());
+        let pattern = pattern.map(str::trim).filter(|p| !p.is_empty());
+        let mut suffix = None;
         let model = if let Some(pattern) = pattern {
-            self.models.resolve(provider, pattern).map_err(|e| CoreError::invalid("model", e))?
+            let selected = self
+                .models
+                .resolve_pattern(provider, pattern, thinking, inline_key)
+                .map_err(|e| CoreError::invalid("model", e))?;
+            if let Some(warning) = &selected.warning {
+                tracing::warn!("{warning}");
+            }
+            suffix = selected.thinking;
+            selected.model
+        } else if let Some((model, level)) = self.initial_scoped_model() {
+            suffix = level;
+            model
         } else if let Some(provider) = provider {
             self.models
                 .available()
@@ -236,7 +292,13 @@ impl Agent {
         } else if let Some(m) = self.default_model_from_settings() {
             m
         } else {
-            let first = self.models.available().into_iter().next().unwrap_or_else(faux::faux_model);
+            // pi's start-up choice: the first provider default (in pi's order) that
+            // has credentials, else the first available model.
+            let available = self.models.available();
+            let default = crate::config::catalog::DEFAULT_MODEL_PER_PROVIDER
+                .iter()
+                .find_map(|(p, id)| available.iter().find(|m| m.provider == *p && m.id == *id));
+            let first = default.or(available.first()).cloned().unwrap_or_else(faux::faux_model);
             if first.provider == faux::FAUX_PROVIDER {
                 tracing::warn!(
                     "no API key or model configured: using the offline faux model (see the README to configure a provider)"
@@ -252,6 +314,19 @@ impl Agent {
             .unwrap_or(DEFAULT_THINKING);
         self.thinking = self.model.clamp_thinking(wanted);
         Ok(())
+    }
+
+    /// `--models` at the start of a conversation: the settings' default model
+    /// when it is in the scope, else the scope's first model.
+    fn initial_scoped_model(&self) -> Option<(Model, Option<ThinkingLevel>)> {
+        if self.scoped_models.is_empty() || !self.messages.is_empty() {
+            return None;
+        }
+        let saved = match (&self.settings.default_provider, &self.settings.default_model) {
+            (Some(p), Some(id)) => self.scoped_models.iter().find(|(m, _)| &m.provider == p && &m.id == id),
+            _ => None,
+        };
+        saved.or(self.scoped_models.first()).cloned()
     }
 
     fn default_model_from_settings(&mut self) -> Option<Model> {
@@ -312,14 +387,21 @@ impl Agent {
             let provider = p
                 .provider
                 .clone()
-                .or_else(|| p.model.as_deref().and_then(|m| registry.resolve(None, m).ok()).map(|m| m.provider))
+                .or_else(|| {
+                    let m = p.model.as_deref()?;
+                    registry.resolve_pattern(None, m, None, true).ok().map(|s| s.model.provider)
+                })
                 .unwrap_or_else(|| self.model.provider.clone());
             registry.set_runtime_key(&provider, key.clone());
         }
+        let mut suffix_thinking = None;
         let model = match (&p.model, &p.provider) {
             (Some(m), provider) => {
-                let model = registry.resolve(provider.as_deref(), m).map_err(|e| CoreError::invalid("model", e))?;
-                Some(model)
+                let selected = registry
+                    .resolve_pattern(provider.as_deref(), m, p.thinking_level, p.api_key.is_some())
+                    .map_err(|e| CoreError::invalid("model", e))?;
+                suffix_thinking = selected.thinking;
+                Some(selected.model)
             }
             (None, Some(provider)) => Some(
                 registry
@@ -351,10 +433,19 @@ impl Agent {
             self.cwd = cwd;
             self.rebind_fresh_session();
         }
+        // `initialize` stands for the command line: later sessions start from it too.
+        if p.model.is_some() || p.provider.is_some() {
+            self.startup.pattern = p.model.clone();
+            self.startup.provider = p.provider.clone();
+            self.startup.inline_key = p.api_key.is_some();
+        }
+        if let Some(level) = p.thinking_level {
+            self.startup.thinking = Some(level);
+        }
         if let Some(model) = model {
             self.switch_model(model).await;
         }
-        if let Some(level) = p.thinking_level {
+        if let Some(level) = p.thinking_level.or(suffix_thinking) {
             self.change_thinking(level).await;
         }
         if let Some(tools) = p.tools {

@@ -99,11 +99,13 @@ pub(super) struct Pending {
     pub allowed: bool,
     /// It was accepted before a shutdown was asked, so it still runs.
     pub accepted: bool,
+    /// The `input` hooks already saw it (and maybe rewrote it).
+    pub inputs_seen: bool,
 }
 
 impl Pending {
     pub(super) fn new(tag: Option<RequestTag>, op: Op) -> Self {
-        Pending { tag, op, allowed: false, accepted: false }
+        Pending { tag, op, allowed: false, accepted: false, inputs_seen: false }
     }
 }
 

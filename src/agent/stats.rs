@@ -15,6 +15,11 @@ impl Agent {
         }
         // pi's estimate: the last usable reply's usage plus the messages after
         // it; without one, everything including the system prompt.
+        // pi 1.6.0 counts the system prompt once it is part of the
+        // conversation (from the first prompt on): an empty session is 0.
+        if self.messages.is_empty() {
+            return Some(0);
+        }
         let (tokens, anchor) = estimate::estimate_context(&self.messages);
         Some(match anchor {
             Some(_) => tokens,

@@ -12,14 +12,17 @@ use crate::event::{AgentEvent, ToolResultPayload};
 use crate::message::{ToolCall, ToolResultMessage, now_ms};
 use crate::tools::{GateDecision, ToolContext, ToolOutput, ToolRegistry};
 
-/// Execute `calls` and return their result messages in call order. The caller
-/// emits the result messages (message_start/end) afterwards.
+/// Execute `calls` and return their result messages in call order, and
+/// whether every result asked to end the run there (`terminate`). The caller
+/// emits the result messages (message_start/end) afterwards. `cut_off`: the
+/// message stopped at the output token limit, so no call of it is run.
 pub(crate) async fn execute_tool_calls(
     emitter: &Emitter,
     registry: &ToolRegistry,
     calls: &[ToolCall],
     base: &ToolContext,
-) -> Vec<ToolResultMessage> {
+    cut_off: bool,
+) -> (Vec<ToolResultMessage>, bool) {
     let mut prepared = Vec::with_capacity(calls.len());
     for call in calls {
         emitter
@@ -29,9 +32,12 @@ pub(crate) async fn execute_tool_calls(
                 args: call.arguments.clone(),
             })
             .await;
-        let checked = match registry.prepare(&call.name, &call.arguments) {
-            Ok(tool) => gate(base, call).await.map(|args| (tool, args)),
-            Err(output) => Err(output),
+        let checked = match incomplete(call, cut_off) {
+            Some(refused) => Err(refused),
+            None => match registry.prepare(&call.name, &call.arguments) {
+                Ok(tool) => gate(base, call).await.map(|args| (tool, args)),
+                Err(output) => Err(output),
+            },
         };
         if let Err(output) = &checked {
             emit_end(emitter, call, output).await;
@@ -49,6 +55,7 @@ pub(crate) async fn execute_tool_calls(
         let mut ctx = base.clone();
         ctx.updates = Some(tx);
         ctx.tool_call_id = call.id.clone();
+        let ran_with = base.gate.as_ref().map(|_| args.clone());
         let run = tool.execute(args, ctx);
         tokio::pin!(run);
         let emit_update = |update: crate::tools::ToolUpdate| {
@@ -69,12 +76,17 @@ pub(crate) async fn execute_tool_calls(
         while let Ok(update) = rx.try_recv() {
             emit_update(update).await;
         }
+        let output = match (&base.gate, &ran_with) {
+            (Some(gate), Some(args)) => gate.after(&call.id, &call.name, args, output, &base.cancel).await,
+            _ => output,
+        };
         emit_end(emitter, call, &output).await;
         (output, Some(started.elapsed().as_millis() as u64))
     });
     let outputs = join_all(runs).await;
+    let terminate = !outputs.is_empty() && outputs.iter().all(|(output, _)| output.terminate);
 
-    calls
+    let results = calls
         .iter()
         .zip(outputs)
         .map(|(call, (output, _duration))| ToolResultMessage {
@@ -87,7 +99,22 @@ pub(crate) async fn execute_tool_calls(
             timestamp: now_ms(),
             extra: Map::new(),
         })
-        .collect()
+        .collect();
+    (results, terminate)
+}
+
+/// The error result of a call whose arguments may not have arrived whole (the
+/// texts are pi 1.6.0's): it is never executed, and the model is told why.
+fn incomplete(call: &ToolCall, cut_off: bool) -> Option<ToolOutput> {
+    if cut_off {
+        return Some(ToolOutput::error(format!(
+            "Tool call \"{}\" was not executed: the response hit the output token limit, so its arguments may be \
+             truncated. Re-issue the tool call with complete arguments.",
+            call.name
+        )));
+    }
+    let error = call.arguments_error.as_deref()?;
+    Some(ToolOutput::error(format!("Invalid arguments for tool \"{}\": {error}", call.name)))
 }
 
 /// The `tool_call` gate (extension hooks): the arguments to run with, or the

@@ -50,7 +50,13 @@ fn assistant(text: &str) -> AgentMessage {
 }
 
 fn call(id: &str, name: &str, args: Value) -> ContentBlock {
-    ContentBlock::ToolCall(ToolCall { id: id.into(), name: name.into(), arguments: args, thought_signature: None })
+    ContentBlock::ToolCall(ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: args,
+        thought_signature: None,
+        arguments_error: None,
+    })
 }
 
 fn tool_result(id: &str, name: &str, text: &str) -> AgentMessage {

@@ -10,7 +10,8 @@ use serde_json::{Map, Value};
 use super::ConfigError;
 use super::auth::{AuthStore, env_bearer_token_for, env_key_for, resolve_config_value};
 use super::catalog;
-use crate::model::{Model, ModelCost};
+use super::model_resolver::{self, Selected};
+use crate::model::{Model, ModelCost, ThinkingLevel};
 use crate::provider::faux;
 
 /// Request settings of one provider (from the catalog and `models.json`).
@@ -312,58 +313,44 @@ impl ModelRegistry {
         self.models.iter().find(|m| m.provider == provider && m.id == id).cloned()
     }
 
-    /// Resolve a user pattern: `provider/id`, an exact id, then an unambiguous
-    /// case-insensitive match on id or name; available models are preferred.
-    pub fn resolve(&mut self, provider: Option<&str>, pattern: &str) -> Result<Model, String> {
-        match provider {
-            Some(p) => self.ensure_provider(p),
-            None => self.ensure_all(),
-        }
-        let mut candidates: Vec<Model> = self.models.clone();
-        candidates.push(faux::faux_model());
-        let (provider, pattern) = match (provider, pattern.split_once('/')) {
-            (Some(p), _) => (Some(p.to_string()), pattern.to_string()),
-            (None, Some((p, rest))) if candidates.iter().any(|m| m.provider == p) => {
-                (Some(p.to_string()), rest.to_string())
-            }
-            _ => (None, pattern.to_string()),
-        };
-        let in_provider = |m: &&Model| provider.as_deref().is_none_or(|p| m.provider == p);
-        let pool: Vec<&Model> = candidates.iter().filter(in_provider).collect();
-        let exact: Vec<&Model> = pool.iter().copied().filter(|m| m.id == pattern).collect();
-        if let Some(m) = pick(&exact, |m| self.has_credentials(m)) {
-            return Ok(m);
-        }
-        let lower = pattern.to_lowercase();
-        let fuzzy: Vec<&Model> = pool
-            .iter()
-            .copied()
-            .filter(|m| m.id.to_lowercase().contains(&lower) || m.name.to_lowercase().contains(&lower))
-            .collect();
-        let available: Vec<&Model> = fuzzy.iter().copied().filter(|m| self.has_credentials(m)).collect();
-        let chosen = if available.len() == 1 {
-            Some(available[0])
-        } else if available.is_empty() && fuzzy.len() == 1 {
-            Some(fuzzy[0])
-        } else {
-            None
-        };
-        match chosen {
-            Some(m) => Ok(m.clone()),
-            None if fuzzy.len() > 1 => {
-                let names: Vec<String> = fuzzy.iter().take(8).map(|m| m.full_id()).collect();
-                Err(format!("Model pattern \"{pattern}\" is ambiguous: {}", names.join(", ")))
-            }
-            None => Err(match provider {
-                Some(p) => format!("Model not found: {p}/{pattern}"),
-                None => format!("Model not found: {pattern}"),
-            }),
-        }
+    /// True when the provider has credentials (pi's `hasConfiguredAuth`; faux always).
+    pub fn provider_usable(&self, provider: &str) -> bool {
+        provider == faux::FAUX_PROVIDER || self.api_key(provider).is_some() || self.bearer_token(provider).is_some()
     }
-}
 
-fn pick(models: &[&Model], usable: impl Fn(&Model) -> bool) -> Option<Model> {
-    models.iter().find(|m| usable(m)).or(models.first()).map(|m| (*m).clone())
+    /// Every model, faux last: what patterns are resolved among.
+    fn candidates(&mut self) -> Vec<Model> {
+        self.ensure_all();
+        let mut all = self.models.clone();
+        all.push(faux::faux_model());
+        all
+    }
+
+    /// Resolve a `--model` pattern (optionally on `--provider`) as pi 1.6.0 does;
+    /// see [`model_resolver::resolve_cli`].
+    pub fn resolve_pattern(
+        &mut self,
+        provider: Option<&str>,
+        pattern: &str,
+        explicit_thinking: Option<ThinkingLevel>,
+        inline_key: bool,
+    ) -> Result<Selected, String> {
+        let all = self.candidates();
+        model_resolver::resolve_cli(&all, provider, pattern, explicit_thinking, inline_key, &|p| {
+            self.provider_usable(p)
+        })
+    }
+
+    /// [`ModelRegistry::resolve_pattern`] without thinking suffix handling by the caller.
+    pub fn resolve(&mut self, provider: Option<&str>, pattern: &str) -> Result<Model, String> {
+        self.resolve_pattern(provider, pattern, None, false).map(|s| s.model)
+    }
+
+    /// `--models` patterns resolved among the available models.
+    pub fn scope(&mut self, patterns: &[String]) -> model_resolver::Scope {
+        self.ensure_all();
+        model_resolver::resolve_scope(patterns, &self.available())
+    }
 }
 
 /// pi's `mergeCompat`: fields of `top` win; the routing and chat-template
@@ -438,9 +425,15 @@ mod tests {
         assert_eq!(reg.resolve(None, "p/beta").unwrap().id, "beta");
         assert_eq!(reg.resolve(Some("p"), "beta").unwrap().id, "beta");
         assert_eq!(reg.resolve(None, "small").unwrap().id, "alpha-small");
-        assert!(reg.resolve(None, "alpha").unwrap_err().contains("ambiguous"));
-        assert_eq!(reg.resolve(None, "nope").unwrap_err(), "Model not found: nope");
-        assert_eq!(reg.resolve(Some("p"), "nope").unwrap_err(), "Model not found: p/nope");
+        // pi 1.6.0: the id that collates last wins among one provider's matches.
+        assert_eq!(reg.resolve(None, "alpha").unwrap().id, "alpha-small");
+        assert_eq!(
+            reg.resolve(None, "nope-nope").unwrap_err(),
+            "Model \"nope-nope\" not found. Use --list-models to see available models."
+        );
+        let custom = reg.resolve_pattern(Some("p"), "nope", None, false).unwrap();
+        assert_eq!((custom.model.provider.as_str(), custom.model.id.as_str()), ("p", "nope"));
+        assert!(custom.warning.unwrap().contains("Using custom model id"));
         assert_eq!(reg.resolve(None, "faux/faux-1").unwrap().provider, "faux");
     }
 

@@ -56,7 +56,13 @@ fn thinking(t: &str) -> ContentBlock {
 }
 
 fn call(id: &str, name: &str, args: Value) -> ContentBlock {
-    ContentBlock::ToolCall(ToolCall { id: id.into(), name: name.into(), arguments: args, thought_signature: None })
+    ContentBlock::ToolCall(ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: args,
+        thought_signature: None,
+        arguments_error: None,
+    })
 }
 
 fn result(id: &str, name: &str, content: Vec<ContentBlock>, is_error: bool, details: Option<Value>) -> AgentMessage {

@@ -1,9 +1,16 @@
-//! Finding extensions: executables (or `.py` / `.sh` / `.js` scripts) in
+//! Finding extensions, as pi 1.6.0 does, plus pi-rpc's process extensions:
 //! `<cwd>/.pi/extensions/` (trusted projects only) and
 //! `<agentDir>/extensions/`, the `extensions` entries of both settings
-//! files, and `--extension` paths. A directory holds one extension when it
-//! has an entry point (`extension`, `extension.py`, `extension.sh`,
-//! `index.py`, `index.sh`, `index.js`); otherwise each suitable file in it is one.
+//! files, and `--extension` paths.
+//!
+//! In an auto-discovered directory (one level deep) a `.ts` / `.js` file is
+//! a pi module (run by the TypeScript extension host), and so is a
+//! sub-directory with `index.ts` / `index.js` or a `package.json` whose
+//! `pi.extensions` lists entry files; an executable, `.py` or `.sh` file is a
+//! process extension, and a sub-directory with `extension`, `extension.py`,
+//! `extension.sh`, `index.py` or `index.sh` is one too. Settings entries
+//! follow pi's resource-array rules: a path (or `+path`) adds, `-path`
+//! removes that exact path, `!glob` removes what matches.
 
 use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;
@@ -12,7 +19,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// Entry points looked for in an extension directory, in order.
-const ENTRY_POINTS: &[&str] = &["extension", "extension.py", "extension.sh", "index.py", "index.sh", "index.js"];
+const ENTRY_POINTS: &[&str] =
+    &["index.ts", "index.js", "extension", "extension.py", "extension.sh", "index.py", "index.sh"];
 
 /// What discovery looks at.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -39,17 +47,67 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }
 
-/// A file an auto-discovered directory may hold as an extension: an
-/// executable, or a Python or shell script.
-fn is_candidate_file(path: &Path) -> bool {
-    if !path.is_file() {
-        return false;
-    }
-    is_executable(path) || matches!(path.extension().and_then(|e| e.to_str()), Some("py" | "sh"))
+fn extension_of(path: &Path) -> &str {
+    path.extension().and_then(|e| e.to_str()).unwrap_or_default()
 }
 
-fn entry_point(dir: &Path) -> Option<PathBuf> {
-    ENTRY_POINTS.iter().map(|name| dir.join(name)).find(|p| p.is_file())
+/// Whether `path` is a module written against pi's TypeScript API (run by
+/// the extension host) rather than a process speaking pi-rpc's protocol:
+/// TypeScript always, JavaScript unless it is executable.
+pub fn is_pi_module(path: &Path) -> bool {
+    match extension_of(path) {
+        "ts" | "mts" | "cts" => true,
+        "js" | "mjs" | "cjs" => !is_executable(path),
+        _ => false,
+    }
+}
+
+/// A file an auto-discovered directory holds as an extension: pi's `.ts` /
+/// `.js` modules, executables, Python and shell scripts.
+fn is_candidate_file(path: &Path) -> bool {
+    path.is_file() && (is_executable(path) || matches!(extension_of(path), "ts" | "js" | "py" | "sh"))
+}
+
+/// The `pi.extensions` entries of a directory's `package.json`, resolved
+/// (globs expanded); `None` when there is no such manifest.
+fn manifest_entries(dir: &Path) -> Option<Vec<PathBuf>> {
+    let text = std::fs::read_to_string(dir.join("package.json")).ok()?;
+    let manifest: Value = serde_json::from_str(&text).ok()?;
+    let entries = manifest.get("pi")?.get("extensions")?.as_array()?;
+    let mut out = Vec::new();
+    for entry in entries.iter().filter_map(Value::as_str) {
+        let relative = entry.trim_start_matches("./");
+        if relative.contains(['*', '?', '[']) {
+            out.extend(glob_files(dir, relative));
+        } else {
+            out.push(dir.join(relative));
+        }
+    }
+    Some(out)
+}
+
+/// Files under `dir` whose relative path matches `pattern` (sorted).
+fn glob_files(dir: &Path, pattern: &str) -> Vec<PathBuf> {
+    let Ok(glob) = globset::GlobBuilder::new(pattern).literal_separator(true).build() else { return Vec::new() };
+    let matcher = glob.compile_matcher();
+    let mut found: Vec<PathBuf> = ignore::WalkBuilder::new(dir)
+        .standard_filters(false)
+        .max_depth(Some(8))
+        .build()
+        .flatten()
+        .map(|e| e.into_path())
+        .filter(|p| p.is_file() && p.strip_prefix(dir).is_ok_and(|r| matcher.is_match(r)))
+        .collect();
+    found.sort();
+    found
+}
+
+/// The extensions a directory is (one or more), or none.
+fn dir_extensions(dir: &Path) -> Vec<PathBuf> {
+    if let Some(entries) = manifest_entries(dir) {
+        return entries.into_iter().filter(|p| p.is_file()).collect();
+    }
+    ENTRY_POINTS.iter().map(|name| dir.join(name)).find(|p| p.is_file()).into_iter().collect()
 }
 
 /// The extensions of an auto-discovered directory (one level deep, by name).
@@ -63,19 +121,27 @@ fn scan_dir(dir: &Path) -> Vec<PathBuf> {
     entries.sort();
     entries
         .into_iter()
-        .filter_map(|p| if p.is_dir() { entry_point(&p) } else { is_candidate_file(&p).then_some(p) })
+        .flat_map(|p| {
+            if p.is_dir() { dir_extensions(&p) } else { is_candidate_file(&p).then_some(p).into_iter().collect() }
+        })
         .collect()
 }
 
 /// An explicitly named path: a file, or a directory with an entry point.
-fn resolve_named(path: &Path) -> Result<PathBuf, String> {
+fn resolve_named(path: &Path) -> Result<Vec<PathBuf>, String> {
     if path.is_file() {
-        return Ok(path.to_path_buf());
+        return Ok(vec![path.to_path_buf()]);
     }
     if path.is_dir() {
-        return entry_point(path).ok_or_else(|| {
-            format!("no extension entry point in {} (expected one of: {})", path.display(), ENTRY_POINTS.join(", "))
-        });
+        let found = dir_extensions(path);
+        if found.is_empty() {
+            return Err(format!(
+                "no extension entry point in {} (expected a package.json \"pi.extensions\" list or one of: {})",
+                path.display(),
+                ENTRY_POINTS.join(", ")
+            ));
+        }
+        return Ok(found);
     }
     Err(format!("extension not found: {}", path.display()))
 }
@@ -85,54 +151,97 @@ fn absolute(value: &str, base: &Path) -> PathBuf {
     if p.is_absolute() { p } else { base.join(p) }
 }
 
-/// The `extensions` entries of a settings file (`builtin:` and `-`/`!`
-/// entries are pi's package controls and are skipped; `+path` loads `path`).
-fn settings_entries(settings_file: &Path) -> Vec<String> {
+/// One `extensions` entry of a settings file.
+enum Entry {
+    Add(String),
+    Remove(String),
+    RemoveGlob(String),
+}
+
+/// The `extensions` entries of a settings file; `builtin:` entries (pi's
+/// built-in extensions, not part of pi-rpc) are skipped.
+fn settings_entries(settings_file: &Path) -> Vec<Entry> {
     let Ok(text) = std::fs::read_to_string(settings_file) else { return Vec::new() };
     let Ok(value) = serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) else { return Vec::new() };
-    value
-        .get("extensions")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .filter(|s| !s.is_empty() && !s.starts_with("builtin:") && !s.starts_with('-') && !s.starts_with('!'))
-                .map(|s| s.trim_start_matches('+').to_string())
-                .collect()
+    let Some(list) = value.get("extensions").and_then(Value::as_array) else { return Vec::new() };
+    list.iter()
+        .filter_map(Value::as_str)
+        .filter(|s| !s.is_empty() && !s.trim_start_matches(['+', '-']).starts_with("builtin:"))
+        .map(|s| match (s.strip_prefix('-'), s.strip_prefix('!'), s.strip_prefix('+')) {
+            (Some(path), _, _) => Entry::Remove(path.to_string()),
+            (_, Some(glob), _) => Entry::RemoveGlob(glob.to_string()),
+            (_, _, Some(path)) => Entry::Add(path.to_string()),
+            _ => Entry::Add(s.to_string()),
         })
-        .unwrap_or_default()
+        .collect()
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// Exclusions of one settings file, applied after everything is found.
+struct Exclusions {
+    exact: Vec<PathBuf>,
+    globs: Vec<(globset::GlobMatcher, PathBuf)>,
+}
+
+impl Exclusions {
+    fn excludes(&self, path: &Path) -> bool {
+        let path = canonical(path);
+        self.exact.iter().any(|e| path == *e || path.starts_with(e))
+            || self
+                .globs
+                .iter()
+                .any(|(m, base)| m.is_match(&path) || path.strip_prefix(base).is_ok_and(|r| m.is_match(r)))
+    }
+}
+
+/// Apply one settings file: add its entries, remember its exclusions.
+fn apply_settings(found: &mut Discovered, exclusions: &mut Exclusions, settings_file: &Path, base: &Path) {
+    for entry in settings_entries(settings_file) {
+        match entry {
+            Entry::Add(value) => add_named(found, &value, base),
+            Entry::Remove(value) => exclusions.exact.push(canonical(&absolute(&value, base))),
+            Entry::RemoveGlob(glob) => {
+                if let Ok(g) = globset::GlobBuilder::new(&glob).literal_separator(false).build() {
+                    exclusions.globs.push((g.compile_matcher(), canonical(base)));
+                }
+            }
+        }
+    }
+}
+
+fn add_named(found: &mut Discovered, value: &str, base: &Path) {
+    let path = absolute(value, base);
+    match resolve_named(&path) {
+        Ok(paths) => found.paths.extend(paths),
+        Err(e) => found.errors.push((path.display().to_string(), e)),
+    }
 }
 
 /// Find the extensions to load: project (settings entries, then
 /// `.pi/extensions/`), user (settings entries, then `extensions/`), then
-/// `--extension` paths. A file found twice loads once.
+/// `--extension` paths. A file found twice loads once; settings exclusions
+/// (`-path`, `!glob`) remove discovered and listed ones, not `--extension` paths.
 pub fn discover(options: &DiscoverOptions) -> Discovered {
     let mut found = Discovered::default();
-    let add_named = |found: &mut Discovered, value: &str, base: &Path| {
-        let path = absolute(value, base);
-        match resolve_named(&path) {
-            Ok(p) => found.paths.push(p),
-            Err(e) => found.errors.push((path.display().to_string(), e)),
-        }
-    };
+    let mut exclusions = Exclusions { exact: Vec::new(), globs: Vec::new() };
     if !options.no_extensions {
         if options.project_trusted {
             let project = options.cwd.join(".pi");
-            for entry in settings_entries(&project.join("settings.json")) {
-                add_named(&mut found, &entry, &project);
-            }
+            apply_settings(&mut found, &mut exclusions, &project.join("settings.json"), &project);
             found.paths.extend(scan_dir(&project.join("extensions")));
         }
-        for entry in settings_entries(&options.agent_dir.join("settings.json")) {
-            add_named(&mut found, &entry, &options.agent_dir);
-        }
+        apply_settings(&mut found, &mut exclusions, &options.agent_dir.join("settings.json"), &options.agent_dir);
         found.paths.extend(scan_dir(&options.agent_dir.join("extensions")));
+        found.paths.retain(|p| !exclusions.excludes(p));
     }
     for value in &options.cli_paths {
         add_named(&mut found, value, &options.cwd);
     }
     let mut seen = HashSet::new();
-    found.paths.retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
+    found.paths.retain(|p| seen.insert(canonical(p)));
     found
 }
 
@@ -147,6 +256,10 @@ mod tests {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
     }
 
+    fn names(found: &Discovered) -> Vec<String> {
+        found.paths.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect()
+    }
+
     #[test]
     fn finds_user_project_settings_and_cli_extensions() {
         let agent = tempfile::tempdir().unwrap();
@@ -155,9 +268,11 @@ mod tests {
         write(&user_ext.join("a.py"), "", false);
         write(&user_ext.join("bin-tool"), "", true);
         write(&user_ext.join("notes.md"), "", false);
-        write(&user_ext.join("old.ts"), "", false);
+        write(&user_ext.join("gate.ts"), "", false);
         write(&user_ext.join(".hidden.py"), "", false);
         write(&user_ext.join("pack/index.py"), "", false);
+        write(&user_ext.join("tsdir/index.ts"), "", false);
+        write(&user_ext.join("tsdir/helper.ts"), "", false);
         write(&user_ext.join("empty/readme.txt"), "", false);
         write(&cwd.path().join(".pi/extensions/p.sh"), "", false);
         write(&cwd.path().join("mine/x.py"), "", false);
@@ -172,9 +287,7 @@ mod tests {
             no_extensions: false,
         };
         let found = discover(&options);
-        let names: Vec<String> =
-            found.paths.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
-        assert_eq!(names, ["p.sh", "e.py", "a.py", "bin-tool", "index.py", "x.py"]);
+        assert_eq!(names(&found), ["p.sh", "e.py", "a.py", "bin-tool", "gate.ts", "index.py", "index.ts", "x.py"]);
         assert_eq!(found.errors.len(), 2, "{:?}", found.errors);
         assert!(found.errors[0].1.contains("extension not found"));
         assert!(found.errors[1].1.contains("no extension entry point"));
@@ -185,5 +298,47 @@ mod tests {
         let found = discover(&options);
         assert_eq!(found.paths.len(), 1);
         assert!(found.errors.is_empty());
+    }
+
+    #[test]
+    fn package_manifests_and_settings_exclusions() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let ext = agent.path().join("extensions");
+        write(&ext.join("pkg/package.json"), r#"{"pi":{"extensions":["./src/main.ts","./more/*.ts"]}}"#, false);
+        write(&ext.join("pkg/src/main.ts"), "", false);
+        write(&ext.join("pkg/more/b.ts"), "", false);
+        write(&ext.join("pkg/more/a.ts"), "", false);
+        write(&ext.join("pkg/index.ts"), "", false);
+        write(&ext.join("drop.ts"), "", false);
+        write(&ext.join("keep.js"), "", false);
+        write(&ext.join("skip-me.ts"), "", false);
+        write(
+            &agent.path().join("settings.json"),
+            r#"{"extensions":["-extensions/drop.ts","!**/skip-*.ts","+builtin:llama.cpp"]}"#,
+            false,
+        );
+        let options = DiscoverOptions {
+            agent_dir: agent.path().to_path_buf(),
+            cwd: cwd.path().to_path_buf(),
+            project_trusted: false,
+            cli_paths: vec![ext.join("drop.ts").display().to_string()],
+            no_extensions: false,
+        };
+        let found = discover(&options);
+        assert_eq!(names(&found), ["keep.js", "main.ts", "a.ts", "b.ts", "drop.ts"], "{:?}", found.errors);
+        assert!(found.errors.is_empty());
+    }
+
+    #[test]
+    fn typescript_is_a_module_and_javascript_unless_executable() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, exec, module) in
+            [("a.ts", true, true), ("b.js", false, true), ("c.js", true, false), ("d.py", false, false)]
+        {
+            let p = dir.path().join(name);
+            write(&p, "", exec);
+            assert_eq!(is_pi_module(&p), module, "{name}");
+        }
     }
 }

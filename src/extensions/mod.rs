@@ -25,12 +25,15 @@ use crate::event::AgentEvent;
 use crate::tools::ToolCallGate;
 
 pub mod discovery;
+pub mod hooks;
+pub mod host;
 mod process;
 pub mod protocol;
 mod tool;
 pub mod ui;
 
 pub use discovery::{DiscoverOptions, Discovered, discover};
+pub use host::HostConfig;
 pub use process::{CallError, Extension};
 pub use tool::ExtensionTool;
 pub use ui::{Routed, UiBroker};
@@ -86,6 +89,12 @@ pub struct ExtensionOptions {
     pub timeouts: Timeouts,
     /// `--no-tools`: extension tools are registered but not activated.
     pub no_tools: bool,
+    /// Where the TypeScript extension host finds Node.js and its packages.
+    pub host: HostConfig,
+    /// The agent directory (pi modules read it as `PI_CODING_AGENT_DIR`).
+    pub agent_dir: PathBuf,
+    /// Whether project-local resources load (pi's `ctx.isProjectTrusted()`).
+    pub project_trusted: bool,
 }
 
 /// Something an extension asks the agent to do.
@@ -102,6 +111,45 @@ pub enum ExtRequest {
     GetState,
     GetMessages,
     GetCommands,
+    /// `{names}`: the active tools (unknown names are ignored, as in pi).
+    SetActiveTools(Value),
+    /// Every registered tool with its schema and owner.
+    GetAllTools,
+    /// The session: header, entries, leaf, file, name.
+    GetSession,
+    /// `{entryId, label}` (`label: null` clears it).
+    SetLabel(Value),
+    /// `{provider, id}`; answers whether the model was set.
+    SetModel(Value),
+    /// `{level}`
+    SetThinkingLevel(Value),
+    /// Abort the current run.
+    Abort,
+    /// End pi-rpc once idle (pi's `ctx.shutdown()`).
+    Shutdown,
+    /// `{channel, data}` for the other extensions' `pi.events` listeners.
+    Emit(Value),
+    /// The models of the registry.
+    GetModels,
+}
+
+impl ExtRequest {
+    /// The request an extension's `method` names, beyond the original ones.
+    pub fn from_method(method: &str, params: Value) -> Option<ExtRequest> {
+        Some(match method {
+            "setActiveTools" => ExtRequest::SetActiveTools(params),
+            "getAllTools" => ExtRequest::GetAllTools,
+            "getSession" => ExtRequest::GetSession,
+            "setLabel" => ExtRequest::SetLabel(params),
+            "setModel" => ExtRequest::SetModel(params),
+            "setThinkingLevel" => ExtRequest::SetThinkingLevel(params),
+            "abort" => ExtRequest::Abort,
+            "shutdown" => ExtRequest::Shutdown,
+            "emit" => ExtRequest::Emit(params),
+            "getModels" => ExtRequest::GetModels,
+            _ => return None,
+        })
+    }
 }
 
 /// A message from the extension host to the agent actor.
@@ -153,6 +201,8 @@ struct Shared {
     ui: Arc<UiBroker>,
     timeouts: Timeouts,
     quiet: Arc<AtomicBool>,
+    /// Where hook failures are reported (none when nothing was started).
+    signals: Option<Signals>,
 }
 
 /// The running extensions (cheap to clone; empty when none are configured).
@@ -169,6 +219,7 @@ impl Default for Extensions {
                 ui: Arc::new(UiBroker::default()),
                 timeouts: Timeouts::default(),
                 quiet: Arc::new(AtomicBool::new(false)),
+                signals: None,
             }),
         }
     }
@@ -188,17 +239,21 @@ impl Extensions {
     pub fn start(options: &ExtensionOptions, ctx: &StartContext<'_>, signals: Signals) -> Extensions {
         let ui = Arc::new(UiBroker::default());
         let quiet = Arc::new(AtomicBool::new(false));
+        // The host is looked at only when a pi module is to be loaded.
+        let host = options.paths.iter().any(|p| discovery::is_pi_module(p)).then(|| host::Host::prepare(&options.host));
         let list = options
             .paths
             .iter()
             .enumerate()
             .map(|(id, path)| {
-                let hello = protocol::hello(
+                let mut hello = protocol::hello(
                     &path.display().to_string(),
                     &ctx.cwd.display().to_string(),
                     ctx.session_id,
                     ctx.session_file,
                 );
+                hello["agentDir"] = Value::String(options.agent_dir.display().to_string());
+                hello["projectTrusted"] = Value::Bool(options.project_trusted);
                 let spawn_ctx = process::SpawnContext {
                     cwd: ctx.cwd.to_path_buf(),
                     hello,
@@ -206,6 +261,8 @@ impl Extensions {
                     signals: signals.clone(),
                     timeouts: options.timeouts,
                     quiet: quiet.clone(),
+                    host: host.clone(),
+                    agent_dir: options.agent_dir.clone(),
                 };
                 process::spawn(id, path.clone(), &spawn_ctx)
             })
@@ -219,7 +276,7 @@ impl Extensions {
                 }
             });
         }
-        Extensions { shared: Arc::new(Shared { list, ui, timeouts: options.timeouts, quiet }) }
+        Extensions { shared: Arc::new(Shared { list, ui, timeouts: options.timeouts, quiet, signals: Some(signals) }) }
     }
 
     /// Number of extensions started (alive or not).
@@ -256,6 +313,14 @@ impl Extensions {
         }
         if let Some((name, payload)) = protocol::event_payload(event) {
             self.notify_raw(name, payload);
+        }
+    }
+
+    /// Deliver a `pi.events` message from extension `from` to the others.
+    pub fn broadcast_bus(&self, from: usize, channel: &str, data: Value) {
+        let message = protocol::event_message(serde_json::json!({"type": "bus", "channel": channel, "data": data}));
+        for ext in self.subscribers("bus").into_iter().filter(|e| e.id != from) {
+            ext.send(&message);
         }
     }
 

@@ -72,6 +72,8 @@ pub struct Extension {
     /// The first recorded reason to stop it: (event, error).
     death: Mutex<Option<(String, String)>>,
     tool_updates: Mutex<HashMap<String, mpsc::UnboundedSender<ToolUpdate>>>,
+    /// Open dialogs by the extension's request id (it may dismiss them).
+    dialogs: Mutex<HashMap<String, CancellationToken>>,
     stderr_tail: Mutex<VecDeque<String>>,
     /// Cancelled when stderr reaches its end.
     stderr_done: CancellationToken,
@@ -90,6 +92,9 @@ pub(super) struct SpawnContext {
     pub timeouts: Timeouts,
     /// Set during shutdown: deaths are then not reported.
     pub quiet: Arc<std::sync::atomic::AtomicBool>,
+    /// The TypeScript extension host (for pi modules), or why it cannot run.
+    pub host: Option<Result<super::host::Host, String>>,
+    pub agent_dir: PathBuf,
 }
 
 impl Extension {
@@ -256,6 +261,7 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
         exited: CancellationToken::new(),
         death: Mutex::new(None),
         tool_updates: Mutex::new(HashMap::new()),
+        dialogs: Mutex::new(HashMap::new()),
         stderr_tail: Mutex::new(VecDeque::new()),
         stderr_done: CancellationToken::new(),
         ui: ctx.ui.clone(),
@@ -263,7 +269,14 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
         timeouts: ctx.timeouts,
         quiet: ctx.quiet.clone(),
     });
-    let mut cmd = command_for(&path);
+    let mut cmd = match command_for(&path, ctx) {
+        Ok(cmd) => cmd,
+        Err(e) => {
+            ext.fail("startup", e);
+            tokio::spawn(finish(ext.clone(), None));
+            return ext;
+        }
+    };
     cmd.current_dir(&ctx.cwd)
         .env("PI_CODING_AGENT", "true")
         .env("PI_RPC_EXTENSION_PROTOCOL", protocol::PROTOCOL_VERSION.to_string())
@@ -305,25 +318,32 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
     ext
 }
 
-/// How to run a file: directly when executable, else by its interpreter.
-fn command_for(path: &std::path::Path) -> tokio::process::Command {
+/// How to run a file: a pi module by the extension host, an executable
+/// directly, else by its interpreter.
+fn command_for(path: &std::path::Path, ctx: &SpawnContext) -> Result<tokio::process::Command, String> {
     use std::os::unix::fs::PermissionsExt;
+    if super::discovery::is_pi_module(path) {
+        return match &ctx.host {
+            Some(Ok(host)) => Ok(host.command(path, &ctx.agent_dir)),
+            Some(Err(e)) => Err(e.clone()),
+            None => Err("the TypeScript extension host was not prepared".to_string()),
+        };
+    }
     let executable = std::fs::metadata(path).map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false);
     let interpreter = match path.extension().and_then(|e| e.to_str()) {
         _ if executable => None,
         Some("py") => Some("python3"),
         Some("sh") => Some("sh"),
-        Some("js" | "mjs" | "cjs") => Some("node"),
         _ => None,
     };
-    match interpreter {
+    Ok(match interpreter {
         Some(program) => {
             let mut cmd = tokio::process::Command::new(program);
             cmd.arg(path);
             cmd
         }
         None => tokio::process::Command::new(path),
-    }
+    })
 }
 
 async fn write_lines(mut stdin: tokio::process::ChildStdin, mut lines: mpsc::Receiver<String>) {
@@ -441,11 +461,25 @@ async fn handle_message(ext: &Arc<Extension>, message: Incoming) {
                 None => tracing::debug!("extension {}: response to unknown request {id}", ext.name()),
             }
         }
+        Incoming::Cancel { id } => {
+            if let Some(token) = lock(&ext.dialogs).remove(&id) {
+                token.cancel();
+            }
+        }
         Incoming::Request { id, method, params } if is_dialog_method(&method) => {
             // A dialog waits for the user: served aside so reading goes on.
             let ext = ext.clone();
+            let dismissed = CancellationToken::new();
+            let key = id.as_ref().map(protocol::id_key);
+            if let Some(key) = &key {
+                lock(&ext.dialogs).insert(key.clone(), dismissed.clone());
+            }
             tokio::spawn(async move {
-                let outcome = handle_request(&ext, &method, params).await;
+                let outcome =
+                    Ok(ui_call(&ext.ui, &ext.signals, ext.id, &ext.name(), &method, &params, &dismissed).await);
+                if let Some(key) = &key {
+                    lock(&ext.dialogs).remove(key);
+                }
                 if let Some(id) = id {
                     ext.send(&protocol::response(&id, outcome));
                 }
@@ -464,9 +498,22 @@ async fn handle_message(ext: &Arc<Extension>, message: Incoming) {
 /// Serve one request of the extension.
 async fn handle_request(ext: &Arc<Extension>, method: &str, params: Value) -> Result<Value, String> {
     if is_ui_method(method) {
-        return Ok(ui_call(&ext.ui, &ext.signals, ext.id, &ext.name(), method, &params).await);
+        let never = CancellationToken::new();
+        return Ok(ui_call(&ext.ui, &ext.signals, ext.id, &ext.name(), method, &params, &never).await);
     }
     let request = match method {
+        "fail" => {
+            let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+            let event = Some(text("event")).filter(|e| !e.is_empty()).unwrap_or_else(|| "load".to_string());
+            ext.fail(&event, text("error"));
+            return Ok(Value::Null);
+        }
+        "reportError" => {
+            let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+            let signal = HostSignal::Error { path: ext.path_string(), event: text("event"), error: text("error") };
+            ext.signals.deliver(signal).await;
+            return Ok(Value::Null);
+        }
         "toolUpdate" => {
             let call_id = params.get("toolCallId").and_then(Value::as_str).unwrap_or_default();
             let tx = lock(&ext.tool_updates).get(call_id).cloned();
@@ -483,7 +530,10 @@ async fn handle_request(ext: &Arc<Extension>, method: &str, params: Value) -> Re
         "getState" => ExtRequest::GetState,
         "getMessages" => ExtRequest::GetMessages,
         "getCommands" => ExtRequest::GetCommands,
-        other => return Err(format!("unknown method: {other}")),
+        other => match ExtRequest::from_method(other, params) {
+            Some(request) => request,
+            None => return Err(format!("unknown method: {other}")),
+        },
     };
     let (reply, answer) = oneshot::channel();
     if !ext.signals.deliver(HostSignal::Request { id: ext.id, request, reply }).await {

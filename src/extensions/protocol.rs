@@ -34,10 +34,19 @@ pub const NOTIFICATION_EVENTS: &[&str] = &[
     "session_info_changed",
     "model_select",
     "thinking_level_select",
+    "bus",
 ];
 
 /// Hooks: requests whose reply can change what happens next.
-pub const HOOK_EVENTS: &[&str] = &["tool_call", "session_before_switch", "session_before_fork"];
+pub const HOOK_EVENTS: &[&str] = &[
+    "tool_call",
+    "tool_result",
+    "session_before_switch",
+    "session_before_fork",
+    "input",
+    "before_agent_start",
+    "context",
+];
 
 /// Whether `name` is an event or hook pi-rpc sends.
 pub fn is_known_event(name: &str) -> bool {
@@ -64,6 +73,12 @@ pub struct ToolSpecWire {
     /// `false`: registered but not given to the model until activated.
     #[serde(default = "default_true")]
     pub active: bool,
+    /// A one-line entry for the system prompt's tool list.
+    #[serde(default, rename = "promptSnippet")]
+    pub prompt_snippet: Option<String>,
+    /// Rule bullets for the system prompt while the tool is active.
+    #[serde(default, rename = "promptGuidelines")]
+    pub prompt_guidelines: Vec<String>,
 }
 
 fn empty_object_schema() -> Value {
@@ -129,6 +144,10 @@ pub enum Incoming {
         id: String,
         outcome: Result<Value, String>,
     },
+    /// The extension no longer waits for its request `id` (a dialog it dismissed).
+    Cancel {
+        id: String,
+    },
 }
 
 /// Parse one line. Errors describe what is wrong, for `extension_error`.
@@ -166,6 +185,11 @@ pub fn parse_line(line: &str) -> Result<Incoming, String> {
             };
             Ok(Incoming::Response { id, outcome })
         }
+        "cancel" => match obj.get("id") {
+            Some(Value::String(s)) => Ok(Incoming::Cancel { id: s.clone() }),
+            Some(Value::Number(n)) => Ok(Incoming::Cancel { id: n.to_string() }),
+            _ => Err("cancel without an \"id\"".to_string()),
+        },
         "" => Err(format!("message without a \"type\": {}", excerpt(line))),
         other => Err(format!("unknown message type \"{other}\"")),
     }
@@ -191,6 +215,14 @@ pub fn hello(extension_path: &str, cwd: &str, session_id: &str, session_file: Op
         "sessionId": session_id,
         "sessionFile": session_file,
     })
+}
+
+/// A request id as a map key (strings as they are, numbers as written).
+pub fn id_key(id: &Value) -> String {
+    match id {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// A host request.
@@ -361,6 +393,7 @@ mod tests {
             parse_line(r#"{"type":"response","id":"h1","result":{"block":true}}"#).unwrap(),
             Incoming::Response { id: "h1".into(), outcome: Ok(json!({"block": true})) }
         );
+        assert_eq!(parse_line(r#"{"type":"cancel","id":"a4"}"#).unwrap(), Incoming::Cancel { id: "a4".into() });
         assert_eq!(
             parse_line(r#"{"type":"response","id":"h2","error":{"message":"boom"}}"#).unwrap(),
             Incoming::Response { id: "h2".into(), outcome: Err("boom".into()) }

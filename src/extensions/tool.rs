@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Extensions;
 use super::process::{CallError, Extension};
+use super::protocol::ToolSpecWire;
 use crate::message::ContentBlock;
 use crate::tools::{GateDecision, Tool, ToolCallGate, ToolContext, ToolOutput};
 
@@ -37,36 +38,42 @@ pub(crate) fn parse_content(v: &Value) -> (Vec<ContentBlock>, Option<Value>) {
 /// A tool registered by an extension.
 pub struct ExtensionTool {
     ext: Arc<Extension>,
-    name: String,
-    description: String,
-    parameters: Value,
+    spec: ToolSpecWire,
 }
 
 impl ExtensionTool {
-    pub fn new(ext: Arc<Extension>, name: String, description: String, parameters: Value) -> Self {
-        ExtensionTool { ext, name, description, parameters }
+    pub fn new(ext: Arc<Extension>, spec: ToolSpecWire) -> Self {
+        ExtensionTool { ext, spec }
     }
 }
 
 #[async_trait]
 impl Tool for ExtensionTool {
     fn name(&self) -> &str {
-        &self.name
+        &self.spec.name
     }
 
     fn description(&self) -> &str {
-        &self.description
+        &self.spec.description
     }
 
     fn parameters(&self) -> &Value {
-        &self.parameters
+        &self.spec.parameters
+    }
+
+    fn prompt_snippet(&self) -> Option<&str> {
+        self.spec.prompt_snippet.as_deref().filter(|s| !s.trim().is_empty())
+    }
+
+    fn prompt_guidelines(&self) -> &[String] {
+        &self.spec.prompt_guidelines
     }
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
         let call_id = ctx.tool_call_id.clone();
         let (tx, mut rx) = mpsc::unbounded_channel();
         self.ext.watch_tool(&call_id, tx);
-        let params = json!({"toolName": self.name, "toolCallId": call_id, "input": args});
+        let params = json!({"toolName": self.spec.name, "toolCallId": call_id, "input": args});
         let call = self.ext.call("execute_tool", params, Some(&ctx.cancel));
         tokio::pin!(call);
         let outcome = loop {
@@ -88,7 +95,8 @@ impl Tool for ExtensionTool {
                     (None, true) => Some(json!({})),
                     (d, _) => d,
                 };
-                ToolOutput { content, details, is_error, ..Default::default() }
+                let terminate = result.get("terminate").and_then(Value::as_bool) == Some(true);
+                ToolOutput { content, details, is_error, terminate, ..Default::default() }
             }
             Err(CallError::Failed(message)) => ToolOutput::error(message),
             Err(CallError::Dead(message)) => {
@@ -141,6 +149,20 @@ impl ToolCallGate for ExtensionGate {
             }
         }
         GateDecision::Allow { args: replaced.then_some(input) }
+    }
+
+    async fn after(
+        &self,
+        tool_call_id: &str,
+        tool_name: &str,
+        args: &Value,
+        output: ToolOutput,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        if !self.extensions.listens("tool_result") {
+            return output;
+        }
+        self.extensions.tool_result(tool_call_id, tool_name, args, output, cancel).await
     }
 }
 

@@ -244,7 +244,8 @@ pub fn dialog_result(kind: &ExtensionUiKind, response: Option<UiResponse>) -> Va
 }
 
 /// Perform UI call `method` for extension `owner` (named `extension`):
-/// emit the request and, for a dialog, wait for the answer or its timeout.
+/// emit the request and, for a dialog, wait for the answer, its timeout or
+/// the extension dismissing it (`dismissed`).
 pub(super) async fn ui_call(
     broker: &UiBroker,
     signals: &Signals,
@@ -252,6 +253,7 @@ pub(super) async fn ui_call(
     extension: &str,
     method: &str,
     params: &Value,
+    dismissed: &tokio_util::sync::CancellationToken,
 ) -> Value {
     let kind = match ui_kind(method, params) {
         Ok(kind) => kind,
@@ -280,16 +282,18 @@ pub(super) async fn ui_call(
         broker.remove(&id);
         return dialog_result(&kind, None);
     }
-    let response = match timeout_ms {
-        Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), rx).await {
-            Ok(answer) => answer.ok(),
-            Err(_) => {
-                broker.remove(&id);
-                None
-            }
-        },
-        None => rx.await.ok(),
+    let expiry = async {
+        match timeout_ms {
+            Some(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
+            None => std::future::pending().await,
+        }
     };
+    let response = tokio::select! {
+        answer = rx => answer.ok(),
+        _ = expiry => None,
+        _ = dismissed.cancelled() => None,
+    };
+    broker.remove(&id);
     dialog_result(&kind, response)
 }
 

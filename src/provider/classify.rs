@@ -19,6 +19,28 @@ use super::{ProviderError, ProviderErrorKind};
 /// pi truncates an error body to this many characters.
 pub const MAX_ERROR_BODY_CHARS: usize = 4000;
 
+/// Longest `errorMessage` kept (in bytes, the note included): a provider's
+/// 5 MB error page would otherwise be copied into every event and the
+/// session file, once per attempt.
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 64 * 1024;
+
+/// Bound an error text to [`MAX_ERROR_MESSAGE_BYTES`]: the first part, cut on
+/// a character boundary, and a note of how long the text was. `body_note`
+/// says what the response body was when only part of it was read (then the
+/// note is added even to a short text).
+pub fn cap_error_message(message: String, body_note: Option<&str>) -> String {
+    if message.len() <= MAX_ERROR_MESSAGE_BYTES && body_note.is_none() {
+        return message;
+    }
+    let body = body_note.map(|b| format!("; {b}")).unwrap_or_default();
+    let note = format!("… [error text of {} bytes cut to its first KEPT bytes{body}]", message.len());
+    let mut keep = MAX_ERROR_MESSAGE_BYTES.saturating_sub(note.len() + 8).min(message.len());
+    while !message.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    format!("{}{}", &message[..keep], note.replace("KEPT", &keep.to_string()))
+}
+
 fn build(patterns: &[&str]) -> Option<Regex> {
     Regex::new(&format!("(?i){}", patterns.join("|"))).ok()
 }
@@ -304,6 +326,28 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 mod tests {
     use super::*;
     use reqwest::header::{HeaderMap, HeaderValue};
+
+    #[test]
+    fn long_error_texts_are_cut_with_a_note() {
+        assert_eq!(cap_error_message("500 short".into(), None), "500 short");
+        let long = format!("500 {}é", "x".repeat(200_000));
+        let capped = cap_error_message(long.clone(), None);
+        assert!(capped.len() <= MAX_ERROR_MESSAGE_BYTES);
+        assert!(capped.starts_with("500 xxx"));
+        assert!(
+            capped.ends_with(&format!("… [error text of {} bytes cut to its first 65468 bytes]", long.len())),
+            "{}",
+            &capped[65_400..]
+        );
+        let noted = cap_error_message("400 abc".into(), Some("the response body had 5000000 bytes"));
+        assert_eq!(
+            noted,
+            "400 abc… [error text of 7 bytes cut to its first 7 bytes; the response body had 5000000 bytes]"
+        );
+        // Multi-byte characters are never split.
+        let wide = "é".repeat(40_000);
+        assert!(cap_error_message(wide, None).starts_with("éé"));
+    }
 
     #[test]
     fn openai_error_texts_match_pi() {

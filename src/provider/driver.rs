@@ -96,6 +96,7 @@ impl<W: Wire> Run<W> {
     }
 
     async fn open(&mut self, call: Call) {
+        let secrets = credentials(&call.headers);
         let response = match self.http.post_json(&call.url, &call.headers, &call.body, &self.cancel).await {
             Ok(r) => r,
             Err(e) if e.kind == ProviderErrorKind::Aborted => return self.fail(e),
@@ -105,7 +106,15 @@ impl<W: Wire> Run<W> {
         if !response.status().is_success() {
             let headers = response.headers().clone();
             let err = match http::read_body(response, self.http.options.idle_timeout, &self.cancel).await {
-                Ok(text) => (self.api.http_error)(status, &headers, &text),
+                Ok(body) => {
+                    let mut err = (self.api.http_error)(status, &headers, &body.text);
+                    // Hide echoed keys before cutting, so no cut can split one.
+                    for secret in &secrets {
+                        err.message = err.message.replace(secret.as_str(), "***");
+                    }
+                    err.message = super::classify::cap_error_message(err.message, body.cut_note.as_deref());
+                    err
+                }
                 Err(e) if e.kind == ProviderErrorKind::Aborted => e,
                 Err(_) => (self.api.http_error)(status, &headers, ""),
             };
@@ -154,6 +163,20 @@ impl<W: Wire> Run<W> {
             }
         }
     }
+}
+
+/// The credentials a request carries in its headers (`authorization`,
+/// `x-api-key`, `x-goog-api-key`, …), without their `Bearer ` scheme.
+fn credentials(headers: &[(String, String)]) -> Vec<String> {
+    headers
+        .iter()
+        .filter(|(name, _)| {
+            let name = name.to_ascii_lowercase();
+            name.contains("authorization") || name.contains("api-key")
+        })
+        .map(|(_, value)| value.split_once(' ').map_or(value.as_str(), |(_, token)| token).trim().to_string())
+        .filter(|token| token.len() >= 8)
+        .collect()
 }
 
 /// Run one call: `call` is the prepared request, or the error that kept it

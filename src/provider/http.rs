@@ -139,22 +139,50 @@ impl HttpClient {
     }
 }
 
-/// Read a whole (error) body as text, honouring cancellation and the idle timeout.
+/// Most bytes of an error body read into memory; the rest is left unread.
+pub const MAX_ERROR_BODY_READ: usize = 1 << 20;
+
+/// A non-2xx response body as read: at most [`MAX_ERROR_BODY_READ`] bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorBody {
+    pub text: String,
+    /// Set when the body was longer than what was read: what it was.
+    pub cut_note: Option<String>,
+}
+
+/// Read an (error) body as text, up to [`MAX_ERROR_BODY_READ`] bytes,
+/// honouring cancellation and the idle timeout between chunks.
 pub async fn read_body(
-    response: reqwest::Response,
+    mut response: reqwest::Response,
     idle: Option<Duration>,
     cancel: &CancellationToken,
-) -> Result<String, ProviderError> {
+) -> Result<ErrorBody, ProviderError> {
     let limit = idle.unwrap_or(Duration::from_secs(u64::from(u32::MAX)));
-    tokio::select! {
-        biased;
-        _ = cancel.cancelled() => Err(ProviderError::aborted()),
-        res = tokio::time::timeout(limit, response.text()) => match res {
-            Err(_) => Err(body_error(BodyError::Idle(limit))),
-            Ok(Err(e)) => Err(body_error(BodyError::Transport(error_chain(&e)))),
-            Ok(Ok(text)) => Ok(text),
-        },
+    let declared = response.content_length();
+    let mut bytes: Vec<u8> = Vec::new();
+    loop {
+        let chunk = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(ProviderError::aborted()),
+            res = tokio::time::timeout(limit, response.chunk()) => match res {
+                Err(_) => return Err(body_error(BodyError::Idle(limit))),
+                Ok(Err(e)) => return Err(body_error(BodyError::Transport(error_chain(&e)))),
+                Ok(Ok(chunk)) => chunk,
+            },
+        };
+        let Some(chunk) = chunk else { break };
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() > MAX_ERROR_BODY_READ {
+            bytes.truncate(MAX_ERROR_BODY_READ);
+            let size = match declared {
+                Some(n) => format!("the response body had {n} bytes"),
+                None => format!("the response body had more than {MAX_ERROR_BODY_READ} bytes"),
+            };
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            return Ok(ErrorBody { text, cut_note: Some(size) });
+        }
     }
+    Ok(ErrorBody { text: String::from_utf8_lossy(&bytes).into_owned(), cut_note: None })
 }
 
 fn invalid_header(name: &str) -> ProviderError {
@@ -239,7 +267,7 @@ mod tests {
         let headers = vec![("authorization".to_string(), "Bearer k".to_string()), ("x-extra".into(), "1".into())];
         let resp = http.post_json(&url, &headers, &serde_json::json!({"a": 1}), &cancel).await.unwrap();
         assert_eq!(resp.status().as_u16(), 418);
-        assert_eq!(read_body(resp, None, &cancel).await.unwrap(), "teapot");
+        assert_eq!(read_body(resp, None, &cancel).await.unwrap(), ErrorBody { text: "teapot".into(), cut_note: None });
         let req = &server.requests()[0];
         assert_eq!(req.header("authorization"), Some("Bearer k"));
         assert_eq!(req.header("x-extra"), Some("1"));

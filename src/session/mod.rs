@@ -8,6 +8,7 @@
 //! * `context`: [`SessionContext`], what the model sees for the leaf.
 //! * `fork`: `fork` / `clone_branch`, new sessions made of one branch.
 //! * `lookup`: session directories, `--continue`, `--session <id|prefix|path>`.
+//! * `start`: `--session-id` and `--fork` sessions.
 //! * `load` / `migrate`: reading damaged and old (v1, v2) files.
 
 mod append;
@@ -18,6 +19,7 @@ mod fork;
 mod load;
 mod lookup;
 mod migrate;
+mod start;
 mod store;
 mod tree;
 
@@ -28,4 +30,5 @@ pub use context::SessionContext;
 pub use entry::{SessionEntry, SessionHeader};
 pub use error::SessionError;
 pub use lookup::{default_session_dir, find_most_recent, read_session_header, resolve_session, session_dirs};
+pub use start::find_by_id;
 pub use store::Session;

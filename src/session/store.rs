@@ -176,7 +176,7 @@ fn replace_file(path: &Path, contents: &str) -> Result<(), SessionError> {
 }
 
 impl Session {
-    fn empty(header: SessionHeader, file: Option<PathBuf>, session_dir: Option<PathBuf>) -> Self {
+    pub(crate) fn empty(header: SessionHeader, file: Option<PathBuf>, session_dir: Option<PathBuf>) -> Self {
         Session {
             cwd: header.cwd.clone(),
             header,

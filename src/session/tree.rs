@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use super::entry::{KnownEntry, SessionEntry, StoredMessage};
 use super::store::Session;
 use crate::message::AgentMessage;
-use crate::op::{ForkMessage, TreeNode};
+use crate::op::{ForkMessage, SessionTree, TreeNode};
 
 /// Milliseconds of an ISO 8601 timestamp, `None` when it does not parse.
 pub(crate) fn iso_to_ms(timestamp: &str) -> Option<i64> {
@@ -30,9 +30,10 @@ impl Session {
     /// Positions in `records` of the root..=`id` path.
     pub(crate) fn path_positions(&self, id: &str) -> Vec<usize> {
         let mut path = Vec::new();
+        let mut seen = vec![false; self.records.len()];
         let mut current = self.index.get(id).copied();
         while let Some(pos) = current {
-            if path.len() > self.records.len() {
+            if std::mem::replace(&mut seen[pos], true) {
                 break; // a parent cycle in a hand-edited file
             }
             path.push(pos);
@@ -48,9 +49,9 @@ impl Session {
     /// timestamp, oldest first (append order among equal timestamps, and
     /// when a timestamp does not parse). A `label` entry is a node of its
     /// own and also sets `label`/`labelTimestamp` on its target's node.
-    pub fn tree(&self) -> Vec<TreeNode> {
-        let n = self.records.len();
-        let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+    /// Node `i` is the record at position `i`; nothing here recurses.
+    pub fn tree(&self) -> SessionTree {
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); self.records.len()];
         let mut roots = Vec::new();
         // Resolve parents through the id index restricted to entries with ids.
         let mut position_of: HashMap<&str, usize> = HashMap::new();
@@ -75,29 +76,26 @@ impl Session {
                 *list = keyed.into_iter().map(|(_, i)| i).collect();
             }
         }
-        // Build nodes bottom-up without recursion (linear sessions are deep).
-        let mut built: Vec<Option<TreeNode>> = (0..n).map(|_| None).collect();
-        let mut visited = vec![false; n];
-        let mut stack: Vec<(usize, bool)> = roots.iter().rev().map(|&r| (r, false)).collect();
-        while let Some((i, expanded)) = stack.pop() {
-            if expanded {
-                let kids = children[i].iter().filter_map(|&c| built[c].take()).collect();
-                built[i] = Some(self.node(i, kids));
-                continue;
-            }
-            if visited[i] {
-                continue;
-            }
-            visited[i] = true;
-            stack.push((i, true));
-            for &c in children[i].iter().rev() {
-                stack.push((c, false));
+        // A parent cycle in a hand-edited file leaves entries that no root
+        // reaches: the first of each such group becomes a root of its own.
+        let mut reached = vec![false; children.len()];
+        mark_reachable(&roots, &children, &mut reached);
+        let mut extra_root = vec![false; children.len()];
+        for i in 0..children.len() {
+            if !reached[i] {
+                extra_root[i] = true;
+                roots.push(i);
+                mark_reachable(&[i], &children, &mut reached);
             }
         }
-        roots.iter().filter_map(|&r| built[r].take()).collect()
+        for list in &mut children {
+            list.retain(|&c| !extra_root[c]);
+        }
+        let nodes = children.into_iter().enumerate().map(|(i, kids)| self.node(i, kids)).collect();
+        SessionTree { nodes, roots }
     }
 
-    fn node(&self, i: usize, children: Vec<TreeNode>) -> TreeNode {
+    fn node(&self, i: usize, children: Vec<usize>) -> TreeNode {
         let entry = self.records[i].entry.clone();
         let label = entry.id().and_then(|id| self.labels.get(id));
         TreeNode {
@@ -135,5 +133,15 @@ impl Session {
     /// The label currently set on an entry.
     pub fn label(&self, id: &str) -> Option<&str> {
         self.labels.get(id).map(|l| l.label.as_str())
+    }
+}
+
+/// Marks what a walk from `from` reaches, stopping at what is marked already.
+fn mark_reachable(from: &[usize], children: &[Vec<usize>], reached: &mut [bool]) {
+    let mut stack: Vec<usize> = from.to_vec();
+    while let Some(i) = stack.pop() {
+        if !std::mem::replace(&mut reached[i], true) {
+            stack.extend(children[i].iter().copied());
+        }
     }
 }

@@ -442,6 +442,7 @@ impl Tool for BashTool {
             is_error: exit_code != 0,
             usage: None,
             structured_content: Some(Value::Object(structured)),
+            terminate: false,
         }
     }
 }

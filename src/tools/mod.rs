@@ -28,6 +28,7 @@ pub mod ls;
 pub mod path;
 pub mod read;
 pub mod shell;
+pub mod temp_outputs;
 pub mod truncate;
 pub mod validate;
 pub mod write;
@@ -51,6 +52,9 @@ pub struct ToolOutput {
     /// `{output,truncated,exit_code,wall_time_seconds}`, read: the text or an
     /// image object); not part of the toolResult message.
     pub structured_content: Option<Value>,
+    /// pi's `terminate`: no follow-up model request after this tool batch
+    /// when every result of the batch asks for it.
+    pub terminate: bool,
 }
 
 impl ToolOutput {
@@ -147,6 +151,18 @@ pub trait ToolCallGate: Send + Sync {
         args: &Value,
         cancel: &CancellationToken,
     ) -> GateDecision;
+
+    /// Look at (and possibly change) the result of a call that ran (pi's `tool_result` hooks).
+    async fn after(
+        &self,
+        _tool_call_id: &str,
+        _tool_name: &str,
+        _args: &Value,
+        output: ToolOutput,
+        _cancel: &CancellationToken,
+    ) -> ToolOutput {
+        output
+    }
 }
 
 /// A tool the model can call.
@@ -158,6 +174,17 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> &Value;
     /// Run with arguments already validated against `parameters`.
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput;
+
+    /// A one-line summary for the system prompt's tool list (pi's
+    /// `promptSnippet`); built-in tools have theirs in `system_prompt`.
+    fn prompt_snippet(&self) -> Option<&str> {
+        None
+    }
+
+    /// Rule bullets for the system prompt while the tool is active (pi's `promptGuidelines`).
+    fn prompt_guidelines(&self) -> &[String] {
+        &[]
+    }
 
     /// Repair common argument mistakes before validation (pi's
     /// `prepareArguments`; edit folds legacy `oldText`/`newText` into `edits`).
@@ -175,11 +202,46 @@ pub trait Tool: Send + Sync {
     }
 }
 
+/// Tool names, or patterns where `*` stands for any text (pi's
+/// `createToolNameMatcher`; no other character is special).
+#[derive(Clone, Debug, Default)]
+pub struct ToolNameMatcher {
+    entries: Vec<String>,
+}
+
+impl ToolNameMatcher {
+    pub fn new(entries: &[String]) -> Self {
+        ToolNameMatcher { entries: entries.iter().map(|e| e.trim().to_string()).filter(|e| !e.is_empty()).collect() }
+    }
+
+    pub fn matches(&self, name: &str) -> bool {
+        self.entries.iter().any(|e| wildcard_match(e, name))
+    }
+}
+
+/// `pattern` with `*` wildcards against the whole of `name`.
+fn wildcard_match(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else { return false };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else { return rest.is_empty() };
+    for part in middle {
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
 /// All known tools by name, in registration order.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     order: Vec<String>,
     tools: HashMap<String, Arc<dyn Tool>>,
+    /// `--exclude-tools`: names never registered, whoever offers them.
+    excluded: Option<ToolNameMatcher>,
 }
 
 impl ToolRegistry {
@@ -196,9 +258,29 @@ impl ToolRegistry {
         reg
     }
 
-    /// Add or replace a tool.
+    /// Remove the tools matching these names or `*` patterns, and refuse
+    /// them from now on (extension and MCP tools included).
+    pub fn exclude(&mut self, patterns: &[String]) {
+        let matcher = ToolNameMatcher::new(patterns);
+        let gone: Vec<String> = self.order.iter().filter(|n| matcher.matches(n)).cloned().collect();
+        for name in gone {
+            self.unregister(&name);
+        }
+        self.excluded = Some(matcher);
+    }
+
+    /// True when `--exclude-tools` keeps this name out.
+    pub fn is_excluded(&self, name: &str) -> bool {
+        self.excluded.as_ref().is_some_and(|m| m.matches(name))
+    }
+
+    /// Add or replace a tool (an excluded name is dropped).
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
         let name = tool.name().to_string();
+        if self.is_excluded(&name) {
+            tracing::debug!("tool {name} is excluded (--exclude-tools)");
+            return;
+        }
         if !self.tools.contains_key(&name) {
             self.order.push(name.clone());
         }
@@ -249,5 +331,24 @@ impl ToolRegistry {
             Ok((tool, args)) => tool.execute(args, ctx).await,
             Err(out) => out,
         }
+    }
+}
+
+#[cfg(test)]
+mod name_matcher_tests {
+    use super::*;
+
+    #[test]
+    fn names_and_star_patterns() {
+        let m = ToolNameMatcher::new(&["bash".into(), "mcp__*__read".into(), "gr*".into()]);
+        assert!(m.matches("bash") && !m.matches("bash2"));
+        assert!(m.matches("mcp__fs__read") && !m.matches("mcp__fs__write"));
+        assert!(m.matches("grep") && m.matches("gr") && !m.matches("agrep"));
+        assert!(!ToolNameMatcher::new(&["[ls]".into()]).matches("l"), "only * is special");
+        let mut reg = ToolRegistry::builtin();
+        reg.exclude(&["bash".into(), "f*".into()]);
+        assert!(!reg.contains("bash") && !reg.contains("find") && reg.contains("read"));
+        reg.register(Arc::new(bash::BashTool::new()));
+        assert!(!reg.contains("bash"), "an excluded tool stays out");
     }
 }

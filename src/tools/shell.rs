@@ -294,7 +294,10 @@ impl Utf8Stream {
 
 /// A new output file `<dir>/<prefix>-<16 hex>.log`, readable only by the user.
 pub fn create_output_file(dir: &Path, prefix: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if !dir.is_dir() {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    }
     let bytes = uuid::Uuid::new_v4();
     let hex: String = bytes.as_bytes()[..8].iter().map(|b| format!("{b:02x}")).collect();
     let path = dir.join(format!("{prefix}-{hex}.log"));

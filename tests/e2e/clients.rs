@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::harness::Sandbox;
+use pi_compat::fake_server::Reply;
 
-fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
 }
 
@@ -25,7 +26,7 @@ fn pi_bin_dir() -> PathBuf {
 
 /// node 22+ from `PI_TEST_NODE` or `target/tools/node` (installed by
 /// `scripts/install-test-tools.sh`). Missing: skip, unless `PI_RPC_REQUIRE_TOOLS=1`.
-fn node22() -> Option<PathBuf> {
+pub(crate) fn node22() -> Option<PathBuf> {
     let candidate = std::env::var_os("PI_TEST_NODE")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("target/tools/node/node_modules/.bin/node"));
@@ -43,6 +44,23 @@ fn node22() -> Option<PathBuf> {
         panic!("node 22 not found at {}: run scripts/install-test-tools.sh", candidate.display());
     }
     eprintln!("SKIP: node 22 not found at {} (run scripts/install-test-tools.sh)", candidate.display());
+    None
+}
+
+/// A file installed under `target/tools/` by `scripts/install-test-tools.sh`
+/// (`PI_RPC_TOOLS_ROOT` overrides `target/tools`). Missing: skip, unless
+/// `PI_RPC_REQUIRE_TOOLS=1`.
+pub(crate) fn installed_tool(relative: &str) -> Option<PathBuf> {
+    let root =
+        std::env::var_os("PI_RPC_TOOLS_ROOT").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target/tools"));
+    let path = root.join(relative);
+    if path.exists() {
+        return Some(path);
+    }
+    if std::env::var("PI_RPC_REQUIRE_TOOLS").as_deref() == Ok("1") {
+        panic!("{} not found: run scripts/install-test-tools.sh", path.display());
+    }
+    eprintln!("SKIP: {} not found (run scripts/install-test-tools.sh)", path.display());
     None
 }
 
@@ -106,6 +124,27 @@ async fn the_seed_jsonrpc_python_example_runs_without_an_api_key() {
     assert!(first.starts_with("Initialized: {'jsonrpc': '2.0', 'id': 1"), "{out}");
     assert!(out.contains("You said: Hello!"), "{out}");
     assert!(out.trim_end().ends_with("[Complete]"), "{out}");
+}
+
+/// Seed 004's `"model": "claude-sonnet-4"` resolves as in pi 1.6.0 once an
+/// Anthropic key is set (anthropic re-routed to the fake server).
+#[tokio::test]
+async fn the_seed_jsonrpc_python_example_initializes_claude_sonnet_4_with_an_anthropic_key() {
+    let sb = Sandbox::with_server().await;
+    let models = json!({"providers": {"anthropic": {"baseUrl": sb.server().url()}}});
+    std::fs::write(sb.agent_dir.path().join("models.json"), models.to_string()).unwrap();
+    sb.write_settings(json!({}));
+    sb.server().push(Reply::text("Hello from the fake Anthropic."));
+    let mut cmd = client_command(&sb, Path::new("python3"));
+    cmd.env("ANTHROPIC_API_KEY", "sk-ant-test");
+    cmd.arg(repo_root().join("tests/clients/seed_python_client.py"));
+    let (status, out, err) = run_to_end(cmd).await;
+    assert!(status.success(), "{out}\n{err}");
+    let first = out.lines().next().unwrap_or_default();
+    assert!(first.contains("'result'") && !first.contains("'error'"), "{first}");
+    assert!(first.contains("'model': 'claude-sonnet-4-6', 'provider': 'anthropic'"), "{first}");
+    assert!(out.contains("Hello from the fake Anthropic."), "{out}");
+    assert_eq!(sb.server().requests()[0].body["model"], "claude-sonnet-4-6");
 }
 
 #[tokio::test]

@@ -112,8 +112,22 @@ impl Sandbox {
 
     /// Start `pi` with these arguments (after `--mode rpc`).
     pub fn spawn(&self, args: &[&str]) -> Pi {
+        self.spawn_with_env(args, &[])
+    }
+
+    /// Start `pi` with these arguments (after `--mode rpc`) and extra environment variables.
+    pub fn spawn_with_env(&self, args: &[&str], env: &[(&str, &Path)]) -> Pi {
+        let mut full = vec!["--mode", "rpc"];
+        full.extend_from_slice(args);
+        let mut cmd = self.command(&full);
+        cmd.envs(env.iter().copied());
+        Pi::start(cmd)
+    }
+
+    /// `pi` with exactly these arguments, in the sandbox, stdio piped.
+    pub fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"));
-        cmd.arg("--mode").arg("rpc").args(args);
+        cmd.args(args);
         cmd.current_dir(self.cwd.path());
         cmd.env_clear();
         for keep in ["PATH", "LANG", "TMPDIR"] {
@@ -126,7 +140,18 @@ impl Sandbox {
         cmd.env("RUST_LOG", "warn");
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd.kill_on_drop(true);
-        Pi::start(cmd)
+        cmd
+    }
+
+    /// Run `pi` with these arguments and this stdin to the end: (exit code, stdout, stderr).
+    pub async fn run(&self, args: &[&str], stdin: &str) -> (i32, String, String) {
+        let mut child = self.command(args).spawn().expect("spawn pi");
+        if let Some(mut input) = child.stdin.take() {
+            input.write_all(stdin.as_bytes()).await.expect("write stdin");
+        }
+        let out = tokio::time::timeout(LINE_TIMEOUT, child.wait_with_output()).await.expect("pi ended").expect("wait");
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
     }
 }
 
@@ -144,7 +169,7 @@ pub struct Pi {
 }
 
 impl Pi {
-    fn start(mut cmd: tokio::process::Command) -> Pi {
+    pub fn start(mut cmd: tokio::process::Command) -> Pi {
         let mut child = cmd.spawn().expect("spawn pi");
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("stdout");

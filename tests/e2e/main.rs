@@ -4,8 +4,11 @@
 // Skipped tests say so on stderr.
 #![allow(clippy::print_stderr)]
 
+mod acp_bridge;
+mod cli_options;
 mod clients;
 mod dialects_agree;
+mod extension_host;
 mod extensions;
 mod extensions_jsonrpc;
 mod framing;
@@ -19,5 +22,8 @@ mod native_run;
 mod native_sessions;
 mod native_state;
 mod native_tools;
+mod pi_parity;
 mod providers;
+mod reliability;
+mod rpc_client;
 mod templates;

@@ -1,4 +1,5 @@
-//! pi's command-line flags (the subset that matters for `--mode rpc`).
+//! pi's command-line flags: every option of pi 1.6.0's `--help`, plus ours
+//! (`--protocol`, `--faux-script`).
 
 use std::path::PathBuf;
 
@@ -17,36 +18,62 @@ pub enum Protocol {
     Jsonrpc,
 }
 
+/// pi's output modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// The final assistant text on stdout (pi's default outside a terminal; `-p`).
+    Text,
+    /// Every event as one JSON line on stdout, then exit.
+    Json,
+    /// Serve commands on stdin (native JSONL or JSON-RPC).
+    Rpc,
+}
+
+/// pi's TUI layouts (`--tui-mode`): accepted and ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TuiMode {
+    Fullscreen,
+    Regular,
+}
+
 /// pi-rpc: a headless coding-agent server, drop-in for `pi --mode rpc`.
 #[derive(Debug, Parser)]
-#[command(name = "pi", version, about, long_about = None)]
+#[command(name = "pi", version, about, long_about = None, disable_version_flag = true)]
 pub struct Args {
-    /// Output mode; only `rpc` is served (and is the default).
-    #[arg(long, value_name = "MODE")]
-    pub mode: Option<String>,
+    /// Output mode: rpc (the default), json or text (see also --print).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub mode: Option<Mode>,
 
     /// Dialect on stdin/stdout.
     #[arg(long, value_enum, default_value_t = Protocol::Auto)]
     pub protocol: Protocol,
 
+    /// Non-interactive mode: process the messages (argv, stdin) and print the final text.
+    #[arg(long, short = 'p')]
+    pub print: bool,
+
     /// Provider to search for --model (or to pick a model from).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", allow_hyphen_values = true)]
     pub provider: Option<String>,
 
     /// Model pattern or ID (`provider/id` and an optional `:<thinking>` suffix).
-    #[arg(long, value_name = "PATTERN")]
+    #[arg(long, value_name = "PATTERN", allow_hyphen_values = true)]
     pub model: Option<String>,
 
+    /// Comma-separated model patterns for `cycle_model` (globs, fuzzy, `:<thinking>`).
+    #[arg(long, value_name = "PATTERNS", value_delimiter = ',', allow_hyphen_values = true)]
+    pub models: Option<Vec<String>>,
+
     /// Thinking level: off, minimal, low, medium, high, xhigh, max.
-    #[arg(long, value_name = "LEVEL")]
+    #[arg(long, value_name = "LEVEL", allow_hyphen_values = true)]
     pub thinking: Option<String>,
 
     /// API key for the selected provider (defaults to auth.json, models.json, env vars).
-    #[arg(long, value_name = "KEY")]
+    #[arg(long, value_name = "KEY", allow_hyphen_values = true)]
     pub api_key: Option<String>,
 
     /// Session display name.
-    #[arg(long, short = 'n', value_name = "NAME")]
+    #[arg(long, short = 'n', value_name = "NAME", allow_hyphen_values = true)]
     pub name: Option<String>,
 
     /// Don't save the session.
@@ -54,32 +81,68 @@ pub struct Args {
     pub no_session: bool,
 
     /// Directory for session storage and lookup.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub session_dir: Option<PathBuf>,
 
     /// Open a session by file path or full/partial id.
-    #[arg(long, value_name = "PATH|ID")]
+    #[arg(long, value_name = "PATH|ID", allow_hyphen_values = true)]
     pub session: Option<String>,
+
+    /// Use the current directory's session with this id, creating it otherwise.
+    #[arg(long, value_name = "ID", allow_hyphen_values = true)]
+    pub session_id: Option<String>,
+
+    /// Fork a session (file path or full/partial id) into the current directory.
+    #[arg(long, value_name = "PATH|ID", allow_hyphen_values = true)]
+    pub fork: Option<String>,
 
     /// Continue the most recent session for the current directory.
     #[arg(long = "continue", short = 'c')]
     pub continue_session: bool,
 
-    /// Comma-separated tool names to enable (`+name`/`-name` edit the defaults).
-    #[arg(long, short = 't', value_name = "TOOLS", value_delimiter = ',')]
+    /// pi's interactive session picker: not available headless (an error).
+    #[arg(long, short = 'r')]
+    pub resume: bool,
+
+    /// Comma-separated tool names or patterns (`*`) to enable (`+name`/`-name` edit the defaults).
+    #[arg(long, short = 't', value_name = "TOOLS", value_delimiter = ',', allow_hyphen_values = true)]
     pub tools: Option<Vec<String>>,
 
-    /// Disable all tools.
+    /// Comma-separated tool names or patterns (`*`) to disable, extension and MCP tools included. Alias: -xt.
+    #[arg(long, value_name = "TOOLS", value_delimiter = ',', allow_hyphen_values = true)]
+    pub exclude_tools: Option<Vec<String>>,
+
+    /// Disable all tools (built-in and extension). Alias: -nt.
     #[arg(long)]
     pub no_tools: bool,
 
+    /// Disable the built-in tools but keep extension tools. Alias: -nbt.
+    #[arg(long)]
+    pub no_builtin_tools: bool,
+
     /// System prompt (text or a file path) replacing the default.
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
     pub system_prompt: Option<String>,
 
     /// Text or file appended to the system prompt (repeatable).
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
     pub append_system_prompt: Vec<String>,
+
+    /// Don't load AGENTS.md / CLAUDE.md context files into the system prompt. Alias: -nc.
+    #[arg(long)]
+    pub no_context_files: bool,
+
+    /// Export a session file to HTML and exit (the output path is the first message argument).
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
+    pub export: Option<PathBuf>,
+
+    /// List the available models (optionally fuzzy-filtered) and exit.
+    #[arg(long, value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
+    pub list_models: Option<String>,
+
+    /// Disable MCP support: no servers connect and no MCP tools.
+    #[arg(long)]
+    pub no_mcp: bool,
 
     /// Disable startup network operations (pi-rpc makes none; accepted for compatibility).
     #[arg(long)]
@@ -88,6 +151,10 @@ pub struct Args {
     /// Debug logging on stderr (RUST_LOG overrides).
     #[arg(long)]
     pub verbose: bool,
+
+    /// Print the version number and exit.
+    #[arg(long, short = 'v')]
+    pub version: bool,
 
     /// Script of replies for the offline `faux` model (JSONL; see README).
     #[arg(long, value_name = "FILE", env = "PI_FAUX_SCRIPT")]
@@ -125,9 +192,86 @@ pub struct Args {
     /// Ignore trust-gated project-local files for this run. Alias: -na.
     #[arg(long)]
     pub no_approve: bool,
+
+    /// pi's TUI: load a theme (accepted and ignored).
+    #[arg(long = "theme", value_name = "PATH")]
+    pub themes: Vec<String>,
+
+    /// pi's TUI: initial theme (accepted and ignored).
+    #[arg(long, value_name = "NAME")]
+    pub use_theme: Option<String>,
+
+    /// pi's TUI: disable theme discovery (accepted and ignored).
+    #[arg(long)]
+    pub no_themes: bool,
+
+    /// pi's TUI layout (accepted and ignored).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub tui_mode: Option<TuiMode>,
+
+    /// Messages for --print / --mode json (`@path` attaches a file).
+    #[arg(value_name = "MESSAGES")]
+    pub messages: Vec<String>,
 }
 
 impl Args {
+    /// Combinations pi refuses, with pi's messages.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.resume {
+            anyhow::bail!(
+                "--resume opens pi's interactive session picker, which a headless pi-rpc does not have: \
+                 use --session <path|id> or --continue"
+            );
+        }
+        let given = |set: bool, flag: &'static str| set.then_some(flag);
+        if self.fork.is_some() {
+            let clash: Vec<&str> = [
+                given(self.session.is_some(), "--session"),
+                given(self.continue_session, "--continue"),
+                given(self.no_session, "--no-session"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if !clash.is_empty() {
+                anyhow::bail!("--fork cannot be combined with {}", clash.join(", "));
+            }
+        }
+        if let Some(id) = &self.session_id {
+            let clash: Vec<&str> =
+                [given(self.session.is_some(), "--session"), given(self.continue_session, "--continue")]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+            if !clash.is_empty() {
+                anyhow::bail!("--session-id cannot be combined with {}", clash.join(", "));
+            }
+            if !valid_session_id(id) {
+                anyhow::bail!(
+                    "Session id must be non-empty, contain only alphanumeric characters, '-', '_', and '.', \
+                     and start and end with an alphanumeric character"
+                );
+            }
+        }
+        if self.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+            anyhow::bail!("--name requires a non-empty value");
+        }
+        Ok(())
+    }
+
+    /// Say (at debug level) which of pi's terminal-UI options were ignored.
+    pub fn log_ignored(&self) {
+        let ignored = [
+            (!self.themes.is_empty(), "--theme"),
+            (self.use_theme.is_some(), "--use-theme"),
+            (self.no_themes, "--no-themes"),
+            (self.tui_mode.is_some(), "--tui-mode"),
+        ];
+        for (_, flag) in ignored.iter().filter(|(set, _)| *set) {
+            tracing::debug!("{flag} only affects pi's terminal UI; ignored");
+        }
+    }
+
     /// `--approve` / `--no-approve` as a trust override.
     pub fn trust_override(&self) -> Option<bool> {
         if self.approve {
@@ -140,16 +284,56 @@ impl Args {
     }
 }
 
-/// pi's two-letter short flags (`-ne`, `-ns`, `-np`, `-na`, `-nt`), which clap
-/// cannot declare, rewritten to their long forms.
+/// pi's rule for `--session-id`: alphanumerics, `-`, `_`, `.`, starting and
+/// ending with an alphanumeric.
+fn valid_session_id(id: &str) -> bool {
+    let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    id.chars().all(ok)
+        && id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && id.chars().last().is_some_and(|c| c.is_ascii_alphanumeric())
+}
+
+/// Options whose next argument is their value, whatever it looks like.
+const TAKES_VALUE: &[&str] = &[
+    "--provider",
+    "--model",
+    "--models",
+    "--api-key",
+    "--system-prompt",
+    "--append-system-prompt",
+    "--name",
+    "-n",
+    "--session",
+    "--session-id",
+    "--fork",
+    "--session-dir",
+    "--tools",
+    "-t",
+    "--exclude-tools",
+    "-xt",
+    "--thinking",
+    "--export",
+    "--extension",
+    "-e",
+    "--skill",
+    "--prompt-template",
+    "--theme",
+];
+
+/// pi's multi-letter short flags (`-ne`, `-ns`, `-np`, `-na`, `-nt`, `-nc`,
+/// `-nbt`, `-xt`), which clap cannot declare, rewritten to their long forms
+/// (before clap would read `-nc` as `-n c`).
 pub fn normalize_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let mut out = Vec::new();
     let mut rest_literal = false;
+    let mut value_next = false;
     for arg in args {
-        if rest_literal {
+        if rest_literal || std::mem::take(&mut value_next) {
             out.push(arg);
             continue;
         }
+        // The value of an option is never rewritten (`--name -nc` names the session "-nc").
+        value_next = arg.to_str().is_some_and(|a| TAKES_VALUE.contains(&a));
         let long = match arg.to_str() {
             Some("--") => {
                 rest_literal = true;
@@ -160,6 +344,9 @@ pub fn normalize_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec
             Some("-np") => Some("--no-prompt-templates"),
             Some("-na") => Some("--no-approve"),
             Some("-nt") => Some("--no-tools"),
+            Some("-nc") => Some("--no-context-files"),
+            Some("-nbt") => Some("--no-builtin-tools"),
+            Some("-xt") => Some("--exclude-tools"),
             _ => None,
         };
         out.push(long.map_or(arg, std::ffi::OsString::from));

@@ -42,7 +42,7 @@ fn detect(record: &Record) -> Detected {
 }
 
 /// Resolves when SIGTERM or SIGINT arrives, recording which.
-async fn termination(signal: Arc<AtomicU8>) {
+pub(crate) async fn termination(signal: Arc<AtomicU8>) {
     use tokio::signal::unix::{SignalKind, signal as listen};
     let (Ok(mut term), Ok(mut int)) = (listen(SignalKind::terminate()), listen(SignalKind::interrupt())) else {
         std::future::pending::<()>().await;

@@ -1,17 +1,27 @@
 //! The `pi` binary: parses pi's command line, sets up logging on stderr,
-//! builds the agent core from configuration, picks the front end (native JSONL
-//! or JSON-RPC, by flag or by the first record) and serves it on stdin/stdout.
+//! builds the agent core from configuration, and runs one front end on it:
+//! the RPC server (native JSONL or JSON-RPC, by flag or by the first record),
+//! or pi's one-shot `--print` / `--mode json` runs.
 
 mod args;
+mod commands;
 mod dialect;
+mod print;
 mod setup;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
+use args::{Args, Mode};
+
 fn main() -> ExitCode {
-    let args = args::Args::parse_from(args::normalize_args(std::env::args_os()));
+    let args = Args::parse_from(args::normalize_args(std::env::args_os()));
+    if args.version {
+        // pi prints the bare version number.
+        say(env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
     init_tracing(args.verbose);
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -36,14 +46,48 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(args: args::Args) -> anyhow::Result<ExitCode> {
-    if let Some(mode) = args.mode.as_deref()
-        && mode != "rpc"
-    {
-        anyhow::bail!("unsupported --mode {mode}: pi-rpc only serves --mode rpc");
+/// One line on stdout (the print-and-exit options).
+#[allow(clippy::print_stdout)]
+fn say(text: &str) {
+    println!("{text}");
+}
+
+/// What to run, from `--mode`, `--print` and the messages (pi-rpc's default
+/// is the RPC server; pi's default, its terminal UI, does not exist here).
+fn headless_mode(args: &Args) -> Mode {
+    match args.mode {
+        Some(mode) => mode,
+        None if args.print || !args.messages.is_empty() => Mode::Text,
+        None => Mode::Rpc,
     }
+}
+
+async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    args.check()?;
+    args.log_ignored();
+    let cwd = std::env::current_dir()?;
+    if let Some(file) = &args.export {
+        say(&commands::export(file, args.messages.first().map(String::as_str), &cwd)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(search) = &args.list_models {
+        say(&commands::list_models(&pi_core::config::default_agent_dir(), search)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mode = headless_mode(&args);
+    if mode == Mode::Rpc && args.messages.iter().any(|m| m.starts_with('@')) {
+        anyhow::bail!("@file arguments are not supported in RPC mode");
+    }
+    let prompts = match mode {
+        Mode::Rpc => None,
+        Mode::Text | Mode::Json => Some(print::prompts_from(&args.messages, &cwd)?),
+    };
     let config = setup::build_agent_config(&args)?;
     let (handle, outputs) = pi_core::agent::spawn(config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some(prompts) = prompts {
+        let print_mode = if mode == Mode::Json { print::PrintMode::Json } else { print::PrintMode::Text };
+        return print::run(print_mode, prompts, handle, outputs).await;
+    }
     let end = dialect::serve_stdio(args.protocol, handle, outputs).await?;
     Ok(match end {
         dialect::End::Finished => ExitCode::SUCCESS,

@@ -6,7 +6,7 @@ use anyhow::{Context, bail};
 use pi_core::agent::{AgentConfig, SessionStart, SystemPromptOptions};
 use pi_core::config::settings::apply_tool_edits;
 use pi_core::config::{ModelRegistry, Settings, default_agent_dir, expand_home};
-use pi_core::extensions::{DiscoverOptions, ExtensionOptions, Timeouts, discover as discover_extensions};
+use pi_core::extensions::{DiscoverOptions, ExtensionOptions, HostConfig, Timeouts, discover as discover_extensions};
 use pi_core::model::ThinkingLevel;
 use pi_core::provider::ProviderRegistry;
 use pi_core::provider::faux::FauxProvider;
@@ -30,32 +30,35 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
     let (session_dir, session_dir_explicit) = session_dir(args, &settings, &agent_dir, &cwd);
     let session = if args.no_session {
         SessionStart::InMemory
-    } else if let Some(reference) = &args.session {
-        let path = expand_home(std::path::Path::new(reference));
-        let path = if path.is_absolute() { path } else { cwd.join(path) };
-        if path.exists() || reference.contains('/') || reference.ends_with(".jsonl") {
-            SessionStart::Open(path)
-        } else {
-            let mut dirs = vec![session_dir.clone()];
-            if let Ok(read) = std::fs::read_dir(agent_dir.join("sessions")) {
-                dirs.extend(read.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
-            }
-            let found = pi_core::session::resolve_session(reference, &cwd, &dirs)
-                .map_err(|e| anyhow::anyhow!("--session: {e}"))?;
-            SessionStart::Open(found)
+    } else if let Some(reference) = &args.fork {
+        let source =
+            find_session(reference, &session_dir, &agent_dir, &cwd).map_err(|e| anyhow::anyhow!("--fork: {e}"))?;
+        if !source.exists() {
+            bail!("--fork: No session found matching '{reference}'");
         }
+        SessionStart::Fork { source, id: args.session_id.clone() }
+    } else if let Some(reference) = &args.session {
+        let found =
+            find_session(reference, &session_dir, &agent_dir, &cwd).map_err(|e| anyhow::anyhow!("--session: {e}"))?;
+        SessionStart::Open(found)
     } else if args.continue_session {
         SessionStart::Continue
+    } else if let Some(id) = &args.session_id {
+        SessionStart::WithId(id.clone())
     } else {
         SessionStart::New
     };
 
-    let tools = ToolRegistry::builtin();
-    let active_tools = if args.no_tools {
-        Vec::new()
+    let mut tools = ToolRegistry::builtin();
+    let builtin_names: Vec<String> = tools.names().map(str::to_string).collect();
+    let active_tools = if args.no_tools || args.no_builtin_tools {
+        // pi: an explicit --tools list still applies; `+name` edits start from nothing.
+        match &args.tools {
+            Some(list) => apply_tool_edits(Some(Vec::new()), expand_tool_patterns(list, &builtin_names)),
+            None => Vec::new(),
+        }
     } else if let Some(list) = &args.tools {
-        let list: Vec<String> = list.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
-        apply_tool_edits(settings.default_tools.clone(), list)
+        apply_tool_edits(settings.default_tools.clone(), expand_tool_patterns(list, &builtin_names))
     } else {
         settings.default_tools.clone().unwrap_or_else(|| DEFAULT_ACTIVE_TOOLS.iter().map(|s| s.to_string()).collect())
     };
@@ -63,6 +66,13 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
         let known: Vec<&str> = tools.names().collect();
         bail!("unknown tool \"{unknown}\" (known tools: {})", known.join(", "));
     }
+    let active_tools = match &args.exclude_tools {
+        Some(excluded) => {
+            tools.exclude(excluded);
+            active_tools.into_iter().filter(|t| tools.contains(t)).collect()
+        }
+        None => active_tools,
+    };
 
     let faux = match &args.faux_script {
         Some(path) => FauxProvider::from_script_file(path)
@@ -94,11 +104,13 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
         session_dir_explicit,
         provider: args.provider.clone(),
         model: args.model.clone(),
+        model_scope: args.models.clone().unwrap_or_default(),
         thinking,
         api_key: args.api_key.clone(),
         system_prompt: SystemPromptOptions {
             replace: args.system_prompt.clone(),
             append: args.append_system_prompt.clone(),
+            no_context_files: args.no_context_files,
         },
         session_name: args.name.clone(),
         persist_settings: true,
@@ -139,8 +151,51 @@ fn resources_and_extensions(
         load_errors: found.errors,
         timeouts: Timeouts::from_settings(&agent_dir.join("settings.json")),
         no_tools: args.no_tools,
+        host: HostConfig::from_env_and_settings(&agent_dir.join("settings.json")),
+        agent_dir: agent_dir.to_path_buf(),
+        project_trusted: options.project_trusted,
     };
     Ok((resources, extensions))
+}
+
+/// A `--session`/`--fork` reference: a path (it need not exist for
+/// `--session`), else a full or partial session id, searched in the session
+/// directory first, then in every project's.
+fn find_session(
+    reference: &str,
+    session_dir: &std::path::Path,
+    agent_dir: &std::path::Path,
+    cwd: &std::path::Path,
+) -> anyhow::Result<PathBuf> {
+    let path = expand_home(std::path::Path::new(reference));
+    let path = if path.is_absolute() { path } else { cwd.join(path) };
+    if path.exists() || reference.contains('/') || reference.ends_with(".jsonl") {
+        return Ok(path);
+    }
+    let mut dirs = vec![session_dir.to_path_buf()];
+    if let Ok(read) = std::fs::read_dir(agent_dir.join("sessions")) {
+        dirs.extend(read.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+    }
+    pi_core::session::resolve_session(reference, cwd, &dirs).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// `--tools` entries with `*` stand for the built-in tools they match (pi's
+/// allowlist patterns); `+`/`-` edits keep their sign.
+fn expand_tool_patterns(list: &[String], builtin: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in list.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        let (sign, name) = match entry.strip_prefix(['+', '-']) {
+            Some(rest) => (&entry[..1], rest),
+            None => ("", entry),
+        };
+        if name.contains('*') {
+            let matcher = pi_core::tools::ToolNameMatcher::new(&[name.to_string()]);
+            out.extend(builtin.iter().filter(|b| matcher.matches(b)).map(|b| format!("{sign}{b}")));
+        } else {
+            out.push(entry.to_string());
+        }
+    }
+    out
 }
 
 /// `--session-dir`, then `PI_CODING_AGENT_SESSION_DIR`, then settings, then pi's default.

@@ -58,18 +58,30 @@ impl ErrorObject {
         ErrorObject { code, message: message.into(), data: None }
     }
 
+    /// `data: {kind, retryable}` (the README promises both on every error).
+    fn with_kind(mut self, kind: &str) -> Self {
+        let mut data = match self.data.take() {
+            Some(Value::Object(map)) => map,
+            _ => Map::new(),
+        };
+        data.insert("kind".into(), Value::String(kind.to_string()));
+        data.insert("retryable".into(), Value::Bool(false));
+        self.data = Some(Value::Object(data));
+        self
+    }
+
     pub fn parse_error(detail: &str) -> Self {
-        ErrorObject::new(PARSE_ERROR, format!("Parse error: {detail}"))
+        ErrorObject::new(PARSE_ERROR, format!("Parse error: {detail}")).with_kind("parse_error")
     }
 
     pub fn invalid_request(detail: &str) -> Self {
-        ErrorObject::new(INVALID_REQUEST, format!("Invalid request: {detail}"))
+        ErrorObject::new(INVALID_REQUEST, format!("Invalid request: {detail}")).with_kind("invalid_request")
     }
 
     pub fn method_not_found(method: &str) -> Self {
         let mut e = ErrorObject::new(METHOD_NOT_FOUND, format!("Method not found: {method}"));
         e.data = Some(serde_json::json!({ "method": method }));
-        e
+        e.with_kind("unsupported")
     }
 
     /// `-32602` naming the field, as the seed's example does.
@@ -112,6 +124,16 @@ mod tests {
         assert_eq!(classify(ErrorKind::ContextLimit).code, -32003);
         assert_eq!(classify(ErrorKind::InvalidParams).code, -32602);
         assert_eq!(classify(ErrorKind::Internal).code, -32603);
+    }
+
+    #[test]
+    fn every_error_has_kind_and_retryable() {
+        let e = ErrorObject::method_not_found("nope");
+        assert_eq!(e.data, Some(serde_json::json!({"method": "nope", "kind": "unsupported", "retryable": false})));
+        for e in [ErrorObject::parse_error("x"), ErrorObject::invalid_request("x")] {
+            let data = e.data.unwrap();
+            assert!(data["kind"].is_string() && data["retryable"] == false, "{data}");
+        }
     }
 
     #[test]

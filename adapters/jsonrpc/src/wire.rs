@@ -314,6 +314,10 @@ pub struct ContextUsageParams {
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WireErrorKind {
+    /// -32700 (only in `error.data.kind`).
+    ParseError,
+    /// -32600 (only in `error.data.kind`).
+    InvalidRequest,
     InvalidParams,
     NotFound,
     Busy,

@@ -3,7 +3,7 @@
 //! ```text
 //! pi-compat run --agent '<command line>' --dialect jsonl|jsonrpc [--only NAME…] [--record DIR]
 //!               [--profile strict|reference] [--expect-fail FILE] [--jobs N] [--scenarios DIR]
-//!               [--schemas strict|open|off]
+//!               [--schemas strict|open|off] [--junit FILE]
 //! pi-compat list --dialect jsonl|jsonrpc
 //! pi-compat coverage --dialect jsonl|jsonrpc
 //! ```
@@ -75,6 +75,14 @@ enum Command {
         /// the reference profile, whose 1.6 additions are listed in DEVIATIONS.md).
         #[arg(long, value_enum)]
         schemas: Option<SchemaArg>,
+        /// pi's `examples/` directory, for scenarios that copy pi's example
+        /// extensions (`{"example": "extensions/x.ts"}` files). Default: the
+        /// reference package installed into `target/tools/reference`.
+        #[arg(long)]
+        examples: Option<PathBuf>,
+        /// Also write the results as JUnit XML to FILE (one testcase per scenario).
+        #[arg(long)]
+        junit: Option<PathBuf>,
     },
     /// List the scenarios of a dialect with their descriptions.
     List {
@@ -100,6 +108,13 @@ fn scenario_dir(dialect: DialectArg, given: Option<PathBuf>) -> PathBuf {
         };
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(name)
     })
+}
+
+/// pi's examples in the reference package `compat/run-reference.sh` installs.
+fn default_examples() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/tools/reference/node_modules/@earendil-works/pi-coding-agent/examples");
+    dir.is_dir().then_some(dir)
 }
 
 fn load(dialect: DialectArg, dir: Option<PathBuf>) -> Vec<kit::Scenario> {
@@ -143,7 +158,19 @@ fn read_expected(path: Option<PathBuf>) -> HashMap<String, String> {
 async fn main() {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { agent, dialect, only, record, profile, expect_fail, jobs, scenarios, schemas } => {
+        Command::Run {
+            agent,
+            dialect,
+            only,
+            record,
+            profile,
+            expect_fail,
+            jobs,
+            scenarios,
+            schemas,
+            examples,
+            junit,
+        } => {
             let all = load(dialect, scenarios);
             let chosen: Vec<_> = all.into_iter().filter(|s| selected(&s.name, &only)).collect();
             if chosen.is_empty() {
@@ -168,6 +195,8 @@ async fn main() {
                     (Some(SchemaArg::Open), _) => Some(Strictness::Open),
                     (Some(SchemaArg::Off), _) | (None, ProfileArg::Reference) => None,
                 },
+                examples: examples.or_else(default_examples),
+                junit,
             };
             let failed = kit::run_all(chosen, opts, &mut std::io::stdout()).await;
             std::process::exit(if failed > 0 { 1 } else { 0 });

@@ -45,6 +45,10 @@ pub struct Observed {
     pub stderr: String,
     /// A step that could not complete (e.g. a `waitFor` timed out).
     pub step_error: Option<String>,
+    /// The agent ended before the kit closed its stdin: during which step
+    /// (1-based; 0: before the first, steps + 1: after the last) and with
+    /// what code.
+    pub early_exit: Option<(usize, Option<i32>)>,
     /// Methods of JSON-RPC requests by id.
     pub methods: Vec<(Value, String)>,
 }
@@ -134,12 +138,35 @@ impl Run<'_> {
 
     /// Wait for the next line until `deadline`; false on timeout or end of output.
     async fn next_line(&mut self, deadline: Instant) -> bool {
+        matches!(self.next_line_or_end(deadline).await, Next::Line)
+    }
+
+    async fn next_line_or_end(&mut self, deadline: Instant) -> Next {
         match tokio::time::timeout_at(deadline, self.agent.rx.recv()).await {
             Ok(Some(line)) => {
                 self.push_line(line);
-                true
+                Next::Line
             }
-            _ => false,
+            Ok(None) => Next::Closed,
+            Err(_) => Next::Timeout,
+        }
+    }
+
+    /// The agent's exit code if it has exited (waiting a moment for a
+    /// process that just closed its output).
+    async fn exited(&mut self) -> Option<Option<i32>> {
+        let wait = tokio::time::timeout(Duration::from_secs(2), self.agent.child.wait()).await;
+        match wait {
+            Ok(Ok(status)) => Some(status.code().or_else(|| signal_code(&status))),
+            _ => None,
+        }
+    }
+
+    /// Why a step failed when the agent is gone: its exit, not the symptom.
+    async fn gone(&mut self, symptom: String) -> String {
+        match self.exited().await {
+            Some(code) => format!("the agent exited ({}) — {symptom}", describe_exit(code)),
+            None => symptom,
         }
     }
 
@@ -200,8 +227,14 @@ impl Run<'_> {
         }
         self.observed.sent.push(text);
         let stdin = self.agent.stdin.as_mut().ok_or("stdin is already closed")?;
-        stdin.write_all(bytes).await.map_err(|e| format!("cannot write to the agent: {e}"))?;
-        stdin.flush().await.map_err(|e| format!("cannot write to the agent: {e}"))
+        let written = match stdin.write_all(bytes).await {
+            Ok(()) => stdin.flush().await,
+            Err(e) => Err(e),
+        };
+        match written {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.gone(format!("cannot write to the agent: {e}")).await),
+        }
     }
 
     async fn step(&mut self, step: &Step) -> Result<(), String> {
@@ -287,8 +320,13 @@ impl Run<'_> {
                 }
                 i += 1;
             }
-            if !self.next_line(deadline).await {
-                return Err(format!("timed out waiting for a line matching {pattern}"));
+            match self.next_line_or_end(deadline).await {
+                Next::Line => {}
+                Next::Timeout => return Err(format!("timed out waiting for a line matching {pattern}")),
+                Next::Closed => {
+                    let symptom = format!("its output ended before a line matching {pattern}");
+                    return Err(self.gone(symptom).await);
+                }
             }
         }
     }
@@ -311,14 +349,36 @@ pub async fn play(
         killed: false,
         stderr: String::new(),
         step_error: None,
+        early_exit: None,
         methods: Vec::new(),
     };
     let mut run = Run { sb, server, agent, norm, observed, cursor: 0, vars: BTreeMap::new() };
+    let mut stdin_closed_by_steps = false;
     for (i, step) in scenario.steps.iter().enumerate() {
+        let ended_before = run.agent.child.try_wait().ok().flatten();
+        if let Some(status) = ended_before.filter(|_| !stdin_closed_by_steps) {
+            run.observed.early_exit = Some((i, status.code().or_else(|| signal_code(&status))));
+        }
         if let Err(e) = run.step(step).await {
             run.observed.step_error = Some(format!("step {}: {e}", i + 1));
+            if run.observed.early_exit.is_none() && !stdin_closed_by_steps {
+                run.observed.early_exit = run
+                    .agent
+                    .child
+                    .try_wait()
+                    .ok()
+                    .flatten()
+                    .map(|status| (i + 1, status.code().or_else(|| signal_code(&status))));
+            }
             break;
         }
+        stdin_closed_by_steps |= step.close_stdin || step.signal.is_some();
+    }
+    if run.observed.early_exit.is_none()
+        && !stdin_closed_by_steps
+        && let Ok(Some(status)) = run.agent.child.try_wait()
+    {
+        run.observed.early_exit = Some((scenario.steps.len() + 1, status.code().or_else(|| signal_code(&status))));
     }
     // End: close stdin, let the agent finish, collect the rest.
     run.agent.stdin = None;
@@ -341,6 +401,25 @@ pub async fn play(
         run.agent.stderr.abort();
     }
     Ok(run.observed)
+}
+
+/// Whether the next line came, the wait timed out, or the output ended.
+enum Next {
+    Line,
+    Timeout,
+    Closed,
+}
+
+/// `code 127`, `signal 6 (SIGABRT)`, … for an exit code as [`signal_code`] reports it.
+pub fn describe_exit(code: Option<i32>) -> String {
+    match code {
+        Some(c) if c > 128 && c < 160 => {
+            let name = nix::sys::signal::Signal::try_from(c - 128).map(|s| s.as_str()).unwrap_or("?");
+            format!("killed by signal {} ({name})", c - 128)
+        }
+        Some(c) => format!("code {c}"),
+        None => "no exit code".to_string(),
+    }
 }
 
 /// 128 + signal number for a process killed by a signal (as shells report it).

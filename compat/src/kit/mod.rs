@@ -6,6 +6,7 @@
 pub mod coverage;
 pub mod driver;
 pub mod expect;
+pub mod junit;
 pub mod normalize;
 pub mod pattern;
 pub mod run;

@@ -50,6 +50,10 @@ pub struct Options {
     /// Validate every line (and session file line) against the schemas, read
     /// this strictly; `None`: no validation.
     pub schemas: Option<Strictness>,
+    /// pi's `examples/` directory (files of the form `{"example": "extensions/x.ts"}` are copied from it).
+    pub examples: Option<PathBuf>,
+    /// Also write a JUnit XML report here.
+    pub junit: Option<PathBuf>,
 }
 
 /// The outcome of one scenario.
@@ -118,6 +122,37 @@ fn schema_errors(
     None
 }
 
+/// One clear line for a failed scenario whose agent could not start, exited
+/// early or crashed: the exit and the tail of its stderr, rather than the
+/// timeouts and broken pipes that followed.
+fn explain_exit(scenario: &Scenario, observed: &Observed) -> Option<String> {
+    let signalled = scenario.steps.iter().any(|s| s.signal.is_some());
+    let silent = observed.lines.is_empty();
+    let (when, code) = match observed.early_exit {
+        Some((_, Some(code @ (126 | 127)))) if silent => ("at start: it could not be run".to_string(), Some(code)),
+        Some((0, code)) => ("before the first step".to_string(), code),
+        Some((step, code)) if step > scenario.steps.len() => ("before the kit closed its stdin".to_string(), code),
+        Some((step, code)) => (format!("during step {step}"), code),
+        None => match observed.exit_code {
+            Some(code) if code > 128 && !signalled && !observed.killed => {
+                ("after its stdin closed".to_string(), Some(code))
+            }
+            _ => return None,
+        },
+    };
+    let tail = stderr_tail(&observed.stderr);
+    let stderr = if tail.is_empty() { "nothing on stderr".to_string() } else { format!("stderr: {tail}") };
+    Some(format!("the agent exited ({}) {when}; {stderr}", driver::describe_exit(code)))
+}
+
+/// The last lines of stderr on one line (at most 3 lines, 400 chars).
+fn stderr_tail(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+    let count = tail.chars().count();
+    if count <= 400 { tail } else { format!("…{}", tail.chars().skip(count - 400).collect::<String>()) }
+}
+
 /// The session files of the run, parsed (lines that are not JSON are kept as strings).
 fn read_sessions(sb: &Sandbox) -> Vec<(PathBuf, Vec<Value>)> {
     sb.session_files()
@@ -182,7 +217,7 @@ pub async fn run_one(scenario: &Scenario, opts: &Options, schemas: &Schemas) -> 
 async fn run_inner(scenario: &Scenario, opts: &Options, schemas: &Schemas) -> Result<Outcome, String> {
     let server = FakeServer::start().await.map_err(|e| format!("cannot start the fake model server: {e}"))?;
     server.load_script(scenario.script()?);
-    let sb = Sandbox::create(&scenario.setup, &server.url())?;
+    let sb = Sandbox::create(&scenario.setup, &server.url(), opts.examples.as_deref())?;
     let mut live = Normalizer::new(sb.normalizations());
     let limit = Duration::from_millis(scenario.timeout_ms.unwrap_or(30_000));
     let observed = tokio::time::timeout(limit, driver::play(scenario, &opts.agent, &sb, &server, &mut live))
@@ -222,7 +257,7 @@ async fn run_inner(scenario: &Scenario, opts: &Options, schemas: &Schemas) -> Re
         }
     }
     let outcome = match failure {
-        Some(f) => Outcome::Fail(f),
+        Some(f) => Outcome::Fail(explain_exit(scenario, &observed).unwrap_or(f)),
         None => Outcome::Pass,
     };
     if let Some(dir) = &opts.record {
@@ -260,15 +295,17 @@ pub async fn run_all(scenarios: Vec<Scenario>, opts: Options, out: &mut dyn Writ
         let (opts, schemas, permits) = (opts.clone(), schemas.clone(), permits.clone());
         handles.push(tokio::spawn(async move {
             let _permit = permits.acquire_owned().await;
+            let started = std::time::Instant::now();
             let outcome = run_one(&scenario, &opts, &schemas).await;
-            (scenario.name, outcome)
+            (scenario.name, outcome, started.elapsed())
         }));
     }
+    let mut cases = Vec::new();
     let (mut passed, mut failed, mut xfail, mut xpass) = (0, 0, 0, 0);
     for h in handles {
-        let (name, outcome) = match h.await {
+        let (name, outcome, time) = match h.await {
             Ok(r) => r,
-            Err(e) => ("?".to_string(), Outcome::Fail(format!("the runner crashed: {e}"))),
+            Err(e) => ("?".to_string(), Outcome::Fail(format!("the runner crashed: {e}")), Duration::ZERO),
         };
         match &outcome {
             Outcome::Pass => passed += 1,
@@ -281,6 +318,17 @@ pub async fn run_all(scenarios: Vec<Scenario>, opts: Options, out: &mut dyn Writ
         }
         let _ = writeln!(out, "{}", outcome.line(&name));
         let _ = out.flush();
+        cases.push(super::junit::CaseResult { name, outcome, time });
+    }
+    if let Some(path) = &opts.junit {
+        let suite = match opts.dialect {
+            Dialect::Jsonl => "pi-compat.jsonl",
+            Dialect::Jsonrpc => "pi-compat.jsonrpc",
+        };
+        if let Err(e) = std::fs::write(path, super::junit::report(suite, &cases)) {
+            let _ = writeln!(out, "FAIL junit: cannot write {}: {e}", path.display());
+            failed += 1;
+        }
     }
     let mut summary = format!("{passed} passed, {failed} failed");
     if xfail > 0 || xpass > 0 {

@@ -62,7 +62,8 @@ fn merge(base: &mut Map<String, Value>, extra: &Map<String, Value>) {
 impl Sandbox {
     /// Create the directories and configuration for `setup`, against the
     /// fake server at `server_url` (`http://127.0.0.1:PORT`).
-    pub fn create(setup: &Setup, server_url: &str) -> Result<Sandbox, String> {
+    /// `examples` is pi's `examples/` directory, for `{"example": …}` files.
+    pub fn create(setup: &Setup, server_url: &str, examples: Option<&Path>) -> Result<Sandbox, String> {
         let root_dir = tempfile::Builder::new().prefix("pi-compat-").tempdir().map_err(|e| e.to_string())?;
         // Resolve symlinks (macOS /var → /private/var) so that paths normalise.
         let root = std::fs::canonicalize(root_dir.path()).map_err(|e| e.to_string())?;
@@ -101,7 +102,10 @@ impl Sandbox {
         merge(&mut settings, &setup.settings);
         write(&sb.agent.join("settings.json"), Value::Object(settings).to_string().as_bytes())?;
         for (path, content) in &setup.files {
-            sb.write_file(path, content)?;
+            match content.get("example").and_then(Value::as_str) {
+                Some(example) => sb.copy_example(path, example, examples)?,
+                None => sb.write_file(path, content)?,
+            }
         }
         for path in &setup.executable {
             sb.make_executable(path)?;
@@ -136,6 +140,17 @@ impl Sandbox {
             other => other.to_string(),
         };
         write(&target, self.interpolate_paths(&text).as_bytes())
+    }
+
+    /// Copy one of pi's examples (`extensions/x.ts`, relative to its
+    /// `examples/` directory) to a scenario path.
+    fn copy_example(&self, path: &str, example: &str, examples: Option<&Path>) -> Result<(), String> {
+        let dir = examples.ok_or_else(|| {
+            format!("the scenario needs pi's example {example}: pass --examples DIR (pi's examples/ directory)")
+        })?;
+        let source = dir.join(example);
+        let text = std::fs::read(&source).map_err(|e| format!("cannot read pi's example {}: {e}", source.display()))?;
+        write(&self.resolve(path), &text)
     }
 
     fn make_executable(&self, path: &str) -> Result<(), String> {

@@ -1,7 +1,8 @@
 //! Checks of the kit's own data: every scenario file loads, both dialects have
 //! at least 40 scenarios, together they cover every command, method, event,
 //! notification and error code of the seeds, and the known-gap lists name
-//! scenarios that exist.
+//! scenarios that exist; agents that cannot start, exit early or crash are
+//! reported in one line each (and in JUnit XML).
 
 use std::path::PathBuf;
 
@@ -66,4 +67,50 @@ fn known_gaps_name_existing_scenarios() {
             assert!(names.iter().any(|n| n == name), "{}: no scenario {name}", path.display());
         }
     }
+}
+
+/// Run the kit's `prompt_text_stream` against `agent` and return its report.
+async fn report_for(agent: &str, junit: Option<PathBuf>) -> String {
+    let chosen: Vec<Scenario> = scenarios("jsonl").into_iter().filter(|s| s.name == "prompt_text_stream").collect();
+    assert_eq!(chosen.len(), 1);
+    let opts = super::Options {
+        agent: agent.to_string(),
+        dialect: super::Dialect::Jsonl,
+        profile: super::Profile::Strict,
+        jobs: 1,
+        record: None,
+        expected_failures: Default::default(),
+        schemas: None,
+        examples: None,
+        junit,
+    };
+    let mut out = Vec::new();
+    super::run_all(chosen, opts, &mut out).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn agents_that_cannot_start_exit_early_or_crash_get_one_clear_line() {
+    let started = std::time::Instant::now();
+    let tmp = tempfile::tempdir().unwrap();
+    let junit = tmp.path().join("junit.xml");
+    let missing = report_for("./no/such/agent --mode rpc", Some(junit.clone())).await;
+    assert!(
+        missing.starts_with(
+            "FAIL prompt_text_stream: the agent exited (code 127) at start: it could not be run; stderr: "
+        ) && missing.contains("./no/such/agent: not found"),
+        "{missing}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains(r#"failures="1""#) && xml.contains("<failure message=\"the agent exited (code 127)"), "{xml}");
+
+    let early = report_for("sh -c 'read line; echo giving up >&2; exit 3'", None).await;
+    assert!(early.starts_with("FAIL prompt_text_stream: the agent exited (code 3) during step "), "{early}");
+    assert!(early.contains("; stderr: giving up\n"), "{early}");
+
+    let crash = report_for("sh -c 'read line; echo boom >&2; kill -ABRT $$'", None).await;
+    assert!(crash.contains("the agent exited (killed by signal 6 (SIGABRT)) during step"), "{crash}");
+    assert!(crash.contains("stderr: boom"), "{crash}");
+    // No waiting out the step timeouts.
+    assert!(started.elapsed() < super::driver::WAIT_TIMEOUT, "{:?}", started.elapsed());
 }

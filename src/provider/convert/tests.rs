@@ -51,6 +51,7 @@ pub(crate) fn call(id: &str, name: &str) -> ContentBlock {
         name: name.into(),
         arguments: json!({"a": 1}),
         thought_signature: None,
+        arguments_error: None,
     })
 }
 

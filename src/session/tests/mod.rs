@@ -1,6 +1,7 @@
 //! Unit tests of the session module (fixtures in `../testdata`).
 
 mod context;
+mod deep;
 mod fork;
 mod interop;
 mod lookup;

@@ -3,7 +3,7 @@
 
 use pi_core::event::CompactionResult;
 use pi_core::model::Model;
-use pi_core::op::{Reply, TreeNode};
+use pi_core::op::Reply;
 
 use super::results::*;
 
@@ -213,21 +213,11 @@ impl FromReply for EntriesData {
     }
 }
 
-fn tree_node(n: TreeNode) -> TreeNodeData {
-    TreeNodeData {
-        entry: n.entry,
-        children: n.children.into_iter().map(tree_node).collect(),
-        label: n.label,
-        label_timestamp: n.label_timestamp,
-    }
-}
-
 impl FromReply for TreeData {
     fn from_reply(reply: Reply) -> Option<Self> {
         match reply {
-            Reply::Tree { tree, leaf_id } => {
-                Some(TreeData { tree: tree.into_iter().map(tree_node).collect(), leaf_id })
-            }
+            // Written with an explicit stack: a session chain is as deep as it is long.
+            Reply::Tree { tree, leaf_id } => Some(TreeData { tree: TreeJson::write(&tree).ok()?, leaf_id }),
             _ => None,
         }
     }

@@ -263,7 +263,8 @@ pub struct TreeNodeData {
 #[serde(rename_all = "camelCase")]
 pub struct TreeData {
     /// Root nodes (orphaned entries are extra roots).
-    pub tree: Vec<TreeNodeData>,
+    #[schemars(with = "Vec<TreeNodeData>")]
+    pub tree: TreeJson,
     /// The current leaf entry (null for an empty session).
     pub leaf_id: Option<String>,
 }
@@ -437,5 +438,55 @@ impl StatusResult {
 impl ContextUsageData {
     pub fn of(c: ContextUsageStats) -> Self {
         ContextUsageData { tokens: c.tokens, context_window: c.context_window, percent: c.percent }
+    }
+}
+
+/// The `tree` array of `get_tree`, already written as JSON. A session chain
+/// is as deep as it is long (100,000 entries make 100,000 levels), so it is
+/// written with an explicit stack instead of nested `Serialize` calls, and
+/// never passes through a `serde_json::Value` (whose drop recurses).
+#[derive(Debug, Clone)]
+pub struct TreeJson(pub Box<serde_json::value::RawValue>);
+
+impl Serialize for TreeJson {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl TreeJson {
+    /// `[{entry, children, label?, labelTimestamp?}, …]`, the shape of [`TreeNodeData`].
+    pub fn write(tree: &pi_core::op::SessionTree) -> serde_json::Result<TreeJson> {
+        struct Frame<'a> {
+            node: Option<&'a pi_core::op::TreeNode>,
+            children: std::slice::Iter<'a, usize>,
+            first: bool,
+        }
+        let mut out: Vec<u8> = vec![b'['];
+        let mut stack = vec![Frame { node: None, children: tree.roots.iter(), first: true }];
+        while let Some(frame) = stack.last_mut() {
+            if let Some(node) = frame.children.next().and_then(|&i| tree.nodes.get(i)) {
+                if !std::mem::replace(&mut frame.first, false) {
+                    out.push(b',');
+                }
+                out.extend_from_slice(br#"{"entry":"#);
+                serde_json::to_writer(&mut out, &node.entry)?;
+                out.extend_from_slice(br#","children":["#);
+                stack.push(Frame { node: Some(node), children: node.children.iter(), first: true });
+                continue;
+            }
+            out.push(b']');
+            if let Some(node) = stack.pop().and_then(|f| f.node) {
+                for (key, value) in [("label", &node.label), ("labelTimestamp", &node.label_timestamp)] {
+                    if let Some(value) = value {
+                        out.extend_from_slice(format!(r#","{key}":"#).as_bytes());
+                        serde_json::to_writer(&mut out, value)?;
+                    }
+                }
+                out.push(b'}');
+            }
+        }
+        let text = String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))?;
+        serde_json::value::RawValue::from_string(text).map(TreeJson)
     }
 }

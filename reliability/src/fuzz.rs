@@ -1,0 +1,208 @@
+//! The fuzzer: cases of generated records (see `gen`) written to a fresh
+//! `pi --mode rpc` on the scripted faux model, its output held to the
+//! invariants of `check`, then a final state request that must be answered
+//! and a clean exit at end of input. Deterministic per (dialect, seed).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncWriteExt;
+
+use crate::agent::{Agent, Framing, Sandbox};
+use crate::check;
+use crate::inputs::{self, Dialect, Expect};
+use crate::rng::Rng;
+
+/// What one case did.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CaseStats {
+    pub records: usize,
+    pub bytes: usize,
+    pub output_records: usize,
+}
+
+/// A failed case, with everything needed to replay it.
+#[derive(Debug)]
+pub struct CaseFailure {
+    pub dialect: Dialect,
+    pub seed: u64,
+    pub records: usize,
+    pub problems: Vec<String>,
+    pub saved_input: Option<PathBuf>,
+}
+
+impl CaseFailure {
+    pub fn report(&self) -> String {
+        let mut out = format!("FAIL fuzz {} seed {}:\n", self.dialect.name(), self.seed);
+        for p in self.problems.iter().take(20) {
+            out.push_str(&format!("  - {p}\n"));
+        }
+        out.push_str(&format!(
+            "  reproduce: cargo run -p pi-reliability -- fuzz --dialect {} --seed {} --records {} --cases 1\n",
+            self.dialect.name(),
+            self.seed,
+            self.records
+        ));
+        if let Some(path) = &self.saved_input {
+            out.push_str(&format!("  input saved to {}\n", path.display()));
+        }
+        out
+    }
+}
+
+/// The bytes of one case and what they are owed.
+pub fn build_case(dialect: Dialect, seed: u64, records: usize) -> (Vec<u8>, Vec<Expect>, String) {
+    let mut rng = Rng::new(seed.wrapping_mul(31).wrapping_add(dialect as u64));
+    let script = inputs::faux_script(&mut rng);
+    let mut bytes = Vec::new();
+    let mut expects = Vec::new();
+    let mut push = |r: inputs::Record| {
+        bytes.extend_from_slice(&r.bytes);
+        expects.extend(r.expects);
+    };
+    push(inputs::opening(dialect));
+    for n in 0..records {
+        push(inputs::record(&mut rng, dialect, n));
+    }
+    push(inputs::closing(dialect));
+    (bytes, expects, script)
+}
+
+/// Run one case against `pi`.
+pub async fn run_case(pi: &Path, dialect: Dialect, seed: u64, records: usize) -> Result<CaseStats, CaseFailure> {
+    let (input, expects, script) = build_case(dialect, seed, records);
+    let fail = |problems: Vec<String>| CaseFailure {
+        dialect,
+        seed,
+        records,
+        problems,
+        saved_input: save_input(dialect, seed, &input),
+    };
+    let sb = Sandbox::new().map_err(|e| fail(vec![format!("sandbox: {e}")]))?;
+    let settings = serde_json::json!({"retry": {"baseDelayMs": 5, "maxRetries": 2}});
+    sb.configure(&settings, None).map_err(|e| fail(vec![format!("sandbox: {e}")]))?;
+    let script_path = sb.path("faux.jsonl");
+    std::fs::write(&script_path, &script).map_err(|e| fail(vec![format!("sandbox: {e}")]))?;
+    let args = vec!["--no-session".to_string(), "--faux-script".to_string(), script_path.display().to_string()];
+    let framing = if dialect == Dialect::Lsp { Framing::Headers } else { Framing::Lines };
+    let mut agent = Agent::spawn(pi, &sb, &args, framing).map_err(|e| fail(vec![format!("cannot start pi: {e}")]))?;
+
+    // Write in uneven chunks while the output is read.
+    let mut stdin = agent.take_stdin().ok_or_else(|| fail(vec!["no stdin".into()]))?;
+    let mut chunk_rng = Rng::new(seed ^ 0xC0FFEE);
+    let to_write = input.clone();
+    let writer = tokio::spawn(async move {
+        let mut at = 0;
+        while at < to_write.len() {
+            let end = (at + 1 + chunk_rng.below(64 * 1024)).min(to_write.len());
+            if stdin.write_all(&to_write[at..end]).await.is_err() {
+                return false;
+            }
+            at = end;
+        }
+        stdin.flush().await.is_ok()
+        // stdin dropped here: end of input once everything is written.
+    });
+
+    let limit = Duration::from_secs(60) + Duration::from_millis(records as u64 * 20);
+    let (mut output, answered) = agent.until(limit, |r| contains(r, br#""id":"final""#)).await;
+    let mut problems = Vec::new();
+    if !answered {
+        problems.push(format!("the final state request was not answered within {} s", limit.as_secs()));
+    }
+    let wrote_all = writer.await.unwrap_or(false);
+    let (rest, _) = agent.until(Duration::from_secs(30), |_| false).await;
+    output.extend(rest);
+    match agent.wait(Duration::from_secs(15)).await {
+        Some(status) if status.success() => {}
+        Some(status) => problems.push(format!("pi ended with {status} at end of input")),
+        None => problems.push("pi did not exit at end of input".into()),
+    }
+    if !wrote_all && answered {
+        problems.push("pi stopped reading its input".into());
+    }
+    let stderr = agent.stderr();
+    for marker in ["panicked at", "overflowed its stack", "fatal runtime error"] {
+        if let Some(line) = stderr.lines().find(|l| l.contains(marker)) {
+            problems.push(format!("stderr: {line}"));
+        }
+    }
+    match check::answers(dialect, &output) {
+        Ok(answers) => problems.extend(check::violations(dialect, &expects, &answers)),
+        Err(e) => problems.push(e),
+    }
+    if problems.is_empty() {
+        Ok(CaseStats { records: records + 2, bytes: input.len(), output_records: output.len() })
+    } else {
+        Err(fail(problems))
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+fn save_input(dialect: Dialect, seed: u64, input: &[u8]) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/reliability");
+    std::fs::create_dir_all(&dir).ok()?;
+    let path = dir.join(format!("fuzz-{}-{seed}.in", dialect.name()));
+    std::fs::write(&path, input).ok()?;
+    Some(path)
+}
+
+/// Totals of a fuzz run.
+#[derive(Debug, Default)]
+pub struct Totals {
+    pub cases: usize,
+    pub records: usize,
+    pub bytes: usize,
+    pub output_records: usize,
+    pub failures: Vec<CaseFailure>,
+}
+
+/// Run cases of `dialects` from `first_seed` on: `cases` per dialect, or
+/// until `seconds` have passed (round robin over the dialects), `jobs` at a
+/// time (a case mostly waits for the faux model's runs to finish).
+pub async fn run(
+    pi: &Path,
+    dialects: &[Dialect],
+    first_seed: u64,
+    records: usize,
+    cases: Option<usize>,
+    seconds: Option<u64>,
+    jobs: usize,
+) -> Totals {
+    let started = Instant::now();
+    let mut totals = Totals::default();
+    let mut plan = (0u64..).flat_map(|n| dialects.iter().map(move |&d| (d, first_seed + n)));
+    let limit = cases.map(|c| c * dialects.len());
+    let mut running = tokio::task::JoinSet::new();
+    let mut launched = 0usize;
+    loop {
+        let time_left = seconds.is_none_or(|s| started.elapsed().as_secs() < s);
+        let more = limit.is_none_or(|l| launched < l) && time_left && (cases.is_some() || seconds.is_some());
+        if more
+            && running.len() < jobs.max(1)
+            && let Some((dialect, seed)) = plan.next()
+        {
+            let pi = pi.to_path_buf();
+            running.spawn(async move { run_case(&pi, dialect, seed, records).await });
+            launched += 1;
+            continue;
+        }
+        let Some(done) = running.join_next().await else { return totals };
+        totals.cases += 1;
+        match done {
+            Ok(Ok(stats)) => {
+                totals.records += stats.records;
+                totals.bytes += stats.bytes;
+                totals.output_records += stats.output_records;
+            }
+            Ok(Err(failure)) => {
+                crate::say(&failure.report());
+                totals.failures.push(failure);
+            }
+            Err(e) => crate::say(&format!("FAIL fuzz: a case task failed: {e}")),
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! The requests pi's `ExtensionAPI` needs beyond the first protocol set
+//! (served for any extension, used by the TypeScript extension host): the
+//! active tools and every tool, the session tree, entry labels, model and
+//! thinking level, abort, shutdown, the inter-extension event bus, the
+//! model registry. The host calls most of them synchronously, so each is
+//! answered at once from the actor's state.
+
+use serde_json::{Value, json};
+
+use super::actor::Agent;
+use super::state::Pending;
+use crate::extensions::ExtRequest;
+use crate::model::ThinkingLevel;
+use crate::op::Op;
+
+fn text<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
+    params.get(key).and_then(Value::as_str)
+}
+
+impl Agent {
+    /// Serve one of the requests of [`ExtRequest::from_method`] for extension `id`.
+    pub(super) async fn extension_host_request(&mut self, id: usize, request: ExtRequest) -> Result<Value, String> {
+        match request {
+            ExtRequest::SetActiveTools(p) => {
+                let mut names: Vec<String> = Vec::new();
+                for name in p.get("names").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+                    if self.tools.contains(name) && !names.iter().any(|n| n == name) {
+                        names.push(name.to_string());
+                    }
+                }
+                self.active_tools = names;
+                self.ext.tools_changed();
+                Ok(json!({"activeTools": self.active_tools}))
+            }
+            ExtRequest::GetAllTools => {
+                let tools: Vec<Value> = self
+                    .tools
+                    .names()
+                    .filter_map(|name| self.tools.get(name))
+                    .map(|tool| {
+                        json!({
+                            "name": tool.name(),
+                            "description": tool.description(),
+                            "parameters": tool.parameters(),
+                            "promptGuidelines": tool.prompt_guidelines(),
+                            "path": self.extension_tool_owner(tool.name()),
+                        })
+                    })
+                    .collect();
+                Ok(json!({"tools": tools}))
+            }
+            ExtRequest::GetSession => Ok(json!({
+                "header": serde_json::to_value(self.session.header()).unwrap_or(Value::Null),
+                "entries": self.session.entries_json().map_err(|e| e.to_string())?,
+                "leafId": self.session.leaf_id(),
+                "sessionId": self.session.session_id(),
+                "sessionFile": self.session.file_path().map(|p| p.display().to_string()),
+                "sessionDir": self.session.session_dir().map(|p| p.display().to_string()),
+                "sessionName": self.session.name(),
+                "cwd": self.cwd.display().to_string(),
+            })),
+            ExtRequest::SetLabel(p) => {
+                let target = text(&p, "entryId").ok_or("\"entryId\" is required")?;
+                if self.session.get(target).is_none() {
+                    return Err(format!("Entry not found: {target}"));
+                }
+                let label = text(&p, "label").filter(|l| !l.trim().is_empty());
+                let entry = self.session.append_label(target, label).map_err(|e| e.to_string())?;
+                Ok(json!({"entryId": entry}))
+            }
+            ExtRequest::SetModel(p) => {
+                let provider = text(&p, "provider").map(str::to_string);
+                let model = text(&p, "id").ok_or("\"id\" is required")?.to_string();
+                Ok(Value::Bool(self.set_model(provider, model).await.is_ok()))
+            }
+            ExtRequest::SetThinkingLevel(p) => {
+                let level = text(&p, "level").unwrap_or_default();
+                let level: ThinkingLevel = level.parse().map_err(|_| format!("Invalid thinking level: {level}"))?;
+                self.change_thinking(level).await;
+                Ok(Value::Null)
+            }
+            ExtRequest::Abort => {
+                self.abort(None).await;
+                Ok(Value::Null)
+            }
+            ExtRequest::Shutdown => {
+                Box::pin(self.handle_op(Pending::new(None, Op::Shutdown { abort: false }))).await;
+                Ok(Value::Null)
+            }
+            ExtRequest::Emit(p) => {
+                let channel = text(&p, "channel").ok_or("\"channel\" is required")?;
+                self.ext.handle.broadcast_bus(id, channel, p.get("data").cloned().unwrap_or(Value::Null));
+                Ok(Value::Null)
+            }
+            ExtRequest::GetModels => {
+                let models: Vec<Value> = self.models.available().iter().map(model_json).collect();
+                Ok(json!({"models": models}))
+            }
+            other => Err(format!("not a host request: {other:?}")),
+        }
+    }
+
+    /// The state an extension's `getState` sees (pi's `ctx.model`,
+    /// `ctx.isIdle()`, `ctx.getContextUsage()`, `ctx.getSystemPrompt()`, …).
+    pub(super) fn extension_state_json(&self) -> Value {
+        json!({
+            "sessionId": self.session.session_id(),
+            "sessionFile": self.session.file_path().map(|p| p.display().to_string()),
+            "sessionName": self.session.name(),
+            "cwd": self.cwd.display().to_string(),
+            "isStreaming": self.state.is_running(),
+            "model": model_json(&self.model),
+            "thinkingLevel": self.thinking.as_str(),
+            "messageCount": self.messages.len(),
+            "pendingMessageCount": self.steering.len() + self.follow_up.len(),
+            "activeTools": self.active_tools,
+            "contextUsage": self.context_usage().map(|u| json!({
+                "tokens": u.tokens, "contextWindow": u.context_window, "percent": u.percent,
+            })),
+            "systemPrompt": self.system_prompt(),
+        })
+    }
+}
+
+/// A model as pi's `Model` object (without its request headers).
+fn model_json(model: &crate::model::Model) -> Value {
+    let mut value = serde_json::to_value(model).unwrap_or(Value::Null);
+    if let Some(obj) = value.as_object_mut() {
+        obj.remove("headers");
+    }
+    value
+}

@@ -1,0 +1,261 @@
+//! Hooks that change what the agent does, asked of the subscribed
+//! extensions in load order, each answer chained into the next question, as
+//! pi composes its handlers:
+//!
+//! * `input` — a prompt's text before templates and skills expand:
+//!   `{"action":"continue"|"transform"|"handled", text?, images?}`;
+//! * `before_agent_start` — before a run: custom `messages` to add after
+//!   the prompt and a replacement `systemPrompt` for the run;
+//! * `context` — the messages of each model request: a replacement `messages`
+//!   list for that request only;
+//! * `tool_result` — a finished tool's result: `content` / `details` /
+//!   `isError` replaced.
+//!
+//! A hook that fails (an `error` answer, a dead extension) leaves the value
+//! as it was; an `error` answer is reported as `extension_error`.
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::process::CallError;
+use super::{Extension, Extensions, HostSignal};
+use crate::message::{AgentMessage, ContentBlock, CustomMessage, ImageContent, UserContent, now_ms};
+use crate::tools::ToolOutput;
+
+/// Where a prompt's text came from (pi's `input` event `source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputSource {
+    /// A client command (`prompt`, `steer`, `follow_up`).
+    Rpc,
+    /// An extension's `sendUserMessage`.
+    Extension,
+}
+
+/// What the `input` hooks decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputOutcome {
+    /// Go on with this text and these images (changed or not).
+    Continue { text: String, images: Vec<ImageContent> },
+    /// An extension handled the input: nothing is sent to the model.
+    Handled,
+}
+
+/// A custom message from `{customType, content, display?, details?}`.
+pub fn custom_message(params: &Value) -> Result<AgentMessage, String> {
+    let custom_type = params
+        .get("customType")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or("\"customType\" is required")?
+        .to_string();
+    let content = match params.get("content") {
+        None | Some(Value::Null) => UserContent::Blocks(Vec::new()),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| format!("invalid \"content\": {e}"))?,
+    };
+    Ok(AgentMessage::Custom(CustomMessage {
+        custom_type,
+        content,
+        display: params.get("display").and_then(Value::as_bool).unwrap_or(true),
+        details: params.get("details").filter(|d| !d.is_null()).cloned(),
+        timestamp: now_ms(),
+        extra: Default::default(),
+    }))
+}
+
+impl Extensions {
+    /// Whether a live extension subscribed to `event`.
+    pub fn listens(&self, event: &str) -> bool {
+        !self.is_empty() && self.shared.list.iter().any(|e| e.subscribes(event))
+    }
+
+    /// Ask `ext` to decide hook `method`; `None` when it could not (reported when it answered an error).
+    async fn ask(
+        &self,
+        ext: &Extension,
+        method: &str,
+        params: Value,
+        cancel: Option<&CancellationToken>,
+    ) -> Option<Value> {
+        match ext.call(method, params, cancel).await {
+            Ok(result) => Some(result),
+            Err(CallError::Failed(error)) => {
+                if let Some(signals) = &self.shared.signals {
+                    let event = method.to_string();
+                    signals.deliver(HostSignal::Error { path: ext.path_string(), event, error }).await;
+                }
+                None
+            }
+            Err(CallError::Dead(_) | CallError::Cancelled) => None,
+        }
+    }
+
+    /// The `input` hooks, for a prompt's text. `streaming`: how it is
+    /// delivered during a run (`steer` / `followUp`), `None` when idle.
+    pub async fn input(
+        &self,
+        text: String,
+        images: Vec<ImageContent>,
+        source: InputSource,
+        streaming: Option<&str>,
+    ) -> InputOutcome {
+        let (mut text, mut images) = (text, images);
+        let source = match source {
+            InputSource::Rpc => "rpc",
+            InputSource::Extension => "extension",
+        };
+        for ext in self.subscribers("input") {
+            // pi leaves out what is not there (no images, not streaming).
+            let mut params = json!({"text": text, "source": source});
+            if !images.is_empty() {
+                params["images"] = json!(images);
+            }
+            if let Some(behavior) = streaming {
+                params["streamingBehavior"] = json!(behavior);
+            }
+            let Some(result) = self.ask(&ext, "input", params, None).await else { continue };
+            match result.get("action").and_then(Value::as_str) {
+                Some("handled") => return InputOutcome::Handled,
+                Some("transform") => {
+                    if let Some(t) = result.get("text").and_then(Value::as_str) {
+                        text = t.to_string();
+                    }
+                    if let Some(i) = result.get("images").and_then(|i| serde_json::from_value(i.clone()).ok()) {
+                        images = i;
+                    }
+                }
+                _ => {}
+            }
+        }
+        InputOutcome::Continue { text, images }
+    }
+
+    /// The `before_agent_start` hooks, before a run that starts with
+    /// `initial`: their messages are appended to it and the system prompt
+    /// they return replaces `system_prompt` for the run.
+    pub async fn before_agent_start(
+        &self,
+        initial: &mut Vec<AgentMessage>,
+        system_prompt: &mut String,
+        cancel: &CancellationToken,
+    ) {
+        if !self.listens("before_agent_start") {
+            return;
+        }
+        let mut base = json!({"systemPrompt": system_prompt.as_str()});
+        match initial.iter().find(|m| matches!(m, AgentMessage::User(_) | AgentMessage::Custom(_))) {
+            Some(AgentMessage::User(user)) => {
+                base["messageType"] = json!("user");
+                base["prompt"] = json!(user.content.text());
+                let images: Vec<&ImageContent> = match &user.content {
+                    UserContent::Blocks(blocks) => blocks
+                        .iter()
+                        .filter_map(|b| match b {
+                            ContentBlock::Image(i) => Some(i),
+                            _ => None,
+                        })
+                        .collect(),
+                    UserContent::Text(_) => Vec::new(),
+                };
+                if !images.is_empty() {
+                    base["images"] = json!(images);
+                }
+            }
+            Some(message) => {
+                base["messageType"] = json!("custom");
+                base["message"] = json!(message);
+            }
+            None => return,
+        }
+        for ext in self.subscribers("before_agent_start") {
+            let Some(result) = self.ask(&ext, "before_agent_start", base.clone(), Some(cancel)).await else { continue };
+            if let Some(prompt) = result.get("systemPrompt").and_then(Value::as_str) {
+                *system_prompt = prompt.to_string();
+                base["systemPrompt"] = json!(prompt);
+            }
+            let messages = result.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+            for message in result.get("message").into_iter().chain(messages.iter()) {
+                match custom_message(message) {
+                    Ok(m) => initial.push(m),
+                    Err(e) => self.report(&ext, "before_agent_start", format!("invalid message: {e}")).await,
+                }
+            }
+        }
+    }
+
+    /// The `context` hooks, for the messages of one model request; `None` when none changed them.
+    pub async fn context(&self, messages: &[AgentMessage], cancel: &CancellationToken) -> Option<Vec<AgentMessage>> {
+        if !self.listens("context") {
+            return None;
+        }
+        let mut current: Option<Vec<AgentMessage>> = None;
+        for ext in self.subscribers("context") {
+            let list = current.as_deref().unwrap_or(messages);
+            let Some(result) = self.ask(&ext, "context", json!({"messages": list}), Some(cancel)).await else {
+                continue;
+            };
+            let Some(replaced) = result.get("messages").filter(|m| m.is_array()) else { continue };
+            match serde_json::from_value::<Vec<AgentMessage>>(replaced.clone()) {
+                Ok(list) => current = Some(list),
+                Err(e) => self.report(&ext, "context", format!("invalid messages: {e}")).await,
+            }
+        }
+        current
+    }
+
+    /// The `tool_result` hooks, for the result of a tool that ran.
+    pub async fn tool_result(
+        &self,
+        tool_call_id: &str,
+        tool_name: &str,
+        input: &Value,
+        mut output: ToolOutput,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        for ext in self.subscribers("tool_result") {
+            let params = json!({
+                "toolName": tool_name,
+                "toolCallId": tool_call_id,
+                "input": input,
+                "content": output.content,
+                "details": output.details,
+                "isError": output.is_error,
+            });
+            let Some(result) = self.ask(&ext, "tool_result", params, Some(cancel)).await else { continue };
+            if !result.is_object() {
+                continue;
+            }
+            if result.get("content").is_some() {
+                let (content, _) = super::tool::parse_content(&result);
+                output.content = content;
+                output.structured_content = None;
+            }
+            if let Some(details) = result.get("details") {
+                output.details = (!details.is_null()).then(|| details.clone());
+            }
+            if let Some(is_error) = result.get("isError").and_then(Value::as_bool) {
+                output.is_error = is_error;
+            }
+        }
+        output
+    }
+
+    async fn report(&self, ext: &Extension, event: &str, error: String) {
+        if let Some(signals) = &self.shared.signals {
+            signals.deliver(HostSignal::Error { path: ext.path_string(), event: event.to_string(), error }).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn custom_messages_parse() {
+        let AgentMessage::Custom(m) = custom_message(&json!({"customType": "note", "content": "x"})).unwrap() else {
+            panic!("not custom")
+        };
+        assert_eq!((m.custom_type.as_str(), m.display, m.content.text().as_str()), ("note", true, "x"));
+        assert!(custom_message(&json!({"content": "x"})).is_err());
+    }
+}

@@ -1,0 +1,229 @@
+//! The TypeScript extension host: how a module written against pi's own
+//! API (`export default function (pi) {…}`) is run. The host is pi-rpc's own
+//! JavaScript program (`src/extensions/host/`), embedded in the binary and
+//! written out to `<host dir>/runtime-<hash>/` when first needed, so that a
+//! `cargo install`ed or release binary needs no files beside it. Node.js
+//! (≥ 20; `PI_RPC_NODE`, the `extensionHostNode` setting, else `node` on
+//! `PATH`) runs it; it loads the module with jiti and speaks the ordinary
+//! process protocol, so everything else (isolation, timeouts, the UI
+//! sub-protocol) is the same as for any process extension.
+//!
+//! The host's npm packages, pinned in [`HOST_PACKAGES`], live in
+//! `<host dir>/node_modules` (`PI_RPC_EXTENSION_HOST_DIR`, the
+//! `extensionHostDir` setting, else `$XDG_DATA_HOME/pi-rpc/extension-host`);
+//! `scripts/install-extension-host.sh` or the one `npm install` command the
+//! error names installs them. Nothing here runs when no pi module is loaded.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// The host's npm packages: the TypeScript loader pi itself uses, and the
+/// schema builder pi's extensions import (`typebox`, `@sinclair/typebox`).
+pub const HOST_PACKAGES: &[(&str, &str)] = &[("jiti", "2.7.0"), ("typebox", "1.3.27")];
+
+/// The oldest Node.js major version the host supports.
+pub const MIN_NODE_MAJOR: u32 = 20;
+
+/// The host program's files, by path relative to the runtime directory.
+const FILES: &[(&str, &str)] = &[
+    ("host.mjs", include_str!("host/host.mjs")),
+    ("io-worker.mjs", include_str!("host/io-worker.mjs")),
+    ("channel.mjs", include_str!("host/channel.mjs")),
+    ("api.mjs", include_str!("host/api.mjs")),
+    ("context.mjs", include_str!("host/context.mjs")),
+    ("hooks.mjs", include_str!("host/hooks.mjs")),
+    ("ui.mjs", include_str!("host/ui.mjs")),
+    ("exec.mjs", include_str!("host/exec.mjs")),
+    ("shims/pi-coding-agent.cjs", include_str!("host/shims/pi-coding-agent.cjs")),
+    ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),
+    ("shims/pi-tui.cjs", include_str!("host/shims/pi-tui.cjs")),
+    ("shims/pi-agent-core.cjs", include_str!("host/shims/pi-agent-core.cjs")),
+    ("package.json", "{\"type\": \"module\", \"private\": true}\n"),
+];
+
+/// Where the host runs from and with what.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostConfig {
+    /// The Node.js executable (`None`: `node` on `PATH`).
+    pub node: Option<PathBuf>,
+    /// The directory holding the host's `node_modules`.
+    pub dir: Option<PathBuf>,
+}
+
+impl HostConfig {
+    /// `PI_RPC_NODE` / `PI_RPC_EXTENSION_HOST_DIR`, else the
+    /// `extensionHostNode` / `extensionHostDir` keys of a settings file.
+    pub fn from_env_and_settings(settings_file: &Path) -> HostConfig {
+        let settings: Value = std::fs::read_to_string(settings_file)
+            .ok()
+            .and_then(|t| serde_json::from_str(t.trim_start_matches('\u{feff}')).ok())
+            .unwrap_or(Value::Null);
+        let pick = |env: &str, key: &str| {
+            std::env::var_os(env)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| settings.get(key).and_then(Value::as_str).map(|s| crate::config::expand_home(Path::new(s))))
+        };
+        HostConfig {
+            node: pick("PI_RPC_NODE", "extensionHostNode"),
+            dir: pick("PI_RPC_EXTENSION_HOST_DIR", "extensionHostDir"),
+        }
+    }
+
+    /// The host directory: configured, else `$XDG_DATA_HOME/pi-rpc/extension-host`
+    /// (`~/.local/share/…`).
+    pub fn host_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.dir {
+            return dir.clone();
+        }
+        let data = std::env::var_os("XDG_DATA_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| crate::config::expand_home(Path::new("~/.local/share")));
+        data.join("pi-rpc").join("extension-host")
+    }
+
+    /// The one command that installs the host's packages.
+    pub fn install_command(&self) -> String {
+        let packages: Vec<String> = HOST_PACKAGES.iter().map(|(n, v)| format!("{n}@{v}")).collect();
+        format!("npm install --prefix {} --save-exact {}", self.host_dir().display(), packages.join(" "))
+    }
+}
+
+/// A ready-to-run host: the command line for one module.
+#[derive(Debug, Clone)]
+pub struct Host {
+    node: PathBuf,
+    script: PathBuf,
+    modules: PathBuf,
+}
+
+impl Host {
+    /// Check what the host needs (Node.js, its packages) and write its files
+    /// out; the error is what the `extension_error` says.
+    pub fn prepare(config: &HostConfig) -> Result<Host, String> {
+        let node = find_node(config.node.as_deref()).ok_or_else(|| {
+            let named = config.node.as_ref().map(|n| format!(" ({} does not exist)", n.display())).unwrap_or_default();
+            format!(
+                "TypeScript extensions need Node.js >= {MIN_NODE_MAJOR}, which was not found{named}: install Node.js, \
+                 or name it with PI_RPC_NODE or the extensionHostNode setting"
+            )
+        })?;
+        let modules = config.host_dir();
+        if let Some((name, _)) = HOST_PACKAGES
+            .iter()
+            .find(|(name, _)| !modules.join("node_modules").join(name).join("package.json").is_file())
+        {
+            return Err(format!(
+                "the TypeScript extension host needs its npm packages ({name} is missing in {}): run `{}` once",
+                modules.join("node_modules").display(),
+                config.install_command()
+            ));
+        }
+        let script = runtime_dir(&modules)?.join("host.mjs");
+        Ok(Host { node, script, modules })
+    }
+
+    /// `node host.mjs <module>`, with what the host reads from its environment.
+    pub fn command(&self, module: &Path, agent_dir: &Path) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(&self.node);
+        cmd.arg("--no-warnings")
+            .arg(&self.script)
+            .arg(module)
+            .env("PI_RPC_EXTENSION_HOST_MODULES", &self.modules)
+            .env("PI_CODING_AGENT_DIR", agent_dir);
+        cmd
+    }
+}
+
+/// The first executable `name` (or path) on `PATH`.
+fn find_node(configured: Option<&Path>) -> Option<PathBuf> {
+    let is_file = |p: &Path| p.is_file();
+    match configured {
+        Some(p) if p.components().count() > 1 => return is_file(p).then(|| p.to_path_buf()),
+        _ => {}
+    }
+    let name = configured.unwrap_or(Path::new("node"));
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|dir| dir.join(name)).find(|p| is_file(p))
+}
+
+/// FNV-1a over the host's files: the runtime directory's name.
+fn files_hash() -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for (name, text) in FILES {
+        for byte in name.bytes().chain([0]).chain(text.bytes()).chain([0]) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{hash:016x}")
+}
+
+/// Write the host's files once per version: into the host directory, or
+/// (when it cannot be written) the temp directory.
+fn runtime_dir(host_dir: &Path) -> Result<PathBuf, String> {
+    let name = format!("runtime-{}", files_hash());
+    write_runtime(&host_dir.join(&name)).or_else(|first| {
+        write_runtime(&std::env::temp_dir().join(format!("pi-rpc-extension-host-{name}")))
+            .map_err(|second| format!("cannot write the extension host's files: {first}; {second}"))
+    })
+}
+
+fn write_runtime(dir: &Path) -> Result<PathBuf, String> {
+    let complete = dir.join(".complete");
+    if complete.is_file() {
+        return Ok(dir.to_path_buf());
+    }
+    // Written aside and renamed, so a concurrent pi-rpc never sees half a directory.
+    let staging = dir.with_extension(format!("tmp{}", std::process::id()));
+    let fail = |e: std::io::Error| format!("{}: {e}", staging.display());
+    for (name, text) in FILES {
+        let path = staging.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(fail)?;
+        }
+        std::fs::write(&path, text).map_err(fail)?;
+    }
+    std::fs::write(staging.join(".complete"), "").map_err(fail)?;
+    match std::fs::rename(&staging, dir) {
+        Ok(()) => Ok(dir.to_path_buf()),
+        Err(_) if complete.is_file() => {
+            let _ = std::fs::remove_dir_all(&staging);
+            Ok(dir.to_path_buf())
+        }
+        Err(e) => Err(format!("{}: {e}", dir.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_files_are_written_once_and_completely() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("runtime-x");
+        assert_eq!(write_runtime(&target).unwrap(), target);
+        for (name, text) in FILES {
+            assert_eq!(std::fs::read_to_string(target.join(name)).unwrap(), *text, "{name}");
+        }
+        assert_eq!(write_runtime(&target).unwrap(), target, "already there");
+        assert_eq!(files_hash(), files_hash());
+    }
+
+    #[test]
+    fn missing_node_and_packages_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = HostConfig { node: Some(dir.path().join("no-node")), dir: Some(dir.path().to_path_buf()) };
+        let error = Host::prepare(&config).unwrap_err();
+        assert!(error.contains("Node.js >= 20") && error.contains("PI_RPC_NODE"), "{error}");
+
+        let node = dir.path().join("node");
+        std::fs::write(&node, "").unwrap();
+        let config = HostConfig { node: Some(node), dir: Some(dir.path().to_path_buf()) };
+        let error = Host::prepare(&config).unwrap_err();
+        assert!(error.contains("jiti is missing") && error.contains("npm install --prefix"), "{error}");
+        assert!(config.install_command().ends_with("jiti@2.7.0 typebox@1.3.27"));
+    }
+}

@@ -1,0 +1,295 @@
+// pi-rpc extension host: `pi`, pi's ExtensionAPI, for one instance of an
+// extension (the factory's closure; a new instance is made when the session
+// is replaced, as pi rebinds extensions). Registrations are kept here and
+// sent to pi-rpc as the extension protocol's `register` message; actions
+// become requests to pi-rpc.
+
+import fs from "node:fs";
+import path from "node:path";
+import { exec } from "./exec.mjs";
+
+/** Tool exposures that are given to the model when active (pi's `direct` and `model-only`). */
+const MODEL_EXPOSURES = new Set([undefined, "direct", "model-only"]);
+
+function plainSchema(schema) {
+	if (schema === undefined || schema === null) return { type: "object", properties: {} };
+	// TypeBox schemas are JSON Schema with symbol-keyed metadata, which JSON drops.
+	return JSON.parse(JSON.stringify(schema));
+}
+
+function readJson(file) {
+	try {
+		return JSON.parse(fs.readFileSync(file, "utf8").replace(/^\uFEFF/, ""));
+	} catch {
+		return {};
+	}
+}
+
+function merge(base, extra) {
+	for (const [key, value] of Object.entries(extra)) {
+		const current = base[key];
+		if (value && typeof value === "object" && !Array.isArray(value) && current && typeof current === "object" && !Array.isArray(current)) {
+			merge(current, value);
+		} else {
+			base[key] = value;
+		}
+	}
+	return base;
+}
+
+/** pi's `getSettings()`: the user settings, with a trusted project's on top. */
+function readSettings(agentDir, cwd, projectTrusted) {
+	const settings = agentDir ? readJson(path.join(agentDir, "settings.json")) : {};
+	return projectTrusted ? merge(settings, readJson(path.join(cwd, ".pi", "settings.json"))) : settings;
+}
+
+function scopeOf(location) {
+	return location === "project" || location === "user" ? location : "temporary";
+}
+
+/** The API object and what it registered. */
+export class Instance {
+	constructor({ channel, hello, contexts, bus, onChange, reportError }) {
+		this.channel = channel;
+		this.contexts = contexts;
+		this.handlers = new Map();
+		this.commands = new Map();
+		this.tools = new Map();
+		this.flags = new Map();
+		this.shortcuts = new Map();
+		this.bus = bus;
+		this.onChange = onChange;
+		this.reportError = reportError;
+		this.flagValues = hello.flags ?? {};
+		this.cwd = hello.cwd;
+		this.agentDir = hello.agentDir ?? process.env.PI_CODING_AGENT_DIR;
+		this.projectTrusted = hello.projectTrusted === true;
+		this.unsupportedReported = new Set();
+		this.pi = this.createApi(hello);
+	}
+
+	handlersFor(event) {
+		return [...(this.handlers.get(event) ?? [])];
+	}
+
+	registration(name) {
+		const events = new Set([...this.handlers.keys()].filter((e) => this.handlers.get(e).length > 0));
+		// The host itself needs these (instance replacement, the event bus).
+		events.add("session_start");
+		events.add("session_shutdown");
+		events.add("bus");
+		events.add("agent_settled");
+		return {
+			type: "register",
+			name,
+			commands: [...this.commands.values()].map((c) => ({ name: c.name, description: c.description })),
+			tools: [...this.tools.values()].map((t) => ({
+				name: t.name,
+				description: t.description ?? "",
+				parameters: plainSchema(t.parameters),
+				active: t.defaultActive !== false && MODEL_EXPOSURES.has(t.exposure),
+				label: t.label,
+				promptSnippet: t.promptSnippet,
+				promptGuidelines: t.promptGuidelines,
+			})),
+			events: [...events],
+		};
+	}
+
+	unsupported(what) {
+		if (this.unsupportedReported.has(what)) return;
+		this.unsupportedReported.add(what);
+		this.reportError(what, `${what} is not supported by pi-rpc's extension host`);
+	}
+
+	createApi() {
+		const self = this;
+		const ch = this.channel;
+		const state = () => this.contexts.state();
+		const invalidate = () => this.contexts.cache.clear();
+		const syncWrite = (method, params) => {
+			const result = ch.call(method, params);
+			invalidate();
+			return result;
+		};
+		return {
+			on(event, handler) {
+				if (typeof handler !== "function") throw new TypeError(`pi.on("${event}"): the handler must be a function`);
+				const list = self.handlers.get(event) ?? [];
+				list.push(handler);
+				self.handlers.set(event, list);
+				self.onChange();
+				return () => {
+					const current = self.handlers.get(event) ?? [];
+					const i = current.indexOf(handler);
+					if (i >= 0) current.splice(i, 1);
+					self.onChange();
+				};
+			},
+			registerTool(definition) {
+				if (!definition || typeof definition.name !== "string" || !definition.name) {
+					throw new TypeError("pi.registerTool(): a tool needs a name");
+				}
+				if (typeof definition.execute !== "function") {
+					throw new TypeError(`pi.registerTool(): tool "${definition.name}" needs an execute() function`);
+				}
+				self.tools.set(definition.name, definition);
+				self.onChange();
+			},
+			registerCommand(name, options = {}) {
+				if (typeof options.handler !== "function") {
+					throw new TypeError(`pi.registerCommand("${name}"): the command needs a handler`);
+				}
+				self.commands.set(name, { name, description: options.description, handler: options.handler });
+				self.onChange();
+			},
+			registerShortcut(shortcut, options) {
+				// Accepted: there is no keyboard in RPC mode.
+				self.shortcuts.set(shortcut, options);
+			},
+			registerFlag(name, options = {}) {
+				self.flags.set(name, options);
+			},
+			getFlag(name) {
+				if (Object.hasOwn(self.flagValues, name)) return self.flagValues[name];
+				return self.flags.get(name)?.default;
+			},
+			registerMessageRenderer() {},
+			registerEntryRenderer() {},
+			registerMarkdownTransformer() {},
+			registerToolRenderer() {},
+			sendMessage(message, options = {}) {
+				ch.tell("sendMessage", {
+					customType: message?.customType,
+					content: message?.content,
+					display: message?.display,
+					details: message?.details,
+					triggerTurn: options.triggerTurn,
+					deliverAs: options.deliverAs,
+				});
+			},
+			sendUserMessage(content, options = {}) {
+				ch.tell("sendUserMessage", {
+					content,
+					deliverAs: options.deliverAs,
+					expandPromptTemplates: options.expandPromptTemplates,
+				});
+			},
+			appendEntry(customType, data) {
+				syncWrite("appendEntry", { customType, data });
+			},
+			setSessionName(name) {
+				syncWrite("setSessionName", { name: name ?? "" });
+			},
+			getSessionName() {
+				return state().sessionName ?? undefined;
+			},
+			setLabel(entryId, label) {
+				syncWrite("setLabel", { entryId, label: label ?? null });
+			},
+			getCommands() {
+				return ch.call("getCommands").commands.map((c) => ({
+					name: c.name,
+					description: c.description ?? undefined,
+					source: c.source,
+					sourceInfo: { path: c.path ?? "", source: "local", scope: scopeOf(c.location), origin: "top-level" },
+				}));
+			},
+			exec(command, args, options) {
+				return exec(command, args, options, self.cwd);
+			},
+			getActiveTools() {
+				return [...(state().activeTools ?? [])];
+			},
+			getAllTools() {
+				return ch.call("getAllTools").tools.map((t) => ({
+					name: t.name,
+					description: t.description,
+					parameters: t.parameters,
+					promptGuidelines: t.promptGuidelines ?? [],
+					exposure: "direct",
+					sourceInfo: {
+						path: t.path ?? `builtin:${t.name}`,
+						source: t.path ? "local" : "builtin",
+						scope: "temporary",
+						origin: "top-level",
+					},
+				}));
+			},
+			setActiveTools(names) {
+				syncWrite("setActiveTools", { names: [...(names ?? [])] });
+			},
+			async setModel(model) {
+				const ok = await ch.request("setModel", { provider: model?.provider, id: model?.id });
+				invalidate();
+				return ok === true;
+			},
+			getThinkingLevel() {
+				return state().thinkingLevel;
+			},
+			setThinkingLevel(level) {
+				syncWrite("setThinkingLevel", { level });
+			},
+			getSettings() {
+				return readSettings(self.agentDir, self.cwd, self.projectTrusted);
+			},
+			events: self.bus,
+			registerProvider() {
+				self.unsupported("pi.registerProvider()");
+			},
+			unregisterProvider() {},
+			registerVirtualModel() {
+				self.unsupported("pi.registerVirtualModel()");
+			},
+			unregisterVirtualModel() {},
+			registerMcpServer() {
+				self.unsupported("pi.registerMcpServer()");
+			},
+			unregisterMcpServer() {},
+			getMcpServers() {
+				return [];
+			},
+		};
+	}
+}
+
+/** `pi.events`: shared by the extension's instances and, through pi-rpc, the other extensions. */
+export function createBus(channel) {
+	const listeners = new Map();
+	const deliver = (name, data) => {
+		for (const fn of [...(listeners.get(name) ?? [])]) {
+			try {
+				fn(data);
+			} catch (error) {
+				process.stderr.write(`event bus listener for ${name} failed: ${error?.stack ?? error}\n`);
+			}
+		}
+	};
+	return {
+		on(name, fn) {
+			const list = listeners.get(name) ?? [];
+			list.push(fn);
+			listeners.set(name, list);
+			return () => {
+				const i = list.indexOf(fn);
+				if (i >= 0) list.splice(i, 1);
+			};
+		},
+		off(name, fn) {
+			const list = listeners.get(name) ?? [];
+			const i = list.indexOf(fn);
+			if (i >= 0) list.splice(i, 1);
+		},
+		emit(name, data) {
+			deliver(name, data);
+			channel.tell("emit", { channel: name, data });
+		},
+		/** A message another extension emitted. */
+		receive(name, data) {
+			deliver(name, data);
+		},
+		clear() {
+			listeners.clear();
+		},
+	};
+}

@@ -1,0 +1,186 @@
+// pi-rpc extension host: `ctx`, pi's ExtensionContext (and the command
+// context), over pi-rpc's extension protocol. pi's getters are synchronous,
+// so they are synchronous calls to pi-rpc (`getState`, `getSession`),
+// answered from the agent's state of that moment and cached until the
+// current task ends.
+
+import { createUi } from "./ui.mjs";
+
+const NOT_SUPPORTED = (what) => new Error(`${what} is not supported by pi-rpc's extension host`);
+
+/** Values fetched once per macrotask (state can change between tasks). */
+class TickCache {
+	constructor() {
+		this.values = new Map();
+	}
+	get(key, load) {
+		if (!this.values.has(key)) {
+			if (this.values.size === 0) setImmediate(() => this.values.clear());
+			this.values.set(key, load());
+		}
+		return this.values.get(key);
+	}
+	clear() {
+		this.values.clear();
+	}
+}
+
+/** pi's SessionManager (read side) over a `getSession` snapshot. */
+function createSessionManager(channel, cache) {
+	const session = () => cache.get("session", () => channel.call("getSession"));
+	const byId = () => cache.get("byId", () => new Map(session().entries.map((e) => [e.id, e])));
+	const branchFrom = (id) => {
+		const index = byId();
+		const out = [];
+		let entry = id ? index.get(id) : undefined;
+		while (entry) {
+			out.push(entry);
+			entry = entry.parentId ? index.get(entry.parentId) : undefined;
+		}
+		return out.reverse();
+	};
+	const labels = () =>
+		cache.get("labels", () => {
+			const map = new Map();
+			for (const e of session().entries) {
+				if (e.type !== "label" || !e.targetId) continue;
+				if (e.label === undefined || e.label === null || e.label === "") map.delete(e.targetId);
+				else map.set(e.targetId, e.label);
+			}
+			return map;
+		});
+	return {
+		getCwd: () => session().cwd,
+		getSessionDir: () => session().sessionDir ?? undefined,
+		getSessionId: () => session().sessionId,
+		getSessionFile: () => session().sessionFile ?? undefined,
+		getSessionName: () => session().sessionName ?? undefined,
+		getHeader: () => session().header,
+		getEntries: () => [...session().entries],
+		getEntry: (id) => byId().get(id),
+		getLeafId: () => session().leafId ?? null,
+		getLeafEntry: () => (session().leafId ? byId().get(session().leafId) : undefined),
+		getBranch: (fromId) => branchFrom(fromId ?? session().leafId),
+		getChildren: (parentId) => session().entries.filter((e) => e.parentId === parentId),
+		getLabel: (id) => labels().get(id),
+		getTree: () => {
+			const nodes = new Map(session().entries.map((e) => [e.id, { entry: e, children: [], label: labels().get(e.id) }]));
+			const roots = [];
+			for (const node of nodes.values()) {
+				const parent = node.entry.parentId ? nodes.get(node.entry.parentId) : undefined;
+				(parent ? parent.children : roots).push(node);
+			}
+			return roots;
+		},
+		buildContextEntries: () => {
+			const branch = branchFrom(session().leafId);
+			const last = branch.map((e) => e.type).lastIndexOf("compaction");
+			if (last < 0) return branch;
+			const compaction = branch[last];
+			const kept = branch.findIndex((e) => e.id === compaction.firstKeptEntryId);
+			return [compaction, ...branch.slice(kept >= 0 ? kept : last + 1).filter((e) => e !== compaction)];
+		},
+		buildSessionProjection: () => {
+			throw NOT_SUPPORTED("sessionManager.buildSessionProjection()");
+		},
+	};
+}
+
+/**
+ * The context handed to handlers. `kind` is "event", "tool" or "command";
+ * `signal` the AbortSignal of the call, if any.
+ */
+export function createContextFactory(channel, hello) {
+	const cache = new TickCache();
+	/** Resolved at the next `agent_settled` (`ctx.waitForIdle()`). */
+	const idleWaiters = [];
+	const ui = createUi(channel);
+	const sessionManager = createSessionManager(channel, cache);
+	const state = () => cache.get("state", () => channel.call("getState"));
+	const modelRegistry = {
+		getAll: () => channel.call("getModels").models,
+		getAvailable: () => channel.call("getModels").models,
+		find: (provider, id) => channel.call("getModels").models.find((m) => m.provider === provider && m.id === id),
+		getProvider: () => {
+			throw NOT_SUPPORTED("ctx.modelRegistry.getProvider()");
+		},
+		getProviderAuth: () => {
+			throw NOT_SUPPORTED("ctx.modelRegistry.getProviderAuth()");
+		},
+		streamSimple: () => {
+			throw NOT_SUPPORTED("ctx.modelRegistry.streamSimple()");
+		},
+		complete: () => {
+			throw NOT_SUPPORTED("ctx.modelRegistry.complete()");
+		},
+	};
+
+	const base = (signal) => ({
+		ui,
+		mode: "rpc",
+		hasUI: true,
+		cwd: hello.cwd,
+		sessionManager,
+		modelRegistry,
+		get model() {
+			return state().model ?? undefined;
+		},
+		get thinkingLevel() {
+			return state().thinkingLevel;
+		},
+		scopedModels: [],
+		signal,
+		isIdle: () => !state().isStreaming,
+		hasPendingMessages: () => state().pendingMessageCount > 0,
+		abort: () => channel.tell("abort"),
+		shutdown: () => channel.tell("shutdown"),
+		getContextUsage: () => state().contextUsage ?? undefined,
+		getSystemPrompt: () => state().systemPrompt,
+		isProjectTrusted: () => hello.projectTrusted === true,
+		compact: (options = {}) => {
+			queueMicrotask(() => options.onError?.(NOT_SUPPORTED("ctx.compact()")));
+		},
+	});
+
+	const commandExtras = {
+		waitForIdle: () => (state().isStreaming ? new Promise((resolve) => idleWaiters.push(resolve)) : Promise.resolve()),
+		newSession: async () => {
+			throw NOT_SUPPORTED("ctx.newSession()");
+		},
+		fork: async () => {
+			throw NOT_SUPPORTED("ctx.fork()");
+		},
+		switchSession: async () => {
+			throw NOT_SUPPORTED("ctx.switchSession()");
+		},
+		navigateTree: async () => {
+			throw NOT_SUPPORTED("ctx.navigateTree()");
+		},
+		reload: async () => {
+			throw NOT_SUPPORTED("ctx.reload()");
+		},
+		getSystemPromptOptions: () => ({ cwd: hello.cwd, selectedTools: state().activeTools }),
+	};
+
+	return {
+		cache,
+		state,
+		settled: () => {
+			cache.clear();
+			for (const resolve of idleWaiters.splice(0)) resolve();
+		},
+		sessionManager,
+		event: (signal) => base(signal),
+		tool: (signal) => {
+			const ctx = base(signal);
+			ctx.tools = [];
+			ctx.executeTool = async (name) => ({
+				content: [{ type: "text", text: `Calling other tools (${name}) is not supported by pi-rpc's extension host` }],
+				details: undefined,
+				isError: true,
+			});
+			return ctx;
+		},
+		command: (signal) => Object.assign(base(signal), commandExtras),
+	};
+}

@@ -1,0 +1,120 @@
+// pi-rpc extension host: running an extension's `pi.on(…)` handlers, in
+// registration order, each awaited, with pi's composition rules: events
+// only notify; `tool_call` handlers may block (the first block wins) or
+// mutate `event.input`; session hooks may cancel; `input` handlers
+// transform (chained) or handle; `before_agent_start` handlers add messages
+// and chain the system prompt; `context` and `tool_result` handlers chain
+// their replacements. The answer is the protocol's hook result.
+
+/** Notify every handler of `event.type`; failures are reported and the rest still run. */
+export async function dispatch(instance, event, ctx, reportError) {
+	for (const handler of instance.handlersFor(event.type)) {
+		try {
+			await handler(event, ctx);
+		} catch (error) {
+			reportError(event.type, error);
+		}
+	}
+}
+
+/** Run the handlers of a hook and build the protocol's answer. */
+export async function runHook(instance, method, params, ctx, reportError) {
+	const handlers = instance.handlersFor(method);
+	const event = { type: method, ...params };
+	switch (method) {
+		case "tool_call": {
+			// Fails closed: a throwing handler's error answers the hook, and
+			// pi-rpc blocks the call with it as the reason (as pi does).
+			const before = JSON.stringify(event.input);
+			for (const handler of handlers) {
+				const result = await handler(event, ctx);
+				if (result?.block) return { block: true, reason: result.reason };
+			}
+			return JSON.stringify(event.input) === before ? null : { input: event.input };
+		}
+		case "session_before_switch":
+		case "session_before_fork":
+		case "session_before_compact":
+		case "session_before_tree": {
+			for (const handler of handlers) {
+				try {
+					const result = await handler(event, ctx);
+					if (result?.cancel) return { cancel: true };
+				} catch (error) {
+					reportError(method, error);
+				}
+			}
+			return null;
+		}
+		case "input": {
+			let transformed = false;
+			for (const handler of handlers) {
+				try {
+					const result = await handler(event, ctx);
+					if (result?.action === "handled") return { action: "handled" };
+					if (result?.action === "transform") {
+						if (typeof result.text === "string") event.text = result.text;
+						if (Array.isArray(result.images)) event.images = result.images;
+						transformed = true;
+					}
+				} catch (error) {
+					reportError("input", error);
+				}
+			}
+			return transformed ? { action: "transform", text: event.text, images: event.images } : { action: "continue" };
+		}
+		case "before_agent_start": {
+			const messages = [];
+			let prompt;
+			for (const handler of handlers) {
+				try {
+					const result = await handler(event, ctx);
+					if (result?.message) messages.push(result.message);
+					if (typeof result?.systemPrompt === "string") {
+						event.systemPrompt = result.systemPrompt;
+						prompt = result.systemPrompt;
+					}
+				} catch (error) {
+					reportError("before_agent_start", error);
+				}
+			}
+			return { messages, systemPrompt: prompt };
+		}
+		case "context": {
+			let changed = false;
+			for (const handler of handlers) {
+				try {
+					const result = await handler(event, ctx);
+					if (Array.isArray(result?.messages)) {
+						event.messages = result.messages;
+						changed = true;
+					}
+				} catch (error) {
+					reportError("context", error);
+				}
+			}
+			return changed ? { messages: event.messages } : null;
+		}
+		case "tool_result": {
+			let changed = false;
+			for (const handler of handlers) {
+				try {
+					const result = await handler(event, ctx);
+					if (!result || typeof result !== "object") continue;
+					for (const key of ["content", "details", "isError"]) {
+						if (key in result) {
+							event[key] = result[key];
+							changed = true;
+						}
+					}
+				} catch (error) {
+					reportError("tool_result", error);
+				}
+			}
+			return changed ? { content: event.content, details: event.details, isError: event.isError === true } : null;
+		}
+		default:
+			await dispatch(instance, event, ctx, reportError);
+			return null;
+	}
+}

@@ -1,0 +1,284 @@
+// pi-rpc extension host: runs one extension written against pi's own
+// TypeScript API (`export default function (pi: ExtensionAPI) {…}`) as a
+// pi-rpc process extension (README-extensions.md). pi-rpc starts it as
+//
+//   node host.mjs <extension file>
+//
+// with PI_RPC_EXTENSION_HOST_MODULES naming the directory whose
+// node_modules hold jiti (the TypeScript loader pi itself uses) and typebox.
+// Imports of pi's packages resolve to the host's own modules (shims/), as
+// pi maps them to its copies; `typebox` and `@sinclair/typebox` to the
+// installed typebox. stdout is the protocol: anything the extension prints
+// goes to stderr.
+
+import fs from "node:fs";
+import path from "node:path";
+import { createRequire } from "node:module";
+import { format } from "node:util";
+
+// The extension must never write on the protocol channel (fd 1, which only
+// the I/O thread touches; reading process.stdout here would open it).
+Object.defineProperty(process, "stdout", { configurable: true, enumerable: true, get: () => process.stderr });
+for (const level of ["log", "info", "debug", "trace", "dir"]) {
+	console[level] = (...args) => process.stderr.write(`${format(...args)}\n`);
+}
+
+const NODE_MAJOR = Number(process.versions.node.split(".")[0]);
+if (NODE_MAJOR < 20) {
+	const error = `TypeScript extensions need Node.js >= 20; ${process.execPath} is ${process.version}`;
+	fs.writeSync(1, `${JSON.stringify({ type: "request", method: "fail", params: { event: "startup", error } })}\n`);
+	process.exit(1);
+}
+
+const { Channel } = await import("./channel.mjs");
+const { Instance, createBus } = await import("./api.mjs");
+const { createContextFactory } = await import("./context.mjs");
+const { runHook, dispatch } = await import("./hooks.mjs");
+
+const extensionPath = path.resolve(process.argv[2] ?? "");
+const modulesDir = process.env.PI_RPC_EXTENSION_HOST_MODULES ?? path.dirname(new URL(import.meta.url).pathname);
+
+const errorText = (error) => (error instanceof Error ? error.message : String(error));
+
+let hello;
+let helloArrived;
+const helloPromise = new Promise((resolve) => (helloArrived = resolve));
+let instance;
+let contexts;
+let chain = Promise.resolve();
+const controllers = new Map();
+let turnIndex = 0;
+
+/** Run `work` after everything queued before it (events and hooks keep their order, as in pi). */
+function serial(work) {
+	const run = chain.then(work);
+	chain = run.catch(() => {});
+	return run;
+}
+
+const channel = new Channel(onLine, () => {
+	// pi-rpc closed our input: finish what is queued (session_shutdown), then go.
+	serial(() => {}).finally(() => process.exit(0));
+});
+
+function reportError(event, error) {
+	channel.tell("reportError", { event, error: errorText(error) });
+}
+
+process.on("uncaughtException", (error) => reportError("error", error));
+process.on("unhandledRejection", (error) => reportError("error", error));
+process.on("exit", (code) => {
+	if (code !== 0) process.stderr.write(`the extension host exited with code ${code}\n`);
+});
+
+function fail(event, error) {
+	channel.tell("fail", { event, error: errorText(error) });
+	// pi-rpc stops the process when it reads `fail`; do not linger if it does not.
+	setTimeout(() => process.exit(1), 2000).unref();
+}
+
+function onLine(line) {
+	let message;
+	try {
+		message = JSON.parse(line);
+	} catch {
+		process.stderr.write(`unreadable line from pi-rpc: ${line.slice(0, 200)}\n`);
+		return;
+	}
+	switch (message.type) {
+		case "hello":
+			helloArrived(message);
+			break;
+		case "response":
+			channel.resolve(message);
+			break;
+		case "cancel":
+			controllers.get(String(message.id))?.abort();
+			break;
+		case "event":
+			serial(() => onEvent(message.event ?? {}));
+			break;
+		case "request":
+			onRequest(message);
+			break;
+		default:
+			process.stderr.write(`unknown message from pi-rpc: ${message.type}\n`);
+	}
+}
+
+async function onEvent(event) {
+	if (!instance) return;
+	switch (event.type) {
+		case "session_start":
+			if (event.reason && event.reason !== "startup") await replaceInstance(event.reason);
+			break;
+		case "bus":
+			instance.bus.receive(event.channel, event.data);
+			return;
+		case "agent_start":
+			turnIndex = 0;
+			break;
+		case "agent_settled":
+			contexts.settled();
+			break;
+		case "turn_start":
+			event.turnIndex = turnIndex;
+			event.timestamp ??= Date.now();
+			break;
+		case "turn_end":
+			event.turnIndex = turnIndex++;
+			break;
+		default:
+	}
+	await dispatch(instance, event, contexts.event(undefined), reportError);
+}
+
+function onRequest(message) {
+	const { id, method } = message;
+	const params = message.params ?? {};
+	const controller = new AbortController();
+	controllers.set(String(id), controller);
+	let work;
+	if (method === "command") work = runCommand(params, controller.signal);
+	else if (method === "execute_tool") work = runTool(params, controller.signal);
+	else work = serial(() => runHook(instance, method, params, contexts.event(controller.signal), reportError));
+	work.then(
+		(result) => channel.send({ type: "response", id, result: result ?? null }),
+		(error) => channel.send({ type: "response", id, error: errorText(error) || "failed" }),
+	).finally(() => controllers.delete(String(id)));
+}
+
+async function runCommand({ name, args }, signal) {
+	const command = instance.commands.get(name);
+	if (!command) throw new Error(`unknown command: ${name}`);
+	await command.handler(args ?? "", contexts.command(signal));
+	return null;
+}
+
+async function runTool({ toolName, toolCallId, input }, signal) {
+	const tool = instance.tools.get(toolName);
+	if (!tool) throw new Error(`unknown tool: ${toolName}`);
+	const args = typeof tool.prepareArguments === "function" ? tool.prepareArguments(input) : input;
+	const onUpdate = (partial) =>
+		channel.tell("toolUpdate", { toolCallId, content: partial?.content ?? [], details: partial?.details });
+	const result = await tool.execute(toolCallId, args, signal, onUpdate, contexts.tool(signal));
+	return {
+		content: result?.content ?? [],
+		details: result?.details,
+		isError: result?.isError === true,
+		terminate: result?.terminate === true ? true : undefined,
+	};
+}
+
+// --- loading -------------------------------------------------------------
+
+function displayName(file) {
+	const base = path.basename(file);
+	return /^index\.[cm]?[jt]s$/.test(base) ? path.basename(path.dirname(file)) : base;
+}
+
+/** jiti's aliases: pi's packages to the shims, typebox (and its subpaths) to the installed one. */
+function aliases(require) {
+	const shim = (name) => new URL(`./shims/${name}.cjs`, import.meta.url).pathname;
+	const alias = {};
+	for (const scope of ["@earendil-works", "@mariozechner"]) {
+		alias[`${scope}/pi-coding-agent`] = shim("pi-coding-agent");
+		alias[`${scope}/pi-ai`] = shim("pi-ai");
+		alias[`${scope}/pi-tui`] = shim("pi-tui");
+		alias[`${scope}/pi-agent-core`] = shim("pi-agent-core");
+	}
+	const typebox = require.resolve("typebox");
+	alias.typebox = typebox;
+	alias["@sinclair/typebox"] = typebox;
+	const manifest = packageManifest(typebox, "typebox");
+	for (const key of Object.keys(manifest.exports ?? {})) {
+		const sub = key.replace(/^\.\//, "");
+		if (key === "." || sub.includes("*") || sub === "package.json") continue;
+		const target = require.resolve(`typebox/${sub}`);
+		alias[`typebox/${sub}`] = target;
+		alias[`@sinclair/typebox/${sub}`] = target;
+	}
+	// typebox 0.x names of the same modules.
+	if (alias["typebox/compile"]) alias["@sinclair/typebox/compiler"] = alias["typebox/compile"];
+	return alias;
+}
+
+/** The package.json of the package `name` that `file` belongs to. */
+function packageManifest(file, name) {
+	for (let dir = path.dirname(file); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+		try {
+			const manifest = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+			if (manifest.name === name) return manifest;
+		} catch {
+			// not here
+		}
+	}
+	return {};
+}
+
+let jiti;
+
+async function loadFactory() {
+	const module = await jiti.import(extensionPath);
+	const factory = typeof module === "function" ? module : module?.default;
+	if (typeof factory !== "function") {
+		throw new Error(`Extension does not export a valid factory function: ${extensionPath}`);
+	}
+	return factory;
+}
+
+async function createInstance() {
+	let registerQueued = false;
+	const onChange = () => {
+		if (!current.ready || current.instance.stale || registerQueued) return;
+		registerQueued = true;
+		queueMicrotask(() => {
+			registerQueued = false;
+			channel.send(current.instance.registration(displayName(extensionPath)));
+		});
+	};
+	const current = { ready: false, instance: undefined };
+	const factory = await loadFactory();
+	current.instance = new Instance({
+		channel,
+		hello,
+		contexts,
+		bus: createBus(channel),
+		onChange,
+		reportError,
+	});
+	await factory(current.instance.pi);
+	current.ready = true;
+	return current.instance;
+}
+
+async function replaceInstance(reason) {
+	instance.stale = true;
+	await dispatch(instance, { type: "session_shutdown", reason }, contexts.event(undefined), reportError);
+	try {
+		instance = await createInstance();
+	} catch (error) {
+		fail("load", `Failed to load extension: ${errorText(error)}`);
+		return;
+	}
+	channel.send(instance.registration(displayName(extensionPath)));
+}
+
+hello = await helloPromise;
+contexts = createContextFactory(channel, hello);
+try {
+	const require = createRequire(path.join(modulesDir, "package.json"));
+	const { createJiti } = require("jiti");
+	jiti = createJiti(extensionPath, { alias: aliases(require), interopDefault: true, moduleCache: false });
+} catch (error) {
+	fail("load", `the extension host cannot load its modules (jiti, typebox) from ${modulesDir}: ${errorText(error)}`);
+	await new Promise(() => {});
+}
+try {
+	instance = await createInstance();
+} catch (error) {
+	const text = errorText(error);
+	fail("load", text.startsWith("Extension does not export") ? text : `Failed to load extension: ${text}`);
+	await new Promise(() => {});
+}
+channel.send(instance.registration(displayName(extensionPath)));
