@@ -26,11 +26,10 @@ FAKE = os.path.join(ROOT, "target", "release", "fake-model-server")
 
 
 def build():
-    subprocess.run(
-        ["cargo", "build", "--release", "-q", "-p", "pi-cli", "-p", "pi-compat"],
-        cwd=ROOT,
-        check=True,
-    )
+    # Two builds: `pi` alone is the product (built with the kit, it would get
+    # the kit's cargo features too, such as the protocol table's schemas).
+    for package in ("pi-cli", "pi-compat"):
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", package], cwd=ROOT, check=True)
 
 
 def sandbox_env(agent_dir):

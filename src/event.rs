@@ -234,3 +234,9 @@ pub enum AgentEvent {
     },
     ExtensionUiRequest(ExtensionUiRequest),
 }
+
+/// Where a background task's events go (the actor's queue; a test's list).
+#[async_trait::async_trait]
+pub trait EventSink: Send + Sync {
+    async fn emit(&self, event: AgentEvent);
+}

@@ -21,6 +21,7 @@ pub mod op;
 pub mod provider;
 pub mod resources;
 pub mod session;
+pub(crate) mod stream;
 pub mod system_prompt;
 pub mod tools;
 

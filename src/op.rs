@@ -175,6 +175,10 @@ pub enum Op {
     Shutdown {
         abort: bool,
     },
+    /// Answered with `Ack` in turn, after the replies of earlier ops that
+    /// answer at once: a front end orders an answer of its own (the error
+    /// for a bad record) after them.
+    Barrier,
 }
 
 /// How a prompt was taken.

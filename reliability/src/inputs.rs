@@ -136,21 +136,13 @@ fn native_command(rng: &mut Rng) -> (&'static str, Map<String, Value>) {
     (kind, f)
 }
 
-/// The JSON-RPC method for a native command type.
-fn method_of(kind: &str) -> String {
-    let mut out = String::new();
-    let mut upper = false;
-    for c in kind.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
+/// The JSON-RPC method of a native command type, from the protocol table.
+fn method_of(kind: &str) -> &'static str {
+    pi_transport::protocol::COMMANDS
+        .iter()
+        .find(|c| c.native.is_some_and(|b| b.name == kind))
+        .and_then(|c| c.jsonrpc)
+        .map_or("getState", |b| b.name)
 }
 
 /// A unique id, as raw JSON text: mostly strings, also integers, negative,

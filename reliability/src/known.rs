@@ -1,10 +1,9 @@
-//! Framing cases whose fixes belong to issue 12 (the transport crate): stray
-//! bytes between `Content-Length` frames, a header line without end,
-//! duplicate `id` members, `1e400` ids, and native error replies overtaking
-//! the replies to earlier commands. Each is played against the binary and
-//! reported; none fails the run while it is listed in [`KNOWN_UNTIL_ISSUE_12`].
-//! Once issue 12 has landed, a case that passes is dropped from the list and
-//! from then on fails the run like any other check.
+//! Framing cases fixed with issue 12 (the transport crate): stray bytes
+//! between `Content-Length` frames, a header line without end, duplicate
+//! `id` members, `1e400` ids, and native error replies overtaking the
+//! replies to earlier commands. Each is played against the binary and fails
+//! the run like any other check, unless it is listed in
+//! [`KNOWN_UNTIL_ISSUE_12`] (empty since issue 12 landed).
 
 use std::path::Path;
 use std::time::Duration;
@@ -12,17 +11,8 @@ use std::time::Duration;
 use crate::agent::{Agent, Framing, Sandbox};
 use crate::inputs::{Dialect, frame};
 
-/// Cases expected to fail until issue 12 lands (the coordinator empties this
-/// list after merging it).
-pub const KNOWN_UNTIL_ISSUE_12: &[&str] = &[
-    "lsp_stray_bytes_between_frames",
-    "lsp_endless_header_line",
-    "native_errors_keep_reply_order",
-    "duplicate_id_members",
-    "native_duplicate_id_members",
-    "id_1e400",
-    "native_id_1e400",
-];
+/// Cases expected to fail (reported, not failed). Issue 12 fixed all seven.
+pub const KNOWN_UNTIL_ISSUE_12: &[&str] = &[];
 
 struct Probe {
     name: &'static str,

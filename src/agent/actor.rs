@@ -10,11 +10,12 @@ use serde_json::Map;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::extension_ops::ExtensionState;
+use super::extension_hooks::ExtensionState;
+use super::internal::Emitter;
 use super::internal::{Internal, QueueKind};
 use super::queue::MessageQueue;
 use super::run::{RunSetup, run_session};
-use super::stream::Emitter;
+use super::state::{ActiveRun, DeferredQueue, HeldMessage, Hold, Pending, RunState};
 use super::{AgentConfig, Output, SessionStart, SystemPromptOptions};
 use crate::config::{ModelRegistry, Settings};
 use crate::error::{CoreError, ErrorKind};
@@ -25,15 +26,6 @@ use crate::op::{Disposition, Op, Reply, RequestTag, StreamingBehavior};
 use crate::provider::{ProviderRegistry, faux};
 use crate::session::Session;
 use crate::tools::{ToolContext, ToolRegistry};
-
-/// A run in progress.
-pub(super) struct ActiveRun {
-    pub id: u64,
-    pub cancel: CancellationToken,
-    pub retry_cancel: CancellationToken,
-    /// True while the run waits between retry attempts.
-    pub retry_waiting: bool,
-}
 
 /// The state the actor owns.
 pub(crate) struct Agent {
@@ -57,7 +49,7 @@ pub(crate) struct Agent {
     pub(super) model: Model,
     pub(super) thinking: ThinkingLevel,
     /// The command line's model choice, applied to every session opened.
-    pub(super) startup: super::state_ops::StartupChoice,
+    pub(super) startup: super::settings::StartupChoice,
     /// `--models`: what `cycle_model` cycles through (with optional levels).
     pub(super) scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
     pub(super) steering: MessageQueue,
@@ -67,19 +59,18 @@ pub(crate) struct Agent {
     /// True from a compaction until the next successful reply (usage unknown).
     pub(super) usage_unknown: bool,
 
-    pub(super) run: Option<ActiveRun>,
+    /// What the agent is doing (idle, running, compacting).
+    pub(super) state: RunState,
+    /// Ops and answers waiting for the activity to end or for extensions.
+    pub(super) deferred: DeferredQueue,
+    /// Messages that arrived during a run; they join the conversation when it ends.
+    pub(super) held: Vec<HeldMessage>,
     pub(super) next_run_id: u64,
+    /// The RPC `bash` command in progress (it may overlap a run).
     pub(super) bash_cancel: Option<CancellationToken>,
-    /// `bash` results that arrived during a run; appended when it ends.
-    pub(super) deferred_bash: Vec<AgentMessage>,
-    /// Ops whose reply waits for the run to finish (`abort`, `abort_retry`).
-    pub(super) run_waiters: Vec<RequestTag>,
-    /// Set once shutdown was requested (with the tag to answer when done).
+    /// Set once shutdown was requested (with the tag to answer when done):
+    /// no new work is taken, and the actor stops once idle.
     pub(super) shutdown: Option<Option<RequestTag>>,
-    /// Session switches asked for during a run: they abort it and run after it.
-    pub(super) after_run: Vec<(Option<RequestTag>, Op)>,
-    /// The compaction in progress, if any.
-    pub(super) compaction: Option<super::compaction_ops::ActiveCompaction>,
 
     /// Templates, skills and extensions.
     pub(super) ext: ExtensionState,
@@ -128,14 +119,12 @@ impl Agent {
             startup: Default::default(),
             scoped_models: Vec::new(),
             usage_unknown: false,
-            run: None,
+            state: RunState::Idle,
+            deferred: DeferredQueue::default(),
+            held: Vec::new(),
             next_run_id: 1,
             bash_cancel: None,
-            deferred_bash: Vec::new(),
-            run_waiters: Vec::new(),
             shutdown: None,
-            after_run: Vec::new(),
-            compaction: None,
             ext,
             mcp,
             out,
@@ -152,7 +141,7 @@ impl Agent {
             }
             agent.scoped_models = scope.models;
         }
-        agent.startup = super::state_ops::StartupChoice {
+        agent.startup = super::settings::StartupChoice {
             provider: config.provider.clone(),
             pattern: config.model.clone(),
             thinking: config.thinking,
@@ -188,7 +177,7 @@ impl Agent {
                 Some(msg) = internal_rx.recv() => self.handle_internal(msg).await,
                 op = ops.recv(), if ops_open => match op {
                     Some((tag, op)) => {
-                        self.handle_op(tag, op).await;
+                        self.handle_op(Pending::new(tag, op)).await;
                         self.mcp.begin();
                     }
                     None => {
@@ -213,7 +202,10 @@ impl Agent {
     }
 
     pub(super) fn is_idle(&self) -> bool {
-        self.run.is_none() && self.bash_cancel.is_none() && self.compaction.is_none() && self.ext.is_idle()
+        self.state.is_idle()
+            && self.bash_cancel.is_none()
+            && self.ext.is_idle()
+            && !self.deferred.holds(Hold::Extensions)
     }
 
     /// Send an event to the client, and to the extensions that subscribed to it.
@@ -236,7 +228,7 @@ impl Agent {
                 self.emit(event).await;
                 // Like pi, the run is over once `agent_settled` is out: a
                 // prompt read right after it must start a new run.
-                if let Some(run_id) = self.run.as_ref().map(|r| r.id).filter(|_| settled) {
+                if let Some(run_id) = self.state.run().map(|r| r.id).filter(|_| settled) {
                     self.run_finished(run_id).await;
                 }
             }
@@ -245,6 +237,9 @@ impl Agent {
                 let _ = reply.send(self.take_delivered(kind));
             }
             Internal::QueueChanged => self.emit_queue_update().await,
+            Internal::Context { reply } => {
+                let _ = reply.send(self.messages.clone());
+            }
             Internal::RetractFromContext { message } => {
                 if let Some(pos) = self.messages.iter().rposition(|m| m == &message) {
                     self.messages.remove(pos);
@@ -261,8 +256,8 @@ impl Agent {
                 self.bash_cancel = None;
                 match outcome {
                     Ok((result, message)) => {
-                        if self.run.is_some() {
-                            self.deferred_bash.push(message);
+                        if self.state.is_running() {
+                            self.held.push(HeldMessage::Bash(message));
                         } else {
                             self.append_message(message);
                         }
@@ -274,23 +269,34 @@ impl Agent {
         }
     }
 
-    /// The run `run_id` is over: deferred `bash` results and extension
-    /// messages go in, `abort` waiters are answered, ops that waited for it
-    /// run. Runs once per run (at `agent_settled`).
+    /// The run `run_id` is over: held `bash` results and extension
+    /// messages go in, then what waited for the run. Runs once per run (at
+    /// `agent_settled`).
     async fn run_finished(&mut self, run_id: u64) {
-        if self.run.as_ref().is_none_or(|r| r.id != run_id) {
+        if self.state.run().is_none_or(|r| r.id != run_id) {
             return;
         }
-        self.run = None;
-        for message in std::mem::take(&mut self.deferred_bash) {
-            self.append_message(message);
+        self.state = RunState::Idle;
+        let held = std::mem::take(&mut self.held);
+        let (bash, custom): (Vec<_>, Vec<_>) = held.into_iter().partition(|m| matches!(m, HeldMessage::Bash(_)));
+        for message in bash.into_iter().chain(custom) {
+            match message {
+                HeldMessage::Bash(message) => self.append_message(message),
+                HeldMessage::Custom(message) => self.append_and_announce(message).await,
+            }
         }
-        self.flush_extension_messages().await;
-        for tag in std::mem::take(&mut self.run_waiters) {
+        self.activity_ended().await;
+    }
+
+    /// The run or compaction ended: answer what was owed, then handle the
+    /// ops that waited (each may start a new activity and wait again).
+    pub(super) async fn activity_ended(&mut self) {
+        let (acks, ops) = self.deferred.release(Hold::Activity);
+        for tag in acks {
             self.reply(Some(tag), Ok(Reply::Ack)).await;
         }
-        for (tag, op) in std::mem::take(&mut self.after_run) {
-            self.handle_op(tag, op).await;
+        for pending in ops {
+            self.handle_op(pending).await;
         }
     }
 
@@ -306,12 +312,12 @@ impl Agent {
                 self.append_message(message.clone());
             }
             AgentEvent::AutoRetryStart { .. } => {
-                if let Some(run) = &mut self.run {
+                if let Some(run) = self.state.run_mut() {
                     run.retry_waiting = true;
                 }
             }
             AgentEvent::AgentStart => {
-                if let Some(run) = &mut self.run {
+                if let Some(run) = self.state.run_mut() {
                     run.retry_waiting = false;
                 }
             }
@@ -354,45 +360,42 @@ impl Agent {
         self.emit(AgentEvent::QueueUpdate { steering: self.steering.texts(), follow_up: self.follow_up.texts() }).await;
     }
 
-    pub(super) async fn handle_op(&mut self, tag: Option<RequestTag>, op: Op) {
-        let Some(op) = self.intercept_for_extensions(tag, op).await else { return };
+    /// Handle one op: extensions, shutdown and compaction may take it or
+    /// hold it; a session switch during a run ends the run and waits for it.
+    pub(super) async fn handle_op(&mut self, pending: Pending) {
+        let Some(pending) = self.intercept_for_extensions(pending).await else { return };
         if self.shutdown.is_some()
-            && !self.ext.replaying
-            && !matches!(op, Op::Shutdown { .. } | Op::ExtensionUiResponse { .. })
+            && !pending.accepted
+            && !matches!(pending.op, Op::Shutdown { .. } | Op::ExtensionUiResponse { .. })
         {
-            self.reply(tag, Err(CoreError::busy("The agent is shutting down"))).await;
+            self.reply(pending.tag, Err(CoreError::busy("The agent is shutting down"))).await;
             return;
         }
-        let Some((tag, op)) = self.compaction_intercept(tag, op).await else { return };
-        let switches_session = matches!(
-            op,
-            Op::NewSession { .. } | Op::SwitchSession { .. } | Op::ResumeSession { .. } | Op::Fork { .. } | Op::Clone
-        );
-        if switches_session && let Some(run) = &self.run {
-            run.cancel.cancel();
-            self.after_run.push((tag, op));
+        let Some(pending) = self.compaction_intercept(pending).await else { return };
+        if switches_session(&pending.op) && self.state.is_running() {
+            self.state.cancel();
+            self.deferred.hold(Hold::Activity, pending);
             return;
         }
-        match op {
+        let tag = pending.tag;
+        match pending.op {
             Op::Prompt { message, images, streaming_behavior } => {
                 self.prompt(tag, message, images, streaming_behavior).await
             }
             Op::Steer { message, images } => self.enqueue(tag, QueueKind::Steering, message, images).await,
             Op::FollowUp { message, images } => self.enqueue(tag, QueueKind::FollowUp, message, images).await,
             Op::SendUserMessage { message, images } => {
-                if self.run.is_some() {
+                if self.state.is_running() {
                     self.enqueue(tag, QueueKind::Steering, message, images).await
                 } else {
                     self.prompt(tag, message, images, None).await
                 }
             }
             Op::Abort => self.abort(tag).await,
-            Op::AbortRetry => match &self.run {
+            Op::AbortRetry => match self.state.run() {
                 Some(run) if run.retry_waiting => {
                     run.retry_cancel.cancel();
-                    if let Some(tag) = tag {
-                        self.run_waiters.push(tag);
-                    }
+                    self.deferred.ack_at_end(tag);
                 }
                 _ => self.reply(tag, Ok(Reply::Ack)).await,
             },
@@ -405,9 +408,7 @@ impl Agent {
             }
             Op::Shutdown { abort } => {
                 if abort {
-                    if let Some(run) = &self.run {
-                        run.cancel.cancel();
-                    }
+                    self.state.cancel();
                     if let Some(cancel) = &self.bash_cancel {
                         cancel.cancel();
                     }
@@ -415,6 +416,7 @@ impl Agent {
                 self.shutdown = Some(tag);
             }
             Op::ExtensionUiResponse { id, response } => self.ui_response(tag, id, response).await,
+            Op::Barrier => self.reply(tag, Ok(Reply::Ack)).await,
             other => self.handle_state_op(tag, other).await,
         }
     }
@@ -426,7 +428,7 @@ impl Agent {
         images: Vec<ImageContent>,
         behavior: Option<StreamingBehavior>,
     ) {
-        if self.run.is_some() {
+        if self.state.is_running() {
             match behavior {
                 None => {
                     let err = CoreError::busy(
@@ -465,14 +467,12 @@ impl Agent {
     }
 
     pub(super) async fn abort(&mut self, tag: Option<RequestTag>) {
-        match &self.run {
-            Some(run) => {
-                run.cancel.cancel();
-                if let Some(tag) = tag {
-                    self.run_waiters.push(tag);
-                }
+        match &self.state {
+            RunState::Idle => self.reply(tag, Ok(Reply::Ack)).await,
+            active => {
+                active.cancel();
+                self.deferred.ack_at_end(tag);
             }
-            None => self.reply(tag, Ok(Reply::Ack)).await,
         }
     }
 
@@ -526,7 +526,6 @@ impl Agent {
             tools,
             tool_specs,
             tool_ctx: self.tool_context(),
-            context: self.messages.clone(),
             initial,
             retry: self.settings.retry,
             retry_enabled: self.retry_enabled.clone(),
@@ -536,7 +535,8 @@ impl Agent {
             mcp: Some(self.mcp.clone()),
             reach: self.reach(),
         };
-        self.run = Some(ActiveRun { id: run_id, cancel, retry_cancel, retry_waiting: false });
+        self.state =
+            RunState::Running(ActiveRun { id: run_id, cancel, retry_cancel, retry_waiting: false, compacting: false });
         tokio::spawn(run_session(setup));
     }
 
@@ -660,6 +660,14 @@ impl Agent {
     pub(super) fn set_retry_enabled(&self, enabled: bool) {
         self.retry_enabled.store(enabled, Ordering::SeqCst);
     }
+}
+
+/// Ops that replace the current session.
+fn switches_session(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::NewSession { .. } | Op::SwitchSession { .. } | Op::ResumeSession { .. } | Op::Fork { .. } | Op::Clone
+    )
 }
 
 /// Split `model:thinking` when the suffix is a thinking level.

@@ -8,6 +8,7 @@
 use serde_json::{Value, json};
 
 use super::actor::Agent;
+use super::state::Pending;
 use crate::extensions::ExtRequest;
 use crate::model::ThinkingLevel;
 use crate::op::Op;
@@ -83,7 +84,7 @@ impl Agent {
                 Ok(Value::Null)
             }
             ExtRequest::Shutdown => {
-                Box::pin(self.handle_op(None, Op::Shutdown { abort: false })).await;
+                Box::pin(self.handle_op(Pending::new(None, Op::Shutdown { abort: false }))).await;
                 Ok(Value::Null)
             }
             ExtRequest::Emit(p) => {
@@ -107,7 +108,7 @@ impl Agent {
             "sessionFile": self.session.file_path().map(|p| p.display().to_string()),
             "sessionName": self.session.name(),
             "cwd": self.cwd.display().to_string(),
-            "isStreaming": self.run.is_some(),
+            "isStreaming": self.state.is_running(),
             "model": model_json(&self.model),
             "thinkingLevel": self.thinking.as_str(),
             "messageCount": self.messages.len(),

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::actor::Agent;
 use super::internal::QueueKind;
+use super::state::Pending;
 use crate::event::AgentEvent;
 use crate::extensions::ExtRequest;
 use crate::extensions::hooks::custom_message;
@@ -108,7 +109,7 @@ impl Agent {
                 _ => None,
             };
             let op = crate::op::Op::Prompt { message: text, images, streaming_behavior };
-            Box::pin(self.handle_op(None, op)).await;
+            Box::pin(self.handle_op(Pending::new(None, op))).await;
             return Ok(Value::Null);
         }
         if self.user_message_input_gate(id, p) {
@@ -130,7 +131,7 @@ impl Agent {
     /// run. Templates are not expanded (pi's default).
     async fn send_user_message_now(&mut self, p: &Value) -> Result<Value, String> {
         let (text, images) = user_content(p)?;
-        if self.run.is_some() {
+        if self.state.is_running() {
             let kind = match deliver_as(p) {
                 Some("steer") => QueueKind::Steering,
                 Some("followUp") => QueueKind::FollowUp,
@@ -160,7 +161,7 @@ impl Agent {
             self.ext.next_turn.push(message);
             return Ok(Value::Null);
         }
-        if self.run.is_some() {
+        if self.state.is_running() {
             if trigger == Some(false) {
                 self.defer_custom_message(message);
             } else if deliver_as(p) == Some("followUp") {

@@ -1,8 +1,8 @@
 //! Messages from the agent's background tasks (run, bash, compaction) back to the actor.
 
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
-use crate::event::AgentEvent;
+use crate::event::{AgentEvent, EventSink};
 use crate::message::AgentMessage;
 use crate::op::{BashResult, RequestTag};
 
@@ -32,17 +32,20 @@ pub enum Internal {
     TakeQueued { kind: QueueKind, reply: oneshot::Sender<Vec<Delivered>> },
     /// Emit a `queue_update` with the current queues.
     QueueChanged,
-    /// A failed attempt will be retried: drop it from the model context
+    /// The conversation as the model sees it now (the actor owns it; a run
+    /// reads it before each model call instead of keeping a copy).
+    Context { reply: oneshot::Sender<Vec<AgentMessage>> },
+    /// A failed attempt will be retried: drop it from the conversation
     /// (it stays in the session file).
     RetractFromContext { message: AgentMessage },
     /// The run task is done (after `agent_settled`).
     RunFinished { run_id: u64 },
-    /// Compaction checks and results (see `compaction_ops`).
-    Compaction(Box<super::compaction_ops::CompactionMsg>),
+    /// Compaction checks and results (see `compacting`).
+    Compaction(Box<super::compacting::CompactionMsg>),
     /// An RPC `bash` finished (or could not start).
     BashFinished { tag: Option<RequestTag>, outcome: Result<(BashResult, AgentMessage), String> },
     /// Extension work: host signals, finished commands and hooks.
-    Extension(super::extension_ops::ExtSignal),
+    Extension(super::extension_hooks::ExtSignal),
     /// The tools the model gets now (an extension changed them during a run).
     CurrentTools { reply: oneshot::Sender<ToolSet> },
 }
@@ -53,5 +56,33 @@ pub struct ToolSet(pub crate::tools::ToolRegistry, pub Vec<crate::provider::Tool
 impl std::fmt::Debug for ToolSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.0.names()).finish()
+    }
+}
+
+/// Sends events (and other messages) from a task to the actor.
+#[derive(Clone)]
+pub(crate) struct Emitter {
+    tx: mpsc::Sender<Internal>,
+}
+
+impl Emitter {
+    pub(crate) fn new(tx: mpsc::Sender<Internal>) -> Self {
+        Emitter { tx }
+    }
+
+    /// Emit an event. If the actor is gone the event is dropped: nobody listens.
+    pub(crate) async fn emit(&self, event: AgentEvent) {
+        let _ = self.tx.send(Internal::Event(event)).await;
+    }
+
+    pub(crate) async fn send(&self, msg: Internal) {
+        let _ = self.tx.send(msg).await;
+    }
+}
+
+#[async_trait::async_trait]
+impl EventSink for Emitter {
+    async fn emit(&self, event: AgentEvent) {
+        Emitter::emit(self, event).await;
     }
 }

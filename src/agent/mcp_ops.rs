@@ -8,6 +8,7 @@ use super::actor::Agent;
 use super::internal::Internal;
 use super::run::RunSetup;
 use crate::event::{AgentEvent, ExtensionUiKind, ExtensionUiRequest};
+use crate::message::AgentMessage;
 use crate::mcp::McpManager;
 use crate::mcp::turn::{CODEMODE, Reach};
 use crate::provider::ToolSpec;
@@ -48,8 +49,10 @@ pub(super) async fn before_prompt(s: &mut RunSetup) {
 }
 
 /// The tools of the next model call.
-pub(super) fn turn_tools(s: &RunSetup) -> (ToolRegistry, Vec<ToolSpec>) {
-    crate::mcp::turn::turn_tools(&s.tools, &s.tool_specs, s.mcp.as_ref(), s.reach, &s.context)
+/// `context`: the conversation the call is made with (tools found by
+/// `tool_search` on this branch are declared).
+pub(super) fn turn_tools(s: &RunSetup, context: &[AgentMessage]) -> (ToolRegistry, Vec<ToolSpec>) {
+    crate::mcp::turn::turn_tools(&s.tools, &s.tool_specs, s.mcp.as_ref(), s.reach, context)
 }
 
 impl Agent {

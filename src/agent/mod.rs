@@ -18,18 +18,20 @@ use crate::provider::ProviderRegistry;
 use crate::tools::ToolRegistry;
 
 mod actor;
-mod compaction_ops;
+mod compacting;
+mod extension_hooks;
 mod extension_host_requests;
-mod extension_ops;
 mod extension_requests;
 mod internal;
 mod mcp_ops;
 mod queue;
 mod run;
-mod session_ops;
-mod state_ops;
+mod session_tree;
+mod settings;
+mod state;
 mod stats;
-mod stream;
+#[cfg(test)]
+mod tests;
 mod tool_exec;
 
 /// How the agent's session starts.
@@ -124,6 +126,23 @@ impl AgentHandle {
     /// without one the op runs and no reply is sent.
     pub async fn submit(&self, tag: Option<RequestTag>, op: Op) -> Result<(), AgentClosed> {
         self.ops.send((tag, op)).await.map_err(|_| AgentClosed)
+    }
+
+    /// Wait for room in the op queue. A front end that also drains the
+    /// agent's output races this against its output (so a full op queue
+    /// and a full output cannot wait on each other), then sends with the permit.
+    pub async fn reserve(&self) -> Result<OpPermit<'_>, AgentClosed> {
+        self.ops.reserve().await.map(OpPermit).map_err(|_| AgentClosed)
+    }
+}
+
+/// Room for one op in the agent's queue (see [`AgentHandle::reserve`]).
+pub struct OpPermit<'a>(mpsc::Permit<'a, (Option<RequestTag>, Op)>);
+
+impl OpPermit<'_> {
+    /// Queue the op (as [`AgentHandle::submit`] does).
+    pub fn send(self, tag: Option<RequestTag>, op: Op) {
+        self.0.send((tag, op));
     }
 }
 

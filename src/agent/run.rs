@@ -3,22 +3,20 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use serde_json::Map;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::compaction_ops::{AfterRun, RunCompaction};
-use super::internal::{Delivered, Internal, QueueKind};
-use super::stream::{Emitter, stream_assistant};
+use super::compacting::{AfterRun, RunCompaction};
+use super::internal::{Delivered, Emitter, Internal, QueueKind};
 use super::tool_exec::execute_tool_calls;
 use crate::config::settings::RetrySettings;
-use crate::error::{CoreError, ErrorKind};
 use crate::event::{AgentEvent, ContextUsage};
 use crate::message::{AgentMessage, AssistantMessage, StopReason, ToolCall, Usage, now_ms};
 use crate::model::{Model, ThinkingLevel};
 use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
+use crate::stream::stream_assistant;
 use crate::tools::{ToolContext, ToolRegistry};
 
 /// Text of the assistant message that closes a run aborted between turns.
@@ -42,8 +40,6 @@ pub(crate) struct RunSetup {
     pub tools: ToolRegistry,
     pub tool_specs: Vec<ToolSpec>,
     pub tool_ctx: ToolContext,
-    /// The conversation before this run.
-    pub context: Vec<AgentMessage>,
     /// New messages that start the run (the prompt); empty for a continuation.
     pub initial: Vec<AgentMessage>,
     pub retry: RetrySettings,
@@ -122,7 +118,7 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                     // error is reported once that is decided.
                     let after = compaction.after_run(&mut s, &new_messages).await;
                     let recovering = matches!(after, AfterRun::Continue(_));
-                    s.emitter.emit(AgentEvent::RunError { error: core_error_of(&error), will_retry: recovering }).await;
+                    s.emitter.emit(AgentEvent::RunError { error: error.to_core(), will_retry: recovering }).await;
                     match after {
                         AfterRun::Continue(next) => {
                             (initial, attempt) = (next, 0);
@@ -132,9 +128,9 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                     }
                     break;
                 }
-                s.emitter.emit(AgentEvent::RunError { error: core_error_of(&error), will_retry }).await;
+                s.emitter.emit(AgentEvent::RunError { error: error.to_core(), will_retry }).await;
                 attempt += 1;
-                let delay = retry_delay(&s.retry, attempt, &error);
+                let delay = s.retry.delay(attempt, error.retry_after());
                 s.emitter
                     .emit(AgentEvent::AutoRetryStart {
                         attempt,
@@ -143,7 +139,6 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                         error_message: error.message.clone(),
                     })
                     .await;
-                s.context.retain(|m| m != message.as_ref());
                 s.emitter.send(Internal::RetractFromContext { message: *message }).await;
                 // `abort` ends the run as aborted; `abort_retry` only stops
                 // retrying (pi 1.6.0 settles with `aborted: false` then).
@@ -168,27 +163,6 @@ fn retry_end_failed(attempt: u32, error: &str) -> AgentEvent {
     AgentEvent::AutoRetryEnd { success: false, attempt, final_error: Some(error.to_string()) }
 }
 
-/// Exponential backoff (`base * 2^(attempt-1)`), or the server's `retry-after`, capped.
-fn retry_delay(settings: &RetrySettings, attempt: u32, error: &ProviderError) -> Duration {
-    let cap = Duration::from_millis(settings.max_delay_ms.max(1));
-    if let ProviderErrorKind::RateLimited { retry_after: Some(after) } = &error.kind {
-        return (*after).min(cap);
-    }
-    let factor = 1u64.checked_shl(attempt.saturating_sub(1)).unwrap_or(u64::MAX);
-    Duration::from_millis(settings.base_delay_ms.saturating_mul(factor)).min(cap)
-}
-
-/// Map a provider failure to the core's error classification.
-pub(crate) fn core_error_of(error: &ProviderError) -> CoreError {
-    let kind = match error.kind {
-        ProviderErrorKind::RateLimited { .. } => ErrorKind::RateLimit,
-        ProviderErrorKind::ContextOverflow => ErrorKind::ContextLimit,
-        ProviderErrorKind::Aborted => ErrorKind::Aborted,
-        ProviderErrorKind::Transient | ProviderErrorKind::Auth | ProviderErrorKind::InvalidRequest => ErrorKind::Model,
-    };
-    CoreError::new(kind, error.message.clone()).with_retryable(error.is_retryable())
-}
-
 /// Take the actor's current tools when an extension changed them since the
 /// last request (pi: `setActiveTools` during a tool applies to the next request).
 async fn refresh_tools(s: &mut RunSetup) {
@@ -211,6 +185,14 @@ async fn take_queued(s: &RunSetup, kind: QueueKind) -> Vec<Delivered> {
     rx.await.unwrap_or_default()
 }
 
+/// The conversation now, from the actor that owns it (every event sent
+/// before this request is already in it).
+async fn context(s: &RunSetup) -> Vec<AgentMessage> {
+    let (tx, rx) = oneshot::channel();
+    s.emitter.send(Internal::Context { reply: tx }).await;
+    rx.await.unwrap_or_default()
+}
+
 /// Queued messages into the turn, each after the `queue_update` without it.
 async fn deliver(s: &mut RunSetup, delivered: Vec<Delivered>, new_messages: &mut Vec<AgentMessage>) {
     for Delivered { message, steering, follow_up } in delivered {
@@ -222,7 +204,6 @@ async fn deliver(s: &mut RunSetup, delivered: Vec<Delivered>, new_messages: &mut
 async fn emit_message(s: &mut RunSetup, message: AgentMessage, new_messages: &mut Vec<AgentMessage>) {
     s.emitter.emit(AgentEvent::MessageStart { message: message.clone() }).await;
     s.emitter.emit(AgentEvent::MessageEnd { message: message.clone() }).await;
-    s.context.push(message.clone());
     new_messages.push(message);
 }
 
@@ -250,16 +231,20 @@ async fn low_level_run(
             deliver(s, steering, &mut new_messages).await;
         }
 
-        if !s.cancel.is_cancelled() {
+        // The conversation as the actor has it (none needed once aborted).
+        let context = if s.cancel.is_cancelled() {
+            Vec::new()
+        } else {
             refresh_tools(s).await;
-        }
-        let (turn_tools, turn_specs) = super::mcp_ops::turn_tools(s);
+            context(s).await
+        };
+        let (turn_tools, turn_specs) = super::mcp_ops::turn_tools(s, &context);
         let assistant = if s.cancel.is_cancelled() {
             aborted_assistant(s).await
         } else {
-            let messages = match s.extensions.context(&s.context, &s.cancel).await {
+            let messages = match s.extensions.context(&context, &s.cancel).await {
                 Some(replaced) => replaced,
-                None => s.context.clone(),
+                None => context,
             };
             let request = ProviderRequest {
                 model: s.model.clone(),
@@ -273,7 +258,7 @@ async fn low_level_run(
                 session_id: Some(s.session_id.clone()),
             };
             let outcome = stream_assistant(
-                &s.emitter,
+                Some(&s.emitter),
                 s.provider.clone(),
                 request,
                 s.cancel.clone(),
@@ -284,7 +269,6 @@ async fn low_level_run(
             if let Some(error) = outcome.error {
                 let message = AgentMessage::Assistant(outcome.message);
                 totals.add(&message.as_assistant().map(|a| a.usage.clone()).unwrap_or_default());
-                s.context.push(message.clone());
                 new_messages.push(message.clone());
                 s.emitter.emit(AgentEvent::TurnEnd { message: message.clone(), tool_results: Vec::new() }).await;
                 let end = if error.kind == ProviderErrorKind::Aborted {
@@ -315,7 +299,6 @@ async fn low_level_run(
         let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
         let cut_off = assistant.stop_reason == StopReason::Length;
         let message = AgentMessage::Assistant(assistant);
-        s.context.push(message.clone());
         new_messages.push(message.clone());
         if aborted {
             s.emitter.emit(AgentEvent::TurnEnd { message, tool_results: Vec::new() }).await;
@@ -379,24 +362,4 @@ async fn aborted_assistant(s: &RunSetup) -> AssistantMessage {
     s.emitter.emit(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) }).await;
     s.emitter.emit(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) }).await;
     message
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_and_honours_retry_after() {
-        let settings = RetrySettings { enabled: true, max_retries: 3, base_delay_ms: 2000, max_delay_ms: 60_000 };
-        let transient = ProviderError::new(ProviderErrorKind::Transient, "500");
-        assert_eq!(retry_delay(&settings, 1, &transient), Duration::from_millis(2000));
-        assert_eq!(retry_delay(&settings, 2, &transient), Duration::from_millis(4000));
-        assert_eq!(retry_delay(&settings, 3, &transient), Duration::from_millis(8000));
-        let limited =
-            ProviderError::new(ProviderErrorKind::RateLimited { retry_after: Some(Duration::from_secs(7)) }, "429");
-        assert_eq!(retry_delay(&settings, 1, &limited), Duration::from_secs(7));
-        let huge =
-            ProviderError::new(ProviderErrorKind::RateLimited { retry_after: Some(Duration::from_secs(600)) }, "429");
-        assert_eq!(retry_delay(&settings, 1, &huge), Duration::from_secs(60));
-    }
 }

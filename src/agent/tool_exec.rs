@@ -7,7 +7,7 @@ use futures::future::join_all;
 use serde_json::Map;
 use tokio::sync::mpsc;
 
-use super::stream::Emitter;
+use super::internal::Emitter;
 use crate::event::{AgentEvent, ToolResultPayload};
 use crate::message::{ToolCall, ToolResultMessage, now_ms};
 use crate::tools::{GateDecision, ToolContext, ToolOutput, ToolRegistry};

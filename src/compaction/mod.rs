@@ -9,7 +9,7 @@
 //! * `summarize`: the model calls with retries and their events.
 //! * `estimate`: pi's token estimates and threshold rule.
 //!
-//! The agent (`agent::compaction_ops`) decides when to compact, runs these
+//! The agent (`agent::compacting`) decides when to compact, runs these
 //! steps off the actor, and records the result as a `compaction` entry.
 
 pub mod estimate;
@@ -26,7 +26,7 @@ mod tests_reference;
 pub use estimate::should_compact;
 pub use prepare::{FileOps, NotCompactable, Preparation, prepare};
 pub use projection::Projection;
-pub use summarize::{RetryEvents, Summarizer, SummaryError, SummaryOutput, summarize};
+pub use summarize::{Summarizer, SummaryError, SummaryOutput, summarize};
 
 use crate::message::AgentMessage;
 use crate::session::Session;

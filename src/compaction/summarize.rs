@@ -5,9 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::StreamExt;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -17,17 +15,12 @@ use super::prompt::{
     turn_prefix_prompt,
 };
 use crate::config::settings::RetrySettings;
-use crate::event::{AgentEvent, SummarizationSource};
-use crate::message::{AgentMessage, StopReason, Usage, UserContent, UserMessage, now_ms};
+use crate::error::{CoreError, ErrorKind};
+use crate::event::{AgentEvent, EventSink, SummarizationSource};
+use crate::message::{AgentMessage, AssistantMessage, StopReason, Usage, UserContent, UserMessage, now_ms};
 use crate::model::{Model, ThinkingLevel};
-use crate::provider::classify::is_retryable_message;
-use crate::provider::{BlockKind, Provider, ProviderEvent, ProviderRequest};
-
-/// Where the summarisation retry events go.
-#[async_trait::async_trait]
-pub trait RetryEvents: Send + Sync {
-    async fn emit(&self, event: AgentEvent);
-}
+use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderRequest};
+use crate::stream::stream_assistant;
 
 /// How to reach the model that writes the summary.
 #[derive(Clone)]
@@ -57,18 +50,21 @@ pub struct SummaryOutput {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SummaryError {
     Aborted,
-    /// pi's error text, e.g. `Summarization failed: 500: …`.
-    Failed(String),
+    /// pi's error text (e.g. `Summarization failed: 500: …`), classified
+    /// like a failed run: a rate limit or an overflow keeps its kind.
+    Failed(CoreError),
+}
+
+impl SummaryError {
+    fn failed(kind: ErrorKind, message: String) -> Self {
+        SummaryError::Failed(CoreError::new(kind, message))
+    }
 }
 
 /// What one model call returned.
-#[derive(Debug, Default)]
 struct Response {
-    texts: Vec<String>,
-    tool_call: bool,
-    usage: Usage,
-    stop: Option<StopReason>,
-    error: Option<String>,
+    message: AssistantMessage,
+    error: Option<ProviderError>,
     aborted: bool,
 }
 
@@ -89,58 +85,9 @@ async fn call_once(s: &Summarizer, prompt: &str, cancel: &CancellationToken) -> 
         max_tokens: None,
         session_id: None,
     };
-    let mut response = Response::default();
-    let mut text_index: HashMap<usize, usize> = HashMap::new();
-    let mut stream = s.provider.stream(request, cancel.clone());
-    loop {
-        let next = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => {
-                response.aborted = true;
-                break;
-            }
-            next = stream.next() => next,
-        };
-        match next {
-            None => break,
-            Some(Err(e)) => {
-                if e.kind == crate::provider::ProviderErrorKind::Aborted {
-                    response.aborted = true;
-                } else {
-                    response.error = Some(e.message);
-                }
-                break;
-            }
-            Some(Ok(event)) => match event {
-                ProviderEvent::BlockStart { index, kind: BlockKind::Text } => {
-                    text_index.insert(index, response.texts.len());
-                    response.texts.push(String::new());
-                }
-                ProviderEvent::BlockStart { kind: BlockKind::ToolCall { .. }, .. } => response.tool_call = true,
-                ProviderEvent::BlockDelta { index, delta } => {
-                    if let Some(text) = text_index.get(&index).and_then(|&i| response.texts.get_mut(i)) {
-                        text.push_str(&delta);
-                    }
-                }
-                ProviderEvent::Usage(mut usage) => {
-                    if usage.total_tokens == 0 {
-                        usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
-                    }
-                    usage.cost = s.model.cost_of(&usage);
-                    response.usage = usage;
-                }
-                ProviderEvent::Stop { reason, .. } => response.stop = Some(reason),
-                _ => {}
-            },
-        }
-    }
-    response
-}
-
-/// `baseDelayMs * 2^(attempt-1)`, capped (pi's `retryDelayMs`).
-fn retry_delay(retry: &RetrySettings, attempt: u32) -> Duration {
-    let factor = 1u64.checked_shl(attempt.saturating_sub(1)).unwrap_or(u64::MAX);
-    Duration::from_millis(retry.base_delay_ms.saturating_mul(factor).min(retry.max_delay_ms))
+    let outcome = stream_assistant(None, s.provider.clone(), request, cancel.clone(), &s.model, None).await;
+    let aborted = outcome.error.as_ref().is_some_and(|e| e.kind == ProviderErrorKind::Aborted);
+    Response { message: outcome.message, error: outcome.error.filter(|_| !aborted), aborted }
 }
 
 /// One call with pi's `retryAssistantCall` policy and events.
@@ -148,14 +95,14 @@ async fn call_with_retry(
     s: &Summarizer,
     prompt: &str,
     source: SummarizationSource,
-    events: &dyn RetryEvents,
+    events: &dyn EventSink,
     cancel: &CancellationToken,
 ) -> Response {
     let max_attempts = if s.retry_enabled { s.retry.max_retries } else { 0 };
     let mut attempt = 0u32;
     loop {
         let response = call_once(s, prompt, cancel).await;
-        let retryable = response.error.as_deref().is_some_and(is_retryable_message);
+        let retryable = response.error.as_ref().is_some_and(ProviderError::is_retryable);
         if response.aborted || response.error.is_none() || attempt >= max_attempts || !retryable {
             if attempt > 0 {
                 events.emit(AgentEvent::SummarizationRetryFinished).await;
@@ -163,13 +110,15 @@ async fn call_with_retry(
             return response;
         }
         attempt += 1;
-        let delay = retry_delay(&s.retry, attempt);
+        // pi waits its own backoff here, whatever the server's `retry-after`.
+        let delay = s.retry.delay(attempt, None);
+        let error_message = response.error.as_ref().map_or_else(|| "Unknown error".into(), |e| e.message.clone());
         events
             .emit(AgentEvent::SummarizationRetryScheduled {
                 attempt,
                 max_attempts,
                 delay_ms: delay.as_millis() as u64,
-                error_message: response.error.clone().unwrap_or_else(|| "Unknown error".into()),
+                error_message,
             })
             .await;
         let cancelled = tokio::select! {
@@ -190,7 +139,7 @@ async fn generate(
     prompt: &str,
     label: &str,
     source: SummarizationSource,
-    events: &dyn RetryEvents,
+    events: &dyn EventSink,
     cancel: &CancellationToken,
 ) -> Result<(String, Usage), SummaryError> {
     let response = call_with_retry(s, prompt, source, events, cancel).await;
@@ -198,18 +147,28 @@ async fn generate(
         return Err(SummaryError::Aborted);
     }
     if let Some(error) = response.error {
-        let error = if error.is_empty() { "Unknown error".to_string() } else { error };
-        return Err(SummaryError::Failed(format!("{label} failed: {error}")));
+        let text = if error.message.is_empty() { "Unknown error" } else { &error.message };
+        return Err(SummaryError::failed(error.error_kind(), format!("{label} failed: {text}")));
     }
-    if response.stop == Some(StopReason::Length) {
-        return Err(SummaryError::Failed(format!(
-            "{label} failed: generation hit the token cap and the summary is incomplete"
-        )));
+    let message = response.message;
+    if message.stop_reason == StopReason::Length {
+        return Err(SummaryError::failed(
+            ErrorKind::Model,
+            format!("{label} failed: generation hit the token cap and the summary is incomplete"),
+        ));
     }
-    if response.tool_call {
-        return Err(SummaryError::Failed(format!("{label} attempted to call a tool")));
+    if message.tool_calls().next().is_some() {
+        return Err(SummaryError::failed(ErrorKind::Model, format!("{label} attempted to call a tool")));
     }
-    Ok((response.texts.join("\n"), response.usage))
+    let texts: Vec<&str> = message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            crate::message::ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    Ok((texts.join("\n"), message.usage))
 }
 
 /// Write the summary for `prep` (pi's `compact()`): one request, or two in
@@ -220,7 +179,7 @@ pub async fn summarize(
     custom_instructions: Option<&str>,
     s: &Summarizer,
     source: SummarizationSource,
-    events: &dyn RetryEvents,
+    events: &dyn EventSink,
     cancel: &CancellationToken,
 ) -> Result<SummaryOutput, SummaryError> {
     let previous = prep.previous_summary.as_deref();

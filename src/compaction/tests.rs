@@ -14,8 +14,9 @@ use super::prompt::{
     SUMMARIZATION_PROMPT, TURN_PREFIX_SUMMARIZATION_PROMPT, format_file_operations, history_prompt,
     serialize_conversation, truncate_for_summary, turn_prefix_prompt, update_summarization_prompt,
 };
-use super::summarize::{RetryEvents, Summarizer, SummaryError, summarize};
+use super::summarize::{Summarizer, SummaryError, summarize};
 use crate::config::settings::RetrySettings;
+use crate::error::ErrorKind;
 use crate::event::{AgentEvent, CompactionReason, SummarizationSource};
 use crate::message::{
     AgentMessage, AssistantMessage, BashExecutionMessage, ContentBlock, ImageContent, StopReason, ThinkingContent,
@@ -337,7 +338,7 @@ impl Provider for Scripted {
 pub(super) struct Events(Mutex<Vec<AgentEvent>>);
 
 #[async_trait::async_trait]
-impl RetryEvents for Events {
+impl crate::event::EventSink for Events {
     async fn emit(&self, event: AgentEvent) {
         self.0.lock().unwrap().push(event);
     }
@@ -448,6 +449,10 @@ async fn transient_failures_are_retried_with_events() {
     );
 }
 
+fn failed(kind: ErrorKind, message: &str) -> SummaryError {
+    SummaryError::Failed(crate::error::CoreError::new(kind, message))
+}
+
 #[tokio::test]
 async fn failures_carry_pis_texts() {
     let (s, _) = session_with(vec![user(&chars(1000)), assistant(&chars(1000)), user(&chars(400)), assistant("x")]);
@@ -464,18 +469,18 @@ async fn failures_carry_pis_texts() {
         }
     };
     let (r, n) = run(vec![Script::Error("400: bad request")], 3).await;
-    assert_eq!(r.unwrap_err(), SummaryError::Failed("Summarization failed: 400: bad request".into()));
+    assert_eq!(r.unwrap_err(), failed(ErrorKind::Model, "Summarization failed: 400: bad request"));
     assert_eq!(n, 0, "not retryable: no retry events");
     let (r, n) = run(vec![Script::Error("503: busy"), Script::Error("503: busy")], 1).await;
-    assert_eq!(r.unwrap_err(), SummaryError::Failed("Summarization failed: 503: busy".into()));
+    assert_eq!(r.unwrap_err(), failed(ErrorKind::Model, "Summarization failed: 503: busy"));
     assert_eq!(n, 3, "scheduled, attempt start, finished");
     let (r, _) = run(vec![Script::Length], 3).await;
     assert_eq!(
         r.unwrap_err(),
-        SummaryError::Failed("Summarization failed: generation hit the token cap and the summary is incomplete".into())
+        failed(ErrorKind::Model, "Summarization failed: generation hit the token cap and the summary is incomplete")
     );
     let (r, _) = run(vec![Script::ToolCall], 3).await;
-    assert_eq!(r.unwrap_err(), SummaryError::Failed("Summarization attempted to call a tool".into()));
+    assert_eq!(r.unwrap_err(), failed(ErrorKind::Model, "Summarization attempted to call a tool"));
     let cancel = CancellationToken::new();
     cancel.cancel();
     let provider = Scripted::default();

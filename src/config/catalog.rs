@@ -291,7 +291,7 @@ mod tests {
             assert!(!provider_env_vars(&m.provider).is_empty(), "{}: no key variable", m.provider);
             assert!(!m.base_url.is_empty() && !provider.base_url.is_empty());
             // pi's clamp always lands on a level the model has.
-            let high = crate::provider::openai_request::clamp_level(m, crate::model::ThinkingLevel::High);
+            let high = crate::provider::openai::request::clamp_level(m, crate::model::ThinkingLevel::High);
             assert!(m.thinking_levels().contains(&high), "{}: {:?} {high:?}", m.full_id(), m.thinking_levels());
         }
         for p in BUILTIN_PROVIDERS {

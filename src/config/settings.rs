@@ -66,6 +66,20 @@ impl Default for RetrySettings {
     }
 }
 
+impl RetrySettings {
+    /// The wait before retry `attempt` (from 1): the server's `retry-after`
+    /// when it gave one, else `base * 2^(attempt-1)`; capped at `max_delay_ms`.
+    /// The one backoff of runs and summaries alike.
+    pub fn delay(&self, attempt: u32, retry_after: Option<std::time::Duration>) -> std::time::Duration {
+        let cap = std::time::Duration::from_millis(self.max_delay_ms.max(1));
+        if let Some(after) = retry_after {
+            return after.min(cap);
+        }
+        let factor = 1u64.checked_shl(attempt.saturating_sub(1)).unwrap_or(u64::MAX);
+        std::time::Duration::from_millis(self.base_delay_ms.saturating_mul(factor)).min(cap)
+    }
+}
+
 /// The settings pi-rpc uses, after merging user and project files.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
@@ -316,6 +330,18 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backoff_doubles_and_honours_retry_after() {
+        use std::time::Duration;
+        let settings = RetrySettings { enabled: true, max_retries: 3, base_delay_ms: 2000, max_delay_ms: 60_000 };
+        assert_eq!(settings.delay(1, None), Duration::from_millis(2000));
+        assert_eq!(settings.delay(2, None), Duration::from_millis(4000));
+        assert_eq!(settings.delay(3, None), Duration::from_millis(8000));
+        assert_eq!(settings.delay(7, None), Duration::from_secs(60));
+        assert_eq!(settings.delay(1, Some(Duration::from_secs(7))), Duration::from_secs(7));
+        assert_eq!(settings.delay(1, Some(Duration::from_secs(600))), Duration::from_secs(60));
+    }
 
     #[test]
     fn project_settings_override_user_settings() {

@@ -410,5 +410,4 @@ impl Provider for AnthropicMessages {
 }
 
 #[cfg(test)]
-#[path = "anthropic_tests.rs"]
 mod tests;

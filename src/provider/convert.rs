@@ -340,5 +340,4 @@ pub fn output_budget(request: &ProviderRequest, llm: &[LlmMessage]) -> u64 {
 }
 
 #[cfg(test)]
-#[path = "convert_tests.rs"]
 pub(crate) mod tests;

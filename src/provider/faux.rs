@@ -352,5 +352,4 @@ impl Provider for FauxProvider {
 }
 
 #[cfg(test)]
-#[path = "faux_tests.rs"]
 mod tests;

@@ -267,5 +267,4 @@ impl Provider for GoogleGenerativeAi {
 }
 
 #[cfg(test)]
-#[path = "google_tests.rs"]
 mod tests;

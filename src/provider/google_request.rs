@@ -6,7 +6,7 @@
 use serde_json::{Map, Value, json};
 
 use super::convert::{self, LlmMessage};
-use super::openai_request::clamp_level;
+use super::openai::request::clamp_level;
 use super::shared::{configured_headers, level_entry, set_header};
 use super::strict_schema::strict_parameters;
 use super::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};

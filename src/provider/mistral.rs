@@ -281,5 +281,4 @@ impl Provider for MistralConversations {
 }
 
 #[cfg(test)]
-#[path = "mistral_tests.rs"]
 mod tests;

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::convert::{self, LlmMessage};
-use super::openai_request::{clamp_level, short_hash};
+use super::openai::request::{clamp_level, short_hash};
 use super::shared::{compat_bool, configured_headers, level_entry, set_header};
 use super::strict_schema::strict_parameters;
 use super::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};

@@ -26,12 +26,7 @@ pub mod google_request;
 pub mod http;
 pub mod mistral;
 pub mod mistral_request;
-pub mod openai_compat;
-pub mod openai_completions;
-pub mod openai_reasoning;
-pub mod openai_request;
-pub mod openai_responses;
-pub mod openai_responses_request;
+pub mod openai;
 pub mod shared;
 pub mod sse;
 pub mod strict_schema;
@@ -154,6 +149,32 @@ impl ProviderError {
     pub fn is_retryable(&self) -> bool {
         matches!(self.kind, ProviderErrorKind::Transient | ProviderErrorKind::RateLimited { .. })
     }
+
+    /// The server's `retry-after`, when it sent one.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self.kind {
+            ProviderErrorKind::RateLimited { retry_after } => retry_after,
+            _ => None,
+        }
+    }
+
+    /// The core's classification of this failure.
+    pub fn error_kind(&self) -> crate::error::ErrorKind {
+        use crate::error::ErrorKind;
+        match self.kind {
+            ProviderErrorKind::RateLimited { .. } => ErrorKind::RateLimit,
+            ProviderErrorKind::ContextOverflow => ErrorKind::ContextLimit,
+            ProviderErrorKind::Aborted => ErrorKind::Aborted,
+            ProviderErrorKind::Transient | ProviderErrorKind::Auth | ProviderErrorKind::InvalidRequest => {
+                ErrorKind::Model
+            }
+        }
+    }
+
+    /// This failure as a core error (the same text, classified).
+    pub fn to_core(&self) -> crate::error::CoreError {
+        crate::error::CoreError::new(self.error_kind(), self.message.clone()).with_retryable(self.is_retryable())
+    }
 }
 
 /// The stream a provider returns. It ends after `Stop` or after one `Err`.
@@ -180,9 +201,9 @@ impl ProviderRegistry {
     pub fn builtin(http: http::HttpClient, faux: faux::FauxProvider) -> Self {
         let mut reg = ProviderRegistry::default();
         reg.register(Arc::new(faux));
-        reg.register(Arc::new(openai_completions::OpenAiCompletions::new(http.clone())));
+        reg.register(Arc::new(openai::completions::OpenAiCompletions::new(http.clone())));
         reg.register(Arc::new(anthropic::AnthropicMessages::new(http.clone())));
-        reg.register(Arc::new(openai_responses::OpenAiResponses::new(http.clone())));
+        reg.register(Arc::new(openai::responses::OpenAiResponses::new(http.clone())));
         reg.register(Arc::new(google::GoogleGenerativeAi::new(http.clone())));
         reg.register(Arc::new(mistral::MistralConversations::new(http)));
         reg

@@ -566,5 +566,4 @@ pub async fn run_command(
 }
 
 #[cfg(test)]
-#[path = "bash_tests.rs"]
 mod tests;

@@ -175,5 +175,4 @@ impl Tool for EditTool {
 }
 
 #[cfg(test)]
-#[path = "edit_tests.rs"]
 mod tests;

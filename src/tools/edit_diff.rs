@@ -289,7 +289,6 @@ pub fn apply_to_original(original: &str, replacements: &[Replacement]) -> String
     out
 }
 
-#[path = "edit_diff_format.rs"]
 mod format;
 pub use format::{EditDiff, generate_edit_diff};
 
@@ -320,7 +319,6 @@ fn diff_parts<'a>(old: &'a str, new: &'a str) -> Vec<(Kind, Vec<&'a str>)> {
     parts
 }
 
-#[path = "edit_myers.rs"]
 mod myers;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -311,5 +311,4 @@ impl Tool for GrepTool {
 }
 
 #[cfg(test)]
-#[path = "grep_tests.rs"]
 mod tests;

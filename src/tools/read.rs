@@ -341,5 +341,4 @@ impl Tool for ReadTool {
 }
 
 #[cfg(test)]
-#[path = "read_tests.rs"]
 mod tests;

@@ -371,5 +371,4 @@ pub fn sanitize_binary_output(text: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "shell_tests.rs"]
 mod tests;

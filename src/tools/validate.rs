@@ -466,5 +466,4 @@ fn tag_of(branches: &[&Value]) -> Option<(String, Vec<Value>)> {
 }
 
 #[cfg(test)]
-#[path = "validate_tests.rs"]
 mod tests;

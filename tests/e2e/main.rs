@@ -11,6 +11,7 @@ mod dialects_agree;
 mod extension_host;
 mod extensions;
 mod extensions_jsonrpc;
+mod framing;
 mod harness;
 mod jsonrpc_basic;
 mod mcp;

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use pi_core::agent::{AgentHandle, Output};
-use pi_jsonl::framing::{Record, RecordReader};
+use pi_transport::framing::is_content_length_header;
+use pi_transport::raw::RawJson;
+use pi_transport::{FrameReader, Framing, Preread, Record, RecordReader, ServeEnd, serve_stream};
 use tokio::io::{AsyncBufRead, BufReader};
 use tokio::sync::mpsc;
 
@@ -29,13 +31,12 @@ enum Detected {
 
 fn detect(record: &Record) -> Detected {
     let Ok(line) = record else { return Detected::Native };
-    let trimmed = line.trim_start();
-    if trimmed.len() >= 15 && trimmed[..15].eq_ignore_ascii_case("content-length:") {
+    if is_content_length_header(line) {
         return Detected::JsonRpcHeaders;
     }
-    match serde_json::from_str::<serde_json::Value>(line) {
-        Ok(serde_json::Value::Array(_)) => Detected::JsonRpc,
-        Ok(serde_json::Value::Object(obj)) if obj.contains_key("jsonrpc") => Detected::JsonRpc,
+    match RawJson::parse(line) {
+        Ok(RawJson::Array(_)) => Detected::JsonRpc,
+        Ok(RawJson::Object(obj)) if obj.contains("jsonrpc") => Detected::JsonRpc,
         _ => Detected::Native,
     }
 }
@@ -103,20 +104,22 @@ pub async fn serve_stdio(
         }
     };
     tracing::debug!("dialect: {dialect:?}");
-    let signalled = match dialect {
-        Detected::Native => {
-            let end = pi_jsonl::serve(records, first, stdout, handle, outputs, stop).await;
-            end == pi_jsonl::ServeEnd::Signalled
+    let end = match (dialect, first) {
+        (Detected::Native, first) => {
+            let source = Preread::new(first, FrameReader::Lines(records));
+            serve_stream(pi_jsonl::Native, source, Framing::Lines, stdout, handle, outputs, stop).await
         }
-        Detected::JsonRpc | Detected::JsonRpcHeaders => {
-            let framing = if dialect == Detected::JsonRpcHeaders {
-                pi_jsonrpc::Framing::Headers
-            } else {
-                pi_jsonrpc::Framing::Lines
-            };
-            let end = pi_jsonrpc::serve(records, first, framing, stdout, handle, outputs, stop).await;
-            end == pi_jsonrpc::ServeEnd::Signalled
+        (Detected::JsonRpcHeaders, Some(Ok(header))) => {
+            let source = FrameReader::headers_after(records, &header);
+            let dialect = pi_jsonrpc::JsonRpc::default();
+            serve_stream(dialect, source, Framing::Headers, stdout, handle, outputs, stop).await
+        }
+        (_, first) => {
+            let source = Preread::new(first, FrameReader::Lines(records));
+            let dialect = pi_jsonrpc::JsonRpc::default();
+            serve_stream(dialect, source, Framing::Lines, stdout, handle, outputs, stop).await
         }
     };
+    let signalled = end == ServeEnd::Signalled;
     Ok(if signalled { End::Signalled(signal.load(Ordering::SeqCst)) } else { End::Finished })
 }

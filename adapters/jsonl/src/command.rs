@@ -1,18 +1,17 @@
-//! Decoding one input record of the native dialect into a core `Op`, or into
-//! the exact error response the record deserves.
+//! Decoding one input record of the native dialect into a core `Op`, through
+//! the protocol table, or into the exact error response the record deserves.
 
-use pi_core::op::{Op, StreamingBehavior, UiResponse};
+use pi_core::op::{Op, UiResponse};
+use pi_transport::protocol::{self, Binding};
+use pi_transport::raw::RawJson;
+use pi_transport::{FrameError, Record};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
-
-use crate::fields::{FieldError, Fields, kind_of};
-use crate::framing::{FrameError, Record};
 
 /// What one input record asks for.
 #[derive(Debug)]
 pub enum Incoming {
-    /// A command to run; its response echoes `id` and names `command`.
-    Command { id: Option<Box<RawValue>>, command: String, op: Op },
+    /// A command to run; its response echoes `id` and names the command.
+    Command { id: Option<Box<RawValue>>, command: &'static Binding, op: Op },
     /// An answer to an extension dialog: consumed without a response.
     UiResponse { id: Option<String>, response: UiResponse },
     /// A record that gets an error response at once.
@@ -42,134 +41,52 @@ fn parse_error(detail: String) -> Incoming {
 
 /// Decode one line of text.
 pub fn decode_line(line: &str) -> Incoming {
-    let value: Value = match serde_json::from_str(line) {
-        Ok(v) => v,
+    let obj = match RawJson::parse(line) {
+        Ok(RawJson::Object(obj)) => obj,
+        Ok(RawJson::Array(_)) => return not_an_object("an array"),
+        Ok(RawJson::Scalar(kind)) => return not_an_object(kind),
         Err(e) => {
             let detail = if line.trim().is_empty() { "empty line".to_string() } else { e.to_string() };
             return parse_error(detail);
         }
     };
-    let Value::Object(obj) = value else {
-        return Incoming::Reject {
-            id: None,
-            command: None,
-            error: format!("Invalid command: expected a JSON object, got {}", kind_of(&value)),
-        };
-    };
-    let id = raw_id(line);
-    let command = match obj.get("type") {
-        Some(Value::String(t)) => t.clone(),
-        None => {
+    let id = obj.get("id").map(|raw| raw.to_owned());
+    let command = match obj.string("type") {
+        Ok(Some(t)) => t,
+        Ok(None) => {
             return Incoming::Reject { id, command: None, error: "Invalid command: missing \"type\" field".into() };
         }
-        Some(other) => {
+        Err(kind) => {
             return Incoming::Reject {
                 id,
                 command: None,
-                error: format!("Invalid command: \"type\" must be a string, got {}", kind_of(other)),
+                error: format!("Invalid command: \"type\" must be a string, got {kind}"),
             };
         }
     };
-    if command == "extension_ui_response" {
-        return ui_response(&obj);
-    }
-    match build_op(&command, &obj) {
-        Ok(Some(op)) => Incoming::Command { id, command, op },
-        Ok(None) => Incoming::Reject { id, error: format!("Unknown command: {command}"), command: Some(command) },
-        Err(e) => {
-            Incoming::Reject { id, error: format!("Invalid {command} command: {}", e.message), command: Some(command) }
+    let Some(binding) = protocol::native(&command) else {
+        return Incoming::Reject { id, error: format!("Unknown command: {command}"), command: Some(command) };
+    };
+    // A dialog answer's `id` is the dialog's: it is one of its params.
+    let skip: &[&str] = if command == UI_RESPONSE { &["type"] } else { &["type", "id"] };
+    let decoded = match obj.to_map(skip) {
+        Ok(params) => binding.decode(&params).map_err(|e| e.message),
+        Err((name, e)) => Err(format!("field \"{name}\": {e}")),
+    };
+    match decoded {
+        Ok(Op::ExtensionUiResponse { id, response }) => Incoming::UiResponse { id, response },
+        Ok(op) => Incoming::Command { id, command: binding, op },
+        Err(message) => {
+            Incoming::Reject { id, error: format!("Invalid {command} command: {message}"), command: Some(command) }
         }
     }
 }
 
-/// The `id` member exactly as written (any JSON type, `null` included), if present.
-fn raw_id(line: &str) -> Option<Box<RawValue>> {
-    #[derive(serde::Deserialize)]
-    struct IdOnly<'a> {
-        #[serde(borrow, default, deserialize_with = "present")]
-        id: Option<&'a RawValue>,
-    }
-    fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-        <&RawValue as serde::Deserialize>::deserialize(d).map(Some)
-    }
-    let parsed: IdOnly<'_> = serde_json::from_str(line).ok()?;
-    parsed.id.map(|r| r.to_owned())
-}
+/// The native command that answers a dialog.
+const UI_RESPONSE: &str = "extension_ui_response";
 
-fn ui_response(obj: &Map<String, Value>) -> Incoming {
-    let id = match obj.get("id") {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        _ => None,
-    };
-    let response = if obj.get("cancelled") == Some(&Value::Bool(true)) {
-        UiResponse::Cancelled
-    } else if let Some(Value::Bool(b)) = obj.get("confirmed") {
-        UiResponse::Confirmed(*b)
-    } else if let Some(v) = obj.get("value") {
-        UiResponse::Value(v.clone())
-    } else {
-        UiResponse::Cancelled
-    };
-    Incoming::UiResponse { id, response }
-}
-
-fn build_op(command: &str, obj: &Map<String, Value>) -> Result<Option<Op>, FieldError> {
-    let f = Fields::new(obj);
-    let op = match command {
-        "prompt" => Op::Prompt {
-            message: f.req_str("message")?,
-            images: f.images("images")?,
-            streaming_behavior: match f.opt_str("streamingBehavior")?.as_deref() {
-                None => None,
-                Some("steer") => Some(StreamingBehavior::Steer),
-                Some("followUp") => Some(StreamingBehavior::FollowUp),
-                Some(other) => {
-                    return Err(FieldError::new(
-                        "streamingBehavior",
-                        format!("invalid streamingBehavior \"{other}\": expected \"steer\" or \"followUp\""),
-                    ));
-                }
-            },
-        },
-        "steer" => Op::Steer { message: f.req_str("message")?, images: f.images("images")? },
-        "follow_up" => Op::FollowUp { message: f.req_str("message")?, images: f.images("images")? },
-        "abort" => Op::Abort,
-        "new_session" => Op::NewSession { parent_session: f.opt_str("parentSession")? },
-        "get_state" => Op::GetState,
-        "get_messages" => Op::GetMessages,
-        "set_model" => Op::SetModel { provider: f.opt_str("provider")?, model_id: f.req_str("modelId")? },
-        "cycle_model" => Op::CycleModel,
-        "get_available_models" => Op::GetAvailableModels,
-        "set_thinking_level" => Op::SetThinkingLevel { level: f.thinking_level("level")? },
-        "cycle_thinking_level" => Op::CycleThinkingLevel,
-        "get_available_thinking_levels" => Op::GetAvailableThinkingLevels,
-        "set_steering_mode" => Op::SetSteeringMode { mode: f.queue_mode("mode")? },
-        "set_follow_up_mode" => Op::SetFollowUpMode { mode: f.queue_mode("mode")? },
-        "compact" => Op::Compact { custom_instructions: f.opt_str("customInstructions")? },
-        "set_auto_compaction" => Op::SetAutoCompaction { enabled: f.req_bool("enabled")? },
-        "set_auto_retry" => Op::SetAutoRetry { enabled: f.req_bool("enabled")? },
-        "abort_retry" => Op::AbortRetry,
-        "bash" => Op::Bash {
-            command: f.req_str("command")?,
-            exclude_from_context: f.opt_bool("excludeFromContext")?.unwrap_or(false),
-        },
-        "abort_bash" => Op::AbortBash,
-        "get_session_stats" => Op::GetSessionStats,
-        "export_html" => Op::ExportHtml { output_path: f.opt_str("outputPath")? },
-        "switch_session" => Op::SwitchSession { session_path: f.req_str("sessionPath")? },
-        "fork" => Op::Fork { entry_id: f.req_str("entryId")? },
-        "clone" => Op::Clone,
-        "get_fork_messages" => Op::GetForkMessages,
-        "get_entries" => Op::GetEntries { since: f.opt_str("since")? },
-        "get_tree" => Op::GetTree,
-        "get_last_assistant_text" => Op::GetLastAssistantText,
-        "set_session_name" => Op::SetSessionName { name: f.req_str("name")? },
-        "get_commands" => Op::GetCommands,
-        "clear_queue" => Op::ClearQueue,
-        _ => return Ok(None),
-    };
-    Ok(Some(op))
+fn not_an_object(kind: &str) -> Incoming {
+    Incoming::Reject { id: None, command: None, error: format!("Invalid command: expected a JSON object, got {kind}") }
 }
 
 #[cfg(test)]
@@ -190,11 +107,26 @@ mod tests {
             match decode_line(&line) {
                 Incoming::Command { id, command, op } => {
                     assert_eq!(id.unwrap().get(), raw);
-                    assert_eq!(command, "get_state");
+                    assert_eq!(command.name, "get_state");
                     assert_eq!(op, Op::GetState);
                 }
                 other => panic!("{other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn ids_survive_duplicates_and_huge_numbers() {
+        for (line, raw) in [
+            (r#"{"id":1e400,"type":"get_state"}"#, "1e400"),
+            (r#"{"id":1,"type":"get_state","id":2}"#, "2"),
+            (r#"{"id":"a","id":"b","type":"nope"}"#, "\"b\""),
+        ] {
+            let id = match decode_line(line) {
+                Incoming::Command { id, .. } | Incoming::Reject { id, .. } => id,
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(id.map(|r| r.get().to_string()).as_deref(), Some(raw), "{line}");
         }
     }
 

@@ -1,31 +1,20 @@
 //! Wire types of the native dialect's output: events and the response
 //! envelope, in the seed's shapes and key order. Message objects are the
-//! core's (same JSON as the session file). Response `data` shapes live in
-//! [`crate::wire_data`], the typed command shapes in [`crate::wire_command`].
+//! core's (same JSON as the session file). Response `data` shapes and the
+//! command params are the protocol table's (`pi_transport::protocol`).
 //!
 //! The doc comments here become the descriptions of the generated JSON
 //! Schemas (`schemas/jsonl/*.schema.json`).
 
-use pi_core::message::{AgentMessage, ContentBlock, ToolCall, Usage};
+use pi_core::message::{AgentMessage, ContentBlock, ToolCall};
 use pi_core::model::ThinkingLevel;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-pub use crate::wire_data::*;
-
-/// Why a compaction runs (schema helper for string fields).
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub enum WireCompactionReason {
-    /// Requested with the `compact` command.
-    Manual,
-    /// The context crossed the auto-compaction threshold after a run.
-    Threshold,
-    /// The model rejected the context as too long; the prompt is retried after compacting.
-    Overflow,
-}
+pub use pi_transport::protocol::results::*;
+pub use pi_transport::protocol::ui::UiFields;
 
 /// The `assistantMessageEvent` of a `message_update`: one streaming step of
 /// the assistant message, without any cumulative snapshot. Clients rebuild the
@@ -120,25 +109,6 @@ pub struct WireToolResult {
     pub details: Option<Value>,
 }
 
-/// `compaction_end.result` and the `compact` response data.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WireCompactionResult {
-    /// The summary that replaces the compacted history.
-    pub summary: String,
-    /// Id of the first entry kept after the summary.
-    pub first_kept_entry_id: String,
-    /// Estimated context tokens before compacting.
-    pub tokens_before: u64,
-    /// Heuristic estimate of the rebuilt context right after compacting.
-    pub estimated_tokens_after: u64,
-    /// Usage of the summarisation call(s); may be absent for custom compaction.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    /// Compaction details (e.g. `readFiles`, `modifiedFiles`).
-    pub details: Value,
-}
-
 /// An extension UI request (`extension_ui_request`); the fields present depend on `method`.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -152,52 +122,6 @@ pub struct WireUiRequest {
     /// The method's fields (absent ones are left out).
     #[serde(flatten)]
     pub fields: UiFields,
-}
-
-/// The fields of an extension UI request, per method. Shared by both
-/// dialects (native `extension_ui_request`, JSON-RPC `extension:ui` `data`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UiFields {
-    /// Dialog or window title.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// `select`: the choices.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub options: Option<Vec<String>>,
-    /// `confirm`, `notify`: the message.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// `input`: placeholder text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub placeholder: Option<String>,
-    /// `editor`: initial text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prefill: Option<String>,
-    /// `notify`: `info`, `warning` or `error`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub notify_type: Option<String>,
-    /// `setStatus`: the status entry's key.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status_key: Option<String>,
-    /// `setStatus`: the text; absent clears the entry.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status_text: Option<String>,
-    /// `setWidget`: the widget's key.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub widget_key: Option<String>,
-    /// `setWidget`: the lines; absent clears the widget.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub widget_lines: Option<Vec<String>>,
-    /// `setWidget`: `aboveEditor` (default) or `belowEditor`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub widget_placement: Option<String>,
-    /// `set_editor_text`: the text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    /// Dialogs: milliseconds after which the agent resolves the dialog with its default.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<u64>,
 }
 
 /// Every event the native dialect emits. Events carry no `id`, except
@@ -379,41 +303,6 @@ pub enum WireEvent {
     ExtensionUiRequest(WireUiRequest),
 }
 
-/// `data` of a response: absent, a value (which may be `null`), or JSON
-/// already written (a deep `get_tree`, which must not become a `Value`).
-#[derive(Debug, Clone)]
-pub enum ResponseData {
-    Absent,
-    Value(Value),
-    Raw(Box<RawValue>),
-}
-
-impl ResponseData {
-    fn is_absent(&self) -> bool {
-        matches!(self, ResponseData::Absent)
-    }
-}
-
-impl Serialize for ResponseData {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            ResponseData::Absent => s.serialize_none(),
-            ResponseData::Value(v) => v.serialize(s),
-            ResponseData::Raw(raw) => raw.serialize(s),
-        }
-    }
-}
-
-impl JsonSchema for ResponseData {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "ResponseData".into()
-    }
-
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        <Value as JsonSchema>::json_schema(generator)
-    }
-}
-
 /// A response line: `{id?, type:"response", command?, success, data?|error?}`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct WireResponse {
@@ -431,8 +320,9 @@ pub struct WireResponse {
     /// Whether the command was accepted and carried out.
     pub success: bool,
     /// The command's result, when it has one.
-    #[serde(skip_serializing_if = "ResponseData::is_absent")]
-    pub data: ResponseData,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Value>")]
+    pub data: Option<Box<RawValue>>,
     /// Why the command failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -447,7 +337,7 @@ pub enum ResponseTag {
 }
 
 impl WireResponse {
-    pub fn ok(id: Option<Box<RawValue>>, command: &str, data: ResponseData) -> Self {
+    pub fn ok(id: Option<Box<RawValue>>, command: &str, data: Option<Box<RawValue>>) -> Self {
         WireResponse {
             id,
             kind: ResponseTag::Response,
@@ -464,7 +354,7 @@ impl WireResponse {
             kind: ResponseTag::Response,
             command: command.map(str::to_string),
             success: false,
-            data: ResponseData::Absent,
+            data: None,
             error: Some(error.into()),
         }
     }

@@ -1,20 +1,19 @@
-//! Mapping core events to JSON-RPC notifications (one exhaustive `match`), and
-//! core replies to results, through the typed shapes of `wire.rs`.
+//! Mapping core events to JSON-RPC notifications, in one exhaustive `match`,
+//! through the typed shapes of `wire.rs` (replies are encoded through the
+//! protocol table).
 
 use pi_core::event::{AgentEvent, AssistantStreamEvent};
 use pi_core::message::AgentMessage;
-use pi_core::op::{Reply, StateSnapshot};
-use pi_jsonl::map::map_reply;
-use pi_jsonl::wire::ResponseData;
-use serde::Serialize;
+use pi_transport::protocol::results::WireCompactionResult;
+use pi_transport::protocol::ui::UiFields;
 use serde_json::Value;
 
 use crate::errors::classify;
 use crate::wire::{
     AssistantMessageParams, AutoRetryEndParams, AutoRetryStartParams, BashOutputParams, CompactionEndParams,
-    CompactionStartParams, ContextUsageParams, EmptyResult, ErrorParams, ExtensionErrorParams, ExtensionUiParams,
-    ModelChangedParams, PromptResult, QueueUpdateParams, ServerNotification, SessionNameChangedParams, SessionResult,
-    StatusResult, TokenUsage, ToolCallParams, ToolOutput, ToolResultParams, ToolUpdateParams, TurnEndParams,
+    CompactionStartParams, ContextUsageParams, ErrorParams, ExtensionErrorParams, ExtensionUiParams,
+    ModelChangedParams, QueueUpdateParams, ServerNotification, SessionNameChangedParams, TokenUsage, ToolCallParams,
+    ToolOutput, ToolResultParams, ToolUpdateParams, TurnEndParams,
 };
 
 /// A notification to send.
@@ -90,7 +89,7 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
         AgentEvent::CompactionEnd { reason, result, aborted, will_retry, error_message } => {
             ServerNotification::CompactionEnd(CompactionEndParams {
                 reason: reason.as_str(),
-                result: result.map(|r| pi_jsonl::map::compaction_result(*r)),
+                result: result.map(|r| WireCompactionResult::of(*r)),
                 aborted,
                 will_retry,
                 error_message,
@@ -134,7 +133,7 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
         AgentEvent::ExtensionUiRequest(request) => {
             let dialog = request.kind.is_dialog();
             let method = request.kind.method();
-            let mut data = pi_jsonl::map::ui_fields(request.kind);
+            let mut data = UiFields::of(request.kind);
             if method == "notify" && data.notify_type.is_none() {
                 data.notify_type = Some("info".into());
             }
@@ -146,47 +145,6 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
                 data,
             })
         }
-    })
-}
-
-fn to_value<T: Serialize>(v: T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
-}
-
-/// The result of a successful op (never [`ResponseData::Absent`]).
-pub fn map_result(reply: Reply) -> ResponseData {
-    match reply {
-        Reply::Prompt { disposition } => {
-            ResponseData::Value(to_value(PromptResult { accepted: true, disposition: disposition.as_str() }))
-        }
-        Reply::Session(info) => ResponseData::Value(to_value(session_result(&info))),
-        other => match map_reply(other) {
-            ResponseData::Absent => ResponseData::Value(to_value(EmptyResult {})),
-            data => data,
-        },
-    }
-}
-
-/// The `initialize` result.
-pub fn session_result(info: &pi_core::op::SessionInfo) -> SessionResult {
-    SessionResult {
-        session_id: info.session_id.clone(),
-        session_path: info.session_path.clone(),
-        model: info.model.as_ref().map(|m| m.id.clone()),
-        provider: info.model.as_ref().map(|m| m.provider.clone()),
-    }
-}
-
-/// `getStatus` result from a state snapshot.
-pub fn status(s: &StateSnapshot) -> Value {
-    to_value(StatusResult {
-        idle: !s.is_streaming && !s.is_compacting && !s.is_bash_running,
-        model: s.model.as_ref().map(|m| m.id.clone()),
-        provider: s.model.as_ref().map(|m| m.provider.clone()),
-        thinking_level: s.thinking_level.as_str(),
-        context_usage: s.context_usage.and_then(|c| c.percent).map(|p| p / 100.0),
-        active_tools: s.active_tools.clone(),
-        session_id: s.session_id.clone(),
     })
 }
 

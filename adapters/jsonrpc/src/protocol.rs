@@ -1,6 +1,7 @@
 //! JSON-RPC 2.0 message classification: requests, notifications, client
 //! responses, batches, and the invalid shapes, with ids kept as raw tokens.
 
+use pi_transport::raw::{RawJson, RawObject, kind_of_raw};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -34,44 +35,28 @@ pub enum Message {
 #[derive(Debug)]
 pub enum Params {
     Named(Map<String, Value>),
-    /// By-position params (only `[]` is usable: our methods take named params).
-    Positional(Vec<Value>),
+    /// By-position params, by count (only `[]` is usable: our methods take named params).
+    Positional(usize),
 }
 
-/// The `null` id token.
-pub fn null_id() -> Box<RawValue> {
-    RawValue::from_string("null".to_string()).unwrap_or_else(|_| Box::<RawValue>::default())
+pub use pi_transport::raw::null_id;
+
+fn valid_id(raw: &RawValue) -> bool {
+    matches!(kind_of_raw(raw), "a string" | "a number" | "null")
 }
 
-/// Read `id` as its raw token (any JSON type, `null` included).
-fn raw_id(text: &str) -> Option<Box<RawValue>> {
-    #[derive(serde::Deserialize)]
-    struct IdOnly<'a> {
-        #[serde(borrow, default, deserialize_with = "present")]
-        id: Option<&'a RawValue>,
-    }
-    fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-        <&RawValue as serde::Deserialize>::deserialize(d).map(Some)
-    }
-    serde_json::from_str::<IdOnly<'_>>(text).ok()?.id.map(|r| r.to_owned())
-}
-
-fn valid_id(v: &Value) -> bool {
-    matches!(v, Value::String(_) | Value::Number(_) | Value::Null)
-}
-
-/// Classify one message given its raw text and parsed value.
-pub fn classify(text: &str, value: Value) -> Message {
-    let Value::Object(obj) = value else {
-        return Message::Invalid { id: null_id(), error: ErrorObject::invalid_request("expected a JSON object") };
+/// Classify one message object (ids stay raw tokens).
+pub fn classify(obj: &RawObject<'_>) -> Message {
+    let id_raw = obj.get("id");
+    let id_ok = id_raw.is_none_or(valid_id);
+    let id_token = || match id_raw {
+        Some(raw) if id_ok => raw.to_owned(),
+        _ => null_id(),
     };
-    let id_value = obj.get("id");
-    let id_ok = id_value.is_none_or(valid_id);
-    let id_token = || if id_ok { raw_id(text).unwrap_or_else(null_id) } else { null_id() };
-    if obj.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+    if obj.string("jsonrpc") != Ok(Some("2.0".to_string())) {
         let detail = match obj.get("jsonrpc") {
             None => "missing \"jsonrpc\": \"2.0\"".to_string(),
-            Some(v) => format!("\"jsonrpc\" must be \"2.0\", got {v}"),
+            Some(v) => format!("\"jsonrpc\" must be \"2.0\", got {}", v.get()),
         };
         return Message::Invalid { id: id_token(), error: ErrorObject::invalid_request(&detail) };
     }
@@ -81,34 +66,42 @@ pub fn classify(text: &str, value: Value) -> Message {
             error: ErrorObject::invalid_request("\"id\" must be a string, a number or null"),
         };
     }
-    match obj.get("method") {
-        Some(Value::String(method)) => {
+    match obj.string("method") {
+        Ok(Some(method)) => {
             let params = match obj.get("params") {
                 None => Params::Named(Map::new()),
-                Some(Value::Object(m)) => Params::Named(m.clone()),
-                Some(Value::Array(a)) => Params::Positional(a.clone()),
-                Some(other) => {
-                    return Message::Invalid {
-                        id: id_token(),
-                        error: ErrorObject::invalid_request(&format!(
-                            "\"params\" must be an object or an array, got {}",
-                            pi_jsonl::fields::kind_of(other)
-                        )),
-                    };
-                }
+                Some(raw) => match RawJson::parse(raw.get()) {
+                    Ok(RawJson::Object(_)) => match serde_json::from_str(raw.get()) {
+                        Ok(map) => Params::Named(map),
+                        Err(e) => {
+                            let error = ErrorObject::invalid_params("params", &e.to_string());
+                            return Message::Invalid { id: id_token(), error };
+                        }
+                    },
+                    Ok(RawJson::Array(items)) => Params::Positional(items.len()),
+                    _ => {
+                        return Message::Invalid {
+                            id: id_token(),
+                            error: ErrorObject::invalid_request(&format!(
+                                "\"params\" must be an object or an array, got {}",
+                                kind_of_raw(raw)
+                            )),
+                        };
+                    }
+                },
             };
-            match id_value {
-                Some(_) => Message::Request { id: id_token(), method: method.clone(), params },
-                None => Message::Notification { method: method.clone(), params },
+            match id_raw {
+                Some(_) => Message::Request { id: id_token(), method, params },
+                None => Message::Notification { method, params },
             }
         }
-        Some(_) => {
+        Err(_) => {
             Message::Invalid { id: id_token(), error: ErrorObject::invalid_request("\"method\" must be a string") }
         }
-        None if id_value.is_some() && (obj.contains_key("result") || obj.contains_key("error")) => {
+        Ok(None) if id_raw.is_some() && (obj.contains("result") || obj.contains("error")) => {
             Message::ClientResponse { id: id_token() }
         }
-        None => Message::Invalid { id: id_token(), error: ErrorObject::invalid_request("missing \"method\"") },
+        Ok(None) => Message::Invalid { id: id_token(), error: ErrorObject::invalid_request("missing \"method\"") },
     }
 }
 
@@ -118,13 +111,13 @@ pub struct Response<'a> {
     pub jsonrpc: &'static str,
     pub id: &'a RawValue,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<pi_jsonl::wire::ResponseData>,
+    pub result: Option<Box<RawValue>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorObject>,
 }
 
 /// Serialize a success or error response.
-pub fn response_bytes(id: &RawValue, outcome: Result<pi_jsonl::wire::ResponseData, ErrorObject>) -> Vec<u8> {
+pub fn response_bytes(id: &RawValue, outcome: Result<Box<RawValue>, ErrorObject>) -> Vec<u8> {
     let (result, error) = match outcome {
         Ok(v) => (Some(v), None),
         Err(e) => (None, Some(e)),
@@ -148,17 +141,28 @@ mod tests {
     use super::*;
 
     fn cls(text: &str) -> Message {
-        classify(text, serde_json::from_str(text).unwrap())
+        match RawJson::parse(text).unwrap() {
+            RawJson::Object(obj) => classify(&obj),
+            _ => Message::Invalid { id: null_id(), error: ErrorObject::invalid_request("expected a JSON object") },
+        }
     }
 
     #[test]
     fn ids_of_every_type_are_kept_raw() {
-        for raw in ["1", "-1", "1.5", "18446744073709551616", "\"\"", "0", "null", "\"x\""] {
+        for raw in ["1", "-1", "1.5", "18446744073709551616", "1e400", "\"\"", "0", "null", "\"x\""] {
             let text = format!(r#"{{"jsonrpc":"2.0","id":{raw},"method":"getState"}}"#);
             match cls(&text) {
                 Message::Request { id, .. } => assert_eq!(id.get(), raw),
                 other => panic!("{other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn a_repeated_id_keeps_the_last_value() {
+        match cls(r#"{"jsonrpc":"2.0","id":1,"method":"getState","id":"b"}"#) {
+            Message::Request { id, .. } => assert_eq!(id.get(), r#""b""#),
+            other => panic!("{other:?}"),
         }
     }
 
@@ -182,7 +186,7 @@ mod tests {
     #[test]
     fn responses_serialize_with_the_raw_id() {
         let id = RawValue::from_string("18446744073709551616".into()).unwrap();
-        let bytes = response_bytes(&id, Ok(pi_jsonl::wire::ResponseData::Value(serde_json::json!({"ok": true}))));
+        let bytes = response_bytes(&id, Ok(serde_json::value::to_raw_value(&serde_json::json!({"ok": true})).unwrap()));
         assert_eq!(
             String::from_utf8(bytes).unwrap(),
             r#"{"jsonrpc":"2.0","id":18446744073709551616,"result":{"ok":true}}"#

@@ -1,11 +1,12 @@
-//! Typed JSON-RPC notifications and results. `notify.rs` builds these from the
-//! core's events and replies, and the JSON Schemas of the dialect
+//! Typed JSON-RPC notifications. `notify.rs` builds these from the core's
+//! events (results are the protocol table's), and the JSON Schemas of the dialect
 //! (`schemas/jsonrpc/*.schema.json`) are generated from them; the doc
 //! comments are the schema descriptions. Field order is the wire's key order.
 
 use pi_core::message::{ContentBlock, StopReason};
 use pi_core::model::ThinkingLevel;
-use pi_jsonl::wire::{WireCompactionReason, WireCompactionResult, WireDisposition};
+use pi_transport::protocol::results::{WireCompactionReason, WireCompactionResult};
+use pi_transport::protocol::ui::UiFields;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
@@ -368,54 +369,5 @@ pub struct ExtensionUiParams {
     #[schemars(extend("enum" = ["select", "confirm", "input", "editor", "notify", "setStatus", "setWidget", "setTitle", "set_editor_text"]))]
     pub method: &'static str,
     /// The method's fields (absent fields are left out).
-    pub data: pi_jsonl::wire::UiFields,
+    pub data: UiFields,
 }
-
-/// `prompt` result.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct PromptResult {
-    /// Always true: failures after acceptance come as notifications.
-    pub accepted: bool,
-    /// `started`, `queued` or `handled`.
-    #[schemars(with = "WireDisposition")]
-    pub disposition: &'static str,
-}
-
-/// `initialize` result.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionResult {
-    /// The session id.
-    pub session_id: String,
-    /// Path of the session file (null without persistence).
-    pub session_path: Option<String>,
-    /// The model id (null without a model).
-    pub model: Option<String>,
-    /// The model's provider (null without a model).
-    pub provider: Option<String>,
-}
-
-/// `getStatus` result.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct StatusResult {
-    /// True when no run, compaction or bash command is active.
-    pub idle: bool,
-    /// The model id (null without a model).
-    pub model: Option<String>,
-    /// The model's provider (null without a model).
-    pub provider: Option<String>,
-    /// The effective thinking level.
-    #[schemars(with = "ThinkingLevel")]
-    pub thinking_level: &'static str,
-    /// Fraction (0 to 1) of the context window in use; null when unknown.
-    pub context_usage: Option<f64>,
-    /// Names of the active tools.
-    pub active_tools: Vec<String>,
-    /// The session id.
-    pub session_id: String,
-}
-
-/// The empty result of requests that return nothing.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct EmptyResult {}

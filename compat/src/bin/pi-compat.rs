@@ -216,6 +216,13 @@ async fn main() {
                 println!("{item:<45} {who}");
             }
             println!("{} of {} seed items covered", report.len() - missing, report.len());
+            let table = kit::coverage::table_items(matches!(dialect, DialectArg::Jsonrpc));
+            let report = kit::coverage::coverage_of(&all, &table);
+            let missing: Vec<&str> = report.iter().filter(|(_, by)| by.is_empty()).map(|(i, _)| i.as_str()).collect();
+            println!("{} of {} pi-rpc table commands sent", report.len() - missing.len(), report.len());
+            if !missing.is_empty() {
+                println!("not sent: {}", missing.join(", "));
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
-//! Which items of the two seeds the scenarios exercise: commands and methods
+//! Which items of the two seeds the scenarios exercise (commands and methods
 //! they send, events and notifications their rules name, error codes they
-//! expect.
+//! expect), and which commands of pi-rpc's own protocol table they send.
 
 use std::collections::BTreeMap;
 
@@ -118,8 +118,38 @@ pub const RPC_NOTIFICATIONS: &[&str] = &[
 /// Error codes of seed 004.
 pub const RPC_CODES: &[i64] = &[-32700, -32600, -32601, -32602, -32603, -32000, -32001, -32002, -32003];
 
+/// Commands of pi-rpc's protocol table for one dialect, as `send:` items:
+/// the commands this implementation takes, seed or not (pi 1.6's
+/// `clear_queue`, our `getStatus`, …), derived from the table itself.
+pub fn table_items(jsonrpc: bool) -> Vec<String> {
+    pi_transport::protocol::COMMANDS
+        .iter()
+        .filter_map(|c| if jsonrpc { c.jsonrpc.as_ref() } else { c.native.as_ref() })
+        .map(|b| format!("send:{}", b.name))
+        .collect()
+}
+
 /// Seed item → scenarios that cover it, for one dialect.
 pub fn coverage(scenarios: &[Scenario], jsonrpc: bool) -> Vec<(String, Vec<String>)> {
+    let items: Vec<String> = if jsonrpc {
+        RPC_METHODS
+            .iter()
+            .map(|m| format!("send:{m}"))
+            .chain(RPC_NOTIFICATIONS.iter().map(|n| format!("see:{n}")))
+            .chain(RPC_CODES.iter().map(|c| format!("code:{c}")))
+            .collect()
+    } else {
+        NATIVE_COMMANDS
+            .iter()
+            .map(|c| format!("send:{c}"))
+            .chain(NATIVE_EVENTS.iter().map(|e| format!("see:{e}")))
+            .collect()
+    };
+    coverage_of(scenarios, &items)
+}
+
+/// Item (`send:x`, `see:x`, `code:n`) → scenarios that cover it.
+pub fn coverage_of(scenarios: &[Scenario], items: &[String]) -> Vec<(String, Vec<String>)> {
     let mut covered: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for s in scenarios {
         let mut sent = Vec::new();
@@ -166,19 +196,5 @@ pub fn coverage(scenarios: &[Scenario], jsonrpc: bool) -> Vec<(String, Vec<Strin
             }
         }
     }
-    let items: Vec<String> = if jsonrpc {
-        RPC_METHODS
-            .iter()
-            .map(|m| format!("send:{m}"))
-            .chain(RPC_NOTIFICATIONS.iter().map(|n| format!("see:{n}")))
-            .chain(RPC_CODES.iter().map(|c| format!("code:{c}")))
-            .collect()
-    } else {
-        NATIVE_COMMANDS
-            .iter()
-            .map(|c| format!("send:{c}"))
-            .chain(NATIVE_EVENTS.iter().map(|e| format!("see:{e}")))
-            .collect()
-    };
-    items.into_iter().map(|i| (i.clone(), covered.get(&i).cloned().unwrap_or_default())).collect()
+    items.iter().map(|i| (i.clone(), covered.get(i).cloned().unwrap_or_default())).collect()
 }

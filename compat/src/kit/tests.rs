@@ -43,6 +43,20 @@ fn the_scenarios_cover_both_seeds() {
 }
 
 #[test]
+fn the_scenarios_send_every_command_of_the_protocol_table() {
+    for (dialect, jsonrpc) in [("jsonl", false), ("jsonrpc", true)] {
+        let items = super::coverage::table_items(jsonrpc);
+        assert!(items.len() > 30, "{dialect}: {items:?}");
+        let missing: Vec<String> = super::coverage::coverage_of(&scenarios(dialect), &items)
+            .into_iter()
+            .filter(|(_, by)| by.is_empty())
+            .map(|(item, _)| item)
+            .collect();
+        assert!(missing.is_empty(), "{dialect}: table commands no scenario sends: {missing:?}");
+    }
+}
+
+#[test]
 fn known_gaps_name_existing_scenarios() {
     for dialect in ["jsonl", "jsonrpc"] {
         let names: Vec<String> = scenarios(dialect).into_iter().map(|s| s.name).collect();

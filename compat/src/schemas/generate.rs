@@ -10,12 +10,11 @@
 //! `gen-schemas` writes them and the drift test compares them.
 
 use pi_core::message::AgentMessage;
-use pi_core::model::Model;
 use pi_core::session::{SessionEntry, SessionHeader};
-use pi_jsonl::wire::{self, WireCompactionResult, WireEvent};
-use pi_jsonl::wire_command::WireCommand;
-use pi_jsonrpc::params::{ClientRequest, ExtensionResponseParams};
+use pi_jsonl::wire::WireEvent;
 use pi_jsonrpc::wire as rpc;
+use pi_transport::protocol::results::Ack;
+use pi_transport::protocol::{Binding, COMMANDS};
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value, json};
@@ -124,14 +123,56 @@ fn body_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Map<String, Value> {
     }
 }
 
+/// The properties, required names and other keywords of a params type, inlined from its definition.
+fn params_members(g: &mut SchemaGenerator, binding: &Binding) -> (Map<String, Value>, Vec<Value>, Map<String, Value>) {
+    let schema = binding.params_schema(g).to_value();
+    let def = match schema.get("$ref").and_then(Value::as_str) {
+        Some(target) => {
+            let name = target.rsplit('/').next().unwrap_or_default();
+            g.definitions().get(name).cloned().unwrap_or(schema.clone())
+        }
+        None => schema.clone(),
+    };
+    let mut def = match def {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let props = match def.remove("properties") {
+        Some(Value::Object(p)) => p,
+        _ => Map::new(),
+    };
+    let required = match def.remove("required") {
+        Some(Value::Array(r)) => r,
+        _ => Vec::new(),
+    };
+    for key in ["type", "description", "title", "$schema"] {
+        def.remove(key);
+    }
+    (props, required, def)
+}
+
 fn native_commands() -> SchemaFile {
     let mut g = generator(false);
-    let mut body = body_of::<WireCommand>(&mut g);
-    add_to_branches(
-        &mut body,
-        &[("id", any_id("Optional correlation id of any JSON type, echoed verbatim on the response."))],
-        &[],
-    );
+    let mut branches = Vec::new();
+    for command in COMMANDS {
+        let Some(binding) = &command.native else { continue };
+        let (params, required, extra) = params_members(&mut g, binding);
+        let mut props = Map::new();
+        props.insert("type".into(), json!({ "const": binding.name }));
+        props.insert("id".into(), any_id("Optional correlation id of any JSON type, echoed verbatim on the response."));
+        props.extend(params);
+        let mut branch = Map::new();
+        branch.insert("description".into(), json!(command.doc));
+        branch.insert("type".into(), json!("object"));
+        branch.insert("properties".into(), Value::Object(props));
+        let mut req = vec![json!("type")];
+        req.extend(required);
+        branch.insert("required".into(), Value::Array(req));
+        branch.extend(extra);
+        branches.push(Value::Object(branch));
+    }
+    let mut body = Map::new();
+    body.insert("oneOf".into(), Value::Array(branches));
     root(
         "jsonl/command.schema.json",
         "pi native dialect: command",
@@ -153,57 +194,6 @@ fn native_events() -> SchemaFile {
     )
 }
 
-/// What a native command's successful response carries in `data`.
-enum Data {
-    /// No `data` member.
-    None,
-    /// `data` with this schema.
-    Schema(Value),
-    /// `data` with this schema, or null.
-    OrNull(Value),
-}
-
-/// Every native command and its success data, in the seed's order.
-fn native_data(g: &mut SchemaGenerator) -> Vec<(&'static str, Data)> {
-    let disposition = sub::<wire::DispositionData>(g);
-    let cancelled = sub::<wire::CancelledData>(g);
-    vec![
-        ("prompt", Data::Schema(disposition.clone())),
-        ("steer", Data::Schema(disposition.clone())),
-        ("follow_up", Data::Schema(disposition)),
-        ("abort", Data::None),
-        ("new_session", Data::Schema(cancelled.clone())),
-        ("get_state", Data::Schema(sub::<wire::StateData>(g))),
-        ("get_messages", Data::Schema(sub::<wire::MessagesData>(g))),
-        ("set_model", Data::Schema(sub::<Model>(g))),
-        ("cycle_model", Data::OrNull(sub::<wire::CycleModelData>(g))),
-        ("get_available_models", Data::Schema(sub::<wire::ModelsData>(g))),
-        ("set_thinking_level", Data::None),
-        ("cycle_thinking_level", Data::OrNull(sub::<wire::LevelData>(g))),
-        ("get_available_thinking_levels", Data::Schema(sub::<wire::LevelsData>(g))),
-        ("set_steering_mode", Data::None),
-        ("set_follow_up_mode", Data::None),
-        ("compact", Data::Schema(sub::<WireCompactionResult>(g))),
-        ("set_auto_compaction", Data::None),
-        ("set_auto_retry", Data::None),
-        ("abort_retry", Data::None),
-        ("bash", Data::Schema(sub::<wire::BashData>(g))),
-        ("abort_bash", Data::None),
-        ("get_session_stats", Data::Schema(sub::<wire::SessionStatsData>(g))),
-        ("export_html", Data::Schema(sub::<wire::ExportHtmlData>(g))),
-        ("switch_session", Data::Schema(cancelled.clone())),
-        ("fork", Data::Schema(sub::<wire::ForkData>(g))),
-        ("clone", Data::Schema(cancelled)),
-        ("get_fork_messages", Data::Schema(sub::<wire::ForkMessagesData>(g))),
-        ("get_entries", Data::Schema(sub::<wire::EntriesData>(g))),
-        ("get_tree", Data::Schema(sub::<wire::TreeData>(g))),
-        ("get_last_assistant_text", Data::Schema(sub::<wire::LastAssistantTextData>(g))),
-        ("set_session_name", Data::None),
-        ("get_commands", Data::Schema(sub::<wire::CommandsData>(g))),
-        ("clear_queue", Data::Schema(sub::<wire::QueueData>(g))),
-    ]
-}
-
 fn response_id() -> Value {
     any_id("The request's `id`, echoed verbatim; absent when the request had none and on parse errors.")
 }
@@ -222,23 +212,18 @@ fn native_responses() -> SchemaFile {
         },
         "required": ["type", "success", "error"]
     })];
-    for (command, data) in native_data(&mut g) {
+    // A dialog answer gets no response.
+    for binding in COMMANDS.iter().filter_map(|c| c.native.as_ref()).filter(|b| b.name != "extension_ui_response") {
+        let command = binding.name;
         let mut props = Map::new();
         props.insert("id".into(), response_id());
         props.insert("type".into(), json!({ "const": "response" }));
         props.insert("command".into(), json!({ "const": command }));
         props.insert("success".into(), json!({ "const": true }));
         let mut required = vec![json!("type"), json!("command"), json!("success")];
-        match data {
-            Data::None => {}
-            Data::Schema(s) => {
-                props.insert("data".into(), s);
-                required.push(json!("data"));
-            }
-            Data::OrNull(s) => {
-                props.insert("data".into(), json!({ "anyOf": [s, { "type": "null" }] }));
-                required.push(json!("data"));
-            }
+        if let Some(data) = binding.result_schema(&mut g) {
+            props.insert("data".into(), data.to_value());
+            required.push(json!("data"));
         }
         branches.push(json!({
             "description": format!("A successful `{command}` response."),
@@ -258,67 +243,59 @@ fn native_responses() -> SchemaFile {
     )
 }
 
-/// The JSON-RPC method's native command (for its result), from the method table.
-fn native_of(method: &str) -> Option<&'static str> {
-    pi_jsonrpc::methods::METHOD_TABLE.iter().find(|(m, _)| *m == method).and_then(|(_, n)| *n)
-}
-
 /// The result schema of every JSON-RPC method, keyed by method.
 fn rpc_results(g: &mut SchemaGenerator) -> Vec<(&'static str, Value)> {
-    let native: Vec<(&'static str, Data)> = native_data(g);
-    let empty = sub::<rpc::EmptyResult>(g);
-    let prompt = sub::<rpc::PromptResult>(g);
-    let session = sub::<rpc::SessionResult>(g);
-    pi_jsonrpc::methods::METHOD_TABLE
+    let empty = sub::<Ack>(g);
+    COMMANDS
         .iter()
-        .map(|(method, _)| {
-            let schema = match *method {
-                "initialize" => session.clone(),
-                "resumeSession" => sub::<wire::CancelledData>(g),
-                "prompt" | "sendUserMessage" | "steer" | "followUp" => prompt.clone(),
-                "getStatus" => sub::<rpc::StatusResult>(g),
-                "setActiveTools" => sub::<wire::ToolsData>(g),
-                "shutdown" => empty.clone(),
-                m => match native_of(m).and_then(|n| native.iter().find(|(c, _)| *c == n)) {
-                    Some((_, Data::None)) | None => empty.clone(),
-                    Some((_, Data::Schema(s))) => s.clone(),
-                    Some((_, Data::OrNull(s))) => json!({ "anyOf": [s, { "type": "null" }] }),
-                },
-            };
-            (*method, schema)
-        })
+        .filter_map(|c| c.jsonrpc.as_ref())
+        .map(|b| (b.name, b.result_schema(g).map_or_else(|| empty.clone(), |s| s.to_value())))
         .collect()
 }
 
 fn rpc_requests() -> SchemaFile {
     let mut g = generator(false);
-    let mut body = body_of::<ClientRequest>(&mut g);
-    add_to_branches(&mut body, &[("jsonrpc", json!({ "const": "2.0" })), ("id", jsonrpc_id())], &["jsonrpc"]);
-    // Params may be left out when the method requires none.
-    let defs = g.definitions().clone();
-    if let Some(branches) = body.get_mut("oneOf").and_then(Value::as_array_mut) {
-        for b in branches.iter_mut() {
-            let params_ref = b.pointer("/properties/params/$ref").and_then(Value::as_str).unwrap_or("").to_string();
-            let def = params_ref.rsplit('/').next().and_then(|name| defs.get(name));
-            let needs = def.is_some_and(|d| {
-                d.get("required").and_then(Value::as_array).is_some_and(|r| !r.is_empty()) || d.get("anyOf").is_some()
-            });
-            if !needs && let Some(Value::Array(req)) = b.get_mut("required") {
-                req.retain(|r| r != "params");
-            }
+    let mut branches = Vec::new();
+    let mut ui_response_params = None;
+    for command in COMMANDS {
+        let Some(binding) = &command.jsonrpc else { continue };
+        let params = binding.params_schema(&mut g).to_value();
+        let (_, required, extra) = params_members(&mut g, binding);
+        // Params may be left out when the method requires none.
+        let needs_params = !required.is_empty() || extra.contains_key("anyOf");
+        if binding.name == "extension:response" {
+            ui_response_params = Some(params.clone());
         }
-        let response_params = sub::<ExtensionResponseParams>(&mut g);
+        let mut req = vec![json!("jsonrpc"), json!("method")];
+        if needs_params {
+            req.push(json!("params"));
+        }
+        branches.push(json!({
+            "description": command.doc,
+            "type": "object",
+            "properties": {
+                "jsonrpc": { "const": "2.0" },
+                "id": jsonrpc_id(),
+                "method": { "const": binding.name },
+                "params": params
+            },
+            "required": req
+        }));
+    }
+    if let Some(params) = ui_response_params {
         branches.push(json!({
             "description": "The client's answer to an `extension:ui` dialog (a notification: no `id`, no response).",
             "type": "object",
             "properties": {
                 "jsonrpc": { "const": "2.0" },
                 "method": { "const": "extension:response" },
-                "params": response_params
+                "params": params
             },
             "required": ["jsonrpc", "method", "params"]
         }));
     }
+    let mut body = Map::new();
+    body.insert("oneOf".into(), Value::Array(branches));
     root(
         "jsonrpc/request.schema.json",
         "pi JSON-RPC dialect: request",

@@ -1,0 +1,89 @@
+//! The native dialect as a [`Dialect`] of the transport: records become ops
+//! (or error responses), events and replies become lines.
+
+use pi_core::error::CoreError;
+use pi_core::event::AgentEvent;
+use pi_core::op::{Op, Reply};
+use pi_transport::protocol::{Binding, Encoded};
+use pi_transport::{Action, Dialect, InFlight, Record};
+use serde_json::value::RawValue;
+
+use crate::command::{Incoming, decode_record};
+use crate::map::map_event;
+use crate::wire::WireResponse;
+
+/// What the response to a record needs.
+#[derive(Debug)]
+pub enum Pending {
+    /// A command: its response echoes `id` and names the command.
+    Command { id: Option<Box<RawValue>>, command: &'static Binding },
+    /// The error response of a bad record, written when its `Barrier` is
+    /// answered: after the responses to earlier commands that answer at once.
+    Rejection(Vec<u8>),
+}
+
+/// The native dialect (`pi --mode rpc`).
+#[derive(Debug, Default)]
+pub struct Native;
+
+fn to_line<T: serde::Serialize>(value: &T) -> Option<Vec<u8>> {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => Some(bytes),
+        Err(e) => {
+            tracing::error!("cannot serialize an output line: {e}");
+            None
+        }
+    }
+}
+
+impl Dialect for Native {
+    type Pending = Pending;
+
+    fn decode(&mut self, record: Record, _: &InFlight<Pending>, actions: &mut Vec<Action<Pending>>) {
+        match decode_record(record) {
+            Incoming::Command { id, command, op } => {
+                actions.push(Action::Submit { op, pending: Some(Pending::Command { id, command }) });
+            }
+            // pi matches answers on `id` only: one without an id is ignored.
+            Incoming::UiResponse { id: None, .. } => {}
+            Incoming::UiResponse { id, response } => {
+                actions.push(Action::Submit { op: Op::ExtensionUiResponse { id, response }, pending: None });
+            }
+            Incoming::Reject { id, command, error } => {
+                if let Some(line) = to_line(&WireResponse::err(id, command.as_deref(), error)) {
+                    actions.push(Action::Submit { op: Op::Barrier, pending: Some(Pending::Rejection(line)) });
+                }
+            }
+        }
+    }
+
+    fn event(&mut self, event: AgentEvent, in_flight: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {
+        let bash_id = |tag: Option<u64>| match in_flight.get(tag?) {
+            Some(Pending::Command { id, .. }) => id.clone(),
+            _ => None,
+        };
+        if let Some(line) = map_event(event, bash_id).and_then(|wire| to_line(&wire)) {
+            out.push(line);
+        }
+    }
+
+    fn reply(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Vec<u8>>) {
+        let (id, command) = match pending {
+            Pending::Command { id, command } => (id, command),
+            Pending::Rejection(line) => {
+                out.push(line);
+                return;
+            }
+        };
+        let response = match result.map(|reply| command.encode(reply)) {
+            Ok(Ok(Encoded::Absent)) => WireResponse::ok(id, command.name, None),
+            Ok(Ok(Encoded::Value(data))) => WireResponse::ok(id, command.name, Some(data)),
+            Ok(Err(e)) => {
+                tracing::error!("{e}");
+                WireResponse::err(id, Some(command.name), e.to_string())
+            }
+            Err(e) => WireResponse::err(id, Some(command.name), e.message),
+        };
+        out.extend(to_line(&response));
+    }
+}

@@ -1,0 +1,274 @@
+//! The JSON-RPC dialect as a [`Dialect`] of the transport: messages and
+//! batches become ops (or error responses), replies become responses (a
+//! batch is answered with one array once every member is), events become
+//! notifications.
+
+use std::collections::HashMap;
+
+use pi_core::error::CoreError;
+use pi_core::event::AgentEvent;
+use pi_core::op::Reply;
+use pi_transport::raw::{RawJson, null_id};
+use pi_transport::{Action, Dialect, FrameError, InFlight, Record};
+use serde_json::value::RawValue;
+
+use pi_transport::protocol::{self, Binding, Encoded};
+
+use crate::errors::{ErrorObject, INTERNAL_ERROR};
+use crate::notify::map_event;
+use crate::protocol::{Message, Params, classify, notification_bytes, response_bytes};
+use crate::wire::{InitializedParams, ServerNotification};
+
+/// A request awaiting its reply.
+#[derive(Debug)]
+pub struct Pending {
+    id: Box<RawValue>,
+    command: &'static Binding,
+    batch: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+struct Batch {
+    /// Requests of the batch not answered yet.
+    remaining: usize,
+    responses: Vec<Box<RawValue>>,
+}
+
+/// The JSON-RPC 2.0 dialect.
+#[derive(Debug, Default)]
+pub struct JsonRpc {
+    batches: HashMap<u64, Batch>,
+    next_batch: u64,
+    /// `modelChanged`, held until the reply of the request that caused it is out.
+    held: Option<ServerNotification>,
+}
+
+/// Escape raw U+2028/U+2029 (legal in JSON strings, but line readers of some
+/// clients split on them). They can only occur inside strings, so a byte
+/// substitution is exact.
+pub fn escape_line_separators(bytes: Vec<u8>) -> Vec<u8> {
+    if !bytes.windows(2).any(|w| w == [0xE2, 0x80]) {
+        return bytes;
+    }
+    let mut out = Vec::with_capacity(bytes.len() + 8);
+    let mut i = 0;
+    while i < bytes.len() {
+        if i + 2 < bytes.len()
+            && bytes[i] == 0xE2
+            && bytes[i + 1] == 0x80
+            && (bytes[i + 2] == 0xA8 || bytes[i + 2] == 0xA9)
+        {
+            out.extend_from_slice(if bytes[i + 2] == 0xA8 { b"\\u2028" } else { b"\\u2029" });
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// `{}`: the result of a request that returns nothing.
+fn empty_result() -> Box<RawValue> {
+    RawValue::from_string("{}".to_string()).unwrap_or_else(|_| null_id())
+}
+
+fn raw(bytes: Vec<u8>) -> Box<RawValue> {
+    RawValue::from_string(String::from_utf8(bytes).unwrap_or_default()).unwrap_or_else(|_| null_id())
+}
+
+fn send(actions: &mut Vec<Action<Pending>>, bytes: Vec<u8>) {
+    actions.push(Action::Send(escape_line_separators(bytes)));
+}
+
+impl JsonRpc {
+    /// Handle one message: an immediate response, or actions.
+    fn message(
+        &mut self,
+        message: Message,
+        in_flight: &InFlight<Pending>,
+        claimed: &mut Vec<String>,
+        batch: Option<u64>,
+        actions: &mut Vec<Action<Pending>>,
+    ) -> Option<Box<RawValue>> {
+        let (id, method, params) = match message {
+            Message::Invalid { id, error } => return Some(raw(response_bytes(&id, Err(error)))),
+            Message::ClientResponse { id } => {
+                tracing::debug!("ignoring a response for unknown server request {}", id.get());
+                return None;
+            }
+            Message::Notification { method, params } => {
+                if let Params::Named(p) = params
+                    && let Some(Ok(op)) = protocol::jsonrpc(&method).map(|c| c.decode(&p))
+                {
+                    actions.push(Action::Submit { op, pending: None });
+                }
+                return None;
+            }
+            Message::Request { id, method, params } => (id, method, params),
+        };
+        let fail = |error: ErrorObject| Some(raw(response_bytes(&id, Err(error))));
+        if method.starts_with("rpc.") {
+            return fail(ErrorObject::method_not_found(&method));
+        }
+        let named = match params {
+            Params::Named(p) => p,
+            Params::Positional(0) => Default::default(),
+            Params::Positional(_) => {
+                return fail(ErrorObject::invalid_params("params", "params must be an object (by name)"));
+            }
+        };
+        let Some(command) = protocol::jsonrpc(&method) else {
+            return fail(ErrorObject::method_not_found(&method));
+        };
+        let op = match command.decode(&named) {
+            Ok(op) => op,
+            Err(e) => return fail(ErrorObject::invalid_params(&e.field, &e.message)),
+        };
+        let key = id.get();
+        if claimed.iter().any(|c| c == key) || in_flight.values().any(|p| p.id.get() == key) {
+            return fail(ErrorObject::invalid_request(
+                "duplicate request id: a request with this id is still in flight",
+            ));
+        }
+        claimed.push(key.to_string());
+        if let Some(b) = batch.and_then(|b| self.batches.get_mut(&b)) {
+            b.remaining += 1;
+        }
+        actions.push(Action::Submit { op, pending: Some(Pending { id, command, batch }) });
+        None
+    }
+
+    fn batch(&mut self, items: Vec<&RawValue>, in_flight: &InFlight<Pending>, actions: &mut Vec<Action<Pending>>) {
+        if items.is_empty() {
+            send(actions, response_bytes(&null_id(), Err(ErrorObject::invalid_request("empty batch"))));
+            return;
+        }
+        self.next_batch += 1;
+        let batch_id = self.next_batch;
+        self.batches.insert(batch_id, Batch::default());
+        let mut claimed = Vec::new();
+        for item in items {
+            let message = match RawJson::parse(item.get()) {
+                Ok(RawJson::Object(obj)) => classify(&obj),
+                _ => Message::Invalid { id: null_id(), error: ErrorObject::invalid_request("expected a JSON object") },
+            };
+            if let Some(response) = self.message(message, in_flight, &mut claimed, Some(batch_id), actions)
+                && let Some(b) = self.batches.get_mut(&batch_id)
+            {
+                b.responses.push(response);
+            }
+        }
+        if self.batches.get(&batch_id).is_some_and(|b| b.remaining == 0)
+            && let Some(batch) = self.batches.remove(&batch_id)
+            && let Some(bytes) = batch_bytes(batch)
+        {
+            send(actions, bytes);
+        }
+    }
+}
+
+fn batch_bytes(batch: Batch) -> Option<Vec<u8>> {
+    if batch.responses.is_empty() {
+        return None;
+    }
+    let parts: Vec<&str> = batch.responses.iter().map(|r| r.get()).collect();
+    Some(format!("[{}]", parts.join(",")).into_bytes())
+}
+
+impl Dialect for JsonRpc {
+    type Pending = Pending;
+
+    fn decode(&mut self, record: Record, in_flight: &InFlight<Pending>, actions: &mut Vec<Action<Pending>>) {
+        let text = match record {
+            Ok(text) => text,
+            Err(e) => {
+                let detail = match e {
+                    FrameError::TooLong { len, limit } => {
+                        format!("message of {len} bytes exceeds the {limit}-byte limit")
+                    }
+                    FrameError::InvalidUtf8 { offset } => format!("invalid UTF-8 at byte {offset}"),
+                    FrameError::Header(d) => d,
+                };
+                send(actions, response_bytes(&null_id(), Err(ErrorObject::parse_error(&detail))));
+                return;
+            }
+        };
+        if text.trim().is_empty() {
+            return;
+        }
+        let message = match RawJson::parse(&text) {
+            Ok(RawJson::Object(obj)) => classify(&obj),
+            Ok(RawJson::Array(items)) => return self.batch(items, in_flight, actions),
+            Ok(RawJson::Scalar(_)) => {
+                Message::Invalid { id: null_id(), error: ErrorObject::invalid_request("expected a JSON object") }
+            }
+            Err(e) => {
+                send(actions, response_bytes(&null_id(), Err(ErrorObject::parse_error(&e.to_string()))));
+                return;
+            }
+        };
+        if let Some(response) = self.message(message, in_flight, &mut Vec::new(), None, actions) {
+            send(actions, response.get().as_bytes().to_vec());
+        }
+    }
+
+    fn event(&mut self, event: AgentEvent, _: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {
+        match map_event(event) {
+            Some(n @ ServerNotification::ModelChanged(_)) => self.held = Some(n),
+            Some(n) => {
+                self.finish(out);
+                out.push(escape_line_separators(notification_bytes(&n)));
+            }
+            None => {}
+        }
+    }
+
+    fn reply(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Vec<u8>>) {
+        // `initialize` is followed by the `initialized` notification.
+        let initialized = match &result {
+            Ok(Reply::Session(info)) => Some(ServerNotification::Initialized(InitializedParams {
+                session_id: info.session_id.clone(),
+                model: info.model.as_ref().map(|m| m.id.clone()),
+                provider: info.model.as_ref().map(|m| m.provider.clone()),
+            })),
+            _ => None,
+        };
+        let outcome = match result.map(|reply| pending.command.encode(reply)) {
+            Ok(Ok(Encoded::Absent)) => Ok(empty_result()),
+            Ok(Ok(Encoded::Value(value))) => Ok(value),
+            Ok(Err(e)) => {
+                tracing::error!("{e}");
+                Err(ErrorObject::new(INTERNAL_ERROR, e.to_string()))
+            }
+            Err(e) => Err(ErrorObject::from_core(&e)),
+        };
+        let bytes = response_bytes(&pending.id, outcome);
+        match pending.batch {
+            None => out.push(escape_line_separators(bytes)),
+            Some(batch_id) => {
+                let done = self.batches.get_mut(&batch_id).and_then(|b| {
+                    b.responses.push(raw(bytes));
+                    b.remaining = b.remaining.saturating_sub(1);
+                    (b.remaining == 0).then_some(())
+                });
+                if done.is_some()
+                    && let Some(batch) = self.batches.remove(&batch_id)
+                    && let Some(bytes) = batch_bytes(batch)
+                {
+                    out.push(escape_line_separators(bytes));
+                }
+            }
+        }
+        if let Some(n) = initialized {
+            out.push(escape_line_separators(notification_bytes(&n)));
+        }
+        self.finish(out);
+    }
+
+    fn finish(&mut self, out: &mut Vec<Vec<u8>>) {
+        if let Some(held) = self.held.take() {
+            out.push(escape_line_separators(notification_bytes(&held)));
+        }
+    }
+}

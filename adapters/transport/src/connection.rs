@@ -1,0 +1,240 @@
+//! Serving one connection with a dialect: one loop owns the requests in
+//! flight, reads records, submits ops in arrival order, and maps the agent's
+//! output (events and replies, in the core's order) to outbound messages.
+//!
+//! A dialect is a [`Dialect`]: how a record becomes ops and immediate
+//! answers, and how events and replies become messages. The byte stream is
+//! a [`RecordSource`] and a [`MessageSink`], so stdio (both framings) and a
+//! WebSocket connection serve alike.
+
+use std::future::Future;
+
+use pi_core::agent::{AgentClosed, AgentHandle, Output};
+use pi_core::error::CoreError;
+use pi_core::event::AgentEvent;
+use pi_core::op::{Op, Reply};
+use tokio::sync::mpsc;
+
+use crate::framing::{Framing, Record, RecordSource};
+use crate::inflight::InFlight;
+use crate::writer::{LineSender, spawn_writer};
+
+/// What decoding one record asks the connection to do, in order.
+#[derive(Debug)]
+pub enum Action<P> {
+    /// Submit `op`; with a pending entry its reply goes to [`Dialect::reply`].
+    Submit { op: Op, pending: Option<P> },
+    /// Send this message now.
+    Send(Vec<u8>),
+}
+
+/// One dialect's mapping of the wire to the core and back.
+pub trait Dialect {
+    /// What the reply to a request needs (its id, its command, …).
+    type Pending;
+
+    /// Decode one record into actions.
+    fn decode(&mut self, record: Record, in_flight: &InFlight<Self::Pending>, actions: &mut Vec<Action<Self::Pending>>);
+
+    /// Map one event to the messages it shows as (often none or one).
+    fn event(&mut self, event: AgentEvent, in_flight: &InFlight<Self::Pending>, out: &mut Vec<Vec<u8>>);
+
+    /// Map the reply (or error) to a request.
+    fn reply(&mut self, pending: Self::Pending, result: Result<Reply, CoreError>, out: &mut Vec<Vec<u8>>);
+
+    /// Messages held back until the output ends (none by default).
+    fn finish(&mut self, _out: &mut Vec<Vec<u8>>) {}
+}
+
+/// Where a connection's outbound messages go; the sink frames them.
+pub trait MessageSink {
+    /// Send one message body; false once the output is broken.
+    fn send(&self, body: Vec<u8>) -> impl Future<Output = bool>;
+}
+
+/// The stdio sink: the one writer thread, with the connection's framing.
+pub struct FramedSink {
+    lines: LineSender,
+    framing: Framing,
+}
+
+impl FramedSink {
+    pub fn new(lines: LineSender, framing: Framing) -> Self {
+        FramedSink { lines, framing }
+    }
+}
+
+impl MessageSink for FramedSink {
+    async fn send(&self, body: Vec<u8>) -> bool {
+        match self.framing {
+            // The writer adds the LF in its buffer: no copy of the line.
+            Framing::Lines => self.lines.send(body).await,
+            Framing::Headers => self.lines.send_raw(self.framing.frame(body)).await,
+        }
+    }
+}
+
+/// How serving a connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServeEnd {
+    /// Input ended (or the agent shut down); everything accepted was finished.
+    Eof,
+    /// A termination signal arrived; the run was aborted.
+    Signalled,
+    /// The client stopped reading our output.
+    OutputClosed,
+}
+
+/// Text of the error answering a request the agent can no longer take.
+pub const AGENT_CLOSED: &str = "The agent has shut down";
+
+struct Connection<D: Dialect, K> {
+    dialect: D,
+    in_flight: InFlight<D::Pending>,
+    sink: K,
+    outputs: mpsc::Receiver<Output>,
+    output_ok: bool,
+    scratch: Vec<Vec<u8>>,
+}
+
+impl<D: Dialect, K: MessageSink> Connection<D, K> {
+    async fn flush(&mut self) {
+        for message in std::mem::take(&mut self.scratch) {
+            if self.output_ok && !self.sink.send(message).await {
+                self.output_ok = false;
+            }
+        }
+    }
+
+    async fn output(&mut self, output: Output) {
+        match output {
+            Output::Event(event) => self.dialect.event(event, &self.in_flight, &mut self.scratch),
+            Output::Reply { tag, result } => {
+                if let Some(pending) = self.in_flight.remove(tag) {
+                    self.dialect.reply(pending, result, &mut self.scratch);
+                }
+            }
+        }
+        self.flush().await;
+    }
+
+    /// Submit while still draining the agent's output, so neither side waits on the other.
+    async fn submit(&mut self, agent: &AgentHandle, tag: Option<u64>, op: Op) -> Result<(), AgentClosed> {
+        let permit = agent.reserve();
+        tokio::pin!(permit);
+        loop {
+            let output = tokio::select! {
+                biased;
+                permit = &mut permit => {
+                    permit?.send(tag, op);
+                    return Ok(());
+                }
+                output = self.outputs.recv() => output,
+            };
+            match output {
+                Some(output) => self.output(output).await,
+                None => return Err(AgentClosed),
+            }
+        }
+    }
+
+    async fn record(&mut self, agent: &AgentHandle, record: Record) {
+        let mut actions = Vec::new();
+        self.dialect.decode(record, &self.in_flight, &mut actions);
+        for action in actions {
+            match action {
+                Action::Send(message) => {
+                    self.scratch.push(message);
+                    self.flush().await;
+                }
+                Action::Submit { op, pending } => {
+                    let tag = pending.map(|p| self.in_flight.insert(p));
+                    if self.submit(agent, tag, op).await.is_err()
+                        && let Some(pending) = tag.and_then(|t| self.in_flight.remove(t))
+                    {
+                        let error = CoreError::internal(AGENT_CLOSED);
+                        self.dialect.reply(pending, Err(error), &mut self.scratch);
+                        self.flush().await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Serve `dialect` until input ends (the agent then finishes what it
+/// accepted) or `stop` resolves (the agent aborts), and the agent's output
+/// has been written. Returns how it ended and whether every message could be sent.
+pub async fn serve<D, S, K, F>(
+    dialect: D,
+    mut source: S,
+    sink: K,
+    agent: AgentHandle,
+    outputs: mpsc::Receiver<Output>,
+    stop: F,
+) -> (ServeEnd, bool)
+where
+    D: Dialect,
+    S: RecordSource,
+    K: MessageSink,
+    F: Future<Output = ()>,
+{
+    let mut conn =
+        Connection { dialect, in_flight: InFlight::default(), sink, outputs, output_ok: true, scratch: Vec::new() };
+    let mut end = ServeEnd::Eof;
+    let mut input_open = true;
+    tokio::pin!(stop);
+    loop {
+        // Not biased: a busy output must not starve the input (an `abort`
+        // during a long stream is read while the stream goes on).
+        tokio::select! {
+            _ = &mut stop, if end != ServeEnd::Signalled => {
+                end = ServeEnd::Signalled;
+                input_open = false;
+                let _ = conn.submit(&agent, None, Op::Shutdown { abort: true }).await;
+            }
+            output = conn.outputs.recv() => match output {
+                Some(output) => conn.output(output).await,
+                None => break,
+            },
+            record = source.next(), if input_open => match record {
+                Ok(Some(record)) => conn.record(&agent, record).await,
+                Ok(None) | Err(_) => {
+                    if let Err(e) = record {
+                        tracing::warn!("input error: {e}");
+                    }
+                    input_open = false;
+                    let _ = conn.submit(&agent, None, Op::Shutdown { abort: false }).await;
+                }
+            },
+        }
+    }
+    conn.dialect.finish(&mut conn.scratch);
+    conn.flush().await;
+    (end, conn.output_ok)
+}
+
+/// [`serve`] on a byte stream: the one writer thread on `out`, framed as
+/// `framing`; ends once everything is written and flushed.
+pub async fn serve_stream<D, S, W, F>(
+    dialect: D,
+    source: S,
+    framing: Framing,
+    out: W,
+    agent: AgentHandle,
+    outputs: mpsc::Receiver<Output>,
+    stop: F,
+) -> ServeEnd
+where
+    D: Dialect,
+    S: RecordSource,
+    W: std::io::Write + Send + 'static,
+    F: Future<Output = ()>,
+{
+    let (lines, writer) = spawn_writer(out);
+    let (end, output_ok) = serve(dialect, source, FramedSink::new(lines, framing), agent, outputs, stop).await;
+    match writer.finish().await {
+        Ok(()) if output_ok => end,
+        _ => ServeEnd::OutputClosed,
+    }
+}

@@ -1,0 +1,19 @@
+//! pi-transport: what every dialect of pi-rpc shares below its own mapping.
+//!
+//! * [`framing`]: LF and `Content-Length` framing of a byte stream, with limits and resynchronisation.
+//! * [`writer`]: the one writer that owns an output stream.
+//! * [`raw`]: a message's top level as raw tokens (ids echoed exactly as sent).
+//! * [`inflight`]: the requests awaiting their reply.
+//! * [`connection`]: the loop that serves one connection with a [`connection::Dialect`].
+//! * [`protocol`]: the one table of commands every dialect maps, with their params and result types.
+
+pub mod connection;
+pub mod framing;
+pub mod inflight;
+pub mod protocol;
+pub mod raw;
+pub mod writer;
+
+pub use connection::{Action, Dialect, MessageSink, ServeEnd, serve, serve_stream};
+pub use framing::{FrameError, FrameReader, Framing, Preread, Record, RecordReader, RecordSource};
+pub use inflight::InFlight;

@@ -1,0 +1,259 @@
+//! The protocol table: every command once, with its name in each dialect,
+//! the params type serde decodes it with, the op it becomes, and the typed
+//! result its reply is sent as.
+//!
+//! Both decoders look commands up here, replies are encoded through the
+//! row's result type, and the JSON Schemas, the README's method table and
+//! the kit's coverage of our commands are generated from it. A new command
+//! is a row here, its op handler in the core, and its tests.
+
+pub mod decode;
+mod from_reply;
+pub mod params;
+pub mod results;
+mod table;
+pub mod ui;
+
+use pi_core::op::{Op, Reply};
+use schemars::JsonSchema;
+#[cfg(feature = "schemas")]
+use schemars::{Schema, SchemaGenerator};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+pub use decode::FieldError;
+pub use results::FromReply;
+pub use table::COMMANDS;
+
+/// A result type of the table: built from a reply, serialized onto the wire.
+pub trait WireResult: FromReply + Serialize + JsonSchema {
+    /// False for [`results::Ack`]: no native `data`, `{}` in JSON-RPC.
+    const DATA: bool = true;
+}
+
+/// A command's result, serialized.
+#[derive(Debug)]
+pub enum Encoded {
+    /// The command has no result data.
+    Absent,
+    Value(Box<RawValue>),
+}
+
+/// The reply did not fit the command's result type, or could not be serialized.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot encode the reply to {command}: {detail}")]
+pub struct EncodeError {
+    pub command: &'static str,
+    pub detail: String,
+}
+
+/// A command's shape in one dialect.
+#[derive(Clone, Copy)]
+pub struct Binding {
+    /// The native `type` or the JSON-RPC `method`.
+    pub name: &'static str,
+    decode: fn(&Map<String, Value>) -> Result<Op, FieldError>,
+    #[cfg(feature = "schemas")]
+    params_schema: fn(&mut SchemaGenerator) -> Schema,
+    encode: fn(Reply) -> Option<Result<Encoded, serde_json::Error>>,
+    #[cfg(feature = "schemas")]
+    result_schema: fn(&mut SchemaGenerator) -> Option<Schema>,
+}
+
+impl std::fmt::Debug for Binding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Binding({})", self.name)
+    }
+}
+
+#[cfg(feature = "schemas")]
+fn params_schema<P: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
+    g.subschema_for::<P>()
+}
+
+#[cfg(feature = "schemas")]
+fn result_schema<R: WireResult>(g: &mut SchemaGenerator) -> Option<Schema> {
+    R::DATA.then(|| g.subschema_for::<R>())
+}
+
+fn encode<R: WireResult>(reply: Reply) -> Option<Result<Encoded, serde_json::Error>> {
+    let result = R::from_reply(reply)?;
+    Some(match R::DATA {
+        false => Ok(Encoded::Absent),
+        true => serde_json::value::to_raw_value(&result).map(Encoded::Value),
+    })
+}
+
+impl Binding {
+    /// A binding whose params are `P` (decoded by `decode`) and whose result is `R`.
+    pub const fn new<P: DeserializeOwned + JsonSchema, R: WireResult>(
+        name: &'static str,
+        decode: fn(&Map<String, Value>) -> Result<Op, FieldError>,
+    ) -> Binding {
+        Binding {
+            name,
+            decode,
+            #[cfg(feature = "schemas")]
+            params_schema: params_schema::<P>,
+            encode: encode::<R>,
+            #[cfg(feature = "schemas")]
+            result_schema: result_schema::<R>,
+        }
+    }
+
+    /// Decode the params into the command's op.
+    pub fn decode(&self, params: &Map<String, Value>) -> Result<Op, FieldError> {
+        (self.decode)(params)
+    }
+
+    /// Encode the reply through the command's result type.
+    pub fn encode(&self, reply: Reply) -> Result<Encoded, EncodeError> {
+        let error = |detail: String| EncodeError { command: self.name, detail };
+        match (self.encode)(reply) {
+            Some(Ok(encoded)) => Ok(encoded),
+            Some(Err(e)) => Err(error(e.to_string())),
+            None => Err(error("the reply is not this command's".to_string())),
+        }
+    }
+
+    /// The schema of the params (a `$ref` into `g`'s definitions).
+    #[cfg(feature = "schemas")]
+    pub fn params_schema(&self, g: &mut SchemaGenerator) -> Schema {
+        (self.params_schema)(g)
+    }
+
+    /// The schema of the result; `None` when the command has no result data.
+    #[cfg(feature = "schemas")]
+    pub fn result_schema(&self, g: &mut SchemaGenerator) -> Option<Schema> {
+        (self.result_schema)(g)
+    }
+}
+
+/// One command of the protocol.
+#[derive(Clone, Copy)]
+pub struct Command {
+    /// What the command does (schema descriptions, the README's table).
+    pub doc: &'static str,
+    /// Its native `type`, if the native dialect has it.
+    pub native: Option<Binding>,
+    /// Its JSON-RPC `method`, if the JSON-RPC dialect has it.
+    pub jsonrpc: Option<Binding>,
+}
+
+impl Command {
+    const fn new(doc: &'static str) -> Command {
+        Command { doc, native: None, jsonrpc: None }
+    }
+
+    const fn native(mut self, binding: Binding) -> Command {
+        self.native = Some(binding);
+        self
+    }
+
+    const fn jsonrpc(mut self, binding: Binding) -> Command {
+        self.jsonrpc = Some(binding);
+        self
+    }
+
+    /// The same params and result in both dialects, under two names.
+    const fn both<P: DeserializeOwned + JsonSchema, R: WireResult>(
+        doc: &'static str,
+        native: &'static str,
+        method: &'static str,
+        decode: fn(&Map<String, Value>) -> Result<Op, FieldError>,
+    ) -> Command {
+        Command::new(doc).native(Binding::new::<P, R>(native, decode)).jsonrpc(Binding::new::<P, R>(method, decode))
+    }
+}
+
+/// The native command of this `type`.
+pub fn native(name: &str) -> Option<&'static Binding> {
+    COMMANDS.iter().filter_map(|c| c.native.as_ref()).find(|b| b.name == name)
+}
+
+/// The JSON-RPC command of this `method`.
+pub fn jsonrpc(method: &str) -> Option<&'static Binding> {
+    COMMANDS.iter().filter_map(|c| c.jsonrpc.as_ref()).find(|b| b.name == method)
+}
+
+/// The README's method table (one row per command), in table order.
+pub fn markdown_table() -> String {
+    let mut out = String::from("| JSON-RPC method | native `type` | what it does |\n| --- | --- | --- |\n");
+    for c in COMMANDS {
+        let name = |b: &Option<Binding>| b.map_or_else(|| "–".to_string(), |b| format!("`{}`", b.name));
+        out.push_str(&format!("| {} | {} | {} |\n", name(&c.jsonrpc), name(&c.native), c.doc));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_per_dialect() {
+        for dialect in [|c: &Command| c.native, |c: &Command| c.jsonrpc] {
+            let mut names: Vec<&str> = COMMANDS.iter().filter_map(dialect).map(|b| b.name).collect();
+            let count = names.len();
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(names.len(), count);
+        }
+        assert!(native("get_state").is_some() && jsonrpc("getState").is_some() && native("getState").is_none());
+    }
+
+    #[test]
+    fn the_readme_shows_the_table() {
+        let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"));
+        let table = markdown_table();
+        assert!(readme.contains(&table), "README.md's method table is stale; it should read:\n{table}");
+    }
+
+    #[test]
+    fn params_decode_through_the_table() {
+        let map = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let decode = |b: &Binding, v: Value| b.decode(&map(v));
+        let prompt = native("prompt").unwrap();
+        let images = serde_json::json!({"message": "hi", "images": [{"type": "image", "data": "AA==", "mimeType": "image/png"}], "streamingBehavior": "followUp"});
+        assert!(
+            matches!(decode(prompt, images), Ok(Op::Prompt { ref images, streaming_behavior: Some(_), .. }) if images.len() == 1)
+        );
+        let e = decode(prompt, serde_json::json!({"message": "hi", "images": [{"data": 5}]})).unwrap_err();
+        assert_eq!((e.field.as_str(), e.message.as_str()), ("images", "images[0].data must be a string, got a number"));
+        let e = decode(prompt, serde_json::json!({"message": "hi", "streamingBehavior": "later"})).unwrap_err();
+        assert_eq!(e.message, "invalid streamingBehavior \"later\": expected \"steer\" or \"followUp\"");
+        let e = decode(jsonrpc("prompt").unwrap(), serde_json::json!({})).unwrap_err();
+        assert_eq!((e.field.as_str(), e.message.as_str()), ("content", "'content' is required"));
+        let e = decode(jsonrpc("setActiveTools").unwrap(), serde_json::json!({"tools": ["read", 3]})).unwrap_err();
+        assert_eq!((e.field.as_str(), e.message.as_str()), ("tools", "tools[1] must be a string, got a number"));
+        let e = decode(jsonrpc("setActiveTools").unwrap(), serde_json::json!({})).unwrap_err();
+        assert_eq!(e.message, "missing required field \"tools\" (an array of strings)");
+        let e = decode(native("set_model").unwrap(), serde_json::json!({"provider": "p"})).unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.message.as_str()),
+            ("modelId", "missing required field \"modelId\" (a string)")
+        );
+        assert_eq!(
+            decode(jsonrpc("initialize").unwrap(), serde_json::json!({"thinkingLevel": null, "tools": null})),
+            Ok(Op::Initialize(Default::default()))
+        );
+        let e = decode(jsonrpc("initialize").unwrap(), serde_json::json!({"thinkingLevel": "lots"})).unwrap_err();
+        assert_eq!(e.field, "thinkingLevel");
+        assert!(e.message.starts_with("Invalid thinking level: lots"), "{}", e.message);
+    }
+
+    #[test]
+    fn replies_encode_through_the_result_types() {
+        let ack = native("abort").unwrap().encode(Reply::Ack).unwrap();
+        assert!(matches!(ack, Encoded::Absent));
+        let levels = pi_core::op::Reply::CycleThinkingLevel(None);
+        match native("cycle_thinking_level").unwrap().encode(levels).unwrap() {
+            Encoded::Value(raw) => assert_eq!(raw.get(), "null"),
+            Encoded::Absent => panic!("null data expected"),
+        }
+        let status = jsonrpc("getStatus").unwrap().encode(Reply::Ack).unwrap_err();
+        assert_eq!(status.command, "getStatus");
+    }
+}

@@ -1,0 +1,492 @@
+//! The typed results of the commands (native `data`, JSON-RPC `result`),
+//! one struct per shape, each built from the core's reply ([`FromReply`]).
+//! They are serialized directly onto the wire, and the JSON Schemas of the
+//! responses are generated from them, so what is sent and what is
+//! documented cannot drift apart.
+
+use pi_core::message::{AgentMessage, Usage};
+use pi_core::model::{Model, ThinkingLevel};
+use pi_core::op::{ContextUsageStats, Reply, StateSnapshot};
+use pi_core::session::SessionEntry;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+pub use super::params::WireQueueMode;
+
+/// A result built from the core's reply to its command.
+pub trait FromReply: Sized {
+    /// `None` when the reply is not this command's (a bug, answered as an internal error).
+    fn from_reply(reply: Reply) -> Option<Self>;
+}
+
+/// No result: the native response has no `data`, the JSON-RPC result is `{}`.
+#[derive(Debug, Clone, Copy, Default, Serialize, JsonSchema)]
+pub struct Ack {}
+
+impl FromReply for Ack {
+    fn from_reply(reply: Reply) -> Option<Self> {
+        matches!(reply, Reply::Ack).then_some(Ack {})
+    }
+}
+
+/// How a prompt was taken (schema helper for string fields).
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum WireDisposition {
+    /// A run started.
+    Started,
+    /// Queued as a steering or follow-up message.
+    Queued,
+    /// Consumed at once (an extension command).
+    Handled,
+}
+
+/// `prompt`, `steer`, `follow_up` data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DispositionData {
+    /// `started`, `queued` or `handled`.
+    #[schemars(with = "WireDisposition")]
+    pub disposition: &'static str,
+}
+
+/// `new_session`, `switch_session`, `clone` data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CancelledData {
+    /// True when an extension cancelled the switch.
+    pub cancelled: bool,
+}
+
+/// `fork` data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ForkData {
+    /// Text of the user message the fork was taken from.
+    pub text: String,
+    /// True when an extension cancelled the fork.
+    pub cancelled: bool,
+}
+
+/// `get_state` data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StateData {
+    /// The current model, or null when none is configured.
+    pub model: Option<Model>,
+    /// The effective thinking level.
+    #[schemars(with = "ThinkingLevel")]
+    pub thinking_level: String,
+    /// True while a run is active.
+    pub is_streaming: bool,
+    /// True while a compaction runs.
+    pub is_compacting: bool,
+    /// How steering messages are delivered.
+    #[schemars(with = "WireQueueMode")]
+    pub steering_mode: String,
+    /// How follow-up messages are delivered.
+    #[schemars(with = "WireQueueMode")]
+    pub follow_up_mode: String,
+    /// Path of the session file (absent with `--no-session`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_file: Option<String>,
+    /// The session id (a UUID).
+    pub session_id: String,
+    /// Display name (absent until set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_name: Option<String>,
+    /// Whether automatic compaction is on.
+    pub auto_compaction_enabled: bool,
+    /// Messages in the conversation.
+    pub message_count: usize,
+    /// Queued steering and follow-up messages.
+    pub pending_message_count: usize,
+}
+
+/// `get_messages` data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct MessagesData {
+    /// The conversation's messages.
+    pub messages: Vec<AgentMessage>,
+}
+
+/// `cycle_model` data (or null when there is nothing to cycle to).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CycleModelData {
+    /// The model now selected.
+    pub model: Model,
+    /// The thinking level with that model.
+    #[schemars(with = "ThinkingLevel")]
+    pub thinking_level: &'static str,
+    /// True when cycling within a scoped model list.
+    pub is_scoped: bool,
+}
+
+/// `get_available_models` data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ModelsData {
+    /// Every model with usable credentials.
+    pub models: Vec<Model>,
+}
+
+/// `cycle_thinking_level` data (or null for a model without reasoning).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LevelData {
+    /// The new level.
+    #[schemars(with = "ThinkingLevel")]
+    pub level: &'static str,
+}
+
+/// `get_available_thinking_levels` data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LevelsData {
+    /// Levels the current model supports (`["off"]` without reasoning).
+    #[schemars(with = "Vec<ThinkingLevel>")]
+    pub levels: Vec<&'static str>,
+}
+
+/// Token totals of `get_session_stats`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokensData {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub total: u64,
+}
+
+/// `contextUsage` of `get_session_stats`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextUsageData {
+    /// Estimated tokens in the context; null right after a compaction.
+    pub tokens: Option<u64>,
+    /// The model's context window.
+    pub context_window: u64,
+    /// Percent of the window in use; null right after a compaction.
+    pub percent: Option<f64>,
+}
+
+/// `get_session_stats` data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStatsData {
+    /// Path of the session file (absent with `--no-session`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_file: Option<String>,
+    /// The session id.
+    pub session_id: String,
+    pub user_messages: usize,
+    pub assistant_messages: usize,
+    pub tool_calls: usize,
+    pub tool_results: usize,
+    pub total_messages: usize,
+    /// Tokens over the whole session (compaction and tool usage included).
+    pub tokens: TokensData,
+    /// Cost in US dollars over the whole session.
+    pub cost: f64,
+    /// Current context window use (absent without a model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_usage: Option<ContextUsageData>,
+}
+
+/// `bash` data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BashData {
+    /// Combined stdout and stderr (the tail when truncated).
+    pub output: String,
+    /// Exit code (absent when cancelled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// True when `abort_bash` stopped the command.
+    pub cancelled: bool,
+    /// True when the output was truncated.
+    pub truncated: bool,
+    /// Path of the full output when truncated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub full_output_path: Option<String>,
+}
+
+/// `export_html` data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ExportHtmlData {
+    /// Path of the HTML file written.
+    pub path: String,
+}
+
+/// One entry of `get_fork_messages`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkMessageData {
+    /// Id of the user message's entry (pass it to `fork`).
+    pub entry_id: String,
+    /// The message's text.
+    pub text: String,
+}
+
+/// `get_fork_messages` data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ForkMessagesData {
+    /// Every user message of the session.
+    pub messages: Vec<ForkMessageData>,
+}
+
+/// `get_entries` data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EntriesData {
+    /// Entries in append order (header excluded), after `since` when given.
+    pub entries: Vec<SessionEntry>,
+    /// The current leaf entry (null for an empty session).
+    pub leaf_id: Option<String>,
+}
+
+/// One node of `get_tree`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TreeNodeData {
+    /// The entry.
+    pub entry: SessionEntry,
+    /// Its children, in append order.
+    pub children: Vec<TreeNodeData>,
+    /// Label set on this entry by a `label` entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// When the label was set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label_timestamp: Option<String>,
+}
+
+/// `get_tree` data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TreeData {
+    /// Root nodes (orphaned entries are extra roots).
+    #[schemars(with = "Vec<TreeNodeData>")]
+    pub tree: TreeJson,
+    /// The current leaf entry (null for an empty session).
+    pub leaf_id: Option<String>,
+}
+
+/// `get_last_assistant_text` data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LastAssistantTextData {
+    /// Text of the last assistant message; null when there is none.
+    pub text: Option<String>,
+}
+
+/// Where a slash command comes from (schema helper).
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum WireCommandSource {
+    /// Registered by an extension.
+    Extension,
+    /// A prompt template.
+    Prompt,
+    /// A skill (named `skill:<name>`).
+    Skill,
+}
+
+/// Where a template or skill was found (schema helper).
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum WireCommandLocation {
+    /// User level (the agent dir).
+    User,
+    /// Project level (`.pi/`).
+    Project,
+    /// An explicit path (flag or setting).
+    Path,
+}
+
+/// One entry of `get_commands`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandData {
+    /// Name, invoked as `/name`.
+    pub name: String,
+    /// What it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `extension`, `prompt` or `skill`.
+    #[schemars(with = "WireCommandSource")]
+    pub source: String,
+    /// `user`, `project` or `path` (absent for extensions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<WireCommandLocation>")]
+    pub location: Option<String>,
+    /// Absolute path of the command's source file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// `get_commands` data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CommandsData {
+    /// Extension commands, prompt templates and skills.
+    pub commands: Vec<CommandData>,
+}
+
+/// `clear_queue` data: what was queued.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueData {
+    /// Steering messages removed.
+    pub steering: Vec<String>,
+    /// Follow-up messages removed.
+    pub follow_up: Vec<String>,
+}
+
+/// Active tools.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ToolsData {
+    /// Names of the active tools.
+    pub tools: Vec<String>,
+}
+
+/// Why a compaction runs (schema helper for string fields).
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum WireCompactionReason {
+    /// Requested with the `compact` command.
+    Manual,
+    /// The context crossed the auto-compaction threshold after a run.
+    Threshold,
+    /// The model rejected the context as too long; the prompt is retried after compacting.
+    Overflow,
+}
+
+/// `compaction_end.result` and the `compact` result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WireCompactionResult {
+    /// The summary that replaces the compacted history.
+    pub summary: String,
+    /// Id of the first entry kept after the summary.
+    pub first_kept_entry_id: String,
+    /// Estimated context tokens before compacting.
+    pub tokens_before: u64,
+    /// Heuristic estimate of the rebuilt context right after compacting.
+    pub estimated_tokens_after: u64,
+    /// Usage of the summarisation call(s); may be absent for custom compaction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Compaction details (e.g. `readFiles`, `modifiedFiles`).
+    pub details: Value,
+}
+
+/// JSON-RPC `prompt`, `sendUserMessage`, `steer`, `followUp` result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct PromptResult {
+    /// Always true: failures after acceptance come as notifications.
+    pub accepted: bool,
+    /// `started`, `queued` or `handled`.
+    #[schemars(with = "WireDisposition")]
+    pub disposition: &'static str,
+}
+
+/// JSON-RPC `initialize` result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionResult {
+    /// The session id.
+    pub session_id: String,
+    /// Path of the session file (null without persistence).
+    pub session_path: Option<String>,
+    /// The model id (null without a model).
+    pub model: Option<String>,
+    /// The model's provider (null without a model).
+    pub provider: Option<String>,
+}
+
+/// JSON-RPC `getStatus` result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusResult {
+    /// True when no run, compaction or bash command is active.
+    pub idle: bool,
+    /// The model id (null without a model).
+    pub model: Option<String>,
+    /// The model's provider (null without a model).
+    pub provider: Option<String>,
+    /// The effective thinking level.
+    #[schemars(with = "ThinkingLevel")]
+    pub thinking_level: &'static str,
+    /// Fraction (0 to 1) of the context window in use; null when unknown.
+    pub context_usage: Option<f64>,
+    /// Names of the active tools.
+    pub active_tools: Vec<String>,
+    /// The session id.
+    pub session_id: String,
+}
+
+impl StatusResult {
+    pub fn of(s: &StateSnapshot) -> Self {
+        StatusResult {
+            idle: !s.is_streaming && !s.is_compacting && !s.is_bash_running,
+            model: s.model.as_ref().map(|m| m.id.clone()),
+            provider: s.model.as_ref().map(|m| m.provider.clone()),
+            thinking_level: s.thinking_level.as_str(),
+            context_usage: s.context_usage.and_then(|c| c.percent).map(|p| p / 100.0),
+            active_tools: s.active_tools.clone(),
+            session_id: s.session_id.clone(),
+        }
+    }
+}
+
+impl ContextUsageData {
+    pub fn of(c: ContextUsageStats) -> Self {
+        ContextUsageData { tokens: c.tokens, context_window: c.context_window, percent: c.percent }
+    }
+}
+
+/// The `tree` array of `get_tree`, already written as JSON. A session chain
+/// is as deep as it is long (100,000 entries make 100,000 levels), so it is
+/// written with an explicit stack instead of nested `Serialize` calls, and
+/// never passes through a `serde_json::Value` (whose drop recurses).
+#[derive(Debug, Clone)]
+pub struct TreeJson(pub Box<serde_json::value::RawValue>);
+
+impl Serialize for TreeJson {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl TreeJson {
+    /// `[{entry, children, label?, labelTimestamp?}, …]`, the shape of [`TreeNodeData`].
+    pub fn write(tree: &pi_core::op::SessionTree) -> serde_json::Result<TreeJson> {
+        struct Frame<'a> {
+            node: Option<&'a pi_core::op::TreeNode>,
+            children: std::slice::Iter<'a, usize>,
+            first: bool,
+        }
+        let mut out: Vec<u8> = vec![b'['];
+        let mut stack = vec![Frame { node: None, children: tree.roots.iter(), first: true }];
+        while let Some(frame) = stack.last_mut() {
+            if let Some(node) = frame.children.next().and_then(|&i| tree.nodes.get(i)) {
+                if !std::mem::replace(&mut frame.first, false) {
+                    out.push(b',');
+                }
+                out.extend_from_slice(br#"{"entry":"#);
+                serde_json::to_writer(&mut out, &node.entry)?;
+                out.extend_from_slice(br#","children":["#);
+                stack.push(Frame { node: Some(node), children: node.children.iter(), first: true });
+                continue;
+            }
+            out.push(b']');
+            if let Some(node) = stack.pop().and_then(|f| f.node) {
+                for (key, value) in [("label", &node.label), ("labelTimestamp", &node.label_timestamp)] {
+                    if let Some(value) = value {
+                        out.extend_from_slice(format!(r#","{key}":"#).as_bytes());
+                        serde_json::to_writer(&mut out, value)?;
+                    }
+                }
+                out.push(b'}');
+            }
+        }
+        let text = String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))?;
+        serde_json::value::RawValue::from_string(text).map(TreeJson)
+    }
+}

@@ -1,0 +1,621 @@
+//! Compaction in the agent (pi 1.6 `AgentSession.compact` / `_checkCompaction`
+//! / `_runAutoCompaction`): the manual `compact` op, and automatic compaction
+//! decided by the actor at three points of a run (before a prompt, between
+//! turns, after a low-level run: threshold, overflow recovery).
+//!
+//! The actor prepares a [`CompactionJob`] (what to summarise, with which
+//! model) and emits `compaction_start`; the summaries are written off the
+//! actor (a task for `compact`, the run task for automatic compaction); the
+//! actor then appends the `compaction` entry, rebuilds the context and emits
+//! `compaction_end`. The run side lives in `compaction_run`.
+
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::actor::Agent;
+use super::internal::Emitter;
+use super::internal::{Internal, QueueKind};
+use super::run::RunSetup;
+use super::state::{Hold, ManualCompaction, Pending, RunState};
+use crate::compaction::estimate::{estimate_context, estimate_system_prompt};
+use crate::compaction::{
+    NotCompactable, Preparation, Projection, Summarizer, SummaryError, SummaryOutput, prepare, should_compact,
+    summarize,
+};
+use crate::error::{CoreError, ErrorKind};
+use crate::event::{AgentEvent, CompactionReason, CompactionResult, SummarizationSource};
+use crate::message::{AgentMessage, AssistantMessage, ContentBlock, StopReason};
+use crate::op::{Op, Reply, RequestTag};
+use crate::provider::classify::is_context_overflow;
+use crate::session::SessionEntry;
+
+/// pi's answer to a prompt sent while `compact` runs.
+pub(crate) const PROMPT_WHILE_COMPACTING: &str =
+    "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry.";
+const OVERFLOW_RECOVERY_EXHAUSTED: &str = "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
+const LENGTH_RECOVERY_EXHAUSTED: &str = "Truncated response recovery failed after one compact-and-retry attempt.";
+/// Error of a compaction that was aborted.
+const CANCELLED: &str = "Compaction cancelled";
+
+/// A prepared compaction: what to summarise, and how.
+pub(crate) struct CompactionJob {
+    pub reason: CompactionReason,
+    /// Overflow recovery: the interrupted prompt is retried afterwards.
+    pub will_retry: bool,
+    pub prep: Preparation,
+    pub summarizer: Summarizer,
+    pub custom_instructions: Option<String>,
+    pub cancel: CancellationToken,
+    /// Estimated tokens of the system prompt (for `estimatedTokensAfter`).
+    pub system_tokens: u64,
+}
+
+impl CompactionJob {
+    /// Write the summaries (off the actor).
+    pub(crate) async fn run(&self, emitter: &Emitter) -> Result<SummaryOutput, SummaryError> {
+        // Retry events of a summarisation go through the actor like every event.
+        let source = SummarizationSource::Compaction(self.reason);
+        summarize(&self.prep, self.custom_instructions.as_deref(), &self.summarizer, source, emitter, &self.cancel)
+            .await
+    }
+}
+
+/// Where in a run an automatic compaction is considered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CheckPoint {
+    /// Before a prompt's first turn (pi `_prepareRun`).
+    BeforePrompt,
+    /// After tool results, before the next model call (pi `prepareNextTurn`).
+    BetweenTurns,
+    /// After a low-level run ended (pi `_handlePostAgentRun`).
+    AfterRun,
+}
+
+/// The actor's answer to a check.
+pub(crate) struct CheckOutcome {
+    pub job: Option<CompactionJob>,
+    /// An overflow recovery (compact and retry) was started.
+    pub recovery_started: bool,
+}
+
+/// Compaction traffic from tasks to the actor (always boxed in `Internal`).
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum CompactionMsg {
+    Check {
+        at: CheckPoint,
+        last: Option<Box<AssistantMessage>>,
+        recovery_attempted: bool,
+        reply: oneshot::Sender<CheckOutcome>,
+    },
+    /// The summaries are written (or failed); `reply` learns whether the compaction took.
+    Finished {
+        job: Box<CompactionJob>,
+        outcome: Result<SummaryOutput, SummaryError>,
+        reply: Option<oneshot::Sender<bool>>,
+    },
+}
+
+impl std::fmt::Debug for CompactionMsg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CompactionMsg::Check { at, .. } => write!(f, "CompactionMsg::Check({at:?})"),
+            CompactionMsg::Finished { job, outcome, .. } => {
+                write!(f, "CompactionMsg::Finished({:?}, ok={})", job.reason, outcome.is_ok())
+            }
+        }
+    }
+}
+
+/// Why a job could not be prepared.
+enum JobError {
+    /// Nothing to cut (automatic compaction then stays silent).
+    NotCompactable(NotCompactable),
+    /// The model cannot be called.
+    Unavailable(CoreError),
+}
+
+fn failure_prefix(reason: CompactionReason) -> &'static str {
+    match reason {
+        CompactionReason::Manual => "Compaction failed: ",
+        CompactionReason::Threshold => "Auto-compaction failed: ",
+        CompactionReason::Overflow => "Context overflow recovery failed: ",
+    }
+}
+
+fn end_event(reason: CompactionReason, aborted: bool, error: Option<String>) -> AgentEvent {
+    AgentEvent::CompactionEnd { reason, result: None, aborted, will_retry: false, error_message: error }
+}
+
+fn iso_ms(timestamp: Option<&str>) -> Option<i64> {
+    timestamp.and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()).map(|t| t.timestamp_millis())
+}
+
+impl Agent {
+    /// True while a compaction (manual or automatic) runs.
+    pub(super) fn is_compacting(&self) -> bool {
+        self.state.is_compacting()
+    }
+
+    /// Ops that compaction handles or that must wait for it. Returns the op
+    /// when normal dispatch should go on.
+    pub(super) async fn compaction_intercept(&mut self, pending: Pending) -> Option<Pending> {
+        let manual = self.state.manual_compaction().is_some();
+        match pending.op {
+            Op::Compact { custom_instructions } if self.state.is_idle() => {
+                self.start_manual_compaction(pending.tag, custom_instructions).await;
+                None
+            }
+            // pi aborts what runs (a run, another compaction) and compacts after it.
+            Op::Compact { .. } => {
+                self.state.cancel();
+                self.deferred.hold(Hold::Activity, pending);
+                None
+            }
+            Op::Prompt { .. } | Op::SendUserMessage { .. } if manual => {
+                self.reply(pending.tag, Err(CoreError::busy(PROMPT_WHILE_COMPACTING))).await;
+                None
+            }
+            Op::NewSession { .. }
+            | Op::SwitchSession { .. }
+            | Op::ResumeSession { .. }
+            | Op::Fork { .. }
+            | Op::Clone
+                if manual =>
+            {
+                self.state.cancel();
+                self.deferred.hold(Hold::Activity, pending);
+                None
+            }
+            _ => Some(pending),
+        }
+    }
+
+    /// Estimated tokens of our system prompt and tool declarations.
+    pub(super) fn system_tokens(&self) -> u64 {
+        estimate_system_prompt(&self.system_prompt(), &self.active_tool_set().1)
+    }
+
+    fn prepare_job(
+        &self,
+        reason: CompactionReason,
+        will_retry: bool,
+        custom_instructions: Option<String>,
+        cancel: CancellationToken,
+    ) -> Result<CompactionJob, JobError> {
+        let system_tokens = self.system_tokens();
+        let projection = Projection::of(&self.session);
+        let (_, keep) = self.settings.compaction.tokens_for(&self.model.full_id());
+        let prep = prepare(&projection, keep, system_tokens).map_err(JobError::NotCompactable)?;
+        self.preflight().map_err(JobError::Unavailable)?;
+        let provider = self.providers.get(&self.model.api).ok_or_else(|| {
+            JobError::Unavailable(CoreError::new(ErrorKind::Unsupported, format!("No provider for {}", self.model.api)))
+        })?;
+        let summarizer = Summarizer {
+            provider,
+            model: self.model.clone(),
+            thinking: self.thinking,
+            api_key: self.models.api_key(&self.model.provider),
+            headers: self.models.headers(&self.model),
+            retry: self.settings.retry,
+            retry_enabled: self.retry_enabled.load(std::sync::atomic::Ordering::SeqCst),
+        };
+        Ok(CompactionJob { reason, will_retry, prep, summarizer, custom_instructions, cancel, system_tokens })
+    }
+
+    /// `compact`: `compaction_start`, the summaries in a task, then
+    /// `compaction_end` and the reply (see [`Agent::finish_compaction`]).
+    async fn start_manual_compaction(&mut self, tag: Option<RequestTag>, custom_instructions: Option<String>) {
+        let reason = CompactionReason::Manual;
+        self.emit(AgentEvent::CompactionStart { reason }).await;
+        let cancel = CancellationToken::new();
+        let job = match self.prepare_job(reason, false, custom_instructions, cancel.clone()) {
+            Ok(job) => job,
+            Err(e) => {
+                let error = match e {
+                    JobError::NotCompactable(n) => CoreError::new(ErrorKind::InvalidParams, n.message()),
+                    JobError::Unavailable(e) => e,
+                };
+                self.emit(end_event(reason, false, Some(format!("{}{}", failure_prefix(reason), error.message)))).await;
+                self.reply(tag, Err(error)).await;
+                return;
+            }
+        };
+        self.state = RunState::Compacting(ManualCompaction { cancel, tag });
+        let emitter = Emitter::new(self.internal_tx.clone());
+        tokio::spawn(async move {
+            let outcome = job.run(&emitter).await;
+            let msg = CompactionMsg::Finished { job: Box::new(job), outcome, reply: None };
+            emitter.send(Internal::Compaction(Box::new(msg))).await;
+        });
+    }
+
+    /// Start an automatic compaction; `None` (and no event) when nothing can be cut.
+    async fn start_auto_compaction(&mut self, reason: CompactionReason, will_retry: bool) -> Option<CompactionJob> {
+        let cancel = self.state.run().map(|r| r.cancel.clone()).unwrap_or_default();
+        match self.prepare_job(reason, will_retry, None, cancel) {
+            Ok(job) => {
+                self.emit(AgentEvent::CompactionStart { reason }).await;
+                if let Some(run) = self.state.run_mut() {
+                    run.compacting = true;
+                }
+                Some(job)
+            }
+            Err(JobError::NotCompactable(_)) => None,
+            Err(JobError::Unavailable(e)) => {
+                self.emit(AgentEvent::CompactionStart { reason }).await;
+                self.emit(end_event(reason, false, Some(format!("{}{}", failure_prefix(reason), e.message)))).await;
+                None
+            }
+        }
+    }
+
+    pub(super) async fn handle_compaction_msg(&mut self, msg: CompactionMsg) {
+        match msg {
+            CompactionMsg::Check { at, last, recovery_attempted, reply } => {
+                let outcome = self.check_compaction(at, last.map(|b| *b), recovery_attempted).await;
+                let _ = reply.send(outcome);
+            }
+            CompactionMsg::Finished { job, outcome, reply } => {
+                let context = self.finish_compaction(*job, outcome).await;
+                if let Some(reply) = reply {
+                    let _ = reply.send(context);
+                }
+            }
+        }
+    }
+
+    /// Record a finished compaction: entry, context, `compaction_end`,
+    /// replies. True when the compaction took.
+    async fn finish_compaction(&mut self, job: CompactionJob, outcome: Result<SummaryOutput, SummaryError>) -> bool {
+        let manual = match std::mem::take(&mut self.state) {
+            RunState::Compacting(manual) => Some(manual),
+            RunState::Running(mut run) => {
+                run.compacting = false;
+                self.state = RunState::Running(run);
+                None
+            }
+            RunState::Idle => None,
+        };
+        let reason = job.reason;
+        let outcome = if job.cancel.is_cancelled() { Err(SummaryError::Aborted) } else { outcome };
+        let recorded = outcome.and_then(|out| {
+            self.session
+                .append_compaction(
+                    &out.summary,
+                    Some(&job.prep.first_kept_entry_id),
+                    job.prep.tokens_before,
+                    Some(out.details.clone()),
+                    out.usage.clone(),
+                )
+                .map(|_| out)
+                .map_err(|e| {
+                    SummaryError::Failed(CoreError::new(
+                        ErrorKind::Model,
+                        format!("cannot write the compaction entry: {e}"),
+                    ))
+                })
+        });
+        let (reply, context) = match recorded {
+            Ok(out) => {
+                self.messages = self.session.context().messages;
+                self.usage_unknown = true;
+                let result = CompactionResult {
+                    summary: out.summary,
+                    first_kept_entry_id: job.prep.first_kept_entry_id.clone(),
+                    tokens_before: job.prep.tokens_before,
+                    estimated_tokens_after: crate::compaction::estimate_after(&self.messages, job.system_tokens),
+                    usage: out.usage,
+                    details: out.details,
+                };
+                self.emit(AgentEvent::CompactionEnd {
+                    reason,
+                    result: Some(Box::new(result.clone())),
+                    aborted: false,
+                    will_retry: job.will_retry,
+                    error_message: None,
+                })
+                .await;
+                (Ok(Reply::Compaction(Box::new(result))), true)
+            }
+            Err(SummaryError::Aborted) => {
+                self.emit(end_event(reason, true, None)).await;
+                (Err(CoreError::new(ErrorKind::Aborted, CANCELLED)), false)
+            }
+            Err(SummaryError::Failed(error)) => {
+                self.emit(end_event(reason, false, Some(format!("{}{}", failure_prefix(reason), error.message)))).await;
+                (Err(error), false)
+            }
+        };
+        if let Some(manual) = manual {
+            self.reply(manual.tag, reply).await;
+            self.activity_ended().await;
+        }
+        context
+    }
+
+    /// The session entry id of a message (the latest entry holding it).
+    fn entry_id_of(&self, message: &AgentMessage) -> Option<String> {
+        self.session.entries().filter(|e| e.message() == Some(message)).last().and_then(|e| e.id().map(str::to_string))
+    }
+
+    /// Hide a failed attempt (and its tool results) from the model context:
+    /// pi appends `context_edit` entries with a null replacement.
+    fn omit_attempt(&mut self, attempt: &AssistantMessage) {
+        let message = AgentMessage::Assistant(attempt.clone());
+        let call_ids: Vec<&str> = attempt
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall(c) => Some(c.id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut targets = vec![message.clone()];
+        if let Some(pos) = self.messages.iter().rposition(|m| m == &message) {
+            for m in &self.messages[pos + 1..] {
+                match m {
+                    AgentMessage::Assistant(_) => break,
+                    AgentMessage::ToolResult(t) if call_ids.contains(&t.tool_call_id.as_str()) => {
+                        targets.push(m.clone())
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for target in targets {
+            if let Some(pos) = self.messages.iter().rposition(|m| m == &target) {
+                self.messages.remove(pos);
+            }
+            if let Some(id) = self.entry_id_of(&target)
+                && let Err(e) = self.session.append_context_edit(&id, None)
+            {
+                tracing::warn!("cannot hide the failed attempt from the context: {e}");
+            }
+        }
+    }
+
+    /// pi's `_checkCompaction` (and the between-turn threshold check).
+    async fn check_compaction(
+        &mut self,
+        at: CheckPoint,
+        last: Option<AssistantMessage>,
+        recovery_attempted: bool,
+    ) -> CheckOutcome {
+        let mut out = CheckOutcome { job: None, recovery_started: false };
+        let window = self.model.context_window;
+        if !self.auto_compaction || window == 0 {
+            return out;
+        }
+        let (reserve, _) = self.settings.compaction.tokens_for(&self.model.full_id());
+        if at == CheckPoint::BetweenTurns {
+            let tokens = Projection::of(&self.session).estimate_tokens_with(|| self.system_tokens());
+            if should_compact(tokens, window, reserve) {
+                out.job = self.start_auto_compaction(CompactionReason::Threshold, false).await;
+            }
+            return out;
+        }
+        let last = last.or_else(|| self.messages.iter().rev().find_map(|m| m.as_assistant().cloned()));
+        let Some(last) = last else { return out };
+        if at == CheckPoint::AfterRun && last.stop_reason == StopReason::Aborted {
+            return out;
+        }
+        let compaction_ms = self
+            .session
+            .branch()
+            .iter()
+            .rev()
+            .find(|e| e.type_name() == "compaction")
+            .map(|e| iso_ms(e.timestamp()).unwrap_or(i64::MAX));
+        // pi skips answers from before the latest compaction (`<=`); we use `<`
+        // so that a retry started in the same millisecond as the compaction
+        // entry still counts as after it.
+        if compaction_ms.is_some_and(|ms| last.timestamp < ms) {
+            return out;
+        }
+        let projection = Projection::of(&self.session);
+        match self.overflow_kind(&last, &projection) {
+            Some(_) if last.stop_reason == StopReason::Stop => {
+                // A complete answer over the window: compact, keep the answer.
+                out.job = self.start_auto_compaction(CompactionReason::Overflow, false).await;
+                return out;
+            }
+            Some(overflow) => {
+                if recovery_attempted {
+                    let error = if overflow { OVERFLOW_RECOVERY_EXHAUSTED } else { LENGTH_RECOVERY_EXHAUSTED };
+                    self.emit(end_event(CompactionReason::Overflow, false, Some(error.to_string()))).await;
+                    return out;
+                }
+                out.recovery_started = true;
+                self.omit_attempt(&last);
+                out.job = self.start_auto_compaction(CompactionReason::Overflow, true).await;
+                return out;
+            }
+            None => {}
+        }
+        let Some(tokens) = self.threshold_tokens(&last, &projection, compaction_ms) else { return out };
+        if should_compact(tokens, window, reserve) {
+            out.job = self.start_auto_compaction(CompactionReason::Threshold, false).await;
+        }
+        out
+    }
+
+    /// `Some(true)` for a context overflow, `Some(false)` for a recoverable
+    /// `length` stop, `None` otherwise (pi's overflow cases 1 and 2).
+    fn overflow_kind(&self, last: &AssistantMessage, projection: &Projection) -> Option<bool> {
+        let same_model = last.provider == self.model.provider && last.model == self.model.id;
+        if !same_model {
+            return None;
+        }
+        let window = self.model.context_window;
+        let message = AgentMessage::Assistant(last.clone());
+        let entry_id = self.entry_id_of(&message);
+        let projected = entry_id.as_deref().is_none_or(|id| {
+            projection.entries.iter().any(|e| {
+                e.id.as_deref() == Some(id) && e.messages.iter().any(|m| matches!(m, AgentMessage::Assistant(_)))
+            })
+        });
+        // Entries after the answer on the branch: edits and compactions.
+        let branch = self.session.branch();
+        let start = entry_id.as_deref().and_then(|id| branch.iter().position(|e| e.id() == Some(id)));
+        let mut has_edit = false;
+        let mut has_compaction = false;
+        let mut latest_edit_keeps = true;
+        for entry in start.map_or(&[][..], |i| &branch[i + 1..]) {
+            match entry {
+                SessionEntry::Unknown(v) if entry.type_name() == "context_edit" => {
+                    has_edit = true;
+                    if v.get("targetId").and_then(|t| t.as_str()) == entry_id.as_deref() {
+                        latest_edit_keeps = v.get("replacement").is_some_and(|r| !r.is_null());
+                    }
+                }
+                _ if entry.type_name() == "compaction" => has_compaction = true,
+                _ => {}
+            }
+        }
+        let retained = entry_id.is_none() || (!has_compaction && latest_edit_keeps);
+        let usage_matches = projected && !has_edit;
+        let explicit =
+            last.stop_reason == StopReason::Error && last.error_message.as_deref().is_some_and(is_context_overflow);
+        let input = last.usage.input + last.usage.cache_read;
+        let silent = last.stop_reason == StopReason::Stop && input > window;
+        let length_overflow =
+            last.stop_reason == StopReason::Length && last.usage.output == 0 && input as f64 >= window as f64 * 0.99;
+        let overflow = (explicit && retained) || (usage_matches && (explicit || silent || length_overflow));
+        let max = self.model.max_tokens;
+        let recoverable_length =
+            projected && last.stop_reason == StopReason::Length && max > 0 && last.usage.output < max;
+        if overflow {
+            Some(true)
+        } else if recoverable_length {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// Context tokens for the threshold rule (pi's case 3); `None` when the
+    /// only usage predates the latest compaction.
+    fn threshold_tokens(
+        &self,
+        last: &AssistantMessage,
+        projection: &Projection,
+        compaction_ms: Option<i64>,
+    ) -> Option<u64> {
+        let direct = last.usage.context_tokens();
+        if projection.entries.iter().any(|e| e.kind == "context_edit") {
+            return Some(projection.estimate_tokens_with(|| self.system_tokens()));
+        }
+        if last.stop_reason == StopReason::Error || direct == 0 {
+            let (tokens, usage_at) = estimate_context(&self.messages);
+            return match usage_at {
+                Some(i) => {
+                    let stale = compaction_ms.is_some_and(|ms| self.messages[i].timestamp() < ms);
+                    (!stale).then_some(tokens)
+                }
+                None => Some(tokens + self.system_tokens()),
+            };
+        }
+        Some(direct)
+    }
+}
+
+// ----- the run side ----------------------------------------------------------
+
+/// What a run does after its post-run compaction check.
+pub(crate) enum AfterRun {
+    /// Start another low-level run with these messages (empty: retry the prompt).
+    Continue(Vec<AgentMessage>),
+    /// The run is over.
+    Settle { aborted: bool },
+}
+
+/// Compaction state of one session-level run: whether an overflow recovery
+/// was tried since the last good answer (pi `_overflowRecoveryAttempted`).
+#[derive(Debug, Default)]
+pub(crate) struct RunCompaction {
+    overflow_attempted: bool,
+}
+
+impl RunCompaction {
+    async fn check(&self, s: &RunSetup, at: CheckPoint, last: Option<AssistantMessage>) -> CheckOutcome {
+        let (reply, answer) = oneshot::channel();
+        let msg =
+            CompactionMsg::Check { at, last: last.map(Box::new), recovery_attempted: self.overflow_attempted, reply };
+        s.emitter.send(Internal::Compaction(Box::new(msg))).await;
+        answer.await.unwrap_or(CheckOutcome { job: None, recovery_started: false })
+    }
+
+    /// Write the summaries; the actor adopts the compacted context. True on success.
+    async fn run_job(s: &mut RunSetup, job: CompactionJob) -> bool {
+        let outcome = job.run(&s.emitter).await;
+        let (reply, answer) = oneshot::channel();
+        let msg = CompactionMsg::Finished { job: Box::new(job), outcome, reply: Some(reply) };
+        s.emitter.send(Internal::Compaction(Box::new(msg))).await;
+        answer.await.unwrap_or(false)
+    }
+
+    /// Before a prompt's first turn: compact if the previous answer left the
+    /// context over the threshold (or overflowed without recovery).
+    pub(crate) async fn before_prompt(&mut self, s: &mut RunSetup) {
+        if let Some(job) = self.check(s, CheckPoint::BeforePrompt, None).await.job {
+            Self::run_job(s, job).await;
+        }
+    }
+
+    /// After tool results, before the next model call: threshold compaction.
+    pub(crate) async fn between_turns(s: &mut RunSetup) {
+        if s.cancel.is_cancelled() {
+            return;
+        }
+        if let Some(job) = RunCompaction::default().check(s, CheckPoint::BetweenTurns, None).await.job {
+            Self::run_job(s, job).await;
+        }
+    }
+
+    /// After a low-level run (its `agent_end` emitted): overflow recovery
+    /// (compact, then retry the prompt once) or threshold compaction.
+    pub(crate) async fn after_run(&mut self, s: &mut RunSetup, new_messages: &[AgentMessage]) -> AfterRun {
+        if s.cancel.is_cancelled() {
+            return AfterRun::Settle { aborted: true };
+        }
+        for m in new_messages {
+            match m {
+                AgentMessage::User(_) => self.overflow_attempted = false,
+                AgentMessage::Assistant(a) if !matches!(a.stop_reason, StopReason::Error | StopReason::Length) => {
+                    self.overflow_attempted = false
+                }
+                _ => {}
+            }
+        }
+        let Some(last) = new_messages.iter().rev().find_map(|m| m.as_assistant().cloned()) else {
+            return AfterRun::Settle { aborted: false };
+        };
+        let outcome = self.check(s, CheckPoint::AfterRun, Some(last)).await;
+        if outcome.recovery_started {
+            self.overflow_attempted = true;
+        }
+        let Some(job) = outcome.job else { return AfterRun::Settle { aborted: false } };
+        let will_retry = job.will_retry;
+        let compacted = Self::run_job(s, job).await;
+        if s.cancel.is_cancelled() {
+            return AfterRun::Settle { aborted: true };
+        }
+        if !compacted {
+            return AfterRun::Settle { aborted: false };
+        }
+        if will_retry {
+            return AfterRun::Continue(Vec::new());
+        }
+        // Messages queued during the compaction get a run of their own.
+        for kind in [QueueKind::Steering, QueueKind::FollowUp] {
+            let (reply, answer) = oneshot::channel();
+            s.emitter.send(Internal::TakeQueued { kind, reply }).await;
+            let queued: Vec<AgentMessage> = answer.await.unwrap_or_default().into_iter().map(|d| d.message).collect();
+            if !queued.is_empty() {
+                s.emitter.send(Internal::QueueChanged).await;
+                return AfterRun::Continue(queued);
+            }
+        }
+        AfterRun::Settle { aborted: false }
+    }
+}

@@ -1,0 +1,615 @@
+//! The agent side of prompt templates, skills and extensions: expanding
+//! `/template` and `/skill:name` input, running extension commands from
+//! `prompt`, refusing them in `steer`/`follow_up`, `get_commands`, the
+//! `session_before_switch` / `session_before_fork` hooks, extension tools,
+//! and the signals extensions send.
+//!
+//! The actor never waits on an extension: commands and hooks run in tasks
+//! and report back through [`Internal::Extension`]. While extensions start
+//! and while a session hook decides, later ops are held (in arrival order)
+//! and replayed afterwards; dialog answers always pass.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::actor::Agent;
+use super::internal::Internal;
+use super::state::{HeldMessage, Hold, Pending};
+use crate::error::CoreError;
+use crate::event::AgentEvent;
+use crate::extensions::hooks::{InputOutcome, InputSource};
+use crate::extensions::{
+    CallError, ExtensionOptions, ExtensionTool, Extensions, HostSignal, RegisteredCommand, Routed, SignalSink,
+    StartContext,
+};
+use crate::message::AgentMessage;
+use crate::op::{CommandInfo, CommandSource, Disposition, Op, Reply, RequestTag, StreamingBehavior, UiResponse};
+use crate::resources::{Resources, SkillReader};
+use crate::tools::ToolRegistry;
+
+/// Messages for the actor about extension work.
+#[derive(Debug)]
+pub(crate) enum ExtSignal {
+    Host(HostSignal),
+    /// An extension command finished (`error`: what it answered with, if it failed).
+    CommandDone {
+        tag: Option<RequestTag>,
+        invocation: String,
+        error: Option<String>,
+    },
+    /// The session hooks decided about an op.
+    SessionHookDone {
+        pending: Pending,
+        cancelled: bool,
+    },
+    /// The `input` hooks decided about a client's prompt: `op` carries the
+    /// (possibly transformed) text, unless an extension handled it.
+    InputDone {
+        tag: Option<RequestTag>,
+        op: Option<Op>,
+    },
+    /// The `input` hooks decided about extension `id`'s `sendUserMessage`
+    /// (`params` with the resulting content), unless one handled it.
+    UserMessageInputDone {
+        id: usize,
+        params: Option<Value>,
+    },
+}
+
+/// Host signals go straight into the actor's internal queue.
+struct ActorSink(mpsc::Sender<Internal>);
+
+#[async_trait::async_trait]
+impl SignalSink for ActorSink {
+    async fn deliver(&self, signal: HostSignal) -> bool {
+        self.0.send(Internal::Extension(ExtSignal::Host(signal))).await.is_ok()
+    }
+}
+
+/// What the actor keeps about templates, skills and extensions.
+pub(crate) struct ExtensionState {
+    pub handle: Extensions,
+    pub resources: Resources,
+    /// Per extension: not yet registered nor dead (ops wait until none is).
+    starting: Vec<bool>,
+    /// A session hook is deciding (ops wait in the actor's deferred queue).
+    hook_pending: bool,
+    /// Commands and hooks in flight.
+    running: usize,
+    /// Custom messages for the next prompt (`deliverAs: "nextTurn"`).
+    pub next_turn: Vec<AgentMessage>,
+    /// Tool names each extension added.
+    tools_of: HashMap<usize, Vec<String>>,
+    /// Every tool name each extension ever registered (activation happens once).
+    tools_known: HashMap<usize, std::collections::HashSet<String>>,
+    /// Bumped whenever an extension changes the tools (a run picks them up).
+    pub tools_version: Arc<std::sync::atomic::AtomicU64>,
+    /// `--no-tools`: extension tools start inactive.
+    no_tools: bool,
+}
+
+impl ExtensionState {
+    /// Start the extensions of `options`; their signals reach the actor on `internal`.
+    pub(crate) fn start(
+        resources: Resources,
+        options: &ExtensionOptions,
+        ctx: &StartContext<'_>,
+        internal: mpsc::Sender<Internal>,
+    ) -> Self {
+        let handle = if options.paths.is_empty() && options.load_errors.is_empty() {
+            Extensions::default()
+        } else {
+            Extensions::start(options, ctx, Arc::new(ActorSink(internal)))
+        };
+        ExtensionState {
+            starting: vec![true; handle.len()],
+            handle,
+            resources,
+            hook_pending: false,
+            running: 0,
+            next_turn: Vec::new(),
+            tools_of: HashMap::new(),
+            tools_known: HashMap::new(),
+            tools_version: Arc::default(),
+            no_tools: options.no_tools,
+        }
+    }
+
+    /// Tell a running run that the tools changed.
+    pub(crate) fn tools_changed(&self) {
+        self.tools_version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// No command or hook in flight.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.running == 0
+    }
+
+    /// Ops wait: extensions are starting or a session hook decides.
+    fn gated(&self) -> bool {
+        self.hook_pending || self.starting.iter().any(|s| *s)
+    }
+}
+
+/// The text of `Extension command "/x" cannot be queued…` (pi's wording).
+fn cannot_queue(invocation: &str) -> String {
+    format!(
+        "Extension command \"/{invocation}\" cannot be queued. Use prompt() or execute the command when not streaming."
+    )
+}
+
+impl Agent {
+    /// Look at an op before the actor handles it: hold it while extensions
+    /// start or a session hook decides, run extension commands, expand
+    /// templates and skills, answer `get_commands`, start session hooks.
+    /// Returns the op to handle as usual, or `None` when it was taken care of.
+    pub(super) async fn intercept_for_extensions(&mut self, pending: Pending) -> Option<Pending> {
+        match &pending.op {
+            Op::ExtensionUiResponse { .. } => return Some(pending),
+            Op::Shutdown { abort } => {
+                // The client is gone: nobody can answer a dialog any more.
+                self.ext.handle.ui().close();
+                if *abort {
+                    for held in self.deferred.drain_ops(Hold::Extensions) {
+                        self.reply(held.tag, Err(CoreError::busy("The agent is shutting down"))).await;
+                    }
+                    return Some(pending);
+                }
+            }
+            _ => {}
+        }
+        if self.ext.gated() {
+            self.deferred.hold(Hold::Extensions, pending);
+            return None;
+        }
+        let tag = pending.tag;
+        let op = match pending.op {
+            Op::Prompt { message, images, streaming_behavior } => {
+                if let Some((command, args)) = self.ext.handle.find_command(&message) {
+                    self.run_extension_command(tag, command, args);
+                    return None;
+                }
+                let Op::Prompt { message, images, streaming_behavior } =
+                    self.input_gate(tag, Op::Prompt { message, images, streaming_behavior }, pending.inputs_seen)?
+                else {
+                    return None;
+                };
+                let message = self.expand_resources(message).await;
+                Op::Prompt { message, images, streaming_behavior }
+            }
+            Op::Steer { message, images } => {
+                self.refuse_command(tag, &message).await?;
+                let Op::Steer { message, images } =
+                    self.input_gate(tag, Op::Steer { message, images }, pending.inputs_seen)?
+                else {
+                    return None;
+                };
+                let message = self.expand_resources(message).await;
+                Op::Steer { message, images }
+            }
+            Op::FollowUp { message, images } => {
+                self.refuse_command(tag, &message).await?;
+                let Op::FollowUp { message, images } =
+                    self.input_gate(tag, Op::FollowUp { message, images }, pending.inputs_seen)?
+                else {
+                    return None;
+                };
+                let message = self.expand_resources(message).await;
+                Op::FollowUp { message, images }
+            }
+            Op::GetCommands => {
+                self.reply(tag, Ok(Reply::Commands(self.command_list()))).await;
+                return None;
+            }
+            op @ (Op::NewSession { .. }
+            | Op::SwitchSession { .. }
+            | Op::ResumeSession { .. }
+            | Op::Fork { .. }
+            | Op::Clone) => return self.session_hook(Pending { op, ..pending }),
+            other => other,
+        };
+        Some(Pending { op, ..pending })
+    }
+
+    /// `None` (after refusing it) when `message` invokes an extension command.
+    async fn refuse_command(&mut self, tag: Option<RequestTag>, message: &str) -> Option<()> {
+        if let Some((command, _)) = self.ext.handle.find_command(message) {
+            self.reply(tag, Err(CoreError::invalid("message", cannot_queue(&command.invocation)))).await;
+            return None;
+        }
+        Some(())
+    }
+
+    /// Ask the `input` hooks about a prompt, steer or follow-up (held ops
+    /// wait meanwhile); `Some(op)` when none listens or they already decided.
+    fn input_gate(&mut self, tag: Option<RequestTag>, op: Op, seen: bool) -> Option<Op> {
+        if seen || !self.ext.handle.listens("input") {
+            return Some(op);
+        }
+        let streaming = |b: StreamingBehavior| match b {
+            StreamingBehavior::Steer => "steer",
+            StreamingBehavior::FollowUp => "followUp",
+        };
+        let (text, images, behavior) = match &op {
+            Op::Prompt { message, images, streaming_behavior } => {
+                (message.clone(), images.clone(), streaming_behavior.filter(|_| self.state.is_running()).map(streaming))
+            }
+            Op::Steer { message, images } => (message.clone(), images.clone(), Some("steer")),
+            Op::FollowUp { message, images } => (message.clone(), images.clone(), Some("followUp")),
+            _ => return Some(op),
+        };
+        self.ext.hook_pending = true;
+        self.ext.running += 1;
+        let internal = self.internal_tx.clone();
+        let handle = self.ext.handle.clone();
+        tokio::spawn(async move {
+            let op = match handle.input(text, images, InputSource::Rpc, behavior).await {
+                InputOutcome::Handled => None,
+                InputOutcome::Continue { text, images } => Some(match op {
+                    Op::Prompt { streaming_behavior, .. } => Op::Prompt { message: text, images, streaming_behavior },
+                    Op::Steer { .. } => Op::Steer { message: text, images },
+                    _ => Op::FollowUp { message: text, images },
+                }),
+            };
+            let _ = internal.send(Internal::Extension(ExtSignal::InputDone { tag, op })).await;
+        });
+        None
+    }
+
+    /// Ask the `input` hooks about an extension's `sendUserMessage`
+    /// (`source: "extension"`); the message is delivered once they decided.
+    pub(super) fn user_message_input_gate(&mut self, id: usize, params: &Value) -> bool {
+        if !self.ext.handle.listens("input") {
+            return false;
+        }
+        let Ok((text, images)) = super::extension_requests::user_content(params) else { return false };
+        let behavior = match params.get("deliverAs").and_then(Value::as_str) {
+            Some("steer") if self.state.is_running() => Some("steer"),
+            Some("followUp") if self.state.is_running() => Some("followUp"),
+            _ => None,
+        };
+        let internal = self.internal_tx.clone();
+        let handle = self.ext.handle.clone();
+        let mut params = params.clone();
+        tokio::spawn(async move {
+            let params = match handle.input(text, images, InputSource::Extension, behavior).await {
+                InputOutcome::Handled => None,
+                InputOutcome::Continue { text, images } => {
+                    let mut content = vec![json!({"type": "text", "text": text})];
+                    content.extend(images.iter().map(|i| json!(crate::message::ContentBlock::Image(i.clone()))));
+                    params["content"] = Value::Array(content);
+                    Some(params)
+                }
+            };
+            let _ = internal.send(Internal::Extension(ExtSignal::UserMessageInputDone { id, params })).await;
+        });
+        true
+    }
+
+    /// `/skill:name args` then `/template args` (pi's order); a skill file
+    /// that cannot be read is reported and the text sent as typed.
+    async fn expand_resources(&mut self, text: String) -> String {
+        if !text.starts_with('/') {
+            return text;
+        }
+        let expanded = crate::resources::expand_input(&text, &self.ext.resources);
+        if let Some(e) = expanded.error {
+            self.emit(AgentEvent::ExtensionError {
+                extension_path: e.path.display().to_string(),
+                event: "skill_expansion".to_string(),
+                error: e.message,
+            })
+            .await;
+        }
+        expanded.text
+    }
+
+    /// `get_commands`: extension commands, then templates, then skills.
+    pub(super) fn command_list(&self) -> Vec<CommandInfo> {
+        let mut list: Vec<CommandInfo> = self
+            .ext
+            .handle
+            .commands()
+            .into_iter()
+            .map(|c| CommandInfo {
+                name: c.invocation,
+                description: c.description,
+                source: CommandSource::Extension,
+                location: None,
+                path: Some(c.extension.path_string()),
+            })
+            .collect();
+        list.extend(crate::resources::commands(&self.ext.resources));
+        list
+    }
+
+    /// The skills block of the system prompt: only when `read` or `bash` is
+    /// active (the tools the model could load a skill file with), as in pi.
+    pub(super) fn skills_section(&self) -> Option<String> {
+        let active = |name: &str| self.active_tools.iter().any(|t| t == name) && self.tools.contains(name);
+        let reader = if active("read") {
+            SkillReader::Read
+        } else if active("bash") {
+            SkillReader::Bash
+        } else {
+            return None;
+        };
+        crate::resources::skills_prompt_section_with(&self.ext.resources.skills, reader)
+    }
+
+    fn run_extension_command(&mut self, tag: Option<RequestTag>, command: RegisteredCommand, args: String) {
+        self.ext.running += 1;
+        let internal = self.internal_tx.clone();
+        tokio::spawn(async move {
+            let params = json!({"name": command.name, "args": args});
+            let error = match command.extension.call("command", params, None).await {
+                Err(CallError::Failed(e)) => Some(e),
+                _ => None,
+            };
+            let done = ExtSignal::CommandDone { tag, invocation: command.invocation, error };
+            let _ = internal.send(Internal::Extension(done)).await;
+        });
+    }
+
+    /// Ask `session_before_switch` / `session_before_fork` subscribers about
+    /// a session op; `Some(op)` when none listens or they already allowed it.
+    fn session_hook(&mut self, pending: Pending) -> Option<Pending> {
+        if pending.allowed {
+            return Some(pending);
+        }
+        let (method, params) = match &pending.op {
+            Op::NewSession { .. } => ("session_before_switch", json!({"reason": "new"})),
+            Op::SwitchSession { session_path } => {
+                ("session_before_switch", json!({"reason": "resume", "targetSessionFile": session_path}))
+            }
+            Op::ResumeSession { reference } => {
+                ("session_before_switch", json!({"reason": "resume", "targetSessionFile": reference}))
+            }
+            Op::Fork { entry_id } => ("session_before_fork", json!({"entryId": entry_id, "position": "before"})),
+            Op::Clone => match self.session.leaf_id() {
+                Some(leaf) => ("session_before_fork", json!({"entryId": leaf, "position": "at"})),
+                None => return Some(pending),
+            },
+            _ => return Some(pending),
+        };
+        let subscribers = self.ext.handle.subscribers(method);
+        if subscribers.is_empty() {
+            return Some(pending);
+        }
+        self.ext.hook_pending = true;
+        self.ext.running += 1;
+        let internal = self.internal_tx.clone();
+        let mut params = params;
+        if let Value::Object(obj) = &mut params {
+            obj.insert("type".into(), Value::String(method.to_string()));
+        }
+        tokio::spawn(async move {
+            let mut cancelled = false;
+            for ext in subscribers {
+                match ext.call(method, params.clone(), None).await {
+                    Ok(v) if v.get("cancel").and_then(Value::as_bool) == Some(true) => {
+                        cancelled = true;
+                        break;
+                    }
+                    Ok(_) | Err(CallError::Dead(_) | CallError::Cancelled) => {}
+                    Err(CallError::Failed(error)) => {
+                        let event = AgentEvent::ExtensionError {
+                            extension_path: ext.path_string(),
+                            event: method.to_string(),
+                            error,
+                        };
+                        let _ = internal.send(Internal::Event(event)).await;
+                    }
+                }
+            }
+            let _ = internal.send(Internal::Extension(ExtSignal::SessionHookDone { pending, cancelled })).await;
+        });
+        None
+    }
+
+    /// Route a client's dialog answer. A tagged op (JSON-RPC request form)
+    /// is answered: success, or not found when no open dialog matched.
+    pub(super) async fn ui_response(&mut self, tag: Option<RequestTag>, id: Option<String>, response: UiResponse) {
+        let routed = self.ext.handle.ui().resolve(id.as_deref(), response);
+        let result = match (routed, id) {
+            (Routed::Resolved, _) => Ok(Reply::Ack),
+            (Routed::Ignored, Some(id)) => Err(CoreError::not_found(format!("No pending extension dialog: {id}"))),
+            (Routed::Ignored, None) => Err(CoreError::invalid(
+                "id",
+                format!("An id is required: {} extension dialogs are pending", self.ext.handle.ui().len()),
+            )),
+        };
+        self.reply(tag, result).await;
+    }
+
+    /// Pass an event the actor emits to subscribed extensions.
+    pub(super) fn notify_extensions(&self, event: &AgentEvent) {
+        self.ext.handle.notify(event);
+    }
+
+    /// Tell extensions a session became current (`reason`: new, resume, fork).
+    pub(super) fn extensions_session_started(&self, reason: &str) {
+        let payload = json!({"type": "session_start", "reason": reason, "sessionId": self.session.session_id()});
+        self.ext.handle.notify_raw("session_start", payload);
+    }
+
+    /// A custom message sent during a run: it joins the conversation when the run ends.
+    pub(super) fn defer_custom_message(&mut self, message: AgentMessage) {
+        self.held.push(HeldMessage::Custom(message));
+    }
+
+    /// Append a message outside a run, with its `message_start`/`message_end`.
+    pub(super) async fn append_and_announce(&mut self, message: AgentMessage) {
+        self.append_message(message.clone());
+        for event in [AgentEvent::MessageStart { message: message.clone() }, AgentEvent::MessageEnd { message }] {
+            self.emit(event).await;
+        }
+    }
+
+    pub(super) async fn handle_extension_signal(&mut self, signal: ExtSignal) {
+        match signal {
+            ExtSignal::Host(HostSignal::Registered { id }) => {
+                self.sync_extension_tools(id).await;
+                if self.ext.starting.get(id) == Some(&true)
+                    && let Some(ext) = self.ext.handle.get(id).filter(|e| e.subscribes("session_start"))
+                {
+                    let payload =
+                        json!({"type": "session_start", "reason": "startup", "sessionId": self.session.session_id()});
+                    ext.send(&crate::extensions::protocol::event_message(payload));
+                }
+                self.extension_started(id).await;
+            }
+            ExtSignal::Host(HostSignal::Died { id, event, error }) => {
+                let path = self.ext.handle.get(id).map(|e| e.path_string()).unwrap_or_default();
+                self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
+                for name in self.ext.tools_of.remove(&id).unwrap_or_default() {
+                    self.remove_extension_tool(&name);
+                }
+                self.extension_started(id).await;
+            }
+            ExtSignal::Host(HostSignal::Error { path, event, error }) => {
+                self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
+            }
+            ExtSignal::Host(HostSignal::Event(event)) => self.emit(*event).await,
+            ExtSignal::Host(HostSignal::Request { id, request, reply }) => {
+                let result = self.extension_request(id, request).await;
+                let _ = reply.send(result);
+            }
+            ExtSignal::CommandDone { tag, invocation, error } => {
+                self.ext.running = self.ext.running.saturating_sub(1);
+                if let Some(error) = error {
+                    let event = AgentEvent::ExtensionError {
+                        extension_path: format!("command:{invocation}"),
+                        event: "command".to_string(),
+                        error,
+                    };
+                    self.emit(event).await;
+                }
+                self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Handled })).await;
+            }
+            ExtSignal::InputDone { tag, op } => {
+                self.ext.running = self.ext.running.saturating_sub(1);
+                self.ext.hook_pending = false;
+                match op {
+                    Some(op) => {
+                        let pending = Pending { tag, op, allowed: false, accepted: true, inputs_seen: true };
+                        self.handle_op(pending).await;
+                    }
+                    None => self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Handled })).await,
+                }
+                self.release_deferred().await;
+            }
+            ExtSignal::UserMessageInputDone { id, params } => {
+                if let Some(params) = params {
+                    self.deliver_user_message(id, &params).await;
+                }
+            }
+            ExtSignal::SessionHookDone { pending, cancelled } => {
+                self.ext.running = self.ext.running.saturating_sub(1);
+                self.ext.hook_pending = false;
+                if cancelled {
+                    let reply = match &pending.op {
+                        Op::Fork { entry_id } => {
+                            let text = self
+                                .session
+                                .fork_messages()
+                                .into_iter()
+                                .find(|m| &m.entry_id == entry_id)
+                                .map(|m| m.text)
+                                .unwrap_or_default();
+                            Reply::Fork { text, cancelled: true }
+                        }
+                        _ => Reply::Switched { cancelled: true },
+                    };
+                    self.reply(pending.tag, Ok(reply)).await;
+                } else {
+                    self.handle_op(Pending { allowed: true, accepted: true, ..pending }).await;
+                }
+                self.release_deferred().await;
+            }
+        }
+    }
+
+    /// An extension registered or died: once none is starting, replay held ops.
+    async fn extension_started(&mut self, id: usize) {
+        if let Some(flag) = self.ext.starting.get_mut(id) {
+            *flag = false;
+        }
+        self.release_deferred().await;
+    }
+
+    /// Replay held ops in order (each is held again if a new hook starts);
+    /// they were accepted before any shutdown.
+    async fn release_deferred(&mut self) {
+        if self.ext.gated() {
+            return;
+        }
+        let (_, held) = self.deferred.release(Hold::Extensions);
+        for pending in held {
+            self.handle_op(Pending { accepted: true, ..pending }).await;
+        }
+    }
+
+    /// Make extension `id`'s registered tools callable (replacing those of
+    /// an earlier registration). A name another extension owns is refused.
+    async fn sync_extension_tools(&mut self, id: usize) {
+        let Some(ext) = self.ext.handle.get(id).filter(|e| !e.is_dead()) else { return };
+        let Some(registration) = ext.registration() else { return };
+        // Tools left out of the new registration go; the others are replaced
+        // in place, keeping their place in the active list.
+        let previous = self.ext.tools_of.remove(&id).unwrap_or_default();
+        for name in previous.iter().filter(|n| !registration.tools.iter().any(|t| &t.name == *n)) {
+            self.remove_extension_tool(name);
+        }
+        let known_before = self.ext.tools_known.entry(id).or_default().clone();
+        let mut added = Vec::new();
+        for spec in registration.tools {
+            let owner = self.ext.tools_of.iter().find(|(_, names)| names.contains(&spec.name)).map(|(o, _)| *o);
+            if let Some(owner) = owner {
+                let other = self.ext.handle.get(owner).map(|e| e.path_string()).unwrap_or_default();
+                let error = format!("tool \"{}\" is already registered by {other}", spec.name);
+                let event =
+                    AgentEvent::ExtensionError { extension_path: ext.path_string(), event: "register".into(), error };
+                self.emit(event).await;
+                continue;
+            }
+            // A tool is activated when first registered (unless excluded:
+            // the registry refuses it); re-registering keeps what
+            // `setActiveTools` made of it since.
+            let first_time = !known_before.contains(&spec.name);
+            let name = spec.name.clone();
+            let active = spec.active;
+            self.tools.register(Arc::new(ExtensionTool::new(ext.clone(), spec)));
+            if first_time
+                && active
+                && !self.ext.no_tools
+                && self.tools.contains(&name)
+                && !self.active_tools.contains(&name)
+            {
+                self.active_tools.push(name.clone());
+            }
+            added.push(name);
+        }
+        self.ext.tools_known.entry(id).or_default().extend(added.iter().cloned());
+        self.ext.tools_of.insert(id, added);
+        self.ext.tools_changed();
+    }
+
+    /// The path of the extension that registered tool `name`, if one did.
+    pub(super) fn extension_tool_owner(&self, name: &str) -> Option<String> {
+        let (owner, _) = self.ext.tools_of.iter().find(|(_, names)| names.iter().any(|n| n == name))?;
+        self.ext.handle.get(*owner).map(|e| e.path_string())
+    }
+
+    /// Remove an extension tool; a built-in it replaced comes back.
+    fn remove_extension_tool(&mut self, name: &str) {
+        self.tools.unregister(name);
+        match ToolRegistry::builtin().get(name) {
+            Some(builtin) => self.tools.register(builtin),
+            None => self.active_tools.retain(|t| t != name),
+        }
+    }
+}

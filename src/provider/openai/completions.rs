@@ -1,0 +1,284 @@
+//! The `openai-completions` wire API (Chat Completions with SSE streaming):
+//! sends the request built by `request`, turns the chunks into
+//! provider events the way pi does, and classifies failures.
+//!
+//! Like pi, one text block and one thinking block are used for the whole
+//! response, tool calls are keyed by their stream index (then id), every
+//! tool-call chunk yields a delta (the first one is usually `""`), and all
+//! `BlockEnd`s are emitted at the end of the stream in block order.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::compat::OpenAiCompat;
+use super::reasoning::{append_reasoning_detail, is_reasoning_detail};
+use super::request::{build_body, build_headers};
+use crate::message::{StopReason, Usage};
+use crate::provider::classify::{error_from, js_truthy, openai_http_error, openai_stream_error_message};
+use crate::provider::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
+use crate::provider::http::HttpClient;
+use crate::provider::sse::SseEvent;
+use crate::provider::{
+    BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest, ProviderStream,
+};
+
+/// Chat Completions provider.
+pub struct OpenAiCompletions {
+    http: HttpClient,
+}
+
+impl OpenAiCompletions {
+    pub fn new(http: HttpClient) -> Self {
+        OpenAiCompletions { http }
+    }
+}
+
+/// pi's text when a stream ends cleanly without any `finish_reason`.
+pub const NO_FINISH_REASON_MESSAGE: &str = "Stream ended without finish_reason";
+pub use crate::provider::classify::MALFORMED_EVENT_MESSAGE;
+
+/// Usage from a Chat Completions `usage` object (pi's `parseChunkUsage`):
+/// cached prompt tokens are cache reads and are not counted as input.
+pub fn parse_usage(u: &Value) -> Usage {
+    let num = |v: Option<&Value>| v.and_then(Value::as_u64);
+    let prompt = num(u.get("prompt_tokens")).unwrap_or(0);
+    let cache_read = num(u.pointer("/prompt_tokens_details/cached_tokens"))
+        .or_else(|| num(u.get("prompt_cache_hit_tokens")))
+        .or_else(|| num(u.get("cached_tokens")))
+        .unwrap_or(0);
+    let cache_write = num(u.pointer("/prompt_tokens_details/cache_write_tokens")).unwrap_or(0);
+    let input = prompt.saturating_sub(cache_read + cache_write);
+    let output = num(u.get("completion_tokens")).unwrap_or(0);
+    Usage {
+        input,
+        output,
+        cache_read,
+        cache_write,
+        total_tokens: input + output + cache_read + cache_write,
+        ..Usage::default()
+    }
+}
+
+/// pi's `mapStopReason`: the stop reason, or the error text of an error stop.
+pub fn map_finish_reason(reason: &str) -> Result<StopReason, String> {
+    match reason {
+        "stop" | "end" => Ok(StopReason::Stop),
+        "length" => Ok(StopReason::Length),
+        "function_call" | "tool_calls" => Ok(StopReason::ToolUse),
+        other => Err(format!("Provider finish_reason: {other}")),
+    }
+}
+
+/// Chunk-by-chunk state of one response.
+struct Assembler {
+    provider: String,
+    supports_finish_reason: bool,
+    /// Blocks started so far (block indices are 0..blocks, in creation order).
+    blocks: usize,
+    text: Option<usize>,
+    thinking: Option<usize>,
+    tools_by_stream_index: HashMap<u64, usize>,
+    tools_by_id: HashMap<String, usize>,
+    has_tool_calls: bool,
+    response_id: bool,
+    /// (stop reason or error text, raw finish reason).
+    finish: Option<(Result<StopReason, String>, String)>,
+    /// OpenRouter `reasoning_details` seen so far (merged); they become the
+    /// thinking signature when the block ends.
+    reasoning_details: Option<Vec<Value>>,
+}
+
+impl Assembler {
+    fn new(request: &ProviderRequest, compat: &OpenAiCompat) -> Self {
+        Assembler {
+            provider: request.model.provider.clone(),
+            supports_finish_reason: compat.supports_finish_reason,
+            blocks: 0,
+            text: None,
+            thinking: None,
+            tools_by_stream_index: HashMap::new(),
+            tools_by_id: HashMap::new(),
+            has_tool_calls: false,
+            response_id: false,
+            finish: None,
+            reasoning_details: None,
+        }
+    }
+
+    fn start_block(&mut self, kind: BlockKind, out: &mut Out) -> usize {
+        let index = self.blocks;
+        self.blocks += 1;
+        out.emit(ProviderEvent::BlockStart { index, kind });
+        index
+    }
+
+    fn on_chunk(&mut self, chunk: &Value, out: &mut Out) {
+        if !self.response_id
+            && let Some(id) = chunk.get("id").and_then(Value::as_str).filter(|s| !s.is_empty())
+        {
+            self.response_id = true;
+            out.emit(ProviderEvent::ResponseId(id.to_string()));
+        }
+        let usage = chunk.get("usage").filter(|u| u.is_object());
+        if let Some(u) = usage {
+            out.emit(ProviderEvent::Usage(parse_usage(u)));
+        }
+        let Some(choice) = chunk.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else { return };
+        if usage.is_none()
+            && let Some(u) = choice.get("usage").filter(|u| u.is_object())
+        {
+            out.emit(ProviderEvent::Usage(parse_usage(u)));
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str).filter(|r| !r.is_empty()) {
+            self.finish = Some((map_finish_reason(reason), reason.to_string()));
+        }
+        let Some(delta) = choice.get("delta").filter(|d| d.is_object()) else { return };
+        let reasoning = ["reasoning_content", "reasoning", "reasoning_text"]
+            .into_iter()
+            .find_map(|f| delta.get(f).and_then(Value::as_str).filter(|s| !s.is_empty()).map(|s| (f, s)));
+        if let Some((field, text)) = reasoning {
+            let index = match self.thinking {
+                Some(i) => i,
+                None => {
+                    let i = self.start_block(BlockKind::Thinking, out);
+                    self.thinking = Some(i);
+                    let signature = if self.provider == "opencode-go" && field == "reasoning" {
+                        "reasoning_content"
+                    } else {
+                        field
+                    };
+                    out.emit(ProviderEvent::Signature { index: i, signature: signature.to_string() });
+                    i
+                }
+            };
+            out.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
+        }
+        for detail in delta.get("reasoning_details").and_then(Value::as_array).into_iter().flatten() {
+            if !is_reasoning_detail(detail) {
+                continue;
+            }
+            if self.thinking.is_none() {
+                let i = self.start_block(BlockKind::Thinking, out);
+                self.thinking = Some(i);
+                out.emit(ProviderEvent::Signature { index: i, signature: String::new() });
+            }
+            append_reasoning_detail(self.reasoning_details.get_or_insert_with(Vec::new), detail);
+        }
+        if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+            let index = match self.text {
+                Some(i) => i,
+                None => {
+                    let i = self.start_block(BlockKind::Text, out);
+                    self.text = Some(i);
+                    i
+                }
+            };
+            out.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
+        }
+        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+            for call in calls {
+                self.on_tool_call(call, out);
+            }
+        }
+    }
+
+    fn on_tool_call(&mut self, call: &Value, out: &mut Out) {
+        let stream_index = call.get("index").and_then(Value::as_u64);
+        let id = call.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
+        let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or("");
+        let existing = stream_index
+            .and_then(|i| self.tools_by_stream_index.get(&i).copied())
+            .or_else(|| id.and_then(|id| self.tools_by_id.get(id).copied()));
+        let index = match existing {
+            Some(i) => i,
+            None => {
+                let kind = BlockKind::ToolCall { id: id.unwrap_or("").to_string(), name: name.to_string() };
+                let i = self.start_block(kind, out);
+                self.has_tool_calls = true;
+                i
+            }
+        };
+        if let Some(si) = stream_index {
+            self.tools_by_stream_index.entry(si).or_insert(index);
+        }
+        if let Some(id) = id {
+            self.tools_by_id.insert(id.to_string(), index);
+        }
+        let args = call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("");
+        out.emit(ProviderEvent::BlockDelta { index, delta: args.to_string() });
+    }
+}
+
+impl Wire for Assembler {
+    fn on_event(&mut self, ev: &SseEvent, out: &mut Out) -> Result<Flow, ProviderError> {
+        if ev.unterminated {
+            return Ok(Flow::Continue);
+        }
+        if ev.data == "[DONE]" {
+            return Ok(Flow::Done);
+        }
+        let data: Value =
+            serde_json::from_str(&ev.data).map_err(|_| error_from(None, MALFORMED_EVENT_MESSAGE.to_string(), None))?;
+        if ev.event.starts_with("thread.") {
+            return Ok(Flow::Continue);
+        }
+        if ev.event == "error" {
+            let err = data.get("error").filter(|e| !e.is_null()).unwrap_or(&data);
+            return Err(error_from(None, openai_stream_error_message(err), None));
+        }
+        if let Some(err) = data.get("error").filter(|e| js_truthy(e)) {
+            return Err(error_from(None, openai_stream_error_message(err), None));
+        }
+        self.on_chunk(&data, out);
+        Ok(Flow::Continue)
+    }
+
+    /// The body ended cleanly (EOF or `[DONE]`): close the blocks, then stop or fail.
+    fn finish(&mut self, out: &mut Out) -> Result<(), ProviderError> {
+        for index in 0..self.blocks {
+            if Some(index) == self.thinking
+                && let Some(details) = &self.reasoning_details
+            {
+                out.emit(ProviderEvent::Signature { index, signature: Value::Array(details.clone()).to_string() });
+            }
+            out.emit(ProviderEvent::BlockEnd { index });
+        }
+        let stop = match self.finish.take() {
+            Some((Ok(reason), raw)) => ProviderEvent::Stop { reason, raw: Some(raw) },
+            Some((Err(text), _)) => return Err(error_from(None, text, None)),
+            None if !self.supports_finish_reason => {
+                let reason = if self.has_tool_calls { StopReason::ToolUse } else { StopReason::Stop };
+                ProviderEvent::Stop { reason, raw: None }
+            }
+            None => return Err(ProviderError::new(ProviderErrorKind::Transient, NO_FINISH_REASON_MESSAGE)),
+        };
+        out.emit(stop);
+        Ok(())
+    }
+}
+
+fn prepare(request: &ProviderRequest, compat: &OpenAiCompat) -> Result<Call, ProviderError> {
+    let headers = build_headers(request, compat)?;
+    let body = build_body(request, compat);
+    let url = format!("{}/chat/completions", request.model.base_url.trim_end_matches('/'));
+    Ok(Call { url, headers, body })
+}
+
+impl Provider for OpenAiCompletions {
+    fn api(&self) -> &'static str {
+        "openai-completions"
+    }
+
+    fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
+        let compat = OpenAiCompat::resolve(&request.model);
+        let wire = Assembler::new(&request, &compat);
+        let call = prepare(&request, &compat);
+        let api = Api { http_error: Box::new(openai_http_error), transport_error: same_transport_error };
+        drive(self.http.clone(), cancel, call, wire, api)
+    }
+}
+
+#[cfg(test)]
+mod tests;

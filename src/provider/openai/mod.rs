@@ -1,0 +1,10 @@
+//! OpenAI's wire APIs: Chat Completions (`openai-completions`, also what most
+//! OpenAI-compatible servers speak) and Responses (`openai-responses`), with
+//! the compatibility flags, reasoning options and request builders they share.
+
+pub mod compat;
+pub mod completions;
+pub mod reasoning;
+pub mod request;
+pub mod responses;
+pub mod responses_request;

@@ -1,0 +1,430 @@
+//! The `openai-responses` wire API (Responses API with SSE streaming): sends
+//! the request built by `responses_request`, decodes the event stream
+//! the way pi 1.6 does, and words and classifies failures like pi.
+//!
+//! One block per output item, keyed by `output_index`; a block ends at its
+//! `response.output_item.done`, which also carries what is replayed later:
+//! the whole reasoning item (encrypted content included) becomes the thinking
+//! signature, `{"v":1,"id",…}` the text signature, `call_id|item_id` the
+//! tool-call id. Where pi replaces a block's text with the final item's,
+//! the missing tail is sent as one more delta; reasoning summary parts are
+//! joined with a blank line sent before the next part (pi's final text, with
+//! no trailing separator).
+
+use std::collections::HashMap;
+
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::responses_request::{build_body, build_headers, endpoint};
+use crate::message::{StopReason, Usage};
+use crate::provider::classify::{
+    MALFORMED_EVENT_MESSAGE, error_from, js_truthy, openai_sdk_error, openai_stream_error_message, retry_after,
+};
+use crate::provider::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
+use crate::provider::http::HttpClient;
+use crate::provider::shared::js_json;
+use crate::provider::sse::SseEvent;
+use crate::provider::{BlockKind, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream};
+
+/// Responses API provider.
+pub struct OpenAiResponses {
+    http: HttpClient,
+}
+
+impl OpenAiResponses {
+    pub fn new(http: HttpClient) -> Self {
+        OpenAiResponses { http }
+    }
+}
+
+/// pi's text when the stream ends without `response.completed` (or another terminal event).
+pub const NO_TERMINAL_EVENT_MESSAGE: &str = "OpenAI Responses stream ended before a terminal response event";
+const USAGE_URL: &str = "https://chatgpt.com/settings/usage";
+const WORKSPACE_LIMIT_HINT: &str = "You've reached your ChatGPT workspace's usage limit. Ask your workspace admin to increase it at admin.openai.com → Workspace → Usage limits.";
+
+/// pi's prefix of HTTP error texts: `OpenAI API error` for `openai`, else `<provider> API error`.
+fn error_prefix(provider: &str) -> String {
+    let name = if provider == "openai" { "OpenAI" } else { provider };
+    format!("{name} API error")
+}
+
+/// Hints pi appends to ChatGPT sign-in usage-limit errors.
+fn with_hint(message: String) -> String {
+    if message.contains("subscription_sharing_usage_limit_exceeded") {
+        format!("{message}\nCheck your ChatGPT usage: {USAGE_URL}")
+    } else if message.contains("subscription_sharing_workplace_individual_usage_limit_exceeded") {
+        format!("{message}\n{WORKSPACE_LIMIT_HINT}")
+    } else {
+        message
+    }
+}
+
+/// pi's text for a non-2xx Responses answer: `<prefix> (<status>): <error JSON>`,
+/// or the SDK message when it already holds the body or there is none.
+pub fn http_error_message(provider: &str, status: u16, body: &str) -> String {
+    let (message, body_json) = openai_sdk_error(status, body);
+    let detail = match body_json {
+        Some(b) if !message.contains(&b) => b,
+        _ => message,
+    };
+    with_hint(format!("{} ({status}): {detail}", error_prefix(provider)))
+}
+
+fn http_error_for(provider: String) -> impl Fn(u16, &HeaderMap, &str) -> ProviderError {
+    move |status, headers, body| {
+        error_from(Some(status), http_error_message(&provider, status, body), retry_after(headers))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum SlotKind {
+    Thinking,
+    Text,
+    Tool,
+}
+
+/// An output item being streamed.
+struct Slot {
+    kind: SlotKind,
+    index: usize,
+    /// Text (or argument JSON) sent so far.
+    sent: String,
+    /// A reasoning summary part ended: the next one starts after a blank line.
+    part_ended: bool,
+}
+
+/// Event-by-event state of one response.
+struct Decoder {
+    slots: HashMap<u64, Slot>,
+    blocks: usize,
+    /// Tool calls (by block index, with their id and name) whose item is not done yet.
+    unfinished: Vec<(usize, String, String)>,
+    has_tool_calls: bool,
+    /// Reasoning items by id: their block and the stored item.
+    reasoning_items: HashMap<String, (usize, Value)>,
+    terminal: bool,
+    stop: Option<(Result<StopReason, String>, Option<String>)>,
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+impl Decoder {
+    fn new() -> Self {
+        Decoder {
+            slots: HashMap::new(),
+            blocks: 0,
+            unfinished: Vec::new(),
+            has_tool_calls: false,
+            reasoning_items: HashMap::new(),
+            terminal: false,
+            stop: None,
+        }
+    }
+
+    fn create_slot(&mut self, output_index: u64, item: &Value, out: &mut Out) -> bool {
+        let (kind, block) = match str_of(item, "type") {
+            "reasoning" => (SlotKind::Thinking, BlockKind::Thinking),
+            "message" => (SlotKind::Text, BlockKind::Text),
+            "function_call" => {
+                let id = format!("{}|{}", str_of(item, "call_id"), str_of(item, "id"));
+                (SlotKind::Tool, BlockKind::ToolCall { id, name: str_of(item, "name").to_string() })
+            }
+            _ => return false,
+        };
+        let index = self.blocks;
+        self.blocks += 1;
+        if let BlockKind::ToolCall { id, name } = &block {
+            self.has_tool_calls = true;
+            self.unfinished.push((index, id.clone(), name.clone()));
+        }
+        out.emit(ProviderEvent::BlockStart { index, kind: block });
+        let mut slot = Slot { kind, index, sent: String::new(), part_ended: false };
+        if kind == SlotKind::Tool {
+            let args = str_of(item, "arguments");
+            if !args.is_empty() {
+                slot.sent.push_str(args);
+                out.emit(ProviderEvent::BlockDelta { index, delta: args.to_string() });
+            }
+        }
+        self.slots.insert(output_index, slot);
+        true
+    }
+
+    fn slot(&mut self, event: &Value, kind: SlotKind) -> Option<&mut Slot> {
+        let output_index = event.get("output_index").and_then(Value::as_u64)?;
+        self.slots.get_mut(&output_index).filter(|s| s.kind == kind)
+    }
+
+    fn delta(&mut self, event: &Value, kind: SlotKind, summary: bool, out: &mut Out) {
+        let delta = str_of(event, "delta").to_string();
+        let Some(slot) = self.slot(event, kind) else { return };
+        let mut text = String::new();
+        if summary && slot.part_ended {
+            slot.part_ended = false;
+            text.push_str("\n\n");
+        }
+        text.push_str(&delta);
+        if text.is_empty() {
+            return;
+        }
+        slot.sent.push_str(&text);
+        out.emit(ProviderEvent::BlockDelta { index: slot.index, delta: text });
+    }
+
+    /// Send what the final text adds to what was streamed (pi replaces the text).
+    fn complete_text(slot: &mut Slot, fin: &str, out: &mut Out) {
+        if let Some(rest) = fin.strip_prefix(slot.sent.as_str()).filter(|r| !r.is_empty()) {
+            out.emit(ProviderEvent::BlockDelta { index: slot.index, delta: rest.to_string() });
+            slot.sent.push_str(rest);
+        }
+    }
+
+    fn on_item_done(&mut self, event: &Value, out: &mut Out) {
+        let Some(output_index) = event.get("output_index").and_then(Value::as_u64) else { return };
+        let item = event.get("item").unwrap_or(&Value::Null);
+        if !self.slots.contains_key(&output_index) && !self.create_slot(output_index, item, out) {
+            return;
+        }
+        let Some(mut slot) = self.slots.remove(&output_index) else { return };
+        let index = slot.index;
+        match (str_of(item, "type"), slot.kind) {
+            ("reasoning", SlotKind::Thinking) => {
+                let join = |key: &str| {
+                    item.get(key)
+                        .and_then(Value::as_array)
+                        .map(|parts| parts.iter().map(|p| str_of(p, "text")).collect::<Vec<_>>().join("\n\n"))
+                        .unwrap_or_default()
+                };
+                let (summary, content) = (join("summary"), join("content"));
+                let fin = if !summary.is_empty() { summary } else { content };
+                Self::complete_text(&mut slot, &fin, out);
+                out.emit(ProviderEvent::Signature { index, signature: js_json(item) });
+                if let Some(id) = item.get("id").and_then(Value::as_str) {
+                    self.reasoning_items.insert(id.to_string(), (index, item.clone()));
+                }
+            }
+            ("message", SlotKind::Text) => {
+                let fin: String = item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .map(|parts| {
+                        parts
+                            .iter()
+                            .map(|c| {
+                                if str_of(c, "type") == "output_text" {
+                                    str_of(c, "text")
+                                } else {
+                                    str_of(c, "refusal")
+                                }
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Self::complete_text(&mut slot, &fin, out);
+                let mut signature = serde_json::Map::new();
+                signature.insert("v".into(), json!(1));
+                signature.insert("id".into(), json!(str_of(item, "id")));
+                if let Some(phase) = item.get("phase").and_then(Value::as_str) {
+                    signature.insert("phase".into(), json!(phase));
+                }
+                out.emit(ProviderEvent::Signature { index, signature: Value::Object(signature).to_string() });
+            }
+            ("function_call", SlotKind::Tool) => {
+                let args = str_of(item, "arguments");
+                if !args.is_empty() {
+                    Self::complete_text(&mut slot, args, out);
+                }
+                self.unfinished.retain(|(i, _, _)| *i != index);
+            }
+            _ => {
+                self.slots.insert(output_index, slot);
+                return;
+            }
+        }
+        out.emit(ProviderEvent::BlockEnd { index });
+    }
+
+    fn finalize(&mut self, response: &Value, out: &mut Out) {
+        self.terminal = true;
+        for item in response.get("output").and_then(Value::as_array).into_iter().flatten() {
+            let Some(encrypted) = item.get("encrypted_content").filter(|e| !e.is_null()) else { continue };
+            if str_of(item, "type") != "reasoning" {
+                continue;
+            }
+            let Some((index, stored)) = self.reasoning_items.get_mut(str_of(item, "id")) else { continue };
+            if stored.get("encrypted_content").is_some_and(|e| !e.is_null()) {
+                continue;
+            }
+            if let Some(o) = stored.as_object_mut() {
+                o.insert("encrypted_content".into(), encrypted.clone());
+            }
+            out.emit(ProviderEvent::Signature { index: *index, signature: js_json(stored) });
+        }
+        if let Some(id) = response.get("id").and_then(Value::as_str) {
+            out.emit(ProviderEvent::ResponseId(id.to_string()));
+        }
+        if let Some(u) = response.get("usage").filter(|u| u.is_object()) {
+            let num = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+            let (cached, written) =
+                (num("/input_tokens_details/cached_tokens"), num("/input_tokens_details/cache_write_tokens"));
+            let mut usage = Usage {
+                input: num("/input_tokens").saturating_sub(cached + written),
+                output: num("/output_tokens"),
+                cache_read: cached,
+                cache_write: written,
+                total_tokens: num("/total_tokens"),
+                ..Usage::default()
+            };
+            usage.extra.insert("reasoning".into(), json!(num("/output_tokens_details/reasoning_tokens")));
+            out.emit(ProviderEvent::Usage(usage));
+        }
+        let status = response.get("status").and_then(Value::as_str);
+        let reason = response.pointer("/incomplete_details/reason").and_then(Value::as_str);
+        let raw = status.map(|s| match reason {
+            Some(r) => format!("{s}.{r}"),
+            None => s.to_string(),
+        });
+        let mapped = match (status, reason) {
+            (None | Some("completed" | "in_progress" | "queued"), _) => Ok(StopReason::Stop),
+            (Some("incomplete"), Some("max_output_tokens")) => Ok(StopReason::Length),
+            (Some("incomplete"), Some(r)) => Err(format!("Response incomplete: {r}")),
+            (Some("incomplete"), None) => Err("Response incomplete without a provider reason".to_string()),
+            (Some("failed" | "cancelled"), _) => Err("An unknown error occurred".to_string()),
+            (Some(other), _) => Err(format!("Unhandled stop reason: {other}")),
+        };
+        let mapped = match mapped {
+            Ok(StopReason::Stop) if self.has_tool_calls => Ok(StopReason::ToolUse),
+            other => other,
+        };
+        self.stop = Some((mapped, raw));
+    }
+}
+
+fn failed_message(response: &Value) -> String {
+    match response.get("error").filter(|e| e.is_object()) {
+        Some(e) => {
+            let code = e.get("code").and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or("unknown");
+            let message = e.get("message").and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or("no message");
+            format!("{code}: {message}")
+        }
+        None => match response.pointer("/incomplete_details/reason").and_then(Value::as_str) {
+            Some(r) => format!("incomplete: {r}"),
+            None => "Unknown error (no error details in response)".to_string(),
+        },
+    }
+}
+
+fn js_string(v: Option<&Value>) -> String {
+    match v {
+        None => "undefined".to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => js_json(other),
+    }
+}
+
+impl Wire for Decoder {
+    fn on_event(&mut self, ev: &SseEvent, out: &mut Out) -> Result<Flow, ProviderError> {
+        if ev.unterminated {
+            return Ok(Flow::Continue);
+        }
+        if ev.data == "[DONE]" {
+            return Ok(Flow::Done);
+        }
+        let data: Value =
+            serde_json::from_str(&ev.data).map_err(|_| error_from(None, MALFORMED_EVENT_MESSAGE.to_string(), None))?;
+        if ev.event == "error" {
+            let err = data.get("error").filter(|e| !e.is_null()).unwrap_or(&data);
+            return Err(error_from(None, with_hint(openai_stream_error_message(err)), None));
+        }
+        if let Some(err) = data.get("error").filter(|e| js_truthy(e)) {
+            return Err(error_from(None, with_hint(openai_stream_error_message(err)), None));
+        }
+        match str_of(&data, "type") {
+            "response.created" => {
+                if let Some(id) = data.pointer("/response/id").and_then(Value::as_str) {
+                    out.emit(ProviderEvent::ResponseId(id.to_string()));
+                }
+            }
+            "response.output_item.added" => {
+                if let Some(i) = data.get("output_index").and_then(Value::as_u64) {
+                    self.create_slot(i, data.get("item").unwrap_or(&Value::Null), out);
+                }
+            }
+            "response.reasoning_summary_text.delta" => self.delta(&data, SlotKind::Thinking, true, out),
+            "response.reasoning_summary_part.done" => {
+                if let Some(slot) = self.slot(&data, SlotKind::Thinking) {
+                    slot.part_ended = true;
+                }
+            }
+            "response.reasoning_text.delta" => self.delta(&data, SlotKind::Thinking, false, out),
+            "response.output_text.delta" | "response.refusal.delta" => self.delta(&data, SlotKind::Text, false, out),
+            "response.function_call_arguments.delta" => self.delta(&data, SlotKind::Tool, false, out),
+            "response.function_call_arguments.done" => {
+                let args = str_of(&data, "arguments").to_string();
+                if let Some(slot) = self.slot(&data, SlotKind::Tool) {
+                    Self::complete_text(slot, &args, out);
+                }
+            }
+            "response.output_item.done" => self.on_item_done(&data, out),
+            "response.completed" | "response.incomplete" => {
+                self.finalize(data.get("response").unwrap_or(&Value::Null), out);
+            }
+            "error" => {
+                let text = format!("Error Code {}: {}", js_string(data.get("code")), js_string(data.get("message")));
+                return Err(error_from(None, text, None));
+            }
+            "response.failed" => {
+                self.terminal = true;
+                let text = failed_message(data.get("response").unwrap_or(&Value::Null));
+                return Err(error_from(None, with_hint(text), None));
+            }
+            _ => {}
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn finish(&mut self, out: &mut Out) -> Result<(), ProviderError> {
+        if !self.terminal {
+            return Err(error_from(None, NO_TERMINAL_EVENT_MESSAGE.to_string(), None));
+        }
+        let (reason, raw) = match self.stop.take() {
+            Some((Ok(reason), raw)) => (reason, raw),
+            Some((Err(text), _)) => return Err(error_from(None, text, None)),
+            None => (StopReason::Stop, None),
+        };
+        if reason == StopReason::ToolUse
+            && let Some((_, id, name)) = self.unfinished.first()
+        {
+            let text = format!("OpenAI Responses stream completed with an unfinished tool call: {name} ({id})");
+            return Err(error_from(None, text, None));
+        }
+        out.emit(ProviderEvent::Stop { reason, raw });
+        Ok(())
+    }
+}
+
+impl Provider for OpenAiResponses {
+    fn api(&self) -> &'static str {
+        "openai-responses"
+    }
+
+    fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
+        let call = build_headers(&request).map(|headers| Call {
+            url: endpoint(&request.model),
+            headers,
+            body: build_body(&request),
+        });
+        let api = Api {
+            http_error: Box::new(http_error_for(request.model.provider.clone())),
+            transport_error: same_transport_error,
+        };
+        drive(self.http.clone(), cancel, call, Decoder::new(), api)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,284 @@
+//! Turning a provider's event stream into one assistant message, and, for a
+//! run, its `message_start` / `message_update` / `message_end` events: the
+//! one stream consumer that runs and summaries share.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::event::{AgentEvent, AssistantStreamEvent, EventSink};
+use crate::message::{
+    AgentMessage, AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall, Usage, now_ms,
+};
+use crate::model::Model;
+use crate::provider::{BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest};
+
+/// What one model call produced.
+pub(crate) struct StreamOutcome {
+    pub message: AssistantMessage,
+    /// Set when the call failed (the message then has stopReason error/aborted).
+    pub error: Option<ProviderError>,
+}
+
+struct Block {
+    content_index: usize,
+    open: bool,
+    /// Raw JSON text of tool-call arguments.
+    args: String,
+}
+
+/// Stream one assistant message from `provider`, emitting its events to
+/// `emitter` (`None`: silently, for summaries).
+pub(crate) async fn stream_assistant(
+    emitter: Option<&dyn EventSink>,
+    provider: Arc<dyn Provider>,
+    request: ProviderRequest,
+    cancel: CancellationToken,
+    model: &Model,
+    secret: Option<&str>,
+) -> StreamOutcome {
+    let mut message = AssistantMessage {
+        content: Vec::new(),
+        api: model.api.clone(),
+        provider: model.provider.clone(),
+        model: model.id.clone(),
+        usage: Usage::default(),
+        stop_reason: StopReason::Stop,
+        timestamp: now_ms(),
+        response_id: None,
+        error_message: None,
+        extra: Map::new(),
+    };
+    if let Some(emitter) = emitter {
+        emitter.emit(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) }).await;
+    }
+
+    let mut blocks: HashMap<usize, Block> = HashMap::new();
+    let mut order: Vec<usize> = Vec::new();
+    let mut error: Option<ProviderError> = None;
+    let mut stopped = false;
+    let mut stream = provider.stream(request, cancel.clone());
+
+    loop {
+        let next = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => {
+                error = Some(ProviderError::aborted());
+                break;
+            }
+            next = stream.next() => next,
+        };
+        let event = match next {
+            None => break,
+            Some(Err(mut e)) => {
+                // Providers sometimes echo the key back in an error: never pass it on.
+                if let Some(key) = secret.filter(|k| k.len() >= 8) {
+                    e.message = e.message.replace(key, "***");
+                }
+                // A huge error text would be copied into every event and entry.
+                e.message = crate::provider::classify::cap_error_message(e.message, None);
+                error = Some(e);
+                break;
+            }
+            Some(Ok(ev)) => ev,
+        };
+        match event {
+            ProviderEvent::ResponseId(id) => message.response_id = Some(id),
+            ProviderEvent::BlockStart { index, kind } => {
+                let content_index = message.content.len();
+                let (block, stream_event) = match kind {
+                    BlockKind::Text => (
+                        ContentBlock::Text(TextContent { text: String::new(), text_signature: None }),
+                        AssistantStreamEvent::TextStart { content_index },
+                    ),
+                    BlockKind::Thinking => (
+                        ContentBlock::Thinking(ThinkingContent {
+                            thinking: String::new(),
+                            thinking_signature: None,
+                            redacted: false,
+                        }),
+                        AssistantStreamEvent::ThinkingStart { content_index },
+                    ),
+                    BlockKind::ToolCall { id, name } => (
+                        ContentBlock::ToolCall(ToolCall {
+                            id: id.clone(),
+                            name: name.clone(),
+                            arguments: Value::Object(Map::new()),
+                            thought_signature: None,
+                            arguments_error: None,
+                        }),
+                        AssistantStreamEvent::ToolCallStart { content_index, id, tool_name: name },
+                    ),
+                };
+                message.content.push(block);
+                blocks.insert(index, Block { content_index, open: true, args: String::new() });
+                order.push(index);
+                emit_update(emitter, stream_event).await;
+            }
+            ProviderEvent::BlockDelta { index, delta } => {
+                let Some(block) = blocks.get_mut(&index) else { continue };
+                let content_index = block.content_index;
+                let stream_event = match message.content.get_mut(content_index) {
+                    Some(ContentBlock::Text(t)) => {
+                        t.text.push_str(&delta);
+                        AssistantStreamEvent::TextDelta { content_index, delta }
+                    }
+                    Some(ContentBlock::Thinking(t)) => {
+                        t.thinking.push_str(&delta);
+                        AssistantStreamEvent::ThinkingDelta { content_index, delta }
+                    }
+                    Some(ContentBlock::ToolCall(_)) => {
+                        block.args.push_str(&delta);
+                        AssistantStreamEvent::ToolCallDelta { content_index, delta }
+                    }
+                    _ => continue,
+                };
+                emit_update(emitter, stream_event).await;
+            }
+            ProviderEvent::Signature { index, signature } => {
+                if let Some(block) = blocks.get(&index) {
+                    match message.content.get_mut(block.content_index) {
+                        Some(ContentBlock::Thinking(t)) => t.thinking_signature = Some(signature),
+                        Some(ContentBlock::Text(t)) => t.text_signature = Some(signature),
+                        Some(ContentBlock::ToolCall(c)) => c.thought_signature = Some(signature),
+                        _ => {}
+                    }
+                }
+            }
+            ProviderEvent::Redacted { index } => {
+                if let Some(block) = blocks.get(&index)
+                    && let Some(ContentBlock::Thinking(t)) = message.content.get_mut(block.content_index)
+                {
+                    t.redacted = true;
+                }
+            }
+            ProviderEvent::BlockEnd { index } => {
+                if let Some(block) = blocks.get_mut(&index)
+                    && block.open
+                {
+                    block.open = false;
+                    let stream_event = close_block(&mut message, block);
+                    emit_update(emitter, stream_event).await;
+                }
+            }
+            ProviderEvent::Usage(usage) => {
+                let mut usage = usage;
+                if usage.total_tokens == 0 {
+                    usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+                }
+                usage.cost = model.cost_of(&usage);
+                message.usage = usage;
+            }
+            ProviderEvent::Stop { reason, .. } => {
+                message.stop_reason = reason;
+                stopped = true;
+            }
+        }
+    }
+
+    match &error {
+        Some(e) if e.kind == ProviderErrorKind::Aborted => {
+            // Close what was open so clients see the partial text end cleanly.
+            for index in &order {
+                if let Some(block) = blocks.get_mut(index)
+                    && block.open
+                {
+                    block.open = false;
+                    let stream_event = close_block(&mut message, block);
+                    emit_update(emitter, stream_event).await;
+                }
+            }
+            message.stop_reason = StopReason::Aborted;
+            message.error_message = Some(e.message.clone());
+        }
+        Some(e) => {
+            for block in blocks.values_mut().filter(|b| b.open) {
+                finish_tool_args(&mut message, block);
+            }
+            message.stop_reason = StopReason::Error;
+            message.error_message = Some(e.message.clone());
+        }
+        None => {
+            for index in &order {
+                if let Some(block) = blocks.get_mut(index)
+                    && block.open
+                {
+                    block.open = false;
+                    let stream_event = close_block(&mut message, block);
+                    emit_update(emitter, stream_event).await;
+                }
+            }
+            if !stopped && message.tool_calls().next().is_some() {
+                message.stop_reason = StopReason::ToolUse;
+            }
+        }
+    }
+    if let Some(emitter) = emitter {
+        emitter.emit(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) }).await;
+    }
+    StreamOutcome { message, error }
+}
+
+async fn emit_update(emitter: Option<&dyn EventSink>, event: AssistantStreamEvent) {
+    if let Some(emitter) = emitter {
+        emitter.emit(AgentEvent::MessageUpdate { event }).await;
+    }
+}
+
+/// Parse a call's streamed arguments once its block is over. Text that is
+/// not one JSON value (cut off by the token limit, or broken) is not guessed
+/// at: the call gets `{}` and an `argumentsError`, and is never executed.
+fn finish_tool_args(message: &mut AssistantMessage, block: &Block) {
+    if let Some(ContentBlock::ToolCall(call)) = message.content.get_mut(block.content_index) {
+        match complete_tool_arguments(&block.args) {
+            Ok(arguments) => call.arguments = arguments,
+            Err(error) => {
+                call.arguments = Value::Object(Map::new());
+                call.arguments_error = Some(format!("{error}\n\nReceived arguments:\n{}", block.args));
+            }
+        }
+    }
+}
+
+/// Close a block and build its `*_end` event.
+fn close_block(message: &mut AssistantMessage, block: &Block) -> AssistantStreamEvent {
+    let content_index = block.content_index;
+    finish_tool_args(message, block);
+    match message.content.get(content_index) {
+        Some(ContentBlock::Text(t)) => AssistantStreamEvent::TextEnd { content_index, content: t.text.clone() },
+        Some(ContentBlock::Thinking(t)) => {
+            AssistantStreamEvent::ThinkingEnd { content_index, content: t.thinking.clone() }
+        }
+        Some(ContentBlock::ToolCall(c)) => AssistantStreamEvent::ToolCallEnd { content_index, tool_call: c.clone() },
+        _ => AssistantStreamEvent::TextEnd { content_index, content: String::new() },
+    }
+}
+
+/// Complete tool arguments: empty means `{}`; otherwise one JSON value, with
+/// only pi's repair of raw control characters and bad escapes inside strings
+/// (never closing what was left open).
+pub(crate) fn complete_tool_arguments(raw: &str) -> Result<Value, serde_json::Error> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    crate::provider::shared::parse_json_with_repair(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_complete_tool_arguments_parse() {
+        assert_eq!(complete_tool_arguments("").unwrap(), serde_json::json!({}));
+        assert_eq!(complete_tool_arguments(r#"{"a":1}"#).unwrap(), serde_json::json!({"a": 1}));
+        // pi's repair of raw control characters inside strings still applies.
+        assert_eq!(complete_tool_arguments("{\"a\":\"x\ny\"}").unwrap(), serde_json::json!({"a": "x\ny"}));
+        for cut in [r#"{"command": "echo TRUNC"#, r#"{"a":[1,2"#, r#"{"a":1,}"#, "nonsense", r#"{"a":1}{"#] {
+            assert!(complete_tool_arguments(cut).is_err(), "{cut}");
+        }
+    }
+}
