@@ -8,9 +8,9 @@ use super::actor::Agent;
 use super::internal::Internal;
 use super::run::RunSetup;
 use crate::event::{AgentEvent, ExtensionUiKind, ExtensionUiRequest};
-use crate::message::AgentMessage;
 use crate::mcp::McpManager;
 use crate::mcp::turn::{CODEMODE, Reach};
+use crate::message::AgentMessage;
 use crate::provider::ToolSpec;
 use crate::tools::ToolRegistry;
 
