@@ -417,6 +417,13 @@ impl Agent {
             }
             Op::ExtensionUiResponse { id, response } => self.ui_response(tag, id, response).await,
             Op::Barrier => self.reply(tag, Ok(Reply::Ack)).await,
+            Op::Unload => {
+                if self.is_idle() && self.shutdown.is_none() && self.ext.handle.ui().is_empty() {
+                    self.shutdown = Some(tag);
+                } else {
+                    self.reply(tag, Err(CoreError::busy("The session is busy"))).await;
+                }
+            }
             other => self.handle_state_op(tag, other).await,
         }
     }
@@ -699,6 +706,9 @@ fn open_session(config: &AgentConfig) -> Result<Session, CoreError> {
                 Session::create_with_id(&config.session_dir, &config.cwd, id)?
             }
         },
+        SessionStart::Fresh { id, parent_session } => {
+            Session::create_with_id(&config.session_dir, &config.cwd, id)?.with_parent(parent_session.clone())
+        }
         SessionStart::Fork { source, id } => {
             if let Some(id) = id
                 && crate::session::find_by_id(&config.session_dir, id).is_some()

@@ -362,10 +362,10 @@ impl Agent {
         }
         let (method, params) = match &pending.op {
             Op::NewSession { .. } => ("session_before_switch", json!({"reason": "new"})),
-            Op::SwitchSession { session_path } => {
+            Op::SwitchSession { session_path, .. } => {
                 ("session_before_switch", json!({"reason": "resume", "targetSessionFile": session_path}))
             }
-            Op::ResumeSession { reference } => {
+            Op::ResumeSession { reference, .. } => {
                 ("session_before_switch", json!({"reason": "resume", "targetSessionFile": reference}))
             }
             Op::Fork { entry_id } => ("session_before_fork", json!({"entryId": entry_id, "position": "before"})),

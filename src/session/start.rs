@@ -26,6 +26,14 @@ impl Session {
         Ok(Session::empty(header, Some(file), Some(session_dir.to_path_buf())))
     }
 
+    /// The same session with `parentSession` set in its header (before it is written).
+    pub fn with_parent(mut self, parent_session: Option<String>) -> Session {
+        if parent_session.is_some() {
+            self.header.parent_session = parent_session;
+        }
+        self
+    }
+
     /// pi's `forkFrom`: a new file in `session_dir` holding every entry of
     /// `source` under a new header (new id, or `id`; this `cwd`; the source as
     /// `parentSession`); then opened.

@@ -3,6 +3,7 @@
 //! * [`framing`]: LF and `Content-Length` framing of a byte stream, with limits and resynchronisation.
 //! * [`writer`]: the one writer that owns an output stream.
 //! * [`raw`]: a message's top level as raw tokens (ids echoed exactly as sent).
+//! * [`seq`]: the sequence number member of an outbound message (`pi serve`).
 //! * [`inflight`]: the requests awaiting their reply.
 //! * [`connection`]: the loop that serves one connection with a [`connection::Dialect`].
 //! * [`protocol`]: the one table of commands every dialect maps, with their params and result types.
@@ -12,8 +13,9 @@ pub mod framing;
 pub mod inflight;
 pub mod protocol;
 pub mod raw;
+pub mod seq;
 pub mod writer;
 
-pub use connection::{Action, Dialect, MessageSink, ServeEnd, serve, serve_stream};
+pub use connection::{Action, Delivered, Dialect, MessageSink, OpPort, OutputPort, ServeEnd, serve, serve_stream};
 pub use framing::{FrameError, FrameReader, Framing, Preread, Record, RecordReader, RecordSource};
 pub use inflight::InFlight;
