@@ -183,6 +183,9 @@ pub enum Op {
     /// client): answered `Ack`, then the actor stops; otherwise a `Busy`
     /// error and nothing changes. `pi serve` unloads idle sessions with it.
     Unload,
+    /// The ids of the requests to the client still waiting for an answer
+    /// (extension dialogs): `pi serve` re-sends them to a client that attaches.
+    PendingRequests,
     /// Answered with `Ack` in turn, after the replies of earlier ops that
     /// answer at once: a front end orders an answer of its own (the error
     /// for a bad record) after them.
@@ -430,6 +433,8 @@ pub enum Reply {
     /// `pi serve`: the connection is attached to a session (answers
     /// `new_session`, `switch_session`, `resumeSession` there).
     Attached(Attachment),
+    /// Ids of the requests to the client awaiting an answer, oldest first.
+    PendingRequests(Vec<String>),
 }
 
 /// How a connection was attached to a session by `pi serve`.

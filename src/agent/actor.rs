@@ -417,6 +417,7 @@ impl Agent {
             }
             Op::ExtensionUiResponse { id, response } => self.ui_response(tag, id, response).await,
             Op::Barrier => self.reply(tag, Ok(Reply::Ack)).await,
+            Op::PendingRequests => self.reply(tag, Ok(Reply::PendingRequests(self.ext.handle.ui().ids()))).await,
             Op::Unload => {
                 if self.is_idle() && self.shutdown.is_none() && self.ext.handle.ui().is_empty() {
                     self.shutdown = Some(tag);

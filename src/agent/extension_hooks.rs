@@ -148,7 +148,7 @@ impl Agent {
     /// Returns the op to handle as usual, or `None` when it was taken care of.
     pub(super) async fn intercept_for_extensions(&mut self, pending: Pending) -> Option<Pending> {
         match &pending.op {
-            Op::ExtensionUiResponse { .. } => return Some(pending),
+            Op::ExtensionUiResponse { .. } | Op::PendingRequests => return Some(pending),
             Op::Shutdown { abort } => {
                 // The client is gone: nobody can answer a dialog any more.
                 self.ext.handle.ui().close();

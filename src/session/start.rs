@@ -16,6 +16,11 @@ pub fn find_by_id(dir: &Path, id: &str) -> Option<PathBuf> {
     files.into_iter().find(|p| super::read_session_header(p).is_some_and(|h| h.id == id))
 }
 
+/// A fresh session id (UUID v7, as the sessions pi-rpc creates).
+pub fn new_session_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
 impl Session {
     /// A new session in `session_dir` with this id (written on its first message).
     pub fn create_with_id(session_dir: &Path, cwd: &Path, id: &str) -> Result<Session, SessionError> {

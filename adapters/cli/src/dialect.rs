@@ -5,8 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use pi_core::agent::{AgentHandle, Output};
-use pi_transport::framing::is_content_length_header;
-use pi_transport::raw::RawJson;
+use pi_transport::detect::{Detected, detect};
 use pi_transport::{FrameReader, Framing, Preread, Record, RecordReader, ServeEnd, serve_stream};
 use tokio::io::{AsyncBufRead, BufReader};
 use tokio::sync::mpsc;
@@ -18,27 +17,6 @@ pub enum End {
     Finished,
     /// Ended by this signal number.
     Signalled(u8),
-}
-
-/// The dialect the first record asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Detected {
-    Native,
-    JsonRpc,
-    /// `Content-Length:` header framing (JSON-RPC).
-    JsonRpcHeaders,
-}
-
-fn detect(record: &Record) -> Detected {
-    let Ok(line) = record else { return Detected::Native };
-    if is_content_length_header(line) {
-        return Detected::JsonRpcHeaders;
-    }
-    match RawJson::parse(line) {
-        Ok(RawJson::Array(_)) => Detected::JsonRpc,
-        Ok(RawJson::Object(obj)) if obj.contains("jsonrpc") => Detected::JsonRpc,
-        _ => Detected::Native,
-    }
 }
 
 /// Resolves when SIGTERM or SIGINT arrives, recording which.

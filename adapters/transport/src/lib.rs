@@ -5,10 +5,12 @@
 //! * [`raw`]: a message's top level as raw tokens (ids echoed exactly as sent).
 //! * [`seq`]: the sequence number member of an outbound message (`pi serve`).
 //! * [`inflight`]: the requests awaiting their reply.
+//! * [`detect`]: which dialect a connection's first record speaks.
 //! * [`connection`]: the loop that serves one connection with a [`connection::Dialect`].
 //! * [`protocol`]: the one table of commands every dialect maps, with their params and result types.
 
 pub mod connection;
+pub mod detect;
 pub mod framing;
 pub mod inflight;
 pub mod protocol;
