@@ -27,4 +27,5 @@ mod pi_parity;
 mod providers;
 mod reliability;
 mod rpc_client;
+mod serve;
 mod templates;

@@ -454,7 +454,7 @@ fn deliver_output(conn: &ConnHandle, output: Output, seq: Option<u64>) -> bool {
                 "the client does not read: {} messages are waiting to be sent",
                 conn.queue.max_capacity()
             );
-            tracing::warn!("connection {}: disconnected: {reason}", conn.id);
+            // The connection logs the reason as it goes.
             conn.kick.kick(reason);
             false
         }
