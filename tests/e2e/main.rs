@@ -28,4 +28,5 @@ mod providers;
 mod reliability;
 mod rpc_client;
 mod serve;
+mod serve_nginx;
 mod templates;

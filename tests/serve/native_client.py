@@ -16,6 +16,9 @@ Scenarios:
   auth URL TOKEN ORIGIN    missing/wrong token and a bad Origin refused (ORIGIN
                            allowed by the server, or -)
   oversize URL LIMIT       a message over the limit closes with 1009
+  scale_write URL ID       attach to session ID (?session=, the routing key), prompt
+  owned URL ID             session ID is refused: owned by another worker
+  scale_continue URL ID    session ID goes on with its history
   unix PATH                the same server on a unix socket
   slow URL                 a client that does not read is disconnected while
                            another session streams on
@@ -318,7 +321,39 @@ async def unix(path):
     print("unix ok")
 
 
+async def scale_write(url, session):
+    async with websockets.connect(f"{url}?session={session}") as ws:
+        state, _ = await call(ws, "1", "get_state")
+        check(state["data"]["sessionId"] == session, f"attached to {state['data']['sessionId']}")
+        await prompt_to_end(ws, "2", "remember the lighthouse")
+    print("scale_write ok")
+
+
+async def owned(url, session):
+    try:
+        async with websockets.connect(f"{url}?session={session}") as ws:
+            await recv(ws)
+            fail("a second worker served a session owned elsewhere")
+    except ConnectionClosed as e:
+        check(e.rcvd is not None and e.rcvd.code == 1008, f"closed with {e.rcvd}")
+        check("owned elsewhere" in e.rcvd.reason, f"reason: {e.rcvd.reason!r}")
+    print("owned ok")
+
+
+async def scale_continue(url, session):
+    async with websockets.connect(f"{url}?session={session}") as ws:
+        messages, _ = await call(ws, "1", "get_messages")
+        check("remember the lighthouse" in json.dumps(messages["data"]["messages"]), "history lost")
+        await prompt_to_end(ws, "2", "and now?")
+        state, _ = await call(ws, "3", "get_state")
+        check(state["data"]["messageCount"] == 4, f"messages: {state['data']['messageCount']}")
+    print("scale_continue ok")
+
+
 SCENARIOS = {
+    "scale_write": scale_write,
+    "owned": owned,
+    "scale_continue": scale_continue,
     "unix": unix,
     "flows": flows,
     "reconnect": reconnect,
