@@ -14,3 +14,5 @@ pub mod registry;
 pub mod replay;
 pub mod server;
 mod socket;
+#[cfg(test)]
+mod tests;

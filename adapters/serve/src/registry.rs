@@ -234,6 +234,15 @@ impl Registry {
         }
     }
 
+    /// End the loaded session `id` (abort, flush) and wait until it has
+    /// stopped; false when it is not loaded. Its file stays: `open` loads it again.
+    pub async fn close(&self, id: &str) -> bool {
+        let Some(hub) = self.hubs().get(id).cloned() else { return false };
+        hub.shut_down().await;
+        hub.wait_closed().await;
+        true
+    }
+
     /// End every session (abort, flush) and wait until they have stopped.
     pub async fn shut_down(&self) {
         let hubs = self.list();
