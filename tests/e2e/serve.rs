@@ -197,7 +197,7 @@ async fn a_client_that_does_not_read_is_disconnected_and_others_go_on() {
     flood.delay = Duration::from_millis(1);
     sb.server().on_marker("flood", flood);
     sb.server().set_fallback(Reply::text("a short answer for the other session"));
-    let served = serve(&sb, &["--replay-events", "64", "--queue-messages", "320"]).await;
+    let served = serve(&sb, &["--replay-events", "64", "--queue-messages", "600"]).await;
     let url = served.url.clone();
     if python_scenario(&served, "slow", &[&url]).await.is_some() {
         let log = served.pi.stderr();

@@ -366,7 +366,13 @@ impl Pump {
         tracing::info!("session {old} continues as {new}");
     }
 
-    fn complete_attach(&mut self, conn: ConnHandle, tag: Option<RequestTag>, after_seq: Option<u64>, pending: &[String]) {
+    fn complete_attach(
+        &mut self,
+        conn: ConnHandle,
+        tag: Option<RequestTag>,
+        after_seq: Option<u64>,
+        pending: &[String],
+    ) {
         self.dialogs.retain(|(id, _)| pending.contains(id));
         let replay = after_seq.map(|after| self.buffer.after(after));
         let replayed = replay.as_ref().map_or(0, |r| r.events.len() as u64);
@@ -450,10 +456,8 @@ fn deliver_output(conn: &ConnHandle, output: Output, seq: Option<u64>) -> bool {
     match conn.queue.try_send(Queued::Out(Delivered { output, seq })) {
         Ok(()) => true,
         Err(mpsc::error::TrySendError::Full(_)) => {
-            let reason = format!(
-                "the client does not read: {} messages are waiting to be sent",
-                conn.queue.max_capacity()
-            );
+            let reason =
+                format!("the client does not read: {} messages are waiting to be sent", conn.queue.max_capacity());
             // The connection logs the reason as it goes.
             conn.kick.kick(reason);
             false

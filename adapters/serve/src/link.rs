@@ -102,7 +102,12 @@ impl Link {
 
     /// Leave the current session and attach to `hub` (the reply, when
     /// `tag` is given, comes from the hub, ahead of the replayed events).
-    async fn switch_to(&mut self, mut hub: Arc<Hub>, tag: Option<RequestTag>, after_seq: Option<u64>) -> Result<(), CoreError> {
+    async fn switch_to(
+        &mut self,
+        mut hub: Arc<Hub>,
+        tag: Option<RequestTag>,
+        after_seq: Option<u64>,
+    ) -> Result<(), CoreError> {
         let Some(conn) = self.conn.clone() else { return Ok(()) };
         self.detach().await;
         loop {

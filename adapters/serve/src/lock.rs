@@ -57,7 +57,8 @@ impl OwnerLock {
         // A previous owner removes the file when it lets go: if it did so
         // between our open and our lock, we hold a lock on a deleted file. Retry.
         for _ in 0..8 {
-            let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+            let file =
+                OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
             let mut locked = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
                 Ok(locked) => locked,
                 Err((mut file, Errno::EWOULDBLOCK)) => {

@@ -35,7 +35,8 @@ impl Listen {
         }
         let text = text.strip_prefix("ws://").unwrap_or(text);
         use std::net::ToSocketAddrs;
-        let mut addrs = text.to_socket_addrs().map_err(|e| format!("--listen {text}: {e} (expected HOST:PORT or unix:PATH)"))?;
+        let mut addrs =
+            text.to_socket_addrs().map_err(|e| format!("--listen {text}: {e} (expected HOST:PORT or unix:PATH)"))?;
         addrs.next().map(Listen::Tcp).ok_or_else(|| format!("--listen {text}: no address"))
     }
 
@@ -175,19 +176,27 @@ async fn rpc(
     }
     let attach = query.session.map(|id| (id, query.after_seq));
     let limit = shared.options.max_message_bytes;
-    upgrade
-        .max_message_size(limit)
-        .max_frame_size(limit)
-        .on_upgrade(move |socket: WebSocket| async move {
-            let shared = admitted.0.clone();
-            crate::socket::serve_socket(socket, shared.registry.clone(), shared.options.queue_messages, attach, protocol, shared.stopping.clone())
-                .await;
-            drop(admitted);
-        })
+    upgrade.max_message_size(limit).max_frame_size(limit).on_upgrade(move |socket: WebSocket| async move {
+        let shared = admitted.0.clone();
+        crate::socket::serve_socket(
+            socket,
+            shared.registry.clone(),
+            shared.options.queue_messages,
+            attach,
+            protocol,
+            shared.stopping.clone(),
+        )
+        .await;
+        drop(admitted);
+    })
 }
 
 fn allowed(options: &ServeOptions) -> String {
-    if options.allowed_origins.is_empty() { "no browser origin; see --allow-origin".into() } else { options.allowed_origins.join(", ") }
+    if options.allowed_origins.is_empty() {
+        "no browser origin; see --allow-origin".into()
+    } else {
+        options.allowed_origins.join(", ")
+    }
 }
 
 async fn healthz() -> &'static str {
@@ -217,7 +226,12 @@ pub async fn run(
         tracing::warn!("pi serve: no token (--token-file or PI_SERVE_TOKEN): anyone on this machine can connect");
     }
     let stopping = CancellationToken::new();
-    let shared = Arc::new(Shared { registry: registry.clone(), options: options.clone(), connections: AtomicUsize::new(0), stopping: stopping.clone() });
+    let shared = Arc::new(Shared {
+        registry: registry.clone(),
+        options: options.clone(),
+        connections: AtomicUsize::new(0),
+        stopping: stopping.clone(),
+    });
     let app = Router::new()
         .route("/rpc", get(rpc))
         .route("/healthz", get(healthz))
@@ -238,7 +252,8 @@ pub async fn run(
             axum::serve(listener, app).with_graceful_shutdown(graceful).await?;
         }
         Listen::Unix(path) => {
-            if std::fs::symlink_metadata(path).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type())) {
+            if std::fs::symlink_metadata(path).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()))
+            {
                 let _ = std::fs::remove_file(path);
             }
             let listener = tokio::net::UnixListener::bind(path)?;
