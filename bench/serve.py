@@ -40,6 +40,8 @@ from run import FAKE, PI, build, peak_rss_kib, sandbox_env  # noqa: E402
 REFERENCE = os.path.join(ROOT, "target/tools/reference/node_modules/@earendil-works/pi-coding-agent/dist/cli.js")
 NODE = os.path.join(ROOT, "target/tools/node/node_modules/.bin/node")
 MARK = "@@SENT_US@@"
+# Extra `pi serve` flags for every server (--serve-arg).
+EXTRA = []
 
 
 def rss_kib(pid):
@@ -48,6 +50,13 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of a live process."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def raise_fd_limit():
@@ -62,7 +71,7 @@ class Server:
     def __init__(self, agent, cwd, *args):
         self.proc = subprocess.Popen(
             [PI, "serve", "--listen", "127.0.0.1:0", "--max-connections", "100000", "--max-sessions", "100000",
-             *args],
+             *args, *EXTRA],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=sandbox_env(agent), cwd=cwd)
         self.url = self.proc.stdout.readline().decode().strip()
         if not self.url.startswith("ws://"):
@@ -171,9 +180,11 @@ async def streaming(streams, deltas, delta_ms):
             server = Server(agent, cwd, "--model", "bench/m")
             try:
                 latencies = []
+                cpu = cpu_seconds(server.proc.pid)
                 start = time.perf_counter()
                 counts = await asyncio.gather(*(stream_one(server.url, latencies) for _ in range(streams)))
                 elapsed = time.perf_counter() - start
+                cpu = cpu_seconds(server.proc.pid) - cpu
                 peak = peak_rss_kib(server.proc.pid)
             finally:
                 server.stop()
@@ -189,7 +200,7 @@ async def streaming(streams, deltas, delta_ms):
     p99 = latencies[int(len(latencies) * 0.99)] / 1000
     print(f"streaming: {streams} sessions x {deltas} deltas ({delta_ms} ms apart at the source) in {elapsed:.2f} s: "
           f"{total / elapsed:,.0f} deltas/s; delta latency p50 {p50:.1f} ms, p99 {p99:.1f} ms; "
-          f"peak RSS {peak / 1024:.1f} MiB")
+          f"peak RSS {peak / 1024:.1f} MiB; pi serve used {cpu:.2f} s of CPU ({cpu / elapsed * 100:.0f}% of one core)")
 
 
 async def churn(cycles, parallel=8):
@@ -233,15 +244,21 @@ def main():
     parser.add_argument("--delta-ms", type=int, default=10)
     parser.add_argument("--cycles", type=int, default=10000)
     parser.add_argument("--no-build", action="store_true")
+    parser.add_argument("--serve-arg", action="append", default=[], help="an extra pi serve flag (repeatable)")
+    parser.add_argument("--only", choices=["idle", "streaming", "churn"], help="run one figure")
     args = parser.parse_args()
+    EXTRA.extend(args.serve_arg)
     if not args.no_build:
         build()
     limit = raise_fd_limit()
     if limit < 2 * args.idle + 100:
         raise SystemExit(f"the open-file limit ({limit}) is too low for --idle {args.idle}")
-    asyncio.run(idle(args.idle))
-    asyncio.run(streaming(args.streams, args.deltas, args.delta_ms))
-    asyncio.run(churn(args.cycles))
+    if args.only in (None, "idle"):
+        asyncio.run(idle(args.idle))
+    if args.only in (None, "streaming"):
+        asyncio.run(streaming(args.streams, args.deltas, args.delta_ms))
+    if args.only in (None, "churn"):
+        asyncio.run(churn(args.cycles))
 
 
 if __name__ == "__main__":

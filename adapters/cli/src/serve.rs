@@ -17,7 +17,13 @@ use crate::args::Args;
 /// pi serve: many sessions in one process over WebSocket (`/rpc`), with
 /// `/healthz` and `/readyz`. Plain HTTP: TLS belongs to the load balancer.
 #[derive(Debug, Parser)]
-#[command(name = "pi serve", about, long_about = None, disable_version_flag = true)]
+#[command(
+    name = "pi serve",
+    bin_name = "pi serve",
+    about = "Many sessions in one process over WebSocket (/rpc), with /healthz and /readyz; plain HTTP (TLS belongs to the load balancer).",
+    long_about = None,
+    disable_version_flag = true
+)]
 pub struct ServeArgs {
     /// `HOST:PORT` (port 0 picks a free port; the first stdout line names it) or `unix:PATH`.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
