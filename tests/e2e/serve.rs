@@ -29,7 +29,7 @@ pub async fn serve(sb: &Sandbox, args: &[&str]) -> Served {
 
 pub async fn serve_with_env(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> Served {
     let mut full = vec!["serve"];
-    if !args.iter().any(|a| *a == "--listen") {
+    if !args.contains(&"--listen") {
         full.extend(["--listen", "127.0.0.1:0"]);
     }
     full.extend_from_slice(args);
