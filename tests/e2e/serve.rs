@@ -214,3 +214,20 @@ async fn serves_on_a_unix_socket() {
     assert_eq!(served.url, listen);
     python_scenario(&served, "unix", &[&path.display().to_string()]).await;
 }
+
+#[tokio::test]
+async fn sigterm_closes_connections_with_1001_and_keeps_the_session() {
+    let sb = Sandbox::offline();
+    let mut served = serve(&sb, &[]).await;
+    let url = served.url.clone();
+    let pid = served.pi.child.id().expect("pid").to_string();
+    if python_scenario(&served, "stop", &[&url, &pid]).await.is_none() {
+        return;
+    }
+    let status = tokio::time::timeout(Duration::from_secs(20), served.pi.child.wait()).await.expect("pi serve stops");
+    assert_eq!(status.expect("wait").code(), Some(0), "{}", served.pi.stderr());
+    let files = sb.session_files();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let text = std::fs::read_to_string(&files[0]).expect("session file");
+    assert!(text.contains("written before the stop"), "{text}");
+}

@@ -19,6 +19,7 @@ Scenarios:
   scale_write URL ID       attach to session ID (?session=, the routing key), prompt
   owned URL ID             session ID is refused: owned by another worker
   scale_continue URL ID    session ID goes on with its history
+  stop URL PID             SIGTERM to the server: open connections closed with 1001
   unix PATH                the same server on a unix socket
   slow URL                 a client that does not read is disconnected while
                            another session streams on
@@ -26,6 +27,8 @@ Scenarios:
 
 import asyncio
 import json
+import os
+import signal
 import socket
 import sys
 import urllib.parse
@@ -350,7 +353,20 @@ async def scale_continue(url, session):
     print("scale_continue ok")
 
 
+async def stop(url, pid):
+    async with websockets.connect(url) as ws:
+        await prompt_to_end(ws, "1", "written before the stop")
+        os.kill(int(pid), signal.SIGTERM)
+        try:
+            while True:
+                await recv(ws)
+        except ConnectionClosed as e:
+            check(e.rcvd is not None and e.rcvd.code == 1001, f"closed with {e.rcvd}")
+    print("stop ok")
+
+
 SCENARIOS = {
+    "stop": stop,
     "scale_write": scale_write,
     "owned": owned,
     "scale_continue": scale_continue,
