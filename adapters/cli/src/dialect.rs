@@ -77,6 +77,7 @@ pub async fn serve_stdio(
     let mut records = RecordReader::new(stdin);
 
     let (dialect, first) = match protocol {
+        Protocol::Acp => anyhow::bail!("--protocol acp: not available yet"),
         Protocol::Jsonl => (Detected::Native, None),
         Protocol::Jsonrpc => {
             let first = tokio::select! {

@@ -99,6 +99,9 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
     let (resources, extensions, project_trusted) = resources_and_extensions(args, &agent_dir, &cwd)?;
     let mcp = mcp_options(args, &agent_dir, &cwd, project_trusted);
 
+    // Seed dialects: approvals only with `--tool-approval` or `toolApproval.enabled`.
+    let mut settings_approval = settings.tool_approval.policy(false);
+    settings_approval.enabled |= args.tool_approval;
     Ok(AgentConfig {
         agent_dir,
         cwd,
@@ -126,6 +129,10 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
         resources,
         extensions,
         mcp,
+        client: pi_core::client::ClientSetup {
+            approval: settings_approval,
+            ..Default::default()
+        },
     })
 }
 
