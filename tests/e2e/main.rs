@@ -5,6 +5,7 @@
 #![allow(clippy::print_stderr)]
 
 mod acp_bridge;
+mod acp_clients;
 mod cli_options;
 mod clients;
 mod dialects_agree;

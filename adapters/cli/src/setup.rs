@@ -18,8 +18,13 @@ use pi_core::tools::{DEFAULT_ACTIVE_TOOLS, ToolRegistry};
 use crate::args::Args;
 
 pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
-    let agent_dir = default_agent_dir();
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    build_agent_config_in(args, cwd)
+}
+
+/// The configuration of an agent working in `cwd` (ACP: each session has its own).
+pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentConfig> {
+    let agent_dir = default_agent_dir();
     let settings = Settings::load(&agent_dir, &cwd)?;
     let models = ModelRegistry::load(&agent_dir)?;
 
@@ -129,10 +134,7 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
         resources,
         extensions,
         mcp,
-        client: pi_core::client::ClientSetup {
-            approval: settings_approval,
-            ..Default::default()
-        },
+        client: pi_core::client::ClientSetup { approval: settings_approval, ..Default::default() },
     })
 }
 
