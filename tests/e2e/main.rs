@@ -7,6 +7,7 @@
 mod acp_bridge;
 mod acp_clients;
 mod cli_options;
+mod client_tools;
 mod clients;
 mod dialects_agree;
 mod extension_host;
