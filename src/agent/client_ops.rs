@@ -7,7 +7,9 @@ use std::sync::Arc;
 use super::actor::Agent;
 use super::internal::Emitter;
 use crate::client::client_tool::ClientTool;
-use crate::client::{ApprovalMode, Approvals, ClientBroker, ClientCapabilities, ClientLink, ClientSetup, ClientToolSpec};
+use crate::client::{
+    ApprovalMode, Approvals, ClientBroker, ClientCapabilities, ClientLink, ClientSetup, ClientToolSpec,
+};
 use crate::error::CoreError;
 use crate::op::{Reply, RequestTag, UiResponse};
 

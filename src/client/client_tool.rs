@@ -46,7 +46,10 @@ impl Tool for ClientTool {
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
         let Some(client) = &ctx.client else {
-            return ToolOutput::error(format!("Tool \"{}\" runs in the client, and no client is connected", self.name()));
+            return ToolOutput::error(format!(
+                "Tool \"{}\" runs in the client, and no client is connected",
+                self.name()
+            ));
         };
         let kind = ClientRequestKind::ToolCall {
             tool_call_id: ctx.tool_call_id.clone(),

@@ -125,10 +125,20 @@ pub enum ClientReply {
     Text(String),
     /// Requests without data (write, kill, release).
     Done,
-    TerminalCreated { terminal_id: String },
-    TerminalOutput { output: String, truncated: bool, exit: Option<ExitStatus> },
+    TerminalCreated {
+        terminal_id: String,
+    },
+    TerminalOutput {
+        output: String,
+        truncated: bool,
+        exit: Option<ExitStatus>,
+    },
     TerminalExited(ExitStatus),
-    ToolResult { content: Vec<ContentBlock>, details: Option<Value>, is_error: bool },
+    ToolResult {
+        content: Vec<ContentBlock>,
+        details: Option<Value>,
+        is_error: bool,
+    },
 }
 
 /// Why a request got no answer.

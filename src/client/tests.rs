@@ -48,15 +48,15 @@ impl EventSink for ScriptedClient {
     }
 }
 
-fn client(capabilities: ClientCapabilities, policy: ApprovalPolicy, answer: Answer) -> (ClientLink, Arc<ScriptedClient>) {
+fn client(
+    capabilities: ClientCapabilities,
+    policy: ApprovalPolicy,
+    answer: Answer,
+) -> (ClientLink, Arc<ScriptedClient>) {
     let broker = Arc::new(ClientBroker::default());
     let scripted = Arc::new(ScriptedClient { broker: broker.clone(), editor: Mutex::default(), answer });
-    let link = ClientLink {
-        broker,
-        events: scripted.clone(),
-        capabilities,
-        approvals: Arc::new(Approvals::new(policy)),
-    };
+    let link =
+        ClientLink { broker, events: scripted.clone(), capabilities, approvals: Arc::new(Approvals::new(policy)) };
     (link, scripted)
 }
 
@@ -78,7 +78,8 @@ fn editor_answers(permission: PermissionAnswer) -> Answer {
     })
 }
 
-const ALL_FILES: ClientCapabilities = ClientCapabilities { read_text_file: true, write_text_file: true, terminal: false };
+const ALL_FILES: ClientCapabilities =
+    ClientCapabilities { read_text_file: true, write_text_file: true, terminal: false };
 
 fn ctx_with(dir: &std::path::Path, link: &ClientLink) -> ToolContext {
     let mut ctx = ToolContext::new(dir.to_path_buf());
@@ -102,7 +103,11 @@ async fn answers_reach_the_waiting_request_and_cancellation_ends_it() {
     assert!(link.broker.is_empty());
 
     let never = CancellationToken::new();
-    let timed = link.request(ClientRequestKind::KillTerminal { terminal_id: "t".into() }, &never, Some(Duration::from_millis(10)));
+    let timed = link.request(
+        ClientRequestKind::KillTerminal { terminal_id: "t".into() },
+        &never,
+        Some(Duration::from_millis(10)),
+    );
     assert_eq!(timed.await, Err(ClientFailure::TimedOut(10)));
     assert!(!link.broker.resolve("unknown", Ok(ClientReply::Done)), "an unknown id is not an answer");
 }
@@ -168,7 +173,8 @@ fn seed_dialog_answers_read_as_approvals() {
 
 #[tokio::test]
 async fn a_pending_approval_is_cancelled_by_abort() {
-    let (link, scripted) = client(ClientCapabilities::default(), ApprovalPolicy::ask_before_changes(), Box::new(|_, _| None));
+    let (link, scripted) =
+        client(ClientCapabilities::default(), ApprovalPolicy::ask_before_changes(), Box::new(|_, _| None));
     let cancel = CancellationToken::new();
     let gate = link.approvals.clone();
     let args = json!({"path": "f"});
@@ -197,7 +203,9 @@ async fn files_go_through_the_editor_buffers() {
     assert_eq!(join_text(&read.content), "unsaved two\n");
 
     let edit = crate::tools::edit::EditTool::new();
-    let out = edit.execute(json!({"path": "f.txt", "edits": [{"oldText": "unsaved", "newText": "saved"}]}), ctx.clone()).await;
+    let out = edit
+        .execute(json!({"path": "f.txt", "edits": [{"oldText": "unsaved", "newText": "saved"}]}), ctx.clone())
+        .await;
     assert!(!out.is_error, "{out:?}");
     assert_eq!(scripted.editor.lock().unwrap().buffers[&key], "line one\nsaved two\n");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "on disk\n", "the disk is left to the editor");

@@ -133,7 +133,11 @@ impl Tool for EditTool {
             Some(client) => match client.read_text_file(absolute.clone(), &ctx.cancel).await {
                 Ok(text) => text.into_bytes(),
                 Err(crate::client::ClientFailure::Cancelled) => return aborted(),
-                Err(e) => return ToolOutput::error(format!("Could not edit file: {path}. The client could not read it: {e}")),
+                Err(e) => {
+                    return ToolOutput::error(format!(
+                        "Could not edit file: {path}. The client could not read it: {e}"
+                    ));
+                }
             },
             None => {
                 if let Err(errno) = access(&absolute, AccessFlags::R_OK | AccessFlags::W_OK) {

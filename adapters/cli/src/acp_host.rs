@@ -9,10 +9,10 @@ use pi_acp_agent::{OpenError, Opened, SessionHost, SessionSpec, SessionStart, St
 use pi_core::agent::SessionStart as CoreStart;
 use pi_core::client::ApprovalPolicy;
 use pi_core::config::{Settings, default_agent_dir};
-use pi_core::session::{default_session_dir, find_by_id, read_session_header, session_dirs};
+use pi_core::session::{find_by_id, read_session_header, session_dirs};
 
 use crate::args::Args;
-use crate::setup::build_agent_config_in;
+use crate::setup::{build_agent_config_in, session_dir_in};
 
 /// Starts one agent per ACP session, from the command line's flags.
 pub struct StdioHost {
@@ -49,10 +49,12 @@ impl SessionHost for StdioHost {
     }
 
     fn stored(&self, cwd: Option<&Path>) -> Vec<StoredSession> {
-        let agent_dir = default_agent_dir();
         let dirs = match cwd {
-            Some(cwd) => vec![default_session_dir(&agent_dir, cwd)],
-            None => session_dirs(&agent_dir),
+            Some(cwd) => vec![session_dir_in(&self.args, cwd).0],
+            None => match std::env::current_dir().map(|here| session_dir_in(&self.args, &here)) {
+                Ok((chosen, true)) => vec![chosen],
+                _ => session_dirs(&default_agent_dir()),
+            },
         };
         let mut found: Vec<(std::time::SystemTime, StoredSession)> = Vec::new();
         for dir in dirs {

@@ -236,6 +236,14 @@ fn expand_tool_patterns(list: &[String], builtin: &[String]) -> Vec<String> {
     out
 }
 
+/// The session directory of an agent in `cwd`, and whether it was chosen
+/// (flag, variable, setting) rather than pi's per-project default.
+pub fn session_dir_in(args: &Args, cwd: &std::path::Path) -> (PathBuf, bool) {
+    let agent_dir = default_agent_dir();
+    let settings = Settings::load(&agent_dir, cwd).unwrap_or_default();
+    session_dir(args, &settings, &agent_dir, cwd)
+}
+
 /// `--session-dir`, then `PI_CODING_AGENT_SESSION_DIR`, then settings, then pi's default.
 fn session_dir(
     args: &Args,

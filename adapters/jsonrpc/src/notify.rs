@@ -2,10 +2,10 @@
 //! through the typed shapes of `wire.rs` (replies are encoded through the
 //! protocol table).
 
+use pi_core::client::ClientRequestKind;
 use pi_core::event::{AgentEvent, AssistantStreamEvent};
 use pi_core::message::AgentMessage;
 use pi_transport::protocol::results::WireCompactionResult;
-use pi_core::client::ClientRequestKind;
 use pi_transport::protocol::ui::{APPROVAL_SENDER, UiFields};
 use serde_json::Value;
 

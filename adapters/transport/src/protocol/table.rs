@@ -3,8 +3,8 @@
 use pi_core::model::Model;
 use pi_core::op::Op;
 
-use super::decode::decode;
 use super::client_params::ToolResultParams;
+use super::decode::decode;
 use super::params::*;
 use super::results::*;
 use super::{Binding, Command};
