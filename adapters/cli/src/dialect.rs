@@ -165,3 +165,29 @@ pub async fn serve_stdio(
     let signalled = end == ServeEnd::Signalled;
     Ok(if signalled { End::Signalled(signal.load(Ordering::SeqCst)) } else { End::Finished })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn detected(line: &str) -> Detected {
+        detect(&Ok(line.to_string()))
+    }
+
+    #[test]
+    fn an_initialize_with_an_integer_protocol_version_is_acp() {
+        let acp =
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
+        assert_eq!(detected(acp), Detected::Acp);
+        // Seed 004's initialize has no protocolVersion; a string or a float is not ACP's.
+        for rpc in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"model":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1.5}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"prompt","params":{"protocolVersion":1}}"#,
+        ] {
+            assert_eq!(detected(rpc), Detected::JsonRpc, "{rpc}");
+        }
+        assert_eq!(detected(r#"{"type":"get_state"}"#), Detected::Native);
+    }
+}
