@@ -76,7 +76,7 @@ impl SessionHost for StdioHost {
                 found.push((modified, session));
             }
         }
-        found.sort_by(|a, b| b.0.cmp(&a.0));
+        found.sort_by_key(|s| std::cmp::Reverse(s.0));
         found.into_iter().map(|(_, s)| s).collect()
     }
 

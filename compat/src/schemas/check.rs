@@ -327,6 +327,11 @@ impl Schemas {
     }
 }
 
+/// A method name as a JSON pointer token (`/` is `~1`).
+fn pointer_key(method: &str) -> String {
+    method.replace('~', "~0").replace('/', "~1")
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -392,9 +397,4 @@ mod tests {
         s.check_session_line(&json!({"type": "context_edit", "id": "x", "targetId": "y"})).unwrap();
         assert!(s.check_session_line(&json!({"type": "model_change", "id": "a"})).is_err());
     }
-}
-
-/// A method name as a JSON pointer token (`/` is `~1`).
-fn pointer_key(method: &str) -> String {
-    method.replace('~', "~0").replace('/', "~1")
 }
