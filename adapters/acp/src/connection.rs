@@ -260,7 +260,7 @@ impl<H: SessionHost> Connection<H> {
     }
 
     async fn client_response(&mut self, id: &RawValue, result: Result<Value, acp::Error>) {
-        let sent = id.get().parse::<u64>().ok().and_then(|n| self.shared.table().take(n));
+        let sent = id.get().parse::<u64>().ok().and_then(|n| self.shared.table().remove(n));
         let Some(sent) = sent else {
             tracing::debug!("ignoring a response to no request of ours: {}", id.get());
             return;
