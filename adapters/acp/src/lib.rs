@@ -22,6 +22,9 @@ pub mod session;
 pub mod updates;
 pub mod wire;
 
+#[cfg(test)]
+mod tests;
+
 pub use agent_client_protocol_schema as schema;
 pub use connection::serve_acp;
 pub use host::{OpenError, Opened, SessionHost, SessionSpec, SessionStart, StoredSession};
