@@ -149,7 +149,7 @@ impl<H: SessionHost> Connection<H> {
                 let cwd = check_cwd(&request.cwd)?;
                 let session_id = uuid::Uuid::now_v7().to_string();
                 let mcp = mcp_servers(request.mcp_servers, &cwd);
-                self.open(id, SessionStart::New { session_id }, cwd, mcp, Opening::New)?;
+                self.open(id, SessionStart::New { session_id }, cwd, mcp, Opening::New).await?;
             }
             "session/load" => {
                 let request: acp::LoadSessionRequest = params(p)?;
@@ -159,7 +159,7 @@ impl<H: SessionHost> Connection<H> {
                     return Err(invalid_params(format!("session {session_id} is already open on this connection")));
                 }
                 let mcp = mcp_servers(request.mcp_servers, &cwd);
-                self.open(id, SessionStart::Load { session_id }, cwd, mcp, Opening::Load)?;
+                self.open(id, SessionStart::Load { session_id }, cwd, mcp, Opening::Load).await?;
             }
             "session/list" => {
                 let request: acp::ListSessionsRequest = params(p)?;
@@ -198,6 +198,7 @@ impl<H: SessionHost> Connection<H> {
                 let session = request.session_id.0.to_string();
                 self.route(&session, SessionCmd::Close { id }).await?;
                 self.sessions.remove(&session);
+                self.host.closed(&session);
             }
             other => return Err(acp::Error::method_not_found().data(Value::String(other.to_string()))),
         }
@@ -230,7 +231,7 @@ impl<H: SessionHost> Connection<H> {
         }
     }
 
-    fn open(
+    async fn open(
         &mut self,
         id: Box<RawValue>,
         start: SessionStart,
@@ -247,7 +248,7 @@ impl<H: SessionHost> Connection<H> {
             ..ClientSetup::default()
         };
         let spec = SessionSpec { start, cwd: cwd.clone(), mcp_servers, client };
-        let opened = self.host.open(spec).map_err(|e| match e {
+        let opened = self.host.open(spec).await.map_err(|e| match e {
             OpenError::NotFound(what) => acp::Error::resource_not_found(None).data(Value::String(what)),
             OpenError::Invalid(why) => invalid_params(why),
             OpenError::Failed(why) => crate::wire::internal(why),
@@ -280,10 +281,10 @@ impl<H: SessionHost> Connection<H> {
     }
 
     async fn finish(&mut self, abort: bool) {
-        for live in self.sessions.values() {
+        for (session_id, live) in self.sessions.drain() {
             let _ = live.cmds.send(SessionCmd::Shutdown { abort }).await;
+            self.host.closed(&session_id);
         }
-        self.sessions.clear();
     }
 }
 

@@ -1,7 +1,10 @@
-//! Where an ACP connection's sessions come from: a [`SessionHost`] starts
-//! (or reopens) a session's agent and lists the stored ones. On stdio the
-//! host spawns one agent per session in this process; a registry serving
-//! many connections (`pi serve`) can implement the same interface.
+//! Where an ACP connection's sessions come from: a [`SessionHost`] creates
+//! a session or looks one up by id (`session/new`, `session/load`), lists the
+//! stored ones (`session/list`) and hears when the connection is done with
+//! one (`session/close`, the connection's end). On stdio the host spawns one
+//! agent per session in this process; a registry serving many connections
+//! (`pi serve`) can implement the same interface, attaching a connection to
+//! a session that is already live.
 
 use std::path::PathBuf;
 
@@ -60,11 +63,19 @@ pub enum OpenError {
 
 /// Starts sessions and knows the stored ones.
 pub trait SessionHost: Send + 'static {
-    /// Start the agent of a session (its MCP servers connect in the background).
-    fn open(&mut self, spec: SessionSpec) -> Result<Opened, OpenError>;
+    /// Create a session, or look up a stored (or live) one by id, and give
+    /// the connection its agent (MCP servers connect in the background).
+    fn open(&mut self, spec: SessionSpec) -> impl std::future::Future<Output = Result<Opened, OpenError>> + Send;
 
     /// Stored sessions, newest first, of `cwd` (or of every project).
     fn stored(&self, cwd: Option<&std::path::Path>) -> Vec<StoredSession>;
+
+    /// The connection is done with this session (closed, or the connection
+    /// ended). The session's task has already asked its agent to shut down;
+    /// a host that shares agents between connections detaches instead.
+    fn closed(&mut self, session_id: &str) {
+        let _ = session_id;
+    }
 
     /// The policy ACP sessions start with: asking before `write`, `edit`
     /// and `bash`, unless the settings say otherwise.

@@ -23,6 +23,8 @@ pub mod updates;
 pub mod wire;
 
 #[cfg(test)]
+mod host_tests;
+#[cfg(test)]
 mod tests;
 
 pub use agent_client_protocol_schema as schema;

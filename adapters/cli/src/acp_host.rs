@@ -31,21 +31,24 @@ fn find_stored(session_dir: &Path, id: &str) -> Option<PathBuf> {
 }
 
 impl SessionHost for StdioHost {
-    fn open(&mut self, spec: SessionSpec) -> Result<Opened, OpenError> {
-        let mut config =
-            build_agent_config_in(&self.args, spec.cwd.clone()).map_err(|e| OpenError::Invalid(format!("{e:#}")))?;
-        config.session = match spec.start {
-            SessionStart::New { .. } if self.args.no_session => CoreStart::InMemory,
-            SessionStart::New { session_id } => CoreStart::WithId(session_id),
-            SessionStart::Load { session_id } => match find_stored(&config.session_dir, &session_id) {
-                Some(path) => CoreStart::Open(path),
-                None => return Err(OpenError::NotFound(format!("no stored session has the id {session_id}"))),
-            },
-        };
-        config.mcp.config.servers.extend(spec.mcp_servers);
-        config.client = spec.client;
-        let (handle, outputs) = pi_core::agent::spawn(config).map_err(|e| OpenError::Failed(e.to_string()))?;
-        Ok(Opened { handle, outputs })
+    fn open(&mut self, spec: SessionSpec) -> impl std::future::Future<Output = Result<Opened, OpenError>> + Send {
+        let args = self.args.clone();
+        async move {
+            let mut config =
+                build_agent_config_in(&args, spec.cwd.clone()).map_err(|e| OpenError::Invalid(format!("{e:#}")))?;
+            config.session = match spec.start {
+                SessionStart::New { .. } if args.no_session => CoreStart::InMemory,
+                SessionStart::New { session_id } => CoreStart::WithId(session_id),
+                SessionStart::Load { session_id } => match find_stored(&config.session_dir, &session_id) {
+                    Some(path) => CoreStart::Open(path),
+                    None => return Err(OpenError::NotFound(format!("no stored session has the id {session_id}"))),
+                },
+            };
+            config.mcp.config.servers.extend(spec.mcp_servers);
+            config.client = spec.client;
+            let (handle, outputs) = pi_core::agent::spawn(config).map_err(|e| OpenError::Failed(e.to_string()))?;
+            Ok(Opened { handle, outputs })
+        }
     }
 
     fn stored(&self, cwd: Option<&Path>) -> Vec<StoredSession> {
