@@ -322,66 +322,61 @@ where
     F: std::future::Future<Output = ()>,
 {
     let (out, mut out_rx) = mpsc::channel::<Vec<u8>>(1024);
-    let shared = Arc::new(Shared { out, sent: Mutex::new(Outbound::default()) });
     let mut conn = Connection {
         host,
-        shared: shared.clone(),
+        shared: Arc::new(Shared { out, sent: Mutex::new(Outbound::default()) }),
         capabilities: ClientCapabilities::default(),
         sessions: HashMap::new(),
         tasks: JoinSet::new(),
     };
-    drop(shared);
-    let mut output_ok = true;
-    let mut input_open = true;
-    tokio::pin!(stop);
-    loop {
-        tokio::select! {
-            _ = &mut stop, if input_open => {
-                input_open = false;
-                conn.finish(true).await;
+    // The writer runs beside the reader, not inside its loop: the reader (and
+    // the sessions) may wait for room in the way out, and that room must
+    // never depend on the reader coming back.
+    let writer = async {
+        let mut output_ok = true;
+        while let Some(bytes) = out_rx.recv().await {
+            if output_ok && !sink.send(bytes).await {
+                output_ok = false;
             }
-            message = out_rx.recv() => match message {
-                Some(bytes) => {
-                    if output_ok && !sink.send(bytes).await {
-                        output_ok = false;
-                    }
-                }
-                None => break,
-            },
-            done = conn.tasks.join_next(), if !conn.tasks.is_empty() => {
-                if let Some(Err(e)) = done {
-                    tracing::error!("an ACP session task failed: {e}");
-                }
-            }
-            record = source.next(), if input_open => match record {
-                Ok(Some(Ok(text))) => conn.record(text).await,
-                Ok(Some(Err(e))) => {
-                    let detail = match e {
-                        FrameError::TooLong { len, limit } => format!("message of {len} bytes exceeds the {limit}-byte limit"),
-                        FrameError::InvalidUtf8 { offset } => format!("invalid UTF-8 at byte {offset}"),
-                        FrameError::Header(d) => d,
-                    };
-                    let error = acp::Error::parse_error().data(Value::String(detail));
-                    conn.send(error_response(&pi_transport::raw::null_id(), &error)).await;
-                }
-                Ok(None) | Err(_) => {
+        }
+        output_ok
+    };
+    let reader = async move {
+        let mut input_open = true;
+        tokio::pin!(stop);
+        while input_open || !conn.tasks.is_empty() {
+            tokio::select! {
+                _ = &mut stop, if input_open => {
                     input_open = false;
-                    conn.finish(false).await;
+                    conn.finish(true).await;
                 }
-            },
-        }
-        if !input_open && conn.tasks.is_empty() {
-            // Sessions are done: only the connection holds the way out now.
-            let Connection { shared, .. } = &conn;
-            if Arc::strong_count(shared) == 1 {
-                while let Ok(bytes) = out_rx.try_recv() {
-                    if output_ok && !sink.send(bytes).await {
-                        output_ok = false;
+                done = conn.tasks.join_next(), if !conn.tasks.is_empty() => {
+                    if let Some(Err(e)) = done {
+                        tracing::error!("an ACP session task failed: {e}");
                     }
                 }
-                break;
+                record = source.next(), if input_open => match record {
+                    Ok(Some(Ok(text))) => conn.record(text).await,
+                    Ok(Some(Err(e))) => {
+                        let detail = match e {
+                            FrameError::TooLong { len, limit } => format!("message of {len} bytes exceeds the {limit}-byte limit"),
+                            FrameError::InvalidUtf8 { offset } => format!("invalid UTF-8 at byte {offset}"),
+                            FrameError::Header(d) => d,
+                        };
+                        let error = acp::Error::parse_error().data(Value::String(detail));
+                        conn.send(error_response(&pi_transport::raw::null_id(), &error)).await;
+                    }
+                    Ok(None) | Err(_) => {
+                        input_open = false;
+                        conn.finish(false).await;
+                    }
+                },
             }
         }
-    }
+        // Every session is done; dropping the connection closes the way out
+        // once the writer has sent what is queued.
+        drop(conn);
+    };
+    let (output_ok, ()) = tokio::join!(writer, reader);
     output_ok
 }

@@ -139,3 +139,54 @@ async fn sessions_come_from_the_host_and_go_back_to_it() {
     assert_eq!(*log.opened.lock().unwrap(), [first.clone(), second.clone()]);
     assert_eq!(*log.closed.lock().unwrap(), [first, second], "the connection's end hands its sessions back");
 }
+
+/// A slow client: every message takes a millisecond to write.
+struct Slow(mpsc::UnboundedSender<Value>);
+
+impl MessageSink for Slow {
+    async fn send(&self, body: Vec<u8>) -> bool {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        self.0.send(serde_json::from_slice(&body).unwrap()).is_ok()
+    }
+}
+
+/// A session streams far more than the way out holds to a slow client while
+/// bad lines keep coming: the connection's own error replies wait for room
+/// like everything else, and the writer, not the reader, makes that room.
+#[tokio::test]
+async fn a_slow_client_holds_the_connection_back_but_never_locks_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = TestHost { dir: dir.path().to_path_buf(), log: Log::default() };
+    let (input, rx) = mpsc::unbounded_channel();
+    let (tx, mut out) = mpsc::unbounded_channel();
+    let served = tokio::spawn(crate::serve_acp(host, Input(rx), Slow(tx), std::future::pending()));
+    let send = |v: Value| input.send(v.to_string()).unwrap();
+    let cwd = dir.path().display().to_string();
+    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}));
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}));
+    let session = reply(&mut out, 1).await["result"]["sessionId"].as_str().unwrap().to_string();
+    // The faux model echoes the prompt three words per delta: 1,500 updates.
+    let long = "w ".repeat(4500);
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": long}]}}),
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    const BAD: usize = 300;
+    for _ in 0..BAD {
+        input.send("{bad json".to_string()).unwrap();
+    }
+    drop(input);
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(60), served).await;
+    assert!(ended.expect("the connection must not lock up").unwrap());
+    let mut errors = 0;
+    let mut stop = Value::Null;
+    while let Ok(message) = out.try_recv() {
+        if message["error"]["code"] == -32700 {
+            errors += 1;
+        }
+        if message["id"] == 2 {
+            stop = message["result"]["stopReason"].clone();
+        }
+    }
+    assert_eq!((errors, stop), (BAD, json!("end_turn")));
+}
