@@ -231,3 +231,11 @@ async fn sigterm_closes_connections_with_1001_and_keeps_the_session() {
     let text = std::fs::read_to_string(&files[0]).expect("session file");
     assert!(text.contains("written before the stop"), "{text}");
 }
+
+#[tokio::test]
+async fn acp_connections_are_refused_with_a_reason_until_acp_is_wired() {
+    let sb = Sandbox::offline();
+    let served = serve(&sb, &[]).await;
+    let url = served.url.clone();
+    python_scenario(&served, "acp", &[&url]).await;
+}

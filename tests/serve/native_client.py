@@ -20,6 +20,7 @@ Scenarios:
   owned URL ID             session ID is refused: owned by another worker
   scale_continue URL ID    session ID goes on with its history
   stop URL PID             SIGTERM to the server: open connections closed with 1001
+  acp URL                  an ACP initialize is refused with 1003 (not wired yet)
   unix PATH                the same server on a unix socket
   slow URL                 a client that does not read is disconnected while
                            another session streams on
@@ -365,7 +366,20 @@ async def stop(url, pid):
     print("stop ok")
 
 
+async def acp(url):
+    async with websockets.connect(url) as ws:
+        await ws.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                  "params": {"protocolVersion": 1, "clientCapabilities": {}}}))
+        try:
+            await recv(ws)
+            fail("an ACP initialize was answered")
+        except ConnectionClosed as e:
+            check(e.rcvd is not None and e.rcvd.code == 1003 and "ACP" in e.rcvd.reason, f"closed with {e.rcvd}")
+    print("acp ok")
+
+
 SCENARIOS = {
+    "acp": acp,
     "stop": stop,
     "scale_write": scale_write,
     "owned": owned,

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use pi_core::error::CoreError;
 use pi_core::event::AgentEvent;
-use pi_core::op::Reply;
+use pi_core::op::{Op, Reply};
 use pi_transport::raw::{RawJson, null_id};
 use pi_transport::{Action, Dialect, FrameError, InFlight, Record};
 use serde_json::value::RawValue;
@@ -42,6 +42,9 @@ pub struct JsonRpc {
     /// `modelChanged` (with its event's `seq`), held until the reply of the
     /// request that caused it is out.
     held: Option<(ServerNotification, Option<u64>)>,
+    /// Tools the client declared in `initialize`: their `toolCall` goes out
+    /// when the core waits for the result, not when the call starts.
+    client_tools: Vec<String>,
 }
 
 /// Escape raw U+2028/U+2029 (legal in JSON strings, but line readers of some
@@ -126,6 +129,9 @@ impl JsonRpc {
             Ok(op) => op,
             Err(e) => return fail(ErrorObject::invalid_params(&e.field, &e.message)),
         };
+        if let Op::Initialize(init) = &op {
+            self.client_tools.extend(init.client_tools.iter().map(|t| t.name.clone()));
+        }
         let key = id.get();
         if claimed.iter().any(|c| c == key) || in_flight.values().any(|p| p.id.get() == key) {
             return fail(ErrorObject::invalid_request(
@@ -181,6 +187,11 @@ fn notification(n: &ServerNotification, seq: Option<u64>) -> Vec<u8> {
 
 impl JsonRpc {
     fn notify(&mut self, event: AgentEvent, seq: Option<u64>, out: &mut Vec<Vec<u8>>) {
+        if let AgentEvent::ToolExecutionStart { tool_name, .. } = &event
+            && self.client_tools.contains(tool_name)
+        {
+            return;
+        }
         match map_event(event) {
             Some(n @ ServerNotification::ModelChanged(_)) => self.held = Some((n, seq)),
             Some(n) => {

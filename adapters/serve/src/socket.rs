@@ -125,12 +125,20 @@ pub(crate) async fn serve_socket(
         (None, None) => Detected::Native,
     };
     tracing::debug!("connection {conn}: {dialect:?}");
+    if dialect == Detected::Acp {
+        // The ACP dialect (issue 17) keeps its sessions behind its own `SessionHost`; it is not wired
+        // to this registry yet. Say so rather than answer ACP in another dialect.
+        let text = "ACP is not served by pi serve yet: run `pi --protocol acp` on stdio for ACP";
+        tracing::info!("connection {conn}: {text}");
+        sink.close(close_code::UNSUPPORTED, text).await;
+        return;
+    }
     let source = Preread::new(first, source);
     let stop = stopping.clone().cancelled_owned();
     let served = async {
         match dialect {
             Detected::Native => serve(pi_jsonl::Native, source, &sink, link, outputs, stop).await,
-            Detected::JsonRpc | Detected::JsonRpcHeaders => {
+            Detected::JsonRpc | Detected::JsonRpcHeaders | Detected::Acp => {
                 serve(pi_jsonrpc::JsonRpc::default(), source, &sink, link, outputs, stop).await
             }
         }

@@ -45,6 +45,7 @@ fn registry(dir: &std::path::Path) -> Arc<Registry> {
         extensions: Default::default(),
         model_scope: Vec::new(),
         mcp: Default::default(),
+        client: Default::default(),
     };
     let options = RegistryOptions {
         session_dir: dir.join("sessions"),

@@ -6,6 +6,7 @@
 //! * [`seq`]: the sequence number member of an outbound message (`pi serve`).
 //! * [`inflight`]: the requests awaiting their reply.
 //! * [`detect`]: which dialect a connection's first record speaks.
+//! * [`outbound`]: the requests sent to the client, awaiting its response.
 //! * [`connection`]: the loop that serves one connection with a [`connection::Dialect`].
 //! * [`protocol`]: the one table of commands every dialect maps, with their params and result types.
 
@@ -13,6 +14,7 @@ pub mod connection;
 pub mod detect;
 pub mod framing;
 pub mod inflight;
+pub mod outbound;
 pub mod protocol;
 pub mod raw;
 pub mod seq;
@@ -21,3 +23,4 @@ pub mod writer;
 pub use connection::{Action, Delivered, Dialect, MessageSink, OpPort, OutputPort, ServeEnd, serve, serve_stream};
 pub use framing::{FrameError, FrameReader, Framing, Preread, Record, RecordReader, RecordSource};
 pub use inflight::InFlight;
+pub use outbound::Outbound;
