@@ -62,15 +62,15 @@ impl Drop for LineSender {
 impl LineSender {
     /// Queue one record; a trailing `\n` is added. Returns false once the output is broken.
     pub async fn send(&self, line: Vec<u8>) -> bool {
-        self.push(&line, true).await
+        self.push(line, true).await
     }
 
     /// Queue bytes exactly as given (for header-framed output).
     pub async fn send_raw(&self, bytes: Vec<u8>) -> bool {
-        self.push(&bytes, false).await
+        self.push(bytes, false).await
     }
 
-    async fn push(&self, bytes: &[u8], newline: bool) -> bool {
+    async fn push(&self, bytes: Vec<u8>, newline: bool) -> bool {
         loop {
             let space = self.shared.space.notified();
             tokio::pin!(space);
@@ -81,7 +81,13 @@ impl LineSender {
                     return false;
                 }
                 if st.buf.is_empty() || st.buf.len() + bytes.len() <= QUEUE_CAP_BYTES {
-                    st.buf.extend_from_slice(bytes);
+                    if st.buf.is_empty() && st.buf.capacity() < bytes.len() {
+                        // Into an empty queue the record goes as it is, not copied
+                        // (a 100 MB `get_messages` reply must not be held twice).
+                        st.buf = bytes;
+                    } else {
+                        st.buf.extend_from_slice(&bytes);
+                    }
                     if newline {
                         st.buf.push(b'\n');
                     }
