@@ -74,22 +74,24 @@ impl SseParser {
         out
     }
 
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
-        for &b in bytes {
+    fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+        while let Some(&first) = bytes.first() {
             if self.after_cr {
                 self.after_cr = false;
-                if b == b'\n' {
+                if first == b'\n' {
+                    bytes = &bytes[1..];
                     continue;
                 }
             }
-            match b {
-                b'\n' => self.end_line(out),
-                b'\r' => {
-                    self.end_line(out);
-                    self.after_cr = true;
-                }
-                _ => self.line.push(b),
-            }
+            // Whole runs of line bytes at once, not byte by byte.
+            let Some(end) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') else {
+                self.line.extend_from_slice(bytes);
+                return;
+            };
+            self.line.extend_from_slice(&bytes[..end]);
+            self.end_line(out);
+            self.after_cr = bytes[end] == b'\r';
+            bytes = &bytes[end + 1..];
         }
     }
 
@@ -133,7 +135,14 @@ impl SseParser {
     }
 
     fn end_line(&mut self, out: &mut Vec<SseEvent>) {
-        let line = std::mem::take(&mut self.line);
+        // The line buffer is kept (cleared) for the next line.
+        let mut line = std::mem::take(&mut self.line);
+        self.process_line(&line, out);
+        line.clear();
+        self.line = line;
+    }
+
+    fn process_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
         if line.is_empty() {
             if self.has_data {
                 let mut data = std::mem::take(&mut self.data);
@@ -153,7 +162,7 @@ impl SseParser {
             self.has_data = false;
             return;
         }
-        let text = String::from_utf8_lossy(&line);
+        let text = String::from_utf8_lossy(line);
         if text.starts_with(':') {
             return;
         }
