@@ -30,6 +30,12 @@ impl Out {
     fn fail(&mut self, err: ProviderError) {
         self.queue.push_back(Err(err));
     }
+
+    /// What was emitted so far (tests).
+    #[cfg(test)]
+    pub(crate) fn take(&mut self) -> Vec<Result<ProviderEvent, ProviderError>> {
+        self.queue.drain(..).collect()
+    }
 }
 
 /// What the decoder wants after an event.
