@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -210,7 +210,8 @@ where
         pending: std::collections::VecDeque<SseEvent>,
         done: bool,
     }
-    let state = St { body, parser: SseParser::new(), pending: Default::default(), done: false };
+    // Boxed: the state moves in and out of each step's future.
+    let state = Box::new(St { body, parser: SseParser::new(), pending: Default::default(), done: false });
     futures::stream::unfold(state, move |mut st| async move {
         loop {
             if let Some(ev) = st.pending.pop_front() {
@@ -219,15 +220,18 @@ where
             if st.done {
                 return None;
             }
-            let next = match idle {
-                Some(limit) => match tokio::time::timeout(limit, st.body.next()).await {
+            // A chunk already at hand is taken without arming the idle timer.
+            let ready = if idle.is_some() { st.body.next().now_or_never() } else { None };
+            let next = match (ready, idle) {
+                (Some(next), _) => next,
+                (None, Some(limit)) => match tokio::time::timeout(limit, st.body.next()).await {
                     Ok(n) => n,
                     Err(_) => {
                         st.done = true;
                         return Some((Err(BodyError::Idle(limit)), st));
                     }
                 },
-                None => st.body.next().await,
+                (None, None) => st.body.next().await,
             };
             match next {
                 Some(Ok(bytes)) => st.pending.extend(st.parser.push(&bytes)),
