@@ -10,7 +10,8 @@ Figures (each a median of --repeat runs, with the range in brackets):
   (also with three MCP servers configured);
 - relay: 20,000 and 100,000 text deltas streamed by the fake model server
   and relayed to stdout: wall time, agent CPU, per delta, context switches,
-  and the fake server's own CPU in the same run;
+  and the fake server's and this script's own CPU in the same run (neither
+  must be the bottleneck);
 - sessions: generated sessions of 1 / 10 / 100 MB (bench/session_gen.py,
   pi v3 format, deterministic) opened with `--session`: first `get_state`,
   `get_messages` answered, peak RSS;
@@ -26,6 +27,7 @@ ratios next to the goals of issue 13. Builds the release binaries first.
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -119,6 +121,7 @@ def relay_once(impl, deltas, script):
             agent.send(b'{"type":"get_state"}\n')
             agent.until(is_response)
             before, server_before = agent.usage(), Usage.of(server.pid)
+            reader_before = resource.getrusage(resource.RUSAGE_SELF)
             start = time.perf_counter()
             agent.send(b'{"type":"prompt","message":"go"}\n')
             text_deltas, first = 0, None
@@ -136,6 +139,8 @@ def relay_once(impl, deltas, script):
                     break
             wall = time.perf_counter() - start
             used, server_used = agent.usage() - before, Usage.of(server.pid) - server_before
+            reader = resource.getrusage(resource.RUSAGE_SELF)
+            reader_cpu = (reader.ru_utime + reader.ru_stime) - (reader_before.ru_utime + reader_before.ru_stime)
             rss = agent.rss_kib()
             agent.close()
         finally:
@@ -144,7 +149,7 @@ def relay_once(impl, deltas, script):
     if text_deltas != deltas:
         raise SystemExit(f"{impl.name}: relayed {text_deltas} text deltas, expected {deltas}")
     return {"wall": wall, "cpu": used.cpu, "switches": used.voluntary + used.involuntary, "first": first,
-            "rss": rss, "server_cpu": server_used.cpu}
+            "rss": rss, "server_cpu": server_used.cpu, "reader_cpu": reader_cpu}
 
 
 def measure_relay(impl, deltas, repeat):
@@ -159,7 +164,8 @@ def measure_relay(impl, deltas, repeat):
           f"agent CPU {fig['cpu'].fmt(1000, ' ms')} = {fig['cpu'].median / deltas * 1e6:.2f} µs/delta, "
           f"{fig['switches'].median / deltas:.3f} context switches/delta, first delta after "
           f"{fig['first'].median * 1000:.1f} ms, peak RSS {fig['rss'].median / 1024:.1f} MiB; "
-          f"fake server CPU {fig['server_cpu'].fmt(1000, ' ms')}")
+          f"fake server CPU {fig['server_cpu'].fmt(1000, ' ms')}, this script's reading CPU "
+          f"{fig['reader_cpu'].fmt(1000, ' ms')}")
     return {f"relay{deltas}_wall_ms": fig["wall"].median * 1000, f"relay{deltas}_cpu_ms": fig["cpu"].median * 1000,
             f"relay{deltas}_server_cpu_ms": fig["server_cpu"].median * 1000}
 
