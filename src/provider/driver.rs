@@ -6,8 +6,8 @@
 
 use std::collections::VecDeque;
 
-use futures::{FutureExt, StreamExt};
 use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;

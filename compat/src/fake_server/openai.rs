@@ -139,7 +139,10 @@ pub fn output_chars(reply: &StreamReply) -> u64 {
 pub fn render(reply: &StreamReply, info: &RequestInfo) -> Vec<Frame> {
     let template = ChunkTemplate::new(reply, info);
     let mut frames = Vec::with_capacity(reply.parts.len() + 4);
-    frames.push(Frame { bytes: template.chunk(r#"{"role":"assistant","content":"","refusal":null}"#, None), is_part: false });
+    frames.push(Frame {
+        bytes: template.chunk(r#"{"role":"assistant","content":"","refusal":null}"#, None),
+        is_part: false,
+    });
     let limit = match reply.ending {
         Ending::Cut | Ending::Hang => reply.cut_after.unwrap_or(reply.parts.len()),
         _ => reply.parts.len(),

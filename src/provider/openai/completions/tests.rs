@@ -511,7 +511,10 @@ fn plain_chunks_read_fast_give_what_the_general_path_gives() {
             careful.on_chunk(&value, &mut careful_out);
             assert_eq!(quick_out.take(), careful_out.take(), "{chunk}");
             assert_eq!(quick.finish, careful.finish, "{chunk}");
-            assert_eq!((quick.response_id, quick.text, quick.blocks), (careful.response_id, careful.text, careful.blocks));
+            assert_eq!(
+                (quick.response_id, quick.text, quick.blocks),
+                (careful.response_id, careful.text, careful.blocks)
+            );
         }
     }
 }
