@@ -117,6 +117,18 @@ impl Assembler {
         index
     }
 
+    /// The one text block of the response, started on first use.
+    fn text_block(&mut self, out: &mut Out) -> usize {
+        match self.text {
+            Some(i) => i,
+            None => {
+                let i = self.start_block(BlockKind::Text, out);
+                self.text = Some(i);
+                i
+            }
+        }
+    }
+
     fn on_chunk(&mut self, chunk: &Value, out: &mut Out) {
         if !self.response_id
             && let Some(id) = chunk.get("id").and_then(Value::as_str).filter(|s| !s.is_empty())
@@ -170,14 +182,7 @@ impl Assembler {
             append_reasoning_detail(self.reasoning_details.get_or_insert_with(Vec::new), detail);
         }
         if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|s| !s.is_empty()) {
-            let index = match self.text {
-                Some(i) => i,
-                None => {
-                    let i = self.start_block(BlockKind::Text, out);
-                    self.text = Some(i);
-                    i
-                }
-            };
+            let index = self.text_block(out);
             out.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
         }
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
@@ -301,14 +306,7 @@ impl Assembler {
             self.finish = Some((map_finish_reason(&reason), reason.into_owned()));
         }
         if let Some(text) = choice.delta.0.content.filter(|s| !s.is_empty()) {
-            let index = match self.text {
-                Some(i) => i,
-                None => {
-                    let i = self.start_block(BlockKind::Text, out);
-                    self.text = Some(i);
-                    i
-                }
-            };
+            let index = self.text_block(out);
             out.emit(ProviderEvent::BlockDelta { index, delta: text.into_owned() });
         }
         true
