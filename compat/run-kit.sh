@@ -1,6 +1,6 @@
 #!/bin/sh
-# Build pi-rpc and the conformance kit, run the kit against pi-rpc in both
-# dialects (native JSONL and JSON-RPC 2.0), then against the reference pi 1.6.0
+# Build pi-rpc and the conformance kit, run the kit against pi-rpc in its three
+# dialects (native JSONL, JSON-RPC 2.0 and ACP), then against the reference pi 1.6.0
 # when it can be installed. Prints one line per scenario and a summary per run.
 #
 #   compat/run-kit.sh                 # debug build (what `cargo test` already built)
@@ -28,7 +28,7 @@ HOST_ENV="PI_RPC_EXTENSION_HOST_DIR=$TOOLS/extension-host"
 [ -x "$TOOLS/node/node_modules/.bin/node" ] && HOST_ENV="$HOST_ENV PI_RPC_NODE=$TOOLS/node/node_modules/.bin/node"
 EXAMPLES="$TOOLS/reference/node_modules/@earendil-works/pi-coding-agent/examples"
 
-for dialect in jsonl jsonrpc; do
+for dialect in jsonl jsonrpc acp; do
     echo "== pi-rpc, $dialect dialect =="
     expected="$ROOT/compat/known-gaps/pi-rpc-$dialect.txt"
     if [ ! -d "$EXAMPLES" ] || [ ! -d "$TOOLS/extension-host/node_modules/jiti" ]; then
@@ -39,6 +39,7 @@ for dialect in jsonl jsonrpc; do
         expected=$(mktemp)
         cat "$ROOT/compat/known-gaps/pi-rpc-$dialect.txt" > "$expected"
         for f in "$ROOT"/compat/scenarios/$dialect/example_*.json "$ROOT"/compat/scenarios/$dialect/extension_*.json; do
+            [ -e "$f" ] || continue
             echo "$(basename "$f" .json)  # needs the TypeScript extension host and pi's examples" >> "$expected"
         done
     fi

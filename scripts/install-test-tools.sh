@@ -2,7 +2,8 @@
 # Install what the client tests need into target/tools/ (idempotent, pinned
 # versions, npm registry only), each in its own directory:
 #   node/       node 22 (the seed's TypeScript client example) and vscode-jsonrpc;
-#   acp/        pi-acp (the ACP bridge editors use) and acpx (a headless ACP client);
+#   acp/        pi-acp (the ACP bridge editors use), acpx (a headless ACP client)
+#               and the ACP TypeScript SDK (the editor-like client of the ACP tests);
 #   reference/  the reference pi 1.6.0 (its RpcClient, its example extensions,
 #               the kit and interop checks);
 #   extension-host/  the TypeScript extension host's packages (jiti, typebox;
@@ -41,7 +42,7 @@ install() {
 }
 
 install "$node_dir" node@22.23.3 vscode-jsonrpc@10.0.0
-install "$tools/acp" pi-acp@0.0.34 acpx@0.19.1
+install "$tools/acp" pi-acp@0.0.34 acpx@0.19.1 @agentclientprotocol/sdk@1.9.0
 install "$tools/reference" node@22.23.3 @earendil-works/pi-coding-agent@1.6.0
 "$root/scripts/install-extension-host.sh" "$tools/extension-host" ||
   echo "install-test-tools: the extension host's packages could not be installed" >&2

@@ -233,6 +233,13 @@ pub enum AgentEvent {
         error: String,
     },
     ExtensionUiRequest(ExtensionUiRequest),
+    /// The core asks the client (an approval, a file, a terminal, a client
+    /// tool's result) and waits for an `Op::ClientResponse` with this id.
+    ClientRequest(crate::client::ClientRequest),
+    /// The core stopped waiting for this request (abort, timeout): a late answer is ignored.
+    ClientRequestEnded {
+        id: String,
+    },
 }
 
 /// Where a background task's events go (the actor's queue; a test's list).

@@ -75,6 +75,8 @@ pub struct InitializeParams {
     pub api_key: Option<String>,
     pub thinking_level: Option<ThinkingLevel>,
     pub tools: Option<Vec<String>>,
+    /// Tools the client runs itself (answered with `toolResult`).
+    pub client_tools: Vec<crate::client::ClientToolSpec>,
 }
 
 /// Operations the core performs.
@@ -170,6 +172,16 @@ pub enum Op {
     ExtensionUiResponse {
         id: Option<String>,
         response: UiResponse,
+    },
+    /// The client's answer to a `ClientRequest` event (tagged: answered with
+    /// `Ack`, or an error when no request with this id waits).
+    ClientResponse {
+        id: String,
+        result: Result<crate::client::ClientReply, String>,
+    },
+    /// Switch the approval mode (ACP session modes).
+    SetApprovalMode {
+        mode: crate::client::ApprovalMode,
     },
     /// Stop serving. `abort`: abort active work first; otherwise wait until idle.
     Shutdown {

@@ -77,6 +77,10 @@ pub(crate) struct Agent {
     pub(super) ext: ExtensionState,
     /// The session's MCP servers (and codemode's store).
     pub(super) mcp: Arc<crate::mcp::McpManager>,
+    /// Requests to the client, the approval gate, what the client offers.
+    pub(super) client: super::client_ops::ClientState,
+    /// Names of the tools the client runs itself.
+    pub(super) client_tools: Vec<String>,
 
     pub(super) out: mpsc::Sender<Output>,
     pub(super) internal_tx: mpsc::Sender<Internal>,
@@ -128,6 +132,8 @@ impl Agent {
             shutdown: None,
             ext,
             mcp,
+            client: super::client_ops::ClientState::new(&config.client),
+            client_tools: Vec::new(),
             out,
             internal_tx,
             internal_rx: Some(internal_rx),
@@ -148,6 +154,7 @@ impl Agent {
             thinking: config.thinking,
             inline_key: config.api_key.is_some(),
         };
+        agent.add_client_tools(config.client.tools.clone())?;
         agent.select_initial_model(restored.model, restored.thinking_level)?;
         agent.start_session_entries(config.session_name)?;
         Ok(agent)
@@ -367,7 +374,7 @@ impl Agent {
         let Some(pending) = self.intercept_for_extensions(pending).await else { return };
         if self.shutdown.is_some()
             && !pending.accepted
-            && !matches!(pending.op, Op::Shutdown { .. } | Op::ExtensionUiResponse { .. })
+            && !matches!(pending.op, Op::Shutdown { .. } | Op::ExtensionUiResponse { .. } | Op::ClientResponse { .. })
         {
             self.reply(pending.tag, Err(CoreError::busy("The agent is shutting down"))).await;
             return;
@@ -416,7 +423,12 @@ impl Agent {
                 }
                 self.shutdown = Some(tag);
             }
+            Op::ExtensionUiResponse { id, response } if self.approval_dialog_answer(id.as_deref(), &response) => {
+                self.reply(tag, Ok(Reply::Ack)).await
+            }
             Op::ExtensionUiResponse { id, response } => self.ui_response(tag, id, response).await,
+            Op::ClientResponse { id, result } => self.client_response(tag, id, result).await,
+            Op::SetApprovalMode { mode } => self.set_approval_mode(tag, mode).await,
             Op::Barrier => self.reply(tag, Ok(Reply::Ack)).await,
             other => self.handle_state_op(tag, other).await,
         }
@@ -562,6 +574,7 @@ impl Agent {
             ("PI_SESSION_ID".to_string(), self.session.session_id().to_string()),
         ];
         ctx.gate = self.ext.handle.gate();
+        ctx.client = Some(self.client_link());
         ctx
     }
 

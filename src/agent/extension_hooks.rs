@@ -148,10 +148,13 @@ impl Agent {
     /// Returns the op to handle as usual, or `None` when it was taken care of.
     pub(super) async fn intercept_for_extensions(&mut self, pending: Pending) -> Option<Pending> {
         match &pending.op {
-            Op::ExtensionUiResponse { .. } => return Some(pending),
+            Op::ExtensionUiResponse { .. } | Op::ClientResponse { .. } | Op::SetApprovalMode { .. } => {
+                return Some(pending);
+            }
             Op::Shutdown { abort } => {
-                // The client is gone: nobody can answer a dialog any more.
+                // The client is gone: nobody can answer a dialog (or any request) any more.
                 self.ext.handle.ui().close();
+                self.client_gone();
                 if *abort {
                     for held in self.deferred.drain_ops(Hold::Extensions) {
                         self.reply(held.tag, Err(CoreError::busy("The agent is shutting down"))).await;

@@ -18,6 +18,7 @@ use crate::provider::ProviderRegistry;
 use crate::tools::ToolRegistry;
 
 mod actor;
+mod client_ops;
 mod compacting;
 mod extension_hooks;
 mod extension_host_requests;
@@ -99,6 +100,8 @@ pub struct AgentConfig {
     /// MCP servers of this session (from `mcp.json`, or handed over by the
     /// front end, as ACP's `session/new` does); connected in the background.
     pub mcp: crate::mcp::McpOptions,
+    /// What the client offers (files, terminals, its own tools) and the approval policy.
+    pub client: crate::client::ClientSetup,
 }
 
 /// One item of the ordered output stream.

@@ -451,6 +451,7 @@ impl Agent {
         if let Some(tools) = p.tools {
             self.set_active_tools(tools)?;
         }
+        self.add_client_tools(p.client_tools)?;
         Ok(Reply::Session(SessionInfo {
             session_id: self.session.session_id().to_string(),
             session_path: self.session.file_path().map(|p| p.display().to_string()),

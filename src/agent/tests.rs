@@ -57,6 +57,7 @@ fn start(edit: impl FnOnce(&mut Settings)) -> Actor {
         extensions: Default::default(),
         model_scope: Vec::new(),
         mcp: Default::default(),
+        client: Default::default(),
     };
     let (handle, outputs) = spawn(config).unwrap();
     Actor { handle, outputs, faux, seen: Vec::new(), next_tag: 1, _dir: dir }

@@ -117,14 +117,21 @@ fn incomplete(call: &ToolCall, cut_off: bool) -> Option<ToolOutput> {
     Some(ToolOutput::error(format!("Invalid arguments for tool \"{}\": {error}", call.name)))
 }
 
-/// The `tool_call` gate (extension hooks): the arguments to run with, or the
-/// error result of a blocked call.
+/// The `tool_call` gate (extension hooks), then the approval gate (the
+/// user sees the arguments the call would run with): the arguments to run
+/// with, or the error result of a blocked or rejected call.
 async fn gate(base: &ToolContext, call: &ToolCall) -> Result<serde_json::Value, ToolOutput> {
-    let Some(gate) = &base.gate else { return Ok(call.arguments.clone()) };
-    match gate.check(&call.id, &call.name, &call.arguments, &base.cancel).await {
-        GateDecision::Allow { args } => Ok(args.unwrap_or_else(|| call.arguments.clone())),
-        GateDecision::Block { reason } => Err(ToolOutput::error(reason)),
+    let args = match &base.gate {
+        None => call.arguments.clone(),
+        Some(gate) => match gate.check(&call.id, &call.name, &call.arguments, &base.cancel).await {
+            GateDecision::Allow { args } => args.unwrap_or_else(|| call.arguments.clone()),
+            GateDecision::Block { reason } => return Err(ToolOutput::error(reason)),
+        },
+    };
+    if let Some(client) = &base.client {
+        client.approvals.check(client, &call.id, &call.name, &args, &base.cancel).await.map_err(ToolOutput::error)?;
     }
+    Ok(args)
 }
 
 async fn emit_end(emitter: &Emitter, call: &ToolCall, output: &ToolOutput) {

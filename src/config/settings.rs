@@ -101,6 +101,34 @@ pub struct Settings {
     pub http_idle_timeout_ms: u64,
     pub shell_path: Option<String>,
     pub shell_command_prefix: Option<String>,
+    /// `toolApproval`: which tool calls need the user's approval.
+    pub tool_approval: ApprovalSettings,
+}
+
+/// `toolApproval` in settings: `enabled` (seed dialects; ACP asks by
+/// default), `default` and per-tool `tools` rules (`allow`, `ask`, `deny`;
+/// names or `*` patterns).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ApprovalSettings {
+    pub enabled: Option<bool>,
+    pub default: Option<crate::client::Rule>,
+    pub tools: Vec<(String, crate::client::Rule)>,
+}
+
+impl ApprovalSettings {
+    /// The policy: on when `enabled` says so (else `on_by_default`); the
+    /// settings' rules first, then asking before `write`, `edit`, `bash`.
+    pub fn policy(&self, on_by_default: bool) -> crate::client::ApprovalPolicy {
+        let mut policy = crate::client::ApprovalPolicy::ask_before_changes();
+        policy.enabled = self.enabled.unwrap_or(on_by_default);
+        if let Some(default) = self.default {
+            policy.default = default;
+        }
+        let mut tools = self.tools.clone();
+        tools.append(&mut policy.tools);
+        policy.tools = tools;
+        policy
+    }
 }
 
 impl Default for Settings {
@@ -122,6 +150,7 @@ impl Default for Settings {
             http_idle_timeout_ms: 300_000,
             shell_path: None,
             shell_command_prefix: None,
+            tool_approval: ApprovalSettings::default(),
         }
     }
 }
@@ -146,6 +175,16 @@ struct SettingsFile {
     http_idle_timeout_ms: Option<Value>,
     shell_path: Option<String>,
     shell_command_prefix: Option<String>,
+    tool_approval: Option<ToolApprovalFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolApprovalFile {
+    enabled: Option<bool>,
+    default: Option<String>,
+    /// Kept in file order (first match wins).
+    tools: Option<serde_json::Map<String, Value>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -243,6 +282,24 @@ impl Settings {
         }
         if let Some(v) = f.shell_command_prefix {
             self.shell_command_prefix = Some(v);
+        }
+        if let Some(a) = f.tool_approval {
+            let rule = |field: &str, v: &str| v.parse().map_err(|e: String| bad(field, e));
+            if let Some(v) = a.enabled {
+                self.tool_approval.enabled = Some(v);
+            }
+            if let Some(v) = a.default {
+                self.tool_approval.default = Some(rule("toolApproval.default", &v)?);
+            }
+            // A later file's rules come first (they override the earlier ones).
+            let mut rules = Vec::new();
+            for (name, v) in a.tools.unwrap_or_default() {
+                let field = format!("toolApproval.tools.{name}");
+                let text = v.as_str().ok_or_else(|| bad(&field, format!("expected a string, got {v}")))?;
+                rules.push((name, rule(&field, text)?));
+            }
+            rules.append(&mut self.tool_approval.tools);
+            self.tool_approval.tools = rules;
         }
         Ok(())
     }

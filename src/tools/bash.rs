@@ -253,7 +253,7 @@ fn truncation_details(s: &Snapshot) -> Value {
 }
 
 /// The text of a finished run with pi's truncation notice, and the details.
-fn format_output(s: &Snapshot, acc: &OutputAccumulator, empty: &str) -> (String, Option<Value>) {
+pub(crate) fn format_output(s: &Snapshot, acc: &OutputAccumulator, empty: &str) -> (String, Option<Value>) {
     let t = &s.truncation;
     let mut text = if s.content.is_empty() { empty.to_string() } else { s.content.clone() };
     if !t.truncated {
@@ -280,7 +280,7 @@ fn format_output(s: &Snapshot, acc: &OutputAccumulator, empty: &str) -> (String,
     (text, Some(truncation_details(s)))
 }
 
-fn append_status(text: &str, status: &str) -> String {
+pub(crate) fn append_status(text: &str, status: &str) -> String {
     if text.is_empty() { status.to_string() } else { format!("{text}\n\n{status}") }
 }
 
@@ -385,6 +385,9 @@ impl Tool for BashTool {
         let args = coerce(&self.parameters, args);
         let command = args.get("command").and_then(Value::as_str).unwrap_or_default().to_string();
         let timeout = args.get("timeout").and_then(Value::as_f64);
+        if let Some(client) = ctx.client.clone().filter(|c| c.capabilities.terminal) {
+            return crate::client::terminal::run_in_client_terminal(&client, &command, timeout, &ctx).await;
+        }
         ctx.update(ToolUpdate { content: Vec::new(), details: None });
         let started = Instant::now();
         let mut sink = ToolSink {

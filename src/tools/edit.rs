@@ -128,15 +128,29 @@ impl Tool for EditTool {
         if ctx.cancel.is_cancelled() {
             return aborted();
         }
-        if let Err(errno) = access(&absolute, AccessFlags::R_OK | AccessFlags::W_OK) {
-            if ctx.cancel.is_cancelled() {
-                return aborted();
+        let bytes = match ctx.client_reads() {
+            // The editor's text, unsaved changes included.
+            Some(client) => match client.read_text_file(absolute.clone(), &ctx.cancel).await {
+                Ok(text) => text.into_bytes(),
+                Err(crate::client::ClientFailure::Cancelled) => return aborted(),
+                Err(e) => {
+                    return ToolOutput::error(format!(
+                        "Could not edit file: {path}. The client could not read it: {e}"
+                    ));
+                }
+            },
+            None => {
+                if let Err(errno) = access(&absolute, AccessFlags::R_OK | AccessFlags::W_OK) {
+                    if ctx.cancel.is_cancelled() {
+                        return aborted();
+                    }
+                    return ToolOutput::error(format!("Could not edit file: {path}. Error code: {errno:?}."));
+                }
+                match tokio::fs::read(&absolute).await {
+                    Ok(b) => b,
+                    Err(e) => return ToolOutput::error(node_fs_error(&e, "read", None)),
+                }
             }
-            return ToolOutput::error(format!("Could not edit file: {path}. Error code: {errno:?}."));
-        }
-        let bytes = match tokio::fs::read(&absolute).await {
-            Ok(b) => b,
-            Err(e) => return ToolOutput::error(node_fs_error(&e, "read", None)),
         };
         if ctx.cancel.is_cancelled() {
             return aborted();
@@ -157,8 +171,17 @@ impl Tool for EditTool {
         } else {
             apply_to_original(content, &applied.replacements)
         };
-        if let Err(e) = tokio::fs::write(&absolute, format!("{bom}{body}")).await {
-            return ToolOutput::error(node_fs_error(&e, "open", Some(&absolute)));
+        match ctx.client_writes() {
+            Some(client) => match client.write_text_file(absolute.clone(), format!("{bom}{body}"), &ctx.cancel).await {
+                Ok(()) => {}
+                Err(crate::client::ClientFailure::Cancelled) => return aborted(),
+                Err(e) => return ToolOutput::error(format!("Could not write {path} through the client: {e}")),
+            },
+            None => {
+                if let Err(e) = tokio::fs::write(&absolute, format!("{bom}{body}")).await {
+                    return ToolOutput::error(node_fs_error(&e, "open", Some(&absolute)));
+                }
+            }
         }
         if ctx.cancel.is_cancelled() {
             return aborted();

@@ -108,6 +108,8 @@ pub struct ToolContext {
     pub tool_call_id: String,
     /// Consulted by the executor before each call (extension `tool_call` hooks).
     pub gate: Option<Arc<dyn ToolCallGate>>,
+    /// The client: approvals, and the files, terminals and tools it offers.
+    pub client: Option<crate::client::ClientLink>,
 }
 
 impl ToolContext {
@@ -121,7 +123,18 @@ impl ToolContext {
             temp_dir: std::env::temp_dir(),
             tool_call_id: String::new(),
             gate: None,
+            client: None,
         }
+    }
+
+    /// The client, when it reads files for the tools (the editor's buffers).
+    pub fn client_reads(&self) -> Option<&crate::client::ClientLink> {
+        self.client.as_ref().filter(|c| c.capabilities.read_text_file)
+    }
+
+    /// The client, when it writes files for the tools (edits land in the editor).
+    pub fn client_writes(&self) -> Option<&crate::client::ClientLink> {
+        self.client.as_ref().filter(|c| c.capabilities.write_text_file)
     }
 
     /// Send a partial result (ignored when nobody listens).

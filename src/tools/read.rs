@@ -265,6 +265,26 @@ impl Tool for ReadTool {
         let limit = args.get("limit").and_then(Value::as_f64).map(f64::floor);
         let absolute = resolve_read_path(path, &ctx.cwd);
 
+        if let Some(client) = ctx.client_reads()
+            && !is_image_file(&absolute).await
+        {
+            // The editor's text of the file, unsaved changes included.
+            let text = match client.read_text_file(absolute.clone(), &ctx.cancel).await {
+                Ok(text) => text,
+                Err(crate::client::ClientFailure::Cancelled) => return ToolOutput::error("Operation aborted"),
+                Err(e) => return ToolOutput::error(format!("Could not read {path} through the client: {e}")),
+            };
+            let start = start_line(offset);
+            let selection = match limit.filter(|l| *l < 0.0) {
+                Some(l) => select_with_negative_limit(&text, start, l as i64),
+                None => {
+                    let mut selector = LineSelector::new(start, limit.map(|l| l as usize));
+                    selector.feed(text.as_bytes());
+                    selector.finish()
+                }
+            };
+            return text_result(&selection, path, offset, start, limit);
+        }
         let mut file = match tokio::fs::File::open(&absolute).await {
             Ok(f) => f,
             Err(e) => return ToolOutput::error(node_fs_error(&e, "access", Some(&absolute))),
@@ -314,10 +334,7 @@ impl Tool for ReadTool {
             };
         }
 
-        let start = match offset {
-            Some(o) if o != 0.0 && !o.is_nan() => (o - 1.0).max(0.0).floor() as usize,
-            _ => 0,
-        };
+        let start = start_line(offset);
         let selection = match read_text(&mut file, &head, start, limit, &ctx).await {
             Ok(s) => s,
             Err(ReadError::Aborted) => return ToolOutput::error("Operation aborted"),
@@ -326,18 +343,45 @@ impl Tool for ReadTool {
         if ctx.cancel.is_cancelled() {
             return ToolOutput::error("Operation aborted");
         }
-        if start >= selection.total_file_lines {
-            let shown = offset.map(js_number_string).unwrap_or_else(|| "undefined".into());
-            return ToolOutput::error(format!(
-                "Offset {shown} is beyond end of file ({} lines total)",
-                selection.total_file_lines
-            ));
-        }
-        let (text, details) = format_selection(&selection, path, start, limit);
-        let mut out = ToolOutput::text(text.clone()).with_structured_content(Value::String(text));
-        out.details = details;
-        out
+        text_result(&selection, path, offset, start, limit)
     }
+}
+
+/// The 0-based first line of an `offset` (1-based; 0 and NaN mean the start).
+fn start_line(offset: Option<f64>) -> usize {
+    match offset {
+        Some(o) if o != 0.0 && !o.is_nan() => (o - 1.0).max(0.0).floor() as usize,
+        _ => 0,
+    }
+}
+
+/// The result of reading text lines: the selection with pi's notices.
+fn text_result(selection: &Selection, path: &str, offset: Option<f64>, start: usize, limit: Option<f64>) -> ToolOutput {
+    if start >= selection.total_file_lines {
+        let shown = offset.map(js_number_string).unwrap_or_else(|| "undefined".into());
+        return ToolOutput::error(format!(
+            "Offset {shown} is beyond end of file ({} lines total)",
+            selection.total_file_lines
+        ));
+    }
+    let (text, details) = format_selection(selection, path, start, limit);
+    let mut out = ToolOutput::text(text.clone()).with_structured_content(Value::String(text));
+    out.details = details;
+    out
+}
+
+/// Whether a local file at `path` holds an image (read from disk even when the client reads text).
+async fn is_image_file(path: &std::path::Path) -> bool {
+    let Ok(mut file) = tokio::fs::File::open(path).await else { return false };
+    let mut head = vec![0u8; SNIFF_BYTES];
+    let mut filled = 0;
+    while filled < head.len() {
+        match file.read(&mut head[filled..]).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => filled += n,
+        }
+    }
+    detect_image_mime(&head[..filled]).is_some()
 }
 
 #[cfg(test)]

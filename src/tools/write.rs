@@ -97,6 +97,14 @@ impl Tool for WriteTool {
         if ctx.cancel.is_cancelled() {
             return ToolOutput::error("Operation aborted");
         }
+        if let Some(client) = ctx.client_writes() {
+            // The editor writes (and creates) the file: the edit lands in its buffer.
+            return match client.write_text_file(absolute.clone(), content.to_string(), &ctx.cancel).await {
+                Ok(()) => ToolOutput::text(format!("Successfully wrote to {path}")),
+                Err(crate::client::ClientFailure::Cancelled) => ToolOutput::error("Operation aborted"),
+                Err(e) => ToolOutput::error(format!("Could not write {path} through the client: {e}")),
+            };
+        }
         if let Some(dir) = absolute.parent()
             && let Err(e) = tokio::fs::create_dir_all(dir).await
         {

@@ -65,7 +65,7 @@ pub(crate) fn installed_tool(relative: &str) -> Option<PathBuf> {
 }
 
 /// A command running in the sandbox with `pi` first on PATH.
-fn client_command(sb: &Sandbox, program: &Path) -> tokio::process::Command {
+pub(crate) fn client_command(sb: &Sandbox, program: &Path) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(program);
     cmd.current_dir(sb.cwd.path());
     cmd.env_clear();
@@ -203,7 +203,7 @@ async fn vscode_jsonrpc_drives_the_server_with_content_length_framing() {
     assert!(methods.contains(&"assistantMessage") && methods.contains(&"turnEnd"));
 }
 
-struct StdinSender(tokio::process::ChildStdin);
+pub(crate) struct StdinSender(pub(crate) tokio::process::ChildStdin);
 
 impl TransportSenderT for StdinSender {
     type Error = std::io::Error;
@@ -215,7 +215,7 @@ impl TransportSenderT for StdinSender {
     }
 }
 
-struct StdoutReceiver(BufReader<tokio::process::ChildStdout>);
+pub(crate) struct StdoutReceiver(pub(crate) BufReader<tokio::process::ChildStdout>);
 
 impl TransportReceiverT for StdoutReceiver {
     type Error = std::io::Error;

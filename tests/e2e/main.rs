@@ -5,7 +5,9 @@
 #![allow(clippy::print_stderr)]
 
 mod acp_bridge;
+mod acp_clients;
 mod cli_options;
+mod client_tools;
 mod clients;
 mod dialects_agree;
 mod extension_host;

@@ -8,7 +8,8 @@ use clap::{Parser, ValueEnum};
 /// Which dialect to speak on stdin/stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum Protocol {
-    /// Decide from the first record: `{"jsonrpc":…}`, a JSON array or
+    /// Decide from the first record: an `initialize` whose `protocolVersion`
+    /// is an integer means ACP; `{"jsonrpc":…}`, a JSON array or
     /// `Content-Length:` framing mean JSON-RPC; anything else the native dialect.
     #[default]
     Auto,
@@ -16,6 +17,8 @@ pub enum Protocol {
     Jsonl,
     /// JSON-RPC 2.0.
     Jsonrpc,
+    /// The Agent Client Protocol (editors: Zed, JetBrains, Neovim, …).
+    Acp,
 }
 
 /// pi's output modes.
@@ -143,6 +146,11 @@ pub struct Args {
     /// Disable MCP support: no servers connect and no MCP tools.
     #[arg(long)]
     pub no_mcp: bool,
+
+    /// Ask the client before `write`, `edit` and `bash` run (seed dialects:
+    /// an extension UI `select`; setting `toolApproval`). ACP always asks.
+    #[arg(long)]
+    pub tool_approval: bool,
 
     /// Disable startup network operations (pi-rpc makes none; accepted for compatibility).
     #[arg(long)]

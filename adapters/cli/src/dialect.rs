@@ -11,7 +11,7 @@ use pi_transport::{FrameReader, Framing, Preread, Record, RecordReader, ServeEnd
 use tokio::io::{AsyncBufRead, BufReader};
 use tokio::sync::mpsc;
 
-use crate::args::Protocol;
+use crate::args::{Args, Protocol};
 
 /// How the server ended.
 pub enum End {
@@ -27,6 +27,22 @@ enum Detected {
     JsonRpc,
     /// `Content-Length:` header framing (JSON-RPC).
     JsonRpcHeaders,
+    /// An `initialize` whose `protocolVersion` is an integer: the Agent Client Protocol.
+    Acp,
+}
+
+/// ACP's first request: `initialize` with an integer `protocolVersion`.
+fn is_acp_initialize(obj: &pi_transport::raw::RawObject) -> bool {
+    if obj.get("method").map(|m| m.get()) != Some("\"initialize\"") {
+        return false;
+    }
+    let Some(params) = obj.get("params") else { return false };
+    match RawJson::parse(params.get()) {
+        Ok(RawJson::Object(params)) => params
+            .get("protocolVersion")
+            .is_some_and(|v| !v.get().is_empty() && v.get().bytes().all(|b| b.is_ascii_digit())),
+        _ => false,
+    }
 }
 
 fn detect(record: &Record) -> Detected {
@@ -36,6 +52,7 @@ fn detect(record: &Record) -> Detected {
     }
     match RawJson::parse(line) {
         Ok(RawJson::Array(_)) => Detected::JsonRpc,
+        Ok(RawJson::Object(obj)) if is_acp_initialize(&obj) => Detected::Acp,
         Ok(RawJson::Object(obj)) if obj.contains("jsonrpc") => Detected::JsonRpc,
         _ => Detected::Native,
     }
@@ -64,10 +81,12 @@ async fn first_record<R: AsyncBufRead + Unpin>(records: &mut RecordReader<R>) ->
     }
 }
 
+/// Serve stdin/stdout. `agent` is the one agent of the seed dialects (None
+/// with `--protocol acp`, whose sessions each start their own).
 pub async fn serve_stdio(
     protocol: Protocol,
-    handle: AgentHandle,
-    outputs: mpsc::Receiver<Output>,
+    args: Arc<Args>,
+    agent: Option<(AgentHandle, mpsc::Receiver<Output>)>,
 ) -> anyhow::Result<End> {
     let signal = Arc::new(AtomicU8::new(0));
     let stop = termination(signal.clone());
@@ -77,6 +96,7 @@ pub async fn serve_stdio(
     let mut records = RecordReader::new(stdin);
 
     let (dialect, first) = match protocol {
+        Protocol::Acp => (Detected::Acp, None),
         Protocol::Jsonl => (Detected::Native, None),
         Protocol::Jsonrpc => {
             let first = tokio::select! {
@@ -96,7 +116,9 @@ pub async fn serve_stdio(
             match first {
                 None => {
                     // Input ended before anything was asked: nothing to serve.
-                    let _ = handle.submit(None, pi_core::op::Op::Shutdown { abort: false }).await;
+                    if let Some((handle, _)) = &agent {
+                        let _ = handle.submit(None, pi_core::op::Op::Shutdown { abort: false }).await;
+                    }
                     return Ok(End::Finished);
                 }
                 Some(record) => (detect(&record), Some(record)),
@@ -104,6 +126,26 @@ pub async fn serve_stdio(
         }
     };
     tracing::debug!("dialect: {dialect:?}");
+    let (handle, outputs) = match (dialect, agent) {
+        (Detected::Acp, agent) => {
+            if let Some((handle, _)) = agent {
+                // ACP sessions start their own agents: the one started for the seed dialects is not needed.
+                let _ = handle.submit(None, pi_core::op::Op::Shutdown { abort: true }).await;
+            }
+            let source = Preread::new(first, FrameReader::Lines(records));
+            let (lines, writer) = pi_transport::writer::spawn_writer(stdout);
+            let sink = pi_transport::connection::FramedSink::new(lines, Framing::Lines);
+            let host = crate::acp_host::StdioHost::new(args);
+            if !pi_acp_agent::serve_acp(host, source, sink, &mut stop).await {
+                tracing::debug!("stdout closed before every ACP message was written");
+            }
+            let _ = writer.finish().await;
+            let signalled = signal.load(Ordering::SeqCst);
+            return Ok(if signalled != 0 { End::Signalled(signalled) } else { End::Finished });
+        }
+        (_, Some(agent)) => agent,
+        (_, None) => anyhow::bail!("no agent to serve"),
+    };
     let end = match (dialect, first) {
         (Detected::Native, first) => {
             let source = Preread::new(first, FrameReader::Lines(records));
@@ -122,4 +164,30 @@ pub async fn serve_stdio(
     };
     let signalled = end == ServeEnd::Signalled;
     Ok(if signalled { End::Signalled(signal.load(Ordering::SeqCst)) } else { End::Finished })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn detected(line: &str) -> Detected {
+        detect(&Ok(line.to_string()))
+    }
+
+    #[test]
+    fn an_initialize_with_an_integer_protocol_version_is_acp() {
+        let acp =
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
+        assert_eq!(detected(acp), Detected::Acp);
+        // Seed 004's initialize has no protocolVersion; a string or a float is not ACP's.
+        for rpc in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"model":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1.5}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"prompt","params":{"protocolVersion":1}}"#,
+        ] {
+            assert_eq!(detected(rpc), Detected::JsonRpc, "{rpc}");
+        }
+        assert_eq!(detected(r#"{"type":"get_state"}"#), Detected::Native);
+    }
 }

@@ -3,6 +3,7 @@
 //! the RPC server (native JSONL or JSON-RPC, by flag or by the first record),
 //! or pi's one-shot `--print` / `--mode json` runs.
 
+mod acp_host;
 mod args;
 mod commands;
 mod dialect;
@@ -87,13 +88,19 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Mode::Rpc => None,
         Mode::Text | Mode::Json => Some(print::prompts_from(&args.messages, &cwd)?),
     };
-    let config = setup::build_agent_config(&args)?;
-    let (handle, outputs) = pi_core::agent::spawn(config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let agent = if args.protocol == args::Protocol::Acp && prompts.is_none() {
+        // Each ACP session starts its own agent.
+        None
+    } else {
+        let config = setup::build_agent_config(&args)?;
+        Some(pi_core::agent::spawn(config).map_err(|e| anyhow::anyhow!("{e}"))?)
+    };
     if let Some(prompts) = prompts {
+        let (handle, outputs) = agent.ok_or_else(|| anyhow::anyhow!("no agent to run the prompts"))?;
         let print_mode = if mode == Mode::Json { print::PrintMode::Json } else { print::PrintMode::Text };
         return print::run(print_mode, prompts, handle, outputs).await;
     }
-    let end = dialect::serve_stdio(args.protocol, handle, outputs).await?;
+    let end = dialect::serve_stdio(args.protocol, std::sync::Arc::new(args), agent).await?;
     Ok(match end {
         dialect::End::Finished => ExitCode::SUCCESS,
         dialect::End::Signalled(sig) => ExitCode::from(128 + sig),

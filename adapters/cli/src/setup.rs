@@ -18,8 +18,13 @@ use pi_core::tools::{DEFAULT_ACTIVE_TOOLS, ToolRegistry};
 use crate::args::Args;
 
 pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
-    let agent_dir = default_agent_dir();
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    build_agent_config_in(args, cwd)
+}
+
+/// The configuration of an agent working in `cwd` (ACP: each session has its own).
+pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentConfig> {
+    let agent_dir = default_agent_dir();
     let settings = Settings::load(&agent_dir, &cwd)?;
     let models = ModelRegistry::load(&agent_dir)?;
 
@@ -99,6 +104,9 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
     let (resources, extensions, project_trusted) = resources_and_extensions(args, &agent_dir, &cwd)?;
     let mcp = mcp_options(args, &agent_dir, &cwd, project_trusted);
 
+    // Seed dialects: approvals only with `--tool-approval` or `toolApproval.enabled`.
+    let mut settings_approval = settings.tool_approval.policy(false);
+    settings_approval.enabled |= args.tool_approval;
     Ok(AgentConfig {
         agent_dir,
         cwd,
@@ -126,6 +134,7 @@ pub fn build_agent_config(args: &Args) -> anyhow::Result<AgentConfig> {
         resources,
         extensions,
         mcp,
+        client: pi_core::client::ClientSetup { approval: settings_approval, ..Default::default() },
     })
 }
 
@@ -225,6 +234,14 @@ fn expand_tool_patterns(list: &[String], builtin: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The session directory of an agent in `cwd`, and whether it was chosen
+/// (flag, variable, setting) rather than pi's per-project default.
+pub fn session_dir_in(args: &Args, cwd: &std::path::Path) -> (PathBuf, bool) {
+    let agent_dir = default_agent_dir();
+    let settings = Settings::load(&agent_dir, cwd).unwrap_or_default();
+    session_dir(args, &settings, &agent_dir, cwd)
 }
 
 /// `--session-dir`, then `PI_CODING_AGENT_SESSION_DIR`, then settings, then pi's default.

@@ -1,6 +1,7 @@
 //! Mapping the core's events to the native wire, in one exhaustive `match`
 //! (replies are encoded through the protocol table).
 
+use pi_core::client::ClientRequestKind;
 use pi_core::event::{AgentEvent, AssistantStreamEvent, SummarizationSource, ToolResultPayload};
 use serde_json::value::RawValue;
 
@@ -110,5 +111,16 @@ pub fn map_event(event: AgentEvent, bash_id: impl FnOnce(Option<u64>) -> Option<
             WireEvent::ExtensionError { extension_path, event, error }
         }
         AgentEvent::ExtensionUiRequest(request) => WireEvent::ExtensionUiRequest(ui_request(request)),
+        // Approvals are extension UI dialogs here; files, terminals and client
+        // tools are never delegated to a native client.
+        AgentEvent::ClientRequest(request) => match &request.kind {
+            ClientRequestKind::Permission(p) => WireEvent::ExtensionUiRequest(WireUiRequest {
+                id: request.id,
+                method: "select".to_string(),
+                fields: UiFields::approval(p),
+            }),
+            _ => return None,
+        },
+        AgentEvent::ClientRequestEnded { .. } => return None,
     })
 }

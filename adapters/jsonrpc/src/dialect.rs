@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use pi_core::error::CoreError;
 use pi_core::event::AgentEvent;
-use pi_core::op::Reply;
+use pi_core::op::{Op, Reply};
 use pi_transport::raw::{RawJson, null_id};
 use pi_transport::{Action, Dialect, FrameError, InFlight, Record};
 use serde_json::value::RawValue;
@@ -41,6 +41,9 @@ pub struct JsonRpc {
     next_batch: u64,
     /// `modelChanged`, held until the reply of the request that caused it is out.
     held: Option<ServerNotification>,
+    /// Tools the client declared in `initialize`: their `toolCall` goes out
+    /// when the core waits for the result, not when the call starts.
+    client_tools: Vec<String>,
 }
 
 /// Escape raw U+2028/U+2029 (legal in JSON strings, but line readers of some
@@ -125,6 +128,9 @@ impl JsonRpc {
             Ok(op) => op,
             Err(e) => return fail(ErrorObject::invalid_params(&e.field, &e.message)),
         };
+        if let Op::Initialize(init) = &op {
+            self.client_tools.extend(init.client_tools.iter().map(|t| t.name.clone()));
+        }
         let key = id.get();
         if claimed.iter().any(|c| c == key) || in_flight.values().any(|p| p.id.get() == key) {
             return fail(ErrorObject::invalid_request(
@@ -214,6 +220,11 @@ impl Dialect for JsonRpc {
     }
 
     fn event(&mut self, event: AgentEvent, _: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {
+        if let AgentEvent::ToolExecutionStart { tool_name, .. } = &event
+            && self.client_tools.contains(tool_name)
+        {
+            return;
+        }
         match map_event(event) {
             Some(n @ ServerNotification::ModelChanged(_)) => self.held = Some(n),
             Some(n) => {

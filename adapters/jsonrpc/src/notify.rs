@@ -2,10 +2,11 @@
 //! through the typed shapes of `wire.rs` (replies are encoded through the
 //! protocol table).
 
+use pi_core::client::ClientRequestKind;
 use pi_core::event::{AgentEvent, AssistantStreamEvent};
 use pi_core::message::AgentMessage;
 use pi_transport::protocol::results::WireCompactionResult;
-use pi_transport::protocol::ui::UiFields;
+use pi_transport::protocol::ui::{APPROVAL_SENDER, UiFields};
 use serde_json::Value;
 
 use crate::errors::classify;
@@ -130,6 +131,22 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
         AgentEvent::ExtensionError { extension_path, event, error } => {
             ServerNotification::ExtensionError(ExtensionErrorParams { extension_path, event, error })
         }
+        // Approvals are `extension:ui` dialogs; a client tool's `toolCall` is
+        // sent now, once its result can be taken (see the dialect).
+        AgentEvent::ClientRequest(request) => match request.kind {
+            ClientRequestKind::Permission(p) => ServerNotification::ExtensionUi(ExtensionUiParams {
+                id: request.id,
+                extension: APPROVAL_SENDER.to_string(),
+                kind: "dialog",
+                method: "select",
+                data: UiFields::approval(&p),
+            }),
+            ClientRequestKind::ToolCall { tool_call_id, tool_name, args } => {
+                ServerNotification::ToolCall(ToolCallParams { tool_name, input: args, tool_call_id })
+            }
+            _ => return None,
+        },
+        AgentEvent::ClientRequestEnded { .. } => return None,
         AgentEvent::ExtensionUiRequest(request) => {
             let dialog = request.kind.is_dialog();
             let method = request.kind.method();

@@ -39,6 +39,12 @@ impl<P> InFlight<P> {
         self.entries.get(&tag)
     }
 
+    /// Take the first request matching `pred` (the core stopped waiting for it).
+    pub fn take_where(&mut self, mut pred: impl FnMut(&P) -> bool) -> Option<(RequestTag, P)> {
+        let tag = self.entries.iter().find(|(_, e)| pred(e)).map(|(tag, _)| *tag)?;
+        self.entries.remove(&tag).map(|e| (tag, e))
+    }
+
     /// Every request in flight (in no particular order).
     pub fn values(&self) -> impl Iterator<Item = &P> {
         self.entries.values()

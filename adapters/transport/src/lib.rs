@@ -4,12 +4,14 @@
 //! * [`writer`]: the one writer that owns an output stream.
 //! * [`raw`]: a message's top level as raw tokens (ids echoed exactly as sent).
 //! * [`inflight`]: the requests awaiting their reply.
+//! * [`outbound`]: the requests sent to the client, awaiting its response.
 //! * [`connection`]: the loop that serves one connection with a [`connection::Dialect`].
 //! * [`protocol`]: the one table of commands every dialect maps, with their params and result types.
 
 pub mod connection;
 pub mod framing;
 pub mod inflight;
+pub mod outbound;
 pub mod protocol;
 pub mod raw;
 pub mod writer;
@@ -17,3 +19,4 @@ pub mod writer;
 pub use connection::{Action, Dialect, MessageSink, ServeEnd, serve, serve_stream};
 pub use framing::{FrameError, FrameReader, Framing, Preread, Record, RecordReader, RecordSource};
 pub use inflight::InFlight;
+pub use outbound::Outbound;

@@ -1,11 +1,11 @@
 //! `pi-compat`: the conformance kit's command line.
 //!
 //! ```text
-//! pi-compat run --agent '<command line>' --dialect jsonl|jsonrpc [--only NAME…] [--record DIR]
+//! pi-compat run --agent '<command line>' --dialect jsonl|jsonrpc|acp [--only NAME…] [--record DIR]
 //!               [--profile strict|reference] [--expect-fail FILE] [--jobs N] [--scenarios DIR]
 //!               [--schemas strict|open|off] [--junit FILE]
-//! pi-compat list --dialect jsonl|jsonrpc
-//! pi-compat coverage --dialect jsonl|jsonrpc
+//! pi-compat list --dialect jsonl|jsonrpc|acp
+//! pi-compat coverage --dialect jsonl|jsonrpc|acp
 //! ```
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -20,6 +20,7 @@ use pi_compat::schemas::Strictness;
 enum DialectArg {
     Jsonl,
     Jsonrpc,
+    Acp,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -38,7 +39,7 @@ enum SchemaArg {
 }
 
 #[derive(Debug, Parser)]
-#[command(name = "pi-compat", about = "Conformance kit for the pi RPC dialects (native JSONL and JSON-RPC 2.0)")]
+#[command(name = "pi-compat", about = "Conformance kit for the pi RPC dialects (native JSONL, JSON-RPC 2.0, ACP)")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -105,6 +106,7 @@ fn scenario_dir(dialect: DialectArg, given: Option<PathBuf>) -> PathBuf {
         let name = match dialect {
             DialectArg::Jsonl => "jsonl",
             DialectArg::Jsonrpc => "jsonrpc",
+            DialectArg::Acp => "acp",
         };
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(name)
     })
@@ -182,6 +184,7 @@ async fn main() {
                 dialect: match dialect {
                     DialectArg::Jsonl => Dialect::Jsonl,
                     DialectArg::Jsonrpc => Dialect::Jsonrpc,
+                    DialectArg::Acp => Dialect::Acp,
                 },
                 profile: match profile {
                     ProfileArg::Strict => Profile::Strict,
@@ -206,6 +209,10 @@ async fn main() {
                 let dev = s.deviation.as_deref().map(|d| format!("  [deviation: {d}]")).unwrap_or_default();
                 println!("{:<40} {}{dev}", s.name, s.description);
             }
+        }
+        Command::Coverage { dialect: DialectArg::Acp, .. } => {
+            eprintln!("pi-compat: coverage lists the seeds' and the protocol table's commands; ACP has neither");
+            std::process::exit(2);
         }
         Command::Coverage { dialect, scenarios } => {
             let all = load(dialect, scenarios);

@@ -24,6 +24,8 @@ use crate::schemas::{Schemas, Strictness};
 pub enum Dialect {
     Jsonl,
     Jsonrpc,
+    /// The Agent Client Protocol (JSON-RPC 2.0 with ACP's methods).
+    Acp,
 }
 
 /// Which implementation is under test, for its documented global deviations.
@@ -106,6 +108,7 @@ fn schema_errors(
         let checked = match dialect {
             Dialect::Jsonl => schemas.check_native_output(value),
             Dialect::Jsonrpc => schemas.check_jsonrpc_output(value, &method_of),
+            Dialect::Acp => schemas.check_acp_output(value, &method_of),
         };
         if let Err(e) = checked {
             return Some(format!("output line {} breaks the schema: {e}", i + 1));
@@ -324,6 +327,7 @@ pub async fn run_all(scenarios: Vec<Scenario>, opts: Options, out: &mut dyn Writ
         let suite = match opts.dialect {
             Dialect::Jsonl => "pi-compat.jsonl",
             Dialect::Jsonrpc => "pi-compat.jsonrpc",
+            Dialect::Acp => "pi-compat.acp",
         };
         if let Err(e) = std::fs::write(path, super::junit::report(suite, &cases)) {
             let _ = writeln!(out, "FAIL junit: cannot write {}: {e}", path.display());

@@ -21,9 +21,11 @@ fn scenarios(dialect: &str) -> Vec<Scenario> {
 fn every_scenario_loads_and_there_are_enough() {
     let native = scenarios("jsonl");
     let rpc = scenarios("jsonrpc");
+    let acp = scenarios("acp");
     assert!(native.len() >= 40, "{} native scenarios", native.len());
     assert!(rpc.len() >= 40, "{} JSON-RPC scenarios", rpc.len());
-    for s in native.iter().chain(&rpc) {
+    assert!(acp.len() >= 30, "{} ACP scenarios", acp.len());
+    for s in native.iter().chain(&rpc).chain(&acp) {
         assert!(!s.description.trim().is_empty(), "{} has no description", s.name);
         assert!(!s.expect.is_empty(), "{} checks nothing", s.name);
     }
@@ -58,7 +60,7 @@ fn the_scenarios_send_every_command_of_the_protocol_table() {
 
 #[test]
 fn known_gaps_name_existing_scenarios() {
-    for dialect in ["jsonl", "jsonrpc"] {
+    for dialect in ["jsonl", "jsonrpc", "acp"] {
         let names: Vec<String> = scenarios(dialect).into_iter().map(|s| s.name).collect();
         let path = dir("known-gaps").join(format!("pi-rpc-{dialect}.txt"));
         let text = std::fs::read_to_string(&path).unwrap_or_default();
@@ -113,4 +115,22 @@ async fn agents_that_cannot_start_exit_early_or_crash_get_one_clear_line() {
     assert!(crash.contains("stderr: boom"), "{crash}");
     // No waiting out the step timeouts.
     assert!(started.elapsed() < super::driver::WAIT_TIMEOUT, "{:?}", started.elapsed());
+}
+
+#[test]
+fn acp_messages_are_checked_against_the_acp_types_by_method() {
+    use crate::schemas::Schemas;
+    use serde_json::json;
+    let schemas = Schemas::strict();
+    let sent = |id: &serde_json::Value| (id == &json!(2)).then(|| "session/prompt".to_string());
+    let chunk = |content| json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "content": content}}});
+    assert_eq!(schemas.check_acp_output(&chunk(json!({"type": "text", "text": "hi"})), &sent), Ok(()));
+    assert!(schemas.check_acp_output(&chunk(json!(5)), &sent).is_err(), "content must be a content block");
+    let result = |reason| json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": reason}});
+    assert_eq!(schemas.check_acp_output(&result("end_turn"), &sent), Ok(()));
+    assert!(schemas.check_acp_output(&result("finished"), &sent).is_err(), "not a stop reason");
+    let unknown = json!({"jsonrpc": "2.0", "method": "session/fly", "params": {}});
+    assert!(schemas.check_acp_output(&unknown, &sent).is_err(), "agents do not send session/fly");
+    let error = json!({"jsonrpc": "2.0", "id": 3, "error": {"code": "bad", "message": "x"}});
+    assert!(schemas.check_acp_output(&error, &sent).is_err(), "an error code is an integer");
 }

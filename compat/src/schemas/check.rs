@@ -31,6 +31,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ("jsonrpc/notification", include_str!("../../../schemas/jsonrpc/notification.schema.json")),
     ("jsonrpc/error", include_str!("../../../schemas/jsonrpc/error.schema.json")),
     ("session/entry", include_str!("../../../schemas/session/entry.schema.json")),
+    ("acp/messages", include_str!("../../../schemas/acp/messages.schema.json")),
 ];
 
 /// One leaf shape of a family and its (lazily compiled) validator.
@@ -283,6 +284,35 @@ impl Schemas {
         Ok(())
     }
 
+    /// A message an ACP agent sends: a request or notification to the
+    /// client (by its method), a result (by the method of the request it
+    /// answers) or an error.
+    pub fn check_acp_output(&self, value: &Value, method_of: &dyn Fn(&Value) -> Option<String>) -> Result<(), String> {
+        let family = self.family("acp/messages")?;
+        if value.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+            return Err("acp: \"jsonrpc\" must be \"2.0\"".into());
+        }
+        if let Some(method) = value.get("method").and_then(Value::as_str) {
+            if family.root.pointer(&format!("/x-params/{}", pointer_key(method))).is_none() {
+                return Err(format!("acp: the agent does not send \"{method}\""));
+            }
+            let params = value.get("params").cloned().unwrap_or(Value::Null);
+            return family.check_part(&format!("/x-params/{}", pointer_key(method)), &params);
+        }
+        if let Some(error) = value.get("error") {
+            return family.check_part("/x-error", error);
+        }
+        match (value.get("result"), value.get("id").and_then(method_of)) {
+            (Some(result), Some(method))
+                if family.root.pointer(&format!("/x-results/{}", pointer_key(&method))).is_some() =>
+            {
+                family.check_part(&format!("/x-results/{}", pointer_key(&method)), result)
+            }
+            (Some(_), _) => Ok(()),
+            (None, _) => Err("acp: a message without method, result or error".into()),
+        }
+    }
+
     /// A request (or notification, or batch) a JSON-RPC client sends.
     pub fn check_jsonrpc_request(&self, value: &Value) -> Result<(), String> {
         match value {
@@ -295,6 +325,11 @@ impl Schemas {
     pub fn check_session_line(&self, value: &Value) -> Result<(), String> {
         self.family("session/entry")?.check(value)
     }
+}
+
+/// A method name as a JSON pointer token (`/` is `~1`).
+fn pointer_key(method: &str) -> String {
+    method.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]

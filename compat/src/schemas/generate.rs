@@ -400,6 +400,7 @@ pub fn generate() -> Vec<SchemaFile> {
         rpc_notifications(),
         rpc_errors(),
         session_entries(),
+        super::acp::messages(),
     ]
 }
 

@@ -1,7 +1,8 @@
-//! The JSON Schemas of both dialects and of session files: generated from the
+//! The JSON Schemas of the dialects (ACP's from the ACP project's types) and of session files: generated from the
 //! Rust wire types ([`generate`]), committed under `schemas/`, embedded here
 //! for validation ([`check`]).
 
+pub mod acp;
 mod error_object;
 pub mod generate;
 mod normalize;

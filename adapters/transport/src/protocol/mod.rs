@@ -7,6 +7,7 @@
 //! the kit's coverage of our commands are generated from it. A new command
 //! is a row here, its op handler in the core, and its tests.
 
+pub mod client_params;
 pub mod decode;
 mod from_reply;
 pub mod params;

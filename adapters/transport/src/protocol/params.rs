@@ -327,6 +327,8 @@ pub struct InitParams {
     pub thinking_level: Option<ThinkingLevel>,
     /// Active tools.
     pub tools: Option<Vec<String>>,
+    /// Tools the client runs itself (pi-rpc's extension of seed 004).
+    pub client_tools: Option<Vec<super::client_params::ClientToolParam>>,
 }
 
 impl InitParams {
@@ -338,6 +340,7 @@ impl InitParams {
             api_key: self.api_key,
             thinking_level: self.thinking_level,
             tools: self.tools,
+            client_tools: self.client_tools.unwrap_or_default().into_iter().map(|t| t.spec()).collect(),
         })
     }
 }

@@ -3,6 +3,7 @@
 use pi_core::model::Model;
 use pi_core::op::Op;
 
+use super::client_params::ToolResultParams;
 use super::decode::decode;
 use super::params::*;
 use super::results::*;
@@ -214,6 +215,8 @@ pub static COMMANDS: &[Command] = &[
     Command::new("Abort everything, answer `{}`, flush the session and exit 0.").jsonrpc(Binding::new::<NoParams, Ack>("shutdown", |p| {
         decode::<NoParams>(p).map(|_| Op::Shutdown { abort: true })
     })),
+    Command::new("The result of a tool the client runs itself (declared in `initialize` `clientTools`), answering its `toolCall` notification: `toolCallId`, `output: {content}`, `isError` → `{}`.")
+        .jsonrpc(Binding::new::<ToolResultParams, Ack>("toolResult", |p| decode::<ToolResultParams>(p).map(ToolResultParams::op))),
     Command::new(
         "The answer to an extension dialog (native: no response is sent for it; JSON-RPC: also a notification).",
     )

@@ -51,7 +51,20 @@ pub struct UiFields {
     pub timeout: Option<u64>,
 }
 
+/// The extension name approval dialogs show as their sender (seed dialects).
+pub const APPROVAL_SENDER: &str = "pi-rpc";
+
 impl UiFields {
+    /// The approval dialog of a tool call in the seed dialects: a `select`
+    /// (`Allow`, `Block`, `Always allow`, `Always block`), as seed 000's example.
+    pub fn approval(request: &pi_core::client::PermissionRequest) -> UiFields {
+        UiFields {
+            title: Some(format!("Allow {}?", request.title)),
+            options: Some(pi_core::client::approval_choices()),
+            ..UiFields::default()
+        }
+    }
+
     /// The fields of one request kind.
     pub fn of(kind: ExtensionUiKind) -> UiFields {
         let mut f = UiFields::default();

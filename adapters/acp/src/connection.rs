@@ -1,0 +1,382 @@
+//! One ACP connection: reads the client's messages, answers the
+//! connection-level ones (`initialize`, `authenticate`, `session/new`,
+//! `session/load`, `session/list`), routes session requests to their
+//! session task, and hands the client's responses to our requests back to
+//! the core. Every message out goes through one channel to the sink.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol_schema::v1 as acp;
+use pi_core::agent::AgentHandle;
+use pi_core::client::{ClientCapabilities, ClientSetup};
+use pi_core::mcp::ServerConfig;
+use pi_core::op::Op;
+use pi_transport::framing::{FrameError, RecordSource};
+use pi_transport::{MessageSink, Outbound};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::PROTOCOL_VERSION;
+use crate::host::{OpenError, SessionHost, SessionSpec, SessionStart};
+use crate::requests::{Expect, Sent, answer};
+use crate::session::{Opening, Session, SessionCmd};
+use crate::wire::{Incoming, classify, error_response, invalid_params, response};
+
+/// What the connection and its session tasks share: the way out and the
+/// table of our requests awaiting the client's response.
+pub struct Shared {
+    out: mpsc::Sender<Vec<u8>>,
+    sent: Mutex<Outbound<Sent>>,
+}
+
+impl Shared {
+    fn table(&self) -> std::sync::MutexGuard<'_, Outbound<Sent>> {
+        self.sent.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Send one message (dropped once the output is closed).
+    pub async fn send(&self, bytes: Vec<u8>) {
+        let _ = self.out.send(bytes).await;
+    }
+
+    /// Record a request to the client; returns its wire id.
+    pub fn outbound(&self, sent: Sent) -> u64 {
+        self.table().insert(sent)
+    }
+
+    /// The core stopped waiting for request `core_id`: forget it, returning its wire id.
+    pub fn forget(&self, core_id: &str) -> Option<u64> {
+        self.table().take_where(|s| s.core_id == core_id).map(|(id, _)| id)
+    }
+}
+
+struct Live {
+    cmds: mpsc::Sender<SessionCmd>,
+    handle: AgentHandle,
+}
+
+struct Connection<H: SessionHost> {
+    host: H,
+    shared: Arc<Shared>,
+    capabilities: ClientCapabilities,
+    sessions: HashMap<String, Live>,
+    tasks: JoinSet<()>,
+}
+
+fn params<T: DeserializeOwned>(value: Value) -> Result<T, acp::Error> {
+    let value = if value.is_null() { Value::Object(Default::default()) } else { value };
+    serde_json::from_value(value).map_err(|e| invalid_params(e.to_string()))
+}
+
+/// MCP servers handed over by `session/new`/`session/load`.
+fn mcp_servers(servers: Vec<acp::McpServer>, cwd: &std::path::Path) -> Vec<ServerConfig> {
+    servers
+        .into_iter()
+        .filter_map(|server| match server {
+            acp::McpServer::Stdio(s) => {
+                let env = s.env.into_iter().map(|e| (e.name, e.value)).collect();
+                Some(ServerConfig::stdio(&s.name, s.command, s.args, env, cwd.to_path_buf()))
+            }
+            acp::McpServer::Http(s) => {
+                let headers = s.headers.into_iter().map(|h| (h.name, h.value)).collect();
+                Some(ServerConfig::http(&s.name, s.url, headers))
+            }
+            _ => {
+                tracing::warn!("an MCP server over SSE was handed over: not supported (use HTTP)");
+                None
+            }
+        })
+        .collect()
+}
+
+fn check_cwd(cwd: &std::path::Path) -> Result<PathBuf, acp::Error> {
+    if !cwd.is_absolute() {
+        return Err(invalid_params(format!("cwd must be an absolute path: {}", cwd.display())));
+    }
+    if !cwd.is_dir() {
+        return Err(invalid_params(format!("cwd is not a directory: {}", cwd.display())));
+    }
+    Ok(cwd.to_path_buf())
+}
+
+impl<H: SessionHost> Connection<H> {
+    async fn send(&self, bytes: Vec<u8>) {
+        self.shared.send(bytes).await;
+    }
+
+    async fn record(&mut self, text: String) {
+        if text.trim().is_empty() {
+            return;
+        }
+        match classify(&text) {
+            Incoming::Invalid { id, error } => self.send(error_response(&id, &error)).await,
+            Incoming::Request { id, method, params } => {
+                if let Err(error) = self.request(id.clone(), &method, params).await {
+                    self.send(error_response(&id, &error)).await;
+                }
+            }
+            Incoming::Notification { method, params } => self.notification(&method, params).await,
+            Incoming::Response { id, result } => self.client_response(&id, result).await,
+        }
+    }
+
+    async fn request(&mut self, id: Box<RawValue>, method: &str, p: Value) -> Result<(), acp::Error> {
+        match method {
+            "initialize" => {
+                let request: acp::InitializeRequest = params(p)?;
+                let fs = &request.client_capabilities.fs;
+                self.capabilities = ClientCapabilities {
+                    read_text_file: fs.read_text_file,
+                    write_text_file: fs.write_text_file,
+                    terminal: request.client_capabilities.terminal,
+                };
+                self.send(response(&id, &initialize_response())).await;
+            }
+            "authenticate" => {
+                let request: acp::AuthenticateRequest = params(p)?;
+                if request.method_id.0.as_ref() != AUTH_METHOD {
+                    return Err(invalid_params(format!("unknown authentication method \"{}\"", request.method_id.0)));
+                }
+                self.send(response(&id, &acp::AuthenticateResponse::new())).await;
+            }
+            "session/new" => {
+                let request: acp::NewSessionRequest = params(p)?;
+                let cwd = check_cwd(&request.cwd)?;
+                let session_id = uuid::Uuid::now_v7().to_string();
+                let mcp = mcp_servers(request.mcp_servers, &cwd);
+                self.open(id, SessionStart::New { session_id }, cwd, mcp, Opening::New).await?;
+            }
+            "session/load" => {
+                let request: acp::LoadSessionRequest = params(p)?;
+                let cwd = check_cwd(&request.cwd)?;
+                let session_id = request.session_id.0.to_string();
+                if self.sessions.contains_key(&session_id) {
+                    return Err(invalid_params(format!("session {session_id} is already open on this connection")));
+                }
+                let mcp = mcp_servers(request.mcp_servers, &cwd);
+                self.open(id, SessionStart::Load { session_id }, cwd, mcp, Opening::Load).await?;
+            }
+            "session/list" => {
+                let request: acp::ListSessionsRequest = params(p)?;
+                if request.cursor.is_some() {
+                    return Err(invalid_params("unknown cursor (every session is on the first page)"));
+                }
+                let sessions = self
+                    .host
+                    .stored(request.cwd.as_deref())
+                    .into_iter()
+                    .map(|s| acp::SessionInfo::new(s.session_id, s.cwd).title(s.title).updated_at(s.updated_at))
+                    .collect();
+                self.send(response(&id, &acp::ListSessionsResponse::new(sessions))).await;
+            }
+            "session/prompt" => {
+                let request: acp::PromptRequest = params(p)?;
+                let session = request.session_id.0.to_string();
+                self.route(&session, SessionCmd::Prompt { id, request }).await?;
+            }
+            "session/set_mode" => {
+                let request: acp::SetSessionModeRequest = params(p)?;
+                let cmd = SessionCmd::SetMode { id, mode: request.mode_id.0.to_string() };
+                self.route(&request.session_id.0, cmd).await?;
+            }
+            "session/set_config_option" => {
+                let request: acp::SetSessionConfigOptionRequest = params(p)?;
+                let value = match request.value {
+                    acp::SessionConfigOptionValue::ValueId { value } => value.0.to_string(),
+                    _ => return Err(invalid_params("this option takes one of its listed values")),
+                };
+                let cmd = SessionCmd::SetConfig { id, config_id: request.config_id.0.to_string(), value };
+                self.route(&request.session_id.0, cmd).await?;
+            }
+            "session/close" => {
+                let request: acp::CloseSessionRequest = params(p)?;
+                let session = request.session_id.0.to_string();
+                self.route(&session, SessionCmd::Close { id }).await?;
+                self.sessions.remove(&session);
+                self.host.closed(&session);
+            }
+            other => return Err(acp::Error::method_not_found().data(Value::String(other.to_string()))),
+        }
+        Ok(())
+    }
+
+    async fn notification(&mut self, method: &str, p: Value) {
+        match method {
+            "session/cancel" => {
+                if let Ok(request) = params::<acp::CancelNotification>(p) {
+                    let _ = self.route(&request.session_id.0, SessionCmd::Cancel).await;
+                }
+            }
+            "$/cancel_request" => {
+                if let Ok(request) = params::<acp::CancelRequestNotification>(p) {
+                    let id = serde_json::to_string(&request.request_id).unwrap_or_default();
+                    for live in self.sessions.values() {
+                        let _ = live.cmds.send(SessionCmd::CancelRequest { id: id.clone() }).await;
+                    }
+                }
+            }
+            other => tracing::debug!("ignoring the notification {other}"),
+        }
+    }
+
+    async fn route(&self, session: &str, cmd: SessionCmd) -> Result<(), acp::Error> {
+        match self.sessions.get(session) {
+            Some(live) if live.cmds.send(cmd).await.is_ok() => Ok(()),
+            _ => Err(acp::Error::session_not_found(session.to_string())),
+        }
+    }
+
+    async fn open(
+        &mut self,
+        id: Box<RawValue>,
+        start: SessionStart,
+        cwd: PathBuf,
+        mcp_servers: Vec<ServerConfig>,
+        opening: Opening,
+    ) -> Result<(), acp::Error> {
+        let session_id = match &start {
+            SessionStart::New { session_id } | SessionStart::Load { session_id } => session_id.clone(),
+        };
+        let client = ClientSetup {
+            capabilities: self.capabilities,
+            approval: self.host.approval_policy(&cwd),
+            ..ClientSetup::default()
+        };
+        let spec = SessionSpec { start, cwd: cwd.clone(), mcp_servers, client };
+        let opened = self.host.open(spec).await.map_err(|e| match e {
+            OpenError::NotFound(what) => acp::Error::resource_not_found(None).data(Value::String(what)),
+            OpenError::Invalid(why) => invalid_params(why),
+            OpenError::Failed(why) => crate::wire::internal(why),
+        })?;
+        let (cmds, cmd_rx) = mpsc::channel(64);
+        self.sessions.insert(session_id.clone(), Live { cmds, handle: opened.handle.clone() });
+        let session = Session::new(session_id, cwd, opened.handle, opened.outputs, self.shared.clone());
+        self.tasks.spawn(session.run(opening, id, cmd_rx));
+        Ok(())
+    }
+
+    async fn client_response(&mut self, id: &RawValue, result: Result<Value, acp::Error>) {
+        let sent = id.get().parse::<u64>().ok().and_then(|n| self.shared.table().remove(n));
+        let Some(sent) = sent else {
+            tracing::debug!("ignoring a response to no request of ours: {}", id.get());
+            return;
+        };
+        let reply = answer(&sent.expect, result);
+        let Some(live) = self.sessions.get(&sent.session_id) else { return };
+        if let (
+            Expect::TerminalCreated { tool_call_id },
+            Ok(pi_core::client::ClientReply::TerminalCreated { terminal_id }),
+        ) = (&sent.expect, &reply)
+        {
+            let cmd =
+                SessionCmd::TerminalStarted { tool_call_id: tool_call_id.clone(), terminal_id: terminal_id.clone() };
+            let _ = live.cmds.send(cmd).await;
+        }
+        let _ = live.handle.submit(None, Op::ClientResponse { id: sent.core_id, result: reply }).await;
+    }
+
+    async fn finish(&mut self, abort: bool) {
+        for (session_id, live) in self.sessions.drain() {
+            let _ = live.cmds.send(SessionCmd::Shutdown { abort }).await;
+            self.host.closed(&session_id);
+        }
+    }
+}
+
+/// The id of the one authentication method: pi's own configuration.
+pub const AUTH_METHOD: &str = "pi-config";
+
+fn initialize_response() -> acp::InitializeResponse {
+    let capabilities = acp::AgentCapabilities::new()
+        .load_session(true)
+        .prompt_capabilities(acp::PromptCapabilities::new().image(true).embedded_context(true))
+        .mcp_capabilities(acp::McpCapabilities::new().http(true))
+        .session_capabilities(
+            acp::SessionCapabilities::new()
+                .list(acp::SessionListCapabilities::new())
+                .close(acp::SessionCloseCapabilities::new()),
+        );
+    let auth = acp::AuthMethodAgent::new(AUTH_METHOD, "pi configuration").description(
+        "API keys come from pi's auth.json, models.json and the provider environment variables; nothing to enter here"
+            .to_string(),
+    );
+    acp::InitializeResponse::new(PROTOCOL_VERSION)
+        .agent_capabilities(capabilities)
+        .auth_methods(vec![acp::AuthMethod::Agent(auth)])
+        .agent_info(acp::Implementation::new("pi-rpc", env!("CARGO_PKG_VERSION")).title("pi".to_string()))
+}
+
+/// Serve one ACP connection until input ends (sessions finish what they
+/// accepted) or `stop` resolves (sessions abort), and every message is out.
+/// Returns whether every message could be sent.
+pub async fn serve_acp<H, S, K, F>(host: H, mut source: S, sink: K, stop: F) -> bool
+where
+    H: SessionHost,
+    S: RecordSource,
+    K: MessageSink,
+    F: std::future::Future<Output = ()>,
+{
+    let (out, mut out_rx) = mpsc::channel::<Vec<u8>>(1024);
+    let mut conn = Connection {
+        host,
+        shared: Arc::new(Shared { out, sent: Mutex::new(Outbound::default()) }),
+        capabilities: ClientCapabilities::default(),
+        sessions: HashMap::new(),
+        tasks: JoinSet::new(),
+    };
+    // The writer runs beside the reader, not inside its loop: the reader (and
+    // the sessions) may wait for room in the way out, and that room must
+    // never depend on the reader coming back.
+    let writer = async {
+        let mut output_ok = true;
+        while let Some(bytes) = out_rx.recv().await {
+            if output_ok && !sink.send(bytes).await {
+                output_ok = false;
+            }
+        }
+        output_ok
+    };
+    let reader = async move {
+        let mut input_open = true;
+        tokio::pin!(stop);
+        while input_open || !conn.tasks.is_empty() {
+            tokio::select! {
+                _ = &mut stop, if input_open => {
+                    input_open = false;
+                    conn.finish(true).await;
+                }
+                done = conn.tasks.join_next(), if !conn.tasks.is_empty() => {
+                    if let Some(Err(e)) = done {
+                        tracing::error!("an ACP session task failed: {e}");
+                    }
+                }
+                record = source.next(), if input_open => match record {
+                    Ok(Some(Ok(text))) => conn.record(text).await,
+                    Ok(Some(Err(e))) => {
+                        let detail = match e {
+                            FrameError::TooLong { len, limit } => format!("message of {len} bytes exceeds the {limit}-byte limit"),
+                            FrameError::InvalidUtf8 { offset } => format!("invalid UTF-8 at byte {offset}"),
+                            FrameError::Header(d) => d,
+                        };
+                        let error = acp::Error::parse_error().data(Value::String(detail));
+                        conn.send(error_response(&pi_transport::raw::null_id(), &error)).await;
+                    }
+                    Ok(None) | Err(_) => {
+                        input_open = false;
+                        conn.finish(false).await;
+                    }
+                },
+            }
+        }
+        // Every session is done; dropping the connection closes the way out
+        // once the writer has sent what is queued.
+        drop(conn);
+    };
+    let (output_ok, ()) = tokio::join!(writer, reader);
+    output_ok
+}

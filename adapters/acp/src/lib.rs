@@ -1,0 +1,35 @@
+//! pi-acp-agent: the Agent Client Protocol (ACP, what Zed, JetBrains and
+//! Neovim speak) as a third dialect on pi-rpc's core.
+//!
+//! Unlike the seed dialects, one ACP connection holds many sessions (each
+//! its own agent, from a [`host::SessionHost`]). The wire types are those of
+//! the ACP project's `agent-client-protocol-schema` crate; the protocol
+//! version implemented is [`PROTOCOL_VERSION`] (a newer client gets it as
+//! the negotiated version, as the spec says).
+//!
+//! * [`connection`]: the connection loop (initialize, sessions, routing, the
+//!   client's responses to our requests);
+//! * [`session`]: one session's task (prompts, updates, config options);
+//! * [`requests`]: approvals, files and terminals as ACP requests;
+//! * [`updates`]: tool calls, content, replay as `session/update`s;
+//! * [`config`]: config options and modes; [`wire`]: the JSON-RPC envelope.
+
+pub mod config;
+pub mod connection;
+pub mod host;
+pub mod requests;
+pub mod session;
+pub mod updates;
+pub mod wire;
+
+#[cfg(test)]
+mod host_tests;
+#[cfg(test)]
+mod tests;
+
+pub use agent_client_protocol_schema as schema;
+pub use connection::serve_acp;
+pub use host::{OpenError, Opened, SessionHost, SessionSpec, SessionStart, StoredSession};
+
+/// The ACP protocol version implemented.
+pub const PROTOCOL_VERSION: schema::ProtocolVersion = schema::ProtocolVersion::V1;
