@@ -1,28 +1,51 @@
 #!/usr/bin/env python3
-"""pi-rpc benchmarks: cold start to the first get_state response (also with
-MCP servers configured, which connect in the background), peak RSS, the time
-to relay a 100,000-delta stream from the fake model server, and the start of
-one TypeScript extension (pi's rpc-demo.ts) in the extension host.
+"""pi-rpc benchmarks, side by side with the reference pi 1.6.0.
 
-Usage: bench/run.py [--runs N] [--deltas N] [--reference PATH_TO_PI_CLI_JS]
+Usage: bench/run.py [--reference PATH_TO_PI_CLI_JS | --no-reference] [--node NODE] [--repeat N]
+                    [--only start,relay,sessions,bursts,extension] [--sizes 1,10,100]
+                    [--pi PATH] [--no-build]
 
-Builds the release binaries first. Prints one line per figure. With
---reference, the same start-up measurement is made for the reference pi
-(node dist/cli.js) for comparison.
+Figures (each a median of --repeat runs, with the range in brackets):
+- start: cold start to the first `get_state` answer and the peak RSS there
+  (also with three MCP servers configured);
+- relay: 20,000 and 100,000 text deltas streamed by the fake model server
+  and relayed to stdout: wall time, agent CPU, per delta, context switches,
+  and the fake server's and this script's own CPU in the same run (neither
+  must be the bottleneck);
+- sessions: generated sessions of 1 / 10 / 100 MB (bench/session_gen.py,
+  pi v3 format, deterministic) opened with `--session`: first `get_state`,
+  `get_messages` answered, peak RSS;
+- bursts: 10,000 and 100,000 `get_state` piped at once, all answered;
+- extension: start with one TypeScript extension (pi's rpc-demo.ts).
+
+With the reference (pi's dist/cli.js, run with --node; by default the one
+scripts/install-reference.sh puts in target/tools/reference), each figure is also
+measured for the reference in the same run, and a closing table prints the
+ratios next to the goals of issue 13. Builds the release binaries first.
 """
 
 import argparse
 import json
 import os
-import statistics
+import resource
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from measure import Agent, Figure, Usage, is_response, peak_rss_kib, sandbox_env  # noqa: E402
+import session_gen  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PI = os.path.join(ROOT, "target", "release", "pi")
 FAKE = os.path.join(ROOT, "target", "release", "fake-model-server")
+MIB = 1024 * 1024
+DEFAULT_REFERENCE = os.path.join(ROOT, "target", "tools", "reference", "node_modules", "@earendil-works",
+                                 "pi-coding-agent", "dist", "cli.js")
+DEFAULT_NODE = os.path.join(ROOT, "target", "tools", "node", "node_modules", ".bin", "node")
 
 
 def build():
@@ -32,43 +55,186 @@ def build():
         subprocess.run(["cargo", "build", "--release", "-q", "-p", package], cwd=ROOT, check=True)
 
 
-def sandbox_env(agent_dir):
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TMPDIR")}
-    env["HOME"] = agent_dir
-    env["PI_CODING_AGENT_DIR"] = agent_dir
-    env["RUST_LOG"] = "error"
-    return env
+class Impl:
+    """How to start one implementation."""
+
+    def __init__(self, name, argv, extra_args=()):
+        self.name, self.argv, self.extra_args = name, list(argv), list(extra_args)
+
+    def cmd(self, *args):
+        return self.argv + list(args) + self.extra_args
 
 
-def peak_rss_kib(pid):
-    """VmHWM of a live process (peak resident set since its exec), in KiB."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
+def models_json(agent_dir, base_url):
+    models = {"providers": {"bench": {"baseUrl": base_url, "api": "openai-completions", "apiKey": "k",
+                                      "models": [{"id": "m"}]}}}
+    with open(os.path.join(agent_dir, "models.json"), "w") as f:
+        json.dump(models, f)
 
 
-def cold_start(cmd, env, cwd):
-    """Seconds from spawn to the first response line, and the child's peak RSS in KiB.
+# ----- start-up ------------------------------------------------------------
 
-    The RSS is read from /proc (VmHWM) while the process is alive: rusage's
-    ru_maxrss would also count the forked Python image before exec."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
-    proc.stdin.write(b'{"type":"get_state"}\n')
-    proc.stdin.flush()
-    line = proc.stdout.readline()
-    elapsed = time.perf_counter() - start
-    if not line.startswith(b'{"type":"response"'):
-        raise SystemExit(f"unexpected first line: {line[:200]!r}")
-    rss = peak_rss_kib(proc.pid)
-    proc.stdin.close()
-    proc.stdout.read()
-    if proc.wait() != 0:
-        raise SystemExit(f"exit status {proc.returncode}")
+def cold_start(impl, env, cwd):
+    agent = Agent(impl.cmd("--mode", "rpc", "--no-session"), env, cwd)
+    agent.send(b'{"type":"get_state"}\n')
+    _, _, elapsed = agent.until(is_response)
+    rss = agent.rss_kib()
+    agent.close()
     return elapsed, rss
 
+
+def measure_start(impl, runs, label=None, mcp=None):
+    with tempfile.TemporaryDirectory() as agent_dir, tempfile.TemporaryDirectory() as cwd:
+        if mcp is not None:
+            with open(os.path.join(agent_dir, "mcp.json"), "w") as f:
+                json.dump(mcp, f)
+        env = sandbox_env(agent_dir)
+        cold_start(impl, env, cwd)  # warm the page cache
+        samples = [cold_start(impl, env, cwd) for _ in range(runs)]
+    times, rss = Figure(s[0] for s in samples), Figure(s[1] for s in samples)
+    print(f"{label or impl.name}: cold start to first get_state: {times.fmt(1000, ' ms', 2)}, "
+          f"peak RSS {rss.fmt(1 / 1024, ' MiB', 1)} ({runs} runs)")
+    return {"start_ms": times.median * 1000, "start_rss_mib": rss.median / 1024}
+
+
+def mcp_servers():
+    """Three MCP servers: server-everything twice (scripts/install-mcp-servers.sh) and one that cannot start."""
+    node = os.path.join(ROOT, "target", "tools", "node", "node_modules", ".bin", "node")
+    everything = os.path.join(ROOT, "target", "tools", "mcp", "node_modules", "@modelcontextprotocol",
+                              "server-everything", "dist", "index.js")
+    if not (os.path.exists(node) and os.path.exists(everything)):
+        return None
+    return {"mcpServers": {"a": {"command": node, "args": [everything, "stdio"], "exposure": "direct"},
+                           "b": {"command": node, "args": [everything, "stdio"]},
+                           "missing": {"command": "/nonexistent/mcp-server"}}}
+
+
+# ----- relay ---------------------------------------------------------------
+
+def relay_once(impl, deltas, script):
+    with tempfile.TemporaryDirectory() as agent_dir, tempfile.TemporaryDirectory() as cwd:
+        server = subprocess.Popen([FAKE, script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            base_url = server.stdout.readline().decode().strip()
+            models_json(agent_dir, base_url)
+            agent = Agent(impl.cmd("--mode", "rpc", "--no-session", "--model", "bench/m"), sandbox_env(agent_dir), cwd)
+            agent.send(b'{"type":"get_state"}\n')
+            agent.until(is_response)
+            before, server_before = agent.usage(), Usage.of(server.pid)
+            reader_before = resource.getrusage(resource.RUSAGE_SELF)
+            start = time.perf_counter()
+            agent.send(b'{"type":"prompt","message":"go"}\n')
+            text_deltas, first = 0, None
+            while True:
+                item = agent.line()
+                if item is None:
+                    raise SystemExit(f"{impl.name}: output ended during the relay")
+                head = item[0]
+                if head.startswith(b'{"type":"message_update"'):
+                    if b'"text_delta"' in head:
+                        text_deltas += 1
+                        if first is None:
+                            first = time.perf_counter() - start
+                elif head.startswith(b'{"type":"agent_end"') or head.startswith(b'{"type":"agent_settled"'):
+                    break
+            wall = time.perf_counter() - start
+            used, server_used = agent.usage() - before, Usage.of(server.pid) - server_before
+            reader = resource.getrusage(resource.RUSAGE_SELF)
+            reader_cpu = (reader.ru_utime + reader.ru_stime) - (reader_before.ru_utime + reader_before.ru_stime)
+            rss = agent.rss_kib()
+            agent.close()
+        finally:
+            server.kill()
+            server.wait()
+    if text_deltas != deltas:
+        raise SystemExit(f"{impl.name}: relayed {text_deltas} text deltas, expected {deltas}")
+    return {"wall": wall, "cpu": used.cpu, "switches": used.voluntary + used.involuntary, "first": first,
+            "rss": rss, "server_cpu": server_used.cpu, "reader_cpu": reader_cpu}
+
+
+def measure_relay(impl, deltas, repeat):
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "script.json")
+        with open(script, "w") as f:
+            json.dump([{"textChunks": [f"t{i} " for i in range(deltas)],
+                        "usage": {"promptTokens": 10, "completionTokens": deltas}}], f)
+        runs = [relay_once(impl, deltas, script) for _ in range(repeat)]
+    fig = {k: Figure(r[k] for r in runs) for k in runs[0]}
+    print(f"{impl.name}: relay of {deltas:,} deltas: wall {fig['wall'].fmt(1000, ' ms')}, "
+          f"agent CPU {fig['cpu'].fmt(1000, ' ms')} = {fig['cpu'].median / deltas * 1e6:.2f} µs/delta, "
+          f"{fig['switches'].median / deltas:.3f} context switches/delta, first delta after "
+          f"{fig['first'].median * 1000:.1f} ms, peak RSS {fig['rss'].median / 1024:.1f} MiB; "
+          f"fake server CPU {fig['server_cpu'].fmt(1000, ' ms')}, this script's reading CPU "
+          f"{fig['reader_cpu'].fmt(1000, ' ms')}")
+    return {f"relay{deltas}_wall_ms": fig["wall"].median * 1000, f"relay{deltas}_cpu_ms": fig["cpu"].median * 1000,
+            f"relay{deltas}_server_cpu_ms": fig["server_cpu"].median * 1000}
+
+
+# ----- sessions ------------------------------------------------------------
+
+def session_once(impl, path, workdir):
+    copy = os.path.join(workdir, "open.jsonl")
+    shutil.copyfile(path, copy)
+    with tempfile.TemporaryDirectory() as agent_dir, tempfile.TemporaryDirectory() as cwd:
+        models_json(agent_dir, "http://127.0.0.1:9")
+        agent = Agent(impl.cmd("--mode", "rpc", "--session", copy), sandbox_env(agent_dir), cwd)
+        agent.send(b'{"type":"get_state"}\n')
+        _, _, state = agent.until(is_response)
+        agent.send(b'{"type":"get_messages"}\n')
+        head, size, messages = agent.until(lambda h: is_response(h, "get_messages"))
+        if b'"success":true' not in head:
+            raise SystemExit(f"{impl.name}: get_messages failed: {head[:200]!r}")
+        rss = agent.rss_kib()
+        agent.close()
+    os.remove(copy)
+    return {"state": state, "messages": messages, "rss": rss, "size": size}
+
+
+def measure_session(impl, path, repeat, workdir, label):
+    runs = [session_once(impl, path, workdir) for _ in range(repeat)]
+    fig = {k: Figure(r[k] for r in runs) for k in runs[0]}
+    print(f"{impl.name}: {label}: first get_state {fig['state'].fmt(1000, ' ms')}, get_messages answered "
+          f"{fig['messages'].fmt(1000, ' ms')} ({fig['size'].median / MIB:.1f} MiB reply), "
+          f"peak RSS {fig['rss'].fmt(1 / 1024, ' MiB', 1)}")
+    return {"state_ms": fig["state"].median * 1000, "messages_ms": fig["messages"].median * 1000,
+            "rss_mib": fig["rss"].median / 1024}
+
+
+# ----- bursts --------------------------------------------------------------
+
+def burst_once(impl, count):
+    with tempfile.TemporaryDirectory() as agent_dir, tempfile.TemporaryDirectory() as cwd:
+        agent = Agent(impl.cmd("--mode", "rpc", "--no-session"), sandbox_env(agent_dir), cwd)
+        agent.send(b'{"type":"get_state"}\n')
+        agent.until(is_response)
+        rss_idle = agent.rss_kib()
+        before = agent.usage()
+        payload = b'{"type":"get_state"}\n' * count
+        start = time.perf_counter()
+        # Written by a thread: the pipe fills while the answers are read.
+        writer = threading.Thread(target=agent.send, args=(payload,))
+        writer.start()
+        for _ in range(count):
+            agent.until(is_response)
+        elapsed = time.perf_counter() - start
+        writer.join()
+        used = agent.usage() - before
+        rss = agent.rss_kib()
+        agent.close()
+    return {"wall": elapsed, "cpu": used.cpu, "rss": rss, "rss_idle": rss_idle}
+
+
+def measure_burst(impl, count, repeat):
+    runs = [burst_once(impl, count) for _ in range(repeat)]
+    fig = {k: Figure(r[k] for r in runs) for k in runs[0]}
+    print(f"{impl.name}: {count:,} get_state piped at once, all answered in {fig['wall'].fmt(1000, ' ms')} "
+          f"(CPU {fig['cpu'].fmt(1000, ' ms')}); peak RSS {fig['rss'].fmt(1 / 1024, ' MiB', 1)} "
+          f"(idle {fig['rss_idle'].median / 1024:.1f} MiB)")
+    return {f"burst{count}_ms": fig["wall"].median * 1000, f"burst{count}_rss_mib": fig["rss"].median / 1024,
+            f"burst{count}_idle_rss_mib": fig["rss_idle"].median / 1024}
+
+
+# ----- extension host ------------------------------------------------------
 
 def tree_rss_kib(pid):
     """Peak RSS of a process plus that of its live children (the extension host)."""
@@ -81,143 +247,131 @@ def tree_rss_kib(pid):
     return total + sum(tree_rss_kib(c) for c in children)
 
 
-def extension_start(label, cmd, env, cwd, runs):
-    """First get_state answer with one extension loaded (commands wait for it to register)."""
-    times, rss = [], []
-    for i in range(runs + 1):
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                env=env, cwd=cwd)
-        proc.stdin.write(b'{"id":"s","type":"get_state"}\n')
-        proc.stdin.flush()
-        for line in proc.stdout:
-            if line.startswith(b'{"id":"s"') or b'"id":"s","type":"response"' in line:
-                break
-        elapsed = time.perf_counter() - start
-        r = tree_rss_kib(proc.pid)
-        proc.stdin.close()
-        proc.stdout.read()
-        proc.wait()
-        if i > 0:  # the first run warms the caches (and jiti's transpile cache)
-            times.append(elapsed)
-            rss.append(r)
-    print(f"{label}: with one TypeScript extension (rpc-demo.ts), first get_state response: median "
-          f"{statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}, "
-          f"{runs} runs); peak RSS with its children {statistics.median(rss) / 1024:.1f} MiB")
-
-
-def measure_extension(args):
+def measure_extension(impl, node, runs):
     example = os.path.join(ROOT, "target/tools/reference/node_modules/@earendil-works/pi-coding-agent/examples/"
                                  "extensions/rpc-demo.ts")
     host = os.path.join(ROOT, "target/tools/extension-host")
     if not os.path.exists(example) or not os.path.isdir(os.path.join(host, "node_modules", "jiti")):
         print("extension host: skipped (run scripts/install-test-tools.sh)")
-        return
-    with tempfile.TemporaryDirectory() as agent, tempfile.TemporaryDirectory() as cwd:
-        env = sandbox_env(agent)
-        env["PI_RPC_EXTENSION_HOST_DIR"] = host
-        env["PI_RPC_NODE"] = args.node if args.node != "node" else env.get("PI_RPC_NODE", "node")
-        extension_start("pi-rpc", [PI, "--mode", "rpc", "--no-session", "-e", example], env, cwd, max(3, args.runs // 4))
-        if args.reference:
-            extension_start("reference", [args.node, args.reference, "--mode", "rpc", "--no-session", "--offline",
-                                          "-e", example], env, cwd, max(3, args.runs // 4))
+        return {}
+    times, rss = [], []
+    with tempfile.TemporaryDirectory() as agent_dir, tempfile.TemporaryDirectory() as cwd:
+        env = sandbox_env(agent_dir, {"PI_RPC_EXTENSION_HOST_DIR": host, "PI_RPC_NODE": node})
+        for i in range(runs + 1):
+            agent = Agent(impl.cmd("--mode", "rpc", "--no-session", "-e", example), env, cwd)
+            agent.send(b'{"id":"s","type":"get_state"}\n')
+            _, _, elapsed = agent.until(lambda h: h.startswith(b'{"id":"s"') or b'"id":"s","type":"response"' in h)
+            r = tree_rss_kib(agent.pid)
+            agent.close()
+            if i > 0:  # the first run warms the caches (and jiti's transpile cache)
+                times.append(elapsed)
+                rss.append(r)
+    print(f"{impl.name}: with one TypeScript extension (rpc-demo.ts), first get_state: "
+          f"{Figure(times).fmt(1000, ' ms')}; peak RSS with its children {Figure(rss).median / 1024:.1f} MiB")
+    return {}
 
 
-def mcp_servers():
-    """Three MCP servers for the start-up figure: server-everything twice
-    (installed by scripts/install-mcp-servers.sh) and one that cannot start.
-    None when the servers are not installed."""
-    node = os.path.join(ROOT, "target", "tools", "node", "node_modules", ".bin", "node")
-    everything = os.path.join(ROOT, "target", "tools", "mcp", "node_modules", "@modelcontextprotocol",
-                              "server-everything", "dist", "index.js")
-    if not (os.path.exists(node) and os.path.exists(everything)):
-        return None
-    return {"mcpServers": {"a": {"command": node, "args": [everything, "stdio"], "exposure": "direct"},
-                           "b": {"command": node, "args": [everything, "stdio"]},
-                           "missing": {"command": "/nonexistent/mcp-server"}}}
+# ----- the closing table ---------------------------------------------------
+
+GOALS = [
+    # (label, key, unit, higher_is_worse, goal ratio or None)
+    ("cold start to first get_state", "start_ms", "ms", 150),
+    ("peak RSS at that point", "start_rss_mib", "MiB", 15),
+    ("20,000 deltas relayed, wall", "relay20000_wall_ms", "ms", None),
+    ("20,000 deltas, agent CPU", "relay20000_cpu_ms", "ms", None),
+    ("100,000 deltas relayed, wall", "relay100000_wall_ms", "ms", 5),
+    ("100,000 deltas, agent CPU", "relay100000_cpu_ms", "ms", 10),
+    ("100,000 deltas, fake server CPU", "relay100000_server_cpu_ms", "ms", None),
+    ("open 100 MB session, first get_state", "s100_state_ms", "ms", 10),
+    ("same, get_messages answered", "s100_messages_ms", "ms", 5),
+    ("same, peak RSS", "s100_rss_mib", "MiB", 1 / 0.3),
+    ("10,000 get_state piped at once", "burst10000_ms", "ms", 5),
+    ("100,000 get_state piped at once", "burst100000_ms", "ms", None),
+    ("same, peak RSS", "burst100000_rss_mib", "MiB", None),
+]
 
 
-def measure_start(label, cmd, runs, mcp=None):
-    with tempfile.TemporaryDirectory() as agent, tempfile.TemporaryDirectory() as cwd:
-        env = sandbox_env(agent)
-        if mcp is not None:
-            with open(os.path.join(agent, "mcp.json"), "w") as f:
-                json.dump(mcp, f)
-        cold_start(cmd, env, cwd)  # warm the page cache
-        times, rss = [], []
-        for _ in range(runs):
-            t, r = cold_start(cmd, env, cwd)
-            times.append(t)
-            rss.append(r)
-    print(f"{label}: cold start to first get_state response: median {statistics.median(times) * 1000:.2f} ms "
-          f"(min {min(times) * 1000:.2f}, max {max(times) * 1000:.2f}, {runs} runs)")
-    print(f"{label}: peak RSS: median {statistics.median(rss) / 1024:.2f} MiB (max {max(rss) / 1024:.2f} MiB)")
-
-
-def relay(deltas):
-    with tempfile.TemporaryDirectory() as agent, tempfile.TemporaryDirectory() as cwd:
-        script = os.path.join(agent, "script.json")
-        chunks = [f"t{i} " for i in range(deltas)]
-        with open(script, "w") as f:
-            json.dump([{"textChunks": chunks, "usage": {"promptTokens": 10, "completionTokens": deltas}}], f)
-        server = subprocess.Popen([FAKE, script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        base_url = server.stdout.readline().decode().strip()
-        try:
-            models = {"providers": {"bench": {"baseUrl": base_url, "api": "openai-completions", "apiKey": "k",
-                                              "models": [{"id": "m"}]}}}
-            with open(os.path.join(agent, "models.json"), "w") as f:
-                json.dump(models, f)
-            env = sandbox_env(agent)
-            proc = subprocess.Popen([PI, "--mode", "rpc", "--no-session", "--model", "bench/m"], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
-            start = time.perf_counter()
-            proc.stdin.write(b'{"type":"prompt","message":"go"}\n')
-            proc.stdin.flush()
-            updates = 0
-            text_deltas = 0
-            first_delta = None
-            for line in proc.stdout:
-                if line.startswith(b'{"type":"message_update"'):
-                    updates += 1
-                    if b'"text_delta"' in line:
-                        text_deltas += 1
-                        if first_delta is None:
-                            first_delta = time.perf_counter() - start
-                elif line.startswith(b'{"type":"agent_settled"'):
-                    break
-            elapsed = time.perf_counter() - start
-            rss = peak_rss_kib(proc.pid)
-            proc.stdin.close()
-            proc.stdout.read()
-            proc.wait()
-        finally:
-            server.kill()
-            server.wait()
-    if text_deltas != deltas:
-        raise SystemExit(f"relayed {text_deltas} text deltas, expected {deltas}")
-    print(f"relay: {deltas} deltas from the fake server to stdout in {elapsed * 1000:.0f} ms "
-          f"({deltas / elapsed:,.0f} deltas/s; first delta after {first_delta * 1000:.1f} ms; "
-          f"peak RSS {rss / 1024:.1f} MiB)")
+def closing_table(ours, ref):
+    print()
+    print("| figure | pi-rpc | pi 1.6.0 | ratio | goal |")
+    print("|---|---|---|---|---|")
+    for label, key, unit, goal in GOALS:
+        if key not in ours:
+            continue
+        a, b = ours[key], ref.get(key)
+        digits = 1 if unit == "MiB" or a < 10 else 0
+        cells = [label, f"{a:,.{digits}f} {unit}"]
+        if b is None:
+            cells += ["–", "–", "–"]
+        else:
+            ratio = b / a if a > 0 else float("inf")
+            met = "" if goal is None else (f"≥ {goal:.1f}× {'met' if ratio >= goal else '**not met**'}"
+                                           if goal != 1 / 0.3 else f"≤ 0.3× {'met' if ratio >= goal else '**not met**'}")
+            cells += [f"{b:,.{digits}f} {unit}", f"{ratio:.1f}×", met]
+        print("| " + " | ".join(cells) + " |")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--deltas", type=int, default=100_000)
-    parser.add_argument("--reference", help="path to the reference pi's dist/cli.js (run with node)")
-    parser.add_argument("--node", default="node", help="node binary for --reference")
+    parser.add_argument("--runs", type=int, default=20, help="cold starts measured (reference: a quarter)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each other figure")
+    parser.add_argument("--only", default="start,relay,sessions,bursts,extension")
+    parser.add_argument("--sizes", default="1,10,100", help="session sizes in MB")
+    parser.add_argument("--reference", default=DEFAULT_REFERENCE if os.path.exists(DEFAULT_REFERENCE) else None,
+                        help="path to the reference pi's dist/cli.js, run with --node (default: the one "
+                             "scripts/install-reference.sh installs, when it is there)")
+    parser.add_argument("--no-reference", action="store_true", help="measure pi-rpc alone")
+    parser.add_argument("--node", default=DEFAULT_NODE if os.path.exists(DEFAULT_NODE) else "node",
+                        help="node binary for --reference and the extension host")
+    parser.add_argument("--pi", default=os.path.join(ROOT, "target", "release", "pi"), help="pi-rpc binary")
+    parser.add_argument("--no-build", action="store_true")
     args = parser.parse_args()
-    build()
-    print(f"machine: {os.cpu_count()} cpus; binary {os.path.getsize(PI) / 1048576:.1f} MiB")
-    measure_start("pi-rpc", [PI, "--mode", "rpc", "--no-session"], args.runs)
-    servers = mcp_servers()
-    if servers is not None:
-        measure_start("pi-rpc, 3 MCP servers configured", [PI, "--mode", "rpc", "--no-session"], args.runs, servers)
+    only = set(args.only.split(","))
+    # The agents run in temporary directories: relative paths would not resolve there.
+    args.pi = os.path.abspath(args.pi)
+    args.reference = None if args.no_reference or not args.reference else os.path.abspath(args.reference)
+    if os.sep in args.node:
+        args.node = os.path.abspath(args.node)
+    if not args.no_build:
+        build()
+    impls = [Impl("pi-rpc", [args.pi])]
     if args.reference:
-        measure_start("reference", [args.node, args.reference, "--mode", "rpc", "--no-session", "--offline"],
-                      max(3, args.runs // 4))
-    relay(args.deltas)
-    measure_extension(args)
+        impls.append(Impl("pi 1.6.0", [args.node, args.reference], ["--offline"]))
+    results = {impl.name: {} for impl in impls}
+    print(f"machine: {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}; binary {os.path.getsize(args.pi) / MIB:.1f} "
+          f"MiB; each figure: median (min–max) of {args.repeat} runs")
+    if "start" in only:
+        for impl in impls:
+            runs = args.runs if impl is impls[0] else max(3, args.runs // 4)
+            results[impl.name].update(measure_start(impl, runs))
+        servers = mcp_servers()
+        if servers is not None:
+            measure_start(impls[0], args.runs, "pi-rpc, 3 MCP servers configured", servers)
+    if "relay" in only:
+        for deltas in (20_000, 100_000):
+            for impl in impls:
+                results[impl.name].update(measure_relay(impl, deltas, args.repeat))
+    if "sessions" in only:
+        with tempfile.TemporaryDirectory() as workdir:
+            for size in [float(s) for s in args.sizes.split(",")]:
+                path = os.path.join(workdir, f"session-{size:g}mb.jsonl")
+                with open(path, "w", encoding="utf-8", newline="\n") as f:
+                    entries = session_gen.generate(f, int(size * MIB), seed=1, cwd=workdir)
+                label = f"{size:g} MB session ({entries:,} entries)"
+                for impl in impls:
+                    r = measure_session(impl, path, args.repeat, workdir, label)
+                    results[impl.name].update({f"s{size:g}_{k}": v for k, v in r.items()})
+                os.remove(path)
+    if "bursts" in only:
+        for count in (10_000, 100_000):
+            for impl in impls:
+                results[impl.name].update(measure_burst(impl, count, args.repeat if count <= 10_000 else 1))
+    if "extension" in only:
+        node = args.node if args.node != "node" else os.environ.get("PI_RPC_NODE", "node")
+        for impl in impls:
+            measure_extension(impl, node, max(3, args.runs // 4))
+    if len(impls) > 1:
+        closing_table(results[impls[0].name], results[impls[1].name])
 
 
 if __name__ == "__main__":

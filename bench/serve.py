@@ -35,7 +35,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import websockets  # noqa: E402
 
-from run import FAKE, PI, build, peak_rss_kib, sandbox_env  # noqa: E402
+from measure import peak_rss_kib, sandbox_env  # noqa: E402
+from run import FAKE, build  # noqa: E402
+
+PI = os.path.join(ROOT, "target", "release", "pi")
 
 REFERENCE = os.path.join(ROOT, "target/tools/reference/node_modules/@earendil-works/pi-coding-agent/dist/cli.js")
 NODE = os.path.join(ROOT, "target/tools/node/node_modules/.bin/node")

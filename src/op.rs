@@ -413,7 +413,8 @@ pub enum Reply {
         cancelled: bool,
     },
     State(Box<StateSnapshot>),
-    Messages(Vec<AgentMessage>),
+    /// The conversation, shared with the agent (not copied).
+    Messages(std::sync::Arc<Vec<AgentMessage>>),
     Model(Box<Model>),
     CycleModel(Option<Box<CycledModel>>),
     Models(Vec<Model>),

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -63,13 +63,21 @@ pub(crate) async fn stream_assistant(
     let mut stream = provider.stream(request, cancel.clone());
 
     loop {
-        let next = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => {
-                error = Some(ProviderError::aborted());
-                break;
-            }
-            next = stream.next() => next,
+        if cancel.is_cancelled() {
+            error = Some(ProviderError::aborted());
+            break;
+        }
+        // An event already at hand is taken without arming the cancellation wait.
+        let next = match stream.next().now_or_never() {
+            Some(next) => next,
+            None => tokio::select! {
+                biased;
+                _ = cancel.cancelled() => {
+                    error = Some(ProviderError::aborted());
+                    break;
+                }
+                next = stream.next() => next,
+            },
         };
         let event = match next {
             None => break,

@@ -44,8 +44,9 @@ pub(crate) struct Agent {
     pub(super) temp_outputs: crate::tools::temp_outputs::TempOutputs,
 
     pub(super) session: Session,
-    /// The conversation as the model sees it (what `get_messages` returns).
-    pub(super) messages: Vec<AgentMessage>,
+    /// The conversation as the model sees it (what `get_messages` returns,
+    /// shared with the reply instead of copied).
+    pub(super) messages: Arc<Vec<AgentMessage>>,
     pub(super) model: Model,
     pub(super) thinking: ThinkingLevel,
     /// The command line's model choice, applied to every session opened.
@@ -117,7 +118,7 @@ impl Agent {
             persist_settings: config.persist_settings,
             temp_outputs: crate::tools::temp_outputs::TempOutputs::new(&config.temp_dir),
             session,
-            messages: restored.messages,
+            messages: Arc::new(restored.messages),
             model: faux::faux_model(),
             thinking: ThinkingLevel::Off,
             startup: Default::default(),
@@ -245,11 +246,11 @@ impl Agent {
             }
             Internal::QueueChanged => self.emit_queue_update().await,
             Internal::Context { reply } => {
-                let _ = reply.send(self.messages.clone());
+                let _ = reply.send(self.messages.to_vec());
             }
             Internal::RetractFromContext { message } => {
                 if let Some(pos) = self.messages.iter().rposition(|m| m == &message) {
-                    self.messages.remove(pos);
+                    Arc::make_mut(&mut self.messages).remove(pos);
                 }
                 self.record_context_edit(&message);
             }
@@ -343,7 +344,7 @@ impl Agent {
         if let Err(e) = written {
             tracing::error!("cannot write session entry: {e}");
         }
-        self.messages.push(message);
+        Arc::make_mut(&mut self.messages).push(message);
     }
 
     /// Take what a queue delivers now, each message with both queues as they

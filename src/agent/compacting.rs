@@ -297,7 +297,7 @@ impl Agent {
         });
         let (reply, context) = match recorded {
             Ok(out) => {
-                self.messages = self.session.context().messages;
+                self.messages = std::sync::Arc::new(self.session.context().messages);
                 self.usage_unknown = true;
                 let result = CompactionResult {
                     summary: out.summary,
@@ -364,7 +364,7 @@ impl Agent {
         }
         for target in targets {
             if let Some(pos) = self.messages.iter().rposition(|m| m == &target) {
-                self.messages.remove(pos);
+                std::sync::Arc::make_mut(&mut self.messages).remove(pos);
             }
             if let Some(id) = self.entry_id_of(&target)
                 && let Err(e) = self.session.append_context_edit(&id, None)

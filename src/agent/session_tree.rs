@@ -93,7 +93,7 @@ impl Agent {
         self.temp_outputs.release(self.session.file_path());
         self.session = session;
         let restored = self.session.context();
-        self.messages = restored.messages;
+        self.messages = std::sync::Arc::new(restored.messages);
         self.usage_unknown = false;
         // pi 1.6.0 chooses model and thinking level afresh for each session
         // (a new one starts at the defaults, not at the previous level).

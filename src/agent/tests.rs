@@ -135,7 +135,7 @@ impl Actor {
 
     async fn messages(&mut self) -> Vec<AgentMessage> {
         match self.call(Op::GetMessages).await {
-            Ok(Reply::Messages(messages)) => messages,
+            Ok(Reply::Messages(messages)) => messages.to_vec(),
             other => panic!("{other:?}"),
         }
     }

@@ -6,8 +6,8 @@
 
 use std::collections::VecDeque;
 
-use futures::StreamExt;
 use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -29,6 +29,12 @@ impl Out {
 
     fn fail(&mut self, err: ProviderError) {
         self.queue.push_back(Err(err));
+    }
+
+    /// What was emitted so far (tests).
+    #[cfg(test)]
+    pub(crate) fn take(&mut self) -> Vec<Result<ProviderEvent, ProviderError>> {
+        self.queue.drain(..).collect()
     }
 }
 
@@ -146,10 +152,17 @@ impl<W: Wire> Run<W> {
                 }
             }
             Phase::Streaming(mut events) => {
-                let next = tokio::select! {
-                    biased;
-                    _ = self.cancel.cancelled() => return self.fail(ProviderError::aborted()),
-                    next = events.next() => next,
+                if self.cancel.is_cancelled() {
+                    return self.fail(ProviderError::aborted());
+                }
+                // An event already at hand is taken without arming the cancellation wait.
+                let next = match events.next().now_or_never() {
+                    Some(next) => next,
+                    None => tokio::select! {
+                        biased;
+                        _ = self.cancel.cancelled() => return self.fail(ProviderError::aborted()),
+                        next = events.next() => next,
+                    },
                 };
                 match next {
                     Some(Ok(ev)) => match self.wire.on_event(&ev, &mut self.out) {
@@ -196,7 +209,8 @@ pub(crate) fn drive<W: Wire>(
             Phase::Done
         }
     };
-    let run = Run { http, cancel, api, phase, wire, out };
+    // Boxed: the stream's state moves in and out of each step's future.
+    let run = Box::new(Run { http, cancel, api, phase, wire, out });
     futures::stream::unfold(run, |mut run| async move {
         loop {
             if let Some(item) = run.out.queue.pop_front() {

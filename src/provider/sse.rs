@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -74,22 +74,24 @@ impl SseParser {
         out
     }
 
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
-        for &b in bytes {
+    fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+        while let Some(&first) = bytes.first() {
             if self.after_cr {
                 self.after_cr = false;
-                if b == b'\n' {
+                if first == b'\n' {
+                    bytes = &bytes[1..];
                     continue;
                 }
             }
-            match b {
-                b'\n' => self.end_line(out),
-                b'\r' => {
-                    self.end_line(out);
-                    self.after_cr = true;
-                }
-                _ => self.line.push(b),
-            }
+            // Whole runs of line bytes at once, not byte by byte.
+            let Some(end) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') else {
+                self.line.extend_from_slice(bytes);
+                return;
+            };
+            self.line.extend_from_slice(&bytes[..end]);
+            self.end_line(out);
+            self.after_cr = bytes[end] == b'\r';
+            bytes = &bytes[end + 1..];
         }
     }
 
@@ -133,7 +135,14 @@ impl SseParser {
     }
 
     fn end_line(&mut self, out: &mut Vec<SseEvent>) {
-        let line = std::mem::take(&mut self.line);
+        // The line buffer is kept (cleared) for the next line.
+        let mut line = std::mem::take(&mut self.line);
+        self.process_line(&line, out);
+        line.clear();
+        self.line = line;
+    }
+
+    fn process_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
         if line.is_empty() {
             if self.has_data {
                 let mut data = std::mem::take(&mut self.data);
@@ -153,7 +162,7 @@ impl SseParser {
             self.has_data = false;
             return;
         }
-        let text = String::from_utf8_lossy(&line);
+        let text = String::from_utf8_lossy(line);
         if text.starts_with(':') {
             return;
         }
@@ -201,7 +210,8 @@ where
         pending: std::collections::VecDeque<SseEvent>,
         done: bool,
     }
-    let state = St { body, parser: SseParser::new(), pending: Default::default(), done: false };
+    // Boxed: the state moves in and out of each step's future.
+    let state = Box::new(St { body, parser: SseParser::new(), pending: Default::default(), done: false });
     futures::stream::unfold(state, move |mut st| async move {
         loop {
             if let Some(ev) = st.pending.pop_front() {
@@ -210,15 +220,18 @@ where
             if st.done {
                 return None;
             }
-            let next = match idle {
-                Some(limit) => match tokio::time::timeout(limit, st.body.next()).await {
+            // A chunk already at hand is taken without arming the idle timer.
+            let ready = if idle.is_some() { st.body.next().now_or_never() } else { None };
+            let next = match (ready, idle) {
+                (Some(next), _) => next,
+                (None, Some(limit)) => match tokio::time::timeout(limit, st.body.next()).await {
                     Ok(n) => n,
                     Err(_) => {
                         st.done = true;
                         return Some((Err(BodyError::Idle(limit)), st));
                     }
                 },
-                None => st.body.next().await,
+                (None, None) => st.body.next().await,
             };
             match next {
                 Some(Ok(bytes)) => st.pending.extend(st.parser.push(&bytes)),

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use super::entry::{KnownEntry, SESSION_VERSION, SessionEntry, SessionHeader, StoredMessage, iso_now};
 use super::error::SessionError;
-use super::load::{FileContents, read_session_file};
+use super::load::{Entries, FileContents, read_session_file};
 use super::migrate::migrate_to_current;
 
 /// A fresh entry id: the first 8 hex digits of a random UUID, re-drawn while
@@ -54,6 +54,17 @@ impl Record {
         Record { entry, raw }
     }
 
+    /// Parse one line of a current session file straight into a record, when
+    /// it is a known entry that serializes back to exactly these bytes (what
+    /// pi writes); `None` otherwise, and the line takes the careful path
+    /// ([`Record::from_value`]), which gives the same record for such lines.
+    pub(crate) fn from_line(line: &[u8]) -> Option<Self> {
+        let entry: KnownEntry = serde_json::from_slice(line).ok()?;
+        let mut same = SameBytes { rest: line, same: true };
+        serde_json::to_writer(&mut same, &entry).ok()?;
+        (same.same && same.rest.is_empty()).then(|| Record::new(SessionEntry::Known(entry)))
+    }
+
     /// The entry as one JSON line (without newline), faithful to what was read.
     pub(crate) fn to_line(&self) -> Result<String, SessionError> {
         match &self.raw {
@@ -68,6 +79,26 @@ impl Record {
             Some(raw) => Ok(serde_json::from_str(raw)?),
             None => Ok(serde_json::to_value(&self.entry)?),
         }
+    }
+}
+
+/// A writer that only checks that what is written equals `rest`, byte for byte.
+struct SameBytes<'a> {
+    rest: &'a [u8],
+    same: bool,
+}
+
+impl Write for SameBytes<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.rest.strip_prefix(buf) {
+            Some(rest) if self.same => self.rest = rest,
+            _ => self.same = false,
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -240,10 +271,18 @@ impl Session {
                 session.flushed = true;
                 Ok((session, Vec::new()))
             }
-            FileContents::Session { mut records, mut warnings, missing_final_newline } => {
-                let from_version = records.first().and_then(|h| h.get("version")).and_then(Value::as_u64).unwrap_or(1);
-                let migrated = migrate_to_current(&mut records);
-                let mut session = Session::from_records(records, Some(path.clone()), dir, &default_cwd);
+            FileContents::Session { header, entries, mut warnings, missing_final_newline } => {
+                let from_version = header.get("version").and_then(Value::as_u64).unwrap_or(1);
+                let (header, records, migrated) = match entries {
+                    Entries::Current(records) => (header, records, false),
+                    Entries::Legacy(values) => {
+                        let mut values: Vec<Value> = std::iter::once(header).chain(values).collect();
+                        let migrated = migrate_to_current(&mut values);
+                        let header = values.remove(0);
+                        (header, values.into_iter().map(Record::from_value).collect(), migrated)
+                    }
+                };
+                let mut session = Session::from_file_records(header, records, Some(path.clone()), dir, &default_cwd);
                 if migrated {
                     replace_file(&path, &session.file_text()?)?;
                     warnings.push(format!(
@@ -261,14 +300,14 @@ impl Session {
         }
     }
 
-    /// Build a session from raw records (header first, already migrated).
-    pub(crate) fn from_records(
-        mut records: Vec<Value>,
+    /// Build a session from its header record and its entries.
+    pub(crate) fn from_file_records(
+        header_value: Value,
+        records: Vec<Record>,
         file: Option<PathBuf>,
         session_dir: Option<PathBuf>,
         default_cwd: &str,
     ) -> Self {
-        let header_value = if records.is_empty() { Value::Null } else { records.remove(0) };
         let header = header_from_value(&header_value);
         let header_text = serde_json::to_string(&header_value).ok();
         let typed_text = serde_json::to_string(&header).ok();
@@ -282,7 +321,7 @@ impl Session {
         if session.cwd.is_empty() {
             session.cwd = default_cwd.to_string();
         }
-        session.records = records.into_iter().map(Record::from_value).collect();
+        session.records = records;
         session.rebuild_index();
         session
     }

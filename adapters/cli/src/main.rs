@@ -30,7 +30,12 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     init_tracing(args.verbose);
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    // When every ready task has run, the output queued so far is one batch: one write.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .on_thread_park(pi_transport::writer::runtime_idle)
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!("cannot start the async runtime: {e}");

@@ -36,6 +36,18 @@ fn to_line<T: serde::Serialize>(value: &T) -> Option<Vec<u8>> {
     }
 }
 
+/// A successful response line built around its data, which is not copied
+/// again (`data` is the response's last member): a 100 MB `get_messages`
+/// result is held once, not twice.
+fn response_around(head: WireResponse, data: Box<RawValue>) -> Option<Vec<u8>> {
+    let head = to_line(&head)?;
+    let open = head.strip_suffix(b"}")?;
+    let mut line = String::from(Box::<str>::from(data)).into_bytes();
+    line.splice(0..0, open.iter().copied().chain(*b",\"data\":"));
+    line.push(b'}');
+    Some(line)
+}
+
 impl Dialect for Native {
     type Pending = Pending;
 
@@ -85,7 +97,10 @@ impl Dialect for Native {
         };
         let response = match result.map(|reply| command.encode(reply)) {
             Ok(Ok(Encoded::Absent)) => WireResponse::ok(id, command.name, None),
-            Ok(Ok(Encoded::Value(data))) => WireResponse::ok(id, command.name, Some(data)),
+            Ok(Ok(Encoded::Value(data))) => {
+                out.extend(response_around(WireResponse::ok(id, command.name, None), data));
+                return;
+            }
             Ok(Err(e)) => {
                 tracing::error!("{e}");
                 WireResponse::err(id, Some(command.name), e.to_string())

@@ -416,11 +416,17 @@ async fn serve(
         ReplyBody::Stream(script) => {
             let frames = format.render(script, &request.body);
             http::write_stream_head(&mut stream, &reply.headers, script.ending != Ending::Cut).await?;
-            for frame in frames {
-                if frame.is_part && !reply.delay.is_zero() {
-                    tokio::time::sleep(reply.delay).await;
+            if reply.delay.is_zero() {
+                let frames: Vec<Vec<u8>> = frames.into_iter().map(|f| stamp_sent_time(f.bytes)).collect();
+                let bodies: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+                http::write_chunks(&mut stream, bodies).await?;
+            } else {
+                for frame in frames {
+                    if frame.is_part {
+                        tokio::time::sleep(reply.delay).await;
+                    }
+                    http::write_chunk(&mut stream, &stamp_sent_time(frame.bytes)).await?;
                 }
-                http::write_chunk(&mut stream, &stamp_sent_time(frame.bytes)).await?;
             }
             match script.ending {
                 Ending::Cut => {

@@ -39,19 +39,49 @@ fn sse(data: &str) -> Vec<u8> {
     format!("data: {data}\n\n").into_bytes()
 }
 
-fn chunk(reply: &StreamReply, info: &RequestInfo, delta: Value, finish_reason: Option<&str>) -> Vec<u8> {
-    let mut obj = json!({
-        "id": reply.id,
-        "object": "chat.completion.chunk",
-        "created": CREATED,
-        "model": info.model,
-        "system_fingerprint": null,
-        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish_reason}],
-    });
-    if let Some(map) = obj.as_object_mut().filter(|_| info.include_usage) {
-        map.insert("usage".into(), Value::Null);
+/// The text of a `chat.completion.chunk` around its `delta`: everything but
+/// the delta is the same for every chunk of a reply, so it is written once
+/// (a stream of 100,000 deltas must not cost the server more than the client).
+struct ChunkTemplate {
+    /// `{"id":…,…,"choices":[{"index":0,"delta":`
+    head: String,
+    /// Whether each chunk ends with `"usage":null` (`stream_options.include_usage`).
+    include_usage: bool,
+}
+
+impl ChunkTemplate {
+    fn new(reply: &StreamReply, info: &RequestInfo) -> Self {
+        let head = json!({
+            "id": reply.id,
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": info.model,
+            "system_fingerprint": null,
+        })
+        .to_string();
+        // `{…}` → `{…,"choices":[{"index":0,"delta":`
+        let mut head = head[..head.len() - 1].to_string();
+        head.push_str(r#","choices":[{"index":0,"delta":"#);
+        ChunkTemplate { head, include_usage: info.include_usage }
     }
-    sse(&obj.to_string())
+
+    fn chunk(&self, delta: &str, finish_reason: Option<&str>) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.head.len() + delta.len() + 80);
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(self.head.as_bytes());
+        out.extend_from_slice(delta.as_bytes());
+        out.extend_from_slice(br#","logprobs":null,"finish_reason":"#);
+        match finish_reason {
+            Some(reason) => out.extend_from_slice(Value::from(reason).to_string().as_bytes()),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b"}]");
+        if self.include_usage {
+            out.extend_from_slice(br#","usage":null"#);
+        }
+        out.extend_from_slice(b"}\n\n");
+        out
+    }
 }
 
 fn usage_json(u: &FakeUsage) -> Value {
@@ -69,20 +99,23 @@ fn usage_json(u: &FakeUsage) -> Value {
     })
 }
 
-fn part_delta(part: &Part) -> Option<Value> {
+fn part_delta(part: &Part) -> Option<String> {
     Some(match part {
         Part::Reasoning { field, text } => {
             let mut m = serde_json::Map::new();
             m.insert(field.clone(), Value::String(text.clone()));
-            Value::Object(m)
+            Value::Object(m).to_string()
         }
-        Part::Text(t) => json!({"content": t}),
+        // The common case, written without building a `Value`.
+        Part::Text(t) => format!(r#"{{"content":{}}}"#, Value::from(t.as_str())),
         Part::ToolCallStart { index, id, name } => json!({"tool_calls": [{
             "index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}
-        }]}),
+        }]})
+        .to_string(),
         Part::ToolCallArgs { index, fragment } => json!({"tool_calls": [{
             "index": index, "function": {"arguments": fragment}
-        }]}),
+        }]})
+        .to_string(),
         Part::RawData(_) | Part::RawBytes(_) => return None,
     })
 }
@@ -104,10 +137,12 @@ pub fn output_chars(reply: &StreamReply) -> u64 {
 /// All frames of a streamed reply, in order. For [`Ending::Cut`] and [`Ending::Hang`]
 /// only the frames up to the cut are returned; the caller then closes or stalls.
 pub fn render(reply: &StreamReply, info: &RequestInfo) -> Vec<Frame> {
-    let mut frames = vec![Frame {
-        bytes: chunk(reply, info, json!({"role": "assistant", "content": "", "refusal": null}), None),
+    let template = ChunkTemplate::new(reply, info);
+    let mut frames = Vec::with_capacity(reply.parts.len() + 4);
+    frames.push(Frame {
+        bytes: template.chunk(r#"{"role":"assistant","content":"","refusal":null}"#, None),
         is_part: false,
-    }];
+    });
     let limit = match reply.ending {
         Ending::Cut | Ending::Hang => reply.cut_after.unwrap_or(reply.parts.len()),
         _ => reply.parts.len(),
@@ -117,7 +152,7 @@ pub fn render(reply: &StreamReply, info: &RequestInfo) -> Vec<Frame> {
             Part::RawData(d) => sse(d),
             Part::RawBytes(b) => b.clone(),
             other => match part_delta(other) {
-                Some(delta) => chunk(reply, info, delta, None),
+                Some(delta) => template.chunk(&delta, None),
                 None => continue,
             },
         };
@@ -130,7 +165,7 @@ pub fn render(reply: &StreamReply, info: &RequestInfo) -> Vec<Frame> {
         let has_tools = reply.parts.iter().any(|p| matches!(p, Part::ToolCallStart { .. }));
         let reason =
             reply.finish_reason.clone().unwrap_or_else(|| if has_tools { "tool_calls" } else { "stop" }.into());
-        frames.push(Frame { bytes: chunk(reply, info, json!({}), Some(&reason)), is_part: false });
+        frames.push(Frame { bytes: template.chunk("{}", Some(&reason)), is_part: false });
     }
     let usage = reply.usage.or_else(|| {
         info.include_usage.then(|| FakeUsage {

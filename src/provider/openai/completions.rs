@@ -7,8 +7,11 @@
 //! tool-call chunk yields a delta (the first one is usually `""`), and all
 //! `BlockEnd`s are emitted at the end of the stream in block order.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -114,6 +117,18 @@ impl Assembler {
         index
     }
 
+    /// The one text block of the response, started on first use.
+    fn text_block(&mut self, out: &mut Out) -> usize {
+        match self.text {
+            Some(i) => i,
+            None => {
+                let i = self.start_block(BlockKind::Text, out);
+                self.text = Some(i);
+                i
+            }
+        }
+    }
+
     fn on_chunk(&mut self, chunk: &Value, out: &mut Out) {
         if !self.response_id
             && let Some(id) = chunk.get("id").and_then(Value::as_str).filter(|s| !s.is_empty())
@@ -167,14 +182,7 @@ impl Assembler {
             append_reasoning_detail(self.reasoning_details.get_or_insert_with(Vec::new), detail);
         }
         if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|s| !s.is_empty()) {
-            let index = match self.text {
-                Some(i) => i,
-                None => {
-                    let i = self.start_block(BlockKind::Text, out);
-                    self.text = Some(i);
-                    i
-                }
-            };
+            let index = self.text_block(out);
             out.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
         }
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
@@ -211,6 +219,100 @@ impl Assembler {
     }
 }
 
+/// The shape of nearly every chunk of a streamed text reply, read without
+/// building a `Value`: a chunk with anything else (usage, reasoning, tool
+/// calls, an error, an unknown field, a duplicate key, a second choice) does
+/// not fit and is read the general way, so the outcome is the same.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainChunk<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, rename = "object")]
+    _object: IgnoredAny,
+    #[serde(default, rename = "created")]
+    _created: IgnoredAny,
+    #[serde(default, rename = "model")]
+    _model: IgnoredAny,
+    #[serde(default, rename = "system_fingerprint")]
+    _system_fingerprint: IgnoredAny,
+    #[serde(default)]
+    usage: Option<IgnoredAny>,
+    #[serde(borrow)]
+    choices: [Object<PlainChoice<'a>>; 1],
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainChoice<'a> {
+    #[serde(default, rename = "index")]
+    _index: IgnoredAny,
+    #[serde(borrow)]
+    delta: Object<PlainDelta<'a>>,
+    #[serde(default, rename = "logprobs")]
+    _logprobs: IgnoredAny,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+    #[serde(default)]
+    usage: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainDelta<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, rename = "role")]
+    _role: IgnoredAny,
+    #[serde(default, rename = "refusal")]
+    _refusal: IgnoredAny,
+}
+
+/// `T` read only from a JSON object (serde would also read a struct from an
+/// array, which the general path ignores).
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct OnlyMaps<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for OnlyMaps<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_map(OnlyMaps(std::marker::PhantomData)).map(Object)
+    }
+}
+
+impl Assembler {
+    /// [`Assembler::on_chunk`] for a [`PlainChunk`]; false when the chunk does not have that shape.
+    fn on_plain_chunk(&mut self, data: &str, out: &mut Out) -> bool {
+        let Ok(Object(chunk)) = serde_json::from_str::<Object<PlainChunk>>(data) else { return false };
+        let [Object(choice)] = chunk.choices;
+        if chunk.usage.is_some() || choice.usage.is_some() {
+            return false;
+        }
+        if !self.response_id
+            && let Some(id) = chunk.id.filter(|s| !s.is_empty())
+        {
+            self.response_id = true;
+            out.emit(ProviderEvent::ResponseId(id.into_owned()));
+        }
+        if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
+            self.finish = Some((map_finish_reason(&reason), reason.into_owned()));
+        }
+        if let Some(text) = choice.delta.0.content.filter(|s| !s.is_empty()) {
+            let index = self.text_block(out);
+            out.emit(ProviderEvent::BlockDelta { index, delta: text.into_owned() });
+        }
+        true
+    }
+}
+
 impl Wire for Assembler {
     fn on_event(&mut self, ev: &SseEvent, out: &mut Out) -> Result<Flow, ProviderError> {
         if ev.unterminated {
@@ -218,6 +320,9 @@ impl Wire for Assembler {
         }
         if ev.data == "[DONE]" {
             return Ok(Flow::Done);
+        }
+        if !ev.event.starts_with("thread.") && ev.event != "error" && self.on_plain_chunk(&ev.data, out) {
+            return Ok(Flow::Continue);
         }
         let data: Value =
             serde_json::from_str(&ev.data).map_err(|_| error_from(None, MALFORMED_EVENT_MESSAGE.to_string(), None))?;

@@ -299,3 +299,39 @@ fn session_name_is_the_latest_info_of_the_whole_file() {
     s.append_session_info("   ").unwrap();
     assert_eq!(s.name(), None);
 }
+
+/// A line read the fast way (straight into a typed record) gives the record
+/// the careful way (a `Value`, classified, its text kept when the typed form
+/// differs) gives; lines the fast way refuses are left to the careful one.
+#[test]
+fn lines_parsed_straight_into_records_match_the_careful_reading() {
+    use crate::session::store::Record;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/session/testdata");
+    let mut fast = 0;
+    for name in ["pi16_session.jsonl", "crafted.jsonl", "pi16_fork.jsonl", "crafted_pi_clone.jsonl"] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        for line in text.lines().skip(1) {
+            let careful = Record::from_value(serde_json::from_str::<Value>(line).unwrap());
+            if let Some(record) = Record::from_line(line.as_bytes()) {
+                fast += 1;
+                assert_eq!(record.entry, careful.entry, "{name}: {line}");
+                assert_eq!(record.raw, None, "{name}: {line}");
+                assert_eq!(careful.raw, None, "{name}: {line}");
+            }
+        }
+    }
+    assert!(fast > 10, "the fast way took only {fast} lines");
+    // Shapes it must refuse: spacing, escapes or numbers written differently,
+    // duplicate keys, unknown types, a header.
+    for line in [
+        r#"{"type": "label","id":"a1","parentId":null,"timestamp":"t","targetId":"x","label":"l"}"#,
+        r#"{"type":"label","id":"a\u0031","parentId":null,"timestamp":"t","targetId":"x","label":"l"}"#,
+        r#"{"type":"label","id":"a1","id":"a2","parentId":null,"timestamp":"t","targetId":"x","label":"l"}"#,
+        r#"{"type":"label","id":"a1","parentId":null,"timestamp":"t","targetId":"x","label":"l","id":"a2"}"#,
+        r#"{"type":"message","id":"a1","parentId":null,"timestamp":"t","message":{"role":"user","content":"hi","timestamp":1,"role":"user"}}"#,
+        r#"{"type":"context_edit","id":"a1","parentId":null,"timestamp":"t"}"#,
+        r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#,
+    ] {
+        assert!(Record::from_line(line.as_bytes()).is_none(), "{line}");
+    }
+}

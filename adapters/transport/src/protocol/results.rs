@@ -125,7 +125,7 @@ pub struct StateData {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct MessagesData {
     /// The conversation's messages.
-    pub messages: Vec<AgentMessage>,
+    pub messages: std::sync::Arc<Vec<AgentMessage>>,
 }
 
 /// `cycle_model` data (or null when there is nothing to cycle to).

@@ -458,3 +458,63 @@ fn off_is_not_clamped_up() {
     let body = crate::provider::openai::request::build_body(&req, &OpenAiCompat::resolve(&req.model));
     assert!(body.get("reasoning_effort").is_none(), "{body}");
 }
+
+/// The fast reading of plain text chunks emits what the general path emits,
+/// and leaves every other shape to it.
+#[test]
+fn plain_chunks_read_fast_give_what_the_general_path_gives() {
+    let fast = [
+        r#"{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":null,"choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        r#"{"id":"c1","choices":[{"index":0,"delta":{"content":"Hi \"there\" \u00e9\n"},"finish_reason":null}]}"#,
+        r#"{"choices":[{"delta":{"content":"more"}}]}"#,
+        r#"{"id":"","choices":[{"delta":{},"finish_reason":"length"}]}"#,
+        r#"{"id":"c1","choices":[{"delta":{},"finish_reason":"content_filter"}]}"#,
+    ];
+    let general = [
+        r#"{"id":"c1","choices":[{"index":0,"delta":["x"]}]}"#,
+        r#"{"id":"c1","choices":[["x"]]}"#,
+        r#"["c1"]"#,
+        r#"{"id":"c1","choices":[{"delta":{"content":"a","content":"b"}}]}"#,
+        r#"{"id":"c1","choices":[{"delta":{"reasoning_content":"r","content":"a"}}]}"#,
+        r#"{"id":"c1","choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#,
+        r#"{"id":"c1","choices":[{"delta":{"content":"a"},"usage":{"prompt_tokens":3}}]}"#,
+        r#"{"id":"c1","choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}"#,
+        r#"{"id":"c1","choices":[]}"#,
+        r#"{"id":7,"choices":[{"delta":{"content":5}}]}"#,
+        r#"{"id":"c1","choices":[{"delta":null,"finish_reason":"stop"}]}"#,
+        r#"{"id":"c1","choices":[{"delta":{"tool_calls":[{"index":0,"id":"t","function":{"name":"bash","arguments":""}}]}}]}"#,
+        r#"{"id":"c1","service_tier":"default","choices":[{"delta":{"content":"a"}}]}"#,
+    ];
+    let assembler = || Assembler {
+        provider: "p".into(),
+        supports_finish_reason: true,
+        blocks: 0,
+        text: None,
+        thinking: None,
+        tools_by_stream_index: HashMap::new(),
+        tools_by_id: HashMap::new(),
+        has_tool_calls: false,
+        response_id: false,
+        finish: None,
+        reasoning_details: None,
+    };
+    for (chunks, expect_fast) in [(&fast[..], true), (&general[..], false)] {
+        // Run each list as one stream, so the blocks' state carries over.
+        let (mut quick, mut careful) = (assembler(), assembler());
+        let (mut quick_out, mut careful_out) = (Out::default(), Out::default());
+        for chunk in chunks {
+            let value: Value = serde_json::from_str(chunk).unwrap();
+            assert_eq!(quick.on_plain_chunk(chunk, &mut quick_out), expect_fast, "{chunk}");
+            if !expect_fast {
+                quick.on_chunk(&value, &mut quick_out);
+            }
+            careful.on_chunk(&value, &mut careful_out);
+            assert_eq!(quick_out.take(), careful_out.take(), "{chunk}");
+            assert_eq!(quick.finish, careful.finish, "{chunk}");
+            assert_eq!(
+                (quick.response_id, quick.text, quick.blocks),
+                (careful.response_id, careful.text, careful.blocks)
+            );
+        }
+    }
+}
