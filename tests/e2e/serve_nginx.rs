@@ -34,6 +34,9 @@ fn render_config(workers: &[u16], listen: u16) -> String {
             out.push(format!("        listen 127.0.0.1:{listen};"));
         }
     }
+    // One process (no worker children), so that killing it when the test
+    // ends cannot leave orphaned workers behind.
+    out.push("master_process off;".to_string());
     out.join("\n") + "\n"
 }
 
@@ -130,4 +133,5 @@ fn the_rendered_configuration_keeps_the_reference_and_replaces_the_workers() {
     assert!(text.contains("server 127.0.0.1:9003 max_fails=1"));
     assert!(!text.contains("8101") && !text.contains("8100"));
     assert!(text.contains("listen 127.0.0.1:9000;"));
+    assert!(text.ends_with("master_process off;\n"));
 }
