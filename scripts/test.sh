@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 scripts/install-test-tools.sh
 scripts/install-mcp-servers.sh
+scripts/install-serve-tools.sh
 if [ -x target/tools/node/node_modules/.bin/node ]; then
   export PI_RPC_REQUIRE_TOOLS="${PI_RPC_REQUIRE_TOOLS:-1}"
 fi

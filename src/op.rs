@@ -145,10 +145,14 @@ pub enum Op {
     },
     SwitchSession {
         session_path: String,
+        /// `pi serve`: replay the session's events after this sequence number.
+        after_seq: Option<u64>,
     },
     /// Resume by session id, unique id prefix, or path.
     ResumeSession {
         reference: String,
+        /// `pi serve`: replay the session's events after this sequence number.
+        after_seq: Option<u64>,
     },
     Fork {
         entry_id: String,
@@ -187,6 +191,13 @@ pub enum Op {
     Shutdown {
         abort: bool,
     },
+    /// Stop the agent if it is idle (nothing running, nothing waiting on the
+    /// client): answered `Ack`, then the actor stops; otherwise a `Busy`
+    /// error and nothing changes. `pi serve` unloads idle sessions with it.
+    Unload,
+    /// The ids of the requests to the client still waiting for an answer
+    /// (extension dialogs): `pi serve` re-sends them to a client that attaches.
+    PendingRequests,
     /// Answered with `Ack` in turn, after the replies of earlier ops that
     /// answer at once: a front end orders an answer of its own (the error
     /// for a bad record) after them.
@@ -432,4 +443,25 @@ pub enum Reply {
     },
     Session(SessionInfo),
     ActiveTools(Vec<String>),
+    /// `pi serve`: the connection is attached to a session (answers
+    /// `new_session`, `switch_session`, `resumeSession` there).
+    Attached(Attachment),
+    /// Ids of the requests to the client awaiting an answer, oldest first.
+    PendingRequests(Vec<String>),
+}
+
+/// How a connection was attached to a session by `pi serve`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attachment {
+    pub session_id: String,
+    /// The session file (None until the session holds a message).
+    pub session_file: Option<String>,
+    /// Sequence number of the session's latest event (0: none yet).
+    pub last_seq: u64,
+    /// Events re-sent after the reply (those after the requested `afterSeq`).
+    pub replayed: u64,
+    /// Some events after the requested `afterSeq` are no longer held (the
+    /// buffer overflowed, or the session was reloaded): the client should
+    /// read the state again (`get_messages`).
+    pub gap: bool,
 }

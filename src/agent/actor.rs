@@ -430,6 +430,14 @@ impl Agent {
             Op::ClientResponse { id, result } => self.client_response(tag, id, result).await,
             Op::SetApprovalMode { mode } => self.set_approval_mode(tag, mode).await,
             Op::Barrier => self.reply(tag, Ok(Reply::Ack)).await,
+            Op::PendingRequests => self.reply(tag, Ok(Reply::PendingRequests(self.ext.handle.ui().ids()))).await,
+            Op::Unload => {
+                if self.is_idle() && self.shutdown.is_none() && self.ext.handle.ui().is_empty() {
+                    self.shutdown = Some(tag);
+                } else {
+                    self.reply(tag, Err(CoreError::busy("The session is busy"))).await;
+                }
+            }
             other => self.handle_state_op(tag, other).await,
         }
     }
@@ -713,6 +721,9 @@ fn open_session(config: &AgentConfig) -> Result<Session, CoreError> {
                 Session::create_with_id(&config.session_dir, &config.cwd, id)?
             }
         },
+        SessionStart::Fresh { id, parent_session } => {
+            Session::create_with_id(&config.session_dir, &config.cwd, id)?.with_parent(parent_session.clone())
+        }
         SessionStart::Fork { source, id } => {
             if let Some(id) = id
                 && crate::session::find_by_id(&config.session_dir, id).is_some()

@@ -148,9 +148,10 @@ impl Agent {
     /// Returns the op to handle as usual, or `None` when it was taken care of.
     pub(super) async fn intercept_for_extensions(&mut self, pending: Pending) -> Option<Pending> {
         match &pending.op {
-            Op::ExtensionUiResponse { .. } | Op::ClientResponse { .. } | Op::SetApprovalMode { .. } => {
-                return Some(pending);
-            }
+            Op::ExtensionUiResponse { .. }
+            | Op::ClientResponse { .. }
+            | Op::SetApprovalMode { .. }
+            | Op::PendingRequests => return Some(pending),
             Op::Shutdown { abort } => {
                 // The client is gone: nobody can answer a dialog (or any request) any more.
                 self.ext.handle.ui().close();
@@ -365,10 +366,10 @@ impl Agent {
         }
         let (method, params) = match &pending.op {
             Op::NewSession { .. } => ("session_before_switch", json!({"reason": "new"})),
-            Op::SwitchSession { session_path } => {
+            Op::SwitchSession { session_path, .. } => {
                 ("session_before_switch", json!({"reason": "resume", "targetSessionFile": session_path}))
             }
-            Op::ResumeSession { reference } => {
+            Op::ResumeSession { reference, .. } => {
                 ("session_before_switch", json!({"reason": "resume", "targetSessionFile": reference}))
             }
             Op::Fork { entry_id } => ("session_before_fork", json!({"entryId": entry_id, "position": "before"})),

@@ -50,6 +50,9 @@ pub enum SessionStart {
     WithId(String),
     /// `--fork`: a copy of this session file in the session directory (with this id).
     Fork { source: PathBuf, id: Option<String> },
+    /// A new session with this id, known to be unused (`pi serve` chose it
+    /// or checked it), without a directory scan.
+    Fresh { id: String, parent_session: Option<String> },
 }
 
 /// System prompt sources from the command line.
@@ -63,7 +66,9 @@ pub struct SystemPromptOptions {
     pub no_context_files: bool,
 }
 
-/// Everything the agent needs; built by the front end from flags and files.
+/// Everything the agent needs; built by the front end from flags and files
+/// (`pi serve` clones one for each session it opens).
+#[derive(Clone)]
 pub struct AgentConfig {
     pub agent_dir: PathBuf,
     pub cwd: PathBuf,

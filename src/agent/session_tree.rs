@@ -24,7 +24,7 @@ impl Agent {
                 self.extensions_session_started("new");
                 Ok(Reply::Switched { cancelled: false })
             }
-            Op::SwitchSession { session_path } => {
+            Op::SwitchSession { session_path, .. } => {
                 let path = self.absolute(&session_path);
                 let (session, warnings) = Session::open(&path, &self.cwd).map_err(session_error)?;
                 for w in warnings {
@@ -34,7 +34,7 @@ impl Agent {
                 self.extensions_session_started("resume");
                 Ok(Reply::Switched { cancelled: false })
             }
-            Op::ResumeSession { reference } => {
+            Op::ResumeSession { reference, .. } => {
                 let dirs = self.session_search_dirs();
                 let path = crate::session::resolve_session(&reference, &self.cwd, &dirs).map_err(session_error)?;
                 let (session, warnings) = Session::open(&path, &self.cwd).map_err(session_error)?;

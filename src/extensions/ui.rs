@@ -87,6 +87,11 @@ impl UiBroker {
         self.lock().iter().filter(|d| d.owner == owner).count()
     }
 
+    /// Ids of the open dialogs, oldest first.
+    pub fn ids(&self) -> Vec<String> {
+        self.lock().iter().map(|d| d.id.clone()).collect()
+    }
+
     /// Number of open dialogs.
     pub fn len(&self) -> usize {
         self.lock().len()

@@ -30,5 +30,5 @@ pub use context::SessionContext;
 pub use entry::{SessionEntry, SessionHeader};
 pub use error::SessionError;
 pub use lookup::{default_session_dir, find_most_recent, read_session_header, resolve_session, session_dirs};
-pub use start::find_by_id;
+pub use start::{find_by_id, new_session_id};
 pub use store::Session;

@@ -16,6 +16,11 @@ pub fn find_by_id(dir: &Path, id: &str) -> Option<PathBuf> {
     files.into_iter().find(|p| super::read_session_header(p).is_some_and(|h| h.id == id))
 }
 
+/// A fresh session id (UUID v7, as the sessions pi-rpc creates).
+pub fn new_session_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
 impl Session {
     /// A new session in `session_dir` with this id (written on its first message).
     pub fn create_with_id(session_dir: &Path, cwd: &Path, id: &str) -> Result<Session, SessionError> {
@@ -24,6 +29,14 @@ impl Session {
         header.id = id.to_string();
         let file = session_file_name(session_dir, &header);
         Ok(Session::empty(header, Some(file), Some(session_dir.to_path_buf())))
+    }
+
+    /// The same session with `parentSession` set in its header (before it is written).
+    pub fn with_parent(mut self, parent_session: Option<String>) -> Session {
+        if parent_session.is_some() {
+            self.header.parent_session = parent_session;
+        }
+        self
     }
 
     /// pi's `forkFrom`: a new file in `session_dir` holding every entry of

@@ -29,4 +29,6 @@ mod pi_parity;
 mod providers;
 mod reliability;
 mod rpc_client;
+mod serve;
+mod serve_nginx;
 mod templates;

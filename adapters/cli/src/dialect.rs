@@ -5,8 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use pi_core::agent::{AgentHandle, Output};
-use pi_transport::framing::is_content_length_header;
-use pi_transport::raw::RawJson;
+use pi_transport::detect::{Detected, detect};
 use pi_transport::{FrameReader, Framing, Preread, Record, RecordReader, ServeEnd, serve_stream};
 use tokio::io::{AsyncBufRead, BufReader};
 use tokio::sync::mpsc;
@@ -18,44 +17,6 @@ pub enum End {
     Finished,
     /// Ended by this signal number.
     Signalled(u8),
-}
-
-/// The dialect the first record asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Detected {
-    Native,
-    JsonRpc,
-    /// `Content-Length:` header framing (JSON-RPC).
-    JsonRpcHeaders,
-    /// An `initialize` whose `protocolVersion` is an integer: the Agent Client Protocol.
-    Acp,
-}
-
-/// ACP's first request: `initialize` with an integer `protocolVersion`.
-fn is_acp_initialize(obj: &pi_transport::raw::RawObject) -> bool {
-    if obj.get("method").map(|m| m.get()) != Some("\"initialize\"") {
-        return false;
-    }
-    let Some(params) = obj.get("params") else { return false };
-    match RawJson::parse(params.get()) {
-        Ok(RawJson::Object(params)) => params
-            .get("protocolVersion")
-            .is_some_and(|v| !v.get().is_empty() && v.get().bytes().all(|b| b.is_ascii_digit())),
-        _ => false,
-    }
-}
-
-fn detect(record: &Record) -> Detected {
-    let Ok(line) = record else { return Detected::Native };
-    if is_content_length_header(line) {
-        return Detected::JsonRpcHeaders;
-    }
-    match RawJson::parse(line) {
-        Ok(RawJson::Array(_)) => Detected::JsonRpc,
-        Ok(RawJson::Object(obj)) if is_acp_initialize(&obj) => Detected::Acp,
-        Ok(RawJson::Object(obj)) if obj.contains("jsonrpc") => Detected::JsonRpc,
-        _ => Detected::Native,
-    }
 }
 
 /// Resolves when SIGTERM or SIGINT arrives, recording which.

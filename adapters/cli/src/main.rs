@@ -1,13 +1,15 @@
 //! The `pi` binary: parses pi's command line, sets up logging on stderr,
 //! builds the agent core from configuration, and runs one front end on it:
 //! the RPC server (native JSONL or JSON-RPC, by flag or by the first record),
-//! or pi's one-shot `--print` / `--mode json` runs.
+//! or pi's one-shot `--print` / `--mode json` runs; `pi serve` runs many
+//! sessions over WebSocket.
 
 mod acp_host;
 mod args;
 mod commands;
 mod dialect;
 mod print;
+mod serve;
 mod setup;
 
 use std::process::ExitCode;
@@ -17,7 +19,11 @@ use clap::Parser;
 use args::{Args, Mode};
 
 fn main() -> ExitCode {
-    let args = Args::parse_from(args::normalize_args(std::env::args_os()));
+    let argv = args::normalize_args(std::env::args_os());
+    if argv.get(1).is_some_and(|a| a == "serve") {
+        return main_serve(argv);
+    }
+    let args = Args::parse_from(argv);
     if args.version {
         // pi prints the bare version number.
         say(env!("CARGO_PKG_VERSION"));
@@ -46,6 +52,32 @@ fn main() -> ExitCode {
             #[allow(clippy::print_stderr)]
             {
                 eprintln!("pi: {e:#}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `pi serve …`: a multi-threaded runtime (many sessions share the cores).
+fn main_serve(mut argv: Vec<std::ffi::OsString>) -> ExitCode {
+    argv.remove(0);
+    let args = serve::ServeArgs::parse_from(argv);
+    init_tracing(args.agent.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let outcome = runtime.block_on(serve::run(args));
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("pi serve: {e:#}");
             }
             ExitCode::from(1)
         }

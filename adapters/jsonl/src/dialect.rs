@@ -79,6 +79,14 @@ impl Dialect for Native {
         }
     }
 
+    fn sequenced_event(&mut self, event: AgentEvent, seq: u64, in_flight: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {
+        let first = out.len();
+        self.event(event, in_flight, out);
+        for line in &mut out[first..] {
+            *line = pi_transport::seq::insert_seq(std::mem::take(line), 0, seq);
+        }
+    }
+
     fn reply(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Vec<u8>>) {
         let (id, command) = match pending {
             Pending::Command { id, command } => (id, command),

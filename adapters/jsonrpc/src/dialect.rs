@@ -39,8 +39,9 @@ struct Batch {
 pub struct JsonRpc {
     batches: HashMap<u64, Batch>,
     next_batch: u64,
-    /// `modelChanged`, held until the reply of the request that caused it is out.
-    held: Option<ServerNotification>,
+    /// `modelChanged` (with its event's `seq`), held until the reply of the
+    /// request that caused it is out.
+    held: Option<(ServerNotification, Option<u64>)>,
     /// Tools the client declared in `initialize`: their `toolCall` goes out
     /// when the core waits for the result, not when the call starts.
     client_tools: Vec<String>,
@@ -174,6 +175,34 @@ impl JsonRpc {
     }
 }
 
+/// A notification's bytes, with the `seq` of its event in `params`.
+fn notification(n: &ServerNotification, seq: Option<u64>) -> Vec<u8> {
+    let bytes = notification_bytes(n);
+    let bytes = match seq {
+        Some(seq) => pi_transport::seq::insert_seq(bytes, 1, seq),
+        None => bytes,
+    };
+    escape_line_separators(bytes)
+}
+
+impl JsonRpc {
+    fn notify(&mut self, event: AgentEvent, seq: Option<u64>, out: &mut Vec<Vec<u8>>) {
+        if let AgentEvent::ToolExecutionStart { tool_name, .. } = &event
+            && self.client_tools.contains(tool_name)
+        {
+            return;
+        }
+        match map_event(event) {
+            Some(n @ ServerNotification::ModelChanged(_)) => self.held = Some((n, seq)),
+            Some(n) => {
+                self.finish(out);
+                out.push(notification(&n, seq));
+            }
+            None => {}
+        }
+    }
+}
+
 fn batch_bytes(batch: Batch) -> Option<Vec<u8>> {
     if batch.responses.is_empty() {
         return None;
@@ -220,19 +249,11 @@ impl Dialect for JsonRpc {
     }
 
     fn event(&mut self, event: AgentEvent, _: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {
-        if let AgentEvent::ToolExecutionStart { tool_name, .. } = &event
-            && self.client_tools.contains(tool_name)
-        {
-            return;
-        }
-        match map_event(event) {
-            Some(n @ ServerNotification::ModelChanged(_)) => self.held = Some(n),
-            Some(n) => {
-                self.finish(out);
-                out.push(escape_line_separators(notification_bytes(&n)));
-            }
-            None => {}
-        }
+        self.notify(event, None, out);
+    }
+
+    fn sequenced_event(&mut self, event: AgentEvent, seq: u64, _: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {
+        self.notify(event, Some(seq), out);
     }
 
     fn reply(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Vec<u8>>) {
@@ -278,8 +299,8 @@ impl Dialect for JsonRpc {
     }
 
     fn finish(&mut self, out: &mut Vec<Vec<u8>>) {
-        if let Some(held) = self.held.take() {
-            out.push(escape_line_separators(notification_bytes(&held)));
+        if let Some((held, seq)) = self.held.take() {
+            out.push(notification(&held, seq));
         }
     }
 }

@@ -5,14 +5,16 @@
 //! A dialect is a [`Dialect`]: how a record becomes ops and immediate
 //! answers, and how events and replies become messages. The byte stream is
 //! a [`RecordSource`] and a [`MessageSink`], so stdio (both framings) and a
-//! WebSocket connection serve alike.
+//! WebSocket connection serve alike. The agent side is an [`OpPort`] and an
+//! [`OutputPort`]: on stdio the agent itself; under `pi serve` the session
+//! the connection is attached to, whose events carry a sequence number.
 
 use std::future::Future;
 
 use pi_core::agent::{AgentClosed, AgentHandle, Output};
 use pi_core::error::CoreError;
 use pi_core::event::AgentEvent;
-use pi_core::op::{Op, Reply};
+use pi_core::op::{Op, Reply, RequestTag};
 use tokio::sync::mpsc;
 
 use crate::framing::{Framing, Record, RecordSource};
@@ -39,11 +41,57 @@ pub trait Dialect {
     /// Map one event to the messages it shows as (often none or one).
     fn event(&mut self, event: AgentEvent, in_flight: &InFlight<Self::Pending>, out: &mut Vec<Vec<u8>>);
 
+    /// Map an event that carries its session's sequence number (`pi serve`):
+    /// each message it shows as carries `seq`. By default the number is not shown.
+    fn sequenced_event(
+        &mut self,
+        event: AgentEvent,
+        _seq: u64,
+        in_flight: &InFlight<Self::Pending>,
+        out: &mut Vec<Vec<u8>>,
+    ) {
+        self.event(event, in_flight, out);
+    }
+
     /// Map the reply (or error) to a request.
     fn reply(&mut self, pending: Self::Pending, result: Result<Reply, CoreError>, out: &mut Vec<Vec<u8>>);
 
     /// Messages held back until the output ends (none by default).
     fn finish(&mut self, _out: &mut Vec<Vec<u8>>) {}
+}
+
+/// Where a connection's ops go.
+pub trait OpPort {
+    /// Queue an op (with a tag, one reply with that tag comes out of the
+    /// [`OutputPort`]). The loop keeps draining the output while this waits.
+    fn submit(&mut self, tag: Option<RequestTag>, op: Op) -> impl Future<Output = Result<(), AgentClosed>>;
+}
+
+impl OpPort for AgentHandle {
+    async fn submit(&mut self, tag: Option<RequestTag>, op: Op) -> Result<(), AgentClosed> {
+        self.reserve().await?.send(tag, op);
+        Ok(())
+    }
+}
+
+/// One item of a connection's output: an event (with its session sequence
+/// number under `pi serve`) or a reply.
+#[derive(Debug)]
+pub struct Delivered {
+    pub output: Output,
+    pub seq: Option<u64>,
+}
+
+/// Where a connection's output comes from, in order; `None` once it ends.
+/// `recv` must be cancel-safe.
+pub trait OutputPort {
+    fn recv(&mut self) -> impl Future<Output = Option<Delivered>>;
+}
+
+impl OutputPort for mpsc::Receiver<Output> {
+    async fn recv(&mut self) -> Option<Delivered> {
+        mpsc::Receiver::recv(self).await.map(|output| Delivered { output, seq: None })
+    }
 }
 
 /// Where a connection's outbound messages go; the sink frames them.
@@ -88,16 +136,16 @@ pub enum ServeEnd {
 /// Text of the error answering a request the agent can no longer take.
 pub const AGENT_CLOSED: &str = "The agent has shut down";
 
-struct Connection<D: Dialect, K> {
+struct Connection<D: Dialect, K, R> {
     dialect: D,
     in_flight: InFlight<D::Pending>,
     sink: K,
-    outputs: mpsc::Receiver<Output>,
+    outputs: R,
     output_ok: bool,
     scratch: Vec<Vec<u8>>,
 }
 
-impl<D: Dialect, K: MessageSink> Connection<D, K> {
+impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
     async fn flush(&mut self) {
         for message in std::mem::take(&mut self.scratch) {
             if self.output_ok && !self.sink.send(message).await {
@@ -106,9 +154,12 @@ impl<D: Dialect, K: MessageSink> Connection<D, K> {
         }
     }
 
-    async fn output(&mut self, output: Output) {
-        match output {
-            Output::Event(event) => self.dialect.event(event, &self.in_flight, &mut self.scratch),
+    async fn output(&mut self, delivered: Delivered) {
+        match delivered.output {
+            Output::Event(event) => match delivered.seq {
+                Some(seq) => self.dialect.sequenced_event(event, seq, &self.in_flight, &mut self.scratch),
+                None => self.dialect.event(event, &self.in_flight, &mut self.scratch),
+            },
             Output::Reply { tag, result } => {
                 if let Some(pending) = self.in_flight.remove(tag) {
                     self.dialect.reply(pending, result, &mut self.scratch);
@@ -119,16 +170,13 @@ impl<D: Dialect, K: MessageSink> Connection<D, K> {
     }
 
     /// Submit while still draining the agent's output, so neither side waits on the other.
-    async fn submit(&mut self, agent: &AgentHandle, tag: Option<u64>, op: Op) -> Result<(), AgentClosed> {
-        let permit = agent.reserve();
-        tokio::pin!(permit);
+    async fn submit<O: OpPort>(&mut self, agent: &mut O, tag: Option<u64>, op: Op) -> Result<(), AgentClosed> {
+        let submitted = agent.submit(tag, op);
+        tokio::pin!(submitted);
         loop {
             let output = tokio::select! {
                 biased;
-                permit = &mut permit => {
-                    permit?.send(tag, op);
-                    return Ok(());
-                }
+                submitted = &mut submitted => return submitted,
                 output = self.outputs.recv() => output,
             };
             match output {
@@ -138,7 +186,7 @@ impl<D: Dialect, K: MessageSink> Connection<D, K> {
         }
     }
 
-    async fn record(&mut self, agent: &AgentHandle, record: Record) {
+    async fn record<O: OpPort>(&mut self, agent: &mut O, record: Record) {
         let mut actions = Vec::new();
         self.dialect.decode(record, &self.in_flight, &mut actions);
         for action in actions {
@@ -165,18 +213,20 @@ impl<D: Dialect, K: MessageSink> Connection<D, K> {
 /// Serve `dialect` until input ends (the agent then finishes what it
 /// accepted) or `stop` resolves (the agent aborts), and the agent's output
 /// has been written. Returns how it ended and whether every message could be sent.
-pub async fn serve<D, S, K, F>(
+pub async fn serve<D, S, K, O, R, F>(
     dialect: D,
     mut source: S,
     sink: K,
-    agent: AgentHandle,
-    outputs: mpsc::Receiver<Output>,
+    mut agent: O,
+    outputs: R,
     stop: F,
 ) -> (ServeEnd, bool)
 where
     D: Dialect,
     S: RecordSource,
     K: MessageSink,
+    O: OpPort,
+    R: OutputPort,
     F: Future<Output = ()>,
 {
     let mut conn =
@@ -191,20 +241,20 @@ where
             _ = &mut stop, if end != ServeEnd::Signalled => {
                 end = ServeEnd::Signalled;
                 input_open = false;
-                let _ = conn.submit(&agent, None, Op::Shutdown { abort: true }).await;
+                let _ = conn.submit(&mut agent, None, Op::Shutdown { abort: true }).await;
             }
             output = conn.outputs.recv() => match output {
                 Some(output) => conn.output(output).await,
                 None => break,
             },
             record = source.next(), if input_open => match record {
-                Ok(Some(record)) => conn.record(&agent, record).await,
+                Ok(Some(record)) => conn.record(&mut agent, record).await,
                 Ok(None) | Err(_) => {
                     if let Err(e) = record {
                         tracing::warn!("input error: {e}");
                     }
                     input_open = false;
-                    let _ = conn.submit(&agent, None, Op::Shutdown { abort: false }).await;
+                    let _ = conn.submit(&mut agent, None, Op::Shutdown { abort: false }).await;
                 }
             },
         }

@@ -3,20 +3,24 @@
 //! * [`framing`]: LF and `Content-Length` framing of a byte stream, with limits and resynchronisation.
 //! * [`writer`]: the one writer that owns an output stream.
 //! * [`raw`]: a message's top level as raw tokens (ids echoed exactly as sent).
+//! * [`seq`]: the sequence number member of an outbound message (`pi serve`).
 //! * [`inflight`]: the requests awaiting their reply.
+//! * [`detect`]: which dialect a connection's first record speaks.
 //! * [`outbound`]: the requests sent to the client, awaiting its response.
 //! * [`connection`]: the loop that serves one connection with a [`connection::Dialect`].
 //! * [`protocol`]: the one table of commands every dialect maps, with their params and result types.
 
 pub mod connection;
+pub mod detect;
 pub mod framing;
 pub mod inflight;
 pub mod outbound;
 pub mod protocol;
 pub mod raw;
+pub mod seq;
 pub mod writer;
 
-pub use connection::{Action, Dialect, MessageSink, ServeEnd, serve, serve_stream};
+pub use connection::{Action, Delivered, Dialect, MessageSink, OpPort, OutputPort, ServeEnd, serve, serve_stream};
 pub use framing::{FrameError, FrameReader, Framing, Preread, Record, RecordReader, RecordSource};
 pub use inflight::InFlight;
 pub use outbound::Outbound;

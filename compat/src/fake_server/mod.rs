@@ -378,6 +378,19 @@ async fn accept_loop(listener: TcpListener, state: Arc<Mutex<State>>, mut shutdo
     }
 }
 
+/// In a streamed part, this text becomes the time it is written (microseconds
+/// since the Unix epoch): benchmarks measure each delta's latency with it.
+pub const SENT_TIME_MARK: &str = "@@SENT_US@@";
+
+fn stamp_sent_time(bytes: Vec<u8>) -> Vec<u8> {
+    let mark = SENT_TIME_MARK.as_bytes();
+    if !bytes.windows(mark.len()).any(|w| w == mark) {
+        return bytes;
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
+    String::from_utf8_lossy(&bytes).replace(SENT_TIME_MARK, &now.to_string()).into_bytes()
+}
+
 async fn serve(
     mut stream: TcpStream,
     state: Arc<Mutex<State>>,
@@ -404,14 +417,15 @@ async fn serve(
             let frames = format.render(script, &request.body);
             http::write_stream_head(&mut stream, &reply.headers, script.ending != Ending::Cut).await?;
             if reply.delay.is_zero() {
-                let bodies: Vec<&[u8]> = frames.iter().map(|f| f.bytes.as_slice()).collect();
+                let frames: Vec<Vec<u8>> = frames.into_iter().map(|f| stamp_sent_time(f.bytes)).collect();
+                let bodies: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
                 http::write_chunks(&mut stream, bodies).await?;
             } else {
                 for frame in frames {
                     if frame.is_part {
                         tokio::time::sleep(reply.delay).await;
                     }
-                    http::write_chunk(&mut stream, &frame.bytes).await?;
+                    http::write_chunk(&mut stream, &stamp_sent_time(frame.bytes)).await?;
                 }
             }
             match script.ending {

@@ -140,3 +140,17 @@ async fn scripts_load_from_json() {
     assert!(post(&server, "/v1/chat/completions", &chat("x")).await.contains(r#""content":"fb""#));
     assert_eq!(Script::from_json(r#"[{"text":"a"},{"text":"b"}]"#).unwrap().replies.len(), 2);
 }
+
+#[tokio::test]
+async fn the_sent_time_mark_becomes_the_time_of_writing() {
+    let server = FakeServer::start().await.unwrap();
+    server.push(Reply::text_chunks([format!("{SENT_TIME_MARK} "), "plain".to_string()]));
+    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros();
+    let out = post(&server, "/v1/chat/completions", &chat("hi")).await;
+    assert!(!out.contains(SENT_TIME_MARK), "{out}");
+    let start =
+        out.find(r#""content":"1"#).unwrap_or_else(|| panic!("no stamped delta: {out}")) + r#""content":""#.len();
+    let stamped: u128 = out[start..].split(' ').next().unwrap().parse().expect("a number");
+    assert!(stamped >= before && stamped < before + 10_000_000, "{stamped} vs {before}");
+    server.shutdown().await;
+}

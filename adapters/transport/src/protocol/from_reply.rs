@@ -28,7 +28,17 @@ impl FromReply for PromptResult {
 impl FromReply for CancelledData {
     fn from_reply(reply: Reply) -> Option<Self> {
         match reply {
-            Reply::Switched { cancelled } => Some(CancelledData { cancelled }),
+            Reply::Switched { cancelled } => Some(CancelledData { cancelled, attached: None }),
+            Reply::Attached(a) => Some(CancelledData {
+                cancelled: false,
+                attached: Some(AttachedData {
+                    session_id: a.session_id,
+                    session_path: a.session_file,
+                    last_seq: a.last_seq,
+                    replayed: a.replayed,
+                    gap: a.gap,
+                }),
+            }),
             _ => None,
         }
     }

@@ -258,6 +258,8 @@ pub struct ExportHtmlParams {
 pub struct SwitchSessionParams {
     /// Path of the session file.
     pub session_path: String,
+    /// `pi serve`: re-send the session's events after this sequence number.
+    pub after_seq: Option<u64>,
 }
 
 /// JSON-RPC `resumeSession`: `sessionId` (or `sessionPath`).
@@ -269,6 +271,8 @@ pub struct ResumeSessionParams {
     pub session_id: Option<String>,
     /// Path of a session file.
     pub session_path: Option<String>,
+    /// `pi serve`: re-send the session's events after this sequence number.
+    pub after_seq: Option<u64>,
 }
 
 impl ResumeSessionParams {
@@ -277,7 +281,7 @@ impl ResumeSessionParams {
             .session_id
             .or(self.session_path)
             .ok_or_else(|| FieldError::new("sessionId", "'sessionId' is required"))?;
-        Ok(Op::ResumeSession { reference })
+        Ok(Op::ResumeSession { reference, after_seq: self.after_seq })
     }
 }
 

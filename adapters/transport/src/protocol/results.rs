@@ -55,6 +55,26 @@ pub struct DispositionData {
 pub struct CancelledData {
     /// True when an extension cancelled the switch.
     pub cancelled: bool,
+    /// `pi serve` only: the session the connection is now attached to.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub attached: Option<AttachedData>,
+}
+
+/// `pi serve`: the session a connection was attached to, and what was re-sent.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachedData {
+    /// The session id.
+    pub session_id: String,
+    /// The session file (null until the session holds a message).
+    pub session_path: Option<String>,
+    /// Sequence number of the session's latest event (0: none yet).
+    pub last_seq: u64,
+    /// How many events after `afterSeq` are re-sent after this reply.
+    pub replayed: u64,
+    /// True when some events after `afterSeq` are no longer held: read the
+    /// state again (`get_messages`).
+    pub gap: bool,
 }
 
 /// `fork` data.

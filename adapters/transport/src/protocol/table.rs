@@ -148,7 +148,10 @@ pub static COMMANDS: &[Command] = &[
         "Load another session file.",
         "switch_session",
         "switchSession",
-        |p| decode::<SwitchSessionParams>(p).map(|p| Op::SwitchSession { session_path: p.session_path }),
+        |p| {
+            decode::<SwitchSessionParams>(p)
+                .map(|p| Op::SwitchSession { session_path: p.session_path, after_seq: p.after_seq })
+        },
     ),
     Command::both::<ForkParams, ForkData>(
         "Fork a new session from a user message of the active branch.",

@@ -1,0 +1,123 @@
+//! `pi serve`: the agent flags of `pi`, plus where to listen and the
+//! server's limits; builds the session registry and runs the WebSocket
+//! server until SIGTERM or SIGINT.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU8;
+use std::time::Duration;
+
+use clap::Parser;
+use pi_serve::hub::HubOptions;
+use pi_serve::registry::{Registry, RegistryOptions};
+use pi_serve::server::{Listen, ServeOptions};
+
+use crate::args::Args;
+
+/// pi serve: many sessions in one process over WebSocket (`/rpc`), with
+/// `/healthz` and `/readyz`. Plain HTTP: TLS belongs to the load balancer.
+#[derive(Debug, Parser)]
+#[command(
+    name = "pi serve",
+    bin_name = "pi serve",
+    about = "Many sessions in one process over WebSocket (/rpc), with /healthz and /readyz; plain HTTP (TLS belongs to the load balancer).",
+    long_about = None,
+    disable_version_flag = true
+)]
+pub struct ServeArgs {
+    /// `HOST:PORT` (port 0 picks a free port; the first stdout line names it) or `unix:PATH`.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: String,
+
+    /// File holding the bearer token clients must present (else PI_SERVE_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+
+    /// An Origin browser clients may connect from (repeatable; none: browsers are refused).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
+
+    /// Most open WebSocket connections.
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    pub max_connections: usize,
+
+    /// Most sessions loaded at once.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub max_sessions: usize,
+
+    /// Largest message accepted, in bytes (larger: the connection is closed with 1009).
+    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024)]
+    pub max_message_bytes: usize,
+
+    /// Events of a session kept for clients that re-attach with afterSeq.
+    #[arg(long, value_name = "N", default_value_t = 2048)]
+    pub replay_events: usize,
+
+    /// Messages queued for a connection before it counts as not reading (at least replay-events + 256).
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    pub queue_messages: usize,
+
+    /// Seconds a session with no connection and nothing running stays loaded.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
+    pub idle_unload: f64,
+
+    /// This worker's name in the lock files of the sessions it owns (default: host:pid).
+    #[arg(long, value_name = "NAME")]
+    pub worker_name: Option<String>,
+
+    #[command(flatten)]
+    pub agent: Args,
+}
+
+fn token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
+    let token = match &args.token_file {
+        Some(file) => Some(
+            std::fs::read_to_string(file)
+                .map_err(|e| anyhow::anyhow!("--token-file {}: {e}", file.display()))?
+                .trim()
+                .to_string(),
+        ),
+        None => std::env::var("PI_SERVE_TOKEN").ok().map(|t| t.trim().to_string()),
+    };
+    match token {
+        Some(t) if t.is_empty() => anyhow::bail!("the token is empty (--token-file or PI_SERVE_TOKEN)"),
+        other => Ok(other),
+    }
+}
+
+fn worker_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    format!("{}:{}", host.trim(), std::process::id())
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    args.agent.check()?;
+    if !args.agent.messages.is_empty() {
+        anyhow::bail!("pi serve takes no messages");
+    }
+    let listen = Listen::parse(&args.listen).map_err(anyhow::Error::msg)?;
+    let template = crate::setup::build_agent_config(&args.agent)?;
+    let options = RegistryOptions {
+        session_dir: template.session_dir.clone(),
+        owner: args.worker_name.clone().unwrap_or_else(worker_name),
+        max_sessions: args.max_sessions,
+        hub: HubOptions {
+            replay_events: args.replay_events,
+            idle_unload: Duration::try_from_secs_f64(args.idle_unload)
+                .map_err(|e| anyhow::anyhow!("--idle-unload: {e}"))?,
+        },
+    };
+    tracing::info!("pi serve: sessions in {}", options.session_dir.display());
+    let registry = Registry::new(template, options);
+    let serve = ServeOptions {
+        listen,
+        token: token(&args)?,
+        allowed_origins: args.allow_origins.clone(),
+        max_connections: args.max_connections,
+        max_message_bytes: args.max_message_bytes,
+        queue_messages: args.queue_messages.max(args.replay_events + 256),
+    };
+    let stop = crate::dialect::termination(Arc::new(AtomicU8::new(0)));
+    pi_serve::server::run(registry, serve, |address| crate::say(&address), stop).await?;
+    Ok(())
+}

@@ -1,0 +1,18 @@
+//! pi-serve: `pi serve`, many agent sessions in one process over WebSocket.
+//!
+//! * [`registry`]: the loaded sessions by id, shared by every connection.
+//! * [`hub`]: one session's actor and the pump that numbers, buffers and routes its output.
+//! * [`replay`]: sequence numbers and the bounded buffer of a session's latest events.
+//! * [`link`]: a connection's side: attach, switch, forward ops, its bounded queue.
+//! * [`lock`]: one owner per session across workers (an OS file lock).
+//! * [`server`]: the HTTP/WebSocket endpoint: `/rpc`, `/healthz`, `/readyz`, auth and limits.
+
+pub mod hub;
+pub mod link;
+pub mod lock;
+pub mod registry;
+pub mod replay;
+pub mod server;
+mod socket;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,203 @@
+//! A connection's side of the registry: the [`OpPort`] and [`OutputPort`]
+//! the transport's connection loop serves a WebSocket connection with.
+//!
+//! In the seed dialects a connection is attached to one session at a time:
+//! `new_session`/`newSession` create one, `switch_session` and
+//! `resumeSession` (with `afterSeq`) attach to an existing one, `initialize`
+//! and any other command start a new session when none is attached. Every
+//! other op goes to the attached session's actor, its tag marked with the
+//! connection so the hub routes the reply back here. Closing the connection
+//! detaches it; the session's work goes on.
+
+use std::sync::{Arc, Mutex};
+
+use pi_core::agent::{AgentClosed, Output};
+use pi_core::error::CoreError;
+use pi_core::op::{Op, Reply, RequestTag};
+use pi_transport::{Delivered, OpPort, OutputPort};
+use tokio::sync::mpsc;
+
+use crate::hub::{ConnHandle, Hub, Kick, Queued, actor_tag};
+use crate::registry::Registry;
+
+/// Why a connection's output ended, when a session ended under it.
+pub type EndReason = Arc<Mutex<Option<String>>>;
+
+/// The connection's ops: to the registry (attach) or the attached session.
+pub struct Link {
+    registry: Arc<Registry>,
+    /// None once the connection is closing (its queue then drains and ends).
+    conn: Option<ConnHandle>,
+    attached: Option<Arc<Hub>>,
+}
+
+/// The connection's output: its bounded queue, filled by the hubs.
+pub struct ConnOutputs {
+    rx: mpsc::Receiver<Queued>,
+    ended: EndReason,
+}
+
+/// A new connection's link and output, with a queue of `capacity` messages.
+pub fn connect(registry: Arc<Registry>, capacity: usize, kick: Kick) -> (Link, ConnOutputs, EndReason) {
+    let (queue, rx) = mpsc::channel(capacity.max(1));
+    let id = registry.next_conn_id();
+    let ended = EndReason::default();
+    let link = Link { registry, conn: Some(ConnHandle { id, queue, kick }), attached: None };
+    (link, ConnOutputs { rx, ended: ended.clone() }, ended)
+}
+
+impl OutputPort for ConnOutputs {
+    async fn recv(&mut self) -> Option<Delivered> {
+        match self.rx.recv().await? {
+            Queued::Out(delivered) => Some(delivered),
+            Queued::Closed(reason) => {
+                if let Ok(mut ended) = self.ended.lock() {
+                    *ended = Some(reason);
+                }
+                self.rx.close();
+                None
+            }
+        }
+    }
+}
+
+impl Link {
+    /// The connection's number (logs).
+    pub fn id(&self) -> u64 {
+        self.conn.as_ref().map_or(0, |c| c.id)
+    }
+
+    /// The attached session's id.
+    pub fn session_id(&self) -> Option<String> {
+        self.attached.as_ref().map(|h| h.id())
+    }
+
+    /// Attach at connection time (`?session=ID&afterSeq=N`): the session,
+    /// created with that id when it does not exist.
+    pub async fn attach_at_start(&mut self, session: &str, after_seq: Option<u64>) -> Result<(), CoreError> {
+        let hub = self.registry.open_or_create(session).await?;
+        self.switch_to(hub, None, after_seq).await
+    }
+
+    async fn reply(&self, tag: Option<RequestTag>, result: Result<Reply, CoreError>) {
+        match (tag, &self.conn) {
+            (Some(tag), Some(conn)) => {
+                let output = Output::Reply { tag, result };
+                let _ = conn.queue.send(Queued::Out(Delivered { output, seq: None })).await;
+            }
+            (None, _) => {
+                if let Err(e) = result {
+                    tracing::warn!("connection {}: {}", self.id(), e.message);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    async fn detach(&mut self) {
+        if let (Some(hub), Some(conn)) = (self.attached.take(), &self.conn) {
+            hub.detach(conn.id).await;
+        }
+    }
+
+    /// Leave the current session and attach to `hub` (the reply, when
+    /// `tag` is given, comes from the hub, ahead of the replayed events).
+    async fn switch_to(
+        &mut self,
+        mut hub: Arc<Hub>,
+        tag: Option<RequestTag>,
+        after_seq: Option<u64>,
+    ) -> Result<(), CoreError> {
+        let Some(conn) = self.conn.clone() else { return Ok(()) };
+        self.detach().await;
+        loop {
+            match hub.attach(conn.clone(), tag, after_seq).await {
+                Ok(()) => {
+                    self.attached = Some(hub);
+                    return Ok(());
+                }
+                // It was unloading: load it again.
+                Err(_) => {
+                    let id = hub.id();
+                    hub.wait_closed().await;
+                    hub = self.registry.open(&id).await?;
+                }
+            }
+        }
+    }
+
+    /// The attached session, or a new one.
+    async fn session(&mut self) -> Result<Arc<Hub>, CoreError> {
+        if let Some(hub) = self.attached.as_ref().filter(|h| !h.is_closing()) {
+            return Ok(hub.clone());
+        }
+        let hub = self.registry.create(None, None)?;
+        self.switch_to(hub.clone(), None, None).await?;
+        Ok(hub)
+    }
+
+    /// Give `op` to the attached session's actor.
+    async fn forward(&mut self, tag: Option<RequestTag>, op: Op) -> Result<(), CoreError> {
+        let hub = self.session().await?;
+        let Some(conn) = &self.conn else { return Ok(()) };
+        let tag = match tag {
+            Some(t) if t > u64::from(u32::MAX) => {
+                return Err(CoreError::busy("too many requests on this connection: reconnect"));
+            }
+            t => t.map(|t| actor_tag(conn.id, t)),
+        };
+        match hub.agent().reserve().await {
+            Ok(permit) => {
+                permit.send(tag, op);
+                Ok(())
+            }
+            Err(AgentClosed) => {
+                self.attached = None;
+                Err(CoreError::internal(format!("session {} has ended", hub.id())))
+            }
+        }
+    }
+
+    async fn handle(&mut self, tag: Option<RequestTag>, op: Op) -> Result<(), CoreError> {
+        match op {
+            Op::NewSession { parent_session } => {
+                let hub = self.registry.create(None, parent_session)?;
+                self.switch_to(hub, tag, None).await
+            }
+            Op::SwitchSession { session_path: reference, after_seq } | Op::ResumeSession { reference, after_seq } => {
+                let id = self.registry.resolve(&reference)?;
+                let hub = self.registry.open(&id).await?;
+                self.switch_to(hub, tag, after_seq).await
+            }
+            // End of input (or the server stops): leave the session running.
+            Op::Shutdown { .. } if tag.is_none() => {
+                self.detach().await;
+                self.conn = None;
+                Ok(())
+            }
+            // JSON-RPC `shutdown`: end the attached session; the connection closes after the reply.
+            Op::Shutdown { abort } if self.attached.is_none() => {
+                let _ = abort;
+                self.reply(tag, Ok(Reply::Ack)).await;
+                self.conn = None;
+                Ok(())
+            }
+            Op::ExtensionUiResponse { .. } if self.attached.is_none() => {
+                Err(CoreError::not_found("No pending extension dialog: this connection is attached to no session"))
+            }
+            other => self.forward(tag, other).await,
+        }
+    }
+}
+
+impl OpPort for Link {
+    async fn submit(&mut self, tag: Option<RequestTag>, op: Op) -> Result<(), AgentClosed> {
+        if self.conn.is_none() {
+            return Ok(());
+        }
+        if let Err(e) = self.handle(tag, op).await {
+            self.reply(tag, Err(e)).await;
+        }
+        Ok(())
+    }
+}

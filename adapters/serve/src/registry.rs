@@ -1,0 +1,260 @@
+//! The sessions of one `pi serve` process, by session id: one agent actor
+//! (and its hub) per loaded session, shared by every connection.
+//!
+//! A session is loaded when a connection first names it (from its file in
+//! the session directory) or creates it, and unloaded by its hub once idle.
+//! Loading takes the session's owner lock, so two workers sharing a session
+//! directory never both serve one session.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use pi_core::agent::{AgentConfig, SessionStart};
+use pi_core::error::{CoreError, ErrorKind};
+
+use crate::hub::{self, ConnId, Hub, HubOptions};
+use crate::lock::{LockError, OwnerLock, valid_session_id};
+
+/// How the registry loads sessions.
+#[derive(Debug, Clone)]
+pub struct RegistryOptions {
+    /// Where every session of this server lives (shared by the workers).
+    pub session_dir: PathBuf,
+    /// This worker's name, written into the lock files it holds.
+    pub owner: String,
+    /// Most sessions loaded at once.
+    pub max_sessions: usize,
+    pub hub: HubOptions,
+}
+
+/// The loaded sessions.
+pub struct Registry {
+    template: AgentConfig,
+    options: RegistryOptions,
+    hubs: Mutex<HashMap<String, Arc<Hub>>>,
+    next_conn: AtomicU64,
+}
+
+fn owned_elsewhere(e: LockError) -> CoreError {
+    match e {
+        LockError::OwnedElsewhere { .. } => CoreError::new(ErrorKind::Busy, e.to_string()).with_retryable(true),
+        LockError::Io { .. } => CoreError::internal(e.to_string()),
+    }
+}
+
+impl Registry {
+    /// `template`: the agent configuration every session starts from (its
+    /// session directory is replaced by `options.session_dir`).
+    pub fn new(mut template: AgentConfig, options: RegistryOptions) -> Arc<Registry> {
+        template.session_dir = options.session_dir.clone();
+        // Sessions stay in the server's directory whatever cwd `initialize` picks.
+        template.session_dir_explicit = true;
+        Arc::new(Registry { template, options, hubs: Mutex::new(HashMap::new()), next_conn: AtomicU64::new(1) })
+    }
+
+    fn hubs(&self) -> MutexGuard<'_, HashMap<String, Arc<Hub>>> {
+        self.hubs.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn session_dir(&self) -> &Path {
+        &self.options.session_dir
+    }
+
+    /// A fresh connection number.
+    pub fn next_conn_id(&self) -> ConnId {
+        self.next_conn.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Number of loaded sessions.
+    pub fn len(&self) -> usize {
+        self.hubs().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every loaded session.
+    pub fn list(&self) -> Vec<Arc<Hub>> {
+        self.hubs().values().cloned().collect()
+    }
+
+    /// The loaded session `id`, if it is loaded and not unloading.
+    pub fn get(&self, id: &str) -> Option<Arc<Hub>> {
+        self.hubs().get(id).filter(|h| !h.is_closing()).cloned()
+    }
+
+    /// Take the owner lock of session `id`.
+    pub(crate) fn lock_for(&self, id: &str) -> Result<OwnerLock, LockError> {
+        OwnerLock::acquire(&self.options.session_dir, id, &self.options.owner)
+    }
+
+    /// A new session, with `id` when the client chose one (it must not exist).
+    pub fn create(self: &Arc<Self>, id: Option<String>, parent: Option<String>) -> Result<Arc<Hub>, CoreError> {
+        let id = match id {
+            Some(id) if !valid_session_id(&id) => return Err(invalid_id(&id)),
+            Some(id) => id,
+            None => pi_core::session::new_session_id(),
+        };
+        let mut hubs = self.hubs();
+        if hubs.contains_key(&id) || self.file_of(&id).is_some() {
+            return Err(CoreError::invalid("sessionId", format!("Session already exists with id '{id}'")));
+        }
+        self.load(&mut hubs, id, None, SessionStart::Fresh { id: String::new(), parent_session: parent })
+    }
+
+    /// The session `id`: loaded, or loaded from its file. A session being
+    /// unloaded is waited for, then loaded again.
+    pub async fn open(self: &Arc<Self>, id: &str) -> Result<Arc<Hub>, CoreError> {
+        if !valid_session_id(id) {
+            return Err(invalid_id(id));
+        }
+        loop {
+            let closing = {
+                let mut hubs = self.hubs();
+                match hubs.get(id) {
+                    Some(hub) if !hub.is_closing() => return Ok(hub.clone()),
+                    Some(hub) => hub.clone(),
+                    None => {
+                        let Some(path) = self.file_of(id) else {
+                            return Err(CoreError::not_found(format!("No session found with id '{id}'")));
+                        };
+                        return self.load(&mut hubs, id.to_string(), Some(path.clone()), SessionStart::Open(path));
+                    }
+                }
+            };
+            closing.wait_closed().await;
+        }
+    }
+
+    /// The session `id` if it exists, else a new one with that id (the
+    /// `?session=` of a connection).
+    pub async fn open_or_create(self: &Arc<Self>, id: &str) -> Result<Arc<Hub>, CoreError> {
+        match self.open(id).await {
+            Err(e) if e.kind == ErrorKind::NotFound => match self.create(Some(id.to_string()), None) {
+                // Created meanwhile by another connection.
+                Err(e) if e.kind == ErrorKind::InvalidParams => self.open(id).await,
+                other => other,
+            },
+            other => other,
+        }
+    }
+
+    /// The session id a reference names: a loaded session's id, a path in
+    /// the session directory, or a full or unique partial id.
+    pub fn resolve(&self, reference: &str) -> Result<String, CoreError> {
+        if self.hubs().contains_key(reference) || (valid_session_id(reference) && self.file_of(reference).is_some()) {
+            return Ok(reference.to_string());
+        }
+        if reference.contains('/') || reference.ends_with(".jsonl") {
+            return self.id_of_path(Path::new(reference));
+        }
+        let loaded: Vec<String> = self.hubs().keys().filter(|id| id.starts_with(reference)).cloned().collect();
+        let dirs = [self.options.session_dir.clone()];
+        match pi_core::session::resolve_session(reference, &self.options.session_dir, &dirs) {
+            Ok(path) => self.id_of_path(&path),
+            Err(_) if loaded.len() == 1 => Ok(loaded[0].clone()),
+            Err(e) => Err(CoreError::from(e)),
+        }
+    }
+
+    /// The id in the header of a session file, which must be in the session directory.
+    fn id_of_path(&self, path: &Path) -> Result<String, CoreError> {
+        let path = if path.is_absolute() { path.to_path_buf() } else { self.options.session_dir.join(path) };
+        let outside = || {
+            CoreError::invalid(
+                "sessionPath",
+                format!("{}: pi serve opens only sessions of its session directory", path.display()),
+            )
+        };
+        let dir = std::fs::canonicalize(&self.options.session_dir).map_err(|_| outside())?;
+        let parent = path.parent().and_then(|p| std::fs::canonicalize(p).ok()).ok_or_else(outside)?;
+        if parent != dir {
+            return Err(outside());
+        }
+        match pi_core::session::read_session_header(&path) {
+            Some(header) if valid_session_id(&header.id) => Ok(header.id),
+            _ => Err(CoreError::not_found(format!("No session file at {}", path.display()))),
+        }
+    }
+
+    /// The file of session `id` in the session directory (`<timestamp>_<id>.jsonl`).
+    fn file_of(&self, id: &str) -> Option<PathBuf> {
+        let suffix = format!("_{id}.jsonl");
+        let read = std::fs::read_dir(&self.options.session_dir).ok()?;
+        read.flatten().map(|e| e.path()).find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(&suffix)))
+    }
+
+    /// Lock, spawn the actor, start its hub, register it.
+    fn load(
+        self: &Arc<Self>,
+        hubs: &mut HashMap<String, Arc<Hub>>,
+        id: String,
+        file: Option<PathBuf>,
+        start: SessionStart,
+    ) -> Result<Arc<Hub>, CoreError> {
+        if hubs.len() >= self.options.max_sessions {
+            return Err(CoreError::busy(format!(
+                "session limit reached: {} sessions are loaded (--max-sessions)",
+                self.options.max_sessions
+            ))
+            .with_retryable(true));
+        }
+        let lock = self.lock_for(&id).map_err(owned_elsewhere)?;
+        let mut config = self.template.clone();
+        config.session = match start {
+            SessionStart::Fresh { parent_session, .. } => SessionStart::Fresh { id: id.clone(), parent_session },
+            other => other,
+        };
+        config.session_name = None;
+        let (agent, outputs) = pi_core::agent::spawn(config)?;
+        let file = file.map(|p| p.display().to_string());
+        let hub = hub::start(self.clone(), id.clone(), file, agent, outputs, lock, self.options.hub.clone());
+        hubs.insert(id.clone(), hub.clone());
+        tracing::debug!("session {id}: loaded ({} loaded)", hubs.len());
+        Ok(hub)
+    }
+
+    /// The hub of session `old` now serves session `new`.
+    pub(crate) fn rekey(&self, old: &str, new: &str, hub: &Arc<Hub>) {
+        let mut hubs = self.hubs();
+        if hubs.get(old).is_some_and(|h| Arc::ptr_eq(h, hub)) {
+            hubs.remove(old);
+        }
+        hubs.insert(new.to_string(), hub.clone());
+    }
+
+    /// Forget `hub` (its session ended).
+    pub(crate) fn remove(&self, id: &str, hub: &Arc<Hub>) {
+        let mut hubs = self.hubs();
+        if hubs.get(id).is_some_and(|h| Arc::ptr_eq(h, hub)) {
+            hubs.remove(id);
+        }
+    }
+
+    /// End the loaded session `id` (abort, flush) and wait until it has
+    /// stopped; false when it is not loaded. Its file stays: `open` loads it again.
+    pub async fn close(&self, id: &str) -> bool {
+        let Some(hub) = self.hubs().get(id).cloned() else { return false };
+        hub.shut_down().await;
+        hub.wait_closed().await;
+        true
+    }
+
+    /// End every session (abort, flush) and wait until they have stopped.
+    pub async fn shut_down(&self) {
+        let hubs = self.list();
+        for hub in &hubs {
+            hub.shut_down().await;
+        }
+        for hub in &hubs {
+            hub.wait_closed().await;
+        }
+    }
+}
+
+fn invalid_id(id: &str) -> CoreError {
+    CoreError::invalid("sessionId", format!("not a valid session id: '{id}' (1 to 128 of A-Z a-z 0-9 . _ -)"))
+}

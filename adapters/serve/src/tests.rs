@@ -1,0 +1,139 @@
+//! The registry and hubs driven directly (no socket): one connection
+//! addressing several sessions by id at once, each with its own queue —
+//! the shape an ACP connection (`sessionId` on every call) needs — and
+//! the registry's create / look up / list / close by id.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pi_core::agent::{AgentConfig, Output, SessionStart, SystemPromptOptions};
+use pi_core::config::{ModelRegistry, Settings};
+use pi_core::error::ErrorKind;
+use pi_core::event::AgentEvent;
+use pi_core::op::{Op, Reply};
+use pi_core::provider::ProviderRegistry;
+use pi_core::provider::faux::FauxProvider;
+use pi_core::tools::ToolRegistry;
+use tokio::sync::mpsc;
+
+use crate::hub::{ConnHandle, HubOptions, Kick, Queued, actor_tag};
+use crate::registry::{Registry, RegistryOptions};
+
+fn registry(dir: &std::path::Path) -> Arc<Registry> {
+    let mut providers = ProviderRegistry::default();
+    providers.register(Arc::new(FauxProvider::default()));
+    let template = AgentConfig {
+        agent_dir: dir.join("agent"),
+        cwd: dir.to_path_buf(),
+        settings: Settings::default(),
+        models: ModelRegistry::default(),
+        providers,
+        tools: ToolRegistry::builtin(),
+        active_tools: Vec::new(),
+        session: SessionStart::InMemory,
+        session_dir: dir.join("sessions"),
+        session_dir_explicit: true,
+        provider: None,
+        model: None,
+        thinking: None,
+        api_key: None,
+        system_prompt: SystemPromptOptions::default(),
+        session_name: None,
+        persist_settings: false,
+        temp_dir: dir.to_path_buf(),
+        resources: Default::default(),
+        extensions: Default::default(),
+        model_scope: Vec::new(),
+        mcp: Default::default(),
+        client: Default::default(),
+    };
+    let options = RegistryOptions {
+        session_dir: dir.join("sessions"),
+        owner: "test".into(),
+        max_sessions: 8,
+        hub: HubOptions { replay_events: 64, idle_unload: Duration::from_secs(3600) },
+    };
+    Registry::new(template, options)
+}
+
+fn prompt(text: &str) -> Op {
+    Op::Prompt { message: text.into(), images: Vec::new(), streaming_behavior: None }
+}
+
+/// Everything queued until the run ends; the reply to `tag` among it.
+async fn run_to_end(rx: &mut mpsc::Receiver<Queued>, tag: u64) -> (Vec<AgentEvent>, bool) {
+    let (mut events, mut replied) = (Vec::new(), false);
+    loop {
+        let item = tokio::time::timeout(Duration::from_secs(20), rx.recv()).await.expect("in time").expect("open");
+        match item {
+            Queued::Out(d) => match d.output {
+                Output::Reply { tag: t, result } => {
+                    assert_eq!(t, tag, "a reply of another request: {result:?}");
+                    assert!(result.is_ok(), "{result:?}");
+                    replied = true;
+                }
+                Output::Event(AgentEvent::AgentEnd { .. }) => return (events, replied),
+                Output::Event(e) => {
+                    assert!(d.seq.is_some(), "an event without a number: {e:?}");
+                    events.push(e);
+                }
+            },
+            Queued::Closed(reason) => panic!("closed: {reason}"),
+        }
+    }
+}
+
+fn said(events: &[AgentEvent]) -> String {
+    events.iter().map(|e| format!("{e:?}")).collect::<Vec<_>>().join("\n")
+}
+
+#[tokio::test]
+async fn one_connection_addresses_several_sessions_by_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = registry(dir.path());
+    let a = registry.create(Some("session-a".into()), None).unwrap();
+    let b = registry.create(Some("session-b".into()), None).unwrap();
+    assert_eq!(registry.create(Some("session-a".into()), None).unwrap_err().kind, ErrorKind::InvalidParams);
+    assert!(Arc::ptr_eq(&registry.get("session-a").unwrap(), &a));
+    assert!(Arc::ptr_eq(&registry.open("session-b").await.unwrap(), &b));
+    assert_eq!(registry.open("session-c").await.unwrap_err().kind, ErrorKind::NotFound);
+    let mut ids: Vec<String> = registry.list().iter().map(|h| h.id()).collect();
+    ids.sort();
+    assert_eq!(ids, ["session-a", "session-b"]);
+
+    // One connection, one queue per session, attached to both at once.
+    let conn = registry.next_conn_id();
+    let kick = Kick::default();
+    let (qa, mut rxa) = mpsc::channel(512);
+    let (qb, mut rxb) = mpsc::channel(512);
+    a.attach(ConnHandle { id: conn, queue: qa, kick: kick.clone() }, None, None).await.unwrap();
+    b.attach(ConnHandle { id: conn, queue: qb, kick: kick.clone() }, None, None).await.unwrap();
+    a.agent().submit(Some(actor_tag(conn, 7)), prompt("to session a")).await.unwrap();
+    b.agent().submit(Some(actor_tag(conn, 7)), prompt("to session b")).await.unwrap();
+    let ((ea, ra), (eb, rb)) = tokio::join!(run_to_end(&mut rxa, 7), run_to_end(&mut rxb, 7));
+    assert!(ra && rb, "each reply comes back on its session's queue, with the connection's own tag");
+    assert!(said(&ea).contains("to session a") && !said(&ea).contains("to session b"), "{}", said(&ea));
+    assert!(said(&eb).contains("to session b") && !said(&eb).contains("to session a"), "{}", said(&eb));
+
+    // Close one by id; the other goes on.
+    assert!(registry.close("session-a").await);
+    assert!(!registry.close("session-a").await, "closed twice");
+    assert!(registry.get("session-a").is_none());
+    b.agent().submit(Some(actor_tag(conn, 8)), Op::GetState).await.unwrap();
+    loop {
+        if let Some(Queued::Out(d)) = rxb.recv().await
+            && let Output::Reply { tag: 8, result } = d.output
+        {
+            assert!(matches!(result, Ok(Reply::State(s)) if s.session_id == "session-b"));
+            break;
+        }
+    }
+    // The closed session can be opened again from its file.
+    let again = registry.open("session-a").await.unwrap();
+    assert!(!Arc::ptr_eq(&again, &a));
+    assert!(!kick_fired(&kick));
+}
+
+fn kick_fired(kick: &Kick) -> bool {
+    futures::FutureExt::now_or_never(kick.kicked()).is_some()
+}
