@@ -430,7 +430,12 @@ impl Agent {
             Op::ClientResponse { id, result } => self.client_response(tag, id, result).await,
             Op::SetApprovalMode { mode } => self.set_approval_mode(tag, mode).await,
             Op::Barrier => self.reply(tag, Ok(Reply::Ack)).await,
-            Op::PendingRequests => self.reply(tag, Ok(Reply::PendingRequests(self.ext.handle.ui().ids()))).await,
+            Op::PendingRequests => {
+                // Extension dialogs and the requests to the client (approvals, files, terminals).
+                let mut ids = self.ext.handle.ui().ids();
+                ids.extend(self.client.broker.ids());
+                self.reply(tag, Ok(Reply::PendingRequests(ids))).await
+            }
             Op::Unload => {
                 if self.is_idle() && self.shutdown.is_none() && self.ext.handle.ui().is_empty() {
                     self.shutdown = Some(tag);

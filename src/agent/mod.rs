@@ -130,6 +130,14 @@ pub struct AgentHandle {
 pub struct AgentClosed;
 
 impl AgentHandle {
+    /// A handle whose ops arrive on the returned receiver instead of an
+    /// actor: for a front end that relays them to an agent shared elsewhere
+    /// (`pi serve`'s ACP sessions retag them for the session's hub).
+    pub fn relay(capacity: usize) -> (AgentHandle, mpsc::Receiver<(Option<RequestTag>, Op)>) {
+        let (ops, rx) = mpsc::channel(capacity.max(1));
+        (AgentHandle { ops }, rx)
+    }
+
     /// Queue an op. With a tag, exactly one `Output::Reply` with that tag follows;
     /// without one the op runs and no reply is sent.
     pub async fn submit(&self, tag: Option<RequestTag>, op: Op) -> Result<(), AgentClosed> {

@@ -81,6 +81,11 @@ impl ClientBroker {
         Err(ended)
     }
 
+    /// The ids of the requests still waiting for the client's answer.
+    pub fn ids(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+
     /// Deliver the client's answer; false when no request has this id.
     pub fn resolve(&self, id: &str, answer: Result<ClientReply, ClientFailure>) -> bool {
         match self.lock().remove(id) {

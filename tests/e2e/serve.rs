@@ -233,9 +233,11 @@ async fn sigterm_closes_connections_with_1001_and_keeps_the_session() {
 }
 
 #[tokio::test]
-async fn acp_connections_are_refused_with_a_reason_until_acp_is_wired() {
+async fn acp_clients_prompt_and_load_a_shared_session_over_websocket() {
     let sb = Sandbox::offline();
     let served = serve(&sb, &[]).await;
     let url = served.url.clone();
-    python_scenario(&served, "acp", &[&url]).await;
+    if let Some(out) = python_scenario(&served, "acp", &[&url]).await {
+        assert!(out.contains("acp ok"), "{out}");
+    }
 }

@@ -20,7 +20,8 @@ Scenarios:
   owned URL ID             session ID is refused: owned by another worker
   scale_continue URL ID    session ID goes on with its history
   stop URL PID             SIGTERM to the server: open connections closed with 1001
-  acp URL                  an ACP initialize is refused with 1003 (not wired yet)
+  acp URL                  ACP over WebSocket: initialize, session/new, session/prompt
+                           (updates, end_turn), session/load from a second connection
   unix PATH                the same server on a unix socket
   slow URL                 a client that does not read is disconnected while
                            another session streams on
@@ -366,15 +367,60 @@ async def stop(url, pid):
     print("stop ok")
 
 
+async def acp_call(ws, id, method, params, on_message=None):
+    """An ACP request; returns its result and the messages before it."""
+    await ws.send(json.dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+    seen = await until(ws, lambda m: m.get("id") == id and ("result" in m or "error" in m))
+    reply = seen[-1]
+    check("result" in reply, f"{method} failed: {reply}")
+    return reply["result"], seen[:-1]
+
+
+def acp_text(messages, session_id, kind):
+    return "".join(
+        m["params"]["update"]["content"].get("text", "")
+        for m in messages
+        if m.get("method") == "session/update"
+        and m["params"]["sessionId"] == session_id
+        and m["params"]["update"].get("sessionUpdate") == kind
+    )
+
+
 async def acp(url):
-    async with websockets.connect(url) as ws:
-        await ws.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                                  "params": {"protocolVersion": 1, "clientCapabilities": {}}}))
-        try:
-            await recv(ws)
-            fail("an ACP initialize was answered")
-        except ConnectionClosed as e:
-            check(e.rcvd is not None and e.rcvd.code == 1003 and "ACP" in e.rcvd.reason, f"closed with {e.rcvd}")
+    init = {"protocolVersion": 1, "clientCapabilities": {}}
+    cwd = os.getcwd()
+    async with websockets.connect(url) as a:
+        result, _ = await acp_call(a, 0, "initialize", init)
+        check(result["protocolVersion"] == 1 and result["agentCapabilities"]["loadSession"], f"initialize: {result}")
+        result, _ = await acp_call(a, 1, "session/new", {"cwd": cwd, "mcpServers": []})
+        session = result["sessionId"]
+        prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "hello over ACP"}]}
+        result, before = await acp_call(a, 2, "session/prompt", prompt)
+        check(result["stopReason"] == "end_turn", f"prompt: {result}")
+        said = acp_text(before, session, "agent_message_chunk")
+        check(said, f"no agent_message_chunk before the end_turn result: {before}")
+
+        # A second connection loads the live session: the conversation is replayed.
+        async with websockets.connect(url) as b:
+            await acp_call(b, 0, "initialize", init)
+            _, replay = await acp_call(b, 1, "session/load", {"sessionId": session, "cwd": cwd, "mcpServers": []})
+            check("hello over ACP" in acp_text(replay, session, "user_message_chunk"), f"load replay: {replay}")
+            check(acp_text(replay, session, "agent_message_chunk") == said, f"load replay: {replay}")
+            # The session is shared: a prompt from the second connection streams to the first too.
+            prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "again"}]}
+            result, before = await acp_call(b, 2, "session/prompt", prompt)
+            check(result["stopReason"] == "end_turn", f"second prompt: {result}")
+            check(acp_text(before, session, "agent_message_chunk"), f"second prompt streamed nothing: {before}")
+            seen = await until(a, lambda m: m.get("method") == "session/update"
+                               and m["params"]["update"].get("sessionUpdate") == "agent_message_chunk")
+            check(acp_text(seen, session, "agent_message_chunk"), "the first connection saw nothing of it")
+            # An unknown session is an error reply, and the connection goes on.
+            await b.send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "session/load",
+                                     "params": {"sessionId": "no-such-session", "cwd": cwd, "mcpServers": []}}))
+            reply = (await until(b, lambda m: m.get("id") == 3))[-1]
+            check("error" in reply, f"load of an unknown session: {reply}")
+            result, _ = await acp_call(b, 4, "session/list", {})
+            check(any(s["sessionId"] == session for s in result["sessions"]), f"session/list: {result}")
     print("acp ok")
 
 

@@ -84,3 +84,30 @@ pub trait SessionHost: Send + 'static {
         pi_core::client::ApprovalPolicy::ask_before_changes()
     }
 }
+
+/// The sessions stored in `dirs`, newest first, of `cwd` (or of any cwd):
+/// what a host's [`SessionHost::stored`] lists.
+pub fn stored_in(dirs: &[PathBuf], cwd: Option<&std::path::Path>) -> Vec<StoredSession> {
+    let mut found: Vec<(std::time::SystemTime, StoredSession)> = Vec::new();
+    for dir in dirs {
+        let Ok(read) = std::fs::read_dir(dir) else { continue };
+        for path in read.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl")) {
+            let Some(header) = pi_core::session::read_session_header(&path) else { continue };
+            if cwd.is_some_and(|c| std::path::Path::new(&header.cwd) != c) {
+                continue;
+            }
+            let modified = std::fs::metadata(&path).and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
+            let updated_at =
+                chrono::DateTime::<chrono::Utc>::from(modified).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            let session = StoredSession {
+                session_id: header.id,
+                cwd: PathBuf::from(header.cwd),
+                title: None,
+                updated_at: Some(updated_at),
+            };
+            found.push((modified, session));
+        }
+    }
+    found.sort_by_key(|s| std::cmp::Reverse(s.0));
+    found.into_iter().map(|(_, s)| s).collect()
+}

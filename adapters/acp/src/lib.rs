@@ -29,7 +29,7 @@ mod tests;
 
 pub use agent_client_protocol_schema as schema;
 pub use connection::serve_acp;
-pub use host::{OpenError, Opened, SessionHost, SessionSpec, SessionStart, StoredSession};
+pub use host::{OpenError, Opened, SessionHost, SessionSpec, SessionStart, StoredSession, stored_in};
 
 /// The ACP protocol version implemented.
 pub const PROTOCOL_VERSION: schema::ProtocolVersion = schema::ProtocolVersion::V1;

@@ -5,11 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pi_acp_agent::{OpenError, Opened, SessionHost, SessionSpec, SessionStart, StoredSession};
+use pi_acp_agent::{OpenError, Opened, SessionHost, SessionSpec, SessionStart, StoredSession, stored_in};
 use pi_core::agent::SessionStart as CoreStart;
 use pi_core::client::ApprovalPolicy;
 use pi_core::config::{Settings, default_agent_dir};
-use pi_core::session::{find_by_id, read_session_header, session_dirs};
+use pi_core::session::{find_by_id, session_dirs};
 
 use crate::args::Args;
 use crate::setup::{build_agent_config_in, session_dir_in};
@@ -59,28 +59,7 @@ impl SessionHost for StdioHost {
                 _ => session_dirs(&default_agent_dir()),
             },
         };
-        let mut found: Vec<(std::time::SystemTime, StoredSession)> = Vec::new();
-        for dir in dirs {
-            let Ok(read) = std::fs::read_dir(&dir) else { continue };
-            for path in read.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl")) {
-                let Some(header) = read_session_header(&path) else { continue };
-                if cwd.is_some_and(|c| Path::new(&header.cwd) != c) {
-                    continue;
-                }
-                let modified = std::fs::metadata(&path).and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
-                let updated_at = chrono::DateTime::<chrono::Utc>::from(modified)
-                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-                let session = StoredSession {
-                    session_id: header.id,
-                    cwd: PathBuf::from(header.cwd),
-                    title: None,
-                    updated_at: Some(updated_at),
-                };
-                found.push((modified, session));
-            }
-        }
-        found.sort_by_key(|s| std::cmp::Reverse(s.0));
-        found.into_iter().map(|(_, s)| s).collect()
+        stored_in(&dirs, cwd)
     }
 
     fn approval_policy(&self, cwd: &Path) -> ApprovalPolicy {

@@ -2,7 +2,7 @@
 //! output. The pump numbers every event, keeps the latest in the replay
 //! buffer, hands each event to every attached connection's bounded queue
 //! and each reply to the connection that asked, attaches connections
-//! (reply, missed events, pending dialogs, then live events, in that order),
+//! (reply, missed events, pending dialogs and approvals, then live events, in that order),
 //! and unloads the session once it has been idle and alone long enough.
 //!
 //! The pump never waits on a connection: a queue that is full means its
@@ -180,7 +180,7 @@ struct Pump {
     options: HubOptions,
     buffer: ReplayBuffer,
     conns: Vec<ConnHandle>,
-    /// Dialogs asked in this load: id, seq, the event.
+    /// Dialogs and requests to the client (approvals…) asked in this load: id, seq, the event.
     dialogs: Vec<(String, Numbered)>,
     internal: std::collections::HashMap<RequestTag, Internal>,
     next_internal: RequestTag,
@@ -284,10 +284,13 @@ impl Pump {
             Output::Event(event) => {
                 let event = Arc::new(event);
                 let seq = self.buffer.push(event.clone());
-                if let AgentEvent::ExtensionUiRequest(request) = &*event
-                    && request.kind.is_dialog()
-                {
-                    self.dialogs.push((request.id.clone(), (seq, event.clone())));
+                match &*event {
+                    AgentEvent::ExtensionUiRequest(request) if request.kind.is_dialog() => {
+                        self.dialogs.push((request.id.clone(), (seq, event.clone())));
+                    }
+                    AgentEvent::ClientRequest(request) => self.dialogs.push((request.id.clone(), (seq, event.clone()))),
+                    AgentEvent::ClientRequestEnded { id } => self.dialogs.retain(|(open, _)| open != id),
+                    _ => {}
                 }
                 let mut dropped = Vec::new();
                 for conn in &self.conns {

@@ -1,5 +1,6 @@
 //! pi-serve: `pi serve`, many agent sessions in one process over WebSocket.
 //!
+//! * [`acp`]: ACP connections' sessions, from the registry.
 //! * [`registry`]: the loaded sessions by id, shared by every connection.
 //! * [`hub`]: one session's actor and the pump that numbers, buffers and routes its output.
 //! * [`replay`]: sequence numbers and the bounded buffer of a session's latest events.
@@ -7,6 +8,7 @@
 //! * [`lock`]: one owner per session across workers (an OS file lock).
 //! * [`server`]: the HTTP/WebSocket endpoint: `/rpc`, `/healthz`, `/readyz`, auth and limits.
 
+pub mod acp;
 pub mod hub;
 pub mod link;
 pub mod lock;

@@ -93,6 +93,17 @@ impl Registry {
 
     /// A new session, with `id` when the client chose one (it must not exist).
     pub fn create(self: &Arc<Self>, id: Option<String>, parent: Option<String>) -> Result<Arc<Hub>, CoreError> {
+        self.create_with(id, parent, |_| {})
+    }
+
+    /// [`Registry::create`], the session's configuration adjusted by
+    /// `configure` (an ACP `session/new`: its cwd, MCP servers, client setup).
+    pub fn create_with(
+        self: &Arc<Self>,
+        id: Option<String>,
+        parent: Option<String>,
+        configure: impl FnOnce(&mut AgentConfig),
+    ) -> Result<Arc<Hub>, CoreError> {
         let id = match id {
             Some(id) if !valid_session_id(&id) => return Err(invalid_id(&id)),
             Some(id) => id,
@@ -102,7 +113,8 @@ impl Registry {
         if hubs.contains_key(&id) || self.file_of(&id).is_some() {
             return Err(CoreError::invalid("sessionId", format!("Session already exists with id '{id}'")));
         }
-        self.load(&mut hubs, id, None, SessionStart::Fresh { id: String::new(), parent_session: parent })
+        let start = SessionStart::Fresh { id: String::new(), parent_session: parent };
+        self.load(&mut hubs, id, None, start, configure)
     }
 
     /// The session `id`: loaded, or loaded from its file. A session being
@@ -121,7 +133,13 @@ impl Registry {
                         let Some(path) = self.file_of(id) else {
                             return Err(CoreError::not_found(format!("No session found with id '{id}'")));
                         };
-                        return self.load(&mut hubs, id.to_string(), Some(path.clone()), SessionStart::Open(path));
+                        return self.load(
+                            &mut hubs,
+                            id.to_string(),
+                            Some(path.clone()),
+                            SessionStart::Open(path),
+                            |_| {},
+                        );
                     }
                 }
             };
@@ -194,6 +212,7 @@ impl Registry {
         id: String,
         file: Option<PathBuf>,
         start: SessionStart,
+        configure: impl FnOnce(&mut AgentConfig),
     ) -> Result<Arc<Hub>, CoreError> {
         if hubs.len() >= self.options.max_sessions {
             return Err(CoreError::busy(format!(
@@ -209,6 +228,7 @@ impl Registry {
             other => other,
         };
         config.session_name = None;
+        configure(&mut config);
         let (agent, outputs) = pi_core::agent::spawn(config)?;
         let file = file.map(|p| p.display().to_string());
         let hub = hub::start(self.clone(), id.clone(), file, agent, outputs, lock, self.options.hub.clone());

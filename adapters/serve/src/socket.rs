@@ -100,8 +100,9 @@ pub(crate) async fn serve_socket(
     let too_big = Slot::default();
     let mut source = WsSource { stream, too_big: too_big.clone() };
     let kick = Kick::default();
-    let (mut link, outputs, ended) = crate::link::connect(registry, queue_messages, kick.clone());
+    let (mut link, outputs, ended) = crate::link::connect(registry.clone(), queue_messages, kick.clone());
     let conn = link.id();
+    let attach_asked = attach.is_some();
     if let Some((session, after_seq)) = attach
         && let Err(e) = link.attach_at_start(&session, after_seq).await
     {
@@ -126,11 +127,29 @@ pub(crate) async fn serve_socket(
     };
     tracing::debug!("connection {conn}: {dialect:?}");
     if dialect == Detected::Acp {
-        // The ACP dialect (issue 17) keeps its sessions behind its own `SessionHost`; it is not wired
-        // to this registry yet. Say so rather than answer ACP in another dialect.
-        let text = "ACP is not served by pi serve yet: run `pi --protocol acp` on stdio for ACP";
-        tracing::info!("connection {conn}: {text}");
-        sink.close(close_code::UNSUPPORTED, text).await;
+        // ACP holds its sessions itself (several per connection): the link's
+        // one attachment is not used.
+        if attach_asked {
+            sink.close(
+                close_code::POLICY,
+                "ACP connections open their sessions with session/new or session/load, not ?session=",
+            )
+            .await;
+            return;
+        }
+        drop(link);
+        drop(outputs);
+        let host = crate::acp::RegistryHost::new(registry, queue_messages, kick.clone());
+        let source = Preread::new(first, source);
+        let stop = stopping.clone().cancelled_owned();
+        tokio::select! {
+            _ = pi_acp_agent::serve_acp(host, source, &sink, stop) => {}
+            reason = kick.kicked() => {
+                tracing::warn!("connection {conn}: disconnected: {reason}");
+                return;
+            }
+        }
+        close(&sink, &too_big, None, &stopping).await;
         return;
     }
     let source = Preread::new(first, source);
@@ -150,10 +169,15 @@ pub(crate) async fn serve_socket(
             return;
         }
     }
-    let too_big = too_big.lock().ok().and_then(|s| s.clone());
     let ended = ended.lock().ok().and_then(|s| s.clone());
+    close(&sink, &too_big, ended, &stopping).await;
+}
+
+/// Close the socket with the reason its serving ended.
+async fn close(sink: &WsSink, too_big: &Slot, ended: Option<String>, stopping: &CancellationToken) {
+    let too_big = too_big.lock().ok().and_then(|s| s.clone());
     if let Some(detail) = too_big {
-        tracing::info!("connection {conn}: closed: {detail}");
+        tracing::info!("connection closed: {detail}");
         sink.close(close_code::SIZE, &detail).await;
     } else if let Some(reason) = ended {
         sink.close(close_code::NORMAL, &reason).await;

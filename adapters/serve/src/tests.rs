@@ -20,8 +20,12 @@ use crate::hub::{ConnHandle, HubOptions, Kick, Queued, actor_tag};
 use crate::registry::{Registry, RegistryOptions};
 
 fn registry(dir: &std::path::Path) -> Arc<Registry> {
+    registry_with(dir, FauxProvider::default())
+}
+
+fn registry_with(dir: &std::path::Path, faux: FauxProvider) -> Arc<Registry> {
     let mut providers = ProviderRegistry::default();
-    providers.register(Arc::new(FauxProvider::default()));
+    providers.register(Arc::new(faux));
     let template = AgentConfig {
         agent_dir: dir.join("agent"),
         cwd: dir.to_path_buf(),
@@ -136,4 +140,75 @@ async fn one_connection_addresses_several_sessions_by_id() {
 
 fn kick_fired(kick: &Kick) -> bool {
     futures::FutureExt::now_or_never(kick.kicked()).is_some()
+}
+
+/// The next event of the queue that `pick` accepts (others skipped).
+async fn next_event<T>(rx: &mut mpsc::Receiver<Queued>, mut pick: impl FnMut(&AgentEvent) -> Option<T>) -> T {
+    loop {
+        let item = tokio::time::timeout(Duration::from_secs(20), rx.recv()).await.expect("in time").expect("open");
+        if let Queued::Out(d) = item
+            && let Output::Event(e) = &d.output
+            && let Some(found) = pick(e)
+        {
+            return found;
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_open_approval_is_resent_on_attach_and_answered_from_the_new_connection() {
+    use pi_core::client::{ApprovalPolicy, ClientReply, ClientRequestKind, PermissionAnswer};
+    use pi_core::provider::faux::{FauxReply, FauxToolCall};
+    let dir = tempfile::tempdir().unwrap();
+    let faux = FauxProvider::default();
+    let target = dir.path().join("approved.txt");
+    let arguments = serde_json::json!({"path": target.display().to_string(), "content": "approved\n"});
+    faux.push(FauxReply {
+        tool_calls: vec![FauxToolCall { name: "write".into(), arguments, id: None }],
+        ..FauxReply::default()
+    });
+    let registry = registry_with(dir.path(), faux);
+    let hub = registry
+        .create_with(Some("approvals".into()), None, |c| {
+            c.active_tools = vec!["write".into()];
+            c.client.approval = ApprovalPolicy::ask_before_changes();
+        })
+        .unwrap();
+    let kick = Kick::default();
+    let first = registry.next_conn_id();
+    let (qa, mut rxa) = mpsc::channel(512);
+    hub.attach(ConnHandle { id: first, queue: qa, kick: kick.clone() }, None, None).await.unwrap();
+    hub.agent().submit(Some(actor_tag(first, 1)), prompt("write the file")).await.unwrap();
+    let asked = |e: &AgentEvent| match e {
+        AgentEvent::ClientRequest(r) if matches!(r.kind, ClientRequestKind::Permission(_)) => Some(r.id.clone()),
+        _ => None,
+    };
+    let id = next_event(&mut rxa, asked).await;
+
+    // The first client goes away without answering; a second one attaches and is asked again.
+    hub.detach(first).await;
+    let second = registry.next_conn_id();
+    let (qb, mut rxb) = mpsc::channel(512);
+    hub.attach(ConnHandle { id: second, queue: qb, kick: kick.clone() }, None, None).await.unwrap();
+    assert_eq!(next_event(&mut rxb, asked).await, id, "the open approval is re-sent on attach");
+    let answer = Op::ClientResponse { id, result: Ok(ClientReply::Permission(PermissionAnswer::AllowOnce)) };
+    hub.agent().submit(None, answer).await.unwrap();
+    next_event(&mut rxb, |e| matches!(e, AgentEvent::AgentEnd { .. }).then_some(())).await;
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "approved\n");
+
+    // Answered: a third connection is not asked.
+    let third = registry.next_conn_id();
+    let (qc, mut rxc) = mpsc::channel(512);
+    hub.attach(ConnHandle { id: third, queue: qc, kick: kick.clone() }, None, None).await.unwrap();
+    hub.agent().submit(Some(actor_tag(third, 2)), Op::GetState).await.unwrap();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), rxc.recv()).await.expect("in time").expect("open") {
+            Queued::Out(d) => match d.output {
+                Output::Event(e) => assert!(asked(&e).is_none(), "an answered approval was re-sent: {e:?}"),
+                Output::Reply { .. } => break,
+            },
+            Queued::Closed(reason) => panic!("closed: {reason}"),
+        }
+    }
+    assert!(!kick_fired(&kick));
 }
