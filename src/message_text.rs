@@ -71,32 +71,20 @@ fn decode(json: &Option<Box<RawValue>>) -> String {
     json.as_ref().and_then(|json| serde_json::from_str(json.get()).ok()).unwrap_or_default()
 }
 
-/// True when `literal` is a JSON string literal exactly as `serde_json`
-/// writes the string it denotes.
+/// True when `literal` (valid JSON, as a `RawValue` is) is a string literal
+/// exactly as `serde_json` writes the string it denotes. Valid JSON has no
+/// raw quote or control character inside a string, so only the escapes need
+/// looking at.
 fn is_canonical_string(literal: &str) -> bool {
-    let Some(inner) = literal.strip_prefix('"').and_then(|s| s.strip_suffix('"')) else { return false };
-    let bytes = inner.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => {
-                let Some(&escape) = bytes.get(i + 1) else { return false };
-                match escape {
-                    b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
-                    b'u' => {
-                        let Some(hex) = bytes.get(i + 2..i + 6) else { return false };
-                        if !is_canonical_unicode_escape(hex) {
-                            return false;
-                        }
-                        i += 6;
-                    }
-                    _ => return false,
-                }
-            }
-            // Unescaped quotes and control characters are not valid JSON.
-            b'"' | 0x00..=0x1f => return false,
-            _ => i += 1,
-        }
+    let Some(mut rest) = literal.strip_prefix('"').and_then(|s| s.strip_suffix('"')) else { return false };
+    while let Some(at) = rest.find('\\') {
+        let escape = &rest.as_bytes()[at + 1..];
+        let len = match escape.first() {
+            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => 2,
+            Some(b'u') if escape.get(1..5).is_some_and(is_canonical_unicode_escape) => 6,
+            _ => return false,
+        };
+        rest = &rest[at + len..];
     }
     true
 }
@@ -253,7 +241,8 @@ mod tests {
             assert_eq!(text.as_str(), s);
             assert_eq!(serde_json::to_string(&text).expect("serializes"), written);
         }
-        let not_canonical = [r#""caf\u00e9""#, r#""a\/b""#, r#""\u001F""#, r#""\u000a""#, r#""\ud83d\udca1""#, "5", "null"];
+        let not_canonical =
+            [r#""caf\u00e9""#, r#""a\/b""#, r#""\u001F""#, r#""\u000a""#, r#""\ud83d\udca1""#, "5", "null"];
         for s in not_canonical {
             assert!(Text::from_canonical_json(literal(s)).is_none(), "{s}");
         }

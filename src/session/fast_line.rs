@@ -16,9 +16,9 @@
 //! the caller takes the careful path. The caller also checks that the entry
 //! serialises back to exactly the line's bytes.
 
+use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 

@@ -137,7 +137,9 @@ fn sessions_opened_fast_equal_sessions_read_carefully() {
         .iter()
         .map(|name| fixture(name))
         .collect();
-    let mut lines = vec![r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#.to_string()];
+    let mut lines = vec![
+        r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#.to_string(),
+    ];
     let mut parent = "null".to_string();
     for n in 0..20 {
         let id = format!("{n:08x}");
@@ -158,7 +160,8 @@ fn sessions_opened_fast_equal_sessions_read_carefully() {
         std::fs::copy(&path, &copy).unwrap();
         let (opened, _) = Session::open(&copy, "/w").unwrap();
         let text = std::fs::read_to_string(&copy).unwrap();
-        let mut values = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str::<Value>(l).unwrap());
+        let mut values =
+            text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str::<Value>(l).unwrap());
         let header = values.next().unwrap();
         let records = values.map(Record::from_value).collect();
         let carefully = Session::from_file_records(header, records, Some(copy.clone()), None, "/w");
