@@ -20,7 +20,7 @@ pub fn now_ms() -> i64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TextContent {
-    /// Shared, not copied, between the session, the conversation and replies.
+    // Shared, not copied, between the session, the conversation and replies.
     pub text: Text,
     /// Provider signature of the text block (some APIs round-trip it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
