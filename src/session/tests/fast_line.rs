@@ -59,7 +59,7 @@ fn tool_result_line(text: &str) -> String {
 
 #[test]
 fn shapes_pi_writes_are_read_fast_and_odd_ones_carefully() {
-    let source = "fn main() {\n\tprintln!(\"a \\\\ b\"); // é ü 💡 \u{1} \u{8}\u{c}\r\n}\n";
+    let source = "fn main() {\n\tformat!(\"a \\\\ b\"); // é ü 💡 \u{1} \u{8}\u{c}\r\n}\n";
     let plain = [
         tool_result_line(source),
         tool_result_line(""),
