@@ -17,6 +17,7 @@ pub mod export_html;
 pub mod extensions;
 pub mod mcp;
 pub mod message;
+mod message_text;
 pub mod model;
 pub mod op;
 pub mod provider;

@@ -9,6 +9,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::message_text::Text;
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
@@ -18,7 +20,8 @@ pub fn now_ms() -> i64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TextContent {
-    pub text: String,
+    // Shared, not copied, between the session, the conversation and replies.
+    pub text: Text,
     /// Provider signature of the text block (some APIs round-trip it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_signature: Option<String>,
@@ -77,7 +80,7 @@ pub enum ContentBlock {
 
 impl ContentBlock {
     pub fn text(text: impl Into<String>) -> Self {
-        ContentBlock::Text(TextContent { text: text.into(), text_signature: None })
+        ContentBlock::Text(TextContent { text: Text::from(text.into()), text_signature: None })
     }
 }
 

@@ -99,7 +99,7 @@ pub(crate) async fn stream_assistant(
                 let content_index = message.content.len();
                 let (block, stream_event) = match kind {
                     BlockKind::Text => (
-                        ContentBlock::Text(TextContent { text: String::new(), text_signature: None }),
+                        ContentBlock::Text(TextContent { text: Default::default(), text_signature: None }),
                         AssistantStreamEvent::TextStart { content_index },
                     ),
                     BlockKind::Thinking => (
@@ -256,7 +256,7 @@ fn close_block(message: &mut AssistantMessage, block: &Block) -> AssistantStream
     let content_index = block.content_index;
     finish_tool_args(message, block);
     match message.content.get(content_index) {
-        Some(ContentBlock::Text(t)) => AssistantStreamEvent::TextEnd { content_index, content: t.text.clone() },
+        Some(ContentBlock::Text(t)) => AssistantStreamEvent::TextEnd { content_index, content: t.text.to_string() },
         Some(ContentBlock::Thinking(t)) => {
             AssistantStreamEvent::ThinkingEnd { content_index, content: t.thinking.clone() }
         }

@@ -18,7 +18,7 @@ fn texts(out: &ToolOutput) -> Vec<String> {
     out.content
         .iter()
         .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.clone()),
+            ContentBlock::Text(t) => Some(t.text.to_string()),
             _ => None,
         })
         .collect()

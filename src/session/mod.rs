@@ -9,12 +9,14 @@
 //! * `fork`: `fork` / `clone_branch`, new sessions made of one branch.
 //! * `lookup`: session directories, `--continue`, `--session <id|prefix|path>`.
 //! * `start`: `--session-id` and `--fork` sessions.
-//! * `load` / `migrate`: reading damaged and old (v1, v2) files.
+//! * `load` / `migrate`: reading damaged and old (v1, v2) files; `fast_line`:
+//!   lines of the shape pi writes read straight into typed entries.
 
 mod append;
 mod context;
 pub mod entry;
 mod error;
+mod fast_line;
 mod fork;
 mod load;
 mod lookup;

@@ -59,7 +59,10 @@ impl Record {
     /// pi writes); `None` otherwise, and the line takes the careful path
     /// ([`Record::from_value`]), which gives the same record for such lines.
     pub(crate) fn from_line(line: &[u8]) -> Option<Self> {
-        let entry: KnownEntry = serde_json::from_slice(line).ok()?;
+        let entry = match super::fast_line::read_known_entry(line) {
+            Some(entry) => entry,
+            None => serde_json::from_slice::<KnownEntry>(line).ok()?,
+        };
         let mut same = SameBytes { rest: line, same: true };
         serde_json::to_writer(&mut same, &entry).ok()?;
         (same.same && same.rest.is_empty()).then(|| Record::new(SessionEntry::Known(entry)))

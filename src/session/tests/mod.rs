@@ -2,6 +2,7 @@
 
 mod context;
 mod deep;
+mod fast_line;
 mod fork;
 mod interop;
 mod lookup;
