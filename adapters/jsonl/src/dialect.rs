@@ -4,8 +4,9 @@
 use pi_core::error::CoreError;
 use pi_core::event::AgentEvent;
 use pi_core::op::{Op, Reply};
-use pi_transport::protocol::{Binding, Encoded};
-use pi_transport::{Action, Dialect, InFlight, Record};
+use pi_transport::protocol::{Binding, EncodedReply};
+use pi_transport::streamed::StreamedJson;
+use pi_transport::{Action, Dialect, InFlight, Outgoing, Record, StreamedMessage};
 use serde_json::value::RawValue;
 
 use crate::command::{Incoming, decode_record};
@@ -48,6 +49,44 @@ fn response_around(head: WireResponse, data: Box<RawValue>) -> Option<Vec<u8>> {
     Some(line)
 }
 
+/// A successful response line whose data is written as it is serialised
+/// (the bytes [`response_around`] would build).
+fn response_streamed(head: WireResponse, data: StreamedJson) -> Option<Outgoing> {
+    let mut head = to_line(&head)?;
+    head.pop_if(|last| *last == b'}')?;
+    head.extend_from_slice(b",\"data\":");
+    Some(Outgoing::Streamed(StreamedMessage { head, body: data, tail: b"}", escape_line_separators: false }))
+}
+
+impl Native {
+    fn respond(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Outgoing>) {
+        let (id, command) = match pending {
+            Pending::Command { id, command } => (id, command),
+            Pending::Rejection(line) => {
+                out.push(Outgoing::Bytes(line));
+                return;
+            }
+        };
+        let response = match result.map(|reply| command.encode_streaming(reply)) {
+            Ok(Ok(EncodedReply::Absent)) => WireResponse::ok(id, command.name, None),
+            Ok(Ok(EncodedReply::Value(data))) => {
+                out.extend(response_around(WireResponse::ok(id, command.name, None), data).map(Outgoing::Bytes));
+                return;
+            }
+            Ok(Ok(EncodedReply::Streamed(data))) => {
+                out.extend(response_streamed(WireResponse::ok(id, command.name, None), data));
+                return;
+            }
+            Ok(Err(e)) => {
+                tracing::error!("{e}");
+                WireResponse::err(id, Some(command.name), e.to_string())
+            }
+            Err(e) => WireResponse::err(id, Some(command.name), e.message),
+        };
+        out.extend(to_line(&response).map(Outgoing::Bytes));
+    }
+}
+
 impl Dialect for Native {
     type Pending = Pending;
 
@@ -88,25 +127,16 @@ impl Dialect for Native {
     }
 
     fn reply(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Vec<u8>>) {
-        let (id, command) = match pending {
-            Pending::Command { id, command } => (id, command),
-            Pending::Rejection(line) => {
-                out.push(line);
-                return;
-            }
-        };
-        let response = match result.map(|reply| command.encode(reply)) {
-            Ok(Ok(Encoded::Absent)) => WireResponse::ok(id, command.name, None),
-            Ok(Ok(Encoded::Value(data))) => {
-                out.extend(response_around(WireResponse::ok(id, command.name, None), data));
-                return;
-            }
-            Ok(Err(e)) => {
-                tracing::error!("{e}");
-                WireResponse::err(id, Some(command.name), e.to_string())
-            }
-            Err(e) => WireResponse::err(id, Some(command.name), e.message),
-        };
-        out.extend(to_line(&response));
+        let mut messages = Vec::new();
+        self.respond(pending, result, &mut messages);
+        out.extend(messages.into_iter().filter_map(Outgoing::into_bytes));
+    }
+
+    fn reply_outgoing(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Outgoing>) {
+        self.respond(pending, result, out);
     }
 }
+
+#[cfg(test)]
+#[path = "dialect_tests.rs"]
+mod tests;

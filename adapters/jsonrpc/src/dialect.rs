@@ -9,14 +9,14 @@ use pi_core::error::CoreError;
 use pi_core::event::AgentEvent;
 use pi_core::op::{Op, Reply};
 use pi_transport::raw::{RawJson, null_id};
-use pi_transport::{Action, Dialect, FrameError, InFlight, Record};
+use pi_transport::{Action, Dialect, FrameError, InFlight, Outgoing, Record, StreamedMessage};
 use serde_json::value::RawValue;
 
-use pi_transport::protocol::{self, Binding, Encoded};
+use pi_transport::protocol::{self, Binding, EncodedReply};
 
 use crate::errors::{ErrorObject, INTERNAL_ERROR};
 use crate::notify::map_event;
-use crate::protocol::{Message, Params, classify, notification_bytes, response_bytes};
+use crate::protocol::{Message, Params, classify, notification_bytes, response_bytes, response_head};
 use crate::wire::{InitializedParams, ServerNotification};
 
 /// A request awaiting its reply.
@@ -203,6 +203,76 @@ impl JsonRpc {
     }
 }
 
+impl JsonRpc {
+    fn respond(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Outgoing>) {
+        // `initialize` is followed by the `initialized` notification.
+        let initialized = match &result {
+            Ok(Reply::Session(info)) => Some(ServerNotification::Initialized(InitializedParams {
+                session_id: info.session_id.clone(),
+                model: info.model.as_ref().map(|m| m.id.clone()),
+                provider: info.model.as_ref().map(|m| m.provider.clone()),
+            })),
+            _ => None,
+        };
+        let outcome = match result.map(|reply| pending.command.encode_streaming(reply)) {
+            Ok(Ok(EncodedReply::Absent)) => Ok(empty_result()),
+            Ok(Ok(EncodedReply::Value(value))) => Ok(value),
+            Ok(Ok(EncodedReply::Streamed(body))) => match (pending.batch, response_head(&pending.id)) {
+                // Outside a batch the result is written as it is serialised.
+                (None, Some(head)) => {
+                    let message = StreamedMessage { head, body, tail: b"}", escape_line_separators: true };
+                    out.push(Outgoing::Streamed(message));
+                    self.after_reply(initialized, out);
+                    return;
+                }
+                // A batch is answered as one array: the result is assembled.
+                _ => Outgoing::Streamed(StreamedMessage {
+                    head: Vec::new(),
+                    body,
+                    tail: b"",
+                    escape_line_separators: false,
+                })
+                .into_bytes()
+                .map(raw)
+                .ok_or_else(|| ErrorObject::new(INTERNAL_ERROR, "cannot serialize the result".to_string())),
+            },
+            Ok(Err(e)) => {
+                tracing::error!("{e}");
+                Err(ErrorObject::new(INTERNAL_ERROR, e.to_string()))
+            }
+            Err(e) => Err(ErrorObject::from_core(&e)),
+        };
+        let bytes = response_bytes(&pending.id, outcome);
+        match pending.batch {
+            None => out.push(Outgoing::Bytes(escape_line_separators(bytes))),
+            Some(batch_id) => {
+                let done = self.batches.get_mut(&batch_id).and_then(|b| {
+                    b.responses.push(raw(bytes));
+                    b.remaining = b.remaining.saturating_sub(1);
+                    (b.remaining == 0).then_some(())
+                });
+                if done.is_some()
+                    && let Some(batch) = self.batches.remove(&batch_id)
+                    && let Some(bytes) = batch_bytes(batch)
+                {
+                    out.push(Outgoing::Bytes(escape_line_separators(bytes)));
+                }
+            }
+        }
+        self.after_reply(initialized, out);
+    }
+
+    /// What follows a reply: `initialized` after `initialize`'s, then a held notification.
+    fn after_reply(&mut self, initialized: Option<ServerNotification>, out: &mut Vec<Outgoing>) {
+        if let Some(n) = initialized {
+            out.push(Outgoing::Bytes(escape_line_separators(notification_bytes(&n))));
+        }
+        let mut held = Vec::new();
+        self.finish(&mut held);
+        out.extend(held.into_iter().map(Outgoing::Bytes));
+    }
+}
+
 fn batch_bytes(batch: Batch) -> Option<Vec<u8>> {
     if batch.responses.is_empty() {
         return None;
@@ -257,45 +327,13 @@ impl Dialect for JsonRpc {
     }
 
     fn reply(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Vec<u8>>) {
-        // `initialize` is followed by the `initialized` notification.
-        let initialized = match &result {
-            Ok(Reply::Session(info)) => Some(ServerNotification::Initialized(InitializedParams {
-                session_id: info.session_id.clone(),
-                model: info.model.as_ref().map(|m| m.id.clone()),
-                provider: info.model.as_ref().map(|m| m.provider.clone()),
-            })),
-            _ => None,
-        };
-        let outcome = match result.map(|reply| pending.command.encode(reply)) {
-            Ok(Ok(Encoded::Absent)) => Ok(empty_result()),
-            Ok(Ok(Encoded::Value(value))) => Ok(value),
-            Ok(Err(e)) => {
-                tracing::error!("{e}");
-                Err(ErrorObject::new(INTERNAL_ERROR, e.to_string()))
-            }
-            Err(e) => Err(ErrorObject::from_core(&e)),
-        };
-        let bytes = response_bytes(&pending.id, outcome);
-        match pending.batch {
-            None => out.push(escape_line_separators(bytes)),
-            Some(batch_id) => {
-                let done = self.batches.get_mut(&batch_id).and_then(|b| {
-                    b.responses.push(raw(bytes));
-                    b.remaining = b.remaining.saturating_sub(1);
-                    (b.remaining == 0).then_some(())
-                });
-                if done.is_some()
-                    && let Some(batch) = self.batches.remove(&batch_id)
-                    && let Some(bytes) = batch_bytes(batch)
-                {
-                    out.push(escape_line_separators(bytes));
-                }
-            }
-        }
-        if let Some(n) = initialized {
-            out.push(escape_line_separators(notification_bytes(&n)));
-        }
-        self.finish(out);
+        let mut messages = Vec::new();
+        self.respond(pending, result, &mut messages);
+        out.extend(messages.into_iter().filter_map(Outgoing::into_bytes));
+    }
+
+    fn reply_outgoing(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Outgoing>) {
+        self.respond(pending, result, out);
     }
 
     fn finish(&mut self, out: &mut Vec<Vec<u8>>) {
@@ -304,3 +342,7 @@ impl Dialect for JsonRpc {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "dialect_tests.rs"]
+mod tests;

@@ -24,14 +24,25 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::streamed::{PIECE_BYTES, Serialized, StreamedJson, write_small};
+
 pub use decode::FieldError;
 pub use results::FromReply;
 pub use table::COMMANDS;
 
 /// A result type of the table: built from a reply, serialized onto the wire.
-pub trait WireResult: FromReply + Serialize + JsonSchema {
+pub trait WireResult: FromReply + Serialize + JsonSchema + Send + 'static {
     /// False for [`results::Ack`]: no native `data`, `{}` in JSON-RPC.
     const DATA: bool = true;
+
+    /// True for results that can be big (a session's messages or entries):
+    /// one bigger than [`PIECE_BYTES`] is [`streamed`](WireResult::streamed).
+    const STREAMS: bool = false;
+
+    /// The result as it is written when it is too big to serialise in memory.
+    fn streamed(self) -> StreamedJson {
+        Box::new(Serialized(self))
+    }
 }
 
 /// A command's result, serialized.
@@ -40,6 +51,25 @@ pub enum Encoded {
     /// The command has no result data.
     Absent,
     Value(Box<RawValue>),
+}
+
+/// A command's result, serialized or to be written as it is serialised.
+pub enum EncodedReply {
+    /// The command has no result data.
+    Absent,
+    Value(Box<RawValue>),
+    /// A result bigger than [`PIECE_BYTES`], written as it is serialised.
+    Streamed(StreamedJson),
+}
+
+impl std::fmt::Debug for EncodedReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EncodedReply::Absent => f.write_str("Absent"),
+            EncodedReply::Value(raw) => f.debug_tuple("Value").field(raw).finish(),
+            EncodedReply::Streamed(_) => f.write_str("Streamed"),
+        }
+    }
 }
 
 /// The reply did not fit the command's result type, or could not be serialized.
@@ -58,7 +88,7 @@ pub struct Binding {
     decode: fn(&Map<String, Value>) -> Result<Op, FieldError>,
     #[cfg(feature = "schemas")]
     params_schema: fn(&mut SchemaGenerator) -> Schema,
-    encode: fn(Reply) -> Option<Result<Encoded, serde_json::Error>>,
+    encode: fn(Reply) -> Option<Result<EncodedReply, serde_json::Error>>,
     #[cfg(feature = "schemas")]
     result_schema: fn(&mut SchemaGenerator) -> Option<Schema>,
 }
@@ -79,12 +109,26 @@ fn result_schema<R: WireResult>(g: &mut SchemaGenerator) -> Option<Schema> {
     R::DATA.then(|| g.subschema_for::<R>())
 }
 
-fn encode<R: WireResult>(reply: Reply) -> Option<Result<Encoded, serde_json::Error>> {
+fn encode<R: WireResult>(reply: Reply) -> Option<Result<EncodedReply, serde_json::Error>> {
     let result = R::from_reply(reply)?;
-    Some(match R::DATA {
-        false => Ok(Encoded::Absent),
-        true => serde_json::value::to_raw_value(&result).map(Encoded::Value),
-    })
+    if !R::DATA {
+        return Some(Ok(EncodedReply::Absent));
+    }
+    if R::STREAMS {
+        // Serialised in memory up to a piece; a bigger result is streamed.
+        let body = result.streamed();
+        return Some(match write_small(&*body, PIECE_BYTES) {
+            Ok(Some(json)) => raw_json(json).map(EncodedReply::Value),
+            Ok(None) => Ok(EncodedReply::Streamed(body)),
+            Err(e) => Err(serde::ser::Error::custom(e)),
+        });
+    }
+    Some(serde_json::value::to_raw_value(&result).map(EncodedReply::Value))
+}
+
+fn raw_json(json: Vec<u8>) -> Result<Box<RawValue>, serde_json::Error> {
+    let text = String::from_utf8(json).map_err(|e| serde::ser::Error::custom(e.to_string()))?;
+    RawValue::from_string(text)
 }
 
 impl Binding {
@@ -109,8 +153,23 @@ impl Binding {
         (self.decode)(params)
     }
 
-    /// Encode the reply through the command's result type.
+    /// Encode the reply through the command's result type, whole.
     pub fn encode(&self, reply: Reply) -> Result<Encoded, EncodeError> {
+        match self.encode_streaming(reply)? {
+            EncodedReply::Absent => Ok(Encoded::Absent),
+            EncodedReply::Value(raw) => Ok(Encoded::Value(raw)),
+            EncodedReply::Streamed(body) => {
+                let error = |detail: String| EncodeError { command: self.name, detail };
+                let mut json = Vec::new();
+                body.write_json(&mut json).map_err(|e| error(e.to_string()))?;
+                raw_json(json).map(Encoded::Value).map_err(|e| error(e.to_string()))
+            }
+        }
+    }
+
+    /// Encode the reply through the command's result type; a big result
+    /// (more than [`PIECE_BYTES`]) is left to be written as it is serialised.
+    pub fn encode_streaming(&self, reply: Reply) -> Result<EncodedReply, EncodeError> {
         let error = |detail: String| EncodeError { command: self.name, detail };
         match (self.encode)(reply) {
             Some(Ok(encoded)) => Ok(encoded),

@@ -1,0 +1,77 @@
+//! Streamed responses give the bytes of the old encoding (the result
+//! serialised whole, the line built around it) over real big replies.
+
+use pi_core::op::Reply;
+use pi_transport::protocol::{self, results};
+use pi_transport::testing::{big_replies, written};
+use serde_json::value::{RawValue, to_raw_value};
+
+use super::*;
+
+/// The result of `reply` serialised whole, as the native dialect always did.
+fn whole_result(reply: Reply) -> Box<RawValue> {
+    use pi_transport::protocol::FromReply;
+    let raw = match reply {
+        r @ Reply::Messages(_) => to_raw_value(&results::MessagesData::from_reply(r)),
+        r @ Reply::Entries { .. } => to_raw_value(&results::EntriesData::from_reply(r)),
+        r @ Reply::Tree { .. } => to_raw_value(&results::TreeData::from_reply(r)),
+        r @ Reply::ForkMessages(_) => to_raw_value(&results::ForkMessagesData::from_reply(r)),
+        other => panic!("not a big reply: {other:?}"),
+    };
+    raw.unwrap()
+}
+
+fn id() -> Option<Box<RawValue>> {
+    Some(RawValue::from_string("\"req-é\\u2028\u{2029}\"".to_string()).unwrap())
+}
+
+#[tokio::test]
+async fn big_responses_are_streamed_with_the_bytes_of_the_whole_line() {
+    for (name, reply) in big_replies() {
+        let command = protocol::native(name).unwrap();
+        let line = serde_json::to_vec(&WireResponse::ok(id(), name, Some(whole_result(reply.clone())))).unwrap();
+        assert!(line.len() > 4 * pi_transport::streamed::PIECE_BYTES, "{name}: {} bytes", line.len());
+
+        let mut out = Vec::new();
+        Native.reply_outgoing(Pending::Command { id: id(), command }, Ok(reply.clone()), &mut out);
+        assert!(matches!(out[..], [Outgoing::Streamed(_)]), "{name}: {out:?}");
+        assert_eq!(written(out).await, [&line[..], b"\n"].concat(), "{name} streamed");
+
+        let mut whole = Vec::new();
+        Native.reply(Pending::Command { id: id(), command }, Ok(reply), &mut whole);
+        assert_eq!(whole, vec![line], "{name} assembled (WebSocket, Content-Length)");
+    }
+}
+
+#[tokio::test]
+async fn small_responses_stay_single_buffers() {
+    let session = pi_transport::testing::big_session();
+    let small = Reply::Entries { entries: session.entries().take(3).cloned().collect(), leaf_id: None };
+    let line = serde_json::to_vec(&WireResponse::ok(id(), "get_entries", Some(whole_result(small.clone())))).unwrap();
+    let command = protocol::native("get_entries").unwrap();
+    let mut out = Vec::new();
+    Native.reply_outgoing(Pending::Command { id: id(), command }, Ok(small), &mut out);
+    assert!(matches!(&out[..], [Outgoing::Bytes(bytes)] if *bytes == line), "{out:?}");
+}
+
+#[test]
+fn the_tree_is_written_as_its_nested_shape() {
+    let Some((_, Reply::Tree { tree, leaf_id })) = big_replies().into_iter().find(|(n, _)| *n == "get_tree") else {
+        panic!("no tree");
+    };
+    fn nested(tree: &pi_core::op::SessionTree, node: &pi_core::op::TreeNode) -> results::TreeNodeData {
+        results::TreeNodeData {
+            entry: node.entry.clone(),
+            children: tree.children(node).map(|child| nested(tree, child)).collect(),
+            label: node.label.clone(),
+            label_timestamp: node.label_timestamp.clone(),
+        }
+    }
+    // Orphans, branches and labels are all there.
+    assert!(tree.roots.len() > 1);
+    assert!(tree.nodes.iter().any(|n| n.children.len() > 1) && tree.nodes.iter().any(|n| n.label.is_some()));
+    let roots: Vec<_> = tree.roots().map(|root| nested(&tree, root)).collect();
+    let expected = serde_json::json!({"tree": roots, "leafId": leaf_id});
+    let data = whole_result(Reply::Tree { tree, leaf_id });
+    assert_eq!(data.get(), expected.to_string());
+}
