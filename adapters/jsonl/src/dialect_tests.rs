@@ -54,6 +54,39 @@ async fn small_responses_stay_single_buffers() {
     assert!(matches!(&out[..], [Outgoing::Bytes(bytes)] if *bytes == line), "{out:?}");
 }
 
+#[tokio::test]
+async fn small_responses_are_the_bytes_of_the_old_encoding() {
+    use pi_transport::protocol::FromReply;
+    let state = pi_transport::testing::state_reply();
+    let state_data = to_raw_value(&results::StateData::from_reply(state.clone()).unwrap()).unwrap();
+    let null = RawValue::from_string("null".to_string()).unwrap();
+    let cases = [
+        ("get_state", Ok(state), Some(state_data)),
+        ("abort", Ok(Reply::Ack), None),
+        ("cycle_thinking_level", Ok(Reply::CycleThinkingLevel(None)), Some(null)),
+    ];
+    for (name, reply, data) in cases {
+        let command = protocol::native(name).unwrap();
+        let old = serde_json::to_vec(&WireResponse::ok(id(), name, data)).unwrap();
+        let mut out = Vec::new();
+        Native.reply(Pending::Command { id: id(), command }, reply, &mut out);
+        assert_eq!(out, vec![old], "{name}");
+    }
+    let command = protocol::native("get_state").unwrap();
+    for id in [None, id()] {
+        let failed = pi_core::error::CoreError::busy("later");
+        let old = serde_json::to_vec(&WireResponse::err(id.clone(), Some("get_state"), "later")).unwrap();
+        let mut out = Vec::new();
+        Native.reply(Pending::Command { id: id.clone(), command }, Err(failed), &mut out);
+        assert_eq!(out, vec![old]);
+        // A reply that is not the command's is an error response, as it always was.
+        let mut out = Vec::new();
+        Native.reply(Pending::Command { id: id.clone(), command }, Ok(Reply::Ack), &mut out);
+        let error = "cannot encode the reply to get_state: the reply is not this command's";
+        assert_eq!(out, vec![serde_json::to_vec(&WireResponse::err(id, Some("get_state"), error)).unwrap()]);
+    }
+}
+
 #[test]
 fn the_tree_is_written_as_its_nested_shape() {
     let Some((_, Reply::Tree { tree, leaf_id })) = big_replies().into_iter().find(|(n, _)| *n == "get_tree") else {

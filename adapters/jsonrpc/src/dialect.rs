@@ -12,7 +12,7 @@ use pi_transport::raw::{RawJson, null_id};
 use pi_transport::{Action, Dialect, FrameError, InFlight, Outgoing, Record, StreamedMessage};
 use serde_json::value::RawValue;
 
-use pi_transport::protocol::{self, Binding, EncodedReply};
+use pi_transport::protocol::{self, Binding, EncodeError, Written};
 
 use crate::errors::{ErrorObject, INTERNAL_ERROR};
 use crate::notify::map_event;
@@ -70,11 +70,6 @@ pub fn escape_line_separators(bytes: Vec<u8>) -> Vec<u8> {
         }
     }
     out
-}
-
-/// `{}`: the result of a request that returns nothing.
-fn empty_result() -> Box<RawValue> {
-    RawValue::from_string("{}".to_string()).unwrap_or_else(|_| null_id())
 }
 
 fn raw(bytes: Vec<u8>) -> Box<RawValue> {
@@ -214,35 +209,19 @@ impl JsonRpc {
             })),
             _ => None,
         };
-        let outcome = match result.map(|reply| pending.command.encode_streaming(reply)) {
-            Ok(Ok(EncodedReply::Absent)) => Ok(empty_result()),
-            Ok(Ok(EncodedReply::Value(value))) => Ok(value),
-            Ok(Ok(EncodedReply::Streamed(body))) => match (pending.batch, response_head(&pending.id)) {
-                // Outside a batch the result is written as it is serialised.
-                (None, Some(head)) => {
-                    let message = StreamedMessage { head, body, tail: b"}", escape_line_separators: true };
-                    out.push(Outgoing::Streamed(message));
-                    self.after_reply(initialized, out);
-                    return;
-                }
-                // A batch is answered as one array: the result is assembled.
-                _ => Outgoing::Streamed(StreamedMessage {
-                    head: Vec::new(),
-                    body,
-                    tail: b"",
-                    escape_line_separators: false,
-                })
-                .into_bytes()
-                .map(raw)
-                .ok_or_else(|| ErrorObject::new(INTERNAL_ERROR, "cannot serialize the result".to_string())),
-            },
+        let bytes = match result.map(|reply| encode_response(&pending, reply)) {
+            Ok(Ok(Encoded::Bytes(bytes))) => bytes,
+            Ok(Ok(Encoded::Streamed(message))) => {
+                out.push(Outgoing::Streamed(message));
+                self.after_reply(initialized, out);
+                return;
+            }
             Ok(Err(e)) => {
                 tracing::error!("{e}");
-                Err(ErrorObject::new(INTERNAL_ERROR, e.to_string()))
+                response_bytes(&pending.id, Err(ErrorObject::new(INTERNAL_ERROR, e.to_string())))
             }
-            Err(e) => Err(ErrorObject::from_core(&e)),
+            Err(e) => response_bytes(&pending.id, Err(ErrorObject::from_core(&e))),
         };
-        let bytes = response_bytes(&pending.id, outcome);
         match pending.batch {
             None => out.push(Outgoing::Bytes(escape_line_separators(bytes))),
             Some(batch_id) => {
@@ -271,6 +250,33 @@ impl JsonRpc {
         self.finish(&mut held);
         out.extend(held.into_iter().map(Outgoing::Bytes));
     }
+}
+
+/// A success response, encoded.
+enum Encoded {
+    /// The whole response (separators not escaped yet).
+    Bytes(Vec<u8>),
+    /// Outside a batch, a big result written as it is serialised (escaped on the way).
+    Streamed(StreamedMessage),
+}
+
+/// The success response to `pending`: its head, the result written
+/// straight after it (no second serialisation), the closing brace.
+fn encode_response(pending: &Pending, reply: Reply) -> Result<Encoded, EncodeError> {
+    let error = |detail: String| EncodeError { command: pending.command.name, detail };
+    let mut bytes = response_head(&pending.id).ok_or_else(|| error("cannot write the response".to_string()))?;
+    match pending.command.encode_into(reply, &mut bytes)? {
+        Written::Absent => bytes.extend_from_slice(b"{}"),
+        Written::Inline => {}
+        Written::Streamed(body) if pending.batch.is_none() => {
+            let message = StreamedMessage { head: bytes, body, tail: b"}", escape_line_separators: true };
+            return Ok(Encoded::Streamed(message));
+        }
+        // A batch is answered as one array: the result is assembled.
+        Written::Streamed(body) => body.write_json(&mut bytes).map_err(|e| error(e.to_string()))?,
+    }
+    bytes.push(b'}');
+    Ok(Encoded::Bytes(bytes))
 }
 
 fn batch_bytes(batch: Batch) -> Option<Vec<u8>> {

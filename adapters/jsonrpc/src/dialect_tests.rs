@@ -68,3 +68,25 @@ fn a_big_response_in_a_batch_is_assembled_into_the_array() {
     let array = [&b"["[..], &small_response, b",", &big_response, b"]"].concat();
     assert!(matches!(&out[..], [Outgoing::Bytes(bytes)] if *bytes == escape_line_separators(array)));
 }
+
+#[test]
+fn small_responses_are_the_bytes_of_the_old_encoding() {
+    use pi_transport::protocol::FromReply;
+    let state = pi_transport::testing::state_reply();
+    let state_data = to_raw_value(&results::StateData::from_reply(state.clone()).unwrap()).unwrap();
+    let empty = RawValue::from_string("{}".to_string()).unwrap();
+    let cases = [("get_state", state, state_data), ("abort", Reply::Ack, empty)];
+    for (name, reply, result) in cases {
+        let command = method(name);
+        let old = escape_line_separators(response_bytes(&id(), Ok(result)));
+        let mut out = Vec::new();
+        JsonRpc::default().reply(Pending { id: id(), command, batch: None }, Ok(reply), &mut out);
+        assert_eq!(out, vec![old], "{name}");
+    }
+    let command = method("get_state");
+    let mut out = Vec::new();
+    JsonRpc::default().reply(Pending { id: id(), command, batch: None }, Ok(Reply::Ack), &mut out);
+    let error = "cannot encode the reply to getState: the reply is not this command's";
+    let old = response_bytes(&id(), Err(ErrorObject::new(INTERNAL_ERROR, error.to_string())));
+    assert_eq!(out, vec![escape_line_separators(old)]);
+}

@@ -102,7 +102,7 @@ impl Outgoing {
     }
 }
 
-/// The marker error of [`write_small`]: the value is bigger than the limit.
+/// The marker error of [`write_within`]: the value is bigger than the limit.
 #[derive(Debug)]
 struct TooBig;
 
@@ -114,17 +114,18 @@ impl std::fmt::Display for TooBig {
 
 impl std::error::Error for TooBig {}
 
-/// A `Vec` that refuses to grow beyond a limit.
-struct Limited {
-    bytes: Vec<u8>,
-    limit: usize,
+/// Appends to a `Vec`, refusing to add more than `limit` bytes.
+struct Limited<'a> {
+    bytes: &'a mut Vec<u8>,
+    left: usize,
 }
 
-impl Write for Limited {
+impl Write for Limited<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.bytes.len() + buf.len() > self.limit {
+        if buf.len() > self.left {
             return Err(io::Error::other(TooBig));
         }
+        self.left -= buf.len();
         self.bytes.extend_from_slice(buf);
         Ok(buf.len())
     }
@@ -134,14 +135,18 @@ impl Write for Limited {
     }
 }
 
-/// `body` written in memory when it takes at most `limit` bytes:
-/// `Ok(Some(json))`; `Ok(None)` when it is bigger (stream it instead);
-/// `Err` when it cannot be serialised at all.
-pub fn write_small(body: &dyn WriteJson, limit: usize) -> io::Result<Option<Vec<u8>>> {
-    let mut out = Limited { bytes: Vec::new(), limit };
-    match body.write_json(&mut out) {
-        Ok(()) => Ok(Some(out.bytes)),
-        Err(e) if e.get_ref().is_some_and(|inner| inner.is::<TooBig>()) => Ok(None),
+/// Append `body` to `out` when it takes at most `limit` bytes: `Ok(true)`;
+/// `Ok(false)` when it is bigger (stream it instead); `Err` when it cannot
+/// be serialised at all. Unless written, `out` is left as it was.
+pub fn write_within(body: &dyn WriteJson, out: &mut Vec<u8>, limit: usize) -> io::Result<bool> {
+    let start = out.len();
+    let written = body.write_json(&mut Limited { bytes: out, left: limit });
+    if written.is_err() {
+        out.truncate(start);
+    }
+    match written {
+        Ok(()) => Ok(true),
+        Err(e) if e.get_ref().is_some_and(|inner| inner.is::<TooBig>()) => Ok(false),
         Err(e) => Err(e),
     }
 }

@@ -27,13 +27,22 @@ impl WriteJson for FailsHalfWay {
 
 #[test]
 fn a_small_value_is_written_in_memory_and_a_big_one_is_left_to_stream() {
+    let head = b"{\"data\":".to_vec();
     let small = Serialized(vec!["é\u{2028}\"x\""; 10]);
-    assert_eq!(write_small(&small, PIECE_BYTES).unwrap(), Some(serde_json::to_vec(&small.0).unwrap()));
+    let mut out = head.clone();
+    assert!(write_within(&small, &mut out, PIECE_BYTES).unwrap());
+    assert_eq!(out, [&head[..], &serde_json::to_vec(&small.0).unwrap()].concat());
     let big = Serialized(awkward_text(PIECE_BYTES + 1));
-    assert_eq!(write_small(&big, PIECE_BYTES).unwrap(), None);
+    let mut out = head.clone();
+    assert!(!write_within(&big, &mut out, PIECE_BYTES).unwrap());
+    assert_eq!(out, head, "left as it was");
     let exact = serde_json::to_vec(&big.0).unwrap();
-    assert_eq!(write_small(&big, exact.len()).unwrap(), Some(exact));
-    assert!(write_small(&FailsHalfWay { good: 10 }, PIECE_BYTES).is_err(), "a failure is not a big value");
+    let mut out = Vec::new();
+    assert!(write_within(&big, &mut out, exact.len()).unwrap());
+    assert_eq!(out, exact);
+    let mut out = head.clone();
+    assert!(write_within(&FailsHalfWay { good: 10 }, &mut out, PIECE_BYTES).is_err(), "a failure is not a big value");
+    assert_eq!(out, head);
 }
 
 #[tokio::test]

@@ -131,3 +131,33 @@ pub async fn written(messages: Vec<Outgoing>) -> Vec<u8> {
     assert!(writer.finish().await.is_ok(), "the writer failed");
     std::mem::take(&mut *out.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
 }
+
+/// A `get_state` reply of the session above (names with non-ASCII and separators).
+pub fn state_reply() -> Reply {
+    let session = big_session();
+    let mut model = pi_core::provider::faux::faux_model();
+    model.name = "modèle \u{2028} \"faux\"".to_string();
+    Reply::State(Box::new(pi_core::op::StateSnapshot {
+        model: Some(model),
+        thinking_level: pi_core::model::ThinkingLevel::Low,
+        is_streaming: false,
+        is_compacting: false,
+        is_bash_running: false,
+        steering_mode: pi_core::op::QueueMode::All,
+        follow_up_mode: pi_core::op::QueueMode::OneAtATime,
+        session_file: Some("/tmp/sessions/é.jsonl".to_string()),
+        session_id: session.session_id().to_string(),
+        session_name: session.name(),
+        auto_compaction_enabled: true,
+        auto_retry_enabled: true,
+        message_count: 12,
+        pending_message_count: 1,
+        active_tools: vec!["read".into(), "bash".into()],
+        context_usage: Some(pi_core::op::ContextUsageStats {
+            tokens: Some(10),
+            context_window: 100,
+            percent: Some(10.0),
+        }),
+        session_header: session.header().clone(),
+    }))
+}

@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::streamed::{PIECE_BYTES, Serialized, StreamedJson, write_small};
+use crate::streamed::{PIECE_BYTES, Serialized, StreamedJson, write_within};
 
 pub use decode::FieldError;
 pub use results::FromReply;
@@ -53,22 +53,24 @@ pub enum Encoded {
     Value(Box<RawValue>),
 }
 
-/// A command's result, serialized or to be written as it is serialised.
-pub enum EncodedReply {
-    /// The command has no result data.
+/// How [`Binding::encode_into`] wrote a command's result.
+pub enum Written {
+    /// The command has no result data (nothing was written).
     Absent,
-    Value(Box<RawValue>),
-    /// A result bigger than [`PIECE_BYTES`], written as it is serialised.
+    /// The result was appended to the buffer.
+    Inline,
+    /// A result bigger than [`PIECE_BYTES`] (nothing was written): to be
+    /// written as it is serialised.
     Streamed(StreamedJson),
 }
 
-impl std::fmt::Debug for EncodedReply {
+impl std::fmt::Debug for Written {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            EncodedReply::Absent => f.write_str("Absent"),
-            EncodedReply::Value(raw) => f.debug_tuple("Value").field(raw).finish(),
-            EncodedReply::Streamed(_) => f.write_str("Streamed"),
-        }
+        f.write_str(match self {
+            Written::Absent => "Absent",
+            Written::Inline => "Inline",
+            Written::Streamed(_) => "Streamed",
+        })
     }
 }
 
@@ -88,7 +90,7 @@ pub struct Binding {
     decode: fn(&Map<String, Value>) -> Result<Op, FieldError>,
     #[cfg(feature = "schemas")]
     params_schema: fn(&mut SchemaGenerator) -> Schema,
-    encode: fn(Reply) -> Option<Result<EncodedReply, serde_json::Error>>,
+    encode: fn(Reply, &mut Vec<u8>) -> Option<std::io::Result<Written>>,
     #[cfg(feature = "schemas")]
     result_schema: fn(&mut SchemaGenerator) -> Option<Schema>,
 }
@@ -109,26 +111,31 @@ fn result_schema<R: WireResult>(g: &mut SchemaGenerator) -> Option<Schema> {
     R::DATA.then(|| g.subschema_for::<R>())
 }
 
-fn encode<R: WireResult>(reply: Reply) -> Option<Result<EncodedReply, serde_json::Error>> {
+/// Append `R`'s result for `reply` to `out` (nothing when it has no data, or
+/// when it is streamed); `None` when the reply is not `R`'s. On an error
+/// `out` is left as it was.
+fn encode<R: WireResult>(reply: Reply, out: &mut Vec<u8>) -> Option<std::io::Result<Written>> {
     let result = R::from_reply(reply)?;
     if !R::DATA {
-        return Some(Ok(EncodedReply::Absent));
+        return Some(Ok(Written::Absent));
     }
     if R::STREAMS {
         // Serialised in memory up to a piece; a bigger result is streamed.
         let body = result.streamed();
-        return Some(match write_small(&*body, PIECE_BYTES) {
-            Ok(Some(json)) => raw_json(json).map(EncodedReply::Value),
-            Ok(None) => Ok(EncodedReply::Streamed(body)),
-            Err(e) => Err(serde::ser::Error::custom(e)),
+        return Some(match write_within(&*body, out, PIECE_BYTES) {
+            Ok(true) => Ok(Written::Inline),
+            Ok(false) => Ok(Written::Streamed(body)),
+            Err(e) => Err(e),
         });
     }
-    Some(serde_json::value::to_raw_value(&result).map(EncodedReply::Value))
-}
-
-fn raw_json(json: Vec<u8>) -> Result<Box<RawValue>, serde_json::Error> {
-    let text = String::from_utf8(json).map_err(|e| serde::ser::Error::custom(e.to_string()))?;
-    RawValue::from_string(text)
+    let start = out.len();
+    Some(match serde_json::to_writer(&mut *out, &result) {
+        Ok(()) => Ok(Written::Inline),
+        Err(e) => {
+            out.truncate(start);
+            Err(e.into())
+        }
+    })
 }
 
 impl Binding {
@@ -155,24 +162,25 @@ impl Binding {
 
     /// Encode the reply through the command's result type, whole.
     pub fn encode(&self, reply: Reply) -> Result<Encoded, EncodeError> {
-        match self.encode_streaming(reply)? {
-            EncodedReply::Absent => Ok(Encoded::Absent),
-            EncodedReply::Value(raw) => Ok(Encoded::Value(raw)),
-            EncodedReply::Streamed(body) => {
-                let error = |detail: String| EncodeError { command: self.name, detail };
-                let mut json = Vec::new();
-                body.write_json(&mut json).map_err(|e| error(e.to_string()))?;
-                raw_json(json).map(Encoded::Value).map_err(|e| error(e.to_string()))
-            }
+        let error = |detail: String| EncodeError { command: self.name, detail };
+        let mut json = Vec::new();
+        match self.encode_into(reply, &mut json)? {
+            Written::Absent => return Ok(Encoded::Absent),
+            Written::Inline => {}
+            Written::Streamed(body) => body.write_json(&mut json).map_err(|e| error(e.to_string()))?,
         }
+        let text = String::from_utf8(json).map_err(|e| error(e.to_string()))?;
+        RawValue::from_string(text).map(Encoded::Value).map_err(|e| error(e.to_string()))
     }
 
-    /// Encode the reply through the command's result type; a big result
-    /// (more than [`PIECE_BYTES`]) is left to be written as it is serialised.
-    pub fn encode_streaming(&self, reply: Reply) -> Result<EncodedReply, EncodeError> {
+    /// Encode the reply through the command's result type, appended to
+    /// `out` (the response's bytes before its result) with no copy; a big
+    /// result (more than [`PIECE_BYTES`]) is left to be written as it is
+    /// serialised. On an error `out` is left as it was.
+    pub fn encode_into(&self, reply: Reply, out: &mut Vec<u8>) -> Result<Written, EncodeError> {
         let error = |detail: String| EncodeError { command: self.name, detail };
-        match (self.encode)(reply) {
-            Some(Ok(encoded)) => Ok(encoded),
+        match (self.encode)(reply, out) {
+            Some(Ok(written)) => Ok(written),
             Some(Err(e)) => Err(error(e.to_string())),
             None => Err(error("the reply is not this command's".to_string())),
         }
