@@ -58,11 +58,11 @@ impl FromReply for StateData {
         let Reply::State(s) = reply else { return None };
         Some(StateData {
             model: s.model,
-            thinking_level: s.thinking_level.as_str().to_string(),
+            thinking_level: s.thinking_level.as_str(),
             is_streaming: s.is_streaming,
             is_compacting: s.is_compacting,
-            steering_mode: s.steering_mode.as_str().to_string(),
-            follow_up_mode: s.follow_up_mode.as_str().to_string(),
+            steering_mode: s.steering_mode.as_str(),
+            follow_up_mode: s.follow_up_mode.as_str(),
             session_file: s.session_file,
             session_id: s.session_id,
             session_name: s.session_name,

@@ -94,17 +94,17 @@ pub struct StateData {
     pub model: Option<Model>,
     /// The effective thinking level.
     #[schemars(with = "ThinkingLevel")]
-    pub thinking_level: String,
+    pub thinking_level: &'static str,
     /// True while a run is active.
     pub is_streaming: bool,
     /// True while a compaction runs.
     pub is_compacting: bool,
     /// How steering messages are delivered.
     #[schemars(with = "WireQueueMode")]
-    pub steering_mode: String,
+    pub steering_mode: &'static str,
     /// How follow-up messages are delivered.
     #[schemars(with = "WireQueueMode")]
-    pub follow_up_mode: String,
+    pub follow_up_mode: &'static str,
     /// Path of the session file (absent with `--no-session`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_file: Option<String>,
