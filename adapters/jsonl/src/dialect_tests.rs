@@ -3,23 +3,10 @@
 
 use pi_core::op::Reply;
 use pi_transport::protocol::{self, results};
-use pi_transport::testing::{big_replies, written};
+use pi_transport::testing::{big_replies, whole_result, written};
 use serde_json::value::{RawValue, to_raw_value};
 
 use super::*;
-
-/// The result of `reply` serialised whole, as the native dialect always did.
-fn whole_result(reply: Reply) -> Box<RawValue> {
-    use pi_transport::protocol::FromReply;
-    let raw = match reply {
-        r @ Reply::Messages(_) => to_raw_value(&results::MessagesData::from_reply(r)),
-        r @ Reply::Entries { .. } => to_raw_value(&results::EntriesData::from_reply(r)),
-        r @ Reply::Tree { .. } => to_raw_value(&results::TreeData::from_reply(r)),
-        r @ Reply::ForkMessages(_) => to_raw_value(&results::ForkMessagesData::from_reply(r)),
-        other => panic!("not a big reply: {other:?}"),
-    };
-    raw.unwrap()
-}
 
 fn id() -> Option<Box<RawValue>> {
     Some(RawValue::from_string("\"req-é\\u2028\u{2029}\"".to_string()).unwrap())

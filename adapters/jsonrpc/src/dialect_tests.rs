@@ -4,22 +4,10 @@
 
 use pi_core::op::Reply;
 use pi_transport::protocol::{COMMANDS, results};
-use pi_transport::testing::{big_replies, written};
+use pi_transport::testing::{big_replies, whole_result, written};
 use serde_json::value::{RawValue, to_raw_value};
 
 use super::*;
-
-fn whole_result(reply: Reply) -> Box<RawValue> {
-    use pi_transport::protocol::FromReply;
-    let raw = match reply {
-        r @ Reply::Messages(_) => to_raw_value(&results::MessagesData::from_reply(r)),
-        r @ Reply::Entries { .. } => to_raw_value(&results::EntriesData::from_reply(r)),
-        r @ Reply::Tree { .. } => to_raw_value(&results::TreeData::from_reply(r)),
-        r @ Reply::ForkMessages(_) => to_raw_value(&results::ForkMessagesData::from_reply(r)),
-        other => panic!("not a big reply: {other:?}"),
-    };
-    raw.unwrap()
-}
 
 /// The JSON-RPC binding of the command whose native `type` is `native`.
 fn method(native: &str) -> &'static Binding {

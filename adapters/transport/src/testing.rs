@@ -99,6 +99,25 @@ pub fn big_replies() -> Vec<(&'static str, Reply)> {
     ]
 }
 
+/// The result of a big reply serialised whole into a `RawValue`, as both
+/// dialects always did before writing it as it is serialised.
+pub fn whole_result(reply: Reply) -> Box<serde_json::value::RawValue> {
+    use crate::protocol::FromReply;
+    use crate::protocol::results::{EntriesData, ForkMessagesData, MessagesData, TreeData};
+    use serde_json::value::to_raw_value;
+    let raw = match reply {
+        r @ Reply::Messages(_) => to_raw_value(&MessagesData::from_reply(r)),
+        r @ Reply::Entries { .. } => to_raw_value(&EntriesData::from_reply(r)),
+        r @ Reply::Tree { .. } => to_raw_value(&TreeData::from_reply(r)),
+        r @ Reply::ForkMessages(_) => to_raw_value(&ForkMessagesData::from_reply(r)),
+        other => panic!("not a big reply: {other:?}"),
+    };
+    match raw {
+        Ok(raw) => raw,
+        Err(e) => panic!("cannot serialize the reply: {e}"),
+    }
+}
+
 /// An output that takes at most 1,000 bytes per write (so every piece is
 /// written in several calls) and keeps what it got.
 #[derive(Clone, Default)]
