@@ -4,13 +4,13 @@
 use pi_core::error::CoreError;
 use pi_core::event::AgentEvent;
 use pi_core::op::{Op, Reply};
-use pi_transport::protocol::{Binding, Encoded};
-use pi_transport::{Action, Dialect, InFlight, Record};
+use pi_transport::protocol::{Binding, Written};
+use pi_transport::{Action, Dialect, InFlight, Outgoing, Record, StreamedMessage};
 use serde_json::value::RawValue;
 
 use crate::command::{Incoming, decode_record};
 use crate::map::map_event;
-use crate::wire::WireResponse;
+use crate::wire::{ResponseTag, WireResponse};
 
 /// What the response to a record needs.
 #[derive(Debug)]
@@ -36,16 +36,68 @@ fn to_line<T: serde::Serialize>(value: &T) -> Option<Vec<u8>> {
     }
 }
 
-/// A successful response line built around its data, which is not copied
-/// again (`data` is the response's last member): a 100 MB `get_messages`
-/// result is held once, not twice.
-fn response_around(head: WireResponse, data: Box<RawValue>) -> Option<Vec<u8>> {
-    let head = to_line(&head)?;
-    let open = head.strip_suffix(b"}")?;
-    let mut line = String::from(Box::<str>::from(data)).into_bytes();
-    line.splice(0..0, open.iter().copied().chain(*b",\"data\":"));
-    line.push(b'}');
-    Some(line)
+/// The members of a success response before its `data`, written as
+/// [`WireResponse::ok`] writes them (borrowing, with no copy of the id).
+#[derive(serde::Serialize)]
+struct SuccessHead<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a RawValue>,
+    #[serde(rename = "type")]
+    kind: ResponseTag,
+    command: &'a str,
+    success: bool,
+}
+
+/// Room for a typical response line (`get_state`'s is about 600 bytes).
+const LINE_CAPACITY: usize = 1024;
+
+impl Native {
+    fn respond(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Outgoing>) {
+        let (id, command) = match pending {
+            Pending::Command { id, command } => (id, command),
+            Pending::Rejection(line) => {
+                out.push(Outgoing::Bytes(line));
+                return;
+            }
+        };
+        let reply = match result {
+            Ok(reply) => reply,
+            Err(e) => {
+                out.extend(to_line(&WireResponse::err(id, Some(command.name), e.message)).map(Outgoing::Bytes));
+                return;
+            }
+        };
+        let head = SuccessHead { id: id.as_deref(), kind: ResponseTag::Response, command: command.name, success: true };
+        let mut line = Vec::with_capacity(LINE_CAPACITY);
+        if let Err(e) = serde_json::to_writer(&mut line, &head) {
+            tracing::error!("cannot serialize an output line: {e}");
+            return;
+        }
+        // `{…,"success":true}`: the data is written straight in before the closing brace.
+        let open = line.len().saturating_sub(1);
+        line.truncate(open);
+        line.extend_from_slice(b",\"data\":");
+        match command.encode_into(reply, &mut line) {
+            Ok(Written::Absent) => {
+                line.truncate(open);
+                line.push(b'}');
+                out.push(Outgoing::Bytes(line));
+            }
+            Ok(Written::Inline) => {
+                line.push(b'}');
+                out.push(Outgoing::Bytes(line));
+            }
+            Ok(Written::Streamed(body)) => {
+                let message = StreamedMessage { head: line, body, tail: b"}", escape_line_separators: false };
+                out.push(Outgoing::Streamed(message));
+            }
+            Err(e) => {
+                tracing::error!("{e}");
+                let response = WireResponse::err(id, Some(command.name), e.to_string());
+                out.extend(to_line(&response).map(Outgoing::Bytes));
+            }
+        }
+    }
 }
 
 impl Dialect for Native {
@@ -88,25 +140,16 @@ impl Dialect for Native {
     }
 
     fn reply(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Vec<u8>>) {
-        let (id, command) = match pending {
-            Pending::Command { id, command } => (id, command),
-            Pending::Rejection(line) => {
-                out.push(line);
-                return;
-            }
-        };
-        let response = match result.map(|reply| command.encode(reply)) {
-            Ok(Ok(Encoded::Absent)) => WireResponse::ok(id, command.name, None),
-            Ok(Ok(Encoded::Value(data))) => {
-                out.extend(response_around(WireResponse::ok(id, command.name, None), data));
-                return;
-            }
-            Ok(Err(e)) => {
-                tracing::error!("{e}");
-                WireResponse::err(id, Some(command.name), e.to_string())
-            }
-            Err(e) => WireResponse::err(id, Some(command.name), e.message),
-        };
-        out.extend(to_line(&response));
+        let mut messages = Vec::new();
+        self.respond(pending, result, &mut messages);
+        out.extend(messages.into_iter().filter_map(Outgoing::into_bytes));
+    }
+
+    fn reply_outgoing(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Outgoing>) {
+        self.respond(pending, result, out);
     }
 }
+
+#[cfg(test)]
+#[path = "dialect_tests.rs"]
+mod tests;

@@ -9,14 +9,14 @@ use pi_core::error::CoreError;
 use pi_core::event::AgentEvent;
 use pi_core::op::{Op, Reply};
 use pi_transport::raw::{RawJson, null_id};
-use pi_transport::{Action, Dialect, FrameError, InFlight, Record};
+use pi_transport::{Action, Dialect, FrameError, InFlight, Outgoing, Record, StreamedMessage};
 use serde_json::value::RawValue;
 
-use pi_transport::protocol::{self, Binding, Encoded};
+use pi_transport::protocol::{self, Binding, EncodeError, Written};
 
 use crate::errors::{ErrorObject, INTERNAL_ERROR};
 use crate::notify::map_event;
-use crate::protocol::{Message, Params, classify, notification_bytes, response_bytes};
+use crate::protocol::{Message, Params, classify, notification_bytes, response_bytes, response_head};
 use crate::wire::{InitializedParams, ServerNotification};
 
 /// A request awaiting its reply.
@@ -70,11 +70,6 @@ pub fn escape_line_separators(bytes: Vec<u8>) -> Vec<u8> {
         }
     }
     out
-}
-
-/// `{}`: the result of a request that returns nothing.
-fn empty_result() -> Box<RawValue> {
-    RawValue::from_string("{}".to_string()).unwrap_or_else(|_| null_id())
 }
 
 fn raw(bytes: Vec<u8>) -> Box<RawValue> {
@@ -203,6 +198,87 @@ impl JsonRpc {
     }
 }
 
+impl JsonRpc {
+    fn respond(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Outgoing>) {
+        // `initialize` is followed by the `initialized` notification.
+        let initialized = match &result {
+            Ok(Reply::Session(info)) => Some(ServerNotification::Initialized(InitializedParams {
+                session_id: info.session_id.clone(),
+                model: info.model.as_ref().map(|m| m.id.clone()),
+                provider: info.model.as_ref().map(|m| m.provider.clone()),
+            })),
+            _ => None,
+        };
+        let bytes = match result.map(|reply| encode_response(&pending, reply)) {
+            Ok(Ok(Encoded::Bytes(bytes))) => bytes,
+            Ok(Ok(Encoded::Streamed(message))) => {
+                out.push(Outgoing::Streamed(message));
+                self.after_reply(initialized, out);
+                return;
+            }
+            Ok(Err(e)) => {
+                tracing::error!("{e}");
+                response_bytes(&pending.id, Err(ErrorObject::new(INTERNAL_ERROR, e.to_string())))
+            }
+            Err(e) => response_bytes(&pending.id, Err(ErrorObject::from_core(&e))),
+        };
+        match pending.batch {
+            None => out.push(Outgoing::Bytes(escape_line_separators(bytes))),
+            Some(batch_id) => {
+                let done = self.batches.get_mut(&batch_id).and_then(|b| {
+                    b.responses.push(raw(bytes));
+                    b.remaining = b.remaining.saturating_sub(1);
+                    (b.remaining == 0).then_some(())
+                });
+                if done.is_some()
+                    && let Some(batch) = self.batches.remove(&batch_id)
+                    && let Some(bytes) = batch_bytes(batch)
+                {
+                    out.push(Outgoing::Bytes(escape_line_separators(bytes)));
+                }
+            }
+        }
+        self.after_reply(initialized, out);
+    }
+
+    /// What follows a reply: `initialized` after `initialize`'s, then a held notification.
+    fn after_reply(&mut self, initialized: Option<ServerNotification>, out: &mut Vec<Outgoing>) {
+        if let Some(n) = initialized {
+            out.push(Outgoing::Bytes(escape_line_separators(notification_bytes(&n))));
+        }
+        let mut held = Vec::new();
+        self.finish(&mut held);
+        out.extend(held.into_iter().map(Outgoing::Bytes));
+    }
+}
+
+/// A success response, encoded.
+enum Encoded {
+    /// The whole response (separators not escaped yet).
+    Bytes(Vec<u8>),
+    /// Outside a batch, a big result written as it is serialised (escaped on the way).
+    Streamed(StreamedMessage),
+}
+
+/// The success response to `pending`: its head, the result written
+/// straight after it (no second serialisation), the closing brace.
+fn encode_response(pending: &Pending, reply: Reply) -> Result<Encoded, EncodeError> {
+    let error = |detail: String| EncodeError { command: pending.command.name, detail };
+    let mut bytes = response_head(&pending.id).ok_or_else(|| error("cannot write the response".to_string()))?;
+    match pending.command.encode_into(reply, &mut bytes)? {
+        Written::Absent => bytes.extend_from_slice(b"{}"),
+        Written::Inline => {}
+        Written::Streamed(body) if pending.batch.is_none() => {
+            let message = StreamedMessage { head: bytes, body, tail: b"}", escape_line_separators: true };
+            return Ok(Encoded::Streamed(message));
+        }
+        // A batch is answered as one array: the result is assembled.
+        Written::Streamed(body) => body.write_json(&mut bytes).map_err(|e| error(e.to_string()))?,
+    }
+    bytes.push(b'}');
+    Ok(Encoded::Bytes(bytes))
+}
+
 fn batch_bytes(batch: Batch) -> Option<Vec<u8>> {
     if batch.responses.is_empty() {
         return None;
@@ -257,45 +333,13 @@ impl Dialect for JsonRpc {
     }
 
     fn reply(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Vec<u8>>) {
-        // `initialize` is followed by the `initialized` notification.
-        let initialized = match &result {
-            Ok(Reply::Session(info)) => Some(ServerNotification::Initialized(InitializedParams {
-                session_id: info.session_id.clone(),
-                model: info.model.as_ref().map(|m| m.id.clone()),
-                provider: info.model.as_ref().map(|m| m.provider.clone()),
-            })),
-            _ => None,
-        };
-        let outcome = match result.map(|reply| pending.command.encode(reply)) {
-            Ok(Ok(Encoded::Absent)) => Ok(empty_result()),
-            Ok(Ok(Encoded::Value(value))) => Ok(value),
-            Ok(Err(e)) => {
-                tracing::error!("{e}");
-                Err(ErrorObject::new(INTERNAL_ERROR, e.to_string()))
-            }
-            Err(e) => Err(ErrorObject::from_core(&e)),
-        };
-        let bytes = response_bytes(&pending.id, outcome);
-        match pending.batch {
-            None => out.push(escape_line_separators(bytes)),
-            Some(batch_id) => {
-                let done = self.batches.get_mut(&batch_id).and_then(|b| {
-                    b.responses.push(raw(bytes));
-                    b.remaining = b.remaining.saturating_sub(1);
-                    (b.remaining == 0).then_some(())
-                });
-                if done.is_some()
-                    && let Some(batch) = self.batches.remove(&batch_id)
-                    && let Some(bytes) = batch_bytes(batch)
-                {
-                    out.push(escape_line_separators(bytes));
-                }
-            }
-        }
-        if let Some(n) = initialized {
-            out.push(escape_line_separators(notification_bytes(&n)));
-        }
-        self.finish(out);
+        let mut messages = Vec::new();
+        self.respond(pending, result, &mut messages);
+        out.extend(messages.into_iter().filter_map(Outgoing::into_bytes));
+    }
+
+    fn reply_outgoing(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Outgoing>) {
+        self.respond(pending, result, out);
     }
 
     fn finish(&mut self, out: &mut Vec<Vec<u8>>) {
@@ -304,3 +348,7 @@ impl Dialect for JsonRpc {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "dialect_tests.rs"]
+mod tests;

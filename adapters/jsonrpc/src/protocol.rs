@@ -125,6 +125,15 @@ pub fn response_bytes(id: &RawValue, outcome: Result<Box<RawValue>, ErrorObject>
     serde_json::to_vec(&Response { jsonrpc: "2.0", id, result, error }).unwrap_or_default()
 }
 
+/// A success response up to its result, `{"jsonrpc":"2.0","id":…,"result":`
+/// (the result and a closing `}` follow): the head [`response_bytes`] writes.
+pub fn response_head(id: &RawValue) -> Option<Vec<u8>> {
+    let mut head = serde_json::to_vec(&Response { jsonrpc: "2.0", id, result: None, error: None }).ok()?;
+    head.pop_if(|last| *last == b'}')?;
+    head.extend_from_slice(b",\"result\":");
+    Some(head)
+}
+
 /// Serialize a notification: `{"jsonrpc":"2.0","method":…,"params":…}`.
 pub fn notification_bytes(notification: &crate::wire::ServerNotification) -> Vec<u8> {
     #[derive(Serialize)]

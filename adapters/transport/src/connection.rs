@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 
 use crate::framing::{Framing, Record, RecordSource};
 use crate::inflight::InFlight;
+use crate::streamed::{Outgoing, StreamedMessage};
 use crate::writer::{LineSender, spawn_writer};
 
 /// What decoding one record asks the connection to do, in order.
@@ -55,6 +56,14 @@ pub trait Dialect {
 
     /// Map the reply (or error) to a request.
     fn reply(&mut self, pending: Self::Pending, result: Result<Reply, CoreError>, out: &mut Vec<Vec<u8>>);
+
+    /// Map the reply to a request where a big result may be written as it
+    /// is serialised ([`Outgoing::Streamed`]); the same bytes as [`Dialect::reply`].
+    fn reply_outgoing(&mut self, pending: Self::Pending, result: Result<Reply, CoreError>, out: &mut Vec<Outgoing>) {
+        let mut messages = Vec::new();
+        self.reply(pending, result, &mut messages);
+        out.extend(messages.into_iter().map(Outgoing::Bytes));
+    }
 
     /// Messages held back until the output ends (none by default).
     fn finish(&mut self, _out: &mut Vec<Vec<u8>>) {}
@@ -98,6 +107,17 @@ impl OutputPort for mpsc::Receiver<Output> {
 pub trait MessageSink {
     /// Send one message body; false once the output is broken.
     fn send(&self, body: Vec<u8>) -> impl Future<Output = bool>;
+
+    /// Send a message written as it is serialised. By default it is
+    /// assembled and sent whole (a WebSocket text frame is one message).
+    fn send_streamed(&self, message: StreamedMessage) -> impl Future<Output = bool> {
+        async move {
+            match Outgoing::Streamed(message).into_bytes() {
+                Some(body) => self.send(body).await,
+                None => true,
+            }
+        }
+    }
 }
 
 /// The stdio sink: the one writer thread, with the connection's framing.
@@ -118,6 +138,17 @@ impl MessageSink for FramedSink {
             // The writer adds the LF in its buffer: no copy of the line.
             Framing::Lines => self.lines.send(body).await,
             Framing::Headers => self.lines.send_raw(self.framing.frame(body)).await,
+        }
+    }
+
+    async fn send_streamed(&self, message: StreamedMessage) -> bool {
+        match self.framing {
+            Framing::Lines => self.lines.send_streamed(message).await,
+            // `Content-Length` comes first: the message is assembled to be counted.
+            Framing::Headers => match Outgoing::Streamed(message).into_bytes() {
+                Some(body) => self.send(body).await,
+                None => true,
+            },
         }
     }
 }
@@ -143,6 +174,8 @@ struct Connection<D: Dialect, K, R> {
     outputs: R,
     output_ok: bool,
     scratch: Vec<Vec<u8>>,
+    /// The messages of one reply.
+    replies: Vec<Outgoing>,
 }
 
 impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
@@ -152,6 +185,16 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
                 self.output_ok = false;
             }
         }
+        let mut replies = std::mem::take(&mut self.replies);
+        for message in replies.drain(..) {
+            let sent = match message {
+                _ if !self.output_ok => continue,
+                Outgoing::Bytes(bytes) => self.sink.send(bytes).await,
+                Outgoing::Streamed(message) => self.sink.send_streamed(message).await,
+            };
+            self.output_ok &= sent;
+        }
+        self.replies = replies;
     }
 
     async fn output(&mut self, delivered: Delivered) {
@@ -162,7 +205,7 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
             },
             Output::Reply { tag, result } => {
                 if let Some(pending) = self.in_flight.remove(tag) {
-                    self.dialect.reply(pending, result, &mut self.scratch);
+                    self.dialect.reply_outgoing(pending, result, &mut self.replies);
                 }
             }
         }
@@ -229,8 +272,15 @@ where
     R: OutputPort,
     F: Future<Output = ()>,
 {
-    let mut conn =
-        Connection { dialect, in_flight: InFlight::default(), sink, outputs, output_ok: true, scratch: Vec::new() };
+    let mut conn = Connection {
+        dialect,
+        in_flight: InFlight::default(),
+        sink,
+        outputs,
+        output_ok: true,
+        scratch: Vec::new(),
+        replies: Vec::new(),
+    };
     let mut end = ServeEnd::Eof;
     let mut input_open = true;
     tokio::pin!(stop);

@@ -2,6 +2,7 @@
 //!
 //! * [`framing`]: LF and `Content-Length` framing of a byte stream, with limits and resynchronisation.
 //! * [`writer`]: the one writer that owns an output stream.
+//! * [`streamed`]: messages written as they are serialised (big replies).
 //! * [`raw`]: a message's top level as raw tokens (ids echoed exactly as sent).
 //! * [`seq`]: the sequence number member of an outbound message (`pi serve`).
 //! * [`inflight`]: the requests awaiting their reply.
@@ -18,9 +19,13 @@ pub mod outbound;
 pub mod protocol;
 pub mod raw;
 pub mod seq;
+pub mod streamed;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod writer;
 
 pub use connection::{Action, Delivered, Dialect, MessageSink, OpPort, OutputPort, ServeEnd, serve, serve_stream};
 pub use framing::{FrameError, FrameReader, Framing, Preread, Record, RecordReader, RecordSource};
 pub use inflight::InFlight;
 pub use outbound::Outbound;
+pub use streamed::{Outgoing, StreamedMessage};

@@ -13,6 +13,11 @@
 //! that moment, or for [`BATCH_BYTES`] of output, or at most [`GATHER_MAX`],
 //! before it writes, so the lines of one burst of work (the deltas of one
 //! network read, a piped burst of commands) go out in one `write`.
+//!
+//! A [`StreamedMessage`] (a big reply) takes its place in the queue and is
+//! serialised by the writer thread straight into the output, in pieces of
+//! [`PIECE_BYTES`]: it is never held whole, and no other line is written
+//! inside it.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +25,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use tokio::sync::{Notify, oneshot};
+
+use crate::streamed::{PIECE_BYTES, StreamedMessage};
 
 /// Bytes queued before producers wait for the writer.
 pub const QUEUE_CAP_BYTES: usize = 4 * 1024 * 1024;
@@ -45,7 +52,7 @@ pub fn runtime_idle() {
     writers.retain(|writer| match writer.upgrade() {
         Some(shared) => {
             let mut st = shared.lock();
-            if !st.buf.is_empty() {
+            if !st.is_empty() {
                 st.batch_ready = true;
                 if st.gathering {
                     shared.wake_writer.notify_one();
@@ -59,6 +66,11 @@ pub fn runtime_idle() {
 
 #[derive(Default)]
 struct State {
+    /// A message to serialise before `buf`. It counts as the whole
+    /// [`QUEUE_CAP_BYTES`]: it is admitted into an otherwise empty queue, as
+    /// a whole big reply always was.
+    streamed: Option<StreamedMessage>,
+    /// Bytes queued (after `streamed`).
     buf: Vec<u8>,
     writer_waiting: bool,
     /// The writer has data and waits for the batch to be complete.
@@ -74,6 +86,16 @@ struct Shared {
     state: Mutex<State>,
     wake_writer: Condvar,
     space: Notify,
+}
+
+impl State {
+    fn is_empty(&self) -> bool {
+        self.buf.is_empty() && self.streamed.is_none()
+    }
+
+    fn queued(&self) -> usize {
+        self.buf.len() + if self.streamed.is_some() { QUEUE_CAP_BYTES } else { 0 }
+    }
 }
 
 impl Shared {
@@ -125,7 +147,7 @@ impl LineSender {
                 if st.broken {
                     return false;
                 }
-                if st.buf.is_empty() || st.buf.len() + bytes.len() <= QUEUE_CAP_BYTES {
+                if st.is_empty() || st.queued() + bytes.len() <= QUEUE_CAP_BYTES {
                     if st.buf.is_empty() && st.buf.capacity() < bytes.len() {
                         // Into an empty queue the record goes as it is, not copied
                         // (a 100 MB `get_messages` reply must not be held twice).
@@ -136,7 +158,32 @@ impl LineSender {
                     if newline {
                         st.buf.push(b'\n');
                     }
-                    if st.writer_waiting || (st.gathering && st.buf.len() >= BATCH_BYTES) {
+                    if st.writer_waiting || (st.gathering && st.queued() >= BATCH_BYTES) {
+                        self.shared.wake_writer.notify_one();
+                    }
+                    return true;
+                }
+            }
+            space.await;
+        }
+    }
+
+    /// Queue a message the writer serialises as it writes it (a trailing
+    /// `\n` is added); it waits for a queue with nothing else in it. Returns
+    /// false once the output is broken.
+    pub async fn send_streamed(&self, message: StreamedMessage) -> bool {
+        loop {
+            let space = self.shared.space.notified();
+            tokio::pin!(space);
+            space.as_mut().enable();
+            {
+                let mut st = self.shared.lock();
+                if st.broken {
+                    return false;
+                }
+                if st.is_empty() {
+                    st.streamed = Some(message);
+                    if st.writer_waiting || st.gathering {
                         self.shared.wake_writer.notify_one();
                     }
                     return true;
@@ -192,12 +239,12 @@ fn write_loop<W: Write>(shared: &Shared, mut out: W) -> std::io::Result<()> {
     loop {
         let chunk = {
             let mut st = shared.lock();
-            while st.buf.is_empty() && st.senders > 0 {
+            while st.is_empty() && st.senders > 0 {
                 st.writer_waiting = true;
                 st = shared.wake_writer.wait(st).unwrap_or_else(|poisoned| poisoned.into_inner());
                 st.writer_waiting = false;
             }
-            if st.buf.is_empty() {
+            if st.is_empty() {
                 return out.flush();
             }
             if IDLE_HOOK.load(Ordering::Relaxed) {
@@ -205,21 +252,39 @@ fn write_loop<W: Write>(shared: &Shared, mut out: W) -> std::io::Result<()> {
                 st = shared
                     .wake_writer
                     .wait_timeout_while(st, GATHER_MAX, |st| {
-                        !st.batch_ready && st.buf.len() < BATCH_BYTES && st.senders > 0
+                        !st.batch_ready && st.queued() < BATCH_BYTES && st.senders > 0
                     })
                     .map(|(st, _)| st)
                     .unwrap_or_else(|poisoned| poisoned.into_inner().0);
                 st.gathering = false;
             }
             st.batch_ready = false;
-            std::mem::take(&mut st.buf)
+            (st.streamed.take(), std::mem::take(&mut st.buf))
         };
         shared.space.notify_waiters();
+        let (streamed, chunk) = chunk;
+        if let Some(message) = streamed {
+            write_streamed(&message, &mut out)?;
+        }
         out.write_all(&chunk)?;
-        if shared.lock().buf.is_empty() {
+        if shared.lock().is_empty() {
             out.flush()?;
         }
     }
+}
+
+/// Write `message` and its `\n` through a buffer of [`PIECE_BYTES`]. A body
+/// that fails to serialise (the output still works) is logged and its line
+/// ended, so the lines after it stay whole.
+fn write_streamed<W: Write>(message: &StreamedMessage, out: &mut W) -> std::io::Result<()> {
+    let mut pieces = std::io::BufWriter::with_capacity(PIECE_BYTES, out);
+    let written = message.write_to(&mut pieces);
+    pieces.write_all(b"\n")?;
+    pieces.flush()?;
+    if let Err(e) = written {
+        tracing::error!("cannot serialize an output message: {e}");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

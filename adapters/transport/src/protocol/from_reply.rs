@@ -58,11 +58,11 @@ impl FromReply for StateData {
         let Reply::State(s) = reply else { return None };
         Some(StateData {
             model: s.model,
-            thinking_level: s.thinking_level.as_str().to_string(),
+            thinking_level: s.thinking_level.as_str(),
             is_streaming: s.is_streaming,
             is_compacting: s.is_compacting,
-            steering_mode: s.steering_mode.as_str().to_string(),
-            follow_up_mode: s.follow_up_mode.as_str().to_string(),
+            steering_mode: s.steering_mode.as_str(),
+            follow_up_mode: s.follow_up_mode.as_str(),
             session_file: s.session_file,
             session_id: s.session_id,
             session_name: s.session_name,
@@ -226,8 +226,7 @@ impl FromReply for EntriesData {
 impl FromReply for TreeData {
     fn from_reply(reply: Reply) -> Option<Self> {
         match reply {
-            // Written with an explicit stack: a session chain is as deep as it is long.
-            Reply::Tree { tree, leaf_id } => Some(TreeData { tree: TreeJson::write(&tree).ok()?, leaf_id }),
+            Reply::Tree { tree, leaf_id } => Some(TreeData { tree: TreeJson(tree), leaf_id }),
             _ => None,
         }
     }
@@ -293,6 +292,21 @@ impl super::WireResult for super::results::Ack {
     const DATA: bool = false;
 }
 
+/// The results that can be as big as the session: written as they are serialised.
+macro_rules! streamed_results {
+    ($($t:ty),* $(,)?) => { $(impl super::WireResult for $t { const STREAMS: bool = true; })* };
+}
+
+streamed_results!(MessagesData, ForkMessagesData, EntriesData);
+
+impl super::WireResult for TreeData {
+    const STREAMS: bool = true;
+
+    fn streamed(self) -> crate::streamed::StreamedJson {
+        Box::new(self)
+    }
+}
+
 macro_rules! wire_results {
     ($($t:ty),* $(,)?) => { $(impl super::WireResult for $t {})* };
 }
@@ -304,7 +318,6 @@ wire_results!(
     ForkData,
     StateData,
     StatusResult,
-    MessagesData,
     Model,
     Option<CycleModelData>,
     ModelsData,
@@ -314,9 +327,6 @@ wire_results!(
     BashData,
     SessionStatsData,
     ExportHtmlData,
-    ForkMessagesData,
-    EntriesData,
-    TreeData,
     LastAssistantTextData,
     CommandsData,
     QueueData,

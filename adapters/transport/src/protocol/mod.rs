@@ -24,14 +24,25 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::streamed::{PIECE_BYTES, Serialized, StreamedJson, write_within};
+
 pub use decode::FieldError;
 pub use results::FromReply;
 pub use table::COMMANDS;
 
 /// A result type of the table: built from a reply, serialized onto the wire.
-pub trait WireResult: FromReply + Serialize + JsonSchema {
+pub trait WireResult: FromReply + Serialize + JsonSchema + Send + 'static {
     /// False for [`results::Ack`]: no native `data`, `{}` in JSON-RPC.
     const DATA: bool = true;
+
+    /// True for results that can be big (a session's messages or entries):
+    /// one bigger than [`PIECE_BYTES`] is [`streamed`](WireResult::streamed).
+    const STREAMS: bool = false;
+
+    /// The result as it is written when it is too big to serialise in memory.
+    fn streamed(self) -> StreamedJson {
+        Box::new(Serialized(self))
+    }
 }
 
 /// A command's result, serialized.
@@ -40,6 +51,27 @@ pub enum Encoded {
     /// The command has no result data.
     Absent,
     Value(Box<RawValue>),
+}
+
+/// How [`Binding::encode_into`] wrote a command's result.
+pub enum Written {
+    /// The command has no result data (nothing was written).
+    Absent,
+    /// The result was appended to the buffer.
+    Inline,
+    /// A result bigger than [`PIECE_BYTES`] (nothing was written): to be
+    /// written as it is serialised.
+    Streamed(StreamedJson),
+}
+
+impl std::fmt::Debug for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Written::Absent => "Absent",
+            Written::Inline => "Inline",
+            Written::Streamed(_) => "Streamed",
+        })
+    }
 }
 
 /// The reply did not fit the command's result type, or could not be serialized.
@@ -58,7 +90,7 @@ pub struct Binding {
     decode: fn(&Map<String, Value>) -> Result<Op, FieldError>,
     #[cfg(feature = "schemas")]
     params_schema: fn(&mut SchemaGenerator) -> Schema,
-    encode: fn(Reply) -> Option<Result<Encoded, serde_json::Error>>,
+    encode: fn(Reply, &mut Vec<u8>) -> Option<std::io::Result<Written>>,
     #[cfg(feature = "schemas")]
     result_schema: fn(&mut SchemaGenerator) -> Option<Schema>,
 }
@@ -79,11 +111,30 @@ fn result_schema<R: WireResult>(g: &mut SchemaGenerator) -> Option<Schema> {
     R::DATA.then(|| g.subschema_for::<R>())
 }
 
-fn encode<R: WireResult>(reply: Reply) -> Option<Result<Encoded, serde_json::Error>> {
+/// Append `R`'s result for `reply` to `out` (nothing when it has no data, or
+/// when it is streamed); `None` when the reply is not `R`'s. On an error
+/// `out` is left as it was.
+fn encode<R: WireResult>(reply: Reply, out: &mut Vec<u8>) -> Option<std::io::Result<Written>> {
     let result = R::from_reply(reply)?;
-    Some(match R::DATA {
-        false => Ok(Encoded::Absent),
-        true => serde_json::value::to_raw_value(&result).map(Encoded::Value),
+    if !R::DATA {
+        return Some(Ok(Written::Absent));
+    }
+    if R::STREAMS {
+        // Serialised in memory up to a piece; a bigger result is streamed.
+        let body = result.streamed();
+        return Some(match write_within(&*body, out, PIECE_BYTES) {
+            Ok(true) => Ok(Written::Inline),
+            Ok(false) => Ok(Written::Streamed(body)),
+            Err(e) => Err(e),
+        });
+    }
+    let start = out.len();
+    Some(match serde_json::to_writer(&mut *out, &result) {
+        Ok(()) => Ok(Written::Inline),
+        Err(e) => {
+            out.truncate(start);
+            Err(e.into())
+        }
     })
 }
 
@@ -109,11 +160,27 @@ impl Binding {
         (self.decode)(params)
     }
 
-    /// Encode the reply through the command's result type.
+    /// Encode the reply through the command's result type, whole.
     pub fn encode(&self, reply: Reply) -> Result<Encoded, EncodeError> {
         let error = |detail: String| EncodeError { command: self.name, detail };
-        match (self.encode)(reply) {
-            Some(Ok(encoded)) => Ok(encoded),
+        let mut json = Vec::new();
+        match self.encode_into(reply, &mut json)? {
+            Written::Absent => return Ok(Encoded::Absent),
+            Written::Inline => {}
+            Written::Streamed(body) => body.write_json(&mut json).map_err(|e| error(e.to_string()))?,
+        }
+        let text = String::from_utf8(json).map_err(|e| error(e.to_string()))?;
+        RawValue::from_string(text).map(Encoded::Value).map_err(|e| error(e.to_string()))
+    }
+
+    /// Encode the reply through the command's result type, appended to
+    /// `out` (the response's bytes before its result) with no copy; a big
+    /// result (more than [`PIECE_BYTES`]) is left to be written as it is
+    /// serialised. On an error `out` is left as it was.
+    pub fn encode_into(&self, reply: Reply, out: &mut Vec<u8>) -> Result<Written, EncodeError> {
+        let error = |detail: String| EncodeError { command: self.name, detail };
+        match (self.encode)(reply, out) {
+            Some(Ok(written)) => Ok(written),
             Some(Err(e)) => Err(error(e.to_string())),
             None => Err(error("the reply is not this command's".to_string())),
         }

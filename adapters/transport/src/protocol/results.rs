@@ -94,17 +94,17 @@ pub struct StateData {
     pub model: Option<Model>,
     /// The effective thinking level.
     #[schemars(with = "ThinkingLevel")]
-    pub thinking_level: String,
+    pub thinking_level: &'static str,
     /// True while a run is active.
     pub is_streaming: bool,
     /// True while a compaction runs.
     pub is_compacting: bool,
     /// How steering messages are delivered.
     #[schemars(with = "WireQueueMode")]
-    pub steering_mode: String,
+    pub steering_mode: &'static str,
     /// How follow-up messages are delivered.
     #[schemars(with = "WireQueueMode")]
-    pub follow_up_mode: String,
+    pub follow_up_mode: &'static str,
     /// Path of the session file (absent with `--no-session`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_file: Option<String>,
@@ -461,52 +461,67 @@ impl ContextUsageData {
     }
 }
 
-/// The `tree` array of `get_tree`, already written as JSON. A session chain
-/// is as deep as it is long (100,000 entries make 100,000 levels), so it is
-/// written with an explicit stack instead of nested `Serialize` calls, and
-/// never passes through a `serde_json::Value` (whose drop recurses).
+/// The `tree` array of `get_tree`. A session chain is as deep as it is long
+/// (100,000 entries make 100,000 levels), so it is written with an explicit
+/// stack instead of nested `Serialize` calls, and never passes through a
+/// `serde_json::Value` (whose drop recurses).
 #[derive(Debug, Clone)]
-pub struct TreeJson(pub Box<serde_json::value::RawValue>);
+pub struct TreeJson(pub pi_core::op::SessionTree);
 
 impl Serialize for TreeJson {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(s)
+        use serde::ser::Error;
+        let mut out = Vec::new();
+        self.write(&mut out).map_err(S::Error::custom)?;
+        let text = String::from_utf8(out).map_err(S::Error::custom)?;
+        serde_json::value::RawValue::from_string(text).map_err(S::Error::custom)?.serialize(s)
     }
 }
 
 impl TreeJson {
     /// `[{entry, children, label?, labelTimestamp?}, …]`, the shape of [`TreeNodeData`].
-    pub fn write(tree: &pi_core::op::SessionTree) -> serde_json::Result<TreeJson> {
+    pub fn write(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         struct Frame<'a> {
             node: Option<&'a pi_core::op::TreeNode>,
             children: std::slice::Iter<'a, usize>,
             first: bool,
         }
-        let mut out: Vec<u8> = vec![b'['];
+        let tree = &self.0;
+        out.write_all(b"[")?;
         let mut stack = vec![Frame { node: None, children: tree.roots.iter(), first: true }];
         while let Some(frame) = stack.last_mut() {
             if let Some(node) = frame.children.next().and_then(|&i| tree.nodes.get(i)) {
                 if !std::mem::replace(&mut frame.first, false) {
-                    out.push(b',');
+                    out.write_all(b",")?;
                 }
-                out.extend_from_slice(br#"{"entry":"#);
-                serde_json::to_writer(&mut out, &node.entry)?;
-                out.extend_from_slice(br#","children":["#);
+                out.write_all(br#"{"entry":"#)?;
+                serde_json::to_writer(&mut *out, &node.entry)?;
+                out.write_all(br#","children":["#)?;
                 stack.push(Frame { node: Some(node), children: node.children.iter(), first: true });
                 continue;
             }
-            out.push(b']');
+            out.write_all(b"]")?;
             if let Some(node) = stack.pop().and_then(|f| f.node) {
                 for (key, value) in [("label", &node.label), ("labelTimestamp", &node.label_timestamp)] {
                     if let Some(value) = value {
-                        out.extend_from_slice(format!(r#","{key}":"#).as_bytes());
-                        serde_json::to_writer(&mut out, value)?;
+                        write!(out, r#","{key}":"#)?;
+                        serde_json::to_writer(&mut *out, value)?;
                     }
                 }
-                out.push(b'}');
+                out.write_all(b"}")?;
             }
         }
-        let text = String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))?;
-        serde_json::value::RawValue::from_string(text).map(TreeJson)
+        Ok(())
+    }
+}
+
+/// `get_tree` data written as [`TreeData`] serialises: `{"tree":…,"leafId":…}`.
+impl crate::streamed::WriteJson for TreeData {
+    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        out.write_all(br#"{"tree":"#)?;
+        self.tree.write(out)?;
+        out.write_all(br#","leafId":"#)?;
+        serde_json::to_writer(&mut *out, &self.leaf_id)?;
+        out.write_all(b"}")
     }
 }

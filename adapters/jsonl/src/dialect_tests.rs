@@ -1,0 +1,97 @@
+//! Streamed responses give the bytes of the old encoding (the result
+//! serialised whole, the line built around it) over real big replies.
+
+use pi_core::op::Reply;
+use pi_transport::protocol::{self, results};
+use pi_transport::testing::{big_replies, whole_result, written};
+use serde_json::value::{RawValue, to_raw_value};
+
+use super::*;
+
+fn id() -> Option<Box<RawValue>> {
+    Some(RawValue::from_string("\"req-é\\u2028\u{2029}\"".to_string()).unwrap())
+}
+
+#[tokio::test]
+async fn big_responses_are_streamed_with_the_bytes_of_the_whole_line() {
+    for (name, reply) in big_replies() {
+        let command = protocol::native(name).unwrap();
+        let line = serde_json::to_vec(&WireResponse::ok(id(), name, Some(whole_result(reply.clone())))).unwrap();
+        assert!(line.len() > 4 * pi_transport::streamed::PIECE_BYTES, "{name}: {} bytes", line.len());
+
+        let mut out = Vec::new();
+        Native.reply_outgoing(Pending::Command { id: id(), command }, Ok(reply.clone()), &mut out);
+        assert!(matches!(out[..], [Outgoing::Streamed(_)]), "{name}: {out:?}");
+        assert_eq!(written(out).await, [&line[..], b"\n"].concat(), "{name} streamed");
+
+        let mut whole = Vec::new();
+        Native.reply(Pending::Command { id: id(), command }, Ok(reply), &mut whole);
+        assert_eq!(whole, vec![line], "{name} assembled (WebSocket, Content-Length)");
+    }
+}
+
+#[tokio::test]
+async fn small_responses_stay_single_buffers() {
+    let session = pi_transport::testing::big_session();
+    let small = Reply::Entries { entries: session.entries().take(3).cloned().collect(), leaf_id: None };
+    let line = serde_json::to_vec(&WireResponse::ok(id(), "get_entries", Some(whole_result(small.clone())))).unwrap();
+    let command = protocol::native("get_entries").unwrap();
+    let mut out = Vec::new();
+    Native.reply_outgoing(Pending::Command { id: id(), command }, Ok(small), &mut out);
+    assert!(matches!(&out[..], [Outgoing::Bytes(bytes)] if *bytes == line), "{out:?}");
+}
+
+#[tokio::test]
+async fn small_responses_are_the_bytes_of_the_old_encoding() {
+    use pi_transport::protocol::FromReply;
+    let state = pi_transport::testing::state_reply();
+    let state_data = to_raw_value(&results::StateData::from_reply(state.clone()).unwrap()).unwrap();
+    let null = RawValue::from_string("null".to_string()).unwrap();
+    let cases = [
+        ("get_state", Ok(state), Some(state_data)),
+        ("abort", Ok(Reply::Ack), None),
+        ("cycle_thinking_level", Ok(Reply::CycleThinkingLevel(None)), Some(null)),
+    ];
+    for (name, reply, data) in cases {
+        let command = protocol::native(name).unwrap();
+        let old = serde_json::to_vec(&WireResponse::ok(id(), name, data)).unwrap();
+        let mut out = Vec::new();
+        Native.reply(Pending::Command { id: id(), command }, reply, &mut out);
+        assert_eq!(out, vec![old], "{name}");
+    }
+    let command = protocol::native("get_state").unwrap();
+    for id in [None, id()] {
+        let failed = pi_core::error::CoreError::busy("later");
+        let old = serde_json::to_vec(&WireResponse::err(id.clone(), Some("get_state"), "later")).unwrap();
+        let mut out = Vec::new();
+        Native.reply(Pending::Command { id: id.clone(), command }, Err(failed), &mut out);
+        assert_eq!(out, vec![old]);
+        // A reply that is not the command's is an error response, as it always was.
+        let mut out = Vec::new();
+        Native.reply(Pending::Command { id: id.clone(), command }, Ok(Reply::Ack), &mut out);
+        let error = "cannot encode the reply to get_state: the reply is not this command's";
+        assert_eq!(out, vec![serde_json::to_vec(&WireResponse::err(id, Some("get_state"), error)).unwrap()]);
+    }
+}
+
+#[test]
+fn the_tree_is_written_as_its_nested_shape() {
+    let Some((_, Reply::Tree { tree, leaf_id })) = big_replies().into_iter().find(|(n, _)| *n == "get_tree") else {
+        panic!("no tree");
+    };
+    fn nested(tree: &pi_core::op::SessionTree, node: &pi_core::op::TreeNode) -> results::TreeNodeData {
+        results::TreeNodeData {
+            entry: node.entry.clone(),
+            children: tree.children(node).map(|child| nested(tree, child)).collect(),
+            label: node.label.clone(),
+            label_timestamp: node.label_timestamp.clone(),
+        }
+    }
+    // Orphans, branches and labels are all there.
+    assert!(tree.roots.len() > 1);
+    assert!(tree.nodes.iter().any(|n| n.children.len() > 1) && tree.nodes.iter().any(|n| n.label.is_some()));
+    let roots: Vec<_> = tree.roots().map(|root| nested(&tree, root)).collect();
+    let expected = serde_json::json!({"tree": roots, "leafId": leaf_id});
+    let data = whole_result(Reply::Tree { tree, leaf_id });
+    assert_eq!(data.get(), expected.to_string());
+}

@@ -1,0 +1,182 @@
+//! Real replies for the dialects' tests of streamed writing (feature
+//! `testing`): a pi session file (branches, labels, orphans, compaction)
+//! grown with message bodies of several hundred KiB — non-ASCII, escapes,
+//! control characters, U+2028/U+2029 — opened by the core, and the
+//! `get_messages`, `get_entries`, `get_tree` and `get_fork_messages` replies
+//! made from it; and the stdio writer over an output that takes small writes.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use pi_core::op::Reply;
+use pi_core::session::Session;
+use serde_json::json;
+
+use crate::streamed::Outgoing;
+use crate::writer::spawn_writer;
+
+/// Text that needs every kind of JSON escape and multi-byte UTF-8, about `len` bytes.
+pub fn awkward_text(len: usize) -> String {
+    const PARTS: [&str; 8] = [
+        "plain ascii ",
+        "é à ü ",
+        "日本語 ",
+        "🦀🚀 ",
+        "quote \" backslash \\ ",
+        "\n\t\r\u{1}\u{1f} ",
+        "\u{2028}\u{2029} ",
+        "x",
+    ];
+    let mut text = String::with_capacity(len + 32);
+    let mut i = 0;
+    while text.len() < len {
+        text.push_str(PARTS[i % PARTS.len()]);
+        // Uneven steps, so multi-byte characters straddle piece boundaries at varied offsets.
+        i += 1 + i % 3;
+    }
+    text
+}
+
+fn entry_line(id: &str, parent: &str, message: serde_json::Value) -> String {
+    json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2026-01-02T03:05:00.000Z", "message": message})
+        .to_string()
+}
+
+/// The session (`crafted.jsonl` of the core's tests, with big messages on
+/// its main branch and on a side branch), written to a temporary file and opened.
+pub fn big_session() -> Session {
+    static FILES: AtomicUsize = AtomicUsize::new(0);
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../../src/session/testdata/crafted.jsonl");
+    let mut text = std::fs::read_to_string(fixture).unwrap_or_default();
+    let big = |n: usize| awkward_text(150_000 + 7_919 * n);
+    let lines = [
+        entry_line("f0000001", "e0000019", json!({"role": "user", "content": big(1), "timestamp": 1767323100000_i64})),
+        entry_line(
+            "f0000002",
+            "f0000001",
+            json!({"role": "toolResult", "toolCallId": "call_1", "toolName": "read",
+                   "content": [{"type": "text", "text": big(2)}], "isError": false, "timestamp": 1767323101000_i64}),
+        ),
+        entry_line(
+            "f0000003",
+            "f0000002",
+            json!({"role": "user", "content": [{"type": "text", "text": big(3)}], "timestamp": 1767323102000_i64}),
+        ),
+        // A big side branch from an early entry.
+        entry_line("f0000004", "e0000007", json!({"role": "user", "content": big(4), "timestamp": 1767323103000_i64})),
+        entry_line(
+            "f0000005",
+            "f0000003",
+            json!({"role": "user", "content": "the leaf", "timestamp": 1767323104000_i64}),
+        ),
+    ];
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let n = FILES.fetch_add(1, Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("pi-streamed-{}-{n}.jsonl", std::process::id()));
+    let opened = std::fs::write(&path, text).map_err(|e| e.to_string()).and_then(|()| {
+        Session::open(&path, std::env::temp_dir()).map(|(session, _)| session).map_err(|e| e.to_string())
+    });
+    let _ = std::fs::remove_file(&path);
+    match opened {
+        Ok(session) => session,
+        Err(e) => panic!("cannot open the test session: {e}"),
+    }
+}
+
+/// Each big command's native `type` with its reply from [`big_session`].
+pub fn big_replies() -> Vec<(&'static str, Reply)> {
+    let session = big_session();
+    let leaf_id = session.leaf_id().map(str::to_string);
+    vec![
+        ("get_messages", Reply::Messages(Arc::new(session.context().messages))),
+        ("get_entries", Reply::Entries { entries: session.entries().cloned().collect(), leaf_id: leaf_id.clone() }),
+        ("get_tree", Reply::Tree { tree: session.tree(), leaf_id }),
+        ("get_fork_messages", Reply::ForkMessages(session.fork_messages())),
+    ]
+}
+
+/// The result of a big reply serialised whole into a `RawValue`, as both
+/// dialects always did before writing it as it is serialised.
+pub fn whole_result(reply: Reply) -> Box<serde_json::value::RawValue> {
+    use crate::protocol::FromReply;
+    use crate::protocol::results::{EntriesData, ForkMessagesData, MessagesData, TreeData};
+    use serde_json::value::to_raw_value;
+    let raw = match reply {
+        r @ Reply::Messages(_) => to_raw_value(&MessagesData::from_reply(r)),
+        r @ Reply::Entries { .. } => to_raw_value(&EntriesData::from_reply(r)),
+        r @ Reply::Tree { .. } => to_raw_value(&TreeData::from_reply(r)),
+        r @ Reply::ForkMessages(_) => to_raw_value(&ForkMessagesData::from_reply(r)),
+        other => panic!("not a big reply: {other:?}"),
+    };
+    match raw {
+        Ok(raw) => raw,
+        Err(e) => panic!("cannot serialize the reply: {e}"),
+    }
+}
+
+/// An output that takes at most 1,000 bytes per write (so every piece is
+/// written in several calls) and keeps what it got.
+#[derive(Clone, Default)]
+pub struct SmallWrites(pub Arc<Mutex<Vec<u8>>>);
+
+impl Write for SmallWrites {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(1_000);
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The bytes the stdio writer puts out for these messages, in order (a `\n` after each).
+pub async fn written(messages: Vec<Outgoing>) -> Vec<u8> {
+    let out = SmallWrites::default();
+    let (lines, writer) = spawn_writer(out.clone());
+    for message in messages {
+        let sent = match message {
+            Outgoing::Bytes(bytes) => lines.send(bytes).await,
+            Outgoing::Streamed(message) => lines.send_streamed(message).await,
+        };
+        assert!(sent, "the writer refused a message");
+    }
+    drop(lines);
+    assert!(writer.finish().await.is_ok(), "the writer failed");
+    std::mem::take(&mut *out.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+}
+
+/// A `get_state` reply of the session above (names with non-ASCII and separators).
+pub fn state_reply() -> Reply {
+    let session = big_session();
+    let mut model = pi_core::provider::faux::faux_model();
+    model.name = "modèle \u{2028} \"faux\"".to_string();
+    Reply::State(Box::new(pi_core::op::StateSnapshot {
+        model: Some(model),
+        thinking_level: pi_core::model::ThinkingLevel::Low,
+        is_streaming: false,
+        is_compacting: false,
+        is_bash_running: false,
+        steering_mode: pi_core::op::QueueMode::All,
+        follow_up_mode: pi_core::op::QueueMode::OneAtATime,
+        session_file: Some("/tmp/sessions/é.jsonl".to_string()),
+        session_id: session.session_id().to_string(),
+        session_name: session.name(),
+        auto_compaction_enabled: true,
+        auto_retry_enabled: true,
+        message_count: 12,
+        pending_message_count: 1,
+        active_tools: vec!["read".into(), "bash".into()],
+        context_usage: Some(pi_core::op::ContextUsageStats {
+            tokens: Some(10),
+            context_window: 100,
+            percent: Some(10.0),
+        }),
+        session_header: session.header().clone(),
+    }))
+}
