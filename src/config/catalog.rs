@@ -1,12 +1,10 @@
 //! The built-in provider table and model catalog (static data, no network).
 //!
 //! The catalog is `catalog.json`, transcribed from pi-ai 1.6.0's model data
-//! (see its `_source` field and `gen_catalog.py`); it is compiled in and
-//! parsed once, on first use.
+//! (see its `_source` field and `gen_catalog.py`); it is compiled in, indexed
+//! by the build script, and each provider's section is parsed when needed.
 
 use std::sync::OnceLock;
-
-use serde::Deserialize;
 
 use crate::model::Model;
 
@@ -173,69 +171,25 @@ pub fn provider_base_url(provider: &str) -> Option<&'static str> {
 /// The catalog data, compiled in.
 pub const CATALOG_JSON: &str = include_str!("catalog.json");
 
-/// Providers of the catalog in catalog order, each with its models as raw JSON.
-type ProviderIndex = Vec<(&'static str, &'static serde_json::value::RawValue)>;
+// `PROVIDER_SECTIONS`, computed from catalog.json by the build script: the
+// byte range of each provider's model array, so a start touches only the
+// sections it needs, not the whole text.
+include!(concat!(env!("OUT_DIR"), "/catalog_index.rs"));
 
-#[derive(Deserialize)]
-struct CatalogFile {
-    #[serde(borrow)]
-    providers: indexed::ProviderSections<'static>,
-}
-
-mod indexed {
-    //! Ordered `provider -> raw model array` sections of the catalog file.
-    use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
-    use serde_json::value::RawValue;
-
-    pub struct ProviderSections<'a>(pub Vec<(&'a str, &'a RawValue)>);
-
-    impl<'de: 'a, 'a> Deserialize<'de> for ProviderSections<'a> {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct V;
-            impl<'de> Visitor<'de> for V {
-                type Value = ProviderSections<'de>;
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("an object of provider sections")
-                }
-                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                    let mut out = Vec::new();
-                    while let Some((k, v)) = map.next_entry::<&'de str, &'de RawValue>()? {
-                        out.push((k, v));
-                    }
-                    Ok(ProviderSections(out))
-                }
-            }
-            d.deserialize_map(V)
-        }
-    }
-}
-
-static INDEX: OnceLock<ProviderIndex> = OnceLock::new();
 static CATALOG: OnceLock<Vec<Model>> = OnceLock::new();
-
-/// The catalog's provider sections, found on first use without parsing the
-/// models themselves (a fast scan of the compiled-in JSON).
-fn index() -> &'static ProviderIndex {
-    INDEX.get_or_init(|| match serde_json::from_str::<CatalogFile>(CATALOG_JSON) {
-        Ok(file) => file.providers.0,
-        Err(e) => {
-            tracing::error!("built-in model catalog does not parse: {e}");
-            Vec::new()
-        }
-    })
-}
 
 /// Names of the providers the catalog has models for, in catalog order.
 pub fn catalog_providers() -> impl Iterator<Item = &'static str> {
-    index().iter().map(|(name, _)| *name)
+    PROVIDER_SECTIONS.iter().map(|(name, _, _)| *name)
 }
 
 /// The catalog models of one provider (parsed on each call; callers keep them).
 pub fn provider_models(provider: &str) -> Vec<Model> {
-    let Some((_, raw)) = index().iter().find(|(name, _)| *name == provider) else {
+    let Some(&(_, start, end)) = PROVIDER_SECTIONS.iter().find(|(name, _, _)| *name == provider) else {
         return Vec::new();
     };
-    match serde_json::from_str::<Vec<Model>>(raw.get()) {
+    let section = CATALOG_JSON.get(start..end).unwrap_or("[]");
+    match serde_json::from_str::<Vec<Model>>(section) {
         Ok(models) => models,
         Err(e) => {
             tracing::error!("built-in model catalog, provider {provider}: {e}");
@@ -269,6 +223,8 @@ mod tests {
         assert!(root["_source"].as_str().unwrap().contains("pi-ai 1.6.0"));
         let total: usize = root["providers"].as_object().unwrap().values().map(|v| v.as_array().unwrap().len()).sum();
         assert_eq!(catalog().len(), total);
+        let in_file: Vec<&str> = root["providers"].as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(catalog_providers().collect::<Vec<_>>(), in_file, "the build script's index, in file order");
         for (name, models) in root["providers"].as_object().unwrap() {
             assert_eq!(provider_models(name).len(), models.as_array().unwrap().len(), "{name}");
             assert!(provider_models(name).iter().all(|m| &m.provider == name), "{name}");

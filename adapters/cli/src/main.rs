@@ -139,14 +139,18 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Logs on stderr, filtered by `RUST_LOG` (`level` and `target=level` lists)
+/// or by `--verbose`. A `Targets` filter is parsed by hand; tracing's
+/// `EnvFilter` compiles regular expressions at every start (the regex
+/// engine's code resident before the first command).
 fn init_tracing(verbose: bool) {
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let default = if verbose { "debug" } else { "info,rmcp=warn" };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_target(false)
-        .try_init();
+    let from_env = std::env::var("RUST_LOG").ok().filter(|spec| !spec.trim().is_empty());
+    let from_env = from_env.and_then(|spec| spec.parse::<Targets>().ok());
+    let filter = from_env.unwrap_or_else(|| default.parse().unwrap_or_default());
+    let output = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false).with_target(false);
+    let _ = tracing_subscriber::registry().with(output).with(filter).try_init();
 }

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Regenerate adapters/cli/startup-order.txt: the functions a start of `pi` runs.
+
+The `pi` binary is linked with these functions placed together
+(lld's --symbol-ordering-file, see adapters/cli/build.rs), so a start maps a
+few 64 KB windows of code instead of half the binary. This script:
+1. builds the release `pi` with its symbols (the same code as the product);
+2. installs valgrind into target/tools/valgrind (Debian package, unpacked);
+3. runs a few typical starts under callgrind (native and JSON-RPC first
+   records, with and without a configured provider, in-memory and on-disk
+   sessions), each to its first answer;
+4. writes every function of the binary those runs executed, mangled, one per line.
+
+Run it after changes to start-up code or dependency updates (a stale list
+only loses part of the gain: names that no longer exist are skipped).
+Usage: bench/startup_order.py [--no-build]
+"""
+
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOLS = os.path.join(ROOT, "target", "tools", "valgrind")
+OUT = os.path.join(ROOT, "adapters", "cli", "startup-order.txt")
+BINARY = os.path.join(ROOT, "target", "startup-order", "pi")
+
+STARTS = [
+    # (first records, provider configured, in-memory session)
+    ([{"type": "get_state"}], False, True),
+    ([{"type": "get_state"}], True, True),
+    ([{"type": "get_state"}, {"type": "get_messages"}], True, False),
+    ([{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+      {"jsonrpc": "2.0", "id": 2, "method": "getState"}], True, True),
+]
+
+
+def build():
+    subprocess.run(["cargo", "rustc", "--release", "-q", "-p", "pi-cli", "--bin", "pi", "--", "-C", "strip=none"],
+                   cwd=ROOT, check=True)
+    os.makedirs(os.path.dirname(BINARY), exist_ok=True)
+    subprocess.run(["cp", os.path.join(ROOT, "target", "release", "pi"), BINARY], check=True)
+
+
+def valgrind():
+    exe = os.path.join(TOOLS, "usr", "bin", "valgrind")
+    if not os.path.exists(exe):
+        os.makedirs(TOOLS, exist_ok=True)
+        subprocess.run(["apt-get", "download", "valgrind"], cwd=TOOLS, check=True, stderr=subprocess.DEVNULL)
+        deb = glob.glob(os.path.join(TOOLS, "valgrind_*.deb"))[0]
+        subprocess.run(["dpkg", "-x", deb, TOOLS], check=True)
+    return exe
+
+
+def functions_run(exe, records, provider, in_memory):
+    """Mangled names of the binary's functions one start executed (in order of first appearance)."""
+    with tempfile.TemporaryDirectory() as home:
+        if provider:
+            models = {"providers": {"bench": {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
+                                              "apiKey": "k", "models": [{"id": "m"}]}}}
+            with open(os.path.join(home, "models.json"), "w") as f:
+                json.dump(models, f)
+        out = os.path.join(home, "callgrind.out")
+        env = dict(os.environ, HOME=home, PI_CODING_AGENT_DIR=home,
+                   VALGRIND_LIB=os.path.join(TOOLS, "usr", "libexec", "valgrind"))
+        args = [exe, "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out}", BINARY, "--mode", "rpc"]
+        if in_memory:
+            args.append("--no-session")
+        stdin = "".join(json.dumps(r) + "\n" for r in records).encode()
+        subprocess.run(args, input=stdin, env=env, cwd=home, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=300, check=True)
+        return callgrind_functions(out, os.path.basename(BINARY))
+
+
+def callgrind_functions(path, binary_name):
+    objects, functions, names, current = {}, {}, [], None
+    spec = re.compile(r"^(c?ob|c?fn)=\((\d+)\)(?: (.*))?$")
+    with open(path) as f:
+        for line in f:
+            m = spec.match(line.strip())
+            if not m:
+                continue
+            kind, key, name = m.groups()
+            if kind.endswith("ob"):
+                if name:
+                    objects[key] = name
+                if kind == "ob":
+                    current = objects.get(key)
+            else:
+                if name:
+                    functions[key] = (name, current)
+                if kind == "fn" and key in functions:
+                    fn, obj = functions[key]
+                    if obj and os.path.basename(obj) == binary_name:
+                        names.append(fn)
+    return names
+
+
+def main():
+    if "--no-build" not in sys.argv:
+        build()
+    exe = valgrind()
+    seen, order = set(), []
+    for records, provider, in_memory in STARTS:
+        for name in functions_run(exe, records, provider, in_memory):
+            if name not in seen:
+                seen.add(name)
+                order.append(name)
+    with open(OUT, "w") as f:
+        f.write("".join(name + "\n" for name in order))
+    print(f"{len(order)} functions -> {os.path.relpath(OUT, ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
