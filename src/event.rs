@@ -246,4 +246,11 @@ pub enum AgentEvent {
 #[async_trait::async_trait]
 pub trait EventSink: Send + Sync {
     async fn emit(&self, event: AgentEvent);
+
+    /// Emit several events, in order (a sink may hand them on together).
+    async fn emit_all(&self, events: Vec<AgentEvent>) {
+        for event in events {
+            self.emit(event).await;
+        }
+    }
 }

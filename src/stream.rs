@@ -52,9 +52,12 @@ pub(crate) async fn stream_assistant(
         error_message: None,
         extra: Map::new(),
     };
-    if let Some(emitter) = emitter {
-        emitter.emit(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) }).await;
+    let mut out = Batch { emitter, events: Vec::new() };
+    if emitter.is_some() {
+        out.push(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) });
     }
+    // Out before the request starts, as its own message.
+    out.flush().await;
 
     let mut blocks: HashMap<usize, Block> = HashMap::new();
     let mut order: Vec<usize> = Vec::new();
@@ -67,17 +70,24 @@ pub(crate) async fn stream_assistant(
             error = Some(ProviderError::aborted());
             break;
         }
-        // An event already at hand is taken without arming the cancellation wait.
+        // An event already at hand is taken without arming the cancellation
+        // wait; the events made so far go out before waiting for the next.
+        if out.events.len() >= MAX_BATCH {
+            out.flush().await;
+        }
         let next = match stream.next().now_or_never() {
             Some(next) => next,
-            None => tokio::select! {
-                biased;
-                _ = cancel.cancelled() => {
-                    error = Some(ProviderError::aborted());
-                    break;
+            None => {
+                out.flush().await;
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => {
+                        error = Some(ProviderError::aborted());
+                        break;
+                    }
+                    next = stream.next() => next,
                 }
-                next = stream.next() => next,
-            },
+            }
         };
         let event = match next {
             None => break,
@@ -124,7 +134,7 @@ pub(crate) async fn stream_assistant(
                 message.content.push(block);
                 blocks.insert(index, Block { content_index, open: true, args: String::new() });
                 order.push(index);
-                emit_update(emitter, stream_event).await;
+                out.update(stream_event);
             }
             ProviderEvent::BlockDelta { index, delta } => {
                 let Some(block) = blocks.get_mut(&index) else { continue };
@@ -144,7 +154,7 @@ pub(crate) async fn stream_assistant(
                     }
                     _ => continue,
                 };
-                emit_update(emitter, stream_event).await;
+                out.update(stream_event);
             }
             ProviderEvent::Signature { index, signature } => {
                 if let Some(block) = blocks.get(&index) {
@@ -169,7 +179,7 @@ pub(crate) async fn stream_assistant(
                 {
                     block.open = false;
                     let stream_event = close_block(&mut message, block);
-                    emit_update(emitter, stream_event).await;
+                    out.update(stream_event);
                 }
             }
             ProviderEvent::Usage(usage) => {
@@ -196,7 +206,7 @@ pub(crate) async fn stream_assistant(
                 {
                     block.open = false;
                     let stream_event = close_block(&mut message, block);
-                    emit_update(emitter, stream_event).await;
+                    out.update(stream_event);
                 }
             }
             message.stop_reason = StopReason::Aborted;
@@ -216,7 +226,7 @@ pub(crate) async fn stream_assistant(
                 {
                     block.open = false;
                     let stream_event = close_block(&mut message, block);
-                    emit_update(emitter, stream_event).await;
+                    out.update(stream_event);
                 }
             }
             if !stopped && message.tool_calls().next().is_some() {
@@ -224,15 +234,40 @@ pub(crate) async fn stream_assistant(
             }
         }
     }
-    if let Some(emitter) = emitter {
-        emitter.emit(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) }).await;
+    if emitter.is_some() {
+        out.push(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) });
     }
+    out.flush().await;
     StreamOutcome { message, error }
 }
 
-async fn emit_update(emitter: Option<&dyn EventSink>, event: AssistantStreamEvent) {
-    if let Some(emitter) = emitter {
-        emitter.emit(AgentEvent::MessageUpdate { event }).await;
+/// Most events held back while the provider's next event is already at hand.
+const MAX_BATCH: usize = 256;
+
+/// The events made from the provider events at hand, not yet emitted: they
+/// go to the emitter together, in order, before the stream waits or ends.
+struct Batch<'a> {
+    emitter: Option<&'a dyn EventSink>,
+    events: Vec<AgentEvent>,
+}
+
+impl Batch<'_> {
+    fn push(&mut self, event: AgentEvent) {
+        if self.emitter.is_some() {
+            self.events.push(event);
+        }
+    }
+
+    fn update(&mut self, event: AssistantStreamEvent) {
+        self.push(AgentEvent::MessageUpdate { event });
+    }
+
+    async fn flush(&mut self) {
+        if let Some(emitter) = self.emitter
+            && !self.events.is_empty()
+        {
+            emitter.emit_all(std::mem::take(&mut self.events)).await;
+        }
     }
 }
 
@@ -277,7 +312,10 @@ pub(crate) fn complete_tool_arguments(raw: &str) -> Result<Value, serde_json::Er
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
     use super::*;
+    use crate::provider::{ProviderStream, test_support};
 
     #[test]
     fn only_complete_tool_arguments_parse() {
@@ -287,6 +325,104 @@ mod tests {
         assert_eq!(complete_tool_arguments("{\"a\":\"x\ny\"}").unwrap(), serde_json::json!({"a": "x\ny"}));
         for cut in [r#"{"command": "echo TRUNC"#, r#"{"a":[1,2"#, r#"{"a":1,}"#, "nonsense", r#"{"a":1}{"#] {
             assert!(complete_tool_arguments(cut).is_err(), "{cut}");
+        }
+    }
+
+    /// Yields a scripted call, every event at hand, or each only after a wait.
+    struct Scripted {
+        events: Vec<Result<ProviderEvent, ProviderError>>,
+        waits: bool,
+    }
+
+    impl Provider for Scripted {
+        fn api(&self) -> &'static str {
+            "scripted"
+        }
+
+        fn stream(&self, _: ProviderRequest, _: CancellationToken) -> ProviderStream {
+            let waits = self.waits;
+            futures::stream::iter(self.events.clone())
+                .then(move |event| async move {
+                    if waits {
+                        tokio::task::yield_now().await;
+                    }
+                    event
+                })
+                .boxed()
+        }
+    }
+
+    /// Each call the sink got, as the list of events it carried.
+    #[derive(Default)]
+    struct Calls(Mutex<Vec<Vec<AgentEvent>>>);
+
+    #[async_trait::async_trait]
+    impl EventSink for Calls {
+        async fn emit(&self, event: AgentEvent) {
+            self.0.lock().unwrap().push(vec![event]);
+        }
+
+        async fn emit_all(&self, events: Vec<AgentEvent>) {
+            self.0.lock().unwrap().push(events);
+        }
+    }
+
+    async fn emitted(events: &[Result<ProviderEvent, ProviderError>], waits: bool) -> Vec<Vec<AgentEvent>> {
+        let provider = Arc::new(Scripted { events: events.to_vec(), waits });
+        let model: Model = serde_json::from_value(serde_json::json!({
+            "id": "m", "name": "m", "api": "scripted", "provider": "p", "baseUrl": "", "reasoning": false,
+            "input": ["text"], "contextWindow": 1000, "maxTokens": 100,
+            "cost": {"input": 1.0, "output": 2.0, "cacheRead": 0.0, "cacheWrite": 0.0}
+        }))
+        .unwrap();
+        let request = test_support::simple_request(model.clone(), "hi");
+        let calls = Calls::default();
+        stream_assistant(Some(&calls), provider, request, CancellationToken::new(), &model, None).await;
+        let mut calls = calls.0.into_inner().unwrap();
+        for event in calls.iter_mut().flatten() {
+            if let AgentEvent::MessageStart { message: AgentMessage::Assistant(a) }
+            | AgentEvent::MessageEnd { message: AgentMessage::Assistant(a) } = event
+            {
+                a.timestamp = 0;
+            }
+        }
+        calls
+    }
+
+    #[tokio::test]
+    async fn events_at_hand_go_out_together_in_the_same_order() {
+        use ProviderEvent::*;
+        let text = |index, delta: &str| Ok(BlockDelta { index, delta: delta.into() });
+        let call = BlockKind::ToolCall { id: "c1".into(), name: "bash".into() };
+        let mut events = vec![
+            Ok(ResponseId("r".into())),
+            Ok(BlockStart { index: 0, kind: BlockKind::Thinking }),
+            text(0, "hm"),
+            Ok(BlockEnd { index: 0 }),
+            Ok(BlockStart { index: 1, kind: BlockKind::Text }),
+        ];
+        events.extend((0..600).map(|i| text(1, &format!("t{i} "))));
+        events.extend([
+            Ok(BlockStart { index: 2, kind: call }),
+            text(2, r#"{"command":"ls"}"#),
+            Ok(Usage(crate::message::Usage { input: 3, output: 600, ..Default::default() })),
+            Ok(Stop { reason: StopReason::ToolUse, raw: None }),
+        ]);
+        let failing = vec![
+            Ok(BlockStart { index: 0, kind: BlockKind::Text }),
+            text(0, "a"),
+            text(0, "b"),
+            Err(ProviderError::new(ProviderErrorKind::Transient, "cut")),
+        ];
+        for script in [events, failing] {
+            let one_by_one = emitted(&script, true).await;
+            let at_hand = emitted(&script, false).await;
+            let flat = |calls: Vec<Vec<AgentEvent>>| calls.into_iter().flatten().collect::<Vec<_>>();
+            assert!(at_hand.len() < one_by_one.len() / 2 || one_by_one.len() < 10);
+            assert!(at_hand.iter().all(|call| call.len() <= MAX_BATCH));
+            // `message_start` goes out alone, before the call starts.
+            assert!(matches!(at_hand[0].as_slice(), [AgentEvent::MessageStart { .. }]));
+            assert_eq!(flat(at_hand), flat(one_by_one));
         }
     }
 }

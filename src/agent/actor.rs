@@ -230,14 +230,10 @@ impl Agent {
 
     async fn handle_internal(&mut self, msg: Internal) {
         match msg {
-            Internal::Event(event) => {
-                let settled = matches!(event, AgentEvent::AgentSettled { .. });
-                self.observe(&event);
-                self.emit(event).await;
-                // Like pi, the run is over once `agent_settled` is out: a
-                // prompt read right after it must start a new run.
-                if let Some(run_id) = self.state.run().map(|r| r.id).filter(|_| settled) {
-                    self.run_finished(run_id).await;
+            Internal::Event(event) => self.run_event(event).await,
+            Internal::Events(events) => {
+                for event in events {
+                    self.run_event(event).await;
                 }
             }
             Internal::Extension(signal) => self.handle_extension_signal(signal).await,
@@ -274,6 +270,18 @@ impl Agent {
                     Err(e) => self.reply(tag, Err(CoreError::new(ErrorKind::Tool, e))).await,
                 }
             }
+        }
+    }
+
+    /// An event of a background task: state first, then the output.
+    async fn run_event(&mut self, event: AgentEvent) {
+        let settled = matches!(event, AgentEvent::AgentSettled { .. });
+        self.observe(&event);
+        self.emit(event).await;
+        // Like pi, the run is over once `agent_settled` is out: a
+        // prompt read right after it must start a new run.
+        if let Some(run_id) = self.state.run().map(|r| r.id).filter(|_| settled) {
+            self.run_finished(run_id).await;
         }
     }
 

@@ -28,6 +28,8 @@ pub struct Delivered {
 pub enum Internal {
     /// Forward an event to the output (the actor updates its state from it first).
     Event(AgentEvent),
+    /// Several events, handled as if each came as an [`Internal::Event`], in order.
+    Events(Vec<AgentEvent>),
     /// Take queued messages (per the queue's mode); the actor emits nothing yet.
     TakeQueued { kind: QueueKind, reply: oneshot::Sender<Vec<Delivered>> },
     /// Emit a `queue_update` with the current queues.
@@ -84,5 +86,12 @@ impl Emitter {
 impl EventSink for Emitter {
     async fn emit(&self, event: AgentEvent) {
         Emitter::emit(self, event).await;
+    }
+
+    /// One message for all of them: one hand-off to the actor, not one per event.
+    async fn emit_all(&self, events: Vec<AgentEvent>) {
+        if !events.is_empty() {
+            let _ = self.tx.send(Internal::Events(events)).await;
+        }
     }
 }
