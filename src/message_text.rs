@@ -73,20 +73,26 @@ fn decode(json: &Option<Box<RawValue>>) -> String {
 
 /// True when `literal` (valid JSON, as a `RawValue` is) is a string literal
 /// exactly as `serde_json` writes the string it denotes. Valid JSON has no
-/// raw quote or control character inside a string, so only the escapes need
-/// looking at.
+/// raw quote or control character inside a string and its escapes are well
+/// formed, so only two escapes can differ from what `serde_json` writes:
+/// `\/` (never written) and `\uXXXX` (written only as lowercase `\u00XX`
+/// for a control character without a short escape). Both are found with a
+/// vectorised search for their two bytes, so a text with an escape every few
+/// bytes (source code) is not stopped at each of them.
 fn is_canonical_string(literal: &str) -> bool {
-    let Some(mut rest) = literal.strip_prefix('"').and_then(|s| s.strip_suffix('"')) else { return false };
-    while let Some(at) = rest.find('\\') {
-        let escape = &rest.as_bytes()[at + 1..];
-        let len = match escape.first() {
-            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => 2,
-            Some(b'u') if escape.get(1..5).is_some_and(is_canonical_unicode_escape) => 6,
-            _ => return false,
-        };
-        rest = &rest[at + len..];
-    }
-    true
+    let Some(body) = literal.strip_prefix('"').and_then(|s| s.strip_suffix('"')) else { return false };
+    let body = body.as_bytes();
+    let starts_escape = |at: usize| {
+        // `\` at `at` starts an escape when an even number of backslashes
+        // (escaped backslashes) precede it; the run cannot reach past the
+        // body, whose first byte follows the opening quote.
+        body[..at].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 0
+    };
+    let slash_ok = memchr::memmem::find_iter(body, b"\\/").all(|at| !starts_escape(at));
+    slash_ok
+        && memchr::memmem::find_iter(body, b"\\u").all(|at| {
+            !starts_escape(at) || body.get(at + 2..at + 6).is_some_and(is_canonical_unicode_escape)
+        })
 }
 
 /// `XXXX` of a `\uXXXX` escape `serde_json` writes: `00` + lowercase hex of a
@@ -246,6 +252,52 @@ mod tests {
         for s in not_canonical {
             assert!(Text::from_canonical_json(literal(s)).is_none(), "{s}");
         }
+    }
+
+    /// The escape-by-escape reading the vectorised search replaced.
+    fn canonical_read_escape_by_escape(literal: &str) -> bool {
+        let Some(mut rest) = literal.strip_prefix('"').and_then(|s| s.strip_suffix('"')) else { return false };
+        while let Some(at) = rest.find('\\') {
+            let escape = &rest.as_bytes()[at + 1..];
+            let len = match escape.first() {
+                Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => 2,
+                Some(b'u') if escape.get(1..5).is_some_and(is_canonical_unicode_escape) => 6,
+                _ => return false,
+            };
+            rest = &rest[at + len..];
+        }
+        true
+    }
+
+    #[test]
+    fn the_escape_search_agrees_with_reading_escape_by_escape() {
+        // Every string of up to four pieces, each a character or an escape
+        // (canonical or not), so runs of backslashes meet `u` and `/` in
+        // every parity.
+        let pieces = [
+            "a", "u", "/", "0", "\\\\", "\\/", "\\u", "\\n", "\\\"", "\\u0001", "\\u001f", "\\u001F",
+            "\\u000a", "\\u0041", "\\u00e9", "\\ud83d\\udca1", "é",
+        ];
+        let mut literals = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> =
+                literals.iter().flat_map(|l| pieces.iter().map(move |p| format!("{l}{p}"))).collect();
+            literals.extend(longer);
+            literals.dedup();
+        }
+        let mut canonical = 0;
+        for body in &literals {
+            let literal = format!("\"{body}\"");
+            let Ok(raw) = RawValue::from_string(literal.clone()) else { continue };
+            let expected = canonical_read_escape_by_escape(&literal);
+            assert_eq!(is_canonical_string(raw.get()), expected, "{literal}");
+            if expected {
+                canonical += 1;
+                let decoded: String = serde_json::from_str(&literal).expect("valid");
+                assert_eq!(serde_json::to_string(&decoded).expect("serializes"), literal);
+            }
+        }
+        assert!(canonical > 1000, "{canonical} canonical literals");
     }
 
     #[test]
