@@ -350,13 +350,13 @@ impl Agent {
         if let Some(name) = name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
             self.session.append_session_info(name).map_err(io)?;
         }
-        let restored = self.session.context();
-        let same_model =
-            restored.model.as_ref().is_some_and(|(p, id)| *p == self.model.provider && *id == self.model.id);
+        // Only the model and thinking level are needed, not the messages.
+        let (model, thinking_level) = self.session.context_model_and_thinking();
+        let same_model = model.as_ref().is_some_and(|(p, id)| *p == self.model.provider && *id == self.model.id);
         if !same_model {
             self.session.append_model_change(&self.model.provider, &self.model.id).map_err(io)?;
         }
-        if restored.thinking_level.as_deref() != Some(self.thinking.as_str()) {
+        if thinking_level.as_deref() != Some(self.thinking.as_str()) {
             self.session.append_thinking_level_change(self.thinking.as_str()).map_err(io)?;
         }
         Ok(())

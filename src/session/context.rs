@@ -169,34 +169,40 @@ impl Session {
 
     /// Build what the model sees for the current leaf.
     pub fn context(&self) -> SessionContext {
-        let mut ctx = SessionContext::default();
-        if let Some(leaf) = self.leaf.as_deref() {
-            for i in self.path_positions(leaf) {
-                match &self.records[i].entry {
-                    SessionEntry::Known(KnownEntry::ThinkingLevelChange(t)) => {
-                        ctx.thinking_level = Some(t.thinking_level.clone());
-                    }
-                    SessionEntry::Known(KnownEntry::ModelChange(m)) => {
-                        ctx.model = Some((m.provider.clone(), m.model_id.clone()));
-                    }
-                    SessionEntry::Known(KnownEntry::Message(m)) => match &m.message {
-                        StoredMessage::Known(AgentMessage::Assistant(a)) => {
-                            ctx.model = Some((a.provider.clone(), a.model.clone()));
-                        }
-                        StoredMessage::Other(v) if v.get("role").and_then(Value::as_str) == Some("assistant") => {
-                            let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-                            if let (Some(p), Some(m)) = (text("provider"), text("model")) {
-                                ctx.model = Some((p, m));
-                            }
-                        }
-                        _ => {}
-                    },
-                    _ => {}
+        let (model, thinking_level) = self.context_model_and_thinking();
+        let messages = self.projected_entries().into_iter().flat_map(|(_, messages)| messages).collect();
+        SessionContext { messages, model, thinking_level }
+    }
+
+    /// The `model` and `thinking_level` of [`Session::context`], without
+    /// building its messages.
+    pub fn context_model_and_thinking(&self) -> (Option<(String, String)>, Option<String>) {
+        let (mut model, mut thinking_level) = (None, None);
+        let Some(leaf) = self.leaf.as_deref() else { return (model, thinking_level) };
+        for i in self.path_positions(leaf) {
+            match &self.records[i].entry {
+                SessionEntry::Known(KnownEntry::ThinkingLevelChange(t)) => {
+                    thinking_level = Some(t.thinking_level.clone());
                 }
+                SessionEntry::Known(KnownEntry::ModelChange(m)) => {
+                    model = Some((m.provider.clone(), m.model_id.clone()));
+                }
+                SessionEntry::Known(KnownEntry::Message(m)) => match &m.message {
+                    StoredMessage::Known(AgentMessage::Assistant(a)) => {
+                        model = Some((a.provider.clone(), a.model.clone()));
+                    }
+                    StoredMessage::Other(v) if v.get("role").and_then(Value::as_str) == Some("assistant") => {
+                        let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+                        if let (Some(p), Some(m)) = (text("provider"), text("model")) {
+                            model = Some((p, m));
+                        }
+                    }
+                    _ => {}
+                },
+                _ => {}
             }
         }
-        ctx.messages = self.projected_entries().into_iter().flat_map(|(_, messages)| messages).collect();
-        ctx
+        (model, thinking_level)
     }
 
     /// The context entries (positions in `records`, in context order) with
