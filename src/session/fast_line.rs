@@ -16,6 +16,8 @@
 //! the caller takes the careful path. The caller also checks that the entry
 //! serialises back to exactly the line's bytes.
 
+use std::ops::Range;
+
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -29,11 +31,32 @@ use crate::message::{
 
 /// A typed entry read from `line`, or `None` when the line is not of the
 /// plain shape this reader takes (the careful path then reads it).
+#[cfg(test)]
 pub(crate) fn read_known_entry(line: &[u8]) -> Option<KnownEntry> {
+    read_line(line).map(|read| read.entry)
+}
+
+/// What [`read_line`] found in one line.
+pub(crate) struct ReadLine {
+    pub(crate) entry: KnownEntry,
+    /// Where the `usage` object of an assistant message lies in the line.
+    /// pi writes fields our `Usage` keeps last (`reasoning`) before
+    /// `totalTokens`, so that object is the one part of pi's assistant
+    /// lines that the typed entry writes differently.
+    pub(crate) usage: Option<Range<usize>>,
+}
+
+/// [`read_known_entry`], with the position of an assistant message's usage.
+pub(crate) fn read_line(line: &[u8]) -> Option<ReadLine> {
     let mut deserializer = serde_json::Deserializer::from_slice(line);
-    let entry = deserializer.deserialize_map(EntryVisitor).ok()?;
+    let (entry, usage) = deserializer.deserialize_map(EntryVisitor).ok()?;
     deserializer.end().ok()?;
-    Some(entry)
+    // The usage's text is borrowed from `line`: its offset is where it lies.
+    let usage = usage.map(|raw| {
+        let start = raw.get().as_ptr() as usize - line.as_ptr() as usize;
+        start..start + raw.get().len()
+    });
+    Some(ReadLine { entry, usage })
 }
 
 /// The error that sends a line to the careful path.
@@ -86,16 +109,16 @@ fn rest<'de, T: Deserialize<'de>, A: MapAccess<'de>>(map: A) -> Result<T, A::Err
 struct EntryVisitor;
 
 impl<'de> Visitor<'de> for EntryVisitor {
-    type Value = KnownEntry;
+    type Value = (KnownEntry, Option<&'de RawValue>);
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a session entry")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<KnownEntry, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let tag = first_tag(&mut map, "type")?;
         let entry = match tag {
-            "message" => return message_entry(map).map(KnownEntry::Message),
+            "message" => return message_entry(map).map(|(entry, usage)| (KnownEntry::Message(entry), usage)),
             "model_change" => rest(map).map(KnownEntry::ModelChange)?,
             "thinking_level_change" => rest(map).map(KnownEntry::ThinkingLevelChange)?,
             "compaction" => rest(map).map(KnownEntry::Compaction)?,
@@ -118,11 +141,11 @@ impl<'de> Visitor<'de> for EntryVisitor {
             KnownEntry::SessionInfo(e) => &e.extra,
         };
         // A derived reader puts a repeated tag key into `extra`.
-        if extra.contains_key("type") { Err(refuse()) } else { Ok(entry) }
+        if extra.contains_key("type") { Err(refuse()) } else { Ok((entry, None)) }
     }
 }
 
-fn message_entry<'de, A: MapAccess<'de>>(mut map: A) -> Result<MessageEntry, A::Error> {
+fn message_entry<'de, A: MapAccess<'de>>(mut map: A) -> Result<(MessageEntry, Option<&'de RawValue>), A::Error> {
     let (mut id, mut parent_id, mut timestamp, mut message) = (None, None, None, None);
     let mut extra = Map::new();
     while let Some(key) = map.next_key::<&'de str>()? {
@@ -135,31 +158,34 @@ fn message_entry<'de, A: MapAccess<'de>>(mut map: A) -> Result<MessageEntry, A::
         }
     }
     let base = EntryBase { id: required(id)?, parent_id: parent_id.flatten(), timestamp: required(timestamp)? };
-    Ok(MessageEntry { base, message: StoredMessage::Known(required(message)?), extra })
+    let (message, usage) = required(message)?;
+    Ok((MessageEntry { base, message: StoredMessage::Known(message), extra }, usage))
 }
 
 struct MessageSeed;
 
 impl<'de> DeserializeSeed<'de> for MessageSeed {
-    type Value = AgentMessage;
+    type Value = (AgentMessage, Option<&'de RawValue>);
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<AgentMessage, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for MessageSeed {
-    type Value = AgentMessage;
+    type Value = (AgentMessage, Option<&'de RawValue>);
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a message")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AgentMessage, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let message = match first_tag(&mut map, "role")? {
-            "user" => return user_message(map).map(AgentMessage::User),
-            "assistant" => return assistant_message(map).map(AgentMessage::Assistant),
-            "toolResult" => return tool_result_message(map).map(AgentMessage::ToolResult),
+            "user" => return user_message(map).map(|m| (AgentMessage::User(m), None)),
+            "assistant" => {
+                return assistant_message(map).map(|(m, usage)| (AgentMessage::Assistant(m), Some(usage)));
+            }
+            "toolResult" => return tool_result_message(map).map(|m| (AgentMessage::ToolResult(m), None)),
             "bashExecution" => rest(map).map(AgentMessage::BashExecution)?,
             "compactionSummary" => rest(map).map(AgentMessage::CompactionSummary)?,
             "branchSummary" => rest(map).map(AgentMessage::BranchSummary)?,
@@ -171,10 +197,10 @@ impl<'de> Visitor<'de> for MessageSeed {
             AgentMessage::CompactionSummary(m) => &m.extra,
             AgentMessage::BranchSummary(m) => &m.extra,
             AgentMessage::Custom(m) => &m.extra,
-            _ => return Ok(message),
+            _ => return Ok((message, None)),
         };
         // A derived reader puts a repeated tag key into `extra`.
-        if extra.contains_key("role") { Err(refuse()) } else { Ok(message) }
+        if extra.contains_key("role") { Err(refuse()) } else { Ok((message, None)) }
     }
 }
 
@@ -191,7 +217,8 @@ fn user_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<UserMessage, A::Er
     Ok(UserMessage { content: required(content)?, timestamp: required(timestamp)?, extra })
 }
 
-fn assistant_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<AssistantMessage, A::Error> {
+/// An assistant message, and the text of its usage object.
+fn assistant_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<(AssistantMessage, &'de RawValue), A::Error> {
     let (mut content, mut api, mut provider, mut model, mut usage) = (None, None, None, None, None);
     let (mut stop_reason, mut timestamp, mut response_id, mut error_message) = (None, None, None, None);
     let mut extra = Map::new();
@@ -201,7 +228,7 @@ fn assistant_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<AssistantMess
             "api" => once(&mut api, map.next_value::<String>()?)?,
             "provider" => once(&mut provider, map.next_value::<String>()?)?,
             "model" => once(&mut model, map.next_value::<String>()?)?,
-            "usage" => once(&mut usage, map.next_value()?)?,
+            "usage" => once(&mut usage, map.next_value::<&'de RawValue>()?)?,
             "stopReason" => once(&mut stop_reason, map.next_value()?)?,
             "timestamp" => once(&mut timestamp, map.next_value::<i64>()?)?,
             "responseId" => once(&mut response_id, map.next_value::<Option<String>>()?)?,
@@ -209,18 +236,21 @@ fn assistant_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<AssistantMess
             other => keep_extra(&mut map, &mut extra, other, "role")?,
         }
     }
-    Ok(AssistantMessage {
+    let usage_text: &'de RawValue = required(usage)?;
+    let usage = serde_json::from_str(usage_text.get()).map_err(|_| refuse::<A::Error>())?;
+    let message = AssistantMessage {
         content: required(content)?,
         api: required(api)?,
         provider: required(provider)?,
         model: required(model)?,
-        usage: required(usage)?,
+        usage,
         stop_reason: required(stop_reason)?,
         timestamp: required(timestamp)?,
         response_id: response_id.flatten(),
         error_message: error_message.flatten(),
         extra,
-    })
+    };
+    Ok((message, usage_text))
 }
 
 fn tool_result_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<ToolResultMessage, A::Error> {

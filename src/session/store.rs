@@ -58,14 +58,42 @@ impl Record {
     /// it is a known entry that serializes back to exactly these bytes (what
     /// pi writes); `None` otherwise, and the line takes the careful path
     /// ([`Record::from_value`]), which gives the same record for such lines.
+    ///
+    /// One difference is accepted: the `usage` of an assistant message as pi
+    /// writes it (`reasoning` before `totalTokens`), which our `Usage` writes
+    /// in another order. When the rest of the line is exactly what the typed
+    /// entry writes and the usage's text is what `serde_json` writes for its
+    /// JSON, the whole line is what the careful path keeps as the record's
+    /// text (the line read as JSON and written again), so it is kept as is.
     pub(crate) fn from_line(line: &[u8]) -> Option<Self> {
-        let entry = match super::fast_line::read_known_entry(line) {
-            Some(entry) => entry,
-            None => serde_json::from_slice::<KnownEntry>(line).ok()?,
+        let (entry, usage) = match super::fast_line::read_line(line) {
+            Some(read) => (read.entry, read.usage),
+            None => (serde_json::from_slice::<KnownEntry>(line).ok()?, None),
         };
-        let mut same = SameBytes { rest: line, same: true };
-        serde_json::to_writer(&mut same, &entry).ok()?;
-        (same.same && same.rest.is_empty()).then(|| Record::new(SessionEntry::Known(entry)))
+        let typed_usage = match (&entry, &usage) {
+            (KnownEntry::Message(m), Some(span)) => match &m.message {
+                StoredMessage::Known(crate::message::AgentMessage::Assistant(a)) => {
+                    Some(serde_json::to_vec(&a.usage).ok()?).filter(|typed| typed[..] != line[span.clone()])
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some((typed_usage, span)) = typed_usage.zip(usage) else {
+            return writes_exactly(&entry, line).then(|| Record::new(SessionEntry::Known(entry)));
+        };
+        let usage_text = &line[span.clone()];
+        let usage_round_trips = serde_json::from_slice::<Value>(usage_text)
+            .ok()
+            .and_then(|value| serde_json::to_vec(&value).ok())
+            .is_some_and(|written| written == usage_text);
+        if !usage_round_trips {
+            return None;
+        }
+        let expected = [&line[..span.start], &typed_usage[..], &line[span.end..]].concat();
+        let raw = std::str::from_utf8(line).ok()?;
+        writes_exactly(&entry, &expected)
+            .then(|| Record { entry: SessionEntry::Known(entry), raw: Some(raw.to_string().into_boxed_str()) })
     }
 
     /// The entry as one JSON line (without newline), faithful to what was read.
@@ -83,6 +111,12 @@ impl Record {
             None => Ok(serde_json::to_value(&self.entry)?),
         }
     }
+}
+
+/// True when `entry` serializes to exactly `bytes`.
+fn writes_exactly(entry: &KnownEntry, bytes: &[u8]) -> bool {
+    let mut same = SameBytes { rest: bytes, same: true };
+    serde_json::to_writer(&mut same, entry).is_ok() && same.same && same.rest.is_empty()
 }
 
 /// A writer that only checks that what is written equals `rest`, byte for byte.
