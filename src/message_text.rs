@@ -90,9 +90,8 @@ fn is_canonical_string(literal: &str) -> bool {
     };
     let slash_ok = memchr::memmem::find_iter(body, b"\\/").all(|at| !starts_escape(at));
     slash_ok
-        && memchr::memmem::find_iter(body, b"\\u").all(|at| {
-            !starts_escape(at) || body.get(at + 2..at + 6).is_some_and(is_canonical_unicode_escape)
-        })
+        && memchr::memmem::find_iter(body, b"\\u")
+            .all(|at| !starts_escape(at) || body.get(at + 2..at + 6).is_some_and(is_canonical_unicode_escape))
 }
 
 /// `XXXX` of a `\uXXXX` escape `serde_json` writes: `00` + lowercase hex of a
@@ -275,8 +274,23 @@ mod tests {
         // (canonical or not), so runs of backslashes meet `u` and `/` in
         // every parity.
         let pieces = [
-            "a", "u", "/", "0", "\\\\", "\\/", "\\u", "\\n", "\\\"", "\\u0001", "\\u001f", "\\u001F",
-            "\\u000a", "\\u0041", "\\u00e9", "\\ud83d\\udca1", "é",
+            "a",
+            "u",
+            "/",
+            "0",
+            "\\\\",
+            "\\/",
+            "\\u",
+            "\\n",
+            "\\\"",
+            "\\u0001",
+            "\\u001f",
+            "\\u001F",
+            "\\u000a",
+            "\\u0041",
+            "\\u00e9",
+            "\\ud83d\\udca1",
+            "é",
         ];
         let mut literals = vec![String::new()];
         for _ in 0..4 {

@@ -142,8 +142,12 @@ fn assistant_line(usage: &str) -> String {
 fn assistant_lines_with_pis_usage_order_are_kept_as_the_careful_records() {
     let cost = r#"{"input":0.0015,"output":0,"cacheRead":0,"cacheWrite":0,"total":0.0015,"totalFromProvider":false}"#;
     let pi_order = [
-        format!(r#"{{"input":70513,"output":199,"cacheRead":0,"cacheWrite":0,"reasoning":0,"totalTokens":70712,"cost":{cost}}}"#),
-        format!(r#"{{"input":1,"output":2,"reasoning":7,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost},"x":[1.5,{{"y":null}}]}}"#),
+        format!(
+            r#"{{"input":70513,"output":199,"cacheRead":0,"cacheWrite":0,"reasoning":0,"totalTokens":70712,"cost":{cost}}}"#
+        ),
+        format!(
+            r#"{{"input":1,"output":2,"reasoning":7,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost},"x":[1.5,{{"y":null}}]}}"#
+        ),
         format!(r#"{{"reasoning":0,"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#),
     ];
     for usage in &pi_order {
@@ -159,14 +163,30 @@ fn assistant_lines_with_pis_usage_order_are_kept_as_the_careful_records() {
     assert_eq!(Record::from_line(ours.as_bytes()).map(|r| r.raw), Some(None));
     assert!(assert_same_as_careful(&ours));
     let odd = [
-        format!(r#"{{"input":1, "reasoning":0,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#),
-        format!(r#"{{"input":1,"reasoning":0.50,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#),
-        format!(r#"{{"input":1,"reasoning":1e2,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#),
-        format!(r#"{{"input":1,"reasoning":0,"reasoning":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#),
-        format!(r#"{{"input":1,"input":2,"reasoning":0,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#),
-        format!(r#"{{"input":1,"re\u0061soning":0,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#),
-        format!(r#"{{"input":1,"reasoning":"caf\u00e9","output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#),
-        format!(r#"{{"input":1,"reasoning":0,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{{"total":1.0,"input":0}}}}"#),
+        format!(
+            r#"{{"input":1, "reasoning":0,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#
+        ),
+        format!(
+            r#"{{"input":1,"reasoning":0.50,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#
+        ),
+        format!(
+            r#"{{"input":1,"reasoning":1e2,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#
+        ),
+        format!(
+            r#"{{"input":1,"reasoning":0,"reasoning":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#
+        ),
+        format!(
+            r#"{{"input":1,"input":2,"reasoning":0,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#
+        ),
+        format!(
+            r#"{{"input":1,"re\u0061soning":0,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#
+        ),
+        format!(
+            r#"{{"input":1,"reasoning":"caf\u00e9","output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#
+        ),
+        format!(
+            r#"{{"input":1,"reasoning":0,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{{"total":1.0,"input":0}}}}"#
+        ),
         r#"{"input":1.0,"reasoning":0,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3}"#.to_string(),
         r#"{"reasoning":0}"#.to_string(),
         "{}".to_string(),
@@ -180,7 +200,10 @@ fn assistant_lines_with_pis_usage_order_are_kept_as_the_careful_records() {
             assert!(assert_same_as_careful(&line));
         } else {
             let careful = careful(&line);
-            assert!(careful.raw.is_some() || !matches!(careful.entry, crate::session::SessionEntry::Known(_)), "{line}");
+            assert!(
+                careful.raw.is_some() || !matches!(careful.entry, crate::session::SessionEntry::Known(_)),
+                "{line}"
+            );
         }
     }
     // The rest of the line must still be exactly what the typed entry writes.
