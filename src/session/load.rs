@@ -62,23 +62,22 @@ pub(crate) fn is_header(value: &Value) -> bool {
     value.get("type").and_then(Value::as_str) == Some("session") && value.get("id").is_some_and(Value::is_string)
 }
 
-/// Bytes read from the file at a time (the file itself is never held whole).
-const READ_BUFFER: usize = 256 * 1024;
-
-/// How a file is cut into parts read at once.
+/// How a file is cut into parts read at once, and read.
 #[derive(Clone, Copy)]
 pub(crate) struct Parts {
     /// Parts at most (threads, the calling one included).
     pub(crate) most: usize,
     /// A part is at least this many bytes (smaller files are read whole).
     pub(crate) min_bytes: u64,
+    /// Bytes read from the file at a time (the file itself is never held whole).
+    pub(crate) buffer: usize,
 }
 
 impl Parts {
-    /// One part per core, at most four, of at least 2 MiB each.
+    /// One part per core, at most four, of at least 2 MiB each, read 1 MiB at a time.
     fn for_this_machine() -> Parts {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        Parts { most: cores.min(4), min_bytes: 2 * 1024 * 1024 }
+        Parts { most: cores.min(4), min_bytes: 2 * 1024 * 1024, buffer: 1024 * 1024 }
     }
 }
 
@@ -93,7 +92,7 @@ pub(crate) fn read_session_file_in(path: &Path, parts: Parts) -> Result<FileCont
     let io = |e| SessionError::io(path, e);
     let file = File::open(path).map_err(io)?;
     // Up to the header, in order: the first readable record decides.
-    let mut lines = Lines::new(&file, 0, u64::MAX);
+    let mut lines = Lines::new(&file, 0, u64::MAX, parts.buffer);
     let mut number = 0usize;
     let mut warnings = Vec::new();
     let mut missing_final_newline = false;
@@ -126,10 +125,10 @@ pub(crate) fn read_session_file_in(path: &Path, parts: Parts) -> Result<FileCont
             .skip(1)
             .map(|part| {
                 let file = &file;
-                scope.spawn(move || read_part(file, part[0], part[1], legacy))
+                scope.spawn(move || read_part(file, part[0], part[1], legacy, parts.buffer))
             })
             .collect();
-        let first = read_part(&file, cuts[0], cuts[1], legacy);
+        let first = read_part(&file, cuts[0], cuts[1], legacy, parts.buffer);
         let others = others.into_iter().map(|thread| thread.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
         std::iter::once(first).chain(others).collect::<Result<Vec<Part>, _>>()
     });
@@ -182,10 +181,10 @@ struct Part {
 }
 
 /// Read the entry lines in `[start, end)`, which begins at a line start.
-fn read_part(file: &File, start: u64, end: u64, legacy: bool) -> std::io::Result<Part> {
+fn read_part(file: &File, start: u64, end: u64, legacy: bool, buffer: usize) -> std::io::Result<Part> {
     let entries = if legacy { Entries::Legacy(Vec::new()) } else { Entries::Current(Vec::new()) };
     let mut part = Part { lines: 0, entries, warnings: Vec::new(), missing_final_newline: false };
-    let mut lines = Lines::new(file, start, end);
+    let mut lines = Lines::new(file, start, end, buffer);
     while let Some((raw, last)) = lines.next_line()? {
         part.lines += 1;
         part.missing_final_newline |= last;
@@ -267,23 +266,34 @@ impl Read for Region<'_> {
     }
 }
 
-/// The lines of a region, one at a time.
+/// The lines of a region, one at a time. A line that lies whole in the read
+/// buffer is handed out from there; only a line across two reads is copied.
 struct Lines<'f> {
     reader: BufReader<Region<'f>>,
+    /// Buffered bytes of the line handed out last, consumed at the next call.
+    handed_out: usize,
     line: Vec<u8>,
     /// Bytes of the region read as lines so far.
     consumed: u64,
 }
 
 impl<'f> Lines<'f> {
-    fn new(file: &'f File, start: u64, end: u64) -> Self {
+    fn new(file: &'f File, start: u64, end: u64, buffer: usize) -> Self {
         let region = Region { file, pos: start, end };
-        Lines { reader: BufReader::with_capacity(READ_BUFFER, region), line: Vec::new(), consumed: start }
+        let reader = BufReader::with_capacity(buffer, region);
+        Lines { reader, handed_out: 0, line: Vec::new(), consumed: start }
     }
 
     /// The next line without its `\n`, and whether it ended without one
     /// (only the file's last line can).
     fn next_line(&mut self) -> std::io::Result<Option<(&[u8], bool)>> {
+        self.reader.consume(std::mem::take(&mut self.handed_out));
+        let buffered = self.reader.fill_buf()?;
+        if let Some(at) = memchr::memchr(b'\n', buffered) {
+            self.handed_out = at + 1;
+            self.consumed += at as u64 + 1;
+            return Ok(Some((&self.reader.buffer()[..at], false)));
+        }
         self.line.clear();
         let read = self.reader.read_until(b'\n', &mut self.line)?;
         if read == 0 {

@@ -86,7 +86,7 @@ fn damaged_file(lines: &[Vec<u8>], final_newline: bool) -> Vec<u8> {
 fn a_file_read_in_parts_gives_what_reading_it_from_the_top_gives() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.jsonl");
-    let sequential = Parts { most: 1, min_bytes: 1 };
+    let sequential = Parts { most: 1, min_bytes: 1, buffer: 1 << 20 };
     let mut checked = 0;
     for name in ["pi16_session.jsonl", "crafted.jsonl", "pi16_fork.jsonl", "v2_session.jsonl", "v1_session.jsonl"] {
         let lines = fixture_lines(name);
@@ -98,8 +98,8 @@ fn a_file_read_in_parts_gives_what_reading_it_from_the_top_gives() {
             assert_eq!(*missing_final_newline, !final_newline, "{name}");
             assert!(warnings.len() > 3, "{name}: {warnings:?}");
             for most in 2..=6 {
-                for min_bytes in [1, 100, 5_000] {
-                    let parts = Parts { most, min_bytes };
+                for (min_bytes, buffer) in [(1, 1 << 20), (100, 7), (5_000, 4096)] {
+                    let parts = Parts { most, min_bytes, buffer };
                     let len = bytes.len() as u64;
                     let cuts = cut_points(&std::fs::File::open(&path).unwrap(), 0, len, parts).unwrap();
                     // Cuts are line starts, in order.
@@ -115,6 +115,14 @@ fn a_file_read_in_parts_gives_what_reading_it_from_the_top_gives() {
         }
     }
     assert_eq!(checked, 5 * 2 * 5 * 3);
+    // Read from the top with small buffers: lines across reads are copied whole.
+    let lines = fixture_lines("crafted.jsonl");
+    let bytes = damaged_file(&lines, false);
+    std::fs::File::create(&path).unwrap().write_all(&bytes).unwrap();
+    let whole = read(&path, sequential);
+    for buffer in [1, 2, 7, 64, 4096] {
+        assert_eq!(read(&path, Parts { most: 1, min_bytes: 1, buffer }), whole, "{buffer}-byte reads");
+    }
 }
 
 #[test]
@@ -133,13 +141,18 @@ fn files_without_entries_read_in_parts_as_from_the_top() {
     ];
     for bytes in cases {
         std::fs::write(&path, bytes).unwrap();
-        let whole = read(&path, Parts { most: 1, min_bytes: 1 });
+        let whole = read(&path, Parts { most: 1, min_bytes: 1, buffer: 1 << 20 });
         for most in 2..=4 {
-            assert_eq!(read(&path, Parts { most, min_bytes: 1 }), whole, "{}", String::from_utf8_lossy(bytes));
+            assert_eq!(
+                read(&path, Parts { most, min_bytes: 1, buffer: 3 }),
+                whole,
+                "{}",
+                String::from_utf8_lossy(bytes)
+            );
         }
     }
     std::fs::write(&path, b"").unwrap();
-    assert_eq!(read(&path, Parts { most: 3, min_bytes: 1 }), Read::Empty);
+    assert_eq!(read(&path, Parts { most: 3, min_bytes: 1, buffer: 1 << 20 }), Read::Empty);
     std::fs::write(&path, b"\n").unwrap();
-    assert_eq!(read(&path, Parts { most: 3, min_bytes: 1 }), Read::NotASession);
+    assert_eq!(read(&path, Parts { most: 3, min_bytes: 1, buffer: 1 << 20 }), Read::NotASession);
 }
