@@ -210,6 +210,13 @@ impl Session {
     /// `buildSessionProjection().entries`). Compaction uses the per-entry view
     /// to pick its cut point.
     pub(crate) fn projected_entries(&self) -> Vec<(usize, Vec<AgentMessage>)> {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        self.projected_entries_in_parts(1024, cores.min(4))
+    }
+
+    /// [`Session::projected_entries`], the messages of a long context made
+    /// in up to `most` parts at once, of at least `min_part` entries each.
+    pub(crate) fn projected_entries_in_parts(&self, min_part: usize, most: usize) -> Vec<(usize, Vec<AgentMessage>)> {
         let selected = self.context_positions();
         // Latest context_edit per target among the selected entries.
         let mut edits: HashMap<&str, &Value> = HashMap::new();
@@ -221,19 +228,42 @@ impl Session {
                 edits.insert(target, v.get("replacement").unwrap_or(&Value::Null));
             }
         }
-        selected
-            .iter()
-            .enumerate()
-            .map(|(n, &i)| {
-                let entry = &self.records[i].entry;
-                let messages = entry_messages(entry, n == 0);
-                let messages = match entry.id().and_then(|id| edits.get(id)) {
-                    None => messages,
-                    Some(Value::Null) => Vec::new(),
-                    Some(replacement) => messages.into_iter().map(|m| replace_content(m, replacement)).collect(),
-                };
-                (i, messages)
-            })
-            .collect()
+        map_in_parts(&selected, min_part, most, |n, &i| {
+            let entry = &self.records[i].entry;
+            let messages = entry_messages(entry, n == 0);
+            let messages = match entry.id().and_then(|id| edits.get(id)) {
+                None => messages,
+                Some(Value::Null) => Vec::new(),
+                Some(replacement) => messages.into_iter().map(|m| replace_content(m, replacement)).collect(),
+            };
+            (i, messages)
+        })
     }
+}
+
+/// `f(position, item)` for every item, in order. A list of at least two
+/// `min_part`s is cut into up to `most` parts, mapped on threads at once:
+/// copying the messages of a large session is a good part of opening it.
+fn map_in_parts<T: Sync, R: Send>(
+    items: &[T],
+    min_part: usize,
+    most: usize,
+    f: impl Fn(usize, &T) -> R + Sync,
+) -> Vec<R> {
+    let parts = (items.len() / min_part.max(1)).min(most);
+    if parts < 2 {
+        return items.iter().enumerate().map(|(n, item)| f(n, item)).collect();
+    }
+    let size = items.len().div_ceil(parts);
+    let map_part = |k: usize, part: &[T]| part.iter().enumerate().map(|(n, item)| f(k * size + n, item)).collect();
+    std::thread::scope(|scope| {
+        let map_part = &map_part;
+        let others: Vec<_> =
+            items.chunks(size).enumerate().skip(1).map(|(k, part)| scope.spawn(move || map_part(k, part))).collect();
+        let mut all: Vec<R> = map_part(0, &items[..size]);
+        for other in others {
+            all.extend(other.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        }
+        all
+    })
 }

@@ -102,3 +102,31 @@ fn summaries_custom_messages_and_unknown_roles() {
     let AgentMessage::User(u) = &ctx.messages[3] else { panic!("user") };
     assert_eq!(u.content, UserContent::Blocks(vec![]), "null content becomes []");
 }
+
+/// A long context made in parts on several threads is the one made in order.
+#[test]
+fn a_long_context_made_in_parts_is_the_one_made_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = Session::create(dir.path(), dir.path(), None).unwrap();
+    let mut ids = Vec::new();
+    for n in 0..300 {
+        ids.push(session.append_message(user(&format!("question {n}"))).unwrap());
+        ids.push(session.append_message(assistant(&format!("answer {n}"))).unwrap());
+    }
+    // Hidden and replaced messages, and a compaction half-way.
+    session.append_context_edit(&ids[260], None).unwrap();
+    session.append_context_edit(&ids[501], Some(json!({"content": "edited"}))).unwrap();
+    session.append_compaction("summary", Some(&ids[250]), 1234, None, None).unwrap();
+    for n in 0..50 {
+        session.append_message(user(&format!("after {n}"))).unwrap();
+    }
+    let in_order = session.projected_entries_in_parts(usize::MAX, 1);
+    assert!(in_order.len() > 350, "{}", in_order.len());
+    let messages: Vec<_> = in_order.iter().flat_map(|(_, m)| m).collect();
+    assert!(messages.iter().any(|m| text_of(m) == "edited"));
+    assert!(!messages.iter().any(|m| text_of(m) == "question 130"));
+    for (min_part, most) in [(1, 2), (1, 3), (7, 4), (100, 2), (1000, 4)] {
+        assert_eq!(session.projected_entries_in_parts(min_part, most), in_order, "{min_part}, {most}");
+    }
+    assert_eq!(session.projected_entries(), in_order);
+}
