@@ -184,9 +184,7 @@ fn assistant_lines_with_pis_usage_order_are_kept_as_the_careful_records() {
         format!(
             r#"{{"input":1,"reasoning":"caf\u00e9","output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#
         ),
-        format!(
-            r#"{{"input":1,"reasoning":0,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{{"total":1.0,"input":0}}}}"#
-        ),
+        r#"{"input":1,"reasoning":0,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{"total":1.0,"input":0}}"#.to_string(),
         r#"{"input":1.0,"reasoning":0,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3}"#.to_string(),
         r#"{"reasoning":0}"#.to_string(),
         "{}".to_string(),
