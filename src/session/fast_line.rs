@@ -52,9 +52,10 @@ pub(crate) fn read_line(line: &[u8]) -> Option<ReadLine> {
     let (entry, usage) = deserializer.deserialize_map(EntryVisitor).ok()?;
     deserializer.end().ok()?;
     // The usage's text is borrowed from `line`: its offset is where it lies.
-    let usage = usage.map(|raw| {
-        let start = raw.get().as_ptr() as usize - line.as_ptr() as usize;
-        start..start + raw.get().len()
+    let usage = usage.and_then(|raw| {
+        let start = (raw.get().as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+        let span = start..start + raw.get().len();
+        (line.get(span.clone()) == Some(raw.get().as_bytes())).then_some(span)
     });
     Some(ReadLine { entry, usage })
 }
