@@ -114,21 +114,27 @@ pub(crate) fn read_session_file_in(path: &Path, parts: Parts) -> Result<FileCont
         }
     };
     let legacy = header.get("version").and_then(Value::as_u64).unwrap_or(1) < u64::from(SESSION_VERSION);
-    let start = lines.consumed;
-    drop(lines);
-    // The entries, in parts read at once, joined in file order.
-    let len = file.metadata().map_err(io)?.len();
-    let cuts = cut_points(&file, start, len, parts).map_err(io)?;
+    // The entries, in parts read at once, joined in file order. A file that
+    // is not a regular one (a pipe) is read on from where the header ended.
+    let metadata = file.metadata().map_err(io)?;
+    let cuts = match metadata.is_file() {
+        true => cut_points(&file, lines.consumed, metadata.len(), parts).map_err(io)?,
+        false => Vec::new(),
+    };
     let read = std::thread::scope(|scope| {
         let others: Vec<_> = cuts
             .windows(2)
             .skip(1)
             .map(|part| {
                 let file = &file;
-                scope.spawn(move || read_part(file, part[0], part[1], legacy, parts.buffer))
+                scope.spawn(move || read_part(Lines::new(file, part[0], part[1], parts.buffer), legacy))
             })
             .collect();
-        let first = read_part(&file, cuts[0], cuts[1], legacy, parts.buffer);
+        // The first part goes on with the header's reader and what it has buffered.
+        if let Some(&end) = cuts.get(1) {
+            lines.limit(end);
+        }
+        let first = read_part(lines, legacy);
         let others = others.into_iter().map(|thread| thread.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
         std::iter::once(first).chain(others).collect::<Result<Vec<Part>, _>>()
     });
@@ -180,11 +186,10 @@ struct Part {
     missing_final_newline: bool,
 }
 
-/// Read the entry lines in `[start, end)`, which begins at a line start.
-fn read_part(file: &File, start: u64, end: u64, legacy: bool, buffer: usize) -> std::io::Result<Part> {
+/// Read the entry lines `lines` gives (a region that begins at a line start).
+fn read_part(mut lines: Lines<'_>, legacy: bool) -> std::io::Result<Part> {
     let entries = if legacy { Entries::Legacy(Vec::new()) } else { Entries::Current(Vec::new()) };
     let mut part = Part { lines: 0, entries, warnings: Vec::new(), missing_final_newline: false };
-    let mut lines = Lines::new(file, start, end, buffer);
     while let Some((raw, last)) = lines.next_line()? {
         part.lines += 1;
         part.missing_final_newline |= last;
@@ -251,6 +256,8 @@ struct Region<'f> {
     file: &'f File,
     pos: u64,
     end: u64,
+    /// Positioned reads (a regular file), or reads in order from where the file is.
+    positioned: bool,
 }
 
 impl Read for Region<'_> {
@@ -260,7 +267,13 @@ impl Read for Region<'_> {
         if want == 0 {
             return Ok(0);
         }
-        let n = self.file.read_at(&mut buf[..want], self.pos)?;
+        let n = match self.positioned {
+            true => self.file.read_at(&mut buf[..want], self.pos)?,
+            false => {
+                let mut file = self.file;
+                file.read(&mut buf[..want])?
+            }
+        };
         self.pos += n as u64;
         Ok(n)
     }
@@ -273,21 +286,34 @@ struct Lines<'f> {
     /// Buffered bytes of the line handed out last, consumed at the next call.
     handed_out: usize,
     line: Vec<u8>,
-    /// Bytes of the region read as lines so far.
+    /// Where the next line starts (bytes of the file read as lines so far).
     consumed: u64,
+    /// No line starting here or later is handed out (a cut point).
+    end: u64,
 }
 
 impl<'f> Lines<'f> {
     fn new(file: &'f File, start: u64, end: u64, buffer: usize) -> Self {
-        let region = Region { file, pos: start, end };
+        // Positioned reads need a regular file; anything else is read in order.
+        let positioned = file.metadata().is_ok_and(|m| m.is_file());
+        let region = Region { file, pos: start, end, positioned };
         let reader = BufReader::with_capacity(buffer, region);
-        Lines { reader, handed_out: 0, line: Vec::new(), consumed: start }
+        Lines { reader, handed_out: 0, line: Vec::new(), consumed: start, end }
+    }
+
+    /// Stop at `end`, a line start: lines from there on are another part's,
+    /// even if they are already buffered.
+    fn limit(&mut self, end: u64) {
+        self.end = end;
     }
 
     /// The next line without its `\n`, and whether it ended without one
     /// (only the file's last line can).
     fn next_line(&mut self) -> std::io::Result<Option<(&[u8], bool)>> {
         self.reader.consume(std::mem::take(&mut self.handed_out));
+        if self.consumed >= self.end {
+            return Ok(None);
+        }
         let buffered = self.reader.fill_buf()?;
         if let Some(at) = memchr::memchr(b'\n', buffered) {
             self.handed_out = at + 1;

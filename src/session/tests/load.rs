@@ -156,3 +156,28 @@ fn files_without_entries_read_in_parts_as_from_the_top() {
     std::fs::write(&path, b"\n").unwrap();
     assert_eq!(read(&path, Parts { most: 3, min_bytes: 1, buffer: 1 << 20 }), Read::NotASession);
 }
+
+/// A session given as a pipe (not a regular file, so no positioned reads)
+/// is read in order from where its header ended, as a file is.
+#[test]
+fn a_pipe_is_read_in_order_as_a_file_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let bytes = damaged_file(&fixture_lines("crafted.jsonl"), false);
+    std::fs::write(&file, &bytes).unwrap();
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let parts = Parts { most: 4, min_bytes: 1, buffer: 4096 };
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(&fifo, &bytes).unwrap())
+    };
+    let mut from_pipe = read(&fifo, parts);
+    writer.join().unwrap();
+    if let Read::Session { warnings, .. } = &mut from_pipe {
+        for warning in warnings.iter_mut() {
+            *warning = warning.replace(&fifo.display().to_string(), &file.display().to_string());
+        }
+    }
+    assert_eq!(from_pipe, read(&file, parts));
+}
