@@ -211,35 +211,36 @@ impl LineSender {
         }
     }
 
-    async fn push(&self, bytes: Vec<u8>, newline: bool) -> bool {
-        // First without arming a wait: most often there is room.
-        let mut bytes = {
-            let mut st = self.shared.lock();
-            match st.admit(bytes, newline) {
-                Admit::Queued => {
-                    self.shared.wake_if_needed(&st);
-                    return true;
-                }
-                Admit::Broken => return false,
-                Admit::Full(bytes) => bytes,
-            }
-        };
+    async fn push(&self, mut bytes: Vec<u8>, newline: bool) -> bool {
         loop {
+            // First without arming a wait: most often there is room.
+            match self.try_push(bytes, newline) {
+                Ok(queued) => return queued,
+                Err(back) => bytes = back,
+            }
             let space = self.shared.space.notified();
             tokio::pin!(space);
             space.as_mut().enable();
-            {
-                let mut st = self.shared.lock();
-                match st.admit(bytes, newline) {
-                    Admit::Queued => {
-                        self.shared.wake_if_needed(&st);
-                        return true;
-                    }
-                    Admit::Broken => return false,
-                    Admit::Full(back) => bytes = back,
-                }
+            // Room may have been made before the wait was armed.
+            match self.try_push(bytes, newline) {
+                Ok(queued) => return queued,
+                Err(back) => bytes = back,
             }
             space.await;
+        }
+    }
+
+    /// Queue a record now if there is room: whether the output still
+    /// works, or the record back when the queue is full.
+    fn try_push(&self, bytes: Vec<u8>, newline: bool) -> Result<bool, Vec<u8>> {
+        let mut st = self.shared.lock();
+        match st.admit(bytes, newline) {
+            Admit::Queued => {
+                self.shared.wake_if_needed(&st);
+                Ok(true)
+            }
+            Admit::Broken => Ok(false),
+            Admit::Full(back) => Err(back),
         }
     }
 

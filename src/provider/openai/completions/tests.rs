@@ -461,6 +461,24 @@ fn off_is_not_clamped_up() {
 
 /// The fast reading of plain text chunks emits what the general path emits,
 /// and leaves every other shape to it.
+/// An assembler for the chunk-reading tests, before any chunk.
+fn plain_assembler() -> Assembler {
+    Assembler {
+        provider: "p".into(),
+        supports_finish_reason: true,
+        blocks: 0,
+        text: None,
+        thinking: None,
+        tools_by_stream_index: HashMap::new(),
+        tools_by_id: HashMap::new(),
+        has_tool_calls: false,
+        response_id: false,
+        finish: None,
+        reasoning_details: None,
+        frame: Default::default(),
+    }
+}
+
 #[test]
 fn plain_chunks_read_fast_give_what_the_general_path_gives() {
     let fast = [
@@ -485,20 +503,7 @@ fn plain_chunks_read_fast_give_what_the_general_path_gives() {
         r#"{"id":"c1","choices":[{"delta":{"tool_calls":[{"index":0,"id":"t","function":{"name":"bash","arguments":""}}]}}]}"#,
         r#"{"id":"c1","service_tier":"default","choices":[{"delta":{"content":"a"}}]}"#,
     ];
-    let assembler = || Assembler {
-        provider: "p".into(),
-        supports_finish_reason: true,
-        blocks: 0,
-        text: None,
-        thinking: None,
-        tools_by_stream_index: HashMap::new(),
-        tools_by_id: HashMap::new(),
-        has_tool_calls: false,
-        response_id: false,
-        finish: None,
-        reasoning_details: None,
-        frame: Default::default(),
-    };
+    let assembler = plain_assembler;
     for (chunks, expect_fast) in [(&fast[..], true), (&general[..], false)] {
         // Run each list as one stream, so the blocks' state carries over.
         let (mut quick, mut careful) = (assembler(), assembler());
@@ -552,20 +557,7 @@ fn chunks_read_by_their_frame_give_what_the_general_path_gives() {
         r#"{head}{{}},"logprobs":null,"finish_reason":null}}],"usage":{{"prompt_tokens":3,"completion_tokens":9}}}}"#
     ));
     expected.push(false);
-    let assembler = || Assembler {
-        provider: "p".into(),
-        supports_finish_reason: true,
-        blocks: 0,
-        text: None,
-        thinking: None,
-        tools_by_stream_index: HashMap::new(),
-        tools_by_id: HashMap::new(),
-        has_tool_calls: false,
-        response_id: false,
-        finish: None,
-        reasoning_details: None,
-        frame: Default::default(),
-    };
+    let assembler = plain_assembler;
     let (mut quick, mut careful) = (assembler(), assembler());
     let (mut quick_out, mut careful_out) = (Out::default(), Out::default());
     for (chunk, by_frame) in chunks.iter().zip(expected) {
