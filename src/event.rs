@@ -253,4 +253,10 @@ pub trait EventSink: Send + Sync {
             self.emit(event).await;
         }
     }
+
+    /// Hand on several events at once if that needs no wait, as
+    /// [`EventSink::emit_all`] would; else give them back (by default).
+    fn try_emit_all(&self, events: Vec<AgentEvent>) -> Result<(), Vec<AgentEvent>> {
+        Err(events)
+    }
 }

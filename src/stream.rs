@@ -5,7 +5,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::{FutureExt, StreamExt};
+use std::future::Future;
+use std::task::Poll;
+
+use futures::StreamExt;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -64,6 +67,9 @@ pub(crate) async fn stream_assistant(
     let mut error: Option<ProviderError> = None;
     let mut stopped = false;
     let mut stream = provider.stream(request, cancel.clone());
+    // One wait for the whole call, kept armed between events.
+    let cancelled = cancel.clone().cancelled_owned();
+    tokio::pin!(cancelled);
 
     loop {
         if cancel.is_cancelled() {
@@ -75,17 +81,24 @@ pub(crate) async fn stream_assistant(
         if out.events.len() >= MAX_BATCH {
             out.flush().await;
         }
-        let next = match stream.next().now_or_never() {
-            Some(next) => next,
-            None => {
+        let next = match futures::poll!(stream.next()) {
+            Poll::Ready(next) => next,
+            Poll::Pending => {
                 out.flush().await;
-                tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => {
+                // Waiting: cancellation first, as a biased `select!`.
+                let waited = std::future::poll_fn(|cx| {
+                    if cancelled.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(None);
+                    }
+                    stream.poll_next_unpin(cx).map(Some)
+                })
+                .await;
+                match waited {
+                    Some(next) => next,
+                    None => {
                         error = Some(ProviderError::aborted());
                         break;
                     }
-                    next = stream.next() => next,
                 }
             }
         };
@@ -266,7 +279,10 @@ impl Batch<'_> {
         if let Some(emitter) = self.emitter
             && !self.events.is_empty()
         {
-            emitter.emit_all(std::mem::take(&mut self.events)).await;
+            // Without a wait (nor the boxed future of `emit_all`) when the sink has room.
+            if let Err(events) = emitter.try_emit_all(std::mem::take(&mut self.events)) {
+                emitter.emit_all(events).await;
+            }
         }
     }
 }

@@ -182,7 +182,13 @@ impl Agent {
         loop {
             tokio::select! {
                 biased;
-                Some(msg) = internal_rx.recv() => self.handle_internal(msg).await,
+                Some(msg) = internal_rx.recv() => match msg {
+                    // The hot path (a run's deltas) stays a small future;
+                    // everything else is boxed so it is not moved per event.
+                    Internal::Event(event) => self.run_event(*event).await,
+                    Internal::Events(events) => self.run_events(events).await,
+                    msg => Box::pin(self.handle_internal(msg)).await,
+                },
                 op = ops.recv(), if ops_open => match op {
                     Some((tag, op)) => {
                         self.handle_op(Pending::new(tag, op)).await;
@@ -219,24 +225,31 @@ impl Agent {
     /// Send an event to the client, and to the extensions that subscribed to it.
     pub(super) async fn emit(&self, event: AgentEvent) {
         self.notify_extensions(&event);
-        let _ = self.out.send(Output::Event(event)).await;
+        self.send_output(Output::Event(event)).await;
+    }
+
+    /// Queue an output: at once when the channel has room (no waiter is
+    /// armed), else waiting for room, exactly as a plain `send` would.
+    async fn send_output(&self, output: Output) {
+        match self.out.try_send(output) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(output)) => {
+                let _ = self.out.send(output).await;
+            }
+        }
     }
 
     pub(super) async fn reply(&self, tag: Option<RequestTag>, result: Result<Reply, CoreError>) {
         if let Some(tag) = tag {
-            let _ = self.out.send(Output::Reply { tag, result }).await;
+            self.send_output(Output::Reply { tag, result }).await;
         }
     }
 
     async fn handle_internal(&mut self, msg: Internal) {
         match msg {
-            Internal::Event(event) => self.run_event(event).await,
-            Internal::Events(events) => {
-                for event in events {
-                    self.run_event(event).await;
-                }
-            }
-            Internal::Extension(signal) => self.handle_extension_signal(signal).await,
+            Internal::Event(event) => self.run_event(*event).await,
+            Internal::Events(events) => self.run_events(events).await,
+            Internal::Extension(signal) => self.handle_extension_signal(*signal).await,
             Internal::TakeQueued { kind, reply } => {
                 let _ = reply.send(self.take_delivered(kind));
             }
@@ -245,7 +258,7 @@ impl Agent {
                 let _ = reply.send(self.messages.to_vec());
             }
             Internal::RetractFromContext { message } => {
-                if let Some(pos) = self.messages.iter().rposition(|m| m == &message) {
+                if let Some(pos) = self.messages.iter().rposition(|m| m == &*message) {
                     Arc::make_mut(&mut self.messages).remove(pos);
                 }
                 self.record_context_edit(&message);
@@ -258,7 +271,7 @@ impl Agent {
             Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
             Internal::BashFinished { tag, outcome } => {
                 self.bash_cancel = None;
-                match outcome {
+                match *outcome {
                     Ok((result, message)) => {
                         if self.state.is_running() {
                             self.held.push(HeldMessage::Bash(message));
@@ -273,6 +286,26 @@ impl Agent {
         }
     }
 
+    /// Events of a background task, in order, each as [`Agent::run_event`]
+    /// handles it; the common case (room in the output channel, not
+    /// `agent_settled`) without an await.
+    async fn run_events(&mut self, events: Vec<AgentEvent>) {
+        for event in events {
+            if matches!(event, AgentEvent::AgentSettled { .. }) {
+                self.run_event(event).await;
+                continue;
+            }
+            self.observe(&event);
+            self.notify_extensions(&event);
+            match self.out.try_send(Output::Event(event)) {
+                Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+                Err(mpsc::error::TrySendError::Full(output)) => {
+                    let _ = self.out.send(output).await;
+                }
+            }
+        }
+    }
+
     /// An event of a background task: state first, then the output.
     async fn run_event(&mut self, event: AgentEvent) {
         let settled = matches!(event, AgentEvent::AgentSettled { .. });
@@ -281,7 +314,8 @@ impl Agent {
         // Like pi, the run is over once `agent_settled` is out: a
         // prompt read right after it must start a new run.
         if let Some(run_id) = self.state.run().map(|r| r.id).filter(|_| settled) {
-            self.run_finished(run_id).await;
+            // Boxed: once per run, and a large future.
+            Box::pin(self.run_finished(run_id)).await;
         }
     }
 
@@ -672,7 +706,7 @@ impl Agent {
                 });
                 (result, message)
             });
-            emitter.send(Internal::BashFinished { tag, outcome }).await;
+            emitter.send(Internal::BashFinished { tag, outcome: Box::new(outcome) }).await;
         });
     }
 

@@ -65,7 +65,7 @@ struct ActorSink(mpsc::Sender<Internal>);
 #[async_trait::async_trait]
 impl SignalSink for ActorSink {
     async fn deliver(&self, signal: HostSignal) -> bool {
-        self.0.send(Internal::Extension(ExtSignal::Host(signal))).await.is_ok()
+        self.0.send(Internal::Extension(Box::new(ExtSignal::Host(signal)))).await.is_ok()
     }
 }
 
@@ -258,7 +258,7 @@ impl Agent {
                     _ => Op::FollowUp { message: text, images },
                 }),
             };
-            let _ = internal.send(Internal::Extension(ExtSignal::InputDone { tag, op })).await;
+            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::InputDone { tag, op }))).await;
         });
         None
     }
@@ -288,7 +288,7 @@ impl Agent {
                     Some(params)
                 }
             };
-            let _ = internal.send(Internal::Extension(ExtSignal::UserMessageInputDone { id, params })).await;
+            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::UserMessageInputDone { id, params }))).await;
         });
         true
     }
@@ -354,7 +354,7 @@ impl Agent {
                 _ => None,
             };
             let done = ExtSignal::CommandDone { tag, invocation: command.invocation, error };
-            let _ = internal.send(Internal::Extension(done)).await;
+            let _ = internal.send(Internal::Extension(Box::new(done))).await;
         });
     }
 
@@ -405,11 +405,12 @@ impl Agent {
                             event: method.to_string(),
                             error,
                         };
-                        let _ = internal.send(Internal::Event(event)).await;
+                        let _ = internal.send(Internal::Event(Box::new(event))).await;
                     }
                 }
             }
-            let _ = internal.send(Internal::Extension(ExtSignal::SessionHookDone { pending, cancelled })).await;
+            let _ =
+                internal.send(Internal::Extension(Box::new(ExtSignal::SessionHookDone { pending, cancelled }))).await;
         });
         None
     }

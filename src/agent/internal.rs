@@ -27,7 +27,8 @@ pub struct Delivered {
 #[derive(Debug)]
 pub enum Internal {
     /// Forward an event to the output (the actor updates its state from it first).
-    Event(AgentEvent),
+    /// Boxed, as the other large variants: this enum moves through a channel.
+    Event(Box<AgentEvent>),
     /// Several events, handled as if each came as an [`Internal::Event`], in order.
     Events(Vec<AgentEvent>),
     /// Take queued messages (per the queue's mode); the actor emits nothing yet.
@@ -39,15 +40,15 @@ pub enum Internal {
     Context { reply: oneshot::Sender<Vec<AgentMessage>> },
     /// A failed attempt will be retried: drop it from the conversation
     /// (it stays in the session file).
-    RetractFromContext { message: AgentMessage },
+    RetractFromContext { message: Box<AgentMessage> },
     /// The run task is done (after `agent_settled`).
     RunFinished { run_id: u64 },
     /// Compaction checks and results (see `compacting`).
     Compaction(Box<super::compacting::CompactionMsg>),
     /// An RPC `bash` finished (or could not start).
-    BashFinished { tag: Option<RequestTag>, outcome: Result<(BashResult, AgentMessage), String> },
+    BashFinished { tag: Option<RequestTag>, outcome: Box<Result<(BashResult, AgentMessage), String>> },
     /// Extension work: host signals, finished commands and hooks.
-    Extension(super::extension_hooks::ExtSignal),
+    Extension(Box<super::extension_hooks::ExtSignal>),
     /// The tools the model gets now (an extension changed them during a run).
     CurrentTools { reply: oneshot::Sender<ToolSet> },
 }
@@ -74,7 +75,7 @@ impl Emitter {
 
     /// Emit an event. If the actor is gone the event is dropped: nobody listens.
     pub(crate) async fn emit(&self, event: AgentEvent) {
-        let _ = self.tx.send(Internal::Event(event)).await;
+        let _ = self.tx.send(Internal::Event(Box::new(event))).await;
     }
 
     pub(crate) async fn send(&self, msg: Internal) {
@@ -92,6 +93,18 @@ impl EventSink for Emitter {
     async fn emit_all(&self, events: Vec<AgentEvent>) {
         if !events.is_empty() {
             let _ = self.tx.send(Internal::Events(events)).await;
+        }
+    }
+
+    /// [`Emitter::emit_all`] when the channel has room (if the actor is
+    /// gone the events are dropped, as a `send` drops them).
+    fn try_emit_all(&self, events: Vec<AgentEvent>) -> Result<(), Vec<AgentEvent>> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        match self.tx.try_send(Internal::Events(events)) {
+            Err(mpsc::error::TrySendError::Full(Internal::Events(events))) => Err(events),
+            _ => Ok(()),
         }
     }
 }

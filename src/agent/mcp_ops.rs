@@ -31,7 +31,7 @@ pub(super) fn start_mcp(
                     extension: "mcp".to_string(),
                     kind: ExtensionUiKind::Notify { message, notify_type: Some("warning".to_string()) },
                 };
-                let _ = internal.send(Internal::Event(AgentEvent::ExtensionUiRequest(request))).await;
+                let _ = internal.send(Internal::Event(Box::new(AgentEvent::ExtensionUiRequest(request)))).await;
             }
         });
     }

@@ -139,7 +139,7 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                         error_message: error.message.clone(),
                     })
                     .await;
-                s.emitter.send(Internal::RetractFromContext { message: *message }).await;
+                s.emitter.send(Internal::RetractFromContext { message }).await;
                 // `abort` ends the run as aborted; `abort_retry` only stops
                 // retrying (pi 1.6.0 settles with `aborted: false` then).
                 let cancelled = tokio::select! {

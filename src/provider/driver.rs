@@ -5,12 +5,15 @@
 //! promptly with `Aborted`, before or during the body.
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 
+use futures::StreamExt;
 use futures::stream::BoxStream;
-use futures::{FutureExt, StreamExt};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::http::{self, HttpClient};
 use super::sse::{BodyError, SseEvent};
@@ -89,6 +92,8 @@ enum Phase {
 struct Run<W: Wire> {
     http: HttpClient,
     cancel: CancellationToken,
+    /// Made once per call and kept armed: not a new wait for every body read.
+    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
     api: Api,
     phase: Phase,
     wire: W,
@@ -129,6 +134,19 @@ impl<W: Wire> Run<W> {
         self.phase = Phase::Streaming(self.http.sse(response).boxed());
     }
 
+    /// Send the request and open the body, unless cancelled first.
+    async fn start(&mut self, call: Call) {
+        let cancel = self.cancel.clone();
+        let opened = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => false,
+            _ = self.open(call) => true,
+        };
+        if !opened {
+            self.fail(ProviderError::aborted());
+        }
+    }
+
     fn finish(&mut self) {
         self.phase = Phase::Done;
         if let Err(e) = self.wire.finish(&mut self.out) {
@@ -141,29 +159,35 @@ impl<W: Wire> Run<W> {
             Phase::Done => {}
             Phase::Start(call) => {
                 let Some(call) = call else { return };
-                let cancel = self.cancel.clone();
-                let opened = tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => false,
-                    _ = self.open(call) => true,
-                };
-                if !opened {
-                    self.fail(ProviderError::aborted());
-                }
+                // Boxed: a large future, once per call, not moved with every body read.
+                Box::pin(self.start(call)).await;
             }
             Phase::Streaming(mut events) => {
                 if self.cancel.is_cancelled() {
                     return self.fail(ProviderError::aborted());
                 }
-                // An event already at hand is taken without arming the cancellation wait.
-                let next = match events.next().now_or_never() {
-                    Some(next) => next,
-                    None => tokio::select! {
-                        biased;
-                        _ = self.cancel.cancelled() => return self.fail(ProviderError::aborted()),
-                        next = events.next() => next,
-                    },
-                };
+                // An event already at hand is taken without arming the
+                // cancellation wait; once waiting, cancellation comes first
+                // (as a biased `select!`).
+                let mut waiting = false;
+                let cancelled = &mut self.cancelled;
+                let next = std::future::poll_fn(|cx| {
+                    if waiting && cancelled.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(None);
+                    }
+                    if let Poll::Ready(next) = events.poll_next_unpin(cx) {
+                        return Poll::Ready(Some(next));
+                    }
+                    if !waiting {
+                        waiting = true;
+                        if cancelled.as_mut().poll(cx).is_ready() {
+                            return Poll::Ready(None);
+                        }
+                    }
+                    Poll::Pending
+                })
+                .await;
+                let Some(next) = next else { return self.fail(ProviderError::aborted()) };
                 match next {
                     Some(Ok(ev)) => match self.wire.on_event(&ev, &mut self.out) {
                         Ok(Flow::Continue) => self.phase = Phase::Streaming(events),
@@ -210,7 +234,8 @@ pub(crate) fn drive<W: Wire>(
         }
     };
     // Boxed: the stream's state moves in and out of each step's future.
-    let run = Box::new(Run { http, cancel, api, phase, wire, out });
+    let cancelled = Box::pin(cancel.clone().cancelled_owned());
+    let run = Box::new(Run { http, cancel, cancelled, api, phase, wire, out });
     futures::stream::unfold(run, |mut run| async move {
         loop {
             if let Some(item) = run.out.queue.pop_front() {

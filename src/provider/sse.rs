@@ -12,7 +12,10 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::{FutureExt, Stream, StreamExt};
+use std::future::Future;
+use std::task::Poll;
+
+use futures::{Stream, StreamExt};
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -84,7 +87,7 @@ impl SseParser {
                 }
             }
             // Whole runs of line bytes at once, not byte by byte.
-            let Some(end) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') else {
+            let Some(end) = memchr::memchr2(b'\n', b'\r', bytes) else {
                 self.line.extend_from_slice(bytes);
                 return;
             };
@@ -162,7 +165,11 @@ impl SseParser {
             self.has_data = false;
             return;
         }
-        let text = String::from_utf8_lossy(line);
+        // Valid UTF-8 (the usual case) is checked on the fast path.
+        let text = match std::str::from_utf8(line) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(line),
+        };
         if text.starts_with(':') {
             return;
         }
@@ -209,9 +216,13 @@ where
         parser: SseParser,
         pending: std::collections::VecDeque<SseEvent>,
         done: bool,
+        /// The idle timer, made at the first wait and kept: a wait only moves
+        /// its deadline later, and a timer that fires before the current
+        /// wait's deadline is set to it (no timer is made per read).
+        timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     }
     // Boxed: the state moves in and out of each step's future.
-    let state = Box::new(St { body, parser: SseParser::new(), pending: Default::default(), done: false });
+    let state = Box::new(St { body, parser: SseParser::new(), pending: Default::default(), done: false, timer: None });
     futures::stream::unfold(state, move |mut st| async move {
         loop {
             if let Some(ev) = st.pending.pop_front() {
@@ -220,18 +231,36 @@ where
             if st.done {
                 return None;
             }
-            // A chunk already at hand is taken without arming the idle timer.
-            let ready = if idle.is_some() { st.body.next().now_or_never() } else { None };
-            let next = match (ready, idle) {
-                (Some(next), _) => next,
-                (None, Some(limit)) => match tokio::time::timeout(limit, st.body.next()).await {
-                    Ok(n) => n,
-                    Err(_) => {
-                        st.done = true;
-                        return Some((Err(BodyError::Idle(limit)), st));
+            let next = match idle {
+                None => st.body.next().await,
+                Some(limit) => {
+                    let St { body, timer, .. } = &mut *st;
+                    let mut deadline = None;
+                    let next = std::future::poll_fn(|cx| {
+                        // The body first, as `tokio::time::timeout` polls it:
+                        // a chunk already at hand is taken without the timer.
+                        if let Poll::Ready(next) = body.poll_next_unpin(cx) {
+                            return Poll::Ready(Some(next));
+                        }
+                        let deadline = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + limit);
+                        let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                        while timer.as_mut().poll(cx).is_ready() {
+                            if tokio::time::Instant::now() >= deadline {
+                                return Poll::Ready(None);
+                            }
+                            timer.as_mut().reset(deadline);
+                        }
+                        Poll::Pending
+                    })
+                    .await;
+                    match next {
+                        Some(n) => n,
+                        None => {
+                            st.done = true;
+                            return Some((Err(BodyError::Idle(limit)), st));
+                        }
                     }
-                },
-                (None, None) => st.body.next().await,
+                }
             };
             match next {
                 Some(Ok(bytes)) => st.pending.extend(st.parser.push(&bytes)),

@@ -2,7 +2,7 @@
 //! (or error responses), events and replies become lines.
 
 use pi_core::error::CoreError;
-use pi_core::event::AgentEvent;
+use pi_core::event::{AgentEvent, AssistantStreamEvent};
 use pi_core::op::{Op, Reply};
 use pi_transport::protocol::{Binding, Written};
 use pi_transport::{Action, Dialect, InFlight, Outgoing, Record, StreamedMessage};
@@ -100,6 +100,28 @@ impl Native {
     }
 }
 
+/// The line of a streamed delta (`text_delta`, `thinking_delta`,
+/// `toolcall_delta`: the events of nearly every line of a reply), written
+/// straight from the event: the bytes [`map_event`] and `to_line` give.
+fn delta_line(event: &AgentEvent) -> Option<Vec<u8>> {
+    let AgentEvent::MessageUpdate { event } = event else { return None };
+    let (kind, content_index, delta) = match event {
+        AssistantStreamEvent::TextDelta { content_index, delta } => ("text_delta", content_index, delta),
+        AssistantStreamEvent::ThinkingDelta { content_index, delta } => ("thinking_delta", content_index, delta),
+        AssistantStreamEvent::ToolCallDelta { content_index, delta } => ("toolcall_delta", content_index, delta),
+        _ => return None,
+    };
+    let mut line = Vec::with_capacity(96 + delta.len());
+    line.extend_from_slice(br#"{"type":"message_update","assistantMessageEvent":{"type":""#);
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(br#"","contentIndex":"#);
+    line.extend_from_slice(content_index.to_string().as_bytes());
+    line.extend_from_slice(br#","delta":"#);
+    serde_json::to_writer(&mut line, delta.as_str()).ok()?;
+    line.extend_from_slice(b"}}");
+    Some(line)
+}
+
 impl Dialect for Native {
     type Pending = Pending;
 
@@ -122,6 +144,10 @@ impl Dialect for Native {
     }
 
     fn event(&mut self, event: AgentEvent, in_flight: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {
+        if let Some(line) = delta_line(&event) {
+            out.push(line);
+            return;
+        }
         let bash_id = |tag: Option<u64>| match in_flight.get(tag?) {
             Some(Pending::Command { id, .. }) => id.clone(),
             _ => None,

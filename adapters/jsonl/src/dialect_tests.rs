@@ -95,3 +95,44 @@ fn the_tree_is_written_as_its_nested_shape() {
     let data = whole_result(Reply::Tree { tree, leaf_id });
     assert_eq!(data.get(), expected.to_string());
 }
+
+#[test]
+fn delta_lines_are_the_bytes_of_the_mapped_event() {
+    use pi_core::event::AssistantStreamEvent as E;
+    let texts = [
+        "",
+        "plain",
+        "quote \" backslash \\ slash /",
+        "line\nbreak\ttab\r\u{1}\u{1f}",
+        "é ü ✓ 😀",
+        "\u{2028}\u{2029}",
+        "</script>",
+    ];
+    let mut count = 0;
+    for text in texts {
+        for content_index in [0, 7, 123_456] {
+            for event in [
+                E::TextDelta { content_index, delta: text.to_string() },
+                E::ThinkingDelta { content_index, delta: text.to_string() },
+                E::ToolCallDelta { content_index, delta: text.to_string() },
+            ] {
+                let event = AgentEvent::MessageUpdate { event };
+                let mapped = map_event(event.clone(), |_| None).and_then(|wire| to_line(&wire)).unwrap();
+                assert_eq!(delta_line(&event).as_deref(), Some(&mapped[..]), "{event:?}");
+                let mut out = Vec::new();
+                Native.event(event, &InFlight::default(), &mut out);
+                assert_eq!(out, vec![mapped]);
+                count += 1;
+            }
+        }
+    }
+    assert_eq!(count, texts.len() * 9);
+    // Other events take the general way.
+    for event in [
+        AgentEvent::MessageUpdate { event: E::TextStart { content_index: 0 } },
+        AgentEvent::MessageUpdate { event: E::TextEnd { content_index: 0, content: "x".into() } },
+        AgentEvent::AgentStart,
+    ] {
+        assert_eq!(delta_line(&event), None, "{event:?}");
+    }
+}

@@ -95,11 +95,22 @@ pub struct Delivered {
 /// `recv` must be cancel-safe.
 pub trait OutputPort {
     fn recv(&mut self) -> impl Future<Output = Option<Delivered>>;
+
+    /// The next output if it is already at hand, without waiting (`None`
+    /// when it is not, or by default): the loop maps the outputs at hand
+    /// together before writing them.
+    fn try_recv(&mut self) -> Option<Delivered> {
+        None
+    }
 }
 
 impl OutputPort for mpsc::Receiver<Output> {
     async fn recv(&mut self) -> Option<Delivered> {
         mpsc::Receiver::recv(self).await.map(|output| Delivered { output, seq: None })
+    }
+
+    fn try_recv(&mut self) -> Option<Delivered> {
+        mpsc::Receiver::try_recv(self).ok().map(|output| Delivered { output, seq: None })
     }
 }
 
@@ -107,6 +118,19 @@ impl OutputPort for mpsc::Receiver<Output> {
 pub trait MessageSink {
     /// Send one message body; false once the output is broken.
     fn send(&self, body: Vec<u8>) -> impl Future<Output = bool>;
+
+    /// Send these message bodies in order, as that many [`MessageSink::send`]s
+    /// (stopping at the first that fails); `bodies` is left empty.
+    fn send_all(&self, bodies: &mut Vec<Vec<u8>>) -> impl Future<Output = bool> {
+        async move {
+            for body in bodies.drain(..) {
+                if !self.send(body).await {
+                    return false;
+                }
+            }
+            true
+        }
+    }
 
     /// Send a message written as it is serialised. By default it is
     /// assembled and sent whole (a WebSocket text frame is one message).
@@ -141,6 +165,20 @@ impl MessageSink for FramedSink {
         }
     }
 
+    async fn send_all(&self, bodies: &mut Vec<Vec<u8>>) -> bool {
+        match self.framing {
+            Framing::Lines => self.lines.send_all(bodies).await,
+            Framing::Headers => {
+                for body in bodies.drain(..) {
+                    if !self.send(body).await {
+                        return false;
+                    }
+                }
+                true
+            }
+        }
+    }
+
     async fn send_streamed(&self, message: StreamedMessage) -> bool {
         match self.framing {
             Framing::Lines => self.lines.send_streamed(message).await,
@@ -164,6 +202,10 @@ pub enum ServeEnd {
     OutputClosed,
 }
 
+/// Most outputs mapped in one turn of the loop before their messages are
+/// sent (the input is read between turns).
+const OUTPUTS_AT_HAND: usize = 256;
+
 /// Text of the error answering a request the agent can no longer take.
 pub const AGENT_CLOSED: &str = "The agent has shut down";
 
@@ -180,10 +222,12 @@ struct Connection<D: Dialect, K, R> {
 
 impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
     async fn flush(&mut self) {
-        for message in std::mem::take(&mut self.scratch) {
-            if self.output_ok && !self.sink.send(message).await {
-                self.output_ok = false;
-            }
+        if self.output_ok && !self.scratch.is_empty() && !self.sink.send_all(&mut self.scratch).await {
+            self.output_ok = false;
+        }
+        self.scratch.clear();
+        if self.replies.is_empty() {
+            return;
         }
         let mut replies = std::mem::take(&mut self.replies);
         for message in replies.drain(..) {
@@ -197,17 +241,28 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
         self.replies = replies;
     }
 
+    /// Map `delivered` and the outputs already at hand after it (at most
+    /// [`OUTPUTS_AT_HAND`]), in order, and send their messages: the events'
+    /// together, a reply's before any later output's.
     async fn output(&mut self, delivered: Delivered) {
-        match delivered.output {
-            Output::Event(event) => match delivered.seq {
-                Some(seq) => self.dialect.sequenced_event(event, seq, &self.in_flight, &mut self.scratch),
-                None => self.dialect.event(event, &self.in_flight, &mut self.scratch),
-            },
-            Output::Reply { tag, result } => {
-                if let Some(pending) = self.in_flight.remove(tag) {
-                    self.dialect.reply_outgoing(pending, result, &mut self.replies);
+        let mut next = Some(delivered);
+        let mut taken = 0;
+        while let Some(delivered) = next {
+            match delivered.output {
+                Output::Event(event) => match delivered.seq {
+                    Some(seq) => self.dialect.sequenced_event(event, seq, &self.in_flight, &mut self.scratch),
+                    None => self.dialect.event(event, &self.in_flight, &mut self.scratch),
+                },
+                Output::Reply { tag, result } => {
+                    if let Some(pending) = self.in_flight.remove(tag) {
+                        self.dialect.reply_outgoing(pending, result, &mut self.replies);
+                        // `flush` sends the events mapped so far, then the reply.
+                        self.flush().await;
+                    }
                 }
             }
+            taken += 1;
+            next = if taken < OUTPUTS_AT_HAND { self.outputs.try_recv() } else { None };
         }
         self.flush().await;
     }
@@ -338,3 +393,7 @@ where
         _ => ServeEnd::OutputClosed,
     }
 }
+
+#[cfg(test)]
+#[path = "connection_tests.rs"]
+mod tests;

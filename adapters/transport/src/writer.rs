@@ -96,12 +96,51 @@ impl State {
     fn queued(&self) -> usize {
         self.buf.len() + if self.streamed.is_some() { QUEUE_CAP_BYTES } else { 0 }
     }
+
+    /// Queue `bytes` (and a `\n`) if there is room: into an empty queue
+    /// always, else while the queue stays within [`QUEUE_CAP_BYTES`].
+    fn admit(&mut self, bytes: Vec<u8>, newline: bool) -> Admit {
+        if self.broken {
+            return Admit::Broken;
+        }
+        if !(self.is_empty() || self.queued() + bytes.len() <= QUEUE_CAP_BYTES) {
+            return Admit::Full(bytes);
+        }
+        if self.buf.is_empty() && self.buf.capacity() < bytes.len() {
+            // Into an empty queue the record goes as it is, not copied
+            // (a 100 MB `get_messages` reply must not be held twice).
+            self.buf = bytes;
+        } else {
+            self.buf.extend_from_slice(&bytes);
+        }
+        if newline {
+            self.buf.push(b'\n');
+        }
+        Admit::Queued
+    }
 }
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+
+    /// After records were queued: wake the writer if it sleeps, or if it
+    /// gathers a batch that is now big enough.
+    fn wake_if_needed(&self, st: &State) {
+        if st.writer_waiting || (st.gathering && st.queued() >= BATCH_BYTES) {
+            self.wake_writer.notify_one();
+        }
+    }
+}
+
+/// What [`State::admit`] did with a record.
+enum Admit {
+    Queued,
+    /// The output failed: nothing more is queued.
+    Broken,
+    /// No room now: the record is handed back.
+    Full(Vec<u8>),
 }
 
 /// A handle for queueing output records.
@@ -137,34 +176,71 @@ impl LineSender {
         self.push(bytes, false).await
     }
 
-    async fn push(&self, bytes: Vec<u8>, newline: bool) -> bool {
+    /// Queue several records, in order, each with a trailing `\n`, as many
+    /// [`LineSender::send`]s would (taking the lock once while they fit).
+    /// `lines` is left empty. Returns false once the output is broken (the
+    /// records not queued by then are dropped).
+    pub async fn send_all(&self, lines: &mut Vec<Vec<u8>>) -> bool {
+        let mut pending = lines.drain(..);
         loop {
+            // Under one lock while they fit, with no wait armed.
+            let refused = {
+                let mut st = self.shared.lock();
+                let mut refused = None;
+                for line in pending.by_ref() {
+                    match st.admit(line, true) {
+                        Admit::Queued => {}
+                        Admit::Broken => return false,
+                        Admit::Full(back) => {
+                            refused = Some(back);
+                            break;
+                        }
+                    }
+                }
+                self.shared.wake_if_needed(&st);
+                refused
+            };
+            match refused {
+                None => return true,
+                Some(line) => {
+                    if !self.push(line, true).await {
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn push(&self, mut bytes: Vec<u8>, newline: bool) -> bool {
+        loop {
+            // First without arming a wait: most often there is room.
+            match self.try_push(bytes, newline) {
+                Ok(queued) => return queued,
+                Err(back) => bytes = back,
+            }
             let space = self.shared.space.notified();
             tokio::pin!(space);
             space.as_mut().enable();
-            {
-                let mut st = self.shared.lock();
-                if st.broken {
-                    return false;
-                }
-                if st.is_empty() || st.queued() + bytes.len() <= QUEUE_CAP_BYTES {
-                    if st.buf.is_empty() && st.buf.capacity() < bytes.len() {
-                        // Into an empty queue the record goes as it is, not copied
-                        // (a 100 MB `get_messages` reply must not be held twice).
-                        st.buf = bytes;
-                    } else {
-                        st.buf.extend_from_slice(&bytes);
-                    }
-                    if newline {
-                        st.buf.push(b'\n');
-                    }
-                    if st.writer_waiting || (st.gathering && st.queued() >= BATCH_BYTES) {
-                        self.shared.wake_writer.notify_one();
-                    }
-                    return true;
-                }
+            // Room may have been made before the wait was armed.
+            match self.try_push(bytes, newline) {
+                Ok(queued) => return queued,
+                Err(back) => bytes = back,
             }
             space.await;
+        }
+    }
+
+    /// Queue a record now if there is room: whether the output still
+    /// works, or the record back when the queue is full.
+    fn try_push(&self, bytes: Vec<u8>, newline: bool) -> Result<bool, Vec<u8>> {
+        let mut st = self.shared.lock();
+        match st.admit(bytes, newline) {
+            Admit::Queued => {
+                self.shared.wake_if_needed(&st);
+                Ok(true)
+            }
+            Admit::Broken => Ok(false),
+            Admit::Full(back) => Err(back),
         }
     }
 
@@ -320,6 +396,32 @@ mod tests {
         let lines: Vec<&str> = all.lines().collect();
         assert_eq!(lines.len(), 10_000);
         assert_eq!(lines[9_999], "{\"n\":9999}");
+    }
+
+    #[tokio::test]
+    async fn lines_sent_together_arrive_as_if_sent_one_by_one() {
+        let sink = Sink::default();
+        let (sender, handle) = spawn_writer(sink.clone());
+        let mut expected = Vec::new();
+        let mut n = 0;
+        // Small lines, then a batch bigger than the queue's cap (it waits for room part way).
+        for (lines, size) in [(1_000, 10), (3, 0), (60, 100_000), (1_000, 50)] {
+            let mut batch = Vec::new();
+            for _ in 0..lines {
+                let line = format!("{n}:{}", "x".repeat(size)).into_bytes();
+                expected.extend_from_slice(&line);
+                expected.push(b'\n');
+                batch.push(line);
+                n += 1;
+            }
+            assert!(sender.send_all(&mut batch).await);
+            assert!(batch.is_empty());
+            assert!(sender.send(b"one".to_vec()).await);
+            expected.extend_from_slice(b"one\n");
+        }
+        drop(sender);
+        handle.finish().await.unwrap();
+        assert_eq!(*sink.0.lock().unwrap(), expected);
     }
 
     /// Counts the writes it gets.

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::compat::OpenAiCompat;
@@ -26,6 +27,9 @@ use crate::provider::sse::SseEvent;
 use crate::provider::{
     BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest, ProviderStream,
 };
+
+mod frame;
+use frame::ChunkFrame;
 
 /// Chat Completions provider.
 pub struct OpenAiCompletions {
@@ -91,6 +95,8 @@ struct Assembler {
     /// OpenRouter `reasoning_details` seen so far (merged); they become the
     /// thinking signature when the block ends.
     reasoning_details: Option<Vec<Value>>,
+    /// The frame of the last plain chunk that only carried text.
+    frame: ChunkFrame,
 }
 
 impl Assembler {
@@ -107,6 +113,7 @@ impl Assembler {
             response_id: false,
             finish: None,
             reasoning_details: None,
+            frame: ChunkFrame::default(),
         }
     }
 
@@ -247,8 +254,9 @@ struct PlainChunk<'a> {
 struct PlainChoice<'a> {
     #[serde(default, rename = "index")]
     _index: IgnoredAny,
+    /// Read as it stands first, to know where it lies in the chunk.
     #[serde(borrow)]
-    delta: Object<PlainDelta<'a>>,
+    delta: &'a RawValue,
     #[serde(default, rename = "logprobs")]
     _logprobs: IgnoredAny,
     #[serde(borrow, default)]
@@ -291,10 +299,24 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
 impl Assembler {
     /// [`Assembler::on_chunk`] for a [`PlainChunk`]; false when the chunk does not have that shape.
     fn on_plain_chunk(&mut self, data: &str, out: &mut Out) -> bool {
+        // The same frame as a chunk read before, around a plain text: read
+        // as that chunk was, but for the text.
+        if let Some(text) = self.frame.text_of(data) {
+            if !text.is_empty() {
+                let index = self.text_block(out);
+                out.emit(ProviderEvent::BlockDelta { index, delta: text.to_owned() });
+            }
+            return true;
+        }
         let Ok(Object(chunk)) = serde_json::from_str::<Object<PlainChunk>>(data) else { return false };
         let [Object(choice)] = chunk.choices;
         if chunk.usage.is_some() || choice.usage.is_some() {
             return false;
+        }
+        let Ok(Object(delta)) = serde_json::from_str::<Object<PlainDelta>>(choice.delta.get()) else { return false };
+        // Only a chunk whose one effect is its text is a frame for the next ones.
+        if choice.finish_reason.as_deref().is_none_or(str::is_empty) {
+            self.frame.remember(data, choice.delta.get());
         }
         if !self.response_id
             && let Some(id) = chunk.id.filter(|s| !s.is_empty())
@@ -305,7 +327,7 @@ impl Assembler {
         if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
             self.finish = Some((map_finish_reason(&reason), reason.into_owned()));
         }
-        if let Some(text) = choice.delta.0.content.filter(|s| !s.is_empty()) {
+        if let Some(text) = delta.content.filter(|s| !s.is_empty()) {
             let index = self.text_block(out);
             out.emit(ProviderEvent::BlockDelta { index, delta: text.into_owned() });
         }

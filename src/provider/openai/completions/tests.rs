@@ -461,6 +461,24 @@ fn off_is_not_clamped_up() {
 
 /// The fast reading of plain text chunks emits what the general path emits,
 /// and leaves every other shape to it.
+/// An assembler for the chunk-reading tests, before any chunk.
+fn plain_assembler() -> Assembler {
+    Assembler {
+        provider: "p".into(),
+        supports_finish_reason: true,
+        blocks: 0,
+        text: None,
+        thinking: None,
+        tools_by_stream_index: HashMap::new(),
+        tools_by_id: HashMap::new(),
+        has_tool_calls: false,
+        response_id: false,
+        finish: None,
+        reasoning_details: None,
+        frame: Default::default(),
+    }
+}
+
 #[test]
 fn plain_chunks_read_fast_give_what_the_general_path_gives() {
     let fast = [
@@ -485,19 +503,7 @@ fn plain_chunks_read_fast_give_what_the_general_path_gives() {
         r#"{"id":"c1","choices":[{"delta":{"tool_calls":[{"index":0,"id":"t","function":{"name":"bash","arguments":""}}]}}]}"#,
         r#"{"id":"c1","service_tier":"default","choices":[{"delta":{"content":"a"}}]}"#,
     ];
-    let assembler = || Assembler {
-        provider: "p".into(),
-        supports_finish_reason: true,
-        blocks: 0,
-        text: None,
-        thinking: None,
-        tools_by_stream_index: HashMap::new(),
-        tools_by_id: HashMap::new(),
-        has_tool_calls: false,
-        response_id: false,
-        finish: None,
-        reasoning_details: None,
-    };
+    let assembler = plain_assembler;
     for (chunks, expect_fast) in [(&fast[..], true), (&general[..], false)] {
         // Run each list as one stream, so the blocks' state carries over.
         let (mut quick, mut careful) = (assembler(), assembler());
@@ -516,5 +522,56 @@ fn plain_chunks_read_fast_give_what_the_general_path_gives() {
                 (careful.response_id, careful.text, careful.blocks)
             );
         }
+    }
+}
+
+#[test]
+fn chunks_read_by_their_frame_give_what_the_general_path_gives() {
+    let head = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":null,"choices":[{"index":0,"delta":"#;
+    let tail = r#","logprobs":null,"finish_reason":null}],"usage":null}"#;
+    let chunk = |delta: &str| format!("{head}{delta}{tail}");
+    let mut chunks = vec![chunk(r#"{"role":"assistant","content":"","refusal":null}"#)];
+    // (chunk, read by its frame)
+    let mut expected = vec![false];
+    for (delta, by_frame) in [
+        (r#"{"content":"Hello"}"#, true),
+        (r#"{"content":""}"#, true),
+        (r#"{"content":" wörld ✓"}"#, true),
+        (r#"{"content":"a\"quote\" and \n"}"#, false),
+        (r#"{"content":"\u00e9"}"#, false),
+        (r#"{"content":"x","content":"y"}"#, false),
+        (r#"{"reasoning_content":"r"}"#, false),
+        (r#"{"content":"after reasoning"}"#, true),
+        (r#"{"content":null}"#, false),
+        (r#"{"content":"last"}"#, true),
+    ] {
+        chunks.push(chunk(delta));
+        expected.push(by_frame);
+    }
+    // A chunk with another frame (a finish reason, usage), then the old frame again.
+    chunks.push(format!(r#"{head}{{"content":"end"}},"logprobs":null,"finish_reason":"stop"}}],"usage":null}}"#));
+    expected.push(false);
+    chunks.push(chunk(r#"{"content":"late"}"#));
+    expected.push(true);
+    chunks.push(format!(
+        r#"{head}{{}},"logprobs":null,"finish_reason":null}}],"usage":{{"prompt_tokens":3,"completion_tokens":9}}}}"#
+    ));
+    expected.push(false);
+    let assembler = plain_assembler;
+    let (mut quick, mut careful) = (assembler(), assembler());
+    let (mut quick_out, mut careful_out) = (Out::default(), Out::default());
+    for (chunk, by_frame) in chunks.iter().zip(expected) {
+        assert_eq!(quick.frame.text_of(chunk).is_some(), by_frame, "{chunk}");
+        let value: Value = serde_json::from_str(chunk).unwrap();
+        if !quick.on_plain_chunk(chunk, &mut quick_out) {
+            quick.on_chunk(&value, &mut quick_out);
+        }
+        careful.on_chunk(&value, &mut careful_out);
+        assert_eq!(quick_out.take(), careful_out.take(), "{chunk}");
+        assert_eq!(quick.finish, careful.finish, "{chunk}");
+        assert_eq!(
+            (quick.response_id, quick.text, quick.thinking, quick.blocks),
+            (careful.response_id, careful.text, careful.thinking, careful.blocks)
+        );
     }
 }

@@ -1,0 +1,110 @@
+//! The loop maps the outputs at hand together: the messages come out
+//! exactly as mapping one output at a time gives them (events and replies
+//! interleaved, more at hand than one turn takes).
+
+use std::sync::{Arc, Mutex};
+
+use pi_core::event::AssistantStreamEvent;
+
+use super::*;
+
+/// A request per record (named by it); an event shows as its text.
+struct Labels;
+
+impl Dialect for Labels {
+    type Pending = String;
+
+    fn decode(&mut self, record: Record, _: &InFlight<String>, actions: &mut Vec<Action<String>>) {
+        let name = record.unwrap_or_default();
+        actions.push(Action::Submit { op: Op::Barrier, pending: Some(name) });
+    }
+
+    fn event(&mut self, event: AgentEvent, _: &InFlight<String>, out: &mut Vec<Vec<u8>>) {
+        if let AgentEvent::MessageUpdate { event: AssistantStreamEvent::TextDelta { delta, .. } } = event {
+            out.push(delta.into_bytes());
+        }
+    }
+
+    fn reply(&mut self, pending: String, _: Result<Reply, CoreError>, out: &mut Vec<Vec<u8>>) {
+        out.push(format!("reply to {pending}").into_bytes());
+    }
+}
+
+/// Records given up front.
+struct Records(std::vec::IntoIter<String>);
+
+impl RecordSource for Records {
+    async fn next(&mut self) -> std::io::Result<Option<Record>> {
+        Ok(self.0.next().map(Ok))
+    }
+}
+
+/// Answers each op at once with a run of events around its reply, all
+/// queued before the loop reads any of them; notes the messages they must give.
+struct Agent {
+    outputs: Option<mpsc::Sender<Output>>,
+    expected: Vec<String>,
+    /// Requests submitted so far (they come in record order).
+    requests: usize,
+}
+
+impl Agent {
+    fn event(&mut self, text: String) {
+        let event = AgentEvent::MessageUpdate {
+            event: AssistantStreamEvent::TextDelta { content_index: 0, delta: text.clone() },
+        };
+        if let Some(tx) = &self.outputs {
+            tx.try_send(Output::Event(event)).unwrap();
+        }
+        self.expected.push(text);
+    }
+}
+
+impl OpPort for &mut Agent {
+    async fn submit(&mut self, tag: Option<RequestTag>, op: Op) -> Result<(), AgentClosed> {
+        let Some(tag) = tag else {
+            // `Shutdown` at the end of input: the output ends.
+            assert!(matches!(op, Op::Shutdown { .. }));
+            self.outputs = None;
+            return Ok(());
+        };
+        let n = self.expected.len();
+        // Several turns' worth, with the reply in the middle and replies back to back.
+        for i in 0..(300 + n % 7) {
+            self.event(format!("{tag}: before {i}"));
+        }
+        if let Some(tx) = &self.outputs {
+            tx.try_send(Output::Reply { tag, result: Ok(Reply::Ack) }).unwrap();
+        }
+        self.expected.push(format!("reply to request {}", self.requests));
+        self.requests += 1;
+        for i in 0..(tag % 3) {
+            self.event(format!("{tag}: after {i}"));
+        }
+        Ok(())
+    }
+}
+
+/// Keeps what it is sent.
+#[derive(Clone, Default)]
+struct Kept(Arc<Mutex<Vec<String>>>);
+
+impl MessageSink for Kept {
+    async fn send(&self, body: Vec<u8>) -> bool {
+        self.0.lock().unwrap().push(String::from_utf8(body).unwrap());
+        true
+    }
+}
+
+#[tokio::test]
+async fn outputs_mapped_together_come_out_in_their_order() {
+    let (tx, rx) = mpsc::channel(100_000);
+    let mut agent = Agent { outputs: Some(tx), expected: Vec::new(), requests: 0 };
+    let records = Records((0..20).map(|i| format!("request {i}")).collect::<Vec<_>>().into_iter());
+    let kept = Kept::default();
+    let (end, ok) = serve(Labels, records, kept.clone(), &mut agent, rx, std::future::pending()).await;
+    assert_eq!((end, ok), (ServeEnd::Eof, true));
+    let sent = kept.0.lock().unwrap().clone();
+    assert!(agent.expected.len() > 6_000);
+    assert_eq!(sent, agent.expected);
+}
