@@ -101,9 +101,14 @@ struct Assembler {
 
 impl Assembler {
     fn new(request: &ProviderRequest, compat: &OpenAiCompat) -> Self {
+        Assembler::for_provider(request.model.provider.clone(), compat.supports_finish_reason)
+    }
+
+    /// An assembler before any chunk of `provider`'s stream.
+    fn for_provider(provider: String, supports_finish_reason: bool) -> Self {
         Assembler {
-            provider: request.model.provider.clone(),
-            supports_finish_reason: compat.supports_finish_reason,
+            provider,
+            supports_finish_reason,
             blocks: 0,
             text: None,
             thinking: None,

@@ -459,26 +459,13 @@ fn off_is_not_clamped_up() {
     assert!(body.get("reasoning_effort").is_none(), "{body}");
 }
 
-/// The fast reading of plain text chunks emits what the general path emits,
-/// and leaves every other shape to it.
 /// An assembler for the chunk-reading tests, before any chunk.
 fn plain_assembler() -> Assembler {
-    Assembler {
-        provider: "p".into(),
-        supports_finish_reason: true,
-        blocks: 0,
-        text: None,
-        thinking: None,
-        tools_by_stream_index: HashMap::new(),
-        tools_by_id: HashMap::new(),
-        has_tool_calls: false,
-        response_id: false,
-        finish: None,
-        reasoning_details: None,
-        frame: Default::default(),
-    }
+    Assembler::for_provider("p".into(), true)
 }
 
+/// The fast reading of plain text chunks emits what the general path emits,
+/// and leaves every other shape to it.
 #[test]
 fn plain_chunks_read_fast_give_what_the_general_path_gives() {
     let fast = [
