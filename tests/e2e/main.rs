@@ -31,5 +31,6 @@ mod providers;
 mod reliability;
 mod rpc_client;
 mod serve;
+mod serve_faults;
 mod serve_nginx;
 mod templates;

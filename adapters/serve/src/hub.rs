@@ -83,6 +83,21 @@ pub struct ConnHandle {
     pub kick: Kick,
 }
 
+/// A connection that left a session, as that session's pump keeps it: a
+/// weak sender (it does not keep the connection's output open).
+#[derive(Debug)]
+struct Departed {
+    id: ConnId,
+    queue: mpsc::WeakSender<Queued>,
+    kick: Kick,
+}
+
+impl Departed {
+    fn handle(&self) -> Option<ConnHandle> {
+        Some(ConnHandle { id: self.id, queue: self.queue.upgrade()?, kick: self.kick.clone() })
+    }
+}
+
 /// The session ended (or is unloading): attach elsewhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the session has ended")]
@@ -162,7 +177,18 @@ impl Hub {
 
 /// What the hub's own requests are for.
 enum Internal {
-    Attach { conn: ConnHandle, tag: Option<RequestTag>, after_seq: Option<u64>, done: oneshot::Sender<bool> },
+    Attach {
+        conn: ConnHandle,
+        tag: Option<RequestTag>,
+        after_seq: Option<u64>,
+        done: oneshot::Sender<bool>,
+    },
+    /// Detach once the actor's earlier output has been routed (the answers
+    /// it owes the connection for requests sent before are delivered first).
+    Detach {
+        conn: ConnId,
+        done: oneshot::Sender<()>,
+    },
     Unload,
     Identity,
 }
@@ -180,6 +206,9 @@ struct Pump {
     options: HubOptions,
     buffer: ReplayBuffer,
     conns: Vec<ConnHandle>,
+    /// Connections that left this session (switched to another) but may
+    /// still be owed answers: replies only, without keeping them open.
+    departed: Vec<Departed>,
     /// Dialogs and requests to the client (approvals…) asked in this load: id, seq, the event.
     dialogs: Vec<(String, Numbered)>,
     internal: std::collections::HashMap<RequestTag, Internal>,
@@ -214,6 +243,7 @@ pub fn start(
         buffer: ReplayBuffer::new(options.replay_events),
         options,
         conns: Vec::new(),
+        departed: Vec::new(),
         dialogs: Vec::new(),
         internal: Default::default(),
         next_internal: 1,
@@ -270,11 +300,11 @@ impl Pump {
                 self.ask(Internal::Attach { conn, tag, after_seq, done }, Op::PendingRequests);
             }
             Control::Detach { conn, done } => {
-                self.conns.retain(|c| c.id != conn);
-                if self.conns.is_empty() {
-                    self.alone_since = Instant::now();
+                if self.conns.iter().any(|c| c.id == conn) {
+                    self.ask(Internal::Detach { conn, done }, Op::PendingRequests);
+                } else {
+                    let _ = done.send(());
                 }
-                let _ = done.send(());
             }
         }
     }
@@ -310,13 +340,27 @@ impl Pump {
                     self.internal_reply(tag, result);
                     return;
                 }
+                let reply = Output::Reply { tag: local, result };
                 if let Some(handle) = self.conns.iter().find(|c| c.id == conn) {
-                    let reply = Output::Reply { tag: local, result };
                     if !deliver_output(handle, reply, None) {
                         self.drop_conns(&[conn]);
                     }
+                } else if let Some(handle) = self.departed.iter().find(|d| d.id == conn).and_then(Departed::handle) {
+                    // An answer owed to a connection now attached elsewhere.
+                    deliver_output(&handle, reply, None);
                 }
             }
+        }
+    }
+
+    fn detach(&mut self, conn: ConnId) {
+        self.departed.retain(|d| d.id != conn && d.queue.strong_count() > 0);
+        if let Some(at) = self.conns.iter().position(|c| c.id == conn) {
+            let handle = self.conns.remove(at);
+            self.departed.push(Departed { id: handle.id, queue: handle.queue.downgrade(), kick: handle.kick });
+        }
+        if self.conns.is_empty() {
+            self.alone_since = Instant::now();
         }
     }
 
@@ -338,6 +382,10 @@ impl Pump {
             }
             (Some(Internal::Attach { done, .. }), _) => {
                 let _ = done.send(false);
+            }
+            (Some(Internal::Detach { conn, done }), _) => {
+                self.detach(conn);
+                let _ = done.send(());
             }
             (Some(Internal::Unload), Ok(_)) => {
                 // The actor stops: its output ends and the pump with it.
@@ -405,6 +453,7 @@ impl Pump {
         }
         if ok {
             self.conns.retain(|c| c.id != conn.id);
+            self.departed.retain(|d| d.id != conn.id);
             self.conns.push(conn);
         }
     }
@@ -418,8 +467,10 @@ impl Pump {
             }
         }
         for (_, purpose) in self.internal.drain() {
-            if let Internal::Attach { done, .. } = purpose {
-                let _ = done.send(false);
+            match purpose {
+                Internal::Attach { done, .. } => drop(done.send(false)),
+                Internal::Detach { done, .. } => drop(done.send(())),
+                Internal::Unload | Internal::Identity => {}
             }
         }
         control.close();

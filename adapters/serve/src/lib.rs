@@ -6,11 +6,13 @@
 //! * [`replay`]: sequence numbers and the bounded buffer of a session's latest events.
 //! * [`link`]: a connection's side: attach, switch, forward ops, its bounded queue.
 //! * [`lock`]: one owner per session across workers (an OS file lock).
+//! * [`listener`]: the listening socket, the fd limit, connections before they upgrade.
 //! * [`server`]: the HTTP/WebSocket endpoint: `/rpc`, `/healthz`, `/readyz`, auth and limits.
 
 pub mod acp;
 pub mod hub;
 pub mod link;
+pub mod listener;
 pub mod lock;
 pub mod registry;
 pub mod replay;

@@ -218,6 +218,10 @@ struct Connection<D: Dialect, K, R> {
     scratch: Vec<Vec<u8>>,
     /// The messages of one reply.
     replies: Vec<Outgoing>,
+    /// With [`serve_in_order`]: immediate answers (errors for unreadable
+    /// messages) wait for the requests sent before them, with the tag
+    /// every earlier request is below.
+    in_order: Option<std::collections::VecDeque<(RequestTag, Vec<u8>)>>,
 }
 
 impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
@@ -258,6 +262,7 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
                         self.dialect.reply_outgoing(pending, result, &mut self.replies);
                         // `flush` sends the events mapped so far, then the reply.
                         self.flush().await;
+                        self.release_held(false).await;
                     }
                 }
             }
@@ -265,6 +270,37 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
             next = if taken < OUTPUTS_AT_HAND { self.outputs.try_recv() } else { None };
         }
         self.flush().await;
+    }
+
+    /// Send an immediate answer, after the answers to earlier requests when answers go in order.
+    async fn send_now(&mut self, message: Vec<u8>) {
+        if let Some(held) = &mut self.in_order {
+            let mark = self.in_flight.next_tag();
+            if !held.is_empty() || self.in_flight.any_below(mark) {
+                held.push_back((mark, message));
+                return;
+            }
+        }
+        self.scratch.push(message);
+        self.flush().await;
+    }
+
+    /// Send the held immediate answers whose earlier requests are all answered (all with `all`).
+    async fn release_held(&mut self, all: bool) {
+        let Some(held) = &mut self.in_order else { return };
+        let mut released = false;
+        while let Some((mark, _)) = held.front() {
+            if !all && self.in_flight.any_below(*mark) {
+                break;
+            }
+            if let Some((_, message)) = held.pop_front() {
+                self.scratch.push(message);
+                released = true;
+            }
+        }
+        if released {
+            self.flush().await;
+        }
     }
 
     /// Submit while still draining the agent's output, so neither side waits on the other.
@@ -289,10 +325,7 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
         self.dialect.decode(record, &self.in_flight, &mut actions);
         for action in actions {
             match action {
-                Action::Send(message) => {
-                    self.scratch.push(message);
-                    self.flush().await;
-                }
+                Action::Send(message) => self.send_now(message).await,
                 Action::Submit { op, pending } => {
                     let tag = pending.map(|p| self.in_flight.insert(p));
                     if self.submit(agent, tag, op).await.is_err()
@@ -311,7 +344,42 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
 /// Serve `dialect` until input ends (the agent then finishes what it
 /// accepted) or `stop` resolves (the agent aborts), and the agent's output
 /// has been written. Returns how it ended and whether every message could be sent.
-pub async fn serve<D, S, K, O, R, F>(
+pub async fn serve<D, S, K, O, R, F>(dialect: D, source: S, sink: K, agent: O, outputs: R, stop: F) -> (ServeEnd, bool)
+where
+    D: Dialect,
+    S: RecordSource,
+    K: MessageSink,
+    O: OpPort,
+    R: OutputPort,
+    F: Future<Output = ()>,
+{
+    serve_with(false, dialect, source, sink, agent, outputs, stop).await
+}
+
+/// [`serve`], every answer in the order of its request: an error for an
+/// unreadable message waits for the answers to the requests sent before it
+/// (`pi serve`, where those answers come from a shared session).
+pub async fn serve_in_order<D, S, K, O, R, F>(
+    dialect: D,
+    source: S,
+    sink: K,
+    agent: O,
+    outputs: R,
+    stop: F,
+) -> (ServeEnd, bool)
+where
+    D: Dialect,
+    S: RecordSource,
+    K: MessageSink,
+    O: OpPort,
+    R: OutputPort,
+    F: Future<Output = ()>,
+{
+    serve_with(true, dialect, source, sink, agent, outputs, stop).await
+}
+
+async fn serve_with<D, S, K, O, R, F>(
+    in_order: bool,
     dialect: D,
     mut source: S,
     sink: K,
@@ -335,6 +403,7 @@ where
         output_ok: true,
         scratch: Vec::new(),
         replies: Vec::new(),
+        in_order: in_order.then(Default::default),
     };
     let mut end = ServeEnd::Eof;
     let mut input_open = true;
@@ -364,6 +433,7 @@ where
             },
         }
     }
+    conn.release_held(true).await;
     conn.dialect.finish(&mut conn.scratch);
     conn.flush().await;
     (end, conn.output_ok)
