@@ -12,8 +12,8 @@ Scenarios:
                            answered, in order, with the initialized notification
   bad_utf8 URL             a text frame with invalid UTF-8: the earlier answer,
                            an error reply, then close 1007
-  binary_order URL         JSON-RPC: a binary frame after a slow request: its
-                           error (-32700) comes after the slow request's answer
+  binary_order URL         JSON-RPC: a binary frame after five requests: its
+                           error (-32700) comes after their answers
   half_open URL PID        half a request's headers, then SIGTERM: the server
                            exits at once
   silent URL N LIMIT       N silent connections count against --max-connections
@@ -163,15 +163,18 @@ async def bad_utf8(url):
 
 async def binary_order(url):
     async with websockets.connect(url) as ws:
-        rpc = lambda id, method, params: json.dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        await ws.send(rpc(1, "initialize", {}))
+        rpc = lambda id, method: json.dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": {}})
+        await ws.send(rpc(1, "initialize"))
         await until(ws, lambda m: m.get("id") == 1)
-        await ws.send(rpc(2, "bash", {"command": "sleep 0.5; echo done"}))
-        await ws.send(b'{"jsonrpc":"2.0","id":3,"method":"getState"}')
-        seen = await until(ws, lambda m: "method" not in m and m.get("id") is None, 20)
+        for n in range(2, 7):
+            await ws.send(rpc(n, "getMessages" if n % 2 else "getState"))
+        await ws.send(b'{"jsonrpc":"2.0","id":7,"method":"getState"}')
+        await ws.send(rpc(8, "getState"))
+        seen = await until(ws, lambda m: m.get("id") == 8, 20)
         answers = [m.get("id") for m in seen if "method" not in m]
-        check(answers == [2, None], f"the slow answer, then the binary frame's error: {seen}")
-        check(seen[-1]["error"]["code"] == -32700, f"{seen[-1]}")
+        check(answers == [2, 3, 4, 5, 6, None, 8], f"the answers, the binary frame's error, the next: {answers}")
+        error = next(m for m in seen if "method" not in m and m.get("id") is None)
+        check(error["error"]["code"] == -32700, f"{error}")
     print("binary_order ok")
 
 

@@ -200,7 +200,9 @@ async fn serve_connection<I>(
         tower_service::Service::call(&mut app, request)
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(limits.header_timeout).keep_alive(false);
+    // Keep-alive stays on: `Connection: close` would replace the upgrade's `Connection: upgrade`;
+    // the handshake deadline bounds a connection that never upgrades.
+    builder.timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
     let connection = builder.serve_connection(TokioIo::new(io), service).with_upgrades();
     tokio::select! {
         served = tokio::time::timeout(limits.handshake_timeout, connection) => match served {

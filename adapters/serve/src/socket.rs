@@ -231,6 +231,17 @@ struct Watch {
     switched: Option<Record>,
 }
 
+/// True when a record says it is JSON-RPC (`"jsonrpc"` in it, or in a
+/// batch's first member): junk a native client sent does not switch dialects.
+fn names_jsonrpc(record: &Record) -> bool {
+    let Ok(text) = record else { return false };
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(fields)) => fields.contains_key("jsonrpc"),
+        Ok(Value::Array(items)) => items.first().and_then(Value::as_object).is_some_and(|f| f.contains_key("jsonrpc")),
+        _ => false,
+    }
+}
+
 /// A borrowed [`Watch`] as a record source (the serve loop takes its source by value).
 struct Borrowed<'a>(&'a mut Watch);
 
@@ -250,7 +261,7 @@ impl RecordSource for Borrowed<'_> {
                 continue;
             }
             watch.watching = false;
-            if detect(&record) == Detected::Native {
+            if detect(&record) == Detected::Native || !names_jsonrpc(&record) {
                 return Ok(Some(record));
             }
             watch.switched = Some(record);

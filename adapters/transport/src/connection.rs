@@ -219,10 +219,13 @@ struct Connection<D: Dialect, K, R> {
     /// The messages of one reply.
     replies: Vec<Outgoing>,
     /// With [`serve_in_order`]: immediate answers (errors for unreadable
-    /// messages) wait for the requests sent before them, with the tag
-    /// every earlier request is below.
-    in_order: Option<std::collections::VecDeque<(RequestTag, Vec<u8>)>>,
+    /// messages) by the tag of the barrier they wait for.
+    in_order: Option<std::collections::HashMap<RequestTag, Vec<u8>>>,
+    next_barrier: RequestTag,
 }
+
+/// Tags of the barriers of [`serve_in_order`] start here (above any request's).
+const BARRIER_TAGS: RequestTag = 1 << 31;
 
 impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
     async fn flush(&mut self) {
@@ -262,7 +265,9 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
                         self.dialect.reply_outgoing(pending, result, &mut self.replies);
                         // `flush` sends the events mapped so far, then the reply.
                         self.flush().await;
-                        self.release_held(false).await;
+                    } else if let Some(message) = self.in_order.as_mut().and_then(|held| held.remove(&tag)) {
+                        self.scratch.push(message);
+                        self.flush().await;
                     }
                 }
             }
@@ -272,35 +277,35 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
         self.flush().await;
     }
 
-    /// Send an immediate answer, after the answers to earlier requests when answers go in order.
-    async fn send_now(&mut self, message: Vec<u8>) {
-        if let Some(held) = &mut self.in_order {
-            let mark = self.in_flight.next_tag();
-            if !held.is_empty() || self.in_flight.any_below(mark) {
-                held.push_back((mark, message));
+    /// Send an immediate answer; when answers go in order, once the agent
+    /// has answered a barrier submitted now (after every earlier request).
+    async fn send_now<O: OpPort>(&mut self, agent: &mut O, message: Vec<u8>) {
+        if self.in_order.is_some() {
+            let tag = BARRIER_TAGS + self.next_barrier;
+            self.next_barrier += 1;
+            if let Some(held) = &mut self.in_order {
+                held.insert(tag, message);
+            }
+            if self.submit(agent, Some(tag), Op::Barrier).await.is_ok() {
                 return;
             }
+            match self.in_order.as_mut().and_then(|held| held.remove(&tag)) {
+                Some(message) => self.scratch.push(message),
+                None => return,
+            }
+        } else {
+            self.scratch.push(message);
         }
-        self.scratch.push(message);
         self.flush().await;
     }
 
-    /// Send the held immediate answers whose earlier requests are all answered (all with `all`).
-    async fn release_held(&mut self, all: bool) {
+    /// Send the immediate answers still waiting for their barrier (the output ended).
+    async fn release_held(&mut self) {
         let Some(held) = &mut self.in_order else { return };
-        let mut released = false;
-        while let Some((mark, _)) = held.front() {
-            if !all && self.in_flight.any_below(*mark) {
-                break;
-            }
-            if let Some((_, message)) = held.pop_front() {
-                self.scratch.push(message);
-                released = true;
-            }
-        }
-        if released {
-            self.flush().await;
-        }
+        let mut waiting: Vec<(RequestTag, Vec<u8>)> = held.drain().collect();
+        waiting.sort_by_key(|(tag, _)| *tag);
+        self.scratch.extend(waiting.into_iter().map(|(_, message)| message));
+        self.flush().await;
     }
 
     /// Submit while still draining the agent's output, so neither side waits on the other.
@@ -325,7 +330,7 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
         self.dialect.decode(record, &self.in_flight, &mut actions);
         for action in actions {
             match action {
-                Action::Send(message) => self.send_now(message).await,
+                Action::Send(message) => self.send_now(agent, message).await,
                 Action::Submit { op, pending } => {
                     let tag = pending.map(|p| self.in_flight.insert(p));
                     if self.submit(agent, tag, op).await.is_err()
@@ -356,9 +361,10 @@ where
     serve_with(false, dialect, source, sink, agent, outputs, stop).await
 }
 
-/// [`serve`], every answer in the order of its request: an error for an
-/// unreadable message waits for the answers to the requests sent before it
-/// (`pi serve`, where those answers come from a shared session).
+/// [`serve`], an error for an unreadable message answered in the agent's
+/// order like any request (after a barrier op), never before the answer to
+/// an earlier request the agent answers at once (`pi serve`, where those
+/// answers come from a shared session and take longer).
 pub async fn serve_in_order<D, S, K, O, R, F>(
     dialect: D,
     source: S,
@@ -404,6 +410,7 @@ where
         scratch: Vec::new(),
         replies: Vec::new(),
         in_order: in_order.then(Default::default),
+        next_barrier: 0,
     };
     let mut end = ServeEnd::Eof;
     let mut input_open = true;
@@ -433,7 +440,7 @@ where
             },
         }
     }
-    conn.release_held(true).await;
+    conn.release_held().await;
     conn.dialect.finish(&mut conn.scratch);
     conn.flush().await;
     (end, conn.output_ok)

@@ -30,16 +30,6 @@ impl<P> InFlight<P> {
         tag
     }
 
-    /// The tag the next request will get (every request so far has a lower one).
-    pub fn next_tag(&self) -> RequestTag {
-        self.next_tag
-    }
-
-    /// True while a request with a tag below `tag` awaits its reply.
-    pub fn any_below(&self, tag: RequestTag) -> bool {
-        self.entries.keys().any(|t| *t < tag)
-    }
-
     /// Take the request a reply answers.
     pub fn remove(&mut self, tag: RequestTag) -> Option<P> {
         self.entries.remove(&tag)
