@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicU8;
 use std::time::Duration;
 
 use clap::Parser;
+use pi_serve::cluster::{Cluster, ClusterOptions};
 use pi_serve::hub::HubOptions;
 use pi_serve::listener::ListenLimits;
 use pi_serve::registry::{Registry, RegistryOptions};
@@ -74,9 +75,21 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
     pub idle_unload: f64,
 
-    /// This worker's name in the lock files of the sessions it owns (default: host:pid).
+    /// This worker's name in the lock files and leases of the sessions it owns (default: host:pid).
     #[arg(long, value_name = "NAME")]
     pub worker_name: Option<String>,
+
+    /// Join a cluster on NATS JetStream: `nats://HOST:PORT` (comma-separated or repeated for several servers).
+    #[arg(long = "cluster", value_name = "URL", value_delimiter = ',')]
+    pub cluster: Vec<String>,
+
+    /// A NATS credentials file (`.creds`) for --cluster.
+    #[arg(long, value_name = "FILE")]
+    pub cluster_credentials: Option<PathBuf>,
+
+    /// Seconds a session's lease outlives its owner's last renewal (--cluster; the bucket keeps the first worker's value).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub lease_ttl: f64,
 
     #[command(flatten)]
     pub agent: Args,
@@ -114,11 +127,26 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let listen = Listen::parse(&args.listen).map_err(anyhow::Error::msg)?;
     let template = crate::setup::build_agent_config(&args.agent)?;
+    let owner = args.worker_name.clone().unwrap_or_else(worker_name);
+    let cluster = match args.cluster.is_empty() {
+        true => None,
+        false => Some(
+            Cluster::connect(ClusterOptions {
+                urls: args.cluster.clone(),
+                credentials: args.cluster_credentials.clone(),
+                lease_ttl: seconds("--lease-ttl", args.lease_ttl)?,
+                worker: owner.clone(),
+            })
+            .await
+            .map_err(anyhow::Error::msg)?,
+        ),
+    };
     let options = RegistryOptions {
         session_dir: template.session_dir.clone(),
-        owner: args.worker_name.clone().unwrap_or_else(worker_name),
+        owner,
         max_sessions: args.max_sessions,
         hub: HubOptions { replay_events: args.replay_events, idle_unload: seconds("--idle-unload", args.idle_unload)? },
+        cluster,
     };
     tracing::info!("pi serve: sessions in {}", options.session_dir.display());
     let registry = Registry::new(template, options);

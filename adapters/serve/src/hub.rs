@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::lock::OwnerLock;
+use crate::ownership::Ownership;
 use crate::registry::Registry;
 use crate::replay::{Numbered, ReplayBuffer};
 
@@ -216,7 +216,7 @@ struct Pump {
     unloading: bool,
     alone_since: Instant,
     session_file: Option<String>,
-    lock: Option<OwnerLock>,
+    lock: Option<Ownership>,
 }
 
 /// Start the pump of a freshly spawned actor; returns the hub.
@@ -226,7 +226,7 @@ pub fn start(
     session_file: Option<String>,
     agent: AgentHandle,
     outputs: mpsc::Receiver<Output>,
-    lock: OwnerLock,
+    lock: Ownership,
     options: HubOptions,
 ) -> Arc<Hub> {
     let (control_tx, control_rx) = mpsc::channel(64);
@@ -409,9 +409,13 @@ impl Pump {
 
     /// The actor switched to session `new` (fork, clone): take its lock, let go of the old one.
     fn rekey(&mut self, old: &str, new: &str) {
-        match self.registry.lock_for(new) {
-            Ok(lock) => self.lock = Some(lock),
-            Err(e) => tracing::warn!("session {new}: {e}"),
+        match &self.lock {
+            // In a cluster the lease stays the old id's (a fork's new id is not leased).
+            Some(Ownership::Leased(_)) => tracing::warn!("session {new}: a fork under --cluster keeps {old}'s lease"),
+            _ => match self.registry.lock_for(new) {
+                Ok(lock) => self.lock = Some(Ownership::Local(lock)),
+                Err(e) => tracing::warn!("session {new}: {e}"),
+            },
         }
         if let Ok(mut id) = self.hub.id.lock() {
             *id = new.to_string();
