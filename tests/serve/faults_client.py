@@ -20,6 +20,8 @@ Scenarios:
                            (LIMIT): a WebSocket is refused with 503 until the
                            handshake deadline drops them, then served
   many URL N               N sessions, each with its own connection, all served
+  hold_then_prompt URL ID GO
+                           attach to session ID, wait for the file GO, prompt
 """
 
 import asyncio
@@ -244,6 +246,21 @@ async def many(url, count):
     print(f"many ok {count}")
 
 
+async def hold_then_prompt(url, session, go_file):
+    """Attach, wait for GO_FILE, then prompt: print every message until the run ends (or 20 s)."""
+    async with websockets.connect(f"{url}?session={session}") as ws:
+        await recv(ws)
+        print("attached", flush=True)
+        while not os.path.exists(go_file):
+            await asyncio.sleep(0.05)
+        await ws.send(json.dumps({"id": "late", "type": "prompt", "message": "written by a stale owner"}))
+        try:
+            await until(ws, lambda m: m.get("type") == "agent_end", 20)
+        except (asyncio.TimeoutError, ConnectionClosed):
+            pass
+    print("hold_then_prompt done")
+
+
 SCENARIOS = {
     "connect_resume": connect_resume,
     "init_then_new": init_then_new,
@@ -252,6 +269,7 @@ SCENARIOS = {
     "half_open": half_open,
     "silent": silent,
     "many": many,
+    "hold_then_prompt": hold_then_prompt,
 }
 
 
