@@ -20,6 +20,7 @@ pub mod message;
 mod message_text;
 pub mod model;
 pub mod op;
+pub mod packages;
 pub mod provider;
 pub mod resources;
 pub mod session;

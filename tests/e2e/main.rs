@@ -28,6 +28,7 @@ mod native_sessions;
 mod native_state;
 mod native_tools;
 mod npm_registry;
+mod packages;
 mod pi_parity;
 mod providers;
 mod reliability;
