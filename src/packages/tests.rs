@@ -84,10 +84,10 @@ fn settings_entries_filters_and_project_precedence() {
     let out = pm.resolve_settings();
     assert_eq!(names(&out.prompts), ["b.md", "-a.md"]);
     assert_eq!(out.prompts[0].scope, Scope::Project);
-    assert_eq!(out.prompts[1].enabled, false);
+    assert!(!out.prompts[1].enabled);
 
     // An untrusted project's packages are not read.
-    let (_, untrusted) = (0, PackageManager { project_trusted: false, ..pm.clone() });
+    let untrusted = PackageManager { project_trusted: false, ..pm.clone() };
     assert!(untrusted.declared(Scope::Project).is_empty());
 }
 
