@@ -125,7 +125,7 @@ async fn install(config: &HostConfig, dir: &Path, missing: &[String]) -> Result<
     if text.is_empty() {
         text = String::from_utf8_lossy(&output.stdout).trim().to_string();
     }
-    let tail = tail(&text);
+    let tail = crate::packages::install::output_tail(&text, OUTPUT_TAIL);
     let what = if output.status.success() {
         format!("left {} missing", left.join(", "))
     } else {
@@ -136,15 +136,6 @@ async fn install(config: &HostConfig, dir: &Path, missing: &[String]) -> Result<
         dir.display(),
         if tail.is_empty() { String::new() } else { format!(": {tail}") }
     ))
-}
-
-/// The end of a command's output, on one line.
-fn tail(text: &str) -> String {
-    let joined = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" | ");
-    match joined.char_indices().rev().nth(OUTPUT_TAIL) {
-        Some((i, _)) => format!("…{}", &joined[i..]),
-        None => joined,
-    }
 }
 
 /// A program named by path, or the first of that name on `PATH`.

@@ -290,14 +290,17 @@ fn show(program: &str, args: &[String]) -> String {
     std::iter::once(program).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
 }
 
-/// The end of a command's output, on one line (empty when there is none).
+/// `: <the end of a command's output, on one line>` (empty when there is none).
 fn tail(text: &str) -> String {
+    let tail = output_tail(text, OUTPUT_TAIL);
+    if tail.is_empty() { tail } else { format!(": {tail}") }
+}
+
+/// The last `max` characters of a command's output, its lines joined by ` | `.
+pub(crate) fn output_tail(text: &str, max: usize) -> String {
     let joined = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" | ");
-    if joined.is_empty() {
-        return String::new();
-    }
-    match joined.char_indices().rev().nth(OUTPUT_TAIL) {
-        Some((i, _)) => format!(": …{}", &joined[i..]),
-        None => format!(": {joined}"),
+    match joined.char_indices().rev().nth(max) {
+        Some((i, _)) => format!("…{}", &joined[i..]),
+        None => joined,
     }
 }

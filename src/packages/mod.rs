@@ -16,29 +16,14 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 mod collect;
-mod install;
+pub(crate) mod install;
 pub mod source;
 
 pub use source::Source;
 
-/// Which settings a package belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    User,
-    Project,
-    /// `-e` for one run, cached under `<agentDir>/tmp/extensions/`.
-    Temporary,
-}
-
-impl Scope {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::User => "user",
-            Scope::Project => "project",
-            Scope::Temporary => "temporary",
-        }
-    }
-}
+/// Which settings a package belongs to (`Temporary`: `-e`, for one run,
+/// cached under `<agentDir>/tmp/extensions/`).
+pub use crate::resources::Scope;
 
 /// The four kinds of resources a package brings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -561,14 +546,10 @@ fn write_settings(path: &Path, settings: &Map<String, Value>) -> Result<(), Stri
     crate::config::settings::write_atomically(path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// `path.relative(from, to)` (`.` for the same directory).
+/// `path.relative(from, to)`, `.` for the same directory (as pi writes local sources).
 fn relative_path(from: &Path, to: &Path) -> String {
-    let from: Vec<_> = from.components().collect();
-    let to_parts: Vec<_> = to.components().collect();
-    let common = from.iter().zip(&to_parts).take_while(|(a, b)| a == b).count();
-    let mut parts: Vec<String> = vec!["..".to_string(); from.len() - common];
-    parts.extend(to_parts[common..].iter().map(|c| c.as_os_str().to_string_lossy().into_owned()));
-    if parts.is_empty() { ".".to_string() } else { parts.join("/") }
+    let relative = crate::resources::discovery::relative(from, to);
+    if relative.is_empty() { ".".to_string() } else { relative }
 }
 
 #[cfg(test)]

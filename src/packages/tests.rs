@@ -1,3 +1,5 @@
+//! Package sources resolved to resources, filters, settings edits and pi's install layout.
+
 use super::*;
 
 fn write(path: &Path, text: &str) {

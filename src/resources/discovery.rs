@@ -314,7 +314,7 @@ fn matches_any(file: &Path, globs: &[GlobMatcher], base: &Path) -> bool {
 }
 
 /// `path.relative(from, to)` for absolute, normalised paths.
-fn relative(from: &Path, to: &Path) -> String {
+pub(crate) fn relative(from: &Path, to: &Path) -> String {
     let from: Vec<_> = from.components().collect();
     let to: Vec<_> = to.components().collect();
     let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
