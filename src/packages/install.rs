@@ -17,6 +17,8 @@ use super::{PackageManager, Scope};
 
 /// Output kept from a failed command, for its error message.
 const OUTPUT_TAIL: usize = 2000;
+/// Longest wait for a registry query (`npm view`), as pi waits.
+const NETWORK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl PackageManager {
     /// The npm project a scope installs into.
@@ -97,7 +99,7 @@ impl PackageManager {
     pub fn latest_npm_version(&self, npm: &NpmSource) -> Result<String, String> {
         let spec = if npm.version.is_some() { npm.spec.clone() } else { npm.name.clone() };
         let args: Vec<String> = ["view", &spec, "version", "--json"].iter().map(|s| s.to_string()).collect();
-        let out = self.capture(&self.npm[0], &[&self.npm[1..], &args[..]].concat(), None)?;
+        let out = self.capture_within(&self.npm[0], &[&self.npm[1..], &args[..]].concat(), NETWORK_TIMEOUT)?;
         match serde_json::from_str::<serde_json::Value>(out.trim()) {
             Ok(serde_json::Value::String(v)) => Ok(v),
             Ok(serde_json::Value::Array(list)) => {
@@ -246,6 +248,43 @@ impl PackageManager {
         } else {
             Err(format!("{shown} failed ({}){}", out.status, tail(&String::from_utf8_lossy(&out.stderr))))
         }
+    }
+
+    /// [`Self::capture`] for a query that must not hold start-up: killed past `limit`.
+    fn capture_within(&self, program: &str, args: &[String], limit: std::time::Duration) -> Result<String, String> {
+        use std::io::Read;
+        let shown = show(program, args);
+        let mut child = self
+            .command(program, args, None)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("{shown}: {e}"))?;
+        let mut stdout = child.stdout.take();
+        let reader = std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(out) = stdout.as_mut() {
+                let _ = out.read_to_string(&mut text);
+            }
+            text
+        });
+        let deadline = std::time::Instant::now() + limit;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("{shown} timed out after {} ms", limit.as_millis()));
+                }
+                Err(e) => return Err(format!("{shown}: {e}")),
+            }
+        };
+        let text = reader.join().unwrap_or_default();
+        if status.success() { Ok(text) } else { Err(format!("{shown} failed ({status})")) }
     }
 
     fn command(&self, program: &str, args: &[String], cwd: Option<&Path>) -> Command {
