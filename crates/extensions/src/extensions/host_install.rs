@@ -16,6 +16,9 @@ use super::host::{HOST_PACKAGES, HostConfig};
 
 /// Output kept from a failed `npm install`, for its error message.
 const OUTPUT_TAIL: usize = 1500;
+/// Longest an install may take: the pi modules (and the commands waiting on
+/// their start-up) are not held longer by a registry that never answers.
+const INSTALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// The pinned packages missing (or at another version) in `<dir>/node_modules`.
 pub fn missing_packages(dir: &Path) -> Vec<String> {
@@ -107,15 +110,17 @@ async fn install(config: &HostConfig, dir: &Path, missing: &[String]) -> Result<
         specs.join(", "),
         dir.display()
     );
-    let output = tokio::process::Command::new(&resolved)
+    let running = tokio::process::Command::new(&resolved)
         .args(&args)
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
-        .output()
+        .output();
+    let output = tokio::time::timeout(INSTALL_TIMEOUT, running)
         .await
+        .map_err(|_| format!("`{shown}` did not finish within {} s: it was stopped", INSTALL_TIMEOUT.as_secs()))?
         .map_err(|e| format!("`{shown}` could not be started: {e}"))?;
     let left = missing_packages(dir);
     if output.status.success() && left.is_empty() {
