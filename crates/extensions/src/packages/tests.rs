@@ -115,6 +115,16 @@ fn install_list_and_remove_a_local_package_edit_the_settings() {
     assert!(pm.install("./missing", Scope::User).unwrap_err().contains("Path does not exist"));
     let untrusted = PackageManager { project_trusted: false, ..pm.clone() };
     assert!(untrusted.install("./mine", Scope::Project).unwrap_err().contains("not trusted"));
+
+    // `-l`: the project's settings, the path relative to `<cwd>/.pi`, loaded as a project package.
+    pm.install("./mine", Scope::Project).unwrap();
+    let project: Value =
+        serde_json::from_str(&std::fs::read_to_string(dirs.cwd.path().join(".pi/settings.json")).unwrap()).unwrap();
+    assert_eq!(project["packages"], serde_json::json!(["../mine"]));
+    let out = pm.resolve_settings();
+    assert_eq!(names(&out.extensions), ["x.ts"]);
+    assert_eq!((out.extensions[0].scope, out.extensions[0].package.as_str()), (Scope::Project, "../mine"));
+    assert!(untrusted.resolve_settings().extensions.is_empty());
 }
 
 fn walk_normalize(p: &Path) -> PathBuf {
