@@ -29,22 +29,25 @@ pub struct CaseFailure {
     pub records: usize,
     pub problems: Vec<String>,
     pub saved_input: Option<PathBuf>,
+    /// The subcommand that reproduces it (`fuzz`, `ws`).
+    pub command: &'static str,
 }
 
 impl CaseFailure {
     pub fn report(&self) -> String {
-        let mut out = format!("FAIL fuzz {} seed {}:\n", self.dialect.name(), self.seed);
+        let mut out = format!("FAIL {} {} seed {}:\n", self.command, self.dialect.name(), self.seed);
         for p in self.problems.iter().take(20) {
             out.push_str(&format!("  - {p}\n"));
         }
         out.push_str(&format!(
-            "  reproduce: cargo run -p pi-reliability -- fuzz --dialect {} --seed {} --records {} --cases 1\n",
+            "  reproduce: cargo run -p pi-reliability -- {} --dialect {} --seed {} --records {} --cases 1\n",
+            self.command,
             self.dialect.name(),
             self.seed,
             self.records
         ));
         if let Some(path) = &self.saved_input {
-            out.push_str(&format!("  input saved to {}\n", path.display()));
+            out.push_str(&format!("  saved to {}\n", path.display()));
         }
         out
     }
@@ -77,6 +80,7 @@ pub async fn run_case(pi: &Path, dialect: Dialect, seed: u64, records: usize) ->
         records,
         problems,
         saved_input: save_input(dialect, seed, &input),
+        command: "fuzz",
     };
     let sb = Sandbox::new().map_err(|e| fail(vec![format!("sandbox: {e}")]))?;
     let settings = serde_json::json!({"retry": {"baseDelayMs": 5, "maxRetries": 2}});
