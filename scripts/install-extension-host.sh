@@ -11,7 +11,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir="${1:-${PI_RPC_EXTENSION_HOST_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/pi-rpc/extension-host}}"
 # The pins, read from the one place they are declared.
-packages=$(sed -n 's/^pub const HOST_PACKAGES.*= &\[\(.*\)\];$/\1/p' "$root/src/extensions/host.rs" |
+packages=$(sed -n '/^pub const HOST_PACKAGES/,/\];/p' "$root/src/extensions/host.rs" |
   grep -o '("[a-z@/-]*", "[0-9.]*")' | sed 's/("\([^"]*\)", "\([^"]*\)")/\1@\2/' | tr '\n' ' ')
 [ -n "$packages" ] || { echo "install-extension-host: cannot read HOST_PACKAGES from src/extensions/host.rs" >&2; exit 1; }
 missing=0

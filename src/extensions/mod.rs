@@ -24,9 +24,11 @@ use tokio::sync::{mpsc, oneshot};
 use crate::event::AgentEvent;
 use crate::tools::ToolCallGate;
 
+mod builtin_tools;
 pub mod discovery;
 pub mod hooks;
 pub mod host;
+mod library;
 mod process;
 pub mod protocol;
 mod tool;
@@ -228,6 +230,8 @@ impl Default for Extensions {
 /// Session facts for the `hello` message.
 pub struct StartContext<'a> {
     pub cwd: &'a std::path::Path,
+    /// Where built-in tools run for extensions write their full-output files.
+    pub temp_dir: &'a std::path::Path,
     pub session_id: &'a str,
     pub session_file: Option<&'a str>,
 }
@@ -263,6 +267,7 @@ impl Extensions {
                     quiet: quiet.clone(),
                     host: host.clone(),
                     agent_dir: options.agent_dir.clone(),
+                    temp_dir: ctx.temp_dir.to_path_buf(),
                 };
                 process::spawn(id, path.clone(), &spawn_ctx)
             })

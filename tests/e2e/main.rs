@@ -11,6 +11,7 @@ mod cli_options;
 mod client_tools;
 mod clients;
 mod dialects_agree;
+mod extension_api;
 mod extension_host;
 mod extensions;
 mod extensions_jsonrpc;
