@@ -1,5 +1,5 @@
 // The extension host's stand-ins for pi's packages
-// (src/extensions/host/shims/) must export every name pi 1.6.0's modules
+// (crates/extensions/src/extensions/host/shims/) must export every name pi 1.6.0's modules
 // export, and their helpers must compute what pi's own compute: this loads
 // both, compares the export lists of `pi-coding-agent`, `pi-ai`,
 // `pi-ai/compat`, `pi-ai/models` and `pi-agent-core`, runs the helpers over
@@ -12,7 +12,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const shims = path.join(here, "../../src/extensions/host/shims");
+const shims = path.join(here, "../../crates/extensions/src/extensions/host/shims");
 const packageDir = path.resolve(process.argv[2]);
 // The shims load through jiti with typebox aliased, as the host loads them.
 const hostRequire = createRequire(path.join(path.resolve(process.argv[3]), "package.json"));

@@ -1,0 +1,178 @@
+//! The agent: an actor that owns the session state, handles `Op`s in arrival
+//! order and reports everything through one ordered stream of [`Output`].
+//!
+//! Long work (a model run, an RPC `bash`, a compaction, a retry wait) runs in
+//! its own task and talks back to the actor through [`internal::Internal`]
+//! messages, so `get_state`, `abort` or `steer` are answered while a run streams.
+
+use std::path::PathBuf;
+
+use tokio::sync::mpsc;
+
+use crate::config::{ModelRegistry, Settings};
+use crate::error::CoreError;
+use crate::event::AgentEvent;
+use crate::model::ThinkingLevel;
+use crate::op::{Op, Reply, RequestTag};
+use crate::provider::ProviderRegistry;
+use crate::tools::ToolRegistry;
+
+mod actor;
+mod client_ops;
+mod compacting;
+mod extension_hooks;
+mod extension_host_requests;
+mod extension_library;
+mod extension_requests;
+mod internal;
+mod mcp_ops;
+mod queue;
+mod run;
+mod session_tree;
+mod settings;
+mod state;
+mod stats;
+#[cfg(test)]
+mod tests;
+mod tool_exec;
+
+/// How the agent's session starts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionStart {
+    /// `--no-session`: nothing is written.
+    InMemory,
+    /// A new session file in the session directory.
+    New,
+    /// Open (or create) this file.
+    Open(PathBuf),
+    /// `--continue`: the most recent session in the session directory, else a new one.
+    Continue,
+    /// `--session-id`: the session directory's session with this id, else a new one with it.
+    WithId(String),
+    /// `--fork`: a copy of this session file in the session directory (with this id).
+    Fork { source: PathBuf, id: Option<String> },
+    /// A new session with this id, known to be unused (`pi serve` chose it
+    /// or checked it), without a directory scan.
+    Fresh { id: String, parent_session: Option<String> },
+}
+
+/// System prompt sources from the command line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SystemPromptOptions {
+    /// `--system-prompt`: replaces the built-in prompt (text or a file path).
+    pub replace: Option<String>,
+    /// `--append-system-prompt`: appended (text or file path), in order.
+    pub append: Vec<String>,
+    /// `--no-context-files`: no AGENTS.md / CLAUDE.md in the prompt.
+    pub no_context_files: bool,
+}
+
+/// Everything the agent needs; built by the front end from flags and files
+/// (`pi serve` clones one for each session it opens).
+#[derive(Clone)]
+pub struct AgentConfig {
+    pub agent_dir: PathBuf,
+    pub cwd: PathBuf,
+    pub settings: Settings,
+    pub models: ModelRegistry,
+    pub providers: ProviderRegistry,
+    pub tools: ToolRegistry,
+    /// Tool names active at start (in order).
+    pub active_tools: Vec<String>,
+    pub session: SessionStart,
+    /// Where new, forked and cloned sessions are written.
+    pub session_dir: PathBuf,
+    /// True when the session directory came from `--session-dir` or settings
+    /// (it then stays put when `initialize` changes the cwd).
+    pub session_dir_explicit: bool,
+    /// `--provider`, `--model` (pattern, may carry `:thinking`).
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub thinking: Option<ThinkingLevel>,
+    /// `--models` patterns: the scope `cycle_model` cycles through.
+    pub model_scope: Vec<String>,
+    pub api_key: Option<String>,
+    pub system_prompt: SystemPromptOptions,
+    /// `--name`: session display name set at start.
+    pub session_name: Option<String>,
+    /// Persist queue modes and auto toggles to `settings.json`, as pi does.
+    pub persist_settings: bool,
+    /// Directory for temporary files (full bash logs).
+    pub temp_dir: PathBuf,
+    /// Prompt templates and skills (`/name`, `/skill:name`, the skills prompt block).
+    pub resources: crate::resources::Resources,
+    /// Extensions to start.
+    pub extensions: crate::extensions::ExtensionOptions,
+    /// MCP servers of this session (from `mcp.json`, or handed over by the
+    /// front end, as ACP's `session/new` does); connected in the background.
+    pub mcp: crate::mcp::McpOptions,
+    /// What the client offers (files, terminals, its own tools) and the approval policy.
+    pub client: crate::client::ClientSetup,
+}
+
+/// One item of the ordered output stream.
+// Events are the common, large variant; boxing them would cost an allocation each.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    Event(AgentEvent),
+    Reply { tag: RequestTag, result: Result<Reply, CoreError> },
+}
+
+/// The front end's handle on a running agent.
+#[derive(Clone)]
+pub struct AgentHandle {
+    ops: mpsc::Sender<(Option<RequestTag>, Op)>,
+}
+
+/// The agent has stopped and accepts no more ops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the agent has shut down")]
+pub struct AgentClosed;
+
+impl AgentHandle {
+    /// A handle whose ops arrive on the returned receiver instead of an
+    /// actor: for a front end that relays them to an agent shared elsewhere
+    /// (`pi serve`'s ACP sessions retag them for the session's hub).
+    pub fn relay(capacity: usize) -> (AgentHandle, mpsc::Receiver<(Option<RequestTag>, Op)>) {
+        let (ops, rx) = mpsc::channel(capacity.max(1));
+        (AgentHandle { ops }, rx)
+    }
+
+    /// Queue an op. With a tag, exactly one `Output::Reply` with that tag follows;
+    /// without one the op runs and no reply is sent.
+    pub async fn submit(&self, tag: Option<RequestTag>, op: Op) -> Result<(), AgentClosed> {
+        self.ops.send((tag, op)).await.map_err(|_| AgentClosed)
+    }
+
+    /// Wait for room in the op queue. A front end that also drains the
+    /// agent's output races this against its output (so a full op queue
+    /// and a full output cannot wait on each other), then sends with the permit.
+    pub async fn reserve(&self) -> Result<OpPermit<'_>, AgentClosed> {
+        self.ops.reserve().await.map(OpPermit).map_err(|_| AgentClosed)
+    }
+}
+
+/// Room for one op in the agent's queue (see [`AgentHandle::reserve`]).
+pub struct OpPermit<'a>(mpsc::Permit<'a, (Option<RequestTag>, Op)>);
+
+impl OpPermit<'_> {
+    /// Queue the op (as [`AgentHandle::submit`] does).
+    pub fn send(self, tag: Option<RequestTag>, op: Op) {
+        self.0.send((tag, op));
+    }
+}
+
+/// Capacity of the output stream; producers wait when the client stops reading.
+const OUTPUT_CAPACITY: usize = 1024;
+const OP_CAPACITY: usize = 1024;
+
+/// Start the agent actor. Startup problems (no usable model, unreadable
+/// session) are returned here; afterwards every failure is a reply or event.
+pub fn spawn(config: AgentConfig) -> Result<(AgentHandle, mpsc::Receiver<Output>), CoreError> {
+    let (op_tx, op_rx) = mpsc::channel(OP_CAPACITY);
+    let (out_tx, out_rx) = mpsc::channel(OUTPUT_CAPACITY);
+    let agent = actor::Agent::new(config, out_tx)?;
+    tokio::spawn(agent.run(op_rx));
+    Ok((AgentHandle { ops: op_tx }, out_rx))
+}

@@ -1,0 +1,412 @@
+//! Extensions as separate processes, in any language, speaking a small JSONL
+//! protocol over their stdin/stdout ([`protocol`]; `README-extensions.md`).
+//!
+//! An extension registers commands, tools and event subscriptions; the host
+//! sends it events, asks it to run its commands and tools and to decide its
+//! hooks (`tool_call`, `session_before_switch`, `session_before_fork`); the
+//! extension may make UI calls (routed to the client as
+//! `extension_ui_request`) and send messages into the conversation.
+//!
+//! Nothing here runs inside the agent actor's loop: processes have their own
+//! reader/writer tasks, and everything the actor must do arrives as a
+//! [`HostSignal`] on a channel. Every call to an extension is bounded by a
+//! timeout; an extension that crashes, hangs or writes garbage is stopped and
+//! reported once (`extension_error`), and its tools and commands go away.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::event::AgentEvent;
+use crate::tools::ToolCallGate;
+
+mod builtin_tools;
+pub mod discovery;
+pub mod hooks;
+pub mod host;
+mod process;
+pub mod protocol;
+mod tool;
+pub mod ui;
+
+pub use discovery::{DiscoverOptions, Discovered, discover};
+pub use host::HostConfig;
+pub use process::{CallError, Extension};
+pub use tool::ExtensionTool;
+pub use ui::{Routed, UiBroker};
+
+/// Time limits for extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// From start to the `register` message.
+    pub startup: Duration,
+    /// Longest silence while the host waits for an answer (not counting
+    /// time the extension spends waiting on a dialog).
+    pub call: Duration,
+    /// After its input is closed at shutdown, before it is killed.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            startup: Duration::from_secs(10),
+            call: Duration::from_secs(30),
+            shutdown_grace: Duration::from_millis(500),
+        }
+    }
+}
+
+impl Timeouts {
+    /// Defaults, overridden by `extensionStartupTimeoutMs` / `extensionTimeoutMs`
+    /// in a settings file (pi-rpc's own keys; positive numbers only).
+    pub fn from_settings(settings_file: &std::path::Path) -> Timeouts {
+        let mut t = Timeouts::default();
+        let Ok(text) = std::fs::read_to_string(settings_file) else { return t };
+        let Ok(v) = serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) else { return t };
+        let ms = |key: &str| v.get(key).and_then(Value::as_u64).filter(|n| *n > 0).map(Duration::from_millis);
+        if let Some(d) = ms("extensionStartupTimeoutMs") {
+            t.startup = d;
+        }
+        if let Some(d) = ms("extensionTimeoutMs") {
+            t.call = d;
+        }
+        t
+    }
+}
+
+/// What to start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExtensionOptions {
+    /// Extension files, in load order.
+    pub paths: Vec<PathBuf>,
+    /// Named paths that could not be loaded: `(path, error)`, reported as
+    /// `extension_error` once the agent runs.
+    pub load_errors: Vec<(String, String)>,
+    pub timeouts: Timeouts,
+    /// `--no-tools`: extension tools are registered but not activated.
+    pub no_tools: bool,
+    /// Where the TypeScript extension host finds Node.js and its packages.
+    pub host: HostConfig,
+    /// The agent directory (pi modules read it as `PI_CODING_AGENT_DIR`).
+    pub agent_dir: PathBuf,
+    /// Whether project-local resources load (pi's `ctx.isProjectTrusted()`).
+    pub project_trusted: bool,
+}
+
+/// Something an extension asks the agent to do.
+#[derive(Debug)]
+pub enum ExtRequest {
+    /// `{content: string | blocks, deliverAs?: "steer" | "followUp"}`
+    SendUserMessage(Value),
+    /// `{customType, content, display?, details?, triggerTurn?, deliverAs?}`
+    SendMessage(Value),
+    /// `{customType, data?}`
+    AppendEntry(Value),
+    /// `{name}`
+    SetSessionName(Value),
+    GetState,
+    GetMessages,
+    GetCommands,
+    /// `{names}`: the active tools (unknown names are ignored, as in pi).
+    SetActiveTools(Value),
+    /// Every registered tool with its schema and owner.
+    GetAllTools,
+    /// The session: header, entries, leaf, file, name.
+    GetSession,
+    /// `{entryId, label}` (`label: null` clears it).
+    SetLabel(Value),
+    /// `{provider, id}`; answers whether the model was set.
+    SetModel(Value),
+    /// `{level}`
+    SetThinkingLevel(Value),
+    /// Abort the current run.
+    Abort,
+    /// End pi-rpc once idle (pi's `ctx.shutdown()`).
+    Shutdown,
+    /// `{channel, data}` for the other extensions' `pi.events` listeners.
+    Emit(Value),
+    /// The models of the registry.
+    GetModels,
+    /// `{fn, args}`: one of pi's helper functions, computed by pi-rpc.
+    Library(Value),
+}
+
+impl ExtRequest {
+    /// The request an extension's `method` names, beyond the original ones.
+    pub fn from_method(method: &str, params: Value) -> Option<ExtRequest> {
+        Some(match method {
+            "setActiveTools" => ExtRequest::SetActiveTools(params),
+            "getAllTools" => ExtRequest::GetAllTools,
+            "getSession" => ExtRequest::GetSession,
+            "setLabel" => ExtRequest::SetLabel(params),
+            "setModel" => ExtRequest::SetModel(params),
+            "setThinkingLevel" => ExtRequest::SetThinkingLevel(params),
+            "abort" => ExtRequest::Abort,
+            "shutdown" => ExtRequest::Shutdown,
+            "emit" => ExtRequest::Emit(params),
+            "getModels" => ExtRequest::GetModels,
+            "lib" => ExtRequest::Library(params),
+            _ => return None,
+        })
+    }
+}
+
+/// A message from the extension host to the agent actor.
+#[derive(Debug)]
+pub enum HostSignal {
+    /// Extension `id` (re)registered.
+    Registered { id: usize },
+    /// Extension `id` stopped; `event`/`error` go into `extension_error`.
+    Died { id: usize, event: String, error: String },
+    /// An `extension_error` that does not stop anything.
+    Error { path: String, event: String, error: String },
+    /// An event to emit (UI requests).
+    Event(Box<AgentEvent>),
+    /// A request only the actor can serve; answer on `reply`.
+    Request { id: usize, request: ExtRequest, reply: oneshot::Sender<Result<Value, String>> },
+}
+
+/// Where host signals go (the agent actor's queue, so that a death is
+/// queued before anything its callers do afterwards).
+#[async_trait::async_trait]
+pub trait SignalSink: Send + Sync {
+    /// Deliver a signal; false when nobody listens any more.
+    async fn deliver(&self, signal: HostSignal) -> bool;
+}
+
+#[async_trait::async_trait]
+impl SignalSink for mpsc::Sender<HostSignal> {
+    async fn deliver(&self, signal: HostSignal) -> bool {
+        self.send(signal).await.is_ok()
+    }
+}
+
+/// A shared signal sink.
+pub type Signals = Arc<dyn SignalSink>;
+
+/// A command as `get_commands` and `prompt` see it.
+#[derive(Clone)]
+pub struct RegisteredCommand {
+    /// What the user types after `/` (`name`, or `name:N` when several extensions use the name).
+    pub invocation: String,
+    /// The name the extension registered.
+    pub name: String,
+    pub description: Option<String>,
+    pub extension: Arc<Extension>,
+}
+
+struct Shared {
+    list: Vec<Arc<Extension>>,
+    ui: Arc<UiBroker>,
+    timeouts: Timeouts,
+    quiet: Arc<AtomicBool>,
+    /// Where hook failures are reported (none when nothing was started).
+    signals: Option<Signals>,
+}
+
+/// The running extensions (cheap to clone; empty when none are configured).
+#[derive(Clone)]
+pub struct Extensions {
+    shared: Arc<Shared>,
+}
+
+impl Default for Extensions {
+    fn default() -> Self {
+        Extensions {
+            shared: Arc::new(Shared {
+                list: Vec::new(),
+                ui: Arc::new(UiBroker::default()),
+                timeouts: Timeouts::default(),
+                quiet: Arc::new(AtomicBool::new(false)),
+                signals: None,
+            }),
+        }
+    }
+}
+
+/// Session facts for the `hello` message.
+pub struct StartContext<'a> {
+    pub cwd: &'a std::path::Path,
+    /// Where built-in tools run for extensions write their full-output files.
+    pub temp_dir: &'a std::path::Path,
+    pub session_id: &'a str,
+    pub session_file: Option<&'a str>,
+}
+
+impl Extensions {
+    /// Start every extension of `options` (must run inside a tokio runtime
+    /// when there are any). Registrations, deaths, UI requests and requests
+    /// for the agent arrive on `signals`.
+    pub fn start(options: &ExtensionOptions, ctx: &StartContext<'_>, signals: Signals) -> Extensions {
+        let ui = Arc::new(UiBroker::default());
+        let quiet = Arc::new(AtomicBool::new(false));
+        // The host is looked at only when a pi module is to be loaded.
+        let host = options.paths.iter().any(|p| discovery::is_pi_module(p)).then(|| host::Host::prepare(&options.host));
+        let list = options
+            .paths
+            .iter()
+            .enumerate()
+            .map(|(id, path)| {
+                let mut hello = protocol::hello(
+                    &path.display().to_string(),
+                    &ctx.cwd.display().to_string(),
+                    ctx.session_id,
+                    ctx.session_file,
+                );
+                hello["agentDir"] = Value::String(options.agent_dir.display().to_string());
+                hello["projectTrusted"] = Value::Bool(options.project_trusted);
+                let spawn_ctx = process::SpawnContext {
+                    cwd: ctx.cwd.to_path_buf(),
+                    hello,
+                    ui: ui.clone(),
+                    signals: signals.clone(),
+                    timeouts: options.timeouts,
+                    quiet: quiet.clone(),
+                    host: host.clone(),
+                    agent_dir: options.agent_dir.clone(),
+                    temp_dir: ctx.temp_dir.to_path_buf(),
+                };
+                process::spawn(id, path.clone(), &spawn_ctx)
+            })
+            .collect();
+        if !options.load_errors.is_empty() {
+            let errors = options.load_errors.clone();
+            let signals = signals.clone();
+            tokio::spawn(async move {
+                for (path, error) in errors {
+                    signals.deliver(HostSignal::Error { path, event: "load".to_string(), error }).await;
+                }
+            });
+        }
+        Extensions { shared: Arc::new(Shared { list, ui, timeouts: options.timeouts, quiet, signals: Some(signals) }) }
+    }
+
+    /// Number of extensions started (alive or not).
+    pub fn len(&self) -> usize {
+        self.shared.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.shared.list.is_empty()
+    }
+
+    pub fn get(&self, id: usize) -> Option<Arc<Extension>> {
+        self.shared.list.get(id).cloned()
+    }
+
+    pub fn ui(&self) -> &UiBroker {
+        &self.shared.ui
+    }
+
+    /// Live extensions subscribed to `event`, in load order.
+    pub fn subscribers(&self, event: &str) -> Vec<Arc<Extension>> {
+        self.shared.list.iter().filter(|e| e.subscribes(event)).cloned().collect()
+    }
+
+    /// Send a core event to its subscribers (never waits).
+    pub fn notify(&self, event: &AgentEvent) {
+        if self.shared.list.is_empty() {
+            return;
+        }
+        // Serialise only what someone listens to (message_update is hot).
+        let Some(name) = protocol::event_name(event) else { return };
+        if !self.shared.list.iter().any(|e| e.subscribes(name)) {
+            return;
+        }
+        if let Some((name, payload)) = protocol::event_payload(event) {
+            self.notify_raw(name, payload);
+        }
+    }
+
+    /// Deliver a `pi.events` message from extension `from` to the others.
+    pub fn broadcast_bus(&self, from: usize, channel: &str, data: Value) {
+        let message = protocol::event_message(serde_json::json!({"type": "bus", "channel": channel, "data": data}));
+        for ext in self.subscribers("bus").into_iter().filter(|e| e.id != from) {
+            ext.send(&message);
+        }
+    }
+
+    /// Send an event payload (`{"type": name, …}`) to the subscribers of `name`.
+    pub fn notify_raw(&self, name: &str, payload: Value) {
+        let subscribers = self.subscribers(name);
+        if subscribers.is_empty() {
+            return;
+        }
+        let message = protocol::event_message(payload);
+        for ext in subscribers {
+            ext.send(&message);
+        }
+    }
+
+    /// Commands of live extensions in load order; a name registered by
+    /// several extensions is invoked as `name:1`, `name:2`, … (as pi does).
+    pub fn commands(&self) -> Vec<RegisteredCommand> {
+        let mut all = Vec::new();
+        for ext in self.shared.list.iter().filter(|e| e.is_ready() && !e.is_dead()) {
+            if let Some(reg) = ext.registration() {
+                for c in reg.commands {
+                    all.push(RegisteredCommand {
+                        invocation: c.name.clone(),
+                        name: c.name,
+                        description: c.description,
+                        extension: ext.clone(),
+                    });
+                }
+            }
+        }
+        let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for c in &all {
+            *seen.entry(c.name.clone()).or_default() += 1;
+        }
+        let mut counters: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for c in &mut all {
+            if seen.get(&c.name).copied().unwrap_or(0) > 1 {
+                let n = counters.entry(c.name.clone()).or_default();
+                *n += 1;
+                c.invocation = format!("{}:{n}", c.name);
+            }
+        }
+        all
+    }
+
+    /// The command `text` invokes (`/name args`: the name ends at the first
+    /// space), with its arguments.
+    pub fn find_command(&self, text: &str) -> Option<(RegisteredCommand, String)> {
+        let rest = text.strip_prefix('/')?;
+        let (name, args) = match rest.find(' ') {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, ""),
+        };
+        if name.is_empty() || self.shared.list.is_empty() {
+            return None;
+        }
+        self.commands().into_iter().find(|c| c.invocation == name).map(|c| (c, args.to_string()))
+    }
+
+    /// The `tool_call` gate tools consult before running.
+    pub fn gate(&self) -> Option<Arc<dyn ToolCallGate>> {
+        if self.shared.list.is_empty() {
+            return None;
+        }
+        Some(Arc::new(tool::ExtensionGate { extensions: self.clone() }))
+    }
+
+    /// Stop every extension: `session_shutdown` to subscribers, input closed,
+    /// killed after the grace period. Deaths are no longer reported.
+    pub async fn shutdown(&self) {
+        if self.shared.list.is_empty() {
+            return;
+        }
+        self.notify_raw("session_shutdown", serde_json::json!({"type": "session_shutdown", "reason": "quit"}));
+        self.shared.quiet.store(true, Ordering::SeqCst);
+        self.shared.ui.close();
+        let grace = self.shared.timeouts.shutdown_grace;
+        let stops = self.shared.list.iter().map(|e| e.stop(grace));
+        futures::future::join_all(stops).await;
+    }
+}

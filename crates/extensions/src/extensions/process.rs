@@ -1,0 +1,676 @@
+//! One running extension: its child process, the tasks that read its
+//! stdout (messages), write its stdin (one line per message) and log its
+//! stderr, request/response correlation with a timeout that waits while the
+//! extension waits on the user, and isolation when it crashes, hangs or
+//! writes garbage.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::protocol::{self, Incoming, Registration};
+use super::ui::{UiBroker, is_dialog_method, is_ui_method, ui_call};
+use super::{ExtRequest, HostSignal, Signals, Timeouts};
+use crate::tools::ToolUpdate;
+
+/// Longest line accepted from an extension.
+const MAX_LINE: usize = 16 * 1024 * 1024;
+/// Lines queued for an extension that does not read them before it counts as stuck.
+const OUTBOX: usize = 4096;
+/// Stderr lines kept for the death message.
+const STDERR_TAIL: usize = 5;
+
+const STARTING: u8 = 0;
+const READY: u8 = 1;
+const DEAD: u8 = 2;
+
+/// Why a call to an extension did not return a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// The extension answered with an error.
+    Failed(String),
+    /// The extension is (now) gone; an `extension_error` was already reported.
+    Dead(String),
+    /// The caller stopped waiting (abort).
+    Cancelled,
+}
+
+struct PendingCall {
+    method: String,
+    tx: oneshot::Sender<Result<Value, CallError>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A running (or dead) extension.
+pub struct Extension {
+    /// Index in load order.
+    pub id: usize,
+    pub path: PathBuf,
+    name: RwLock<String>,
+    registration: RwLock<Option<Registration>>,
+    status: AtomicU8,
+    out: Mutex<Option<mpsc::Sender<String>>>,
+    pending: Mutex<HashMap<String, PendingCall>>,
+    next_id: AtomicU64,
+    last_activity: Mutex<Instant>,
+    /// Cancelled to kill the process.
+    kill: CancellationToken,
+    /// Cancelled once the process has exited and the extension is cleaned up.
+    exited: CancellationToken,
+    /// The first recorded reason to stop it: (event, error).
+    death: Mutex<Option<(String, String)>>,
+    tool_updates: Mutex<HashMap<String, mpsc::UnboundedSender<ToolUpdate>>>,
+    /// Data the extension streams (`streamData`), by stream name.
+    streams: Mutex<HashMap<String, mpsc::UnboundedSender<Value>>>,
+    /// Where built-in tools run for it write their full-output files.
+    temp_dir: PathBuf,
+    /// Open dialogs by the extension's request id (it may dismiss them).
+    dialogs: Mutex<HashMap<String, CancellationToken>>,
+    stderr_tail: Mutex<VecDeque<String>>,
+    /// Cancelled when stderr reaches its end.
+    stderr_done: CancellationToken,
+    ui: Arc<UiBroker>,
+    signals: Signals,
+    timeouts: Timeouts,
+    quiet: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// What an extension's process needs to start.
+pub(super) struct SpawnContext {
+    pub cwd: PathBuf,
+    pub hello: Value,
+    pub ui: Arc<UiBroker>,
+    pub signals: Signals,
+    pub timeouts: Timeouts,
+    /// Set during shutdown: deaths are then not reported.
+    pub quiet: Arc<std::sync::atomic::AtomicBool>,
+    /// The TypeScript extension host (for pi modules), or why it cannot run.
+    pub host: Option<Result<super::host::Host, String>>,
+    pub agent_dir: PathBuf,
+    /// Where built-in tools run for extensions write their full-output files.
+    pub temp_dir: PathBuf,
+}
+
+impl Extension {
+    /// The display name: the registered name, else the file name.
+    pub fn name(&self) -> String {
+        self.name.read().map(|n| n.clone()).unwrap_or_default()
+    }
+
+    pub fn path_string(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    pub fn registration(&self) -> Option<Registration> {
+        self.registration.read().ok().and_then(|r| r.clone())
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.status.load(Ordering::SeqCst) == READY
+    }
+
+    pub fn is_dead(&self) -> bool {
+        self.status.load(Ordering::SeqCst) == DEAD || self.kill.is_cancelled()
+    }
+
+    /// Registered and alive, subscribed to `event`.
+    pub fn subscribes(&self, event: &str) -> bool {
+        !self.is_dead()
+            && self.registration.read().ok().is_some_and(|r| r.as_ref().is_some_and(|r| r.subscribes(event)))
+    }
+
+    /// Queue one message; never waits. An extension that stopped reading is stopped.
+    pub fn send(&self, message: &Value) -> bool {
+        let Some(out) = lock(&self.out).clone() else { return false };
+        let line = message.to_string();
+        match out.try_send(line) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                self.fail("protocol", "the extension stopped reading its input".to_string());
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
+    }
+
+    /// Stop the extension for `error` (reported once, as `extension_error`).
+    pub fn fail(&self, event: &str, error: String) {
+        {
+            let mut death = lock(&self.death);
+            if death.is_none() {
+                *death = Some((event.to_string(), error));
+            }
+        }
+        self.kill.cancel();
+    }
+
+    fn touch(&self) {
+        *lock(&self.last_activity) = Instant::now();
+    }
+
+    fn death_message(&self) -> String {
+        lock(&self.death)
+            .as_ref()
+            .map(|(_, e)| e.clone())
+            .unwrap_or_else(|| format!("extension {} is not running", self.name()))
+    }
+
+    /// Ask the extension to do `method` and wait for its answer. The wait is
+    /// bounded by the call timeout, counted from the extension's last message
+    /// and suspended while it waits on a dialog; past it the extension is
+    /// stopped as hung.
+    pub async fn call(
+        &self,
+        method: &str,
+        params: Value,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Value, CallError> {
+        if self.is_dead() {
+            return Err(self.dead().await);
+        }
+        let id = format!("h{}", self.next_id.fetch_add(1, Ordering::SeqCst) + 1);
+        let (tx, mut rx) = oneshot::channel();
+        lock(&self.pending).insert(id.clone(), PendingCall { method: method.to_string(), tx });
+        if !self.send(&protocol::request(&id, method, params)) {
+            lock(&self.pending).remove(&id);
+            return Err(self.dead().await);
+        }
+        let started = Instant::now();
+        let never = CancellationToken::new();
+        let cancel = cancel.unwrap_or(&never);
+        loop {
+            let deadline = self.deadline(started);
+            tokio::select! {
+                answer = &mut rx => {
+                    return answer.unwrap_or_else(|_| Err(CallError::Dead(self.death_message())));
+                }
+                _ = cancel.cancelled() => {
+                    lock(&self.pending).remove(&id);
+                    self.send(&protocol::cancel(&id));
+                    return Err(CallError::Cancelled);
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    if Instant::now() < self.deadline(started) {
+                        continue;
+                    }
+                    if self.ui.pending_for(self.id) > 0 {
+                        self.touch();
+                        continue;
+                    }
+                    lock(&self.pending).remove(&id);
+                    let ms = self.timeouts.call.as_millis();
+                    self.fail(method, format!("no answer to \"{method}\" within {ms} ms: the extension was stopped"));
+                    return Err(self.dead().await);
+                }
+            }
+        }
+    }
+
+    /// The error of a call to a dead extension, once its death is reported.
+    async fn dead(&self) -> CallError {
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.exited.cancelled()).await;
+        CallError::Dead(self.death_message())
+    }
+
+    fn deadline(&self, started: Instant) -> Instant {
+        let last = *lock(&self.last_activity);
+        last.max(started) + self.timeouts.call
+    }
+
+    /// Listen for `toolUpdate` messages about `tool_call_id`.
+    pub fn watch_tool(&self, tool_call_id: &str, tx: mpsc::UnboundedSender<ToolUpdate>) {
+        lock(&self.tool_updates).insert(tool_call_id.to_string(), tx);
+    }
+
+    pub fn unwatch_tool(&self, tool_call_id: &str) {
+        lock(&self.tool_updates).remove(tool_call_id);
+    }
+
+    /// Receive what the extension streams under `name` (`streamData`).
+    pub fn open_stream(&self, name: &str) -> mpsc::UnboundedReceiver<Value> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        lock(&self.streams).insert(name.to_string(), tx);
+        rx
+    }
+
+    pub fn close_stream(&self, name: &str) {
+        lock(&self.streams).remove(name);
+    }
+
+    /// Close the extension's input (it should exit); killed after `grace`.
+    pub(super) async fn stop(&self, grace: Duration) {
+        lock(&self.out).take();
+        if tokio::time::timeout(grace, self.exited.cancelled()).await.is_err() {
+            self.kill.cancel();
+            let _ = tokio::time::timeout(Duration::from_secs(1), self.exited.cancelled()).await;
+        }
+    }
+}
+
+/// Start the extension at `path` (index `id`). A process that cannot be
+/// started is reported dead at once.
+pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extension> {
+    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let (out_tx, out_rx) = mpsc::channel::<String>(OUTBOX);
+    let ext = Arc::new(Extension {
+        id,
+        path: path.clone(),
+        name: RwLock::new(file_name),
+        registration: RwLock::new(None),
+        status: AtomicU8::new(STARTING),
+        out: Mutex::new(Some(out_tx)),
+        pending: Mutex::new(HashMap::new()),
+        next_id: AtomicU64::new(0),
+        last_activity: Mutex::new(Instant::now()),
+        kill: CancellationToken::new(),
+        streams: Mutex::new(HashMap::new()),
+        temp_dir: ctx.temp_dir.clone(),
+        exited: CancellationToken::new(),
+        death: Mutex::new(None),
+        tool_updates: Mutex::new(HashMap::new()),
+        dialogs: Mutex::new(HashMap::new()),
+        stderr_tail: Mutex::new(VecDeque::new()),
+        stderr_done: CancellationToken::new(),
+        ui: ctx.ui.clone(),
+        signals: ctx.signals.clone(),
+        timeouts: ctx.timeouts,
+        quiet: ctx.quiet.clone(),
+    });
+    let mut cmd = match command_for(&path, ctx) {
+        Ok(cmd) => cmd,
+        Err(e) => {
+            ext.fail("startup", e);
+            tokio::spawn(finish(ext.clone(), None));
+            return ext;
+        }
+    };
+    cmd.current_dir(&ctx.cwd)
+        .env("PI_CODING_AGENT", "true")
+        .env("PI_RPC_EXTENSION_PROTOCOL", protocol::PROTOCOL_VERSION.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            ext.fail("startup", format!("cannot start {}: {e}", path.display()));
+            tokio::spawn(finish(ext.clone(), None));
+            return ext;
+        }
+    };
+    ext.send(&ctx.hello);
+    if let Some(stdin) = child.stdin.take() {
+        tokio::spawn(write_lines(stdin, out_rx));
+    }
+    if let Some(stdout) = child.stdout.take() {
+        tokio::spawn(read_messages(ext.clone(), BufReader::new(stdout)));
+    }
+    match child.stderr.take() {
+        Some(stderr) => {
+            tokio::spawn(log_stderr(ext.clone(), BufReader::new(stderr)));
+        }
+        None => ext.stderr_done.cancel(),
+    }
+    tokio::spawn(supervise(ext.clone(), child));
+    let startup = ctx.timeouts.startup;
+    let watched = ext.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(startup).await;
+        if watched.status.load(Ordering::SeqCst) == STARTING {
+            watched.fail("startup", format!("the extension did not register within {} ms", startup.as_millis()));
+        }
+    });
+    ext
+}
+
+/// How to run a file: a pi module by the extension host, an executable
+/// directly, else by its interpreter.
+fn command_for(path: &std::path::Path, ctx: &SpawnContext) -> Result<tokio::process::Command, String> {
+    use std::os::unix::fs::PermissionsExt;
+    if super::discovery::is_pi_module(path) {
+        return match &ctx.host {
+            Some(Ok(host)) => Ok(host.command(path, &ctx.agent_dir)),
+            Some(Err(e)) => Err(e.clone()),
+            None => Err("the TypeScript extension host was not prepared".to_string()),
+        };
+    }
+    let executable = std::fs::metadata(path).map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+    let interpreter = match path.extension().and_then(|e| e.to_str()) {
+        _ if executable => None,
+        Some("py") => Some("python3"),
+        Some("sh") => Some("sh"),
+        _ => None,
+    };
+    Ok(match interpreter {
+        Some(program) => {
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.arg(path);
+            cmd
+        }
+        None => tokio::process::Command::new(path),
+    })
+}
+
+async fn write_lines(mut stdin: tokio::process::ChildStdin, mut lines: mpsc::Receiver<String>) {
+    while let Some(mut line) = lines.recv().await {
+        line.push('\n');
+        if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+            break;
+        }
+    }
+}
+
+async fn log_stderr<R: AsyncBufRead + Unpin>(ext: Arc<Extension>, mut reader: R) {
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf).await {
+            Ok(0) | Err(_) => {
+                ext.stderr_done.cancel();
+                break;
+            }
+            Ok(_) => {
+                let line = String::from_utf8_lossy(&buf).trim_end().to_string();
+                tracing::info!("extension {}: {line}", ext.name());
+                let mut tail = lock(&ext.stderr_tail);
+                if tail.len() == STDERR_TAIL {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
+            }
+        }
+    }
+}
+
+/// Read one LF-terminated line (without the LF; a trailing CR is dropped).
+/// `Ok(None)` at end of input; an over-long line is an error.
+async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<Option<Vec<u8>>> {
+    let mut line = Vec::new();
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok((!line.is_empty()).then_some(line));
+        }
+        let (chunk, found) = match available.iter().position(|b| *b == b'\n') {
+            Some(i) => (&available[..i], Some(i + 1)),
+            None => (available, None),
+        };
+        line.extend_from_slice(chunk);
+        let used = found.unwrap_or(available.len());
+        reader.consume(used);
+        if line.len() > MAX_LINE {
+            return Err(std::io::Error::other(format!("a line longer than {MAX_LINE} bytes")));
+        }
+        if found.is_some() {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            return Ok(Some(line));
+        }
+    }
+}
+
+async fn read_messages<R: AsyncBufRead + Unpin>(ext: Arc<Extension>, mut reader: R) {
+    loop {
+        let line = match read_line(&mut reader).await {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(e) => {
+                ext.fail("protocol", format!("unreadable output: {e}"));
+                break;
+            }
+        };
+        ext.touch();
+        let Ok(text) = String::from_utf8(line) else {
+            ext.fail("protocol", "output is not valid UTF-8".to_string());
+            break;
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        match protocol::parse_line(&text) {
+            Ok(message) => handle_message(&ext, message).await,
+            Err(e) => {
+                ext.fail("protocol", e);
+                break;
+            }
+        }
+    }
+}
+
+async fn handle_message(ext: &Arc<Extension>, message: Incoming) {
+    match message {
+        Incoming::Register(registration) => {
+            if let Err(e) = registration.validate() {
+                ext.fail("register", e);
+                return;
+            }
+            for event in registration.events.iter().filter(|e| !protocol::is_known_event(e)) {
+                tracing::debug!("extension {}: subscribes to \"{event}\", which pi-rpc never sends", ext.name());
+            }
+            if let (Some(name), Ok(mut slot)) = (registration.name.clone(), ext.name.write()) {
+                *slot = name;
+            }
+            if let Ok(mut slot) = ext.registration.write() {
+                *slot = Some(registration);
+            }
+            let _ = ext.status.compare_exchange(STARTING, READY, Ordering::SeqCst, Ordering::SeqCst);
+            ext.signals.deliver(HostSignal::Registered { id: ext.id }).await;
+        }
+        Incoming::Response { id, outcome } => {
+            let call = lock(&ext.pending).remove(&id);
+            match call {
+                Some(call) => {
+                    let _ = call.tx.send(outcome.map_err(CallError::Failed));
+                }
+                None => tracing::debug!("extension {}: response to unknown request {id}", ext.name()),
+            }
+        }
+        Incoming::Cancel { id } => {
+            if let Some(token) = lock(&ext.dialogs).remove(&id) {
+                token.cancel();
+            }
+        }
+        Incoming::Request { id, method, params } if is_dialog_method(&method) => {
+            // A dialog waits for the user: served aside so reading goes on.
+            let ext = ext.clone();
+            let dismissed = CancellationToken::new();
+            let key = id.as_ref().map(protocol::id_key);
+            if let Some(key) = &key {
+                lock(&ext.dialogs).insert(key.clone(), dismissed.clone());
+            }
+            tokio::spawn(async move {
+                let outcome =
+                    Ok(ui_call(&ext.ui, &ext.signals, ext.id, &ext.name(), &method, &params, &dismissed).await);
+                if let Some(key) = &key {
+                    lock(&ext.dialogs).remove(key);
+                }
+                if let Some(id) = id {
+                    ext.send(&protocol::response(&id, outcome));
+                }
+            });
+        }
+        Incoming::Request { id, method, params } if is_long_method(&method) => {
+            // Long work that calls back into the extension: served aside, and
+            // withdrawn when the extension cancels it.
+            let ext = ext.clone();
+            let withdrawn = CancellationToken::new();
+            let key = id.as_ref().map(protocol::id_key);
+            if let Some(key) = &key {
+                lock(&ext.dialogs).insert(key.clone(), withdrawn.clone());
+            }
+            tokio::spawn(async move {
+                let outcome = serve_long(&ext, &method, params, withdrawn).await;
+                if let Some(key) = &key {
+                    lock(&ext.dialogs).remove(key);
+                }
+                if let Some(id) = id {
+                    ext.send(&protocol::response(&id, outcome));
+                }
+            });
+        }
+        Incoming::Request { id, method, params } => {
+            // Served in order: what the extension sent first is emitted first.
+            let outcome = handle_request(ext, &method, params).await;
+            if let Some(id) = id {
+                ext.send(&protocol::response(&id, outcome));
+            }
+        }
+    }
+}
+
+/// Requests served aside from the reading loop (they call back into the extension).
+fn is_long_method(method: &str) -> bool {
+    method == "runBuiltinTool"
+}
+
+async fn serve_long(
+    ext: &Arc<Extension>,
+    method: &str,
+    params: Value,
+    withdrawn: CancellationToken,
+) -> Result<Value, String> {
+    match method {
+        "runBuiltinTool" => Ok(super::builtin_tools::run(ext.clone(), params, ext.temp_dir.clone(), withdrawn).await),
+        other => Err(format!("unknown method: {other}")),
+    }
+}
+
+/// Serve one request of the extension.
+async fn handle_request(ext: &Arc<Extension>, method: &str, params: Value) -> Result<Value, String> {
+    if is_ui_method(method) {
+        let never = CancellationToken::new();
+        return Ok(ui_call(&ext.ui, &ext.signals, ext.id, &ext.name(), method, &params, &never).await);
+    }
+    let request = match method {
+        "fail" => {
+            let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+            let event = Some(text("event")).filter(|e| !e.is_empty()).unwrap_or_else(|| "load".to_string());
+            ext.fail(&event, text("error"));
+            return Ok(Value::Null);
+        }
+        "reportError" => {
+            let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+            let signal = HostSignal::Error { path: ext.path_string(), event: text("event"), error: text("error") };
+            ext.signals.deliver(signal).await;
+            return Ok(Value::Null);
+        }
+        "toolUpdate" => {
+            let call_id = params.get("toolCallId").and_then(Value::as_str).unwrap_or_default();
+            let tx = lock(&ext.tool_updates).get(call_id).cloned();
+            if let Some(tx) = tx {
+                let (content, details) = super::tool::parse_content(&params);
+                let _ = tx.send(ToolUpdate { content, details });
+            }
+            return Ok(Value::Null);
+        }
+        "streamData" => {
+            let name = params.get("stream").and_then(Value::as_str).unwrap_or_default();
+            let tx = lock(&ext.streams).get(name).cloned();
+            if let Some(tx) = tx {
+                let _ = tx.send(params.get("data").cloned().unwrap_or(Value::Null));
+            }
+            return Ok(Value::Null);
+        }
+        "builtinTools" => return Ok(super::builtin_tools::specs()),
+        "sendUserMessage" => ExtRequest::SendUserMessage(params),
+        "sendMessage" => ExtRequest::SendMessage(params),
+        "appendEntry" => ExtRequest::AppendEntry(params),
+        "setSessionName" => ExtRequest::SetSessionName(params),
+        "getState" => ExtRequest::GetState,
+        "getMessages" => ExtRequest::GetMessages,
+        "getCommands" => ExtRequest::GetCommands,
+        other => match ExtRequest::from_method(other, params) {
+            Some(request) => request,
+            None => return Err(format!("unknown method: {other}")),
+        },
+    };
+    let (reply, answer) = oneshot::channel();
+    if !ext.signals.deliver(HostSignal::Request { id: ext.id, request, reply }).await {
+        return Err("the agent has shut down".to_string());
+    }
+    answer.await.unwrap_or_else(|_| Err("the agent has shut down".to_string()))
+}
+
+/// Wait for the process to exit (or kill it when asked), then clean up.
+async fn supervise(ext: Arc<Extension>, mut child: tokio::process::Child) {
+    let status = tokio::select! {
+        status = child.wait() => status.ok(),
+        _ = ext.kill.cancelled() => {
+            if let Some(pid) = child.id() {
+                crate::tools::shell::kill_process_group(pid);
+            }
+            let _ = child.kill().await;
+            child.wait().await.ok()
+        }
+    };
+    finish(ext, status).await;
+}
+
+/// Mark dead, fail what waits on it, and report why.
+async fn finish(ext: Arc<Extension>, status: Option<std::process::ExitStatus>) {
+    let was = ext.status.swap(DEAD, Ordering::SeqCst);
+    lock(&ext.out).take();
+    let pending: Vec<PendingCall> = lock(&ext.pending).drain().map(|(_, c)| c).collect();
+    let recorded = lock(&ext.death).clone();
+    if recorded.is_none() && status.is_some() {
+        // Its last words explain the exit: let stderr drain first.
+        let _ = tokio::time::timeout(Duration::from_millis(500), ext.stderr_done.cancelled()).await;
+    }
+    let (event, error) = recorded.unwrap_or_else(|| {
+        let event = pending
+            .first()
+            .map(|c| c.method.clone())
+            .unwrap_or_else(|| if was == STARTING { "startup".to_string() } else { "exit".to_string() });
+        let status = status.map_or_else(|| "unknown status".to_string(), |s| s.to_string());
+        let tail: Vec<String> = lock(&ext.stderr_tail).iter().cloned().collect();
+        let mut error = format!("the extension exited unexpectedly ({status})");
+        if let Some(last) = tail.last() {
+            error.push_str(": ");
+            error.push_str(last);
+        }
+        (event, error)
+    });
+    *lock(&ext.death) = Some((event.clone(), error.clone()));
+    ext.ui.drop_owner(ext.id);
+    lock(&ext.tool_updates).clear();
+    lock(&ext.streams).clear();
+    // The death is queued for the actor before any waiting caller learns of
+    // it, so its `extension_error` precedes what the callers do next.
+    if !ext.quiet.load(Ordering::SeqCst) {
+        ext.signals.deliver(HostSignal::Died { id: ext.id, event, error: error.clone() }).await;
+    }
+    for call in pending {
+        let _ = call.tx.send(Err(CallError::Dead(error.clone())));
+    }
+    ext.exited.cancel();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn lines_split_on_lf_and_drop_cr() {
+        let data: &[u8] = b"{\"a\":1}\r\n\n{\"b\":2}";
+        let mut reader = BufReader::new(data);
+        assert_eq!(read_line(&mut reader).await.unwrap().unwrap(), b"{\"a\":1}");
+        assert_eq!(read_line(&mut reader).await.unwrap().unwrap(), b"");
+        assert_eq!(read_line(&mut reader).await.unwrap().unwrap(), b"{\"b\":2}");
+        assert!(read_line(&mut reader).await.unwrap().is_none());
+    }
+}
