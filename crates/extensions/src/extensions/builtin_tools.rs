@@ -167,7 +167,7 @@ impl ToolOperations for ExtensionOperations {
                 biased;
                 Some(chunk) = data.recv() => take(sink, chunk),
                 result = &mut call => break result,
-                _ = async { tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now).into()).await }, if deadline.is_some() => sink.tick(),
+                _ = async { tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)).await }, if deadline.is_some() => sink.tick(),
             }
         };
         while let Ok(chunk) = data.try_recv() {

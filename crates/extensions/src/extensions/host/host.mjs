@@ -249,6 +249,18 @@ function packageManifest(file, name) {
 }
 
 let jiti;
+
+/** Where jiti keeps its transpiled files: beside the host's packages, so every run after the first is warm. */
+function transpileCache() {
+	const dir = path.join(modulesDir, ".cache", "jiti");
+	try {
+		fs.mkdirSync(dir, { recursive: true });
+		fs.accessSync(dir, fs.constants.W_OK);
+		return dir;
+	} catch {
+		return true;
+	}
+}
 /** A jiti with a module cache, for the libraries the shims load (each loaded once). */
 let libraryJiti;
 
@@ -303,8 +315,8 @@ contexts = createContextFactory(channel, hello);
 try {
 	const require = createRequire(path.join(modulesDir, "package.json"));
 	const { createJiti } = require("jiti");
-	jiti = createJiti(extensionPath, { alias: aliases(require), interopDefault: true, moduleCache: false });
-	libraryJiti = createJiti(import.meta.url, { interopDefault: true });
+	jiti = createJiti(extensionPath, { alias: aliases(require), interopDefault: true, moduleCache: false, fsCache: transpileCache() });
+	libraryJiti = createJiti(import.meta.url, { interopDefault: true, tryNative: true });
 	installServices();
 } catch (error) {
 	fail("load", `the extension host cannot load its modules (jiti, typebox) from ${modulesDir}: ${errorText(error)}`);
