@@ -623,37 +623,13 @@ pub async fn run(
     seconds: Option<u64>,
     jobs: usize,
 ) -> crate::fuzz::Totals {
-    let started = Instant::now();
-    let mut totals = crate::fuzz::Totals::default();
+    // WebSocket has no `Content-Length` framing: one message per frame.
     let dialects: Vec<Dialect> = dialects.iter().copied().filter(|d| *d != Dialect::Lsp).collect();
-    let mut plan = (0u64..).flat_map(|n| dialects.iter().map(move |&d| (d, first_seed + n)));
-    let limit = cases.map(|c| c * dialects.len());
-    let mut running = tokio::task::JoinSet::new();
-    let mut launched = 0usize;
-    loop {
-        let time_left = seconds.is_none_or(|s| started.elapsed().as_secs() < s);
-        let more = limit.is_none_or(|l| launched < l) && time_left && (cases.is_some() || seconds.is_some());
-        if more
-            && running.len() < jobs.max(1)
-            && let Some((dialect, seed)) = plan.next()
-        {
-            let pi = pi.to_path_buf();
-            running.spawn(async move { run_case(&pi, dialect, seed, records).await });
-            launched += 1;
-            continue;
-        }
-        let Some(done) = running.join_next().await else { return totals };
-        totals.cases += 1;
-        match done {
-            Ok(Ok(stats)) => {
-                totals.records += stats.records;
-                totals.output_records += stats.output_records;
-            }
-            Ok(Err(failure)) => {
-                crate::say(&failure.report());
-                totals.failures.push(failure);
-            }
-            Err(e) => crate::say(&format!("FAIL ws fuzz: a case task failed: {e}")),
-        }
-    }
+    let plan = crate::fuzz::Plan { dialects: &dialects, first_seed, cases, seconds, jobs };
+    let pi = pi.to_path_buf();
+    crate::fuzz::run_plan(plan, move |dialect, seed| {
+        let pi = pi.clone();
+        async move { run_case(&pi, dialect, seed, records).await }
+    })
+    .await
 }
