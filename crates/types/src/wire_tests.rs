@@ -9,7 +9,7 @@ use crate::client::{ClientReply, ClientRequest, ClientRequestKind, PermissionAns
 use crate::error::{CoreError, ErrorKind};
 use crate::event::{AgentEvent, AssistantStreamEvent, ExtensionUiKind, ExtensionUiRequest, ToolResultPayload};
 use crate::message::{AgentMessage, AssistantMessage, ContentBlock, ImageContent, StopReason, Usage};
-use crate::op::{Attachment, BashResult, InitializeParams, Op, Reply, UiResponse};
+use crate::op::{Attachment, BashResult, InitializeParams, Op, Reply, Switched, UiResponse};
 
 fn round_trip<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(value: T) {
     let text = serde_json::to_string(&value).expect("serialize");
@@ -65,12 +65,9 @@ fn replies_and_errors_round_trip() {
         truncated: false,
         full_output_path: None,
     }));
-    round_trip(Reply::Attached(Attachment {
-        session_id: "s".into(),
-        session_file: None,
-        last_seq: 9,
-        replayed: 1,
-        gap: false,
+    round_trip(Reply::Switched(Switched {
+        cancelled: false,
+        attached: Some(Attachment { session_id: "s".into(), session_file: None, last_seq: 9, replayed: 1, gap: false }),
     }));
     round_trip(CoreError::invalid("sessionId", "bad").with_retryable(true));
     round_trip::<Result<Reply, CoreError>>(Err(CoreError::new(ErrorKind::Busy, "busy")));
