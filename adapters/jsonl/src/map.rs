@@ -145,7 +145,11 @@ mod tests {
             if let Some(wire) = map_event(event, |_| None) {
                 let value = serde_json::to_value(&wire).unwrap();
                 let name = value["type"].as_str().unwrap_or_default().to_string();
-                assert!(NATIVE.of(kind).contains(&name.as_str()), "{kind:?} written as {name:?}: {:?}", NATIVE.of(kind));
+                assert!(
+                    NATIVE.of(kind).contains(&name.as_str()),
+                    "{kind:?} written as {name:?}: {:?}",
+                    NATIVE.of(kind)
+                );
                 written.insert((kind, name));
             }
         }

@@ -222,7 +222,6 @@ mod tests {
         );
     }
 
-
     /// The method of each notification is one the event table gives its
     /// event, each of those is sent, and the events it does not show are not.
     #[test]
@@ -239,7 +238,11 @@ mod tests {
             if let Some(n) = map_event(event) {
                 let value: Value = serde_json::from_slice(&notification_bytes(&n)).unwrap();
                 let method = value["method"].as_str().unwrap_or_default().to_string();
-                assert!(JSONRPC.of(kind).contains(&method.as_str()), "{kind:?} sent as {method:?}: {:?}", JSONRPC.of(kind));
+                assert!(
+                    JSONRPC.of(kind).contains(&method.as_str()),
+                    "{kind:?} sent as {method:?}: {:?}",
+                    JSONRPC.of(kind)
+                );
                 sent.insert((kind, method));
             }
         }

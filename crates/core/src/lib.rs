@@ -16,6 +16,6 @@ pub use pi_session::{export_html, session};
 pub use pi_tools::{client, tools};
 pub use pi_types::{error, event, message, model, op};
 
+pub use pi_types::{AgentEvent, AgentMessage, CoreError, ErrorKind, Model, Op, Reply, RequestTag, ThinkingLevel};
 /// The dialects' wire enums take their names from the event table.
 pub use pi_types::{jsonrpc_wire, native_wire};
-pub use pi_types::{AgentEvent, AgentMessage, CoreError, ErrorKind, Model, Op, Reply, RequestTag, ThinkingLevel};
