@@ -99,6 +99,9 @@ pub struct Settings {
     pub enable_skill_commands: bool,
     /// Idle timeout of provider HTTP streams (0 disables it).
     pub http_idle_timeout_ms: u64,
+    /// `httpProxy` of the global settings (pi reads it there only): the
+    /// proxy where `HTTP_PROXY`/`HTTPS_PROXY` are unset.
+    pub http_proxy: Option<String>,
     pub shell_path: Option<String>,
     pub shell_command_prefix: Option<String>,
     /// `toolApproval`: which tool calls need the user's approval.
@@ -148,6 +151,7 @@ impl Default for Settings {
             extensions: Vec::new(),
             enable_skill_commands: true,
             http_idle_timeout_ms: 300_000,
+            http_proxy: None,
             shell_path: None,
             shell_command_prefix: None,
             tool_approval: ApprovalSettings::default(),
@@ -173,6 +177,7 @@ struct SettingsFile {
     extensions: Option<Vec<String>>,
     enable_skill_commands: Option<bool>,
     http_idle_timeout_ms: Option<Value>,
+    http_proxy: Option<String>,
     shell_path: Option<String>,
     shell_command_prefix: Option<String>,
     tool_approval: Option<ToolApprovalFile>,
@@ -210,8 +215,11 @@ impl Settings {
     /// Missing files are fine; a broken file is an error naming it.
     pub fn load(agent_dir: &Path, cwd: &Path) -> Result<Settings, ConfigError> {
         let mut settings = Settings::default();
-        for path in [user_settings_path(agent_dir), cwd.join(".pi").join("settings.json")] {
-            if let Some(file) = read_settings_file(&path)? {
+        for (global, path) in [(true, user_settings_path(agent_dir)), (false, cwd.join(".pi").join("settings.json"))] {
+            if let Some(mut file) = read_settings_file(&path)? {
+                if global {
+                    settings.http_proxy = file.http_proxy.take();
+                }
                 settings.apply(file, &path)?;
             }
         }

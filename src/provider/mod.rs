@@ -19,6 +19,7 @@ pub mod anthropic;
 pub mod anthropic_request;
 pub mod classify;
 pub mod convert;
+pub mod credential;
 pub(crate) mod driver;
 pub mod faux;
 pub mod google;
@@ -27,6 +28,8 @@ pub mod http;
 pub mod mistral;
 pub mod mistral_request;
 pub mod openai;
+pub mod origin;
+pub mod proxy;
 pub mod shared;
 pub mod sse;
 pub mod strict_schema;
@@ -66,6 +69,12 @@ pub struct ProviderRequest {
     /// Stable id of the session (prompt-cache key on api.openai.com, session
     /// affinity headers where the compat flags ask for them).
     pub session_id: Option<String>,
+    /// Where the key comes from when it can change during the session
+    /// (OAuth): asked before the call, and once more after a 401
+    /// ([`credential::Authenticated`]). `None`: `api_key` is used as it is.
+    pub credential: Option<Arc<dyn credential::CredentialSource>>,
+    /// Provider variables stored with the credential, over the process environment.
+    pub env: credential::ProviderEnv,
 }
 
 /// Kind of a content block being streamed.
@@ -209,8 +218,10 @@ impl ProviderRegistry {
         reg
     }
 
+    /// Add a wire API (wrapped so that a request's [`credential::CredentialSource`] is honoured).
     pub fn register(&mut self, provider: Arc<dyn Provider>) {
-        self.providers.insert(provider.api().to_string(), provider);
+        let wrapped: Arc<dyn Provider> = Arc::new(credential::Authenticated::new(provider));
+        self.providers.insert(wrapped.api().to_string(), wrapped);
     }
 
     pub fn get(&self, api: &str) -> Option<Arc<dyn Provider>> {

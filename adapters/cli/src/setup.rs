@@ -99,7 +99,9 @@ pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentC
         http_options.idle_timeout = Some(idle);
         http_options.headers_timeout = idle;
     }
-    let http = HttpClient::with_options(http_options).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let http = HttpClient::with_options(http_options)
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .with_settings_proxy(settings.http_proxy.as_deref());
     let providers = ProviderRegistry::builtin(http, faux);
     let (resources, extensions, project_trusted) = resources_and_extensions(args, &agent_dir, &cwd)?;
     let mcp = mcp_options(args, &agent_dir, &cwd, project_trusted);
