@@ -192,7 +192,8 @@ mod tests {
     #[tokio::test]
     async fn without_a_source_the_request_passes_through() {
         let request = simple_request(crate::provider::faux::faux_model(), "hi");
-        let items: Vec<_> = Authenticated::new(Arc::new(Gate)).stream(request, CancellationToken::new()).collect().await;
+        let items: Vec<_> =
+            Authenticated::new(Arc::new(Gate)).stream(request, CancellationToken::new()).collect().await;
         assert_eq!(items[0].as_ref().unwrap_err().status, Some(401));
     }
 

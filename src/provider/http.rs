@@ -90,7 +90,11 @@ impl HttpClient {
             std::env::consts::OS,
             std::env::consts::ARCH
         );
-        Ok(HttpClient { inner: Arc::new(OnceLock::new()), options, user_agent, settings_proxy: None,
+        Ok(HttpClient {
+            inner: Arc::new(OnceLock::new()),
+            options,
+            user_agent,
+            settings_proxy: None,
             origins: Arc::new(OriginOverrides::global().clone()),
         })
     }

@@ -160,7 +160,10 @@ mod tests {
 
     #[test]
     fn no_proxy_follows_undici() {
-        let e = env(&[("HTTPS_PROXY", "http://s:2"), ("NO_PROXY", "example.com, .internal.test *.wild.test,127.0.0.1:8443")], None);
+        let e = env(
+            &[("HTTPS_PROXY", "http://s:2"), ("NO_PROXY", "example.com, .internal.test *.wild.test,127.0.0.1:8443")],
+            None,
+        );
         assert_eq!(e.proxy_for("https", "example.com", None), None);
         assert_eq!(e.proxy_for("https", "api.example.com", None), None);
         assert_eq!(e.proxy_for("https", "notexample.com", None), Some("http://s:2"));
