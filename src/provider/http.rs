@@ -184,6 +184,17 @@ impl HttpClient {
     }
 }
 
+/// Where a request for `url` goes: rewritten by the process's
+/// `PI_RPC_ORIGIN_OVERRIDES` ([`OriginOverrides::global`]) when its origin
+/// matches, else unchanged. For callers that build their own requests;
+/// [`HttpClient`] applies it to its own.
+pub fn route_url(url: &str) -> std::borrow::Cow<'_, str> {
+    match OriginOverrides::global().rewrite(url) {
+        Some(rewritten) => std::borrow::Cow::Owned(rewritten),
+        None => std::borrow::Cow::Borrowed(url),
+    }
+}
+
 /// Most bytes of an error body read into memory; the rest is left unread.
 pub const MAX_ERROR_BODY_READ: usize = 1 << 20;
 
