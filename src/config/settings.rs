@@ -102,6 +102,9 @@ pub struct Settings {
     /// `httpProxy` of the global settings (pi reads it there only): the
     /// proxy where `HTTP_PROXY`/`HTTPS_PROXY` are unset.
     pub http_proxy: Option<String>,
+    /// `enableInstallTelemetry` (default on): in pi it also turns the
+    /// providers' attribution headers on; pi-rpc sends no telemetry.
+    pub enable_install_telemetry: bool,
     pub shell_path: Option<String>,
     pub shell_command_prefix: Option<String>,
     /// `toolApproval`: which tool calls need the user's approval.
@@ -152,6 +155,7 @@ impl Default for Settings {
             enable_skill_commands: true,
             http_idle_timeout_ms: 300_000,
             http_proxy: None,
+            enable_install_telemetry: true,
             shell_path: None,
             shell_command_prefix: None,
             tool_approval: ApprovalSettings::default(),
@@ -178,6 +182,7 @@ struct SettingsFile {
     enable_skill_commands: Option<bool>,
     http_idle_timeout_ms: Option<Value>,
     http_proxy: Option<String>,
+    enable_install_telemetry: Option<bool>,
     shell_path: Option<String>,
     shell_command_prefix: Option<String>,
     tool_approval: Option<ToolApprovalFile>,
@@ -284,6 +289,9 @@ impl Settings {
             Some(other) => {
                 return Err(bad("httpIdleTimeoutMs", format!("expected a number or \"disabled\", got {other}")));
             }
+        }
+        if let Some(v) = f.enable_install_telemetry {
+            self.enable_install_telemetry = v;
         }
         if let Some(v) = f.shell_path {
             self.shell_path = Some(v);

@@ -260,7 +260,7 @@ impl Provider for GoogleGenerativeAi {
 
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
         let call = build_headers(&request)
-            .and_then(|headers| Ok(Call { url: endpoint(&request.model), headers, body: build_body(&request)? }));
+            .and_then(|headers| Ok(Call::new(endpoint(&request.model), headers, build_body(&request)?)));
         let api = Api { http_error: Box::new(http_error), transport_error };
         drive(self.http.clone(), cancel, call, Decoder::new(), api)
     }

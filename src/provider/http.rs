@@ -150,6 +150,21 @@ impl HttpClient {
         body: &Value,
         cancel: &CancellationToken,
     ) -> Result<reqwest::Response, ProviderError> {
+        let bytes = serde_json::to_vec(body).map_err(|e| {
+            ProviderError::new(ProviderErrorKind::InvalidRequest, format!("Cannot encode request: {e}"))
+        })?;
+        self.post_bytes(url, headers, bytes, cancel).await
+    }
+
+    /// POST a body already encoded (JSON unless the headers say otherwise),
+    /// like [`HttpClient::post_json`].
+    pub async fn post_bytes(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        bytes: Vec<u8>,
+        cancel: &CancellationToken,
+    ) -> Result<reqwest::Response, ProviderError> {
         let mut map = HeaderMap::new();
         map.insert(reqwest::header::ACCEPT, HeaderValue::from_static("application/json"));
         map.insert(reqwest::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -161,9 +176,6 @@ impl HttpClient {
             let value = HeaderValue::from_str(value).map_err(|_| invalid_header(name.as_str()))?;
             map.insert(name, value);
         }
-        let bytes = serde_json::to_vec(body).map_err(|e| {
-            ProviderError::new(ProviderErrorKind::InvalidRequest, format!("Cannot encode request: {e}"))
-        })?;
         let target = self.target(url);
         let send = self.client()?.post(target.as_str()).headers(map).body(bytes).send();
         tokio::select! {

@@ -213,6 +213,8 @@ impl ProviderRegistry {
         reg.register(Arc::new(openai::completions::OpenAiCompletions::new(http.clone())));
         reg.register(Arc::new(anthropic::AnthropicMessages::new(http.clone())));
         reg.register(Arc::new(openai::responses::OpenAiResponses::new(http.clone())));
+        reg.register(Arc::new(openai::azure::AzureOpenAiResponses::new(http.clone())));
+        reg.register(Arc::new(openai::codex::OpenAiCodexResponses::new(http.clone())));
         reg.register(Arc::new(google::GoogleGenerativeAi::new(http.clone())));
         reg.register(Arc::new(mistral::MistralConversations::new(http)));
         reg
