@@ -12,7 +12,9 @@
 //!   reads its resolved provider env.
 //!
 //! The wire APIs only read `ProviderRequest::api_key` and `ProviderEnv`; the
-//! credential side fills `ProviderRequest::credential`.
+//! credential side fills `ProviderRequest::credential`. The wrapper also
+//! fills the Cloudflare account placeholders of the base URL from the
+//! provider env ([`super::cloudflare::prepare`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -79,7 +81,11 @@ impl Provider for Authenticated {
         self.inner.api()
     }
 
-    fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
+    fn stream(&self, mut request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
+        super::cloudflare::prepare(&mut request);
+        if let Err(e) = super::openai::azure::prepare_completions(&mut request) {
+            return futures::stream::iter([Err(e)]).boxed();
+        }
         let Some(source) = request.credential.clone() else {
             return self.inner.stream(request, cancel);
         };

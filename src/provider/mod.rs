@@ -15,15 +15,19 @@ use tokio_util::sync::CancellationToken;
 use crate::message::{AgentMessage, StopReason, Usage};
 use crate::model::{Model, ThinkingLevel};
 
+pub mod ambient;
 pub mod anthropic;
 pub mod anthropic_request;
 pub mod classify;
+pub mod cloudflare;
 pub mod convert;
+pub mod copilot;
 pub mod credential;
 pub(crate) mod driver;
 pub mod faux;
 pub mod google;
 pub mod google_request;
+pub mod google_vertex;
 pub mod http;
 pub mod mistral;
 pub mod mistral_request;
@@ -216,6 +220,7 @@ impl ProviderRegistry {
         reg.register(Arc::new(openai::azure::AzureOpenAiResponses::new(http.clone())));
         reg.register(Arc::new(openai::codex::OpenAiCodexResponses::new(http.clone())));
         reg.register(Arc::new(google::GoogleGenerativeAi::new(http.clone())));
+        reg.register(Arc::new(google_vertex::GoogleVertex::new(http.clone())));
         reg.register(Arc::new(mistral::MistralConversations::new(http)));
         reg
     }

@@ -33,3 +33,4 @@ mod rpc_client;
 mod serve;
 mod serve_nginx;
 mod templates;
+mod wire_apis;

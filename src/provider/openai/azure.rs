@@ -178,6 +178,18 @@ pub fn build_headers(request: &ProviderRequest) -> Result<Vec<(String, String)>,
     Ok(headers)
 }
 
+/// Azure's Chat Completions models (pi's `azureStreams`): the resource's
+/// base URL and the deployment as the request's model, before the
+/// `openai-completions` API builds the call.
+pub fn prepare_completions(request: &mut ProviderRequest) -> Result<(), ProviderError> {
+    if request.model.provider != "azure" || request.model.api != "openai-completions" {
+        return Ok(());
+    }
+    request.model.base_url = resolve_base_url(&request.model, &request.env)?;
+    request.model.id = deployment_name(&request.model, &request.env);
+    Ok(())
+}
+
 fn prepare(request: &ProviderRequest) -> Result<Call, ProviderError> {
     let headers = build_headers(request)?;
     let base = resolve_base_url(&request.model, &request.env)?;
