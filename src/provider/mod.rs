@@ -117,6 +117,12 @@ pub enum ProviderEvent {
     },
     /// Cumulative usage so far (tokens only; the agent computes the cost).
     Usage(Usage),
+    /// A field of the assistant message beyond the common ones (pi's
+    /// `providerThinkingLevel` of Codex messages), kept in its `extra`.
+    MessageField {
+        key: String,
+        value: Value,
+    },
     /// The model finished. `raw` is the provider's own stop reason string.
     Stop {
         reason: StopReason,

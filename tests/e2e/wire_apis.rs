@@ -392,10 +392,15 @@ async fn list_models(
     };
     cmd.stdin(std::process::Stdio::null());
     cmd.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
-    let out =
-        tokio::time::timeout(Duration::from_secs(60), cmd.output()).await.expect("list-models ended").expect("run");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    // Into a file: node leaves a long output to a pipe unflushed when pi exits.
+    let listing = sb.cwd.path().join("models.txt");
+    cmd.stdout(std::fs::File::create(&listing).expect("listing file"));
+    cmd.stderr(std::process::Stdio::inherit());
+    let mut child = cmd.spawn().expect("spawn");
+    let status =
+        tokio::time::timeout(Duration::from_secs(60), child.wait()).await.expect("list-models ended").expect("wait");
+    assert!(status.success(), "--list-models failed");
+    std::fs::read_to_string(&listing).expect("listing")
 }
 
 /// `--list-models` prints pi 1.6.0's table for the same credentials: every

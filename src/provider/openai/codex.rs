@@ -37,7 +37,8 @@ use crate::provider::convert;
 use crate::provider::driver::{Api, Call, drive};
 use crate::provider::http::HttpClient;
 use crate::provider::shared::{compat_bool, level_entry, request_headers, set_header};
-use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderRequest, ProviderStream};
+use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest, ProviderStream};
+use futures::StreamExt;
 
 const DEFAULT_BASE_URL: &str = "https://chatgpt.com/backend-api";
 const JWT_CLAIM: &str = "https://api.openai.com/auth";
@@ -117,13 +118,26 @@ fn effort_level(request: &ProviderRequest) -> Option<ThinkingLevel> {
     }
 }
 
+fn compat_of(model: &Model) -> ResponsesCompat {
+    let mut compat = ResponsesCompat::resolve(model);
+    compat.strict_mode = compat_bool(model, "supportsStrictMode").unwrap_or(true);
+    compat
+}
+
+/// The effort carried in `configuration_update` items (models with
+/// `supportsMidConvoEffort`), which pi also records on the answer as its
+/// `providerThinkingLevel`.
+pub fn configuration_effort(request: &ProviderRequest) -> Option<Value> {
+    let compat = compat_of(&request.model);
+    effort_level(request).filter(|_| compat.mid_convo_effort).and_then(|l| effort_for(&request.model, l))
+}
+
 /// The request body, keys in pi's order.
 pub fn build_body(request: &ProviderRequest) -> Value {
     let model = &request.model;
-    let mut compat = ResponsesCompat::resolve(model);
-    compat.strict_mode = compat_bool(model, "supportsStrictMode").unwrap_or(true);
+    let compat = compat_of(model);
     let level = effort_level(request);
-    let configuration = level.filter(|_| compat.mid_convo_effort).and_then(|l| effort_for(model, l));
+    let configuration = configuration_effort(request);
     let unprepared = convert::to_llm(&request.messages);
     let max_tokens = convert::output_budget(request, &unprepared);
     let normalize = |id: &str, source: &AssistantMessage| normalize_tool_call_id(model, id, source);
@@ -261,7 +275,10 @@ impl Provider for OpenAiCodexResponses {
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
         let api = Api { http_error: Box::new(http_error), transport_error };
         let call = prepare(&request).map(Call::zstd);
-        drive(self.http.clone(), cancel, call, Decoder::codex(), api)
+        let level = configuration_effort(&request)
+            .map(|value| Ok(ProviderEvent::MessageField { key: "providerThinkingLevel".into(), value }));
+        let stream = drive(self.http.clone(), cancel, call, Decoder::codex(), api);
+        futures::stream::iter(level).chain(stream).boxed()
     }
 }
 
