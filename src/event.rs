@@ -29,6 +29,9 @@ pub enum AssistantStreamEvent {
 pub struct ToolResultPayload {
     pub content: Vec<ContentBlock>,
     pub details: Option<Value>,
+    /// The tool's structured result (pi 1.6's `structuredContent`: bash's
+    /// `{output, truncated, exit_code, wall_time_seconds}`, read's text).
+    pub structured_content: Option<Value>,
 }
 
 /// Why a compaction runs.
@@ -149,6 +152,9 @@ pub enum AgentEvent {
     },
     MessageUpdate {
         event: AssistantStreamEvent,
+        /// The message's usage so far (zeros until the provider reports it);
+        /// shared, as it changes far less often than the deltas come.
+        usage: std::sync::Arc<Usage>,
     },
     MessageEnd {
         message: AgentMessage,
@@ -169,6 +175,8 @@ pub enum AgentEvent {
         tool_name: String,
         result: ToolResultPayload,
         is_error: bool,
+        /// Milliseconds the tool ran; `None` for a call refused before running.
+        duration_ms: Option<u64>,
     },
     QueueUpdate {
         steering: Vec<String>,
@@ -219,6 +227,12 @@ pub enum AgentEvent {
     },
     SessionInfoChanged {
         name: String,
+    },
+    /// An entry was appended to the session outside the message flow (the
+    /// `context_edit` that hides a retried or recovered attempt from the
+    /// model), as written to the session file.
+    EntryAppended {
+        entry: Value,
     },
     /// Context usage after an assistant reply (drives JSON-RPC `contextUsage`).
     ContextUsage(ContextUsage),

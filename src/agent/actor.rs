@@ -261,7 +261,7 @@ impl Agent {
                 if let Some(pos) = self.messages.iter().rposition(|m| m == &*message) {
                     Arc::make_mut(&mut self.messages).remove(pos);
                 }
-                self.record_context_edit(&message);
+                self.record_context_edit(&message).await;
             }
             Internal::RunFinished { run_id } => self.run_finished(run_id).await,
             Internal::CurrentTools { reply } => {
@@ -711,17 +711,28 @@ impl Agent {
     }
 
     /// Hide a retried attempt from future context: pi appends a `context_edit`.
-    fn record_context_edit(&mut self, message: &AgentMessage) {
+    async fn record_context_edit(&mut self, message: &AgentMessage) {
         let target = self
             .session
             .entries()
             .filter(|e| e.message() == Some(message))
             .last()
             .and_then(|e| e.id().map(str::to_string));
-        if let Some(target) = target
-            && let Err(e) = self.session.append_context_edit(&target, None)
-        {
-            tracing::warn!("cannot record the retried attempt: {e}");
+        if let Some(target) = target {
+            self.hide_from_context(&target).await;
+        }
+    }
+
+    /// Append a `context_edit` that leaves entry `target` out of the model's
+    /// context, and announce it (`entry_appended`, as pi 1.6.0 does).
+    pub(super) async fn hide_from_context(&mut self, target: &str) {
+        match self.session.append_context_edit(target, None) {
+            Ok(id) => {
+                if let Some(entry) = self.session.get(&id).and_then(|e| serde_json::to_value(e).ok()) {
+                    self.emit(AgentEvent::EntryAppended { entry }).await;
+                }
+            }
+            Err(e) => tracing::warn!("cannot hide the failed attempt from the context: {e}"),
         }
     }
 

@@ -340,7 +340,7 @@ impl Agent {
 
     /// Hide a failed attempt (and its tool results) from the model context:
     /// pi appends `context_edit` entries with a null replacement.
-    fn omit_attempt(&mut self, attempt: &AssistantMessage) {
+    async fn omit_attempt(&mut self, attempt: &AssistantMessage) {
         let message = AgentMessage::Assistant(attempt.clone());
         let call_ids: Vec<&str> = attempt
             .content
@@ -366,10 +366,8 @@ impl Agent {
             if let Some(pos) = self.messages.iter().rposition(|m| m == &target) {
                 std::sync::Arc::make_mut(&mut self.messages).remove(pos);
             }
-            if let Some(id) = self.entry_id_of(&target)
-                && let Err(e) = self.session.append_context_edit(&id, None)
-            {
-                tracing::warn!("cannot hide the failed attempt from the context: {e}");
+            if let Some(id) = self.entry_id_of(&target) {
+                self.hide_from_context(&id).await;
             }
         }
     }
@@ -426,7 +424,7 @@ impl Agent {
                     return out;
                 }
                 out.recovery_started = true;
-                self.omit_attempt(&last);
+                self.omit_attempt(&last).await;
                 out.job = self.start_auto_compaction(CompactionReason::Overflow, true).await;
                 return out;
             }

@@ -330,7 +330,7 @@ pub fn event_payload(event: &AgentEvent) -> Option<(&'static str, Value)> {
             ("turn_end", json!({"message": to_value(message), "toolResults": to_value(tool_results)}))
         }
         AgentEvent::MessageStart { message } => ("message_start", json!({"message": to_value(message)})),
-        AgentEvent::MessageUpdate { event } => {
+        AgentEvent::MessageUpdate { event, .. } => {
             ("message_update", json!({"assistantMessageEvent": stream_event(event)}))
         }
         AgentEvent::MessageEnd { message } => ("message_end", json!({"message": to_value(message)})),
@@ -341,7 +341,7 @@ pub fn event_payload(event: &AgentEvent) -> Option<(&'static str, Value)> {
             "tool_execution_update",
             json!({"toolCallId": tool_call_id, "toolName": tool_name, "args": args, "partialResult": payload(partial_result)}),
         ),
-        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error } => (
+        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error, .. } => (
             "tool_execution_end",
             json!({"toolCallId": tool_call_id, "toolName": tool_name, "result": payload(result), "isError": is_error}),
         ),

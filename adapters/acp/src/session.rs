@@ -386,7 +386,7 @@ impl Session {
     async fn event(&mut self, event: AgentEvent) {
         match event {
             AgentEvent::MessageStart { message: AgentMessage::Assistant(_) } => self.message_id += 1,
-            AgentEvent::MessageUpdate { event } => {
+            AgentEvent::MessageUpdate { event, .. } => {
                 let (text, thought) = match event {
                     AssistantStreamEvent::TextDelta { delta, .. } => (delta, false),
                     AssistantStreamEvent::ThinkingDelta { delta, .. } => (delta, true),
@@ -428,7 +428,7 @@ impl Session {
                 }
                 self.update(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(tool_call_id, fields))).await;
             }
-            AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error } => {
+            AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error, .. } => {
                 let (name, args) = match self.tools.remove(&tool_call_id) {
                     Some(t) => (t.name, t.args),
                     None => (tool_name, Value::Null),

@@ -33,7 +33,7 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
         AgentEvent::TurnStart => return None,
         AgentEvent::TurnEnd { .. } => return None,
         AgentEvent::MessageStart { .. } => return None,
-        AgentEvent::MessageUpdate { event } => match event {
+        AgentEvent::MessageUpdate { event, .. } => match event {
             AssistantStreamEvent::TextDelta { delta, .. } => {
                 ServerNotification::AssistantMessage(AssistantMessageParams::Delta { delta })
             }
@@ -72,7 +72,7 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
                 output: ToolOutput { content: partial_result.content },
             })
         }
-        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error } => {
+        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error, .. } => {
             ServerNotification::ToolResult(ToolResultParams {
                 tool_call_id,
                 tool_name,
@@ -115,6 +115,8 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
         AgentEvent::SessionInfoChanged { name } => {
             ServerNotification::SessionNameChanged(SessionNameChangedParams { name })
         }
+        // Seed 004 has no notification for session bookkeeping.
+        AgentEvent::EntryAppended { .. } => return None,
         AgentEvent::ContextUsage(usage) => ServerNotification::ContextUsage(ContextUsageParams {
             used: usage.tokens,
             total: usage.context_window,
@@ -200,7 +202,8 @@ mod tests {
         );
         assert_eq!(
             line(AgentEvent::MessageUpdate {
-                event: AssistantStreamEvent::ThinkingDelta { content_index: 0, delta: "hm".into() }
+                event: AssistantStreamEvent::ThinkingDelta { content_index: 0, delta: "hm".into() },
+                usage: Default::default(),
             }),
             r#"{"jsonrpc":"2.0","method":"assistantMessage","params":{"type":"thinkingDelta","thinking":"hm"}}"#
         );

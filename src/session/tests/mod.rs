@@ -33,6 +33,9 @@ pub(super) fn assistant(text: &str) -> AgentMessage {
         timestamp: 1,
         response_id: None,
         error_message: None,
+        raw_stop_reason: None,
+        duration_ms: None,
+        thinking_level: None,
         extra: Default::default(),
     })
 }
