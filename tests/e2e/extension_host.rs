@@ -154,7 +154,7 @@ async fn throwing_hanging_and_exiting_extensions_are_isolated() {
     let mut names: Vec<&str> =
         commands_list["data"]["commands"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
     names.sort();
-    assert_eq!(names, ["later", "py", "still-here", "throw"], "the dead extensions' commands are gone");
+    assert_eq!(names, ["later", "mcp", "py", "still-here", "throw"], "the dead extensions' commands are gone");
     pi.send(json!({"id": "p", "type": "prompt", "message": "hello"})).await;
     pi.until(|v| v["type"] == "agent_settled").await;
     // Handlers run aside: the error of the turn_end handler comes when it fails.

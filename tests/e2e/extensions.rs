@@ -389,7 +389,7 @@ time.sleep(60)
     // The extension is gone: /stall is no longer a command (the built-in /mcp stays).
     let commands = pi.call("c", json!({"type": "get_commands"})).await;
     assert_eq!(
-        commands["data"]["commands"].as_array().map(|c| c.iter().map(|c| &c["name"]).collect()),
+        commands["data"]["commands"].as_array().map(|c| c.iter().filter_map(|c| c["name"].as_str()).collect()),
         Some(vec!["mcp"])
     );
     let state = pi.call("s", json!({"type": "get_state"})).await;
@@ -464,7 +464,7 @@ sys.stdin.read()
     assert_eq!(lines.last().unwrap()["success"], true);
     let commands = pi.call("c", json!({"type": "get_commands"})).await;
     assert_eq!(
-        commands["data"]["commands"].as_array().map(|c| c.iter().map(|c| &c["name"]).collect()),
+        commands["data"]["commands"].as_array().map(|c| c.iter().filter_map(|c| c["name"].as_str()).collect()),
         Some(vec!["mcp"])
     );
     pi.call("p", json!({"type": "prompt", "message": "hello"})).await;
