@@ -398,6 +398,7 @@ mod tests {
             | AgentEvent::MessageEnd { message: AgentMessage::Assistant(a) } = event
             {
                 a.timestamp = 0;
+                a.duration_ms = None;
             }
         }
         calls
