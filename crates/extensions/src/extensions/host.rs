@@ -11,16 +11,25 @@
 //! The host's npm packages, pinned in [`HOST_PACKAGES`], live in
 //! `<host dir>/node_modules` (`PI_RPC_EXTENSION_HOST_DIR`, the
 //! `extensionHostDir` setting, else `$XDG_DATA_HOME/pi-rpc/extension-host`);
-//! `scripts/install-extension-host.sh` or the one `npm install` command the
-//! error names installs them. Nothing here runs when no pi module is loaded.
+//! the first time a pi module needs them, [`super::host_install`] installs
+//! them with npm. Nothing here runs when no pi module is loaded.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-/// The host's npm packages: the TypeScript loader pi itself uses, and the
-/// schema builder pi's extensions import (`typebox`, `@sinclair/typebox`).
-pub const HOST_PACKAGES: &[(&str, &str)] = &[("jiti", "2.7.0"), ("typebox", "1.3.27")];
+/// The host's npm packages: the TypeScript loader pi itself uses, the schema
+/// builder pi's extensions import (`typebox`, `@sinclair/typebox`), pi's own
+/// TUI library (`@earendil-works/pi-tui`, what extensions import for their
+/// components and key names), and the two small parsers pi's helpers use
+/// (YAML front matter, partial JSON of streaming tool arguments).
+pub const HOST_PACKAGES: &[(&str, &str)] = &[
+    ("jiti", "2.7.0"),
+    ("typebox", "1.3.27"),
+    ("@earendil-works/pi-tui", "1.6.0"),
+    ("yaml", "2.9.0"),
+    ("partial-json", "0.1.7"),
+];
 
 /// The oldest Node.js major version the host supports.
 pub const MIN_NODE_MAJOR: u32 = 20;
@@ -35,9 +44,27 @@ const FILES: &[(&str, &str)] = &[
     ("hooks.mjs", include_str!("host/hooks.mjs")),
     ("ui.mjs", include_str!("host/ui.mjs")),
     ("exec.mjs", include_str!("host/exec.mjs")),
-    ("shims/pi-coding-agent.cjs", include_str!("host/shims/pi-coding-agent.cjs")),
-    ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),
+    ("services.mjs", include_str!("host/services.mjs")),
+    ("shims/host-services.cjs", include_str!("host/shims/host-services.cjs")),
+    ("shims/theme.cjs", include_str!("host/shims/theme.cjs")),
     ("shims/pi-tui.cjs", include_str!("host/shims/pi-tui.cjs")),
+    ("shims/pi-coding-agent.cjs", include_str!("host/shims/pi-coding-agent.cjs")),
+    ("shims/coding-agent/text.cjs", include_str!("host/shims/coding-agent/text.cjs")),
+    ("shims/coding-agent/tools.cjs", include_str!("host/shims/coding-agent/tools.cjs")),
+    ("shims/coding-agent/session.cjs", include_str!("host/shims/coding-agent/session.cjs")),
+    ("shims/coding-agent/ui.cjs", include_str!("host/shims/coding-agent/ui.cjs")),
+    ("shims/coding-agent/runtime.cjs", include_str!("host/shims/coding-agent/runtime.cjs")),
+    ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),
+    ("shims/pi-ai-compat.cjs", include_str!("host/shims/pi-ai-compat.cjs")),
+    ("shims/pi-ai-models.cjs", include_str!("host/shims/pi-ai-models.cjs")),
+    ("shims/pi-ai-oauth.cjs", include_str!("host/shims/pi-ai-oauth.cjs")),
+    ("shims/ai/index.cjs", include_str!("host/shims/ai/index.cjs")),
+    ("shims/ai/stream.cjs", include_str!("host/shims/ai/stream.cjs")),
+    ("shims/ai/transcript.cjs", include_str!("host/shims/ai/transcript.cjs")),
+    ("shims/ai/json.cjs", include_str!("host/shims/ai/json.cjs")),
+    ("shims/ai/models.cjs", include_str!("host/shims/ai/models.cjs")),
+    ("shims/ai/calls.cjs", include_str!("host/shims/ai/calls.cjs")),
+    ("shims/ai/misc.cjs", include_str!("host/shims/ai/misc.cjs")),
     ("shims/pi-agent-core.cjs", include_str!("host/shims/pi-agent-core.cjs")),
     ("package.json", "{\"type\": \"module\", \"private\": true}\n"),
 ];
@@ -49,6 +76,9 @@ pub struct HostConfig {
     pub node: Option<PathBuf>,
     /// The directory holding the host's `node_modules`.
     pub dir: Option<PathBuf>,
+    /// The npm command and its leading arguments (pi's `npmCommand`
+    /// setting; `None`: `npm` on `PATH`), which installs the packages.
+    pub npm: Option<Vec<String>>,
 }
 
 impl HostConfig {
@@ -65,9 +95,14 @@ impl HostConfig {
                 .map(PathBuf::from)
                 .or_else(|| settings.get(key).and_then(Value::as_str).map(|s| crate::config::expand_home(Path::new(s))))
         };
+        let npm = settings.get("npmCommand").and_then(Value::as_array).and_then(|list| {
+            let argv: Vec<String> = list.iter().filter_map(Value::as_str).map(str::to_string).collect();
+            (!argv.is_empty() && argv.len() == list.len()).then_some(argv)
+        });
         HostConfig {
             node: pick("PI_RPC_NODE", "extensionHostNode"),
             dir: pick("PI_RPC_EXTENSION_HOST_DIR", "extensionHostDir"),
+            npm,
         }
     }
 
@@ -100,9 +135,10 @@ pub struct Host {
 }
 
 impl Host {
-    /// Check what the host needs (Node.js, its packages) and write its files
-    /// out; the error is what the `extension_error` says.
-    pub fn prepare(config: &HostConfig) -> Result<Host, String> {
+    /// Check what the host needs (Node.js, its packages, installed now when
+    /// missing) and write its files out; the error is what the
+    /// `extension_error` says.
+    pub async fn prepare(config: &HostConfig) -> Result<Host, String> {
         let node = find_node(config.node.as_deref()).ok_or_else(|| {
             let named = config.node.as_ref().map(|n| format!(" ({} does not exist)", n.display())).unwrap_or_default();
             format!(
@@ -111,16 +147,7 @@ impl Host {
             )
         })?;
         let modules = config.host_dir();
-        if let Some((name, _)) = HOST_PACKAGES
-            .iter()
-            .find(|(name, _)| !modules.join("node_modules").join(name).join("package.json").is_file())
-        {
-            return Err(format!(
-                "the TypeScript extension host needs its npm packages ({name} is missing in {}): run `{}` once",
-                modules.join("node_modules").display(),
-                config.install_command()
-            ));
-        }
+        super::host_install::ensure_packages(config).await?;
         let script = runtime_dir(&modules)?.join("host.mjs");
         Ok(Host { node, script, modules })
     }
@@ -137,15 +164,26 @@ impl Host {
     }
 }
 
-/// The first executable `name` (or path) on `PATH`.
-fn find_node(configured: Option<&Path>) -> Option<PathBuf> {
-    let is_file = |p: &Path| p.is_file();
-    match configured {
-        Some(p) if p.components().count() > 1 => return is_file(p).then(|| p.to_path_buf()),
-        _ => {}
+/// The host, prepared (and its packages installed) once for all the pi
+/// modules of a process, when the first of them starts.
+pub struct SharedHost {
+    config: HostConfig,
+    host: tokio::sync::OnceCell<Result<Host, String>>,
+}
+
+impl SharedHost {
+    pub fn new(config: HostConfig) -> SharedHost {
+        SharedHost { config, host: tokio::sync::OnceCell::new() }
     }
-    let name = configured.unwrap_or(Path::new("node"));
-    std::env::split_paths(&std::env::var_os("PATH")?).map(|dir| dir.join(name)).find(|p| is_file(p))
+
+    pub async fn get(&self) -> Result<Host, String> {
+        self.host.get_or_init(|| Host::prepare(&self.config)).await.clone()
+    }
+}
+
+/// The configured Node.js (a path, or a name on `PATH`), else `node` on `PATH`.
+fn find_node(configured: Option<&Path>) -> Option<PathBuf> {
+    super::host_install::find_program(&configured.unwrap_or(Path::new("node")).to_string_lossy())
 }
 
 /// FNV-1a over the host's files: the runtime directory's name.
@@ -213,17 +251,36 @@ mod tests {
     }
 
     #[test]
-    fn missing_node_and_packages_are_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = HostConfig { node: Some(dir.path().join("no-node")), dir: Some(dir.path().to_path_buf()) };
-        let error = Host::prepare(&config).unwrap_err();
-        assert!(error.contains("Node.js >= 20") && error.contains("PI_RPC_NODE"), "{error}");
+    fn every_file_of_the_host_is_embedded() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/extensions/host");
+        let mut found = Vec::new();
+        let mut stack = vec![root.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    found.push(path.strip_prefix(&root).unwrap().display().to_string());
+                }
+            }
+        }
+        let embedded: Vec<&str> = FILES.iter().map(|(name, _)| *name).collect();
+        for file in &found {
+            assert!(embedded.contains(&file.as_str()), "{file} is not in FILES");
+        }
+    }
 
-        let node = dir.path().join("node");
-        std::fs::write(&node, "").unwrap();
-        let config = HostConfig { node: Some(node), dir: Some(dir.path().to_path_buf()) };
-        let error = Host::prepare(&config).unwrap_err();
-        assert!(error.contains("jiti is missing") && error.contains("npm install --prefix"), "{error}");
-        assert!(config.install_command().ends_with("jiti@2.7.0 typebox@1.3.27"));
+    #[tokio::test]
+    async fn missing_node_is_named_before_any_install() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = HostConfig {
+            node: Some(dir.path().join("no-node")),
+            dir: Some(dir.path().to_path_buf()),
+            npm: Some(vec![dir.path().join("no-npm").display().to_string()]),
+        };
+        let error = Host::prepare(&config).await.unwrap_err();
+        assert!(error.contains("Node.js >= 20") && error.contains("PI_RPC_NODE"), "{error}");
+        assert!(config.install_command().contains("jiti@2.7.0 typebox@1.3.27"));
     }
 }
