@@ -28,6 +28,9 @@ fn assistant(text: &str) -> AgentMessage {
         timestamp: 7,
         response_id: None,
         error_message: Some("boom".into()),
+        raw_stop_reason: Some("end_turn".into()),
+        duration_ms: Some(12),
+        thinking_level: Some("off".into()),
         extra: Map::new(),
     })
 }
@@ -77,13 +80,19 @@ fn replies_and_errors_round_trip() {
 fn events_round_trip() {
     round_trip(AgentEvent::MessageUpdate {
         event: AssistantStreamEvent::TextDelta { content_index: 0, delta: "Hel".into() },
+        usage: std::sync::Arc::new(Usage::default()),
     });
     round_trip(AgentEvent::TurnEnd { message: assistant("done"), tool_results: vec![] });
     round_trip(AgentEvent::ToolExecutionEnd {
         tool_call_id: "t".into(),
         tool_name: "read".into(),
-        result: ToolResultPayload { content: vec![ContentBlock::text("file")], details: Some(json!({"n": 1})) },
+        result: ToolResultPayload {
+            content: vec![ContentBlock::text("file")],
+            details: Some(json!({"n": 1})),
+            structured_content: Some(json!({"rows": 2})),
+        },
         is_error: false,
+        duration_ms: Some(3),
     });
     round_trip(AgentEvent::RunError { error: CoreError::internal("lost"), will_retry: false });
     round_trip(AgentEvent::ExtensionUiRequest(ExtensionUiRequest {
