@@ -195,6 +195,9 @@ pub async fn stream_assistant(
                 message.usage = usage;
                 out.usage = Arc::new(message.usage.clone());
             }
+            ProviderEvent::MessageField { key, value } => {
+                message.extra.insert(key, value);
+            }
             ProviderEvent::Stop { reason, raw } => {
                 message.stop_reason = reason;
                 message.raw_stop_reason = raw;
