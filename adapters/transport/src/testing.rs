@@ -92,7 +92,7 @@ pub fn big_replies() -> Vec<(&'static str, Reply)> {
     let session = big_session();
     let leaf_id = session.leaf_id().map(str::to_string);
     vec![
-        ("get_messages", Reply::Messages(Arc::new(session.context().messages))),
+        ("get_messages", Reply::Messages(session.context().messages.into())),
         ("get_entries", Reply::Entries { entries: session.entries().cloned().collect(), leaf_id: leaf_id.clone() }),
         ("get_tree", Reply::Tree { tree: session.tree(), leaf_id }),
         ("get_fork_messages", Reply::ForkMessages(session.fork_messages())),

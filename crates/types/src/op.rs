@@ -9,7 +9,7 @@ use std::str::FromStr;
 use serde_json::Value;
 
 use crate::event::CompactionResult;
-use crate::message::{AgentMessage, ImageContent};
+use crate::message::ImageContent;
 use crate::model::{Model, ThinkingLevel};
 use crate::session::SessionEntry;
 
@@ -413,8 +413,9 @@ pub enum Reply {
         cancelled: bool,
     },
     State(Box<StateSnapshot>),
-    /// The conversation, shared with the agent (not copied).
-    Messages(std::sync::Arc<Vec<AgentMessage>>),
+    /// The conversation, shared with the agent (not copied), or read from
+    /// the session file as it is written out.
+    Messages(crate::message_list::MessageList),
     Model(Box<Model>),
     CycleModel(Option<Box<CycledModel>>),
     Models(Vec<Model>),
