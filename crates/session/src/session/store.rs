@@ -62,6 +62,8 @@ pub struct Session {
     pub(crate) session_dir: Option<PathBuf>,
     /// The file exists and holds every entry.
     pub(crate) flushed: bool,
+    /// Entered before each write of the file (a cluster's fencing; none alone).
+    pub(crate) fence: Option<super::SharedFence>,
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -149,6 +151,7 @@ impl Session {
             file,
             session_dir,
             flushed: false,
+            fence: None,
         }
     }
 
@@ -342,9 +345,21 @@ impl Session {
         }
     }
 
+    /// From now on every write of the file first enters `fence` (a cluster
+    /// worker's fencing epoch): a refused write fails.
+    pub fn set_fence(&mut self, fence: Option<super::SharedFence>) {
+        self.fence = fence;
+    }
+
     /// Write what the file needs after `slots` gained its last element.
     fn persist_last(&mut self) -> Result<(), SessionError> {
         let Some(path) = self.file.clone() else { return Ok(()) };
+        let _fenced = match &self.fence {
+            Some(fence) => Some(fence.enter().map_err(|refused| {
+                SessionError::io(&path, std::io::Error::new(std::io::ErrorKind::PermissionDenied, refused))
+            })?),
+            None => None,
+        };
         if !self.flushed {
             if !self.has_conversation() {
                 return Ok(());
