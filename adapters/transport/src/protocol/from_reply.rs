@@ -2,7 +2,6 @@
 //! impl per (reply type, result shape), so the protocol table's rows are
 //! checked against the ops' declared replies when the table compiles.
 
-
 use pi_core::event::CompactionResult;
 use pi_core::message::MessageList;
 use pi_core::model::{Model, ThinkingLevel};
