@@ -19,3 +19,6 @@ pub use message::AgentMessage;
 pub use message_list::{MessageList, MessageSource};
 pub use model::{Model, ThinkingLevel};
 pub use op::{Op, Reply, RequestTag};
+
+#[cfg(test)]
+mod wire_tests;
