@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 use schemars::JsonSchema;
 use serde::ser::{Error as _, SerializeSeq};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::message::AgentMessage;
 
@@ -195,6 +195,14 @@ impl Serialize for MessageList {
         }
         read.map_err(S::Error::custom)?;
         seq.end()
+    }
+}
+
+/// Read back (pi serve's cluster carries replies between workers): the
+/// list is built in memory.
+impl<'de> Deserialize<'de> for MessageList {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<AgentMessage>::deserialize(deserializer).map(MessageList::from)
     }
 }
 

@@ -57,7 +57,7 @@ fn ops_round_trip() {
 #[test]
 fn replies_and_errors_round_trip() {
     round_trip(Reply::Ack);
-    round_trip(Reply::Messages(std::sync::Arc::new(vec![assistant("x")])));
+    round_trip(Reply::Messages(vec![assistant("x")].into()));
     round_trip(Reply::Bash(BashResult {
         output: "o".into(),
         exit_code: Some(1),

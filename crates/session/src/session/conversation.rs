@@ -17,7 +17,7 @@ use pi_types::{MessageList, MessageSource};
 
 /// One message of the conversation: in memory, or the line of a message entry.
 enum Item {
-    Message(AgentMessage),
+    Message(Box<AgentMessage>),
     /// A user, assistant or tool result message entry, with the replacement
     /// of the context edit that targets it.
     Line {
@@ -36,7 +36,7 @@ impl FileMessages {
     /// The messages of one item (one, unless the line no longer reads as a message).
     fn messages(&self, item: &Item, line: &mut Vec<u8>) -> Result<Vec<AgentMessage>, String> {
         let (span, edit) = match item {
-            Item::Message(m) => return Ok(vec![m.clone()]),
+            Item::Message(m) => return Ok(vec![(**m).clone()]),
             Item::Line { span, edit } => (*span, edit),
         };
         line.resize(span.len as usize, 0);
@@ -113,13 +113,13 @@ impl Session {
                 in_file += 1;
                 continue;
             }
-            items.extend(self.messages_of(n, i, &edits).into_iter().map(Item::Message));
+            items.extend(self.messages_of(n, i, &edits).into_iter().map(|m| Item::Message(Box::new(m))));
         }
         if in_file == 0 {
             let messages = items
                 .into_iter()
                 .filter_map(|item| match item {
-                    Item::Message(m) => Some(m),
+                    Item::Message(m) => Some(*m),
                     Item::Line { .. } => None,
                 })
                 .collect::<Vec<_>>();
