@@ -2,7 +2,7 @@
 """pi-rpc benchmarks, side by side with the reference pi 1.6.0.
 
 Usage: bench/run.py [--reference PATH_TO_PI_CLI_JS | --no-reference] [--node NODE] [--repeat N]
-                    [--only start,relay,sessions,spaced,long,bursts,extension] [--sizes 1,10,100]
+                    [--only start,relay,sessions,spaced,long,bursts,extension,serve] [--sizes 1,10,100]
                     [--turns 2000] [--pi PATH] [--no-build]
 
 Figures (each a median of --repeat runs, with the range in brackets):
@@ -23,7 +23,14 @@ Figures (each a median of --repeat runs, with the range in brackets):
 - bursts: 10,000 and 100,000 `get_state` piped at once, all answered;
 - extension: start with one TypeScript extension (pi's rpc-demo.ts): first
   `get_state`, peak RSS, and separately the extension's own start (until
-  its `session_start` handler has run: its `setTitle` request is out).
+  its `session_start` handler has run: its `setTitle` request is out);
+- serve: `pi serve` (bench/serve.py): memory per idle attached session
+  (next to one pi 1.6.0 process per session, pi's way), 200 concurrent
+  streams (server CPU per relayed delta), connection churn (RSS before and
+  after).
+
+The machine is shared: the 1-minute load average is recorded when each
+figure is taken and printed beside it in the closing table.
 
 With the reference (pi's dist/cli.js, run with --node; by default the one
 scripts/install-reference.sh puts in target/tools/reference), each figure is also
@@ -377,6 +384,25 @@ def measure_extension(impl, node, runs):
             "ext_ready_ms": Figure(ready).median * 1000}
 
 
+# ----- pi serve ------------------------------------------------------------
+
+def measure_serve(pi, idle_sessions):
+    """bench/serve.py's three figures (its defaults: 200 streams of 200 deltas, 10,000 churn cycles)."""
+    import asyncio
+    import serve
+    serve.PI = pi
+    limit = serve.raise_fd_limit()
+    figures = {}
+    if limit >= 2 * idle_sessions + 100:
+        figures.update(asyncio.run(serve.idle(idle_sessions)))
+        figures["serve_idle_per_gib"] = 1024 * 1024 / figures["serve_idle_kib"]
+    else:
+        print(f"pi serve idle sessions: skipped (open-file limit {limit})")
+    figures.update(asyncio.run(serve.streaming(200, 200, 10)))
+    figures.update(asyncio.run(serve.churn(10_000)))
+    return figures
+
+
 # ----- the closing table ---------------------------------------------------
 
 # (label, key, unit, goal): the goal is pi's figure over ours (times faster,
@@ -407,48 +433,66 @@ GOALS = [
     ("10,000 get_state piped at once", "burst10000_ms", "ms", 10),
     ("100,000 get_state piped at once", "burst100000_ms", "ms", None),
     ("same, peak RSS", "burst100000_rss_mib", "MiB", None),
+    ("pi serve: memory per idle attached session (pi: one process each)", "serve_idle_kib", "KiB", None),
 ]
 
-# Goals on pi-rpc's own figures: (label, key, limit, what).
+# Goals on pi-rpc's own figures: (label, key, unit, holds(ours), what).
 ABSOLUTE_GOALS = [
-    ("long-lived session: RSS after the last turn", "long_rss_mib",
-     64 + LONG_WINDOW * 4 / MIB, "≤ 64 MiB + the context window (64k tokens, ~0.2 MiB)"),
+    ("long-lived session: RSS after the last turn", "long_rss_mib", "MiB",
+     lambda f: f["long_rss_mib"] <= 64 + LONG_WINDOW * 4 / MIB, "≤ 64 MiB + the context window (64k tokens, ~0.2 MiB)"),
+    ("pi serve: idle attached sessions per GiB", "serve_idle_per_gib", "",
+     lambda f: f["serve_idle_per_gib"] >= 16_000, "≥ 16,000"),
+    ("pi serve: 200 concurrent streams, server CPU per relayed delta", "serve_stream_us_per_delta", "µs",
+     lambda f: f["serve_stream_us_per_delta"] <= 5, "≤ 5 µs"),
+    ("pi serve: connection churn, RSS growth (before → after)", "churn_growth_mib", "MiB",
+     lambda f: f["churn_growth_mib"] <= 1 + 0.05 * f["churn_rss_before_mib"], "flat (≤ 1 MiB + 5%)"),
 ]
 
 
-def closing_table(ours, ref):
+def closing_table(ours, ref, loads):
+    """The figures of issue 26 side by side, each with its goal and the load
+    average when it was taken (pi-rpc / pi)."""
+    def load(key):
+        a, b = loads.get(("pi-rpc", key)), loads.get(("pi 1.6.0", key))
+        return " / ".join(f"{x:.1f}" for x in (a, b) if x is not None) or "–"
+
     print()
-    print("| figure | pi-rpc | pi 1.6.0 | ratio | goal |")
-    print("|---|---|---|---|---|")
+    print("| figure | pi-rpc | pi 1.6.0 | ratio | goal | load (pi-rpc / pi) |")
+    print("|---|---|---|---|---|---|")
     for label, key, unit, goal in GOALS:
         if key not in ours:
             continue
         a, b = ours[key], ref.get(key)
-        digits = 2 if unit == "µs" else 1 if unit == "MiB" or a < 10 else 0
+        digits = 2 if unit == "µs" else 1 if unit in ("MiB", "KiB") or a < 10 else 0
         cells = [label, f"{a:,.{digits}f} {unit}"]
         if b is None:
             cells += ["–", "–", "–"]
         else:
             ratio = b / a if a > 0 else float("inf")
+            less = unit in ("MiB", "KiB")
             if goal is None:
                 met = ""
-            elif unit == "MiB":
+            elif less:
                 met = f"≤ {1 / goal:.2g}× {'met' if ratio >= goal else '**not met**'}"
             else:
                 met = f"≥ {goal}× {'met' if ratio >= goal else '**not met**'}"
-            shown = f"{ratio:.1f}×" if unit != "MiB" else f"{1 / ratio:.3f}× ({ratio:.1f}× less)"
+            shown = f"{ratio:.1f}×" if not less else f"{1 / ratio:.3g}× ({ratio:,.1f}× less)"
             cells += [f"{b:,.{digits}f} {unit}", shown, met]
-        print("| " + " | ".join(cells) + " |")
-    for label, key, limit, what in ABSOLUTE_GOALS:
+        print("| " + " | ".join(cells + [load(key)]) + " |")
+    for label, key, unit, holds, what in ABSOLUTE_GOALS:
         if key in ours:
-            print(f"| {label} | {ours[key]:,.1f} MiB | | | {what}: {'met' if ours[key] <= limit else '**not met**'} |")
+            value = ours[key]
+            met = "met" if holds(ours) else "**not met**"
+            shown = f"{value:,.0f}" if not unit else f"{value:,.2f} {unit}"
+            print(f"| {label} | {shown} | – | – | {what}: {met} | {load(key)} |")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=20, help="cold starts measured (reference: a quarter)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each other figure")
-    parser.add_argument("--only", default="start,relay,sessions,spaced,long,bursts,extension")
+    parser.add_argument("--only", default="start,relay,sessions,spaced,long,bursts,extension,serve")
+    parser.add_argument("--idle", type=int, default=2000, help="idle attached pi serve sessions")
     parser.add_argument("--sizes", default="1,10,100", help="session sizes in MB")
     parser.add_argument("--turns", type=int, default=2000, help="turns of the long-lived session")
     parser.add_argument("--reference", default=DEFAULT_REFERENCE if os.path.exists(DEFAULT_REFERENCE) else None,
@@ -471,7 +515,22 @@ def main():
     impls = [Impl("pi-rpc", [args.pi])]
     if args.reference:
         impls.append(Impl("pi 1.6.0", [args.node, args.reference], ["--offline"]))
-    results = {impl.name: {} for impl in impls}
+    loads = {}
+
+    class Recorder(dict):
+        """An implementation's figures; each new one is stamped with the load average."""
+
+        def __init__(self, name):
+            super().__init__()
+            self.name = name
+
+        def update(self, figures):
+            load = os.getloadavg()[0]
+            for key in figures:
+                loads[(self.name, key)] = load
+            super().update(figures)
+
+    results = {impl.name: Recorder(impl.name) for impl in impls}
     print(f"machine: {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}; binary {os.path.getsize(args.pi) / MIB:.1f} "
           f"MiB; each figure: median (min–max) of {args.repeat} runs")
     if "start" in only:
@@ -519,8 +578,14 @@ def main():
         node = args.node if args.node != "node" else os.environ.get("PI_RPC_NODE", "node")
         for impl in impls:
             results[impl.name].update(measure_extension(impl, node, max(3, args.runs // 4)))
+    if "serve" in only:
+        results["pi-rpc"].update(measure_serve(args.pi, args.idle))
+        if "reference_idle_kib" in results["pi-rpc"] and "pi 1.6.0" in results:
+            results["pi 1.6.0"].update({"serve_idle_kib": results["pi-rpc"]["reference_idle_kib"]})
     if len(impls) > 1:
-        closing_table(results[impls[0].name], results[impls[1].name])
+        closing_table(results[impls[0].name], results[impls[1].name], loads)
+    else:
+        closing_table(results[impls[0].name], {}, loads)
 
 
 if __name__ == "__main__":
