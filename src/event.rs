@@ -29,6 +29,8 @@ pub enum AssistantStreamEvent {
 pub struct ToolResultPayload {
     pub content: Vec<ContentBlock>,
     pub details: Option<Value>,
+    /// The result itself reports an error (`result.isError: true`, MCP).
+    pub is_error: bool,
 }
 
 /// Why a compaction runs.

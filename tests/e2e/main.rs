@@ -18,6 +18,7 @@ mod framing;
 mod harness;
 mod jsonrpc_basic;
 mod mcp;
+mod mcp_sdks;
 mod native_basic;
 mod native_compaction;
 mod native_config;
