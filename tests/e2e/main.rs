@@ -6,6 +6,7 @@
 
 mod acp_bridge;
 mod acp_clients;
+mod acp_sessions;
 mod big_replies;
 mod cli_options;
 mod client_tools;
