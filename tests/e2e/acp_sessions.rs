@@ -229,8 +229,8 @@ async fn idle_sessions_sleep_give_their_memory_back_and_wake_when_asked() {
         after_batch.push(acp.rss());
     }
     // 60 sessions with a conversation cost about 8 MiB while awake; asleep,
-    // the next batches reuse that memory.
-    assert!(after_batch[3] < after_batch[0] + 4 * 1024, "RSS after each batch (KiB): {after_batch:?}");
+    // the next batches reuse that memory (the first batch settles the heap).
+    assert!(after_batch[3] < after_batch[1] + 3 * 1024, "RSS after each batch (KiB): {after_batch:?}");
     // The first session sleeps; a prompt wakes it with its history.
     assert_eq!(acp.prompt(&first, "still there?").await["result"]["stopReason"], "end_turn");
     let file = sb.session_files().into_iter().find(|f| f.to_string_lossy().contains(first.as_str().unwrap())).unwrap();
