@@ -8,6 +8,7 @@ mod acp_host;
 mod args;
 mod commands;
 mod dialect;
+mod packages;
 mod print;
 mod serve;
 mod setup;
@@ -22,6 +23,9 @@ fn main() -> ExitCode {
     let argv = args::normalize_args(std::env::args_os());
     if argv.get(1).is_some_and(|a| a == "serve") {
         return main_serve(argv);
+    }
+    if let Some(code) = packages::command(&argv) {
+        return code;
     }
     let args = Args::parse_from(argv);
     if args.version {
