@@ -4,6 +4,7 @@
 //! ```text
 //! pi-reliability ci                           # what scripts/test.sh runs: all suites, bounded (a seeded sample)
 //! pi-reliability fuzz [--dialect native|jsonrpc|lsp|acp|all] [--seed S] [--records N] [--cases N | --lines N | --seconds N]
+//! pi-reliability ws [--dialect native|jsonrpc|all] [--seed S] [--records N] [--cases N | --seconds N]
 //! pi-reliability crash [--kills N | --seconds N] [--seed S]
 //! pi-reliability faults
 //! pi-reliability known                         # the framing cases left to issue 12
@@ -21,6 +22,7 @@ mod fuzz;
 mod inputs;
 mod known;
 mod rng;
+mod ws;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -35,6 +37,10 @@ const CI_FUZZ_LINES: usize = 100_000;
 /// ACP records fuzzed in CI (`PI_RELIABILITY_ACP_LINES` overrides): about
 /// 40 s on 2 cores with the debug binary (each prompt runs a turn).
 const CI_ACP_FUZZ_LINES: usize = 10_000;
+
+/// The WebSocket fuzzer's seeded sample in CI: cases per dialect, messages per case.
+const CI_WS_CASES: usize = 2;
+const CI_WS_RECORDS: usize = 400;
 
 /// Print one report line (and flush, so CI logs show progress).
 pub fn say(text: &str) {
@@ -56,7 +62,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// All suites with the CI's bounds (100,000 fuzzed records per seed dialect, 10,000 ACP records, 20 kills, the fault matrix).
+    /// All suites with the CI's bounds (100,000 fuzzed records per seed dialect, 10,000 ACP records, 2 WebSocket cases per dialect, 20 kills, the fault matrix).
     Ci,
     /// Fuzz the dialects.
     Fuzz {
@@ -73,6 +79,22 @@ enum Command {
         /// Records per dialect in all (sets the number of cases).
         #[arg(long)]
         lines: Option<usize>,
+        /// Run until this many seconds have passed.
+        #[arg(long)]
+        seconds: Option<u64>,
+    },
+    /// Fuzz `pi serve`'s WebSocket endpoint (random disconnects and reconnects with afterSeq).
+    Ws {
+        #[arg(long, default_value = "all")]
+        dialect: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Messages per case (one pi serve each).
+        #[arg(long, default_value_t = 400)]
+        records: usize,
+        /// Cases per dialect.
+        #[arg(long)]
+        cases: Option<usize>,
         /// Run until this many seconds have passed.
         #[arg(long)]
         seconds: Option<u64>,
@@ -136,6 +158,27 @@ async fn fuzz_suite(
     totals.failures.is_empty()
 }
 
+async fn ws_suite(
+    pi: &std::path::Path,
+    ds: &[Dialect],
+    seed: u64,
+    records: usize,
+    cases: Option<usize>,
+    seconds: Option<u64>,
+) -> bool {
+    let started = Instant::now();
+    let totals = ws::run(pi, ds, seed, records, cases, seconds, 2).await;
+    say(&format!(
+        "ws fuzz: {} cases, {} messages in {:.0} s, {} frames received, {} failed",
+        totals.cases,
+        totals.records,
+        started.elapsed().as_secs_f64(),
+        totals.output_records,
+        totals.failures.len()
+    ));
+    totals.failures.is_empty()
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let cli = Cli::parse();
@@ -157,10 +200,15 @@ async fn main() {
                 .unwrap_or(CI_ACP_FUZZ_LINES);
             let fuzzed_acp = fuzz_suite(&pi, &[Dialect::Acp], 1, 2000, Some(acp_lines.div_ceil(2000)), None).await;
             let fuzzed = fuzzed && fuzzed_acp;
+            let sockets = ws_suite(&pi, &Dialect::ALL, 1, CI_WS_RECORDS, Some(CI_WS_CASES), None).await;
             let crashed = crash::run(&pi, 1, Some(20), None).await;
             let faulted = faults::run(&pi).await;
             let framing = known::run(&pi).await;
-            fuzzed && crashed && faulted && framing
+            fuzzed && sockets && crashed && faulted && framing
+        }
+        Command::Ws { dialect, seed, records, cases, seconds } => {
+            let cases = cases.or(seconds.is_none().then_some(1));
+            ws_suite(&pi, &dialects(&dialect), seed, records, cases, seconds).await
         }
         Command::Fuzz { dialect, seed, records, cases, lines, seconds } => {
             let cases = cases.or(lines.map(|l| l.div_ceil(records.max(1)))).or(seconds.is_none().then_some(1));
@@ -173,11 +221,12 @@ async fn main() {
         Command::Known => known::run(&pi).await,
         Command::Long { seconds, seed } => {
             let fuzz_secs = seconds.saturating_sub(seconds / 6).max(1);
-            let fuzzed = fuzz_suite(&pi, &Dialect::ALL, seed, 2000, None, Some(fuzz_secs)).await;
+            let fuzzed = fuzz_suite(&pi, &Dialect::ALL, seed, 2000, None, Some(fuzz_secs / 2)).await;
+            let sockets = ws_suite(&pi, &Dialect::ALL, seed, 400, None, Some(fuzz_secs / 2)).await;
             let crashed = crash::run(&pi, seed, Some(100), None).await;
             let faulted = faults::run(&pi).await;
             let framing = known::run(&pi).await;
-            fuzzed && crashed && faulted && framing
+            fuzzed && sockets && crashed && faulted && framing
         }
     };
     say(if ok { "pi-reliability: all checks passed" } else { "pi-reliability: FAILED" });

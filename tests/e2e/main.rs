@@ -36,5 +36,7 @@ mod providers;
 mod reliability;
 mod rpc_client;
 mod serve;
+mod serve_cluster;
+mod serve_faults;
 mod serve_nginx;
 mod templates;

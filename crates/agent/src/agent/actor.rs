@@ -741,6 +741,12 @@ fn switches_session(op: &Op) -> bool {
 
 /// Split `model:thinking` when the suffix is a thinking level.
 fn open_session(config: &AgentConfig) -> Result<Session, CoreError> {
+    let mut session = open_session_unfenced(config)?;
+    session.set_fence(config.session_fence.clone());
+    Ok(session)
+}
+
+fn open_session_unfenced(config: &AgentConfig) -> Result<Session, CoreError> {
     let session = match &config.session {
         SessionStart::InMemory => Session::in_memory(&config.cwd),
         SessionStart::New => Session::create(&config.session_dir, &config.cwd, None)?,

@@ -107,6 +107,9 @@ pub struct AgentConfig {
     pub mcp: crate::mcp::McpOptions,
     /// What the client offers (files, terminals, its own tools) and the approval policy.
     pub client: crate::client::ClientSetup,
+    /// Entered before each write of the session file (`pi serve --cluster`'s
+    /// fencing epoch: a worker that lost the session cannot write it).
+    pub session_fence: Option<crate::session::SharedFence>,
 }
 
 /// One item of the ordered output stream.

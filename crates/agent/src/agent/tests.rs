@@ -58,6 +58,7 @@ fn start(edit: impl FnOnce(&mut Settings)) -> Actor {
         model_scope: Vec::new(),
         mcp: Default::default(),
         client: Default::default(),
+        session_fence: None,
     };
     let (handle, outputs) = spawn(config).unwrap();
     Actor { handle, outputs, faux, seen: Vec::new(), next_tag: 1, _dir: dir }
