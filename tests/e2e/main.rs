@@ -12,6 +12,7 @@ mod cli_options;
 mod client_tools;
 mod clients;
 mod dialects_agree;
+mod extension_api;
 mod extension_host;
 mod extension_host_install;
 mod extensions;

@@ -22,6 +22,7 @@ mod client_ops;
 mod compacting;
 mod extension_hooks;
 mod extension_host_requests;
+mod extension_library;
 mod extension_requests;
 mod internal;
 mod mcp_ops;
