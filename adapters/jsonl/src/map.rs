@@ -10,7 +10,7 @@ use crate::wire::{
 };
 
 fn payload(p: ToolResultPayload) -> WireToolResult {
-    WireToolResult { content: p.content, details: p.details }
+    WireToolResult { content: p.content, details: p.details, is_error: p.is_error }
 }
 
 fn stream_event(e: AssistantStreamEvent) -> WireAssistantEvent {

@@ -107,6 +107,10 @@ pub struct WireToolResult {
     /// Tool-specific details (e.g. the edit diff); absent when the tool reports none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+    /// `true` when the result itself reports an error (an MCP result with
+    /// `isError`); absent otherwise, also for failures the tool threw.
+    #[serde(rename = "isError", skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
 }
 
 /// An extension UI request (`extension_ui_request`); the fields present depend on `method`.

@@ -210,7 +210,7 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
         error_message: None,
         extra: Default::default(),
     });
-    let payload = || ToolResultPayload { content: vec![ContentBlock::text("out")], details: None };
+    let payload = || ToolResultPayload { content: vec![ContentBlock::text("out")], details: None, is_error: false };
     let request = |kind| E::ClientRequest(ClientRequest { id: "c1".into(), kind });
     vec![
         E::AgentStart,

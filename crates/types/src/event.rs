@@ -31,6 +31,10 @@ pub enum AssistantStreamEvent {
 pub struct ToolResultPayload {
     pub content: Vec<ContentBlock>,
     pub details: Option<Value>,
+    /// The result itself reports an error (`result.isError: true`, MCP).
+    /// Defaulted so events stored by an older `pi serve --cluster` worker still read.
+    #[serde(default)]
+    pub is_error: bool,
 }
 
 /// Why a compaction runs.

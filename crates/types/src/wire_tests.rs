@@ -82,7 +82,11 @@ fn events_round_trip() {
     round_trip(AgentEvent::ToolExecutionEnd {
         tool_call_id: "t".into(),
         tool_name: "read".into(),
-        result: ToolResultPayload { content: vec![ContentBlock::text("file")], details: Some(json!({"n": 1})) },
+        result: ToolResultPayload {
+            content: vec![ContentBlock::text("file")],
+            details: Some(json!({"n": 1})),
+            is_error: true,
+        },
         is_error: false,
     });
     round_trip(AgentEvent::RunError { error: CoreError::internal("lost"), will_retry: false });

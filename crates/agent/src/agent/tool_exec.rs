@@ -63,7 +63,7 @@ pub(crate) async fn execute_tool_calls(
                 tool_call_id: call.id.clone(),
                 tool_name: call.name.clone(),
                 args: call.arguments.clone(),
-                partial_result: ToolResultPayload { content: update.content, details: update.details },
+                partial_result: ToolResultPayload { content: update.content, details: update.details, is_error: false },
             })
         };
         let output = loop {
@@ -139,7 +139,11 @@ async fn emit_end(emitter: &Emitter, call: &ToolCall, output: &ToolOutput) {
         .emit(AgentEvent::ToolExecutionEnd {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
-            result: ToolResultPayload { content: output.content.clone(), details: output.details.clone() },
+            result: ToolResultPayload {
+                content: output.content.clone(),
+                details: output.details.clone(),
+                is_error: output.result_is_error,
+            },
             is_error: output.is_error,
         })
         .await;

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 pub mod config;
 pub mod connection;
+pub mod failure;
 pub mod naming;
 pub mod result;
 pub mod search;
