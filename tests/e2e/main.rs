@@ -6,6 +6,7 @@
 
 mod acp_bridge;
 mod acp_clients;
+mod acp_sessions;
 mod big_replies;
 mod cli_options;
 mod client_tools;
@@ -20,6 +21,7 @@ mod framing;
 mod harness;
 mod jsonrpc_basic;
 mod mcp;
+mod mcp_sdks;
 mod native_basic;
 mod native_compaction;
 mod native_config;

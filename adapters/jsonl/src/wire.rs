@@ -114,6 +114,10 @@ pub struct WireToolResult {
     /// the server's result). Only on `tool_execution_end`, as pi 1.6.0 sends it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
+    /// `true` when the result itself reports an error (an MCP result with
+    /// `isError`); absent otherwise, also for failures the tool threw.
+    #[serde(rename = "isError", skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
 }
 
 /// An extension UI request (`extension_ui_request`); the fields present depend on `method`.

@@ -93,7 +93,7 @@ pub fn big_replies() -> Vec<(&'static str, Reply)> {
     let session = big_session();
     let leaf_id = session.leaf_id().map(str::to_string);
     vec![
-        ("get_messages", Reply::Messages(Arc::new(session.context().messages))),
+        ("get_messages", Reply::Messages(session.context().messages.into())),
         (
             "get_entries",
             Reply::Entries(EntryList { entries: session.entries().cloned().collect(), leaf_id: leaf_id.clone() }),
@@ -214,7 +214,7 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
         extra: Default::default(),
     });
     let payload =
-        || ToolResultPayload { content: vec![ContentBlock::text("out")], details: None, structured_content: None };
+        || ToolResultPayload { content: vec![ContentBlock::text("out")], details: None, structured_content: None, is_error: false };
     let usage = || std::sync::Arc::new(Usage::default());
     let request = |kind| E::ClientRequest(ClientRequest { id: "c1".into(), kind });
     vec![

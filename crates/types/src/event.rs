@@ -33,7 +33,12 @@ pub struct ToolResultPayload {
     pub details: Option<Value>,
     /// The tool's structured result (pi 1.6's `structuredContent`: bash's
     /// `{output, truncated, exit_code, wall_time_seconds}`, read's text).
+    #[serde(default)]
     pub structured_content: Option<Value>,
+    /// The result itself reports an error (`result.isError: true`, MCP).
+    /// Defaulted so events stored by an older `pi serve --cluster` worker still read.
+    #[serde(default)]
+    pub is_error: bool,
 }
 
 /// Why a compaction runs.

@@ -9,7 +9,7 @@ use std::str::FromStr;
 use serde_json::Value;
 
 use crate::event::CompactionResult;
-use crate::message::{AgentMessage, ImageContent};
+use crate::message::ImageContent;
 use crate::model::{Model, ThinkingLevel};
 use crate::session::SessionEntry;
 
@@ -225,7 +225,7 @@ ops! {
         parent_session: Option<String>,
     } -> Switched(Switched);
     GetState -> State(Box<StateSnapshot>);
-    GetMessages -> Messages(std::sync::Arc<Vec<AgentMessage>>);
+    GetMessages -> Messages(crate::message_list::MessageList);
     /// `provider` may be absent; `model_id` may also be `provider/id`.
     SetModel {
         provider: Option<String>,
@@ -528,8 +528,9 @@ pub enum Reply {
     Switched(Switched),
     Fork(Forked),
     State(Box<StateSnapshot>),
-    /// The conversation, shared with the agent (not copied).
-    Messages(std::sync::Arc<Vec<AgentMessage>>),
+    /// The conversation, shared with the agent (not copied), or read from
+    /// the session file as it is written out.
+    Messages(crate::message_list::MessageList),
     Model(Box<Model>),
     CycleModel(Option<Box<CycledModel>>),
     Models(Vec<Model>),

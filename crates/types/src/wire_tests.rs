@@ -60,7 +60,7 @@ fn ops_round_trip() {
 #[test]
 fn replies_and_errors_round_trip() {
     round_trip(Reply::Ack);
-    round_trip(Reply::Messages(std::sync::Arc::new(vec![assistant("x")])));
+    round_trip(Reply::Messages(vec![assistant("x")].into()));
     round_trip(Reply::Bash(BashResult {
         output: "o".into(),
         exit_code: Some(1),
@@ -90,6 +90,7 @@ fn events_round_trip() {
             content: vec![ContentBlock::text("file")],
             details: Some(json!({"n": 1})),
             structured_content: Some(json!({"rows": 2})),
+            is_error: true,
         },
         is_error: false,
         duration_ms: Some(3),

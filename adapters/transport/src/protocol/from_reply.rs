@@ -2,10 +2,8 @@
 //! impl per (reply type, result shape), so the protocol table's rows are
 //! checked against the ops' declared replies when the table compiles.
 
-use std::sync::Arc;
-
 use pi_core::event::CompactionResult;
-use pi_core::message::AgentMessage;
+use pi_core::message::MessageList;
 use pi_core::model::{Model, ThinkingLevel};
 use pi_core::op::{
     BashResult, ClearedQueues, CommandInfo, CycledModel, Disposition, EntryList, ForkMessage, Forked, SessionInfo,
@@ -72,8 +70,8 @@ impl FromReply<Box<StateSnapshot>> for StatusResult {
     }
 }
 
-impl FromReply<Arc<Vec<AgentMessage>>> for MessagesData {
-    fn from_reply(messages: Arc<Vec<AgentMessage>>) -> Self {
+impl FromReply<MessageList> for MessagesData {
+    fn from_reply(messages: MessageList) -> Self {
         MessagesData { messages }
     }
 }

@@ -4,7 +4,7 @@
 //! responses are generated from them, so what is sent and what is
 //! documented cannot drift apart.
 
-use pi_core::message::{AgentMessage, Usage};
+use pi_core::message::Usage;
 use pi_core::model::{Model, ThinkingLevel};
 use pi_core::op::{ContextUsageStats, StateSnapshot};
 use pi_core::session::SessionEntry;
@@ -126,7 +126,7 @@ pub struct StateData {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct MessagesData {
     /// The conversation's messages.
-    pub messages: std::sync::Arc<Vec<AgentMessage>>,
+    pub messages: pi_core::message::MessageList,
 }
 
 /// `cycle_model` data (or null when there is nothing to cycle to).

@@ -45,8 +45,9 @@ pub(crate) struct Agent {
 
     pub(super) session: Session,
     /// The conversation as the model sees it (what `get_messages` returns,
-    /// shared with the reply instead of copied).
-    pub(super) messages: Arc<Vec<AgentMessage>>,
+    /// shared with the reply instead of copied; read from the session file
+    /// until something needs it whole).
+    pub(super) messages: pi_types::MessageList,
     pub(super) model: Model,
     pub(super) thinking: ThinkingLevel,
     /// The command line's model choice, applied to every session opened.
@@ -91,7 +92,8 @@ impl Agent {
     pub(crate) fn new(config: AgentConfig, out: mpsc::Sender<Output>) -> Result<Agent, CoreError> {
         let (internal_tx, internal_rx) = mpsc::channel(1024);
         let session = open_session(&config)?;
-        let restored = session.context();
+        let restored_messages = session.context_messages();
+        let (restored_model, restored_thinking) = session.context_model_and_thinking();
         let session_file = session.file_path().map(|p| p.display().to_string());
         let temp_outputs = crate::tools::temp_outputs::TempOutputs::new(&config.temp_dir);
         let start = crate::extensions::StartContext {
@@ -120,7 +122,7 @@ impl Agent {
             persist_settings: config.persist_settings,
             temp_outputs,
             session,
-            messages: Arc::new(restored.messages),
+            messages: restored_messages,
             model: faux::faux_model(),
             thinking: ThinkingLevel::Off,
             startup: Default::default(),
@@ -157,7 +159,7 @@ impl Agent {
             inline_key: config.api_key.is_some(),
         };
         agent.add_client_tools(config.client.tools.clone())?;
-        agent.select_initial_model(restored.model, restored.thinking_level)?;
+        agent.select_initial_model(restored_model, restored_thinking)?;
         agent.start_session_entries(config.session_name)?;
         Ok(agent)
     }
@@ -261,7 +263,7 @@ impl Agent {
             }
             Internal::RetractFromContext { message } => {
                 if let Some(pos) = self.messages.iter().rposition(|m| m == &*message) {
-                    Arc::make_mut(&mut self.messages).remove(pos);
+                    self.messages.make_mut().remove(pos);
                 }
                 self.record_context_edit(&message).await;
             }
@@ -388,7 +390,7 @@ impl Agent {
         if let Err(e) = written {
             tracing::error!("cannot write session entry: {e}");
         }
-        Arc::make_mut(&mut self.messages).push(message);
+        self.messages.make_mut().push(message);
     }
 
     /// Take what a queue delivers now, each message with both queues as they

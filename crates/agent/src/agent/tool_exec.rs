@@ -67,6 +67,7 @@ pub(crate) async fn execute_tool_calls(
                     content: update.content,
                     details: update.details,
                     structured_content: None,
+                    is_error: false,
                 },
             })
         };
@@ -150,6 +151,7 @@ async fn emit_end(emitter: &Emitter, call: &ToolCall, output: &ToolOutput, durat
                 content: output.content.clone(),
                 details: output.details.clone(),
                 structured_content: output.structured_content.clone(),
+                is_error: output.result_is_error,
             },
             is_error: output.is_error,
             duration_ms,

@@ -258,6 +258,9 @@ fn payload(p: &ToolResultPayload) -> Value {
     if let Some(d) = &p.details {
         obj.insert("details".into(), d.clone());
     }
+    if p.is_error {
+        obj.insert("isError".into(), Value::Bool(true));
+    }
     Value::Object(obj)
 }
 

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod failure;
 pub mod naming;
 pub mod result;
 pub mod search;

@@ -5,6 +5,7 @@ mod deep;
 mod fast_line;
 mod fork;
 mod interop;
+mod lazy;
 mod load;
 mod lookup;
 mod store;
