@@ -240,6 +240,11 @@ pub enum AgentEvent {
     ClientRequestEnded {
         id: String,
     },
+    /// A login started by `Op::Login` ended: the credential is stored, or why not.
+    LoginEnd {
+        provider: String,
+        error: Option<String>,
+    },
 }
 
 /// Where a background task's events go (the actor's queue; a test's list).

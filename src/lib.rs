@@ -7,6 +7,7 @@
 //! stdin/stdout, JSONL or JSON-RPC.
 
 pub mod agent;
+pub mod auth;
 pub mod client;
 pub mod codemode;
 pub mod compaction;

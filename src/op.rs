@@ -202,6 +202,10 @@ pub enum Op {
     /// answer at once: a front end orders an answer of its own (the error
     /// for a bad record) after them.
     Barrier,
+    /// Log in to a provider with its subscription (OAuth): answered with
+    /// [`Reply::LoginStarted`] once the sign-in URL or device code is known;
+    /// [`crate::event::AgentEvent::LoginEnd`] follows when it completes.
+    Login(crate::auth::LoginRequest),
 }
 
 /// How a prompt was taken.
@@ -448,6 +452,8 @@ pub enum Reply {
     Attached(Attachment),
     /// Ids of the requests to the client awaiting an answer, oldest first.
     PendingRequests(Vec<String>),
+    /// A login waits for the user (see [`Op::Login`]).
+    LoginStarted(Box<crate::auth::login::LoginStarted>),
 }
 
 /// How a connection was attached to a session by `pi serve`.

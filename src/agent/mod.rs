@@ -24,6 +24,7 @@ mod extension_hooks;
 mod extension_host_requests;
 mod extension_requests;
 mod internal;
+mod login_ops;
 mod mcp_ops;
 mod queue;
 mod run;

@@ -63,7 +63,8 @@ pub fn provider_env_vars(provider: &str) -> &'static [&'static str] {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StoredCredential {
     ApiKey(String),
-    /// OAuth tokens are recognised but not refreshed by pi-rpc.
+    /// An OAuth login: the access token as of loading; requests get the
+    /// current one through [`crate::auth::authorize`].
     OAuth {
         access: String,
     },
@@ -73,21 +74,25 @@ pub enum StoredCredential {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AuthStore {
     credentials: HashMap<String, StoredCredential>,
+    /// The file read (none for an empty default store).
+    path: Option<std::path::PathBuf>,
 }
 
 impl AuthStore {
     /// Read `<agent_dir>/auth.json` (missing file: empty store).
     pub fn load(agent_dir: &Path) -> Result<AuthStore, ConfigError> {
         let path = agent_dir.join("auth.json");
+        let empty = AuthStore { credentials: HashMap::new(), path: Some(path.clone()) };
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(AuthStore::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(empty),
             Err(e) => return Err(ConfigError::Io { path, source: e }),
         };
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         if text.trim().is_empty() {
-            return Ok(AuthStore::default());
+            return Ok(empty);
         }
-        let root: Value = serde_json::from_str(&text)
+        let root: Value = serde_json::from_str(text)
             .map_err(|e| ConfigError::Parse { path: path.clone(), message: e.to_string() })?;
         let Value::Object(map) = root else {
             return Err(ConfigError::Invalid { path, message: "expected a JSON object keyed by provider".into() });
@@ -106,7 +111,7 @@ impl AuthStore {
                 credentials.insert(provider, cred);
             }
         }
-        Ok(AuthStore { credentials })
+        Ok(AuthStore { credentials, path: Some(path) })
     }
 
     /// The stored key (or OAuth access token) for a provider, resolved.
@@ -119,6 +124,14 @@ impl AuthStore {
 
     pub fn has(&self, provider: &str) -> bool {
         self.credentials.contains_key(provider)
+    }
+
+    /// The `auth.json` holding an OAuth login for this provider.
+    pub fn oauth_file(&self, provider: &str) -> Option<&std::path::Path> {
+        match self.credentials.get(provider)? {
+            StoredCredential::OAuth { .. } => self.path.as_deref(),
+            StoredCredential::ApiKey(_) => None,
+        }
     }
 }
 

@@ -252,6 +252,26 @@ impl ModelRegistry {
         env_key_for(provider)
     }
 
+    /// The `auth.json` whose OAuth login is the provider's credential in
+    /// effect (no key set at run time overrides it).
+    pub fn oauth_login(&self, provider: &str) -> Option<std::path::PathBuf> {
+        if self.runtime_keys.contains_key(provider) {
+            return None;
+        }
+        self.auth.oauth_file(provider).map(std::path::Path::to_path_buf)
+    }
+
+    /// Read `auth.json` again (after a login or logout in this process):
+    /// providers that gained a credential come in.
+    pub fn reload_auth(&mut self, agent_dir: &Path) -> Result<(), ConfigError> {
+        self.auth = AuthStore::load(agent_dir)?;
+        let gained: Vec<&str> = catalog::catalog_providers().filter(|p| self.auth.has(p)).collect();
+        for provider in gained {
+            self.ensure_provider(provider);
+        }
+        Ok(())
+    }
+
     /// A bearer token sent as `Authorization` instead of a key
     /// (`ANTHROPIC_AUTH_TOKEN`), when no key is configured.
     fn bearer_token(&self, provider: &str) -> Option<String> {

@@ -139,10 +139,26 @@ impl<H: SessionHost> Connection<H> {
             }
             "authenticate" => {
                 let request: acp::AuthenticateRequest = params(p)?;
-                if request.method_id.0.as_ref() != AUTH_METHOD {
-                    return Err(invalid_params(format!("unknown authentication method \"{}\"", request.method_id.0)));
+                match crate::login::parse(request.method_id.0.as_ref()) {
+                    None => {
+                        let method = &request.method_id.0;
+                        return Err(invalid_params(format!("unknown authentication method \"{method}\"")));
+                    }
+                    Some(crate::login::Authenticate::Config) => {
+                        self.send(response(&id, &acp::AuthenticateResponse::new())).await;
+                    }
+                    // A login waits for the user: the connection goes on meanwhile.
+                    Some(crate::login::Authenticate::Login(login)) => {
+                        let shared = self.shared.clone();
+                        tokio::spawn(async move {
+                            let answer = match crate::login::run(login).await {
+                                Ok(()) => response(&id, &acp::AuthenticateResponse::new()),
+                                Err(e) => error_response(&id, &e),
+                            };
+                            shared.send(answer).await;
+                        });
+                    }
                 }
-                self.send(response(&id, &acp::AuthenticateResponse::new())).await;
             }
             "session/new" => {
                 let request: acp::NewSessionRequest = params(p)?;
@@ -288,9 +304,6 @@ impl<H: SessionHost> Connection<H> {
     }
 }
 
-/// The id of the one authentication method: pi's own configuration.
-pub const AUTH_METHOD: &str = "pi-config";
-
 fn initialize_response() -> acp::InitializeResponse {
     let capabilities = acp::AgentCapabilities::new()
         .load_session(true)
@@ -301,13 +314,9 @@ fn initialize_response() -> acp::InitializeResponse {
                 .list(acp::SessionListCapabilities::new())
                 .close(acp::SessionCloseCapabilities::new()),
         );
-    let auth = acp::AuthMethodAgent::new(AUTH_METHOD, "pi configuration").description(
-        "API keys come from pi's auth.json, models.json and the provider environment variables; nothing to enter here"
-            .to_string(),
-    );
     acp::InitializeResponse::new(PROTOCOL_VERSION)
         .agent_capabilities(capabilities)
-        .auth_methods(vec![acp::AuthMethod::Agent(auth)])
+        .auth_methods(crate::login::methods())
         .agent_info(acp::Implementation::new("pi-rpc", env!("CARGO_PKG_VERSION")).title("pi".to_string()))
 }
 

@@ -12,11 +12,13 @@
 //! * [`session`]: one session's task (prompts, updates, config options);
 //! * [`requests`]: approvals, files and terminals as ACP requests;
 //! * [`updates`]: tool calls, content, replay as `session/update`s;
-//! * [`config`]: config options and modes; [`wire`]: the JSON-RPC envelope.
+//! * [`config`]: config options and modes; [`wire`]: the JSON-RPC envelope;
+//! * [`login`]: the authentication methods (subscription logins).
 
 pub mod config;
 pub mod connection;
 pub mod host;
+pub mod login;
 pub mod requests;
 pub mod session;
 pub mod updates;

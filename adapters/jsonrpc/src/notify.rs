@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::errors::classify;
 use crate::wire::{
     AssistantMessageParams, AutoRetryEndParams, AutoRetryStartParams, BashOutputParams, CompactionEndParams,
-    CompactionStartParams, ContextUsageParams, ErrorParams, ExtensionErrorParams, ExtensionUiParams,
+    CompactionStartParams, ContextUsageParams, ErrorParams, ExtensionErrorParams, ExtensionUiParams, LoginCompletedParams,
     ModelChangedParams, QueueUpdateParams, ServerNotification, SessionNameChangedParams, TokenUsage, ToolCallParams,
     ToolOutput, ToolResultParams, ToolUpdateParams, TurnEndParams,
 };
@@ -147,6 +147,9 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
             _ => return None,
         },
         AgentEvent::ClientRequestEnded { .. } => return None,
+        AgentEvent::LoginEnd { provider, error } => {
+            ServerNotification::LoginCompleted(LoginCompletedParams { provider, success: error.is_none(), error })
+        }
         AgentEvent::ExtensionUiRequest(request) => {
             let dialog = request.kind.is_dialog();
             let method = request.kind.method();

@@ -70,6 +70,9 @@ pub enum ServerNotification {
     /// `extension:response` notification carrying the same `id`.
     #[serde(rename = "extension:ui")]
     ExtensionUi(ExtensionUiParams),
+    /// A login started with `login` ended: the credential is stored (`success`), or `error` says why not.
+    #[serde(rename = "loginCompleted")]
+    LoginCompleted(LoginCompletedParams),
 }
 
 impl ServerNotification {
@@ -94,8 +97,22 @@ impl ServerNotification {
             ServerNotification::Error(_) => "error",
             ServerNotification::ExtensionError(_) => "extension:error",
             ServerNotification::ExtensionUi(_) => "extension:ui",
+            ServerNotification::LoginCompleted(_) => "loginCompleted",
         }
     }
+}
+
+/// `loginCompleted` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginCompletedParams {
+    /// The provider logged in to.
+    pub provider: String,
+    /// True when the credential is stored in auth.json.
+    pub success: bool,
+    /// Why the login failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// `initialized` params.

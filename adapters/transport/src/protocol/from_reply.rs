@@ -288,6 +288,23 @@ impl FromReply for ToolsData {
     }
 }
 
+impl FromReply for LoginResult {
+    fn from_reply(reply: Reply) -> Option<Self> {
+        let Reply::LoginStarted(s) = reply else { return None };
+        let s = *s;
+        Some(LoginResult {
+            provider: s.provider,
+            name: s.name,
+            method: s.method,
+            url: s.url,
+            instructions: s.instructions,
+            user_code: s.user_code,
+            verification_uri: s.verification_uri,
+            expires_in: s.expires_in_seconds,
+        })
+    }
+}
+
 impl super::WireResult for super::results::Ack {
     const DATA: bool = false;
 }
@@ -332,4 +349,5 @@ wire_results!(
     QueueData,
     SessionResult,
     ToolsData,
+    LoginResult,
 );

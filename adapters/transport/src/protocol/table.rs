@@ -215,6 +215,8 @@ pub static COMMANDS: &[Command] = &[
         "clearQueue",
         |p| decode::<NoParams>(p).map(|_| Op::ClearQueue),
     ),
+    Command::new("Log in to a provider with its subscription (OAuth): `provider`, `method` (`browser`, `device_code`), `enterpriseDomain` (GitHub Copilot) → `{provider, name, method, url}` or `{…, userCode, verificationUri}` as soon as the sign-in waits for the user; the `loginCompleted` notification follows (the credential is then in auth.json, shared with pi).")
+        .jsonrpc(Binding::new::<LoginParams, LoginResult>("login", |p| decode::<LoginParams>(p).map(LoginParams::op))),
     Command::new("Abort everything, answer `{}`, flush the session and exit 0.").jsonrpc(Binding::new::<NoParams, Ack>("shutdown", |p| {
         decode::<NoParams>(p).map(|_| Op::Shutdown { abort: true })
     })),
