@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the npm packages of pi-rpc's TypeScript extension host (the jiti
-# loader and typebox, at the versions pinned in src/extensions/host.rs) into
+# loader and typebox, at the versions pinned in crates/extensions/src/extensions/host.rs) into
 # DIR/node_modules — by default where pi-rpc looks for them:
 # $PI_RPC_EXTENSION_HOST_DIR, else $XDG_DATA_HOME/pi-rpc/extension-host
 # (~/.local/share/pi-rpc/extension-host). Idempotent; needs npm (and the npm
@@ -11,9 +11,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir="${1:-${PI_RPC_EXTENSION_HOST_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/pi-rpc/extension-host}}"
 # The pins, read from the one place they are declared.
-packages=$(sed -n 's/^pub const HOST_PACKAGES.*= &\[\(.*\)\];$/\1/p' "$root/src/extensions/host.rs" |
+packages=$(sed -n 's/^pub const HOST_PACKAGES.*= &\[\(.*\)\];$/\1/p' "$root/crates/extensions/src/extensions/host.rs" |
   grep -o '("[a-z@/-]*", "[0-9.]*")' | sed 's/("\([^"]*\)", "\([^"]*\)")/\1@\2/' | tr '\n' ' ')
-[ -n "$packages" ] || { echo "install-extension-host: cannot read HOST_PACKAGES from src/extensions/host.rs" >&2; exit 1; }
+[ -n "$packages" ] || { echo "install-extension-host: cannot read HOST_PACKAGES from crates/extensions/src/extensions/host.rs" >&2; exit 1; }
 missing=0
 for spec in $packages; do
   name=${spec%@*}

@@ -2,7 +2,7 @@
 //! wire, and the fake model and OAuth servers (127.0.0.1 only) shared with the
 //! e2e tests.
 
-pub mod fake_oauth;
-pub mod fake_server;
+pub use pi_fake_oauth as fake_oauth;
+pub use pi_fake_server as fake_server;
 pub mod kit;
 pub mod schemas;

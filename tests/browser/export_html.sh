@@ -34,7 +34,7 @@ if [[ -z "$CHROMIUM" ]]; then
 fi
 
 echo "== building the sample export"
-(cd "$ROOT" && EXPORT_FIXTURE="$FIXTURE" cargo test -q -p pi-core --lib export_html::tests::writes_fixture -- --exact >/dev/null)
+(cd "$ROOT" && EXPORT_FIXTURE="$FIXTURE" cargo test -q -p pi-session --lib export_html::tests::writes_fixture -- --exact >/dev/null)
 [[ -s "$FIXTURE" ]] || { echo "FAIL: $FIXTURE was not written"; exit 1; }
 
 PROFILE="$(mktemp -d)"

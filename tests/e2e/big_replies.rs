@@ -23,7 +23,7 @@ fn awkward(n: usize) -> String {
 
 /// The core's `crafted.jsonl` with three big user messages after its leaf; their texts.
 fn big_session(sb: &Sandbox) -> (PathBuf, Vec<String>) {
-    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../../src/session/testdata/crafted.jsonl");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crates/session/src/session/testdata/crafted.jsonl");
     let mut text = std::fs::read_to_string(fixture).expect("fixture");
     let mut parent = "e0000019".to_string();
     let mut texts = Vec::new();

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::harness::{Pi, Sandbox, read_jsonl};
 
 fn testdata(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../src/session/testdata").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crates/session/src/session/testdata").join(name)
 }
 
 fn load_json(name: &str) -> Value {

@@ -1,5 +1,5 @@
 // The extension host's stand-in for `@earendil-works/pi-coding-agent`
-// (src/extensions/host/shims/pi-coding-agent.cjs) must compute what pi
+// (crates/extensions/src/extensions/host/shims/pi-coding-agent.cjs) must compute what pi
 // 1.6.0's own helpers compute: this runs both over the same inputs and
 // prints every difference. Exit status 1 when there is one.
 //
@@ -10,7 +10,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const ours = createRequire(import.meta.url)(path.join(here, "../../src/extensions/host/shims/pi-coding-agent.cjs"));
+const ours = createRequire(import.meta.url)(path.join(here, "../../crates/extensions/src/extensions/host/shims/pi-coding-agent.cjs"));
 const pi = await import(pathToFileURL(path.join(path.resolve(process.argv[2]), "dist/index.js")).href);
 
 const texts = ["", "a", "a\n", "a\nb", "a\nb\n", "a\n\nb\n\n", "abcdef\nxyz", "é\nx", "xx\nhéllo", "line\n".repeat(30), "x".repeat(100)];

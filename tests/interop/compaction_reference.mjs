@@ -1,5 +1,5 @@
 // Record what pi 1.6.0's own compaction code does with a session file, as a
-// fixture for pi-rpc's unit tests (src/compaction/testdata/pi_outputs.json).
+// fixture for pi-rpc's unit tests (crates/agent/src/compaction/testdata/pi_outputs.json).
 //
 // Usage: node tests/interop/compaction_reference.mjs <pi package dir> <out.json> <case>...
 //   case = <session.jsonl>:<keepRecentTokens>[:<custom instructions>]

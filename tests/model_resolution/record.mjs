@@ -1,7 +1,7 @@
 // Records pi 1.6.0's answers to model patterns, with pi-rpc's catalog
-// (src/config/catalog.json plus the offline faux model) and chosen sets of
-// provider keys, into src/config/testdata/model_resolution.json. The Rust
-// table tests (src/config/model_resolver_tests.rs) compare pi-rpc against it.
+// (crates/config/src/config/catalog.json plus the offline faux model) and chosen sets of
+// provider keys, into crates/config/src/config/testdata/model_resolution.json. The Rust
+// table tests (crates/config/src/config/model_resolver_tests.rs) compare pi-rpc against it.
 //
 // Usage: node tests/model_resolution/record.mjs [<pi package dir>]
 // (default: target/tools/reference/node_modules/@earendil-works/pi-coding-agent,
@@ -17,7 +17,7 @@ const pkg = resolve(
 const resolver = await import(pathToFileURL(join(pkg, "dist/core/model-resolver.js")).href);
 const version = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")).version;
 
-const catalog = JSON.parse(readFileSync(join(root, "src/config/catalog.json"), "utf8"));
+const catalog = JSON.parse(readFileSync(join(root, "crates/config/src/config/catalog.json"), "utf8"));
 const models = Object.values(catalog.providers).flat();
 const faux = { id: "faux-1", name: "Faux Model", provider: "faux", reasoning: true, input: ["text", "image"] };
 const all = [...models, faux];
@@ -131,6 +131,6 @@ const out = {
     cases: scopePatterns.map((patterns) => ({ patterns, pi: scopeAnswer(keys, patterns) })),
   })),
 };
-const target = join(root, "src/config/testdata/model_resolution.json");
+const target = join(root, "crates/config/src/config/testdata/model_resolution.json");
 writeFileSync(target, `${JSON.stringify(out, null, 1)}\n`);
 console.log(`recorded ${out.cli.length * cliPatterns.length} CLI and ${out.scope.length * scopePatterns.length} scope answers into ${target}`);

@@ -47,7 +47,7 @@ fn entry_line(id: &str, parent: &str, message: serde_json::Value) -> String {
 /// its main branch and on a side branch), written to a temporary file and opened.
 pub fn big_session() -> Session {
     static FILES: AtomicUsize = AtomicUsize::new(0);
-    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../../src/session/testdata/crafted.jsonl");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crates/session/src/session/testdata/crafted.jsonl");
     let mut text = std::fs::read_to_string(fixture).unwrap_or_default();
     let big = |n: usize| awkward_text(150_000 + 7_919 * n);
     let lines = [

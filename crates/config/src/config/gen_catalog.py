@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Regenerate crates/config/src/config/catalog.json from pi-ai's model data.
+
+Usage: python3 crates/config/src/config/gen_catalog.py <pi-ai dist dir> > crates/config/src/config/catalog.json
+
+Reads `<dist>/providers/data/<provider>.json` (the data pi-ai 1.6.0 ships) for
+the providers pi-rpc serves, keeps the chat models whose wire API pi-rpc
+implements, and writes one model per line, grouped by provider, with the fields pi-rpc uses.
+"""
+import json
+import os
+import sys
+
+# Providers whose models work with pi-rpc's wire APIs and plain API-key auth.
+PROVIDERS = [
+    "ant-ling", "anthropic", "baseten", "cerebras", "deepseek", "fireworks", "google", "groq",
+    "huggingface", "kimi-coding", "meta", "minimax", "minimax-cn", "mistral", "moonshotai",
+    "moonshotai-cn", "nvidia", "openai", "opencode", "opencode-go", "openrouter", "qwen-token-plan",
+    "qwen-token-plan-cn", "qwen-token-plan-individual", "qwen-token-plan-individual-cn", "together",
+    "vercel-ai-gateway", "xai", "xiaomi", "xiaomi-token-plan-ams", "xiaomi-token-plan-cn",
+    "xiaomi-token-plan-sgp", "zai", "zai-coding-cn",
+]
+APIS = {"anthropic-messages", "openai-completions", "openai-responses", "google-generative-ai",
+        "mistral-conversations"}
+FIELDS = ["id", "name", "api", "provider", "baseUrl", "reasoning", "input", "cost", "contextWindow",
+          "maxTokens", "headers", "thinkingLevelMap", "compat"]
+
+
+def main():
+    dist = sys.argv[1]
+    data_dir = os.path.join(dist, "providers", "data")
+    manifest = json.load(open(os.path.join(data_dir, ".manifest.json")))
+    version = json.load(open(os.path.join(dist, "..", "package.json")))["version"]
+    sections = []
+    for provider in PROVIDERS:
+        groups = json.load(open(os.path.join(data_dir, provider + ".json")))
+        lines = []
+        for group in groups.values():
+            for model in group.values():
+                if model.get("type") != "chat" or model.get("api") not in APIS:
+                    continue
+                kept = {k: model[k] for k in FIELDS if k in model}
+                lines.append(json.dumps(kept, ensure_ascii=False, separators=(",", ":")))
+        if lines:
+            sections.append(json.dumps(provider) + ":[\n" + ",\n".join(lines) + "\n]")
+    source = (f"Transcribed from @earendil-works/pi-ai {version} dist/providers/data/*.json "
+              f"(generated {manifest['generatedAt']}) by crates/config/src/config/gen_catalog.py; "
+              "chat models of the providers and wire APIs pi-rpc serves.")
+    out = sys.stdout
+    # Grouped by provider so pi-rpc can parse one provider's models at a time.
+    out.write("{\"_source\":" + json.dumps(source) + ",\n\"providers\":{\n")
+    out.write(",\n".join(sections))
+    out.write("}}\n")
+
+
+if __name__ == "__main__":
+    main()

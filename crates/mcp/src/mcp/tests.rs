@@ -1,0 +1,48 @@
+//! The per-session API with a real server: servers handed over in code (as
+//! ACP's `session/new` does), not read from `mcp.json`.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::*;
+use crate::tools::ToolContext;
+
+fn fault_server() -> Option<ServerConfig> {
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let node = root.join("target/tools/node/node_modules/.bin/node");
+    let sdk = root.join("target/tools/mcp/node_modules/@modelcontextprotocol/sdk");
+    if !node.exists() || !sdk.exists() {
+        assert!(std::env::var("PI_RPC_REQUIRE_TOOLS").as_deref() != Ok("1"), "run scripts/install-mcp-servers.sh");
+        return None;
+    }
+    let env = vec![("MCP_SDK_DIR".to_string(), sdk.display().to_string())];
+    let script = root.join("tests/mcp/fault-server.mjs").display().to_string();
+    Some(ServerConfig::stdio("per-session", node, vec![script], env, std::env::temp_dir()))
+}
+
+#[tokio::test]
+async fn servers_given_per_session_connect_and_answer() {
+    let Some(mut server) = fault_server() else { return };
+    server.exposure = Exposure::Direct;
+    let mut config = McpConfig::default();
+    config.add_server(server);
+    let mcp = McpManager::start(McpOptions { config, ..Default::default() });
+    assert!(mcp.tools().is_empty(), "connecting happens in the background");
+    mcp.wait_for(None).await;
+    let tools = mcp.tools();
+    let echo = tools.iter().find(|t| t.tool.name() == "mcp__per_session__echo").expect("echo tool");
+    assert_eq!(echo.exposure, Exposure::Direct);
+    let out = echo.tool.execute(json!({"text": "hi"}), ToolContext::new(std::env::temp_dir())).await;
+    assert_eq!(out.content, vec![crate::message::ContentBlock::text("echo: hi")]);
+    assert_eq!(out.structured_content, Some(json!({"content": [{"type": "text", "text": "echo: hi"}]})));
+    let reach = turn::Reach::of(&[], Some(&mcp));
+    let (_, specs) = turn::turn_tools(&crate::tools::ToolRegistry::default(), &[], Some(&mcp), reach, &[]);
+    assert!(specs.iter().any(|s| s.name == "mcp__per_session__echo"));
+    assert!(
+        !specs.iter().any(|s| s.name == "codemode"),
+        "no codemode server: {:?}",
+        specs.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    mcp.shutdown().await;
+}

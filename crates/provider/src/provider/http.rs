@@ -1,0 +1,322 @@
+//! The shared HTTP client of the providers: one `reqwest::Client` (rustls with
+//! the ring provider), a JSON POST helper that honours cancellation, SSE body
+//! streaming with an idle timeout, and transport-error texts.
+//!
+//! Timeouts: a connect timeout, a wait-for-response-headers timeout, and an
+//! idle timeout between body chunks. There is no overall request timeout, so a
+//! long stream that keeps producing data is never cut.
+
+use std::sync::{Arc, Once, OnceLock};
+use std::time::Duration;
+
+use futures::{Stream, TryStreamExt};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::sse::{BodyError, SseEvent, sse_events};
+use super::{ProviderError, ProviderErrorKind};
+
+/// Text of a stream cut by the server mid-body. This is pi 1.6's literal text
+/// (undici's error code included), checked against the same fake-server cut,
+/// so that transcripts of both implementations agree; it matches pi's retry
+/// pattern (`terminated`, `other side closed`).
+pub const STREAM_CUT_MESSAGE: &str = "terminated: other side closed (UND_ERR_SOCKET)";
+
+/// Text when no response headers arrived in time (the OpenAI SDK's wording).
+pub const REQUEST_TIMEOUT_MESSAGE: &str = "Request timed out.";
+
+/// Timeouts of the client.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HttpOptions {
+    pub connect_timeout: Duration,
+    /// Longest wait for the response headers.
+    pub headers_timeout: Duration,
+    /// Longest gap between two body chunks; `None` disables it.
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Default for HttpOptions {
+    /// pi's defaults: 300 s for headers and between body chunks.
+    fn default() -> Self {
+        HttpOptions {
+            connect_timeout: Duration::from_secs(30),
+            headers_timeout: Duration::from_secs(300),
+            idle_timeout: Some(Duration::from_secs(300)),
+        }
+    }
+}
+
+/// A cheaply clonable HTTP client shared by all providers. The underlying
+/// reqwest client (TLS configuration, root certificates) is built on first
+/// use, so start-up stays fast and small when no request is ever made.
+#[derive(Clone)]
+pub struct HttpClient {
+    inner: Arc<OnceLock<Result<reqwest::Client, String>>>,
+    pub options: HttpOptions,
+    /// `User-Agent` sent unless the request headers set one.
+    pub user_agent: String,
+}
+
+static RING: Once = Once::new();
+
+/// Install ring as the process-wide rustls crypto provider (once; a provider
+/// installed earlier by someone else is kept).
+pub fn install_crypto_provider() {
+    RING.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+impl HttpClient {
+    /// A client with pi's default timeouts.
+    pub fn new() -> Result<HttpClient, ProviderError> {
+        HttpClient::with_options(HttpOptions::default())
+    }
+
+    pub fn with_options(options: HttpOptions) -> Result<HttpClient, ProviderError> {
+        let user_agent = format!(
+            "pi-rpc/{} ({}; rust; {})",
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        );
+        Ok(HttpClient { inner: Arc::new(OnceLock::new()), options, user_agent })
+    }
+
+    /// The reqwest client, built once on first use.
+    pub fn client(&self) -> Result<&reqwest::Client, ProviderError> {
+        let built = self.inner.get_or_init(|| {
+            install_crypto_provider();
+            reqwest::Client::builder()
+                .connect_timeout(self.options.connect_timeout)
+                .pool_idle_timeout(Duration::from_secs(90))
+                .build()
+                .map_err(|e| format!("HTTP client: {}", error_chain(&e)))
+        });
+        built.as_ref().map_err(|e| ProviderError::new(ProviderErrorKind::InvalidRequest, e.clone()))
+    }
+
+    /// POST `body` as JSON. Returns the response whatever its status; fails only
+    /// on transport errors, timeouts and cancellation.
+    pub async fn post_json(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        body: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<reqwest::Response, ProviderError> {
+        let mut map = HeaderMap::new();
+        map.insert(reqwest::header::ACCEPT, HeaderValue::from_static("application/json"));
+        map.insert(reqwest::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Ok(ua) = HeaderValue::from_str(&self.user_agent) {
+            map.insert(reqwest::header::USER_AGENT, ua);
+        }
+        for (name, value) in headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid_header(name))?;
+            let value = HeaderValue::from_str(value).map_err(|_| invalid_header(name.as_str()))?;
+            map.insert(name, value);
+        }
+        let bytes = serde_json::to_vec(body).map_err(|e| {
+            ProviderError::new(ProviderErrorKind::InvalidRequest, format!("Cannot encode request: {e}"))
+        })?;
+        let send = self.client()?.post(url).headers(map).body(bytes).send();
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Err(ProviderError::aborted()),
+            res = tokio::time::timeout(self.options.headers_timeout, send) => match res {
+                Err(_) => Err(ProviderError::new(ProviderErrorKind::Transient, REQUEST_TIMEOUT_MESSAGE)),
+                Ok(Err(e)) => Err(transport_error(&e)),
+                Ok(Ok(resp)) => Ok(resp),
+            },
+        }
+    }
+
+    /// SSE events of a response body, with this client's idle timeout.
+    pub fn sse(&self, response: reqwest::Response) -> impl Stream<Item = Result<SseEvent, BodyError>> + Send + use<> {
+        let body = response.bytes_stream().map_err(|e| error_chain(&e));
+        sse_events(Box::pin(body), self.options.idle_timeout)
+    }
+}
+
+/// Most bytes of an error body read into memory; the rest is left unread.
+pub const MAX_ERROR_BODY_READ: usize = 1 << 20;
+
+/// A non-2xx response body as read: at most [`MAX_ERROR_BODY_READ`] bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorBody {
+    pub text: String,
+    /// Set when the body was longer than what was read: what it was.
+    pub cut_note: Option<String>,
+}
+
+/// Read an (error) body as text, up to [`MAX_ERROR_BODY_READ`] bytes,
+/// honouring cancellation and the idle timeout between chunks.
+pub async fn read_body(
+    mut response: reqwest::Response,
+    idle: Option<Duration>,
+    cancel: &CancellationToken,
+) -> Result<ErrorBody, ProviderError> {
+    let limit = idle.unwrap_or(Duration::from_secs(u64::from(u32::MAX)));
+    let declared = response.content_length();
+    let mut bytes: Vec<u8> = Vec::new();
+    loop {
+        let chunk = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(ProviderError::aborted()),
+            res = tokio::time::timeout(limit, response.chunk()) => match res {
+                Err(_) => return Err(body_error(BodyError::Idle(limit))),
+                Ok(Err(e)) => return Err(body_error(BodyError::Transport(error_chain(&e)))),
+                Ok(Ok(chunk)) => chunk,
+            },
+        };
+        let Some(chunk) = chunk else { break };
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() > MAX_ERROR_BODY_READ {
+            bytes.truncate(MAX_ERROR_BODY_READ);
+            let size = match declared {
+                Some(n) => format!("the response body had {n} bytes"),
+                None => format!("the response body had more than {MAX_ERROR_BODY_READ} bytes"),
+            };
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            return Ok(ErrorBody { text, cut_note: Some(size) });
+        }
+    }
+    Ok(ErrorBody { text: String::from_utf8_lossy(&bytes).into_owned(), cut_note: None })
+}
+
+fn invalid_header(name: &str) -> ProviderError {
+    ProviderError::new(ProviderErrorKind::InvalidRequest, format!("Invalid header: {name}"))
+}
+
+/// The error's own text followed by its sources, `: `-joined, without repeats.
+pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !text.is_empty() && !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+/// The innermost error text (pi appends the deepest cause the same way).
+fn deepest(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut last = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !text.is_empty() {
+            last = text;
+        }
+        source = s.source();
+    }
+    last
+}
+
+/// A failure before any response: pi's `Connection error.: <cause>` or `Request timed out.`.
+pub fn transport_error(err: &reqwest::Error) -> ProviderError {
+    let message = if err.is_timeout() {
+        REQUEST_TIMEOUT_MESSAGE.to_string()
+    } else {
+        format!("Connection error.: {}", deepest(err))
+    };
+    ProviderError::new(ProviderErrorKind::Transient, message)
+}
+
+/// Whether a body read error means the server closed the connection mid-body.
+fn is_cut(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    [
+        "incompletemessage",
+        "connection closed before message completed",
+        "end of file before message length",
+        "unexpected eof",
+        "unexpected end of file",
+    ]
+    .iter()
+    .any(|p| t.contains(p))
+}
+
+/// A failure while reading the body: `terminated: …` like pi, always transient.
+pub fn body_error(err: BodyError) -> ProviderError {
+    let message = match err {
+        BodyError::Idle(d) => format!("terminated: no data received for {}s (idle timeout)", d.as_secs()),
+        BodyError::Transport(text) if is_cut(&text) => STREAM_CUT_MESSAGE.to_string(),
+        BodyError::Transport(text) => format!("terminated: {text}"),
+    };
+    ProviderError::new(ProviderErrorKind::Transient, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pi_fake_server::{FakeServer, Reply};
+
+    #[tokio::test]
+    async fn posts_json_with_headers_and_reads_errors() {
+        let server = FakeServer::start().await.unwrap();
+        server.push(Reply::error(418, "teapot"));
+        let http = HttpClient::new().unwrap();
+        let cancel = CancellationToken::new();
+        let url = format!("{}/chat/completions", server.base_url());
+        let headers = vec![("authorization".to_string(), "Bearer k".to_string()), ("x-extra".into(), "1".into())];
+        let resp = http.post_json(&url, &headers, &serde_json::json!({"a": 1}), &cancel).await.unwrap();
+        assert_eq!(resp.status().as_u16(), 418);
+        assert_eq!(read_body(resp, None, &cancel).await.unwrap(), ErrorBody { text: "teapot".into(), cut_note: None });
+        let req = &server.requests()[0];
+        assert_eq!(req.header("authorization"), Some("Bearer k"));
+        assert_eq!(req.header("x-extra"), Some("1"));
+        assert_eq!(req.header("content-type"), Some("application/json"));
+        assert!(req.header("user-agent").is_some_and(|ua| ua.starts_with("pi-rpc/")));
+        assert_eq!(req.body, serde_json::json!({"a": 1}));
+    }
+
+    #[tokio::test]
+    async fn connection_refused_is_transient() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let http = HttpClient::new().unwrap();
+        let err = http
+            .post_json(&format!("http://127.0.0.1:{port}/x"), &[], &Value::Null, &CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind, ProviderErrorKind::Transient);
+        assert!(err.message.starts_with("Connection error.: "), "{}", err.message);
+        assert!(super::super::classify::is_retryable_message(&err.message));
+    }
+
+    #[tokio::test]
+    async fn cancellation_before_headers_aborts() {
+        let server = FakeServer::start().await.unwrap();
+        server.push(Reply::text("late").delay_ms(5_000));
+        let http = HttpClient::new().unwrap();
+        let cancel = CancellationToken::new();
+        let c2 = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            c2.cancel();
+        });
+        let started = std::time::Instant::now();
+        let url = format!("{}/chat/completions", server.base_url());
+        let err = http.post_json(&url, &[], &Value::Null, &cancel).await.unwrap_err();
+        assert_eq!(err.kind, ProviderErrorKind::Aborted);
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn body_error_texts() {
+        assert_eq!(
+            body_error(BodyError::Transport("error decoding response body: IncompleteMessage".into())).message,
+            STREAM_CUT_MESSAGE
+        );
+        assert_eq!(body_error(BodyError::Transport("reset".into())).message, "terminated: reset");
+        let idle = body_error(BodyError::Idle(Duration::from_secs(300)));
+        assert!(super::super::classify::is_retryable_message(&idle.message));
+    }
+}

@@ -1,0 +1,444 @@
+//! Turning a provider's event stream into one assistant message, and, for a
+//! run, its `message_start` / `message_update` / `message_end` events: the
+//! one stream consumer that runs and summaries share.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use std::future::Future;
+use std::task::Poll;
+
+use futures::StreamExt;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::event::{AgentEvent, AssistantStreamEvent, EventSink};
+use crate::message::{
+    AgentMessage, AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall, Usage, now_ms,
+};
+use crate::model::Model;
+use crate::provider::{BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest};
+
+/// What one model call produced.
+pub struct StreamOutcome {
+    pub message: AssistantMessage,
+    /// Set when the call failed (the message then has stopReason error/aborted).
+    pub error: Option<ProviderError>,
+}
+
+struct Block {
+    content_index: usize,
+    open: bool,
+    /// Raw JSON text of tool-call arguments.
+    args: String,
+}
+
+/// Stream one assistant message from `provider`, emitting its events to
+/// `emitter` (`None`: silently, for summaries).
+pub async fn stream_assistant(
+    emitter: Option<&dyn EventSink>,
+    provider: Arc<dyn Provider>,
+    request: ProviderRequest,
+    cancel: CancellationToken,
+    model: &Model,
+    secret: Option<&str>,
+) -> StreamOutcome {
+    let mut message = AssistantMessage {
+        content: Vec::new(),
+        api: model.api.clone(),
+        provider: model.provider.clone(),
+        model: model.id.clone(),
+        usage: Usage::default(),
+        stop_reason: StopReason::Stop,
+        timestamp: now_ms(),
+        response_id: None,
+        error_message: None,
+        extra: Map::new(),
+    };
+    let mut out = Batch { emitter, events: Vec::new() };
+    if emitter.is_some() {
+        out.push(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) });
+    }
+    // Out before the request starts, as its own message.
+    out.flush().await;
+
+    let mut blocks: HashMap<usize, Block> = HashMap::new();
+    let mut order: Vec<usize> = Vec::new();
+    let mut error: Option<ProviderError> = None;
+    let mut stopped = false;
+    let mut stream = provider.stream(request, cancel.clone());
+    // One wait for the whole call, kept armed between events.
+    let cancelled = cancel.clone().cancelled_owned();
+    tokio::pin!(cancelled);
+
+    loop {
+        if cancel.is_cancelled() {
+            error = Some(ProviderError::aborted());
+            break;
+        }
+        // An event already at hand is taken without arming the cancellation
+        // wait; the events made so far go out before waiting for the next.
+        if out.events.len() >= MAX_BATCH {
+            out.flush().await;
+        }
+        let next = match futures::poll!(stream.next()) {
+            Poll::Ready(next) => next,
+            Poll::Pending => {
+                out.flush().await;
+                // Waiting: cancellation first, as a biased `select!`.
+                let waited = std::future::poll_fn(|cx| {
+                    if cancelled.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(None);
+                    }
+                    stream.poll_next_unpin(cx).map(Some)
+                })
+                .await;
+                match waited {
+                    Some(next) => next,
+                    None => {
+                        error = Some(ProviderError::aborted());
+                        break;
+                    }
+                }
+            }
+        };
+        let event = match next {
+            None => break,
+            Some(Err(mut e)) => {
+                // Providers sometimes echo the key back in an error: never pass it on.
+                if let Some(key) = secret.filter(|k| k.len() >= 8) {
+                    e.message = e.message.replace(key, "***");
+                }
+                // A huge error text would be copied into every event and entry.
+                e.message = crate::provider::classify::cap_error_message(e.message, None);
+                error = Some(e);
+                break;
+            }
+            Some(Ok(ev)) => ev,
+        };
+        match event {
+            ProviderEvent::ResponseId(id) => message.response_id = Some(id),
+            ProviderEvent::BlockStart { index, kind } => {
+                let content_index = message.content.len();
+                let (block, stream_event) = match kind {
+                    BlockKind::Text => (
+                        ContentBlock::Text(TextContent { text: Default::default(), text_signature: None }),
+                        AssistantStreamEvent::TextStart { content_index },
+                    ),
+                    BlockKind::Thinking => (
+                        ContentBlock::Thinking(ThinkingContent {
+                            thinking: String::new(),
+                            thinking_signature: None,
+                            redacted: false,
+                        }),
+                        AssistantStreamEvent::ThinkingStart { content_index },
+                    ),
+                    BlockKind::ToolCall { id, name } => (
+                        ContentBlock::ToolCall(ToolCall {
+                            id: id.clone(),
+                            name: name.clone(),
+                            arguments: Value::Object(Map::new()),
+                            thought_signature: None,
+                            arguments_error: None,
+                        }),
+                        AssistantStreamEvent::ToolCallStart { content_index, id, tool_name: name },
+                    ),
+                };
+                message.content.push(block);
+                blocks.insert(index, Block { content_index, open: true, args: String::new() });
+                order.push(index);
+                out.update(stream_event);
+            }
+            ProviderEvent::BlockDelta { index, delta } => {
+                let Some(block) = blocks.get_mut(&index) else { continue };
+                let content_index = block.content_index;
+                let stream_event = match message.content.get_mut(content_index) {
+                    Some(ContentBlock::Text(t)) => {
+                        t.text.push_str(&delta);
+                        AssistantStreamEvent::TextDelta { content_index, delta }
+                    }
+                    Some(ContentBlock::Thinking(t)) => {
+                        t.thinking.push_str(&delta);
+                        AssistantStreamEvent::ThinkingDelta { content_index, delta }
+                    }
+                    Some(ContentBlock::ToolCall(_)) => {
+                        block.args.push_str(&delta);
+                        AssistantStreamEvent::ToolCallDelta { content_index, delta }
+                    }
+                    _ => continue,
+                };
+                out.update(stream_event);
+            }
+            ProviderEvent::Signature { index, signature } => {
+                if let Some(block) = blocks.get(&index) {
+                    match message.content.get_mut(block.content_index) {
+                        Some(ContentBlock::Thinking(t)) => t.thinking_signature = Some(signature),
+                        Some(ContentBlock::Text(t)) => t.text_signature = Some(signature),
+                        Some(ContentBlock::ToolCall(c)) => c.thought_signature = Some(signature),
+                        _ => {}
+                    }
+                }
+            }
+            ProviderEvent::Redacted { index } => {
+                if let Some(block) = blocks.get(&index)
+                    && let Some(ContentBlock::Thinking(t)) = message.content.get_mut(block.content_index)
+                {
+                    t.redacted = true;
+                }
+            }
+            ProviderEvent::BlockEnd { index } => {
+                if let Some(block) = blocks.get_mut(&index)
+                    && block.open
+                {
+                    block.open = false;
+                    let stream_event = close_block(&mut message, block);
+                    out.update(stream_event);
+                }
+            }
+            ProviderEvent::Usage(usage) => {
+                let mut usage = usage;
+                if usage.total_tokens == 0 {
+                    usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+                }
+                usage.cost = model.cost_of(&usage);
+                message.usage = usage;
+            }
+            ProviderEvent::Stop { reason, .. } => {
+                message.stop_reason = reason;
+                stopped = true;
+            }
+        }
+    }
+
+    match &error {
+        Some(e) if e.kind == ProviderErrorKind::Aborted => {
+            // Close what was open so clients see the partial text end cleanly.
+            for index in &order {
+                if let Some(block) = blocks.get_mut(index)
+                    && block.open
+                {
+                    block.open = false;
+                    let stream_event = close_block(&mut message, block);
+                    out.update(stream_event);
+                }
+            }
+            message.stop_reason = StopReason::Aborted;
+            message.error_message = Some(e.message.clone());
+        }
+        Some(e) => {
+            for block in blocks.values_mut().filter(|b| b.open) {
+                finish_tool_args(&mut message, block);
+            }
+            message.stop_reason = StopReason::Error;
+            message.error_message = Some(e.message.clone());
+        }
+        None => {
+            for index in &order {
+                if let Some(block) = blocks.get_mut(index)
+                    && block.open
+                {
+                    block.open = false;
+                    let stream_event = close_block(&mut message, block);
+                    out.update(stream_event);
+                }
+            }
+            if !stopped && message.tool_calls().next().is_some() {
+                message.stop_reason = StopReason::ToolUse;
+            }
+        }
+    }
+    if emitter.is_some() {
+        out.push(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) });
+    }
+    out.flush().await;
+    StreamOutcome { message, error }
+}
+
+/// Most events held back while the provider's next event is already at hand.
+const MAX_BATCH: usize = 256;
+
+/// The events made from the provider events at hand, not yet emitted: they
+/// go to the emitter together, in order, before the stream waits or ends.
+struct Batch<'a> {
+    emitter: Option<&'a dyn EventSink>,
+    events: Vec<AgentEvent>,
+}
+
+impl Batch<'_> {
+    fn push(&mut self, event: AgentEvent) {
+        if self.emitter.is_some() {
+            self.events.push(event);
+        }
+    }
+
+    fn update(&mut self, event: AssistantStreamEvent) {
+        self.push(AgentEvent::MessageUpdate { event });
+    }
+
+    async fn flush(&mut self) {
+        if let Some(emitter) = self.emitter
+            && !self.events.is_empty()
+        {
+            // Without a wait (nor the boxed future of `emit_all`) when the sink has room.
+            if let Err(events) = emitter.try_emit_all(std::mem::take(&mut self.events)) {
+                emitter.emit_all(events).await;
+            }
+        }
+    }
+}
+
+/// Parse a call's streamed arguments once its block is over. Text that is
+/// not one JSON value (cut off by the token limit, or broken) is not guessed
+/// at: the call gets `{}` and an `argumentsError`, and is never executed.
+fn finish_tool_args(message: &mut AssistantMessage, block: &Block) {
+    if let Some(ContentBlock::ToolCall(call)) = message.content.get_mut(block.content_index) {
+        match complete_tool_arguments(&block.args) {
+            Ok(arguments) => call.arguments = arguments,
+            Err(error) => {
+                call.arguments = Value::Object(Map::new());
+                call.arguments_error = Some(format!("{error}\n\nReceived arguments:\n{}", block.args));
+            }
+        }
+    }
+}
+
+/// Close a block and build its `*_end` event.
+fn close_block(message: &mut AssistantMessage, block: &Block) -> AssistantStreamEvent {
+    let content_index = block.content_index;
+    finish_tool_args(message, block);
+    match message.content.get(content_index) {
+        Some(ContentBlock::Text(t)) => AssistantStreamEvent::TextEnd { content_index, content: t.text.to_string() },
+        Some(ContentBlock::Thinking(t)) => {
+            AssistantStreamEvent::ThinkingEnd { content_index, content: t.thinking.clone() }
+        }
+        Some(ContentBlock::ToolCall(c)) => AssistantStreamEvent::ToolCallEnd { content_index, tool_call: c.clone() },
+        _ => AssistantStreamEvent::TextEnd { content_index, content: String::new() },
+    }
+}
+
+/// Complete tool arguments: empty means `{}`; otherwise one JSON value, with
+/// only pi's repair of raw control characters and bad escapes inside strings
+/// (never closing what was left open).
+pub fn complete_tool_arguments(raw: &str) -> Result<Value, serde_json::Error> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    crate::provider::shared::parse_json_with_repair(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::provider::{ProviderStream, test_support};
+
+    #[test]
+    fn only_complete_tool_arguments_parse() {
+        assert_eq!(complete_tool_arguments("").unwrap(), serde_json::json!({}));
+        assert_eq!(complete_tool_arguments(r#"{"a":1}"#).unwrap(), serde_json::json!({"a": 1}));
+        // pi's repair of raw control characters inside strings still applies.
+        assert_eq!(complete_tool_arguments("{\"a\":\"x\ny\"}").unwrap(), serde_json::json!({"a": "x\ny"}));
+        for cut in [r#"{"command": "echo TRUNC"#, r#"{"a":[1,2"#, r#"{"a":1,}"#, "nonsense", r#"{"a":1}{"#] {
+            assert!(complete_tool_arguments(cut).is_err(), "{cut}");
+        }
+    }
+
+    /// Yields a scripted call, every event at hand, or each only after a wait.
+    struct Scripted {
+        events: Vec<Result<ProviderEvent, ProviderError>>,
+        waits: bool,
+    }
+
+    impl Provider for Scripted {
+        fn api(&self) -> &'static str {
+            "scripted"
+        }
+
+        fn stream(&self, _: ProviderRequest, _: CancellationToken) -> ProviderStream {
+            let waits = self.waits;
+            futures::stream::iter(self.events.clone())
+                .then(move |event| async move {
+                    if waits {
+                        tokio::task::yield_now().await;
+                    }
+                    event
+                })
+                .boxed()
+        }
+    }
+
+    /// Each call the sink got, as the list of events it carried.
+    #[derive(Default)]
+    struct Calls(Mutex<Vec<Vec<AgentEvent>>>);
+
+    #[async_trait::async_trait]
+    impl EventSink for Calls {
+        async fn emit(&self, event: AgentEvent) {
+            self.0.lock().unwrap().push(vec![event]);
+        }
+
+        async fn emit_all(&self, events: Vec<AgentEvent>) {
+            self.0.lock().unwrap().push(events);
+        }
+    }
+
+    async fn emitted(events: &[Result<ProviderEvent, ProviderError>], waits: bool) -> Vec<Vec<AgentEvent>> {
+        let provider = Arc::new(Scripted { events: events.to_vec(), waits });
+        let model: Model = serde_json::from_value(serde_json::json!({
+            "id": "m", "name": "m", "api": "scripted", "provider": "p", "baseUrl": "", "reasoning": false,
+            "input": ["text"], "contextWindow": 1000, "maxTokens": 100,
+            "cost": {"input": 1.0, "output": 2.0, "cacheRead": 0.0, "cacheWrite": 0.0}
+        }))
+        .unwrap();
+        let request = test_support::simple_request(model.clone(), "hi");
+        let calls = Calls::default();
+        stream_assistant(Some(&calls), provider, request, CancellationToken::new(), &model, None).await;
+        let mut calls = calls.0.into_inner().unwrap();
+        for event in calls.iter_mut().flatten() {
+            if let AgentEvent::MessageStart { message: AgentMessage::Assistant(a) }
+            | AgentEvent::MessageEnd { message: AgentMessage::Assistant(a) } = event
+            {
+                a.timestamp = 0;
+            }
+        }
+        calls
+    }
+
+    #[tokio::test]
+    async fn events_at_hand_go_out_together_in_the_same_order() {
+        use ProviderEvent::*;
+        let text = |index, delta: &str| Ok(BlockDelta { index, delta: delta.into() });
+        let call = BlockKind::ToolCall { id: "c1".into(), name: "bash".into() };
+        let mut events = vec![
+            Ok(ResponseId("r".into())),
+            Ok(BlockStart { index: 0, kind: BlockKind::Thinking }),
+            text(0, "hm"),
+            Ok(BlockEnd { index: 0 }),
+            Ok(BlockStart { index: 1, kind: BlockKind::Text }),
+        ];
+        events.extend((0..600).map(|i| text(1, &format!("t{i} "))));
+        events.extend([
+            Ok(BlockStart { index: 2, kind: call }),
+            text(2, r#"{"command":"ls"}"#),
+            Ok(Usage(crate::message::Usage { input: 3, output: 600, ..Default::default() })),
+            Ok(Stop { reason: StopReason::ToolUse, raw: None }),
+        ]);
+        let failing = vec![
+            Ok(BlockStart { index: 0, kind: BlockKind::Text }),
+            text(0, "a"),
+            text(0, "b"),
+            Err(ProviderError::new(ProviderErrorKind::Transient, "cut")),
+        ];
+        for script in [events, failing] {
+            let one_by_one = emitted(&script, true).await;
+            let at_hand = emitted(&script, false).await;
+            let flat = |calls: Vec<Vec<AgentEvent>>| calls.into_iter().flatten().collect::<Vec<_>>();
+            assert!(at_hand.len() < one_by_one.len() / 2 || one_by_one.len() < 10);
+            assert!(at_hand.iter().all(|call| call.len() <= MAX_BATCH));
+            // `message_start` goes out alone, before the call starts.
+            assert!(matches!(at_hand[0].as_slice(), [AgentEvent::MessageStart { .. }]));
+            assert_eq!(flat(at_hand), flat(one_by_one));
+        }
+    }
+}

@@ -1,0 +1,465 @@
+//! `Session`: the in-memory entry tree of one session, its backing file, and appending.
+//!
+//! Persistence follows pi 1.6: a new session's file is created only once the
+//! session holds a user or assistant message; that first write puts the
+//! header and every buffered entry into a new file in one `write_all`, and
+//! every later entry is appended at once as one `write_all` of a complete
+//! line. Entries read from a file keep their exact JSON (see [`Record`]), so
+//! re-writing them (fork, clone, migration) never drops fields that our typed
+//! structs do not model.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::entry::{KnownEntry, SESSION_VERSION, SessionEntry, SessionHeader, StoredMessage, iso_now};
+use super::error::SessionError;
+use super::load::{Entries, FileContents, read_session_file};
+use super::migrate::migrate_to_current;
+
+pub(crate) use super::record::{Record, generate_id};
+
+/// A label currently set on an entry.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Label {
+    pub(crate) label: String,
+    pub(crate) timestamp: String,
+    /// When the target first got its current run of labels (pi's map
+    /// insertion order, which fork/clone follow).
+    pub(crate) seq: usize,
+}
+
+/// One session: header, entries in append order, the leaf pointer, and
+/// (unless in-memory) the file it lives in.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub(crate) header: SessionHeader,
+    /// Exact header JSON when the typed header would serialize differently.
+    pub(crate) header_raw: Option<Box<str>>,
+    /// Effective working directory (header `cwd`, or the caller's when absent).
+    pub(crate) cwd: String,
+    pub(crate) records: Vec<Record>,
+    /// Entry id -> position in `records` (the last one wins for duplicate ids).
+    pub(crate) index: HashMap<String, usize>,
+    /// Target entry id -> its current label.
+    pub(crate) labels: HashMap<String, Label>,
+    pub(crate) leaf: Option<String>,
+    /// Backing file; `None` for an in-memory (`--no-session`) session.
+    pub(crate) file: Option<PathBuf>,
+    /// Directory new sessions (fork, clone) are created in.
+    pub(crate) session_dir: Option<PathBuf>,
+    /// The file exists and holds every entry.
+    pub(crate) flushed: bool,
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    super::lookup::resolve_from_cwd(path)
+}
+
+pub(crate) fn new_header(cwd: &str, parent_session: Option<String>) -> SessionHeader {
+    SessionHeader {
+        kind: "session".into(),
+        version: SESSION_VERSION,
+        id: uuid::Uuid::now_v7().to_string(),
+        timestamp: iso_now(),
+        cwd: cwd.to_string(),
+        parent_session,
+        extra: Map::new(),
+    }
+}
+
+/// `<dir>/<header timestamp with ':' and '.' -> '-'>_<session id>.jsonl`.
+pub(crate) fn session_file_name(dir: &Path, header: &SessionHeader) -> PathBuf {
+    dir.join(format!("{}_{}.jsonl", header.timestamp.replace([':', '.'], "-"), header.id))
+}
+
+/// Lenient header reading: pi only requires `type:"session"` and a string id.
+fn header_from_value(value: &Value) -> SessionHeader {
+    if let Ok(h) = serde_json::from_value::<SessionHeader>(value.clone()) {
+        return h;
+    }
+    let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
+    let mut extra = value.as_object().cloned().unwrap_or_default();
+    for k in ["type", "version", "id", "timestamp", "cwd", "parentSession"] {
+        extra.shift_remove(k);
+    }
+    SessionHeader {
+        kind: "session".into(),
+        version: value.get("version").and_then(Value::as_u64).and_then(|v| u32::try_from(v).ok()).unwrap_or(1),
+        id: text("id").unwrap_or_default(),
+        timestamp: text("timestamp").unwrap_or_default(),
+        cwd: text("cwd").unwrap_or_default(),
+        parent_session: text("parentSession"),
+        extra,
+    }
+}
+
+/// Write `contents` to a new or truncated file in one `write_all`.
+fn write_file(path: &Path, contents: &str, create_new: bool) -> Result<(), SessionError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    if create_new {
+        options.create_new(true);
+    } else {
+        options.create(true).truncate(true);
+    }
+    let mut file = options.open(path).map_err(|e| SessionError::io(path, e))?;
+    file.write_all(contents.as_bytes()).map_err(|e| SessionError::io(path, e))
+}
+
+/// Create `path` (which must not exist) holding `contents`.
+pub(crate) fn write_new_file(path: &Path, contents: &str) -> Result<(), SessionError> {
+    write_file(path, contents, true)
+}
+
+/// Replace `path` by `contents` atomically (temporary file + rename).
+fn replace_file(path: &Path, contents: &str) -> Result<(), SessionError> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+    write_file(&tmp, contents, true)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        SessionError::io(path, e)
+    })
+}
+
+impl Session {
+    pub(crate) fn empty(header: SessionHeader, file: Option<PathBuf>, session_dir: Option<PathBuf>) -> Self {
+        Session {
+            cwd: header.cwd.clone(),
+            header,
+            header_raw: None,
+            records: Vec::new(),
+            index: HashMap::new(),
+            labels: HashMap::new(),
+            leaf: None,
+            file,
+            session_dir,
+            flushed: false,
+        }
+    }
+
+    /// A session that is never written (`--no-session`).
+    pub fn in_memory(cwd: impl AsRef<Path>) -> Self {
+        let cwd = absolute(cwd.as_ref()).to_string_lossy().into_owned();
+        Session::empty(new_header(&cwd, None), None, None)
+    }
+
+    /// A new session in `session_dir` (created if missing). Its file,
+    /// `<dir>/<timestamp>_<uuid v7>.jsonl`, is written only once the session
+    /// holds a user or assistant message.
+    pub fn create(
+        session_dir: impl AsRef<Path>,
+        cwd: impl AsRef<Path>,
+        parent_session: Option<String>,
+    ) -> Result<Self, SessionError> {
+        let dir = absolute(session_dir.as_ref());
+        std::fs::create_dir_all(&dir).map_err(|e| SessionError::io(&dir, e))?;
+        let cwd = absolute(cwd.as_ref()).to_string_lossy().into_owned();
+        let header = new_header(&cwd, parent_session);
+        let file = session_file_name(&dir, &header);
+        Ok(Session::empty(header, Some(file), Some(dir)))
+    }
+
+    /// Open the session file at `path` (pi's `switch_session` / `--session`).
+    ///
+    /// * missing file: a new empty session bound to that path (`cwd` =
+    ///   `default_cwd`), written on its first conversation message;
+    /// * empty file: a new session whose header is written at once;
+    /// * v1/v2 file: migrated to v3 and the file rewritten (atomically);
+    /// * damaged lines are skipped and reported in the returned warnings; a
+    ///   file not ending in a newline gets one appended before anything else;
+    /// * a non-empty file without a header: [`SessionError::NotASession`].
+    ///
+    /// New sessions made from it (fork, clone) go to the file's directory.
+    pub fn open(path: impl AsRef<Path>, default_cwd: impl AsRef<Path>) -> Result<(Self, Vec<String>), SessionError> {
+        let path = absolute(path.as_ref());
+        let dir = path.parent().map(Path::to_path_buf);
+        let default_cwd = absolute(default_cwd.as_ref()).to_string_lossy().into_owned();
+        if !path.exists() {
+            let header = new_header(&default_cwd, None);
+            return Ok((Session::empty(header, Some(path), dir), Vec::new()));
+        }
+        match read_session_file(&path)? {
+            FileContents::Empty => {
+                let header = new_header(&default_cwd, None);
+                let mut session = Session::empty(header, Some(path.clone()), dir);
+                write_file(&path, &session.file_text()?, false)?;
+                session.flushed = true;
+                Ok((session, Vec::new()))
+            }
+            FileContents::Session { header, entries, mut warnings, missing_final_newline } => {
+                let from_version = header.get("version").and_then(Value::as_u64).unwrap_or(1);
+                let (header, records, migrated) = match entries {
+                    Entries::Current(records) => (header, records, false),
+                    Entries::Legacy(values) => {
+                        let mut values: Vec<Value> = std::iter::once(header).chain(values).collect();
+                        let migrated = migrate_to_current(&mut values);
+                        let header = values.remove(0);
+                        (header, values.into_iter().map(Record::from_value).collect(), migrated)
+                    }
+                };
+                let mut session = Session::from_file_records(header, records, Some(path.clone()), dir, &default_cwd);
+                if migrated {
+                    replace_file(&path, &session.file_text()?)?;
+                    warnings.push(format!(
+                        "{}: migrated from session version {from_version} to {SESSION_VERSION} (file rewritten)",
+                        path.display()
+                    ));
+                } else if missing_final_newline {
+                    let mut file =
+                        std::fs::OpenOptions::new().append(true).open(&path).map_err(|e| SessionError::io(&path, e))?;
+                    file.write_all(b"\n").map_err(|e| SessionError::io(&path, e))?;
+                }
+                session.flushed = true;
+                Ok((session, warnings))
+            }
+        }
+    }
+
+    /// Build a session from its header record and its entries.
+    pub(crate) fn from_file_records(
+        header_value: Value,
+        records: Vec<Record>,
+        file: Option<PathBuf>,
+        session_dir: Option<PathBuf>,
+        default_cwd: &str,
+    ) -> Self {
+        let header = header_from_value(&header_value);
+        let header_text = serde_json::to_string(&header_value).ok();
+        let typed_text = serde_json::to_string(&header).ok();
+        let header_raw = if typed_text.is_some() && typed_text == header_text {
+            None
+        } else {
+            header_text.map(String::into_boxed_str)
+        };
+        let mut session = Session::empty(header, file, session_dir);
+        session.header_raw = header_raw;
+        if session.cwd.is_empty() {
+            session.cwd = default_cwd.to_string();
+        }
+        session.records = records;
+        session.rebuild_index();
+        session
+    }
+
+    /// Recompute the id index, the labels and the leaf (= last entry) from `records`.
+    pub(crate) fn rebuild_index(&mut self) {
+        self.index.clear();
+        self.labels.clear();
+        self.leaf = None;
+        for i in 0..self.records.len() {
+            self.index_record(i);
+        }
+    }
+
+    fn index_record(&mut self, i: usize) {
+        let entry = &self.records[i].entry;
+        let Some(id) = entry.id().map(str::to_string) else { return };
+        if let SessionEntry::Known(KnownEntry::Label(label)) = entry {
+            match label.label.as_deref().filter(|l| !l.is_empty()) {
+                Some(text) => {
+                    let seq = self.labels.get(&label.target_id).map_or(i, |l| l.seq);
+                    let value = Label { label: text.to_string(), timestamp: label.base.timestamp.clone(), seq };
+                    self.labels.insert(label.target_id.clone(), value);
+                }
+                None => {
+                    self.labels.remove(&label.target_id);
+                }
+            }
+        }
+        self.index.insert(id.clone(), i);
+        self.leaf = Some(id);
+    }
+
+    /// The whole file: header line then one line per entry.
+    pub(crate) fn file_text(&self) -> Result<String, SessionError> {
+        let mut text = match &self.header_raw {
+            Some(raw) => raw.to_string(),
+            None => serde_json::to_string(&self.header)?,
+        };
+        text.push('\n');
+        for record in &self.records {
+            text.push_str(&record.to_line()?);
+            text.push('\n');
+        }
+        Ok(text)
+    }
+
+    /// True once the session holds a user or assistant message (pi's rule
+    /// for creating the file).
+    pub(crate) fn has_conversation(&self) -> bool {
+        self.records.iter().any(|r| matches!(message_role(&r.entry), Some("user" | "assistant")))
+    }
+
+    /// Write what the file needs after `records` gained its last element.
+    fn persist_last(&mut self) -> Result<(), SessionError> {
+        let Some(path) = self.file.clone() else { return Ok(()) };
+        if !self.flushed {
+            if !self.has_conversation() {
+                return Ok(());
+            }
+            write_file(&path, &self.file_text()?, true)?;
+            self.flushed = true;
+            return Ok(());
+        }
+        let Some(record) = self.records.last() else { return Ok(()) };
+        let mut line = record.to_line()?;
+        line.push('\n');
+        match std::fs::OpenOptions::new().append(true).open(&path) {
+            Ok(mut file) => file.write_all(line.as_bytes()).map_err(|e| SessionError::io(&path, e)),
+            // The file vanished under us: write it again in full rather than
+            // leaving a file without a header.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => write_file(&path, &self.file_text()?, true),
+            Err(e) => Err(SessionError::io(&path, e)),
+        }
+    }
+
+    /// Append `entry`, advance the leaf, persist; on a write failure memory is
+    /// rolled back so no later entry can point at an unwritten parent.
+    pub(crate) fn push(&mut self, entry: SessionEntry) -> Result<&SessionEntry, SessionError> {
+        let previous_leaf = self.leaf.clone();
+        let previous_labels = matches!(entry, SessionEntry::Known(KnownEntry::Label(_))).then(|| self.labels.clone());
+        let previous_index = entry.id().and_then(|id| self.index.get(id).copied());
+        self.records.push(Record::new(entry));
+        let pos = self.records.len() - 1;
+        self.index_record(pos);
+        if let Err(e) = self.persist_last() {
+            let record = self.records.pop();
+            if let Some(id) = record.as_ref().and_then(|r| r.entry.id()) {
+                match previous_index {
+                    Some(i) => self.index.insert(id.to_string(), i),
+                    None => self.index.remove(id),
+                };
+            }
+            if let Some(labels) = previous_labels {
+                self.labels = labels;
+            }
+            self.leaf = previous_leaf;
+            return Err(e);
+        }
+        Ok(&self.records[pos].entry)
+    }
+
+    // ----- identity and queries ------------------------------------------
+
+    /// The session header.
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// The session id (UUID v7 for sessions we create).
+    pub fn session_id(&self) -> &str {
+        &self.header.id
+    }
+
+    /// The session's working directory.
+    pub fn cwd(&self) -> &str {
+        &self.cwd
+    }
+
+    /// The backing file (which may not exist yet); `None` when in-memory.
+    pub fn file_path(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// Directory new sessions (fork, clone, new) are created in.
+    pub fn session_dir(&self) -> Option<&Path> {
+        self.session_dir.as_deref()
+    }
+
+    /// True when the session is backed by a file (pi's `isPersisted`), even
+    /// if that file is not written yet; false for `--no-session`.
+    pub fn is_persisted(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// True once the backing file exists and holds every entry.
+    pub fn is_saved(&self) -> bool {
+        self.flushed
+    }
+
+    /// The entry at `pos` in file order (a position [`Session::projected_entries`] gives).
+    pub fn entry_at(&self, pos: usize) -> &SessionEntry {
+        &self.records[pos].entry
+    }
+
+    /// All entries in append order (header excluded), every branch included.
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = &SessionEntry> {
+        self.records.iter().map(|r| &r.entry)
+    }
+
+    /// Every entry as the JSON the file holds (fields our types do not model
+    /// included), in append order.
+    pub fn entries_json(&self) -> Result<Vec<Value>, SessionError> {
+        self.records.iter().map(Record::to_value).collect()
+    }
+
+    /// Number of entries.
+    pub fn entry_count(&self) -> usize {
+        self.records.len()
+    }
+
+    /// The entry with this id.
+    pub fn get(&self, id: &str) -> Option<&SessionEntry> {
+        self.index.get(id).map(|&i| &self.records[i].entry)
+    }
+
+    /// The current leaf id (`None` before the first entry or after `reset_leaf`).
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf.as_deref()
+    }
+
+    /// The current leaf entry.
+    pub fn leaf_entry(&self) -> Option<&SessionEntry> {
+        self.leaf.as_deref().and_then(|id| self.get(id))
+    }
+
+    /// Move the leaf to an existing entry: the next append branches from it.
+    pub fn set_leaf(&mut self, id: &str) -> Result<(), SessionError> {
+        if !self.index.contains_key(id) {
+            return Err(SessionError::EntryNotFound(id.to_string()));
+        }
+        self.leaf = Some(id.to_string());
+        Ok(())
+    }
+
+    /// Clear the leaf: the next append is a new root (`parentId: null`).
+    pub fn reset_leaf(&mut self) {
+        self.leaf = None;
+    }
+
+    /// Entries strictly after `since` in append order (`get_entries`).
+    pub fn entries_since(&self, since: &str) -> Result<Vec<SessionEntry>, SessionError> {
+        let pos = self
+            .records
+            .iter()
+            .position(|r| r.entry.id() == Some(since))
+            .ok_or_else(|| SessionError::CursorNotFound(since.to_string()))?;
+        Ok(self.records[pos + 1..].iter().map(|r| r.entry.clone()).collect())
+    }
+
+    /// Display name: the latest `session_info` of the whole file (any
+    /// branch), trimmed; an empty latest name clears it.
+    pub fn name(&self) -> Option<String> {
+        self.records.iter().rev().find_map(|r| match &r.entry {
+            SessionEntry::Known(KnownEntry::SessionInfo(info)) => {
+                Some(info.name.as_deref().map(str::trim).filter(|n| !n.is_empty()).map(str::to_string))
+            }
+            _ => None,
+        })?
+    }
+}
+
+/// The role of a `message` entry, whether or not we model that role.
+pub(crate) fn message_role(entry: &SessionEntry) -> Option<&str> {
+    match entry {
+        SessionEntry::Known(KnownEntry::Message(m)) => match &m.message {
+            StoredMessage::Known(msg) => Some(msg.role()),
+            StoredMessage::Other(v) => v.get("role").and_then(Value::as_str),
+        },
+        _ => None,
+    }
+}

@@ -1,0 +1,20 @@
+//! pi-types: the data every layer of the core shares (messages, models, errors,
+//! ops and replies, events, the client's requests, session file entries).
+
+pub mod client;
+pub mod error;
+pub mod event;
+pub mod js;
+pub mod login;
+pub mod message;
+mod message_text;
+pub mod model;
+pub mod op;
+pub mod session;
+pub mod tool_name;
+
+pub use error::{CoreError, ErrorKind};
+pub use event::AgentEvent;
+pub use message::AgentMessage;
+pub use model::{Model, ThinkingLevel};
+pub use op::{Op, Reply, RequestTag};
