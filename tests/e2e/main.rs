@@ -26,6 +26,7 @@ mod native_run;
 mod native_sessions;
 mod native_state;
 mod native_tools;
+mod oauth;
 mod pi_parity;
 mod providers;
 mod reliability;

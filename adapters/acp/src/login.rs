@@ -91,7 +91,13 @@ mod tests {
     fn every_login_is_offered_and_parses_back() {
         let ids: Vec<String> = methods().iter().map(|m| m.id().0.to_string()).collect();
         assert_eq!(ids[0], CONFIG_METHOD);
-        for id in ["login:anthropic", "login:openai-codex", "login:openai-codex:device_code", "login:github-copilot", "login:radius:device_code"] {
+        for id in [
+            "login:anthropic",
+            "login:openai-codex",
+            "login:openai-codex:device_code",
+            "login:github-copilot",
+            "login:radius:device_code",
+        ] {
             assert!(ids.iter().any(|i| i == id), "{id} in {ids:?}");
         }
         assert!(!ids.iter().any(|i| i.contains("copy_code")));

@@ -12,9 +12,9 @@ use serde_json::Value;
 use crate::errors::classify;
 use crate::wire::{
     AssistantMessageParams, AutoRetryEndParams, AutoRetryStartParams, BashOutputParams, CompactionEndParams,
-    CompactionStartParams, ContextUsageParams, ErrorParams, ExtensionErrorParams, ExtensionUiParams, LoginCompletedParams,
-    ModelChangedParams, QueueUpdateParams, ServerNotification, SessionNameChangedParams, TokenUsage, ToolCallParams,
-    ToolOutput, ToolResultParams, ToolUpdateParams, TurnEndParams,
+    CompactionStartParams, ContextUsageParams, ErrorParams, ExtensionErrorParams, ExtensionUiParams,
+    LoginCompletedParams, ModelChangedParams, QueueUpdateParams, ServerNotification, SessionNameChangedParams,
+    TokenUsage, ToolCallParams, ToolOutput, ToolResultParams, ToolUpdateParams, TurnEndParams,
 };
 
 /// A notification to send.

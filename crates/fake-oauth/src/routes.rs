@@ -153,7 +153,8 @@ fn route(
         ("GET", "/openai/oauth/authorize") => authorize(s, f, "openai-codex", "redirect_uri", true),
         ("GET", "/openai/api/accounts/authorize") => {
             let code = new_code(s, f, "openai", &get("redirect_uri"));
-            let to = format!("{}?code={code}&state={}&client_id=issued-client", get("redirect_uri"), enc(&get("state")));
+            let to =
+                format!("{}?code={code}&state={}&client_id=issued-client", get("redirect_uri"), enc(&get("state")));
             redirect(&to)
         }
         ("GET", "/openrouter/auth") => authorize(s, f, "openrouter", "callback_url", false),
@@ -161,24 +162,33 @@ fn route(
         ("GET", "/radius/v1/oauth") => ok(json!({"authorizationEndpoint": "https://radius.pi.dev/authorize"})),
 
         // Code exchanges and refreshes.
-        ("POST", "/anthropic/v1/oauth/token") => token(s, f, "anthropic", |access, refresh, life| {
-            json!({"token_type": "Bearer", "access_token": access, "refresh_token": refresh, "expires_in": life})
-        }),
-        ("POST", "/openai/oauth/token") => token(s, f, "openai-codex", |access, refresh, life| {
-            json!({"access_token": access, "refresh_token": refresh, "expires_in": life, "id_token": "id"})
-        }),
+        ("POST", "/anthropic/v1/oauth/token") => token(
+            s,
+            f,
+            "anthropic",
+            |access, refresh, life| json!({"token_type": "Bearer", "access_token": access, "refresh_token": refresh, "expires_in": life}),
+        ),
+        ("POST", "/openai/oauth/token") => token(
+            s,
+            f,
+            "openai-codex",
+            |access, refresh, life| json!({"access_token": access, "refresh_token": refresh, "expires_in": life, "id_token": "id"}),
+        ),
         ("POST", "/openai/api/accounts/oauth/token") => token(s, f, "openai", |access, refresh, life| {
             json!({"access_token": access, "refresh_token": refresh, "expires_in": life, "id_token": "id",
                    "scope": "openid offline_access chatgpt.tokens.use.direct"})
         }),
         ("POST", "/radius/v1/oauth/token") if get("grant_type") != "urn:ietf:params:oauth:grant-type:device_code" => {
-            token(s, f, "radius", |access, refresh, life| {
-                json!({"access_token": access, "refresh_token": refresh, "expires_in": life, "scope": "gateway"})
-            })
+            token(
+                s,
+                f,
+                "radius",
+                |access, refresh, life| json!({"access_token": access, "refresh_token": refresh, "expires_in": life, "scope": "gateway"}),
+            )
         }
         ("POST", "/openrouter/api/v1/auth/keys") => match take_code(s, f, "openrouter", None) {
             Ok(()) => ok(json!({"key": format!("sk-or-fake-{}", s.next + 1)})),
-            Err(e) => e,
+            Err(why) => oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", why),
         },
 
         // Device codes: pending on the first poll, granted on the next.
@@ -227,7 +237,9 @@ fn route(
             body["verification_uri_complete"] = json!(format!("https://www.kimi.com/device?user_code={USER_CODE}"));
             ok(body)
         }
-        ("POST", "/meta-auth/oidc/device/authorization/") => device_code(origin, "dev-meta", "https://auth.meta.com/device"),
+        ("POST", "/meta-auth/oidc/device/authorization/") => {
+            device_code(origin, "dev-meta", "https://auth.meta.com/device")
+        }
         ("POST", "/radius/v1/oauth/device") => device_code(origin, "dev-radius", "https://radius.pi.dev/device"),
         ("POST", "/xai/oauth2/token") | ("POST", "/kimi/api/oauth/token") | ("POST", "/radius/v1/oauth/token") => {
             let provider = match path {
@@ -236,15 +248,20 @@ fn route(
                 _ => "radius",
             };
             if get("grant_type") == "refresh_token" {
-                return token(s, f, provider, |access, refresh, life| {
-                    json!({"access_token": access, "refresh_token": refresh, "expires_in": life})
-                });
+                return token(
+                    s,
+                    f,
+                    provider,
+                    |access, refresh, life| json!({"access_token": access, "refresh_token": refresh, "expires_in": life}),
+                );
             }
             if first_poll(s, &get("device_code")) {
                 return oauth_error(StatusCode::BAD_REQUEST, "authorization_pending", "waiting for the user");
             }
             let (access, refresh) = mint(s, provider);
-            ok(json!({"access_token": access, "refresh_token": refresh, "expires_in": s.lifetime, "token_type": "Bearer"}))
+            ok(
+                json!({"access_token": access, "refresh_token": refresh, "expires_in": s.lifetime, "token_type": "Bearer"}),
+            )
         }
         ("POST", "/meta-auth/oidc/device/token/") => {
             if first_poll(s, &get("device_code")) {
@@ -297,7 +314,13 @@ fn new_code(s: &mut State, f: &HashMap<String, String>, provider: &str, redirect
     code
 }
 
-fn authorize(s: &mut State, f: &HashMap<String, String>, provider: &str, redirect_field: &str, state: bool) -> Response {
+fn authorize(
+    s: &mut State,
+    f: &HashMap<String, String>,
+    provider: &str,
+    redirect_field: &str,
+    state: bool,
+) -> Response {
     let Some(redirect_uri) = f.get(redirect_field).cloned() else {
         return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "no redirect");
     };
@@ -309,9 +332,15 @@ fn authorize(s: &mut State, f: &HashMap<String, String>, provider: &str, redirec
     redirect(&to)
 }
 
-/// Check and consume an authorization code (PKCE and redirect URI).
-fn take_code(s: &mut State, f: &HashMap<String, String>, provider: &str, redirect: Option<&str>) -> Result<(), Response> {
-    let bad = |why: &str| Err(oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", why));
+/// Check and consume an authorization code (PKCE and redirect URI); the
+/// error is the `invalid_grant` answer's description.
+fn take_code(
+    s: &mut State,
+    f: &HashMap<String, String>,
+    provider: &str,
+    redirect: Option<&str>,
+) -> Result<(), &'static str> {
+    let bad = Err;
     let code = f.get("code").cloned().unwrap_or_default();
     let Some((challenge, redirect_uri, owner)) = s.codes.remove(&code) else { return bad("unknown or used code") };
     if owner != provider {
@@ -327,11 +356,16 @@ fn take_code(s: &mut State, f: &HashMap<String, String>, provider: &str, redirec
 }
 
 /// The token endpoint: an authorization code or a (rotating) refresh token.
-fn token(s: &mut State, f: &HashMap<String, String>, provider: &str, body: impl Fn(&str, &str, i64) -> Value) -> Response {
+fn token(
+    s: &mut State,
+    f: &HashMap<String, String>,
+    provider: &str,
+    body: impl Fn(&str, &str, i64) -> Value,
+) -> Response {
     match f.get("grant_type").map(String::as_str) {
         Some("authorization_code") => {
-            if let Err(e) = take_code(s, f, provider, f.get("redirect_uri").map(String::as_str)) {
-                return e;
+            if let Err(why) = take_code(s, f, provider, f.get("redirect_uri").map(String::as_str)) {
+                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", why);
             }
         }
         Some("refresh_token") => {
@@ -340,7 +374,11 @@ fn token(s: &mut State, f: &HashMap<String, String>, provider: &str, body: impl 
                 return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "Refresh token revoked");
             }
             if s.refresh_tokens.remove(&given).as_deref() != Some(provider) {
-                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "Refresh token not found or already used");
+                return oauth_error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_grant",
+                    "Refresh token not found or already used",
+                );
             }
         }
         _ => return oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type", "grant"),

@@ -429,6 +429,8 @@ impl Agent {
             return;
         }
         let tag = pending.tag;
+        // A login or logout since the last op (by pi too) counts from now on.
+        self.models.sync_auth(&self.agent_dir);
         match pending.op {
             Op::Prompt { message, images, streaming_behavior } => {
                 self.prompt(tag, message, images, streaming_behavior).await

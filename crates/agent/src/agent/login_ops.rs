@@ -28,7 +28,9 @@ impl Agent {
             match background::start(path, request, Net::new()).await {
                 Err(e) => {
                     let error = match e {
-                        crate::auth::LoginError::UnknownProvider { .. } => CoreError::invalid("provider", e.to_string()),
+                        crate::auth::LoginError::UnknownProvider { .. } => {
+                            CoreError::invalid("provider", e.to_string())
+                        }
                         crate::auth::LoginError::UnknownMethod { .. } => CoreError::invalid("method", e.to_string()),
                         other => CoreError::new(ErrorKind::Model, other.to_string()),
                     };

@@ -214,7 +214,10 @@ mod tests {
     async fn a_401_is_answered_by_one_refresh_and_one_more_call() {
         let s = setup(60 * 60 * 1000).await;
         let before = stored_access(&s.path);
-        s.server.push(Reply::error(401, r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#));
+        s.server.push(Reply::error(
+            401,
+            r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+        ));
         s.server.push(Reply::text("hello again"));
         let (events, err) = collect(&s.provider, simple_request(claude(&s.server.url()), "hi")).await;
         assert_eq!(err, None, "{events:?}");
@@ -231,7 +234,8 @@ mod tests {
     async fn a_second_401_is_reported_and_a_revoked_login_says_to_log_in_again() {
         let s = setup(60 * 60 * 1000).await;
         for _ in 0..2 {
-            s.server.push(Reply::error(401, r#"{"type":"error","error":{"type":"authentication_error","message":"no"}}"#));
+            s.server
+                .push(Reply::error(401, r#"{"type":"error","error":{"type":"authentication_error","message":"no"}}"#));
         }
         let (_, err) = collect(&s.provider, simple_request(claude(&s.server.url()), "hi")).await;
         let err = err.expect("the second 401 ends the call");

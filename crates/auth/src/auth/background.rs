@@ -68,18 +68,24 @@ pub type Completion = BoxFuture<'static, Result<Value, LoginError>>;
 
 /// Start a login; returns once the user has something to do (with the
 /// completion to await), or with the login's error when it ended first.
-pub async fn start(auth_path: PathBuf, request: LoginRequest, net: Net) -> Result<(LoginStarted, Completion), LoginError> {
+pub async fn start(
+    auth_path: PathBuf,
+    request: LoginRequest,
+    net: Net,
+) -> Result<(LoginStarted, Completion), LoginError> {
     let (flow, method) = login::resolve(&request)?;
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let number = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let cancel = CancellationToken::new();
     let entry = (number, cancel.clone());
-    if let Some((_, previous)) = waiting().lock().unwrap_or_else(|p| p.into_inner()).insert(request.provider.clone(), entry)
+    if let Some((_, previous)) =
+        waiting().lock().unwrap_or_else(|p| p.into_inner()).insert(request.provider.clone(), entry)
     {
         previous.cancel();
     }
     let (tx, rx) = oneshot::channel();
-    let io = FrontEnd { first: Mutex::new(Some(tx)), answer: request.answer.clone(), provider: request.provider.clone() };
+    let io =
+        FrontEnd { first: Mutex::new(Some(tx)), answer: request.answer.clone(), provider: request.provider.clone() };
     let provider = request.provider.clone();
     let task = tokio::spawn(async move {
         let run = login::login(&auth_path, &request, &net, &io, cancel.clone());

@@ -176,7 +176,11 @@ impl Broker {
 
     /// Under the lock: read the credential again, refresh it if it still
     /// needs it, write the result back.
-    async fn refresh_locked(self: Arc<Self>, provider: String, rejected: Option<String>) -> Result<Option<Value>, AuthError> {
+    async fn refresh_locked(
+        self: Arc<Self>,
+        provider: String,
+        rejected: Option<String>,
+    ) -> Result<Option<Value>, AuthError> {
         let Some(flow) = oauth::flow(&provider) else { return Ok(None) };
         let net = self.net.clone();
         let outcome = self

@@ -177,7 +177,13 @@ impl AuthFile {
             std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(err)?;
         }
         if !self.path.exists() {
-            let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&self.path).map_err(err)?;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&self.path)
+                .map_err(err)?;
             f.write_all(b"{}").map_err(err)?;
         }
         Ok(())
@@ -264,7 +270,11 @@ mod tests {
     async fn delete_keeps_the_order_of_the_rest_and_errors_pass_through() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("auth.json");
-        std::fs::write(&path, r#"{"a":{"type":"api_key","key":"1"},"b":{"type":"api_key","key":"2"},"c":{"type":"api_key","key":"3"}}"#).unwrap();
+        std::fs::write(
+            &path,
+            r#"{"a":{"type":"api_key","key":"1"},"b":{"type":"api_key","key":"2"},"c":{"type":"api_key","key":"3"}}"#,
+        )
+        .unwrap();
         let file = AuthFile::new(path.clone());
         assert!(file.delete("a").await.unwrap());
         assert!(!file.delete("zz").await.unwrap());

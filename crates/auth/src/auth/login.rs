@@ -83,7 +83,8 @@ pub async fn login(
 /// Remove a provider's stored credential. Returns the removed credential's type.
 pub async fn logout(auth_path: &Path, provider: &str) -> Result<Option<String>, FileError> {
     let file = AuthFile::new(auth_path.to_path_buf());
-    let kind = file.get(provider).await?.map(|c| c.get("type").and_then(Value::as_str).unwrap_or("api_key").to_string());
+    let kind =
+        file.get(provider).await?.map(|c| c.get("type").and_then(Value::as_str).unwrap_or("api_key").to_string());
     if kind.is_some() {
         file.delete(provider).await?;
     }
@@ -102,9 +103,10 @@ pub fn open_in_browser(url: &str) {
     if !browser_wanted() {
         return;
     }
-    let program = std::env::var("BROWSER").ok().filter(|b| !b.is_empty()).unwrap_or_else(|| {
-        if cfg!(target_os = "macos") { "open".into() } else { "xdg-open".into() }
-    });
+    let program = std::env::var("BROWSER")
+        .ok()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| if cfg!(target_os = "macos") { "open".into() } else { "xdg-open".into() });
     let spawned = std::process::Command::new(&program)
         .arg(url)
         .stdin(std::process::Stdio::null())

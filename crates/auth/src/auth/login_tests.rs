@@ -72,7 +72,8 @@ static FIXED_PORTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 async fn run(fake: &FakeOAuth, user: &Arc<User>, provider: &str, method: Option<&str>) -> (tempfile::TempDir, Value) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("auth.json");
-    let request = LoginRequest { provider: provider.into(), method: method.map(str::to_string), no_browser: false, answer: None };
+    let request =
+        LoginRequest { provider: provider.into(), method: method.map(str::to_string), no_browser: false, answer: None };
     let io: Arc<dyn LoginIo> = user.clone();
     let cred = tokio::time::timeout(
         std::time::Duration::from_secs(30),
@@ -103,7 +104,10 @@ async fn anthropic_browser_sign_in_with_pkce_then_refresh() {
         other => panic!("{other:?}"),
     };
     assert!(url.starts_with("https://claude.ai/oauth/authorize?code=true&client_id=9d1c250a-"), "{url}");
-    assert!(url.contains("redirect_uri=http%3A%2F%2Flocalhost%3A") && url.contains("code_challenge_method=S256"), "{url}");
+    assert!(
+        url.contains("redirect_uri=http%3A%2F%2Flocalhost%3A") && url.contains("code_challenge_method=S256"),
+        "{url}"
+    );
     let exchange = fake.requests().into_iter().find(|r| r.path == "/anthropic/v1/oauth/token").unwrap();
     assert_eq!(exchange.header("content-type"), Some("application/json"));
     assert_eq!(exchange.fields["grant_type"], "authorization_code");
@@ -120,7 +124,12 @@ async fn anthropic_copy_code_sign_in_takes_the_pasted_code() {
     let user = User::new(&fake, false, &[]);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("auth.json");
-    let request = LoginRequest { provider: "anthropic".into(), method: Some("copy_code".into()), no_browser: false, answer: None };
+    let request = LoginRequest {
+        provider: "anthropic".into(),
+        method: Some("copy_code".into()),
+        no_browser: false,
+        answer: None,
+    };
     let net = Net::with_route(fake.router());
     let task = {
         let (user, path, net) = (user.clone(), path.clone(), net.clone());
@@ -195,11 +204,14 @@ async fn device_code_logins_of_xai_kimi_meta_and_radius() {
     for provider in ["xai", "meta", "kimi-coding"] {
         let user = User::new(&fake, false, &[]);
         let (_dir, cred) = run(&fake, &user, provider, None).await;
-        assert_eq!(keys(&cred), if provider == "meta" {
-            ["type", "refresh", "access", "expires"]
-        } else {
-            ["type", "access", "refresh", "expires"]
-        });
+        assert_eq!(
+            keys(&cred),
+            if provider == "meta" {
+                ["type", "refresh", "access", "expires"]
+            } else {
+                ["type", "access", "refresh", "expires"]
+            }
+        );
         assert!(matches!(&user.events()[0], LoginEvent::DeviceCode { .. }), "{provider}");
     }
     let user = User::new(&fake, false, &[]);

@@ -76,13 +76,23 @@ pub struct AuthStore {
     credentials: HashMap<String, StoredCredential>,
     /// The file read (none for an empty default store).
     path: Option<std::path::PathBuf>,
+    /// The version read (inode, size, mtime), to notice changes.
+    revision: Option<(u64, u64, i128)>,
+}
+
+/// What identifies a version of a file: inode, size, mtime (ns).
+fn revision_of(path: &Path) -> Option<(u64, u64, i128)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.ino(), m.size(), i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())))
 }
 
 impl AuthStore {
     /// Read `<agent_dir>/auth.json` (missing file: empty store).
     pub fn load(agent_dir: &Path) -> Result<AuthStore, ConfigError> {
         let path = agent_dir.join("auth.json");
-        let empty = AuthStore { credentials: HashMap::new(), path: Some(path.clone()) };
+        let revision = revision_of(&path);
+        let empty = AuthStore { credentials: HashMap::new(), path: Some(path.clone()), revision };
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(empty),
@@ -111,7 +121,13 @@ impl AuthStore {
                 credentials.insert(provider, cred);
             }
         }
-        Ok(AuthStore { credentials, path: Some(path) })
+        Ok(AuthStore { credentials, path: Some(path), revision })
+    }
+
+    /// True when the file changed since it was read (written by a login or
+    /// logout here, by pi, or by a refresh).
+    pub fn changed(&self) -> bool {
+        self.path.as_deref().is_some_and(|p| revision_of(p) != self.revision)
     }
 
     /// The stored key (or OAuth access token) for a provider, resolved.

@@ -98,7 +98,9 @@ async fn browser(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthErr
         .map_or_else(|| format!("http://localhost:{CALLBACK_PORT}{CALLBACK_PATH}"), |c| c.redirect_uri.clone());
     io.notify(LoginEvent::AuthUrl {
         url: authorize_url(&redirect_uri, &pkce.challenge, &pkce.verifier),
-        instructions: Some("Sign in in the browser. If it runs on another machine, paste the final redirect URL here.".into()),
+        instructions: Some(
+            "Sign in in the browser. If it runs on another machine, paste the final redirect URL here.".into(),
+        ),
     });
     let question = Question {
         kind: QuestionKind::ManualCode,

@@ -93,8 +93,7 @@ impl CallbackServer {
         let (tx, rx) = oneshot::channel();
         let timeout = options.timeout;
         let name = options.provider_name;
-        let shared =
-            Arc::new(Shared { options, complete, claimed: Mutex::new(false), done: Mutex::new(Some(tx)) });
+        let shared = Arc::new(Shared { options, complete, claimed: Mutex::new(false), done: Mutex::new(Some(tx)) });
         let stop = CancellationToken::new();
         let router = axum::Router::new().fallback(handle).with_state(shared.clone());
         let (server_stop, watcher) = (stop.clone(), shared.clone());
@@ -157,7 +156,11 @@ async fn handle(
     if let Some(error) = get("error") {
         let detail = get("error_description").unwrap_or(error);
         shared.finish(Err(OAuthError::refused(format!("{} authorization failed: {detail}", options.provider_name))));
-        return page(StatusCode::BAD_REQUEST, "Sign-in failed", &format!("{} refused: {detail}", options.provider_name));
+        return page(
+            StatusCode::BAD_REQUEST,
+            "Sign-in failed",
+            &format!("{} refused: {detail}", options.provider_name),
+        );
     }
     let Some(code) = get("code") else {
         *shared.claimed.lock().unwrap_or_else(|p| p.into_inner()) = false;

@@ -102,7 +102,8 @@ mod tests {
         let timing = Timing { interval_seconds: Some(0.0), expires_in_seconds: Some(3.0), wait_first: false };
         let err = poll_until(&Net::new(), timing, || async { Ok(Poll::<()>::Pending) }).await.unwrap_err();
         assert!(err.message.contains("expired"), "{}", err.message);
-        let err = poll_until(&Net::new(), timing, || async { Ok(Poll::<()>::Failed("denied".into())) }).await.unwrap_err();
+        let err =
+            poll_until(&Net::new(), timing, || async { Ok(Poll::<()>::Failed("denied".into())) }).await.unwrap_err();
         assert_eq!(err.message, "denied");
     }
 }

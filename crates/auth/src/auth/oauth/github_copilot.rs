@@ -63,7 +63,11 @@ fn headers_with<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
 }
 
 /// The Copilot token for a GitHub token: `{type, refresh, access, expires, enterpriseUrl?}`.
-async fn copilot_token(net: &Net, github_token: &str, enterprise: Option<&str>) -> Result<Map<String, Value>, OAuthError> {
+async fn copilot_token(
+    net: &Net,
+    github_token: &str,
+    enterprise: Option<&str>,
+) -> Result<Map<String, Value>, OAuthError> {
     let domain = enterprise.unwrap_or("github.com");
     let bearer = format!("Bearer {github_token}");
     let headers = headers_with(&[("Accept", "application/json"), ("Authorization", &bearer)]);
@@ -71,10 +75,9 @@ async fn copilot_token(net: &Net, github_token: &str, enterprise: Option<&str>) 
     if !response.ok() {
         return Err(response.error("the Copilot token exchange"));
     }
-    let (Some(token), Some(expires_at)) = (
-        response.json.get("token").and_then(Value::as_str),
-        response.json.get("expires_at").and_then(Value::as_f64),
-    ) else {
+    let (Some(token), Some(expires_at)) =
+        (response.json.get("token").and_then(Value::as_str), response.json.get("expires_at").and_then(Value::as_f64))
+    else {
         return Err(OAuthError::transient(format!("invalid Copilot token response: {}", super::clip(&response.json))));
     };
     let mut cred = Map::new();
@@ -224,7 +227,10 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
                 Some("slow_down") => Poll::SlowDown(r.json.get("interval").and_then(Value::as_f64)),
                 Some(error) => {
                     let detail = r.json.get("error_description").and_then(Value::as_str);
-                    Poll::Failed(format!("Device flow failed: {error}{}", detail.map(|d| format!(": {d}")).unwrap_or_default()))
+                    Poll::Failed(format!(
+                        "Device flow failed: {error}{}",
+                        detail.map(|d| format!(": {d}")).unwrap_or_default()
+                    ))
                 }
                 None => Poll::Failed("Invalid device token response".into()),
             })

@@ -135,8 +135,7 @@ impl Net {
         let exchange = async {
             let response = request.send().await.map_err(|e| transport(url, &e))?;
             let status = response.status().as_u16();
-            let retry_after =
-                response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_string);
+            let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_string);
             let text = response.text().await.map_err(|e| transport(url, &e))?;
             let json = serde_json::from_str(&text).unwrap_or(Value::Null);
             Ok(Response { status, text, json, retry_after })

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use super::device::{Poll, Timing, poll_until};
 use super::{
-    DEVICE_CODE, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, RequestAuth, access,
-    expiry_in, positive, require_refresh, trusted_url,
+    DEVICE_CODE, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, RequestAuth, access, expiry_in,
+    positive, require_refresh, trusted_url,
 };
 
 const CLIENT_ID: &str = "17e5f671-d194-4dfb-9706-5516cb48c098";

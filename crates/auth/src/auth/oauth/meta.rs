@@ -42,11 +42,13 @@ async fn mint(net: &Net, identity: &str) -> Result<Value, OAuthError> {
         return Err(OAuthError::transient(format!("the Meta API key mint failed (HTTP {}){}", r.status, detail(&r))));
     }
     match r.json.get("api_key").and_then(Value::as_str).filter(|k| !k.is_empty()) {
-        Some(key) => {
-            Ok(json!({"type": "oauth", "refresh": identity, "access": key, "expires": expiry_in(KEY_LIFETIME_SECONDS, 0)}))
-        }
+        Some(key) => Ok(
+            json!({"type": "oauth", "refresh": identity, "access": key, "expires": expiry_in(KEY_LIFETIME_SECONDS, 0)}),
+        ),
         None => {
-            let action = trusted_url(r.json.get("action_url")).map(|u| format!(" Complete the setup at {u}")).unwrap_or_default();
+            let action = trusted_url(r.json.get("action_url"))
+                .map(|u| format!(" Complete the setup at {u}"))
+                .unwrap_or_default();
             Err(OAuthError::refused(format!("Meta issued no API key.{action}")))
         }
     }
@@ -62,13 +64,17 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
         });
     }
     let body = &r.json;
-    let verification = trusted_url(body.get("verification_uri_complete")).or_else(|| trusted_url(body.get("verification_uri")));
+    let verification =
+        trusted_url(body.get("verification_uri_complete")).or_else(|| trusted_url(body.get("verification_uri")));
     let (Some(device_code), Some(user_code), Some(verification)) = (
         body.get("device_code").and_then(Value::as_str).filter(|s| !s.is_empty()),
         body.get("user_code").and_then(Value::as_str).filter(|s| !s.is_empty()),
         verification,
     ) else {
-        return Err(OAuthError::transient(format!("invalid Meta device authorization response: {}", super::clip(body))));
+        return Err(OAuthError::transient(format!(
+            "invalid Meta device authorization response: {}",
+            super::clip(body)
+        )));
     };
     let (interval, expires_in) = (positive(body, "interval"), positive(body, "expires_in"));
     io.notify(LoginEvent::DeviceCode {
@@ -87,7 +93,8 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
         ];
         async move {
             let r = net.post_form(DEVICE_TOKEN_URL, &[], fields).await?;
-            if let Some(token) = r.json.get("access_token").and_then(Value::as_str).filter(|t| r.ok() && !t.is_empty()) {
+            if let Some(token) = r.json.get("access_token").and_then(Value::as_str).filter(|t| r.ok() && !t.is_empty())
+            {
                 return Ok(Poll::Complete(token.to_string()));
             }
             Ok(match r.json.get("error").and_then(Value::as_str) {

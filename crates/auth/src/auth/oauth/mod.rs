@@ -85,7 +85,12 @@ pub enum LoginEvent {
     /// Open this URL in a browser.
     AuthUrl { url: String, instructions: Option<String> },
     /// Enter this code at this address.
-    DeviceCode { user_code: String, verification_uri: String, interval_seconds: Option<f64>, expires_in_seconds: Option<f64> },
+    DeviceCode {
+        user_code: String,
+        verification_uri: String,
+        interval_seconds: Option<f64>,
+        expires_in_seconds: Option<f64>,
+    },
     /// A step of the login.
     Progress(String),
 }
@@ -340,7 +345,17 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), n);
-        for id in ["anthropic", "openai-codex", "openai", "github-copilot", "xai", "openrouter", "kimi-coding", "meta", "radius"] {
+        for id in [
+            "anthropic",
+            "openai-codex",
+            "openai",
+            "github-copilot",
+            "xai",
+            "openrouter",
+            "kimi-coding",
+            "meta",
+            "radius",
+        ] {
             assert!(flow(id).is_some(), "{id}");
         }
         assert!(flows().iter().all(|f| !f.methods().is_empty()));

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use super::callback::{CallbackOptions, CallbackServer, Finished, callback_host, callback_or_pasted};
 use super::http::with_query;
 use super::{
-    BROWSER, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, Question, QuestionKind,
-    expiry_in, pkce, require_refresh,
+    BROWSER, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, Question, QuestionKind, expiry_in,
+    pkce, require_refresh,
 };
 
 const DYNAMIC_CLIENT_ID: &str = "dynamic_agent_client";
@@ -33,7 +33,8 @@ fn from_callback(query: &[(String, String)], state: &str) -> Result<(String, Str
     if let Some(error) = get("error") {
         return Err(OAuthError::refused(format!("ChatGPT authorization failed: {error}")));
     }
-    let code = get("code").filter(|c| !c.is_empty()).ok_or_else(|| OAuthError::refused("Missing authorization code"))?;
+    let code =
+        get("code").filter(|c| !c.is_empty()).ok_or_else(|| OAuthError::refused("Missing authorization code"))?;
     let got_state = get("state").ok_or_else(|| OAuthError::refused("Missing OAuth state"))?;
     if got_state != state {
         return Err(OAuthError::refused("OAuth state mismatch"));
@@ -132,7 +133,9 @@ async fn browser(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthErr
     );
     io.notify(LoginEvent::AuthUrl {
         url,
-        instructions: Some("Sign in in the browser. If the callback does not arrive, paste the final redirect URL here.".into()),
+        instructions: Some(
+            "Sign in in the browser. If the callback does not arrive, paste the final redirect URL here.".into(),
+        ),
     });
     let question = Question {
         kind: QuestionKind::ManualCode,

@@ -144,10 +144,7 @@ async fn device_code(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAut
         body.get("user_code").and_then(Value::as_str),
         interval.filter(|i| i.is_finite() && *i >= 0.0),
     ) else {
-        return Err(OAuthError::transient(format!(
-            "invalid OpenAI Codex device code response: {}",
-            super::clip(body)
-        )));
+        return Err(OAuthError::transient(format!("invalid OpenAI Codex device code response: {}", super::clip(body))));
     };
     io.notify(LoginEvent::DeviceCode {
         user_code: user_code.to_string(),

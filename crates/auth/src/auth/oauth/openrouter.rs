@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 
 use super::callback::{CallbackOptions, CallbackServer, Complete, Finished, callback_host, callback_or_pasted};
 use super::http::with_query;
-use super::{BROWSER, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, Question, QuestionKind, pkce};
+use super::{
+    BROWSER, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, Question, QuestionKind, pkce,
+};
 
 const AUTHORIZE_URL: &str = "https://openrouter.ai/auth";
 pub const TOKEN_URL: &str = "https://openrouter.ai/api/v1/auth/keys";
@@ -67,7 +69,9 @@ async fn browser(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthErr
     io.notify(LoginEvent::Progress(format!("Listening for the OpenRouter callback on {redirect}")));
     io.notify(LoginEvent::AuthUrl {
         url,
-        instructions: Some("Sign in in the browser. If it runs on another machine, paste the final redirect URL here.".into()),
+        instructions: Some(
+            "Sign in in the browser. If it runs on another machine, paste the final redirect URL here.".into(),
+        ),
     });
     let question = Question {
         kind: QuestionKind::ManualCode,

@@ -12,8 +12,8 @@ use super::callback::{CallbackOptions, CallbackServer, Complete};
 use super::device::{Poll, Timing, poll_until};
 use super::http::{Response, with_query};
 use super::{
-    BROWSER, DEVICE_CODE, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, expiry_in, positive,
-    pkce, require_refresh, trusted_url,
+    BROWSER, DEVICE_CODE, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, expiry_in, pkce,
+    positive, require_refresh, trusted_url,
 };
 
 pub const GATEWAY: &str = "https://radius.pi.dev";
@@ -48,8 +48,7 @@ async fn token(net: &Net, fields: Vec<(&'static str, String)>) -> Result<Value, 
     let text = |k: &str| b.get(k).and_then(Value::as_str);
     match (text("access_token"), text("refresh_token"), positive(b, "expires_in")) {
         (Some(access), Some(refresh), Some(seconds)) => {
-            let mut cred =
-                json!({"type": "oauth", "access": access, "refresh": refresh, "expires": expiry_in(seconds, EXPIRY_MARGIN_MS)});
+            let mut cred = json!({"type": "oauth", "access": access, "refresh": refresh, "expires": expiry_in(seconds, EXPIRY_MARGIN_MS)});
             if let Some(scope) = b.get("scope") {
                 cred["scope"] = scope.clone();
             }

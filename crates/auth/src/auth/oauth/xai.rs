@@ -48,7 +48,9 @@ fn credential(body: &Value, previous_refresh: Option<&str>) -> Result<Value, OAu
     };
     let seconds = match body.get("expires_in") {
         None => DEFAULT_LIFETIME_SECONDS,
-        Some(_) => positive(body, "expires_in").ok_or_else(|| OAuthError::transient("invalid xAI answer: expires_in"))?,
+        Some(_) => {
+            positive(body, "expires_in").ok_or_else(|| OAuthError::transient("invalid xAI answer: expires_in"))?
+        }
     };
     Ok(json!({"type": "oauth", "access": access, "refresh": refresh, "expires": expiry_in(seconds, FIVE_MINUTES_MS)}))
 }
@@ -95,7 +97,9 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
             Ok(match r.json.get("error").and_then(Value::as_str) {
                 Some("authorization_pending") => Poll::Pending,
                 Some("slow_down") => Poll::SlowDown(r.json.get("interval").and_then(Value::as_f64)),
-                Some("access_denied" | "authorization_denied") => Poll::Failed("xAI device authorization was denied".into()),
+                Some("access_denied" | "authorization_denied") => {
+                    Poll::Failed("xAI device authorization was denied".into())
+                }
                 Some("expired_token") => Poll::Failed("xAI device code expired".into()),
                 _ => Poll::Failed(failure("device token polling", &r).message),
             })
