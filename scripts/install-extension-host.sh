@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Install the npm packages of pi-rpc's TypeScript extension host (the jiti
 # loader and typebox, at the versions pinned in crates/extensions/src/extensions/host.rs) into
-# DIR/node_modules — by default where pi-rpc looks for them:
+# DIR/node_modules ahead of time. pi-rpc installs them itself the first time a
+# pi module needs them; this script is for machines that will be offline, and
+# for the tests (target/tools/extension-host). By default DIR is where pi-rpc
+# looks for them:
 # $PI_RPC_EXTENSION_HOST_DIR, else $XDG_DATA_HOME/pi-rpc/extension-host
 # (~/.local/share/pi-rpc/extension-host). Idempotent; needs npm (and the npm
 # registry) only when something is missing.

@@ -9,6 +9,7 @@ mod args;
 mod commands;
 mod dialect;
 mod login;
+mod packages;
 mod print;
 mod serve;
 mod setup;
@@ -23,6 +24,9 @@ fn main() -> ExitCode {
     let argv = args::normalize_args(std::env::args_os());
     if argv.get(1).is_some_and(|a| a == "serve") {
         return main_serve(argv);
+    }
+    if let Some(code) = packages::command(&argv) {
+        return code;
     }
     if let Some((command, args)) = login::command(&argv) {
         return main_login(command, args);

@@ -173,6 +173,8 @@ fn resources_and_extensions(
     options.extra_skill_paths = args.skills.clone();
     options.no_templates = args.no_prompt_templates;
     options.no_skills = args.no_skills;
+    let packages = crate::packages::resolve(&args.extensions, agent_dir, cwd, options.project_trusted);
+    options.packages = packages.resources.clone();
     let (resources, warnings) = Resources::discover(&options);
     for warning in warnings {
         tracing::warn!("{warning}");
@@ -181,8 +183,9 @@ fn resources_and_extensions(
         agent_dir: agent_dir.to_path_buf(),
         cwd: cwd.to_path_buf(),
         project_trusted: options.project_trusted,
-        cli_paths: args.extensions.clone(),
+        cli_paths: packages.cli_extensions,
         no_extensions: args.no_extensions,
+        package_paths: packages.extensions,
     });
     let extensions = ExtensionOptions {
         paths: found.paths,

@@ -10,7 +10,7 @@
 pub use pi_agent::{agent, compaction};
 pub use pi_auth::auth;
 pub use pi_config::{config, resources, system_prompt};
-pub use pi_extensions::extensions;
+pub use pi_extensions::{extensions, packages};
 pub use pi_mcp::{codemode, mcp};
 pub use pi_provider::provider;
 pub use pi_session::{export_html, session};

@@ -4,8 +4,9 @@
 //! modules of the layers below are imported under the same names, so a path
 //! reads the same in every crate of the core.
 
-pub(crate) use pi_config::config;
+pub(crate) use pi_config::{config, resources};
 pub(crate) use pi_tools::tools;
 pub(crate) use pi_types::{event, message, op};
 
 pub mod extensions;
+pub mod packages;

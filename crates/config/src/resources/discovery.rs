@@ -30,6 +30,9 @@ struct Meta {
 impl Meta {
     /// pi's precedence: project settings, project auto, user settings, user auto.
     fn rank(&self) -> u8 {
+        if self.source == SourceKind::Package {
+            return 4;
+        }
         let scope = if self.scope == Scope::Project { 0 } else { 2 };
         scope + u8::from(self.source == SourceKind::Auto)
     }
@@ -122,6 +125,14 @@ pub(super) fn discover(o: &ResourceOptions) -> Resources {
     );
     let files = walk::collect_prompt_dir(&agent_dir.join("prompts"));
     ctx.add_auto(&mut prompts_acc, files, &user_meta, &o.user_settings.prompts, &agent_dir);
+    // pi packages of the settings, last.
+    let package = Meta { source: SourceKind::Package, scope: Scope::User, base_dir: None };
+    for path in &o.packages.skills {
+        skills_acc.add(path.clone(), &package, true);
+    }
+    for path in &o.packages.prompts {
+        prompts_acc.add(path.clone(), &package, true);
+    }
 
     let mut diagnostics = Vec::new();
     let layout = Layout { cwd: &cwd, agent_dir: &agent_dir, home: &home };
@@ -132,6 +143,21 @@ pub(super) fn discover(o: &ResourceOptions) -> Resources {
 
 struct Ctx<'a> {
     home: &'a Path,
+}
+
+/// pi's `applyPatterns` over `files` (plain globs include, `!glob`
+/// excludes, `+path` / `-path` add or remove exactly), for package filters.
+pub fn apply_patterns(files: &[PathBuf], patterns: &[String], base: &Path) -> HashSet<PathBuf> {
+    let home = walk::normalize(&crate::config::home_dir());
+    let patterns: Vec<&String> = patterns.iter().collect();
+    Ctx { home: &home }.apply_patterns(files, &patterns, base)
+}
+
+/// Whether `file` matches one pattern: a glob, or (`exact`) a path.
+pub fn matches_pattern(file: &Path, pattern: &str, exact: bool, base: &Path) -> bool {
+    let home = walk::normalize(&crate::config::home_dir());
+    let ctx = Ctx { home: &home };
+    if exact { ctx.matches_exact(file, &[pattern], base) } else { matches_any(file, &ctx.globs(&[pattern]), base) }
 }
 
 impl Ctx<'_> {
@@ -288,7 +314,7 @@ fn matches_any(file: &Path, globs: &[GlobMatcher], base: &Path) -> bool {
 }
 
 /// `path.relative(from, to)` for absolute, normalised paths.
-fn relative(from: &Path, to: &Path) -> String {
+pub fn relative(from: &Path, to: &Path) -> String {
     let from: Vec<_> = from.components().collect();
     let to: Vec<_> = to.components().collect();
     let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
@@ -326,13 +352,19 @@ struct Layout<'a> {
     home: &'a Path,
 }
 
-/// The enabled resolved files (unless disabled by `--no-*`), then the
-/// command-line paths, one per real path.
-fn final_paths(resolved: &[(PathBuf, Meta, bool)], disabled: bool, cli: &[String], l: &Layout<'_>) -> Vec<PathBuf> {
+/// The files of `-e` packages, the enabled resolved files (unless disabled
+/// by `--no-*`), then the command-line paths, one per real path.
+fn final_paths(
+    resolved: &[(PathBuf, Meta, bool)],
+    disabled: bool,
+    cli_packages: &[PathBuf],
+    cli: &[String],
+    l: &Layout<'_>,
+) -> Vec<PathBuf> {
     let enabled = resolved.iter().filter(|(_, _, on)| *on && !disabled).map(|(p, _, _)| p.clone());
     let cli = cli.iter().map(|p| walk::resolve_path(p, l.cwd, l.home));
     let mut keys = HashSet::new();
-    enabled.chain(cli).filter(|p| keys.insert(walk::path_key(p))).collect()
+    cli_packages.iter().cloned().chain(enabled).chain(cli).filter(|p| keys.insert(walk::path_key(p))).collect()
 }
 
 fn metadata(resolved: &[(PathBuf, Meta, bool)]) -> HashMap<PathBuf, Meta> {
@@ -355,7 +387,7 @@ fn load_skills(
     let mut loaded: Vec<Skill> = Vec::new();
     let mut real_paths = HashSet::new();
     let mut collisions = Vec::new();
-    for path in final_paths(&resolved, o.no_skills, &o.extra_skill_paths, l) {
+    for path in final_paths(&resolved, o.no_skills, &o.packages.cli_skills, &o.extra_skill_paths, l) {
         let scope = if walk::is_within(&user_dir, &path) {
             Scope::User
         } else if walk::is_within(&project_dir, &path) {
@@ -427,7 +459,7 @@ fn load_templates(
     };
     let mut loaded: Vec<Template> = Vec::new();
     let mut collisions = Vec::new();
-    for path in final_paths(&resolved, o.no_templates, &o.extra_template_paths, l) {
+    for path in final_paths(&resolved, o.no_templates, &o.packages.cli_prompts, &o.extra_template_paths, l) {
         let files = match walk::kind(&path) {
             Some(Kind::Dir) => walk::collect_prompt_dir_plain(&path),
             Some(Kind::File) if path.to_string_lossy().ends_with(".md") => vec![path],

@@ -27,12 +27,12 @@ use std::path::{Path, PathBuf};
 use crate::op::{CommandInfo, CommandLocation, CommandSource};
 
 pub mod args;
-mod discovery;
+pub mod discovery;
 mod frontmatter;
 pub mod skills;
 pub mod templates;
 pub mod trust;
-mod walk;
+pub mod walk;
 
 #[cfg(test)]
 mod tests;
@@ -48,6 +48,8 @@ pub enum SourceKind {
     Auto,
     /// Named by a settings entry or a command-line path.
     Local,
+    /// Part of a pi package of the settings (`crate::packages`).
+    Package,
 }
 
 impl SourceKind {
@@ -55,6 +57,7 @@ impl SourceKind {
         match self {
             SourceKind::Auto => "auto",
             SourceKind::Local => "local",
+            SourceKind::Package => "package",
         }
     }
 }
@@ -92,9 +95,9 @@ pub struct SourceInfo {
 }
 
 impl SourceInfo {
-    /// Always `top-level` (packages are not supported).
+    /// `package` for a pi package's resource, else `top-level`.
     pub fn origin(&self) -> &'static str {
-        "top-level"
+        if self.source == SourceKind::Package { "package" } else { "top-level" }
     }
 
     /// The documented `get_commands` `location`: `user` / `project` for
@@ -103,7 +106,7 @@ impl SourceInfo {
         match (self.source, self.scope) {
             (SourceKind::Auto, Scope::Project) => CommandLocation::Project,
             (SourceKind::Auto, _) => CommandLocation::User,
-            (SourceKind::Local, _) => CommandLocation::Path,
+            (SourceKind::Local | SourceKind::Package, _) => CommandLocation::Path,
         }
     }
 }
@@ -209,6 +212,21 @@ pub struct ResourceOptions {
     /// `enableSkillCommands` (kept for front ends; pi 1.6's RPC `get_commands`
     /// lists skills regardless, and `/skill:name` always works).
     pub enable_skill_commands: bool,
+    /// Skills and templates of pi packages (`crate::packages`).
+    pub packages: PackageResources,
+}
+
+/// The enabled skill and template files of pi packages, in order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PackageResources {
+    /// The settings' packages: after the user's own resources, dropped by
+    /// `--no-skills` / `--no-prompt-templates`.
+    pub skills: Vec<PathBuf>,
+    pub prompts: Vec<PathBuf>,
+    /// `-e` packages: before everything, kept with `--no-skills` /
+    /// `--no-prompt-templates` (as pi keeps command-line resources).
+    pub cli_skills: Vec<PathBuf>,
+    pub cli_prompts: Vec<PathBuf>,
 }
 
 impl ResourceOptions {
@@ -243,6 +261,7 @@ impl ResourceOptions {
             project_settings,
             project_trusted,
             enable_skill_commands,
+            packages: PackageResources::default(),
         };
         (options, warning)
     }

@@ -14,7 +14,7 @@ const IGNORE_FILE_NAMES: [&str; 3] = [".gitignore", ".ignore", ".fdignore"];
 /// Resolve `input` the way pi resolves a configured path: trimmed, `~` and
 /// `~/…` expanded with `home`, `file://` URLs turned into paths, relative
 /// paths joined to `base`; the result is lexically normalised (no `.`/`..`).
-pub(crate) fn resolve_path(input: &str, base: &Path, home: &Path) -> PathBuf {
+pub fn resolve_path(input: &str, base: &Path, home: &Path) -> PathBuf {
     let input = js_trim(input);
     let expanded = if input == "~" {
         home.to_path_buf()
@@ -29,7 +29,7 @@ pub(crate) fn resolve_path(input: &str, base: &Path, home: &Path) -> PathBuf {
 }
 
 /// Remove `.` and resolve `..` without touching the file system (like `path.resolve`).
-pub(crate) fn normalize(path: &Path) -> PathBuf {
+pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
@@ -63,18 +63,18 @@ fn percent_decode(s: &str) -> String {
 }
 
 /// The key pi compares resource paths with: the real path when it exists.
-pub(crate) fn path_key(path: &Path) -> PathBuf {
+pub fn path_key(path: &Path) -> PathBuf {
     fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// `child` is `parent` or inside it (lexically).
-pub(crate) fn is_within(parent: &Path, child: &Path) -> bool {
+pub fn is_within(parent: &Path, child: &Path) -> bool {
     child.starts_with(parent)
 }
 
 /// What a directory entry is, symlinks followed (broken links give `None`).
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub enum Kind {
     File,
     Dir,
     Other,
@@ -82,7 +82,7 @@ pub(crate) enum Kind {
 
 /// The entries of `dir` sorted by name (Node's `readdirSync` order), with
 /// their kind; unreadable directories give nothing.
-pub(crate) fn read_dir_sorted(dir: &Path) -> Vec<(String, PathBuf, Kind)> {
+pub fn read_dir_sorted(dir: &Path) -> Vec<(String, PathBuf, Kind)> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -120,7 +120,7 @@ fn kind_of(meta: &fs::Metadata) -> Kind {
 }
 
 /// The kind of `path`, symlinks followed; `None` when it does not exist.
-pub(crate) fn kind(path: &Path) -> Option<Kind> {
+pub fn kind(path: &Path) -> Option<Kind> {
     fs::metadata(path).ok().map(|m| kind_of(&m))
 }
 
@@ -202,7 +202,7 @@ fn prefix_pattern(line: &str, prefix: &str) -> Option<String> {
 
 /// `.md` files of `dir` and its sub-directories (settings entries that name a
 /// directory): dot entries and `node_modules` skipped, ignore files honoured.
-pub(crate) fn collect_markdown_recursive(dir: &Path) -> Vec<PathBuf> {
+pub fn collect_markdown_recursive(dir: &Path) -> Vec<PathBuf> {
     let mut rules = IgnoreRules::new(dir);
     let mut out = Vec::new();
     collect_markdown_into(dir, &mut rules, &mut out);
@@ -228,7 +228,7 @@ fn collect_markdown_into(dir: &Path, rules: &mut IgnoreRules, out: &mut Vec<Path
 
 /// Direct `.md` children of an auto-discovered prompts directory: dot
 /// entries and `node_modules` skipped, the directory's ignore files honoured.
-pub(crate) fn collect_prompt_dir(dir: &Path) -> Vec<PathBuf> {
+pub fn collect_prompt_dir(dir: &Path) -> Vec<PathBuf> {
     let mut rules = IgnoreRules::new(dir);
     rules.add_dir(dir);
     read_dir_sorted(dir)
@@ -246,7 +246,7 @@ pub(crate) fn collect_prompt_dir(dir: &Path) -> Vec<PathBuf> {
 
 /// Direct `.md` children of a directory given on the command line
 /// (`--prompt-template DIR`): no other filtering.
-pub(crate) fn collect_prompt_dir_plain(dir: &Path) -> Vec<PathBuf> {
+pub fn collect_prompt_dir_plain(dir: &Path) -> Vec<PathBuf> {
     read_dir_sorted(dir)
         .into_iter()
         .filter(|(name, _, kind)| *kind == Kind::File && name.ends_with(".md"))
@@ -256,7 +256,7 @@ pub(crate) fn collect_prompt_dir_plain(dir: &Path) -> Vec<PathBuf> {
 
 /// How loose Markdown files count as skill candidates in a skills directory.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SkillDirMode {
+pub enum SkillDirMode {
     /// pi's own directories and explicit paths: `.md` files directly in the root.
     Pi,
     /// `.agents/skills` directories: `.md` files below the root, not in it.
@@ -267,7 +267,7 @@ pub(crate) enum SkillDirMode {
 /// and is not searched further; otherwise loose `.md` files (per `mode`) are
 /// candidates and sub-directories are searched (dot entries and
 /// `node_modules` skipped, ignore files honoured).
-pub(crate) fn collect_skill_files(dir: &Path, mode: SkillDirMode) -> Vec<PathBuf> {
+pub fn collect_skill_files(dir: &Path, mode: SkillDirMode) -> Vec<PathBuf> {
     let mut rules = IgnoreRules::new(dir);
     let mut out = Vec::new();
     collect_skills_into(dir, dir, mode, &mut rules, &mut out);

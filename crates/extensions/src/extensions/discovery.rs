@@ -33,6 +33,9 @@ pub struct DiscoverOptions {
     pub cli_paths: Vec<String>,
     /// `--no-extensions`: only `--extension` paths load.
     pub no_extensions: bool,
+    /// The enabled extensions of the settings' pi packages (after the
+    /// user's own, as pi orders them; dropped by `--no-extensions`).
+    pub package_paths: Vec<PathBuf>,
 }
 
 /// The extensions to start, in load order, and the paths that could not be loaded.
@@ -108,6 +111,13 @@ fn dir_extensions(dir: &Path) -> Vec<PathBuf> {
         return entries.into_iter().filter(|p| p.is_file()).collect();
     }
     ENTRY_POINTS.iter().map(|name| dir.join(name)).find(|p| p.is_file()).into_iter().collect()
+}
+
+/// The extensions of a pi package's extension directory: the directory's own
+/// entry points, else its contents one level deep (pi's rule).
+pub(crate) fn package_extension_entries(dir: &Path) -> Vec<PathBuf> {
+    let own = dir_extensions(dir);
+    if own.is_empty() { scan_dir(dir) } else { own }
 }
 
 /// The extensions of an auto-discovered directory (one level deep, by name).
@@ -236,6 +246,7 @@ pub fn discover(options: &DiscoverOptions) -> Discovered {
         apply_settings(&mut found, &mut exclusions, &options.agent_dir.join("settings.json"), &options.agent_dir);
         found.paths.extend(scan_dir(&options.agent_dir.join("extensions")));
         found.paths.retain(|p| !exclusions.excludes(p));
+        found.paths.extend(options.package_paths.iter().cloned());
     }
     for value in &options.cli_paths {
         add_named(&mut found, value, &options.cwd);
@@ -285,6 +296,7 @@ mod tests {
             project_trusted: true,
             cli_paths: vec!["mine/x.py".into(), "missing.py".into(), "mine".into()],
             no_extensions: false,
+            package_paths: Vec::new(),
         };
         let found = discover(&options);
         assert_eq!(names(&found), ["p.sh", "e.py", "a.py", "bin-tool", "gate.ts", "index.py", "index.ts", "x.py"]);
@@ -324,6 +336,7 @@ mod tests {
             project_trusted: false,
             cli_paths: vec![ext.join("drop.ts").display().to_string()],
             no_extensions: false,
+            package_paths: Vec::new(),
         };
         let found = discover(&options);
         assert_eq!(names(&found), ["keep.js", "main.ts", "a.ts", "b.ts", "drop.ts"], "{:?}", found.errors);

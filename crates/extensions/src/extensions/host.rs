@@ -11,8 +11,8 @@
 //! The host's npm packages, pinned in [`HOST_PACKAGES`], live in
 //! `<host dir>/node_modules` (`PI_RPC_EXTENSION_HOST_DIR`, the
 //! `extensionHostDir` setting, else `$XDG_DATA_HOME/pi-rpc/extension-host`);
-//! `scripts/install-extension-host.sh` or the one `npm install` command the
-//! error names installs them. Nothing here runs when no pi module is loaded.
+//! the first time a pi module needs them, [`super::host_install`] installs
+//! them with npm. Nothing here runs when no pi module is loaded.
 
 use std::path::{Path, PathBuf};
 
@@ -49,6 +49,9 @@ pub struct HostConfig {
     pub node: Option<PathBuf>,
     /// The directory holding the host's `node_modules`.
     pub dir: Option<PathBuf>,
+    /// The npm command and its leading arguments (pi's `npmCommand`
+    /// setting; `None`: `npm` on `PATH`), which installs the packages.
+    pub npm: Option<Vec<String>>,
 }
 
 impl HostConfig {
@@ -65,9 +68,14 @@ impl HostConfig {
                 .map(PathBuf::from)
                 .or_else(|| settings.get(key).and_then(Value::as_str).map(|s| crate::config::expand_home(Path::new(s))))
         };
+        let npm = settings.get("npmCommand").and_then(Value::as_array).and_then(|list| {
+            let argv: Vec<String> = list.iter().filter_map(Value::as_str).map(str::to_string).collect();
+            (!argv.is_empty() && argv.len() == list.len()).then_some(argv)
+        });
         HostConfig {
             node: pick("PI_RPC_NODE", "extensionHostNode"),
             dir: pick("PI_RPC_EXTENSION_HOST_DIR", "extensionHostDir"),
+            npm,
         }
     }
 
@@ -100,9 +108,10 @@ pub struct Host {
 }
 
 impl Host {
-    /// Check what the host needs (Node.js, its packages) and write its files
-    /// out; the error is what the `extension_error` says.
-    pub fn prepare(config: &HostConfig) -> Result<Host, String> {
+    /// Check what the host needs (Node.js, its packages, installed now when
+    /// missing) and write its files out; the error is what the
+    /// `extension_error` says.
+    pub async fn prepare(config: &HostConfig) -> Result<Host, String> {
         let node = find_node(config.node.as_deref()).ok_or_else(|| {
             let named = config.node.as_ref().map(|n| format!(" ({} does not exist)", n.display())).unwrap_or_default();
             format!(
@@ -111,16 +120,7 @@ impl Host {
             )
         })?;
         let modules = config.host_dir();
-        if let Some((name, _)) = HOST_PACKAGES
-            .iter()
-            .find(|(name, _)| !modules.join("node_modules").join(name).join("package.json").is_file())
-        {
-            return Err(format!(
-                "the TypeScript extension host needs its npm packages ({name} is missing in {}): run `{}` once",
-                modules.join("node_modules").display(),
-                config.install_command()
-            ));
-        }
+        super::host_install::ensure_packages(config).await?;
         let script = runtime_dir(&modules)?.join("host.mjs");
         Ok(Host { node, script, modules })
     }
@@ -137,15 +137,26 @@ impl Host {
     }
 }
 
-/// The first executable `name` (or path) on `PATH`.
-fn find_node(configured: Option<&Path>) -> Option<PathBuf> {
-    let is_file = |p: &Path| p.is_file();
-    match configured {
-        Some(p) if p.components().count() > 1 => return is_file(p).then(|| p.to_path_buf()),
-        _ => {}
+/// The host, prepared (and its packages installed) once for all the pi
+/// modules of a process, when the first of them starts.
+pub struct SharedHost {
+    config: HostConfig,
+    host: tokio::sync::OnceCell<Result<Host, String>>,
+}
+
+impl SharedHost {
+    pub fn new(config: HostConfig) -> SharedHost {
+        SharedHost { config, host: tokio::sync::OnceCell::new() }
     }
-    let name = configured.unwrap_or(Path::new("node"));
-    std::env::split_paths(&std::env::var_os("PATH")?).map(|dir| dir.join(name)).find(|p| is_file(p))
+
+    pub async fn get(&self) -> Result<Host, String> {
+        self.host.get_or_init(|| Host::prepare(&self.config)).await.clone()
+    }
+}
+
+/// The configured Node.js (a path, or a name on `PATH`), else `node` on `PATH`.
+fn find_node(configured: Option<&Path>) -> Option<PathBuf> {
+    super::host_install::find_program(&configured.unwrap_or(Path::new("node")).to_string_lossy())
 }
 
 /// FNV-1a over the host's files: the runtime directory's name.
@@ -212,18 +223,16 @@ mod tests {
         assert_eq!(files_hash(), files_hash());
     }
 
-    #[test]
-    fn missing_node_and_packages_are_named() {
+    #[tokio::test]
+    async fn missing_node_is_named_before_any_install() {
         let dir = tempfile::tempdir().unwrap();
-        let config = HostConfig { node: Some(dir.path().join("no-node")), dir: Some(dir.path().to_path_buf()) };
-        let error = Host::prepare(&config).unwrap_err();
+        let config = HostConfig {
+            node: Some(dir.path().join("no-node")),
+            dir: Some(dir.path().to_path_buf()),
+            npm: Some(vec![dir.path().join("no-npm").display().to_string()]),
+        };
+        let error = Host::prepare(&config).await.unwrap_err();
         assert!(error.contains("Node.js >= 20") && error.contains("PI_RPC_NODE"), "{error}");
-
-        let node = dir.path().join("node");
-        std::fs::write(&node, "").unwrap();
-        let config = HostConfig { node: Some(node), dir: Some(dir.path().to_path_buf()) };
-        let error = Host::prepare(&config).unwrap_err();
-        assert!(error.contains("jiti is missing") && error.contains("npm install --prefix"), "{error}");
         assert!(config.install_command().ends_with("jiti@2.7.0 typebox@1.3.27"));
     }
 }

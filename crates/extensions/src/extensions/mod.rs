@@ -27,6 +27,7 @@ use crate::tools::ToolCallGate;
 pub mod discovery;
 pub mod hooks;
 pub mod host;
+mod host_install;
 mod process;
 pub mod protocol;
 mod tool;
@@ -239,8 +240,12 @@ impl Extensions {
     pub fn start(options: &ExtensionOptions, ctx: &StartContext<'_>, signals: Signals) -> Extensions {
         let ui = Arc::new(UiBroker::default());
         let quiet = Arc::new(AtomicBool::new(false));
-        // The host is looked at only when a pi module is to be loaded.
-        let host = options.paths.iter().any(|p| discovery::is_pi_module(p)).then(|| host::Host::prepare(&options.host));
+        // The host is looked at (and its packages installed) only when a pi module is to be loaded.
+        let host = options
+            .paths
+            .iter()
+            .any(|p| discovery::is_pi_module(p))
+            .then(|| Arc::new(host::SharedHost::new(options.host.clone())));
         let list = options
             .paths
             .iter()

@@ -84,6 +84,7 @@ pub struct Extension {
 }
 
 /// What an extension's process needs to start.
+#[derive(Clone)]
 pub(super) struct SpawnContext {
     pub cwd: PathBuf,
     pub hello: Value,
@@ -92,8 +93,8 @@ pub(super) struct SpawnContext {
     pub timeouts: Timeouts,
     /// Set during shutdown: deaths are then not reported.
     pub quiet: Arc<std::sync::atomic::AtomicBool>,
-    /// The TypeScript extension host (for pi modules), or why it cannot run.
-    pub host: Option<Result<super::host::Host, String>>,
+    /// The TypeScript extension host (for pi modules), prepared when the first needs it.
+    pub host: Option<Arc<super::host::SharedHost>>,
     pub agent_dir: PathBuf,
 }
 
@@ -269,12 +270,38 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
         timeouts: ctx.timeouts,
         quiet: ctx.quiet.clone(),
     });
-    let mut cmd = match command_for(&path, ctx) {
+    if super::discovery::is_pi_module(&path) {
+        // The host may have to be installed first: the process starts (and
+        // its startup time counts) once it is ready.
+        let ctx = ctx.clone();
+        let started = ext.clone();
+        tokio::spawn(async move {
+            let cmd = match &ctx.host {
+                Some(host) => host.get().await.map(|host| host.command(&path, &ctx.agent_dir)),
+                None => Err("the TypeScript extension host was not prepared".to_string()),
+            };
+            start(started, cmd, out_rx, &ctx);
+        });
+    } else {
+        start(ext.clone(), command_for(&path), out_rx, ctx);
+    }
+    ext
+}
+
+/// Start the process of `ext` with `cmd` (or report why it cannot run).
+fn start(
+    ext: Arc<Extension>,
+    cmd: Result<tokio::process::Command, String>,
+    out_rx: mpsc::Receiver<String>,
+    ctx: &SpawnContext,
+) {
+    let path = ext.path.clone();
+    let mut cmd = match cmd {
         Ok(cmd) => cmd,
         Err(e) => {
             ext.fail("startup", e);
-            tokio::spawn(finish(ext.clone(), None));
-            return ext;
+            tokio::spawn(finish(ext, None));
+            return;
         }
     };
     cmd.current_dir(&ctx.cwd)
@@ -289,8 +316,8 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
         Ok(child) => child,
         Err(e) => {
             ext.fail("startup", format!("cannot start {}: {e}", path.display()));
-            tokio::spawn(finish(ext.clone(), None));
-            return ext;
+            tokio::spawn(finish(ext, None));
+            return;
         }
     };
     ext.send(&ctx.hello);
@@ -315,20 +342,12 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
             watched.fail("startup", format!("the extension did not register within {} ms", startup.as_millis()));
         }
     });
-    ext
 }
 
-/// How to run a file: a pi module by the extension host, an executable
-/// directly, else by its interpreter.
-fn command_for(path: &std::path::Path, ctx: &SpawnContext) -> Result<tokio::process::Command, String> {
+/// How to run a process extension: an executable directly, else by its
+/// interpreter.
+fn command_for(path: &std::path::Path) -> Result<tokio::process::Command, String> {
     use std::os::unix::fs::PermissionsExt;
-    if super::discovery::is_pi_module(path) {
-        return match &ctx.host {
-            Some(Ok(host)) => Ok(host.command(path, &ctx.agent_dir)),
-            Some(Err(e)) => Err(e.clone()),
-            None => Err("the TypeScript extension host was not prepared".to_string()),
-        };
-    }
     let executable = std::fs::metadata(path).map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false);
     let interpreter = match path.extension().and_then(|e| e.to_str()) {
         _ if executable => None,

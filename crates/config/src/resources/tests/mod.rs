@@ -54,6 +54,7 @@ impl Fx {
             project_settings: ResourceSettings::default(),
             project_trusted: true,
             enable_skill_commands: true,
+            packages: Default::default(),
         }
     }
 
