@@ -7,6 +7,9 @@
 #   nginx/   Debian's nginx package, unpacked (apt-get download + dpkg -x:
 #            no service is started, nothing is installed system-wide); the
 #            scale-out test runs it unprivileged with its own prefix and config.
+#   nats/    Debian's nats-server package, unpacked the same way; the cluster
+#            tests and deploy/local-cluster.sh run it with JetStream in a
+#            temporary directory on 127.0.0.1.
 # Each part prints a notice and is skipped when its client (pip, npm,
 # apt-get) is missing; the tests needing it then skip, unless
 # PI_RPC_REQUIRE_TOOLS=1.
@@ -17,6 +20,7 @@ tools="$root/target/tools"
 WEBSOCKETS_VERSION=15.0.1
 WS_VERSION=8.18.3
 NGINX_PACKAGE=nginx
+NATS_PACKAGE=nats-server
 
 # Python websockets
 py_dir="$tools/python"
@@ -70,4 +74,23 @@ elif command -v apt-get >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1; then
   "$nginx_dir/usr/sbin/nginx" -v >&2
 else
   echo "install-serve-tools: apt-get not found; the nginx scale-out test will be skipped" >&2
+fi
+
+# nats-server, Debian's package, unpacked under target/tools/nats
+nats_dir="$tools/nats"
+if [ -x "$nats_dir/usr/sbin/nats-server" ]; then
+  :
+elif command -v apt-get >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1; then
+  echo "install-serve-tools: unpacking Debian's $NATS_PACKAGE into $nats_dir" >&2
+  nats_work=$(mktemp -d)
+  if ! (cd "$nats_work" && apt-get download "$NATS_PACKAGE" >/dev/null 2>&1); then
+    apt-get update -qq >/dev/null 2>&1 || true
+    (cd "$nats_work" && apt-get download "$NATS_PACKAGE" >&2)
+  fi
+  mkdir -p "$nats_dir"
+  dpkg -x "$nats_work"/"$NATS_PACKAGE"_*.deb "$nats_dir"
+  rm -rf "$nats_work"
+  "$nats_dir/usr/sbin/nats-server" --version >&2
+else
+  echo "install-serve-tools: apt-get not found; the NATS cluster tests will be skipped" >&2
 fi

@@ -57,8 +57,21 @@ pub struct Agent {
 impl Agent {
     /// Start `pi --mode rpc ARGS` in `sb`.
     pub fn spawn(pi: &Path, sb: &Sandbox, args: &[String], framing: Framing) -> std::io::Result<Agent> {
+        let mut full = vec!["--mode".to_string(), "rpc".to_string()];
+        full.extend_from_slice(args);
+        Agent::spawn_with(pi, sb, &full, framing)
+    }
+
+    /// Start `pi serve --listen 127.0.0.1:0 ARGS` in `sb`: its first stdout line is the address.
+    pub fn spawn_serve(pi: &Path, sb: &Sandbox, args: &[String]) -> std::io::Result<Agent> {
+        let mut full = vec!["serve".to_string(), "--listen".to_string(), "127.0.0.1:0".to_string()];
+        full.extend_from_slice(args);
+        Agent::spawn_with(pi, sb, &full, Framing::Lines)
+    }
+
+    fn spawn_with(pi: &Path, sb: &Sandbox, args: &[String], framing: Framing) -> std::io::Result<Agent> {
         let mut cmd = tokio::process::Command::new(pi);
-        cmd.arg("--mode").arg("rpc").args(args).current_dir(sb.path("cwd")).env_clear();
+        cmd.args(args).current_dir(sb.path("cwd")).env_clear();
         if let Some(path) = std::env::var_os("PATH") {
             cmd.env("PATH", path);
         }

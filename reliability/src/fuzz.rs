@@ -29,22 +29,25 @@ pub struct CaseFailure {
     pub records: usize,
     pub problems: Vec<String>,
     pub saved_input: Option<PathBuf>,
+    /// The subcommand that reproduces it (`fuzz`, `ws`).
+    pub command: &'static str,
 }
 
 impl CaseFailure {
     pub fn report(&self) -> String {
-        let mut out = format!("FAIL fuzz {} seed {}:\n", self.dialect.name(), self.seed);
+        let mut out = format!("FAIL {} {} seed {}:\n", self.command, self.dialect.name(), self.seed);
         for p in self.problems.iter().take(20) {
             out.push_str(&format!("  - {p}\n"));
         }
         out.push_str(&format!(
-            "  reproduce: cargo run -p pi-reliability -- fuzz --dialect {} --seed {} --records {} --cases 1\n",
+            "  reproduce: cargo run -p pi-reliability -- {} --dialect {} --seed {} --records {} --cases 1\n",
+            self.command,
             self.dialect.name(),
             self.seed,
             self.records
         ));
         if let Some(path) = &self.saved_input {
-            out.push_str(&format!("  input saved to {}\n", path.display()));
+            out.push_str(&format!("  saved to {}\n", path.display()));
         }
         out
     }
@@ -77,6 +80,7 @@ pub async fn run_case(pi: &Path, dialect: Dialect, seed: u64, records: usize) ->
         records,
         problems,
         saved_input: save_input(dialect, seed, &input),
+        command: "fuzz",
     };
     let sb = Sandbox::new().map_err(|e| fail(vec![format!("sandbox: {e}")]))?;
     let settings = serde_json::json!({"retry": {"baseDelayMs": 5, "maxRetries": 2}});
@@ -172,9 +176,34 @@ pub async fn run(
     seconds: Option<u64>,
     jobs: usize,
 ) -> Totals {
+    let plan = Plan { dialects, first_seed, cases, seconds, jobs };
+    let pi = pi.to_path_buf();
+    run_plan(plan, move |dialect, seed| {
+        let pi = pi.clone();
+        async move { run_case(&pi, dialect, seed, records).await }
+    })
+    .await
+}
+
+/// Which cases a run plays, and how many at a time.
+pub struct Plan<'a> {
+    pub dialects: &'a [Dialect],
+    pub first_seed: u64,
+    pub cases: Option<usize>,
+    pub seconds: Option<u64>,
+    pub jobs: usize,
+}
+
+/// Play `plan` with `case` (one case per dialect and seed), reporting each failure as it comes.
+pub async fn run_plan<F, C>(plan: Plan<'_>, case: C) -> Totals
+where
+    C: Fn(Dialect, u64) -> F,
+    F: std::future::Future<Output = Result<CaseStats, CaseFailure>> + Send + 'static,
+{
+    let Plan { dialects, first_seed, cases, seconds, jobs } = plan;
     let started = Instant::now();
     let mut totals = Totals::default();
-    let mut plan = (0u64..).flat_map(|n| dialects.iter().map(move |&d| (d, first_seed + n)));
+    let mut order = (0u64..).flat_map(|n| dialects.iter().map(move |&d| (d, first_seed + n)));
     let limit = cases.map(|c| c * dialects.len());
     let mut running = tokio::task::JoinSet::new();
     let mut launched = 0usize;
@@ -183,10 +212,9 @@ pub async fn run(
         let more = limit.is_none_or(|l| launched < l) && time_left && (cases.is_some() || seconds.is_some());
         if more
             && running.len() < jobs.max(1)
-            && let Some((dialect, seed)) = plan.next()
+            && let Some((dialect, seed)) = order.next()
         {
-            let pi = pi.to_path_buf();
-            running.spawn(async move { run_case(&pi, dialect, seed, records).await });
+            running.spawn(case(dialect, seed));
             launched += 1;
             continue;
         }
@@ -202,7 +230,7 @@ pub async fn run(
                 crate::say(&failure.report());
                 totals.failures.push(failure);
             }
-            Err(e) => crate::say(&format!("FAIL fuzz: a case task failed: {e}")),
+            Err(e) => crate::say(&format!("FAIL: a case task failed: {e}")),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! ```text
 //! pi-reliability ci                           # what scripts/test.sh runs: all suites, bounded
 //! pi-reliability fuzz [--dialect native|jsonrpc|lsp|all] [--seed S] [--records N] [--cases N | --lines N | --seconds N]
+//! pi-reliability ws [--dialect native|jsonrpc|all] [--seed S] [--records N] [--cases N | --seconds N]
 //! pi-reliability crash [--kills N | --seconds N] [--seed S]
 //! pi-reliability faults
 //! pi-reliability known                         # the framing cases left to issue 12
@@ -20,6 +21,7 @@ mod fuzz;
 mod inputs;
 mod known;
 mod rng;
+mod ws;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -31,6 +33,10 @@ use inputs::Dialect;
 /// Records fuzzed per dialect in CI (`PI_RELIABILITY_FUZZ_LINES` overrides):
 /// about 45 s per dialect on 2 cores with the debug binary.
 const CI_FUZZ_LINES: usize = 100_000;
+
+/// The WebSocket fuzzer's seeded sample in CI: cases per dialect, messages per case.
+const CI_WS_CASES: usize = 2;
+const CI_WS_RECORDS: usize = 400;
 
 /// Print one report line (and flush, so CI logs show progress).
 pub fn say(text: &str) {
@@ -52,7 +58,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// All suites with the CI's bounds (100,000 fuzzed records per dialect, 20 kills, the fault matrix).
+    /// All suites with the CI's bounds (100,000 fuzzed records per dialect, 2 WebSocket cases per dialect, 20 kills, the fault matrix).
     Ci,
     /// Fuzz the dialects.
     Fuzz {
@@ -69,6 +75,22 @@ enum Command {
         /// Records per dialect in all (sets the number of cases).
         #[arg(long)]
         lines: Option<usize>,
+        /// Run until this many seconds have passed.
+        #[arg(long)]
+        seconds: Option<u64>,
+    },
+    /// Fuzz `pi serve`'s WebSocket endpoint (random disconnects and reconnects with afterSeq).
+    Ws {
+        #[arg(long, default_value = "all")]
+        dialect: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Messages per case (one pi serve each).
+        #[arg(long, default_value_t = 400)]
+        records: usize,
+        /// Cases per dialect.
+        #[arg(long)]
+        cases: Option<usize>,
         /// Run until this many seconds have passed.
         #[arg(long)]
         seconds: Option<u64>,
@@ -131,6 +153,27 @@ async fn fuzz_suite(
     totals.failures.is_empty()
 }
 
+async fn ws_suite(
+    pi: &std::path::Path,
+    ds: &[Dialect],
+    seed: u64,
+    records: usize,
+    cases: Option<usize>,
+    seconds: Option<u64>,
+) -> bool {
+    let started = Instant::now();
+    let totals = ws::run(pi, ds, seed, records, cases, seconds, 2).await;
+    say(&format!(
+        "ws fuzz: {} cases, {} messages in {:.0} s, {} frames received, {} failed",
+        totals.cases,
+        totals.records,
+        started.elapsed().as_secs_f64(),
+        totals.output_records,
+        totals.failures.len()
+    ));
+    totals.failures.is_empty()
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let cli = Cli::parse();
@@ -144,10 +187,15 @@ async fn main() {
             let lines =
                 std::env::var("PI_RELIABILITY_FUZZ_LINES").ok().and_then(|v| v.parse().ok()).unwrap_or(CI_FUZZ_LINES);
             let fuzzed = fuzz_suite(&pi, &Dialect::ALL, 1, 2000, Some(lines.div_ceil(2000)), None).await;
+            let sockets = ws_suite(&pi, &Dialect::ALL, 1, CI_WS_RECORDS, Some(CI_WS_CASES), None).await;
             let crashed = crash::run(&pi, 1, Some(20), None).await;
             let faulted = faults::run(&pi).await;
             let framing = known::run(&pi).await;
-            fuzzed && crashed && faulted && framing
+            fuzzed && sockets && crashed && faulted && framing
+        }
+        Command::Ws { dialect, seed, records, cases, seconds } => {
+            let cases = cases.or(seconds.is_none().then_some(1));
+            ws_suite(&pi, &dialects(&dialect), seed, records, cases, seconds).await
         }
         Command::Fuzz { dialect, seed, records, cases, lines, seconds } => {
             let cases = cases.or(lines.map(|l| l.div_ceil(records.max(1)))).or(seconds.is_none().then_some(1));
@@ -160,11 +208,12 @@ async fn main() {
         Command::Known => known::run(&pi).await,
         Command::Long { seconds, seed } => {
             let fuzz_secs = seconds.saturating_sub(seconds / 6).max(1);
-            let fuzzed = fuzz_suite(&pi, &Dialect::ALL, seed, 2000, None, Some(fuzz_secs)).await;
+            let fuzzed = fuzz_suite(&pi, &Dialect::ALL, seed, 2000, None, Some(fuzz_secs / 2)).await;
+            let sockets = ws_suite(&pi, &Dialect::ALL, seed, 400, None, Some(fuzz_secs / 2)).await;
             let crashed = crash::run(&pi, seed, Some(100), None).await;
             let faulted = faults::run(&pi).await;
             let framing = known::run(&pi).await;
-            fuzzed && crashed && faulted && framing
+            fuzzed && sockets && crashed && faulted && framing
         }
     };
     say(if ok { "pi-reliability: all checks passed" } else { "pi-reliability: FAILED" });

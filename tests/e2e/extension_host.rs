@@ -19,7 +19,7 @@ use crate::extensions::write_script;
 use crate::harness::{Pi, Sandbox};
 
 /// The host's packages (jiti, typebox) installed for the tests.
-fn host_dir() -> Option<PathBuf> {
+pub(crate) fn host_dir() -> Option<PathBuf> {
     let dir = repo_root().join("target/tools/extension-host");
     if dir.join("node_modules/jiti/package.json").is_file() {
         return Some(dir);
@@ -32,7 +32,7 @@ fn host_dir() -> Option<PathBuf> {
 }
 
 /// Settings that point the host at the test tools (`node`: the Node.js to use).
-fn host_settings(sb: &Sandbox, node: &std::path::Path, dir: &std::path::Path, extra: Value) {
+pub(crate) fn host_settings(sb: &Sandbox, node: &std::path::Path, dir: &std::path::Path, extra: Value) {
     let mut settings = json!({
         "defaultProvider": "fake",
         "defaultModel": "fake-model",
@@ -45,7 +45,7 @@ fn host_settings(sb: &Sandbox, node: &std::path::Path, dir: &std::path::Path, ex
     sb.write_settings(settings);
 }
 
-fn write_module(sb: &Sandbox, name: &str, source: &str) -> String {
+pub(crate) fn write_module(sb: &Sandbox, name: &str, source: &str) -> String {
     let dir = sb.agent_dir.path().join("extensions");
     std::fs::create_dir_all(&dir).expect("extensions dir");
     let path = dir.join(name);
@@ -255,6 +255,7 @@ fn the_hosts_helpers_compute_what_pis_compute() {
         return;
     }
     let script = repo_root().join("tests/extension-host/shims_match_pi.mjs");
-    let out = std::process::Command::new(node).arg(script).arg(&package).output().expect("run node");
+    let host = repo_root().join("target/tools/extension-host");
+    let out = std::process::Command::new(node).arg(script).arg(&package).arg(&host).output().expect("run node");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -37,9 +37,21 @@ fn registry_with_host_packages() -> Option<(PathBuf, Registry)> {
         eprintln!("SKIP: the extension host's packages are missing in {}", installed.display());
         return None;
     }
+    // Every package installed there: the pinned ones and what they depend on.
     let registry = Registry::start();
-    registry.publish(&installed.join("jiti"));
-    registry.publish(&installed.join("typebox"));
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for entry in std::fs::read_dir(&installed).expect("host node_modules").flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('@') {
+            dirs.extend(std::fs::read_dir(&path).expect("scope").flatten().map(|e| e.path()));
+        } else if !name.starts_with('.') {
+            dirs.push(path);
+        }
+    }
+    for dir in dirs.iter().filter(|d| d.join("package.json").is_file()) {
+        registry.publish(dir);
+    }
     Some((node, registry))
 }
 

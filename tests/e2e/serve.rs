@@ -43,7 +43,7 @@ pub async fn serve_with_env(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -
 }
 
 /// Python 3 with `websockets` on its path, or None (skip).
-fn python() -> Option<(PathBuf, PathBuf)> {
+pub fn python() -> Option<(PathBuf, PathBuf)> {
     let lib = installed_tool("python/websockets")?;
     let dir = lib.parent()?.to_path_buf();
     Some((PathBuf::from("python3"), dir))
@@ -76,11 +76,16 @@ async fn run_client(mut cmd: tokio::process::Command, served: &Served, what: &st
 
 /// Run a scenario of the Python client (native dialect).
 pub async fn python_scenario(served: &Served, scenario: &str, args: &[&str]) -> Option<String> {
+    python_script(served, "native_client.py", scenario, args).await
+}
+
+/// Run a scenario of a Python client of `tests/serve/`.
+pub async fn python_script(served: &Served, script: &str, scenario: &str, args: &[&str]) -> Option<String> {
     let (python, path) = python()?;
     let mut cmd = tokio::process::Command::new(python);
-    cmd.arg(repo_root().join("tests/serve/native_client.py")).arg(scenario).args(args);
+    cmd.arg(repo_root().join("tests/serve").join(script)).arg(scenario).args(args);
     cmd.env("PYTHONPATH", path);
-    Some(run_client(cmd, served, &format!("native_client.py {scenario}")).await)
+    Some(run_client(cmd, served, &format!("{script} {scenario}")).await)
 }
 
 /// Run a scenario of the node client (JSON-RPC dialect).

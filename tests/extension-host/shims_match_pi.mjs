@@ -1,17 +1,27 @@
-// The extension host's stand-in for `@earendil-works/pi-coding-agent`
-// (crates/extensions/src/extensions/host/shims/pi-coding-agent.cjs) must compute what pi
-// 1.6.0's own helpers compute: this runs both over the same inputs and
-// prints every difference. Exit status 1 when there is one.
+// The extension host's stand-ins for pi's packages
+// (crates/extensions/src/extensions/host/shims/) must export every name pi 1.6.0's modules
+// export, and their helpers must compute what pi's own compute: this loads
+// both, compares the export lists of `pi-coding-agent`, `pi-ai`,
+// `pi-ai/compat`, `pi-ai/models` and `pi-agent-core`, runs the helpers over
+// the same inputs, and prints every difference. Exit status 1 when there is one.
 //
-//   node tests/extension-host/shims_match_pi.mjs <pi-coding-agent package dir>
+//   node tests/extension-host/shims_match_pi.mjs <pi-coding-agent package dir> <extension host dir>
 
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const ours = createRequire(import.meta.url)(path.join(here, "../../crates/extensions/src/extensions/host/shims/pi-coding-agent.cjs"));
-const pi = await import(pathToFileURL(path.join(path.resolve(process.argv[2]), "dist/index.js")).href);
+const shims = path.join(here, "../../crates/extensions/src/extensions/host/shims");
+const packageDir = path.resolve(process.argv[2]);
+// The shims load through jiti with typebox aliased, as the host loads them.
+const hostRequire = createRequire(path.join(path.resolve(process.argv[3]), "package.json"));
+const { createJiti } = hostRequire("jiti");
+const jiti = createJiti(import.meta.url, { alias: { typebox: hostRequire.resolve("typebox") }, interopDefault: true });
+// What the host's services give the shims that need no pi-rpc: its packages.
+globalThis[Symbol.for("pi-rpc.extension-host")] = { package: (name) => hostRequire(name) };
+const ours = jiti(path.join(shims, "pi-coding-agent.cjs"));
+const pi = await import(pathToFileURL(path.join(packageDir, "dist/index.js")).href);
 
 const texts = ["", "a", "a\n", "a\nb", "a\nb\n", "a\n\nb\n\n", "abcdef\nxyz", "é\nx", "xx\nhéllo", "line\n".repeat(30), "x".repeat(100)];
 const options = [undefined, {}, { maxLines: 1 }, { maxLines: 2 }, { maxBytes: 1 }, { maxBytes: 4 }, { maxBytes: 5 }, { maxLines: 3, maxBytes: 12 }, { maxBytes: 50 }];
@@ -36,6 +46,64 @@ for (const n of [0, 1, 1023, 1024, 1536, 51200, 1048575, 1048576, 1500000, 5e9])
 for (const name of ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "CONFIG_DIR_NAME", "VERSION"]) check(name, ours[name], pi[name]);
 check("isToolCallEventType", ours.isToolCallEventType("bash", { toolName: "bash" }), pi.isToolCallEventType("bash", { toolName: "bash" }));
 check("isBashToolResult", ours.isBashToolResult({ toolName: "read" }), pi.isBashToolResult({ toolName: "read" }));
+// Every name of pi's modules (pi-ai also gives `Type`, which pi maps in for extensions).
+const ESM = async (dir, file) => import(pathToFileURL(path.join(packageDir, "..", dir, "dist", file)).href);
+const modules = [
+	["pi-coding-agent", ours, pi],
+	["pi-ai", jiti(path.join(shims, "pi-ai.cjs")), await ESM("pi-ai", "index.js")],
+	["pi-ai/compat", jiti(path.join(shims, "pi-ai-compat.cjs")), await ESM("pi-ai", "compat.js")],
+	["pi-ai/models", jiti(path.join(shims, "pi-ai-models.cjs")), await ESM("pi-ai", "models.js")],
+	["pi-agent-core", jiti(path.join(shims, "pi-agent-core.cjs")), await ESM("pi-agent-core", "index.js")],
+];
+for (const [name, mine, theirs] of modules) {
+	const have = new Set(Object.keys(mine));
+	const missing = Object.keys(theirs).filter((k) => !have.has(k));
+	if (missing.length > 0) {
+		failures++;
+		console.error(`${name} lacks: ${missing.join(" ")}`);
+	}
+}
+const aiOurs = jiti(path.join(shims, "pi-ai.cjs"));
+const aiPi = await ESM("pi-ai", "index.js");
+const usage = { input: 1200, output: 300, cacheRead: 50, cacheWrite: 20, totalTokens: 1570, cost: {} };
+const model = { cost: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 } };
+check("calculateCost", aiOurs.calculateCost(model, structuredClone(usage)), aiPi.calculateCost(model, structuredClone(usage)));
+for (const level of ["off", "minimal", "high", "xhigh", "max", "bogus"]) {
+	const m = { reasoning: true, thinkingLevelMap: { minimal: null, xhigh: "max" } };
+	check(`clampThinkingLevel(${level})`, aiOurs.clampThinkingLevel(m, level), aiPi.clampThinkingLevel(m, level));
+}
+for (const text of ['{"a": 1', '{"a": "x\ny"}', '{"a": [1, 2', "not json", '{"p": "c:\\d"}', "[1]", ""]) {
+	check(`parseStreamingJson(${JSON.stringify(text)})`, aiOurs.parseStreamingJson(text), aiPi.parseStreamingJson(text));
+	check(`parseToolCallArguments(${JSON.stringify(text)})`, aiOurs.parseToolCallArguments(text), aiPi.parseToolCallArguments(text));
+}
+const transcript = {
+	messages: [
+		{ role: "system", content: "Base.", sections: { a: "<a>1</a>" }, toolsAdded: [{ name: "t1", description: "d", parameters: {} }], timestamp: 1 },
+		{ role: "user", content: "hi", timestamp: 2 },
+		{ role: "system", content: "More.", sections: { a: null, b: "<b/>" }, toolsRemoved: [{ name: "t1" }], toolsAdded: [{ name: "t2", description: "e", parameters: {} }], timestamp: 3 },
+	],
+};
+for (const fn of ["collapseSystemMessages"]) check(fn, aiOurs[fn](transcript), aiPi[fn](transcript));
+for (const fn of ["getCurrentSystemPrompt", "getCurrentTools", "getCurrentSystemMessage", "getDeclaredTools", "hasToolRedefinitions", "hasNonAdditiveToolChanges"]) {
+	check(fn, aiOurs[fn](transcript.messages), aiPi[fn](transcript.messages));
+}
+check("resolveTranscriptTools", aiOurs.resolveTranscriptTools(transcript.messages, "additions"), aiPi.resolveTranscriptTools(transcript.messages, "additions"));
+check("renderSystemMessageUpdate", aiOurs.renderSystemMessageUpdate(transcript.messages[2]), aiPi.renderSystemMessageUpdate(transcript.messages[2]));
+const args = new aiOurs.ToolCallArgumentsStream();
+const argsPi = new aiPi.ToolCallArgumentsStream();
+for (const piece of ['{"pa', 'th": "a', '.txt", "n": 4', "}"]) check(`ToolCallArgumentsStream.append(${piece})`, args.append(piece), argsPi.append(piece));
+check("ToolCallArgumentsStream.finish", args.finish(), argsPi.finish());
+for (const [o, l] of [[undefined, undefined], [5, undefined], [5, 3], ["7", "2"], [null, 4], ["x", 2]]) {
+	check(`formatReadLineRange(${o}, ${l})`, ours.formatReadLineRange(o, l), pi.formatReadLineRange(o, l));
+}
+const eventStream = aiOurs.createAssistantMessageEventStream();
+eventStream.push({ type: "start", partial: {} });
+eventStream.push({ type: "done", reason: "stop", message: { role: "assistant", timestamp: Date.now() } });
+const seen = [];
+for await (const e of eventStream) seen.push(e.type);
+check("AssistantMessageEventStream events", seen, ["start", "done"]);
+check("AssistantMessageEventStream result", typeof (await eventStream.result()).durationMs, "number");
+
 if (failures > 0) {
 	console.error(`${failures} difference(s)`);
 	process.exit(1);

@@ -65,6 +65,7 @@ impl SessionHost for TestHost {
                 model_scope: Vec::new(),
                 mcp: Default::default(),
                 client: spec.client,
+                session_fence: None,
             };
             let (handle, outputs) = spawn(config).map_err(|e| OpenError::Failed(e.to_string()))?;
             Ok(Opened { handle, outputs })

@@ -8,7 +8,9 @@ use std::sync::atomic::AtomicU8;
 use std::time::Duration;
 
 use clap::Parser;
+use pi_serve::cluster::{Cluster, ClusterOptions};
 use pi_serve::hub::HubOptions;
+use pi_serve::listener::ListenLimits;
 use pi_serve::registry::{Registry, RegistryOptions};
 use pi_serve::server::{Listen, ServeOptions};
 
@@ -37,9 +39,21 @@ pub struct ServeArgs {
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
 
-    /// Most open WebSocket connections.
+    /// Most open connections, counted from the accept on (WebSockets and connections not yet upgraded).
     #[arg(long, value_name = "N", default_value_t = 4096)]
     pub max_connections: usize,
+
+    /// The listen backlog (capped by the kernel's net.core.somaxconn).
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    pub backlog: u32,
+
+    /// Seconds a client may take to send the headers of its request.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub header_timeout: f64,
+
+    /// Seconds from accepting a connection to its WebSocket (or its plain HTTP answer).
+    #[arg(long, value_name = "SECONDS", default_value_t = 15.0)]
+    pub handshake_timeout: f64,
 
     /// Most sessions loaded at once.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
@@ -61,9 +75,21 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
     pub idle_unload: f64,
 
-    /// This worker's name in the lock files of the sessions it owns (default: host:pid).
+    /// This worker's name in the lock files and leases of the sessions it owns (default: host:pid).
     #[arg(long, value_name = "NAME")]
     pub worker_name: Option<String>,
+
+    /// Join a cluster on NATS JetStream: `nats://HOST:PORT` (comma-separated or repeated for several servers).
+    #[arg(long = "cluster", value_name = "URL", value_delimiter = ',')]
+    pub cluster: Vec<String>,
+
+    /// A NATS credentials file (`.creds`) for --cluster.
+    #[arg(long, value_name = "FILE")]
+    pub cluster_credentials: Option<PathBuf>,
+
+    /// Seconds a session's lease outlives its owner's last renewal (--cluster; the bucket keeps the first worker's value).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub lease_ttl: f64,
 
     #[command(flatten)]
     pub agent: Args,
@@ -85,6 +111,10 @@ fn token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
     }
 }
 
+fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(value).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
+}
+
 fn worker_name() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     format!("{}:{}", host.trim(), std::process::id())
@@ -97,15 +127,26 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let listen = Listen::parse(&args.listen).map_err(anyhow::Error::msg)?;
     let template = crate::setup::build_agent_config(&args.agent)?;
+    let owner = args.worker_name.clone().unwrap_or_else(worker_name);
+    let cluster = match args.cluster.is_empty() {
+        true => None,
+        false => Some(
+            Cluster::connect(ClusterOptions {
+                urls: args.cluster.clone(),
+                credentials: args.cluster_credentials.clone(),
+                lease_ttl: seconds("--lease-ttl", args.lease_ttl)?,
+                worker: owner.clone(),
+            })
+            .await
+            .map_err(anyhow::Error::msg)?,
+        ),
+    };
     let options = RegistryOptions {
         session_dir: template.session_dir.clone(),
-        owner: args.worker_name.clone().unwrap_or_else(worker_name),
+        owner,
         max_sessions: args.max_sessions,
-        hub: HubOptions {
-            replay_events: args.replay_events,
-            idle_unload: Duration::try_from_secs_f64(args.idle_unload)
-                .map_err(|e| anyhow::anyhow!("--idle-unload: {e}"))?,
-        },
+        hub: HubOptions { replay_events: args.replay_events, idle_unload: seconds("--idle-unload", args.idle_unload)? },
+        cluster,
     };
     tracing::info!("pi serve: sessions in {}", options.session_dir.display());
     let registry = Registry::new(template, options);
@@ -116,6 +157,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_connections: args.max_connections,
         max_message_bytes: args.max_message_bytes,
         queue_messages: args.queue_messages.max(args.replay_events + 256),
+        limits: ListenLimits {
+            backlog: args.backlog.max(1),
+            header_timeout: seconds("--header-timeout", args.header_timeout)?,
+            handshake_timeout: seconds("--handshake-timeout", args.handshake_timeout)?,
+        },
     };
     let stop = crate::dialect::termination(Arc::new(AtomicU8::new(0)));
     pi_serve::server::run(registry, serve, |address| crate::say(&address), stop).await?;

@@ -60,6 +60,7 @@ impl SessionHost for RegistryHost {
                         config.mcp.config.servers.extend(spec.mcp_servers);
                         config.client = spec.client;
                     })
+                    .await
                     .map_err(open_error)?,
                 SessionStart::Load { session_id } => registry.open(&session_id).await.map_err(open_error)?,
             };

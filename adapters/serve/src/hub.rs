@@ -16,13 +16,13 @@ use std::time::Duration;
 use pi_core::agent::{AgentHandle, Output};
 use pi_core::error::CoreError;
 use pi_core::event::AgentEvent;
-use pi_core::op::{Attachment, Op, Reply, RequestTag};
+use pi_core::op::{Attachment, Forked, Op, Reply, RequestTag, Switched};
 use pi_transport::Delivered;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::lock::OwnerLock;
+use crate::ownership::Ownership;
 use crate::registry::Registry;
 use crate::replay::{Numbered, ReplayBuffer};
 
@@ -81,6 +81,21 @@ pub struct ConnHandle {
     pub id: ConnId,
     pub queue: mpsc::Sender<Queued>,
     pub kick: Kick,
+}
+
+/// A connection that left a session, as that session's pump keeps it: a
+/// weak sender (it does not keep the connection's output open).
+#[derive(Debug)]
+struct Departed {
+    id: ConnId,
+    queue: mpsc::WeakSender<Queued>,
+    kick: Kick,
+}
+
+impl Departed {
+    fn handle(&self) -> Option<ConnHandle> {
+        Some(ConnHandle { id: self.id, queue: self.queue.upgrade()?, kick: self.kick.clone() })
+    }
 }
 
 /// The session ended (or is unloading): attach elsewhere.
@@ -162,7 +177,18 @@ impl Hub {
 
 /// What the hub's own requests are for.
 enum Internal {
-    Attach { conn: ConnHandle, tag: Option<RequestTag>, after_seq: Option<u64>, done: oneshot::Sender<bool> },
+    Attach {
+        conn: ConnHandle,
+        tag: Option<RequestTag>,
+        after_seq: Option<u64>,
+        done: oneshot::Sender<bool>,
+    },
+    /// Detach once the actor's earlier output has been routed (the answers
+    /// it owes the connection for requests sent before are delivered first).
+    Detach {
+        conn: ConnId,
+        done: oneshot::Sender<()>,
+    },
     Unload,
     Identity,
 }
@@ -180,6 +206,9 @@ struct Pump {
     options: HubOptions,
     buffer: ReplayBuffer,
     conns: Vec<ConnHandle>,
+    /// Connections that left this session (switched to another) but may
+    /// still be owed answers: replies only, without keeping them open.
+    departed: Vec<Departed>,
     /// Dialogs and requests to the client (approvals…) asked in this load: id, seq, the event.
     dialogs: Vec<(String, Numbered)>,
     internal: std::collections::HashMap<RequestTag, Internal>,
@@ -187,7 +216,7 @@ struct Pump {
     unloading: bool,
     alone_since: Instant,
     session_file: Option<String>,
-    lock: Option<OwnerLock>,
+    lock: Option<Ownership>,
 }
 
 /// Start the pump of a freshly spawned actor; returns the hub.
@@ -197,7 +226,7 @@ pub fn start(
     session_file: Option<String>,
     agent: AgentHandle,
     outputs: mpsc::Receiver<Output>,
-    lock: OwnerLock,
+    lock: Ownership,
     options: HubOptions,
 ) -> Arc<Hub> {
     let (control_tx, control_rx) = mpsc::channel(64);
@@ -214,6 +243,7 @@ pub fn start(
         buffer: ReplayBuffer::new(options.replay_events),
         options,
         conns: Vec::new(),
+        departed: Vec::new(),
         dialogs: Vec::new(),
         internal: Default::default(),
         next_internal: 1,
@@ -270,11 +300,11 @@ impl Pump {
                 self.ask(Internal::Attach { conn, tag, after_seq, done }, Op::PendingRequests);
             }
             Control::Detach { conn, done } => {
-                self.conns.retain(|c| c.id != conn);
-                if self.conns.is_empty() {
-                    self.alone_since = Instant::now();
+                if self.conns.iter().any(|c| c.id == conn) {
+                    self.ask(Internal::Detach { conn, done }, Op::PendingRequests);
+                } else {
+                    let _ = done.send(());
                 }
-                let _ = done.send(());
             }
         }
     }
@@ -302,7 +332,11 @@ impl Pump {
             }
             Output::Reply { tag, result } => {
                 let (conn, local) = split_tag(tag);
-                if matches!(result, Ok(Reply::Fork { cancelled: false, .. } | Reply::Switched { cancelled: false })) {
+                if matches!(
+                    result,
+                    Ok(Reply::Fork(Forked { cancelled: false, .. })
+                        | Reply::Switched(Switched { cancelled: false, .. }))
+                ) {
                     // The actor now holds another session (fork, clone).
                     self.ask(Internal::Identity, Op::GetState);
                 }
@@ -310,13 +344,27 @@ impl Pump {
                     self.internal_reply(tag, result);
                     return;
                 }
+                let reply = Output::Reply { tag: local, result };
                 if let Some(handle) = self.conns.iter().find(|c| c.id == conn) {
-                    let reply = Output::Reply { tag: local, result };
                     if !deliver_output(handle, reply, None) {
                         self.drop_conns(&[conn]);
                     }
+                } else if let Some(handle) = self.departed.iter().find(|d| d.id == conn).and_then(Departed::handle) {
+                    // An answer owed to a connection now attached elsewhere.
+                    deliver_output(&handle, reply, None);
                 }
             }
+        }
+    }
+
+    fn detach(&mut self, conn: ConnId) {
+        self.departed.retain(|d| d.id != conn && d.queue.strong_count() > 0);
+        if let Some(at) = self.conns.iter().position(|c| c.id == conn) {
+            let handle = self.conns.remove(at);
+            self.departed.push(Departed { id: handle.id, queue: handle.queue.downgrade(), kick: handle.kick });
+        }
+        if self.conns.is_empty() {
+            self.alone_since = Instant::now();
         }
     }
 
@@ -338,6 +386,10 @@ impl Pump {
             }
             (Some(Internal::Attach { done, .. }), _) => {
                 let _ = done.send(false);
+            }
+            (Some(Internal::Detach { conn, done }), _) => {
+                self.detach(conn);
+                let _ = done.send(());
             }
             (Some(Internal::Unload), Ok(_)) => {
                 // The actor stops: its output ends and the pump with it.
@@ -361,9 +413,13 @@ impl Pump {
 
     /// The actor switched to session `new` (fork, clone): take its lock, let go of the old one.
     fn rekey(&mut self, old: &str, new: &str) {
-        match self.registry.lock_for(new) {
-            Ok(lock) => self.lock = Some(lock),
-            Err(e) => tracing::warn!("session {new}: {e}"),
+        match &self.lock {
+            // In a cluster the lease stays the old id's (a fork's new id is not leased).
+            Some(Ownership::Leased(_)) => tracing::warn!("session {new}: a fork under --cluster keeps {old}'s lease"),
+            _ => match self.registry.lock_for(new) {
+                Ok(lock) => self.lock = Some(Ownership::Local(lock)),
+                Err(e) => tracing::warn!("session {new}: {e}"),
+            },
         }
         if let Ok(mut id) = self.hub.id.lock() {
             *id = new.to_string();
@@ -391,7 +447,14 @@ impl Pump {
                 replayed,
                 gap: replay.as_ref().is_some_and(|r| r.gap),
             };
-            ok &= deliver_output(&conn, Output::Reply { tag, result: Ok(Reply::Attached(attachment)) }, None);
+            ok &= deliver_output(
+                &conn,
+                Output::Reply {
+                    tag,
+                    result: Ok(Reply::Switched(Switched { cancelled: false, attached: Some(attachment) })),
+                },
+                None,
+            );
         }
         let resent = |seq: u64| match after_seq {
             Some(after) => seq <= after || !self.buffer.holds(seq),
@@ -405,6 +468,7 @@ impl Pump {
         }
         if ok {
             self.conns.retain(|c| c.id != conn.id);
+            self.departed.retain(|d| d.id != conn.id);
             self.conns.push(conn);
         }
     }
@@ -418,8 +482,10 @@ impl Pump {
             }
         }
         for (_, purpose) in self.internal.drain() {
-            if let Internal::Attach { done, .. } = purpose {
-                let _ = done.send(false);
+            match purpose {
+                Internal::Attach { done, .. } => drop(done.send(false)),
+                Internal::Detach { done, .. } => drop(done.send(())),
+                Internal::Unload | Internal::Identity => {}
             }
         }
         control.close();

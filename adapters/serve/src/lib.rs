@@ -6,12 +6,18 @@
 //! * [`replay`]: sequence numbers and the bounded buffer of a session's latest events.
 //! * [`link`]: a connection's side: attach, switch, forward ops, its bounded queue.
 //! * [`lock`]: one owner per session across workers (an OS file lock).
+//! * [`cluster`]: `--cluster`: leases with fencing on NATS JetStream.
+//! * [`ownership`]: a session's lock or lease, held while it is loaded.
+//! * [`listener`]: the listening socket, the fd limit, connections before they upgrade.
 //! * [`server`]: the HTTP/WebSocket endpoint: `/rpc`, `/healthz`, `/readyz`, auth and limits.
 
 pub mod acp;
+pub mod cluster;
 pub mod hub;
 pub mod link;
+pub mod listener;
 pub mod lock;
+pub mod ownership;
 pub mod registry;
 pub mod replay;
 pub mod server;

@@ -131,7 +131,7 @@ impl Link {
         if let Some(hub) = self.attached.as_ref().filter(|h| !h.is_closing()) {
             return Ok(hub.clone());
         }
-        let hub = self.registry.create(None, None)?;
+        let hub = self.registry.create(None, None).await?;
         self.switch_to(hub.clone(), None, None).await?;
         Ok(hub)
     }
@@ -161,7 +161,7 @@ impl Link {
     async fn handle(&mut self, tag: Option<RequestTag>, op: Op) -> Result<(), CoreError> {
         match op {
             Op::NewSession { parent_session } => {
-                let hub = self.registry.create(None, parent_session)?;
+                let hub = self.registry.create(None, parent_session).await?;
                 self.switch_to(hub, tag, None).await
             }
             Op::SwitchSession { session_path: reference, after_seq } | Op::ResumeSession { reference, after_seq } => {

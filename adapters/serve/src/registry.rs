@@ -14,8 +14,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use pi_core::agent::{AgentConfig, SessionStart};
 use pi_core::error::{CoreError, ErrorKind};
 
+use crate::cluster::Cluster;
+use crate::cluster::lease::Lease;
 use crate::hub::{self, ConnId, Hub, HubOptions};
-use crate::lock::{LockError, OwnerLock, valid_session_id};
+use crate::lock::{OwnerLock, valid_session_id};
+use crate::ownership::{Ownership, lease_error, lock_error};
 
 /// How the registry loads sessions.
 #[derive(Debug, Clone)]
@@ -27,6 +30,8 @@ pub struct RegistryOptions {
     /// Most sessions loaded at once.
     pub max_sessions: usize,
     pub hub: HubOptions,
+    /// `--cluster`: sessions are owned through leases on the bus.
+    pub cluster: Option<Cluster>,
 }
 
 /// The loaded sessions.
@@ -35,13 +40,6 @@ pub struct Registry {
     options: RegistryOptions,
     hubs: Mutex<HashMap<String, Arc<Hub>>>,
     next_conn: AtomicU64,
-}
-
-fn owned_elsewhere(e: LockError) -> CoreError {
-    match e {
-        LockError::OwnedElsewhere { .. } => CoreError::new(ErrorKind::Busy, e.to_string()).with_retryable(true),
-        LockError::Io { .. } => CoreError::internal(e.to_string()),
-    }
 }
 
 impl Registry {
@@ -86,19 +84,30 @@ impl Registry {
         self.hubs().get(id).filter(|h| !h.is_closing()).cloned()
     }
 
-    /// Take the owner lock of session `id`.
-    pub(crate) fn lock_for(&self, id: &str) -> Result<OwnerLock, LockError> {
+    /// Take the owner lock of session `id` (a fork's new id: local only).
+    pub(crate) fn lock_for(&self, id: &str) -> Result<OwnerLock, crate::lock::LockError> {
         OwnerLock::acquire(&self.options.session_dir, id, &self.options.owner)
     }
 
+    /// Become the owner of session `id`: its lock, or in a cluster its lease.
+    async fn take(&self, id: &str) -> Result<Ownership, CoreError> {
+        match &self.options.cluster {
+            None => self.lock_for(id).map(Ownership::Local).map_err(lock_error),
+            Some(cluster) => Lease::acquire(cluster, &self.options.session_dir, id)
+                .await
+                .map(|lease| Ownership::Leased(Box::new(lease)))
+                .map_err(lease_error),
+        }
+    }
+
     /// A new session, with `id` when the client chose one (it must not exist).
-    pub fn create(self: &Arc<Self>, id: Option<String>, parent: Option<String>) -> Result<Arc<Hub>, CoreError> {
-        self.create_with(id, parent, |_| {})
+    pub async fn create(self: &Arc<Self>, id: Option<String>, parent: Option<String>) -> Result<Arc<Hub>, CoreError> {
+        self.create_with(id, parent, |_| {}).await
     }
 
     /// [`Registry::create`], the session's configuration adjusted by
     /// `configure` (an ACP `session/new`: its cwd, MCP servers, client setup).
-    pub fn create_with(
+    pub async fn create_with(
         self: &Arc<Self>,
         id: Option<String>,
         parent: Option<String>,
@@ -109,12 +118,17 @@ impl Registry {
             Some(id) => id,
             None => pi_core::session::new_session_id(),
         };
+        let exists = || CoreError::invalid("sessionId", format!("Session already exists with id '{id}'"));
+        if self.hubs().contains_key(&id) || self.file_of(&id).is_some() {
+            return Err(exists());
+        }
+        let ownership = self.take(&id).await?;
         let mut hubs = self.hubs();
         if hubs.contains_key(&id) || self.file_of(&id).is_some() {
-            return Err(CoreError::invalid("sessionId", format!("Session already exists with id '{id}'")));
+            return Err(exists());
         }
         let start = SessionStart::Fresh { id: String::new(), parent_session: parent };
-        self.load(&mut hubs, id, None, start, configure)
+        self.load(&mut hubs, id.clone(), None, start, configure, ownership)
     }
 
     /// The session `id`: loaded, or loaded from its file. A session being
@@ -124,26 +138,37 @@ impl Registry {
             return Err(invalid_id(id));
         }
         loop {
-            let closing = {
-                let mut hubs = self.hubs();
-                match hubs.get(id) {
-                    Some(hub) if !hub.is_closing() => return Ok(hub.clone()),
-                    Some(hub) => hub.clone(),
-                    None => {
-                        let Some(path) = self.file_of(id) else {
-                            return Err(CoreError::not_found(format!("No session found with id '{id}'")));
-                        };
-                        return self.load(
-                            &mut hubs,
-                            id.to_string(),
-                            Some(path.clone()),
-                            SessionStart::Open(path),
-                            |_| {},
-                        );
-                    }
-                }
+            let closing = match self.hubs().get(id) {
+                Some(hub) if !hub.is_closing() => return Ok(hub.clone()),
+                Some(hub) => Some(hub.clone()),
+                None => None,
             };
-            closing.wait_closed().await;
+            if let Some(closing) = closing {
+                closing.wait_closed().await;
+                continue;
+            }
+            if self.file_of(id).is_none() {
+                return Err(CoreError::not_found(format!("No session found with id '{id}'")));
+            }
+            let ownership = self.take(id).await?;
+            let mut hubs = self.hubs();
+            if hubs.contains_key(id) {
+                // Loaded meanwhile by another connection: ours lets go.
+                drop(ownership);
+                continue;
+            }
+            // Read after the ownership is ours: the previous owner's last writes are in.
+            let Some(path) = self.file_of(id) else {
+                return Err(CoreError::not_found(format!("No session found with id '{id}'")));
+            };
+            return self.load(
+                &mut hubs,
+                id.to_string(),
+                Some(path.clone()),
+                SessionStart::Open(path),
+                |_| {},
+                ownership,
+            );
         }
     }
 
@@ -151,7 +176,7 @@ impl Registry {
     /// `?session=` of a connection).
     pub async fn open_or_create(self: &Arc<Self>, id: &str) -> Result<Arc<Hub>, CoreError> {
         match self.open(id).await {
-            Err(e) if e.kind == ErrorKind::NotFound => match self.create(Some(id.to_string()), None) {
+            Err(e) if e.kind == ErrorKind::NotFound => match self.create(Some(id.to_string()), None).await {
                 // Created meanwhile by another connection.
                 Err(e) if e.kind == ErrorKind::InvalidParams => self.open(id).await,
                 other => other,
@@ -213,6 +238,7 @@ impl Registry {
         file: Option<PathBuf>,
         start: SessionStart,
         configure: impl FnOnce(&mut AgentConfig),
+        ownership: Ownership,
     ) -> Result<Arc<Hub>, CoreError> {
         if hubs.len() >= self.options.max_sessions {
             return Err(CoreError::busy(format!(
@@ -221,8 +247,8 @@ impl Registry {
             ))
             .with_retryable(true));
         }
-        let lock = self.lock_for(&id).map_err(owned_elsewhere)?;
         let mut config = self.template.clone();
+        config.session_fence = ownership.fence();
         config.session = match start {
             SessionStart::Fresh { parent_session, .. } => SessionStart::Fresh { id: id.clone(), parent_session },
             other => other,
@@ -231,7 +257,7 @@ impl Registry {
         configure(&mut config);
         let (agent, outputs) = pi_core::agent::spawn(config)?;
         let file = file.map(|p| p.display().to_string());
-        let hub = hub::start(self.clone(), id.clone(), file, agent, outputs, lock, self.options.hub.clone());
+        let hub = hub::start(self.clone(), id.clone(), file, agent, outputs, ownership, self.options.hub.clone());
         hubs.insert(id.clone(), hub.clone());
         tracing::debug!("session {id}: loaded ({} loaded)", hubs.len());
         Ok(hub)

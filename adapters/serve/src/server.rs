@@ -7,17 +7,18 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ws::{WebSocket, WebSocketUpgrade};
-use axum::extract::{Query, State};
+use axum::extract::{Extension, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::listener::{Admitted, Counter, ListenLimits};
 use crate::registry::Registry;
 
 /// Where the server listens.
@@ -62,6 +63,8 @@ pub struct ServeOptions {
     pub max_message_bytes: usize,
     /// Messages queued for a connection before it counts as not reading.
     pub queue_messages: usize,
+    /// Backlog, header-read timeout, handshake deadline.
+    pub limits: ListenLimits,
 }
 
 impl ServeOptions {
@@ -83,17 +86,9 @@ impl ServeOptions {
 struct Shared {
     registry: Arc<Registry>,
     options: ServeOptions,
-    connections: AtomicUsize,
+    /// Every open connection, from its accept on (upgraded or not).
+    connections: Arc<Counter>,
     stopping: CancellationToken,
-}
-
-/// Counts an open connection until dropped.
-struct Admitted(Arc<Shared>);
-
-impl Drop for Admitted {
-    fn drop(&mut self) {
-        self.0.connections.fetch_sub(1, Ordering::SeqCst);
-    }
 }
 
 /// The query of `/rpc`.
@@ -133,6 +128,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 
 async fn rpc(
     State(shared): State<Arc<Shared>>,
+    Extension(admitted): Extension<Arc<Admitted>>,
     Query(query): Query<Connect>,
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
@@ -166,18 +162,17 @@ async fn rpc(
             return refuse(StatusCode::BAD_REQUEST, format!("unknown protocol '{other}' (auto, jsonl or jsonrpc)"));
         }
     };
-    let open = shared.connections.fetch_add(1, Ordering::SeqCst);
-    let admitted = Admitted(shared.clone());
-    if open >= shared.options.max_connections {
+    // This connection is counted since its accept.
+    let open = shared.connections.open();
+    if open > shared.options.max_connections {
         return refuse(
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("connection limit reached: {open} connections are open (--max-connections)"),
+            format!("connection limit reached: {} connections are open (--max-connections)", open - 1),
         );
     }
     let attach = query.session.map(|id| (id, query.after_seq));
     let limit = shared.options.max_message_bytes;
     upgrade.max_message_size(limit).max_frame_size(limit).on_upgrade(move |socket: WebSocket| async move {
-        let shared = admitted.0.clone();
         crate::socket::serve_socket(
             socket,
             shared.registry.clone(),
@@ -204,7 +199,7 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
-    let connections = shared.connections.load(Ordering::SeqCst);
+    let connections = shared.connections.open();
     let sessions = shared.registry.len();
     let ready = !shared.stopping.is_cancelled() && connections < shared.options.max_connections;
     let body = serde_json::json!({"ready": ready, "connections": connections, "sessions": sessions}).to_string();
@@ -212,9 +207,13 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
+/// How long stopping waits for open WebSockets to close before the sessions end.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+
 /// Serve until `stop` resolves: `bound` is told the address (a `ws://…/rpc`
 /// URL or `unix:PATH`) once listening. On stop, new connections are
-/// refused, open ones are closed, and every session is ended and flushed.
+/// refused, connections not yet upgraded are dropped, open WebSockets are
+/// closed (waiting at most [`CLOSE_WAIT`]), and every session is ended and flushed.
 pub async fn run(
     registry: Arc<Registry>,
     options: ServeOptions,
@@ -225,11 +224,13 @@ pub async fn run(
     if options.token.is_none() {
         tracing::warn!("pi serve: no token (--token-file or PI_SERVE_TOKEN): anyone on this machine can connect");
     }
+    log_capacity(options.max_connections);
     let stopping = CancellationToken::new();
+    let connections = Arc::new(Counter::default());
     let shared = Arc::new(Shared {
         registry: registry.clone(),
         options: options.clone(),
-        connections: AtomicUsize::new(0),
+        connections: connections.clone(),
         stopping: stopping.clone(),
     });
     let app = Router::new()
@@ -237,33 +238,56 @@ pub async fn run(
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .with_state(shared);
-    let graceful = {
-        let stopping = stopping.clone();
-        async move {
-            stop.await;
-            tracing::info!("pi serve: stopping");
-            stopping.cancel();
-        }
-    };
-    match &options.listen {
+    let limits = options.limits;
+    let (max, token) = (options.max_connections, stopping.clone());
+    let accepting = match &options.listen {
         Listen::Tcp(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr).await?;
+            let listener = crate::listener::bind_tcp(*addr, limits.backlog)?;
             bound(format!("ws://{}/rpc", listener.local_addr()?));
-            axum::serve(listener, app).with_graceful_shutdown(graceful).await?;
+            tokio::spawn(crate::listener::accept_loop(listener, app, connections.clone(), max, limits, token))
         }
         Listen::Unix(path) => {
-            if std::fs::symlink_metadata(path).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()))
-            {
-                let _ = std::fs::remove_file(path);
-            }
-            let listener = tokio::net::UnixListener::bind(path)?;
+            let listener = crate::listener::bind_unix(path, limits.backlog)?;
             bound(format!("unix:{}", path.display()));
-            axum::serve(listener, app).with_graceful_shutdown(graceful).await?;
-            let _ = std::fs::remove_file(path);
+            tokio::spawn(crate::listener::accept_loop(listener, app, connections.clone(), max, limits, token))
         }
+    };
+    stop.await;
+    tracing::info!("pi serve: stopping");
+    stopping.cancel();
+    let _ = accepting.await;
+    if let Listen::Unix(path) = &options.listen {
+        let _ = std::fs::remove_file(path);
+    }
+    let deadline = tokio::time::Instant::now() + CLOSE_WAIT;
+    while connections.open() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if connections.open() > 0 {
+        tracing::warn!("pi serve: {} connections did not close in {CLOSE_WAIT:?}; stopping anyway", connections.open());
     }
     registry.shut_down().await;
     Ok(())
+}
+
+/// Raise the open-file limit and say how many connections it leaves room for.
+fn log_capacity(max_connections: usize) {
+    let Some((before, now, hard)) = crate::listener::raise_open_file_limit() else { return };
+    let room = crate::listener::capacity(now);
+    if now > before {
+        tracing::info!(
+            "pi serve: open-file limit raised from {before} to {now}: room for about {room} connections with their sessions"
+        );
+    } else {
+        tracing::info!(
+            "pi serve: open-file limit {now} (hard {hard}): room for about {room} connections with their sessions"
+        );
+    }
+    if (max_connections as u64) > room {
+        tracing::warn!(
+            "pi serve: --max-connections {max_connections} is above what the open-file limit {now} allows (about {room}); raise the hard limit (ulimit -Hn, LimitNOFILE=)"
+        );
+    }
 }
 
 #[cfg(test)]
@@ -290,6 +314,7 @@ mod tests {
             max_connections: 1,
             max_message_bytes: 1,
             queue_messages: 1,
+            limits: ListenLimits::default(),
         };
         assert!(options.check().unwrap_err().contains("without a token"));
         options.token = Some("t".into());

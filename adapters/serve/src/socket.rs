@@ -3,8 +3,15 @@
 //! takes one message per frame, and the dialect is detected from the first
 //! message exactly as on stdio.
 //!
+//! `?session=ID[&afterSeq=N]` attaches at connect time and is answered at
+//! once, as the dialect answers `switch_session`/`resumeSession` (native: a
+//! response without id; JSON-RPC: a response with a `null` id); such a
+//! connection speaks `?protocol=` or else the native dialect, since nothing
+//! has been read to detect one from.
+//!
 //! How it ends: the client closes (its sessions go on); a message over the
-//! size limit (close 1009 with the sizes); the session it was attached to
+//! size limit (close 1009 with the sizes); a text frame that is not UTF-8
+//! (an error reply, then close 1007); the session it was attached to
 //! ended (close 1000 with the reason); the client stopped reading (dropped,
 //! the reason logged); the server stops (close 1001).
 
@@ -14,22 +21,27 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use pi_transport::detect::{Detected, detect};
-use pi_transport::{FrameError, MessageSink, Preread, Record, RecordSource, serve};
+use pi_transport::{FrameError, MessageSink, Preread, Record, RecordSource, serve_in_order};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::hub::Kick;
 use crate::registry::Registry;
 
-type Slot = Arc<Mutex<Option<String>>>;
+/// Why the input ended early: the close code and its reason.
+type Slot = Arc<Mutex<Option<(u16, String)>>>;
 
 struct WsSource {
     stream: SplitStream<WebSocket>,
-    /// Set when a message over the limit ended the input.
+    /// Set when a message over the limit or a bad text frame ended the input.
     too_big: Slot,
 }
 
 impl RecordSource for WsSource {
     async fn next(&mut self) -> std::io::Result<Option<Record>> {
+        if self.too_big.lock().is_ok_and(|s| s.is_some()) {
+            return Ok(None);
+        }
         loop {
             return match self.stream.next().await {
                 None | Some(Ok(Message::Close(_))) => Ok(None),
@@ -38,12 +50,15 @@ impl RecordSource for WsSource {
                     "binary WebSocket frames are not accepted: send each message as a text frame".into(),
                 )))),
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
-                Some(Err(e)) => match too_long(e) {
-                    Ok(detail) => {
+                Some(Err(e)) => match ended_by(e) {
+                    Ok((code, detail)) => {
+                        let record = (code == close_code::INVALID).then(|| Err(FrameError::Header(detail.clone())));
                         if let Ok(mut slot) = self.too_big.lock() {
-                            *slot = Some(detail);
+                            *slot = Some((code, detail));
                         }
-                        Ok(None)
+                        // A bad text frame is answered like a bad line on stdio, then the input ends
+                        // (the WebSocket cannot be read past it).
+                        Ok(record)
                     }
                     Err(e) => Err(std::io::Error::other(e)),
                 },
@@ -52,12 +67,16 @@ impl RecordSource for WsSource {
     }
 }
 
-/// The sentence for a message over the limit, or the error as it was.
-fn too_long(e: axum::Error) -> Result<String, String> {
+/// The close code and sentence for a message over the limit or a text
+/// frame that is not UTF-8, or the error as it was.
+fn ended_by(e: axum::Error) -> Result<(u16, String), String> {
     let inner = e.into_inner();
     match inner.downcast_ref::<tungstenite::Error>() {
         Some(tungstenite::Error::Capacity(tungstenite::error::CapacityError::MessageTooLong { size, max_size })) => {
-            Ok(format!("message of {size} bytes exceeds the {max_size}-byte limit"))
+            Ok((close_code::SIZE, format!("message of {size} bytes exceeds the {max_size}-byte limit")))
+        }
+        Some(tungstenite::Error::Utf8(detail)) => {
+            Ok((close_code::INVALID, format!("a text frame is not valid UTF-8 ({detail})")))
         }
         _ => Err(inner.to_string()),
     }
@@ -99,20 +118,26 @@ pub(crate) async fn serve_socket(
     let sink = WsSink(tokio::sync::Mutex::new(sink));
     let too_big = Slot::default();
     let mut source = WsSource { stream, too_big: too_big.clone() };
-    let kick = Kick::default();
-    let (mut link, outputs, ended) = crate::link::connect(registry.clone(), queue_messages, kick.clone());
-    let conn = link.id();
     let attach_asked = attach.is_some();
-    if let Some((session, after_seq)) = attach
-        && let Err(e) = link.attach_at_start(&session, after_seq).await
-    {
-        tracing::info!("connection {conn}: cannot attach to session {session}: {}", e.message);
-        sink.close(close_code::POLICY, &e.message).await;
-        return;
+    let kick = Kick::default();
+    let (link, outputs, ended) = crate::link::connect(registry.clone(), queue_messages, kick.clone());
+    let conn = link.id();
+    // Held until the connect-time attach below has taken the session.
+    let mut _loaded = None;
+    if let Some((session, _)) = &attach {
+        match registry.open_or_create(session).await {
+            Ok(hub) => _loaded = Some(hub),
+            Err(e) => {
+                tracing::info!("connection {conn}: cannot attach to session {session}: {}", e.message);
+                sink.close(close_code::POLICY, &e.message).await;
+                return;
+            }
+        }
     }
-    let first = match protocol {
-        Some(_) => None,
-        None => tokio::select! {
+    let first = match (protocol, &attach) {
+        (_, Some((session, after_seq))) => Some(Ok(connect_attach(protocol, session, *after_seq))),
+        (Some(_), None) => None,
+        (None, None) => tokio::select! {
             first = source.next() => match first {
                 Ok(Some(record)) => Some(record),
                 _ => return,
@@ -122,6 +147,7 @@ pub(crate) async fn serve_socket(
     };
     let dialect = match (protocol, &first) {
         (Some(forced), _) => forced,
+        (None, _) if attach_asked => Detected::Native,
         (None, Some(record)) => detect(record),
         (None, None) => Detected::Native,
     };
@@ -152,33 +178,126 @@ pub(crate) async fn serve_socket(
         close(&sink, &too_big, None, &stopping).await;
         return;
     }
-    let source = Preread::new(first, source);
-    let stop = stopping.clone().cancelled_owned();
-    let served = async {
-        match dialect {
-            Detected::Native => serve(pi_jsonl::Native, source, &sink, link, outputs, stop).await,
-            Detected::JsonRpc | Detected::JsonRpcHeaders | Detected::Acp => {
-                serve(pi_jsonrpc::JsonRpc::default(), source, &sink, link, outputs, stop).await
+    // A connection attached at connect time without `?protocol=` starts
+    // native; if its first message turns out to be JSON-RPC, it is served
+    // again in JSON-RPC from the same attach (a JSON-RPC client ignores the
+    // native lines sent meanwhile, and gets the answer and replay again).
+    let mut source =
+        Watch { inner: source, pending: None, watching: attach_asked && protocol.is_none(), switched: None };
+    let (mut dialect, mut link, mut outputs, mut ended, mut first) = (dialect, link, outputs, ended, first);
+    loop {
+        let records = Preread::new(first.take(), Borrowed(&mut source));
+        let stop = stopping.clone().cancelled_owned();
+        let served = async {
+            match dialect {
+                Detected::Native => serve_in_order(pi_jsonl::Native, records, &sink, link, outputs, stop).await,
+                Detected::JsonRpc | Detected::JsonRpcHeaders | Detected::Acp => {
+                    serve_in_order(pi_jsonrpc::JsonRpc::default(), records, &sink, link, outputs, stop).await
+                }
+            }
+        };
+        tokio::select! {
+            _ = served => {}
+            reason = kick.kicked() => {
+                tracing::warn!("connection {conn}: disconnected: {reason}");
+                return;
             }
         }
-    };
-    tokio::select! {
-        _ = served => {}
-        reason = kick.kicked() => {
-            tracing::warn!("connection {conn}: disconnected: {reason}");
+        let Some(record) = source.switched.take() else { break };
+        let (Some((session, after_seq)), detected) = (&attach, detect(&record)) else { break };
+        if detected == Detected::Acp {
+            let text = "ACP connections open their sessions with session/new or session/load, not ?session=";
+            sink.close(close_code::POLICY, text).await;
             return;
         }
+        tracing::debug!("connection {conn}: JSON-RPC after a native start; attached again");
+        (link, outputs, ended) = crate::link::connect(registry.clone(), queue_messages, kick.clone());
+        source.pending = Some(record);
+        first = Some(Ok(connect_attach(Some(Detected::JsonRpc), session, *after_seq)));
+        dialect = Detected::JsonRpc;
     }
     let ended = ended.lock().ok().and_then(|s| s.clone());
     close(&sink, &too_big, ended, &stopping).await;
 }
 
+/// The connection's records, watching the first one of a connection that
+/// started native without being asked to: a JSON-RPC (or ACP) record is
+/// kept aside and ends this input, so the connection can start again in its dialect.
+struct Watch {
+    inner: WsSource,
+    /// The record kept aside, read first by the next serve.
+    pending: Option<Record>,
+    watching: bool,
+    switched: Option<Record>,
+}
+
+/// True when a record says it is JSON-RPC (`"jsonrpc"` in it, or in a
+/// batch's first member): junk a native client sent does not switch dialects.
+fn names_jsonrpc(record: &Record) -> bool {
+    let Ok(text) = record else { return false };
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(fields)) => fields.contains_key("jsonrpc"),
+        Ok(Value::Array(items)) => items.first().and_then(Value::as_object).is_some_and(|f| f.contains_key("jsonrpc")),
+        _ => false,
+    }
+}
+
+/// A borrowed [`Watch`] as a record source (the serve loop takes its source by value).
+struct Borrowed<'a>(&'a mut Watch);
+
+impl RecordSource for Borrowed<'_> {
+    async fn next(&mut self) -> std::io::Result<Option<Record>> {
+        let watch = &mut *self.0;
+        if let Some(record) = watch.pending.take() {
+            return Ok(Some(record));
+        }
+        loop {
+            let record = watch.inner.next().await?;
+            if !watch.watching {
+                return Ok(record);
+            }
+            let Some(record) = record else { return Ok(None) };
+            if matches!(&record, Ok(text) if text.trim().is_empty()) {
+                continue;
+            }
+            watch.watching = false;
+            if detect(&record) == Detected::Native || !names_jsonrpc(&record) {
+                return Ok(Some(record));
+            }
+            watch.switched = Some(record);
+            return Ok(None);
+        }
+    }
+}
+
+/// The record a connect-time attach is served as: the dialect's own
+/// re-attach request (native `switch_session` without id, JSON-RPC
+/// `resumeSession` with a `null` id), so its answer is that request's.
+fn connect_attach(protocol: Option<Detected>, session: &str, after_seq: Option<u64>) -> String {
+    let mut value = match protocol {
+        Some(Detected::JsonRpc | Detected::JsonRpcHeaders) => serde_json::json!({
+            "jsonrpc": "2.0", "id": null, "method": "resumeSession", "params": {"sessionId": session},
+        }),
+        _ => serde_json::json!({"type": "switch_session", "sessionPath": session}),
+    };
+    if let Some(after) = after_seq {
+        let target = match value.get_mut("params") {
+            Some(params) => params,
+            None => &mut value,
+        };
+        if let Value::Object(fields) = target {
+            fields.insert("afterSeq".into(), after.into());
+        }
+    }
+    value.to_string()
+}
+
 /// Close the socket with the reason its serving ended.
 async fn close(sink: &WsSink, too_big: &Slot, ended: Option<String>, stopping: &CancellationToken) {
     let too_big = too_big.lock().ok().and_then(|s| s.clone());
-    if let Some(detail) = too_big {
+    if let Some((code, detail)) = too_big {
         tracing::info!("connection closed: {detail}");
-        sink.close(close_code::SIZE, &detail).await;
+        sink.close(code, &detail).await;
     } else if let Some(reason) = ended {
         sink.close(close_code::NORMAL, &reason).await;
     } else if stopping.is_cancelled() {

@@ -50,12 +50,14 @@ fn registry_with(dir: &std::path::Path, faux: FauxProvider) -> Arc<Registry> {
         model_scope: Vec::new(),
         mcp: Default::default(),
         client: Default::default(),
+        session_fence: None,
     };
     let options = RegistryOptions {
         session_dir: dir.join("sessions"),
         owner: "test".into(),
         max_sessions: 8,
         hub: HubOptions { replay_events: 64, idle_unload: Duration::from_secs(3600) },
+        cluster: None,
     };
     Registry::new(template, options)
 }
@@ -95,9 +97,9 @@ fn said(events: &[AgentEvent]) -> String {
 async fn one_connection_addresses_several_sessions_by_id() {
     let dir = tempfile::tempdir().unwrap();
     let registry = registry(dir.path());
-    let a = registry.create(Some("session-a".into()), None).unwrap();
-    let b = registry.create(Some("session-b".into()), None).unwrap();
-    assert_eq!(registry.create(Some("session-a".into()), None).unwrap_err().kind, ErrorKind::InvalidParams);
+    let a = registry.create(Some("session-a".into()), None).await.unwrap();
+    let b = registry.create(Some("session-b".into()), None).await.unwrap();
+    assert_eq!(registry.create(Some("session-a".into()), None).await.unwrap_err().kind, ErrorKind::InvalidParams);
     assert!(Arc::ptr_eq(&registry.get("session-a").unwrap(), &a));
     assert!(Arc::ptr_eq(&registry.open("session-b").await.unwrap(), &b));
     assert_eq!(registry.open("session-c").await.unwrap_err().kind, ErrorKind::NotFound);
@@ -173,6 +175,7 @@ async fn an_open_approval_is_resent_on_attach_and_answered_from_the_new_connecti
             c.active_tools = vec!["write".into()];
             c.client.approval = ApprovalPolicy::ask_before_changes();
         })
+        .await
         .unwrap();
     let kick = Kick::default();
     let first = registry.next_conn_id();

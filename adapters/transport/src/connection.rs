@@ -218,7 +218,14 @@ struct Connection<D: Dialect, K, R> {
     scratch: Vec<Vec<u8>>,
     /// The messages of one reply.
     replies: Vec<Outgoing>,
+    /// With [`serve_in_order`]: immediate answers (errors for unreadable
+    /// messages) by the tag of the barrier they wait for.
+    in_order: Option<std::collections::HashMap<RequestTag, Vec<u8>>>,
+    next_barrier: RequestTag,
 }
+
+/// Tags of the barriers of [`serve_in_order`] start here (above any request's).
+const BARRIER_TAGS: RequestTag = 1 << 31;
 
 impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
     async fn flush(&mut self) {
@@ -258,12 +265,46 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
                         self.dialect.reply_outgoing(pending, result, &mut self.replies);
                         // `flush` sends the events mapped so far, then the reply.
                         self.flush().await;
+                    } else if let Some(message) = self.in_order.as_mut().and_then(|held| held.remove(&tag)) {
+                        self.scratch.push(message);
+                        self.flush().await;
                     }
                 }
             }
             taken += 1;
             next = if taken < OUTPUTS_AT_HAND { self.outputs.try_recv() } else { None };
         }
+        self.flush().await;
+    }
+
+    /// Send an immediate answer; when answers go in order, once the agent
+    /// has answered a barrier submitted now (after every earlier request).
+    async fn send_now<O: OpPort>(&mut self, agent: &mut O, message: Vec<u8>) {
+        if self.in_order.is_some() {
+            let tag = BARRIER_TAGS + self.next_barrier;
+            self.next_barrier += 1;
+            if let Some(held) = &mut self.in_order {
+                held.insert(tag, message);
+            }
+            if self.submit(agent, Some(tag), Op::Barrier).await.is_ok() {
+                return;
+            }
+            match self.in_order.as_mut().and_then(|held| held.remove(&tag)) {
+                Some(message) => self.scratch.push(message),
+                None => return,
+            }
+        } else {
+            self.scratch.push(message);
+        }
+        self.flush().await;
+    }
+
+    /// Send the immediate answers still waiting for their barrier (the output ended).
+    async fn release_held(&mut self) {
+        let Some(held) = &mut self.in_order else { return };
+        let mut waiting: Vec<(RequestTag, Vec<u8>)> = held.drain().collect();
+        waiting.sort_by_key(|(tag, _)| *tag);
+        self.scratch.extend(waiting.into_iter().map(|(_, message)| message));
         self.flush().await;
     }
 
@@ -289,10 +330,7 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
         self.dialect.decode(record, &self.in_flight, &mut actions);
         for action in actions {
             match action {
-                Action::Send(message) => {
-                    self.scratch.push(message);
-                    self.flush().await;
-                }
+                Action::Send(message) => self.send_now(agent, message).await,
                 Action::Submit { op, pending } => {
                     let tag = pending.map(|p| self.in_flight.insert(p));
                     if self.submit(agent, tag, op).await.is_err()
@@ -311,7 +349,43 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
 /// Serve `dialect` until input ends (the agent then finishes what it
 /// accepted) or `stop` resolves (the agent aborts), and the agent's output
 /// has been written. Returns how it ended and whether every message could be sent.
-pub async fn serve<D, S, K, O, R, F>(
+pub async fn serve<D, S, K, O, R, F>(dialect: D, source: S, sink: K, agent: O, outputs: R, stop: F) -> (ServeEnd, bool)
+where
+    D: Dialect,
+    S: RecordSource,
+    K: MessageSink,
+    O: OpPort,
+    R: OutputPort,
+    F: Future<Output = ()>,
+{
+    serve_with(false, dialect, source, sink, agent, outputs, stop).await
+}
+
+/// [`serve`], an error for an unreadable message answered in the agent's
+/// order like any request (after a barrier op), never before the answer to
+/// an earlier request the agent answers at once (`pi serve`, where those
+/// answers come from a shared session and take longer).
+pub async fn serve_in_order<D, S, K, O, R, F>(
+    dialect: D,
+    source: S,
+    sink: K,
+    agent: O,
+    outputs: R,
+    stop: F,
+) -> (ServeEnd, bool)
+where
+    D: Dialect,
+    S: RecordSource,
+    K: MessageSink,
+    O: OpPort,
+    R: OutputPort,
+    F: Future<Output = ()>,
+{
+    serve_with(true, dialect, source, sink, agent, outputs, stop).await
+}
+
+async fn serve_with<D, S, K, O, R, F>(
+    in_order: bool,
     dialect: D,
     mut source: S,
     sink: K,
@@ -335,6 +409,8 @@ where
         output_ok: true,
         scratch: Vec::new(),
         replies: Vec::new(),
+        in_order: in_order.then(Default::default),
+        next_barrier: 0,
     };
     let mut end = ServeEnd::Eof;
     let mut input_open = true;
@@ -364,6 +440,7 @@ where
             },
         }
     }
+    conn.release_held().await;
     conn.dialect.finish(&mut conn.scratch);
     conn.flush().await;
     (end, conn.output_ok)

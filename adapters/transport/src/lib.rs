@@ -24,7 +24,9 @@ pub mod streamed;
 pub mod testing;
 pub mod writer;
 
-pub use connection::{Action, Delivered, Dialect, MessageSink, OpPort, OutputPort, ServeEnd, serve, serve_stream};
+pub use connection::{
+    Action, Delivered, Dialect, MessageSink, OpPort, OutputPort, ServeEnd, serve, serve_in_order, serve_stream,
+};
 pub use framing::{FrameError, FrameReader, Framing, Preread, Record, RecordReader, RecordSource};
 pub use inflight::InFlight;
 pub use outbound::Outbound;

@@ -15,6 +15,6 @@ pub use pi_mcp::{codemode, mcp};
 pub use pi_provider::provider;
 pub use pi_session::{export_html, session};
 pub use pi_tools::{client, tools};
-pub use pi_types::{error, event, message, model, op};
+pub use pi_types::{error, event, login, message, model, op};
 
 pub use pi_types::{AgentEvent, AgentMessage, CoreError, ErrorKind, Model, Op, Reply, RequestTag, ThinkingLevel};

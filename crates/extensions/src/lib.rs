@@ -4,7 +4,7 @@
 //! modules of the layers below are imported under the same names, so a path
 //! reads the same in every crate of the core.
 
-pub(crate) use pi_config::{config, resources};
+pub(crate) use pi_config::{config, resources, system_prompt};
 pub(crate) use pi_tools::tools;
 pub(crate) use pi_types::{event, message, op};
 

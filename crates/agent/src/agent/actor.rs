@@ -93,8 +93,10 @@ impl Agent {
         let session = open_session(&config)?;
         let restored = session.context();
         let session_file = session.file_path().map(|p| p.display().to_string());
+        let temp_outputs = crate::tools::temp_outputs::TempOutputs::new(&config.temp_dir);
         let start = crate::extensions::StartContext {
             cwd: &config.cwd,
+            temp_dir: temp_outputs.dir(),
             session_id: session.session_id(),
             session_file: session_file.as_deref(),
         };
@@ -116,7 +118,7 @@ impl Agent {
             session_dir_explicit: config.session_dir_explicit,
             prompt_options: config.system_prompt,
             persist_settings: config.persist_settings,
-            temp_outputs: crate::tools::temp_outputs::TempOutputs::new(&config.temp_dir),
+            temp_outputs,
             session,
             messages: Arc::new(restored.messages),
             model: faux::faux_model(),
@@ -518,7 +520,7 @@ impl Agent {
             return;
         }
         let user = AgentMessage::user(&message, &images);
-        self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Started })).await;
+        self.reply(tag, Ok(Reply::Prompt(Disposition::Started))).await;
         self.start_run(vec![user]);
     }
 
@@ -535,7 +537,7 @@ impl Agent {
             QueueKind::FollowUp => self.follow_up.push(text, message),
         }
         self.emit_queue_update().await;
-        self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Queued })).await;
+        self.reply(tag, Ok(Reply::Prompt(Disposition::Queued))).await;
     }
 
     pub(super) async fn abort(&mut self, tag: Option<RequestTag>) {
@@ -746,6 +748,12 @@ fn switches_session(op: &Op) -> bool {
 
 /// Split `model:thinking` when the suffix is a thinking level.
 fn open_session(config: &AgentConfig) -> Result<Session, CoreError> {
+    let mut session = open_session_unfenced(config)?;
+    session.set_fence(config.session_fence.clone());
+    Ok(session)
+}
+
+fn open_session_unfenced(config: &AgentConfig) -> Result<Session, CoreError> {
     let session = match &config.session {
         SessionStart::InMemory => Session::in_memory(&config.cwd),
         SessionStart::New => Session::create(&config.session_dir, &config.cwd, None)?,

@@ -71,6 +71,11 @@ impl Agent {
             | ExtRequest::Shutdown
             | ExtRequest::Emit(_)
             | ExtRequest::GetModels) => self.extension_host_request(id, other).await,
+            ExtRequest::Library(p) => {
+                let name = p.get("fn").and_then(Value::as_str).unwrap_or_default();
+                let args = p.get("args").and_then(Value::as_array).cloned().unwrap_or_default();
+                super::extension_library::call(name, &args)
+            }
             ExtRequest::GetCommands => {
                 let commands: Vec<Value> = self
                     .command_list()

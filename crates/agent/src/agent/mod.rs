@@ -22,6 +22,7 @@ mod client_ops;
 mod compacting;
 mod extension_hooks;
 mod extension_host_requests;
+mod extension_library;
 mod extension_requests;
 mod internal;
 mod login_ops;
@@ -108,6 +109,9 @@ pub struct AgentConfig {
     pub mcp: crate::mcp::McpOptions,
     /// What the client offers (files, terminals, its own tools) and the approval policy.
     pub client: crate::client::ClientSetup,
+    /// Entered before each write of the session file (`pi serve --cluster`'s
+    /// fencing epoch: a worker that lost the session cannot write it).
+    pub session_fence: Option<crate::session::SharedFence>,
 }
 
 /// One item of the ordered output stream.

@@ -18,9 +18,18 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-/// The host's npm packages: the TypeScript loader pi itself uses, and the
-/// schema builder pi's extensions import (`typebox`, `@sinclair/typebox`).
-pub const HOST_PACKAGES: &[(&str, &str)] = &[("jiti", "2.7.0"), ("typebox", "1.3.27")];
+/// The host's npm packages: the TypeScript loader pi itself uses, the schema
+/// builder pi's extensions import (`typebox`, `@sinclair/typebox`), pi's own
+/// TUI library (`@earendil-works/pi-tui`, what extensions import for their
+/// components and key names), and the two small parsers pi's helpers use
+/// (YAML front matter, partial JSON of streaming tool arguments).
+pub const HOST_PACKAGES: &[(&str, &str)] = &[
+    ("jiti", "2.7.0"),
+    ("typebox", "1.3.27"),
+    ("@earendil-works/pi-tui", "1.6.0"),
+    ("yaml", "2.9.0"),
+    ("partial-json", "0.1.7"),
+];
 
 /// The oldest Node.js major version the host supports.
 pub const MIN_NODE_MAJOR: u32 = 20;
@@ -35,9 +44,27 @@ const FILES: &[(&str, &str)] = &[
     ("hooks.mjs", include_str!("host/hooks.mjs")),
     ("ui.mjs", include_str!("host/ui.mjs")),
     ("exec.mjs", include_str!("host/exec.mjs")),
-    ("shims/pi-coding-agent.cjs", include_str!("host/shims/pi-coding-agent.cjs")),
-    ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),
+    ("services.mjs", include_str!("host/services.mjs")),
+    ("shims/host-services.cjs", include_str!("host/shims/host-services.cjs")),
+    ("shims/theme.cjs", include_str!("host/shims/theme.cjs")),
     ("shims/pi-tui.cjs", include_str!("host/shims/pi-tui.cjs")),
+    ("shims/pi-coding-agent.cjs", include_str!("host/shims/pi-coding-agent.cjs")),
+    ("shims/coding-agent/text.cjs", include_str!("host/shims/coding-agent/text.cjs")),
+    ("shims/coding-agent/tools.cjs", include_str!("host/shims/coding-agent/tools.cjs")),
+    ("shims/coding-agent/session.cjs", include_str!("host/shims/coding-agent/session.cjs")),
+    ("shims/coding-agent/ui.cjs", include_str!("host/shims/coding-agent/ui.cjs")),
+    ("shims/coding-agent/runtime.cjs", include_str!("host/shims/coding-agent/runtime.cjs")),
+    ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),
+    ("shims/pi-ai-compat.cjs", include_str!("host/shims/pi-ai-compat.cjs")),
+    ("shims/pi-ai-models.cjs", include_str!("host/shims/pi-ai-models.cjs")),
+    ("shims/pi-ai-oauth.cjs", include_str!("host/shims/pi-ai-oauth.cjs")),
+    ("shims/ai/index.cjs", include_str!("host/shims/ai/index.cjs")),
+    ("shims/ai/stream.cjs", include_str!("host/shims/ai/stream.cjs")),
+    ("shims/ai/transcript.cjs", include_str!("host/shims/ai/transcript.cjs")),
+    ("shims/ai/json.cjs", include_str!("host/shims/ai/json.cjs")),
+    ("shims/ai/models.cjs", include_str!("host/shims/ai/models.cjs")),
+    ("shims/ai/calls.cjs", include_str!("host/shims/ai/calls.cjs")),
+    ("shims/ai/misc.cjs", include_str!("host/shims/ai/misc.cjs")),
     ("shims/pi-agent-core.cjs", include_str!("host/shims/pi-agent-core.cjs")),
     ("package.json", "{\"type\": \"module\", \"private\": true}\n"),
 ];
@@ -223,6 +250,27 @@ mod tests {
         assert_eq!(files_hash(), files_hash());
     }
 
+    #[test]
+    fn every_file_of_the_host_is_embedded() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/extensions/host");
+        let mut found = Vec::new();
+        let mut stack = vec![root.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    found.push(path.strip_prefix(&root).unwrap().display().to_string());
+                }
+            }
+        }
+        let embedded: Vec<&str> = FILES.iter().map(|(name, _)| *name).collect();
+        for file in &found {
+            assert!(embedded.contains(&file.as_str()), "{file} is not in FILES");
+        }
+    }
+
     #[tokio::test]
     async fn missing_node_is_named_before_any_install() {
         let dir = tempfile::tempdir().unwrap();
@@ -233,6 +281,6 @@ mod tests {
         };
         let error = Host::prepare(&config).await.unwrap_err();
         assert!(error.contains("Node.js >= 20") && error.contains("PI_RPC_NODE"), "{error}");
-        assert!(config.install_command().ends_with("jiti@2.7.0 typebox@1.3.27"));
+        assert!(config.install_command().contains("jiti@2.7.0 typebox@1.3.27"));
     }
 }

@@ -24,6 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::event::AgentEvent;
 use crate::tools::ToolCallGate;
 
+mod builtin_tools;
 pub mod discovery;
 pub mod hooks;
 pub mod host;
@@ -132,6 +133,8 @@ pub enum ExtRequest {
     Emit(Value),
     /// The models of the registry.
     GetModels,
+    /// `{fn, args}`: one of pi's helper functions, computed by pi-rpc.
+    Library(Value),
 }
 
 impl ExtRequest {
@@ -148,6 +151,7 @@ impl ExtRequest {
             "shutdown" => ExtRequest::Shutdown,
             "emit" => ExtRequest::Emit(params),
             "getModels" => ExtRequest::GetModels,
+            "lib" => ExtRequest::Library(params),
             _ => return None,
         })
     }
@@ -229,6 +233,8 @@ impl Default for Extensions {
 /// Session facts for the `hello` message.
 pub struct StartContext<'a> {
     pub cwd: &'a std::path::Path,
+    /// Where built-in tools run for extensions write their full-output files.
+    pub temp_dir: &'a std::path::Path,
     pub session_id: &'a str,
     pub session_file: Option<&'a str>,
 }
@@ -268,6 +274,7 @@ impl Extensions {
                     quiet: quiet.clone(),
                     host: host.clone(),
                     agent_dir: options.agent_dir.clone(),
+                    temp_dir: ctx.temp_dir.to_path_buf(),
                 };
                 process::spawn(id, path.clone(), &spawn_ctx)
             })

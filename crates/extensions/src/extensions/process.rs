@@ -72,6 +72,10 @@ pub struct Extension {
     /// The first recorded reason to stop it: (event, error).
     death: Mutex<Option<(String, String)>>,
     tool_updates: Mutex<HashMap<String, mpsc::UnboundedSender<ToolUpdate>>>,
+    /// Data the extension streams (`streamData`), by stream name.
+    streams: Mutex<HashMap<String, mpsc::UnboundedSender<Value>>>,
+    /// Where built-in tools run for it write their full-output files.
+    temp_dir: PathBuf,
     /// Open dialogs by the extension's request id (it may dismiss them).
     dialogs: Mutex<HashMap<String, CancellationToken>>,
     stderr_tail: Mutex<VecDeque<String>>,
@@ -96,6 +100,8 @@ pub(super) struct SpawnContext {
     /// The TypeScript extension host (for pi modules), prepared when the first needs it.
     pub host: Option<Arc<super::host::SharedHost>>,
     pub agent_dir: PathBuf,
+    /// Where built-in tools run for extensions write their full-output files.
+    pub temp_dir: PathBuf,
 }
 
 impl Extension {
@@ -233,6 +239,17 @@ impl Extension {
         lock(&self.tool_updates).remove(tool_call_id);
     }
 
+    /// Receive what the extension streams under `name` (`streamData`).
+    pub fn open_stream(&self, name: &str) -> mpsc::UnboundedReceiver<Value> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        lock(&self.streams).insert(name.to_string(), tx);
+        rx
+    }
+
+    pub fn close_stream(&self, name: &str) {
+        lock(&self.streams).remove(name);
+    }
+
     /// Close the extension's input (it should exit); killed after `grace`.
     pub(super) async fn stop(&self, grace: Duration) {
         lock(&self.out).take();
@@ -259,6 +276,8 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
         next_id: AtomicU64::new(0),
         last_activity: Mutex::new(Instant::now()),
         kill: CancellationToken::new(),
+        streams: Mutex::new(HashMap::new()),
+        temp_dir: ctx.temp_dir.clone(),
         exited: CancellationToken::new(),
         death: Mutex::new(None),
         tool_updates: Mutex::new(HashMap::new()),
@@ -504,6 +523,25 @@ async fn handle_message(ext: &Arc<Extension>, message: Incoming) {
                 }
             });
         }
+        Incoming::Request { id, method, params } if is_long_method(&method) => {
+            // Long work that calls back into the extension: served aside, and
+            // withdrawn when the extension cancels it.
+            let ext = ext.clone();
+            let withdrawn = CancellationToken::new();
+            let key = id.as_ref().map(protocol::id_key);
+            if let Some(key) = &key {
+                lock(&ext.dialogs).insert(key.clone(), withdrawn.clone());
+            }
+            tokio::spawn(async move {
+                let outcome = serve_long(&ext, &method, params, withdrawn).await;
+                if let Some(key) = &key {
+                    lock(&ext.dialogs).remove(key);
+                }
+                if let Some(id) = id {
+                    ext.send(&protocol::response(&id, outcome));
+                }
+            });
+        }
         Incoming::Request { id, method, params } => {
             // Served in order: what the extension sent first is emitted first.
             let outcome = handle_request(ext, &method, params).await;
@@ -511,6 +549,23 @@ async fn handle_message(ext: &Arc<Extension>, message: Incoming) {
                 ext.send(&protocol::response(&id, outcome));
             }
         }
+    }
+}
+
+/// Requests served aside from the reading loop (they call back into the extension).
+fn is_long_method(method: &str) -> bool {
+    method == "runBuiltinTool"
+}
+
+async fn serve_long(
+    ext: &Arc<Extension>,
+    method: &str,
+    params: Value,
+    withdrawn: CancellationToken,
+) -> Result<Value, String> {
+    match method {
+        "runBuiltinTool" => Ok(super::builtin_tools::run(ext.clone(), params, ext.temp_dir.clone(), withdrawn).await),
+        other => Err(format!("unknown method: {other}")),
     }
 }
 
@@ -542,6 +597,15 @@ async fn handle_request(ext: &Arc<Extension>, method: &str, params: Value) -> Re
             }
             return Ok(Value::Null);
         }
+        "streamData" => {
+            let name = params.get("stream").and_then(Value::as_str).unwrap_or_default();
+            let tx = lock(&ext.streams).get(name).cloned();
+            if let Some(tx) = tx {
+                let _ = tx.send(params.get("data").cloned().unwrap_or(Value::Null));
+            }
+            return Ok(Value::Null);
+        }
+        "builtinTools" => return Ok(super::builtin_tools::specs()),
         "sendUserMessage" => ExtRequest::SendUserMessage(params),
         "sendMessage" => ExtRequest::SendMessage(params),
         "appendEntry" => ExtRequest::AppendEntry(params),
@@ -603,6 +667,7 @@ async fn finish(ext: Arc<Extension>, status: Option<std::process::ExitStatus>) {
     *lock(&ext.death) = Some((event.clone(), error.clone()));
     ext.ui.drop_owner(ext.id);
     lock(&ext.tool_updates).clear();
+    lock(&ext.streams).clear();
     // The death is queued for the actor before any waiting caller learns of
     // it, so its `extension_error` precedes what the callers do next.
     if !ext.quiet.load(Ordering::SeqCst) {

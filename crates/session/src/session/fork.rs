@@ -78,6 +78,7 @@ impl Session {
             file,
             session_dir: from.session_dir.clone(),
             flushed: false,
+            fence: None,
         };
         session.rebuild_index();
         session

@@ -52,6 +52,8 @@ pub struct Session {
     pub(crate) session_dir: Option<PathBuf>,
     /// The file exists and holds every entry.
     pub(crate) flushed: bool,
+    /// Entered before each write of the file (a cluster's fencing; none alone).
+    pub(crate) fence: Option<super::SharedFence>,
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -138,6 +140,7 @@ impl Session {
             file,
             session_dir,
             flushed: false,
+            fence: None,
         }
     }
 
@@ -294,9 +297,21 @@ impl Session {
         self.records.iter().any(|r| matches!(message_role(&r.entry), Some("user" | "assistant")))
     }
 
+    /// From now on every write of the file first enters `fence` (a cluster
+    /// worker's fencing epoch): a refused write fails.
+    pub fn set_fence(&mut self, fence: Option<super::SharedFence>) {
+        self.fence = fence;
+    }
+
     /// Write what the file needs after `records` gained its last element.
     fn persist_last(&mut self) -> Result<(), SessionError> {
         let Some(path) = self.file.clone() else { return Ok(()) };
+        let _fenced = match &self.fence {
+            Some(fence) => Some(fence.enter().map_err(|refused| {
+                SessionError::io(&path, std::io::Error::new(std::io::ErrorKind::PermissionDenied, refused))
+            })?),
+            None => None,
+        };
         if !self.flushed {
             if !self.has_conversation() {
                 return Ok(());

@@ -397,9 +397,10 @@ impl Tool for BashTool {
             last_update: None,
             timer: None,
         };
-        let result = match resolve_timeout(timeout) {
-            Ok(limit) => exec(&command, &ctx.cwd, &ctx.env, &ctx.cancel, limit, &mut sink).await,
-            Err(message) => Err(ExecError::Failed(message)),
+        let result = match (resolve_timeout(timeout), ctx.operations.clone()) {
+            (Ok(_), Some(ops)) => exec_through(ops.as_ref(), &command, &ctx, timeout, &mut sink).await,
+            (Ok(limit), None) => exec(&command, &ctx.cwd, &ctx.env, &ctx.cancel, limit, &mut sink).await.map(Some),
+            (Err(message), _) => Err(ExecError::Failed(message)),
         };
         sink.acc.finish();
         sink.timer = None;
@@ -407,7 +408,11 @@ impl Tool for BashTool {
         let snap = sink.acc.snapshot(true);
         sink.acc.close_temp_file();
         let exit_code = match result {
-            Ok(code) => code,
+            Ok(Some(code)) => code,
+            Ok(None) => {
+                let (text, _) = format_output(&snap, &sink.acc, "(no output)");
+                return ToolOutput::error(append_status(&text, "Command terminated without an exit code"));
+            }
             Err(ExecError::Failed(message)) => return ToolOutput::error(message),
             Err(ExecError::Aborted) => {
                 let (text, _) = format_output(&snap, &sink.acc, "");
@@ -447,6 +452,26 @@ impl Tool for BashTool {
             structured_content: Some(Value::Object(structured)),
             terminate: false,
         }
+    }
+}
+
+/// Run the command through an extension's `exec` operation (pi's
+/// `BashOperations`), with pi's reading of its failures: `aborted`, and
+/// `timeout:<seconds>`.
+async fn exec_through(
+    ops: &dyn super::operations::ToolOperations,
+    command: &str,
+    ctx: &ToolContext,
+    timeout: Option<f64>,
+    sink: &mut (dyn ExecSink + '_),
+) -> Result<Option<i32>, ExecError> {
+    use super::operations::OperationError;
+    match ops.exec(command, &ctx.cwd, &ctx.env, timeout, sink, &ctx.cancel).await {
+        Ok(code) => Ok(code.map(|c| i32::try_from(c).unwrap_or(i32::MAX))),
+        Err(OperationError::Aborted) => Err(ExecError::Aborted),
+        Err(OperationError::Failed(m)) if m == "aborted" => Err(ExecError::Aborted),
+        Err(OperationError::Failed(m)) if m.starts_with("timeout:") => Err(ExecError::Timeout { shell_exit: None }),
+        Err(OperationError::Failed(m)) => Err(ExecError::Failed(m)),
     }
 }
 

@@ -128,9 +128,26 @@ impl Tool for EditTool {
         if ctx.cancel.is_cancelled() {
             return aborted();
         }
-        let bytes = match ctx.client_reads() {
+        let ops = ctx.ops();
+        let bytes = match (&ops, ctx.client_reads()) {
+            // An extension's operations (pi's `EditOperations`).
+            (Some(ops), _) => {
+                if let Err(e) = ops.access(&absolute).await {
+                    if ctx.cancel.is_cancelled() {
+                        return aborted();
+                    }
+                    return ToolOutput::error(format!("Could not edit file: {path}. {}.", e.message()));
+                }
+                if ctx.cancel.is_cancelled() {
+                    return aborted();
+                }
+                match ops.read_file(&absolute).await {
+                    Ok(b) => b,
+                    Err(e) => return ToolOutput::error(e.message()),
+                }
+            }
             // The editor's text, unsaved changes included.
-            Some(client) => match client.read_text_file(absolute.clone(), &ctx.cancel).await {
+            (None, Some(client)) => match client.read_text_file(absolute.clone(), &ctx.cancel).await {
                 Ok(text) => text.into_bytes(),
                 Err(crate::client::ClientFailure::Cancelled) => return aborted(),
                 Err(e) => {
@@ -139,7 +156,7 @@ impl Tool for EditTool {
                     ));
                 }
             },
-            None => {
+            (None, None) => {
                 if let Err(errno) = access(&absolute, AccessFlags::R_OK | AccessFlags::W_OK) {
                     if ctx.cancel.is_cancelled() {
                         return aborted();
@@ -171,13 +188,20 @@ impl Tool for EditTool {
         } else {
             apply_to_original(content, &applied.replacements)
         };
-        match ctx.client_writes() {
-            Some(client) => match client.write_text_file(absolute.clone(), format!("{bom}{body}"), &ctx.cancel).await {
-                Ok(()) => {}
-                Err(crate::client::ClientFailure::Cancelled) => return aborted(),
-                Err(e) => return ToolOutput::error(format!("Could not write {path} through the client: {e}")),
-            },
-            None => {
+        match (&ops, ctx.client_writes()) {
+            (Some(ops), _) => {
+                if let Err(e) = ops.write_file(&absolute, &format!("{bom}{body}")).await {
+                    return ToolOutput::error(e.message());
+                }
+            }
+            (None, Some(client)) => {
+                match client.write_text_file(absolute.clone(), format!("{bom}{body}"), &ctx.cancel).await {
+                    Ok(()) => {}
+                    Err(crate::client::ClientFailure::Cancelled) => return aborted(),
+                    Err(e) => return ToolOutput::error(format!("Could not write {path} through the client: {e}")),
+                }
+            }
+            (None, None) => {
                 if let Err(e) = tokio::fs::write(&absolute, format!("{bom}{body}")).await {
                     return ToolOutput::error(node_fs_error(&e, "open", Some(&absolute)));
                 }

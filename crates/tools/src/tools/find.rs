@@ -13,6 +13,7 @@ use ignore::overrides::OverrideBuilder;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::operations::Ops;
 use super::path::resolve_to_cwd;
 use super::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
 use super::validate::coerce;
@@ -165,6 +166,67 @@ fn format_found(found: Found, limit: usize) -> ToolOutput {
     out
 }
 
+/// `find` through an extension's `glob` operation (pi's `FindOperations`):
+/// one result past the limit tells "exactly N" from "more than N".
+async fn find_through(ops: &Ops<'_>, root: &Path, pattern: &str, limit: usize) -> ToolOutput {
+    match ops.exists(root).await {
+        Ok(true) => {}
+        Ok(false) => return ToolOutput::error(format!("Path not found: {}", root.display())),
+        Err(e) => return ToolOutput::error(e.message()),
+    }
+    let ignore = ["**/node_modules/**", "**/.git/**"];
+    let results = match ops.glob(pattern, root, &ignore, limit + 1).await {
+        Ok(r) => r,
+        Err(e) => return ToolOutput::error(e.message()),
+    };
+    if ops.cancel.is_cancelled() {
+        return ToolOutput::error("Operation aborted");
+    }
+    if results.is_empty() {
+        return ToolOutput::text("No files found matching pattern");
+    }
+    let limit_reached = results.len() > limit;
+    let shown: Vec<String> = results.iter().take(limit).map(|p| relative_to(p, root)).collect();
+    let t = truncate_head(&shown.join("\n"), Limits::bytes_only());
+    let mut output = t.content.clone();
+    let mut details = Map::new();
+    let mut notices = Vec::new();
+    if limit_reached {
+        notices.push(format!("{limit} results limit reached"));
+        details.insert("resultLimitReached".into(), json!(limit));
+    }
+    if t.truncated {
+        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
+        details.insert("truncation".into(), t.to_value());
+    }
+    if !notices.is_empty() {
+        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
+    }
+    let mut out = ToolOutput::text(output);
+    if !details.is_empty() {
+        out.details = Some(Value::Object(details));
+    }
+    out
+}
+
+/// A found path as shown: relative to the search root when absolute, `/`-separated, keeping a trailing `/`.
+fn relative_to(found: &str, root: &Path) -> String {
+    let trailing = found.ends_with('/');
+    let path = Path::new(found);
+    let shown = if path.is_absolute() { pathdiff(path, root) } else { found.to_string() };
+    if trailing && !shown.ends_with('/') { format!("{shown}/") } else { shown }
+}
+
+/// `path` relative to `base` (both absolute), as node's `path.relative` gives it.
+fn pathdiff(path: &Path, base: &Path) -> String {
+    let p: Vec<_> = path.components().collect();
+    let b: Vec<_> = base.components().collect();
+    let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut parts: Vec<String> = std::iter::repeat_n("..".to_string(), b.len() - common).collect();
+    parts.extend(p[common..].iter().map(|c| c.as_os_str().to_string_lossy().into_owned()));
+    parts.join("/")
+}
+
 #[async_trait]
 impl Tool for FindTool {
     fn name(&self) -> &str {
@@ -188,6 +250,9 @@ impl Tool for FindTool {
         let root: PathBuf = resolve_to_cwd(dir, &ctx.cwd);
         let pattern = args.get("pattern").and_then(Value::as_str).unwrap_or_default().to_string();
         let limit = args.get("limit").and_then(Value::as_f64).unwrap_or(DEFAULT_LIMIT).floor().max(1.0) as usize;
+        if let Some(ops) = ctx.ops().filter(|o| o.ops.supplies("glob")) {
+            return find_through(&ops, &root, &pattern, limit).await;
+        }
         let cancel = ctx.cancel.clone();
         let result = tokio::task::spawn_blocking(move || find(&root, &pattern, limit, &cancel)).await;
         if ctx.cancel.is_cancelled() {

@@ -281,9 +281,17 @@ impl Tool for GrepTool {
         let text = |k: &str| args.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
         let flag = |k: &str| args.get(k).and_then(Value::as_bool).unwrap_or(false);
         let search_path = resolve_to_cwd(text("path").unwrap_or("."), &ctx.cwd);
-        let is_dir = match std::fs::metadata(&search_path) {
-            Ok(m) => m.is_dir(),
-            Err(_) => return ToolOutput::error(format!("Path not found: {}", search_path.display())),
+        // An extension's operations (pi's `GrepOperations`) only say whether
+        // the path is a directory; the search itself stays local, as in pi.
+        let is_dir = match ctx.ops() {
+            Some(ops) => match ops.is_directory(&search_path).await {
+                Ok(d) => d,
+                Err(_) => return ToolOutput::error(format!("Path not found: {}", search_path.display())),
+            },
+            None => match std::fs::metadata(&search_path) {
+                Ok(m) => m.is_dir(),
+                Err(_) => return ToolOutput::error(format!("Path not found: {}", search_path.display())),
+            },
         };
         let context = args.get("context").and_then(Value::as_f64).filter(|c| *c > 0.0).map_or(0, |c| c.floor() as u64);
         let limit = args.get("limit").and_then(Value::as_f64).unwrap_or(DEFAULT_LIMIT).floor().max(1.0) as u64;

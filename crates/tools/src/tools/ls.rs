@@ -10,6 +10,7 @@ use std::path::Path;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
+use super::operations::Ops;
 use super::path::{node_fs_error, resolve_to_cwd};
 use super::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
 use super::validate::coerce;
@@ -88,8 +89,13 @@ fn list(dir: &Path, limit: usize) -> Result<ToolOutput, String> {
         let Ok(m) = std::fs::metadata(dir.join(&name)) else { continue };
         results.push(if m.is_dir() { format!("{name}/") } else { name });
     }
+    Ok(listing(&results, limit, limit_reached))
+}
+
+/// The tool's answer for the entries listed (with a `/` on directories).
+fn listing(results: &[String], limit: usize, limit_reached: bool) -> ToolOutput {
     if results.is_empty() {
-        return Ok(ToolOutput::text("(empty directory)"));
+        return ToolOutput::text("(empty directory)");
     }
     let t = truncate_head(&results.join("\n"), Limits::bytes_only());
     let mut output = t.content.clone();
@@ -110,7 +116,34 @@ fn list(dir: &Path, limit: usize) -> Result<ToolOutput, String> {
     if !details.is_empty() {
         out.details = Some(Value::Object(details));
     }
-    Ok(out)
+    out
+}
+
+/// `ls` through an extension's operations (pi's `LsOperations`).
+async fn list_through(ops: &Ops<'_>, dir: &Path, limit: usize) -> Result<ToolOutput, String> {
+    if !ops.exists(dir).await.map_err(|e| e.message())? {
+        return Err(format!("Path not found: {}", dir.display()));
+    }
+    if !ops.stat_is_directory(dir).await.map_err(|e| e.message())? {
+        return Err(format!("Not a directory: {}", dir.display()));
+    }
+    let mut names = ops.readdir(dir).await.map_err(|e| format!("Cannot read directory: {}", e.message()))?;
+    names.sort_by(|a, b| locale_compare(a, b));
+    let mut results = Vec::new();
+    let mut limit_reached = false;
+    for name in names {
+        if results.len() >= limit {
+            limit_reached = true;
+            break;
+        }
+        match ops.stat_is_directory(&dir.join(&name)).await {
+            Ok(true) => results.push(format!("{name}/")),
+            Ok(false) => results.push(name),
+            Err(super::operations::OperationError::Aborted) => return Err("Operation aborted".to_string()),
+            Err(_) => continue,
+        }
+    }
+    Ok(listing(&results, limit, limit_reached))
 }
 
 #[async_trait]
@@ -135,6 +168,12 @@ impl Tool for LsTool {
         let path = args.get("path").and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or(".");
         let dir = resolve_to_cwd(path, &ctx.cwd);
         let limit = args.get("limit").and_then(Value::as_f64).unwrap_or(DEFAULT_LIMIT).floor().max(1.0) as usize;
+        if let Some(ops) = ctx.ops() {
+            return match list_through(&ops, &dir, limit).await {
+                Ok(out) => out,
+                Err(message) => ToolOutput::error(message),
+            };
+        }
         let result = tokio::task::spawn_blocking(move || list(&dir, limit)).await;
         if ctx.cancel.is_cancelled() {
             return ToolOutput::error("Operation aborted");

@@ -25,6 +25,7 @@ pub mod grep;
 pub mod image;
 pub use pi_types::js;
 pub mod ls;
+pub mod operations;
 pub mod path;
 pub mod read;
 pub mod shell;
@@ -110,6 +111,9 @@ pub struct ToolContext {
     pub gate: Option<Arc<dyn ToolCallGate>>,
     /// The client: approvals, and the files, terminals and tools it offers.
     pub client: Option<crate::client::ClientLink>,
+    /// Operations an extension supplied for this tool (pi's `*Operations`):
+    /// the tool reads, writes, lists and runs through them instead of locally.
+    pub operations: Option<Arc<dyn operations::ToolOperations>>,
 }
 
 impl ToolContext {
@@ -124,7 +128,13 @@ impl ToolContext {
             tool_call_id: String::new(),
             gate: None,
             client: None,
+            operations: None,
         }
+    }
+
+    /// The supplied operations, if any (see [`operations`]).
+    pub(crate) fn ops(&self) -> Option<operations::Ops<'_>> {
+        self.operations.as_deref().map(|ops| operations::Ops { ops, cancel: &self.cancel })
     }
 
     /// The client, when it reads files for the tools (the editor's buffers).

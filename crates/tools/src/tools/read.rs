@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
 use super::image::{detect_image_mime, process_image};
+use super::operations::Ops;
 use super::path::{node_fs_error, resolve_read_path};
 use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Limits, Truncation, format_size, truncate_head};
 use super::validate::{coerce, js_number_string};
@@ -264,6 +265,9 @@ impl Tool for ReadTool {
         let offset = args.get("offset").and_then(Value::as_f64);
         let limit = args.get("limit").and_then(Value::as_f64).map(f64::floor);
         let absolute = resolve_read_path(path, &ctx.cwd);
+        if let Some(ops) = ctx.ops() {
+            return read_through(&ops, path, &absolute, offset, limit).await;
+        }
 
         if let Some(client) = ctx.client_reads()
             && !is_image_file(&absolute).await
@@ -275,14 +279,7 @@ impl Tool for ReadTool {
                 Err(e) => return ToolOutput::error(format!("Could not read {path} through the client: {e}")),
             };
             let start = start_line(offset);
-            let selection = match limit.filter(|l| *l < 0.0) {
-                Some(l) => select_with_negative_limit(&text, start, l as i64),
-                None => {
-                    let mut selector = LineSelector::new(start, limit.map(|l| l as usize));
-                    selector.feed(text.as_bytes());
-                    selector.finish()
-                }
-            };
+            let selection = select_text(&text, start, limit);
             return text_result(&selection, path, offset, start, limit);
         }
         let mut file = match tokio::fs::File::open(&absolute).await {
@@ -307,31 +304,7 @@ impl Tool for ReadTool {
             if ctx.cancel.is_cancelled() {
                 return ToolOutput::error("Operation aborted");
             }
-            let processed = tokio::task::spawn_blocking(move || process_image(&bytes, mime)).await;
-            return match processed {
-                Ok(Ok(img)) => {
-                    let mut note = format!("Read image file [{}]", img.mime_type);
-                    for hint in &img.hints {
-                        note.push('\n');
-                        note.push_str(hint);
-                    }
-                    let structured =
-                        json!({"type": "image", "data": img.data, "mimeType": img.mime_type, "note": note});
-                    ToolOutput {
-                        content: vec![
-                            ContentBlock::text(note),
-                            ContentBlock::Image(ImageContent { data: img.data, mime_type: img.mime_type }),
-                        ],
-                        ..Default::default()
-                    }
-                    .with_structured_content(structured)
-                }
-                Ok(Err(message)) => {
-                    let text = format!("Read image file [{mime}]\n{message}");
-                    ToolOutput::text(text.clone()).with_structured_content(Value::String(text))
-                }
-                Err(e) => ToolOutput::error(e.to_string()),
-            };
+            return image_output(bytes, mime.to_string()).await;
         }
 
         let start = start_line(offset);
@@ -344,6 +317,80 @@ impl Tool for ReadTool {
             return ToolOutput::error("Operation aborted");
         }
         text_result(&selection, path, offset, start, limit)
+    }
+}
+
+/// The result of reading an image: resized and re-encoded as pi does, with its note.
+async fn image_output(bytes: Vec<u8>, mime: String) -> ToolOutput {
+    let kind = mime.clone();
+    let processed = tokio::task::spawn_blocking(move || process_image(&bytes, &kind)).await;
+    match processed {
+        Ok(Ok(img)) => {
+            let mut note = format!("Read image file [{}]", img.mime_type);
+            for hint in &img.hints {
+                note.push('\n');
+                note.push_str(hint);
+            }
+            let structured = json!({"type": "image", "data": img.data, "mimeType": img.mime_type, "note": note});
+            ToolOutput {
+                content: vec![
+                    ContentBlock::text(note),
+                    ContentBlock::Image(ImageContent { data: img.data, mime_type: img.mime_type }),
+                ],
+                ..Default::default()
+            }
+            .with_structured_content(structured)
+        }
+        Ok(Err(message)) => {
+            let text = format!("Read image file [{mime}]\n{message}");
+            ToolOutput::text(text.clone()).with_structured_content(Value::String(text))
+        }
+        Err(e) => ToolOutput::error(e.to_string()),
+    }
+}
+
+/// `read` through an extension's operations (pi's `ReadOperations`):
+/// `access`, the image check when the extension detects images, then the
+/// whole file, shown as a local read shows it.
+async fn read_through(
+    ops: &Ops<'_>,
+    path: &str,
+    absolute: &std::path::Path,
+    offset: Option<f64>,
+    limit: Option<f64>,
+) -> ToolOutput {
+    if let Err(e) = ops.access(absolute).await {
+        return ToolOutput::error(e.message());
+    }
+    let mime = match ops.image_mime_type(absolute).await {
+        Ok(m) => m,
+        Err(e) => return ToolOutput::error(e.message()),
+    };
+    let bytes = match ops.read_file(absolute).await {
+        Ok(b) => b,
+        Err(e) => return ToolOutput::error(e.message()),
+    };
+    if ops.cancel.is_cancelled() {
+        return ToolOutput::error("Operation aborted");
+    }
+    if let Some(mime) = mime {
+        return image_output(bytes, mime).await;
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let start = start_line(offset);
+    let selection = select_text(&text, start, limit);
+    text_result(&selection, path, offset, start, limit)
+}
+
+/// The lines of a whole text that `offset`/`limit` select.
+fn select_text(text: &str, start: usize, limit: Option<f64>) -> Selection {
+    match limit.filter(|l| *l < 0.0) {
+        Some(l) => select_with_negative_limit(text, start, l as i64),
+        None => {
+            let mut selector = LineSelector::new(start, limit.map(|l| l as usize));
+            selector.feed(text.as_bytes());
+            selector.finish()
+        }
     }
 }
 

@@ -97,6 +97,23 @@ impl Tool for WriteTool {
         if ctx.cancel.is_cancelled() {
             return ToolOutput::error("Operation aborted");
         }
+        if let Some(ops) = ctx.ops() {
+            // An extension's operations (pi's `WriteOperations`): the parent directory, then the file.
+            let dir = absolute.parent().unwrap_or(&absolute);
+            if let Err(e) = ops.mkdir(dir).await {
+                return ToolOutput::error(e.message());
+            }
+            if ctx.cancel.is_cancelled() {
+                return ToolOutput::error("Operation aborted");
+            }
+            if let Err(e) = ops.write_file(&absolute, content).await {
+                return ToolOutput::error(e.message());
+            }
+            if ctx.cancel.is_cancelled() {
+                return ToolOutput::error("Operation aborted");
+            }
+            return ToolOutput::text(format!("Successfully wrote to {path}"));
+        }
         if let Some(client) = ctx.client_writes() {
             // The editor writes (and creates) the file: the edit lands in its buffer.
             return match client.write_text_file(absolute.clone(), content.to_string(), &ctx.cancel).await {

@@ -34,6 +34,7 @@ const { Channel } = await import("./channel.mjs");
 const { Instance, createBus } = await import("./api.mjs");
 const { createContextFactory } = await import("./context.mjs");
 const { runHook, dispatch } = await import("./hooks.mjs");
+const { createServices } = await import("./services.mjs");
 
 const extensionPath = path.resolve(process.argv[2] ?? "");
 const modulesDir = process.env.PI_RPC_EXTENSION_HOST_MODULES ?? path.dirname(new URL(import.meta.url).pathname);
@@ -45,6 +46,8 @@ let helloArrived;
 const helloPromise = new Promise((resolve) => (helloArrived = resolve));
 let instance;
 let contexts;
+/** What the shims reach (host-services.cjs); set once `hello` arrived. */
+let services;
 let chain = Promise.resolve();
 const controllers = new Map();
 let turnIndex = 0;
@@ -99,7 +102,7 @@ function onLine(line) {
 			serial(() => onEvent(message.event ?? {}));
 			break;
 		case "request":
-			onRequest(message);
+			if (!services?.handle(message, controllers)) onRequest(message);
 			break;
 		default:
 			process.stderr.write(`unknown message from pi-rpc: ${message.type}\n`);
@@ -177,12 +180,41 @@ function displayName(file) {
 	return /^index\.[cm]?[jt]s$/.test(base) ? path.basename(path.dirname(file)) : base;
 }
 
+/** The entry module of an installed package (its `main`, else `index.js`). */
+function packageEntry(name) {
+	const dir = path.join(modulesDir, "node_modules", ...name.split("/"));
+	const manifest = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+	return path.join(dir, manifest.main ?? "index.js");
+}
+
+/** What the shims reach through `host-services.cjs`: pi-rpc, and pi's own packages the host installed. */
+function installServices() {
+	let tui;
+	services = createServices(channel, hello);
+	services.tui = () => {
+		// pi's TUI library (@earendil-works/pi-tui), loaded once and shared by every import of it.
+		tui ??= libraryJiti(packageEntry("@earendil-works/pi-tui"));
+		return tui;
+	};
+	const packages = new Map();
+	/** An npm package the host installed (yaml, partial-json), loaded once. */
+	services.package = (name) => {
+		if (!packages.has(name)) packages.set(name, libraryJiti(packageEntry(name)));
+		return packages.get(name);
+	};
+	globalThis[Symbol.for("pi-rpc.extension-host")] = services;
+}
+
 /** jiti's aliases: pi's packages to the shims, typebox (and its subpaths) to the installed one. */
 function aliases(require) {
 	const shim = (name) => new URL(`./shims/${name}.cjs`, import.meta.url).pathname;
 	const alias = {};
 	for (const scope of ["@earendil-works", "@mariozechner"]) {
 		alias[`${scope}/pi-coding-agent`] = shim("pi-coding-agent");
+		alias[`${scope}/pi-ai/compat`] = shim("pi-ai-compat");
+		alias[`${scope}/pi-ai/models`] = shim("pi-ai-models");
+		alias[`${scope}/pi-ai/oauth`] = shim("pi-ai-oauth");
+		alias[`${scope}/pi-ai/providers/all`] = shim("pi-ai-compat");
 		alias[`${scope}/pi-ai`] = shim("pi-ai");
 		alias[`${scope}/pi-tui`] = shim("pi-tui");
 		alias[`${scope}/pi-agent-core`] = shim("pi-agent-core");
@@ -217,6 +249,20 @@ function packageManifest(file, name) {
 }
 
 let jiti;
+
+/** Where jiti keeps its transpiled files: beside the host's packages, so every run after the first is warm. */
+function transpileCache() {
+	const dir = path.join(modulesDir, ".cache", "jiti");
+	try {
+		fs.mkdirSync(dir, { recursive: true });
+		fs.accessSync(dir, fs.constants.W_OK);
+		return dir;
+	} catch {
+		return true;
+	}
+}
+/** A jiti with a module cache, for the libraries the shims load (each loaded once). */
+let libraryJiti;
 
 async function loadFactory() {
 	const module = await jiti.import(extensionPath);
@@ -269,7 +315,9 @@ contexts = createContextFactory(channel, hello);
 try {
 	const require = createRequire(path.join(modulesDir, "package.json"));
 	const { createJiti } = require("jiti");
-	jiti = createJiti(extensionPath, { alias: aliases(require), interopDefault: true, moduleCache: false });
+	jiti = createJiti(extensionPath, { alias: aliases(require), interopDefault: true, moduleCache: false, fsCache: transpileCache() });
+	libraryJiti = createJiti(import.meta.url, { interopDefault: true, tryNative: true });
+	installServices();
 } catch (error) {
 	fail("load", `the extension host cannot load its modules (jiti, typebox) from ${modulesDir}: ${errorText(error)}`);
 	await new Promise(() => {});

@@ -1,0 +1,102 @@
+//! The fencing epoch of a session on shared storage: a small file beside the
+//! session files (`<session dir>/.owners/<id>.epoch`) holding the epoch of
+//! the session's current owner, written by each new owner when it takes the
+//! lease. Every write to the session file first takes a shared `flock` on it
+//! and compares: an owner whose epoch is below the file's (paused past its
+//! lease, then resumed) is refused, and a takeover (exclusive lock) waits for
+//! a write in progress to end, so two workers never both write one file.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::{Flock, FlockArg};
+use pi_core::session::{FenceGuard, WriteFence};
+
+use crate::lock::OWNERS_DIR;
+
+/// The epoch file of session `id`.
+pub fn epoch_path(session_dir: &Path, id: &str) -> PathBuf {
+    session_dir.join(OWNERS_DIR).join(format!("{id}.epoch"))
+}
+
+fn open(path: &Path) -> std::io::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
+}
+
+fn read_epoch(file: &mut File) -> std::io::Result<u64> {
+    let mut text = String::new();
+    file.rewind()?;
+    file.read_to_string(&mut text)?;
+    Ok(text.trim().parse().unwrap_or(0))
+}
+
+/// Record `epoch` as the session's current owner's (never lowering it).
+pub fn claim(session_dir: &Path, id: &str, epoch: u64) -> std::io::Result<()> {
+    let path = epoch_path(session_dir, id);
+    let file = open(&path)?;
+    let mut locked = Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, e)| std::io::Error::from(e))?;
+    let current = read_epoch(&mut locked)?;
+    if current > epoch {
+        return Err(std::io::Error::other(format!(
+            "session {id} already has a newer owner (epoch {current} > {epoch})"
+        )));
+    }
+    locked.set_len(0)?;
+    locked.rewind()?;
+    locked.write_all(epoch.to_string().as_bytes())?;
+    locked.sync_data()?;
+    Ok(())
+}
+
+/// The fence of one owner of one session.
+#[derive(Debug)]
+pub struct EpochFence {
+    path: PathBuf,
+    id: String,
+    epoch: u64,
+}
+
+impl EpochFence {
+    pub fn new(session_dir: &Path, id: &str, epoch: u64) -> EpochFence {
+        EpochFence { path: epoch_path(session_dir, id), id: id.to_string(), epoch }
+    }
+}
+
+impl WriteFence for EpochFence {
+    fn enter(&self) -> Result<FenceGuard, String> {
+        let file = open(&self.path).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        let mut locked =
+            Flock::lock(file, FlockArg::LockShared).map_err(|(_, e)| format!("{}: {e}", self.path.display()))?;
+        let current = read_epoch(&mut locked).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        if current > self.epoch {
+            return Err(format!(
+                "session {} was taken over by another worker (fencing epoch {current} > this worker's {}): this worker may no longer write it",
+                self.id, self.epoch
+            ));
+        }
+        Ok(FenceGuard::holding(locked))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stale_owner_is_refused_once_a_newer_one_claims() {
+        let dir = tempfile::tempdir().unwrap();
+        claim(dir.path(), "s1", 5).unwrap();
+        let old = EpochFence::new(dir.path(), "s1", 5);
+        assert!(old.enter().is_ok());
+        claim(dir.path(), "s1", 9).unwrap();
+        let refused = old.enter().unwrap_err();
+        assert!(refused.contains("taken over") && refused.contains("9 > this worker's 5"), "{refused}");
+        assert!(EpochFence::new(dir.path(), "s1", 9).enter().is_ok());
+        // An epoch never goes back.
+        assert!(claim(dir.path(), "s1", 7).is_err());
+    }
+}

@@ -1,0 +1,202 @@
+//! One owner per session across the cluster: a lease, the key `<session id>`
+//! of the KV bucket [`super::LEASE_BUCKET`], whose value names the owner.
+//!
+//! * Taken with a create (it fails while another worker's lease lives); the
+//!   revision of that create is the owner's fencing epoch, recorded on shared
+//!   storage ([`super::fence::claim`]) before the session is loaded.
+//! * Renewed every third of the TTL by an update that expects the last
+//!   revision: a lost race (another owner) ends the renewals and is logged.
+//! * Expires with the bucket's `max_age` (the TTL) once its owner stops
+//!   renewing (killed, paused, cut off), so the next attach on any worker
+//!   takes the session over.
+//! * Released (deleted, expecting its revision) when the session unloads or
+//!   the worker drains.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_nats::jetstream::kv;
+use bytes::Bytes;
+use tokio_util::sync::CancellationToken;
+
+use super::Cluster;
+use super::fence::{EpochFence, claim};
+
+/// Why a lease could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    #[error("session {id} is owned elsewhere (by {owner})")]
+    OwnedElsewhere { id: String, owner: String },
+    #[error("session {id}: the cluster cannot be reached: {detail}")]
+    Bus { id: String, detail: String },
+}
+
+/// A held lease; renewed until dropped, then released.
+#[derive(Debug)]
+pub struct Lease {
+    id: String,
+    epoch: u64,
+    revision: Arc<AtomicU64>,
+    lost: Arc<AtomicBool>,
+    stop: CancellationToken,
+    leases: kv::Store,
+    fence: Arc<EpochFence>,
+}
+
+fn now_ms() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(now.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A lease's value: its owner and when it last renewed (wall clock, ms).
+fn owner_value(worker: &str) -> Bytes {
+    Bytes::from(serde_json::json!({ "owner": worker, "renewed": now_ms() }).to_string())
+}
+
+/// The owner named by a lease's value.
+pub fn owner_of(value: &[u8]) -> String {
+    serde_json::from_slice::<serde_json::Value>(value)
+        .ok()
+        .and_then(|v| v.get("owner").and_then(|o| o.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| "another worker".to_string())
+}
+
+/// True when a lease was last renewed more than `ttl` ago: its owner is gone
+/// (the bucket's `max_age` removes it too, but the server's expiry timer may
+/// lag by up to another TTL; this keeps the bound at the TTL).
+fn is_stale(value: &[u8], ttl: Duration) -> bool {
+    let renewed = serde_json::from_slice::<serde_json::Value>(value)
+        .ok()
+        .and_then(|v| v.get("renewed").and_then(serde_json::Value::as_u64));
+    renewed.is_some_and(|at| now_ms().saturating_sub(at) > u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Lease {
+    /// Take the lease of session `id` for this worker and claim its epoch
+    /// in `session_dir`.
+    pub async fn acquire(cluster: &Cluster, session_dir: &Path, id: &str) -> Result<Lease, LeaseError> {
+        let bus = |detail: String| LeaseError::Bus { id: id.to_string(), detail };
+        let worker = &cluster.options.worker;
+        let epoch = match cluster.leases.create(id, owner_value(worker)).await {
+            Ok(revision) => revision,
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
+                let entry = cluster.leases.entry(id).await.ok().flatten();
+                let owner = entry.as_ref().map_or_else(|| "another worker".to_string(), |e| owner_of(&e.value));
+                match entry {
+                    // Its owner stopped renewing: take it over (compare-and-set on that revision).
+                    Some(entry) if is_stale(&entry.value, cluster.options.lease_ttl) => {
+                        match cluster.leases.update(id, owner_value(worker), entry.revision).await {
+                            Ok(revision) => {
+                                tracing::info!("session {id}: taking over from {owner} (its lease expired)");
+                                revision
+                            }
+                            Err(_) => return Err(LeaseError::OwnedElsewhere { id: id.to_string(), owner }),
+                        }
+                    }
+                    _ if &owner == worker => {
+                        // Ours from an earlier load whose release has not landed yet.
+                        return Err(LeaseError::OwnedElsewhere {
+                            id: id.to_string(),
+                            owner: format!("{owner} (releasing)"),
+                        });
+                    }
+                    _ => return Err(LeaseError::OwnedElsewhere { id: id.to_string(), owner }),
+                }
+            }
+            Err(e) => return Err(bus(e.to_string())),
+        };
+        let dir = session_dir.to_path_buf();
+        let session = id.to_string();
+        let claimed = tokio::task::spawn_blocking(move || claim(&dir, &session, epoch)).await;
+        match claimed {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let _ = cluster.leases.delete_expect_revision(id, Some(epoch)).await;
+                return Err(bus(e.to_string()));
+            }
+            Err(e) => return Err(bus(e.to_string())),
+        }
+        let lease = Lease {
+            id: id.to_string(),
+            epoch,
+            revision: Arc::new(AtomicU64::new(epoch)),
+            lost: Arc::new(AtomicBool::new(false)),
+            stop: CancellationToken::new(),
+            leases: cluster.leases.clone(),
+            fence: Arc::new(EpochFence::new(session_dir, id, epoch)),
+        };
+        tokio::spawn(renew(
+            cluster.leases.clone(),
+            id.to_string(),
+            worker.clone(),
+            cluster.options.lease_ttl,
+            lease.revision.clone(),
+            lease.lost.clone(),
+            lease.stop.clone(),
+        ));
+        tracing::debug!("session {id}: lease taken (epoch {epoch})");
+        Ok(lease)
+    }
+
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// True once another worker holds the session (renewal lost).
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    /// The fence the session's writes go through.
+    pub fn fence(&self) -> pi_core::session::SharedFence {
+        self.fence.clone()
+    }
+}
+
+async fn renew(
+    leases: kv::Store,
+    id: String,
+    worker: String,
+    ttl: Duration,
+    revision: Arc<AtomicU64>,
+    lost: Arc<AtomicBool>,
+    stop: CancellationToken,
+) {
+    let period = (ttl / 3).max(Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = stop.cancelled() => return,
+        }
+        let last = revision.load(Ordering::SeqCst);
+        match leases.update(&id, owner_value(&worker), last).await {
+            Ok(next) => revision.store(next, Ordering::SeqCst),
+            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
+                lost.store(true, Ordering::SeqCst);
+                tracing::warn!("session {id}: lease lost to another worker; its writes are now refused");
+                return;
+            }
+            // The bus is away: try again; past the TTL the lease expires and the fence takes over.
+            Err(e) => tracing::warn!("session {id}: cannot renew the lease: {e}"),
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        if self.is_lost() {
+            return;
+        }
+        let (leases, id, last) = (self.leases.clone(), self.id.clone(), self.revision.load(Ordering::SeqCst));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = leases.delete_expect_revision(&id, Some(last)).await {
+                    tracing::debug!("session {id}: lease release: {e}");
+                }
+            });
+        }
+    }
+}

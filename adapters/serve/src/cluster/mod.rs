@@ -1,0 +1,115 @@
+//! `pi serve --cluster`: the workers share NATS JetStream (Debian's
+//! `nats-server`, the `async-nats` crate).
+//!
+//! * [`lease`]: one owner per session, a lease in a KV bucket with a TTL,
+//!   renewed by its owner, with a fencing epoch (the revision that created it).
+//! * [`fence`]: the epoch on shared storage, checked before every write of
+//!   the session file.
+//!
+//! Without `--cluster` none of this runs: one process behaves as before
+//! (the OS file lock of [`crate::lock`] keeps one owner per session file).
+
+pub mod fence;
+pub mod lease;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How a worker joins the cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    /// `nats://HOST:PORT` URLs (any one will do; the client fails over).
+    pub urls: Vec<String>,
+    /// A NATS credentials file (`.creds`: a user JWT and its NKey seed).
+    pub credentials: Option<PathBuf>,
+    /// How long a lease outlives its owner's last renewal.
+    pub lease_ttl: Duration,
+    /// This worker's name (in leases: who owns a session).
+    pub worker: String,
+}
+
+/// The KV bucket of the leases.
+pub const LEASE_BUCKET: &str = "pi_leases";
+
+/// A worker's connection to the cluster.
+#[derive(Clone)]
+pub struct Cluster {
+    pub client: async_nats::Client,
+    pub jetstream: async_nats::jetstream::Context,
+    pub leases: async_nats::jetstream::kv::Store,
+    pub options: ClusterOptions,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster").field("urls", &self.options.urls).field("worker", &self.options.worker).finish()
+    }
+}
+
+impl Cluster {
+    /// Connect (retrying in the background while the server is away) and
+    /// open the lease bucket (created on first use).
+    pub async fn connect(options: ClusterOptions) -> Result<Cluster, String> {
+        let mut connect = async_nats::ConnectOptions::new()
+            .name(format!("pi serve {}", options.worker))
+            .retry_on_initial_connect()
+            .connection_timeout(Duration::from_secs(5));
+        if let Some(path) = &options.credentials {
+            connect = connect
+                .credentials_file(path)
+                .await
+                .map_err(|e| format!("--cluster-credentials {}: {e}", path.display()))?;
+        }
+        let urls = options.urls.join(",");
+        let client = tokio::time::timeout(Duration::from_secs(30), connect.connect(urls.as_str()))
+            .await
+            .map_err(|_| format!("--cluster {urls}: no NATS server answered within 30 s"))?
+            .map_err(|e| format!("--cluster {urls}: {e}"))?;
+        let jetstream = async_nats::jetstream::new(client.clone());
+        let leases = match jetstream.get_key_value(LEASE_BUCKET).await {
+            Ok(store) => store,
+            Err(_) => {
+                create_lease_bucket(&jetstream, options.lease_ttl).await?;
+                jetstream
+                    .get_key_value(LEASE_BUCKET)
+                    .await
+                    .map_err(|e| format!("--cluster: cannot open the lease bucket {LEASE_BUCKET}: {e}"))?
+            }
+        };
+        tracing::info!("pi serve: in the cluster at {urls} as {}", options.worker);
+        Ok(Cluster { client, jetstream, leases, options })
+    }
+}
+
+/// Create the lease bucket: the stream a KV bucket is made of, created
+/// directly (the client's `create_key_value` first asks for the account's
+/// limits in a shape Debian's nats-server 2.9 does not answer in).
+async fn create_lease_bucket(jetstream: &async_nats::jetstream::Context, ttl: Duration) -> Result<(), String> {
+    use async_nats::jetstream::stream;
+    let config = stream::Config {
+        name: format!("KV_{LEASE_BUCKET}"),
+        description: Some("pi serve: which worker owns each session".to_string()),
+        subjects: vec![format!("$KV.{LEASE_BUCKET}.>")],
+        max_messages_per_subject: 1,
+        max_age: ttl,
+        discard: stream::DiscardPolicy::New,
+        storage: stream::StorageType::File,
+        num_replicas: 1,
+        allow_rollup: true,
+        deny_delete: true,
+        allow_direct: true,
+        duplicate_window: Duration::from_secs(2).min(ttl),
+        ..Default::default()
+    };
+    match jetstream.create_stream(config).await {
+        Ok(_) => Ok(()),
+        // Created meanwhile by another worker.
+        Err(e) if jetstream.get_key_value(LEASE_BUCKET).await.is_ok() => {
+            tracing::debug!("lease bucket: {e}");
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "--cluster: cannot create the lease bucket {LEASE_BUCKET}: {e} (is JetStream enabled? nats-server -js)"
+        )),
+    }
+}

@@ -1,0 +1,163 @@
+//! pi's helper functions that the extension host's stand-ins for pi's
+//! packages compute with pi-rpc's own code (the `lib` request, served by the
+//! agent, which owns every layer they need), so that an extension gets what
+//! pi-rpc's core computes and each rule lives in one place: `convertToLlm`, `serializeConversation`, `estimateTokens`,
+//! `calculateContextTokens`, `shouldCompact`, `calculateCost`,
+//! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`.
+//!
+//! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::message::{AgentMessage, Usage, UserMessage};
+use crate::model::Model;
+use crate::provider::convert::{LlmMessage, to_llm};
+use crate::resources::{Scope, Skill, SkillReader, SourceInfo, SourceKind, skills_prompt_section_with};
+use crate::tools::edit_diff::{Replacement, generate_edit_diff};
+
+fn arg<T: DeserializeOwned>(args: &[Value], index: usize, what: &str) -> Result<T, String> {
+    let value = args.get(index).cloned().unwrap_or(Value::Null);
+    serde_json::from_value(value).map_err(|e| format!("{what}: {e}"))
+}
+
+fn messages(args: &[Value]) -> Result<Vec<AgentMessage>, String> {
+    arg(args, 0, "messages")
+}
+
+/// An LLM message as pi writes it (`role` first).
+fn llm_json(message: LlmMessage) -> Value {
+    let agent = match message {
+        LlmMessage::User { content, timestamp } => {
+            AgentMessage::User(UserMessage { content, timestamp, extra: Default::default() })
+        }
+        LlmMessage::Assistant(a) => AgentMessage::Assistant(a),
+        LlmMessage::ToolResult(t) => AgentMessage::ToolResult(t),
+    };
+    serde_json::to_value(agent).unwrap_or(Value::Null)
+}
+
+/// A skill from pi's `Skill` object (`name, description, filePath, baseDir, disableModelInvocation`).
+fn skill_of(v: &Value) -> Skill {
+    let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+    let path = std::path::PathBuf::from(text("filePath"));
+    Skill {
+        name: text("name"),
+        description: text("description"),
+        base_dir: std::path::PathBuf::from(text("baseDir")),
+        disable_model_invocation: v.get("disableModelInvocation").and_then(Value::as_bool).unwrap_or(false),
+        source_info: SourceInfo {
+            path: path.clone(),
+            source: SourceKind::Local,
+            scope: Scope::Temporary,
+            base_dir: None,
+        },
+        path,
+    }
+}
+
+/// Compute `name(args…)`.
+pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
+    match name {
+        "convertToLlm" => Ok(Value::Array(to_llm(&messages(args)?).into_iter().map(llm_json).collect())),
+        "serializeConversation" => {
+            Ok(Value::String(crate::compaction::prompt::serialize_conversation(&messages(args)?)))
+        }
+        "estimateTokens" => {
+            let message: AgentMessage = arg(args, 0, "message")?;
+            Ok(json!(crate::compaction::estimate::estimate_tokens(&message)))
+        }
+        "calculateContextTokens" => {
+            let usage: Usage = arg(args, 0, "usage")?;
+            Ok(json!(crate::compaction::estimate::context_tokens(&usage)))
+        }
+        "shouldCompact" => {
+            let tokens: u64 = arg(args, 0, "contextTokens")?;
+            let window: u64 = arg(args, 1, "contextWindow")?;
+            let settings = args.get(2).cloned().unwrap_or(Value::Null);
+            if settings.get("enabled").and_then(Value::as_bool) == Some(false) {
+                return Ok(json!(false));
+            }
+            let reserve = settings.get("reserveTokens").and_then(Value::as_u64).unwrap_or(16384);
+            Ok(json!(crate::compaction::estimate::should_compact(tokens, window, reserve)))
+        }
+        "calculateCost" => {
+            let model: Model = arg(args, 0, "model")?;
+            let usage: Usage = arg(args, 1, "usage")?;
+            Ok(serde_json::to_value(model.cost_of(&usage)).unwrap_or(Value::Null))
+        }
+        "generateDiffString" | "generateUnifiedPatch" => {
+            let (path, old, new) = if name == "generateUnifiedPatch" {
+                (
+                    arg::<String>(args, 0, "path")?,
+                    arg::<String>(args, 1, "oldContent")?,
+                    arg::<String>(args, 2, "newContent")?,
+                )
+            } else {
+                (String::new(), arg::<String>(args, 0, "oldContent")?, arg::<String>(args, 1, "newContent")?)
+            };
+            let whole = Replacement { match_index: 0, match_len: old.len(), new_text: new.clone() };
+            let diff = generate_edit_diff(&path, &old, &new, &[whole]);
+            Ok(if name == "generateUnifiedPatch" {
+                Value::String(diff.patch)
+            } else {
+                json!({"diff": diff.diff, "firstChangedLine": diff.first_changed_line})
+            })
+        }
+        "formatSkillsForPrompt" => {
+            let skills: Vec<Value> = arg(args, 0, "skills")?;
+            let reader = match args.get(1).and_then(Value::as_str).unwrap_or("read") {
+                "read" => SkillReader::Read,
+                "bash" => SkillReader::Bash,
+                _ => SkillReader::Indirect,
+            };
+            let skills: Vec<Skill> = skills.iter().map(skill_of).collect();
+            Ok(Value::String(
+                skills_prompt_section_with(&skills, reader).map(|s| format!("\n\n{s}")).unwrap_or_default(),
+            ))
+        }
+        "validateToolArguments" | "validateToolCall" => {
+            let call = args.get(1).cloned().unwrap_or(Value::Null);
+            let tool_name = call.get("name").and_then(Value::as_str).unwrap_or_default();
+            let tool = if name == "validateToolCall" {
+                let tools = args.first().and_then(Value::as_array);
+                tools.and_then(|tools| tools.iter().find(|t| t["name"] == tool_name)).cloned()
+            } else {
+                args.first().cloned()
+            };
+            let Some(tool) = tool else { return Err(format!("Tool \"{tool_name}\" not found")) };
+            let arguments = call.get("arguments").cloned().unwrap_or_else(|| json!({}));
+            let schema = tool.get("parameters").cloned().unwrap_or_else(|| json!({"type": "object"}));
+            crate::tools::validate::coerce_and_validate(tool_name, &schema, &arguments)
+        }
+        other => Err(format!("pi-rpc has no library function {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helpers_answer_as_pi() {
+        let custom =
+            json!([{"role": "custom", "customType": "note", "content": "hi", "display": true, "timestamp": 5}]);
+        let llm = call("convertToLlm", &[custom]).unwrap();
+        assert_eq!(llm, json!([{"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 5}]));
+        let text = call("serializeConversation", &[llm]).unwrap();
+        assert!(text.as_str().unwrap().contains("hi"), "{text}");
+        let usage = json!({"input": 1_000_000, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1_000_000});
+        let model = json!({"id": "m", "name": "m", "api": "faux", "provider": "p", "baseUrl": "", "reasoning": false,
+            "input": ["text"], "contextWindow": 1000, "maxTokens": 10,
+            "cost": {"input": 3, "output": 15, "cacheRead": 0, "cacheWrite": 0}});
+        assert_eq!(call("calculateCost", &[model, usage]).unwrap()["input"], 3.0);
+        assert_eq!(call("shouldCompact", &[json!(990), json!(1000), json!({"reserveTokens": 20})]).unwrap(), true);
+        let diff = call("generateDiffString", &[json!("a\nb\n"), json!("a\nc\n")]).unwrap();
+        // As pi 1.6.0 computes them.
+        assert_eq!(diff["diff"], " 1 a\n-2 b\n+2 c");
+        assert_eq!(diff["firstChangedLine"], 2);
+        let patch = call("generateUnifiedPatch", &[json!("f.txt"), json!("a\nb\n"), json!("a\nc\n")]).unwrap();
+        assert_eq!(patch, "--- f.txt\n+++ f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n");
+        assert!(call("nope", &[]).is_err());
+    }
+}

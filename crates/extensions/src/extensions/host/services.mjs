@@ -1,0 +1,247 @@
+// pi-rpc extension host: what the shims of pi's packages ask of pi-rpc
+// beyond the ExtensionAPI, reached through `shims/host-services.cjs`:
+//
+// * built-in tools run by pi-rpc for pi's tool factories (`runBuiltinTool`),
+//   with the extension's own operations (pi's `*Operations`) performed here
+//   when pi-rpc asks for them (`tool_op`), `exec` output streamed back;
+// * the built-ins' descriptions and schemas (`builtinTools`);
+// * model calls through pi-rpc's providers (`modelStream`, for pi-ai's
+//   `stream`/`complete` and the `…Api()` stream functions), their events
+//   streamed back (`streamData`) into an AssistantMessageEventStream.
+//
+// The requests pi-rpc makes of these services are answered at once, not
+// queued behind the extension's event handlers.
+
+import { Buffer } from "node:buffer";
+
+/** Text of an error, as pi shows a thrown error's message. */
+const messageOf = (error) => (error instanceof Error ? error.message : String(error));
+
+function toBase64(data) {
+	if (typeof data === "string") return Buffer.from(data, "utf8").toString("base64");
+	return Buffer.from(data.buffer ?? data, data.byteOffset ?? 0, data.byteLength ?? data.length).toString("base64");
+}
+
+/** An assistant message for a call that failed before pi-rpc answered. */
+function errorMessage(model, text, aborted) {
+	return {
+		role: "assistant",
+		content: [],
+		api: model?.api,
+		provider: model?.provider,
+		model: model?.id,
+		usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+		stopReason: aborted ? "aborted" : "error",
+		errorMessage: text,
+		timestamp: Date.now(),
+	};
+}
+
+/** Apply one streamed update of pi-rpc's to the partial message, and push pi-ai's event for it. */
+function relayModelEvent(data, partial, argText, stream) {
+	if (data?.kind === "start") {
+		partial.value = data.message;
+		stream.push({ type: "start", partial: partial.value });
+		return;
+	}
+	const event = data?.event;
+	const message = partial.value;
+	if (!event || !message) return;
+	const i = event.contentIndex;
+	switch (event.type) {
+		case "text_start":
+			message.content[i] = { type: "text", text: "" };
+			break;
+		case "text_delta":
+			message.content[i].text += event.delta;
+			break;
+		case "text_end":
+			message.content[i].text = event.content;
+			break;
+		case "thinking_start":
+			message.content[i] = { type: "thinking", thinking: "" };
+			break;
+		case "thinking_delta":
+			message.content[i].thinking += event.delta;
+			break;
+		case "thinking_end":
+			message.content[i].thinking = event.content;
+			break;
+		case "toolcall_start":
+			message.content[i] = { type: "toolCall", id: event.id, name: event.toolName, arguments: {} };
+			argText.set(i, "");
+			break;
+		case "toolcall_delta": {
+			const text = (argText.get(i) ?? "") + event.delta;
+			argText.set(i, text);
+			try {
+				message.content[i].arguments = JSON.parse(text);
+			} catch {
+				// incomplete: the previous arguments stand
+			}
+			break;
+		}
+		case "toolcall_end":
+			message.content[i] = event.toolCall;
+			break;
+		default:
+	}
+	stream.push({ ...event, partial: message });
+}
+
+/** The last event of a model call: `done`, or `error` with the failed message. */
+function finishModelStream(message, stream) {
+	if (!message) {
+		stream.end();
+		return;
+	}
+	const failed = message.stopReason === "error" || message.stopReason === "aborted";
+	stream.push(failed ? { type: "error", reason: message.stopReason, error: message } : { type: "done", reason: message.stopReason, message });
+	stream.end();
+}
+
+export function createServices(channel, hello) {
+	const operations = new Map();
+	const updates = new Map();
+	/** Receivers of what pi-rpc streams to us, by stream name. */
+	const streams = new Map();
+	let nextHandle = 0;
+	let nextCall = 0;
+	let specs;
+
+	/** Perform one of an extension's operations for pi-rpc. */
+	async function performOperation({ handle, op, args = {} }, signal) {
+		const ops = operations.get(handle);
+		if (!ops) throw new Error("the tool's operations are gone");
+		const fn = ops[op];
+		if (typeof fn !== "function") throw new Error(`the tool's operations have no ${op}()`);
+		const call = (...a) => fn.apply(ops, a);
+		switch (op) {
+			case "readFile":
+				return { base64: toBase64(await call(args.path)) };
+			case "access":
+			case "mkdir":
+				await call(args.path);
+				return null;
+			case "writeFile":
+				await call(args.path, args.content);
+				return null;
+			case "detectImageMimeType":
+				return (await call(args.path)) ?? null;
+			case "isDirectory":
+			case "exists":
+				return (await call(args.path)) === true;
+			case "stat": {
+				const stat = await call(args.path);
+				return { isDirectory: typeof stat?.isDirectory === "function" ? stat.isDirectory() === true : false };
+			}
+			case "readdir":
+				return [...(await call(args.path))].map(String);
+			case "glob":
+				return [...(await call(args.pattern, args.cwd, { ignore: args.ignore ?? [], limit: args.limit }))].map(String);
+			case "exec": {
+				const stream = args.stream;
+				const result = await call(args.command, args.cwd, {
+					onData: (data) => channel.tell("streamData", { stream, data: toBase64(data) }),
+					signal,
+					timeout: args.timeout ?? undefined,
+					env: { ...process.env, ...(args.env ?? {}) },
+				});
+				return { exitCode: result?.exitCode ?? null };
+			}
+			default:
+				throw new Error(`unknown operation ${op}`);
+		}
+	}
+
+	return {
+		channel,
+		hello,
+
+		/** Requests from pi-rpc these services answer; `true` when `message` was one. */
+		handle(message, controllers) {
+			if (message.type !== "request") return false;
+			if (message.method === "streamData") {
+				const p = message.params ?? {};
+				streams.get(String(p.stream))?.(p.data);
+				return true;
+			}
+			if (message.method === "builtinToolUpdate") {
+				const p = message.params ?? {};
+				updates.get(String(p.callId))?.({ content: p.content ?? [], details: p.details });
+				return true;
+			}
+			if (message.method !== "tool_op") return false;
+			const controller = new AbortController();
+			controllers.set(String(message.id), controller);
+			performOperation(message.params ?? {}, controller.signal)
+				.then(
+					(result) => channel.send({ type: "response", id: message.id, result: result ?? null }),
+					(error) => channel.send({ type: "response", id: message.id, error: messageOf(error) || "failed" }),
+				)
+				.finally(() => controllers.delete(String(message.id)));
+			return true;
+		},
+
+		/** The built-in tools as pi-rpc describes them (name, description, parameters, prompt lines). */
+		builtinTools() {
+			specs ??= new Map(channel.call("builtinTools").tools.map((t) => [t.name, t]));
+			return specs;
+		},
+
+		/**
+		 * One model call by pi-rpc: `params` are `{model, systemPrompt, tools,
+		 * messages, options}`; pi-ai's events are pushed into `stream` (an
+		 * AssistantMessageEventStream) as they come.
+		 */
+		modelStream(params, signal, stream) {
+			const name = `m${++nextCall}`;
+			const partial = { value: undefined };
+			const argText = new Map();
+			streams.set(name, (data) => relayModelEvent(data, partial, argText, stream));
+			const answer = channel.request("modelStream", { ...params, stream: name });
+			const id = channel.lastRequestId();
+			const onAbort = () => channel.send({ type: "cancel", id });
+			if (signal?.aborted) onAbort();
+			else signal?.addEventListener("abort", onAbort, { once: true });
+			answer
+				.then(
+					(result) => finishModelStream(result?.message, stream),
+					(error) => finishModelStream(errorMessage(params.model, messageOf(error), signal?.aborted), stream),
+				)
+				.finally(() => {
+					streams.delete(name);
+					signal?.removeEventListener("abort", onAbort);
+				});
+			return stream;
+		},
+
+		/**
+		 * Run built-in tool `toolName` in pi-rpc: `operations` (an object of
+		 * pi's operation functions) performs its operations when given.
+		 */
+		async runBuiltinTool({ toolName, toolCallId, input, cwd, env, operations: ops, supplied }, signal, onUpdate) {
+			if (signal?.aborted) throw new Error("Operation aborted");
+			const callId = `b${++nextCall}`;
+			let handle;
+			if (ops) {
+				handle = `ops${++nextHandle}`;
+				operations.set(handle, ops);
+			}
+			if (onUpdate) updates.set(callId, onUpdate);
+			const params = { toolName, toolCallId, input, cwd, env, callId };
+			if (handle) params.operations = { handle, supplied };
+			const result = channel.request("runBuiltinTool", params);
+			const id = channel.lastRequestId();
+			const onAbort = () => channel.send({ type: "cancel", id });
+			signal?.addEventListener("abort", onAbort, { once: true });
+			try {
+				return await result;
+			} finally {
+				signal?.removeEventListener("abort", onAbort);
+				updates.delete(callId);
+				if (handle) operations.delete(handle);
+			}
+		},
+	};
+}

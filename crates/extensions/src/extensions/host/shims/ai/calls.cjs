@@ -1,0 +1,112 @@
+// pi-rpc extension host: pi-ai's model calls. `stream`, `streamSimple`,
+// `complete` and `completeSimple` run through pi-rpc's own providers (the
+// `modelStream` request), so an extension's model call uses the same wire
+// APIs, credentials, proxies and base URLs as the agent; `…Api()` (pi-ai's
+// built-in wire APIs, which an extension's provider may delegate to) does
+// the same with the API it names. APIs registered here with
+// `registerApiProvider` are called in the host instead.
+
+"use strict";
+
+const { services } = require("../host-services.cjs");
+const { AssistantMessageEventStream } = require("./stream.cjs");
+const { normalizeContext, getCurrentSystemPrompt, getCurrentTools, toToolDeclaration } = require("./transcript.cjs");
+
+/** The options pi-rpc's providers take. */
+function callOptions(options = {}) {
+	const out = {};
+	for (const key of ["apiKey", "headers", "maxTokens", "reasoning", "sessionId", "temperature"]) {
+		if (options[key] !== undefined && options[key] !== null) out[key] = options[key];
+	}
+	return out;
+}
+
+/** A call of pi-rpc's provider for `api` (the model's own when not given). */
+function viaPiRpc(model, context, options = {}, api) {
+	const transcript = normalizeContext(context ?? { messages: [] });
+	const params = {
+		model: { ...model, api: api ?? model.api },
+		systemPrompt: getCurrentSystemPrompt(transcript.messages),
+		tools: getCurrentTools(transcript.messages).map(toToolDeclaration),
+		messages: transcript.messages.filter((m) => m.role !== "system"),
+		options: callOptions(options),
+	};
+	return services().modelStream(params, options.signal, new AssistantMessageEventStream());
+}
+
+/** API implementations registered in the host (`registerApiProvider`), by API name. */
+const registry = new Map();
+
+function callFor(kind) {
+	return (model, context, options) => {
+		const own = registry.get(model?.api);
+		if (own) return own[kind](model, normalizeContext(context ?? { messages: [] }), options);
+		return viaPiRpc(model, context, options);
+	};
+}
+
+const stream = callFor("stream");
+const streamSimple = callFor("streamSimple");
+const complete = async (model, context, options) => stream(model, context, options).result();
+const completeSimple = async (model, context, options) => streamSimple(model, context, options).result();
+
+/** pi-ai's `…Api()`: `{api, stream, streamSimple}` of a built-in wire API, run by pi-rpc. */
+function builtinApi(api) {
+	const call = (model, context, options) => viaPiRpc(model, context, options, api);
+	return () => ({ api, stream: call, streamSimple: call });
+}
+
+const APIS = {
+	anthropicMessagesApi: "anthropic-messages",
+	openAICompletionsApi: "openai-completions",
+	openAIResponsesApi: "openai-responses",
+	openAICodexResponsesApi: "openai-codex-responses",
+	azureOpenAIResponsesApi: "azure-openai-responses",
+	googleGenerativeAIApi: "google-generative-ai",
+	googleVertexApi: "google-vertex",
+	mistralConversationsApi: "mistral-conversations",
+	bedrockConverseStreamApi: "bedrock-converse-stream",
+	piMessagesApi: "pi-messages",
+};
+const apiFactories = Object.fromEntries(Object.entries(APIS).map(([name, api]) => [name, builtinApi(api)]));
+
+/** The older per-API functions (`streamAnthropic`, `streamSimpleOpenAIResponses`, …). */
+const perApi = {};
+for (const [suffix, api] of [
+	["Anthropic", "anthropic-messages"],
+	["OpenAICompletions", "openai-completions"],
+	["OpenAIResponses", "openai-responses"],
+	["OpenAICodexResponses", "openai-codex-responses"],
+	["AzureOpenAIResponses", "azure-openai-responses"],
+	["Google", "google-generative-ai"],
+	["GoogleVertex", "google-vertex"],
+	["Mistral", "mistral-conversations"],
+]) {
+	perApi[`stream${suffix}`] = (model, context, options) => viaPiRpc(model, context, options, api);
+	perApi[`streamSimple${suffix}`] = (model, context, options) => viaPiRpc(model, context, options, api);
+}
+
+function registerApiProvider(provider, sourceId) {
+	if (!provider?.api) throw new Error("registerApiProvider(): the provider needs an `api`");
+	registry.set(provider.api, { ...provider, sourceId });
+}
+
+module.exports = {
+	stream,
+	streamSimple,
+	complete,
+	completeSimple,
+	...apiFactories,
+	...perApi,
+	registerApiProvider,
+	getApiProvider: (api) => registry.get(api),
+	getApiProviders: () => [...registry.values()],
+	unregisterApiProviders: (sourceId) => {
+		for (const [api, p] of registry) if (p.sourceId === sourceId) registry.delete(api);
+	},
+	resetApiProviders: () => registry.clear(),
+	registerBuiltInApiProviders: () => {},
+	lazyApi: (api) => builtinApi(api)(),
+	lazyStream: (api) => (model, context, options) => viaPiRpc(model, context, options, api),
+	viaPiRpc,
+};

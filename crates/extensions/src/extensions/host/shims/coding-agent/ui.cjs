@@ -1,0 +1,184 @@
+// pi-rpc extension host: pi's interactive-mode components, theme and key
+// hints, for extensions that build their own UI. RPC mode has no terminal:
+// the components are pi-tui components (pi's own TUI library) that render
+// plain text if an extension renders them itself, and nothing shows them;
+// theme functions return text unstyled. This module is loaded on first use,
+// since it loads pi-tui.
+
+"use strict";
+
+const { services } = require("../host-services.cjs");
+const { plainTheme } = require("../theme.cjs");
+
+const tui = services().tui();
+
+/** pi's `Theme`: styling is a no-op in RPC mode. */
+class Theme {
+	constructor(_fg, _bg, _mode, options = {}) {
+		this.name = options.name;
+		this.sourcePath = options.sourcePath;
+		this.sourceInfo = options.sourceInfo;
+		return new Proxy(this, {
+			get(target, key) {
+				if (key in target) return target[key];
+				return plainTheme[key];
+			},
+		});
+	}
+
+	get appearance() {
+		return "dark";
+	}
+}
+
+/** A horizontal rule as wide as asked, coloured with `color`. */
+class DynamicBorder {
+	constructor(color = (s) => s) {
+		this.color = color;
+	}
+	invalidate() {}
+	render(width) {
+		return [this.color("─".repeat(Math.max(1, width)))];
+	}
+}
+
+/** A loader inside borders, cancellable with Escape in pi (an AbortSignal here too). */
+class BorderedLoader extends tui.Container {
+	constructor(ui, theme, message, options = {}) {
+		super();
+		this.cancellable = options.cancellable !== false;
+		this.controller = new AbortController();
+		this.addChild(new DynamicBorder());
+		this.loader = new tui.Text(String(message ?? ""), 1, 0);
+		this.addChild(this.loader);
+		this.addChild(new DynamicBorder());
+	}
+	get signal() {
+		return this.controller.signal;
+	}
+	set onAbort(fn) {
+		this.abortHandler = fn;
+	}
+	handleInput() {}
+	dispose() {}
+}
+
+/** pi's editor with app key bindings; in RPC mode nobody types into it. */
+class CustomEditor extends tui.Editor {
+	constructor(ui, theme, keybindings, options = {}) {
+		super(ui, theme, options);
+		this.keybindings = keybindings;
+		this.embedWorkingStatus = options.embedWorkingStatus === true;
+		this.actionHandlers = new Map();
+	}
+	setWorkingStatusIndicator() {}
+	onAction(action, handler) {
+		this.actionHandlers.set(action, handler);
+	}
+}
+
+/** Components of pi's interactive mode that only exist to be constructed here. */
+const inert = {};
+for (const name of [
+	"ArminComponent",
+	"AssistantMessageComponent",
+	"BashExecutionComponent",
+	"BranchSummaryMessageComponent",
+	"CompactionSummaryMessageComponent",
+	"CustomMessageComponent",
+	"ExtensionEditorComponent",
+	"ExtensionInputComponent",
+	"ExtensionSelectorComponent",
+	"FooterComponent",
+	"LoginDialogComponent",
+	"ModelSelectorComponent",
+	"OAuthSelectorComponent",
+	"SessionSelectorComponent",
+	"SettingsSelectorComponent",
+	"ShowImagesSelectorComponent",
+	"SkillInvocationMessageComponent",
+	"ThemeSelectorComponent",
+	"ThinkingSelectorComponent",
+	"ToolExecutionComponent",
+	"TreeSelectorComponent",
+	"UserMessageComponent",
+	"UserMessageSelectorComponent",
+]) {
+	inert[name] = { [name]: class extends tui.Container {} }[name];
+}
+
+/** The keys bound to `keybinding`, as pi writes them (`ctrl+o`). */
+function keyText(keybinding) {
+	const keys = tui.getKeybindings?.().getKeys?.(keybinding) ?? [];
+	return [...keys].join("/");
+}
+
+/** Wrap `text` into at most `maxVisualLines` lines of `width` (the start or the end kept). */
+function truncateToVisualLines(text, maxVisualLines, width, paddingX = 0, keep = "end") {
+	if (!text) return { visualLines: [], skippedCount: 0 };
+	const all = new tui.Text(text, paddingX, 0).render(width);
+	if (all.length <= maxVisualLines) return { visualLines: all, skippedCount: 0 };
+	const visualLines = keep === "start" ? all.slice(0, maxVisualLines) : all.slice(-maxVisualLines);
+	return { visualLines, skippedCount: all.length - maxVisualLines };
+}
+
+const LANGUAGES = {
+	ts: "typescript",
+	tsx: "typescript",
+	mts: "typescript",
+	cts: "typescript",
+	js: "javascript",
+	jsx: "javascript",
+	mjs: "javascript",
+	cjs: "javascript",
+	py: "python",
+	rs: "rust",
+	go: "go",
+	rb: "ruby",
+	java: "java",
+	kt: "kotlin",
+	swift: "swift",
+	c: "c",
+	h: "c",
+	cpp: "cpp",
+	cc: "cpp",
+	hpp: "cpp",
+	cs: "csharp",
+	php: "php",
+	sh: "bash",
+	bash: "bash",
+	zsh: "bash",
+	json: "json",
+	yaml: "yaml",
+	yml: "yaml",
+	toml: "toml",
+	md: "markdown",
+	html: "html",
+	css: "css",
+	scss: "scss",
+	sql: "sql",
+	xml: "xml",
+	lua: "lua",
+};
+
+module.exports = {
+	Theme,
+	initTheme: () => {},
+	getMarkdownTheme: () => plainTheme,
+	getSelectListTheme: () => plainTheme,
+	getSettingsListTheme: () => plainTheme,
+	highlightCode: (code) => String(code ?? "").split("\n"),
+	getLanguageFromPath: (file) => LANGUAGES[String(file ?? "").split(".").pop()?.toLowerCase()],
+	renderDiff: (diff) => String(diff ?? ""),
+	keyText,
+	keyHint: (keybinding, description) => `${keyText(keybinding)} ${description}`,
+	rawKeyHint: (key, description) => `${key} ${description}`,
+	truncateToVisualLines,
+	copyToClipboard: async () => {
+		throw new Error("there is no clipboard in RPC mode");
+	},
+	DynamicBorder,
+	BorderedLoader,
+	CustomEditor,
+	...inert,
+};

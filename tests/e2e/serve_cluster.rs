@@ -1,0 +1,146 @@
+//! `pi serve --cluster` on a real NATS JetStream: Debian's `nats-server`
+//! (unpacked into `target/tools/nats` by `scripts/install-serve-tools.sh`)
+//! on 127.0.0.1 with JetStream in a temporary directory, two workers
+//! sharing one session directory. Skipped without nats-server or Python
+//! `websockets` (unless `PI_RPC_REQUIRE_TOOLS=1`).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::clients::{installed_tool, repo_root};
+use crate::harness::Sandbox;
+use crate::serve::{Served, python_scenario, serve};
+
+/// A nats-server with JetStream, stopped when dropped.
+pub struct Nats {
+    child: tokio::process::Child,
+    pub url: String,
+    _store: tempfile::TempDir,
+}
+
+impl Nats {
+    pub async fn start() -> Option<Nats> {
+        let binary = installed_tool("nats/usr/sbin/nats-server")?;
+        let store = tempfile::tempdir().expect("store dir");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        let child = tokio::process::Command::new(binary)
+            .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+            .arg(store.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start nats-server");
+        for _ in 0..100 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                return Some(Nats { child, url: format!("nats://127.0.0.1:{port}"), _store: store });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("nats-server did not start on {port}");
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+/// A worker of the cluster on `shared`, named `name`, lease TTL `ttl` seconds.
+async fn worker(sb: &Sandbox, nats: &Nats, shared: &Path, name: &str, ttl: &str) -> Served {
+    let dir = shared.display().to_string();
+    serve(sb, &["--session-dir", &dir, "--worker-name", name, "--cluster", &nats.url, "--lease-ttl", ttl]).await
+}
+
+fn signal(served: &Served, signal: nix::sys::signal::Signal) {
+    let pid = served.pi.child.id().expect("pid");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).expect("signal");
+}
+
+#[tokio::test]
+async fn a_killed_owners_lease_expires_and_another_worker_takes_the_session_over() {
+    let Some(nats) = Nats::start().await else { return };
+    let sb = Sandbox::offline();
+    let shared = sb.home.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    let mut a = worker(&sb, &nats, &shared, "wa", "2").await;
+    let b = worker(&sb, &nats, &shared, "wb", "2").await;
+    let session = "cluster-takeover-1";
+    let (url_a, url_b) = (a.url.clone(), b.url.clone());
+    if python_scenario(&a, "scale_write", &[&url_a, session]).await.is_none() {
+        return;
+    }
+    // While its owner lives, the other worker does not serve it (yet: relaying comes with the bus).
+    python_scenario(&b, "owned", &[&url_b, session]).await;
+    a.pi.child.start_kill().expect("kill -9 the owner");
+    let _ = a.pi.child.wait().await;
+    let killed = Instant::now();
+    // The lease expires within its TTL (2 s) and the next attach takes over.
+    loop {
+        let (python, path) = crate::serve::python().expect("python");
+        let out = tokio::process::Command::new(python)
+            .arg(repo_root().join("tests/serve/native_client.py"))
+            .args(["scale_continue", &url_b, session])
+            .env("PYTHONPATH", path)
+            .output()
+            .await
+            .expect("client");
+        if out.status.success() {
+            break;
+        }
+        assert!(killed.elapsed() < Duration::from_secs(8), "no takeover: {}", b.pi.stderr());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let took = killed.elapsed();
+    // The TTL, plus the client's retries on a loaded machine.
+    assert!(took < Duration::from_secs(5), "takeover took {took:?}");
+}
+
+#[tokio::test]
+async fn a_stale_owner_paused_past_its_lease_cannot_append() {
+    let Some(nats) = Nats::start().await else { return };
+    let sb = Sandbox::offline();
+    let shared = sb.home.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    let a = worker(&sb, &nats, &shared, "wa", "1").await;
+    let b = worker(&sb, &nats, &shared, "wb", "1").await;
+    let session = "cluster-stale-1";
+    let (url_a, url_b) = (a.url.clone(), b.url.clone());
+    if python_scenario(&a, "scale_write", &[&url_a, session]).await.is_none() {
+        return;
+    }
+    // A client stays attached to the owner A.
+    let go = sb.home.path().join("go");
+    let (python, path) = crate::serve::python().expect("python");
+    let mut held = tokio::process::Command::new(python)
+        .arg(repo_root().join("tests/serve/faults_client.py"))
+        .args(["hold_then_prompt", &url_a, session, &go.display().to_string()])
+        .env("PYTHONPATH", path)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("client");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // A is paused past its lease; B takes the session over and writes to it.
+    signal(&a, nix::sys::signal::Signal::SIGSTOP);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    python_scenario(&b, "scale_continue", &[&url_b, session]).await;
+    signal(&a, nix::sys::signal::Signal::SIGCONT);
+    // A's client prompts: A may not write the file any more.
+    std::fs::write(&go, "go").expect("go file");
+    let out = tokio::time::timeout(Duration::from_secs(40), held.wait()).await.expect("client ends");
+    assert!(out.expect("client").success());
+    let file = std::fs::read_dir(&shared)
+        .expect("shared")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(&format!("_{session}.jsonl")))
+        .expect("session file");
+    let text = std::fs::read_to_string(&file).expect("session file");
+    assert!(text.contains("and now?"), "B's turn is in the file: {text}");
+    assert!(!text.contains("written by a stale owner"), "the stale owner wrote to the file:\n{text}");
+    let log = a.pi.stderr();
+    assert!(log.contains("taken over by another worker") || log.contains("lease lost"), "{log}");
+}
