@@ -95,7 +95,7 @@ macro_rules! ops {
             -> $variant:ident $(($reply:ty))?;
     )*) => {
         /// Operations the core performs.
-        #[derive(Debug, Clone, PartialEq)]
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
         pub enum Op {
             $($(#[$meta])* $name $({ $($(#[$fmeta])* $field: $fty),* })? $(($inner))?,)*
         }
@@ -136,14 +136,14 @@ macro_rules! ops {
 pub type RequestTag = u64;
 
 /// How a prompt sent during a run is queued.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum StreamingBehavior {
     Steer,
     FollowUp,
 }
 
 /// How queued steering / follow-up messages are delivered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum QueueMode {
     /// Deliver everything queued at once.
     All,
@@ -174,7 +174,7 @@ impl FromStr for QueueMode {
 }
 
 /// A client's answer to an extension dialog.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum UiResponse {
     /// `select`, `input`, `editor`: the chosen or typed text.
     Value(Value),
@@ -185,7 +185,7 @@ pub enum UiResponse {
 }
 
 /// Settings a JSON-RPC `initialize` applies before the session starts.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct InitializeParams {
     pub cwd: Option<String>,
     pub model: Option<String>,
@@ -329,7 +329,7 @@ ops! {
 }
 
 /// How a prompt was taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Disposition {
     /// A run started.
     Started,
@@ -350,7 +350,7 @@ impl Disposition {
 }
 
 /// Context window usage as reported by `get_session_stats`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ContextUsageStats {
     /// None right after a compaction, until a fresh reply reports usage.
     pub tokens: Option<u64>,
@@ -360,7 +360,7 @@ pub struct ContextUsageStats {
 }
 
 /// A snapshot of the session state (`get_state`, `getStatus`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StateSnapshot {
     pub model: Option<Model>,
     pub thinking_level: ThinkingLevel,
@@ -383,7 +383,7 @@ pub struct StateSnapshot {
 }
 
 /// Token totals of the session.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TokenTotals {
     pub input: u64,
     pub output: u64,
@@ -393,7 +393,7 @@ pub struct TokenTotals {
 }
 
 /// `get_session_stats` data.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SessionStats {
     pub session_file: Option<String>,
     pub session_id: String,
@@ -408,7 +408,7 @@ pub struct SessionStats {
 }
 
 /// Result of an RPC `bash` command.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BashResult {
     pub output: String,
     /// None when cancelled.
@@ -419,7 +419,7 @@ pub struct BashResult {
 }
 
 /// A user message one can fork from.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ForkMessage {
     pub entry_id: String,
     pub text: String,
@@ -428,7 +428,7 @@ pub struct ForkMessage {
 /// The session as a forest (`get_tree`), kept flat: nodes refer to their
 /// children by position, so a 100,000-entry chain is walked, cloned, compared
 /// and dropped without recursion.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct SessionTree {
     /// Every node, in the session's append order.
     pub nodes: Vec<TreeNode>,
@@ -449,7 +449,7 @@ impl SessionTree {
 }
 
 /// One node of `get_tree`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TreeNode {
     pub entry: SessionEntry,
     /// Positions in [`SessionTree::nodes`] of the children, in order.
@@ -459,7 +459,7 @@ pub struct TreeNode {
 }
 
 /// Where a slash command comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CommandSource {
     Extension,
     Prompt,
@@ -477,7 +477,7 @@ impl CommandSource {
 }
 
 /// Where a template or skill was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CommandLocation {
     User,
     Project,
@@ -495,7 +495,7 @@ impl CommandLocation {
 }
 
 /// A slash command listed by `get_commands`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CommandInfo {
     pub name: String,
     pub description: Option<String>,
@@ -505,7 +505,7 @@ pub struct CommandInfo {
 }
 
 /// The model picked by `cycle_model`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CycledModel {
     pub model: Model,
     pub thinking_level: ThinkingLevel,
@@ -513,7 +513,7 @@ pub struct CycledModel {
 }
 
 /// Identity of the session after `initialize`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SessionInfo {
     pub session_id: String,
     pub session_path: Option<String>,
@@ -522,7 +522,7 @@ pub struct SessionInfo {
 
 /// Successful result of an op: one variant per shape of result; which one
 /// answers which op is declared in the `ops!` table above ([`TypedOp`]).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Reply {
     /// Success without data.
     Ack,
@@ -559,7 +559,7 @@ pub enum Reply {
 }
 
 /// How a session switch ended (`new_session`, `switch_session`, `resume_session`, `clone`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Switched {
     /// True when an extension cancelled the switch.
     pub cancelled: bool,
@@ -576,7 +576,7 @@ impl Switched {
 }
 
 /// How a `fork` ended: the text of the message forked from.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Forked {
     pub text: String,
     /// True when an extension cancelled the fork.
@@ -584,28 +584,28 @@ pub struct Forked {
 }
 
 /// `get_entries`: entries in append order, and the leaf.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EntryList {
     pub entries: Vec<SessionEntry>,
     pub leaf_id: Option<String>,
 }
 
 /// `get_tree`: the session's tree, and the leaf.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TreeWithLeaf {
     pub tree: SessionTree,
     pub leaf_id: Option<String>,
 }
 
 /// `clear_queue`: what both queues held.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClearedQueues {
     pub steering: Vec<String>,
     pub follow_up: Vec<String>,
 }
 
 /// How a connection was attached to a session by `pi serve`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Attachment {
     pub session_id: String,
     /// The session file (None until the session holds a message).
