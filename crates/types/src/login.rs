@@ -2,7 +2,7 @@
 //! once it waits for the user (the flows themselves are in pi-auth).
 
 /// What to log in to, and how.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LoginRequest {
     pub provider: String,
     /// A method id of the flow; `None`: its default (the browser when it has one).
@@ -15,7 +15,7 @@ pub struct LoginRequest {
 }
 
 /// A login waiting for the user: where to sign in, or the code to enter.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LoginStarted {
     pub provider: String,
     /// The login's display name ("Anthropic (Claude Pro/Max)").
