@@ -1,9 +1,10 @@
 //! Subscription logins end to end, offline: the fake OAuth server
 //! (`pi_compat::fake_oauth`) stands in for every provider's endpoints
 //! through `PI_RPC_ORIGIN_OVERRIDES`, and the fake model server for the
-//! Anthropic API (models.json `baseUrl`). Covered: `pi login` with PKCE and
+//! Anthropic and ChatGPT (Codex) APIs (models.json `baseUrl`). Covered: `pi login` with PKCE and
 //! with a device code, the stored credential then read and used by pi 1.6.0
-//! itself; a session that stays logged in across a token expiry and a 401;
+//! itself; a Claude and a ChatGPT session that stay logged in across a
+//! token expiry and a 401;
 //! a revoked login's error; a refresh racing pi's own (its lock and refresh
 //! code, driven from node) on the same auth.json; 20 sessions of `pi serve`
 //! making one refresh; the JSON-RPC `login` method and ACP `authenticate`.
@@ -20,18 +21,19 @@ use crate::harness::{LINE_TIMEOUT, Pi, Sandbox};
 
 /// A sandbox whose default model is Anthropic's, served by the fake model
 /// server, with every OAuth origin sent to a fake OAuth server.
-struct Login {
-    sb: Sandbox,
-    fake: FakeOAuth,
+pub(crate) struct Login {
+    pub(crate) sb: Sandbox,
+    pub(crate) fake: FakeOAuth,
 }
 
 impl Login {
-    async fn new() -> Login {
+    pub(crate) async fn new() -> Login {
         let sb = Sandbox::with_server().await;
         let models = json!({"providers": {
             "fake": {"baseUrl": sb.server().base_url(), "api": "openai-completions", "apiKey": "k",
                      "models": [{"id": "fake-model"}]},
-            "anthropic": {"baseUrl": sb.server().url()}
+            "anthropic": {"baseUrl": sb.server().url()},
+            "openai-codex": {"baseUrl": format!("{}/backend-api", sb.server().url())}
         }});
         std::fs::write(sb.agent_dir.path().join("models.json"), models.to_string()).unwrap();
         sb.write_settings(json!({"defaultProvider": "anthropic", "defaultModel": "claude-sonnet-4-5",
@@ -39,11 +41,11 @@ impl Login {
         Login { sb, fake: FakeOAuth::start().await.unwrap() }
     }
 
-    fn auth_path(&self) -> PathBuf {
+    pub(crate) fn auth_path(&self) -> PathBuf {
         self.sb.agent_dir.path().join("auth.json")
     }
 
-    fn auth(&self) -> Value {
+    pub(crate) fn auth(&self) -> Value {
         serde_json::from_str(&std::fs::read_to_string(self.auth_path()).unwrap()).unwrap()
     }
 
@@ -55,7 +57,7 @@ impl Login {
     }
 
     /// `pi` with these arguments, the overrides set and no browser.
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
+    pub(crate) fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut cmd = self.sb.command(args);
         cmd.env("PI_RPC_ORIGIN_OVERRIDES", self.fake.overrides());
         cmd.env("BROWSER", "none");
@@ -82,7 +84,7 @@ fn now_ms() -> i64 {
 }
 
 /// node and the reference pi's CLI, or None (skip).
-fn reference() -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn reference() -> Option<(PathBuf, PathBuf)> {
     let node = node22()?;
     let cli = installed_tool("reference/node_modules/@earendil-works/pi-coding-agent/dist/cli.js")?;
     Some((node, cli))
@@ -209,39 +211,61 @@ async fn pi_login_with_a_device_code_then_logout() {
     assert!(login.auth().get("openai-codex").is_none());
 }
 
-#[tokio::test]
-async fn a_claude_session_stays_logged_in_across_a_token_expiry_and_a_401() {
+/// A session on `model` (the login of `provider`) stays logged in: the
+/// token expires between two prompts and is refreshed before the second,
+/// then the provider refuses a token and the request is made again once
+/// with a fresh one. Every refresh is written back to auth.json.
+async fn session_stays_logged_in(provider: &str, model: &str, unauthorized: &str) {
     let login = Login::new().await;
     // Valid for five minutes and two seconds: good for the first prompt only.
-    let first = login.store("anthropic", 5 * 60 * 1000 + 2_000);
-    let mut pi = login.rpc(&[]);
+    let first = login.store(provider, 5 * 60 * 1000 + 2_000);
+    let mut pi = login.rpc(&["--model", model]);
     login.sb.server().push(Reply::text("one"));
     pi.call("p1", json!({"type": "prompt", "message": "first"})).await;
-    pi.until_type("agent_settled").await;
+    let events = pi.until_type("agent_settled").await;
+    let end = events.iter().rev().find(|e| e["type"] == "message_end").unwrap();
+    assert_eq!(end["message"]["content"][0]["text"], "one", "{events:?}");
     tokio::time::sleep(Duration::from_millis(2_500)).await;
     login.sb.server().push(Reply::text("two"));
     pi.call("p2", json!({"type": "prompt", "message": "second"})).await;
     let events = pi.until_type("agent_settled").await;
     assert!(events.iter().all(|e| e["type"] != "auto_retry_start"), "{events:?}");
-    let second = login.auth()["anthropic"].clone();
+    let second = login.auth()[provider].clone();
     assert_ne!(second["access"], first["access"], "refreshed and written back");
     assert_eq!(login.bearers(), [first["access"].as_str().unwrap(), second["access"].as_str().unwrap()]);
-    assert_eq!(login.fake.refreshes("anthropic"), 1);
+    assert_eq!(login.fake.refreshes(provider), 1);
 
     // The provider rejects the token: one refresh, the same request again.
-    login
-        .sb
-        .server()
-        .push(Reply::error(401, r#"{"type":"error","error":{"type":"authentication_error","message":"expired"}}"#));
+    login.sb.server().push(Reply::error(401, unauthorized));
     login.sb.server().push(Reply::text("three"));
     pi.call("p3", json!({"type": "prompt", "message": "third"})).await;
     let events = pi.until_type("agent_settled").await;
     let end = events.iter().rev().find(|e| e["type"] == "message_end").unwrap();
     assert_eq!(end["message"]["content"][0]["text"], "three", "{events:?}");
-    let third = login.auth()["anthropic"].clone();
+    let third = login.auth()[provider].clone();
     let bearers = login.bearers();
     assert_eq!(&bearers[2..], [second["access"].as_str().unwrap(), third["access"].as_str().unwrap()]);
-    assert_eq!(login.fake.refreshes("anthropic"), 2);
+    assert_eq!(login.fake.refreshes(provider), 2);
+}
+
+#[tokio::test]
+async fn a_claude_session_stays_logged_in_across_a_token_expiry_and_a_401() {
+    session_stays_logged_in(
+        "anthropic",
+        "anthropic/claude-sonnet-4-5",
+        r#"{"type":"error","error":{"type":"authentication_error","message":"expired"}}"#,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_chatgpt_codex_session_stays_logged_in_across_a_token_expiry_and_a_401() {
+    session_stays_logged_in(
+        "openai-codex",
+        "openai-codex/gpt-6.2-sol",
+        r#"{"error":{"code":"token_expired","message":"Provided authentication token is expired."}}"#,
+    )
+    .await;
 }
 
 #[tokio::test]

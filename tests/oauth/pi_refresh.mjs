@@ -2,8 +2,8 @@
 // pi-coding-agent's AuthStorage (proper-lockfile on auth.json) and pi-ai's
 // refreshStoredOAuthCredential with the provider's OAuth flow, exactly the
 // code pi runs before a request. The provider endpoints are hard-coded in
-// pi-ai; this script sends them where PI_RPC_ORIGIN_OVERRIDES says (the same
-// test hook pi-rpc honours) by wrapping fetch. tests/e2e/oauth.rs runs it.
+// pi-ai; route_fetch.mjs sends them where PI_RPC_ORIGIN_OVERRIDES says (the same
+// test hook pi-rpc honours). tests/e2e/oauth.rs runs it.
 //
 // Usage: node pi_refresh.mjs REFERENCE_DIR AUTH_JSON PROVIDER
 // Prints {"access": …, "refresh": …} of the credential stored afterwards.
@@ -11,21 +11,7 @@
 import { pathToFileURL } from "node:url";
 
 const [referenceDir, authPath, provider] = process.argv.slice(2);
-const overrides = (process.env.PI_RPC_ORIGIN_OVERRIDES ?? "")
-  .split(",")
-  .filter(Boolean)
-  .map((entry) => entry.split("="));
-const realFetch = globalThis.fetch;
-globalThis.fetch = (input, init) => {
-  let url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-  for (const [from, to] of overrides) {
-    if (url === from || url.startsWith(from + "/") || url.startsWith(from + "?")) {
-      url = to + url.slice(from.length);
-      break;
-    }
-  }
-  return realFetch(url, init);
-};
+await import("./route_fetch.mjs");
 
 const modules = `${referenceDir}/node_modules/@earendil-works`;
 const load = (path) => import(pathToFileURL(`${modules}/${path}`).href);

@@ -150,6 +150,8 @@ mod tests {
             headers: Default::default(),
             max_tokens: None,
             session_id: None,
+            credential: None,
+            env: Default::default(),
         }
     }
 

@@ -184,21 +184,9 @@ fn transport(url: &str, e: &reqwest::Error) -> OAuthError {
 }
 
 /// The origin overrides of the process (`PI_RPC_ORIGIN_OVERRIDES`, the
-/// `origin=replacement,…` test hook). Interim: a plain prefix match, to be
-/// replaced by `pi_provider::provider::http::route_url` (branch i24-apis,
-/// origins compared case-insensitively with default ports) once it is on main.
+/// test hook every request of pi-rpc follows).
 fn default_route(url: &str) -> String {
-    if let Ok(spec) = std::env::var("PI_RPC_ORIGIN_OVERRIDES") {
-        for entry in spec.split(',') {
-            if let Some((from, to)) = entry.split_once('=')
-                && let Some(rest) = url.strip_prefix(from)
-                && (rest.is_empty() || rest.starts_with('/') || rest.starts_with('?'))
-            {
-                return format!("{to}{rest}");
-            }
-        }
-    }
-    url.to_string()
+    crate::provider::http::route_url(url).into_owned()
 }
 
 /// A URL with its query built from `params`, in order.
