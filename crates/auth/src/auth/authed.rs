@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::broker::{AuthError, Broker};
 use super::oauth::RequestAuth;
-use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderRequest, ProviderStream};
+use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest, ProviderStream};
 
 /// `inner`, authenticated by the OAuth login of `provider`.
 pub struct OAuthProvider {
@@ -80,7 +80,16 @@ impl Provider for OAuthProvider {
             };
             let again = request.clone();
             let mut first = inner.stream(apply(request, &auth), cancel.clone());
-            match first.next().await {
+            // Fields an API knows before its request (Codex's thinking level)
+            // are not the answer: the first other item tells whether it was a 401.
+            let mut known = Vec::new();
+            let head = loop {
+                match first.next().await {
+                    Some(Ok(field @ ProviderEvent::MessageField { .. })) => known.push(Ok(field)),
+                    other => break other,
+                }
+            };
+            match head {
                 Some(Err(e)) if e.status == Some(401) => {
                     let fresh = tokio::select! {
                         biased;
@@ -96,8 +105,11 @@ impl Provider for OAuthProvider {
                         Err(refresh) => failed(refresh.into()),
                     }
                 }
-                Some(item) => futures::stream::iter([item.map_err(|e| hide(e, &used))]).chain(first).boxed(),
-                None => first,
+                Some(item) => {
+                    known.push(item.map_err(|e| hide(e, &used)));
+                    futures::stream::iter(known).chain(first).boxed()
+                }
+                None => futures::stream::iter(known).boxed(),
             }
         };
         futures::stream::once(call).flatten().boxed()
