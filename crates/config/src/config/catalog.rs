@@ -34,6 +34,7 @@ const ANTHROPIC: &str = "anthropic-messages";
 /// `api`/`baseUrl` (pi 1.6's provider definitions; providers whose models
 /// use several APIs list their main one).
 pub const BUILTIN_PROVIDERS: &[BuiltinProvider] = &[
+    p("amazon-bedrock", "Amazon Bedrock", "bedrock-converse-stream", "https://bedrock-runtime.us-east-1.amazonaws.com"),
     p("ant-ling", "Ant Ling", COMPLETIONS, "https://api.ant-ling.com/v1"),
     p("anthropic", "Anthropic", ANTHROPIC, "https://api.anthropic.com"),
     // Azure's endpoint comes from AZURE_OPENAI_BASE_URL / AZURE_OPENAI_RESOURCE_NAME.

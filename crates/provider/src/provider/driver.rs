@@ -67,11 +67,25 @@ pub(crate) struct Call {
     pub body: Value,
     /// The bytes sent instead of `body` as JSON (a compressed or signed body).
     pub raw: Option<Vec<u8>>,
+    /// How the response body is framed.
+    pub framing: Framing,
+}
+
+/// The framing of a streamed response body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Framing {
+    /// Server-sent events.
+    #[default]
+    Sse,
+    /// AWS's binary event stream (`application/vnd.amazon.eventstream`),
+    /// each message handed to the decoder as one event (see
+    /// [`super::bedrock::eventstream`]).
+    AwsEventStream,
 }
 
 impl Call {
     pub(crate) fn new(url: String, headers: Vec<(String, String)>, body: Value) -> Call {
-        Call { url, headers, body, raw: None }
+        Call { url, headers, body, raw: None, framing: Framing::Sse }
     }
 
     /// Send the JSON body zstd-compressed, with `content-encoding: zstd`.
@@ -104,7 +118,6 @@ pub(crate) fn same_transport_error(err: ProviderError) -> ProviderError {
 
 enum Phase {
     /// The call is still being prepared (credentials to resolve, a body to sign).
-    #[allow(dead_code, reason = "the signed and token-authenticated APIs (Bedrock, Vertex) land next")]
     Prepare(Option<BoxFuture<'static, Result<Call, ProviderError>>>),
     Start(Option<Call>),
     Streaming(BoxStream<'static, Result<SseEvent, BodyError>>),
@@ -130,6 +143,7 @@ impl<W: Wire> Run<W> {
 
     async fn open(&mut self, call: Call) {
         let secrets = credentials(&call.headers);
+        let framing = call.framing;
         let sent = match &call.raw {
             Some(raw) => self.http.post_bytes(&call.url, &call.headers, raw.clone(), &self.cancel).await,
             None => self.http.post_json(&call.url, &call.headers, &call.body, &self.cancel).await,
@@ -157,7 +171,12 @@ impl<W: Wire> Run<W> {
             };
             return self.fail(err);
         }
-        self.phase = Phase::Streaming(self.http.sse(response).boxed());
+        self.phase = Phase::Streaming(match framing {
+            Framing::Sse => self.http.sse(response).boxed(),
+            Framing::AwsEventStream => {
+                self.http.framed(response, super::bedrock::eventstream::EventStreamFramer::default()).boxed()
+            }
+        });
     }
 
     /// Send the request and open the body, unless cancelled first.
@@ -307,7 +326,6 @@ fn run_phase<W: Wire>(
 /// [`drive`] for a call prepared asynchronously (credentials resolved from
 /// files or the network, a body signed with them); cancellation also ends
 /// the preparation.
-#[allow(dead_code, reason = "the signed and token-authenticated APIs (Bedrock, Vertex) land next")]
 pub(crate) fn drive_prepared<W: Wire>(
     http: HttpClient,
     cancel: CancellationToken,
