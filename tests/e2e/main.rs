@@ -31,6 +31,7 @@ mod native_sessions;
 mod native_state;
 mod native_tools;
 mod npm_registry;
+mod oauth;
 mod packages;
 mod pi_parity;
 mod providers;

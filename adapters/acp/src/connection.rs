@@ -148,10 +148,26 @@ impl<H: SessionHost> Connection<H> {
             }
             "authenticate" => {
                 let request: acp::AuthenticateRequest = params(p)?;
-                if request.method_id.0.as_ref() != AUTH_METHOD {
-                    return Err(invalid_params(format!("unknown authentication method \"{}\"", request.method_id.0)));
+                match crate::login::parse(request.method_id.0.as_ref()) {
+                    None => {
+                        let method = &request.method_id.0;
+                        return Err(invalid_params(format!("unknown authentication method \"{method}\"")));
+                    }
+                    Some(crate::login::Authenticate::Config) => {
+                        self.send(response(&id, &acp::AuthenticateResponse::new())).await;
+                    }
+                    // A login waits for the user: the connection goes on meanwhile.
+                    Some(crate::login::Authenticate::Login(login)) => {
+                        let shared = self.shared.clone();
+                        tokio::spawn(async move {
+                            let answer = match crate::login::run(login).await {
+                                Ok(()) => response(&id, &acp::AuthenticateResponse::new()),
+                                Err(e) => error_response(&id, &e),
+                            };
+                            shared.send(answer).await;
+                        });
+                    }
                 }
-                self.send(response(&id, &acp::AuthenticateResponse::new())).await;
             }
             "session/new" => {
                 let request: acp::NewSessionRequest = params(p)?;
@@ -286,9 +302,6 @@ impl<H: SessionHost> Connection<H> {
     }
 }
 
-/// The id of the one authentication method: pi's own configuration.
-pub const AUTH_METHOD: &str = "pi-config";
-
 fn initialize_response(forks_and_deletes: bool) -> acp::InitializeResponse {
     let mut sessions = acp::SessionCapabilities::new()
         .list(acp::SessionListCapabilities::new())
@@ -302,13 +315,9 @@ fn initialize_response(forks_and_deletes: bool) -> acp::InitializeResponse {
         .prompt_capabilities(acp::PromptCapabilities::new().image(true).embedded_context(true))
         .mcp_capabilities(acp::McpCapabilities::new().http(true))
         .session_capabilities(sessions);
-    let auth = acp::AuthMethodAgent::new(AUTH_METHOD, "pi configuration").description(
-        "API keys come from pi's auth.json, models.json and the provider environment variables; nothing to enter here"
-            .to_string(),
-    );
     acp::InitializeResponse::new(PROTOCOL_VERSION)
         .agent_capabilities(capabilities)
-        .auth_methods(vec![acp::AuthMethod::Agent(auth)])
+        .auth_methods(crate::login::methods())
         .agent_info(acp::Implementation::new("pi-rpc", env!("CARGO_PKG_VERSION")).title("pi".to_string()))
 }
 

@@ -123,6 +123,8 @@ pub fn map_event(event: AgentEvent, bash_id: impl FnOnce(Option<u64>) -> Option<
             _ => return None,
         },
         AgentEvent::ClientRequestEnded { .. } => return None,
+        // The native dialect has no `login` command (pi has none in RPC mode).
+        AgentEvent::LoginEnd { .. } => return None,
     })
 }
 

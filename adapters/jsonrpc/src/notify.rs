@@ -13,8 +13,8 @@ use crate::errors::classify;
 use crate::wire::{
     AssistantMessageParams, AutoRetryEndParams, AutoRetryStartParams, BashOutputParams, CompactionEndParams,
     CompactionStartParams, ContextUsageParams, ErrorParams, ExtensionErrorParams, ExtensionUiParams,
-    ModelChangedParams, QueueUpdateParams, ServerNotification, SessionNameChangedParams, TokenUsage, ToolCallParams,
-    ToolOutput, ToolResultParams, ToolUpdateParams, TurnEndParams,
+    LoginCompletedParams, ModelChangedParams, QueueUpdateParams, ServerNotification, SessionNameChangedParams,
+    TokenUsage, ToolCallParams, ToolOutput, ToolResultParams, ToolUpdateParams, TurnEndParams,
 };
 
 /// A notification to send.
@@ -149,6 +149,9 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
             _ => return None,
         },
         AgentEvent::ClientRequestEnded { .. } => return None,
+        AgentEvent::LoginEnd { provider, error } => {
+            ServerNotification::LoginCompleted(LoginCompletedParams { provider, success: error.is_none(), error })
+        }
         AgentEvent::ExtensionUiRequest(request) => {
             let dialog = request.kind.is_dialog();
             let method = request.kind.method();

@@ -53,6 +53,8 @@ pi_core::jsonrpc_wire! {
         /// An extension asks the client for UI; dialogs are answered with an
         /// `extension:response` notification carrying the same `id`.
         ExtensionUi(ExtensionUiParams),
+        /// A login started with `login` ended: the credential is stored (`success`), or `error` says why not.
+        LoginCompleted(LoginCompletedParams),
     }
 }
 

@@ -286,5 +286,6 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
         request(ClientRequestKind::ToolCall { tool_call_id: "t2".into(), tool_name: "mine".into(), args: json!({}) }),
         request(ClientRequestKind::ReadTextFile { path: "/a".into() }),
         E::ClientRequestEnded { id: "c1".into() },
+        E::LoginEnd { provider: "anthropic".into(), error: None },
     ]
 }

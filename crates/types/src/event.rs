@@ -399,11 +399,16 @@ events! {
         ClientRequestEnded {
             id: String,
         },
+        /// A login started by `Op::Login` ended: the credential is stored, or why not.
+        LoginEnd {
+            provider: String,
+            error: Option<String>,
+        },
     }
 
     /// The native dialect's event lines (their `type`).
     native => NATIVE, native_wire {
-        not shown: ModelChanged, ContextUsage, RunError, ClientRequestEnded;
+        not shown: ModelChanged, ContextUsage, RunError, ClientRequestEnded, LoginEnd;
         AgentStart = "agent_start" <- AgentStart;
         AgentEnd = "agent_end" <- AgentEnd;
         AgentSettled = "agent_settled" <- AgentSettled;
@@ -457,6 +462,7 @@ events! {
         ExtensionError = "extension:error" <- ExtensionError;
         // Approvals are `extension:ui` dialogs.
         ExtensionUi = "extension:ui" <- ExtensionUiRequest, ClientRequest;
+        LoginCompleted = "loginCompleted" <- LoginEnd;
     }
 }
 

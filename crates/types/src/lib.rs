@@ -5,6 +5,7 @@ pub mod client;
 pub mod error;
 pub mod event;
 pub mod js;
+pub mod login;
 pub mod message;
 pub mod message_list;
 mod message_text;

@@ -322,6 +322,10 @@ ops! {
     /// answer at once: a front end orders an answer of its own (the error
     /// for a bad record) after them.
     Barrier -> Ack;
+    /// Log in to a provider with its subscription (OAuth): answered once
+    /// the sign-in URL or device code is known; `AgentEvent::LoginEnd`
+    /// follows when the login completes.
+    Login(crate::login::LoginRequest) -> LoginStarted(Box<crate::login::LoginStarted>);
 }
 
 /// How a prompt was taken.
@@ -551,6 +555,8 @@ pub enum Reply {
     ActiveTools(Vec<String>),
     /// Ids of the requests to the client awaiting an answer, oldest first.
     PendingRequests(Vec<String>),
+    /// A login waits for the user (see [`Op::Login`]).
+    LoginStarted(Box<crate::login::LoginStarted>),
 }
 
 /// How a session switch ended (`new_session`, `switch_session`, `resume_session`, `clone`).

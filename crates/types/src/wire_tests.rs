@@ -55,6 +55,12 @@ fn ops_round_trip() {
     round_trip(Op::ClientResponse { id: "c2".into(), result: Err("no".into()) });
     round_trip(Op::ResumeSession { reference: "abc".into(), after_seq: Some(42) });
     round_trip(Op::Abort);
+    round_trip(Op::Login(crate::login::LoginRequest {
+        provider: "anthropic".into(),
+        method: Some("device_code".into()),
+        no_browser: true,
+        answer: None,
+    }));
 }
 
 #[test]
@@ -74,6 +80,15 @@ fn replies_and_errors_round_trip() {
     }));
     round_trip(CoreError::invalid("sessionId", "bad").with_retryable(true));
     round_trip::<Result<Reply, CoreError>>(Err(CoreError::new(ErrorKind::Busy, "busy")));
+    round_trip(Reply::LoginStarted(Box::new(crate::login::LoginStarted {
+        provider: "openai-codex".into(),
+        name: "ChatGPT Plus/Pro (Codex Subscription)".into(),
+        method: "device_code".into(),
+        user_code: Some("ABCD-1234".into()),
+        verification_uri: Some("https://auth.openai.com/codex/device".into()),
+        expires_in_seconds: Some(900.0),
+        ..Default::default()
+    })));
 }
 
 #[test]
@@ -113,4 +128,5 @@ fn events_round_trip() {
     round_trip(ClientReply::Permission(PermissionAnswer::AllowOnce));
     round_trip(AgentEvent::BashExecutionUpdate { request: Some(1 << 40), delta: "x".into() });
     round_trip(AgentEvent::AgentSettled { aborted: false, usage: Usage::default() });
+    round_trip(AgentEvent::LoginEnd { provider: "anthropic".into(), error: Some("refused".into()) });
 }

@@ -234,6 +234,22 @@ impl FromReply<Vec<String>> for ToolsData {
     }
 }
 
+impl FromReply<Box<pi_core::login::LoginStarted>> for LoginResult {
+    fn from_reply(started: Box<pi_core::login::LoginStarted>) -> Self {
+        let s = *started;
+        LoginResult {
+            provider: s.provider,
+            name: s.name,
+            method: s.method,
+            url: s.url,
+            instructions: s.instructions,
+            user_code: s.user_code,
+            verification_uri: s.verification_uri,
+            expires_in: s.expires_in_seconds,
+        }
+    }
+}
+
 impl super::WireResult for super::results::Ack {
     const DATA: bool = false;
 }
@@ -278,4 +294,5 @@ wire_results!(
     QueueData,
     SessionResult,
     ToolsData,
+    LoginResult,
 );

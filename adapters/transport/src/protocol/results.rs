@@ -359,6 +359,35 @@ pub struct QueueData {
     pub follow_up: Vec<String>,
 }
 
+/// A login waiting for the user: open `url` (browser sign-in), or open
+/// `verificationUri` and enter `userCode` (device code). `loginCompleted`
+/// follows.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginResult {
+    /// The provider id.
+    pub provider: String,
+    /// The login's name, e.g. "Anthropic (Claude Pro/Max)".
+    pub name: String,
+    /// `browser` or `device_code`.
+    pub method: String,
+    /// The sign-in page to open (browser sign-in).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// What to tell the user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// The code to enter (device code).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_code: Option<String>,
+    /// Where to enter it (device code).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification_uri: Option<String>,
+    /// Seconds the code stays valid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_in: Option<f64>,
+}
+
 /// Active tools.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ToolsData {

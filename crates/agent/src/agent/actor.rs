@@ -273,6 +273,7 @@ impl Agent {
                 let _ = reply.send(super::internal::ToolSet(tools, specs));
             }
             Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
+            Internal::Login(msg) => self.handle_login_msg(*msg).await,
             Internal::BashFinished { tag, outcome } => {
                 self.bash_cancel = None;
                 match *outcome {
@@ -432,6 +433,8 @@ impl Agent {
             return;
         }
         let tag = pending.tag;
+        // A login or logout since the last op (by pi too) counts from now on.
+        self.models.sync_auth(&self.agent_dir);
         match pending.op {
             Op::Prompt { message, images, streaming_behavior } => {
                 self.prompt(tag, message, images, streaming_behavior).await
@@ -476,6 +479,7 @@ impl Agent {
             Op::ClientResponse { id, result } => self.client_response(tag, id, result).await,
             Op::SetApprovalMode { mode } => self.set_approval_mode(tag, mode).await,
             Op::Barrier => self.reply(tag, Ok(Reply::Ack)).await,
+            Op::Login(request) => self.login(tag, request),
             Op::PendingRequests => {
                 // Extension dialogs and the requests to the client (approvals, files, terminals).
                 let mut ids = self.ext.handle.ui().ids();
@@ -577,6 +581,7 @@ impl Agent {
     /// Start a run with these new messages.
     pub(super) fn start_run(&mut self, mut initial: Vec<AgentMessage>) {
         let Some(provider) = self.providers.get(&self.model.api) else { return };
+        let provider = crate::auth::authorize(provider, &self.models, &self.model);
         initial.append(&mut self.ext.next_turn);
         let run_id = self.next_run_id;
         self.next_run_id += 1;

@@ -191,7 +191,7 @@ impl Agent {
             JobError::Unavailable(CoreError::new(ErrorKind::Unsupported, format!("No provider for {}", self.model.api)))
         })?;
         let summarizer = Summarizer {
-            provider,
+            provider: crate::auth::authorize(provider, &self.models, &self.model),
             model: self.model.clone(),
             thinking: self.thinking,
             api_key: self.models.api_key(&self.model.provider),

@@ -25,6 +25,7 @@ mod extension_host_requests;
 mod extension_library;
 mod extension_requests;
 mod internal;
+mod login_ops;
 mod mcp_ops;
 mod queue;
 mod run;
