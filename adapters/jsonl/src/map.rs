@@ -10,7 +10,12 @@ use crate::wire::{
 };
 
 fn payload(p: ToolResultPayload) -> WireToolResult {
-    WireToolResult { content: p.content, details: p.details, structured_content: p.structured_content, is_error: p.is_error }
+    WireToolResult {
+        content: p.content,
+        details: p.details,
+        structured_content: p.structured_content,
+        is_error: p.is_error,
+    }
 }
 
 fn stream_event(e: AssistantStreamEvent) -> WireAssistantEvent {

@@ -213,8 +213,12 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
         thinking_level: Some("off".into()),
         extra: Default::default(),
     });
-    let payload =
-        || ToolResultPayload { content: vec![ContentBlock::text("out")], details: None, structured_content: None, is_error: false };
+    let payload = || ToolResultPayload {
+        content: vec![ContentBlock::text("out")],
+        details: None,
+        structured_content: None,
+        is_error: false,
+    };
     let usage = || std::sync::Arc::new(Usage::default());
     let request = |kind| E::ClientRequest(ClientRequest { id: "c1".into(), kind });
     vec![
