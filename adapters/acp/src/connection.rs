@@ -158,7 +158,7 @@ impl<H: SessionHost> Connection<H> {
                     }
                     // A login waits for the user: the connection goes on meanwhile.
                     Some(crate::login::Authenticate::Login(login)) => {
-                        let shared = self.shared.clone();
+                        let shared = self.sessions.shared.clone();
                         tokio::spawn(async move {
                             let answer = match crate::login::run(login).await {
                                 Ok(()) => response(&id, &acp::AuthenticateResponse::new()),
