@@ -58,6 +58,19 @@ pi_core::jsonrpc_wire! {
     }
 }
 
+/// `loginCompleted` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginCompletedParams {
+    /// The provider logged in to.
+    pub provider: String,
+    /// True when the credential is stored in auth.json.
+    pub success: bool,
+    /// Why the login failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
 /// `initialized` params.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
