@@ -11,6 +11,7 @@ mod cli_options;
 mod client_tools;
 mod clients;
 mod dialects_agree;
+mod examples_side_by_side;
 mod extension_api;
 mod extension_host;
 mod extension_host_install;

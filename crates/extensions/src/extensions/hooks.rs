@@ -69,7 +69,7 @@ impl Extensions {
     }
 
     /// Ask `ext` to decide hook `method`; `None` when it could not (reported when it answered an error).
-    async fn ask(
+    pub(super) async fn ask(
         &self,
         ext: &Extension,
         method: &str,

@@ -31,6 +31,7 @@ pub mod host;
 mod host_install;
 mod process;
 pub mod protocol;
+mod provider_events;
 mod tool;
 pub mod ui;
 

@@ -98,6 +98,8 @@ struct Run<W: Wire> {
     phase: Phase,
     wire: W,
     out: Out,
+    /// Who sees each stream event (set when the request opens).
+    observer: Option<std::sync::Arc<dyn super::observe::RequestObserver>>,
 }
 
 impl<W: Wire> Run<W> {
@@ -106,7 +108,14 @@ impl<W: Wire> Run<W> {
         self.phase = Phase::Done;
     }
 
-    async fn open(&mut self, call: Call) {
+    async fn open(&mut self, mut call: Call) {
+        // Extensions watching the request (pi's provider events) see it first.
+        let observer = super::observe::current();
+        if let Some(observer) = &observer {
+            call.headers = observer.headers(std::mem::take(&mut call.headers)).await;
+            call.body = observer.payload(std::mem::take(&mut call.body)).await;
+        }
+        self.observer = observer.filter(|o| o.wants_stream_events());
         let secrets = credentials(&call.headers);
         let response = match self.http.post_json(&call.url, &call.headers, &call.body, &self.cancel).await {
             Ok(r) => r,
@@ -114,6 +123,14 @@ impl<W: Wire> Run<W> {
             Err(e) => return self.fail((self.api.transport_error)(e)),
         };
         let status = response.status().as_u16();
+        if let Some(observer) = super::observe::current() {
+            let headers = response
+                .headers()
+                .iter()
+                .map(|(k, v)| (k.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                .collect();
+            observer.response(status, headers).await;
+        }
         if !response.status().is_success() {
             let headers = response.headers().clone();
             let err = match http::read_body(response, self.http.options.idle_timeout, &self.cancel).await {
@@ -145,6 +162,19 @@ impl<W: Wire> Run<W> {
         if !opened {
             self.fail(ProviderError::aborted());
         }
+    }
+
+    fn on_event(&mut self, event: &SseEvent) -> Result<Flow, ProviderError> {
+        self.wire.on_event(event, &mut self.out)
+    }
+
+    /// Show a stream event to the observer that wants them (pi's `provider_stream_event`).
+    fn observe(&mut self, event: &SseEvent) -> &mut Self {
+        if let Some(observer) = &self.observer {
+            let data = serde_json::from_str(&event.data).unwrap_or_else(|_| Value::String(event.data.clone()));
+            observer.stream_event(data);
+        }
+        self
     }
 
     fn finish(&mut self) {
@@ -189,7 +219,7 @@ impl<W: Wire> Run<W> {
                 .await;
                 let Some(next) = next else { return self.fail(ProviderError::aborted()) };
                 match next {
-                    Some(Ok(ev)) => match self.wire.on_event(&ev, &mut self.out) {
+                    Some(Ok(ev)) => match self.observe(&ev).on_event(&ev) {
                         Ok(Flow::Continue) => self.phase = Phase::Streaming(events),
                         Ok(Flow::Done) => self.finish(),
                         Err(e) => self.fail(e),
@@ -235,7 +265,7 @@ pub(crate) fn drive<W: Wire>(
     };
     // Boxed: the stream's state moves in and out of each step's future.
     let cancelled = Box::pin(cancel.clone().cancelled_owned());
-    let run = Box::new(Run { http, cancel, cancelled, api, phase, wire, out });
+    let run = Box::new(Run { http, cancel, cancelled, api, phase, wire, out, observer: None });
     futures::stream::unfold(run, |mut run| async move {
         loop {
             if let Some(item) = run.out.queue.pop_front() {

@@ -26,6 +26,7 @@ pub mod google_request;
 pub mod http;
 pub mod mistral;
 pub mod mistral_request;
+pub mod observe;
 pub mod openai;
 pub mod shared;
 pub mod sse;

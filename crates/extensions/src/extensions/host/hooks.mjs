@@ -113,6 +113,33 @@ export async function runHook(instance, method, params, ctx, reportError) {
 			}
 			return changed ? { content: event.content, details: event.details, isError: event.isError === true } : null;
 		}
+		case "before_provider_headers": {
+			// Handlers change `event.headers` in place (null removes one).
+			for (const handler of handlers) {
+				try {
+					await handler(event, ctx);
+				} catch (error) {
+					reportError(method, error);
+				}
+			}
+			return { headers: event.headers };
+		}
+		case "before_provider_request": {
+			// A handler's value other than undefined replaces the payload for the next ones.
+			let changed = false;
+			for (const handler of handlers) {
+				try {
+					const result = await handler(event, ctx);
+					if (result !== undefined) {
+						event.payload = result;
+						changed = true;
+					}
+				} catch (error) {
+					reportError(method, error);
+				}
+			}
+			return changed ? { payload: event.payload } : null;
+		}
 		default:
 			await dispatch(instance, event, ctx, reportError);
 			return null;
