@@ -316,7 +316,7 @@ impl Session {
 
     async fn settle_purpose(&mut self, purpose: Purpose, result: Result<Reply, CoreError>) {
         match (purpose, result) {
-            (Purpose::Prompt(id), Ok(Reply::Prompt { disposition: Disposition::Handled })) => {
+            (Purpose::Prompt(id), Ok(Reply::Prompt(Disposition::Handled))) => {
                 // An extension command took the prompt: no turn follows.
                 if self.prompts.is_empty() {
                     self.send(response(&id, &acp::PromptResponse::new(acp::StopReason::EndTurn))).await;

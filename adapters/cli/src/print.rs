@@ -164,7 +164,7 @@ impl Session {
     async fn prompt(&mut self, message: String, images: Vec<ImageContent>) -> anyhow::Result<()> {
         match self.call(Op::Prompt { message, images, streaming_behavior: None }).await? {
             // An extension command consumed it: no run to wait for.
-            Reply::Prompt { disposition: Disposition::Handled } => Ok(()),
+            Reply::Prompt(Disposition::Handled) => Ok(()),
             _ => self.until_settled().await,
         }
     }

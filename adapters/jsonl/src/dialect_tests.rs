@@ -1,7 +1,7 @@
 //! Streamed responses give the bytes of the old encoding (the result
 //! serialised whole, the line built around it) over real big replies.
 
-use pi_core::op::Reply;
+use pi_core::op::{EntryList, Reply, TreeWithLeaf};
 use pi_transport::protocol::{self, results};
 use pi_transport::testing::{big_replies, whole_result, written};
 use serde_json::value::{RawValue, to_raw_value};
@@ -33,7 +33,7 @@ async fn big_responses_are_streamed_with_the_bytes_of_the_whole_line() {
 #[tokio::test]
 async fn small_responses_stay_single_buffers() {
     let session = pi_transport::testing::big_session();
-    let small = Reply::Entries { entries: session.entries().take(3).cloned().collect(), leaf_id: None };
+    let small = Reply::Entries(EntryList { entries: session.entries().take(3).cloned().collect(), leaf_id: None });
     let line = serde_json::to_vec(&WireResponse::ok(id(), "get_entries", Some(whole_result(small.clone())))).unwrap();
     let command = protocol::native("get_entries").unwrap();
     let mut out = Vec::new();
@@ -45,7 +45,8 @@ async fn small_responses_stay_single_buffers() {
 async fn small_responses_are_the_bytes_of_the_old_encoding() {
     use pi_transport::protocol::FromReply;
     let state = pi_transport::testing::state_reply();
-    let state_data = to_raw_value(&results::StateData::from_reply(state.clone()).unwrap()).unwrap();
+    let Reply::State(snapshot) = state.clone() else { panic!("a state reply") };
+    let state_data = to_raw_value(&results::StateData::from_reply(snapshot)).unwrap();
     let null = RawValue::from_string("null".to_string()).unwrap();
     let cases = [
         ("get_state", Ok(state), Some(state_data)),
@@ -76,7 +77,9 @@ async fn small_responses_are_the_bytes_of_the_old_encoding() {
 
 #[test]
 fn the_tree_is_written_as_its_nested_shape() {
-    let Some((_, Reply::Tree { tree, leaf_id })) = big_replies().into_iter().find(|(n, _)| *n == "get_tree") else {
+    let Some((_, Reply::Tree(TreeWithLeaf { tree, leaf_id }))) =
+        big_replies().into_iter().find(|(n, _)| *n == "get_tree")
+    else {
         panic!("no tree");
     };
     fn nested(tree: &pi_core::op::SessionTree, node: &pi_core::op::TreeNode) -> results::TreeNodeData {
@@ -92,7 +95,7 @@ fn the_tree_is_written_as_its_nested_shape() {
     assert!(tree.nodes.iter().any(|n| n.children.len() > 1) && tree.nodes.iter().any(|n| n.label.is_some()));
     let roots: Vec<_> = tree.roots().map(|root| nested(&tree, root)).collect();
     let expected = serde_json::json!({"tree": roots, "leafId": leaf_id});
-    let data = whole_result(Reply::Tree { tree, leaf_id });
+    let data = whole_result(Reply::Tree(TreeWithLeaf { tree, leaf_id }));
     assert_eq!(data.get(), expected.to_string());
 }
 

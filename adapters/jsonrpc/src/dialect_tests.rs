@@ -61,7 +61,8 @@ fn a_big_response_in_a_batch_is_assembled_into_the_array() {
 fn small_responses_are_the_bytes_of_the_old_encoding() {
     use pi_transport::protocol::FromReply;
     let state = pi_transport::testing::state_reply();
-    let state_data = to_raw_value(&results::StateData::from_reply(state.clone()).unwrap()).unwrap();
+    let Reply::State(snapshot) = state.clone() else { panic!("a state reply") };
+    let state_data = to_raw_value(&results::StateData::from_reply(snapshot)).unwrap();
     let empty = RawValue::from_string("{}".to_string()).unwrap();
     let cases = [("get_state", state, state_data), ("abort", Reply::Ack, empty)];
     for (name, reply, result) in cases {

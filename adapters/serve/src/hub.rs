@@ -16,7 +16,7 @@ use std::time::Duration;
 use pi_core::agent::{AgentHandle, Output};
 use pi_core::error::CoreError;
 use pi_core::event::AgentEvent;
-use pi_core::op::{Attachment, Op, Reply, RequestTag};
+use pi_core::op::{Attachment, Forked, Op, Reply, RequestTag, Switched};
 use pi_transport::Delivered;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -332,7 +332,11 @@ impl Pump {
             }
             Output::Reply { tag, result } => {
                 let (conn, local) = split_tag(tag);
-                if matches!(result, Ok(Reply::Fork { cancelled: false, .. } | Reply::Switched { cancelled: false })) {
+                if matches!(
+                    result,
+                    Ok(Reply::Fork(Forked { cancelled: false, .. })
+                        | Reply::Switched(Switched { cancelled: false, .. }))
+                ) {
                     // The actor now holds another session (fork, clone).
                     self.ask(Internal::Identity, Op::GetState);
                 }
@@ -443,7 +447,14 @@ impl Pump {
                 replayed,
                 gap: replay.as_ref().is_some_and(|r| r.gap),
             };
-            ok &= deliver_output(&conn, Output::Reply { tag, result: Ok(Reply::Attached(attachment)) }, None);
+            ok &= deliver_output(
+                &conn,
+                Output::Reply {
+                    tag,
+                    result: Ok(Reply::Switched(Switched { cancelled: false, attached: Some(attachment) })),
+                },
+                None,
+            );
         }
         let resent = |seq: u64| match after_seq {
             Some(after) => seq <= after || !self.buffer.holds(seq),

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use pi_core::op::Reply;
+use pi_core::op::{EntryList, Reply, TreeWithLeaf};
 use pi_core::session::Session;
 use serde_json::json;
 
@@ -93,8 +93,11 @@ pub fn big_replies() -> Vec<(&'static str, Reply)> {
     let leaf_id = session.leaf_id().map(str::to_string);
     vec![
         ("get_messages", Reply::Messages(Arc::new(session.context().messages))),
-        ("get_entries", Reply::Entries { entries: session.entries().cloned().collect(), leaf_id: leaf_id.clone() }),
-        ("get_tree", Reply::Tree { tree: session.tree(), leaf_id }),
+        (
+            "get_entries",
+            Reply::Entries(EntryList { entries: session.entries().cloned().collect(), leaf_id: leaf_id.clone() }),
+        ),
+        ("get_tree", Reply::Tree(TreeWithLeaf { tree: session.tree(), leaf_id })),
         ("get_fork_messages", Reply::ForkMessages(session.fork_messages())),
     ]
 }
@@ -106,10 +109,10 @@ pub fn whole_result(reply: Reply) -> Box<serde_json::value::RawValue> {
     use crate::protocol::results::{EntriesData, ForkMessagesData, MessagesData, TreeData};
     use serde_json::value::to_raw_value;
     let raw = match reply {
-        r @ Reply::Messages(_) => to_raw_value(&MessagesData::from_reply(r)),
-        r @ Reply::Entries { .. } => to_raw_value(&EntriesData::from_reply(r)),
-        r @ Reply::Tree { .. } => to_raw_value(&TreeData::from_reply(r)),
-        r @ Reply::ForkMessages(_) => to_raw_value(&ForkMessagesData::from_reply(r)),
+        Reply::Messages(r) => to_raw_value(&MessagesData::from_reply(r)),
+        Reply::Entries(r) => to_raw_value(&EntriesData::from_reply(r)),
+        Reply::Tree(r) => to_raw_value(&TreeData::from_reply(r)),
+        Reply::ForkMessages(r) => to_raw_value(&ForkMessagesData::from_reply(r)),
         other => panic!("not a big reply: {other:?}"),
     };
     match raw {

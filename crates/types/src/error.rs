@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// The small classification every adapter maps to its wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ErrorKind {
     /// A request field is missing, mistyped or out of range.
     InvalidParams,
@@ -46,7 +46,7 @@ impl ErrorKind {
 }
 
 /// An error returned by a core operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CoreError {
     pub kind: ErrorKind,
     /// Human-readable text; the native dialect sends it as `error`.

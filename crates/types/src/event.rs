@@ -11,7 +11,7 @@ use crate::model::{Model, ThinkingLevel};
 use crate::op::RequestTag;
 
 /// A streaming step inside one assistant message (pi's `assistantMessageEvent`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum AssistantStreamEvent {
     TextStart { content_index: usize },
     TextDelta { content_index: usize, delta: String },
@@ -25,14 +25,14 @@ pub enum AssistantStreamEvent {
 }
 
 /// Result payload of a finished tool (or a partial one while it runs).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolResultPayload {
     pub content: Vec<ContentBlock>,
     pub details: Option<Value>,
 }
 
 /// Why a compaction runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CompactionReason {
     Manual,
     Threshold,
@@ -50,7 +50,7 @@ impl CompactionReason {
 }
 
 /// What a successful compaction produced.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CompactionResult {
     pub summary: String,
     pub first_kept_entry_id: String,
@@ -61,14 +61,14 @@ pub struct CompactionResult {
 }
 
 /// Where a summarisation retry comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SummarizationSource {
     Compaction(CompactionReason),
     BranchSummary,
 }
 
 /// A request for user interaction made by an extension.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ExtensionUiRequest {
     /// Unique id the client echoes in its response (dialogs only).
     pub id: String,
@@ -78,7 +78,7 @@ pub struct ExtensionUiRequest {
 }
 
 /// The nine UI methods of the extension UI sub-protocol.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ExtensionUiKind {
     Select { title: String, options: Vec<String>, timeout_ms: Option<u64> },
     Confirm { title: String, message: String, timeout_ms: Option<u64> },
@@ -120,14 +120,14 @@ impl ExtensionUiKind {
 }
 
 /// Context window usage after a model reply.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ContextUsage {
     pub tokens: u64,
     pub context_window: u64,
 }
 
 /// Everything the agent core reports.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum AgentEvent {
     AgentStart,
     AgentEnd {

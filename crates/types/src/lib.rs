@@ -17,3 +17,6 @@ pub use event::AgentEvent;
 pub use message::AgentMessage;
 pub use model::{Model, ThinkingLevel};
 pub use op::{Op, Reply, RequestTag};
+
+#[cfg(test)]
+mod wire_tests;

@@ -13,19 +13,137 @@ use crate::message::{AgentMessage, ImageContent};
 use crate::model::{Model, ThinkingLevel};
 use crate::session::SessionEntry;
 
+/// An op with the type of its reply, declared by the `ops!` table: the
+/// protocol table binds each command to one (its decoder makes this op, its
+/// result is built from this reply type), so a command whose result does not
+/// fit its op's reply does not compile.
+pub trait TypedOp: Into<Op> {
+    const KIND: OpKind;
+    /// What the op is answered with (`()` for a bare `Ack`).
+    type Reply;
+    /// The reply, as the core sends it.
+    fn reply(reply: Self::Reply) -> Reply;
+    /// The reply back from what the core sent; `None` when it is another
+    /// op's (a bug of the core).
+    fn take_reply(reply: Reply) -> Option<Self::Reply>;
+}
+
+/// Declares every op once: its data and the reply that answers it. From the
+/// table come [`Op`], [`OpKind`], one struct per op in [`ops`] (what a front
+/// end decodes a command into) and each op's [`TypedOp`] impl.
+macro_rules! ops {
+    (@struct $(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $f:ident: $t:ty),* }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $name { $($(#[$fm])* pub $f: $t),* }
+        impl From<$name> for Op {
+            fn from(op: $name) -> Op {
+                Op::$name { $($f: op.$f),* }
+            }
+        }
+    };
+    (@struct $(#[$m:meta])* $name:ident ($t:ty)) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $name(pub $t);
+        impl From<$name> for Op {
+            fn from(op: $name) -> Op {
+                Op::$name(op.0)
+            }
+        }
+    };
+    (@struct $(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct $name;
+        impl From<$name> for Op {
+            fn from(_: $name) -> Op {
+                Op::$name
+            }
+        }
+    };
+    (@typed $name:ident, Ack) => {
+        impl TypedOp for $name {
+            const KIND: OpKind = OpKind::$name;
+            type Reply = ();
+            fn reply((): ()) -> Reply {
+                Reply::Ack
+            }
+            fn take_reply(reply: Reply) -> Option<()> {
+                matches!(reply, Reply::Ack).then_some(())
+            }
+        }
+    };
+    (@typed $name:ident, $variant:ident, $reply:ty) => {
+        impl TypedOp for $name {
+            const KIND: OpKind = OpKind::$name;
+            type Reply = $reply;
+            fn reply(reply: $reply) -> Reply {
+                Reply::$variant(reply)
+            }
+            fn take_reply(reply: Reply) -> Option<$reply> {
+                match reply {
+                    Reply::$variant(reply) => Some(reply),
+                    _ => None,
+                }
+            }
+        }
+    };
+    ($(
+        $(#[$meta:meta])*
+        $name:ident $({ $($(#[$fmeta:meta])* $field:ident: $fty:ty),* $(,)? })? $(($inner:ty))?
+            -> $variant:ident $(($reply:ty))?;
+    )*) => {
+        /// Operations the core performs.
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        pub enum Op {
+            $($(#[$meta])* $name $({ $($(#[$fmeta])* $field: $fty),* })? $(($inner))?,)*
+        }
+
+        /// Which op, without its data.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum OpKind {
+            $($name,)*
+        }
+
+        impl Op {
+            pub fn kind(&self) -> OpKind {
+                match self {
+                    $(Op::$name { .. } => OpKind::$name,)*
+                }
+            }
+        }
+
+        impl OpKind {
+            /// Every op, in the table's order.
+            pub const ALL: &[OpKind] = &[$(OpKind::$name),*];
+        }
+
+        /// One struct per op, made by the front ends' decoders and turned into
+        /// [`Op`] with `into()`; each knows its reply type ([`TypedOp`]).
+        pub mod ops {
+            use super::*;
+            $(
+                ops!(@struct $(#[$meta])* $name $({ $($(#[$fmeta])* $field: $fty),* })? $(($inner))?);
+                ops!(@typed $name, $variant $(, $reply)?);
+            )*
+        }
+    };
+}
+
 /// Opaque correlation token chosen by the adapter; echoed on the reply and on
 /// events caused by the op (RPC `bash` output).
 pub type RequestTag = u64;
 
 /// How a prompt sent during a run is queued.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum StreamingBehavior {
     Steer,
     FollowUp,
 }
 
 /// How queued steering / follow-up messages are delivered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum QueueMode {
     /// Deliver everything queued at once.
     All,
@@ -56,7 +174,7 @@ impl FromStr for QueueMode {
 }
 
 /// A client's answer to an extension dialog.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum UiResponse {
     /// `select`, `input`, `editor`: the chosen or typed text.
     Value(Value),
@@ -67,7 +185,7 @@ pub enum UiResponse {
 }
 
 /// Settings a JSON-RPC `initialize` applies before the session starts.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct InitializeParams {
     pub cwd: Option<String>,
     pub model: Option<String>,
@@ -79,133 +197,135 @@ pub struct InitializeParams {
     pub client_tools: Vec<crate::client::ClientToolSpec>,
 }
 
-/// Operations the core performs.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Op {
+ops! {
+    /// Send a user prompt (queued as `streaming_behavior` says during a run).
     Prompt {
         message: String,
         images: Vec<ImageContent>,
         streaming_behavior: Option<StreamingBehavior>,
-    },
+    } -> Prompt(Disposition);
+    /// Queue a steering message.
     Steer {
         message: String,
         images: Vec<ImageContent>,
-    },
+    } -> Prompt(Disposition);
+    /// Queue a follow-up message.
     FollowUp {
         message: String,
         images: Vec<ImageContent>,
-    },
+    } -> Prompt(Disposition);
     /// Steer while a run is active, start a run otherwise.
     SendUserMessage {
         message: String,
         images: Vec<ImageContent>,
-    },
-    Abort,
+    } -> Prompt(Disposition);
+    /// Abort the current operation; answered once it has ended.
+    Abort -> Ack;
     NewSession {
         parent_session: Option<String>,
-    },
-    GetState,
-    GetMessages,
+    } -> Switched(Switched);
+    GetState -> State(Box<StateSnapshot>);
+    GetMessages -> Messages(std::sync::Arc<Vec<AgentMessage>>);
     /// `provider` may be absent; `model_id` may also be `provider/id`.
     SetModel {
         provider: Option<String>,
         model_id: String,
-    },
-    CycleModel,
-    GetAvailableModels,
+    } -> Model(Box<Model>);
+    CycleModel -> CycleModel(Option<Box<CycledModel>>);
+    GetAvailableModels -> Models(Vec<Model>);
     SetThinkingLevel {
         level: ThinkingLevel,
-    },
-    CycleThinkingLevel,
-    GetAvailableThinkingLevels,
+    } -> Ack;
+    CycleThinkingLevel -> CycleThinkingLevel(Option<ThinkingLevel>);
+    GetAvailableThinkingLevels -> ThinkingLevels(Vec<ThinkingLevel>);
     SetSteeringMode {
         mode: QueueMode,
-    },
+    } -> Ack;
     SetFollowUpMode {
         mode: QueueMode,
-    },
+    } -> Ack;
     Compact {
         custom_instructions: Option<String>,
-    },
+    } -> Compaction(Box<CompactionResult>);
     SetAutoCompaction {
         enabled: bool,
-    },
+    } -> Ack;
     SetAutoRetry {
         enabled: bool,
-    },
-    AbortRetry,
+    } -> Ack;
+    AbortRetry -> Ack;
     Bash {
         command: String,
         exclude_from_context: bool,
-    },
-    AbortBash,
-    GetSessionStats,
+    } -> Bash(BashResult);
+    AbortBash -> Ack;
+    GetSessionStats -> SessionStats(Box<SessionStats>);
     ExportHtml {
         output_path: Option<String>,
-    },
+    } -> ExportHtml(String);
     SwitchSession {
         session_path: String,
         /// `pi serve`: replay the session's events after this sequence number.
         after_seq: Option<u64>,
-    },
+    } -> Switched(Switched);
     /// Resume by session id, unique id prefix, or path.
     ResumeSession {
         reference: String,
         /// `pi serve`: replay the session's events after this sequence number.
         after_seq: Option<u64>,
-    },
+    } -> Switched(Switched);
     Fork {
         entry_id: String,
-    },
-    Clone,
-    GetForkMessages,
+    } -> Fork(Forked);
+    Clone -> Switched(Switched);
+    GetForkMessages -> ForkMessages(Vec<ForkMessage>);
     GetEntries {
         since: Option<String>,
-    },
-    GetTree,
-    GetLastAssistantText,
+    } -> Entries(EntryList);
+    GetTree -> Tree(TreeWithLeaf);
+    GetLastAssistantText -> LastAssistantText(Option<String>);
     SetSessionName {
         name: String,
-    },
-    GetCommands,
-    ClearQueue,
+    } -> Ack;
+    GetCommands -> Commands(Vec<CommandInfo>);
+    ClearQueue -> QueueCleared(ClearedQueues);
     SetActiveTools {
         tools: Vec<String>,
-    },
-    Initialize(InitializeParams),
+    } -> ActiveTools(Vec<String>);
+    Initialize(InitializeParams) -> Session(SessionInfo);
     ExtensionUiResponse {
         id: Option<String>,
         response: UiResponse,
-    },
+    } -> Ack;
     /// The client's answer to a `ClientRequest` event (tagged: answered with
     /// `Ack`, or an error when no request with this id waits).
     ClientResponse {
         id: String,
         result: Result<crate::client::ClientReply, String>,
-    },
+    } -> Ack;
     /// Switch the approval mode (ACP session modes).
     SetApprovalMode {
         mode: crate::client::ApprovalMode,
-    },
+    } -> Ack;
     /// Stop serving. `abort`: abort active work first; otherwise wait until idle.
     Shutdown {
         abort: bool,
-    },
+    } -> Ack;
     /// Stop the agent if it is idle (nothing running, nothing waiting on the
     /// client): answered `Ack`, then the actor stops; otherwise a `Busy`
     /// error and nothing changes. `pi serve` unloads idle sessions with it.
-    Unload,
+    Unload -> Ack;
     /// The ids of the requests to the client still waiting for an answer
     /// (extension dialogs): `pi serve` re-sends them to a client that attaches.
-    PendingRequests,
+    PendingRequests -> PendingRequests(Vec<String>);
     /// Answered with `Ack` in turn, after the replies of earlier ops that
     /// answer at once: a front end orders an answer of its own (the error
     /// for a bad record) after them.
-    Barrier,
+    Barrier -> Ack;
 }
 
 /// How a prompt was taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Disposition {
     /// A run started.
     Started,
@@ -226,7 +346,7 @@ impl Disposition {
 }
 
 /// Context window usage as reported by `get_session_stats`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ContextUsageStats {
     /// None right after a compaction, until a fresh reply reports usage.
     pub tokens: Option<u64>,
@@ -236,7 +356,7 @@ pub struct ContextUsageStats {
 }
 
 /// A snapshot of the session state (`get_state`, `getStatus`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StateSnapshot {
     pub model: Option<Model>,
     pub thinking_level: ThinkingLevel,
@@ -259,7 +379,7 @@ pub struct StateSnapshot {
 }
 
 /// Token totals of the session.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TokenTotals {
     pub input: u64,
     pub output: u64,
@@ -269,7 +389,7 @@ pub struct TokenTotals {
 }
 
 /// `get_session_stats` data.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SessionStats {
     pub session_file: Option<String>,
     pub session_id: String,
@@ -284,7 +404,7 @@ pub struct SessionStats {
 }
 
 /// Result of an RPC `bash` command.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BashResult {
     pub output: String,
     /// None when cancelled.
@@ -295,7 +415,7 @@ pub struct BashResult {
 }
 
 /// A user message one can fork from.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ForkMessage {
     pub entry_id: String,
     pub text: String,
@@ -304,7 +424,7 @@ pub struct ForkMessage {
 /// The session as a forest (`get_tree`), kept flat: nodes refer to their
 /// children by position, so a 100,000-entry chain is walked, cloned, compared
 /// and dropped without recursion.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct SessionTree {
     /// Every node, in the session's append order.
     pub nodes: Vec<TreeNode>,
@@ -325,7 +445,7 @@ impl SessionTree {
 }
 
 /// One node of `get_tree`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TreeNode {
     pub entry: SessionEntry,
     /// Positions in [`SessionTree::nodes`] of the children, in order.
@@ -335,7 +455,7 @@ pub struct TreeNode {
 }
 
 /// Where a slash command comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CommandSource {
     Extension,
     Prompt,
@@ -353,7 +473,7 @@ impl CommandSource {
 }
 
 /// Where a template or skill was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CommandLocation {
     User,
     Project,
@@ -371,7 +491,7 @@ impl CommandLocation {
 }
 
 /// A slash command listed by `get_commands`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CommandInfo {
     pub name: String,
     pub description: Option<String>,
@@ -381,7 +501,7 @@ pub struct CommandInfo {
 }
 
 /// The model picked by `cycle_model`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CycledModel {
     pub model: Model,
     pub thinking_level: ThinkingLevel,
@@ -389,29 +509,24 @@ pub struct CycledModel {
 }
 
 /// Identity of the session after `initialize`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SessionInfo {
     pub session_id: String,
     pub session_path: Option<String>,
     pub model: Option<Box<Model>>,
 }
 
-/// Successful result of an op.
-#[derive(Debug, Clone, PartialEq)]
+/// Successful result of an op: one variant per shape of result; which one
+/// answers which op is declared in the `ops!` table above ([`TypedOp`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Reply {
     /// Success without data.
     Ack,
-    Prompt {
-        disposition: Disposition,
-    },
-    /// `new_session`, `switch_session`, `clone`.
-    Switched {
-        cancelled: bool,
-    },
-    Fork {
-        text: String,
-        cancelled: bool,
-    },
+    /// `prompt`, `steer`, `follow_up`, `send_user_message`.
+    Prompt(Disposition),
+    /// `new_session`, `switch_session`, `resume_session`, `clone`.
+    Switched(Switched),
+    Fork(Forked),
     State(Box<StateSnapshot>),
     /// The conversation, shared with the agent (not copied).
     Messages(std::sync::Arc<Vec<AgentMessage>>),
@@ -423,35 +538,68 @@ pub enum Reply {
     Compaction(Box<CompactionResult>),
     Bash(BashResult),
     SessionStats(Box<SessionStats>),
-    ExportHtml {
-        path: String,
-    },
+    /// The path the HTML was written to.
+    ExportHtml(String),
     ForkMessages(Vec<ForkMessage>),
-    Entries {
-        entries: Vec<SessionEntry>,
-        leaf_id: Option<String>,
-    },
-    Tree {
-        tree: SessionTree,
-        leaf_id: Option<String>,
-    },
+    Entries(EntryList),
+    Tree(TreeWithLeaf),
     LastAssistantText(Option<String>),
     Commands(Vec<CommandInfo>),
-    QueueCleared {
-        steering: Vec<String>,
-        follow_up: Vec<String>,
-    },
+    QueueCleared(ClearedQueues),
     Session(SessionInfo),
     ActiveTools(Vec<String>),
-    /// `pi serve`: the connection is attached to a session (answers
-    /// `new_session`, `switch_session`, `resumeSession` there).
-    Attached(Attachment),
     /// Ids of the requests to the client awaiting an answer, oldest first.
     PendingRequests(Vec<String>),
 }
 
+/// How a session switch ended (`new_session`, `switch_session`, `resume_session`, `clone`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Switched {
+    /// True when an extension cancelled the switch.
+    pub cancelled: bool,
+    /// `pi serve`: the session the connection is now attached to (it
+    /// answers `new_session`, `switch_session`, `resumeSession` there).
+    pub attached: Option<Attachment>,
+}
+
+impl Switched {
+    /// A switch made (or cancelled) by the agent itself.
+    pub fn new(cancelled: bool) -> Self {
+        Switched { cancelled, attached: None }
+    }
+}
+
+/// How a `fork` ended: the text of the message forked from.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Forked {
+    pub text: String,
+    /// True when an extension cancelled the fork.
+    pub cancelled: bool,
+}
+
+/// `get_entries`: entries in append order, and the leaf.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EntryList {
+    pub entries: Vec<SessionEntry>,
+    pub leaf_id: Option<String>,
+}
+
+/// `get_tree`: the session's tree, and the leaf.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TreeWithLeaf {
+    pub tree: SessionTree,
+    pub leaf_id: Option<String>,
+}
+
+/// `clear_queue`: what both queues held.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ClearedQueues {
+    pub steering: Vec<String>,
+    pub follow_up: Vec<String>,
+}
+
 /// How a connection was attached to a session by `pi serve`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Attachment {
     pub session_id: String,
     /// The session file (None until the session holds a message).

@@ -4,7 +4,7 @@
 
 use pi_core::client::{ClientReply, ClientToolSpec};
 use pi_core::message::ContentBlock;
-use pi_core::op::Op;
+use pi_core::op::ops;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -57,8 +57,8 @@ pub struct ToolResultParams {
 }
 
 impl ToolResultParams {
-    pub fn op(self) -> Op {
-        Op::ClientResponse {
+    pub fn op(self) -> ops::ClientResponse {
+        ops::ClientResponse {
             id: self.tool_call_id,
             result: Ok(ClientReply::ToolResult {
                 content: self.output.content,

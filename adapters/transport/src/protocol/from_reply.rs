@@ -1,62 +1,55 @@
-//! Building each typed result from the core's reply: one [`FromReply`]
-//! impl per result shape, matched on the one reply variant it accepts.
+//! Building each typed result from its op's typed reply: one [`FromReply`]
+//! impl per (reply type, result shape), so the protocol table's rows are
+//! checked against the ops' declared replies when the table compiles.
+
+use std::sync::Arc;
 
 use pi_core::event::CompactionResult;
-use pi_core::model::Model;
-use pi_core::op::Reply;
+use pi_core::message::AgentMessage;
+use pi_core::model::{Model, ThinkingLevel};
+use pi_core::op::{
+    BashResult, ClearedQueues, CommandInfo, CycledModel, Disposition, EntryList, ForkMessage, Forked, SessionInfo,
+    SessionStats, StateSnapshot, Switched, TreeWithLeaf,
+};
 
 use super::results::*;
 
-impl FromReply for DispositionData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::Prompt { disposition } => Some(DispositionData { disposition: disposition.as_str() }),
-            _ => None,
-        }
+impl FromReply<Disposition> for DispositionData {
+    fn from_reply(disposition: Disposition) -> Self {
+        DispositionData { disposition: disposition.as_str() }
     }
 }
 
-impl FromReply for PromptResult {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::Prompt { disposition } => Some(PromptResult { accepted: true, disposition: disposition.as_str() }),
-            _ => None,
-        }
+impl FromReply<Disposition> for PromptResult {
+    fn from_reply(disposition: Disposition) -> Self {
+        PromptResult { accepted: true, disposition: disposition.as_str() }
     }
 }
 
-impl FromReply for CancelledData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::Switched { cancelled } => Some(CancelledData { cancelled, attached: None }),
-            Reply::Attached(a) => Some(CancelledData {
-                cancelled: false,
-                attached: Some(AttachedData {
-                    session_id: a.session_id,
-                    session_path: a.session_file,
-                    last_seq: a.last_seq,
-                    replayed: a.replayed,
-                    gap: a.gap,
-                }),
+impl FromReply<Switched> for CancelledData {
+    fn from_reply(switched: Switched) -> Self {
+        CancelledData {
+            cancelled: switched.cancelled,
+            attached: switched.attached.map(|a| AttachedData {
+                session_id: a.session_id,
+                session_path: a.session_file,
+                last_seq: a.last_seq,
+                replayed: a.replayed,
+                gap: a.gap,
             }),
-            _ => None,
         }
     }
 }
 
-impl FromReply for ForkData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::Fork { text, cancelled } => Some(ForkData { text, cancelled }),
-            _ => None,
-        }
+impl FromReply<Forked> for ForkData {
+    fn from_reply(Forked { text, cancelled }: Forked) -> Self {
+        ForkData { text, cancelled }
     }
 }
 
-impl FromReply for StateData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        let Reply::State(s) = reply else { return None };
-        Some(StateData {
+impl FromReply<Box<StateSnapshot>> for StateData {
+    fn from_reply(s: Box<StateSnapshot>) -> Self {
+        StateData {
             model: s.model,
             thinking_level: s.thinking_level.as_str(),
             is_streaming: s.is_streaming,
@@ -69,72 +62,53 @@ impl FromReply for StateData {
             auto_compaction_enabled: s.auto_compaction_enabled,
             message_count: s.message_count,
             pending_message_count: s.pending_message_count,
+        }
+    }
+}
+
+impl FromReply<Box<StateSnapshot>> for StatusResult {
+    fn from_reply(s: Box<StateSnapshot>) -> Self {
+        StatusResult::of(&s)
+    }
+}
+
+impl FromReply<Arc<Vec<AgentMessage>>> for MessagesData {
+    fn from_reply(messages: Arc<Vec<AgentMessage>>) -> Self {
+        MessagesData { messages }
+    }
+}
+
+impl FromReply<Box<Model>> for Model {
+    fn from_reply(model: Box<Model>) -> Self {
+        *model
+    }
+}
+
+impl FromReply<Option<Box<CycledModel>>> for Option<CycleModelData> {
+    fn from_reply(cycled: Option<Box<CycledModel>>) -> Self {
+        cycled.map(|c| CycleModelData {
+            model: c.model,
+            thinking_level: c.thinking_level.as_str(),
+            is_scoped: c.is_scoped,
         })
     }
 }
 
-impl FromReply for StatusResult {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::State(s) => Some(StatusResult::of(&s)),
-            _ => None,
-        }
+impl FromReply<Vec<Model>> for ModelsData {
+    fn from_reply(models: Vec<Model>) -> Self {
+        ModelsData { models }
     }
 }
 
-impl FromReply for MessagesData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::Messages(messages) => Some(MessagesData { messages }),
-            _ => None,
-        }
+impl FromReply<Option<ThinkingLevel>> for Option<LevelData> {
+    fn from_reply(level: Option<ThinkingLevel>) -> Self {
+        level.map(|l| LevelData { level: l.as_str() })
     }
 }
 
-impl FromReply for Model {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::Model(model) => Some(*model),
-            _ => None,
-        }
-    }
-}
-
-impl FromReply for Option<CycleModelData> {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        let Reply::CycleModel(cycled) = reply else { return None };
-        Some(cycled.map(|c| CycleModelData {
-            model: c.model,
-            thinking_level: c.thinking_level.as_str(),
-            is_scoped: c.is_scoped,
-        }))
-    }
-}
-
-impl FromReply for ModelsData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::Models(models) => Some(ModelsData { models }),
-            _ => None,
-        }
-    }
-}
-
-impl FromReply for Option<LevelData> {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::CycleThinkingLevel(level) => Some(level.map(|l| LevelData { level: l.as_str() })),
-            _ => None,
-        }
-    }
-}
-
-impl FromReply for LevelsData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::ThinkingLevels(levels) => Some(LevelsData { levels: levels.iter().map(|l| l.as_str()).collect() }),
-            _ => None,
-        }
+impl FromReply<Vec<ThinkingLevel>> for LevelsData {
+    fn from_reply(levels: Vec<ThinkingLevel>) -> Self {
+        LevelsData { levels: levels.iter().map(|l| l.as_str()).collect() }
     }
 }
 
@@ -151,32 +125,27 @@ impl WireCompactionResult {
     }
 }
 
-impl FromReply for WireCompactionResult {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::Compaction(result) => Some(WireCompactionResult::of(*result)),
-            _ => None,
-        }
+impl FromReply<Box<CompactionResult>> for WireCompactionResult {
+    fn from_reply(result: Box<CompactionResult>) -> Self {
+        WireCompactionResult::of(*result)
     }
 }
 
-impl FromReply for BashData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        let Reply::Bash(b) = reply else { return None };
-        Some(BashData {
+impl FromReply<BashResult> for BashData {
+    fn from_reply(b: BashResult) -> Self {
+        BashData {
             output: b.output,
             exit_code: b.exit_code,
             cancelled: b.cancelled,
             truncated: b.truncated,
             full_output_path: b.full_output_path,
-        })
+        }
     }
 }
 
-impl FromReply for SessionStatsData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        let Reply::SessionStats(s) = reply else { return None };
-        Some(SessionStatsData {
+impl FromReply<Box<SessionStats>> for SessionStatsData {
+    fn from_reply(s: Box<SessionStats>) -> Self {
+        SessionStatsData {
             session_file: s.session_file,
             session_id: s.session_id,
             user_messages: s.user_messages,
@@ -193,57 +162,43 @@ impl FromReply for SessionStatsData {
             },
             cost: s.cost,
             context_usage: s.context_usage.map(ContextUsageData::of),
-        })
-    }
-}
-
-impl FromReply for ExportHtmlData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::ExportHtml { path } => Some(ExportHtmlData { path }),
-            _ => None,
         }
     }
 }
 
-impl FromReply for ForkMessagesData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        let Reply::ForkMessages(messages) = reply else { return None };
+impl FromReply<String> for ExportHtmlData {
+    fn from_reply(path: String) -> Self {
+        ExportHtmlData { path }
+    }
+}
+
+impl FromReply<Vec<ForkMessage>> for ForkMessagesData {
+    fn from_reply(messages: Vec<ForkMessage>) -> Self {
         let messages = messages.into_iter().map(|m| ForkMessageData { entry_id: m.entry_id, text: m.text }).collect();
-        Some(ForkMessagesData { messages })
+        ForkMessagesData { messages }
     }
 }
 
-impl FromReply for EntriesData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::Entries { entries, leaf_id } => Some(EntriesData { entries, leaf_id }),
-            _ => None,
-        }
+impl FromReply<EntryList> for EntriesData {
+    fn from_reply(EntryList { entries, leaf_id }: EntryList) -> Self {
+        EntriesData { entries, leaf_id }
     }
 }
 
-impl FromReply for TreeData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::Tree { tree, leaf_id } => Some(TreeData { tree: TreeJson(tree), leaf_id }),
-            _ => None,
-        }
+impl FromReply<TreeWithLeaf> for TreeData {
+    fn from_reply(TreeWithLeaf { tree, leaf_id }: TreeWithLeaf) -> Self {
+        TreeData { tree: TreeJson(tree), leaf_id }
     }
 }
 
-impl FromReply for LastAssistantTextData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::LastAssistantText(text) => Some(LastAssistantTextData { text }),
-            _ => None,
-        }
+impl FromReply<Option<String>> for LastAssistantTextData {
+    fn from_reply(text: Option<String>) -> Self {
+        LastAssistantTextData { text }
     }
 }
 
-impl FromReply for CommandsData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        let Reply::Commands(commands) = reply else { return None };
+impl FromReply<Vec<CommandInfo>> for CommandsData {
+    fn from_reply(commands: Vec<CommandInfo>) -> Self {
         let commands = commands
             .into_iter()
             .map(|c| CommandData {
@@ -254,37 +209,30 @@ impl FromReply for CommandsData {
                 path: c.path,
             })
             .collect();
-        Some(CommandsData { commands })
+        CommandsData { commands }
     }
 }
 
-impl FromReply for QueueData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::QueueCleared { steering, follow_up } => Some(QueueData { steering, follow_up }),
-            _ => None,
-        }
+impl FromReply<ClearedQueues> for QueueData {
+    fn from_reply(ClearedQueues { steering, follow_up }: ClearedQueues) -> Self {
+        QueueData { steering, follow_up }
     }
 }
 
-impl FromReply for SessionResult {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        let Reply::Session(info) = reply else { return None };
-        Some(SessionResult {
+impl FromReply<SessionInfo> for SessionResult {
+    fn from_reply(info: SessionInfo) -> Self {
+        SessionResult {
             session_id: info.session_id,
             session_path: info.session_path,
             model: info.model.as_ref().map(|m| m.id.clone()),
             provider: info.model.as_ref().map(|m| m.provider.clone()),
-        })
+        }
     }
 }
 
-impl FromReply for ToolsData {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        match reply {
-            Reply::ActiveTools(tools) => Some(ToolsData { tools }),
-            _ => None,
-        }
+impl FromReply<Vec<String>> for ToolsData {
+    fn from_reply(tools: Vec<String>) -> Self {
+        ToolsData { tools }
     }
 }
 

@@ -15,7 +15,7 @@ pub mod results;
 mod table;
 pub mod ui;
 
-use pi_core::op::{Op, Reply};
+use pi_core::op::{Op, Reply, TypedOp};
 use schemars::JsonSchema;
 #[cfg(feature = "schemas")]
 use schemars::{Schema, SchemaGenerator};
@@ -31,7 +31,7 @@ pub use results::FromReply;
 pub use table::COMMANDS;
 
 /// A result type of the table: built from a reply, serialized onto the wire.
-pub trait WireResult: FromReply + Serialize + JsonSchema + Send + 'static {
+pub trait WireResult: Sized + Serialize + JsonSchema + Send + 'static {
     /// False for [`results::Ack`]: no native `data`, `{}` in JSON-RPC.
     const DATA: bool = true;
 
@@ -111,11 +111,14 @@ fn result_schema<R: WireResult>(g: &mut SchemaGenerator) -> Option<Schema> {
     R::DATA.then(|| g.subschema_for::<R>())
 }
 
-/// Append `R`'s result for `reply` to `out` (nothing when it has no data, or
-/// when it is streamed); `None` when the reply is not `R`'s. On an error
-/// `out` is left as it was.
-fn encode<R: WireResult>(reply: Reply, out: &mut Vec<u8>) -> Option<std::io::Result<Written>> {
-    let result = R::from_reply(reply)?;
+/// Append `R`'s result for `reply`, op `C`'s reply, to `out` (nothing when
+/// it has no data, or when it is streamed); `None` when the reply is another
+/// op's. On an error `out` is left as it was.
+fn encode<C: TypedOp, R: WireResult + FromReply<C::Reply>>(
+    reply: Reply,
+    out: &mut Vec<u8>,
+) -> Option<std::io::Result<Written>> {
+    let result = R::from_reply(C::take_reply(reply)?);
     if !R::DATA {
         return Some(Ok(Written::Absent));
     }
@@ -139,8 +142,10 @@ fn encode<R: WireResult>(reply: Reply, out: &mut Vec<u8>) -> Option<std::io::Res
 }
 
 impl Binding {
-    /// A binding whose params are `P` (decoded by `decode`) and whose result is `R`.
-    pub const fn new<P: DeserializeOwned + JsonSchema, R: WireResult>(
+    /// A binding of op `C` whose params are `P` (decoded by `decode`, made
+    /// by the table's `bind!` so that it can only make a `C`) and whose
+    /// result `R` is built from `C`'s reply.
+    const fn new<C: TypedOp, P: DeserializeOwned + JsonSchema, R: WireResult + FromReply<C::Reply>>(
         name: &'static str,
         decode: fn(&Map<String, Value>) -> Result<Op, FieldError>,
     ) -> Binding {
@@ -149,7 +154,7 @@ impl Binding {
             decode,
             #[cfg(feature = "schemas")]
             params_schema: params_schema::<P>,
-            encode: encode::<R>,
+            encode: encode::<C, R>,
             #[cfg(feature = "schemas")]
             result_schema: result_schema::<R>,
         }
@@ -225,14 +230,11 @@ impl Command {
         self
     }
 
-    /// The same params and result in both dialects, under two names.
-    const fn both<P: DeserializeOwned + JsonSchema, R: WireResult>(
-        doc: &'static str,
-        native: &'static str,
-        method: &'static str,
-        decode: fn(&Map<String, Value>) -> Result<Op, FieldError>,
-    ) -> Command {
-        Command::new(doc).native(Binding::new::<P, R>(native, decode)).jsonrpc(Binding::new::<P, R>(method, decode))
+    /// The same binding in both dialects, under two names.
+    const fn both(doc: &'static str, native: Binding, method: &'static str) -> Command {
+        let mut jsonrpc = native;
+        jsonrpc.name = method;
+        Command::new(doc).native(native).jsonrpc(jsonrpc)
     }
 }
 

@@ -5,7 +5,7 @@
 
 use pi_core::message::ImageContent;
 use pi_core::model::ThinkingLevel;
-use pi_core::op::{InitializeParams, Op, QueueMode, StreamingBehavior, UiResponse};
+use pi_core::op::{InitializeParams, QueueMode, StreamingBehavior, UiResponse, ops};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -141,9 +141,9 @@ fn content(content: Option<String>, message: Option<String>) -> Result<String, F
 }
 
 impl ContentPromptParams {
-    pub fn op(self) -> Result<Op, FieldError> {
+    pub fn op(self) -> Result<ops::Prompt, FieldError> {
         let message = content(self.content, self.message)?;
-        Ok(Op::Prompt { message, images: self.images, streaming_behavior: self.streaming_behavior })
+        Ok(ops::Prompt { message, images: self.images, streaming_behavior: self.streaming_behavior })
     }
 }
 
@@ -186,9 +186,9 @@ pub struct ModelParams {
 }
 
 impl ModelParams {
-    pub fn op(self) -> Result<Op, FieldError> {
+    pub fn op(self) -> Result<ops::SetModel, FieldError> {
         let model_id = self.model.or(self.model_id).ok_or_else(|| FieldError::new("model", "'model' is required"))?;
-        Ok(Op::SetModel { provider: self.provider, model_id })
+        Ok(ops::SetModel { provider: self.provider, model_id })
     }
 }
 
@@ -276,12 +276,12 @@ pub struct ResumeSessionParams {
 }
 
 impl ResumeSessionParams {
-    pub fn op(self) -> Result<Op, FieldError> {
+    pub fn op(self) -> Result<ops::ResumeSession, FieldError> {
         let reference = self
             .session_id
             .or(self.session_path)
             .ok_or_else(|| FieldError::new("sessionId", "'sessionId' is required"))?;
-        Ok(Op::ResumeSession { reference, after_seq: self.after_seq })
+        Ok(ops::ResumeSession { reference, after_seq: self.after_seq })
     }
 }
 
@@ -336,8 +336,8 @@ pub struct InitParams {
 }
 
 impl InitParams {
-    pub fn op(self) -> Op {
-        Op::Initialize(InitializeParams {
+    pub fn op(self) -> ops::Initialize {
+        ops::Initialize(InitializeParams {
             cwd: self.cwd,
             model: self.model,
             provider: self.provider,
@@ -418,7 +418,7 @@ fn dialog_id(p: &Map<String, Value>) -> Option<String> {
 
 impl UiAnswer {
     /// `cancelled: true`, else `confirmed: <bool>`, else `value`, else cancelled.
-    pub fn op(self) -> Op {
+    pub fn op(self) -> ops::ExtensionUiResponse {
         let p = self.0;
         let response = if p.get("cancelled") == Some(&Value::Bool(true)) {
             UiResponse::Cancelled
@@ -429,7 +429,7 @@ impl UiAnswer {
         } else {
             UiResponse::Cancelled
         };
-        Op::ExtensionUiResponse { id: dialog_id(&p), response }
+        ops::ExtensionUiResponse { id: dialog_id(&p), response }
     }
 }
 
@@ -439,7 +439,7 @@ impl RpcUiAnswer {
     /// boolean for confirm, `null` to cancel, or an object `{value}` /
     /// `{confirmed}` / `{cancelled: true}`. A top-level `cancelled: true` or
     /// `confirmed: <bool>` also works.
-    pub fn op(self) -> Op {
+    pub fn op(self) -> ops::ExtensionUiResponse {
         let p = self.0;
         let result = p.get("result").or_else(|| p.get("value"));
         let response = match result {
@@ -458,6 +458,6 @@ impl RpcUiAnswer {
             }
             Some(other) => UiResponse::Value(other.clone()),
         };
-        Op::ExtensionUiResponse { id: dialog_id(&p), response }
+        ops::ExtensionUiResponse { id: dialog_id(&p), response }
     }
 }

@@ -1,12 +1,12 @@
 //! The typed results of the commands (native `data`, JSON-RPC `result`),
-//! one struct per shape, each built from the core's reply ([`FromReply`]).
+//! one struct per shape, each built from its op's typed reply ([`FromReply`]).
 //! They are serialized directly onto the wire, and the JSON Schemas of the
 //! responses are generated from them, so what is sent and what is
 //! documented cannot drift apart.
 
 use pi_core::message::{AgentMessage, Usage};
 use pi_core::model::{Model, ThinkingLevel};
-use pi_core::op::{ContextUsageStats, Reply, StateSnapshot};
+use pi_core::op::{ContextUsageStats, StateSnapshot};
 use pi_core::session::SessionEntry;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -14,19 +14,20 @@ use serde_json::Value;
 
 pub use super::params::WireQueueMode;
 
-/// A result built from the core's reply to its command.
-pub trait FromReply: Sized {
-    /// `None` when the reply is not this command's (a bug, answered as an internal error).
-    fn from_reply(reply: Reply) -> Option<Self>;
+/// A result built from the typed reply `T` of its command's op (see
+/// `pi_core::op::TypedOp`): a protocol table row compiles only when its
+/// result type can be built from its op's reply.
+pub trait FromReply<T>: Sized {
+    fn from_reply(reply: T) -> Self;
 }
 
 /// No result: the native response has no `data`, the JSON-RPC result is `{}`.
 #[derive(Debug, Clone, Copy, Default, Serialize, JsonSchema)]
 pub struct Ack {}
 
-impl FromReply for Ack {
-    fn from_reply(reply: Reply) -> Option<Self> {
-        matches!(reply, Reply::Ack).then_some(Ack {})
+impl FromReply<()> for Ack {
+    fn from_reply((): ()) -> Self {
+        Ack {}
     }
 }
 

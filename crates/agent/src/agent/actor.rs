@@ -516,7 +516,7 @@ impl Agent {
             return;
         }
         let user = AgentMessage::user(&message, &images);
-        self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Started })).await;
+        self.reply(tag, Ok(Reply::Prompt(Disposition::Started))).await;
         self.start_run(vec![user]);
     }
 
@@ -533,7 +533,7 @@ impl Agent {
             QueueKind::FollowUp => self.follow_up.push(text, message),
         }
         self.emit_queue_update().await;
-        self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Queued })).await;
+        self.reply(tag, Ok(Reply::Prompt(Disposition::Queued))).await;
     }
 
     pub(super) async fn abort(&mut self, tag: Option<RequestTag>) {

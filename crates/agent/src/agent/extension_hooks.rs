@@ -26,7 +26,9 @@ use crate::extensions::{
     StartContext,
 };
 use crate::message::AgentMessage;
-use crate::op::{CommandInfo, CommandSource, Disposition, Op, Reply, RequestTag, StreamingBehavior, UiResponse};
+use crate::op::{
+    CommandInfo, CommandSource, Disposition, Forked, Op, Reply, RequestTag, StreamingBehavior, Switched, UiResponse,
+};
 use crate::resources::{Resources, SkillReader};
 use crate::tools::ToolRegistry;
 
@@ -493,7 +495,7 @@ impl Agent {
                     };
                     self.emit(event).await;
                 }
-                self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Handled })).await;
+                self.reply(tag, Ok(Reply::Prompt(Disposition::Handled))).await;
             }
             ExtSignal::InputDone { tag, op } => {
                 self.ext.running = self.ext.running.saturating_sub(1);
@@ -503,7 +505,7 @@ impl Agent {
                         let pending = Pending { tag, op, allowed: false, accepted: true, inputs_seen: true };
                         self.handle_op(pending).await;
                     }
-                    None => self.reply(tag, Ok(Reply::Prompt { disposition: Disposition::Handled })).await,
+                    None => self.reply(tag, Ok(Reply::Prompt(Disposition::Handled))).await,
                 }
                 self.release_deferred().await;
             }
@@ -525,9 +527,9 @@ impl Agent {
                                 .find(|m| &m.entry_id == entry_id)
                                 .map(|m| m.text)
                                 .unwrap_or_default();
-                            Reply::Fork { text, cancelled: true }
+                            Reply::Fork(Forked { text, cancelled: true })
                         }
-                        _ => Reply::Switched { cancelled: true },
+                        _ => Reply::Switched(Switched::new(true)),
                     };
                     self.reply(pending.tag, Ok(reply)).await;
                 } else {

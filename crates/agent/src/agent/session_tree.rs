@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use super::actor::Agent;
 use crate::error::CoreError;
-use crate::op::{Op, Reply};
+use crate::op::{EntryList, Forked, Op, Reply, Switched, TreeWithLeaf};
 use crate::session::{Session, SessionError};
 
 fn session_error(e: SessionError) -> CoreError {
@@ -22,7 +22,7 @@ impl Agent {
                 };
                 self.replace_session(session).await?;
                 self.extensions_session_started("new");
-                Ok(Reply::Switched { cancelled: false })
+                Ok(Reply::Switched(Switched::new(false)))
             }
             Op::SwitchSession { session_path, .. } => {
                 let path = self.absolute(&session_path);
@@ -32,7 +32,7 @@ impl Agent {
                 }
                 self.replace_session(session).await?;
                 self.extensions_session_started("resume");
-                Ok(Reply::Switched { cancelled: false })
+                Ok(Reply::Switched(Switched::new(false)))
             }
             Op::ResumeSession { reference, .. } => {
                 let dirs = self.session_search_dirs();
@@ -43,19 +43,19 @@ impl Agent {
                 }
                 self.replace_session(session).await?;
                 self.extensions_session_started("resume");
-                Ok(Reply::Switched { cancelled: false })
+                Ok(Reply::Switched(Switched::new(false)))
             }
             Op::Fork { entry_id } => {
                 let (session, text) = self.session.fork(&entry_id).map_err(session_error)?;
                 self.replace_session(session).await?;
                 self.extensions_session_started("fork");
-                Ok(Reply::Fork { text, cancelled: false })
+                Ok(Reply::Fork(Forked { text, cancelled: false }))
             }
             Op::Clone => {
                 let session = self.session.clone_branch().map_err(session_error)?;
                 self.replace_session(session).await?;
                 self.extensions_session_started("fork");
-                Ok(Reply::Switched { cancelled: false })
+                Ok(Reply::Switched(Switched::new(false)))
             }
             Op::GetForkMessages => Ok(Reply::ForkMessages(self.session.fork_messages())),
             Op::GetEntries { since } => {
@@ -63,11 +63,12 @@ impl Agent {
                     Some(id) => self.session.entries_since(id).map_err(session_error)?,
                     None => self.session.entries().cloned().collect(),
                 };
-                Ok(Reply::Entries { entries, leaf_id: self.session.leaf_id().map(str::to_string) })
+                Ok(Reply::Entries(EntryList { entries, leaf_id: self.session.leaf_id().map(str::to_string) }))
             }
-            Op::GetTree => {
-                Ok(Reply::Tree { tree: self.session.tree(), leaf_id: self.session.leaf_id().map(str::to_string) })
-            }
+            Op::GetTree => Ok(Reply::Tree(TreeWithLeaf {
+                tree: self.session.tree(),
+                leaf_id: self.session.leaf_id().map(str::to_string),
+            })),
             Op::ExportHtml { output_path } => {
                 let tools = self
                     .active_tool_set()
@@ -82,7 +83,7 @@ impl Agent {
                     &self.cwd,
                     &options,
                 )?;
-                Ok(Reply::ExportHtml { path: path.display().to_string() })
+                Ok(Reply::ExportHtml(path.display().to_string()))
             }
             other => Err(CoreError::internal(format!("op not handled: {other:?}"))),
         }

@@ -10,7 +10,7 @@ use crate::error::CoreError;
 use crate::event::AgentEvent;
 use crate::message::AgentMessage;
 use crate::model::{Model, ThinkingLevel};
-use crate::op::{CycledModel, InitializeParams, Op, Reply, RequestTag, SessionInfo, StateSnapshot};
+use crate::op::{ClearedQueues, CycledModel, InitializeParams, Op, Reply, RequestTag, SessionInfo, StateSnapshot};
 use crate::provider::faux;
 
 /// Thinking level used when nothing else chooses one.
@@ -78,7 +78,7 @@ impl Agent {
                 let steering = self.steering.clear();
                 let follow_up = self.follow_up.clear();
                 self.emit_queue_update().await;
-                Ok(Reply::QueueCleared { steering, follow_up })
+                Ok(Reply::QueueCleared(ClearedQueues { steering, follow_up }))
             }
             Op::SetActiveTools { tools } => self.set_active_tools(tools),
             Op::Initialize(params) => self.initialize(params).await,

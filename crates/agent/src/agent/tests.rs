@@ -12,7 +12,7 @@ use crate::config::{ModelRegistry, Settings};
 use crate::error::{CoreError, ErrorKind};
 use crate::event::{AgentEvent, CompactionReason};
 use crate::message::AgentMessage;
-use crate::op::{Disposition, Op, Reply, StreamingBehavior};
+use crate::op::{Disposition, Op, Reply, StreamingBehavior, Switched};
 use crate::provider::ProviderRegistry;
 use crate::provider::faux::{FauxError, FauxProvider, FauxReply};
 use crate::tools::ToolRegistry;
@@ -160,12 +160,12 @@ fn settled(e: &AgentEvent) -> bool {
 async fn steering_and_follow_ups_are_delivered_in_their_turn() {
     let mut actor = start(|_| {});
     actor.faux.push(slow("a long first answer in many words", 1000));
-    assert_eq!(actor.call(prompt("go")).await, Ok(Reply::Prompt { disposition: Disposition::Started }));
+    assert_eq!(actor.call(prompt("go")).await, Ok(Reply::Prompt(Disposition::Started)));
     let follow = Op::FollowUp { message: "later".into(), images: Vec::new() };
-    assert_eq!(actor.call(follow).await, Ok(Reply::Prompt { disposition: Disposition::Queued }));
+    assert_eq!(actor.call(follow).await, Ok(Reply::Prompt(Disposition::Queued)));
     let steer =
         Op::Prompt { message: "now".into(), images: Vec::new(), streaming_behavior: Some(StreamingBehavior::Steer) };
-    assert_eq!(actor.call(steer).await, Ok(Reply::Prompt { disposition: Disposition::Queued }));
+    assert_eq!(actor.call(steer).await, Ok(Reply::Prompt(Disposition::Queued)));
     let busy = actor.call(prompt("unqueued")).await.unwrap_err();
     assert_eq!(busy.kind, ErrorKind::Busy);
     match actor.call(Op::GetState).await {
@@ -261,13 +261,13 @@ async fn a_session_switch_during_a_run_ends_the_run_first() {
     actor.call(prompt("go")).await.unwrap();
     actor.until(|e| matches!(e, AgentEvent::MessageUpdate { .. })).await;
     let switch = actor.submit(Op::NewSession { parent_session: None }).await;
-    assert_eq!(actor.reply(switch).await, Ok(Reply::Switched { cancelled: false }));
+    assert_eq!(actor.reply(switch).await, Ok(Reply::Switched(Switched::new(false))));
     let settled_at = actor.position(|o| matches!(o, Output::Event(AgentEvent::AgentSettled { aborted: true, .. })));
     let answered = actor.position(|o| matches!(o, Output::Reply { tag, .. } if *tag == switch));
     assert!(settled_at < answered);
     assert!(actor.messages().await.is_empty());
     // The new session takes prompts at once.
-    assert_eq!(actor.call(prompt("again")).await, Ok(Reply::Prompt { disposition: Disposition::Started }));
+    assert_eq!(actor.call(prompt("again")).await, Ok(Reply::Prompt(Disposition::Started)));
 }
 
 #[tokio::test(start_paused = true)]

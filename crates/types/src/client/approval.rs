@@ -75,7 +75,7 @@ impl ApprovalPolicy {
 }
 
 /// The session modes an editor can switch between (ACP `session/set_mode`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ApprovalMode {
     /// The policy as configured.
     #[default]

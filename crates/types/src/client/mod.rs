@@ -34,14 +34,14 @@ pub fn approval_choices() -> Vec<String> {
 }
 
 /// A request to the client; `id` is echoed by its answer.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClientRequest {
     pub id: String,
     pub kind: ClientRequestKind,
 }
 
 /// What the core asks.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ClientRequestKind {
     /// May this tool call run?
     Permission(PermissionRequest),
@@ -76,7 +76,7 @@ impl ClientRequestKind {
 }
 
 /// A tool call waiting for approval.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PermissionRequest {
     pub tool_call_id: String,
     pub tool_name: String,
@@ -87,7 +87,7 @@ pub struct PermissionRequest {
 }
 
 /// A command for a client terminal.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TerminalCommand {
     pub tool_call_id: String,
     pub command: String,
@@ -98,14 +98,14 @@ pub struct TerminalCommand {
 }
 
 /// How a client terminal's command ended.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ExitStatus {
     pub exit_code: Option<i64>,
     pub signal: Option<String>,
 }
 
 /// The user's answer to an approval request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PermissionAnswer {
     AllowOnce,
     AllowAlways,
@@ -116,7 +116,7 @@ pub enum PermissionAnswer {
 }
 
 /// A client's answer, by kind of request.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ClientReply {
     Permission(PermissionAnswer),
     /// `ReadTextFile`.
@@ -165,7 +165,7 @@ pub struct ClientCapabilities {
 }
 
 /// A tool the client runs itself (declared in JSON-RPC `initialize`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClientToolSpec {
     pub name: String,
     pub description: String,
