@@ -15,6 +15,7 @@ mod examples_side_by_side;
 mod extension_api;
 mod extension_host;
 mod extension_host_install;
+mod extension_provider_events;
 mod extensions;
 mod extensions_jsonrpc;
 mod framing;

@@ -27,9 +27,10 @@ pub struct ProviderEvents {
 impl Extensions {
     /// The watcher of `model`'s requests, when an extension listens to a provider event.
     pub fn request_observer(&self, model: &Model) -> Option<Arc<dyn RequestObserver>> {
-        let listened = ["before_provider_headers", "before_provider_request", "after_provider_response", "provider_stream_event"]
-            .iter()
-            .any(|e| self.listens(e));
+        let listened =
+            ["before_provider_headers", "before_provider_request", "after_provider_response", "provider_stream_event"]
+                .iter()
+                .any(|e| self.listens(e));
         listened.then(|| {
             Arc::new(ProviderEvents {
                 extensions: self.clone(),
@@ -41,25 +42,48 @@ impl Extensions {
     }
 }
 
+/// The headers to send after the hooks: a `null` value removes every header
+/// of that name in any case, and of two names differing only in case the
+/// later one (the handler's, when it set `authorization` over
+/// `Authorization`) wins.
+fn sent_headers(headers: Map<String, Value>) -> Vec<(String, String)> {
+    let removed: Vec<String> =
+        headers.iter().filter(|(_, v)| !v.is_string()).map(|(k, _)| k.to_ascii_lowercase()).collect();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (name, value) in headers {
+        let Some(value) = value.as_str() else { continue };
+        if removed.contains(&name.to_ascii_lowercase()) {
+            continue;
+        }
+        out.retain(|(k, _)| !k.eq_ignore_ascii_case(&name));
+        out.push((name, value.to_string()));
+    }
+    out
+}
+
 #[async_trait]
 impl RequestObserver for ProviderEvents {
     async fn headers(&self, headers: Vec<(String, String)>) -> Vec<(String, String)> {
         let mut current: Map<String, Value> = headers.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
         for ext in self.extensions.subscribers("before_provider_headers") {
             let params = json!({"headers": current});
-            let Some(result) = self.extensions.ask(&ext, "before_provider_headers", params, None).await else { continue };
+            let Some(result) = self.extensions.ask(&ext, "before_provider_headers", params, None).await else {
+                continue;
+            };
             if let Some(changed) = result.get("headers").and_then(Value::as_object) {
                 current = changed.clone();
             }
         }
-        current.into_iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string()))).collect()
+        sent_headers(current)
     }
 
     async fn payload(&self, payload: Value) -> Value {
         let mut current = payload;
         for ext in self.extensions.subscribers("before_provider_request") {
             let params = json!({"payload": current});
-            let Some(result) = self.extensions.ask(&ext, "before_provider_request", params, None).await else { continue };
+            let Some(result) = self.extensions.ask(&ext, "before_provider_request", params, None).await else {
+                continue;
+            };
             if let Some(replaced) = result.get("payload") {
                 current = replaced.clone();
             }
@@ -88,5 +112,22 @@ impl RequestObserver for ProviderEvents {
             "data": data,
         });
         self.extensions.notify_raw("provider_stream_event", event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_null_header_removes_it_in_any_case_and_a_later_spelling_wins() {
+        let headers = json!({"Authorization": "Bearer a", "X-Title": "pi", "authorization": "Bearer b", "x-title": null, "x-new": "1"});
+        let Value::Object(map) = headers else { unreachable!() };
+        let mut sent = sent_headers(map);
+        sent.sort();
+        assert_eq!(
+            sent,
+            [("authorization".to_string(), "Bearer b".to_string()), ("x-new".to_string(), "1".to_string())]
+        );
     }
 }

@@ -112,7 +112,16 @@ impl<W: Wire> Run<W> {
         // Extensions watching the request (pi's provider events) see it first.
         let observer = super::observe::current();
         if let Some(observer) = &observer {
-            call.headers = observer.headers(std::mem::take(&mut call.headers)).await;
+            // Credentials are not shown to extensions (pi's SDK adds them after the hook too);
+            // a header the hook sets under the same name replaces one.
+            let (secret, shown): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut call.headers).into_iter().partition(|(name, _)| is_credential(name));
+            let changed = observer.headers(shown).await;
+            call.headers = secret
+                .into_iter()
+                .filter(|(name, _)| !changed.iter().any(|(k, _)| k.eq_ignore_ascii_case(name)))
+                .collect();
+            call.headers.extend(changed);
             call.body = observer.payload(std::mem::take(&mut call.body)).await;
         }
         self.observer = observer.filter(|o| o.wants_stream_events());
@@ -170,7 +179,8 @@ impl<W: Wire> Run<W> {
 
     /// Show a stream event to the observer that wants them (pi's `provider_stream_event`).
     fn observe(&mut self, event: &SseEvent) -> &mut Self {
-        if let Some(observer) = &self.observer {
+        // OpenAI's end marker is the stream's framing, not an event (pi's SDK never shows it).
+        if let Some(observer) = self.observer.as_ref().filter(|_| event.data != "[DONE]") {
             let data = serde_json::from_str(&event.data).unwrap_or_else(|_| Value::String(event.data.clone()));
             observer.stream_event(data);
         }
@@ -234,13 +244,16 @@ impl<W: Wire> Run<W> {
 
 /// The credentials a request carries in its headers (`authorization`,
 /// `x-api-key`, `x-goog-api-key`, …), without their `Bearer ` scheme.
+/// Whether a request header carries a credential.
+fn is_credential(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name.contains("authorization") || name.contains("api-key")
+}
+
 fn credentials(headers: &[(String, String)]) -> Vec<String> {
     headers
         .iter()
-        .filter(|(name, _)| {
-            let name = name.to_ascii_lowercase();
-            name.contains("authorization") || name.contains("api-key")
-        })
+        .filter(|(name, _)| is_credential(name))
         .map(|(_, value)| value.split_once(' ').map_or(value.as_str(), |(_, token)| token).trim().to_string())
         .filter(|token| token.len() >= 8)
         .collect()

@@ -15,7 +15,8 @@ use serde_json::Value;
 /// What watches a request (the extensions, for the agent's model calls).
 #[async_trait]
 pub trait RequestObserver: Send + Sync {
-    /// The headers about to be sent; what it returns is sent instead.
+    /// The headers about to be sent, credentials left out; what it returns is sent instead
+    /// (with the credentials, unless it set a header of the same name).
     async fn headers(&self, headers: Vec<(String, String)>) -> Vec<(String, String)> {
         headers
     }
