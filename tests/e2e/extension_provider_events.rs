@@ -48,12 +48,12 @@ export default function (pi: ExtensionAPI) {
 }
 "#;
 
-fn reference_cli() -> Option<PathBuf> {
+pub(crate) fn reference_cli() -> Option<PathBuf> {
     installed_tool("reference/node_modules/@earendil-works/pi-coding-agent/dist/cli.js")
 }
 
 /// pi 1.6.0 in `sb`, as `sb.spawn` starts pi-rpc.
-fn spawn_reference(sb: &Sandbox, node: &Path, cli: &Path) -> Pi {
+pub(crate) fn spawn_reference(sb: &Sandbox, node: &Path, cli: &Path) -> Pi {
     let mut cmd = tokio::process::Command::new(node);
     cmd.arg(cli).args(["--mode", "rpc", "--offline", "--no-session"]).current_dir(sb.cwd.path()).env_clear();
     let node_dir = node.parent().map(Path::to_path_buf).unwrap_or_default();

@@ -6,6 +6,8 @@
 // and chain the system prompt; `context` and `tool_result` handlers chain
 // their replacements. The answer is the protocol's hook result.
 
+import { promptOptionChanges, systemPromptOptions } from "./prompt-options.mjs";
+
 /** Notify every handler of `event.type`; failures are reported and the rest still run. */
 export async function dispatch(instance, event, ctx, reportError) {
 	for (const handler of instance.handlersFor(event.type)) {
@@ -66,6 +68,9 @@ export async function runHook(instance, method, params, ctx, reportError) {
 		case "before_agent_start": {
 			const messages = [];
 			let prompt;
+			event.systemPromptOptions = systemPromptOptions(instance, params.promptOptions);
+			delete event.promptOptions;
+			const before = JSON.parse(JSON.stringify(event.systemPromptOptions));
 			for (const handler of handlers) {
 				try {
 					const result = await handler(event, ctx);
@@ -78,7 +83,10 @@ export async function runHook(instance, method, params, ctx, reportError) {
 					reportError("before_agent_start", error);
 				}
 			}
-			return { messages, systemPrompt: prompt };
+			const changes = promptOptionChanges(before, event.systemPromptOptions);
+			// Editing `selectedTools` is `pi.setActiveTools()`, as in pi.
+			if (changes?.selectedTools) instance.pi.setActiveTools(changes.selectedTools);
+			return { messages, systemPrompt: prompt, promptOptions: changes ?? undefined };
 		}
 		case "context": {
 			let changed = false;
