@@ -256,6 +256,8 @@ async fn low_level_run(
                 headers: s.headers.clone(),
                 max_tokens: None,
                 session_id: Some(s.session_id.clone()),
+                credential: None,
+                env: Default::default(),
             };
             // Extensions listening to pi's provider events watch the request.
             let observer = s.extensions.request_observer(&s.model);
