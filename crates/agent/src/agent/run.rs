@@ -258,13 +258,18 @@ async fn low_level_run(
                 credential: None,
                 env: Default::default(),
             };
-            let outcome = stream_assistant(
-                Some(&s.emitter),
-                s.provider.clone(),
-                request,
-                s.cancel.clone(),
-                &s.model,
-                s.api_key.as_deref(),
+            // Extensions listening to pi's provider events watch the request.
+            let observer = s.extensions.request_observer(&s.model);
+            let outcome = crate::provider::observe::observed(
+                observer,
+                stream_assistant(
+                    Some(&s.emitter),
+                    s.provider.clone(),
+                    request,
+                    s.cancel.clone(),
+                    &s.model,
+                    s.api_key.as_deref(),
+                ),
             )
             .await;
             if let Some(error) = outcome.error {

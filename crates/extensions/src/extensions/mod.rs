@@ -30,7 +30,9 @@ pub mod hooks;
 pub mod host;
 mod host_install;
 mod process;
+mod prompt_options;
 pub mod protocol;
+mod provider_events;
 mod tool;
 pub mod ui;
 

@@ -34,6 +34,7 @@ pub const NOTIFICATION_EVENTS: &[&str] = &[
     "session_info_changed",
     "model_select",
     "thinking_level_select",
+    "provider_stream_event",
     "bus",
 ];
 
@@ -46,6 +47,9 @@ pub const HOOK_EVENTS: &[&str] = &[
     "input",
     "before_agent_start",
     "context",
+    "before_provider_headers",
+    "before_provider_request",
+    "after_provider_response",
 ];
 
 /// Whether `name` is an event or hook pi-rpc sends.

@@ -32,6 +32,7 @@ pub mod google_vertex;
 pub mod http;
 pub mod mistral;
 pub mod mistral_request;
+pub mod observe;
 pub mod openai;
 pub mod origin;
 pub mod proxy;
