@@ -1,15 +1,16 @@
 //! `pi serve --cluster` on a real NATS JetStream: Debian's `nats-server`
 //! (unpacked into `target/tools/nats` by `scripts/install-serve-tools.sh`)
 //! on 127.0.0.1 with JetStream in a temporary directory, two workers
-//! sharing one session directory. Skipped without nats-server or Python
-//! `websockets` (unless `PI_RPC_REQUIRE_TOOLS=1`).
+//! sharing one session directory; clients in `tests/serve/cluster_client.py`.
+//! Skipped without nats-server or Python `websockets` (unless
+//! `PI_RPC_REQUIRE_TOOLS=1`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::clients::{installed_tool, repo_root};
 use crate::harness::Sandbox;
-use crate::serve::{Served, python_scenario, serve};
+use crate::serve::{Served, python_scenario, python_script, serve};
 
 /// A nats-server with JetStream, stopped when dropped.
 pub struct Nats {
@@ -72,8 +73,8 @@ async fn a_killed_owners_lease_expires_and_another_worker_takes_the_session_over
     if python_scenario(&a, "scale_write", &[&url_a, session]).await.is_none() {
         return;
     }
-    // While its owner lives, the other worker does not serve it (yet: relaying comes with the bus).
-    python_scenario(&b, "owned", &[&url_b, session]).await;
+    // While its owner lives, the other worker serves it through the owner.
+    python_scenario(&b, "scale_continue", &[&url_b, session]).await;
     a.pi.child.start_kill().expect("kill -9 the owner");
     let _ = a.pi.child.wait().await;
     let killed = Instant::now();
@@ -81,13 +82,13 @@ async fn a_killed_owners_lease_expires_and_another_worker_takes_the_session_over
     loop {
         let (python, path) = crate::serve::python().expect("python");
         let out = tokio::process::Command::new(python)
-            .arg(repo_root().join("tests/serve/native_client.py"))
-            .args(["scale_continue", &url_b, session])
+            .arg(repo_root().join("tests/serve/cluster_client.py"))
+            .args(["resume", &url_b, session, "and now?"])
             .env("PYTHONPATH", path)
             .output()
             .await
             .expect("client");
-        if out.status.success() {
+        if out.status.success() && String::from_utf8_lossy(&out.stdout).contains("resume ok") {
             break;
         }
         assert!(killed.elapsed() < Duration::from_secs(8), "no takeover: {}", b.pi.stderr());
@@ -140,7 +141,58 @@ async fn a_stale_owner_paused_past_its_lease_cannot_append() {
         .expect("session file");
     let text = std::fs::read_to_string(&file).expect("session file");
     assert!(text.contains("and now?"), "B's turn is in the file: {text}");
-    assert!(!text.contains("written by a stale owner"), "the stale owner wrote to the file:\n{text}");
+    // A's client may have been relayed to B once A saw its lease was gone (B
+    // then wrote its prompt), but A itself never appended: the file is one
+    // chain, each entry on the one before (a stale append would hang on A's
+    // older leaf).
+    let entries: Vec<serde_json::Value> =
+        text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    for pair in entries.windows(2).skip(1) {
+        assert_eq!(pair[1]["parentId"], pair[0]["id"], "the session file forks:\n{text}");
+    }
     let log = a.pi.stderr();
     assert!(log.contains("taken over by another worker") || log.contains("lease lost"), "{log}");
+}
+
+/// Run a scenario of `tests/serve/cluster_client.py` (None: no Python `websockets`).
+async fn cluster(served: &Served, scenario: &str, args: &[&str]) -> Option<String> {
+    python_script(served, "cluster_client.py", scenario, args).await
+}
+
+#[tokio::test]
+async fn any_worker_serves_any_session_with_the_owners_numbers() {
+    let Some(nats) = Nats::start().await else { return };
+    let sb = Sandbox::offline();
+    let shared = sb.home.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    let a = worker(&sb, &nats, &shared, "wa", "3").await;
+    let b = worker(&sb, &nats, &shared, "wb", "3").await;
+    let c = worker(&sb, &nats, &shared, "wc", "3").await;
+    let (url_a, url_b, url_c) = (a.url.clone(), b.url.clone(), c.url.clone());
+    if cluster(&a, "relay", &[&url_a, &url_b]).await.is_none() {
+        return;
+    }
+    cluster(&b, "spread", &["12", &url_a, &url_b, &url_c]).await;
+}
+
+#[tokio::test]
+async fn a_killed_owner_mid_stream_loses_no_stored_event_and_the_turn_is_reported_interrupted() {
+    let Some(nats) = Nats::start().await else { return };
+    let sb = Sandbox::with_server().await;
+    let mut slow = pi_compat::fake_server::Reply::text_chunks((0..60).map(|i| format!("w{i} ")));
+    slow.delay = Duration::from_millis(40);
+    sb.server().on_marker("stream slowly", slow);
+    let shared = sb.home.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    let mut a = worker(&sb, &nats, &shared, "wa", "2").await;
+    let b = worker(&sb, &nats, &shared, "wb", "2").await;
+    let pid = a.pi.child.id().expect("pid").to_string();
+    let (url_a, url_b) = (a.url.clone(), b.url.clone());
+    let Some(out) = cluster(&b, "killed", &[&url_a, &url_b, &pid]).await else { return };
+    let _ = a.pi.child.wait().await;
+    let session = out.lines().find_map(|l| l.strip_prefix("SESSION ")).expect("session id").to_string();
+    // The dead worker comes back under its name: nothing is refused.
+    let a = worker(&sb, &nats, &shared, "wa", "2").await;
+    let url_a = a.url.clone();
+    cluster(&a, "resume", &[&url_a, &session, "after the loss"]).await;
 }
