@@ -145,8 +145,7 @@ async fn a_stale_owner_paused_past_its_lease_cannot_append() {
     // then wrote its prompt), but A itself never appended: the file is one
     // chain, each entry on the one before (a stale append would hang on A's
     // older leaf).
-    let entries: Vec<serde_json::Value> =
-        text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    let entries: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
     for pair in entries.windows(2).skip(1) {
         assert_eq!(pair[1]["parentId"], pair[0]["id"], "the session file forks:\n{text}");
     }
