@@ -2,7 +2,8 @@
 # A local `pi serve` cluster on 127.0.0.1, for trying the scale-out shape:
 #   nats-server with JetStream (its store in the cluster's directory),
 #   N workers (`pi serve --cluster`, one shared session directory, one token),
-#   nginx in front (deploy/nginx.conf with its worker and listen lines replaced).
+#   nginx round-robin in front (deploy/nginx-cluster.conf with its worker and
+#   listen lines replaced).
 #
 #   deploy/local-cluster.sh up [N]     start (N workers, default 3); prints the
 #                                      entry URL and the token file
@@ -59,7 +60,7 @@ pi_binary() {
   echo "$root/target/debug/pi"
 }
 
-# deploy/nginx.conf with the workers and the listen address replaced.
+# deploy/nginx-cluster.conf with the workers and the listen address replaced.
 render_nginx() {
   local count=$1
   awk -v count="$count" -v front="$front" '
@@ -71,7 +72,7 @@ render_nginx() {
       for (i = 1; i <= count; i++) printf "        server 127.0.0.1:%d max_fails=1 fail_timeout=10s;\n", front + 9 + i
     }
     /# BEGIN LISTEN/ { skipping = 1; printf "        listen 127.0.0.1:%d;\n", front }
-  ' "$root/deploy/nginx.conf"
+  ' "$root/deploy/nginx-cluster.conf"
 }
 
 status() {

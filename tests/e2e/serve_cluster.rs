@@ -195,3 +195,94 @@ async fn a_killed_owner_mid_stream_loses_no_stored_event_and_the_turn_is_reporte
     let url_a = a.url.clone();
     cluster(&a, "resume", &[&url_a, &session, "after the loss"]).await;
 }
+
+#[tokio::test]
+async fn three_workers_behind_round_robin_nginx_serve_every_session_and_drain_without_a_gap() {
+    let Some(nats) = Nats::start().await else { return };
+    let Some(nginx) = installed_tool("nginx/usr/sbin/nginx") else { return };
+    let sb = Sandbox::with_server().await;
+    let mut slow = pi_compat::fake_server::Reply::text_chunks((0..40).map(|i| format!("w{i} ")));
+    slow.delay = Duration::from_millis(50);
+    sb.server().on_marker("stream slowly", slow);
+    let shared = sb.home.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    let dir = shared.display().to_string();
+    let mut workers = Vec::new();
+    for name in ["w1", "w2", "w3"] {
+        let args = ["--session-dir", &dir, "--worker-name", name, "--cluster", &nats.url, "--drain-seconds", "30"];
+        workers.push(serve(&sb, &args).await);
+    }
+    let ports: Vec<u16> = workers.iter().map(|w| crate::serve_nginx::port_of(&w.url)).collect();
+    let (mut balancer, front) = crate::serve_nginx::start_nginx(&nginx, &sb, "nginx-cluster.conf", &ports).await;
+    // 50 sessions created without a key, each resumed by id through nginx.
+    if cluster(&workers[0], "spread", &["50", &front]).await.is_none() {
+        return;
+    }
+    // SIGTERM to w1 while 20 of its sessions stream to clients on w2 and w3.
+    let pid = workers[0].pi.child.id().expect("pid").to_string();
+    let (v, b, c) = (workers[0].url.clone(), workers[1].url.clone(), workers[2].url.clone());
+    cluster(&workers[1], "drain", &["20", &pid, &v, &b, &c]).await;
+    let status = tokio::time::timeout(Duration::from_secs(30), workers[0].pi.child.wait()).await;
+    assert!(matches!(status, Ok(Ok(s)) if s.success()), "the drained worker: {status:?}");
+    let log = workers[0].pi.stderr();
+    assert!(log.contains("sessions handed over"), "{log}");
+    let _ = balancer.start_kill();
+    let _ = balancer.wait().await;
+}
+
+#[tokio::test]
+async fn the_local_cluster_script_brings_it_all_up_and_down_in_one_command() {
+    if installed_tool("nats/usr/sbin/nats-server").is_none() || installed_tool("nginx/usr/sbin/nginx").is_none() {
+        return;
+    }
+    let Some((python, path)) = crate::serve::python() else { return };
+    let sb = Sandbox::offline();
+    let dir = sb.home.path().join("local-cluster");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let port = port.clamp(20_000, 60_000).to_string();
+    let script = |action: &str| {
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg(repo_root().join("deploy/local-cluster.sh")).args(action.split(' '));
+        cmd.env_clear();
+        for keep in ["PATH", "LANG", "TMPDIR"] {
+            if let Some(v) = std::env::var_os(keep) {
+                cmd.env(keep, v);
+            }
+        }
+        cmd.env("HOME", sb.home.path()).env("PI_CODING_AGENT_DIR", sb.agent_dir.path());
+        cmd.env("PI_BIN", env!("CARGO_BIN_EXE_pi")).env("PI_CLUSTER_DIR", &dir).env("PI_CLUSTER_PORT", &port);
+        cmd.stdin(std::process::Stdio::null()).kill_on_drop(true);
+        cmd
+    };
+    let run = |action: &'static str| {
+        let mut cmd = script(action);
+        async move {
+            let out =
+                tokio::time::timeout(Duration::from_secs(60), cmd.output()).await.expect("in time").expect("bash");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(out.status.success(), "local-cluster.sh {action}: {text}{}", String::from_utf8_lossy(&out.stderr));
+            text
+        }
+    };
+    let printed = run("up 3").await;
+    let front = printed.lines().next().expect("the entry URL").to_string();
+    assert_eq!(front, format!("ws://127.0.0.1:{port}/rpc"));
+    let token = dir.join("token");
+    assert!(printed.contains(&format!("token file: {}", token.display())), "{printed}");
+    // Idempotent: the same cluster again.
+    assert_eq!(run("up 3").await, printed);
+    let out = tokio::process::Command::new(python)
+        .arg(repo_root().join("tests/serve/cluster_client.py"))
+        .args(["spread", "6", &front])
+        .env("PYTHONPATH", path)
+        .env("PI_TOKEN_FILE", &token)
+        .output()
+        .await
+        .expect("client");
+    let status = run("status").await;
+    run("down").await;
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(status.lines().filter(|l| l.contains("running (pid")).count(), 5, "{status}");
+    run("down").await;
+    assert_eq!(run("status").await.trim(), "not running");
+}

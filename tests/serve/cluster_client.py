@@ -3,7 +3,7 @@
 one scenario per run; tests/e2e/serve_cluster.rs starts nats-server and the
 workers and runs each scenario, and fails when this exits non-zero.
 
-Usage: cluster_client.py SCENARIO ARG...
+Usage: cluster_client.py SCENARIO ARG...   (PI_TOKEN_FILE: the servers' token)
 
 Scenarios:
   relay URL_A URL_B         a session created on worker A, used from worker B
@@ -12,11 +12,16 @@ Scenarios:
   spread N URL...           N sessions created without a key, round-robin over
                             the URLs, then each resumed by id on the next URL:
                             history and lastSeq intact everywhere
-  killed URL_A URL_B PID_A  kill -9 of the owner A mid-stream: a client on B
+  killed URL_A URL_B PID_A [URL_RESUME]
+                            kill -9 of the owner A mid-stream: a client on B
                             stays and is told the turn was interrupted; a
-                            client on A resumes on B with afterSeq and gets
-                            every event exactly once, then the interruption,
-                            then a new prompt works; prints the session id
+                            client on A resumes on URL_RESUME (B) with
+                            afterSeq and gets every event exactly once, then
+                            the interruption, then a new prompt works; prints
+                            the session id
+  drain N PID URL_V URL...  N sessions on worker V, each streaming a turn to a
+                            client on another worker; SIGTERM to V: every turn
+                            completes without a gap, and the sessions go on
   resume URL ID TEXT        session ID (any worker) answers, TEXT is in its
                             history, and a prompt works
 """
@@ -36,6 +41,16 @@ from native_client import call, check, deltas, fail, increasing, prompt_to_end, 
 INTERRUPTED = "interrupted by the loss of its worker"
 
 
+def connect(url):
+    """A WebSocket connection, with the token of PI_TOKEN_FILE when set."""
+    token_file = os.environ.get("PI_TOKEN_FILE")
+    if not token_file:
+        return websockets.connect(url)
+    with open(token_file) as f:
+        token = f.read().strip()
+    return websockets.connect(url, additional_headers={"Authorization": f"Bearer {token}"})
+
+
 async def settled(ws):
     return await until(ws, lambda m: m.get("type") == "agent_settled")
 
@@ -50,11 +65,11 @@ def numbered(events):
 
 
 async def relay(url_a, url_b):
-    async with websockets.connect(url_a) as a:
+    async with connect(url_a) as a:
         state, _ = await call(a, "s", "get_state")
         sid = state["data"]["sessionId"]
         await prompt_to_settled(a, "p", "remember the lighthouse")
-        async with websockets.connect(f"{url_b}?session={sid}") as b:
+        async with connect(f"{url_b}?session={sid}") as b:
             state, _ = await call(b, "s", "get_state")
             check(state["data"]["sessionId"] == sid, f"B attached to {state['data']['sessionId']}")
             messages, _ = await call(b, "m", "get_messages")
@@ -85,14 +100,14 @@ async def spread(n, *urls):
     made = []
     for i in range(n):
         url = urls[i % len(urls)]
-        async with websockets.connect(url) as ws:
+        async with connect(url) as ws:
             state, _ = await call(ws, "s", "get_state")
             sid = state["data"]["sessionId"]
             events = await prompt_to_end(ws, "p", f"note {i}")
             made.append((sid, i, max(seqs(events))))
     for sid, i, last in made:
         url = urls[(i + 1) % len(urls)]
-        async with websockets.connect(f"{url}?session={sid}&afterSeq={last}") as ws:
+        async with connect(f"{url}?session={sid}&afterSeq={last}") as ws:
             reply = await recv(ws)
             check(reply.get("type") == "response" and reply.get("success"), f"resume {sid}: {reply}")
             check(reply["data"]["sessionId"] == sid, f"resumed {reply['data']['sessionId']}, not {sid}")
@@ -116,11 +131,12 @@ def interruption_of(events):
             and INTERRUPTED in (e["message"].get("errorMessage") or "")]
 
 
-async def killed(url_a, url_b, pid_a):
-    x = await websockets.connect(url_a)
+async def killed(url_a, url_b, pid_a, url_resume=None):
+    url_resume = url_resume or url_b
+    x = await connect(url_a)
     state, _ = await call(x, "s", "get_state")
     sid = state["data"]["sessionId"]
-    y = await websockets.connect(f"{url_b}?session={sid}")
+    y = await connect(f"{url_b}?session={sid}")
     await call(y, "s", "get_state")
     _, before = await call(x, "p", "prompt", message="stream slowly")
     seen_x = before + await until(x, lambda m: m.get("type") == "message_update"
@@ -136,7 +152,7 @@ async def killed(url_a, url_b, pid_a):
     increasing(seqs(seen_y), "B's client across the takeover")
     # The client of the dead worker resumes on B from its last event.
     last = max(seqs(seen_x))
-    async with websockets.connect(f"{url_b}?session={sid}&afterSeq={last}") as z:
+    async with connect(f"{url_resume}?session={sid}&afterSeq={last}") as z:
         reply = await recv(z)
         check(reply.get("type") == "response" and reply.get("success"), f"resume: {reply}")
         rest = await until(z, lambda m: m.get("type") == "agent_end")
@@ -159,7 +175,7 @@ async def killed(url_a, url_b, pid_a):
 
 
 async def resume(url, sid, expect):
-    async with websockets.connect(f"{url}?session={sid}") as ws:
+    async with connect(f"{url}?session={sid}") as ws:
         state, _ = await call(ws, "s", "get_state")
         check(state["data"]["sessionId"] == sid, f"attached to {state['data']['sessionId']}")
         messages, _ = await call(ws, "m", "get_messages")
@@ -170,7 +186,51 @@ async def resume(url, sid, expect):
     print("resume ok")
 
 
-SCENARIOS = {"relay": relay, "spread": spread, "killed": killed, "resume": resume}
+def final_text(events):
+    ends = [e for e in events if e.get("type") == "message_end" and e["message"].get("role") == "assistant"]
+    check(ends, "no assistant message")
+    message = ends[-1]["message"]
+    check(message.get("stopReason") == "stop", f"the turn did not complete: {message.get('errorMessage')}")
+    return "".join(p.get("text", "") for p in message["content"])
+
+
+async def drain(n, pid, url_v, *others):
+    n = int(n)
+    sids = []
+    for _ in range(n):
+        async with connect(url_v) as ws:
+            state, _ = await call(ws, "s", "get_state")
+            sids.append(state["data"]["sessionId"])
+    clients = [await connect(f"{others[i % len(others)]}?session={sid}") for i, sid in enumerate(sids)]
+    for c in clients:
+        await call(c, "s", "get_state")
+    for c in clients:
+        await c.send(json.dumps({"id": "p", "type": "prompt", "message": "stream slowly"}))
+
+    def first_delta(m):
+        return m.get("type") == "message_update" and m["assistantMessageEvent"].get("type") == "text_delta"
+
+    firsts = await asyncio.gather(*(until(c, first_delta) for c in clients))
+    os.kill(int(pid), signal.SIGTERM)
+    started = time.monotonic()
+    rests = await asyncio.gather(*(until(c, lambda m: m.get("type") == "agent_settled", 90) for c in clients))
+    took = time.monotonic() - started
+    for sid, first, rest in zip(sids, firsts, rests):
+        events = first + rest
+        numbers = seqs(events)
+        increasing(numbers, f"{sid} across the drain")
+        text = final_text(events)
+        check(deltas(events) == text, f"{sid}: missed or doubled deltas:\n{deltas(events)!r}\n{text!r}")
+        check(not interruption_of(events), f"{sid}: interrupted by a drain")
+    # The sessions go on, now on the other workers.
+    for c in clients:
+        events = await prompt_to_end(c, "q", "after the drain")
+        final_text(events)
+        await c.close()
+    print(f"drain ok: {n} turns completed, the last {took:.1f}s after SIGTERM")
+
+
+SCENARIOS = {"drain": drain, "relay": relay, "spread": spread, "killed": killed, "resume": resume}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in SCENARIOS:
