@@ -39,3 +39,4 @@ mod serve_cluster;
 mod serve_faults;
 mod serve_nginx;
 mod templates;
+mod wire_apis;

@@ -99,7 +99,15 @@ pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentC
         http_options.idle_timeout = Some(idle);
         http_options.headers_timeout = idle;
     }
-    let http = HttpClient::with_options(http_options).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let http = HttpClient::with_options(http_options)
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .with_settings_proxy(settings.http_proxy.as_deref());
+    // pi's attribution headers follow install telemetry: `PI_TELEMETRY`, else the setting.
+    let attribution = match std::env::var("PI_TELEMETRY") {
+        Ok(v) => ["1", "true", "yes"].contains(&v.to_ascii_lowercase().as_str()),
+        Err(_) => settings.enable_install_telemetry,
+    };
+    pi_core::provider::shared::set_attribution(attribution);
     let providers = ProviderRegistry::builtin(http, faux);
     let (resources, extensions, project_trusted) = resources_and_extensions(args, &agent_dir, &cwd)?;
     let mcp = mcp_options(args, &agent_dir, &cwd, project_trusted);

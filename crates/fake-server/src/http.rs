@@ -88,6 +88,16 @@ pub async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<Reco
         }
         buf[body_start..body_start + len].to_vec()
     };
+    // A zstd-compressed body (the Codex backend's) is recorded decompressed.
+    let raw_body = if header("content-encoding").is_some_and(|v| v.eq_ignore_ascii_case("zstd")) {
+        let mut decoded = Vec::new();
+        let mut decoder = ruzstd::decoding::StreamingDecoder::new(raw_body.as_slice())
+            .map_err(|e| bad(&format!("zstd body: {e}")))?;
+        std::io::Read::read_to_end(&mut decoder, &mut decoded).map_err(|e| bad(&format!("zstd body: {e}")))?;
+        decoded
+    } else {
+        raw_body
+    };
     let body = serde_json::from_slice(&raw_body).unwrap_or(Value::Null);
     Ok(Some(RecordedRequest { method, path, headers, body, raw_body }))
 }

@@ -60,6 +60,7 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     /// The body parsed as JSON (`Value::Null` when it is not JSON).
     pub body: Value,
+    /// The body as sent (decompressed when it came with `content-encoding: zstd`).
     pub raw_body: Vec<u8>,
 }
 
@@ -397,12 +398,13 @@ async fn serve(
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let Some(request) = http::read_request(&mut stream).await? else { return Ok(()) };
+    let format = if request.method == "POST" { Format::of_path(&request.path) } else { None };
+    // Only model calls take a reply: a stray GET (a WebSocket upgrade) leaves the queue alone.
     let reply = {
         let mut st = lock(&state);
         st.requests.push(request.clone());
-        st.select(&request)
+        if format.is_some() { st.select(&request) } else { Reply::text("") }
     };
-    let format = if request.method == "POST" { Format::of_path(&request.path) } else { None };
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }

@@ -203,6 +203,9 @@ pub async fn stream_assistant(
                 usage.cost = model.cost_of(&usage);
                 message.usage = usage;
             }
+            ProviderEvent::MessageField { key, value } => {
+                message.extra.insert(key, value);
+            }
             ProviderEvent::Stop { reason, .. } => {
                 message.stop_reason = reason;
                 stopped = true;

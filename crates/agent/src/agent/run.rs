@@ -256,6 +256,8 @@ async fn low_level_run(
                 headers: s.headers.clone(),
                 max_tokens: None,
                 session_id: Some(s.session_id.clone()),
+                credential: None,
+                env: Default::default(),
             };
             let outcome = stream_assistant(
                 Some(&s.emitter),

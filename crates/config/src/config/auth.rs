@@ -133,7 +133,11 @@ pub fn env_key_for(provider: &str) -> Option<String> {
     if env_bearer_token_for(provider).is_some() {
         return None;
     }
-    provider_env_vars(provider).iter().filter(|n| **n != ANTHROPIC_AUTH_TOKEN_ENV).find_map(|name| env_value(name))
+    let key =
+        provider_env_vars(provider).iter().filter(|n| **n != ANTHROPIC_AUTH_TOKEN_ENV).find_map(|name| env_value(name));
+    // Cloud credentials besides the key variable (AWS chain, Google ADC) and
+    // the Cloudflare account ids (pi's extra rules; see provider::ambient).
+    crate::provider::ambient::env_credential(provider, key, &crate::provider::credential::ProviderEnv::default())
 }
 
 /// A bearer token from the environment that is sent as `Authorization`

@@ -36,11 +36,27 @@ const ANTHROPIC: &str = "anthropic-messages";
 pub const BUILTIN_PROVIDERS: &[BuiltinProvider] = &[
     p("ant-ling", "Ant Ling", COMPLETIONS, "https://api.ant-ling.com/v1"),
     p("anthropic", "Anthropic", ANTHROPIC, "https://api.anthropic.com"),
+    // Azure's endpoint comes from AZURE_OPENAI_BASE_URL / AZURE_OPENAI_RESOURCE_NAME.
+    p("azure", "Azure", "azure-openai-responses", ""),
     p("baseten", "Baseten", COMPLETIONS, "https://inference.baseten.co/v1"),
     p("cerebras", "Cerebras", COMPLETIONS, "https://api.cerebras.ai/v1"),
+    p(
+        "cloudflare-ai-gateway",
+        "Cloudflare AI Gateway",
+        COMPLETIONS,
+        "https://gateway.ai.cloudflare.com/v1/{CLOUDFLARE_ACCOUNT_ID}/{CLOUDFLARE_GATEWAY_ID}/compat",
+    ),
+    p(
+        "cloudflare-workers-ai",
+        "Cloudflare Workers AI",
+        COMPLETIONS,
+        "https://api.cloudflare.com/client/v4/accounts/{CLOUDFLARE_ACCOUNT_ID}/ai/v1",
+    ),
     p("deepseek", "DeepSeek", COMPLETIONS, "https://api.deepseek.com"),
     p("fireworks", "Fireworks", COMPLETIONS, "https://api.fireworks.ai/inference/v1"),
+    p("github-copilot", "GitHub Copilot", COMPLETIONS, "https://api.individual.githubcopilot.com"),
     p("google", "Google", "google-generative-ai", "https://generativelanguage.googleapis.com/v1beta"),
+    p("google-vertex", "Google Vertex AI", "google-vertex", "https://{location}-aiplatform.googleapis.com"),
     p("groq", "Groq", COMPLETIONS, "https://api.groq.com/openai/v1"),
     p("huggingface", "Hugging Face", COMPLETIONS, "https://router.huggingface.co/v1"),
     p("kimi-coding", "Kimi For Coding", COMPLETIONS, "https://api.kimi.com/coding/v1"),
@@ -52,6 +68,7 @@ pub const BUILTIN_PROVIDERS: &[BuiltinProvider] = &[
     p("moonshotai-cn", "Moonshot AI (China)", COMPLETIONS, "https://api.moonshot.cn/v1"),
     p("nvidia", "NVIDIA", COMPLETIONS, "https://integrate.api.nvidia.com/v1"),
     p("openai", "OpenAI", RESPONSES, "https://api.openai.com/v1"),
+    p("openai-codex", "OpenAI Codex", "openai-codex-responses", "https://chatgpt.com/backend-api"),
     p("opencode", "OpenCode Zen", COMPLETIONS, "https://opencode.ai/inference/openai/v1"),
     p("opencode-go", "OpenCode Go", COMPLETIONS, "https://opencode.ai/inference/go/openai/v1"),
     p("openrouter", "OpenRouter", COMPLETIONS, "https://openrouter.ai/api/v1"),
@@ -244,8 +261,14 @@ mod tests {
         for m in catalog() {
             assert!(registry.get(&m.api).is_some(), "{}: api {} has no provider", m.full_id(), m.api);
             let provider = builtin_provider(&m.provider).unwrap_or_else(|| panic!("{} is not built in", m.provider));
-            assert!(!provider_env_vars(&m.provider).is_empty(), "{}: no key variable", m.provider);
-            assert!(!m.base_url.is_empty() && !provider.base_url.is_empty());
+            // The ChatGPT subscription has no key variable: it is an OAuth login only.
+            if m.provider != "openai-codex" {
+                assert!(!provider_env_vars(&m.provider).is_empty(), "{}: no key variable", m.provider);
+            }
+            // Azure's endpoint comes from the environment (AZURE_OPENAI_BASE_URL, …).
+            if m.provider != "azure" {
+                assert!(!m.base_url.is_empty() && !provider.base_url.is_empty(), "{}", m.full_id());
+            }
             // pi's clamp always lands on a level the model has.
             let high = crate::provider::openai::request::clamp_level(m, crate::model::ThinkingLevel::High);
             assert!(m.thinking_levels().contains(&high), "{}: {:?} {high:?}", m.full_id(), m.thinking_levels());

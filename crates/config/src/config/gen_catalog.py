@@ -11,17 +11,19 @@ import json
 import os
 import sys
 
-# Providers whose models work with pi-rpc's wire APIs and plain API-key auth.
+# The providers of pi-ai's catalog that pi-rpc serves (every one with chat models).
 PROVIDERS = [
-    "ant-ling", "anthropic", "baseten", "cerebras", "deepseek", "fireworks", "google", "groq",
-    "huggingface", "kimi-coding", "meta", "minimax", "minimax-cn", "mistral", "moonshotai",
-    "moonshotai-cn", "nvidia", "openai", "opencode", "opencode-go", "openrouter", "qwen-token-plan",
-    "qwen-token-plan-cn", "qwen-token-plan-individual", "qwen-token-plan-individual-cn", "together",
-    "vercel-ai-gateway", "xai", "xiaomi", "xiaomi-token-plan-ams", "xiaomi-token-plan-cn",
-    "xiaomi-token-plan-sgp", "zai", "zai-coding-cn",
+    "ant-ling", "anthropic", "azure", "baseten", "cerebras", "cloudflare-ai-gateway",
+    "cloudflare-workers-ai", "deepseek", "fireworks", "github-copilot", "google", "groq",
+    "google-vertex", "huggingface", "kimi-coding", "meta", "minimax", "minimax-cn", "mistral", "moonshotai",
+    "moonshotai-cn", "nvidia", "openai", "openai-codex", "opencode", "opencode-go", "openrouter",
+    "qwen-token-plan", "qwen-token-plan-cn", "qwen-token-plan-individual",
+    "qwen-token-plan-individual-cn", "together", "vercel-ai-gateway", "xai", "xiaomi",
+    "xiaomi-token-plan-ams", "xiaomi-token-plan-cn", "xiaomi-token-plan-sgp", "zai", "zai-coding-cn",
 ]
+# The chat wire APIs pi-rpc implements.
 APIS = {"anthropic-messages", "openai-completions", "openai-responses", "google-generative-ai",
-        "mistral-conversations"}
+        "mistral-conversations", "azure-openai-responses", "openai-codex-responses", "google-vertex"}
 FIELDS = ["id", "name", "api", "provider", "baseUrl", "reasoning", "input", "cost", "contextWindow",
           "maxTokens", "headers", "thinkingLevelMap", "compat"]
 

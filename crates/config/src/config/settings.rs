@@ -99,6 +99,12 @@ pub struct Settings {
     pub enable_skill_commands: bool,
     /// Idle timeout of provider HTTP streams (0 disables it).
     pub http_idle_timeout_ms: u64,
+    /// `httpProxy` of the global settings (pi reads it there only): the
+    /// proxy where `HTTP_PROXY`/`HTTPS_PROXY` are unset.
+    pub http_proxy: Option<String>,
+    /// `enableInstallTelemetry` (default on): in pi it also turns the
+    /// providers' attribution headers on; pi-rpc sends no telemetry.
+    pub enable_install_telemetry: bool,
     pub shell_path: Option<String>,
     pub shell_command_prefix: Option<String>,
     /// `toolApproval`: which tool calls need the user's approval.
@@ -148,6 +154,8 @@ impl Default for Settings {
             extensions: Vec::new(),
             enable_skill_commands: true,
             http_idle_timeout_ms: 300_000,
+            http_proxy: None,
+            enable_install_telemetry: true,
             shell_path: None,
             shell_command_prefix: None,
             tool_approval: ApprovalSettings::default(),
@@ -173,6 +181,8 @@ struct SettingsFile {
     extensions: Option<Vec<String>>,
     enable_skill_commands: Option<bool>,
     http_idle_timeout_ms: Option<Value>,
+    http_proxy: Option<String>,
+    enable_install_telemetry: Option<bool>,
     shell_path: Option<String>,
     shell_command_prefix: Option<String>,
     tool_approval: Option<ToolApprovalFile>,
@@ -210,8 +220,11 @@ impl Settings {
     /// Missing files are fine; a broken file is an error naming it.
     pub fn load(agent_dir: &Path, cwd: &Path) -> Result<Settings, ConfigError> {
         let mut settings = Settings::default();
-        for path in [user_settings_path(agent_dir), cwd.join(".pi").join("settings.json")] {
-            if let Some(file) = read_settings_file(&path)? {
+        for (global, path) in [(true, user_settings_path(agent_dir)), (false, cwd.join(".pi").join("settings.json"))] {
+            if let Some(mut file) = read_settings_file(&path)? {
+                if global {
+                    settings.http_proxy = file.http_proxy.take();
+                }
                 settings.apply(file, &path)?;
             }
         }
@@ -276,6 +289,9 @@ impl Settings {
             Some(other) => {
                 return Err(bad("httpIdleTimeoutMs", format!("expected a number or \"disabled\", got {other}")));
             }
+        }
+        if let Some(v) = f.enable_install_telemetry {
+            self.enable_install_telemetry = v;
         }
         if let Some(v) = f.shell_path {
             self.shell_path = Some(v);

@@ -371,11 +371,8 @@ fn call_stream(
     let (llm, plan) = prepare(request, plain);
     let retry_plain = !plain && has_preferred_strict_tools(request, &plan);
     let oauth_tools = plan.oauth.then(|| request.tools.clone());
-    let call = build_headers(request, &plan).map(|headers| Call {
-        url: endpoint(&request.model),
-        headers,
-        body: build_body(request, &plan, &llm),
-    });
+    let call = build_headers(request, &plan)
+        .map(|headers| Call::new(endpoint(&request.model), headers, build_body(request, &plan, &llm)));
     (drive(http.clone(), cancel.clone(), call, decoder(oauth_tools), api()), retry_plain)
 }
 

@@ -535,8 +535,10 @@ pub fn build_headers(request: &ProviderRequest, plan: &Plan) -> Result<Vec<(Stri
         ));
     }
     let mut headers: Vec<(String, String)> = Vec::new();
+    // Copilot takes its token as a bearer token, with no session affinity.
+    let copilot = request.model.provider == crate::provider::copilot::PROVIDER;
     match key {
-        Some(k) if plan.oauth => headers.push(("authorization".into(), format!("Bearer {k}"))),
+        Some(k) if plan.oauth || copilot => headers.push(("authorization".into(), format!("Bearer {k}"))),
         Some(k) => headers.push(("x-api-key".into(), k.to_string())),
         None => {}
     }
@@ -546,7 +548,8 @@ pub fn build_headers(request: &ProviderRequest, plan: &Plan) -> Result<Vec<(Stri
     if plan.oauth {
         headers.push(("user-agent".into(), format!("claude-cli/{CLAUDE_CODE_VERSION}")));
         headers.push(("x-app".into(), "cli".into()));
-    } else if let Some(id) = request.session_id.as_deref().filter(|_| plan.compat.session_affinity_headers) {
+    } else if let Some(id) = request.session_id.as_deref().filter(|_| plan.compat.session_affinity_headers && !copilot)
+    {
         let name = if plan.compat.session_affinity_format.as_deref() == Some("openrouter") {
             "x-session-id"
         } else {
@@ -563,6 +566,7 @@ pub fn build_headers(request: &ProviderRequest, plan: &Plan) -> Result<Vec<(Stri
     if !betas.is_empty() {
         set_header(&mut headers, "anthropic-beta", betas.join(","));
     }
+    crate::provider::shared::finish_headers(request, &mut headers);
     Ok(headers)
 }
 

@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::task::Poll;
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
@@ -64,6 +65,24 @@ pub(crate) struct Call {
     pub url: String,
     pub headers: Vec<(String, String)>,
     pub body: Value,
+    /// The bytes sent instead of `body` as JSON (a compressed or signed body).
+    pub raw: Option<Vec<u8>>,
+}
+
+impl Call {
+    pub(crate) fn new(url: String, headers: Vec<(String, String)>, body: Value) -> Call {
+        Call { url, headers, body, raw: None }
+    }
+
+    /// Send the JSON body zstd-compressed, with `content-encoding: zstd`.
+    pub(crate) fn zstd(mut self) -> Call {
+        let json = serde_json::to_vec(&self.body).unwrap_or_default();
+        let compressed =
+            ruzstd::encoding::compress_to_vec(json.as_slice(), ruzstd::encoding::CompressionLevel::Fastest);
+        super::shared::set_header(&mut self.headers, "content-encoding", "zstd");
+        self.raw = Some(compressed);
+        self
+    }
 }
 
 /// Builds the error for a non-2xx answer from its status, headers and body text.
@@ -84,6 +103,9 @@ pub(crate) fn same_transport_error(err: ProviderError) -> ProviderError {
 }
 
 enum Phase {
+    /// The call is still being prepared (credentials to resolve, a body to sign).
+    #[allow(dead_code, reason = "the signed and token-authenticated APIs (Bedrock, Vertex) land next")]
+    Prepare(Option<BoxFuture<'static, Result<Call, ProviderError>>>),
     Start(Option<Call>),
     Streaming(BoxStream<'static, Result<SseEvent, BodyError>>),
     Done,
@@ -108,7 +130,11 @@ impl<W: Wire> Run<W> {
 
     async fn open(&mut self, call: Call) {
         let secrets = credentials(&call.headers);
-        let response = match self.http.post_json(&call.url, &call.headers, &call.body, &self.cancel).await {
+        let sent = match &call.raw {
+            Some(raw) => self.http.post_bytes(&call.url, &call.headers, raw.clone(), &self.cancel).await,
+            None => self.http.post_json(&call.url, &call.headers, &call.body, &self.cancel).await,
+        };
+        let response = match sent {
             Ok(r) => r,
             Err(e) if e.kind == ProviderErrorKind::Aborted => return self.fail(e),
             Err(e) => return self.fail((self.api.transport_error)(e)),
@@ -157,6 +183,19 @@ impl<W: Wire> Run<W> {
     async fn step(&mut self) {
         match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Done => {}
+            Phase::Prepare(prepare) => {
+                let Some(prepare) = prepare else { return };
+                let cancel = self.cancel.clone();
+                let prepared = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => Err(ProviderError::aborted()),
+                    prepared = prepare => prepared,
+                };
+                match prepared {
+                    Ok(call) => self.phase = Phase::Start(Some(call)),
+                    Err(e) => self.fail(e),
+                }
+            }
             Phase::Start(call) => {
                 let Some(call) = call else { return };
                 // Boxed: a large future, once per call, not moved with every body read.
@@ -233,6 +272,17 @@ pub(crate) fn drive<W: Wire>(
             Phase::Done
         }
     };
+    run_phase(http, cancel, phase, out, wire, api)
+}
+
+fn run_phase<W: Wire>(
+    http: HttpClient,
+    cancel: CancellationToken,
+    phase: Phase,
+    out: Out,
+    wire: W,
+    api: Api,
+) -> ProviderStream {
     // Boxed: the stream's state moves in and out of each step's future.
     let cancelled = Box::pin(cancel.clone().cancelled_owned());
     let run = Box::new(Run { http, cancel, cancelled, api, phase, wire, out });
@@ -252,6 +302,20 @@ pub(crate) fn drive<W: Wire>(
         }
     })
     .boxed()
+}
+
+/// [`drive`] for a call prepared asynchronously (credentials resolved from
+/// files or the network, a body signed with them); cancellation also ends
+/// the preparation.
+#[allow(dead_code, reason = "the signed and token-authenticated APIs (Bedrock, Vertex) land next")]
+pub(crate) fn drive_prepared<W: Wire>(
+    http: HttpClient,
+    cancel: CancellationToken,
+    prepare: BoxFuture<'static, Result<Call, ProviderError>>,
+    wire: W,
+    api: Api,
+) -> ProviderStream {
+    run_phase(http, cancel, Phase::Prepare(Some(prepare)), Out::default(), wire, api)
 }
 
 /// Decode a whole response body the way [`drive`] does, feeding the bytes in

@@ -36,6 +36,8 @@ impl GoogleGenerativeAi {
 
 /// pi's text when the stream ends without a finish reason.
 pub const NO_FINISH_REASON_MESSAGE: &str = "Google stream ended without a finish reason";
+/// pi's text for a Vertex stream without a finish reason.
+pub const VERTEX_NO_FINISH_REASON_MESSAGE: &str = "Google Vertex stream ended without a finish reason";
 /// The SDK's text for data left at the end of the body without its blank line.
 pub const INCOMPLETE_SEGMENT_MESSAGE: &str = "Incomplete JSON segment at the end";
 
@@ -54,13 +56,13 @@ pub fn http_error_message(status: u16, content_type: Option<&str>, body: &str) -
     js_json(&serde_json::json!({"error": {"message": body, "code": status, "status": reason}}))
 }
 
-fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ProviderError {
+pub(crate) fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ProviderError {
     let content_type = headers.get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
     error_from(Some(status), http_error_message(status, content_type, body), retry_after(headers))
 }
 
 /// A fetch failure reads `fetch failed: <cause>` in pi's Gemini errors.
-fn transport_error(mut err: ProviderError) -> ProviderError {
+pub(crate) fn transport_error(mut err: ProviderError) -> ProviderError {
     if let Some(cause) = err.message.strip_prefix("Connection error.: ") {
         err.message = format!("fetch failed: {cause}");
     }
@@ -98,8 +100,10 @@ enum Current {
     Thinking,
 }
 
-/// Chunk-by-chunk state of one response.
-struct Decoder {
+/// Chunk-by-chunk state of one response (shared with `google-vertex`).
+pub(crate) struct Decoder {
+    /// The text of a stream without a finish reason.
+    no_finish_message: &'static str,
     blocks: usize,
     current: Option<(usize, Current)>,
     tool_ids: Vec<String>,
@@ -108,8 +112,20 @@ struct Decoder {
 }
 
 impl Decoder {
-    fn new() -> Self {
-        Decoder { blocks: 0, current: None, tool_ids: Vec::new(), response_id: false, finish: None }
+    pub(crate) fn new() -> Self {
+        Decoder {
+            no_finish_message: NO_FINISH_REASON_MESSAGE,
+            blocks: 0,
+            current: None,
+            tool_ids: Vec::new(),
+            response_id: false,
+            finish: None,
+        }
+    }
+
+    /// The decoder of Vertex AI streams (the same chunks, Vertex's wording).
+    pub(crate) fn vertex() -> Self {
+        Decoder { no_finish_message: VERTEX_NO_FINISH_REASON_MESSAGE, ..Decoder::new() }
     }
 
     fn start(&mut self, kind: BlockKind, out: &mut Out) -> usize {
@@ -243,7 +259,7 @@ impl Wire for Decoder {
     fn finish(&mut self, out: &mut Out) -> Result<(), ProviderError> {
         self.end_current(out);
         match self.finish.take() {
-            None => Err(error_from(None, NO_FINISH_REASON_MESSAGE.to_string(), None)),
+            None => Err(error_from(None, self.no_finish_message.to_string(), None)),
             Some((StopReason::Error, raw)) => Err(error_from(None, format!("Provider stopped with: {raw}"), None)),
             Some((reason, raw)) => {
                 out.emit(ProviderEvent::Stop { reason, raw: Some(raw) });
@@ -260,7 +276,7 @@ impl Provider for GoogleGenerativeAi {
 
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
         let call = build_headers(&request)
-            .and_then(|headers| Ok(Call { url: endpoint(&request.model), headers, body: build_body(&request)? }));
+            .and_then(|headers| Ok(Call::new(endpoint(&request.model), headers, build_body(&request)?)));
         let api = Api { http_error: Box::new(http_error), transport_error };
         drive(self.http.clone(), cancel, call, Decoder::new(), api)
     }

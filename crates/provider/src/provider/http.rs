@@ -1,6 +1,9 @@
-//! The shared HTTP client of the providers: one `reqwest::Client` (rustls with
-//! the ring provider), a JSON POST helper that honours cancellation, SSE body
-//! streaming with an idle timeout, and transport-error texts.
+//! The shared HTTP client of the providers and logins: one `reqwest::Client`
+//! (rustls with the ring provider), a JSON POST helper that honours
+//! cancellation, SSE body streaming with an idle timeout, and transport-error
+//! texts. Every request built here goes through the test hook
+//! `PI_RPC_ORIGIN_OVERRIDES` ([`super::origin`]) and pi's proxy variables
+//! ([`super::proxy`]).
 //!
 //! Timeouts: a connect timeout, a wait-for-response-headers timeout, and an
 //! idle timeout between body chunks. There is no overall request timeout, so a
@@ -14,6 +17,8 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::origin::OriginOverrides;
+use super::proxy::ProxyEnv;
 use super::sse::{BodyError, SseEvent, sse_events};
 use super::{ProviderError, ProviderErrorKind};
 
@@ -56,6 +61,10 @@ pub struct HttpClient {
     pub options: HttpOptions,
     /// `User-Agent` sent unless the request headers set one.
     pub user_agent: String,
+    /// The settings' `httpProxy` (used where `HTTP(S)_PROXY` are unset).
+    settings_proxy: Option<Arc<str>>,
+    /// `PI_RPC_ORIGIN_OVERRIDES` of the process, unless replaced (tests).
+    origins: Arc<OriginOverrides>,
 }
 
 static RING: Once = Once::new();
@@ -81,16 +90,51 @@ impl HttpClient {
             std::env::consts::OS,
             std::env::consts::ARCH
         );
-        Ok(HttpClient { inner: Arc::new(OnceLock::new()), options, user_agent })
+        Ok(HttpClient {
+            inner: Arc::new(OnceLock::new()),
+            options,
+            user_agent,
+            settings_proxy: None,
+            origins: Arc::new(OriginOverrides::global().clone()),
+        })
+    }
+
+    /// Use the settings' `httpProxy` where the proxy variables are unset.
+    pub fn with_settings_proxy(mut self, proxy: Option<&str>) -> HttpClient {
+        self.settings_proxy = proxy.map(Arc::from);
+        self.inner = Arc::new(OnceLock::new());
+        self
+    }
+
+    /// Replace the origin overrides read from the environment (tests).
+    pub fn with_origin_overrides(mut self, origins: OriginOverrides) -> HttpClient {
+        self.origins = Arc::new(origins);
+        self
+    }
+
+    /// The URL a request for `url` goes to ([`OriginOverrides`]).
+    pub fn target(&self, url: &str) -> String {
+        self.origins.apply(url)
+    }
+
+    /// A request of any method to `url` (after the origin overrides), with
+    /// the client's `User-Agent`. For logins and token exchanges; the wire
+    /// APIs use [`HttpClient::post_json`].
+    pub fn request(&self, method: reqwest::Method, url: &str) -> Result<reqwest::RequestBuilder, ProviderError> {
+        let target = self.target(url);
+        let builder = self.client()?.request(method, target.as_str());
+        Ok(builder.header(reqwest::header::USER_AGENT, self.user_agent.as_str()))
     }
 
     /// The reqwest client, built once on first use.
     pub fn client(&self) -> Result<&reqwest::Client, ProviderError> {
         let built = self.inner.get_or_init(|| {
             install_crypto_provider();
+            let proxy = ProxyEnv::from_process(self.settings_proxy.as_deref());
             reqwest::Client::builder()
                 .connect_timeout(self.options.connect_timeout)
                 .pool_idle_timeout(Duration::from_secs(90))
+                .proxy(proxy.to_reqwest())
                 .build()
                 .map_err(|e| format!("HTTP client: {}", error_chain(&e)))
         });
@@ -106,6 +150,21 @@ impl HttpClient {
         body: &Value,
         cancel: &CancellationToken,
     ) -> Result<reqwest::Response, ProviderError> {
+        let bytes = serde_json::to_vec(body).map_err(|e| {
+            ProviderError::new(ProviderErrorKind::InvalidRequest, format!("Cannot encode request: {e}"))
+        })?;
+        self.post_bytes(url, headers, bytes, cancel).await
+    }
+
+    /// POST a body already encoded (JSON unless the headers say otherwise),
+    /// like [`HttpClient::post_json`].
+    pub async fn post_bytes(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        bytes: Vec<u8>,
+        cancel: &CancellationToken,
+    ) -> Result<reqwest::Response, ProviderError> {
         let mut map = HeaderMap::new();
         map.insert(reqwest::header::ACCEPT, HeaderValue::from_static("application/json"));
         map.insert(reqwest::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -117,10 +176,8 @@ impl HttpClient {
             let value = HeaderValue::from_str(value).map_err(|_| invalid_header(name.as_str()))?;
             map.insert(name, value);
         }
-        let bytes = serde_json::to_vec(body).map_err(|e| {
-            ProviderError::new(ProviderErrorKind::InvalidRequest, format!("Cannot encode request: {e}"))
-        })?;
-        let send = self.client()?.post(url).headers(map).body(bytes).send();
+        let target = self.target(url);
+        let send = self.client()?.post(target.as_str()).headers(map).body(bytes).send();
         tokio::select! {
             biased;
             _ = cancel.cancelled() => Err(ProviderError::aborted()),
@@ -136,6 +193,17 @@ impl HttpClient {
     pub fn sse(&self, response: reqwest::Response) -> impl Stream<Item = Result<SseEvent, BodyError>> + Send + use<> {
         let body = response.bytes_stream().map_err(|e| error_chain(&e));
         sse_events(Box::pin(body), self.options.idle_timeout)
+    }
+}
+
+/// Where a request for `url` goes: rewritten by the process's
+/// `PI_RPC_ORIGIN_OVERRIDES` ([`OriginOverrides::global`]) when its origin
+/// matches, else unchanged. For callers that build their own requests;
+/// [`HttpClient`] applies it to its own.
+pub fn route_url(url: &str) -> std::borrow::Cow<'_, str> {
+    match OriginOverrides::global().rewrite(url) {
+        Some(rewritten) => std::borrow::Cow::Owned(rewritten),
+        None => std::borrow::Cow::Borrowed(url),
     }
 }
 
@@ -274,6 +342,24 @@ mod tests {
         assert_eq!(req.header("content-type"), Some("application/json"));
         assert!(req.header("user-agent").is_some_and(|ua| ua.starts_with("pi-rpc/")));
         assert_eq!(req.body, serde_json::json!({"a": 1}));
+    }
+
+    #[tokio::test]
+    async fn origin_overrides_redirect_every_request() {
+        let server = FakeServer::start().await.unwrap();
+        server.push(Reply::error(404, "nope"));
+        server.push(Reply::error(404, "nope"));
+        let rule = format!("https://api.anthropic.com={}/prefix", server.url());
+        let http = HttpClient::new().unwrap().with_origin_overrides(OriginOverrides::parse(&rule).unwrap());
+        let cancel = CancellationToken::new();
+        let resp = http.post_json("https://api.anthropic.com/v1/messages?beta=true", &[], &Value::Null, &cancel).await;
+        assert_eq!(resp.unwrap().status().as_u16(), 404);
+        let resp = http.request(reqwest::Method::GET, "https://api.anthropic.com/x").unwrap().send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 404);
+        let requests = server.requests();
+        assert_eq!(requests[0].path, "/prefix/v1/messages?beta=true");
+        assert_eq!((requests[1].method.as_str(), requests[1].path.as_str()), ("GET", "/prefix/x"));
+        assert!(requests[1].header("user-agent").is_some_and(|ua| ua.starts_with("pi-rpc/")));
     }
 
     #[tokio::test]

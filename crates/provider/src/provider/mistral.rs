@@ -270,11 +270,8 @@ impl Provider for MistralConversations {
     }
 
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
-        let call = build_headers(&request).map(|headers| Call {
-            url: endpoint(&request.model),
-            headers,
-            body: build_body(&request),
-        });
+        let call =
+            build_headers(&request).map(|headers| Call::new(endpoint(&request.model), headers, build_body(&request)));
         let api = Api { http_error: Box::new(http_error), transport_error };
         drive(self.http.clone(), cancel, call, Decoder::new(), api)
     }

@@ -15,18 +15,25 @@ use tokio_util::sync::CancellationToken;
 use crate::message::{AgentMessage, StopReason, Usage};
 use crate::model::{Model, ThinkingLevel};
 
+pub mod ambient;
 pub mod anthropic;
 pub mod anthropic_request;
 pub mod classify;
+pub mod cloudflare;
 pub mod convert;
+pub mod copilot;
+pub mod credential;
 pub(crate) mod driver;
 pub mod faux;
 pub mod google;
 pub mod google_request;
+pub mod google_vertex;
 pub mod http;
 pub mod mistral;
 pub mod mistral_request;
 pub mod openai;
+pub mod origin;
+pub mod proxy;
 pub mod shared;
 pub mod sse;
 pub mod strict_schema;
@@ -66,6 +73,12 @@ pub struct ProviderRequest {
     /// Stable id of the session (prompt-cache key on api.openai.com, session
     /// affinity headers where the compat flags ask for them).
     pub session_id: Option<String>,
+    /// Where the key comes from when it can change during the session
+    /// (OAuth): asked before the call, and once more after a 401
+    /// ([`credential::Authenticated`]). `None`: `api_key` is used as it is.
+    pub credential: Option<Arc<dyn credential::CredentialSource>>,
+    /// Provider variables stored with the credential, over the process environment.
+    pub env: credential::ProviderEnv,
 }
 
 /// Kind of a content block being streamed.
@@ -104,6 +117,12 @@ pub enum ProviderEvent {
     },
     /// Cumulative usage so far (tokens only; the agent computes the cost).
     Usage(Usage),
+    /// A field of the assistant message beyond the common ones (pi's
+    /// `providerThinkingLevel` of Codex messages), kept in its `extra`.
+    MessageField {
+        key: String,
+        value: Value,
+    },
     /// The model finished. `raw` is the provider's own stop reason string.
     Stop {
         reason: StopReason,
@@ -204,13 +223,18 @@ impl ProviderRegistry {
         reg.register(Arc::new(openai::completions::OpenAiCompletions::new(http.clone())));
         reg.register(Arc::new(anthropic::AnthropicMessages::new(http.clone())));
         reg.register(Arc::new(openai::responses::OpenAiResponses::new(http.clone())));
+        reg.register(Arc::new(openai::azure::AzureOpenAiResponses::new(http.clone())));
+        reg.register(Arc::new(openai::codex::OpenAiCodexResponses::new(http.clone())));
         reg.register(Arc::new(google::GoogleGenerativeAi::new(http.clone())));
+        reg.register(Arc::new(google_vertex::GoogleVertex::new(http.clone())));
         reg.register(Arc::new(mistral::MistralConversations::new(http)));
         reg
     }
 
+    /// Add a wire API (wrapped so that a request's [`credential::CredentialSource`] is honoured).
     pub fn register(&mut self, provider: Arc<dyn Provider>) {
-        self.providers.insert(provider.api().to_string(), provider);
+        let wrapped: Arc<dyn Provider> = Arc::new(credential::Authenticated::new(provider));
+        self.providers.insert(wrapped.api().to_string(), wrapped);
     }
 
     pub fn get(&self, api: &str) -> Option<Arc<dyn Provider>> {

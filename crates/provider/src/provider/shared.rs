@@ -3,6 +3,8 @@
 //! (`simple-options.js`), compat-flag reading, and pi's tolerant JSON parse
 //! (`parseJsonWithRepair`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde_json::{Map, Value};
 
 use super::ProviderRequest;
@@ -36,9 +38,59 @@ pub fn set_header(headers: &mut Vec<(String, String)>, name: &str, value: impl I
     headers.push((name.to_string(), value.into()));
 }
 
+/// The user's home directory (`$HOME`, else `/`), for credential files
+/// (`~/.config/gcloud/…`, `~/.aws/…`).
+pub fn home_dir() -> std::path::PathBuf {
+    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(std::path::PathBuf::from).unwrap_or_else(|| "/".into())
+}
+
+static ATTRIBUTION: AtomicBool = AtomicBool::new(true);
+
+/// Turn pi's provider attribution headers on or off for the process (pi:
+/// on while install telemetry is, i.e. `PI_TELEMETRY`, else the settings'
+/// `enableInstallTelemetry`, default on).
+pub fn set_attribution(enabled: bool) {
+    ATTRIBUTION.store(enabled, Ordering::Relaxed);
+}
+
+/// Whether attribution headers are sent.
+pub fn attribution_enabled() -> bool {
+    ATTRIBUTION.load(Ordering::Relaxed)
+}
+
+fn base_url_host(base_url: &str) -> Option<&str> {
+    let rest = base_url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    Some(host.rsplit_once(':').filter(|(_, p)| p.bytes().all(|b| b.is_ascii_digit())).map_or(host, |(h, _)| h))
+}
+
+/// pi's attribution headers for a model's target (its `getAttributionHeaders`
+/// with pi's identity: name `pi`, URL `https://pi.dev`, category `cli-agent`):
+/// OpenRouter's referer, title and categories, NVIDIA NIM's billing origin,
+/// OpenCode's client name. Empty when attribution is off.
+pub fn attribution_headers(model: &Model) -> Vec<(&'static str, &'static str)> {
+    if !attribution_enabled() {
+        return Vec::new();
+    }
+    let host = base_url_host(&model.base_url).map(str::to_ascii_lowercase);
+    let provider = model.provider.as_str();
+    if provider == "openrouter" || model.base_url.contains("openrouter.ai") {
+        vec![("HTTP-Referer", "https://pi.dev"), ("X-OpenRouter-Title", "pi"), ("X-OpenRouter-Categories", "cli-agent")]
+    } else if provider == "nvidia" || host.as_deref() == Some("integrate.api.nvidia.com") {
+        vec![("X-BILLING-INVOKE-ORIGIN", "Pi")]
+    } else if matches!(provider, "opencode" | "opencode-go") || host.as_deref() == Some("opencode.ai") {
+        vec![("x-opencode-client", "pi")]
+    } else {
+        Vec::new()
+    }
+}
+
 /// The request's own headers, sorted (requests are reproducible), plus
 /// OpenCode's per-conversation routing header (`x-opencode-session`) that pi
-/// adds for the `opencode` and `opencode-go` providers unless configured.
+/// adds for the `opencode` and `opencode-go` providers unless configured, and
+/// pi's attribution headers ([`attribution_headers`]) where neither the model
+/// nor the request sets them (configured headers win, as in pi).
 pub fn request_headers(request: &ProviderRequest) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = request.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     out.sort();
@@ -48,7 +100,22 @@ pub fn request_headers(request: &ProviderRequest) -> Vec<(String, String)> {
     {
         out.push(("x-opencode-session".to_string(), id.to_string()));
     }
+    let in_model =
+        |name: &str| request.model.headers.as_ref().is_some_and(|h| h.keys().any(|k| k.eq_ignore_ascii_case(name)));
+    for (name, value) in attribution_headers(&request.model) {
+        if !in_model(name) && !out.iter().any(|(k, _)| k.eq_ignore_ascii_case(name)) {
+            out.push((name.to_string(), value.to_string()));
+        }
+    }
     out
+}
+
+/// The provider-specific edits pi makes to a request's final headers:
+/// Copilot's per-request headers ([`super::copilot`]) and the Cloudflare AI
+/// Gateway's authentication ([`super::cloudflare`]).
+pub fn finish_headers(request: &ProviderRequest, headers: &mut Vec<(String, String)>) {
+    super::copilot::finish_headers(request, headers);
+    super::cloudflare::finish_headers(request, headers);
 }
 
 /// The model's string headers, then the request's ([`request_headers`]);

@@ -51,6 +51,8 @@ pub(crate) fn fixture(name: &str, base_url: &str) -> Fixture {
         headers: HashMap::new(),
         max_tokens: None,
         session_id: input["sessionId"].as_str().map(str::to_string),
+        credential: None,
+        env: Default::default(),
     };
     Fixture {
         request,
@@ -132,6 +134,8 @@ pub(crate) fn simple_request(model: Model, text: &str) -> ProviderRequest {
         headers: HashMap::new(),
         max_tokens: None,
         session_id: None,
+        credential: None,
+        env: Default::default(),
     }
 }
 

@@ -23,6 +23,8 @@ fn request(text: &str) -> ProviderRequest {
         headers: HashMap::new(),
         max_tokens: None,
         session_id: None,
+        credential: None,
+        env: Default::default(),
     }
 }
 

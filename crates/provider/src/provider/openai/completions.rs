@@ -395,7 +395,7 @@ fn prepare(request: &ProviderRequest, compat: &OpenAiCompat) -> Result<Call, Pro
     let headers = build_headers(request, compat)?;
     let body = build_body(request, compat);
     let url = format!("{}/chat/completions", request.model.base_url.trim_end_matches('/'));
-    Ok(Call { url, headers, body })
+    Ok(Call::new(url, headers, body))
 }
 
 impl Provider for OpenAiCompletions {

@@ -1,7 +1,11 @@
 //! OpenAI's wire APIs: Chat Completions (`openai-completions`, also what most
-//! OpenAI-compatible servers speak) and Responses (`openai-responses`), with
-//! the compatibility flags, reasoning options and request builders they share.
+//! OpenAI-compatible servers speak), Responses (`openai-responses`) and the
+//! APIs built on it (`azure-openai-responses`, `openai-codex-responses`),
+//! with the compatibility flags, reasoning options and request builders they
+//! share.
 
+pub mod azure;
+pub mod codex;
 pub mod compat;
 pub mod completions;
 pub mod reasoning;

@@ -64,17 +64,28 @@ fn with_hint(message: String) -> String {
 /// pi's text for a non-2xx Responses answer: `<prefix> (<status>): <error JSON>`,
 /// or the SDK message when it already holds the body or there is none.
 pub fn http_error_message(provider: &str, status: u16, body: &str) -> String {
+    http_error_message_with_prefix(&error_prefix(provider), status, body)
+}
+
+/// [`http_error_message`] with the API's own prefix (`Azure OpenAI API error`).
+pub fn http_error_message_with_prefix(prefix: &str, status: u16, body: &str) -> String {
     let (message, body_json) = openai_sdk_error(status, body);
     let detail = match body_json {
         Some(b) if !message.contains(&b) => b,
         _ => message,
     };
-    with_hint(format!("{} ({status}): {detail}", error_prefix(provider)))
+    with_hint(format!("{prefix} ({status}): {detail}"))
 }
 
 fn http_error_for(provider: String) -> impl Fn(u16, &HeaderMap, &str) -> ProviderError {
+    let prefix = error_prefix(&provider);
+    http_error_with_prefix(prefix)
+}
+
+/// The classified error of a non-2xx answer, worded with `prefix`.
+pub(crate) fn http_error_with_prefix(prefix: String) -> impl Fn(u16, &HeaderMap, &str) -> ProviderError {
     move |status, headers, body| {
-        error_from(Some(status), http_error_message(&provider, status, body), retry_after(headers))
+        error_from(Some(status), http_error_message_with_prefix(&prefix, status, body), retry_after(headers))
     }
 }
 
@@ -95,8 +106,11 @@ struct Slot {
     part_ended: bool,
 }
 
-/// Event-by-event state of one response.
-struct Decoder {
+/// Event-by-event state of one response (shared by the Responses-based
+/// APIs: `openai-responses`, `azure-openai-responses`, `openai-codex-responses`).
+pub(crate) struct Decoder {
+    /// The Codex backend's event mapping (pi's `mapCodexEvents`).
+    codex: bool,
     slots: HashMap<u64, Slot>,
     blocks: usize,
     /// Tool calls (by block index, with their id and name) whose item is not done yet.
@@ -113,8 +127,9 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
 }
 
 impl Decoder {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Decoder {
+            codex: false,
             slots: HashMap::new(),
             blocks: 0,
             unfinished: Vec::new(),
@@ -123,6 +138,11 @@ impl Decoder {
             terminal: false,
             stop: None,
         }
+    }
+
+    /// The decoder of the Codex backend's stream.
+    pub(crate) fn codex() -> Self {
+        Decoder { codex: true, ..Decoder::new() }
     }
 
     fn create_slot(&mut self, output_index: u64, item: &Value, out: &mut Out) -> bool {
@@ -326,24 +346,67 @@ fn js_string(v: Option<&Value>) -> String {
     }
 }
 
-impl Wire for Decoder {
-    fn on_event(&mut self, ev: &SseEvent, out: &mut Out) -> Result<Flow, ProviderError> {
-        if ev.unterminated {
-            return Ok(Flow::Continue);
-        }
-        if ev.data == "[DONE]" {
-            return Ok(Flow::Done);
-        }
-        let data: Value =
-            serde_json::from_str(&ev.data).map_err(|_| error_from(None, MALFORMED_EVENT_MESSAGE.to_string(), None))?;
-        if ev.event == "error" {
-            let err = data.get("error").filter(|e| !e.is_null()).unwrap_or(&data);
+impl Decoder {
+    /// One event of the Responses API as the OpenAI SDK delivers it: an
+    /// `error` SSE event or an `error` member fails the stream.
+    fn on_data(&mut self, event: &str, data: &Value, out: &mut Out) -> Result<Flow, ProviderError> {
+        if event == "error" {
+            let err = data.get("error").filter(|e| !e.is_null()).unwrap_or(data);
             return Err(error_from(None, with_hint(openai_stream_error_message(err)), None));
         }
         if let Some(err) = data.get("error").filter(|e| js_truthy(e)) {
             return Err(error_from(None, with_hint(openai_stream_error_message(err)), None));
         }
-        match str_of(&data, "type") {
+        self.on_typed(data, out)
+    }
+
+    /// One event of the Codex backend (pi's `mapCodexEvents`): its `error`
+    /// and `response.failed` wording, `response.done` / `response.incomplete`
+    /// read as `response.completed` (unknown statuses dropped), and the end
+    /// of the stream after the terminal response.
+    fn on_codex_event(&mut self, data: Value, out: &mut Out) -> Result<Flow, ProviderError> {
+        let Some(kind) = data.get("type").and_then(Value::as_str) else { return Ok(Flow::Continue) };
+        match kind {
+            "error" => {
+                let nested = data.get("error").filter(|e| e.is_object());
+                let field = |key: &str| {
+                    data.get(key)
+                        .and_then(Value::as_str)
+                        .or_else(|| nested.and_then(|n| n.get(key)).and_then(Value::as_str))
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                };
+                let detail = field("message").or_else(|| field("code")).unwrap_or_else(|| js_json(&data));
+                Err(error_from(None, format!("Codex error: {detail}"), None))
+            }
+            "response.failed" => {
+                let message = data
+                    .pointer("/response/error/message")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or("Codex response failed");
+                Err(error_from(None, message.to_string(), None))
+            }
+            "response.done" | "response.completed" | "response.incomplete" => {
+                let mut response = data.get("response").cloned().unwrap_or(Value::Null);
+                if let Some(r) = response.as_object_mut() {
+                    let known = r.get("status").and_then(Value::as_str).is_some_and(|s| {
+                        ["completed", "incomplete", "failed", "cancelled", "queued", "in_progress"].contains(&s)
+                    });
+                    if !known {
+                        r.remove("status");
+                    }
+                }
+                self.on_typed(&json!({"type": "response.completed", "response": response}), out)?;
+                Ok(Flow::Done)
+            }
+            _ => self.on_typed(&data, out),
+        }
+    }
+
+    /// A Responses stream event by its `type` (pi's `processResponsesStream`).
+    fn on_typed(&mut self, data: &Value, out: &mut Out) -> Result<Flow, ProviderError> {
+        match str_of(data, "type") {
             "response.created" => {
                 if let Some(id) = data.pointer("/response/id").and_then(Value::as_str) {
                     out.emit(ProviderEvent::ResponseId(id.to_string()));
@@ -354,22 +417,22 @@ impl Wire for Decoder {
                     self.create_slot(i, data.get("item").unwrap_or(&Value::Null), out);
                 }
             }
-            "response.reasoning_summary_text.delta" => self.delta(&data, SlotKind::Thinking, true, out),
+            "response.reasoning_summary_text.delta" => self.delta(data, SlotKind::Thinking, true, out),
             "response.reasoning_summary_part.done" => {
-                if let Some(slot) = self.slot(&data, SlotKind::Thinking) {
+                if let Some(slot) = self.slot(data, SlotKind::Thinking) {
                     slot.part_ended = true;
                 }
             }
-            "response.reasoning_text.delta" => self.delta(&data, SlotKind::Thinking, false, out),
-            "response.output_text.delta" | "response.refusal.delta" => self.delta(&data, SlotKind::Text, false, out),
-            "response.function_call_arguments.delta" => self.delta(&data, SlotKind::Tool, false, out),
+            "response.reasoning_text.delta" => self.delta(data, SlotKind::Thinking, false, out),
+            "response.output_text.delta" | "response.refusal.delta" => self.delta(data, SlotKind::Text, false, out),
+            "response.function_call_arguments.delta" => self.delta(data, SlotKind::Tool, false, out),
             "response.function_call_arguments.done" => {
-                let args = str_of(&data, "arguments").to_string();
-                if let Some(slot) = self.slot(&data, SlotKind::Tool) {
+                let args = str_of(data, "arguments").to_string();
+                if let Some(slot) = self.slot(data, SlotKind::Tool) {
                     Self::complete_text(slot, &args, out);
                 }
             }
-            "response.output_item.done" => self.on_item_done(&data, out),
+            "response.output_item.done" => self.on_item_done(data, out),
             "response.completed" | "response.incomplete" => {
                 self.finalize(data.get("response").unwrap_or(&Value::Null), out);
             }
@@ -385,6 +448,23 @@ impl Wire for Decoder {
             _ => {}
         }
         Ok(Flow::Continue)
+    }
+}
+
+impl Wire for Decoder {
+    fn on_event(&mut self, ev: &SseEvent, out: &mut Out) -> Result<Flow, ProviderError> {
+        if ev.unterminated {
+            return Ok(Flow::Continue);
+        }
+        if ev.data == "[DONE]" {
+            return Ok(Flow::Done);
+        }
+        let data: Value =
+            serde_json::from_str(&ev.data).map_err(|_| error_from(None, MALFORMED_EVENT_MESSAGE.to_string(), None))?;
+        if self.codex {
+            return self.on_codex_event(data, out);
+        }
+        self.on_data(&ev.event, &data, out)
     }
 
     fn finish(&mut self, out: &mut Out) -> Result<(), ProviderError> {
@@ -413,11 +493,8 @@ impl Provider for OpenAiResponses {
     }
 
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
-        let call = build_headers(&request).map(|headers| Call {
-            url: endpoint(&request.model),
-            headers,
-            body: build_body(&request),
-        });
+        let call =
+            build_headers(&request).map(|headers| Call::new(endpoint(&request.model), headers, build_body(&request)));
         let api = Api {
             http_error: Box::new(http_error_for(request.model.provider.clone())),
             transport_error: same_transport_error,

@@ -79,7 +79,7 @@ pub fn requested_level(request: &ProviderRequest) -> Option<ThinkingLevel> {
 }
 
 /// The effort string of a level: the model's mapping, else the level's name.
-fn effort_value(model: &Model, level: ThinkingLevel) -> Value {
+pub(crate) fn effort_value(model: &Model, level: ThinkingLevel) -> Value {
     match level_entry(model, level) {
         Some(v) if !v.is_null() => v.clone(),
         _ => json!(level.as_str()),
@@ -97,7 +97,13 @@ fn id_part(part: &str) -> String {
 
 /// pi's Responses tool-call id normalization for calls from another model.
 pub fn normalize_tool_call_id(model: &Model, id: &str, source: &AssistantMessage) -> String {
-    if !ID_PAIR_PROVIDERS.contains(&model.provider.as_str()) {
+    normalize_tool_call_id_among(&ID_PAIR_PROVIDERS, model, id, source)
+}
+
+/// [`normalize_tool_call_id`] where `providers` keep `call|item` id pairs
+/// (each Responses-based API has its own list).
+pub fn normalize_tool_call_id_among(providers: &[&str], model: &Model, id: &str, source: &AssistantMessage) -> String {
+    if !providers.contains(&model.provider.as_str()) {
         return id_part(id);
     }
     let Some((call, item)) = id.split_once('|') else { return id_part(id) };
@@ -296,6 +302,12 @@ pub fn convert_input(
 /// Function tools (strict where the tool prefers it and the model supports it;
 /// `strict` is only sent to models that support strict mode).
 pub fn convert_tools(tools: &[ToolSpec], compat: &ResponsesCompat) -> Vec<Value> {
+    convert_tools_with(tools, compat, json!(false))
+}
+
+/// [`convert_tools`] where a tool that is not strict gets `not_strict` (pi's
+/// default `strict`: `false`, or `null` for the Codex backend).
+pub fn convert_tools_with(tools: &[ToolSpec], compat: &ResponsesCompat, not_strict: Value) -> Vec<Value> {
     tools
         .iter()
         .map(|t| {
@@ -306,7 +318,7 @@ pub fn convert_tools(tools: &[ToolSpec], compat: &ResponsesCompat) -> Vec<Value>
             f.insert("description".into(), json!(t.description));
             f.insert("parameters".into(), strict.clone().unwrap_or_else(|| t.parameters.clone()));
             if compat.strict_mode {
-                f.insert("strict".into(), json!(strict.is_some()));
+                f.insert("strict".into(), if strict.is_some() { json!(true) } else { not_strict.clone() });
             }
             Value::Object(f)
         })
@@ -418,6 +430,7 @@ pub fn build_headers(request: &ProviderRequest) -> Result<Vec<(String, String)>,
     for (k, v) in request_headers(request) {
         set_header(&mut headers, &k, v);
     }
+    crate::provider::shared::finish_headers(request, &mut headers);
     Ok(headers)
 }
 

@@ -55,6 +55,8 @@ fn request(model: Model, messages: Vec<AgentMessage>) -> ProviderRequest {
         headers: HashMap::new(),
         max_tokens: None,
         session_id: None,
+        credential: None,
+        env: Default::default(),
     }
 }
 

@@ -1,0 +1,314 @@
+//! The `openai-codex-responses` wire API: the ChatGPT (Plus/Pro) Codex
+//! backend, as pi 1.6.0 calls it over its SSE transport.
+//!
+//! * Endpoint: `{baseUrl}/codex/responses` (default base
+//!   `https://chatgpt.com/backend-api`; a base already ending in `/codex` or
+//!   `/codex/responses` is completed, not repeated).
+//! * Credential: the ChatGPT OAuth access token (a JWT) as a bearer token;
+//!   its `https://api.openai.com/auth` claim's `chatgpt_account_id` goes in
+//!   `chatgpt-account-id`. Plus `originator: pi`, `OpenAI-Beta:
+//!   responses=experimental`, the session id as `session-id` and
+//!   `x-client-request-id`.
+//! * Body: the Responses input, `store: false`, `text.verbosity: low`,
+//!   encrypted reasoning included, `tool_choice: auto`, parallel tool calls;
+//!   tools are `strict: null` unless they ask for strict schemas. The JSON is
+//!   sent zstd-compressed (`content-encoding: zstd`), as pi does.
+//! * Stream: the Responses stream with the Codex event mapping
+//!   ([`super::responses::Decoder::codex`]); errors in pi's words
+//!   (`You have hit your ChatGPT usage limit (plus plan). Try again in ~N min.`).
+//!
+//! pi's default transport (`auto`) first tries a WebSocket to the same URL
+//! and falls back to SSE for the session when it fails; pi-rpc speaks SSE
+//! only (see `src/provider/README.md`).
+
+use base64::Engine;
+use reqwest::header::HeaderMap;
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::responses::Decoder;
+use super::responses_request::{
+    ResponsesCompat, convert_input, convert_tools_with, normalize_tool_call_id, requested_level,
+};
+use crate::message::AssistantMessage;
+use crate::model::{Model, ThinkingLevel};
+use crate::provider::classify::{error_from, retry_after};
+use crate::provider::convert;
+use crate::provider::driver::{Api, Call, drive};
+use crate::provider::http::HttpClient;
+use crate::provider::shared::{compat_bool, level_entry, request_headers, set_header};
+use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest, ProviderStream};
+use futures::StreamExt;
+
+const DEFAULT_BASE_URL: &str = "https://chatgpt.com/backend-api";
+const JWT_CLAIM: &str = "https://api.openai.com/auth";
+const MIN_OUTPUT_TOKENS: u64 = 16;
+/// `reasoning.effort` of requests that carry the level in `configuration_update` items.
+const CONFIGURATION_UPDATE_EFFORT: &str = "medium";
+
+/// Codex backend provider.
+pub struct OpenAiCodexResponses {
+    http: HttpClient,
+}
+
+impl OpenAiCodexResponses {
+    pub fn new(http: HttpClient) -> Self {
+        OpenAiCodexResponses { http }
+    }
+}
+
+/// pi's `resolveCodexUrl`.
+pub fn endpoint(base_url: &str) -> String {
+    let raw = if base_url.trim().is_empty() { DEFAULT_BASE_URL } else { base_url };
+    let normalized = raw.trim_end_matches('/');
+    if normalized.ends_with("/codex/responses") {
+        normalized.to_string()
+    } else if normalized.ends_with("/codex") {
+        format!("{normalized}/responses")
+    } else {
+        format!("{normalized}/codex/responses")
+    }
+}
+
+/// The ChatGPT account id in an access token (pi's `extractAccountId`).
+pub fn account_id(token: &str) -> Result<String, ProviderError> {
+    let failed = || ProviderError::new(ProviderErrorKind::Auth, "Failed to extract accountId from token");
+    let parts: Vec<&str> = token.split('.').collect();
+    if parts.len() != 3 {
+        return Err(failed());
+    }
+    let payload = parts[1].trim_end_matches('=');
+    let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(payload)
+        .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload))
+        .map_err(|_| failed())?;
+    let claims: Value = serde_json::from_slice(&bytes).map_err(|_| failed())?;
+    claims
+        .get(JWT_CLAIM)
+        .and_then(|c| c.get("chatgpt_account_id"))
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
+        .map(str::to_string)
+        .ok_or_else(failed)
+}
+
+/// pi's `resolveReasoningEffort`: the effort for a level (`none` for off), or
+/// `None` when the model maps it to null.
+fn effort_for(model: &Model, level: ThinkingLevel) -> Option<Value> {
+    match level {
+        ThinkingLevel::Off => match level_entry(model, ThinkingLevel::Off) {
+            None => Some(json!("none")),
+            Some(Value::Null) => None,
+            Some(v) => Some(v.clone()),
+        },
+        level => Some(match level_entry(model, level) {
+            Some(v) if !v.is_null() => v.clone(),
+            _ => json!(level.as_str()),
+        }),
+    }
+}
+
+/// The level the request asks for: the clamped level, or off for a
+/// reasoning model (sent as effort `none`), `None` for other models.
+fn effort_level(request: &ProviderRequest) -> Option<ThinkingLevel> {
+    match requested_level(request) {
+        Some(level) => Some(level),
+        None if request.model.reasoning => Some(ThinkingLevel::Off),
+        None => None,
+    }
+}
+
+fn compat_of(model: &Model) -> ResponsesCompat {
+    let mut compat = ResponsesCompat::resolve(model);
+    compat.strict_mode = compat_bool(model, "supportsStrictMode").unwrap_or(true);
+    compat
+}
+
+/// The effort carried in `configuration_update` items (models with
+/// `supportsMidConvoEffort`), which pi also records on the answer as its
+/// `providerThinkingLevel`.
+pub fn configuration_effort(request: &ProviderRequest) -> Option<Value> {
+    let compat = compat_of(&request.model);
+    effort_level(request).filter(|_| compat.mid_convo_effort).and_then(|l| effort_for(&request.model, l))
+}
+
+/// The request body, keys in pi's order.
+pub fn build_body(request: &ProviderRequest) -> Value {
+    let model = &request.model;
+    let compat = compat_of(model);
+    let level = effort_level(request);
+    let configuration = configuration_effort(request);
+    let unprepared = convert::to_llm(&request.messages);
+    let max_tokens = convert::output_budget(request, &unprepared);
+    let normalize = |id: &str, source: &AssistantMessage| normalize_tool_call_id(model, id, source);
+    let llm = convert::transform_with(unprepared, model, Some(&normalize));
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model.id));
+    body.insert("store".into(), json!(false));
+    body.insert("stream".into(), json!(true));
+    body.insert("input".into(), Value::Array(convert_input(model, &compat, request, &llm, configuration.as_ref())));
+    body.insert("text".into(), json!({"verbosity": "low"}));
+    body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+    if let Some(id) = &request.session_id {
+        body.insert("prompt_cache_key".into(), json!(id.chars().take(64).collect::<String>()));
+    }
+    body.insert("tool_choice".into(), json!("auto"));
+    body.insert("parallel_tool_calls".into(), json!(true));
+    if max_tokens > 0 && compat.max_output_tokens {
+        body.insert("max_output_tokens".into(), json!(max_tokens.max(MIN_OUTPUT_TOKENS)));
+    }
+    if !request.tools.is_empty() && !compat.tools_in_input {
+        body.insert("tools".into(), Value::Array(convert_tools_with(&request.tools, &compat, Value::Null)));
+    }
+    if let Some(level) = level {
+        let effort =
+            if configuration.is_some() { Some(json!(CONFIGURATION_UPDATE_EFFORT)) } else { effort_for(model, level) };
+        if let Some(effort) = effort {
+            body.insert("reasoning".into(), json!({"effort": effort, "summary": "auto"}));
+        }
+    }
+    Value::Object(body)
+}
+
+/// Request headers in pi's order: `originator`, model and request headers,
+/// then the bearer token, account id and the SSE transport's headers.
+pub fn build_headers(request: &ProviderRequest) -> Result<Vec<(String, String)>, ProviderError> {
+    let Some(token) = request.api_key.as_deref().filter(|k| !k.is_empty()) else {
+        return Err(ProviderError::new(
+            ProviderErrorKind::Auth,
+            format!("No API key for provider: {}", request.model.provider),
+        ));
+    };
+    let account = account_id(token)?;
+    let mut headers = vec![("originator".to_string(), "pi".to_string())];
+    if let Some(h) = &request.model.headers {
+        for (k, v) in h {
+            if let Some(s) = v.as_str() {
+                set_header(&mut headers, k, s);
+            }
+        }
+    }
+    for (k, v) in request_headers(request) {
+        set_header(&mut headers, &k, v);
+    }
+    set_header(&mut headers, "authorization", format!("Bearer {token}"));
+    set_header(&mut headers, "chatgpt-account-id", account);
+    set_header(&mut headers, "OpenAI-Beta", "responses=experimental");
+    set_header(&mut headers, "accept", "text/event-stream");
+    set_header(&mut headers, "content-type", "application/json");
+    if let Some(id) = &request.session_id {
+        let id: String = id.chars().take(64).collect();
+        set_header(&mut headers, "session-id", id.clone());
+        set_header(&mut headers, "x-client-request-id", id);
+    }
+    Ok(headers)
+}
+
+fn minutes_until(resets_at: f64) -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .unwrap_or(0.0);
+    ((resets_at * 1000.0 - now) / 60_000.0).round().max(0.0) as i64
+}
+
+/// pi's `parseErrorResponse`: the friendly usage-limit text, else the error's message, else the body.
+pub fn http_error_message(status: u16, body: &str) -> String {
+    let reason = reqwest::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
+    let mut message = if !body.is_empty() {
+        body.to_string()
+    } else if !reason.is_empty() {
+        reason.to_string()
+    } else {
+        "Request failed".to_string()
+    };
+    let mut friendly = None;
+    if let Ok(parsed) = serde_json::from_str::<Value>(body)
+        && let Some(err) = parsed.get("error").filter(|e| crate::provider::classify::js_truthy(e))
+    {
+        let text = |k: &str| err.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+        let code = text("code").or_else(|| text("type")).unwrap_or("");
+        let lower = code.to_ascii_lowercase();
+        let limit =
+            ["usage_limit_reached", "usage_not_included", "rate_limit_exceeded"].iter().any(|c| lower.contains(c));
+        if limit || status == 429 {
+            let plan = text("plan_type").map(|p| format!(" ({} plan)", p.to_lowercase())).unwrap_or_default();
+            let when = err
+                .get("resets_at")
+                .and_then(Value::as_f64)
+                .filter(|r| *r != 0.0)
+                .map(|r| format!(" Try again in ~{} min.", minutes_until(r)))
+                .unwrap_or_default();
+            friendly = Some(format!("You have hit your ChatGPT usage limit{plan}.{when}").trim().to_string());
+        }
+        if let Some(m) = text("message") {
+            message = m.to_string();
+        } else if let Some(f) = &friendly {
+            message = f.clone();
+        }
+    }
+    friendly.unwrap_or(message)
+}
+
+fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ProviderError {
+    error_from(Some(status), http_error_message(status, body), retry_after(headers))
+}
+
+/// A fetch failure reads `fetch failed: <cause>` in pi's Codex errors.
+fn transport_error(mut err: ProviderError) -> ProviderError {
+    if let Some(cause) = err.message.strip_prefix("Connection error.: ") {
+        err.message = format!("fetch failed: {cause}");
+    }
+    err
+}
+
+fn prepare(request: &ProviderRequest) -> Result<Call, ProviderError> {
+    let headers = build_headers(request)?;
+    Ok(Call::new(endpoint(&request.model.base_url), headers, build_body(request)))
+}
+
+impl Provider for OpenAiCodexResponses {
+    fn api(&self) -> &'static str {
+        "openai-codex-responses"
+    }
+
+    fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
+        let api = Api { http_error: Box::new(http_error), transport_error };
+        let call = prepare(&request).map(Call::zstd);
+        let level = configuration_effort(&request)
+            .map(|value| Ok(ProviderEvent::MessageField { key: "providerThinkingLevel".into(), value }));
+        let stream = drive(self.http.clone(), cancel, call, Decoder::codex(), api);
+        futures::stream::iter(level).chain(stream).boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(claims: Value) -> String {
+        let b64 = |v: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
+        format!("{}.{}.sig", b64(b"{\"alg\":\"none\"}"), b64(claims.to_string().as_bytes()))
+    }
+
+    #[test]
+    fn urls_and_account_ids() {
+        assert_eq!(endpoint(""), "https://chatgpt.com/backend-api/codex/responses");
+        assert_eq!(endpoint("http://h/x/"), "http://h/x/codex/responses");
+        assert_eq!(endpoint("http://h/codex"), "http://h/codex/responses");
+        assert_eq!(endpoint("http://h/codex/responses/"), "http://h/codex/responses");
+        let t = token(json!({"https://api.openai.com/auth": {"chatgpt_account_id": "acc-1"}}));
+        assert_eq!(account_id(&t).unwrap(), "acc-1");
+        assert!(account_id(&token(json!({}))).is_err());
+        assert_eq!(account_id("sk-plain").unwrap_err().message, "Failed to extract accountId from token");
+    }
+
+    #[test]
+    fn usage_limits_are_worded_like_pi() {
+        let body = r#"{"error":{"code":"usage_limit_reached","plan_type":"PLUS","message":"limit"}}"#;
+        assert_eq!(http_error_message(429, body), "You have hit your ChatGPT usage limit (plus plan).");
+        assert_eq!(http_error_message(400, r#"{"error":{"message":"bad input"}}"#), "bad input");
+        assert_eq!(http_error_message(500, ""), "Internal Server Error");
+        assert_eq!(http_error_message(502, "upstream"), "upstream");
+    }
+}
