@@ -124,3 +124,40 @@ pub fn map_event(event: AgentEvent, bash_id: impl FnOnce(Option<u64>) -> Option<
         AgentEvent::ClientRequestEnded { .. } => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use pi_core::event::{EventKind, NATIVE};
+
+    use super::*;
+
+    /// The native `type` of each event is one the event table gives it, each
+    /// of those is written, and the events it does not show are not.
+    #[test]
+    fn wire_names_are_the_event_tables() {
+        let mut written = HashSet::new();
+        let mut kinds = HashSet::new();
+        for event in pi_transport::testing::sample_events() {
+            let kind = event.kind();
+            kinds.insert(kind);
+            if let Some(wire) = map_event(event, |_| None) {
+                let value = serde_json::to_value(&wire).unwrap();
+                let name = value["type"].as_str().unwrap_or_default().to_string();
+                assert!(
+                    NATIVE.of(kind).contains(&name.as_str()),
+                    "{kind:?} written as {name:?}: {:?}",
+                    NATIVE.of(kind)
+                );
+                written.insert((kind, name));
+            }
+        }
+        for kind in EventKind::ALL {
+            assert!(kinds.contains(kind), "no sample of {kind:?}");
+            for name in NATIVE.of(*kind) {
+                assert!(written.contains(&(*kind, name.to_string())), "{kind:?} is never written as {name}");
+            }
+        }
+    }
+}

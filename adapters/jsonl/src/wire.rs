@@ -124,183 +124,185 @@ pub struct WireUiRequest {
     pub fields: UiFields,
 }
 
-/// Every event the native dialect emits. Events carry no `id`, except
-/// `bash_execution_update` (its command's id) and `extension_ui_request` (its own).
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
-pub enum WireEvent {
-    /// The agent starts processing.
-    AgentStart,
-    /// A low-level agent run ended (a retry, compaction or queued continuation may follow).
-    AgentEnd {
-        /// Every message appended during this run.
-        messages: Vec<AgentMessage>,
-        /// True when an automatic retry follows.
-        will_retry: bool,
-    },
-    /// The whole run settled: no retry, compaction retry or queued continuation is left.
-    AgentSettled {
-        /// True when the run ended because it was aborted.
-        aborted: bool,
-    },
-    /// A turn (one assistant reply and its tool calls) starts.
-    TurnStart,
-    /// A turn ended.
-    TurnEnd {
-        /// The turn's assistant message.
-        message: AgentMessage,
-        /// The tool results of the turn, in call order.
-        tool_results: Vec<AgentMessage>,
-    },
-    /// A message starts (user, assistant, toolResult, bashExecution, …).
-    MessageStart {
-        /// The message (for the assistant: as it starts).
-        message: AgentMessage,
-    },
-    /// A streaming step of the assistant message.
-    MessageUpdate {
-        /// The delta.
-        assistant_message_event: WireAssistantEvent,
-    },
-    /// A message is complete.
-    MessageEnd {
-        /// The final message.
-        message: AgentMessage,
-    },
-    /// A chunk of output of an RPC `bash` command.
-    BashExecutionUpdate {
-        /// The `id` of the `bash` command, verbatim (absent when it had none).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        #[schemars(with = "Option<Value>")]
-        id: Option<Box<RawValue>>,
-        /// The output chunk (stdout and stderr interleaved).
-        delta: String,
-    },
-    /// A tool starts executing.
-    ToolExecutionStart {
-        /// The tool call id.
-        tool_call_id: String,
-        /// The tool's name.
-        tool_name: String,
-        /// The call's arguments.
-        args: Value,
-    },
-    /// Progress of a running tool (accumulated output so far, not a delta).
-    ToolExecutionUpdate {
-        /// The tool call id.
-        tool_call_id: String,
-        /// The tool's name.
-        tool_name: String,
-        /// The call's arguments.
-        args: Value,
-        /// The result so far.
-        partial_result: WireToolResult,
-    },
-    /// A tool finished.
-    ToolExecutionEnd {
-        /// The tool call id.
-        tool_call_id: String,
-        /// The tool's name.
-        tool_name: String,
-        /// The result.
-        result: WireToolResult,
-        /// True when the tool failed.
-        is_error: bool,
-    },
-    /// The steering or follow-up queue changed (full queues).
-    QueueUpdate {
-        /// Queued steering messages' texts.
-        steering: Vec<String>,
-        /// Queued follow-up messages' texts.
-        follow_up: Vec<String>,
-    },
-    /// A compaction starts.
-    CompactionStart {
-        /// `manual`, `threshold` or `overflow`.
-        #[schemars(with = "WireCompactionReason")]
-        reason: String,
-    },
-    /// A compaction ended.
-    CompactionEnd {
-        /// `manual`, `threshold` or `overflow`.
-        #[schemars(with = "WireCompactionReason")]
-        reason: String,
-        /// The result; null when the compaction was aborted or failed.
-        result: Option<WireCompactionResult>,
-        /// True when the compaction was aborted.
-        aborted: bool,
-        /// True when the prompt is retried after an overflow compaction.
-        will_retry: bool,
-        /// Why the compaction failed.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        error_message: Option<String>,
-    },
-    /// An automatic retry after a transient error is scheduled.
-    AutoRetryStart {
-        /// 1-based attempt number.
-        attempt: u32,
-        /// Retries allowed.
-        max_attempts: u32,
-        /// Delay before the retry.
-        delay_ms: u64,
-        /// The error that caused the retry.
-        error_message: String,
-    },
-    /// The automatic retries ended.
-    AutoRetryEnd {
-        /// True when a retry succeeded.
-        success: bool,
-        /// The last attempt number.
-        attempt: u32,
-        /// The final error when `success` is false.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        final_error: Option<String>,
-    },
-    /// A summarisation (compaction, branch summary) retry is scheduled.
-    SummarizationRetryScheduled {
-        /// 1-based attempt number.
-        attempt: u32,
-        /// Retries allowed.
-        max_attempts: u32,
-        /// Delay before the retry.
-        delay_ms: u64,
-        /// The error that caused the retry.
-        error_message: String,
-    },
-    /// A retried summarisation request starts.
-    SummarizationRetryAttemptStart {
-        /// `compaction` or `branchSummary`.
-        #[schemars(extend("enum" = ["compaction", "branchSummary"]))]
-        source: String,
-        /// The compaction reason (absent for branch summaries).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        #[schemars(with = "Option<WireCompactionReason>")]
-        reason: Option<String>,
-    },
-    /// The summarisation retry loop ended.
-    SummarizationRetryFinished,
-    /// The effective thinking level changed.
-    ThinkingLevelChanged {
-        /// The new level.
-        #[schemars(with = "ThinkingLevel")]
-        level: String,
-    },
-    /// The session's display name changed.
-    SessionInfoChanged {
-        /// The new name.
-        name: String,
-    },
-    /// An extension threw an error.
-    ExtensionError {
-        /// The extension's path (or `command:<name>`).
-        extension_path: String,
-        /// The event it was handling.
-        event: String,
-        /// The error text.
-        error: String,
-    },
-    /// An extension asks the client for UI.
-    ExtensionUiRequest(WireUiRequest),
+pi_core::native_wire! {
+    /// Every event the native dialect emits. Events carry no `id`, except
+    /// `bash_execution_update` (its command's id) and `extension_ui_request` (its own).
+    #[derive(Debug, Clone, Serialize, JsonSchema)]
+    #[serde(tag = "type", rename_all_fields = "camelCase")]
+    pub enum WireEvent {
+        /// The agent starts processing.
+        AgentStart,
+        /// A low-level agent run ended (a retry, compaction or queued continuation may follow).
+        AgentEnd {
+            /// Every message appended during this run.
+            messages: Vec<AgentMessage>,
+            /// True when an automatic retry follows.
+            will_retry: bool,
+        },
+        /// The whole run settled: no retry, compaction retry or queued continuation is left.
+        AgentSettled {
+            /// True when the run ended because it was aborted.
+            aborted: bool,
+        },
+        /// A turn (one assistant reply and its tool calls) starts.
+        TurnStart,
+        /// A turn ended.
+        TurnEnd {
+            /// The turn's assistant message.
+            message: AgentMessage,
+            /// The tool results of the turn, in call order.
+            tool_results: Vec<AgentMessage>,
+        },
+        /// A message starts (user, assistant, toolResult, bashExecution, …).
+        MessageStart {
+            /// The message (for the assistant: as it starts).
+            message: AgentMessage,
+        },
+        /// A streaming step of the assistant message.
+        MessageUpdate {
+            /// The delta.
+            assistant_message_event: WireAssistantEvent,
+        },
+        /// A message is complete.
+        MessageEnd {
+            /// The final message.
+            message: AgentMessage,
+        },
+        /// A chunk of output of an RPC `bash` command.
+        BashExecutionUpdate {
+            /// The `id` of the `bash` command, verbatim (absent when it had none).
+            #[serde(skip_serializing_if = "Option::is_none")]
+            #[schemars(with = "Option<Value>")]
+            id: Option<Box<RawValue>>,
+            /// The output chunk (stdout and stderr interleaved).
+            delta: String,
+        },
+        /// A tool starts executing.
+        ToolExecutionStart {
+            /// The tool call id.
+            tool_call_id: String,
+            /// The tool's name.
+            tool_name: String,
+            /// The call's arguments.
+            args: Value,
+        },
+        /// Progress of a running tool (accumulated output so far, not a delta).
+        ToolExecutionUpdate {
+            /// The tool call id.
+            tool_call_id: String,
+            /// The tool's name.
+            tool_name: String,
+            /// The call's arguments.
+            args: Value,
+            /// The result so far.
+            partial_result: WireToolResult,
+        },
+        /// A tool finished.
+        ToolExecutionEnd {
+            /// The tool call id.
+            tool_call_id: String,
+            /// The tool's name.
+            tool_name: String,
+            /// The result.
+            result: WireToolResult,
+            /// True when the tool failed.
+            is_error: bool,
+        },
+        /// The steering or follow-up queue changed (full queues).
+        QueueUpdate {
+            /// Queued steering messages' texts.
+            steering: Vec<String>,
+            /// Queued follow-up messages' texts.
+            follow_up: Vec<String>,
+        },
+        /// A compaction starts.
+        CompactionStart {
+            /// `manual`, `threshold` or `overflow`.
+            #[schemars(with = "WireCompactionReason")]
+            reason: String,
+        },
+        /// A compaction ended.
+        CompactionEnd {
+            /// `manual`, `threshold` or `overflow`.
+            #[schemars(with = "WireCompactionReason")]
+            reason: String,
+            /// The result; null when the compaction was aborted or failed.
+            result: Option<WireCompactionResult>,
+            /// True when the compaction was aborted.
+            aborted: bool,
+            /// True when the prompt is retried after an overflow compaction.
+            will_retry: bool,
+            /// Why the compaction failed.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            error_message: Option<String>,
+        },
+        /// An automatic retry after a transient error is scheduled.
+        AutoRetryStart {
+            /// 1-based attempt number.
+            attempt: u32,
+            /// Retries allowed.
+            max_attempts: u32,
+            /// Delay before the retry.
+            delay_ms: u64,
+            /// The error that caused the retry.
+            error_message: String,
+        },
+        /// The automatic retries ended.
+        AutoRetryEnd {
+            /// True when a retry succeeded.
+            success: bool,
+            /// The last attempt number.
+            attempt: u32,
+            /// The final error when `success` is false.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            final_error: Option<String>,
+        },
+        /// A summarisation (compaction, branch summary) retry is scheduled.
+        SummarizationRetryScheduled {
+            /// 1-based attempt number.
+            attempt: u32,
+            /// Retries allowed.
+            max_attempts: u32,
+            /// Delay before the retry.
+            delay_ms: u64,
+            /// The error that caused the retry.
+            error_message: String,
+        },
+        /// A retried summarisation request starts.
+        SummarizationRetryAttemptStart {
+            /// `compaction` or `branchSummary`.
+            #[schemars(extend("enum" = ["compaction", "branchSummary"]))]
+            source: String,
+            /// The compaction reason (absent for branch summaries).
+            #[serde(skip_serializing_if = "Option::is_none")]
+            #[schemars(with = "Option<WireCompactionReason>")]
+            reason: Option<String>,
+        },
+        /// The summarisation retry loop ended.
+        SummarizationRetryFinished,
+        /// The effective thinking level changed.
+        ThinkingLevelChanged {
+            /// The new level.
+            #[schemars(with = "ThinkingLevel")]
+            level: String,
+        },
+        /// The session's display name changed.
+        SessionInfoChanged {
+            /// The new name.
+            name: String,
+        },
+        /// An extension threw an error.
+        ExtensionError {
+            /// The extension's path (or `command:<name>`).
+            extension_path: String,
+            /// The event it was handling.
+            event: String,
+            /// The error text.
+            error: String,
+        },
+        /// An extension asks the client for UI.
+        ExtensionUiRequest(WireUiRequest),
+    }
 }
 
 /// A response line: `{id?, type:"response", command?, success, data?|error?}`.

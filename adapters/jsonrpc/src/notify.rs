@@ -221,4 +221,36 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"extension:ui","params":{"id":"u2","extension":"demo","type":"dialog","method":"select","data":{"title":"T","options":["a"]}}}"#
         );
     }
+
+    /// The method of each notification is one the event table gives its
+    /// event, each of those is sent, and the events it does not show are not.
+    #[test]
+    fn methods_are_the_event_tables() {
+        use std::collections::HashSet;
+
+        use pi_core::event::{EventKind, JSONRPC};
+
+        let mut sent = HashSet::new();
+        let mut kinds = HashSet::new();
+        for event in pi_transport::testing::sample_events() {
+            let kind = event.kind();
+            kinds.insert(kind);
+            if let Some(n) = map_event(event) {
+                let value: Value = serde_json::from_slice(&notification_bytes(&n)).unwrap();
+                let method = value["method"].as_str().unwrap_or_default().to_string();
+                assert!(
+                    JSONRPC.of(kind).contains(&method.as_str()),
+                    "{kind:?} sent as {method:?}: {:?}",
+                    JSONRPC.of(kind)
+                );
+                sent.insert((kind, method));
+            }
+        }
+        for kind in EventKind::ALL {
+            assert!(kinds.contains(kind), "no sample of {kind:?}");
+            for method in JSONRPC.of(*kind) {
+                assert!(sent.contains(&(*kind, method.to_string())), "{kind:?} is never sent as {method}");
+            }
+        }
+    }
 }

@@ -11,90 +11,48 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-/// Every notification the server sends (`{"jsonrpc":"2.0","method":…,"params":…}`, no `id`).
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-#[serde(tag = "method", content = "params")]
-pub enum ServerNotification {
-    /// Sent right after the `initialize` response.
-    #[serde(rename = "initialized")]
-    Initialized(InitializedParams),
-    /// Streamed assistant output: text deltas, thinking deltas, and the complete message.
-    #[serde(rename = "assistantMessage")]
-    AssistantMessage(AssistantMessageParams),
-    /// A tool call starts executing.
-    #[serde(rename = "toolCall")]
-    ToolCall(ToolCallParams),
-    /// Progress of a running tool (accumulated output so far).
-    #[serde(rename = "toolUpdate")]
-    ToolUpdate(ToolUpdateParams),
-    /// A tool call finished.
-    #[serde(rename = "toolResult")]
-    ToolResult(ToolResultParams),
-    /// The run of a prompt settled (after retries and queued messages).
-    #[serde(rename = "turnEnd")]
-    TurnEnd(TurnEndParams),
-    /// The steering or follow-up queue changed.
-    #[serde(rename = "queueUpdate")]
-    QueueUpdate(QueueUpdateParams),
-    /// A compaction starts.
-    #[serde(rename = "compactionStart")]
-    CompactionStart(CompactionStartParams),
-    /// A compaction ended.
-    #[serde(rename = "compactionEnd")]
-    CompactionEnd(CompactionEndParams),
-    /// An automatic retry after a transient error is scheduled.
-    #[serde(rename = "autoRetryStart")]
-    AutoRetryStart(AutoRetryStartParams),
-    /// The automatic retries ended.
-    #[serde(rename = "autoRetryEnd")]
-    AutoRetryEnd(AutoRetryEndParams),
-    /// A chunk of output of a `bash` request.
-    #[serde(rename = "bashOutput")]
-    BashOutput(BashOutputParams),
-    /// The model or thinking level changed (after the response of the request that changed it).
-    #[serde(rename = "modelChanged")]
-    ModelChanged(ModelChangedParams),
-    /// The session's display name changed.
-    #[serde(rename = "sessionNameChanged")]
-    SessionNameChanged(SessionNameChangedParams),
-    /// Context window usage after an assistant reply.
-    #[serde(rename = "contextUsage")]
-    ContextUsage(ContextUsageParams),
-    /// A model or tool error during a run (the request was already answered).
-    #[serde(rename = "error")]
-    Error(ErrorParams),
-    /// An extension threw an error.
-    #[serde(rename = "extension:error")]
-    ExtensionError(ExtensionErrorParams),
-    /// An extension asks the client for UI; dialogs are answered with an
-    /// `extension:response` notification carrying the same `id`.
-    #[serde(rename = "extension:ui")]
-    ExtensionUi(ExtensionUiParams),
-}
-
-impl ServerNotification {
-    /// The notification's method name.
-    pub fn method(&self) -> &'static str {
-        match self {
-            ServerNotification::Initialized(_) => "initialized",
-            ServerNotification::AssistantMessage(_) => "assistantMessage",
-            ServerNotification::ToolCall(_) => "toolCall",
-            ServerNotification::ToolUpdate(_) => "toolUpdate",
-            ServerNotification::ToolResult(_) => "toolResult",
-            ServerNotification::TurnEnd(_) => "turnEnd",
-            ServerNotification::QueueUpdate(_) => "queueUpdate",
-            ServerNotification::CompactionStart(_) => "compactionStart",
-            ServerNotification::CompactionEnd(_) => "compactionEnd",
-            ServerNotification::AutoRetryStart(_) => "autoRetryStart",
-            ServerNotification::AutoRetryEnd(_) => "autoRetryEnd",
-            ServerNotification::BashOutput(_) => "bashOutput",
-            ServerNotification::ModelChanged(_) => "modelChanged",
-            ServerNotification::SessionNameChanged(_) => "sessionNameChanged",
-            ServerNotification::ContextUsage(_) => "contextUsage",
-            ServerNotification::Error(_) => "error",
-            ServerNotification::ExtensionError(_) => "extension:error",
-            ServerNotification::ExtensionUi(_) => "extension:ui",
-        }
+pi_core::jsonrpc_wire! {
+    /// Every notification the server sends (`{"jsonrpc":"2.0","method":…,"params":…}`, no `id`).
+    #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+    #[serde(tag = "method", content = "params")]
+    pub enum ServerNotification {
+        /// Sent right after the `initialize` response.
+        Initialized(InitializedParams),
+        /// Streamed assistant output: text deltas, thinking deltas, and the complete message.
+        AssistantMessage(AssistantMessageParams),
+        /// A tool call starts executing.
+        ToolCall(ToolCallParams),
+        /// Progress of a running tool (accumulated output so far).
+        ToolUpdate(ToolUpdateParams),
+        /// A tool call finished.
+        ToolResult(ToolResultParams),
+        /// The run of a prompt settled (after retries and queued messages).
+        TurnEnd(TurnEndParams),
+        /// The steering or follow-up queue changed.
+        QueueUpdate(QueueUpdateParams),
+        /// A compaction starts.
+        CompactionStart(CompactionStartParams),
+        /// A compaction ended.
+        CompactionEnd(CompactionEndParams),
+        /// An automatic retry after a transient error is scheduled.
+        AutoRetryStart(AutoRetryStartParams),
+        /// The automatic retries ended.
+        AutoRetryEnd(AutoRetryEndParams),
+        /// A chunk of output of a `bash` request.
+        BashOutput(BashOutputParams),
+        /// The model or thinking level changed (after the response of the request that changed it).
+        ModelChanged(ModelChangedParams),
+        /// The session's display name changed.
+        SessionNameChanged(SessionNameChangedParams),
+        /// Context window usage after an assistant reply.
+        ContextUsage(ContextUsageParams),
+        /// A model or tool error during a run (the request was already answered).
+        Error(ErrorParams),
+        /// An extension threw an error.
+        ExtensionError(ExtensionErrorParams),
+        /// An extension asks the client for UI; dialogs are answered with an
+        /// `extension:response` notification carrying the same `id`.
+        ExtensionUi(ExtensionUiParams),
     }
 }
 

@@ -3,7 +3,8 @@
 //! grown with message bodies of several hundred KiB — non-ASCII, escapes,
 //! control characters, U+2028/U+2029 — opened by the core, and the
 //! `get_messages`, `get_entries`, `get_tree` and `get_fork_messages` replies
-//! made from it; and the stdio writer over an output that takes small writes.
+//! made from it; the stdio writer over an output that takes small writes; and
+//! an event of each kind, for the dialects' checks of their wire names.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -182,4 +183,90 @@ pub fn state_reply() -> Reply {
         }),
         session_header: session.header().clone(),
     }))
+}
+
+/// Events of every kind (and, where what a dialect makes of an event depends
+/// on its data, of each case): the dialects' tests check that the names they
+/// write are those the event table gives (`pi_core::event::NATIVE`, `JSONRPC`).
+pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
+    use pi_core::client::{ClientRequest, ClientRequestKind, PermissionRequest};
+    use pi_core::error::{CoreError, ErrorKind};
+    use pi_core::event::{
+        AgentEvent as E, AssistantStreamEvent, CompactionReason, ContextUsage, ExtensionUiKind, ExtensionUiRequest,
+        SummarizationSource, ToolResultPayload,
+    };
+    use pi_core::message::{AgentMessage, AssistantMessage, ContentBlock, StopReason, Usage};
+    use pi_core::model::ThinkingLevel;
+    let user = AgentMessage::user("hi", &[]);
+    let assistant = AgentMessage::Assistant(AssistantMessage {
+        content: vec![ContentBlock::text("hello")],
+        api: "openai-completions".into(),
+        provider: "p".into(),
+        model: "m".into(),
+        usage: Usage::default(),
+        stop_reason: StopReason::Stop,
+        timestamp: 1,
+        response_id: None,
+        error_message: None,
+        extra: Default::default(),
+    });
+    let payload = || ToolResultPayload { content: vec![ContentBlock::text("out")], details: None };
+    let request = |kind| E::ClientRequest(ClientRequest { id: "c1".into(), kind });
+    vec![
+        E::AgentStart,
+        E::AgentEnd { messages: vec![user.clone()], will_retry: false },
+        E::AgentSettled { aborted: false, usage: Usage::default() },
+        E::TurnStart,
+        E::TurnEnd { message: assistant.clone(), tool_results: Vec::new() },
+        E::MessageStart { message: user.clone() },
+        E::MessageUpdate { event: AssistantStreamEvent::TextStart { content_index: 0 } },
+        E::MessageUpdate { event: AssistantStreamEvent::TextDelta { content_index: 0, delta: "he".into() } },
+        E::MessageUpdate { event: AssistantStreamEvent::ThinkingDelta { content_index: 0, delta: "hm".into() } },
+        E::MessageEnd { message: user },
+        E::MessageEnd { message: assistant },
+        E::ToolExecutionStart { tool_call_id: "t1".into(), tool_name: "ls".into(), args: json!({}) },
+        E::ToolExecutionUpdate {
+            tool_call_id: "t1".into(),
+            tool_name: "ls".into(),
+            args: json!({}),
+            partial_result: payload(),
+        },
+        E::ToolExecutionEnd { tool_call_id: "t1".into(), tool_name: "ls".into(), result: payload(), is_error: false },
+        E::QueueUpdate { steering: vec!["s".into()], follow_up: Vec::new() },
+        E::CompactionStart { reason: CompactionReason::Manual },
+        E::CompactionEnd {
+            reason: CompactionReason::Manual,
+            result: None,
+            aborted: true,
+            will_retry: false,
+            error_message: None,
+        },
+        E::AutoRetryStart { attempt: 1, max_attempts: 3, delay_ms: 10, error_message: "busy".into() },
+        E::AutoRetryEnd { success: true, attempt: 1, final_error: None },
+        E::SummarizationRetryScheduled { attempt: 1, max_attempts: 3, delay_ms: 10, error_message: "busy".into() },
+        E::SummarizationRetryAttemptStart { source: SummarizationSource::Compaction(CompactionReason::Overflow) },
+        E::SummarizationRetryAttemptStart { source: SummarizationSource::BranchSummary },
+        E::SummarizationRetryFinished,
+        E::BashExecutionUpdate { request: None, delta: "x".into() },
+        E::ThinkingLevelChanged { level: ThinkingLevel::High },
+        E::ModelChanged { model: Box::new(pi_core::provider::faux::faux_model()), thinking_level: ThinkingLevel::Off },
+        E::SessionInfoChanged { name: "n".into() },
+        E::ContextUsage(ContextUsage { tokens: 10, context_window: 100 }),
+        E::RunError { error: CoreError::new(ErrorKind::Internal, "boom"), will_retry: false },
+        E::ExtensionError { extension_path: "/e.ts".into(), event: "load".into(), error: "boom".into() },
+        E::ExtensionUiRequest(ExtensionUiRequest {
+            id: "u1".into(),
+            extension: "demo".into(),
+            kind: ExtensionUiKind::Notify { message: "hi".into(), notify_type: None },
+        }),
+        request(ClientRequestKind::Permission(PermissionRequest {
+            tool_call_id: "t1".into(),
+            tool_name: "bash".into(),
+            args: json!({"command": "ls"}),
+            title: "bash: ls".into(),
+        })),
+        request(ClientRequestKind::ToolCall { tool_call_id: "t2".into(), tool_name: "mine".into(), args: json!({}) }),
+        request(ClientRequestKind::ReadTextFile { path: "/a".into() }),
+        E::ClientRequestEnded { id: "c1".into() },
+    ]
 }

@@ -17,3 +17,5 @@ pub use pi_tools::{client, tools};
 pub use pi_types::{error, event, message, model, op};
 
 pub use pi_types::{AgentEvent, AgentMessage, CoreError, ErrorKind, Model, Op, Reply, RequestTag, ThinkingLevel};
+/// The dialects' wire enums take their names from the event table.
+pub use pi_types::{jsonrpc_wire, native_wire};

@@ -1,4 +1,6 @@
-//! The core's one event enum: everything a front end may tell its client.
+//! The core's one event enum: everything a front end may tell its client,
+//! declared once in the `events!` table below with the names each seed
+//! dialect writes it as.
 //!
 //! Adapters map these to their wire in one exhaustive `match`. Field values are
 //! already in pi's shapes (messages, tool results) so the native dialect can
@@ -126,120 +128,316 @@ pub struct ContextUsage {
     pub context_window: u64,
 }
 
-/// Everything the agent core reports.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub enum AgentEvent {
-    AgentStart,
-    AgentEnd {
-        messages: Vec<AgentMessage>,
-        will_retry: bool,
-    },
-    /// The whole run of one prompt is over: no retry, compaction retry or queued message follows.
-    AgentSettled {
-        aborted: bool,
-        usage: Usage,
-    },
-    TurnStart,
-    TurnEnd {
-        message: AgentMessage,
-        tool_results: Vec<AgentMessage>,
-    },
-    MessageStart {
-        message: AgentMessage,
-    },
-    MessageUpdate {
-        event: AssistantStreamEvent,
-    },
-    MessageEnd {
-        message: AgentMessage,
-    },
-    ToolExecutionStart {
-        tool_call_id: String,
-        tool_name: String,
-        args: Value,
-    },
-    ToolExecutionUpdate {
-        tool_call_id: String,
-        tool_name: String,
-        args: Value,
-        partial_result: ToolResultPayload,
-    },
-    ToolExecutionEnd {
-        tool_call_id: String,
-        tool_name: String,
-        result: ToolResultPayload,
-        is_error: bool,
-    },
-    QueueUpdate {
-        steering: Vec<String>,
-        follow_up: Vec<String>,
-    },
-    CompactionStart {
-        reason: CompactionReason,
-    },
-    CompactionEnd {
-        reason: CompactionReason,
-        result: Option<Box<CompactionResult>>,
-        aborted: bool,
-        will_retry: bool,
-        error_message: Option<String>,
-    },
-    AutoRetryStart {
-        attempt: u32,
-        max_attempts: u32,
-        delay_ms: u64,
-        error_message: String,
-    },
-    AutoRetryEnd {
-        success: bool,
-        attempt: u32,
-        final_error: Option<String>,
-    },
-    SummarizationRetryScheduled {
-        attempt: u32,
-        max_attempts: u32,
-        delay_ms: u64,
-        error_message: String,
-    },
-    SummarizationRetryAttemptStart {
-        source: SummarizationSource,
-    },
-    SummarizationRetryFinished,
-    /// A chunk of output of an RPC `bash` command; `request` is the command's tag.
-    BashExecutionUpdate {
-        request: Option<RequestTag>,
-        delta: String,
-    },
-    ThinkingLevelChanged {
-        level: ThinkingLevel,
-    },
-    ModelChanged {
-        model: Box<Model>,
-        thinking_level: ThinkingLevel,
-    },
-    SessionInfoChanged {
-        name: String,
-    },
-    /// Context usage after an assistant reply (drives JSON-RPC `contextUsage`).
-    ContextUsage(ContextUsage),
-    /// A model or tool error the client should hear about (the native dialect shows it in messages).
-    RunError {
-        error: crate::error::CoreError,
-        will_retry: bool,
-    },
-    ExtensionError {
-        extension_path: String,
-        event: String,
-        error: String,
-    },
-    ExtensionUiRequest(ExtensionUiRequest),
-    /// The core asks the client (an approval, a file, a terminal, a client
-    /// tool's result) and waits for an `Op::ClientResponse` with this id.
-    ClientRequest(crate::client::ClientRequest),
-    /// The core stopped waiting for this request (abort, timeout): a late answer is ignored.
-    ClientRequestEnded {
-        id: String,
-    },
+/// Declares every event once: its data, and for each seed dialect the
+/// messages it is written as. From it come [`AgentEvent`], [`EventKind`],
+/// the dialects' name lists ([`NATIVE`], [`JSONRPC`]) and, for each dialect, a
+/// macro (`pi_types::native_wire!`, `pi_types::jsonrpc_wire!`) that the
+/// dialect wraps its wire enum in: it gives each variant its name from here
+/// (a variant the table does not list, or a listed one the enum lacks, does
+/// not compile) and an exhaustive `name()`. Every event must be in each
+/// dialect's section, as a message's source or as not shown, or this file
+/// does not compile. What a dialect writes for an event is its own exhaustive
+/// `match` (`map_event`); its tests check that it writes the names given here.
+macro_rules! events {
+    (
+        $d:tt
+        events {
+            $(
+                $(#[$meta:meta])*
+                $name:ident $({ $($(#[$fmeta:meta])* $field:ident: $fty:ty),* $(,)? })? $(($inner:ty))?
+            ),* $(,)?
+        }
+        $(
+            $(#[$dmeta:meta])*
+            $dialect:ident => $names:ident, $wire_macro:ident {
+                not shown: $($hidden:ident),* ;
+                $( $wire:ident = $wname:literal <- $($from:ident),* ; )*
+            }
+        )*
+    ) => {
+        /// Everything the agent core reports.
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        pub enum AgentEvent {
+            $($(#[$meta])* $name $({ $($(#[$fmeta])* $field: $fty),* })? $(($inner))?,)*
+        }
+
+        /// Which event, without its data.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+        pub enum EventKind {
+            $($name,)*
+        }
+
+        impl AgentEvent {
+            pub fn kind(&self) -> EventKind {
+                match self {
+                    $(AgentEvent::$name { .. } => EventKind::$name,)*
+                }
+            }
+        }
+
+        impl EventKind {
+            /// Every event, in the table's order.
+            pub const ALL: &[EventKind] = &[$(EventKind::$name),*];
+        }
+
+        $(
+            $(#[$dmeta])*
+            pub const $names: WireNames = WireNames {
+                dialect: stringify!($dialect),
+                messages: &[$(($wname, &[$(EventKind::$from),*])),*],
+                not_shown: &[$(EventKind::$hidden),*],
+            };
+
+            // Every event is in the dialect's section (a source of one of its
+            // messages, or not shown): an event left out makes this match
+            // non-exhaustive.
+            const _: () = {
+                #[allow(unreachable_patterns, dead_code)]
+                fn $dialect(kind: EventKind) {
+                    match kind {
+                        $($(EventKind::$from => (),)*)*
+                        $(EventKind::$hidden => (),)*
+                    }
+                }
+            };
+
+            /// Wraps this dialect's wire enum: each variant gets its name from
+            /// the event table, and the enum an exhaustive `name()`.
+            #[macro_export]
+            macro_rules! $wire_macro {
+                $(
+                    (@name $wire $d($d rest:tt)*) => { $d crate::__wire_enum!(@named $wname $d($d rest)*); };
+                )*
+                (@name $d other:ident $d($d rest:tt)*) => {
+                    compile_error!(concat!(
+                        "`", stringify!($d other), "` is not a message of the ", stringify!($dialect),
+                        " dialect in the event table (crates/types/src/event.rs)"
+                    ));
+                };
+                ($d(#[$d attr:meta])* $d vis:vis enum $d ty:ident { $d($d body:tt)* }) => {
+                    $d crate::__wire_enum!(@munch $wire_macro [$d(#[$d attr])* $d vis enum $d ty] [] $d($d body)*);
+
+                    impl $d ty {
+                        /// The message's name on the wire (from the event table).
+                        pub fn name(&self) -> &'static str {
+                            match self {
+                                $($d ty::$wire { .. } => $wname,)*
+                            }
+                        }
+                    }
+                };
+            }
+        )*
+    };
+}
+
+/// The walk of a dialect's wire enum behind its table macro (see [`events!`]):
+/// each variant is looked up in the table, which hands it back with its name.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __wire_enum {
+    (@munch $lookup:ident [$($head:tt)*] [$($done:tt)*]) => {
+        $($head)* { $($done)* }
+    };
+    (@munch $lookup:ident $head:tt $done:tt
+        $(#[$m:meta])* $v:ident $({ $($fields:tt)* })? $(( $($tuple:tt)* ))? $(, $($rest:tt)*)?) => {
+        $crate::$lookup!(@name $v $lookup $head $done
+            [$(#[$m])* $v $({ $($fields)* })? $(( $($tuple)* ))?] [$($($rest)*)?]);
+    };
+    (@named $name:literal $lookup:ident $head:tt [$($done:tt)*] [$($variant:tt)*] [$($rest:tt)*]) => {
+        $crate::__wire_enum!(@munch $lookup $head [$($done)* #[serde(rename = $name)] $($variant)*,] $($rest)*);
+    };
+}
+
+/// One dialect's messages made from events (see [`events!`]).
+#[derive(Debug)]
+pub struct WireNames {
+    pub dialect: &'static str,
+    /// Each message's name, and the events written as it.
+    pub messages: &'static [(&'static str, &'static [EventKind])],
+    /// The events this dialect does not show.
+    pub not_shown: &'static [EventKind],
+}
+
+impl WireNames {
+    /// The names `kind` may be written as (none: not shown).
+    pub fn of(&self, kind: EventKind) -> Vec<&'static str> {
+        self.messages.iter().filter(|(_, from)| from.contains(&kind)).map(|(name, _)| *name).collect()
+    }
+}
+
+events! {
+    $
+    events {
+        AgentStart,
+        AgentEnd {
+            messages: Vec<AgentMessage>,
+            will_retry: bool,
+        },
+        /// The whole run of one prompt is over: no retry, compaction retry or queued message follows.
+        AgentSettled {
+            aborted: bool,
+            usage: Usage,
+        },
+        TurnStart,
+        TurnEnd {
+            message: AgentMessage,
+            tool_results: Vec<AgentMessage>,
+        },
+        MessageStart {
+            message: AgentMessage,
+        },
+        MessageUpdate {
+            event: AssistantStreamEvent,
+        },
+        MessageEnd {
+            message: AgentMessage,
+        },
+        ToolExecutionStart {
+            tool_call_id: String,
+            tool_name: String,
+            args: Value,
+        },
+        ToolExecutionUpdate {
+            tool_call_id: String,
+            tool_name: String,
+            args: Value,
+            partial_result: ToolResultPayload,
+        },
+        ToolExecutionEnd {
+            tool_call_id: String,
+            tool_name: String,
+            result: ToolResultPayload,
+            is_error: bool,
+        },
+        QueueUpdate {
+            steering: Vec<String>,
+            follow_up: Vec<String>,
+        },
+        CompactionStart {
+            reason: CompactionReason,
+        },
+        CompactionEnd {
+            reason: CompactionReason,
+            result: Option<Box<CompactionResult>>,
+            aborted: bool,
+            will_retry: bool,
+            error_message: Option<String>,
+        },
+        AutoRetryStart {
+            attempt: u32,
+            max_attempts: u32,
+            delay_ms: u64,
+            error_message: String,
+        },
+        AutoRetryEnd {
+            success: bool,
+            attempt: u32,
+            final_error: Option<String>,
+        },
+        SummarizationRetryScheduled {
+            attempt: u32,
+            max_attempts: u32,
+            delay_ms: u64,
+            error_message: String,
+        },
+        SummarizationRetryAttemptStart {
+            source: SummarizationSource,
+        },
+        SummarizationRetryFinished,
+        /// A chunk of output of an RPC `bash` command; `request` is the command's tag.
+        BashExecutionUpdate {
+            request: Option<RequestTag>,
+            delta: String,
+        },
+        ThinkingLevelChanged {
+            level: ThinkingLevel,
+        },
+        ModelChanged {
+            model: Box<Model>,
+            thinking_level: ThinkingLevel,
+        },
+        SessionInfoChanged {
+            name: String,
+        },
+        /// Context usage after an assistant reply (drives JSON-RPC `contextUsage`).
+        ContextUsage(ContextUsage),
+        /// A model or tool error the client should hear about (the native dialect shows it in messages).
+        RunError {
+            error: crate::error::CoreError,
+            will_retry: bool,
+        },
+        ExtensionError {
+            extension_path: String,
+            event: String,
+            error: String,
+        },
+        ExtensionUiRequest(ExtensionUiRequest),
+        /// The core asks the client (an approval, a file, a terminal, a client
+        /// tool's result) and waits for an `Op::ClientResponse` with this id.
+        ClientRequest(crate::client::ClientRequest),
+        /// The core stopped waiting for this request (abort, timeout): a late answer is ignored.
+        ClientRequestEnded {
+            id: String,
+        },
+    }
+
+    /// The native dialect's event lines (their `type`).
+    native => NATIVE, native_wire {
+        not shown: ModelChanged, ContextUsage, RunError, ClientRequestEnded;
+        AgentStart = "agent_start" <- AgentStart;
+        AgentEnd = "agent_end" <- AgentEnd;
+        AgentSettled = "agent_settled" <- AgentSettled;
+        TurnStart = "turn_start" <- TurnStart;
+        TurnEnd = "turn_end" <- TurnEnd;
+        MessageStart = "message_start" <- MessageStart;
+        MessageUpdate = "message_update" <- MessageUpdate;
+        MessageEnd = "message_end" <- MessageEnd;
+        BashExecutionUpdate = "bash_execution_update" <- BashExecutionUpdate;
+        ToolExecutionStart = "tool_execution_start" <- ToolExecutionStart;
+        ToolExecutionUpdate = "tool_execution_update" <- ToolExecutionUpdate;
+        ToolExecutionEnd = "tool_execution_end" <- ToolExecutionEnd;
+        QueueUpdate = "queue_update" <- QueueUpdate;
+        CompactionStart = "compaction_start" <- CompactionStart;
+        CompactionEnd = "compaction_end" <- CompactionEnd;
+        AutoRetryStart = "auto_retry_start" <- AutoRetryStart;
+        AutoRetryEnd = "auto_retry_end" <- AutoRetryEnd;
+        SummarizationRetryScheduled = "summarization_retry_scheduled" <- SummarizationRetryScheduled;
+        SummarizationRetryAttemptStart = "summarization_retry_attempt_start" <- SummarizationRetryAttemptStart;
+        SummarizationRetryFinished = "summarization_retry_finished" <- SummarizationRetryFinished;
+        ThinkingLevelChanged = "thinking_level_changed" <- ThinkingLevelChanged;
+        SessionInfoChanged = "session_info_changed" <- SessionInfoChanged;
+        ExtensionError = "extension_error" <- ExtensionError;
+        // Approvals are extension UI dialogs here.
+        ExtensionUiRequest = "extension_ui_request" <- ExtensionUiRequest, ClientRequest;
+    }
+
+    /// The JSON-RPC dialect's notifications (their `method`).
+    jsonrpc => JSONRPC, jsonrpc_wire {
+        not shown: AgentStart, AgentEnd, TurnStart, TurnEnd, MessageStart, SummarizationRetryScheduled,
+            SummarizationRetryAttemptStart, SummarizationRetryFinished, ThinkingLevelChanged, ClientRequestEnded;
+        // Not an event: it follows the `initialize` response.
+        Initialized = "initialized" <- ;
+        AssistantMessage = "assistantMessage" <- MessageUpdate, MessageEnd;
+        // A client tool's call is a `toolCall` too.
+        ToolCall = "toolCall" <- ToolExecutionStart, ClientRequest;
+        ToolUpdate = "toolUpdate" <- ToolExecutionUpdate;
+        ToolResult = "toolResult" <- ToolExecutionEnd;
+        TurnEnd = "turnEnd" <- AgentSettled;
+        QueueUpdate = "queueUpdate" <- QueueUpdate;
+        CompactionStart = "compactionStart" <- CompactionStart;
+        CompactionEnd = "compactionEnd" <- CompactionEnd;
+        AutoRetryStart = "autoRetryStart" <- AutoRetryStart;
+        AutoRetryEnd = "autoRetryEnd" <- AutoRetryEnd;
+        BashOutput = "bashOutput" <- BashExecutionUpdate;
+        ModelChanged = "modelChanged" <- ModelChanged;
+        SessionNameChanged = "sessionNameChanged" <- SessionInfoChanged;
+        ContextUsage = "contextUsage" <- ContextUsage;
+        Error = "error" <- RunError;
+        ExtensionError = "extension:error" <- ExtensionError;
+        // Approvals are `extension:ui` dialogs.
+        ExtensionUi = "extension:ui" <- ExtensionUiRequest, ClientRequest;
+    }
 }
 
 /// Where a background task's events go (the actor's queue; a test's list).
@@ -258,5 +456,27 @@ pub trait EventSink: Send + Sync {
     /// [`EventSink::emit_all`] would; else give them back (by default).
     fn try_emit_all(&self, events: Vec<AgentEvent>) -> Result<(), Vec<AgentEvent>> {
         Err(events)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    /// In each dialect a name is given once, and an event is either shown or not.
+    #[test]
+    fn each_dialect_names_each_message_once_and_shows_or_hides_each_event() {
+        for names in [&NATIVE, &JSONRPC] {
+            let mut seen = HashSet::new();
+            for (name, _) in names.messages {
+                assert!(seen.insert(*name), "{}: {name} twice", names.dialect);
+            }
+            for kind in EventKind::ALL {
+                let shown = !names.of(*kind).is_empty();
+                assert_ne!(shown, names.not_shown.contains(kind), "{}: {kind:?}", names.dialect);
+            }
+        }
     }
 }
