@@ -30,10 +30,11 @@ say() { echo "local-cluster: $*" >&2; }
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
+# Wait (at most $2 tenths of a second, 20 s by default) for 127.0.0.1:$1 to accept.
 wait_port() {
-  for _ in $(seq 1 200); do
+  for _ in $(seq 1 "${2:-200}"); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.05
+    sleep 0.1
   done
   return 1
 }
@@ -132,7 +133,8 @@ up() {
     echo $! > "$dir/run/worker-$i.pid"
   done
   for i in $(seq 1 "$count"); do
-    wait_port $((front + 9 + i)) || { say "worker $i did not start (see $dir/logs/worker-$i.log)"; down; exit 1; }
+    # A worker first joins the bus: slow on a loaded machine (60 s at most).
+    wait_port $((front + 9 + i)) 600 || { say "worker $i did not start (see $dir/logs/worker-$i.log)"; down; exit 1; }
   done
   render_nginx "$count" > "$dir/nginx/nginx.conf"
   "$nginx_bin" -p "$dir/nginx" -c "$dir/nginx/nginx.conf" -e stderr > "$dir/logs/nginx.log" 2>&1 &
