@@ -37,6 +37,9 @@ pub fn events(worker: &str, model: Option<&Model>) -> Vec<AgentEvent> {
         timestamp: now_ms(),
         response_id: None,
         error_message: Some(text.clone()),
+        raw_stop_reason: None,
+        duration_ms: None,
+        thinking_level: None,
         extra: Default::default(),
     });
     vec![
