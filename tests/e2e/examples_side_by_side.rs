@@ -282,7 +282,11 @@ async fn observe(program: Program, example: &Path, node: &Path, reference_cli: &
         .and_then(|c| c.as_array().cloned())
         .unwrap_or_default()
         .iter()
-        .filter(|c| c["source"] == "extension" && c["sourceInfo"]["source"] != "builtin")
+        // Built-ins: pi marks them `sourceInfo.source: "builtin"`, pi-rpc by a `builtin:` path.
+        .filter(|c| {
+            let builtin_path = c["path"].as_str().is_some_and(|p| p.starts_with("builtin:"));
+            c["source"] == "extension" && c["sourceInfo"]["source"] != "builtin" && !builtin_path
+        })
         .filter_map(|c| c["name"].as_str().map(str::to_string))
         .collect();
     let tools = sb.server().requests().first().map(|r| {
