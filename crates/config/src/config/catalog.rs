@@ -262,8 +262,9 @@ mod tests {
         for m in catalog() {
             assert!(registry.get(&m.api).is_some(), "{}: api {} has no provider", m.full_id(), m.api);
             let provider = builtin_provider(&m.provider).unwrap_or_else(|| panic!("{} is not built in", m.provider));
-            // The ChatGPT subscription has no key variable: it is an OAuth login only.
-            if m.provider != "openai-codex" {
+            // The ChatGPT subscription has no key variable: it is an OAuth login only. Bedrock
+            // authenticates through the AWS credential chain (keys, profiles, bearer token), not one variable.
+            if m.provider != "openai-codex" && m.provider != "amazon-bedrock" {
                 assert!(!provider_env_vars(&m.provider).is_empty(), "{}: no key variable", m.provider);
             }
             // Azure's endpoint comes from the environment (AZURE_OPENAI_BASE_URL, …).
