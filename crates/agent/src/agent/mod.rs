@@ -29,6 +29,7 @@ mod login_ops;
 mod mcp_ops;
 mod queue;
 mod run;
+mod session_start;
 mod session_tree;
 mod settings;
 mod state;
