@@ -2,12 +2,12 @@
 """pi-rpc benchmarks, side by side with the reference pi 1.6.0.
 
 Usage: bench/run.py [--reference PATH_TO_PI_CLI_JS | --no-reference] [--node NODE] [--repeat N]
-                    [--only start,relay,sessions,bursts,extension] [--sizes 1,10,100]
-                    [--pi PATH] [--no-build]
+                    [--only start,relay,sessions,spaced,long,bursts,extension,serve] [--sizes 1,10,100]
+                    [--turns 2000] [--pi PATH] [--no-build]
 
 Figures (each a median of --repeat runs, with the range in brackets):
 - start: cold start to the first `get_state` answer and the peak RSS there
-  (also with three MCP servers configured);
+  (also with three MCP servers configured, for both);
 - relay: 20,000 and 100,000 text deltas streamed by the fake model server
   and relayed to stdout: wall time, agent CPU, per delta, context switches,
   and the fake server's and this script's own CPU in the same run (neither
@@ -15,13 +15,27 @@ Figures (each a median of --repeat runs, with the range in brackets):
 - sessions: generated sessions of 1 / 10 / 100 MB (bench/session_gen.py,
   pi v3 format, deterministic) opened with `--session`: first `get_state`,
   `get_messages` answered, peak RSS;
+- spaced: the 100 MB session written with JSON spacing (`", "`, `": "`);
+- long: a long-lived session: --turns turns (each a prompt, a `read` tool
+  call of a 45 KB file, its result and an answer; about 50 KB of session a
+  turn) driven through the fake model server in one process, the context
+  compacted as it fills (a 64k-token window): RSS after the last turn;
 - bursts: 10,000 and 100,000 `get_state` piped at once, all answered;
-- extension: start with one TypeScript extension (pi's rpc-demo.ts).
+- extension: start with one TypeScript extension (pi's rpc-demo.ts): first
+  `get_state`, peak RSS, and separately the extension's own start (until
+  its `session_start` handler has run: its `setTitle` request is out);
+- serve: `pi serve` (bench/serve.py): memory per idle attached session
+  (next to one pi 1.6.0 process per session, pi's way), 200 concurrent
+  streams (server CPU per relayed delta), connection churn (RSS before and
+  after).
+
+The machine is shared: the 1-minute load average is recorded when each
+figure is taken and printed beside it in the closing table.
 
 With the reference (pi's dist/cli.js, run with --node; by default the one
 scripts/install-reference.sh puts in target/tools/reference), each figure is also
 measured for the reference in the same run, and a closing table prints the
-ratios next to the goals of issue 13. Builds the release binaries first.
+ratios next to the goals of issue 26. Builds the release binaries first.
 """
 
 import argparse
@@ -83,7 +97,7 @@ def cold_start(impl, env, cwd):
     return elapsed, rss
 
 
-def measure_start(impl, runs, label=None, mcp=None):
+def measure_start(impl, runs, label=None, mcp=None, prefix="start"):
     with tempfile.TemporaryDirectory() as agent_dir, tempfile.TemporaryDirectory() as cwd:
         if mcp is not None:
             with open(os.path.join(agent_dir, "mcp.json"), "w") as f:
@@ -94,7 +108,7 @@ def measure_start(impl, runs, label=None, mcp=None):
     times, rss = Figure(s[0] for s in samples), Figure(s[1] for s in samples)
     print(f"{label or impl.name}: cold start to first get_state: {times.fmt(1000, ' ms', 2)}, "
           f"peak RSS {rss.fmt(1 / 1024, ' MiB', 1)} ({runs} runs)")
-    return {"start_ms": times.median * 1000, "start_rss_mib": rss.median / 1024}
+    return {f"{prefix}_ms": times.median * 1000, f"{prefix}_rss_mib": rss.median / 1024}
 
 
 def mcp_servers():
@@ -167,6 +181,7 @@ def measure_relay(impl, deltas, repeat):
           f"fake server CPU {fig['server_cpu'].fmt(1000, ' ms')}, this script's reading CPU "
           f"{fig['reader_cpu'].fmt(1000, ' ms')}")
     return {f"relay{deltas}_wall_ms": fig["wall"].median * 1000, f"relay{deltas}_cpu_ms": fig["cpu"].median * 1000,
+            f"relay{deltas}_cpu_us_per_delta": fig["cpu"].median / deltas * 1e6,
             f"relay{deltas}_server_cpu_ms": fig["server_cpu"].median * 1000}
 
 
@@ -198,6 +213,92 @@ def measure_session(impl, path, repeat, workdir, label):
           f"peak RSS {fig['rss'].fmt(1 / 1024, ' MiB', 1)}")
     return {"state_ms": fig["state"].median * 1000, "messages_ms": fig["messages"].median * 1000,
             "rss_mib": fig["rss"].median / 1024}
+
+
+# ----- a long-lived session ------------------------------------------------
+
+LONG_WINDOW = 64_000  # tokens: the bench model's context window
+SUMMARY_MARK = "context summarization assistant"  # in pi's summarisation system prompt
+
+
+def long_script():
+    """The fake model's script: a prompt gets a `read` call, its result an
+    answer whose usage fills the window (so the context is compacted after
+    each run), a summarisation request a short summary."""
+    full = {"promptTokens": LONG_WINDOW - 4_000, "completionTokens": 20}
+    small = {"promptTokens": 1_000, "completionTokens": 20}
+    call = {"id": "call_read", "name": "read", "arguments": {"path": "big.txt"}}
+    return {"markers": [
+        {"marker": SUMMARY_MARK, "scope": "anywhere", "reply": {"text": "## Goal\nBench turns.", "usage": small}},
+        {"marker": "@@BENCH_FILE@@", "reply": {"text": "Read it.", "usage": full}},
+        {"marker": "@@BENCH_TURN@@", "reply": {"toolCalls": [call], "usage": small}},
+    ], "fallback": {"text": "ok", "usage": small}}
+
+
+def big_file(path, size=45_000):
+    """About `size` bytes of numbered source lines (under `read`'s 2,000-line and 50 KB limits)."""
+    lines, total, n = ["// @@BENCH_FILE@@"], 20, 0
+    while total < size:
+        n += 1
+        line = f"{n:5}\tlet value_{n} = compute(\"entry {n}\", {n * 7 % 1000}); // é → {n % 97}"
+        lines.append(line)
+        total += len(line.encode()) + 1
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def measure_long(impl, turns):
+    with tempfile.TemporaryDirectory() as agent_dir, tempfile.TemporaryDirectory() as cwd, \
+            tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "script.json")
+        with open(script, "w") as f:
+            json.dump(long_script(), f)
+        big_file(os.path.join(cwd, "big.txt"))
+        server = subprocess.Popen([FAKE, script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            base_url = server.stdout.readline().decode().strip()
+            models = {"providers": {"bench": {"baseUrl": base_url, "api": "openai-completions", "apiKey": "k",
+                                              "models": [{"id": "m", "contextWindow": LONG_WINDOW,
+                                                          "maxTokens": 8_000}]}}}
+            with open(os.path.join(agent_dir, "models.json"), "w") as f:
+                json.dump(models, f)
+            agent = Agent(impl.cmd("--mode", "rpc", "--model", "bench/m"), sandbox_env(agent_dir), cwd)
+            agent.send(b'{"type":"get_state"}\n')
+            agent.until(is_response)
+            start = time.perf_counter()
+            compactions = 0
+            for n in range(turns):
+                agent.send(json.dumps({"type": "prompt", "message": f"@@BENCH_TURN@@ turn {n}"}).encode() + b"\n")
+                while True:
+                    item = agent.line(300)
+                    if item is None:
+                        raise SystemExit(f"{impl.name}: output ended at turn {n}")
+                    head = item[0]
+                    if head.startswith(b'{"type":"compaction_end"'):
+                        compactions += 1
+                    elif head.startswith(b'{"type":"agent_settled"'):
+                        break
+            elapsed = time.perf_counter() - start
+            rss = current_rss_kib(agent.pid)
+            peak = agent.rss_kib()
+            sessions = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(agent_dir, "sessions")) for f in fs]
+            size = sum(os.path.getsize(p) for p in sessions)
+            agent.close()
+        finally:
+            server.kill()
+            server.wait()
+    print(f"{impl.name}: long-lived session, {turns:,} turns with tool results in {elapsed:.1f} s "
+          f"({elapsed / turns * 1000:.1f} ms a turn, {compactions:,} compactions), session file {size / MIB:.1f} MiB: "
+          f"RSS after the last turn {rss / 1024:.1f} MiB (peak {peak / 1024:.1f} MiB)")
+    return {"long_rss_mib": rss / 1024, "long_peak_mib": peak / 1024, "long_turn_ms": elapsed / turns * 1000}
+
+
+def current_rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
 
 
 # ----- bursts --------------------------------------------------------------
@@ -254,69 +355,146 @@ def measure_extension(impl, node, runs):
     if not os.path.exists(example) or not os.path.isdir(os.path.join(host, "node_modules", "jiti")):
         print("extension host: skipped (run scripts/install-test-tools.sh)")
         return {}
-    times, rss = [], []
+    times, ready, rss, own = [], [], [], []
     with tempfile.TemporaryDirectory() as agent_dir, tempfile.TemporaryDirectory() as cwd:
         env = sandbox_env(agent_dir, {"PI_RPC_EXTENSION_HOST_DIR": host, "PI_RPC_NODE": node})
         for i in range(runs + 1):
             agent = Agent(impl.cmd("--mode", "rpc", "--no-session", "-e", example), env, cwd)
             agent.send(b'{"id":"s","type":"get_state"}\n')
-            _, _, elapsed = agent.until(lambda h: h.startswith(b'{"id":"s"') or b'"id":"s","type":"response"' in h)
+            answered, loaded = None, None
+            while answered is None or loaded is None:
+                head, _, at = agent.until(lambda h: True)
+                if head.startswith(b'{"id":"s"') or b'"id":"s","type":"response"' in head:
+                    answered = at
+                elif b'"method":"setTitle"' in head:
+                    loaded = at
+            own_rss = agent.rss_kib()
             r = tree_rss_kib(agent.pid)
             agent.close()
             if i > 0:  # the first run warms the caches (and jiti's transpile cache)
-                times.append(elapsed)
+                times.append(answered)
+                ready.append(loaded)
                 rss.append(r)
+                own.append(own_rss)
     print(f"{impl.name}: with one TypeScript extension (rpc-demo.ts), first get_state: "
-          f"{Figure(times).fmt(1000, ' ms')}; peak RSS with its children {Figure(rss).median / 1024:.1f} MiB")
-    return {}
+          f"{Figure(times).fmt(1000, ' ms')}, peak RSS {Figure(own).median / 1024:.1f} MiB "
+          f"({Figure(rss).median / 1024:.1f} MiB with its children); the extension's session_start ran after "
+          f"{Figure(ready).fmt(1000, ' ms')}")
+    return {"ext_ms": Figure(times).median * 1000, "ext_rss_mib": Figure(own).median / 1024,
+            "ext_ready_ms": Figure(ready).median * 1000}
+
+
+# ----- pi serve ------------------------------------------------------------
+
+def measure_serve(pi, idle_sessions):
+    """bench/serve.py's three figures (its defaults: 200 streams of 200 deltas, 10,000 churn cycles)."""
+    import asyncio
+    import serve
+    serve.PI = pi
+    limit = serve.raise_fd_limit()
+    figures = {}
+    if limit >= 2 * idle_sessions + 100:
+        figures.update(asyncio.run(serve.idle(idle_sessions)))
+        figures["serve_idle_per_gib"] = 1024 * 1024 / figures["serve_idle_kib"]
+    else:
+        print(f"pi serve idle sessions: skipped (open-file limit {limit})")
+    figures.update(asyncio.run(serve.streaming(200, 200, 10)))
+    figures.update(asyncio.run(serve.churn(10_000)))
+    return figures
 
 
 # ----- the closing table ---------------------------------------------------
 
+# (label, key, unit, goal): the goal is pi's figure over ours (times faster,
+# or times less memory); None: printed without a goal.
 GOALS = [
-    # (label, key, unit, higher_is_worse, goal ratio or None)
-    ("cold start to first get_state", "start_ms", "ms", 150),
-    ("peak RSS at that point", "start_rss_mib", "MiB", 15),
+    ("cold start to first get_state", "start_ms", "ms", 200),
+    ("peak RSS at that point", "start_rss_mib", "MiB", 20),
+    ("same, 3 MCP servers configured: first get_state", "mcp_ms", "ms", 200),
+    ("same, 3 MCP servers: peak RSS", "mcp_rss_mib", "MiB", 20),
+    ("one TypeScript extension: first get_state", "ext_ms", "ms", 200),
+    ("same, peak RSS (without the host)", "ext_rss_mib", "MiB", 20),
+    ("same, the extension's own start (session_start ran)", "ext_ready_ms", "ms", None),
     ("20,000 deltas relayed, wall", "relay20000_wall_ms", "ms", None),
     ("20,000 deltas, agent CPU", "relay20000_cpu_ms", "ms", None),
-    ("100,000 deltas relayed, wall", "relay100000_wall_ms", "ms", 5),
-    ("100,000 deltas, agent CPU", "relay100000_cpu_ms", "ms", 10),
+    ("100,000 deltas relayed, wall", "relay100000_wall_ms", "ms", 10),
+    ("100,000 deltas, agent CPU", "relay100000_cpu_ms", "ms", 25),
+    ("same, agent CPU per delta", "relay100000_cpu_us_per_delta", "µs", 25),
     ("100,000 deltas, fake server CPU", "relay100000_server_cpu_ms", "ms", None),
-    ("open 100 MB session, first get_state", "s100_state_ms", "ms", 10),
-    ("same, get_messages answered", "s100_messages_ms", "ms", 5),
-    ("same, peak RSS", "s100_rss_mib", "MiB", 1 / 0.3),
-    ("10,000 get_state piped at once", "burst10000_ms", "ms", 5),
+    ("open 100 MB session, first get_state", "s100_state_ms", "ms", 40),
+    ("same, get_messages answered", "s100_messages_ms", "ms", 10),
+    ("same, peak RSS", "s100_rss_mib", "MiB", 10),
+    ("100 MB session with JSON spacing, first get_state", "spaced_state_ms", "ms", 20),
+    ("same, get_messages answered", "spaced_messages_ms", "ms", None),
+    ("same, peak RSS", "spaced_rss_mib", "MiB", None),
+    ("long-lived session: RSS after the last turn", "long_rss_mib", "MiB", 10),
+    ("same, peak RSS", "long_peak_mib", "MiB", None),
+    ("same, time a turn", "long_turn_ms", "ms", None),
+    ("10,000 get_state piped at once", "burst10000_ms", "ms", 10),
     ("100,000 get_state piped at once", "burst100000_ms", "ms", None),
     ("same, peak RSS", "burst100000_rss_mib", "MiB", None),
+    ("pi serve: memory per idle attached session (pi: one process each)", "serve_idle_kib", "KiB", None),
+]
+
+# Goals on pi-rpc's own figures: (label, key, unit, holds(ours), what).
+ABSOLUTE_GOALS = [
+    ("long-lived session: RSS after the last turn", "long_rss_mib", "MiB",
+     lambda f: f["long_rss_mib"] <= 64 + LONG_WINDOW * 4 / MIB, "≤ 64 MiB + the context window (64k tokens, ~0.2 MiB)"),
+    ("pi serve: idle attached sessions per GiB", "serve_idle_per_gib", "",
+     lambda f: f["serve_idle_per_gib"] >= 16_000, "≥ 16,000"),
+    ("pi serve: 200 concurrent streams, server CPU per relayed delta", "serve_stream_us_per_delta", "µs",
+     lambda f: f["serve_stream_us_per_delta"] <= 5, "≤ 5 µs"),
+    ("pi serve: connection churn, RSS growth (before → after)", "churn_growth_mib", "MiB",
+     lambda f: f["churn_growth_mib"] <= 1 + 0.05 * f["churn_rss_before_mib"], "flat (≤ 1 MiB + 5%)"),
 ]
 
 
-def closing_table(ours, ref):
+def closing_table(ours, ref, loads):
+    """The figures of issue 26 side by side, each with its goal and the load
+    average when it was taken (pi-rpc / pi)."""
+    def load(key):
+        a, b = loads.get(("pi-rpc", key)), loads.get(("pi 1.6.0", key))
+        return " / ".join(f"{x:.1f}" for x in (a, b) if x is not None) or "–"
+
     print()
-    print("| figure | pi-rpc | pi 1.6.0 | ratio | goal |")
-    print("|---|---|---|---|---|")
+    print("| figure | pi-rpc | pi 1.6.0 | ratio | goal | load (pi-rpc / pi) |")
+    print("|---|---|---|---|---|---|")
     for label, key, unit, goal in GOALS:
         if key not in ours:
             continue
         a, b = ours[key], ref.get(key)
-        digits = 1 if unit == "MiB" or a < 10 else 0
+        digits = 2 if unit == "µs" else 1 if unit in ("MiB", "KiB") or a < 10 else 0
         cells = [label, f"{a:,.{digits}f} {unit}"]
         if b is None:
             cells += ["–", "–", "–"]
         else:
             ratio = b / a if a > 0 else float("inf")
-            met = "" if goal is None else (f"≥ {goal:.1f}× {'met' if ratio >= goal else '**not met**'}"
-                                           if goal != 1 / 0.3 else f"≤ 0.3× {'met' if ratio >= goal else '**not met**'}")
-            cells += [f"{b:,.{digits}f} {unit}", f"{ratio:.1f}×", met]
-        print("| " + " | ".join(cells) + " |")
+            less = unit in ("MiB", "KiB")
+            if goal is None:
+                met = ""
+            elif less:
+                met = f"≤ {1 / goal:.2g}× {'met' if ratio >= goal else '**not met**'}"
+            else:
+                met = f"≥ {goal}× {'met' if ratio >= goal else '**not met**'}"
+            shown = f"{ratio:.1f}×" if not less else f"{1 / ratio:.3g}× ({ratio:,.1f}× less)"
+            cells += [f"{b:,.{digits}f} {unit}", shown, met]
+        print("| " + " | ".join(cells + [load(key)]) + " |")
+    for label, key, unit, holds, what in ABSOLUTE_GOALS:
+        if key in ours:
+            value = ours[key]
+            met = "met" if holds(ours) else "**not met**"
+            shown = f"{value:,.0f}" if not unit else f"{value:,.2f} {unit}"
+            print(f"| {label} | {shown} | – | – | {what}: {met} | {load(key)} |")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=20, help="cold starts measured (reference: a quarter)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each other figure")
-    parser.add_argument("--only", default="start,relay,sessions,bursts,extension")
+    parser.add_argument("--only", default="start,relay,sessions,spaced,long,bursts,extension,serve")
+    parser.add_argument("--idle", type=int, default=2000, help="idle attached pi serve sessions")
     parser.add_argument("--sizes", default="1,10,100", help="session sizes in MB")
+    parser.add_argument("--turns", type=int, default=2000, help="turns of the long-lived session")
     parser.add_argument("--reference", default=DEFAULT_REFERENCE if os.path.exists(DEFAULT_REFERENCE) else None,
                         help="path to the reference pi's dist/cli.js, run with --node (default: the one "
                              "scripts/install-reference.sh installs, when it is there)")
@@ -337,7 +515,22 @@ def main():
     impls = [Impl("pi-rpc", [args.pi])]
     if args.reference:
         impls.append(Impl("pi 1.6.0", [args.node, args.reference], ["--offline"]))
-    results = {impl.name: {} for impl in impls}
+    loads = {}
+
+    class Recorder(dict):
+        """An implementation's figures; each new one is stamped with the load average."""
+
+        def __init__(self, name):
+            super().__init__()
+            self.name = name
+
+        def update(self, figures):
+            load = os.getloadavg()[0]
+            for key in figures:
+                loads[(self.name, key)] = load
+            super().update(figures)
+
+    results = {impl.name: Recorder(impl.name) for impl in impls}
     print(f"machine: {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}; binary {os.path.getsize(args.pi) / MIB:.1f} "
           f"MiB; each figure: median (min–max) of {args.repeat} runs")
     if "start" in only:
@@ -346,7 +539,10 @@ def main():
             results[impl.name].update(measure_start(impl, runs))
         servers = mcp_servers()
         if servers is not None:
-            measure_start(impls[0], args.runs, "pi-rpc, 3 MCP servers configured", servers)
+            for impl in impls:
+                runs = args.runs if impl is impls[0] else max(3, args.runs // 4)
+                results[impl.name].update(measure_start(impl, runs, f"{impl.name}, 3 MCP servers configured",
+                                                        servers, prefix="mcp"))
     if "relay" in only:
         for deltas in (20_000, 100_000):
             for impl in impls:
@@ -362,6 +558,18 @@ def main():
                     r = measure_session(impl, path, args.repeat, workdir, label)
                     results[impl.name].update({f"s{size:g}_{k}": v for k, v in r.items()})
                 os.remove(path)
+    if "spaced" in only:
+        with tempfile.TemporaryDirectory() as workdir:
+            path = os.path.join(workdir, "session-spaced.jsonl")
+            with open(path, "w", encoding="utf-8", newline="\n") as f:
+                entries = session_gen.generate(f, 100 * MIB, seed=1, cwd=workdir, spaced=True)
+            for impl in impls:
+                r = measure_session(impl, path, args.repeat, workdir,
+                                    f"100 MB session with JSON spacing ({entries:,} entries)")
+                results[impl.name].update({f"spaced_{k}": v for k, v in r.items()})
+    if "long" in only:
+        for impl in impls:
+            results[impl.name].update(measure_long(impl, args.turns))
     if "bursts" in only:
         for count in (10_000, 100_000):
             for impl in impls:
@@ -369,9 +577,15 @@ def main():
     if "extension" in only:
         node = args.node if args.node != "node" else os.environ.get("PI_RPC_NODE", "node")
         for impl in impls:
-            measure_extension(impl, node, max(3, args.runs // 4))
+            results[impl.name].update(measure_extension(impl, node, max(3, args.runs // 4)))
+    if "serve" in only:
+        results["pi-rpc"].update(measure_serve(args.pi, args.idle))
+        if "reference_idle_kib" in results["pi-rpc"] and "pi 1.6.0" in results:
+            results["pi 1.6.0"].update({"serve_idle_kib": results["pi-rpc"]["reference_idle_kib"]})
     if len(impls) > 1:
-        closing_table(results[impls[0].name], results[impls[1].name])
+        closing_table(results[impls[0].name], results[impls[1].name], loads)
+    else:
+        closing_table(results[impls[0].name], {}, loads)
 
 
 if __name__ == "__main__":

@@ -140,10 +140,13 @@ async def idle(n):
     print(f"idle sessions: {n} connections each attached to its own session ({loaded} loaded) in one process, "
           f"attached in {elapsed:.1f} s; RSS {base / 1024:.1f} -> {after / 1024:.1f} MiB: "
           f"{per:.0f} KiB per idle attached session, {1024 * 1024 / per:,.0f} sessions per GiB")
+    figures = {"serve_idle_kib": per}
     ref = reference_rss()
     if ref:
         print(f"  reference pi 1.6.0: one process per session, {ref / 1024:.1f} MiB each "
               f"({1024 * 1024 / ref:,.1f} sessions per GiB; pi serve holds {ref / per:,.0f}x as many)")
+        figures["reference_idle_kib"] = ref
+    return figures
 
 
 def fake_server(deltas, delta_ms):
@@ -203,7 +206,10 @@ async def streaming(streams, deltas, delta_ms):
     p99 = latencies[int(len(latencies) * 0.99)] / 1000
     print(f"streaming: {streams} sessions x {deltas} deltas ({delta_ms} ms apart at the source) in {elapsed:.2f} s: "
           f"{total / elapsed:,.0f} deltas/s; delta latency p50 {p50:.1f} ms, p99 {p99:.1f} ms; "
-          f"peak RSS {peak / 1024:.1f} MiB; pi serve used {cpu:.2f} s of CPU ({cpu / elapsed * 100:.0f}% of one core)")
+          f"peak RSS {peak / 1024:.1f} MiB; pi serve used {cpu:.2f} s of CPU ({cpu / elapsed * 100:.0f}% of one core), "
+          f"{cpu / total * 1e6:.2f} µs per relayed delta")
+    return {"serve_stream_us_per_delta": cpu / total * 1e6, "serve_stream_p99_ms": p99,
+            "serve_stream_rss_mib": peak / 1024}
 
 
 async def churn(cycles, parallel=8):
@@ -237,6 +243,8 @@ async def churn(cycles, parallel=8):
     print(f"churn: {done} connect/initialize/close cycles ({parallel} at a time) in {elapsed:.1f} s: "
           f"{done / elapsed:,.0f} cycles/s; RSS {before / 1024:.1f} MiB before, {after / 1024:.1f} MiB after "
           f"({left} sessions left loaded)")
+    return {"churn_rss_before_mib": before / 1024, "churn_rss_after_mib": after / 1024,
+            "churn_growth_mib": (after - before) / 1024}
 
 
 def main():

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Deterministic generator of large pi session files (v3 format) for the benchmarks.
 
-Usage: bench/session_gen.py OUT.jsonl SIZE_MB [--seed N] [--cwd DIR]
+Usage: bench/session_gen.py OUT.jsonl SIZE_MB [--seed N] [--cwd DIR] [--spaced]
 
 The file is what a long coding session leaves behind: a header, a model and
 thinking-level change, then turns of a user message, an assistant message
@@ -12,7 +12,8 @@ entries off an earlier assistant message, then a `branch_summary`, and the
 main line goes on from where it forked), every 25 turns a label, every 100
 a model change and a `session_info`. The leaf is the last entry, on the main
 line, so `get_messages` returns nearly the whole file. Same seed and size,
-same bytes.
+same bytes. `--spaced` writes the same entries with JSON spacing (`", "` and
+`": "`), as other tools and editors write JSON.
 """
 
 import argparse
@@ -121,14 +122,15 @@ class Generator:
         return out, a2["id"]
 
 
-def generate(out, size_bytes, seed=1, cwd="/tmp/bench"):
+def generate(out, size_bytes, seed=1, cwd="/tmp/bench", spaced=False):
     """Write a session of about `size_bytes` to the file object `out` (text); returns the entry count."""
     g = Generator(seed, cwd)
     written, count = 0, 0
+    separators = (", ", ": ") if spaced else (",", ":")
 
     def emit(record):
         nonlocal written, count
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        line = json.dumps(record, ensure_ascii=False, separators=separators) + "\n"
         out.write(line)
         written += len(line.encode())
         count += 1
@@ -180,9 +182,10 @@ def main():
     parser.add_argument("size_mb", type=float)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--cwd", default="/tmp/bench")
+    parser.add_argument("--spaced", action="store_true", help="JSON spacing: \", \" and \": \"")
     args = parser.parse_args()
     with open(args.out, "w", encoding="utf-8", newline="\n") as f:
-        count = generate(f, int(args.size_mb * 1024 * 1024), args.seed, args.cwd)
+        count = generate(f, int(args.size_mb * 1024 * 1024), args.seed, args.cwd, args.spaced)
     print(f"{args.out}: {count} entries", file=sys.stderr)
 
 

@@ -2,7 +2,8 @@
 # A local `pi serve` cluster on 127.0.0.1, for trying the scale-out shape:
 #   nats-server with JetStream (its store in the cluster's directory),
 #   N workers (`pi serve --cluster`, one shared session directory, one token),
-#   nginx in front (deploy/nginx.conf with its worker and listen lines replaced).
+#   nginx round-robin in front (deploy/nginx-cluster.conf with its worker and
+#   listen lines replaced).
 #
 #   deploy/local-cluster.sh up [N]     start (N workers, default 3); prints the
 #                                      entry URL and the token file
@@ -29,10 +30,11 @@ say() { echo "local-cluster: $*" >&2; }
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
+# Wait (at most $2 tenths of a second, 20 s by default) for 127.0.0.1:$1 to accept.
 wait_port() {
-  for _ in $(seq 1 200); do
+  for _ in $(seq 1 "${2:-200}"); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.05
+    sleep 0.1
   done
   return 1
 }
@@ -59,7 +61,7 @@ pi_binary() {
   echo "$root/target/debug/pi"
 }
 
-# deploy/nginx.conf with the workers and the listen address replaced.
+# deploy/nginx-cluster.conf with the workers and the listen address replaced.
 render_nginx() {
   local count=$1
   awk -v count="$count" -v front="$front" '
@@ -71,7 +73,7 @@ render_nginx() {
       for (i = 1; i <= count; i++) printf "        server 127.0.0.1:%d max_fails=1 fail_timeout=10s;\n", front + 9 + i
     }
     /# BEGIN LISTEN/ { skipping = 1; printf "        listen 127.0.0.1:%d;\n", front }
-  ' "$root/deploy/nginx.conf"
+  ' "$root/deploy/nginx-cluster.conf"
 }
 
 status() {
@@ -131,7 +133,8 @@ up() {
     echo $! > "$dir/run/worker-$i.pid"
   done
   for i in $(seq 1 "$count"); do
-    wait_port $((front + 9 + i)) || { say "worker $i did not start (see $dir/logs/worker-$i.log)"; down; exit 1; }
+    # A worker first joins the bus: slow on a loaded machine (60 s at most).
+    wait_port $((front + 9 + i)) 600 || { say "worker $i did not start (see $dir/logs/worker-$i.log)"; down; exit 1; }
   done
   render_nginx "$count" > "$dir/nginx/nginx.conf"
   "$nginx_bin" -p "$dir/nginx" -c "$dir/nginx/nginx.conf" -e stderr > "$dir/logs/nginx.log" 2>&1 &

@@ -140,6 +140,13 @@ impl Agent {
         }
     }
 
+    /// The most memory the agent has held so far (`VmHWM`, KiB), while it runs.
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()?)).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
     pub fn stderr(&self) -> String {
         self.stderr.lock().map(|s| String::from_utf8_lossy(&s).into_owned()).unwrap_or_default()
     }

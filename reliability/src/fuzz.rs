@@ -13,12 +13,18 @@ use crate::check;
 use crate::inputs::{self, Dialect, Expect};
 use crate::rng::Rng;
 
+/// The most memory one case may make pi hold: a case is 2,000 records
+/// (ACP: up to 2,000 sessions opened), which must not add up.
+const PEAK_RSS_LIMIT_KIB: u64 = 512 * 1024;
+
 /// What one case did.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CaseStats {
     pub records: usize,
     pub bytes: usize,
     pub output_records: usize,
+    /// Peak resident memory of pi, KiB.
+    pub peak_rss_kib: u64,
 }
 
 /// A failed case, with everything needed to replay it.
@@ -53,8 +59,9 @@ impl CaseFailure {
     }
 }
 
-/// The bytes of one case and what they are owed.
-pub fn build_case(dialect: Dialect, seed: u64, records: usize) -> (Vec<u8>, Vec<Expect>, String) {
+/// The bytes of one case and what they are owed, the faux model's script,
+/// and how many of the bytes are the opening.
+pub fn build_case(dialect: Dialect, seed: u64, records: usize) -> (Vec<u8>, Vec<Expect>, String, usize) {
     let mut rng = Rng::new(seed.wrapping_mul(31).wrapping_add(dialect as u64));
     let script = inputs::faux_script(&mut rng);
     let mut bytes = Vec::new();
@@ -63,17 +70,20 @@ pub fn build_case(dialect: Dialect, seed: u64, records: usize) -> (Vec<u8>, Vec<
         bytes.extend_from_slice(&r.bytes);
         expects.extend(r.expects);
     };
-    push(inputs::opening(dialect));
+    let first = inputs::opening(dialect);
+    let opening = first.bytes.len();
+    push(first);
     for n in 0..records {
         push(inputs::record(&mut rng, dialect, n));
     }
     push(inputs::closing(dialect));
-    (bytes, expects, script)
+    (bytes, expects, script, opening)
 }
 
 /// Run one case against `pi`.
 pub async fn run_case(pi: &Path, dialect: Dialect, seed: u64, records: usize) -> Result<CaseStats, CaseFailure> {
-    let (input, expects, script) = build_case(dialect, seed, records);
+    let (input, expects, script, opening) = build_case(dialect, seed, records);
+    let mut to_send = input.clone();
     let fail = |problems: Vec<String>| CaseFailure {
         dialect,
         seed,
@@ -87,14 +97,33 @@ pub async fn run_case(pi: &Path, dialect: Dialect, seed: u64, records: usize) ->
     sb.configure(&settings, None).map_err(|e| fail(vec![format!("sandbox: {e}")]))?;
     let script_path = sb.path("faux.jsonl");
     std::fs::write(&script_path, &script).map_err(|e| fail(vec![format!("sandbox: {e}")]))?;
-    let args = vec!["--no-session".to_string(), "--faux-script".to_string(), script_path.display().to_string()];
+    let mut args = vec!["--faux-script".to_string(), script_path.display().to_string()];
+    // ACP sessions are stored, so that load, resume, fork and delete have files to work on.
+    if dialect != Dialect::Acp {
+        args.push("--no-session".to_string());
+    }
     let framing = if dialect == Dialect::Lsp { Framing::Headers } else { Framing::Lines };
     let mut agent = Agent::spawn(pi, &sb, &args, framing).map_err(|e| fail(vec![format!("cannot start pi: {e}")]))?;
+    let mut output = Vec::new();
+    if dialect == Dialect::Acp {
+        // The opening makes two sessions; the rest of the case names them.
+        let cwd = sb.path("cwd").display().to_string();
+        let opened = crate::acp_inputs::fill(&input[..opening], &cwd, &[String::new(), String::new()]);
+        if !agent.write(&opened).await {
+            return Err(fail(vec!["pi stopped reading its input during the opening".into()]));
+        }
+        let (seen, sessions) = acp_sessions(&mut agent).await;
+        output.extend(seen);
+        let Some(sessions) = sessions else {
+            return Err(fail(vec!["the opening's session/new requests were not answered with sessions".into()]));
+        };
+        to_send = crate::acp_inputs::fill(&input[opening..], &cwd, &sessions);
+    }
 
     // Write in uneven chunks while the output is read.
     let mut stdin = agent.take_stdin().ok_or_else(|| fail(vec!["no stdin".into()]))?;
     let mut chunk_rng = Rng::new(seed ^ 0xC0FFEE);
-    let to_write = input.clone();
+    let to_write = to_send;
     let writer = tokio::spawn(async move {
         let mut at = 0;
         while at < to_write.len() {
@@ -109,8 +138,13 @@ pub async fn run_case(pi: &Path, dialect: Dialect, seed: u64, records: usize) ->
     });
 
     let limit = Duration::from_secs(60) + Duration::from_millis(records as u64 * 20);
-    let (mut output, answered) = agent.until(limit, |r| contains(r, br#""id":"final""#)).await;
+    let (rest, answered) = agent.until(limit, |r| contains(r, br#""id":"final""#)).await;
+    output.extend(rest);
     let mut problems = Vec::new();
+    let peak = agent.peak_rss_kib();
+    if let Some(peak) = peak.filter(|kib| *kib > PEAK_RSS_LIMIT_KIB) {
+        problems.push(format!("pi held {} MiB at its peak (limit {} MiB)", peak / 1024, PEAK_RSS_LIMIT_KIB / 1024));
+    }
     if !answered {
         problems.push(format!("the final state request was not answered within {} s", limit.as_secs()));
     }
@@ -136,10 +170,34 @@ pub async fn run_case(pi: &Path, dialect: Dialect, seed: u64, records: usize) ->
         Err(e) => problems.push(e),
     }
     if problems.is_empty() {
-        Ok(CaseStats { records: records + 2, bytes: input.len(), output_records: output.len() })
+        Ok(CaseStats {
+            records: records + 2,
+            bytes: input.len(),
+            output_records: output.len(),
+            peak_rss_kib: peak.unwrap_or(0),
+        })
     } else {
         Err(fail(problems))
     }
+}
+
+/// Read until both opening `session/new`s are answered: what was read, and
+/// the two session ids.
+async fn acp_sessions(agent: &mut Agent) -> (Vec<Vec<u8>>, Option<[String; 2]>) {
+    let mut found: [Option<String>; 2] = [None, None];
+    let (seen, _) = agent
+        .until(Duration::from_secs(60), |record| {
+            let Ok(value) = serde_json::from_slice::<serde_json::Value>(record) else { return false };
+            for (slot, id) in found.iter_mut().zip(crate::acp_inputs::OPENING_IDS) {
+                if value.get("id").map(|v| v.to_string()).as_deref() == Some(id) {
+                    *slot = value.pointer("/result/sessionId").and_then(|s| s.as_str()).map(str::to_string);
+                }
+            }
+            found.iter().all(Option::is_some)
+        })
+        .await;
+    let [Some(a), Some(b)] = found else { return (seen, None) };
+    (seen, Some([a, b]))
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -161,6 +219,8 @@ pub struct Totals {
     pub records: usize,
     pub bytes: usize,
     pub output_records: usize,
+    /// The highest peak memory of pi over the cases, KiB.
+    pub peak_rss_kib: u64,
     pub failures: Vec<CaseFailure>,
 }
 
@@ -225,6 +285,7 @@ where
                 totals.records += stats.records;
                 totals.bytes += stats.bytes;
                 totals.output_records += stats.output_records;
+                totals.peak_rss_kib = totals.peak_rss_kib.max(stats.peak_rss_kib);
             }
             Ok(Err(failure)) => {
                 crate::say(&failure.report());

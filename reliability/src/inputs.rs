@@ -16,16 +16,19 @@ pub enum Dialect {
     JsonRpc,
     /// JSON-RPC 2.0 in `Content-Length` frames.
     Lsp,
+    /// The Agent Client Protocol (JSON-RPC 2.0 lines, many sessions).
+    Acp,
 }
 
 impl Dialect {
-    pub const ALL: [Dialect; 3] = [Dialect::Native, Dialect::JsonRpc, Dialect::Lsp];
+    pub const ALL: [Dialect; 4] = [Dialect::Native, Dialect::JsonRpc, Dialect::Lsp, Dialect::Acp];
 
     pub fn name(self) -> &'static str {
         match self {
             Dialect::Native => "native",
             Dialect::JsonRpc => "jsonrpc",
             Dialect::Lsp => "lsp",
+            Dialect::Acp => "acp",
         }
     }
 
@@ -147,7 +150,7 @@ fn method_of(kind: &str) -> &'static str {
 
 /// A unique id, as raw JSON text: mostly strings, also integers, negative,
 /// fractional and beyond-64-bit numbers.
-fn id_text(rng: &mut Rng, n: usize) -> String {
+pub(crate) fn id_text(rng: &mut Rng, n: usize) -> String {
     match rng.below(10) {
         0 => format!("{n}"),
         1 => format!("-{n}"),
@@ -175,7 +178,7 @@ fn well_formed(rng: &mut Rng, dialect: Dialect, n: usize, with_id: bool) -> (Str
             obj.push('}');
             obj
         }
-        Dialect::JsonRpc | Dialect::Lsp => {
+        Dialect::JsonRpc | Dialect::Lsp | Dialect::Acp => {
             let mut obj = String::from("{\"jsonrpc\":\"2.0\",");
             if let Some(id) = &id {
                 obj.push_str(&format!("\"id\":{id},"));
@@ -189,7 +192,7 @@ fn well_formed(rng: &mut Rng, dialect: Dialect, n: usize, with_id: bool) -> (Str
 
 /// Mutate a well-formed message. Returns the bytes and whether the id
 /// certainly survives in a readable message (else the answer may lack it).
-fn mutate(rng: &mut Rng, text: &str) -> (Vec<u8>, bool) {
+pub(crate) fn mutate(rng: &mut Rng, text: &str) -> (Vec<u8>, bool) {
     let close = text.len() - 1; // position of the final `}`
     match rng.below(11) {
         // A field of the wrong type.
@@ -246,7 +249,7 @@ fn mutate(rng: &mut Rng, text: &str) -> (Vec<u8>, bool) {
 /// Frame one message for the dialect.
 pub fn frame(dialect: Dialect, body: &[u8]) -> Vec<u8> {
     match dialect {
-        Dialect::Native | Dialect::JsonRpc => {
+        Dialect::Native | Dialect::JsonRpc | Dialect::Acp => {
             let mut out = body.to_vec();
             out.push(b'\n');
             out
@@ -261,6 +264,9 @@ pub fn frame(dialect: Dialect, body: &[u8]) -> Vec<u8> {
 
 /// The first record: a plain well-formed request, so the dialect is detected.
 pub fn opening(dialect: Dialect) -> Record {
+    if dialect == Dialect::Acp {
+        return crate::acp_inputs::opening();
+    }
     let (text, id) = match dialect {
         Dialect::Native => (r#"{"id":"open","type":"get_state"}"#.to_string(), "\"open\""),
         _ => (r#"{"jsonrpc":"2.0","id":"open","method":"initialize","params":{}}"#.to_string(), "\"open\""),
@@ -270,6 +276,9 @@ pub fn opening(dialect: Dialect) -> Record {
 
 /// The last record: a state request whose answer ends the case.
 pub fn closing(dialect: Dialect) -> Record {
+    if dialect == Dialect::Acp {
+        return crate::acp_inputs::closing();
+    }
     let text = match dialect {
         Dialect::Native => r#"{"id":"final","type":"get_state"}"#,
         _ => r#"{"jsonrpc":"2.0","id":"final","method":"getState"}"#,
@@ -279,6 +288,9 @@ pub fn closing(dialect: Dialect) -> Record {
 
 /// Record number `n` of a case.
 pub fn record(rng: &mut Rng, dialect: Dialect, n: usize) -> Record {
+    if dialect == Dialect::Acp {
+        return crate::acp_inputs::record(rng, n);
+    }
     let rpc = dialect != Dialect::Native;
     if rpc && rng.chance(4) {
         return batch(rng, dialect, n);

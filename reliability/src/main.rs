@@ -2,8 +2,8 @@
 //! real `pi` binary.
 //!
 //! ```text
-//! pi-reliability ci                           # what scripts/test.sh runs: all suites, bounded
-//! pi-reliability fuzz [--dialect native|jsonrpc|lsp|all] [--seed S] [--records N] [--cases N | --lines N | --seconds N]
+//! pi-reliability ci                           # what scripts/test.sh runs: all suites, bounded (a seeded sample)
+//! pi-reliability fuzz [--dialect native|jsonrpc|lsp|acp|all] [--seed S] [--records N] [--cases N | --lines N | --seconds N]
 //! pi-reliability ws [--dialect native|jsonrpc|all] [--seed S] [--records N] [--cases N | --seconds N]
 //! pi-reliability crash [--kills N | --seconds N] [--seed S]
 //! pi-reliability faults
@@ -13,6 +13,7 @@
 //! `--pi PATH` picks the binary (default: `target/debug/pi` beside this one).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod acp_inputs;
 mod agent;
 mod check;
 mod crash;
@@ -33,6 +34,9 @@ use inputs::Dialect;
 /// Records fuzzed per dialect in CI (`PI_RELIABILITY_FUZZ_LINES` overrides):
 /// about 45 s per dialect on 2 cores with the debug binary.
 const CI_FUZZ_LINES: usize = 100_000;
+/// ACP records fuzzed in CI (`PI_RELIABILITY_ACP_LINES` overrides): about
+/// 40 s on 2 cores with the debug binary (each prompt runs a turn).
+const CI_ACP_FUZZ_LINES: usize = 10_000;
 
 /// The WebSocket fuzzer's seeded sample in CI: cases per dialect, messages per case.
 const CI_WS_CASES: usize = 2;
@@ -58,7 +62,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// All suites with the CI's bounds (100,000 fuzzed records per dialect, 2 WebSocket cases per dialect, 20 kills, the fault matrix).
+    /// All suites with the CI's bounds (100,000 fuzzed records per seed dialect, 10,000 ACP records, 2 WebSocket cases per dialect, 20 kills, the fault matrix).
     Ci,
     /// Fuzz the dialects.
     Fuzz {
@@ -141,13 +145,14 @@ async fn fuzz_suite(
     let totals = fuzz::run(pi, ds, seed, records, cases, seconds, 4).await;
     let secs = started.elapsed().as_secs_f64();
     say(&format!(
-        "fuzz: {} cases, {} records ({:.1} MB) in {:.0} s ({:.0} records/s), {} output records, {} failed",
+        "fuzz: {} cases, {} records ({:.1} MB) in {:.0} s ({:.0} records/s), {} output records, peak RSS {} MiB, {} failed",
         totals.cases,
         totals.records,
         totals.bytes as f64 / 1e6,
         secs,
         totals.records as f64 / secs.max(0.001),
         totals.output_records,
+        totals.peak_rss_kib / 1024,
         totals.failures.len()
     ));
     totals.failures.is_empty()
@@ -186,7 +191,15 @@ async fn main() {
         Command::Ci => {
             let lines =
                 std::env::var("PI_RELIABILITY_FUZZ_LINES").ok().and_then(|v| v.parse().ok()).unwrap_or(CI_FUZZ_LINES);
-            let fuzzed = fuzz_suite(&pi, &Dialect::ALL, 1, 2000, Some(lines.div_ceil(2000)), None).await;
+            let seed_dialects = [Dialect::Native, Dialect::JsonRpc, Dialect::Lsp];
+            let fuzzed = fuzz_suite(&pi, &seed_dialects, 1, 2000, Some(lines.div_ceil(2000)), None).await;
+            // ACP cases run turns on many sessions: a smaller sample.
+            let acp_lines = std::env::var("PI_RELIABILITY_ACP_LINES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(CI_ACP_FUZZ_LINES);
+            let fuzzed_acp = fuzz_suite(&pi, &[Dialect::Acp], 1, 2000, Some(acp_lines.div_ceil(2000)), None).await;
+            let fuzzed = fuzzed && fuzzed_acp;
             let sockets = ws_suite(&pi, &Dialect::ALL, 1, CI_WS_RECORDS, Some(CI_WS_CASES), None).await;
             let crashed = crash::run(&pi, 1, Some(20), None).await;
             let faulted = faults::run(&pi).await;

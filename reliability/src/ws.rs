@@ -466,7 +466,8 @@ pub async fn run_case(pi: &Path, dialect: Dialect, seed: u64, records: usize) ->
     }
     let _ = server.child.start_kill();
     let _ = server.child.wait().await;
-    let stats = CaseStats { records, bytes: 0, output_records: case.conns.iter().map(|c| c.outputs.len()).sum() };
+    let output_records = case.conns.iter().map(|c| c.outputs.len()).sum();
+    let stats = CaseStats { records, bytes: 0, output_records, peak_rss_kib: 0 };
     if problems.is_empty() { Ok(stats) } else { Err(fail(problems, save_logs(&case, seed, &stderr))) }
 }
 
@@ -623,8 +624,10 @@ pub async fn run(
     seconds: Option<u64>,
     jobs: usize,
 ) -> crate::fuzz::Totals {
-    // WebSocket has no `Content-Length` framing: one message per frame.
-    let dialects: Vec<Dialect> = dialects.iter().copied().filter(|d| *d != Dialect::Lsp).collect();
+    // WebSocket has no `Content-Length` framing: one message per frame; ACP
+    // is fuzzed on stdio (`fuzz --dialect acp`).
+    let dialects: Vec<Dialect> =
+        dialects.iter().copied().filter(|d| matches!(d, Dialect::Native | Dialect::JsonRpc)).collect();
     let plan = crate::fuzz::Plan { dialects: &dialects, first_seed, cases, seconds, jobs };
     let pi = pi.to_path_buf();
     crate::fuzz::run_plan(plan, move |dialect, seed| {

@@ -269,10 +269,13 @@ async fn claude_sonnet_4_resolves_as_in_pi_with_an_anthropic_key() {
     let model = pi.call("s", json!({"type": "get_state"})).await["data"]["model"].clone();
     assert_eq!((model["provider"].as_str(), model["id"].as_str()), (Some("anthropic"), Some("claude-sonnet-4-6")));
     // Without any key, pi's resolver (with this catalog, see
-    // crates/config/src/config/testdata/model_resolution.json) picks GitHub Copilot's model.
+    // crates/config/src/config/testdata/model_resolution.json) picks Amazon Bedrock's model.
     let mut pi = Pi::start(sb.command(&["--mode", "rpc", "--no-session", "--model", "claude-sonnet-4"]));
     let model = pi.call("s", json!({"type": "get_state"})).await["data"]["model"].clone();
-    assert_eq!((model["provider"].as_str(), model["id"].as_str()), (Some("github-copilot"), Some("claude-sonnet-4.6")));
+    assert_eq!(
+        (model["provider"].as_str(), model["id"].as_str()),
+        (Some("amazon-bedrock"), Some("us.anthropic.claude-sonnet-4-6"))
+    );
 }
 
 #[tokio::test]

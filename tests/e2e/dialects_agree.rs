@@ -19,7 +19,7 @@ fn normalize(mut v: Value) -> Value {
             for (k, val) in map.iter_mut() {
                 match k.as_str() {
                     "id" | "parentId" | "timestamp" | "sessionId" | "sessionFile" | "cwd" | "leafId"
-                    | "firstKeptEntryId" | "baseUrl" => {
+                    | "firstKeptEntryId" | "baseUrl" | "durationMs" => {
                         if !val.is_null() {
                             *val = json!("<var>");
                         }

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
+use crate::extension_provider_events::{reference_cli, spawn_reference};
 use crate::harness::Sandbox;
 
 /// Tools made with pi's factories: `read` and `remote_ls` through in-memory
@@ -129,4 +130,48 @@ async fn builtin_tool_factories_run_with_the_extensions_operations() {
     );
     assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
     let _ = module;
+}
+
+/// The text of the system message of a recorded OpenAI-style request.
+fn system_text(body: &Value) -> String {
+    let first = &body["messages"][0];
+    match &first["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(""),
+        _ => String::new(),
+    }
+}
+
+/// pi's `prompt-customizer.ts` adds a `tool_guidance` section through
+/// `systemPromptOptions`: the model gets the same section from pi-rpc and from pi 1.6.0.
+#[tokio::test]
+async fn prompt_customizer_adds_its_section_as_in_pi() {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return };
+    let Some(cli) = reference_cli() else { return };
+    let example = cli
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("package")
+        .join("examples/extensions/prompt-customizer.ts");
+    let mut sections = Vec::new();
+    for reference in [false, true] {
+        let sb = Sandbox::with_server().await;
+        sb.server().set_fallback(Reply::text("Hello."));
+        host_settings(&sb, &node, &dir, json!({}));
+        write_module(&sb, "prompt-customizer.ts", &std::fs::read_to_string(&example).expect("the example"));
+        let mut pi = if reference { spawn_reference(&sb, &node, &cli) } else { sb.spawn(&["--no-session"]) };
+        pi.send(json!({"id": "p", "type": "prompt", "message": "hello"})).await;
+        let lines = pi.until_type("agent_settled").await;
+        assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+        let system = system_text(&sb.server().requests()[0].body);
+        let section = system
+            .find("<tool_guidance>")
+            .and_then(|start| {
+                system[start..].find("</tool_guidance>").map(|end| system[start..start + end].to_string())
+            })
+            .unwrap_or_else(|| panic!("no tool_guidance section in: {system}"));
+        sections.push(section);
+    }
+    assert!(sections[0].contains("- Use `read` for file contents"), "{}", sections[0]);
+    assert_eq!(sections[0], sections[1], "the same section as pi 1.6.0");
 }

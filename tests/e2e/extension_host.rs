@@ -107,7 +107,7 @@ async fn throwing_hanging_and_exiting_extensions_are_isolated() {
     let mut names: Vec<&str> =
         commands_list["data"]["commands"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
     names.sort();
-    assert_eq!(names, ["bye", "hang", "later", "py", "still-here", "throw"]);
+    assert_eq!(names, ["bye", "hang", "later", "mcp", "py", "still-here", "throw"], "mcp: the built-in command");
 
     // A throwing command: reported, the extension keeps running.
     pi.send(json!({"id": "t", "type": "prompt", "message": "/throw"})).await;
@@ -154,7 +154,7 @@ async fn throwing_hanging_and_exiting_extensions_are_isolated() {
     let mut names: Vec<&str> =
         commands_list["data"]["commands"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
     names.sort();
-    assert_eq!(names, ["later", "py", "still-here", "throw"], "the dead extensions' commands are gone");
+    assert_eq!(names, ["later", "mcp", "py", "still-here", "throw"], "the dead extensions' commands are gone");
     pi.send(json!({"id": "p", "type": "prompt", "message": "hello"})).await;
     pi.until(|v| v["type"] == "agent_settled").await;
     // Handlers run aside: the error of the turn_end handler comes when it fails.
@@ -207,7 +207,7 @@ async fn without_node_one_clear_error_and_the_rest_works() {
     let text = errors[0]["error"].as_str().unwrap();
     assert!(text.contains("Node.js >= 20") && text.contains(&missing.display().to_string()), "{text}");
     let commands = pi.call("c", json!({"type": "get_commands"})).await;
-    assert_eq!(commands["data"]["commands"][0]["name"], "py");
+    assert_eq!(commands["data"]["commands"][1]["name"], "py", "after the built-in mcp");
     pi.call("p", json!({"type": "prompt", "message": "hello"})).await;
     pi.until(|v| v["type"] == "agent_settled").await;
 }
@@ -239,7 +239,7 @@ async fn no_pi_module_no_node_process() {
     let module = write_module(&sb, "hello.ts", GOOD);
     let mut pi = sb.spawn(&["--no-session", "-e", &module]);
     let commands = pi.call("c", json!({"type": "get_commands"})).await;
-    assert_eq!(commands["data"]["commands"][0]["name"], "still-here");
+    assert_eq!(commands["data"]["commands"][1]["name"], "still-here", "after the built-in mcp");
     assert!(mark.exists());
 }
 

@@ -386,9 +386,12 @@ time.sleep(60)
     let end = lines.iter().find(|v| v["type"] == "tool_execution_end").unwrap();
     assert_eq!(end["isError"], true);
     assert!(end["result"]["content"][0]["text"].as_str().unwrap().starts_with("Extension failed, blocking execution"));
-    // The extension is gone: /stall is no longer a command.
+    // The extension is gone: /stall is no longer a command (the built-in /mcp stays).
     let commands = pi.call("c", json!({"type": "get_commands"})).await;
-    assert_eq!(commands["data"]["commands"], json!([]));
+    assert_eq!(
+        commands["data"]["commands"].as_array().map(|c| c.iter().filter_map(|c| c["name"].as_str()).collect()),
+        Some(vec!["mcp"])
+    );
     let state = pi.call("s", json!({"type": "get_state"})).await;
     assert_eq!(state["data"]["isStreaming"], false);
 }
@@ -460,7 +463,10 @@ sys.stdin.read()
     assert!(m["error"].as_str().unwrap().contains("extension not found"), "{m}");
     assert_eq!(lines.last().unwrap()["success"], true);
     let commands = pi.call("c", json!({"type": "get_commands"})).await;
-    assert_eq!(commands["data"]["commands"], json!([]));
+    assert_eq!(
+        commands["data"]["commands"].as_array().map(|c| c.iter().filter_map(|c| c["name"].as_str()).collect()),
+        Some(vec!["mcp"])
+    );
     pi.call("p", json!({"type": "prompt", "message": "hello"})).await;
     pi.until_type("agent_settled").await;
 }
@@ -503,7 +509,7 @@ for line in sys.stdin:
     let commands = pi.call("c", json!({"type": "get_commands"})).await;
     let names: Vec<&str> =
         commands["data"]["commands"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
-    assert_eq!(names, ["dup:1", "dup:2"]);
+    assert_eq!(names, ["mcp", "dup:1", "dup:2"]);
     pi.send(json!({"id": "d", "type": "prompt", "message": "/dup:2"})).await;
     let notify = ui_request(&mut pi, "notify").await;
     assert_eq!(notify["message"], "ran two");

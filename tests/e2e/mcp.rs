@@ -13,18 +13,18 @@ use tokio::io::AsyncBufReadExt;
 
 use crate::harness::{Pi, Sandbox};
 
-fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
 }
 
 /// node and the installed servers, or None (skip) when not installed.
-struct Servers {
-    node: PathBuf,
-    modules: PathBuf,
+pub(crate) struct Servers {
+    pub(crate) node: PathBuf,
+    pub(crate) modules: PathBuf,
 }
 
 impl Servers {
-    fn find() -> Option<Servers> {
+    pub(crate) fn find() -> Option<Servers> {
         let root = repo_root();
         let node = root.join("target/tools/node/node_modules/.bin/node");
         let modules = root.join("target/tools/mcp/node_modules");
@@ -58,11 +58,11 @@ impl Servers {
     }
 }
 
-fn write_mcp(sb: &Sandbox, servers: Value) {
+pub(crate) fn write_mcp(sb: &Sandbox, servers: Value) {
     std::fs::write(sb.agent_dir.path().join("mcp.json"), json!({"mcpServers": servers}).to_string()).unwrap();
 }
 
-fn tool_names(request: &Value) -> Vec<String> {
+pub(crate) fn tool_names(request: &Value) -> Vec<String> {
     request["tools"]
         .as_array()
         .map(|t| t.iter().map(|t| t["function"]["name"].as_str().unwrap_or("").to_string()).collect())
@@ -74,7 +74,7 @@ fn system_prompt(request: &Value) -> String {
 }
 
 /// Tool result messages the model got in request `n`, by tool call id.
-fn tool_message(sb: &Sandbox, n: usize, id: &str) -> Value {
+pub(crate) fn tool_message(sb: &Sandbox, n: usize, id: &str) -> Value {
     let body = &sb.server().requests()[n].body;
     body["messages"]
         .as_array()
@@ -85,7 +85,7 @@ fn tool_message(sb: &Sandbox, n: usize, id: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
-fn text_of(message: &Value) -> String {
+pub(crate) fn text_of(message: &Value) -> String {
     match &message["content"] {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -93,7 +93,7 @@ fn text_of(message: &Value) -> String {
 }
 
 /// `toolResult` messages of a run, by tool call id.
-fn results(lines: &[Value]) -> Vec<Value> {
+pub(crate) fn results(lines: &[Value]) -> Vec<Value> {
     lines
         .iter()
         .filter(|l| l["type"] == "message_end" && l["message"]["role"] == "toolResult")
@@ -101,11 +101,11 @@ fn results(lines: &[Value]) -> Vec<Value> {
         .collect()
 }
 
-fn result<'a>(results: &'a [Value], id: &str) -> &'a Value {
+pub(crate) fn result<'a>(results: &'a [Value], id: &str) -> &'a Value {
     results.iter().find(|r| r["toolCallId"] == id).unwrap_or_else(|| panic!("no result {id}: {results:?}"))
 }
 
-fn result_text(r: &Value) -> String {
+pub(crate) fn result_text(r: &Value) -> String {
     r["content"].as_array().unwrap().iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
 }
 
@@ -287,7 +287,7 @@ async fn streamable_http_with_expanded_headers() {
     }
 }
 
-fn spawn_with_env(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> Pi {
+pub(crate) fn spawn_with_env(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> Pi {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"));
     cmd.arg("--mode").arg("rpc").args(args).current_dir(sb.cwd.path()).env_clear();
     for keep in ["PATH", "LANG", "TMPDIR"] {
@@ -333,11 +333,11 @@ async fn filesystem_server_through_tool_search() {
     assert!(text_of(&tool_message(&sb, 2, "c2")).contains("alpha beta gamma"));
 }
 
-fn pids(file: &Path) -> Vec<i32> {
+pub(crate) fn pids(file: &Path) -> Vec<i32> {
     std::fs::read_to_string(file).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect()
 }
 
-fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     // Signal 0: does the process exist (and is it not a reaped zombie)?
     let status = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     !status.is_empty() && !status.split(") ").nth(1).unwrap_or("").starts_with('Z')
@@ -364,6 +364,8 @@ async fn faults_are_isolated_and_servers_reconnect() {
     sb.server().push(Reply::tool_call("c2", "mcp__fault__echo", r#"{"text":"back again"}"#));
     sb.server().push(Reply::tool_call("c3", "mcp__fault__hang", "{}"));
     sb.server().push(Reply::tool_call("c4", "mcp__fault__token_length", "{}"));
+    sb.server().push(Reply::tool_call("c5", "mcp__fault__garbage", "{}"));
+    sb.server().push(Reply::tool_call("c6", "mcp__fault__echo", r#"{"text":"and again"}"#));
     sb.server().push(Reply::text("done"));
     let mut pi = spawn_with_env(&sb, &[], &[("PI_TEST_SECRET", secret)]);
     pi.send(json!({"id": "p", "type": "prompt", "message": "break things"})).await;
@@ -371,11 +373,24 @@ async fn faults_are_isolated_and_servers_reconnect() {
     let rs = results(&lines);
     let crash = result(&rs, "c1");
     assert_eq!(crash["isError"], true);
-    assert!(!result_text(crash).is_empty());
+    let crash_text = result_text(crash);
+    assert!(crash_text.starts_with("the MCP server exited (exit status: 3) during the request"), "{crash_text}");
     assert_eq!(result_text(result(&rs, "c2")), "echo: back again", "reconnected on the next call");
     let hang = result_text(result(&rs, "c3"));
     assert!(hang.contains("did not answer within 2 s"), "{hang}");
     assert_eq!(result_text(result(&rs, "c4")), format!("token length {}", secret.len()));
+    let garbage = result(&rs, "c5");
+    assert_eq!(garbage["isError"], true);
+    let garbage_text = result_text(garbage);
+    assert!(
+        garbage_text.starts_with("the MCP server wrote a line that is not JSON-RPC: Traceback: something went wrong"),
+        "{garbage_text}"
+    );
+    assert_eq!(result_text(result(&rs, "c6")), "echo: and again", "reconnected after the garbage");
+    for r in &rs {
+        let text = result_text(r);
+        assert!(!text.contains("rmcp::") && !text.contains("Transport ["), "{text}");
+    }
     // One warning names the broken servers and the bad entry; the session goes on.
     let mut notices: Vec<Value> = lines.iter().filter(|l| l["type"] == "extension_ui_request").cloned().collect();
     if notices.is_empty() {
@@ -407,7 +422,7 @@ async fn faults_are_isolated_and_servers_reconnect() {
         assert!(!std::fs::read_to_string(file).unwrap().contains(secret), "secrets stay out of session files");
     }
     let started = pids(&pid_file);
-    assert_eq!(started.len(), 2, "one restart after the crash: {started:?}");
+    assert_eq!(started.len(), 3, "one restart after the crash, one after the garbage: {started:?}");
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(started.iter().all(|p| !alive(*p)), "children reaped at exit: {started:?}");
 }

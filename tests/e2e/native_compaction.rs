@@ -292,12 +292,15 @@ async fn overflow_compacts_then_retries_the_prompt_once() {
     assert_eq!(failed["stopReason"], "error");
     assert!(failed["errorMessage"].as_str().unwrap().contains("context_length_exceeded"), "{failed}");
     assert_eq!(
-        t[first_end + 1..].iter().map(String::as_str).take(3).collect::<Vec<_>>(),
-        ["compaction_start", "compaction_end", "agent_start"],
+        t[first_end + 1..].iter().map(String::as_str).take(4).collect::<Vec<_>>(),
+        ["entry_appended", "compaction_start", "compaction_end", "agent_start"],
         "{lines:#?}"
     );
-    assert_eq!(lines[first_end + 1], json!({"type": "compaction_start", "reason": "overflow"}));
-    let end = &lines[first_end + 2];
+    // The failed attempt is hidden from the model by a context_edit, announced as pi 1.6.0 does.
+    let edit = &lines[first_end + 1]["entry"];
+    assert_eq!((edit["type"].as_str(), &edit["replacement"]), (Some("context_edit"), &Value::Null), "{edit}");
+    assert_eq!(lines[first_end + 2], json!({"type": "compaction_start", "reason": "overflow"}));
+    let end = &lines[first_end + 3];
     assert_eq!(end["reason"], "overflow");
     assert_eq!(end["willRetry"], true);
     assert_eq!(end["result"]["summary"], "OVERFLOW SUMMARY");

@@ -127,6 +127,7 @@ async fn transient_errors_are_retried_with_the_seed_events() {
     assert_eq!(
         after,
         [
+            "entry_appended",
             "agent_start",
             "turn_start",
             "message_start",

@@ -1,15 +1,16 @@
 //! `pi serve --cluster` on a real NATS JetStream: Debian's `nats-server`
 //! (unpacked into `target/tools/nats` by `scripts/install-serve-tools.sh`)
 //! on 127.0.0.1 with JetStream in a temporary directory, two workers
-//! sharing one session directory. Skipped without nats-server or Python
-//! `websockets` (unless `PI_RPC_REQUIRE_TOOLS=1`).
+//! sharing one session directory; clients in `tests/serve/cluster_client.py`.
+//! Skipped without nats-server or Python `websockets` (unless
+//! `PI_RPC_REQUIRE_TOOLS=1`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::clients::{installed_tool, repo_root};
 use crate::harness::Sandbox;
-use crate::serve::{Served, python_scenario, serve};
+use crate::serve::{Served, python_scenario, python_script, serve};
 
 /// A nats-server with JetStream, stopped when dropped.
 pub struct Nats {
@@ -72,8 +73,8 @@ async fn a_killed_owners_lease_expires_and_another_worker_takes_the_session_over
     if python_scenario(&a, "scale_write", &[&url_a, session]).await.is_none() {
         return;
     }
-    // While its owner lives, the other worker does not serve it (yet: relaying comes with the bus).
-    python_scenario(&b, "owned", &[&url_b, session]).await;
+    // While its owner lives, the other worker serves it through the owner.
+    python_scenario(&b, "scale_continue", &[&url_b, session]).await;
     a.pi.child.start_kill().expect("kill -9 the owner");
     let _ = a.pi.child.wait().await;
     let killed = Instant::now();
@@ -81,13 +82,13 @@ async fn a_killed_owners_lease_expires_and_another_worker_takes_the_session_over
     loop {
         let (python, path) = crate::serve::python().expect("python");
         let out = tokio::process::Command::new(python)
-            .arg(repo_root().join("tests/serve/native_client.py"))
-            .args(["scale_continue", &url_b, session])
+            .arg(repo_root().join("tests/serve/cluster_client.py"))
+            .args(["resume", &url_b, session, "and now?"])
             .env("PYTHONPATH", path)
             .output()
             .await
             .expect("client");
-        if out.status.success() {
+        if out.status.success() && String::from_utf8_lossy(&out.stdout).contains("resume ok") {
             break;
         }
         assert!(killed.elapsed() < Duration::from_secs(8), "no takeover: {}", b.pi.stderr());
@@ -140,7 +141,148 @@ async fn a_stale_owner_paused_past_its_lease_cannot_append() {
         .expect("session file");
     let text = std::fs::read_to_string(&file).expect("session file");
     assert!(text.contains("and now?"), "B's turn is in the file: {text}");
-    assert!(!text.contains("written by a stale owner"), "the stale owner wrote to the file:\n{text}");
+    // A's client may have been relayed to B once A saw its lease was gone (B
+    // then wrote its prompt), but A itself never appended: the file is one
+    // chain, each entry on the one before (a stale append would hang on A's
+    // older leaf).
+    let entries: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    for pair in entries.windows(2).skip(1) {
+        assert_eq!(pair[1]["parentId"], pair[0]["id"], "the session file forks:\n{text}");
+    }
     let log = a.pi.stderr();
     assert!(log.contains("taken over by another worker") || log.contains("lease lost"), "{log}");
+}
+
+/// Run a scenario of `tests/serve/cluster_client.py` (None: no Python `websockets`).
+async fn cluster(served: &Served, scenario: &str, args: &[&str]) -> Option<String> {
+    python_script(served, "cluster_client.py", scenario, args).await
+}
+
+#[tokio::test]
+async fn any_worker_serves_any_session_with_the_owners_numbers() {
+    let Some(nats) = Nats::start().await else { return };
+    let sb = Sandbox::offline();
+    let shared = sb.home.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    let a = worker(&sb, &nats, &shared, "wa", "3").await;
+    let b = worker(&sb, &nats, &shared, "wb", "3").await;
+    let c = worker(&sb, &nats, &shared, "wc", "3").await;
+    let (url_a, url_b, url_c) = (a.url.clone(), b.url.clone(), c.url.clone());
+    if cluster(&a, "relay", &[&url_a, &url_b]).await.is_none() {
+        return;
+    }
+    cluster(&b, "spread", &["12", &url_a, &url_b, &url_c]).await;
+}
+
+#[tokio::test]
+async fn a_killed_owner_mid_stream_loses_no_stored_event_and_the_turn_is_reported_interrupted() {
+    let Some(nats) = Nats::start().await else { return };
+    let sb = Sandbox::with_server().await;
+    let mut slow = pi_compat::fake_server::Reply::text_chunks((0..60).map(|i| format!("w{i} ")));
+    slow.delay = Duration::from_millis(40);
+    sb.server().on_marker("stream slowly", slow);
+    let shared = sb.home.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    let mut a = worker(&sb, &nats, &shared, "wa", "2").await;
+    let b = worker(&sb, &nats, &shared, "wb", "2").await;
+    let pid = a.pi.child.id().expect("pid").to_string();
+    let (url_a, url_b) = (a.url.clone(), b.url.clone());
+    let Some(out) = cluster(&b, "killed", &[&url_a, &url_b, &pid]).await else { return };
+    let _ = a.pi.child.wait().await;
+    let session = out.lines().find_map(|l| l.strip_prefix("SESSION ")).expect("session id").to_string();
+    // The dead worker comes back under its name: nothing is refused.
+    let a = worker(&sb, &nats, &shared, "wa", "2").await;
+    let url_a = a.url.clone();
+    cluster(&a, "resume", &[&url_a, &session, "after the loss"]).await;
+}
+
+#[tokio::test]
+async fn three_workers_behind_round_robin_nginx_serve_every_session_and_drain_without_a_gap() {
+    let Some(nats) = Nats::start().await else { return };
+    let Some(nginx) = installed_tool("nginx/usr/sbin/nginx") else { return };
+    let sb = Sandbox::with_server().await;
+    let mut slow = pi_compat::fake_server::Reply::text_chunks((0..40).map(|i| format!("w{i} ")));
+    slow.delay = Duration::from_millis(50);
+    sb.server().on_marker("stream slowly", slow);
+    let shared = sb.home.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    let dir = shared.display().to_string();
+    let mut workers = Vec::new();
+    for name in ["w1", "w2", "w3"] {
+        let args = ["--session-dir", &dir, "--worker-name", name, "--cluster", &nats.url, "--drain-seconds", "30"];
+        workers.push(serve(&sb, &args).await);
+    }
+    let ports: Vec<u16> = workers.iter().map(|w| crate::serve_nginx::port_of(&w.url)).collect();
+    let (mut balancer, front) = crate::serve_nginx::start_nginx(&nginx, &sb, "nginx-cluster.conf", &ports).await;
+    // 50 sessions created without a key, each resumed by id through nginx.
+    if cluster(&workers[0], "spread", &["50", &front]).await.is_none() {
+        return;
+    }
+    // SIGTERM to w1 while 20 of its sessions stream to clients on w2 and w3.
+    let pid = workers[0].pi.child.id().expect("pid").to_string();
+    let (v, b, c) = (workers[0].url.clone(), workers[1].url.clone(), workers[2].url.clone());
+    cluster(&workers[1], "drain", &["20", &pid, &v, &b, &c]).await;
+    let status = tokio::time::timeout(Duration::from_secs(30), workers[0].pi.child.wait()).await;
+    assert!(matches!(status, Ok(Ok(s)) if s.success()), "the drained worker: {status:?}");
+    let log = workers[0].pi.stderr();
+    assert!(log.contains("sessions handed over"), "{log}");
+    let _ = balancer.start_kill();
+    let _ = balancer.wait().await;
+}
+
+#[tokio::test]
+async fn the_local_cluster_script_brings_it_all_up_and_down_in_one_command() {
+    if installed_tool("nats/usr/sbin/nats-server").is_none() || installed_tool("nginx/usr/sbin/nginx").is_none() {
+        return;
+    }
+    let Some((python, path)) = crate::serve::python() else { return };
+    let sb = Sandbox::offline();
+    let dir = sb.home.path().join("local-cluster");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let port = port.clamp(20_000, 60_000).to_string();
+    let script = |action: &str| {
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg(repo_root().join("deploy/local-cluster.sh")).args(action.split(' '));
+        cmd.env_clear();
+        for keep in ["PATH", "LANG", "TMPDIR"] {
+            if let Some(v) = std::env::var_os(keep) {
+                cmd.env(keep, v);
+            }
+        }
+        cmd.env("HOME", sb.home.path()).env("PI_CODING_AGENT_DIR", sb.agent_dir.path());
+        cmd.env("PI_BIN", env!("CARGO_BIN_EXE_pi")).env("PI_CLUSTER_DIR", &dir).env("PI_CLUSTER_PORT", &port);
+        cmd.stdin(std::process::Stdio::null()).kill_on_drop(true);
+        cmd
+    };
+    let run = |action: &'static str| {
+        let mut cmd = script(action);
+        async move {
+            let out =
+                tokio::time::timeout(Duration::from_secs(60), cmd.output()).await.expect("in time").expect("bash");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(out.status.success(), "local-cluster.sh {action}: {text}{}", String::from_utf8_lossy(&out.stderr));
+            text
+        }
+    };
+    let printed = run("up 3").await;
+    let front = printed.lines().next().expect("the entry URL").to_string();
+    assert_eq!(front, format!("ws://127.0.0.1:{port}/rpc"));
+    let token = dir.join("token");
+    assert!(printed.contains(&format!("token file: {}", token.display())), "{printed}");
+    // Idempotent: the same cluster again.
+    assert_eq!(run("up 3").await, printed);
+    let out = tokio::process::Command::new(python)
+        .arg(repo_root().join("tests/serve/cluster_client.py"))
+        .args(["spread", "6", &front])
+        .env("PYTHONPATH", path)
+        .env("PI_TOKEN_FILE", &token)
+        .output()
+        .await
+        .expect("client");
+    let status = run("status").await;
+    run("down").await;
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(status.lines().filter(|l| l.contains("running (pid")).count(), 5, "{status}");
+    run("down").await;
+    assert_eq!(run("status").await.trim(), "not running");
 }

@@ -49,7 +49,7 @@ async fn sigterm_does_not_wait_on_a_half_open_client() {
     let sb = Sandbox::offline();
     let mut served = serve(&sb, &[]).await;
     let (url, pid) = (served.url.clone(), served.pi.child.id().expect("pid").to_string());
-    // The client sends half its headers, sends SIGTERM, and keeps the socket open 3 s more.
+    // The client sends half its headers, sends SIGTERM, and keeps the socket open 8 s more.
     let Some((python, path)) = crate::serve::python() else { return };
     let mut client = tokio::process::Command::new(python);
     client.arg(crate::clients::repo_root().join("tests/serve/faults_client.py")).args(["half_open", &url, &pid]);
@@ -63,8 +63,9 @@ async fn sigterm_does_not_wait_on_a_half_open_client() {
     assert_eq!(status.expect("wait").code(), Some(0), "{}", served.pi.stderr());
     let client = client.wait().await.expect("the client");
     assert!(client.success(), "the client failed");
-    // SIGTERM comes 0.3 s after the start; the half-open socket stays open 3 s after it.
-    assert!(stopped < Duration::from_millis(2500), "stopping took {stopped:?}: {}", served.pi.stderr());
+    // SIGTERM comes 0.3 s after the client starts (which may take a while on
+    // a loaded machine); the half-open socket stays open 8 s after it.
+    assert!(stopped < Duration::from_secs(6), "stopping took {stopped:?}: {}", served.pi.stderr());
 }
 
 #[tokio::test]

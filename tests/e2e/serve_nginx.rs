@@ -13,9 +13,9 @@ use crate::clients::{installed_tool, repo_root};
 use crate::harness::Sandbox;
 use crate::serve::{node_scenario, python_scenario, serve};
 
-/// `deploy/nginx.conf` with its workers and listen address replaced.
-fn render_config(workers: &[u16], listen: u16) -> String {
-    let template = std::fs::read_to_string(repo_root().join("deploy/nginx.conf")).expect("deploy/nginx.conf");
+/// `deploy/<template>` with its workers and listen address replaced.
+fn render_config(template: &str, workers: &[u16], listen: u16) -> String {
+    let template = std::fs::read_to_string(repo_root().join("deploy").join(template)).expect("deploy/ template");
     let mut out = Vec::new();
     let mut skipping = false;
     for line in template.lines() {
@@ -40,7 +40,7 @@ fn render_config(workers: &[u16], listen: u16) -> String {
     out.join("\n") + "\n"
 }
 
-fn port_of(url: &str) -> u16 {
+pub fn port_of(url: &str) -> u16 {
     let rest = url.trim_start_matches("ws://127.0.0.1:");
     rest.split('/').next().and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("no port in {url}"))
 }
@@ -53,6 +53,38 @@ fn free_port() -> u16 {
 /// The worker named in the session's lock file.
 fn owner_of(dir: &Path, session: &str) -> String {
     std::fs::read_to_string(dir.join(".owners").join(format!("{session}.lock"))).unwrap_or_default().trim().to_string()
+}
+
+/// Debian's nginx running `deploy/<template>` in front of `ports` (killed
+/// when dropped), and its `/rpc` URL.
+pub async fn start_nginx(nginx: &Path, sb: &Sandbox, template: &str, ports: &[u16]) -> (tokio::process::Child, String) {
+    let listen = free_port();
+    let prefix = sb.home.path().join(format!("nginx-{listen}"));
+    std::fs::create_dir_all(&prefix).expect("nginx prefix");
+    let conf = prefix.join("nginx.conf");
+    std::fs::write(&conf, render_config(template, ports, listen)).expect("nginx.conf");
+    let mut balancer = tokio::process::Command::new(nginx)
+        .arg("-p")
+        .arg(&prefix)
+        .arg("-c")
+        .arg(&conf)
+        .args(["-e", "stderr"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start nginx");
+    let mut up = false;
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", listen)).await.is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(up, "nginx did not start: {:?}", balancer.try_wait());
+    (balancer, format!("ws://127.0.0.1:{listen}/rpc"))
 }
 
 #[tokio::test]
@@ -68,33 +100,7 @@ async fn sessions_move_between_workers_behind_nginx() {
     ];
     let ports: Vec<u16> = workers.iter().map(|w| port_of(&w.url)).collect();
 
-    let listen = free_port();
-    let prefix = sb.home.path().join("nginx");
-    std::fs::create_dir_all(&prefix).expect("nginx prefix");
-    let conf = prefix.join("nginx.conf");
-    std::fs::write(&conf, render_config(&ports, listen)).expect("nginx.conf");
-    let mut balancer = tokio::process::Command::new(&nginx)
-        .arg("-p")
-        .arg(&prefix)
-        .arg("-c")
-        .arg(&conf)
-        .args(["-e", "stderr"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start nginx");
-    let mut up = false;
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", listen)).await.is_ok() {
-            up = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(up, "nginx did not start: {:?}", balancer.try_wait());
-    let front = format!("ws://127.0.0.1:{listen}/rpc");
+    let (mut balancer, front) = start_nginx(&nginx, &sb, "nginx.conf", &ports).await;
 
     let session = "lighthouse-session-1";
     if python_scenario(&workers[0], "scale_write", &[&front, session]).await.is_none() {
@@ -128,10 +134,18 @@ async fn sessions_move_between_workers_behind_nginx() {
 
 #[test]
 fn the_rendered_configuration_keeps_the_reference_and_replaces_the_workers() {
-    let text = render_config(&[9001, 9002, 9003], 9000);
+    let text = render_config("nginx.conf", &[9001, 9002, 9003], 9000);
     assert!(text.contains("hash $pi_session consistent;"));
     assert!(text.contains("server 127.0.0.1:9003 max_fails=1"));
     assert!(!text.contains("8101") && !text.contains("8100"));
     assert!(text.contains("listen 127.0.0.1:9000;"));
     assert!(text.ends_with("master_process off;\n"));
+}
+
+#[test]
+fn the_cluster_configuration_is_round_robin() {
+    let text = render_config("nginx-cluster.conf", &[9001, 9002, 9003], 9000);
+    assert!(!text.contains("hash "), "the cluster front needs no routing key");
+    assert!(text.contains("proxy_next_upstream error timeout http_503;"));
+    assert!(text.contains("server 127.0.0.1:9002 max_fails=1") && text.contains("listen 127.0.0.1:9000;"));
 }

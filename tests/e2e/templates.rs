@@ -150,5 +150,5 @@ async fn get_commands_lists_extensions_then_templates_then_skills() {
     let mut pi = sb.spawn(&["--no-session", "--no-prompt-templates"]);
     let commands = pi.call("c", json!({"type": "get_commands"})).await["data"]["commands"].clone();
     let names: Vec<&str> = commands.as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
-    assert_eq!(names, ["skill:review"], "no templates; untrusted project resources stay out");
+    assert_eq!(names, ["mcp", "skill:review"], "no templates; untrusted project resources stay out");
 }

@@ -41,6 +41,12 @@ const VOLATILE: &[&str] = &[
     "x-opencode-session",
     "accept",
     "content-type",
+    // The AWS SDK's own headers, and the SigV4 ones that differ per run.
+    "x-amz-user-agent",
+    "amz-sdk-invocation-id",
+    "amz-sdk-request",
+    "x-amz-date",
+    "x-amz-content-sha256",
 ];
 
 /// Headers that carry the credential.
@@ -54,6 +60,9 @@ struct Case {
     /// `models.json`, with `BASE` replaced by the fake server's address.
     models: Value,
     auth: Option<Value>,
+    /// The fake server checks Bedrock's credentials (SigV4 with
+    /// [`AWS_KEY_ID`]/[`AWS_SECRET`], or a bearer token) and refuses others.
+    aws_auth: bool,
 }
 
 /// What one program did.
@@ -83,6 +92,9 @@ fn with_base(value: &Value, base: &str) -> Value {
 async fn run_one(case: &Case, reference: Option<&(PathBuf, PathBuf)>) -> Run {
     let sb = Sandbox::offline();
     let server = FakeServer::start().await.expect("fake server");
+    if case.aws_auth {
+        server.require_aws_auth(AWS_KEY_ID, AWS_SECRET, Some(AWS_BEARER));
+    }
     server.push(Reply::tool_call("call_side_1", "bash", r#"{"command":"echo side-by-side"}"#));
     server.push(Reply::text("All done."));
     let models = with_base(&case.models, &server.url());
@@ -134,9 +146,18 @@ async fn run_one(case: &Case, reference: Option<&(PathBuf, PathBuf)>) -> Run {
     }
 }
 
-/// `scheme credential` of the request's auth header(s).
+/// `scheme credential` of the request's auth header(s); of a SigV4
+/// signature, its credential scope (key, date, region, service), which both
+/// programs must agree on (the signatures themselves are checked by the fake
+/// server).
 fn credentials(r: &RecordedRequest) -> BTreeMap<String, String> {
-    AUTH.iter().filter_map(|h| r.header(h).map(|v| (h.to_string(), v.to_string()))).collect()
+    AUTH.iter()
+        .filter_map(|h| r.header(h).map(|v| (h.to_string(), v.to_string())))
+        .map(|(h, v)| match v.strip_prefix("AWS4-HMAC-SHA256 ") {
+            Some(rest) => (h, rest.split(',').next().unwrap_or_default().to_string()),
+            None => (h, v),
+        })
+        .collect()
 }
 
 fn provider_headers(r: &RecordedRequest) -> BTreeMap<String, String> {
@@ -161,9 +182,18 @@ fn shape(value: &Value) -> Value {
                     out.insert(key.into(), v.clone());
                 }
             }
-            for key in
-                ["content", "parts", "tools", "functionDeclarations", "function", "functionCall", "functionResponse"]
-            {
+            for key in [
+                "content",
+                "parts",
+                "tools",
+                "functionDeclarations",
+                "function",
+                "functionCall",
+                "functionResponse",
+                "toolUse",
+                "toolResult",
+                "toolSpec",
+            ] {
                 if let Some(v) = map.get(key).filter(|v| v.is_array() || v.is_object()) {
                     out.insert(key.into(), shape(v));
                 }
@@ -184,7 +214,7 @@ fn body_summary(r: &RecordedRequest) -> Value {
         "model": body.get("model"),
         "keys": keys,
         "conversation": shape(&conversation),
-        "tools": shape(body.get("tools").unwrap_or(&Value::Null)),
+        "tools": shape(body.get("tools").or_else(|| body.pointer("/toolConfig/tools")).unwrap_or(&Value::Null)),
     })
 }
 
@@ -223,6 +253,7 @@ fn chatgpt_token() -> String {
 async fn azure_openai_responses() {
     side_by_side(Case {
         name: "azure",
+        aws_auth: false,
         model: "azure/gpt-4.1",
         env: vec![
             ("AZURE_OPENAI_API_KEY", "az-key-123".into()),
@@ -239,6 +270,7 @@ async fn azure_openai_responses() {
 async fn openai_codex_responses() {
     side_by_side(Case {
         name: "openai-codex",
+        aws_auth: false,
         model: "openai-codex/gpt-6.2-sol",
         env: vec![],
         models: json!({"providers": {"openai-codex": {"baseUrl": "BASE/backend-api"}}}),
@@ -252,6 +284,7 @@ async fn openai_codex_responses() {
 async fn google_vertex_with_an_api_key() {
     side_by_side(Case {
         name: "google-vertex",
+        aws_auth: false,
         model: "google-vertex/gemini-4-argon",
         env: vec![("GOOGLE_CLOUD_API_KEY", "vertex-key-123".into())],
         models: json!({"providers": {"google-vertex": {"baseUrl": "BASE"}}}),
@@ -269,6 +302,7 @@ async fn github_copilot_on_its_three_apis() {
     ] {
         side_by_side(Case {
             name,
+            aws_auth: false,
             model,
             env: vec![("COPILOT_GITHUB_TOKEN", "ghu_copilot_token_123".into())],
             models: json!({"providers": {"github-copilot": {"baseUrl": "BASE"}}}),
@@ -289,6 +323,7 @@ async fn cloudflare_workers_ai_and_ai_gateway() {
     };
     side_by_side(Case {
         name: "cloudflare-workers-ai",
+        aws_auth: false,
         model: "cloudflare-workers-ai/@cf/moonshotai/kimi-k2.7-code",
         env: cf(),
         models: json!({"providers": {"cloudflare-workers-ai":
@@ -298,6 +333,7 @@ async fn cloudflare_workers_ai_and_ai_gateway() {
     .await;
     side_by_side(Case {
         name: "cloudflare-ai-gateway",
+        aws_auth: false,
         model: "cloudflare-ai-gateway/workers-ai/@cf/moonshotai/kimi-k2.7-code",
         env: cf(),
         models: json!({"providers": {"cloudflare-ai-gateway":
@@ -311,6 +347,7 @@ async fn cloudflare_workers_ai_and_ai_gateway() {
 async fn openrouter_attribution_headers() {
     side_by_side(Case {
         name: "openrouter",
+        aws_auth: false,
         model: "openrouter/moonshotai/kimi-k2.7-code",
         env: vec![("OPENROUTER_API_KEY", "or-key-123".into())],
         models: json!({"providers": {"openrouter": {"baseUrl": "BASE/api/v1"}}}),
@@ -360,6 +397,8 @@ fn all_credentials() -> Vec<(&'static str, String)> {
     .into_iter()
     .map(|name| (name, format!("test-{}", name.to_ascii_lowercase())))
     .collect();
+    env.push(("AWS_ACCESS_KEY_ID", "AKIDLIST".into()));
+    env.push(("AWS_SECRET_ACCESS_KEY", "list-secret".into()));
     env.push(("CLOUDFLARE_ACCOUNT_ID", "acct42".into()));
     env.push(("CLOUDFLARE_GATEWAY_ID", "gw7".into()));
     env
@@ -405,14 +444,14 @@ async fn list_models(
 
 /// `--list-models` prints pi 1.6.0's table for the same credentials: every
 /// provider pi-rpc serves configured (keys, Cloudflare ids, the ChatGPT
-/// login), then single providers and a search. Amazon Bedrock and Radius
-/// are left unconfigured (not served yet, see src/provider/README.md).
+/// login, AWS keys), then single providers and a search. Radius is left
+/// unconfigured (not served yet, see src/provider/README.md).
 #[tokio::test]
 async fn list_models_equals_pi() {
     let Some(reference) = reference_cli() else { return };
     let env = all_credentials();
     let (pi, rpc) = tokio::join!(list_models(Some(&reference), &env, &[]), list_models(None, &env, &[]));
-    assert!(pi.lines().count() > 1400, "{pi}");
+    assert!(pi.lines().count() > 1600, "{pi}");
     for (a, b) in pi.lines().zip(rpc.lines()) {
         assert_eq!(a, b, "first differing line");
     }
@@ -426,4 +465,73 @@ async fn list_models_equals_pi() {
         list_models(None, &cf_without_gateway, &[])
     );
     assert_eq!(pi, rpc);
+}
+
+/// The AWS keys the Bedrock cases sign with (the fake server checks the signature).
+const AWS_KEY_ID: &str = "AKIDSIDEBYSIDE";
+const AWS_SECRET: &str = "side/by/side+secret";
+const AWS_BEARER: &str = "bedrock-bearer-123";
+
+fn aws_env() -> Vec<(&'static str, String)> {
+    // pi's SDK speaks HTTP/2 by default; the fake server speaks HTTP/1.1.
+    vec![("AWS_BEDROCK_FORCE_HTTP1", "1".into())]
+}
+
+#[tokio::test]
+async fn bedrock_converse_stream_signed_and_with_a_bearer_token() {
+    let models = json!({"providers": {"amazon-bedrock": {"baseUrl": "BASE"}}});
+    let mut keys = aws_env();
+    keys.extend([
+        ("AWS_ACCESS_KEY_ID", AWS_KEY_ID.to_string()),
+        ("AWS_SECRET_ACCESS_KEY", AWS_SECRET.to_string()),
+        ("AWS_SESSION_TOKEN", "session-token-123".to_string()),
+    ]);
+    side_by_side(Case {
+        name: "bedrock-sigv4",
+        aws_auth: true,
+        model: "amazon-bedrock/eu.anthropic.claude-sonnet-4-20250514-v1:0",
+        env: keys,
+        models: models.clone(),
+        auth: None,
+    })
+    .await;
+    let mut bearer = aws_env();
+    bearer.push(("AWS_BEARER_TOKEN_BEDROCK", AWS_BEARER.to_string()));
+    side_by_side(Case {
+        name: "bedrock-bearer",
+        aws_auth: true,
+        model: "amazon-bedrock/global.amazon.nova-2-lite-v1:0",
+        env: bearer,
+        models,
+        auth: None,
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn bedrock_with_a_shared_credentials_profile() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let credentials = dir.path().join("credentials");
+    let config = dir.path().join("config");
+    std::fs::write(
+        &credentials,
+        format!("[default]\naws_access_key_id = AKIDDEFAULT\naws_secret_access_key = x\n\n[work]\naws_access_key_id = {AWS_KEY_ID}\naws_secret_access_key = {AWS_SECRET}\n"),
+    )
+    .expect("credentials");
+    std::fs::write(&config, "[profile work]\nregion = eu-west-3\n").expect("config");
+    let mut env = aws_env();
+    env.extend([
+        ("AWS_PROFILE", "work".to_string()),
+        ("AWS_SHARED_CREDENTIALS_FILE", credentials.display().to_string()),
+        ("AWS_CONFIG_FILE", config.display().to_string()),
+    ]);
+    side_by_side(Case {
+        name: "bedrock-profile",
+        aws_auth: true,
+        model: "amazon-bedrock/eu.anthropic.claude-sonnet-4-20250514-v1:0",
+        env,
+        models: json!({"providers": {"amazon-bedrock": {"baseUrl": "BASE"}}}),
+        auth: None,
+    })
+    .await;
 }

@@ -1,16 +1,16 @@
 //! One ACP connection: reads the client's messages, answers the
-//! connection-level ones (`initialize`, `authenticate`, `session/new`,
-//! `session/load`, `session/list`), routes session requests to their
-//! session task, and hands the client's responses to our requests back to
-//! the core. Every message out goes through one channel to the sink.
+//! connection-level ones (`initialize`, `authenticate`, the session
+//! lifecycle: `session/new`, `load`, `resume`, `fork`, `list`, `delete`,
+//! `close`), routes session requests to their session task (see
+//! [`crate::lifecycle`] for the sessions it holds and their bounds), and
+//! hands the client's responses to our requests back to the core. Every
+//! message out goes through one channel to the sink, within a byte budget.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol_schema::v1 as acp;
-use pi_core::agent::AgentHandle;
-use pi_core::client::{ClientCapabilities, ClientSetup};
+use pi_core::client::ClientCapabilities;
 use pi_core::mcp::ServerConfig;
 use pi_core::op::Op;
 use pi_transport::framing::{FrameError, RecordSource};
@@ -18,19 +18,26 @@ use pi_transport::{MessageSink, Outbound};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
-use tokio::task::JoinSet;
+use tokio::sync::{Semaphore, mpsc};
 
 use crate::PROTOCOL_VERSION;
-use crate::host::{OpenError, SessionHost, SessionSpec, SessionStart};
+use crate::host::{SessionHost, SessionStart};
+use crate::lifecycle::Sessions;
 use crate::requests::{Expect, Sent, answer};
-use crate::session::{Opening, Session, SessionCmd};
+use crate::session::{Opening, SessionCmd};
 use crate::wire::{Incoming, classify, error_response, invalid_params, response};
+
+/// Messages waiting for the client to read them.
+const OUT_MESSAGES: usize = 1024;
+/// Bytes waiting for the client to read them (a bigger message waits for
+/// the way out to empty, then goes alone).
+const OUT_BYTES: usize = 16 * 1024 * 1024;
 
 /// What the connection and its session tasks share: the way out and the
 /// table of our requests awaiting the client's response.
 pub struct Shared {
-    out: mpsc::Sender<Vec<u8>>,
+    out: mpsc::Sender<(Vec<u8>, u32)>,
+    room: Arc<Semaphore>,
     sent: Mutex<Outbound<Sent>>,
 }
 
@@ -39,9 +46,15 @@ impl Shared {
         self.sent.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Send one message (dropped once the output is closed).
+    /// Send one message (dropped once the output is closed), waiting while
+    /// the client has more than the budget left to read.
     pub async fn send(&self, bytes: Vec<u8>) {
-        let _ = self.out.send(bytes).await;
+        let cost = u32::try_from(bytes.len().clamp(1, OUT_BYTES)).unwrap_or(u32::MAX);
+        let Ok(permit) = self.room.clone().acquire_many_owned(cost).await else { return };
+        permit.forget();
+        if self.out.send((bytes, cost)).await.is_err() {
+            self.room.add_permits(cost as usize);
+        }
     }
 
     /// Record a request to the client; returns its wire id.
@@ -55,17 +68,8 @@ impl Shared {
     }
 }
 
-struct Live {
-    cmds: mpsc::Sender<SessionCmd>,
-    handle: AgentHandle,
-}
-
 struct Connection<H: SessionHost> {
-    host: H,
-    shared: Arc<Shared>,
-    capabilities: ClientCapabilities,
-    sessions: HashMap<String, Live>,
-    tasks: JoinSet<()>,
+    sessions: Sessions<H>,
 }
 
 fn params<T: DeserializeOwned>(value: Value) -> Result<T, acp::Error> {
@@ -104,9 +108,13 @@ fn check_cwd(cwd: &std::path::Path) -> Result<PathBuf, acp::Error> {
     Ok(cwd.to_path_buf())
 }
 
+fn new_session_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
 impl<H: SessionHost> Connection<H> {
     async fn send(&self, bytes: Vec<u8>) {
-        self.shared.send(bytes).await;
+        self.sessions.shared.send(bytes).await;
     }
 
     async fn record(&mut self, text: String) {
@@ -130,36 +138,81 @@ impl<H: SessionHost> Connection<H> {
             "initialize" => {
                 let request: acp::InitializeRequest = params(p)?;
                 let fs = &request.client_capabilities.fs;
-                self.capabilities = ClientCapabilities {
+                self.sessions.capabilities = ClientCapabilities {
                     read_text_file: fs.read_text_file,
                     write_text_file: fs.write_text_file,
                     terminal: request.client_capabilities.terminal,
                 };
-                self.send(response(&id, &initialize_response())).await;
+                let forks = self.sessions.host.forks_and_deletes();
+                self.send(response(&id, &initialize_response(forks))).await;
             }
             "authenticate" => {
                 let request: acp::AuthenticateRequest = params(p)?;
-                if request.method_id.0.as_ref() != AUTH_METHOD {
-                    return Err(invalid_params(format!("unknown authentication method \"{}\"", request.method_id.0)));
+                match crate::login::parse(request.method_id.0.as_ref()) {
+                    None => {
+                        let method = &request.method_id.0;
+                        return Err(invalid_params(format!("unknown authentication method \"{method}\"")));
+                    }
+                    Some(crate::login::Authenticate::Config) => {
+                        self.send(response(&id, &acp::AuthenticateResponse::new())).await;
+                    }
+                    // A login waits for the user: the connection goes on meanwhile.
+                    Some(crate::login::Authenticate::Login(login)) => {
+                        let shared = self.sessions.shared.clone();
+                        tokio::spawn(async move {
+                            let answer = match crate::login::run(login).await {
+                                Ok(()) => response(&id, &acp::AuthenticateResponse::new()),
+                                Err(e) => error_response(&id, &e),
+                            };
+                            shared.send(answer).await;
+                        });
+                    }
                 }
-                self.send(response(&id, &acp::AuthenticateResponse::new())).await;
             }
             "session/new" => {
                 let request: acp::NewSessionRequest = params(p)?;
                 let cwd = check_cwd(&request.cwd)?;
-                let session_id = uuid::Uuid::now_v7().to_string();
                 let mcp = mcp_servers(request.mcp_servers, &cwd);
-                self.open(id, SessionStart::New { session_id }, cwd, mcp, Opening::New).await?;
+                let start = SessionStart::New { session_id: new_session_id() };
+                self.sessions.open(start, cwd, mcp, Opening::New(id)).await?;
             }
             "session/load" => {
                 let request: acp::LoadSessionRequest = params(p)?;
                 let cwd = check_cwd(&request.cwd)?;
                 let session_id = request.session_id.0.to_string();
-                if self.sessions.contains_key(&session_id) {
+                if self.sessions.is_open(&session_id) {
                     return Err(invalid_params(format!("session {session_id} is already open on this connection")));
                 }
                 let mcp = mcp_servers(request.mcp_servers, &cwd);
-                self.open(id, SessionStart::Load { session_id }, cwd, mcp, Opening::Load).await?;
+                self.sessions.open(SessionStart::Load { session_id }, cwd, mcp, Opening::Load(id)).await?;
+            }
+            "session/resume" => {
+                let request: acp::ResumeSessionRequest = params(p)?;
+                let cwd = check_cwd(&request.cwd)?;
+                let session_id = request.session_id.0.to_string();
+                if self.sessions.is_open(&session_id) {
+                    // Already here: its state, as a resume of it would give.
+                    return self.sessions.route(&session_id, SessionCmd::Resumed { id }).await;
+                }
+                let mcp = mcp_servers(request.mcp_servers, &cwd);
+                self.sessions.open(SessionStart::Load { session_id }, cwd, mcp, Opening::Resume(id)).await?;
+            }
+            "session/fork" if self.sessions.host.forks_and_deletes() => {
+                let request: acp::ForkSessionRequest = params(p)?;
+                let cwd = check_cwd(&request.cwd)?;
+                let mcp = mcp_servers(request.mcp_servers, &cwd);
+                let start =
+                    SessionStart::Fork { source: request.session_id.0.to_string(), session_id: new_session_id() };
+                self.sessions.open(start, cwd, mcp, Opening::Fork(id)).await?;
+            }
+            "session/delete" if self.sessions.host.forks_and_deletes() => {
+                let request: acp::DeleteSessionRequest = params(p)?;
+                let session_id = request.session_id.0.to_string();
+                // Deleting an open session closes it first, as the spec's
+                // `session/archive` does.
+                self.sessions.stop(&session_id).await;
+                self.sessions.host.delete(&session_id).map_err(crate::lifecycle::open_error)?;
+                self.send(response(&id, &acp::DeleteSessionResponse::new())).await;
             }
             "session/list" => {
                 let request: acp::ListSessionsRequest = params(p)?;
@@ -167,6 +220,7 @@ impl<H: SessionHost> Connection<H> {
                     return Err(invalid_params("unknown cursor (every session is on the first page)"));
                 }
                 let sessions = self
+                    .sessions
                     .host
                     .stored(request.cwd.as_deref())
                     .into_iter()
@@ -177,12 +231,12 @@ impl<H: SessionHost> Connection<H> {
             "session/prompt" => {
                 let request: acp::PromptRequest = params(p)?;
                 let session = request.session_id.0.to_string();
-                self.route(&session, SessionCmd::Prompt { id, request }).await?;
+                self.sessions.route(&session, SessionCmd::Prompt { id, request }).await?;
             }
             "session/set_mode" => {
                 let request: acp::SetSessionModeRequest = params(p)?;
                 let cmd = SessionCmd::SetMode { id, mode: request.mode_id.0.to_string() };
-                self.route(&request.session_id.0, cmd).await?;
+                self.sessions.route(&request.session_id.0, cmd).await?;
             }
             "session/set_config_option" => {
                 let request: acp::SetSessionConfigOptionRequest = params(p)?;
@@ -191,14 +245,17 @@ impl<H: SessionHost> Connection<H> {
                     _ => return Err(invalid_params("this option takes one of its listed values")),
                 };
                 let cmd = SessionCmd::SetConfig { id, config_id: request.config_id.0.to_string(), value };
-                self.route(&request.session_id.0, cmd).await?;
+                self.sessions.route(&request.session_id.0, cmd).await?;
             }
             "session/close" => {
                 let request: acp::CloseSessionRequest = params(p)?;
-                let session = request.session_id.0.to_string();
-                self.route(&session, SessionCmd::Close { id }).await?;
-                self.sessions.remove(&session);
-                self.host.closed(&session);
+                self.sessions.close(&request.session_id.0, id).await?;
+            }
+            "session/cancel" => {
+                // A notification sent as a request: the cancel it names, answered.
+                let request: acp::CancelNotification = params(p)?;
+                self.sessions.route(&request.session_id.0, SessionCmd::Cancel).await?;
+                self.send(response(&id, &serde_json::json!({}))).await;
             }
             other => return Err(acp::Error::method_not_found().data(Value::String(other.to_string()))),
         }
@@ -209,13 +266,13 @@ impl<H: SessionHost> Connection<H> {
         match method {
             "session/cancel" => {
                 if let Ok(request) = params::<acp::CancelNotification>(p) {
-                    let _ = self.route(&request.session_id.0, SessionCmd::Cancel).await;
+                    let _ = self.sessions.route(&request.session_id.0, SessionCmd::Cancel).await;
                 }
             }
             "$/cancel_request" => {
                 if let Ok(request) = params::<acp::CancelRequestNotification>(p) {
                     let id = serde_json::to_string(&request.request_id).unwrap_or_default();
-                    for live in self.sessions.values() {
+                    for live in self.sessions.live() {
                         let _ = live.cmds.send(SessionCmd::CancelRequest { id: id.clone() }).await;
                     }
                 }
@@ -224,50 +281,14 @@ impl<H: SessionHost> Connection<H> {
         }
     }
 
-    async fn route(&self, session: &str, cmd: SessionCmd) -> Result<(), acp::Error> {
-        match self.sessions.get(session) {
-            Some(live) if live.cmds.send(cmd).await.is_ok() => Ok(()),
-            _ => Err(acp::Error::session_not_found(session.to_string())),
-        }
-    }
-
-    async fn open(
-        &mut self,
-        id: Box<RawValue>,
-        start: SessionStart,
-        cwd: PathBuf,
-        mcp_servers: Vec<ServerConfig>,
-        opening: Opening,
-    ) -> Result<(), acp::Error> {
-        let session_id = match &start {
-            SessionStart::New { session_id } | SessionStart::Load { session_id } => session_id.clone(),
-        };
-        let client = ClientSetup {
-            capabilities: self.capabilities,
-            approval: self.host.approval_policy(&cwd),
-            ..ClientSetup::default()
-        };
-        let spec = SessionSpec { start, cwd: cwd.clone(), mcp_servers, client };
-        let opened = self.host.open(spec).await.map_err(|e| match e {
-            OpenError::NotFound(what) => acp::Error::resource_not_found(None).data(Value::String(what)),
-            OpenError::Invalid(why) => invalid_params(why),
-            OpenError::Failed(why) => crate::wire::internal(why),
-        })?;
-        let (cmds, cmd_rx) = mpsc::channel(64);
-        self.sessions.insert(session_id.clone(), Live { cmds, handle: opened.handle.clone() });
-        let session = Session::new(session_id, cwd, opened.handle, opened.outputs, self.shared.clone());
-        self.tasks.spawn(session.run(opening, id, cmd_rx));
-        Ok(())
-    }
-
     async fn client_response(&mut self, id: &RawValue, result: Result<Value, acp::Error>) {
-        let sent = id.get().parse::<u64>().ok().and_then(|n| self.shared.table().remove(n));
+        let sent = id.get().parse::<u64>().ok().and_then(|n| self.sessions.shared.table().remove(n));
         let Some(sent) = sent else {
             tracing::debug!("ignoring a response to no request of ours: {}", id.get());
             return;
         };
         let reply = answer(&sent.expect, result);
-        let Some(live) = self.sessions.get(&sent.session_id) else { return };
+        let Some(live) = self.sessions.get_live(&sent.session_id) else { return };
         if let (
             Expect::TerminalCreated { tool_call_id },
             Ok(pi_core::client::ClientReply::TerminalCreated { terminal_id }),
@@ -279,35 +300,24 @@ impl<H: SessionHost> Connection<H> {
         }
         let _ = live.handle.submit(None, Op::ClientResponse { id: sent.core_id, result: reply }).await;
     }
-
-    async fn finish(&mut self, abort: bool) {
-        for (session_id, live) in self.sessions.drain() {
-            let _ = live.cmds.send(SessionCmd::Shutdown { abort }).await;
-            self.host.closed(&session_id);
-        }
-    }
 }
 
-/// The id of the one authentication method: pi's own configuration.
-pub const AUTH_METHOD: &str = "pi-config";
-
-fn initialize_response() -> acp::InitializeResponse {
+fn initialize_response(forks_and_deletes: bool) -> acp::InitializeResponse {
+    let mut sessions = acp::SessionCapabilities::new()
+        .list(acp::SessionListCapabilities::new())
+        .close(acp::SessionCloseCapabilities::new())
+        .resume(acp::SessionResumeCapabilities::new());
+    if forks_and_deletes {
+        sessions = sessions.delete(acp::SessionDeleteCapabilities::new()).fork(acp::SessionForkCapabilities::new());
+    }
     let capabilities = acp::AgentCapabilities::new()
         .load_session(true)
         .prompt_capabilities(acp::PromptCapabilities::new().image(true).embedded_context(true))
         .mcp_capabilities(acp::McpCapabilities::new().http(true))
-        .session_capabilities(
-            acp::SessionCapabilities::new()
-                .list(acp::SessionListCapabilities::new())
-                .close(acp::SessionCloseCapabilities::new()),
-        );
-    let auth = acp::AuthMethodAgent::new(AUTH_METHOD, "pi configuration").description(
-        "API keys come from pi's auth.json, models.json and the provider environment variables; nothing to enter here"
-            .to_string(),
-    );
+        .session_capabilities(sessions);
     acp::InitializeResponse::new(PROTOCOL_VERSION)
         .agent_capabilities(capabilities)
-        .auth_methods(vec![acp::AuthMethod::Agent(auth)])
+        .auth_methods(crate::login::methods())
         .agent_info(acp::Implementation::new("pi-rpc", env!("CARGO_PKG_VERSION")).title("pi".to_string()))
 }
 
@@ -321,38 +331,46 @@ where
     K: MessageSink,
     F: std::future::Future<Output = ()>,
 {
-    let (out, mut out_rx) = mpsc::channel::<Vec<u8>>(1024);
-    let mut conn = Connection {
-        host,
-        shared: Arc::new(Shared { out, sent: Mutex::new(Outbound::default()) }),
-        capabilities: ClientCapabilities::default(),
-        sessions: HashMap::new(),
-        tasks: JoinSet::new(),
-    };
+    let (out, mut out_rx) = mpsc::channel::<(Vec<u8>, u32)>(OUT_MESSAGES);
+    let room = Arc::new(Semaphore::new(OUT_BYTES));
+    let shared = Arc::new(Shared { out, room: room.clone(), sent: Mutex::new(Outbound::default()) });
+    let idle = host.idle_sleep();
+    let mut conn = Connection { sessions: Sessions::new(host, shared) };
     // The writer runs beside the reader, not inside its loop: the reader (and
     // the sessions) may wait for room in the way out, and that room must
     // never depend on the reader coming back.
     let writer = async {
         let mut output_ok = true;
-        while let Some(bytes) = out_rx.recv().await {
+        while let Some((bytes, cost)) = out_rx.recv().await {
             if output_ok && !sink.send(bytes).await {
                 output_ok = false;
             }
+            room.add_permits(cost as usize);
         }
         output_ok
     };
     let reader = async move {
         let mut input_open = true;
         tokio::pin!(stop);
-        while input_open || !conn.tasks.is_empty() {
+        // Idle sessions are looked for a few times per idle period.
+        let period =
+            idle.map_or(std::time::Duration::from_secs(3600), |d| (d / 4).max(std::time::Duration::from_millis(50)));
+        let mut idle_check = tokio::time::interval(period);
+        idle_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        while input_open || !conn.sessions.tasks.is_empty() {
             tokio::select! {
                 _ = &mut stop, if input_open => {
                     input_open = false;
-                    conn.finish(true).await;
+                    conn.sessions.finish(true).await;
                 }
-                done = conn.tasks.join_next(), if !conn.tasks.is_empty() => {
+                done = conn.sessions.tasks.join_next(), if !conn.sessions.tasks.is_empty() => {
                     if let Some(Err(e)) = done {
                         tracing::error!("an ACP session task failed: {e}");
+                    }
+                }
+                _ = idle_check.tick(), if input_open && idle.is_some() => {
+                    if let Some(idle) = idle {
+                        conn.sessions.sleep_idle(idle).await;
                     }
                 }
                 record = source.next(), if input_open => match record {
@@ -368,7 +386,7 @@ where
                     }
                     Ok(None) | Err(_) => {
                         input_open = false;
-                        conn.finish(false).await;
+                        conn.sessions.finish(false).await;
                     }
                 },
             }

@@ -1,7 +1,8 @@
 //! Where an ACP connection's sessions come from: a [`SessionHost`] creates
-//! a session or looks one up by id (`session/new`, `session/load`), lists the
-//! stored ones (`session/list`) and hears when the connection is done with
-//! one (`session/close`, the connection's end). On stdio the host spawns one
+//! a session, looks one up by id or copies one (`session/new`,
+//! `session/load`, `session/resume`, `session/fork`), lists and deletes the
+//! stored ones (`session/list`, `session/delete`) and hears when the
+//! connection is done with one (`session/close`, the connection's end). On stdio the host spawns one
 //! agent per session in this process; a registry serving many connections
 //! (`pi serve`) can implement the same interface, attaching a connection to
 //! a session that is already live.
@@ -13,13 +14,32 @@ use pi_core::client::ClientSetup;
 use pi_core::mcp::ServerConfig;
 use tokio::sync::mpsc;
 
+/// Agents one connection runs at once, unless the host says otherwise.
+pub const DEFAULT_MAX_LIVE_SESSIONS: usize = 32;
+/// How long a session stays idle before it sleeps, unless the host says otherwise.
+pub const DEFAULT_IDLE_SLEEP: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Which session to start.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SessionStart {
     /// A new session with this id.
     New { session_id: String },
-    /// The stored session with this id (`session/load`).
+    /// The stored session with this id (`session/load`, `session/resume`).
     Load { session_id: String },
+    /// A new session with this id holding a copy of the stored session
+    /// `source`'s history (`session/fork`).
+    Fork { source: String, session_id: String },
+}
+
+impl SessionStart {
+    /// The id of the session this starts.
+    pub fn session_id(&self) -> &str {
+        match self {
+            SessionStart::New { session_id }
+            | SessionStart::Load { session_id }
+            | SessionStart::Fork { session_id, .. } => session_id,
+        }
+    }
 }
 
 /// What `session/new` or `session/load` asks for.
@@ -70,6 +90,30 @@ pub trait SessionHost: Send + 'static {
     /// Stored sessions, newest first, of `cwd` (or of every project).
     fn stored(&self, cwd: Option<&std::path::Path>) -> Vec<StoredSession>;
 
+    /// Sessions whose agents one connection runs at once: a new session
+    /// beyond it puts the least recently used idle one to sleep.
+    fn max_live_sessions(&self) -> usize {
+        DEFAULT_MAX_LIVE_SESSIONS
+    }
+
+    /// How long a session may stay idle before its agent is shut down (it
+    /// wakes on the next request for it); None: never.
+    fn idle_sleep(&self) -> Option<std::time::Duration> {
+        Some(DEFAULT_IDLE_SLEEP)
+    }
+
+    /// Whether this host copies sessions ([`SessionStart::Fork`]) and
+    /// deletes them ([`SessionHost::delete`]): announced at `initialize`.
+    fn forks_and_deletes(&self) -> bool {
+        false
+    }
+
+    /// Delete the stored session `session_id` (the connection has closed it
+    /// first if it was open); `NotFound` when there is none.
+    fn delete(&mut self, session_id: &str) -> Result<(), OpenError> {
+        Err(OpenError::Invalid(format!("session {session_id} cannot be deleted here")))
+    }
+
     /// The connection is done with this session (closed, or the connection
     /// ended). The session's task has already asked its agent to shut down;
     /// a host that shares agents between connections detaches instead.
@@ -83,31 +127,4 @@ pub trait SessionHost: Send + 'static {
         let _ = cwd;
         pi_core::client::ApprovalPolicy::ask_before_changes()
     }
-}
-
-/// The sessions stored in `dirs`, newest first, of `cwd` (or of any cwd):
-/// what a host's [`SessionHost::stored`] lists.
-pub fn stored_in(dirs: &[PathBuf], cwd: Option<&std::path::Path>) -> Vec<StoredSession> {
-    let mut found: Vec<(std::time::SystemTime, StoredSession)> = Vec::new();
-    for dir in dirs {
-        let Ok(read) = std::fs::read_dir(dir) else { continue };
-        for path in read.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl")) {
-            let Some(header) = pi_core::session::read_session_header(&path) else { continue };
-            if cwd.is_some_and(|c| std::path::Path::new(&header.cwd) != c) {
-                continue;
-            }
-            let modified = std::fs::metadata(&path).and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
-            let updated_at =
-                chrono::DateTime::<chrono::Utc>::from(modified).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-            let session = StoredSession {
-                session_id: header.id,
-                cwd: PathBuf::from(header.cwd),
-                title: None,
-                updated_at: Some(updated_at),
-            };
-            found.push((modified, session));
-        }
-    }
-    found.sort_by_key(|s| std::cmp::Reverse(s.0));
-    found.into_iter().map(|(_, s)| s).collect()
 }

@@ -36,7 +36,9 @@ impl SessionHost for TestHost {
         async move {
             let id = match spec.start {
                 SessionStart::New { session_id } => session_id,
-                SessionStart::Load { session_id } => return Err(OpenError::NotFound(session_id)),
+                SessionStart::Load { session_id } | SessionStart::Fork { session_id, .. } => {
+                    return Err(OpenError::NotFound(session_id));
+                }
             };
             log.opened.lock().unwrap().push(id);
             let mut providers = ProviderRegistry::default();

@@ -17,6 +17,7 @@ use pi_core::op::{Disposition, Op, Reply, StreamingBehavior, UiResponse};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
+use tokio_util::sync::DropGuard;
 
 use crate::config::{Choices, MODE, MODEL, THOUGHT_LEVEL};
 use crate::connection::Shared;
@@ -58,12 +59,31 @@ pub enum SessionCmd {
     Shutdown {
         abort: bool,
     },
+    /// `session/resume` of this session while it is open: answered with its state.
+    Resumed {
+        id: Box<RawValue>,
+    },
+    /// Put the session to sleep if it is idle and stored: its agent shuts
+    /// down and the answer is the mode to wake it with; None if it is busy
+    /// (or lives in memory only).
+    Sleep {
+        answer: tokio::sync::oneshot::Sender<Option<ApprovalMode>>,
+    },
 }
 
-/// How the session was opened.
+/// How the session was opened, and the request to answer once it is ready.
 pub enum Opening {
-    New,
-    Load,
+    /// `session/new`: answered with the id, modes and options.
+    New(Box<RawValue>),
+    /// `session/load`: the conversation is replayed, then answered.
+    Load(Box<RawValue>),
+    /// `session/resume`: answered without a replay.
+    Resume(Box<RawValue>),
+    /// `session/fork`: answered with the new session's id.
+    Fork(Box<RawValue>),
+    /// Woken from sleep by a request for it: nothing to answer, nothing to
+    /// announce; its approval mode comes back.
+    Wake(ApprovalMode),
 }
 
 /// A reply the task waits for, and what to do with it.
@@ -73,6 +93,8 @@ enum Purpose {
     Ack(Box<RawValue>),
     /// Answer with the config options once set.
     Config(Box<RawValue>),
+    /// `session/close`: `{}` once the agent is down, however it went down.
+    Closed(Box<RawValue>),
     Ignore,
 }
 
@@ -101,6 +123,8 @@ pub struct Session {
     message_id: u64,
     cost: f64,
     usage: Option<(u64, u64)>,
+    /// The session is stored in a file (it can sleep and be woken).
+    stored: bool,
 }
 
 impl Session {
@@ -129,6 +153,7 @@ impl Session {
             message_id: 0,
             cost: 0.0,
             usage: None,
+            stored: false,
         }
     }
 
@@ -168,30 +193,48 @@ impl Session {
     }
 
     /// Start: learn the model and models, replay a loaded conversation,
-    /// answer the opening request, announce the commands; then serve.
-    pub async fn run(mut self, opening: Opening, request_id: Box<RawValue>, mut cmds: mpsc::Receiver<SessionCmd>) {
+    /// answer the opening request, announce the commands; then serve until
+    /// the agent is gone (`ended` is dropped then).
+    pub async fn run(mut self, opening: Opening, cmds: mpsc::Receiver<SessionCmd>, ended: DropGuard) {
+        let _ended = ended;
         if let Ok(Reply::Models(models)) = self.call(Op::GetAvailableModels).await {
             self.choices.models = models;
         }
         if let Ok(Reply::State(state)) = self.call(Op::GetState).await {
             self.choices.model = state.model;
             self.choices.thinking = Some(state.thinking_level);
+            self.stored = state.session_file.is_some();
         }
         let options = self.choices.options();
         let modes = self.choices.modes();
         match opening {
-            Opening::New => {
+            Opening::New(id) => {
                 let result = acp::NewSessionResponse::new(self.id.clone()).modes(modes).config_options(options);
-                self.send(response(&request_id, &result)).await;
+                self.send(response(&id, &result)).await;
             }
-            Opening::Load => {
+            Opening::Load(id) => {
                 if let Ok(Reply::Messages(messages)) = self.call(Op::GetMessages).await {
                     for update in updates::replay(&messages, &self.cwd) {
                         self.update(update).await;
                     }
                 }
                 let result = acp::LoadSessionResponse::new().modes(modes).config_options(options);
-                self.send(response(&request_id, &result)).await;
+                self.send(response(&id, &result)).await;
+            }
+            Opening::Resume(id) => {
+                let result = acp::ResumeSessionResponse::new().modes(modes).config_options(options);
+                self.send(response(&id, &result)).await;
+            }
+            Opening::Fork(id) => {
+                let result = acp::ForkSessionResponse::new(self.id.clone()).modes(modes).config_options(options);
+                self.send(response(&id, &result)).await;
+            }
+            Opening::Wake(mode) => {
+                if mode != self.choices.mode {
+                    self.choices.mode = mode;
+                    self.submit(Op::SetApprovalMode { mode }, Purpose::Ignore).await;
+                }
+                return self.serve(cmds).await;
             }
         }
         if let Ok(Reply::Commands(commands)) = self.call(Op::GetCommands).await {
@@ -206,6 +249,11 @@ impl Session {
                 .collect();
             self.update(acp::SessionUpdate::AvailableCommandsUpdate(acp::AvailableCommandsUpdate::new(commands))).await;
         }
+        self.serve(cmds).await;
+    }
+
+    /// Serve the connection's commands and the agent's outputs until the agent is gone.
+    async fn serve(mut self, mut cmds: mpsc::Receiver<SessionCmd>) {
         let mut cmds_open = true;
         loop {
             tokio::select! {
@@ -225,6 +273,30 @@ impl Session {
         // The agent is gone: requests still waiting get their answer.
         for id in std::mem::take(&mut self.prompts) {
             self.send(response(&id, &acp::PromptResponse::new(acp::StopReason::Cancelled))).await;
+        }
+        let mut waiting: Vec<(u64, Purpose)> = self.waiting.drain().collect();
+        waiting.sort_by_key(|(tag, _)| *tag);
+        for (_, purpose) in waiting {
+            self.settle_purpose(purpose, Err(CoreError::internal("The session has ended"))).await;
+        }
+        // So do the requests that were still queued for it.
+        cmds.close();
+        while let Some(cmd) = cmds.recv().await {
+            let ended = || internal("The session has ended");
+            match cmd {
+                SessionCmd::Prompt { id, .. }
+                | SessionCmd::SetMode { id, .. }
+                | SessionCmd::SetConfig { id, .. }
+                | SessionCmd::Resumed { id } => self.send(error_response(&id, &ended())).await,
+                SessionCmd::Close { id } => self.send(response(&id, &serde_json::json!({}))).await,
+                SessionCmd::Sleep { answer } => {
+                    let _ = answer.send(None);
+                }
+                SessionCmd::Cancel
+                | SessionCmd::CancelRequest { .. }
+                | SessionCmd::TerminalStarted { .. }
+                | SessionCmd::Shutdown { .. } => {}
+            }
         }
     }
 
@@ -249,7 +321,7 @@ impl Session {
                 None => self.send(error_response(&id, &invalid_params(format!("unknown mode \"{mode}\"")))).await,
             },
             SessionCmd::SetConfig { id, config_id, value } => self.set_config(id, &config_id, value).await,
-            SessionCmd::Close { id } => self.submit(Op::Shutdown { abort: true }, Purpose::Ack(id)).await,
+            SessionCmd::Close { id } => self.submit(Op::Shutdown { abort: true }, Purpose::Closed(id)).await,
             SessionCmd::TerminalStarted { tool_call_id, terminal_id } => {
                 let content = vec![acp::ToolCallContent::Terminal(acp::Terminal::new(terminal_id.clone()))];
                 self.terminals.insert(tool_call_id.clone(), terminal_id);
@@ -261,6 +333,19 @@ impl Session {
             }
             SessionCmd::Shutdown { abort } => {
                 let _ = self.handle.submit(None, Op::Shutdown { abort }).await;
+            }
+            SessionCmd::Resumed { id } => {
+                let result = acp::ResumeSessionResponse::new()
+                    .modes(self.choices.modes())
+                    .config_options(self.choices.options());
+                self.send(response(&id, &result)).await;
+            }
+            SessionCmd::Sleep { answer } => {
+                let idle = self.prompts.is_empty() && self.waiting.is_empty() && self.tools.is_empty();
+                let asleep = (idle && self.stored).then_some(self.choices.mode);
+                if answer.send(asleep).is_ok() && asleep.is_some() {
+                    let _ = self.handle.submit(None, Op::Shutdown { abort: false }).await;
+                }
             }
         }
     }
@@ -332,7 +417,9 @@ impl Session {
                 }
                 self.prompts.push(id);
             }
-            (Purpose::Ack(id), Ok(_)) => self.send(response(&id, &serde_json::json!({}))).await,
+            (Purpose::Ack(id), Ok(_)) | (Purpose::Closed(id), _) => {
+                self.send(response(&id, &serde_json::json!({}))).await
+            }
             (Purpose::Config(id), Ok(_)) => {
                 let options = self.choices.options();
                 self.send(response(&id, &acp::SetSessionConfigOptionResponse::new(options))).await;
@@ -386,7 +473,7 @@ impl Session {
     async fn event(&mut self, event: AgentEvent) {
         match event {
             AgentEvent::MessageStart { message: AgentMessage::Assistant(_) } => self.message_id += 1,
-            AgentEvent::MessageUpdate { event } => {
+            AgentEvent::MessageUpdate { event, .. } => {
                 let (text, thought) = match event {
                     AssistantStreamEvent::TextDelta { delta, .. } => (delta, false),
                     AssistantStreamEvent::ThinkingDelta { delta, .. } => (delta, true),
@@ -428,7 +515,7 @@ impl Session {
                 }
                 self.update(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(tool_call_id, fields))).await;
             }
-            AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error } => {
+            AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error, .. } => {
                 let (name, args) = match self.tools.remove(&tool_call_id) {
                     Some(t) => (t.name, t.args),
                     None => (tool_name, Value::Null),

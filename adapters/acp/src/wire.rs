@@ -51,20 +51,26 @@ pub fn classify(text: &str) -> Incoming {
     let valid_id = id
         .as_deref()
         .map(|raw| raw.get().starts_with(['"', '-']) || raw.get().starts_with(|c: char| c.is_ascii_digit()));
+    // An id that is not a string or a number is not echoed: JSON-RPC 2.0
+    // answers with `id: null` when the id cannot be read.
+    let error_id = || match (&id, valid_id) {
+        (Some(id), Some(true)) => id.clone(),
+        _ => null_id(),
+    };
     if object.get("jsonrpc").map(RawValue::get) != Some("\"2.0\"") {
-        return invalid(id.unwrap_or_else(null_id), "\"jsonrpc\" must be \"2.0\"");
+        return invalid(error_id(), "\"jsonrpc\" must be \"2.0\"");
     }
     let params = match object.get("params").map(|raw| serde_json::from_str::<Value>(raw.get())) {
         None => Value::Null,
         Some(Ok(params)) => params,
-        Some(Err(e)) => return invalid(id.unwrap_or_else(null_id), &e.to_string()),
+        Some(Err(e)) => return invalid(error_id(), &e.to_string()),
     };
     let method = match object.string("method") {
         Ok(method) => method,
-        Err(_) => return invalid(id.unwrap_or_else(null_id), "\"method\" must be a string"),
+        Err(_) => return invalid(error_id(), "\"method\" must be a string"),
     };
     match (method, id) {
-        (Some(_), Some(id)) if valid_id == Some(false) => invalid(id, "\"id\" must be a string or a number"),
+        (Some(_), Some(_)) if valid_id == Some(false) => invalid(null_id(), "\"id\" must be a string or a number"),
         (Some(method), Some(id)) => Incoming::Request { id, method, params },
         (Some(method), None) => Incoming::Notification { method, params },
         (None, Some(id)) => {
@@ -168,6 +174,24 @@ mod tests {
         }
         for bad in ["[1]", "{", r#"{"id":1,"method":"x"}"#, r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#] {
             assert!(matches!(classify(bad), Incoming::Invalid { .. }), "{bad}");
+        }
+        for id in ["{}", "true", "[1]", "null", r#"{"a":1}"#] {
+            for text in [
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"x"}}"#),
+                format!(r#"{{"jsonrpc":"1.0","id":{id},"method":"x"}}"#),
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":7}}"#),
+            ] {
+                match classify(&text) {
+                    Incoming::Invalid { id, error } => {
+                        assert_eq!((id.get(), i32::from(error.code)), ("null", -32600), "{text}")
+                    }
+                    other => panic!("{text}: {other:?}"),
+                }
+            }
+        }
+        match classify(r#"{"jsonrpc":"1.0","id":"k","method":"x"}"#) {
+            Incoming::Invalid { id, .. } => assert_eq!(id.get(), "\"k\"", "a readable id is kept"),
+            other => panic!("{other:?}"),
         }
         let sent = response(&RawValue::from_string("\"a\"".into()).unwrap(), &serde_json::json!({}));
         assert_eq!(String::from_utf8(sent).unwrap(), r#"{"jsonrpc":"2.0","id":"a","result":{}}"#);

@@ -8,6 +8,7 @@ mod acp_host;
 mod args;
 mod commands;
 mod dialect;
+mod login;
 mod packages;
 mod print;
 mod serve;
@@ -26,6 +27,9 @@ fn main() -> ExitCode {
     }
     if let Some(code) = packages::command(&argv) {
         return code;
+    }
+    if let Some((command, args)) = login::command(&argv) {
+        return main_login(command, args);
     }
     let args = Args::parse_from(argv);
     if args.version {
@@ -86,6 +90,26 @@ fn main_serve(mut argv: Vec<std::ffi::OsString>) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `pi login …` / `pi logout …` (also `pi auth login …`).
+fn main_login(command: &str, argv: Vec<std::ffi::OsString>) -> ExitCode {
+    init_tracing(false);
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let code = if command == "login" {
+        runtime.block_on(login::run_login(login::LoginArgs::parse_from(argv)))
+    } else {
+        runtime.block_on(login::run_logout(login::LogoutArgs::parse_from(argv)))
+    };
+    // A question may still wait on stdin in a blocking thread: don't wait for it.
+    runtime.shutdown_background();
+    code
 }
 
 /// One line on stdout (the print-and-exit options).

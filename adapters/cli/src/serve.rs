@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicU8;
 use std::time::Duration;
 
 use clap::Parser;
+use pi_serve::cluster::events::Retention;
 use pi_serve::cluster::{Cluster, ClusterOptions};
 use pi_serve::hub::HubOptions;
 use pi_serve::listener::ListenLimits;
@@ -91,6 +92,19 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub lease_ttl: f64,
 
+    /// On SIGTERM (--cluster): seconds running turns may take to finish before the sessions are handed over
+    /// (set the orchestrator's grace period a few seconds above it); 0: no drain.
+    #[arg(long, value_name = "SECONDS", default_value_t = 25.0)]
+    pub drain_seconds: f64,
+
+    /// Events of each session the cluster's event stream keeps for replay (--cluster; set by the first worker).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub event_retention: i64,
+
+    /// Seconds the cluster's event stream keeps an event (--cluster; set by the first worker).
+    #[arg(long, value_name = "SECONDS", default_value_t = 86_400.0)]
+    pub event_max_age: f64,
+
     #[command(flatten)]
     pub agent: Args,
 }
@@ -136,6 +150,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 credentials: args.cluster_credentials.clone(),
                 lease_ttl: seconds("--lease-ttl", args.lease_ttl)?,
                 worker: owner.clone(),
+                retention: Retention {
+                    per_session: args.event_retention.max(1),
+                    max_age: seconds("--event-max-age", args.event_max_age)?,
+                },
             })
             .await
             .map_err(anyhow::Error::msg)?,
@@ -162,6 +180,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             header_timeout: seconds("--header-timeout", args.header_timeout)?,
             handshake_timeout: seconds("--handshake-timeout", args.handshake_timeout)?,
         },
+        drain: seconds("--drain-seconds", args.drain_seconds)?,
     };
     let stop = crate::dialect::termination(Arc::new(AtomicU8::new(0)));
     pi_serve::server::run(registry, serve, |address| crate::say(&address), stop).await?;

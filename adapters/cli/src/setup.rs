@@ -110,7 +110,7 @@ pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentC
     pi_core::provider::shared::set_attribution(attribution);
     let providers = ProviderRegistry::builtin(http, faux);
     let (resources, extensions, project_trusted) = resources_and_extensions(args, &agent_dir, &cwd)?;
-    let mcp = mcp_options(args, &agent_dir, &cwd, project_trusted);
+    let mcp = mcp_options(args, &settings, &agent_dir, &cwd, project_trusted);
 
     // Seed dialects: approvals only with `--tool-approval` or `toolApproval.enabled`.
     let mut settings_approval = settings.tool_approval.policy(false);
@@ -152,10 +152,18 @@ const INDIRECT_TOOLS: [&str; 2] = ["codemode", "tool_search"];
 /// The resource tools count as MCP tools for `--tools`.
 const MCP_RESOURCE_TOOLS: [&str; 3] = ["list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource"];
 
-/// `mcp.json` (the project's only when trusted), unless `--no-mcp` or `--no-tools`.
-fn mcp_options(args: &Args, agent_dir: &std::path::Path, cwd: &std::path::Path, project_trusted: bool) -> McpOptions {
-    if args.no_mcp || args.no_tools {
-        return McpOptions::default();
+/// `mcp.json` (the project's only when trusted), unless `--no-mcp`,
+/// `--no-tools`, or, as pi's built-in `mcp` extension, `--no-extensions` or
+/// a `-builtin:mcp` entry in the settings' `extensions`.
+fn mcp_options(
+    args: &Args,
+    settings: &Settings,
+    agent_dir: &std::path::Path,
+    cwd: &std::path::Path,
+    project_trusted: bool,
+) -> McpOptions {
+    if args.no_mcp || args.no_tools || args.no_extensions || !settings.builtin_extension_enabled("mcp") {
+        return McpOptions { disabled: true, ..McpOptions::default() };
     }
     let sources = ConfigSources { agent_dir, cwd, project_trusted, env: None };
     let config = McpConfig::load(&sources);
@@ -164,7 +172,7 @@ fn mcp_options(args: &Args, agent_dir: &std::path::Path, cwd: &std::path::Path, 
     }
     let tools: Option<Vec<String>> = args.tools.as_ref().map(|l| l.iter().map(|t| t.trim().to_string()).collect());
     let exclude = args.exclude_tools.clone().unwrap_or_default();
-    McpOptions { config, filter: ToolFilter::from_cli(tools.as_deref(), &exclude) }
+    McpOptions { config, filter: ToolFilter::from_cli(tools.as_deref(), &exclude), disabled: false }
 }
 
 /// Prompt templates and skills (discovered now, problems logged), and the

@@ -104,15 +104,17 @@ impl Native {
 /// `toolcall_delta`: the events of nearly every line of a reply), written
 /// straight from the event: the bytes [`map_event`] and `to_line` give.
 fn delta_line(event: &AgentEvent) -> Option<Vec<u8>> {
-    let AgentEvent::MessageUpdate { event } = event else { return None };
+    let AgentEvent::MessageUpdate { event, usage } = event else { return None };
     let (kind, content_index, delta) = match event {
         AssistantStreamEvent::TextDelta { content_index, delta } => ("text_delta", content_index, delta),
         AssistantStreamEvent::ThinkingDelta { content_index, delta } => ("thinking_delta", content_index, delta),
         AssistantStreamEvent::ToolCallDelta { content_index, delta } => ("toolcall_delta", content_index, delta),
         _ => return None,
     };
-    let mut line = Vec::with_capacity(96 + delta.len());
-    line.extend_from_slice(br#"{"type":"message_update","assistantMessageEvent":{"type":""#);
+    let mut line = Vec::with_capacity(352 + delta.len());
+    line.extend_from_slice(br#"{"type":"message_update","usage":"#);
+    serde_json::to_writer(&mut line, &**usage).ok()?;
+    line.extend_from_slice(br#","assistantMessageEvent":{"type":""#);
     line.extend_from_slice(kind.as_bytes());
     line.extend_from_slice(br#"","contentIndex":"#);
     line.extend_from_slice(content_index.to_string().as_bytes());

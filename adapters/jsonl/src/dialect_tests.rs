@@ -111,15 +111,22 @@ fn delta_lines_are_the_bytes_of_the_mapped_event() {
         "\u{2028}\u{2029}",
         "</script>",
     ];
+    // A usage with the fields pi 1.6.0 reports once the provider did (its cost in float form).
+    let mut reported =
+        pi_core::message::Usage { input: 614, output: 1, reasoning: Some(0), total_tokens: 615, ..Default::default() };
+    reported.cost.input = 0.001842;
+    reported.cost.total = 0.0018570000000000001;
+    reported.cost.total_from_provider = Some(false);
     let mut count = 0;
-    for text in texts {
+    for (text, usage) in texts.into_iter().zip([Default::default(), reported].into_iter().cycle()) {
+        let usage = std::sync::Arc::new(usage);
         for content_index in [0, 7, 123_456] {
             for event in [
                 E::TextDelta { content_index, delta: text.to_string() },
                 E::ThinkingDelta { content_index, delta: text.to_string() },
                 E::ToolCallDelta { content_index, delta: text.to_string() },
             ] {
-                let event = AgentEvent::MessageUpdate { event };
+                let event = AgentEvent::MessageUpdate { event, usage: usage.clone() };
                 let mapped = map_event(event.clone(), |_| None).and_then(|wire| to_line(&wire)).unwrap();
                 assert_eq!(delta_line(&event).as_deref(), Some(&mapped[..]), "{event:?}");
                 let mut out = Vec::new();
@@ -132,8 +139,11 @@ fn delta_lines_are_the_bytes_of_the_mapped_event() {
     assert_eq!(count, texts.len() * 9);
     // Other events take the general way.
     for event in [
-        AgentEvent::MessageUpdate { event: E::TextStart { content_index: 0 } },
-        AgentEvent::MessageUpdate { event: E::TextEnd { content_index: 0, content: "x".into() } },
+        AgentEvent::MessageUpdate { event: E::TextStart { content_index: 0 }, usage: Default::default() },
+        AgentEvent::MessageUpdate {
+            event: E::TextEnd { content_index: 0, content: "x".into() },
+            usage: Default::default(),
+        },
         AgentEvent::AgentStart,
     ] {
         assert_eq!(delta_line(&event), None, "{event:?}");

@@ -10,7 +10,12 @@ use crate::wire::{
 };
 
 fn payload(p: ToolResultPayload) -> WireToolResult {
-    WireToolResult { content: p.content, details: p.details }
+    WireToolResult {
+        content: p.content,
+        details: p.details,
+        structured_content: p.structured_content,
+        is_error: p.is_error,
+    }
 }
 
 fn stream_event(e: AssistantStreamEvent) -> WireAssistantEvent {
@@ -56,8 +61,8 @@ pub fn map_event(event: AgentEvent, bash_id: impl FnOnce(Option<u64>) -> Option<
         AgentEvent::TurnStart => WireEvent::TurnStart,
         AgentEvent::TurnEnd { message, tool_results } => WireEvent::TurnEnd { message, tool_results },
         AgentEvent::MessageStart { message } => WireEvent::MessageStart { message },
-        AgentEvent::MessageUpdate { event } => {
-            WireEvent::MessageUpdate { assistant_message_event: stream_event(event) }
+        AgentEvent::MessageUpdate { event, usage } => {
+            WireEvent::MessageUpdate { usage, assistant_message_event: stream_event(event) }
         }
         AgentEvent::MessageEnd { message } => WireEvent::MessageEnd { message },
         AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args } => {
@@ -66,8 +71,8 @@ pub fn map_event(event: AgentEvent, bash_id: impl FnOnce(Option<u64>) -> Option<
         AgentEvent::ToolExecutionUpdate { tool_call_id, tool_name, args, partial_result } => {
             WireEvent::ToolExecutionUpdate { tool_call_id, tool_name, args, partial_result: payload(partial_result) }
         }
-        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error } => {
-            WireEvent::ToolExecutionEnd { tool_call_id, tool_name, result: payload(result), is_error }
+        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error, duration_ms } => {
+            WireEvent::ToolExecutionEnd { tool_call_id, tool_name, result: payload(result), is_error, duration_ms }
         }
         AgentEvent::QueueUpdate { steering, follow_up } => WireEvent::QueueUpdate { steering, follow_up },
         AgentEvent::CompactionStart { reason } => WireEvent::CompactionStart { reason: reason.as_str().to_string() },
@@ -105,6 +110,7 @@ pub fn map_event(event: AgentEvent, bash_id: impl FnOnce(Option<u64>) -> Option<
         }
         AgentEvent::ModelChanged { .. } => return None,
         AgentEvent::SessionInfoChanged { name } => WireEvent::SessionInfoChanged { name },
+        AgentEvent::EntryAppended { entry } => WireEvent::EntryAppended { entry },
         AgentEvent::ContextUsage(_) => return None,
         AgentEvent::RunError { .. } => return None,
         AgentEvent::ExtensionError { extension_path, event, error } => {
@@ -122,6 +128,8 @@ pub fn map_event(event: AgentEvent, bash_id: impl FnOnce(Option<u64>) -> Option<
             _ => return None,
         },
         AgentEvent::ClientRequestEnded { .. } => return None,
+        // The native dialect has no `login` command (pi has none in RPC mode).
+        AgentEvent::LoginEnd { .. } => return None,
     })
 }
 

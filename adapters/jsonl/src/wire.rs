@@ -6,7 +6,7 @@
 //! The doc comments here become the descriptions of the generated JSON
 //! Schemas (`schemas/jsonl/*.schema.json`).
 
-use pi_core::message::{AgentMessage, ContentBlock, ToolCall};
+use pi_core::message::{AgentMessage, ContentBlock, ToolCall, Usage};
 use pi_core::model::ThinkingLevel;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -99,14 +99,25 @@ pub struct WireToolCall {
     pub call: ToolCall,
 }
 
-/// A tool result or partial result (`{content, details?}`).
+/// A tool result or partial result (`{content, details?, structuredContent?}`).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct WireToolResult {
     /// Content blocks the model sees (text, images).
     pub content: Vec<ContentBlock>,
     /// Tool-specific details (e.g. the edit diff); absent when the tool reports none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+    /// The tool's structured result, for programs rather than the model (bash:
+    /// `{output, truncated, full_output_path?, exit_code, wall_time_seconds}`;
+    /// read: the text, or `{type: "image", data, mimeType, note}`; MCP tools:
+    /// the server's result). Only on `tool_execution_end`, as pi 1.6.0 sends it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// `true` when the result itself reports an error (an MCP result with
+    /// `isError`); absent otherwise, also for failures the tool threw.
+    #[serde(rename = "isError", skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
 }
 
 /// An extension UI request (`extension_ui_request`); the fields present depend on `method`.
@@ -160,6 +171,8 @@ pi_core::native_wire! {
         },
         /// A streaming step of the assistant message.
         MessageUpdate {
+            /// The message's usage so far (zeros until the provider reports it), as pi 1.6.0 sends it.
+            usage: std::sync::Arc<Usage>,
             /// The delta.
             assistant_message_event: WireAssistantEvent,
         },
@@ -207,6 +220,10 @@ pi_core::native_wire! {
             result: WireToolResult,
             /// True when the tool failed.
             is_error: bool,
+            /// Milliseconds the tool ran; absent for a call refused before it ran
+            /// (unknown tool, invalid arguments, blocked).
+            #[serde(skip_serializing_if = "Option::is_none")]
+            duration_ms: Option<u64>,
         },
         /// The steering or follow-up queue changed (full queues).
         QueueUpdate {
@@ -290,6 +307,14 @@ pi_core::native_wire! {
         SessionInfoChanged {
             /// The new name.
             name: String,
+        },
+        /// An entry was appended to the session outside the message flow: the
+        /// `context_edit` (`replacement: null`) that leaves a retried or
+        /// recovered attempt out of the model's context, as pi 1.6.0 announces it.
+        EntryAppended {
+            /// The entry, as written to the session file.
+            #[schemars(with = "pi_core::session::entry::SessionEntry")]
+            entry: Value,
         },
         /// An extension threw an error.
         ExtensionError {

@@ -13,8 +13,8 @@ use crate::errors::classify;
 use crate::wire::{
     AssistantMessageParams, AutoRetryEndParams, AutoRetryStartParams, BashOutputParams, CompactionEndParams,
     CompactionStartParams, ContextUsageParams, ErrorParams, ExtensionErrorParams, ExtensionUiParams,
-    ModelChangedParams, QueueUpdateParams, ServerNotification, SessionNameChangedParams, TokenUsage, ToolCallParams,
-    ToolOutput, ToolResultParams, ToolUpdateParams, TurnEndParams,
+    LoginCompletedParams, ModelChangedParams, QueueUpdateParams, ServerNotification, SessionNameChangedParams,
+    TokenUsage, ToolCallParams, ToolOutput, ToolResultParams, ToolUpdateParams, TurnEndParams,
 };
 
 /// A notification to send.
@@ -33,7 +33,7 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
         AgentEvent::TurnStart => return None,
         AgentEvent::TurnEnd { .. } => return None,
         AgentEvent::MessageStart { .. } => return None,
-        AgentEvent::MessageUpdate { event } => match event {
+        AgentEvent::MessageUpdate { event, .. } => match event {
             AssistantStreamEvent::TextDelta { delta, .. } => {
                 ServerNotification::AssistantMessage(AssistantMessageParams::Delta { delta })
             }
@@ -72,7 +72,7 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
                 output: ToolOutput { content: partial_result.content },
             })
         }
-        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error } => {
+        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error, .. } => {
             ServerNotification::ToolResult(ToolResultParams {
                 tool_call_id,
                 tool_name,
@@ -115,6 +115,8 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
         AgentEvent::SessionInfoChanged { name } => {
             ServerNotification::SessionNameChanged(SessionNameChangedParams { name })
         }
+        // Seed 004 has no notification for session bookkeeping.
+        AgentEvent::EntryAppended { .. } => return None,
         AgentEvent::ContextUsage(usage) => ServerNotification::ContextUsage(ContextUsageParams {
             used: usage.tokens,
             total: usage.context_window,
@@ -147,6 +149,9 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
             _ => return None,
         },
         AgentEvent::ClientRequestEnded { .. } => return None,
+        AgentEvent::LoginEnd { provider, error } => {
+            ServerNotification::LoginCompleted(LoginCompletedParams { provider, success: error.is_none(), error })
+        }
         AgentEvent::ExtensionUiRequest(request) => {
             let dialog = request.kind.is_dialog();
             let method = request.kind.method();
@@ -200,7 +205,8 @@ mod tests {
         );
         assert_eq!(
             line(AgentEvent::MessageUpdate {
-                event: AssistantStreamEvent::ThinkingDelta { content_index: 0, delta: "hm".into() }
+                event: AssistantStreamEvent::ThinkingDelta { content_index: 0, delta: "hm".into() },
+                usage: Default::default(),
             }),
             r#"{"jsonrpc":"2.0","method":"assistantMessage","params":{"type":"thinkingDelta","thinking":"hm"}}"#
         );

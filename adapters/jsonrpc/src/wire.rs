@@ -53,7 +53,22 @@ pi_core::jsonrpc_wire! {
         /// An extension asks the client for UI; dialogs are answered with an
         /// `extension:response` notification carrying the same `id`.
         ExtensionUi(ExtensionUiParams),
+        /// A login started with `login` ended: the credential is stored (`success`), or `error` says why not.
+        LoginCompleted(LoginCompletedParams),
     }
+}
+
+/// `loginCompleted` params.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginCompletedParams {
+    /// The provider logged in to.
+    pub provider: String,
+    /// True when the credential is stored in auth.json.
+    pub success: bool,
+    /// Why the login failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// `initialized` params.

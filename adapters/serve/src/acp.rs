@@ -63,6 +63,10 @@ impl SessionHost for RegistryHost {
                     .await
                     .map_err(open_error)?,
                 SessionStart::Load { session_id } => registry.open(&session_id).await.map_err(open_error)?,
+                // Not announced by this host (`forks_and_deletes` is false).
+                SessionStart::Fork { .. } => {
+                    return Err(OpenError::Invalid("session/fork is not available under pi serve".into()));
+                }
             };
             let (queue, queued) = mpsc::channel(queue_messages.max(1));
             let conn = ConnHandle { id: registry.next_conn_id(), queue, kick };

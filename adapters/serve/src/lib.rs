@@ -2,7 +2,10 @@
 //!
 //! * [`acp`]: ACP connections' sessions, from the registry.
 //! * [`registry`]: the loaded sessions by id, shared by every connection.
-//! * [`hub`]: one session's actor and the pump that numbers, buffers and routes its output.
+//! * [`hub`]: one loaded session (its actor, or a mirror of it) and its connections.
+//! * [`pump`]: a hub's output: numbered, buffered, published, routed to connections.
+//! * [`conn`]: a connection as a hub sees it, and queueing for it without waiting.
+//! * [`interrupted`]: what clients hear when a run was lost with its worker.
 //! * [`replay`]: sequence numbers and the bounded buffer of a session's latest events.
 //! * [`link`]: a connection's side: attach, switch, forward ops, its bounded queue.
 //! * [`lock`]: one owner per session across workers (an OS file lock).
@@ -13,11 +16,14 @@
 
 pub mod acp;
 pub mod cluster;
+pub mod conn;
 pub mod hub;
+pub mod interrupted;
 pub mod link;
 pub mod listener;
 pub mod lock;
 pub mod ownership;
+mod pump;
 pub mod registry;
 pub mod replay;
 pub mod server;

@@ -96,7 +96,7 @@ impl Link {
 
     async fn detach(&mut self) {
         if let (Some(hub), Some(conn)) = (self.attached.take(), &self.conn) {
-            hub.detach(conn.id).await;
+            hub.follow().detach(conn.id).await;
         }
     }
 
@@ -116,11 +116,12 @@ impl Link {
                     self.attached = Some(hub);
                     return Ok(());
                 }
-                // It was unloading: load it again.
+                // It was unloading (or moving): load it again, or follow it.
                 Err(_) => {
                     let id = hub.id();
                     hub.wait_closed().await;
-                    hub = self.registry.open(&id).await?;
+                    let next = hub.follow();
+                    hub = if Arc::ptr_eq(&next, &hub) { self.registry.open(&id).await? } else { next };
                 }
             }
         }
@@ -128,8 +129,13 @@ impl Link {
 
     /// The attached session, or a new one.
     async fn session(&mut self) -> Result<Arc<Hub>, CoreError> {
-        if let Some(hub) = self.attached.as_ref().filter(|h| !h.is_closing()) {
-            return Ok(hub.clone());
+        if let Some(hub) = &self.attached {
+            // A mirror that moves keeps its ops for the session's new place.
+            let current = hub.follow();
+            if !current.is_closing() || current.is_mirror() {
+                self.attached = Some(current.clone());
+                return Ok(current);
+            }
         }
         let hub = self.registry.create(None, None).await?;
         self.switch_to(hub.clone(), None, None).await?;
@@ -165,7 +171,7 @@ impl Link {
                 self.switch_to(hub, tag, None).await
             }
             Op::SwitchSession { session_path: reference, after_seq } | Op::ResumeSession { reference, after_seq } => {
-                let id = self.registry.resolve(&reference)?;
+                let id = self.registry.resolve(&reference).await?;
                 let hub = self.registry.open(&id).await?;
                 self.switch_to(hub, tag, after_seq).await
             }

@@ -5,20 +5,27 @@
 //! the session directory) or creates it, and unloaded by its hub once idle.
 //! Loading takes the session's owner lock, so two workers sharing a session
 //! directory never both serve one session.
+//!
+//! In a cluster ([`crate::cluster`]) the owner is whoever holds the
+//! session's lease: a session leased by another worker is served here
+//! through a mirror of it (so any worker serves any session), and one whose
+//! owner is gone is taken over once its lease expires.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use pi_core::agent::{AgentConfig, SessionStart};
 use pi_core::error::{CoreError, ErrorKind};
 
 use crate::cluster::Cluster;
 use crate::cluster::lease::Lease;
-use crate::hub::{self, ConnId, Hub, HubOptions};
+use crate::hub::{self, ConnId, Feed, Hub, HubOptions, Loaded};
 use crate::lock::{OwnerLock, valid_session_id};
-use crate::ownership::{Ownership, lease_error, lock_error};
+use crate::ownership::{Ownership, lock_error};
+use crate::replay::ReplayBuffer;
 
 /// How the registry loads sessions.
 #[derive(Debug, Clone)]
@@ -40,6 +47,17 @@ pub struct Registry {
     options: RegistryOptions,
     hubs: Mutex<HashMap<String, Arc<Hub>>>,
     next_conn: AtomicU64,
+    /// The worker is stopping: it takes no session any more.
+    pub(crate) draining: AtomicBool,
+}
+
+/// What taking a session gives: its lock or lease, and in a cluster where
+/// its events stand.
+pub(crate) struct Taken {
+    pub ownership: Ownership,
+    pub buffer: ReplayBuffer,
+    /// Taken over from a worker lost during a run: that worker's name.
+    pub interrupted: Option<String>,
 }
 
 impl Registry {
@@ -49,10 +67,16 @@ impl Registry {
         template.session_dir = options.session_dir.clone();
         // Sessions stay in the server's directory whatever cwd `initialize` picks.
         template.session_dir_explicit = true;
-        Arc::new(Registry { template, options, hubs: Mutex::new(HashMap::new()), next_conn: AtomicU64::new(1) })
+        Arc::new(Registry {
+            template,
+            options,
+            hubs: Mutex::new(HashMap::new()),
+            next_conn: AtomicU64::new(1),
+            draining: AtomicBool::new(false),
+        })
     }
 
-    fn hubs(&self) -> MutexGuard<'_, HashMap<String, Arc<Hub>>> {
+    pub(crate) fn hubs(&self) -> MutexGuard<'_, HashMap<String, Arc<Hub>>> {
         self.hubs.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
@@ -79,7 +103,7 @@ impl Registry {
         self.hubs().values().cloned().collect()
     }
 
-    /// The loaded session `id`, if it is loaded and not unloading.
+    /// The loaded session `id` (or its mirror), if it is loaded and not unloading.
     pub fn get(&self, id: &str) -> Option<Arc<Hub>> {
         self.hubs().get(id).filter(|h| !h.is_closing()).cloned()
     }
@@ -89,14 +113,41 @@ impl Registry {
         OwnerLock::acquire(&self.options.session_dir, id, &self.options.owner)
     }
 
-    /// Become the owner of session `id`: its lock, or in a cluster its lease.
-    async fn take(&self, id: &str) -> Result<Ownership, CoreError> {
+    pub fn options(&self) -> &RegistryOptions {
+        &self.options
+    }
+
+    pub fn cluster(&self) -> Option<&Cluster> {
+        self.options.cluster.as_ref()
+    }
+
+    /// True once the worker drains (it takes no session any more).
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// Become the owner of session `id`: its lock, or in a cluster its lease
+    /// (with where the session's events stand).
+    async fn take(&self, id: &str) -> Result<Taken, CoreError> {
+        let capacity = self.options.hub.replay_events;
         match &self.options.cluster {
-            None => self.lock_for(id).map(Ownership::Local).map_err(lock_error),
-            Some(cluster) => Lease::acquire(cluster, &self.options.session_dir, id)
-                .await
-                .map(|lease| Ownership::Leased(Box::new(lease)))
-                .map_err(lease_error),
+            None => {
+                let ownership = self.lock_for(id).map(Ownership::Local).map_err(lock_error)?;
+                Ok(Taken { ownership, buffer: ReplayBuffer::new(capacity), interrupted: None })
+            }
+            Some(cluster) => {
+                if self.is_draining() {
+                    return Err(crate::cluster::place::draining());
+                }
+                // Only a new session is taken this way: leased elsewhere, it exists.
+                let lease = Lease::acquire(cluster, &self.options.session_dir, id).await.map_err(|e| match e {
+                    crate::cluster::lease::LeaseError::OwnedElsewhere { .. } => {
+                        CoreError::invalid("sessionId", format!("Session already exists with id '{id}'"))
+                    }
+                    other => crate::ownership::lease_error(other),
+                })?;
+                crate::cluster::place::taken(cluster, id, lease, capacity).await
+            }
         }
     }
 
@@ -122,13 +173,13 @@ impl Registry {
         if self.hubs().contains_key(&id) || self.file_of(&id).is_some() {
             return Err(exists());
         }
-        let ownership = self.take(&id).await?;
+        let taken = self.take(&id).await?;
         let mut hubs = self.hubs();
         if hubs.contains_key(&id) || self.file_of(&id).is_some() {
             return Err(exists());
         }
         let start = SessionStart::Fresh { id: String::new(), parent_session: parent };
-        self.load(&mut hubs, id.clone(), None, start, configure, ownership)
+        self.load(&mut hubs, id.clone(), None, start, configure, taken)
     }
 
     /// The session `id`: loaded, or loaded from its file. A session being
@@ -147,29 +198,46 @@ impl Registry {
                 closing.wait_closed().await;
                 continue;
             }
+            if self.options.cluster.is_some() {
+                return crate::cluster::place::open(self, id).await;
+            }
             if self.file_of(id).is_none() {
                 return Err(CoreError::not_found(format!("No session found with id '{id}'")));
             }
-            let ownership = self.take(id).await?;
+            let taken = self.take(id).await?;
             let mut hubs = self.hubs();
             if hubs.contains_key(id) {
                 // Loaded meanwhile by another connection: ours lets go.
-                drop(ownership);
+                drop(taken);
                 continue;
             }
-            // Read after the ownership is ours: the previous owner's last writes are in.
-            let Some(path) = self.file_of(id) else {
-                return Err(CoreError::not_found(format!("No session found with id '{id}'")));
-            };
-            return self.load(
-                &mut hubs,
-                id.to_string(),
-                Some(path.clone()),
-                SessionStart::Open(path),
-                |_| {},
-                ownership,
-            );
+            return self.load_file(&mut hubs, id, taken);
         }
+    }
+
+    /// Load session `id` from its file, now that it is ours.
+    pub(crate) fn load_file(
+        self: &Arc<Self>,
+        hubs: &mut HashMap<String, Arc<Hub>>,
+        id: &str,
+        taken: Taken,
+    ) -> Result<Arc<Hub>, CoreError> {
+        // Read after the ownership is ours: the previous owner's last writes are in.
+        let Some(path) = self.file_of(id) else {
+            return Err(CoreError::not_found(format!("No session found with id '{id}'")));
+        };
+        self.load(hubs, id.to_string(), Some(path.clone()), SessionStart::Open(path), |_| {}, taken)
+    }
+
+    /// Register a mirror's hub for session `id` (or the hub loaded meanwhile).
+    pub(crate) fn adopt(self: &Arc<Self>, id: &str, loaded: Loaded) -> Result<Arc<Hub>, Box<Loaded>> {
+        let mut hubs = self.hubs();
+        if hubs.get(id).is_some_and(|h| !h.is_closing()) {
+            return Err(Box::new(loaded));
+        }
+        let hub = hub::start(self.clone(), loaded, self.options.hub.clone());
+        hubs.insert(id.to_string(), hub.clone());
+        Ok(hub)
     }
 
     /// The session `id` if it exists, else a new one with that id (the
@@ -186,9 +254,16 @@ impl Registry {
     }
 
     /// The session id a reference names: a loaded session's id, a path in
-    /// the session directory, or a full or unique partial id.
-    pub fn resolve(&self, reference: &str) -> Result<String, CoreError> {
+    /// the session directory, or a full or unique partial id (in a cluster
+    /// also the id of a session another worker serves).
+    pub async fn resolve(&self, reference: &str) -> Result<String, CoreError> {
         if self.hubs().contains_key(reference) || (valid_session_id(reference) && self.file_of(reference).is_some()) {
+            return Ok(reference.to_string());
+        }
+        if let Some(cluster) = &self.options.cluster
+            && valid_session_id(reference)
+            && Lease::holder(cluster, reference).await.ok().flatten().is_some()
+        {
             return Ok(reference.to_string());
         }
         if reference.contains('/') || reference.ends_with(".jsonl") {
@@ -224,7 +299,7 @@ impl Registry {
     }
 
     /// The file of session `id` in the session directory (`<timestamp>_<id>.jsonl`).
-    fn file_of(&self, id: &str) -> Option<PathBuf> {
+    pub(crate) fn file_of(&self, id: &str) -> Option<PathBuf> {
         let suffix = format!("_{id}.jsonl");
         let read = std::fs::read_dir(&self.options.session_dir).ok()?;
         read.flatten().map(|e| e.path()).find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(&suffix)))
@@ -238,7 +313,7 @@ impl Registry {
         file: Option<PathBuf>,
         start: SessionStart,
         configure: impl FnOnce(&mut AgentConfig),
-        ownership: Ownership,
+        taken: Taken,
     ) -> Result<Arc<Hub>, CoreError> {
         if hubs.len() >= self.options.max_sessions {
             return Err(CoreError::busy(format!(
@@ -247,6 +322,7 @@ impl Registry {
             ))
             .with_retryable(true));
         }
+        let Taken { ownership, buffer, interrupted } = taken;
         let mut config = self.template.clone();
         config.session_fence = ownership.fence();
         config.session = match start {
@@ -256,8 +332,21 @@ impl Registry {
         config.session_name = None;
         configure(&mut config);
         let (agent, outputs) = pi_core::agent::spawn(config)?;
-        let file = file.map(|p| p.display().to_string());
-        let hub = hub::start(self.clone(), id.clone(), file, agent, outputs, ownership, self.options.hub.clone());
+        let lost = match &ownership {
+            Ownership::Leased(lease) => Some(lease.lost_token()),
+            Ownership::Local(_) => None,
+        };
+        let loaded = Loaded {
+            id: id.clone(),
+            session_file: file.map(|p| p.display().to_string()),
+            agent,
+            feed: Feed::Actor { outputs, lost },
+            ownership: Some(ownership),
+            buffer,
+            log: self.options.cluster.as_ref().map(|c| c.events.clone()),
+            interrupted,
+        };
+        let hub = hub::start(self.clone(), loaded, self.options.hub.clone());
         hubs.insert(id.clone(), hub.clone());
         tracing::debug!("session {id}: loaded ({} loaded)", hubs.len());
         Ok(hub)
@@ -287,6 +376,38 @@ impl Registry {
         hub.shut_down().await;
         hub.wait_closed().await;
         true
+    }
+
+    /// Drain (a cluster worker stopping): take no session any more, let
+    /// each session's running turn finish (for at most `wait`, then it is
+    /// aborted), and hand it over: flushed, its events stored, its lease
+    /// released, its mirrors on other workers told (they find it again, and
+    /// one of those workers takes it), its clients here closed with 1012.
+    /// Then this worker's mirrors of other workers' sessions let go.
+    pub async fn drain(self: &Arc<Self>, wait: Duration) {
+        self.draining.store(true, Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + wait;
+        let owned: Vec<Arc<Hub>> = self.list().into_iter().filter(|h| !h.is_mirror()).collect();
+        let started = std::time::Instant::now();
+        let count = owned.len();
+        let handovers: Vec<_> = owned
+            .into_iter()
+            .map(|hub| {
+                tokio::spawn(async move {
+                    let mut running = hub.running();
+                    if tokio::time::timeout_at(deadline, running.wait_for(|r| !*r)).await.is_err() {
+                        tracing::warn!("session {}: its turn did not end within the drain time: aborted", hub.id());
+                    }
+                    hub.shut_down().await;
+                    hub.wait_closed().await;
+                })
+            })
+            .collect();
+        for handover in handovers {
+            let _ = handover.await;
+        }
+        tracing::info!("pi serve: {count} sessions handed over in {:?}", started.elapsed());
+        self.shut_down().await;
     }
 
     /// End every session (abort, flush) and wait until they have stopped.

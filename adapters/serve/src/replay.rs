@@ -6,6 +6,11 @@
 //! wall clock in microseconds at load time (so a number from an earlier load
 //! is always below the first number of a later one, and the buffer can tell
 //! that the events in between are gone).
+//!
+//! In a cluster the numbers form one chain across loads and workers: a load
+//! numbers above the last event in the session's stream (and above the
+//! clock), and what this buffer no longer (or never) held is read from the
+//! stream ([`Replay::older`]).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -24,6 +29,11 @@ pub struct ReplayBuffer {
     last: u64,
     events: VecDeque<Numbered>,
     capacity: usize,
+    /// In a cluster: the session's event before this buffer's first one (0:
+    /// none); the stream holds it and the older ones.
+    chain: Option<u64>,
+    /// Events were dropped to stay within the capacity.
+    dropped: bool,
 }
 
 /// What a client re-attaching after `after_seq` gets.
@@ -32,6 +42,9 @@ pub struct Replay {
     pub events: Vec<Numbered>,
     /// Some events after `after_seq` are no longer held.
     pub gap: bool,
+    /// In a cluster: the events after `after_seq` up to this number are to be
+    /// read from the session's stream, before `events`.
+    pub older: Option<u64>,
 }
 
 impl ReplayBuffer {
@@ -42,17 +55,61 @@ impl ReplayBuffer {
     }
 
     pub fn starting_at(base: u64, capacity: usize) -> ReplayBuffer {
-        ReplayBuffer { base, last: base, events: VecDeque::new(), capacity: capacity.max(1) }
+        ReplayBuffer {
+            base,
+            last: base,
+            events: VecDeque::new(),
+            capacity: capacity.max(1),
+            chain: None,
+            dropped: false,
+        }
+    }
+
+    /// A cluster load after event `prev` of the session's stream: numbers
+    /// from above both `prev` and the clock.
+    pub fn chained(prev: u64, capacity: usize) -> ReplayBuffer {
+        let mut buffer = ReplayBuffer::new(capacity);
+        buffer.base = buffer.base.max(prev);
+        buffer.last = buffer.base;
+        buffer.chain = Some(prev);
+        buffer
+    }
+
+    /// A mirror of a session owned elsewhere, whose latest event is `last`:
+    /// the owner numbers the events ([`ReplayBuffer::push_at`]).
+    pub fn mirrored(last: u64, capacity: usize) -> ReplayBuffer {
+        let mut buffer = ReplayBuffer::starting_at(last, capacity);
+        buffer.chain = Some(last);
+        buffer
     }
 
     /// Number `event` and keep it (dropping the oldest when full).
     pub fn push(&mut self, event: Arc<AgentEvent>) -> u64 {
-        self.last += 1;
+        self.push_at(self.last + 1, event);
+        self.last
+    }
+
+    /// Keep `event`, numbered `seq` by the session's owner.
+    pub fn push_at(&mut self, seq: u64, event: Arc<AgentEvent>) {
+        self.last = seq;
         if self.events.len() == self.capacity {
             self.events.pop_front();
+            self.dropped = true;
         }
-        self.events.push_back((self.last, event));
-        self.last
+        self.events.push_back((seq, event));
+    }
+
+    /// The number of the session's event before `seq` (an event of this buffer's).
+    pub fn prev_of(&self, seq: u64) -> u64 {
+        if seq == self.base + 1 { self.chain.unwrap_or(self.base) } else { seq - 1 }
+    }
+
+    /// In a cluster: every event after this number is held here.
+    fn covered_from(&self, chain: u64) -> u64 {
+        match self.events.front() {
+            Some((first, _)) if self.dropped => first - 1,
+            _ => chain,
+        }
     }
 
     /// Number of the latest event (the base when there is none yet).
@@ -67,10 +124,16 @@ impl ReplayBuffer {
 
     /// The events after `after_seq`.
     pub fn after(&self, after_seq: u64) -> Replay {
+        if let Some(chain) = self.chain {
+            let from = self.covered_from(chain);
+            let events = self.events.iter().filter(|(seq, _)| *seq > after_seq).cloned().collect();
+            let older = (after_seq < from).then_some(from);
+            return Replay { events, gap: after_seq > self.last, older };
+        }
         let oldest = self.events.front().map_or(self.last + 1, |(seq, _)| *seq);
         let gap = after_seq < self.base || after_seq > self.last || after_seq + 1 < oldest;
         let events = self.events.iter().filter(|(seq, _)| *seq > after_seq).cloned().collect();
-        Replay { events, gap }
+        Replay { events, gap, older: None }
     }
 }
 
@@ -102,6 +165,28 @@ mod tests {
         assert!(buf.after(50).gap);
         assert!(buf.after(106).gap);
         assert!(buf.holds(103) && !buf.holds(102) && !buf.holds(106));
+    }
+
+    #[test]
+    fn a_cluster_load_continues_the_chain_and_sends_older_events_to_the_stream() {
+        let mut buf = ReplayBuffer::chained(u64::MAX / 4, 2);
+        let first = buf.push(ev());
+        assert_eq!(first, u64::MAX / 4 + 1);
+        assert_eq!(buf.prev_of(first), u64::MAX / 4);
+        // Nothing was missed by a client that saw the previous owner's last event.
+        let r = buf.after(u64::MAX / 4);
+        assert_eq!((r.events.len(), r.gap, r.older), (1, false, None));
+        // Older events come from the stream.
+        assert_eq!(buf.after(10).older, Some(u64::MAX / 4));
+        let second = buf.push(ev());
+        assert_eq!(buf.prev_of(second), first);
+        buf.push(ev());
+        // The first was dropped: the stream has it.
+        assert_eq!(buf.after(u64::MAX / 4).older, Some(first));
+        let mut mirror = ReplayBuffer::mirrored(500, 8);
+        mirror.push_at(501, ev());
+        assert_eq!(mirror.after(500).events.len(), 1);
+        assert_eq!(mirror.after(499).older, Some(500));
     }
 
     #[test]

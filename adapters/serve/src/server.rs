@@ -65,6 +65,9 @@ pub struct ServeOptions {
     pub queue_messages: usize,
     /// Backlog, header-read timeout, handshake deadline.
     pub limits: ListenLimits,
+    /// In a cluster: on stop, how long running turns may take to finish
+    /// before the sessions are handed over (0: no drain).
+    pub drain: Duration,
 }
 
 impl ServeOptions {
@@ -89,6 +92,8 @@ struct Shared {
     /// Every open connection, from its accept on (upgraded or not).
     connections: Arc<Counter>,
     stopping: CancellationToken,
+    /// Set when a drain starts: no new connection, `/readyz` says 503.
+    draining: CancellationToken,
 }
 
 /// The query of `/rpc`.
@@ -133,7 +138,7 @@ async fn rpc(
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    if shared.stopping.is_cancelled() {
+    if shared.stopping.is_cancelled() || shared.draining.is_cancelled() {
         return refuse(StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down".into());
     }
     if let Some(expected) = &shared.options.token {
@@ -201,8 +206,11 @@ async fn healthz() -> &'static str {
 async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     let connections = shared.connections.open();
     let sessions = shared.registry.len();
-    let ready = !shared.stopping.is_cancelled() && connections < shared.options.max_connections;
-    let body = serde_json::json!({"ready": ready, "connections": connections, "sessions": sessions}).to_string();
+    let draining = shared.draining.is_cancelled();
+    let ready = !shared.stopping.is_cancelled() && !draining && connections < shared.options.max_connections;
+    let body =
+        serde_json::json!({"ready": ready, "connections": connections, "sessions": sessions, "draining": draining})
+            .to_string();
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
@@ -211,9 +219,12 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 /// Serve until `stop` resolves: `bound` is told the address (a `ws://…/rpc`
-/// URL or `unix:PATH`) once listening. On stop, new connections are
-/// refused, connections not yet upgraded are dropped, open WebSockets are
-/// closed (waiting at most [`CLOSE_WAIT`]), and every session is ended and flushed.
+/// URL or `unix:PATH`) once listening. On stop, in a cluster with a drain
+/// time, the worker drains first ([`Registry::drain`]: new connections get
+/// 503, running turns finish, the sessions are handed over, their clients
+/// here get close 1012). Then new connections are refused, connections not
+/// yet upgraded are dropped, open WebSockets are closed (waiting at most
+/// [`CLOSE_WAIT`]), and every session is ended and flushed.
 pub async fn run(
     registry: Arc<Registry>,
     options: ServeOptions,
@@ -226,13 +237,24 @@ pub async fn run(
     }
     log_capacity(options.max_connections);
     let stopping = CancellationToken::new();
+    let draining = CancellationToken::new();
     let connections = Arc::new(Counter::default());
     let shared = Arc::new(Shared {
         registry: registry.clone(),
         options: options.clone(),
         connections: connections.clone(),
         stopping: stopping.clone(),
+        draining: draining.clone(),
     });
+    let peers_stop = CancellationToken::new();
+    if let Some(cluster) = registry.cluster() {
+        crate::cluster::peer::serve(
+            cluster.clone(),
+            Arc::downgrade(&registry),
+            options.queue_messages,
+            peers_stop.clone(),
+        );
+    }
     let app = Router::new()
         .route("/rpc", get(rpc))
         .route("/healthz", get(healthz))
@@ -253,6 +275,11 @@ pub async fn run(
         }
     };
     stop.await;
+    if registry.cluster().is_some() && !options.drain.is_zero() {
+        tracing::info!("pi serve: draining (at most {:?} for running turns)", options.drain);
+        draining.cancel();
+        registry.drain(options.drain).await;
+    }
     tracing::info!("pi serve: stopping");
     stopping.cancel();
     let _ = accepting.await;
@@ -267,6 +294,7 @@ pub async fn run(
         tracing::warn!("pi serve: {} connections did not close in {CLOSE_WAIT:?}; stopping anyway", connections.open());
     }
     registry.shut_down().await;
+    peers_stop.cancel();
     Ok(())
 }
 
@@ -315,6 +343,7 @@ mod tests {
             max_message_bytes: 1,
             queue_messages: 1,
             limits: ListenLimits::default(),
+            drain: Duration::ZERO,
         };
         assert!(options.check().unwrap_err().contains("without a token"));
         options.token = Some("t".into());

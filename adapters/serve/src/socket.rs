@@ -165,7 +165,7 @@ pub(crate) async fn serve_socket(
         }
         drop(link);
         drop(outputs);
-        let host = crate::acp::RegistryHost::new(registry, queue_messages, kick.clone());
+        let host = crate::acp::RegistryHost::new(registry.clone(), queue_messages, kick.clone());
         let source = Preread::new(first, source);
         let stop = stopping.clone().cancelled_owned();
         tokio::select! {
@@ -174,6 +174,10 @@ pub(crate) async fn serve_socket(
                 tracing::warn!("connection {conn}: disconnected: {reason}");
                 return;
             }
+        }
+        if registry.is_draining() {
+            sink.close(SERVICE_RESTART, RESTARTING).await;
+            return;
         }
         close(&sink, &too_big, None, &stopping).await;
         return;
@@ -217,8 +221,17 @@ pub(crate) async fn serve_socket(
         dialect = Detected::JsonRpc;
     }
     let ended = ended.lock().ok().and_then(|s| s.clone());
+    if registry.is_draining() {
+        // The worker restarts: the client resumes elsewhere with afterSeq.
+        sink.close(SERVICE_RESTART, RESTARTING).await;
+        return;
+    }
     close(&sink, &too_big, ended, &stopping).await;
 }
+
+/// Close code 1012: the service is restarting.
+const SERVICE_RESTART: u16 = 1012;
+const RESTARTING: &str = "this worker is restarting: connect again (with afterSeq) to go on";
 
 /// The connection's records, watching the first one of a connection that
 /// started native without being asked to: a JSON-RPC (or ACP) record is

@@ -20,7 +20,7 @@ impl Dialect for Labels {
     }
 
     fn event(&mut self, event: AgentEvent, _: &InFlight<String>, out: &mut Vec<Vec<u8>>) {
-        if let AgentEvent::MessageUpdate { event: AssistantStreamEvent::TextDelta { delta, .. } } = event {
+        if let AgentEvent::MessageUpdate { event: AssistantStreamEvent::TextDelta { delta, .. }, .. } = event {
             out.push(delta.into_bytes());
         }
     }
@@ -52,6 +52,7 @@ impl Agent {
     fn event(&mut self, text: String) {
         let event = AgentEvent::MessageUpdate {
             event: AssistantStreamEvent::TextDelta { content_index: 0, delta: text.clone() },
+            usage: Default::default(),
         };
         if let Some(tx) = &self.outputs {
             tx.try_send(Output::Event(event)).unwrap();

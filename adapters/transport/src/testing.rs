@@ -93,7 +93,7 @@ pub fn big_replies() -> Vec<(&'static str, Reply)> {
     let session = big_session();
     let leaf_id = session.leaf_id().map(str::to_string);
     vec![
-        ("get_messages", Reply::Messages(Arc::new(session.context().messages))),
+        ("get_messages", Reply::Messages(session.context().messages.into())),
         (
             "get_entries",
             Reply::Entries(EntryList { entries: session.entries().cloned().collect(), leaf_id: leaf_id.clone() }),
@@ -208,9 +208,18 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
         timestamp: 1,
         response_id: None,
         error_message: None,
+        raw_stop_reason: Some("stop".into()),
+        duration_ms: Some(5),
+        thinking_level: Some("off".into()),
         extra: Default::default(),
     });
-    let payload = || ToolResultPayload { content: vec![ContentBlock::text("out")], details: None };
+    let payload = || ToolResultPayload {
+        content: vec![ContentBlock::text("out")],
+        details: None,
+        structured_content: None,
+        is_error: false,
+    };
+    let usage = || std::sync::Arc::new(Usage::default());
     let request = |kind| E::ClientRequest(ClientRequest { id: "c1".into(), kind });
     vec![
         E::AgentStart,
@@ -219,9 +228,15 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
         E::TurnStart,
         E::TurnEnd { message: assistant.clone(), tool_results: Vec::new() },
         E::MessageStart { message: user.clone() },
-        E::MessageUpdate { event: AssistantStreamEvent::TextStart { content_index: 0 } },
-        E::MessageUpdate { event: AssistantStreamEvent::TextDelta { content_index: 0, delta: "he".into() } },
-        E::MessageUpdate { event: AssistantStreamEvent::ThinkingDelta { content_index: 0, delta: "hm".into() } },
+        E::MessageUpdate { event: AssistantStreamEvent::TextStart { content_index: 0 }, usage: usage() },
+        E::MessageUpdate {
+            event: AssistantStreamEvent::TextDelta { content_index: 0, delta: "he".into() },
+            usage: usage(),
+        },
+        E::MessageUpdate {
+            event: AssistantStreamEvent::ThinkingDelta { content_index: 0, delta: "hm".into() },
+            usage: usage(),
+        },
         E::MessageEnd { message: user },
         E::MessageEnd { message: assistant },
         E::ToolExecutionStart { tool_call_id: "t1".into(), tool_name: "ls".into(), args: json!({}) },
@@ -231,7 +246,13 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
             args: json!({}),
             partial_result: payload(),
         },
-        E::ToolExecutionEnd { tool_call_id: "t1".into(), tool_name: "ls".into(), result: payload(), is_error: false },
+        E::ToolExecutionEnd {
+            tool_call_id: "t1".into(),
+            tool_name: "ls".into(),
+            result: payload(),
+            is_error: false,
+            duration_ms: Some(3),
+        },
         E::QueueUpdate { steering: vec!["s".into()], follow_up: Vec::new() },
         E::CompactionStart { reason: CompactionReason::Manual },
         E::CompactionEnd {
@@ -251,6 +272,7 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
         E::ThinkingLevelChanged { level: ThinkingLevel::High },
         E::ModelChanged { model: Box::new(pi_core::provider::faux::faux_model()), thinking_level: ThinkingLevel::Off },
         E::SessionInfoChanged { name: "n".into() },
+        E::EntryAppended { entry: json!({"type": "context_edit", "id": "e1", "targetId": "a1", "replacement": null}) },
         E::ContextUsage(ContextUsage { tokens: 10, context_window: 100 }),
         E::RunError { error: CoreError::new(ErrorKind::Internal, "boom"), will_retry: false },
         E::ExtensionError { extension_path: "/e.ts".into(), event: "load".into(), error: "boom".into() },
@@ -268,5 +290,6 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
         request(ClientRequestKind::ToolCall { tool_call_id: "t2".into(), tool_name: "mine".into(), args: json!({}) }),
         request(ClientRequestKind::ReadTextFile { path: "/a".into() }),
         E::ClientRequestEnded { id: "c1".into() },
+        E::LoginEnd { provider: "anthropic".into(), error: None },
     ]
 }

@@ -78,7 +78,8 @@ enum Command {
         schemas: Option<SchemaArg>,
         /// pi's `examples/` directory, for scenarios that copy pi's example
         /// extensions (`{"example": "extensions/x.ts"}` files). Default: the
-        /// reference package installed into `target/tools/reference`.
+        /// reference package installed into `target/tools/reference`; without
+        /// either, those scenarios are reported SKIPPED.
         #[arg(long)]
         examples: Option<PathBuf>,
         /// Also write the results as JUnit XML to FILE (one testcase per scenario).

@@ -1,6 +1,6 @@
 //! JUnit XML of a kit run (`pi-compat run --junit FILE`), for the CI of
 //! people testing their own implementation: one `<testcase>` per scenario,
-//! a failure as `<failure>`, an expected failure as `<skipped>`.
+//! a failure as `<failure>`, an expected failure or a scenario not run as `<skipped>`.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -17,7 +17,7 @@ pub struct CaseResult {
 /// The JUnit XML document of one run (`suite`: e.g. `pi-compat.jsonl`).
 pub fn report(suite: &str, cases: &[CaseResult]) -> String {
     let failures = cases.iter().filter(|c| c.outcome.is_failure()).count();
-    let skipped = cases.iter().filter(|c| matches!(c.outcome, Outcome::ExpectedFail(..))).count();
+    let skipped = cases.iter().filter(|c| matches!(c.outcome, Outcome::ExpectedFail(..) | Outcome::Skipped(_))).count();
     let total: f64 = cases.iter().map(|c| c.time.as_secs_f64()).sum();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
@@ -51,6 +51,10 @@ pub fn report(suite: &str, cases: &[CaseResult]) -> String {
             }
             Outcome::ExpectedFail(reason, why) => {
                 let text = format!("expected to fail ({reason}): {why}");
+                let _ = writeln!(out, ">\n      <skipped message=\"{}\"/>\n    </testcase>", escape(&text));
+            }
+            Outcome::Skipped(reason) => {
+                let text = format!("not run: {reason}");
                 let _ = writeln!(out, ">\n      <skipped message=\"{}\"/>\n    </testcase>", escape(&text));
             }
             Outcome::UnexpectedPass(reason) => {

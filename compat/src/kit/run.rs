@@ -67,6 +67,8 @@ pub enum Outcome {
     ExpectedFail(String, String),
     /// Passed although a failure was expected.
     UnexpectedPass(String),
+    /// Not run: what it needs is missing here (the reason says what).
+    Skipped(String),
 }
 
 impl Outcome {
@@ -77,6 +79,7 @@ impl Outcome {
             Outcome::Fail(why) => format!("FAIL {name}: {why}"),
             Outcome::ExpectedFail(reason, why) => format!("XFAIL {name}: {reason} [{why}]"),
             Outcome::UnexpectedPass(reason) => format!("XPASS {name}: expected to fail ({reason}) but passed"),
+            Outcome::Skipped(reason) => format!("SKIPPED {name}: {reason}"),
         }
     }
 
@@ -202,8 +205,25 @@ fn record(
     let _ = std::fs::write(dir.join(format!("{}.log", scenario.name)), text);
 }
 
+/// Why `scenario` cannot run with these options, if it cannot: it copies
+/// pi's example extensions and no `examples/` directory was given (nor found).
+pub fn skip_reason(scenario: &Scenario, opts: &Options) -> Option<String> {
+    if opts.examples.is_some() {
+        return None;
+    }
+    let examples: Vec<&str> = scenario.setup.files.values().filter_map(|v| v.get("example")?.as_str()).collect();
+    let first = examples.first()?;
+    Some(format!(
+        "needs pi's example {first}{}: pass --examples DIR (the examples/ directory of @earendil-works/pi-coding-agent)",
+        if examples.len() > 1 { format!(" and {} more", examples.len() - 1) } else { String::new() }
+    ))
+}
+
 /// Run one scenario.
 pub async fn run_one(scenario: &Scenario, opts: &Options, schemas: &Schemas) -> Outcome {
+    if let Some(reason) = skip_reason(scenario, opts) {
+        return Outcome::Skipped(reason);
+    }
     let outcome = run_inner(scenario, opts, schemas).await.unwrap_or_else(Outcome::Fail);
     let expected = match opts.profile {
         Profile::Reference => scenario.deviation.clone(),
@@ -304,7 +324,7 @@ pub async fn run_all(scenarios: Vec<Scenario>, opts: Options, out: &mut dyn Writ
         }));
     }
     let mut cases = Vec::new();
-    let (mut passed, mut failed, mut xfail, mut xpass) = (0, 0, 0, 0);
+    let (mut passed, mut failed, mut xfail, mut xpass, mut skipped) = (0, 0, 0, 0, 0);
     for h in handles {
         let (name, outcome, time) = match h.await {
             Ok(r) => r,
@@ -318,6 +338,7 @@ pub async fn run_all(scenarios: Vec<Scenario>, opts: Options, out: &mut dyn Writ
                 passed += 1;
                 xpass += 1;
             }
+            Outcome::Skipped(_) => skipped += 1,
         }
         let _ = writeln!(out, "{}", outcome.line(&name));
         let _ = out.flush();
@@ -334,7 +355,7 @@ pub async fn run_all(scenarios: Vec<Scenario>, opts: Options, out: &mut dyn Writ
             failed += 1;
         }
     }
-    let mut summary = format!("{passed} passed, {failed} failed");
+    let mut summary = format!("{passed} passed, {failed} failed, {skipped} skipped");
     if xfail > 0 || xpass > 0 {
         summary.push_str(&format!(" ({xfail} expected failures, {xpass} unexpected passes)"));
     }

@@ -134,3 +134,39 @@ fn acp_messages_are_checked_against_the_acp_types_by_method() {
     let error = json!({"jsonrpc": "2.0", "id": 3, "error": {"code": "bad", "message": "x"}});
     assert!(schemas.check_acp_output(&error, &sent).is_err(), "an error code is an integer");
 }
+
+#[tokio::test]
+async fn scenarios_needing_pi_examples_are_skipped_without_them() {
+    let chosen: Vec<Scenario> =
+        scenarios("jsonl").into_iter().filter(|s| s.name == "example_hello" || s.name == "unknown_command").collect();
+    assert_eq!(chosen.len(), 2);
+    let tmp = tempfile::tempdir().unwrap();
+    let junit = tmp.path().join("junit.xml");
+    let opts = super::Options {
+        // Exits at once: `unknown_command` fails, `example_hello` is not even started.
+        agent: "sh -c 'exit 3'".to_string(),
+        dialect: super::Dialect::Jsonl,
+        profile: super::Profile::Strict,
+        jobs: 2,
+        record: None,
+        expected_failures: Default::default(),
+        schemas: None,
+        examples: None,
+        junit: Some(junit.clone()),
+    };
+    let mut out = Vec::new();
+    let failures = super::run_all(chosen, opts, &mut out).await;
+    let out = String::from_utf8_lossy(&out);
+    assert_eq!(failures, 1, "{out}");
+    assert!(
+        out.contains("SKIPPED example_hello: needs pi's example extensions/hello.ts: pass --examples DIR"),
+        "{out}"
+    );
+    assert!(out.contains("FAIL unknown_command: "), "{out}");
+    assert!(out.trim_end().ends_with("0 passed, 1 failed, 1 skipped"), "{out}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains(r#"skipped="1""#) && xml.contains("<skipped message=\"not run: needs pi&apos;s example"),
+        "{xml}"
+    );
+}

@@ -7,7 +7,6 @@
 //!    `get_messages`, `get_entries`, `get_tree` and the session file). They
 //!    are removed, and entries whose parent was a system message entry are
 //!    re-attached to that entry's parent, so ids and chains read as without.
-//! 2. `message_update.usage`: 1.6's extra top-level field is removed.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -111,11 +110,6 @@ pub fn reference(lines: Vec<Value>, sessions: Vec<(PathBuf, Vec<Value>)>) -> (Ve
             .into_iter()
             .filter(keep_line)
             .map(|mut l| {
-                if l.get("type").and_then(Value::as_str) == Some("message_update")
-                    && let Some(obj) = l.as_object_mut()
-                {
-                    obj.remove("usage");
-                }
                 adjust(&mut l, &splices);
                 l
             })
@@ -146,7 +140,7 @@ mod tests {
         ];
         let (lines, sessions) = reference(lines, vec![(PathBuf::from("f"), session)]);
         assert_eq!(lines.len(), 2);
-        assert!(lines[0].get("usage").is_none());
+        assert!(lines[0].get("usage").is_some(), "pi-rpc sends message_update.usage too");
         assert_eq!(lines[1]["data"]["entries"].as_array().unwrap().len(), 2);
         assert_eq!(lines[1]["data"]["entries"][1]["parentId"], "a");
         assert_eq!(sessions[0].1.len(), 3);

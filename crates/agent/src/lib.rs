@@ -4,6 +4,7 @@
 //! modules of the layers below are imported under the same names, so a path
 //! reads the same in every crate of the core.
 
+pub(crate) use pi_auth::auth;
 pub(crate) use pi_config::{config, resources, system_prompt};
 pub(crate) use pi_extensions::extensions;
 pub(crate) use pi_mcp::mcp;

@@ -5,8 +5,9 @@
 //! reads the same in every crate of the core.
 
 pub(crate) use pi_config::{config, resources, system_prompt};
+pub(crate) use pi_provider::provider;
 pub(crate) use pi_tools::tools;
-pub(crate) use pi_types::{event, message, op};
+pub(crate) use pi_types::{event, message, model, op};
 
 pub mod extensions;
 pub mod packages;

@@ -176,11 +176,12 @@ pub async fn write_plain(
 /// undici then reports `other side closed`, as against a real server).
 pub async fn write_stream_head(
     stream: &mut TcpStream,
+    content_type: &str,
     headers: &[(String, String)],
     close: bool,
 ) -> std::io::Result<()> {
     let head = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\n{}transfer-encoding: chunked\r\n{}\r\n",
+        "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncache-control: no-cache\r\n{}transfer-encoding: chunked\r\n{}\r\n",
         if close { "connection: close\r\n" } else { "" },
         extra_headers(headers),
     );

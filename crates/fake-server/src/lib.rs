@@ -30,6 +30,7 @@
 //! ```
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod gemini;
 mod http;
 pub mod openai;
@@ -104,6 +105,28 @@ struct State {
     rules: Vec<Rule>,
     fallback: Reply,
     requests: Vec<RecordedRequest>,
+    aws: Option<AwsAuth>,
+}
+
+/// What the Bedrock route accepts (see [`FakeServer::require_aws_auth`]).
+#[derive(Debug, Clone)]
+struct AwsAuth {
+    access_key_id: String,
+    secret: String,
+    bearer: Option<String>,
+}
+
+impl AwsAuth {
+    /// Why the request is refused, if it is.
+    fn refusal(&self, request: &RecordedRequest) -> Option<String> {
+        match request.header("authorization") {
+            None => Some("Missing Authentication Token".into()),
+            Some(v) if v.starts_with("Bearer ") => {
+                (self.bearer.as_deref() != Some(&v[7..])).then(|| "Invalid bearer token".to_string())
+            }
+            Some(_) => bedrock::verify_sigv4(request, &self.access_key_id, &self.secret).err(),
+        }
+    }
 }
 
 impl State {
@@ -137,6 +160,8 @@ pub enum Format {
     Responses,
     /// Gemini `…:streamGenerateContent`.
     Gemini,
+    /// Amazon Bedrock `/model/{id}/converse-stream` (AWS event stream).
+    Bedrock,
 }
 
 impl Format {
@@ -151,6 +176,8 @@ impl Format {
             Some(Format::Responses)
         } else if path.ends_with(":streamGenerateContent") {
             Some(Format::Gemini)
+        } else if path.ends_with("/converse-stream") {
+            Some(Format::Bedrock)
         } else {
             None
         }
@@ -163,6 +190,15 @@ impl Format {
             Format::Anthropic => anthropic::render(script, &anthropic::RequestInfo::from_body(body)),
             Format::Responses => responses::render(script, &responses::RequestInfo::from_body(body)),
             Format::Gemini => gemini::render(script, &gemini::RequestInfo::from_body(body)),
+            Format::Bedrock => bedrock::render(script, &bedrock::RequestInfo::from_body(body)),
+        }
+    }
+
+    /// The content type of a streamed answer.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Bedrock => bedrock::CONTENT_TYPE,
+            _ => "text/event-stream; charset=utf-8",
         }
     }
 }
@@ -191,6 +227,9 @@ fn message_text(message: &Value) -> String {
                         out.push_str(t);
                     }
                     if let Some(c) = p.get("content") {
+                        content_text(c, out);
+                    }
+                    if let Some(c) = p.pointer("/toolResult/content") {
                         content_text(c, out);
                     }
                     if let Some(r) = p.pointer("/functionResponse/response") {
@@ -268,6 +307,7 @@ impl FakeServer {
             rules: Vec::new(),
             fallback: Reply::text("ok"),
             requests: Vec::new(),
+            aws: None,
         }));
         let (shutdown, shutdown_rx) = watch::channel(false);
         let task = tokio::spawn(accept_loop(listener, state.clone(), shutdown_rx));
@@ -301,6 +341,18 @@ impl FakeServer {
     /// Answer `reply` whenever `marker` is found in `scope`. Rules are tried in the order added.
     pub fn on_marker_scoped(&self, marker: &str, scope: MarkerScope, reply: Reply) {
         lock(&self.state).rules.push(Rule { marker: marker.to_string(), scope, reply });
+    }
+
+    /// Check the credentials of Bedrock requests: a SigV4 signature by
+    /// `access_key_id` with `secret` (verified, see [`bedrock::verify_sigv4`]),
+    /// or `Authorization: Bearer <bearer>`. A refused request is answered 403
+    /// `InvalidSignatureException` (it is still recorded).
+    pub fn require_aws_auth(&self, access_key_id: &str, secret: &str, bearer: Option<&str>) {
+        lock(&self.state).aws = Some(AwsAuth {
+            access_key_id: access_key_id.to_string(),
+            secret: secret.to_string(),
+            bearer: bearer.map(str::to_string),
+        });
     }
 
     /// The reply used when no rule matches and the queue is empty.
@@ -400,11 +452,24 @@ async fn serve(
     let Some(request) = http::read_request(&mut stream).await? else { return Ok(()) };
     let format = if request.method == "POST" { Format::of_path(&request.path) } else { None };
     // Only model calls take a reply: a stray GET (a WebSocket upgrade) leaves the queue alone.
-    let reply = {
+    let (reply, refusal) = {
         let mut st = lock(&state);
         st.requests.push(request.clone());
-        if format.is_some() { st.select(&request) } else { Reply::text("") }
+        let refusal = match (&st.aws, format) {
+            (Some(aws), Some(Format::Bedrock)) => aws.refusal(&request),
+            _ => None,
+        };
+        let reply = if format.is_some() && refusal.is_none() { st.select(&request) } else { Reply::text("") };
+        (reply, refusal)
     };
+    if let Some(message) = refusal {
+        let headers = [(
+            "x-amzn-errortype".to_string(),
+            "InvalidSignatureException:http://internal.amazon.com/coral/com.amazon.coral.service/".to_string(),
+        )];
+        let body = serde_json::json!({"message": message});
+        return http::write_plain(&mut stream, 403, &headers, &body.to_string()).await;
+    }
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
@@ -417,7 +482,8 @@ async fn serve(
         ReplyBody::Error { status, body } => http::write_plain(&mut stream, *status, &reply.headers, body).await,
         ReplyBody::Stream(script) => {
             let frames = format.render(script, &request.body);
-            http::write_stream_head(&mut stream, &reply.headers, script.ending != Ending::Cut).await?;
+            http::write_stream_head(&mut stream, format.content_type(), &reply.headers, script.ending != Ending::Cut)
+                .await?;
             if reply.delay.is_zero() {
                 let frames: Vec<Vec<u8>> = frames.into_iter().map(|f| stamp_sent_time(f.bytes)).collect();
                 let bodies: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();

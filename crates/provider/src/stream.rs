@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::event::{AgentEvent, AssistantStreamEvent, EventSink};
 use crate::message::{
-    AgentMessage, AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall, Usage, now_ms,
+    AgentMessage, AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
 };
 use crate::model::Model;
 use crate::provider::{BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest};
@@ -43,19 +43,10 @@ pub async fn stream_assistant(
     model: &Model,
     secret: Option<&str>,
 ) -> StreamOutcome {
-    let mut message = AssistantMessage {
-        content: Vec::new(),
-        api: model.api.clone(),
-        provider: model.provider.clone(),
-        model: model.id.clone(),
-        usage: Usage::default(),
-        stop_reason: StopReason::Stop,
-        timestamp: now_ms(),
-        response_id: None,
-        error_message: None,
-        extra: Map::new(),
-    };
-    let mut out = Batch { emitter, events: Vec::new() };
+    let started = std::time::Instant::now();
+    let thinking_level = request.thinking_level.as_str().to_string();
+    let mut message = AssistantMessage::empty(model, StopReason::Stop);
+    let mut out = Batch { emitter, events: Vec::new(), usage: Arc::new(Usage::default()) };
     if emitter.is_some() {
         out.push(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) });
     }
@@ -202,12 +193,14 @@ pub async fn stream_assistant(
                 }
                 usage.cost = model.cost_of(&usage);
                 message.usage = usage;
+                out.usage = Arc::new(message.usage.clone());
             }
             ProviderEvent::MessageField { key, value } => {
                 message.extra.insert(key, value);
             }
-            ProviderEvent::Stop { reason, .. } => {
+            ProviderEvent::Stop { reason, raw } => {
                 message.stop_reason = reason;
+                message.raw_stop_reason = raw;
                 stopped = true;
             }
         }
@@ -250,6 +243,9 @@ pub async fn stream_assistant(
             }
         }
     }
+    // pi 1.6 times every reply and records the level it was asked for.
+    message.duration_ms = Some(started.elapsed().as_millis() as u64);
+    message.thinking_level = Some(thinking_level);
     if emitter.is_some() {
         out.push(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) });
     }
@@ -265,6 +261,8 @@ const MAX_BATCH: usize = 256;
 struct Batch<'a> {
     emitter: Option<&'a dyn EventSink>,
     events: Vec<AgentEvent>,
+    /// The message's usage as last reported, sent with each update.
+    usage: Arc<Usage>,
 }
 
 impl Batch<'_> {
@@ -275,7 +273,7 @@ impl Batch<'_> {
     }
 
     fn update(&mut self, event: AssistantStreamEvent) {
-        self.push(AgentEvent::MessageUpdate { event });
+        self.push(AgentEvent::MessageUpdate { event, usage: self.usage.clone() });
     }
 
     async fn flush(&mut self) {
@@ -403,6 +401,7 @@ mod tests {
             | AgentEvent::MessageEnd { message: AgentMessage::Assistant(a) } = event
             {
                 a.timestamp = 0;
+                a.duration_ms = None;
             }
         }
         calls

@@ -31,6 +31,14 @@ pub enum AssistantStreamEvent {
 pub struct ToolResultPayload {
     pub content: Vec<ContentBlock>,
     pub details: Option<Value>,
+    /// The tool's structured result (pi 1.6's `structuredContent`: bash's
+    /// `{output, truncated, exit_code, wall_time_seconds}`, read's text).
+    #[serde(default)]
+    pub structured_content: Option<Value>,
+    /// The result itself reports an error (`result.isError: true`, MCP).
+    /// Defaulted so events stored by an older `pi serve --cluster` worker still read.
+    #[serde(default)]
+    pub is_error: bool,
 }
 
 /// Why a compaction runs.
@@ -289,6 +297,9 @@ events! {
         },
         MessageUpdate {
             event: AssistantStreamEvent,
+            /// The message's usage so far (zeros until the provider reports it);
+            /// shared, as it changes far less often than the deltas come.
+            usage: std::sync::Arc<Usage>,
         },
         MessageEnd {
             message: AgentMessage,
@@ -309,6 +320,8 @@ events! {
             tool_name: String,
             result: ToolResultPayload,
             is_error: bool,
+            /// Milliseconds the tool ran; `None` for a call refused before running.
+            duration_ms: Option<u64>,
         },
         QueueUpdate {
             steering: Vec<String>,
@@ -360,6 +373,12 @@ events! {
         SessionInfoChanged {
             name: String,
         },
+        /// An entry was appended to the session outside the message flow (the
+        /// `context_edit` that hides a retried or recovered attempt from the
+        /// model), as written to the session file.
+        EntryAppended {
+            entry: Value,
+        },
         /// Context usage after an assistant reply (drives JSON-RPC `contextUsage`).
         ContextUsage(ContextUsage),
         /// A model or tool error the client should hear about (the native dialect shows it in messages).
@@ -380,11 +399,16 @@ events! {
         ClientRequestEnded {
             id: String,
         },
+        /// A login started by `Op::Login` ended: the credential is stored, or why not.
+        LoginEnd {
+            provider: String,
+            error: Option<String>,
+        },
     }
 
     /// The native dialect's event lines (their `type`).
     native => NATIVE, native_wire {
-        not shown: ModelChanged, ContextUsage, RunError, ClientRequestEnded;
+        not shown: ModelChanged, ContextUsage, RunError, ClientRequestEnded, LoginEnd;
         AgentStart = "agent_start" <- AgentStart;
         AgentEnd = "agent_end" <- AgentEnd;
         AgentSettled = "agent_settled" <- AgentSettled;
@@ -407,6 +431,7 @@ events! {
         SummarizationRetryFinished = "summarization_retry_finished" <- SummarizationRetryFinished;
         ThinkingLevelChanged = "thinking_level_changed" <- ThinkingLevelChanged;
         SessionInfoChanged = "session_info_changed" <- SessionInfoChanged;
+        EntryAppended = "entry_appended" <- EntryAppended;
         ExtensionError = "extension_error" <- ExtensionError;
         // Approvals are extension UI dialogs here.
         ExtensionUiRequest = "extension_ui_request" <- ExtensionUiRequest, ClientRequest;
@@ -415,7 +440,7 @@ events! {
     /// The JSON-RPC dialect's notifications (their `method`).
     jsonrpc => JSONRPC, jsonrpc_wire {
         not shown: AgentStart, AgentEnd, TurnStart, TurnEnd, MessageStart, SummarizationRetryScheduled,
-            SummarizationRetryAttemptStart, SummarizationRetryFinished, ThinkingLevelChanged, ClientRequestEnded;
+            SummarizationRetryAttemptStart, SummarizationRetryFinished, ThinkingLevelChanged, ClientRequestEnded, EntryAppended;
         // Not an event: it follows the `initialize` response.
         Initialized = "initialized" <- ;
         AssistantMessage = "assistantMessage" <- MessageUpdate, MessageEnd;
@@ -437,6 +462,7 @@ events! {
         ExtensionError = "extension:error" <- ExtensionError;
         // Approvals are `extension:ui` dialogs.
         ExtensionUi = "extension:ui" <- ExtensionUiRequest, ClientRequest;
+        LoginCompleted = "loginCompleted" <- LoginEnd;
     }
 }
 

@@ -5,7 +5,9 @@ pub mod client;
 pub mod error;
 pub mod event;
 pub mod js;
+pub mod login;
 pub mod message;
+pub mod message_list;
 mod message_text;
 pub mod model;
 pub mod op;
@@ -15,6 +17,7 @@ pub mod tool_name;
 pub use error::{CoreError, ErrorKind};
 pub use event::AgentEvent;
 pub use message::AgentMessage;
+pub use message_list::{MessageList, MessageSource};
 pub use model::{Model, ThinkingLevel};
 pub use op::{Op, Reply, RequestTag};
 

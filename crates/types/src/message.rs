@@ -121,6 +121,14 @@ pub fn join_text(blocks: &[ContentBlock]) -> String {
     out
 }
 
+/// An optional field read leniently: a value of another type (written by
+/// some other program) reads as absent rather than making the whole message
+/// unreadable; a record read that way keeps its original text.
+fn lenient<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
+    let value = Option::<Value>::deserialize(d)?;
+    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
+}
+
 /// Serialize a float the way JavaScript prints numbers: integral values
 /// without a fractional part (`0`, not `0.0`).
 pub fn js_number<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
@@ -141,7 +149,11 @@ pub struct Cost {
     pub cache_write: f64,
     #[serde(default, serialize_with = "js_number")]
     pub total: f64,
-    /// Fields written by other pi versions (e.g. `totalFromProvider`), kept as they are.
+    /// pi 1.6's flag: `total` is the provider's billed cost (OpenRouter), not
+    /// computed from the model's prices. Absent until a cost is computed.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub total_from_provider: Option<bool>,
+    /// Fields written by other pi versions, kept as they are.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -158,11 +170,15 @@ pub struct Usage {
     pub cache_read: u64,
     #[serde(default)]
     pub cache_write: u64,
+    /// Reasoning tokens (part of `output`), as the provider reports them;
+    /// absent until the provider reports usage.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub reasoning: Option<u64>,
     #[serde(default)]
     pub total_tokens: u64,
     #[serde(default)]
     pub cost: Cost,
-    /// Fields written by other pi versions (e.g. `reasoning`), kept as they are.
+    /// Fields written by other pi versions, kept as they are.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -228,11 +244,39 @@ pub struct AssistantMessage {
     pub response_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
+    /// The provider's own stop reason (`stop`, `tool_calls`, `end_turn`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub raw_stop_reason: Option<String>,
+    /// Milliseconds from the request to the end of the reply.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub duration_ms: Option<u64>,
+    /// The thinking level requested for this reply (`off`, `low`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub thinking_level: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
 impl AssistantMessage {
+    /// A message of `model` with no content yet: zero usage, stamped now.
+    pub fn empty(model: &crate::model::Model, stop_reason: StopReason) -> Self {
+        AssistantMessage {
+            content: Vec::new(),
+            api: model.api.clone(),
+            provider: model.provider.clone(),
+            model: model.id.clone(),
+            usage: Usage::default(),
+            stop_reason,
+            timestamp: now_ms(),
+            response_id: None,
+            error_message: None,
+            raw_stop_reason: None,
+            duration_ms: None,
+            thinking_level: None,
+            extra: Map::new(),
+        }
+    }
+
     /// Concatenated text blocks.
     pub fn text(&self) -> String {
         join_text(&self.content)
@@ -260,6 +304,9 @@ pub struct ToolResultMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
     pub is_error: bool,
+    /// Milliseconds the tool ran (absent for a call refused before running).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub duration_ms: Option<u64>,
     pub timestamp: i64,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -421,6 +468,9 @@ mod tests {
             timestamp: 1,
             response_id: None,
             error_message: None,
+            raw_stop_reason: None,
+            duration_ms: None,
+            thinking_level: None,
             extra: Map::new(),
         });
         let s = serde_json::to_string(&m).unwrap();

@@ -74,6 +74,7 @@ impl Model {
             cache_read,
             cache_write,
             total: input + output + cache_read + cache_write,
+            total_from_provider: Some(false),
             extra: Default::default(),
         }
     }

@@ -9,7 +9,7 @@ use std::str::FromStr;
 use serde_json::Value;
 
 use crate::event::CompactionResult;
-use crate::message::{AgentMessage, ImageContent};
+use crate::message::ImageContent;
 use crate::model::{Model, ThinkingLevel};
 use crate::session::SessionEntry;
 
@@ -225,7 +225,7 @@ ops! {
         parent_session: Option<String>,
     } -> Switched(Switched);
     GetState -> State(Box<StateSnapshot>);
-    GetMessages -> Messages(std::sync::Arc<Vec<AgentMessage>>);
+    GetMessages -> Messages(crate::message_list::MessageList);
     /// `provider` may be absent; `model_id` may also be `provider/id`.
     SetModel {
         provider: Option<String>,
@@ -322,6 +322,10 @@ ops! {
     /// answer at once: a front end orders an answer of its own (the error
     /// for a bad record) after them.
     Barrier -> Ack;
+    /// Log in to a provider with its subscription (OAuth): answered once
+    /// the sign-in URL or device code is known; `AgentEvent::LoginEnd`
+    /// follows when the login completes.
+    Login(crate::login::LoginRequest) -> LoginStarted(Box<crate::login::LoginStarted>);
 }
 
 /// How a prompt was taken.
@@ -528,8 +532,9 @@ pub enum Reply {
     Switched(Switched),
     Fork(Forked),
     State(Box<StateSnapshot>),
-    /// The conversation, shared with the agent (not copied).
-    Messages(std::sync::Arc<Vec<AgentMessage>>),
+    /// The conversation, shared with the agent (not copied), or read from
+    /// the session file as it is written out.
+    Messages(crate::message_list::MessageList),
     Model(Box<Model>),
     CycleModel(Option<Box<CycledModel>>),
     Models(Vec<Model>),
@@ -550,6 +555,8 @@ pub enum Reply {
     ActiveTools(Vec<String>),
     /// Ids of the requests to the client awaiting an answer, oldest first.
     PendingRequests(Vec<String>),
+    /// A login waits for the user (see [`Op::Login`]).
+    LoginStarted(Box<crate::login::LoginStarted>),
 }
 
 /// How a session switch ended (`new_session`, `switch_session`, `resume_session`, `clone`).

@@ -28,6 +28,9 @@ fn assistant(text: &str) -> AgentMessage {
         timestamp: 7,
         response_id: None,
         error_message: Some("boom".into()),
+        raw_stop_reason: Some("end_turn".into()),
+        duration_ms: Some(12),
+        thinking_level: Some("off".into()),
         extra: Map::new(),
     })
 }
@@ -52,12 +55,18 @@ fn ops_round_trip() {
     round_trip(Op::ClientResponse { id: "c2".into(), result: Err("no".into()) });
     round_trip(Op::ResumeSession { reference: "abc".into(), after_seq: Some(42) });
     round_trip(Op::Abort);
+    round_trip(Op::Login(crate::login::LoginRequest {
+        provider: "anthropic".into(),
+        method: Some("device_code".into()),
+        no_browser: true,
+        answer: None,
+    }));
 }
 
 #[test]
 fn replies_and_errors_round_trip() {
     round_trip(Reply::Ack);
-    round_trip(Reply::Messages(std::sync::Arc::new(vec![assistant("x")])));
+    round_trip(Reply::Messages(vec![assistant("x")].into()));
     round_trip(Reply::Bash(BashResult {
         output: "o".into(),
         exit_code: Some(1),
@@ -71,19 +80,35 @@ fn replies_and_errors_round_trip() {
     }));
     round_trip(CoreError::invalid("sessionId", "bad").with_retryable(true));
     round_trip::<Result<Reply, CoreError>>(Err(CoreError::new(ErrorKind::Busy, "busy")));
+    round_trip(Reply::LoginStarted(Box::new(crate::login::LoginStarted {
+        provider: "openai-codex".into(),
+        name: "ChatGPT Plus/Pro (Codex Subscription)".into(),
+        method: "device_code".into(),
+        user_code: Some("ABCD-1234".into()),
+        verification_uri: Some("https://auth.openai.com/codex/device".into()),
+        expires_in_seconds: Some(900.0),
+        ..Default::default()
+    })));
 }
 
 #[test]
 fn events_round_trip() {
     round_trip(AgentEvent::MessageUpdate {
         event: AssistantStreamEvent::TextDelta { content_index: 0, delta: "Hel".into() },
+        usage: std::sync::Arc::new(Usage::default()),
     });
     round_trip(AgentEvent::TurnEnd { message: assistant("done"), tool_results: vec![] });
     round_trip(AgentEvent::ToolExecutionEnd {
         tool_call_id: "t".into(),
         tool_name: "read".into(),
-        result: ToolResultPayload { content: vec![ContentBlock::text("file")], details: Some(json!({"n": 1})) },
+        result: ToolResultPayload {
+            content: vec![ContentBlock::text("file")],
+            details: Some(json!({"n": 1})),
+            structured_content: Some(json!({"rows": 2})),
+            is_error: true,
+        },
         is_error: false,
+        duration_ms: Some(3),
     });
     round_trip(AgentEvent::RunError { error: CoreError::internal("lost"), will_retry: false });
     round_trip(AgentEvent::ExtensionUiRequest(ExtensionUiRequest {
@@ -103,4 +128,5 @@ fn events_round_trip() {
     round_trip(ClientReply::Permission(PermissionAnswer::AllowOnce));
     round_trip(AgentEvent::BashExecutionUpdate { request: Some(1 << 40), delta: "x".into() });
     round_trip(AgentEvent::AgentSettled { aborted: false, usage: Usage::default() });
+    round_trip(AgentEvent::LoginEnd { provider: "anthropic".into(), error: Some("refused".into()) });
 }

@@ -40,9 +40,13 @@ pub struct Lease {
     epoch: u64,
     revision: Arc<AtomicU64>,
     lost: Arc<AtomicBool>,
+    /// Fires when another worker took the session (renewal lost).
+    lost_token: CancellationToken,
     stop: CancellationToken,
     leases: kv::Store,
     fence: Arc<EpochFence>,
+    /// The worker whose expired lease this one took over.
+    taken_from: Option<String>,
 }
 
 fn now_ms() -> u64 {
@@ -79,6 +83,7 @@ impl Lease {
     pub async fn acquire(cluster: &Cluster, session_dir: &Path, id: &str) -> Result<Lease, LeaseError> {
         let bus = |detail: String| LeaseError::Bus { id: id.to_string(), detail };
         let worker = &cluster.options.worker;
+        let mut taken_from = None;
         let epoch = match cluster.leases.create(id, owner_value(worker)).await {
             Ok(revision) => revision,
             Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
@@ -90,18 +95,13 @@ impl Lease {
                         match cluster.leases.update(id, owner_value(worker), entry.revision).await {
                             Ok(revision) => {
                                 tracing::info!("session {id}: taking over from {owner} (its lease expired)");
+                                taken_from = Some(owner);
                                 revision
                             }
                             Err(_) => return Err(LeaseError::OwnedElsewhere { id: id.to_string(), owner }),
                         }
                     }
-                    _ if &owner == worker => {
-                        // Ours from an earlier load whose release has not landed yet.
-                        return Err(LeaseError::OwnedElsewhere {
-                            id: id.to_string(),
-                            owner: format!("{owner} (releasing)"),
-                        });
-                    }
+                    // (Ours: from an earlier load whose release has not landed yet, or a load in progress.)
                     _ => return Err(LeaseError::OwnedElsewhere { id: id.to_string(), owner }),
                 }
             }
@@ -123,19 +123,23 @@ impl Lease {
             epoch,
             revision: Arc::new(AtomicU64::new(epoch)),
             lost: Arc::new(AtomicBool::new(false)),
+            lost_token: CancellationToken::new(),
             stop: CancellationToken::new(),
             leases: cluster.leases.clone(),
             fence: Arc::new(EpochFence::new(session_dir, id, epoch)),
+            taken_from,
         };
-        tokio::spawn(renew(
-            cluster.leases.clone(),
-            id.to_string(),
-            worker.clone(),
-            cluster.options.lease_ttl,
-            lease.revision.clone(),
-            lease.lost.clone(),
-            lease.stop.clone(),
-        ));
+        let renewal = Renewal {
+            leases: cluster.leases.clone(),
+            id: id.to_string(),
+            worker: worker.clone(),
+            ttl: cluster.options.lease_ttl,
+            revision: lease.revision.clone(),
+            lost: lease.lost.clone(),
+            lost_token: lease.lost_token.clone(),
+            stop: lease.stop.clone(),
+        };
+        tokio::spawn(renewal.run());
         tracing::debug!("session {id}: lease taken (epoch {epoch})");
         Ok(lease)
     }
@@ -153,33 +157,66 @@ impl Lease {
     pub fn fence(&self) -> pi_core::session::SharedFence {
         self.fence.clone()
     }
+
+    /// Fires once another worker holds the session.
+    pub fn lost_token(&self) -> CancellationToken {
+        self.lost_token.clone()
+    }
+
+    /// The worker whose expired lease this one took over, if any.
+    pub fn taken_from(&self) -> Option<&str> {
+        self.taken_from.as_deref()
+    }
+
+    /// The worker holding session `id`'s live lease, if any.
+    pub async fn holder(cluster: &Cluster, id: &str) -> Result<Option<String>, LeaseError> {
+        match cluster.leases.entry(id).await {
+            Ok(Some(entry))
+                if entry.operation == kv::Operation::Put && !is_stale(&entry.value, cluster.options.lease_ttl) =>
+            {
+                Ok(Some(owner_of(&entry.value)))
+            }
+            Ok(_) => Ok(None),
+            Err(e) => Err(LeaseError::Bus { id: id.to_string(), detail: e.to_string() }),
+        }
+    }
 }
 
-async fn renew(
+/// The renewals of one lease.
+struct Renewal {
     leases: kv::Store,
     id: String,
     worker: String,
     ttl: Duration,
     revision: Arc<AtomicU64>,
     lost: Arc<AtomicBool>,
+    lost_token: CancellationToken,
     stop: CancellationToken,
-) {
-    let period = (ttl / 3).max(Duration::from_millis(100));
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(period) => {}
-            _ = stop.cancelled() => return,
-        }
-        let last = revision.load(Ordering::SeqCst);
-        match leases.update(&id, owner_value(&worker), last).await {
-            Ok(next) => revision.store(next, Ordering::SeqCst),
-            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
-                lost.store(true, Ordering::SeqCst);
-                tracing::warn!("session {id}: lease lost to another worker; its writes are now refused");
-                return;
+}
+
+impl Renewal {
+    async fn run(self) {
+        let period = (self.ttl / 3).max(Duration::from_millis(100));
+        let id = &self.id;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(period) => {}
+                _ = self.stop.cancelled() => return,
             }
-            // The bus is away: try again; past the TTL the lease expires and the fence takes over.
-            Err(e) => tracing::warn!("session {id}: cannot renew the lease: {e}"),
+            let last = self.revision.load(Ordering::SeqCst);
+            match self.leases.update(id, owner_value(&self.worker), last).await {
+                Ok(next) => self.revision.store(next, Ordering::SeqCst),
+                // Another worker took it (or it expired while the bus was away: the
+                // session is loaded again from storage, under a new epoch).
+                Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
+                    self.lost.store(true, Ordering::SeqCst);
+                    self.lost_token.cancel();
+                    tracing::warn!("session {id}: lease lost to another worker; its writes are now refused");
+                    return;
+                }
+                // The bus is away: try again; past the TTL the lease expires and the fence takes over.
+                Err(e) => tracing::warn!("session {id}: cannot renew the lease: {e}"),
+            }
         }
     }
 }

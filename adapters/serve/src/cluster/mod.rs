@@ -5,12 +5,24 @@
 //!   renewed by its owner, with a fencing epoch (the revision that created it).
 //! * [`fence`]: the epoch on shared storage, checked before every write of
 //!   the session file.
+//! * [`events`]: every session's events on a JetStream stream, replayed by
+//!   any worker from `afterSeq`.
+//! * [`wire`]: what workers say to each other, and on which subjects.
+//! * [`mirror`]: a worker's hub for a session owned by another worker
+//!   (commands relayed to the owner, its events relayed back).
+//! * [`peer`]: the owner's side of those mirrors.
+//! * [`place`]: where a session is served: here, or mirrored from its owner.
 //!
 //! Without `--cluster` none of this runs: one process behaves as before
 //! (the OS file lock of [`crate::lock`] keeps one owner per session file).
 
+pub mod events;
 pub mod fence;
 pub mod lease;
+pub mod mirror;
+pub mod peer;
+pub mod place;
+pub mod wire;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,6 +38,8 @@ pub struct ClusterOptions {
     pub lease_ttl: Duration,
     /// This worker's name (in leases: who owns a session).
     pub worker: String,
+    /// How long the event stream keeps events (when this worker creates it).
+    pub retention: events::Retention,
 }
 
 /// The KV bucket of the leases.
@@ -37,6 +51,7 @@ pub struct Cluster {
     pub client: async_nats::Client,
     pub jetstream: async_nats::jetstream::Context,
     pub leases: async_nats::jetstream::kv::Store,
+    pub events: std::sync::Arc<events::EventLog>,
     pub options: ClusterOptions,
 }
 
@@ -52,6 +67,7 @@ impl Cluster {
     pub async fn connect(options: ClusterOptions) -> Result<Cluster, String> {
         let mut connect = async_nats::ConnectOptions::new()
             .name(format!("pi serve {}", options.worker))
+            .event_callback(|event| async move { tracing::info!("cluster bus: {event}") })
             .retry_on_initial_connect()
             .connection_timeout(Duration::from_secs(5));
         if let Some(path) = &options.credentials {
@@ -76,8 +92,9 @@ impl Cluster {
                     .map_err(|e| format!("--cluster: cannot open the lease bucket {LEASE_BUCKET}: {e}"))?
             }
         };
+        let events = events::open(jetstream.clone(), options.retention, client.max_payload()).await?;
         tracing::info!("pi serve: in the cluster at {urls} as {}", options.worker);
-        Ok(Cluster { client, jetstream, leases, options })
+        Ok(Cluster { client, jetstream, leases, events, options })
     }
 }
 

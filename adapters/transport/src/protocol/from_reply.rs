@@ -2,10 +2,8 @@
 //! impl per (reply type, result shape), so the protocol table's rows are
 //! checked against the ops' declared replies when the table compiles.
 
-use std::sync::Arc;
-
+use pi_core::MessageList;
 use pi_core::event::CompactionResult;
-use pi_core::message::AgentMessage;
 use pi_core::model::{Model, ThinkingLevel};
 use pi_core::op::{
     BashResult, ClearedQueues, CommandInfo, CycledModel, Disposition, EntryList, ForkMessage, Forked, SessionInfo,
@@ -72,8 +70,8 @@ impl FromReply<Box<StateSnapshot>> for StatusResult {
     }
 }
 
-impl FromReply<Arc<Vec<AgentMessage>>> for MessagesData {
-    fn from_reply(messages: Arc<Vec<AgentMessage>>) -> Self {
+impl FromReply<MessageList> for MessagesData {
+    fn from_reply(messages: MessageList) -> Self {
         MessagesData { messages }
     }
 }
@@ -236,6 +234,22 @@ impl FromReply<Vec<String>> for ToolsData {
     }
 }
 
+impl FromReply<Box<pi_core::login::LoginStarted>> for LoginResult {
+    fn from_reply(started: Box<pi_core::login::LoginStarted>) -> Self {
+        let s = *started;
+        LoginResult {
+            provider: s.provider,
+            name: s.name,
+            method: s.method,
+            url: s.url,
+            instructions: s.instructions,
+            user_code: s.user_code,
+            verification_uri: s.verification_uri,
+            expires_in: s.expires_in_seconds,
+        }
+    }
+}
+
 impl super::WireResult for super::results::Ack {
     const DATA: bool = false;
 }
@@ -280,4 +294,5 @@ wire_results!(
     QueueData,
     SessionResult,
     ToolsData,
+    LoginResult,
 );

@@ -314,6 +314,29 @@ pub struct ToolsParams {
     pub tools: Vec<String>,
 }
 
+/// `login` params.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginParams {
+    /// The provider to log in to: anthropic, openai-codex, openai, github-copilot, xai, openrouter, kimi-coding, meta, radius.
+    pub provider: String,
+    /// The sign-in method: `browser` (a URL to open) or `device_code` (a code to enter); default: the provider's first. `copy_code` needs a terminal (`pi login`).
+    pub method: Option<String>,
+    /// GitHub Copilot: the GitHub Enterprise domain (default: github.com).
+    pub enterprise_domain: Option<String>,
+}
+
+impl LoginParams {
+    pub fn op(self) -> ops::Login {
+        ops::Login(pi_core::auth::LoginRequest {
+            provider: self.provider,
+            method: self.method,
+            no_browser: false,
+            answer: self.enterprise_domain,
+        })
+    }
+}
+
 /// `initialize` params (all optional).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -4,7 +4,7 @@
 //! responses are generated from them, so what is sent and what is
 //! documented cannot drift apart.
 
-use pi_core::message::{AgentMessage, Usage};
+use pi_core::message::Usage;
 use pi_core::model::{Model, ThinkingLevel};
 use pi_core::op::{ContextUsageStats, StateSnapshot};
 use pi_core::session::SessionEntry;
@@ -126,7 +126,7 @@ pub struct StateData {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct MessagesData {
     /// The conversation's messages.
-    pub messages: std::sync::Arc<Vec<AgentMessage>>,
+    pub messages: pi_core::MessageList,
 }
 
 /// `cycle_model` data (or null when there is nothing to cycle to).
@@ -357,6 +357,35 @@ pub struct QueueData {
     pub steering: Vec<String>,
     /// Follow-up messages removed.
     pub follow_up: Vec<String>,
+}
+
+/// A login waiting for the user: open `url` (browser sign-in), or open
+/// `verificationUri` and enter `userCode` (device code). `loginCompleted`
+/// follows.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginResult {
+    /// The provider id.
+    pub provider: String,
+    /// The login's name, e.g. "Anthropic (Claude Pro/Max)".
+    pub name: String,
+    /// `browser` or `device_code`.
+    pub method: String,
+    /// The sign-in page to open (browser sign-in).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// What to tell the user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// The code to enter (device code).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_code: Option<String>,
+    /// Where to enter it (device code).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification_uri: Option<String>,
+    /// Seconds the code stays valid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_in: Option<f64>,
 }
 
 /// Active tools.

@@ -141,6 +141,8 @@ pub static COMMANDS: &[Command] = &[
     }), "setSessionName"),
     Command::both("Extension commands, prompt templates and skills.", bind!(GetCommands, "get_commands", NoParams => CommandsData, |p| decode::<NoParams>(p).map(|_| ops::GetCommands)), "getCommands"),
     Command::both("Empty both message queues and return what they held.", bind!(ClearQueue, "clear_queue", NoParams => QueueData, |p| decode::<NoParams>(p).map(|_| ops::ClearQueue)), "clearQueue"),
+    Command::new("Log in to a provider with its subscription (OAuth): `provider`, `method` (`browser`, `device_code`), `enterpriseDomain` (GitHub Copilot) → `{provider, name, method, url}` or `{…, userCode, verificationUri}` as soon as the sign-in waits for the user; the `loginCompleted` notification follows (the credential is then in auth.json, shared with pi).")
+        .jsonrpc(bind!(Login, "login", LoginParams => LoginResult, |p| decode::<LoginParams>(p).map(LoginParams::op))),
     Command::new("Abort everything, answer `{}`, flush the session and exit 0.").jsonrpc(bind!(Shutdown, "shutdown", NoParams => Ack, |p| {
         decode::<NoParams>(p).map(|_| ops::Shutdown { abort: true })
     })),

@@ -15,8 +15,9 @@ use super::internal::Emitter;
 use super::internal::{Internal, QueueKind};
 use super::queue::MessageQueue;
 use super::run::{RunSetup, run_session};
+use super::session_start::open_session;
 use super::state::{Activity, HeldMessage, Hold, Pending, RunState};
-use super::{AgentConfig, Output, SessionStart, SystemPromptOptions};
+use super::{AgentConfig, Output, SystemPromptOptions};
 use crate::config::{ModelRegistry, Settings};
 use crate::error::{CoreError, ErrorKind};
 use crate::event::AgentEvent;
@@ -45,8 +46,9 @@ pub(crate) struct Agent {
 
     pub(super) session: Session,
     /// The conversation as the model sees it (what `get_messages` returns,
-    /// shared with the reply instead of copied).
-    pub(super) messages: Arc<Vec<AgentMessage>>,
+    /// shared with the reply instead of copied; read from the session file
+    /// until something needs it whole).
+    pub(super) messages: pi_types::MessageList,
     pub(super) model: Model,
     pub(super) thinking: ThinkingLevel,
     /// The command line's model choice, applied to every session opened.
@@ -82,7 +84,8 @@ impl Agent {
     pub(crate) fn new(config: AgentConfig, out: mpsc::Sender<Output>) -> Result<Agent, CoreError> {
         let (internal_tx, internal_rx) = mpsc::channel(1024);
         let session = open_session(&config)?;
-        let restored = session.context();
+        let restored_messages = session.context_messages();
+        let (restored_model, restored_thinking) = session.context_model_and_thinking();
         let session_file = session.file_path().map(|p| p.display().to_string());
         let temp_outputs = crate::tools::temp_outputs::TempOutputs::new(&config.temp_dir);
         let start = crate::extensions::StartContext {
@@ -111,7 +114,7 @@ impl Agent {
             persist_settings: config.persist_settings,
             temp_outputs,
             session,
-            messages: Arc::new(restored.messages),
+            messages: restored_messages,
             model: faux::faux_model(),
             thinking: ThinkingLevel::Off,
             startup: Default::default(),
@@ -143,7 +146,7 @@ impl Agent {
             inline_key: config.api_key.is_some(),
         };
         agent.add_client_tools(config.client.tools.clone())?;
-        agent.select_initial_model(restored.model, restored.thinking_level)?;
+        agent.select_initial_model(restored_model, restored_thinking)?;
         agent.start_session_entries(config.session_name)?;
         Ok(agent)
     }
@@ -244,9 +247,9 @@ impl Agent {
             }
             Internal::RetractFromContext { message } => {
                 if let Some(pos) = self.messages.iter().rposition(|m| m == &*message) {
-                    Arc::make_mut(&mut self.messages).remove(pos);
+                    self.messages.make_mut().remove(pos);
                 }
-                self.record_context_edit(&message);
+                self.record_context_edit(&message).await;
             }
             Internal::RunFinished { run_id } => self.run_finished(run_id).await,
             Internal::CurrentTools { reply } => {
@@ -254,6 +257,7 @@ impl Agent {
                 let _ = reply.send(super::internal::ToolSet(tools, specs));
             }
             Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
+            Internal::Login(msg) => self.handle_login_msg(*msg).await,
             Internal::BashFinished { tag, outcome } => {
                 self.activity.end_bash();
                 match *outcome {
@@ -366,7 +370,7 @@ impl Agent {
         if let Err(e) = written {
             tracing::error!("cannot write session entry: {e}");
         }
-        Arc::make_mut(&mut self.messages).push(message);
+        self.messages.make_mut().push(message);
     }
 
     /// Take what a queue delivers now, each message with both queues as they
@@ -474,6 +478,7 @@ impl Agent {
     /// Start a run with these new messages.
     pub(super) fn start_run(&mut self, mut initial: Vec<AgentMessage>) {
         let Some(provider) = self.providers.get(&self.model.api) else { return };
+        let provider = crate::auth::authorize(provider, &self.models, &self.model);
         initial.append(&mut self.ext.next_turn);
         let cancel = CancellationToken::new();
         let retry_cancel = CancellationToken::new();
@@ -607,17 +612,28 @@ impl Agent {
     }
 
     /// Hide a retried attempt from future context: pi appends a `context_edit`.
-    fn record_context_edit(&mut self, message: &AgentMessage) {
+    async fn record_context_edit(&mut self, message: &AgentMessage) {
         let target = self
             .session
             .entries()
             .filter(|e| e.message() == Some(message))
             .last()
             .and_then(|e| e.id().map(str::to_string));
-        if let Some(target) = target
-            && let Err(e) = self.session.append_context_edit(&target, None)
-        {
-            tracing::warn!("cannot record the retried attempt: {e}");
+        if let Some(target) = target {
+            self.hide_from_context(&target).await;
+        }
+    }
+
+    /// Append a `context_edit` that leaves entry `target` out of the model's
+    /// context, and announce it (`entry_appended`, as pi 1.6.0 does).
+    pub(super) async fn hide_from_context(&mut self, target: &str) {
+        match self.session.append_context_edit(target, None) {
+            Ok(id) => {
+                if let Some(entry) = self.session.get(&id).and_then(|e| serde_json::to_value(e).ok()) {
+                    self.emit(AgentEvent::EntryAppended { entry }).await;
+                }
+            }
+            Err(e) => tracing::warn!("cannot hide the failed attempt from the context: {e}"),
         }
     }
 
@@ -625,58 +641,4 @@ impl Agent {
     pub(super) fn set_retry_enabled(&self, enabled: bool) {
         self.retry_enabled.store(enabled, Ordering::SeqCst);
     }
-}
-
-/// Split `model:thinking` when the suffix is a thinking level.
-fn open_session(config: &AgentConfig) -> Result<Session, CoreError> {
-    let mut session = open_session_unfenced(config)?;
-    session.set_fence(config.session_fence.clone());
-    Ok(session)
-}
-
-fn open_session_unfenced(config: &AgentConfig) -> Result<Session, CoreError> {
-    let session = match &config.session {
-        SessionStart::InMemory => Session::in_memory(&config.cwd),
-        SessionStart::New => Session::create(&config.session_dir, &config.cwd, None)?,
-        SessionStart::Open(path) => {
-            let (session, warnings) = Session::open(path, &config.cwd)?;
-            for w in warnings {
-                tracing::warn!("{w}");
-            }
-            session
-        }
-        SessionStart::Continue => match crate::session::find_most_recent(&config.session_dir, Some(&config.cwd)) {
-            Some(path) => {
-                let (session, warnings) = Session::open(&path, &config.cwd)?;
-                for w in warnings {
-                    tracing::warn!("{w}");
-                }
-                session
-            }
-            None => Session::create(&config.session_dir, &config.cwd, None)?,
-        },
-        SessionStart::WithId(id) => match crate::session::find_by_id(&config.session_dir, id) {
-            Some(path) => Session::open(&path, &config.cwd)?.0,
-            None => {
-                tracing::warn!("No project session found with id '{id}'; creating a new session with that id.");
-                Session::create_with_id(&config.session_dir, &config.cwd, id)?
-            }
-        },
-        SessionStart::Fresh { id, parent_session } => {
-            Session::create_with_id(&config.session_dir, &config.cwd, id)?.with_parent(parent_session.clone())
-        }
-        SessionStart::Fork { source, id } => {
-            if let Some(id) = id
-                && crate::session::find_by_id(&config.session_dir, id).is_some()
-            {
-                return Err(CoreError::invalid("session", format!("Session already exists with id '{id}'")));
-            }
-            let (session, warnings) = Session::fork_file(source, &config.session_dir, &config.cwd, id.as_deref())?;
-            for w in warnings {
-                tracing::warn!("{w}");
-            }
-            session
-        }
-    };
-    Ok(session)
 }

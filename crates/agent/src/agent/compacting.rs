@@ -181,7 +181,7 @@ impl Agent {
             JobError::Unavailable(CoreError::new(ErrorKind::Unsupported, format!("No provider for {}", self.model.api)))
         })?;
         let summarizer = Summarizer {
-            provider,
+            provider: crate::auth::authorize(provider, &self.models, &self.model),
             model: self.model.clone(),
             thinking: self.thinking,
             api_key: self.models.api_key(&self.model.provider),
@@ -283,7 +283,7 @@ impl Agent {
         });
         let (reply, context) = match recorded {
             Ok(out) => {
-                self.messages = std::sync::Arc::new(self.session.context().messages);
+                self.messages = self.session.context().messages.into();
                 self.usage_unknown = true;
                 let result = CompactionResult {
                     summary: out.summary,
@@ -321,12 +321,12 @@ impl Agent {
 
     /// The session entry id of a message (the latest entry holding it).
     fn entry_id_of(&self, message: &AgentMessage) -> Option<String> {
-        self.session.entries().filter(|e| e.message() == Some(message)).last().and_then(|e| e.id().map(str::to_string))
+        self.session.entry_id_of_message(message).map(str::to_string)
     }
 
     /// Hide a failed attempt (and its tool results) from the model context:
     /// pi appends `context_edit` entries with a null replacement.
-    fn omit_attempt(&mut self, attempt: &AssistantMessage) {
+    async fn omit_attempt(&mut self, attempt: &AssistantMessage) {
         let message = AgentMessage::Assistant(attempt.clone());
         let call_ids: Vec<&str> = attempt
             .content
@@ -350,12 +350,10 @@ impl Agent {
         }
         for target in targets {
             if let Some(pos) = self.messages.iter().rposition(|m| m == &target) {
-                std::sync::Arc::make_mut(&mut self.messages).remove(pos);
+                self.messages.make_mut().remove(pos);
             }
-            if let Some(id) = self.entry_id_of(&target)
-                && let Err(e) = self.session.append_context_edit(&id, None)
-            {
-                tracing::warn!("cannot hide the failed attempt from the context: {e}");
+            if let Some(id) = self.entry_id_of(&target) {
+                self.hide_from_context(&id).await;
             }
         }
     }
@@ -385,13 +383,13 @@ impl Agent {
         if at == CheckPoint::AfterRun && last.stop_reason == StopReason::Aborted {
             return out;
         }
-        let compaction_ms = self
-            .session
-            .branch()
+        // Only the latest compaction's body is read, not the whole branch.
+        let path = self.session.branch_positions();
+        let compaction_ms = path
             .iter()
             .rev()
-            .find(|e| e.type_name() == "compaction")
-            .map(|e| iso_ms(e.timestamp()).unwrap_or(i64::MAX));
+            .find(|&&i| self.session.type_at(i) == "compaction")
+            .map(|&i| iso_ms(self.session.entry_at(i).timestamp()).unwrap_or(i64::MAX));
         // pi skips answers from before the latest compaction (`<=`); we use `<`
         // so that a retry started in the same millisecond as the compaction
         // entry still counts as after it.
@@ -412,7 +410,7 @@ impl Agent {
                     return out;
                 }
                 out.recovery_started = true;
-                self.omit_attempt(&last);
+                self.omit_attempt(&last).await;
                 out.job = self.start_auto_compaction(CompactionReason::Overflow, true).await;
                 return out;
             }
@@ -441,12 +439,12 @@ impl Agent {
             })
         });
         // Entries after the answer on the branch: edits and compactions.
-        let branch = self.session.branch();
-        let start = entry_id.as_deref().and_then(|id| branch.iter().position(|e| e.id() == Some(id)));
+        let path = self.session.branch_positions();
+        let start = entry_id.as_deref().and_then(|id| path.iter().position(|&i| self.session.id_at(i) == Some(id)));
         let mut has_edit = false;
         let mut has_compaction = false;
         let mut latest_edit_keeps = true;
-        for entry in start.map_or(&[][..], |i| &branch[i + 1..]) {
+        for entry in start.map_or(&[][..], |i| &path[i + 1..]).iter().map(|&i| self.session.entry_at(i)) {
             match entry {
                 SessionEntry::Unknown(v) if entry.type_name() == "context_edit" => {
                     has_edit = true;

@@ -26,6 +26,8 @@ impl Agent {
             return;
         }
         let tag = pending.tag;
+        // A login or logout since the last op (by pi too) counts from now on.
+        self.models.sync_auth(&self.agent_dir);
         // Ops that answer themselves (now or later) return; the others give their answer.
         let result = match pending.op {
             Op::Prompt { message, images, streaming_behavior } => {
@@ -84,6 +86,7 @@ impl Agent {
             Op::ClientResponse { id, result } => return self.client_response(tag, id, result).await,
             Op::SetApprovalMode { mode } => return self.set_approval_mode(tag, mode).await,
             Op::Barrier => Ok(Reply::Ack),
+            Op::Login(request) => return self.login(tag, request),
             Op::PendingRequests => {
                 // Extension dialogs and the requests to the client (approvals, files, terminals).
                 let mut ids = self.ext.handle.ui().ids();

@@ -125,6 +125,11 @@ impl ExtensionState {
         self.tools_version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// A command (a built-in one too) is in flight until its `CommandDone`.
+    pub(super) fn command_started(&mut self) {
+        self.running += 1;
+    }
+
     /// No command or hook in flight.
     pub(crate) fn is_idle(&self) -> bool {
         self.running == 0
@@ -178,6 +183,10 @@ impl Agent {
                     self.run_extension_command(tag, command, args);
                     return None;
                 }
+                if let Some(args) = self.builtin_invocation(&message) {
+                    self.run_builtin_command(tag, args.to_string());
+                    return None;
+                }
                 let Op::Prompt { message, images, streaming_behavior } =
                     self.input_gate(tag, Op::Prompt { message, images, streaming_behavior }, pending.inputs_seen)?
                 else {
@@ -224,6 +233,10 @@ impl Agent {
     async fn refuse_command(&mut self, tag: Option<RequestTag>, message: &str) -> Option<()> {
         if let Some((command, _)) = self.ext.handle.find_command(message) {
             self.reply(tag, Err(CoreError::invalid("message", cannot_queue(&command.invocation)))).await;
+            return None;
+        }
+        if self.builtin_invocation(message).is_some() {
+            self.reply(tag, Err(CoreError::invalid("message", cannot_queue(crate::mcp::command::NAME)))).await;
             return None;
         }
         Some(())
@@ -315,21 +328,17 @@ impl Agent {
         expanded.text
     }
 
-    /// `get_commands`: extension commands, then templates, then skills.
+    /// `get_commands`: built-in commands (pi's come from extensions loaded
+    /// first), extension commands, then templates, then skills.
     pub(super) fn command_list(&self) -> Vec<CommandInfo> {
-        let mut list: Vec<CommandInfo> = self
-            .ext
-            .handle
-            .commands()
-            .into_iter()
-            .map(|c| CommandInfo {
-                name: c.invocation,
-                description: c.description,
-                source: CommandSource::Extension,
-                location: None,
-                path: Some(c.extension.path_string()),
-            })
-            .collect();
+        let mut list = self.builtin_commands();
+        list.extend(self.ext.handle.commands().into_iter().map(|c| CommandInfo {
+            name: c.invocation,
+            description: c.description,
+            source: CommandSource::Extension,
+            location: None,
+            path: Some(c.extension.path_string()),
+        }));
         list.extend(crate::resources::commands(&self.ext.resources));
         list
     }

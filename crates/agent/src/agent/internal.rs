@@ -51,6 +51,8 @@ pub enum Internal {
     Extension(Box<super::extension_hooks::ExtSignal>),
     /// The tools the model gets now (an extension changed them during a run).
     CurrentTools { reply: oneshot::Sender<ToolSet> },
+    /// A login started by `Op::Login` has news (see `login_ops`).
+    Login(Box<super::login_ops::LoginMsg>),
 }
 
 /// The tools of a model request and their specs.

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde_json::Map;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -13,7 +12,7 @@ use super::internal::{Delivered, Emitter, Internal, QueueKind};
 use super::tool_exec::execute_tool_calls;
 use crate::config::settings::RetrySettings;
 use crate::event::{AgentEvent, ContextUsage};
-use crate::message::{AgentMessage, AssistantMessage, StopReason, ToolCall, Usage, now_ms};
+use crate::message::{AgentMessage, AssistantMessage, StopReason, ToolCall, Usage};
 use crate::model::{Model, ThinkingLevel};
 use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
 use crate::stream::stream_assistant;
@@ -259,13 +258,18 @@ async fn low_level_run(
                 credential: None,
                 env: Default::default(),
             };
-            let outcome = stream_assistant(
-                Some(&s.emitter),
-                s.provider.clone(),
-                request,
-                s.cancel.clone(),
-                &s.model,
-                s.api_key.as_deref(),
+            // Extensions listening to pi's provider events watch the request.
+            let observer = s.extensions.request_observer(&s.model);
+            let outcome = crate::provider::observe::observed(
+                observer,
+                stream_assistant(
+                    Some(&s.emitter),
+                    s.provider.clone(),
+                    request,
+                    s.cancel.clone(),
+                    &s.model,
+                    s.api_key.as_deref(),
+                ),
             )
             .await;
             if let Some(error) = outcome.error {
@@ -349,18 +353,10 @@ async fn low_level_run(
 
 /// The assistant message that ends a run aborted before its next model call.
 async fn aborted_assistant(s: &RunSetup) -> AssistantMessage {
-    let message = AssistantMessage {
-        content: Vec::new(),
-        api: s.model.api.clone(),
-        provider: s.model.provider.clone(),
-        model: s.model.id.clone(),
-        usage: Usage::default(),
-        stop_reason: StopReason::Aborted,
-        timestamp: now_ms(),
-        response_id: None,
-        error_message: Some(ABORTED_BETWEEN_TURNS.to_string()),
-        extra: Map::new(),
-    };
+    let mut message = AssistantMessage::empty(&s.model, StopReason::Aborted);
+    message.error_message = Some(ABORTED_BETWEEN_TURNS.to_string());
+    message.duration_ms = Some(0);
+    message.thinking_level = Some(s.thinking.as_str().to_string());
     s.emitter.emit(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) }).await;
     s.emitter.emit(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) }).await;
     message

@@ -89,13 +89,12 @@ impl Agent {
     async fn replace_session(&mut self, session: Session) -> Result<(), CoreError> {
         self.temp_outputs.release(self.session.file_path());
         self.session = session;
-        let restored = self.session.context();
-        self.messages = std::sync::Arc::new(restored.messages);
+        self.messages = self.session.context_messages();
         self.usage_unknown = false;
         // pi 1.6.0 chooses model and thinking level afresh for each session
         // (a new one starts at the defaults, not at the previous level).
         let (model, thinking) =
-            if self.messages.is_empty() { (None, None) } else { (restored.model, restored.thinking_level) };
+            if self.messages.is_empty() { (None, None) } else { self.session.context_model_and_thinking() };
         if let Err(e) = self.select_initial_model(model, thinking) {
             tracing::warn!("keeping the current model: {}", e.message);
         }

@@ -20,7 +20,9 @@ impl Agent {
         if self.messages.is_empty() {
             return Some(0);
         }
-        let (tokens, anchor) = estimate::estimate_context(&self.messages);
+        // Only the messages from the last usable reply on are read.
+        let tail = self.messages.tail_from_last(|m| estimate::valid_usage(m).is_some());
+        let (tokens, anchor) = estimate::estimate_context(&tail);
         Some(match anchor {
             Some(_) => tokens,
             None => tokens + estimate::estimate_system_prompt(&self.system_prompt(), &self.active_tool_set().1),

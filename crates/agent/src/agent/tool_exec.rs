@@ -40,7 +40,7 @@ pub(crate) async fn execute_tool_calls(
             },
         };
         if let Err(output) = &checked {
-            emit_end(emitter, call, output).await;
+            emit_end(emitter, call, output, None).await;
         }
         prepared.push(checked);
     }
@@ -63,7 +63,12 @@ pub(crate) async fn execute_tool_calls(
                 tool_call_id: call.id.clone(),
                 tool_name: call.name.clone(),
                 args: call.arguments.clone(),
-                partial_result: ToolResultPayload { content: update.content, details: update.details },
+                partial_result: ToolResultPayload {
+                    content: update.content,
+                    details: update.details,
+                    structured_content: None,
+                    is_error: false,
+                },
             })
         };
         let output = loop {
@@ -72,6 +77,8 @@ pub(crate) async fn execute_tool_calls(
                 Some(update) = rx.recv() => emit_update(update).await,
             }
         };
+        // The run itself, as pi times it (not the hooks after it).
+        let duration_ms = started.elapsed().as_millis() as u64;
         // Updates sent just before the tool returned still precede its end.
         while let Ok(update) = rx.try_recv() {
             emit_update(update).await;
@@ -80,8 +87,8 @@ pub(crate) async fn execute_tool_calls(
             (Some(gate), Some(args)) => gate.after(&call.id, &call.name, args, output, &base.cancel).await,
             _ => output,
         };
-        emit_end(emitter, call, &output).await;
-        (output, Some(started.elapsed().as_millis() as u64))
+        emit_end(emitter, call, &output, Some(duration_ms)).await;
+        (output, Some(duration_ms))
     });
     let outputs = join_all(runs).await;
     let terminate = !outputs.is_empty() && outputs.iter().all(|(output, _)| output.terminate);
@@ -89,13 +96,14 @@ pub(crate) async fn execute_tool_calls(
     let results = calls
         .iter()
         .zip(outputs)
-        .map(|(call, (output, _duration))| ToolResultMessage {
+        .map(|(call, (output, duration_ms))| ToolResultMessage {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             content: output.content,
             details: output.details,
             usage: output.usage,
             is_error: output.is_error,
+            duration_ms,
             timestamp: now_ms(),
             extra: Map::new(),
         })
@@ -134,13 +142,19 @@ async fn gate(base: &ToolContext, call: &ToolCall) -> Result<serde_json::Value, 
     Ok(args)
 }
 
-async fn emit_end(emitter: &Emitter, call: &ToolCall, output: &ToolOutput) {
+async fn emit_end(emitter: &Emitter, call: &ToolCall, output: &ToolOutput, duration_ms: Option<u64>) {
     emitter
         .emit(AgentEvent::ToolExecutionEnd {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
-            result: ToolResultPayload { content: output.content.clone(), details: output.details.clone() },
+            result: ToolResultPayload {
+                content: output.content.clone(),
+                details: output.details.clone(),
+                structured_content: output.structured_content.clone(),
+                is_error: output.result_is_error,
+            },
             is_error: output.is_error,
+            duration_ms,
         })
         .await;
 }

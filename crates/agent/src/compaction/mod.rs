@@ -35,8 +35,8 @@ use crate::session::Session;
 /// came after it: the context size is unknown until the next reply
 /// (`get_session_stats.contextUsage` then reports `null`).
 pub fn awaiting_usage(session: &Session) -> bool {
-    let branch = session.branch();
-    let Some(at) = branch.iter().rposition(|e| e.type_name() == "compaction") else { return false };
+    let branch = session.branch_heads();
+    let Some(at) = branch.iter().rposition(|(_, kind)| *kind == "compaction") else { return false };
     let projection = Projection::of(session);
     let with_usage: Vec<&str> = projection
         .entries
@@ -44,7 +44,7 @@ pub fn awaiting_usage(session: &Session) -> bool {
         .filter(|e| e.messages.iter().any(|m| estimate::valid_usage(m).is_some()))
         .filter_map(|e| e.id.as_deref())
         .collect();
-    !branch[at + 1..].iter().any(|e| e.id().is_some_and(|id| with_usage.contains(&id)))
+    !branch[at + 1..].iter().any(|(id, _)| id.is_some_and(|id| with_usage.contains(&id)))
 }
 
 /// Estimated context tokens of `messages` plus the system prompt estimate

@@ -123,7 +123,8 @@ impl Projection {
             }
             entries.push(projected);
         }
-        let branch = session.branch().iter().map(|e| (e.id().map(str::to_string), e.type_name().to_string())).collect();
+        let branch =
+            session.branch_heads().into_iter().map(|(id, kind)| (id.map(str::to_string), kind.to_string())).collect();
         Projection { entries, branch }
     }
 

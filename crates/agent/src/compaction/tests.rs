@@ -41,6 +41,9 @@ fn assistant_blocks(content: Vec<ContentBlock>, usage: Usage) -> AgentMessage {
         timestamp: 1,
         response_id: None,
         error_message: None,
+        raw_stop_reason: None,
+        duration_ms: None,
+        thinking_level: None,
         extra: Map::new(),
     })
 }
@@ -67,6 +70,7 @@ fn tool_result(id: &str, name: &str, text: &str) -> AgentMessage {
         details: None,
         usage: None,
         is_error: false,
+        duration_ms: None,
         timestamp: 2,
         extra: Map::new(),
     })

@@ -63,7 +63,8 @@ pub fn provider_env_vars(provider: &str) -> &'static [&'static str] {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StoredCredential {
     ApiKey(String),
-    /// OAuth tokens are recognised but not refreshed by pi-rpc.
+    /// An OAuth login: the access token as of loading; requests get the
+    /// current one through [`crate::auth::authorize`].
     OAuth {
         access: String,
     },
@@ -73,21 +74,35 @@ pub enum StoredCredential {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AuthStore {
     credentials: HashMap<String, StoredCredential>,
+    /// The file read (none for an empty default store).
+    path: Option<std::path::PathBuf>,
+    /// The version read (inode, size, mtime), to notice changes.
+    revision: Option<(u64, u64, i128)>,
+}
+
+/// What identifies a version of a file: inode, size, mtime (ns).
+fn revision_of(path: &Path) -> Option<(u64, u64, i128)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.ino(), m.size(), i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())))
 }
 
 impl AuthStore {
     /// Read `<agent_dir>/auth.json` (missing file: empty store).
     pub fn load(agent_dir: &Path) -> Result<AuthStore, ConfigError> {
         let path = agent_dir.join("auth.json");
+        let revision = revision_of(&path);
+        let empty = AuthStore { credentials: HashMap::new(), path: Some(path.clone()), revision };
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(AuthStore::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(empty),
             Err(e) => return Err(ConfigError::Io { path, source: e }),
         };
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         if text.trim().is_empty() {
-            return Ok(AuthStore::default());
+            return Ok(empty);
         }
-        let root: Value = serde_json::from_str(&text)
+        let root: Value = serde_json::from_str(text)
             .map_err(|e| ConfigError::Parse { path: path.clone(), message: e.to_string() })?;
         let Value::Object(map) = root else {
             return Err(ConfigError::Invalid { path, message: "expected a JSON object keyed by provider".into() });
@@ -106,7 +121,13 @@ impl AuthStore {
                 credentials.insert(provider, cred);
             }
         }
-        Ok(AuthStore { credentials })
+        Ok(AuthStore { credentials, path: Some(path), revision })
+    }
+
+    /// True when the file changed since it was read (written by a login or
+    /// logout here, by pi, or by a refresh).
+    pub fn changed(&self) -> bool {
+        self.path.as_deref().is_some_and(|p| revision_of(p) != self.revision)
     }
 
     /// The stored key (or OAuth access token) for a provider, resolved.
@@ -119,6 +140,14 @@ impl AuthStore {
 
     pub fn has(&self, provider: &str) -> bool {
         self.credentials.contains_key(provider)
+    }
+
+    /// The `auth.json` holding an OAuth login for this provider.
+    pub fn oauth_file(&self, provider: &str) -> Option<&std::path::Path> {
+        match self.credentials.get(provider)? {
+            StoredCredential::OAuth { .. } => self.path.as_deref(),
+            StoredCredential::ApiKey(_) => None,
+        }
     }
 }
 

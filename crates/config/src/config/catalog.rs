@@ -34,6 +34,7 @@ const ANTHROPIC: &str = "anthropic-messages";
 /// `api`/`baseUrl` (pi 1.6's provider definitions; providers whose models
 /// use several APIs list their main one).
 pub const BUILTIN_PROVIDERS: &[BuiltinProvider] = &[
+    p("amazon-bedrock", "Amazon Bedrock", "bedrock-converse-stream", "https://bedrock-runtime.us-east-1.amazonaws.com"),
     p("ant-ling", "Ant Ling", COMPLETIONS, "https://api.ant-ling.com/v1"),
     p("anthropic", "Anthropic", ANTHROPIC, "https://api.anthropic.com"),
     // Azure's endpoint comes from AZURE_OPENAI_BASE_URL / AZURE_OPENAI_RESOURCE_NAME.
@@ -261,8 +262,9 @@ mod tests {
         for m in catalog() {
             assert!(registry.get(&m.api).is_some(), "{}: api {} has no provider", m.full_id(), m.api);
             let provider = builtin_provider(&m.provider).unwrap_or_else(|| panic!("{} is not built in", m.provider));
-            // The ChatGPT subscription has no key variable: it is an OAuth login only.
-            if m.provider != "openai-codex" {
+            // The ChatGPT subscription has no key variable: it is an OAuth login only. Bedrock
+            // authenticates through the AWS credential chain (keys, profiles, bearer token), not one variable.
+            if m.provider != "openai-codex" && m.provider != "amazon-bedrock" {
                 assert!(!provider_env_vars(&m.provider).is_empty(), "{}: no key variable", m.provider);
             }
             // Azure's endpoint comes from the environment (AZURE_OPENAI_BASE_URL, …).

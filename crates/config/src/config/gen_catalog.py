@@ -13,7 +13,7 @@ import sys
 
 # The providers of pi-ai's catalog that pi-rpc serves (every one with chat models).
 PROVIDERS = [
-    "ant-ling", "anthropic", "azure", "baseten", "cerebras", "cloudflare-ai-gateway",
+    "amazon-bedrock", "ant-ling", "anthropic", "azure", "baseten", "cerebras", "cloudflare-ai-gateway",
     "cloudflare-workers-ai", "deepseek", "fireworks", "github-copilot", "google", "groq",
     "google-vertex", "huggingface", "kimi-coding", "meta", "minimax", "minimax-cn", "mistral", "moonshotai",
     "moonshotai-cn", "nvidia", "openai", "openai-codex", "opencode", "opencode-go", "openrouter",
@@ -23,7 +23,8 @@ PROVIDERS = [
 ]
 # The chat wire APIs pi-rpc implements.
 APIS = {"anthropic-messages", "openai-completions", "openai-responses", "google-generative-ai",
-        "mistral-conversations", "azure-openai-responses", "openai-codex-responses", "google-vertex"}
+        "mistral-conversations", "azure-openai-responses", "openai-codex-responses", "google-vertex",
+        "bedrock-converse-stream"}
 FIELDS = ["id", "name", "api", "provider", "baseUrl", "reasoning", "input", "cost", "contextWindow",
           "maxTokens", "headers", "thinkingLevelMap", "compat"]
 

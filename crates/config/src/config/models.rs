@@ -252,6 +252,36 @@ impl ModelRegistry {
         env_key_for(provider)
     }
 
+    /// The `auth.json` whose OAuth login is the provider's credential in
+    /// effect (no key set at run time overrides it).
+    pub fn oauth_login(&self, provider: &str) -> Option<std::path::PathBuf> {
+        if self.runtime_keys.contains_key(provider) {
+            return None;
+        }
+        self.auth.oauth_file(provider).map(std::path::Path::to_path_buf)
+    }
+
+    /// Read `auth.json` again when it changed since it was read (a login or
+    /// logout by pi or pi-rpc): as pi, which reads it before each use. A
+    /// file that became unreadable keeps the credentials read before.
+    pub fn sync_auth(&mut self, agent_dir: &Path) {
+        if self.auth.changed()
+            && let Err(e) = self.reload_auth(agent_dir)
+        {
+            tracing::warn!("{e}");
+        }
+    }
+
+    /// Read `auth.json` again: providers that gained a credential come in.
+    pub fn reload_auth(&mut self, agent_dir: &Path) -> Result<(), ConfigError> {
+        self.auth = AuthStore::load(agent_dir)?;
+        let gained: Vec<&str> = catalog::catalog_providers().filter(|p| self.auth.has(p)).collect();
+        for provider in gained {
+            self.ensure_provider(provider);
+        }
+        Ok(())
+    }
+
     /// A bearer token sent as `Authorization` instead of a key
     /// (`ANTHROPIC_AUTH_TOKEN`), when no key is configured.
     fn bearer_token(&self, provider: &str) -> Option<String> {
@@ -483,6 +513,23 @@ mod tests {
         let custom = reg.find("openrouter", "my/model").unwrap();
         assert_eq!(custom.api, "openai-completions");
         assert_eq!((custom.context_window, custom.max_tokens), (128_000, 16_384));
+    }
+
+    #[test]
+    fn a_login_written_after_loading_is_seen_at_the_next_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut reg = ModelRegistry::load(dir.path()).unwrap();
+        assert!(!reg.provider_usable("anthropic"));
+        reg.sync_auth(dir.path());
+        let login = r#"{"anthropic":{"type":"oauth","refresh":"r","access":"sk-ant-oat01-x","expires":1}}"#;
+        std::fs::write(dir.path().join("auth.json"), login).unwrap();
+        reg.sync_auth(dir.path());
+        assert!(reg.provider_usable("anthropic"));
+        assert!(reg.oauth_login("anthropic").is_some());
+        assert!(reg.available().iter().any(|m| m.provider == "anthropic"), "its models came in");
+        std::fs::write(dir.path().join("auth.json"), "{}").unwrap();
+        reg.sync_auth(dir.path());
+        assert!(!reg.provider_usable("anthropic"), "logged out");
     }
 
     #[test]

@@ -216,6 +216,22 @@ struct RetryFile {
 }
 
 impl Settings {
+    /// Whether pi's built-in extension `name` (`mcp`, `llama.cpp`, …) is on:
+    /// the last `builtin:<name>` / `+builtin:<name>` / `-builtin:<name>` entry
+    /// of `extensions` (project entries come after the user's) decides; on by default.
+    pub fn builtin_extension_enabled(&self, name: &str) -> bool {
+        let wanted = format!("builtin:{name}");
+        self.extensions
+            .iter()
+            .rev()
+            .find_map(|entry| match entry.strip_prefix('-') {
+                Some(rest) if rest == wanted => Some(false),
+                _ if entry.trim_start_matches('+') == wanted => Some(true),
+                _ => None,
+            })
+            .unwrap_or(true)
+    }
+
     /// Load `<agent_dir>/settings.json` then `<cwd>/.pi/settings.json` on top.
     /// Missing files are fine; a broken file is an error naming it.
     pub fn load(agent_dir: &Path, cwd: &Path) -> Result<Settings, ConfigError> {
@@ -414,6 +430,19 @@ mod tests {
         assert_eq!(settings.delay(7, None), Duration::from_secs(60));
         assert_eq!(settings.delay(1, Some(Duration::from_secs(7))), Duration::from_secs(7));
         assert_eq!(settings.delay(1, Some(Duration::from_secs(600))), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn builtin_extensions_are_on_unless_the_last_entry_turns_them_off() {
+        let with = |entries: &[&str]| Settings {
+            extensions: entries.iter().map(|e| e.to_string()).collect(),
+            ..Settings::default()
+        };
+        assert!(with(&[]).builtin_extension_enabled("mcp"));
+        assert!(!with(&["-builtin:mcp"]).builtin_extension_enabled("mcp"));
+        assert!(with(&["-builtin:llama.cpp"]).builtin_extension_enabled("mcp"));
+        assert!(with(&["-builtin:mcp", "+builtin:mcp"]).builtin_extension_enabled("mcp"));
+        assert!(!with(&["builtin:mcp", "-builtin:mcp"]).builtin_extension_enabled("mcp"));
     }
 
     #[test]

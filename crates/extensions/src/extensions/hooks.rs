@@ -69,7 +69,7 @@ impl Extensions {
     }
 
     /// Ask `ext` to decide hook `method`; `None` when it could not (reported when it answered an error).
-    async fn ask(
+    pub(super) async fn ask(
         &self,
         ext: &Extension,
         method: &str,
@@ -166,12 +166,18 @@ impl Extensions {
             }
             None => return,
         }
+        // `systemPromptOptions` changes, chained from one extension to the next.
+        let mut overrides = serde_json::Map::new();
+        let mut replaced = false;
         for ext in self.subscribers("before_agent_start") {
+            base["promptOptions"] = Value::Object(overrides.clone());
             let Some(result) = self.ask(&ext, "before_agent_start", base.clone(), Some(cancel)).await else { continue };
             if let Some(prompt) = result.get("systemPrompt").and_then(Value::as_str) {
                 *system_prompt = prompt.to_string();
                 base["systemPrompt"] = json!(prompt);
+                replaced = true;
             }
+            super::prompt_options::merge(&mut overrides, result.get("promptOptions"));
             let messages = result.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
             for message in result.get("message").into_iter().chain(messages.iter()) {
                 match custom_message(message) {
@@ -179,6 +185,10 @@ impl Extensions {
                     Err(e) => self.report(&ext, "before_agent_start", format!("invalid message: {e}")).await,
                 }
             }
+        }
+        // A returned `systemPrompt` replaces the whole prompt (pi leaves the structured options aside then).
+        if !replaced || overrides.contains_key("forceSystemPrompt") {
+            *system_prompt = super::prompt_options::apply(system_prompt, &overrides);
         }
     }
 
@@ -225,7 +235,7 @@ impl Extensions {
                 continue;
             }
             if result.get("content").is_some() {
-                let (content, _) = super::tool::parse_content(&result);
+                let (content, _) = super::tool_content::parse_content(&result);
                 output.content = content;
                 output.structured_content = None;
             }

@@ -30,8 +30,11 @@ pub mod hooks;
 pub mod host;
 mod host_install;
 mod process;
+mod prompt_options;
 pub mod protocol;
+mod provider_events;
 mod tool;
+mod tool_content;
 pub mod ui;
 
 pub use discovery::{DiscoverOptions, Discovered, discover};

@@ -34,6 +34,7 @@ pub const NOTIFICATION_EVENTS: &[&str] = &[
     "session_info_changed",
     "model_select",
     "thinking_level_select",
+    "provider_stream_event",
     "bus",
 ];
 
@@ -46,6 +47,9 @@ pub const HOOK_EVENTS: &[&str] = &[
     "input",
     "before_agent_start",
     "context",
+    "before_provider_headers",
+    "before_provider_request",
+    "after_provider_response",
 ];
 
 /// Whether `name` is an event or hook pi-rpc sends.
@@ -258,6 +262,9 @@ fn payload(p: &ToolResultPayload) -> Value {
     if let Some(d) = &p.details {
         obj.insert("details".into(), d.clone());
     }
+    if p.is_error {
+        obj.insert("isError".into(), Value::Bool(true));
+    }
     Value::Object(obj)
 }
 
@@ -330,7 +337,7 @@ pub fn event_payload(event: &AgentEvent) -> Option<(&'static str, Value)> {
             ("turn_end", json!({"message": to_value(message), "toolResults": to_value(tool_results)}))
         }
         AgentEvent::MessageStart { message } => ("message_start", json!({"message": to_value(message)})),
-        AgentEvent::MessageUpdate { event } => {
+        AgentEvent::MessageUpdate { event, .. } => {
             ("message_update", json!({"assistantMessageEvent": stream_event(event)}))
         }
         AgentEvent::MessageEnd { message } => ("message_end", json!({"message": to_value(message)})),
@@ -341,7 +348,7 @@ pub fn event_payload(event: &AgentEvent) -> Option<(&'static str, Value)> {
             "tool_execution_update",
             json!({"toolCallId": tool_call_id, "toolName": tool_name, "args": args, "partialResult": payload(partial_result)}),
         ),
-        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error } => (
+        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error, .. } => (
             "tool_execution_end",
             json!({"toolCallId": tool_call_id, "toolName": tool_name, "result": payload(result), "isError": is_error}),
         ),

@@ -29,6 +29,11 @@ const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 10_000;
 const WORKER_WAIT: Duration = Duration::from_secs(60);
 /// All stored values together, in characters of JSON.
 const STORE_TOTAL_LIMIT: usize = 1_048_576;
+/// How long calls cancelled at the script's end get to settle (their
+/// cancellation sent, an MCP `notifications/cancelled`) before the result.
+const CANCEL_GRACE: Duration = Duration::from_secs(1);
+/// A failed call's error text in `details.calls` is cut to this many characters.
+const ERROR_PREVIEW_CHARS: usize = 500;
 
 /// Scripts running at once in this process (`PI_CODEMODE_MAX_WORKERS`, default 2).
 fn workers() -> &'static Semaphore {
@@ -192,6 +197,23 @@ impl Tool for CodemodeTool {
     }
 }
 
+/// How a nested call ended: what the script gets (`ok`: resolved with
+/// `value`, else rejected with it) and, when the tool failed, its error text.
+struct Settled {
+    ok: bool,
+    value: Value,
+    failure: Option<String>,
+}
+
+/// `text` cut to `max` characters, `...` marking the cut.
+fn preview(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(max.saturating_sub(3)).collect();
+    format!("{kept}...")
+}
+
 /// One call record of `details.calls`.
 #[derive(Debug, Clone)]
 pub(crate) struct CallRecord {
@@ -279,8 +301,17 @@ impl<'a> Session<'a> {
                 }
             }
         };
-        // Calls still running when the script ends are cancelled.
+        // Calls still running when the script ends (it returned, failed or
+        // timed out) are cancelled, and polled so that their cancellation
+        // goes out; those that do not settle in time are dropped.
         calls_cancel.cancel();
+        if !running.is_empty() {
+            use futures::StreamExt;
+            let settle = async { while running.next().await.is_some() {} };
+            let _ = tokio::time::timeout(CANCEL_GRACE, settle).await;
+        }
+        drop(running);
+        self.cancel_running();
         if outcome.error.is_none() {
             self.commit_store(&outcome.writes);
         }
@@ -304,32 +335,47 @@ impl<'a> Session<'a> {
         };
         self.publish();
         let started = Instant::now();
-        let (ok, value) = self.call_inner(&call_id, &name, args, cancel).await;
+        let settled = self.call_inner(&call_id, &name, args, cancel.clone()).await;
         if let Ok(mut calls) = self.calls.lock() {
             let record = &mut calls[index];
-            record.status = if ok { "ok" } else { "error" };
             record.duration_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
-            if !ok {
-                record.error = value.as_str().map(str::to_string);
-            }
+            record.status = match &settled.failure {
+                None => "ok",
+                Some(_) if cancel.is_cancelled() => "cancelled",
+                Some(_) => "error",
+            };
+            // pi names no error for a cancelled call.
+            record.error = settled.failure.filter(|_| record.status == "error").map(|text| {
+                let text = if text.is_empty() { format!("Tool \"{name}\" failed") } else { text };
+                preview(&text, ERROR_PREVIEW_CHARS)
+            });
         }
-        Completion { id, ok, value }
+        Completion { id, ok: settled.ok, value: settled.value }
     }
 
-    async fn call_inner(&self, call_id: &str, name: &str, args: Value, cancel: CancellationToken) -> (bool, Value) {
+    /// Calls still `running` once the script is over were cut off by its end.
+    fn cancel_running(&self) {
+        let Ok(mut calls) = self.calls.lock() else { return };
+        for record in calls.iter_mut().filter(|r| r.status == "running") {
+            record.status = "cancelled";
+        }
+    }
+
+    async fn call_inner(&self, call_id: &str, name: &str, args: Value, cancel: CancellationToken) -> Settled {
+        let refused = |text: String| Settled { ok: false, value: json!(text), failure: Some(text) };
         let catalog = self.tool.catalog();
         let Some(entry) = catalog.into_iter().find(|e| e.tool.name() == name) else {
-            return (false, json!(format!("Tool {name} not found")));
+            return refused(format!("Tool {name} not found"));
         };
         let args = entry.tool.prepare_arguments(args);
         let args = match crate::tools::validate::coerce_and_validate(name, entry.tool.parameters(), &args) {
             Ok(a) => a,
-            Err(e) => return (false, json!(e)),
+            Err(e) => return refused(e),
         };
         let args = match &self.ctx.gate {
             Some(gate) => match gate.check(call_id, name, &args, &cancel).await {
                 GateDecision::Allow { args: replaced } => replaced.unwrap_or(args),
-                GateDecision::Block { reason } => return (false, json!(reason)),
+                GateDecision::Block { reason } => return refused(reason),
             },
             None => args,
         };
@@ -348,11 +394,15 @@ impl<'a> Session<'a> {
                 .collect::<Vec<_>>()
                 .join("\n")
         };
-        match out.structured_content {
+        // A failed call is an error in `details.calls`, with its text, even
+        // when the script gets a value (an MCP result with `isError`).
+        let failure = out.is_error.then(text);
+        let (ok, value) = match out.structured_content {
             Some(v) if entry.is_mcp || name == "bash" || !out.is_error => (true, v),
             _ if out.is_error => (false, json!(text())),
             _ => (true, json!(text())),
-        }
+        };
+        Settled { ok, value, failure }
     }
 
     /// A catalog or store question from the script.

@@ -29,6 +29,7 @@ pub fn not_started(started: Instant, why: &str) -> ToolOutput {
         ],
         details: Some(json!({"calls": []})),
         is_error: true,
+        result_is_error: true,
         ..Default::default()
     }
 }
@@ -107,7 +108,13 @@ pub fn finish(
     let mut content = vec![header(started, ok)];
     content.extend(blocks);
     let calls: Vec<Value> = calls.iter().map(CallRecord::to_json).collect();
-    ToolOutput { content, details: Some(json!({"calls": calls})), is_error: !ok, ..Default::default() }
+    ToolOutput {
+        content,
+        details: Some(json!({"calls": calls})),
+        is_error: !ok,
+        result_is_error: !ok,
+        ..Default::default()
+    }
 }
 
 /// Output over the limit keeps its start and end; the full text goes to a temp file.

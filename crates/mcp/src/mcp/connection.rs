@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::config::{ServerConfig, Transport};
+use super::failure::{self, short_error};
 
 /// How long a stdio server gets to exit after its stdin closes, and again after SIGTERM.
 const STOP_GRACE: Duration = Duration::from_millis(500);
@@ -28,6 +29,8 @@ const STOP_GRACE: Duration = Duration::from_millis(500);
 const MIN_CONNECT_TIME: Duration = Duration::from_secs(10);
 /// Lines of a failed server's stderr kept for its error message.
 const STDERR_TAIL_LINES: usize = 10;
+/// How long a failed request waits to learn why the connection closed.
+const LOST_WAIT: Duration = Duration::from_millis(300);
 
 /// A server tool as listed by `tools/list`.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,6 +73,8 @@ pub struct ServerState {
 struct Live {
     service: RunningService<RoleClient, Handler>,
     child: Option<ChildGuard>,
+    /// A stdio server's first line that was not JSON-RPC.
+    garbage: Option<Arc<Mutex<Option<String>>>>,
 }
 
 /// One configured server.
@@ -172,6 +177,10 @@ impl Connection {
         match &self.config.transport {
             Transport::Stdio { command, args, env, cwd } => {
                 let env = resolve(env).await?;
+                // A new process: what the last one wrote no longer applies.
+                if let Ok(mut tail) = self.stderr_tail.lock() {
+                    tail.clear();
+                }
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args)
                     .envs(env.iter().map(|(k, v)| (k, v)))
@@ -203,7 +212,7 @@ impl Connection {
                 let mut guard = ChildGuard { pgid: child.id(), child };
                 let (stdout, garbage) = json_lines_only(stdout);
                 match handler.serve((stdout, stdin)).await {
-                    Ok(service) => Ok(Live { service, child: Some(guard) }),
+                    Ok(service) => Ok(Live { service, child: Some(guard), garbage: Some(garbage) }),
                     Err(e) => {
                         // A server that died says more by its exit status than the broken pipe does.
                         let _ = tokio::time::timeout(Duration::from_millis(200), guard.child.wait()).await;
@@ -245,7 +254,7 @@ impl Connection {
                     .serve(transport)
                     .await
                     .map_err(|e| format!("initialize failed: {}", short_error(&e.to_string())))?;
-                Ok(Live { service, child: None })
+                Ok(Live { service, child: None, garbage: None })
             }
         }
     }
@@ -273,10 +282,37 @@ impl Connection {
         live.as_ref().filter(|l| !l.service.is_transport_closed()).map(|l| l.service.peer().clone())
     }
 
-    /// A request failed because the transport went away: record it.
-    fn note_failure(&self, error: &rmcp::ServiceError) {
-        if matches!(error, rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)) {
-            self.set_status(Status::Disconnected(self.with_stderr(format!("connection lost: {error}"))));
+    /// A request failed: the error as the model reads it. When the transport
+    /// went away, why (the line that was not JSON-RPC, the server's exit
+    /// status, its last stderr lines) is said and recorded.
+    async fn failed(&self, error: &rmcp::ServiceError) -> String {
+        if !failure::is_lost(error) {
+            return failure::service_error(error, None);
+        }
+        let why = self.why_lost(matches!(error, rmcp::ServiceError::TransportClosed)).await;
+        let message = self.with_stderr(failure::service_error(error, why.as_deref()));
+        self.set_status(Status::Disconnected(message.clone()));
+        message
+    }
+
+    /// Why a stdio server's connection closed: the line that was not
+    /// JSON-RPC, or the exit status (waiting a moment for the process to
+    /// end). None for HTTP, or when the server is still running.
+    async fn why_lost(&self, closed: bool) -> Option<String> {
+        let mut live = tokio::time::timeout(LOST_WAIT, self.live.lock()).await.ok()?;
+        let live = live.as_mut()?;
+        if let Some(line) = live.garbage.as_ref().and_then(|g| g.lock().ok().and_then(|g| g.clone())) {
+            return Some(format!("the MCP server wrote a line that is not JSON-RPC: {line}"));
+        }
+        let child = live.child.as_mut()?;
+        let status = match tokio::time::timeout(LOST_WAIT, child.child.wait()).await {
+            Ok(Ok(status)) => Some(status),
+            _ => child.child.try_wait().ok().flatten(),
+        };
+        match status {
+            Some(status) => Some(format!("the MCP server exited ({status}) during the request")),
+            None if closed => Some("the MCP server closed its output".to_string()),
+            None => None,
         }
     }
 
@@ -310,10 +346,10 @@ impl Connection {
     ) -> Result<ServerResult, String> {
         let mut options = PeerRequestOptions::with_timeout(self.config.timeout);
         options.reset_timeout_on_progress = true;
-        let handle = peer.send_cancellable_request(request, options).await.map_err(|e| {
-            self.note_failure(&e);
-            format!("MCP error: {e}")
-        })?;
+        let handle = match peer.send_cancellable_request(request, options).await {
+            Ok(handle) => handle,
+            Err(e) => return Err(self.failed(&e).await),
+        };
         let id = handle.id.clone();
         let token = progress_key(&handle.progress_token);
         if let (Some(tx), Ok(mut map)) = (progress, self.progress.lock()) {
@@ -322,14 +358,11 @@ impl Connection {
         let response = handle.await_response();
         tokio::pin!(response);
         let outcome = tokio::select! {
-            r = &mut response => r.map_err(|e| {
-                self.note_failure(&e);
-                match e {
-                    rmcp::ServiceError::Timeout { timeout } => format!("MCP server {} did not answer within {} s", self.config.name, timeout.as_secs_f64()),
-                    rmcp::ServiceError::McpError(e) => format!("MCP error {}: {}", e.code.0, e.message),
-                    other => format!("MCP error: {other}"),
-                }
-            }),
+            r = &mut response => match r {
+                Ok(result) => Ok(result),
+                Err(rmcp::ServiceError::Timeout { timeout }) => Err(format!("MCP server {} did not answer within {} s", self.config.name, timeout.as_secs_f64())),
+                Err(e) => Err(self.failed(&e).await),
+            },
             _ = cancel.cancelled() => {
                 let note = rmcp::model::CancelledNotificationParam::new(Some(id), Some("aborted".into()));
                 let _ = peer.notify_cancelled(note).await;
@@ -362,19 +395,19 @@ impl Connection {
         } else {
             peer.list_resources(params).await.map(|r| serde_json::to_value(r).unwrap_or_default())
         };
-        result.map_err(|e| {
-            self.note_failure(&e);
-            format!("MCP error: {e}")
-        })
+        match result {
+            Ok(page) => Ok(page),
+            Err(e) => Err(self.failed(&e).await),
+        }
     }
 
     /// `resources/read`: the result's `contents`.
     pub async fn read_resource(self: &Arc<Self>, uri: &str) -> Result<Value, String> {
         let peer = self.peer().await?;
-        let result = peer.read_resource(ReadResourceRequestParams::new(uri.to_string())).await.map_err(|e| {
-            self.note_failure(&e);
-            format!("MCP error: {e}")
-        })?;
+        let result = match peer.read_resource(ReadResourceRequestParams::new(uri.to_string())).await {
+            Ok(result) => result,
+            Err(e) => return Err(self.failed(&e).await),
+        };
         Ok(serde_json::to_value(result).unwrap_or_default().get("contents").cloned().unwrap_or(Value::Array(vec![])))
     }
 
@@ -431,14 +464,6 @@ async fn resolve(values: &super::config::ConfigValues) -> Result<Vec<(String, St
     tokio::task::spawn_blocking(move || super::config::resolve_values(&values)).await.map_err(|e| e.to_string())?
 }
 
-/// rmcp's transport errors name Rust types; keep the part a user can act on.
-fn short_error(text: &str) -> String {
-    match text.rfind(" error: ") {
-        Some(i) => text[i + 8..].to_string(),
-        None => text.to_string(),
-    }
-}
-
 fn progress_key(token: &rmcp::model::ProgressToken) -> String {
     serde_json::to_string(token).unwrap_or_default()
 }
@@ -451,7 +476,7 @@ fn kind_of(result: &ServerResult) -> String {
 }
 
 async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, String> {
-    let tools = peer.list_all_tools().await.map_err(|e| e.to_string())?;
+    let tools = peer.list_all_tools().await.map_err(|e| failure::service_error(&e, None))?;
     Ok(tools
         .into_iter()
         .map(|t| {
@@ -468,7 +493,7 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, String> 
 }
 
 async fn stop(live: Live) {
-    let Live { service, child } = live;
+    let Live { service, child, .. } = live;
     // Cancelling the service drops the transport, which closes the child's stdin.
     let _ = tokio::time::timeout(STOP_GRACE, service.cancel()).await;
     if let Some(child) = child {

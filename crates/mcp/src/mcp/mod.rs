@@ -15,8 +15,10 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+pub mod command;
 pub mod config;
 pub mod connection;
+pub mod failure;
 pub mod naming;
 pub mod result;
 pub mod search;
@@ -73,6 +75,8 @@ impl ToolFilter {
 pub struct McpOptions {
     pub config: McpConfig,
     pub filter: ToolFilter,
+    /// MCP is turned off (`--no-mcp`, `--no-tools`): no servers, no `/mcp`.
+    pub disabled: bool,
 }
 
 /// An MCP tool as the session may reach it.
@@ -95,6 +99,8 @@ pub struct McpManager {
     errors: Vec<String>,
     filter: ToolFilter,
     auto_codemode: bool,
+    /// MCP is turned off for the session (no `/mcp` command).
+    disabled: bool,
     /// Codemode's `store()` values.
     pub(crate) store: Mutex<Map<String, Value>>,
 }
@@ -125,6 +131,7 @@ impl McpManager {
             errors: options.config.errors,
             filter: options.filter,
             auto_codemode: options.config.auto_enable_codemode,
+            disabled: options.disabled,
             store: Mutex::new(Map::new()),
         })
     }

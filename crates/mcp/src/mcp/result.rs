@@ -184,6 +184,7 @@ pub fn call_result_output(server: &str, tool: &str, result: &Value, readable: bo
         content,
         details: Some(details),
         is_error,
+        result_is_error: is_error,
         usage: None,
         structured_content: Some(script_result),
         ..Default::default()
@@ -223,7 +224,7 @@ mod tests {
         assert!(out.structured_content.unwrap().get("_meta").is_none());
 
         let err = call_result_output("srv", "t", &json!({"content": [], "isError": true}), false, dir.path());
-        assert!(err.is_error);
+        assert!(err.is_error && err.result_is_error);
         assert_eq!(err.content, vec![ContentBlock::text("MCP tool srv/t returned an error")]);
         let structured =
             call_result_output("s", "t", &json!({"content": [], "structuredContent": {"a": 1}}), false, dir.path());

@@ -130,11 +130,17 @@ impl ResourceTool {
 
     fn server(&self, name: &str) -> Result<&Arc<Connection>, String> {
         self.servers.iter().find(|c| c.config.name == name).ok_or_else(|| {
-            let known: Vec<&str> = self.servers.iter().map(|c| c.config.name.as_str()).collect();
-            format!("Unknown MCP server \"{name}\" with resources (known: {})", known.join(", "))
+            let mut known: Vec<&str> = self.servers.iter().map(|c| c.config.name.as_str()).collect();
+            known.sort_unstable();
+            match known.is_empty() {
+                true => format!("No MCP server named \"{name}\" offers resources"),
+                false => format!("No MCP server named \"{name}\" offers resources (these do: {})", known.join(", ")),
+            }
         })
     }
 
+    /// One page of one server (`server`, `cursor`), or every page of every
+    /// server; a server that cannot be listed is named under `errors`.
     async fn list(&self, args: &Value) -> Result<Value, String> {
         let templates = self.kind == ResourceToolKind::Templates;
         let key = if templates { "resourceTemplates" } else { "resources" };
@@ -146,42 +152,124 @@ impl ResourceTool {
                         .iter()
                         .filter(|r| !is_app_resource(r))
                         .map(|r| {
-                            let mut r = r.clone();
-                            if let Some(o) = r.as_object_mut() {
-                                o.remove("icons");
-                                o.remove("_meta");
-                                o.insert("server".into(), json!(server));
+                            let mut tagged = serde_json::Map::new();
+                            tagged.insert("server".into(), json!(server));
+                            if let Some(o) = r.as_object() {
+                                for (k, v) in o {
+                                    if k != "icons" && k != "_meta" && k != "server" {
+                                        tagged.insert(k.clone(), v.clone());
+                                    }
+                                }
                             }
-                            r
+                            // A resource without a name goes by its URI.
+                            if !tagged.contains_key("name")
+                                && let Some(uri) = r.get("uri").or_else(|| r.get("uriTemplate"))
+                            {
+                                tagged.insert("name".into(), uri.clone());
+                            }
+                            Value::Object(tagged)
                         })
                         .collect()
                 })
                 .unwrap_or_default()
         };
-        if let Some(server) = args.get("server").and_then(Value::as_str) {
-            let conn = self.server(server)?;
-            let cursor = args.get("cursor").and_then(Value::as_str).map(str::to_string);
+        let cursor = string_argument(args, "cursor")?;
+        if let Some(server) = string_argument(args, "server")? {
+            let conn = self.server(&server)?;
             let page = conn.list_page(templates, cursor).await?;
-            let mut out = json!({"server": server, key: tag(server, &page)});
-            if let Some(next) = page.get("nextCursor").filter(|c| !c.is_null()) {
+            let mut out = json!({"server": server, key: tag(&server, &page)});
+            if let Some(next) = page.get("nextCursor").filter(|c| !c.is_null() && c.as_str() != Some("")) {
                 out["nextCursor"] = next.clone();
             }
             return Ok(out);
         }
-        let mut all = Vec::new();
-        for conn in &self.servers {
+        if cursor.is_some() {
+            return Err("A cursor continues the listing of one server: give its \"server\" too".to_string());
+        }
+        let mut servers: Vec<&Arc<Connection>> = self.servers.iter().collect();
+        servers.sort_by(|a, b| a.config.name.cmp(&b.config.name));
+        let listed = futures::future::join_all(servers.iter().map(|conn| async move {
+            let mut items = Vec::new();
             let mut cursor = None;
             loop {
                 let page = conn.list_page(templates, cursor.take()).await?;
-                all.extend(tag(&conn.config.name, &page));
+                items.extend(tag(&conn.config.name, &page));
                 match page.get("nextCursor").and_then(Value::as_str) {
                     Some(next) if !next.is_empty() => cursor = Some(next.to_string()),
-                    _ => break,
+                    _ => break Ok::<_, String>(items),
                 }
             }
+        }))
+        .await;
+        let mut all = Vec::new();
+        let mut errors = Vec::new();
+        for (conn, result) in servers.iter().zip(listed) {
+            match result {
+                Ok(items) => all.extend(items),
+                Err(e) => errors.push(json!({"server": conn.config.name, "error": e})),
+            }
         }
-        Ok(json!({ key: all }))
+        let mut out = json!({ key: all });
+        if !errors.is_empty() {
+            out["errors"] = Value::Array(errors);
+        }
+        Ok(out)
     }
+
+    /// `read_mcp_resource`: the resource's contents as model content (each
+    /// labelled with its URI when there are several).
+    async fn read(&self, args: &Value, temp_dir: &std::path::Path) -> Result<ToolOutput, String> {
+        let server = string_argument(args, "server")?.ok_or("A \"server\" is needed to read a resource")?;
+        let uri = string_argument(args, "uri")?.ok_or("A \"uri\" is needed to read a resource")?;
+        let conn = self.server(&server)?;
+        let contents = conn.read_resource(&uri).await?;
+        let items: Vec<Value> = contents.as_array().cloned().unwrap_or_default();
+        let mut blocks = Vec::new();
+        for item in &items {
+            if items.len() > 1 {
+                let label = item.get("uri").and_then(Value::as_str).unwrap_or_default();
+                blocks.push(ContentBlock::text(format!("{label}:")));
+            }
+            blocks.push(resource_content(item, temp_dir));
+        }
+        if blocks.is_empty() {
+            blocks.push(ContentBlock::text(format!("The resource {uri} has no contents.")));
+        }
+        let (content, full_path) = limit_content(blocks, temp_dir);
+        let contents: Vec<Value> = items
+            .into_iter()
+            .map(|mut c| {
+                if let Some(o) = c.as_object_mut() {
+                    o.remove("_meta");
+                }
+                c
+            })
+            .collect();
+        Ok(ToolOutput {
+            content,
+            details: Some(details(&conn.config.name, READ_RESOURCE_TOOL, full_path)),
+            structured_content: Some(json!({"server": conn.config.name, "uri": uri, "contents": contents})),
+            ..Default::default()
+        })
+    }
+}
+
+/// A string argument, trimmed (empty is absent); another type is an error.
+fn string_argument(args: &Value, key: &str) -> Result<Option<String>, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.trim().to_string()).filter(|s| !s.is_empty())),
+        Some(_) => Err(format!("\"{key}\" must be a string")),
+    }
+}
+
+/// The details of a resource tool's result (pi's `{server, tool}`).
+fn details(server: &str, tool: &str, full_output_path: Option<String>) -> Value {
+    let mut details = json!({"server": server, "tool": tool});
+    if let Some(path) = full_output_path {
+        details["fullOutputPath"] = json!(path);
+    }
+    details
 }
 
 /// MCP Apps resources, which pi-rpc cannot render.
@@ -211,26 +299,16 @@ impl Tool for ResourceTool {
                 ResourceToolKind::List | ResourceToolKind::Templates => {
                     let listed = self.list(&args).await?;
                     let text = serde_json::to_string(&listed).unwrap_or_default();
-                    let (content, _) = limit_content(vec![ContentBlock::text(text)], &ctx.temp_dir);
-                    Ok::<_, String>(ToolOutput { content, structured_content: Some(listed), ..Default::default() })
-                }
-                ResourceToolKind::Read => {
-                    let server = args.get("server").and_then(Value::as_str).unwrap_or_default();
-                    let uri = args.get("uri").and_then(Value::as_str).unwrap_or_default();
-                    let contents = self.server(server)?.read_resource(uri).await?;
-                    let blocks: Vec<ContentBlock> = contents
-                        .as_array()
-                        .map(|items| items.iter().map(|c| resource_content(c, &ctx.temp_dir)).collect())
-                        .unwrap_or_default();
-                    let (content, _) = limit_content(blocks, &ctx.temp_dir);
-                    let structured = json!({"server": server, "uri": uri, "contents": contents});
-                    Ok(ToolOutput {
+                    let (content, full_path) = limit_content(vec![ContentBlock::text(text)], &ctx.temp_dir);
+                    let server = string_argument(&args, "server").ok().flatten().unwrap_or_default();
+                    Ok::<_, String>(ToolOutput {
                         content,
-                        details: Some(json!({"server": server, "uri": uri})),
-                        structured_content: Some(structured),
+                        details: Some(details(&server, self.kind.name(), full_path)),
+                        structured_content: Some(listed),
                         ..Default::default()
                     })
                 }
+                ResourceToolKind::Read => self.read(&args, &ctx.temp_dir).await,
             }
         };
         tokio::select! {

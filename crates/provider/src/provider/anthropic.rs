@@ -125,9 +125,7 @@ impl Decoder {
         let mut usage = self.usage.clone();
         usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
         usage.extra.insert("cacheWrite1h".into(), self.cache_write_1h.into());
-        if let Some(r) = self.reasoning {
-            usage.extra.insert("reasoning".into(), r.into());
-        }
+        usage.reasoning = self.reasoning;
         ProviderEvent::Usage(usage)
     }
 

@@ -195,6 +195,7 @@ pub fn transform_with(
                     details: None,
                     usage: None,
                     is_error: true,
+                    duration_ms: None,
                     timestamp: now_ms(),
                     extra: Map::new(),
                 }));

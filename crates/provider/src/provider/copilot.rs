@@ -76,6 +76,7 @@ mod tests {
             details: None,
             usage: None,
             is_error: false,
+            duration_ms: None,
             timestamp: 2,
             extra: Default::default(),
         }));

@@ -67,11 +67,25 @@ pub(crate) struct Call {
     pub body: Value,
     /// The bytes sent instead of `body` as JSON (a compressed or signed body).
     pub raw: Option<Vec<u8>>,
+    /// How the response body is framed.
+    pub framing: Framing,
+}
+
+/// The framing of a streamed response body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Framing {
+    /// Server-sent events.
+    #[default]
+    Sse,
+    /// AWS's binary event stream (`application/vnd.amazon.eventstream`),
+    /// each message handed to the decoder as one event (see
+    /// [`super::bedrock::eventstream`]).
+    AwsEventStream,
 }
 
 impl Call {
     pub(crate) fn new(url: String, headers: Vec<(String, String)>, body: Value) -> Call {
-        Call { url, headers, body, raw: None }
+        Call { url, headers, body, raw: None, framing: Framing::Sse }
     }
 
     /// Send the JSON body zstd-compressed, with `content-encoding: zstd`.
@@ -104,7 +118,6 @@ pub(crate) fn same_transport_error(err: ProviderError) -> ProviderError {
 
 enum Phase {
     /// The call is still being prepared (credentials to resolve, a body to sign).
-    #[allow(dead_code, reason = "the signed and token-authenticated APIs (Bedrock, Vertex) land next")]
     Prepare(Option<BoxFuture<'static, Result<Call, ProviderError>>>),
     Start(Option<Call>),
     Streaming(BoxStream<'static, Result<SseEvent, BodyError>>),
@@ -120,6 +133,8 @@ struct Run<W: Wire> {
     phase: Phase,
     wire: W,
     out: Out,
+    /// Who sees each stream event (set when the request opens).
+    observer: Option<std::sync::Arc<dyn super::observe::RequestObserver>>,
 }
 
 impl<W: Wire> Run<W> {
@@ -128,8 +143,25 @@ impl<W: Wire> Run<W> {
         self.phase = Phase::Done;
     }
 
-    async fn open(&mut self, call: Call) {
+    async fn open(&mut self, mut call: Call) {
+        // Extensions watching the request (pi's provider events) see it first.
+        let observer = super::observe::current();
+        if let Some(observer) = &observer {
+            // Credentials are not shown to extensions (pi's SDK adds them after the hook too);
+            // a header the hook sets under the same name replaces one.
+            let (secret, shown): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut call.headers).into_iter().partition(|(name, _)| is_credential(name));
+            let changed = observer.headers(shown).await;
+            call.headers = secret
+                .into_iter()
+                .filter(|(name, _)| !changed.iter().any(|(k, _)| k.eq_ignore_ascii_case(name)))
+                .collect();
+            call.headers.extend(changed);
+            call.body = observer.payload(std::mem::take(&mut call.body)).await;
+        }
+        self.observer = observer.filter(|o| o.wants_stream_events());
         let secrets = credentials(&call.headers);
+        let framing = call.framing;
         let sent = match &call.raw {
             Some(raw) => self.http.post_bytes(&call.url, &call.headers, raw.clone(), &self.cancel).await,
             None => self.http.post_json(&call.url, &call.headers, &call.body, &self.cancel).await,
@@ -140,6 +172,14 @@ impl<W: Wire> Run<W> {
             Err(e) => return self.fail((self.api.transport_error)(e)),
         };
         let status = response.status().as_u16();
+        if let Some(observer) = super::observe::current() {
+            let headers = response
+                .headers()
+                .iter()
+                .map(|(k, v)| (k.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                .collect();
+            observer.response(status, headers).await;
+        }
         if !response.status().is_success() {
             let headers = response.headers().clone();
             let err = match http::read_body(response, self.http.options.idle_timeout, &self.cancel).await {
@@ -157,7 +197,12 @@ impl<W: Wire> Run<W> {
             };
             return self.fail(err);
         }
-        self.phase = Phase::Streaming(self.http.sse(response).boxed());
+        self.phase = Phase::Streaming(match framing {
+            Framing::Sse => self.http.sse(response).boxed(),
+            Framing::AwsEventStream => {
+                self.http.framed(response, super::bedrock::eventstream::EventStreamFramer::default()).boxed()
+            }
+        });
     }
 
     /// Send the request and open the body, unless cancelled first.
@@ -171,6 +216,20 @@ impl<W: Wire> Run<W> {
         if !opened {
             self.fail(ProviderError::aborted());
         }
+    }
+
+    fn on_event(&mut self, event: &SseEvent) -> Result<Flow, ProviderError> {
+        self.wire.on_event(event, &mut self.out)
+    }
+
+    /// Show a stream event to the observer that wants them (pi's `provider_stream_event`).
+    fn observe(&mut self, event: &SseEvent) -> &mut Self {
+        // OpenAI's end marker is the stream's framing, not an event (pi's SDK never shows it).
+        if let Some(observer) = self.observer.as_ref().filter(|_| event.data != "[DONE]") {
+            let data = serde_json::from_str(&event.data).unwrap_or_else(|_| Value::String(event.data.clone()));
+            observer.stream_event(data);
+        }
+        self
     }
 
     fn finish(&mut self) {
@@ -228,7 +287,7 @@ impl<W: Wire> Run<W> {
                 .await;
                 let Some(next) = next else { return self.fail(ProviderError::aborted()) };
                 match next {
-                    Some(Ok(ev)) => match self.wire.on_event(&ev, &mut self.out) {
+                    Some(Ok(ev)) => match self.observe(&ev).on_event(&ev) {
                         Ok(Flow::Continue) => self.phase = Phase::Streaming(events),
                         Ok(Flow::Done) => self.finish(),
                         Err(e) => self.fail(e),
@@ -243,13 +302,16 @@ impl<W: Wire> Run<W> {
 
 /// The credentials a request carries in its headers (`authorization`,
 /// `x-api-key`, `x-goog-api-key`, …), without their `Bearer ` scheme.
+/// Whether a request header carries a credential.
+fn is_credential(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name.contains("authorization") || name.contains("api-key")
+}
+
 fn credentials(headers: &[(String, String)]) -> Vec<String> {
     headers
         .iter()
-        .filter(|(name, _)| {
-            let name = name.to_ascii_lowercase();
-            name.contains("authorization") || name.contains("api-key")
-        })
+        .filter(|(name, _)| is_credential(name))
         .map(|(_, value)| value.split_once(' ').map_or(value.as_str(), |(_, token)| token).trim().to_string())
         .filter(|token| token.len() >= 8)
         .collect()
@@ -285,7 +347,7 @@ fn run_phase<W: Wire>(
 ) -> ProviderStream {
     // Boxed: the stream's state moves in and out of each step's future.
     let cancelled = Box::pin(cancel.clone().cancelled_owned());
-    let run = Box::new(Run { http, cancel, cancelled, api, phase, wire, out });
+    let run = Box::new(Run { http, cancel, cancelled, api, phase, wire, out, observer: None });
     futures::stream::unfold(run, |mut run| async move {
         loop {
             if let Some(item) = run.out.queue.pop_front() {
@@ -307,7 +369,6 @@ fn run_phase<W: Wire>(
 /// [`drive`] for a call prepared asynchronously (credentials resolved from
 /// files or the network, a body signed with them); cancellation also ends
 /// the preparation.
-#[allow(dead_code, reason = "the signed and token-authenticated APIs (Bedrock, Vertex) land next")]
 pub(crate) fn drive_prepared<W: Wire>(
     http: HttpClient,
     cancel: CancellationToken,

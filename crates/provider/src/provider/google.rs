@@ -213,7 +213,7 @@ impl Decoder {
                 total_tokens: num("totalTokenCount"),
                 ..Usage::default()
             };
-            usage.extra.insert("reasoning".into(), thoughts.into());
+            usage.reasoning = Some(thoughts);
             out.emit(ProviderEvent::Usage(usage));
         }
         Ok(())

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::origin::OriginOverrides;
 use super::proxy::ProxyEnv;
-use super::sse::{BodyError, SseEvent, sse_events};
+use super::sse::{BodyError, Framer, SseEvent, framed_events, sse_events};
 use super::{ProviderError, ProviderErrorKind};
 
 /// Text of a stream cut by the server mid-body. This is pi 1.6's literal text
@@ -193,6 +193,17 @@ impl HttpClient {
     pub fn sse(&self, response: reqwest::Response) -> impl Stream<Item = Result<SseEvent, BodyError>> + Send + use<> {
         let body = response.bytes_stream().map_err(|e| error_chain(&e));
         sse_events(Box::pin(body), self.options.idle_timeout)
+    }
+
+    /// The events of a response body in another framing ([`Framer`]), with
+    /// this client's idle timeout.
+    pub fn framed<F: Framer>(
+        &self,
+        response: reqwest::Response,
+        framer: F,
+    ) -> impl Stream<Item = Result<SseEvent, BodyError>> + Send + use<F> {
+        let body = response.bytes_stream().map_err(|e| error_chain(&e));
+        framed_events(Box::pin(body), self.options.idle_timeout, framer)
     }
 }
 

@@ -18,6 +18,7 @@ use crate::model::{Model, ThinkingLevel};
 pub mod ambient;
 pub mod anthropic;
 pub mod anthropic_request;
+pub mod bedrock;
 pub mod classify;
 pub mod cloudflare;
 pub mod convert;
@@ -31,6 +32,7 @@ pub mod google_vertex;
 pub mod http;
 pub mod mistral;
 pub mod mistral_request;
+pub mod observe;
 pub mod openai;
 pub mod origin;
 pub mod proxy;
@@ -227,6 +229,7 @@ impl ProviderRegistry {
         reg.register(Arc::new(openai::codex::OpenAiCodexResponses::new(http.clone())));
         reg.register(Arc::new(google::GoogleGenerativeAi::new(http.clone())));
         reg.register(Arc::new(google_vertex::GoogleVertex::new(http.clone())));
+        reg.register(Arc::new(bedrock::BedrockConverseStream::new(http.clone())));
         reg.register(Arc::new(mistral::MistralConversations::new(http)));
         reg
     }

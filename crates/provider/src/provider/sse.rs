@@ -211,9 +211,43 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
     E: std::fmt::Display + Send + 'static,
 {
-    struct St<S> {
+    framed_events(body, idle, SseParser::new())
+}
+
+/// A body format read incrementally into events: SSE ([`SseParser`]) or a
+/// binary framing such as AWS's event stream (`super::bedrock::eventstream`).
+pub trait Framer: Send + 'static {
+    /// Feed a chunk; the events it completes, or why the bytes are not valid.
+    fn push(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, String>;
+    /// The body ended cleanly: the last events, or why the end is premature.
+    fn finish(&mut self) -> Result<Vec<SseEvent>, String>;
+}
+
+impl Framer for SseParser {
+    fn push(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, String> {
+        Ok(SseParser::push(self, chunk))
+    }
+
+    fn finish(&mut self) -> Result<Vec<SseEvent>, String> {
+        Ok(self.finish_with_trailing())
+    }
+}
+
+/// Events of a body read with `framer`, like [`sse_events`]; a framing
+/// error ends the stream as a transport error.
+pub fn framed_events<S, E, F>(
+    body: S,
+    idle: Option<Duration>,
+    framer: F,
+) -> impl Stream<Item = Result<SseEvent, BodyError>> + Send
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
+    E: std::fmt::Display + Send + 'static,
+    F: Framer,
+{
+    struct St<S, F> {
         body: S,
-        parser: SseParser,
+        parser: F,
         pending: std::collections::VecDeque<SseEvent>,
         done: bool,
         /// The idle timer, made at the first wait and kept: a wait only moves
@@ -222,7 +256,7 @@ where
         timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     }
     // Boxed: the state moves in and out of each step's future.
-    let state = Box::new(St { body, parser: SseParser::new(), pending: Default::default(), done: false, timer: None });
+    let state = Box::new(St { body, parser: framer, pending: Default::default(), done: false, timer: None });
     futures::stream::unfold(state, move |mut st| async move {
         loop {
             if let Some(ev) = st.pending.pop_front() {
@@ -262,15 +296,19 @@ where
                     }
                 }
             };
-            match next {
-                Some(Ok(bytes)) => st.pending.extend(st.parser.push(&bytes)),
-                Some(Err(e)) => {
-                    st.done = true;
-                    return Some((Err(BodyError::Transport(e.to_string())), st));
-                }
+            let framed = match next {
+                Some(Ok(bytes)) => st.parser.push(&bytes),
+                Some(Err(e)) => Err(e.to_string()),
                 None => {
                     st.done = true;
-                    st.pending.extend(st.parser.finish_with_trailing());
+                    st.parser.finish()
+                }
+            };
+            match framed {
+                Ok(events) => st.pending.extend(events),
+                Err(e) => {
+                    st.done = true;
+                    return Some((Err(BodyError::Transport(e)), st));
                 }
             }
         }

@@ -25,6 +25,7 @@ fn usage(input: u64, output: u64, cache_read: u64, cache_write: u64, cost: f64) 
         output,
         cache_read,
         cache_write,
+        reasoning: None,
         total_tokens: input + output + cache_read + cache_write,
         cost: Cost { total: cost, ..Cost::default() },
         extra: Map::new(),
@@ -43,6 +44,9 @@ fn assistant_with(content: Vec<ContentBlock>, model: &str, u: Usage, stop: StopR
         timestamp: 1,
         response_id: None,
         error_message: (stop == StopReason::Error).then(|| "overloaded_error: try again later".to_string()),
+        raw_stop_reason: None,
+        duration_ms: None,
+        thinking_level: None,
         extra: Map::new(),
     })
 }
@@ -73,6 +77,7 @@ fn result(id: &str, name: &str, content: Vec<ContentBlock>, is_error: bool, deta
         details,
         usage: None,
         is_error,
+        duration_ms: None,
         timestamp: 2,
         extra: Map::new(),
     })

@@ -62,7 +62,7 @@ fn stored_message(message: &StoredMessage) -> Option<AgentMessage> {
 }
 
 /// The messages one selected entry contributes (before edits).
-fn entry_messages(entry: &SessionEntry, first: bool) -> Vec<AgentMessage> {
+pub(super) fn entry_messages(entry: &SessionEntry, first: bool) -> Vec<AgentMessage> {
     let SessionEntry::Known(known) = entry else { return Vec::new() };
     match known {
         KnownEntry::Message(m) => stored_message(&m.message).into_iter().collect(),
@@ -93,7 +93,7 @@ fn entry_messages(entry: &SessionEntry, first: bool) -> Vec<AgentMessage> {
 }
 
 /// Apply a context edit's non-null replacement to one message.
-fn replace_content(message: AgentMessage, replacement: &Value) -> AgentMessage {
+pub(super) fn replace_content(message: AgentMessage, replacement: &Value) -> AgentMessage {
     let Some(content) = replacement.get("content") else { return message };
     let blocks = || -> Option<Vec<ContentBlock>> {
         match content {
@@ -131,14 +131,6 @@ fn replace_content(message: AgentMessage, replacement: &Value) -> AgentMessage {
     }
 }
 
-fn is_system_message(entry: &SessionEntry) -> bool {
-    matches!(
-        entry,
-        SessionEntry::Known(KnownEntry::Message(m))
-            if matches!(&m.message, StoredMessage::Other(v) if v.get("role").and_then(Value::as_str) == Some("system"))
-    )
-}
-
 impl Session {
     /// Positions of the entries selected for the context (compaction-aware).
     pub(crate) fn context_positions(&self) -> Vec<usize> {
@@ -146,20 +138,21 @@ impl Session {
             Some(leaf) => self.path_positions(leaf),
             None => return Vec::new(),
         };
-        let compaction_at =
-            path.iter().rposition(|&i| matches!(self.records[i].entry, SessionEntry::Known(KnownEntry::Compaction(_))));
+        // Compactions are resident: finding them reads nothing from the file.
+        let compaction_at = path.iter().rposition(|&i| self.slots[i].type_name() == "compaction");
         let Some(at) = compaction_at else { return path };
-        let SessionEntry::Known(KnownEntry::Compaction(compaction)) = &self.records[path[at]].entry else {
+        let SessionEntry::Known(KnownEntry::Compaction(compaction)) = self.entry_at(path[at]) else {
             return path;
         };
         let mut selected = vec![path[at]];
         let mut kept = false;
         for &i in &path[..at] {
-            let entry = &self.records[i].entry;
-            if entry.id() == Some(compaction.first_kept_entry_id.as_str()) {
+            let slot = &self.slots[i];
+            if slot.id() == Some(compaction.first_kept_entry_id.as_str()) {
                 kept = true;
             }
-            if kept && !is_system_message(entry) {
+            let system = slot.type_name() == "message" && slot.role() == Some("system");
+            if kept && !system {
                 selected.push(i);
             }
         }
@@ -176,11 +169,27 @@ impl Session {
 
     /// The `model` and `thinking_level` of [`Session::context`], without
     /// building its messages.
+    ///
+    /// The path is walked from the leaf back: only the latest assistant
+    /// message that names its model is read from the file.
     pub fn context_model_and_thinking(&self) -> (Option<(String, String)>, Option<String>) {
         let (mut model, mut thinking_level) = (None, None);
         let Some(leaf) = self.leaf.as_deref() else { return (model, thinking_level) };
-        for i in self.path_positions(leaf) {
-            match &self.records[i].entry {
+        for i in self.path_positions(leaf).into_iter().rev() {
+            if model.is_some() && thinking_level.is_some() {
+                break;
+            }
+            let slot = &self.slots[i];
+            let wanted = match slot.type_name() {
+                "thinking_level_change" => thinking_level.is_none(),
+                "model_change" => model.is_none(),
+                "message" => model.is_none() && slot.role() == Some("assistant"),
+                _ => false,
+            };
+            if !wanted {
+                continue;
+            }
+            match self.entry_at(i) {
                 SessionEntry::Known(KnownEntry::ThinkingLevelChange(t)) => {
                     thinking_level = Some(t.thinking_level.clone());
                 }
@@ -218,26 +227,36 @@ impl Session {
     /// in up to `most` parts at once, of at least `min_part` entries each.
     pub(crate) fn projected_entries_in_parts(&self, min_part: usize, most: usize) -> Vec<(usize, Vec<AgentMessage>)> {
         let selected = self.context_positions();
-        // Latest context_edit per target among the selected entries.
+        let edits = self.context_edits(&selected);
+        map_in_parts(&selected, min_part, most, |n, &i| (i, self.messages_of(n, i, &edits)))
+    }
+
+    /// The latest `context_edit` per target among the `selected` entries:
+    /// the target's id and the replacement (null: hidden).
+    pub(super) fn context_edits(&self, selected: &[usize]) -> HashMap<&str, &Value> {
         let mut edits: HashMap<&str, &Value> = HashMap::new();
-        for &i in &selected {
-            if let SessionEntry::Unknown(v) = &self.records[i].entry
+        for &i in selected {
+            // Context edits are resident: only their slots are looked at.
+            if self.slots[i].is_resident()
+                && let SessionEntry::Unknown(v) = self.entry_at(i)
                 && v.get("type").and_then(Value::as_str) == Some("context_edit")
                 && let Some(target) = v.get("targetId").and_then(Value::as_str)
             {
                 edits.insert(target, v.get("replacement").unwrap_or(&Value::Null));
             }
         }
-        map_in_parts(&selected, min_part, most, |n, &i| {
-            let entry = &self.records[i].entry;
-            let messages = entry_messages(entry, n == 0);
-            let messages = match entry.id().and_then(|id| edits.get(id)) {
-                None => messages,
-                Some(Value::Null) => Vec::new(),
-                Some(replacement) => messages.into_iter().map(|m| replace_content(m, replacement)).collect(),
-            };
-            (i, messages)
-        })
+        edits
+    }
+
+    /// The messages the `n`th selected entry, at position `i`, contributes after `edits`.
+    pub(super) fn messages_of(&self, n: usize, i: usize, edits: &HashMap<&str, &Value>) -> Vec<AgentMessage> {
+        let entry = self.entry_at(i);
+        let messages = entry_messages(entry, n == 0);
+        match entry.id().and_then(|id| edits.get(id)) {
+            None => messages,
+            Some(Value::Null) => Vec::new(),
+            Some(replacement) => messages.into_iter().map(|m| replace_content(m, replacement)).collect(),
+        }
     }
 }
 

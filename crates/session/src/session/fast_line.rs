@@ -222,6 +222,7 @@ fn user_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<UserMessage, A::Er
 fn assistant_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<(AssistantMessage, &'de RawValue), A::Error> {
     let (mut content, mut api, mut provider, mut model, mut usage) = (None, None, None, None, None);
     let (mut stop_reason, mut timestamp, mut response_id, mut error_message) = (None, None, None, None);
+    let (mut raw_stop_reason, mut duration_ms, mut thinking_level) = (None, None, None);
     let mut extra = Map::new();
     while let Some(key) = map.next_key::<&'de str>()? {
         match key {
@@ -234,6 +235,9 @@ fn assistant_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<(AssistantMes
             "timestamp" => once(&mut timestamp, map.next_value::<i64>()?)?,
             "responseId" => once(&mut response_id, map.next_value::<Option<String>>()?)?,
             "errorMessage" => once(&mut error_message, map.next_value::<Option<String>>()?)?,
+            "rawStopReason" => once(&mut raw_stop_reason, map.next_value::<Option<String>>()?)?,
+            "durationMs" => once(&mut duration_ms, map.next_value::<Option<u64>>()?)?,
+            "thinkingLevel" => once(&mut thinking_level, map.next_value::<Option<String>>()?)?,
             other => keep_extra(&mut map, &mut extra, other, "role")?,
         }
     }
@@ -249,6 +253,9 @@ fn assistant_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<(AssistantMes
         timestamp: required(timestamp)?,
         response_id: response_id.flatten(),
         error_message: error_message.flatten(),
+        raw_stop_reason: raw_stop_reason.flatten(),
+        duration_ms: duration_ms.flatten(),
+        thinking_level: thinking_level.flatten(),
         extra,
     };
     Ok((message, usage_text))
@@ -256,7 +263,7 @@ fn assistant_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<(AssistantMes
 
 fn tool_result_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<ToolResultMessage, A::Error> {
     let (mut tool_call_id, mut tool_name, mut content, mut details) = (None, None, None, None);
-    let (mut usage, mut is_error, mut timestamp) = (None, None, None);
+    let (mut usage, mut is_error, mut timestamp, mut duration_ms) = (None, None, None, None);
     let mut extra = Map::new();
     while let Some(key) = map.next_key::<&'de str>()? {
         match key {
@@ -266,6 +273,7 @@ fn tool_result_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<ToolResultM
             "details" => once(&mut details, map.next_value::<Option<Value>>()?)?,
             "usage" => once(&mut usage, map.next_value()?)?,
             "isError" => once(&mut is_error, map.next_value::<bool>()?)?,
+            "durationMs" => once(&mut duration_ms, map.next_value::<Option<u64>>()?)?,
             "timestamp" => once(&mut timestamp, map.next_value::<i64>()?)?,
             other => keep_extra(&mut map, &mut extra, other, "role")?,
         }
@@ -277,6 +285,7 @@ fn tool_result_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<ToolResultM
         details: details.flatten(),
         usage: usage.flatten(),
         is_error: required(is_error)?,
+        duration_ms: duration_ms.flatten(),
         timestamp: required(timestamp)?,
         extra,
     })

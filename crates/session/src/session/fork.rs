@@ -71,7 +71,8 @@ impl Session {
             header,
             header_raw: None,
             cwd: from.cwd.clone(),
-            records: Vec::new(),
+            slots: Vec::new(),
+            source: None,
             index: HashMap::new(),
             labels: HashMap::new(),
             leaf: None,
@@ -95,7 +96,7 @@ impl Session {
         let mut pending_labels: Vec<String> = Vec::new();
         let mut parent: Option<String> = None;
         for &i in &path {
-            let record = &self.records[i];
+            let record = self.record_at(i);
             let id = record.entry.id().unwrap_or_default().to_string();
             if matches!(record.entry, SessionEntry::Known(KnownEntry::Label(_))) {
                 pending_labels.push(id);
@@ -153,7 +154,7 @@ impl Session {
             _ => None,
         };
         let mut session = Session::from_parts(header, self, file);
-        session.records = records;
+        session.slots = records.into_iter().map(super::slot::Slot::resident).collect();
         session.rebuild_index();
         if let Some(path) = session.file.clone()
             && session.has_conversation()

@@ -23,6 +23,8 @@ use serde_json::Value;
 use super::entry::SESSION_VERSION;
 use super::error::SessionError;
 use super::record::Record;
+use super::scan::scan_line;
+use super::slot::{Slot, Span};
 
 /// What a file on disk holds.
 pub(crate) enum FileContents {
@@ -35,13 +37,16 @@ pub(crate) enum FileContents {
         warnings: Vec<String>,
         /// The file does not end with `\n` (pi appends one before writing more).
         missing_final_newline: bool,
+        /// The file read, when entries may be read again from it (a regular file).
+        source: Option<File>,
     },
 }
 
 /// The entries of a session file.
 pub(crate) enum Entries {
-    /// A current (v3) file: each line parsed once, straight into its record.
-    Current(Vec<Record>),
+    /// A current (v3) file: each line read once, straight into its record
+    /// or (messages, custom entries) into a slot that reads it when needed.
+    Current(Vec<Slot>),
     /// An older file: raw records, to be migrated before they become entries.
     Legacy(Vec<Value>),
 }
@@ -97,7 +102,7 @@ pub(crate) fn read_session_file_in(path: &Path, parts: Parts) -> Result<FileCont
     let mut warnings = Vec::new();
     let mut missing_final_newline = false;
     let header = loop {
-        let Some((raw, last)) = lines.next_line().map_err(io)? else {
+        let Some((_, raw, last)) = lines.next_line().map_err(io)? else {
             return if number == 0 {
                 Ok(FileContents::Empty)
             } else {
@@ -117,7 +122,8 @@ pub(crate) fn read_session_file_in(path: &Path, parts: Parts) -> Result<FileCont
     // The entries, in parts read at once, joined in file order. A file that
     // is not a regular one (a pipe) is read on from where the header ended.
     let metadata = file.metadata().map_err(io)?;
-    let cuts = match metadata.is_file() {
+    let lazy = metadata.is_file();
+    let cuts = match lazy {
         true => cut_points(&file, lines.consumed, metadata.len(), parts).map_err(io)?,
         false => Vec::new(),
     };
@@ -127,14 +133,14 @@ pub(crate) fn read_session_file_in(path: &Path, parts: Parts) -> Result<FileCont
             .skip(1)
             .map(|part| {
                 let file = &file;
-                scope.spawn(move || read_part(Lines::new(file, part[0], part[1], parts.buffer), legacy))
+                scope.spawn(move || read_part(Lines::new(file, part[0], part[1], parts.buffer), legacy, lazy))
             })
             .collect();
         // The first part goes on with the header's reader and what it has buffered.
         if let Some(&end) = cuts.get(1) {
             lines.limit(end);
         }
-        let first = read_part(lines, legacy);
+        let first = read_part(lines, legacy, lazy);
         let others = others.into_iter().map(|thread| thread.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
         std::iter::once(first).chain(others).collect::<Result<Vec<Part>, _>>()
     });
@@ -145,7 +151,8 @@ pub(crate) fn read_session_file_in(path: &Path, parts: Parts) -> Result<FileCont
         missing_final_newline |= part.missing_final_newline;
         entries.append(part.entries);
     }
-    Ok(FileContents::Session { header, entries, warnings, missing_final_newline })
+    let source = lazy.then_some(file);
+    Ok(FileContents::Session { header, entries, warnings, missing_final_newline, source })
 }
 
 fn warning(path: &Path, number: usize, why: &str) -> String {
@@ -186,19 +193,46 @@ struct Part {
     missing_final_newline: bool,
 }
 
-/// Read the entry lines `lines` gives (a region that begins at a line start).
-fn read_part(mut lines: Lines<'_>, legacy: bool) -> std::io::Result<Part> {
+/// The record one entry line of a current file holds, as the loader reads
+/// it (`None` for a line the loader skips).
+pub(crate) fn record_of_line(raw: &[u8]) -> Option<Record> {
+    if let Some(record) = Record::from_line(raw) {
+        return Some(record);
+    }
+    match read_carefully(raw, false) {
+        Careful::Object(value) if value.get("type").and_then(Value::as_str) != Some("session") => {
+            Some(Record::from_value(value))
+        }
+        _ => None,
+    }
+}
+
+/// A slot that reads the line at `offset` when needed, when the line is
+/// certainly an entry of a kind kept that way.
+fn lazy_slot(raw: &[u8], offset: u64) -> Option<Slot> {
+    let len = u32::try_from(raw.len()).ok()?;
+    Slot::lazy(&scan_line(raw)?, Span { offset, len })
+}
+
+/// Read the entry lines `lines` gives (a region that begins at a line
+/// start); `lazy`: the file can be read again at a line's offset.
+fn read_part(mut lines: Lines<'_>, legacy: bool, lazy: bool) -> std::io::Result<Part> {
     let entries = if legacy { Entries::Legacy(Vec::new()) } else { Entries::Current(Vec::new()) };
     let mut part = Part { lines: 0, entries, warnings: Vec::new(), missing_final_newline: false };
-    while let Some((raw, last)) = lines.next_line()? {
+    while let Some((offset, raw, last)) = lines.next_line()? {
         part.lines += 1;
         part.missing_final_newline |= last;
-        // The common case: a well-formed entry of a current file, parsed once.
-        if let Entries::Current(records) = &mut part.entries
-            && let Some(record) = Record::from_line(raw)
-        {
-            records.push(record);
-            continue;
+        // The common cases: a well-formed entry of a current file, kept by
+        // its place in the file, or parsed once.
+        if let Entries::Current(slots) = &mut part.entries {
+            if let Some(slot) = lazy.then(|| lazy_slot(raw, offset)).flatten() {
+                slots.push(slot);
+                continue;
+            }
+            if let Some(record) = Record::from_line(raw) {
+                slots.push(Slot::resident(record));
+                continue;
+            }
         }
         match read_carefully(raw, last) {
             Careful::Blank => {}
@@ -207,7 +241,7 @@ fn read_part(mut lines: Lines<'_>, legacy: bool) -> std::io::Result<Part> {
                 part.warnings.push((part.lines, "extra session header skipped".into()));
             }
             Careful::Object(value) => match &mut part.entries {
-                Entries::Current(records) => records.push(Record::from_value(value)),
+                Entries::Current(slots) => slots.push(Slot::resident(Record::from_value(value))),
                 Entries::Legacy(values) => values.push(value),
             },
         }
@@ -307,18 +341,19 @@ impl<'f> Lines<'f> {
         self.end = end;
     }
 
-    /// The next line without its `\n`, and whether it ended without one
-    /// (only the file's last line can).
-    fn next_line(&mut self) -> std::io::Result<Option<(&[u8], bool)>> {
+    /// The next line's offset in the file, the line without its `\n`, and
+    /// whether it ended without one (only the file's last line can).
+    fn next_line(&mut self) -> std::io::Result<Option<(u64, &[u8], bool)>> {
         self.reader.consume(std::mem::take(&mut self.handed_out));
         if self.consumed >= self.end {
             return Ok(None);
         }
+        let offset = self.consumed;
         let buffered = self.reader.fill_buf()?;
         if let Some(at) = memchr::memchr(b'\n', buffered) {
             self.handed_out = at + 1;
             self.consumed += at as u64 + 1;
-            return Ok(Some((&self.reader.buffer()[..at], false)));
+            return Ok(Some((offset, &self.reader.buffer()[..at], false)));
         }
         self.line.clear();
         let read = self.reader.read_until(b'\n', &mut self.line)?;
@@ -327,8 +362,8 @@ impl<'f> Lines<'f> {
         }
         self.consumed += read as u64;
         Ok(Some(match self.line.strip_suffix(b"\n") {
-            Some(raw) => (raw, false),
-            None => (&self.line[..], true),
+            Some(raw) => (offset, raw, false),
+            None => (offset, &self.line[..], true),
         }))
     }
 }

@@ -11,9 +11,13 @@
 //! * `start`: `--session-id` and `--fork` sessions.
 //! * `load` / `migrate`: reading damaged and old (v1, v2) files; `fast_line`:
 //!   lines of the shape pi writes read straight into typed entries.
+//! * `slot` / `scan`: entries kept by their place in the file (messages,
+//!   custom entries), read back when needed; the quick look at a line that
+//!   gives their type, id, parent and role.
 
 mod append;
 mod context;
+mod conversation;
 pub use pi_types::session::entry;
 mod error;
 mod fast_line;
@@ -23,6 +27,8 @@ mod load;
 mod lookup;
 mod migrate;
 mod record;
+mod scan;
+mod slot;
 mod start;
 mod store;
 mod tree;

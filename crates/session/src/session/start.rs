@@ -31,6 +31,19 @@ impl Session {
         Ok(Session::empty(header, Some(file), Some(session_dir.to_path_buf())))
     }
 
+    /// A new session file in `session_dir` with this id, written at once
+    /// with its header only: the session exists before its first message
+    /// (an ACP `session/new` may be loaded before it is prompted). Its path.
+    pub fn write_empty(session_dir: &Path, cwd: &Path, id: &str) -> Result<PathBuf, SessionError> {
+        std::fs::create_dir_all(session_dir).map_err(|e| SessionError::io(session_dir, e))?;
+        let mut header = new_header(&cwd.to_string_lossy(), None);
+        header.id = id.to_string();
+        let path = session_file_name(session_dir, &header);
+        let line = serde_json::to_string(&header).map_err(|e| SessionError::io(&path, e.into()))?;
+        write_new_file(&path, &format!("{line}\n"))?;
+        Ok(path)
+    }
+
     /// The same session with `parentSession` set in its header (before it is written).
     pub fn with_parent(mut self, parent_session: Option<String>) -> Session {
         if parent_session.is_some() {
@@ -97,5 +110,18 @@ mod tests {
         assert!(written.ends_with(&format!("{entry}\n")), "{written}");
         assert_eq!(find_by_id(&target, "my-id").as_deref(), session.file_path());
         assert!(find_by_id(&target, "other").is_none());
+    }
+
+    #[test]
+    fn an_empty_session_file_opens_and_takes_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Session::write_empty(dir.path(), Path::new("/work"), "empty-id").unwrap();
+        assert_eq!(find_by_id(dir.path(), "empty-id").as_deref(), Some(path.as_path()));
+        let (mut session, warnings) = Session::open(&path, dir.path()).unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!((session.session_id(), session.cwd()), ("empty-id", "/work"));
+        session.append_session_info("named").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
     }
 }

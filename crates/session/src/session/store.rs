@@ -1,4 +1,4 @@
-//! `Session`: the in-memory entry tree of one session, its backing file, and appending.
+//! `Session`: the entry tree of one session, its backing file, and appending.
 //!
 //! Persistence follows pi 1.6: a new session's file is created only once the
 //! session holds a user or assistant message; that first write puts the
@@ -7,10 +7,17 @@
 //! line. Entries read from a file keep their exact JSON (see [`Record`]), so
 //! re-writing them (fork, clone, migration) never drops fields that our typed
 //! structs do not model.
+//!
+//! Entries that hold a session's bulk (messages, custom entries) are kept by
+//! their place in the file once they are there (see `slot`): their bodies are
+//! read back when needed and given up again by [`Session::release_memory`]
+//! and at every append, so memory does not grow with the history.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -18,6 +25,7 @@ use super::entry::{KnownEntry, SESSION_VERSION, SessionEntry, SessionHeader, Sto
 use super::error::SessionError;
 use super::load::{Entries, FileContents, read_session_file};
 use super::migrate::migrate_to_current;
+use super::slot::{Slot, Span};
 
 pub(crate) use super::record::{Record, generate_id};
 
@@ -40,8 +48,10 @@ pub struct Session {
     pub(crate) header_raw: Option<Box<str>>,
     /// Effective working directory (header `cwd`, or the caller's when absent).
     pub(crate) cwd: String,
-    pub(crate) records: Vec<Record>,
-    /// Entry id -> position in `records` (the last one wins for duplicate ids).
+    pub(crate) slots: Vec<Slot>,
+    /// The backing file opened for reading entries back (see `slot`).
+    pub(crate) source: Option<Arc<File>>,
+    /// Entry id -> position in `slots` (the last one wins for duplicate ids).
     pub(crate) index: HashMap<String, usize>,
     /// Target entry id -> its current label.
     pub(crate) labels: HashMap<String, Label>,
@@ -133,7 +143,8 @@ impl Session {
             cwd: header.cwd.clone(),
             header,
             header_raw: None,
-            records: Vec::new(),
+            slots: Vec::new(),
+            source: None,
             index: HashMap::new(),
             labels: HashMap::new(),
             leaf: None,
@@ -193,18 +204,19 @@ impl Session {
                 session.flushed = true;
                 Ok((session, Vec::new()))
             }
-            FileContents::Session { header, entries, mut warnings, missing_final_newline } => {
+            FileContents::Session { header, entries, mut warnings, missing_final_newline, source } => {
                 let from_version = header.get("version").and_then(Value::as_u64).unwrap_or(1);
-                let (header, records, migrated) = match entries {
-                    Entries::Current(records) => (header, records, false),
+                let (header, slots, migrated) = match entries {
+                    Entries::Current(slots) => (header, slots, false),
                     Entries::Legacy(values) => {
                         let mut values: Vec<Value> = std::iter::once(header).chain(values).collect();
                         let migrated = migrate_to_current(&mut values);
                         let header = values.remove(0);
-                        (header, values.into_iter().map(Record::from_value).collect(), migrated)
+                        (header, values.into_iter().map(|v| Slot::resident(Record::from_value(v))).collect(), migrated)
                     }
                 };
-                let mut session = Session::from_file_records(header, records, Some(path.clone()), dir, &default_cwd);
+                let mut session = Session::from_file_slots(header, slots, Some(path.clone()), dir, &default_cwd);
+                session.source = source.map(Arc::new);
                 if migrated {
                     replace_file(&path, &session.file_text()?)?;
                     warnings.push(format!(
@@ -223,9 +235,22 @@ impl Session {
     }
 
     /// Build a session from its header record and its entries.
+    #[cfg(test)]
     pub(crate) fn from_file_records(
         header_value: Value,
         records: Vec<Record>,
+        file: Option<PathBuf>,
+        session_dir: Option<PathBuf>,
+        default_cwd: &str,
+    ) -> Self {
+        let slots = records.into_iter().map(Slot::resident).collect();
+        Session::from_file_slots(header_value, slots, file, session_dir, default_cwd)
+    }
+
+    /// Build a session from its header record and its entries.
+    pub(crate) fn from_file_slots(
+        header_value: Value,
+        slots: Vec<Slot>,
         file: Option<PathBuf>,
         session_dir: Option<PathBuf>,
         default_cwd: &str,
@@ -243,7 +268,7 @@ impl Session {
         if session.cwd.is_empty() {
             session.cwd = default_cwd.to_string();
         }
-        session.records = records;
+        session.slots = slots;
         session.rebuild_index();
         session
     }
@@ -253,15 +278,16 @@ impl Session {
         self.index.clear();
         self.labels.clear();
         self.leaf = None;
-        for i in 0..self.records.len() {
+        for i in 0..self.slots.len() {
             self.index_record(i);
         }
     }
 
     fn index_record(&mut self, i: usize) {
-        let entry = &self.records[i].entry;
-        let Some(id) = entry.id().map(str::to_string) else { return };
-        if let SessionEntry::Known(KnownEntry::Label(label)) = entry {
+        let slot = &self.slots[i];
+        let Some(id) = slot.id().map(str::to_string) else { return };
+        // Labels are always resident.
+        if let Some(SessionEntry::Known(KnownEntry::Label(label))) = slot.loaded().map(|r| &r.entry) {
             match label.label.as_deref().filter(|l| !l.is_empty()) {
                 Some(text) => {
                     let seq = self.labels.get(&label.target_id).map_or(i, |l| l.seq);
@@ -284,8 +310,8 @@ impl Session {
             None => serde_json::to_string(&self.header)?,
         };
         text.push('\n');
-        for record in &self.records {
-            text.push_str(&record.to_line()?);
+        for i in 0..self.slots.len() {
+            text.push_str(&self.record_at(i).to_line()?);
             text.push('\n');
         }
         Ok(text)
@@ -294,7 +320,29 @@ impl Session {
     /// True once the session holds a user or assistant message (pi's rule
     /// for creating the file).
     pub(crate) fn has_conversation(&self) -> bool {
-        self.records.iter().any(|r| matches!(message_role(&r.entry), Some("user" | "assistant")))
+        self.slots.iter().any(|s| matches!(s.role(), Some("user" | "assistant")))
+    }
+
+    /// The record at `pos`, read from the file if it is not in memory.
+    pub(crate) fn record_at(&self, pos: usize) -> &Record {
+        self.slots[pos].record(self.source.as_deref())
+    }
+
+    /// Give up the bodies of entries that can be read again from the file
+    /// (after a `get_tree`, an export, a fork…): a session's memory is its
+    /// index and the entries not yet written, not its history.
+    pub fn release_memory(&mut self) {
+        for slot in &mut self.slots {
+            slot.release();
+        }
+    }
+
+    /// Every body in memory for good, the file no longer being where they are read from.
+    fn pin_all(&mut self) {
+        let source = self.source.take();
+        for slot in &mut self.slots {
+            slot.pin(source.as_deref());
+        }
     }
 
     /// From now on every write of the file first enters `fence` (a cluster
@@ -303,7 +351,7 @@ impl Session {
         self.fence = fence;
     }
 
-    /// Write what the file needs after `records` gained its last element.
+    /// Write what the file needs after `slots` gained its last element.
     fn persist_last(&mut self) -> Result<(), SessionError> {
         let Some(path) = self.file.clone() else { return Ok(()) };
         let _fenced = match &self.fence {
@@ -320,16 +368,39 @@ impl Session {
             self.flushed = true;
             return Ok(());
         }
-        let Some(record) = self.records.last() else { return Ok(()) };
-        let mut line = record.to_line()?;
+        let Some(last) = self.slots.len().checked_sub(1) else { return Ok(()) };
+        let mut line = self.record_at(last).to_line()?;
         line.push('\n');
         match std::fs::OpenOptions::new().append(true).open(&path) {
-            Ok(mut file) => file.write_all(line.as_bytes()).map_err(|e| SessionError::io(&path, e)),
+            Ok(mut file) => {
+                file.write_all(line.as_bytes()).map_err(|e| SessionError::io(&path, e))?;
+                self.note_written(last, &file, &path, line.len());
+                Ok(())
+            }
             // The file vanished under us: write it again in full rather than
             // leaving a file without a header.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => write_file(&path, &self.file_text()?, true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let text = self.file_text()?;
+                self.pin_all();
+                write_file(&path, &text, true)
+            }
             Err(e) => Err(SessionError::io(&path, e)),
         }
+    }
+
+    /// The entry at `pos` was appended to `file` as a line of `written`
+    /// bytes (its `\n` included): remember where, so that its body can be
+    /// read back instead of kept. Any doubt keeps it in memory.
+    fn note_written(&mut self, pos: usize, file: &File, path: &Path, written: usize) {
+        let Ok(end) = file.metadata().map(|m| m.len()) else { return };
+        let (Some(offset), Ok(len)) = (end.checked_sub(written as u64), u32::try_from(written - 1)) else { return };
+        if self.source.is_none() {
+            match File::open(path) {
+                Ok(source) => self.source = Some(Arc::new(source)),
+                Err(_) => return,
+            }
+        }
+        self.slots[pos].written_at(Span { offset, len });
     }
 
     /// Append `entry`, advance the leaf, persist; on a write failure memory is
@@ -338,12 +409,13 @@ impl Session {
         let previous_leaf = self.leaf.clone();
         let previous_labels = matches!(entry, SessionEntry::Known(KnownEntry::Label(_))).then(|| self.labels.clone());
         let previous_index = entry.id().and_then(|id| self.index.get(id).copied());
-        self.records.push(Record::new(entry));
-        let pos = self.records.len() - 1;
+        self.release_memory();
+        self.slots.push(Slot::resident(Record::new(entry)));
+        let pos = self.slots.len() - 1;
         self.index_record(pos);
         if let Err(e) = self.persist_last() {
-            let record = self.records.pop();
-            if let Some(id) = record.as_ref().and_then(|r| r.entry.id()) {
+            let slot = self.slots.pop();
+            if let Some(id) = slot.as_ref().and_then(Slot::id) {
                 match previous_index {
                     Some(i) => self.index.insert(id.to_string(), i),
                     None => self.index.remove(id),
@@ -355,7 +427,7 @@ impl Session {
             self.leaf = previous_leaf;
             return Err(e);
         }
-        Ok(&self.records[pos].entry)
+        Ok(self.entry_at(pos))
     }
 
     // ----- identity and queries ------------------------------------------
@@ -398,28 +470,33 @@ impl Session {
 
     /// The entry at `pos` in file order (a position [`Session::projected_entries`] gives).
     pub fn entry_at(&self, pos: usize) -> &SessionEntry {
-        &self.records[pos].entry
+        &self.record_at(pos).entry
     }
 
     /// All entries in append order (header excluded), every branch included.
     pub fn entries(&self) -> impl ExactSizeIterator<Item = &SessionEntry> {
-        self.records.iter().map(|r| &r.entry)
+        (0..self.slots.len()).map(|i| self.entry_at(i))
     }
 
     /// Every entry as the JSON the file holds (fields our types do not model
     /// included), in append order.
     pub fn entries_json(&self) -> Result<Vec<Value>, SessionError> {
-        self.records.iter().map(Record::to_value).collect()
+        (0..self.slots.len()).map(|i| self.record_at(i).to_value()).collect()
     }
 
     /// Number of entries.
     pub fn entry_count(&self) -> usize {
-        self.records.len()
+        self.slots.len()
     }
 
     /// The entry with this id.
     pub fn get(&self, id: &str) -> Option<&SessionEntry> {
-        self.index.get(id).map(|&i| &self.records[i].entry)
+        self.index.get(id).map(|&i| self.entry_at(i))
+    }
+
+    /// True when an entry has this id (without reading it).
+    pub fn contains(&self, id: &str) -> bool {
+        self.index.contains_key(id)
     }
 
     /// The current leaf id (`None` before the first entry or after `reset_leaf`).
@@ -449,18 +526,19 @@ impl Session {
     /// Entries strictly after `since` in append order (`get_entries`).
     pub fn entries_since(&self, since: &str) -> Result<Vec<SessionEntry>, SessionError> {
         let pos = self
-            .records
+            .slots
             .iter()
-            .position(|r| r.entry.id() == Some(since))
+            .position(|s| s.id() == Some(since))
             .ok_or_else(|| SessionError::CursorNotFound(since.to_string()))?;
-        Ok(self.records[pos + 1..].iter().map(|r| r.entry.clone()).collect())
+        Ok((pos + 1..self.slots.len()).map(|i| self.entry_at(i).clone()).collect())
     }
 
     /// Display name: the latest `session_info` of the whole file (any
     /// branch), trimmed; an empty latest name clears it.
     pub fn name(&self) -> Option<String> {
-        self.records.iter().rev().find_map(|r| match &r.entry {
-            SessionEntry::Known(KnownEntry::SessionInfo(info)) => {
+        // `session_info` entries are resident: nothing is read from the file.
+        self.slots.iter().rev().filter(|s| s.is_resident()).find_map(|s| match s.loaded().map(|r| &r.entry) {
+            Some(SessionEntry::Known(KnownEntry::SessionInfo(info))) => {
                 Some(info.name.as_deref().map(str::trim).filter(|n| !n.is_empty()).map(str::to_string))
             }
             _ => None,

@@ -24,20 +24,53 @@ impl Session {
     /// The path from the root to `id` (empty if `id` is unknown). Stops at a
     /// missing parent or a cycle.
     pub fn branch_from(&self, id: &str) -> Vec<&SessionEntry> {
-        self.path_positions(id).into_iter().map(|i| &self.records[i].entry).collect()
+        self.path_positions(id).into_iter().map(|i| self.entry_at(i)).collect()
     }
 
-    /// Positions in `records` of the root..=`id` path.
+    /// The id and type of each entry of the root-to-leaf path, without
+    /// reading any entry's body from the file.
+    pub fn branch_heads(&self) -> Vec<(Option<&str>, &str)> {
+        let Some(leaf) = self.leaf.as_deref() else { return Vec::new() };
+        self.path_positions(leaf).into_iter().map(|i| (self.slots[i].id(), self.slots[i].type_name())).collect()
+    }
+
+    /// Positions (for [`Session::entry_at`]) of the root-to-leaf path.
+    pub fn branch_positions(&self) -> Vec<usize> {
+        self.leaf.as_deref().map(|leaf| self.path_positions(leaf)).unwrap_or_default()
+    }
+
+    /// The id of the entry at `pos`, without reading its body.
+    pub fn id_at(&self, pos: usize) -> Option<&str> {
+        self.slots[pos].id()
+    }
+
+    /// The type name of the entry at `pos`, without reading its body.
+    pub fn type_at(&self, pos: usize) -> &str {
+        self.slots[pos].type_name()
+    }
+
+    /// The id of the latest `message` entry holding `message` (read from
+    /// the end back, only entries of the message's role).
+    pub fn entry_id_of_message(&self, message: &AgentMessage) -> Option<&str> {
+        let role = message.role();
+        (0..self.slots.len())
+            .rev()
+            .filter(|&i| self.slots[i].type_name() == "message" && self.slots[i].role() == Some(role))
+            .find(|&i| self.entry_at(i).message() == Some(message))
+            .and_then(|i| self.slots[i].id())
+    }
+
+    /// Positions in `slots` of the root..=`id` path.
     pub(crate) fn path_positions(&self, id: &str) -> Vec<usize> {
         let mut path = Vec::new();
-        let mut seen = vec![false; self.records.len()];
+        let mut seen = vec![false; self.slots.len()];
         let mut current = self.index.get(id).copied();
         while let Some(pos) = current {
             if std::mem::replace(&mut seen[pos], true) {
                 break; // a parent cycle in a hand-edited file
             }
             path.push(pos);
-            current = self.records[pos].entry.parent_id().and_then(|p| self.index.get(p).copied());
+            current = self.slots[pos].parent_id().and_then(|p| self.index.get(p).copied());
         }
         path.reverse();
         path
@@ -51,17 +84,17 @@ impl Session {
     /// own and also sets `label`/`labelTimestamp` on its target's node.
     /// Node `i` is the record at position `i`; nothing here recurses.
     pub fn tree(&self) -> SessionTree {
-        let mut children: Vec<Vec<usize>> = vec![Vec::new(); self.records.len()];
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); self.slots.len()];
         let mut roots = Vec::new();
         // Resolve parents through the id index restricted to entries with ids.
         let mut position_of: HashMap<&str, usize> = HashMap::new();
-        for (i, r) in self.records.iter().enumerate() {
-            if let Some(id) = r.entry.id() {
+        for (i, s) in self.slots.iter().enumerate() {
+            if let Some(id) = s.id() {
                 position_of.insert(id, i);
             }
         }
-        for (i, r) in self.records.iter().enumerate() {
-            let parent = r.entry.parent_id().filter(|p| Some(*p) != r.entry.id());
+        for (i, s) in self.slots.iter().enumerate() {
+            let parent = s.parent_id().filter(|p| Some(*p) != s.id());
             match parent.and_then(|p| position_of.get(p).copied()).filter(|&p| p != i) {
                 Some(p) => children[p].push(i),
                 None => roots.push(i),
@@ -69,7 +102,7 @@ impl Session {
         }
         for list in &mut children {
             let stamps: Option<Vec<i64>> =
-                list.iter().map(|&i| self.records[i].entry.timestamp().and_then(iso_to_ms)).collect();
+                list.iter().map(|&i| self.entry_at(i).timestamp().and_then(iso_to_ms)).collect();
             if let Some(stamps) = stamps {
                 let mut keyed: Vec<(i64, usize)> = stamps.into_iter().zip(list.iter().copied()).collect();
                 keyed.sort_by_key(|(t, _)| *t); // stable
@@ -96,7 +129,7 @@ impl Session {
     }
 
     fn node(&self, i: usize, children: Vec<usize>) -> TreeNode {
-        let entry = self.records[i].entry.clone();
+        let entry = self.entry_at(i).clone();
         let label = entry.id().and_then(|id| self.labels.get(id));
         TreeNode {
             label: label.map(|l| l.label.clone()),
@@ -110,9 +143,9 @@ impl Session {
     /// user-message entry of every branch in append order whose text (the
     /// concatenated text blocks) is not empty.
     pub fn fork_messages(&self) -> Vec<ForkMessage> {
-        self.records
-            .iter()
-            .filter_map(|r| match &r.entry {
+        (0..self.slots.len())
+            .filter(|&i| self.slots[i].role() == Some("user"))
+            .filter_map(|i| match self.entry_at(i) {
                 SessionEntry::Known(KnownEntry::Message(m)) => match &m.message {
                     StoredMessage::Known(AgentMessage::User(user)) => {
                         let text = user.content.text();
@@ -127,7 +160,10 @@ impl Session {
 
     /// Direct children of `parent_id` in append order.
     pub fn children(&self, parent_id: &str) -> Vec<&SessionEntry> {
-        self.entries().filter(|e| e.parent_id() == Some(parent_id)).collect()
+        (0..self.slots.len())
+            .filter(|&i| self.slots[i].parent_id() == Some(parent_id))
+            .map(|i| self.entry_at(i))
+            .collect()
     }
 
     /// The label currently set on an entry.

@@ -448,9 +448,10 @@ impl Tool for BashTool {
             content: vec![ContentBlock::text(text)],
             details,
             is_error: exit_code != 0,
+            result_is_error: exit_code != 0,
             usage: None,
             structured_content: Some(Value::Object(structured)),
-            terminate: false,
+            ..Default::default()
         }
     }
 }

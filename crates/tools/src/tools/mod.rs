@@ -56,6 +56,10 @@ pub struct ToolOutput {
     /// pi's `terminate`: no follow-up model request after this tool batch
     /// when every result of the batch asks for it.
     pub terminate: bool,
+    /// The tool's own result says it failed (an MCP result with `isError`):
+    /// pi shows `result.isError: true` in `tool_execution_end`, which a
+    /// thrown failure ([`ToolOutput::error`]) does not have.
+    pub result_is_error: bool,
 }
 
 impl ToolOutput {

@@ -6,6 +6,8 @@
 // and chain the system prompt; `context` and `tool_result` handlers chain
 // their replacements. The answer is the protocol's hook result.
 
+import { promptOptionChanges, systemPromptOptions } from "./prompt-options.mjs";
+
 /** Notify every handler of `event.type`; failures are reported and the rest still run. */
 export async function dispatch(instance, event, ctx, reportError) {
 	for (const handler of instance.handlersFor(event.type)) {
@@ -66,6 +68,9 @@ export async function runHook(instance, method, params, ctx, reportError) {
 		case "before_agent_start": {
 			const messages = [];
 			let prompt;
+			event.systemPromptOptions = systemPromptOptions(instance, params.promptOptions);
+			delete event.promptOptions;
+			const before = JSON.parse(JSON.stringify(event.systemPromptOptions));
 			for (const handler of handlers) {
 				try {
 					const result = await handler(event, ctx);
@@ -78,7 +83,10 @@ export async function runHook(instance, method, params, ctx, reportError) {
 					reportError("before_agent_start", error);
 				}
 			}
-			return { messages, systemPrompt: prompt };
+			const changes = promptOptionChanges(before, event.systemPromptOptions);
+			// Editing `selectedTools` is `pi.setActiveTools()`, as in pi.
+			if (changes?.selectedTools) instance.pi.setActiveTools(changes.selectedTools);
+			return { messages, systemPrompt: prompt, promptOptions: changes ?? undefined };
 		}
 		case "context": {
 			let changed = false;
@@ -112,6 +120,33 @@ export async function runHook(instance, method, params, ctx, reportError) {
 				}
 			}
 			return changed ? { content: event.content, details: event.details, isError: event.isError === true } : null;
+		}
+		case "before_provider_headers": {
+			// Handlers change `event.headers` in place (null removes one).
+			for (const handler of handlers) {
+				try {
+					await handler(event, ctx);
+				} catch (error) {
+					reportError(method, error);
+				}
+			}
+			return { headers: event.headers };
+		}
+		case "before_provider_request": {
+			// A handler's value other than undefined replaces the payload for the next ones.
+			let changed = false;
+			for (const handler of handlers) {
+				try {
+					const result = await handler(event, ctx);
+					if (result !== undefined) {
+						event.payload = result;
+						changed = true;
+					}
+				} catch (error) {
+					reportError(method, error);
+				}
+			}
+			return changed ? { payload: event.payload } : null;
 		}
 		default:
 			await dispatch(instance, event, ctx, reportError);

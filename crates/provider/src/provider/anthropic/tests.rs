@@ -159,7 +159,7 @@ fn documented_stream_decodes_at_every_split() {
     assert!(end0 < start1);
     let u = last_usage(&events);
     assert_eq!((u.input, u.output, u.cache_read, u.cache_write, u.total_tokens), (472, 89, 2000, 100, 2661));
-    assert_eq!(u.extra.get("reasoning"), Some(&json!(40)));
+    assert_eq!(u.reasoning, Some(40));
     assert_eq!(u.extra.get("cacheWrite1h"), Some(&json!(0)));
     assert_eq!(events.last(), Some(&ProviderEvent::Stop { reason: StopReason::ToolUse, raw: Some("tool_use".into()) }));
     for piece in [1, 2, 3, 7, 64] {

@@ -41,6 +41,9 @@ pub(crate) fn assistant(content: Vec<ContentBlock>, stop: StopReason, model_id: 
         timestamp: 2,
         response_id: None,
         error_message: None,
+        raw_stop_reason: None,
+        duration_ms: None,
+        thinking_level: None,
         extra: Map::new(),
     })
 }
@@ -63,6 +66,7 @@ pub(crate) fn result(id: &str, content: Vec<ContentBlock>) -> AgentMessage {
         details: None,
         usage: None,
         is_error: false,
+        duration_ms: None,
         timestamp: 3,
         extra: Map::new(),
     })

@@ -117,7 +117,7 @@ fn documented_stream_decodes_at_every_split() {
     }));
     let u = last_usage(&events);
     assert_eq!((u.input, u.cache_read, u.output, u.total_tokens), (400, 600, 80, 1080));
-    assert_eq!(u.extra.get("reasoning"), Some(&json!(30)));
+    assert_eq!(u.reasoning, Some(30));
     assert_eq!(events.last(), Some(&ProviderEvent::Stop { reason: StopReason::ToolUse, raw: Some("STOP".into()) }));
     for piece in [1, 5, 33] {
         let (again, err) = decode_bytes(Decoder::new(), bytes.as_bytes(), piece);

@@ -58,11 +58,15 @@ pub fn parse_usage(u: &Value) -> Usage {
     let cache_write = num(u.pointer("/prompt_tokens_details/cache_write_tokens")).unwrap_or(0);
     let input = prompt.saturating_sub(cache_read + cache_write);
     let output = num(u.get("completion_tokens")).unwrap_or(0);
+    // Part of `completion_tokens`; pi reports 0 when the provider does not say.
+    let reasoning =
+        num(u.pointer("/completion_tokens_details/reasoning_tokens")).or_else(|| num(u.get("reasoning_tokens")));
     Usage {
         input,
         output,
         cache_read,
         cache_write,
+        reasoning: Some(reasoning.unwrap_or(0)),
         total_tokens: input + output + cache_read + cache_write,
         ..Usage::default()
     }

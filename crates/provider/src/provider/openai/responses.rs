@@ -299,7 +299,7 @@ impl Decoder {
                 total_tokens: num("/total_tokens"),
                 ..Usage::default()
             };
-            usage.extra.insert("reasoning".into(), json!(num("/output_tokens_details/reasoning_tokens")));
+            usage.reasoning = Some(num("/output_tokens_details/reasoning_tokens"));
             out.emit(ProviderEvent::Usage(usage));
         }
         let status = response.get("status").and_then(Value::as_str);

@@ -134,31 +134,32 @@ fn assistant_line(usage: &str) -> String {
     )
 }
 
-/// pi writes `usage.reasoning` before `totalTokens`; our `Usage` writes it
-/// last. Such lines are read fast and kept as their text, exactly as the
-/// careful reading keeps them; usages whose text is not what `serde_json`
-/// writes (spacing, numbers, duplicates, escapes) are left to the careful path.
+/// Usages whose keys come in another order than our `Usage` writes them
+/// (pi 1.6.0's: `reasoning` right before `totalTokens`) are read fast and
+/// kept as their text, exactly as the careful reading keeps them; usages
+/// whose text is not what `serde_json` writes (spacing, numbers, duplicates,
+/// escapes) are left to the careful path.
 #[test]
 fn assistant_lines_with_pis_usage_order_are_kept_as_the_careful_records() {
     let cost = r#"{"input":0.0015,"output":0,"cacheRead":0,"cacheWrite":0,"total":0.0015,"totalFromProvider":false}"#;
-    let pi_order = [
+    let other_orders = [
         format!(
-            r#"{{"input":70513,"output":199,"cacheRead":0,"cacheWrite":0,"reasoning":0,"totalTokens":70712,"cost":{cost}}}"#
+            r#"{{"input":70513,"output":199,"cacheRead":0,"cacheWrite":0,"totalTokens":70712,"cost":{cost},"reasoning":0}}"#
         ),
         format!(
             r#"{{"input":1,"output":2,"reasoning":7,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost},"x":[1.5,{{"y":null}}]}}"#
         ),
         format!(r#"{{"reasoning":0,"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost}}}"#),
     ];
-    for usage in &pi_order {
+    for usage in &other_orders {
         let line = assistant_line(usage);
         let record = Record::from_line(line.as_bytes()).unwrap_or_else(|| panic!("not read fast: {line}"));
         assert_eq!(record.raw.as_deref(), Some(line.as_str()));
         assert!(assert_same_as_careful(&line));
     }
-    // Our own order needs no kept text.
+    // Our own order (pi 1.6.0's) needs no kept text.
     let ours = assistant_line(&format!(
-        r#"{{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{cost},"reasoning":0}}"#
+        r#"{{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"reasoning":0,"totalTokens":3,"cost":{cost}}}"#
     ));
     assert_eq!(Record::from_line(ours.as_bytes()).map(|r| r.raw), Some(None));
     assert!(assert_same_as_careful(&ours));
@@ -205,9 +206,9 @@ fn assistant_lines_with_pis_usage_order_are_kept_as_the_careful_records() {
         }
     }
     // The rest of the line must still be exactly what the typed entry writes.
-    let spaced = assistant_line(&pi_order[0]).replace(r#""api":"#, r#""api": "#);
+    let spaced = assistant_line(&other_orders[0]).replace(r#""api":"#, r#""api": "#);
     assert!(Record::from_line(spaced.as_bytes()).is_none());
-    let duplicate = assistant_line(&pi_order[0]).replace(r#""stopReason":"#, r#""durationMs":1,"stopReason":"#);
+    let duplicate = assistant_line(&other_orders[0]).replace(r#""stopReason":"#, r#""durationMs":1,"stopReason":"#);
     assert!(Record::from_line(duplicate.as_bytes()).is_none());
 }
 

@@ -25,10 +25,14 @@ enum Read {
 fn read(path: &std::path::Path, parts: Parts) -> Read {
     match read_session_file_in(path, parts) {
         Ok(FileContents::Empty) => Read::Empty,
-        Ok(FileContents::Session { header, entries, warnings, missing_final_newline }) => {
+        Ok(FileContents::Session { header, entries, warnings, missing_final_newline, source }) => {
             let (records, legacy) = match entries {
-                Entries::Current(records) => (
-                    records.iter().map(|r| (format!("{:?}", r.entry), r.raw.as_deref().map(str::to_string))).collect(),
+                Entries::Current(slots) => (
+                    slots
+                        .iter()
+                        .map(|s| s.record(source.as_ref()))
+                        .map(|r| (format!("{:?}", r.entry), r.raw.as_deref().map(str::to_string)))
+                        .collect(),
                     Vec::new(),
                 ),
                 Entries::Legacy(values) => (Vec::new(), values),

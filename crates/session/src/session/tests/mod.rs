@@ -5,6 +5,7 @@ mod deep;
 mod fast_line;
 mod fork;
 mod interop;
+mod lazy;
 mod load;
 mod lookup;
 mod store;
@@ -33,6 +34,9 @@ pub(super) fn assistant(text: &str) -> AgentMessage {
         timestamp: 1,
         response_id: None,
         error_message: None,
+        raw_stop_reason: None,
+        duration_ms: None,
+        thinking_level: None,
         extra: Default::default(),
     })
 }

@@ -143,7 +143,7 @@ fn documented_stream_decodes_at_every_split() {
     assert_eq!(deltas(&events, 3), vec![r#"{"path":"#, r#""a.txt"}"#]);
     let u = last_usage(&events);
     assert_eq!((u.input, u.cache_read, u.output, u.total_tokens), (200, 800, 50, 1050));
-    assert_eq!(u.extra.get("reasoning"), Some(&json!(20)));
+    assert_eq!(u.reasoning, Some(20));
     assert_eq!(
         events.last(),
         Some(&ProviderEvent::Stop { reason: StopReason::ToolUse, raw: Some("completed".into()) })

@@ -1,0 +1,377 @@
+//! Every session's events on JetStream: one subject per session
+//! ([`super::wire::event_subject`]) in the stream [`EVENT_STREAM`], each
+//! message one event in JSON with its `seq` in headers. Any worker replays a
+//! session from `afterSeq` out of it, also after the owner died.
+//!
+//! * Headers: `Pi-Seq` (the number clients see), `Pi-Prev` (the number of the
+//!   session's event before it: the first event of a load names the last one
+//!   of the previous owner, so a reader sees whether anything is missing),
+//!   `Pi-Run` (1 while a prompt's run is going on after this event: a worker
+//!   taking over a dead owner's session tells its clients the run was
+//!   interrupted), `Nats-Msg-Id` (a re-sent event is stored once).
+//! * One task per worker publishes, in order, acknowledged in batches; while
+//!   the bus is away it keeps the events (up to [`MAX_BACKLOG`]) and sends
+//!   them again once it is back.
+//! * Retention (documented in the README): at most `--event-retention` events
+//!   per session and `--event-max-age`; the oldest go first.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::{self, message::PublishMessage as Publish};
+use bytes::Bytes;
+use futures::StreamExt;
+use pi_core::event::AgentEvent;
+use tokio::sync::{Notify, mpsc};
+
+use super::wire::{Joiner, PART_HEADER, event_subject, parts};
+
+/// The stream holding every session's events.
+pub const EVENT_STREAM: &str = "PI_EVENTS";
+
+/// Events kept while the bus is away, across all sessions of a worker.
+pub const MAX_BACKLOG: usize = 200_000;
+
+/// Events published at once before their acknowledgements are awaited.
+const BATCH: usize = 256;
+
+/// Room left in a message for its headers.
+const HEADER_ROOM: usize = 4096;
+
+const SEQ: &str = "Pi-Seq";
+const PREV: &str = "Pi-Prev";
+const RUN: &str = "Pi-Run";
+
+/// How long the stream keeps events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Most events kept per session.
+    pub per_session: i64,
+    pub max_age: Duration,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention { per_session: 10_000, max_age: Duration::from_secs(24 * 3600) }
+    }
+}
+
+/// One event to keep.
+#[derive(Debug, Clone)]
+pub struct Numbered {
+    pub session: String,
+    pub seq: u64,
+    pub prev: u64,
+    pub running: bool,
+    pub event: Arc<AgentEvent>,
+}
+
+/// An event read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    pub seq: u64,
+    pub prev: u64,
+    pub running: bool,
+    pub event: AgentEvent,
+}
+
+/// The last event of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tail {
+    pub seq: u64,
+    /// A run was going on after it.
+    pub running: bool,
+}
+
+/// A worker's side of the event stream.
+pub struct EventLog {
+    jetstream: jetstream::Context,
+    queue: mpsc::UnboundedSender<Numbered>,
+    backlog: AtomicUsize,
+    /// The highest acknowledged `seq` of each session this worker publishes.
+    acked: Mutex<HashMap<String, u64>>,
+    acked_changed: Notify,
+    max_payload: usize,
+}
+
+impl std::fmt::Debug for EventLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventLog").field("backlog", &self.backlog.load(Ordering::Relaxed)).finish()
+    }
+}
+
+/// Create the stream (or check it exists) and start the publisher.
+pub async fn open(
+    jetstream: jetstream::Context,
+    retention: Retention,
+    max_payload: usize,
+) -> Result<Arc<EventLog>, String> {
+    use async_nats::jetstream::stream;
+    if jetstream.get_stream(EVENT_STREAM).await.is_err() {
+        let config = stream::Config {
+            name: EVENT_STREAM.to_string(),
+            description: Some("pi serve: every session's events, by session".to_string()),
+            subjects: vec!["pi.ev.>".to_string()],
+            max_messages_per_subject: retention.per_session,
+            max_age: retention.max_age,
+            discard: stream::DiscardPolicy::Old,
+            storage: stream::StorageType::File,
+            num_replicas: 1,
+            duplicate_window: Duration::from_secs(120).min(retention.max_age),
+            ..Default::default()
+        };
+        if let Err(e) = jetstream.create_stream(config).await
+            && jetstream.get_stream(EVENT_STREAM).await.is_err()
+        {
+            return Err(format!("--cluster: cannot create the event stream {EVENT_STREAM}: {e}"));
+        }
+    }
+    let (queue, rx) = mpsc::unbounded_channel();
+    let log = Arc::new(EventLog {
+        jetstream,
+        queue,
+        backlog: AtomicUsize::new(0),
+        acked: Mutex::new(HashMap::new()),
+        acked_changed: Notify::new(),
+        max_payload: max_payload.saturating_sub(HEADER_ROOM).max(4096),
+    });
+    tokio::spawn(publish_loop(log.clone(), rx));
+    Ok(log)
+}
+
+fn header<'a>(headers: Option<&'a HeaderMap>, name: &str) -> Option<&'a str> {
+    headers?.get(name).map(|v| v.as_str())
+}
+
+fn number(headers: Option<&HeaderMap>, name: &str) -> Option<u64> {
+    header(headers, name)?.parse().ok()
+}
+
+impl EventLog {
+    /// Keep `event` (never waits; dropped with a warning past [`MAX_BACKLOG`]).
+    pub fn keep(&self, event: Numbered) {
+        if self.backlog.fetch_add(1, Ordering::SeqCst) >= MAX_BACKLOG {
+            self.backlog.fetch_sub(1, Ordering::SeqCst);
+            tracing::warn!(
+                "session {}: event {} not kept for replay: {MAX_BACKLOG} events wait for the bus",
+                event.session,
+                event.seq
+            );
+            return;
+        }
+        if self.queue.send(event).is_err() {
+            self.backlog.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The highest acknowledged `seq` of `session` (0: none).
+    pub fn acked(&self, session: &str) -> u64 {
+        self.acked.lock().ok().and_then(|a| a.get(session).copied()).unwrap_or(0)
+    }
+
+    /// Wait (at most `wait`) until `session`'s events up to `seq` are stored;
+    /// true when they are. Forgets the session's watermark afterwards.
+    pub async fn settle(&self, session: &str, seq: u64, wait: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + wait;
+        let stored = loop {
+            let notified = self.acked_changed.notified();
+            if self.acked(session) >= seq {
+                break true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                break self.acked(session) >= seq;
+            }
+        };
+        if let Ok(mut acked) = self.acked.lock() {
+            acked.remove(session);
+        }
+        stored
+    }
+
+    /// The last stored event of `session`, if any.
+    pub async fn tail(&self, session: &str) -> Result<Option<Tail>, String> {
+        let stream = self.jetstream.get_stream_no_info(EVENT_STREAM).await.map_err(|e| e.to_string())?;
+        match stream.get_last_raw_message_by_subject(&event_subject(session)).await {
+            Ok(message) => {
+                let headers = Some(&message.headers);
+                let seq = number(headers, SEQ).ok_or("an event without Pi-Seq")?;
+                Ok(Some(Tail { seq, running: header(headers, RUN) == Some("1") }))
+            }
+            Err(e) if e.kind() == jetstream::stream::LastRawMessageErrorKind::NoMessageFound => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The stored events of `session` after `after_seq` (up to `upto` when
+    /// given: events not stored yet are waited for, a little), in order.
+    pub async fn after(&self, session: &str, after_seq: u64, upto: Option<u64>) -> Result<Vec<Stored>, String> {
+        let mut tail = self.tail(session).await?;
+        if let Some(upto) = upto {
+            // The owner may not have had its last events acknowledged yet.
+            for _ in 0..40 {
+                if tail.is_some_and(|t| t.seq >= upto) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                tail = self.tail(session).await?;
+            }
+        }
+        match tail {
+            Some(t) if t.seq > after_seq => {}
+            _ => return Ok(Vec::new()),
+        }
+        let read = tokio::time::timeout(Duration::from_secs(30), self.read_subject(session)).await;
+        let mut events = read.map_err(|_| format!("session {session}: reading its events took over 30 s"))??;
+        events.retain(|e| e.seq > after_seq && upto.is_none_or(|u| e.seq <= u));
+        Ok(events)
+    }
+
+    /// Every stored event of `session`, in `seq` order.
+    async fn read_subject(&self, session: &str) -> Result<Vec<Stored>, String> {
+        use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
+        let subject = event_subject(session);
+        let stream = self.jetstream.get_stream_no_info(EVENT_STREAM).await.map_err(|e| e.to_string())?;
+        let last = match stream.get_last_raw_message_by_subject(&subject).await {
+            Ok(message) => message.sequence,
+            Err(e) if e.kind() == jetstream::stream::LastRawMessageErrorKind::NoMessageFound => return Ok(Vec::new()),
+            Err(e) => return Err(e.to_string()),
+        };
+        let config =
+            OrderedConfig { filter_subject: subject, deliver_policy: DeliverPolicy::All, ..Default::default() };
+        let consumer = stream.create_consumer(config).await.map_err(|e| e.to_string())?;
+        let mut messages = consumer.messages().await.map_err(|e| e.to_string())?;
+        let mut events = Vec::new();
+        let mut joiner = Joiner::default();
+        while let Some(message) = messages.next().await {
+            let message = message.map_err(|e| e.to_string())?;
+            let sequence = message.info().map(|i| i.stream_sequence).unwrap_or(last);
+            let headers = message.headers.as_ref();
+            if let Some(whole) = joiner.take(header(headers, PART_HEADER), &message.payload)? {
+                let (Some(seq), Some(prev)) = (number(headers, SEQ), number(headers, PREV)) else {
+                    return Err("an event without Pi-Seq".into());
+                };
+                let event = serde_json::from_slice(&whole).map_err(|e| format!("event {seq}: {e}"))?;
+                events.push(Stored { seq, prev, running: header(headers, RUN) == Some("1"), event });
+            }
+            if sequence >= last {
+                break;
+            }
+        }
+        // A re-sent event is stored once (Nats-Msg-Id), but may be stored after a later one.
+        events.sort_by_key(|e| e.seq);
+        events.dedup_by_key(|e| e.seq);
+        Ok(events)
+    }
+
+    fn encode(&self, event: &Numbered) -> Result<Vec<Publish>, String> {
+        let payload = Bytes::from(serde_json::to_vec(&*event.event).map_err(|e| e.to_string())?);
+        let split = parts(payload, self.max_payload);
+        let n = split.len();
+        let id = format!("{}:{}", super::wire::token(&event.session), event.seq);
+        Ok(split
+            .into_iter()
+            .enumerate()
+            .map(|(i, part)| {
+                let mut headers = HeaderMap::new();
+                headers.insert(SEQ, event.seq.to_string());
+                headers.insert(PREV, event.prev.to_string());
+                headers.insert(RUN, if event.running { "1" } else { "0" });
+                let mut publish = Publish::build().payload(part);
+                if n > 1 {
+                    headers.insert(PART_HEADER, format!("{}/{n}", i + 1));
+                    publish = publish.headers(headers).message_id(format!("{id}:{}", i + 1));
+                } else {
+                    publish = publish.headers(headers).message_id(id.clone());
+                }
+                publish
+            })
+            .collect())
+    }
+
+    fn stored(&self, session: &str, seq: u64) {
+        if let Ok(mut acked) = self.acked.lock() {
+            let at = acked.entry(session.to_string()).or_insert(0);
+            *at = (*at).max(seq);
+        }
+    }
+}
+
+/// One event on its way: its messages, and which are acknowledged.
+struct Sending {
+    event: Numbered,
+    messages: Vec<(String, Publish)>,
+}
+
+async fn publish_loop(log: Arc<EventLog>, mut queue: mpsc::UnboundedReceiver<Numbered>) {
+    let mut batch: VecDeque<Sending> = VecDeque::new();
+    loop {
+        if batch.is_empty() {
+            match queue.recv().await {
+                Some(event) => push(&log, &mut batch, event),
+                None => return,
+            }
+        }
+        while batch.len() < BATCH {
+            match queue.try_recv() {
+                Ok(event) => push(&log, &mut batch, event),
+                Err(_) => break,
+            }
+        }
+        send_batch(&log, &mut batch).await;
+    }
+}
+
+fn push(log: &EventLog, batch: &mut VecDeque<Sending>, event: Numbered) {
+    log.backlog.fetch_sub(1, Ordering::SeqCst);
+    match log.encode(&event) {
+        Ok(publishes) => {
+            let subject = event_subject(&event.session);
+            let messages = publishes.into_iter().map(|p| (subject.clone(), p)).collect();
+            batch.push_back(Sending { event, messages });
+        }
+        Err(e) => tracing::warn!("session {}: event {} cannot be kept: {e}", event.session, event.seq),
+    }
+}
+
+/// Publish the batch, then await its acknowledgements in order; what
+/// failed is published again (with its successors, in order) until stored.
+async fn send_batch(log: &EventLog, batch: &mut VecDeque<Sending>) {
+    let mut delay = Duration::from_millis(100);
+    while !batch.is_empty() {
+        let mut acks = Vec::new();
+        let mut failed = None;
+        'send: for (at, sending) in batch.iter().enumerate() {
+            for (subject, publish) in &sending.messages {
+                match log.jetstream.send_publish(subject.clone(), publish.clone()).await {
+                    Ok(ack) => acks.push((at, ack)),
+                    Err(e) => {
+                        failed = Some((at, e.to_string()));
+                        break 'send;
+                    }
+                }
+            }
+        }
+        let mut done = failed.as_ref().map_or(batch.len(), |(at, _)| *at);
+        for (at, ack) in acks {
+            if at >= done {
+                continue;
+            }
+            if let Err(e) = ack.await {
+                done = at;
+                failed = Some((at, e.to_string()));
+            }
+        }
+        for sending in batch.drain(..done) {
+            log.stored(&sending.event.session, sending.event.seq);
+        }
+        log.acked_changed.notify_waiters();
+        if let Some((_, e)) = failed {
+            tracing::warn!("event stream: {e}; {} events wait, sending again in {delay:?}", batch.len());
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(2));
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! Kimi Code (subscription): a device code against `auth.kimi.com`
+//! (`KIMI_CODE_OAUTH_HOST` or `KIMI_OAUTH_HOST` move it); requests carry the
+//! access token as `Authorization: Bearer`. A refresh is tried again on
+//! network errors, 429 and 5xx (1 s, 2 s, 4 s); 401, 403 and `invalid_grant`
+//! mean the login is gone.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::device::{Poll, Timing, poll_until};
+use super::{
+    DEVICE_CODE, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, RequestAuth, access, expiry_in,
+    positive, require_refresh, trusted_url,
+};
+
+const CLIENT_ID: &str = "17e5f671-d194-4dfb-9706-5516cb48c098";
+const DEFAULT_HOST: &str = "https://auth.kimi.com";
+const DEVICE_CODE_SECONDS: f64 = 15.0 * 60.0;
+const REFRESH_RETRIES: u32 = 3;
+
+pub struct KimiCoding;
+
+/// The OAuth host: `KIMI_CODE_OAUTH_HOST`, `KIMI_OAUTH_HOST`, else auth.kimi.com.
+pub fn oauth_host() -> String {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let host = env("KIMI_CODE_OAUTH_HOST").or_else(|| env("KIMI_OAUTH_HOST")).unwrap_or_else(|| DEFAULT_HOST.into());
+    host.trim_end_matches('/').to_string()
+}
+
+fn credential(body: &Value, operation: &str) -> Result<Value, OAuthError> {
+    let text = |k: &str| body.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+    match (text("access_token"), text("refresh_token"), positive(body, "expires_in")) {
+        (Some(access), Some(refresh), Some(seconds)) => {
+            Ok(json!({"type": "oauth", "access": access, "refresh": refresh, "expires": expiry_in(seconds, 0)}))
+        }
+        _ => Err(OAuthError::transient(format!(
+            "Kimi Code token {operation}: the response lacks fields: {}",
+            super::clip(body)
+        ))),
+    }
+}
+
+async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthError> {
+    let net = &ctx.net;
+    let host = oauth_host();
+    let r = net
+        .post_form(&format!("{host}/api/oauth/device_authorization"), &[], vec![("client_id", CLIENT_ID.to_string())])
+        .await?;
+    if !r.ok() {
+        return Err(r.error("Kimi Code device authorization"));
+    }
+    let body = &r.json;
+    let (Some(device_code), Some(user_code), Some(_), Some(complete)) = (
+        body.get("device_code").and_then(Value::as_str),
+        body.get("user_code").and_then(Value::as_str),
+        trusted_url(body.get("verification_uri")),
+        trusted_url(body.get("verification_uri_complete")),
+    ) else {
+        return Err(OAuthError::transient(format!(
+            "invalid Kimi Code device authorization response: {}",
+            super::clip(body)
+        )));
+    };
+    let interval = positive(body, "interval").unwrap_or(5.0);
+    let expires_in = positive(body, "expires_in").unwrap_or(DEVICE_CODE_SECONDS);
+    io.notify(LoginEvent::DeviceCode {
+        user_code: user_code.to_string(),
+        verification_uri: complete,
+        interval_seconds: Some(interval),
+        expires_in_seconds: Some(expires_in),
+    });
+    let timing = Timing { interval_seconds: Some(interval), expires_in_seconds: Some(expires_in), wait_first: true };
+    let (device_code, token_url) = (device_code.to_string(), format!("{host}/api/oauth/token"));
+    poll_until(net, timing, || {
+        let fields = vec![
+            ("client_id", CLIENT_ID.to_string()),
+            ("device_code", device_code.clone()),
+            ("grant_type", "urn:ietf:params:oauth:grant-type:device_code".to_string()),
+        ];
+        let url = token_url.clone();
+        async move {
+            let r = net.post_form(&url, &[], fields).await?;
+            if r.status >= 500 {
+                return Ok(Poll::Failed(r.error("Kimi Code device token request").message));
+            }
+            if r.ok() && r.json.get("access_token").and_then(Value::as_str).is_some() {
+                return Ok(match credential(&r.json, "poll") {
+                    Ok(c) => Poll::Complete(c),
+                    Err(e) => Poll::Failed(e.message),
+                });
+            }
+            Ok(match r.json.get("error").and_then(Value::as_str) {
+                Some("authorization_pending") => Poll::Pending,
+                Some("slow_down") => Poll::SlowDown(positive(&r.json, "interval")),
+                Some("expired_token") => Poll::Failed("Kimi Code device authorization expired; log in again".into()),
+                Some("access_denied") => Poll::Failed("Kimi Code login was denied".into()),
+                _ => Poll::Failed(r.error("Kimi Code device token request").message),
+            })
+        }
+    })
+    .await
+}
+
+#[async_trait]
+impl OAuthFlow for KimiCoding {
+    fn provider(&self) -> &'static str {
+        "kimi-coding"
+    }
+
+    fn name(&self) -> &'static str {
+        "Kimi Code (subscription)"
+    }
+
+    fn methods(&self) -> &'static [Method] {
+        &[DEVICE_CODE]
+    }
+
+    async fn login(&self, ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthError> {
+        device_login(ctx, io).await
+    }
+
+    async fn refresh(&self, net: &Net, credential_in: &Value) -> Result<Value, OAuthError> {
+        let refresh = require_refresh(credential_in)?;
+        let url = format!("{}/api/oauth/token", oauth_host());
+        let mut last = OAuthError::transient("Kimi Code token refresh failed");
+        for attempt in 0..=REFRESH_RETRIES {
+            if attempt > 0 {
+                net.sleep(Duration::from_secs(1 << (attempt - 1))).await?;
+            }
+            let fields = vec![
+                ("client_id", CLIENT_ID.to_string()),
+                ("grant_type", "refresh_token".to_string()),
+                ("refresh_token", refresh.to_string()),
+            ];
+            let r = match net.post_form(&url, &[], fields).await {
+                Ok(r) => r,
+                Err(e) if e.message == super::CANCELLED => return Err(e),
+                Err(e) => {
+                    last = e;
+                    continue;
+                }
+            };
+            if r.ok() {
+                return credential(&r.json, "refresh");
+            }
+            let invalid_grant = r.json.get("error").and_then(Value::as_str) == Some("invalid_grant");
+            if matches!(r.status, 401 | 403) || invalid_grant {
+                return Err(OAuthError::refused(r.error("Kimi Code token refresh (unauthorized)").message));
+            }
+            last = r.error("Kimi Code token refresh");
+            if !(r.status == 429 || r.status >= 500) {
+                return Err(last);
+            }
+        }
+        Err(last)
+    }
+
+    fn to_auth(&self, credential: &Value) -> RequestAuth {
+        let headers = access(credential).map(|a| vec![("Authorization".to_string(), format!("Bearer {a}"))]);
+        RequestAuth { api_key: None, headers: headers.unwrap_or_default(), base_url: None }
+    }
+}

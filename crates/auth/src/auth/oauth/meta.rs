@@ -1,0 +1,135 @@
+//! Meta (Muse subscription): a device code against `auth.meta.com` gives an
+//! identity token, which cannot call models: it mints a Model API key that
+//! lives a day. The identity token is stored as `refresh` and the key as
+//! `access`, so a "refresh" mints a new key; a 401/403 from the mint means
+//! the identity token is gone and only a new login helps.
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::device::{Poll, Timing, poll_until};
+use super::http::Response;
+use super::{
+    DEVICE_CODE, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, expiry_in, positive,
+    require_refresh, trusted_url,
+};
+
+const CLIENT_ID: &str = "1031625952748946";
+const DEVICE_AUTHORIZATION_URL: &str = "https://auth.meta.com/oidc/device/authorization/";
+const DEVICE_TOKEN_URL: &str = "https://auth.meta.com/oidc/device/token/";
+pub const MINT_URL: &str = "https://api.meta.ai/muse-code/key";
+const KEY_LIFETIME_SECONDS: f64 = 24.0 * 60.0 * 60.0;
+
+pub struct Meta;
+
+fn detail(r: &Response) -> String {
+    ["error_description", "detail", "message", "error"]
+        .iter()
+        .find_map(|k| r.json.get(*k).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()))
+        .map(|d| format!(": {d}"))
+        .unwrap_or_default()
+}
+
+/// A Model API key for an identity token.
+async fn mint(net: &Net, identity: &str) -> Result<Value, OAuthError> {
+    let bearer = format!("Bearer {identity}");
+    let headers = [("Authorization", bearer.as_str()), ("x-api-version", "1.0.0")];
+    let r = net.post_json(MINT_URL, &headers, json!({})).await?;
+    if matches!(r.status, 401 | 403) {
+        return Err(OAuthError::refused(format!("the Meta session expired (HTTP {}){}", r.status, detail(&r))));
+    }
+    if !r.ok() {
+        return Err(OAuthError::transient(format!("the Meta API key mint failed (HTTP {}){}", r.status, detail(&r))));
+    }
+    match r.json.get("api_key").and_then(Value::as_str).filter(|k| !k.is_empty()) {
+        Some(key) => Ok(
+            json!({"type": "oauth", "refresh": identity, "access": key, "expires": expiry_in(KEY_LIFETIME_SECONDS, 0)}),
+        ),
+        None => {
+            let action = trusted_url(r.json.get("action_url"))
+                .map(|u| format!(" Complete the setup at {u}"))
+                .unwrap_or_default();
+            Err(OAuthError::refused(format!("Meta issued no API key.{action}")))
+        }
+    }
+}
+
+async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthError> {
+    let net = &ctx.net;
+    let r = net.post_form(DEVICE_AUTHORIZATION_URL, &[], vec![("client_id", CLIENT_ID.to_string())]).await?;
+    if !r.ok() {
+        return Err(OAuthError {
+            message: format!("Meta device authorization failed (HTTP {}){}", r.status, detail(&r)),
+            permanent: r.refused(),
+        });
+    }
+    let body = &r.json;
+    let verification =
+        trusted_url(body.get("verification_uri_complete")).or_else(|| trusted_url(body.get("verification_uri")));
+    let (Some(device_code), Some(user_code), Some(verification)) = (
+        body.get("device_code").and_then(Value::as_str).filter(|s| !s.is_empty()),
+        body.get("user_code").and_then(Value::as_str).filter(|s| !s.is_empty()),
+        verification,
+    ) else {
+        return Err(OAuthError::transient(format!(
+            "invalid Meta device authorization response: {}",
+            super::clip(body)
+        )));
+    };
+    let (interval, expires_in) = (positive(body, "interval"), positive(body, "expires_in"));
+    io.notify(LoginEvent::DeviceCode {
+        user_code: user_code.to_string(),
+        verification_uri: verification,
+        interval_seconds: interval,
+        expires_in_seconds: expires_in,
+    });
+    let timing = Timing { interval_seconds: interval, expires_in_seconds: expires_in, wait_first: true };
+    let device_code = device_code.to_string();
+    let identity = poll_until(net, timing, || {
+        let fields = vec![
+            ("grant_type", "urn:ietf:params:oauth:grant-type:device_code".to_string()),
+            ("device_code", device_code.clone()),
+            ("client_id", CLIENT_ID.to_string()),
+        ];
+        async move {
+            let r = net.post_form(DEVICE_TOKEN_URL, &[], fields).await?;
+            if let Some(token) = r.json.get("access_token").and_then(Value::as_str).filter(|t| r.ok() && !t.is_empty())
+            {
+                return Ok(Poll::Complete(token.to_string()));
+            }
+            Ok(match r.json.get("error").and_then(Value::as_str) {
+                Some("authorization_pending") => Poll::Pending,
+                Some("slow_down") => Poll::SlowDown(positive(&r.json, "interval")),
+                Some("access_denied") => Poll::Failed("Meta login was denied".into()),
+                Some("expired_token") => Poll::Failed("Meta device authorization expired; log in again".into()),
+                _ => Poll::Failed(format!("Meta device token request failed (HTTP {}){}", r.status, detail(&r))),
+            })
+        }
+    })
+    .await?;
+    io.notify(LoginEvent::Progress("Enabling Meta Model API access…".into()));
+    mint(net, &identity).await
+}
+
+#[async_trait]
+impl OAuthFlow for Meta {
+    fn provider(&self) -> &'static str {
+        "meta"
+    }
+
+    fn name(&self) -> &'static str {
+        "Meta (Muse subscription)"
+    }
+
+    fn methods(&self) -> &'static [Method] {
+        &[DEVICE_CODE]
+    }
+
+    async fn login(&self, ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthError> {
+        device_login(ctx, io).await
+    }
+
+    async fn refresh(&self, net: &Net, credential: &Value) -> Result<Value, OAuthError> {
+        mint(net, require_refresh(credential)?).await
+    }
+}

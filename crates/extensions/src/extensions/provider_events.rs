@@ -1,0 +1,133 @@
+//! pi's provider events for extensions, around each HTTP request of a model
+//! call: `before_provider_headers` (handlers change `headers` in place; a
+//! `null` value removes a header), `before_provider_request` (each handler
+//! may replace the payload, chained), `after_provider_response` (status and
+//! lower-cased headers, before the body is read), and the notification
+//! `provider_stream_event` (each parsed stream event, with the model's
+//! provider, API and id). Hooks are asked in extension load order; one that
+//! fails leaves the value as it was.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+
+use super::Extensions;
+use crate::model::Model;
+use crate::provider::observe::RequestObserver;
+
+/// The events of one model call.
+pub struct ProviderEvents {
+    extensions: Extensions,
+    provider: String,
+    api: String,
+    model: String,
+}
+
+impl Extensions {
+    /// The watcher of `model`'s requests, when an extension listens to a provider event.
+    pub fn request_observer(&self, model: &Model) -> Option<Arc<dyn RequestObserver>> {
+        let listened =
+            ["before_provider_headers", "before_provider_request", "after_provider_response", "provider_stream_event"]
+                .iter()
+                .any(|e| self.listens(e));
+        listened.then(|| {
+            Arc::new(ProviderEvents {
+                extensions: self.clone(),
+                provider: model.provider.clone(),
+                api: model.api.clone(),
+                model: model.id.clone(),
+            }) as Arc<dyn RequestObserver>
+        })
+    }
+}
+
+/// The headers to send after the hooks: a `null` value removes every header
+/// of that name in any case, and of two names differing only in case the
+/// later one (the handler's, when it set `authorization` over
+/// `Authorization`) wins.
+fn sent_headers(headers: Map<String, Value>) -> Vec<(String, String)> {
+    let removed: Vec<String> =
+        headers.iter().filter(|(_, v)| !v.is_string()).map(|(k, _)| k.to_ascii_lowercase()).collect();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (name, value) in headers {
+        let Some(value) = value.as_str() else { continue };
+        if removed.contains(&name.to_ascii_lowercase()) {
+            continue;
+        }
+        out.retain(|(k, _)| !k.eq_ignore_ascii_case(&name));
+        out.push((name, value.to_string()));
+    }
+    out
+}
+
+#[async_trait]
+impl RequestObserver for ProviderEvents {
+    async fn headers(&self, headers: Vec<(String, String)>) -> Vec<(String, String)> {
+        let mut current: Map<String, Value> = headers.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+        for ext in self.extensions.subscribers("before_provider_headers") {
+            let params = json!({"headers": current});
+            let Some(result) = self.extensions.ask(&ext, "before_provider_headers", params, None).await else {
+                continue;
+            };
+            if let Some(changed) = result.get("headers").and_then(Value::as_object) {
+                current = changed.clone();
+            }
+        }
+        sent_headers(current)
+    }
+
+    async fn payload(&self, payload: Value) -> Value {
+        let mut current = payload;
+        for ext in self.extensions.subscribers("before_provider_request") {
+            let params = json!({"payload": current});
+            let Some(result) = self.extensions.ask(&ext, "before_provider_request", params, None).await else {
+                continue;
+            };
+            if let Some(replaced) = result.get("payload") {
+                current = replaced.clone();
+            }
+        }
+        current
+    }
+
+    async fn response(&self, status: u16, headers: Vec<(String, String)>) {
+        let headers: Map<String, Value> = headers.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+        for ext in self.extensions.subscribers("after_provider_response") {
+            let params = json!({"status": status, "headers": headers});
+            self.extensions.ask(&ext, "after_provider_response", params, None).await;
+        }
+    }
+
+    fn wants_stream_events(&self) -> bool {
+        self.extensions.listens("provider_stream_event")
+    }
+
+    fn stream_event(&self, data: Value) {
+        let event = json!({
+            "type": "provider_stream_event",
+            "provider": self.provider,
+            "api": self.api,
+            "model": self.model,
+            "data": data,
+        });
+        self.extensions.notify_raw("provider_stream_event", event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_null_header_removes_it_in_any_case_and_a_later_spelling_wins() {
+        let headers = json!({"Authorization": "Bearer a", "X-Title": "pi", "authorization": "Bearer b", "x-title": null, "x-new": "1"});
+        let Value::Object(map) = headers else { unreachable!() };
+        let mut sent = sent_headers(map);
+        sent.sort();
+        assert_eq!(
+            sent,
+            [("authorization".to_string(), "Bearer b".to_string()), ("x-new".to_string(), "1".to_string())]
+        );
+    }
+}

@@ -1,0 +1,308 @@
+//! AWS credentials for Bedrock, found the way pi 1.6.0's AWS SDK client
+//! finds them (`@aws-sdk/credential-provider-node`'s default chain), over
+//! the request's [`ProviderEnv`] (an `auth.json` entry's `env`, then the
+//! process environment):
+//!
+//! 1. a profile stored with pi's credential (`env.AWS_PROFILE` of the
+//!    `auth.json` entry) wins over access keys in the environment;
+//! 2. `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`);
+//! 3. the shared files' profile `AWS_PROFILE` (else `default`):
+//!    `~/.aws/credentials` (`AWS_SHARED_CREDENTIALS_FILE`) over
+//!    `~/.aws/config` (`AWS_CONFIG_FILE`, sections `[profile name]`), with
+//!    static keys or a `credential_process`;
+//! 4. container credentials: `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`
+//!    (on `http://169.254.170.2`) or `AWS_CONTAINER_CREDENTIALS_FULL_URI`,
+//!    with `AWS_CONTAINER_AUTHORIZATION_TOKEN[_FILE]`.
+//!
+//! Not covered (an error names them): SSO profiles, `role_arn` profiles
+//! (STS AssumeRole), web identity tokens (`AWS_WEB_IDENTITY_TOKEN_FILE`),
+//! and the EC2 instance metadata service.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::super::credential::ProviderEnv;
+use super::super::http::HttpClient;
+use super::super::{ProviderError, ProviderErrorKind};
+
+/// Access keys to sign with.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AwsCredentials {
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    pub session_token: Option<String>,
+}
+
+impl std::fmt::Debug for AwsCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AwsCredentials").field("access_key_id", &self.access_key_id).finish_non_exhaustive()
+    }
+}
+
+const CONTAINER_HOST: &str = "http://169.254.170.2";
+
+fn auth_error(message: impl Into<String>) -> ProviderError {
+    ProviderError::new(ProviderErrorKind::Auth, message)
+}
+
+/// Keys from `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN`.
+pub fn env_keys(env: &ProviderEnv) -> Option<AwsCredentials> {
+    Some(AwsCredentials {
+        access_key_id: env.get("AWS_ACCESS_KEY_ID")?,
+        secret_access_key: env.get("AWS_SECRET_ACCESS_KEY")?,
+        session_token: env.get("AWS_SESSION_TOKEN"),
+    })
+}
+
+/// The sections of an INI file as the AWS SDKs read it: `[name]` headers,
+/// `key = value` lines, `#`/`;` comments; names and keys trimmed.
+pub fn parse_ini(text: &str) -> HashMap<String, HashMap<String, String>> {
+    let mut sections: HashMap<String, HashMap<String, String>> = HashMap::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.split(']').next()) {
+            let name = name.trim().to_string();
+            sections.entry(name.clone()).or_default();
+            current = Some(name);
+            continue;
+        }
+        let (Some(section), Some((key, value))) = (current.as_ref(), line.split_once('=')) else { continue };
+        // A continuation line (leading whitespace) of a sub-section: skipped.
+        sections.entry(section.clone()).or_default().insert(key.trim().to_string(), value.trim().to_string());
+    }
+    sections
+}
+
+fn file_or_default(env: &ProviderEnv, var: &str, default: &str) -> PathBuf {
+    match env.get(var) {
+        Some(path) if path.starts_with("~/") => super::super::shared::home_dir().join(&path[2..]),
+        Some(path) => PathBuf::from(path),
+        None => super::super::shared::home_dir().join(".aws").join(default),
+    }
+}
+
+fn read_ini(path: &PathBuf) -> HashMap<String, HashMap<String, String>> {
+    std::fs::read_to_string(path).map(|t| parse_ini(&t)).unwrap_or_default()
+}
+
+/// A profile's settings: the config file's `[profile name]` (or `[default]`),
+/// overridden by the credentials file's `[name]`.
+pub fn profile(env: &ProviderEnv, name: &str) -> Option<HashMap<String, String>> {
+    let config = read_ini(&file_or_default(env, "AWS_CONFIG_FILE", "config"));
+    let credentials = read_ini(&file_or_default(env, "AWS_SHARED_CREDENTIALS_FILE", "credentials"));
+    let mut merged: Option<HashMap<String, String>> = None;
+    let config_section = if name == "default" {
+        config.get("default").or_else(|| config.get("profile default"))
+    } else {
+        config.get(&format!("profile {name}"))
+    };
+    if let Some(section) = config_section {
+        merged.get_or_insert_with(HashMap::new).extend(section.clone());
+    }
+    if let Some(section) = credentials.get(name) {
+        merged.get_or_insert_with(HashMap::new).extend(section.clone());
+    }
+    merged
+}
+
+/// The region of a profile (`region` in the shared files), if any.
+pub fn profile_region(env: &ProviderEnv, name: &str) -> Option<String> {
+    profile(env, name)?.get("region").filter(|r| !r.is_empty()).cloned()
+}
+
+fn keys_from_json(json: &Value, token_field: &str) -> Option<AwsCredentials> {
+    Some(AwsCredentials {
+        access_key_id: json.get("AccessKeyId")?.as_str()?.to_string(),
+        secret_access_key: json.get("SecretAccessKey")?.as_str()?.to_string(),
+        session_token: json.get(token_field).and_then(Value::as_str).map(str::to_string),
+    })
+}
+
+async fn from_process(command: &str, profile_name: &str) -> Result<AwsCredentials, ProviderError> {
+    let output = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| auth_error(format!("credential_process of profile {profile_name}: {e}")))?;
+    if !output.status.success() {
+        return Err(auth_error(format!(
+            "credential_process of profile {profile_name} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    let json: Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| auth_error(format!("credential_process of profile {profile_name}: invalid JSON: {e}")))?;
+    if json.get("Version").and_then(Value::as_u64) != Some(1) {
+        return Err(auth_error(format!("credential_process of profile {profile_name}: unsupported Version")));
+    }
+    keys_from_json(&json, "SessionToken")
+        .ok_or_else(|| auth_error(format!("credential_process of profile {profile_name}: no access keys")))
+}
+
+/// The credentials of a named profile.
+pub async fn from_profile(env: &ProviderEnv, name: &str) -> Result<AwsCredentials, ProviderError> {
+    let settings = profile(env, name).ok_or_else(|| {
+        auth_error(format!(
+            "Could not resolve credentials using profile: [{name}] in configuration/credentials file(s)."
+        ))
+    })?;
+    let get = |key: &str| settings.get(key).filter(|v| !v.is_empty()).cloned();
+    if let (Some(id), Some(secret)) = (get("aws_access_key_id"), get("aws_secret_access_key")) {
+        return Ok(AwsCredentials {
+            access_key_id: id,
+            secret_access_key: secret,
+            session_token: get("aws_session_token"),
+        });
+    }
+    if let Some(command) = get("credential_process") {
+        return from_process(&command, name).await;
+    }
+    let unsupported = if get("sso_session").is_some() || get("sso_start_url").is_some() {
+        "SSO"
+    } else if get("role_arn").is_some() {
+        "role_arn (STS AssumeRole)"
+    } else {
+        ""
+    };
+    Err(auth_error(if unsupported.is_empty() {
+        format!("Profile {name} has no credentials (aws_access_key_id/aws_secret_access_key or credential_process).")
+    } else {
+        format!(
+            "Profile {name} uses {unsupported}, which pi-rpc does not support yet; use access keys, credential_process or AWS_BEARER_TOKEN_BEDROCK."
+        )
+    }))
+}
+
+async fn from_container(env: &ProviderEnv, http: &HttpClient) -> Result<Option<AwsCredentials>, ProviderError> {
+    let url = match (env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"), env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI")) {
+        (Some(relative), _) => format!("{CONTAINER_HOST}{relative}"),
+        (None, Some(full)) => full,
+        (None, None) => return Ok(None),
+    };
+    let token = match env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE") {
+        Some(file) => Some(
+            std::fs::read_to_string(&file)
+                .map_err(|e| auth_error(format!("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE {file}: {e}")))?
+                .trim()
+                .to_string(),
+        ),
+        None => env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN"),
+    };
+    let mut request = http.request(reqwest::Method::GET, &url)?.timeout(std::time::Duration::from_secs(5));
+    if let Some(token) = token {
+        request = request.header(reqwest::header::AUTHORIZATION, token);
+    }
+    let failed = |e: String| auth_error(format!("Container credentials from {url}: {e}"));
+    let response = request.send().await.map_err(|e| failed(super::super::http::error_chain(&e)))?;
+    let status = response.status();
+    let text = response.text().await.map_err(|e| failed(super::super::http::error_chain(&e)))?;
+    if !status.is_success() {
+        return Err(failed(format!("HTTP {}: {text}", status.as_u16())));
+    }
+    let json: Value = serde_json::from_str(&text).map_err(|e| failed(format!("invalid JSON: {e}")))?;
+    keys_from_json(&json, "Token").map(Some).ok_or_else(|| failed("no access keys in the answer".into()))
+}
+
+/// Resolve the credentials to sign with. `stored_profile`: the profile of
+/// pi's stored credential, which wins over access keys in the environment.
+pub async fn resolve(
+    env: &ProviderEnv,
+    stored_profile: Option<&str>,
+    http: &HttpClient,
+) -> Result<AwsCredentials, ProviderError> {
+    if let Some(name) = stored_profile {
+        return from_profile(env, name).await;
+    }
+    if let Some(keys) = env_keys(env) {
+        return Ok(keys);
+    }
+    let name = env.get("AWS_PROFILE");
+    let profile_name = name.as_deref().unwrap_or("default");
+    if name.is_some() || profile(env, profile_name).is_some() {
+        return from_profile(env, profile_name).await;
+    }
+    if let Some(keys) = from_container(env, http).await? {
+        return Ok(keys);
+    }
+    if env.get("AWS_WEB_IDENTITY_TOKEN_FILE").is_some() {
+        return Err(auth_error(
+            "AWS web identity credentials (AWS_WEB_IDENTITY_TOKEN_FILE) are not supported by pi-rpc yet; use access keys, a profile or AWS_BEARER_TOKEN_BEDROCK.",
+        ));
+    }
+    Err(auth_error("Could not load credentials from any providers"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &[(&str, &str)]) -> ProviderEnv {
+        ProviderEnv::new(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }
+
+    #[test]
+    fn shared_files_merge_like_the_sdk() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config");
+        let credentials = dir.path().join("credentials");
+        std::fs::write(
+            &config,
+            "[default]\nregion = eu-west-1\n\n[profile work]\nregion=us-west-2\naws_access_key_id = CFG\n# note\n[profile sso]\nsso_session = corp\n",
+        )
+        .unwrap();
+        std::fs::write(&credentials, "[work]\naws_access_key_id = AKIDWORK\naws_secret_access_key = s3cret\n").unwrap();
+        let e = env(&[
+            ("AWS_CONFIG_FILE", config.to_str().unwrap()),
+            ("AWS_SHARED_CREDENTIALS_FILE", credentials.to_str().unwrap()),
+        ]);
+        assert_eq!(profile_region(&e, "default").as_deref(), Some("eu-west-1"));
+        assert_eq!(profile_region(&e, "work").as_deref(), Some("us-west-2"));
+        let work = profile(&e, "work").unwrap();
+        assert_eq!(work["aws_access_key_id"], "AKIDWORK");
+        assert!(profile(&e, "missing").is_none());
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let keys = rt.block_on(from_profile(&e, "work")).unwrap();
+        assert_eq!((keys.access_key_id.as_str(), keys.session_token), ("AKIDWORK", None));
+        let err = rt.block_on(from_profile(&e, "sso")).unwrap_err();
+        assert!(err.message.contains("SSO"), "{}", err.message);
+    }
+
+    #[tokio::test]
+    async fn credential_process_and_chain_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config");
+        std::fs::write(
+            &config,
+            "[profile proc]\ncredential_process = printf '{\"Version\":1,\"AccessKeyId\":\"AKIDPROC\",\"SecretAccessKey\":\"x\",\"SessionToken\":\"tok\"}'\n",
+        )
+        .unwrap();
+        let cfg = config.to_str().unwrap();
+        let none = dir.path().join("none");
+        let none = none.to_str().unwrap();
+        let http = HttpClient::new().unwrap();
+        let stored = env(&[
+            ("AWS_CONFIG_FILE", cfg),
+            ("AWS_SHARED_CREDENTIALS_FILE", none),
+            ("AWS_ACCESS_KEY_ID", "AKIDENV"),
+            ("AWS_SECRET_ACCESS_KEY", "y"),
+        ]);
+        // A stored profile wins over keys in the environment; otherwise the keys win.
+        let keys = resolve(&stored, Some("proc"), &http).await.unwrap();
+        assert_eq!((keys.access_key_id.as_str(), keys.session_token.as_deref()), ("AKIDPROC", Some("tok")));
+        assert_eq!(resolve(&stored, None, &http).await.unwrap().access_key_id, "AKIDENV");
+        let nothing = env(&[("AWS_CONFIG_FILE", none), ("AWS_SHARED_CREDENTIALS_FILE", none), ("HOME", none)]);
+        if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() && std::env::var_os("AWS_PROFILE").is_none() {
+            let err = resolve(&nothing, None, &http).await.unwrap_err();
+            assert_eq!(err.kind, ProviderErrorKind::Auth);
+        }
+    }
+}

@@ -1,0 +1,379 @@
+//! The `ConverseStream` answer: event-stream messages (see
+//! [`super::eventstream`]) turned into provider events the way pi 1.6.0
+//! reads them, and Bedrock's errors worded as pi words them
+//! (`Throttling error: …`, `Validation error: …`, the data-retention hint).
+
+use std::collections::HashMap;
+
+use base64::Engine;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use super::super::classify::{error_from, retry_after};
+use super::super::driver::{Flow, Out, Wire};
+use super::super::sse::SseEvent;
+use super::super::{BlockKind, ProviderError, ProviderEvent};
+use super::eventstream::EXCEPTION;
+use crate::message::{StopReason, Usage};
+
+const REDACTED_PLACEHOLDER: &str = "[Reasoning redacted]";
+const DATA_RETENTION_DOCS: &str = "https://docs.aws.amazon.com/bedrock/latest/userguide/data-retention.html";
+
+/// pi's readable prefix of a Bedrock exception name (kept for the retry and
+/// overflow tests that match on the text), else the name itself.
+fn prefix(name: &str) -> &str {
+    match name {
+        "InternalServerException" => "Internal server error",
+        "ModelStreamErrorException" => "Model stream error",
+        "ValidationException" => "Validation error",
+        "ThrottlingException" => "Throttling error",
+        "ServiceUnavailableException" => "Service unavailable",
+        other => other,
+    }
+}
+
+fn with_hint(core: String) -> String {
+    if core.to_lowercase().contains("data retention mode") {
+        format!("{core} See {DATA_RETENTION_DOCS} for supported data retention modes.")
+    } else {
+        core
+    }
+}
+
+/// The message of an AWS JSON error payload (`message` or `Message`).
+fn payload_message(payload: &str) -> Option<String> {
+    let json: Value = serde_json::from_str(payload).ok()?;
+    ["message", "Message"].iter().find_map(|k| json.get(*k).and_then(Value::as_str)).map(str::to_string)
+}
+
+/// A non-2xx answer: `{prefix}: {message}` for a modelled AWS error (named
+/// by `x-amzn-errortype` or the body's `__type`), else `{status}: {body}`.
+pub fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ProviderError {
+    let header_type = headers.get("x-amzn-errortype").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let body_type = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| ["__type", "code"].iter().find_map(|k| v.get(*k).and_then(Value::as_str).map(str::to_string)));
+    let name = header_type
+        .or(body_type)
+        .map(|t| t.split(':').next().unwrap_or_default().rsplit('#').next().unwrap_or_default().to_string())
+        .filter(|t| !t.is_empty());
+    let message = match (name, payload_message(body)) {
+        (Some(name), Some(message)) => format!("{}: {}", prefix(&name), with_hint(message)),
+        (Some(name), None) if !body.trim().is_empty() => {
+            format!("{}: {}", prefix(&name), with_hint(format!("{status}: {body}")))
+        }
+        _ => with_hint(format!("{status}: {body}")),
+    };
+    error_from(Some(status), message, retry_after(headers))
+}
+
+/// An exception sent inside the stream.
+fn stream_error(name: &str, payload: &str) -> ProviderError {
+    let message = payload_message(payload).unwrap_or_else(|| payload.to_string());
+    error_from(None, format!("{}: {}", prefix(name), with_hint(message)), None)
+}
+
+/// A transport failure before the answer: the SDK's text.
+pub fn transport_error(err: ProviderError) -> ProviderError {
+    err
+}
+
+/// pi's `mapStopReason`.
+fn stop_reason(raw: &str) -> Result<StopReason, String> {
+    match raw {
+        "end_turn" | "stop_sequence" => Ok(StopReason::Stop),
+        "max_tokens" | "model_context_window_exceeded" => Ok(StopReason::Length),
+        "tool_use" => Ok(StopReason::ToolUse),
+        other => Err(format!("Provider stopped with: {other}")),
+    }
+}
+
+/// The kind of a block that is open, by Bedrock's `contentBlockIndex`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Text,
+    Thinking,
+    Tool,
+}
+
+#[derive(Default)]
+struct OpenBlock {
+    kind: Option<Open>,
+    signature: String,
+    redacted: Option<Vec<u8>>,
+}
+
+/// Decoder of one `ConverseStream` answer.
+#[derive(Default)]
+pub struct Decoder {
+    open: HashMap<usize, OpenBlock>,
+    /// Bedrock's stop reason (from `messageStop`), reported after `metadata`.
+    stop: Option<String>,
+    started: bool,
+}
+
+impl Decoder {
+    fn start(&mut self, index: usize, kind: Open, block: BlockKind, out: &mut Out) {
+        self.open.insert(index, OpenBlock { kind: Some(kind), ..OpenBlock::default() });
+        out.emit(ProviderEvent::BlockStart { index, kind: block });
+    }
+
+    fn kind(&self, index: usize) -> Option<Open> {
+        self.open.get(&index).and_then(|b| b.kind)
+    }
+
+    fn close(&mut self, index: usize, out: &mut Out) {
+        let Some(block) = self.open.remove(&index) else { return };
+        if let Some(bytes) = block.redacted {
+            let signature = base64::engine::general_purpose::STANDARD.encode(bytes);
+            out.emit(ProviderEvent::Signature { index, signature });
+        }
+        out.emit(ProviderEvent::BlockEnd { index });
+    }
+
+    fn delta(&mut self, event: &Value, out: &mut Out) {
+        let index = event.get("contentBlockIndex").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let Some(delta) = event.get("delta") else { return };
+        if let Some(text) = delta.get("text").and_then(Value::as_str) {
+            if self.kind(index).is_none() {
+                self.start(index, Open::Text, BlockKind::Text, out);
+            }
+            if self.kind(index) == Some(Open::Text) {
+                out.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
+            }
+        } else if let Some(tool) = delta.get("toolUse") {
+            if self.kind(index) == Some(Open::Tool) {
+                let input = tool.get("input").and_then(Value::as_str).unwrap_or_default();
+                out.emit(ProviderEvent::BlockDelta { index, delta: input.to_string() });
+            }
+        } else if let Some(reasoning) = delta.get("reasoningContent") {
+            if self.kind(index).is_none() {
+                self.start(index, Open::Thinking, BlockKind::Thinking, out);
+            }
+            if self.kind(index) != Some(Open::Thinking) {
+                return;
+            }
+            if let Some(text) = reasoning.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                out.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
+            }
+            let Some(block) = self.open.get_mut(&index) else { return };
+            if let Some(signature) = reasoning.get("signature").and_then(Value::as_str).filter(|s| !s.is_empty())
+                && block.redacted.is_none()
+            {
+                block.signature.push_str(signature);
+                out.emit(ProviderEvent::Signature { index, signature: block.signature.clone() });
+            }
+            let redacted = reasoning
+                .get("redactedContent")
+                .and_then(Value::as_str)
+                .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+                .filter(|b| !b.is_empty());
+            if let Some(bytes) = redacted {
+                if block.redacted.is_none() {
+                    block.redacted = Some(Vec::new());
+                    out.emit(ProviderEvent::BlockDelta { index, delta: REDACTED_PLACEHOLDER.to_string() });
+                    out.emit(ProviderEvent::Redacted { index });
+                }
+                if let Some(all) = block.redacted.as_mut() {
+                    all.extend(bytes);
+                }
+            }
+        }
+    }
+
+    fn usage(event: &Value, out: &mut Out) {
+        let Some(u) = event.get("usage") else { return };
+        let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let mut usage = Usage {
+            input: n("inputTokens"),
+            output: n("outputTokens"),
+            cache_read: n("cacheReadInputTokens"),
+            cache_write: n("cacheWriteInputTokens"),
+            ..Usage::default()
+        };
+        usage.total_tokens = match n("totalTokens") {
+            0 => usage.input + usage.output,
+            total => total,
+        };
+        if let Some(details) = u.get("cacheDetails").and_then(Value::as_array) {
+            let one_hour: u64 = details
+                .iter()
+                .filter(|d| d.get("ttl").and_then(Value::as_str) == Some("1h"))
+                .map(|d| d.get("inputTokens").and_then(Value::as_u64).unwrap_or(0))
+                .sum();
+            usage.extra.insert("cacheWrite1h".into(), one_hour.into());
+        }
+        out.emit(ProviderEvent::Usage(usage));
+    }
+}
+
+impl Wire for Decoder {
+    fn on_event(&mut self, event: &SseEvent, out: &mut Out) -> Result<Flow, ProviderError> {
+        if event.id.as_deref() == Some(EXCEPTION) {
+            return Err(stream_error(&event.event, &event.data));
+        }
+        let data: Value = serde_json::from_str(&event.data).unwrap_or(Value::Null);
+        match event.event.as_str() {
+            "messageStart" => {
+                if data.get("role").and_then(Value::as_str).is_some_and(|r| r != "assistant") {
+                    return Err(error_from(
+                        None,
+                        "Unexpected assistant message start but got user message start instead".into(),
+                        None,
+                    ));
+                }
+                self.started = true;
+            }
+            "contentBlockStart" => {
+                let index = data.get("contentBlockIndex").and_then(Value::as_u64).unwrap_or(0) as usize;
+                if let Some(tool) = data.pointer("/start/toolUse") {
+                    let text = |k: &str| tool.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+                    self.start(
+                        index,
+                        Open::Tool,
+                        BlockKind::ToolCall { id: text("toolUseId"), name: text("name") },
+                        out,
+                    );
+                }
+            }
+            "contentBlockDelta" => self.delta(&data, out),
+            "contentBlockStop" => {
+                let index = data.get("contentBlockIndex").and_then(Value::as_u64).unwrap_or(0) as usize;
+                self.close(index, out);
+            }
+            "messageStop" => {
+                self.stop = Some(data.get("stopReason").and_then(Value::as_str).unwrap_or_default().to_string());
+            }
+            "metadata" => Self::usage(&data, out),
+            _ => {}
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn finish(&mut self, out: &mut Out) -> Result<(), ProviderError> {
+        let mut open: Vec<usize> = self.open.keys().copied().collect();
+        open.sort_unstable();
+        for index in open {
+            self.close(index, out);
+        }
+        let Some(raw) = self.stop.take() else {
+            return Err(error_from(None, "Bedrock stream ended without a stop reason".into(), None));
+        };
+        match stop_reason(&raw) {
+            Ok(reason) => {
+                out.emit(ProviderEvent::Stop { reason, raw: Some(raw) });
+                Ok(())
+            }
+            Err(message) => Err(error_from(None, message, None)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(name: &str, data: Value) -> SseEvent {
+        SseEvent { event: name.into(), data: data.to_string(), ..SseEvent::default() }
+    }
+
+    fn run(events: &[SseEvent]) -> (Vec<ProviderEvent>, Option<ProviderError>) {
+        let mut decoder = Decoder::default();
+        let mut out = Out::default();
+        let mut error = None;
+        for e in events {
+            if let Err(err) = decoder.on_event(e, &mut out) {
+                error = Some(err);
+                break;
+            }
+        }
+        if error.is_none() {
+            error = decoder.finish(&mut out).err();
+        }
+        (out.take().into_iter().filter_map(Result::ok).collect(), error)
+    }
+
+    #[test]
+    fn text_thinking_and_tool_calls() {
+        let (events, error) = run(&[
+            ev("messageStart", serde_json::json!({"role": "assistant"})),
+            ev(
+                "contentBlockDelta",
+                serde_json::json!({"contentBlockIndex": 0, "delta": {"reasoningContent": {"text": "hm"}}}),
+            ),
+            ev(
+                "contentBlockDelta",
+                serde_json::json!({"contentBlockIndex": 0, "delta": {"reasoningContent": {"signature": "sig"}}}),
+            ),
+            ev("contentBlockStop", serde_json::json!({"contentBlockIndex": 0})),
+            ev("contentBlockDelta", serde_json::json!({"contentBlockIndex": 1, "delta": {"text": "Hi"}})),
+            ev("contentBlockStop", serde_json::json!({"contentBlockIndex": 1})),
+            ev(
+                "contentBlockStart",
+                serde_json::json!({"contentBlockIndex": 2, "start": {"toolUse": {"toolUseId": "t1", "name": "bash"}}}),
+            ),
+            ev(
+                "contentBlockDelta",
+                serde_json::json!({"contentBlockIndex": 2, "delta": {"toolUse": {"input": "{\"a\":1}"}}}),
+            ),
+            ev("contentBlockStop", serde_json::json!({"contentBlockIndex": 2})),
+            ev("messageStop", serde_json::json!({"stopReason": "tool_use"})),
+            ev("metadata", serde_json::json!({"usage": {"inputTokens": 5, "outputTokens": 7, "totalTokens": 12}})),
+        ]);
+        assert!(error.is_none(), "{error:?}");
+        assert!(events.contains(&ProviderEvent::BlockStart { index: 0, kind: BlockKind::Thinking }));
+        assert!(events.contains(&ProviderEvent::Signature { index: 0, signature: "sig".into() }));
+        assert!(events.contains(&ProviderEvent::BlockDelta { index: 1, delta: "Hi".into() }));
+        assert!(events.contains(&ProviderEvent::BlockStart {
+            index: 2,
+            kind: BlockKind::ToolCall { id: "t1".into(), name: "bash".into() }
+        }));
+        assert!(matches!(events.last(), Some(ProviderEvent::Stop { reason: StopReason::ToolUse, .. })));
+        assert!(events.iter().any(|e| matches!(e, ProviderEvent::Usage(u) if u.total_tokens == 12)));
+    }
+
+    #[test]
+    fn redacted_reasoning_is_kept_as_base64() {
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        let (events, _) = run(&[
+            ev(
+                "contentBlockDelta",
+                serde_json::json!({"contentBlockIndex": 0, "delta": {"reasoningContent": {"redactedContent": b64(b"ab")}}}),
+            ),
+            ev(
+                "contentBlockDelta",
+                serde_json::json!({"contentBlockIndex": 0, "delta": {"reasoningContent": {"redactedContent": b64(b"cd")}}}),
+            ),
+            ev("messageStop", serde_json::json!({"stopReason": "end_turn"})),
+        ]);
+        assert!(events.contains(&ProviderEvent::Redacted { index: 0 }));
+        assert!(events.contains(&ProviderEvent::Signature { index: 0, signature: b64(b"abcd") }));
+    }
+
+    #[test]
+    fn errors_read_like_pi() {
+        let exception = SseEvent {
+            event: "ThrottlingException".into(),
+            data: r#"{"message":"Too many tokens"}"#.into(),
+            id: Some(EXCEPTION.into()),
+            ..SseEvent::default()
+        };
+        let (_, error) = run(&[exception]);
+        assert_eq!(error.unwrap().message, "Throttling error: Too many tokens");
+        let (_, error) = run(&[ev("messageStart", serde_json::json!({"role": "assistant"}))]);
+        assert_eq!(error.unwrap().message, "Bedrock stream ended without a stop reason");
+        let (_, error) = run(&[ev("messageStop", serde_json::json!({"stopReason": "guardrail_intervened"}))]);
+        assert_eq!(error.unwrap().message, "Provider stopped with: guardrail_intervened");
+        let mut headers = HeaderMap::new();
+        headers.insert("x-amzn-errortype", "ValidationException:http://internal.amazon.com/coral/".parse().unwrap());
+        let err = http_error(400, &headers, r#"{"message":"Input is too long for requested model."}"#);
+        assert_eq!(err.message, "Validation error: Input is too long for requested model.");
+        let err = http_error(403, &HeaderMap::new(), "<html>denied</html>");
+        assert_eq!(
+            (err.message.as_str(), err.kind.clone()),
+            ("403: <html>denied</html>", super::super::super::ProviderErrorKind::Auth)
+        );
+        let err = http_error(400, &headers, r#"{"message":"data retention mode 'default' is not available"}"#);
+        assert!(err.message.ends_with("for supported data retention modes."));
+    }
+}
