@@ -16,7 +16,7 @@ use super::actor::Agent;
 use super::internal::Emitter;
 use super::internal::{Internal, QueueKind};
 use super::run::RunSetup;
-use super::state::{Hold, ManualCompaction, Pending};
+use super::state::ManualCompaction;
 use crate::compaction::estimate::{estimate_context, estimate_system_prompt};
 use crate::compaction::{
     NotCompactable, Preparation, Projection, Summarizer, SummaryError, SummaryOutput, prepare, should_compact,
@@ -25,13 +25,10 @@ use crate::compaction::{
 use crate::error::{CoreError, ErrorKind};
 use crate::event::{AgentEvent, CompactionReason, CompactionResult, SummarizationSource};
 use crate::message::{AgentMessage, AssistantMessage, ContentBlock, StopReason};
-use crate::op::{Op, Reply, RequestTag};
+use crate::op::{Reply, RequestTag};
 use crate::provider::classify::is_context_overflow;
 use crate::session::SessionEntry;
 
-/// pi's answer to a prompt sent while `compact` runs.
-pub(crate) const PROMPT_WHILE_COMPACTING: &str =
-    "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry.";
 const OVERFLOW_RECOVERY_EXHAUSTED: &str = "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
 const LENGTH_RECOVERY_EXHAUSTED: &str = "Truncated response recovery failed after one compact-and-retry attempt.";
 /// Error of a compaction that was aborted.
@@ -134,30 +131,6 @@ impl Agent {
     /// True while a compaction (manual or automatic) runs.
     pub(super) fn is_compacting(&self) -> bool {
         self.activity.work().is_compacting()
-    }
-
-    /// Ops that must wait for a `compact` command, or that it refuses.
-    /// Returns the op when normal dispatch should go on.
-    pub(super) async fn compaction_intercept(&mut self, pending: Pending) -> Option<Pending> {
-        let manual = self.activity.work().manual_compaction().is_some();
-        match pending.op {
-            Op::Prompt { .. } | Op::SendUserMessage { .. } if manual => {
-                self.reply(pending.tag, Err(CoreError::busy(PROMPT_WHILE_COMPACTING))).await;
-                None
-            }
-            Op::NewSession { .. }
-            | Op::SwitchSession { .. }
-            | Op::ResumeSession { .. }
-            | Op::Fork { .. }
-            | Op::Clone
-                if manual =>
-            {
-                self.activity.cancel_work();
-                self.activity.hold(Hold::Activity, pending);
-                None
-            }
-            _ => Some(pending),
-        }
     }
 
     /// Estimated tokens of our system prompt and tool declarations.

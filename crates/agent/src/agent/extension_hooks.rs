@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 
 use super::actor::Agent;
 use super::internal::Internal;
+use super::route::Refusal;
 use super::state::{HeldMessage, Hold, Pending};
 use crate::error::CoreError;
 use crate::event::AgentEvent;
@@ -149,33 +150,29 @@ fn cannot_queue(invocation: &str) -> String {
 }
 
 impl Agent {
-    /// Look at an op before the actor handles it: hold it while extensions
-    /// start or a session hook decides, run extension commands, expand
-    /// templates and skills, answer `get_commands`, start session hooks.
-    /// Returns the op to handle as usual, or `None` when it was taken care of.
-    pub(super) async fn intercept_for_extensions(&mut self, pending: Pending) -> Option<Pending> {
-        match &pending.op {
-            Op::ExtensionUiResponse { .. }
-            | Op::ClientResponse { .. }
-            | Op::SetApprovalMode { .. }
-            | Op::PendingRequests => return Some(pending),
-            Op::Shutdown { abort } => {
-                // The client is gone: nobody can answer a dialog (or any request) any more.
-                self.ext.handle.ui().close();
-                self.client_gone();
-                if *abort {
-                    for held in self.activity.drain_ops(Hold::Extensions) {
-                        self.reply(held.tag, Err(CoreError::busy("The agent is shutting down"))).await;
-                    }
-                    return Some(pending);
-                }
+    /// A `shutdown`: the client is gone, so nobody can answer a dialog (or
+    /// any request) any more; with `abort`, the ops held for the extensions
+    /// are refused.
+    pub(super) async fn client_leaving(&mut self, abort: bool) {
+        self.ext.handle.ui().close();
+        self.client_gone();
+        if abort {
+            for held in self.activity.drain_ops(Hold::Extensions) {
+                self.reply(held.tag, Err(Refusal::ShuttingDown.error())).await;
             }
-            _ => {}
         }
-        if self.ext.gated() {
-            self.activity.hold(Hold::Extensions, pending);
-            return None;
-        }
+    }
+
+    /// Ops wait: extensions are starting or a session hook decides.
+    pub(super) fn extensions_gated(&self) -> bool {
+        self.ext.gated()
+    }
+
+    /// The extensions' part of an op: run extension commands, expand
+    /// templates and skills, answer `get_commands`, start the `input` and
+    /// session hooks. Returns the op to handle as usual, or `None` when it
+    /// was taken care of.
+    pub(super) async fn through_extensions(&mut self, pending: Pending) -> Option<Pending> {
         let tag = pending.tag;
         let op = match pending.op {
             Op::Prompt { message, images, streaming_behavior } => {

@@ -29,6 +29,7 @@ mod internal;
 mod login_ops;
 mod mcp_ops;
 mod queue;
+mod route;
 mod run;
 mod session_start;
 mod session_tree;
