@@ -16,7 +16,7 @@ impl Agent {
         if let Op::Shutdown { abort } = pending.op {
             self.client_leaving(abort).await;
         }
-        let gate = Gate { open: !self.extensions_gated(), accepted: pending.accepted };
+        let gate = Gate { open: !self.ext.gated(), accepted: pending.accepted };
         let (pending, policy) = match route(&pending.op, &self.activity, gate) {
             Route::AfterExtensions => return self.activity.hold(Hold::Extensions, pending),
             Route::ThroughExtensions(policy) => {
@@ -80,7 +80,7 @@ impl Agent {
                 return self.activity.request_shutdown(tag);
             }
             Op::Unload => {
-                if self.is_idle() && !self.activity.is_shutting_down() && self.ext.handle.ui().is_empty() {
+                if self.is_idle() && !self.activity.is_shutting_down() && self.ext.handle().ui().is_empty() {
                     return self.activity.request_shutdown(tag);
                 }
                 Err(CoreError::busy("The session is busy"))
@@ -95,7 +95,7 @@ impl Agent {
             Op::Login(request) => return self.login(tag, request),
             Op::PendingRequests => {
                 // Extension dialogs and the requests to the client (approvals, files, terminals).
-                let mut ids = self.ext.handle.ui().ids();
+                let mut ids = self.ext.handle().ui().ids();
                 ids.extend(self.client.broker.ids());
                 Ok(Reply::PendingRequests(ids))
             }
