@@ -194,7 +194,7 @@ impl Agent {
         if !text.starts_with('/') {
             return text;
         }
-        let expanded = crate::resources::expand_input(&text, &self.ext.resources());
+        let expanded = crate::resources::expand_input(&text, self.ext.resources());
         if let Some(e) = expanded.error {
             self.emit(AgentEvent::ExtensionError {
                 extension_path: e.path.display().to_string(),
@@ -217,7 +217,7 @@ impl Agent {
             location: None,
             path: Some(c.extension.path_string()),
         }));
-        list.extend(crate::resources::commands(&self.ext.resources()));
+        list.extend(crate::resources::commands(self.ext.resources()));
         list
     }
 
