@@ -23,7 +23,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::super::credential::ProviderEnv;
+use super::super::env::ProviderEnv;
 use super::super::http::HttpClient;
 use super::super::{ProviderError, ProviderErrorKind};
 

@@ -26,8 +26,8 @@ use aws_sigv4::sign::v4;
 use tokio_util::sync::CancellationToken;
 
 use super::ambient::is_placeholder;
-use super::credential::ProviderEnv;
 use super::driver::{Api, Call, Framing, drive_prepared};
+use super::env::ProviderEnv;
 use super::http::HttpClient;
 use super::shared::configured_headers;
 use super::{Provider, ProviderError, ProviderErrorKind, ProviderRequest, ProviderStream};
