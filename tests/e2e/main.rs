@@ -7,6 +7,7 @@
 mod acp_bridge;
 mod acp_clients;
 mod acp_sessions;
+mod aws_credentials;
 mod big_replies;
 mod cli_options;
 mod client_tools;
