@@ -35,6 +35,7 @@ mod native_state;
 mod native_tools;
 mod npm_registry;
 mod oauth;
+mod oauth_vs_pi;
 mod packages;
 mod pi_parity;
 mod providers;
