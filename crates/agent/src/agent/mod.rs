@@ -20,6 +20,7 @@ use crate::tools::ToolRegistry;
 mod actor;
 mod client_ops;
 mod compacting;
+mod dispatch;
 mod extension_hooks;
 mod extension_host_requests;
 mod extension_library;
