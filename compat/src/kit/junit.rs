@@ -1,9 +1,12 @@
 //! JUnit XML of a kit run (`pi-compat run --junit FILE`), for the CI of
 //! people testing their own implementation: one `<testcase>` per scenario,
-//! a failure as `<failure>`, an expected failure or a scenario not run as `<skipped>`.
+//! a failure as `<failure>`, an expected failure or a scenario not run as
+//! `<skipped>`. Written by `quick-junit` (nextest's JUnit model), which also
+//! escapes the text and drops the characters XML 1.0 forbids.
 
-use std::fmt::Write as _;
 use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::run::Outcome;
 
@@ -16,75 +19,48 @@ pub struct CaseResult {
 
 /// The JUnit XML document of one run (`suite`: e.g. `pi-compat.jsonl`).
 pub fn report(suite: &str, cases: &[CaseResult]) -> String {
-    let failures = cases.iter().filter(|c| c.outcome.is_failure()).count();
-    let skipped = cases.iter().filter(|c| matches!(c.outcome, Outcome::ExpectedFail(..) | Outcome::Skipped(_))).count();
-    let total: f64 = cases.iter().map(|c| c.time.as_secs_f64()).sum();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        out,
-        r#"<testsuites name="pi-compat" tests="{}" failures="{failures}" skipped="{skipped}" time="{total:.3}">"#,
-        cases.len()
-    );
-    let _ = writeln!(
-        out,
-        r#"  <testsuite name="{}" tests="{}" failures="{failures}" errors="0" skipped="{skipped}" time="{total:.3}">"#,
-        escape(suite),
-        cases.len()
-    );
-    for case in cases {
-        let _ = write!(
-            out,
-            r#"    <testcase classname="{}" name="{}" time="{:.3}""#,
-            escape(suite),
-            escape(&case.name),
-            case.time.as_secs_f64()
-        );
-        match &case.outcome {
-            Outcome::Pass => out.push_str("/>\n"),
-            Outcome::Fail(why) => {
-                let _ = writeln!(
-                    out,
-                    ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>",
-                    escape(why),
-                    escape(why)
-                );
-            }
-            Outcome::ExpectedFail(reason, why) => {
-                let text = format!("expected to fail ({reason}): {why}");
-                let _ = writeln!(out, ">\n      <skipped message=\"{}\"/>\n    </testcase>", escape(&text));
-            }
-            Outcome::Skipped(reason) => {
-                let text = format!("not run: {reason}");
-                let _ = writeln!(out, ">\n      <skipped message=\"{}\"/>\n    </testcase>", escape(&text));
-            }
-            Outcome::UnexpectedPass(reason) => {
-                let text = format!("passed although expected to fail ({reason})");
-                let _ = writeln!(out, ">\n      <system-out>{}</system-out>\n    </testcase>", escape(&text));
-            }
-        }
-    }
-    out.push_str("  </testsuite>\n</testsuites>\n");
-    out
+    let total: Duration = cases.iter().map(|c| c.time).sum();
+    let mut test_suite = TestSuite::new(suite);
+    test_suite.set_time(total);
+    test_suite.add_test_cases(cases.iter().map(|case| test_case(suite, case)));
+    let mut report = Report::new("pi-compat");
+    report.set_time(total).add_test_suite(test_suite);
+    // Serialising into memory fails only on a bug of the writer; the kit's
+    // result does not depend on this file.
+    report.to_string().unwrap_or_else(|e| {
+        tracing::warn!("the JUnit report could not be written: {e}");
+        String::new()
+    })
 }
 
-/// Text made safe for XML attributes and content (characters XML 1.0
-/// forbids, such as most control characters, become U+FFFD).
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' => out.push_str("&#10;"),
-            '\t' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
-            c => out.push(c),
+fn test_case(suite: &str, case: &CaseResult) -> TestCase {
+    let mut system_out = None;
+    let status = match &case.outcome {
+        Outcome::Pass => TestCaseStatus::success(),
+        Outcome::Fail(why) => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status.set_message(why.as_str()).set_description(why.as_str());
+            status
         }
+        Outcome::ExpectedFail(reason, why) => skipped(format!("expected to fail ({reason}): {why}")),
+        Outcome::Skipped(reason) => skipped(format!("not run: {reason}")),
+        Outcome::UnexpectedPass(reason) => {
+            system_out = Some(format!("passed although expected to fail ({reason})"));
+            TestCaseStatus::success()
+        }
+    };
+    let mut test_case = TestCase::new(case.name.as_str(), status);
+    test_case.set_classname(suite).set_time(case.time);
+    if let Some(text) = system_out {
+        test_case.set_system_out(text);
     }
-    out
+    test_case
+}
+
+fn skipped(message: String) -> TestCaseStatus {
+    let mut status = TestCaseStatus::skipped();
+    status.set_message(message);
+    status
 }
 
 #[cfg(test)]
@@ -105,16 +81,26 @@ mod tests {
                 outcome: Outcome::ExpectedFail("known".into(), "rule 1".into()),
                 time: Duration::ZERO,
             },
+            CaseResult { name: "lucky".into(), outcome: Outcome::UnexpectedPass("flaky".into()), time: Duration::ZERO },
         ];
         let xml = report("pi-compat.jsonl", &cases);
+        assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"), "{xml}");
+        assert!(
+            xml.contains(r#"<testsuites name="pi-compat" tests="4" skipped="1" failures="1" errors="0" time="1.500">"#),
+            "{xml}"
+        );
         assert!(
             xml.contains(
-                r#"<testsuite name="pi-compat.jsonl" tests="3" failures="1" errors="0" skipped="1" time="1.500">"#
+                r#"<testsuite name="pi-compat.jsonl" tests="4" skipped="1" errors="0" failures="1" time="1.500">"#
             ),
             "{xml}"
         );
-        assert!(xml.contains(r#"<testcase classname="pi-compat.jsonl" name="ok" time="1.500"/>"#));
-        assert!(xml.contains("&lt;x&gt; &amp; &quot;y&quot;\u{fffd}"));
-        assert!(xml.contains(r#"<skipped message="expected to fail (known): rule 1"/>"#));
+        assert!(xml.contains(r#"<testcase name="ok" classname="pi-compat.jsonl" time="1.500"/>"#), "{xml}");
+        // Escaped, and the control character XML forbids dropped.
+        let why = "the agent exited (code 127) at start: &lt;x&gt; &amp; &quot;y&quot;";
+        assert!(xml.contains(&format!(r#"<failure message="{why}">{why}</failure>"#)), "{xml}");
+        assert!(xml.contains(r#"<skipped message="expected to fail (known): rule 1"/>"#), "{xml}");
+        assert!(xml.contains("<system-out>passed although expected to fail (flaky)</system-out>"), "{xml}");
+        assert!(xml.ends_with("</testsuites>\n"), "{xml}");
     }
 }

@@ -211,17 +211,17 @@ pub fn skills_prompt_section_with(skills: &[Skill], reader: SkillReader) -> Opti
     Some(lines.join("\n"))
 }
 
-fn escape_xml(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
+/// pi's XML escaping of the skills block: `& < > " '` as `&amp; &lt; &gt;
+/// &quot; &apos;` (quick-xml's full escape).
+fn escape_xml(s: &str) -> std::borrow::Cow<'_, str> {
+    quick_xml::escape::escape(s)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_skills_block_escapes_as_pi_does() {
+        assert_eq!(super::escape_xml(r#"<a & 'b' "c">"#), "&lt;a &amp; &apos;b&apos; &quot;c&quot;&gt;");
+        assert_eq!(super::escape_xml("plain é"), "plain é");
     }
-    out
 }
