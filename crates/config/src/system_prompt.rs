@@ -230,7 +230,7 @@ fn docs(root: &Path) -> String {
          - Examples: {root}/examples (extensions)\n\
          - Paths such as docs/… or examples/… in these files are relative to {root}, not to the working \
          directory\n\
-         - Where to look: protocols and commands, models, logins, skills, prompt templates, MCP servers, codemode, \
+         - Where to look: protocols and commands (the native pi dialect, JSON-RPC, ACP, pi serve and its cluster), models, logins, skills, prompt templates, MCP servers, codemode, \
          settings and environment variables (README.md); extensions and pi packages (README-extensions.md, \
          examples/extensions/); sessions (docs/sessions.md); the conformance kit (compat/README.md); differences \
          from pi (compat/DEVIATIONS.md)\n\
@@ -333,6 +333,33 @@ mod tests {
         with_grep.push(PromptTool::builtin("grep"));
         let rules = build_sections(&inputs(agent.path(), cwd.path(), &with_grep))[2].1.clone();
         assert!(!rules.contains("such as ls, rg and find"), "{rules}");
+    }
+
+    /// pi 1.6.0's sections for read, bash, edit and write, measured from
+    /// its first system message (characters, tags included); its `docs`
+    /// section is a fixed text plus its documentation root three times.
+    const PI_SIZES: [(&str, usize); 3] = [("preamble", 126), ("tools", 274), ("rules", 589)];
+    const PI_DOCS_FIXED: usize = 1053;
+
+    #[test]
+    fn each_section_is_within_15_percent_of_pi_1_6_0() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let tools: Vec<PromptTool> = ["read", "bash", "edit", "write"].into_iter().map(PromptTool::builtin).collect();
+        let within = |name: &str, ours: usize, pi: usize| {
+            let ratio = ours as f64 / pi as f64;
+            assert!((0.85..=1.15).contains(&ratio), "{name}: {ours} characters, pi 1.6.0 {pi} ({ratio:.2})");
+        };
+        for root in ["/opt/pi-rpc", "/home/someone/src/pi-rpc", "/usr/lib/node_modules/@earendil-works/pi-coding-agent"] {
+            let mut i = inputs(agent.path(), cwd.path(), &tools);
+            i.docs_root = Some(Path::new(root));
+            let sections = build_sections(&i);
+            let size = |name: &str| sections.iter().find(|(n, _)| n == name).map(|(_, t)| t.chars().count()).unwrap();
+            for (name, pi) in PI_SIZES {
+                within(name, size(name), pi);
+            }
+            within("docs", size("docs"), PI_DOCS_FIXED + 3 * root.len());
+        }
     }
 
     #[test]

@@ -21,8 +21,11 @@ impl Agent {
             return Some(0);
         }
         let (tokens, anchor) = estimate::estimate_context(&self.messages);
+        // The system messages are the prompt once recorded; before, a stand-in.
+        let declared = self.messages.iter().any(|m| matches!(m, crate::message::AgentMessage::System(_)));
         Some(match anchor {
             Some(_) => tokens,
+            None if declared => tokens,
             None => tokens + estimate::estimate_system_prompt(&self.system_prompt(), &self.active_tool_set().1),
         })
     }
