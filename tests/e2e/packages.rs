@@ -167,12 +167,14 @@ fn spawn(sb: &Sandbox, registry: &Registry, args: &[&str]) -> Pi {
 }
 
 /// `get_commands` of a pi-rpc session: (name, source) pairs.
+/// The commands the resources registered (pi's built-in `mcp` left out).
 async fn commands(pi: &mut Pi) -> Vec<(String, String)> {
     let reply = pi.call("c", json!({"type": "get_commands"})).await;
     reply["data"]["commands"]
         .as_array()
         .map(|list| {
             list.iter()
+                .filter(|c| !c["path"].as_str().is_some_and(|p| p.starts_with("builtin:")))
                 .map(|c| (c["name"].as_str().unwrap_or("").to_string(), c["source"].as_str().unwrap_or("").to_string()))
                 .collect()
         })
