@@ -75,6 +75,11 @@ pub fn builtin_snippet(name: &str) -> Option<&'static str> {
     })
 }
 
+/// A built-in tool's one-line description, `""` for another tool.
+pub fn tool_summary(name: &str) -> &'static str {
+    builtin_snippet(name).unwrap_or("")
+}
+
 /// The rules a built-in tool adds when it is active.
 pub fn builtin_guidelines(name: &str) -> &'static [&'static str] {
     match name {
