@@ -42,15 +42,19 @@ pub(super) fn start_mcp(
     mcp
 }
 
-/// Wait for `direct` servers, then add the `<mcp_servers>` section.
+/// Wait for `direct` servers, then add the `mcp_servers` section.
 pub(super) async fn before_prompt(s: &mut RunSetup) {
     let Some(mcp) = &s.mcp else { return };
     mcp.wait_direct().await;
     if let Some(section) = mcp.prompt_section(s.reach.codemode, s.reach.tool_search) {
-        s.system_prompt.push_str("\n\n");
-        s.system_prompt.push_str(&section);
+        let inner = section.strip_prefix("<mcp_servers>\n").and_then(|t| t.strip_suffix("\n</mcp_servers>"));
+        let inner = inner.unwrap_or(&section).to_string();
+        s.extra_sections.push((MCP_SERVERS_SECTION.to_string(), inner));
     }
 }
+
+/// The prompt section naming the MCP servers whose tools are not declared.
+const MCP_SERVERS_SECTION: &str = "mcp_servers";
 
 /// The tools of the next model call.
 /// `context`: the conversation the call is made with (tools found by
@@ -110,13 +114,13 @@ impl Agent {
         Reach::of(&self.active_tools, Some(&self.mcp))
     }
 
-    /// System prompt lines for the indirect tools that are on.
-    pub(super) fn reach_summaries(&self) -> Vec<(String, String)> {
+    /// The system prompt's entries for the indirect tools that are on.
+    pub(super) fn reach_tools(&self) -> Vec<crate::system_prompt::PromptTool> {
         let reach = self.reach();
         [(reach.codemode, CODEMODE), (reach.tool_search, crate::mcp::search::TOOL_SEARCH)]
             .into_iter()
             .filter(|(on, _)| *on)
-            .map(|(_, name)| (name.to_string(), crate::system_prompt::tool_summary(name).to_string()))
+            .map(|(_, name)| crate::system_prompt::PromptTool::builtin(name))
             .collect()
     }
 }

@@ -102,6 +102,7 @@ impl Projection {
                 SessionEntry::Known(KnownEntry::Compaction(c)) => {
                     projected.raw_visible = true;
                     if n == 0
+                        && c.system_message.is_none()
                         && let Some(system) = c.extra.get("systemMessage").filter(|v| v.is_object())
                     {
                         projected.system_tokens = Some(estimate_system_value(system));
@@ -160,7 +161,10 @@ impl Projection {
             let usage = items[k].2.unwrap_or(0);
             return usage + items[k + 1..].iter().map(|(_, tokens, _)| tokens).sum::<u64>();
         }
-        system_tokens() + self.entries.iter().map(|e| estimate_messages(&e.messages)).sum::<u64>()
+        // Recorded system messages are the prompt; without any, the stand-in.
+        let declared = self.entries.iter().any(|e| e.messages.iter().any(|m| matches!(m, AgentMessage::System(_))));
+        let prompt = if declared { 0 } else { system_tokens() };
+        prompt + self.entries.iter().map(|e| estimate_messages(&e.messages)).sum::<u64>()
     }
 
     /// True when the entry at `n` comes after the latest context edit or
