@@ -103,7 +103,10 @@ fn keep_line(v: &Value) -> bool {
 }
 
 /// Remove the system messages from the output lines and the session files.
-pub fn without_system_messages(lines: Vec<Value>, sessions: Vec<(PathBuf, Vec<Value>)>) -> (Vec<Value>, Vec<(PathBuf, Vec<Value>)>) {
+pub fn without_system_messages(
+    lines: Vec<Value>,
+    sessions: Vec<(PathBuf, Vec<Value>)>,
+) -> (Vec<Value>, Vec<(PathBuf, Vec<Value>)>) {
     let mut splices = HashMap::new();
     lines.iter().for_each(|l| collect_splices(l, &mut splices));
     sessions.iter().flat_map(|(_, s)| s).for_each(|l| collect_splices(l, &mut splices));

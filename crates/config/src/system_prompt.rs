@@ -91,10 +91,10 @@ pub fn builtin_guidelines(name: &str) -> &'static [&'static str] {
              apart from the others; merge changes that are close instead of spanning unchanged regions.",
         ],
         "write" => &["Use write only for new files or complete rewrites."],
-        "codemode" => &[
-            "Use codemode to run independent tool calls together (Promise.allSettled), to chain calls, or to cut \
-             large outputs down, rather than making many separate calls.",
-        ],
+        "codemode" => {
+            &["Use codemode to run independent tool calls together (Promise.allSettled), to chain calls, or to cut \
+             large outputs down, rather than making many separate calls."]
+        }
         _ => &[],
     }
 }
@@ -355,7 +355,8 @@ mod tests {
             let ratio = ours as f64 / pi as f64;
             assert!((0.85..=1.15).contains(&ratio), "{name}: {ours} characters, pi 1.6.0 {pi} ({ratio:.2})");
         };
-        for root in ["/opt/pi-rpc", "/home/someone/src/pi-rpc", "/usr/lib/node_modules/@earendil-works/pi-coding-agent"] {
+        for root in ["/opt/pi-rpc", "/home/someone/src/pi-rpc", "/usr/lib/node_modules/@earendil-works/pi-coding-agent"]
+        {
             let mut i = inputs(agent.path(), cwd.path(), &tools);
             i.docs_root = Some(Path::new(root));
             let sections = build_sections(&i);

@@ -79,7 +79,8 @@ impl Declared {
     /// The prompt text the model has: the content, then the sections.
     pub fn prompt(&self) -> String {
         let sections = self.sections.values().filter_map(Value::as_str);
-        let parts: Vec<&str> = self.content.iter().map(String::as_str).chain(sections).filter(|p| !p.is_empty()).collect();
+        let parts: Vec<&str> =
+            self.content.iter().map(String::as_str).chain(sections).filter(|p| !p.is_empty()).collect();
         parts.join("\n\n")
     }
 
@@ -208,7 +209,8 @@ mod tests {
 
     #[test]
     fn content_and_checkpoints_replay_like_the_messages() {
-        let line = json!({"role": "system", "content": "You are a coding assistant.", "toolsAdded": [], "timestamp": 5});
+        let line =
+            json!({"role": "system", "content": "You are a coding assistant.", "toolsAdded": [], "timestamp": 5});
         let message: AgentMessage = serde_json::from_value(line).unwrap();
         let declared = replay(&[message]);
         assert_eq!(declared.prompt(), "You are a coding assistant.");

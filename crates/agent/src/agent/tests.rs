@@ -254,10 +254,7 @@ async fn compact_refuses_prompts_meanwhile_and_answers_with_the_summary() {
     assert!(start_at < end_at && end_at < reply_at);
     let messages = actor.messages().await;
     // The compaction's checkpoint of the system messages, then its summary.
-    assert!(
-        matches!(messages[..], [AgentMessage::System(_), AgentMessage::CompactionSummary(_), ..]),
-        "{messages:?}"
-    );
+    assert!(matches!(messages[..], [AgentMessage::System(_), AgentMessage::CompactionSummary(_), ..]), "{messages:?}");
 }
 
 #[tokio::test(start_paused = true)]
