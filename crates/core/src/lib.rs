@@ -17,6 +17,8 @@ pub use pi_session::{export_html, session};
 pub use pi_tools::{client, tools};
 pub use pi_types::{error, event, login, message, model, op};
 
-pub use pi_types::{AgentEvent, AgentMessage, CoreError, ErrorKind, Model, Op, Reply, RequestTag, ThinkingLevel};
+pub use pi_types::{
+    AgentEvent, AgentMessage, CoreError, ErrorKind, MessageList, Model, Op, Reply, RequestTag, ThinkingLevel,
+};
 /// The dialects' wire enums take their names from the event table.
 pub use pi_types::{jsonrpc_wire, native_wire};

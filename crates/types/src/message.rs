@@ -5,7 +5,6 @@
 //! absent optionals omitted). Unknown fields read from a session file are kept
 //! in `extra` so that nothing written by another pi version is lost.
 
-pub use crate::message_list::{MessageList, MessageSource};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

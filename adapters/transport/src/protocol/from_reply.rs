@@ -2,8 +2,8 @@
 //! impl per (reply type, result shape), so the protocol table's rows are
 //! checked against the ops' declared replies when the table compiles.
 
+use pi_core::MessageList;
 use pi_core::event::CompactionResult;
-use pi_core::message::MessageList;
 use pi_core::model::{Model, ThinkingLevel};
 use pi_core::op::{
     BashResult, ClearedQueues, CommandInfo, CycledModel, Disposition, EntryList, ForkMessage, Forked, SessionInfo,

@@ -126,7 +126,7 @@ pub struct StateData {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct MessagesData {
     /// The conversation's messages.
-    pub messages: pi_core::message::MessageList,
+    pub messages: pi_core::MessageList,
 }
 
 /// `cycle_model` data (or null when there is nothing to cycle to).

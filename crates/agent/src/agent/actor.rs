@@ -15,8 +15,9 @@ use super::internal::Emitter;
 use super::internal::{Internal, QueueKind};
 use super::queue::MessageQueue;
 use super::run::{RunSetup, run_session};
-use super::state::{ActiveRun, DeferredQueue, HeldMessage, Hold, Pending, RunState};
-use super::{AgentConfig, Output, SessionStart, SystemPromptOptions};
+use super::session_start::open_session;
+use super::state::{Activity, HeldMessage, Hold, Pending, RunState};
+use super::{AgentConfig, Output, SystemPromptOptions};
 use crate::config::{ModelRegistry, Settings};
 use crate::error::{CoreError, ErrorKind};
 use crate::event::AgentEvent;
@@ -61,18 +62,9 @@ pub(crate) struct Agent {
     /// True from a compaction until the next successful reply (usage unknown).
     pub(super) usage_unknown: bool,
 
-    /// What the agent is doing (idle, running, compacting).
-    pub(super) state: RunState,
-    /// Ops and answers waiting for the activity to end or for extensions.
-    pub(super) deferred: DeferredQueue,
-    /// Messages that arrived during a run; they join the conversation when it ends.
-    pub(super) held: Vec<HeldMessage>,
-    pub(super) next_run_id: u64,
-    /// The RPC `bash` command in progress (it may overlap a run).
-    pub(super) bash_cancel: Option<CancellationToken>,
-    /// Set once shutdown was requested (with the tag to answer when done):
-    /// no new work is taken, and the actor stops once idle.
-    pub(super) shutdown: Option<Option<RequestTag>>,
+    /// What the agent is busy with (run, compaction, `bash`, shutdown) and
+    /// what waits for it.
+    pub(super) activity: Activity,
 
     /// Templates, skills and extensions.
     pub(super) ext: ExtensionState,
@@ -128,12 +120,7 @@ impl Agent {
             startup: Default::default(),
             scoped_models: Vec::new(),
             usage_unknown: false,
-            state: RunState::Idle,
-            deferred: DeferredQueue::default(),
-            held: Vec::new(),
-            next_run_id: 1,
-            bash_cancel: None,
-            shutdown: None,
+            activity: Activity::default(),
             ext,
             mcp,
             client: super::client_ops::ClientState::new(&config.client),
@@ -200,30 +187,27 @@ impl Agent {
                     }
                     None => {
                         ops_open = false;
-                        if self.shutdown.is_none() {
-                            self.shutdown = Some(None);
+                        if !self.activity.is_shutting_down() {
+                            self.activity.request_shutdown(None);
                         }
                     }
                 },
             }
-            if self.shutdown.is_some() && self.is_idle() {
+            if self.activity.is_shutting_down() && self.is_idle() {
                 break;
             }
         }
         self.mcp.shutdown().await;
         self.ext.handle.shutdown().await;
         self.temp_outputs.release(self.session.file_path());
-        if let Some(Some(tag)) = self.shutdown.take() {
+        if let Some(tag) = self.activity.take_shutdown_request() {
             self.reply(Some(tag), Ok(Reply::Ack)).await;
         }
         tracing::debug!("agent stopped");
     }
 
     pub(super) fn is_idle(&self) -> bool {
-        self.state.is_idle()
-            && self.bash_cancel.is_none()
-            && self.ext.is_idle()
-            && !self.deferred.holds(Hold::Extensions)
+        self.activity.is_idle() && self.ext.is_idle()
     }
 
     /// Send an event to the client, and to the extensions that subscribed to it.
@@ -275,11 +259,11 @@ impl Agent {
             Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
             Internal::Login(msg) => self.handle_login_msg(*msg).await,
             Internal::BashFinished { tag, outcome } => {
-                self.bash_cancel = None;
+                self.activity.end_bash();
                 match *outcome {
                     Ok((result, message)) => {
-                        if self.state.is_running() {
-                            self.held.push(HeldMessage::Bash(message));
+                        if self.activity.is_running() {
+                            self.activity.hold_message(HeldMessage::Bash(message));
                         } else {
                             self.append_message(message);
                         }
@@ -318,7 +302,7 @@ impl Agent {
         self.emit(event).await;
         // Like pi, the run is over once `agent_settled` is out: a
         // prompt read right after it must start a new run.
-        if let Some(run_id) = self.state.run().map(|r| r.id).filter(|_| settled) {
+        if let Some(run_id) = self.activity.run().map(|r| r.id).filter(|_| settled) {
             // Boxed: once per run, and a large future.
             Box::pin(self.run_finished(run_id)).await;
         }
@@ -328,13 +312,8 @@ impl Agent {
     /// messages go in, then what waited for the run. Runs once per run (at
     /// `agent_settled`).
     async fn run_finished(&mut self, run_id: u64) {
-        if self.state.run().is_none_or(|r| r.id != run_id) {
-            return;
-        }
-        self.state = RunState::Idle;
-        let held = std::mem::take(&mut self.held);
-        let (bash, custom): (Vec<_>, Vec<_>) = held.into_iter().partition(|m| matches!(m, HeldMessage::Bash(_)));
-        for message in bash.into_iter().chain(custom) {
+        let Some(held) = self.activity.end_run(run_id) else { return };
+        for message in held {
             match message {
                 HeldMessage::Bash(message) => self.append_message(message),
                 HeldMessage::Custom(message) => self.append_and_announce(message).await,
@@ -346,7 +325,7 @@ impl Agent {
     /// The run or compaction ended: answer what was owed, then handle the
     /// ops that waited (each may start a new activity and wait again).
     pub(super) async fn activity_ended(&mut self) {
-        let (acks, ops) = self.deferred.release(Hold::Activity);
+        let (acks, ops) = self.activity.release(Hold::Activity);
         for tag in acks {
             self.reply(Some(tag), Ok(Reply::Ack)).await;
         }
@@ -367,12 +346,12 @@ impl Agent {
                 self.append_message(message.clone());
             }
             AgentEvent::AutoRetryStart { .. } => {
-                if let Some(run) = self.state.run_mut() {
+                if let Some(run) = self.activity.run_mut() {
                     run.retry_waiting = true;
                 }
             }
             AgentEvent::AgentStart => {
-                if let Some(run) = self.state.run_mut() {
+                if let Some(run) = self.activity.run_mut() {
                     run.retry_waiting = false;
                 }
             }
@@ -415,96 +394,14 @@ impl Agent {
         self.emit(AgentEvent::QueueUpdate { steering: self.steering.texts(), follow_up: self.follow_up.texts() }).await;
     }
 
-    /// Handle one op: extensions, shutdown and compaction may take it or
-    /// hold it; a session switch during a run ends the run and waits for it.
-    pub(super) async fn handle_op(&mut self, pending: Pending) {
-        let Some(pending) = self.intercept_for_extensions(pending).await else { return };
-        if self.shutdown.is_some()
-            && !pending.accepted
-            && !matches!(pending.op, Op::Shutdown { .. } | Op::ExtensionUiResponse { .. } | Op::ClientResponse { .. })
-        {
-            self.reply(pending.tag, Err(CoreError::busy("The agent is shutting down"))).await;
-            return;
-        }
-        let Some(pending) = self.compaction_intercept(pending).await else { return };
-        if switches_session(&pending.op) && self.state.is_running() {
-            self.state.cancel();
-            self.deferred.hold(Hold::Activity, pending);
-            return;
-        }
-        let tag = pending.tag;
-        // A login or logout since the last op (by pi too) counts from now on.
-        self.models.sync_auth(&self.agent_dir);
-        match pending.op {
-            Op::Prompt { message, images, streaming_behavior } => {
-                self.prompt(tag, message, images, streaming_behavior).await
-            }
-            Op::Steer { message, images } => self.enqueue(tag, QueueKind::Steering, message, images).await,
-            Op::FollowUp { message, images } => self.enqueue(tag, QueueKind::FollowUp, message, images).await,
-            Op::SendUserMessage { message, images } => {
-                if self.state.is_running() {
-                    self.enqueue(tag, QueueKind::Steering, message, images).await
-                } else {
-                    self.prompt(tag, message, images, None).await
-                }
-            }
-            Op::Abort => self.abort(tag).await,
-            Op::AbortRetry => match self.state.run() {
-                Some(run) if run.retry_waiting => {
-                    run.retry_cancel.cancel();
-                    self.deferred.ack_at_end(tag);
-                }
-                _ => self.reply(tag, Ok(Reply::Ack)).await,
-            },
-            Op::Bash { command, exclude_from_context } => self.bash(tag, command, exclude_from_context).await,
-            Op::AbortBash => {
-                if let Some(cancel) = &self.bash_cancel {
-                    cancel.cancel();
-                }
-                self.reply(tag, Ok(Reply::Ack)).await;
-            }
-            Op::Shutdown { abort } => {
-                if abort {
-                    self.state.cancel();
-                    if let Some(cancel) = &self.bash_cancel {
-                        cancel.cancel();
-                    }
-                }
-                self.shutdown = Some(tag);
-            }
-            Op::ExtensionUiResponse { id, response } if self.approval_dialog_answer(id.as_deref(), &response) => {
-                self.reply(tag, Ok(Reply::Ack)).await
-            }
-            Op::ExtensionUiResponse { id, response } => self.ui_response(tag, id, response).await,
-            Op::ClientResponse { id, result } => self.client_response(tag, id, result).await,
-            Op::SetApprovalMode { mode } => self.set_approval_mode(tag, mode).await,
-            Op::Barrier => self.reply(tag, Ok(Reply::Ack)).await,
-            Op::Login(request) => self.login(tag, request),
-            Op::PendingRequests => {
-                // Extension dialogs and the requests to the client (approvals, files, terminals).
-                let mut ids = self.ext.handle.ui().ids();
-                ids.extend(self.client.broker.ids());
-                self.reply(tag, Ok(Reply::PendingRequests(ids))).await
-            }
-            Op::Unload => {
-                if self.is_idle() && self.shutdown.is_none() && self.ext.handle.ui().is_empty() {
-                    self.shutdown = Some(tag);
-                } else {
-                    self.reply(tag, Err(CoreError::busy("The session is busy"))).await;
-                }
-            }
-            other => self.handle_state_op(tag, other).await,
-        }
-    }
-
-    async fn prompt(
+    pub(super) async fn prompt(
         &mut self,
         tag: Option<RequestTag>,
         message: String,
         images: Vec<ImageContent>,
         behavior: Option<StreamingBehavior>,
     ) {
-        if self.state.is_running() {
+        if self.activity.is_running() {
             match behavior {
                 None => {
                     let err = CoreError::busy(
@@ -543,11 +440,11 @@ impl Agent {
     }
 
     pub(super) async fn abort(&mut self, tag: Option<RequestTag>) {
-        match &self.state {
+        match self.activity.work() {
             RunState::Idle => self.reply(tag, Ok(Reply::Ack)).await,
             active => {
                 active.cancel();
-                self.deferred.ack_at_end(tag);
+                self.activity.ack_at_end(tag);
             }
         }
     }
@@ -583,10 +480,9 @@ impl Agent {
         let Some(provider) = self.providers.get(&self.model.api) else { return };
         let provider = crate::auth::authorize(provider, &self.models, &self.model);
         initial.append(&mut self.ext.next_turn);
-        let run_id = self.next_run_id;
-        self.next_run_id += 1;
         let cancel = CancellationToken::new();
         let retry_cancel = CancellationToken::new();
+        let run_id = self.activity.begin_run(cancel.clone(), retry_cancel.clone());
         let (tools, tool_specs) = self.active_tool_set();
         let setup = RunSetup {
             run_id,
@@ -615,8 +511,6 @@ impl Agent {
             mcp: Some(self.mcp.clone()),
             reach: self.reach(),
         };
-        self.state =
-            RunState::Running(ActiveRun { id: run_id, cancel, retry_cancel, retry_waiting: false, compacting: false });
         tokio::spawn(run_session(setup));
     }
 
@@ -687,13 +581,11 @@ impl Agent {
         crate::system_prompt::render(&self.prompt_sections())
     }
 
-    async fn bash(&mut self, tag: Option<RequestTag>, command: String, exclude_from_context: bool) {
-        if self.bash_cancel.is_some() {
+    pub(super) async fn bash(&mut self, tag: Option<RequestTag>, command: String, exclude_from_context: bool) {
+        let Some(cancel) = self.activity.begin_bash() else {
             self.reply(tag, Err(CoreError::busy("A bash command is already running"))).await;
             return;
-        }
-        let cancel = CancellationToken::new();
-        self.bash_cancel = Some(cancel.clone());
+        };
         let emitter = Emitter::new(self.internal_tx.clone());
         let cwd = self.cwd.clone();
         let temp_dir = self.temp_outputs.dir().to_path_buf();
@@ -762,66 +654,4 @@ impl Agent {
     pub(super) fn set_retry_enabled(&self, enabled: bool) {
         self.retry_enabled.store(enabled, Ordering::SeqCst);
     }
-}
-
-/// Ops that replace the current session.
-fn switches_session(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::NewSession { .. } | Op::SwitchSession { .. } | Op::ResumeSession { .. } | Op::Fork { .. } | Op::Clone
-    )
-}
-
-/// Split `model:thinking` when the suffix is a thinking level.
-fn open_session(config: &AgentConfig) -> Result<Session, CoreError> {
-    let mut session = open_session_unfenced(config)?;
-    session.set_fence(config.session_fence.clone());
-    Ok(session)
-}
-
-fn open_session_unfenced(config: &AgentConfig) -> Result<Session, CoreError> {
-    let session = match &config.session {
-        SessionStart::InMemory => Session::in_memory(&config.cwd),
-        SessionStart::New => Session::create(&config.session_dir, &config.cwd, None)?,
-        SessionStart::Open(path) => {
-            let (session, warnings) = Session::open(path, &config.cwd)?;
-            for w in warnings {
-                tracing::warn!("{w}");
-            }
-            session
-        }
-        SessionStart::Continue => match crate::session::find_most_recent(&config.session_dir, Some(&config.cwd)) {
-            Some(path) => {
-                let (session, warnings) = Session::open(&path, &config.cwd)?;
-                for w in warnings {
-                    tracing::warn!("{w}");
-                }
-                session
-            }
-            None => Session::create(&config.session_dir, &config.cwd, None)?,
-        },
-        SessionStart::WithId(id) => match crate::session::find_by_id(&config.session_dir, id) {
-            Some(path) => Session::open(&path, &config.cwd)?.0,
-            None => {
-                tracing::warn!("No project session found with id '{id}'; creating a new session with that id.");
-                Session::create_with_id(&config.session_dir, &config.cwd, id)?
-            }
-        },
-        SessionStart::Fresh { id, parent_session } => {
-            Session::create_with_id(&config.session_dir, &config.cwd, id)?.with_parent(parent_session.clone())
-        }
-        SessionStart::Fork { source, id } => {
-            if let Some(id) = id
-                && crate::session::find_by_id(&config.session_dir, id).is_some()
-            {
-                return Err(CoreError::invalid("session", format!("Session already exists with id '{id}'")));
-            }
-            let (session, warnings) = Session::fork_file(source, &config.session_dir, &config.cwd, id.as_deref())?;
-            for w in warnings {
-                tracing::warn!("{w}");
-            }
-            session
-        }
-    };
-    Ok(session)
 }

@@ -16,7 +16,7 @@ use super::actor::Agent;
 use super::internal::Emitter;
 use super::internal::{Internal, QueueKind};
 use super::run::RunSetup;
-use super::state::{Hold, ManualCompaction, Pending, RunState};
+use super::state::{Hold, ManualCompaction, Pending};
 use crate::compaction::estimate::{estimate_context, estimate_system_prompt};
 use crate::compaction::{
     NotCompactable, Preparation, Projection, Summarizer, SummaryError, SummaryOutput, prepare, should_compact,
@@ -133,24 +133,14 @@ fn iso_ms(timestamp: Option<&str>) -> Option<i64> {
 impl Agent {
     /// True while a compaction (manual or automatic) runs.
     pub(super) fn is_compacting(&self) -> bool {
-        self.state.is_compacting()
+        self.activity.work().is_compacting()
     }
 
-    /// Ops that compaction handles or that must wait for it. Returns the op
-    /// when normal dispatch should go on.
+    /// Ops that must wait for a `compact` command, or that it refuses.
+    /// Returns the op when normal dispatch should go on.
     pub(super) async fn compaction_intercept(&mut self, pending: Pending) -> Option<Pending> {
-        let manual = self.state.manual_compaction().is_some();
+        let manual = self.activity.work().manual_compaction().is_some();
         match pending.op {
-            Op::Compact { custom_instructions } if self.state.is_idle() => {
-                self.start_manual_compaction(pending.tag, custom_instructions).await;
-                None
-            }
-            // pi aborts what runs (a run, another compaction) and compacts after it.
-            Op::Compact { .. } => {
-                self.state.cancel();
-                self.deferred.hold(Hold::Activity, pending);
-                None
-            }
             Op::Prompt { .. } | Op::SendUserMessage { .. } if manual => {
                 self.reply(pending.tag, Err(CoreError::busy(PROMPT_WHILE_COMPACTING))).await;
                 None
@@ -162,8 +152,8 @@ impl Agent {
             | Op::Clone
                 if manual =>
             {
-                self.state.cancel();
-                self.deferred.hold(Hold::Activity, pending);
+                self.activity.cancel_work();
+                self.activity.hold(Hold::Activity, pending);
                 None
             }
             _ => Some(pending),
@@ -204,7 +194,11 @@ impl Agent {
 
     /// `compact`: `compaction_start`, the summaries in a task, then
     /// `compaction_end` and the reply (see [`Agent::finish_compaction`]).
-    async fn start_manual_compaction(&mut self, tag: Option<RequestTag>, custom_instructions: Option<String>) {
+    pub(super) async fn start_manual_compaction(
+        &mut self,
+        tag: Option<RequestTag>,
+        custom_instructions: Option<String>,
+    ) {
         let reason = CompactionReason::Manual;
         self.emit(AgentEvent::CompactionStart { reason }).await;
         let cancel = CancellationToken::new();
@@ -220,7 +214,7 @@ impl Agent {
                 return;
             }
         };
-        self.state = RunState::Compacting(ManualCompaction { cancel, tag });
+        self.activity.begin_compaction(ManualCompaction { cancel, tag });
         let emitter = Emitter::new(self.internal_tx.clone());
         tokio::spawn(async move {
             let outcome = job.run(&emitter).await;
@@ -231,11 +225,11 @@ impl Agent {
 
     /// Start an automatic compaction; `None` (and no event) when nothing can be cut.
     async fn start_auto_compaction(&mut self, reason: CompactionReason, will_retry: bool) -> Option<CompactionJob> {
-        let cancel = self.state.run().map(|r| r.cancel.clone()).unwrap_or_default();
+        let cancel = self.activity.run().map(|r| r.cancel.clone()).unwrap_or_default();
         match self.prepare_job(reason, will_retry, None, cancel) {
             Ok(job) => {
                 self.emit(AgentEvent::CompactionStart { reason }).await;
-                if let Some(run) = self.state.run_mut() {
+                if let Some(run) = self.activity.run_mut() {
                     run.compacting = true;
                 }
                 Some(job)
@@ -267,15 +261,7 @@ impl Agent {
     /// Record a finished compaction: entry, context, `compaction_end`,
     /// replies. True when the compaction took.
     async fn finish_compaction(&mut self, job: CompactionJob, outcome: Result<SummaryOutput, SummaryError>) -> bool {
-        let manual = match std::mem::take(&mut self.state) {
-            RunState::Compacting(manual) => Some(manual),
-            RunState::Running(mut run) => {
-                run.compacting = false;
-                self.state = RunState::Running(run);
-                None
-            }
-            RunState::Idle => None,
-        };
+        let manual = self.activity.end_compaction();
         let reason = job.reason;
         let outcome = if job.cancel.is_cancelled() { Err(SummaryError::Aborted) } else { outcome };
         let recorded = outcome.and_then(|out| {

@@ -164,7 +164,7 @@ impl Agent {
                 self.ext.handle.ui().close();
                 self.client_gone();
                 if *abort {
-                    for held in self.deferred.drain_ops(Hold::Extensions) {
+                    for held in self.activity.drain_ops(Hold::Extensions) {
                         self.reply(held.tag, Err(CoreError::busy("The agent is shutting down"))).await;
                     }
                     return Some(pending);
@@ -173,7 +173,7 @@ impl Agent {
             _ => {}
         }
         if self.ext.gated() {
-            self.deferred.hold(Hold::Extensions, pending);
+            self.activity.hold(Hold::Extensions, pending);
             return None;
         }
         let tag = pending.tag;
@@ -253,9 +253,11 @@ impl Agent {
             StreamingBehavior::FollowUp => "followUp",
         };
         let (text, images, behavior) = match &op {
-            Op::Prompt { message, images, streaming_behavior } => {
-                (message.clone(), images.clone(), streaming_behavior.filter(|_| self.state.is_running()).map(streaming))
-            }
+            Op::Prompt { message, images, streaming_behavior } => (
+                message.clone(),
+                images.clone(),
+                streaming_behavior.filter(|_| self.activity.is_running()).map(streaming),
+            ),
             Op::Steer { message, images } => (message.clone(), images.clone(), Some("steer")),
             Op::FollowUp { message, images } => (message.clone(), images.clone(), Some("followUp")),
             _ => return Some(op),
@@ -286,8 +288,8 @@ impl Agent {
         }
         let Ok((text, images)) = super::extension_requests::user_content(params) else { return false };
         let behavior = match params.get("deliverAs").and_then(Value::as_str) {
-            Some("steer") if self.state.is_running() => Some("steer"),
-            Some("followUp") if self.state.is_running() => Some("followUp"),
+            Some("steer") if self.activity.is_running() => Some("steer"),
+            Some("followUp") if self.activity.is_running() => Some("followUp"),
             _ => None,
         };
         let internal = self.internal_tx.clone();
@@ -454,7 +456,7 @@ impl Agent {
 
     /// A custom message sent during a run: it joins the conversation when the run ends.
     pub(super) fn defer_custom_message(&mut self, message: AgentMessage) {
-        self.held.push(HeldMessage::Custom(message));
+        self.activity.hold_message(HeldMessage::Custom(message));
     }
 
     /// Append a message outside a run, with its `message_start`/`message_end`.
@@ -563,7 +565,7 @@ impl Agent {
         if self.ext.gated() {
             return;
         }
-        let (_, held) = self.deferred.release(Hold::Extensions);
+        let (_, held) = self.activity.release(Hold::Extensions);
         for pending in held {
             self.handle_op(Pending { accepted: true, ..pending }).await;
         }

@@ -108,7 +108,7 @@ impl Agent {
             "sessionFile": self.session.file_path().map(|p| p.display().to_string()),
             "sessionName": self.session.name(),
             "cwd": self.cwd.display().to_string(),
-            "isStreaming": self.state.is_running(),
+            "isStreaming": self.activity.is_running(),
             "model": model_json(&self.model),
             "thinkingLevel": self.thinking.as_str(),
             "messageCount": self.messages.len(),

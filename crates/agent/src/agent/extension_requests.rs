@@ -140,7 +140,7 @@ impl Agent {
     /// run. Templates are not expanded (pi's default).
     async fn send_user_message_now(&mut self, p: &Value) -> Result<Value, String> {
         let (text, images) = user_content(p)?;
-        if self.state.is_running() {
+        if self.activity.is_running() {
             let kind = match deliver_as(p) {
                 Some("steer") => QueueKind::Steering,
                 Some("followUp") => QueueKind::FollowUp,
@@ -170,7 +170,7 @@ impl Agent {
             self.ext.next_turn.push(message);
             return Ok(Value::Null);
         }
-        if self.state.is_running() {
+        if self.activity.is_running() {
             if trigger == Some(false) {
                 self.defer_custom_message(message);
             } else if deliver_as(p) == Some("followUp") {

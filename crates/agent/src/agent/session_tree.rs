@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use super::actor::Agent;
 use crate::error::CoreError;
-use crate::op::{EntryList, Forked, Op, Reply, Switched, TreeWithLeaf};
+use crate::op::{EntryList, Forked, Reply, Switched};
 use crate::session::{Session, SessionError};
 
 fn session_error(e: SessionError) -> CoreError {
@@ -12,81 +12,77 @@ fn session_error(e: SessionError) -> CoreError {
 }
 
 impl Agent {
-    pub(super) async fn handle_session_op(&mut self, op: Op) -> Result<Reply, CoreError> {
-        match op {
-            Op::NewSession { parent_session } => {
-                let session = if self.session.file_path().is_some() {
-                    Session::create(&self.session_dir, &self.cwd, parent_session).map_err(session_error)?
-                } else {
-                    Session::in_memory(&self.cwd)
-                };
-                self.replace_session(session).await?;
-                self.extensions_session_started("new");
-                Ok(Reply::Switched(Switched::new(false)))
-            }
-            Op::SwitchSession { session_path, .. } => {
-                let path = self.absolute(&session_path);
-                let (session, warnings) = Session::open(&path, &self.cwd).map_err(session_error)?;
-                for w in warnings {
-                    tracing::warn!("{w}");
-                }
-                self.replace_session(session).await?;
-                self.extensions_session_started("resume");
-                Ok(Reply::Switched(Switched::new(false)))
-            }
-            Op::ResumeSession { reference, .. } => {
-                let dirs = self.session_search_dirs();
-                let path = crate::session::resolve_session(&reference, &self.cwd, &dirs).map_err(session_error)?;
-                let (session, warnings) = Session::open(&path, &self.cwd).map_err(session_error)?;
-                for w in warnings {
-                    tracing::warn!("{w}");
-                }
-                self.replace_session(session).await?;
-                self.extensions_session_started("resume");
-                Ok(Reply::Switched(Switched::new(false)))
-            }
-            Op::Fork { entry_id } => {
-                let (session, text) = self.session.fork(&entry_id).map_err(session_error)?;
-                self.replace_session(session).await?;
-                self.extensions_session_started("fork");
-                Ok(Reply::Fork(Forked { text, cancelled: false }))
-            }
-            Op::Clone => {
-                let session = self.session.clone_branch().map_err(session_error)?;
-                self.replace_session(session).await?;
-                self.extensions_session_started("fork");
-                Ok(Reply::Switched(Switched::new(false)))
-            }
-            Op::GetForkMessages => Ok(Reply::ForkMessages(self.session.fork_messages())),
-            Op::GetEntries { since } => {
-                let entries = match since.as_deref() {
-                    Some(id) => self.session.entries_since(id).map_err(session_error)?,
-                    None => self.session.entries().cloned().collect(),
-                };
-                Ok(Reply::Entries(EntryList { entries, leaf_id: self.session.leaf_id().map(str::to_string) }))
-            }
-            Op::GetTree => Ok(Reply::Tree(TreeWithLeaf {
-                tree: self.session.tree(),
-                leaf_id: self.session.leaf_id().map(str::to_string),
-            })),
-            Op::ExportHtml { output_path } => {
-                let tools = self
-                    .active_tool_set()
-                    .1
-                    .into_iter()
-                    .map(|spec| crate::export_html::ExportTool { name: spec.name, description: spec.description })
-                    .collect();
-                let options = crate::export_html::ExportOptions { system_prompt: Some(self.system_prompt()), tools };
-                let path = crate::export_html::export_session_html(
-                    &self.session,
-                    output_path.as_deref(),
-                    &self.cwd,
-                    &options,
-                )?;
-                Ok(Reply::ExportHtml(path.display().to_string()))
-            }
-            other => Err(CoreError::internal(format!("op not handled: {other:?}"))),
+    /// `new_session`: a new file beside the current one (in memory when the current one is).
+    pub(super) async fn new_session(&mut self, parent_session: Option<String>) -> Result<Reply, CoreError> {
+        let session = if self.session.file_path().is_some() {
+            Session::create(&self.session_dir, &self.cwd, parent_session).map_err(session_error)?
+        } else {
+            Session::in_memory(&self.cwd)
+        };
+        self.replace_session(session).await?;
+        self.extensions_session_started("new");
+        Ok(Reply::Switched(Switched::new(false)))
+    }
+
+    /// `switch_session`: the session file at `session_path`.
+    pub(super) async fn switch_session(&mut self, session_path: &str) -> Result<Reply, CoreError> {
+        let path = self.absolute(session_path);
+        self.open_and_resume(&path).await
+    }
+
+    /// `resume_session`: a session found by id, id prefix or path.
+    pub(super) async fn resume_session(&mut self, reference: &str) -> Result<Reply, CoreError> {
+        let dirs = self.session_search_dirs();
+        let path = crate::session::resolve_session(reference, &self.cwd, &dirs).map_err(session_error)?;
+        self.open_and_resume(&path).await
+    }
+
+    async fn open_and_resume(&mut self, path: &Path) -> Result<Reply, CoreError> {
+        let (session, warnings) = Session::open(path, &self.cwd).map_err(session_error)?;
+        for w in warnings {
+            tracing::warn!("{w}");
         }
+        self.replace_session(session).await?;
+        self.extensions_session_started("resume");
+        Ok(Reply::Switched(Switched::new(false)))
+    }
+
+    /// `fork`: a new session up to `entry_id`, and the text of that user message.
+    pub(super) async fn fork(&mut self, entry_id: &str) -> Result<Reply, CoreError> {
+        let (session, text) = self.session.fork(entry_id).map_err(session_error)?;
+        self.replace_session(session).await?;
+        self.extensions_session_started("fork");
+        Ok(Reply::Fork(Forked { text, cancelled: false }))
+    }
+
+    /// `clone`: a new session with the current branch.
+    pub(super) async fn clone_session(&mut self) -> Result<Reply, CoreError> {
+        let session = self.session.clone_branch().map_err(session_error)?;
+        self.replace_session(session).await?;
+        self.extensions_session_started("fork");
+        Ok(Reply::Switched(Switched::new(false)))
+    }
+
+    /// `get_entries`: all of them, or those after `since`.
+    pub(super) fn entries(&self, since: Option<&str>) -> Result<EntryList, CoreError> {
+        let entries = match since {
+            Some(id) => self.session.entries_since(id).map_err(session_error)?,
+            None => self.session.entries().cloned().collect(),
+        };
+        Ok(EntryList { entries, leaf_id: self.session.leaf_id().map(str::to_string) })
+    }
+
+    /// `export_html`: the file written.
+    pub(super) fn export_html(&self, output_path: Option<&str>) -> Result<String, CoreError> {
+        let tools = self
+            .active_tool_set()
+            .1
+            .into_iter()
+            .map(|spec| crate::export_html::ExportTool { name: spec.name, description: spec.description })
+            .collect();
+        let options = crate::export_html::ExportOptions { system_prompt: Some(self.system_prompt()), tools };
+        let path = crate::export_html::export_session_html(&self.session, output_path, &self.cwd, &options)?;
+        Ok(path.display().to_string())
     }
 
     /// Make `session` current: its conversation, model and thinking level.

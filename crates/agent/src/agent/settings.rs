@@ -4,13 +4,14 @@
 use serde_json::Value;
 
 use super::actor::Agent;
+use super::internal::QueueKind;
 use crate::config::model_resolver::Selected;
 use crate::config::settings::persist_setting;
 use crate::error::CoreError;
 use crate::event::AgentEvent;
 use crate::message::AgentMessage;
 use crate::model::{Model, ThinkingLevel};
-use crate::op::{ClearedQueues, CycledModel, InitializeParams, Op, Reply, RequestTag, SessionInfo, StateSnapshot};
+use crate::op::{ClearedQueues, CycledModel, InitializeParams, QueueMode, Reply, SessionInfo, StateSnapshot};
 use crate::provider::faux;
 
 /// Thinking level used when nothing else chooses one.
@@ -28,72 +29,56 @@ pub(super) struct StartupChoice {
 }
 
 impl Agent {
-    pub(super) async fn handle_state_op(&mut self, tag: Option<RequestTag>, op: Op) {
-        let result = match op {
-            Op::GetState => Ok(Reply::State(Box::new(self.snapshot()))),
-            Op::GetMessages => Ok(Reply::Messages(self.messages.clone())),
-            Op::SetModel { provider, model_id } => self.set_model(provider, model_id).await,
-            Op::CycleModel => self.cycle_model().await,
-            Op::GetAvailableModels => Ok(Reply::Models(self.models.available())),
-            Op::SetThinkingLevel { level } => {
-                self.change_thinking(level).await;
-                Ok(Reply::Ack)
-            }
-            Op::CycleThinkingLevel => {
-                let levels = self.model.thinking_levels();
-                if levels.len() <= 1 {
-                    Ok(Reply::CycleThinkingLevel(None))
-                } else {
-                    let pos = levels.iter().position(|l| *l == self.thinking).map_or(0, |p| (p + 1) % levels.len());
-                    self.change_thinking(levels[pos]).await;
-                    Ok(Reply::CycleThinkingLevel(Some(self.thinking)))
-                }
-            }
-            Op::GetAvailableThinkingLevels => Ok(Reply::ThinkingLevels(self.model.thinking_levels())),
-            Op::SetSteeringMode { mode } => {
-                self.steering.mode = mode;
-                self.persist("steeringMode", Value::String(mode.as_str().to_string()));
-                Ok(Reply::Ack)
-            }
-            Op::SetFollowUpMode { mode } => {
-                self.follow_up.mode = mode;
-                self.persist("followUpMode", Value::String(mode.as_str().to_string()));
-                Ok(Reply::Ack)
-            }
-            Op::SetAutoCompaction { enabled } => {
-                self.auto_compaction = enabled;
-                self.persist("compaction.enabled", Value::Bool(enabled));
-                Ok(Reply::Ack)
-            }
-            Op::SetAutoRetry { enabled } => {
-                self.set_retry_enabled(enabled);
-                self.persist("retry.enabled", Value::Bool(enabled));
-                Ok(Reply::Ack)
-            }
-            Op::GetSessionStats => Ok(Reply::SessionStats(Box::new(self.session_stats()))),
-            Op::GetLastAssistantText => Ok(Reply::LastAssistantText(self.last_assistant_text())),
-            Op::SetSessionName { name } => self.set_session_name(name).await,
-            Op::GetCommands => Ok(Reply::Commands(self.command_list())),
-            Op::ClearQueue => {
-                let steering = self.steering.clear();
-                let follow_up = self.follow_up.clear();
-                self.emit_queue_update().await;
-                Ok(Reply::QueueCleared(ClearedQueues { steering, follow_up }))
-            }
-            Op::SetActiveTools { tools } => self.set_active_tools(tools),
-            Op::Initialize(params) => self.initialize(params).await,
-            other => self.handle_session_op(other).await,
+    /// `cycle_thinking_level`: the next level the model supports (`None`
+    /// when it has one level only).
+    pub(super) async fn cycle_thinking_level(&mut self) -> Option<ThinkingLevel> {
+        let levels = self.model.thinking_levels();
+        if levels.len() <= 1 {
+            return None;
+        }
+        let pos = levels.iter().position(|l| *l == self.thinking).map_or(0, |p| (p + 1) % levels.len());
+        self.change_thinking(levels[pos]).await;
+        Some(self.thinking)
+    }
+
+    /// `set_steering_mode` / `set_follow_up_mode`.
+    pub(super) fn set_queue_mode(&mut self, kind: QueueKind, mode: QueueMode) -> Reply {
+        let (queue, key) = match kind {
+            QueueKind::Steering => (&mut self.steering, "steeringMode"),
+            QueueKind::FollowUp => (&mut self.follow_up, "followUpMode"),
         };
-        self.reply(tag, result).await;
+        queue.mode = mode;
+        self.persist(key, Value::String(mode.as_str().to_string()));
+        Reply::Ack
+    }
+
+    pub(super) fn set_auto_compaction(&mut self, enabled: bool) -> Reply {
+        self.auto_compaction = enabled;
+        self.persist("compaction.enabled", Value::Bool(enabled));
+        Reply::Ack
+    }
+
+    pub(super) fn set_auto_retry(&mut self, enabled: bool) -> Reply {
+        self.set_retry_enabled(enabled);
+        self.persist("retry.enabled", Value::Bool(enabled));
+        Reply::Ack
+    }
+
+    /// `clear_queue`: both queues emptied, what they held.
+    pub(super) async fn clear_queues(&mut self) -> Reply {
+        let steering = self.steering.clear();
+        let follow_up = self.follow_up.clear();
+        self.emit_queue_update().await;
+        Reply::QueueCleared(ClearedQueues { steering, follow_up })
     }
 
     pub(super) fn snapshot(&self) -> StateSnapshot {
         StateSnapshot {
             model: Some(self.model.clone()),
             thinking_level: self.thinking,
-            is_streaming: self.state.is_running(),
+            is_streaming: self.activity.is_running(),
             is_compacting: self.is_compacting(),
-            is_bash_running: self.bash_cancel.is_some(),
+            is_bash_running: self.activity.is_bash_running(),
             steering_mode: self.steering.mode,
             follow_up_mode: self.follow_up.mode,
             session_file: self.session.file_path().map(|p| p.display().to_string()),
@@ -118,7 +103,7 @@ impl Agent {
         }
     }
 
-    fn last_assistant_text(&self) -> Option<String> {
+    pub(super) fn last_assistant_text(&self) -> Option<String> {
         self.messages.iter().rev().find_map(|m| match m {
             AgentMessage::Assistant(a) => {
                 let text = a.text();
@@ -188,7 +173,7 @@ impl Agent {
         Ok(Reply::Model(Box::new(self.model.clone())))
     }
 
-    async fn cycle_model(&mut self) -> Result<Reply, CoreError> {
+    pub(super) async fn cycle_model(&mut self) -> Result<Reply, CoreError> {
         if !self.scoped_models.is_empty() {
             return self.cycle_scoped_model().await;
         }
@@ -232,7 +217,7 @@ impl Agent {
         }))))
     }
 
-    fn set_active_tools(&mut self, tools: Vec<String>) -> Result<Reply, CoreError> {
+    pub(super) fn set_active_tools(&mut self, tools: Vec<String>) -> Result<Reply, CoreError> {
         if let Some(unknown) = tools.iter().find(|t| !self.tools.contains(t)) {
             let known: Vec<&str> = self.tools.names().collect();
             return Err(CoreError::invalid(
@@ -363,7 +348,7 @@ impl Agent {
     }
 
     /// JSON-RPC `initialize`: validate everything, then apply it all.
-    async fn initialize(&mut self, p: InitializeParams) -> Result<Reply, CoreError> {
+    pub(super) async fn initialize(&mut self, p: InitializeParams) -> Result<Reply, CoreError> {
         let cwd = match &p.cwd {
             Some(c) => {
                 let path = crate::config::expand_home(std::path::Path::new(c));

@@ -1,6 +1,6 @@
-//! What the actor is doing, and what waits for it: the run state (one
-//! enum), the one queue of deferred ops and answers, and the messages held
-//! until a run ends.
+//! What the actor is doing, and what waits for it: [`Activity`] owns the
+//! run state (one enum), the RPC `bash` job, the shutdown request, the one
+//! queue of deferred ops and answers, and the messages held until a run ends.
 
 use std::collections::VecDeque;
 
@@ -8,6 +8,171 @@ use tokio_util::sync::CancellationToken;
 
 use crate::message::AgentMessage;
 use crate::op::{Op, RequestTag};
+
+/// Every kind of busy, and the work it owes: whether the agent is idle is
+/// read here, and whatever waits for an activity to end waits here.
+pub(super) struct Activity {
+    /// The run or compaction (at most one at a time).
+    work: RunState,
+    /// The RPC `bash` command in progress (it may overlap a run).
+    bash: Option<CancellationToken>,
+    /// Set once shutdown was requested (with the request to answer when
+    /// done): no new work is taken, and the actor stops once idle.
+    shutdown: Option<Option<RequestTag>>,
+    /// Ops and answers waiting for the activity to end or for extensions.
+    deferred: DeferredQueue,
+    /// Messages that arrived during a run; they join the conversation when it ends.
+    held: Vec<HeldMessage>,
+    next_run_id: u64,
+}
+
+impl Default for Activity {
+    fn default() -> Self {
+        Activity {
+            work: RunState::Idle,
+            bash: None,
+            shutdown: None,
+            deferred: DeferredQueue::default(),
+            held: Vec::new(),
+            next_run_id: 1,
+        }
+    }
+}
+
+impl Activity {
+    /// Nothing runs (no run, compaction or `bash`) and no op waits for
+    /// extensions. (The extensions' own work is theirs to tell.)
+    pub(super) fn is_idle(&self) -> bool {
+        self.work.is_idle() && self.bash.is_none() && !self.deferred.holds(Hold::Extensions)
+    }
+
+    /// The run or compaction.
+    pub(super) fn work(&self) -> &RunState {
+        &self.work
+    }
+
+    pub(super) fn is_running(&self) -> bool {
+        self.work.is_running()
+    }
+
+    pub(super) fn run(&self) -> Option<&ActiveRun> {
+        self.work.run()
+    }
+
+    pub(super) fn run_mut(&mut self) -> Option<&mut ActiveRun> {
+        self.work.run_mut()
+    }
+
+    /// Cancel the run or compaction.
+    pub(super) fn cancel_work(&self) {
+        self.work.cancel()
+    }
+
+    /// A run starts: its id.
+    pub(super) fn begin_run(&mut self, cancel: CancellationToken, retry_cancel: CancellationToken) -> u64 {
+        let id = self.next_run_id;
+        self.next_run_id += 1;
+        self.work = RunState::Running(ActiveRun { id, cancel, retry_cancel, retry_waiting: false, compacting: false });
+        id
+    }
+
+    /// The run `run_id` is over (once): the messages held during it, in
+    /// the order they join the conversation (`bash` results first). `None`
+    /// when that run is not the current one.
+    pub(super) fn end_run(&mut self, run_id: u64) -> Option<Vec<HeldMessage>> {
+        if self.work.run().is_none_or(|r| r.id != run_id) {
+            return None;
+        }
+        self.work = RunState::Idle;
+        let (mut bash, custom): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.held).into_iter().partition(|m| matches!(m, HeldMessage::Bash(_)));
+        bash.extend(custom);
+        Some(bash)
+    }
+
+    /// A `compact` command starts.
+    pub(super) fn begin_compaction(&mut self, compaction: ManualCompaction) {
+        self.work = RunState::Compacting(compaction);
+    }
+
+    /// A compaction ended: the `compact` command's if it was one (the agent
+    /// is idle again), `None` for a run's automatic one (the run goes on).
+    pub(super) fn end_compaction(&mut self) -> Option<ManualCompaction> {
+        match std::mem::take(&mut self.work) {
+            RunState::Compacting(manual) => Some(manual),
+            RunState::Running(mut run) => {
+                run.compacting = false;
+                self.work = RunState::Running(run);
+                None
+            }
+            RunState::Idle => None,
+        }
+    }
+
+    /// A message that arrived during the run: it joins the conversation when the run ends.
+    pub(super) fn hold_message(&mut self, message: HeldMessage) {
+        self.held.push(message);
+    }
+
+    /// An RPC `bash` command starts: its cancel token, or `None` when one already runs.
+    pub(super) fn begin_bash(&mut self) -> Option<CancellationToken> {
+        if self.bash.is_some() {
+            return None;
+        }
+        let cancel = CancellationToken::new();
+        self.bash = Some(cancel.clone());
+        Some(cancel)
+    }
+
+    pub(super) fn end_bash(&mut self) {
+        self.bash = None;
+    }
+
+    pub(super) fn is_bash_running(&self) -> bool {
+        self.bash.is_some()
+    }
+
+    pub(super) fn cancel_bash(&self) {
+        if let Some(cancel) = &self.bash {
+            cancel.cancel();
+        }
+    }
+
+    /// Shutdown was requested.
+    pub(super) fn is_shutting_down(&self) -> bool {
+        self.shutdown.is_some()
+    }
+
+    /// Stop once idle, answering `tag` then (a later request replaces an earlier one's tag).
+    pub(super) fn request_shutdown(&mut self, tag: Option<RequestTag>) {
+        self.shutdown = Some(tag);
+    }
+
+    /// The request to answer once stopped.
+    pub(super) fn take_shutdown_request(&mut self) -> Option<RequestTag> {
+        self.shutdown.take().flatten()
+    }
+
+    /// Hold `pending` until `hold` ends.
+    pub(super) fn hold(&mut self, hold: Hold, pending: Pending) {
+        self.deferred.hold(hold, pending);
+    }
+
+    /// Answer `tag` when the current activity ends.
+    pub(super) fn ack_at_end(&mut self, tag: Option<RequestTag>) {
+        self.deferred.ack_at_end(tag);
+    }
+
+    /// What the end of `hold` releases (see [`DeferredQueue::release`]).
+    pub(super) fn release(&mut self, hold: Hold) -> (Vec<RequestTag>, Vec<Pending>) {
+        self.deferred.release(hold)
+    }
+
+    /// Take every op held for `hold` (to refuse them at shutdown).
+    pub(super) fn drain_ops(&mut self, hold: Hold) -> Vec<Pending> {
+        self.deferred.drain_ops(hold)
+    }
+}
 
 /// What the agent is doing.
 #[derive(Default)]
@@ -192,6 +357,43 @@ pub(super) enum HeldMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idleness_covers_every_kind_of_busy() {
+        let mut a = Activity::default();
+        assert!(a.is_idle());
+        let cancel = a.begin_bash().unwrap();
+        assert!(a.begin_bash().is_none() && !a.is_idle());
+        a.cancel_bash();
+        assert!(cancel.is_cancelled());
+        a.end_bash();
+        assert!(a.is_idle());
+        a.hold(Hold::Extensions, Pending::new(Some(1), Op::GetState));
+        assert!(!a.is_idle());
+        a.release(Hold::Extensions);
+        a.begin_compaction(ManualCompaction { cancel: CancellationToken::new(), tag: Some(2) });
+        assert!(!a.is_idle() && a.work().is_compacting());
+        assert_eq!(a.end_compaction().and_then(|m| m.tag), Some(2));
+        assert!(a.is_idle());
+    }
+
+    #[test]
+    fn a_run_ends_once_and_releases_its_held_messages_bash_first() {
+        let mut a = Activity::default();
+        let message = |text: &str| AgentMessage::user(text, &[]);
+        let first = a.begin_run(CancellationToken::new(), CancellationToken::new());
+        a.end_run(first);
+        let id = a.begin_run(CancellationToken::new(), CancellationToken::new());
+        assert_ne!(id, first);
+        a.hold_message(HeldMessage::Custom(message("custom")));
+        a.hold_message(HeldMessage::Bash(message("bash")));
+        a.run_mut().unwrap().compacting = true;
+        assert!(a.end_compaction().is_none() && a.is_running() && !a.work().is_compacting());
+        assert!(a.end_run(first).is_none());
+        let held = a.end_run(id).unwrap();
+        assert!(matches!(held.as_slice(), [HeldMessage::Bash(_), HeldMessage::Custom(_)]));
+        assert!(a.end_run(id).is_none() && a.is_idle());
+    }
 
     #[test]
     fn releasing_keeps_order_and_what_waits_for_something_else() {

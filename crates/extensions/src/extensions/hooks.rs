@@ -235,7 +235,7 @@ impl Extensions {
                 continue;
             }
             if result.get("content").is_some() {
-                let (content, _) = super::tool::parse_content(&result);
+                let (content, _) = super::tool_content::parse_content(&result);
                 output.content = content;
                 output.structured_content = None;
             }

@@ -34,6 +34,7 @@ mod prompt_options;
 pub mod protocol;
 mod provider_events;
 mod tool;
+mod tool_content;
 pub mod ui;
 
 pub use discovery::{DiscoverOptions, Discovered, discover};

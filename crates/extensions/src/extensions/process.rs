@@ -592,7 +592,7 @@ async fn handle_request(ext: &Arc<Extension>, method: &str, params: Value) -> Re
             let call_id = params.get("toolCallId").and_then(Value::as_str).unwrap_or_default();
             let tx = lock(&ext.tool_updates).get(call_id).cloned();
             if let Some(tx) = tx {
-                let (content, details) = super::tool::parse_content(&params);
+                let (content, details) = super::tool_content::parse_content(&params);
                 let _ = tx.send(ToolUpdate { content, details });
             }
             return Ok(Value::Null);

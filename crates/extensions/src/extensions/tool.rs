@@ -12,28 +12,8 @@ use tokio_util::sync::CancellationToken;
 use super::Extensions;
 use super::process::{CallError, Extension};
 use super::protocol::ToolSpecWire;
-use crate::message::ContentBlock;
+use super::tool_content::parse_content;
 use crate::tools::{GateDecision, Tool, ToolCallGate, ToolContext, ToolOutput};
-
-/// `content` (a string or content blocks) and `details` of a tool result or update.
-pub(crate) fn parse_content(v: &Value) -> (Vec<ContentBlock>, Option<Value>) {
-    let content = match v.get("content") {
-        Some(Value::String(s)) => vec![ContentBlock::text(s.clone())],
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|item| match item {
-                Value::String(s) => ContentBlock::text(s.clone()),
-                other => {
-                    serde_json::from_value(other.clone()).unwrap_or_else(|_| ContentBlock::text(other.to_string()))
-                }
-            })
-            .collect(),
-        Some(Value::Null) | None => Vec::new(),
-        Some(other) => vec![ContentBlock::text(other.to_string())],
-    };
-    let details = v.get("details").filter(|d| !d.is_null()).cloned();
-    (content, details)
-}
 
 /// A tool registered by an extension.
 pub struct ExtensionTool {
@@ -163,20 +143,5 @@ impl ToolCallGate for ExtensionGate {
             return output;
         }
         self.extensions.tool_result(tool_call_id, tool_name, args, output, cancel).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn content_accepts_strings_and_blocks() {
-        let (c, d) = parse_content(&json!({"content": "hi", "details": {"n": 1}}));
-        assert_eq!(c, vec![ContentBlock::text("hi")]);
-        assert_eq!(d, Some(json!({"n": 1})));
-        let (c, d) = parse_content(&json!({"content": [{"type": "text", "text": "a"}, "b"]}));
-        assert_eq!(c, vec![ContentBlock::text("a"), ContentBlock::text("b")]);
-        assert_eq!(d, None);
     }
 }

@@ -1,0 +1,143 @@
+//! Every op, in one exhaustive match: what extensions, shutdown and
+//! compaction do with it first, then its handler.
+
+use super::actor::Agent;
+use super::internal::QueueKind;
+use super::state::{Hold, Pending};
+use crate::error::CoreError;
+use crate::op::{Op, Reply, TreeWithLeaf};
+
+impl Agent {
+    /// Handle one op: extensions, shutdown and compaction may take it or
+    /// hold it; a session switch during a run ends the run and waits for it.
+    pub(super) async fn handle_op(&mut self, pending: Pending) {
+        let Some(pending) = self.intercept_for_extensions(pending).await else { return };
+        if self.activity.is_shutting_down()
+            && !pending.accepted
+            && !matches!(pending.op, Op::Shutdown { .. } | Op::ExtensionUiResponse { .. } | Op::ClientResponse { .. })
+        {
+            self.reply(pending.tag, Err(CoreError::busy("The agent is shutting down"))).await;
+            return;
+        }
+        let Some(pending) = self.compaction_intercept(pending).await else { return };
+        if switches_session(&pending.op) && self.activity.is_running() {
+            self.activity.cancel_work();
+            self.activity.hold(Hold::Activity, pending);
+            return;
+        }
+        let tag = pending.tag;
+        // A login or logout since the last op (by pi too) counts from now on.
+        self.models.sync_auth(&self.agent_dir);
+        // Ops that answer themselves (now or later) return; the others give their answer.
+        let result = match pending.op {
+            Op::Prompt { message, images, streaming_behavior } => {
+                return self.prompt(tag, message, images, streaming_behavior).await;
+            }
+            Op::Steer { message, images } => return self.enqueue(tag, QueueKind::Steering, message, images).await,
+            Op::FollowUp { message, images } => return self.enqueue(tag, QueueKind::FollowUp, message, images).await,
+            Op::SendUserMessage { message, images } => {
+                return if self.activity.is_running() {
+                    self.enqueue(tag, QueueKind::Steering, message, images).await
+                } else {
+                    self.prompt(tag, message, images, None).await
+                };
+            }
+            Op::Abort => return self.abort(tag).await,
+            Op::AbortRetry => match self.activity.run() {
+                Some(run) if run.retry_waiting => {
+                    run.retry_cancel.cancel();
+                    self.activity.ack_at_end(tag);
+                    return;
+                }
+                _ => Ok(Reply::Ack),
+            },
+            Op::Compact { custom_instructions } => {
+                if self.activity.work().is_idle() {
+                    return self.start_manual_compaction(tag, custom_instructions).await;
+                }
+                // pi aborts what runs (a run, another compaction) and compacts after it.
+                self.activity.cancel_work();
+                self.activity.hold(Hold::Activity, Pending { op: Op::Compact { custom_instructions }, ..pending });
+                return;
+            }
+            Op::Bash { command, exclude_from_context } => return self.bash(tag, command, exclude_from_context).await,
+            Op::AbortBash => {
+                self.activity.cancel_bash();
+                Ok(Reply::Ack)
+            }
+            Op::Shutdown { abort } => {
+                if abort {
+                    self.activity.cancel_work();
+                    self.activity.cancel_bash();
+                }
+                // Answered once stopped.
+                return self.activity.request_shutdown(tag);
+            }
+            Op::Unload => {
+                if self.is_idle() && !self.activity.is_shutting_down() && self.ext.handle.ui().is_empty() {
+                    return self.activity.request_shutdown(tag);
+                }
+                Err(CoreError::busy("The session is busy"))
+            }
+            Op::ExtensionUiResponse { id, response } if self.approval_dialog_answer(id.as_deref(), &response) => {
+                Ok(Reply::Ack)
+            }
+            Op::ExtensionUiResponse { id, response } => return self.ui_response(tag, id, response).await,
+            Op::ClientResponse { id, result } => return self.client_response(tag, id, result).await,
+            Op::SetApprovalMode { mode } => return self.set_approval_mode(tag, mode).await,
+            Op::Barrier => Ok(Reply::Ack),
+            Op::Login(request) => return self.login(tag, request),
+            Op::PendingRequests => {
+                // Extension dialogs and the requests to the client (approvals, files, terminals).
+                let mut ids = self.ext.handle.ui().ids();
+                ids.extend(self.client.broker.ids());
+                Ok(Reply::PendingRequests(ids))
+            }
+            // State and settings (settings.rs).
+            Op::GetState => Ok(Reply::State(Box::new(self.snapshot()))),
+            Op::GetMessages => Ok(Reply::Messages(self.messages.clone())),
+            Op::SetModel { provider, model_id } => self.set_model(provider, model_id).await,
+            Op::CycleModel => self.cycle_model().await,
+            Op::GetAvailableModels => Ok(Reply::Models(self.models.available())),
+            Op::SetThinkingLevel { level } => {
+                self.change_thinking(level).await;
+                Ok(Reply::Ack)
+            }
+            Op::CycleThinkingLevel => Ok(Reply::CycleThinkingLevel(self.cycle_thinking_level().await)),
+            Op::GetAvailableThinkingLevels => Ok(Reply::ThinkingLevels(self.model.thinking_levels())),
+            Op::SetSteeringMode { mode } => Ok(self.set_queue_mode(QueueKind::Steering, mode)),
+            Op::SetFollowUpMode { mode } => Ok(self.set_queue_mode(QueueKind::FollowUp, mode)),
+            Op::SetAutoCompaction { enabled } => Ok(self.set_auto_compaction(enabled)),
+            Op::SetAutoRetry { enabled } => Ok(self.set_auto_retry(enabled)),
+            Op::GetSessionStats => Ok(Reply::SessionStats(Box::new(self.session_stats()))),
+            Op::GetLastAssistantText => Ok(Reply::LastAssistantText(self.last_assistant_text())),
+            Op::SetSessionName { name } => self.set_session_name(name).await,
+            Op::GetCommands => Ok(Reply::Commands(self.command_list())),
+            Op::ClearQueue => Ok(self.clear_queues().await),
+            Op::SetActiveTools { tools } => self.set_active_tools(tools),
+            Op::Initialize(params) => self.initialize(params).await,
+            // The session tree (session_tree.rs).
+            Op::NewSession { parent_session } => self.new_session(parent_session).await,
+            Op::SwitchSession { session_path, .. } => self.switch_session(&session_path).await,
+            Op::ResumeSession { reference, .. } => self.resume_session(&reference).await,
+            Op::Fork { entry_id } => self.fork(&entry_id).await,
+            Op::Clone => self.clone_session().await,
+            Op::GetForkMessages => Ok(Reply::ForkMessages(self.session.fork_messages())),
+            Op::GetEntries { since } => self.entries(since.as_deref()).map(Reply::Entries),
+            Op::GetTree => Ok(Reply::Tree(TreeWithLeaf {
+                tree: self.session.tree(),
+                leaf_id: self.session.leaf_id().map(str::to_string),
+            })),
+            Op::ExportHtml { output_path } => self.export_html(output_path.as_deref()).map(Reply::ExportHtml),
+        };
+        self.reply(tag, result).await;
+    }
+}
+
+/// Ops that replace the current session.
+fn switches_session(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::NewSession { .. } | Op::SwitchSession { .. } | Op::ResumeSession { .. } | Op::Fork { .. } | Op::Clone
+    )
+}
