@@ -405,7 +405,7 @@ mod tests {
 
         let sys = r#"{"type":"message","id":"a0b1c2d3","parentId":null,"timestamp":"t","message":{"role":"system","content":"","timestamp":1}}"#;
         let e: SessionEntry = serde_json::from_str(sys).unwrap();
-        assert!(e.message().is_none());
+        assert!(matches!(e.message(), Some(AgentMessage::System(_))), "system messages are modelled");
         assert_eq!(e.id(), Some("a0b1c2d3"));
         assert_eq!(serde_json::to_string(&e).unwrap(), sys);
     }
