@@ -7,14 +7,14 @@
 //! message out goes through one channel to the sink, within a byte budget.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agent_client_protocol_schema::v1 as acp;
 use pi_core::client::ClientCapabilities;
 use pi_core::mcp::ServerConfig;
 use pi_core::op::Op;
+use pi_transport::MessageSink;
 use pi_transport::framing::{FrameError, RecordSource};
-use pi_transport::{MessageSink, Outbound};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -23,51 +23,13 @@ use tokio::sync::{Semaphore, mpsc};
 use crate::PROTOCOL_VERSION;
 use crate::host::{SessionHost, SessionStart};
 use crate::lifecycle::Sessions;
-use crate::requests::{Expect, Sent, answer};
+use crate::outbox::{OUT_BYTES, Shared};
+use crate::requests::{Expect, answer};
 use crate::session::{Opening, SessionCmd};
 use crate::wire::{Incoming, classify, error_response, invalid_params, response};
 
 /// Messages waiting for the client to read them.
 const OUT_MESSAGES: usize = 1024;
-/// Bytes waiting for the client to read them (a bigger message waits for
-/// the way out to empty, then goes alone).
-const OUT_BYTES: usize = 16 * 1024 * 1024;
-
-/// What the connection and its session tasks share: the way out and the
-/// table of our requests awaiting the client's response.
-pub struct Shared {
-    out: mpsc::Sender<(Vec<u8>, u32)>,
-    room: Arc<Semaphore>,
-    sent: Mutex<Outbound<Sent>>,
-}
-
-impl Shared {
-    fn table(&self) -> std::sync::MutexGuard<'_, Outbound<Sent>> {
-        self.sent.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Send one message (dropped once the output is closed), waiting while
-    /// the client has more than the budget left to read.
-    pub async fn send(&self, bytes: Vec<u8>) {
-        let cost = u32::try_from(bytes.len().clamp(1, OUT_BYTES)).unwrap_or(u32::MAX);
-        let Ok(permit) = self.room.clone().acquire_many_owned(cost).await else { return };
-        permit.forget();
-        if self.out.send((bytes, cost)).await.is_err() {
-            self.room.add_permits(cost as usize);
-        }
-    }
-
-    /// Record a request to the client; returns its wire id.
-    pub fn outbound(&self, sent: Sent) -> u64 {
-        self.table().insert(sent)
-    }
-
-    /// The core stopped waiting for request `core_id`: forget it, returning its wire id.
-    pub fn forget(&self, core_id: &str) -> Option<u64> {
-        self.table().take_where(|s| s.core_id == core_id).map(|(id, _)| id)
-    }
-}
-
 struct Connection<H: SessionHost> {
     sessions: Sessions<H>,
 }
@@ -333,7 +295,7 @@ where
 {
     let (out, mut out_rx) = mpsc::channel::<(Vec<u8>, u32)>(OUT_MESSAGES);
     let room = Arc::new(Semaphore::new(OUT_BYTES));
-    let shared = Arc::new(Shared { out, room: room.clone(), sent: Mutex::new(Outbound::default()) });
+    let shared = Arc::new(Shared::new(out, room.clone()));
     let idle = host.idle_sleep();
     let mut conn = Connection { sessions: Sessions::new(host, shared) };
     // The writer runs beside the reader, not inside its loop: the reader (and

@@ -15,13 +15,15 @@
 //! * [`updates`]: tool calls, content, replay as `session/update`s;
 //! * [`config`]: config options and modes; [`wire`]: the JSON-RPC envelope;
 //! * [`host`]: where sessions come from; [`stored`]: the stored ones' list.
-//! * [`login`]: the authentication methods (subscription logins).
+//! * [`login`]: the authentication methods (subscription logins);
+//! * [`outbox`]: the way out a connection's sessions share.
 
 pub mod config;
 pub mod connection;
 pub mod host;
 pub mod lifecycle;
 pub mod login;
+pub mod outbox;
 pub mod requests;
 pub mod session;
 pub mod stored;

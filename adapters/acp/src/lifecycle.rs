@@ -21,8 +21,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::Shared;
 use crate::host::{OpenError, SessionHost, SessionSpec, SessionStart};
+use crate::outbox::Shared;
 use crate::session::{Opening, Session, SessionCmd};
 use crate::wire::{internal, invalid_params};
 

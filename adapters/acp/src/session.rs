@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::DropGuard;
 
 use crate::config::{Choices, MODE, MODEL, THOUGHT_LEVEL};
-use crate::connection::Shared;
+use crate::outbox::Shared;
 use crate::requests::{Sent, outbound};
 use crate::updates::{self, tool_call, tool_result};
 use crate::wire::{self, error_response, internal, invalid_params, response, session_update};

@@ -145,6 +145,8 @@ impl Binding {
     /// A binding of op `C` whose params are `P` (decoded by `decode`, made
     /// by the table's `bind!` so that it can only make a `C`) and whose
     /// result `R` is built from `C`'s reply.
+    // `P` is used only for the schemas (feature `schemas`).
+    #[cfg_attr(not(feature = "schemas"), allow(clippy::extra_unused_type_parameters))]
     const fn new<C: TypedOp, P: DeserializeOwned + JsonSchema, R: WireResult + FromReply<C::Reply>>(
         name: &'static str,
         decode: fn(&Map<String, Value>) -> Result<Op, FieldError>,

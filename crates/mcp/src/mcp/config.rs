@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+/// `*` matches any run of characters (globset, through pi-types).
+pub use pi_types::tool_name::wildcard_match;
+
 /// How a server's tools reach the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exposure {
@@ -154,29 +157,6 @@ impl ServerConfig {
             Transport::Http { url, .. } => format!("{} (http: {})", self.name, strip_userinfo(url)),
         }
     }
-}
-
-/// `*` matches any run of characters.
-pub fn wildcard_match(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == text;
-    }
-    let mut rest = text;
-    for (i, part) in parts.iter().enumerate() {
-        if i == 0 {
-            let Some(r) = rest.strip_prefix(part) else { return false };
-            rest = r;
-        } else if i == parts.len() - 1 {
-            return rest.ends_with(part);
-        } else {
-            match rest.find(part) {
-                Some(pos) => rest = &rest[pos + part.len()..],
-                None => return false,
-            }
-        }
-    }
-    true
 }
 
 fn strip_userinfo(url: &str) -> String {

@@ -57,7 +57,7 @@ impl ToolFilter {
     }
 
     fn matches(patterns: &[String], name: &str) -> bool {
-        patterns.iter().any(|p| config::wildcard_match(p, name))
+        pi_types::tool_name::Wildcards::new(patterns.iter().map(String::as_str)).matches(name)
     }
 
     pub fn excluded(&self, name: &str) -> bool {

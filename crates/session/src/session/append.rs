@@ -7,7 +7,8 @@ use super::entry::{
     MessageEntry, ModelChangeEntry, SessionEntry, SessionInfoEntry, StoredMessage, ThinkingLevelChangeEntry, iso_now,
 };
 use super::error::SessionError;
-use super::store::{Session, generate_id, message_role};
+use super::record::message_role;
+use super::store::{Session, generate_id};
 use crate::message::{AgentMessage, Usage, UserContent};
 
 impl Session {

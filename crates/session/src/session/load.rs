@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use super::entry::SESSION_VERSION;
 use super::error::SessionError;
-use super::record::Record;
+use super::record::{Record, is_header};
 use super::scan::scan_line;
 use super::slot::{Slot, Span};
 
@@ -60,11 +60,6 @@ impl Entries {
             _ => {}
         }
     }
-}
-
-/// True when `value` is a session header record.
-pub(crate) fn is_header(value: &Value) -> bool {
-    value.get("type").and_then(Value::as_str) == Some("session") && value.get("id").is_some_and(Value::is_string)
 }
 
 /// How a file is cut into parts read at once, and read.
@@ -365,30 +360,5 @@ impl<'f> Lines<'f> {
             Some(raw) => (offset, raw, false),
             None => (offset, &self.line[..], true),
         }))
-    }
-}
-
-/// Read only the header of `path` (for discovery): the first readable record
-/// if it is a header, within the first MiB. Any failure gives `None`.
-pub(crate) fn read_header_value(path: &Path) -> Option<Value> {
-    const LIMIT: u64 = 1024 * 1024;
-    let file = std::fs::File::open(path).ok()?;
-    let mut reader = BufReader::new(file.take(LIMIT));
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line).ok()?;
-        if n == 0 {
-            return None;
-        }
-        let text = String::from_utf8_lossy(&line);
-        if text.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Value>(&text) {
-            Ok(v) if is_header(&v) => return Some(v),
-            Ok(_) => return None,
-            Err(_) => continue,
-        }
     }
 }

@@ -1,12 +1,13 @@
 //! Finding sessions on disk: default directories, the most recent session, and id/prefix/path references.
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
 use super::entry::SessionHeader;
 use super::error::SessionError;
-use super::load::read_header_value;
+use super::record::is_header;
 
 /// Resolve `input` like pi's `resolvePath`: `~` and `~/…` expand to the home
 /// directory, relative paths are taken from `base`, and `.`/`..` segments
@@ -142,4 +143,29 @@ pub fn resolve_session(reference: &str, cwd: &Path, dirs: &[PathBuf]) -> Result<
         }
     }
     Err(SessionError::NoSessionFound(reference.to_string()))
+}
+
+/// Read only the header of `path` (for discovery): the first readable record
+/// if it is a header, within the first MiB. Any failure gives `None`.
+pub(crate) fn read_header_value(path: &Path) -> Option<Value> {
+    const LIMIT: u64 = 1024 * 1024;
+    let file = std::fs::File::open(path).ok()?;
+    let mut reader = BufReader::new(file.take(LIMIT));
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line).ok()?;
+        if n == 0 {
+            return None;
+        }
+        let text = String::from_utf8_lossy(&line);
+        if text.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(&text) {
+            Ok(v) if is_header(&v) => return Some(v),
+            Ok(_) => return None,
+            Err(_) => continue,
+        }
+    }
 }

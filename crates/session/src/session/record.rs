@@ -127,3 +127,19 @@ impl Write for SameBytes<'_> {
         Ok(())
     }
 }
+
+/// True when `value` is a session header record.
+pub(crate) fn is_header(value: &Value) -> bool {
+    value.get("type").and_then(Value::as_str) == Some("session") && value.get("id").is_some_and(Value::is_string)
+}
+
+/// The role of a `message` entry, whether or not we model that role.
+pub(crate) fn message_role(entry: &SessionEntry) -> Option<&str> {
+    match entry {
+        SessionEntry::Known(KnownEntry::Message(m)) => match &m.message {
+            StoredMessage::Known(msg) => Some(msg.role()),
+            StoredMessage::Other(v) => v.get("role").and_then(Value::as_str),
+        },
+        _ => None,
+    }
+}

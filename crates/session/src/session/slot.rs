@@ -156,7 +156,7 @@ impl Slot {
     pub(crate) fn role(&self) -> Option<&str> {
         match &self.head {
             Some(head) => head.role.as_deref(),
-            None => self.loaded().and_then(|r| super::store::message_role(&r.entry)),
+            None => self.loaded().and_then(|r| super::record::message_role(&r.entry)),
         }
     }
 

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::entry::{KnownEntry, SESSION_VERSION, SessionEntry, SessionHeader, StoredMessage, iso_now};
+use super::entry::{KnownEntry, SESSION_VERSION, SessionEntry, SessionHeader, iso_now};
 use super::error::SessionError;
 use super::load::{Entries, FileContents, read_session_file};
 use super::migrate::migrate_to_current;
@@ -543,16 +543,5 @@ impl Session {
             }
             _ => None,
         })?
-    }
-}
-
-/// The role of a `message` entry, whether or not we model that role.
-pub(crate) fn message_role(entry: &SessionEntry) -> Option<&str> {
-    match entry {
-        SessionEntry::Known(KnownEntry::Message(m)) => match &m.message {
-            StoredMessage::Known(msg) => Some(msg.role()),
-            StoredMessage::Other(v) => v.get("role").and_then(Value::as_str),
-        },
-        _ => None,
     }
 }
