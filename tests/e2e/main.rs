@@ -7,6 +7,7 @@
 mod acp_bridge;
 mod acp_clients;
 mod acp_sessions;
+mod aws_credentials;
 mod big_replies;
 mod cli_options;
 mod client_tools;
@@ -34,6 +35,7 @@ mod native_state;
 mod native_tools;
 mod npm_registry;
 mod oauth;
+mod oauth_vs_pi;
 mod packages;
 mod pi_parity;
 mod providers;

@@ -1,4 +1,3 @@
-// WIP (not in main.rs yet): pi 1.6.0's `auth login` exits 1 against the fake OAuth server; find why, then add `mod oauth_vs_pi;`.
 //! `pi login` side by side with pi 1.6.0's own `pi auth login`: each program
 //! signs in to the same provider against the fake OAuth server (pi through
 //! `tests/oauth/route_fetch.mjs`, which sends its hard-coded origins where
@@ -7,6 +6,11 @@
 //! same: the same fields in the same order, the same values but the freshly
 //! minted tokens and their expiry. Device-code logins, which need no
 //! browser: OpenAI Codex, GitHub Copilot, xAI, Kimi Code, Meta.
+//!
+//! pi's CLI installs undici's fetch at start-up (`undici.install()`), which
+//! replaced a plain fetch wrapper: its logins then went to the real hosts
+//! and failed ("fetch failed", exit 1). `route_fetch.mjs` now keeps its
+//! wrapper in front of whatever fetch is installed.
 
 use std::time::Duration;
 

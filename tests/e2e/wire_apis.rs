@@ -53,16 +53,16 @@ const VOLATILE: &[&str] = &[
 const AUTH: &[&str] = &["authorization", "api-key", "x-api-key", "x-goog-api-key", "cf-aig-authorization"];
 
 /// One configuration run through both programs.
-struct Case {
-    name: &'static str,
-    model: &'static str,
-    env: Vec<(&'static str, String)>,
+pub(crate) struct Case {
+    pub(crate) name: &'static str,
+    pub(crate) model: &'static str,
+    pub(crate) env: Vec<(&'static str, String)>,
     /// `models.json`, with `BASE` replaced by the fake server's address.
-    models: Value,
-    auth: Option<Value>,
+    pub(crate) models: Value,
+    pub(crate) auth: Option<Value>,
     /// The fake server checks Bedrock's credentials (SigV4 with
     /// [`AWS_KEY_ID`]/[`AWS_SECRET`], or a bearer token) and refuses others.
-    aws_auth: bool,
+    pub(crate) aws_auth: bool,
 }
 
 /// What one program did.
@@ -218,19 +218,29 @@ fn body_summary(r: &RecordedRequest) -> Value {
     })
 }
 
-async fn side_by_side(case: Case) {
+pub(crate) async fn side_by_side(case: Case) {
     let Some(reference) = reference_cli() else { return };
     let (pi, rpc) = tokio::join!(run_one(&case, Some(&reference)), run_one(&case, None));
     let name = case.name;
     assert!(!pi.requests.is_empty(), "{name}: pi sent nothing: {}", pi.stderr);
-    assert_eq!(
-        pi.requests.len(),
-        rpc.requests.len(),
-        "{name}: request count\npi: {}\npi-rpc: {}",
-        pi.stderr,
-        rpc.stderr
-    );
-    for (i, (a, b)) in pi.requests.iter().zip(&rpc.requests).enumerate() {
+    // The AWS credential services (STS, SSO, instance metadata) asked before
+    // the model: the same calls, each counted once (pi's SDK client asks
+    // them again for every model call; pi-rpc keeps temporary credentials
+    // until they nearly expire).
+    let (pi_services, pi_model): (Vec<_>, Vec<_>) = pi.requests.iter().partition(|r| is_credential_service(r));
+    let (rpc_services, rpc_model): (Vec<_>, Vec<_>) = rpc.requests.iter().partition(|r| is_credential_service(r));
+    let distinct = |calls: &[&RecordedRequest]| {
+        let mut out: Vec<Value> = Vec::new();
+        for call in calls.iter().map(|r| service_call(r)) {
+            if !out.contains(&call) {
+                out.push(call);
+            }
+        }
+        out
+    };
+    assert_eq!(distinct(&pi_services), distinct(&rpc_services), "{name}: the credential services asked");
+    assert_eq!(pi_model.len(), rpc_model.len(), "{name}: request count\npi: {}\npi-rpc: {}", pi.stderr, rpc.stderr);
+    for (i, (a, b)) in pi_model.iter().zip(&rpc_model).enumerate() {
         assert_eq!((&a.method, &a.path), (&b.method, &b.path), "{name} #{i}: method and path");
         assert_eq!(credentials(a), credentials(b), "{name} #{i}: auth scheme and credential");
         assert_eq!(provider_headers(a), provider_headers(b), "{name} #{i}: provider headers");
@@ -239,6 +249,29 @@ async fn side_by_side(case: Case) {
     }
     assert_eq!(pi.stdout.trim(), "All done.", "{name}: pi's answer: {}", pi.stderr);
     assert_eq!(rpc.stdout.trim(), pi.stdout.trim(), "{name}: the answers: {}", rpc.stderr);
+}
+
+/// A request for an AWS credential service of the fake server
+/// (`pi_compat::fake_server::aws_services`), not for the model.
+fn is_credential_service(r: &RecordedRequest) -> bool {
+    let body = String::from_utf8_lossy(&r.raw_body);
+    r.path.starts_with("/latest/") || r.path.starts_with("/federation/") || body.starts_with("Action=AssumeRole")
+}
+
+/// What a credential-service request asks: method, path (SSO's query
+/// sorted), the credential it is signed with, and its form's parameters
+/// (sorted).
+fn service_call(r: &RecordedRequest) -> Value {
+    let body = String::from_utf8_lossy(&r.raw_body);
+    // `DurationSeconds=3600`, which pi's JS SDK sends, is STS's default,
+    // which the Rust SDK's profile provider leaves out: the same request.
+    let mut form: Vec<&str> = body.split('&').filter(|p| !p.is_empty() && *p != "DurationSeconds=3600").collect();
+    form.sort_unstable();
+    let (path, query) = r.path.split_once('?').unwrap_or((&r.path, ""));
+    let mut query: Vec<&str> = query.split('&').filter(|p| !p.is_empty()).collect();
+    query.sort_unstable();
+    json!({"method": r.method, "path": path, "query": query, "credential": credentials(r), "form": form,
+           "token": r.header("x-aws-ec2-metadata-token").is_some(), "sso": r.header("x-amz-sso_bearer_token")})
 }
 
 /// A JWT whose claims carry a ChatGPT account id (the Codex backend reads it).
@@ -468,11 +501,11 @@ async fn list_models_equals_pi() {
 }
 
 /// The AWS keys the Bedrock cases sign with (the fake server checks the signature).
-const AWS_KEY_ID: &str = "AKIDSIDEBYSIDE";
-const AWS_SECRET: &str = "side/by/side+secret";
+pub(crate) const AWS_KEY_ID: &str = "AKIDSIDEBYSIDE";
+pub(crate) const AWS_SECRET: &str = "side/by/side+secret";
 const AWS_BEARER: &str = "bedrock-bearer-123";
 
-fn aws_env() -> Vec<(&'static str, String)> {
+pub(crate) fn aws_env() -> Vec<(&'static str, String)> {
     // pi's SDK speaks HTTP/2 by default; the fake server speaks HTTP/1.1.
     vec![("AWS_BEDROCK_FORCE_HTTP1", "1".into())]
 }

@@ -30,6 +30,7 @@
 //! ```
 
 pub mod anthropic;
+pub mod aws_services;
 pub mod bedrock;
 pub mod gemini;
 mod http;
@@ -124,7 +125,14 @@ impl AwsAuth {
             Some(v) if v.starts_with("Bearer ") => {
                 (self.bearer.as_deref() != Some(&v[7..])).then(|| "Invalid bearer token".to_string())
             }
-            Some(_) => bedrock::verify_sigv4(request, &self.access_key_id, &self.secret).err(),
+            Some(_) => {
+                let signed = bedrock::verify_sigv4(request, &self.access_key_id, &self.secret).err();
+                // Temporary credentials the fake AWS services issued sign as well.
+                let issued = || {
+                    aws_services::ALL.iter().any(|c| bedrock::verify_sigv4(request, c.access_key_id, c.secret).is_ok())
+                };
+                signed.filter(|_| !issued())
+            }
         }
     }
 }
@@ -450,6 +458,18 @@ async fn serve(
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let Some(request) = http::read_request(&mut stream).await? else { return Ok(()) };
+    let service = {
+        let mut st = lock(&state);
+        let keys = st.aws.as_ref().map(|a| (a.access_key_id.clone(), a.secret.clone()));
+        let answer = aws_services::answer(&request, keys.as_ref().map(|(k, s)| (k.as_str(), s.as_str())));
+        if answer.is_some() {
+            st.requests.push(request.clone());
+        }
+        answer
+    };
+    if let Some((status, headers, body)) = service {
+        return http::write_plain(&mut stream, status, &headers, &body).await;
+    }
     let format = if request.method == "POST" { Format::of_path(&request.path) } else { None };
     // Only model calls take a reply: a stray GET (a WebSocket upgrade) leaves the queue alone.
     let (reply, refusal) = {

@@ -12,7 +12,7 @@
 //! the APIs never send it and resolve the real credentials themselves.
 
 use super::cloudflare;
-use super::credential::ProviderEnv;
+use super::env::ProviderEnv;
 
 /// The stand-in key of ambient credentials.
 pub const AUTHENTICATED: &str = "<authenticated>";

@@ -566,7 +566,7 @@ pub fn build_headers(request: &ProviderRequest, plan: &Plan) -> Result<Vec<(Stri
     if !betas.is_empty() {
         set_header(&mut headers, "anthropic-beta", betas.join(","));
     }
-    crate::provider::shared::finish_headers(request, &mut headers);
+    crate::provider::edits::finish_headers(request, &mut headers);
     Ok(headers)
 }
 

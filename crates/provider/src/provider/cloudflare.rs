@@ -10,7 +10,7 @@
 //!   and sends neither `Authorization` nor `x-api-key`.
 
 use super::ProviderRequest;
-use super::credential::ProviderEnv;
+use super::env::ProviderEnv;
 use super::shared::{has_header, set_header};
 
 pub const WORKERS_AI: &str = "cloudflare-workers-ai";

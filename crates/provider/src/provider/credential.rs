@@ -13,15 +13,15 @@
 //!
 //! The wire APIs only read `ProviderRequest::api_key` and `ProviderEnv`; the
 //! credential side fills `ProviderRequest::credential`. The wrapper also
-//! fills the Cloudflare account placeholders of the base URL from the
-//! provider env ([`super::cloudflare::prepare`]).
+//! applies the per-provider request edits first (`edits::prepare`: the
+//! Cloudflare account placeholders, Azure's Chat Completions model).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+pub use super::env::ProviderEnv;
 use super::{Provider, ProviderError, ProviderRequest, ProviderStream};
 
 /// A credential that can change during a session.
@@ -35,32 +35,6 @@ pub trait CredentialSource: Send + Sync + std::fmt::Debug {
     /// and return the credential to retry with. An error (a refresh that
     /// failed for good) is the call's error.
     async fn refresh(&self, refused: &str) -> Result<String, ProviderError>;
-}
-
-/// Provider variables stored with the credential, over the process environment.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ProviderEnv {
-    stored: Arc<HashMap<String, String>>,
-}
-
-impl ProviderEnv {
-    pub fn new(stored: HashMap<String, String>) -> ProviderEnv {
-        ProviderEnv { stored: Arc::new(stored) }
-    }
-
-    /// The stored value, else the process environment's; empty values count as unset.
-    pub fn get(&self, name: &str) -> Option<String> {
-        match self.stored.get(name) {
-            Some(v) => Some(v.clone()),
-            None => std::env::var(name).ok(),
-        }
-        .filter(|v| !v.is_empty())
-    }
-
-    /// The stored variables.
-    pub fn stored(&self) -> &HashMap<String, String> {
-        &self.stored
-    }
 }
 
 /// Wraps a wire API: when the request has a [`CredentialSource`], its
@@ -82,8 +56,7 @@ impl Provider for Authenticated {
     }
 
     fn stream(&self, mut request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
-        super::cloudflare::prepare(&mut request);
-        if let Err(e) = super::openai::azure::prepare_completions(&mut request) {
+        if let Err(e) = super::edits::prepare(&mut request) {
             return futures::stream::iter([Err(e)]).boxed();
         }
         let Some(source) = request.credential.clone() else {
@@ -205,7 +178,7 @@ mod tests {
 
     #[test]
     fn stored_env_wins_over_the_process() {
-        let env = ProviderEnv::new(HashMap::from([("PATH".to_string(), "stored".to_string())]));
+        let env = ProviderEnv::new(std::collections::HashMap::from([("PATH".to_string(), "stored".to_string())]));
         assert_eq!(env.get("PATH").as_deref(), Some("stored"));
         assert_eq!(env.get("PI_RPC_SURELY_UNSET_VARIABLE"), None);
         assert!(ProviderEnv::default().get("PATH").is_some());

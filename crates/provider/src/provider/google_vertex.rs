@@ -33,8 +33,8 @@ use google_cloud_auth::credentials::{CacheableResource, Credentials};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::credential::ProviderEnv;
 use super::driver::{Api, Call, drive_prepared};
+use super::env::ProviderEnv;
 use super::google_request::build_body;
 use super::http::{HttpClient, route_url};
 use super::shared::{configured_headers, set_header};

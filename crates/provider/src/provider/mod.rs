@@ -25,6 +25,8 @@ pub mod convert;
 pub mod copilot;
 pub mod credential;
 pub(crate) mod driver;
+pub mod edits;
+pub mod env;
 pub mod faux;
 pub mod google;
 pub mod google_request;
@@ -80,7 +82,7 @@ pub struct ProviderRequest {
     /// ([`credential::Authenticated`]). `None`: `api_key` is used as it is.
     pub credential: Option<Arc<dyn credential::CredentialSource>>,
     /// Provider variables stored with the credential, over the process environment.
-    pub env: credential::ProviderEnv,
+    pub env: env::ProviderEnv,
 }
 
 /// Kind of a content block being streamed.

@@ -110,14 +110,6 @@ pub fn request_headers(request: &ProviderRequest) -> Vec<(String, String)> {
     out
 }
 
-/// The provider-specific edits pi makes to a request's final headers:
-/// Copilot's per-request headers ([`super::copilot`]) and the Cloudflare AI
-/// Gateway's authentication ([`super::cloudflare`]).
-pub fn finish_headers(request: &ProviderRequest, headers: &mut Vec<(String, String)>) {
-    super::copilot::finish_headers(request, headers);
-    super::cloudflare::finish_headers(request, headers);
-}
-
 /// The model's string headers, then the request's ([`request_headers`]);
 /// later entries replace earlier ones of the same name.
 pub fn configured_headers(request: &ProviderRequest) -> Vec<(String, String)> {

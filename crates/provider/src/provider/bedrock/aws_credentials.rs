@@ -10,22 +10,25 @@
 //!    `~/.aws/credentials` (`AWS_SHARED_CREDENTIALS_FILE`) over
 //!    `~/.aws/config` (`AWS_CONFIG_FILE`, sections `[profile name]`), with
 //!    static keys or a `credential_process`;
-//! 4. container credentials: `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`
+//!    (profiles with SSO, `role_arn` or a web identity token file:
+//!    [`super::aws_sdk_credentials`]);
+//! 4. web identity: `AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN`
+//!    (STS `AssumeRoleWithWebIdentity`, [`super::aws_sdk_credentials`]);
+//! 5. container credentials: `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`
 //!    (on `http://169.254.170.2`) or `AWS_CONTAINER_CREDENTIALS_FULL_URI`,
-//!    with `AWS_CONTAINER_AUTHORIZATION_TOKEN[_FILE]`.
-//!
-//! Not covered (an error names them): SSO profiles, `role_arn` profiles
-//! (STS AssumeRole), web identity tokens (`AWS_WEB_IDENTITY_TOKEN_FILE`),
-//! and the EC2 instance metadata service.
+//!    with `AWS_CONTAINER_AUTHORIZATION_TOKEN[_FILE]`;
+//! 6. the EC2 instance metadata service (unless
+//!    `AWS_EC2_METADATA_DISABLED=true`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::super::credential::ProviderEnv;
+use super::super::env::ProviderEnv;
 use super::super::http::HttpClient;
 use super::super::{ProviderError, ProviderErrorKind};
+use super::aws_sdk_credentials::is_sdk_profile;
 
 /// Access keys to sign with.
 #[derive(Clone, PartialEq, Eq)]
@@ -79,7 +82,8 @@ pub fn parse_ini(text: &str) -> HashMap<String, HashMap<String, String>> {
     sections
 }
 
-fn file_or_default(env: &ProviderEnv, var: &str, default: &str) -> PathBuf {
+/// A shared file: `var` (with `~/`), else `~/.aws/<default>`.
+pub fn shared_file(env: &ProviderEnv, var: &str, default: &str) -> PathBuf {
     match env.get(var) {
         Some(path) if path.starts_with("~/") => super::super::shared::home_dir().join(&path[2..]),
         Some(path) => PathBuf::from(path),
@@ -94,8 +98,8 @@ fn read_ini(path: &PathBuf) -> HashMap<String, HashMap<String, String>> {
 /// A profile's settings: the config file's `[profile name]` (or `[default]`),
 /// overridden by the credentials file's `[name]`.
 pub fn profile(env: &ProviderEnv, name: &str) -> Option<HashMap<String, String>> {
-    let config = read_ini(&file_or_default(env, "AWS_CONFIG_FILE", "config"));
-    let credentials = read_ini(&file_or_default(env, "AWS_SHARED_CREDENTIALS_FILE", "credentials"));
+    let config = read_ini(&shared_file(env, "AWS_CONFIG_FILE", "config"));
+    let credentials = read_ini(&shared_file(env, "AWS_SHARED_CREDENTIALS_FILE", "credentials"));
     let mut merged: Option<HashMap<String, String>> = None;
     let config_section = if name == "default" {
         config.get("default").or_else(|| config.get("profile default"))
@@ -148,38 +152,44 @@ async fn from_process(command: &str, profile_name: &str) -> Result<AwsCredential
         .ok_or_else(|| auth_error(format!("credential_process of profile {profile_name}: no access keys")))
 }
 
-/// The credentials of a named profile.
-pub async fn from_profile(env: &ProviderEnv, name: &str) -> Result<AwsCredentials, ProviderError> {
-    let settings = profile(env, name).ok_or_else(|| {
+/// The credentials of a named profile (`region`: where STS or SSO is asked).
+pub async fn from_profile(
+    env: &ProviderEnv,
+    name: &str,
+    region: &str,
+    http: &HttpClient,
+) -> Result<AwsCredentials, ProviderError> {
+    profile_credentials(env, name, region, http).await?.ok_or_else(|| {
         auth_error(format!(
             "Could not resolve credentials using profile: [{name}] in configuration/credentials file(s)."
         ))
-    })?;
+    })
+}
+
+/// A profile's credentials; None when the files have no such profile or it
+/// names no source of credentials (the chain then goes on, as the SDK's does).
+async fn profile_credentials(
+    env: &ProviderEnv,
+    name: &str,
+    region: &str,
+    http: &HttpClient,
+) -> Result<Option<AwsCredentials>, ProviderError> {
+    let Some(settings) = profile(env, name) else { return Ok(None) };
     let get = |key: &str| settings.get(key).filter(|v| !v.is_empty()).cloned();
     if let (Some(id), Some(secret)) = (get("aws_access_key_id"), get("aws_secret_access_key")) {
-        return Ok(AwsCredentials {
+        return Ok(Some(AwsCredentials {
             access_key_id: id,
             secret_access_key: secret,
             session_token: get("aws_session_token"),
-        });
+        }));
+    }
+    if is_sdk_profile(&settings) {
+        return super::aws_sdk_credentials::from_profile(env, name, region, http).await.map(Some);
     }
     if let Some(command) = get("credential_process") {
-        return from_process(&command, name).await;
+        return from_process(&command, name).await.map(Some);
     }
-    let unsupported = if get("sso_session").is_some() || get("sso_start_url").is_some() {
-        "SSO"
-    } else if get("role_arn").is_some() {
-        "role_arn (STS AssumeRole)"
-    } else {
-        ""
-    };
-    Err(auth_error(if unsupported.is_empty() {
-        format!("Profile {name} has no credentials (aws_access_key_id/aws_secret_access_key or credential_process).")
-    } else {
-        format!(
-            "Profile {name} uses {unsupported}, which pi-rpc does not support yet; use access keys, credential_process or AWS_BEARER_TOKEN_BEDROCK."
-        )
-    }))
+    Ok(None)
 }
 
 async fn from_container(env: &ProviderEnv, http: &HttpClient) -> Result<Option<AwsCredentials>, ProviderError> {
@@ -212,33 +222,37 @@ async fn from_container(env: &ProviderEnv, http: &HttpClient) -> Result<Option<A
     keys_from_json(&json, "Token").map(Some).ok_or_else(|| failed("no access keys in the answer".into()))
 }
 
-/// Resolve the credentials to sign with. `stored_profile`: the profile of
-/// pi's stored credential, which wins over access keys in the environment.
+/// Resolve the credentials to sign with (`region`: where STS, SSO or the
+/// instance metadata are asked). `stored_profile`: the profile of pi's
+/// stored credential, which wins over access keys in the environment.
 pub async fn resolve(
     env: &ProviderEnv,
     stored_profile: Option<&str>,
+    region: &str,
     http: &HttpClient,
 ) -> Result<AwsCredentials, ProviderError> {
-    if let Some(name) = stored_profile {
-        return from_profile(env, name).await;
-    }
-    if let Some(keys) = env_keys(env) {
+    // A profile: the stored one, else `AWS_PROFILE` (or `default`) unless
+    // access keys are in the environment. One the files lack, or without a
+    // source of credentials, passes on to the rest of the chain.
+    let profile_name = match (stored_profile, env_keys(env)) {
+        (Some(name), _) => name.to_string(),
+        (None, Some(keys)) => return Ok(keys),
+        (None, None) => env.get("AWS_PROFILE").unwrap_or_else(|| "default".to_string()),
+    };
+    if let Some(keys) = profile_credentials(env, &profile_name, region, http).await? {
         return Ok(keys);
     }
-    let name = env.get("AWS_PROFILE");
-    let profile_name = name.as_deref().unwrap_or("default");
-    if name.is_some() || profile(env, profile_name).is_some() {
-        return from_profile(env, profile_name).await;
+    if let Some(keys) = super::aws_sdk_credentials::from_web_identity(env, region, http).await {
+        return keys;
     }
     if let Some(keys) = from_container(env, http).await? {
         return Ok(keys);
     }
-    if env.get("AWS_WEB_IDENTITY_TOKEN_FILE").is_some() {
-        return Err(auth_error(
-            "AWS web identity credentials (AWS_WEB_IDENTITY_TOKEN_FILE) are not supported by pi-rpc yet; use access keys, a profile or AWS_BEARER_TOKEN_BEDROCK.",
-        ));
+    match super::aws_sdk_credentials::from_instance_metadata(env, region, http).await {
+        Some(Ok(keys)) => Ok(keys),
+        Some(Err(e)) => Err(auth_error(format!("Could not load credentials from any providers ({})", e.message))),
+        None => Err(auth_error("Could not load credentials from any providers")),
     }
-    Err(auth_error("Could not load credentials from any providers"))
 }
 
 #[cfg(test)]
@@ -270,10 +284,12 @@ mod tests {
         assert_eq!(work["aws_access_key_id"], "AKIDWORK");
         assert!(profile(&e, "missing").is_none());
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let keys = rt.block_on(from_profile(&e, "work")).unwrap();
+        let http = HttpClient::new().unwrap();
+        let keys = rt.block_on(from_profile(&e, "work", "us-west-2", &http)).unwrap();
         assert_eq!((keys.access_key_id.as_str(), keys.session_token), ("AKIDWORK", None));
-        let err = rt.block_on(from_profile(&e, "sso")).unwrap_err();
-        assert!(err.message.contains("SSO"), "{}", err.message);
+        // An SSO profile goes to aws-config's SSO provider, which needs `aws sso login`'s token.
+        let err = rt.block_on(from_profile(&e, "sso", "us-west-2", &http)).unwrap_err();
+        assert!(err.message.starts_with("AWS profile sso: "), "{}", err.message);
     }
 
     #[tokio::test]
@@ -296,12 +312,17 @@ mod tests {
             ("AWS_SECRET_ACCESS_KEY", "y"),
         ]);
         // A stored profile wins over keys in the environment; otherwise the keys win.
-        let keys = resolve(&stored, Some("proc"), &http).await.unwrap();
+        let keys = resolve(&stored, Some("proc"), "us-east-1", &http).await.unwrap();
         assert_eq!((keys.access_key_id.as_str(), keys.session_token.as_deref()), ("AKIDPROC", Some("tok")));
-        assert_eq!(resolve(&stored, None, &http).await.unwrap().access_key_id, "AKIDENV");
-        let nothing = env(&[("AWS_CONFIG_FILE", none), ("AWS_SHARED_CREDENTIALS_FILE", none), ("HOME", none)]);
+        assert_eq!(resolve(&stored, None, "us-east-1", &http).await.unwrap().access_key_id, "AKIDENV");
+        let nothing = env(&[
+            ("AWS_CONFIG_FILE", none),
+            ("AWS_SHARED_CREDENTIALS_FILE", none),
+            ("HOME", none),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ]);
         if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() && std::env::var_os("AWS_PROFILE").is_none() {
-            let err = resolve(&nothing, None, &http).await.unwrap_err();
+            let err = resolve(&nothing, None, "us-east-1", &http).await.unwrap_err();
             assert_eq!(err.kind, ProviderErrorKind::Auth);
         }
     }

@@ -14,8 +14,10 @@
 //! The answer is an AWS event stream ([`eventstream`], [`stream`]).
 
 pub mod aws_credentials;
+pub mod aws_sdk_credentials;
 pub mod eventstream;
 pub mod request;
+pub mod sdk_http;
 pub mod stream;
 
 use std::time::SystemTime;
@@ -26,8 +28,8 @@ use aws_sigv4::sign::v4;
 use tokio_util::sync::CancellationToken;
 
 use super::ambient::is_placeholder;
-use super::credential::ProviderEnv;
 use super::driver::{Api, Call, Framing, drive_prepared};
+use super::env::ProviderEnv;
 use super::http::HttpClient;
 use super::shared::configured_headers;
 use super::{Provider, ProviderError, ProviderErrorKind, ProviderRequest, ProviderStream};
@@ -212,7 +214,7 @@ impl BedrockConverseStream {
                         session_token: None,
                     }
                 } else {
-                    aws_credentials::resolve(env, stored_profile.as_deref(), &http).await?
+                    aws_credentials::resolve(env, stored_profile.as_deref(), &target.region, &http).await?
                 };
                 let sent_to = http.target(&url);
                 sign_request(&sent_to, &mut headers, &bytes, &credentials, &target.region, SystemTime::now())?;

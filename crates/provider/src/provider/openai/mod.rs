@@ -5,6 +5,7 @@
 //! share.
 
 pub mod azure;
+pub mod azure_resource;
 pub mod codex;
 pub mod compat;
 pub mod completions;

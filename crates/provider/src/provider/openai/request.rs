@@ -506,7 +506,7 @@ pub fn build_headers(request: &ProviderRequest, compat: &OpenAiCompat) -> Result
     };
     let mut headers = vec![("authorization".to_string(), format!("Bearer {key}"))];
     headers.extend(extra);
-    crate::provider::shared::finish_headers(request, &mut headers);
+    crate::provider::edits::finish_headers(request, &mut headers);
     Ok(headers)
 }
 

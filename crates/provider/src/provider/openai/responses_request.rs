@@ -430,7 +430,7 @@ pub fn build_headers(request: &ProviderRequest) -> Result<Vec<(String, String)>,
     for (k, v) in request_headers(request) {
         set_header(&mut headers, &k, v);
     }
-    crate::provider::shared::finish_headers(request, &mut headers);
+    crate::provider::edits::finish_headers(request, &mut headers);
     Ok(headers)
 }
 
