@@ -80,8 +80,7 @@ fn assert_same_messages(s: &Session, pi_messages: &Value) {
         v
     };
     let ours: Vec<Value> = s.context().messages.iter().map(|m| strip(serde_json::to_value(m).unwrap())).collect();
-    let theirs: Vec<Value> =
-        pi_messages.as_array().unwrap().iter().map(|m| strip(m.clone())).collect();
+    let theirs: Vec<Value> = pi_messages.as_array().unwrap().iter().map(|m| strip(m.clone())).collect();
     assert_eq!(ours, theirs);
 }
 
