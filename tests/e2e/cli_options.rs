@@ -155,13 +155,13 @@ async fn session_id_creates_then_reopens_and_fork_copies() {
 
     let mut pi = sb.spawn(&["--session-id", "proj-42"]);
     let state = pi.call("s", json!({"type": "get_state"})).await["data"].clone();
-    assert_eq!((state["sessionFile"].as_str(), state["messageCount"].clone()), (Some(file.as_str()), json!(2)));
+    assert_eq!((state["sessionFile"].as_str(), state["messageCount"].clone()), (Some(file.as_str()), json!(3)));
     pi.close_stdin();
     pi.wait().await;
 
     let mut pi = sb.spawn(&["--fork", "proj-42", "--session-id", "proj-43"]);
     let state = pi.call("s", json!({"type": "get_state"})).await["data"].clone();
-    assert_eq!((state["sessionId"].clone(), state["messageCount"].clone()), (json!("proj-43"), json!(2)));
+    assert_eq!((state["sessionId"].clone(), state["messageCount"].clone()), (json!("proj-43"), json!(3)));
     let forked = read_jsonl(std::path::Path::new(state["sessionFile"].as_str().unwrap()));
     assert_eq!(forked[0]["parentSession"], file.as_str());
     pi.close_stdin();

@@ -70,7 +70,7 @@ async fn native_and_jsonrpc_runs_write_the_same_session() {
     assert_eq!(normalize(state_a), normalize(state_b));
     let lines_a: Vec<Value> = read_jsonl(std::path::Path::new(&file_a)).into_iter().map(normalize).collect();
     let lines_b: Vec<Value> = read_jsonl(std::path::Path::new(&file_b)).into_iter().map(normalize).collect();
-    assert_eq!(lines_a.len(), 8, "header, model, thinking, user, assistant, tool result, assistant, name");
+    assert_eq!(lines_a.len(), 9, "header, model, thinking, system, user, assistant, tool result, assistant, name");
     assert_eq!(lines_a, lines_b);
     assert_eq!(std::fs::read_to_string(a.cwd.path().join("out.txt")).unwrap(), "hello");
     assert_eq!(std::fs::read_to_string(b.cwd.path().join("out.txt")).unwrap(), "hello");

@@ -222,7 +222,11 @@ async fn session_hooks_cancel_switches_and_forks() {
     let clone = pi.call("c1", json!({"type": "clone"})).await;
     assert_eq!(clone["data"], json!({"cancelled": true}));
     let state = pi.call("st", json!({"type": "get_messages"})).await;
-    assert_eq!(state["data"]["messages"].as_array().unwrap().len(), 2, "still the same session");
+    assert_eq!(
+        state["data"]["messages"].as_array().unwrap().len(),
+        3,
+        "still the same session (system, user, assistant)"
+    );
 
     // `ask`: the hook asks the user; ops sent meanwhile wait for the decision.
     pi.call("g2", json!({"type": "prompt", "message": "/demo-guard ask"})).await;

@@ -22,6 +22,8 @@ async fn a_text_prompt_streams_the_seed_event_sequence() {
             "message_start",
             "message_end",
             "message_start",
+            "message_end",
+            "message_start",
             "message_update",
             "message_update",
             "message_update",
@@ -38,7 +40,10 @@ async fn a_text_prompt_streams_the_seed_event_sequence() {
         lines[0],
         json!({"id": "p1", "type": "response", "command": "prompt", "success": true, "data": {"disposition": "started"}})
     );
-    let user = &lines[3]["message"];
+    // The first run of a session declares the prompt and tools (pi 1.6.0).
+    assert_eq!(lines[3]["message"]["role"], "system");
+    assert_eq!(lines[4]["message"]["role"], "system");
+    let user = &lines[5]["message"];
     assert_eq!(user["role"], "user");
     assert_eq!(user["content"], json!([{"type": "text", "text": "Hi there"}]));
     let updates: Vec<_> = lines.iter().filter(|l| l["type"] == "message_update").collect();
@@ -52,7 +57,7 @@ async fn a_text_prompt_streams_the_seed_event_sequence() {
         updates[4]["assistantMessageEvent"],
         json!({"type": "text_end", "contentIndex": 0, "content": "Hello world!"})
     );
-    let assistant = &lines[11]["message"];
+    let assistant = &lines[13]["message"];
     assert_eq!(assistant["role"], "assistant");
     assert_eq!(assistant["content"], json!([{"type": "text", "text": "Hello world!"}]));
     assert_eq!(assistant["api"], "openai-completions");
@@ -63,10 +68,10 @@ async fn a_text_prompt_streams_the_seed_event_sequence() {
     assert_eq!(assistant["usage"]["output"], 20);
     let cost = assistant["usage"]["cost"]["total"].as_f64().unwrap();
     assert!((cost - (100.0 * 3.0 + 20.0 * 15.0) / 1e6).abs() < 1e-12, "{cost}");
-    assert_eq!(lines[12]["toolResults"], json!([]));
-    assert_eq!(lines[13]["willRetry"], false);
-    assert_eq!(lines[13]["messages"].as_array().unwrap().len(), 2);
-    assert_eq!(lines[14], json!({"type": "agent_settled", "aborted": false}));
+    assert_eq!(lines[14]["toolResults"], json!([]));
+    assert_eq!(lines[15]["willRetry"], false);
+    assert_eq!(lines[15]["messages"].as_array().unwrap().len(), 3, "system, user, assistant");
+    assert_eq!(lines[16], json!({"type": "agent_settled", "aborted": false}));
 
     let req = &sb.server().requests()[0];
     assert_eq!(req.header("authorization"), Some("Bearer test-key-123"));

@@ -116,9 +116,11 @@ async fn manual_compaction_summarises_and_the_model_sees_the_summary() {
     // The context now starts with the summary, then the kept messages.
     let m = pi.call("m", json!({"type": "get_messages"})).await;
     let messages = m["data"]["messages"].as_array().unwrap();
-    assert_eq!(messages[0]["role"], "compactionSummary");
-    assert_eq!(messages[0]["summary"], "## Goal\nTest compaction.");
-    assert_eq!(messages[0]["tokensBefore"], 1000);
+    // pi 1.6.0: the compaction's checkpoint of the system messages first.
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(messages[1]["role"], "compactionSummary");
+    assert_eq!(messages[1]["summary"], "## Goal\nTest compaction.");
+    assert_eq!(messages[1]["tokensBefore"], 1000);
     assert!(messages.len() < 5, "older messages were summarised: {messages:#?}");
     let kept_last = messages.last().unwrap();
     assert_eq!(kept_last["role"], "assistant");
@@ -209,7 +211,7 @@ async fn a_second_compact_says_already_compacted_and_recompaction_builds_on_the_
     assert!(user.contains("The messages above are NEW conversation messages to incorporate"), "{user}");
     assert!(user.contains("[User]: three"), "{user}");
     let m = pi.call("m", json!({"type": "get_messages"})).await;
-    assert_eq!(m["data"]["messages"][0]["summary"], "SECOND SUMMARY");
+    assert_eq!(m["data"]["messages"][1]["summary"], "SECOND SUMMARY");
 }
 
 #[tokio::test]
@@ -437,7 +439,7 @@ async fn abort_stops_a_running_compaction_and_prompts_wait_for_it() {
     let state = pi.call("st2", json!({"type": "get_state"})).await;
     assert_eq!(state["data"]["isCompacting"], false);
     let m = pi.call("m", json!({"type": "get_messages"})).await;
-    assert_eq!(m["data"]["messages"][0]["role"], "user", "nothing was compacted");
+    assert_eq!(m["data"]["messages"][1]["role"], "user", "nothing was compacted");
 }
 
 #[tokio::test]

@@ -59,7 +59,12 @@ async fn the_system_prompt_names_tools_cwd_and_context_files() {
     assert!(system.contains("Always answer in haiku."));
     assert!(system.contains("Appended from a file."));
     let cwd = std::fs::canonicalize(sb.cwd.path()).unwrap();
-    assert!(system.contains(&format!("Current working directory: {}", cwd.display())), "{system}");
+    assert!(system.contains(&format!("<cwd>\n{}\n</cwd>", cwd.display())), "{system}");
+    // pi 1.6.0's sections, in its order.
+    let at = |tag: &str| system.find(tag).unwrap_or_else(|| panic!("{tag} in {system}"));
+    assert!(at("<tools>") < at("<rules>") && at("<rules>") < at("<addendum>"), "{system}");
+    assert!(at("<addendum>") < at("<project_context>") && at("<project_context>") < at("<cwd>"), "{system}");
+    assert!(!system.contains("Current date"), "no date line, as pi 1.6.0: {system}");
     let tools: Vec<&str> =
         body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
     assert_eq!(tools, ["read", "ls"]);

@@ -45,7 +45,7 @@ async fn steer_and_follow_up_during_a_run_stay_in_the_same_run() {
     let end = rest.iter().find(|v| v["type"] == "agent_end").unwrap();
     let roles: Vec<_> =
         end["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap().to_string()).collect();
-    assert_eq!(roles, ["user", "assistant", "user", "assistant", "user", "assistant"]);
+    assert_eq!(roles, ["system", "user", "assistant", "user", "assistant", "user", "assistant"]);
 
     // The model saw the steering message after the first answer.
     let reqs = server.requests();
@@ -95,9 +95,9 @@ async fn abort_mid_stream_ends_the_run_before_its_response() {
     // Idle abort answers at once.
     let r = pi.call("a2", json!({"type": "abort"})).await;
     assert_eq!(r["success"], true);
-    // The aborted reply stays in the history.
+    // The aborted reply stays in the history (after the system message and the prompt).
     let m = pi.call("m", json!({"type": "get_messages"})).await;
-    assert_eq!(m["data"]["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(m["data"]["messages"].as_array().unwrap().len(), 3);
 }
 
 #[tokio::test]
@@ -142,7 +142,7 @@ async fn transient_errors_are_retried_with_the_seed_events() {
     assert_eq!(retry_end, &json!({"type": "auto_retry_end", "success": true, "attempt": 1}));
     let m = pi.call("m", json!({"type": "get_messages"})).await;
     let roles: Vec<_> = m["data"]["messages"].as_array().unwrap().iter().map(|m| m["stopReason"].clone()).collect();
-    assert_eq!(roles, [json!(null), json!("stop")], "the failed attempt left the context");
+    assert_eq!(roles, [json!(null), json!(null), json!("stop")], "the failed attempt left the context");
 }
 
 #[tokio::test]
@@ -194,7 +194,7 @@ async fn stdin_eof_finishes_the_accepted_run_then_exits_zero() {
     assert!(pi.wait().await.success());
     let files = sb.session_files();
     assert_eq!(files.len(), 1);
-    assert_eq!(crate::harness::read_jsonl(&files[0]).len(), 5, "header, model, thinking, user, assistant");
+    assert_eq!(crate::harness::read_jsonl(&files[0]).len(), 6, "header, model, thinking, system, user, assistant");
 }
 
 #[tokio::test]

@@ -75,7 +75,9 @@ async fn fork_clone_switch_and_new_session_round_trip() {
     assert_eq!(original_lines[0]["type"], "session");
     assert_eq!(original_lines[0]["version"], 3);
     let types: Vec<&str> = original_lines[1..].iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(types, ["model_change", "thinking_level_change", "message", "message", "message", "message"]);
+    // The first message is the system message of the first request.
+    assert_eq!(types, ["model_change", "thinking_level_change", "message", "message", "message", "message", "message"]);
+    assert_eq!(original_lines[3]["message"]["role"], "system");
 
     let forkable = data(&mut pi, "fm", json!({"type": "get_fork_messages"})).await;
     let forkable = forkable["messages"].as_array().unwrap().clone();
@@ -83,7 +85,7 @@ async fn fork_clone_switch_and_new_session_round_trip() {
     assert_eq!(forkable[0]["text"], "first");
     assert_eq!(forkable[1]["text"], "second");
     let second_id = forkable[1]["entryId"].as_str().unwrap().to_string();
-    assert_eq!(original_lines[5]["id"], second_id);
+    assert_eq!(original_lines[6]["id"], second_id);
 
     // fork: a new file with the branch before the second prompt, same ids.
     let fork = data(&mut pi, "f", json!({"type": "fork", "entryId": second_id})).await;
@@ -93,9 +95,10 @@ async fn fork_clone_switch_and_new_session_round_trip() {
     let forked_lines = read_jsonl(&forked);
     assert_eq!(forked_lines[0]["parentSession"], original.display().to_string());
     assert_ne!(forked_lines[0]["id"], original_lines[0]["id"]);
-    assert_eq!(forked_lines[1..], original_lines[1..5], "entries copied verbatim");
+    assert_eq!(forked_lines[1..], original_lines[1..6], "entries copied verbatim");
     let messages = data(&mut pi, "m", json!({"type": "get_messages"})).await;
-    let texts: Vec<String> = messages["messages"].as_array().unwrap().iter().map(text_of).collect();
+    let texts: Vec<String> =
+        messages["messages"].as_array().unwrap().iter().filter(|m| m["role"] != "system").map(text_of).collect();
     assert_eq!(texts, ["first", "answer one"]);
 
     // clone: the current branch again, in another file.
@@ -116,7 +119,7 @@ async fn fork_clone_switch_and_new_session_round_trip() {
     assert_eq!(sw, json!({"cancelled": false}));
     assert_eq!(session_file(&mut pi).await, original);
     let messages = data(&mut pi, "m2", json!({"type": "get_messages"})).await;
-    assert_eq!(messages["messages"].as_array().unwrap().len(), 4);
+    assert_eq!(messages["messages"].as_array().unwrap().len(), 5);
     assert_eq!(read_jsonl(&original), original_lines, "switching writes nothing");
 
     // new_session with a parent: empty, written with the first exchange.
@@ -130,7 +133,7 @@ async fn fork_clone_switch_and_new_session_round_trip() {
     let fresh_lines = read_jsonl(&fresh);
     assert_eq!(fresh_lines[0]["parentSession"], original.display().to_string());
     let types: Vec<&str> = fresh_lines[1..].iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(types, ["model_change", "thinking_level_change", "message", "message"]);
+    assert_eq!(types, ["model_change", "thinking_level_change", "message", "message", "message"]);
     assert_eq!(fresh_lines[1]["parentId"], Value::Null);
     for pair in fresh_lines[1..].windows(2) {
         assert_eq!(pair[1]["parentId"], pair[0]["id"], "a linear chain");
@@ -142,7 +145,8 @@ async fn fork_clone_switch_and_new_session_round_trip() {
     let before = std::fs::read_to_string(&forked).unwrap();
     let mut pi = sb.spawn(&["--session", forked.to_str().unwrap()]);
     let messages = data(&mut pi, "m4", json!({"type": "get_messages"})).await;
-    let texts: Vec<String> = messages["messages"].as_array().unwrap().iter().map(text_of).collect();
+    let texts: Vec<String> =
+        messages["messages"].as_array().unwrap().iter().filter(|m| m["role"] != "system").map(text_of).collect();
     assert_eq!(texts, ["first", "answer one"]);
     pi.close_stdin();
     pi.wait().await;
@@ -160,18 +164,19 @@ async fn get_entries_cursors_survive_a_restart() {
     prompt(&mut pi, "p2", "b").await;
     let all = data(&mut pi, "e", json!({"type": "get_entries"})).await;
     let entries = all["entries"].as_array().unwrap().clone();
-    assert_eq!(entries.len(), 6);
-    assert_eq!(all["leafId"], entries[5]["id"]);
+    // model, thinking level, the system message, a, one, b, two.
+    assert_eq!(entries.len(), 7);
+    assert_eq!(all["leafId"], entries[6]["id"]);
     let file = session_file(&mut pi).await;
     assert_eq!(read_jsonl(&file)[1..], entries[..], "get_entries is the file without its header");
-    let cursor = entries[3]["id"].as_str().unwrap().to_string();
-    let leaf = entries[5]["id"].as_str().unwrap().to_string();
+    let cursor = entries[4]["id"].as_str().unwrap().to_string();
+    let leaf = entries[6]["id"].as_str().unwrap().to_string();
     pi.close_stdin();
     pi.wait().await;
 
     let mut pi = sb.spawn(&["--continue"]);
     let after = data(&mut pi, "e2", json!({"type": "get_entries", "since": cursor})).await;
-    assert_eq!(after["entries"].as_array().unwrap()[..], entries[4..]);
+    assert_eq!(after["entries"].as_array().unwrap()[..], entries[5..]);
     assert_eq!(after["leafId"], leaf.as_str());
     let none = data(&mut pi, "e3", json!({"type": "get_entries", "since": leaf})).await;
     assert_eq!(none["entries"], json!([]));
@@ -281,7 +286,8 @@ async fn a_file_cut_in_its_last_line_still_loads() {
 
     let mut pi = sb.spawn(&["--session", file.to_str().unwrap()]);
     let messages = data(&mut pi, "m", json!({"type": "get_messages"})).await;
-    let texts: Vec<String> = messages["messages"].as_array().unwrap().iter().map(text_of).collect();
+    let texts: Vec<String> =
+        messages["messages"].as_array().unwrap().iter().filter(|m| m["role"] != "system").map(text_of).collect();
     assert_eq!(texts, ["before the crash", "one"]);
     prompt(&mut pi, "p2", "again").await;
     pi.close_stdin();

@@ -182,5 +182,9 @@ async fn rpc_bash_streams_its_output_and_abort_bash_cancels_it() {
     assert!(all.contains("Command exited with code 3"));
     let m = pi.call("m", json!({"type": "get_messages"})).await;
     let roles: Vec<_> = m["data"]["messages"].as_array().unwrap().iter().map(|m| m["role"].clone()).collect();
-    assert_eq!(roles, [json!("bashExecution"), json!("bashExecution"), json!("user"), json!("assistant")]);
+    // The run's system message comes after the executions made before it.
+    assert_eq!(
+        roles,
+        [json!("bashExecution"), json!("bashExecution"), json!("system"), json!("user"), json!("assistant")]
+    );
 }

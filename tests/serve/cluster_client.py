@@ -85,7 +85,7 @@ async def relay(url_a, url_b):
             eb = await settled(b)
             check(numbered(ea) == numbered(eb), "A's turn seen differently on B")
             state, _ = await call(b, "t", "get_state")
-            check(state["data"]["messageCount"] == 6, f"messages: {state['data']['messageCount']}")
+            check(state["data"]["messageCount"] == 7, f"messages: {state['data']['messageCount']}")
             # An error from the owner comes back as an error reply.
             await b.send(json.dumps({"id": "x", "type": "switch_session", "sessionPath": "no-such-session"}))
             err = (await until(b, lambda m: m.get("id") == "x"))[-1]

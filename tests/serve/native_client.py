@@ -127,7 +127,7 @@ async def flows(url):
         last_a = reply["data"]["lastSeq"]
         messages, _ = await call(c, "2", "get_messages")
         texts = json.dumps(messages["data"]["messages"])
-        check("hello from A" in texts and len(messages["data"]["messages"]) == 2, f"history: {texts[:300]}")
+        check("hello from A" in texts and len(messages["data"]["messages"]) == 3, f"history: {texts[:300]}")
         # A new session, then back to A with afterSeq at its end: nothing replayed.
         fresh, _ = await call(c, "3", "new_session")
         check(fresh["data"]["sessionId"] not in (id_a, id_b), f"new_session: {fresh}")
@@ -351,7 +351,7 @@ async def scale_continue(url, session):
         check("remember the lighthouse" in json.dumps(messages["data"]["messages"]), "history lost")
         await prompt_to_end(ws, "2", "and now?")
         state, _ = await call(ws, "3", "get_state")
-        check(state["data"]["messageCount"] == 4, f"messages: {state['data']['messageCount']}")
+        check(state["data"]["messageCount"] == 5, f"messages: {state['data']['messageCount']}")
     print("scale_continue ok")
 
 

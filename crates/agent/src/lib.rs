@@ -11,7 +11,7 @@ pub(crate) use pi_mcp::mcp;
 pub(crate) use pi_provider::{provider, stream};
 pub(crate) use pi_session::{export_html, session};
 pub(crate) use pi_tools::{client, tools};
-pub(crate) use pi_types::{error, event, message, model, op};
+pub(crate) use pi_types::{error, event, message, model, op, system_message};
 
 pub mod agent;
 pub mod compaction;

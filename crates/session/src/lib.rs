@@ -4,7 +4,7 @@
 //! modules of the layers below are imported under the same names, so a path
 //! reads the same in every crate of the core.
 
-pub(crate) use pi_types::{error, message, op};
+pub(crate) use pi_types::{error, message, op, system_message};
 
 pub mod export_html;
 pub mod session;

@@ -12,6 +12,7 @@ mod message_text;
 pub mod model;
 pub mod op;
 pub mod session;
+pub mod system_message;
 pub mod tool_name;
 
 pub use error::{CoreError, ErrorKind};

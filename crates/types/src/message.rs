@@ -376,10 +376,68 @@ fn default_true() -> bool {
     true
 }
 
+/// A tool as a system message declares it to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDeclaration {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments.
+    #[serde(default)]
+    pub parameters: Value,
+    /// pi's request for constrained (strict schema) sampling, e.g.
+    /// `{"type": "json_schema", "strict": "prefer"}` on its built-in tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constrained_sampling: Option<Value>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A tool a system message withdraws.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolReference {
+    pub name: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// pi 1.6's system message: the prompt and tools the model has, recorded in
+/// the conversation. The first declares every prompt section and tool;
+/// later ones patch sections by name (`null` removes one) and add or remove
+/// tools. Replaying them in order gives the current prompt and tools
+/// ([`crate::system_message`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemMessage {
+    /// Instructions appended to the prompt; pi and pi-rpc write `""` and
+    /// carry the prompt in `sections`.
+    #[serde(default = "no_content")]
+    pub content: UserContent,
+    /// Prompt sections by name, in prompt order (a null value removes one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<std::collections::BTreeMap<String, Option<String>>>")]
+    pub sections: Option<Map<String, Value>>,
+    pub timestamp: i64,
+    /// Tools the model may call from here on (a changed one is removed, then added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_added: Option<Vec<ToolDeclaration>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_removed: Option<Vec<ToolReference>>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn no_content() -> UserContent {
+    UserContent::Text(String::new())
+}
+
 /// Any message of the conversation (pi's `AgentMessage`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "role", rename_all = "camelCase")]
 pub enum AgentMessage {
+    /// pi 1.6's prompt and tool declarations (see [`SystemMessage`]).
+    System(SystemMessage),
     User(UserMessage),
     Assistant(AssistantMessage),
     ToolResult(ToolResultMessage),
@@ -399,6 +457,7 @@ impl AgentMessage {
 
     pub fn role(&self) -> &'static str {
         match self {
+            AgentMessage::System(_) => "system",
             AgentMessage::User(_) => "user",
             AgentMessage::Assistant(_) => "assistant",
             AgentMessage::ToolResult(_) => "toolResult",
@@ -418,6 +477,7 @@ impl AgentMessage {
 
     pub fn timestamp(&self) -> i64 {
         match self {
+            AgentMessage::System(m) => m.timestamp,
             AgentMessage::User(m) => m.timestamp,
             AgentMessage::Assistant(m) => m.timestamp,
             AgentMessage::ToolResult(m) => m.timestamp,

@@ -260,7 +260,7 @@ impl Agent {
             Internal::RunFinished { run_id } => self.run_finished(run_id).await,
             Internal::CurrentTools { reply } => {
                 let (tools, specs) = self.active_tool_set();
-                let _ = reply.send(super::internal::ToolSet(tools, specs));
+                let _ = reply.send(super::internal::ToolSet(tools, specs, self.prompt_sections()));
             }
             Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
             Internal::Login(msg) => self.handle_login_msg(*msg).await,
@@ -502,7 +502,10 @@ impl Agent {
             api_key: self.models.api_key(&self.model.provider),
             headers: self.models.headers(&self.model),
             session_id: self.session.session_id().to_string(),
-            system_prompt: self.system_prompt(),
+            system_prompt: String::new(),
+            sections: self.prompt_sections(),
+            extra_sections: Vec::new(),
+            forced_prompt: None,
             tools,
             tool_specs,
             tool_ctx: self.tool_context(),
@@ -534,45 +537,55 @@ impl Agent {
     pub(super) fn tool_context(&self) -> ToolContext {
         let mut ctx = ToolContext::new(self.cwd.clone());
         ctx.temp_dir = self.temp_outputs.dir().to_path_buf();
+        // The PI_* variables the prompt's rules point the model to (pi 1.6.0's set).
         ctx.env = vec![
             ("PI_CODING_AGENT".to_string(), "true".to_string()),
             ("PI_SESSION_ID".to_string(), self.session.session_id().to_string()),
+            ("PI_PROVIDER".to_string(), self.model.provider.clone()),
+            ("PI_MODEL".to_string(), self.model.id.clone()),
+            ("PI_REASONING_LEVEL".to_string(), self.thinking.as_str().to_string()),
         ];
+        if let Some(file) = self.session.file_path() {
+            ctx.env.push(("PI_SESSION_FILE".to_string(), file.display().to_string()));
+        }
         ctx.gate = self.ext.handle().gate();
         ctx.client = Some(self.client_link());
         ctx
     }
 
-    pub(super) fn system_prompt(&self) -> String {
-        // Built-in tools carry their summary; extension tools their
+    /// The system prompt's sections for the active tools (pi 1.6.0's
+    /// structure); system messages record them.
+    pub(super) fn prompt_sections(&self) -> crate::system_prompt::Sections {
+        use crate::system_prompt::{PromptTool, builtin_guidelines, builtin_snippet};
+        // Built-in tools carry their snippet and rules; extension tools their
         // `promptSnippet` and `promptGuidelines` (pi leaves out tools without a snippet).
-        let mut tools: Vec<(String, String)> = Vec::new();
-        let mut guidelines: Vec<String> = Vec::new();
+        let mut tools: Vec<PromptTool> = Vec::new();
         for (name, tool) in self.active_tools.iter().filter_map(|t| Some((t, self.tools.get(t)?))) {
-            let summary = tool.prompt_snippet().unwrap_or(crate::system_prompt::tool_summary(name));
-            if !summary.is_empty() {
-                tools.push((name.clone(), summary.to_string()));
-            }
-            for rule in tool.prompt_guidelines() {
-                if !guidelines.contains(rule) {
-                    guidelines.push(rule.clone());
-                }
-            }
+            let guidelines = match tool.prompt_guidelines() {
+                [] => builtin_guidelines(name).iter().map(|g| g.to_string()).collect(),
+                own => own.to_vec(),
+            };
+            let snippet = tool.prompt_snippet().or(builtin_snippet(name)).map(str::to_string);
+            tools.push(PromptTool { name: name.clone(), snippet, guidelines });
         }
-        tools.extend(self.reach_summaries());
+        tools.extend(self.reach_tools());
         let skills = self.skills_section();
-        let date = chrono::Utc::now().format("%Y-%m-%d").to_string();
-        crate::system_prompt::build(&crate::system_prompt::PromptInputs {
+        crate::system_prompt::build_sections(&crate::system_prompt::PromptInputs {
             agent_dir: &self.agent_dir,
             cwd: &self.cwd,
             tools: &tools,
-            guidelines: &guidelines,
             replace: self.prompt_options.replace.as_deref(),
             append: &self.prompt_options.append,
             no_context_files: self.prompt_options.no_context_files,
             skills_section: skills.as_deref(),
-            date: &date,
+            extra_sections: &[],
+            docs_root: crate::system_prompt::docs_root(),
         })
+    }
+
+    /// The system prompt text for the active tools.
+    pub(super) fn system_prompt(&self) -> String {
+        crate::system_prompt::render(&self.prompt_sections())
     }
 
     pub(super) async fn bash(&mut self, tag: Option<RequestTag>, command: String, exclude_from_context: bool) {

@@ -65,8 +65,12 @@ pub enum LoginMsg {
     Finished { provider: String, error: Option<String> },
 }
 
-/// The tools of a model request and their specs.
-pub struct ToolSet(pub crate::tools::ToolRegistry, pub Vec<crate::provider::ToolSpec>);
+/// The tools of a model request, their specs, and the prompt sections for them.
+pub struct ToolSet(
+    pub crate::tools::ToolRegistry,
+    pub Vec<crate::provider::ToolSpec>,
+    pub crate::system_prompt::Sections,
+);
 
 impl std::fmt::Debug for ToolSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -61,13 +61,13 @@ impl Agent {
         Reach::of(&self.active_tools, Some(&self.mcp))
     }
 
-    /// System prompt lines for the indirect tools that are on.
-    pub(super) fn reach_summaries(&self) -> Vec<(String, String)> {
+    /// The system prompt's entries for the indirect tools that are on.
+    pub(super) fn reach_tools(&self) -> Vec<crate::system_prompt::PromptTool> {
         let reach = self.reach();
         [(reach.codemode, CODEMODE), (reach.tool_search, crate::mcp::search::TOOL_SEARCH)]
             .into_iter()
             .filter(|(on, _)| *on)
-            .map(|(_, name)| (name.to_string(), crate::system_prompt::tool_summary(name).to_string()))
+            .map(|(_, name)| crate::system_prompt::PromptTool::builtin(name))
             .collect()
     }
 }

@@ -40,6 +40,7 @@ mod session_tree;
 mod settings;
 mod state;
 mod stats;
+mod system_update;
 #[cfg(test)]
 mod tests;
 mod tool_exec;

@@ -35,7 +35,15 @@ pub(crate) struct RunSetup {
     pub api_key: Option<String>,
     pub headers: std::collections::HashMap<String, String>,
     pub session_id: String,
+    /// The prompt as the `before_agent_start` hooks see it (and may replace).
     pub system_prompt: String,
+    /// The prompt's sections for the run's tools (system messages record them).
+    pub sections: crate::system_prompt::Sections,
+    /// Sections added for this run (`mcp_servers`), text without tags.
+    pub extra_sections: Vec<(String, String)>,
+    /// A prompt an extension forced: sent instead of the sections' text,
+    /// while the system messages keep recording the sections.
+    pub forced_prompt: Option<String>,
     pub tools: ToolRegistry,
     pub tool_specs: Vec<ToolSpec>,
     pub tool_ctx: ToolContext,
@@ -61,8 +69,10 @@ async fn mcp_before_prompt(s: &mut RunSetup) {
     let Some(mcp) = &s.mcp else { return };
     mcp.wait_direct().await;
     if let Some(section) = mcp.prompt_section(s.reach.codemode, s.reach.tool_search) {
-        s.system_prompt.push_str("\n\n");
-        s.system_prompt.push_str(&section);
+        // The `mcp_servers` section, recorded by the system messages.
+        let inner = section.strip_prefix("<mcp_servers>\n").and_then(|t| t.strip_suffix("\n</mcp_servers>"));
+        let inner = inner.unwrap_or(&section).to_string();
+        s.extra_sections.push(("mcp_servers".to_string(), inner));
     }
 }
 
@@ -90,8 +100,10 @@ pub(crate) async fn run_session(mut s: RunSetup) {
     let mut compaction = RunCompaction::default();
     if !initial.is_empty() {
         mcp_before_prompt(&mut s).await;
+        s.system_prompt = crate::system_prompt::render(&super::system_update::desired(&s));
         let extensions = s.extensions.clone();
         extensions.before_agent_start(&mut initial, &mut s.system_prompt, &s.cancel).await;
+        super::system_update::note_forced_prompt(&mut s);
         compaction.before_prompt(&mut s).await;
     }
     loop {
@@ -182,9 +194,10 @@ async fn refresh_tools(s: &mut RunSetup) {
     }
     let (tx, rx) = oneshot::channel();
     s.emitter.send(Internal::CurrentTools { reply: tx }).await;
-    if let Ok(super::internal::ToolSet(tools, specs)) = rx.await {
+    if let Ok(super::internal::ToolSet(tools, specs, sections)) = rx.await {
         s.tools = tools;
         s.tool_specs = specs;
+        s.sections = sections;
         s.tools_seen = version;
     }
 }
@@ -232,6 +245,23 @@ async fn low_level_run(
     let mut retry_end_pending = retry_attempt > 0;
     loop {
         s.emitter.emit(AgentEvent::TurnStart).await;
+        // The conversation as the actor has it (none needed once aborted),
+        // the turn's tools, and the system message declaring what changed
+        // in the prompt and tools, before the turn's new messages.
+        let mut context = if s.cancel.is_cancelled() {
+            Vec::new()
+        } else {
+            refresh_tools(s).await;
+            context(s).await
+        };
+        let (turn_tools, turn_specs) =
+            crate::mcp::turn::turn_tools(&s.tools, &s.tool_specs, s.mcp.as_ref(), s.reach, &context);
+        let first_new = new_messages.len();
+        if !s.cancel.is_cancelled()
+            && let Some(update) = super::system_update::update(s, &context, &turn_specs)
+        {
+            emit_message(s, AgentMessage::System(update), &mut new_messages).await;
+        }
         for message in std::mem::take(&mut prompt) {
             emit_message(s, message, &mut new_messages).await;
         }
@@ -240,16 +270,11 @@ async fn low_level_run(
             let steering = take_queued(s, QueueKind::Steering).await;
             deliver(s, steering, &mut new_messages).await;
         }
+        // What the actor appended meanwhile: the messages just emitted.
+        if !s.cancel.is_cancelled() {
+            context.extend_from_slice(&new_messages[first_new..]);
+        }
 
-        // The conversation as the actor has it (none needed once aborted).
-        let context = if s.cancel.is_cancelled() {
-            Vec::new()
-        } else {
-            refresh_tools(s).await;
-            context(s).await
-        };
-        let (turn_tools, turn_specs) =
-            crate::mcp::turn::turn_tools(&s.tools, &s.tool_specs, s.mcp.as_ref(), s.reach, &context);
         let assistant = if s.cancel.is_cancelled() {
             aborted_assistant(s).await
         } else {
@@ -259,7 +284,7 @@ async fn low_level_run(
             };
             let request = ProviderRequest {
                 model: s.model.clone(),
-                system_prompt: s.system_prompt.clone(),
+                system_prompt: super::system_update::prompt(s, &messages),
                 messages,
                 tools: turn_specs,
                 thinking_level: s.thinking,

@@ -23,8 +23,12 @@ impl Agent {
         // Only the messages from the last usable reply on are read.
         let tail = self.messages.tail_from_last(|m| estimate::valid_usage(m).is_some());
         let (tokens, anchor) = estimate::estimate_context(&tail);
+        // The system messages are the prompt once recorded; before, a stand-in.
+        // (No usable reply: the tail is the whole conversation.)
+        let declared = tail.iter().any(|m| matches!(m, crate::message::AgentMessage::System(_)));
         Some(match anchor {
             Some(_) => tokens,
+            None if declared => tokens,
             None => tokens + estimate::estimate_system_prompt(&self.system_prompt(), &self.active_tool_set().1),
         })
     }

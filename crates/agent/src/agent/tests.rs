@@ -202,8 +202,10 @@ async fn a_transient_failure_is_retried_after_the_backoff_and_leaves_the_convers
         "{retry:?}"
     );
     let messages = actor.messages().await;
-    assert_eq!(messages.len(), 2, "the failed attempt is out of the conversation: {messages:?}");
-    assert!(messages[1].as_assistant().is_some_and(|a| a.error_message.is_none()));
+    // The system message, the prompt and the answer that came through.
+    assert_eq!(messages.len(), 3, "the failed attempt is out of the conversation: {messages:?}");
+    assert!(matches!(messages[0], AgentMessage::System(_)), "{messages:?}");
+    assert!(messages[2].as_assistant().is_some_and(|a| a.error_message.is_none()));
 }
 
 #[tokio::test(start_paused = true)]
@@ -251,7 +253,8 @@ async fn compact_refuses_prompts_meanwhile_and_answers_with_the_summary() {
     let reply_at = actor.position(|o| matches!(o, Output::Reply { tag, .. } if *tag == compact));
     assert!(start_at < end_at && end_at < reply_at);
     let messages = actor.messages().await;
-    assert!(matches!(messages.first(), Some(AgentMessage::CompactionSummary(_))), "{messages:?}");
+    // The compaction's checkpoint of the system messages, then its summary.
+    assert!(matches!(messages[..], [AgentMessage::System(_), AgentMessage::CompactionSummary(_), ..]), "{messages:?}");
 }
 
 #[tokio::test(start_paused = true)]

@@ -57,6 +57,11 @@ pub fn estimate_tokens(message: &AgentMessage) -> u64 {
         AgentMessage::BashExecution(m) => js_len(&m.command) + js_len(&m.output),
         AgentMessage::CompactionSummary(m) => js_len(&m.summary),
         AgentMessage::BranchSummary(m) => js_len(&m.summary),
+        AgentMessage::System(m) => {
+            let sections = m.sections.iter().flatten().filter_map(|(_, v)| v.as_str()).map(js_len).sum::<u64>();
+            let tools = m.tools_added.as_ref().and_then(|t| serde_json::to_string(t).ok()).map_or(0, |t| js_len(&t));
+            user_content_chars(&m.content) + sections + tools
+        }
     };
     tokens(chars)
 }

@@ -16,10 +16,10 @@ pub struct ProjectedEntry {
     pub id: Option<String>,
     /// The entry type as written in the file (`message`, `compaction`, …).
     pub kind: String,
-    /// Messages the entry contributes to the model context (after edits;
-    /// pi 1.6 `system` messages are not modelled, see `system_tokens`).
+    /// Messages the entry contributes to the model context (after edits),
+    /// system messages apart (see `system_tokens`).
     pub messages: Vec<AgentMessage>,
-    /// Estimated tokens of pi 1.6 `system` messages this entry contributes.
+    /// Estimated tokens of the system messages this entry contributes.
     pub system_tokens: Option<u64>,
     /// The entry would contribute messages without context edits
     /// (pi's `sessionEntryToContextMessages(entry).length > 0`).
@@ -75,11 +75,15 @@ impl Projection {
         let mut entries = Vec::new();
         for (n, (pos, messages)) in session.projected_entries().into_iter().enumerate() {
             let entry = session.entry_at(pos);
+            // System messages are prompt state, not conversation (pi 1.6.0):
+            // they count as tokens, never as cut points or history.
+            let (system, messages): (Vec<AgentMessage>, Vec<AgentMessage>) =
+                messages.into_iter().partition(|m| matches!(m, AgentMessage::System(_)));
             let mut projected = ProjectedEntry {
                 id: entry.id().map(str::to_string),
                 kind: entry.type_name().to_string(),
                 messages,
-                system_tokens: None,
+                system_tokens: (!system.is_empty()).then(|| estimate_messages(&system)),
                 raw_visible: false,
                 role: None,
                 edit: None,
@@ -102,6 +106,7 @@ impl Projection {
                 SessionEntry::Known(KnownEntry::Compaction(c)) => {
                     projected.raw_visible = true;
                     if n == 0
+                        && c.system_message.is_none()
                         && let Some(system) = c.extra.get("systemMessage").filter(|v| v.is_object())
                     {
                         projected.system_tokens = Some(estimate_system_value(system));
@@ -160,7 +165,10 @@ impl Projection {
             let usage = items[k].2.unwrap_or(0);
             return usage + items[k + 1..].iter().map(|(_, tokens, _)| tokens).sum::<u64>();
         }
-        system_tokens() + self.entries.iter().map(|e| estimate_messages(&e.messages)).sum::<u64>()
+        // Recorded system messages are the prompt; without any, the stand-in.
+        let declared: Option<u64> = self.entries.iter().filter_map(|e| e.system_tokens).reduce(|a, b| a + b);
+        let prompt = declared.unwrap_or_else(system_tokens);
+        prompt + self.entries.iter().map(|e| estimate_messages(&e.messages)).sum::<u64>()
     }
 
     /// True when the entry at `n` comes after the latest context edit or

@@ -51,11 +51,13 @@ fn user_text(text: String, timestamp: i64) -> LlmMessage {
 }
 
 /// pi's `convertToLlm`: bash executions (unless excluded), summaries and custom
-/// messages become user messages; the rest passes through.
+/// messages become user messages; system messages are left out (their
+/// prompt is the request's `system_prompt`); the rest passes through.
 pub fn to_llm(messages: &[AgentMessage]) -> Vec<LlmMessage> {
     messages
         .iter()
         .filter_map(|m| match m {
+            AgentMessage::System(_) => None,
             AgentMessage::User(u) => Some(LlmMessage::User { content: u.content.clone(), timestamp: u.timestamp }),
             AgentMessage::Assistant(a) => Some(LlmMessage::Assistant(a.clone())),
             AgentMessage::ToolResult(t) => Some(LlmMessage::ToolResult(t.clone())),

@@ -303,6 +303,8 @@ fn prompt_chars(request: &ProviderRequest) -> usize {
             AgentMessage::CompactionSummary(s) => s.summary.chars().count(),
             AgentMessage::BranchSummary(s) => s.summary.chars().count(),
             AgentMessage::Custom(c) => c.content.text().chars().count(),
+            // Its prompt is `system_prompt`, counted below.
+            AgentMessage::System(_) => 0,
         })
         .sum();
     request.system_prompt.chars().count() + messages

@@ -216,6 +216,8 @@ impl<'a> Page<'a> {
             }
             AgentMessage::BranchSummary(b) => self.summary_block(base, &b.summary, None),
             AgentMessage::Custom(c) => self.custom(base, &c.custom_type, &c.content, c.display),
+            // The export shows the current system prompt and tools at the top.
+            AgentMessage::System(_) => {}
         }
     }
 

@@ -64,7 +64,7 @@ pub(super) fn session_totals(session: &Session) -> SessionTotals {
                 Some(AgentMessage::Custom(_)) => t.custom_messages += 1,
                 Some(AgentMessage::CompactionSummary(_)) => t.compactions += 1,
                 Some(AgentMessage::BranchSummary(_)) => t.branch_summaries += 1,
-                None => {}
+                Some(AgentMessage::System(_)) | None => {}
             },
             KnownEntry::ModelChange(c) => t.add_model(&c.provider, &c.model_id),
             KnownEntry::Compaction(c) => {

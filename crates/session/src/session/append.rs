@@ -106,7 +106,8 @@ impl Session {
     }
 
     /// Append a `compaction` entry (`fromHook:false`, as pi writes for its
-    /// own compactions). `first_kept_entry_id: None` keeps nothing: the entry
+    /// own compactions) with the prompt and tools declared so far as its
+    /// `systemMessage`. `first_kept_entry_id: None` keeps nothing: the entry
     /// names itself. Returns the entry id.
     pub fn append_compaction(
         &mut self,
@@ -116,8 +117,10 @@ impl Session {
         details: Option<Value>,
         usage: Option<Usage>,
     ) -> Result<String, SessionError> {
+        let declared = crate::system_message::replay(&self.context().messages);
         self.append_known(|base| {
             let first_kept = first_kept_entry_id.map_or_else(|| base.id.clone(), str::to_string);
+            let at = super::tree::iso_to_ms(&base.timestamp).unwrap_or_else(crate::message::now_ms);
             KnownEntry::Compaction(CompactionEntry {
                 base,
                 summary: summary.to_string(),
@@ -126,6 +129,7 @@ impl Session {
                 details,
                 usage,
                 from_hook: Some(false),
+                system_message: declared.checkpoint(at),
                 extra: Map::new(),
             })
         })

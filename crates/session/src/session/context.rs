@@ -4,17 +4,18 @@
 //! 1. take the root-to-leaf path; the model and thinking level are the
 //!    latest `model_change` / assistant message and `thinking_level_change`
 //!    on the whole path;
-//! 2. if the path holds compactions, the latest one comes first (as a
-//!    `compactionSummary` message), followed by the entries from its
-//!    `firstKeptEntryId` up to it (system messages excepted) and everything
-//!    after it; older compactions inside the kept range contribute nothing;
+//! 2. if the path holds compactions, the latest one comes first (its
+//!    `systemMessage` checkpoint, then a `compactionSummary` message),
+//!    followed by the entries from its `firstKeptEntryId` up to it (system
+//!    messages excepted: the checkpoint holds them) and everything after it;
+//!    older compactions inside the kept range contribute nothing;
 //! 3. the latest `context_edit` per target among those entries hides the
 //!    target (`replacement: null`) or replaces its content;
 //! 4. entries become messages: `message` -> its message, `custom_message` ->
 //!    `custom`, `branch_summary` (non-empty) -> `branchSummary`.
 //!
-//! Messages of roles we do not model (pi 1.6 `system` messages) are not part
-//! of our context: our agent builds its own system prompt.
+//! System messages are part of the context: they declare the model's prompt
+//! and tools (`pi_types::system_message`).
 
 use std::collections::HashMap;
 
@@ -82,12 +83,18 @@ pub(super) fn entry_messages(entry: &SessionEntry, first: bool) -> Vec<AgentMess
                 extra: Map::new(),
             })]
         }
-        KnownEntry::Compaction(c) if first => vec![AgentMessage::CompactionSummary(CompactionSummaryMessage {
-            summary: c.summary.clone(),
-            tokens_before: c.tokens_before,
-            timestamp: entry_ms(entry),
-            extra: Map::new(),
-        })],
+        KnownEntry::Compaction(c) if first => {
+            let summary = AgentMessage::CompactionSummary(CompactionSummaryMessage {
+                summary: c.summary.clone(),
+                tokens_before: c.tokens_before,
+                timestamp: entry_ms(entry),
+                extra: Map::new(),
+            });
+            match &c.system_message {
+                Some(system) => vec![AgentMessage::System(system.clone()), summary],
+                None => vec![summary],
+            }
+        }
         _ => Vec::new(),
     }
 }

@@ -49,7 +49,7 @@ pub struct EntryBase {
     pub timestamp: String,
 }
 
-/// A message stored in the session; unknown roles (e.g. pi 1.6 `system`) are kept raw.
+/// A message stored in the session; unknown roles are kept raw.
 // Boxing `Known` would change every construction site; entries are few and short-lived.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,8 +60,8 @@ pub enum StoredMessage {
 }
 
 /// Roles of [`AgentMessage`].
-const KNOWN_ROLES: [&str; 7] =
-    ["user", "assistant", "toolResult", "bashExecution", "compactionSummary", "branchSummary", "custom"];
+const KNOWN_ROLES: [&str; 8] =
+    ["system", "user", "assistant", "toolResult", "bashExecution", "compactionSummary", "branchSummary", "custom"];
 
 /// An object whose `type` (or `role`) is a string outside `known`: kept as it is.
 fn open_object_schema(tag: &str, known: &[&str], description: &str) -> schemars::Schema {
@@ -84,7 +84,7 @@ impl JsonSchema for StoredMessage {
         let other = open_object_schema(
             "role",
             &KNOWN_ROLES,
-            "A message of a role this version does not know (e.g. pi 1.6 `system`), preserved as written.",
+            "A message of a role this version does not know (written by another program), preserved as written.",
         );
         schemars::json_schema!({ "anyOf": [known, other] })
     }
@@ -147,6 +147,10 @@ pub struct CompactionEntry {
     pub usage: Option<Usage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_hook: Option<bool>,
+    /// The prompt and tools declared at the compaction (one system message
+    /// replaying the earlier ones): it leads the compacted context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_message: Option<crate::message::SystemMessage>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -401,7 +405,7 @@ mod tests {
 
         let sys = r#"{"type":"message","id":"a0b1c2d3","parentId":null,"timestamp":"t","message":{"role":"system","content":"","timestamp":1}}"#;
         let e: SessionEntry = serde_json::from_str(sys).unwrap();
-        assert!(e.message().is_none());
+        assert!(matches!(e.message(), Some(AgentMessage::System(_))), "system messages are modelled");
         assert_eq!(e.id(), Some("a0b1c2d3"));
         assert_eq!(serde_json::to_string(&e).unwrap(), sys);
     }

@@ -91,15 +91,19 @@ fn summaries_custom_messages_and_unknown_roles() {
     );
     let (s, _) = Session::open(&path, "/p").unwrap();
     let ctx = s.context();
-    assert_eq!(ctx.messages.iter().map(text_of).collect::<Vec<_>>(), ["q", "branch:explored A", "injected", ""]);
-    let AgentMessage::BranchSummary(b) = &ctx.messages[1] else { panic!("branch summary") };
+    // The system message is part of the context: it declares the prompt.
+    let AgentMessage::System(system) = &ctx.messages[0] else { panic!("system message first") };
+    assert_eq!(system.sections.as_ref().unwrap()["preamble"], "x");
+    let rest = &ctx.messages[1..];
+    assert_eq!(rest.iter().map(text_of).collect::<Vec<_>>(), ["q", "branch:explored A", "injected", ""]);
+    let AgentMessage::BranchSummary(b) = &rest[1] else { panic!("branch summary") };
     assert_eq!(b.from_id, "zzz");
     assert_eq!(b.timestamp, 1735689602000);
-    let AgentMessage::Custom(c) = &ctx.messages[2] else { panic!("custom") };
+    let AgentMessage::Custom(c) = &rest[2] else { panic!("custom") };
     assert_eq!(c.custom_type, "note");
     assert!(!c.display);
     assert_eq!(c.timestamp, 1735689604000);
-    let AgentMessage::User(u) = &ctx.messages[3] else { panic!("user") };
+    let AgentMessage::User(u) = &rest[3] else { panic!("user") };
     assert_eq!(u.content, UserContent::Blocks(vec![]), "null content becomes []");
 }
 

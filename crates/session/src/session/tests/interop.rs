@@ -69,9 +69,9 @@ fn pi_tree_shape(nodes: &Value) -> Value {
     )
 }
 
-/// Our context messages vs pi's `get_messages` (pi's system messages
-/// dropped; usage objects ignored: our `Usage` does not model pi 1.6's extra
-/// usage fields).
+/// Our context messages vs pi's `get_messages`, system messages included
+/// (usage objects ignored: our `Usage` does not model pi 1.6's extra usage
+/// fields).
 fn assert_same_messages(s: &Session, pi_messages: &Value) {
     let strip = |mut v: Value| {
         if let Some(o) = v.as_object_mut() {
@@ -80,8 +80,7 @@ fn assert_same_messages(s: &Session, pi_messages: &Value) {
         v
     };
     let ours: Vec<Value> = s.context().messages.iter().map(|m| strip(serde_json::to_value(m).unwrap())).collect();
-    let theirs: Vec<Value> =
-        pi_messages.as_array().unwrap().iter().filter(|m| m["role"] != "system").map(|m| strip(m.clone())).collect();
+    let theirs: Vec<Value> = pi_messages.as_array().unwrap().iter().map(|m| strip(m.clone())).collect();
     assert_eq!(ours, theirs);
 }
 

@@ -1,0 +1,59 @@
+//! The run's system messages (pi 1.6.0): before each model request the
+//! prompt sections and tools the model should have are compared with what
+//! the conversation's system messages declared so far, and one system
+//! message declares the difference. A new session's first request declares
+//! everything; a resumed or forked one declares nothing new unless the
+//! prompt or the tools changed; a session written before system messages
+//! existed gets the whole declaration at its next request.
+
+use serde_json::{Map, json};
+
+use super::run::RunSetup;
+use crate::message::{AgentMessage, SystemMessage, ToolDeclaration};
+use crate::provider::ToolSpec;
+use crate::provider::strict_schema::prefers_strict;
+use crate::system_message::replay;
+use crate::system_prompt::{Sections, render, with_extra_sections};
+
+/// A tool as the model is told of it (pi's built-in read, bash, edit and
+/// write ask for constrained sampling).
+pub(crate) fn declaration(spec: &ToolSpec) -> ToolDeclaration {
+    ToolDeclaration {
+        name: spec.name.clone(),
+        description: spec.description.clone(),
+        parameters: spec.parameters.clone(),
+        constrained_sampling: prefers_strict(spec).then(|| json!({"type": "json_schema", "strict": "prefer"})),
+        extra: Map::new(),
+    }
+}
+
+/// The sections the model should have now.
+pub(super) fn desired(s: &RunSetup) -> Sections {
+    with_extra_sections(s.sections.clone(), &s.extra_sections)
+}
+
+/// After the `before_agent_start` hooks: a prompt they replaced is sent as
+/// it is, while the system messages go on recording the sections.
+pub(super) fn note_forced_prompt(s: &mut RunSetup) {
+    if s.system_prompt != render(&desired(s)) {
+        s.forced_prompt = Some(s.system_prompt.clone());
+    }
+}
+
+/// The system message the next request needs, given the conversation so
+/// far and the request's tools; `None` when the model has them already.
+pub(super) fn update(s: &RunSetup, context: &[AgentMessage], specs: &[ToolSpec]) -> Option<SystemMessage> {
+    let tools: Vec<ToolDeclaration> = specs.iter().map(declaration).collect();
+    replay(context).update(&desired(s), &tools)
+}
+
+/// The system prompt of a request made with `messages`: a forced prompt,
+/// else what their system messages declare (the run's sections when an
+/// extension's `context` hook left none).
+pub(super) fn prompt(s: &RunSetup, messages: &[AgentMessage]) -> String {
+    if let Some(forced) = &s.forced_prompt {
+        return forced.clone();
+    }
+    let declared = replay(messages);
+    if declared.is_empty() { render(&desired(s)) } else { declared.prompt() }
+}
