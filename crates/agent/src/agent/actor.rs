@@ -10,7 +10,8 @@ use serde_json::Map;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::extension_hooks::ExtensionState;
+use super::extension_state::ExtensionState;
+use super::internal::ActorSink;
 use super::internal::Emitter;
 use super::internal::{Internal, QueueKind};
 use super::queue::MessageQueue;
@@ -52,7 +53,7 @@ pub(crate) struct Agent {
     pub(super) model: Model,
     pub(super) thinking: ThinkingLevel,
     /// The command line's model choice, applied to every session opened.
-    pub(super) startup: super::settings::StartupChoice,
+    pub(super) startup: super::session_start::StartupChoice,
     /// `--models`: what `cycle_model` cycles through (with optional levels).
     pub(super) scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
     pub(super) steering: MessageQueue,
@@ -71,7 +72,7 @@ pub(crate) struct Agent {
     /// The session's MCP servers (and codemode's store).
     pub(super) mcp: Arc<crate::mcp::McpManager>,
     /// Requests to the client, the approval gate, what the client offers.
-    pub(super) client: super::client_ops::ClientState,
+    pub(super) client: super::client_state::ClientState,
     /// Names of the tools the client runs itself.
     pub(super) client_tools: Vec<String>,
 
@@ -94,8 +95,13 @@ impl Agent {
             session_id: session.session_id(),
             session_file: session_file.as_deref(),
         };
-        let ext = ExtensionState::start(config.resources, &config.extensions, &start, internal_tx.clone());
-        let mcp = super::mcp_ops::start_mcp(config.mcp, &internal_tx);
+        let ext = ExtensionState::start(
+            config.resources,
+            &config.extensions,
+            &start,
+            Arc::new(ActorSink(internal_tx.clone())),
+        );
+        let mcp = super::mcp_start::start_mcp(config.mcp, &internal_tx);
         let mut agent = Agent {
             agent_dir: config.agent_dir,
             cwd: config.cwd,
@@ -123,7 +129,7 @@ impl Agent {
             activity: Activity::default(),
             ext,
             mcp,
-            client: super::client_ops::ClientState::new(&config.client),
+            client: super::client_state::ClientState::new(&config.client),
             client_tools: Vec::new(),
             out,
             internal_tx,
@@ -139,7 +145,7 @@ impl Agent {
             }
             agent.scoped_models = scope.models;
         }
-        agent.startup = super::settings::StartupChoice {
+        agent.startup = super::session_start::StartupChoice {
             provider: config.provider.clone(),
             pattern: config.model.clone(),
             thinking: config.thinking,
@@ -198,7 +204,7 @@ impl Agent {
             }
         }
         self.mcp.shutdown().await;
-        self.ext.handle.shutdown().await;
+        self.ext.handle().shutdown().await;
         self.temp_outputs.release(self.session.file_path());
         if let Some(tag) = self.activity.take_shutdown_request() {
             self.reply(Some(tag), Ok(Reply::Ack)).await;
@@ -479,11 +485,12 @@ impl Agent {
     pub(super) fn start_run(&mut self, mut initial: Vec<AgentMessage>) {
         let Some(provider) = self.providers.get(&self.model.api) else { return };
         let provider = crate::auth::authorize(provider, &self.models, &self.model);
-        initial.append(&mut self.ext.next_turn);
+        initial.extend(self.ext.take_next_turn());
         let cancel = CancellationToken::new();
         let retry_cancel = CancellationToken::new();
         let run_id = self.activity.begin_run(cancel.clone(), retry_cancel.clone());
         let (tools, tool_specs) = self.active_tool_set();
+        let (tools_version, tools_seen) = self.ext.tools_version();
         let setup = RunSetup {
             run_id,
             emitter: Emitter::new(self.internal_tx.clone()),
@@ -502,9 +509,9 @@ impl Agent {
             initial,
             retry: self.settings.retry,
             retry_enabled: self.retry_enabled.clone(),
-            extensions: self.ext.handle.clone(),
-            tools_version: self.ext.tools_version.clone(),
-            tools_seen: self.ext.tools_version.load(std::sync::atomic::Ordering::SeqCst),
+            extensions: self.ext.handle().clone(),
+            tools_version,
+            tools_seen,
             mcp: Some(self.mcp.clone()),
             reach: self.reach(),
         };
@@ -531,7 +538,7 @@ impl Agent {
             ("PI_CODING_AGENT".to_string(), "true".to_string()),
             ("PI_SESSION_ID".to_string(), self.session.session_id().to_string()),
         ];
-        ctx.gate = self.ext.handle.gate();
+        ctx.gate = self.ext.handle().gate();
         ctx.client = Some(self.client_link());
         ctx
     }

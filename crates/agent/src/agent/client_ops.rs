@@ -7,30 +7,9 @@ use std::sync::Arc;
 use super::actor::Agent;
 use super::internal::Emitter;
 use crate::client::client_tool::ClientTool;
-use crate::client::{
-    ApprovalMode, Approvals, ClientBroker, ClientCapabilities, ClientLink, ClientSetup, ClientToolSpec,
-};
+use crate::client::{ApprovalMode, ClientLink, ClientToolSpec};
 use crate::error::CoreError;
 use crate::op::{Reply, RequestTag, UiResponse};
-
-/// The client as the actor knows it.
-pub(crate) struct ClientState {
-    pub broker: Arc<ClientBroker>,
-    pub approvals: Arc<Approvals>,
-    pub capabilities: ClientCapabilities,
-    pub tool_timeout: std::time::Duration,
-}
-
-impl ClientState {
-    pub fn new(setup: &ClientSetup) -> Self {
-        ClientState {
-            broker: Arc::new(ClientBroker::default()),
-            approvals: Arc::new(Approvals::new(setup.approval.clone())),
-            capabilities: setup.capabilities,
-            tool_timeout: setup.tool_timeout,
-        }
-    }
-}
 
 impl Agent {
     /// The link a run's tools use to reach the client.

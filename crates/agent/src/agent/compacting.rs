@@ -7,104 +7,29 @@
 //! model) and emits `compaction_start`; the summaries are written off the
 //! actor (a task for `compact`, the run task for automatic compaction); the
 //! actor then appends the `compaction` entry, rebuilds the context and emits
-//! `compaction_end`. The run side lives in `compaction_run`.
+//! `compaction_end`. The run side is `RunCompaction` in `run.rs`; what both
+//! share is in `compaction_msg.rs`.
 
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::actor::Agent;
+use super::compaction_msg::{CheckOutcome, CheckPoint, CompactionJob, CompactionMsg};
 use super::internal::Emitter;
-use super::internal::{Internal, QueueKind};
-use super::run::RunSetup;
-use super::state::{Hold, ManualCompaction, Pending};
+use super::internal::Internal;
+use super::state::ManualCompaction;
 use crate::compaction::estimate::{estimate_context, estimate_system_prompt};
-use crate::compaction::{
-    NotCompactable, Preparation, Projection, Summarizer, SummaryError, SummaryOutput, prepare, should_compact,
-    summarize,
-};
+use crate::compaction::{NotCompactable, Projection, Summarizer, SummaryError, SummaryOutput, prepare, should_compact};
 use crate::error::{CoreError, ErrorKind};
-use crate::event::{AgentEvent, CompactionReason, CompactionResult, SummarizationSource};
+use crate::event::{AgentEvent, CompactionReason, CompactionResult};
 use crate::message::{AgentMessage, AssistantMessage, ContentBlock, StopReason};
-use crate::op::{Op, Reply, RequestTag};
+use crate::op::{Reply, RequestTag};
 use crate::provider::classify::is_context_overflow;
 use crate::session::SessionEntry;
 
-/// pi's answer to a prompt sent while `compact` runs.
-pub(crate) const PROMPT_WHILE_COMPACTING: &str =
-    "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry.";
 const OVERFLOW_RECOVERY_EXHAUSTED: &str = "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
 const LENGTH_RECOVERY_EXHAUSTED: &str = "Truncated response recovery failed after one compact-and-retry attempt.";
 /// Error of a compaction that was aborted.
 const CANCELLED: &str = "Compaction cancelled";
-
-/// A prepared compaction: what to summarise, and how.
-pub(crate) struct CompactionJob {
-    pub reason: CompactionReason,
-    /// Overflow recovery: the interrupted prompt is retried afterwards.
-    pub will_retry: bool,
-    pub prep: Preparation,
-    pub summarizer: Summarizer,
-    pub custom_instructions: Option<String>,
-    pub cancel: CancellationToken,
-    /// Estimated tokens of the system prompt (for `estimatedTokensAfter`).
-    pub system_tokens: u64,
-}
-
-impl CompactionJob {
-    /// Write the summaries (off the actor).
-    pub(crate) async fn run(&self, emitter: &Emitter) -> Result<SummaryOutput, SummaryError> {
-        // Retry events of a summarisation go through the actor like every event.
-        let source = SummarizationSource::Compaction(self.reason);
-        summarize(&self.prep, self.custom_instructions.as_deref(), &self.summarizer, source, emitter, &self.cancel)
-            .await
-    }
-}
-
-/// Where in a run an automatic compaction is considered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CheckPoint {
-    /// Before a prompt's first turn (pi `_prepareRun`).
-    BeforePrompt,
-    /// After tool results, before the next model call (pi `prepareNextTurn`).
-    BetweenTurns,
-    /// After a low-level run ended (pi `_handlePostAgentRun`).
-    AfterRun,
-}
-
-/// The actor's answer to a check.
-pub(crate) struct CheckOutcome {
-    pub job: Option<CompactionJob>,
-    /// An overflow recovery (compact and retry) was started.
-    pub recovery_started: bool,
-}
-
-/// Compaction traffic from tasks to the actor (always boxed in `Internal`).
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum CompactionMsg {
-    Check {
-        at: CheckPoint,
-        last: Option<Box<AssistantMessage>>,
-        recovery_attempted: bool,
-        reply: oneshot::Sender<CheckOutcome>,
-    },
-    /// The summaries are written (or failed); `reply` learns whether the compaction took.
-    Finished {
-        job: Box<CompactionJob>,
-        outcome: Result<SummaryOutput, SummaryError>,
-        reply: Option<oneshot::Sender<bool>>,
-    },
-}
-
-impl std::fmt::Debug for CompactionMsg {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CompactionMsg::Check { at, .. } => write!(f, "CompactionMsg::Check({at:?})"),
-            CompactionMsg::Finished { job, outcome, .. } => {
-                write!(f, "CompactionMsg::Finished({:?}, ok={})", job.reason, outcome.is_ok())
-            }
-        }
-    }
-}
 
 /// Why a job could not be prepared.
 enum JobError {
@@ -134,30 +59,6 @@ impl Agent {
     /// True while a compaction (manual or automatic) runs.
     pub(super) fn is_compacting(&self) -> bool {
         self.activity.work().is_compacting()
-    }
-
-    /// Ops that must wait for a `compact` command, or that it refuses.
-    /// Returns the op when normal dispatch should go on.
-    pub(super) async fn compaction_intercept(&mut self, pending: Pending) -> Option<Pending> {
-        let manual = self.activity.work().manual_compaction().is_some();
-        match pending.op {
-            Op::Prompt { .. } | Op::SendUserMessage { .. } if manual => {
-                self.reply(pending.tag, Err(CoreError::busy(PROMPT_WHILE_COMPACTING))).await;
-                None
-            }
-            Op::NewSession { .. }
-            | Op::SwitchSession { .. }
-            | Op::ResumeSession { .. }
-            | Op::Fork { .. }
-            | Op::Clone
-                if manual =>
-            {
-                self.activity.cancel_work();
-                self.activity.hold(Hold::Activity, pending);
-                None
-            }
-            _ => Some(pending),
-        }
     }
 
     /// Estimated tokens of our system prompt and tool declarations.
@@ -500,106 +401,5 @@ impl Agent {
             };
         }
         Some(direct)
-    }
-}
-
-// ----- the run side ----------------------------------------------------------
-
-/// What a run does after its post-run compaction check.
-pub(crate) enum AfterRun {
-    /// Start another low-level run with these messages (empty: retry the prompt).
-    Continue(Vec<AgentMessage>),
-    /// The run is over.
-    Settle { aborted: bool },
-}
-
-/// Compaction state of one session-level run: whether an overflow recovery
-/// was tried since the last good answer (pi `_overflowRecoveryAttempted`).
-#[derive(Debug, Default)]
-pub(crate) struct RunCompaction {
-    overflow_attempted: bool,
-}
-
-impl RunCompaction {
-    async fn check(&self, s: &RunSetup, at: CheckPoint, last: Option<AssistantMessage>) -> CheckOutcome {
-        let (reply, answer) = oneshot::channel();
-        let msg =
-            CompactionMsg::Check { at, last: last.map(Box::new), recovery_attempted: self.overflow_attempted, reply };
-        s.emitter.send(Internal::Compaction(Box::new(msg))).await;
-        answer.await.unwrap_or(CheckOutcome { job: None, recovery_started: false })
-    }
-
-    /// Write the summaries; the actor adopts the compacted context. True on success.
-    async fn run_job(s: &mut RunSetup, job: CompactionJob) -> bool {
-        let outcome = job.run(&s.emitter).await;
-        let (reply, answer) = oneshot::channel();
-        let msg = CompactionMsg::Finished { job: Box::new(job), outcome, reply: Some(reply) };
-        s.emitter.send(Internal::Compaction(Box::new(msg))).await;
-        answer.await.unwrap_or(false)
-    }
-
-    /// Before a prompt's first turn: compact if the previous answer left the
-    /// context over the threshold (or overflowed without recovery).
-    pub(crate) async fn before_prompt(&mut self, s: &mut RunSetup) {
-        if let Some(job) = self.check(s, CheckPoint::BeforePrompt, None).await.job {
-            Self::run_job(s, job).await;
-        }
-    }
-
-    /// After tool results, before the next model call: threshold compaction.
-    pub(crate) async fn between_turns(s: &mut RunSetup) {
-        if s.cancel.is_cancelled() {
-            return;
-        }
-        if let Some(job) = RunCompaction::default().check(s, CheckPoint::BetweenTurns, None).await.job {
-            Self::run_job(s, job).await;
-        }
-    }
-
-    /// After a low-level run (its `agent_end` emitted): overflow recovery
-    /// (compact, then retry the prompt once) or threshold compaction.
-    pub(crate) async fn after_run(&mut self, s: &mut RunSetup, new_messages: &[AgentMessage]) -> AfterRun {
-        if s.cancel.is_cancelled() {
-            return AfterRun::Settle { aborted: true };
-        }
-        for m in new_messages {
-            match m {
-                AgentMessage::User(_) => self.overflow_attempted = false,
-                AgentMessage::Assistant(a) if !matches!(a.stop_reason, StopReason::Error | StopReason::Length) => {
-                    self.overflow_attempted = false
-                }
-                _ => {}
-            }
-        }
-        let Some(last) = new_messages.iter().rev().find_map(|m| m.as_assistant().cloned()) else {
-            return AfterRun::Settle { aborted: false };
-        };
-        let outcome = self.check(s, CheckPoint::AfterRun, Some(last)).await;
-        if outcome.recovery_started {
-            self.overflow_attempted = true;
-        }
-        let Some(job) = outcome.job else { return AfterRun::Settle { aborted: false } };
-        let will_retry = job.will_retry;
-        let compacted = Self::run_job(s, job).await;
-        if s.cancel.is_cancelled() {
-            return AfterRun::Settle { aborted: true };
-        }
-        if !compacted {
-            return AfterRun::Settle { aborted: false };
-        }
-        if will_retry {
-            return AfterRun::Continue(Vec::new());
-        }
-        // Messages queued during the compaction get a run of their own.
-        for kind in [QueueKind::Steering, QueueKind::FollowUp] {
-            let (reply, answer) = oneshot::channel();
-            s.emitter.send(Internal::TakeQueued { kind, reply }).await;
-            let queued: Vec<AgentMessage> = answer.await.unwrap_or_default().into_iter().map(|d| d.message).collect();
-            if !queued.is_empty() {
-                s.emitter.send(Internal::QueueChanged).await;
-                return AfterRun::Continue(queued);
-            }
-        }
-        AfterRun::Settle { aborted: false }
     }
 }

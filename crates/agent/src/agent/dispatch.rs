@@ -1,30 +1,42 @@
-//! Every op, in one exhaustive match: what extensions, shutdown and
-//! compaction do with it first, then its handler.
+//! Every op, in one exhaustive match, after its [`route`]: what the
+//! extensions do with it first, whether it waits or is refused, then its handler.
 
 use super::actor::Agent;
 use super::internal::QueueKind;
+use super::route::{Gate, Policy, Route, route};
 use super::state::{Hold, Pending};
 use crate::error::CoreError;
 use crate::op::{Op, Reply, TreeWithLeaf};
 
 impl Agent {
-    /// Handle one op: extensions, shutdown and compaction may take it or
-    /// hold it; a session switch during a run ends the run and waits for it.
+    /// Handle one op: [`route`] decides whether it waits for the extensions,
+    /// goes through them, waits for the run or compaction, is refused, or
+    /// goes to its handler ([`Agent::dispatch`]).
     pub(super) async fn handle_op(&mut self, pending: Pending) {
-        let Some(pending) = self.intercept_for_extensions(pending).await else { return };
-        if self.activity.is_shutting_down()
-            && !pending.accepted
-            && !matches!(pending.op, Op::Shutdown { .. } | Op::ExtensionUiResponse { .. } | Op::ClientResponse { .. })
-        {
-            self.reply(pending.tag, Err(CoreError::busy("The agent is shutting down"))).await;
-            return;
+        if let Op::Shutdown { abort } = pending.op {
+            self.client_leaving(abort).await;
         }
-        let Some(pending) = self.compaction_intercept(pending).await else { return };
-        if switches_session(&pending.op) && self.activity.is_running() {
-            self.activity.cancel_work();
-            self.activity.hold(Hold::Activity, pending);
-            return;
+        let gate = Gate { open: !self.ext.gated(), accepted: pending.accepted };
+        let (pending, policy) = match route(&pending.op, &self.activity, gate) {
+            Route::AfterExtensions => return self.activity.hold(Hold::Extensions, pending),
+            Route::ThroughExtensions(policy) => {
+                let Some(pending) = self.through_extensions(pending).await else { return };
+                (pending, policy)
+            }
+            Route::Direct(policy) => (pending, policy),
+        };
+        match policy {
+            Policy::Now => self.dispatch(pending).await,
+            Policy::AfterActivity => {
+                self.activity.cancel_work();
+                self.activity.hold(Hold::Activity, pending);
+            }
+            Policy::Refused(refusal) => self.reply(pending.tag, Err(refusal.error())).await,
         }
+    }
+
+    /// Every op's handler, in one exhaustive match.
+    async fn dispatch(&mut self, pending: Pending) {
         let tag = pending.tag;
         // A login or logout since the last op (by pi too) counts from now on.
         self.models.sync_auth(&self.agent_dir);
@@ -52,13 +64,7 @@ impl Agent {
                 _ => Ok(Reply::Ack),
             },
             Op::Compact { custom_instructions } => {
-                if self.activity.work().is_idle() {
-                    return self.start_manual_compaction(tag, custom_instructions).await;
-                }
-                // pi aborts what runs (a run, another compaction) and compacts after it.
-                self.activity.cancel_work();
-                self.activity.hold(Hold::Activity, Pending { op: Op::Compact { custom_instructions }, ..pending });
-                return;
+                return self.start_manual_compaction(tag, custom_instructions).await;
             }
             Op::Bash { command, exclude_from_context } => return self.bash(tag, command, exclude_from_context).await,
             Op::AbortBash => {
@@ -74,7 +80,7 @@ impl Agent {
                 return self.activity.request_shutdown(tag);
             }
             Op::Unload => {
-                if self.is_idle() && !self.activity.is_shutting_down() && self.ext.handle.ui().is_empty() {
+                if self.is_idle() && !self.activity.is_shutting_down() && self.ext.handle().ui().is_empty() {
                     return self.activity.request_shutdown(tag);
                 }
                 Err(CoreError::busy("The session is busy"))
@@ -89,7 +95,7 @@ impl Agent {
             Op::Login(request) => return self.login(tag, request),
             Op::PendingRequests => {
                 // Extension dialogs and the requests to the client (approvals, files, terminals).
-                let mut ids = self.ext.handle.ui().ids();
+                let mut ids = self.ext.handle().ui().ids();
                 ids.extend(self.client.broker.ids());
                 Ok(Reply::PendingRequests(ids))
             }
@@ -132,12 +138,4 @@ impl Agent {
         };
         self.reply(tag, result).await;
     }
-}
-
-/// Ops that replace the current session.
-fn switches_session(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::NewSession { .. } | Op::SwitchSession { .. } | Op::ResumeSession { .. } | Op::Fork { .. } | Op::Clone
-    )
 }

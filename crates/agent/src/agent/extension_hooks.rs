@@ -9,137 +9,25 @@
 //! and while a session hook decides, later ops are held (in arrival order)
 //! and replayed afterwards; dialog answers always pass.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use super::actor::Agent;
+use super::extension_state::ExtSignal;
 use super::internal::Internal;
+use super::route::Refusal;
 use super::state::{HeldMessage, Hold, Pending};
 use crate::error::CoreError;
 use crate::event::AgentEvent;
 use crate::extensions::hooks::{InputOutcome, InputSource};
-use crate::extensions::{
-    CallError, ExtensionOptions, ExtensionTool, Extensions, HostSignal, RegisteredCommand, Routed, SignalSink,
-    StartContext,
-};
+use crate::extensions::{CallError, ExtensionTool, HostSignal, RegisteredCommand, Routed};
 use crate::message::AgentMessage;
 use crate::op::{
     CommandInfo, CommandSource, Disposition, Forked, Op, Reply, RequestTag, StreamingBehavior, Switched, UiResponse,
 };
-use crate::resources::{Resources, SkillReader};
+use crate::resources::SkillReader;
 use crate::tools::ToolRegistry;
-
-/// Messages for the actor about extension work.
-#[derive(Debug)]
-pub(crate) enum ExtSignal {
-    Host(HostSignal),
-    /// An extension command finished (`error`: what it answered with, if it failed).
-    CommandDone {
-        tag: Option<RequestTag>,
-        invocation: String,
-        error: Option<String>,
-    },
-    /// The session hooks decided about an op.
-    SessionHookDone {
-        pending: Pending,
-        cancelled: bool,
-    },
-    /// The `input` hooks decided about a client's prompt: `op` carries the
-    /// (possibly transformed) text, unless an extension handled it.
-    InputDone {
-        tag: Option<RequestTag>,
-        op: Option<Op>,
-    },
-    /// The `input` hooks decided about extension `id`'s `sendUserMessage`
-    /// (`params` with the resulting content), unless one handled it.
-    UserMessageInputDone {
-        id: usize,
-        params: Option<Value>,
-    },
-}
-
-/// Host signals go straight into the actor's internal queue.
-struct ActorSink(mpsc::Sender<Internal>);
-
-#[async_trait::async_trait]
-impl SignalSink for ActorSink {
-    async fn deliver(&self, signal: HostSignal) -> bool {
-        self.0.send(Internal::Extension(Box::new(ExtSignal::Host(signal)))).await.is_ok()
-    }
-}
-
-/// What the actor keeps about templates, skills and extensions.
-pub(crate) struct ExtensionState {
-    pub handle: Extensions,
-    pub resources: Resources,
-    /// Per extension: not yet registered nor dead (ops wait until none is).
-    starting: Vec<bool>,
-    /// A session hook is deciding (ops wait in the actor's deferred queue).
-    hook_pending: bool,
-    /// Commands and hooks in flight.
-    running: usize,
-    /// Custom messages for the next prompt (`deliverAs: "nextTurn"`).
-    pub next_turn: Vec<AgentMessage>,
-    /// Tool names each extension added.
-    tools_of: HashMap<usize, Vec<String>>,
-    /// Every tool name each extension ever registered (activation happens once).
-    tools_known: HashMap<usize, std::collections::HashSet<String>>,
-    /// Bumped whenever an extension changes the tools (a run picks them up).
-    pub tools_version: Arc<std::sync::atomic::AtomicU64>,
-    /// `--no-tools`: extension tools start inactive.
-    no_tools: bool,
-}
-
-impl ExtensionState {
-    /// Start the extensions of `options`; their signals reach the actor on `internal`.
-    pub(crate) fn start(
-        resources: Resources,
-        options: &ExtensionOptions,
-        ctx: &StartContext<'_>,
-        internal: mpsc::Sender<Internal>,
-    ) -> Self {
-        let handle = if options.paths.is_empty() && options.load_errors.is_empty() {
-            Extensions::default()
-        } else {
-            Extensions::start(options, ctx, Arc::new(ActorSink(internal)))
-        };
-        ExtensionState {
-            starting: vec![true; handle.len()],
-            handle,
-            resources,
-            hook_pending: false,
-            running: 0,
-            next_turn: Vec::new(),
-            tools_of: HashMap::new(),
-            tools_known: HashMap::new(),
-            tools_version: Arc::default(),
-            no_tools: options.no_tools,
-        }
-    }
-
-    /// Tell a running run that the tools changed.
-    pub(crate) fn tools_changed(&self) {
-        self.tools_version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// A command (a built-in one too) is in flight until its `CommandDone`.
-    pub(super) fn command_started(&mut self) {
-        self.running += 1;
-    }
-
-    /// No command or hook in flight.
-    pub(crate) fn is_idle(&self) -> bool {
-        self.running == 0
-    }
-
-    /// Ops wait: extensions are starting or a session hook decides.
-    fn gated(&self) -> bool {
-        self.hook_pending || self.starting.iter().any(|s| *s)
-    }
-}
 
 /// The text of `Extension command "/x" cannot be queued…` (pi's wording).
 fn cannot_queue(invocation: &str) -> String {
@@ -149,37 +37,28 @@ fn cannot_queue(invocation: &str) -> String {
 }
 
 impl Agent {
-    /// Look at an op before the actor handles it: hold it while extensions
-    /// start or a session hook decides, run extension commands, expand
-    /// templates and skills, answer `get_commands`, start session hooks.
-    /// Returns the op to handle as usual, or `None` when it was taken care of.
-    pub(super) async fn intercept_for_extensions(&mut self, pending: Pending) -> Option<Pending> {
-        match &pending.op {
-            Op::ExtensionUiResponse { .. }
-            | Op::ClientResponse { .. }
-            | Op::SetApprovalMode { .. }
-            | Op::PendingRequests => return Some(pending),
-            Op::Shutdown { abort } => {
-                // The client is gone: nobody can answer a dialog (or any request) any more.
-                self.ext.handle.ui().close();
-                self.client_gone();
-                if *abort {
-                    for held in self.activity.drain_ops(Hold::Extensions) {
-                        self.reply(held.tag, Err(CoreError::busy("The agent is shutting down"))).await;
-                    }
-                    return Some(pending);
-                }
+    /// A `shutdown`: the client is gone, so nobody can answer a dialog (or
+    /// any request) any more; with `abort`, the ops held for the extensions
+    /// are refused.
+    pub(super) async fn client_leaving(&mut self, abort: bool) {
+        self.ext.handle().ui().close();
+        self.client_gone();
+        if abort {
+            for held in self.activity.drain_ops(Hold::Extensions) {
+                self.reply(held.tag, Err(Refusal::ShuttingDown.error())).await;
             }
-            _ => {}
         }
-        if self.ext.gated() {
-            self.activity.hold(Hold::Extensions, pending);
-            return None;
-        }
+    }
+
+    /// The extensions' part of an op: run extension commands, expand
+    /// templates and skills, answer `get_commands`, start the `input` and
+    /// session hooks. Returns the op to handle as usual, or `None` when it
+    /// was taken care of.
+    pub(super) async fn through_extensions(&mut self, pending: Pending) -> Option<Pending> {
         let tag = pending.tag;
         let op = match pending.op {
             Op::Prompt { message, images, streaming_behavior } => {
-                if let Some((command, args)) = self.ext.handle.find_command(&message) {
+                if let Some((command, args)) = self.ext.handle().find_command(&message) {
                     self.run_extension_command(tag, command, args);
                     return None;
                 }
@@ -231,7 +110,7 @@ impl Agent {
 
     /// `None` (after refusing it) when `message` invokes an extension command.
     async fn refuse_command(&mut self, tag: Option<RequestTag>, message: &str) -> Option<()> {
-        if let Some((command, _)) = self.ext.handle.find_command(message) {
+        if let Some((command, _)) = self.ext.handle().find_command(message) {
             self.reply(tag, Err(CoreError::invalid("message", cannot_queue(&command.invocation)))).await;
             return None;
         }
@@ -245,7 +124,7 @@ impl Agent {
     /// Ask the `input` hooks about a prompt, steer or follow-up (held ops
     /// wait meanwhile); `Some(op)` when none listens or they already decided.
     fn input_gate(&mut self, tag: Option<RequestTag>, op: Op, seen: bool) -> Option<Op> {
-        if seen || !self.ext.handle.listens("input") {
+        if seen || !self.ext.handle().listens("input") {
             return Some(op);
         }
         let streaming = |b: StreamingBehavior| match b {
@@ -262,10 +141,9 @@ impl Agent {
             Op::FollowUp { message, images } => (message.clone(), images.clone(), Some("followUp")),
             _ => return Some(op),
         };
-        self.ext.hook_pending = true;
-        self.ext.running += 1;
+        self.ext.hook_started();
         let internal = self.internal_tx.clone();
-        let handle = self.ext.handle.clone();
+        let handle = self.ext.handle().clone();
         tokio::spawn(async move {
             let op = match handle.input(text, images, InputSource::Rpc, behavior).await {
                 InputOutcome::Handled => None,
@@ -283,7 +161,7 @@ impl Agent {
     /// Ask the `input` hooks about an extension's `sendUserMessage`
     /// (`source: "extension"`); the message is delivered once they decided.
     pub(super) fn user_message_input_gate(&mut self, id: usize, params: &Value) -> bool {
-        if !self.ext.handle.listens("input") {
+        if !self.ext.handle().listens("input") {
             return false;
         }
         let Ok((text, images)) = super::extension_requests::user_content(params) else { return false };
@@ -293,7 +171,7 @@ impl Agent {
             _ => None,
         };
         let internal = self.internal_tx.clone();
-        let handle = self.ext.handle.clone();
+        let handle = self.ext.handle().clone();
         let mut params = params.clone();
         tokio::spawn(async move {
             let params = match handle.input(text, images, InputSource::Extension, behavior).await {
@@ -316,7 +194,7 @@ impl Agent {
         if !text.starts_with('/') {
             return text;
         }
-        let expanded = crate::resources::expand_input(&text, &self.ext.resources);
+        let expanded = crate::resources::expand_input(&text, self.ext.resources());
         if let Some(e) = expanded.error {
             self.emit(AgentEvent::ExtensionError {
                 extension_path: e.path.display().to_string(),
@@ -332,14 +210,14 @@ impl Agent {
     /// first), extension commands, then templates, then skills.
     pub(super) fn command_list(&self) -> Vec<CommandInfo> {
         let mut list = self.builtin_commands();
-        list.extend(self.ext.handle.commands().into_iter().map(|c| CommandInfo {
+        list.extend(self.ext.handle().commands().into_iter().map(|c| CommandInfo {
             name: c.invocation,
             description: c.description,
             source: CommandSource::Extension,
             location: None,
             path: Some(c.extension.path_string()),
         }));
-        list.extend(crate::resources::commands(&self.ext.resources));
+        list.extend(crate::resources::commands(self.ext.resources()));
         list
     }
 
@@ -354,11 +232,11 @@ impl Agent {
         } else {
             return None;
         };
-        crate::resources::skills_prompt_section_with(&self.ext.resources.skills, reader)
+        crate::resources::skills_prompt_section_with(&self.ext.resources().skills, reader)
     }
 
     fn run_extension_command(&mut self, tag: Option<RequestTag>, command: RegisteredCommand, args: String) {
-        self.ext.running += 1;
+        self.ext.command_started();
         let internal = self.internal_tx.clone();
         tokio::spawn(async move {
             let params = json!({"name": command.name, "args": args});
@@ -392,12 +270,11 @@ impl Agent {
             },
             _ => return Some(pending),
         };
-        let subscribers = self.ext.handle.subscribers(method);
+        let subscribers = self.ext.handle().subscribers(method);
         if subscribers.is_empty() {
             return Some(pending);
         }
-        self.ext.hook_pending = true;
-        self.ext.running += 1;
+        self.ext.hook_started();
         let internal = self.internal_tx.clone();
         let mut params = params;
         if let Value::Object(obj) = &mut params {
@@ -431,13 +308,13 @@ impl Agent {
     /// Route a client's dialog answer. A tagged op (JSON-RPC request form)
     /// is answered: success, or not found when no open dialog matched.
     pub(super) async fn ui_response(&mut self, tag: Option<RequestTag>, id: Option<String>, response: UiResponse) {
-        let routed = self.ext.handle.ui().resolve(id.as_deref(), response);
+        let routed = self.ext.handle().ui().resolve(id.as_deref(), response);
         let result = match (routed, id) {
             (Routed::Resolved, _) => Ok(Reply::Ack),
             (Routed::Ignored, Some(id)) => Err(CoreError::not_found(format!("No pending extension dialog: {id}"))),
             (Routed::Ignored, None) => Err(CoreError::invalid(
                 "id",
-                format!("An id is required: {} extension dialogs are pending", self.ext.handle.ui().len()),
+                format!("An id is required: {} extension dialogs are pending", self.ext.handle().ui().len()),
             )),
         };
         self.reply(tag, result).await;
@@ -445,13 +322,13 @@ impl Agent {
 
     /// Pass an event the actor emits to subscribed extensions.
     pub(super) fn notify_extensions(&self, event: &AgentEvent) {
-        self.ext.handle.notify(event);
+        self.ext.handle().notify(event);
     }
 
     /// Tell extensions a session became current (`reason`: new, resume, fork).
     pub(super) fn extensions_session_started(&self, reason: &str) {
         let payload = json!({"type": "session_start", "reason": reason, "sessionId": self.session.session_id()});
-        self.ext.handle.notify_raw("session_start", payload);
+        self.ext.handle().notify_raw("session_start", payload);
     }
 
     /// A custom message sent during a run: it joins the conversation when the run ends.
@@ -471,8 +348,8 @@ impl Agent {
         match signal {
             ExtSignal::Host(HostSignal::Registered { id }) => {
                 self.sync_extension_tools(id).await;
-                if self.ext.starting.get(id) == Some(&true)
-                    && let Some(ext) = self.ext.handle.get(id).filter(|e| e.subscribes("session_start"))
+                if self.ext.is_starting(id)
+                    && let Some(ext) = self.ext.handle().get(id).filter(|e| e.subscribes("session_start"))
                 {
                     let payload =
                         json!({"type": "session_start", "reason": "startup", "sessionId": self.session.session_id()});
@@ -481,9 +358,9 @@ impl Agent {
                 self.extension_started(id).await;
             }
             ExtSignal::Host(HostSignal::Died { id, event, error }) => {
-                let path = self.ext.handle.get(id).map(|e| e.path_string()).unwrap_or_default();
+                let path = self.ext.handle().get(id).map(|e| e.path_string()).unwrap_or_default();
                 self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
-                for name in self.ext.tools_of.remove(&id).unwrap_or_default() {
+                for name in self.ext.take_tools_of(id) {
                     self.remove_extension_tool(&name);
                 }
                 self.extension_started(id).await;
@@ -497,7 +374,7 @@ impl Agent {
                 let _ = reply.send(result);
             }
             ExtSignal::CommandDone { tag, invocation, error } => {
-                self.ext.running = self.ext.running.saturating_sub(1);
+                self.ext.command_done();
                 if let Some(error) = error {
                     let event = AgentEvent::ExtensionError {
                         extension_path: format!("command:{invocation}"),
@@ -509,8 +386,7 @@ impl Agent {
                 self.reply(tag, Ok(Reply::Prompt(Disposition::Handled))).await;
             }
             ExtSignal::InputDone { tag, op } => {
-                self.ext.running = self.ext.running.saturating_sub(1);
-                self.ext.hook_pending = false;
+                self.ext.hook_done();
                 match op {
                     Some(op) => {
                         let pending = Pending { tag, op, allowed: false, accepted: true, inputs_seen: true };
@@ -526,8 +402,7 @@ impl Agent {
                 }
             }
             ExtSignal::SessionHookDone { pending, cancelled } => {
-                self.ext.running = self.ext.running.saturating_sub(1);
-                self.ext.hook_pending = false;
+                self.ext.hook_done();
                 if cancelled {
                     let reply = match &pending.op {
                         Op::Fork { entry_id } => {
@@ -553,9 +428,7 @@ impl Agent {
 
     /// An extension registered or died: once none is starting, replay held ops.
     async fn extension_started(&mut self, id: usize) {
-        if let Some(flag) = self.ext.starting.get_mut(id) {
-            *flag = false;
-        }
+        self.ext.started(id);
         self.release_deferred().await;
     }
 
@@ -574,20 +447,20 @@ impl Agent {
     /// Make extension `id`'s registered tools callable (replacing those of
     /// an earlier registration). A name another extension owns is refused.
     async fn sync_extension_tools(&mut self, id: usize) {
-        let Some(ext) = self.ext.handle.get(id).filter(|e| !e.is_dead()) else { return };
+        let Some(ext) = self.ext.handle().get(id).filter(|e| !e.is_dead()) else { return };
         let Some(registration) = ext.registration() else { return };
         // Tools left out of the new registration go; the others are replaced
         // in place, keeping their place in the active list.
-        let previous = self.ext.tools_of.remove(&id).unwrap_or_default();
+        let previous = self.ext.take_tools_of(id);
         for name in previous.iter().filter(|n| !registration.tools.iter().any(|t| &t.name == *n)) {
             self.remove_extension_tool(name);
         }
-        let known_before = self.ext.tools_known.entry(id).or_default().clone();
+        let known_before = self.ext.known_tools(id);
         let mut added = Vec::new();
         for spec in registration.tools {
-            let owner = self.ext.tools_of.iter().find(|(_, names)| names.contains(&spec.name)).map(|(o, _)| *o);
+            let owner = self.ext.tool_owner(&spec.name);
             if let Some(owner) = owner {
-                let other = self.ext.handle.get(owner).map(|e| e.path_string()).unwrap_or_default();
+                let other = self.ext.handle().get(owner).map(|e| e.path_string()).unwrap_or_default();
                 let error = format!("tool \"{}\" is already registered by {other}", spec.name);
                 let event =
                     AgentEvent::ExtensionError { extension_path: ext.path_string(), event: "register".into(), error };
@@ -603,7 +476,7 @@ impl Agent {
             self.tools.register(Arc::new(ExtensionTool::new(ext.clone(), spec)));
             if first_time
                 && active
-                && !self.ext.no_tools
+                && !self.ext.no_tools()
                 && self.tools.contains(&name)
                 && !self.active_tools.contains(&name)
             {
@@ -611,15 +484,14 @@ impl Agent {
             }
             added.push(name);
         }
-        self.ext.tools_known.entry(id).or_default().extend(added.iter().cloned());
-        self.ext.tools_of.insert(id, added);
+        self.ext.record_tools(id, added);
         self.ext.tools_changed();
     }
 
     /// The path of the extension that registered tool `name`, if one did.
     pub(super) fn extension_tool_owner(&self, name: &str) -> Option<String> {
-        let (owner, _) = self.ext.tools_of.iter().find(|(_, names)| names.iter().any(|n| n == name))?;
-        self.ext.handle.get(*owner).map(|e| e.path_string())
+        let owner = self.ext.tool_owner(name)?;
+        self.ext.handle().get(owner).map(|e| e.path_string())
     }
 
     /// Remove an extension tool; a built-in it replaced comes back.

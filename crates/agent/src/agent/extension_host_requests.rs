@@ -89,7 +89,7 @@ impl Agent {
             }
             ExtRequest::Emit(p) => {
                 let channel = text(&p, "channel").ok_or("\"channel\" is required")?;
-                self.ext.handle.broadcast_bus(id, channel, p.get("data").cloned().unwrap_or(Value::Null));
+                self.ext.handle().broadcast_bus(id, channel, p.get("data").cloned().unwrap_or(Value::Null));
                 Ok(Value::Null)
             }
             ExtRequest::GetModels => {

@@ -98,7 +98,7 @@ impl Agent {
             }
         };
         if let (Err(error), false) = (&result, method.is_empty()) {
-            let path = self.ext.handle.get(id).map(|e| e.path_string()).unwrap_or_default();
+            let path = self.ext.handle().get(id).map(|e| e.path_string()).unwrap_or_default();
             let event =
                 AgentEvent::ExtensionError { extension_path: path, event: method.to_string(), error: error.clone() };
             self.emit(event).await;
@@ -130,7 +130,7 @@ impl Agent {
     /// Deliver a user message the `input` hooks let through; failures are `extension_error`s.
     pub(super) async fn deliver_user_message(&mut self, id: usize, p: &Value) {
         if let Err(error) = self.send_user_message_now(p).await {
-            let path = self.ext.handle.get(id).map(|e| e.path_string()).unwrap_or_default();
+            let path = self.ext.handle().get(id).map(|e| e.path_string()).unwrap_or_default();
             let event = "sendUserMessage".to_string();
             self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
         }
@@ -167,7 +167,7 @@ impl Agent {
         let message = custom_message(p)?;
         let trigger = p.get("triggerTurn").and_then(Value::as_bool);
         if deliver_as(p) == Some("nextTurn") {
-            self.ext.next_turn.push(message);
+            self.ext.queue_next_turn(message);
             return Ok(Value::Null);
         }
         if self.activity.is_running() {

@@ -2,9 +2,12 @@
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::extension_state::ExtSignal;
+use crate::error::CoreError;
 use crate::event::{AgentEvent, EventSink};
+use crate::extensions::{HostSignal, SignalSink};
 use crate::message::AgentMessage;
-use crate::op::{BashResult, RequestTag};
+use crate::op::{BashResult, Reply, RequestTag};
 
 /// Which queue a run pulls from at a turn boundary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,15 +47,22 @@ pub enum Internal {
     /// The run task is done (after `agent_settled`).
     RunFinished { run_id: u64 },
     /// Compaction checks and results (see `compacting`).
-    Compaction(Box<super::compacting::CompactionMsg>),
+    Compaction(Box<super::compaction_msg::CompactionMsg>),
     /// An RPC `bash` finished (or could not start).
     BashFinished { tag: Option<RequestTag>, outcome: Box<Result<(BashResult, AgentMessage), String>> },
     /// Extension work: host signals, finished commands and hooks.
-    Extension(Box<super::extension_hooks::ExtSignal>),
+    Extension(Box<ExtSignal>),
     /// The tools the model gets now (an extension changed them during a run).
     CurrentTools { reply: oneshot::Sender<ToolSet> },
     /// A login started by `Op::Login` has news (see `login_ops`).
-    Login(Box<super::login_ops::LoginMsg>),
+    Login(Box<LoginMsg>),
+}
+
+/// News of a login, from its task to the actor.
+#[derive(Debug)]
+pub enum LoginMsg {
+    Started { tag: Option<RequestTag>, result: Result<Reply, CoreError> },
+    Finished { provider: String, error: Option<String> },
 }
 
 /// The tools of a model request and their specs.
@@ -108,5 +118,15 @@ impl EventSink for Emitter {
             Err(mpsc::error::TrySendError::Full(Internal::Events(events))) => Err(events),
             _ => Ok(()),
         }
+    }
+}
+
+/// Host signals go straight into the actor's internal queue.
+pub(super) struct ActorSink(pub mpsc::Sender<Internal>);
+
+#[async_trait::async_trait]
+impl SignalSink for ActorSink {
+    async fn deliver(&self, signal: HostSignal) -> bool {
+        self.0.send(Internal::Extension(Box::new(ExtSignal::Host(signal)))).await.is_ok()
     }
 }

@@ -4,19 +4,12 @@
 //! session's models then include the provider's.
 
 use super::actor::Agent;
-use super::internal::{Emitter, Internal};
+use super::internal::{Emitter, Internal, LoginMsg};
 use crate::auth::background;
 use crate::auth::oauth::Net;
 use crate::error::{CoreError, ErrorKind};
 use crate::event::AgentEvent;
 use crate::op::{Reply, RequestTag};
-
-/// News of a login, from its task to the actor.
-#[derive(Debug)]
-pub enum LoginMsg {
-    Started { tag: Option<RequestTag>, result: Result<Reply, CoreError> },
-    Finished { provider: String, error: Option<String> },
-}
 
 impl Agent {
     pub(super) fn login(&mut self, tag: Option<RequestTag>, request: crate::auth::LoginRequest) {

@@ -1,63 +1,14 @@
-//! The agent's side of MCP: starting the session's servers (with the one
-//! start-up warning), the tools of each model call, the first prompt's
-//! wait for servers whose tools must be declared in its request, and the
-//! built-in `/mcp` command.
-
-use std::sync::Arc;
+//! The agent's side of MCP: the built-in `/mcp` command and which indirect
+//! tools (`codemode`, `tool_search`) are on. Starting the servers is
+//! `mcp_start.rs`; a run's MCP tools and first-prompt wait are in `run.rs`.
 
 use super::actor::Agent;
-use super::extension_hooks::ExtSignal;
+use super::extension_state::ExtSignal;
 use super::internal::Internal;
-use super::run::RunSetup;
 use crate::event::{AgentEvent, ExtensionUiKind, ExtensionUiRequest};
-use crate::mcp::McpManager;
 use crate::mcp::command::{self as mcp_command, Notice};
 use crate::mcp::turn::{CODEMODE, Reach};
-use crate::message::AgentMessage;
 use crate::op::{CommandInfo, CommandSource, RequestTag};
-use crate::provider::ToolSpec;
-use crate::tools::ToolRegistry;
-
-/// Start connecting; report configuration errors and failed servers once,
-/// as a warning notification, when every server has settled.
-pub(super) fn start_mcp(
-    options: crate::mcp::McpOptions,
-    internal: &tokio::sync::mpsc::Sender<Internal>,
-) -> Arc<McpManager> {
-    let mcp = McpManager::start(options);
-    if !mcp.is_empty() {
-        let (mcp, internal) = (mcp.clone(), internal.clone());
-        tokio::spawn(async move {
-            if let Some(message) = mcp.startup_report().await {
-                tracing::warn!("{message}");
-                let request = ExtensionUiRequest {
-                    id: uuid::Uuid::new_v4().to_string(),
-                    extension: "mcp".to_string(),
-                    kind: ExtensionUiKind::Notify { message, notify_type: Some("warning".to_string()) },
-                };
-                let _ = internal.send(Internal::Event(Box::new(AgentEvent::ExtensionUiRequest(request)))).await;
-            }
-        });
-    }
-    mcp
-}
-
-/// Wait for `direct` servers, then add the `<mcp_servers>` section.
-pub(super) async fn before_prompt(s: &mut RunSetup) {
-    let Some(mcp) = &s.mcp else { return };
-    mcp.wait_direct().await;
-    if let Some(section) = mcp.prompt_section(s.reach.codemode, s.reach.tool_search) {
-        s.system_prompt.push_str("\n\n");
-        s.system_prompt.push_str(&section);
-    }
-}
-
-/// The tools of the next model call.
-/// `context`: the conversation the call is made with (tools found by
-/// `tool_search` on this branch are declared).
-pub(super) fn turn_tools(s: &RunSetup, context: &[AgentMessage]) -> (ToolRegistry, Vec<ToolSpec>) {
-    crate::mcp::turn::turn_tools(&s.tools, &s.tool_specs, s.mcp.as_ref(), s.reach, context)
-}
 
 /// The notification a `/mcp` command answers with.
 fn notice_event(notice: Notice) -> AgentEvent {
@@ -73,7 +24,7 @@ impl Agent {
     /// 1.6.0 lists its built-in `mcp` there; `llama` is left out: in RPC mode
     /// pi only answers that it needs the terminal UI).
     pub(super) fn builtin_commands(&self) -> Vec<CommandInfo> {
-        if !self.mcp.command_available() || self.ext.handle.find_command("/mcp").is_some() {
+        if !self.mcp.command_available() || self.ext.handle().find_command("/mcp").is_some() {
             return Vec::new();
         }
         vec![CommandInfo {
@@ -89,7 +40,7 @@ impl Agent {
     /// own command of that name comes first).
     pub(super) fn builtin_invocation<'m>(&self, message: &'m str) -> Option<&'m str> {
         let args = mcp_command::invocation(message)?;
-        (self.mcp.command_available() && self.ext.handle.find_command(message).is_none()).then_some(args)
+        (self.mcp.command_available() && self.ext.handle().find_command(message).is_none()).then_some(args)
     }
 
     /// Run `/mcp <args>`: its notification, then the prompt's `handled` reply

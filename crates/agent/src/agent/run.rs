@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::compacting::{AfterRun, RunCompaction};
+use super::compaction_msg::{CheckOutcome, CheckPoint, CompactionJob, CompactionMsg};
 use super::internal::{Delivered, Emitter, Internal, QueueKind};
 use super::tool_exec::execute_tool_calls;
 use crate::config::settings::RetrySettings;
@@ -55,6 +55,17 @@ pub(crate) struct RunSetup {
     pub reach: crate::mcp::turn::Reach,
 }
 
+/// MCP before a prompt's first turn: wait for `direct` servers, then add
+/// the `<mcp_servers>` section.
+async fn mcp_before_prompt(s: &mut RunSetup) {
+    let Some(mcp) = &s.mcp else { return };
+    mcp.wait_direct().await;
+    if let Some(section) = mcp.prompt_section(s.reach.codemode, s.reach.tool_search) {
+        s.system_prompt.push_str("\n\n");
+        s.system_prompt.push_str(&section);
+    }
+}
+
 /// How one low-level run (agent_start … agent_end) ended.
 enum LowLevelEnd {
     Done,
@@ -78,7 +89,7 @@ pub(crate) async fn run_session(mut s: RunSetup) {
     let mut totals = Usage::default();
     let mut compaction = RunCompaction::default();
     if !initial.is_empty() {
-        super::mcp_ops::before_prompt(&mut s).await;
+        mcp_before_prompt(&mut s).await;
         let extensions = s.extensions.clone();
         extensions.before_agent_start(&mut initial, &mut s.system_prompt, &s.cancel).await;
         compaction.before_prompt(&mut s).await;
@@ -237,7 +248,8 @@ async fn low_level_run(
             refresh_tools(s).await;
             context(s).await
         };
-        let (turn_tools, turn_specs) = super::mcp_ops::turn_tools(s, &context);
+        let (turn_tools, turn_specs) =
+            crate::mcp::turn::turn_tools(&s.tools, &s.tool_specs, s.mcp.as_ref(), s.reach, &context);
         let assistant = if s.cancel.is_cancelled() {
             aborted_assistant(s).await
         } else {
@@ -360,4 +372,105 @@ async fn aborted_assistant(s: &RunSetup) -> AssistantMessage {
     s.emitter.emit(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) }).await;
     s.emitter.emit(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) }).await;
     message
+}
+
+// ----- compaction, the run's side -------------------------------------------
+
+/// What a run does after its post-run compaction check.
+pub(crate) enum AfterRun {
+    /// Start another low-level run with these messages (empty: retry the prompt).
+    Continue(Vec<AgentMessage>),
+    /// The run is over.
+    Settle { aborted: bool },
+}
+
+/// Compaction state of one session-level run: whether an overflow recovery
+/// was tried since the last good answer (pi `_overflowRecoveryAttempted`).
+#[derive(Debug, Default)]
+pub(crate) struct RunCompaction {
+    overflow_attempted: bool,
+}
+
+impl RunCompaction {
+    async fn check(&self, s: &RunSetup, at: CheckPoint, last: Option<AssistantMessage>) -> CheckOutcome {
+        let (reply, answer) = oneshot::channel();
+        let msg =
+            CompactionMsg::Check { at, last: last.map(Box::new), recovery_attempted: self.overflow_attempted, reply };
+        s.emitter.send(Internal::Compaction(Box::new(msg))).await;
+        answer.await.unwrap_or(CheckOutcome { job: None, recovery_started: false })
+    }
+
+    /// Write the summaries; the actor adopts the compacted context. True on success.
+    async fn run_job(s: &mut RunSetup, job: CompactionJob) -> bool {
+        let outcome = job.run(&s.emitter).await;
+        let (reply, answer) = oneshot::channel();
+        let msg = CompactionMsg::Finished { job: Box::new(job), outcome, reply: Some(reply) };
+        s.emitter.send(Internal::Compaction(Box::new(msg))).await;
+        answer.await.unwrap_or(false)
+    }
+
+    /// Before a prompt's first turn: compact if the previous answer left the
+    /// context over the threshold (or overflowed without recovery).
+    pub(crate) async fn before_prompt(&mut self, s: &mut RunSetup) {
+        if let Some(job) = self.check(s, CheckPoint::BeforePrompt, None).await.job {
+            Self::run_job(s, job).await;
+        }
+    }
+
+    /// After tool results, before the next model call: threshold compaction.
+    pub(crate) async fn between_turns(s: &mut RunSetup) {
+        if s.cancel.is_cancelled() {
+            return;
+        }
+        if let Some(job) = RunCompaction::default().check(s, CheckPoint::BetweenTurns, None).await.job {
+            Self::run_job(s, job).await;
+        }
+    }
+
+    /// After a low-level run (its `agent_end` emitted): overflow recovery
+    /// (compact, then retry the prompt once) or threshold compaction.
+    pub(crate) async fn after_run(&mut self, s: &mut RunSetup, new_messages: &[AgentMessage]) -> AfterRun {
+        if s.cancel.is_cancelled() {
+            return AfterRun::Settle { aborted: true };
+        }
+        for m in new_messages {
+            match m {
+                AgentMessage::User(_) => self.overflow_attempted = false,
+                AgentMessage::Assistant(a) if !matches!(a.stop_reason, StopReason::Error | StopReason::Length) => {
+                    self.overflow_attempted = false
+                }
+                _ => {}
+            }
+        }
+        let Some(last) = new_messages.iter().rev().find_map(|m| m.as_assistant().cloned()) else {
+            return AfterRun::Settle { aborted: false };
+        };
+        let outcome = self.check(s, CheckPoint::AfterRun, Some(last)).await;
+        if outcome.recovery_started {
+            self.overflow_attempted = true;
+        }
+        let Some(job) = outcome.job else { return AfterRun::Settle { aborted: false } };
+        let will_retry = job.will_retry;
+        let compacted = Self::run_job(s, job).await;
+        if s.cancel.is_cancelled() {
+            return AfterRun::Settle { aborted: true };
+        }
+        if !compacted {
+            return AfterRun::Settle { aborted: false };
+        }
+        if will_retry {
+            return AfterRun::Continue(Vec::new());
+        }
+        // Messages queued during the compaction get a run of their own.
+        for kind in [QueueKind::Steering, QueueKind::FollowUp] {
+            let (reply, answer) = oneshot::channel();
+            s.emitter.send(Internal::TakeQueued { kind, reply }).await;
+            let queued: Vec<AgentMessage> = answer.await.unwrap_or_default().into_iter().map(|d| d.message).collect();
+            if !queued.is_empty() {
+                s.emitter.send(Internal::QueueChanged).await;
+                return AfterRun::Continue(queued);
+            }
+        }
+        AfterRun::Settle { aborted: false }
+    }
 }

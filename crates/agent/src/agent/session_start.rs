@@ -1,7 +1,9 @@
-//! The session an agent starts with: new, opened, continued, by id, fresh or forked (`SessionStart`).
+//! The session an agent starts with: new, opened, continued, by id, fresh or forked (`SessionStart`),
+//! and the command line's model choice applied to each session opened.
 
 use super::{AgentConfig, SessionStart};
 use crate::error::CoreError;
+use crate::model::ThinkingLevel;
 use crate::session::Session;
 
 /// Opens the session the agent starts with, fenced for `pi serve --cluster` when a fence is configured.
@@ -56,4 +58,15 @@ fn open_session_unfenced(config: &AgentConfig) -> Result<Session, CoreError> {
         }
     };
     Ok(session)
+}
+
+/// What the command line (or JSON-RPC `initialize`) asked for; applied again
+/// to each session the agent opens.
+#[derive(Debug, Clone, Default)]
+pub(super) struct StartupChoice {
+    pub provider: Option<String>,
+    pub pattern: Option<String>,
+    pub thinking: Option<ThinkingLevel>,
+    /// `--api-key` was given: stored credentials do not choose the provider.
+    pub inline_key: bool,
 }

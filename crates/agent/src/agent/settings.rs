@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::actor::Agent;
 use super::internal::QueueKind;
+use super::session_start::StartupChoice;
 use crate::config::model_resolver::Selected;
 use crate::config::settings::persist_setting;
 use crate::error::CoreError;
@@ -16,17 +17,6 @@ use crate::provider::faux;
 
 /// Thinking level used when nothing else chooses one.
 const DEFAULT_THINKING: ThinkingLevel = ThinkingLevel::Medium;
-
-/// What the command line (or JSON-RPC `initialize`) asked for; applied again
-/// to each session the agent opens.
-#[derive(Debug, Clone, Default)]
-pub(super) struct StartupChoice {
-    pub provider: Option<String>,
-    pub pattern: Option<String>,
-    pub thinking: Option<ThinkingLevel>,
-    /// `--api-key` was given: stored credentials do not choose the provider.
-    pub inline_key: bool,
-}
 
 impl Agent {
     /// `cycle_thinking_level`: the next level the model supports (`None`

@@ -1,0 +1,194 @@
+//! What the actor keeps about templates, skills and extensions
+//! ([`ExtensionState`]: the running extensions, their start-up, the hooks and
+//! commands in flight, the tools each added), and the signals extension work
+//! sends the actor ([`ExtSignal`]). The actor's side is `extension_hooks.rs`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+
+use super::state::Pending;
+use crate::extensions::{ExtensionOptions, Extensions, HostSignal, SignalSink, StartContext};
+use crate::message::AgentMessage;
+use crate::op::{Op, RequestTag};
+use crate::resources::Resources;
+
+/// Messages for the actor about extension work.
+#[derive(Debug)]
+pub(crate) enum ExtSignal {
+    Host(HostSignal),
+    /// An extension command finished (`error`: what it answered with, if it failed).
+    CommandDone {
+        tag: Option<RequestTag>,
+        invocation: String,
+        error: Option<String>,
+    },
+    /// The session hooks decided about an op.
+    SessionHookDone {
+        pending: Pending,
+        cancelled: bool,
+    },
+    /// The `input` hooks decided about a client's prompt: `op` carries the
+    /// (possibly transformed) text, unless an extension handled it.
+    InputDone {
+        tag: Option<RequestTag>,
+        op: Option<Op>,
+    },
+    /// The `input` hooks decided about extension `id`'s `sendUserMessage`
+    /// (`params` with the resulting content), unless one handled it.
+    UserMessageInputDone {
+        id: usize,
+        params: Option<Value>,
+    },
+}
+
+/// What the actor keeps about templates, skills and extensions.
+pub(crate) struct ExtensionState {
+    handle: Extensions,
+    resources: Resources,
+    /// Per extension: not yet registered nor dead (ops wait until none is).
+    starting: Vec<bool>,
+    /// A session hook is deciding (ops wait in the actor's deferred queue).
+    hook_pending: bool,
+    /// Commands and hooks in flight.
+    running: usize,
+    /// Custom messages for the next prompt (`deliverAs: "nextTurn"`).
+    next_turn: Vec<AgentMessage>,
+    /// Tool names each extension added.
+    tools_of: HashMap<usize, Vec<String>>,
+    /// Every tool name each extension ever registered (activation happens once).
+    tools_known: HashMap<usize, HashSet<String>>,
+    /// Bumped whenever an extension changes the tools (a run picks them up).
+    tools_version: Arc<AtomicU64>,
+    /// `--no-tools`: extension tools start inactive.
+    no_tools: bool,
+}
+
+impl ExtensionState {
+    /// Start the extensions of `options`; their signals reach the actor on `internal`.
+    pub(crate) fn start(
+        resources: Resources,
+        options: &ExtensionOptions,
+        ctx: &StartContext<'_>,
+        sink: Arc<dyn SignalSink>,
+    ) -> Self {
+        let handle = if options.paths.is_empty() && options.load_errors.is_empty() {
+            Extensions::default()
+        } else {
+            Extensions::start(options, ctx, sink)
+        };
+        ExtensionState {
+            starting: vec![true; handle.len()],
+            handle,
+            resources,
+            hook_pending: false,
+            running: 0,
+            next_turn: Vec::new(),
+            tools_of: HashMap::new(),
+            tools_known: HashMap::new(),
+            tools_version: Arc::default(),
+            no_tools: options.no_tools,
+        }
+    }
+
+    /// Tell a running run that the tools changed.
+    pub(crate) fn tools_changed(&self) {
+        self.tools_version.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A command (a built-in one too) is in flight until its `CommandDone`.
+    pub(super) fn command_started(&mut self) {
+        self.running += 1;
+    }
+
+    /// No command or hook in flight.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.running == 0
+    }
+
+    /// Ops wait: extensions are starting or a session hook decides.
+    pub(super) fn gated(&self) -> bool {
+        self.hook_pending || self.starting.iter().any(|s| *s)
+    }
+
+    /// A command finished.
+    pub(super) fn command_done(&mut self) {
+        self.running = self.running.saturating_sub(1);
+    }
+
+    /// An `input` or session hook decides: ops wait until [`Self::hook_done`].
+    pub(super) fn hook_started(&mut self) {
+        self.hook_pending = true;
+        self.running += 1;
+    }
+
+    pub(super) fn hook_done(&mut self) {
+        self.running = self.running.saturating_sub(1);
+        self.hook_pending = false;
+    }
+
+    /// Extension `id` has not registered nor died yet.
+    pub(super) fn is_starting(&self, id: usize) -> bool {
+        self.starting.get(id) == Some(&true)
+    }
+
+    /// Extension `id` registered or died.
+    pub(super) fn started(&mut self, id: usize) {
+        if let Some(flag) = self.starting.get_mut(id) {
+            *flag = false;
+        }
+    }
+
+    /// The running extensions.
+    pub(super) fn handle(&self) -> &Extensions {
+        &self.handle
+    }
+
+    /// Prompt templates and skills.
+    pub(super) fn resources(&self) -> &Resources {
+        &self.resources
+    }
+
+    /// A custom message for the next prompt (`deliverAs: "nextTurn"`).
+    pub(super) fn queue_next_turn(&mut self, message: AgentMessage) {
+        self.next_turn.push(message);
+    }
+
+    /// The messages for this prompt (and none for the next).
+    pub(super) fn take_next_turn(&mut self) -> Vec<AgentMessage> {
+        std::mem::take(&mut self.next_turn)
+    }
+
+    /// The counter a run watches for tool changes, and its value now.
+    pub(super) fn tools_version(&self) -> (Arc<AtomicU64>, u64) {
+        (self.tools_version.clone(), self.tools_version.load(Ordering::SeqCst))
+    }
+
+    /// `--no-tools`: extension tools start inactive.
+    pub(super) fn no_tools(&self) -> bool {
+        self.no_tools
+    }
+
+    /// The tools extension `id` added (forgotten: it re-registers or died).
+    pub(super) fn take_tools_of(&mut self, id: usize) -> Vec<String> {
+        self.tools_of.remove(&id).unwrap_or_default()
+    }
+
+    /// The extension that added tool `name`.
+    pub(super) fn tool_owner(&self, name: &str) -> Option<usize> {
+        self.tools_of.iter().find(|(_, names)| names.iter().any(|n| n == name)).map(|(owner, _)| *owner)
+    }
+
+    /// Every tool name extension `id` ever registered.
+    pub(super) fn known_tools(&self, id: usize) -> HashSet<String> {
+        self.tools_known.get(&id).cloned().unwrap_or_default()
+    }
+
+    /// Extension `id` now owns `added` (and registered them once).
+    pub(super) fn record_tools(&mut self, id: usize, added: Vec<String>) {
+        self.tools_known.entry(id).or_default().extend(added.iter().cloned());
+        self.tools_of.insert(id, added);
+    }
+}

@@ -1,0 +1,31 @@
+//! Starting the session's MCP servers, with the one start-up warning.
+
+use std::sync::Arc;
+
+use super::internal::Internal;
+use crate::event::{AgentEvent, ExtensionUiKind, ExtensionUiRequest};
+use crate::mcp::McpManager;
+
+/// Start connecting; report configuration errors and failed servers once,
+/// as a warning notification, when every server has settled.
+pub(super) fn start_mcp(
+    options: crate::mcp::McpOptions,
+    internal: &tokio::sync::mpsc::Sender<Internal>,
+) -> Arc<McpManager> {
+    let mcp = McpManager::start(options);
+    if !mcp.is_empty() {
+        let (mcp, internal) = (mcp.clone(), internal.clone());
+        tokio::spawn(async move {
+            if let Some(message) = mcp.startup_report().await {
+                tracing::warn!("{message}");
+                let request = ExtensionUiRequest {
+                    id: uuid::Uuid::new_v4().to_string(),
+                    extension: "mcp".to_string(),
+                    kind: ExtensionUiKind::Notify { message, notify_type: Some("warning".to_string()) },
+                };
+                let _ = internal.send(Internal::Event(Box::new(AgentEvent::ExtensionUiRequest(request)))).await;
+            }
+        });
+    }
+    mcp
+}
