@@ -7,6 +7,7 @@
 mod acp_bridge;
 mod acp_clients;
 mod acp_sessions;
+mod anthropic_federation;
 mod aws_credentials;
 mod big_replies;
 mod cli_options;

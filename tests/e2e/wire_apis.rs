@@ -255,7 +255,10 @@ pub(crate) async fn side_by_side(case: Case) {
 /// (`pi_compat::fake_server::aws_services`), not for the model.
 fn is_credential_service(r: &RecordedRequest) -> bool {
     let body = String::from_utf8_lossy(&r.raw_body);
-    r.path.starts_with("/latest/") || r.path.starts_with("/federation/") || body.starts_with("Action=AssumeRole")
+    r.path.starts_with("/latest/")
+        || r.path.starts_with("/federation/")
+        || r.path == "/v1/oauth/token"
+        || body.starts_with("Action=AssumeRole")
 }
 
 /// What a credential-service request asks: method, path (SSO's query
@@ -270,6 +273,8 @@ fn service_call(r: &RecordedRequest) -> Value {
     let (path, query) = r.path.split_once('?').unwrap_or((&r.path, ""));
     let mut query: Vec<&str> = query.split('&').filter(|p| !p.is_empty()).collect();
     query.sort_unstable();
+    // A JSON body (Anthropic's token exchange) is compared as JSON.
+    let form = if r.body.is_object() { r.body.clone() } else { json!(form) };
     json!({"method": r.method, "path": path, "query": query, "credential": credentials(r), "form": form,
            "token": r.header("x-aws-ec2-metadata-token").is_some(), "sso": r.header("x-amz-sso_bearer_token")})
 }

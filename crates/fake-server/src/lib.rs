@@ -30,6 +30,7 @@
 //! ```
 
 pub mod anthropic;
+pub mod anthropic_federation;
 pub mod aws_services;
 pub mod bedrock;
 pub mod gemini;
@@ -461,7 +462,8 @@ async fn serve(
     let service = {
         let mut st = lock(&state);
         let keys = st.aws.as_ref().map(|a| (a.access_key_id.clone(), a.secret.clone()));
-        let answer = aws_services::answer(&request, keys.as_ref().map(|(k, s)| (k.as_str(), s.as_str())));
+        let answer = aws_services::answer(&request, keys.as_ref().map(|(k, s)| (k.as_str(), s.as_str())))
+            .or_else(|| anthropic_federation::answer(&request));
         if answer.is_some() {
             st.requests.push(request.clone());
         }

@@ -6,11 +6,14 @@
 //!   and `GOOGLE_CLOUD_LOCATION`;
 //! * `amazon-bedrock`: `AWS_PROFILE`, access keys, `AWS_BEARER_TOKEN_BEDROCK`,
 //!   container credentials or a web-identity token file;
+//! * `anthropic`: workload identity federation (`ANTHROPIC_FEDERATION_RULE_ID`,
+//!   `ANTHROPIC_ORGANIZATION_ID`, `ANTHROPIC_IDENTITY_TOKEN_FILE`), last;
 //! * Cloudflare: the key counts only with the account (and gateway) id.
 //!
 //! Ambient credentials stand in as the key `<authenticated>` (pi's value);
 //! the APIs never send it and resolve the real credentials themselves.
 
+use super::anthropic_federation::Federation;
 use super::cloudflare;
 use super::env::ProviderEnv;
 
@@ -30,6 +33,7 @@ pub fn env_credential(provider: &str, key: Option<String>, env: &ProviderEnv) ->
         cloudflare::WORKERS_AI | cloudflare::AI_GATEWAY => key.filter(|_| cloudflare::env_complete(provider, env)),
         "google-vertex" => key.or_else(|| vertex_adc(env).then(|| AUTHENTICATED.to_string())),
         "amazon-bedrock" => key.or_else(|| aws_configured(env).then(|| AUTHENTICATED.to_string())),
+        "anthropic" => key.or_else(|| Federation::from_env(env).map(|_| AUTHENTICATED.to_string())),
         _ => key,
     }
 }

@@ -15,6 +15,7 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::anthropic_federation::Federation;
 use super::anthropic_request::{
     build_body, build_headers, endpoint, from_claude_code_name, has_preferred_strict_tools, prepare,
 };
@@ -365,8 +366,10 @@ fn call_stream(
     request: &ProviderRequest,
     cancel: &CancellationToken,
     plain: bool,
+    federated: bool,
 ) -> (ProviderStream, bool) {
-    let (llm, plan) = prepare(request, plain);
+    let (llm, mut plan) = prepare(request, plain);
+    plan.federated = federated;
     let retry_plain = !plain && has_preferred_strict_tools(request, &plan);
     let oauth_tools = plan.oauth.then(|| request.tools.clone());
     let call = build_headers(request, &plan)
@@ -379,29 +382,72 @@ impl Provider for AnthropicMessages {
         "anthropic-messages"
     }
 
-    /// Like pi, a request whose preferred-strict tools Claude rejects for its
-    /// limits is sent once more with those tools plain, and the session
-    /// remembers it.
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
-        let session = request.session_id.clone();
-        let plain = strict_limited(session.as_deref());
-        let (mut first, retry_plain) = call_stream(&self.http, &request, &cancel, plain);
-        if !retry_plain {
-            return first;
+        match Federation::for_request(&request) {
+            Some(federation) => federated(self.http.clone(), federation, request, cancel),
+            None => stream_with(self.http.clone(), request, cancel, false),
         }
-        let http = self.http.clone();
-        let opened = async move {
-            match first.next().await {
-                Some(Err(e)) if is_strict_limit_error(&e) && !cancel.is_cancelled() => {
-                    mark_strict_limited(session.as_deref());
-                    call_stream(&http, &request, &cancel, true).0
-                }
-                Some(item) => futures::stream::once(async move { item }).chain(first).boxed(),
-                None => first,
-            }
-        };
-        futures::stream::once(opened).flatten().boxed()
     }
+}
+
+/// A call authenticated by workload identity federation: the access token
+/// first (cached, or exchanged), then the call with it; a 401 drops it.
+fn federated(
+    http: HttpClient,
+    federation: Federation,
+    mut request: ProviderRequest,
+    cancel: CancellationToken,
+) -> ProviderStream {
+    let opened = async move {
+        let base = request.model.base_url.clone();
+        let token = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return futures::stream::iter([Err(ProviderError::aborted())]).boxed(),
+            token = federation.token(&base, &http) => token,
+        };
+        match token {
+            Err(e) => futures::stream::iter([Err(e)]).boxed(),
+            Ok(token) => {
+                request.api_key = Some(token);
+                stream_with(http, request, cancel, true)
+                    .inspect(move |item| {
+                        if matches!(item, Err(e) if e.status == Some(401)) {
+                            federation.invalidate(&base);
+                        }
+                    })
+                    .boxed()
+            }
+        }
+    };
+    futures::stream::once(opened).flatten().boxed()
+}
+
+/// Like pi, a request whose preferred-strict tools Claude rejects for its
+/// limits is sent once more with those tools plain, and the session
+/// remembers it.
+fn stream_with(
+    http: HttpClient,
+    request: ProviderRequest,
+    cancel: CancellationToken,
+    federated: bool,
+) -> ProviderStream {
+    let session = request.session_id.clone();
+    let plain = strict_limited(session.as_deref());
+    let (mut first, retry_plain) = call_stream(&http, &request, &cancel, plain, federated);
+    if !retry_plain {
+        return first;
+    }
+    let opened = async move {
+        match first.next().await {
+            Some(Err(e)) if is_strict_limit_error(&e) && !cancel.is_cancelled() => {
+                mark_strict_limited(session.as_deref());
+                call_stream(&http, &request, &cancel, true, federated).0
+            }
+            Some(item) => futures::stream::once(async move { item }).chain(first).boxed(),
+            None => first,
+        }
+    };
+    futures::stream::once(opened).flatten().boxed()
 }
 
 #[cfg(test)]

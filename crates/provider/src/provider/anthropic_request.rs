@@ -139,6 +139,9 @@ pub struct Plan {
     /// Send tools that merely prefer strict schemas without them (after Claude
     /// rejected this session's strict tools for exceeding its limits).
     pub no_preferred_strict: bool,
+    /// Authenticated with a workload-federation access token
+    /// ([`super::anthropic_federation`]): a bearer token with the OAuth beta.
+    pub federated: bool,
 }
 
 /// pi's `mapThinkingLevelToEffort`.
@@ -174,7 +177,7 @@ pub fn plan(request: &ProviderRequest, llm: &[LlmMessage]) -> Plan {
     let ttl = CacheRetention::from_env() == CacheRetention::Long && compat.long_cache_retention;
     let cache_control = if ttl { json!({"type": "ephemeral", "ttl": "1h"}) } else { json!({"type": "ephemeral"}) };
     let oauth = request.api_key.as_deref().is_some_and(is_oauth_token);
-    Plan { compat, thinking, max_tokens, oauth, cache_control, no_preferred_strict: false }
+    Plan { compat, thinking, max_tokens, oauth, cache_control, no_preferred_strict: false, federated: false }
 }
 
 fn image_block(mime: &str, data: &str) -> Value {
@@ -526,7 +529,8 @@ pub fn build_body(request: &ProviderRequest, plan: &Plan, llm: &[LlmMessage]) ->
 /// features, session affinity, then model and request headers.
 pub fn build_headers(request: &ProviderRequest, plan: &Plan) -> Result<Vec<(String, String)>, ProviderError> {
     let configured = configured_headers(request);
-    let key = request.api_key.as_deref().filter(|k| !k.is_empty());
+    // pi's `<authenticated>` stand-in of ambient credentials is never sent.
+    let key = request.api_key.as_deref().filter(|k| !k.is_empty() && !crate::provider::ambient::is_placeholder(k));
     let header_auth = ["authorization", "x-api-key", "cf-aig-authorization"].iter().any(|h| has_header(&configured, h));
     if key.is_none() && !header_auth {
         return Err(ProviderError::new(
@@ -538,7 +542,9 @@ pub fn build_headers(request: &ProviderRequest, plan: &Plan) -> Result<Vec<(Stri
     // Copilot takes its token as a bearer token, with no session affinity.
     let copilot = request.model.provider == crate::provider::copilot::PROVIDER;
     match key {
-        Some(k) if plan.oauth || copilot => headers.push(("authorization".into(), format!("Bearer {k}"))),
+        Some(k) if plan.oauth || copilot || plan.federated => {
+            headers.push(("authorization".into(), format!("Bearer {k}")))
+        }
         Some(k) => headers.push(("x-api-key".into(), k.to_string())),
         None => {}
     }
@@ -562,7 +568,10 @@ pub fn build_headers(request: &ProviderRequest, plan: &Plan) -> Result<Vec<(Stri
             set_header(&mut headers, &k, v);
         }
     }
-    let betas = beta_features(request, plan);
+    let mut betas = beta_features(request, plan);
+    if plan.federated && !betas.iter().any(|b| b == crate::provider::anthropic_federation::OAUTH_BETA) {
+        betas.push(crate::provider::anthropic_federation::OAUTH_BETA.to_string());
+    }
     if !betas.is_empty() {
         set_header(&mut headers, "anthropic-beta", betas.join(","));
     }

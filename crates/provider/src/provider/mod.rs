@@ -17,6 +17,7 @@ use crate::model::{Model, ThinkingLevel};
 
 pub mod ambient;
 pub mod anthropic;
+pub mod anthropic_federation;
 pub mod anthropic_request;
 pub mod bedrock;
 pub mod classify;
