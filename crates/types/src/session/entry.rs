@@ -149,7 +149,8 @@ pub struct CompactionEntry {
     pub from_hook: Option<bool>,
     /// The prompt and tools declared at the compaction (one system message
     /// replaying the earlier ones): it leads the compacted context.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "system_message_with_role")]
+    #[schemars(with = "Option<crate::message::SystemMessage>")]
     pub system_message: Option<crate::message::SystemMessage>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -408,5 +409,35 @@ mod tests {
         assert!(matches!(e.message(), Some(AgentMessage::System(_))), "system messages are modelled");
         assert_eq!(e.id(), Some("a0b1c2d3"));
         assert_eq!(serde_json::to_string(&e).unwrap(), sys);
+    }
+}
+
+/// A compaction's `systemMessage` is written as pi writes it, a whole
+/// message with `"role": "system"` first (pi 1.6.0 reads one without the
+/// role as a message of no known kind).
+mod system_message_with_role {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::{Map, Value};
+
+    use crate::message::SystemMessage;
+
+    pub fn serialize<S: Serializer>(message: &Option<SystemMessage>, out: S) -> Result<S::Ok, S::Error> {
+        let Some(message) = message else { return out.serialize_none() };
+        let fields = match serde_json::to_value(message).map_err(serde::ser::Error::custom)? {
+            Value::Object(fields) => fields,
+            _ => return Err(serde::ser::Error::custom("a system message is an object")),
+        };
+        let mut with_role = Map::with_capacity(fields.len() + 1);
+        with_role.insert("role".into(), Value::String("system".into()));
+        with_role.extend(fields.into_iter().filter(|(key, _)| key != "role"));
+        Value::Object(with_role).serialize(out)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(input: D) -> Result<Option<SystemMessage>, D::Error> {
+        let Some(mut value) = Option::<Value>::deserialize(input)? else { return Ok(None) };
+        if let Value::Object(fields) = &mut value {
+            fields.remove("role");
+        }
+        serde_json::from_value(value).map(Some).map_err(serde::de::Error::custom)
     }
 }
