@@ -406,7 +406,7 @@ pub struct ToolReference {
 /// the conversation. The first declares every prompt section and tool;
 /// later ones patch sections by name (`null` removes one) and add or remove
 /// tools. Replaying them in order gives the current prompt and tools
-/// ([`crate::system_message`]).
+/// (module `system_message`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SystemMessage {
