@@ -177,14 +177,7 @@ impl AuthFile {
             std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(err)?;
         }
         if !self.path.exists() {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&self.path)
-                .map_err(err)?;
-            f.write_all(b"{}").map_err(err)?;
+            self.write_bytes(b"{}")?;
         }
         Ok(())
     }
@@ -192,8 +185,12 @@ impl AuthFile {
     /// Write the whole file in place, as pi does (through a symlink too; the
     /// mode applies only when the file is created).
     fn write(&self, data: &Map<String, Value>) -> Result<(), FileError> {
+        self.write_bytes(to_pi_json(data).as_bytes())
+    }
+
+    /// Replace the file's bytes in place (mode 0600 when it is created).
+    fn write_bytes(&self, bytes: &[u8]) -> Result<(), FileError> {
         let err = |e: std::io::Error| FileError::Write { path: self.path.clone(), message: e.to_string() };
-        let text = to_pi_json(data);
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
@@ -201,7 +198,7 @@ impl AuthFile {
             .mode(0o600)
             .open(&self.path)
             .map_err(err)?;
-        f.write_all(text.as_bytes()).map_err(err)
+        f.write_all(bytes).map_err(err)
     }
 }
 
