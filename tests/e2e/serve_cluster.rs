@@ -389,3 +389,17 @@ async fn a_full_replay_through_a_new_owners_mirror_has_no_gap() {
     cluster(&c, "takeover_replay", &[&url_a, &url_b, &url_c, &pid]).await;
     let _ = a.pi.child.wait().await;
 }
+
+#[tokio::test]
+async fn approvals_reach_clients_on_every_worker_and_the_first_answer_wins() {
+    let Some(nats) = Nats::start().await else { return };
+    let sb = Sandbox::with_server().await;
+    let call = pi_compat::fake_server::Reply::tool_call("call_1", "bash", r#"{"command":"echo approved-ran"}"#);
+    sb.server().on_marker("run the tool", call);
+    let shared = sb.home.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    let a = worker_with(&sb, &nats, &shared, "wa", "5", &["--tool-approval"]).await;
+    let b = worker_with(&sb, &nats, &shared, "wb", "5", &["--tool-approval"]).await;
+    let (url_a, url_b) = (a.url.clone(), b.url.clone());
+    cluster(&b, "approvals", &[&url_a, &url_b]).await;
+}

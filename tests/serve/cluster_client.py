@@ -29,6 +29,10 @@ Scenarios:
                             the same id and seq, the first answer wins from
                             either worker, a client attaching to B mid-dialog
                             gets it too
+  approvals URL_A URL_B      tool approvals (--tool-approval) of a session owned
+                            by A reach a client on B too; the first answer
+                            wins from either worker (allowed from B, blocked
+                            from A)
   acp URL_A URL_B            ACP: a session made on A is loaded (history
                             replayed) and resumed from B, prompts from either
                             worker stream to both, session/list on B names it
@@ -438,7 +442,39 @@ async def takeover_replay(url_a, url_b, url_c, pid_a):
     print(f"takeover_replay ok: {sid}")
 
 
-SCENARIOS = {"takeover_replay": takeover_replay, "acp": acp, "dialogs": dialogs, "nats_restart": nats_restart, "drain": drain, "relay": relay, "spread": spread, "killed": killed, "resume": resume}
+def tool_end(m):
+    return m.get("type") == "tool_execution_end"
+
+
+async def approvals(url_a, url_b):
+    a = await connect(url_a)
+    state, _ = await call(a, "s", "get_state")
+    sid = state["data"]["sessionId"]
+    b = await connect(f"{url_b}?session={sid}")
+    await call(b, "s", "get_state")
+    results = []
+    for n, (first, late, answer) in enumerate(((b, a, "Allow"), (a, b, "Block"))):
+        await a.send(json.dumps({"id": f"p{n}", "type": "prompt", "message": "run the tool"}))
+        qa, qb = await asyncio.gather(until(a, ui_request("select")), until(b, ui_request("select")))
+        check(qa[-1]["id"] == qb[-1]["id"] and "bash" in qa[-1]["title"], f"approvals differ: {qa[-1]} {qb[-1]}")
+        await first.send(json.dumps({"type": "extension_ui_response", "id": qa[-1]["id"], "value": answer}))
+        ea, eb = await asyncio.gather(until(a, tool_end), until(b, tool_end))
+        # The other client's answer, later, changes nothing.
+        other = "Block" if answer == "Allow" else "Allow"
+        await late.send(json.dumps({"type": "extension_ui_response", "id": qa[-1]["id"], "value": other}))
+        check(ea[-1] == eb[-1], f"the tool's end differs:\n{ea[-1]}\n{eb[-1]}")
+        results.append(ea[-1])
+        await settled(a)
+        await settled(b)
+    ran, blocked = results
+    check(not ran.get("isError") and "approved-ran" in json.dumps(ran), f"allowed from B: {ran}")
+    check(blocked.get("isError") and "approved-ran" not in json.dumps(blocked), f"blocked from A: {blocked}")
+    await a.close()
+    await b.close()
+    print(f"approvals ok: {sid}")
+
+
+SCENARIOS = {"approvals": approvals, "takeover_replay": takeover_replay, "acp": acp, "dialogs": dialogs, "nats_restart": nats_restart, "drain": drain, "relay": relay, "spread": spread, "killed": killed, "resume": resume}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in SCENARIOS:
