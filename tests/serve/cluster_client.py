@@ -423,6 +423,9 @@ async def takeover_replay(url_a, url_b, url_c, pid_a):
         sid = state["data"]["sessionId"]
         events = await prompt_to_settled(x, "p", "before the loss")
     numbers = seqs(events)
+    # A stores its events in the stream as they come (acknowledged in
+    # batches): give the last ones time to be stored before A dies.
+    await asyncio.sleep(2)
     os.kill(int(pid_a), signal.SIGKILL)
     # B takes the session over once A's lease expired, and numbers nothing yet.
     async with connect(f"{url_b}?session={sid}") as y:
