@@ -216,6 +216,24 @@ pub fn provider_models(provider: &str) -> Vec<Model> {
     }
 }
 
+/// Each provider's models parsed once per process and shared by every
+/// registry (every `pi serve` session): a session's registry refers to these
+/// and copies a model only when its `models.json` changes it.
+static SHARED: OnceLock<Box<[OnceLock<Vec<Model>>]>> = OnceLock::new();
+
+/// The catalog models of one provider, parsed on first use and shared for the
+/// rest of the process (empty for a provider the catalog does not have).
+pub fn shared_provider_models(provider: &str) -> &'static [Model] {
+    let Some(index) = PROVIDER_SECTIONS.iter().position(|(name, _, _)| *name == provider) else {
+        return &[];
+    };
+    let slots = SHARED.get_or_init(|| PROVIDER_SECTIONS.iter().map(|_| OnceLock::new()).collect());
+    match slots.get(index) {
+        Some(slot) => slot.get_or_init(|| provider_models(provider)),
+        None => &[],
+    }
+}
+
 /// The whole parsed catalog (parsed on first use). A catalog that does not
 /// parse is a build defect caught by the tests; it yields no models.
 pub fn catalog() -> &'static [Model] {
@@ -248,6 +266,10 @@ mod tests {
             assert!(provider_models(name).iter().all(|m| &m.provider == name), "{name}");
         }
         assert!(catalog().len() > 1000);
+        let shared = shared_provider_models("anthropic");
+        assert!(std::ptr::eq(shared, shared_provider_models("anthropic")), "parsed once, then shared");
+        assert_eq!(shared, provider_models("anthropic").as_slice());
+        assert!(shared_provider_models("no-such-provider").is_empty());
         let sonnet = catalog().iter().find(|m| m.provider == "anthropic" && m.id == "claude-sonnet-4-5").unwrap();
         assert_eq!((sonnet.context_window, sonnet.max_tokens), (200_000, 64_000));
         assert_eq!(sonnet.cost.cache_write, 3.75);

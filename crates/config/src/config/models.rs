@@ -25,10 +25,40 @@ pub struct ProviderSettings {
     pub auth_header: bool,
 }
 
+/// One model of a registry: a built-in one as the shared catalog has it, or
+/// the registry's own (custom, or a built-in one its `models.json` changed).
+/// Sessions of one process thus share the parsed catalog; a change made by
+/// one session's registry copies the model into that registry only.
+#[derive(Debug, Clone)]
+enum Slot {
+    Shared(&'static Model),
+    Own(Box<Model>),
+}
+
+impl std::ops::Deref for Slot {
+    type Target = Model;
+    fn deref(&self) -> &Model {
+        match self {
+            Slot::Shared(model) => model,
+            Slot::Own(model) => model,
+        }
+    }
+}
+
+impl Slot {
+    /// Change the model: the registry's own copy is changed, never the shared one.
+    fn change<E>(&mut self, f: impl FnOnce(&mut Model) -> Result<(), E>) -> Result<(), E> {
+        let mut model = (**self).clone();
+        f(&mut model)?;
+        *self = Slot::Own(Box::new(model));
+        Ok(())
+    }
+}
+
 /// All models pi-rpc knows, and how to authenticate to their providers.
 #[derive(Debug, Clone, Default)]
 pub struct ModelRegistry {
-    models: Vec<Model>,
+    models: Vec<Slot>,
     providers: HashMap<String, ProviderSettings>,
     auth: AuthStore,
     runtime_keys: HashMap<String, String>,
@@ -113,6 +143,7 @@ impl ModelRegistry {
 
     /// A registry with just these models (tests).
     pub fn from_models(models: Vec<Model>) -> ModelRegistry {
+        let models = models.into_iter().map(|m| Slot::Own(Box::new(m))).collect();
         ModelRegistry { models, all_loaded: true, ..Default::default() }
     }
 
@@ -121,7 +152,7 @@ impl ModelRegistry {
         if self.all_loaded || !self.loaded.insert(provider.to_string()) {
             return;
         }
-        self.models.extend(catalog::provider_models(provider));
+        self.models.extend(catalog::shared_provider_models(provider).iter().map(Slot::Shared));
     }
 
     /// Bring every catalog provider in (for lookups across all models).
@@ -151,12 +182,17 @@ impl ModelRegistry {
             settings.auth_header |= pf.auth_header;
             // The provider's baseUrl re-routes its built-in models, and its compat
             // merges into theirs (pi's applyModelsJson).
-            for m in self.models.iter_mut().filter(|m| m.provider == provider) {
-                if let Some(base) = &pf.base_url {
-                    m.base_url = base.clone();
-                }
-                if pf.compat.is_some() {
-                    m.compat = merge_compat(m.compat.take(), pf.compat.clone());
+            if pf.base_url.is_some() || pf.compat.is_some() {
+                for slot in self.models.iter_mut().filter(|m| m.provider == provider) {
+                    slot.change(|m| {
+                        if let Some(base) = &pf.base_url {
+                            m.base_url = base.clone();
+                        }
+                        if pf.compat.is_some() {
+                            m.compat = merge_compat(m.compat.take(), pf.compat.clone());
+                        }
+                        Ok::<(), ConfigError>(())
+                    })?;
                 }
             }
             for (i, raw_model) in pf.models.into_iter().enumerate() {
@@ -164,7 +200,7 @@ impl ModelRegistry {
                 // Missing api/baseUrl come from the provider's model of that id, else of
                 // that api, else its Chat Completions model, else its first (pi's findModelDefaults).
                 let wanted_api = mf.api.clone().or_else(|| pf.api.clone());
-                let own: Vec<&Model> = self.models.iter().filter(|m| m.provider == provider).collect();
+                let own: Vec<&Model> = self.models.iter().map(|m| &**m).filter(|m| m.provider == provider).collect();
                 let defaults = own
                     .iter()
                     .find(|m| m.id == mf.id)
@@ -204,27 +240,28 @@ impl ModelRegistry {
                     compat,
                 };
                 match self.models.iter_mut().find(|m| m.provider == model.provider && m.id == model.id) {
-                    Some(existing) => *existing = model,
-                    None => self.models.push(model),
+                    Some(existing) => *existing = Slot::Own(Box::new(model)),
+                    None => self.models.push(Slot::Own(Box::new(model))),
                 }
             }
             for (id, patch) in pf.model_overrides {
-                let Some(model) = self.models.iter_mut().find(|m| m.provider == provider && m.id == id) else {
+                let Some(slot) = self.models.iter_mut().find(|m| m.provider == provider && m.id == id) else {
                     continue;
                 };
                 let Value::Object(patch) = patch else {
                     return Err(bad(format!("modelOverrides.{id}: expected an object")));
                 };
-                apply_override(model, patch).map_err(|e| bad(format!("modelOverrides.{id}: {e}")))?;
+                slot.change(|model| apply_override(model, patch))
+                    .map_err(|e| bad(format!("modelOverrides.{id}: {e}")))?;
             }
         }
         Ok(())
     }
 
     /// Every known model (catalog and custom), without faux.
-    pub fn all(&mut self) -> &[Model] {
+    pub fn all(&mut self) -> Vec<Model> {
         self.ensure_all();
-        &self.models
+        self.models.iter().map(|m| (**m).clone()).collect()
     }
 
     /// Use this key for a provider for the rest of the process (`--api-key`, `initialize`).
@@ -329,7 +366,7 @@ impl ModelRegistry {
 
     /// Models whose provider has credentials; the offline faux model when none has.
     pub fn available(&self) -> Vec<Model> {
-        let found: Vec<Model> = self.models.iter().filter(|m| self.has_credentials(m)).cloned().collect();
+        let found: Vec<Model> = self.models.iter().filter(|m| self.has_credentials(m)).map(|m| (**m).clone()).collect();
         if found.is_empty() { vec![faux::faux_model()] } else { found }
     }
 
@@ -340,7 +377,7 @@ impl ModelRegistry {
             return (faux.id == id).then_some(faux);
         }
         self.ensure_provider(provider);
-        self.models.iter().find(|m| m.provider == provider && m.id == id).cloned()
+        self.models.iter().find(|m| m.provider == provider && m.id == id).map(|m| (**m).clone())
     }
 
     /// True when the provider has credentials (pi's `hasConfiguredAuth`; faux always).
@@ -351,7 +388,7 @@ impl ModelRegistry {
     /// Every model, faux last: what patterns are resolved among.
     fn candidates(&mut self) -> Vec<Model> {
         self.ensure_all();
-        let mut all = self.models.clone();
+        let mut all: Vec<Model> = self.models.iter().map(|m| (**m).clone()).collect();
         all.push(faux::faux_model());
         all
     }
@@ -530,6 +567,58 @@ mod tests {
         std::fs::write(dir.path().join("auth.json"), "{}").unwrap();
         reg.sync_auth(dir.path());
         assert!(!reg.provider_usable("anthropic"), "logged out");
+    }
+
+    fn shared_slot<'r>(reg: &'r ModelRegistry, provider: &str, id: &str) -> &'r Slot {
+        reg.models.iter().find(|m| m.provider == provider && m.id == id).unwrap()
+    }
+
+    #[test]
+    fn sessions_share_one_parsed_catalog_and_keep_their_changes_to_themselves() {
+        // Two sessions of one process: one with a models.json that re-routes a
+        // built-in provider, overrides a model and adds one, and a plain one.
+        let changed = registry_with(
+            r#"{"providers":{"openrouter":{"baseUrl":"http://127.0.0.1:9/v1","modelOverrides":{"openai/gpt-4o":{"name":"Mine"}},
+                "models":[{"id":"my/model"}]},"groq":{"modelOverrides":{"openai/gpt-oss-120b":{"maxTokens":7}}}}}"#,
+        );
+        let mut changed = changed;
+        let mut plain = ModelRegistry::load(tempfile::tempdir().unwrap().path()).unwrap();
+        let _ = (changed.resolve(None, "openai/gpt-4o"), plain.resolve(None, "openai/gpt-4o"));
+        assert!(changed.all_loaded && plain.all_loaded);
+        // Unchanged built-in models are the process's one parsed copy in both.
+        let shared = catalog::shared_provider_models("anthropic");
+        let sonnet = shared.iter().find(|m| m.id == "claude-sonnet-4-5").unwrap();
+        for reg in [&changed, &plain] {
+            assert!(
+                matches!(shared_slot(reg, "anthropic", "claude-sonnet-4-5"), Slot::Shared(m) if std::ptr::eq(*m, sonnet))
+            );
+        }
+        let owned = |reg: &ModelRegistry| reg.models.iter().filter(|m| matches!(m, Slot::Own(_))).count();
+        assert_eq!(owned(&plain), 0, "a plain session copies no model");
+        let openrouter = catalog::shared_provider_models("openrouter").len();
+        assert_eq!(owned(&changed), openrouter + 2, "re-routed provider, one groq override, one custom model");
+        // The changes are the changed session's only; the shared catalog is untouched.
+        let mine = changed.find("openrouter", "openai/gpt-4o").unwrap();
+        assert_eq!((mine.name.as_str(), mine.base_url.as_str()), ("Mine", "http://127.0.0.1:9/v1"));
+        assert_eq!(changed.find("groq", "openai/gpt-oss-120b").unwrap().max_tokens, 7);
+        assert!(changed.find("openrouter", "my/model").is_some());
+        let theirs = plain.find("openrouter", "openai/gpt-4o").unwrap();
+        assert_eq!(theirs.base_url, "https://openrouter.ai/api/v1");
+        assert_ne!(theirs.name, "Mine");
+        assert_ne!(plain.find("groq", "openai/gpt-oss-120b").unwrap().max_tokens, 7);
+        assert!(plain.find("openrouter", "my/model").is_none());
+        assert_eq!(
+            &theirs,
+            catalog::shared_provider_models("openrouter").iter().find(|m| m.id == "openai/gpt-4o").unwrap()
+        );
+        // A key set at run time in one session does not reach the other.
+        changed.set_runtime_key("groq", "gsk-1".into());
+        assert!(changed.provider_usable("groq") && !plain.provider_usable("groq"));
+        // A clone (initialize's checked registry) shares the catalog too.
+        let copy = plain.clone();
+        assert!(
+            matches!(shared_slot(&copy, "anthropic", "claude-sonnet-4-5"), Slot::Shared(m) if std::ptr::eq(*m, sonnet))
+        );
     }
 
     #[test]
