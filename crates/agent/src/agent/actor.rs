@@ -1,97 +1,90 @@
 //! The agent actor: owns the session state, dispatches ops in arrival order,
 //! sequences every event and reply onto the output stream, and starts the
 //! background tasks (runs, RPC bash).
+//!
+//! [`Agent`] holds the actor's parts (each its own type with private state,
+//! in the sibling modules); the handlers of ops and signals are its
+//! submodules, the only code that sees those parts side by side.
 
-use std::path::PathBuf;
+mod client_ops;
+mod compacting;
+mod dispatch;
+mod extension_hooks;
+mod extension_host_requests;
+mod extension_requests;
+mod login_ops;
+mod mcp_ops;
+mod session_tree;
+mod settings;
+mod stats;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Map;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::channels::Channels;
+use super::current_session::CurrentSession;
 use super::extension_state::ExtensionState;
 use super::internal::ActorSink;
-use super::internal::Emitter;
 use super::internal::{Internal, QueueKind};
-use super::queue::MessageQueue;
+use super::model_choice::ModelChoice;
+use super::preferences::Preferences;
+use super::queue::Queues;
 use super::run::{RunSetup, run_session};
-use super::session_start::open_session;
+use super::session_start::{StartupChoice, open_session};
 use super::state::{Activity, HeldMessage, Hold, Pending, RunState};
-use super::{AgentConfig, Output, SystemPromptOptions};
-use crate::config::{ModelRegistry, Settings};
+use super::toolbox::Toolbox;
+use super::workspace::Workspace;
+use super::{AgentConfig, Output};
 use crate::error::{CoreError, ErrorKind};
 use crate::event::AgentEvent;
 use crate::message::{AgentMessage, BashExecutionMessage, ImageContent, StopReason, now_ms};
-use crate::model::{Model, ThinkingLevel};
 use crate::op::{Disposition, Op, Reply, RequestTag, StreamingBehavior};
-use crate::provider::{ProviderRegistry, faux};
-use crate::session::Session;
 use crate::tools::{ToolContext, ToolRegistry};
 
 /// The state the actor owns.
 pub(crate) struct Agent {
-    pub(super) agent_dir: PathBuf,
-    pub(super) cwd: PathBuf,
-    pub(super) settings: Settings,
-    pub(super) models: ModelRegistry,
-    pub(super) providers: ProviderRegistry,
-    pub(super) tools: ToolRegistry,
-    pub(super) active_tools: Vec<String>,
-    pub(super) session_dir: PathBuf,
-    pub(super) session_dir_explicit: bool,
-    pub(super) prompt_options: SystemPromptOptions,
-    pub(super) persist_settings: bool,
-    /// Full-output files of truncated bash runs (see `tools::temp_outputs`).
-    pub(super) temp_outputs: crate::tools::temp_outputs::TempOutputs,
+    /// Directories, the system prompt's sources, temporary files.
+    workspace: Workspace,
+    /// Settings and the run-time toggles.
+    prefs: Preferences,
+    /// The models, their providers, the model and thinking level in use.
+    models: ModelChoice,
 
-    pub(super) session: Session,
-    /// The conversation as the model sees it (what `get_messages` returns,
-    /// shared with the reply instead of copied; read from the session file
-    /// until something needs it whole).
-    pub(super) messages: pi_types::MessageList,
-    pub(super) model: Model,
-    pub(super) thinking: ThinkingLevel,
-    /// The command line's model choice, applied to every session opened.
-    pub(super) startup: super::session_start::StartupChoice,
-    /// `--models`: what `cycle_model` cycles through (with optional levels).
-    pub(super) scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
-    pub(super) steering: MessageQueue,
-    pub(super) follow_up: MessageQueue,
-    pub(super) auto_compaction: bool,
-    pub(super) retry_enabled: Arc<AtomicBool>,
-    /// True from a compaction until the next successful reply (usage unknown).
-    pub(super) usage_unknown: bool,
+    /// The session's record and the conversation as the model sees it.
+    session: CurrentSession,
+    /// Steering and follow-up messages waiting for the run.
+    queues: Queues,
 
     /// What the agent is busy with (run, compaction, `bash`, shutdown) and
     /// what waits for it.
-    pub(super) activity: Activity,
+    activity: Activity,
 
     /// Templates, skills and extensions.
-    pub(super) ext: ExtensionState,
+    ext: ExtensionState,
     /// The session's MCP servers (and codemode's store).
-    pub(super) mcp: Arc<crate::mcp::McpManager>,
+    mcp: Arc<crate::mcp::McpManager>,
     /// Requests to the client, the approval gate, what the client offers.
-    pub(super) client: super::client_state::ClientState,
-    /// Names of the tools the client runs itself.
-    pub(super) client_tools: Vec<String>,
+    client: super::client_state::ClientState,
+    /// Every tool, the active ones, the client's.
+    toolbox: Toolbox,
 
-    pub(super) out: mpsc::Sender<Output>,
-    pub(super) internal_tx: mpsc::Sender<Internal>,
-    internal_rx: Option<mpsc::Receiver<Internal>>,
+    /// The output stream and the background tasks' way back.
+    channels: Channels,
 }
 
 impl Agent {
     pub(crate) fn new(config: AgentConfig, out: mpsc::Sender<Output>) -> Result<Agent, CoreError> {
-        let (internal_tx, internal_rx) = mpsc::channel(1024);
+        let channels = Channels::new(out);
         let session = open_session(&config)?;
-        let restored_messages = session.context_messages();
         let (restored_model, restored_thinking) = session.context_model_and_thinking();
         let session_file = session.file_path().map(|p| p.display().to_string());
-        let temp_outputs = crate::tools::temp_outputs::TempOutputs::new(&config.temp_dir);
+        let workspace = Workspace::new(&config);
         let start = crate::extensions::StartContext {
             cwd: &config.cwd,
-            temp_dir: temp_outputs.dir(),
+            temp_dir: workspace.temp_dir(),
             session_id: session.session_id(),
             session_file: session_file.as_deref(),
         };
@@ -99,82 +92,39 @@ impl Agent {
             config.resources,
             &config.extensions,
             &start,
-            Arc::new(ActorSink(internal_tx.clone())),
+            Arc::new(ActorSink(channels.internal())),
         );
-        let mcp = super::mcp_start::start_mcp(config.mcp, &internal_tx);
+        let mcp = super::mcp_start::start_mcp(config.mcp, &channels.internal());
         let mut agent = Agent {
-            agent_dir: config.agent_dir,
-            cwd: config.cwd,
-            retry_enabled: Arc::new(AtomicBool::new(config.settings.retry.enabled)),
-            auto_compaction: config.settings.compaction.enabled,
-            steering: MessageQueue::new(config.settings.steering_mode),
-            follow_up: MessageQueue::new(config.settings.follow_up_mode),
-            settings: config.settings,
-            models: config.models,
-            providers: config.providers,
-            tools: config.tools,
-            active_tools: config.active_tools,
-            session_dir: config.session_dir,
-            session_dir_explicit: config.session_dir_explicit,
-            prompt_options: config.system_prompt,
-            persist_settings: config.persist_settings,
-            temp_outputs,
-            session,
-            messages: restored_messages,
-            model: faux::faux_model(),
-            thinking: ThinkingLevel::Off,
-            startup: Default::default(),
-            scoped_models: Vec::new(),
-            usage_unknown: false,
+            queues: Queues::new(config.settings.steering_mode, config.settings.follow_up_mode),
+            prefs: Preferences::new(config.settings, config.persist_settings.then(|| config.agent_dir.clone())),
+            models: ModelChoice::new(config.models, config.providers),
+            toolbox: Toolbox::new(config.tools, config.active_tools),
+            workspace,
+            session: CurrentSession::new(session),
             activity: Activity::default(),
             ext,
             mcp,
             client: super::client_state::ClientState::new(&config.client),
-            client_tools: Vec::new(),
-            out,
-            internal_tx,
-            internal_rx: Some(internal_rx),
+            channels,
         };
-        if let Some(key) = config.api_key.clone() {
-            agent.api_key_target(config.provider.as_deref(), config.model.as_deref(), key);
-        }
-        if !config.model_scope.is_empty() {
-            let scope = agent.models.scope(&config.model_scope);
-            for warning in scope.warnings {
-                tracing::warn!("--models: {warning}");
-            }
-            agent.scoped_models = scope.models;
-        }
-        agent.startup = super::session_start::StartupChoice {
-            provider: config.provider.clone(),
-            pattern: config.model.clone(),
+        let startup = StartupChoice {
+            provider: config.provider,
+            pattern: config.model,
             thinking: config.thinking,
             inline_key: config.api_key.is_some(),
         };
+        let default_provider = agent.prefs.settings().default_provider.as_deref();
+        agent.models.apply_command_line(startup, config.api_key, &config.model_scope, default_provider);
         agent.add_client_tools(config.client.tools.clone())?;
         agent.select_initial_model(restored_model, restored_thinking)?;
         agent.start_session_entries(config.session_name)?;
         Ok(agent)
     }
 
-    /// Give `--api-key` to the provider of the requested (or default) model.
-    fn api_key_target(&mut self, provider: Option<&str>, model: Option<&str>, key: String) {
-        let provider = provider
-            .map(str::to_string)
-            .or_else(|| {
-                let pattern = model.map(str::trim).filter(|m| !m.is_empty())?;
-                self.models.resolve_pattern(None, pattern, None, true).ok().map(|s| s.model.provider)
-            })
-            .or_else(|| self.settings.default_provider.clone());
-        match provider {
-            Some(p) => self.models.set_runtime_key(&p, key),
-            None => tracing::warn!("--api-key given but no provider or model selected; ignoring it"),
-        }
-    }
-
     /// The actor loop. Internal messages go first so state is current before any op reads it.
     pub(crate) async fn run(mut self, mut ops: mpsc::Receiver<(Option<RequestTag>, Op)>) {
-        let Some(mut internal_rx) = self.internal_rx.take() else { return };
+        let Some(mut internal_rx) = self.channels.take_inbox() else { return };
         let mut ops_open = true;
         loop {
             tokio::select! {
@@ -205,7 +155,7 @@ impl Agent {
         }
         self.mcp.shutdown().await;
         self.ext.handle().shutdown().await;
-        self.temp_outputs.release(self.session.file_path());
+        self.workspace.release_temp_files(self.session.record().file_path());
         if let Some(tag) = self.activity.take_shutdown_request() {
             self.reply(Some(tag), Ok(Reply::Ack)).await;
         }
@@ -219,23 +169,12 @@ impl Agent {
     /// Send an event to the client, and to the extensions that subscribed to it.
     pub(super) async fn emit(&self, event: AgentEvent) {
         self.notify_extensions(&event);
-        self.send_output(Output::Event(event)).await;
-    }
-
-    /// Queue an output: at once when the channel has room (no waiter is
-    /// armed), else waiting for room, exactly as a plain `send` would.
-    async fn send_output(&self, output: Output) {
-        match self.out.try_send(output) {
-            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
-            Err(mpsc::error::TrySendError::Full(output)) => {
-                let _ = self.out.send(output).await;
-            }
-        }
+        self.channels.send(Output::Event(event)).await;
     }
 
     pub(super) async fn reply(&self, tag: Option<RequestTag>, result: Result<Reply, CoreError>) {
         if let Some(tag) = tag {
-            self.send_output(Output::Reply { tag, result }).await;
+            self.channels.send(Output::Reply { tag, result }).await;
         }
     }
 
@@ -245,16 +184,14 @@ impl Agent {
             Internal::Events(events) => self.run_events(events).await,
             Internal::Extension(signal) => self.handle_extension_signal(*signal).await,
             Internal::TakeQueued { kind, reply } => {
-                let _ = reply.send(self.take_delivered(kind));
+                let _ = reply.send(self.queues.take_delivered(kind));
             }
             Internal::QueueChanged => self.emit_queue_update().await,
             Internal::Context { reply } => {
-                let _ = reply.send(self.messages.to_vec());
+                let _ = reply.send(self.session.messages().to_vec());
             }
             Internal::RetractFromContext { message } => {
-                if let Some(pos) = self.messages.iter().rposition(|m| m == &*message) {
-                    self.messages.make_mut().remove(pos);
-                }
+                self.session.retract(&message);
                 self.record_context_edit(&message).await;
             }
             Internal::RunFinished { run_id } => self.run_finished(run_id).await,
@@ -292,12 +229,7 @@ impl Agent {
             }
             self.observe(&event);
             self.notify_extensions(&event);
-            match self.out.try_send(Output::Event(event)) {
-                Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
-                Err(mpsc::error::TrySendError::Full(output)) => {
-                    let _ = self.out.send(output).await;
-                }
-            }
+            self.channels.send(Output::Event(event)).await;
         }
     }
 
@@ -308,7 +240,7 @@ impl Agent {
         self.emit(event).await;
         // Like pi, the run is over once `agent_settled` is out: a
         // prompt read right after it must start a new run.
-        if let Some(run_id) = self.activity.run().map(|r| r.id).filter(|_| settled) {
+        if let Some(run_id) = self.activity.run_id().filter(|_| settled) {
             // Boxed: once per run, and a large future.
             Box::pin(self.run_finished(run_id)).await;
         }
@@ -347,19 +279,15 @@ impl Agent {
                 if let AgentMessage::Assistant(a) = message
                     && !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
                 {
-                    self.usage_unknown = false;
+                    self.session.usage_known();
                 }
                 self.append_message(message.clone());
             }
             AgentEvent::AutoRetryStart { .. } => {
-                if let Some(run) = self.activity.run_mut() {
-                    run.retry_waiting = true;
-                }
+                self.activity.set_retry_waiting(true);
             }
             AgentEvent::AgentStart => {
-                if let Some(run) = self.activity.run_mut() {
-                    run.retry_waiting = false;
-                }
+                self.activity.set_retry_waiting(false);
             }
             _ => {}
         }
@@ -367,37 +295,11 @@ impl Agent {
 
     /// Add a message to the conversation and the session file.
     pub(super) fn append_message(&mut self, message: AgentMessage) {
-        let written = match &message {
-            AgentMessage::Custom(c) => {
-                self.session.append_custom_message(&c.custom_type, c.content.clone(), c.display, c.details.clone())
-            }
-            _ => self.session.append_message(message.clone()),
-        };
-        if let Err(e) = written {
-            tracing::error!("cannot write session entry: {e}");
-        }
-        self.messages.make_mut().push(message);
-    }
-
-    /// Take what a queue delivers now, each message with both queues as they
-    /// stand once it is delivered.
-    fn take_delivered(&mut self, kind: QueueKind) -> Vec<super::internal::Delivered> {
-        let (taken, other) = match kind {
-            QueueKind::Steering => (self.steering.take_each(), self.follow_up.texts()),
-            QueueKind::FollowUp => (self.follow_up.take_each(), self.steering.texts()),
-        };
-        let delivered = |(message, rest): (AgentMessage, Vec<String>)| {
-            let (steering, follow_up) = match kind {
-                QueueKind::Steering => (rest, other.clone()),
-                QueueKind::FollowUp => (other.clone(), rest),
-            };
-            super::internal::Delivered { message, steering, follow_up }
-        };
-        taken.into_iter().map(delivered).collect()
+        self.session.append(message);
     }
 
     pub(super) async fn emit_queue_update(&self) {
-        self.emit(AgentEvent::QueueUpdate { steering: self.steering.texts(), follow_up: self.follow_up.texts() }).await;
+        self.emit(self.queues.update_event()).await;
     }
 
     pub(super) async fn prompt(
@@ -437,10 +339,7 @@ impl Agent {
         images: Vec<ImageContent>,
     ) {
         let message = AgentMessage::user(&text, &images);
-        match kind {
-            QueueKind::Steering => self.steering.push(text, message),
-            QueueKind::FollowUp => self.follow_up.push(text, message),
-        }
+        self.queues.push(kind, text, message);
         self.emit_queue_update().await;
         self.reply(tag, Ok(Reply::Prompt(Disposition::Queued))).await;
     }
@@ -457,34 +356,12 @@ impl Agent {
 
     /// Checks before a run may start: a callable model with credentials.
     pub(super) fn preflight(&self) -> Result<(), CoreError> {
-        if self.providers.get(&self.model.api).is_none() {
-            return Err(CoreError::new(
-                ErrorKind::Unsupported,
-                format!(
-                    "The API \"{}\" of model {} is not supported by this build",
-                    self.model.api,
-                    self.model.full_id()
-                ),
-            ));
-        }
-        if !self.models.has_credentials(&self.model) {
-            let vars = crate::config::auth::provider_env_vars(&self.model.provider);
-            let hint = match vars.first() {
-                Some(var) => format!("Set {var}, add the key to auth.json or models.json, or pass --api-key."),
-                None => "Add an apiKey for this provider to models.json or auth.json, or pass --api-key.".to_string(),
-            };
-            return Err(CoreError::new(
-                ErrorKind::Model,
-                format!("No API key found for the selected model ({}).\n\n{hint}", self.model.full_id()),
-            ));
-        }
-        Ok(())
+        self.models.preflight()
     }
 
     /// Start a run with these new messages.
     pub(super) fn start_run(&mut self, mut initial: Vec<AgentMessage>) {
-        let Some(provider) = self.providers.get(&self.model.api) else { return };
-        let provider = crate::auth::authorize(provider, &self.models, &self.model);
+        let Some(provider) = self.models.provider() else { return };
         initial.extend(self.ext.take_next_turn());
         let cancel = CancellationToken::new();
         let retry_cancel = CancellationToken::new();
@@ -493,15 +370,15 @@ impl Agent {
         let (tools_version, tools_seen) = self.ext.tools_version();
         let setup = RunSetup {
             run_id,
-            emitter: Emitter::new(self.internal_tx.clone()),
+            emitter: self.channels.emitter(),
             cancel: cancel.clone(),
             retry_cancel: retry_cancel.clone(),
             provider,
-            model: self.model.clone(),
-            thinking: self.thinking,
-            api_key: self.models.api_key(&self.model.provider),
-            headers: self.models.headers(&self.model),
-            session_id: self.session.session_id().to_string(),
+            model: self.models.model().clone(),
+            thinking: self.models.thinking(),
+            api_key: self.models.api_key(),
+            headers: self.models.headers(),
+            session_id: self.session.record().session_id().to_string(),
             system_prompt: String::new(),
             sections: self.prompt_sections(),
             extra_sections: Vec::new(),
@@ -510,8 +387,8 @@ impl Agent {
             tool_specs,
             tool_ctx: self.tool_context(),
             initial,
-            retry: self.settings.retry,
-            retry_enabled: self.retry_enabled.clone(),
+            retry: self.prefs.settings().retry,
+            retry_enabled: self.prefs.retry_flag(),
             extensions: self.ext.handle().clone(),
             tools_version,
             tools_seen,
@@ -521,31 +398,23 @@ impl Agent {
         tokio::spawn(run_session(setup));
     }
 
-    /// The tools the model gets, in registry order, with their specs.
+    /// The tools the model gets, in order, with their specs.
     pub(super) fn active_tool_set(&self) -> (ToolRegistry, Vec<crate::provider::ToolSpec>) {
-        let mut reg = ToolRegistry::default();
-        let mut specs = Vec::new();
-        for name in &self.active_tools {
-            if let Some(tool) = self.tools.get(name) {
-                specs.push(tool.spec());
-                reg.register(tool);
-            }
-        }
-        (reg, specs)
+        self.toolbox.active_set()
     }
 
     pub(super) fn tool_context(&self) -> ToolContext {
-        let mut ctx = ToolContext::new(self.cwd.clone());
-        ctx.temp_dir = self.temp_outputs.dir().to_path_buf();
+        let mut ctx = ToolContext::new(self.workspace.cwd().to_path_buf());
+        ctx.temp_dir = self.workspace.temp_dir().to_path_buf();
         // The PI_* variables the prompt's rules point the model to (pi 1.6.0's set).
         ctx.env = vec![
             ("PI_CODING_AGENT".to_string(), "true".to_string()),
-            ("PI_SESSION_ID".to_string(), self.session.session_id().to_string()),
-            ("PI_PROVIDER".to_string(), self.model.provider.clone()),
-            ("PI_MODEL".to_string(), self.model.id.clone()),
-            ("PI_REASONING_LEVEL".to_string(), self.thinking.as_str().to_string()),
+            ("PI_SESSION_ID".to_string(), self.session.record().session_id().to_string()),
+            ("PI_PROVIDER".to_string(), self.models.model().provider.clone()),
+            ("PI_MODEL".to_string(), self.models.model().id.clone()),
+            ("PI_REASONING_LEVEL".to_string(), self.models.thinking().as_str().to_string()),
         ];
-        if let Some(file) = self.session.file_path() {
+        if let Some(file) = self.session.record().file_path() {
             ctx.env.push(("PI_SESSION_FILE".to_string(), file.display().to_string()));
         }
         ctx.gate = self.ext.handle().gate();
@@ -560,7 +429,7 @@ impl Agent {
         // Built-in tools carry their snippet and rules; extension tools their
         // `promptSnippet` and `promptGuidelines` (pi leaves out tools without a snippet).
         let mut tools: Vec<PromptTool> = Vec::new();
-        for (name, tool) in self.active_tools.iter().filter_map(|t| Some((t, self.tools.get(t)?))) {
+        for (name, tool) in self.toolbox.active() {
             let guidelines = match tool.prompt_guidelines() {
                 [] => builtin_guidelines(name).iter().map(|g| g.to_string()).collect(),
                 own => own.to_vec(),
@@ -570,17 +439,7 @@ impl Agent {
         }
         tools.extend(self.reach_tools());
         let skills = self.skills_section();
-        crate::system_prompt::build_sections(&crate::system_prompt::PromptInputs {
-            agent_dir: &self.agent_dir,
-            cwd: &self.cwd,
-            tools: &tools,
-            replace: self.prompt_options.replace.as_deref(),
-            append: &self.prompt_options.append,
-            no_context_files: self.prompt_options.no_context_files,
-            skills_section: skills.as_deref(),
-            extra_sections: &[],
-            docs_root: crate::system_prompt::docs_root(),
-        })
+        self.workspace.prompt_sections(&tools, skills.as_deref())
     }
 
     /// The system prompt text for the active tools.
@@ -593,9 +452,9 @@ impl Agent {
             self.reply(tag, Err(CoreError::busy("A bash command is already running"))).await;
             return;
         };
-        let emitter = Emitter::new(self.internal_tx.clone());
-        let cwd = self.cwd.clone();
-        let temp_dir = self.temp_outputs.dir().to_path_buf();
+        let emitter = self.channels.emitter();
+        let cwd = self.workspace.cwd().to_path_buf();
+        let temp_dir = self.workspace.temp_dir().to_path_buf();
         let env = self.tool_context().env;
         tokio::spawn(async move {
             let (chunk_tx, mut chunk_rx) = mpsc::unbounded_channel::<String>();
@@ -635,6 +494,7 @@ impl Agent {
     async fn record_context_edit(&mut self, message: &AgentMessage) {
         let target = self
             .session
+            .record()
             .entries()
             .filter(|e| e.message() == Some(message))
             .last()
@@ -647,18 +507,13 @@ impl Agent {
     /// Append a `context_edit` that leaves entry `target` out of the model's
     /// context, and announce it (`entry_appended`, as pi 1.6.0 does).
     pub(super) async fn hide_from_context(&mut self, target: &str) {
-        match self.session.append_context_edit(target, None) {
+        match self.session.record_mut().append_context_edit(target, None) {
             Ok(id) => {
-                if let Some(entry) = self.session.get(&id).and_then(|e| serde_json::to_value(e).ok()) {
+                if let Some(entry) = self.session.record().get(&id).and_then(|e| serde_json::to_value(e).ok()) {
                     self.emit(AgentEvent::EntryAppended { entry }).await;
                 }
             }
             Err(e) => tracing::warn!("cannot hide the failed attempt from the context: {e}"),
         }
-    }
-
-    /// The retry flag shared with runs.
-    pub(super) fn set_retry_enabled(&self, enabled: bool) {
-        self.retry_enabled.store(enabled, Ordering::SeqCst);
     }
 }

@@ -18,32 +18,27 @@ use crate::provider::ProviderRegistry;
 use crate::tools::ToolRegistry;
 
 mod actor;
-mod client_ops;
+mod channels;
 mod client_state;
-mod compacting;
 mod compaction_msg;
-mod dispatch;
-mod extension_hooks;
-mod extension_host_requests;
+mod current_session;
 mod extension_library;
-mod extension_requests;
 mod extension_state;
 mod internal;
-mod login_ops;
-mod mcp_ops;
 mod mcp_start;
+mod model_choice;
+mod preferences;
 mod queue;
 mod route;
 mod run;
 mod session_start;
-mod session_tree;
-mod settings;
 mod state;
-mod stats;
 mod system_update;
 #[cfg(test)]
 mod tests;
 mod tool_exec;
+mod toolbox;
+mod workspace;
 
 /// How the agent's session starts.
 #[derive(Debug, Clone, PartialEq)]

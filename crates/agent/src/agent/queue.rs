@@ -1,9 +1,87 @@
-//! Steering and follow-up queues and their delivery modes.
+//! The steering and follow-up queues ([`Queues`]) and their delivery modes:
+//! messages sent while a run streams, delivered at the run's turn boundaries.
 
 use std::collections::VecDeque;
 
+use super::internal::{Delivered, QueueKind};
+use crate::event::AgentEvent;
 use crate::message::AgentMessage;
-use crate::op::QueueMode;
+use crate::op::{ClearedQueues, QueueMode};
+
+/// The two queues a run pulls from: steering (delivered at the next turn
+/// boundary) and follow-up (delivered when the run would end).
+#[derive(Debug, Default)]
+pub(super) struct Queues {
+    steering: MessageQueue,
+    follow_up: MessageQueue,
+}
+
+impl Queues {
+    pub(super) fn new(steering_mode: QueueMode, follow_up_mode: QueueMode) -> Self {
+        Queues { steering: MessageQueue::new(steering_mode), follow_up: MessageQueue::new(follow_up_mode) }
+    }
+
+    fn queue_mut(&mut self, kind: QueueKind) -> &mut MessageQueue {
+        match kind {
+            QueueKind::Steering => &mut self.steering,
+            QueueKind::FollowUp => &mut self.follow_up,
+        }
+    }
+
+    /// Queue a client's message (`queue_update` lists its text).
+    pub(super) fn push(&mut self, kind: QueueKind, text: String, message: AgentMessage) {
+        self.queue_mut(kind).push(text, message);
+    }
+
+    /// Queue an extension's custom message (not listed in `queue_update`).
+    pub(super) fn push_hidden(&mut self, kind: QueueKind, message: AgentMessage) {
+        self.queue_mut(kind).push_hidden(message);
+    }
+
+    /// Take what queue `kind` delivers now, each message with both queues
+    /// as they stand once it is delivered.
+    pub(super) fn take_delivered(&mut self, kind: QueueKind) -> Vec<Delivered> {
+        let (taken, other) = match kind {
+            QueueKind::Steering => (self.steering.take_each(), self.follow_up.texts()),
+            QueueKind::FollowUp => (self.follow_up.take_each(), self.steering.texts()),
+        };
+        let delivered = |(message, rest): (AgentMessage, Vec<String>)| {
+            let (steering, follow_up) = match kind {
+                QueueKind::Steering => (rest, other.clone()),
+                QueueKind::FollowUp => (other.clone(), rest),
+            };
+            Delivered { message, steering, follow_up }
+        };
+        taken.into_iter().map(delivered).collect()
+    }
+
+    /// The `queue_update` event for the queues as they stand.
+    pub(super) fn update_event(&self) -> AgentEvent {
+        AgentEvent::QueueUpdate { steering: self.steering.texts(), follow_up: self.follow_up.texts() }
+    }
+
+    /// How queue `kind` delivers.
+    pub(super) fn mode(&self, kind: QueueKind) -> QueueMode {
+        match kind {
+            QueueKind::Steering => self.steering.mode,
+            QueueKind::FollowUp => self.follow_up.mode,
+        }
+    }
+
+    pub(super) fn set_mode(&mut self, kind: QueueKind, mode: QueueMode) {
+        self.queue_mut(kind).mode = mode;
+    }
+
+    /// Messages waiting in both queues.
+    pub(super) fn pending(&self) -> usize {
+        self.steering.len() + self.follow_up.len()
+    }
+
+    /// Empty both queues: the texts they listed.
+    pub(super) fn clear(&mut self) -> ClearedQueues {
+        ClearedQueues { steering: self.steering.clear(), follow_up: self.follow_up.clear() }
+    }
+}
 
 /// A message waiting to be delivered, with the text `queue_update` shows.
 #[derive(Debug, Clone)]
@@ -16,28 +94,28 @@ struct Queued {
 
 /// One queue (steering or follow-up).
 #[derive(Debug, Default)]
-pub(crate) struct MessageQueue {
+struct MessageQueue {
     items: VecDeque<Queued>,
-    pub mode: QueueMode,
+    mode: QueueMode,
 }
 
 impl MessageQueue {
-    pub(crate) fn new(mode: QueueMode) -> Self {
+    fn new(mode: QueueMode) -> Self {
         MessageQueue { items: VecDeque::new(), mode }
     }
 
-    pub(crate) fn push(&mut self, text: String, message: AgentMessage) {
+    fn push(&mut self, text: String, message: AgentMessage) {
         self.items.push_back(Queued { text, message, visible: true });
     }
 
     /// Queue a message `queue_update` does not list (an extension's custom message).
-    pub(crate) fn push_hidden(&mut self, message: AgentMessage) {
+    fn push_hidden(&mut self, message: AgentMessage) {
         self.items.push_back(Queued { text: String::new(), message, visible: false });
     }
 
     /// Take what the mode delivers at once (everything, or the oldest
     /// message), each message with the texts still queued after it.
-    pub(crate) fn take_each(&mut self) -> Vec<(AgentMessage, Vec<String>)> {
+    fn take_each(&mut self) -> Vec<(AgentMessage, Vec<String>)> {
         let taken: Vec<Queued> = match self.mode {
             QueueMode::All => self.items.drain(..).collect(),
             QueueMode::OneAtATime => self.items.pop_front().into_iter().collect(),
@@ -56,15 +134,15 @@ impl MessageQueue {
     }
 
     /// Empty the queue, returning the texts.
-    pub(crate) fn clear(&mut self) -> Vec<String> {
+    fn clear(&mut self) -> Vec<String> {
         self.items.drain(..).filter(|q| q.visible).map(|q| q.text).collect()
     }
 
-    pub(crate) fn texts(&self) -> Vec<String> {
+    fn texts(&self) -> Vec<String> {
         self.items.iter().filter(|q| q.visible).map(|q| q.text.clone()).collect()
     }
 
-    pub(crate) fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.items.len()
     }
 }

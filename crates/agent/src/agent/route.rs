@@ -1,7 +1,7 @@
 //! Where an op goes before its handler: [`route`] decides, from the op, what
 //! the agent is busy with ([`Activity`]) and the extensions' [`Gate`], whether
 //! it is handled now, waits, or is refused. It only reads, so every op ×
-//! activity pair is unit-tested below; `dispatch.rs` carries the decision out.
+//! activity pair is unit-tested below; `actor/dispatch.rs` carries the decision out.
 
 use super::state::Activity;
 use crate::error::CoreError;
@@ -95,7 +95,7 @@ fn policy(kind: OpKind, activity: &Activity, accepted: bool) -> Policy {
         _ => {}
     }
     match kind {
-        Prompt | SendUserMessage if work.manual_compaction().is_some() => Policy::Refused(Refusal::Compacting),
+        Prompt | SendUserMessage if work.is_manual_compaction() => Policy::Refused(Refusal::Compacting),
         // A session switch ends the run or compaction first; so does `compact`
         // (pi aborts what runs and compacts after it).
         NewSession | SwitchSession | ResumeSession | Fork | Clone | Compact if !work.is_idle() => Policy::AfterActivity,
@@ -108,7 +108,6 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     use super::*;
-    use crate::agent::state::ManualCompaction;
 
     const OPEN: Gate = Gate { open: true, accepted: false };
     const SWITCHES: &[OpKind] =
@@ -128,19 +127,19 @@ mod tests {
 
     fn retry_waiting() -> Activity {
         let mut a = running();
-        a.run_mut().unwrap().retry_waiting = true;
+        a.set_retry_waiting(true);
         a
     }
 
     fn auto_compacting() -> Activity {
         let mut a = running();
-        a.run_mut().unwrap().compacting = true;
+        a.begin_auto_compaction();
         a
     }
 
     fn compacting() -> Activity {
         let mut a = Activity::default();
-        a.begin_compaction(ManualCompaction { cancel: CancellationToken::new(), tag: Some(1) });
+        a.begin_compaction(CancellationToken::new(), Some(1));
         a
     }
 

@@ -55,12 +55,40 @@ impl Activity {
         self.work.is_running()
     }
 
-    pub(super) fn run(&self) -> Option<&ActiveRun> {
-        self.work.run()
+    /// The id of the run in progress.
+    pub(super) fn run_id(&self) -> Option<u64> {
+        self.work.run().map(|r| r.id)
     }
 
-    pub(super) fn run_mut(&mut self) -> Option<&mut ActiveRun> {
-        self.work.run_mut()
+    /// The cancel token of the run in progress (an automatic compaction
+    /// inside it ends with it).
+    pub(super) fn run_cancel_token(&self) -> Option<CancellationToken> {
+        self.work.run().map(|r| r.cancel.clone())
+    }
+
+    /// The run waits between retry attempts (`true`) or tries again (`false`).
+    pub(super) fn set_retry_waiting(&mut self, waiting: bool) {
+        if let Some(run) = self.work.run_mut() {
+            run.retry_waiting = waiting;
+        }
+    }
+
+    /// `abort_retry`: end the run's retry wait; false when it is not waiting.
+    pub(super) fn abort_retry_wait(&self) -> bool {
+        match self.work.run() {
+            Some(run) if run.retry_waiting => {
+                run.retry_cancel.cancel();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// An automatic compaction starts inside the run.
+    pub(super) fn begin_auto_compaction(&mut self) {
+        if let Some(run) = self.work.run_mut() {
+            run.compacting = true;
+        }
     }
 
     /// Cancel the run or compaction.
@@ -90,16 +118,17 @@ impl Activity {
         Some(bash)
     }
 
-    /// A `compact` command starts.
-    pub(super) fn begin_compaction(&mut self, compaction: ManualCompaction) {
-        self.work = RunState::Compacting(compaction);
+    /// A `compact` command starts (cancelled by `cancel`, answering `tag` when it ends).
+    pub(super) fn begin_compaction(&mut self, cancel: CancellationToken, tag: Option<RequestTag>) {
+        self.work = RunState::Compacting(ManualCompaction { cancel, tag });
     }
 
-    /// A compaction ended: the `compact` command's if it was one (the agent
-    /// is idle again), `None` for a run's automatic one (the run goes on).
-    pub(super) fn end_compaction(&mut self) -> Option<ManualCompaction> {
+    /// A compaction ended: for the `compact` command, the request to answer
+    /// (the agent is idle again); `None` for a run's automatic one (the run
+    /// goes on).
+    pub(super) fn end_compaction(&mut self) -> Option<Option<RequestTag>> {
         match std::mem::take(&mut self.work) {
-            RunState::Compacting(manual) => Some(manual),
+            RunState::Compacting(manual) => Some(manual.tag),
             RunState::Running(mut run) => {
                 run.compacting = false;
                 self.work = RunState::Running(run);
@@ -188,22 +217,22 @@ pub(super) enum RunState {
 
 /// A run in progress.
 pub(super) struct ActiveRun {
-    pub id: u64,
+    id: u64,
     /// Cancelled by `abort` (and by anything that must end the run first).
-    pub cancel: CancellationToken,
+    cancel: CancellationToken,
     /// Cancelled by `abort_retry` (only matters during a retry wait).
-    pub retry_cancel: CancellationToken,
+    retry_cancel: CancellationToken,
     /// True while the run waits between retry attempts.
-    pub retry_waiting: bool,
+    retry_waiting: bool,
     /// True while an automatic compaction runs inside the run.
-    pub compacting: bool,
+    compacting: bool,
 }
 
 /// A `compact` command in progress.
 pub(super) struct ManualCompaction {
-    pub cancel: CancellationToken,
+    cancel: CancellationToken,
     /// The `compact` request, answered when it ends.
-    pub tag: Option<RequestTag>,
+    tag: Option<RequestTag>,
 }
 
 impl RunState {
@@ -211,14 +240,14 @@ impl RunState {
         matches!(self, RunState::Idle)
     }
 
-    pub(super) fn run(&self) -> Option<&ActiveRun> {
+    fn run(&self) -> Option<&ActiveRun> {
         match self {
             RunState::Running(run) => Some(run),
             _ => None,
         }
     }
 
-    pub(super) fn run_mut(&mut self) -> Option<&mut ActiveRun> {
+    fn run_mut(&mut self) -> Option<&mut ActiveRun> {
         match self {
             RunState::Running(run) => Some(run),
             _ => None,
@@ -238,11 +267,9 @@ impl RunState {
         }
     }
 
-    pub(super) fn manual_compaction(&self) -> Option<&ManualCompaction> {
-        match self {
-            RunState::Compacting(m) => Some(m),
-            _ => None,
-        }
+    /// A `compact` command runs.
+    pub(super) fn is_manual_compaction(&self) -> bool {
+        matches!(self, RunState::Compacting(_))
     }
 
     /// Cancel what runs (the run or the compaction).
@@ -371,9 +398,9 @@ mod tests {
         a.hold(Hold::Extensions, Pending::new(Some(1), Op::GetState));
         assert!(!a.is_idle());
         a.release(Hold::Extensions);
-        a.begin_compaction(ManualCompaction { cancel: CancellationToken::new(), tag: Some(2) });
+        a.begin_compaction(CancellationToken::new(), Some(2));
         assert!(!a.is_idle() && a.work().is_compacting());
-        assert_eq!(a.end_compaction().and_then(|m| m.tag), Some(2));
+        assert_eq!(a.end_compaction(), Some(Some(2)));
         assert!(a.is_idle());
     }
 
@@ -387,8 +414,12 @@ mod tests {
         assert_ne!(id, first);
         a.hold_message(HeldMessage::Custom(message("custom")));
         a.hold_message(HeldMessage::Bash(message("bash")));
-        a.run_mut().unwrap().compacting = true;
+        a.begin_auto_compaction();
+        assert!(a.work().is_compacting());
         assert!(a.end_compaction().is_none() && a.is_running() && !a.work().is_compacting());
+        assert!(!a.abort_retry_wait());
+        a.set_retry_waiting(true);
+        assert!(a.abort_retry_wait());
         assert!(a.end_run(first).is_none());
         let held = a.end_run(id).unwrap();
         assert!(matches!(held.as_slice(), [HeldMessage::Bash(_), HeldMessage::Custom(_)]));

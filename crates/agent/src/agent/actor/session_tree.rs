@@ -1,8 +1,8 @@
 //! Ops on the session tree: new, switch, resume, fork, clone, entries, tree.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use super::actor::Agent;
+use super::Agent;
 use crate::error::CoreError;
 use crate::op::{EntryList, Forked, Reply, Switched};
 use crate::session::{Session, SessionError};
@@ -14,10 +14,11 @@ fn session_error(e: SessionError) -> CoreError {
 impl Agent {
     /// `new_session`: a new file beside the current one (in memory when the current one is).
     pub(super) async fn new_session(&mut self, parent_session: Option<String>) -> Result<Reply, CoreError> {
-        let session = if self.session.file_path().is_some() {
-            Session::create(&self.session_dir, &self.cwd, parent_session).map_err(session_error)?
+        let session = if self.session.record().file_path().is_some() {
+            Session::create(self.workspace.session_dir(), self.workspace.cwd(), parent_session)
+                .map_err(session_error)?
         } else {
-            Session::in_memory(&self.cwd)
+            Session::in_memory(self.workspace.cwd())
         };
         self.replace_session(session).await?;
         self.extensions_session_started("new");
@@ -26,19 +27,19 @@ impl Agent {
 
     /// `switch_session`: the session file at `session_path`.
     pub(super) async fn switch_session(&mut self, session_path: &str) -> Result<Reply, CoreError> {
-        let path = self.absolute(session_path);
+        let path = self.workspace.absolute(session_path);
         self.open_and_resume(&path).await
     }
 
     /// `resume_session`: a session found by id, id prefix or path.
     pub(super) async fn resume_session(&mut self, reference: &str) -> Result<Reply, CoreError> {
-        let dirs = self.session_search_dirs();
-        let path = crate::session::resolve_session(reference, &self.cwd, &dirs).map_err(session_error)?;
+        let dirs = self.workspace.session_search_dirs();
+        let path = crate::session::resolve_session(reference, self.workspace.cwd(), &dirs).map_err(session_error)?;
         self.open_and_resume(&path).await
     }
 
     async fn open_and_resume(&mut self, path: &Path) -> Result<Reply, CoreError> {
-        let (session, warnings) = Session::open(path, &self.cwd).map_err(session_error)?;
+        let (session, warnings) = Session::open(path, self.workspace.cwd()).map_err(session_error)?;
         for w in warnings {
             tracing::warn!("{w}");
         }
@@ -49,7 +50,7 @@ impl Agent {
 
     /// `fork`: a new session up to `entry_id`, and the text of that user message.
     pub(super) async fn fork(&mut self, entry_id: &str) -> Result<Reply, CoreError> {
-        let (session, text) = self.session.fork(entry_id).map_err(session_error)?;
+        let (session, text) = self.session.record().fork(entry_id).map_err(session_error)?;
         self.replace_session(session).await?;
         self.extensions_session_started("fork");
         Ok(Reply::Fork(Forked { text, cancelled: false }))
@@ -57,7 +58,7 @@ impl Agent {
 
     /// `clone`: a new session with the current branch.
     pub(super) async fn clone_session(&mut self) -> Result<Reply, CoreError> {
-        let session = self.session.clone_branch().map_err(session_error)?;
+        let session = self.session.record().clone_branch().map_err(session_error)?;
         self.replace_session(session).await?;
         self.extensions_session_started("fork");
         Ok(Reply::Switched(Switched::new(false)))
@@ -66,10 +67,10 @@ impl Agent {
     /// `get_entries`: all of them, or those after `since`.
     pub(super) fn entries(&self, since: Option<&str>) -> Result<EntryList, CoreError> {
         let entries = match since {
-            Some(id) => self.session.entries_since(id).map_err(session_error)?,
-            None => self.session.entries().cloned().collect(),
+            Some(id) => self.session.record().entries_since(id).map_err(session_error)?,
+            None => self.session.record().entries().cloned().collect(),
         };
-        Ok(EntryList { entries, leaf_id: self.session.leaf_id().map(str::to_string) })
+        Ok(EntryList { entries, leaf_id: self.session.record().leaf_id().map(str::to_string) })
     }
 
     /// `export_html`: the file written.
@@ -81,46 +82,33 @@ impl Agent {
             .map(|spec| crate::export_html::ExportTool { name: spec.name, description: spec.description })
             .collect();
         let options = crate::export_html::ExportOptions { system_prompt: Some(self.system_prompt()), tools };
-        let path = crate::export_html::export_session_html(&self.session, output_path, &self.cwd, &options)?;
+        let path = crate::export_html::export_session_html(
+            self.session.record(),
+            output_path,
+            self.workspace.cwd(),
+            &options,
+        )?;
         Ok(path.display().to_string())
     }
 
     /// Make `session` current: its conversation, model and thinking level.
     async fn replace_session(&mut self, session: Session) -> Result<(), CoreError> {
-        self.temp_outputs.release(self.session.file_path());
-        self.session = session;
-        self.messages = self.session.context_messages();
-        self.usage_unknown = false;
+        self.workspace.release_temp_files(self.session.record().file_path());
+        self.session.replace(session);
         // pi 1.6.0 chooses model and thinking level afresh for each session
         // (a new one starts at the defaults, not at the previous level).
-        let (model, thinking) =
-            if self.messages.is_empty() { (None, None) } else { self.session.context_model_and_thinking() };
+        let (model, thinking) = if self.session.messages().is_empty() {
+            (None, None)
+        } else {
+            self.session.record().context_model_and_thinking()
+        };
         if let Err(e) = self.select_initial_model(model, thinking) {
             tracing::warn!("keeping the current model: {}", e.message);
         }
-        if self.steering.len() + self.follow_up.len() > 0 {
-            self.steering.clear();
-            self.follow_up.clear();
+        if self.queues.pending() > 0 {
+            self.queues.clear();
             self.emit_queue_update().await;
         }
         self.start_session_entries(None)
-    }
-
-    fn absolute(&self, path: &str) -> PathBuf {
-        let p = crate::config::expand_home(Path::new(path));
-        if p.is_absolute() { p } else { self.cwd.join(p) }
-    }
-
-    fn session_search_dirs(&self) -> Vec<PathBuf> {
-        let mut dirs = vec![self.session_dir.clone()];
-        let all = self.agent_dir.join("sessions");
-        if let Ok(read) = std::fs::read_dir(&all) {
-            for entry in read.flatten() {
-                if entry.path().is_dir() && entry.path() != self.session_dir {
-                    dirs.push(entry.path());
-                }
-            }
-        }
-        dirs
     }
 }

@@ -2,9 +2,9 @@
 //! tools (`codemode`, `tool_search`) are on. Starting the servers is
 //! `mcp_start.rs`; a run's MCP tools and first-prompt wait are in `run.rs`.
 
-use super::actor::Agent;
-use super::extension_state::ExtSignal;
-use super::internal::Internal;
+use super::Agent;
+use crate::agent::extension_state::ExtSignal;
+use crate::agent::internal::Internal;
 use crate::event::{AgentEvent, ExtensionUiKind, ExtensionUiRequest};
 use crate::mcp::command::{self as mcp_command, Notice};
 use crate::mcp::turn::{CODEMODE, Reach};
@@ -48,7 +48,8 @@ impl Agent {
     /// (as an extension command's).
     pub(super) fn run_builtin_command(&mut self, tag: Option<RequestTag>, args: String) {
         self.ext.command_started();
-        let (mcp, agent_dir, internal) = (self.mcp.clone(), self.agent_dir.clone(), self.internal_tx.clone());
+        let (mcp, agent_dir, internal) =
+            (self.mcp.clone(), self.workspace.agent_dir().to_path_buf(), self.channels.internal());
         tokio::spawn(async move {
             let notice = mcp.command(&args, &agent_dir).await;
             let _ = internal.send(Internal::Event(Box::new(notice_event(notice)))).await;
@@ -59,7 +60,7 @@ impl Agent {
 
     /// Whether `codemode` and `tool_search` are on.
     pub(super) fn reach(&self) -> Reach {
-        Reach::of(&self.active_tools, Some(&self.mcp))
+        Reach::of(self.toolbox.active_names(), Some(&self.mcp))
     }
 
     /// The system prompt's entries for the indirect tools that are on.

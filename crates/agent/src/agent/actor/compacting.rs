@@ -12,11 +12,9 @@
 
 use tokio_util::sync::CancellationToken;
 
-use super::actor::Agent;
-use super::compaction_msg::{CheckOutcome, CheckPoint, CompactionJob, CompactionMsg};
-use super::internal::Emitter;
-use super::internal::Internal;
-use super::state::ManualCompaction;
+use super::Agent;
+use crate::agent::compaction_msg::{CheckOutcome, CheckPoint, CompactionJob, CompactionMsg};
+use crate::agent::internal::Internal;
 use crate::compaction::estimate::{estimate_context, estimate_system_prompt};
 use crate::compaction::{NotCompactable, Projection, Summarizer, SummaryError, SummaryOutput, prepare, should_compact};
 use crate::error::{CoreError, ErrorKind};
@@ -74,21 +72,22 @@ impl Agent {
         cancel: CancellationToken,
     ) -> Result<CompactionJob, JobError> {
         let system_tokens = self.system_tokens();
-        let projection = Projection::of(&self.session);
-        let (_, keep) = self.settings.compaction.tokens_for(&self.model.full_id());
+        let projection = Projection::of(self.session.record());
+        let (_, keep) = self.prefs.settings().compaction.tokens_for(&self.models.model().full_id());
         let prep = prepare(&projection, keep, system_tokens).map_err(JobError::NotCompactable)?;
         self.preflight().map_err(JobError::Unavailable)?;
-        let provider = self.providers.get(&self.model.api).ok_or_else(|| {
-            JobError::Unavailable(CoreError::new(ErrorKind::Unsupported, format!("No provider for {}", self.model.api)))
+        let provider = self.models.provider().ok_or_else(|| {
+            let api = &self.models.model().api;
+            JobError::Unavailable(CoreError::new(ErrorKind::Unsupported, format!("No provider for {api}")))
         })?;
         let summarizer = Summarizer {
-            provider: crate::auth::authorize(provider, &self.models, &self.model),
-            model: self.model.clone(),
-            thinking: self.thinking,
-            api_key: self.models.api_key(&self.model.provider),
-            headers: self.models.headers(&self.model),
-            retry: self.settings.retry,
-            retry_enabled: self.retry_enabled.load(std::sync::atomic::Ordering::SeqCst),
+            provider,
+            model: self.models.model().clone(),
+            thinking: self.models.thinking(),
+            api_key: self.models.api_key(),
+            headers: self.models.headers(),
+            retry: self.prefs.settings().retry,
+            retry_enabled: self.prefs.auto_retry(),
         };
         Ok(CompactionJob { reason, will_retry, prep, summarizer, custom_instructions, cancel, system_tokens })
     }
@@ -115,8 +114,8 @@ impl Agent {
                 return;
             }
         };
-        self.activity.begin_compaction(ManualCompaction { cancel, tag });
-        let emitter = Emitter::new(self.internal_tx.clone());
+        self.activity.begin_compaction(cancel, tag);
+        let emitter = self.channels.emitter();
         tokio::spawn(async move {
             let outcome = job.run(&emitter).await;
             let msg = CompactionMsg::Finished { job: Box::new(job), outcome, reply: None };
@@ -126,13 +125,11 @@ impl Agent {
 
     /// Start an automatic compaction; `None` (and no event) when nothing can be cut.
     async fn start_auto_compaction(&mut self, reason: CompactionReason, will_retry: bool) -> Option<CompactionJob> {
-        let cancel = self.activity.run().map(|r| r.cancel.clone()).unwrap_or_default();
+        let cancel = self.activity.run_cancel_token().unwrap_or_default();
         match self.prepare_job(reason, will_retry, None, cancel) {
             Ok(job) => {
                 self.emit(AgentEvent::CompactionStart { reason }).await;
-                if let Some(run) = self.activity.run_mut() {
-                    run.compacting = true;
-                }
+                self.activity.begin_auto_compaction();
                 Some(job)
             }
             Err(JobError::NotCompactable(_)) => None,
@@ -167,6 +164,7 @@ impl Agent {
         let outcome = if job.cancel.is_cancelled() { Err(SummaryError::Aborted) } else { outcome };
         let recorded = outcome.and_then(|out| {
             self.session
+                .record_mut()
                 .append_compaction(
                     &out.summary,
                     Some(&job.prep.first_kept_entry_id),
@@ -184,13 +182,15 @@ impl Agent {
         });
         let (reply, context) = match recorded {
             Ok(out) => {
-                self.messages = self.session.context().messages.into();
-                self.usage_unknown = true;
+                self.session.compacted();
                 let result = CompactionResult {
                     summary: out.summary,
                     first_kept_entry_id: job.prep.first_kept_entry_id.clone(),
                     tokens_before: job.prep.tokens_before,
-                    estimated_tokens_after: crate::compaction::estimate_after(&self.messages, job.system_tokens),
+                    estimated_tokens_after: crate::compaction::estimate_after(
+                        self.session.messages(),
+                        job.system_tokens,
+                    ),
                     usage: out.usage,
                     details: out.details,
                 };
@@ -213,8 +213,8 @@ impl Agent {
                 (Err(error), false)
             }
         };
-        if let Some(manual) = manual {
-            self.reply(manual.tag, reply).await;
+        if let Some(tag) = manual {
+            self.reply(tag, reply).await;
             self.activity_ended().await;
         }
         context
@@ -222,7 +222,7 @@ impl Agent {
 
     /// The session entry id of a message (the latest entry holding it).
     fn entry_id_of(&self, message: &AgentMessage) -> Option<String> {
-        self.session.entry_id_of_message(message).map(str::to_string)
+        self.session.record().entry_id_of_message(message).map(str::to_string)
     }
 
     /// Hide a failed attempt (and its tool results) from the model context:
@@ -238,8 +238,8 @@ impl Agent {
             })
             .collect();
         let mut targets = vec![message.clone()];
-        if let Some(pos) = self.messages.iter().rposition(|m| m == &message) {
-            for m in &self.messages[pos + 1..] {
+        if let Some(pos) = self.session.messages().iter().rposition(|m| m == &message) {
+            for m in &self.session.messages()[pos + 1..] {
                 match m {
                     AgentMessage::Assistant(_) => break,
                     AgentMessage::ToolResult(t) if call_ids.contains(&t.tool_call_id.as_str()) => {
@@ -250,9 +250,7 @@ impl Agent {
             }
         }
         for target in targets {
-            if let Some(pos) = self.messages.iter().rposition(|m| m == &target) {
-                self.messages.make_mut().remove(pos);
-            }
+            self.session.retract(&target);
             if let Some(id) = self.entry_id_of(&target) {
                 self.hide_from_context(&id).await;
             }
@@ -267,37 +265,37 @@ impl Agent {
         recovery_attempted: bool,
     ) -> CheckOutcome {
         let mut out = CheckOutcome { job: None, recovery_started: false };
-        let window = self.model.context_window;
-        if !self.auto_compaction || window == 0 {
+        let window = self.models.model().context_window;
+        if !self.prefs.auto_compaction() || window == 0 {
             return out;
         }
-        let (reserve, _) = self.settings.compaction.tokens_for(&self.model.full_id());
+        let (reserve, _) = self.prefs.settings().compaction.tokens_for(&self.models.model().full_id());
         if at == CheckPoint::BetweenTurns {
-            let tokens = Projection::of(&self.session).estimate_tokens_with(|| self.system_tokens());
+            let tokens = Projection::of(self.session.record()).estimate_tokens_with(|| self.system_tokens());
             if should_compact(tokens, window, reserve) {
                 out.job = self.start_auto_compaction(CompactionReason::Threshold, false).await;
             }
             return out;
         }
-        let last = last.or_else(|| self.messages.iter().rev().find_map(|m| m.as_assistant().cloned()));
+        let last = last.or_else(|| self.session.messages().iter().rev().find_map(|m| m.as_assistant().cloned()));
         let Some(last) = last else { return out };
         if at == CheckPoint::AfterRun && last.stop_reason == StopReason::Aborted {
             return out;
         }
         // Only the latest compaction's body is read, not the whole branch.
-        let path = self.session.branch_positions();
+        let path = self.session.record().branch_positions();
         let compaction_ms = path
             .iter()
             .rev()
-            .find(|&&i| self.session.type_at(i) == "compaction")
-            .map(|&i| iso_ms(self.session.entry_at(i).timestamp()).unwrap_or(i64::MAX));
+            .find(|&&i| self.session.record().type_at(i) == "compaction")
+            .map(|&i| iso_ms(self.session.record().entry_at(i).timestamp()).unwrap_or(i64::MAX));
         // pi skips answers from before the latest compaction (`<=`); we use `<`
         // so that a retry started in the same millisecond as the compaction
         // entry still counts as after it.
         if compaction_ms.is_some_and(|ms| last.timestamp < ms) {
             return out;
         }
-        let projection = Projection::of(&self.session);
+        let projection = Projection::of(self.session.record());
         match self.overflow_kind(&last, &projection) {
             Some(_) if last.stop_reason == StopReason::Stop => {
                 // A complete answer over the window: compact, keep the answer.
@@ -327,11 +325,11 @@ impl Agent {
     /// `Some(true)` for a context overflow, `Some(false)` for a recoverable
     /// `length` stop, `None` otherwise (pi's overflow cases 1 and 2).
     fn overflow_kind(&self, last: &AssistantMessage, projection: &Projection) -> Option<bool> {
-        let same_model = last.provider == self.model.provider && last.model == self.model.id;
+        let same_model = last.provider == self.models.model().provider && last.model == self.models.model().id;
         if !same_model {
             return None;
         }
-        let window = self.model.context_window;
+        let window = self.models.model().context_window;
         let message = AgentMessage::Assistant(last.clone());
         let entry_id = self.entry_id_of(&message);
         let projected = entry_id.as_deref().is_none_or(|id| {
@@ -340,12 +338,13 @@ impl Agent {
             })
         });
         // Entries after the answer on the branch: edits and compactions.
-        let path = self.session.branch_positions();
-        let start = entry_id.as_deref().and_then(|id| path.iter().position(|&i| self.session.id_at(i) == Some(id)));
+        let path = self.session.record().branch_positions();
+        let start =
+            entry_id.as_deref().and_then(|id| path.iter().position(|&i| self.session.record().id_at(i) == Some(id)));
         let mut has_edit = false;
         let mut has_compaction = false;
         let mut latest_edit_keeps = true;
-        for entry in start.map_or(&[][..], |i| &path[i + 1..]).iter().map(|&i| self.session.entry_at(i)) {
+        for entry in start.map_or(&[][..], |i| &path[i + 1..]).iter().map(|&i| self.session.record().entry_at(i)) {
             match entry {
                 SessionEntry::Unknown(v) if entry.type_name() == "context_edit" => {
                     has_edit = true;
@@ -366,7 +365,7 @@ impl Agent {
         let length_overflow =
             last.stop_reason == StopReason::Length && last.usage.output == 0 && input as f64 >= window as f64 * 0.99;
         let overflow = (explicit && retained) || (usage_matches && (explicit || silent || length_overflow));
-        let max = self.model.max_tokens;
+        let max = self.models.model().max_tokens;
         let recoverable_length =
             projected && last.stop_reason == StopReason::Length && max > 0 && last.usage.output < max;
         if overflow {
@@ -391,10 +390,10 @@ impl Agent {
             return Some(projection.estimate_tokens_with(|| self.system_tokens()));
         }
         if last.stop_reason == StopReason::Error || direct == 0 {
-            let (tokens, usage_at) = estimate_context(&self.messages);
+            let (tokens, usage_at) = estimate_context(self.session.messages());
             return match usage_at {
                 Some(i) => {
-                    let stale = compaction_ms.is_some_and(|ms| self.messages[i].timestamp() < ms);
+                    let stale = compaction_ms.is_some_and(|ms| self.session.messages()[i].timestamp() < ms);
                     (!stale).then_some(tokens)
                 }
                 None => Some(tokens + self.system_tokens()),

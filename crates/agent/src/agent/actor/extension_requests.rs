@@ -6,9 +6,9 @@
 
 use serde_json::{Value, json};
 
-use super::actor::Agent;
-use super::internal::QueueKind;
-use super::state::Pending;
+use super::Agent;
+use crate::agent::internal::QueueKind;
+use crate::agent::state::Pending;
 use crate::event::AgentEvent;
 use crate::extensions::ExtRequest;
 use crate::extensions::hooks::custom_message;
@@ -52,9 +52,9 @@ impl Agent {
                 let custom_type = p.get("customType").and_then(Value::as_str).filter(|s| !s.is_empty());
                 let custom_type = custom_type.ok_or("\"customType\" is required")?;
                 let data = p.get("data").filter(|d| !d.is_null()).cloned();
-                let id = self.session.append_custom(custom_type, data).map_err(|e| e.to_string())?;
+                let id = self.session.record_mut().append_custom(custom_type, data).map_err(|e| e.to_string())?;
                 // Announced as pi 1.6.0 does.
-                if let Some(entry) = self.session.get(&id).and_then(|e| serde_json::to_value(e).ok()) {
+                if let Some(entry) = self.session.record().get(&id).and_then(|e| serde_json::to_value(e).ok()) {
                     self.emit(AgentEvent::EntryAppended { entry }).await;
                 }
                 Ok(json!({"entryId": id}))
@@ -64,7 +64,7 @@ impl Agent {
                 self.set_session_name(name).await.map(|_| Value::Null).map_err(|e| e.message)
             }
             ExtRequest::GetState => Ok(self.extension_state_json()),
-            ExtRequest::GetMessages => Ok(json!({"messages": self.messages})),
+            ExtRequest::GetMessages => Ok(json!({"messages": self.session.messages()})),
             other @ (ExtRequest::SetActiveTools(_)
             | ExtRequest::GetAllTools
             | ExtRequest::GetSession
@@ -78,7 +78,7 @@ impl Agent {
             ExtRequest::Library(p) => {
                 let name = p.get("fn").and_then(Value::as_str).unwrap_or_default();
                 let args = p.get("args").and_then(Value::as_array).cloned().unwrap_or_default();
-                super::extension_library::call(name, &args)
+                crate::agent::extension_library::call(name, &args)
             }
             ExtRequest::GetCommands => {
                 let commands: Vec<Value> = self
@@ -181,9 +181,9 @@ impl Agent {
             if trigger == Some(false) {
                 self.defer_custom_message(message);
             } else if deliver_as(p) == Some("followUp") {
-                self.follow_up.push_hidden(message);
+                self.queues.push_hidden(QueueKind::FollowUp, message);
             } else {
-                self.steering.push_hidden(message);
+                self.queues.push_hidden(QueueKind::Steering, message);
             }
         } else if trigger == Some(true) {
             self.preflight().map_err(|e| e.message)?;

@@ -3,8 +3,8 @@
 //! as the login has one; `LoginEnd` follows when it completes, and the
 //! session's models then include the provider's.
 
-use super::actor::Agent;
-use super::internal::{Emitter, Internal, LoginMsg};
+use super::Agent;
+use crate::agent::internal::{Internal, LoginMsg};
 use crate::auth::background;
 use crate::auth::oauth::Net;
 use crate::error::{CoreError, ErrorKind};
@@ -13,8 +13,8 @@ use crate::op::{Reply, RequestTag};
 
 impl Agent {
     pub(super) fn login(&mut self, tag: Option<RequestTag>, request: crate::auth::LoginRequest) {
-        let path = crate::auth::auth_path(&self.agent_dir);
-        let emitter = Emitter::new(self.internal_tx.clone());
+        let path = crate::auth::auth_path(self.workspace.agent_dir());
+        let emitter = self.channels.emitter();
         tokio::spawn(async move {
             let provider = request.provider.clone();
             let send = |msg| emitter.send(Internal::Login(Box::new(msg)));
@@ -43,7 +43,7 @@ impl Agent {
             LoginMsg::Started { tag, result } => self.reply(tag, result).await,
             LoginMsg::Finished { provider, error } => {
                 if error.is_none()
-                    && let Err(e) = self.models.reload_auth(&self.agent_dir)
+                    && let Err(e) = self.models.registry_mut().reload_auth(self.workspace.agent_dir())
                 {
                     tracing::warn!("cannot read auth.json after the login: {e}");
                 }

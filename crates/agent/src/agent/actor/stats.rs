@@ -1,6 +1,6 @@
 //! Session statistics and the context-usage estimate.
 
-use super::actor::Agent;
+use super::Agent;
 use crate::compaction::estimate;
 use crate::message::{AgentMessage, Usage};
 use crate::op::{ContextUsageStats, SessionStats, TokenTotals};
@@ -10,18 +10,18 @@ use crate::session::entry::KnownEntry;
 impl Agent {
     /// Context tokens in use: the last reply's usage plus an estimate of what came after.
     pub(super) fn context_tokens(&self) -> Option<u64> {
-        if self.usage_unknown || crate::compaction::awaiting_usage(&self.session) {
+        if self.session.is_usage_unknown() || crate::compaction::awaiting_usage(self.session.record()) {
             return None;
         }
         // pi's estimate: the last usable reply's usage plus the messages after
         // it; without one, everything including the system prompt.
         // pi 1.6.0 counts the system prompt once it is part of the
         // conversation (from the first prompt on): an empty session is 0.
-        if self.messages.is_empty() {
+        if self.session.messages().is_empty() {
             return Some(0);
         }
         // Only the messages from the last usable reply on are read.
-        let tail = self.messages.tail_from_last(|m| estimate::valid_usage(m).is_some());
+        let tail = self.session.messages().tail_from_last(|m| estimate::valid_usage(m).is_some());
         let (tokens, anchor) = estimate::estimate_context(&tail);
         // The system messages are the prompt once recorded; before, a stand-in.
         // (No usable reply: the tail is the whole conversation.)
@@ -34,7 +34,7 @@ impl Agent {
     }
 
     pub(super) fn context_usage(&self) -> Option<ContextUsageStats> {
-        let window = self.model.context_window;
+        let window = self.models.model().context_window;
         if window == 0 {
             return None;
         }
@@ -55,7 +55,7 @@ impl Agent {
         let mut tool_results = 0;
         let mut total_messages = 0;
         let mut usage = Usage::default();
-        for entry in self.session.entries() {
+        for entry in self.session.record().entries() {
             match entry {
                 SessionEntry::Known(KnownEntry::Message(e)) => {
                     total_messages += 1;
@@ -94,8 +94,8 @@ impl Agent {
             }
         }
         SessionStats {
-            session_file: self.session.file_path().map(|p| p.display().to_string()),
-            session_id: self.session.session_id().to_string(),
+            session_file: self.session.record().file_path().map(|p| p.display().to_string()),
+            session_id: self.session.record().session_id().to_string(),
             user_messages: user,
             assistant_messages: assistant,
             tool_calls,

@@ -13,11 +13,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::actor::Agent;
-use super::extension_state::ExtSignal;
-use super::internal::Internal;
-use super::route::Refusal;
-use super::state::{HeldMessage, Hold, Pending};
+use super::Agent;
+use crate::agent::extension_state::ExtSignal;
+use crate::agent::internal::Internal;
+use crate::agent::route::Refusal;
+use crate::agent::state::{HeldMessage, Hold, Pending};
 use crate::error::CoreError;
 use crate::event::AgentEvent;
 use crate::extensions::hooks::{InputOutcome, InputSource};
@@ -27,7 +27,6 @@ use crate::op::{
     CommandInfo, CommandSource, Disposition, Forked, Op, Reply, RequestTag, StreamingBehavior, Switched, UiResponse,
 };
 use crate::resources::SkillReader;
-use crate::tools::ToolRegistry;
 
 /// The text of `Extension command "/x" cannot be queued…` (pi's wording).
 fn cannot_queue(invocation: &str) -> String {
@@ -142,7 +141,7 @@ impl Agent {
             _ => return Some(op),
         };
         self.ext.hook_started();
-        let internal = self.internal_tx.clone();
+        let internal = self.channels.internal();
         let handle = self.ext.handle().clone();
         tokio::spawn(async move {
             let op = match handle.input(text, images, InputSource::Rpc, behavior).await {
@@ -170,7 +169,7 @@ impl Agent {
             Some("followUp") if self.activity.is_running() => Some("followUp"),
             _ => None,
         };
-        let internal = self.internal_tx.clone();
+        let internal = self.channels.internal();
         let handle = self.ext.handle().clone();
         let mut params = params.clone();
         tokio::spawn(async move {
@@ -235,7 +234,7 @@ impl Agent {
     /// The skills block of the system prompt: only when `read` or `bash` is
     /// active (the tools the model could load a skill file with), as in pi.
     pub(super) fn skills_section(&self) -> Option<String> {
-        let active = |name: &str| self.active_tools.iter().any(|t| t == name) && self.tools.contains(name);
+        let active = |name: &str| self.toolbox.is_active(name);
         let reader = if active("read") {
             SkillReader::Read
         } else if active("bash") {
@@ -248,7 +247,7 @@ impl Agent {
 
     fn run_extension_command(&mut self, tag: Option<RequestTag>, command: RegisteredCommand, args: String) {
         self.ext.command_started();
-        let internal = self.internal_tx.clone();
+        let internal = self.channels.internal();
         tokio::spawn(async move {
             let params = json!({"name": command.name, "args": args});
             let error = match command.extension.call("command", params, None).await {
@@ -275,7 +274,7 @@ impl Agent {
                 ("session_before_switch", json!({"reason": "resume", "targetSessionFile": reference}))
             }
             Op::Fork { entry_id } => ("session_before_fork", json!({"entryId": entry_id, "position": "before"})),
-            Op::Clone => match self.session.leaf_id() {
+            Op::Clone => match self.session.record().leaf_id() {
                 Some(leaf) => ("session_before_fork", json!({"entryId": leaf, "position": "at"})),
                 None => return Some(pending),
             },
@@ -286,7 +285,7 @@ impl Agent {
             return Some(pending);
         }
         self.ext.hook_started();
-        let internal = self.internal_tx.clone();
+        let internal = self.channels.internal();
         let mut params = params;
         if let Value::Object(obj) = &mut params {
             obj.insert("type".into(), Value::String(method.to_string()));
@@ -338,7 +337,8 @@ impl Agent {
 
     /// Tell extensions a session became current (`reason`: new, resume, fork).
     pub(super) fn extensions_session_started(&self, reason: &str) {
-        let payload = json!({"type": "session_start", "reason": reason, "sessionId": self.session.session_id()});
+        let payload =
+            json!({"type": "session_start", "reason": reason, "sessionId": self.session.record().session_id()});
         self.ext.handle().notify_raw("session_start", payload);
     }
 
@@ -362,8 +362,7 @@ impl Agent {
                 if self.ext.is_starting(id)
                     && let Some(ext) = self.ext.handle().get(id).filter(|e| e.subscribes("session_start"))
                 {
-                    let payload =
-                        json!({"type": "session_start", "reason": "startup", "sessionId": self.session.session_id()});
+                    let payload = json!({"type": "session_start", "reason": "startup", "sessionId": self.session.record().session_id()});
                     ext.send(&crate::extensions::protocol::event_message(payload));
                 }
                 self.extension_started(id).await;
@@ -419,6 +418,7 @@ impl Agent {
                         Op::Fork { entry_id } => {
                             let text = self
                                 .session
+                                .record()
                                 .fork_messages()
                                 .into_iter()
                                 .find(|m| &m.entry_id == entry_id)
@@ -481,18 +481,9 @@ impl Agent {
             // A tool is activated when first registered (unless excluded:
             // the registry refuses it); re-registering keeps what
             // `setActiveTools` made of it since.
-            let first_time = !known_before.contains(&spec.name);
+            let activate = !known_before.contains(&spec.name) && spec.active && !self.ext.no_tools();
             let name = spec.name.clone();
-            let active = spec.active;
-            self.tools.register(Arc::new(ExtensionTool::new(ext.clone(), spec)));
-            if first_time
-                && active
-                && !self.ext.no_tools()
-                && self.tools.contains(&name)
-                && !self.active_tools.contains(&name)
-            {
-                self.active_tools.push(name.clone());
-            }
+            self.toolbox.add_extension_tool(Arc::new(ExtensionTool::new(ext.clone(), spec)), activate);
             added.push(name);
         }
         self.ext.record_tools(id, added);
@@ -507,10 +498,6 @@ impl Agent {
 
     /// Remove an extension tool; a built-in it replaced comes back.
     fn remove_extension_tool(&mut self, name: &str) {
-        self.tools.unregister(name);
-        match ToolRegistry::builtin().get(name) {
-            Some(builtin) => self.tools.register(builtin),
-            None => self.active_tools.retain(|t| t != name),
-        }
+        self.toolbox.remove_extension_tool(name);
     }
 }

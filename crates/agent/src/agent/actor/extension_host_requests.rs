@@ -7,8 +7,8 @@
 
 use serde_json::{Value, json};
 
-use super::actor::Agent;
-use super::state::Pending;
+use super::Agent;
+use crate::agent::state::Pending;
 use crate::extensions::ExtRequest;
 use crate::model::ThinkingLevel;
 use crate::op::Op;
@@ -22,21 +22,15 @@ impl Agent {
     pub(super) async fn extension_host_request(&mut self, id: usize, request: ExtRequest) -> Result<Value, String> {
         match request {
             ExtRequest::SetActiveTools(p) => {
-                let mut names: Vec<String> = Vec::new();
-                for name in p.get("names").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
-                    if self.tools.contains(name) && !names.iter().any(|n| n == name) {
-                        names.push(name.to_string());
-                    }
-                }
-                self.active_tools = names;
+                let names = p.get("names").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
+                let active = self.toolbox.set_active_known(names).to_vec();
                 self.ext.tools_changed();
-                Ok(json!({"activeTools": self.active_tools}))
+                Ok(json!({"activeTools": active}))
             }
             ExtRequest::GetAllTools => {
                 let tools: Vec<Value> = self
-                    .tools
-                    .names()
-                    .filter_map(|name| self.tools.get(name))
+                    .toolbox
+                    .all()
                     .map(|tool| {
                         json!({
                             "name": tool.name(),
@@ -50,22 +44,22 @@ impl Agent {
                 Ok(json!({"tools": tools}))
             }
             ExtRequest::GetSession => Ok(json!({
-                "header": serde_json::to_value(self.session.header()).unwrap_or(Value::Null),
-                "entries": self.session.entries_json().map_err(|e| e.to_string())?,
-                "leafId": self.session.leaf_id(),
-                "sessionId": self.session.session_id(),
-                "sessionFile": self.session.file_path().map(|p| p.display().to_string()),
-                "sessionDir": self.session.session_dir().map(|p| p.display().to_string()),
-                "sessionName": self.session.name(),
-                "cwd": self.cwd.display().to_string(),
+                "header": serde_json::to_value(self.session.record().header()).unwrap_or(Value::Null),
+                "entries": self.session.record().entries_json().map_err(|e| e.to_string())?,
+                "leafId": self.session.record().leaf_id(),
+                "sessionId": self.session.record().session_id(),
+                "sessionFile": self.session.record().file_path().map(|p| p.display().to_string()),
+                "sessionDir": self.session.record().session_dir().map(|p| p.display().to_string()),
+                "sessionName": self.session.record().name(),
+                "cwd": self.workspace.cwd().display().to_string(),
             })),
             ExtRequest::SetLabel(p) => {
                 let target = text(&p, "entryId").ok_or("\"entryId\" is required")?;
-                if self.session.get(target).is_none() {
+                if self.session.record().get(target).is_none() {
                     return Err(format!("Entry not found: {target}"));
                 }
                 let label = text(&p, "label").filter(|l| !l.trim().is_empty());
-                let entry = self.session.append_label(target, label).map_err(|e| e.to_string())?;
+                let entry = self.session.record_mut().append_label(target, label).map_err(|e| e.to_string())?;
                 Ok(json!({"entryId": entry}))
             }
             ExtRequest::SetModel(p) => {
@@ -93,7 +87,7 @@ impl Agent {
                 Ok(Value::Null)
             }
             ExtRequest::GetModels => {
-                let models: Vec<Value> = self.models.available().iter().map(model_json).collect();
+                let models: Vec<Value> = self.models.registry().available().iter().map(model_json).collect();
                 Ok(json!({"models": models}))
             }
             other => Err(format!("not a host request: {other:?}")),
@@ -104,16 +98,16 @@ impl Agent {
     /// `ctx.isIdle()`, `ctx.getContextUsage()`, `ctx.getSystemPrompt()`, …).
     pub(super) fn extension_state_json(&self) -> Value {
         json!({
-            "sessionId": self.session.session_id(),
-            "sessionFile": self.session.file_path().map(|p| p.display().to_string()),
-            "sessionName": self.session.name(),
-            "cwd": self.cwd.display().to_string(),
+            "sessionId": self.session.record().session_id(),
+            "sessionFile": self.session.record().file_path().map(|p| p.display().to_string()),
+            "sessionName": self.session.record().name(),
+            "cwd": self.workspace.cwd().display().to_string(),
             "isStreaming": self.activity.is_running(),
-            "model": model_json(&self.model),
-            "thinkingLevel": self.thinking.as_str(),
-            "messageCount": self.messages.len(),
-            "pendingMessageCount": self.steering.len() + self.follow_up.len(),
-            "activeTools": self.active_tools,
+            "model": model_json(self.models.model()),
+            "thinkingLevel": self.models.thinking().as_str(),
+            "messageCount": self.session.messages().len(),
+            "pendingMessageCount": self.queues.pending(),
+            "activeTools": self.toolbox.active_names(),
             "contextUsage": self.context_usage().map(|u| json!({
                 "tokens": u.tokens, "contextWindow": u.context_window, "percent": u.percent,
             })),

@@ -1,10 +1,10 @@
 //! Every op, in one exhaustive match, after its [`route`]: what the
 //! extensions do with it first, whether it waits or is refused, then its handler.
 
-use super::actor::Agent;
-use super::internal::QueueKind;
-use super::route::{Gate, Policy, Route, route};
-use super::state::{Hold, Pending};
+use super::Agent;
+use crate::agent::internal::QueueKind;
+use crate::agent::route::{Gate, Policy, Route, route};
+use crate::agent::state::{Hold, Pending};
 use crate::error::CoreError;
 use crate::op::{Op, Reply, TreeWithLeaf};
 
@@ -39,7 +39,7 @@ impl Agent {
     async fn dispatch(&mut self, pending: Pending) {
         let tag = pending.tag;
         // A login or logout since the last op (by pi too) counts from now on.
-        self.models.sync_auth(&self.agent_dir);
+        self.models.registry_mut().sync_auth(self.workspace.agent_dir());
         // Ops that answer themselves (now or later) return; the others give their answer.
         let result = match pending.op {
             Op::Prompt { message, images, streaming_behavior } => {
@@ -55,14 +55,12 @@ impl Agent {
                 };
             }
             Op::Abort => return self.abort(tag).await,
-            Op::AbortRetry => match self.activity.run() {
-                Some(run) if run.retry_waiting => {
-                    run.retry_cancel.cancel();
-                    self.activity.ack_at_end(tag);
-                    return;
+            Op::AbortRetry => {
+                if self.activity.abort_retry_wait() {
+                    return self.activity.ack_at_end(tag);
                 }
-                _ => Ok(Reply::Ack),
-            },
+                Ok(Reply::Ack)
+            }
             Op::Compact { custom_instructions } => {
                 return self.start_manual_compaction(tag, custom_instructions).await;
             }
@@ -96,21 +94,21 @@ impl Agent {
             Op::PendingRequests => {
                 // Extension dialogs and the requests to the client (approvals, files, terminals).
                 let mut ids = self.ext.handle().ui().ids();
-                ids.extend(self.client.broker.ids());
+                ids.extend(self.client.pending_ids());
                 Ok(Reply::PendingRequests(ids))
             }
             // State and settings (settings.rs).
             Op::GetState => Ok(Reply::State(Box::new(self.snapshot()))),
-            Op::GetMessages => Ok(Reply::Messages(self.messages.clone())),
+            Op::GetMessages => Ok(Reply::Messages(self.session.messages().clone())),
             Op::SetModel { provider, model_id } => self.set_model(provider, model_id).await,
             Op::CycleModel => self.cycle_model().await,
-            Op::GetAvailableModels => Ok(Reply::Models(self.models.available())),
+            Op::GetAvailableModels => Ok(Reply::Models(self.models.registry().available())),
             Op::SetThinkingLevel { level } => {
                 self.change_thinking(level).await;
                 Ok(Reply::Ack)
             }
             Op::CycleThinkingLevel => Ok(Reply::CycleThinkingLevel(self.cycle_thinking_level().await)),
-            Op::GetAvailableThinkingLevels => Ok(Reply::ThinkingLevels(self.model.thinking_levels())),
+            Op::GetAvailableThinkingLevels => Ok(Reply::ThinkingLevels(self.models.model().thinking_levels())),
             Op::SetSteeringMode { mode } => Ok(self.set_queue_mode(QueueKind::Steering, mode)),
             Op::SetFollowUpMode { mode } => Ok(self.set_queue_mode(QueueKind::FollowUp, mode)),
             Op::SetAutoCompaction { enabled } => Ok(self.set_auto_compaction(enabled)),
@@ -128,11 +126,11 @@ impl Agent {
             Op::ResumeSession { reference, .. } => self.resume_session(&reference).await,
             Op::Fork { entry_id } => self.fork(&entry_id).await,
             Op::Clone => self.clone_session().await,
-            Op::GetForkMessages => Ok(Reply::ForkMessages(self.session.fork_messages())),
+            Op::GetForkMessages => Ok(Reply::ForkMessages(self.session.record().fork_messages())),
             Op::GetEntries { since } => self.entries(since.as_deref()).map(Reply::Entries),
             Op::GetTree => Ok(Reply::Tree(TreeWithLeaf {
-                tree: self.session.tree(),
-                leaf_id: self.session.leaf_id().map(str::to_string),
+                tree: self.session.record().tree(),
+                leaf_id: self.session.record().leaf_id().map(str::to_string),
             })),
             Op::ExportHtml { output_path } => self.export_html(output_path.as_deref()).map(Reply::ExportHtml),
         };

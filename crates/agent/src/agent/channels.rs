@@ -1,0 +1,52 @@
+//! The actor's channels: the ordered output stream to the front end, and the
+//! internal channel on which its background tasks report back.
+
+use tokio::sync::mpsc;
+
+use super::Output;
+use super::internal::{Emitter, Internal};
+
+/// Capacity of the internal channel (background tasks wait when it is full).
+const INTERNAL_CAPACITY: usize = 1024;
+
+/// Where the actor's outputs go and where its background tasks write to it.
+pub(super) struct Channels {
+    out: mpsc::Sender<Output>,
+    internal: mpsc::Sender<Internal>,
+    /// Taken once, by the actor loop.
+    inbox: Option<mpsc::Receiver<Internal>>,
+}
+
+impl Channels {
+    pub(super) fn new(out: mpsc::Sender<Output>) -> Self {
+        let (internal, inbox) = mpsc::channel(INTERNAL_CAPACITY);
+        Channels { out, internal, inbox: Some(inbox) }
+    }
+
+    /// The receiving end of the internal channel (once).
+    pub(super) fn take_inbox(&mut self) -> Option<mpsc::Receiver<Internal>> {
+        self.inbox.take()
+    }
+
+    /// A sender for a background task's messages to the actor.
+    pub(super) fn internal(&self) -> mpsc::Sender<Internal> {
+        self.internal.clone()
+    }
+
+    /// An [`Emitter`] for a background task's events.
+    pub(super) fn emitter(&self) -> Emitter {
+        Emitter::new(self.internal.clone())
+    }
+
+    /// Queue an output: at once when the channel has room (no waiter is
+    /// armed), else waiting for room, exactly as a plain `send` would. A
+    /// front end that went away drops it.
+    pub(super) async fn send(&self, output: Output) {
+        match self.out.try_send(output) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(output)) => {
+                let _ = self.out.send(output).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! The session the agent works in ([`CurrentSession`]): its record (the
+//! entries and the file they are written to) and the conversation as the
+//! model sees it, kept in step with each other.
+
+use pi_types::MessageList;
+
+use crate::message::AgentMessage;
+use crate::session::Session;
+
+/// The session's record and its conversation.
+pub(super) struct CurrentSession {
+    record: Session,
+    /// The conversation as the model sees it (what `get_messages` returns,
+    /// shared with the reply instead of copied; read from the session file
+    /// until something needs it whole).
+    messages: MessageList,
+    /// True from a compaction until the next successful reply (usage unknown).
+    usage_unknown: bool,
+}
+
+impl CurrentSession {
+    /// Work in `record`, with the conversation it holds.
+    pub(super) fn new(record: Session) -> Self {
+        let messages = record.context_messages();
+        CurrentSession { record, messages, usage_unknown: false }
+    }
+
+    /// The session's entries, header and file.
+    pub(super) fn record(&self) -> &Session {
+        &self.record
+    }
+
+    /// The record, to append entries that leave the conversation as it is
+    /// (names, labels, model changes, custom entries, context edits).
+    pub(super) fn record_mut(&mut self) -> &mut Session {
+        &mut self.record
+    }
+
+    /// The conversation as the model sees it.
+    pub(super) fn messages(&self) -> &MessageList {
+        &self.messages
+    }
+
+    /// Switch to `record` (its conversation); the session left is returned.
+    pub(super) fn replace(&mut self, record: Session) -> Session {
+        self.messages = record.context_messages();
+        self.usage_unknown = false;
+        std::mem::replace(&mut self.record, record)
+    }
+
+    /// Add a message to the conversation and the record.
+    pub(super) fn append(&mut self, message: AgentMessage) {
+        let written = match &message {
+            AgentMessage::Custom(c) => {
+                self.record.append_custom_message(&c.custom_type, c.content.clone(), c.display, c.details.clone())
+            }
+            _ => self.record.append_message(message.clone()),
+        };
+        if let Err(e) = written {
+            tracing::error!("cannot write session entry: {e}");
+        }
+        self.messages.make_mut().push(message);
+    }
+
+    /// Drop the latest copy of `message` from the conversation (the record keeps it).
+    pub(super) fn retract(&mut self, message: &AgentMessage) {
+        if let Some(pos) = self.messages.iter().rposition(|m| m == message) {
+            self.messages.make_mut().remove(pos);
+        }
+    }
+
+    /// A compaction was recorded: the conversation is rebuilt from the
+    /// record, and context usage is unknown until the next reply.
+    pub(super) fn compacted(&mut self) {
+        self.messages = self.record.context().messages.into();
+        self.usage_unknown = true;
+    }
+
+    /// A reply reported its usage.
+    pub(super) fn usage_known(&mut self) {
+        self.usage_unknown = false;
+    }
+
+    /// No reply since the last compaction has told the context's usage.
+    pub(super) fn is_usage_unknown(&self) -> bool {
+        self.usage_unknown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversation_and_record_stay_in_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut current = CurrentSession::new(Session::in_memory(dir.path()));
+        let hello = AgentMessage::user("hello", &[]);
+        current.append(hello.clone());
+        current.append(AgentMessage::user("again", &[]));
+        assert_eq!(current.messages().len(), 2);
+        assert_eq!(current.record().context_messages().len(), 2);
+        current.retract(&hello);
+        assert_eq!(current.messages().len(), 1);
+        assert_eq!(current.record().context_messages().len(), 2);
+        let old = current.replace(Session::in_memory(dir.path()));
+        assert_eq!(old.context_messages().len(), 2);
+        assert!(current.messages().is_empty() && !current.is_usage_unknown());
+    }
+}

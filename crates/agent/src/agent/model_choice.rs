@@ -1,0 +1,346 @@
+//! The model the agent talks to ([`ModelChoice`]): the model registry and
+//! the providers that call the models, the model and thinking level in use,
+//! the command line's choice (applied again to each session opened) and the
+//! `--models` scope that `cycle_model` goes through.
+
+use std::sync::Arc;
+
+use super::session_start::StartupChoice;
+use crate::config::model_resolver::Selected;
+use crate::config::{ModelRegistry, Settings};
+use crate::error::{CoreError, ErrorKind};
+use crate::model::{Model, ThinkingLevel};
+use crate::provider::{Provider, ProviderRegistry, faux};
+
+/// Thinking level used when nothing else chooses one.
+const DEFAULT_THINKING: ThinkingLevel = ThinkingLevel::Medium;
+
+/// The models, the providers and the model in use.
+pub(super) struct ModelChoice {
+    registry: ModelRegistry,
+    providers: ProviderRegistry,
+    model: Model,
+    thinking: ThinkingLevel,
+    /// The command line's (or `initialize`'s) choice, applied to every session opened.
+    startup: StartupChoice,
+    /// `--models`: what `cycle_model` cycles through (with optional levels).
+    scope: Vec<(Model, Option<ThinkingLevel>)>,
+}
+
+impl ModelChoice {
+    /// Until [`ModelChoice::choose_for_session`], the offline faux model.
+    pub(super) fn new(registry: ModelRegistry, providers: ProviderRegistry) -> Self {
+        ModelChoice {
+            registry,
+            providers,
+            model: faux::faux_model(),
+            thinking: ThinkingLevel::Off,
+            startup: StartupChoice::default(),
+            scope: Vec::new(),
+        }
+    }
+
+    /// The command line's choice: `--provider`, `--model`, `--thinking`
+    /// (`startup`), `--api-key` (given to the provider of the requested or
+    /// default model), `--models` (the scope).
+    pub(super) fn apply_command_line(
+        &mut self,
+        startup: StartupChoice,
+        api_key: Option<String>,
+        scope: &[String],
+        default_provider: Option<&str>,
+    ) {
+        if let Some(key) = api_key {
+            self.give_key(startup.provider.as_deref(), startup.pattern.as_deref(), key, default_provider);
+        }
+        if !scope.is_empty() {
+            let scope = self.registry.scope(scope);
+            for warning in scope.warnings {
+                tracing::warn!("--models: {warning}");
+            }
+            self.scope = scope.models;
+        }
+        self.startup = startup;
+    }
+
+    /// Give `--api-key` to the provider of the requested (or default) model.
+    fn give_key(&mut self, provider: Option<&str>, model: Option<&str>, key: String, default: Option<&str>) {
+        let provider = provider
+            .map(str::to_string)
+            .or_else(|| {
+                let pattern = model.map(str::trim).filter(|m| !m.is_empty())?;
+                self.registry.resolve_pattern(None, pattern, None, true).ok().map(|s| s.model.provider)
+            })
+            .or_else(|| default.map(str::to_string));
+        match provider {
+            Some(p) => self.registry.set_runtime_key(&p, key),
+            None => tracing::warn!("--api-key given but no provider or model selected; ignoring it"),
+        }
+    }
+
+    pub(super) fn model(&self) -> &Model {
+        &self.model
+    }
+
+    pub(super) fn thinking(&self) -> ThinkingLevel {
+        self.thinking
+    }
+
+    /// Every model, their credentials and headers.
+    pub(super) fn registry(&self) -> &ModelRegistry {
+        &self.registry
+    }
+
+    /// The registry, to refresh its credentials (after a login or logout).
+    pub(super) fn registry_mut(&mut self) -> &mut ModelRegistry {
+        &mut self.registry
+    }
+
+    /// `initialize` checked a new registry (a key added): use it.
+    pub(super) fn replace_registry(&mut self, registry: ModelRegistry) {
+        self.registry = registry;
+    }
+
+    /// `initialize` stands for the command line: later sessions start from
+    /// its model (`pattern`, `provider`) and thinking level too.
+    pub(super) fn remember_request(
+        &mut self,
+        pattern: Option<String>,
+        provider: Option<String>,
+        inline_key: bool,
+        thinking: Option<ThinkingLevel>,
+    ) {
+        if pattern.is_some() || provider.is_some() {
+            self.startup.pattern = pattern;
+            self.startup.provider = provider;
+            self.startup.inline_key = inline_key;
+        }
+        if let Some(level) = thinking {
+            self.startup.thinking = Some(level);
+        }
+    }
+
+    /// Use `model`: true when it is another model than the current one.
+    pub(super) fn switch(&mut self, model: Model) -> bool {
+        let changed = model.provider != self.model.provider || model.id != self.model.id;
+        self.model = model;
+        changed
+    }
+
+    /// Set the thinking level, clamped to the model: the new level when it changed.
+    pub(super) fn set_thinking(&mut self, wanted: ThinkingLevel) -> Option<ThinkingLevel> {
+        let level = self.model.clamp_thinking(wanted);
+        (level != self.thinking).then(|| {
+            self.thinking = level;
+            level
+        })
+    }
+
+    /// The level after the current one (`None` when the model has one level only).
+    pub(super) fn next_thinking(&self) -> Option<ThinkingLevel> {
+        let levels = self.model.thinking_levels();
+        if levels.len() <= 1 {
+            return None;
+        }
+        let pos = levels.iter().position(|l| *l == self.thinking).map_or(0, |p| (p + 1) % levels.len());
+        Some(levels[pos])
+    }
+
+    /// `--models` was given: `cycle_model` goes through its scope.
+    pub(super) fn is_scoped(&self) -> bool {
+        !self.scope.is_empty()
+    }
+
+    /// The available model after the current one (`None`: no other).
+    pub(super) fn next_model(&self) -> Option<Model> {
+        let available = self.registry.available();
+        if available.len() <= 1 {
+            return None;
+        }
+        let pos = available
+            .iter()
+            .position(|m| m.provider == self.model.provider && m.id == self.model.id)
+            .map_or(0, |p| (p + 1) % available.len());
+        Some(available[pos].clone())
+    }
+
+    /// The next scoped model that has credentials, with its `:<thinking>`
+    /// level when the pattern gave one (`None`: no other).
+    pub(super) fn next_scoped(&self) -> Option<(Model, Option<ThinkingLevel>)> {
+        let scope: Vec<&(Model, Option<ThinkingLevel>)> =
+            self.scope.iter().filter(|(m, _)| self.registry.has_credentials(m)).collect();
+        let current = scope.iter().position(|(m, _)| m.provider == self.model.provider && m.id == self.model.id);
+        let next = match current {
+            _ if scope.is_empty() => return None,
+            None => 0,
+            Some(_) if scope.len() == 1 => return None,
+            Some(i) => (i + 1) % scope.len(),
+        };
+        Some(scope[next].clone())
+    }
+
+    /// `set_model`: a model by provider and id, or by pattern, with the
+    /// thinking level a pattern's suffix gave. It must have credentials.
+    pub(super) fn find_usable(
+        &mut self,
+        provider: Option<&str>,
+        model_id: &str,
+    ) -> Result<(Model, Option<ThinkingLevel>), CoreError> {
+        let found = match provider {
+            Some(p) => self
+                .registry
+                .find(p, model_id)
+                .map(|model| Selected { model, thinking: None, warning: None })
+                .ok_or_else(|| format!("Model not found: {p}/{model_id}")),
+            None => self.registry.resolve_pattern(None, model_id, None, false),
+        };
+        let Selected { model, thinking, .. } = found.map_err(|e| CoreError::not_found(e).with_field("modelId"))?;
+        if !self.registry.has_credentials(&model) {
+            return Err(CoreError::new(ErrorKind::Model, format!("No API key found for {}", model.full_id())));
+        }
+        Ok((model, thinking))
+    }
+
+    /// Pick the model and thinking level for the session just opened, as pi
+    /// does at start-up and again for every new, switched, forked or cloned
+    /// session: the command line's model and thinking level first, then (for a
+    /// session with a conversation) what the session recorded, then the
+    /// defaults (settings, provider defaults, `medium`).
+    pub(super) fn choose_for_session(
+        &mut self,
+        settings: &Settings,
+        conversation_started: bool,
+        restored_model: Option<(String, String)>,
+        restored_thinking: Option<String>,
+    ) -> Result<(), CoreError> {
+        let StartupChoice { provider, pattern, thinking, inline_key } = self.startup.clone();
+        let (provider, pattern) = (provider.as_deref(), pattern.as_deref());
+        let pattern = pattern.map(str::trim).filter(|p| !p.is_empty());
+        let mut suffix = None;
+        let model = if let Some(pattern) = pattern {
+            let selected = self
+                .registry
+                .resolve_pattern(provider, pattern, thinking, inline_key)
+                .map_err(|e| CoreError::invalid("model", e))?;
+            if let Some(warning) = &selected.warning {
+                tracing::warn!("{warning}");
+            }
+            suffix = selected.thinking;
+            selected.model
+        } else if let Some((model, level)) = self.initial_scoped_model(settings, conversation_started) {
+            suffix = level;
+            model
+        } else if let Some(provider) = provider {
+            self.registry
+                .available()
+                .into_iter()
+                .find(|m| m.provider == provider)
+                .or_else(|| self.registry.all().iter().find(|m| m.provider == provider).cloned())
+                .or_else(|| (provider == faux::FAUX_PROVIDER).then(faux::faux_model))
+                .ok_or_else(|| CoreError::invalid("provider", format!("No models found for provider: {provider}")))?
+        } else if let Some(m) =
+            restored_model.and_then(|(p, id)| self.registry.find(&p, &id)).filter(|m| self.registry.has_credentials(m))
+        {
+            m
+        } else if let Some(m) = self.default_model_from_settings(settings) {
+            m
+        } else {
+            // pi's start-up choice: the first provider default (in pi's order) that
+            // has credentials, else the first available model.
+            let available = self.registry.available();
+            let default = crate::config::catalog::DEFAULT_MODEL_PER_PROVIDER
+                .iter()
+                .find_map(|(p, id)| available.iter().find(|m| m.provider == *p && m.id == *id));
+            let first = default.or(available.first()).cloned().unwrap_or_else(faux::faux_model);
+            if first.provider == faux::FAUX_PROVIDER {
+                tracing::warn!(
+                    "no API key or model configured: using the offline faux model (see the README to configure a provider)"
+                );
+            }
+            first
+        };
+        self.model = model;
+        let wanted = thinking
+            .or(suffix)
+            .or_else(|| restored_thinking.and_then(|t| t.parse().ok()))
+            .or(settings.default_thinking_level)
+            .unwrap_or(DEFAULT_THINKING);
+        self.thinking = self.model.clamp_thinking(wanted);
+        Ok(())
+    }
+
+    /// `--models` at the start of a conversation: the settings' default model
+    /// when it is in the scope, else the scope's first model.
+    fn initial_scoped_model(
+        &self,
+        settings: &Settings,
+        conversation_started: bool,
+    ) -> Option<(Model, Option<ThinkingLevel>)> {
+        if self.scope.is_empty() || conversation_started {
+            return None;
+        }
+        let saved = match (&settings.default_provider, &settings.default_model) {
+            (Some(p), Some(id)) => self.scope.iter().find(|(m, _)| &m.provider == p && &m.id == id),
+            _ => None,
+        };
+        saved.or(self.scope.first()).cloned()
+    }
+
+    fn default_model_from_settings(&mut self, settings: &Settings) -> Option<Model> {
+        let id = settings.default_model.as_deref()?;
+        match self.registry.resolve(settings.default_provider.as_deref(), id) {
+            Ok(m) if self.registry.has_credentials(&m) => Some(m),
+            Ok(m) => {
+                tracing::warn!("default model {} has no API key; ignoring it", m.full_id());
+                None
+            }
+            Err(e) => {
+                tracing::warn!("settings.json defaultModel: {e}");
+                None
+            }
+        }
+    }
+
+    /// Checks before a run may start: a callable model with credentials.
+    pub(super) fn preflight(&self) -> Result<(), CoreError> {
+        if self.providers.get(&self.model.api).is_none() {
+            return Err(CoreError::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "The API \"{}\" of model {} is not supported by this build",
+                    self.model.api,
+                    self.model.full_id()
+                ),
+            ));
+        }
+        if !self.registry.has_credentials(&self.model) {
+            let vars = crate::config::auth::provider_env_vars(&self.model.provider);
+            let hint = match vars.first() {
+                Some(var) => format!("Set {var}, add the key to auth.json or models.json, or pass --api-key."),
+                None => "Add an apiKey for this provider to models.json or auth.json, or pass --api-key.".to_string(),
+            };
+            return Err(CoreError::new(
+                ErrorKind::Model,
+                format!("No API key found for the selected model ({}).\n\n{hint}", self.model.full_id()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The provider that calls the current model (with its login, if it
+    /// has one); `None` when this build has none for the model's API.
+    pub(super) fn provider(&self) -> Option<Arc<dyn Provider>> {
+        let provider = self.providers.get(&self.model.api)?;
+        Some(crate::auth::authorize(provider, &self.registry, &self.model))
+    }
+
+    /// The current model's API key.
+    pub(super) fn api_key(&self) -> Option<String> {
+        self.registry.api_key(&self.model.provider)
+    }
+
+    /// The current model's request headers.
+    pub(super) fn headers(&self) -> std::collections::HashMap<String, String> {
+        self.registry.headers(&self.model)
+    }
+}
