@@ -221,7 +221,11 @@ impl Agent {
                     description: c.description,
                     source: CommandSource::Extension,
                     location: None,
-                    source_info: Some(crate::resources::extension_source_info(&path, &self.agent_dir, &self.cwd)),
+                    source_info: Some(crate::resources::extension_source_info(
+                        &path,
+                        self.workspace.agent_dir(),
+                        self.workspace.cwd(),
+                    )),
                     path: Some(path),
                 }
             })
