@@ -507,7 +507,7 @@ impl Agent {
     /// Append a `context_edit` that leaves entry `target` out of the model's
     /// context, and announce it (`entry_appended`, as pi 1.6.0 does).
     pub(super) async fn hide_from_context(&mut self, target: &str) {
-        match self.session.record_mut().append_context_edit(target, None) {
+        match self.session.hide_from_context(target) {
             Ok(id) => {
                 if let Some(entry) = self.session.record().get(&id).and_then(|e| serde_json::to_value(e).ok()) {
                     self.emit(AgentEvent::EntryAppended { entry }).await;

@@ -3,9 +3,12 @@
 //! model sees it, kept in step with each other.
 
 use pi_types::MessageList;
+use serde_json::Value;
 
+use crate::compaction::SummaryOutput;
 use crate::message::AgentMessage;
-use crate::session::Session;
+use crate::model::{Model, ThinkingLevel};
+use crate::session::{Session, SessionError};
 
 /// The session's record and its conversation.
 pub(super) struct CurrentSession {
@@ -30,10 +33,61 @@ impl CurrentSession {
         &self.record
     }
 
-    /// The record, to append entries that leave the conversation as it is
-    /// (names, labels, model changes, custom entries, context edits).
-    pub(super) fn record_mut(&mut self) -> &mut Session {
-        &mut self.record
+    /// Name the session (`session_info`): the entry's id.
+    pub(super) fn set_name(&mut self, name: &str) -> Result<String, SessionError> {
+        self.record.append_session_info(name)
+    }
+
+    /// Record that the conversation goes on with `model`.
+    pub(super) fn record_model(&mut self, model: &Model) -> Result<String, SessionError> {
+        self.record.append_model_change(&model.provider, &model.id)
+    }
+
+    /// Record that the conversation goes on at thinking level `level`.
+    pub(super) fn record_thinking(&mut self, level: ThinkingLevel) -> Result<String, SessionError> {
+        self.record.append_thinking_level_change(level.as_str())
+    }
+
+    /// Label entry `target` (`None`: remove its label): the label entry's id.
+    pub(super) fn label(&mut self, target: &str, label: Option<&str>) -> Result<String, SessionError> {
+        self.record.append_label(target, label)
+    }
+
+    /// An extension's custom entry (not part of the conversation): its id.
+    pub(super) fn append_custom_entry(
+        &mut self,
+        custom_type: &str,
+        data: Option<Value>,
+    ) -> Result<String, SessionError> {
+        self.record.append_custom(custom_type, data)
+    }
+
+    /// Leave entry `target` out of the model's context from now on (a
+    /// `context_edit`, as pi appends for a failed attempt): the edit's id.
+    /// The conversation is the caller's to trim ([`CurrentSession::retract`]).
+    pub(super) fn hide_from_context(&mut self, target: &str) -> Result<String, SessionError> {
+        self.record.append_context_edit(target, None)
+    }
+
+    /// Record a compaction that keeps the entries from `first_kept` on; the
+    /// conversation is rebuilt from the record, and context usage is
+    /// unknown until the next reply.
+    pub(super) fn compact(
+        &mut self,
+        out: &SummaryOutput,
+        first_kept: &str,
+        tokens_before: u64,
+    ) -> Result<(), SessionError> {
+        self.record.append_compaction(
+            &out.summary,
+            Some(first_kept),
+            tokens_before,
+            Some(out.details.clone()),
+            out.usage.clone(),
+        )?;
+        self.messages = self.record.context().messages.into();
+        self.usage_unknown = true;
+        Ok(())
     }
 
     /// The conversation as the model sees it.
@@ -69,13 +123,6 @@ impl CurrentSession {
         }
     }
 
-    /// A compaction was recorded: the conversation is rebuilt from the
-    /// record, and context usage is unknown until the next reply.
-    pub(super) fn compacted(&mut self) {
-        self.messages = self.record.context().messages.into();
-        self.usage_unknown = true;
-    }
-
     /// A reply reported its usage.
     pub(super) fn usage_known(&mut self) {
         self.usage_unknown = false;
@@ -103,6 +150,9 @@ mod tests {
         current.retract(&hello);
         assert_eq!(current.messages().len(), 1);
         assert_eq!(current.record().context_messages().len(), 2);
+        current.record_thinking(ThinkingLevel::High).unwrap();
+        current.set_name("named").unwrap();
+        assert_eq!(current.record().name().as_deref(), Some("named"));
         let old = current.replace(Session::in_memory(dir.path()));
         assert_eq!(old.context_messages().len(), 2);
         assert!(current.messages().is_empty() && !current.is_usage_unknown());

@@ -91,9 +91,15 @@ impl ModelChoice {
         &self.registry
     }
 
-    /// The registry, to refresh its credentials (after a login or logout).
-    pub(super) fn registry_mut(&mut self) -> &mut ModelRegistry {
-        &mut self.registry
+    /// Take in logins and logouts made since the last look (by pi too)
+    /// from `agent_dir`'s auth.json.
+    pub(super) fn sync_logins(&mut self, agent_dir: &std::path::Path) {
+        self.registry.sync_auth(agent_dir);
+    }
+
+    /// Read `agent_dir`'s auth.json again (a login just finished).
+    pub(super) fn reload_logins(&mut self, agent_dir: &std::path::Path) -> Result<(), crate::config::ConfigError> {
+        self.registry.reload_auth(agent_dir)
     }
 
     /// `initialize` checked a new registry (a key added): use it.
@@ -342,5 +348,65 @@ impl ModelChoice {
     /// The current model's request headers.
     pub(super) fn headers(&self) -> std::collections::HashMap<String, String> {
         self.registry.headers(&self.model)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn faux(id: &str, reasoning: bool) -> Model {
+        Model { id: id.to_string(), reasoning, ..faux::faux_model() }
+    }
+
+    fn choice() -> ModelChoice {
+        let registry = ModelRegistry::from_models(vec![faux("faux-1", true), faux("faux-2", false)]);
+        ModelChoice::new(registry, ProviderRegistry::default())
+    }
+
+    #[test]
+    fn thinking_is_clamped_to_the_model_and_changes_are_told() {
+        let mut c = choice();
+        assert_eq!(c.set_thinking(ThinkingLevel::High), Some(ThinkingLevel::High));
+        assert_eq!(c.set_thinking(ThinkingLevel::High), None);
+        let next = c.next_thinking().unwrap();
+        assert_ne!(next, ThinkingLevel::High);
+        assert!(c.switch(faux("faux-2", false)));
+        assert!(!c.switch(faux("faux-2", false)));
+        assert_eq!(c.set_thinking(ThinkingLevel::High), Some(ThinkingLevel::Off));
+        assert_eq!(c.next_thinking(), None);
+    }
+
+    #[test]
+    fn cycling_goes_through_the_available_models() {
+        let mut c = choice();
+        assert!(!c.is_scoped());
+        let next = c.next_model().unwrap();
+        assert_eq!(next.id, "faux-2");
+        c.switch(next);
+        assert_eq!(c.next_model().unwrap().id, "faux-1");
+        assert_eq!(c.next_scoped(), None);
+    }
+
+    #[test]
+    fn the_session_choice_starts_from_the_command_line_then_the_defaults() {
+        let mut c = choice();
+        c.remember_request(None, Some("faux".into()), false, Some(ThinkingLevel::Low));
+        c.choose_for_session(&Settings::default(), false, None, None).unwrap();
+        assert_eq!((c.model().id.as_str(), c.thinking()), ("faux-1", ThinkingLevel::Low));
+        let mut c = choice();
+        c.choose_for_session(&Settings::default(), true, Some(("faux".into(), "faux-1".into())), Some("high".into()))
+            .unwrap();
+        assert_eq!((c.model().id.as_str(), c.thinking()), ("faux-1", ThinkingLevel::High));
+    }
+
+    #[test]
+    fn a_model_without_a_provider_in_this_build_cannot_run() {
+        let c = choice();
+        let err = c.preflight().unwrap_err();
+        assert!(err.message.contains("is not supported by this build"), "{}", err.message);
+        assert!(c.provider().is_none());
+        let mut c = choice();
+        assert!(c.find_usable(Some("faux"), "nope").is_err());
     }
 }

@@ -107,3 +107,34 @@ impl Workspace {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workspace(explicit: bool) -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace {
+            agent_dir: dir.path().join("agent"),
+            cwd: dir.path().join("a"),
+            session_dir: dir.path().join("sessions-a"),
+            session_dir_explicit: explicit,
+            prompt_options: SystemPromptOptions::default(),
+            temp_outputs: TempOutputs::new(dir.path()),
+        };
+        (dir, workspace)
+    }
+
+    #[test]
+    fn the_session_directory_follows_the_cwd_unless_it_was_chosen() {
+        let (dir, mut w) = workspace(false);
+        assert!(!w.move_to(dir.path().join("a")));
+        assert!(w.move_to(dir.path().join("b")));
+        assert_eq!(w.session_dir(), crate::session::default_session_dir(w.agent_dir(), &dir.path().join("b")));
+        assert_eq!(w.absolute("x.jsonl"), dir.path().join("b").join("x.jsonl"));
+        let (dir, mut w) = workspace(true);
+        assert!(w.move_to(dir.path().join("b")));
+        assert_eq!(w.session_dir(), dir.path().join("sessions-a"));
+        assert_eq!(w.session_search_dirs()[0], dir.path().join("sessions-a"));
+    }
+}

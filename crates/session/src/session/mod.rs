@@ -10,12 +10,14 @@
 //! * `lookup`: session directories, `--continue`, `--session <id|prefix|path>`.
 //! * `start`: `--session-id` and `--fork` sessions.
 //! * `load` / `migrate`: reading damaged and old (v1, v2) files; `fast_line`:
-//!   lines of the shape pi writes read straight into typed entries.
+//!   lines of the shape pi writes read straight into typed entries, `compact`
+//!   taking JSON spacing out of lines first.
 //! * `slot` / `scan`: entries kept by their place in the file (messages,
 //!   custom entries), read back when needed; the quick look at a line that
 //!   gives their type, id, parent and role.
 
 mod append;
+mod compact;
 mod context;
 mod conversation;
 pub use pi_types::session::entry;

@@ -54,7 +54,27 @@ impl Record {
     /// entry writes and the usage's text is what `serde_json` writes for its
     /// JSON, the whole line is what the careful path keeps as the record's
     /// text (the line read as JSON and written again), so it is kept as is.
+    ///
+    /// A line written with JSON spacing (`", "`, `": "`) is read as its
+    /// compact form (see `compact`): the careful path keeps the same record
+    /// for it, its JSON written again without the spacing.
     pub(crate) fn from_line(line: &[u8]) -> Option<Self> {
+        // pi's lines start so; others are tried compacted first.
+        const COMPACT_HEAD: &[u8] = br#"{"type":""#;
+        if line.starts_with(COMPACT_HEAD) {
+            if let Some(record) = Record::from_compact_line(line) {
+                return Some(record);
+            }
+            return Record::from_compact_line(&super::compact::compact_json(line)?);
+        }
+        match super::compact::compact_json(line) {
+            Some(compacted) => Record::from_compact_line(&compacted),
+            None => Record::from_compact_line(line),
+        }
+    }
+
+    /// [`Record::from_line`] for a line taken as it is.
+    fn from_compact_line(line: &[u8]) -> Option<Self> {
         let (entry, usage) = match super::fast_line::read_line(line) {
             Some(read) => (read.entry, read.usage),
             None => (serde_json::from_slice::<KnownEntry>(line).ok()?, None),

@@ -163,26 +163,17 @@ impl Agent {
         let reason = job.reason;
         let outcome = if job.cancel.is_cancelled() { Err(SummaryError::Aborted) } else { outcome };
         let recorded = outcome.and_then(|out| {
-            self.session
-                .record_mut()
-                .append_compaction(
-                    &out.summary,
-                    Some(&job.prep.first_kept_entry_id),
-                    job.prep.tokens_before,
-                    Some(out.details.clone()),
-                    out.usage.clone(),
-                )
-                .map(|_| out)
-                .map_err(|e| {
+            self.session.compact(&out, &job.prep.first_kept_entry_id, job.prep.tokens_before).map(|_| out).map_err(
+                |e| {
                     SummaryError::Failed(CoreError::new(
                         ErrorKind::Model,
                         format!("cannot write the compaction entry: {e}"),
                     ))
-                })
+                },
+            )
         });
         let (reply, context) = match recorded {
             Ok(out) => {
-                self.session.compacted();
                 let result = CompactionResult {
                     summary: out.summary,
                     first_kept_entry_id: job.prep.first_kept_entry_id.clone(),

@@ -39,7 +39,7 @@ impl Agent {
     async fn dispatch(&mut self, pending: Pending) {
         let tag = pending.tag;
         // A login or logout since the last op (by pi too) counts from now on.
-        self.models.registry_mut().sync_auth(self.workspace.agent_dir());
+        self.models.sync_logins(self.workspace.agent_dir());
         // Ops that answer themselves (now or later) return; the others give their answer.
         let result = match pending.op {
             Op::Prompt { message, images, streaming_behavior } => {

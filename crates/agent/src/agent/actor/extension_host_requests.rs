@@ -59,7 +59,7 @@ impl Agent {
                     return Err(format!("Entry not found: {target}"));
                 }
                 let label = text(&p, "label").filter(|l| !l.trim().is_empty());
-                let entry = self.session.record_mut().append_label(target, label).map_err(|e| e.to_string())?;
+                let entry = self.session.label(target, label).map_err(|e| e.to_string())?;
                 Ok(json!({"entryId": entry}))
             }
             ExtRequest::SetModel(p) => {

@@ -43,7 +43,7 @@ impl Agent {
             LoginMsg::Started { tag, result } => self.reply(tag, result).await,
             LoginMsg::Finished { provider, error } => {
                 if error.is_none()
-                    && let Err(e) = self.models.registry_mut().reload_auth(self.workspace.agent_dir())
+                    && let Err(e) = self.models.reload_logins(self.workspace.agent_dir())
                 {
                     tracing::warn!("cannot read auth.json after the login: {e}");
                 }

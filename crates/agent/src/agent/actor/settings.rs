@@ -87,7 +87,7 @@ impl Agent {
         if name.is_empty() {
             return Err(CoreError::invalid("name", "Session name cannot be empty"));
         }
-        self.session.record_mut().append_session_info(&name).map_err(|e| CoreError::internal(e.to_string()))?;
+        self.session.set_name(&name).map_err(|e| CoreError::internal(e.to_string()))?;
         self.emit(AgentEvent::SessionInfoChanged { name }).await;
         Ok(Reply::Ack)
     }
@@ -95,7 +95,7 @@ impl Agent {
     /// Change the thinking level (clamped to the model); announce and record real changes.
     pub(super) async fn change_thinking(&mut self, wanted: ThinkingLevel) {
         if let Some(level) = self.models.set_thinking(wanted) {
-            if let Err(e) = self.session.record_mut().append_thinking_level_change(level.as_str()) {
+            if let Err(e) = self.session.record_thinking(level) {
                 tracing::error!("cannot write session entry: {e}");
             }
             self.emit(AgentEvent::ThinkingLevelChanged { level }).await;
@@ -106,7 +106,7 @@ impl Agent {
     async fn switch_model(&mut self, model: Model) {
         let changed = self.models.switch(model);
         let model = self.models.model().clone();
-        if changed && let Err(e) = self.session.record_mut().append_model_change(&model.provider, &model.id) {
+        if changed && let Err(e) = self.session.record_model(&model) {
             tracing::error!("cannot write session entry: {e}");
         }
         self.change_thinking(self.models.thinking()).await;
@@ -162,17 +162,17 @@ impl Agent {
     pub(super) fn start_session_entries(&mut self, name: Option<String>) -> Result<(), CoreError> {
         let io = |e: crate::session::SessionError| CoreError::internal(e.to_string());
         if let Some(name) = name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
-            self.session.record_mut().append_session_info(name).map_err(io)?;
+            self.session.set_name(name).map_err(io)?;
         }
         // Only the model and thinking level are needed, not the messages.
         let (model, thinking_level) = self.session.record().context_model_and_thinking();
         let (current, thinking) = (self.models.model(), self.models.thinking());
         let same_model = model.as_ref().is_some_and(|(p, id)| *p == current.provider && *id == current.id);
         if !same_model {
-            self.session.record_mut().append_model_change(&current.provider, &current.id).map_err(io)?;
+            self.session.record_model(current).map_err(io)?;
         }
         if thinking_level.as_deref() != Some(thinking.as_str()) {
-            self.session.record_mut().append_thinking_level_change(thinking.as_str()).map_err(io)?;
+            self.session.record_thinking(thinking).map_err(io)?;
         }
         Ok(())
     }

@@ -21,7 +21,9 @@ fn assert_same_as_careful(line: &str) -> bool {
     assert_eq!(fast.entry, careful.entry, "{line}");
     assert_eq!(fast.raw, careful.raw, "{line}");
     assert_eq!(fast.to_line().unwrap(), careful.to_line().unwrap(), "{line}");
-    assert_eq!(fast.to_line().unwrap(), line, "{line}");
+    // A line with JSON spacing is written again without it.
+    let compact = crate::session::compact::compact_json(line.as_bytes()).map(|c| String::from_utf8(c).unwrap());
+    assert_eq!(fast.to_line().unwrap(), compact.as_deref().unwrap_or(line), "{line}");
     assert_eq!(fast.to_value().unwrap(), careful.to_value().unwrap(), "{line}");
     assert_eq!(serde_json::to_string(&fast.entry).unwrap(), serde_json::to_string(&careful.entry).unwrap());
     true
@@ -205,9 +207,17 @@ fn assistant_lines_with_pis_usage_order_are_kept_as_the_careful_records() {
             );
         }
     }
+    // JSON spacing is taken out first (the careful path writes the line again without it).
+    let compact = assistant_line(&other_orders[0]);
+    let spaced = compact.replace(r#""api":"#, r#""api": "#);
+    let record = Record::from_line(spaced.as_bytes()).unwrap();
+    let careful = careful(&spaced);
+    assert_eq!((&record.entry, &record.raw), (&careful.entry, &careful.raw));
+    assert_eq!(record.to_line().unwrap(), compact);
     // The rest of the line must still be exactly what the typed entry writes.
-    let spaced = assistant_line(&other_orders[0]).replace(r#""api":"#, r#""api": "#);
-    assert!(Record::from_line(spaced.as_bytes()).is_none());
+    let escaped = compact.replace(r#""responseId":"r""#, r#""responseId":"\u0072""#);
+    assert!(Record::from_line(escaped.as_bytes()).is_none());
+    assert!(Record::from_line(format!(" {escaped}").as_bytes()).is_none());
     let duplicate = assistant_line(&other_orders[0]).replace(r#""stopReason":"#, r#""durationMs":1,"stopReason":"#);
     assert!(Record::from_line(duplicate.as_bytes()).is_none());
 }

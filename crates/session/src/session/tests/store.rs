@@ -320,10 +320,15 @@ fn lines_parsed_straight_into_records_match_the_careful_reading() {
         }
     }
     assert!(fast > 10, "the fast way took only {fast} lines");
-    // Shapes it must refuse: spacing, escapes or numbers written differently,
+    // JSON spacing is read as the compact line (what the careful way writes again).
+    let spaced = r#"{"type": "label","id":"a1","parentId":null,"timestamp":"t","targetId":"x","label":"l"}"#;
+    let (record, careful) =
+        (Record::from_line(spaced.as_bytes()).unwrap(), Record::from_value(serde_json::from_str(spaced).unwrap()));
+    assert_eq!((&record.entry, &record.raw), (&careful.entry, &careful.raw));
+    assert_eq!(record.to_line().unwrap(), spaced.replace(": ", ":"));
+    // Shapes it must refuse: escapes or numbers written differently,
     // duplicate keys, unknown types, a header.
     for line in [
-        r#"{"type": "label","id":"a1","parentId":null,"timestamp":"t","targetId":"x","label":"l"}"#,
         r#"{"type":"label","id":"a\u0031","parentId":null,"timestamp":"t","targetId":"x","label":"l"}"#,
         r#"{"type":"label","id":"a1","id":"a2","parentId":null,"timestamp":"t","targetId":"x","label":"l"}"#,
         r#"{"type":"label","id":"a1","parentId":null,"timestamp":"t","targetId":"x","label":"l","id":"a2"}"#,
