@@ -4,7 +4,7 @@
 //! ```text
 //! pi-reliability ci                           # what scripts/test.sh runs: all suites, bounded (a seeded sample)
 //! pi-reliability fuzz [--dialect native|jsonrpc|lsp|acp|all] [--seed S] [--records N] [--cases N | --lines N | --seconds N]
-//! pi-reliability ws [--dialect native|jsonrpc|all] [--seed S] [--records N] [--cases N | --seconds N]
+//! pi-reliability ws [--dialect native|jsonrpc|acp|all] [--seed S] [--records N] [--cases N | --seconds N]
 //! pi-reliability crash [--kills N | --seconds N] [--seed S]
 //! pi-reliability faults
 //! pi-reliability known                         # the framing cases left to issue 12

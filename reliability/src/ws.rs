@@ -10,6 +10,13 @@
 //! reconnect is answered at once with its `lastSeq` and no gap, then events
 //! numbered after `afterSeq` only. Each connection keeps a frame log,
 //! written to `target/reliability/` when its case fails.
+//!
+//! ACP (`?protocol=acp`) has no connect-time attach: its cases open two
+//! sessions with the stdio fuzzer's opening, and a reconnect `initialize`s
+//! again and `session/load`s both (their history replayed as notifications).
+//! Like an editor, the fuzzer answers the agent's requests to it (file
+//! reads, permissions, terminals), with an error: a prompt waiting on its
+//! client would otherwise never be answered.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +32,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::Frame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+use crate::acp_inputs::OPENING_IDS;
 use crate::agent::{Agent, Sandbox};
 use crate::check;
 use crate::fuzz::{CaseFailure, CaseStats};
@@ -91,6 +99,8 @@ struct Conn {
     /// The connection before this one was blind: its `afterSeq` may not
     /// be this session's (a gap is then no fault).
     after_blind: bool,
+    /// ACP: the ids of the agent's requests to this client, not answered yet.
+    client_requests: Vec<String>,
     problems: Vec<String>,
 }
 
@@ -100,6 +110,9 @@ struct Case {
     url: String,
     session: Option<String>,
     conns: Vec<Conn>,
+    /// ACP: the sandbox's working directory and the opening's two sessions.
+    cwd: String,
+    acp_sessions: [String; 2],
 }
 
 fn elapsed(started: Instant, at: Instant) -> String {
@@ -162,6 +175,20 @@ fn seq_of(dialect: Dialect, item: &RawValue) -> Option<u64> {
     }
 }
 
+/// The raw id of a request the agent sent its client (ACP), if `item` is one.
+fn client_request_id(item: &RawValue) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow, default)]
+        id: Option<&'a RawValue>,
+        #[serde(default)]
+        method: Option<String>,
+    }
+    let head: Head = serde_json::from_str(item.get()).ok()?;
+    head.method?;
+    head.id.map(|id| id.get().to_owned())
+}
+
 /// The `lastSeq` an answer reports (an attach: new or switched session).
 fn reported_last_seq(item: &RawValue) -> Option<u64> {
     let top = numbers(item)?;
@@ -210,6 +237,7 @@ impl Conn {
             greeting,
             blind: false,
             after_blind: false,
+            client_requests: Vec::new(),
             problems: Vec::new(),
         };
         if greeting.is_some() {
@@ -303,6 +331,11 @@ impl Conn {
             vec![raw]
         };
         for item in items {
+            if dialect == Dialect::Acp
+                && let Some(id) = client_request_id(item)
+            {
+                self.client_requests.push(id);
+            }
             if let Some(seq) = seq_of(dialect, item) {
                 if self.last_seq.is_some_and(|last| seq <= last) {
                     self.problems.push(format!("event seq {seq} after {:?}: lost order or a duplicate", self.last_seq));
@@ -376,11 +409,25 @@ impl Conn {
         self.owed.iter().filter(|(id, _)| !self.answered.contains_key(id)).map(|(id, _)| id.clone()).collect()
     }
 
+    /// Answer the agent's requests to this client (ACP), with an error.
+    async fn answer_client(&mut self, started: Instant) {
+        for id in std::mem::take(&mut self.client_requests) {
+            let text = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32601,"message":"not offered by the fuzzer"}}}}"#
+            );
+            self.log.push(format!("{} > text {text}    (answering the agent)", elapsed(started, Instant::now())));
+            if let Err(e) = self.sink.send(Message::Text(text.into())).await {
+                self.log.push(format!("{} ! send failed: {e}", elapsed(started, Instant::now())));
+            }
+        }
+    }
+
     /// Wait until every owed request is answered (or the connection closed, or the time is up).
     async fn settle(&mut self, dialect: Dialect, started: Instant, limit: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             self.drain(dialect, started);
+            self.answer_client(started).await;
             if self.unanswered().is_empty() {
                 return true;
             }
@@ -448,7 +495,15 @@ pub async fn run_case(pi: &Path, dialect: Dialect, seed: u64, records: usize) ->
         Some(line) => String::from_utf8_lossy(&line).trim().to_string(),
         None => return Err(fail(vec![format!("pi serve printed no address: {}", server.stderr())], None)),
     };
-    let mut case = Case { dialect, started: Instant::now(), url, session: None, conns: Vec::new() };
+    let mut case = Case {
+        dialect,
+        started: Instant::now(),
+        url,
+        session: None,
+        conns: Vec::new(),
+        cwd: sb.path("cwd").display().to_string(),
+        acp_sessions: [String::new(), String::new()],
+    };
     let outcome = drive(&mut case, &mut rng, records).await;
     let mut problems = Vec::new();
     if let Err(e) = outcome {
@@ -488,7 +543,11 @@ fn save_logs(case: &Case, seed: u64, stderr: &str) -> Option<PathBuf> {
 
 /// The query of a (re)connect for the dialect.
 fn query(dialect: Dialect, session: Option<(&str, u64)>) -> String {
-    let protocol = if dialect == Dialect::Native { "" } else { "protocol=jsonrpc" };
+    let protocol = match dialect {
+        Dialect::Native => "",
+        Dialect::Acp => return "?protocol=acp".into(),
+        _ => "protocol=jsonrpc",
+    };
     match session {
         Some((id, after)) => {
             let sep = if protocol.is_empty() { "" } else { "&" };
@@ -519,18 +578,64 @@ fn session_of(dialect: Dialect, conn: &Conn, id: &str) -> Option<String> {
     })
 }
 
+/// The frames of a record that holds several lines (ACP's opening), each
+/// with what it is owed.
+fn frames_of(bytes: &[u8], expects: Vec<Expect>) -> Vec<(Vec<u8>, Vec<Expect>)> {
+    let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()).collect();
+    if lines.len() != expects.len() {
+        return vec![(body(bytes).to_vec(), expects)];
+    }
+    lines.into_iter().zip(expects).map(|(line, expect)| (line.to_vec(), vec![expect])).collect()
+}
+
+/// ACP: open the two sessions the records name (a fresh connection), or
+/// load them again (a reconnect).
+async fn acp_open(case: &mut Case, index: usize, load: bool) -> Result<(), String> {
+    let (dialect, started) = (case.dialect, case.started);
+    let opening = crate::acp_inputs::opening();
+    let mut frames = frames_of(&opening.bytes, opening.expects);
+    if load {
+        for (frame, (id, session)) in frames.iter_mut().skip(1).zip(OPENING_IDS.iter().zip(&case.acp_sessions)) {
+            let text = serde_json::json!({"jsonrpc": "2.0", "id": serde_json::from_str::<Value>(id).unwrap_or_default(),
+                "method": "session/load", "params": {"sessionId": session, "cwd": case.cwd, "mcpServers": []}});
+            frame.0 = text.to_string().into_bytes();
+        }
+    }
+    let conn = &mut case.conns[index];
+    for (bytes, expects) in frames {
+        let bytes = crate::acp_inputs::fill(&bytes, &case.cwd, &case.acp_sessions);
+        conn.send(started, &bytes, expects, false).await;
+    }
+    if !conn.settle(dialect, started, ANSWER_WAIT * 2).await {
+        return Err(format!("the ACP opening was not answered: {}", conn.unanswered().join(", ")));
+    }
+    if !load {
+        for (slot, id) in case.acp_sessions.iter_mut().zip(OPENING_IDS) {
+            *slot = session_of(dialect, conn, id).ok_or("the opening's session/new made no session")?;
+        }
+    }
+    Ok(())
+}
+
 /// Send the records, disconnecting and reconnecting at random.
 async fn drive(case: &mut Case, rng: &mut Rng, records: usize) -> Result<(), String> {
     let dialect = case.dialect;
     let started = case.started;
     let first = Conn::open(case, &query(dialect, None), None).await?;
     case.conns.push(first);
-    let opening = inputs::opening(dialect);
     let mut conn_index = 0;
-    case.conns[conn_index].send(started, body(&opening.bytes), opening.expects, false).await;
+    if dialect == Dialect::Acp {
+        acp_open(case, conn_index, false).await?;
+    } else {
+        let opening = inputs::opening(dialect);
+        case.conns[conn_index].send(started, body(&opening.bytes), opening.expects, false).await;
+    }
     for n in 0..records {
         let record = inputs::record(rng, dialect, n);
-        let bytes = body(&record.bytes).to_vec();
+        let mut bytes = body(&record.bytes).to_vec();
+        if dialect == Dialect::Acp {
+            bytes = crate::acp_inputs::fill(&bytes, &case.cwd, &case.acp_sessions);
+        }
         let invalid = std::str::from_utf8(&bytes).is_err();
         let disconnect = rng.chance(2);
         if disconnect || invalid {
@@ -546,10 +651,12 @@ async fn drive(case: &mut Case, rng: &mut Rng, records: usize) -> Result<(), Str
                 ));
                 return Err("requests unanswered on a live connection".into());
             }
-            let (text, id) = state_request(dialect, n);
-            conn.send(started, text.as_bytes(), vec![Expect::Reply(id.clone())], false).await;
-            conn.settle(dialect, started, ANSWER_WAIT).await;
-            case.session = session_of(dialect, conn, &id).or(case.session.take());
+            if dialect != Dialect::Acp {
+                let (text, id) = state_request(dialect, n);
+                conn.send(started, text.as_bytes(), vec![Expect::Reply(id.clone())], false).await;
+                conn.settle(dialect, started, ANSWER_WAIT).await;
+                case.session = session_of(dialect, conn, &id).or(case.session.take());
+            }
             if disconnect && !invalid {
                 conn_index = reconnect(case, conn_index).await?;
             }
@@ -567,6 +674,7 @@ async fn drive(case: &mut Case, rng: &mut Rng, records: usize) -> Result<(), Str
             }
         }
         conn.drain(dialect, started);
+        conn.answer_client(started).await;
         if !invalid && let Some(frame) = &conn.closed {
             let frame = frame.clone();
             conn.problems.push(format!("the server closed the connection: {frame:?}"));
@@ -595,6 +703,13 @@ async fn reconnect(case: &mut Case, index: usize) -> Result<usize, String> {
     let after = conn.last_seq;
     let _ = conn.sink.close().await;
     conn.await_close(dialect, started).await;
+    if dialect == Dialect::Acp {
+        let next = Conn::open(case, &query(dialect, None), None).await?;
+        case.conns.push(next);
+        let index = case.conns.len() - 1;
+        acp_open(case, index, true).await?;
+        return Ok(index);
+    }
     let blind = conn.blind;
     let target = case.session.clone().zip(after);
     let greeting = target.as_ref().map(|(_, after)| *after);
@@ -624,10 +739,9 @@ pub async fn run(
     seconds: Option<u64>,
     jobs: usize,
 ) -> crate::fuzz::Totals {
-    // WebSocket has no `Content-Length` framing: one message per frame; ACP
-    // is fuzzed on stdio (`fuzz --dialect acp`).
+    // WebSocket has no `Content-Length` framing (LSP): one message per frame.
     let dialects: Vec<Dialect> =
-        dialects.iter().copied().filter(|d| matches!(d, Dialect::Native | Dialect::JsonRpc)).collect();
+        dialects.iter().copied().filter(|d| matches!(d, Dialect::Native | Dialect::JsonRpc | Dialect::Acp)).collect();
     let plan = crate::fuzz::Plan { dialects: &dialects, first_seed, cases, seconds, jobs };
     let pi = pi.to_path_buf();
     crate::fuzz::run_plan(plan, move |dialect, seed| {

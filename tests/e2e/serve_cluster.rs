@@ -16,7 +16,9 @@ use crate::serve::{Served, python_scenario, python_script, serve};
 pub struct Nats {
     child: tokio::process::Child,
     pub url: String,
-    _store: tempfile::TempDir,
+    binary: std::path::PathBuf,
+    port: u16,
+    store: tempfile::TempDir,
 }
 
 impl Nats {
@@ -24,22 +26,39 @@ impl Nats {
         let binary = installed_tool("nats/usr/sbin/nats-server")?;
         let store = tempfile::tempdir().expect("store dir");
         let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        let child = Nats::spawn(&binary, port, store.path()).await;
+        Some(Nats { child, url: format!("nats://127.0.0.1:{port}"), binary, port, store })
+    }
+
+    async fn spawn(binary: &Path, port: u16, store: &Path) -> tokio::process::Child {
         let child = tokio::process::Command::new(binary)
             .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
-            .arg(store.path())
+            .arg(store)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true)
             .spawn()
             .expect("start nats-server");
-        for _ in 0..100 {
+        for _ in 0..200 {
             if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-                return Some(Nats { child, url: format!("nats://127.0.0.1:{port}"), _store: store });
+                return child;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         panic!("nats-server did not start on {port}");
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("nats-server pid")
+    }
+
+    /// Wait until the server has exited (killed by a client), then start it
+    /// again on the same port with the same store.
+    pub async fn restart_once_dead(&mut self, within: Duration) {
+        let status = tokio::time::timeout(within, self.child.wait()).await;
+        assert!(status.is_ok(), "nats-server was not stopped within {within:?}");
+        self.child = Nats::spawn(&self.binary, self.port, self.store.path()).await;
     }
 }
 
@@ -51,8 +70,15 @@ impl Drop for Nats {
 
 /// A worker of the cluster on `shared`, named `name`, lease TTL `ttl` seconds.
 async fn worker(sb: &Sandbox, nats: &Nats, shared: &Path, name: &str, ttl: &str) -> Served {
+    worker_with(sb, nats, shared, name, ttl, &[]).await
+}
+
+/// [`worker`] with more arguments.
+async fn worker_with(sb: &Sandbox, nats: &Nats, shared: &Path, name: &str, ttl: &str, more: &[&str]) -> Served {
     let dir = shared.display().to_string();
-    serve(sb, &["--session-dir", &dir, "--worker-name", name, "--cluster", &nats.url, "--lease-ttl", ttl]).await
+    let mut args = vec!["--session-dir", &dir, "--worker-name", name, "--cluster", &nats.url, "--lease-ttl", ttl];
+    args.extend_from_slice(more);
+    serve(sb, &args).await
 }
 
 fn signal(served: &Served, signal: nix::sys::signal::Signal) {
@@ -285,4 +311,95 @@ async fn the_local_cluster_script_brings_it_all_up_and_down_in_one_command() {
     assert_eq!(status.lines().filter(|l| l.contains("running (pid")).count(), 5, "{status}");
     run("down").await;
     assert_eq!(run("status").await.trim(), "not running");
+}
+
+#[tokio::test]
+async fn a_nats_restart_mid_run_loses_no_event_and_requests_meanwhile_are_answered() {
+    let Some(mut nats) = Nats::start().await else { return };
+    let sb = Sandbox::with_server().await;
+    let mut slow = pi_compat::fake_server::Reply::text_chunks((0..60).map(|i| format!("w{i} ")));
+    slow.delay = Duration::from_millis(60);
+    sb.server().on_marker("stream slowly", slow);
+    let shared = sb.home.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    // The lease outlives the outage: A stays the owner.
+    let a = worker(&sb, &nats, &shared, "wa", "8").await;
+    let b = worker(&sb, &nats, &shared, "wb", "8").await;
+    let Some((python, path)) = crate::serve::python() else { return };
+    let flag = sb.home.path().join("nats-restarted");
+    let mut client = tokio::process::Command::new(python);
+    client.arg(repo_root().join("tests/serve/cluster_client.py"));
+    client.args(["nats_restart", &a.url, &b.url, &nats.pid().to_string(), &flag.display().to_string()]);
+    client.env("PYTHONPATH", path).kill_on_drop(true).stdin(std::process::Stdio::null());
+    client.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let client = client.spawn().expect("the client");
+    // The client kills nats-server mid-stream; it comes back half a second later.
+    nats.restart_once_dead(Duration::from_secs(60)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    std::fs::write(&flag, "restarted").expect("flag file");
+    let out = tokio::time::timeout(Duration::from_secs(180), client.wait_with_output()).await.expect("in time");
+    let out = out.expect("the client");
+    assert!(
+        out.status.success(),
+        "{}{}\nA:\n{}\nB:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        a.pi.stderr(),
+        b.pi.stderr()
+    );
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[tokio::test]
+async fn dialogs_reach_clients_on_every_worker_and_the_first_answer_wins() {
+    let Some(nats) = Nats::start().await else { return };
+    let sb = Sandbox::offline();
+    let demo = crate::extensions::demo_path();
+    let shared = sb.home.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    let a = worker_with(&sb, &nats, &shared, "wa", "5", &["-e", &demo]).await;
+    let b = worker_with(&sb, &nats, &shared, "wb", "5", &["-e", &demo]).await;
+    let (url_a, url_b) = (a.url.clone(), b.url.clone());
+    cluster(&b, "dialogs", &[&url_a, &url_b]).await;
+}
+
+#[tokio::test]
+async fn acp_loads_resumes_and_lists_a_session_owned_by_another_worker() {
+    let Some(nats) = Nats::start().await else { return };
+    let sb = Sandbox::offline();
+    let shared = sb.home.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    let a = worker(&sb, &nats, &shared, "wa", "5").await;
+    let b = worker(&sb, &nats, &shared, "wb", "5").await;
+    let (url_a, url_b) = (a.url.clone(), b.url.clone());
+    cluster(&b, "acp", &[&url_a, &url_b]).await;
+}
+
+#[tokio::test]
+async fn a_full_replay_through_a_new_owners_mirror_has_no_gap() {
+    let Some(nats) = Nats::start().await else { return };
+    let sb = Sandbox::offline();
+    let shared = sb.home.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    let mut a = worker(&sb, &nats, &shared, "wa", "2").await;
+    let b = worker(&sb, &nats, &shared, "wb", "2").await;
+    let c = worker(&sb, &nats, &shared, "wc", "2").await;
+    let pid = a.pi.child.id().expect("pid").to_string();
+    let (url_a, url_b, url_c) = (a.url.clone(), b.url.clone(), c.url.clone());
+    cluster(&c, "takeover_replay", &[&url_a, &url_b, &url_c, &pid]).await;
+    let _ = a.pi.child.wait().await;
+}
+
+#[tokio::test]
+async fn approvals_reach_clients_on_every_worker_and_the_first_answer_wins() {
+    let Some(nats) = Nats::start().await else { return };
+    let sb = Sandbox::with_server().await;
+    let call = pi_compat::fake_server::Reply::tool_call("call_1", "bash", r#"{"command":"echo approved-ran"}"#);
+    sb.server().on_marker("run the tool", call);
+    let shared = sb.home.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    let a = worker_with(&sb, &nats, &shared, "wa", "5", &["--tool-approval"]).await;
+    let b = worker_with(&sb, &nats, &shared, "wb", "5", &["--tool-approval"]).await;
+    let (url_a, url_b) = (a.url.clone(), b.url.clone());
+    cluster(&b, "approvals", &[&url_a, &url_b]).await;
 }

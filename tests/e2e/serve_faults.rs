@@ -121,3 +121,55 @@ async fn the_soft_open_file_limit_is_raised_and_600_sessions_are_served() {
     let url = served.url.clone();
     scenario(&served, "many", &[&url, "600"]).await;
 }
+
+/// The listening socket's backlog as `ss -ltn` reports it (its `Send-Q`), or
+/// None without `ss` (iproute2).
+fn listen_backlog(port: u16) -> Option<u64> {
+    let out = std::process::Command::new("ss").args(["-ltnH", &format!("sport = :{port}")]).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines().find_map(|l| l.split_whitespace().nth(2)?.parse().ok())
+}
+
+#[tokio::test]
+async fn the_backlog_is_configurable_and_headers_must_come_within_the_header_timeout() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let sb = Sandbox::offline();
+    let args = ["--backlog", "77", "--header-timeout", "1", "--handshake-timeout", "30", "--max-connections", "3"];
+    let served = serve(&sb, &args).await;
+    let port = crate::serve_nginx::port_of(&served.url);
+    match listen_backlog(port) {
+        Some(backlog) => assert_eq!(backlog, 77, "the listen backlog"),
+        None => eprintln!("skipped the backlog check: no `ss`"),
+    }
+    // Half a request's headers, then nothing: dropped at the header timeout,
+    // long before the handshake deadline.
+    let mut slow = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+    slow.write_all(b"GET /rpc HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n").await.expect("write");
+    // Another silent connection: with this check itself they fill --max-connections 3 before upgrading.
+    let silent = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, body) = ready(port).await;
+    assert_eq!(status, 503, "silent and half-open connections count: {body}");
+    assert!(body.contains(r#""connections":3"#), "{body}");
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(15), slow.read_to_end(&mut rest)).await;
+    let took = started.elapsed();
+    assert!(read.is_ok(), "the half-sent request was not dropped within 15 s");
+    assert!(took >= Duration::from_millis(800) && took < Duration::from_secs(8), "dropped after {took:?}");
+    let text = String::from_utf8_lossy(&rest);
+    assert!(text.is_empty() || text.starts_with("HTTP/1.1 408"), "answered: {text}");
+    drop(silent);
+}
+
+/// `/readyz` over a plain socket: (status, body).
+async fn ready(port: u16) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+    s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.expect("write");
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out)).await;
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, text)
+}

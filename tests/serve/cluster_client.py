@@ -24,6 +24,28 @@ Scenarios:
                             completes without a gap, and the sessions go on
   resume URL ID TEXT        session ID (any worker) answers, TEXT is in its
                             history, and a prompt works
+  dialogs URL_A URL_B        a session owned by A with a client on each worker
+                            (demo extension): every dialog reaches both with
+                            the same id and seq, the first answer wins from
+                            either worker, a client attaching to B mid-dialog
+                            gets it too
+  approvals URL_A URL_B      tool approvals (--tool-approval) of a session owned
+                            by A reach a client on B too; the first answer
+                            wins from either worker (allowed from B, blocked
+                            from A)
+  acp URL_A URL_B            ACP: a session made on A is loaded (history
+                            replayed) and resumed from B, prompts from either
+                            worker stream to both, session/list on B names it
+  takeover_replay URL_A URL_B URL_C PID_A
+                            kill -9 of an idle owner A; B takes the session
+                            over (numbering nothing yet); a full replay
+                            through C's mirror of B has every event, no gap
+  nats_restart URL_A URL_B NATS_PID FLAG
+                            kill -9 of nats-server mid-stream (the test starts
+                            it again and then writes FLAG): the owner's client
+                            and a client on B get every event once, a request
+                            sent meanwhile is answered (or refused) once, a
+                            full replay has no gap, and prompts work after
 """
 
 import asyncio
@@ -36,7 +58,8 @@ import time
 import websockets
 from websockets.exceptions import ConnectionClosed
 
-from native_client import call, check, deltas, fail, increasing, prompt_to_end, recv, seqs, until
+from native_client import (acp_call, acp_text, call, check, deltas, fail, increasing, prompt_to_end, recv, seqs,
+                           until)
 
 INTERRUPTED = "interrupted by the loss of its worker"
 
@@ -230,7 +253,231 @@ async def drain(n, pid, url_v, *others):
     print(f"drain ok: {n} turns completed, the last {took:.1f}s after SIGTERM")
 
 
-SCENARIOS = {"drain": drain, "relay": relay, "spread": spread, "killed": killed, "resume": resume}
+async def wait_for_file(path, timeout=60):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        check(time.monotonic() < deadline, f"{path} did not appear")
+        await asyncio.sleep(0.1)
+
+
+def replies(events, id):
+    return [e for e in events if e.get("type") == "response" and e.get("id") == id]
+
+
+async def nats_restart(url_a, url_b, nats_pid, flag):
+    x = await connect(url_a)
+    state, _ = await call(x, "s", "get_state")
+    sid = state["data"]["sessionId"]
+    y = await connect(f"{url_b}?session={sid}")
+    await call(y, "s", "get_state")
+    await x.send(json.dumps({"id": "p", "type": "prompt", "message": "stream slowly"}))
+
+    def at_word(n):
+        return lambda m: (m.get("type") == "message_update"
+                          and m["assistantMessageEvent"].get("type") == "text_delta"
+                          and m["assistantMessageEvent"].get("delta", "").startswith(f"w{n} "))
+
+    seen_x, seen_y = await asyncio.gather(until(x, at_word(5)), until(y, at_word(5)))
+    os.kill(int(nats_pid), signal.SIGKILL)
+    # While the bus is away: a request through B's mirror.
+    await y.send(json.dumps({"id": "during", "type": "get_state"}))
+    await wait_for_file(flag)
+    seen_x += await until(x, lambda m: m.get("type") == "agent_settled", 90)
+    seen_y += await until(y, lambda m: m.get("type") == "agent_settled", 90)
+    # The answer to the request sent meanwhile may come after the run: wait for it a little.
+    if not replies(seen_y, "during"):
+        seen_y += await until(y, lambda m: m.get("id") == "during", 30)
+    during = replies(seen_y, "during")
+    check(len(during) == 1, f"the request sent while nats was away: answered {len(during)} times: {during}")
+    if not during[0]["success"]:
+        check(during[0].get("error"), f"an error without a word: {during[0]}")
+    print(f"while nats was away: {'answered' if during[0]['success'] else during[0]['error']}")
+    # The owner's client saw the whole run; the client on B saw the same events, once each.
+    text = final_text(seen_x)
+    check(deltas(seen_x) == text, f"A's client: missed or doubled deltas:\n{deltas(seen_x)!r}\n{text!r}")
+    increasing(seqs(seen_x), "A's client across the nats restart")
+    increasing(seqs(seen_y), "B's client across the nats restart")
+    check(deltas(seen_y) == text, f"B's client: missed or doubled deltas:\n{deltas(seen_y)!r}\n{text!r}")
+    run_x = [n for n in numbered(seen_x) if n[0] >= min(seqs(seen_y))]
+    check(numbered(seen_y) == run_x, f"A and B saw different events:\n{numbered(seen_x)}\n{numbered(seen_y)}")
+    # The conversation goes on, through B and on A.
+    events = await prompt_to_settled(y, "q", "after the restart")
+    final_text(events)
+    await settled(x)
+    # A full replay through B: every stored event, no gap.
+    async with connect(f"{url_b}?session={sid}&afterSeq=0") as z:
+        reply = await recv(z)
+        check(reply.get("type") == "response" and reply.get("success"), f"full replay: {reply}")
+        check(not reply["data"]["gap"], f"a full replay through B says gap: {reply}")
+        check(reply["data"]["replayed"] > 0, f"nothing replayed: {reply}")
+        # (`replayed` counts events this dialect does not show too.)
+        replayed = []
+        try:
+            while True:
+                replayed.append(await recv(z, 3))
+        except asyncio.TimeoutError:
+            pass
+        numbers = seqs(replayed)
+        increasing(numbers, "the full replay")
+        check(set(seqs(seen_x)) <= set(numbers), "the replay lacks events A's client saw")
+    await x.close()
+    await y.close()
+    print(f"nats_restart ok: {sid}")
+
+
+def ui_request(method):
+    return lambda m: m.get("type") == "extension_ui_request" and m.get("method") == method
+
+
+async def dialogs(url_a, url_b):
+    a = await connect(url_a)
+    state, _ = await call(a, "s", "get_state")
+    sid = state["data"]["sessionId"]
+    b = await connect(f"{url_b}?session={sid}")
+    await call(b, "s", "get_state")
+    await a.send(json.dumps({"id": "p", "type": "prompt", "message": "/demo-ask Shall we?"}))
+    ca, cb = await asyncio.gather(until(a, ui_request("confirm")), until(b, ui_request("confirm")))
+    confirm = ca[-1]
+    check((cb[-1]["id"], cb[-1]["seq"]) == (confirm["id"], confirm["seq"]), f"the confirm differs: {confirm} {cb[-1]}")
+    # Answered from B (relayed to A), then from A: the first answer wins.
+    await b.send(json.dumps({"type": "extension_ui_response", "id": confirm["id"], "confirmed": True}))
+    sa, sb = await asyncio.gather(until(a, ui_request("select")), until(b, ui_request("select")))
+    select = sa[-1]
+    check(sb[-1]["id"] == select["id"] and sb[-1]["seq"] == select["seq"], "the select differs")
+    await a.send(json.dumps({"type": "extension_ui_response", "id": confirm["id"], "confirmed": False}))
+    # A client attaching to B now gets the pending select.
+    async with connect(f"{url_b}?session={sid}&afterSeq={select['seq'] - 1}") as c:
+        reply = await recv(c)
+        check(reply.get("success") and not reply["data"]["gap"], f"attach mid-dialog: {reply}")
+        resent = await until(c, lambda m: m.get("type") == "extension_ui_request")
+        check(resent[-1]["id"] == select["id"], f"the pending select did not reach a new client on B: {resent}")
+    # Answered from A; B's answer, later, is ignored.
+    await a.send(json.dumps({"type": "extension_ui_response", "id": select["id"], "value": "green"}))
+    ia, ib = await asyncio.gather(until(a, ui_request("input")), until(b, ui_request("input")))
+    check(ia[-1]["id"] == ib[-1]["id"], "the input differs")
+    await b.send(json.dumps({"type": "extension_ui_response", "id": select["id"], "value": "red"}))
+    await b.send(json.dumps({"type": "extension_ui_response", "id": ib[-1]["id"], "value": "Ada"}))
+    na, nb = await asyncio.gather(until(a, ui_request("notify")), until(b, ui_request("notify")))
+    for name, seen in (("A", ca + sa + ia + na), ("B", cb + sb + ib + nb)):
+        text = seen[-1]["message"]
+        check("green" in text and "Ada" in text and "red" not in text, f"{name}: answers: {text}")
+        asked = [m["id"] for m in seen if m.get("type") == "extension_ui_request" and m.get("method") != "notify"]
+        check(len(asked) == len(set(asked)) == 3, f"{name}: dialogs seen {asked}")
+    check(numbered(ca + sa + ia + na) == numbered(cb + sb + ib + nb), "A and B saw different events")
+    await a.close()
+    await b.close()
+    print(f"dialogs ok: {sid}")
+
+
+def acp_chunk(m):
+    return m.get("method") == "session/update" and m["params"]["update"].get("sessionUpdate") == "agent_message_chunk"
+
+
+async def acp(url_a, url_b):
+    init = {"protocolVersion": 1, "clientCapabilities": {}}
+    cwd = os.getcwd()
+    async with connect(f"{url_a}?protocol=acp") as a:
+        await acp_call(a, 0, "initialize", init)
+        result, _ = await acp_call(a, 1, "session/new", {"cwd": cwd, "mcpServers": []})
+        sid = result["sessionId"]
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "hello over ACP on A"}]}
+        result, before = await acp_call(a, 2, "session/prompt", prompt)
+        check(result["stopReason"] == "end_turn", f"prompt on A: {result}")
+        said = acp_text(before, sid, "agent_message_chunk")
+        check(said, "A streamed nothing")
+        # B loads it: A owns it, B serves it through its mirror; the history is replayed.
+        async with connect(f"{url_b}?protocol=acp") as b:
+            await acp_call(b, 0, "initialize", init)
+            _, replay = await acp_call(b, 1, "session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+            check("hello over ACP on A" in acp_text(replay, sid, "user_message_chunk"), f"load on B: {replay}")
+            check(acp_text(replay, sid, "agent_message_chunk") == said, f"load on B: {replay}")
+            result, _ = await acp_call(b, 2, "session/list", {})
+            check(any(s["sessionId"] == sid for s in result["sessions"]), f"session/list on B: {result}")
+            # A prompt from B runs on A and streams to both.
+            prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "hello from B"}]}
+            result, before = await acp_call(b, 3, "session/prompt", prompt)
+            check(result["stopReason"] == "end_turn", f"prompt from B: {result}")
+            check(acp_text(before, sid, "agent_message_chunk"), f"B's prompt streamed nothing to B: {before}")
+            seen = await until(a, acp_chunk)
+            check(acp_text(seen, sid, "agent_message_chunk"), "A saw nothing of B's prompt")
+            # session/resume from another connection on B: no replay, and it goes on.
+            async with connect(f"{url_b}?protocol=acp") as c:
+                await acp_call(c, 0, "initialize", init)
+                _, replay = await acp_call(c, 1, "session/resume", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+                check(not acp_text(replay, sid, "user_message_chunk"), f"resume replayed the history: {replay}")
+                prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "after the resume"}]}
+                result, before = await acp_call(c, 2, "session/prompt", prompt)
+                check(result["stopReason"] == "end_turn", f"prompt after resume: {result}")
+                check(acp_text(before, sid, "agent_message_chunk"), "the resumed session streamed nothing")
+            # An unknown session is an error on B too, and the connection goes on.
+            await b.send(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "session/load",
+                                     "params": {"sessionId": "no-such-session", "cwd": cwd, "mcpServers": []}}))
+            reply = (await until(b, lambda m: m.get("id") == 9))[-1]
+            check("error" in reply, f"load of an unknown session on B: {reply}")
+    print(f"acp ok: {sid}")
+
+
+async def takeover_replay(url_a, url_b, url_c, pid_a):
+    async with connect(url_a) as x:
+        state, _ = await call(x, "s", "get_state")
+        sid = state["data"]["sessionId"]
+        events = await prompt_to_settled(x, "p", "before the loss")
+    numbers = seqs(events)
+    # A stores its events in the stream as they come (acknowledged in
+    # batches): give the last ones time to be stored before A dies.
+    await asyncio.sleep(2)
+    os.kill(int(pid_a), signal.SIGKILL)
+    # B takes the session over once A's lease expired, and numbers nothing yet.
+    async with connect(f"{url_b}?session={sid}") as y:
+        reply = await recv(y, 60)
+        check(reply.get("success") and reply["data"]["lastSeq"] == max(numbers), f"takeover on B: {reply}")
+        async with connect(f"{url_c}?session={sid}&afterSeq=0") as z:
+            reply = await recv(z)
+            check(reply.get("type") == "response" and reply.get("success"), f"full replay on C: {reply}")
+            check(not reply["data"]["gap"], f"a full replay through the new owner's mirror says gap: {reply}")
+            replayed = []
+            try:
+                while True:
+                    replayed.append(await recv(z, 3))
+            except asyncio.TimeoutError:
+                pass
+            check(seqs(replayed) == numbers, f"replayed {seqs(replayed)}, the owner sent {numbers}")
+    print(f"takeover_replay ok: {sid}")
+
+
+def tool_end(m):
+    return m.get("type") == "tool_execution_end"
+
+
+async def approvals(url_a, url_b):
+    a = await connect(url_a)
+    state, _ = await call(a, "s", "get_state")
+    sid = state["data"]["sessionId"]
+    b = await connect(f"{url_b}?session={sid}")
+    await call(b, "s", "get_state")
+    results = []
+    for n, (first, late, answer) in enumerate(((b, a, "Allow"), (a, b, "Block"))):
+        await a.send(json.dumps({"id": f"p{n}", "type": "prompt", "message": "run the tool"}))
+        qa, qb = await asyncio.gather(until(a, ui_request("select")), until(b, ui_request("select")))
+        check(qa[-1]["id"] == qb[-1]["id"] and "bash" in qa[-1]["title"], f"approvals differ: {qa[-1]} {qb[-1]}")
+        await first.send(json.dumps({"type": "extension_ui_response", "id": qa[-1]["id"], "value": answer}))
+        ea, eb = await asyncio.gather(until(a, tool_end), until(b, tool_end))
+        # The other client's answer, later, changes nothing.
+        other = "Block" if answer == "Allow" else "Allow"
+        await late.send(json.dumps({"type": "extension_ui_response", "id": qa[-1]["id"], "value": other}))
+        check(ea[-1] == eb[-1], f"the tool's end differs:\n{ea[-1]}\n{eb[-1]}")
+        results.append(ea[-1])
+        await settled(a)
+        await settled(b)
+    ran, blocked = results
+    check(not ran.get("isError") and "approved-ran" in json.dumps(ran), f"allowed from B: {ran}")
+    check(blocked.get("isError") and "approved-ran" not in json.dumps(blocked), f"blocked from A: {blocked}")
+    await a.close()
+    await b.close()
+    print(f"approvals ok: {sid}")
+
+
+SCENARIOS = {"approvals": approvals, "takeover_replay": takeover_replay, "acp": acp, "dialogs": dialogs, "nats_restart": nats_restart, "drain": drain, "relay": relay, "spread": spread, "killed": killed, "resume": resume}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in SCENARIOS:

@@ -1,8 +1,11 @@
 //! One loaded session: its agent (the actor itself, or in a cluster a
 //! mirror of the session owned by another worker) and the pump that owns its
-//! output ([`crate::pump`]). Connections attach to a hub and detach from it;
+//! output (started by `pump::start`). Connections attach to a hub and detach from it;
 //! a hub that moved (a mirror whose owner was lost or handed the session
 //! over) names its successor, which its connections now belong to.
+//!
+//! A hub knows the registry that holds it only as its [`Home`]: what its
+//! pump asks of it (forget it, file it under a new id, find a moved session).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 use crate::cluster::events::{EventLog, Stored};
 use crate::cluster::mirror::{MirrorCtl, MirrorItem};
 pub use crate::conn::{ConnHandle, ConnId, Kick, Queued, actor_tag};
+use crate::lock::{LockError, OwnerLock};
 use crate::ownership::Ownership;
-use crate::registry::Registry;
 use crate::replay::ReplayBuffer;
 
 /// The session ended (or is unloading): attach elsewhere.
@@ -137,6 +140,8 @@ impl Hub {
     /// End the session (server shutdown): abort its work, flush, stop. A
     /// mirror only lets go of its owner's session.
     pub async fn shut_down(&self) {
+        // From now on it takes nothing new: connections and peers go to its next load.
+        self.closing.store(true, Ordering::SeqCst);
         let _ = self.agent.submit(None, Op::Shutdown { abort: true }).await;
     }
 }
@@ -172,20 +177,35 @@ pub(crate) struct Loaded {
     pub interrupted: Option<String>,
 }
 
-/// Start the pump of a loaded session; returns its hub.
-pub(crate) fn start(registry: Arc<Registry>, loaded: Loaded, options: HubOptions) -> Arc<Hub> {
-    let (control_tx, control_rx) = mpsc::channel(64);
-    let mirror = matches!(loaded.feed, Feed::Mirror { .. });
-    let hub = Arc::new(Hub {
-        id: Mutex::new(loaded.id.clone()),
-        agent: loaded.agent.clone(),
-        control: control_tx,
-        closing: AtomicBool::new(false),
-        closed: CancellationToken::new(),
-        mirror,
-        successor: Mutex::new(None),
-        running: watch::channel(false).0,
-    });
-    crate::pump::spawn(hub.clone(), registry, loaded, options, control_rx);
-    hub
+/// A session found again (or not), on its way.
+pub(crate) type Finding = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Arc<Hub>, CoreError>> + Send>>;
+
+/// What a hub's pump asks of the registry that holds it.
+pub(crate) trait Home: Send + Sync {
+    /// Forget `hub` as session `id` (it ended or moved).
+    fn forget(&self, id: &str, hub: &Arc<Hub>);
+    /// `hub` now serves session `new`, no longer `old`.
+    fn rekey(&self, old: &str, new: &str, hub: &Arc<Hub>);
+    /// The owner lock of session `id` (a fork's new id).
+    fn lock_for(&self, id: &str) -> Result<OwnerLock, LockError>;
+    /// Load session `id` again, wherever it is now served.
+    fn find(self: Arc<Self>, id: String) -> Finding;
+}
+
+impl Hub {
+    /// A hub for `loaded`, and the receiving end of its control channel.
+    pub(crate) fn new(loaded: &Loaded) -> (Arc<Hub>, mpsc::Receiver<Control>) {
+        let (control_tx, control_rx) = mpsc::channel(64);
+        let hub = Arc::new(Hub {
+            id: Mutex::new(loaded.id.clone()),
+            agent: loaded.agent.clone(),
+            control: control_tx,
+            closing: AtomicBool::new(false),
+            closed: CancellationToken::new(),
+            mirror: matches!(loaded.feed, Feed::Mirror { .. }),
+            successor: Mutex::new(None),
+            running: watch::channel(false).0,
+        });
+        (hub, control_rx)
+    }
 }

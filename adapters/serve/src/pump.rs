@@ -31,9 +31,8 @@ use tokio::time::Instant;
 use crate::cluster::events::{EventLog, Numbered as Keep, Stored};
 use crate::cluster::mirror::{MirrorCtl, MirrorItem};
 use crate::conn::{ConnHandle, ConnId, Departed, Queued, actor_tag, deliver, deliver_output, event_for, split_tag};
-use crate::hub::{Control, Feed, Hub, HubOptions, Loaded};
+use crate::hub::{Control, Feed, Home, Hub, HubOptions, Loaded};
 use crate::ownership::Ownership;
-use crate::registry::Registry;
 use crate::replay::{Numbered, ReplayBuffer};
 
 /// How long a hub letting go waits for its events to be stored.
@@ -71,7 +70,7 @@ struct Attaching {
 
 struct Pump {
     hub: Arc<Hub>,
-    registry: Arc<Registry>,
+    home: Arc<dyn Home>,
     options: HubOptions,
     buffer: ReplayBuffer,
     conns: Vec<ConnHandle>,
@@ -93,21 +92,21 @@ struct Pump {
     running: bool,
     /// A mirror whose owner is gone, being found again.
     moving: bool,
+    /// Why (logs, and the clients whose answers were lost with it).
+    lost_reason: String,
+    /// A mirror's hold on its op relay.
+    ctl: Option<MirrorCtl>,
     done: bool,
     control_tx: mpsc::Sender<Control>,
 }
 
-pub(crate) fn spawn(
-    hub: Arc<Hub>,
-    registry: Arc<Registry>,
-    loaded: Loaded,
-    options: HubOptions,
-    control: mpsc::Receiver<Control>,
-) {
+/// Start the hub of a loaded session and its pump; returns the hub.
+pub(crate) fn start(home: Arc<dyn Home>, loaded: Loaded, options: HubOptions) -> Arc<Hub> {
+    let (hub, control) = Hub::new(&loaded);
     let mut pump = Pump {
         control_tx: hub.control.clone(),
-        hub,
-        registry,
+        hub: hub.clone(),
+        home,
         options,
         buffer: loaded.buffer,
         conns: Vec::new(),
@@ -123,19 +122,25 @@ pub(crate) fn spawn(
         log: loaded.log,
         running: false,
         moving: false,
+        lost_reason: String::new(),
+        ctl: None,
         done: false,
     };
     if let Some(worker) = loaded.interrupted {
         pump.ask(Internal::Interrupted { worker }, Op::GetState);
     }
     tokio::spawn(pump.run(loaded.feed, control));
+    hub
 }
 
 impl Pump {
-    async fn run(mut self, mut feed: Feed, mut control: mpsc::Receiver<Control>) {
-        let lost = match &feed {
-            Feed::Actor { lost: Some(lost), .. } => Some(lost.clone()),
-            _ => None,
+    async fn run(mut self, feed: Feed, mut control: mpsc::Receiver<Control>) {
+        let (mut feed, lost) = match feed {
+            Feed::Actor { outputs, lost } => (Source::Actor(outputs), lost),
+            Feed::Mirror { items, ctl } => {
+                self.ctl = Some(ctl);
+                (Source::Mirror(items), None)
+            }
         };
         let mut lease_lost = false;
         let mut feed_open = true;
@@ -144,7 +149,12 @@ impl Pump {
             let deadline = self.alone_since + self.options.idle_unload;
             tokio::select! {
                 item = next(&mut feed), if feed_open => match item {
-                    Some(MirrorItem::Output(output, seq)) if !self.moving => self.output(output, seq),
+                    Some(MirrorItem::Output(output, seq)) if !self.moving => {
+                        if let (Some(ctl), Output::Reply { tag, .. }) = (&self.ctl, &output) {
+                            ctl.answered(*tag);
+                        }
+                        self.output(output, seq);
+                    }
                     Some(MirrorItem::Output(..)) => {}
                     Some(MirrorItem::Lost(reason)) => self.lost(reason),
                     Some(MirrorItem::Ended) if !self.moving => break,
@@ -172,11 +182,7 @@ impl Pump {
                 }
             }
         }
-        let ctl = match feed {
-            Feed::Mirror { ctl, .. } => Some(ctl),
-            Feed::Actor { .. } => None,
-        };
-        self.finish(control, ctl).await;
+        self.finish(control).await;
     }
 
     /// Submit one of the hub's own requests (from a task: the pump never waits on the actor).
@@ -372,7 +378,7 @@ impl Pump {
         match &self.lock {
             // In a cluster the lease stays the old id's (a fork's new id is not leased).
             Some(Ownership::Leased(_)) => tracing::warn!("session {new}: a fork under --cluster keeps {old}'s lease"),
-            _ => match self.registry.lock_for(new) {
+            _ => match self.home.lock_for(new) {
                 Ok(lock) => self.lock = Some(Ownership::Local(lock)),
                 Err(e) => tracing::warn!("session {new}: {e}"),
             },
@@ -380,7 +386,7 @@ impl Pump {
         if let Ok(mut id) = self.hub.id.lock() {
             *id = new.to_string();
         }
-        self.registry.rekey(old, new, &self.hub);
+        self.home.rekey(old, new, &self.hub);
         tracing::info!("session {old} continues as {new}");
     }
 
@@ -450,17 +456,18 @@ impl Pump {
         let id = self.hub.id();
         tracing::info!("session {id}: {reason}; finding it again");
         self.moving = true;
+        self.lost_reason = reason;
         self.hub.closing.store(true, Ordering::SeqCst);
-        self.registry.remove(&id, &self.hub);
+        self.home.forget(&id, &self.hub);
         for (_, attaching) in self.fetching.drain() {
             let _ = attaching.done.send(false);
         }
         for (_, purpose) in self.internal.drain() {
             fail(purpose);
         }
-        let (registry, control) = (self.registry.clone(), self.control_tx.clone());
+        let (finding, control) = (self.home.clone().find(id), self.control_tx.clone());
         tokio::spawn(async move {
-            let result = registry.open(&id).await;
+            let result = finding.await;
             let _ = control.send(Control::Moved(result)).await;
         });
     }
@@ -471,11 +478,22 @@ impl Pump {
         match result {
             Ok(next) => {
                 let (hub, control, last) = (self.hub.clone(), self.control_tx.clone(), self.buffer.last_seq());
+                let (ctl, why) = (self.ctl.take(), self.lost_reason.clone());
                 tokio::spawn(async move {
-                    for conn in conns {
-                        let kick = conn.kick.clone();
-                        if next.attach(conn, None, Some(last)).await.is_err() {
-                            kick.kick(format!("session {} could not be attached again", next.id()));
+                    for conn in &conns {
+                        if next.attach(conn.clone(), None, Some(last)).await.is_err() {
+                            conn.kick.kick(format!("session {} could not be attached again", next.id()));
+                        }
+                    }
+                    // The ops that waited go there now; the answers lost with the owner are told.
+                    if let Some(ctl) = ctl {
+                        let unanswered = ctl.finish(Some(next.agent().clone())).await.unwrap_or_default();
+                        for tag in unanswered {
+                            let (conn, local) = split_tag(tag);
+                            if let Some(handle) = conns.iter().find(|c| c.id == conn) {
+                                let result = Err(crate::cluster::mirror::answer_lost(&why));
+                                deliver_output(handle, Output::Reply { tag: local, result }, None);
+                            }
                         }
                     }
                     tracing::info!("session {}: its connections moved on", next.id());
@@ -499,7 +517,7 @@ impl Pump {
         }
     }
 
-    async fn finish(mut self, mut control: mpsc::Receiver<Control>, ctl: Option<MirrorCtl>) {
+    async fn finish(mut self, mut control: mpsc::Receiver<Control>) {
         self.hub.closing.store(true, Ordering::SeqCst);
         let id = self.hub.id();
         for conn in self.conns.drain(..) {
@@ -522,19 +540,21 @@ impl Pump {
             }
         }
         let successor = self.hub.successor.lock().ok().and_then(|s| s.as_ref().map(|h| h.agent().clone()));
-        if let Some(ctl) = ctl {
-            // A mirror: the ops still on their way go to where the session moved (or fail).
-            ctl.finish(successor);
-        } else if let Some(log) = &self.log {
+        if self.hub.is_mirror() {
+            // A mirror that did not move: the ops still on their way fail with it.
+            if let Some(ctl) = self.ctl.take() {
+                drop(ctl.finish(successor));
+            }
+        } else if let (Some(log), Some(last)) = (&self.log, self.buffer.last_here()) {
             // Before another worker may take the session: its events are stored.
-            if !log.settle(&id, self.buffer.last_seq(), SETTLE_WAIT).await {
+            if !log.settle(&id, last, SETTLE_WAIT).await {
                 tracing::warn!("session {id}: its last events were not all stored within {SETTLE_WAIT:?}");
             }
         }
         // Let go of the lock before leaving the registry, so a new load
         // of this session in this process can take it.
         drop(self.lock.take());
-        self.registry.remove(&id, &self.hub);
+        self.home.forget(&id, &self.hub);
         self.hub.running.send_replace(false);
         self.hub.closed.cancel();
         tracing::debug!("session {id}: hub stopped");
@@ -562,10 +582,16 @@ fn broken_chain(after: u64, upto: u64, events: &[Stored]) -> bool {
     reached < upto
 }
 
-async fn next(feed: &mut Feed) -> Option<MirrorItem> {
+/// Where a pump's output comes from: its actor, or its mirror's owner.
+enum Source {
+    Actor(mpsc::Receiver<Output>),
+    Mirror(mpsc::Receiver<MirrorItem>),
+}
+
+async fn next(feed: &mut Source) -> Option<MirrorItem> {
     match feed {
-        Feed::Actor { outputs, .. } => outputs.recv().await.map(|output| MirrorItem::Output(output, None)),
-        Feed::Mirror { items, .. } => items.recv().await,
+        Source::Actor(outputs) => outputs.recv().await.map(|output| MirrorItem::Output(output, None)),
+        Source::Mirror(items) => items.recv().await,
     }
 }
 

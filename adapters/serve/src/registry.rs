@@ -22,7 +22,7 @@ use pi_core::error::{CoreError, ErrorKind};
 
 use crate::cluster::Cluster;
 use crate::cluster::lease::Lease;
-use crate::hub::{self, ConnId, Feed, Hub, HubOptions, Loaded};
+use crate::hub::{ConnId, Feed, Finding, Home, Hub, HubOptions, Loaded};
 use crate::lock::{OwnerLock, valid_session_id};
 use crate::ownership::{Ownership, lock_error};
 use crate::replay::ReplayBuffer;
@@ -235,7 +235,7 @@ impl Registry {
         if hubs.get(id).is_some_and(|h| !h.is_closing()) {
             return Err(Box::new(loaded));
         }
-        let hub = hub::start(self.clone(), loaded, self.options.hub.clone());
+        let hub = crate::pump::start(self.clone(), loaded, self.options.hub.clone());
         hubs.insert(id.to_string(), hub.clone());
         Ok(hub)
     }
@@ -346,7 +346,7 @@ impl Registry {
             log: self.options.cluster.as_ref().map(|c| c.events.clone()),
             interrupted,
         };
-        let hub = hub::start(self.clone(), loaded, self.options.hub.clone());
+        let hub = crate::pump::start(self.clone(), loaded, self.options.hub.clone());
         hubs.insert(id.clone(), hub.clone());
         tracing::debug!("session {id}: loaded ({} loaded)", hubs.len());
         Ok(hub)
@@ -368,7 +368,27 @@ impl Registry {
             hubs.remove(id);
         }
     }
+}
 
+impl Home for Registry {
+    fn forget(&self, id: &str, hub: &Arc<Hub>) {
+        self.remove(id, hub);
+    }
+
+    fn rekey(&self, old: &str, new: &str, hub: &Arc<Hub>) {
+        Registry::rekey(self, old, new, hub);
+    }
+
+    fn lock_for(&self, id: &str) -> Result<OwnerLock, crate::lock::LockError> {
+        Registry::lock_for(self, id)
+    }
+
+    fn find(self: Arc<Self>, id: String) -> Finding {
+        Box::pin(async move { self.open(&id).await })
+    }
+}
+
+impl Registry {
     /// End the loaded session `id` (abort, flush) and wait until it has
     /// stopped; false when it is not loaded. Its file stays: `open` loads it again.
     pub async fn close(&self, id: &str) -> bool {

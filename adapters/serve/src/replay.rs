@@ -34,6 +34,8 @@ pub struct ReplayBuffer {
     chain: Option<u64>,
     /// Events were dropped to stay within the capacity.
     dropped: bool,
+    /// An event was numbered in this load.
+    pushed: bool,
 }
 
 /// What a client re-attaching after `after_seq` gets.
@@ -62,6 +64,7 @@ impl ReplayBuffer {
             capacity: capacity.max(1),
             chain: None,
             dropped: false,
+            pushed: false,
         }
     }
 
@@ -92,6 +95,7 @@ impl ReplayBuffer {
     /// Keep `event`, numbered `seq` by the session's owner.
     pub fn push_at(&mut self, seq: u64, event: Arc<AgentEvent>) {
         self.last = seq;
+        self.pushed = true;
         if self.events.len() == self.capacity {
             self.events.pop_front();
             self.dropped = true;
@@ -112,9 +116,19 @@ impl ReplayBuffer {
         }
     }
 
-    /// Number of the latest event (the base when there is none yet).
+    /// Number of the latest event. Before this load's first one: in a
+    /// cluster the session's event before it (a number the stream holds, so
+    /// a replay up to it is whole), else the base.
     pub fn last_seq(&self) -> u64 {
-        self.last
+        match self.chain {
+            Some(chain) if !self.pushed => chain,
+            _ => self.last,
+        }
+    }
+
+    /// Number of the latest event numbered in this load, if any.
+    pub fn last_here(&self) -> Option<u64> {
+        self.pushed.then_some(self.last)
     }
 
     /// The number of a held event, if it is held.
@@ -183,6 +197,13 @@ mod tests {
         buf.push(ev());
         // The first was dropped: the stream has it.
         assert_eq!(buf.after(u64::MAX / 4).older, Some(first));
+        // Before this load's first event, the last one is the previous owner's
+        // (a number the stream holds), not the base numbering starts from.
+        let fresh = ReplayBuffer::chained(5, 8);
+        assert_eq!((fresh.last_seq(), fresh.last_here()), (5, None));
+        let r = fresh.after(0);
+        assert_eq!((r.events.len(), r.gap, r.older), (0, false, Some(5)));
+        assert!(!fresh.after(5).gap && fresh.after(5).older.is_none());
         let mut mirror = ReplayBuffer::mirrored(500, 8);
         mirror.push_at(501, ev());
         assert_eq!(mirror.after(500).events.len(), 1);

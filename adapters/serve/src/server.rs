@@ -163,8 +163,12 @@ async fn rpc(
         None | Some("auto") => None,
         Some("jsonl") => Some(pi_transport::detect::Detected::Native),
         Some("jsonrpc") => Some(pi_transport::detect::Detected::JsonRpc),
+        Some("acp") => Some(pi_transport::detect::Detected::Acp),
         Some(other) => {
-            return refuse(StatusCode::BAD_REQUEST, format!("unknown protocol '{other}' (auto, jsonl or jsonrpc)"));
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                format!("unknown protocol '{other}' (auto, jsonl, jsonrpc or acp)"),
+            );
         }
     };
     // This connection is counted since its accept.

@@ -10,7 +10,17 @@
 //! session again (taking it over when its lease expired) and moves its
 //! connections there; the ops sent meanwhile wait and go to the new place
 //! ([`MirrorCtl::finish`]).
+//!
+//! Every request the owner accepted is *in flight* until its answer reaches
+//! the client ([`MirrorCtl::answered`]). When the mirror is lost with
+//! requests still in flight (their answers were in frames that never came:
+//! the bus restarted, the owner died), [`MirrorCtl::finish`] names them, and
+//! their clients are told the request may or may not have run. A request
+//! the owner never took (it let go of the session first) is not in flight:
+//! it waits and goes to the session's new place.
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_nats::{Request, RequestErrorKind};
@@ -52,9 +62,42 @@ pub enum MirrorItem {
     Ended,
 }
 
+/// The tags of the requests the owner accepted whose answers have not
+/// reached their clients yet.
+#[derive(Debug, Clone, Default)]
+struct InFlight(Arc<Mutex<HashSet<RequestTag>>>);
+
+impl InFlight {
+    fn add(&self, tag: RequestTag) {
+        if let Ok(mut tags) = self.0.lock() {
+            tags.insert(tag);
+        }
+    }
+
+    fn remove(&self, tag: RequestTag) {
+        if let Ok(mut tags) = self.0.lock() {
+            tags.remove(&tag);
+        }
+    }
+
+    fn take(&self) -> Vec<RequestTag> {
+        let mut tags: Vec<RequestTag> = self.0.lock().map(|mut tags| tags.drain().collect()).unwrap_or_default();
+        tags.sort_unstable();
+        tags
+    }
+}
+
+/// How the mirror ends: where its waiting ops go, and who hears of the
+/// requests whose answers were lost.
+struct Finish {
+    successor: Option<AgentHandle>,
+    unanswered: oneshot::Sender<Vec<RequestTag>>,
+}
+
 /// The hub's hold on its mirror's op relay.
 pub struct MirrorCtl {
-    finish: oneshot::Sender<Option<AgentHandle>>,
+    finish: oneshot::Sender<Finish>,
+    in_flight: InFlight,
 }
 
 impl std::fmt::Debug for MirrorCtl {
@@ -64,11 +107,32 @@ impl std::fmt::Debug for MirrorCtl {
 }
 
 impl MirrorCtl {
-    /// The mirror is over: the ops still on their way go to `successor`
-    /// (where the session moved), or, without one, are dropped with the mirror.
-    pub fn finish(self, successor: Option<AgentHandle>) {
-        let _ = self.finish.send(successor);
+    /// The owner's answer to request `tag` reached its client.
+    pub fn answered(&self, tag: RequestTag) {
+        self.in_flight.remove(tag);
     }
+
+    /// The mirror is over: the ops still on their way go to `successor`
+    /// (where the session moved), or, without one, are dropped with the
+    /// mirror. Resolves to the requests the owner accepted whose answers
+    /// never came (empty when the relay is gone).
+    pub fn finish(self, successor: Option<AgentHandle>) -> oneshot::Receiver<Vec<RequestTag>> {
+        let (unanswered, rx) = oneshot::channel();
+        let _ = self.finish.send(Finish { successor, unanswered });
+        rx
+    }
+}
+
+/// What a client hears when the answer to its request was lost with the
+/// link to the session's worker.
+pub fn answer_lost(why: &str) -> CoreError {
+    CoreError::new(
+        ErrorKind::Internal,
+        format!(
+            "the answer to this request was lost with the link to the session's worker ({why}): \
+             the request may or may not have run; check the session's state before sending it again"
+        ),
+    )
 }
 
 /// A mirror just opened.
@@ -91,11 +155,26 @@ pub enum OpenFailure {
 }
 
 async fn ask(cluster: &Cluster, worker: &str, request: &PeerRequest) -> Result<PeerAnswer, OpenFailure> {
+    ask_within(cluster, worker, request, ANSWER_WAIT).await
+}
+
+/// How long an opening waits for the owner: a live owner answers at once,
+/// and a dead one's lease expires within the TTL (the caller then takes the
+/// session over instead of waiting on it).
+fn open_wait(cluster: &Cluster) -> Duration {
+    ANSWER_WAIT.min(cluster.options.lease_ttl.max(Duration::from_secs(1)))
+}
+
+async fn ask_within(
+    cluster: &Cluster,
+    worker: &str,
+    request: &PeerRequest,
+    wait: Duration,
+) -> Result<PeerAnswer, OpenFailure> {
     let payload = serde_json::to_vec(request).map_err(|e| OpenFailure::Bus(e.to_string()))?;
     let request_to = command_subject(worker);
-    let sent = cluster
-        .client
-        .send_request(request_to, Request::new().payload(Bytes::from(payload)).timeout(Some(ANSWER_WAIT)));
+    let sent =
+        cluster.client.send_request(request_to, Request::new().payload(Bytes::from(payload)).timeout(Some(wait)));
     match sent.await {
         Ok(message) => serde_json::from_slice(&message.payload)
             .map_err(|e| OpenFailure::Bus(format!("an answer from {worker} could not be read: {e}"))),
@@ -116,7 +195,7 @@ pub async fn open(cluster: &Cluster, id: &str, owner: &str, number: u64) -> Resu
     let mut frames =
         cluster.client.subscribe(mirror_subject(&me.worker, number)).await.map_err(|e| bus(e.to_string()))?;
     let request = PeerRequest::Open { session: id.to_string(), mirror: me.clone(), after_seq: None };
-    match ask(cluster, owner, &request).await? {
+    match ask_within(cluster, owner, &request, open_wait(cluster)).await? {
         PeerAnswer::Done => {}
         PeerAnswer::NotOwner | PeerAnswer::UnknownMirror => {
             return Err(OpenFailure::NotThere(format!("worker {owner} does not serve session {id}")));
@@ -149,14 +228,26 @@ pub async fn open(cluster: &Cluster, id: &str, owner: &str, number: u64) -> Resu
     let (agent, ops) = AgentHandle::relay(OP_QUEUE);
     let (finish, finished) = oneshot::channel();
     let stop = CancellationToken::new();
+    let gone = CancellationToken::new();
+    let in_flight = InFlight::default();
     let silence = cluster.options.lease_ttl + Duration::from_secs(1);
-    tokio::spawn(read_frames(frames, joiner, items_tx.clone(), owner.to_string(), silence, stop.clone()));
-    let link = Relay { cluster: cluster.clone(), owner: owner.to_string(), me, items: items_tx, stop };
+    let reader =
+        Reader { items: items_tx.clone(), owner: owner.to_string(), silence, stop: stop.clone(), gone: gone.clone() };
+    tokio::spawn(reader.run(frames, joiner));
+    let link = Relay {
+        cluster: cluster.clone(),
+        owner: owner.to_string(),
+        me,
+        items: items_tx,
+        stop,
+        gone,
+        in_flight: in_flight.clone(),
+    };
     tokio::spawn(link.run(ops, finished));
     Ok(Opened {
         agent,
         items,
-        ctl: MirrorCtl { finish },
+        ctl: MirrorCtl { finish, in_flight },
         last_seq: attachment.last_seq,
         session_file: attachment.session_file,
     })
@@ -176,43 +267,53 @@ async fn read_frame(frames: &mut async_nats::Subscriber, joiner: &mut Joiner) ->
 
 /// The owner's frames as the hub's items, until the owner lets go, goes
 /// silent, or a frame is missing.
-async fn read_frames(
-    mut frames: async_nats::Subscriber,
-    mut joiner: Joiner,
+struct Reader {
     items: mpsc::Sender<MirrorItem>,
     owner: String,
     silence: Duration,
     stop: CancellationToken,
-) {
-    let mut expected = 2;
-    let lost = loop {
-        let frame = tokio::select! {
-            frame = tokio::time::timeout(silence, read_frame(&mut frames, &mut joiner)) => frame,
-            _ = stop.cancelled() => break None,
+    /// Cancelled once the owner is lost: the relay then holds the ops.
+    gone: CancellationToken,
+}
+
+impl Reader {
+    async fn run(self, mut frames: async_nats::Subscriber, mut joiner: Joiner) {
+        let Reader { items, owner, silence, stop, gone } = self;
+        let mut expected = 2;
+        let lost = loop {
+            let frame = tokio::select! {
+                frame = tokio::time::timeout(silence, read_frame(&mut frames, &mut joiner)) => frame,
+                _ = stop.cancelled() => break None,
+            };
+            let frame = match frame {
+                Err(_) => break Some(format!("no word from its owner {owner} for {silence:?}")),
+                Ok(None) => break Some("the bus closed the mirror's subscription".to_string()),
+                Ok(Some(Err(e))) => break Some(format!("a frame from its owner {owner} could not be read: {e}")),
+                Ok(Some(Ok(frame))) => frame,
+            };
+            if frame.n != expected {
+                break Some(format!(
+                    "frames from its owner {owner} were lost ({} came after {})",
+                    frame.n,
+                    expected - 1
+                ));
+            }
+            expected += 1;
+            let item = match frame.body {
+                FrameBody::Event { seq, event } => MirrorItem::Output(Output::Event(event), Some(seq)),
+                FrameBody::Reply { tag, result } => MirrorItem::Output(Output::Reply { tag, result }, None),
+                FrameBody::Beat => continue,
+                FrameBody::Closed { reason } => break Some(format!("its owner {owner} let go of it: {reason}")),
+            };
+            if items.send(item).await.is_err() {
+                break None;
+            }
         };
-        let frame = match frame {
-            Err(_) => break Some(format!("no word from its owner {owner} for {silence:?}")),
-            Ok(None) => break Some("the bus closed the mirror's subscription".to_string()),
-            Ok(Some(Err(e))) => break Some(format!("a frame from its owner {owner} could not be read: {e}")),
-            Ok(Some(Ok(frame))) => frame,
-        };
-        if frame.n != expected {
-            break Some(format!("frames from its owner {owner} were lost ({} came after {})", frame.n, expected - 1));
+        let _ = frames.unsubscribe().await;
+        if let Some(reason) = lost {
+            gone.cancel();
+            let _ = items.send(MirrorItem::Lost(reason)).await;
         }
-        expected += 1;
-        let item = match frame.body {
-            FrameBody::Event { seq, event } => MirrorItem::Output(Output::Event(event), Some(seq)),
-            FrameBody::Reply { tag, result } => MirrorItem::Output(Output::Reply { tag, result }, None),
-            FrameBody::Beat => continue,
-            FrameBody::Closed { reason } => break Some(format!("its owner {owner} let go of it: {reason}")),
-        };
-        if items.send(item).await.is_err() {
-            break None;
-        }
-    };
-    let _ = frames.unsubscribe().await;
-    if let Some(reason) = lost {
-        let _ = items.send(MirrorItem::Lost(reason)).await;
     }
 }
 
@@ -223,6 +324,9 @@ struct Relay {
     me: MirrorId,
     items: mpsc::Sender<MirrorItem>,
     stop: CancellationToken,
+    /// Cancelled once the owner is lost: ops wait for the session's new place.
+    gone: CancellationToken,
+    in_flight: InFlight,
 }
 
 /// Where an op went.
@@ -233,18 +337,19 @@ enum Sent {
 }
 
 impl Relay {
-    async fn run(
-        self,
-        mut ops: mpsc::Receiver<(Option<RequestTag>, Op)>,
-        mut finished: oneshot::Receiver<Option<AgentHandle>>,
-    ) {
+    async fn run(self, mut ops: mpsc::Receiver<(Option<RequestTag>, Op)>, mut finished: oneshot::Receiver<Finish>) {
         let mut held: Vec<(Option<RequestTag>, Op)> = Vec::new();
         let successor = loop {
             tokio::select! {
-                successor = &mut finished => break successor.ok().flatten(),
+                finish = &mut finished => {
+                    let Ok(Finish { successor, unanswered }) = finish else { break None };
+                    // Nothing is being sent now: what is in flight stays unanswered.
+                    let _ = unanswered.send(self.in_flight.take());
+                    break successor;
+                }
                 op = ops.recv() => match op {
                     None => break None,
-                    Some(op) if !held.is_empty() => held.push(op),
+                    Some(op) if !held.is_empty() || self.gone.is_cancelled() => held.push(op),
                     Some((tag, op)) => {
                         if let Sent::Held = self.send(tag, op.clone()).await {
                             held.push((tag, op));
@@ -282,6 +387,7 @@ impl Relay {
     }
 
     async fn lost(&self, reason: String) {
+        self.gone.cancel();
         let _ = self.items.send(MirrorItem::Lost(reason)).await;
     }
 
@@ -296,8 +402,17 @@ impl Relay {
             }
             _ => {}
         }
+        // In flight from before it is sent: its answer may come before the owner's "done".
+        if let Some(tag) = tag {
+            self.in_flight.add(tag);
+        }
         let request = PeerRequest::Op { mirror: self.me.clone(), tag, op };
-        match ask(&self.cluster, &self.owner, &request).await {
+        let answer = ask(&self.cluster, &self.owner, &request).await;
+        if let (Some(tag), false) = (tag, matches!(answer, Ok(PeerAnswer::Done) | Err(OpenFailure::Bus(_)))) {
+            // The owner did not take it.
+            self.in_flight.remove(tag);
+        }
+        match answer {
             Ok(PeerAnswer::Done) => Sent::Done,
             Ok(PeerAnswer::Failed(e)) => {
                 self.reply(tag, Err(e)).await;
@@ -311,11 +426,9 @@ impl Relay {
                 self.lost(reason).await;
                 Sent::Held
             }
+            // The owner may have taken it: it stays in flight until its
+            // answer comes or the mirror is found lost without it.
             Err(OpenFailure::Bus(reason)) => {
-                let text = format!(
-                    "the request could not be relayed to the session's worker ({reason}); it may not have run: try again"
-                );
-                self.reply(tag, Err(CoreError::new(ErrorKind::Busy, text).with_retryable(true))).await;
                 self.lost(reason).await;
                 Sent::Done
             }

@@ -104,7 +104,7 @@ pub(crate) async fn open(registry: &Arc<Registry>, id: &str) -> Result<Arc<Hub>,
                             // Another connection opened it meanwhile: ours goes.
                             Err(loaded) => {
                                 if let Feed::Mirror { ctl, .. } = loaded.feed {
-                                    ctl.finish(None);
+                                    drop(ctl.finish(None));
                                 }
                                 continue;
                             }
