@@ -68,11 +68,14 @@ const KNOWN_DIFFERENCES: &[KnownDifference] = &[
     },
 ];
 
-/// pi-rpc's update carries the usage known so far (zeros before the
-/// provider reported any), pi's the final one.
+/// One side's update carries no usage yet (zeros before the provider
+/// reported any), the other the final one: pi's shows it once the final
+/// chunk has arrived, whichever update it serialises; the chunks' timing decides.
 fn message_update_usage_before_the_end(d: &Difference) -> bool {
-    let zero = |v: &Option<Value>| v.as_ref().is_none_or(|v| v == &Value::from(0) || v == &Value::from(0.0));
-    zero(&d.ours) && d.reference.is_some()
+    let zero = |v: &Option<Value>| {
+        v.as_ref().is_none_or(|v| v == &Value::from(0) || v == &Value::from(0.0) || v == &Value::from(false))
+    };
+    zero(&d.ours) || zero(&d.reference)
 }
 
 fn slow(words: &[&str], ms: u64) -> Reply {
