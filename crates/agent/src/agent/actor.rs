@@ -361,7 +361,12 @@ impl Agent {
 
     /// Start a run with these new messages.
     pub(super) fn start_run(&mut self, mut initial: Vec<AgentMessage>) {
-        let Some(provider) = self.models.provider() else { return };
+        let router = self.virtual_router();
+        let provider = match (&router, self.models.provider()) {
+            (_, Some(provider)) => provider,
+            (Some(_), None) => super::virtual_route::unrouted(String::new()),
+            (None, None) => return,
+        };
         initial.extend(self.ext.take_next_turn());
         let cancel = CancellationToken::new();
         let retry_cancel = CancellationToken::new();
@@ -394,8 +399,29 @@ impl Agent {
             tools_seen,
             mcp: Some(self.mcp.clone()),
             reach: self.reach(),
+            router,
         };
         tokio::spawn(run_session(setup));
+    }
+
+    /// The router of the selected model, when it is an extension's virtual model.
+    fn virtual_router(&self) -> Option<super::virtual_route::VirtualRouter> {
+        let model = self.models.model();
+        if !crate::config::models::is_virtual(model) {
+            return None;
+        }
+        let owner = self.ext.virtual_model_owner(&model.provider, &model.id);
+        let Some(owner) = owner else {
+            // Not registered (any more): the request ends with pi's error.
+            return Some(super::virtual_route::VirtualRouter::unregistered(model.clone()));
+        };
+        Some(super::virtual_route::VirtualRouter::new(
+            owner,
+            model.clone(),
+            self.models.thinking(),
+            self.models.registry().clone(),
+            self.models.providers().clone(),
+        ))
     }
 
     /// The tools the model gets, in order, with their specs.
