@@ -513,7 +513,7 @@ for line in sys.stdin:
     let commands = pi.call("c", json!({"type": "get_commands"})).await;
     let names: Vec<&str> =
         commands["data"]["commands"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
-    assert_eq!(names, ["mcp", "dup:1", "dup:2"]);
+    assert_eq!(names, ["dup:1", "dup:2", "mcp"]);
     pi.send(json!({"id": "d", "type": "prompt", "message": "/dup:2"})).await;
     let notify = ui_request(&mut pi, "notify").await;
     assert_eq!(notify["message"], "ran two");

@@ -208,14 +208,29 @@ impl Agent {
     /// `get_commands`: built-in commands (pi's come from extensions loaded
     /// first), extension commands, then templates, then skills.
     pub(super) fn command_list(&self) -> Vec<CommandInfo> {
-        let mut list = self.builtin_commands();
-        list.extend(self.ext.handle().commands().into_iter().map(|c| CommandInfo {
-            name: c.invocation,
-            description: c.description,
-            source: CommandSource::Extension,
-            location: None,
-            path: Some(c.extension.path_string()),
-        }));
+        // pi lists extension commands, then its built-in ones, then templates and skills.
+        let mut list: Vec<CommandInfo> = self
+            .ext
+            .handle()
+            .commands()
+            .into_iter()
+            .map(|c| {
+                let path = c.extension.path_string();
+                CommandInfo {
+                    name: c.invocation,
+                    description: c.description,
+                    source: CommandSource::Extension,
+                    location: None,
+                    source_info: Some(crate::resources::extension_source_info(
+                        &path,
+                        self.workspace.agent_dir(),
+                        self.workspace.cwd(),
+                    )),
+                    path: Some(path),
+                }
+            })
+            .collect();
+        list.extend(self.builtin_commands());
         list.extend(crate::resources::commands(self.ext.resources()));
         list
     }
