@@ -1,34 +1,39 @@
 // Drives an agent with pi 1.6.0's own RpcClient (dist/modes/rpc/rpc-client.js
-// of the reference package), through every public method, and prints one
-// JSON report of what each returned. tests/e2e/rpc_client.rs runs it against
-// pi-rpc (through tests/clients/pi_rpc_shim.cjs) and the fake model server.
+// of the reference package) through every public method and prints one JSON
+// report holding, for each step, the full value the method returned (event
+// lists whole, `undefined` as the string "<undefined>", a failure as
+// {"error": message}). tests/e2e/rpc_client.rs runs it against pi-rpc
+// (through tests/clients/pi_rpc_shim.cjs) and against pi 1.6.0, and compares
+// the two reports after normalising ids, times and paths.
 //
 // Env: PI_REFERENCE_PKG (the pi-coding-agent package dir), PI_CLI_PATH (what
 // RpcClient runs with node), PI_CLIENT_ARGS (a JSON array of extra agent
-// arguments), and the agent's own environment.
+// arguments), PI_DRIVER_SESSIONS ("0" when the agent runs with --no-session:
+// the steps that need a session file are given none), and the agent's own
+// environment.
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
 const { RpcClient } = await import(pathToFileURL(join(process.env.PI_REFERENCE_PKG, "dist/modes/rpc/rpc-client.js")).href);
 
 const report = {};
-const events = [];
+const eventTypes = new Set();
 const args = JSON.parse(process.env.PI_CLIENT_ARGS ?? "[]");
+const sessions = process.env.PI_DRIVER_SESSIONS !== "0";
 const client = new RpcClient({ cliPath: process.env.PI_CLI_PATH, cwd: process.cwd(), provider: "fake", model: "fake-model", args });
+const kept = (value) => (value === undefined ? "<undefined>" : value);
 const step = async (name, run) => {
   try {
-    report[name] = await run();
+    report[name] = kept(await run());
   } catch (e) {
     report[name] = { error: String(e?.message ?? e) };
   }
 };
 
 await client.start();
-const unsubscribe = client.onEvent((e) => events.push(e.type));
-// Event types, with the role for message events (pi 1.6.0 also sends `system` ones).
-const described = (e) => (e.message?.role ? `${e.type}:${e.message.role}` : e.type);
+const unsubscribe = client.onEvent((e) => eventTypes.add(e.type));
 await step("getState", () => client.getState());
-await step("promptAndWait", async () => (await client.promptAndWait("hello")).map(described));
+await step("promptAndWait", () => client.promptAndWait("hello"));
 await step("getLastAssistantText", () => client.getLastAssistantText());
 
 // Steering and a follow-up while a slow reply streams.
@@ -39,24 +44,22 @@ await step("waitForIdle", async () => {
   await client.waitForIdle(20000);
   return "idle";
 });
-await step("getMessagesAfterSteering", async () => (await client.getMessages()).map((m) => m.role));
+await step("getMessagesAfterSteering", () => client.getMessages());
 
-// A queued follow-up cleared, then the run aborted.
+// Follow-ups queued two ways and cleared, then the run aborted.
 await step("collectAbort", async () => {
   const collected = client.collectEvents(20000);
-  await client.prompt("slow two");
-  await client.followUp("never sent");
-  report.clearQueue = await client.clearQueue();
-  await client.abort();
-  return (await collected).filter((e) => e.type === "agent_settled");
+  report.promptWhileRunning = kept(await client.prompt("slow two"));
+  report.followUpQueued = kept(await client.followUp("never sent"));
+  report.promptAsFollowUp = kept(await client.prompt("also never sent", undefined, "followUp"));
+  report.clearQueue = kept(await client.clearQueue());
+  report.abort = kept(await client.abort());
+  return collected;
 });
 
-await step("setModel", async () => (await client.setModel("fake", "fake-other")).id);
-await step("cycleModel", async () => {
-  const r = await client.cycleModel();
-  return r && { id: r.model.id, isScoped: r.isScoped, thinkingLevel: r.thinkingLevel };
-});
-await step("getAvailableModels", async () => (await client.getAvailableModels()).map((m) => `${m.provider}/${m.id}`));
+await step("setModel", () => client.setModel("fake", "fake-other"));
+await step("cycleModel", () => client.cycleModel());
+await step("getAvailableModels", () => client.getAvailableModels());
 await step("setThinkingLevel", () => client.setThinkingLevel("high"));
 await step("cycleThinkingLevel", () => client.cycleThinkingLevel());
 await step("getAvailableThinkingLevels", () => client.getAvailableThinkingLevels());
@@ -64,53 +67,38 @@ await step("setSteeringMode", () => client.setSteeringMode("all"));
 await step("setFollowUpMode", () => client.setFollowUpMode("all"));
 await step("setAutoCompaction", () => client.setAutoCompaction(false));
 await step("setAutoRetry", () => client.setAutoRetry(false));
-await step("stateAfterSetters", async () => {
-  const s = await client.getState();
-  return {
-    model: s.model?.id,
-    thinkingLevel: s.thinkingLevel,
-    steeringMode: s.steeringMode,
-    followUpMode: s.followUpMode,
-    autoCompactionEnabled: s.autoCompactionEnabled,
-  };
-});
-await step("compact", async () => {
-  const r = await client.compact("keep it short");
-  return { summary: r.summary, hasFirstKept: typeof r.firstKeptEntryId === "string", tokensBefore: r.tokensBefore > 0 };
-});
+await step("stateAfterSetters", () => client.getState());
+await step("compact", () => client.compact("keep it short"));
 await step("bash", () => client.bash("echo from-bash"));
 await step("abortBash", () => client.abortBash());
 await step("abortRetry", () => client.abortRetry());
-await step("getSessionStats", async () => {
-  const s = await client.getSessionStats();
-  return { userMessages: s.userMessages, assistantMessages: s.assistantMessages, hasFile: typeof s.sessionFile === "string" };
-});
+await step("getSessionStats", () => client.getSessionStats());
 await step("exportHtml", () => client.exportHtml("export.html"));
 await step("setSessionName", () => client.setSessionName("rpc client run"));
-await step("getCommands", async () => (await client.getCommands()).map((c) => c.name));
-const state = await client.getState();
-report.sessionName = state.sessionName;
-const firstSession = state.sessionFile;
+await step("getCommands", () => client.getCommands());
+await step("stateAfterName", () => client.getState());
+const firstSession = report.stateAfterName?.sessionFile;
 await step("clone", () => client.clone());
 await step("getForkMessages", () => client.getForkMessages());
 await step("fork", async () => {
   const forkable = await client.getForkMessages();
   return client.fork(forkable[0].entryId);
 });
-await step("getEntries", async () => {
-  const r = await client.getEntries();
-  return { types: r.entries.map((e) => (e.message?.role ? `${e.type}:${e.message.role}` : e.type)), leaf: typeof r.leafId === "string" };
+await step("getEntries", () => client.getEntries());
+await step("getEntriesSince", async () => {
+  const all = await client.getEntries();
+  return client.getEntries(all.entries[1].id);
 });
-await step("getTree", async () => {
-  const r = await client.getTree();
-  return { roots: r.tree.length, leaf: typeof r.leafId === "string" };
-});
-await step("newSession", () => client.newSession());
-await step("messagesInNewSession", async () => (await client.getMessages()).length);
-await step("switchSession", () => client.switchSession(firstSession));
-await step("messagesAfterSwitch", async () => (await client.getMessages()).length > 0);
+await step("getTree", () => client.getTree());
+await step("newSession", () => client.newSession(sessions ? firstSession : undefined));
+await step("stateInNewSession", () => client.getState());
+await step("messagesInNewSession", () => client.getMessages());
+if (sessions) {
+  await step("switchSession", () => client.switchSession(firstSession));
+  await step("messagesAfterSwitch", () => client.getMessages());
+}
 unsubscribe();
-report.eventTypes = [...new Set(events)].sort();
+report.eventTypes = [...eventTypes].sort();
 report.stderrIsText = typeof client.getStderr() === "string";
 await client.stop();
 report.stopped = true;

@@ -207,7 +207,7 @@ async fn without_node_one_clear_error_and_the_rest_works() {
     let text = errors[0]["error"].as_str().unwrap();
     assert!(text.contains("Node.js >= 20") && text.contains(&missing.display().to_string()), "{text}");
     let commands = pi.call("c", json!({"type": "get_commands"})).await;
-    assert_eq!(commands["data"]["commands"][1]["name"], "py", "after the built-in mcp");
+    assert_eq!(commands["data"]["commands"][0]["name"], "py", "before the built-in mcp, as in pi");
     pi.call("p", json!({"type": "prompt", "message": "hello"})).await;
     pi.until(|v| v["type"] == "agent_settled").await;
 }
@@ -239,7 +239,7 @@ async fn no_pi_module_no_node_process() {
     let module = write_module(&sb, "hello.ts", GOOD);
     let mut pi = sb.spawn(&["--no-session", "-e", &module]);
     let commands = pi.call("c", json!({"type": "get_commands"})).await;
-    assert_eq!(commands["data"]["commands"][1]["name"], "still-here", "after the built-in mcp");
+    assert_eq!(commands["data"]["commands"][0]["name"], "still-here", "before the built-in mcp, as in pi");
     assert!(mark.exists());
 }
 

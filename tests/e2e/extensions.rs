@@ -513,9 +513,55 @@ for line in sys.stdin:
     let commands = pi.call("c", json!({"type": "get_commands"})).await;
     let names: Vec<&str> =
         commands["data"]["commands"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
-    assert_eq!(names, ["mcp", "dup:1", "dup:2"]);
+    assert_eq!(names, ["dup:1", "dup:2", "mcp"]);
     pi.send(json!({"id": "d", "type": "prompt", "message": "/dup:2"})).await;
     let notify = ui_request(&mut pi, "notify").await;
     assert_eq!(notify["message"], "ran two");
     assert_eq!(pi.response("d").await["data"]["disposition"], "handled");
+}
+
+#[tokio::test]
+async fn an_awaited_startup_session_start_holds_the_first_prompt() {
+    let sb = Sandbox::with_server().await;
+    // Asks to be awaited; its session_start answer comes late, after a
+    // registration that adds a tool. A second extension gets the notification.
+    let awaited = write_script(
+        &sb,
+        "awaited.py",
+        r#"import json, sys, time
+reg = {"type": "register", "name": "awaited", "events": ["session_start"], "awaitSessionStart": True}
+print(json.dumps(reg), flush=True)
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("type") == "request" and m.get("method") == "session_start":
+        time.sleep(0.5)
+        reg["tools"] = [{"name": "late_tool", "description": m["params"]["reason"],
+                         "parameters": {"type": "object", "properties": {}}}]
+        print(json.dumps(reg), flush=True)
+        time.sleep(0.3)
+        print(json.dumps({"type": "response", "id": m["id"], "result": None}), flush=True)
+"#,
+    );
+    let notified = write_script(
+        &sb,
+        "notified.py",
+        r#"import json, sys
+print(json.dumps({"type": "register", "name": "notified", "events": ["session_start"]}), flush=True)
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("type") == "event" and m["event"]["type"] == "session_start":
+        print(json.dumps({"type": "request", "method": "notify", "params": {"message": m["event"]["reason"]}}), flush=True)
+    elif m.get("type") == "request":
+        print(json.dumps({"type": "response", "id": m["id"], "error": "unexpected " + m["method"]}), flush=True)
+"#,
+    );
+    let mut pi = sb.spawn(&["--no-session", "-e", &awaited, "-e", &notified]);
+    pi.send(json!({"id": "p", "type": "prompt", "message": "hi"})).await;
+    let lines = pi.until_type("agent_settled").await;
+    assert!(!lines.iter().any(|v| v["type"] == "extension_error"), "{lines:?}");
+    let notify = lines.iter().find(|v| v["method"] == "notify").expect("the notification reached the other one");
+    assert_eq!(notify["message"], "startup");
+    let first = &sb.server().requests()[0].body["tools"];
+    let late = first.as_array().unwrap().iter().find(|t| t["function"]["name"] == "late_tool");
+    assert_eq!(late.expect("offered on the first request")["function"]["description"], "startup");
 }

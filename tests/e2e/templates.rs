@@ -130,15 +130,29 @@ async fn get_commands_lists_extensions_then_templates_then_skills() {
     let find = |name: &str| list.iter().find(|c| c["name"] == name).cloned().unwrap_or(Value::Null);
     assert_eq!(
         find("demo-ask"),
-        json!({"name": "demo-ask", "description": "Ask three questions and report the answers", "source": "extension", "path": demo})
+        json!({"name": "demo-ask", "description": "Ask three questions and report the answers", "source": "extension", "path": demo,
+               "sourceInfo": {"path": demo, "source": "cli", "scope": "temporary", "origin": "top-level"}})
     );
-    let fix = sb.agent_dir.path().join("prompts/fix.md");
+    let fix = sb.agent_dir.path().join("prompts/fix.md").display().to_string();
+    let agent = sb.agent_dir.path().display().to_string();
     assert_eq!(
         find("fix"),
-        json!({"name": "fix", "description": "Fix something", "source": "prompt", "location": "user", "path": fix.display().to_string()})
+        json!({"name": "fix", "description": "Fix something", "source": "prompt", "location": "user", "path": fix,
+               "sourceInfo": {"path": fix, "source": "auto", "scope": "user", "origin": "top-level", "baseDir": agent}})
     );
     assert_eq!(find("local")["location"], "project", "trusted with --approve");
+    let project = sb.cwd.path().join(".pi").display().to_string();
+    assert_eq!(
+        find("local")["sourceInfo"],
+        json!({"path": sb.cwd.path().join(".pi/prompts/local.md").display().to_string(), "source": "auto",
+               "scope": "project", "origin": "top-level", "baseDir": project})
+    );
     assert_eq!(find("hint")["location"], "path");
+    let hint_dir = extra.parent().unwrap().display().to_string();
+    assert_eq!(
+        find("hint")["sourceInfo"],
+        json!({"path": extra_arg, "source": "local", "scope": "temporary", "origin": "top-level", "baseDir": hint_dir})
+    );
     let skill = find("skill:review");
     assert_eq!((skill["source"].clone(), skill["location"].clone()), (json!("skill"), json!("user")));
     assert_eq!(skill["description"], "Review code changes");

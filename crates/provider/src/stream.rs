@@ -47,11 +47,10 @@ pub async fn stream_assistant(
     let thinking_level = request.thinking_level.as_str().to_string();
     let mut message = AssistantMessage::empty(model, StopReason::Stop);
     let mut out = Batch { emitter, events: Vec::new(), usage: Arc::new(Usage::default()) };
-    if emitter.is_some() {
-        out.push(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) });
-    }
-    // Out before the request starts, as its own message.
-    out.flush().await;
+    // `message_start` goes out when the answer begins, as pi's does (not
+    // when the request leaves); a call that fails or is aborted before that
+    // opens its message at the end, already holding the error.
+    let mut opened = false;
 
     let mut blocks: HashMap<usize, Block> = HashMap::new();
     let mut order: Vec<usize> = Vec::new();
@@ -107,7 +106,12 @@ pub async fn stream_assistant(
             }
             Some(Ok(ev)) => ev,
         };
+        if !opened {
+            opened = true;
+            out.push(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) });
+        }
         match event {
+            ProviderEvent::Opened => {}
             ProviderEvent::ResponseId(id) => message.response_id = Some(id),
             ProviderEvent::BlockStart { index, kind } => {
                 let content_index = message.content.len();
@@ -219,7 +223,8 @@ pub async fn stream_assistant(
                 }
             }
             message.stop_reason = StopReason::Aborted;
-            message.error_message = Some(e.message.clone());
+            // pi's wording differs by whether the answer had begun.
+            message.error_message = Some(if opened { e.message.clone() } else { ABORTED_BEFORE_ANSWER.to_string() });
         }
         Some(e) => {
             for block in blocks.values_mut().filter(|b| b.open) {
@@ -246,12 +251,16 @@ pub async fn stream_assistant(
     // pi 1.6 times every reply and records the level it was asked for.
     message.duration_ms = Some(started.elapsed().as_millis() as u64);
     message.thinking_level = Some(thinking_level);
-    if emitter.is_some() {
-        out.push(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) });
+    if !opened {
+        out.push(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) });
     }
+    out.push(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) });
     out.flush().await;
     StreamOutcome { message, error }
 }
+
+/// The error of a call aborted before its answer began (pi's words).
+pub const ABORTED_BEFORE_ANSWER: &str = "Request aborted";
 
 /// Most events held back while the provider's next event is already at hand.
 const MAX_BATCH: usize = 256;
@@ -386,6 +395,10 @@ mod tests {
 
     async fn emitted(events: &[Result<ProviderEvent, ProviderError>], waits: bool) -> Vec<Vec<AgentEvent>> {
         let provider = Arc::new(Scripted { events: events.to_vec(), waits });
+        emitted_by(provider, CancellationToken::new()).await
+    }
+
+    async fn emitted_by(provider: Arc<dyn Provider>, cancel: CancellationToken) -> Vec<Vec<AgentEvent>> {
         let model: Model = serde_json::from_value(serde_json::json!({
             "id": "m", "name": "m", "api": "scripted", "provider": "p", "baseUrl": "", "reasoning": false,
             "input": ["text"], "contextWindow": 1000, "maxTokens": 100,
@@ -394,7 +407,7 @@ mod tests {
         .unwrap();
         let request = test_support::simple_request(model.clone(), "hi");
         let calls = Calls::default();
-        stream_assistant(Some(&calls), provider, request, CancellationToken::new(), &model, None).await;
+        stream_assistant(Some(&calls), provider, request, cancel, &model, None).await;
         let mut calls = calls.0.into_inner().unwrap();
         for event in calls.iter_mut().flatten() {
             if let AgentEvent::MessageStart { message: AgentMessage::Assistant(a) }
@@ -438,9 +451,48 @@ mod tests {
             let flat = |calls: Vec<Vec<AgentEvent>>| calls.into_iter().flatten().collect::<Vec<_>>();
             assert!(at_hand.len() < one_by_one.len() / 2 || one_by_one.len() < 10);
             assert!(at_hand.iter().all(|call| call.len() <= MAX_BATCH));
-            // `message_start` goes out alone, before the call starts.
-            assert!(matches!(at_hand[0].as_slice(), [AgentEvent::MessageStart { .. }]));
+            // `message_start` goes out first, with the events at hand when the answer began.
+            assert!(matches!(at_hand[0].first(), Some(AgentEvent::MessageStart { .. })));
             assert_eq!(flat(at_hand), flat(one_by_one));
+        }
+    }
+
+    /// Its first events, then nothing until the call is cancelled.
+    struct Stalls(Vec<ProviderEvent>);
+
+    impl Provider for Stalls {
+        fn api(&self) -> &'static str {
+            "stalls"
+        }
+
+        fn stream(&self, _: ProviderRequest, _: CancellationToken) -> ProviderStream {
+            futures::stream::iter(self.0.clone().into_iter().map(Ok)).chain(futures::stream::pending()).boxed()
+        }
+    }
+
+    #[tokio::test]
+    async fn message_start_waits_for_the_answer_and_an_abort_before_it_reads_as_pi_s() {
+        for (first, opened) in [(vec![], false), (vec![ProviderEvent::Opened], true)] {
+            let cancel = CancellationToken::new();
+            let later = cancel.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                later.cancel();
+            });
+            let calls = emitted_by(Arc::new(Stalls(first)), cancel).await;
+            let events: Vec<AgentEvent> = calls.into_iter().flatten().collect();
+            let [
+                AgentEvent::MessageStart { message: AgentMessage::Assistant(start) },
+                AgentEvent::MessageEnd { message: AgentMessage::Assistant(end) },
+            ] = events.as_slice()
+            else {
+                panic!("one message_start and its message_end: {events:?}")
+            };
+            let said = if opened { "Request was aborted" } else { ABORTED_BEFORE_ANSWER };
+            assert_eq!(end.error_message.as_deref(), Some(said));
+            assert_eq!(end.stop_reason, StopReason::Aborted);
+            // Not opened: the message starts at the end, already aborted; opened: it started empty.
+            assert_eq!(start.stop_reason, if opened { StopReason::Stop } else { StopReason::Aborted });
         }
     }
 }

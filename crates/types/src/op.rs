@@ -494,7 +494,8 @@ impl CommandLocation {
     }
 }
 
-/// A slash command listed by `get_commands`.
+/// A slash command listed by `get_commands`: the seed's fields (`location`,
+/// `path`) and pi 1.6.0's `sourceInfo`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CommandInfo {
     pub name: String,
@@ -502,6 +503,24 @@ pub struct CommandInfo {
     pub source: CommandSource,
     pub location: Option<CommandLocation>,
     pub path: Option<String>,
+    pub source_info: Option<CommandSourceInfo>,
+}
+
+/// What registered a command, as pi 1.6.0 describes it (`sourceInfo`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CommandSourceInfo {
+    /// The resource's absolute path, or `builtin:<name>` for a built-in.
+    pub path: String,
+    /// How it was found: `auto` (a conventional directory), `local` (a
+    /// settings entry or a command-line path), `cli` (`--extension`),
+    /// `builtin`, or a pi package's source.
+    pub source: String,
+    /// `user`, `project` or `temporary`.
+    pub scope: String,
+    /// `top-level`, or `package` for a pi package's resource.
+    pub origin: String,
+    /// The directory the resource was found from, when there is one.
+    pub base_dir: Option<String>,
 }
 
 /// The model picked by `cycle_model`.

@@ -5,8 +5,8 @@
 //!
 //! The mirror tells its hub the owner is lost ([`MirrorItem::Lost`]) when
 //! the owner closes it (the session unloads or is handed over), a frame is
-//! missing, nothing (not even a heartbeat) came for longer than the lease
-//! TTL, or an op finds nobody serving the session. The hub then finds the
+//! missing, nothing (not even a heartbeat) came for two heartbeats and a
+//! second, or an op finds nobody serving the session. The hub then finds the
 //! session again (taking it over when its lease expired) and moves its
 //! connections there; the ops sent meanwhile wait and go to the new place
 //! ([`MirrorCtl::finish`]).
@@ -230,7 +230,10 @@ pub async fn open(cluster: &Cluster, id: &str, owner: &str, number: u64) -> Resu
     let stop = CancellationToken::new();
     let gone = CancellationToken::new();
     let in_flight = InFlight::default();
-    let silence = cluster.options.lease_ttl + Duration::from_secs(1);
+    // The owner beats every third of the TTL: two missed beats and a second
+    // of slack, so a dead owner's session is looked for again about when
+    // its lease goes stale (then it is taken over).
+    let silence = cluster.options.lease_ttl * 2 / 3 + Duration::from_secs(1);
     let reader =
         Reader { items: items_tx.clone(), owner: owner.to_string(), silence, stop: stop.clone(), gone: gone.clone() };
     tokio::spawn(reader.run(frames, joiner));

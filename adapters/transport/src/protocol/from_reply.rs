@@ -205,6 +205,13 @@ impl FromReply<Vec<CommandInfo>> for CommandsData {
                 source: c.source.as_str().to_string(),
                 location: c.location.map(|l| l.as_str().to_string()),
                 path: c.path,
+                source_info: c.source_info.map(|i| CommandSourceData {
+                    path: i.path,
+                    source: i.source,
+                    scope: i.scope,
+                    origin: i.origin,
+                    base_dir: i.base_dir,
+                }),
             })
             .collect();
         CommandsData { commands }

@@ -340,6 +340,28 @@ pub struct CommandData {
     /// Absolute path of the command's source file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// What registered the command (pi 1.6.0's provenance field).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_info: Option<CommandSourceData>,
+}
+
+/// `sourceInfo` of a `get_commands` entry, as pi 1.6.0 sends it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandSourceData {
+    /// The resource's absolute path, or `builtin:<name>` for a built-in command.
+    pub path: String,
+    /// How it was found: `auto` (a conventional directory), `local` (a
+    /// settings entry or a command-line path), `cli` (`--extension`),
+    /// `builtin`, or `package`.
+    pub source: String,
+    /// `user`, `project` or `temporary`.
+    pub scope: String,
+    /// `top-level`, or `package` for a pi package's resource.
+    pub origin: String,
+    /// The directory the resource was found from, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_dir: Option<String>,
 }
 
 /// `get_commands` data.

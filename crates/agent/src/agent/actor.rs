@@ -1,11 +1,16 @@
-//! The agent actor: owns the session state, dispatches ops in arrival order,
-//! sequences every event and reply onto the output stream, and starts the
-//! background tasks (runs, RPC bash).
+//! The agent actor: owns the session state, dispatches ops in arrival order
+//! and sequences every event and reply onto the output stream.
 //!
 //! [`Agent`] holds the actor's parts (each its own type with private state,
 //! in the sibling modules); the handlers of ops and signals are its
-//! submodules, the only code that sees those parts side by side.
+//! submodules, the only code that sees those parts side by side: `dispatch`
+//! (every op), `runs` and `tool_setup` (starting a run), `bash_ops`,
+//! `compacting`, `settings`, `session_tree`, `stats`, the extensions' side
+//! (`extension_hooks`, `extension_requests`, `extension_host_requests`),
+//! `client_ops`, `login_ops` and `mcp_ops`. This file is the loop: ops and
+//! the background tasks' messages in, state kept in step with a run's events.
 
+mod bash_ops;
 mod client_ops;
 mod compacting;
 mod dispatch;
@@ -14,35 +19,33 @@ mod extension_host_requests;
 mod extension_requests;
 mod login_ops;
 mod mcp_ops;
+mod runs;
 mod session_tree;
 mod settings;
 mod stats;
+mod tool_setup;
 
 use std::sync::Arc;
 
-use serde_json::Map;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::channels::Channels;
 use super::current_session::CurrentSession;
 use super::extension_state::ExtensionState;
 use super::internal::ActorSink;
-use super::internal::{Internal, QueueKind};
+use super::internal::Internal;
 use super::model_choice::ModelChoice;
 use super::preferences::Preferences;
 use super::queue::Queues;
-use super::run::{RunSetup, run_session};
 use super::session_start::{StartupChoice, open_session};
-use super::state::{Activity, HeldMessage, Hold, Pending, RunState};
+use super::state::{Activity, HeldMessage, Hold, Pending};
 use super::toolbox::Toolbox;
 use super::workspace::Workspace;
 use super::{AgentConfig, Output};
 use crate::error::{CoreError, ErrorKind};
 use crate::event::AgentEvent;
-use crate::message::{AgentMessage, BashExecutionMessage, ImageContent, StopReason, now_ms};
-use crate::op::{Disposition, Op, Reply, RequestTag, StreamingBehavior};
-use crate::tools::{ToolContext, ToolRegistry};
+use crate::message::{AgentMessage, StopReason};
+use crate::op::{Op, Reply, RequestTag};
 
 /// The state the actor owns.
 pub(crate) struct Agent {
@@ -300,194 +303,6 @@ impl Agent {
 
     pub(super) async fn emit_queue_update(&self) {
         self.emit(self.queues.update_event()).await;
-    }
-
-    pub(super) async fn prompt(
-        &mut self,
-        tag: Option<RequestTag>,
-        message: String,
-        images: Vec<ImageContent>,
-        behavior: Option<StreamingBehavior>,
-    ) {
-        if self.activity.is_running() {
-            match behavior {
-                None => {
-                    let err = CoreError::busy(
-                        "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.",
-                    );
-                    self.reply(tag, Err(err)).await;
-                }
-                Some(StreamingBehavior::Steer) => self.enqueue(tag, QueueKind::Steering, message, images).await,
-                Some(StreamingBehavior::FollowUp) => self.enqueue(tag, QueueKind::FollowUp, message, images).await,
-            }
-            return;
-        }
-        if let Err(e) = self.preflight() {
-            self.reply(tag, Err(e)).await;
-            return;
-        }
-        let user = AgentMessage::user(&message, &images);
-        self.reply(tag, Ok(Reply::Prompt(Disposition::Started))).await;
-        self.start_run(vec![user]);
-    }
-
-    pub(super) async fn enqueue(
-        &mut self,
-        tag: Option<RequestTag>,
-        kind: QueueKind,
-        text: String,
-        images: Vec<ImageContent>,
-    ) {
-        let message = AgentMessage::user(&text, &images);
-        self.queues.push(kind, text, message);
-        self.emit_queue_update().await;
-        self.reply(tag, Ok(Reply::Prompt(Disposition::Queued))).await;
-    }
-
-    pub(super) async fn abort(&mut self, tag: Option<RequestTag>) {
-        match self.activity.work() {
-            RunState::Idle => self.reply(tag, Ok(Reply::Ack)).await,
-            active => {
-                active.cancel();
-                self.activity.ack_at_end(tag);
-            }
-        }
-    }
-
-    /// Checks before a run may start: a callable model with credentials.
-    pub(super) fn preflight(&self) -> Result<(), CoreError> {
-        self.models.preflight()
-    }
-
-    /// Start a run with these new messages.
-    pub(super) fn start_run(&mut self, mut initial: Vec<AgentMessage>) {
-        let Some(provider) = self.models.provider() else { return };
-        initial.extend(self.ext.take_next_turn());
-        let cancel = CancellationToken::new();
-        let retry_cancel = CancellationToken::new();
-        let run_id = self.activity.begin_run(cancel.clone(), retry_cancel.clone());
-        let (tools, tool_specs) = self.active_tool_set();
-        let (tools_version, tools_seen) = self.ext.tools_version();
-        let setup = RunSetup {
-            run_id,
-            emitter: self.channels.emitter(),
-            cancel: cancel.clone(),
-            retry_cancel: retry_cancel.clone(),
-            provider,
-            model: self.models.model().clone(),
-            thinking: self.models.thinking(),
-            api_key: self.models.api_key(),
-            headers: self.models.headers(),
-            session_id: self.session.record().session_id().to_string(),
-            system_prompt: String::new(),
-            sections: self.prompt_sections(),
-            extra_sections: Vec::new(),
-            forced_prompt: None,
-            tools,
-            tool_specs,
-            tool_ctx: self.tool_context(),
-            initial,
-            retry: self.prefs.settings().retry,
-            retry_enabled: self.prefs.retry_flag(),
-            extensions: self.ext.handle().clone(),
-            tools_version,
-            tools_seen,
-            mcp: Some(self.mcp.clone()),
-            reach: self.reach(),
-        };
-        tokio::spawn(run_session(setup));
-    }
-
-    /// The tools the model gets, in order, with their specs.
-    pub(super) fn active_tool_set(&self) -> (ToolRegistry, Vec<crate::provider::ToolSpec>) {
-        self.toolbox.active_set()
-    }
-
-    pub(super) fn tool_context(&self) -> ToolContext {
-        let mut ctx = ToolContext::new(self.workspace.cwd().to_path_buf());
-        ctx.temp_dir = self.workspace.temp_dir().to_path_buf();
-        // The PI_* variables the prompt's rules point the model to (pi 1.6.0's set).
-        ctx.env = vec![
-            ("PI_CODING_AGENT".to_string(), "true".to_string()),
-            ("PI_SESSION_ID".to_string(), self.session.record().session_id().to_string()),
-            ("PI_PROVIDER".to_string(), self.models.model().provider.clone()),
-            ("PI_MODEL".to_string(), self.models.model().id.clone()),
-            ("PI_REASONING_LEVEL".to_string(), self.models.thinking().as_str().to_string()),
-        ];
-        if let Some(file) = self.session.record().file_path() {
-            ctx.env.push(("PI_SESSION_FILE".to_string(), file.display().to_string()));
-        }
-        ctx.gate = self.ext.handle().gate();
-        ctx.client = Some(self.client_link());
-        ctx
-    }
-
-    /// The system prompt's sections for the active tools (pi 1.6.0's
-    /// structure); system messages record them.
-    pub(super) fn prompt_sections(&self) -> crate::system_prompt::Sections {
-        use crate::system_prompt::{PromptTool, builtin_guidelines, builtin_snippet};
-        // Built-in tools carry their snippet and rules; extension tools their
-        // `promptSnippet` and `promptGuidelines` (pi leaves out tools without a snippet).
-        let mut tools: Vec<PromptTool> = Vec::new();
-        for (name, tool) in self.toolbox.active() {
-            let guidelines = match tool.prompt_guidelines() {
-                [] => builtin_guidelines(name).iter().map(|g| g.to_string()).collect(),
-                own => own.to_vec(),
-            };
-            let snippet = tool.prompt_snippet().or(builtin_snippet(name)).map(str::to_string);
-            tools.push(PromptTool { name: name.clone(), snippet, guidelines });
-        }
-        tools.extend(self.reach_tools());
-        let skills = self.skills_section();
-        self.workspace.prompt_sections(&tools, skills.as_deref())
-    }
-
-    /// The system prompt text for the active tools.
-    pub(super) fn system_prompt(&self) -> String {
-        crate::system_prompt::render(&self.prompt_sections())
-    }
-
-    pub(super) async fn bash(&mut self, tag: Option<RequestTag>, command: String, exclude_from_context: bool) {
-        let Some(cancel) = self.activity.begin_bash() else {
-            self.reply(tag, Err(CoreError::busy("A bash command is already running"))).await;
-            return;
-        };
-        let emitter = self.channels.emitter();
-        let cwd = self.workspace.cwd().to_path_buf();
-        let temp_dir = self.workspace.temp_dir().to_path_buf();
-        let env = self.tool_context().env;
-        tokio::spawn(async move {
-            let (chunk_tx, mut chunk_rx) = mpsc::unbounded_channel::<String>();
-            let forward = {
-                let emitter = emitter.clone();
-                tokio::spawn(async move {
-                    while let Some(delta) = chunk_rx.recv().await {
-                        emitter.emit(AgentEvent::BashExecutionUpdate { request: tag, delta }).await;
-                    }
-                })
-            };
-            let result =
-                crate::tools::bash::run_command(&command, &cwd, &env, &temp_dir, cancel, move |chunk: &str| {
-                    let _ = chunk_tx.send(chunk.to_string());
-                })
-                .await;
-            let _ = forward.await;
-            let outcome = result.map(|result| {
-                let message = AgentMessage::BashExecution(BashExecutionMessage {
-                    command,
-                    output: result.output.clone(),
-                    exit_code: result.exit_code,
-                    cancelled: result.cancelled,
-                    truncated: result.truncated,
-                    full_output_path: result.full_output_path.clone(),
-                    exclude_from_context,
-                    timestamp: now_ms(),
-                    extra: Map::new(),
-                });
-                (result, message)
-            });
-            emitter.send(Internal::BashFinished { tag, outcome: Box::new(outcome) }).await;
-        });
     }
 
     /// Hide a retried attempt from future context: pi appends a `context_edit`.

@@ -50,3 +50,27 @@ impl Channels {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::Reply;
+
+    #[tokio::test]
+    async fn a_full_output_waits_for_room_and_keeps_the_order() {
+        let (out, mut rx) = mpsc::channel(1);
+        let mut channels = Channels::new(out);
+        assert!(channels.take_inbox().is_some() && channels.take_inbox().is_none());
+        channels.send(Output::Reply { tag: 1, result: Ok(Reply::Ack) }).await;
+        let reader = tokio::spawn(async move {
+            let mut tags = Vec::new();
+            while let Some(Output::Reply { tag, .. }) = rx.recv().await {
+                tags.push(tag);
+            }
+            tags
+        });
+        channels.send(Output::Reply { tag: 2, result: Ok(Reply::Ack) }).await;
+        drop(channels);
+        assert_eq!(reader.await.unwrap(), vec![1, 2]);
+    }
+}

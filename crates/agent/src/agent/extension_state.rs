@@ -25,6 +25,10 @@ pub(crate) enum ExtSignal {
         invocation: String,
         error: Option<String>,
     },
+    /// Extension `id` answered its start-up `session_start` (or died).
+    Greeted {
+        id: usize,
+    },
     /// The session hooks decided about an op.
     SessionHookDone {
         pending: Pending,
@@ -50,6 +54,8 @@ pub(crate) struct ExtensionState {
     resources: Resources,
     /// Per extension: not yet registered nor dead (ops wait until none is).
     starting: Vec<bool>,
+    /// Extensions asked to await their start-up `session_start`.
+    greeted: HashSet<usize>,
     /// A session hook is deciding (ops wait in the actor's deferred queue).
     hook_pending: bool,
     /// Commands and hooks in flight.
@@ -81,6 +87,7 @@ impl ExtensionState {
         };
         ExtensionState {
             starting: vec![true; handle.len()],
+            greeted: HashSet::new(),
             handle,
             resources,
             hook_pending: false,
@@ -132,6 +139,17 @@ impl ExtensionState {
     /// Extension `id` has not registered nor died yet.
     pub(super) fn is_starting(&self, id: usize) -> bool {
         self.starting.get(id) == Some(&true)
+    }
+
+    /// Extension `id` is starting and has not been given its start-up
+    /// `session_start` yet: it is now (ops keep waiting until it is answered).
+    pub(super) fn greet(&mut self, id: usize) -> bool {
+        self.is_starting(id) && self.greeted.insert(id)
+    }
+
+    /// Extension `id` was given its start-up `session_start` and is still starting: it is answering it.
+    pub(super) fn is_greeting(&self, id: usize) -> bool {
+        self.is_starting(id) && self.greeted.contains(&id)
     }
 
     /// Extension `id` registered or died.

@@ -152,6 +152,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_delivery_tells_both_queues_as_they_stand_after_it() {
+        let mut q = Queues::new(QueueMode::All, QueueMode::OneAtATime);
+        q.push(QueueKind::Steering, "s1".into(), AgentMessage::user("s1", &[]));
+        q.push_hidden(QueueKind::Steering, AgentMessage::user("hidden", &[]));
+        q.push(QueueKind::FollowUp, "f1".into(), AgentMessage::user("f1", &[]));
+        q.push(QueueKind::FollowUp, "f2".into(), AgentMessage::user("f2", &[]));
+        assert_eq!(q.pending(), 4);
+        assert_eq!(
+            q.update_event(),
+            AgentEvent::QueueUpdate { steering: vec!["s1".into()], follow_up: vec!["f1".into(), "f2".into()] }
+        );
+        let delivered = q.take_delivered(QueueKind::Steering);
+        assert_eq!(delivered.len(), 2);
+        assert!(delivered.iter().all(|d| d.steering.is_empty() && d.follow_up == ["f1", "f2"]));
+        let delivered = q.take_delivered(QueueKind::FollowUp);
+        assert_eq!((delivered.len(), delivered[0].follow_up.clone()), (1, vec!["f2".to_string()]));
+        q.set_mode(QueueKind::FollowUp, QueueMode::All);
+        assert_eq!(q.mode(QueueKind::FollowUp), QueueMode::All);
+        let cleared = q.clear();
+        assert_eq!((cleared.steering.len(), cleared.follow_up), (0, vec!["f2".to_string()]));
+        assert_eq!(q.pending(), 0);
+    }
+
+    #[test]
     fn modes_deliver_one_or_all() {
         let mut q = MessageQueue::new(QueueMode::OneAtATime);
         q.push("a".into(), AgentMessage::user("a", &[]));

@@ -47,8 +47,11 @@ pub fn awaiting_usage(session: &Session) -> bool {
     !branch[at + 1..].iter().any(|(id, _)| id.is_some_and(|id| with_usage.contains(&id)))
 }
 
-/// Estimated context tokens of `messages` plus the system prompt estimate
-/// (pi's `estimatedTokensAfter`).
+/// Estimated context tokens of `messages` (pi's `estimatedTokensAfter`):
+/// the compacted context leads with its system message, which counts for
+/// the prompt; a context without one (a session written before system
+/// messages) adds the system prompt estimate instead.
 pub fn estimate_after(messages: &[AgentMessage], system_tokens: u64) -> u64 {
-    system_tokens + estimate::estimate_messages(messages)
+    let has_system = messages.iter().any(|m| matches!(m, AgentMessage::System(_)));
+    estimate::estimate_messages(messages) + if has_system { 0 } else { system_tokens }
 }

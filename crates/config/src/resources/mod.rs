@@ -24,7 +24,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::op::{CommandInfo, CommandLocation, CommandSource};
+use crate::op::{CommandInfo, CommandLocation, CommandSource, CommandSourceInfo};
 
 pub mod args;
 pub mod discovery;
@@ -98,6 +98,17 @@ impl SourceInfo {
     /// `package` for a pi package's resource, else `top-level`.
     pub fn origin(&self) -> &'static str {
         if self.source == SourceKind::Package { "package" } else { "top-level" }
+    }
+
+    /// pi 1.6.0's `sourceInfo` of a `get_commands` entry.
+    pub fn command_source_info(&self) -> CommandSourceInfo {
+        CommandSourceInfo {
+            path: self.path.to_string_lossy().into_owned(),
+            source: self.source.as_str().to_string(),
+            scope: self.scope.as_str().to_string(),
+            origin: self.origin().to_string(),
+            base_dir: self.base_dir.as_ref().map(|d| d.to_string_lossy().into_owned()),
+        }
     }
 
     /// The documented `get_commands` `location`: `user` / `project` for
@@ -359,7 +370,8 @@ pub fn expand_input(text: &str, resources: &Resources) -> Expanded {
 }
 
 /// The `get_commands` entries for templates then skills (`skill:<name>`),
-/// each in precedence order, with `location` and the absolute file path.
+/// each in precedence order, with `location`, the absolute file path and
+/// pi's `sourceInfo`.
 /// Extension commands (listed first by pi) are the caller's. Skills are
 /// listed whatever `enableSkillCommands` says, as pi 1.6 does in RPC mode.
 pub fn commands(resources: &Resources) -> Vec<CommandInfo> {
@@ -369,6 +381,7 @@ pub fn commands(resources: &Resources) -> Vec<CommandInfo> {
         source: CommandSource::Prompt,
         location: Some(t.source_info.location()),
         path: Some(t.path.to_string_lossy().into_owned()),
+        source_info: Some(t.source_info.command_source_info()),
     });
     let skills = resources.skills.iter().map(|s| CommandInfo {
         name: format!("skill:{}", s.name),
@@ -376,8 +389,43 @@ pub fn commands(resources: &Resources) -> Vec<CommandInfo> {
         source: CommandSource::Skill,
         location: Some(s.source_info.location()),
         path: Some(s.path.to_string_lossy().into_owned()),
+        source_info: Some(s.source_info.command_source_info()),
     });
     templates.chain(skills).collect()
+}
+
+/// pi 1.6.0's `sourceInfo` of an extension's command, from where the
+/// extension file is: `<agentDir>/extensions/` and `<cwd>/.pi/extensions/`
+/// are auto-discovered (`auto`, `user`/`project`, the agent dir or `.pi`
+/// as `baseDir`); an installed pi package (`<agentDir>/npm/`, `git/`) is
+/// `origin: "package"`; another file under the agent dir or `.pi` came from
+/// a settings entry (`local`); anything else from `--extension` (`cli`,
+/// `temporary`). pi's built-ins are `builtin:<name>` (`builtin`, `temporary`).
+pub fn extension_source_info(path: &str, agent_dir: &Path, cwd: &Path) -> CommandSourceInfo {
+    let info = |source: &str, scope: &str, origin: &str, base: Option<&Path>| CommandSourceInfo {
+        path: path.to_string(),
+        source: source.to_string(),
+        scope: scope.to_string(),
+        origin: origin.to_string(),
+        base_dir: base.map(|b| b.to_string_lossy().into_owned()),
+    };
+    if path.starts_with("builtin:") {
+        return info("builtin", "temporary", "top-level", None);
+    }
+    let file = Path::new(path);
+    let project = cwd.join(".pi");
+    for (root, scope) in [(agent_dir, "user"), (project.as_path(), "project")] {
+        if file.starts_with(root.join("extensions")) {
+            return info("auto", scope, "top-level", Some(root));
+        }
+        if file.starts_with(root.join("npm")) || file.starts_with(root.join("git")) {
+            return info("package", scope, "package", None);
+        }
+        if file.starts_with(root) {
+            return info("local", scope, "top-level", Some(root));
+        }
+    }
+    info("cli", "temporary", "top-level", None)
 }
 
 /// Read a text file the way Node does with `utf-8`: invalid bytes become U+FFFD.

@@ -106,6 +106,11 @@ pub struct Registration {
     /// Event and hook names (see [`NOTIFICATION_EVENTS`], [`HOOK_EVENTS`]).
     #[serde(default)]
     pub events: Vec<String>,
+    /// The start-up `session_start` is sent as a request, and client
+    /// commands wait for its answer (pi awaits `session_start` handlers
+    /// before it reads the first command). Without it, it is a notification.
+    #[serde(default, rename = "awaitSessionStart")]
+    pub await_session_start: bool,
 }
 
 impl Registration {

@@ -197,6 +197,7 @@ impl<W: Wire> Run<W> {
             };
             return self.fail(err);
         }
+        self.out.emit(ProviderEvent::Opened);
         self.phase = Phase::Streaming(match framing {
             Framing::Sse => self.http.sse(response).boxed(),
             Framing::AwsEventStream => {

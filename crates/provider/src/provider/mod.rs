@@ -98,6 +98,10 @@ pub enum BlockKind {
 /// the assembler maps it to the message's `contentIndex` in order of `BlockStart`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProviderEvent {
+    /// The server accepted the call and its answer began (a success status
+    /// and headers): pi opens the assistant message here, before the first
+    /// chunk. APIs that do not report it open the message at their first event.
+    Opened,
     ResponseId(String),
     BlockStart {
         index: usize,

@@ -62,7 +62,8 @@ pub(crate) fn fixture(name: &str, base_url: &str) -> Fixture {
     }
 }
 
-/// Every event of a stream, and the error that ended it (the stream must end there).
+/// Every event of a stream but [`ProviderEvent::Opened`], and the error
+/// that ended it (the stream must end there).
 pub(crate) async fn collect(
     provider: &dyn Provider,
     request: ProviderRequest,
@@ -72,6 +73,7 @@ pub(crate) async fn collect(
     let mut events = Vec::new();
     while let Some(item) = stream.next().await {
         match item {
+            Ok(ProviderEvent::Opened) => {}
             Ok(ev) => events.push(ev),
             Err(e) => {
                 assert!(stream.next().await.is_none(), "the stream must end after an error");

@@ -208,14 +208,29 @@ impl Agent {
     /// `get_commands`: built-in commands (pi's come from extensions loaded
     /// first), extension commands, then templates, then skills.
     pub(super) fn command_list(&self) -> Vec<CommandInfo> {
-        let mut list = self.builtin_commands();
-        list.extend(self.ext.handle().commands().into_iter().map(|c| CommandInfo {
-            name: c.invocation,
-            description: c.description,
-            source: CommandSource::Extension,
-            location: None,
-            path: Some(c.extension.path_string()),
-        }));
+        // pi lists extension commands, then its built-in ones, then templates and skills.
+        let mut list: Vec<CommandInfo> = self
+            .ext
+            .handle()
+            .commands()
+            .into_iter()
+            .map(|c| {
+                let path = c.extension.path_string();
+                CommandInfo {
+                    name: c.invocation,
+                    description: c.description,
+                    source: CommandSource::Extension,
+                    location: None,
+                    source_info: Some(crate::resources::extension_source_info(
+                        &path,
+                        self.workspace.agent_dir(),
+                        self.workspace.cwd(),
+                    )),
+                    path: Some(path),
+                }
+            })
+            .collect();
+        list.extend(self.builtin_commands());
         list.extend(crate::resources::commands(self.ext.resources()));
         list
     }
@@ -348,14 +363,14 @@ impl Agent {
         match signal {
             ExtSignal::Host(HostSignal::Registered { id }) => {
                 self.sync_extension_tools(id).await;
-                if self.ext.is_starting(id)
-                    && let Some(ext) = self.ext.handle().get(id).filter(|e| e.subscribes("session_start"))
-                {
-                    let payload = json!({"type": "session_start", "reason": "startup", "sessionId": self.session.record().session_id()});
-                    ext.send(&crate::extensions::protocol::event_message(payload));
+                // A registration its start-up `session_start` handlers make keeps ops waiting.
+                let greeting = self.ext.is_greeting(id);
+                if greeting || self.greet_extension(id) {
+                    return;
                 }
                 self.extension_started(id).await;
             }
+            ExtSignal::Greeted { id } => self.extension_started(id).await,
             ExtSignal::Host(HostSignal::Died { id, event, error }) => {
                 let path = self.ext.handle().get(id).map(|e| e.path_string()).unwrap_or_default();
                 self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
@@ -424,6 +439,29 @@ impl Agent {
                 self.release_deferred().await;
             }
         }
+    }
+
+    /// Give a starting extension its start-up `session_start`. When it asked
+    /// to be awaited (`awaitSessionStart`, as pi awaits the handlers before
+    /// the first command), ops keep waiting until it answers: true then.
+    fn greet_extension(&mut self, id: usize) -> bool {
+        if !self.ext.greet(id) {
+            return false;
+        }
+        let Some(ext) = self.ext.handle().get(id).filter(|e| e.subscribes("session_start")) else { return false };
+        let payload =
+            json!({"type": "session_start", "reason": "startup", "sessionId": self.session.record().session_id()});
+        if !ext.registration().is_some_and(|r| r.await_session_start) {
+            ext.send(&crate::extensions::protocol::event_message(payload));
+            return false;
+        }
+        let internal = self.channels.internal();
+        tokio::spawn(async move {
+            // A failure was reported by the host (its handlers' errors) or as the extension's death.
+            let _ = ext.call("session_start", payload, None).await;
+            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::Greeted { id }))).await;
+        });
+        true
     }
 
     /// An extension registered or died: once none is starting, replay held ops.

@@ -91,6 +91,13 @@ impl Agent {
                             "source": c.source.as_str(),
                             "location": c.location.map(|l| l.as_str()),
                             "path": c.path,
+                            "sourceInfo": c.source_info.map(|i| {
+                                let mut info = json!({"path": i.path, "source": i.source, "scope": i.scope, "origin": i.origin});
+                                if let Some(base) = i.base_dir {
+                                    info["baseDir"] = json!(base);
+                                }
+                                info
+                            }),
                         })
                     })
                     .collect();

@@ -33,6 +33,11 @@ impl Agent {
             source: CommandSource::Extension,
             location: None,
             path: Some(mcp_command::PATH.to_string()),
+            source_info: Some(crate::resources::extension_source_info(
+                mcp_command::PATH,
+                self.workspace.agent_dir(),
+                self.workspace.cwd(),
+            )),
         }]
     }
 

@@ -93,6 +93,8 @@ export class Instance {
 				promptGuidelines: t.promptGuidelines,
 			})),
 			events: [...events],
+			// pi awaits session_start handlers before the first command.
+			awaitSessionStart: true,
 		};
 	}
 

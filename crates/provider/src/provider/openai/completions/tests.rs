@@ -71,9 +71,18 @@ async fn run(req: ProviderRequest) -> (Vec<ProviderEvent>, Option<ProviderError>
 async fn run_with(req: ProviderRequest, cancel: CancellationToken) -> (Vec<ProviderEvent>, Option<ProviderError>) {
     let mut stream = provider().stream(req, cancel);
     let mut events = Vec::new();
+    let mut opened = false;
     while let Some(item) = stream.next().await {
         match item {
-            Ok(ev) => events.push(ev),
+            // The answer's start comes first, once; the events after it are returned.
+            Ok(ProviderEvent::Opened) => {
+                assert!(!opened && events.is_empty(), "Opened once, before any other event: {events:?}");
+                opened = true;
+            }
+            Ok(ev) => {
+                assert!(opened, "{ev:?} before Opened");
+                events.push(ev)
+            }
             Err(e) => {
                 assert!(stream.next().await.is_none(), "the stream must end after an error");
                 return (events, Some(e));

@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""pi serve --cluster benchmarks (printed figures, not timed tests), on a real
+nats-server with JetStream (scripts/install-serve-tools.sh puts Debian's in
+target/tools/nats) and the fake model server, all on 127.0.0.1:
+
+1. per-delta cost through the bus: one session owned by worker A streams D
+   deltas to a client on A (local), then to a client on worker B (B's mirror
+   relays A's events over the bus): CPU per delta of the workers (and of
+   nats-server) in each case, and the ratio;
+2. failover: kill -9 of the owner mid-stream while a client stays on the
+   other worker: time from the kill to the first event the new owner sends
+   (the interrupted turn's report), for the default lease TTL and a short one;
+3. drain: SIGTERM to a worker running N turns whose clients are on the
+   other worker: time until every turn has ended and until the worker exited;
+4. idle sessions on one worker, with and without --cluster: resident memory
+   per idle attached session;
+5. S concurrent streams across 3 workers (50 deltas 10 ms apart each), each
+   client on another worker than its session's owner: deltas/s and every
+   delta received.
+
+Usage: bench/cluster.py [--deltas D] [--delta-ms MS] [--turns N] [--idle N]
+                        [--streams S] [--debug] [--no-build]
+
+`--debug` measures target/debug/pi (the figures are labelled so); the
+default is the release build. Needs Python's `websockets`.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "target", "tools", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import websockets  # noqa: E402
+
+from measure import sandbox_env  # noqa: E402
+from serve import attach_idle, cpu_seconds, rss_kib  # noqa: E402
+
+NATS = os.path.join(ROOT, "target", "tools", "nats", "usr", "sbin", "nats-server")
+BUILD = {"pi": "release"}
+INTERRUPTED = "interrupted by the loss of its worker"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Nats:
+    def __init__(self, store):
+        self.port = free_port()
+        self.proc = subprocess.Popen([NATS, "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", store],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.url = f"nats://127.0.0.1:{self.port}"
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise SystemExit("nats-server did not start")
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+class Worker:
+    """One `pi serve --cluster` worker."""
+
+    def __init__(self, name, nats, agent, shared, *args, model="bench/m", cluster=True):
+        pi = os.path.join(ROOT, "target", BUILD["pi"], "pi")
+        joined = ["--worker-name", name, "--cluster", nats.url] if cluster else []
+        self.proc = subprocess.Popen(
+            [pi, "serve", "--listen", "127.0.0.1:0", "--session-dir", shared, *joined,
+             *(["--model", model] if model else []), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=sandbox_env(agent), cwd=agent)
+        self.url = self.proc.stdout.readline().decode().strip()
+        if not self.url.startswith("ws://"):
+            raise SystemExit(f"pi serve printed {self.url!r}")
+
+    def cpu(self):
+        return cpu_seconds(self.proc.pid)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def fake_server(deltas, delta_ms):
+    script = {"fallback": {"textChunks": ["d "] * deltas, "delayMs": delta_ms,
+                           "usage": {"promptTokens": 10, "completionTokens": deltas}}}
+    path = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    json.dump(script, path)
+    path.close()
+    fake = os.path.join(ROOT, "target", BUILD["pi"], "fake-model-server")
+    proc = subprocess.Popen([fake, path.name], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    return proc, proc.stdout.readline().decode().strip(), path.name
+
+
+async def recv(ws, timeout=120):
+    return json.loads(await asyncio.wait_for(ws.recv(), timeout))
+
+
+async def call(ws, id, kind, **fields):
+    await ws.send(json.dumps({"id": id, "type": kind, **fields}))
+    while True:
+        msg = await recv(ws)
+        if msg.get("type") == "response" and msg.get("id") == id:
+            if not msg.get("success"):
+                raise SystemExit(f"{kind}: {msg}")
+            return msg
+
+
+async def new_session(url):
+    async with websockets.connect(url, ping_interval=None) as ws:
+        return (await call(ws, "s", "get_state"))["data"]["sessionId"]
+
+
+async def prompt_deltas(ws, id="p"):
+    """Prompt and count the deltas until the run settles."""
+    await ws.send(json.dumps({"id": id, "type": "prompt", "message": "go"}))
+    count = 0
+    while True:
+        msg = await recv(ws)
+        if msg.get("type") == "message_update" and msg["assistantMessageEvent"].get("type") == "text_delta":
+            count += 1
+        elif msg.get("type") == "agent_settled":
+            return count
+
+
+async def per_delta(env, deltas, delta_ms):
+    a = Worker("wa", env["nats"], env["agent"], env["shared"])
+    b = Worker("wb", env["nats"], env["agent"], env["shared"])
+    try:
+        sid = await new_session(a.url)
+        figures = {}
+        for where, url in (("local", a.url), ("through the bus", b.url)):
+            async with websockets.connect(f"{url}?session={sid}", ping_interval=None, max_size=None) as ws:
+                await recv(ws)
+                await prompt_deltas(ws)  # warm up
+                before = (a.cpu(), b.cpu(), cpu_seconds(env["nats"].proc.pid))
+                count = await prompt_deltas(ws)
+                after = (a.cpu(), b.cpu(), cpu_seconds(env["nats"].proc.pid))
+            if count != deltas:
+                raise SystemExit(f"{where}: {count} deltas, expected {deltas}")
+            used = [y - x for x, y in zip(before, after)]
+            figures[where] = used
+            print(f"  {where}: owner A {used[0] / count * 1e6:.1f} µs, worker B {used[1] / count * 1e6:.1f} µs, "
+                  f"nats-server {used[2] / count * 1e6:.1f} µs of CPU per delta ({count} deltas)")
+        local = sum(figures["local"][:2])
+        remote = sum(figures["through the bus"][:2])
+        print(f"per-delta CPU of the workers: {local / deltas * 1e6:.1f} µs local, {remote / deltas * 1e6:.1f} µs "
+              f"for a client on another worker ({remote / local:.2f}x; with nats-server "
+              f"{sum(figures['through the bus']) / sum(figures['local']):.2f}x)")
+    finally:
+        a.stop()
+        b.stop()
+
+
+async def failover(env, ttl):
+    args = [] if ttl is None else ["--lease-ttl", str(ttl)]
+    a = Worker("wa", env["nats"], env["agent"], env["shared"], *args)
+    b = Worker("wb", env["nats"], env["agent"], env["shared"], *args)
+    try:
+        sid = await new_session(a.url)
+        async with websockets.connect(f"{b.url}?session={sid}", ping_interval=None, max_size=None) as ws:
+            await recv(ws)
+            await ws.send(json.dumps({"id": "p", "type": "prompt", "message": "go"}))
+            seen = 0
+            while seen < 5:
+                msg = await recv(ws)
+                seen += msg.get("type") == "message_update"
+            os.kill(a.proc.pid, signal.SIGKILL)
+            killed = time.monotonic()
+            first = None
+            while True:
+                msg = await recv(ws, 120)
+                if msg.get("type") == "message_end" and INTERRUPTED in json.dumps(msg):
+                    first = time.monotonic() - killed
+                    break
+    finally:
+        a.stop()
+        b.stop()
+    label = "the default lease TTL (10 s)" if ttl is None else f"--lease-ttl {ttl}"
+    print(f"failover with {label}: {first:.1f} s from kill -9 of the owner to the new owner's first event")
+
+
+async def drain(env, turns):
+    v = Worker("wv", env["nats"], env["agent"], env["shared"], "--drain-seconds", "60")
+    o = Worker("wo", env["nats"], env["agent"], env["shared"])
+    try:
+        sids = [await new_session(v.url) for _ in range(turns)]
+        clients = [await websockets.connect(f"{o.url}?session={sid}", ping_interval=None, max_size=None)
+                   for sid in sids]
+        for ws in clients:
+            await recv(ws)
+            await ws.send(json.dumps({"id": "p", "type": "prompt", "message": "go"}))
+
+        async def first_delta(ws):
+            while (await recv(ws)).get("type") != "message_update":
+                pass
+
+        async def settled(ws):
+            while (await recv(ws)).get("type") != "agent_settled":
+                pass
+            return time.monotonic()
+
+        await asyncio.gather(*(first_delta(ws) for ws in clients))
+        os.kill(v.proc.pid, signal.SIGTERM)
+        started = time.monotonic()
+        ends = await asyncio.gather(*(settled(ws) for ws in clients))
+        await asyncio.get_running_loop().run_in_executor(None, v.proc.wait)
+        exited = time.monotonic() - started
+        for ws in clients:
+            await ws.close()
+    finally:
+        v.stop()
+        o.stop()
+    print(f"drain of {turns} running turns (clients on another worker): every turn ended "
+          f"{max(ends) - started:.1f} s after SIGTERM, the worker exited after {exited:.1f} s")
+
+
+async def idle(env, n):
+    figures = {}
+    for label, cluster in (("without --cluster", False), ("with --cluster", True)):
+        # The same flags both times, without `--model` (with it, each
+        # session's model registry parses the whole catalog: about 3 MiB more
+        # per session, with or without --cluster).
+        w = Worker("wi", env["nats"], env["agent"], env["shared"], "--idle-unload", "3600",
+                   "--max-connections", "100000", "--max-sessions", "100000", cluster=cluster, model=None)
+        try:
+            warm = await attach_idle(w.url, 1)
+            base = rss_kib(w.proc.pid)
+            conns = await attach_idle(w.url, n)
+            await asyncio.sleep(0.5)
+            after = rss_kib(w.proc.pid)
+            for ws in conns + warm:
+                await ws.close()
+        finally:
+            w.stop()
+        figures[label] = (after - base) / n
+    plain, clustered = figures["without --cluster"], figures["with --cluster"]
+    print(f"idle sessions on one worker ({n}): {plain:.0f} KiB each without --cluster "
+          f"({1024 * 1024 / plain:,.0f} per GiB), {clustered:.0f} KiB with --cluster "
+          f"({1024 * 1024 / clustered:,.0f} per GiB)")
+
+
+async def streams_across(env, streams, deltas):
+    workers = [Worker(f"w{i}", env["nats"], env["agent"], env["shared"], model="short/m") for i in range(3)]
+    try:
+        sids = []
+        for i in range(streams):
+            sids.append(await new_session(workers[i % 3].url))
+
+        async def one(i, sid):
+            url = workers[(i + 1) % 3].url
+            async with websockets.connect(f"{url}?session={sid}", ping_interval=None, max_size=None) as ws:
+                await recv(ws)
+                return await prompt_deltas(ws)
+
+        start = time.perf_counter()
+        counts = await asyncio.gather(*(one(i, sid) for i, sid in enumerate(sids)))
+        elapsed = time.perf_counter() - start
+    finally:
+        for w in workers:
+            w.stop()
+    total = sum(counts)
+    if total != streams * deltas:
+        raise SystemExit(f"streams across workers: {total} deltas, expected {streams * deltas}")
+    print(f"{streams} concurrent streams across 3 workers (each client on another worker than the owner): "
+          f"{total} deltas in {elapsed:.1f} s, {total / elapsed:,.0f} deltas/s, none missing")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--deltas", type=int, default=2000)
+    parser.add_argument("--delta-ms", type=int, default=2)
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--idle", type=int, default=1000)
+    parser.add_argument("--streams", type=int, default=200)
+    parser.add_argument("--stream-deltas", type=int, default=50, help="deltas of each concurrent stream")
+    parser.add_argument("--debug", action="store_true", help="measure the debug build")
+    parser.add_argument("--no-build", action="store_true")
+    args = parser.parse_args()
+    if args.debug:
+        BUILD["pi"] = "debug"
+    if not args.no_build:
+        flags = [] if args.debug else ["--release"]
+        for package in ("pi-cli", "pi-compat"):
+            subprocess.run(["cargo", "build", *flags, "-q", "-p", package], cwd=ROOT, check=True)
+    if not os.path.exists(NATS):
+        raise SystemExit(f"no nats-server at {NATS}: run scripts/install-serve-tools.sh")
+    print(f"pi serve --cluster, {BUILD['pi']} build, load average {os.getloadavg()[0]:.1f}")
+    with tempfile.TemporaryDirectory() as store, tempfile.TemporaryDirectory() as agent, \
+            tempfile.TemporaryDirectory() as shared:
+        fake, base_url, script = fake_server(args.deltas, args.delta_ms)
+        short, short_url, short_script = fake_server(args.stream_deltas, 10)
+        nats = Nats(store)
+        try:
+            models = {"providers": {
+                "bench": {"baseUrl": base_url, "api": "openai-completions", "apiKey": "k", "models": [{"id": "m"}]},
+                "short": {"baseUrl": short_url, "api": "openai-completions", "apiKey": "k", "models": [{"id": "m"}]},
+            }}
+            with open(os.path.join(agent, "models.json"), "w") as f:
+                json.dump(models, f)
+            env = {"nats": nats, "agent": agent, "shared": shared}
+            asyncio.run(per_delta(env, args.deltas, args.delta_ms))
+            asyncio.run(failover(env, None))
+            asyncio.run(failover(env, 3))
+            asyncio.run(drain(env, args.turns))
+            asyncio.run(idle(env, args.idle))
+            asyncio.run(streams_across(env, args.streams, args.stream_deltas))
+        finally:
+            nats.stop()
+            for proc, path in ((fake, script), (short, short_script)):
+                proc.kill()
+                proc.wait()
+                os.unlink(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+//! What a run's tools get: the active tool set, the tool context (cwd,
+//! temp dir, the `PI_*` variables, the extension gate, the client link) and
+//! the system prompt's sections for those tools.
+
+use super::Agent;
+use crate::tools::{ToolContext, ToolRegistry};
+
+impl Agent {
+    /// The tools the model gets, in order, with their specs.
+    pub(super) fn active_tool_set(&self) -> (ToolRegistry, Vec<crate::provider::ToolSpec>) {
+        self.toolbox.active_set()
+    }
+
+    pub(super) fn tool_context(&self) -> ToolContext {
+        let mut ctx = ToolContext::new(self.workspace.cwd().to_path_buf());
+        ctx.temp_dir = self.workspace.temp_dir().to_path_buf();
+        // The PI_* variables the prompt's rules point the model to (pi 1.6.0's set).
+        ctx.env = vec![
+            ("PI_CODING_AGENT".to_string(), "true".to_string()),
+            ("PI_SESSION_ID".to_string(), self.session.record().session_id().to_string()),
+            ("PI_PROVIDER".to_string(), self.models.model().provider.clone()),
+            ("PI_MODEL".to_string(), self.models.model().id.clone()),
+            ("PI_REASONING_LEVEL".to_string(), self.models.thinking().as_str().to_string()),
+        ];
+        if let Some(file) = self.session.record().file_path() {
+            ctx.env.push(("PI_SESSION_FILE".to_string(), file.display().to_string()));
+        }
+        ctx.gate = self.ext.handle().gate();
+        ctx.client = Some(self.client_link());
+        ctx
+    }
+
+    /// The system prompt's sections for the active tools (pi 1.6.0's
+    /// structure); system messages record them.
+    pub(super) fn prompt_sections(&self) -> crate::system_prompt::Sections {
+        use crate::system_prompt::{PromptTool, builtin_guidelines, builtin_snippet};
+        // Built-in tools carry their snippet and rules; extension tools their
+        // `promptSnippet` and `promptGuidelines` (pi leaves out tools without a snippet).
+        let mut tools: Vec<PromptTool> = Vec::new();
+        for (name, tool) in self.toolbox.active() {
+            let guidelines = match tool.prompt_guidelines() {
+                [] => builtin_guidelines(name).iter().map(|g| g.to_string()).collect(),
+                own => own.to_vec(),
+            };
+            let snippet = tool.prompt_snippet().or(builtin_snippet(name)).map(str::to_string);
+            tools.push(PromptTool { name: name.clone(), snippet, guidelines });
+        }
+        tools.extend(self.reach_tools());
+        let skills = self.skills_section();
+        self.workspace.prompt_sections(&tools, skills.as_deref())
+    }
+
+    /// The system prompt text for the active tools.
+    pub(super) fn system_prompt(&self) -> String {
+        crate::system_prompt::render(&self.prompt_sections())
+    }
+}
