@@ -44,10 +44,10 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use hyper::Response;
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -431,7 +431,8 @@ async fn accept_loop(listener: TcpListener, state: Arc<Mutex<State>>, mut shutdo
                 let state = state.clone();
                 let shutdown = shutdown.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = serve(stream, state, shutdown).await {
+                    let handle = move |request| answer(request, state.clone(), shutdown.clone());
+                    if let Err(e) = http::serve_connection(stream, handle).await {
                         tracing::debug!("fake server connection ended: {e}");
                     }
                 });
@@ -453,12 +454,12 @@ fn stamp_sent_time(bytes: Vec<u8>) -> Vec<u8> {
     String::from_utf8_lossy(&bytes).replace(SENT_TIME_MARK, &now.to_string()).into_bytes()
 }
 
-async fn serve(
-    mut stream: TcpStream,
+/// The answer to one request; a streamed one goes on in a task of its own.
+async fn answer(
+    request: RecordedRequest,
     state: Arc<Mutex<State>>,
     mut shutdown: watch::Receiver<bool>,
-) -> std::io::Result<()> {
-    let Some(request) = http::read_request(&mut stream).await? else { return Ok(()) };
+) -> Response<http::Answer> {
     let service = {
         let mut st = lock(&state);
         let keys = st.aws.as_ref().map(|a| (a.access_key_id.clone(), a.secret.clone()));
@@ -470,7 +471,7 @@ async fn serve(
         answer
     };
     if let Some((status, headers, body)) = service {
-        return http::write_plain(&mut stream, status, &headers, &body).await;
+        return http::plain(status, &headers, &body);
     }
     let format = if request.method == "POST" { Format::of_path(&request.path) } else { None };
     // Only model calls take a reply: a stray GET (a WebSocket upgrade) leaves the queue alone.
@@ -490,7 +491,7 @@ async fn serve(
             "InvalidSignatureException:http://internal.amazon.com/coral/com.amazon.coral.service/".to_string(),
         )];
         let body = serde_json::json!({"message": message});
-        return http::write_plain(&mut stream, 403, &headers, &body.to_string()).await;
+        return http::plain(403, &headers, &body.to_string());
     }
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
@@ -498,48 +499,42 @@ async fn serve(
     let Some(format) = format else {
         let msg = format!("fake server: no route for {} {}", request.method, request.path);
         let body = serde_json::json!({"error": {"message": msg, "type": "invalid_request_error", "param": null, "code": null}});
-        return http::write_plain(&mut stream, 404, &[], &body.to_string()).await;
+        return http::plain(404, &[], &body.to_string());
     };
-    match &reply.body {
-        ReplyBody::Error { status, body } => http::write_plain(&mut stream, *status, &reply.headers, body).await,
-        ReplyBody::Stream(script) => {
-            let frames = format.render(script, &request.body);
-            http::write_stream_head(&mut stream, format.content_type(), &reply.headers, script.ending != Ending::Cut)
-                .await?;
-            if reply.delay.is_zero() {
-                let frames: Vec<Vec<u8>> = frames.into_iter().map(|f| stamp_sent_time(f.bytes)).collect();
-                let bodies: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-                http::write_chunks(&mut stream, bodies).await?;
-            } else {
-                for frame in frames {
-                    if frame.is_part {
-                        tokio::time::sleep(reply.delay).await;
-                    }
-                    http::write_chunk(&mut stream, &stamp_sent_time(frame.bytes)).await?;
-                }
+    let script = match reply.body {
+        ReplyBody::Error { status, body } => return http::plain(status, &reply.headers, &body),
+        ReplyBody::Stream(script) => script,
+    };
+    let frames = format.render(&script, &request.body);
+    let (response, writer) = http::stream(format.content_type(), &reply.headers, script.ending != Ending::Cut);
+    let delay = reply.delay;
+    tokio::spawn(async move {
+        for frame in frames {
+            if frame.is_part && !delay.is_zero() {
+                tokio::time::sleep(delay).await;
             }
-            match script.ending {
-                Ending::Cut => {
-                    // Close without the terminating chunk: the client sees a truncated body.
-                    stream.shutdown().await
-                }
-                Ending::Hang => {
-                    // Stall until the server stops or the client goes away.
-                    let mut buf = [0u8; 256];
-                    loop {
-                        tokio::select! {
-                            _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
-                            read = stream.read(&mut buf) => match read {
-                                Ok(0) | Err(_) => return Ok(()),
-                                Ok(_) => {}
-                            },
-                        }
-                    }
-                }
-                _ => http::write_end(&mut stream).await,
+            if !writer.chunk(stamp_sent_time(frame.bytes)).await {
+                return;
             }
         }
-    }
+        match script.ending {
+            // Close without the terminating chunk: the client sees a truncated body.
+            Ending::Cut => writer.cut().await,
+            // Stall until the server stops (then cut) or the client goes away.
+            Ending::Hang => {
+                let stopped = tokio::select! {
+                    _ = shutdown.wait_for(|stop| *stop) => true,
+                    _ = writer.closed() => false,
+                };
+                if stopped {
+                    writer.cut().await;
+                }
+            }
+            // Dropping the writer sends the terminating chunk.
+            _ => {}
+        }
+    });
+    response
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! Tests of the fake server over raw TCP.
 
 use super::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 async fn post(server: &FakeServer, path: &str, body: &str) -> String {
     let mut s = TcpStream::connect(server.addr()).await.unwrap();
@@ -70,6 +72,30 @@ async fn cut_streams_end_without_the_terminating_chunk() {
     assert!(a.contains(r#""content":"a""#));
     assert!(!a.contains(r#""content":"b""#));
     assert!(!a.ends_with("0\r\n\r\n"));
+}
+
+#[tokio::test]
+async fn a_hanging_stream_stalls_until_shutdown_then_ends_without_the_terminating_chunk() {
+    let server = FakeServer::start().await.unwrap();
+    server.push(Reply::text_chunks(["a", "b"]).hang_after(1));
+    let mut s = TcpStream::connect(server.addr()).await.unwrap();
+    let body = chat("x");
+    let req = format!("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&out).contains(r#""content":"a""#) {
+        let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf)).await.unwrap().unwrap();
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&out));
+        out.extend_from_slice(&buf[..n]);
+    }
+    // Nothing more while it hangs.
+    assert!(tokio::time::timeout(Duration::from_millis(200), s.read(&mut buf)).await.is_err());
+    server.shutdown().await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut out)).await.unwrap();
+    let text = String::from_utf8_lossy(&out);
+    assert!(!text.contains(r#""content":"b""#), "{text}");
+    assert!(!text.ends_with("0\r\n\r\n"), "{text:?}");
 }
 
 #[tokio::test]

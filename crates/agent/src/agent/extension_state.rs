@@ -56,6 +56,8 @@ pub(crate) struct ExtensionState {
     starting: Vec<bool>,
     /// Extensions asked to await their start-up `session_start`.
     greeted: HashSet<usize>,
+    /// The virtual models each extension registered: `(provider, id)`.
+    virtual_of: HashMap<usize, Vec<(String, String)>>,
     /// A session hook is deciding (ops wait in the actor's deferred queue).
     hook_pending: bool,
     /// Commands and hooks in flight.
@@ -88,6 +90,7 @@ impl ExtensionState {
         ExtensionState {
             starting: vec![true; handle.len()],
             greeted: HashSet::new(),
+            virtual_of: HashMap::new(),
             handle,
             resources,
             hook_pending: false,
@@ -150,6 +153,21 @@ impl ExtensionState {
     /// Extension `id` was given its start-up `session_start` and is still starting: it is answering it.
     pub(super) fn is_greeting(&self, id: usize) -> bool {
         self.is_starting(id) && self.greeted.contains(&id)
+    }
+
+    /// Extension `id` now registers these virtual models; the ones it registered before are returned.
+    pub(super) fn replace_virtual_models(&mut self, id: usize, now: Vec<(String, String)>) -> Vec<(String, String)> {
+        let before = self.virtual_of.remove(&id).unwrap_or_default();
+        if !now.is_empty() {
+            self.virtual_of.insert(id, now);
+        }
+        before
+    }
+
+    /// The live extension that registered virtual model `provider/id`.
+    pub(super) fn virtual_model_owner(&self, provider: &str, id: &str) -> Option<Arc<crate::extensions::Extension>> {
+        let owner = self.virtual_of.iter().find(|(_, models)| models.iter().any(|(p, m)| p == provider && m == id))?.0;
+        self.handle.get(*owner).filter(|e| !e.is_dead())
     }
 
     /// Extension `id` registered or died.

@@ -38,6 +38,7 @@ mod system_update;
 mod tests;
 mod tool_exec;
 mod toolbox;
+mod virtual_route;
 mod workspace;
 
 /// How the agent's session starts.

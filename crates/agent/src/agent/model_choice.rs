@@ -307,9 +307,24 @@ impl ModelChoice {
         }
     }
 
+    /// Add an extension's virtual model to the registry (refused when a physical model has its id).
+    pub(super) fn add_virtual(&mut self, model: Model) -> Result<(), String> {
+        self.registry.add_virtual(model)
+    }
+
+    /// Remove a virtual model from the registry (the selection, if it is, stays).
+    pub(super) fn remove_virtual(&mut self, provider: &str, id: &str) {
+        self.registry.remove_virtual(provider, id);
+    }
+
+    /// The providers by API (a virtual model's router picks among them).
+    pub(super) fn providers(&self) -> &ProviderRegistry {
+        &self.providers
+    }
+
     /// Checks before a run may start: a callable model with credentials.
     pub(super) fn preflight(&self) -> Result<(), CoreError> {
-        if self.providers.get(&self.model.api).is_none() {
+        if !crate::config::models::is_virtual(&self.model) && self.providers.get(&self.model.api).is_none() {
             return Err(CoreError::new(
                 ErrorKind::Unsupported,
                 format!(

@@ -61,6 +61,8 @@ pub(crate) struct RunSetup {
     /// MCP tools, `codemode` and `tool_search` join `tools` at each model call.
     pub mcp: Option<Arc<crate::mcp::McpManager>>,
     pub reach: crate::mcp::turn::Reach,
+    /// A virtual model is selected: each request is routed first.
+    pub router: Option<super::virtual_route::VirtualRouter>,
 }
 
 /// MCP before a prompt's first turn: wait for `direct` servers, then add
@@ -282,6 +284,19 @@ async fn low_level_run(
                 Some(replaced) => replaced,
                 None => context,
             };
+            if let Some(router) = &mut s.router {
+                // The request, and its assistant message, name the physical model.
+                match router.route(&messages, retry_end_pending, &s.cancel).await {
+                    Ok(routed) => {
+                        (s.model, s.thinking, s.provider) = (routed.model, routed.thinking, routed.provider);
+                        (s.api_key, s.headers) = (routed.api_key, routed.headers);
+                    }
+                    Err(error) => {
+                        s.model = router.virtual_model().clone();
+                        s.provider = super::virtual_route::unrouted(error);
+                    }
+                }
+            }
             let request = ProviderRequest {
                 model: s.model.clone(),
                 system_prompt: super::system_update::prompt(s, &messages),

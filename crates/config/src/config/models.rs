@@ -14,6 +14,14 @@ use super::model_resolver::{self, Selected};
 use crate::model::{Model, ModelCost, ThinkingLevel};
 use crate::provider::faux;
 
+/// The `api` of a virtual model: each request made with it is routed to a physical model first.
+pub const VIRTUAL_MODEL_API: &str = "pi-virtual";
+
+/// Whether `model` is virtual (an extension routes its requests).
+pub fn is_virtual(model: &Model) -> bool {
+    model.api == VIRTUAL_MODEL_API
+}
+
 /// Request settings of one provider (from the catalog and `models.json`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProviderSettings {
@@ -139,6 +147,28 @@ impl ModelRegistry {
         }
         reg.apply_models_json(file, &path)?;
         Ok(reg)
+    }
+
+    /// Add or replace a virtual model (an extension's `registerVirtualModel`,
+    /// `api` [`VIRTUAL_MODEL_API`]). Refused when a physical model has its id.
+    pub fn add_virtual(&mut self, model: Model) -> Result<(), String> {
+        self.ensure_provider(&model.provider);
+        if self.models.iter().any(|m| m.provider == model.provider && m.id == model.id && !is_virtual(m)) {
+            return Err(format!("Virtual model {} conflicts with a physical model.", model.full_id()));
+        }
+        self.remove_virtual(&model.provider, &model.id);
+        self.models.push(model);
+        Ok(())
+    }
+
+    /// Remove a virtual model (`unregisterVirtualModel`, or its extension went away).
+    pub fn remove_virtual(&mut self, provider: &str, id: &str) {
+        self.models.retain(|m| !(is_virtual(m) && m.provider == provider && m.id == id));
+    }
+
+    /// A physical model by provider and id (pi's `getPhysicalModel`).
+    pub fn find_physical(&mut self, provider: &str, id: &str) -> Option<Model> {
+        self.find(provider, id).filter(|m| !is_virtual(m))
     }
 
     /// A registry with just these models (tests).
@@ -330,7 +360,12 @@ impl ModelRegistry {
 
     /// True when the model can be called (faux always can).
     pub fn has_credentials(&self, model: &Model) -> bool {
-        model.provider == faux::FAUX_PROVIDER
+        // A virtual model under a provider of no physical model needs none (as in pi).
+        let keyless_virtual = is_virtual(model)
+            && !self.models.iter().any(|m| m.provider == model.provider && !is_virtual(m))
+            && !catalog::catalog_providers().any(|p| p == model.provider);
+        keyless_virtual
+            || model.provider == faux::FAUX_PROVIDER
             || self.api_key(&model.provider).is_some()
             || self.bearer_token(&model.provider).is_some()
     }

@@ -45,6 +45,7 @@ const FILES: &[(&str, &str)] = &[
     ("prompt-options.mjs", include_str!("host/prompt-options.mjs")),
     ("ui.mjs", include_str!("host/ui.mjs")),
     ("exec.mjs", include_str!("host/exec.mjs")),
+    ("virtual-models.mjs", include_str!("host/virtual-models.mjs")),
     ("services.mjs", include_str!("host/services.mjs")),
     ("shims/host-services.cjs", include_str!("host/shims/host-services.cjs")),
     ("shims/theme.cjs", include_str!("host/shims/theme.cjs")),

@@ -111,6 +111,11 @@ pub struct Registration {
     /// before it reads the first command). Without it, it is a notification.
     #[serde(default, rename = "awaitSessionStart")]
     pub await_session_start: bool,
+    /// Virtual models (pi's `registerVirtualModel`): catalog entries with
+    /// `api: "pi-virtual"`; each request made with one is routed first
+    /// (the `route_model` request).
+    #[serde(default, rename = "virtualModels")]
+    pub virtual_models: Vec<crate::model::Model>,
 }
 
 impl Registration {

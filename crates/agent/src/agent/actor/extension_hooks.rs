@@ -363,6 +363,7 @@ impl Agent {
         match signal {
             ExtSignal::Host(HostSignal::Registered { id }) => {
                 self.sync_extension_tools(id).await;
+                self.sync_virtual_models(id).await;
                 // A registration its start-up `session_start` handlers make keeps ops waiting.
                 let greeting = self.ext.is_greeting(id);
                 if greeting || self.greet_extension(id) {
@@ -376,6 +377,9 @@ impl Agent {
                 self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
                 for name in self.ext.take_tools_of(id) {
                     self.remove_extension_tool(&name);
+                }
+                for (provider, model) in self.ext.replace_virtual_models(id, Vec::new()) {
+                    self.models.remove_virtual(&provider, &model);
                 }
                 self.extension_started(id).await;
             }
@@ -479,6 +483,33 @@ impl Agent {
         let (_, held) = self.activity.release(Hold::Extensions);
         for pending in held {
             self.handle_op(Pending { accepted: true, ..pending }).await;
+        }
+    }
+
+    /// Put extension `id`'s virtual models in the registry (those it no
+    /// longer registers go); one whose id a physical model has is refused.
+    async fn sync_virtual_models(&mut self, id: usize) {
+        let Some(ext) = self.ext.handle().get(id).filter(|e| !e.is_dead()) else { return };
+        let Some(registration) = ext.registration() else { return };
+        let mut now = Vec::new();
+        for model in registration.virtual_models {
+            let key = (model.provider.clone(), model.id.clone());
+            match self.models.add_virtual(model) {
+                Ok(()) => now.push(key),
+                Err(error) => {
+                    let event = AgentEvent::ExtensionError {
+                        extension_path: ext.path_string(),
+                        event: "register".into(),
+                        error,
+                    };
+                    self.emit(event).await;
+                }
+            }
+        }
+        for (provider, model) in self.ext.replace_virtual_models(id, now.clone()) {
+            if !now.contains(&(provider.clone(), model.clone())) {
+                self.models.remove_virtual(&provider, &model);
+            }
         }
     }
 

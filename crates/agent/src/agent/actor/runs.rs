@@ -71,7 +71,12 @@ impl Agent {
 
     /// Start a run with these new messages.
     pub(super) fn start_run(&mut self, mut initial: Vec<AgentMessage>) {
-        let Some(provider) = self.models.provider() else { return };
+        let router = self.virtual_router();
+        let provider = match (&router, self.models.provider()) {
+            (_, Some(provider)) => provider,
+            (Some(_), None) => crate::agent::virtual_route::unrouted(String::new()),
+            (None, None) => return,
+        };
         initial.extend(self.ext.take_next_turn());
         let cancel = CancellationToken::new();
         let retry_cancel = CancellationToken::new();
@@ -104,7 +109,23 @@ impl Agent {
             tools_seen,
             mcp: Some(self.mcp.clone()),
             reach: self.reach(),
+            router,
         };
         tokio::spawn(run_session(setup));
+    }
+
+    /// The router of the selected model, when it is an extension's virtual model.
+    fn virtual_router(&self) -> Option<crate::agent::virtual_route::VirtualRouter> {
+        use crate::agent::virtual_route::VirtualRouter;
+        let model = self.models.model();
+        if !crate::config::models::is_virtual(model) {
+            return None;
+        }
+        let Some(owner) = self.ext.virtual_model_owner(&model.provider, &model.id) else {
+            // Not registered (any more): the request ends with pi's error.
+            return Some(VirtualRouter::unregistered(model.clone()));
+        };
+        let (registry, providers) = (self.models.registry().clone(), self.models.providers().clone());
+        Some(VirtualRouter::new(owner, model.clone(), self.models.thinking(), registry, providers))
     }
 }

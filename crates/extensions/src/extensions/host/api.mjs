@@ -7,6 +7,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { exec } from "./exec.mjs";
+import { VirtualModels } from "./virtual-models.mjs";
 
 /** Tool exposures that are given to the model when active (pi's `direct` and `model-only`). */
 const MODEL_EXPOSURES = new Set([undefined, "direct", "model-only"]);
@@ -57,6 +58,7 @@ export class Instance {
 		this.tools = new Map();
 		this.flags = new Map();
 		this.shortcuts = new Map();
+		this.virtualModels = new VirtualModels();
 		this.bus = bus;
 		this.onChange = onChange;
 		this.reportError = reportError;
@@ -95,6 +97,7 @@ export class Instance {
 			events: [...events],
 			// pi awaits session_start handlers before the first command.
 			awaitSessionStart: true,
+			virtualModels: this.virtualModels.catalog(),
 		};
 	}
 
@@ -240,10 +243,13 @@ export class Instance {
 				self.unsupported("pi.registerProvider()");
 			},
 			unregisterProvider() {},
-			registerVirtualModel() {
-				self.unsupported("pi.registerVirtualModel()");
+			registerVirtualModel(definition) {
+				self.virtualModels.register(definition);
+				self.onChange();
 			},
-			unregisterVirtualModel() {},
+			unregisterVirtualModel(provider, id) {
+				if (self.virtualModels.unregister(provider, id)) self.onChange();
+			},
 			registerMcpServer() {
 				self.unsupported("pi.registerMcpServer()");
 			},

@@ -144,6 +144,7 @@ function onRequest(message) {
 	let work;
 	if (method === "command") work = runCommand(params, controller.signal);
 	else if (method === "execute_tool") work = runTool(params, controller.signal);
+	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);
 	else work = serial(() => runHook(instance, method, params, contexts.event(controller.signal), reportError));
 	work.then(
 		(result) => channel.send({ type: "response", id, result: result ?? null }),

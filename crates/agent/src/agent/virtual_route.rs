@@ -1,0 +1,144 @@
+//! Virtual models (pi's `registerVirtualModel`): before each model request a
+//! run makes with one, the extension that registered it names the physical
+//! model and thinking level the request goes to ([`VirtualRouter::route`]).
+//! The request, and the assistant message, then name the physical model, as
+//! pi records dispatch; the selection stays the virtual model. A routing that
+//! fails ends the request with an error response ([`unrouted`]).
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ModelRegistry;
+use crate::config::models::is_virtual;
+use crate::extensions::{CallError, Extension};
+use crate::message::AgentMessage;
+use crate::model::{Model, ThinkingLevel};
+use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderRegistry, ProviderRequest, ProviderStream};
+
+/// What one request is routed to.
+pub(crate) struct Routed {
+    pub model: Model,
+    pub thinking: ThinkingLevel,
+    pub provider: Arc<dyn Provider>,
+    pub api_key: Option<String>,
+    pub headers: std::collections::HashMap<String, String>,
+}
+
+/// Routes the requests of a run made with a virtual model.
+pub(crate) struct VirtualRouter {
+    /// The extension that registered the virtual model (`None`: no longer registered).
+    owner: Option<Arc<Extension>>,
+    /// The selection: the virtual model and its thinking level.
+    model: Model,
+    thinking: ThinkingLevel,
+    registry: ModelRegistry,
+    providers: ProviderRegistry,
+}
+
+impl VirtualRouter {
+    pub(crate) fn new(
+        owner: Arc<Extension>,
+        model: Model,
+        thinking: ThinkingLevel,
+        registry: ModelRegistry,
+        providers: ProviderRegistry,
+    ) -> Self {
+        VirtualRouter { owner: Some(owner), model, thinking, registry, providers }
+    }
+
+    /// The router of a virtual model no extension registers (any more): every request fails.
+    pub(crate) fn unregistered(model: Model) -> Self {
+        let (registry, providers) = (ModelRegistry::default(), ProviderRegistry::default());
+        VirtualRouter { owner: None, model, thinking: ThinkingLevel::Off, registry, providers }
+    }
+
+    /// The selected virtual model (named by a request whose routing failed).
+    pub(crate) fn virtual_model(&self) -> &Model {
+        &self.model
+    }
+
+    /// Ask the router for this request's physical model. `retry`: the first
+    /// request of an automatic retry.
+    pub(crate) async fn route(
+        &mut self,
+        messages: &[AgentMessage],
+        retry: bool,
+        cancel: &CancellationToken,
+    ) -> Result<Routed, String> {
+        let reason = if retry {
+            "retry"
+        } else if user_turn(messages) {
+            "user"
+        } else {
+            "continuation"
+        };
+        let params = json!({
+            "provider": self.model.provider,
+            "id": self.model.id,
+            "reason": reason,
+            "thinkingLevel": self.thinking.as_str(),
+            "messages": messages,
+        });
+        let Some(owner) = &self.owner else {
+            return Err(format!("Virtual model {} is not registered.", self.model.full_id()));
+        };
+        let answer = match owner.call("route_model", params, Some(cancel)).await {
+            Ok(answer) => answer,
+            Err(CallError::Failed(error) | CallError::Dead(error)) => return Err(error),
+            Err(CallError::Cancelled) => return Err("Request was aborted".to_string()),
+        };
+        let field = |key: &str| answer.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+        let (provider, id) = (field("provider"), field("id"));
+        let name = format!("Virtual model {} routed to {provider}/{id}", self.model.full_id());
+        let model = self
+            .registry
+            .find_physical(&provider, &id)
+            .filter(|m| !is_virtual(m))
+            .ok_or_else(|| format!("{name}, which is not a physical model."))?;
+        if !self.registry.has_credentials(&model) {
+            return Err(format!("{name}, which has no credentials."));
+        }
+        let physical = self
+            .providers
+            .get(&model.api)
+            .ok_or_else(|| format!("{name}, whose API \"{}\" this build does not support.", model.api))?;
+        let wanted = answer.get("thinkingLevel").and_then(Value::as_str).and_then(|l| l.parse().ok());
+        Ok(Routed {
+            thinking: model.clamp_thinking(wanted.unwrap_or(self.thinking)),
+            provider: crate::auth::authorize(physical, &self.registry, &model),
+            api_key: self.registry.api_key(&model.provider),
+            headers: self.registry.headers(&model),
+            model,
+        })
+    }
+}
+
+/// A message the user wrote comes after the last response (pi's reason `user`).
+fn user_turn(messages: &[AgentMessage]) -> bool {
+    let last_response = messages.iter().rposition(|m| matches!(m, AgentMessage::Assistant(_)));
+    let after = last_response.map_or(0, |i| i + 1);
+    messages[after..].iter().any(|m| matches!(m, AgentMessage::User(_)))
+}
+
+/// The provider of a request whose routing failed: it answers the error.
+pub(crate) fn unrouted(error: String) -> Arc<dyn Provider> {
+    Arc::new(Unrouted { error })
+}
+
+struct Unrouted {
+    error: String,
+}
+
+impl Provider for Unrouted {
+    fn api(&self) -> &'static str {
+        crate::config::models::VIRTUAL_MODEL_API
+    }
+
+    fn stream(&self, _request: ProviderRequest, _cancel: CancellationToken) -> ProviderStream {
+        let error = ProviderError::new(ProviderErrorKind::InvalidRequest, self.error.clone());
+        futures::stream::once(async move { Err(error) }).boxed()
+    }
+}
