@@ -157,7 +157,7 @@ impl ModelRegistry {
             return Err(format!("Virtual model {} conflicts with a physical model.", model.full_id()));
         }
         self.remove_virtual(&model.provider, &model.id);
-        self.models.push(model);
+        self.models.push(Slot::Own(Box::new(model)));
         Ok(())
     }
 
@@ -649,6 +649,12 @@ mod tests {
         // A key set at run time in one session does not reach the other.
         changed.set_runtime_key("groq", "gsk-1".into());
         assert!(changed.provider_usable("groq") && !plain.provider_usable("groq"));
+        // So does an extension's virtual model.
+        let virtual_model = Model { api: VIRTUAL_MODEL_API.into(), ..theirs.clone() };
+        assert!(changed.add_virtual(virtual_model.clone()).is_err(), "a physical model has its id");
+        let virtual_model = Model { provider: "router".into(), id: "auto".into(), ..virtual_model };
+        changed.add_virtual(virtual_model).unwrap();
+        assert!(changed.find("router", "auto").is_some() && plain.find("router", "auto").is_none());
         // A clone (initialize's checked registry) shares the catalog too.
         let copy = plain.clone();
         assert!(
