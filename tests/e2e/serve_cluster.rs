@@ -5,7 +5,7 @@
 //! Skipped without nats-server or Python `websockets` (unless
 //! `PI_RPC_REQUIRE_TOOLS=1`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::clients::{installed_tool, repo_root};
@@ -81,6 +81,23 @@ async fn worker_with(sb: &Sandbox, nats: &Nats, shared: &Path, name: &str, ttl: 
     serve(sb, &args).await
 }
 
+/// The session directory the workers of a test share.
+fn shared_dir(sb: &Sandbox) -> PathBuf {
+    let shared = sb.home.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    shared
+}
+
+/// Two workers (lease TTL 5 s, `more` arguments each) and a client on the second one running
+/// `scenario` against both.
+async fn two_workers_run(sb: &Sandbox, nats: &Nats, more: &[&str], scenario: &str) {
+    let shared = shared_dir(sb);
+    let a = worker_with(sb, nats, &shared, "wa", "5", more).await;
+    let b = worker_with(sb, nats, &shared, "wb", "5", more).await;
+    let (url_a, url_b) = (a.url.clone(), b.url.clone());
+    cluster(&b, scenario, &[&url_a, &url_b]).await;
+}
+
 fn signal(served: &Served, signal: nix::sys::signal::Signal) {
     let pid = served.pi.child.id().expect("pid");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).expect("signal");
@@ -90,8 +107,7 @@ fn signal(served: &Served, signal: nix::sys::signal::Signal) {
 async fn a_killed_owners_lease_expires_and_another_worker_takes_the_session_over() {
     let Some(nats) = Nats::start().await else { return };
     let sb = Sandbox::offline();
-    let shared = sb.home.path().join("shared");
-    std::fs::create_dir_all(&shared).expect("shared dir");
+    let shared = shared_dir(&sb);
     let mut a = worker(&sb, &nats, &shared, "wa", "2").await;
     let b = worker(&sb, &nats, &shared, "wb", "2").await;
     let session = "cluster-takeover-1";
@@ -129,8 +145,7 @@ async fn a_killed_owners_lease_expires_and_another_worker_takes_the_session_over
 async fn a_stale_owner_paused_past_its_lease_cannot_append() {
     let Some(nats) = Nats::start().await else { return };
     let sb = Sandbox::offline();
-    let shared = sb.home.path().join("shared");
-    std::fs::create_dir_all(&shared).expect("shared dir");
+    let shared = shared_dir(&sb);
     let a = worker(&sb, &nats, &shared, "wa", "1").await;
     let b = worker(&sb, &nats, &shared, "wb", "1").await;
     let session = "cluster-stale-1";
@@ -188,8 +203,7 @@ async fn cluster(served: &Served, scenario: &str, args: &[&str]) -> Option<Strin
 async fn any_worker_serves_any_session_with_the_owners_numbers() {
     let Some(nats) = Nats::start().await else { return };
     let sb = Sandbox::offline();
-    let shared = sb.home.path().join("shared");
-    std::fs::create_dir_all(&shared).expect("shared dir");
+    let shared = shared_dir(&sb);
     let a = worker(&sb, &nats, &shared, "wa", "3").await;
     let b = worker(&sb, &nats, &shared, "wb", "3").await;
     let c = worker(&sb, &nats, &shared, "wc", "3").await;
@@ -207,8 +221,7 @@ async fn a_killed_owner_mid_stream_loses_no_stored_event_and_the_turn_is_reporte
     let mut slow = pi_compat::fake_server::Reply::text_chunks((0..60).map(|i| format!("w{i} ")));
     slow.delay = Duration::from_millis(40);
     sb.server().on_marker("stream slowly", slow);
-    let shared = sb.home.path().join("shared");
-    std::fs::create_dir_all(&shared).expect("shared dir");
+    let shared = shared_dir(&sb);
     let mut a = worker(&sb, &nats, &shared, "wa", "2").await;
     let b = worker(&sb, &nats, &shared, "wb", "2").await;
     let pid = a.pi.child.id().expect("pid").to_string();
@@ -230,8 +243,7 @@ async fn three_workers_behind_round_robin_nginx_serve_every_session_and_drain_wi
     let mut slow = pi_compat::fake_server::Reply::text_chunks((0..40).map(|i| format!("w{i} ")));
     slow.delay = Duration::from_millis(50);
     sb.server().on_marker("stream slowly", slow);
-    let shared = sb.home.path().join("shared");
-    std::fs::create_dir_all(&shared).expect("shared dir");
+    let shared = shared_dir(&sb);
     let dir = shared.display().to_string();
     let mut workers = Vec::new();
     for name in ["w1", "w2", "w3"] {
@@ -320,8 +332,7 @@ async fn a_nats_restart_mid_run_loses_no_event_and_requests_meanwhile_are_answer
     let mut slow = pi_compat::fake_server::Reply::text_chunks((0..60).map(|i| format!("w{i} ")));
     slow.delay = Duration::from_millis(60);
     sb.server().on_marker("stream slowly", slow);
-    let shared = sb.home.path().join("shared");
-    std::fs::create_dir_all(&shared).expect("shared dir");
+    let shared = shared_dir(&sb);
     // The lease outlives the outage: A stays the owner.
     let a = worker(&sb, &nats, &shared, "wa", "8").await;
     let b = worker(&sb, &nats, &shared, "wb", "8").await;
@@ -355,32 +366,21 @@ async fn dialogs_reach_clients_on_every_worker_and_the_first_answer_wins() {
     let Some(nats) = Nats::start().await else { return };
     let sb = Sandbox::offline();
     let demo = crate::extensions::demo_path();
-    let shared = sb.home.path().join("shared");
-    std::fs::create_dir_all(&shared).expect("shared dir");
-    let a = worker_with(&sb, &nats, &shared, "wa", "5", &["-e", &demo]).await;
-    let b = worker_with(&sb, &nats, &shared, "wb", "5", &["-e", &demo]).await;
-    let (url_a, url_b) = (a.url.clone(), b.url.clone());
-    cluster(&b, "dialogs", &[&url_a, &url_b]).await;
+    two_workers_run(&sb, &nats, &["-e", &demo], "dialogs").await;
 }
 
 #[tokio::test]
 async fn acp_loads_resumes_and_lists_a_session_owned_by_another_worker() {
     let Some(nats) = Nats::start().await else { return };
     let sb = Sandbox::offline();
-    let shared = sb.home.path().join("shared");
-    std::fs::create_dir_all(&shared).expect("shared dir");
-    let a = worker(&sb, &nats, &shared, "wa", "5").await;
-    let b = worker(&sb, &nats, &shared, "wb", "5").await;
-    let (url_a, url_b) = (a.url.clone(), b.url.clone());
-    cluster(&b, "acp", &[&url_a, &url_b]).await;
+    two_workers_run(&sb, &nats, &[], "acp").await;
 }
 
 #[tokio::test]
 async fn a_full_replay_through_a_new_owners_mirror_has_no_gap() {
     let Some(nats) = Nats::start().await else { return };
     let sb = Sandbox::offline();
-    let shared = sb.home.path().join("shared");
-    std::fs::create_dir_all(&shared).expect("shared dir");
+    let shared = shared_dir(&sb);
     let mut a = worker(&sb, &nats, &shared, "wa", "2").await;
     let b = worker(&sb, &nats, &shared, "wb", "2").await;
     let c = worker(&sb, &nats, &shared, "wc", "2").await;
@@ -396,10 +396,5 @@ async fn approvals_reach_clients_on_every_worker_and_the_first_answer_wins() {
     let sb = Sandbox::with_server().await;
     let call = pi_compat::fake_server::Reply::tool_call("call_1", "bash", r#"{"command":"echo approved-ran"}"#);
     sb.server().on_marker("run the tool", call);
-    let shared = sb.home.path().join("shared");
-    std::fs::create_dir_all(&shared).expect("shared dir");
-    let a = worker_with(&sb, &nats, &shared, "wa", "5", &["--tool-approval"]).await;
-    let b = worker_with(&sb, &nats, &shared, "wb", "5", &["--tool-approval"]).await;
-    let (url_a, url_b) = (a.url.clone(), b.url.clone());
-    cluster(&b, "approvals", &[&url_a, &url_b]).await;
+    two_workers_run(&sb, &nats, &["--tool-approval"], "approvals").await;
 }
