@@ -57,8 +57,16 @@ impl ProjectedEntry {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Projection {
     pub entries: Vec<ProjectedEntry>,
-    /// Ids and types of the root-to-leaf path (for staleness checks).
+    /// Ids and types of the root-to-leaf path from its latest context edit
+    /// or compaction on (the whole path when it has none), for staleness
+    /// checks: what lies before that entry is stale whatever it is.
     pub branch: Vec<(Option<String>, String)>,
+}
+
+/// A context edit or compaction: the usage reported before it no longer
+/// describes the context.
+fn is_invalidating(kind: &str) -> bool {
+    kind == "context_edit" || kind == "compaction"
 }
 
 fn is_system(message: &StoredMessage) -> bool {
@@ -128,8 +136,9 @@ impl Projection {
             }
             entries.push(projected);
         }
-        let branch =
-            session.branch_heads().into_iter().map(|(id, kind)| (id.map(str::to_string), kind.to_string())).collect();
+        let heads = session.branch_heads();
+        let from = heads.iter().rposition(|(_, kind)| is_invalidating(kind)).unwrap_or(0);
+        let branch = heads[from..].iter().map(|(id, kind)| (id.map(str::to_string), kind.to_string())).collect();
         Projection { entries, branch }
     }
 
@@ -178,7 +187,7 @@ impl Projection {
         let Some(usage_index) = self.branch.iter().position(|(bid, _)| bid.as_deref() == Some(id)) else {
             return false;
         };
-        let invalidating = self.branch.iter().rposition(|(_, kind)| kind == "context_edit" || kind == "compaction");
+        let invalidating = self.branch.iter().rposition(|(_, kind)| is_invalidating(kind));
         invalidating.is_none_or(|i| usage_index > i)
     }
 }

@@ -145,7 +145,7 @@ impl Session {
             Some(leaf) => self.path_positions(leaf),
             None => return Vec::new(),
         };
-        // Compactions are resident: finding them reads nothing from the file.
+        // Slot heads give the type: finding the compaction reads nothing from the file.
         let compaction_at = path.iter().rposition(|&i| self.slots[i].type_name() == "compaction");
         let Some(at) = compaction_at else { return path };
         let SessionEntry::Known(KnownEntry::Compaction(compaction)) = self.entry_at(path[at]) else {

@@ -74,6 +74,8 @@ impl Session {
             slots: Vec::new(),
             source: None,
             index: HashMap::new(),
+            parents: Vec::new(),
+            dangling: false,
             labels: HashMap::new(),
             leaf: None,
             file,

@@ -3,9 +3,10 @@
 //! and its place in the session file, its record read from there when it is
 //! needed and dropped again when the session releases memory.
 //!
-//! Messages, `custom` and `custom_message` entries are the ones kept by
-//! their place: they hold nearly all of a session's bytes, and the tree,
-//! the leaf, the labels and the session name need none of their bodies. A
+//! Messages, `custom`, `custom_message` and `compaction` entries are the
+//! ones kept by their place: they hold nearly all of a session's bytes (a
+//! compaction carries the prompt and tools declared, several KB), and the
+//! tree, the leaf, the labels and the session name need none of their bodies. A
 //! long-lived session so holds its whole history in a few dozen bytes per
 //! entry, and opening a large file reads each line once, quickly, without
 //! building its entry.
@@ -33,6 +34,7 @@ enum LazyKind {
     Message,
     Custom,
     CustomMessage,
+    Compaction,
 }
 
 impl LazyKind {
@@ -41,6 +43,7 @@ impl LazyKind {
             "message" => Some(LazyKind::Message),
             "custom" => Some(LazyKind::Custom),
             "custom_message" => Some(LazyKind::CustomMessage),
+            "compaction" => Some(LazyKind::Compaction),
             _ => None,
         }
     }
@@ -50,6 +53,7 @@ impl LazyKind {
             LazyKind::Message => "message",
             LazyKind::Custom => "custom",
             LazyKind::CustomMessage => "custom_message",
+            LazyKind::Compaction => "compaction",
         }
     }
 }

@@ -29,6 +29,9 @@ use super::slot::{Slot, Span};
 
 pub(crate) use super::record::{Record, generate_id};
 
+/// `Session::parents` of an entry without a parent in the session.
+pub(crate) const NO_PARENT: u32 = u32::MAX;
+
 /// A label currently set on an entry.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Label {
@@ -53,6 +56,13 @@ pub struct Session {
     pub(crate) source: Option<Arc<File>>,
     /// Entry id -> position in `slots` (the last one wins for duplicate ids).
     pub(crate) index: HashMap<String, usize>,
+    /// Position in `slots` of each entry's parent, through `index`
+    /// ([`NO_PARENT`] for a root or a missing parent): walking a path costs
+    /// no id look-up.
+    pub(crate) parents: Vec<u32>,
+    /// Some entry names a parent id that no entry has (a damaged or
+    /// hand-edited file): a later entry may be that parent.
+    pub(crate) dangling: bool,
     /// Target entry id -> its current label.
     pub(crate) labels: HashMap<String, Label>,
     pub(crate) leaf: Option<String>,
@@ -146,6 +156,8 @@ impl Session {
             slots: Vec::new(),
             source: None,
             index: HashMap::new(),
+            parents: Vec::new(),
+            dangling: false,
             labels: HashMap::new(),
             leaf: None,
             file,
@@ -281,6 +293,41 @@ impl Session {
         for i in 0..self.slots.len() {
             self.index_record(i);
         }
+        self.resolve_parents();
+    }
+
+    /// Recompute every entry's parent position from `index`.
+    pub(crate) fn resolve_parents(&mut self) {
+        self.dangling = false;
+        let mut parents = std::mem::take(&mut self.parents);
+        parents.clear();
+        parents.extend((0..self.slots.len()).map(|i| self.parent_position(i)));
+        self.parents = parents;
+    }
+
+    /// The position of the parent of the entry at `i`, through `index`
+    /// (noting a parent id that no entry has).
+    fn parent_position(&mut self, i: usize) -> u32 {
+        let Some(parent) = self.slots[i].parent_id() else { return NO_PARENT };
+        match self.index.get(parent) {
+            Some(&p) => u32::try_from(p).unwrap_or(NO_PARENT),
+            None => {
+                self.dangling = true;
+                NO_PARENT
+            }
+        }
+    }
+
+    /// `parents` after `slots` gained its last element, which took the id of
+    /// the entry at `replaced` if any: only a new id that no earlier entry
+    /// waits for leaves the others' parents as they are.
+    fn resolve_last_parent(&mut self, replaced: Option<usize>) {
+        if replaced.is_some() || self.dangling || self.parents.len() + 1 != self.slots.len() {
+            self.resolve_parents();
+            return;
+        }
+        let parent = self.parent_position(self.slots.len() - 1);
+        self.parents.push(parent);
     }
 
     fn index_record(&mut self, i: usize) {
@@ -413,6 +460,7 @@ impl Session {
         self.slots.push(Slot::resident(Record::new(entry)));
         let pos = self.slots.len() - 1;
         self.index_record(pos);
+        self.resolve_last_parent(previous_index);
         if let Err(e) = self.persist_last() {
             let slot = self.slots.pop();
             if let Some(id) = slot.as_ref().and_then(Slot::id) {
@@ -425,6 +473,7 @@ impl Session {
                 self.labels = labels;
             }
             self.leaf = previous_leaf;
+            self.resolve_parents();
             return Err(e);
         }
         Ok(self.entry_at(pos))

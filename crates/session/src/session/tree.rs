@@ -60,17 +60,29 @@ impl Session {
             .and_then(|i| self.slots[i].id())
     }
 
-    /// Positions in `slots` of the root..=`id` path.
+    /// Positions in `slots` of the root..=`id` path. Parents come before
+    /// their children in a file pi writes, so the walk only keeps track of
+    /// where it has been once a parent lies after its child.
     pub(crate) fn path_positions(&self, id: &str) -> Vec<usize> {
         let mut path = Vec::new();
-        let mut seen = vec![false; self.slots.len()];
+        let mut seen: Option<Vec<bool>> = None;
         let mut current = self.index.get(id).copied();
         while let Some(pos) = current {
-            if std::mem::replace(&mut seen[pos], true) {
+            if let Some(seen) = &mut seen
+                && std::mem::replace(&mut seen[pos], true)
+            {
                 break; // a parent cycle in a hand-edited file
             }
             path.push(pos);
-            current = self.slots[pos].parent_id().and_then(|p| self.index.get(p).copied());
+            let parent = self.parents.get(pos).copied().unwrap_or(super::store::NO_PARENT);
+            current = (parent != super::store::NO_PARENT).then_some(parent as usize);
+            if current.is_some_and(|p| p >= pos) && seen.is_none() {
+                let mut marks = vec![false; self.slots.len()];
+                for &i in &path {
+                    marks[i] = true;
+                }
+                seen = Some(marks);
+            }
         }
         path.reverse();
         path

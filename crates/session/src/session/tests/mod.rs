@@ -8,6 +8,7 @@ mod interop;
 mod lazy;
 mod load;
 mod lookup;
+mod paths;
 mod spaced;
 mod store;
 mod tree;
