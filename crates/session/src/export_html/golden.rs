@@ -14,8 +14,11 @@ use super::ExportOptions;
 use super::render::{PageStamp, render_page};
 use crate::session::Session;
 
+/// The export options a case is rendered with.
+type Options = fn() -> ExportOptions;
+
 /// Each golden case: its file stem and the export options it is rendered with.
-const CASES: [(&str, fn() -> ExportOptions); 10] = [
+const CASES: [(&str, Options); 10] = [
     ("rich", super::tests::fixture_options),
     // What `pi --export <file>` writes: no system prompt, no tool list.
     ("rich-no-options", ExportOptions::default),
