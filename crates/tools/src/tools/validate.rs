@@ -171,8 +171,6 @@ pub(super) fn pattern_properties(s: &Map<String, Value>) -> Vec<(regex::Regex, &
 
 #[cfg(test)]
 mod equivalence;
-#[cfg(test)]
-mod legacy;
 
 #[cfg(test)]
 mod tests;
