@@ -143,6 +143,11 @@ async def flows(url):
         check(not err["success"] and "no-such-session" in err["error"], f"unknown session: {err}")
         state, _ = await call(c, "8", "get_state")
         check(state["data"]["sessionId"] == id_a, "the failed switch moved the connection")
+        # A message many times the server's WebSocket read buffer (4 KiB) arrives whole.
+        long_name = "n" * 50_000 + " end"
+        await call(c, "9", "set_session_name", name=long_name)
+        state, _ = await call(c, "10", "get_state")
+        check(state["data"].get("sessionName") == long_name, f"a 50 KB message: {len(state['data'].get('sessionName') or '')} chars came back")
     print(f"flows ok: sessions {id_a} {id_b}")
 
 

@@ -115,13 +115,13 @@ async fn relay_ops(
 /// until the hub lets go of it (detached, or the session ended).
 async fn relay_outputs(mut queued: mpsc::Receiver<Queued>, out: mpsc::Sender<Output>) {
     while let Some(item) = queued.recv().await {
-        match item {
-            Queued::Out(delivered) => {
+        match item.delivered() {
+            Ok(delivered) => {
                 if out.send(delivered.output).await.is_err() {
                     return;
                 }
             }
-            Queued::Closed(reason) => {
+            Err(reason) => {
                 tracing::debug!("an ACP session's hub let go: {reason}");
                 return;
             }

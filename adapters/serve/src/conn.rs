@@ -28,15 +28,31 @@ pub fn split_tag(tag: RequestTag) -> (ConnId, RequestTag) {
     (tag >> LOCAL_BITS, tag & LOCAL_MASK)
 }
 
-/// One item of a connection's queue.
-// `Out` is nearly every item and `Closed` the last one: boxing `Out` would
-// cost an allocation per message to shrink a variant that is almost never used.
-#[allow(clippy::large_enum_variant)]
+/// One item of a connection's queue. Small (four words): a tokio channel
+/// allocates its slots 32 at a time, at creation, so an item the size of an
+/// event cost every idle connection about 17 KiB.
 #[derive(Debug)]
 pub enum Queued {
-    Out(Delivered),
+    /// A numbered event of the session, shared with its other connections
+    /// and its replay buffer (the connection takes its own copy as it writes it).
+    Event(Arc<AgentEvent>, u64),
+    /// A reply, or an event for this connection alone.
+    Out(Box<Delivered>),
     /// The session the connection was attached to ended; the connection closes.
     Closed(String),
+}
+
+impl Queued {
+    /// The item as the connection's output, or why its session ended.
+    pub fn delivered(self) -> Result<Delivered, String> {
+        match self {
+            Queued::Event(event, seq) => {
+                Ok(Delivered { output: Output::Event(Arc::unwrap_or_clone(event)), seq: Some(seq) })
+            }
+            Queued::Out(delivered) => Ok(*delivered),
+            Queued::Closed(reason) => Err(reason),
+        }
+    }
 }
 
 /// Disconnects a connection whose client stopped reading.
@@ -89,28 +105,35 @@ impl Departed {
     }
 }
 
-/// The event as connection `conn` sees it: a `bash` output chunk names the
-/// request only for the connection that sent the `bash` command.
-pub fn event_for(conn: ConnId, event: &AgentEvent) -> AgentEvent {
-    match event {
+/// Numbered event `seq` as connection `conn` gets it: shared, except a
+/// `bash` output chunk, which names the request only for the connection
+/// that sent the `bash` command.
+pub fn event_for(conn: ConnId, event: &Arc<AgentEvent>, seq: u64) -> Queued {
+    match &**event {
         AgentEvent::BashExecutionUpdate { request, delta } => {
             let request = request.and_then(|t| {
                 let (owner, local) = split_tag(t);
                 (owner == conn).then_some(local)
             });
-            AgentEvent::BashExecutionUpdate { request, delta: delta.clone() }
+            let output = Output::Event(AgentEvent::BashExecutionUpdate { request, delta: delta.clone() });
+            Queued::Out(Box::new(Delivered { output, seq: Some(seq) }))
         }
-        other => other.clone(),
+        _ => Queued::Event(event.clone(), seq),
     }
 }
 
-pub fn deliver(conn: &ConnHandle, event: AgentEvent, seq: Option<u64>) -> bool {
-    deliver_output(conn, Output::Event(event), seq)
+/// Queue numbered event `seq` for `conn` without waiting; a full queue disconnects it.
+pub fn deliver(conn: &ConnHandle, event: &Arc<AgentEvent>, seq: u64) -> bool {
+    queue(conn, event_for(conn.id, event, seq))
 }
 
-/// Queue one item for `conn` without waiting; a full queue disconnects it.
+/// Queue one output for `conn` without waiting; a full queue disconnects it.
 pub fn deliver_output(conn: &ConnHandle, output: Output, seq: Option<u64>) -> bool {
-    match conn.queue.try_send(Queued::Out(Delivered { output, seq })) {
+    queue(conn, Queued::Out(Box::new(Delivered { output, seq })))
+}
+
+fn queue(conn: &ConnHandle, item: Queued) -> bool {
+    match conn.queue.try_send(item) {
         Ok(()) => true,
         Err(mpsc::error::TrySendError::Full(_)) => {
             let reason =

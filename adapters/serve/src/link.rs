@@ -46,11 +46,13 @@ pub fn connect(registry: Arc<Registry>, capacity: usize, kick: Kick) -> (Link, C
     (link, ConnOutputs { rx, ended: ended.clone() }, ended)
 }
 
-impl OutputPort for ConnOutputs {
-    async fn recv(&mut self) -> Option<Delivered> {
-        match self.rx.recv().await? {
-            Queued::Out(delivered) => Some(delivered),
-            Queued::Closed(reason) => {
+impl ConnOutputs {
+    /// An item of the queue as output: `Closed` ends it, with the reason kept
+    /// (the queue is closed, so the next `recv` ends the output).
+    fn take(&mut self, queued: Queued) -> Option<Delivered> {
+        match queued.delivered() {
+            Ok(delivered) => Some(delivered),
+            Err(reason) => {
                 if let Ok(mut ended) = self.ended.lock() {
                     *ended = Some(reason);
                 }
@@ -58,6 +60,19 @@ impl OutputPort for ConnOutputs {
                 None
             }
         }
+    }
+}
+
+impl OutputPort for ConnOutputs {
+    async fn recv(&mut self) -> Option<Delivered> {
+        let queued = self.rx.recv().await?;
+        self.take(queued)
+    }
+
+    /// The outputs already queued are mapped together and sent as one write.
+    fn try_recv(&mut self) -> Option<Delivered> {
+        let queued = self.rx.try_recv().ok()?;
+        self.take(queued)
     }
 }
 
@@ -83,7 +98,7 @@ impl Link {
         match (tag, &self.conn) {
             (Some(tag), Some(conn)) => {
                 let output = Output::Reply { tag, result };
-                let _ = conn.queue.send(Queued::Out(Delivered { output, seq: None })).await;
+                let _ = conn.queue.send(Queued::Out(Box::new(Delivered { output, seq: None }))).await;
             }
             (None, _) => {
                 if let Err(e) = result {

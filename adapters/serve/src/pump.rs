@@ -32,7 +32,7 @@ use tokio::time::Instant;
 use crate::cluster::events::{EventLog, Numbered as Keep, Stored};
 use crate::cluster::lease::LeaseWatch;
 use crate::cluster::mirror::{MirrorCtl, MirrorItem};
-use crate::conn::{ConnHandle, ConnId, Departed, Queued, actor_tag, deliver, deliver_output, event_for, split_tag};
+use crate::conn::{ConnHandle, ConnId, Departed, Queued, actor_tag, deliver, deliver_output, split_tag};
 use crate::hub::{Control, Feed, Home, Hub, HubOptions, Loaded};
 use crate::ownership::Ownership;
 use crate::replay::{Numbered, ReplayBuffer};
@@ -341,7 +341,7 @@ impl Pump {
         }
         let mut dropped = Vec::new();
         for conn in &self.conns {
-            if !deliver(conn, event_for(conn.id, &event), Some(seq)) {
+            if !deliver(conn, &event, seq) {
                 dropped.push(conn.id);
             }
         }
@@ -495,10 +495,10 @@ impl Pump {
         }
         let sent: std::collections::HashSet<u64> = older.iter().chain(held.iter()).map(|(seq, _)| *seq).collect();
         for (seq, event) in older.iter().chain(held.iter()) {
-            ok = ok && deliver(&conn, event_for(conn.id, event), Some(*seq));
+            ok = ok && deliver(&conn, event, *seq);
         }
         for (_, (seq, event)) in self.dialogs.iter().filter(|(_, (seq, _))| !sent.contains(seq)) {
-            ok = ok && deliver(&conn, event_for(conn.id, event), Some(*seq));
+            ok = ok && deliver(&conn, event, *seq);
         }
         if ok {
             self.conns.retain(|c| c.id != conn.id);

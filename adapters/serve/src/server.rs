@@ -181,6 +181,7 @@ async fn rpc(
     }
     let attach = query.session.map(|id| (id, query.after_seq));
     let limit = shared.options.max_message_bytes;
+    let upgrade = upgrade.read_buffer_size(READ_BUFFER_BYTES);
     upgrade.max_message_size(limit).max_frame_size(limit).on_upgrade(move |socket: WebSocket| async move {
         crate::socket::serve_socket(
             socket,
@@ -194,6 +195,12 @@ async fn rpc(
         drop(admitted);
     })
 }
+
+/// A WebSocket's read buffer. tungstenite's default (128 KiB) is zero-filled
+/// whole on the first read, so it was most of an idle connection's memory;
+/// a message longer than this still arrives whole (the buffer grows to the
+/// frame's length), in reads of this size.
+const READ_BUFFER_BYTES: usize = 4 * 1024;
 
 fn allowed(options: &ServeOptions) -> String {
     if options.allowed_origins.is_empty() {

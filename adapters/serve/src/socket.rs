@@ -84,10 +84,27 @@ fn ended_by(e: axum::Error) -> Result<(u16, String), String> {
 
 struct WsSink(tokio::sync::Mutex<SplitSink<WebSocket, Message>>);
 
+/// One message body as a text frame (the dialects write UTF-8; anything else is repaired, never dropped).
+fn text_frame(body: Vec<u8>) -> Message {
+    let text = String::from_utf8(body).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    Message::Text(text.into())
+}
+
 impl MessageSink for &WsSink {
     async fn send(&self, body: Vec<u8>) -> bool {
-        let text = String::from_utf8(body).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        self.0.lock().await.send(Message::Text(text.into())).await.is_ok()
+        self.0.lock().await.send(text_frame(body)).await.is_ok()
+    }
+
+    /// The messages at hand go out as one write: each frame is queued
+    /// (`feed`), and one `flush` writes them all, not one write per message.
+    async fn send_all(&self, bodies: &mut Vec<Vec<u8>>) -> bool {
+        let mut sink = self.0.lock().await;
+        for body in bodies.drain(..) {
+            if sink.feed(text_frame(body)).await.is_err() {
+                return false;
+            }
+        }
+        sink.flush().await.is_ok()
     }
 }
 

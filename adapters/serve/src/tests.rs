@@ -71,8 +71,8 @@ async fn run_to_end(rx: &mut mpsc::Receiver<Queued>, tag: u64) -> (Vec<AgentEven
     let (mut events, mut replied) = (Vec::new(), false);
     loop {
         let item = tokio::time::timeout(Duration::from_secs(20), rx.recv()).await.expect("in time").expect("open");
-        match item {
-            Queued::Out(d) => match d.output {
+        match item.delivered() {
+            Ok(d) => match d.output {
                 Output::Reply { tag: t, result } => {
                     assert_eq!(t, tag, "a reply of another request: {result:?}");
                     assert!(result.is_ok(), "{result:?}");
@@ -84,7 +84,7 @@ async fn run_to_end(rx: &mut mpsc::Receiver<Queued>, tag: u64) -> (Vec<AgentEven
                     events.push(e);
                 }
             },
-            Queued::Closed(reason) => panic!("closed: {reason}"),
+            Err(reason) => panic!("closed: {reason}"),
         }
     }
 }
@@ -127,7 +127,7 @@ async fn one_connection_addresses_several_sessions_by_id() {
     assert!(registry.get("session-a").is_none());
     b.agent().submit(Some(actor_tag(conn, 8)), Op::GetState).await.unwrap();
     loop {
-        if let Some(Queued::Out(d)) = rxb.recv().await
+        if let Some(Ok(d)) = rxb.recv().await.map(Queued::delivered)
             && let Output::Reply { tag: 8, result } = d.output
         {
             assert!(matches!(result, Ok(Reply::State(s)) if s.session_id == "session-b"));
@@ -148,7 +148,7 @@ fn kick_fired(kick: &Kick) -> bool {
 async fn next_event<T>(rx: &mut mpsc::Receiver<Queued>, mut pick: impl FnMut(&AgentEvent) -> Option<T>) -> T {
     loop {
         let item = tokio::time::timeout(Duration::from_secs(20), rx.recv()).await.expect("in time").expect("open");
-        if let Queued::Out(d) = item
+        if let Ok(d) = item.delivered()
             && let Output::Event(e) = &d.output
             && let Some(found) = pick(e)
         {
@@ -205,12 +205,17 @@ async fn an_open_approval_is_resent_on_attach_and_answered_from_the_new_connecti
     hub.attach(ConnHandle { id: third, queue: qc, kick: kick.clone() }, None, None).await.unwrap();
     hub.agent().submit(Some(actor_tag(third, 2)), Op::GetState).await.unwrap();
     loop {
-        match tokio::time::timeout(Duration::from_secs(20), rxc.recv()).await.expect("in time").expect("open") {
-            Queued::Out(d) => match d.output {
+        match tokio::time::timeout(Duration::from_secs(20), rxc.recv())
+            .await
+            .expect("in time")
+            .expect("open")
+            .delivered()
+        {
+            Ok(d) => match d.output {
                 Output::Event(e) => assert!(asked(&e).is_none(), "an answered approval was re-sent: {e:?}"),
                 Output::Reply { .. } => break,
             },
-            Queued::Closed(reason) => panic!("closed: {reason}"),
+            Err(reason) => panic!("closed: {reason}"),
         }
     }
     assert!(!kick_fired(&kick));

@@ -184,9 +184,9 @@ async fn forward(
     let mut n = 0;
     loop {
         let (body, last) = tokio::select! {
-            item = queued.recv() => match item {
-                Some(Queued::Out(Delivered { output, seq })) => (frame_body(output, seq, &tags), false),
-                Some(Queued::Closed(reason)) => (FrameBody::Closed { reason }, true),
+            item = queued.recv() => match item.map(Queued::delivered) {
+                Some(Ok(Delivered { output, seq })) => (frame_body(output, seq, &tags), false),
+                Some(Err(reason)) => (FrameBody::Closed { reason }, true),
                 None => (FrameBody::Closed { reason: "the session let go of the mirror".into() }, true),
             },
             reason = kick.kicked() => (FrameBody::Closed { reason: format!("the mirror fell behind: {reason}") }, true),
