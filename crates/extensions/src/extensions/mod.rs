@@ -37,6 +37,7 @@ mod tool;
 mod tool_content;
 pub mod ui;
 
+pub use builtin_tools::UserBashOperations;
 pub use discovery::{DiscoverOptions, Discovered, discover};
 pub use host::HostConfig;
 pub use process::{CallError, Extension};
@@ -138,6 +139,9 @@ pub enum ExtRequest {
     GetModels,
     /// `{fn, args}`: one of pi's helper functions, computed by pi-rpc.
     Library(Value),
+    /// `{customInstructions?, ticket}`: compact (pi's `ctx.compact()`); the
+    /// outcome comes later as a `compactDone` notification with the ticket.
+    Compact(Value),
 }
 
 impl ExtRequest {
@@ -155,6 +159,7 @@ impl ExtRequest {
             "emit" => ExtRequest::Emit(params),
             "getModels" => ExtRequest::GetModels,
             "lib" => ExtRequest::Library(params),
+            "compact" => ExtRequest::Compact(params),
             _ => return None,
         })
     }
