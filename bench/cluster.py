@@ -16,10 +16,16 @@ target/tools/nats) and the fake model server, all on 127.0.0.1:
    per idle attached session;
 5. S concurrent streams across 3 workers (50 deltas 10 ms apart each), each
    client on another worker than its session's owner: deltas/s and every
-   delta received.
+   delta received;
+6. lease renewals under a burst: one worker alone with a short lease TTL,
+   R sessions created at once, then three TTLs: how many renewals came late
+   (more than two thirds of the TTL after the previous one), the latest, and
+   how many leases expired (taken again, or lost with "No session found"
+   afterwards for a never-written session).
 
 Usage: bench/cluster.py [--deltas D] [--delta-ms MS] [--turns N] [--idle N]
-                        [--streams S] [--debug] [--no-build]
+                        [--streams S] [--burst R] [--burst-ttl T]
+                        [--only SECTION...] [--pi PATH] [--debug] [--no-build]
 
 `--debug` measures target/debug/pi (the figures are labelled so); the
 default is the release build. Needs Python's `websockets`.
@@ -29,6 +35,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -78,13 +85,16 @@ class Nats:
 class Worker:
     """One `pi serve --cluster` worker."""
 
-    def __init__(self, name, nats, agent, shared, *args, model="bench/m", cluster=True):
-        pi = os.path.join(ROOT, "target", BUILD["pi"], "pi")
+    def __init__(self, name, nats, agent, shared, *args, model="bench/m", cluster=True, log=None):
+        pi = BUILD.get("binary") or os.path.join(ROOT, "target", BUILD["pi"], "pi")
         joined = ["--worker-name", name, "--cluster", nats.url] if cluster else []
+        env = sandbox_env(agent)
+        if log:
+            env["RUST_LOG"] = "info"
         self.proc = subprocess.Popen(
             [pi, "serve", "--listen", "127.0.0.1:0", "--session-dir", shared, *joined,
              *(["--model", model] if model else []), *args],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=sandbox_env(agent), cwd=agent)
+            stdout=subprocess.PIPE, stderr=log or subprocess.DEVNULL, env=env, cwd=agent)
         self.url = self.proc.stdout.readline().decode().strip()
         if not self.url.startswith("ws://"):
             raise SystemExit(f"pi serve printed {self.url!r}")
@@ -283,6 +293,37 @@ async def streams_across(env, streams, deltas):
           f"{total} deltas in {elapsed:.1f} s, {total / elapsed:,.0f} deltas/s, none missing")
 
 
+async def renewals(env, n, ttl):
+    with tempfile.TemporaryFile("w+") as log:
+        w = Worker("wr", env["nats"], env["agent"], env["shared"], "--lease-ttl", str(ttl), "--idle-unload", "3600",
+                   "--max-sessions", "100000", model=None, log=log)
+        try:
+            start = time.perf_counter()
+            sids = await asyncio.gather(*(new_session(w.url) for _ in range(n)))
+            created = time.perf_counter() - start
+            await asyncio.sleep(3 * ttl)
+            # Every session is still there (never written: found only while loaded).
+            missing = 0
+            async with websockets.connect(w.url, ping_interval=None) as ws:
+                for i, sid in enumerate(sids):
+                    await ws.send(json.dumps({"id": f"w{i}", "type": "switch_session", "sessionPath": sid}))
+                    while True:
+                        msg = await recv(ws)
+                        if msg.get("type") == "response" and msg.get("id") == f"w{i}":
+                            break
+                    missing += 0 if msg.get("success") else 1
+        finally:
+            w.stop()
+        log.seek(0)
+        text = log.read()
+    late = [float(m) for m in re.findall(r"lease renewal late: ([0-9.]+)s since", text)]
+    retaken = text.count("taken again under fencing epoch")
+    lost = text.count("lease lost")
+    print(f"lease renewals, {n} sessions created at once on one worker (--lease-ttl {ttl}, created in {created:.1f} s): "
+          f"{len(late)} renewals late (latest {max(late, default=0):.2f} s after the previous one), "
+          f"{retaken} leases expired and taken again, {lost} lost; {missing} sessions not found afterwards")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--deltas", type=int, default=2000)
@@ -291,11 +332,18 @@ def main():
     parser.add_argument("--idle", type=int, default=1000)
     parser.add_argument("--streams", type=int, default=200)
     parser.add_argument("--stream-deltas", type=int, default=50, help="deltas of each concurrent stream")
+    parser.add_argument("--burst", type=int, default=100, help="sessions created at once (renewals)")
+    parser.add_argument("--burst-ttl", type=int, default=1, help="lease TTL of the renewals section, seconds")
+    sections = ["per-delta", "failover", "drain", "idle", "streams", "renewals"]
+    parser.add_argument("--only", nargs="+", choices=sections, default=sections)
+    parser.add_argument("--pi", help="the pi binary to measure (default: target/<build>/pi)")
     parser.add_argument("--debug", action="store_true", help="measure the debug build")
     parser.add_argument("--no-build", action="store_true")
     args = parser.parse_args()
     if args.debug:
         BUILD["pi"] = "debug"
+    if args.pi:
+        BUILD["binary"] = os.path.abspath(args.pi)
     if not args.no_build:
         flags = [] if args.debug else ["--release"]
         for package in ("pi-cli", "pi-compat"):
@@ -316,12 +364,19 @@ def main():
             with open(os.path.join(agent, "models.json"), "w") as f:
                 json.dump(models, f)
             env = {"nats": nats, "agent": agent, "shared": shared}
-            asyncio.run(per_delta(env, args.deltas, args.delta_ms))
-            asyncio.run(failover(env, None))
-            asyncio.run(failover(env, 3))
-            asyncio.run(drain(env, args.turns))
-            asyncio.run(idle(env, args.idle))
-            asyncio.run(streams_across(env, args.streams, args.stream_deltas))
+            if "per-delta" in args.only:
+                asyncio.run(per_delta(env, args.deltas, args.delta_ms))
+            if "failover" in args.only:
+                asyncio.run(failover(env, None))
+                asyncio.run(failover(env, 3))
+            if "drain" in args.only:
+                asyncio.run(drain(env, args.turns))
+            if "idle" in args.only:
+                asyncio.run(idle(env, args.idle))
+            if "streams" in args.only:
+                asyncio.run(streams_across(env, args.streams, args.stream_deltas))
+            if "renewals" in args.only:
+                asyncio.run(renewals(env, args.burst, args.burst_ttl))
         finally:
             nats.stop()
             for proc, path in ((fake, script), (short, short_script)):

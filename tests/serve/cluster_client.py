@@ -40,6 +40,12 @@ Scenarios:
                             kill -9 of an idle owner A; B takes the session
                             over (numbering nothing yet); a full replay
                             through C's mirror of B has every event, no gap
+  paused URL_A URL_B PID_A    the owner A paused (SIGSTOP) mid-stream past its
+                            lease: B takes the session over and its client is
+                            told the turn was interrupted; A resumed (SIGCONT)
+                            finds its lease gone, and its client, still
+                            connected, moves to B: it gets the interruption
+                            once, no event twice, then a new prompt works
   touch URL ID               session ID created (?session=) and left without a
                             word written: the session file does not exist
   found URL ID               a new connection switches to session ID by id
@@ -211,6 +217,41 @@ async def resume(url, sid, expect):
         ends = [e for e in events if e.get("type") == "message_end" and e["message"].get("role") == "assistant"]
         check(ends and ends[-1]["message"].get("stopReason") == "stop", f"prompt after the restart: {ends}")
     print("resume ok")
+
+
+async def paused(url_a, url_b, pid_a):
+    x = await connect(url_a)
+    state, _ = await call(x, "s", "get_state")
+    sid = state["data"]["sessionId"]
+    y = await connect(f"{url_b}?session={sid}")
+    await call(y, "s", "get_state")
+    _, before = await call(x, "p", "prompt", message="stream slowly")
+    seen_x = before + await until(x, lambda m: m.get("type") == "message_update"
+                                  and m["assistantMessageEvent"].get("type") == "text_delta"
+                                  and m["assistantMessageEvent"].get("delta", "").startswith("w5 "))
+    os.kill(int(pid_a), signal.SIGSTOP)
+    try:
+        seen_y = await until(y, lambda m: m.get("type") == "agent_end", timeout=60)
+    finally:
+        os.kill(int(pid_a), signal.SIGCONT)
+    check(interruption_of(seen_y), f"B's client was not told: {[m.get('type') for m in seen_y][-8:]}")
+    # A's client stays connected and is moved to B: told the interruption, nothing twice.
+    rest = await until(x, lambda m: m.get("type") == "agent_end", timeout=60)
+    check(interruption_of(rest), f"A's client was not told: {[m.get('type') for m in rest][-8:]}")
+    numbers = seqs(seen_x) + seqs(rest)
+    increasing(numbers, "A's client across the handover")
+    words = (deltas(seen_x) + deltas(rest)).split()
+    check(words == [f"w{i}" for i in range(len(words))], f"missed or doubled deltas: {words}")
+    # The conversation goes on from A's client, now served through B.
+    events = await prompt_to_end(x, "n", "after the handover")
+    ends = [e for e in events if e.get("type") == "message_end" and e["message"].get("role") == "assistant"]
+    check(ends and ends[-1]["message"].get("stopReason") == "stop", f"new prompt: {ends}")
+    check(min(seqs(events)) > max(numbers), "numbers went back")
+    seen_y = await until(y, lambda m: m.get("type") == "agent_end")
+    check("after the handover" in json.dumps(seen_y), "B's client did not see A's client's prompt")
+    await x.close()
+    await y.close()
+    print(f"paused ok: {sid}, {len(words)} deltas before the pause")
 
 
 async def touch(url, sid):
@@ -498,7 +539,7 @@ async def approvals(url_a, url_b):
 
 
 SCENARIOS = {"approvals": approvals, "takeover_replay": takeover_replay, "acp": acp, "dialogs": dialogs, "nats_restart": nats_restart, "drain": drain, "relay": relay, "spread": spread, "killed": killed, "resume": resume, "touch": touch,
-             "found": found}
+             "found": found, "paused": paused}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in SCENARIOS:

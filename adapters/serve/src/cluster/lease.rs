@@ -136,17 +136,6 @@ impl Lease {
             }
             Err(e) => return Err(bus(e.to_string())),
         };
-        let dir = session_dir.to_path_buf();
-        let session = id.to_string();
-        let claimed = tokio::task::spawn_blocking(move || claim(&dir, &session, epoch)).await;
-        match claimed {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                let _ = cluster.leases.delete_expect_revision(id, Some(epoch)).await;
-                return Err(bus(e.to_string()));
-            }
-            Err(e) => return Err(bus(e.to_string())),
-        }
         let lease = Lease {
             id: id.to_string(),
             revision: Arc::new(AtomicU64::new(epoch)),
@@ -169,8 +158,18 @@ impl Lease {
             stop: lease.stop.clone(),
             fence: lease.fence.clone(),
             valid_until: lease.valid_until.clone(),
+            since: asked,
         };
+        // Renewed from now on: claiming the epoch (an fsync) may take a while on a busy disk.
         cluster.keeper.spawn(renewal.run());
+        let dir = session_dir.to_path_buf();
+        let session = id.to_string();
+        match tokio::task::spawn_blocking(move || claim(&dir, &session, epoch)).await {
+            Ok(Ok(())) => {}
+            // Dropping the lease releases it.
+            Ok(Err(e)) => return Err(bus(e.to_string())),
+            Err(e) => return Err(bus(e.to_string())),
+        }
         tracing::debug!("session {id}: lease taken (epoch {epoch})");
         Ok(lease)
     }
@@ -231,6 +230,8 @@ struct Renewal {
     stop: CancellationToken,
     fence: Arc<EpochFence>,
     valid_until: Arc<watch::Sender<Instant>>,
+    /// When the lease was asked for (its first renewal is due a period later).
+    since: Instant,
 }
 
 /// What a renewal that found the lease gone did.
@@ -247,13 +248,15 @@ impl Renewal {
     async fn run(self) {
         let period = (self.ttl / 3).max(Duration::from_millis(100));
         let id = &self.id;
-        let mut last_renewed = Instant::now();
+        let mut last_renewed = self.since;
+        let mut next = self.since + period;
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(period) => {}
+                _ = tokio::time::sleep_until(next) => {}
                 _ = self.stop.cancelled() => return,
             }
             let sent = Instant::now();
+            next = sent + period;
             let since = sent - last_renewed;
             if since > period * 2 {
                 tracing::warn!(
