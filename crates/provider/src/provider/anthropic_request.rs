@@ -144,8 +144,8 @@ pub struct Plan {
     pub federated: bool,
 }
 
-/// pi's `mapThinkingLevelToEffort`.
-fn effort_for(model: &Model, level: ThinkingLevel) -> String {
+/// pi's `mapThinkingLevelToEffort` (Claude's effort levels, also on Bedrock).
+pub(crate) fn effort_for(model: &Model, level: ThinkingLevel) -> String {
     if let Some(mapped) = level_string(model, level) {
         return mapped.to_string();
     }

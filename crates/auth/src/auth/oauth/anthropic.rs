@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use super::callback::{CallbackOptions, CallbackServer, Finished, callback_host, callback_or_pasted, code_itself};
 use super::http::with_query;
 use super::{
-    BROWSER, FIVE_MINUTES_MS, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, Question,
-    QuestionKind, expiry_in, parse_pasted, pkce, require_refresh, string_field,
+    BROWSER, FIVE_MINUTES_MS, FlowInfo, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow,
+    Question, QuestionKind, expiry_in, parse_pasted, pkce, require_refresh, string_field,
 };
 
 const CLIENT_ID: &str = "9d1c250a-e61b-44d9-88ed-5944d1962f5e";
@@ -146,18 +146,13 @@ async fn copy_code(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthE
     exchange(&ctx.net, &code, &state, &pkce.verifier, COPY_CODE_REDIRECT).await
 }
 
+const INFO: FlowInfo =
+    FlowInfo { provider: "anthropic", name: "Anthropic (Claude Pro/Max)", methods: &[BROWSER, COPY_CODE] };
+
 #[async_trait]
 impl OAuthFlow for Anthropic {
-    fn provider(&self) -> &'static str {
-        "anthropic"
-    }
-
-    fn name(&self) -> &'static str {
-        "Anthropic (Claude Pro/Max)"
-    }
-
-    fn methods(&self) -> &'static [Method] {
-        &[BROWSER, COPY_CODE]
+    fn info(&self) -> &'static FlowInfo {
+        &INFO
     }
 
     async fn login(&self, ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthError> {

@@ -1,11 +1,15 @@
-//! Polling for a device-code grant (RFC 8628): at the server's interval
-//! (5 s when it names none, never under 1 s), slower after `slow_down`, until
-//! the code expires.
+//! The device-code grant (RFC 8628) shared by the logins that use it:
+//! showing the code, the grant's standard answers, and polling at the
+//! server's interval (5 s when it names none, never under 1 s), slower after
+//! `slow_down`, until the code expires.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use super::{Net, OAuthError};
+use super::{LoginEvent, LoginIo, Net, OAuthError};
+
+/// The grant type a poll of the token endpoint names.
+pub const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
 /// One poll's answer.
 #[derive(Debug)]
@@ -24,6 +28,49 @@ pub struct Timing {
     pub expires_in_seconds: Option<f64>,
     /// Wait one interval before the first poll.
     pub wait_first: bool,
+}
+
+impl Timing {
+    /// Show the user the code and where to enter it; the code's timing.
+    pub fn announce(
+        io: &dyn LoginIo,
+        user_code: &str,
+        verification_uri: String,
+        interval_seconds: Option<f64>,
+        expires_in_seconds: Option<f64>,
+        wait_first: bool,
+    ) -> Timing {
+        io.notify(LoginEvent::DeviceCode {
+            user_code: user_code.to_string(),
+            verification_uri,
+            interval_seconds,
+            expires_in_seconds,
+        });
+        Timing { interval_seconds, expires_in_seconds, wait_first }
+    }
+}
+
+/// A provider's words for a code that can no longer be granted.
+#[derive(Debug, Clone, Copy)]
+pub struct Refusals {
+    /// `expired_token`.
+    pub expired: &'static str,
+    /// `access_denied`.
+    pub denied: &'static str,
+}
+
+/// The token endpoint's standard answers to a poll (RFC 8628 §3.5): wait
+/// (`authorization_pending`), slow down (`slow_down`, at the server's new
+/// interval if it names one), or fail (`expired_token`, `access_denied`);
+/// `None` for any other error code.
+pub fn grant_answer<T>(error: Option<&str>, interval: Option<f64>, refusals: Refusals) -> Option<Poll<T>> {
+    Some(match error? {
+        "authorization_pending" => Poll::Pending,
+        "slow_down" => Poll::SlowDown(interval),
+        "expired_token" => Poll::Failed(refusals.expired.to_string()),
+        "access_denied" => Poll::Failed(refusals.denied.to_string()),
+        _ => return None,
+    })
 }
 
 const MIN_INTERVAL: Duration = Duration::from_secs(1);
@@ -95,6 +142,21 @@ mod tests {
         assert_eq!(got, "token");
         // 2 s before the first poll, 2 s after pending, 7 s after slow_down.
         assert_eq!(started.elapsed().as_secs(), 11);
+    }
+
+    #[test]
+    fn the_standard_answers_of_a_pending_grant() {
+        let refusals = Refusals { expired: "expired", denied: "denied" };
+        assert!(matches!(grant_answer::<()>(Some("authorization_pending"), None, refusals), Some(Poll::Pending)));
+        assert!(matches!(grant_answer::<()>(Some("slow_down"), Some(9.0), refusals), Some(Poll::SlowDown(Some(9.0)))));
+        assert!(
+            matches!(grant_answer::<()>(Some("expired_token"), None, refusals), Some(Poll::Failed(m)) if m == "expired")
+        );
+        assert!(
+            matches!(grant_answer::<()>(Some("access_denied"), None, refusals), Some(Poll::Failed(m)) if m == "denied")
+        );
+        assert!(grant_answer::<()>(Some("server_error"), None, refusals).is_none());
+        assert!(grant_answer::<()>(None, None, refusals).is_none());
     }
 
     #[tokio::test(start_paused = true)]

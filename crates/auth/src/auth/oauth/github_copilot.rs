@@ -9,9 +9,9 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::device::{Poll, Timing, poll_until};
+use super::device::{DEVICE_GRANT, Poll, Timing, poll_until};
 use super::{
-    DEVICE_CODE, FIVE_MINUTES_MS, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, Question,
+    DEVICE_CODE, FIVE_MINUTES_MS, FlowInfo, LoginContext, LoginEvent, LoginIo, Net, OAuthError, OAuthFlow, Question,
     QuestionKind, RequestAuth, access, require_refresh, trusted_url,
 };
 
@@ -198,20 +198,14 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     let verification_uri = trusted_url(body.get("verification_uri"))
         .ok_or_else(|| OAuthError::refused("untrusted verification_uri in the device code response"))?;
     let interval = body.get("interval").and_then(Value::as_f64);
-    io.notify(LoginEvent::DeviceCode {
-        user_code: user_code.to_string(),
-        verification_uri,
-        interval_seconds: interval,
-        expires_in_seconds: Some(expires_in),
-    });
-    let timing = Timing { interval_seconds: interval, expires_in_seconds: Some(expires_in), wait_first: true };
+    let timing = Timing::announce(io, user_code, verification_uri, interval, Some(expires_in), true);
     let token_url = format!("https://{domain}/login/oauth/access_token");
     let device_code = device_code.to_string();
     let github_token = poll_until(net, timing, || {
         let fields = vec![
             ("client_id", CLIENT_ID.to_string()),
             ("device_code", device_code.clone()),
-            ("grant_type", "urn:ietf:params:oauth:grant-type:device_code".to_string()),
+            ("grant_type", DEVICE_GRANT.to_string()),
         ];
         let url = token_url.clone();
         async move {
@@ -253,18 +247,12 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     Ok(Value::Object(cred))
 }
 
+const INFO: FlowInfo = FlowInfo { provider: "github-copilot", name: "GitHub Copilot", methods: &[DEVICE_CODE] };
+
 #[async_trait]
 impl OAuthFlow for GitHubCopilot {
-    fn provider(&self) -> &'static str {
-        "github-copilot"
-    }
-
-    fn name(&self) -> &'static str {
-        "GitHub Copilot"
-    }
-
-    fn methods(&self) -> &'static [Method] {
-        &[DEVICE_CODE]
+    fn info(&self) -> &'static FlowInfo {
+        &INFO
     }
 
     async fn login(&self, ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthError> {

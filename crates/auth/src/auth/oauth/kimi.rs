@@ -9,16 +9,18 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::device::{Poll, Timing, poll_until};
+use super::device::{DEVICE_GRANT, Poll, Refusals, Timing, grant_answer, poll_until};
 use super::{
-    DEVICE_CODE, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, RequestAuth, access, expiry_in,
-    positive, require_refresh, trusted_url,
+    DEVICE_CODE, FlowInfo, LoginContext, LoginIo, Net, OAuthError, OAuthFlow, RequestAuth, access, expiry_in, positive,
+    require_refresh, trusted_url,
 };
 
 const CLIENT_ID: &str = "17e5f671-d194-4dfb-9706-5516cb48c098";
 const DEFAULT_HOST: &str = "https://auth.kimi.com";
 const DEVICE_CODE_SECONDS: f64 = 15.0 * 60.0;
 const REFRESH_RETRIES: u32 = 3;
+const REFUSALS: Refusals =
+    Refusals { expired: "Kimi Code device authorization expired; log in again", denied: "Kimi Code login was denied" };
 
 pub struct KimiCoding;
 
@@ -65,19 +67,13 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     };
     let interval = positive(body, "interval").unwrap_or(5.0);
     let expires_in = positive(body, "expires_in").unwrap_or(DEVICE_CODE_SECONDS);
-    io.notify(LoginEvent::DeviceCode {
-        user_code: user_code.to_string(),
-        verification_uri: complete,
-        interval_seconds: Some(interval),
-        expires_in_seconds: Some(expires_in),
-    });
-    let timing = Timing { interval_seconds: Some(interval), expires_in_seconds: Some(expires_in), wait_first: true };
+    let timing = Timing::announce(io, user_code, complete, Some(interval), Some(expires_in), true);
     let (device_code, token_url) = (device_code.to_string(), format!("{host}/api/oauth/token"));
     poll_until(net, timing, || {
         let fields = vec![
             ("client_id", CLIENT_ID.to_string()),
             ("device_code", device_code.clone()),
-            ("grant_type", "urn:ietf:params:oauth:grant-type:device_code".to_string()),
+            ("grant_type", DEVICE_GRANT.to_string()),
         ];
         let url = token_url.clone();
         async move {
@@ -91,30 +87,20 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
                     Err(e) => Poll::Failed(e.message),
                 });
             }
-            Ok(match r.json.get("error").and_then(Value::as_str) {
-                Some("authorization_pending") => Poll::Pending,
-                Some("slow_down") => Poll::SlowDown(positive(&r.json, "interval")),
-                Some("expired_token") => Poll::Failed("Kimi Code device authorization expired; log in again".into()),
-                Some("access_denied") => Poll::Failed("Kimi Code login was denied".into()),
-                _ => Poll::Failed(r.error("Kimi Code device token request").message),
-            })
+            let error = r.json.get("error").and_then(Value::as_str);
+            Ok(grant_answer(error, positive(&r.json, "interval"), REFUSALS)
+                .unwrap_or_else(|| Poll::Failed(r.error("Kimi Code device token request").message)))
         }
     })
     .await
 }
 
+const INFO: FlowInfo = FlowInfo { provider: "kimi-coding", name: "Kimi Code (subscription)", methods: &[DEVICE_CODE] };
+
 #[async_trait]
 impl OAuthFlow for KimiCoding {
-    fn provider(&self) -> &'static str {
-        "kimi-coding"
-    }
-
-    fn name(&self) -> &'static str {
-        "Kimi Code (subscription)"
-    }
-
-    fn methods(&self) -> &'static [Method] {
-        &[DEVICE_CODE]
+    fn info(&self) -> &'static FlowInfo {
+        &INFO
     }
 
     async fn login(&self, ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthError> {

@@ -7,10 +7,10 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::device::{Poll, Timing, poll_until};
+use super::device::{DEVICE_GRANT, Poll, Refusals, Timing, grant_answer, poll_until};
 use super::http::Response;
 use super::{
-    DEVICE_CODE, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, expiry_in, positive,
+    DEVICE_CODE, FlowInfo, LoginContext, LoginEvent, LoginIo, Net, OAuthError, OAuthFlow, expiry_in, positive,
     require_refresh, trusted_url,
 };
 
@@ -19,6 +19,8 @@ const DEVICE_AUTHORIZATION_URL: &str = "https://auth.meta.com/oidc/device/author
 const DEVICE_TOKEN_URL: &str = "https://auth.meta.com/oidc/device/token/";
 pub const MINT_URL: &str = "https://api.meta.ai/muse-code/key";
 const KEY_LIFETIME_SECONDS: f64 = 24.0 * 60.0 * 60.0;
+const REFUSALS: Refusals =
+    Refusals { expired: "Meta device authorization expired; log in again", denied: "Meta login was denied" };
 
 pub struct Meta;
 
@@ -77,17 +79,11 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
         )));
     };
     let (interval, expires_in) = (positive(body, "interval"), positive(body, "expires_in"));
-    io.notify(LoginEvent::DeviceCode {
-        user_code: user_code.to_string(),
-        verification_uri: verification,
-        interval_seconds: interval,
-        expires_in_seconds: expires_in,
-    });
-    let timing = Timing { interval_seconds: interval, expires_in_seconds: expires_in, wait_first: true };
+    let timing = Timing::announce(io, user_code, verification, interval, expires_in, true);
     let device_code = device_code.to_string();
     let identity = poll_until(net, timing, || {
         let fields = vec![
-            ("grant_type", "urn:ietf:params:oauth:grant-type:device_code".to_string()),
+            ("grant_type", DEVICE_GRANT.to_string()),
             ("device_code", device_code.clone()),
             ("client_id", CLIENT_ID.to_string()),
         ];
@@ -97,13 +93,10 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
             {
                 return Ok(Poll::Complete(token.to_string()));
             }
-            Ok(match r.json.get("error").and_then(Value::as_str) {
-                Some("authorization_pending") => Poll::Pending,
-                Some("slow_down") => Poll::SlowDown(positive(&r.json, "interval")),
-                Some("access_denied") => Poll::Failed("Meta login was denied".into()),
-                Some("expired_token") => Poll::Failed("Meta device authorization expired; log in again".into()),
-                _ => Poll::Failed(format!("Meta device token request failed (HTTP {}){}", r.status, detail(&r))),
-            })
+            let error = r.json.get("error").and_then(Value::as_str);
+            Ok(grant_answer(error, positive(&r.json, "interval"), REFUSALS).unwrap_or_else(|| {
+                Poll::Failed(format!("Meta device token request failed (HTTP {}){}", r.status, detail(&r)))
+            }))
         }
     })
     .await?;
@@ -111,18 +104,12 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     mint(net, &identity).await
 }
 
+const INFO: FlowInfo = FlowInfo { provider: "meta", name: "Meta (Muse subscription)", methods: &[DEVICE_CODE] };
+
 #[async_trait]
 impl OAuthFlow for Meta {
-    fn provider(&self) -> &'static str {
-        "meta"
-    }
-
-    fn name(&self) -> &'static str {
-        "Meta (Muse subscription)"
-    }
-
-    fn methods(&self) -> &'static [Method] {
-        &[DEVICE_CODE]
+    fn info(&self) -> &'static FlowInfo {
+        &INFO
     }
 
     async fn login(&self, ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthError> {

@@ -134,17 +134,36 @@ pub struct LoginContext {
     pub cancel: tokio_util::sync::CancellationToken,
 }
 
+/// Who a login is for and the ways it signs in.
+#[derive(Debug, Clone, Copy)]
+pub struct FlowInfo {
+    /// The provider id (`anthropic`, `openai-codex`, …).
+    pub provider: &'static str,
+    /// Display name, e.g. "Anthropic (Claude Pro/Max)".
+    pub name: &'static str,
+    /// The ways to log in, the default first.
+    pub methods: &'static [Method],
+}
+
 /// A provider's OAuth login.
 #[async_trait]
 pub trait OAuthFlow: Send + Sync {
+    fn info(&self) -> &'static FlowInfo;
+
     /// The provider id (`anthropic`, `openai-codex`, …).
-    fn provider(&self) -> &'static str;
+    fn provider(&self) -> &'static str {
+        self.info().provider
+    }
 
     /// Display name, e.g. "Anthropic (Claude Pro/Max)".
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        self.info().name
+    }
 
     /// The ways to log in, the default first.
-    fn methods(&self) -> &'static [Method];
+    fn methods(&self) -> &'static [Method] {
+        self.info().methods
+    }
 
     /// Log in; returns the credential to store.
     async fn login(&self, ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthError>;
@@ -183,14 +202,8 @@ pub fn shared(provider: &str) -> Option<Arc<dyn OAuthFlow>> {
     struct Static(&'static dyn OAuthFlow);
     #[async_trait]
     impl OAuthFlow for Static {
-        fn provider(&self) -> &'static str {
-            self.0.provider()
-        }
-        fn name(&self) -> &'static str {
-            self.0.name()
-        }
-        fn methods(&self) -> &'static [Method] {
-            self.0.methods()
+        fn info(&self) -> &'static FlowInfo {
+            self.0.info()
         }
         async fn login(&self, ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthError> {
             self.0.login(ctx, io).await

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use super::callback::{CallbackOptions, CallbackServer, Finished, callback_host, callback_or_pasted};
 use super::http::with_query;
 use super::{
-    BROWSER, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, Question, QuestionKind, expiry_in,
-    pkce, require_refresh,
+    BROWSER, FlowInfo, LoginContext, LoginEvent, LoginIo, Net, OAuthError, OAuthFlow, Question, QuestionKind,
+    expiry_in, pkce, require_refresh,
 };
 
 const DYNAMIC_CLIENT_ID: &str = "dynamic_agent_client";
@@ -176,18 +176,12 @@ async fn browser(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthErr
     credential(&body, &client_id)
 }
 
+const INFO: FlowInfo = FlowInfo { provider: "openai", name: "OpenAI (ChatGPT subscription)", methods: &[BROWSER] };
+
 #[async_trait]
 impl OAuthFlow for OpenAiChatGpt {
-    fn provider(&self) -> &'static str {
-        "openai"
-    }
-
-    fn name(&self) -> &'static str {
-        "OpenAI (ChatGPT subscription)"
-    }
-
-    fn methods(&self) -> &'static [Method] {
-        &[BROWSER]
+    fn info(&self) -> &'static FlowInfo {
+        &INFO
     }
 
     async fn login(&self, ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthError> {

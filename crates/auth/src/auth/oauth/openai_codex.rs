@@ -10,7 +10,7 @@ use super::callback::{CallbackOptions, CallbackServer, Finished, callback_host, 
 use super::device::{Poll, Timing, poll_until};
 use super::http::with_query;
 use super::{
-    BROWSER, DEVICE_CODE, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, Question,
+    BROWSER, DEVICE_CODE, FlowInfo, LoginContext, LoginEvent, LoginIo, Net, OAuthError, OAuthFlow, Question,
     QuestionKind, expiry_in, jwt_payload, parse_pasted, pkce, require_refresh,
 };
 
@@ -146,14 +146,14 @@ async fn device_code(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAut
     ) else {
         return Err(OAuthError::transient(format!("invalid OpenAI Codex device code response: {}", super::clip(body))));
     };
-    io.notify(LoginEvent::DeviceCode {
-        user_code: user_code.to_string(),
-        verification_uri: DEVICE_VERIFICATION_URI.to_string(),
-        interval_seconds: Some(interval),
-        expires_in_seconds: Some(DEVICE_CODE_SECONDS),
-    });
-    let timing =
-        Timing { interval_seconds: Some(interval), expires_in_seconds: Some(DEVICE_CODE_SECONDS), wait_first: false };
+    let timing = Timing::announce(
+        io,
+        user_code,
+        DEVICE_VERIFICATION_URI.to_string(),
+        Some(interval),
+        Some(DEVICE_CODE_SECONDS),
+        false,
+    );
     let poll_body = json!({"device_auth_id": device_auth_id, "user_code": user_code});
     let (code, verifier) = poll_until(net, timing, || async {
         let r = net.post_json(DEVICE_TOKEN_URL, &[], poll_body.clone()).await?;
@@ -180,18 +180,13 @@ async fn device_code(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAut
     exchange(net, &code, &verifier, DEVICE_REDIRECT_URI).await
 }
 
+const INFO: FlowInfo =
+    FlowInfo { provider: "openai-codex", name: "OpenAI (ChatGPT Plus/Pro)", methods: &[BROWSER, DEVICE_CODE] };
+
 #[async_trait]
 impl OAuthFlow for OpenAiCodex {
-    fn provider(&self) -> &'static str {
-        "openai-codex"
-    }
-
-    fn name(&self) -> &'static str {
-        "OpenAI (ChatGPT Plus/Pro)"
-    }
-
-    fn methods(&self) -> &'static [Method] {
-        &[BROWSER, DEVICE_CODE]
+    fn info(&self) -> &'static FlowInfo {
+        &INFO
     }
 
     async fn login(&self, ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthError> {

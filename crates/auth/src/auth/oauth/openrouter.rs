@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::callback::{CallbackOptions, CallbackServer, Complete, Finished, callback_host, callback_or_pasted};
 use super::http::with_query;
 use super::{
-    BROWSER, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, Question, QuestionKind, pkce,
+    BROWSER, FlowInfo, LoginContext, LoginEvent, LoginIo, Net, OAuthError, OAuthFlow, Question, QuestionKind, pkce,
 };
 
 const AUTHORIZE_URL: &str = "https://openrouter.ai/auth";
@@ -92,18 +92,12 @@ async fn browser(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthErr
     }
 }
 
+const INFO: FlowInfo = FlowInfo { provider: "openrouter", name: "OpenRouter OAuth", methods: &[BROWSER] };
+
 #[async_trait]
 impl OAuthFlow for OpenRouter {
-    fn provider(&self) -> &'static str {
-        "openrouter"
-    }
-
-    fn name(&self) -> &'static str {
-        "OpenRouter OAuth"
-    }
-
-    fn methods(&self) -> &'static [Method] {
-        &[BROWSER]
+    fn info(&self) -> &'static FlowInfo {
+        &INFO
     }
 
     async fn login(&self, ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthError> {

@@ -9,10 +9,10 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::callback::{CallbackOptions, CallbackServer, Complete};
-use super::device::{Poll, Timing, poll_until};
+use super::device::{DEVICE_GRANT, Poll, Refusals, Timing, grant_answer, poll_until};
 use super::http::{Response, with_query};
 use super::{
-    BROWSER, DEVICE_CODE, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, expiry_in, pkce,
+    BROWSER, DEVICE_CODE, FlowInfo, LoginContext, LoginEvent, LoginIo, Net, OAuthError, OAuthFlow, expiry_in, pkce,
     positive, require_refresh, trusted_url,
 };
 
@@ -22,6 +22,8 @@ const REDIRECT_URI: &str = "http://127.0.0.1:1456/oauth/callback";
 const CLIENT_ID: &str = "pi-gateway";
 const SCOPE: &str = "gateway offline_access";
 const EXPIRY_MARGIN_MS: i64 = 60_000;
+const REFUSALS: Refusals =
+    Refusals { expired: "Device authorization expired.", denied: "Device authorization was denied." };
 
 pub struct Radius;
 
@@ -130,49 +132,30 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     let verification = trusted_url(b.get("verification_uri"))
         .ok_or_else(|| OAuthError::refused("untrusted verification_uri in the Radius answer"))?;
     let interval = b.get("interval").and_then(Value::as_f64);
-    io.notify(LoginEvent::DeviceCode {
-        user_code: user_code.to_string(),
-        verification_uri: verification,
-        interval_seconds: interval,
-        expires_in_seconds: Some(expires_in),
-    });
-    let timing = Timing { interval_seconds: interval, expires_in_seconds: Some(expires_in), wait_first: false };
+    let timing = Timing::announce(io, user_code, verification, interval, Some(expires_in), false);
     let device_code = device_code.to_string();
     poll_until(net, timing, || {
         let fields = vec![
-            ("grant_type", "urn:ietf:params:oauth:grant-type:device_code".to_string()),
+            ("grant_type", DEVICE_GRANT.to_string()),
             ("client_id", CLIENT_ID.to_string()),
             ("device_code", device_code.clone()),
         ];
         async move {
             match token(net, fields).await {
                 Ok(cred) => Ok(Poll::Complete(cred)),
-                Err((Some(code), e)) => match code.as_str() {
-                    "authorization_pending" => Ok(Poll::Pending),
-                    "slow_down" => Ok(Poll::SlowDown(None)),
-                    "expired_token" => Ok(Poll::Failed("Device authorization expired.".into())),
-                    "access_denied" => Ok(Poll::Failed("Device authorization was denied.".into())),
-                    _ => Err(e),
-                },
-                Err((None, e)) => Err(e),
+                Err((code, e)) => grant_answer(code.as_deref(), None, REFUSALS).ok_or(e),
             }
         }
     })
     .await
 }
 
+const INFO: FlowInfo = FlowInfo { provider: "radius", name: "Radius", methods: &[BROWSER, DEVICE_CODE] };
+
 #[async_trait]
 impl OAuthFlow for Radius {
-    fn provider(&self) -> &'static str {
-        "radius"
-    }
-
-    fn name(&self) -> &'static str {
-        "Radius"
-    }
-
-    fn methods(&self) -> &'static [Method] {
-        &[BROWSER, DEVICE_CODE]
+    fn info(&self) -> &'static FlowInfo {
+        &INFO
     }
 
     async fn login(&self, ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthError> {

@@ -4,11 +4,11 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::device::{Poll, Timing, poll_until};
+use super::device::{DEVICE_GRANT, Poll, Refusals, Timing, grant_answer, poll_until};
 use super::http::Response;
 use super::{
-    DEVICE_CODE, FIVE_MINUTES_MS, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow, expiry_in,
-    positive, require_refresh,
+    DEVICE_CODE, FIVE_MINUTES_MS, FlowInfo, LoginContext, LoginIo, Net, OAuthError, OAuthFlow, expiry_in, positive,
+    require_refresh,
 };
 
 const CLIENT_ID: &str = "b1a00492-073a-47ea-816f-4c329264a828";
@@ -16,6 +16,8 @@ const SCOPE: &str = "openid profile email offline_access grok-cli:access api:acc
 const DEVICE_CODE_URL: &str = "https://auth.x.ai/oauth2/device/code";
 pub const TOKEN_URL: &str = "https://auth.x.ai/oauth2/token";
 const DEFAULT_LIFETIME_SECONDS: f64 = 3600.0;
+const REFUSALS: Refusals =
+    Refusals { expired: "xAI device code expired", denied: "xAI device authorization was denied" };
 
 pub struct Xai;
 
@@ -74,18 +76,12 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     };
     let expires_in =
         positive(body, "expires_in").ok_or_else(|| OAuthError::transient("invalid xAI answer: expires_in"))?;
-    let interval = positive(body, "interval");
-    io.notify(LoginEvent::DeviceCode {
-        user_code: user_code.to_string(),
-        verification_uri: complete.unwrap_or(verification),
-        interval_seconds: interval,
-        expires_in_seconds: Some(expires_in),
-    });
-    let timing = Timing { interval_seconds: interval, expires_in_seconds: Some(expires_in), wait_first: true };
+    let verification = complete.unwrap_or(verification);
+    let timing = Timing::announce(io, user_code, verification, positive(body, "interval"), Some(expires_in), true);
     let device_code = device_code.to_string();
     poll_until(net, timing, || {
         let fields = vec![
-            ("grant_type", "urn:ietf:params:oauth:grant-type:device_code".to_string()),
+            ("grant_type", DEVICE_GRANT.to_string()),
             ("client_id", CLIENT_ID.to_string()),
             ("device_code", device_code.clone()),
         ];
@@ -94,32 +90,23 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
             if r.ok() {
                 return Ok(Poll::Complete(credential(&r.json, None)?));
             }
-            Ok(match r.json.get("error").and_then(Value::as_str) {
-                Some("authorization_pending") => Poll::Pending,
-                Some("slow_down") => Poll::SlowDown(r.json.get("interval").and_then(Value::as_f64)),
-                Some("access_denied" | "authorization_denied") => {
-                    Poll::Failed("xAI device authorization was denied".into())
-                }
-                Some("expired_token") => Poll::Failed("xAI device code expired".into()),
-                _ => Poll::Failed(failure("device token polling", &r).message),
-            })
+            let error = match r.json.get("error").and_then(Value::as_str) {
+                Some("authorization_denied") => Some("access_denied"),
+                other => other,
+            };
+            Ok(grant_answer(error, positive(&r.json, "interval"), REFUSALS)
+                .unwrap_or_else(|| Poll::Failed(failure("device token polling", &r).message)))
         }
     })
     .await
 }
 
+const INFO: FlowInfo = FlowInfo { provider: "xai", name: "xAI (Grok/X subscription)", methods: &[DEVICE_CODE] };
+
 #[async_trait]
 impl OAuthFlow for Xai {
-    fn provider(&self) -> &'static str {
-        "xai"
-    }
-
-    fn name(&self) -> &'static str {
-        "xAI (Grok/X subscription)"
-    }
-
-    fn methods(&self) -> &'static [Method] {
-        &[DEVICE_CODE]
+    fn info(&self) -> &'static FlowInfo {
+        &INFO
     }
 
     async fn login(&self, ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthError> {

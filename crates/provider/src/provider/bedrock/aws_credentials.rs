@@ -256,11 +256,23 @@ pub async fn resolve(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn env(vars: &[(&str, &str)]) -> ProviderEnv {
         ProviderEnv::new(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }
+
+    /// The variables `more` with the shared config file at `config` and no
+    /// credentials file (a `none` beside it, never written): the set-up of
+    /// the profile tests of both credential modules.
+    pub(in crate::provider::bedrock) fn config_only(config: &Path, more: &[(&str, &str)]) -> ProviderEnv {
+        let none = config.with_file_name("none");
+        let files =
+            [("AWS_CONFIG_FILE", config.to_str().unwrap()), ("AWS_SHARED_CREDENTIALS_FILE", none.to_str().unwrap())];
+        env(&files.into_iter().chain(more.iter().copied()).collect::<Vec<_>>())
     }
 
     #[test]
@@ -301,16 +313,10 @@ mod tests {
             "[profile proc]\ncredential_process = printf '{\"Version\":1,\"AccessKeyId\":\"AKIDPROC\",\"SecretAccessKey\":\"x\",\"SessionToken\":\"tok\"}'\n",
         )
         .unwrap();
-        let cfg = config.to_str().unwrap();
         let none = dir.path().join("none");
         let none = none.to_str().unwrap();
         let http = HttpClient::new().unwrap();
-        let stored = env(&[
-            ("AWS_CONFIG_FILE", cfg),
-            ("AWS_SHARED_CREDENTIALS_FILE", none),
-            ("AWS_ACCESS_KEY_ID", "AKIDENV"),
-            ("AWS_SECRET_ACCESS_KEY", "y"),
-        ]);
+        let stored = config_only(&config, &[("AWS_ACCESS_KEY_ID", "AKIDENV"), ("AWS_SECRET_ACCESS_KEY", "y")]);
         // A stored profile wins over keys in the environment; otherwise the keys win.
         let keys = resolve(&stored, Some("proc"), "us-east-1", &http).await.unwrap();
         assert_eq!((keys.access_key_id.as_str(), keys.session_token.as_deref()), ("AKIDPROC", Some("tok")));

@@ -174,18 +174,13 @@ pub async fn from_instance_metadata(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use pi_fake_server::FakeServer;
     use pi_fake_server::aws_services::{ASSUMED_ROLE, INSTANCE_ROLE, Issued, WEB_IDENTITY, WEB_IDENTITY_TOKEN};
 
+    use super::super::aws_credentials::tests::config_only;
     use super::super::aws_credentials::{AwsCredentials, resolve};
     use super::*;
     use crate::provider::origin::OriginOverrides;
-
-    fn env(vars: &[(&str, &str)]) -> ProviderEnv {
-        ProviderEnv::new(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<HashMap<_, _>>())
-    }
 
     /// A client that sends AWS's STS hosts to the fake server.
     fn http_to(server: &FakeServer) -> HttpClient {
@@ -219,12 +214,7 @@ mod tests {
             "[profile source]\naws_access_key_id = AKIDSOURCE\naws_secret_access_key = source-secret\n\n[profile assumed]\nrole_arn = arn:aws:iam::123456789012:role/fake\nsource_profile = source\nrole_session_name = pi-test\n",
         )
         .unwrap();
-        let none = dir.path().join("none");
-        let e = env(&[
-            ("AWS_CONFIG_FILE", config.to_str().unwrap()),
-            ("AWS_SHARED_CREDENTIALS_FILE", none.to_str().unwrap()),
-            ("AWS_PROFILE", "assumed"),
-        ]);
+        let e = config_only(&config, &[("AWS_PROFILE", "assumed")]);
         let http = http_to(&server);
         let keys = resolve(&e, None, "eu-west-3", &http).await.unwrap();
         assert_issued(&keys, ASSUMED_ROLE);
@@ -243,10 +233,7 @@ mod tests {
         let config2 = dir.path().join("config2");
         let text = std::fs::read_to_string(&config).unwrap().replace("source-secret", "wrong");
         std::fs::write(&config2, text).unwrap();
-        let e = env(&[
-            ("AWS_CONFIG_FILE", config2.to_str().unwrap()),
-            ("AWS_SHARED_CREDENTIALS_FILE", none.to_str().unwrap()),
-        ]);
+        let e = config_only(&config2, &[]);
         let err = resolve(&e, Some("assumed"), "eu-west-3", &http).await.unwrap_err();
         assert!(
             err.message.starts_with("AWS profile assumed: ") && err.message.contains("SignatureDoesNotMatch"),
@@ -262,13 +249,14 @@ mod tests {
         let token = dir.path().join("token");
         std::fs::write(&token, WEB_IDENTITY_TOKEN).unwrap();
         let none = dir.path().join("none");
-        let e = env(&[
-            ("AWS_CONFIG_FILE", none.to_str().unwrap()),
-            ("AWS_SHARED_CREDENTIALS_FILE", none.to_str().unwrap()),
-            ("AWS_WEB_IDENTITY_TOKEN_FILE", token.to_str().unwrap()),
-            ("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/web"),
-            ("AWS_ROLE_SESSION_NAME", "web-session"),
-        ]);
+        let e = config_only(
+            &none,
+            &[
+                ("AWS_WEB_IDENTITY_TOKEN_FILE", token.to_str().unwrap()),
+                ("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/web"),
+                ("AWS_ROLE_SESSION_NAME", "web-session"),
+            ],
+        );
         let keys = resolve(&e, None, "us-east-1", &http_to(&server)).await.unwrap();
         assert_issued(&keys, WEB_IDENTITY);
         let requests = server.requests();
@@ -280,12 +268,13 @@ mod tests {
         // A token STS refuses: one clear error.
         let bad = dir.path().join("bad");
         std::fs::write(&bad, "not-the-token").unwrap();
-        let e = env(&[
-            ("AWS_CONFIG_FILE", none.to_str().unwrap()),
-            ("AWS_SHARED_CREDENTIALS_FILE", none.to_str().unwrap()),
-            ("AWS_WEB_IDENTITY_TOKEN_FILE", bad.to_str().unwrap()),
-            ("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/web"),
-        ]);
+        let e = config_only(
+            &none,
+            &[
+                ("AWS_WEB_IDENTITY_TOKEN_FILE", bad.to_str().unwrap()),
+                ("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/web"),
+            ],
+        );
         let err = resolve(&e, None, "us-east-1", &http_to(&server)).await.unwrap_err();
         assert!(err.message.starts_with("AWS web identity"), "{}", err.message);
         assert!(err.message.contains("InvalidIdentityToken"), "{}", err.message);
@@ -296,11 +285,7 @@ mod tests {
         let server = FakeServer::start().await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let none = dir.path().join("none");
-        let e = env(&[
-            ("AWS_CONFIG_FILE", none.to_str().unwrap()),
-            ("AWS_SHARED_CREDENTIALS_FILE", none.to_str().unwrap()),
-            ("AWS_EC2_METADATA_SERVICE_ENDPOINT", &server.url()),
-        ]);
+        let e = config_only(&none, &[("AWS_EC2_METADATA_SERVICE_ENDPOINT", &server.url())]);
         if std::env::var_os("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").is_some() {
             return;
         }

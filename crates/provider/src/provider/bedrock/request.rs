@@ -295,15 +295,7 @@ fn effort(model: &Model, level: ThinkingLevel) -> String {
     if level == ThinkingLevel::Xhigh && native_xhigh(model) {
         return "xhigh".into();
     }
-    if let Some(mapped) = level_string(model, level) {
-        return mapped.to_string();
-    }
-    match level {
-        ThinkingLevel::Minimal | ThinkingLevel::Low => "low",
-        ThinkingLevel::Medium => "medium",
-        _ => "high",
-    }
-    .into()
+    crate::provider::anthropic_request::effort_for(model, level)
 }
 
 /// A GovCloud target (region or model id): Claude's `thinking.display` and block binding are left out.
