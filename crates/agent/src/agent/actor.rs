@@ -16,6 +16,7 @@ mod compacting;
 mod dispatch;
 mod extension_hooks;
 mod extension_host_requests;
+mod extension_model_calls;
 mod extension_requests;
 mod login_ops;
 mod mcp_ops;
