@@ -18,6 +18,8 @@ mod stats;
 mod tools;
 
 #[cfg(test)]
+mod golden;
+#[cfg(test)]
 mod tests;
 
 use std::io::Write;

@@ -21,9 +21,28 @@ const SCRIPT: &str = include_str!("script.js");
 /// The whole page for `session`: header, optional system prompt and tools,
 /// then the active branch (root to leaf) in order.
 pub fn render_session_html(session: &Session, options: &ExportOptions) -> String {
+    let stamp = PageStamp {
+        nonce: uuid::Uuid::new_v4().simple().to_string(),
+        exported_at: Utc::now(),
+        version: env!("CARGO_PKG_VERSION"),
+    };
+    render_page(session, options, &stamp)
+}
+
+/// What makes two exports of the same session differ: the CSP nonce, the
+/// export time and the exporting version. Fixed by the golden tests.
+pub(super) struct PageStamp {
+    pub(super) nonce: String,
+    pub(super) exported_at: DateTime<Utc>,
+    pub(super) version: &'static str,
+}
+
+/// [`render_session_html`] with the page's varying parts given.
+pub(super) fn render_page(session: &Session, options: &ExportOptions, stamp: &PageStamp) -> String {
     let branch = session.branch();
     let totals = session_totals(session);
-    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let nonce = &stamp.nonce;
+    let version = stamp.version;
     let name = session.name();
     let title = match &name {
         Some(name) => format!("{name} · pi session"),
@@ -40,7 +59,7 @@ pub fn render_session_html(session: &Session, options: &ExportOptions) -> String
          style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; base-uri 'none'; form-action 'none'\">\n"
     ));
     out.push_str("<meta name=\"color-scheme\" content=\"light dark\">\n");
-    out.push_str(&format!("<meta name=\"generator\" content=\"pi-rpc {}\">\n", env!("CARGO_PKG_VERSION")));
+    out.push_str(&format!("<meta name=\"generator\" content=\"pi-rpc {version}\">\n"));
     out.push_str(&format!("<title>{}</title>\n", escape(&title)));
     out.push_str(&format!("<style nonce=\"{nonce}\">\n{STYLE}</style>\n</head>\n<body>\n<div class=\"page\">\n"));
 
@@ -54,10 +73,9 @@ pub fn render_session_html(session: &Session, options: &ExportOptions) -> String
         page.entry(entry);
     }
     page.out.push_str("</main>\n");
-    let now = Utc::now();
+    let now = stamp.exported_at;
     page.out.push_str(&format!(
-        "<footer class=\"page-foot\">Exported by pi-rpc {} on <time datetime=\"{}\" data-fmt=\"datetime\">{}</time></footer>\n",
-        env!("CARGO_PKG_VERSION"),
+        "<footer class=\"page-foot\">Exported by pi-rpc {version} on <time datetime=\"{}\" data-fmt=\"datetime\">{}</time></footer>\n",
         now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         now.format("%Y-%m-%d %H:%M:%S UTC"),
     ));

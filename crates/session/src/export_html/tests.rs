@@ -219,7 +219,7 @@ fn rich_session(dir: &Path) -> Session {
     s
 }
 
-fn fixture_options() -> ExportOptions {
+pub(super) fn fixture_options() -> ExportOptions {
     ExportOptions {
         system_prompt: Some("You are an expert coding assistant.\nBe concise.".into()),
         tools: vec![
@@ -324,10 +324,9 @@ fn escapes_everything_from_the_session() {
     assert!(html.contains("<h1>Fix the parser test &amp; &lt;friends&gt;</h1>"));
 }
 
-#[test]
-fn hostile_tool_names_and_ids_stay_inert() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut s = Session::create(dir.path(), "/w", None).unwrap();
+/// Markup in tool ids, names, arguments, results, image types and extension message types.
+fn hostile_session(dir: &Path) -> Session {
+    let mut s = Session::create(dir, "/w", None).unwrap();
     s.append_message(AgentMessage::user("hi", &[])).unwrap();
     let evil = "\"><script>alert(1)</script>";
     s.append_message(assistant_with(
@@ -341,7 +340,13 @@ fn hostile_tool_names_and_ids_stay_inert() {
     let bad_image = ImageContent { data: "AAAA\" onerror=\"alert(1)".into(), mime_type: "text/html".into() };
     s.append_message(AgentMessage::user("img", &[bad_image])).unwrap();
     s.append_custom_message(evil, UserContent::Text(evil.into()), true, None).unwrap();
-    let html = render_session_html(&s, &ExportOptions::default());
+    s
+}
+
+#[test]
+fn hostile_tool_names_and_ids_stay_inert() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = render_session_html(&hostile_session(dir.path()), &ExportOptions::default());
     assert_eq!(html.matches("<script").count(), 1, "{html}");
     assert!(!html.contains("onerror=\""));
     assert!(html.contains("[image of unsupported type text/html]"));
@@ -362,10 +367,8 @@ fn page_is_self_contained() {
     assert!(html.contains("<nav id=\"toolbar\" class=\"toolbar\" hidden>"));
 }
 
-#[test]
-fn markdown_links_stay_links_and_images_are_not_loaded() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut s = Session::create(dir.path(), "/w", None).unwrap();
+fn links_session(dir: &Path) -> Session {
+    let mut s = Session::create(dir, "/w", None).unwrap();
     s.append_message(AgentMessage::user("links?", &[])).unwrap();
     s.append_message(assistant_with(
         vec![text(
@@ -376,17 +379,22 @@ fn markdown_links_stay_links_and_images_are_not_loaded() {
         StopReason::Stop,
     ))
     .unwrap();
-    let html = render_session_html(&s, &ExportOptions::default());
+    s
+}
+
+#[test]
+fn markdown_links_stay_links_and_images_are_not_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = render_session_html(&links_session(dir.path()), &ExportOptions::default());
     assert!(html.contains("<a href=\"https://example.org/docs\">docs</a>"));
     assert!(html.contains("<a href=\"https://example.org/c.png\">[image: chart]</a>"));
     assert!(!html.contains("<img src=\"https"));
     assert!(!html.contains("javascript:"));
 }
 
-#[test]
-fn pending_calls_orphan_results_system_and_unknown_entries() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut s = Session::create(dir.path(), "/w", None).unwrap();
+/// A call without result, a result without call, a pi 1.6 system message and an unknown entry type.
+fn odd_entries_session(dir: &Path) -> Session {
+    let mut s = Session::create(dir, "/w", None).unwrap();
     s.append_entry(|base| {
         KnownEntry::Message(MessageEntry {
             base,
@@ -405,7 +413,13 @@ fn pending_calls_orphan_results_system_and_unknown_entries() {
     .unwrap();
     s.append_message(result("c9", "lost_tool", vec![text("orphan output")], true, None)).unwrap();
     s.append_raw("usage", Map::new()).unwrap();
-    let html = render_session_html(&s, &ExportOptions::default());
+    s
+}
+
+#[test]
+fn pending_calls_orphan_results_system_and_unknown_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = render_session_html(&odd_entries_session(dir.path()), &ExportOptions::default());
     assert!(html.contains("<section class=\"tool pending\" id=\"tool-c1\">"));
     assert!(html.contains("<span class=\"badge warn\">no result</span>"));
     assert!(
@@ -420,16 +434,193 @@ fn pending_calls_orphan_results_system_and_unknown_entries() {
     assert!(html.contains("<title>pi session "));
 }
 
+fn skill_session(dir: &Path) -> Session {
+    let mut s = Session::create(dir, "/w", None).unwrap();
+    let msg = "<skill name=\"pdf\" location=\"/skills/pdf/SKILL.md\">\n# PDF skill\nUse pdftotext.\n</skill>\n\nSummarize report.pdf";
+    s.append_message(AgentMessage::user(msg, &[])).unwrap();
+    s
+}
+
 #[test]
 fn skill_invocations_fold_away() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = Session::create(dir.path(), "/w", None).unwrap();
-    let msg = "<skill name=\"pdf\" location=\"/skills/pdf/SKILL.md\">\n# PDF skill\nUse pdftotext.\n</skill>\n\nSummarize report.pdf";
-    s.append_message(AgentMessage::user(msg, &[])).unwrap();
-    let html = render_session_html(&s, &ExportOptions::default());
+    let html = render_session_html(&skill_session(dir.path()), &ExportOptions::default());
     assert!(html.contains("<details class=\"skill\"><summary>Skill <code>pdf</code>"));
     assert!(html.contains("<h1>PDF skill</h1>"));
     assert!(html.contains("<div class=\"plain\">Summarize report.pdf</div>"));
+}
+
+/// `[tag]` followed by every character HTML escaping is about.
+fn marked(tag: &str) -> String {
+    format!("[{tag}]'\"<&>")
+}
+
+/// How [`marked`] text must read in the page outside markdown.
+fn marked_escaped(tag: &str) -> String {
+    format!("[{tag}]&#39;&quot;&lt;&amp;&gt;")
+}
+
+/// Every field the page shows, each holding quotes, apostrophes, `<`, `&` and `>`.
+fn every_field_session(dir: &Path) -> Session {
+    let m = |tag: &str| marked(tag);
+    let mut s = Session::create(dir, format!("/{}", m("CWD")), Some(m("PARENT"))).unwrap();
+    s.append_entry(|base| {
+        KnownEntry::Message(MessageEntry {
+            base,
+            message: StoredMessage::Other(
+                json!({"role": "system", "content": m("SYSTEMMSG"), "sections": {"s": m("SECTION")}, "timestamp": 1}),
+            ),
+            extra: Map::new(),
+        })
+    })
+    .unwrap();
+    s.append_model_change(&m("PROVIDER"), &m("MODEL")).unwrap();
+    s.append_thinking_level_change(&m("LEVEL")).unwrap();
+    s.append_message(AgentMessage::user(&m("USER"), &[])).unwrap();
+    let skill = format!(
+        "<skill name=\"{}\" location=\"{}\">\n{}\n</skill>\n\nand {}",
+        m("SKILLNAME").replace('"', ""),
+        m("SKILLLOC").replace('"', ""),
+        m("SKILLMD"),
+        m("USERAFTER")
+    );
+    s.append_message(AgentMessage::user(&skill, &[])).unwrap();
+    let model = format!("{}/{}", m("AMODELP").replace('/', ""), m("AMODEL"));
+    s.append_message(assistant_with(
+        vec![
+            thinking(&m("THINK")),
+            text(&m("ANSWERMD")),
+            call(&m("TOOLID"), "bash", json!({"command": m("CMD")})),
+            call("c_edit", "edit", json!({"path": m("ARG")})),
+            call("c_grep", "grep", json!({"pattern": m("PATTERN"), "path": m("GREPPATH")})),
+            call("c_other", &m("TOOLNAME"), json!({m("KEY"): m("VALUE")})),
+        ],
+        &model,
+        usage(1, 2, 3, 4, 0.5),
+        StopReason::ToolUse,
+    ))
+    .unwrap();
+    s.append_message(result(&m("TOOLID"), "bash", vec![text(&m("RESULT"))], false, None)).unwrap();
+    let diff = format!("+{}\n-{}\n {}", m("DIFF"), m("DIFF"), m("DIFF"));
+    s.append_message(result("c_edit", "edit", vec![text(&m("NOTE"))], false, Some(json!({"diff": diff})))).unwrap();
+    s.append_message(result("c_grep", "grep", vec![text(&m("GREPOUT"))], true, None)).unwrap();
+    s.append_message(result("c_lost", &m("ORPHAN"), vec![text(&m("ORPHANOUT"))], false, None)).unwrap();
+    let mut failed = assistant_with(vec![], &model, Usage::default(), StopReason::Error);
+    if let AgentMessage::Assistant(a) = &mut failed {
+        a.error_message = Some(m("ERROR"));
+    }
+    s.append_message(failed).unwrap();
+    let mut shell = bash(&m("SHELLCMD"), &m("SHELLOUT"), Some(2), true);
+    if let AgentMessage::BashExecution(b) = &mut shell {
+        b.full_output_path = Some(m("SAVED"));
+    }
+    s.append_message(shell).unwrap();
+    let odd_image = ImageContent { data: "AAAA".into(), mime_type: m("MIME") };
+    s.append_message(AgentMessage::user(&m("WITHIMAGE"), &[odd_image])).unwrap();
+    s.append_compaction(&m("COMPACTMD"), None, 10, None, None).unwrap();
+    s.append_custom_message(&m("CUSTOMTYPE"), UserContent::Text(m("CUSTOMMD")), false, None).unwrap();
+    s.append_entry(|base| {
+        KnownEntry::Message(MessageEntry {
+            base,
+            message: StoredMessage::Other(json!({"role": m("ROLE"), "content": m("RAW"), "timestamp": 1})),
+            extra: Map::new(),
+        })
+    })
+    .unwrap();
+    s.append_session_info(&m("NAME")).unwrap();
+    s
+}
+
+pub(super) fn every_field_options() -> ExportOptions {
+    ExportOptions {
+        system_prompt: Some(marked("PROMPT")),
+        tools: vec![ExportTool { name: marked("TOOLLIST"), description: marked("TOOLDESC") }],
+    }
+}
+
+#[test]
+fn every_text_field_is_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = render_session_html(&every_field_session(dir.path()), &every_field_options());
+    // Shown as text: every special character escaped, the apostrophe as `&#39;`.
+    let text_fields = [
+        "NAME",
+        "CWD",
+        "PARENT",
+        "PROVIDER",
+        "MODEL",
+        "LEVEL",
+        "USER",
+        "USERAFTER",
+        "AMODELP",
+        "AMODEL",
+        "THINK",
+        "TOOLID",
+        "TOOLNAME",
+        "CMD",
+        "ARG",
+        "PATTERN",
+        "GREPPATH",
+        "RESULT",
+        "DIFF",
+        "NOTE",
+        "GREPOUT",
+        "ORPHAN",
+        "ORPHANOUT",
+        "ERROR",
+        "SHELLCMD",
+        "SHELLOUT",
+        "SAVED",
+        "WITHIMAGE",
+        "MIME",
+        "CUSTOMTYPE",
+        "ROLE",
+        "SYSTEMMSG",
+        "SECTION",
+        "PROMPT",
+        "TOOLLIST",
+        "TOOLDESC",
+    ];
+    for tag in text_fields {
+        assert!(html.contains(&marked_escaped(tag)), "{tag} is not escaped as expected");
+    }
+    // Shown inside pretty JSON, where the quote is already `\"`.
+    for tag in ["KEY", "VALUE", "RAW"] {
+        assert!(html.contains(&format!("[{tag}]&#39;\\&quot;&lt;&amp;&gt;")), "{tag} in JSON");
+    }
+    // Skill names and locations cannot hold a quote.
+    for tag in ["SKILLNAME", "SKILLLOC"] {
+        assert!(html.contains(&format!("[{tag}]&#39;&lt;&amp;&gt;")), "{tag}");
+    }
+    // Markdown fields go through the markdown renderer's own escaping, which keeps quotes in text.
+    for tag in ["SKILLMD", "ANSWERMD", "COMPACTMD", "CUSTOMMD"] {
+        assert!(html.contains(&format!("[{tag}]'\"&lt;&amp;&gt;")), "{tag} in markdown");
+    }
+    assert!(!html.contains("\"<&>"), "nothing unescaped anywhere");
+}
+
+/// Rewrites the golden inputs `testdata/golden/*.jsonl` from the builders
+/// above (new ids and times: every golden page then changes too, so run it
+/// only with the renderer at a known-good commit and `UPDATE_GOLDEN=1` after).
+#[test]
+#[ignore = "rewrites testdata/golden/*.jsonl; run by hand"]
+fn capture_golden_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = [
+        ("rich", rich_session(&dir.path().join("1"))),
+        ("hostile", hostile_session(&dir.path().join("2"))),
+        ("links", links_session(&dir.path().join("3"))),
+        ("odd-entries", odd_entries_session(&dir.path().join("4"))),
+        ("skill", skill_session(&dir.path().join("5"))),
+        ("saved", saved_session(&dir.path().join("6"))),
+        ("every-field", every_field_session(&dir.path().join("7"))),
+        ("empty", Session::in_memory("/w")),
+    ];
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/export_html/testdata/golden");
+    std::fs::create_dir_all(&golden).unwrap();
+    for (name, session) in sessions {
+        std::fs::write(golden.join(format!("{name}.jsonl")), session.file_text().unwrap()).unwrap();
+    }
 }
 
 #[test]

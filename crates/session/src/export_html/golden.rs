@@ -1,0 +1,131 @@
+//! Golden pages: each session in `testdata/golden/<case>.jsonl`, rendered
+//! with a fixed nonce, export time and version, must give exactly the bytes
+//! of `testdata/golden/<case>.html`. The inputs come from the builders in
+//! `tests.rs` (`capture_golden_inputs`); the pages were written by the
+//! renderer as it stood when they were captured, so any change of output
+//! shows here byte for byte. `UPDATE_GOLDEN=1` rewrites the pages: only for a
+//! change of output that is meant, and read the diff.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+
+use super::ExportOptions;
+use super::render::{PageStamp, render_page};
+use crate::session::Session;
+
+/// The export options a case is rendered with.
+type Options = fn() -> ExportOptions;
+
+/// Each golden case: its file stem and the export options it is rendered with.
+const CASES: [(&str, Options); 10] = [
+    ("rich", super::tests::fixture_options),
+    // What `pi --export <file>` writes: no system prompt, no tool list.
+    ("rich-no-options", ExportOptions::default),
+    ("hostile", ExportOptions::default),
+    ("links", ExportOptions::default),
+    ("odd-entries", ExportOptions::default),
+    ("skill", ExportOptions::default),
+    ("saved", ExportOptions::default),
+    ("every-field", super::tests::every_field_options),
+    ("empty", ExportOptions::default),
+    ("every-field-no-options", ExportOptions::default),
+];
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src/export_html/testdata/golden")
+}
+
+/// The input of a case: `rich-no-options` reads `rich.jsonl`.
+fn input_name(case: &str) -> &str {
+    case.strip_suffix("-no-options").unwrap_or(case)
+}
+
+fn fixed_stamp() -> PageStamp {
+    let exported_at: DateTime<Utc> = "2026-01-02T03:04:05.678Z".parse().expect("a valid time");
+    PageStamp { nonce: "0123456789abcdef0123456789abcdef".to_string(), exported_at, version: "0.0.0-golden" }
+}
+
+/// The page of a case, its input opened from a copy (opening may touch the file).
+fn render_case(case: &str, options: &ExportOptions) -> String {
+    let scratch = tempfile::tempdir().unwrap();
+    let copy = scratch.path().join("session.jsonl");
+    std::fs::copy(golden_dir().join(format!("{}.jsonl", input_name(case))), &copy).unwrap();
+    let (session, warnings) = Session::open(&copy, "/").unwrap();
+    assert!(warnings.is_empty(), "{case}: {warnings:?}");
+    render_page(&session, options, &fixed_stamp())
+}
+
+/// Where two texts first differ, with a little of each around it.
+fn first_difference(want: &str, got: &str) -> String {
+    let at = want.bytes().zip(got.bytes()).take_while(|(a, b)| a == b).count();
+    let around = |s: &str| {
+        let mut start = at.saturating_sub(80).min(s.len());
+        while !s.is_char_boundary(start) {
+            start -= 1;
+        }
+        let mut end = (at + 80).min(s.len());
+        while !s.is_char_boundary(end) {
+            end += 1;
+        }
+        s[start..end].to_string()
+    };
+    format!("byte {at}:\n  golden: {:?}\n  now:    {:?}", around(want), around(got))
+}
+
+#[test]
+fn pages_equal_the_golden_files_byte_for_byte() {
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let mut failures = Vec::new();
+    for (case, options) in CASES {
+        let page = render_case(case, &options());
+        let golden = golden_dir().join(format!("{case}.html"));
+        if update {
+            std::fs::write(&golden, &page).unwrap();
+            continue;
+        }
+        let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| panic!("{}: {e}", golden.display()));
+        if want != page {
+            failures.push(format!("{case}: {}", first_difference(&want, &page)));
+        }
+    }
+    assert!(failures.is_empty(), "pages differ from their golden files:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn every_golden_input_has_a_case() {
+    let mut inputs: Vec<String> = std::fs::read_dir(golden_dir())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".jsonl").map(str::to_string))
+        .collect();
+    inputs.sort();
+    let mut used: Vec<String> = CASES.iter().map(|(case, _)| input_name(case).to_string()).collect();
+    used.sort();
+    used.dedup();
+    assert_eq!(inputs, used);
+}
+
+#[test]
+fn the_fixed_stamp_is_the_only_difference_between_two_exports() {
+    // The golden pages hold the fixed stamp; a real export differs from them
+    // only there, so the golden bytes are the bytes users get.
+    let scratch = tempfile::tempdir().unwrap();
+    let copy = scratch.path().join("session.jsonl");
+    std::fs::copy(golden_dir().join("rich.jsonl"), &copy).unwrap();
+    let (session, _) = Session::open(&copy, "/").unwrap();
+    let options = super::tests::fixture_options();
+    let real = super::render_session_html(&session, &options);
+    let fixed = render_page(&session, &options, &fixed_stamp());
+    let differing: Vec<(&str, &str)> = fixed.lines().zip(real.lines()).filter(|(a, b)| a != b).collect();
+    assert_eq!(fixed.lines().count(), real.lines().count());
+    // The CSP line, the generator, the style tag, the footer and the script tag.
+    assert_eq!(differing.len(), 5, "{differing:#?}");
+    for (golden_line, _) in differing {
+        assert!(
+            golden_line.contains("0123456789abcdef0123456789abcdef")
+                || golden_line.contains("0.0.0-golden")
+                || golden_line.contains("2026-01-02"),
+            "{golden_line}"
+        );
+    }
+}
