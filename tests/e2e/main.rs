@@ -45,6 +45,7 @@ mod reliability;
 mod rpc_client;
 mod serve;
 mod serve_cluster;
+mod serve_cluster_lease;
 mod serve_faults;
 mod serve_nginx;
 mod templates;

@@ -69,7 +69,7 @@ impl Drop for Nats {
 }
 
 /// A worker of the cluster on `shared`, named `name`, lease TTL `ttl` seconds.
-async fn worker(sb: &Sandbox, nats: &Nats, shared: &Path, name: &str, ttl: &str) -> Served {
+pub async fn worker(sb: &Sandbox, nats: &Nats, shared: &Path, name: &str, ttl: &str) -> Served {
     worker_with(sb, nats, shared, name, ttl, &[]).await
 }
 
@@ -82,7 +82,7 @@ async fn worker_with(sb: &Sandbox, nats: &Nats, shared: &Path, name: &str, ttl: 
 }
 
 /// The session directory the workers of a test share.
-fn shared_dir(sb: &Sandbox) -> PathBuf {
+pub fn shared_dir(sb: &Sandbox) -> PathBuf {
     let shared = sb.home.path().join("shared");
     std::fs::create_dir_all(&shared).expect("shared dir");
     shared
@@ -98,7 +98,7 @@ async fn two_workers_run(sb: &Sandbox, nats: &Nats, more: &[&str], scenario: &st
     cluster(&b, scenario, &[&url_a, &url_b]).await;
 }
 
-fn signal(served: &Served, signal: nix::sys::signal::Signal) {
+pub fn signal(served: &Served, signal: nix::sys::signal::Signal) {
     let pid = served.pi.child.id().expect("pid");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).expect("signal");
 }
@@ -195,7 +195,7 @@ async fn a_stale_owner_paused_past_its_lease_cannot_append() {
 }
 
 /// Run a scenario of `tests/serve/cluster_client.py` (None: no Python `websockets`).
-async fn cluster(served: &Served, scenario: &str, args: &[&str]) -> Option<String> {
+pub async fn cluster(served: &Served, scenario: &str, args: &[&str]) -> Option<String> {
     python_script(served, "cluster_client.py", scenario, args).await
 }
 

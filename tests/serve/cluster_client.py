@@ -40,6 +40,10 @@ Scenarios:
                             kill -9 of an idle owner A; B takes the session
                             over (numbering nothing yet); a full replay
                             through C's mirror of B has every event, no gap
+  touch URL ID               session ID created (?session=) and left without a
+                            word written: the session file does not exist
+  found URL ID               a new connection switches to session ID by id
+                            (switch_session) and is attached to it
   nats_restart URL_A URL_B NATS_PID FLAG
                             kill -9 of nats-server mid-stream (the test starts
                             it again and then writes FLAG): the owner's client
@@ -207,6 +211,22 @@ async def resume(url, sid, expect):
         ends = [e for e in events if e.get("type") == "message_end" and e["message"].get("role") == "assistant"]
         check(ends and ends[-1]["message"].get("stopReason") == "stop", f"prompt after the restart: {ends}")
     print("resume ok")
+
+
+async def touch(url, sid):
+    async with connect(f"{url}?session={sid}") as ws:
+        state, _ = await call(ws, "s", "get_state")
+        check(state["data"]["sessionId"] == sid, f"attached to {state['data']['sessionId']}")
+        check(state["data"]["messageCount"] == 0, f"messages: {state['data']['messageCount']}")
+    print("touch ok")
+
+
+async def found(url, sid):
+    async with connect(url) as ws:
+        await call(ws, "w", "switch_session", sessionPath=sid)
+        state, _ = await call(ws, "s", "get_state")
+        check(state["data"]["sessionId"] == sid, f"switched to {state['data']['sessionId']}, not {sid}")
+    print("found ok")
 
 
 def final_text(events):
@@ -477,7 +497,8 @@ async def approvals(url_a, url_b):
     print(f"approvals ok: {sid}")
 
 
-SCENARIOS = {"approvals": approvals, "takeover_replay": takeover_replay, "acp": acp, "dialogs": dialogs, "nats_restart": nats_restart, "drain": drain, "relay": relay, "spread": spread, "killed": killed, "resume": resume}
+SCENARIOS = {"approvals": approvals, "takeover_replay": takeover_replay, "acp": acp, "dialogs": dialogs, "nats_restart": nats_restart, "drain": drain, "relay": relay, "spread": spread, "killed": killed, "resume": resume, "touch": touch,
+             "found": found}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in SCENARIOS:

@@ -18,6 +18,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::cluster::events::{EventLog, Stored};
+use crate::cluster::lease::LeaseWatch;
 use crate::cluster::mirror::{MirrorCtl, MirrorItem};
 pub use crate::conn::{ConnHandle, ConnId, Kick, Queued, actor_tag};
 use crate::lock::{LockError, OwnerLock};
@@ -155,9 +156,9 @@ pub struct HubOptions {
 
 /// Where a hub's output comes from.
 pub(crate) enum Feed {
-    /// This worker's actor; in a cluster, `lost` fires when the session's
-    /// lease went to another worker.
-    Actor { outputs: mpsc::Receiver<Output>, lost: Option<CancellationToken> },
+    /// This worker's actor; in a cluster, the session's lease (in doubt, or
+    /// gone to another worker).
+    Actor { outputs: mpsc::Receiver<Output>, lease: Option<LeaseWatch> },
     /// The owner's frames, through [`crate::cluster::mirror`].
     Mirror { items: mpsc::Receiver<MirrorItem>, ctl: MirrorCtl },
 }

@@ -13,8 +13,9 @@
 //! In a cluster it also: reads from the stream the events a re-attaching
 //! client missed before this load; tells clients a run was interrupted when
 //! it took the session over from a lost worker ([`crate::interrupted`]);
-//! and, for a mirror whose owner was lost or let go, finds the session again
-//! and moves its connections there without a gap.
+//! and, for a mirror whose owner was lost or let go (or an owner whose lease
+//! went to another worker), finds the session again and moves its
+//! connections there without a gap.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,6 +30,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::cluster::events::{EventLog, Numbered as Keep, Stored};
+use crate::cluster::lease::LeaseWatch;
 use crate::cluster::mirror::{MirrorCtl, MirrorItem};
 use crate::conn::{ConnHandle, ConnId, Departed, Queued, actor_tag, deliver, deliver_output, event_for, split_tag};
 use crate::hub::{Control, Feed, Home, Hub, HubOptions, Loaded};
@@ -92,6 +94,11 @@ struct Pump {
     running: bool,
     /// A mirror whose owner is gone, being found again.
     moving: bool,
+    /// The session's lease went to another worker: this actor's events are
+    /// no longer the session's, and its clients move to the new owner.
+    fenced: bool,
+    /// The actor's output while the lease is in doubt, in order.
+    held: Vec<Output>,
     /// Why (logs, and the clients whose answers were lost with it).
     lost_reason: String,
     /// A mirror's hold on its op relay.
@@ -122,6 +129,8 @@ pub(crate) fn start(home: Arc<dyn Home>, loaded: Loaded, options: HubOptions) ->
         log: loaded.log,
         running: false,
         moving: false,
+        fenced: false,
+        held: Vec::new(),
         lost_reason: String::new(),
         ctl: None,
         done: false,
@@ -135,20 +144,31 @@ pub(crate) fn start(home: Arc<dyn Home>, loaded: Loaded, options: HubOptions) ->
 
 impl Pump {
     async fn run(mut self, feed: Feed, mut control: mpsc::Receiver<Control>) {
-        let (mut feed, lost) = match feed {
-            Feed::Actor { outputs, lost } => (Source::Actor(outputs), lost),
+        let (mut feed, lease) = match feed {
+            Feed::Actor { outputs, lease } => (Source::Actor(outputs), lease),
             Feed::Mirror { items, ctl } => {
                 self.ctl = Some(ctl);
                 (Source::Mirror(items), None)
             }
         };
-        let mut lease_lost = false;
+        let (mut valid, lost) = match lease {
+            Some(LeaseWatch { lost, valid_until }) => (Some(valid_until), Some(lost)),
+            None => (None, None),
+        };
         let mut feed_open = true;
         while !self.done {
             let alone = self.conns.is_empty() && !self.unloading && self.internal.is_empty() && !self.moving;
             let deadline = self.alone_since + self.options.idle_unload;
             tokio::select! {
                 item = next(&mut feed), if feed_open => match item {
+                    // The lease is in doubt (no renewal concluded within its TTL): held
+                    // until the next renewal says whether the session is still this worker's.
+                    Some(MirrorItem::Output(output, _)) if !self.held.is_empty() || self.in_doubt(valid.as_ref()) => {
+                        if self.held.is_empty() {
+                            tracing::info!("session {}: its lease is in doubt; its output waits", self.hub.id());
+                        }
+                        self.held.push(output);
+                    }
                     Some(MirrorItem::Output(output, seq)) if !self.moving => {
                         if let (Some(ctl), Output::Reply { tag, .. }) = (&self.ctl, &output) {
                             ctl.answered(*tag);
@@ -161,16 +181,32 @@ impl Pump {
                     Some(MirrorItem::Ended) => {}
                     None => {
                         feed_open = false;
+                        self.release_held();
                         if self.hub.is_mirror() && !self.hub.is_closing() {
                             self.lost("the link to its owner ended".to_string());
+                        } else if self.fenced && !self.conns.is_empty() && !self.moving {
+                            self.lost("its lease went to another worker".to_string());
                         } else if !self.moving {
                             break;
                         }
                     }
                 },
-                _ = async { if let Some(lost) = &lost { lost.cancelled().await } }, if lost.is_some() && !lease_lost => {
-                    lease_lost = true;
-                    tracing::warn!("session {}: its lease went to another worker; unloading it here", self.hub.id());
+                changed = async { match valid.as_mut() { Some(v) => v.changed().await, None => Ok(()) } },
+                    if valid.is_some() && !self.held.is_empty() && !self.fenced =>
+                {
+                    if changed.is_err() || !self.in_doubt(valid.as_ref()) {
+                        self.release_held();
+                    }
+                }
+                _ = async { if let Some(lost) = &lost { lost.cancelled().await } }, if lost.is_some() && !self.fenced => {
+                    self.fenced = true;
+                    // What waited is dropped (but the answers owed to clients).
+                    self.release_held();
+                    self.hub.closing.store(true, Ordering::SeqCst);
+                    tracing::warn!(
+                        "session {}: its lease went to another worker; unloading it here (its clients move there)",
+                        self.hub.id()
+                    );
                     let agent = self.hub.agent().clone();
                     tokio::spawn(async move { agent.submit(None, Op::Shutdown { abort: true }).await });
                 }
@@ -183,6 +219,28 @@ impl Pump {
             }
         }
         self.finish(control).await;
+    }
+
+    /// True when the session's lease may have expired unnoticed (see
+    /// [`crate::cluster::lease::in_doubt`]).
+    fn in_doubt(&self, valid_until: Option<&tokio::sync::watch::Receiver<Instant>>) -> bool {
+        !self.fenced && valid_until.is_some_and(crate::cluster::lease::in_doubt)
+    }
+
+    /// Route the output held while the lease was in doubt (once fenced,
+    /// only its replies).
+    fn release_held(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        tracing::info!(
+            "session {}: {} outputs held while its lease was in doubt go on",
+            self.hub.id(),
+            self.held.len()
+        );
+        for output in std::mem::take(&mut self.held) {
+            self.output(output, None);
+        }
     }
 
     /// Submit one of the hub's own requests (from a task: the pump never waits on the actor).
@@ -228,6 +286,8 @@ impl Pump {
 
     fn output(&mut self, output: Output, seq: Option<u64>) {
         match output {
+            // Another worker owns the session now: its events are that worker's.
+            Output::Event(_) if self.fenced => {}
             Output::Event(event) => self.event(event, seq),
             Output::Reply { tag, result } => {
                 let (conn, local) = split_tag(tag);

@@ -332,15 +332,15 @@ impl Registry {
         config.session_name = None;
         configure(&mut config);
         let (agent, outputs) = pi_core::agent::spawn(config)?;
-        let lost = match &ownership {
-            Ownership::Leased(lease) => Some(lease.lost_token()),
+        let lease = match &ownership {
+            Ownership::Leased(lease) => Some(lease.watch()),
             Ownership::Local(_) => None,
         };
         let loaded = Loaded {
             id: id.clone(),
             session_file: file.map(|p| p.display().to_string()),
             agent,
-            feed: Feed::Actor { outputs, lost },
+            feed: Feed::Actor { outputs, lease },
             ownership: Some(ownership),
             buffer,
             log: self.options.cluster.as_ref().map(|c| c.events.clone()),

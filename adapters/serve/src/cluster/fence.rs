@@ -5,10 +5,16 @@
 //! and compares: an owner whose epoch is below the file's (paused past its
 //! lease, then resumed) is refused, and a takeover (exclusive lock) waits for
 //! a write in progress to end, so two workers never both write one file.
+//!
+//! An owner whose lease expired while nobody else took it (its renewals ran
+//! late) takes the lease again under a new epoch and moves its fence along
+//! ([`EpochFence::move_to`]): only when the file still holds its old epoch,
+//! i.e. no other worker owned the session meanwhile.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::fcntl::{Flock, FlockArg};
 use pi_core::session::{FenceGuard, WriteFence};
@@ -57,12 +63,42 @@ pub fn claim(session_dir: &Path, id: &str, epoch: u64) -> std::io::Result<()> {
 pub struct EpochFence {
     path: PathBuf,
     id: String,
-    epoch: u64,
+    epoch: AtomicU64,
 }
 
 impl EpochFence {
     pub fn new(session_dir: &Path, id: &str, epoch: u64) -> EpochFence {
-        EpochFence { path: epoch_path(session_dir, id), id: id.to_string(), epoch }
+        EpochFence { path: epoch_path(session_dir, id), id: id.to_string(), epoch: AtomicU64::new(epoch) }
+    }
+
+    /// The epoch this owner writes under.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// True while the file holds this owner's epoch (no newer owner).
+    pub fn is_current(&self) -> std::io::Result<bool> {
+        let file = open(&self.path)?;
+        let mut locked = Flock::lock(file, FlockArg::LockShared).map_err(|(_, e)| std::io::Error::from(e))?;
+        Ok(read_epoch(&mut locked)? == self.epoch())
+    }
+
+    /// Move this owner to epoch `to` (its lease taken again): true when done,
+    /// false when the file no longer holds this owner's epoch (another worker
+    /// owned the session meanwhile: this owner keeps its old epoch, refused).
+    pub fn move_to(&self, to: u64) -> std::io::Result<bool> {
+        let file = open(&self.path)?;
+        let mut locked = Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, e)| std::io::Error::from(e))?;
+        let (current, from) = (read_epoch(&mut locked)?, self.epoch());
+        if current != from || to <= from {
+            return Ok(false);
+        }
+        locked.set_len(0)?;
+        locked.rewind()?;
+        locked.write_all(to.to_string().as_bytes())?;
+        locked.sync_data()?;
+        self.epoch.store(to, Ordering::SeqCst);
+        Ok(true)
     }
 }
 
@@ -72,10 +108,11 @@ impl WriteFence for EpochFence {
         let mut locked =
             Flock::lock(file, FlockArg::LockShared).map_err(|(_, e)| format!("{}: {e}", self.path.display()))?;
         let current = read_epoch(&mut locked).map_err(|e| format!("{}: {e}", self.path.display()))?;
-        if current > self.epoch {
+        let epoch = self.epoch();
+        if current > epoch {
             return Err(format!(
-                "session {} was taken over by another worker (fencing epoch {current} > this worker's {}): this worker may no longer write it",
-                self.id, self.epoch
+                "session {} was taken over by another worker (fencing epoch {current} > this worker's {epoch}): this worker may no longer write it",
+                self.id
             ));
         }
         Ok(FenceGuard::holding(locked))
@@ -98,5 +135,26 @@ mod tests {
         assert!(EpochFence::new(dir.path(), "s1", 9).enter().is_ok());
         // An epoch never goes back.
         assert!(claim(dir.path(), "s1", 7).is_err());
+    }
+
+    #[test]
+    fn an_owner_taking_its_lease_again_moves_its_epoch_and_a_stale_owner_stays_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        claim(dir.path(), "s1", 3).unwrap();
+        let stale = EpochFence::new(dir.path(), "s1", 3);
+        claim(dir.path(), "s1", 5).unwrap();
+        let owner = EpochFence::new(dir.path(), "s1", 5);
+        // Its lease expired with nobody else there: taken again under 8.
+        assert!(owner.move_to(8).unwrap());
+        assert_eq!((owner.epoch(), std::fs::read_to_string(epoch_path(dir.path(), "s1")).unwrap()), (8, "8".into()));
+        assert!(owner.enter().is_ok() && owner.is_current().unwrap() && !stale.is_current().unwrap());
+        assert!(stale.enter().unwrap_err().contains("8 > this worker's 3"));
+        // The stale owner cannot move itself past the current owner.
+        assert!(!stale.move_to(9).unwrap());
+        assert_eq!(stale.epoch(), 3);
+        // Another worker owned the session meanwhile (epoch 11): this owner is not moved.
+        claim(dir.path(), "s1", 11).unwrap();
+        assert!(!owner.move_to(12).unwrap());
+        assert!(owner.enter().unwrap_err().contains("11 > this worker's 8"));
     }
 }

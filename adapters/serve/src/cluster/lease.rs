@@ -5,7 +5,18 @@
 //!   revision of that create is the owner's fencing epoch, recorded on shared
 //!   storage ([`super::fence::claim`]) before the session is loaded.
 //! * Renewed every third of the TTL by an update that expects the last
-//!   revision: a lost race (another owner) ends the renewals and is logged.
+//!   revision. A renewal that finds the lease gone (it ran more than the TTL
+//!   late: the bucket expired it) takes it again with a create, and moves the
+//!   fencing epoch to that create's revision when no other worker owned the
+//!   session meanwhile ([`EpochFence::move_to`]): the session stays here.
+//!   A lost race (another worker holds it, or owned it meanwhile) ends the
+//!   renewals, fires [`Lease::lost_token`] and is logged.
+//! * The renewals run on the lease keeper's thread ([`super::keeper`]), away
+//!   from the worker's busy runtime; one that comes late is logged.
+//! * While no renewal has concluded for a TTL (the worker was paused, or the
+//!   keeper starved), the lease is in doubt ([`in_doubt`]): the
+//!   session's pump holds its events until the next renewal says whether the
+//!   lease is still this worker's, so a stale owner publishes nothing.
 //! * Expires with the bucket's `max_age` (the TTL) once its owner stops
 //!   renewing (killed, paused, cut off), so the next attach on any worker
 //!   takes the session over.
@@ -19,6 +30,8 @@ use std::time::Duration;
 
 use async_nats::jetstream::kv;
 use bytes::Bytes;
+use tokio::sync::watch;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::Cluster;
@@ -37,7 +50,6 @@ pub enum LeaseError {
 #[derive(Debug)]
 pub struct Lease {
     id: String,
-    epoch: u64,
     revision: Arc<AtomicU64>,
     lost: Arc<AtomicBool>,
     /// Fires when another worker took the session (renewal lost).
@@ -47,6 +59,22 @@ pub struct Lease {
     fence: Arc<EpochFence>,
     /// The worker whose expired lease this one took over.
     taken_from: Option<String>,
+    /// Until when the lease is surely this worker's (moved by each renewal).
+    valid_until: Arc<watch::Sender<Instant>>,
+}
+
+/// What the pump of a leased session watches.
+#[derive(Debug, Clone)]
+pub struct LeaseWatch {
+    /// Fires once another worker holds the session.
+    pub lost: CancellationToken,
+    /// Until when the lease is surely this worker's.
+    pub valid_until: watch::Receiver<Instant>,
+}
+
+/// No renewal concluded within the TTL: the lease may have expired.
+pub fn in_doubt(valid_until: &watch::Receiver<Instant>) -> bool {
+    *valid_until.borrow() < Instant::now()
 }
 
 fn now_ms() -> u64 {
@@ -84,6 +112,7 @@ impl Lease {
         let bus = |detail: String| LeaseError::Bus { id: id.to_string(), detail };
         let worker = &cluster.options.worker;
         let mut taken_from = None;
+        let asked = Instant::now();
         let epoch = match cluster.leases.create(id, owner_value(worker)).await {
             Ok(revision) => revision,
             Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
@@ -120,7 +149,6 @@ impl Lease {
         }
         let lease = Lease {
             id: id.to_string(),
-            epoch,
             revision: Arc::new(AtomicU64::new(epoch)),
             lost: Arc::new(AtomicBool::new(false)),
             lost_token: CancellationToken::new(),
@@ -128,9 +156,10 @@ impl Lease {
             leases: cluster.leases.clone(),
             fence: Arc::new(EpochFence::new(session_dir, id, epoch)),
             taken_from,
+            valid_until: Arc::new(watch::Sender::new(asked + cluster.options.lease_ttl)),
         };
         let renewal = Renewal {
-            leases: cluster.leases.clone(),
+            leases: cluster.keeper.leases.clone(),
             id: id.to_string(),
             worker: worker.clone(),
             ttl: cluster.options.lease_ttl,
@@ -138,14 +167,17 @@ impl Lease {
             lost: lease.lost.clone(),
             lost_token: lease.lost_token.clone(),
             stop: lease.stop.clone(),
+            fence: lease.fence.clone(),
+            valid_until: lease.valid_until.clone(),
         };
-        tokio::spawn(renewal.run());
+        cluster.keeper.spawn(renewal.run());
         tracing::debug!("session {id}: lease taken (epoch {epoch})");
         Ok(lease)
     }
 
+    /// The fencing epoch this owner writes under (moved when it takes its expired lease again).
     pub fn epoch(&self) -> u64 {
-        self.epoch
+        self.fence.epoch()
     }
 
     /// True once another worker holds the session (renewal lost).
@@ -161,6 +193,11 @@ impl Lease {
     /// Fires once another worker holds the session.
     pub fn lost_token(&self) -> CancellationToken {
         self.lost_token.clone()
+    }
+
+    /// The lease's state, for the session's pump.
+    pub fn watch(&self) -> LeaseWatch {
+        LeaseWatch { lost: self.lost_token.clone(), valid_until: self.valid_until.subscribe() }
     }
 
     /// The worker whose expired lease this one took over, if any.
@@ -192,30 +229,136 @@ struct Renewal {
     lost: Arc<AtomicBool>,
     lost_token: CancellationToken,
     stop: CancellationToken,
+    fence: Arc<EpochFence>,
+    valid_until: Arc<watch::Sender<Instant>>,
+}
+
+/// What a renewal that found the lease gone did.
+enum Retaken {
+    /// Ours again, at this revision.
+    Held(u64),
+    /// Another worker holds it, or owned the session meanwhile.
+    Lost(String),
+    /// The bus could not tell: try again at the next renewal.
+    Unknown(String),
 }
 
 impl Renewal {
     async fn run(self) {
         let period = (self.ttl / 3).max(Duration::from_millis(100));
         let id = &self.id;
+        let mut last_renewed = Instant::now();
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(period) => {}
                 _ = self.stop.cancelled() => return,
             }
+            let sent = Instant::now();
+            let since = sent - last_renewed;
+            if since > period * 2 {
+                tracing::warn!(
+                    "session {id}: lease renewal late: {since:?} since the last one (every {period:?}, TTL {:?})",
+                    self.ttl
+                );
+            }
             let last = self.revision.load(Ordering::SeqCst);
             match self.leases.update(id, owner_value(&self.worker), last).await {
                 Ok(next) => self.revision.store(next, Ordering::SeqCst),
-                // Another worker took it (or it expired while the bus was away: the
-                // session is loaded again from storage, under a new epoch).
+                // Another worker took it, or the lease expired before this renewal
+                // (late by more than the TTL): take it again if nobody else has.
                 Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
-                    self.lost.store(true, Ordering::SeqCst);
-                    self.lost_token.cancel();
-                    tracing::warn!("session {id}: lease lost to another worker; its writes are now refused");
-                    return;
+                    match self.retake(last).await {
+                        // Let go meanwhile (the session unloaded): the lease goes too.
+                        Retaken::Held(revision) if self.stop.is_cancelled() => {
+                            let _ = self.leases.delete_expect_revision(id, Some(revision)).await;
+                            return;
+                        }
+                        Retaken::Held(revision) => {
+                            self.revision.store(revision, Ordering::SeqCst);
+                            tracing::warn!(
+                                "session {id}: its lease expired while this worker served it ({since:?} since the last \
+                                 renewal, TTL {:?}); taken again under fencing epoch {}",
+                                self.ttl,
+                                self.fence.epoch()
+                            );
+                        }
+                        Retaken::Lost(owner) => {
+                            self.lost.store(true, Ordering::SeqCst);
+                            self.lost_token.cancel();
+                            tracing::warn!(
+                                "session {id}: lease lost to another worker ({owner}); its writes are now refused"
+                            );
+                            return;
+                        }
+                        Retaken::Unknown(why) => {
+                            tracing::warn!("session {id}: the lease is gone and cannot be taken again yet: {why}");
+                            self.concluded(sent);
+                            continue;
+                        }
+                    }
                 }
                 // The bus is away: try again; past the TTL the lease expires and the fence takes over.
-                Err(e) => tracing::warn!("session {id}: cannot renew the lease: {e}"),
+                Err(e) => {
+                    tracing::warn!("session {id}: cannot renew the lease: {e}");
+                    self.concluded(sent);
+                    continue;
+                }
+            }
+            self.concluded(sent);
+            last_renewed = sent;
+        }
+    }
+
+    /// A renewal sent at `sent` concluded without losing the lease: it is not
+    /// in doubt until a TTL later. (A bus that is away does not put it in
+    /// doubt: no other worker can take it through the bus either, and the
+    /// epoch fence still guards the session file.)
+    fn concluded(&self, sent: Instant) {
+        self.valid_until.send_replace(sent + self.ttl);
+    }
+
+    /// The lease is no longer at revision `last`: take it again when it is
+    /// free (expired or released) and the session had no other owner since.
+    async fn retake(&self, last: u64) -> Retaken {
+        let id = &self.id;
+        let entry = match self.leases.entry(id).await {
+            Ok(entry) => entry,
+            Err(e) => return Retaken::Unknown(e.to_string()),
+        };
+        if let Some(entry) = entry.filter(|e| e.operation == kv::Operation::Put) {
+            // Held: by another worker (or by this one, its renewal's answer
+            // lost on the way: still this owner when the fence says so).
+            let owner = owner_of(&entry.value);
+            if owner != self.worker || entry.revision <= last {
+                return Retaken::Lost(owner);
+            }
+            let fence = self.fence.clone();
+            return match tokio::task::spawn_blocking(move || fence.is_current()).await {
+                Ok(Ok(true)) => Retaken::Held(entry.revision),
+                _ => Retaken::Lost(owner),
+            };
+        }
+        let revision = match self.leases.create(id, owner_value(&self.worker)).await {
+            Ok(revision) => revision,
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
+                let owner = self.leases.entry(id).await.ok().flatten().map(|e| owner_of(&e.value));
+                return Retaken::Lost(owner.unwrap_or_else(|| "another worker".to_string()));
+            }
+            Err(e) => return Retaken::Unknown(e.to_string()),
+        };
+        let fence = self.fence.clone();
+        match tokio::task::spawn_blocking(move || fence.move_to(revision)).await {
+            Ok(Ok(true)) => Retaken::Held(revision),
+            moved => {
+                // Another worker owned the session meanwhile (or the epoch file
+                // cannot be written): this owner may not go on; the lease it just
+                // took is let go for whoever loads the session next.
+                let _ = self.leases.delete_expect_revision(id, Some(revision)).await;
+                match moved {
+                    Ok(Err(e)) => Retaken::Lost(format!("the fencing epoch cannot be moved: {e}")),
+                    Err(e) => Retaken::Lost(format!("the fencing epoch cannot be moved: {e}")),
+                    _ => Retaken::Lost("a worker that owned the session meanwhile".to_string()),
+                }
             }
         }
     }

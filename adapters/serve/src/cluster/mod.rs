@@ -3,6 +3,7 @@
 //!
 //! * [`lease`]: one owner per session, a lease in a KV bucket with a TTL,
 //!   renewed by its owner, with a fencing epoch (the revision that created it).
+//! * [`keeper`]: the thread (and bus connection) the renewals run on.
 //! * [`fence`]: the epoch on shared storage, checked before every write of
 //!   the session file.
 //! * [`events`]: every session's events on a JetStream stream, replayed by
@@ -18,6 +19,7 @@
 
 pub mod events;
 pub mod fence;
+pub mod keeper;
 pub mod lease;
 pub mod mirror;
 pub mod peer;
@@ -52,6 +54,7 @@ pub struct Cluster {
     pub jetstream: async_nats::jetstream::Context,
     pub leases: async_nats::jetstream::kv::Store,
     pub events: std::sync::Arc<events::EventLog>,
+    pub keeper: keeper::Keeper,
     pub options: ClusterOptions,
 }
 
@@ -65,22 +68,7 @@ impl Cluster {
     /// Connect (retrying in the background while the server is away) and
     /// open the lease bucket (created on first use).
     pub async fn connect(options: ClusterOptions) -> Result<Cluster, String> {
-        let mut connect = async_nats::ConnectOptions::new()
-            .name(format!("pi serve {}", options.worker))
-            .event_callback(|event| async move { tracing::info!("cluster bus: {event}") })
-            .retry_on_initial_connect()
-            .connection_timeout(Duration::from_secs(5));
-        if let Some(path) = &options.credentials {
-            connect = connect
-                .credentials_file(path)
-                .await
-                .map_err(|e| format!("--cluster-credentials {}: {e}", path.display()))?;
-        }
-        let urls = options.urls.join(",");
-        let client = tokio::time::timeout(Duration::from_secs(30), connect.connect(urls.as_str()))
-            .await
-            .map_err(|_| format!("--cluster {urls}: no NATS server answered within 30 s"))?
-            .map_err(|e| format!("--cluster {urls}: {e}"))?;
+        let client = connect_client(&options, "").await?;
         let jetstream = async_nats::jetstream::new(client.clone());
         let leases = match jetstream.get_key_value(LEASE_BUCKET).await {
             Ok(store) => store,
@@ -93,9 +81,35 @@ impl Cluster {
             }
         };
         let events = events::open(jetstream.clone(), options.retention, client.max_payload()).await?;
-        tracing::info!("pi serve: in the cluster at {urls} as {}", options.worker);
-        Ok(Cluster { client, jetstream, leases, events, options })
+        let keeper = keeper::Keeper::start(&options).await?;
+        tracing::info!("pi serve: in the cluster at {} as {}", options.urls.join(","), options.worker);
+        Ok(Cluster { client, jetstream, leases, events, keeper, options })
     }
+}
+
+/// A connection to the bus (retrying in the background while the server is
+/// away), named after the worker and `role`.
+pub(crate) async fn connect_client(options: &ClusterOptions, role: &str) -> Result<async_nats::Client, String> {
+    let label = if role.is_empty() { String::new() } else { format!(" ({role})") };
+    let mut connect = async_nats::ConnectOptions::new()
+        .name(format!("pi serve {}{label}", options.worker))
+        .event_callback(move |event| {
+            let label = label.clone();
+            async move { tracing::info!("cluster bus{label}: {event}") }
+        })
+        .retry_on_initial_connect()
+        .connection_timeout(Duration::from_secs(5));
+    if let Some(path) = &options.credentials {
+        connect = connect
+            .credentials_file(path)
+            .await
+            .map_err(|e| format!("--cluster-credentials {}: {e}", path.display()))?;
+    }
+    let urls = options.urls.join(",");
+    tokio::time::timeout(Duration::from_secs(30), connect.connect(urls.as_str()))
+        .await
+        .map_err(|_| format!("--cluster {urls}: no NATS server answered within 30 s"))?
+        .map_err(|e| format!("--cluster {urls}: {e}"))
 }
 
 /// Create the lease bucket: the stream a KV bucket is made of, created

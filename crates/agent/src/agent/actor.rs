@@ -13,6 +13,7 @@
 mod bash_ops;
 mod client_ops;
 mod compacting;
+mod compaction_hooks;
 mod dispatch;
 mod extension_hooks;
 mod extension_host_requests;

@@ -72,22 +72,26 @@ impl CurrentSession {
     /// Record a compaction that keeps the entries from `first_kept` on; the
     /// conversation is rebuilt from the record, and context usage is
     /// unknown until the next reply.
+    /// `from_hook`: an extension wrote the summary. Returns the entry id.
     pub(super) fn compact(
         &mut self,
         out: &SummaryOutput,
         first_kept: &str,
         tokens_before: u64,
-    ) -> Result<(), SessionError> {
-        self.record.append_compaction(
+        from_hook: bool,
+    ) -> Result<String, SessionError> {
+        let details = (!out.details.is_null()).then(|| out.details.clone());
+        let id = self.record.append_compaction_from(
             &out.summary,
             Some(first_kept),
             tokens_before,
-            Some(out.details.clone()),
+            details,
             out.usage.clone(),
+            from_hook,
         )?;
         self.messages = self.record.context().messages.into();
         self.usage_unknown = true;
-        Ok(())
+        Ok(id)
     }
 
     /// The conversation as the model sees it.

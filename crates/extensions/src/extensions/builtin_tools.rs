@@ -112,6 +112,29 @@ fn output_json(out: &crate::tools::ToolOutput) -> Value {
     v
 }
 
+/// The `exec` operation a `user_bash` handler returned (pi's `{operations}`),
+/// held by the extension under `handle` until this is dropped.
+pub struct UserBashOperations {
+    ops: ExtensionOperations,
+}
+
+impl UserBashOperations {
+    pub(super) fn new(ext: Arc<Extension>, handle: Value) -> UserBashOperations {
+        UserBashOperations { ops: ExtensionOperations { ext, handle, supplied: vec!["exec".to_string()] } }
+    }
+
+    pub fn operations(&self) -> &dyn ToolOperations {
+        &self.ops
+    }
+}
+
+impl Drop for UserBashOperations {
+    fn drop(&mut self) {
+        let params = json!({"handle": self.ops.handle});
+        self.ops.ext.send(&json!({"type": "request", "method": "releaseOperations", "params": params}));
+    }
+}
+
 /// The operations an extension supplied, performed by asking it.
 struct ExtensionOperations {
     ext: Arc<Extension>,

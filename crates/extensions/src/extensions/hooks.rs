@@ -17,6 +17,7 @@
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::builtin_tools::UserBashOperations;
 use super::process::CallError;
 use super::{Extension, Extensions, HostSignal};
 use crate::message::{AgentMessage, ContentBlock, CustomMessage, ImageContent, UserContent, now_ms};
@@ -60,6 +61,29 @@ pub fn custom_message(params: &Value) -> Result<AgentMessage, String> {
         timestamp: now_ms(),
         extra: Default::default(),
     }))
+}
+
+/// What the `session_before_compact` hooks decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompactDecision {
+    /// pi-rpc writes the summary.
+    Default,
+    /// The compaction is cancelled (reported as aborted).
+    Cancel,
+    /// The extension's `{summary, firstKeptEntryId, tokensBefore, usage?, details?}`.
+    Replace(Value),
+}
+
+/// What the `user_bash` hooks decided.
+pub enum BashDecision {
+    /// Run the command here.
+    Local,
+    /// The command's result, as the extension gives it (`{output, exitCode, cancelled, truncated, fullOutputPath?}`).
+    Result(Value),
+    /// Run the command through the extension's `exec` operation.
+    Operations(UserBashOperations),
+    /// A handler failed: the command fails with this error.
+    Failed(String),
 }
 
 impl Extensions {
@@ -247,6 +271,54 @@ impl Extensions {
             }
         }
         output
+    }
+
+    /// The `session_before_compact` hooks, before a compaction's summary is
+    /// written (`event`: pi's payload without `type`). As pi composes them,
+    /// the last handler that answers decides; a cancel ends the round.
+    pub async fn before_compact(&self, event: Value, cancel: &CancellationToken) -> CompactDecision {
+        let mut decision = CompactDecision::Default;
+        for ext in self.subscribers("session_before_compact") {
+            let Some(result) = self.ask(&ext, "session_before_compact", event.clone(), Some(cancel)).await else {
+                continue;
+            };
+            if result.is_null() {
+                continue;
+            }
+            if result.get("cancel").and_then(Value::as_bool) == Some(true) {
+                return CompactDecision::Cancel;
+            }
+            decision = match result.get("compaction").filter(|c| c.is_object()) {
+                Some(compaction) => CompactDecision::Replace(compaction.clone()),
+                None => CompactDecision::Default,
+            };
+        }
+        decision
+    }
+
+    /// The `user_bash` hooks, before the RPC `bash` command runs `event`'s
+    /// command (`{type, command, excludeFromContext, cwd}`): the first
+    /// handler that answers decides. A handler's failure fails the command
+    /// (reported as `extension_error` too), as in pi.
+    pub async fn user_bash(&self, event: Value) -> BashDecision {
+        for ext in self.subscribers("user_bash") {
+            match ext.call("user_bash", event.clone(), None).await {
+                Ok(answer) => {
+                    if let Some(result) = answer.get("result").filter(|r| r.is_object()) {
+                        return BashDecision::Result(result.clone());
+                    }
+                    if let Some(handle) = answer.get("operations").filter(|h| !h.is_null()) {
+                        return BashDecision::Operations(UserBashOperations::new(ext.clone(), handle.clone()));
+                    }
+                }
+                Err(CallError::Failed(error)) => {
+                    self.report(&ext, "user_bash", error.clone()).await;
+                    return BashDecision::Failed(error);
+                }
+                Err(CallError::Dead(_) | CallError::Cancelled) => {}
+            }
+        }
+        BashDecision::Local
     }
 
     async fn report(&self, ext: &Extension, event: &str, error: String) {

@@ -38,6 +38,7 @@ mod tool;
 mod tool_content;
 pub mod ui;
 
+pub use builtin_tools::UserBashOperations;
 pub use discovery::{DiscoverOptions, Discovered, discover};
 pub use host::HostConfig;
 pub use process::{CallError, Extension};

@@ -35,6 +35,8 @@ pub const NOTIFICATION_EVENTS: &[&str] = &[
     "model_select",
     "thinking_level_select",
     "provider_stream_event",
+    "session_compact",
+    "session_compact_failed",
     "bus",
 ];
 
@@ -44,6 +46,8 @@ pub const HOOK_EVENTS: &[&str] = &[
     "tool_result",
     "session_before_switch",
     "session_before_fork",
+    "session_before_compact",
+    "user_bash",
     "input",
     "before_agent_start",
     "context",

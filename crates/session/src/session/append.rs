@@ -117,6 +117,20 @@ impl Session {
         details: Option<Value>,
         usage: Option<Usage>,
     ) -> Result<String, SessionError> {
+        self.append_compaction_from(summary, first_kept_entry_id, tokens_before, details, usage, false)
+    }
+
+    /// [`Session::append_compaction`], with `fromHook`: whether an extension
+    /// (pi's `session_before_compact`) wrote the summary.
+    pub fn append_compaction_from(
+        &mut self,
+        summary: &str,
+        first_kept_entry_id: Option<&str>,
+        tokens_before: u64,
+        details: Option<Value>,
+        usage: Option<Usage>,
+        from_hook: bool,
+    ) -> Result<String, SessionError> {
         let declared = crate::system_message::replay(&self.context().messages);
         self.append_known(|base| {
             let first_kept = first_kept_entry_id.map_or_else(|| base.id.clone(), str::to_string);
@@ -128,7 +142,7 @@ impl Session {
                 tokens_before,
                 details,
                 usage,
-                from_hook: Some(false),
+                from_hook: Some(from_hook),
                 system_message: declared.checkpoint(at),
                 extra: Map::new(),
             })

@@ -554,6 +554,20 @@ pub async fn run_command(
     env: &[(String, String)],
     temp_dir: &Path,
     cancel: CancellationToken,
+    on_chunk: impl FnMut(&str) + Send,
+) -> Result<BashResult, String> {
+    run_command_with(command, cwd, env, temp_dir, cancel, None, on_chunk).await
+}
+
+/// [`run_command`], executed by `ops` when given (an extension's `exec`
+/// operation, pi's `user_bash` `{operations}`) instead of a local shell.
+pub async fn run_command_with(
+    command: &str,
+    cwd: &Path,
+    env: &[(String, String)],
+    temp_dir: &Path,
+    cancel: CancellationToken,
+    ops: Option<&dyn super::operations::ToolOperations>,
     mut on_chunk: impl FnMut(&str) + Send,
 ) -> Result<BashResult, String> {
     let mut sink = RpcSink {
@@ -568,8 +582,16 @@ pub async fn run_command(
         temp_path: None,
         temp_file: None,
     };
-    let exit_code = match exec(command, cwd, env, &cancel, None, &mut sink).await {
-        Ok(code) => Some(code),
+    let ran = match ops {
+        Some(ops) => match ops.exec(command, cwd, env, None, &mut sink, &cancel).await {
+            Ok(code) => Ok(code.map(|c| i32::try_from(c).unwrap_or(i32::MAX))),
+            Err(super::operations::OperationError::Aborted) => Err(ExecError::Aborted),
+            Err(super::operations::OperationError::Failed(m)) => Err(ExecError::Failed(m)),
+        },
+        None => exec(command, cwd, env, &cancel, None, &mut sink).await.map(Some),
+    };
+    let exit_code = match ran {
+        Ok(code) => code,
         Err(_) if cancel.is_cancelled() => None,
         Err(ExecError::Failed(message)) => return Err(message),
         Err(other) => return Err(format!("{other:?}")),

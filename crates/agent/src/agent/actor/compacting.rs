@@ -10,13 +10,16 @@
 //! `compaction_end`. The run side is `RunCompaction` in `run.rs`; what both
 //! share is in `compaction_msg.rs`.
 
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::Agent;
-use crate::agent::compaction_msg::{CheckOutcome, CheckPoint, CompactionJob, CompactionMsg};
+use crate::agent::compaction_msg::{
+    CheckOutcome, CheckPoint, CompactionEnd, CompactionJob, CompactionMsg, CompactionState, JobOutput,
+};
 use crate::agent::internal::Internal;
 use crate::compaction::estimate::{estimate_context, estimate_system_prompt};
-use crate::compaction::{NotCompactable, Projection, Summarizer, SummaryError, SummaryOutput, prepare, should_compact};
+use crate::compaction::{NotCompactable, Projection, Summarizer, SummaryError, prepare, should_compact};
 use crate::error::{CoreError, ErrorKind};
 use crate::event::{AgentEvent, CompactionReason, CompactionResult};
 use crate::message::{AgentMessage, AssistantMessage, ContentBlock, StopReason};
@@ -37,7 +40,7 @@ enum JobError {
     Unavailable(CoreError),
 }
 
-fn failure_prefix(reason: CompactionReason) -> &'static str {
+pub(super) fn failure_prefix(reason: CompactionReason) -> &'static str {
     match reason {
         CompactionReason::Manual => "Compaction failed: ",
         CompactionReason::Threshold => "Auto-compaction failed: ",
@@ -89,7 +92,8 @@ impl Agent {
             retry: self.prefs.settings().retry,
             retry_enabled: self.prefs.auto_retry(),
         };
-        Ok(CompactionJob { reason, will_retry, prep, summarizer, custom_instructions, cancel, system_tokens })
+        let hook = self.compact_hook(&prep, reason, will_retry, custom_instructions.as_deref());
+        Ok(CompactionJob { reason, will_retry, prep, summarizer, custom_instructions, cancel, system_tokens, hook })
     }
 
     /// `compact`: `compaction_start`, the summaries in a task, then
@@ -110,7 +114,15 @@ impl Agent {
                     JobError::Unavailable(e) => e,
                 };
                 self.emit(end_event(reason, false, Some(format!("{}{}", failure_prefix(reason), error.message)))).await;
-                self.reply(tag, Err(error)).await;
+                let hook = self.compaction_failed_event(reason, &error, false);
+                let end = CompactionEnd {
+                    state: CompactionState::Left(Some(tag)),
+                    event: None,
+                    reply: Err(error),
+                    context: false,
+                    run_reply: None,
+                };
+                self.after_compaction_hook(hook, end).await;
                 return;
             }
         };
@@ -147,68 +159,81 @@ impl Agent {
                 let outcome = self.check_compaction(at, last.map(|b| *b), recovery_attempted).await;
                 let _ = reply.send(outcome);
             }
-            CompactionMsg::Finished { job, outcome, reply } => {
-                let context = self.finish_compaction(*job, outcome).await;
-                if let Some(reply) = reply {
-                    let _ = reply.send(context);
-                }
-            }
+            CompactionMsg::Finished { job, outcome, reply } => self.finish_compaction(*job, outcome, reply).await,
+            CompactionMsg::Ended(end) => self.complete_compaction(*end).await,
         }
     }
 
     /// Record a finished compaction: entry, context, `compaction_end`,
     /// replies. True when the compaction took.
-    async fn finish_compaction(&mut self, job: CompactionJob, outcome: Result<SummaryOutput, SummaryError>) -> bool {
-        let manual = self.activity.end_compaction();
+    async fn finish_compaction(
+        &mut self,
+        job: CompactionJob,
+        outcome: Result<JobOutput, SummaryError>,
+        run_reply: Option<oneshot::Sender<bool>>,
+    ) {
         let reason = job.reason;
+        let from_extension = outcome.as_ref().is_ok_and(|o| o.from_extension);
         let outcome = if job.cancel.is_cancelled() { Err(SummaryError::Aborted) } else { outcome };
         let recorded = outcome.and_then(|out| {
-            self.session.compact(&out, &job.prep.first_kept_entry_id, job.prep.tokens_before).map(|_| out).map_err(
-                |e| {
+            self.session
+                .compact(&out.summary, &out.first_kept_entry_id, out.tokens_before, out.from_extension)
+                .map(|id| (out, id))
+                .map_err(|e| {
                     SummaryError::Failed(CoreError::new(
                         ErrorKind::Model,
                         format!("cannot write the compaction entry: {e}"),
                     ))
-                },
-            )
-        });
-        let (reply, context) = match recorded {
-            Ok(out) => {
-                let result = CompactionResult {
-                    summary: out.summary,
-                    first_kept_entry_id: job.prep.first_kept_entry_id.clone(),
-                    tokens_before: job.prep.tokens_before,
-                    estimated_tokens_after: crate::compaction::estimate_after(
-                        self.session.messages(),
-                        job.system_tokens,
-                    ),
-                    usage: out.usage,
-                    details: out.details,
-                };
-                self.emit(AgentEvent::CompactionEnd {
-                    reason,
-                    result: Some(Box::new(result.clone())),
-                    aborted: false,
-                    will_retry: job.will_retry,
-                    error_message: None,
                 })
-                .await;
-                (Ok(Reply::Compaction(Box::new(result))), true)
-            }
-            Err(SummaryError::Aborted) => {
-                self.emit(end_event(reason, true, None)).await;
-                (Err(CoreError::new(ErrorKind::Aborted, CANCELLED)), false)
-            }
-            Err(SummaryError::Failed(error)) => {
-                self.emit(end_event(reason, false, Some(format!("{}{}", failure_prefix(reason), error.message)))).await;
-                (Err(error), false)
+        });
+        let (out, entry_id) = match recorded {
+            Ok(recorded) => recorded,
+            Err(e) => {
+                // pi: compaction_end, then the session_compact_failed handlers, then the reply.
+                let manual = self.activity.end_compaction();
+                let (event, error) = match e {
+                    SummaryError::Aborted => {
+                        (end_event(reason, true, None), CoreError::new(ErrorKind::Aborted, CANCELLED))
+                    }
+                    SummaryError::Failed(error) => {
+                        let text = format!("{}{}", failure_prefix(reason), error.message);
+                        (end_event(reason, false, Some(text)), error)
+                    }
+                };
+                self.emit(event).await;
+                let hook = self.compaction_failed_event(reason, &error, from_extension);
+                let end = CompactionEnd {
+                    state: CompactionState::Left(manual),
+                    event: None,
+                    reply: Err(error),
+                    context: false,
+                    run_reply,
+                };
+                self.after_compaction_hook(hook, end).await;
+                return;
             }
         };
-        if let Some(tag) = manual {
-            self.reply(tag, reply).await;
-            self.activity_ended().await;
-        }
-        context
+        // pi: the session_compact handlers, then compaction_end and the reply.
+        let hook = self.compacted_event(&entry_id, out.from_extension, reason, job.will_retry);
+        let summary = out.summary;
+        let result = CompactionResult {
+            summary: summary.summary,
+            first_kept_entry_id: out.first_kept_entry_id,
+            tokens_before: out.tokens_before,
+            estimated_tokens_after: crate::compaction::estimate_after(self.session.messages(), job.system_tokens),
+            usage: summary.usage,
+            details: summary.details,
+        };
+        let event = AgentEvent::CompactionEnd {
+            reason,
+            result: Some(Box::new(result.clone())),
+            aborted: false,
+            will_retry: job.will_retry,
+            error_message: None,
+        };
+        let reply = Ok(Reply::Compaction(Box::new(result)));
+        let end = CompactionEnd { state: CompactionState::Active, event: Some(event), reply, context: true, run_reply };
+        self.after_compaction_hook(hook, end).await;
     }
 
     /// The session entry id of a message (the latest entry holding it).

@@ -19,6 +19,34 @@ export async function dispatch(instance, event, ctx, reportError) {
 	}
 }
 
+/** Whether `result` is a bash result as pi's `BashResult` types it. */
+function isBashResult(result) {
+	if (typeof result !== "object" || result === null || typeof result.output !== "string") return false;
+	if (!("exitCode" in result) || (result.exitCode !== undefined && typeof result.exitCode !== "number")) return false;
+	if (typeof result.cancelled !== "boolean" || typeof result.truncated !== "boolean") return false;
+	return result.fullOutputPath === undefined || typeof result.fullOutputPath === "string";
+}
+
+/** A `user_bash` handler's answer: exactly one of `{result}` and `{operations}` (with an `exec`). */
+function userBashAnswer(answer) {
+	const valid =
+		typeof answer === "object" &&
+		answer !== null &&
+		(answer.operations === undefined) !== (answer.result === undefined) &&
+		(answer.result !== undefined
+			? isBashResult(answer.result)
+			: typeof answer.operations === "object" && answer.operations !== null && typeof answer.operations.exec === "function");
+	if (!valid) {
+		// pi's wording (the client sees it as the command's error).
+		throw new Error(
+			"Invalid user_bash handler result: return undefined for local execution or exactly one valid { operations } or { result } object",
+		);
+	}
+	if (answer.result !== undefined) return { result: answer.result };
+	// The operations stay here, under a handle, until pi-rpc releases them.
+	return { operations: globalThis[Symbol.for("pi-rpc.extension-host")].holdOperations(answer.operations) };
+}
+
 /** Run the handlers of a hook and build the protocol's answer. */
 export async function runHook(instance, method, params, ctx, reportError) {
 	const handlers = instance.handlersFor(method);
@@ -34,9 +62,36 @@ export async function runHook(instance, method, params, ctx, reportError) {
 			}
 			return JSON.stringify(event.input) === before ? null : { input: event.input };
 		}
+		case "session_before_compact": {
+			// pi's preparation holds its file operations as Sets; the compaction's abort signal rides on the event.
+			const ops = event.preparation?.fileOps;
+			if (ops) for (const key of ["read", "written", "edited"]) ops[key] = new Set(ops[key] ?? []);
+			event.signal = ctx.signal;
+			// As pi composes them: the last handler that answers decides; a cancel ends the round.
+			let decided = null;
+			for (const handler of handlers) {
+				try {
+					const result = await handler(event, ctx);
+					if (!result) continue;
+					if (result.cancel) return { cancel: true };
+					decided = result.compaction ? { compaction: result.compaction } : {};
+				} catch (error) {
+					reportError(method, error);
+				}
+			}
+			return decided;
+		}
+		case "user_bash": {
+			// The first handler that answers decides; a throwing handler or an invalid answer fails the command.
+			for (const handler of handlers) {
+				const result = await handler(event, ctx);
+				if (result === undefined) continue;
+				return userBashAnswer(result);
+			}
+			return null;
+		}
 		case "session_before_switch":
 		case "session_before_fork":
-		case "session_before_compact":
 		case "session_before_tree": {
 			for (const handler of handlers) {
 				try {

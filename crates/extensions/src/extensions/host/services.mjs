@@ -166,6 +166,10 @@ export function createServices(channel, hello) {
 				streams.get(String(p.stream))?.(p.data);
 				return true;
 			}
+			if (message.method === "releaseOperations") {
+				operations.delete(String(message.params?.handle));
+				return true;
+			}
 			if (message.method === "builtinToolUpdate") {
 				const p = message.params ?? {};
 				updates.get(String(p.callId))?.({ content: p.content ?? [], details: p.details });
@@ -181,6 +185,13 @@ export function createServices(channel, hello) {
 				)
 				.finally(() => controllers.delete(String(message.id)));
 			return true;
+		},
+
+		/** Keep an extension's operations object for pi-rpc to use (`tool_op`); its handle. */
+		holdOperations(ops) {
+			const handle = `ops${++nextHandle}`;
+			operations.set(handle, ops);
+			return handle;
 		},
 
 		/** The built-in tools as pi-rpc describes them (name, description, parameters, prompt lines). */

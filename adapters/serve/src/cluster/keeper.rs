@@ -1,0 +1,67 @@
+//! Where leases are renewed: a thread of its own, with its own small runtime
+//! and its own connection to the bus, so renewals stay on time whatever the
+//! worker's runtime is busy with (a hundred sessions loading at once keeps
+//! both of its threads busy, and a renewal late by more than two thirds of
+//! the TTL loses its lease).
+
+use std::future::Future;
+
+use async_nats::jetstream::kv;
+
+use super::{ClusterOptions, LEASE_BUCKET, connect_client};
+
+/// The renewals' thread: spawn a renewal on it, with its lease bucket.
+#[derive(Clone)]
+pub struct Keeper {
+    runtime: tokio::runtime::Handle,
+    /// The lease bucket, through the keeper's own connection.
+    pub leases: kv::Store,
+}
+
+impl std::fmt::Debug for Keeper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Keeper")
+    }
+}
+
+impl Keeper {
+    /// Start the thread and connect it (the lease bucket exists already).
+    pub async fn start(options: &ClusterOptions) -> Result<Keeper, String> {
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let options = options.clone();
+        let started = std::thread::Builder::new().name("pi-lease-keeper".to_string()).spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(format!("the lease keeper's runtime: {e}")));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                let opened = async {
+                    let client = connect_client(&options, "leases").await?;
+                    let jetstream = async_nats::jetstream::new(client);
+                    jetstream
+                        .get_key_value(LEASE_BUCKET)
+                        .await
+                        .map_err(|e| format!("--cluster: cannot open the lease bucket {LEASE_BUCKET}: {e}"))
+                }
+                .await;
+                let keeper = opened.map(|leases| Keeper { runtime: tokio::runtime::Handle::current(), leases });
+                let failed = keeper.is_err();
+                if ready_tx.send(keeper).is_err() || failed {
+                    return;
+                }
+                // Runs the renewals until the process ends.
+                std::future::pending::<()>().await;
+            });
+        });
+        started.map_err(|e| format!("the lease keeper's thread: {e}"))?;
+        ready_rx.await.map_err(|_| "the lease keeper's thread ended".to_string())?
+    }
+
+    /// Run `renewal` on the keeper's thread.
+    pub fn spawn(&self, renewal: impl Future<Output = ()> + Send + 'static) {
+        self.runtime.spawn(renewal);
+    }
+}
