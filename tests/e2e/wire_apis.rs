@@ -193,6 +193,7 @@ fn shape(value: &Value) -> Value {
                 "toolUse",
                 "toolResult",
                 "toolSpec",
+                "toolsAdded",
             ] {
                 if let Some(v) = map.get(key).filter(|v| v.is_array() || v.is_object()) {
                     out.insert(key.into(), shape(v));
@@ -209,10 +210,20 @@ fn body_summary(r: &RecordedRequest) -> Value {
     let keys: Vec<&String> = body.as_object().map(|o| o.keys().collect()).unwrap_or_default();
     let mut keys: Vec<&String> = keys;
     keys.sort();
-    let conversation = ["input", "messages", "contents"].iter().find_map(|k| body.get(*k)).cloned().unwrap_or_default();
+    let conversation = ["input", "messages", "contents"]
+        .iter()
+        .find_map(|k| body.get(*k))
+        .or_else(|| body.pointer("/context/messages"))
+        .cloned()
+        .unwrap_or_default();
+    // pi-messages: the request options' names (the values hold the session id).
+    let mut options: Vec<&String> =
+        body.pointer("/options").and_then(Value::as_object).map(|o| o.keys().collect()).unwrap_or_default();
+    options.sort();
     json!({
         "model": body.get("model"),
         "keys": keys,
+        "options": options,
         "conversation": shape(&conversation),
         "tools": shape(body.get("tools").or_else(|| body.pointer("/toolConfig/tools")).unwrap_or(&Value::Null)),
     })
@@ -394,6 +405,21 @@ async fn openrouter_attribution_headers() {
     .await;
 }
 
+/// Radius's `pi-messages`: pi's own protocol, a models.json base URL and
+/// `RADIUS_API_KEY`.
+#[tokio::test]
+async fn radius_pi_messages() {
+    side_by_side(Case {
+        name: "radius",
+        aws_auth: false,
+        model: "radius/balanced",
+        env: vec![("RADIUS_API_KEY", "radius-key-123".into())],
+        models: json!({"providers": {"radius": {"baseUrl": "BASE/v1"}}}),
+        auth: None,
+    })
+    .await;
+}
+
 /// Every provider pi-rpc serves, with a credential of the kind pi looks for.
 fn all_credentials() -> Vec<(&'static str, String)> {
     let mut env: Vec<(&'static str, String)> = [
@@ -422,6 +448,7 @@ fn all_credentials() -> Vec<(&'static str, String)> {
         "OPENROUTER_API_KEY",
         "QWEN_TOKEN_PLAN_API_KEY",
         "QWEN_TOKEN_PLAN_CN_API_KEY",
+        "RADIUS_API_KEY",
         "TOGETHER_API_KEY",
         "AI_GATEWAY_API_KEY",
         "XAI_API_KEY",
@@ -482,8 +509,8 @@ async fn list_models(
 
 /// `--list-models` prints pi 1.6.0's table for the same credentials: every
 /// provider pi-rpc serves configured (keys, Cloudflare ids, the ChatGPT
-/// login, AWS keys), then single providers and a search. Radius is left
-/// unconfigured (not served yet, see src/provider/README.md).
+/// login, AWS keys, Radius's key: its shipped model list, as pi offline),
+/// then single providers and a search.
 #[tokio::test]
 async fn list_models_equals_pi() {
     let Some(reference) = reference_cli() else { return };

@@ -36,6 +36,7 @@ pub mod bedrock;
 pub mod gemini;
 mod http;
 pub mod openai;
+pub mod pi_messages;
 pub mod reply;
 pub mod responses;
 
@@ -171,6 +172,8 @@ pub enum Format {
     Gemini,
     /// Amazon Bedrock `/model/{id}/converse-stream` (AWS event stream).
     Bedrock,
+    /// pi's own protocol (`…/messages` with a `context`, see [`pi_messages`]).
+    PiMessages,
 }
 
 impl Format {
@@ -192,12 +195,22 @@ impl Format {
         }
     }
 
+    /// The format of a request: by its path, and for `…/messages` by its
+    /// body (pi's protocol carries a `context`, Anthropic's `messages`).
+    pub fn of_request(path: &str, body: &Value) -> Option<Format> {
+        match Format::of_path(path) {
+            Some(Format::Anthropic) if pi_messages::is_pi_messages(body) => Some(Format::PiMessages),
+            other => other,
+        }
+    }
+
     /// The response frames of a streamed reply to a request with this body.
     pub fn render(self, script: &StreamReply, body: &Value) -> Vec<openai::Frame> {
         match self {
             Format::OpenAi => openai::render(script, &openai::RequestInfo::from_body(body)),
             Format::Anthropic => anthropic::render(script, &anthropic::RequestInfo::from_body(body)),
             Format::Responses => responses::render(script, &responses::RequestInfo::from_body(body)),
+            Format::PiMessages => pi_messages::render(script, &pi_messages::RequestInfo::from_body(body)),
             Format::Gemini => gemini::render(script, &gemini::RequestInfo::from_body(body)),
             Format::Bedrock => bedrock::render(script, &bedrock::RequestInfo::from_body(body)),
         }
@@ -213,11 +226,13 @@ impl Format {
 }
 
 /// The conversation of a request in any format: `messages` (OpenAI,
-/// Anthropic), `input` items (Responses) or `contents` (Gemini).
+/// Anthropic), `input` items (Responses), `contents` (Gemini) or
+/// `context.messages` (pi-messages).
 fn messages(body: &Value) -> Vec<Value> {
     ["messages", "input", "contents"]
         .iter()
         .find_map(|k| body.get(*k).and_then(Value::as_array))
+        .or_else(|| body.pointer("/context/messages").and_then(Value::as_array))
         .cloned()
         .unwrap_or_default()
 }
@@ -473,7 +488,7 @@ async fn answer(
     if let Some((status, headers, body)) = service {
         return http::plain(status, &headers, &body);
     }
-    let format = if request.method == "POST" { Format::of_path(&request.path) } else { None };
+    let format = if request.method == "POST" { Format::of_request(&request.path, &request.body) } else { None };
     // Only model calls take a reply: a stray GET (a WebSocket upgrade) leaves the queue alone.
     let (reply, refusal) = {
         let mut st = lock(&state);

@@ -74,6 +74,8 @@ pub(crate) struct ExtensionState {
     tools_version: Arc<AtomicU64>,
     /// `--no-tools`: extension tools start inactive.
     no_tools: bool,
+    /// Compactions extensions asked for (`ctx.compact()`): `(extension, ticket)`.
+    compaction_waiters: Vec<(usize, Value)>,
 }
 
 impl ExtensionState {
@@ -103,6 +105,7 @@ impl ExtensionState {
             tools_known: HashMap::new(),
             tools_version: Arc::default(),
             no_tools: options.no_tools,
+            compaction_waiters: Vec::new(),
         }
     }
 
@@ -236,6 +239,16 @@ impl ExtensionState {
     /// Every tool name extension `id` ever registered.
     pub(super) fn known_tools(&self, id: usize) -> HashSet<String> {
         self.tools_known.get(&id).cloned().unwrap_or_default()
+    }
+
+    /// Extension `id` waits for the outcome of the compaction it asked for (`ticket`).
+    pub(super) fn wait_compaction(&mut self, id: usize, ticket: Value) {
+        self.compaction_waiters.push((id, ticket));
+    }
+
+    /// The extensions waiting for a compaction's outcome (forgotten).
+    pub(super) fn take_compaction_waiters(&mut self) -> Vec<(usize, Value)> {
+        std::mem::take(&mut self.compaction_waiters)
     }
 
     /// Extension `id` now owns `added` (and registered them once).

@@ -97,6 +97,7 @@ pub const BUILTIN_PROVIDERS: &[BuiltinProvider] = &[
         COMPLETIONS,
         "https://token-plan.maas.qianwenaiapi.com/compatible-mode/v1",
     ),
+    p("radius", "Radius", "pi-messages", "https://radius.pi.dev/v1"),
     p("together", "Together AI", COMPLETIONS, "https://api.together.ai/v1"),
     p("vercel-ai-gateway", "Vercel AI Gateway", ANTHROPIC, "https://ai-gateway.vercel.sh"),
     p("xai", "xAI", RESPONSES, "https://api.x.ai/v1"),

@@ -18,13 +18,13 @@ PROVIDERS = [
     "google-vertex", "huggingface", "kimi-coding", "meta", "minimax", "minimax-cn", "mistral", "moonshotai",
     "moonshotai-cn", "nvidia", "openai", "openai-codex", "opencode", "opencode-go", "openrouter",
     "qwen-token-plan", "qwen-token-plan-cn", "qwen-token-plan-individual",
-    "qwen-token-plan-individual-cn", "together", "vercel-ai-gateway", "xai", "xiaomi",
+    "qwen-token-plan-individual-cn", "radius", "together", "vercel-ai-gateway", "xai", "xiaomi",
     "xiaomi-token-plan-ams", "xiaomi-token-plan-cn", "xiaomi-token-plan-sgp", "zai", "zai-coding-cn",
 ]
 # The chat wire APIs pi-rpc implements.
 APIS = {"anthropic-messages", "openai-completions", "openai-responses", "google-generative-ai",
         "mistral-conversations", "azure-openai-responses", "openai-codex-responses", "google-vertex",
-        "bedrock-converse-stream"}
+        "bedrock-converse-stream", "pi-messages"}
 FIELDS = ["id", "name", "api", "provider", "baseUrl", "reasoning", "input", "cost", "contextWindow",
           "maxTokens", "headers", "thinkingLevelMap", "compat"]
 

@@ -140,6 +140,9 @@ pub enum ExtRequest {
     GetModels,
     /// `{fn, args}`: one of pi's helper functions, computed by pi-rpc.
     Library(Value),
+    /// `{customInstructions?, ticket}`: compact (pi's `ctx.compact()`); the
+    /// outcome comes later as a `compactDone` notification with the ticket.
+    Compact(Value),
 }
 
 impl ExtRequest {
@@ -157,6 +160,7 @@ impl ExtRequest {
             "emit" => ExtRequest::Emit(params),
             "getModels" => ExtRequest::GetModels,
             "lib" => ExtRequest::Library(params),
+            "compact" => ExtRequest::Compact(params),
             _ => return None,
         })
     }

@@ -38,6 +38,7 @@ pub mod mistral_request;
 pub mod observe;
 pub mod openai;
 pub mod origin;
+pub mod pi_messages;
 pub mod proxy;
 pub mod runtime;
 pub mod shared;
@@ -241,6 +242,7 @@ impl ProviderRegistry {
         reg.register(Arc::new(google::GoogleGenerativeAi::new(http.clone())));
         reg.register(Arc::new(google_vertex::GoogleVertex::new(http.clone())));
         reg.register(Arc::new(bedrock::BedrockConverseStream::new(http.clone())));
+        reg.register(Arc::new(pi_messages::PiMessages::new(http.clone())));
         reg.register(Arc::new(mistral::MistralConversations::new(http)));
         reg
     }

@@ -5,25 +5,24 @@
 //! it is shown as text, links keep only harmless schemes, and markdown
 //! images become plain links so the page never fetches anything.
 
+use maud::Render;
 use pulldown_cmark::{CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
 
-/// Escape text for HTML element content and (double-quoted) attribute values.
-pub(super) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + text.len() / 8);
-    push_escaped(&mut out, text);
-    out
-}
+/// Text from the session, escaped for HTML element content and
+/// double-quoted attribute values when put in a template: `& < > "` by
+/// `html-escape`, and the apostrophe as `&#39;`, the page's spelling since its
+/// first version (html-escape writes `&#x27;`; the golden pages keep the bytes).
+pub(super) struct Esc<'t>(pub &'t str);
 
-/// Append `text` to `out`, escaped for HTML.
-pub(super) fn push_escaped(out: &mut String, text: &str) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
+impl Render for Esc<'_> {
+    fn render_to(&self, out: &mut String) {
+        let mut pieces = self.0.split('\'');
+        if let Some(first) = pieces.next() {
+            html_escape::encode_double_quoted_attribute_to_string(first, out);
+        }
+        for piece in pieces {
+            out.push_str("&#39;");
+            html_escape::encode_double_quoted_attribute_to_string(piece, out);
         }
     }
 }
@@ -102,7 +101,10 @@ mod tests {
 
     #[test]
     fn escapes_every_special_character() {
-        assert_eq!(escape(r#"<a href="x">&'"#), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(Esc(r#"<a href="x">&'"#).render().into_string(), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(Esc("'a''b'").render().into_string(), "&#39;a&#39;&#39;b&#39;");
+        assert_eq!(Esc("plain é").render().into_string(), "plain é");
+        assert_eq!(Esc("").render().into_string(), "");
     }
 
     #[test]

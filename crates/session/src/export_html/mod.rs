@@ -8,9 +8,11 @@
 //!   `pi-session-<session file basename without .jsonl>.html` in the
 //!   working directory unless an output path is given.
 //!
-//! Sub-modules: `render` (the document and every entry kind), `tools` (tool
-//! calls and results), `stats` (header totals), `markdown` (escaping and
-//! safe markdown rendering); `style.css` and `script.js` are inlined.
+//! Sub-modules: `render` (the document and every entry kind, as `maud`
+//! templates), `tools` (tool calls and results), `stats` (header totals),
+//! `markdown` (`Esc`, session text escaped through `html-escape`, and safe
+//! markdown rendering); `style.css` and `script.js` are inlined. The golden
+//! pages (`golden`) hold the output byte for byte.
 
 mod markdown;
 mod render;

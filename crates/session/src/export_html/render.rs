@@ -1,11 +1,13 @@
-//! The export document: page skeleton, session header, and one block per entry of the active branch.
+//! The export document: page skeleton, session header, and one block per entry of the active branch,
+//! written as `maud` templates; every text from the session goes in through [`Esc`].
 
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, NaiveDate, Utc};
+use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde_json::Value;
 
-use super::markdown::{escape, push_escaped, render_markdown};
+use super::markdown::{Esc, render_markdown};
 use super::stats::{SessionTotals, format_cost, group_digits, session_totals};
 use super::{ExportOptions, tools};
 use crate::message::{
@@ -41,46 +43,63 @@ pub(super) struct PageStamp {
 pub(super) fn render_page(session: &Session, options: &ExportOptions, stamp: &PageStamp) -> String {
     let branch = session.branch();
     let totals = session_totals(session);
-    let nonce = &stamp.nonce;
-    let version = stamp.version;
+    let PageStamp { nonce, exported_at, version } = stamp;
     let name = session.name();
     let title = match &name {
         Some(name) => format!("{name} · pi session"),
         None => format!("pi session {}", session.session_id()),
     };
-
     let mut page = Page::new(&branch);
-    let out = &mut page.out;
-    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    let header = page.header(session, name.as_deref(), &totals, branch.len());
+    let preamble = preamble(options);
+    let empty = branch.iter().all(|e| !shows_up(e));
     // Belt and braces: even a rendering bug could not make the page load or run anything foreign.
-    out.push_str(&format!(
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; \
-         style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; base-uri 'none'; form-action 'none'\">\n"
-    ));
-    out.push_str("<meta name=\"color-scheme\" content=\"light dark\">\n");
-    out.push_str(&format!("<meta name=\"generator\" content=\"pi-rpc {version}\">\n"));
-    out.push_str(&format!("<title>{}</title>\n", escape(&title)));
-    out.push_str(&format!("<style nonce=\"{nonce}\">\n{STYLE}</style>\n</head>\n<body>\n<div class=\"page\">\n"));
-
-    page.header(session, name.as_deref(), &totals, branch.len());
-    page.preamble(options);
-    page.out.push_str("<main class=\"transcript\">\n");
-    if branch.iter().all(|e| !shows_up(e)) {
-        page.out.push_str("<p class=\"empty\">This session has no messages yet.</p>\n");
-    }
-    for entry in &branch {
-        page.entry(entry);
-    }
-    page.out.push_str("</main>\n");
-    let now = stamp.exported_at;
-    page.out.push_str(&format!(
-        "<footer class=\"page-foot\">Exported by pi-rpc {version} on <time datetime=\"{}\" data-fmt=\"datetime\">{}</time></footer>\n",
-        now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        now.format("%Y-%m-%d %H:%M:%S UTC"),
-    ));
-    page.out.push_str(&format!("</div>\n<script nonce=\"{nonce}\">\n{SCRIPT}</script>\n</body>\n</html>\n"));
-    page.out
+    let csp = format!(
+        "default-src 'none'; img-src data:; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; \
+         base-uri 'none'; form-action 'none'"
+    );
+    let markup = html! {
+        (DOCTYPE) "\n"
+        html lang="en" {
+            "\n"
+            head {
+                "\n"
+                meta charset="utf-8"; "\n"
+                meta name="viewport" content="width=device-width, initial-scale=1"; "\n"
+                meta http-equiv="Content-Security-Policy" content=(csp); "\n"
+                meta name="color-scheme" content="light dark"; "\n"
+                meta name="generator" content={ "pi-rpc " (version) }; "\n"
+                title { (Esc(&title)) } "\n"
+                style nonce=(nonce) { "\n" (PreEscaped(STYLE)) } "\n"
+            }
+            "\n"
+            body {
+                "\n"
+                div class="page" {
+                    "\n" (header) (preamble)
+                    main class="transcript" {
+                        "\n"
+                        @if empty { p class="empty" { "This session has no messages yet." } "\n" }
+                        @for entry in &branch { (page.entry(entry)) }
+                    }
+                    "\n"
+                    footer class="page-foot" {
+                        "Exported by pi-rpc " (version) " on "
+                        time datetime=(exported_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)) data-fmt="datetime" {
+                            (exported_at.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+                        }
+                    }
+                    "\n"
+                }
+                "\n"
+                script nonce=(nonce) { "\n" (PreEscaped(SCRIPT)) }
+                "\n"
+            }
+            "\n"
+        }
+        "\n"
+    };
+    markup.into_string()
 }
 
 /// Whether an entry renders as something in the transcript.
@@ -98,9 +117,31 @@ fn shows_up(entry: &SessionEntry) -> bool {
     )
 }
 
-/// The document being written, plus what rendering one entry needs to know about the others.
+/// The agent's system prompt and tools, folded above the transcript.
+fn preamble(options: &ExportOptions) -> Markup {
+    let prompt = options.system_prompt.as_deref().filter(|p| !p.trim().is_empty());
+    html! {
+        @if let Some(prompt) = prompt {
+            details class="preamble" {
+                summary { "System prompt " span class="muted" { "(" (prompt.lines().count()) " lines)" } }
+                div class="plain" { (Esc(prompt)) }
+            }
+            "\n"
+        }
+        @if !options.tools.is_empty() {
+            details class="preamble" {
+                summary { "Available tools " span class="muted" { "(" (options.tools.len()) ")" } }
+                dl class="tool-list" {
+                    @for tool in &options.tools { dt { code { (Esc(&tool.name)) } } dd { (Esc(&tool.description)) } }
+                }
+            }
+            "\n"
+        }
+    }
+}
+
+/// What rendering one entry needs to know about the others.
 pub(super) struct Page<'a> {
-    pub(super) out: String,
     /// Tool results on the branch, by tool call id (the first one wins).
     results: HashMap<&'a str, &'a ToolResultMessage>,
     /// Tool call ids whose result was shown under their call.
@@ -117,89 +158,77 @@ impl<'a> Page<'a> {
                 results.entry(r.tool_call_id.as_str()).or_insert(r);
             }
         }
-        Page { out: String::with_capacity(64 * 1024), results, shown_results: HashSet::new(), last_day: None }
+        Page { results, shown_results: HashSet::new(), last_day: None }
     }
 
-    // ----- header and preamble ------------------------------------------
+    // ----- header -------------------------------------------------------
 
-    fn header(&mut self, session: &Session, name: Option<&str>, t: &SessionTotals, branch_len: usize) {
+    fn header(&mut self, session: &Session, name: Option<&str>, t: &SessionTotals, branch_len: usize) -> Markup {
         let header = session.header();
-        let out = &mut self.out;
-        out.push_str("<header class=\"session-head\">\n<p class=\"eyebrow\">pi session export</p>\n");
-        match name {
-            Some(name) => out.push_str(&format!("<h1>{}</h1>\n", escape(name))),
-            None => out.push_str(&format!("<h1>Session <code>{}</code></h1>\n", escape(session.session_id()))),
-        }
-        out.push_str("<dl class=\"facts\">\n");
-        fact(out, "Session ID", &format!("<code>{}</code>", escape(session.session_id())));
-        fact(out, "Working directory", &format!("<code>{}</code>", escape(session.cwd())));
-        fact(out, "Created", &full_time(&header.timestamp));
-        if let Some(parent) = &header.parent_session {
-            fact(out, "Forked from", &format!("<code>{}</code>", escape(parent)));
-        }
-        let models = if t.models.is_empty() {
-            "<span class=\"muted\">none recorded</span>".to_string()
-        } else {
-            t.models.iter().map(|m| format!("<code>{}</code>", escape(m))).collect::<Vec<_>>().join(" ")
-        };
-        fact(out, if t.models.len() == 1 { "Model" } else { "Models" }, &models);
-        fact(out, "Messages", &escape(&message_counts(t)));
-        fact(out, "Tool calls", &group_digits(t.tool_calls as u64));
-        out.push_str("</dl>\n<div class=\"totals\">\n");
         let u = &t.usage;
-        for (label, value) in [
+        let totals = [
             ("Input tokens", group_digits(u.input)),
             ("Output tokens", group_digits(u.output)),
             ("Cache read", group_digits(u.cache_read)),
             ("Cache write", group_digits(u.cache_write)),
             ("Cost", format_cost(t.cost)),
-        ] {
-            out.push_str(&format!(
-                "<div class=\"total\"><span class=\"total-label\">{label}</span><span class=\"total-value\">{value}</span></div>\n"
-            ));
-        }
-        out.push_str("</div>\n<p class=\"note\">Totals cover the whole session");
+        ];
         let all = session.entry_count();
-        if branch_len < all {
-            out.push_str(&format!(
-                " (every branch); the transcript below is the active branch ({branch_len} of {all} entries)"
-            ));
-        }
-        out.push_str(", including tool-reported usage and compaction and branch summaries.</p>\n");
-        out.push_str("<nav id=\"toolbar\" class=\"toolbar\" hidden>");
-        out.push_str("<button type=\"button\" data-open=\"true\">Expand all</button>");
-        out.push_str("<button type=\"button\" data-open=\"false\">Collapse all</button></nav>\n</header>\n");
-    }
-
-    fn preamble(&mut self, options: &ExportOptions) {
-        let out = &mut self.out;
-        if let Some(prompt) = options.system_prompt.as_deref().filter(|p| !p.trim().is_empty()) {
-            let lines = prompt.lines().count();
-            out.push_str(&format!(
-                "<details class=\"preamble\"><summary>System prompt <span class=\"muted\">({lines} lines)</span></summary><div class=\"plain\">{}</div></details>\n",
-                escape(prompt)
-            ));
-        }
-        if !options.tools.is_empty() {
-            out.push_str(&format!(
-                "<details class=\"preamble\"><summary>Available tools <span class=\"muted\">({})</span></summary><dl class=\"tool-list\">",
-                options.tools.len()
-            ));
-            for tool in &options.tools {
-                out.push_str(&format!(
-                    "<dt><code>{}</code></dt><dd>{}</dd>",
-                    escape(&tool.name),
-                    escape(&tool.description)
-                ));
+        let models = html! {
+            @if t.models.is_empty() { span class="muted" { "none recorded" } }
+            @for (i, model) in t.models.iter().enumerate() { @if i > 0 { " " } code { (Esc(model)) } }
+        };
+        html! {
+            header class="session-head" {
+                "\n" p class="eyebrow" { "pi session export" } "\n"
+                @match name {
+                    Some(name) => { h1 { (Esc(name)) } }
+                    None => { h1 { "Session " code { (Esc(session.session_id())) } } }
+                }
+                "\n"
+                dl class="facts" {
+                    "\n"
+                    (fact("Session ID", html! { code { (Esc(session.session_id())) } }))
+                    (fact("Working directory", html! { code { (Esc(session.cwd())) } }))
+                    (fact("Created", full_time(&header.timestamp)))
+                    @if let Some(parent) = &header.parent_session {
+                        (fact("Forked from", html! { code { (Esc(parent)) } }))
+                    }
+                    (fact(if t.models.len() == 1 { "Model" } else { "Models" }, models))
+                    (fact("Messages", html! { (Esc(&message_counts(t))) }))
+                    (fact("Tool calls", html! { (group_digits(t.tool_calls as u64)) }))
+                }
+                "\n"
+                div class="totals" {
+                    "\n"
+                    @for (label, value) in totals {
+                        div class="total" { span class="total-label" { (label) } span class="total-value" { (value) } }
+                        "\n"
+                    }
+                }
+                "\n"
+                p class="note" {
+                    "Totals cover the whole session"
+                    @if branch_len < all {
+                        " (every branch); the transcript below is the active branch (" (branch_len) " of " (all) " entries)"
+                    }
+                    ", including tool-reported usage and compaction and branch summaries."
+                }
+                "\n"
+                nav id="toolbar" class="toolbar" hidden {
+                    button type="button" data-open="true" { "Expand all" }
+                    button type="button" data-open="false" { "Collapse all" }
+                }
+                "\n"
             }
-            out.push_str("</dl></details>\n");
+            "\n"
         }
     }
 
     // ----- entries ------------------------------------------------------
 
-    fn entry(&mut self, entry: &SessionEntry) {
-        let SessionEntry::Known(known) = entry else { return };
+    fn entry(&mut self, entry: &SessionEntry) -> Markup {
+        let SessionEntry::Known(known) = entry else { return html! {} };
         match known {
             KnownEntry::Message(m) => match &m.message {
                 StoredMessage::Known(msg) => self.message(&m.base, msg),
@@ -207,226 +236,230 @@ impl<'a> Page<'a> {
             },
             KnownEntry::ModelChange(c) => {
                 let model = format!("{}/{}", c.provider, c.model_id);
-                self.event(&c.base, "Model switched to", &model);
+                self.event(&c.base, "Model switched to", &model)
             }
             KnownEntry::ThinkingLevelChange(t) => self.event(&t.base, "Thinking level set to", &t.thinking_level),
             KnownEntry::Compaction(c) => self.compaction(c),
             KnownEntry::BranchSummary(b) => self.summary_block(&b.base, &b.summary, b.usage.as_ref()),
             KnownEntry::CustomMessage(c) => self.custom(&c.base, &c.custom_type, &c.content, c.display),
-            KnownEntry::Custom(_) | KnownEntry::Label(_) | KnownEntry::SessionInfo(_) => {}
+            KnownEntry::Custom(_) | KnownEntry::Label(_) | KnownEntry::SessionInfo(_) => html! {},
         }
     }
 
-    fn message(&mut self, base: &EntryBase, msg: &AgentMessage) {
+    fn message(&mut self, base: &EntryBase, msg: &AgentMessage) -> Markup {
         match msg {
             AgentMessage::User(u) => self.user(base, &u.content),
             AgentMessage::Assistant(a) => self.assistant(base, a),
-            AgentMessage::ToolResult(r) => {
-                if !self.shown_results.contains(&r.tool_call_id) {
-                    self.orphan_result(base, r);
-                }
-            }
+            AgentMessage::ToolResult(r) if self.shown_results.contains(&r.tool_call_id) => html! {},
+            AgentMessage::ToolResult(r) => self.orphan_result(base, r),
             AgentMessage::BashExecution(b) => self.bash(base, b),
             AgentMessage::CompactionSummary(c) => {
-                self.open(base, "compaction", "Compaction", &tokens_before(c.tokens_before));
-                self.out.push_str(&format!("<div class=\"md\">{}</div>", render_markdown(&c.summary)));
-                self.close();
+                let meta = tokens_before(c.tokens_before);
+                self.article(base, "compaction", "Compaction", meta, |_| {
+                    html! { div class="md" { (PreEscaped(render_markdown(&c.summary))) } }
+                })
             }
             AgentMessage::BranchSummary(b) => self.summary_block(base, &b.summary, None),
             AgentMessage::Custom(c) => self.custom(base, &c.custom_type, &c.content, c.display),
             // The export shows the current system prompt and tools at the top.
-            AgentMessage::System(_) => {}
+            AgentMessage::System(_) => html! {},
         }
     }
 
-    /// `<article>` with its head line: role label, meta (already HTML) and time.
-    pub(super) fn open(&mut self, base: &EntryBase, class: &str, role: &str, meta_html: &str) {
+    /// `<article>` with its head line (role label, meta and time) above `body`.
+    pub(super) fn article(
+        &mut self,
+        base: &EntryBase,
+        class: &str,
+        role: &str,
+        meta: Markup,
+        body: impl FnOnce(&mut Self) -> Markup,
+    ) -> Markup {
         let stamp = self.stamp(&base.timestamp);
-        let id = escape(&base.id);
-        self.out.push_str(&format!(
-            "<article class=\"msg {class}\" id=\"entry-{id}\">\n<header class=\"msg-head\"><span class=\"role\">{}</span>\
-             <span class=\"meta\">{meta_html}</span><a class=\"stamp\" href=\"#entry-{id}\">{stamp}</a></header>\n",
-            escape(role)
-        ));
+        let body = body(self);
+        html! {
+            article class={ "msg " (class) } id={ "entry-" (Esc(&base.id)) } {
+                "\n"
+                header class="msg-head" {
+                    span class="role" { (Esc(role)) }
+                    span class="meta" { (meta) }
+                    a class="stamp" href={ "#entry-" (Esc(&base.id)) } { (stamp) }
+                }
+                "\n"
+                (body)
+            }
+            "\n"
+        }
     }
 
-    pub(super) fn close(&mut self) {
-        self.out.push_str("</article>\n");
-    }
-
-    fn event(&mut self, base: &EntryBase, what: &str, value: &str) {
+    fn event(&mut self, base: &EntryBase, what: &str, value: &str) -> Markup {
         let stamp = self.stamp(&base.timestamp);
-        self.out.push_str(&format!(
-            "<div class=\"event\" id=\"entry-{}\">{} <code>{}</code> <span class=\"stamp\">{stamp}</span></div>\n",
-            escape(&base.id),
-            escape(what),
-            escape(value)
-        ));
+        html! {
+            div class="event" id={ "entry-" (Esc(&base.id)) } {
+                (Esc(what)) " " code { (Esc(value)) } " " span class="stamp" { (stamp) }
+            }
+            "\n"
+        }
     }
 
-    fn user(&mut self, base: &EntryBase, content: &UserContent) {
-        self.open(base, "user", "User", "");
+    fn user(&mut self, base: &EntryBase, content: &UserContent) -> Markup {
         let blocks = content.blocks();
         let text = texts(&blocks).join("\n");
-        match parse_skill_block(&text) {
-            Some(skill) => {
-                self.out.push_str(&format!(
-                    "<details class=\"skill\"><summary>Skill <code>{}</code> <span class=\"muted\">{}</span></summary><div class=\"md\">{}</div></details>\n",
-                    escape(skill.name),
-                    escape(skill.location),
-                    render_markdown(skill.content)
-                ));
-                if let Some(rest) = skill.user_text {
-                    self.plain(rest);
-                }
-            }
-            None if !text.trim().is_empty() => self.plain(&text),
-            None => {}
-        }
-        self.images(&blocks, "msg-image");
-        self.close();
-    }
-
-    fn assistant(&mut self, base: &EntryBase, a: &AssistantMessage) {
-        let mut meta = String::new();
-        if !a.model.is_empty() {
-            let model = if a.provider.is_empty() { a.model.clone() } else { format!("{}/{}", a.provider, a.model) };
-            meta.push_str(&format!("<code>{}</code>", escape(&model)));
-        }
-        meta.push_str(&usage_meta(&a.usage));
-        self.open(base, "assistant", "Assistant", &meta);
-        for block in &a.content {
-            match block {
-                ContentBlock::Text(t) if !t.text.trim().is_empty() => {
-                    self.out.push_str(&format!("<div class=\"md\">{}</div>\n", render_markdown(&t.text)));
-                }
-                ContentBlock::Thinking(t) if t.redacted => {
-                    self.out.push_str("<div class=\"thinking redacted\">Thinking (redacted by the provider)</div>\n");
-                }
-                ContentBlock::Thinking(t) if !t.thinking.trim().is_empty() => {
-                    self.out.push_str(&format!(
-                        "<details class=\"thinking\"><summary>Thinking</summary><div class=\"plain\">{}</div></details>\n",
-                        escape(t.thinking.trim())
-                    ));
-                }
-                ContentBlock::Image(img) => self.image(img, "msg-image"),
-                ContentBlock::ToolCall(call) => {
-                    let result = self.results.get(call.id.as_str()).copied();
-                    if result.is_some() {
-                        self.shown_results.insert(call.id.clone());
+        self.article(base, "user", "User", html! {}, |_| {
+            html! {
+                @match parse_skill_block(&text) {
+                    Some(skill) => {
+                        details class="skill" {
+                            summary { "Skill " code { (Esc(skill.name)) } " " span class="muted" { (Esc(skill.location)) } }
+                            div class="md" { (PreEscaped(render_markdown(skill.content))) }
+                        }
+                        "\n"
+                        @if let Some(rest) = skill.user_text { (plain(rest)) }
                     }
-                    tools::tool_call(self, call, result);
+                    None => { @if !text.trim().is_empty() { (plain(&text)) } }
                 }
-                ContentBlock::Text(_) | ContentBlock::Thinking(_) => {}
+                (images(&blocks, "msg-image"))
             }
-        }
-        match a.stop_reason {
-            StopReason::Error => {
-                let text = a.error_message.as_deref().unwrap_or("Unknown error");
-                self.out.push_str(&format!("<div class=\"notice error\">Error: {}</div>\n", escape(text)));
+        })
+    }
+
+    fn assistant(&mut self, base: &EntryBase, a: &AssistantMessage) -> Markup {
+        let model = if a.provider.is_empty() { a.model.clone() } else { format!("{}/{}", a.provider, a.model) };
+        let meta = html! {
+            @if !a.model.is_empty() { code { (Esc(&model)) } }
+            (usage_meta(&a.usage))
+        };
+        self.article(base, "assistant", "Assistant", meta, |page| {
+            html! {
+                @for block in &a.content { (page.assistant_block(block)) }
+                @match a.stop_reason {
+                    StopReason::Error => {
+                        div class="notice error" { "Error: " (Esc(a.error_message.as_deref().unwrap_or("Unknown error"))) }
+                        "\n"
+                    }
+                    StopReason::Aborted => { div class="notice warn" { "Aborted" } "\n" }
+                    StopReason::Length => {
+                        div class="notice warn" { "Stopped: the output token limit was reached" } "\n"
+                    }
+                    StopReason::Stop | StopReason::ToolUse => {}
+                }
             }
-            StopReason::Aborted => self.out.push_str("<div class=\"notice warn\">Aborted</div>\n"),
-            StopReason::Length => {
-                self.out.push_str("<div class=\"notice warn\">Stopped: the output token limit was reached</div>\n")
+        })
+    }
+
+    fn assistant_block(&mut self, block: &ContentBlock) -> Markup {
+        match block {
+            ContentBlock::Text(t) if !t.text.trim().is_empty() => {
+                html! { div class="md" { (PreEscaped(render_markdown(&t.text))) } "\n" }
             }
-            StopReason::Stop | StopReason::ToolUse => {}
+            ContentBlock::Thinking(t) if t.redacted => {
+                html! { div class="thinking redacted" { "Thinking (redacted by the provider)" } "\n" }
+            }
+            ContentBlock::Thinking(t) if !t.thinking.trim().is_empty() => html! {
+                details class="thinking" { summary { "Thinking" } div class="plain" { (Esc(t.thinking.trim())) } }
+                "\n"
+            },
+            ContentBlock::Image(img) => image(img, "msg-image"),
+            ContentBlock::ToolCall(call) => {
+                let result = self.results.get(call.id.as_str()).copied();
+                if result.is_some() {
+                    self.shown_results.insert(call.id.clone());
+                }
+                tools::tool_call(call, result)
+            }
+            ContentBlock::Text(_) | ContentBlock::Thinking(_) => html! {},
         }
-        self.close();
     }
 
-    fn orphan_result(&mut self, base: &EntryBase, r: &ToolResultMessage) {
-        let meta = format!("<code>{}</code>{}", escape(&r.tool_name), if r.is_error { " · error" } else { "" });
-        self.open(base, "tool-result-msg", "Tool result", &meta);
-        tools::result_body(self, r);
-        self.close();
+    fn orphan_result(&mut self, base: &EntryBase, r: &ToolResultMessage) -> Markup {
+        let meta = html! { code { (Esc(&r.tool_name)) } @if r.is_error { " · error" } };
+        self.article(base, "tool-result-msg", "Tool result", meta, |_| tools::result_body(r))
     }
 
-    fn bash(&mut self, base: &EntryBase, b: &BashExecutionMessage) {
-        let mut meta = String::new();
-        match (b.cancelled, b.exit_code) {
-            (true, _) => meta.push_str("<span class=\"badge warn\">cancelled</span>"),
-            (false, Some(0)) => meta.push_str("<span class=\"badge ok\">exit 0</span>"),
-            (false, Some(code)) => meta.push_str(&format!("<span class=\"badge error\">exit {code}</span>")),
-            (false, None) => {}
-        }
-        if b.truncated {
-            meta.push_str("<span class=\"badge warn\">truncated</span>");
-        }
-        if b.exclude_from_context {
-            meta.push_str("<span class=\"badge\">not sent to the model</span>");
-        }
-        self.open(base, "bash", "Shell command", &meta);
-        self.out.push_str(&format!("<pre class=\"cmd\">$ {}</pre>\n", escape(&b.command)));
-        if b.output.is_empty() {
-            self.out.push_str("<div class=\"muted small\">(no output)</div>\n");
-        } else {
-            self.out.push_str(&format!("<pre class=\"output\">{}</pre>\n", escape(&b.output)));
-        }
-        if b.truncated
-            && let Some(path) = &b.full_output_path
-        {
-            self.out.push_str(&format!(
-                "<div class=\"muted small\">Output truncated; the full output was saved to <code>{}</code></div>\n",
-                escape(path)
-            ));
-        }
-        self.close();
+    fn bash(&mut self, base: &EntryBase, b: &BashExecutionMessage) -> Markup {
+        let meta = html! {
+            @match (b.cancelled, b.exit_code) {
+                (true, _) => { span class="badge warn" { "cancelled" } }
+                (false, Some(0)) => { span class="badge ok" { "exit 0" } }
+                (false, Some(code)) => { span class="badge error" { "exit " (code) } }
+                (false, None) => {}
+            }
+            @if b.truncated { span class="badge warn" { "truncated" } }
+            @if b.exclude_from_context { span class="badge" { "not sent to the model" } }
+        };
+        let saved_to = b.full_output_path.as_deref().filter(|_| b.truncated);
+        self.article(base, "bash", "Shell command", meta, |_| {
+            html! {
+                pre class="cmd" { "$ " (Esc(&b.command)) } "\n"
+                @if b.output.is_empty() {
+                    div class="muted small" { "(no output)" } "\n"
+                } @else {
+                    pre class="output" { (Esc(&b.output)) } "\n"
+                }
+                @if let Some(path) = saved_to {
+                    div class="muted small" { "Output truncated; the full output was saved to " code { (Esc(path)) } }
+                    "\n"
+                }
+            }
+        })
     }
 
-    fn compaction(&mut self, c: &CompactionEntry) {
-        let mut meta = tokens_before(c.tokens_before);
-        if let Some(u) = &c.usage {
-            meta.push_str(&usage_meta(u));
-        }
-        self.open(&c.base, "compaction", "Compaction", &meta);
-        self.out.push_str(&format!(
-            "<details class=\"summary\" open><summary>Summary of the earlier conversation</summary><div class=\"md\">{}</div></details>\n",
-            render_markdown(&c.summary)
-        ));
-        self.close();
+    fn compaction(&mut self, c: &CompactionEntry) -> Markup {
+        let meta = html! { (tokens_before(c.tokens_before)) @if let Some(u) = &c.usage { (usage_meta(u)) } };
+        self.article(&c.base, "compaction", "Compaction", meta, |_| {
+            html! {
+                details class="summary" open {
+                    summary { "Summary of the earlier conversation" }
+                    div class="md" { (PreEscaped(render_markdown(&c.summary))) }
+                }
+                "\n"
+            }
+        })
     }
 
-    fn summary_block(&mut self, base: &EntryBase, summary: &str, usage: Option<&Usage>) {
-        let mut meta = "<span class=\"muted\">what happened on an abandoned branch</span>".to_string();
-        if let Some(u) = usage {
-            meta.push_str(&usage_meta(u));
-        }
-        self.open(base, "branch-summary", "Branch summary", &meta);
-        self.out.push_str(&format!("<div class=\"md\">{}</div>\n", render_markdown(summary)));
-        self.close();
+    fn summary_block(&mut self, base: &EntryBase, summary: &str, usage: Option<&Usage>) -> Markup {
+        let meta = html! {
+            span class="muted" { "what happened on an abandoned branch" }
+            @if let Some(u) = usage { (usage_meta(u)) }
+        };
+        self.article(base, "branch-summary", "Branch summary", meta, |_| {
+            html! { div class="md" { (PreEscaped(render_markdown(summary))) } "\n" }
+        })
     }
 
-    fn custom(&mut self, base: &EntryBase, custom_type: &str, content: &UserContent, display: bool) {
-        let mut meta = format!("<code>{}</code>", escape(custom_type));
-        if !display {
-            meta.push_str("<span class=\"badge\">hidden in the terminal</span>");
-        }
-        self.open(base, if display { "custom" } else { "custom hidden-msg" }, "Extension message", &meta);
+    fn custom(&mut self, base: &EntryBase, custom_type: &str, content: &UserContent, display: bool) -> Markup {
+        let meta = html! {
+            code { (Esc(custom_type)) }
+            @if !display { span class="badge" { "hidden in the terminal" } }
+        };
+        let class = if display { "custom" } else { "custom hidden-msg" };
         let blocks = content.blocks();
         let text = texts(&blocks).join("\n");
-        if !text.trim().is_empty() {
-            self.out.push_str(&format!("<div class=\"md\">{}</div>\n", render_markdown(&text)));
-        }
-        self.images(&blocks, "msg-image");
-        self.close();
+        self.article(base, class, "Extension message", meta, |_| {
+            html! {
+                @if !text.trim().is_empty() { div class="md" { (PreEscaped(render_markdown(&text))) } "\n" }
+                (images(&blocks, "msg-image"))
+            }
+        })
     }
 
     /// A message of a role we do not model: pi 1.6 `system` messages become a
     /// collapsed prompt, anything else its JSON.
-    fn other_message(&mut self, base: &EntryBase, value: &Value) {
+    fn other_message(&mut self, base: &EntryBase, value: &Value) -> Markup {
         let role = value.get("role").and_then(Value::as_str).unwrap_or("unknown");
         if role == "system" {
             let text = system_text(value);
-            self.open(base, "system", "System prompt", "");
-            if !text.is_empty() {
-                self.out.push_str(&format!(
-                    "<details><summary>Prompt <span class=\"muted\">({} lines)</span></summary><div class=\"plain\">{}</div></details>\n",
-                    text.lines().count(),
-                    escape(&text)
-                ));
-            }
-            self.close();
-            return;
+            return self.article(base, "system", "System prompt", html! {}, |_| {
+                html! {
+                    @if !text.is_empty() {
+                        details {
+                            summary { "Prompt " span class="muted" { "(" (text.lines().count()) " lines)" } }
+                            div class="plain" { (Esc(&text)) }
+                        }
+                        "\n"
+                    }
+                }
+            });
         }
         // Old files may hold messages whose content is null; show them like pi repairs them.
         if matches!(role, "user" | "assistant" | "toolResult") && value.get("content").is_none_or(Value::is_null) {
@@ -435,61 +468,19 @@ impl<'a> Page<'a> {
                 obj.insert("content".into(), Value::Array(Vec::new()));
             }
             if let Ok(msg) = serde_json::from_value::<AgentMessage>(fixed) {
-                self.message(base, &msg);
-                return;
+                return self.message(base, &msg);
             }
         }
-        self.open(base, "other", &format!("{role} message"), "");
         let json = serde_json::to_string_pretty(value).unwrap_or_default();
-        self.out.push_str(&format!(
-            "<details><summary>Raw message</summary><pre class=\"json\">{}</pre></details>\n",
-            escape(&json)
-        ));
-        self.close();
-    }
-
-    // ----- pieces -------------------------------------------------------
-
-    pub(super) fn plain(&mut self, text: &str) {
-        self.out.push_str("<div class=\"plain\">");
-        push_escaped(&mut self.out, text);
-        self.out.push_str("</div>\n");
-    }
-
-    pub(super) fn images(&mut self, blocks: &[ContentBlock], class: &str) {
-        let images: Vec<&ImageContent> = blocks
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Image(i) => Some(i),
-                _ => None,
-            })
-            .collect();
-        if images.is_empty() {
-            return;
-        }
-        self.out.push_str("<div class=\"images\">");
-        for img in images {
-            self.image(img, class);
-        }
-        self.out.push_str("</div>\n");
-    }
-
-    fn image(&mut self, img: &ImageContent, class: &str) {
-        match data_uri(img) {
-            Some(uri) => self
-                .out
-                .push_str(&format!("<img class=\"{class}\" src=\"{uri}\" alt=\"image ({})\">", escape(&img.mime_type))),
-            None => self.out.push_str(&format!(
-                "<span class=\"muted small\">[image of unsupported type {}]</span>",
-                escape(&img.mime_type)
-            )),
-        }
+        self.article(base, "other", &format!("{role} message"), html! {}, |_| {
+            html! { details { summary { "Raw message" } pre class="json" { (Esc(&json)) } } "\n" }
+        })
     }
 
     /// A `<time>` for an ISO timestamp: the time of day, with the date when
     /// it differs from the previous one shown (UTC; the script localizes).
-    pub(super) fn stamp(&mut self, iso: &str) -> String {
-        let Some(t) = parse_time(iso) else { return escape(iso) };
+    fn stamp(&mut self, iso: &str) -> Markup {
+        let Some(t) = parse_time(iso) else { return html! { (Esc(iso)) } };
         let day = t.date_naive();
         let new_day = self.last_day != Some(day);
         self.last_day = Some(day);
@@ -498,27 +489,58 @@ impl<'a> Page<'a> {
         } else {
             ("time", t.format("%H:%M:%S").to_string())
         };
-        format!(
-            "<time datetime=\"{}\" data-fmt=\"{fmt}\" title=\"{}\">{text}</time>",
-            escape(iso),
-            t.format("%Y-%m-%d %H:%M:%S%.3f UTC")
-        )
+        html! {
+            time datetime=(Esc(iso)) data-fmt=(fmt) title=(t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string()) { (text) }
+        }
     }
 }
 
-fn fact(out: &mut String, label: &str, value_html: &str) {
-    out.push_str(&format!("<div><dt>{label}</dt><dd>{value_html}</dd></div>\n"));
+// ----- pieces -----------------------------------------------------------
+
+fn fact(label: &str, value: Markup) -> Markup {
+    html! { div { dt { (label) } dd { (value) } } "\n" }
 }
 
-fn full_time(iso: &str) -> String {
-    match parse_time(iso) {
-        Some(t) => format!(
-            "<time datetime=\"{}\" data-fmt=\"datetime\">{}</time>",
-            escape(iso),
-            t.format("%Y-%m-%d %H:%M:%S UTC")
-        ),
-        None if iso.is_empty() => "<span class=\"muted\">unknown</span>".to_string(),
-        None => escape(iso),
+fn full_time(iso: &str) -> Markup {
+    html! {
+        @match parse_time(iso) {
+            Some(t) => {
+                time datetime=(Esc(iso)) data-fmt="datetime" { (t.format("%Y-%m-%d %H:%M:%S UTC").to_string()) }
+            }
+            None if iso.is_empty() => { span class="muted" { "unknown" } }
+            None => { (Esc(iso)) }
+        }
+    }
+}
+
+/// Text shown as is, line breaks kept by the style sheet.
+pub(super) fn plain(text: &str) -> Markup {
+    html! { div class="plain" { (Esc(text)) } "\n" }
+}
+
+/// The images among `blocks`, side by side (nothing when there are none).
+pub(super) fn images(blocks: &[ContentBlock], class: &str) -> Markup {
+    let images: Vec<&ImageContent> = blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Image(i) => Some(i),
+            _ => None,
+        })
+        .collect();
+    html! {
+        @if !images.is_empty() {
+            div class="images" { @for img in images { (image(img, class)) } }
+            "\n"
+        }
+    }
+}
+
+fn image(img: &ImageContent, class: &str) -> Markup {
+    html! {
+        @match data_uri(img) {
+            Some(uri) => { img class=(class) src=(uri) alt={ "image (" (Esc(&img.mime_type)) ")" }; }
+            None => { span class="muted small" { "[image of unsupported type " (Esc(&img.mime_type)) "]" } }
+        }
     }
 }
 
@@ -543,29 +565,29 @@ fn message_counts(t: &SessionTotals) -> String {
     if parts.is_empty() { "none".to_string() } else { parts.join(", ") }
 }
 
-fn tokens_before(tokens: u64) -> String {
-    format!("<span class=\"muted\">context of {} tokens summarized</span>", group_digits(tokens))
+fn tokens_before(tokens: u64) -> Markup {
+    html! { span class="muted" { "context of " (group_digits(tokens)) " tokens summarized" } }
 }
 
-/// ` · in 1,234 · out 56 · cache 10/0 · $0.0012` (empty for zero usage).
-fn usage_meta(u: &Usage) -> String {
-    if u.input + u.output + u.cache_read + u.cache_write == 0 && u.cost.total == 0.0 {
-        return String::new();
-    }
-    let mut s = format!("<span class=\"usage\">in {} · out {}", group_digits(u.input), group_digits(u.output));
-    if u.cache_read + u.cache_write > 0 {
-        s.push_str(&format!(" · cache r {} / w {}", group_digits(u.cache_read), group_digits(u.cache_write)));
-    }
+/// ` · in 1,234 · out 56 · cache 10/0 · $0.0012` (nothing for zero usage).
+fn usage_meta(u: &Usage) -> Markup {
+    let used = u.input + u.output + u.cache_read + u.cache_write != 0 || u.cost.total != 0.0;
     let cost = if u.cost.total != 0.0 {
         u.cost.total
     } else {
         u.cost.input + u.cost.output + u.cost.cache_read + u.cost.cache_write
     };
-    if cost != 0.0 {
-        s.push_str(&format!(" · {}", format_cost(cost)));
+    html! {
+        @if used {
+            span class="usage" {
+                "in " (group_digits(u.input)) " · out " (group_digits(u.output))
+                @if u.cache_read + u.cache_write > 0 {
+                    " · cache r " (group_digits(u.cache_read)) " / w " (group_digits(u.cache_write))
+                }
+                @if cost != 0.0 { " · " (format_cost(cost)) }
+            }
+        }
     }
-    s.push_str("</span>");
-    s
 }
 
 /// The text blocks of a content list.

@@ -1,80 +1,82 @@
 //! Tool calls on the export page: the call (name, one-line summary, pretty JSON
 //! arguments) and its result (text, images, edit diff, error state).
 
+use maud::{Markup, html};
 use serde_json::Value;
 
-use super::markdown::escape;
-use super::render::{Page, texts};
-use crate::message::{ToolCall, ToolResultMessage};
+use super::markdown::Esc;
+use super::render::{images, texts};
+use crate::message::{ContentBlock, ToolCall, ToolResultMessage};
 
 /// Built-in tools whose summary line says what the arguments say, so the
 /// JSON starts collapsed; other tools show their arguments open.
 const SUMMARIZED: [&str; 7] = ["bash", "read", "write", "edit", "ls", "find", "grep"];
 
 /// A tool call with its result (if the branch holds one) right below it.
-pub(super) fn tool_call(page: &mut Page<'_>, call: &ToolCall, result: Option<&ToolResultMessage>) {
-    let (status, badge) = match result {
-        None => ("pending", "<span class=\"badge warn\">no result</span>"),
-        Some(r) if r.is_error => ("error", "<span class=\"badge error\">error</span>"),
-        Some(_) => ("ok", ""),
+pub(super) fn tool_call(call: &ToolCall, result: Option<&ToolResultMessage>) -> Markup {
+    let status = match result {
+        None => "pending",
+        Some(r) if r.is_error => "error",
+        Some(_) => "ok",
     };
-    let out = &mut page.out;
-    out.push_str(&format!(
-        "<section class=\"tool {status}\" id=\"tool-{}\">\n<div class=\"tool-head\"><span class=\"tool-name\">{}</span>",
-        escape(&call.id),
-        escape(&call.name)
-    ));
-    if let Some(summary) = summary(&call.name, &call.arguments) {
-        out.push_str(&format!("<code class=\"tool-summary\">{}</code>", escape(&summary)));
-    }
-    out.push_str(badge);
-    out.push_str("</div>\n");
-
-    if call.name == "bash"
-        && let Some(command) = call.arguments.get("command").and_then(Value::as_str)
-    {
-        out.push_str(&format!("<pre class=\"cmd\">$ {}</pre>\n", escape(command)));
-    }
+    let command = call.arguments.get("command").and_then(Value::as_str).filter(|_| call.name == "bash");
     let json = serde_json::to_string_pretty(&call.arguments).unwrap_or_else(|_| call.arguments.to_string());
-    let open = if SUMMARIZED.contains(&call.name.as_str()) { "" } else { " open" };
-    out.push_str(&format!(
-        "<details class=\"args\"{open}><summary>Arguments</summary><pre class=\"json\">{}</pre></details>\n",
-        escape(&json)
-    ));
-    if let Some(r) = result {
-        result_body(page, r);
+    let summarized = SUMMARIZED.contains(&call.name.as_str());
+    html! {
+        section class={ "tool " (status) } id={ "tool-" (Esc(&call.id)) } {
+            "\n"
+            div class="tool-head" {
+                span class="tool-name" { (Esc(&call.name)) }
+                @if let Some(summary) = summary(&call.name, &call.arguments) {
+                    code class="tool-summary" { (Esc(&summary)) }
+                }
+                @match result {
+                    None => { span class="badge warn" { "no result" } }
+                    Some(r) if r.is_error => { span class="badge error" { "error" } }
+                    Some(_) => {}
+                }
+            }
+            "\n"
+            @if let Some(command) = command { pre class="cmd" { "$ " (Esc(command)) } "\n" }
+            details class="args" open[!summarized] { summary { "Arguments" } pre class="json" { (Esc(&json)) } }
+            "\n"
+            @if let Some(r) = result { (result_body(r)) }
+        }
+        "\n"
     }
-    page.out.push_str("</section>\n");
 }
 
 /// The output of a tool: an edit diff when the tool reported one, else its
 /// text; then its images.
-pub(super) fn result_body(page: &mut Page<'_>, r: &ToolResultMessage) {
+pub(super) fn result_body(r: &ToolResultMessage) -> Markup {
     let class = if r.is_error { "output error" } else { "output" };
     let diff = r.details.as_ref().and_then(|d| d.get("diff")).and_then(Value::as_str).filter(|d| !d.is_empty());
     let text = texts(&r.content).join("\n");
-    let out = &mut page.out;
-    if let Some(diff) = diff {
-        if !text.trim().is_empty() {
-            out.push_str(&format!("<div class=\"result-note\">{}</div>\n", escape(text.trim())));
+    let has_images = r.content.iter().any(|b| matches!(b, ContentBlock::Image(_)));
+    html! {
+        @if let Some(diff) = diff {
+            @if !text.trim().is_empty() { div class="result-note" { (Esc(text.trim())) } "\n" }
+            pre class="diff" {
+                // Block-level spans: no newline between them, or every line would double.
+                @for line in diff.lines() { span class=(diff_line_kind(line)) { (Esc(line)) } }
+            }
+            "\n"
+        } @else if !text.trim().is_empty() {
+            pre class=(class) { (Esc(text.trim_end())) } "\n"
+        } @else if !has_images {
+            div class="muted small" { "(no output)" } "\n"
         }
-        out.push_str("<pre class=\"diff\">");
-        for line in diff.lines() {
-            let kind = match line.chars().next() {
-                Some('+') => "add",
-                Some('-') => "del",
-                _ => "ctx",
-            };
-            // Block-level spans: no newline between them, or every line would double.
-            out.push_str(&format!("<span class=\"{kind}\">{}</span>", escape(line)));
-        }
-        out.push_str("</pre>\n");
-    } else if !text.trim().is_empty() {
-        out.push_str(&format!("<pre class=\"{class}\">{}</pre>\n", escape(text.trim_end())));
-    } else if !r.content.iter().any(|b| matches!(b, crate::message::ContentBlock::Image(_))) {
-        out.push_str("<div class=\"muted small\">(no output)</div>\n");
+        (images(&r.content, "tool-image"))
     }
-    page.images(&r.content, "tool-image");
+}
+
+/// The class of a diff line: added, deleted or context.
+fn diff_line_kind(line: &str) -> &'static str {
+    match line.chars().next() {
+        Some('+') => "add",
+        Some('-') => "del",
+        _ => "ctx",
+    }
 }
 
 /// One line saying what a built-in tool was asked to do.

@@ -16,6 +16,7 @@ use crate::agent::internal::Internal;
 use crate::compaction::Preparation;
 use crate::error::{CoreError, ErrorKind};
 use crate::event::CompactionReason;
+use crate::op::Reply;
 
 impl Agent {
     /// pi's `session_before_compact` event for `prep`, when an extension listens.
@@ -125,12 +126,45 @@ impl Agent {
         if let Some(event) = end.event {
             self.emit(event).await;
         }
+        if manual == Some(None) {
+            self.tell_compaction_waiters(&end.reply);
+        }
         if let Some(tag) = manual {
             self.reply(tag, end.reply).await;
             self.activity_ended().await;
         }
         if let Some(reply) = end.run_reply {
             let _ = reply.send(end.context);
+        }
+    }
+
+    /// The outcome of a compaction an extension asked for (`ctx.compact()`),
+    /// as `compactDone` notifications to the extensions waiting for it.
+    fn tell_compaction_waiters(&mut self, reply: &Result<Reply, CoreError>) {
+        for (id, ticket) in self.ext.take_compaction_waiters() {
+            let Some(ext) = self.ext.handle().get(id) else { continue };
+            let mut params = json!({"ticket": ticket});
+            match reply {
+                Ok(Reply::Compaction(r)) => {
+                    // pi's `CompactionResult`, as `onComplete` receives it.
+                    let mut result = json!({
+                        "summary": r.summary,
+                        "firstKeptEntryId": r.first_kept_entry_id,
+                        "tokensBefore": r.tokens_before,
+                        "estimatedTokensAfter": r.estimated_tokens_after,
+                    });
+                    if let Some(usage) = &r.usage {
+                        result["usage"] = json!(usage);
+                    }
+                    if !r.details.is_null() {
+                        result["details"] = r.details.clone();
+                    }
+                    params["result"] = result;
+                }
+                Ok(_) => {}
+                Err(error) => params["error"] = json!(error.message),
+            }
+            ext.send(&json!({"type": "request", "method": "compactDone", "params": params}));
         }
     }
 }

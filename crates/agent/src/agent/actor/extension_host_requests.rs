@@ -90,6 +90,13 @@ impl Agent {
                 let models: Vec<Value> = self.models.registry().available().iter().map(model_json).collect();
                 Ok(json!({"models": models}))
             }
+            ExtRequest::Compact(p) => {
+                // pi's `ctx.compact()`: a `compact` of the extension's; it learns the outcome later.
+                self.ext.wait_compaction(id, p.get("ticket").cloned().unwrap_or(Value::Null));
+                let custom_instructions = text(&p, "customInstructions").map(str::to_string);
+                Box::pin(self.handle_op(Pending::new(None, Op::Compact { custom_instructions }))).await;
+                Ok(Value::Null)
+            }
             other => Err(format!("not a host request: {other:?}")),
         }
     }

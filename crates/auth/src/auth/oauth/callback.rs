@@ -181,7 +181,7 @@ async fn handle(
 }
 
 fn page(status: StatusCode, title: &str, text: &str) -> Response {
-    let escape = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let escape = |s: &str| html_escape::encode_text(s).into_owned();
     let body = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>{t}</title></head>\
          <body style=\"font-family:sans-serif;margin:3em\"><h1>{t}</h1><p>{m}</p><p>pi</p></body></html>",
@@ -241,5 +241,20 @@ pub async fn callback_or_pasted(
     match callback.wait().await? {
         Some(value) => Ok(Finished::Callback(value)),
         None => Ok(Finished::Pasted(pasted)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+
+    #[tokio::test]
+    async fn the_page_shows_markup_in_its_texts_as_text() {
+        let response = super::page(StatusCode::BAD_GATEWAY, "a<b", "x & 'y' \"z\" <i>");
+        assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let body = std::str::from_utf8(&body).unwrap();
+        assert!(body.contains("<title>a&lt;b</title>"), "{body}");
+        assert!(body.contains("<h1>a&lt;b</h1><p>x &amp; 'y' \"z\" &lt;i&gt;</p>"), "{body}");
     }
 }

@@ -138,7 +138,11 @@ export function createContextFactory(channel, hello) {
 		getSystemPrompt: () => state().systemPrompt,
 		isProjectTrusted: () => hello.projectTrusted === true,
 		compact: (options = {}) => {
-			queueMicrotask(() => options.onError?.(NOT_SUPPORTED("ctx.compact()")));
+			// Not awaited, as in pi: the outcome goes to the callbacks.
+			globalThis[Symbol.for("pi-rpc.extension-host")].compact(options?.customInstructions).then(
+				(result) => options?.onComplete?.(result),
+				(error) => options?.onError?.(error instanceof Error ? error : new Error(String(error))),
+			);
 		},
 	});
 

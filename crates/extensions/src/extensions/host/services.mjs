@@ -103,6 +103,8 @@ function finishModelStream(message, stream) {
 export function createServices(channel, hello) {
 	const operations = new Map();
 	const updates = new Map();
+	/** Compactions asked for with `ctx.compact()`, by ticket. */
+	const compactions = new Map();
 	/** Receivers of what pi-rpc streams to us, by stream name. */
 	const streams = new Map();
 	let nextHandle = 0;
@@ -166,6 +168,14 @@ export function createServices(channel, hello) {
 				streams.get(String(p.stream))?.(p.data);
 				return true;
 			}
+			if (message.method === "compactDone") {
+				const p = message.params ?? {};
+				const waiter = compactions.get(String(p.ticket));
+				compactions.delete(String(p.ticket));
+				if (p.error !== undefined) waiter?.reject(new Error(p.error));
+				else waiter?.resolve(p.result);
+				return true;
+			}
 			if (message.method === "releaseOperations") {
 				operations.delete(String(message.params?.handle));
 				return true;
@@ -185,6 +195,17 @@ export function createServices(channel, hello) {
 				)
 				.finally(() => controllers.delete(String(message.id)));
 			return true;
+		},
+
+		/** Compact (pi's `ctx.compact()`): a promise of the compaction's result. */
+		compact(customInstructions) {
+			const ticket = `c${++nextCall}`;
+			const outcome = new Promise((resolve, reject) => compactions.set(ticket, { resolve, reject }));
+			channel.request("compact", { customInstructions, ticket }).catch((error) => {
+				compactions.get(ticket)?.reject(error);
+				compactions.delete(ticket);
+			});
+			return outcome;
 		},
 
 		/** Keep an extension's operations object for pi-rpc to use (`tool_op`); its handle. */
