@@ -19,6 +19,7 @@ mod extension_api;
 mod extension_host;
 mod extension_host_install;
 mod extension_provider_events;
+mod extension_providers;
 mod extensions;
 mod extensions_jsonrpc;
 mod framing;

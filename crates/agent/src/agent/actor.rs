@@ -17,6 +17,7 @@ mod compaction_hooks;
 mod dispatch;
 mod extension_hooks;
 mod extension_host_requests;
+mod extension_model_calls;
 mod extension_requests;
 mod login_ops;
 mod mcp_ops;

@@ -58,6 +58,8 @@ pub(crate) struct ExtensionState {
     greeted: HashSet<usize>,
     /// The virtual models each extension registered: `(provider, id)`.
     virtual_of: HashMap<usize, Vec<(String, String)>>,
+    /// The providers each extension registered (`registerProvider`).
+    providers_of: HashMap<usize, Vec<crate::extensions::protocol::ProviderSpec>>,
     /// A session hook is deciding (ops wait in the actor's deferred queue).
     hook_pending: bool,
     /// Commands and hooks in flight.
@@ -93,6 +95,7 @@ impl ExtensionState {
             starting: vec![true; handle.len()],
             greeted: HashSet::new(),
             virtual_of: HashMap::new(),
+            providers_of: HashMap::new(),
             handle,
             resources,
             hook_pending: false,
@@ -163,6 +166,19 @@ impl ExtensionState {
         let before = self.virtual_of.remove(&id).unwrap_or_default();
         if !now.is_empty() {
             self.virtual_of.insert(id, now);
+        }
+        before
+    }
+
+    /// Extension `id` now registers these providers; the ones it registered before are returned.
+    pub(super) fn replace_providers(
+        &mut self,
+        id: usize,
+        now: Vec<crate::extensions::protocol::ProviderSpec>,
+    ) -> Vec<crate::extensions::protocol::ProviderSpec> {
+        let before = self.providers_of.remove(&id).unwrap_or_default();
+        if !now.is_empty() {
+            self.providers_of.insert(id, now);
         }
         before
     }

@@ -317,6 +317,40 @@ impl ModelChoice {
         self.registry.remove_virtual(provider, id);
     }
 
+    /// An extension's provider (`registerProvider`): its models and settings
+    /// in the registry, and, when the extension streams it, its API.
+    pub(super) fn register_provider(
+        &mut self,
+        spec: &crate::extensions::protocol::ProviderSpec,
+        streams: Arc<dyn crate::provider::runtime::PiEventSource>,
+    ) -> Result<(), String> {
+        self.registry.register_provider(&spec.name, &spec.config)?;
+        if let (true, Some(api)) = (spec.stream, spec.api()) {
+            let provider = crate::provider::runtime::RuntimeProvider::new(api, streams);
+            self.providers.register_runtime(Arc::new(provider));
+        }
+        self.refresh_selection();
+        Ok(())
+    }
+
+    /// `unregisterProvider` (or its extension went away): the provider is as before.
+    pub(super) fn unregister_provider(&mut self, spec: &crate::extensions::protocol::ProviderSpec) {
+        self.registry.unregister_provider(&spec.name);
+        if let (true, Some(api)) = (spec.stream, spec.api()) {
+            self.providers.unregister_runtime(api);
+        }
+        self.refresh_selection();
+    }
+
+    /// The selected model as the registry now has it (a provider registered
+    /// over it changed its endpoint); one that is gone stays selected.
+    fn refresh_selection(&mut self) {
+        let (provider, id) = (self.model.provider.clone(), self.model.id.clone());
+        if let Some(model) = self.registry.find(&provider, &id) {
+            self.model = model;
+        }
+    }
+
     /// The providers by API (a virtual model's router picks among them).
     pub(super) fn providers(&self) -> &ProviderRegistry {
         &self.providers

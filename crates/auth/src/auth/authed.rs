@@ -60,7 +60,7 @@ fn hide(mut err: ProviderError, token: &str) -> ProviderError {
 }
 
 impl Provider for OAuthProvider {
-    fn api(&self) -> &'static str {
+    fn api(&self) -> &str {
         self.inner.api()
     }
 

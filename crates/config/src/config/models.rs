@@ -75,6 +75,16 @@ pub struct ModelRegistry {
     /// loaded at start; the rest come in when a lookup needs them.
     loaded: HashSet<String>,
     all_loaded: bool,
+    /// Providers extensions registered (`registerProvider`): what each was
+    /// before, restored when it is unregistered.
+    registered: HashMap<String, ProviderBackup>,
+}
+
+/// A provider's models and settings before an extension registered it.
+#[derive(Debug, Clone)]
+struct ProviderBackup {
+    models: Vec<Slot>,
+    settings: Option<ProviderSettings>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -166,6 +176,51 @@ impl ModelRegistry {
         self.models.retain(|m| !(is_virtual(m) && m.provider == provider && m.id == id));
     }
 
+    /// An extension's provider (pi's `registerProvider(name, config)`, the
+    /// config form, whose fields are `models.json`'s): with `models`, they
+    /// replace the provider's models; without, the provider's models stay and
+    /// take its `baseUrl`, headers and key. Registering again starts from the
+    /// provider as it was before the first registration.
+    pub fn register_provider(&mut self, name: &str, config: &Value) -> Result<(), String> {
+        let fail = |e: String| format!("registerProvider(\"{name}\"): {e}");
+        let pf: ProviderFile = serde_json::from_value(config.clone()).map_err(|e| fail(e.to_string()))?;
+        self.ensure_provider(name);
+        self.restore_provider(name);
+        let backup = ProviderBackup {
+            models: self.models.iter().filter(|m| m.provider == name && !is_virtual(m)).cloned().collect(),
+            settings: self.providers.get(name).cloned(),
+        };
+        self.registered.entry(name.to_string()).or_insert(backup);
+        if !pf.models.is_empty() {
+            self.models.retain(|m| m.provider != name || is_virtual(m));
+        }
+        let applied = self.apply_provider(name, pf);
+        if applied.is_err() {
+            self.unregister_provider(name);
+        }
+        applied.map_err(fail)
+    }
+
+    /// pi's `unregisterProvider`: the provider's models and settings are
+    /// again what they were before it was registered (nothing when it was not).
+    pub fn unregister_provider(&mut self, name: &str) {
+        if self.restore_provider(name) {
+            self.registered.remove(name);
+        }
+    }
+
+    /// Put back the provider as it was before its first registration.
+    fn restore_provider(&mut self, name: &str) -> bool {
+        let Some(backup) = self.registered.get(name).cloned() else { return false };
+        self.models.retain(|m| m.provider != name || is_virtual(m));
+        self.models.extend(backup.models);
+        match backup.settings {
+            Some(settings) => self.providers.insert(name.to_string(), settings),
+            None => self.providers.remove(name),
+        };
+        true
+    }
+
     /// A physical model by provider and id (pi's `getPhysicalModel`).
     pub fn find_physical(&mut self, provider: &str, id: &str) -> Option<Model> {
         self.find(provider, id).filter(|m| !is_virtual(m))
@@ -204,86 +259,90 @@ impl ModelRegistry {
                 message: format!("providers.{provider}: {msg}"),
             };
             let pf: ProviderFile = serde_json::from_value(raw).map_err(|e| bad(e.to_string()))?;
-            let settings = self.providers.entry(provider.clone()).or_default();
-            if pf.api_key.is_some() {
-                settings.api_key = pf.api_key.clone();
+            self.apply_provider(&provider, pf).map_err(bad)?;
+        }
+        Ok(())
+    }
+
+    /// Apply one provider's `models.json` entry (or an extension's
+    /// `registerProvider` config, which has the same fields).
+    fn apply_provider(&mut self, provider: &str, pf: ProviderFile) -> Result<(), String> {
+        let provider = provider.to_string();
+        let settings = self.providers.entry(provider.clone()).or_default();
+        if pf.api_key.is_some() {
+            settings.api_key = pf.api_key.clone();
+        }
+        settings.headers.extend(pf.headers.clone());
+        settings.auth_header |= pf.auth_header;
+        // The provider's baseUrl re-routes its built-in models, and its compat
+        // merges into theirs (pi's applyModelsJson).
+        if pf.base_url.is_some() || pf.compat.is_some() {
+            for slot in self.models.iter_mut().filter(|m| m.provider == provider) {
+                slot.change(|m| {
+                    if let Some(base) = &pf.base_url {
+                        m.base_url = base.clone();
+                    }
+                    if pf.compat.is_some() {
+                        m.compat = merge_compat(m.compat.take(), pf.compat.clone());
+                    }
+                    Ok::<(), String>(())
+                })?;
             }
-            settings.headers.extend(pf.headers.clone());
-            settings.auth_header |= pf.auth_header;
-            // The provider's baseUrl re-routes its built-in models, and its compat
-            // merges into theirs (pi's applyModelsJson).
-            if pf.base_url.is_some() || pf.compat.is_some() {
-                for slot in self.models.iter_mut().filter(|m| m.provider == provider) {
-                    slot.change(|m| {
-                        if let Some(base) = &pf.base_url {
-                            m.base_url = base.clone();
-                        }
-                        if pf.compat.is_some() {
-                            m.compat = merge_compat(m.compat.take(), pf.compat.clone());
-                        }
-                        Ok::<(), ConfigError>(())
-                    })?;
-                }
+        }
+        for (i, raw_model) in pf.models.into_iter().enumerate() {
+            let mf: ModelFile = serde_json::from_value(raw_model).map_err(|e| format!("models[{i}]: {e}"))?;
+            // Missing api/baseUrl come from the provider's model of that id, else of
+            // that api, else its Chat Completions model, else its first (pi's findModelDefaults).
+            let wanted_api = mf.api.clone().or_else(|| pf.api.clone());
+            let own: Vec<&Model> = self.models.iter().map(|m| &**m).filter(|m| m.provider == provider).collect();
+            let defaults = own
+                .iter()
+                .find(|m| m.id == mf.id)
+                .or_else(|| wanted_api.as_ref().and_then(|api| own.iter().find(|m| &m.api == api)))
+                .or_else(|| own.iter().find(|m| m.api == "openai-completions"))
+                .or_else(|| own.first())
+                .map(|m| (m.api.clone(), m.base_url.clone()));
+            let api = wanted_api
+                .or_else(|| defaults.as_ref().map(|d| d.0.clone()))
+                .or_else(|| catalog::provider_api(&provider).map(str::to_string));
+            let base_url = mf
+                .base_url
+                .clone()
+                .or_else(|| pf.base_url.clone())
+                .or_else(|| defaults.as_ref().map(|d| d.1.clone()))
+                .or_else(|| catalog::provider_base_url(&provider).map(str::to_string));
+            let (Some(api), Some(base_url)) = (api, base_url) else {
+                return Err(format!("models[{i}] ({}): needs `api` and `baseUrl` on the provider or the model", mf.id));
+            };
+            let compat = merge_compat(pf.compat.clone(), mf.compat);
+            let model = Model {
+                name: mf.name.unwrap_or_else(|| mf.id.clone()),
+                id: mf.id,
+                api,
+                provider: provider.clone(),
+                base_url,
+                reasoning: mf.reasoning.unwrap_or(false),
+                input: mf.input.unwrap_or_else(|| vec!["text".to_string()]),
+                context_window: mf.context_window.unwrap_or(128_000),
+                max_tokens: mf.max_tokens.unwrap_or(16_384),
+                cost: mf.cost.unwrap_or_default(),
+                headers: mf.headers,
+                thinking_level_map: mf.thinking_level_map,
+                compat,
+            };
+            match self.models.iter_mut().find(|m| m.provider == model.provider && m.id == model.id) {
+                Some(existing) => *existing = Slot::Own(Box::new(model)),
+                None => self.models.push(Slot::Own(Box::new(model))),
             }
-            for (i, raw_model) in pf.models.into_iter().enumerate() {
-                let mf: ModelFile = serde_json::from_value(raw_model).map_err(|e| bad(format!("models[{i}]: {e}")))?;
-                // Missing api/baseUrl come from the provider's model of that id, else of
-                // that api, else its Chat Completions model, else its first (pi's findModelDefaults).
-                let wanted_api = mf.api.clone().or_else(|| pf.api.clone());
-                let own: Vec<&Model> = self.models.iter().map(|m| &**m).filter(|m| m.provider == provider).collect();
-                let defaults = own
-                    .iter()
-                    .find(|m| m.id == mf.id)
-                    .or_else(|| wanted_api.as_ref().and_then(|api| own.iter().find(|m| &m.api == api)))
-                    .or_else(|| own.iter().find(|m| m.api == "openai-completions"))
-                    .or_else(|| own.first())
-                    .map(|m| (m.api.clone(), m.base_url.clone()));
-                let api = wanted_api
-                    .or_else(|| defaults.as_ref().map(|d| d.0.clone()))
-                    .or_else(|| catalog::provider_api(&provider).map(str::to_string));
-                let base_url = mf
-                    .base_url
-                    .clone()
-                    .or_else(|| pf.base_url.clone())
-                    .or_else(|| defaults.as_ref().map(|d| d.1.clone()))
-                    .or_else(|| catalog::provider_base_url(&provider).map(str::to_string));
-                let (Some(api), Some(base_url)) = (api, base_url) else {
-                    return Err(bad(format!(
-                        "models[{i}] ({}): needs `api` and `baseUrl` on the provider or the model",
-                        mf.id
-                    )));
-                };
-                let compat = merge_compat(pf.compat.clone(), mf.compat);
-                let model = Model {
-                    name: mf.name.unwrap_or_else(|| mf.id.clone()),
-                    id: mf.id,
-                    api,
-                    provider: provider.clone(),
-                    base_url,
-                    reasoning: mf.reasoning.unwrap_or(false),
-                    input: mf.input.unwrap_or_else(|| vec!["text".to_string()]),
-                    context_window: mf.context_window.unwrap_or(128_000),
-                    max_tokens: mf.max_tokens.unwrap_or(16_384),
-                    cost: mf.cost.unwrap_or_default(),
-                    headers: mf.headers,
-                    thinking_level_map: mf.thinking_level_map,
-                    compat,
-                };
-                match self.models.iter_mut().find(|m| m.provider == model.provider && m.id == model.id) {
-                    Some(existing) => *existing = Slot::Own(Box::new(model)),
-                    None => self.models.push(Slot::Own(Box::new(model))),
-                }
-            }
-            for (id, patch) in pf.model_overrides {
-                let Some(slot) = self.models.iter_mut().find(|m| m.provider == provider && m.id == id) else {
-                    continue;
-                };
-                let Value::Object(patch) = patch else {
-                    return Err(bad(format!("modelOverrides.{id}: expected an object")));
-                };
-                slot.change(|model| apply_override(model, patch))
-                    .map_err(|e| bad(format!("modelOverrides.{id}: {e}")))?;
-            }
+        }
+        for (id, patch) in pf.model_overrides {
+            let Some(slot) = self.models.iter_mut().find(|m| m.provider == provider && m.id == id) else {
+                continue;
+            };
+            let Value::Object(patch) = patch else {
+                return Err(format!("modelOverrides.{id}: expected an object"));
+            };
+            slot.change(|model| apply_override(model, patch)).map_err(|e| format!("modelOverrides.{id}: {e}"))?;
         }
         Ok(())
     }
@@ -517,6 +576,38 @@ mod tests {
         assert_eq!(m1.input, vec!["text"]);
         assert_eq!(reg.api_key("local").as_deref(), Some("k"));
         assert!(reg.available().iter().any(|m| m.id == "m2"));
+    }
+
+    #[test]
+    fn an_extension_provider_replaces_or_redirects_and_unregistering_restores() {
+        let mut reg = registry_with(r#"{"providers":{"anthropic":{"apiKey":"k"}}}"#);
+        let builtin = reg.all().into_iter().filter(|m| m.provider == "anthropic").count();
+        assert!(builtin > 1);
+        // Only a baseUrl: the built-in models stay, redirected.
+        reg.register_provider("anthropic", &serde_json::json!({"baseUrl": "http://127.0.0.1:9/a"})).unwrap();
+        let redirected: Vec<Model> = reg.all().into_iter().filter(|m| m.provider == "anthropic").collect();
+        assert_eq!(redirected.len(), builtin);
+        assert!(redirected.iter().all(|m| m.base_url == "http://127.0.0.1:9/a"));
+        // Models replace the provider's; the key is the config's.
+        let config = serde_json::json!({"baseUrl": "http://127.0.0.1:9/v1", "api": "my-api", "apiKey": "lit",
+            "models": [{"id": "one", "name": "One", "reasoning": true, "contextWindow": 1000, "maxTokens": 10}]});
+        reg.register_provider("anthropic", &config).unwrap();
+        let now: Vec<Model> = reg.all().into_iter().filter(|m| m.provider == "anthropic").collect();
+        assert_eq!(now.iter().map(|m| (m.id.as_str(), m.api.as_str())).collect::<Vec<_>>(), [("one", "my-api")]);
+        assert_eq!(reg.api_key("anthropic").as_deref(), Some("lit"));
+        reg.unregister_provider("anthropic");
+        let back: Vec<Model> = reg.all().into_iter().filter(|m| m.provider == "anthropic").collect();
+        assert_eq!(back.len(), builtin);
+        assert!(back.iter().all(|m| m.base_url != "http://127.0.0.1:9/a" && m.api != "my-api"));
+        assert_eq!(reg.api_key("anthropic").as_deref(), Some("k"));
+        // A new provider goes entirely; a bad config is refused and leaves nothing.
+        reg.register_provider("acme", &config).unwrap();
+        assert!(reg.find("acme", "one").is_some());
+        reg.unregister_provider("acme");
+        assert!(reg.find("acme", "one").is_none());
+        let bad = serde_json::json!({"models": [{"id": "x"}]});
+        assert!(reg.register_provider("nobase", &bad).unwrap_err().contains("registerProvider(\"nobase\")"));
+        assert!(reg.find("nobase", "x").is_none());
     }
 
     #[test]

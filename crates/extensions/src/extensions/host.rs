@@ -46,6 +46,7 @@ const FILES: &[(&str, &str)] = &[
     ("ui.mjs", include_str!("host/ui.mjs")),
     ("exec.mjs", include_str!("host/exec.mjs")),
     ("virtual-models.mjs", include_str!("host/virtual-models.mjs")),
+    ("providers.mjs", include_str!("host/providers.mjs")),
     ("services.mjs", include_str!("host/services.mjs")),
     ("shims/host-services.cjs", include_str!("host/shims/host-services.cjs")),
     ("shims/theme.cjs", include_str!("host/shims/theme.cjs")),

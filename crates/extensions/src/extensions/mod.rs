@@ -33,6 +33,7 @@ mod process;
 mod prompt_options;
 pub mod protocol;
 mod provider_events;
+pub mod provider_stream;
 mod tool;
 mod tool_content;
 pub mod ui;
@@ -178,6 +179,17 @@ pub enum HostSignal {
     Event(Box<AgentEvent>),
     /// A request only the actor can serve; answer on `reply`.
     Request { id: usize, request: ExtRequest, reply: oneshot::Sender<Result<Value, String>> },
+    /// `modelStream` of extension `id`: `{stream, model, systemPrompt, tools,
+    /// messages, options}`, a model call by one of pi-rpc's providers for
+    /// pi-ai's `stream`/`complete` and `…Api()` (an extension's provider may
+    /// delegate to them). Its events go back as `streamData`; the answer,
+    /// once it ended, is `{message}`. `cancel`: the extension withdrew it.
+    ModelStream {
+        id: usize,
+        params: Value,
+        cancel: tokio_util::sync::CancellationToken,
+        reply: oneshot::Sender<Result<Value, String>>,
+    },
 }
 
 /// Where host signals go (the agent actor's queue, so that a death is

@@ -178,6 +178,28 @@ impl Extension {
         params: Value,
         cancel: Option<&CancellationToken>,
     ) -> Result<Value, CallError> {
+        self.call_bounded(method, params, cancel, true).await
+    }
+
+    /// [`Extension::call`] for work that may be silent longer than the call
+    /// timeout (a model stream that thinks): no limit but the extension's
+    /// death and `cancel`.
+    pub async fn call_streaming(
+        &self,
+        method: &str,
+        params: Value,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Value, CallError> {
+        self.call_bounded(method, params, cancel, false).await
+    }
+
+    async fn call_bounded(
+        &self,
+        method: &str,
+        params: Value,
+        cancel: Option<&CancellationToken>,
+        bounded: bool,
+    ) -> Result<Value, CallError> {
         if self.is_dead() {
             return Err(self.dead().await);
         }
@@ -203,7 +225,7 @@ impl Extension {
                     return Err(CallError::Cancelled);
                 }
                 _ = tokio::time::sleep_until(deadline) => {
-                    if Instant::now() < self.deadline(started) {
+                    if !bounded || Instant::now() < self.deadline(started) {
                         continue;
                     }
                     if self.ui.pending_for(self.id) > 0 {
@@ -554,7 +576,7 @@ async fn handle_message(ext: &Arc<Extension>, message: Incoming) {
 
 /// Requests served aside from the reading loop (they call back into the extension).
 fn is_long_method(method: &str) -> bool {
-    method == "runBuiltinTool"
+    method == "runBuiltinTool" || method == "modelStream"
 }
 
 async fn serve_long(
@@ -565,6 +587,14 @@ async fn serve_long(
 ) -> Result<Value, String> {
     match method {
         "runBuiltinTool" => Ok(super::builtin_tools::run(ext.clone(), params, ext.temp_dir.clone(), withdrawn).await),
+        "modelStream" => {
+            let (reply, answer) = oneshot::channel();
+            let signal = HostSignal::ModelStream { id: ext.id, params, cancel: withdrawn, reply };
+            if !ext.signals.deliver(signal).await {
+                return Err("the agent has shut down".to_string());
+            }
+            answer.await.unwrap_or_else(|_| Err("the agent has shut down".to_string()))
+        }
         other => Err(format!("unknown method: {other}")),
     }
 }

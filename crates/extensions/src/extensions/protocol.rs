@@ -120,6 +120,33 @@ pub struct Registration {
     /// (the `route_model` request).
     #[serde(default, rename = "virtualModels")]
     pub virtual_models: Vec<crate::model::Model>,
+    /// Providers (pi's `registerProvider`), in registration order.
+    #[serde(default)]
+    pub providers: Vec<ProviderSpec>,
+}
+
+/// A provider an extension registers (pi's `registerProvider(name, config)`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ProviderSpec {
+    pub name: String,
+    /// pi's config form without its functions: `baseUrl`, `apiKey`, `api`,
+    /// `headers`, `authHeader`, `models` (the fields of `models.json`).
+    #[serde(default)]
+    pub config: Value,
+    /// The extension streams the requests of the config's `api` itself
+    /// (`streamSimple`): pi-rpc asks it with `provider_stream`.
+    #[serde(default)]
+    pub stream: bool,
+    /// The display name of its OAuth login, when it has one.
+    #[serde(default)]
+    pub oauth: Option<String>,
+}
+
+impl ProviderSpec {
+    /// The API its stream serves (the config's `api`).
+    pub fn api(&self) -> Option<&str> {
+        self.config.get("api").and_then(Value::as_str).filter(|a| !a.is_empty())
+    }
 }
 
 impl Registration {
@@ -282,7 +309,8 @@ fn payload(p: &ToolResultPayload) -> Value {
     Value::Object(obj)
 }
 
-fn stream_event(e: &AssistantStreamEvent) -> Value {
+/// pi-ai's event (without `partial`) for one of the core's stream events.
+pub fn stream_event(e: &AssistantStreamEvent) -> Value {
     match e {
         AssistantStreamEvent::TextStart { content_index } => {
             json!({"type": "text_start", "contentIndex": content_index})

@@ -51,7 +51,7 @@ impl Authenticated {
 }
 
 impl Provider for Authenticated {
-    fn api(&self) -> &'static str {
+    fn api(&self) -> &str {
         self.inner.api()
     }
 

@@ -40,6 +40,7 @@ pub mod openai;
 pub mod origin;
 pub mod pi_messages;
 pub mod proxy;
+pub mod runtime;
 pub mod shared;
 pub mod sse;
 pub mod strict_schema;
@@ -211,8 +212,9 @@ pub type ProviderStream = BoxStream<'static, Result<ProviderEvent, ProviderError
 
 /// A wire API implementation.
 pub trait Provider: Send + Sync {
-    /// The `api` name this provider implements (e.g. `openai-completions`).
-    fn api(&self) -> &'static str;
+    /// The `api` name this provider implements (e.g. `openai-completions`;
+    /// an extension's own name for a [`runtime::RuntimeProvider`]).
+    fn api(&self) -> &str;
 
     /// Start one model call. Cancelling `cancel` must end the stream promptly
     /// with `ProviderErrorKind::Aborted`.
@@ -223,6 +225,8 @@ pub trait Provider: Send + Sync {
 #[derive(Clone, Default)]
 pub struct ProviderRegistry {
     providers: HashMap<String, Arc<dyn Provider>>,
+    /// APIs registered at run time (extensions' streams), over the built-in ones.
+    runtime: HashMap<String, Arc<dyn Provider>>,
 }
 
 impl ProviderRegistry {
@@ -250,6 +254,18 @@ impl ProviderRegistry {
     }
 
     pub fn get(&self, api: &str) -> Option<Arc<dyn Provider>> {
-        self.providers.get(api).cloned()
+        self.runtime.get(api).or_else(|| self.providers.get(api)).cloned()
+    }
+
+    /// Add a wire API known only at run time (a [`runtime::RuntimeProvider`]);
+    /// it hides a built-in API of the same name until it is unregistered.
+    pub fn register_runtime(&mut self, provider: Arc<dyn Provider>) {
+        let wrapped: Arc<dyn Provider> = Arc::new(credential::Authenticated::new(provider));
+        self.runtime.insert(wrapped.api().to_string(), wrapped);
+    }
+
+    /// Remove a runtime API (the built-in one of that name, if any, is back).
+    pub fn unregister_runtime(&mut self, api: &str) {
+        self.runtime.remove(api);
     }
 }

@@ -364,6 +364,7 @@ impl Agent {
             ExtSignal::Host(HostSignal::Registered { id }) => {
                 self.sync_extension_tools(id).await;
                 self.sync_virtual_models(id).await;
+                self.sync_providers(id).await;
                 // A registration its start-up `session_start` handlers make keeps ops waiting.
                 let greeting = self.ext.is_greeting(id);
                 if greeting || self.greet_extension(id) {
@@ -381,6 +382,9 @@ impl Agent {
                 for (provider, model) in self.ext.replace_virtual_models(id, Vec::new()) {
                     self.models.remove_virtual(&provider, &model);
                 }
+                for spec in self.ext.replace_providers(id, Vec::new()).iter().rev() {
+                    self.models.unregister_provider(spec);
+                }
                 self.extension_started(id).await;
             }
             ExtSignal::Host(HostSignal::Error { path, event, error }) => {
@@ -390,6 +394,9 @@ impl Agent {
             ExtSignal::Host(HostSignal::Request { id, request, reply }) => {
                 let result = self.extension_request(id, request).await;
                 let _ = reply.send(result);
+            }
+            ExtSignal::Host(HostSignal::ModelStream { id, params, cancel, reply }) => {
+                self.start_model_stream(id, &params, cancel, reply);
             }
             ExtSignal::CommandDone { tag, invocation, error } => {
                 self.ext.command_done();
@@ -511,6 +518,39 @@ impl Agent {
                 self.models.remove_virtual(&provider, &model);
             }
         }
+    }
+
+    /// Put extension `id`'s providers in the registry, as it registers them
+    /// now: those it registered before are taken out first (latest first, so
+    /// each is restored to what it replaced), then the current ones go in,
+    /// in order. A config the registry refuses is one `extension_error`.
+    async fn sync_providers(&mut self, id: usize) {
+        let Some(ext) = self.ext.handle().get(id).filter(|e| !e.is_dead()) else { return };
+        let Some(registration) = ext.registration() else { return };
+        let before = self.ext.replace_providers(id, Vec::new());
+        if before.is_empty() && registration.providers.is_empty() {
+            return;
+        }
+        for spec in before.iter().rev() {
+            self.models.unregister_provider(spec);
+        }
+        let streams: std::sync::Arc<dyn crate::provider::runtime::PiEventSource> =
+            std::sync::Arc::new(crate::extensions::provider_stream::ExtensionStreams::new(ext.clone()));
+        let mut now = Vec::new();
+        for spec in registration.providers {
+            match self.models.register_provider(&spec, streams.clone()) {
+                Ok(()) => now.push(spec),
+                Err(error) => {
+                    let event = AgentEvent::ExtensionError {
+                        extension_path: ext.path_string(),
+                        event: "register".into(),
+                        error,
+                    };
+                    self.emit(event).await;
+                }
+            }
+        }
+        self.ext.replace_providers(id, now);
     }
 
     /// Make extension `id`'s registered tools callable (replacing those of

@@ -7,6 +7,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { exec } from "./exec.mjs";
+import { Providers } from "./providers.mjs";
 import { VirtualModels } from "./virtual-models.mjs";
 
 /** Tool exposures that are given to the model when active (pi's `direct` and `model-only`). */
@@ -59,6 +60,7 @@ export class Instance {
 		this.flags = new Map();
 		this.shortcuts = new Map();
 		this.virtualModels = new VirtualModels();
+		this.providers = new Providers();
 		this.bus = bus;
 		this.onChange = onChange;
 		this.reportError = reportError;
@@ -98,6 +100,7 @@ export class Instance {
 			// pi awaits session_start handlers before the first command.
 			awaitSessionStart: true,
 			virtualModels: this.virtualModels.catalog(),
+			providers: this.providers.catalog(),
 		};
 	}
 
@@ -239,10 +242,13 @@ export class Instance {
 				return readSettings(self.agentDir, self.cwd, self.projectTrusted);
 			},
 			events: self.bus,
-			registerProvider() {
-				self.unsupported("pi.registerProvider()");
+			registerProvider(nameOrProvider, config) {
+				self.providers.register(nameOrProvider, config);
+				self.onChange();
 			},
-			unregisterProvider() {},
+			unregisterProvider(name) {
+				if (self.providers.unregister(name)) self.onChange();
+			},
 			registerVirtualModel(definition) {
 				self.virtualModels.register(definition);
 				self.onChange();

@@ -1,0 +1,160 @@
+//! Model calls an extension makes through pi-rpc's providers (`modelStream`:
+//! pi-ai's `stream`/`complete`, and the `…Api()` stream functions a provider
+//! extension delegates to, as pi's GitLab Duo example does). The call runs
+//! aside from the actor: its `message_start`/`message_update` events go to
+//! the extension as `streamData` (`{kind: "start", message}`, then
+//! `{event}`, pi-ai's event without `partial`), and the answer is the final
+//! message.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::Agent;
+use crate::event::{AgentEvent, EventSink};
+use crate::extensions::Extension;
+use crate::extensions::protocol::stream_event;
+use crate::message::AgentMessage;
+use crate::model::{Model, ThinkingLevel};
+use crate::provider::{ProviderRequest, ToolSpec};
+use crate::stream::stream_assistant;
+
+impl Agent {
+    /// Start extension `id`'s model call; `reply` gets `{message}` at its end.
+    pub(super) fn start_model_stream(
+        &self,
+        id: usize,
+        params: &Value,
+        cancel: CancellationToken,
+        reply: oneshot::Sender<Result<Value, String>>,
+    ) {
+        let (ext, (provider, request, model)) = match (self.ext.handle().get(id), self.model_call(params)) {
+            (Some(ext), Ok(call)) => (ext, call),
+            (None, _) => {
+                let _ = reply.send(Err("the extension is gone".to_string()));
+                return;
+            }
+            (_, Err(error)) => {
+                let _ = reply.send(Err(error));
+                return;
+            }
+        };
+        let stream = params.get("stream").and_then(Value::as_str).unwrap_or_default().to_string();
+        tokio::spawn(async move {
+            let sink = StreamBack { ext, stream };
+            let key = request.api_key.clone();
+            let outcome = stream_assistant(Some(&sink), provider, request, cancel, &model, key.as_deref()).await;
+            let message = serde_json::to_value(AgentMessage::Assistant(outcome.message)).unwrap_or(Value::Null);
+            let _ = reply.send(Ok(json!({ "message": message })));
+        });
+    }
+
+    /// The provider and request of a `modelStream`: the model as the
+    /// extension gives it (its own baseUrl, compat, API), the credentials and
+    /// headers of its provider unless the options name them.
+    #[allow(clippy::type_complexity)]
+    fn model_call(
+        &self,
+        params: &Value,
+    ) -> Result<(Arc<dyn crate::provider::Provider>, ProviderRequest, Model), String> {
+        let model: Model = serde_json::from_value(params.get("model").cloned().unwrap_or(Value::Null))
+            .map_err(|e| format!("modelStream: the model is not one pi-rpc can call: {e}"))?;
+        let provider = self.models.providers().get(&model.api).ok_or_else(|| {
+            format!("The API \"{}\" of model {} is not supported by pi-rpc", model.api, model.full_id())
+        })?;
+        let registry = self.models.registry();
+        let options = params.get("options").cloned().unwrap_or(Value::Null);
+        let mut headers = registry.headers(&model);
+        if let Some(Value::Object(extra)) = options.get("headers") {
+            for (name, value) in extra {
+                if let Some(value) = value.as_str() {
+                    headers.retain(|k, _| !k.eq_ignore_ascii_case(name));
+                    headers.insert(name.clone(), value.to_string());
+                }
+            }
+        }
+        let api_key = options
+            .get("apiKey")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| registry.api_key(&model.provider));
+        let messages = params
+            .get("messages")
+            .and_then(Value::as_array)
+            .map(|list| list.iter().filter_map(|m| serde_json::from_value::<AgentMessage>(m.clone()).ok()).collect())
+            .unwrap_or_default();
+        let tools = params
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .map(|t| ToolSpec {
+                        name: t.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        description: t.get("description").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        parameters: t.get("parameters").cloned().unwrap_or_else(|| json!({"type": "object"})),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let thinking = options
+            .get("reasoning")
+            .and_then(Value::as_str)
+            .and_then(|l| l.parse::<ThinkingLevel>().ok())
+            .map_or(ThinkingLevel::Off, |level| model.clamp_thinking(level));
+        let request = ProviderRequest {
+            model: model.clone(),
+            system_prompt: params.get("systemPrompt").and_then(Value::as_str).unwrap_or_default().to_string(),
+            messages,
+            tools,
+            thinking_level: thinking,
+            api_key,
+            headers,
+            max_tokens: options.get("maxTokens").and_then(Value::as_u64),
+            session_id: options.get("sessionId").and_then(Value::as_str).map(str::to_string),
+            credential: None,
+            env: Default::default(),
+        };
+        Ok((provider, request, model))
+    }
+}
+
+/// The call's events, streamed back to the extension.
+struct StreamBack {
+    ext: Arc<Extension>,
+    stream: String,
+}
+
+impl StreamBack {
+    fn send(&self, data: Value) {
+        let params = json!({"stream": self.stream, "data": data});
+        self.ext.send(&json!({"type": "request", "method": "streamData", "params": params}));
+    }
+
+    fn relay(&self, event: AgentEvent) {
+        match event {
+            AgentEvent::MessageStart { message } => {
+                let message = serde_json::to_value(message).unwrap_or(Value::Null);
+                self.send(json!({"kind": "start", "message": message}));
+            }
+            AgentEvent::MessageUpdate { event, .. } => self.send(json!({ "event": stream_event(&event) })),
+            // The end is the answer.
+            _ => {}
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl EventSink for StreamBack {
+    async fn emit(&self, event: AgentEvent) {
+        self.relay(event);
+    }
+
+    fn try_emit_all(&self, events: Vec<AgentEvent>) -> Result<(), Vec<AgentEvent>> {
+        for event in events {
+            self.relay(event);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,122 @@
+// pi-rpc extension host: the providers an extension registers
+// (`pi.registerProvider`, pi's docs/custom-provider.md). Their config (what
+// models.json could say: baseUrl, apiKey, api, headers, authHeader, models)
+// goes to pi-rpc with the registration; a provider with its own stream
+// function (`streamSimple`, or a native provider's `api.streamSimple`) has
+// the requests of its API sent here as `provider_stream`, and its pi-ai
+// events go back as `streamData`, without the `partial` message they carry
+// (what pi-rpc needs of it travels beside the event).
+
+import { createRequire } from "node:module";
+
+const require = createRequire(import.meta.url);
+const { normalizeContext } = require("./shims/ai/transcript.cjs");
+
+/** pi-ai's wire APIs pi-rpc runs itself: a native provider naming one needs no stream here. */
+const BUILTIN_APIS = new Set([
+	"anthropic-messages",
+	"openai-completions",
+	"openai-responses",
+	"openai-codex-responses",
+	"azure-openai-responses",
+	"google-generative-ai",
+	"google-vertex",
+	"mistral-conversations",
+	"bedrock-converse-stream",
+]);
+
+/** JSON-safe copy (functions and symbols dropped). */
+const plain = (value) => (value === undefined ? undefined : JSON.parse(JSON.stringify(value)));
+
+/** `registerProvider(name, config)` or `registerProvider(provider)` as `{name, config, streamSimple, oauth}`. */
+function normalize(nameOrProvider, config) {
+	if (typeof nameOrProvider === "string") {
+		const name = nameOrProvider.trim();
+		if (!name) throw new Error("pi.registerProvider(): the provider needs a name");
+		const cfg = config ?? {};
+		if (typeof cfg.streamSimple === "function" && !cfg.api) {
+			throw new Error(`pi.registerProvider("${name}"): a provider with streamSimple needs an \`api\``);
+		}
+		return { name, config: cfg, streamSimple: cfg.streamSimple, oauth: cfg.oauth };
+	}
+	const provider = nameOrProvider ?? {};
+	const name = String(provider.id ?? "").trim();
+	if (!name) throw new Error("pi.registerProvider(): the provider needs an id");
+	const api = typeof provider.api === "string" ? provider.api : provider.api?.api;
+	const own = provider.streamSimple ?? provider.stream;
+	const delegated = typeof provider.api === "object" ? (provider.api.streamSimple ?? provider.api.stream) : undefined;
+	const streamSimple = own ?? (api && !BUILTIN_APIS.has(api) ? delegated : undefined);
+	const models = provider.models ?? (typeof provider.getModels === "function" ? provider.getModels() : undefined);
+	const data = { name: provider.name, baseUrl: provider.baseUrl, api, headers: provider.headers, models };
+	return { name, config: data, streamSimple, oauth: provider.oauth };
+}
+
+/** What pi-rpc needs of one pi-ai event: the event without `partial`, plus the block's id, name, signature. */
+function slim(event) {
+	const { partial, ...rest } = event ?? {};
+	const block = typeof rest.contentIndex === "number" ? partial?.content?.[rest.contentIndex] : undefined;
+	if (rest.type === "toolcall_start" && block) {
+		rest.id ??= block.id;
+		rest.toolName ??= block.name;
+	}
+	if ((rest.type === "text_end" || rest.type === "thinking_end") && block) {
+		const signature = block.textSignature ?? block.thinkingSignature;
+		if (signature) rest.signature = signature;
+		if (block.redacted) rest.redacted = true;
+	}
+	return rest;
+}
+
+export class Providers {
+	constructor() {
+		this.byName = new Map();
+	}
+
+	register(nameOrProvider, config) {
+		const entry = normalize(nameOrProvider, config);
+		// Registering again replaces it, in its place.
+		this.byName.set(entry.name, entry);
+	}
+
+	unregister(name) {
+		return this.byName.delete(name);
+	}
+
+	/** The registration's `providers`. */
+	catalog() {
+		return [...this.byName.values()].map(({ name, config, streamSimple, oauth }) => {
+			const { streamSimple: _s, oauth: _o, refreshModels: _r, ...data } = config;
+			return {
+				name,
+				config: plain(data) ?? {},
+				stream: typeof streamSimple === "function",
+				oauth: oauth?.name ?? (oauth ? name : undefined),
+			};
+		});
+	}
+
+	/**
+	 * pi-rpc's `provider_stream`: `{stream, api, model, context, options}`.
+	 * Each event goes back as `streamData`; the answer comes once the
+	 * stream ended (its `done` or `error` was sent).
+	 */
+	async stream(params, signal, channel) {
+		const { stream, api, model, context = {}, options = {} } = params;
+		const entry = [...this.byName.values()].reverse().find((p) => p.config.api === api && typeof p.streamSimple === "function");
+		if (!entry) throw new Error(`No stream function is registered for the API "${api}"`);
+		const transcript = normalizeContext({
+			systemPrompt: context.systemPrompt,
+			tools: context.tools ?? [],
+			messages: context.messages ?? [],
+		});
+		const events = await entry.streamSimple(model, transcript, { ...options, signal });
+		if (!events || typeof events[Symbol.asyncIterator] !== "function") {
+			throw new Error(`The stream function of provider "${entry.name}" did not return an event stream`);
+		}
+		for await (const event of events) {
+			channel.tell("streamData", { stream, data: slim(event) });
+			if (event?.type === "done" || event?.type === "error") break;
+		}
+		return null;
+	}
+}
