@@ -267,7 +267,14 @@ def measure_long(impl, turns):
             agent.until(is_response)
             start = time.perf_counter()
             compactions = 0
+            # Turn times of the first and the last tenth: a turn must not slow as the history grows.
+            tenth = max(1, turns // 10)
+            first_tenth = last_tenth = 0.0
             for n in range(turns):
+                if n == tenth:
+                    first_tenth = time.perf_counter() - start
+                if n == turns - tenth:
+                    last_tenth = time.perf_counter()
                 agent.send(json.dumps({"type": "prompt", "message": f"@@BENCH_TURN@@ turn {n}"}).encode() + b"\n")
                 while True:
                     item = agent.line(300)
@@ -278,7 +285,9 @@ def measure_long(impl, turns):
                         compactions += 1
                     elif head.startswith(b'{"type":"agent_settled"'):
                         break
-            elapsed = time.perf_counter() - start
+            end = time.perf_counter()
+            elapsed = end - start
+            last_tenth = end - last_tenth
             rss = current_rss_kib(agent.pid)
             peak = agent.rss_kib()
             sessions = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(agent_dir, "sessions")) for f in fs]
@@ -288,9 +297,11 @@ def measure_long(impl, turns):
             server.kill()
             server.wait()
     print(f"{impl.name}: long-lived session, {turns:,} turns with tool results in {elapsed:.1f} s "
-          f"({elapsed / turns * 1000:.1f} ms a turn, {compactions:,} compactions), session file {size / MIB:.1f} MiB: "
-          f"RSS after the last turn {rss / 1024:.1f} MiB (peak {peak / 1024:.1f} MiB)")
-    return {"long_rss_mib": rss / 1024, "long_peak_mib": peak / 1024, "long_turn_ms": elapsed / turns * 1000}
+          f"({elapsed / turns * 1000:.1f} ms a turn; {first_tenth / tenth * 1000:.1f} ms over the first {tenth:,}, "
+          f"{last_tenth / tenth * 1000:.1f} ms over the last {tenth:,}; {compactions:,} compactions), "
+          f"session file {size / MIB:.1f} MiB: RSS after the last turn {rss / 1024:.1f} MiB (peak {peak / 1024:.1f} MiB)")
+    return {"long_rss_mib": rss / 1024, "long_peak_mib": peak / 1024, "long_turn_ms": elapsed / turns * 1000,
+            "long_turn_first_ms": first_tenth / tenth * 1000, "long_turn_last_ms": last_tenth / tenth * 1000}
 
 
 def current_rss_kib(pid):
@@ -430,6 +441,8 @@ GOALS = [
     ("long-lived session: RSS after the last turn", "long_rss_mib", "MiB", 10),
     ("same, peak RSS", "long_peak_mib", "MiB", None),
     ("same, time a turn", "long_turn_ms", "ms", None),
+    ("same, time a turn over the first tenth of the turns", "long_turn_first_ms", "ms", None),
+    ("same, time a turn over the last tenth of the turns", "long_turn_last_ms", "ms", None),
     ("10,000 get_state piped at once", "burst10000_ms", "ms", 10),
     ("100,000 get_state piped at once", "burst100000_ms", "ms", None),
     ("same, peak RSS", "burst100000_rss_mib", "MiB", None),
