@@ -3,8 +3,11 @@
 //! of `testdata/golden/<case>.html`. The inputs come from the builders in
 //! `tests.rs` (`capture_golden_inputs`); the pages were written by the
 //! renderer as it stood when they were captured, so any change of output
-//! shows here byte for byte. `UPDATE_GOLDEN=1` rewrites the pages: only for a
-//! change of output that is meant, and read the diff.
+//! shows here byte for byte. Every page shares its stylesheet and script, so
+//! that shell is kept once (`shell.html`, the title and the body cut out) and
+//! each `<case>.html` keeps its title and body: both parts must match.
+//! `UPDATE_GOLDEN=1` rewrites them: only for a change of output that is meant,
+//! and read the diff.
 
 use std::path::{Path, PathBuf};
 
@@ -73,21 +76,39 @@ fn first_difference(want: &str, got: &str) -> String {
     format!("byte {at}:\n  golden: {:?}\n  now:    {:?}", around(want), around(got))
 }
 
+/// A page cut into the shell every page shares and the case's own part (its
+/// title and its body up to the closing script). Equal parts mean equal pages.
+fn split_page(page: &str) -> (String, String) {
+    let title_start = page.find("<title>").expect("a title") + "<title>".len();
+    let title_end = page.find("</title>").expect("a title's end");
+    let body_start = page.find("\n<body").expect("a body") + 1;
+    let body_end = page.rfind("\n<script").expect("the page script") + 1;
+    let shell = format!("{}{}\n{}", &page[..title_start], &page[title_end..body_start], &page[body_end..]);
+    let own = format!("{}\n{}", &page[title_start..title_end], &page[body_start..body_end]);
+    (shell, own)
+}
+
+/// Compares one golden file, or rewrites it under `UPDATE_GOLDEN`.
+fn check_golden(name: &str, got: &str, update: bool, failures: &mut Vec<String>) {
+    let golden = golden_dir().join(name);
+    if update {
+        std::fs::write(&golden, got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| panic!("{}: {e}", golden.display()));
+    if want != got {
+        failures.push(format!("{name}: {}", first_difference(&want, got)));
+    }
+}
+
 #[test]
 fn pages_equal_the_golden_files_byte_for_byte() {
     let update = std::env::var_os("UPDATE_GOLDEN").is_some();
     let mut failures = Vec::new();
     for (case, options) in CASES {
-        let page = render_case(case, &options());
-        let golden = golden_dir().join(format!("{case}.html"));
-        if update {
-            std::fs::write(&golden, &page).unwrap();
-            continue;
-        }
-        let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| panic!("{}: {e}", golden.display()));
-        if want != page {
-            failures.push(format!("{case}: {}", first_difference(&want, &page)));
-        }
+        let (shell, own) = split_page(&render_case(case, &options()));
+        check_golden("shell.html", &shell, update, &mut failures);
+        check_golden(&format!("{case}.html"), &own, update, &mut failures);
     }
     assert!(failures.is_empty(), "pages differ from their golden files:\n{}", failures.join("\n"));
 }
