@@ -88,6 +88,17 @@ pub fn shared_dir(sb: &Sandbox) -> PathBuf {
     shared
 }
 
+/// The text of session `id`'s file in the workers' shared directory.
+pub fn session_file_text(shared: &Path, id: &str) -> String {
+    let file = std::fs::read_dir(shared)
+        .expect("shared")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(&format!("_{id}.jsonl")))
+        .expect("session file");
+    std::fs::read_to_string(&file).expect("session file")
+}
+
 /// Two workers (lease TTL 5 s, `more` arguments each) and a client on the second one running
 /// `scenario` against both.
 async fn two_workers_run(sb: &Sandbox, nats: &Nats, more: &[&str], scenario: &str) {
@@ -172,13 +183,7 @@ async fn a_stale_owner_paused_past_its_lease_cannot_append() {
     std::fs::write(&go, "go").expect("go file");
     let out = tokio::time::timeout(Duration::from_secs(40), held.wait()).await.expect("client ends");
     assert!(out.expect("client").success());
-    let file = std::fs::read_dir(&shared)
-        .expect("shared")
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.to_string_lossy().ends_with(&format!("_{session}.jsonl")))
-        .expect("session file");
-    let text = std::fs::read_to_string(&file).expect("session file");
+    let text = session_file_text(&shared, session);
     assert!(text.contains("and now?"), "B's turn is in the file: {text}");
     // A's client may have been relayed to B once A saw its lease was gone (B
     // then wrote its prompt), but A itself never appended: the file is one

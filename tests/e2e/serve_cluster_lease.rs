@@ -12,7 +12,7 @@ use nix::sys::signal::Signal;
 
 use crate::harness::Sandbox;
 use crate::serve::python_scenario;
-use crate::serve_cluster::{Nats, cluster, shared_dir, signal, worker};
+use crate::serve_cluster::{Nats, cluster, session_file_text, shared_dir, signal, worker};
 
 /// The fencing epoch recorded on shared storage for session `id` (0: none).
 fn epoch_on_disk(shared: &Path, id: &str) -> u64 {
@@ -84,13 +84,7 @@ async fn a_worker_alone_paused_past_its_leases_takes_them_again_and_keeps_its_se
     // The never-written session is still found by id; the written one goes on and is written under the new epoch.
     cluster(&a, "found", &[&url, idle]).await;
     cluster(&a, "resume", &[&url, written, "remember the lighthouse"]).await;
-    let file = std::fs::read_dir(&shared)
-        .expect("shared")
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.to_string_lossy().ends_with(&format!("_{written}.jsonl")))
-        .expect("session file");
-    let text = std::fs::read_to_string(&file).expect("session file");
+    let text = session_file_text(&shared, written);
     assert!(text.contains("once more"), "the prompt after the pause was not written: {text}");
     let log = a.pi.stderr();
     assert!(log.contains("taken again under fencing epoch"), "{log}");
