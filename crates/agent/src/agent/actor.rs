@@ -19,6 +19,7 @@ mod extension_hooks;
 mod extension_host_requests;
 mod extension_model_calls;
 mod extension_requests;
+pub(super) mod extension_session_ops;
 mod login_ops;
 mod mcp_ops;
 mod runs;
@@ -178,9 +179,13 @@ impl Agent {
     }
 
     pub(super) async fn reply(&self, tag: Option<RequestTag>, result: Result<Reply, CoreError>) {
-        if let Some(tag) = tag {
-            self.channels.send(Output::Reply { tag, result }).await;
+        let Some(tag) = tag else { return };
+        // A session op of an extension command: its answer goes to the extension.
+        if let Some(waiting) = self.ext.session_op_replies().take(tag) {
+            let _ = waiting.send(extension_session_ops::outcome(result));
+            return;
         }
+        self.channels.send(Output::Reply { tag, result }).await;
     }
 
     async fn handle_internal(&mut self, msg: Internal) {

@@ -76,6 +76,8 @@ pub(crate) struct ExtensionState {
     no_tools: bool,
     /// Compactions extensions asked for (`ctx.compact()`): `(extension, ticket)`.
     compaction_waiters: Vec<(usize, Value)>,
+    /// Session ops of extension commands (`ctx.newSession()`, …) by their tag.
+    session_op_replies: super::actor::extension_session_ops::SessionOpReplies,
 }
 
 impl ExtensionState {
@@ -106,7 +108,13 @@ impl ExtensionState {
             tools_version: Arc::default(),
             no_tools: options.no_tools,
             compaction_waiters: Vec::new(),
+            session_op_replies: Default::default(),
         }
+    }
+
+    /// Where the answers to extension commands' session ops wait.
+    pub(super) fn session_op_replies(&self) -> &super::actor::extension_session_ops::SessionOpReplies {
+        &self.session_op_replies
     }
 
     /// Tell a running run that the tools changed.

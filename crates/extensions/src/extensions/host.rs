@@ -55,6 +55,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/text.cjs", include_str!("host/shims/coding-agent/text.cjs")),
     ("shims/coding-agent/tools.cjs", include_str!("host/shims/coding-agent/tools.cjs")),
     ("shims/coding-agent/session.cjs", include_str!("host/shims/coding-agent/session.cjs")),
+    ("shims/coding-agent/projection.cjs", include_str!("host/shims/coding-agent/projection.cjs")),
     ("shims/coding-agent/ui.cjs", include_str!("host/shims/coding-agent/ui.cjs")),
     ("shims/coding-agent/runtime.cjs", include_str!("host/shims/coding-agent/runtime.cjs")),
     ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),

@@ -143,6 +143,10 @@ pub enum ExtRequest {
     /// `{customInstructions?, ticket}`: compact (pi's `ctx.compact()`); the
     /// outcome comes later as a `compactDone` notification with the ticket.
     Compact(Value),
+    /// `{action: "new" | "fork" | "switch" | "navigate", …}`: a command's
+    /// `ctx.newSession()`, `ctx.fork()`, `ctx.switchSession()`,
+    /// `ctx.navigateTree()`; answered `{cancelled}` once done.
+    SessionOp(Value),
 }
 
 impl ExtRequest {
@@ -161,6 +165,7 @@ impl ExtRequest {
             "getModels" => ExtRequest::GetModels,
             "lib" => ExtRequest::Library(params),
             "compact" => ExtRequest::Compact(params),
+            "sessionOp" => ExtRequest::SessionOp(params),
             _ => return None,
         })
     }

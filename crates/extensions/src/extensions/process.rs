@@ -576,7 +576,7 @@ async fn handle_message(ext: &Arc<Extension>, message: Incoming) {
 
 /// Requests served aside from the reading loop (they call back into the extension).
 fn is_long_method(method: &str) -> bool {
-    method == "runBuiltinTool" || method == "modelStream"
+    matches!(method, "runBuiltinTool" | "modelStream" | "sessionOp")
 }
 
 async fn serve_long(
@@ -591,6 +591,15 @@ async fn serve_long(
             let (reply, answer) = oneshot::channel();
             let signal = HostSignal::ModelStream { id: ext.id, params, cancel: withdrawn, reply };
             if !ext.signals.deliver(signal).await {
+                return Err("the agent has shut down".to_string());
+            }
+            answer.await.unwrap_or_else(|_| Err("the agent has shut down".to_string()))
+        }
+        // A command's session op: the session hooks it runs ask this extension too.
+        "sessionOp" => {
+            let (reply, answer) = oneshot::channel();
+            let request = ExtRequest::SessionOp(params);
+            if !ext.signals.deliver(HostSignal::Request { id: ext.id, request, reply }).await {
                 return Err("the agent has shut down".to_string());
             }
             answer.await.unwrap_or_else(|_| Err("the agent has shut down".to_string()))

@@ -21,7 +21,7 @@ use crate::agent::state::{HeldMessage, Hold, Pending};
 use crate::error::CoreError;
 use crate::event::AgentEvent;
 use crate::extensions::hooks::{InputOutcome, InputSource};
-use crate::extensions::{CallError, ExtensionTool, HostSignal, RegisteredCommand, Routed};
+use crate::extensions::{CallError, ExtRequest, ExtensionTool, HostSignal, RegisteredCommand, Routed};
 use crate::message::AgentMessage;
 use crate::op::{
     CommandInfo, CommandSource, Disposition, Forked, Op, Reply, RequestTag, StreamingBehavior, Switched, UiResponse,
@@ -339,10 +339,18 @@ impl Agent {
         self.ext.handle().notify(event);
     }
 
-    /// Tell extensions a session became current (`reason`: new, resume, fork).
-    pub(super) fn extensions_session_started(&self, reason: &str) {
-        let payload =
+    /// Tell extensions a session became current (`reason`: new, resume,
+    /// fork), replacing the one in the file `previous`. `sessionFile` is
+    /// for the host (the `targetSessionFile` of its `session_shutdown`).
+    pub(super) fn extensions_session_started(&self, reason: &str, previous: Option<String>) {
+        let mut payload =
             json!({"type": "session_start", "reason": reason, "sessionId": self.session.record().session_id()});
+        if let Some(previous) = previous {
+            payload["previousSessionFile"] = Value::String(previous);
+        }
+        if let Some(file) = self.session.record().file_path() {
+            payload["sessionFile"] = Value::String(file.display().to_string());
+        }
         self.ext.handle().notify_raw("session_start", payload);
     }
 
@@ -391,6 +399,9 @@ impl Agent {
                 self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
             }
             ExtSignal::Host(HostSignal::Event(event)) => self.emit(*event).await,
+            ExtSignal::Host(HostSignal::Request { request: ExtRequest::SessionOp(p), reply, .. }) => {
+                self.extension_session_op(p, reply).await;
+            }
             ExtSignal::Host(HostSignal::Request { id, request, reply }) => {
                 let result = self.extension_request(id, request).await;
                 let _ = reply.send(result);

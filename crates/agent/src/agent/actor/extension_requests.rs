@@ -75,7 +75,8 @@ impl Agent {
             | ExtRequest::Shutdown
             | ExtRequest::Emit(_)
             | ExtRequest::GetModels
-            | ExtRequest::Compact(_)) => self.extension_host_request(id, other).await,
+            | ExtRequest::Compact(_)
+            | ExtRequest::SessionOp(_)) => self.extension_host_request(id, other).await,
             ExtRequest::Library(p) => {
                 let name = p.get("fn").and_then(Value::as_str).unwrap_or_default();
                 let args = p.get("args").and_then(Value::as_array).cloned().unwrap_or_default();

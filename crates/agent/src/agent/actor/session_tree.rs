@@ -20,8 +20,8 @@ impl Agent {
         } else {
             Session::in_memory(self.workspace.cwd())
         };
-        self.replace_session(session).await?;
-        self.extensions_session_started("new");
+        let previous = self.replace_session(session).await?;
+        self.extensions_session_started("new", previous);
         Ok(Reply::Switched(Switched::new(false)))
     }
 
@@ -43,24 +43,24 @@ impl Agent {
         for w in warnings {
             tracing::warn!("{w}");
         }
-        self.replace_session(session).await?;
-        self.extensions_session_started("resume");
+        let previous = self.replace_session(session).await?;
+        self.extensions_session_started("resume", previous);
         Ok(Reply::Switched(Switched::new(false)))
     }
 
     /// `fork`: a new session up to `entry_id`, and the text of that user message.
     pub(super) async fn fork(&mut self, entry_id: &str) -> Result<Reply, CoreError> {
         let (session, text) = self.session.record().fork(entry_id).map_err(session_error)?;
-        self.replace_session(session).await?;
-        self.extensions_session_started("fork");
+        let previous = self.replace_session(session).await?;
+        self.extensions_session_started("fork", previous);
         Ok(Reply::Fork(Forked { text, cancelled: false }))
     }
 
     /// `clone`: a new session with the current branch.
     pub(super) async fn clone_session(&mut self) -> Result<Reply, CoreError> {
         let session = self.session.record().clone_branch().map_err(session_error)?;
-        self.replace_session(session).await?;
-        self.extensions_session_started("fork");
+        let previous = self.replace_session(session).await?;
+        self.extensions_session_started("fork", previous);
         Ok(Reply::Switched(Switched::new(false)))
     }
 
@@ -92,7 +92,9 @@ impl Agent {
     }
 
     /// Make `session` current: its conversation, model and thinking level.
-    async fn replace_session(&mut self, session: Session) -> Result<(), CoreError> {
+    /// Returns the file of the session it replaced (none in memory).
+    async fn replace_session(&mut self, session: Session) -> Result<Option<String>, CoreError> {
+        let previous = self.session.record().file_path().map(|p| p.display().to_string());
         self.workspace.release_temp_files(self.session.record().file_path());
         self.session.replace(session);
         // pi 1.6.0 chooses model and thinking level afresh for each session
@@ -109,6 +111,7 @@ impl Agent {
             self.queues.clear();
             self.emit_queue_update().await;
         }
-        self.start_session_entries(None)
+        self.start_session_entries(None)?;
+        Ok(previous)
     }
 }

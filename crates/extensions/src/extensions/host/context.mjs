@@ -4,9 +4,16 @@
 // answered from the agent's state of that moment and cached until the
 // current task ends.
 
+import { createRequire } from "node:module";
 import { createUi } from "./ui.mjs";
 
+const require = createRequire(import.meta.url);
+const projection = require("./shims/coding-agent/projection.cjs");
+
 const NOT_SUPPORTED = (what) => new Error(`${what} is not supported by pi-rpc's extension host`);
+/** pi's words when a command context is used after its session was replaced. */
+const STALE_CONTEXT =
+	"This extension ctx is stale after session replacement or reload. Do not use a captured pi or command ctx after ctx.newSession(), ctx.fork(), ctx.switchSession(), or ctx.reload(). For newSession, fork, and switchSession, move post-replacement work into withSession and use the ctx passed to withSession. For reload, do not use the old ctx after await ctx.reload().";
 
 /** Values fetched once per macrotask (state can change between tasks). */
 class TickCache {
@@ -72,25 +79,18 @@ function createSessionManager(channel, cache) {
 			}
 			return roots;
 		},
-		buildContextEntries: () => {
-			const branch = branchFrom(session().leafId);
-			const last = branch.map((e) => e.type).lastIndexOf("compaction");
-			if (last < 0) return branch;
-			const compaction = branch[last];
-			const kept = branch.findIndex((e) => e.id === compaction.firstKeptEntryId);
-			return [compaction, ...branch.slice(kept >= 0 ? kept : last + 1).filter((e) => e !== compaction)];
-		},
-		buildSessionProjection: () => {
-			throw NOT_SUPPORTED("sessionManager.buildSessionProjection()");
-		},
+		buildContextEntries: () => projection.buildContextEntries(session().entries, session().leafId ?? null, byId()),
+		buildSessionProjection: () => projection.buildSessionProjection(session().entries, session().leafId ?? null, byId()),
 	};
 }
 
 /**
  * The context handed to handlers. `kind` is "event", "tool" or "command";
- * `signal` the AbortSignal of the call, if any.
+ * `signal` the AbortSignal of the call, if any. `host.afterEvents()`
+ * resolves once the events received so far are handled; `host.api()` is the
+ * current extension instance's `pi`.
  */
-export function createContextFactory(channel, hello) {
+export function createContextFactory(channel, hello, host) {
 	const cache = new TickCache();
 	/** Resolved at the next `agent_settled` (`ctx.waitForIdle()`). */
 	const idleWaiters = [];
@@ -146,24 +146,53 @@ export function createContextFactory(channel, hello) {
 		},
 	});
 
-	const commandExtras = {
-		waitForIdle: () => (state().isStreaming ? new Promise((resolve) => idleWaiters.push(resolve)) : Promise.resolve()),
-		newSession: async () => {
-			throw NOT_SUPPORTED("ctx.newSession()");
-		},
-		fork: async () => {
-			throw NOT_SUPPORTED("ctx.fork()");
-		},
-		switchSession: async () => {
-			throw NOT_SUPPORTED("ctx.switchSession()");
-		},
-		navigateTree: async () => {
-			throw NOT_SUPPORTED("ctx.navigateTree()");
-		},
-		reload: async () => {
-			throw NOT_SUPPORTED("ctx.reload()");
-		},
-		getSystemPromptOptions: () => ({ cwd: hello.cwd, selectedTools: state().activeTools }),
+	/**
+	 * The command context: `base` plus the session actions. After a session
+	 * replacement it is stale, as in pi: any use of it throws.
+	 */
+	const commandContext = (signal) => {
+		const ctx = base(signal);
+		const guard = { stale: false };
+		/** A session op by pi-rpc; on success the old context goes stale and `withSession` gets a new one. */
+		const replace = async (params, options) => {
+			const result = await channel.request("sessionOp", params);
+			if (result?.cancelled) return { cancelled: true };
+			guard.stale = true;
+			cache.clear();
+			// The replacement's `session_start` is handled (by the new extension instance) first.
+			await host.afterEvents();
+			if (typeof options?.setup === "function") await options.setup(sessionManager);
+			if (typeof options?.withSession === "function") await options.withSession(replacedContext(signal));
+			return { cancelled: false };
+		};
+		Object.assign(ctx, {
+			waitForIdle: () => (state().isStreaming ? new Promise((resolve) => idleWaiters.push(resolve)) : Promise.resolve()),
+			newSession: (options) => replace({ action: "new", parentSession: options?.parentSession }, options),
+			fork: (entryId, options) => replace({ action: "fork", entryId, position: options?.position ?? "before" }, options),
+			switchSession: (sessionPath, options) => replace({ action: "switch", sessionPath }, options),
+			navigateTree: async () => {
+				throw NOT_SUPPORTED("ctx.navigateTree()");
+			},
+			reload: async () => {
+				throw NOT_SUPPORTED("ctx.reload()");
+			},
+			getSystemPromptOptions: () => ({ cwd: hello.cwd, selectedTools: state().activeTools }),
+		});
+		return new Proxy(ctx, {
+			get(target, key, receiver) {
+				if (guard.stale) throw new Error(STALE_CONTEXT);
+				return Reflect.get(target, key, receiver);
+			},
+		});
+	};
+	/** The context `withSession` gets: a command context of the new session, with the message calls. */
+	const replacedContext = (signal) => {
+		const ctx = commandContext(signal);
+		const pi = host.api();
+		return Object.assign(Object.create(ctx), {
+			sendMessage: async (message, options) => pi.sendMessage(message, options),
+			sendUserMessage: async (content, options) => pi.sendUserMessage(content, options),
+		});
 	};
 
 	return {
@@ -185,6 +214,6 @@ export function createContextFactory(channel, hello) {
 			});
 			return ctx;
 		},
-		command: (signal) => Object.assign(base(signal), commandExtras),
+		command: commandContext,
 	};
 }

@@ -112,9 +112,12 @@ function onLine(line) {
 async function onEvent(event) {
 	if (!instance) return;
 	switch (event.type) {
-		case "session_start":
-			if (event.reason && event.reason !== "startup") await replaceInstance(event.reason);
+		case "session_start": {
+			const target = event.sessionFile;
+			delete event.sessionFile;
+			if (event.reason && event.reason !== "startup") await replaceInstance(event.reason, target);
 			break;
+		}
 		case "bus":
 			instance.bus.receive(event.channel, event.data);
 			return;
@@ -300,9 +303,10 @@ async function createInstance() {
 	return current.instance;
 }
 
-async function replaceInstance(reason) {
+async function replaceInstance(reason, targetSessionFile) {
 	instance.stale = true;
-	await dispatch(instance, { type: "session_shutdown", reason }, contexts.event(undefined), reportError);
+	const shutdown = { type: "session_shutdown", reason, ...(targetSessionFile ? { targetSessionFile } : {}) };
+	await dispatch(instance, shutdown, contexts.event(undefined), reportError);
 	try {
 		instance = await createInstance();
 	} catch (error) {
@@ -313,7 +317,7 @@ async function replaceInstance(reason) {
 }
 
 hello = await helloPromise;
-contexts = createContextFactory(channel, hello);
+contexts = createContextFactory(channel, hello, { afterEvents: () => serial(() => {}), api: () => instance.pi });
 try {
 	const require = createRequire(path.join(modulesDir, "package.json"));
 	const { createJiti } = require("jiti");

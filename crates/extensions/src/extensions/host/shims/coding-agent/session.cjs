@@ -3,8 +3,7 @@
 // compaction thresholds are computed by pi-rpc (the `lib` request), so an
 // extension sees exactly what pi-rpc's core computes; session files are
 // read here (JSON lines, as pi writes them), and the context of a branch is
-// built with pi's rules (compaction summary first, then the kept entries,
-// `context_edit`s applied).
+// built with pi's rules (projection.cjs).
 
 "use strict";
 
@@ -12,6 +11,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 const os = require("node:os");
 const { lib } = require("./text.cjs");
+const projection = require("./projection.cjs");
 
 const CURRENT_SESSION_VERSION = 3;
 const DEFAULT_COMPACTION_SETTINGS = { enabled: true, reserveTokens: 16384, keepRecentTokens: 20000 };
@@ -63,84 +63,6 @@ function migrateSessionEntries(entries) {
 }
 
 const getLatestCompactionEntry = (entries) => [...(entries ?? [])].reverse().find((e) => e?.type === "compaction");
-
-const ms = (timestamp) => (typeof timestamp === "number" ? timestamp : Date.parse(timestamp) || 0);
-
-/** The messages one entry contributes to a context (`first`: the leading compaction). */
-function sessionEntryToContextMessages(entry, first = true) {
-	switch (entry?.type) {
-		case "message":
-			return entry.message && entry.message.role !== "system" ? [entry.message] : [];
-		case "custom_message":
-			return [
-				{
-					role: "custom",
-					customType: entry.customType,
-					content: entry.content,
-					display: entry.display,
-					details: entry.details,
-					timestamp: ms(entry.timestamp),
-				},
-			];
-		case "branch_summary":
-			return entry.summary ? [{ role: "branchSummary", summary: entry.summary, fromId: entry.fromId, timestamp: ms(entry.timestamp) }] : [];
-		case "compaction":
-			return first
-				? [{ role: "compactionSummary", summary: entry.summary, tokensBefore: entry.tokensBefore, timestamp: ms(entry.timestamp) }]
-				: [];
-		default:
-			return [];
-	}
-}
-
-/** Root-to-leaf path of `leafId` (the last entry when not given). */
-function branchOf(entries, leafId) {
-	const byId = new Map(entries.filter((e) => e?.id).map((e) => [e.id, e]));
-	let entry = byId.get(leafId ?? entries.filter((e) => e?.id).at(-1)?.id);
-	const out = [];
-	while (entry) {
-		out.push(entry);
-		entry = entry.parentId ? byId.get(entry.parentId) : undefined;
-	}
-	return out.reverse();
-}
-
-/** The entries a branch's context is built from: the latest compaction, the kept ones, the rest. */
-function buildContextEntries(entries, leafId) {
-	const branch = branchOf(entries ?? [], leafId);
-	const at = branch.map((e) => e.type).lastIndexOf("compaction");
-	if (at < 0) return branch;
-	const compaction = branch[at];
-	const kept = branch.findIndex((e) => e.id === compaction.firstKeptEntryId);
-	const before = kept >= 0 ? branch.slice(kept, at).filter((e) => !(e.type === "message" && e.message?.role === "system")) : [];
-	return [compaction, ...before, ...branch.slice(at + 1)];
-}
-
-/** pi's `buildSessionContext`: the messages, model and thinking level of a branch. */
-function buildSessionContext(entries, leafId) {
-	const selected = buildContextEntries(entries, leafId);
-	const edits = new Map();
-	for (const e of selected) if (e.type === "context_edit") edits.set(e.targetId, e.replacement);
-	const messages = [];
-	selected.forEach((entry, i) => {
-		if (edits.has(entry.id) && edits.get(entry.id) === null) return;
-		for (let message of sessionEntryToContextMessages(entry, i === 0)) {
-			const replacement = edits.get(entry.id);
-			if (replacement?.content !== undefined) message = { ...message, content: replacement.content };
-			messages.push(message);
-		}
-	});
-	let model;
-	let thinkingLevel = "off";
-	for (const e of branchOf(entries ?? [], leafId)) {
-		if (e.type === "model_change") model = { provider: e.provider, modelId: e.modelId };
-		if (e.type === "message" && e.message?.role === "assistant") model = { provider: e.message.provider, modelId: e.message.model };
-		if (e.type === "thinking_level_change") thinkingLevel = e.thinkingLevel;
-	}
-	return { messages, thinkingLevel, model };
-}
-
-const buildSessionProjection = (entries, leafId) => ({ entries: buildContextEntries(entries, leafId), context: buildSessionContext(entries, leafId) });
 
 function agentDir() {
 	return process.env.PI_CODING_AGENT_DIR || path.join(os.homedir(), ".pi", "agent");
@@ -228,9 +150,6 @@ module.exports = {
 	parseSessionEntries,
 	migrateSessionEntries,
 	getLatestCompactionEntry,
-	sessionEntryToContextMessages,
-	buildContextEntries,
-	buildSessionContext,
-	buildSessionProjection,
+	...projection,
 	SessionManager,
 };

@@ -1,0 +1,97 @@
+//! Session ops an extension command asks for (pi's command context:
+//! `ctx.newSession()`, `ctx.fork()`, `ctx.switchSession()`): each becomes the
+//! op a client would send, with a tag of its own, so that it goes through the
+//! same route (the `session_before_*` hooks, waiting for a run) and its
+//! answer, `{cancelled}` or an error, goes back to the extension instead of
+//! the client.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use super::Agent;
+use crate::agent::state::Pending;
+use crate::error::CoreError;
+use crate::op::{Op, Reply, RequestTag};
+
+/// Tags of extension session ops start here, far above any client's tag.
+const FIRST_TAG: RequestTag = 1 << 62;
+
+type ExtReply = oneshot::Sender<Result<Value, String>>;
+
+/// The extension requests waiting for their op's answer, by tag.
+#[derive(Default)]
+pub(crate) struct SessionOpReplies {
+    next: AtomicU64,
+    waiting: Mutex<HashMap<RequestTag, ExtReply>>,
+}
+
+impl SessionOpReplies {
+    fn register(&self, reply: ExtReply) -> RequestTag {
+        let tag = FIRST_TAG + self.next.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut waiting) = self.waiting.lock() {
+            waiting.insert(tag, reply);
+        }
+        tag
+    }
+
+    /// The extension waiting for `tag`'s answer, if it is one of theirs.
+    pub(super) fn take(&self, tag: RequestTag) -> Option<ExtReply> {
+        if tag < FIRST_TAG {
+            return None;
+        }
+        self.waiting.lock().ok()?.remove(&tag)
+    }
+}
+
+/// What an extension sees of a session op's answer.
+pub(super) fn outcome(result: Result<Reply, CoreError>) -> Result<Value, String> {
+    match result {
+        Ok(Reply::Switched(s)) => Ok(json!({"cancelled": s.cancelled})),
+        Ok(Reply::Fork(f)) => Ok(json!({"cancelled": f.cancelled})),
+        Ok(_) => Ok(json!({"cancelled": false})),
+        Err(e) => Err(e.message),
+    }
+}
+
+/// The op of a `sessionOp` request.
+fn session_op(agent: &Agent, p: &Value) -> Result<Op, String> {
+    let text = |key: &str| p.get(key).and_then(Value::as_str).map(str::to_string);
+    match p.get("action").and_then(Value::as_str) {
+        Some("new") => Ok(Op::NewSession { parent_session: text("parentSession") }),
+        Some("switch") => {
+            let session_path = text("sessionPath").ok_or("\"sessionPath\" is required")?;
+            Ok(Op::SwitchSession { session_path, after_seq: None })
+        }
+        Some("fork") => {
+            let entry_id = text("entryId").ok_or("\"entryId\" is required")?;
+            if text("position").as_deref() != Some("at") {
+                return Ok(Op::Fork { entry_id });
+            }
+            // Forking at the leaf is a clone of the current branch.
+            if agent.session.record().leaf_id() == Some(entry_id.as_str()) {
+                return Ok(Op::Clone);
+            }
+            Err(format!("fork at {entry_id}: forking at an entry other than the leaf is not supported"))
+        }
+        other => Err(format!("unknown session op: {}", other.unwrap_or("(none)"))),
+    }
+}
+
+impl Agent {
+    /// Run a command's session op for extension `id`; `reply` gets `{cancelled}` once it is done.
+    pub(super) async fn extension_session_op(&mut self, p: Value, reply: ExtReply) {
+        match session_op(self, &p) {
+            Ok(op) => {
+                let tag = self.ext.session_op_replies().register(reply);
+                Box::pin(self.handle_op(Pending::new(Some(tag), op))).await;
+            }
+            Err(error) => {
+                let _ = reply.send(Err(error));
+            }
+        }
+    }
+}
