@@ -20,6 +20,7 @@ mod extension_host_requests;
 mod extension_model_calls;
 mod extension_requests;
 pub(super) mod extension_session_ops;
+pub(super) mod extension_tree_nav;
 mod login_ops;
 mod mcp_ops;
 mod runs;

@@ -94,6 +94,30 @@ impl CurrentSession {
         Ok(id)
     }
 
+    /// Move the leaf to `new_leaf` (`None`: before the first entry), with a
+    /// `branch_summary` there when `summary` (text, details, usage, from an
+    /// extension) is given; the conversation follows. Returns the summary's id.
+    pub(super) fn navigate(
+        &mut self,
+        new_leaf: Option<&str>,
+        summary: Option<(&str, Option<Value>, Option<crate::message::Usage>, bool)>,
+    ) -> Result<Option<String>, SessionError> {
+        let id = match summary {
+            Some((text, details, usage, from_hook)) => {
+                Some(self.record.branch_with_summary_from(new_leaf, text, details, usage, Some(from_hook))?)
+            }
+            None => {
+                match new_leaf {
+                    Some(id) => self.record.set_leaf(id)?,
+                    None => self.record.reset_leaf(),
+                }
+                None
+            }
+        };
+        self.messages = self.record.context_messages();
+        Ok(id)
+    }
+
     /// The conversation as the model sees it.
     pub(super) fn messages(&self) -> &MessageList {
         &self.messages

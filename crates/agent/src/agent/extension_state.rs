@@ -40,6 +40,11 @@ pub(crate) enum ExtSignal {
         tag: Option<RequestTag>,
         op: Option<Op>,
     },
+    /// The `session_before_tree` hooks decided about a command's `ctx.navigateTree()`.
+    TreeHookDone {
+        nav: Box<super::actor::extension_tree_nav::Navigation>,
+        decision: Value,
+    },
     /// The `input` hooks decided about extension `id`'s `sendUserMessage`
     /// (`params` with the resulting content), unless one handled it.
     UserMessageInputDone {

@@ -37,6 +37,7 @@ pub const NOTIFICATION_EVENTS: &[&str] = &[
     "provider_stream_event",
     "session_compact",
     "session_compact_failed",
+    "session_tree",
     "bus",
 ];
 
@@ -47,6 +48,7 @@ pub const HOOK_EVENTS: &[&str] = &[
     "session_before_switch",
     "session_before_fork",
     "session_before_compact",
+    "session_before_tree",
     "user_bash",
     "input",
     "before_agent_start",

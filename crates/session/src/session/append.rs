@@ -159,6 +159,19 @@ impl Session {
         details: Option<Value>,
         usage: Option<Usage>,
     ) -> Result<String, SessionError> {
+        self.branch_with_summary_from(branch_from, summary, details, usage, None)
+    }
+
+    /// [`Session::branch_with_summary`], recording `fromHook` (whether an
+    /// extension wrote the summary) when given.
+    pub fn branch_with_summary_from(
+        &mut self,
+        branch_from: Option<&str>,
+        summary: &str,
+        details: Option<Value>,
+        usage: Option<Usage>,
+        from_hook: Option<bool>,
+    ) -> Result<String, SessionError> {
         if let Some(id) = branch_from
             && !self.index.contains_key(id)
         {
@@ -173,7 +186,7 @@ impl Session {
                 summary: summary.to_string(),
                 details,
                 usage,
-                from_hook: None,
+                from_hook,
                 extra: Map::new(),
             })
         });

@@ -437,6 +437,7 @@ impl Agent {
                     self.deliver_user_message(id, &params).await;
                 }
             }
+            ExtSignal::TreeHookDone { nav, decision } => self.finish_navigation(*nav, decision).await,
             ExtSignal::SessionHookDone { pending, cancelled } => {
                 self.ext.hook_done();
                 if cancelled {

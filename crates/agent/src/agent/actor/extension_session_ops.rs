@@ -20,7 +20,7 @@ use crate::op::{Op, Reply, RequestTag};
 /// Tags of extension session ops start here, far above any client's tag.
 const FIRST_TAG: RequestTag = 1 << 62;
 
-type ExtReply = oneshot::Sender<Result<Value, String>>;
+pub(super) type ExtReply = oneshot::Sender<Result<Value, String>>;
 
 /// The extension requests waiting for their op's answer, by tag.
 #[derive(Default)]
@@ -84,6 +84,9 @@ fn session_op(agent: &Agent, p: &Value) -> Result<Op, String> {
 impl Agent {
     /// Run a command's session op for extension `id`; `reply` gets `{cancelled}` once it is done.
     pub(super) async fn extension_session_op(&mut self, p: Value, reply: ExtReply) {
+        if p.get("action").and_then(Value::as_str) == Some("navigate") {
+            return self.extension_navigate_tree(&p, reply).await;
+        }
         match session_op(self, &p) {
             Ok(op) => {
                 let tag = self.ext.session_op_replies().register(reply);

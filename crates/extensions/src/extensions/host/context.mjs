@@ -170,8 +170,14 @@ export function createContextFactory(channel, hello, host) {
 			newSession: (options) => replace({ action: "new", parentSession: options?.parentSession }, options),
 			fork: (entryId, options) => replace({ action: "fork", entryId, position: options?.position ?? "before" }, options),
 			switchSession: (sessionPath, options) => replace({ action: "switch", sessionPath }, options),
-			navigateTree: async () => {
-				throw NOT_SUPPORTED("ctx.navigateTree()");
+			navigateTree: async (targetId, options) => {
+				const { summarize, customInstructions, replaceInstructions, label } = options ?? {};
+				const params = { action: "navigate", targetId, summarize, customInstructions, replaceInstructions, label };
+				const result = await channel.request("sessionOp", params);
+				cache.clear();
+				// pi awaits the `session_tree` handlers before it answers.
+				await host.afterEvents();
+				return { cancelled: result?.cancelled === true };
 			},
 			reload: async () => {
 				throw NOT_SUPPORTED("ctx.reload()");

@@ -90,9 +90,24 @@ export async function runHook(instance, method, params, ctx, reportError) {
 			}
 			return null;
 		}
-		case "session_before_switch":
-		case "session_before_fork":
 		case "session_before_tree": {
+			event.signal = ctx.signal;
+			// As pi composes them: the last handler that answers decides; a cancel ends the round.
+			let decided = null;
+			for (const handler of handlers) {
+				try {
+					const result = await handler(event, ctx);
+					if (!result) continue;
+					if (result.cancel) return { cancel: true };
+					decided = result;
+				} catch (error) {
+					reportError(method, error);
+				}
+			}
+			return decided;
+		}
+		case "session_before_switch":
+		case "session_before_fork": {
 			for (const handler of handlers) {
 				try {
 					const result = await handler(event, ctx);

@@ -1,0 +1,215 @@
+//! A command's `ctx.navigateTree()` (pi 1.6.0's tree navigation, which RPC
+//! mode only reaches from extension commands): the `session_before_tree`
+//! hooks see pi's preparation (the abandoned entries back to the common
+//! ancestor) and may cancel, give the summary, or change the instructions
+//! and label; then the leaf moves (a user or custom message: to its parent),
+//! a `branch_summary` is written when one is wanted, the label is attached,
+//! and `session_tree` tells every subscribed extension.
+
+use super::Agent;
+use super::extension_session_ops::ExtReply;
+use crate::agent::extension_state::ExtSignal;
+use crate::agent::internal::Internal;
+use crate::event::AgentEvent;
+use crate::extensions::CallError;
+use crate::session::SessionEntry;
+use serde_json::{Value, json};
+
+/// A navigation waiting for its hooks.
+#[derive(Debug)]
+pub(crate) struct Navigation {
+    target_id: String,
+    old_leaf_id: Option<String>,
+    summarize: bool,
+    custom_instructions: Option<String>,
+    replace_instructions: Option<bool>,
+    label: Option<String>,
+    /// The abandoned entries, oldest first.
+    entries_to_summarize: Vec<Value>,
+    /// Whether the hooks were asked (the gate is closed until they answer).
+    hooked: bool,
+    reply: ExtReply,
+}
+
+/// Entries whose messages a branch summary would hold (pi leaves tool
+/// results, settings, custom entries, labels and session info out).
+fn has_summary_content(entry: &Value) -> bool {
+    match entry.get("type").and_then(Value::as_str) {
+        Some("message") => entry.pointer("/message/role").and_then(Value::as_str) != Some("toolResult"),
+        Some("custom_message" | "branch_summary" | "compaction") => true,
+        _ => false,
+    }
+}
+
+impl Agent {
+    /// `{targetId, summarize?, customInstructions?, replaceInstructions?, label?}` of extension command.
+    pub(super) async fn extension_navigate_tree(&mut self, p: &Value, reply: ExtReply) {
+        let text = |key: &str| p.get(key).and_then(Value::as_str).map(str::to_string);
+        if self.activity.is_running() {
+            let _ =
+                reply.send(Err("Wait for the current response to finish before navigating the session tree.".into()));
+            return;
+        }
+        if self.activity.work().is_compacting() {
+            let error =
+                "Wait for the current compaction or tree navigation to finish before navigating the session tree.";
+            let _ = reply.send(Err(error.into()));
+            return;
+        }
+        let Some(target_id) = text("targetId") else {
+            let _ = reply.send(Err("\"targetId\" is required".into()));
+            return;
+        };
+        let record = self.session.record();
+        let old_leaf_id = record.leaf_id().map(str::to_string);
+        if old_leaf_id.as_deref() == Some(target_id.as_str()) {
+            let _ = reply.send(Ok(json!({"cancelled": false})));
+            return;
+        }
+        if record.get(&target_id).is_none() {
+            let _ = reply.send(Err(format!("Entry {target_id} not found")));
+            return;
+        }
+        // From the old leaf back to the deepest entry both paths share.
+        let target_path: Vec<String> =
+            record.branch_from(&target_id).iter().filter_map(|e| e.id().map(str::to_string)).collect();
+        let old_path = old_leaf_id.as_deref().map(|leaf| record.branch_from(leaf)).unwrap_or_default();
+        let common = target_path.iter().rev().find(|id| old_path.iter().any(|e| e.id() == Some(id.as_str()))).cloned();
+        let abandoned_from = old_path.iter().position(|e| e.id().map(str::to_string) == common).map_or(0, |i| i + 1);
+        let entries_to_summarize: Vec<Value> =
+            old_path[abandoned_from..].iter().filter_map(|e| serde_json::to_value(e).ok()).collect();
+        let mut nav = Navigation {
+            target_id,
+            old_leaf_id,
+            summarize: p.get("summarize").and_then(Value::as_bool) == Some(true),
+            custom_instructions: text("customInstructions"),
+            replace_instructions: p.get("replaceInstructions").and_then(Value::as_bool),
+            label: text("label"),
+            entries_to_summarize,
+            hooked: false,
+            reply,
+        };
+        let subscribers = self.ext.handle().subscribers("session_before_tree");
+        if subscribers.is_empty() {
+            return self.finish_navigation(nav, Value::Null).await;
+        }
+        let mut preparation = json!({
+            "targetId": nav.target_id,
+            "oldLeafId": nav.old_leaf_id,
+            "commonAncestorId": common,
+            "entriesToSummarize": nav.entries_to_summarize,
+            "userWantsSummary": nav.summarize,
+        });
+        if let Some(c) = &nav.custom_instructions {
+            preparation["customInstructions"] = json!(c);
+        }
+        if let Some(r) = nav.replace_instructions {
+            preparation["replaceInstructions"] = json!(r);
+        }
+        if let Some(l) = &nav.label {
+            preparation["label"] = json!(l);
+        }
+        nav.hooked = true;
+        self.ext.hook_started();
+        let internal = self.channels.internal();
+        let params = json!({"type": "session_before_tree", "preparation": preparation});
+        tokio::spawn(async move {
+            // As pi composes them: the last handler that answers decides; a cancel ends the round.
+            let mut decision = Value::Null;
+            for ext in subscribers {
+                match ext.call("session_before_tree", params.clone(), None).await {
+                    Ok(v) if v.get("cancel").and_then(Value::as_bool) == Some(true) => {
+                        decision = v;
+                        break;
+                    }
+                    Ok(v) if v.is_object() => decision = v,
+                    Ok(_) | Err(CallError::Dead(_) | CallError::Cancelled) => {}
+                    Err(CallError::Failed(error)) => {
+                        let event = AgentEvent::ExtensionError {
+                            extension_path: ext.path_string(),
+                            event: "session_before_tree".to_string(),
+                            error,
+                        };
+                        let _ = internal.send(Internal::Event(Box::new(event))).await;
+                    }
+                }
+            }
+            let done = ExtSignal::TreeHookDone { nav: Box::new(nav), decision };
+            let _ = internal.send(Internal::Extension(Box::new(done))).await;
+        });
+    }
+
+    /// Navigate as the hooks decided, then answer the extension.
+    pub(super) async fn finish_navigation(&mut self, nav: Navigation, decision: Value) {
+        if nav.hooked {
+            self.ext.hook_done();
+        }
+        let outcome = self.navigate(&nav, &decision);
+        if let Ok(Some(payload)) = &outcome {
+            self.ext.handle().notify_raw("session_tree", payload.clone());
+        }
+        let answer = outcome.map(|done| json!({"cancelled": done.is_none()}));
+        let _ = nav.reply.send(answer);
+    }
+
+    /// Move the leaf; the `session_tree` payload, or `None` when cancelled.
+    fn navigate(&mut self, nav: &Navigation, decision: &Value) -> Result<Option<Value>, String> {
+        if decision.get("cancel").and_then(Value::as_bool) == Some(true) {
+            return Ok(None);
+        }
+        let label = match decision.get("label") {
+            Some(Value::String(l)) => Some(l.clone()),
+            Some(_) => None,
+            None => nav.label.clone(),
+        };
+        let hook_summary = decision.get("summary").filter(|s| nav.summarize && s.is_object());
+        // (text, details, usage, from the extension)
+        let summary = if let Some(s) = hook_summary {
+            let text = s.get("summary").and_then(Value::as_str).unwrap_or_default().to_string();
+            let usage = s.get("usage").and_then(|u| serde_json::from_value(u.clone()).ok());
+            Some((text, s.get("details").filter(|d| !d.is_null()).cloned(), usage, true))
+        } else if nav.summarize && !nav.entries_to_summarize.is_empty() {
+            if nav.entries_to_summarize.iter().any(has_summary_content) {
+                return Err("navigateTree({summarize: true}): a summary of the abandoned branch by the model is not supported by pi-rpc yet; a session_before_tree handler can give it".to_string());
+            }
+            Some((
+                "No content to summarize".to_string(),
+                Some(json!({"readFiles": [], "modifiedFiles": []})),
+                None,
+                false,
+            ))
+        } else {
+            None
+        };
+        let record = self.session.record();
+        let target = record.get(&nav.target_id).ok_or_else(|| format!("Entry {} not found", nav.target_id))?;
+        // A user or custom message is re-sent from its parent; anything else becomes the leaf.
+        let to_parent = match target {
+            SessionEntry::Known(crate::session::entry::KnownEntry::Message(m)) => {
+                matches!(m.message.known(), Some(crate::message::AgentMessage::User(_)))
+            }
+            SessionEntry::Known(crate::session::entry::KnownEntry::CustomMessage(_)) => true,
+            _ => false,
+        };
+        let new_leaf = if to_parent { target.parent_id().map(str::to_string) } else { Some(nav.target_id.clone()) };
+        let summary_entry = self
+            .session
+            .navigate(new_leaf.as_deref(), summary.as_ref().map(|(t, d, u, f)| (t.as_str(), d.clone(), u.clone(), *f)))
+            .map_err(|e| e.to_string())?;
+        if let Some(label) = label.filter(|l| !l.is_empty()) {
+            let on = summary_entry.as_deref().unwrap_or(&nav.target_id).to_string();
+            self.session.label(&on, Some(&label)).map_err(|e| e.to_string())?;
+        }
+        let mut payload = json!({
+            "type": "session_tree",
+            "newLeafId": self.session.record().leaf_id(),
+            "oldLeafId": nav.old_leaf_id,
+        });
+        if let Some(id) = &summary_entry {
+            let entry = self.session.record().get(id).and_then(|e| serde_json::to_value(e).ok());
+            payload["summaryEntry"] = entry.unwrap_or(Value::Null);
+            payload["fromExtension"] = json!(summary.as_ref().is_some_and(|s| s.3));
+        }
+        Ok(Some(payload))
+    }
+}
