@@ -308,7 +308,16 @@ impl Extensions {
                 }
             });
         }
-        Extensions { shared: Arc::new(Shared { list, ui, timeouts: options.timeouts, quiet, signals: Some(signals) }) }
+        let shared = Arc::new(Shared { list, ui, timeouts: options.timeouts, quiet, signals: Some(signals) });
+        // Dialogs announce their waiting span to every subscriber (pi's ui_prompt_start / ui_prompt_end).
+        let weak = Arc::downgrade(&shared);
+        shared.ui.set_prompt_listener(Box::new(move |payload| {
+            if let Some(shared) = weak.upgrade() {
+                let name = payload["type"].as_str().unwrap_or_default().to_string();
+                Extensions { shared }.notify_raw(&name, payload);
+            }
+        }));
+        Extensions { shared }
     }
 
     /// Number of extensions started (alive or not).
