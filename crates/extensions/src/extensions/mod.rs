@@ -143,6 +143,12 @@ pub enum ExtRequest {
     /// `{customInstructions?, ticket}`: compact (pi's `ctx.compact()`); the
     /// outcome comes later as a `compactDone` notification with the ticket.
     Compact(Value),
+    /// pi's MCP registrations: `registerMcpServer` `{name, config}`,
+    /// `unregisterMcpServer` `{name}`, `getMcpServers`; answered with `{servers}`.
+    Mcp {
+        method: String,
+        params: Value,
+    },
 }
 
 impl ExtRequest {
@@ -161,6 +167,9 @@ impl ExtRequest {
             "getModels" => ExtRequest::GetModels,
             "lib" => ExtRequest::Library(params),
             "compact" => ExtRequest::Compact(params),
+            "registerMcpServer" | "unregisterMcpServer" | "getMcpServers" => {
+                ExtRequest::Mcp { method: method.to_string(), params }
+            }
             _ => return None,
         })
     }
@@ -367,7 +376,13 @@ impl Extensions {
 
     /// Send an event payload (`{"type": name, …}`) to the subscribers of `name`.
     pub fn notify_raw(&self, name: &str, payload: Value) {
-        let subscribers = self.subscribers(name);
+        self.notify_others(usize::MAX, name, payload);
+    }
+
+    /// [`Extensions::notify_raw`] for every subscriber but extension `from`
+    /// (which dispatched the event to itself).
+    pub fn notify_others(&self, from: usize, name: &str, payload: Value) {
+        let subscribers: Vec<_> = self.subscribers(name).into_iter().filter(|e| e.id != from).collect();
         if subscribers.is_empty() {
             return;
         }

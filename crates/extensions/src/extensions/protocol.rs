@@ -39,6 +39,7 @@ pub const NOTIFICATION_EVENTS: &[&str] = &[
     "session_compact_failed",
     "ui_prompt_start",
     "ui_prompt_end",
+    "mcp_servers_change",
     "bus",
 ];
 

@@ -304,6 +304,7 @@ async function createInstance() {
 	});
 	await factory(current.instance.pi);
 	current.ready = true;
+	current.instance.bound = true;
 	return current.instance;
 }
 
