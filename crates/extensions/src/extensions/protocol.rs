@@ -38,6 +38,9 @@ pub const NOTIFICATION_EVENTS: &[&str] = &[
     "session_compact",
     "session_compact_failed",
     "session_tree",
+    "ui_prompt_start",
+    "ui_prompt_end",
+    "mcp_servers_change",
     "bus",
 ];
 
