@@ -121,7 +121,7 @@ enum Event {
         #[serde(default, deserialize_with = "lenient::u64")]
         index: Option<u64>,
         #[serde(default, deserialize_with = "lenient::object")]
-        delta: Delta,
+        delta: BlockChange,
     },
     ContentBlockStop {
         #[serde(default, deserialize_with = "lenient::u64")]
@@ -212,7 +212,7 @@ enum Block {
 /// The change a `content_block_delta` brings to its block.
 #[derive(Deserialize, Default)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum Delta {
+enum BlockChange {
     TextDelta {
         #[serde(default, deserialize_with = "lenient::text")]
         text: String,
@@ -337,18 +337,18 @@ impl Decoder {
         out.emit(ProviderEvent::BlockStart { index, kind });
     }
 
-    fn on_block_delta(&mut self, index: Option<u64>, delta: Delta, out: &mut Out) {
+    fn on_block_delta(&mut self, index: Option<u64>, delta: BlockChange, out: &mut Out) {
         let Some(index) = index.map(|i| i as usize) else { return };
         let Some(open) = self.open.get(&index).copied() else { return };
         match (delta, open) {
-            (Delta::TextDelta { text }, Open::Text) => out.emit(ProviderEvent::BlockDelta { index, delta: text }),
-            (Delta::ThinkingDelta { thinking }, Open::Thinking) => {
+            (BlockChange::TextDelta { text }, Open::Text) => out.emit(ProviderEvent::BlockDelta { index, delta: text }),
+            (BlockChange::ThinkingDelta { thinking }, Open::Thinking) => {
                 out.emit(ProviderEvent::BlockDelta { index, delta: thinking });
             }
-            (Delta::InputJsonDelta { partial_json }, Open::Tool) => {
+            (BlockChange::InputJsonDelta { partial_json }, Open::Tool) => {
                 out.emit(ProviderEvent::BlockDelta { index, delta: partial_json });
             }
-            (Delta::SignatureDelta { signature: part }, Open::Thinking) => {
+            (BlockChange::SignatureDelta { signature: part }, Open::Thinking) => {
                 let signature = self.signatures.entry(index).or_default();
                 signature.push_str(&part);
                 out.emit(ProviderEvent::Signature { index, signature: signature.clone() });

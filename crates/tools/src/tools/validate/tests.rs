@@ -313,6 +313,7 @@ fn compiled_schemas_are_reused_with_the_same_outcome() {
 /// `cargo test -p pi-tools --release validate_cost -- --ignored --nocapture`
 #[test]
 #[ignore]
+#[allow(clippy::print_stdout)] // the figures are this measurement's output
 fn validate_cost() {
     let reg = ToolRegistry::builtin();
     let schema = reg.get("edit").unwrap().parameters().clone();
