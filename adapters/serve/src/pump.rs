@@ -202,6 +202,7 @@ impl Pump {
                     self.fenced = true;
                     // What waited is dropped (but the answers owed to clients).
                     self.release_held();
+                    self.hub.moving.store(true, Ordering::SeqCst);
                     self.hub.closing.store(true, Ordering::SeqCst);
                     tracing::warn!(
                         "session {}: its lease went to another worker; unloading it here (its clients move there)",
@@ -517,6 +518,7 @@ impl Pump {
         tracing::info!("session {id}: {reason}; finding it again");
         self.moving = true;
         self.lost_reason = reason;
+        self.hub.moving.store(true, Ordering::SeqCst);
         self.hub.closing.store(true, Ordering::SeqCst);
         self.home.forget(&id, &self.hub);
         for (_, attaching) in self.fetching.drain() {
