@@ -47,20 +47,30 @@ pub enum LeaseError {
 }
 
 /// A held lease; renewed until dropped, then released.
+///
+/// An idle session holds one, so it is kept small: its state shared with
+/// its renewals in one allocation, the bucket's handle shared by every lease
+/// of the worker (an `async_nats` KV handle is over a kilobyte).
 #[derive(Debug)]
 pub struct Lease {
     id: String,
-    revision: Arc<AtomicU64>,
-    lost: Arc<AtomicBool>,
-    /// Fires when another worker took the session (renewal lost).
-    lost_token: CancellationToken,
-    stop: CancellationToken,
-    leases: kv::Store,
+    state: Arc<State>,
+    leases: Arc<kv::Store>,
     fence: Arc<EpochFence>,
     /// The worker whose expired lease this one took over.
     taken_from: Option<String>,
+}
+
+/// What a lease and its renewals share.
+#[derive(Debug)]
+struct State {
+    revision: AtomicU64,
+    lost: AtomicBool,
+    /// Fires when another worker took the session (renewal lost).
+    lost_token: CancellationToken,
+    stop: CancellationToken,
     /// Until when the lease is surely this worker's (moved by each renewal).
-    valid_until: Arc<watch::Sender<Instant>>,
+    valid_until: watch::Sender<Instant>,
 }
 
 /// What the pump of a leased session watches.
@@ -136,28 +146,27 @@ impl Lease {
             }
             Err(e) => return Err(bus(e.to_string())),
         };
-        let lease = Lease {
-            id: id.to_string(),
-            revision: Arc::new(AtomicU64::new(epoch)),
-            lost: Arc::new(AtomicBool::new(false)),
+        let state = State {
+            revision: AtomicU64::new(epoch),
+            lost: AtomicBool::new(false),
             lost_token: CancellationToken::new(),
             stop: CancellationToken::new(),
+            valid_until: watch::Sender::new(asked + cluster.options.lease_ttl),
+        };
+        let lease = Lease {
+            id: id.to_string(),
+            state: Arc::new(state),
             leases: cluster.leases.clone(),
             fence: Arc::new(EpochFence::new(session_dir, id, epoch)),
             taken_from,
-            valid_until: Arc::new(watch::Sender::new(asked + cluster.options.lease_ttl)),
         };
         let renewal = Renewal {
             leases: cluster.keeper.leases.clone(),
             id: id.to_string(),
             worker: worker.clone(),
             ttl: cluster.options.lease_ttl,
-            revision: lease.revision.clone(),
-            lost: lease.lost.clone(),
-            lost_token: lease.lost_token.clone(),
-            stop: lease.stop.clone(),
+            state: lease.state.clone(),
             fence: lease.fence.clone(),
-            valid_until: lease.valid_until.clone(),
             since: asked,
         };
         // Renewed from now on: claiming the epoch (an fsync) may take a while on a busy disk.
@@ -181,7 +190,7 @@ impl Lease {
 
     /// True once another worker holds the session (renewal lost).
     pub fn is_lost(&self) -> bool {
-        self.lost.load(Ordering::SeqCst)
+        self.state.lost.load(Ordering::SeqCst)
     }
 
     /// The fence the session's writes go through.
@@ -191,12 +200,12 @@ impl Lease {
 
     /// Fires once another worker holds the session.
     pub fn lost_token(&self) -> CancellationToken {
-        self.lost_token.clone()
+        self.state.lost_token.clone()
     }
 
     /// The lease's state, for the session's pump.
     pub fn watch(&self) -> LeaseWatch {
-        LeaseWatch { lost: self.lost_token.clone(), valid_until: self.valid_until.subscribe() }
+        LeaseWatch { lost: self.state.lost_token.clone(), valid_until: self.state.valid_until.subscribe() }
     }
 
     /// The worker whose expired lease this one took over, if any.
@@ -218,20 +227,29 @@ impl Lease {
     }
 }
 
-/// The renewals of one lease.
+/// The renewals of one lease: a task on the keeper's thread for as long as
+/// the lease is held. While it waits for the next renewal it holds little;
+/// a renewal's bus requests (several kilobytes of future) live on the heap
+/// only while it runs.
 struct Renewal {
-    leases: kv::Store,
+    leases: Arc<kv::Store>,
     id: String,
     worker: String,
     ttl: Duration,
-    revision: Arc<AtomicU64>,
-    lost: Arc<AtomicBool>,
-    lost_token: CancellationToken,
-    stop: CancellationToken,
+    state: Arc<State>,
     fence: Arc<EpochFence>,
-    valid_until: Arc<watch::Sender<Instant>>,
     /// When the lease was asked for (its first renewal is due a period later).
     since: Instant,
+}
+
+/// What one renewal concluded.
+enum Renewed {
+    /// Renewed (or taken again): not in doubt until a TTL after it was sent.
+    Yes,
+    /// Not concluded (the bus is away, or could not tell): again at the next period.
+    Again,
+    /// The lease is lost or let go: the renewals end.
+    End,
 }
 
 /// What a renewal that found the lease gone did.
@@ -247,68 +265,78 @@ enum Retaken {
 impl Renewal {
     async fn run(self) {
         let period = (self.ttl / 3).max(Duration::from_millis(100));
-        let id = &self.id;
         let mut last_renewed = self.since;
         let mut next = self.since + period;
         loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(next) => {}
-                _ = self.stop.cancelled() => return,
+                _ = self.state.stop.cancelled() => return,
             }
             let sent = Instant::now();
             next = sent + period;
             let since = sent - last_renewed;
             if since > period * 2 {
                 tracing::warn!(
-                    "session {id}: lease renewal late: {since:?} since the last one (every {period:?}, TTL {:?})",
+                    "session {}: lease renewal late: {since:?} since the last one (every {period:?}, TTL {:?})",
+                    self.id,
                     self.ttl
                 );
             }
-            let last = self.revision.load(Ordering::SeqCst);
-            match self.leases.update(id, owner_value(&self.worker), last).await {
-                Ok(next) => self.revision.store(next, Ordering::SeqCst),
-                // Another worker took it, or the lease expired before this renewal
-                // (late by more than the TTL): take it again if nobody else has.
-                Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
-                    match self.retake(last).await {
-                        // Let go meanwhile (the session unloaded): the lease goes too.
-                        Retaken::Held(revision) if self.stop.is_cancelled() => {
-                            let _ = self.leases.delete_expect_revision(id, Some(revision)).await;
-                            return;
-                        }
-                        Retaken::Held(revision) => {
-                            self.revision.store(revision, Ordering::SeqCst);
-                            tracing::warn!(
-                                "session {id}: its lease expired while this worker served it ({since:?} since the last \
-                                 renewal, TTL {:?}); taken again under fencing epoch {}",
-                                self.ttl,
-                                self.fence.epoch()
-                            );
-                        }
-                        Retaken::Lost(owner) => {
-                            self.lost.store(true, Ordering::SeqCst);
-                            self.lost_token.cancel();
-                            tracing::warn!(
-                                "session {id}: lease lost to another worker ({owner}); its writes are now refused"
-                            );
-                            return;
-                        }
-                        Retaken::Unknown(why) => {
-                            tracing::warn!("session {id}: the lease is gone and cannot be taken again yet: {why}");
-                            self.concluded(sent);
-                            continue;
-                        }
-                    }
-                }
-                // The bus is away: try again; past the TTL the lease expires and the fence takes over.
-                Err(e) => {
-                    tracing::warn!("session {id}: cannot renew the lease: {e}");
+            // Boxed: the requests' futures take room only while they run.
+            match Box::pin(self.renew(since)).await {
+                Renewed::Yes => {
                     self.concluded(sent);
-                    continue;
+                    last_renewed = sent;
                 }
+                Renewed::Again => self.concluded(sent),
+                Renewed::End => return,
             }
-            self.concluded(sent);
-            last_renewed = sent;
+        }
+    }
+
+    /// One renewal, `since` after the last one that concluded.
+    async fn renew(&self, since: Duration) -> Renewed {
+        let id = &self.id;
+        let last = self.state.revision.load(Ordering::SeqCst);
+        match self.leases.update(id, owner_value(&self.worker), last).await {
+            Ok(next) => {
+                self.state.revision.store(next, Ordering::SeqCst);
+                Renewed::Yes
+            }
+            // Another worker took it, or the lease expired before this renewal
+            // (late by more than the TTL): take it again if nobody else has.
+            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => match self.retake(last).await {
+                // Let go meanwhile (the session unloaded): the lease goes too.
+                Retaken::Held(revision) if self.state.stop.is_cancelled() => {
+                    let _ = self.leases.delete_expect_revision(id, Some(revision)).await;
+                    Renewed::End
+                }
+                Retaken::Held(revision) => {
+                    self.state.revision.store(revision, Ordering::SeqCst);
+                    tracing::warn!(
+                        "session {id}: its lease expired while this worker served it ({since:?} since the last \
+                         renewal, TTL {:?}); taken again under fencing epoch {}",
+                        self.ttl,
+                        self.fence.epoch()
+                    );
+                    Renewed::Yes
+                }
+                Retaken::Lost(owner) => {
+                    self.state.lost.store(true, Ordering::SeqCst);
+                    self.state.lost_token.cancel();
+                    tracing::warn!("session {id}: lease lost to another worker ({owner}); its writes are now refused");
+                    Renewed::End
+                }
+                Retaken::Unknown(why) => {
+                    tracing::warn!("session {id}: the lease is gone and cannot be taken again yet: {why}");
+                    Renewed::Again
+                }
+            },
+            // The bus is away: try again; past the TTL the lease expires and the fence takes over.
+            Err(e) => {
+                tracing::warn!("session {id}: cannot renew the lease: {e}");
+                Renewed::Again
+            }
         }
     }
 
@@ -317,7 +345,7 @@ impl Renewal {
     /// doubt: no other worker can take it through the bus either, and the
     /// epoch fence still guards the session file.)
     fn concluded(&self, sent: Instant) {
-        self.valid_until.send_replace(sent + self.ttl);
+        self.state.valid_until.send_replace(sent + self.ttl);
     }
 
     /// The lease is no longer at revision `last`: take it again when it is
@@ -369,11 +397,11 @@ impl Renewal {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        self.stop.cancel();
+        self.state.stop.cancel();
         if self.is_lost() {
             return;
         }
-        let (leases, id, last) = (self.leases.clone(), self.id.clone(), self.revision.load(Ordering::SeqCst));
+        let (leases, id, last) = (self.leases.clone(), self.id.clone(), self.state.revision.load(Ordering::SeqCst));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 if let Err(e) = leases.delete_expect_revision(&id, Some(last)).await {
