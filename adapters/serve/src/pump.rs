@@ -151,10 +151,8 @@ impl Pump {
                 (Source::Mirror(items), None)
             }
         };
-        let (mut valid, lost) = match lease {
-            Some(LeaseWatch { lost, valid_until }) => (Some(valid_until), Some(lost)),
-            None => (None, None),
-        };
+        let lost = lease.as_ref().map(|l| l.lost.clone());
+        let valid = lease;
         let mut feed_open = true;
         while !self.done {
             let alone = self.conns.is_empty() && !self.unloading && self.internal.is_empty() && !self.moving;
@@ -191,10 +189,10 @@ impl Pump {
                         }
                     }
                 },
-                changed = async { match valid.as_mut() { Some(v) => v.changed().await, None => Ok(()) } },
+                () = async { if let Some(v) = valid.as_ref() { v.concluded().await } },
                     if valid.is_some() && !self.held.is_empty() && !self.fenced =>
                 {
-                    if changed.is_err() || !self.in_doubt(valid.as_ref()) {
+                    if !self.in_doubt(valid.as_ref()) {
                         self.release_held();
                     }
                 }
@@ -223,9 +221,9 @@ impl Pump {
     }
 
     /// True when the session's lease may have expired unnoticed (see
-    /// [`crate::cluster::lease::in_doubt`]).
-    fn in_doubt(&self, valid_until: Option<&tokio::sync::watch::Receiver<Instant>>) -> bool {
-        !self.fenced && valid_until.is_some_and(crate::cluster::lease::in_doubt)
+    /// [`LeaseWatch::in_doubt`]).
+    fn in_doubt(&self, lease: Option<&LeaseWatch>) -> bool {
+        !self.fenced && lease.is_some_and(LeaseWatch::in_doubt)
     }
 
     /// Route the output held while the lease was in doubt (once fenced,

@@ -14,7 +14,7 @@
 //! * The renewals run on the lease keeper's thread ([`super::keeper`]), away
 //!   from the worker's busy runtime; one that comes late is logged.
 //! * While no renewal has concluded for a TTL (the worker was paused, or the
-//!   keeper starved), the lease is in doubt ([`in_doubt`]): the
+//!   keeper starved), the lease is in doubt ([`LeaseWatch::in_doubt`]): the
 //!   session's pump holds its events until the next renewal says whether the
 //!   lease is still this worker's, so a stale owner publishes nothing.
 //! * Expires with the bucket's `max_age` (the TTL) once its owner stops
@@ -30,12 +30,15 @@ use std::time::Duration;
 
 use async_nats::jetstream::kv;
 use bytes::Bytes;
-use tokio::sync::watch;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::Cluster;
 use super::fence::{EpochFence, claim};
+
+/// How many fencing epochs are claimed (written and synced) at once.
+static CLAIMS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
 
 /// Why a lease could not be taken.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +62,8 @@ pub struct Lease {
     fence: Arc<EpochFence>,
     /// The worker whose expired lease this one took over.
     taken_from: Option<String>,
+    /// Let go of already ([`Lease::release`]).
+    released: bool,
 }
 
 /// What a lease and its renewals share.
@@ -69,8 +74,22 @@ struct State {
     /// Fires when another worker took the session (renewal lost).
     lost_token: CancellationToken,
     stop: CancellationToken,
-    /// Until when the lease is surely this worker's (moved by each renewal).
-    valid_until: watch::Sender<Instant>,
+    /// Until when the lease is surely this worker's, in ms after `origin`
+    /// (moved by each renewal).
+    valid_until: AtomicU64,
+    origin: Instant,
+    /// A renewal concluded (the pump holding output looks again).
+    concluded: Notify,
+}
+
+impl State {
+    fn in_doubt(&self) -> bool {
+        millis(self.origin.elapsed()) > self.valid_until.load(Ordering::SeqCst)
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// What the pump of a leased session watches.
@@ -78,13 +97,19 @@ struct State {
 pub struct LeaseWatch {
     /// Fires once another worker holds the session.
     pub lost: CancellationToken,
-    /// Until when the lease is surely this worker's.
-    pub valid_until: watch::Receiver<Instant>,
+    state: Arc<State>,
 }
 
-/// No renewal concluded within the TTL: the lease may have expired.
-pub fn in_doubt(valid_until: &watch::Receiver<Instant>) -> bool {
-    *valid_until.borrow() < Instant::now()
+impl LeaseWatch {
+    /// No renewal concluded within the TTL: the lease may have expired.
+    pub fn in_doubt(&self) -> bool {
+        self.state.in_doubt()
+    }
+
+    /// Resolves once a renewal concluded (since the last time it resolved).
+    pub async fn concluded(&self) {
+        self.state.concluded.notified().await;
+    }
 }
 
 fn now_ms() -> u64 {
@@ -151,7 +176,9 @@ impl Lease {
             lost: AtomicBool::new(false),
             lost_token: CancellationToken::new(),
             stop: CancellationToken::new(),
-            valid_until: watch::Sender::new(asked + cluster.options.lease_ttl),
+            valid_until: AtomicU64::new(millis(cluster.options.lease_ttl)),
+            origin: asked,
+            concluded: Notify::new(),
         };
         let lease = Lease {
             id: id.to_string(),
@@ -159,6 +186,7 @@ impl Lease {
             leases: cluster.leases.clone(),
             fence: Arc::new(EpochFence::new(session_dir, id, epoch)),
             taken_from,
+            released: false,
         };
         let renewal = Renewal {
             leases: cluster.keeper.leases.clone(),
@@ -173,6 +201,9 @@ impl Lease {
         cluster.keeper.spawn(renewal.run());
         let dir = session_dir.to_path_buf();
         let session = id.to_string();
+        // A few claims at a time: a burst of new sessions would otherwise grow
+        // the blocking pool to a thread each, whose stacks stay resident.
+        let _claiming = CLAIMS.acquire().await.map_err(|e| bus(e.to_string()))?;
         match tokio::task::spawn_blocking(move || claim(&dir, &session, epoch)).await {
             Ok(Ok(())) => {}
             // Dropping the lease releases it.
@@ -205,7 +236,22 @@ impl Lease {
 
     /// The lease's state, for the session's pump.
     pub fn watch(&self) -> LeaseWatch {
-        LeaseWatch { lost: self.state.lost_token.clone(), valid_until: self.state.valid_until.subscribe() }
+        LeaseWatch { lost: self.state.lost_token.clone(), state: self.state.clone() }
+    }
+
+    /// Let go of the lease now, rather than in the background once dropped:
+    /// a load that follows at once (creating the session it did not find)
+    /// then finds it free.
+    pub async fn release(mut self) {
+        self.released = true;
+        self.state.stop.cancel();
+        if self.is_lost() {
+            return;
+        }
+        let last = self.state.revision.load(Ordering::SeqCst);
+        if let Err(e) = self.leases.delete_expect_revision(&self.id, Some(last)).await {
+            tracing::debug!("session {}: lease release: {e}", self.id);
+        }
     }
 
     /// The worker whose expired lease this one took over, if any.
@@ -345,7 +391,10 @@ impl Renewal {
     /// doubt: no other worker can take it through the bus either, and the
     /// epoch fence still guards the session file.)
     fn concluded(&self, sent: Instant) {
-        self.state.valid_until.send_replace(sent + self.ttl);
+        let until = millis((sent + self.ttl).saturating_duration_since(self.state.origin));
+        self.state.valid_until.store(until, Ordering::SeqCst);
+        // One waiter (the pump): a renewal that concluded while it was not waiting is kept for it.
+        self.state.concluded.notify_one();
     }
 
     /// The lease is no longer at revision `last`: take it again when it is
@@ -398,7 +447,7 @@ impl Renewal {
 impl Drop for Lease {
     fn drop(&mut self) {
         self.state.stop.cancel();
-        if self.is_lost() {
+        if self.is_lost() || self.released {
             return;
         }
         let (leases, id, last) = (self.leases.clone(), self.id.clone(), self.state.revision.load(Ordering::SeqCst));
