@@ -22,6 +22,9 @@ use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use crate::reply::{Ending, ReplyBody};
 use crate::{RecordedRequest, State, lock, responses};
 
+/// The handshake's path and headers.
+type Handshake = (String, Vec<(String, String)>);
+
 /// The most bytes of a request head looked at to tell an upgrade apart.
 const HEAD_LIMIT: usize = 16 * 1024;
 
@@ -51,8 +54,10 @@ pub(crate) async fn is_upgrade(stream: &TcpStream) -> bool {
 
 /// Serve one upgraded connection until the client or the server ends it.
 pub(crate) async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, mut shutdown: watch::Receiver<bool>) {
-    let handshake: Arc<Mutex<(String, Vec<(String, String)>)>> = Arc::default();
+    let handshake: Arc<Mutex<Handshake>> = Arc::default();
     let seen = handshake.clone();
+    // The error type is tungstenite's (a refused handshake's response).
+    #[allow(clippy::result_large_err)]
     let callback = move |req: &Request, resp: Response| {
         let path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
         let headers = req

@@ -284,16 +284,16 @@ impl Provider for OpenAiCodexResponses {
         let attempt = if websocket {
             websocket_attempt(&self.http, &self.sessions, request, cancel.clone())
         } else {
-            Err(request)
+            Err(Box::new(request))
         };
         let stream = match attempt {
-            Err(request) => over_sse(self.http.clone(), request, cancel),
+            Err(request) => over_sse(self.http.clone(), *request, cancel),
             Ok(attempt) => {
                 let http = self.http.clone();
                 futures::stream::once(async move {
                     match codex_ws::start(attempt).await {
                         Ok(stream) => stream,
-                        Err(request) => over_sse(http, request, cancel),
+                        Err(request) => over_sse(http, *request, cancel),
                     }
                 })
                 .flatten()
@@ -317,9 +317,11 @@ fn websocket_attempt(
     sessions: &Arc<Sessions>,
     request: ProviderRequest,
     cancel: CancellationToken,
-) -> Result<Attempt, ProviderRequest> {
-    let Ok(headers) = build_headers(&request) else { return Err(request) };
-    let Some(account) = request.api_key.as_deref().and_then(|t| account_id(t).ok()) else { return Err(request) };
+) -> Result<Attempt, Box<ProviderRequest>> {
+    let Ok(headers) = build_headers(&request) else { return Err(Box::new(request)) };
+    let Some(account) = request.api_key.as_deref().and_then(|t| account_id(t).ok()) else {
+        return Err(Box::new(request));
+    };
     let request_id = match &request.session_id {
         Some(id) => id.chars().take(64).collect(),
         None => uuid::Uuid::now_v7().to_string(),

@@ -221,7 +221,7 @@ struct Live {
 }
 
 /// Run the call over WebSocket; `Err` when it should go over SSE instead.
-pub(crate) async fn start(attempt: Attempt) -> Result<ProviderStream, ProviderRequest> {
+pub(crate) async fn start(attempt: Attempt) -> Result<ProviderStream, Box<ProviderRequest>> {
     let session = attempt.request.session_id.clone();
     let mut retried_continuation = false;
     let mut retried_limit = false;
@@ -246,7 +246,7 @@ pub(crate) async fn start(attempt: Attempt) -> Result<ProviderStream, ProviderRe
             Err(Failure::Transport(why)) => {
                 tracing::debug!("Codex WebSocket failed, SSE for the session from now on: {why}");
                 attempt.sessions.record_failure(session.as_deref());
-                return Err(attempt.request);
+                return Err(Box::new(attempt.request));
             }
         }
     }
