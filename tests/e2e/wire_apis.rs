@@ -39,6 +39,7 @@ const VOLATILE: &[&str] = &[
     "session_id",
     "x-client-request-id",
     "x-session-affinity",
+    "x-affinity",
     "x-session-id",
     "x-opencode-session",
     "accept",
@@ -378,6 +379,29 @@ async fn openai_codex_responses_over_websocket() {
         assert!(!types.contains(&"function_call") && !types.contains(&"message"), "{types:?}");
     } else {
         assert!(calls.is_empty(), "two calls expected: {calls:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_direct_providers_of_the_first_five_apis() {
+    // Also checked byte for byte against pi's captured bodies
+    // (`requests_match_pi_captures` of each API's unit tests); here, whole
+    // runs with a tool call.
+    for (name, model, key, base) in [
+        ("anthropic", "anthropic/claude-fable-5", "ANTHROPIC_API_KEY", "BASE"),
+        ("openai", "openai/gpt-5", "OPENAI_API_KEY", "BASE/v1"),
+        ("google", "google/gemini-2.5-flash", "GEMINI_API_KEY", "BASE/v1beta"),
+        ("mistral", "mistral/codestral-latest", "MISTRAL_API_KEY", "BASE"),
+    ] {
+        side_by_side(Case {
+            name,
+            aws_auth: false,
+            model,
+            env: vec![(key, format!("{name}-key-123"))],
+            models: json!({"providers": {name: {"baseUrl": base}}}),
+            auth: None,
+        })
+        .await;
     }
 }
 
