@@ -37,6 +37,9 @@ pub const NOTIFICATION_EVENTS: &[&str] = &[
     "provider_stream_event",
     "session_compact",
     "session_compact_failed",
+    "ui_prompt_start",
+    "ui_prompt_end",
+    "mcp_servers_change",
     "bus",
 ];
 
