@@ -54,6 +54,7 @@ pub const HOOK_EVENTS: &[&str] = &[
     "input",
     "before_agent_start",
     "context",
+    "context_with_system",
     "before_provider_headers",
     "before_provider_request",
     "after_provider_response",
