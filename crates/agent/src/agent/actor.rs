@@ -281,12 +281,12 @@ impl Agent {
     fn observe(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::MessageEnd { message } => {
-                if let AgentMessage::Assistant(a) = message
+                if let AgentMessage::Assistant(a) = &**message
                     && !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
                 {
                     self.session.usage_known();
                 }
-                self.append_message(message.clone());
+                self.append_message((**message).clone());
             }
             AgentEvent::AutoRetryStart { .. } => {
                 self.activity.set_retry_waiting(true);
