@@ -128,7 +128,7 @@ impl Agent {
     }
 
     /// The actor loop. Internal messages go first so state is current before any op reads it.
-    pub(crate) async fn run(mut self, mut ops: mpsc::Receiver<(Option<RequestTag>, Op)>) {
+    pub(crate) async fn run(mut self, mut ops: super::OpReceiver) {
         let Some(mut internal_rx) = self.channels.take_inbox() else { return };
         let mut ops_open = true;
         loop {

@@ -81,5 +81,8 @@ mod tests {
     fn an_output_slot_stays_small() {
         let size = std::mem::size_of::<Output>();
         assert!(size <= 320, "an output is {size} bytes");
+        // The op queue too: ops are boxed in it (168 bytes inline).
+        let size = std::mem::size_of::<super::super::QueuedOp>();
+        assert!(size <= 32, "a queued op is {size} bytes");
     }
 }
