@@ -18,6 +18,7 @@ mod examples_side_by_side;
 mod extension_api;
 mod extension_host;
 mod extension_host_install;
+mod extension_mcp;
 mod extension_provider_events;
 mod extension_providers;
 mod extensions;

@@ -284,6 +284,11 @@ async fn low_level_run(
                 Some(replaced) => replaced,
                 None => context,
             };
+            // The whole transcript, system messages included: what comes back is the request.
+            let messages = match s.extensions.context_with_system(&messages, &s.cancel).await {
+                Some(replaced) => replaced,
+                None => messages,
+            };
             if let Some(router) = &mut s.router {
                 // The request, and its assistant message, name the physical model.
                 match router.route(&messages, retry_end_pending, &s.cancel).await {

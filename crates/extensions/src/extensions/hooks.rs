@@ -217,20 +217,54 @@ impl Extensions {
     }
 
     /// The `context` hooks, for the messages of one model request; `None` when none changed them.
+    /// As in pi, handlers see the conversation without its system messages; a changed list gets
+    /// them back folded into one leading message (so the prompt and tools cannot be dropped).
     pub async fn context(&self, messages: &[AgentMessage], cancel: &CancellationToken) -> Option<Vec<AgentMessage>> {
         if !self.listens("context") {
             return None;
         }
+        let visible: Vec<AgentMessage> =
+            messages.iter().filter(|m| !matches!(m, AgentMessage::System(_))).cloned().collect();
+        let returned = self.chain_messages("context", &visible, cancel).await?;
+        if returned == visible {
+            return None;
+        }
+        let declared = pi_types::system_message::replay(messages);
+        let head = declared.checkpoint(declared.timestamp.unwrap_or_else(now_ms)).map(AgentMessage::System);
+        Some(head.into_iter().chain(returned).collect())
+    }
+
+    /// The `context_with_system` hooks, after the `context` ones: the request's
+    /// whole transcript, system messages (prompt and tool declarations)
+    /// included; what they return is sent as it is. `None` when none changed it.
+    pub async fn context_with_system(
+        &self,
+        messages: &[AgentMessage],
+        cancel: &CancellationToken,
+    ) -> Option<Vec<AgentMessage>> {
+        self.chain_messages("context_with_system", messages, cancel).await
+    }
+
+    /// Hook `method` over a message list, each extension's list chained into the next.
+    async fn chain_messages(
+        &self,
+        method: &str,
+        messages: &[AgentMessage],
+        cancel: &CancellationToken,
+    ) -> Option<Vec<AgentMessage>> {
+        if !self.listens(method) {
+            return None;
+        }
         let mut current: Option<Vec<AgentMessage>> = None;
-        for ext in self.subscribers("context") {
+        for ext in self.subscribers(method) {
             let list = current.as_deref().unwrap_or(messages);
-            let Some(result) = self.ask(&ext, "context", json!({"messages": list}), Some(cancel)).await else {
+            let Some(result) = self.ask(&ext, method, json!({"messages": list}), Some(cancel)).await else {
                 continue;
             };
             let Some(replaced) = result.get("messages").filter(|m| m.is_array()) else { continue };
             match serde_json::from_value::<Vec<AgentMessage>>(replaced.clone()) {
                 Ok(list) => current = Some(list),
-                Err(e) => self.report(&ext, "context", format!("invalid messages: {e}")).await,
+                Err(e) => self.report(&ext, method, format!("invalid messages: {e}")).await,
             }
         }
         current

@@ -143,6 +143,12 @@ pub enum ExtRequest {
     /// `{customInstructions?, ticket}`: compact (pi's `ctx.compact()`); the
     /// outcome comes later as a `compactDone` notification with the ticket.
     Compact(Value),
+    /// pi's MCP registrations: `registerMcpServer` `{name, config}`,
+    /// `unregisterMcpServer` `{name}`, `getMcpServers`; answered with `{servers}`.
+    Mcp {
+        method: String,
+        params: Value,
+    },
 }
 
 impl ExtRequest {
@@ -161,6 +167,9 @@ impl ExtRequest {
             "getModels" => ExtRequest::GetModels,
             "lib" => ExtRequest::Library(params),
             "compact" => ExtRequest::Compact(params),
+            "registerMcpServer" | "unregisterMcpServer" | "getMcpServers" => {
+                ExtRequest::Mcp { method: method.to_string(), params }
+            }
             _ => return None,
         })
     }
@@ -308,7 +317,16 @@ impl Extensions {
                 }
             });
         }
-        Extensions { shared: Arc::new(Shared { list, ui, timeouts: options.timeouts, quiet, signals: Some(signals) }) }
+        let shared = Arc::new(Shared { list, ui, timeouts: options.timeouts, quiet, signals: Some(signals) });
+        // Dialogs announce their waiting span to every subscriber (pi's ui_prompt_start / ui_prompt_end).
+        let weak = Arc::downgrade(&shared);
+        shared.ui.set_prompt_listener(Box::new(move |payload| {
+            if let Some(shared) = weak.upgrade() {
+                let name = payload["type"].as_str().unwrap_or_default().to_string();
+                Extensions { shared }.notify_raw(&name, payload);
+            }
+        }));
+        Extensions { shared }
     }
 
     /// Number of extensions started (alive or not).
@@ -358,7 +376,13 @@ impl Extensions {
 
     /// Send an event payload (`{"type": name, …}`) to the subscribers of `name`.
     pub fn notify_raw(&self, name: &str, payload: Value) {
-        let subscribers = self.subscribers(name);
+        self.notify_others(usize::MAX, name, payload);
+    }
+
+    /// [`Extensions::notify_raw`] for every subscriber but extension `from`
+    /// (which dispatched the event to itself).
+    pub fn notify_others(&self, from: usize, name: &str, payload: Value) {
+        let subscribers: Vec<_> = self.subscribers(name).into_iter().filter(|e| e.id != from).collect();
         if subscribers.is_empty() {
             return;
         }

@@ -37,6 +37,9 @@ pub const NOTIFICATION_EVENTS: &[&str] = &[
     "provider_stream_event",
     "session_compact",
     "session_compact_failed",
+    "ui_prompt_start",
+    "ui_prompt_end",
+    "mcp_servers_change",
     "bus",
 ];
 
@@ -51,6 +54,7 @@ pub const HOOK_EVENTS: &[&str] = &[
     "input",
     "before_agent_start",
     "context",
+    "context_with_system",
     "before_provider_headers",
     "before_provider_request",
     "after_provider_response",

@@ -22,12 +22,35 @@ struct PendingDialog {
     tx: oneshot::Sender<UiResponse>,
 }
 
+/// Where `ui_prompt_start` / `ui_prompt_end` payloads go (every subscribed extension).
+pub type PromptListener = Box<dyn Fn(Value) + Send + Sync>;
+
+/// The outer waiting span of the dialogs of a session: nested or
+/// overlapping prompts, of any extension, are one span, as in pi.
+#[derive(Default)]
+struct PromptSpan {
+    depth: usize,
+    /// The prompt that opened the span: `(kind, title)`.
+    first: Option<(String, Option<String>)>,
+}
+
 /// Open dialogs, in the order they were asked.
 #[derive(Default)]
 pub struct UiBroker {
     pending: Mutex<Vec<PendingDialog>>,
     /// Set once the client is gone: new dialogs are cancelled at once.
     closed: std::sync::atomic::AtomicBool,
+    span: Mutex<PromptSpan>,
+    prompt_listener: std::sync::OnceLock<PromptListener>,
+}
+
+/// pi's `ui_prompt_start` / `ui_prompt_end` payload.
+fn prompt_event(name: &str, kind: &str, title: Option<&str>) -> Value {
+    let mut event = json!({"type": name, "reason": "ui_prompt", "kind": kind});
+    if let Some(title) = title.filter(|t| !t.is_empty()) {
+        event["title"] = Value::String(title.to_string());
+    }
+    event
 }
 
 /// What routing a client's answer did.
@@ -54,6 +77,45 @@ impl UiBroker {
             self.lock().push(PendingDialog { id: id.clone(), owner, tx });
         }
         (id, rx)
+    }
+
+    /// Set where the prompt span's events go (once, when the extensions are started).
+    pub fn set_prompt_listener(&self, listener: PromptListener) {
+        let _ = self.prompt_listener.set(listener);
+    }
+
+    fn span(&self) -> std::sync::MutexGuard<'_, PromptSpan> {
+        self.span.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A prompt starts waiting for the user: the first one opens the span (`ui_prompt_start`).
+    pub fn prompt_started(&self, kind: &str, title: Option<&str>) {
+        let opened = {
+            let mut span = self.span();
+            span.depth += 1;
+            if span.depth == 1 {
+                span.first = Some((kind.to_string(), title.map(str::to_string)));
+            }
+            span.depth == 1
+        };
+        if let (true, Some(listener)) = (opened, self.prompt_listener.get()) {
+            listener(prompt_event("ui_prompt_start", kind, title));
+        }
+    }
+
+    /// A prompt stopped waiting: the last one closes the span (`ui_prompt_end`,
+    /// naming the prompt that opened it).
+    pub fn prompt_ended(&self, kind: &str, title: Option<&str>) {
+        let closed = {
+            let mut span = self.span();
+            span.depth = span.depth.saturating_sub(1);
+            if span.depth > 0 { None } else { Some(span.first.take()) }
+        };
+        let Some(first) = closed else { return };
+        let (kind, title) = first.unwrap_or_else(|| (kind.to_string(), title.map(str::to_string)));
+        if let Some(listener) = self.prompt_listener.get() {
+            listener(prompt_event("ui_prompt_end", &kind, title.as_deref()));
+        }
     }
 
     /// Route a client's answer. With an id: the dialog with that id. Without
@@ -260,6 +322,12 @@ pub(super) async fn ui_call(
     params: &Value,
     dismissed: &tokio_util::sync::CancellationToken,
 ) -> Value {
+    if method == "custom" {
+        // No custom components in RPC mode: it resolves at once, but is still a prompt span, as in pi.
+        broker.prompt_started("custom", None);
+        broker.prompt_ended("custom", None);
+        return Value::Null;
+    }
     let kind = match ui_kind(method, params) {
         Ok(kind) => kind,
         Err(result) => return result,
@@ -287,6 +355,9 @@ pub(super) async fn ui_call(
         broker.remove(&id);
         return dialog_result(&kind, None);
     }
+    // After the request is out, as pi announces the prompt once it is shown.
+    let title = string(params, "title");
+    broker.prompt_started(method, title.as_deref());
     let expiry = async {
         match timeout_ms {
             Some(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
@@ -299,6 +370,7 @@ pub(super) async fn ui_call(
         _ = dismissed.cancelled() => None,
     };
     broker.remove(&id);
+    broker.prompt_ended(method, title.as_deref());
     dialog_result(&kind, response)
 }
 
@@ -330,6 +402,26 @@ mod tests {
         let (_e, mut rx_e) = broker.open(2);
         assert_eq!(rx_e.try_recv().unwrap(), UiResponse::Cancelled, "closed: cancelled at once");
         assert!(broker.is_empty());
+    }
+
+    #[test]
+    fn overlapping_prompts_are_one_span_named_by_the_first() {
+        let broker = UiBroker::default();
+        let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        broker.set_prompt_listener(Box::new(move |event| sink.lock().unwrap().push(event)));
+        broker.prompt_started("select", Some("Pick"));
+        broker.prompt_started("confirm", Some("Sure?"));
+        broker.prompt_ended("select", Some("Pick"));
+        assert_eq!(seen.lock().unwrap().len(), 1, "still waiting on the confirm");
+        broker.prompt_ended("confirm", Some("Sure?"));
+        broker.prompt_started("custom", None);
+        broker.prompt_ended("custom", None);
+        let start = json!({"type": "ui_prompt_start", "reason": "ui_prompt", "kind": "select", "title": "Pick"});
+        let end = json!({"type": "ui_prompt_end", "reason": "ui_prompt", "kind": "select", "title": "Pick"});
+        let custom_start = json!({"type": "ui_prompt_start", "reason": "ui_prompt", "kind": "custom"});
+        let custom_end = json!({"type": "ui_prompt_end", "reason": "ui_prompt", "kind": "custom"});
+        assert_eq!(*seen.lock().unwrap(), vec![start, end, custom_start, custom_end]);
     }
 
     #[test]

@@ -64,7 +64,8 @@ impl McpManager {
     /// One line per server (`name: state, N tools (exposure)`, the error
     /// indented below), then the configuration errors.
     fn status(&self, agent_dir: &Path) -> Notice {
-        if self.conns.is_empty() && self.errors.is_empty() {
+        let conns = self.conns();
+        if conns.is_empty() && self.errors.is_empty() {
             let file = agent_dir.join("mcp.json");
             return Notice::new(
                 format!("No MCP servers are configured; add them to {} or to .pi/mcp.json.", file.display()),
@@ -72,7 +73,7 @@ impl McpManager {
             );
         }
         let mut lines = Vec::new();
-        for conn in &self.conns {
+        for conn in &conns {
             let state = conn.state();
             let exposure = conn.config.exposure.as_str();
             let (word, error) = match &state.status {
@@ -94,12 +95,12 @@ impl McpManager {
     /// Reconnect the named server, or the one that needs it when the name is
     /// left out and the choice is clear.
     async fn reconnect(&self, name: Option<&str>) -> Notice {
+        let conns = self.conns();
         let chosen = match name {
-            Some(name) => self.conns.iter().find(|c| c.config.name == name),
-            None if self.conns.len() == 1 => self.conns.first(),
+            Some(name) => conns.iter().find(|c| c.config.name == name),
+            None if conns.len() == 1 => conns.first(),
             None => {
-                let broken: Vec<_> = self
-                    .conns
+                let broken: Vec<_> = conns
                     .iter()
                     .filter(|c| matches!(c.state().status, Status::Failed(_) | Status::Disconnected(_)))
                     .collect();
@@ -107,7 +108,7 @@ impl McpManager {
             }
         };
         let Some(conn) = chosen else {
-            let names: Vec<&str> = self.conns.iter().map(|c| c.config.name.as_str()).collect();
+            let names: Vec<&str> = conns.iter().map(|c| c.config.name.as_str()).collect();
             return match (name, names.is_empty()) {
                 (_, true) => Notice::new("No MCP server to reconnect.", "warning"),
                 (Some(name), false) => Notice::new(

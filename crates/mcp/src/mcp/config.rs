@@ -318,6 +318,28 @@ fn apply_project_entry(
     }
 }
 
+/// One `mcpServers` entry given as a value (an extension's `pi.registerMcpServer()`):
+/// its server, `None` when `enabled: false`, or why it is invalid.
+pub fn parse_server(
+    name: &str,
+    entry: &Value,
+    source: &str,
+    sources: &ConfigSources<'_>,
+) -> Result<Option<ServerConfig>, String> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        return Err(format!("invalid server name \"{name}\" (use letters, digits, \"_\" and \"-\")"));
+    }
+    if !entry.is_object() {
+        return Err(format!("server \"{name}\": expected an object"));
+    }
+    parse_entry(name, entry, source, sources)
+}
+
+/// Whether two server names are one namespace (`-` and `_` count as the same).
+pub fn same_server_name(a: &str, b: &str) -> bool {
+    namespace_key(a) == namespace_key(b)
+}
+
 fn parse_entry(
     name: &str,
     entry: &Value,

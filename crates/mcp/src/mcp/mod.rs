@@ -20,6 +20,7 @@ pub mod config;
 pub mod connection;
 pub mod failure;
 pub mod naming;
+mod registry;
 pub mod result;
 pub mod search;
 pub mod tools;
@@ -37,7 +38,7 @@ pub const DIRECT_WAIT: Duration = Duration::from_secs(10);
 /// How long codemode, `tool_search` and the resource tools wait for servers.
 pub const TOOL_WAIT: Duration = Duration::from_secs(10);
 /// Servers start at the latest this long after the session.
-const START_DELAY: Duration = Duration::from_millis(50);
+pub(crate) const START_DELAY: Duration = Duration::from_millis(50);
 
 /// `--tools` / `--exclude-tools` as they apply to MCP tools.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -93,7 +94,10 @@ pub struct ExposedTool {
 
 /// The MCP servers of one session.
 pub struct McpManager {
-    conns: Vec<Arc<Connection>>,
+    /// The `mcp.json` (or front end's) servers.
+    configured: Vec<Arc<Connection>>,
+    /// Servers extensions registered.
+    registered: Mutex<Vec<registry::Registered>>,
     /// Cancelled to start connecting now.
     go: CancellationToken,
     errors: Vec<String>,
@@ -127,7 +131,8 @@ impl McpManager {
         }
         Arc::new(McpManager {
             go,
-            conns,
+            configured: conns,
+            registered: Mutex::new(Vec::new()),
             errors: options.config.errors,
             filter: options.filter,
             auto_codemode: options.config.auto_enable_codemode,
@@ -142,15 +147,22 @@ impl McpManager {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.conns.is_empty() && self.errors.is_empty()
+        self.configured.is_empty() && self.errors.is_empty()
+    }
+
+    /// Every server in use: the configured ones, then those extensions registered.
+    fn conns(&self) -> Vec<Arc<Connection>> {
+        let mut all = self.configured.clone();
+        all.extend(self.registered_conns());
+        all
     }
 
     /// The one warning about configuration errors and failed servers, once
     /// every server has settled (None when all is well).
     pub async fn startup_report(&self) -> Option<String> {
-        futures::future::join_all(self.conns.iter().map(|c| c.settled(TOOL_WAIT + DIRECT_WAIT))).await;
+        futures::future::join_all(self.configured.iter().map(|c| c.settled(TOOL_WAIT + DIRECT_WAIT))).await;
         let mut lines: Vec<String> = self.errors.iter().map(|e| format!("  config: {e}")).collect();
-        for conn in &self.conns {
+        for conn in &self.configured {
             match conn.state().status {
                 Status::Failed(e) => lines.push(format!("  {}: failed: {}", conn.config.name, first_line(&e))),
                 Status::Connecting => lines.push(format!("  {}: still connecting", conn.config.name)),
@@ -161,7 +173,7 @@ impl McpManager {
     }
 
     fn wants(&self, exposure: Exposure) -> bool {
-        self.conns
+        self.conns()
             .iter()
             .any(|c| c.config.exposure == exposure || c.config.tool_exposure.iter().any(|(_, e)| *e == exposure))
     }
@@ -179,7 +191,8 @@ impl McpManager {
     /// Wait (at most [`DIRECT_WAIT`]) for the servers with `direct` tools.
     pub async fn wait_direct(&self) {
         self.begin();
-        let direct = self.conns.iter().filter(|c| {
+        let conns = self.conns();
+        let direct = conns.iter().filter(|c| {
             c.config.exposure == Exposure::Direct || c.config.tool_exposure.iter().any(|(_, e)| *e == Exposure::Direct)
         });
         futures::future::join_all(direct.map(|c| c.settled(DIRECT_WAIT))).await;
@@ -188,8 +201,8 @@ impl McpManager {
     /// Wait for every server (or those whose namespace `names` mention).
     pub async fn wait_for(&self, names: Option<&[String]>) {
         self.begin();
-        let wanted = self
-            .conns
+        let conns = self.conns();
+        let wanted = conns
             .iter()
             .filter(|c| names.is_none_or(|names| names.iter().any(|n| naming::namespace_matches(n, &c.config.name))));
         futures::future::join_all(wanted.map(|c| c.settled(TOOL_WAIT))).await;
@@ -197,7 +210,7 @@ impl McpManager {
 
     /// Server namespaces mentioned in `code` (`mcp__<server>` prefixes).
     pub fn servers_named_in(&self, code: &str) -> Vec<String> {
-        self.conns
+        self.conns()
             .iter()
             .map(|c| naming::namespace(&c.config.name))
             .filter(|ns| code.contains(ns.as_str()) || code.contains(&ns.replace('_', "-")))
@@ -209,7 +222,7 @@ impl McpManager {
     pub fn prompt_section(&self, codemode_on: bool, tool_search_on: bool) -> Option<String> {
         let mut lines = Vec::new();
         let mut hows = Vec::new();
-        for conn in &self.conns {
+        for conn in &self.conns() {
             let how = match conn.config.exposure {
                 Exposure::Codemode if codemode_on => "codemode",
                 Exposure::Deferred if tool_search_on => "tool_search",
@@ -248,7 +261,7 @@ impl McpManager {
         let mut taken: Vec<String> = Vec::new();
         let mut resource_servers = Vec::new();
         let mut resource_exposure: Option<Exposure> = None;
-        for conn in &self.conns {
+        for conn in &self.conns() {
             let state = conn.state();
             if state.status != Status::Connected && state.tools.is_empty() {
                 continue;
@@ -322,7 +335,8 @@ impl McpManager {
 
     /// `describeNamespace()`: a server's description, instructions and tools.
     pub fn namespace_info(&self, query: &str) -> Option<Value> {
-        let conn = self.conns.iter().find(|c| naming::namespace_matches(query, &c.config.name))?;
+        let conns = self.conns();
+        let conn = conns.iter().find(|c| naming::namespace_matches(query, &c.config.name))?;
         let ns = naming::namespace(&conn.config.name);
         let tools: Vec<Value> = self
             .tools()
@@ -344,7 +358,7 @@ impl McpManager {
 
     /// Stop every server (children reaped).
     pub async fn shutdown(&self) {
-        futures::future::join_all(self.conns.iter().map(|c| c.shutdown())).await;
+        futures::future::join_all(self.conns().iter().map(|c| c.shutdown())).await;
     }
 }
 

@@ -12,6 +12,7 @@ use std::sync::Mutex;
 
 use futures::StreamExt;
 use reqwest::header::HeaderMap;
+use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -22,6 +23,7 @@ use super::anthropic_request::{
 use super::classify::{error_from, js_truthy, retry_after};
 use super::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
 use super::http::HttpClient;
+use super::lenient;
 use super::shared::{js_json, parse_json_with_repair};
 use super::sse::SseEvent;
 use super::{BlockKind, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, ToolSpec};
@@ -78,15 +80,14 @@ pub fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ProviderError
     error_from(Some(status), http_error_message(status, body), retry_after(headers))
 }
 
-/// pi's `mapStopReason`: the stop reason, or the error text of an error stop.
-pub fn map_stop_reason(reason: &str, details: Option<&Value>) -> Result<Result<StopReason, String>, String> {
+/// pi's `mapStopReason`: the stop reason, or the error text of an error stop
+/// (`explanation`: the `stop_details.explanation` of a refusal).
+pub fn map_stop_reason(reason: &str, explanation: Option<&str>) -> Result<Result<StopReason, String>, String> {
     Ok(match reason {
         "end_turn" | "pause_turn" | "stop_sequence" => Ok(StopReason::Stop),
         "max_tokens" => Ok(StopReason::Length),
         "tool_use" => Ok(StopReason::ToolUse),
-        "refusal" => Err(details
-            .and_then(|d| d.get("explanation"))
-            .and_then(Value::as_str)
+        "refusal" => Err(explanation
             .filter(|s| !s.is_empty())
             .unwrap_or("The model refused to complete the request")
             .to_string()),
@@ -100,6 +101,154 @@ enum Open {
     Text,
     Thinking,
     Tool,
+}
+
+/// One Messages API stream event, by its `type`; other types are skipped.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Event {
+    MessageStart {
+        #[serde(default, deserialize_with = "lenient::object")]
+        message: StartedMessage,
+    },
+    ContentBlockStart {
+        #[serde(default, deserialize_with = "lenient::u64")]
+        index: Option<u64>,
+        #[serde(default, deserialize_with = "lenient::object")]
+        content_block: Block,
+    },
+    ContentBlockDelta {
+        #[serde(default, deserialize_with = "lenient::u64")]
+        index: Option<u64>,
+        #[serde(default, deserialize_with = "lenient::object")]
+        delta: BlockChange,
+    },
+    ContentBlockStop {
+        #[serde(default, deserialize_with = "lenient::u64")]
+        index: Option<u64>,
+    },
+    MessageDelta {
+        #[serde(default, deserialize_with = "lenient::object")]
+        delta: MessageChange,
+        #[serde(default, deserialize_with = "lenient::object")]
+        usage: WireUsage,
+    },
+    MessageStop {},
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct StartedMessage {
+    #[serde(deserialize_with = "lenient::string")]
+    id: Option<String>,
+    #[serde(deserialize_with = "lenient::object")]
+    usage: WireUsage,
+}
+
+/// The usage counts of `message_start` and `message_delta`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct WireUsage {
+    #[serde(deserialize_with = "lenient::u64")]
+    input_tokens: Option<u64>,
+    #[serde(deserialize_with = "lenient::u64")]
+    output_tokens: Option<u64>,
+    #[serde(deserialize_with = "lenient::u64")]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(deserialize_with = "lenient::u64")]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(deserialize_with = "lenient::object")]
+    cache_creation: CacheCreation,
+    #[serde(deserialize_with = "lenient::object")]
+    output_tokens_details: OutputDetails,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CacheCreation {
+    #[serde(deserialize_with = "lenient::u64")]
+    ephemeral_1h_input_tokens: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct OutputDetails {
+    #[serde(deserialize_with = "lenient::u64")]
+    thinking_tokens: Option<u64>,
+}
+
+/// The block a `content_block_start` opens.
+#[derive(Deserialize, Default)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block {
+    Text {
+        #[serde(default, deserialize_with = "lenient::text")]
+        text: String,
+    },
+    Thinking {
+        #[serde(default, deserialize_with = "lenient::text")]
+        thinking: String,
+        #[serde(default, deserialize_with = "lenient::text")]
+        signature: String,
+    },
+    RedactedThinking {
+        #[serde(default, deserialize_with = "lenient::text")]
+        data: String,
+    },
+    ToolUse {
+        #[serde(default, deserialize_with = "lenient::text")]
+        id: String,
+        #[serde(default, deserialize_with = "lenient::text")]
+        name: String,
+    },
+    Fallback {},
+    #[default]
+    #[serde(other)]
+    Other,
+}
+
+/// The change a `content_block_delta` brings to its block.
+#[derive(Deserialize, Default)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockChange {
+    TextDelta {
+        #[serde(default, deserialize_with = "lenient::text")]
+        text: String,
+    },
+    ThinkingDelta {
+        #[serde(default, deserialize_with = "lenient::text")]
+        thinking: String,
+    },
+    InputJsonDelta {
+        #[serde(default, deserialize_with = "lenient::text")]
+        partial_json: String,
+    },
+    SignatureDelta {
+        #[serde(default, deserialize_with = "lenient::text")]
+        signature: String,
+    },
+    #[default]
+    #[serde(other)]
+    Other,
+}
+
+/// The `delta` of `message_delta`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct MessageChange {
+    #[serde(deserialize_with = "lenient::string")]
+    stop_reason: Option<String>,
+    #[serde(deserialize_with = "lenient::object")]
+    stop_details: StopDetails,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct StopDetails {
+    #[serde(deserialize_with = "lenient::string")]
+    explanation: Option<String>,
 }
 
 /// Event-by-event state of one response.
@@ -117,10 +266,6 @@ struct Decoder {
     stop: Option<(Result<StopReason, String>, String)>,
 }
 
-fn num(v: Option<&Value>) -> Option<u64> {
-    v.and_then(Value::as_u64)
-}
-
 impl Decoder {
     fn usage_event(&self) -> ProviderEvent {
         let mut usage = self.usage.clone();
@@ -130,65 +275,58 @@ impl Decoder {
         ProviderEvent::Usage(usage)
     }
 
-    fn on_message_start(&mut self, event: &Value, out: &mut Out) {
+    fn on_message_start(&mut self, message: StartedMessage, out: &mut Out) {
         self.saw_start = true;
-        let message = event.get("message").unwrap_or(&Value::Null);
-        if let Some(id) = message.get("id").and_then(Value::as_str) {
-            out.emit(ProviderEvent::ResponseId(id.to_string()));
+        if let Some(id) = message.id {
+            out.emit(ProviderEvent::ResponseId(id));
         }
-        let u = message.get("usage").unwrap_or(&Value::Null);
-        self.usage.input = num(u.get("input_tokens")).unwrap_or(0);
-        self.usage.output = num(u.get("output_tokens")).unwrap_or(0);
-        self.usage.cache_read = num(u.get("cache_read_input_tokens")).unwrap_or(0);
-        self.usage.cache_write = num(u.get("cache_creation_input_tokens")).unwrap_or(0);
-        self.cache_write_1h = num(u.pointer("/cache_creation/ephemeral_1h_input_tokens")).unwrap_or(0);
+        let u = message.usage;
+        self.usage.input = u.input_tokens.unwrap_or(0);
+        self.usage.output = u.output_tokens.unwrap_or(0);
+        self.usage.cache_read = u.cache_read_input_tokens.unwrap_or(0);
+        self.usage.cache_write = u.cache_creation_input_tokens.unwrap_or(0);
+        self.cache_write_1h = u.cache_creation.ephemeral_1h_input_tokens.unwrap_or(0);
         out.emit(self.usage_event());
     }
 
-    fn on_block_start(&mut self, event: &Value, out: &mut Out) -> Result<(), ProviderError> {
-        let Some(index) = event.get("index").and_then(Value::as_u64).map(|i| i as usize) else { return Ok(()) };
-        let block = event.get("content_block").unwrap_or(&Value::Null);
-        let text_of = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or("").to_string();
-        match block.get("type").and_then(Value::as_str).unwrap_or("") {
-            "fallback" if self.has_content => {
+    fn on_block_start(&mut self, index: Option<u64>, block: Block, out: &mut Out) -> Result<(), ProviderError> {
+        let Some(index) = index.map(|i| i as usize) else { return Ok(()) };
+        match block {
+            Block::Fallback {} if self.has_content => {
                 return Err(error_from(
                     None,
                     "Anthropic performed an unsupported mid-output model fallback".into(),
                     None,
                 ));
             }
-            "text" => {
+            Block::Text { text } => {
                 self.start(index, Open::Text, BlockKind::Text, out);
-                let text = text_of("text");
                 if !text.is_empty() {
                     out.emit(ProviderEvent::BlockDelta { index, delta: text });
                 }
             }
-            "thinking" => {
+            Block::Thinking { thinking, signature } => {
                 self.start(index, Open::Thinking, BlockKind::Thinking, out);
-                let thinking = text_of("thinking");
                 if !thinking.is_empty() {
                     out.emit(ProviderEvent::BlockDelta { index, delta: thinking });
                 }
                 // pi keeps the start's signature, `""` when there is none yet.
-                let signature = text_of("signature");
                 self.signatures.insert(index, signature.clone());
                 out.emit(ProviderEvent::Signature { index, signature });
             }
-            "redacted_thinking" => {
+            Block::RedactedThinking { data } => {
                 self.start(index, Open::Thinking, BlockKind::Thinking, out);
                 out.emit(ProviderEvent::BlockDelta { index, delta: REDACTED_THINKING_TEXT.into() });
-                out.emit(ProviderEvent::Signature { index, signature: text_of("data") });
+                out.emit(ProviderEvent::Signature { index, signature: data });
                 out.emit(ProviderEvent::Redacted { index });
             }
-            "tool_use" => {
-                let mut name = text_of("name");
+            Block::ToolUse { id, mut name } => {
                 if let Some(tools) = &self.oauth_tools {
                     name = from_claude_code_name(&name, tools);
                 }
-                self.start(index, Open::Tool, BlockKind::ToolCall { id: text_of("id"), name }, out);
+                self.start(index, Open::Tool, BlockKind::ToolCall { id, name }, out);
             }
-            _ => {}
+            Block::Fallback {} | Block::Other => {}
         }
         Ok(())
     }
@@ -199,53 +337,50 @@ impl Decoder {
         out.emit(ProviderEvent::BlockStart { index, kind });
     }
 
-    fn on_block_delta(&mut self, event: &Value, out: &mut Out) {
-        let Some(index) = event.get("index").and_then(Value::as_u64).map(|i| i as usize) else { return };
+    fn on_block_delta(&mut self, index: Option<u64>, delta: BlockChange, out: &mut Out) {
+        let Some(index) = index.map(|i| i as usize) else { return };
         let Some(open) = self.open.get(&index).copied() else { return };
-        let delta = event.get("delta").unwrap_or(&Value::Null);
-        let field = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or("").to_string();
-        match (delta.get("type").and_then(Value::as_str).unwrap_or(""), open) {
-            ("text_delta", Open::Text) => out.emit(ProviderEvent::BlockDelta { index, delta: field("text") }),
-            ("thinking_delta", Open::Thinking) => {
-                out.emit(ProviderEvent::BlockDelta { index, delta: field("thinking") });
+        match (delta, open) {
+            (BlockChange::TextDelta { text }, Open::Text) => out.emit(ProviderEvent::BlockDelta { index, delta: text }),
+            (BlockChange::ThinkingDelta { thinking }, Open::Thinking) => {
+                out.emit(ProviderEvent::BlockDelta { index, delta: thinking });
             }
-            ("input_json_delta", Open::Tool) => {
-                out.emit(ProviderEvent::BlockDelta { index, delta: field("partial_json") });
+            (BlockChange::InputJsonDelta { partial_json }, Open::Tool) => {
+                out.emit(ProviderEvent::BlockDelta { index, delta: partial_json });
             }
-            ("signature_delta", Open::Thinking) => {
+            (BlockChange::SignatureDelta { signature: part }, Open::Thinking) => {
                 let signature = self.signatures.entry(index).or_default();
-                signature.push_str(&field("signature"));
+                signature.push_str(&part);
                 out.emit(ProviderEvent::Signature { index, signature: signature.clone() });
             }
             _ => {}
         }
     }
 
-    fn on_message_delta(&mut self, event: &Value, out: &mut Out) -> Result<(), ProviderError> {
-        let delta = event.get("delta").unwrap_or(&Value::Null);
-        if let Some(reason) = delta.get("stop_reason").and_then(Value::as_str).filter(|r| !r.is_empty()) {
-            let mapped = map_stop_reason(reason, delta.get("stop_details")).map_err(|e| error_from(None, e, None))?;
-            self.stop = Some((mapped, reason.to_string()));
+    fn on_message_delta(&mut self, delta: MessageChange, u: WireUsage, out: &mut Out) -> Result<(), ProviderError> {
+        if let Some(reason) = delta.stop_reason.filter(|r| !r.is_empty()) {
+            let mapped = map_stop_reason(&reason, delta.stop_details.explanation.as_deref())
+                .map_err(|e| error_from(None, e, None))?;
+            self.stop = Some((mapped, reason));
         }
-        if let Some(u) = event.get("usage").filter(|u| u.is_object()) {
-            if let Some(n) = num(u.get("input_tokens")) {
-                self.usage.input = n;
-            }
-            if let Some(n) = num(u.get("output_tokens")) {
-                self.usage.output = n;
-            }
-            if let Some(n) = num(u.get("cache_read_input_tokens")) {
-                self.usage.cache_read = n;
-            }
-            if let Some(n) = num(u.get("cache_creation_input_tokens")) {
-                self.usage.cache_write = n;
-            }
-            if let Some(n) = num(u.pointer("/cache_creation/ephemeral_1h_input_tokens")) {
-                self.cache_write_1h = n;
-            }
-            if let Some(n) = num(u.pointer("/output_tokens_details/thinking_tokens")) {
-                self.reasoning = Some(n);
-            }
+        // Counts that are absent (or a `usage` that is no object) keep the earlier ones.
+        if let Some(n) = u.input_tokens {
+            self.usage.input = n;
+        }
+        if let Some(n) = u.output_tokens {
+            self.usage.output = n;
+        }
+        if let Some(n) = u.cache_read_input_tokens {
+            self.usage.cache_read = n;
+        }
+        if let Some(n) = u.cache_creation_input_tokens {
+            self.usage.cache_write = n;
+        }
+        if let Some(n) = u.cache_creation.ephemeral_1h_input_tokens {
+            self.cache_write_1h = n;
+        }
+        if let Some(n) = u.output_tokens_details.thinking_tokens {
+            self.reasoning = Some(n);
         }
         out.emit(self.usage_event());
         Ok(())
@@ -272,20 +407,20 @@ impl Wire for Decoder {
             );
             error_from(None, text, None)
         })?;
-        match event.get("type").and_then(Value::as_str).unwrap_or("") {
-            "message_start" => self.on_message_start(&event, out),
-            "content_block_start" => self.on_block_start(&event, out)?,
-            "content_block_delta" => self.on_block_delta(&event, out),
-            "content_block_stop" => {
-                if let Some(index) = event.get("index").and_then(Value::as_u64).map(|i| i as usize)
+        match lenient::event(event).unwrap_or(Event::Other) {
+            Event::MessageStart { message } => self.on_message_start(message, out),
+            Event::ContentBlockStart { index, content_block } => self.on_block_start(index, content_block, out)?,
+            Event::ContentBlockDelta { index, delta } => self.on_block_delta(index, delta, out),
+            Event::ContentBlockStop { index } => {
+                if let Some(index) = index.map(|i| i as usize)
                     && self.open.remove(&index).is_some()
                 {
                     out.emit(ProviderEvent::BlockEnd { index });
                 }
             }
-            "message_delta" => self.on_message_delta(&event, out)?,
-            "message_stop" => self.saw_stop = true,
-            _ => {}
+            Event::MessageDelta { delta, usage } => self.on_message_delta(delta, usage, out)?,
+            Event::MessageStop {} => self.saw_stop = true,
+            Event::Other => {}
         }
         Ok(Flow::Continue)
     }

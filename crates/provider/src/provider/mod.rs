@@ -33,6 +33,7 @@ pub mod google;
 pub mod google_request;
 pub mod google_vertex;
 pub mod http;
+pub mod lenient;
 pub mod mistral;
 pub mod mistral_request;
 pub mod observe;

@@ -76,6 +76,7 @@ impl Agent {
             | ExtRequest::Emit(_)
             | ExtRequest::GetModels
             | ExtRequest::Compact(_)) => self.extension_host_request(id, other).await,
+            ExtRequest::Mcp { method, params } => self.extension_mcp_request(id, &method, &params),
             ExtRequest::Library(p) => {
                 let name = p.get("fn").and_then(Value::as_str).unwrap_or_default();
                 let args = p.get("args").and_then(Value::as_array).cloned().unwrap_or_default();

@@ -1,10 +1,13 @@
-//! The agent's side of MCP: the built-in `/mcp` command and which indirect
-//! tools (`codemode`, `tool_search`) are on. Starting the servers is
+//! The agent's side of MCP: the built-in `/mcp` command, which indirect
+//! tools (`codemode`, `tool_search`) are on, and the servers extensions
+//! register (`pi.registerMcpServer()`, announced as `mcp_servers_change`). Starting the servers is
 //! `mcp_start.rs`; a run's MCP tools and first-prompt wait are in `run.rs`.
 
 use super::Agent;
 use crate::agent::extension_state::ExtSignal;
 use crate::agent::internal::Internal;
+use serde_json::{Value, json};
+
 use crate::event::{AgentEvent, ExtensionUiKind, ExtensionUiRequest};
 use crate::mcp::command::{self as mcp_command, Notice};
 use crate::mcp::turn::{CODEMODE, Reach};
@@ -75,5 +78,37 @@ impl Agent {
             .filter(|(on, _)| *on)
             .map(|(_, name)| crate::system_prompt::PromptTool::builtin(name))
             .collect()
+    }
+
+    /// `registerMcpServer` / `unregisterMcpServer` / `getMcpServers` of
+    /// extension `id`: the registered servers after the call, `{servers}`.
+    /// A change made once the extension is bound (it finished loading) is
+    /// announced to every extension as `mcp_servers_change`, as pi does.
+    pub(super) fn extension_mcp_request(&self, id: usize, method: &str, params: &Value) -> Result<Value, String> {
+        let ext = self.ext.handle().get(id).ok_or("unknown extension")?;
+        let path = ext.path_string();
+        let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+        let changed = match method {
+            "registerMcpServer" => {
+                let config = params.get("config").cloned().unwrap_or(Value::Null);
+                let sources = crate::mcp::ConfigSources {
+                    agent_dir: self.workspace.agent_dir(),
+                    cwd: self.workspace.cwd(),
+                    project_trusted: false,
+                    env: None,
+                };
+                self.mcp.register_server(name, &config, &path, &sources)?;
+                true
+            }
+            "unregisterMcpServer" => self.mcp.unregister_server(name, &path),
+            _ => false,
+        };
+        let servers = self.mcp.registered_servers();
+        if changed && ext.is_ready() {
+            // The registering extension's own handlers ran in its call, as in pi.
+            let event = json!({"type": "mcp_servers_change", "servers": servers});
+            self.ext.handle().notify_others(id, "mcp_servers_change", event);
+        }
+        Ok(json!({"servers": servers}))
     }
 }

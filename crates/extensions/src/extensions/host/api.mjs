@@ -7,6 +7,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { exec } from "./exec.mjs";
+import { dispatch } from "./hooks.mjs";
 import { Providers } from "./providers.mjs";
 import { VirtualModels } from "./virtual-models.mjs";
 
@@ -102,6 +103,15 @@ export class Instance {
 			virtualModels: this.virtualModels.catalog(),
 			providers: this.providers.catalog(),
 		};
+	}
+
+	/**
+	 * pi announces a registration change made after load to this extension's
+	 * handlers within the call (pi-rpc tells the other extensions).
+	 */
+	mcpServersChanged(servers) {
+		if (!this.bound || this.stale) return;
+		dispatch(this, { type: "mcp_servers_change", servers }, this.contexts.event(undefined), this.reportError);
 	}
 
 	unsupported(what) {
@@ -256,12 +266,18 @@ export class Instance {
 			unregisterVirtualModel(provider, id) {
 				if (self.virtualModels.unregister(provider, id)) self.onChange();
 			},
-			registerMcpServer() {
-				self.unsupported("pi.registerMcpServer()");
+			// Kept by pi-rpc for every extension of the session; its MCP client connects them.
+			registerMcpServer(name, config) {
+				const { servers } = ch.call("registerMcpServer", { name, config: JSON.parse(JSON.stringify(config ?? null)) });
+				self.mcpServersChanged(servers);
 			},
-			unregisterMcpServer() {},
+			unregisterMcpServer(name) {
+				const before = JSON.stringify(self.pi.getMcpServers());
+				const { servers } = ch.call("unregisterMcpServer", { name });
+				if (JSON.stringify(servers) !== before) self.mcpServersChanged(servers);
+			},
 			getMcpServers() {
-				return [];
+				return ch.call("getMcpServers").servers;
 			},
 		};
 	}

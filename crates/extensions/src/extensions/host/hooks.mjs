@@ -158,6 +158,28 @@ export async function runHook(instance, method, params, ctx, reportError) {
 			}
 			return changed ? { messages: event.messages } : null;
 		}
+		case "context_with_system": {
+			// Chained like `context`, over the whole transcript; the leading system message should stay.
+			let changed = false;
+			for (const handler of handlers) {
+				try {
+					const hadHead = event.messages[0]?.role === "system";
+					const result = await handler(event, ctx);
+					if (!Array.isArray(result?.messages)) continue;
+					event.messages = result.messages;
+					changed = true;
+					if (hadHead && event.messages[0]?.role !== "system") {
+						reportError(
+							method,
+							"the handler dropped the leading system message: the request has no prompt or initial tools (keep a system message first)",
+						);
+					}
+				} catch (error) {
+					reportError(method, error);
+				}
+			}
+			return changed ? { messages: event.messages } : null;
+		}
 		case "tool_result": {
 			let changed = false;
 			for (const handler of handlers) {

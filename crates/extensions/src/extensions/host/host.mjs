@@ -98,9 +98,16 @@ function onLine(line) {
 		case "cancel":
 			controllers.get(String(message.id))?.abort();
 			break;
-		case "event":
-			serial(() => onEvent(message.event ?? {}));
+		case "event": {
+			const event = message.event ?? {};
+			// pi does not await prompt-span handlers, nor queue them behind a hook waiting on that very prompt.
+			if (event.type === "ui_prompt_start" || event.type === "ui_prompt_end") {
+				if (instance) dispatch(instance, event, contexts.event(undefined), reportError);
+			} else {
+				serial(() => onEvent(event));
+			}
 			break;
+		}
 		case "request":
 			if (!services?.handle(message, controllers)) onRequest(message);
 			break;
@@ -297,6 +304,7 @@ async function createInstance() {
 	});
 	await factory(current.instance.pi);
 	current.ready = true;
+	current.instance.bound = true;
 	return current.instance;
 }
 

@@ -76,7 +76,11 @@ export function createUi(channel) {
 		getTheme: () => undefined,
 		setTheme: () => ({ success: false, error: THEME_ERROR }),
 		getEditorComponent: () => undefined,
-		custom: async () => undefined,
+		// No components in RPC mode: undefined, after pi-rpc announced the (empty) prompt span.
+		custom: () => channel.request("custom", {}).then(
+			() => undefined,
+			() => undefined,
+		),
 		onTerminalInput: () => noop,
 		setWorkingMessage: noop,
 		setWorkingVisible: noop,

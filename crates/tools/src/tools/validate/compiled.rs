@@ -7,12 +7,15 @@
 //! `{"$ref": "<uri>#<pointer>"}`, so its references back to the root (`#`,
 //! `#/definitions/…`, `#/$defs/…`) resolve as they do in the whole. A schema
 //! `jsonschema` cannot compile is not checked; a warning is logged.
+//!
+//! What is compiled is kept for the whole process, keyed by the schema's JSON
+//! text ([`SHARED`]): the same tool's next check reuses its registry and every
+//! part already compiled instead of compiling them again.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use jsonschema::{Draft, PatternOptions, Registry, Validator as Compiled};
 use serde_json::{Map, Value, json};
@@ -44,6 +47,11 @@ const UNCHECKED: [&str; 14] = [
     "$recursiveRef",
 ];
 
+/// Schemas compiled so far in this process, by their JSON text (`None`: not checkable).
+static SHARED: Mutex<Option<HashMap<String, Option<Arc<Shared>>>>> = Mutex::new(None);
+/// Past this many distinct schemas the cache starts again empty.
+const MAX_SHARED: usize = 512;
+
 /// A schema ready to check values: the whole, and its parts on demand.
 pub(super) struct CompiledSchema<'a> {
     checked: Option<Checked>,
@@ -51,33 +59,31 @@ pub(super) struct CompiledSchema<'a> {
     original: PhantomData<&'a Value>,
 }
 
-struct Checked {
+/// One schema's compiled form, shared by every check of the same schema text.
+struct Shared {
     schema: Arc<Value>,
     /// The references that name nothing, by the number of their marker.
     unresolved: Vec<String>,
     registry: Registry<'static>,
+    /// The parts compiled so far, by JSON pointer (`None`: the part does not compile).
+    validators: Mutex<HashMap<String, Option<Arc<Compiled>>>>,
+}
+
+struct Checked {
+    shared: Arc<Shared>,
     /// The JSON pointer of every part of the original schema, by address.
     pointers: HashMap<usize, String>,
-    validators: RefCell<HashMap<String, Option<Rc<Compiled>>>>,
+    /// Schemas that are not parts of this one, by address (kept for this check only).
+    standalone: RefCell<HashMap<usize, Option<Arc<Compiled>>>>,
 }
 
 impl<'a> CompiledSchema<'a> {
     pub(super) fn new(original: &'a Value) -> Self {
-        let (schema, unresolved) = Copier::copy(original);
-        let schema = Arc::new(schema);
-        let registry =
-            Registry::new().draft(Draft::Draft202012).add(BASE, Arc::clone(&schema)).and_then(|b| b.prepare());
-        let checked = match registry {
-            Ok(registry) => {
-                let mut pointers = HashMap::new();
-                index_pointers(original, String::new(), &mut pointers);
-                Some(Checked { schema, unresolved, registry, pointers, validators: RefCell::new(HashMap::new()) })
-            }
-            Err(e) => {
-                tracing::warn!("tool schema not checked: {e}");
-                None
-            }
-        };
+        let checked = shared(original).map(|shared| {
+            let mut pointers = HashMap::new();
+            index_pointers(original, String::new(), &mut pointers);
+            Checked { shared, pointers, standalone: RefCell::new(HashMap::new()) }
+        });
         CompiledSchema { checked, original: PhantomData }
     }
 
@@ -95,39 +101,83 @@ impl<'a> CompiledSchema<'a> {
     pub(super) fn errors(&self, v: &Value) -> Vec<SchemaError> {
         let Some(checked) = &self.checked else { return Vec::new() };
         let Some(validator) = checked.validator("") else { return Vec::new() };
+        let shared = &checked.shared;
         // The validator is `{"$ref": …}`: every schema path starts with that `$ref`.
         let frame =
-            Frame { root: &checked.schema, base: &checked.schema, value: v, skip: 1, unresolved: &checked.unresolved };
+            Frame { root: &shared.schema, base: &shared.schema, value: v, skip: 1, unresolved: &shared.unresolved };
         explain(validator.iter_errors(v), &frame)
     }
 }
 
-impl Checked {
-    fn validator(&self, pointer: &str) -> Option<Rc<Compiled>> {
-        if let Some(found) = self.validators.borrow().get(pointer) {
+/// The compiled form of `original`, from the process-wide cache or compiled now.
+fn shared(original: &Value) -> Option<Arc<Shared>> {
+    let key = original.to_string();
+    if let Ok(guard) = SHARED.lock()
+        && let Some(found) = guard.as_ref().and_then(|map| map.get(&key))
+    {
+        return found.clone();
+    }
+    let built = Shared::compile(original).map(Arc::new);
+    if let Ok(mut guard) = SHARED.lock() {
+        let map = guard.get_or_insert_with(HashMap::new);
+        if map.len() >= MAX_SHARED {
+            map.clear();
+        }
+        map.insert(key, built.clone());
+    }
+    built
+}
+
+impl Shared {
+    fn compile(original: &Value) -> Option<Shared> {
+        let (schema, unresolved) = Copier::copy(original);
+        let schema = Arc::new(schema);
+        let registry =
+            Registry::new().draft(Draft::Draft202012).add(BASE, Arc::clone(&schema)).and_then(|b| b.prepare());
+        match registry {
+            Ok(registry) => Some(Shared { schema, unresolved, registry, validators: Mutex::new(HashMap::new()) }),
+            Err(e) => {
+                tracing::warn!("tool schema not checked: {e}");
+                None
+            }
+        }
+    }
+
+    fn validator(&self, pointer: &str) -> Option<Arc<Compiled>> {
+        if let Ok(validators) = self.validators.lock()
+            && let Some(found) = validators.get(pointer)
+        {
             return found.clone();
         }
         let reference = json!({ "$ref": format!("{BASE}#{}", uri_fragment(pointer)) });
         let built = options().with_registry(&self.registry).build(&reference);
         let built = match built {
-            Ok(v) => Some(Rc::new(v)),
+            Ok(v) => Some(Arc::new(v)),
             Err(e) => {
                 tracing::warn!("tool schema part {pointer:?} not checked: {e}");
                 None
             }
         };
-        self.validators.borrow_mut().insert(pointer.to_string(), built.clone());
+        if let Ok(mut validators) = self.validators.lock() {
+            validators.insert(pointer.to_string(), built.clone());
+        }
         built
+    }
+}
+
+impl Checked {
+    fn validator(&self, pointer: &str) -> Option<Arc<Compiled>> {
+        self.shared.validator(pointer)
     }
 
     /// A schema that is not part of the tool's schema, compiled on its own.
-    fn standalone(&self, node: &Value) -> Option<Rc<Compiled>> {
-        let key = format!("@{}", address(node));
-        if let Some(found) = self.validators.borrow().get(&key) {
+    fn standalone(&self, node: &Value) -> Option<Arc<Compiled>> {
+        let key = address(node);
+        if let Some(found) = self.standalone.borrow().get(&key) {
             return found.clone();
         }
-        let built = options().build(&Copier::copy(node).0).ok().map(Rc::new);
-        self.validators.borrow_mut().insert(key, built.clone());
+        let built = options().build(&Copier::copy(node).0).ok().map(Arc::new);
+        self.standalone.borrow_mut().insert(key, built.clone());
         built
     }
 }
@@ -247,4 +297,10 @@ impl<'r> Copier<'r> {
             other => other.clone(),
         }
     }
+}
+
+/// Whether the process-wide cache holds `schema` (tests).
+#[cfg(test)]
+pub(super) fn is_shared(schema: &Value) -> bool {
+    SHARED.lock().is_ok_and(|g| g.as_ref().is_some_and(|m| m.contains_key(&schema.to_string())))
 }

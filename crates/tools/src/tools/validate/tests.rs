@@ -287,3 +287,51 @@ fn builtin_specs_match_pi() {
         assert_eq!(&ours, line);
     }
 }
+
+#[test]
+fn compiled_schemas_are_reused_with_the_same_outcome() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"n": {"type": "integer"}, "tag": {"$ref": "#/$defs/tag"}},
+        "required": ["n"],
+        "$defs": {"tag": {"type": "string", "pattern": "^cache-test-[a-z]+$"}}
+    });
+    let bad = json!({"n": "x", "tag": "cache-test-1"});
+    let first = coerce_and_validate("t", &schema, &bad);
+    assert!(compiled::is_shared(&schema));
+    // A second check of an equal schema (another value, same text) gives the same answers.
+    let copy: Value = serde_json::from_str(&schema.to_string()).unwrap();
+    assert_eq!(coerce_and_validate("t", &copy, &bad), first);
+    assert_eq!(
+        coerce_and_validate("t", &copy, &json!({"n": 2, "tag": "cache-test-a"})),
+        Ok(json!({"n": 2, "tag": "cache-test-a"}))
+    );
+    assert!(first.unwrap_err().contains("  - n: expected integer, got string"));
+}
+
+/// The cost of a check with and without the process-wide cache; prints figures, asserts nothing timed.
+/// `cargo test -p pi-tools --release validate_cost -- --ignored --nocapture`
+#[test]
+#[ignore]
+#[allow(clippy::print_stdout)] // the figures are this measurement's output
+fn validate_cost() {
+    let reg = ToolRegistry::builtin();
+    let schema = reg.get("edit").unwrap().parameters().clone();
+    let args = json!({"path": "a.txt", "edits": [{"oldText": "a", "newText": "b"}]});
+    let rounds = 200;
+    let started = std::time::Instant::now();
+    for i in 0..rounds {
+        // A schema text not seen before: compiled as every call did without the cache.
+        let mut fresh = schema.clone();
+        fresh["description"] = json!(format!("validate_cost {i}"));
+        assert!(coerce_and_validate("edit", &fresh, &args).is_ok());
+    }
+    let uncached = started.elapsed() / rounds;
+    assert!(coerce_and_validate("edit", &schema, &args).is_ok());
+    let started = std::time::Instant::now();
+    for _ in 0..rounds {
+        assert!(coerce_and_validate("edit", &schema, &args).is_ok());
+    }
+    let cached = started.elapsed() / rounds;
+    println!("edit tool check: compiled every call {uncached:?}, cached {cached:?} (mean of {rounds})");
+}
