@@ -47,7 +47,7 @@ use super::{AgentConfig, Output};
 use crate::error::{CoreError, ErrorKind};
 use crate::event::AgentEvent;
 use crate::message::{AgentMessage, StopReason};
-use crate::op::{Op, Reply, RequestTag};
+use crate::op::{Reply, RequestTag};
 
 /// The state the actor owns.
 pub(crate) struct Agent {
