@@ -1,8 +1,10 @@
 //! A cluster worker's leases when its renewals run late: alone in the
 //! cluster, a worker paused past its lease TTL (SIGSTOP, then SIGCONT) takes
 //! its expired leases again, moving each session's fencing epoch along, and
-//! goes on serving its sessions (also one never written to its file). The
-//! lease bucket is read with `async-nats` on the same real nats-server.
+//! goes on serving its sessions (also one never written to its file); and
+//! an owner paused mid-stream while another worker takes its session over
+//! hands its still-connected client over to the new owner. The lease bucket
+//! is read with `async-nats` on the same real nats-server.
 
 use std::path::Path;
 use std::time::Duration;
@@ -92,7 +94,6 @@ async fn a_worker_alone_paused_past_its_leases_takes_them_again_and_keeps_its_se
 }
 
 #[tokio::test]
-#[ignore = "intermittent (1 failure in 5 runs): after SIGCONT, A's moved client sometimes never gets agent_end; a handover race open in issue 28; run with --ignored"]
 async fn an_owner_paused_mid_stream_past_its_lease_hands_its_clients_over_to_the_new_owner() {
     let Some(nats) = Nats::start().await else { return };
     let sb = Sandbox::with_server().await;

@@ -58,6 +58,9 @@ pub struct Hub {
     agent: AgentHandle,
     pub(crate) control: mpsc::Sender<Control>,
     pub(crate) closing: AtomicBool,
+    /// Its connections are on their way to a successor (the session moved
+    /// to another worker): ops wait for it rather than start a new session.
+    pub(crate) moving: AtomicBool,
     pub(crate) closed: CancellationToken,
     mirror: bool,
     pub(crate) successor: Mutex<Option<Arc<Hub>>>,
@@ -92,6 +95,11 @@ impl Hub {
     /// Resolves once the session has ended and let go of its lock.
     pub async fn wait_closed(&self) {
         self.closed.cancelled().await;
+    }
+
+    /// True while its connections are being moved to a successor.
+    pub fn is_moving(&self) -> bool {
+        self.moving.load(Ordering::SeqCst)
     }
 
     /// The hub this one's connections now belong to (itself unless it moved).
@@ -202,6 +210,7 @@ impl Hub {
             agent: loaded.agent.clone(),
             control: control_tx,
             closing: AtomicBool::new(false),
+            moving: AtomicBool::new(false),
             closed: CancellationToken::new(),
             mirror: matches!(loaded.feed, Feed::Mirror { .. }),
             successor: Mutex::new(None),

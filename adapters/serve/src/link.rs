@@ -146,7 +146,13 @@ impl Link {
     async fn session(&mut self) -> Result<Arc<Hub>, CoreError> {
         if let Some(hub) = &self.attached {
             // A mirror that moves keeps its ops for the session's new place.
-            let current = hub.follow();
+            let mut current = hub.follow();
+            if current.is_moving() && !current.is_mirror() {
+                // An owner whose session went to another worker: its
+                // connections are being moved there; the op goes there too.
+                current.wait_closed().await;
+                current = current.follow();
+            }
             if !current.is_closing() || current.is_mirror() {
                 self.attached = Some(current.clone());
                 return Ok(current);

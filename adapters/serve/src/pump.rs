@@ -151,10 +151,8 @@ impl Pump {
                 (Source::Mirror(items), None)
             }
         };
-        let (mut valid, lost) = match lease {
-            Some(LeaseWatch { lost, valid_until }) => (Some(valid_until), Some(lost)),
-            None => (None, None),
-        };
+        let lost = lease.as_ref().map(|l| l.lost.clone());
+        let valid = lease;
         let mut feed_open = true;
         while !self.done {
             let alone = self.conns.is_empty() && !self.unloading && self.internal.is_empty() && !self.moving;
@@ -191,10 +189,10 @@ impl Pump {
                         }
                     }
                 },
-                changed = async { match valid.as_mut() { Some(v) => v.changed().await, None => Ok(()) } },
+                () = async { if let Some(v) = valid.as_ref() { v.concluded().await } },
                     if valid.is_some() && !self.held.is_empty() && !self.fenced =>
                 {
-                    if changed.is_err() || !self.in_doubt(valid.as_ref()) {
+                    if !self.in_doubt(valid.as_ref()) {
                         self.release_held();
                     }
                 }
@@ -202,6 +200,7 @@ impl Pump {
                     self.fenced = true;
                     // What waited is dropped (but the answers owed to clients).
                     self.release_held();
+                    self.hub.moving.store(true, Ordering::SeqCst);
                     self.hub.closing.store(true, Ordering::SeqCst);
                     tracing::warn!(
                         "session {}: its lease went to another worker; unloading it here (its clients move there)",
@@ -222,9 +221,9 @@ impl Pump {
     }
 
     /// True when the session's lease may have expired unnoticed (see
-    /// [`crate::cluster::lease::in_doubt`]).
-    fn in_doubt(&self, valid_until: Option<&tokio::sync::watch::Receiver<Instant>>) -> bool {
-        !self.fenced && valid_until.is_some_and(crate::cluster::lease::in_doubt)
+    /// [`LeaseWatch::in_doubt`]).
+    fn in_doubt(&self, lease: Option<&LeaseWatch>) -> bool {
+        !self.fenced && lease.is_some_and(LeaseWatch::in_doubt)
     }
 
     /// Route the output held while the lease was in doubt (once fenced,
@@ -517,6 +516,7 @@ impl Pump {
         tracing::info!("session {id}: {reason}; finding it again");
         self.moving = true;
         self.lost_reason = reason;
+        self.hub.moving.store(true, Ordering::SeqCst);
         self.hub.closing.store(true, Ordering::SeqCst);
         self.home.forget(&id, &self.hub);
         for (_, attaching) in self.fetching.drain() {

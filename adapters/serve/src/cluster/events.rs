@@ -207,26 +207,37 @@ impl EventLog {
 
     /// The stored events of `session` after `after_seq` (up to `upto` when
     /// given: events not stored yet are waited for, a little), in order.
+    ///
+    /// The stream's last message is not always the session's latest event:
+    /// a stale owner (paused past its lease) may store its last events after
+    /// the new owner's. With `upto`, the events read are what is waited on.
     pub async fn after(&self, session: &str, after_seq: u64, upto: Option<u64>) -> Result<Vec<Stored>, String> {
-        let mut tail = self.tail(session).await?;
-        if let Some(upto) = upto {
-            // The owner may not have had its last events acknowledged yet.
-            for _ in 0..40 {
-                if tail.is_some_and(|t| t.seq >= upto) {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                tail = self.tail(session).await?;
+        let Some(upto) = upto else {
+            match self.tail(session).await? {
+                Some(t) if t.seq > after_seq => {}
+                _ => return Ok(Vec::new()),
             }
+            let mut events = self.read_within(session).await?;
+            events.retain(|e| e.seq > after_seq);
+            return Ok(events);
+        };
+        let mut events = self.read_within(session).await?;
+        // The owner may not have had its last events acknowledged yet.
+        for _ in 0..10 {
+            if events.last().is_some_and(|e| e.seq >= upto) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            events = self.read_within(session).await?;
         }
-        match tail {
-            Some(t) if t.seq > after_seq => {}
-            _ => return Ok(Vec::new()),
-        }
-        let read = tokio::time::timeout(Duration::from_secs(30), self.read_subject(session)).await;
-        let mut events = read.map_err(|_| format!("session {session}: reading its events took over 30 s"))??;
-        events.retain(|e| e.seq > after_seq && upto.is_none_or(|u| e.seq <= u));
+        events.retain(|e| e.seq > after_seq && e.seq <= upto);
         Ok(events)
+    }
+
+    /// [`EventLog::read_subject`], within 30 s.
+    async fn read_within(&self, session: &str) -> Result<Vec<Stored>, String> {
+        let read = tokio::time::timeout(Duration::from_secs(30), self.read_subject(session)).await;
+        read.map_err(|_| format!("session {session}: reading its events took over 30 s"))?
     }
 
     /// Every stored event of `session`, in `seq` order.

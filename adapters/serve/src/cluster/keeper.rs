@@ -5,6 +5,7 @@
 //! the TTL loses its lease).
 
 use std::future::Future;
+use std::sync::Arc;
 
 use async_nats::jetstream::kv;
 
@@ -14,8 +15,8 @@ use super::{ClusterOptions, LEASE_BUCKET, connect_client};
 #[derive(Clone)]
 pub struct Keeper {
     runtime: tokio::runtime::Handle,
-    /// The lease bucket, through the keeper's own connection.
-    pub leases: kv::Store,
+    /// The lease bucket, through the keeper's own connection (shared by every renewal).
+    pub leases: Arc<kv::Store>,
 }
 
 impl std::fmt::Debug for Keeper {
@@ -47,7 +48,8 @@ impl Keeper {
                         .map_err(|e| format!("--cluster: cannot open the lease bucket {LEASE_BUCKET}: {e}"))
                 }
                 .await;
-                let keeper = opened.map(|leases| Keeper { runtime: tokio::runtime::Handle::current(), leases });
+                let keeper = opened
+                    .map(|leases| Keeper { runtime: tokio::runtime::Handle::current(), leases: Arc::new(leases) });
                 let failed = keeper.is_err();
                 if ready_tx.send(keeper).is_err() || failed {
                     return;

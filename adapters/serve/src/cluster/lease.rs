@@ -14,7 +14,7 @@
 //! * The renewals run on the lease keeper's thread ([`super::keeper`]), away
 //!   from the worker's busy runtime; one that comes late is logged.
 //! * While no renewal has concluded for a TTL (the worker was paused, or the
-//!   keeper starved), the lease is in doubt ([`in_doubt`]): the
+//!   keeper starved), the lease is in doubt ([`LeaseWatch::in_doubt`]): the
 //!   session's pump holds its events until the next renewal says whether the
 //!   lease is still this worker's, so a stale owner publishes nothing.
 //! * Expires with the bucket's `max_age` (the TTL) once its owner stops
@@ -30,12 +30,15 @@ use std::time::Duration;
 
 use async_nats::jetstream::kv;
 use bytes::Bytes;
-use tokio::sync::watch;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::Cluster;
 use super::fence::{EpochFence, claim};
+
+/// How many fencing epochs are claimed (written and synced) at once.
+static CLAIMS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
 
 /// Why a lease could not be taken.
 #[derive(Debug, thiserror::Error)]
@@ -47,20 +50,46 @@ pub enum LeaseError {
 }
 
 /// A held lease; renewed until dropped, then released.
+///
+/// An idle session holds one, so it is kept small: its state shared with
+/// its renewals in one allocation, the bucket's handle shared by every lease
+/// of the worker (an `async_nats` KV handle is over a kilobyte).
 #[derive(Debug)]
 pub struct Lease {
     id: String,
-    revision: Arc<AtomicU64>,
-    lost: Arc<AtomicBool>,
-    /// Fires when another worker took the session (renewal lost).
-    lost_token: CancellationToken,
-    stop: CancellationToken,
-    leases: kv::Store,
+    state: Arc<State>,
+    leases: Arc<kv::Store>,
     fence: Arc<EpochFence>,
     /// The worker whose expired lease this one took over.
     taken_from: Option<String>,
-    /// Until when the lease is surely this worker's (moved by each renewal).
-    valid_until: Arc<watch::Sender<Instant>>,
+    /// Let go of already ([`Lease::release`]).
+    released: bool,
+}
+
+/// What a lease and its renewals share.
+#[derive(Debug)]
+struct State {
+    revision: AtomicU64,
+    lost: AtomicBool,
+    /// Fires when another worker took the session (renewal lost).
+    lost_token: CancellationToken,
+    stop: CancellationToken,
+    /// Until when the lease is surely this worker's, in ms after `origin`
+    /// (moved by each renewal).
+    valid_until: AtomicU64,
+    origin: Instant,
+    /// A renewal concluded (the pump holding output looks again).
+    concluded: Notify,
+}
+
+impl State {
+    fn in_doubt(&self) -> bool {
+        millis(self.origin.elapsed()) > self.valid_until.load(Ordering::SeqCst)
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// What the pump of a leased session watches.
@@ -68,13 +97,19 @@ pub struct Lease {
 pub struct LeaseWatch {
     /// Fires once another worker holds the session.
     pub lost: CancellationToken,
-    /// Until when the lease is surely this worker's.
-    pub valid_until: watch::Receiver<Instant>,
+    state: Arc<State>,
 }
 
-/// No renewal concluded within the TTL: the lease may have expired.
-pub fn in_doubt(valid_until: &watch::Receiver<Instant>) -> bool {
-    *valid_until.borrow() < Instant::now()
+impl LeaseWatch {
+    /// No renewal concluded within the TTL: the lease may have expired.
+    pub fn in_doubt(&self) -> bool {
+        self.state.in_doubt()
+    }
+
+    /// Resolves once a renewal concluded (since the last time it resolved).
+    pub async fn concluded(&self) {
+        self.state.concluded.notified().await;
+    }
 }
 
 fn now_ms() -> u64 {
@@ -136,34 +171,39 @@ impl Lease {
             }
             Err(e) => return Err(bus(e.to_string())),
         };
-        let lease = Lease {
-            id: id.to_string(),
-            revision: Arc::new(AtomicU64::new(epoch)),
-            lost: Arc::new(AtomicBool::new(false)),
+        let state = State {
+            revision: AtomicU64::new(epoch),
+            lost: AtomicBool::new(false),
             lost_token: CancellationToken::new(),
             stop: CancellationToken::new(),
+            valid_until: AtomicU64::new(millis(cluster.options.lease_ttl)),
+            origin: asked,
+            concluded: Notify::new(),
+        };
+        let lease = Lease {
+            id: id.to_string(),
+            state: Arc::new(state),
             leases: cluster.leases.clone(),
             fence: Arc::new(EpochFence::new(session_dir, id, epoch)),
             taken_from,
-            valid_until: Arc::new(watch::Sender::new(asked + cluster.options.lease_ttl)),
+            released: false,
         };
         let renewal = Renewal {
             leases: cluster.keeper.leases.clone(),
             id: id.to_string(),
             worker: worker.clone(),
             ttl: cluster.options.lease_ttl,
-            revision: lease.revision.clone(),
-            lost: lease.lost.clone(),
-            lost_token: lease.lost_token.clone(),
-            stop: lease.stop.clone(),
+            state: lease.state.clone(),
             fence: lease.fence.clone(),
-            valid_until: lease.valid_until.clone(),
             since: asked,
         };
         // Renewed from now on: claiming the epoch (an fsync) may take a while on a busy disk.
         cluster.keeper.spawn(renewal.run());
         let dir = session_dir.to_path_buf();
         let session = id.to_string();
+        // A few claims at a time: a burst of new sessions would otherwise grow
+        // the blocking pool to a thread each, whose stacks stay resident.
+        let _claiming = CLAIMS.acquire().await.map_err(|e| bus(e.to_string()))?;
         match tokio::task::spawn_blocking(move || claim(&dir, &session, epoch)).await {
             Ok(Ok(())) => {}
             // Dropping the lease releases it.
@@ -181,7 +221,7 @@ impl Lease {
 
     /// True once another worker holds the session (renewal lost).
     pub fn is_lost(&self) -> bool {
-        self.lost.load(Ordering::SeqCst)
+        self.state.lost.load(Ordering::SeqCst)
     }
 
     /// The fence the session's writes go through.
@@ -191,12 +231,27 @@ impl Lease {
 
     /// Fires once another worker holds the session.
     pub fn lost_token(&self) -> CancellationToken {
-        self.lost_token.clone()
+        self.state.lost_token.clone()
     }
 
     /// The lease's state, for the session's pump.
     pub fn watch(&self) -> LeaseWatch {
-        LeaseWatch { lost: self.lost_token.clone(), valid_until: self.valid_until.subscribe() }
+        LeaseWatch { lost: self.state.lost_token.clone(), state: self.state.clone() }
+    }
+
+    /// Let go of the lease now, rather than in the background once dropped:
+    /// a load that follows at once (creating the session it did not find)
+    /// then finds it free.
+    pub async fn release(mut self) {
+        self.released = true;
+        self.state.stop.cancel();
+        if self.is_lost() {
+            return;
+        }
+        let last = self.state.revision.load(Ordering::SeqCst);
+        if let Err(e) = self.leases.delete_expect_revision(&self.id, Some(last)).await {
+            tracing::debug!("session {}: lease release: {e}", self.id);
+        }
     }
 
     /// The worker whose expired lease this one took over, if any.
@@ -218,20 +273,29 @@ impl Lease {
     }
 }
 
-/// The renewals of one lease.
+/// The renewals of one lease: a task on the keeper's thread for as long as
+/// the lease is held. While it waits for the next renewal it holds little;
+/// a renewal's bus requests (several kilobytes of future) live on the heap
+/// only while it runs.
 struct Renewal {
-    leases: kv::Store,
+    leases: Arc<kv::Store>,
     id: String,
     worker: String,
     ttl: Duration,
-    revision: Arc<AtomicU64>,
-    lost: Arc<AtomicBool>,
-    lost_token: CancellationToken,
-    stop: CancellationToken,
+    state: Arc<State>,
     fence: Arc<EpochFence>,
-    valid_until: Arc<watch::Sender<Instant>>,
     /// When the lease was asked for (its first renewal is due a period later).
     since: Instant,
+}
+
+/// What one renewal concluded.
+enum Renewed {
+    /// Renewed (or taken again): not in doubt until a TTL after it was sent.
+    Yes,
+    /// Not concluded (the bus is away, or could not tell): again at the next period.
+    Again,
+    /// The lease is lost or let go: the renewals end.
+    End,
 }
 
 /// What a renewal that found the lease gone did.
@@ -247,68 +311,78 @@ enum Retaken {
 impl Renewal {
     async fn run(self) {
         let period = (self.ttl / 3).max(Duration::from_millis(100));
-        let id = &self.id;
         let mut last_renewed = self.since;
         let mut next = self.since + period;
         loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(next) => {}
-                _ = self.stop.cancelled() => return,
+                _ = self.state.stop.cancelled() => return,
             }
             let sent = Instant::now();
             next = sent + period;
             let since = sent - last_renewed;
             if since > period * 2 {
                 tracing::warn!(
-                    "session {id}: lease renewal late: {since:?} since the last one (every {period:?}, TTL {:?})",
+                    "session {}: lease renewal late: {since:?} since the last one (every {period:?}, TTL {:?})",
+                    self.id,
                     self.ttl
                 );
             }
-            let last = self.revision.load(Ordering::SeqCst);
-            match self.leases.update(id, owner_value(&self.worker), last).await {
-                Ok(next) => self.revision.store(next, Ordering::SeqCst),
-                // Another worker took it, or the lease expired before this renewal
-                // (late by more than the TTL): take it again if nobody else has.
-                Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
-                    match self.retake(last).await {
-                        // Let go meanwhile (the session unloaded): the lease goes too.
-                        Retaken::Held(revision) if self.stop.is_cancelled() => {
-                            let _ = self.leases.delete_expect_revision(id, Some(revision)).await;
-                            return;
-                        }
-                        Retaken::Held(revision) => {
-                            self.revision.store(revision, Ordering::SeqCst);
-                            tracing::warn!(
-                                "session {id}: its lease expired while this worker served it ({since:?} since the last \
-                                 renewal, TTL {:?}); taken again under fencing epoch {}",
-                                self.ttl,
-                                self.fence.epoch()
-                            );
-                        }
-                        Retaken::Lost(owner) => {
-                            self.lost.store(true, Ordering::SeqCst);
-                            self.lost_token.cancel();
-                            tracing::warn!(
-                                "session {id}: lease lost to another worker ({owner}); its writes are now refused"
-                            );
-                            return;
-                        }
-                        Retaken::Unknown(why) => {
-                            tracing::warn!("session {id}: the lease is gone and cannot be taken again yet: {why}");
-                            self.concluded(sent);
-                            continue;
-                        }
-                    }
-                }
-                // The bus is away: try again; past the TTL the lease expires and the fence takes over.
-                Err(e) => {
-                    tracing::warn!("session {id}: cannot renew the lease: {e}");
+            // Boxed: the requests' futures take room only while they run.
+            match Box::pin(self.renew(since)).await {
+                Renewed::Yes => {
                     self.concluded(sent);
-                    continue;
+                    last_renewed = sent;
                 }
+                Renewed::Again => self.concluded(sent),
+                Renewed::End => return,
             }
-            self.concluded(sent);
-            last_renewed = sent;
+        }
+    }
+
+    /// One renewal, `since` after the last one that concluded.
+    async fn renew(&self, since: Duration) -> Renewed {
+        let id = &self.id;
+        let last = self.state.revision.load(Ordering::SeqCst);
+        match self.leases.update(id, owner_value(&self.worker), last).await {
+            Ok(next) => {
+                self.state.revision.store(next, Ordering::SeqCst);
+                Renewed::Yes
+            }
+            // Another worker took it, or the lease expired before this renewal
+            // (late by more than the TTL): take it again if nobody else has.
+            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => match self.retake(last).await {
+                // Let go meanwhile (the session unloaded): the lease goes too.
+                Retaken::Held(revision) if self.state.stop.is_cancelled() => {
+                    let _ = self.leases.delete_expect_revision(id, Some(revision)).await;
+                    Renewed::End
+                }
+                Retaken::Held(revision) => {
+                    self.state.revision.store(revision, Ordering::SeqCst);
+                    tracing::warn!(
+                        "session {id}: its lease expired while this worker served it ({since:?} since the last \
+                         renewal, TTL {:?}); taken again under fencing epoch {}",
+                        self.ttl,
+                        self.fence.epoch()
+                    );
+                    Renewed::Yes
+                }
+                Retaken::Lost(owner) => {
+                    self.state.lost.store(true, Ordering::SeqCst);
+                    self.state.lost_token.cancel();
+                    tracing::warn!("session {id}: lease lost to another worker ({owner}); its writes are now refused");
+                    Renewed::End
+                }
+                Retaken::Unknown(why) => {
+                    tracing::warn!("session {id}: the lease is gone and cannot be taken again yet: {why}");
+                    Renewed::Again
+                }
+            },
+            // The bus is away: try again; past the TTL the lease expires and the fence takes over.
+            Err(e) => {
+                tracing::warn!("session {id}: cannot renew the lease: {e}");
+                Renewed::Again
+            }
         }
     }
 
@@ -317,7 +391,10 @@ impl Renewal {
     /// doubt: no other worker can take it through the bus either, and the
     /// epoch fence still guards the session file.)
     fn concluded(&self, sent: Instant) {
-        self.valid_until.send_replace(sent + self.ttl);
+        let until = millis((sent + self.ttl).saturating_duration_since(self.state.origin));
+        self.state.valid_until.store(until, Ordering::SeqCst);
+        // One waiter (the pump): a renewal that concluded while it was not waiting is kept for it.
+        self.state.concluded.notify_one();
     }
 
     /// The lease is no longer at revision `last`: take it again when it is
@@ -369,11 +446,11 @@ impl Renewal {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        self.stop.cancel();
-        if self.is_lost() {
+        self.state.stop.cancel();
+        if self.is_lost() || self.released {
             return;
         }
-        let (leases, id, last) = (self.leases.clone(), self.id.clone(), self.revision.load(Ordering::SeqCst));
+        let (leases, id, last) = (self.leases.clone(), self.id.clone(), self.state.revision.load(Ordering::SeqCst));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 if let Err(e) = leases.delete_expect_revision(&id, Some(last)).await {

@@ -52,7 +52,8 @@ pub const LEASE_BUCKET: &str = "pi_leases";
 pub struct Cluster {
     pub client: async_nats::Client,
     pub jetstream: async_nats::jetstream::Context,
-    pub leases: async_nats::jetstream::kv::Store,
+    /// Shared by every lease of the worker.
+    pub leases: std::sync::Arc<async_nats::jetstream::kv::Store>,
     pub events: std::sync::Arc<events::EventLog>,
     pub keeper: keeper::Keeper,
     pub options: ClusterOptions,
@@ -83,7 +84,7 @@ impl Cluster {
         let events = events::open(jetstream.clone(), options.retention, client.max_payload()).await?;
         let keeper = keeper::Keeper::start(&options).await?;
         tracing::info!("pi serve: in the cluster at {} as {}", options.urls.join(","), options.worker);
-        Ok(Cluster { client, jetstream, leases, events, keeper, options })
+        Ok(Cluster { client, jetstream, leases: std::sync::Arc::new(leases), events, keeper, options })
     }
 }
 

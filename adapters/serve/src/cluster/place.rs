@@ -68,7 +68,8 @@ pub(crate) async fn open(registry: &Arc<Registry>, id: &str) -> Result<Arc<Hub>,
         let why = match acquire(registry, &cluster, id).await {
             Ok(lease) => {
                 if registry.file_of(id).is_none() {
-                    drop(lease);
+                    // Let go before answering: the caller may create the session next.
+                    lease.release().await;
                     return Err(CoreError::not_found(format!("No session found with id '{id}'")));
                 }
                 let taken = match taken(&cluster, id, lease, capacity).await {

@@ -11,6 +11,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use reqwest::header::HeaderMap;
+use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -18,6 +19,7 @@ use super::classify::{error_from, retry_after};
 use super::driver::{Api, Call, Flow, Out, Wire, drive};
 use super::google_request::{build_body, build_headers, endpoint};
 use super::http::HttpClient;
+use super::lenient;
 use super::shared::js_json;
 use super::sse::SseEvent;
 use super::{BlockKind, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream};
@@ -42,6 +44,9 @@ pub const VERTEX_NO_FINISH_REASON_MESSAGE: &str = "Google Vertex stream ended wi
 pub const INCOMPLETE_SEGMENT_MESSAGE: &str = "Incomplete JSON segment at the end";
 
 /// Counter for the ids of function calls that came without one (or a repeated one).
+mod chunk;
+use chunk::{Chunk, ErrorChunk, Part};
+
 static TOOL_CALL_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// The Google GenAI SDK's text for a non-2xx answer: the JSON body as JSON,
@@ -141,10 +146,10 @@ impl Decoder {
         }
     }
 
-    fn on_part(&mut self, part: &Value, out: &mut Out) {
-        let signature = part.get("thoughtSignature").and_then(Value::as_str).filter(|s| !s.is_empty());
-        if let Some(text) = part.get("text").and_then(Value::as_str) {
-            let kind = if part.get("thought") == Some(&Value::Bool(true)) { Current::Thinking } else { Current::Text };
+    fn on_part(&mut self, part: Part, out: &mut Out) {
+        let signature = part.thought_signature.filter(|s| !s.is_empty());
+        if let Some(text) = part.text {
+            let kind = if part.thought == Some(true) { Current::Thinking } else { Current::Text };
             let index = match self.current {
                 Some((index, k)) if k == kind => index,
                 _ => {
@@ -155,16 +160,16 @@ impl Decoder {
                     index
                 }
             };
-            if let Some(sig) = signature {
-                out.emit(ProviderEvent::Signature { index, signature: sig.to_string() });
+            if let Some(sig) = &signature {
+                out.emit(ProviderEvent::Signature { index, signature: sig.clone() });
             }
-            out.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
+            out.emit(ProviderEvent::BlockDelta { index, delta: text });
         }
-        if let Some(call) = part.get("functionCall").filter(|c| c.is_object()) {
+        if let Some(call) = part.function_call {
             self.end_current(out);
-            let name = call.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-            let id = match call.get("id").and_then(Value::as_str).filter(|s| !s.is_empty()) {
-                Some(id) if !self.tool_ids.iter().any(|t| t == id) => id.to_string(),
+            let name = call.name;
+            let id = match call.id.filter(|s| !s.is_empty()) {
+                Some(id) if !self.tool_ids.contains(&id) => id,
                 _ => {
                     let n = TOOL_CALL_COUNTER.fetch_add(1, Ordering::Relaxed) + 1;
                     format!("{name}_{}_{n}", chrono::Utc::now().timestamp_millis())
@@ -172,45 +177,43 @@ impl Decoder {
             };
             self.tool_ids.push(id.clone());
             let index = self.start(BlockKind::ToolCall { id, name }, out);
-            let args = call.get("args").filter(|a| !a.is_null()).map(js_json).unwrap_or_else(|| "{}".to_string());
+            let args = call.args.filter(|a| !a.is_null()).map(|a| js_json(&a)).unwrap_or_else(|| "{}".to_string());
             out.emit(ProviderEvent::BlockDelta { index, delta: args });
             if let Some(sig) = signature {
-                out.emit(ProviderEvent::Signature { index, signature: sig.to_string() });
+                out.emit(ProviderEvent::Signature { index, signature: sig });
             }
             out.emit(ProviderEvent::BlockEnd { index });
         }
     }
 
-    fn on_chunk(&mut self, chunk: &Value, out: &mut Out) -> Result<(), ProviderError> {
+    fn on_chunk(&mut self, chunk: Chunk, out: &mut Out) -> Result<(), ProviderError> {
         if !self.response_id
-            && let Some(id) = chunk.get("responseId").and_then(Value::as_str).filter(|s| !s.is_empty())
+            && let Some(id) = chunk.response_id.filter(|s| !s.is_empty())
         {
             self.response_id = true;
-            out.emit(ProviderEvent::ResponseId(id.to_string()));
+            out.emit(ProviderEvent::ResponseId(id));
         }
-        let candidate = chunk.get("candidates").and_then(Value::as_array).and_then(|c| c.first());
-        if let Some(parts) = candidate.and_then(|c| c.pointer("/content/parts")).and_then(Value::as_array) {
-            for part in parts {
+        if let Some(candidate) = chunk.candidates.into_iter().next() {
+            for part in candidate.content.parts {
                 self.on_part(part, out);
             }
-        }
-        if let Some(reason) = candidate.and_then(|c| c.get("finishReason")).and_then(Value::as_str) {
-            let mut mapped = map_finish_reason(reason).map_err(|e| error_from(None, e, None))?;
-            if mapped == StopReason::Stop && !self.tool_ids.is_empty() {
-                mapped = StopReason::ToolUse;
+            if let Some(reason) = candidate.finish_reason {
+                let mut mapped = map_finish_reason(&reason).map_err(|e| error_from(None, e, None))?;
+                if mapped == StopReason::Stop && !self.tool_ids.is_empty() {
+                    mapped = StopReason::ToolUse;
+                }
+                self.finish = Some((mapped, reason));
             }
-            self.finish = Some((mapped, reason.to_string()));
         }
-        if let Some(u) = chunk.get("usageMetadata").filter(|u| u.is_object()) {
-            let num = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-            let cached = num("cachedContentTokenCount");
-            let thoughts = num("thoughtsTokenCount");
+        if let Some(u) = chunk.usage_metadata {
+            let cached = u.cached_content_token_count.unwrap_or(0);
+            let thoughts = u.thoughts_token_count.unwrap_or(0);
             let mut usage = Usage {
-                input: num("promptTokenCount").saturating_sub(cached),
-                output: num("candidatesTokenCount") + thoughts,
+                input: u.prompt_token_count.unwrap_or(0).saturating_sub(cached),
+                output: u.candidates_token_count.unwrap_or(0) + thoughts,
                 cache_read: cached,
                 cache_write: 0,
-                total_tokens: num("totalTokenCount"),
+                total_tokens: u.total_token_count.unwrap_or(0),
                 ..Usage::default()
             };
             usage.reasoning = Some(thoughts);
@@ -222,12 +225,15 @@ impl Decoder {
 
 /// The SDK's check of each chunk: an `error` object with an HTTP code fails the stream.
 fn stream_error(v: &Value) -> Option<ProviderError> {
-    let error = v.get("error").filter(|e| e.is_object())?;
-    let code = error.get("code").and_then(Value::as_u64).filter(|c| (400..600).contains(c))?;
-    let status = match error.get("status") {
-        Some(Value::String(s)) => s.clone(),
+    if !v.is_object() {
+        return None;
+    }
+    let error = ErrorChunk::deserialize(v).ok()?.error?;
+    let code = error.code.filter(|c| (400..600).contains(c))?;
+    let status = match error.status {
+        Some(Value::String(s)) => s,
         None => "undefined".to_string(),
-        Some(other) => js_json(other),
+        Some(other) => js_json(&other),
     };
     let text = format!("got status: {status}. {}", js_json(v));
     Some(error_from(Some(code as u16), text, None))
@@ -252,7 +258,7 @@ impl Wire for Decoder {
             return Err(error_from(None, INCOMPLETE_SEGMENT_MESSAGE.to_string(), None));
         }
         let chunk = parsed.map_err(|e| error_from(None, json_error_text(&e), None))?;
-        self.on_chunk(&chunk, out)?;
+        self.on_chunk(lenient::event(chunk).unwrap_or_default(), out)?;
         Ok(Flow::Continue)
     }
 

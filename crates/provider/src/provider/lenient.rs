@@ -53,6 +53,18 @@ pub fn object<'de, D: Deserializer<'de>, T: DeserializeOwned + Default>(d: D) ->
     Value::deserialize(d).map(|v| event(v).unwrap_or_default())
 }
 
+/// `Some` whenever the field is there (`null` included), read as `T` when it
+/// is an object and as `T::default()` otherwise (`Value::get(..).is_some()`).
+pub fn present<'de, D: Deserializer<'de>, T: DeserializeOwned + Default>(d: D) -> Result<Option<T>, D::Error> {
+    Value::deserialize(d).map(|v| Some(event(v).unwrap_or_default()))
+}
+
+/// The field read by `T`'s own `Deserialize`, `None` when that fails
+/// (`serde_json::from_value(v).ok()`).
+pub fn parsed<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
+    Value::deserialize(d).map(|v| T::deserialize(v).ok())
+}
+
 /// A JSON object read as `T`, `None` when the field is anything else.
 pub fn some_object<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
     Value::deserialize(d).map(event)
@@ -67,9 +79,35 @@ pub fn items<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Vec
     })
 }
 
+/// A JSON array, each item read as `T`, `T::default()` for an item that is no
+/// object (so it still counts, as a `""` text in a join); empty when the field
+/// is anything else.
+pub fn each<'de, D: Deserializer<'de>, T: DeserializeOwned + Default>(d: D) -> Result<Vec<T>, D::Error> {
+    Value::deserialize(d).map(|v| match v {
+        Value::Array(items) => items.into_iter().map(|item| event(item).unwrap_or_default()).collect(),
+        _ => Vec::new(),
+    })
+}
+
+/// [`each`], but `None` when the field is no array.
+pub fn some_each<'de, D: Deserializer<'de>, T: DeserializeOwned + Default>(d: D) -> Result<Option<Vec<T>>, D::Error> {
+    Value::deserialize(d).map(|v| match v {
+        Value::Array(items) => Some(items.into_iter().map(|item| event(item).unwrap_or_default()).collect()),
+        _ => None,
+    })
+}
+
 /// A JSON object read as `T`; `None` for anything else (arrays, numbers, …) or
 /// when `T` cannot read it.
 pub fn event<T: DeserializeOwned>(value: Value) -> Option<T> {
+    if !value.is_object() {
+        return None;
+    }
+    T::deserialize(value).ok()
+}
+
+/// [`event`] for a borrowed value.
+pub fn event_ref<T: DeserializeOwned>(value: &Value) -> Option<T> {
     if !value.is_object() {
         return None;
     }
@@ -105,6 +143,8 @@ mod tests {
         inner: Inner,
         #[serde(deserialize_with = "items")]
         list: Vec<Inner>,
+        #[serde(deserialize_with = "each")]
+        all: Vec<Inner>,
     }
 
     #[derive(Deserialize, Debug, PartialEq)]
@@ -123,9 +163,11 @@ mod tests {
         .unwrap();
         assert_eq!(read, Fields { raw: Some(Value::Null), ..Fields::default() });
         let read: Fields = event(json!({
-            "count": 3, "name": "a", "text": "t", "inner": {"n": -1}, "list": [{"n": 2}, 5, {"n": "x"}]
+            "count": 3, "name": "a", "text": "t", "inner": {"n": -1}, "list": [{"n": 2}, 5, {"n": "x"}],
+            "all": [{"n": 2}, 5]
         }))
         .unwrap();
+        assert_eq!(read.all, vec![Inner { n: Some(2) }, Inner { n: None }]);
         assert_eq!(read.count, Some(3));
         assert_eq!(read.name.as_deref(), Some("a"));
         assert_eq!(read.text, "t");

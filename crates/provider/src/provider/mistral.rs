@@ -15,11 +15,15 @@ use tokio_util::sync::CancellationToken;
 use super::classify::{MAX_ERROR_BODY_CHARS, error_from, retry_after, truncate_error_text};
 use super::driver::{Api, Call, Flow, Out, Wire, drive};
 use super::http::HttpClient;
+use super::lenient;
 use super::mistral_request::{build_body, build_headers, derive_tool_call_id, endpoint};
 use super::shared::js_json;
 use super::sse::SseEvent;
 use super::{BlockKind, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream};
 use crate::message::{StopReason, Usage};
+
+mod chunk;
+use chunk::{Choice, Chunk, ChunkUsage, Content};
 
 /// Mistral provider.
 pub struct MistralConversations {
@@ -130,24 +134,12 @@ impl Decoder {
         out.emit(ProviderEvent::BlockDelta { index, delta: text });
     }
 
-    fn on_usage(&self, u: &Value, out: &mut Out) {
-        let prompt = u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0);
-        let cached = [
-            "/promptTokensDetails/cachedTokens",
-            "/prompt_tokens_details/cached_tokens",
-            "/promptTokenDetails/cachedTokens",
-            "/prompt_token_details/cached_tokens",
-            "/numCachedTokens",
-            "/num_cached_tokens",
-        ]
-        .iter()
-        .find_map(|p| u.pointer(p).filter(|v| !v.is_null()))
-        .and_then(Value::as_u64)
-        .unwrap_or(0)
-        .min(prompt);
+    fn on_usage(&self, u: &ChunkUsage, out: &mut Out) {
+        let prompt = u.prompt_tokens.unwrap_or(0);
+        let cached = u.cached().unwrap_or(0).min(prompt);
         let input = prompt - cached;
-        let output = u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0);
-        let total = u.get("total_tokens").and_then(Value::as_u64).filter(|t| *t > 0).unwrap_or(input + output + cached);
+        let output = u.completion_tokens.unwrap_or(0);
+        let total = u.total_tokens.filter(|t| *t > 0).unwrap_or(input + output + cached);
         out.emit(ProviderEvent::Usage(Usage {
             input,
             output,
@@ -158,68 +150,46 @@ impl Decoder {
         }));
     }
 
-    fn on_chunk(&mut self, chunk: &Value, out: &mut Out) {
+    fn on_chunk(&mut self, chunk: Chunk, choices: Vec<Choice>, out: &mut Out) {
         if !self.response_id
-            && let Some(id) = chunk.get("id").and_then(Value::as_str).filter(|s| !s.is_empty())
+            && let Some(id) = chunk.id.filter(|s| !s.is_empty())
         {
             self.response_id = true;
-            out.emit(ProviderEvent::ResponseId(id.to_string()));
+            out.emit(ProviderEvent::ResponseId(id));
         }
-        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+        if let Some(u) = &chunk.usage {
             self.on_usage(u, out);
         }
-        let Some(choice) = chunk.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else { return };
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.finish = Some((map_finish_reason(reason), reason.to_string()));
+        let Some(choice) = choices.into_iter().next() else { return };
+        if let Some(reason) = choice.finish_reason {
+            self.finish = Some((map_finish_reason(&reason), reason));
         }
-        let delta = choice.get("delta").unwrap_or(&Value::Null);
-        match delta.get("content") {
-            Some(Value::String(s)) => self.append(Current::Text, s.clone(), out),
-            Some(Value::Array(items)) => {
-                for item in items {
-                    match item {
-                        Value::String(s) => self.append(Current::Text, s.clone(), out),
-                        _ if item.get("type").and_then(Value::as_str) == Some("thinking") => {
-                            let text: String = item
-                                .get("thinking")
-                                .and_then(Value::as_array)
-                                .map(|parts| {
-                                    parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect()
-                                })
-                                .unwrap_or_default();
-                            self.append(Current::Thinking, text, out);
-                        }
-                        _ if item.get("type").and_then(Value::as_str) == Some("text") => {
-                            let text = item.get("text").and_then(Value::as_str).unwrap_or("").to_string();
-                            self.append(Current::Text, text, out);
-                        }
-                        _ => {}
-                    }
-                }
+        for content in choice.delta.content {
+            match content {
+                Content::Text(text) => self.append(Current::Text, text, out),
+                Content::Thinking(text) => self.append(Current::Thinking, text, out),
             }
-            _ => {}
         }
-        for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+        for call in choice.delta.tool_calls {
             self.end_current(out);
-            let stream_index = call.get("index").and_then(Value::as_u64);
-            let id = match call.get("id").and_then(Value::as_str).filter(|s| !s.is_empty() && *s != "null") {
-                Some(id) => id.to_string(),
+            let stream_index = call.index;
+            let id = match call.id.filter(|s| !s.is_empty() && s != "null") {
+                Some(id) => id,
                 None => derive_tool_call_id(&format!("toolcall:{}", stream_index.unwrap_or(0)), 0),
             };
             let key = stream_index.map_or_else(|| id.clone(), |i| i.to_string());
             let index = match self.tools.get(&key) {
                 Some(i) => *i,
                 None => {
-                    let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or("").to_string();
-                    let i = self.start(BlockKind::ToolCall { id, name }, out);
+                    let i = self.start(BlockKind::ToolCall { id, name: call.function.name }, out);
                     self.tools.insert(key, i);
                     self.tool_order.push(i);
                     i
                 }
             };
-            let args = match call.pointer("/function/arguments") {
-                Some(Value::String(s)) => s.clone(),
-                Some(v) if !v.is_null() => js_json(v),
+            let args = match call.function.arguments {
+                Some(Value::String(s)) => s,
+                Some(v) if !v.is_null() => js_json(&v),
                 _ => "{}".to_string(),
             };
             out.emit(ProviderEvent::BlockDelta { index, delta: args });
@@ -241,10 +211,11 @@ impl Wire for Decoder {
                 if e.is_eof() { "Unexpected end of JSON input".to_string() } else { format!("Invalid JSON: {e}") };
             error_from(None, text, None)
         })?;
-        if !chunk.get("choices").is_some_and(Value::is_array) {
+        let mut chunk: Chunk = lenient::event(chunk).unwrap_or_default();
+        let Some(choices) = chunk.choices.take() else {
             return Err(error_from(None, INVALID_EVENT_MESSAGE.to_string(), None));
-        }
-        self.on_chunk(&chunk, out);
+        };
+        self.on_chunk(chunk, choices, out);
         Ok(Flow::Continue)
     }
 

@@ -20,12 +20,14 @@
 use std::collections::HashSet;
 
 use reqwest::header::HeaderMap;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::classify::{error_from, retry_after};
 use super::driver::{Api, Call, Flow, Out, Wire, drive};
 use super::http::HttpClient;
+use super::lenient;
 use super::shared::{request_headers, set_header};
 use super::sse::SseEvent;
 use super::{BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest, ProviderStream};
@@ -157,15 +159,91 @@ fn stop_reason(reason: &str) -> StopReason {
     }
 }
 
+/// One of pi's assistant-message events, by its `type`; other types are skipped.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Event {
+    TextStart(Fields),
+    ThinkingStart(Fields),
+    ToolcallStart(Fields),
+    TextDelta(Fields),
+    ThinkingDelta(Fields),
+    ToolcallDelta(Fields),
+    TextEnd(Fields),
+    ThinkingEnd(Fields),
+    ToolcallEnd(Fields),
+    Done(Fields),
+    Error(Fields),
+    /// `start`, and any type pi may add.
+    #[serde(other)]
+    Other,
+}
+
+/// The fields pi's events carry (each event uses some of them).
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct Fields {
+    /// As sent: an invalid one is shown in the error.
+    #[serde(deserialize_with = "lenient::any")]
+    content_index: Option<Value>,
+    #[serde(deserialize_with = "lenient::text")]
+    id: String,
+    #[serde(deserialize_with = "lenient::text")]
+    tool_name: String,
+    #[serde(deserialize_with = "lenient::text")]
+    delta: String,
+    #[serde(deserialize_with = "lenient::string")]
+    content_signature: Option<String>,
+    #[serde(deserialize_with = "lenient::bool")]
+    redacted: Option<bool>,
+    #[serde(deserialize_with = "lenient::object")]
+    tool_call: ToolCall,
+    #[serde(deserialize_with = "lenient::object")]
+    usage: WireUsage,
+    #[serde(deserialize_with = "lenient::string")]
+    response_id: Option<String>,
+    /// Passed on as they are.
+    #[serde(deserialize_with = "lenient::any")]
+    response_model: Option<Value>,
+    #[serde(deserialize_with = "lenient::any")]
+    provider_thinking_level: Option<Value>,
+    #[serde(deserialize_with = "lenient::text")]
+    reason: String,
+    #[serde(deserialize_with = "lenient::string")]
+    error_message: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ToolCall {
+    /// The tool's arguments (free-form JSON).
+    #[serde(deserialize_with = "lenient::any")]
+    arguments: Option<Value>,
+}
+
 /// Token counts of a pi usage object.
-fn usage_of(value: &Value) -> Usage {
-    let n = |k: &str| value.get(k).and_then(Value::as_u64).unwrap_or(0);
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct WireUsage {
+    #[serde(deserialize_with = "lenient::u64")]
+    input: Option<u64>,
+    #[serde(deserialize_with = "lenient::u64")]
+    output: Option<u64>,
+    #[serde(deserialize_with = "lenient::u64")]
+    cache_read: Option<u64>,
+    #[serde(deserialize_with = "lenient::u64")]
+    cache_write: Option<u64>,
+    #[serde(deserialize_with = "lenient::u64")]
+    total_tokens: Option<u64>,
+}
+
+fn usage_of(u: &WireUsage) -> Usage {
     Usage {
-        input: n("input"),
-        output: n("output"),
-        cache_read: n("cacheRead"),
-        cache_write: n("cacheWrite"),
-        total_tokens: n("totalTokens"),
+        input: u.input.unwrap_or(0),
+        output: u.output.unwrap_or(0),
+        cache_read: u.cache_read.unwrap_or(0),
+        cache_write: u.cache_write.unwrap_or(0),
+        total_tokens: u.total_tokens.unwrap_or(0),
         ..Usage::default()
     }
 }
@@ -199,8 +277,8 @@ impl Decoder {
 
     /// The event's content index, checked as pi checks it: a start takes the
     /// next index, other events name a started block.
-    fn index(&mut self, kind: &str, event: &Value) -> Result<usize, ProviderError> {
-        let raw = event.get("contentIndex");
+    fn index(&mut self, kind: &str, fields: &Fields) -> Result<usize, ProviderError> {
+        let raw = fields.content_index.as_ref();
         let index = raw.and_then(Value::as_u64).map(|i| i as usize).ok_or_else(|| invalid_index(kind, raw))?;
         let starts = kind.ends_with("_start");
         let ok = if starts { index == self.blocks } else { index < self.blocks };
@@ -213,83 +291,93 @@ impl Decoder {
         Ok(index)
     }
 
-    fn terminal(&mut self, event: &Value, out: &mut Out) {
-        out.emit(ProviderEvent::Usage(usage_of(event.get("usage").unwrap_or(&Value::Null))));
-        if let Some(id) = event.get("responseId").and_then(Value::as_str) {
-            out.emit(ProviderEvent::ResponseId(id.to_string()));
+    fn terminal(&mut self, fields: &mut Fields, out: &mut Out) {
+        out.emit(ProviderEvent::Usage(usage_of(&fields.usage)));
+        if let Some(id) = fields.response_id.take() {
+            out.emit(ProviderEvent::ResponseId(id));
         }
-        for key in ["responseModel", "providerThinkingLevel"] {
-            if let Some(value) = event.get(key) {
-                out.emit(ProviderEvent::MessageField { key: key.to_string(), value: value.clone() });
+        let passed = [
+            ("responseModel", fields.response_model.take()),
+            ("providerThinkingLevel", fields.provider_thinking_level.take()),
+        ];
+        for (key, value) in passed {
+            if let Some(value) = value {
+                out.emit(ProviderEvent::MessageField { key: key.to_string(), value });
             }
         }
         self.ended = true;
     }
 
-    fn on_value(&mut self, event: &Value, out: &mut Out) -> Result<Flow, ProviderError> {
-        let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
-        let text = |k: &str| event.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
-        match kind {
-            "start" => {}
-            "text_start" | "thinking_start" => {
-                let index = self.index(kind, event)?;
-                let block = if kind == "text_start" { BlockKind::Text } else { BlockKind::Thinking };
-                out.emit(ProviderEvent::BlockStart { index, kind: block });
-            }
-            "toolcall_start" => {
-                let index = self.index(kind, event)?;
+    fn on_value(&mut self, event: Value, out: &mut Out) -> Result<Flow, ProviderError> {
+        match lenient::event(event).unwrap_or(Event::Other) {
+            Event::TextStart(f) => self.start("text_start", &f, BlockKind::Text, out)?,
+            Event::ThinkingStart(f) => self.start("thinking_start", &f, BlockKind::Thinking, out)?,
+            Event::ToolcallStart(f) => {
+                let index = self.index("toolcall_start", &f)?;
                 self.tools.insert(index);
                 out.emit(ProviderEvent::BlockStart {
                     index,
-                    kind: BlockKind::ToolCall { id: text("id"), name: text("toolName") },
+                    kind: BlockKind::ToolCall { id: f.id, name: f.tool_name },
                 });
             }
-            "text_delta" | "thinking_delta" | "toolcall_delta" => {
-                let index = self.index(kind, event)?;
-                if kind == "toolcall_delta" {
-                    self.tool_deltas.insert(index);
-                }
-                out.emit(ProviderEvent::BlockDelta { index, delta: text("delta") });
+            Event::TextDelta(f) => self.delta("text_delta", f, out)?,
+            Event::ThinkingDelta(f) => self.delta("thinking_delta", f, out)?,
+            Event::ToolcallDelta(f) => {
+                let index = self.index("toolcall_delta", &f)?;
+                self.tool_deltas.insert(index);
+                out.emit(ProviderEvent::BlockDelta { index, delta: f.delta });
             }
-            "text_end" | "thinking_end" => {
-                let index = self.index(kind, event)?;
-                if let Some(signature) = event.get("contentSignature").and_then(Value::as_str) {
-                    out.emit(ProviderEvent::Signature { index, signature: signature.to_string() });
-                }
-                if event.get("redacted").and_then(Value::as_bool) == Some(true) {
-                    out.emit(ProviderEvent::Redacted { index });
-                }
-                out.emit(ProviderEvent::BlockEnd { index });
-            }
-            "toolcall_end" => {
-                let index = self.index(kind, event)?;
+            Event::TextEnd(f) => self.end("text_end", f, out)?,
+            Event::ThinkingEnd(f) => self.end("thinking_end", f, out)?,
+            Event::ToolcallEnd(f) => {
+                let index = self.index("toolcall_end", &f)?;
                 // Arguments sent only whole, with the end, stand as one delta.
                 if self.tools.contains(&index) && !self.tool_deltas.contains(&index) {
-                    let arguments = event.pointer("/toolCall/arguments").cloned().unwrap_or_else(|| json!({}));
+                    let arguments = f.tool_call.arguments.unwrap_or_else(|| json!({}));
                     out.emit(ProviderEvent::BlockDelta { index, delta: arguments.to_string() });
                 }
                 out.emit(ProviderEvent::BlockEnd { index });
             }
-            "done" => {
-                self.terminal(event, out);
-                let raw = text("reason");
-                out.emit(ProviderEvent::Stop { reason: stop_reason(&raw), raw: Some(raw) });
+            Event::Done(mut f) => {
+                self.terminal(&mut f, out);
+                out.emit(ProviderEvent::Stop { reason: stop_reason(&f.reason), raw: Some(f.reason) });
                 return Ok(Flow::Done);
             }
-            "error" => {
-                self.terminal(event, out);
-                let message = event
-                    .get("errorMessage")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| "An unknown error occurred".to_string(), str::to_string);
-                if text("reason") == "aborted" {
+            Event::Error(mut f) => {
+                self.terminal(&mut f, out);
+                let message = f.error_message.unwrap_or_else(|| "An unknown error occurred".to_string());
+                if f.reason == "aborted" {
                     return Err(ProviderError::new(ProviderErrorKind::Aborted, message));
                 }
                 return Err(error_from(None, message, None));
             }
-            _ => {}
+            Event::Other => {}
         }
         Ok(Flow::Continue)
+    }
+
+    fn start(&mut self, kind: &str, fields: &Fields, block: BlockKind, out: &mut Out) -> Result<(), ProviderError> {
+        let index = self.index(kind, fields)?;
+        out.emit(ProviderEvent::BlockStart { index, kind: block });
+        Ok(())
+    }
+
+    fn delta(&mut self, kind: &str, fields: Fields, out: &mut Out) -> Result<(), ProviderError> {
+        let index = self.index(kind, &fields)?;
+        out.emit(ProviderEvent::BlockDelta { index, delta: fields.delta });
+        Ok(())
+    }
+
+    fn end(&mut self, kind: &str, fields: Fields, out: &mut Out) -> Result<(), ProviderError> {
+        let index = self.index(kind, &fields)?;
+        if let Some(signature) = fields.content_signature {
+            out.emit(ProviderEvent::Signature { index, signature });
+        }
+        if fields.redacted == Some(true) {
+            out.emit(ProviderEvent::Redacted { index });
+        }
+        out.emit(ProviderEvent::BlockEnd { index });
+        Ok(())
     }
 }
 
@@ -304,7 +392,7 @@ impl Wire for Decoder {
                 if e.is_eof() { "Unexpected end of JSON input".to_string() } else { format!("Invalid JSON: {e}") };
             error_from(None, text, None)
         })?;
-        self.on_value(&event, out)
+        self.on_value(event, out)
     }
 
     fn finish(&mut self, _out: &mut Out) -> Result<(), ProviderError> {

@@ -18,10 +18,12 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::classify;
+use super::lenient;
 use super::{BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest, ProviderStream};
 use crate::message::{StopReason, Usage};
 
@@ -134,56 +136,52 @@ impl PiEventMapper {
             self.opened = true;
             out.push(Ok(ProviderEvent::Opened));
         }
-        let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
-        let index = event.get("contentIndex").and_then(Value::as_u64).map(|i| i as usize);
-        let text = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
-        match (kind, index) {
+        let fields: PiEvent = lenient::event_ref(event).unwrap_or_default();
+        let kind = fields.kind.as_str();
+        match (kind, fields.content_index.map(|i| i as usize)) {
             ("start", _) => {}
             ("text_start", Some(i)) => self.start(i, "text", None, &mut out),
             ("thinking_start", Some(i)) => self.start(i, "thinking", None, &mut out),
             ("toolcall_start", Some(i)) => {
-                let call = Some((text("id"), text("toolName"))).filter(|(id, name)| !id.is_empty() && !name.is_empty());
+                let call = Some((fields.id, fields.tool_name)).filter(|(id, name)| !id.is_empty() && !name.is_empty());
                 self.start(i, "toolCall", call, &mut out);
             }
-            ("text_delta", Some(i)) => self.delta(i, "text", text("delta"), &mut out),
-            ("thinking_delta", Some(i)) => self.delta(i, "thinking", text("delta"), &mut out),
-            ("toolcall_delta", Some(i)) => self.delta(i, "toolCall", text("delta"), &mut out),
+            ("text_delta", Some(i)) => self.delta(i, "text", fields.delta, &mut out),
+            ("thinking_delta", Some(i)) => self.delta(i, "thinking", fields.delta, &mut out),
+            ("toolcall_delta", Some(i)) => self.delta(i, "toolCall", fields.delta, &mut out),
             ("text_end" | "thinking_end", Some(i)) => {
-                let block = Value::Object(
-                    [
-                        (
-                            "type".to_string(),
-                            Value::String(if kind == "text_end" { "text" } else { "thinking" }.into()),
-                        ),
-                        (
-                            if kind == "text_end" { "text" } else { "thinking" }.to_string(),
-                            event.get("content").cloned().unwrap_or(Value::Null),
-                        ),
-                        ("signature".to_string(), event.get("signature").cloned().unwrap_or(Value::Null)),
-                        ("redacted".to_string(), event.get("redacted").cloned().unwrap_or(Value::Null)),
-                    ]
-                    .into_iter()
-                    .collect(),
-                );
+                // The end's content, signature and redaction make the final block.
+                let text_end = kind == "text_end";
+                let block = FinalBlock {
+                    kind: if text_end { "text" } else { "thinking" }.to_string(),
+                    text: fields.content.clone().filter(|_| text_end),
+                    thinking: fields.content.filter(|_| !text_end),
+                    signature: fields.signature,
+                    redacted: fields.redacted,
+                    ..FinalBlock::default()
+                };
                 self.finish_block(i, &block, &mut out);
             }
             ("toolcall_end", Some(i)) => {
-                let mut call = event.get("toolCall").cloned().unwrap_or(Value::Null);
-                if let Value::Object(obj) = &mut call {
-                    obj.insert("type".into(), Value::String("toolCall".into()));
-                }
+                let call = match fields.tool_call {
+                    Some(mut call) => {
+                        call.kind = "toolCall".to_string();
+                        call
+                    }
+                    None => FinalBlock::default(),
+                };
                 self.finish_block(i, &call, &mut out);
             }
             ("done", _) => {
-                let message = event.get("message").cloned().unwrap_or(Value::Null);
+                let message = fields.message;
                 self.complete_from(&message, &mut out);
-                if let Some(id) = message.get("responseId").and_then(Value::as_str) {
-                    out.push(Ok(ProviderEvent::ResponseId(id.to_string())));
+                if let Some(id) = message.response_id {
+                    out.push(Ok(ProviderEvent::ResponseId(id)));
                 }
-                if let Some(usage) = usage_of(&message) {
+                if let Some(usage) = message.usage.filter(reports_any) {
                     out.push(Ok(ProviderEvent::Usage(usage)));
                 }
-                let raw = event.get("reason").or_else(|| message.get("stopReason")).and_then(Value::as_str);
+                let raw = fields.reason.as_ref().or(message.stop_reason.as_ref()).and_then(Value::as_str);
                 let reason = match raw {
                     Some("length") => StopReason::Length,
                     Some("toolUse") => StopReason::ToolUse,
@@ -197,17 +195,15 @@ impl PiEventMapper {
                 self.finished = true;
             }
             ("error", _) => {
-                let message = event.get("error").cloned().unwrap_or(Value::Null);
-                if let Some(usage) = usage_of(&message) {
+                let message = fields.error;
+                if let Some(usage) = message.usage.filter(reports_any) {
                     out.push(Ok(ProviderEvent::Usage(usage)));
                 }
-                let aborted = event.get("reason").and_then(Value::as_str) == Some("aborted")
-                    || message.get("stopReason").and_then(Value::as_str) == Some("aborted");
+                let aborted = fields.reason.as_ref().and_then(Value::as_str) == Some("aborted")
+                    || message.stop_reason.as_ref().and_then(Value::as_str) == Some("aborted");
                 let text = message
-                    .get("errorMessage")
-                    .and_then(Value::as_str)
+                    .error_message
                     .filter(|t| !t.is_empty())
-                    .map(str::to_string)
                     .unwrap_or_else(|| format!("{}: the request failed without an error message", self.label));
                 let error = if aborted {
                     ProviderError::new(ProviderErrorKind::Aborted, text)
@@ -284,13 +280,10 @@ impl PiEventMapper {
 
     /// A block is complete as `final_block` (pi's content block): what its
     /// events left out is sent, and it is closed.
-    fn finish_block(&mut self, index: usize, final_block: &Value, out: &mut Out) {
-        let kind = final_block.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
-        let call = (kind == "toolCall").then(|| {
-            let field = |k: &str| final_block.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
-            (field("id"), field("name"))
-        });
-        self.start(index, &kind, call.clone(), out);
+    fn finish_block(&mut self, index: usize, final_block: &FinalBlock, out: &mut Out) {
+        let kind = final_block.kind.as_str();
+        let call = (kind == "toolCall").then(|| (final_block.id.clone(), final_block.name.clone()));
+        self.start(index, kind, call.clone(), out);
         let Some(block) = self.blocks.get_mut(&index) else { return };
         if block.ended {
             return;
@@ -305,8 +298,8 @@ impl PiEventMapper {
             }
         }
         let full = match block.kind.as_str() {
-            "text" => final_block.get("text").and_then(Value::as_str).map(str::to_string),
-            "thinking" => final_block.get("thinking").and_then(Value::as_str).map(str::to_string),
+            "text" => final_block.text.clone(),
+            "thinking" => final_block.thinking.clone(),
             _ => None,
         };
         match full {
@@ -318,20 +311,17 @@ impl PiEventMapper {
                 }
             }
             None if block.kind == "toolCall" && block.streamed.trim().is_empty() => {
-                let arguments = final_block.get("arguments").cloned().unwrap_or(Value::Object(Default::default()));
+                let arguments = final_block.arguments.clone().unwrap_or(Value::Object(Default::default()));
                 let delta = arguments.to_string();
                 block.streamed = delta.clone();
                 out.push(Ok(ProviderEvent::BlockDelta { index, delta }));
             }
             None => {}
         }
-        let signature = ["signature", "thinkingSignature", "textSignature", "thoughtSignature"]
-            .iter()
-            .find_map(|k| final_block.get(*k).and_then(Value::as_str));
-        if let Some(signature) = signature.filter(|s| !s.is_empty()) {
+        if let Some(signature) = final_block.signature().filter(|s| !s.is_empty()) {
             out.push(Ok(ProviderEvent::Signature { index, signature: signature.to_string() }));
         }
-        if final_block.get("redacted").and_then(Value::as_bool) == Some(true) {
+        if final_block.redacted == Some(true) {
             out.push(Ok(ProviderEvent::Redacted { index }));
         }
         block.ended = true;
@@ -339,11 +329,9 @@ impl PiEventMapper {
     }
 
     /// At `done`: blocks of the final message the events never completed.
-    fn complete_from(&mut self, message: &Value, out: &mut Out) {
-        let content = message.get("content").and_then(Value::as_array).cloned().unwrap_or_default();
-        for (index, block) in content.iter().enumerate() {
-            if block.get("type").and_then(Value::as_str).is_some_and(|t| ["text", "thinking", "toolCall"].contains(&t))
-            {
+    fn complete_from(&mut self, message: &Message, out: &mut Out) {
+        for (index, block) in message.content.iter().enumerate() {
+            if ["text", "thinking", "toolCall"].contains(&block.kind.as_str()) {
                 self.finish_block(index, block, out);
             }
         }
@@ -357,11 +345,9 @@ impl PiEventMapper {
     }
 }
 
-/// The usage of a pi assistant message, when it reports any.
-fn usage_of(message: &Value) -> Option<Usage> {
-    let usage: Usage = serde_json::from_value(message.get("usage")?.clone()).ok()?;
-    let any = usage.input + usage.output + usage.cache_read + usage.cache_write + usage.total_tokens > 0;
-    any.then_some(usage)
+/// Whether a usage reports any tokens (pi's message carries zeros when the source had none).
+fn reports_any(usage: &Usage) -> bool {
+    usage.input + usage.output + usage.cache_read + usage.cache_write + usage.total_tokens > 0
 }
 
 fn excerpt(value: &Value) -> String {
@@ -369,6 +355,97 @@ fn excerpt(value: &Value) -> String {
     match text.char_indices().nth(200) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text,
+    }
+}
+
+/// A pi-ai event, by its `type` (an unknown one is an error, worded with the
+/// raw event, so the type is read as text rather than as a tag).
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct PiEvent {
+    #[serde(rename = "type", deserialize_with = "lenient::text")]
+    kind: String,
+    #[serde(deserialize_with = "lenient::u64")]
+    content_index: Option<u64>,
+    #[serde(deserialize_with = "lenient::text")]
+    id: String,
+    #[serde(deserialize_with = "lenient::text")]
+    tool_name: String,
+    #[serde(deserialize_with = "lenient::text")]
+    delta: String,
+    /// The text of `text_end` / `thinking_end`, with its signature and redaction.
+    #[serde(deserialize_with = "lenient::string")]
+    content: Option<String>,
+    #[serde(deserialize_with = "lenient::string")]
+    signature: Option<String>,
+    #[serde(deserialize_with = "lenient::bool")]
+    redacted: Option<bool>,
+    #[serde(deserialize_with = "lenient::some_object")]
+    tool_call: Option<FinalBlock>,
+    /// `done`'s final message.
+    #[serde(deserialize_with = "lenient::object")]
+    message: Message,
+    /// `error`'s final message.
+    #[serde(deserialize_with = "lenient::object")]
+    error: Message,
+    /// As sent: a `reason` that is there but no text hides the message's `stopReason`.
+    #[serde(deserialize_with = "lenient::any")]
+    reason: Option<Value>,
+}
+
+/// pi's final assistant message (of `done` or `error`).
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct Message {
+    /// A block that is no object reads as empty (and is skipped), keeping the others' indexes.
+    #[serde(deserialize_with = "lenient::each")]
+    content: Vec<FinalBlock>,
+    #[serde(deserialize_with = "lenient::string")]
+    response_id: Option<String>,
+    /// pi's usage object, when it reads as one.
+    #[serde(deserialize_with = "lenient::parsed")]
+    usage: Option<Usage>,
+    #[serde(deserialize_with = "lenient::any")]
+    stop_reason: Option<Value>,
+    #[serde(deserialize_with = "lenient::string")]
+    error_message: Option<String>,
+}
+
+/// A content block of pi's (`text`, `thinking`, `toolCall`) as it ends.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct FinalBlock {
+    #[serde(rename = "type", deserialize_with = "lenient::text")]
+    kind: String,
+    #[serde(deserialize_with = "lenient::text")]
+    id: String,
+    #[serde(deserialize_with = "lenient::text")]
+    name: String,
+    #[serde(deserialize_with = "lenient::string")]
+    text: Option<String>,
+    #[serde(deserialize_with = "lenient::string")]
+    thinking: Option<String>,
+    /// The tool's arguments (free-form JSON).
+    #[serde(deserialize_with = "lenient::any")]
+    arguments: Option<Value>,
+    #[serde(deserialize_with = "lenient::string")]
+    signature: Option<String>,
+    #[serde(deserialize_with = "lenient::string")]
+    thinking_signature: Option<String>,
+    #[serde(deserialize_with = "lenient::string")]
+    text_signature: Option<String>,
+    #[serde(deserialize_with = "lenient::string")]
+    thought_signature: Option<String>,
+    #[serde(deserialize_with = "lenient::bool")]
+    redacted: Option<bool>,
+}
+
+impl FinalBlock {
+    /// The first of pi's signature fields that holds a text.
+    fn signature(&self) -> Option<&str> {
+        [&self.signature, &self.thinking_signature, &self.text_signature, &self.thought_signature]
+            .into_iter()
+            .find_map(|s| s.as_deref())
     }
 }
 

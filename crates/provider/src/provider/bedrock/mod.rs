@@ -15,6 +15,7 @@
 
 pub mod aws_credentials;
 pub mod aws_sdk_credentials;
+mod events;
 pub mod eventstream;
 pub mod request;
 pub mod sdk_http;

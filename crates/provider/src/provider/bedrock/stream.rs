@@ -13,8 +13,10 @@ use super::super::classify::{error_from, retry_after};
 use super::super::driver::{Flow, Out, Wire};
 use super::super::sse::SseEvent;
 use super::super::{BlockKind, ProviderError, ProviderEvent};
+use super::events::{AwsError, BlockDelta, BlockStart, BlockStop, MessageStart, MessageStop, Metadata};
 use super::eventstream::EXCEPTION;
 use crate::message::{StopReason, Usage};
+use crate::provider::lenient;
 
 const REDACTED_PLACEHOLDER: &str = "[Reasoning redacted]";
 const DATA_RETENTION_DOCS: &str = "https://docs.aws.amazon.com/bedrock/latest/userguide/data-retention.html";
@@ -42,17 +44,15 @@ fn with_hint(core: String) -> String {
 
 /// The message of an AWS JSON error payload (`message` or `Message`).
 fn payload_message(payload: &str) -> Option<String> {
-    let json: Value = serde_json::from_str(payload).ok()?;
-    ["message", "Message"].iter().find_map(|k| json.get(*k).and_then(Value::as_str)).map(str::to_string)
+    let error = AwsError::parse(payload)?;
+    error.message.or(error.message_capital)
 }
 
 /// A non-2xx answer: `{prefix}: {message}` for a modelled AWS error (named
 /// by `x-amzn-errortype` or the body's `__type`), else `{status}: {body}`.
 pub fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ProviderError {
     let header_type = headers.get("x-amzn-errortype").and_then(|v| v.to_str().ok()).map(str::to_string);
-    let body_type = serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|v| ["__type", "code"].iter().find_map(|k| v.get(*k).and_then(Value::as_str).map(str::to_string)));
+    let body_type = AwsError::parse(body).and_then(|e| e.kind.or(e.code));
     let name = header_type
         .or(body_type)
         .map(|t| t.split(':').next().unwrap_or_default().rsplit('#').next().unwrap_or_default().to_string())
@@ -131,41 +131,39 @@ impl Decoder {
         out.emit(ProviderEvent::BlockEnd { index });
     }
 
-    fn delta(&mut self, event: &Value, out: &mut Out) {
-        let index = event.get("contentBlockIndex").and_then(Value::as_u64).unwrap_or(0) as usize;
-        let Some(delta) = event.get("delta") else { return };
-        if let Some(text) = delta.get("text").and_then(Value::as_str) {
+    fn delta(&mut self, event: BlockDelta, out: &mut Out) {
+        let index = event.content_block_index.unwrap_or(0) as usize;
+        let Some(delta) = event.delta else { return };
+        if let Some(text) = delta.text {
             if self.kind(index).is_none() {
                 self.start(index, Open::Text, BlockKind::Text, out);
             }
             if self.kind(index) == Some(Open::Text) {
-                out.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
+                out.emit(ProviderEvent::BlockDelta { index, delta: text });
             }
-        } else if let Some(tool) = delta.get("toolUse") {
+        } else if let Some(tool) = delta.tool_use {
             if self.kind(index) == Some(Open::Tool) {
-                let input = tool.get("input").and_then(Value::as_str).unwrap_or_default();
-                out.emit(ProviderEvent::BlockDelta { index, delta: input.to_string() });
+                out.emit(ProviderEvent::BlockDelta { index, delta: tool.input });
             }
-        } else if let Some(reasoning) = delta.get("reasoningContent") {
+        } else if let Some(reasoning) = delta.reasoning_content {
             if self.kind(index).is_none() {
                 self.start(index, Open::Thinking, BlockKind::Thinking, out);
             }
             if self.kind(index) != Some(Open::Thinking) {
                 return;
             }
-            if let Some(text) = reasoning.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                out.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
+            if let Some(text) = reasoning.text.filter(|t| !t.is_empty()) {
+                out.emit(ProviderEvent::BlockDelta { index, delta: text });
             }
             let Some(block) = self.open.get_mut(&index) else { return };
-            if let Some(signature) = reasoning.get("signature").and_then(Value::as_str).filter(|s| !s.is_empty())
+            if let Some(signature) = reasoning.signature.filter(|s| !s.is_empty())
                 && block.redacted.is_none()
             {
-                block.signature.push_str(signature);
+                block.signature.push_str(&signature);
                 out.emit(ProviderEvent::Signature { index, signature: block.signature.clone() });
             }
             let redacted = reasoning
-                .get("redactedContent")
-                .and_then(Value::as_str)
+                .redacted_content
                 .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
                 .filter(|b| !b.is_empty());
             if let Some(bytes) = redacted {
@@ -181,30 +179,31 @@ impl Decoder {
         }
     }
 
-    fn usage(event: &Value, out: &mut Out) {
-        let Some(u) = event.get("usage") else { return };
-        let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+    fn usage(event: Metadata, out: &mut Out) {
+        let Some(u) = event.usage else { return };
         let mut usage = Usage {
-            input: n("inputTokens"),
-            output: n("outputTokens"),
-            cache_read: n("cacheReadInputTokens"),
-            cache_write: n("cacheWriteInputTokens"),
+            input: u.input_tokens.unwrap_or(0),
+            output: u.output_tokens.unwrap_or(0),
+            cache_read: u.cache_read_input_tokens.unwrap_or(0),
+            cache_write: u.cache_write_input_tokens.unwrap_or(0),
             ..Usage::default()
         };
-        usage.total_tokens = match n("totalTokens") {
+        usage.total_tokens = match u.total_tokens.unwrap_or(0) {
             0 => usage.input + usage.output,
             total => total,
         };
-        if let Some(details) = u.get("cacheDetails").and_then(Value::as_array) {
-            let one_hour: u64 = details
-                .iter()
-                .filter(|d| d.get("ttl").and_then(Value::as_str) == Some("1h"))
-                .map(|d| d.get("inputTokens").and_then(Value::as_u64).unwrap_or(0))
-                .sum();
+        if let Some(details) = u.cache_details {
+            let one_hour: u64 =
+                details.iter().filter(|d| d.ttl.as_deref() == Some("1h")).map(|d| d.input_tokens.unwrap_or(0)).sum();
             usage.extra.insert("cacheWrite1h".into(), one_hour.into());
         }
         out.emit(ProviderEvent::Usage(usage));
     }
+}
+
+/// The event's payload read as `T` (`T::default()` when it is not a JSON object).
+fn read<T: serde::de::DeserializeOwned + Default>(data: &str) -> T {
+    serde_json::from_str::<Value>(data).ok().and_then(lenient::event).unwrap_or_default()
 }
 
 impl Wire for Decoder {
@@ -212,10 +211,10 @@ impl Wire for Decoder {
         if event.id.as_deref() == Some(EXCEPTION) {
             return Err(stream_error(&event.event, &event.data));
         }
-        let data: Value = serde_json::from_str(&event.data).unwrap_or(Value::Null);
+        let data = event.data.as_str();
         match event.event.as_str() {
             "messageStart" => {
-                if data.get("role").and_then(Value::as_str).is_some_and(|r| r != "assistant") {
+                if read::<MessageStart>(data).role.is_some_and(|r| r != "assistant") {
                     return Err(error_from(
                         None,
                         "Unexpected assistant message start but got user message start instead".into(),
@@ -225,26 +224,20 @@ impl Wire for Decoder {
                 self.started = true;
             }
             "contentBlockStart" => {
-                let index = data.get("contentBlockIndex").and_then(Value::as_u64).unwrap_or(0) as usize;
-                if let Some(tool) = data.pointer("/start/toolUse") {
-                    let text = |k: &str| tool.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
-                    self.start(
-                        index,
-                        Open::Tool,
-                        BlockKind::ToolCall { id: text("toolUseId"), name: text("name") },
-                        out,
-                    );
+                let start: BlockStart = read(data);
+                let index = start.content_block_index.unwrap_or(0) as usize;
+                if let Some(tool) = start.start.tool_use {
+                    let block = BlockKind::ToolCall { id: tool.tool_use_id, name: tool.name };
+                    self.start(index, Open::Tool, block, out);
                 }
             }
-            "contentBlockDelta" => self.delta(&data, out),
+            "contentBlockDelta" => self.delta(read(data), out),
             "contentBlockStop" => {
-                let index = data.get("contentBlockIndex").and_then(Value::as_u64).unwrap_or(0) as usize;
+                let index = read::<BlockStop>(data).content_block_index.unwrap_or(0) as usize;
                 self.close(index, out);
             }
-            "messageStop" => {
-                self.stop = Some(data.get("stopReason").and_then(Value::as_str).unwrap_or_default().to_string());
-            }
-            "metadata" => Self::usage(&data, out),
+            "messageStop" => self.stop = Some(read::<MessageStop>(data).stop_reason),
+            "metadata" => Self::usage(read(data), out),
             _ => {}
         }
         Ok(Flow::Continue)

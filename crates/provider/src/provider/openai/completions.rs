@@ -23,12 +23,15 @@ use crate::message::{StopReason, Usage};
 use crate::provider::classify::{error_from, js_truthy, openai_http_error, openai_stream_error_message};
 use crate::provider::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
 use crate::provider::http::HttpClient;
+use crate::provider::lenient;
 use crate::provider::sse::SseEvent;
 use crate::provider::{
     BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest, ProviderStream,
 };
 
+mod chunk;
 mod frame;
+use chunk::{Chunk, ChunkUsage, ToolCall};
 use frame::ChunkFrame;
 
 /// Chat Completions provider.
@@ -49,18 +52,18 @@ pub use crate::provider::classify::MALFORMED_EVENT_MESSAGE;
 /// Usage from a Chat Completions `usage` object (pi's `parseChunkUsage`):
 /// cached prompt tokens are cache reads and are not counted as input.
 pub fn parse_usage(u: &Value) -> Usage {
-    let num = |v: Option<&Value>| v.and_then(Value::as_u64);
-    let prompt = num(u.get("prompt_tokens")).unwrap_or(0);
-    let cache_read = num(u.pointer("/prompt_tokens_details/cached_tokens"))
-        .or_else(|| num(u.get("prompt_cache_hit_tokens")))
-        .or_else(|| num(u.get("cached_tokens")))
-        .unwrap_or(0);
-    let cache_write = num(u.pointer("/prompt_tokens_details/cache_write_tokens")).unwrap_or(0);
+    usage_of(&ChunkUsage::deserialize(u).unwrap_or_default())
+}
+
+fn usage_of(u: &ChunkUsage) -> Usage {
+    let prompt = u.prompt_tokens.unwrap_or(0);
+    let cache_read =
+        u.prompt_tokens_details.cached_tokens.or(u.prompt_cache_hit_tokens).or(u.cached_tokens).unwrap_or(0);
+    let cache_write = u.prompt_tokens_details.cache_write_tokens.unwrap_or(0);
     let input = prompt.saturating_sub(cache_read + cache_write);
-    let output = num(u.get("completion_tokens")).unwrap_or(0);
+    let output = u.completion_tokens.unwrap_or(0);
     // Part of `completion_tokens`; pi reports 0 when the provider does not say.
-    let reasoning =
-        num(u.pointer("/completion_tokens_details/reasoning_tokens")).or_else(|| num(u.get("reasoning_tokens")));
+    let reasoning = u.completion_tokens_details.reasoning_tokens.or(u.reasoning_tokens);
     Usage {
         input,
         output,
@@ -146,30 +149,31 @@ impl Assembler {
     }
 
     fn on_chunk(&mut self, chunk: &Value, out: &mut Out) {
+        self.on_read_chunk(lenient::event_ref(chunk).unwrap_or_default(), out);
+    }
+
+    fn on_read_chunk(&mut self, chunk: Chunk, out: &mut Out) {
         if !self.response_id
-            && let Some(id) = chunk.get("id").and_then(Value::as_str).filter(|s| !s.is_empty())
+            && let Some(id) = chunk.id.filter(|s| !s.is_empty())
         {
             self.response_id = true;
-            out.emit(ProviderEvent::ResponseId(id.to_string()));
+            out.emit(ProviderEvent::ResponseId(id));
         }
-        let usage = chunk.get("usage").filter(|u| u.is_object());
-        if let Some(u) = usage {
-            out.emit(ProviderEvent::Usage(parse_usage(u)));
+        let usage = chunk.usage;
+        if let Some(u) = &usage {
+            out.emit(ProviderEvent::Usage(usage_of(u)));
         }
-        let Some(choice) = chunk.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else { return };
+        let Some(choice) = chunk.choices.into_iter().next() else { return };
         if usage.is_none()
-            && let Some(u) = choice.get("usage").filter(|u| u.is_object())
+            && let Some(u) = &choice.usage
         {
-            out.emit(ProviderEvent::Usage(parse_usage(u)));
+            out.emit(ProviderEvent::Usage(usage_of(u)));
         }
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str).filter(|r| !r.is_empty()) {
-            self.finish = Some((map_finish_reason(reason), reason.to_string()));
+        if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
+            self.finish = Some((map_finish_reason(&reason), reason));
         }
-        let Some(delta) = choice.get("delta").filter(|d| d.is_object()) else { return };
-        let reasoning = ["reasoning_content", "reasoning", "reasoning_text"]
-            .into_iter()
-            .find_map(|f| delta.get(f).and_then(Value::as_str).filter(|s| !s.is_empty()).map(|s| (f, s)));
-        if let Some((field, text)) = reasoning {
+        let Some(delta) = choice.delta else { return };
+        if let Some((field, text)) = delta.reasoning() {
             let index = match self.thinking {
                 Some(i) => i,
                 None => {
@@ -186,7 +190,7 @@ impl Assembler {
             };
             out.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
         }
-        for detail in delta.get("reasoning_details").and_then(Value::as_array).into_iter().flatten() {
+        for detail in delta.reasoning_details.as_ref().and_then(Value::as_array).into_iter().flatten() {
             if !is_reasoning_detail(detail) {
                 continue;
             }
@@ -197,28 +201,25 @@ impl Assembler {
             }
             append_reasoning_detail(self.reasoning_details.get_or_insert_with(Vec::new), detail);
         }
-        if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        if let Some(text) = delta.content.filter(|s| !s.is_empty()) {
             let index = self.text_block(out);
-            out.emit(ProviderEvent::BlockDelta { index, delta: text.to_string() });
+            out.emit(ProviderEvent::BlockDelta { index, delta: text });
         }
-        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-            for call in calls {
-                self.on_tool_call(call, out);
-            }
+        for call in delta.tool_calls.into_iter().flatten() {
+            self.on_tool_call(call, out);
         }
     }
 
-    fn on_tool_call(&mut self, call: &Value, out: &mut Out) {
-        let stream_index = call.get("index").and_then(Value::as_u64);
-        let id = call.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
-        let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or("");
+    fn on_tool_call(&mut self, call: ToolCall, out: &mut Out) {
+        let stream_index = call.index;
+        let id = call.id.filter(|s| !s.is_empty());
         let existing = stream_index
             .and_then(|i| self.tools_by_stream_index.get(&i).copied())
-            .or_else(|| id.and_then(|id| self.tools_by_id.get(id).copied()));
+            .or_else(|| id.as_ref().and_then(|id| self.tools_by_id.get(id).copied()));
         let index = match existing {
             Some(i) => i,
             None => {
-                let kind = BlockKind::ToolCall { id: id.unwrap_or("").to_string(), name: name.to_string() };
+                let kind = BlockKind::ToolCall { id: id.clone().unwrap_or_default(), name: call.function.name };
                 let i = self.start_block(kind, out);
                 self.has_tool_calls = true;
                 i
@@ -228,10 +229,9 @@ impl Assembler {
             self.tools_by_stream_index.entry(si).or_insert(index);
         }
         if let Some(id) = id {
-            self.tools_by_id.insert(id.to_string(), index);
+            self.tools_by_id.insert(id, index);
         }
-        let args = call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("");
-        out.emit(ProviderEvent::BlockDelta { index, delta: args.to_string() });
+        out.emit(ProviderEvent::BlockDelta { index, delta: call.function.arguments });
     }
 }
 
@@ -360,6 +360,7 @@ impl Wire for Assembler {
         if ev.event.starts_with("thread.") {
             return Ok(Flow::Continue);
         }
+        // An error payload is free-form: it is worded from whatever JSON it holds.
         if ev.event == "error" {
             let err = data.get("error").filter(|e| !e.is_null()).unwrap_or(&data);
             return Err(error_from(None, openai_stream_error_message(err), None));

@@ -17,6 +17,10 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+mod events;
+
+use events::{Change, Event, Item, ItemEvent, Part, Response};
+
 use super::responses_request::{build_body, build_headers, endpoint};
 use crate::message::{StopReason, Usage};
 use crate::provider::classify::{
@@ -24,6 +28,7 @@ use crate::provider::classify::{
 };
 use crate::provider::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
 use crate::provider::http::HttpClient;
+use crate::provider::lenient;
 use crate::provider::shared::js_json;
 use crate::provider::sse::SseEvent;
 use crate::provider::{BlockKind, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream};
@@ -106,6 +111,15 @@ struct Slot {
     part_ended: bool,
 }
 
+/// A reasoning item as it was done: its block and the whole item, which is
+/// the block's signature (its encrypted content added from the final response).
+struct Reasoning {
+    index: usize,
+    item: Value,
+    /// The item holds a non-null `encrypted_content`.
+    encrypted: bool,
+}
+
 /// Event-by-event state of one response (shared by the Responses-based
 /// APIs: `openai-responses`, `azure-openai-responses`, `openai-codex-responses`).
 pub(crate) struct Decoder {
@@ -117,13 +131,9 @@ pub(crate) struct Decoder {
     unfinished: Vec<(usize, String, String)>,
     has_tool_calls: bool,
     /// Reasoning items by id: their block and the stored item.
-    reasoning_items: HashMap<String, (usize, Value)>,
+    reasoning_items: HashMap<String, Reasoning>,
     terminal: bool,
     stop: Option<(Result<StopReason, String>, Option<String>)>,
-}
-
-fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 impl Decoder {
@@ -145,15 +155,14 @@ impl Decoder {
         Decoder { codex: true, ..Decoder::new() }
     }
 
-    fn create_slot(&mut self, output_index: u64, item: &Value, out: &mut Out) -> bool {
-        let (kind, block) = match str_of(item, "type") {
-            "reasoning" => (SlotKind::Thinking, BlockKind::Thinking),
-            "message" => (SlotKind::Text, BlockKind::Text),
-            "function_call" => {
-                let id = format!("{}|{}", str_of(item, "call_id"), str_of(item, "id"));
-                (SlotKind::Tool, BlockKind::ToolCall { id, name: str_of(item, "name").to_string() })
+    fn create_slot(&mut self, output_index: u64, item: &Item, out: &mut Out) -> bool {
+        let (kind, block) = match item {
+            Item::Reasoning { .. } => (SlotKind::Thinking, BlockKind::Thinking),
+            Item::Message { .. } => (SlotKind::Text, BlockKind::Text),
+            Item::FunctionCall { call_id, id, name, .. } => {
+                (SlotKind::Tool, BlockKind::ToolCall { id: format!("{call_id}|{id}"), name: name.clone() })
             }
-            _ => return false,
+            Item::Other => return false,
         };
         let index = self.blocks;
         self.blocks += 1;
@@ -163,31 +172,28 @@ impl Decoder {
         }
         out.emit(ProviderEvent::BlockStart { index, kind: block });
         let mut slot = Slot { kind, index, sent: String::new(), part_ended: false };
-        if kind == SlotKind::Tool {
-            let args = str_of(item, "arguments");
-            if !args.is_empty() {
-                slot.sent.push_str(args);
-                out.emit(ProviderEvent::BlockDelta { index, delta: args.to_string() });
-            }
+        if let Item::FunctionCall { arguments, .. } = item
+            && !arguments.is_empty()
+        {
+            slot.sent.push_str(arguments);
+            out.emit(ProviderEvent::BlockDelta { index, delta: arguments.clone() });
         }
         self.slots.insert(output_index, slot);
         true
     }
 
-    fn slot(&mut self, event: &Value, kind: SlotKind) -> Option<&mut Slot> {
-        let output_index = event.get("output_index").and_then(Value::as_u64)?;
-        self.slots.get_mut(&output_index).filter(|s| s.kind == kind)
+    fn slot(&mut self, output_index: Option<u64>, kind: SlotKind) -> Option<&mut Slot> {
+        self.slots.get_mut(&output_index?).filter(|s| s.kind == kind)
     }
 
-    fn delta(&mut self, event: &Value, kind: SlotKind, summary: bool, out: &mut Out) {
-        let delta = str_of(event, "delta").to_string();
-        let Some(slot) = self.slot(event, kind) else { return };
+    fn delta(&mut self, change: Change, kind: SlotKind, summary: bool, out: &mut Out) {
+        let Some(slot) = self.slot(change.output_index, kind) else { return };
         let mut text = String::new();
         if summary && slot.part_ended {
             slot.part_ended = false;
             text.push_str("\n\n");
         }
-        text.push_str(&delta);
+        text.push_str(&change.delta);
         if text.is_empty() {
             return;
         }
@@ -203,60 +209,43 @@ impl Decoder {
         }
     }
 
-    fn on_item_done(&mut self, event: &Value, out: &mut Out) {
-        let Some(output_index) = event.get("output_index").and_then(Value::as_u64) else { return };
-        let item = event.get("item").unwrap_or(&Value::Null);
-        if !self.slots.contains_key(&output_index) && !self.create_slot(output_index, item, out) {
+    fn on_item_done(&mut self, event: ItemEvent, out: &mut Out) {
+        let Some(output_index) = event.output_index else { return };
+        let (raw, item) = event.item();
+        if !self.slots.contains_key(&output_index) && !self.create_slot(output_index, &item, out) {
             return;
         }
         let Some(mut slot) = self.slots.remove(&output_index) else { return };
         let index = slot.index;
-        match (str_of(item, "type"), slot.kind) {
-            ("reasoning", SlotKind::Thinking) => {
-                let join = |key: &str| {
-                    item.get(key)
-                        .and_then(Value::as_array)
-                        .map(|parts| parts.iter().map(|p| str_of(p, "text")).collect::<Vec<_>>().join("\n\n"))
-                        .unwrap_or_default()
-                };
-                let (summary, content) = (join("summary"), join("content"));
+        match (item, slot.kind) {
+            (Item::Reasoning { id, encrypted_content, summary, content }, SlotKind::Thinking) => {
+                let join = |parts: &[Part]| parts.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n\n");
+                let (summary, content) = (join(&summary), join(&content));
                 let fin = if !summary.is_empty() { summary } else { content };
                 Self::complete_text(&mut slot, &fin, out);
-                out.emit(ProviderEvent::Signature { index, signature: js_json(item) });
-                if let Some(id) = item.get("id").and_then(Value::as_str) {
-                    self.reasoning_items.insert(id.to_string(), (index, item.clone()));
+                out.emit(ProviderEvent::Signature { index, signature: js_json(&raw) });
+                if let Some(id) = id {
+                    let encrypted = encrypted_content.is_some_and(|e| !e.is_null());
+                    self.reasoning_items.insert(id, Reasoning { index, item: raw, encrypted });
                 }
             }
-            ("message", SlotKind::Text) => {
-                let fin: String = item
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .map(|parts| {
-                        parts
-                            .iter()
-                            .map(|c| {
-                                if str_of(c, "type") == "output_text" {
-                                    str_of(c, "text")
-                                } else {
-                                    str_of(c, "refusal")
-                                }
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
+            (Item::Message { id, phase, content }, SlotKind::Text) => {
+                let fin: String = content
+                    .iter()
+                    .map(|c| if c.kind == "output_text" { c.text.as_str() } else { c.refusal.as_str() })
+                    .collect();
                 Self::complete_text(&mut slot, &fin, out);
                 let mut signature = serde_json::Map::new();
                 signature.insert("v".into(), json!(1));
-                signature.insert("id".into(), json!(str_of(item, "id")));
-                if let Some(phase) = item.get("phase").and_then(Value::as_str) {
+                signature.insert("id".into(), json!(id));
+                if let Some(phase) = phase {
                     signature.insert("phase".into(), json!(phase));
                 }
                 out.emit(ProviderEvent::Signature { index, signature: Value::Object(signature).to_string() });
             }
-            ("function_call", SlotKind::Tool) => {
-                let args = str_of(item, "arguments");
-                if !args.is_empty() {
-                    Self::complete_text(&mut slot, args, out);
+            (Item::FunctionCall { arguments, .. }, SlotKind::Tool) => {
+                if !arguments.is_empty() {
+                    Self::complete_text(&mut slot, &arguments, out);
                 }
                 self.unfinished.retain(|(i, _, _)| *i != index);
             }
@@ -268,42 +257,44 @@ impl Decoder {
         out.emit(ProviderEvent::BlockEnd { index });
     }
 
-    fn finalize(&mut self, response: &Value, out: &mut Out) {
+    fn finalize(&mut self, response: Response, out: &mut Out) {
         self.terminal = true;
-        for item in response.get("output").and_then(Value::as_array).into_iter().flatten() {
-            let Some(encrypted) = item.get("encrypted_content").filter(|e| !e.is_null()) else { continue };
-            if str_of(item, "type") != "reasoning" {
+        for item in response.output {
+            let Some(encrypted) = item.encrypted_content.filter(|e| !e.is_null()) else { continue };
+            if item.kind != "reasoning" {
                 continue;
             }
-            let Some((index, stored)) = self.reasoning_items.get_mut(str_of(item, "id")) else { continue };
-            if stored.get("encrypted_content").is_some_and(|e| !e.is_null()) {
+            let Some(stored) = self.reasoning_items.get_mut(&item.id) else { continue };
+            if stored.encrypted {
                 continue;
             }
-            if let Some(o) = stored.as_object_mut() {
-                o.insert("encrypted_content".into(), encrypted.clone());
+            if let Some(o) = stored.item.as_object_mut() {
+                o.insert("encrypted_content".into(), encrypted);
+                stored.encrypted = true;
             }
-            out.emit(ProviderEvent::Signature { index: *index, signature: js_json(stored) });
+            out.emit(ProviderEvent::Signature { index: stored.index, signature: js_json(&stored.item) });
         }
-        if let Some(id) = response.get("id").and_then(Value::as_str) {
-            out.emit(ProviderEvent::ResponseId(id.to_string()));
+        if let Some(id) = response.id {
+            out.emit(ProviderEvent::ResponseId(id));
         }
-        if let Some(u) = response.get("usage").filter(|u| u.is_object()) {
-            let num = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-            let (cached, written) =
-                (num("/input_tokens_details/cached_tokens"), num("/input_tokens_details/cache_write_tokens"));
+        if let Some(u) = response.usage {
+            let (cached, written) = (
+                u.input_tokens_details.cached_tokens.unwrap_or(0),
+                u.input_tokens_details.cache_write_tokens.unwrap_or(0),
+            );
             let mut usage = Usage {
-                input: num("/input_tokens").saturating_sub(cached + written),
-                output: num("/output_tokens"),
+                input: u.input_tokens.unwrap_or(0).saturating_sub(cached + written),
+                output: u.output_tokens.unwrap_or(0),
                 cache_read: cached,
                 cache_write: written,
-                total_tokens: num("/total_tokens"),
+                total_tokens: u.total_tokens.unwrap_or(0),
                 ..Usage::default()
             };
-            usage.reasoning = Some(num("/output_tokens_details/reasoning_tokens"));
+            usage.reasoning = Some(u.output_tokens_details.reasoning_tokens.unwrap_or(0));
             out.emit(ProviderEvent::Usage(usage));
         }
-        let status = response.get("status").and_then(Value::as_str);
-        let reason = response.pointer("/incomplete_details/reason").and_then(Value::as_str);
+        let status = response.status.as_deref();
+        let reason = response.incomplete_details.reason.as_deref();
         let raw = status.map(|s| match reason {
             Some(r) => format!("{s}.{r}"),
             None => s.to_string(),
@@ -324,14 +315,14 @@ impl Decoder {
     }
 }
 
-fn failed_message(response: &Value) -> String {
-    match response.get("error").filter(|e| e.is_object()) {
+fn failed_message(response: &Response) -> String {
+    match &response.error {
         Some(e) => {
-            let code = e.get("code").and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or("unknown");
-            let message = e.get("message").and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or("no message");
+            let code = e.code.as_deref().filter(|s| !s.is_empty()).unwrap_or("unknown");
+            let message = e.message.as_deref().filter(|s| !s.is_empty()).unwrap_or("no message");
             format!("{code}: {message}")
         }
-        None => match response.pointer("/incomplete_details/reason").and_then(Value::as_str) {
+        None => match &response.incomplete_details.reason {
             Some(r) => format!("incomplete: {r}"),
             None => "Unknown error (no error details in response)".to_string(),
         },
@@ -349,9 +340,10 @@ fn js_string(v: Option<&Value>) -> String {
 impl Decoder {
     /// One event of the Responses API as the OpenAI SDK delivers it: an
     /// `error` SSE event or an `error` member fails the stream.
-    fn on_data(&mut self, event: &str, data: &Value, out: &mut Out) -> Result<Flow, ProviderError> {
+    fn on_data(&mut self, event: &str, data: Value, out: &mut Out) -> Result<Flow, ProviderError> {
+        // An error payload is free-form: it is worded from whatever JSON it holds.
         if event == "error" {
-            let err = data.get("error").filter(|e| !e.is_null()).unwrap_or(data);
+            let err = data.get("error").filter(|e| !e.is_null()).unwrap_or(&data);
             return Err(error_from(None, with_hint(openai_stream_error_message(err)), None));
         }
         if let Some(err) = data.get("error").filter(|e| js_truthy(e)) {
@@ -397,55 +389,53 @@ impl Decoder {
                         r.remove("status");
                     }
                 }
-                self.on_typed(&json!({"type": "response.completed", "response": response}), out)?;
+                self.on_typed(json!({"type": "response.completed", "response": response}), out)?;
                 Ok(Flow::Done)
             }
-            _ => self.on_typed(&data, out),
+            _ => self.on_typed(data, out),
         }
     }
 
     /// A Responses stream event by its `type` (pi's `processResponsesStream`).
-    fn on_typed(&mut self, data: &Value, out: &mut Out) -> Result<Flow, ProviderError> {
-        match str_of(data, "type") {
-            "response.created" => {
-                if let Some(id) = data.pointer("/response/id").and_then(Value::as_str) {
-                    out.emit(ProviderEvent::ResponseId(id.to_string()));
+    fn on_typed(&mut self, data: Value, out: &mut Out) -> Result<Flow, ProviderError> {
+        match lenient::event(data).unwrap_or(Event::Other) {
+            Event::Created { response } => {
+                if let Some(id) = response.id {
+                    out.emit(ProviderEvent::ResponseId(id));
                 }
             }
-            "response.output_item.added" => {
-                if let Some(i) = data.get("output_index").and_then(Value::as_u64) {
-                    self.create_slot(i, data.get("item").unwrap_or(&Value::Null), out);
+            Event::ItemAdded(event) => {
+                if let Some(i) = event.output_index {
+                    let (_, item) = event.item();
+                    self.create_slot(i, &item, out);
                 }
             }
-            "response.reasoning_summary_text.delta" => self.delta(data, SlotKind::Thinking, true, out),
-            "response.reasoning_summary_part.done" => {
-                if let Some(slot) = self.slot(data, SlotKind::Thinking) {
+            Event::SummaryDelta(change) => self.delta(change, SlotKind::Thinking, true, out),
+            Event::SummaryPartDone(change) => {
+                if let Some(slot) = self.slot(change.output_index, SlotKind::Thinking) {
                     slot.part_ended = true;
                 }
             }
-            "response.reasoning_text.delta" => self.delta(data, SlotKind::Thinking, false, out),
-            "response.output_text.delta" | "response.refusal.delta" => self.delta(data, SlotKind::Text, false, out),
-            "response.function_call_arguments.delta" => self.delta(data, SlotKind::Tool, false, out),
-            "response.function_call_arguments.done" => {
-                let args = str_of(data, "arguments").to_string();
-                if let Some(slot) = self.slot(data, SlotKind::Tool) {
-                    Self::complete_text(slot, &args, out);
+            Event::ReasoningDelta(change) => self.delta(change, SlotKind::Thinking, false, out),
+            Event::TextDelta(change) => self.delta(change, SlotKind::Text, false, out),
+            Event::ArgumentsDelta(change) => self.delta(change, SlotKind::Tool, false, out),
+            Event::ArgumentsDone(change) => {
+                if let Some(slot) = self.slot(change.output_index, SlotKind::Tool) {
+                    Self::complete_text(slot, &change.arguments, out);
                 }
             }
-            "response.output_item.done" => self.on_item_done(data, out),
-            "response.completed" | "response.incomplete" => {
-                self.finalize(data.get("response").unwrap_or(&Value::Null), out);
-            }
-            "error" => {
-                let text = format!("Error Code {}: {}", js_string(data.get("code")), js_string(data.get("message")));
+            Event::ItemDone(event) => self.on_item_done(event, out),
+            Event::Completed { response } => self.finalize(response, out),
+            Event::Error { code, message } => {
+                let text = format!("Error Code {}: {}", js_string(code.as_ref()), js_string(message.as_ref()));
                 return Err(error_from(None, text, None));
             }
-            "response.failed" => {
+            Event::Failed { response } => {
                 self.terminal = true;
-                let text = failed_message(data.get("response").unwrap_or(&Value::Null));
+                let text = failed_message(&response);
                 return Err(error_from(None, with_hint(text), None));
             }
-            _ => {}
+            Event::Other => {}
         }
         Ok(Flow::Continue)
     }
@@ -464,7 +454,7 @@ impl Wire for Decoder {
         if self.codex {
             return self.on_codex_event(data, out);
         }
-        self.on_data(&ev.event, &data, out)
+        self.on_data(&ev.event, data, out)
     }
 
     fn finish(&mut self, out: &mut Out) -> Result<(), ProviderError> {
