@@ -163,6 +163,9 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                         error_message: error.message.clone(),
                     })
                     .await;
+                if let Some(router) = &mut s.router {
+                    router.note_failed(&message);
+                }
                 s.emitter.send(Internal::RetractFromContext { message }).await;
                 // `abort` ends the run as aborted; `abort_retry` only stops
                 // retrying (pi 1.6.0 settles with `aborted: false` then).

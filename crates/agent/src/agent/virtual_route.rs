@@ -36,6 +36,8 @@ pub(crate) struct VirtualRouter {
     thinking: ThinkingLevel,
     registry: ModelRegistry,
     providers: ProviderRegistry,
+    /// The assistant message of the request that failed, for the retry's `failed`.
+    failed: Option<AgentMessage>,
 }
 
 impl VirtualRouter {
@@ -46,18 +48,23 @@ impl VirtualRouter {
         registry: ModelRegistry,
         providers: ProviderRegistry,
     ) -> Self {
-        VirtualRouter { owner: Some(owner), model, thinking, registry, providers }
+        VirtualRouter { owner: Some(owner), model, thinking, registry, providers, failed: None }
     }
 
     /// The router of a virtual model no extension registers (any more): every request fails.
     pub(crate) fn unregistered(model: Model) -> Self {
         let (registry, providers) = (ModelRegistry::default(), ProviderRegistry::default());
-        VirtualRouter { owner: None, model, thinking: ThinkingLevel::Off, registry, providers }
+        VirtualRouter { owner: None, model, thinking: ThinkingLevel::Off, registry, providers, failed: None }
     }
 
     /// The selected virtual model (named by a request whose routing failed).
     pub(crate) fn virtual_model(&self) -> &Model {
         &self.model
+    }
+
+    /// A request failed and will be retried: the retry's route sees it as `failed`.
+    pub(crate) fn note_failed(&mut self, message: &AgentMessage) {
+        self.failed = Some(message.clone());
     }
 
     /// Ask the router for this request's physical model. `retry`: the first
@@ -75,13 +82,17 @@ impl VirtualRouter {
         } else {
             "continuation"
         };
-        let params = json!({
+        let mut params = json!({
             "provider": self.model.provider,
             "id": self.model.id,
             "reason": reason,
             "thinkingLevel": self.thinking.as_str(),
             "messages": messages,
         });
+        // pi's `failed`: the failed request's assistant message (its physical model, stop reason, error).
+        if let Some(failed) = self.failed.take().filter(|_| retry) {
+            params["failed"] = json!(failed);
+        }
         let Some(owner) = &self.owner else {
             return Err(format!("Virtual model {} is not registered.", self.model.full_id()));
         };
