@@ -70,10 +70,13 @@ impl Login {
         Pi::start(self.command(&args))
     }
 
+    /// The bearer tokens of the model calls (the Codex WebSocket upgrade
+    /// tried first, which the fake server refuses, left out).
     fn bearers(&self) -> Vec<String> {
         let requests = self.sb.server().requests();
         requests
             .iter()
+            .filter(|r| r.method != "GET")
             .filter_map(|r| r.header("authorization").map(|a| a.trim_start_matches("Bearer ").to_string()))
             .collect()
     }

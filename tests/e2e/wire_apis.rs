@@ -7,10 +7,12 @@
 //! body's model, key set and message/tool shape; and both must print the same
 //! final answer.
 //!
-//! pi's Codex transport first tries a WebSocket (`GET` with `upgrade:
-//! websocket`), which the fake server refuses; pi then falls back to SSE for
-//! the session. pi-rpc speaks SSE only, so those upgrade attempts are left
-//! out of the comparison.
+//! Codex's transport first tries a WebSocket (`GET` with `upgrade:
+//! websocket`). By default the fake server refuses it and both programs fall
+//! back to SSE for the session (the upgrade attempts are left out of the
+//! comparison); `openai_codex_responses_over_websocket` lets the fake server
+//! accept it and compares the `response.create` messages, continuation
+//! included.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -37,10 +39,15 @@ const VOLATILE: &[&str] = &[
     "session_id",
     "x-client-request-id",
     "x-session-affinity",
+    "x-affinity",
     "x-session-id",
     "x-opencode-session",
     "accept",
     "content-type",
+    // The WebSocket handshake's own: a random key, and the compression
+    // extension Node's WebSocket offers (pi-rpc's socket does not compress).
+    "sec-websocket-key",
+    "sec-websocket-extensions",
     // The AWS SDK's own headers, and the SigV4 ones that differ per run.
     "x-amz-user-agent",
     "amz-sdk-invocation-id",
@@ -89,9 +96,12 @@ fn with_base(value: &Value, base: &str) -> Value {
     serde_json::from_str(&value.to_string().replace("BASE", base)).expect("models.json")
 }
 
-async fn run_one(case: &Case, reference: Option<&(PathBuf, PathBuf)>) -> Run {
+async fn run_one(case: &Case, reference: Option<&(PathBuf, PathBuf)>, websockets: bool) -> Run {
     let sb = Sandbox::offline();
     let server = FakeServer::start().await.expect("fake server");
+    if websockets {
+        server.accept_websockets();
+    }
     if case.aws_auth {
         server.require_aws_auth(AWS_KEY_ID, AWS_SECRET, Some(AWS_BEARER));
     }
@@ -139,7 +149,9 @@ async fn run_one(case: &Case, reference: Option<&(PathBuf, PathBuf)>) -> Run {
         requests: server
             .requests()
             .into_iter()
-            .filter(|r| !r.header("upgrade").is_some_and(|u| u.eq_ignore_ascii_case("websocket")))
+            .filter(|r| {
+                r.method == "WEBSOCKET" || !r.header("upgrade").is_some_and(|u| u.eq_ignore_ascii_case("websocket"))
+            })
             .collect(),
         stdout: text(&out.stdout),
         stderr: text(&out.stderr),
@@ -230,8 +242,15 @@ fn body_summary(r: &RecordedRequest) -> Value {
 }
 
 pub(crate) async fn side_by_side(case: Case) {
-    let Some(reference) = reference_cli() else { return };
-    let (pi, rpc) = tokio::join!(run_one(&case, Some(&reference)), run_one(&case, None));
+    side_by_side_with(case, false).await;
+}
+
+/// [`side_by_side`], the fake server accepting WebSockets when `websockets`
+/// (then every model call must have gone over one).
+/// Returns pi-rpc's model calls (none when the reference pi is missing).
+async fn side_by_side_with(case: Case, websockets: bool) -> Vec<RecordedRequest> {
+    let Some(reference) = reference_cli() else { return Vec::new() };
+    let (pi, rpc) = tokio::join!(run_one(&case, Some(&reference), websockets), run_one(&case, None, websockets));
     let name = case.name;
     assert!(!pi.requests.is_empty(), "{name}: pi sent nothing: {}", pi.stderr);
     // The AWS credential services (STS, SSO, instance metadata) asked before
@@ -251,6 +270,9 @@ pub(crate) async fn side_by_side(case: Case) {
     };
     assert_eq!(distinct(&pi_services), distinct(&rpc_services), "{name}: the credential services asked");
     assert_eq!(pi_model.len(), rpc_model.len(), "{name}: request count\npi: {}\npi-rpc: {}", pi.stderr, rpc.stderr);
+    if websockets {
+        assert!(pi_model.iter().all(|r| r.method == "WEBSOCKET"), "{name}: pi did not use the WebSocket");
+    }
     for (i, (a, b)) in pi_model.iter().zip(&rpc_model).enumerate() {
         assert_eq!((&a.method, &a.path), (&b.method, &b.path), "{name} #{i}: method and path");
         assert_eq!(credentials(a), credentials(b), "{name} #{i}: auth scheme and credential");
@@ -260,6 +282,7 @@ pub(crate) async fn side_by_side(case: Case) {
     }
     assert_eq!(pi.stdout.trim(), "All done.", "{name}: pi's answer: {}", pi.stderr);
     assert_eq!(rpc.stdout.trim(), pi.stdout.trim(), "{name}: the answers: {}", rpc.stderr);
+    rpc_model.into_iter().cloned().collect()
 }
 
 /// A request for an AWS credential service of the fake server
@@ -327,6 +350,59 @@ async fn openai_codex_responses() {
             "expires": 4_102_444_800_000u64, "accountId": "acct-side"}})),
     })
     .await;
+}
+
+#[tokio::test]
+async fn openai_codex_responses_over_websocket() {
+    // pi's default transport (`auto`): both calls on one socket, the second
+    // sending only the tool result with `previous_response_id`.
+    let calls = side_by_side_with(
+        Case {
+            name: "openai-codex-websocket",
+            aws_auth: false,
+            model: "openai-codex/gpt-6.2-sol",
+            env: vec![],
+            models: json!({"providers": {"openai-codex": {"baseUrl": "BASE/backend-api"}}}),
+            auth: Some(json!({"openai-codex": {"type": "oauth", "access": chatgpt_token(), "refresh": "r",
+                "expires": 4_102_444_800_000u64, "accountId": "acct-side"}})),
+        },
+        true,
+    )
+    .await;
+    if let [first, second] = &calls[..] {
+        assert!(first.body.get("previous_response_id").is_none());
+        assert!(second.body["previous_response_id"].is_string(), "{}", second.body);
+        let types: Vec<&str> =
+            second.body["input"].as_array().into_iter().flatten().filter_map(|i| i["type"].as_str()).collect();
+        // The tool result (and the model's effort item), not the conversation again.
+        assert_eq!(types.first(), Some(&"function_call_output"), "{types:?}");
+        assert!(!types.contains(&"function_call") && !types.contains(&"message"), "{types:?}");
+    } else {
+        assert!(calls.is_empty(), "two calls expected: {calls:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_direct_providers_of_the_first_five_apis() {
+    // Also checked byte for byte against pi's captured bodies
+    // (`requests_match_pi_captures` of each API's unit tests); here, whole
+    // runs with a tool call.
+    for (name, model, key, base) in [
+        ("anthropic", "anthropic/claude-fable-5", "ANTHROPIC_API_KEY", "BASE"),
+        ("openai", "openai/gpt-5", "OPENAI_API_KEY", "BASE/v1"),
+        ("google", "google/gemini-2.5-flash", "GEMINI_API_KEY", "BASE/v1beta"),
+        ("mistral", "mistral/codestral-latest", "MISTRAL_API_KEY", "BASE"),
+    ] {
+        side_by_side(Case {
+            name,
+            aws_auth: false,
+            model,
+            env: vec![(key, format!("{name}-key-123"))],
+            models: json!({"providers": {name: {"baseUrl": base}}}),
+            auth: None,
+        })
+        .await;
+    }
 }
 
 #[tokio::test]

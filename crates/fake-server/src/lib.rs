@@ -39,6 +39,7 @@ pub mod openai;
 pub mod pi_messages;
 pub mod reply;
 pub mod responses;
+mod websocket;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -109,6 +110,8 @@ struct State {
     fallback: Reply,
     requests: Vec<RecordedRequest>,
     aws: Option<AwsAuth>,
+    /// WebSocket upgrades are served (see [`FakeServer::accept_websockets`]).
+    websockets: bool,
 }
 
 /// What the Bedrock route accepts (see [`FakeServer::require_aws_auth`]).
@@ -332,6 +335,7 @@ impl FakeServer {
             fallback: Reply::text("ok"),
             requests: Vec::new(),
             aws: None,
+            websockets: false,
         }));
         let (shutdown, shutdown_rx) = watch::channel(false);
         let task = tokio::spawn(accept_loop(listener, state.clone(), shutdown_rx));
@@ -377,6 +381,14 @@ impl FakeServer {
             secret: secret.to_string(),
             bearer: bearer.map(str::to_string),
         });
+    }
+
+    /// Serve the Codex WebSocket transport (see [`websocket`]): upgrades on
+    /// `…/responses` paths open a socket whose `response.create` messages
+    /// are recorded (method `WEBSOCKET`) and answered like POSTs. Without it
+    /// an upgrade gets a 404.
+    pub fn accept_websockets(&self) {
+        lock(&self.state).websockets = true;
     }
 
     /// The reply used when no rule matches and the queue is empty.
@@ -446,6 +458,10 @@ async fn accept_loop(listener: TcpListener, state: Arc<Mutex<State>>, mut shutdo
                 let state = state.clone();
                 let shutdown = shutdown.clone();
                 tokio::spawn(async move {
+                    let websockets = lock(&state).websockets;
+                    if websockets && websocket::is_upgrade(&stream).await {
+                        return websocket::serve(stream, state, shutdown).await;
+                    }
                     let handle = move |request| answer(request, state.clone(), shutdown.clone());
                     if let Err(e) = http::serve_connection(stream, handle).await {
                         tracing::debug!("fake server connection ended: {e}");

@@ -35,8 +35,7 @@ impl Out {
         self.queue.push_back(Err(err));
     }
 
-    /// What was emitted so far (tests).
-    #[cfg(test)]
+    /// What was emitted so far (tests, and Codex's WebSocket transport).
     pub(crate) fn take(&mut self) -> Vec<Result<ProviderEvent, ProviderError>> {
         self.queue.drain(..).collect()
     }

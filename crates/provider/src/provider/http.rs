@@ -117,6 +117,13 @@ impl HttpClient {
         self.origins.apply(url)
     }
 
+    /// Whether requests to `url` go through a proxy (the proxy variables, else the settings' `httpProxy`).
+    pub fn proxied(&self, url: &str) -> bool {
+        let Ok(parsed) = reqwest::Url::parse(&self.target(url)) else { return false };
+        let proxies = ProxyEnv::from_process(self.settings_proxy.as_deref());
+        proxies.proxy_for(parsed.scheme(), parsed.host_str().unwrap_or(""), parsed.port()).is_some()
+    }
+
     /// A request of any method to `url` (after the origin overrides), with
     /// the client's `User-Agent`. For logins and token exchanges; the wire
     /// APIs use [`HttpClient::post_json`].

@@ -17,15 +17,17 @@
 //!   ([`super::responses::Decoder::codex`]); errors in pi's words
 //!   (`You have hit your ChatGPT usage limit (plus plan). Try again in ~N min.`).
 //!
-//! pi's default transport (`auto`) first tries a WebSocket to the same URL
-//! and falls back to SSE for the session when it fails; pi-rpc speaks SSE
-//! only (see `src/provider/README.md`).
+//! Transport: as pi's default (`auto`), a WebSocket to the same URL first
+//! ([`super::codex_ws`]), SSE for the session once that fails.
+
+use std::sync::Arc;
 
 use base64::Engine;
 use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::codex_ws::{self, Attempt, Sessions};
 use super::responses::Decoder;
 use super::responses_request::{
     ResponsesCompat, convert_input, convert_tools_with, normalize_tool_call_id, requested_level,
@@ -49,11 +51,13 @@ const CONFIGURATION_UPDATE_EFFORT: &str = "medium";
 /// Codex backend provider.
 pub struct OpenAiCodexResponses {
     http: HttpClient,
+    /// The sessions' WebSockets and SSE fallbacks.
+    sessions: Arc<Sessions>,
 }
 
 impl OpenAiCodexResponses {
     pub fn new(http: HttpClient) -> Self {
-        OpenAiCodexResponses { http }
+        OpenAiCodexResponses { http, sessions: Arc::default() }
     }
 }
 
@@ -273,13 +277,65 @@ impl Provider for OpenAiCodexResponses {
     }
 
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
-        let api = Api { http_error: Box::new(http_error), transport_error };
-        let call = prepare(&request).map(Call::zstd);
         let level = configuration_effort(&request)
             .map(|value| Ok(ProviderEvent::MessageField { key: "providerThinkingLevel".into(), value }));
-        let stream = drive(self.http.clone(), cancel, call, Decoder::codex(), api);
+        let url = endpoint(&request.model.base_url);
+        let websocket = !self.sessions.falls_back(request.session_id.as_deref()) && !self.http.proxied(&url);
+        let attempt = if websocket {
+            websocket_attempt(&self.http, &self.sessions, request, cancel.clone())
+        } else {
+            Err(Box::new(request))
+        };
+        let stream = match attempt {
+            Err(request) => over_sse(self.http.clone(), *request, cancel),
+            Ok(attempt) => {
+                let http = self.http.clone();
+                futures::stream::once(async move {
+                    match codex_ws::start(attempt).await {
+                        Ok(stream) => stream,
+                        Err(request) => over_sse(http, *request, cancel),
+                    }
+                })
+                .flatten()
+                .boxed()
+            }
+        };
         futures::stream::iter(level).chain(stream).boxed()
     }
+}
+
+fn over_sse(http: HttpClient, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
+    let api = Api { http_error: Box::new(http_error), transport_error };
+    let call = prepare(&request).map(Call::zstd);
+    drive(http, cancel, call, Decoder::codex(), api)
+}
+
+/// The WebSocket call of a request, or the request back when it cannot have
+/// one (no usable token: the SSE path reports that without any traffic).
+fn websocket_attempt(
+    http: &HttpClient,
+    sessions: &Arc<Sessions>,
+    request: ProviderRequest,
+    cancel: CancellationToken,
+) -> Result<Attempt, Box<ProviderRequest>> {
+    let Ok(headers) = build_headers(&request) else { return Err(Box::new(request)) };
+    let Some(account) = request.api_key.as_deref().and_then(|t| account_id(t).ok()) else {
+        return Err(Box::new(request));
+    };
+    let request_id = match &request.session_id {
+        Some(id) => id.chars().take(64).collect(),
+        None => uuid::Uuid::now_v7().to_string(),
+    };
+    Ok(Attempt {
+        http: http.clone(),
+        sessions: sessions.clone(),
+        url: codex_ws::websocket_url(&endpoint(&request.model.base_url)),
+        headers: codex_ws::websocket_headers(&headers, &request_id),
+        body: build_body(&request),
+        account,
+        cancel,
+        request,
+    })
 }
 
 #[cfg(test)]
