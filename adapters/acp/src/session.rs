@@ -472,7 +472,11 @@ impl Session {
 
     async fn event(&mut self, event: AgentEvent) {
         match event {
-            AgentEvent::MessageStart { message: AgentMessage::Assistant(_) } => self.message_id += 1,
+            AgentEvent::MessageStart { message } => {
+                if let AgentMessage::Assistant(_) = *message {
+                    self.message_id += 1;
+                }
+            }
             AgentEvent::MessageUpdate { event, .. } => {
                 let (text, thought) = match event {
                     AssistantStreamEvent::TextDelta { delta, .. } => (delta, false),
@@ -489,10 +493,12 @@ impl Session {
                 };
                 self.update(update).await;
             }
-            AgentEvent::MessageEnd { message: AgentMessage::Assistant(a) } => {
-                self.last_stop = Some(a.stop_reason);
-                if a.stop_reason == StopReason::Error {
-                    self.last_error = a.error_message.clone().or(self.last_error.take());
+            AgentEvent::MessageEnd { message } => {
+                if let AgentMessage::Assistant(a) = *message {
+                    self.last_stop = Some(a.stop_reason);
+                    if a.stop_reason == StopReason::Error {
+                        self.last_error = a.error_message.or(self.last_error.take());
+                    }
                 }
             }
             AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args } => {

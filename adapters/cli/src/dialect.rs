@@ -110,7 +110,7 @@ pub async fn serve_stdio(
     let end = match (dialect, first) {
         (Detected::Native, first) => {
             let source = Preread::new(first, FrameReader::Lines(records));
-            serve_stream(pi_jsonl::Native, source, Framing::Lines, stdout, handle, outputs, stop).await
+            serve_stream(pi_jsonl::Native::default(), source, Framing::Lines, stdout, handle, outputs, stop).await
         }
         (Detected::JsonRpcHeaders, Some(Ok(header))) => {
             let source = FrameReader::headers_after(records, &header);

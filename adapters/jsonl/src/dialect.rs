@@ -24,7 +24,25 @@ pub enum Pending {
 
 /// The native dialect (`pi --mode rpc`).
 #[derive(Debug, Default)]
-pub struct Native;
+pub struct Native {
+    usage: UsageBytes,
+}
+
+/// The `usage` of the deltas being written, serialised once: a message's
+/// deltas share one `Arc` of it until the provider reports new figures, so
+/// its dozen numbers are not formatted again for every line.
+#[derive(Debug, Default)]
+struct UsageBytes(Option<(std::sync::Arc<pi_core::message::Usage>, Vec<u8>)>);
+
+impl UsageBytes {
+    fn of(&mut self, usage: &std::sync::Arc<pi_core::message::Usage>) -> Option<&[u8]> {
+        let fresh = !matches!(&self.0, Some((held, _)) if std::sync::Arc::ptr_eq(held, usage));
+        if fresh {
+            self.0 = Some((usage.clone(), serde_json::to_vec(&**usage).ok()?));
+        }
+        self.0.as_ref().map(|(_, bytes)| bytes.as_slice())
+    }
+}
 
 fn to_line<T: serde::Serialize>(value: &T) -> Option<Vec<u8>> {
     match serde_json::to_vec(value) {
@@ -103,7 +121,7 @@ impl Native {
 /// The line of a streamed delta (`text_delta`, `thinking_delta`,
 /// `toolcall_delta`: the events of nearly every line of a reply), written
 /// straight from the event: the bytes [`map_event`] and `to_line` give.
-fn delta_line(event: &AgentEvent) -> Option<Vec<u8>> {
+fn delta_line(event: &AgentEvent, usage_bytes: &mut UsageBytes) -> Option<Vec<u8>> {
     let AgentEvent::MessageUpdate { event, usage } = event else { return None };
     let (kind, content_index, delta) = match event {
         AssistantStreamEvent::TextDelta { content_index, delta } => ("text_delta", content_index, delta),
@@ -113,11 +131,11 @@ fn delta_line(event: &AgentEvent) -> Option<Vec<u8>> {
     };
     let mut line = Vec::with_capacity(352 + delta.len());
     line.extend_from_slice(br#"{"type":"message_update","usage":"#);
-    serde_json::to_writer(&mut line, &**usage).ok()?;
+    line.extend_from_slice(usage_bytes.of(usage)?);
     line.extend_from_slice(br#","assistantMessageEvent":{"type":""#);
     line.extend_from_slice(kind.as_bytes());
     line.extend_from_slice(br#"","contentIndex":"#);
-    line.extend_from_slice(content_index.to_string().as_bytes());
+    serde_json::to_writer(&mut line, content_index).ok()?;
     line.extend_from_slice(br#","delta":"#);
     serde_json::to_writer(&mut line, delta.as_str()).ok()?;
     line.extend_from_slice(b"}}");
@@ -146,7 +164,7 @@ impl Dialect for Native {
     }
 
     fn event(&mut self, event: AgentEvent, in_flight: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {
-        if let Some(line) = delta_line(&event) {
+        if let Some(line) = delta_line(&event, &mut self.usage) {
             out.push(line);
             return;
         }

@@ -20,12 +20,12 @@ async fn big_responses_are_streamed_with_the_bytes_of_the_whole_line() {
         assert!(line.len() > 4 * pi_transport::streamed::PIECE_BYTES, "{name}: {} bytes", line.len());
 
         let mut out = Vec::new();
-        Native.reply_outgoing(Pending::Command { id: id(), command }, Ok(reply.clone()), &mut out);
+        Native::default().reply_outgoing(Pending::Command { id: id(), command }, Ok(reply.clone()), &mut out);
         assert!(matches!(out[..], [Outgoing::Streamed(_)]), "{name}: {out:?}");
         assert_eq!(written(out).await, [&line[..], b"\n"].concat(), "{name} streamed");
 
         let mut whole = Vec::new();
-        Native.reply(Pending::Command { id: id(), command }, Ok(reply), &mut whole);
+        Native::default().reply(Pending::Command { id: id(), command }, Ok(reply), &mut whole);
         assert_eq!(whole, vec![line], "{name} assembled (WebSocket, Content-Length)");
     }
 }
@@ -37,7 +37,7 @@ async fn small_responses_stay_single_buffers() {
     let line = serde_json::to_vec(&WireResponse::ok(id(), "get_entries", Some(whole_result(small.clone())))).unwrap();
     let command = protocol::native("get_entries").unwrap();
     let mut out = Vec::new();
-    Native.reply_outgoing(Pending::Command { id: id(), command }, Ok(small), &mut out);
+    Native::default().reply_outgoing(Pending::Command { id: id(), command }, Ok(small), &mut out);
     assert!(matches!(&out[..], [Outgoing::Bytes(bytes)] if *bytes == line), "{out:?}");
 }
 
@@ -57,7 +57,7 @@ async fn small_responses_are_the_bytes_of_the_old_encoding() {
         let command = protocol::native(name).unwrap();
         let old = serde_json::to_vec(&WireResponse::ok(id(), name, data)).unwrap();
         let mut out = Vec::new();
-        Native.reply(Pending::Command { id: id(), command }, reply, &mut out);
+        Native::default().reply(Pending::Command { id: id(), command }, reply, &mut out);
         assert_eq!(out, vec![old], "{name}");
     }
     let command = protocol::native("get_state").unwrap();
@@ -65,11 +65,11 @@ async fn small_responses_are_the_bytes_of_the_old_encoding() {
         let failed = pi_core::error::CoreError::busy("later");
         let old = serde_json::to_vec(&WireResponse::err(id.clone(), Some("get_state"), "later")).unwrap();
         let mut out = Vec::new();
-        Native.reply(Pending::Command { id: id.clone(), command }, Err(failed), &mut out);
+        Native::default().reply(Pending::Command { id: id.clone(), command }, Err(failed), &mut out);
         assert_eq!(out, vec![old]);
         // A reply that is not the command's is an error response, as it always was.
         let mut out = Vec::new();
-        Native.reply(Pending::Command { id: id.clone(), command }, Ok(Reply::Ack), &mut out);
+        Native::default().reply(Pending::Command { id: id.clone(), command }, Ok(Reply::Ack), &mut out);
         let error = "cannot encode the reply to get_state: the reply is not this command's";
         assert_eq!(out, vec![serde_json::to_vec(&WireResponse::err(id, Some("get_state"), error)).unwrap()]);
     }
@@ -118,6 +118,9 @@ fn delta_lines_are_the_bytes_of_the_mapped_event() {
     reported.cost.total = 0.0018570000000000001;
     reported.cost.total_from_provider = Some(false);
     let mut count = 0;
+    // One dialect and one usage cache for every line: each usage (a new
+    // `Arc`) is serialised once, then its bytes are reused.
+    let (mut native, mut cache) = (Native::default(), UsageBytes::default());
     for (text, usage) in texts.into_iter().zip([Default::default(), reported].into_iter().cycle()) {
         let usage = std::sync::Arc::new(usage);
         for content_index in [0, 7, 123_456] {
@@ -128,9 +131,9 @@ fn delta_lines_are_the_bytes_of_the_mapped_event() {
             ] {
                 let event = AgentEvent::MessageUpdate { event, usage: usage.clone() };
                 let mapped = map_event(event.clone(), |_| None).and_then(|wire| to_line(&wire)).unwrap();
-                assert_eq!(delta_line(&event).as_deref(), Some(&mapped[..]), "{event:?}");
+                assert_eq!(delta_line(&event, &mut cache).as_deref(), Some(&mapped[..]), "{event:?}");
                 let mut out = Vec::new();
-                Native.event(event, &InFlight::default(), &mut out);
+                native.event(event, &InFlight::default(), &mut out);
                 assert_eq!(out, vec![mapped]);
                 count += 1;
             }
@@ -146,6 +149,6 @@ fn delta_lines_are_the_bytes_of_the_mapped_event() {
         },
         AgentEvent::AgentStart,
     ] {
-        assert_eq!(delta_line(&event), None, "{event:?}");
+        assert_eq!(delta_line(&event, &mut cache), None, "{event:?}");
     }
 }

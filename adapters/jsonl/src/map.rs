@@ -59,12 +59,12 @@ pub fn map_event(event: AgentEvent, bash_id: impl FnOnce(Option<u64>) -> Option<
         AgentEvent::AgentEnd { messages, will_retry } => WireEvent::AgentEnd { messages, will_retry },
         AgentEvent::AgentSettled { aborted, usage: _ } => WireEvent::AgentSettled { aborted },
         AgentEvent::TurnStart => WireEvent::TurnStart,
-        AgentEvent::TurnEnd { message, tool_results } => WireEvent::TurnEnd { message, tool_results },
-        AgentEvent::MessageStart { message } => WireEvent::MessageStart { message },
+        AgentEvent::TurnEnd { message, tool_results } => WireEvent::TurnEnd { message: *message, tool_results },
+        AgentEvent::MessageStart { message } => WireEvent::MessageStart { message: *message },
         AgentEvent::MessageUpdate { event, usage } => {
             WireEvent::MessageUpdate { usage, assistant_message_event: stream_event(event) }
         }
-        AgentEvent::MessageEnd { message } => WireEvent::MessageEnd { message },
+        AgentEvent::MessageEnd { message } => WireEvent::MessageEnd { message: *message },
         AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args } => {
             WireEvent::ToolExecutionStart { tool_call_id, tool_name, args }
         }

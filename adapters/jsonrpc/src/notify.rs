@@ -48,7 +48,7 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
             | AssistantStreamEvent::ToolCallDelta { .. }
             | AssistantStreamEvent::ToolCallEnd { .. } => return None,
         },
-        AgentEvent::MessageEnd { message } => match message {
+        AgentEvent::MessageEnd { message } => match *message {
             AgentMessage::Assistant(a) => ServerNotification::AssistantMessage(AssistantMessageParams::Complete {
                 content: a.text(),
                 usage: TokenUsage {

@@ -90,7 +90,7 @@ impl SessionHost for RegistryHost {
 async fn relay_ops(
     hub: Arc<Hub>,
     conn: crate::hub::ConnId,
-    mut ops: mpsc::Receiver<(Option<pi_core::op::RequestTag>, Op)>,
+    mut ops: pi_core::agent::OpReceiver,
     out: mpsc::WeakSender<Output>,
 ) {
     while let Some((tag, op)) = ops.recv().await {

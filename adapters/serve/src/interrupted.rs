@@ -43,9 +43,9 @@ pub fn events(worker: &str, model: Option<&Model>) -> Vec<AgentEvent> {
         extra: Default::default(),
     });
     vec![
-        AgentEvent::MessageStart { message: assistant.clone() },
-        AgentEvent::MessageEnd { message: assistant.clone() },
-        AgentEvent::TurnEnd { message: assistant.clone(), tool_results: Vec::new() },
+        AgentEvent::MessageStart { message: Box::new(assistant.clone()) },
+        AgentEvent::MessageEnd { message: Box::new(assistant.clone()) },
+        AgentEvent::TurnEnd { message: Box::new(assistant.clone()), tool_results: Vec::new() },
         AgentEvent::AgentEnd { messages: vec![assistant], will_retry: false },
         AgentEvent::RunError {
             error: CoreError::new(ErrorKind::Internal, text).with_retryable(true),

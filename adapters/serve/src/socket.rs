@@ -211,7 +211,9 @@ pub(crate) async fn serve_socket(
         let stop = stopping.clone().cancelled_owned();
         let served = async {
             match dialect {
-                Detected::Native => serve_in_order(pi_jsonl::Native, records, &sink, link, outputs, stop).await,
+                Detected::Native => {
+                    serve_in_order(pi_jsonl::Native::default(), records, &sink, link, outputs, stop).await
+                }
                 Detected::JsonRpc | Detected::JsonRpcHeaders | Detected::Acp => {
                     serve_in_order(pi_jsonrpc::JsonRpc::default(), records, &sink, link, outputs, stop).await
                 }

@@ -226,8 +226,8 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
         E::AgentEnd { messages: vec![user.clone()], will_retry: false },
         E::AgentSettled { aborted: false, usage: Usage::default() },
         E::TurnStart,
-        E::TurnEnd { message: assistant.clone(), tool_results: Vec::new() },
-        E::MessageStart { message: user.clone() },
+        E::TurnEnd { message: Box::new(assistant.clone()), tool_results: Vec::new() },
+        E::MessageStart { message: Box::new(user.clone()) },
         E::MessageUpdate { event: AssistantStreamEvent::TextStart { content_index: 0 }, usage: usage() },
         E::MessageUpdate {
             event: AssistantStreamEvent::TextDelta { content_index: 0, delta: "he".into() },
@@ -237,8 +237,8 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
             event: AssistantStreamEvent::ThinkingDelta { content_index: 0, delta: "hm".into() },
             usage: usage(),
         },
-        E::MessageEnd { message: user },
-        E::MessageEnd { message: assistant },
+        E::MessageEnd { message: Box::new(user) },
+        E::MessageEnd { message: Box::new(assistant) },
         E::ToolExecutionStart { tool_call_id: "t1".into(), tool_name: "ls".into(), args: json!({}) },
         E::ToolExecutionUpdate {
             tool_call_id: "t1".into(),

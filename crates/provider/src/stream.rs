@@ -108,7 +108,7 @@ pub async fn stream_assistant(
         };
         if !opened {
             opened = true;
-            out.push(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) });
+            out.push(AgentEvent::MessageStart { message: Box::new(AgentMessage::Assistant(message.clone())) });
         }
         match event {
             ProviderEvent::Opened => {}
@@ -252,9 +252,9 @@ pub async fn stream_assistant(
     message.duration_ms = Some(started.elapsed().as_millis() as u64);
     message.thinking_level = Some(thinking_level);
     if !opened {
-        out.push(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) });
+        out.push(AgentEvent::MessageStart { message: Box::new(AgentMessage::Assistant(message.clone())) });
     }
-    out.push(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) });
+    out.push(AgentEvent::MessageEnd { message: Box::new(AgentMessage::Assistant(message.clone())) });
     out.flush().await;
     StreamOutcome { message, error }
 }
@@ -410,8 +410,8 @@ mod tests {
         stream_assistant(Some(&calls), provider, request, cancel, &model, None).await;
         let mut calls = calls.0.into_inner().unwrap();
         for event in calls.iter_mut().flatten() {
-            if let AgentEvent::MessageStart { message: AgentMessage::Assistant(a) }
-            | AgentEvent::MessageEnd { message: AgentMessage::Assistant(a) } = event
+            if let AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } = event
+                && let AgentMessage::Assistant(a) = &mut **message
             {
                 a.timestamp = 0;
                 a.duration_ms = None;
@@ -481,12 +481,13 @@ mod tests {
             });
             let calls = emitted_by(Arc::new(Stalls(first)), cancel).await;
             let events: Vec<AgentEvent> = calls.into_iter().flatten().collect();
-            let [
-                AgentEvent::MessageStart { message: AgentMessage::Assistant(start) },
-                AgentEvent::MessageEnd { message: AgentMessage::Assistant(end) },
-            ] = events.as_slice()
+            let [AgentEvent::MessageStart { message: start }, AgentEvent::MessageEnd { message: end }] =
+                events.as_slice()
             else {
                 panic!("one message_start and its message_end: {events:?}")
+            };
+            let (AgentMessage::Assistant(start), AgentMessage::Assistant(end)) = (&**start, &**end) else {
+                panic!("assistant messages: {events:?}")
             };
             let said = if opened { "Request was aborted" } else { ABORTED_BEFORE_ANSWER };
             assert_eq!(end.error_message.as_deref(), Some(said));

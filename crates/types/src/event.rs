@@ -288,12 +288,15 @@ events! {
             usage: Usage,
         },
         TurnStart,
+        // Messages are boxed in events: the agent's output channel holds
+        // events inline (32 slots allocated per session at creation), so an
+        // event is as big as its largest variant.
         TurnEnd {
-            message: AgentMessage,
+            message: Box<AgentMessage>,
             tool_results: Vec<AgentMessage>,
         },
         MessageStart {
-            message: AgentMessage,
+            message: Box<AgentMessage>,
         },
         MessageUpdate {
             event: AssistantStreamEvent,
@@ -302,7 +305,7 @@ events! {
             usage: std::sync::Arc<Usage>,
         },
         MessageEnd {
-            message: AgentMessage,
+            message: Box<AgentMessage>,
         },
         ToolExecutionStart {
             tool_call_id: String,

@@ -97,7 +97,7 @@ fn events_round_trip() {
         event: AssistantStreamEvent::TextDelta { content_index: 0, delta: "Hel".into() },
         usage: std::sync::Arc::new(Usage::default()),
     });
-    round_trip(AgentEvent::TurnEnd { message: assistant("done"), tool_results: vec![] });
+    round_trip(AgentEvent::TurnEnd { message: Box::new(assistant("done")), tool_results: vec![] });
     round_trip(AgentEvent::ToolExecutionEnd {
         tool_call_id: "t".into(),
         tool_name: "read".into(),

@@ -340,7 +340,7 @@ enum Sent {
 }
 
 impl Relay {
-    async fn run(self, mut ops: mpsc::Receiver<(Option<RequestTag>, Op)>, mut finished: oneshot::Receiver<Finish>) {
+    async fn run(self, mut ops: pi_core::agent::OpReceiver, mut finished: oneshot::Receiver<Finish>) {
         let mut held: Vec<(Option<RequestTag>, Op)> = Vec::new();
         let successor = loop {
             tokio::select! {

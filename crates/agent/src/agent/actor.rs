@@ -49,7 +49,7 @@ use super::{AgentConfig, Output};
 use crate::error::{CoreError, ErrorKind};
 use crate::event::AgentEvent;
 use crate::message::{AgentMessage, StopReason};
-use crate::op::{Op, Reply, RequestTag};
+use crate::op::{Reply, RequestTag};
 
 /// The state the actor owns.
 pub(crate) struct Agent {
@@ -130,7 +130,7 @@ impl Agent {
     }
 
     /// The actor loop. Internal messages go first so state is current before any op reads it.
-    pub(crate) async fn run(mut self, mut ops: mpsc::Receiver<(Option<RequestTag>, Op)>) {
+    pub(crate) async fn run(mut self, mut ops: super::OpReceiver) {
         let Some(mut internal_rx) = self.channels.take_inbox() else { return };
         let mut ops_open = true;
         loop {
@@ -287,12 +287,12 @@ impl Agent {
     fn observe(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::MessageEnd { message } => {
-                if let AgentMessage::Assistant(a) = message
+                if let AgentMessage::Assistant(a) = &**message
                     && !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
                 {
                     self.session.usage_known();
                 }
-                self.append_message(message.clone());
+                self.append_message((**message).clone());
             }
             AgentEvent::AutoRetryStart { .. } => {
                 self.activity.set_retry_waiting(true);

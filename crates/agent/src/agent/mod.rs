@@ -127,10 +127,25 @@ pub enum Output {
     Reply { tag: RequestTag, result: Result<Reply, CoreError> },
 }
 
+/// An op in the agent's queue. The op is boxed: a tokio channel allocates
+/// its slots 32 at a time, at creation, so every idle session pays for 32
+/// items (an op inline is 168 bytes).
+type QueuedOp = (Option<RequestTag>, Box<Op>);
+
 /// The front end's handle on a running agent.
 #[derive(Clone)]
 pub struct AgentHandle {
-    ops: mpsc::Sender<(Option<RequestTag>, Op)>,
+    ops: mpsc::Sender<QueuedOp>,
+}
+
+/// The receiving end of an agent's op queue (the actor's, or a relay's).
+pub struct OpReceiver(mpsc::Receiver<QueuedOp>);
+
+impl OpReceiver {
+    /// The next op, in order; `None` once every handle is gone. Cancel-safe.
+    pub async fn recv(&mut self) -> Option<(Option<RequestTag>, Op)> {
+        self.0.recv().await.map(|(tag, op)| (tag, *op))
+    }
 }
 
 /// The agent has stopped and accepts no more ops.
@@ -142,15 +157,15 @@ impl AgentHandle {
     /// A handle whose ops arrive on the returned receiver instead of an
     /// actor: for a front end that relays them to an agent shared elsewhere
     /// (`pi serve`'s ACP sessions retag them for the session's hub).
-    pub fn relay(capacity: usize) -> (AgentHandle, mpsc::Receiver<(Option<RequestTag>, Op)>) {
+    pub fn relay(capacity: usize) -> (AgentHandle, OpReceiver) {
         let (ops, rx) = mpsc::channel(capacity.max(1));
-        (AgentHandle { ops }, rx)
+        (AgentHandle { ops }, OpReceiver(rx))
     }
 
     /// Queue an op. With a tag, exactly one `Output::Reply` with that tag follows;
     /// without one the op runs and no reply is sent.
     pub async fn submit(&self, tag: Option<RequestTag>, op: Op) -> Result<(), AgentClosed> {
-        self.ops.send((tag, op)).await.map_err(|_| AgentClosed)
+        self.ops.send((tag, Box::new(op))).await.map_err(|_| AgentClosed)
     }
 
     /// Wait for room in the op queue. A front end that also drains the
@@ -162,12 +177,12 @@ impl AgentHandle {
 }
 
 /// Room for one op in the agent's queue (see [`AgentHandle::reserve`]).
-pub struct OpPermit<'a>(mpsc::Permit<'a, (Option<RequestTag>, Op)>);
+pub struct OpPermit<'a>(mpsc::Permit<'a, QueuedOp>);
 
 impl OpPermit<'_> {
     /// Queue the op (as [`AgentHandle::submit`] does).
     pub fn send(self, tag: Option<RequestTag>, op: Op) {
-        self.0.send((tag, op));
+        self.0.send((tag, Box::new(op)));
     }
 }
 
@@ -181,6 +196,6 @@ pub fn spawn(config: AgentConfig) -> Result<(AgentHandle, mpsc::Receiver<Output>
     let (op_tx, op_rx) = mpsc::channel(OP_CAPACITY);
     let (out_tx, out_rx) = mpsc::channel(OUTPUT_CAPACITY);
     let agent = actor::Agent::new(config, out_tx)?;
-    tokio::spawn(agent.run(op_rx));
+    tokio::spawn(agent.run(OpReceiver(op_rx)));
     Ok((AgentHandle { ops: op_tx }, out_rx))
 }

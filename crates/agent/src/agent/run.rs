@@ -230,8 +230,8 @@ async fn deliver(s: &mut RunSetup, delivered: Vec<Delivered>, new_messages: &mut
 }
 
 async fn emit_message(s: &mut RunSetup, message: AgentMessage, new_messages: &mut Vec<AgentMessage>) {
-    s.emitter.emit(AgentEvent::MessageStart { message: message.clone() }).await;
-    s.emitter.emit(AgentEvent::MessageEnd { message: message.clone() }).await;
+    s.emitter.emit(AgentEvent::MessageStart { message: Box::new(message.clone()) }).await;
+    s.emitter.emit(AgentEvent::MessageEnd { message: Box::new(message.clone()) }).await;
     new_messages.push(message);
 }
 
@@ -336,7 +336,9 @@ async fn low_level_run(
                 let message = AgentMessage::Assistant(outcome.message);
                 totals.add(&message.as_assistant().map(|a| a.usage.clone()).unwrap_or_default());
                 new_messages.push(message.clone());
-                s.emitter.emit(AgentEvent::TurnEnd { message: message.clone(), tool_results: Vec::new() }).await;
+                s.emitter
+                    .emit(AgentEvent::TurnEnd { message: Box::new(message.clone()), tool_results: Vec::new() })
+                    .await;
                 let end = if error.kind == ProviderErrorKind::Aborted {
                     LowLevelEnd::Aborted
                 } else {
@@ -367,7 +369,7 @@ async fn low_level_run(
         let message = AgentMessage::Assistant(assistant);
         new_messages.push(message.clone());
         if aborted {
-            s.emitter.emit(AgentEvent::TurnEnd { message, tool_results: Vec::new() }).await;
+            s.emitter.emit(AgentEvent::TurnEnd { message: Box::new(message), tool_results: Vec::new() }).await;
             return (new_messages, LowLevelEnd::Aborted);
         }
 
@@ -387,7 +389,7 @@ async fn low_level_run(
             }
             (result_messages, !terminate)
         };
-        s.emitter.emit(AgentEvent::TurnEnd { message, tool_results }).await;
+        s.emitter.emit(AgentEvent::TurnEnd { message: Box::new(message), tool_results }).await;
         if next_turn {
             RunCompaction::between_turns(s).await;
             continue;
@@ -417,8 +419,8 @@ async fn aborted_assistant(s: &RunSetup) -> AssistantMessage {
     message.error_message = Some(ABORTED_BETWEEN_TURNS.to_string());
     message.duration_ms = Some(0);
     message.thinking_level = Some(s.thinking.as_str().to_string());
-    s.emitter.emit(AgentEvent::MessageStart { message: AgentMessage::Assistant(message.clone()) }).await;
-    s.emitter.emit(AgentEvent::MessageEnd { message: AgentMessage::Assistant(message.clone()) }).await;
+    s.emitter.emit(AgentEvent::MessageStart { message: Box::new(AgentMessage::Assistant(message.clone())) }).await;
+    s.emitter.emit(AgentEvent::MessageEnd { message: Box::new(AgentMessage::Assistant(message.clone())) }).await;
     message
 }
 

@@ -362,6 +362,7 @@ impl Agent {
     /// Append a message outside a run, with its `message_start`/`message_end`.
     pub(super) async fn append_and_announce(&mut self, message: AgentMessage) {
         self.append_message(message.clone());
+        let message = Box::new(message);
         for event in [AgentEvent::MessageStart { message: message.clone() }, AgentEvent::MessageEnd { message }] {
             self.emit(event).await;
         }
