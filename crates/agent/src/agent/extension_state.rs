@@ -42,7 +42,7 @@ pub(crate) enum ExtSignal {
     },
     /// The `session_before_tree` hooks decided about a command's `ctx.navigateTree()`.
     TreeHookDone {
-        nav: Box<super::actor::extension_tree_nav::Navigation>,
+        nav: Box<super::extension_session_op_state::Navigation>,
         decision: Value,
     },
     /// The `input` hooks decided about extension `id`'s `sendUserMessage`
@@ -82,7 +82,7 @@ pub(crate) struct ExtensionState {
     /// Compactions extensions asked for (`ctx.compact()`): `(extension, ticket)`.
     compaction_waiters: Vec<(usize, Value)>,
     /// Session ops of extension commands (`ctx.newSession()`, …) by their tag.
-    session_op_replies: super::actor::extension_session_ops::SessionOpReplies,
+    session_op_replies: super::extension_session_op_state::SessionOpReplies,
 }
 
 impl ExtensionState {
@@ -118,7 +118,7 @@ impl ExtensionState {
     }
 
     /// Where the answers to extension commands' session ops wait.
-    pub(super) fn session_op_replies(&self) -> &super::actor::extension_session_ops::SessionOpReplies {
+    pub(super) fn session_op_replies(&self) -> &super::extension_session_op_state::SessionOpReplies {
         &self.session_op_replies
     }
 

@@ -5,47 +5,13 @@
 //! answer, `{cancelled}` or an error, goes back to the extension instead of
 //! the client.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 
 use super::Agent;
+use crate::agent::extension_session_op_state::ExtReply;
 use crate::agent::state::Pending;
 use crate::error::CoreError;
-use crate::op::{Op, Reply, RequestTag};
-
-/// Tags of extension session ops start here, far above any client's tag.
-const FIRST_TAG: RequestTag = 1 << 62;
-
-pub(super) type ExtReply = oneshot::Sender<Result<Value, String>>;
-
-/// The extension requests waiting for their op's answer, by tag.
-#[derive(Default)]
-pub(crate) struct SessionOpReplies {
-    next: AtomicU64,
-    waiting: Mutex<HashMap<RequestTag, ExtReply>>,
-}
-
-impl SessionOpReplies {
-    fn register(&self, reply: ExtReply) -> RequestTag {
-        let tag = FIRST_TAG + self.next.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut waiting) = self.waiting.lock() {
-            waiting.insert(tag, reply);
-        }
-        tag
-    }
-
-    /// The extension waiting for `tag`'s answer, if it is one of theirs.
-    pub(super) fn take(&self, tag: RequestTag) -> Option<ExtReply> {
-        if tag < FIRST_TAG {
-            return None;
-        }
-        self.waiting.lock().ok()?.remove(&tag)
-    }
-}
+use crate::op::{Op, Reply};
 
 /// What an extension sees of a session op's answer.
 pub(super) fn outcome(result: Result<Reply, CoreError>) -> Result<Value, String> {

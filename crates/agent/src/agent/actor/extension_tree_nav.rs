@@ -7,29 +7,13 @@
 //! and `session_tree` tells every subscribed extension.
 
 use super::Agent;
-use super::extension_session_ops::ExtReply;
+use crate::agent::extension_session_op_state::{ExtReply, Navigation};
 use crate::agent::extension_state::ExtSignal;
 use crate::agent::internal::Internal;
 use crate::event::AgentEvent;
 use crate::extensions::CallError;
 use crate::session::SessionEntry;
 use serde_json::{Value, json};
-
-/// A navigation waiting for its hooks.
-#[derive(Debug)]
-pub(crate) struct Navigation {
-    target_id: String,
-    old_leaf_id: Option<String>,
-    summarize: bool,
-    custom_instructions: Option<String>,
-    replace_instructions: Option<bool>,
-    label: Option<String>,
-    /// The abandoned entries, oldest first.
-    entries_to_summarize: Vec<Value>,
-    /// Whether the hooks were asked (the gate is closed until they answer).
-    hooked: bool,
-    reply: ExtReply,
-}
 
 /// Entries whose messages a branch summary would hold (pi leaves tool
 /// results, settings, custom entries, labels and session info out).
