@@ -1,5 +1,6 @@
 //! Session ops an extension command asks for (pi's command context:
-//! `ctx.newSession()`, `ctx.fork()`, `ctx.switchSession()`): each becomes the
+//! `ctx.newSession()`, `ctx.fork()`, `ctx.switchSession()`; `ctx.reload()`
+//! and `ctx.navigateTree()` are served apart): each becomes the
 //! op a client would send, with a tag of its own, so that it goes through the
 //! same route (the `session_before_*` hooks, waiting for a run) and its
 //! answer, `{cancelled}` or an error, goes back to the extension instead of
@@ -50,8 +51,33 @@ fn session_op(agent: &Agent, p: &Value) -> Result<Op, String> {
 impl Agent {
     /// Run a command's session op for extension `id`; `reply` gets `{cancelled}` once it is done.
     pub(super) async fn extension_session_op(&mut self, p: Value, reply: ExtReply) {
-        if p.get("action").and_then(Value::as_str) == Some("navigate") {
-            return self.extension_navigate_tree(&p, reply).await;
+        match p.get("action").and_then(Value::as_str) {
+            Some("navigate") => return self.extension_navigate_tree(&p, reply).await,
+            Some("reload") => {
+                let busy = if self.activity.is_running() {
+                    Some("Wait for the current response to finish before reloading.")
+                } else if self.activity.work().is_compacting() {
+                    Some("Wait for compaction to finish before reloading.")
+                } else {
+                    None
+                };
+                if let Some(error) = busy {
+                    let _ = reply.send(Err(error.to_string()));
+                    return;
+                }
+                // pi's `ctx.reload()`: every extension is reloaded (the host
+                // gives the old instance `session_shutdown` and the new one
+                // `session_start`, both with reason "reload").
+                let payload = json!({
+                    "type": "session_start",
+                    "reason": "reload",
+                    "sessionId": self.session.record().session_id(),
+                });
+                self.ext.handle().notify_raw("session_start", payload);
+                let _ = reply.send(Ok(json!({"cancelled": false})));
+                return;
+            }
+            _ => {}
         }
         match session_op(self, &p) {
             Ok(op) => {

@@ -180,7 +180,11 @@ export function createContextFactory(channel, hello, host) {
 				return { cancelled: result?.cancelled === true };
 			},
 			reload: async () => {
-				throw NOT_SUPPORTED("ctx.reload()");
+				await channel.request("sessionOp", { action: "reload" });
+				guard.stale = true;
+				cache.clear();
+				// The new instance has had its `session_start` when this resolves, as in pi.
+				await host.afterEvents();
 			},
 			getSystemPromptOptions: () => ({ cwd: hello.cwd, selectedTools: state().activeTools }),
 		});
