@@ -20,23 +20,33 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import run  # noqa: E402  (bench/run.py: the MCP servers of its start-up figure)
 TOOLS = os.path.join(ROOT, "target", "tools", "valgrind")
 OUT = os.path.join(ROOT, "adapters", "cli", "startup-order.txt")
 BINARY = os.path.join(ROOT, "target", "startup-order", "pi")
 
 STARTS = [
-    # (first records, provider configured, in-memory session)
-    ([{"type": "get_state"}], False, True),
-    ([{"type": "get_state"}], True, True),
-    ([{"type": "get_state"}, {"type": "get_messages"}], True, False),
+    # (first records, provider configured, in-memory session, extras: "mcp" for bench/run.py's 3 MCP
+    # servers, "extension" for its one TypeScript extension)
+    ([{"type": "get_state"}], False, True, ()),
+    ([{"type": "get_state"}], True, True, ()),
+    ([{"type": "get_state"}, {"type": "get_messages"}], True, False, ()),
     ([{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
-      {"jsonrpc": "2.0", "id": 2, "method": "getState"}], True, True),
+      {"jsonrpc": "2.0", "id": 2, "method": "getState"}], True, True, ()),
+    ([{"type": "get_state"}], False, True, ("mcp",)),
+    ([{"id": "s", "type": "get_state"}], False, True, ("extension",)),
 ]
+EXTENSION = os.path.join(ROOT, "target/tools/reference/node_modules/@earendil-works/pi-coding-agent/examples/"
+                               "extensions/rpc-demo.ts")
+HOST = os.path.join(ROOT, "target/tools/extension-host")
 
 
 def build():
@@ -47,6 +57,10 @@ def build():
 
 
 def valgrind():
+    """The system's valgrind if there is one, else the Debian package unpacked into target/tools/valgrind."""
+    system = shutil.which("valgrind")
+    if system:
+        return system
     exe = os.path.join(TOOLS, "usr", "bin", "valgrind")
     if not os.path.exists(exe):
         os.makedirs(TOOLS, exist_ok=True)
@@ -56,20 +70,28 @@ def valgrind():
     return exe
 
 
-def functions_run(exe, records, provider, in_memory):
+def functions_run(exe, records, provider, in_memory, extras):
     """Mangled names of the binary's functions one start executed (in order of first appearance)."""
     with tempfile.TemporaryDirectory() as home:
+        servers = run.mcp_servers() if "mcp" in extras else None
+        if servers is not None:
+            with open(os.path.join(home, "mcp.json"), "w") as f:
+                json.dump(servers, f)
         if provider:
             models = {"providers": {"bench": {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
                                               "apiKey": "k", "models": [{"id": "m"}]}}}
             with open(os.path.join(home, "models.json"), "w") as f:
                 json.dump(models, f)
         out = os.path.join(home, "callgrind.out")
-        env = dict(os.environ, HOME=home, PI_CODING_AGENT_DIR=home,
-                   VALGRIND_LIB=os.path.join(TOOLS, "usr", "libexec", "valgrind"))
+        env = dict(os.environ, HOME=home, PI_CODING_AGENT_DIR=home)
+        if exe.startswith(TOOLS):
+            env["VALGRIND_LIB"] = os.path.join(TOOLS, "usr", "libexec", "valgrind")
         args = [exe, "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out}", BINARY, "--mode", "rpc"]
         if in_memory:
             args.append("--no-session")
+        if "extension" in extras:
+            args += ["-e", EXTENSION]
+            env.update(PI_RPC_EXTENSION_HOST_DIR=HOST, PI_RPC_NODE=run.DEFAULT_NODE)
         stdin = "".join(json.dumps(r) + "\n" for r in records).encode()
         subprocess.run(args, input=stdin, env=env, cwd=home, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, timeout=300, check=True)
@@ -105,8 +127,10 @@ def main():
         build()
     exe = valgrind()
     seen, order = set(), []
-    for records, provider, in_memory in STARTS:
-        for name in functions_run(exe, records, provider, in_memory):
+    for records, provider, in_memory, extras in STARTS:
+        if "extension" in extras and not (os.path.exists(EXTENSION) and os.path.isdir(HOST)):
+            continue
+        for name in functions_run(exe, records, provider, in_memory, extras):
             if name not in seen:
                 seen.add(name)
                 order.append(name)

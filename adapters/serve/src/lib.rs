@@ -13,6 +13,7 @@
 //! * [`ownership`]: a session's lock or lease, held while it is loaded.
 //! * [`listener`]: the listening socket, the fd limit, connections before they upgrade.
 //! * [`server`]: the HTTP/WebSocket endpoint: `/rpc`, `/healthz`, `/readyz`, auth and limits.
+//! * `trim`: unloaded sessions' memory given back to the system.
 
 pub mod acp;
 pub mod cluster;
@@ -28,5 +29,6 @@ pub mod registry;
 pub mod replay;
 pub mod server;
 mod socket;
+mod trim;
 #[cfg(test)]
 mod tests;

@@ -49,6 +49,8 @@ pub struct Registry {
     next_conn: AtomicU64,
     /// The worker is stopping: it takes no session any more.
     pub(crate) draining: AtomicBool,
+    /// Gives unloaded sessions' memory back to the system.
+    trim: crate::trim::Trimmer,
 }
 
 /// What taking a session gives: its lock or lease, and in a cluster where
@@ -73,6 +75,7 @@ impl Registry {
             hubs: Mutex::new(HashMap::new()),
             next_conn: AtomicU64::new(1),
             draining: AtomicBool::new(false),
+            trim: Default::default(),
         })
     }
 
@@ -361,11 +364,13 @@ impl Registry {
         hubs.insert(new.to_string(), hub.clone());
     }
 
-    /// Forget `hub` (its session ended).
+    /// Forget `hub` (its session ended); its memory goes back to the system soon after.
     pub(crate) fn remove(&self, id: &str, hub: &Arc<Hub>) {
         let mut hubs = self.hubs();
         if hubs.get(id).is_some_and(|h| Arc::ptr_eq(h, hub)) {
             hubs.remove(id);
+            drop(hubs);
+            self.trim.request();
         }
     }
 }
