@@ -311,7 +311,14 @@ where
     (LineSender { shared }, WriterHandle { done: done_rx })
 }
 
+/// The largest emptied buffer the writer keeps for the next batch (bigger
+/// ones, such as a whole large reply queued as it was, are let go).
+const SPARE_MAX: usize = 4 * BATCH_BYTES;
+
 fn write_loop<W: Write>(shared: &Shared, mut out: W) -> std::io::Result<()> {
+    // The buffer written last, emptied: the producers fill it next, so a
+    // stream of small lines does not grow a new buffer from nothing each batch.
+    let mut spare = Vec::new();
     loop {
         let chunk = {
             let mut st = shared.lock();
@@ -335,14 +342,18 @@ fn write_loop<W: Write>(shared: &Shared, mut out: W) -> std::io::Result<()> {
                 st.gathering = false;
             }
             st.batch_ready = false;
-            (st.streamed.take(), std::mem::take(&mut st.buf))
+            (st.streamed.take(), std::mem::replace(&mut st.buf, std::mem::take(&mut spare)))
         };
         shared.space.notify_waiters();
-        let (streamed, chunk) = chunk;
+        let (streamed, mut chunk) = chunk;
         if let Some(message) = streamed {
             write_streamed(&message, &mut out)?;
         }
         out.write_all(&chunk)?;
+        if chunk.capacity() <= SPARE_MAX {
+            chunk.clear();
+            spare = chunk;
+        }
         if shared.lock().is_empty() {
             out.flush()?;
         }

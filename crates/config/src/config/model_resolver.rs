@@ -5,6 +5,7 @@
 //! answers are checked against recordings of pi itself
 //! (`src/config/testdata/model_resolution.json`).
 
+use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::sync::OnceLock;
 
@@ -84,15 +85,16 @@ pub struct Request<'a> {
 
 /// Resolve `request` among `models`; `usable` (has credentials) only breaks
 /// ties between providers.
-pub fn resolve(request: Request<'_>, models: &[Model], usable: &dyn Fn(&str) -> bool) -> Resolution {
+pub fn resolve<M: Borrow<Model>>(request: Request<'_>, models: &[M], usable: &dyn Fn(&str) -> bool) -> Resolution {
     let text = request.text.trim();
     if text.is_empty() {
         return not_found();
     }
     let constraint = request.provider.map(str::to_lowercase);
+    let models = models.iter().map(Borrow::borrow);
     let pool: Vec<&Model> = match &constraint {
-        Some(c) => models.iter().filter(|m| m.provider.to_lowercase() == *c).collect(),
-        None => models.iter().collect(),
+        Some(c) => models.filter(|m| m.provider.to_lowercase() == *c).collect(),
+        None => models.collect(),
     };
     let result = resolve_text(text, request, &pool, usable);
     if !matches!(result.outcome, Outcome::NotFound { .. }) {
@@ -399,8 +401,8 @@ pub struct Selected {
 /// models (credentials or not, so `--api-key` can set a provider up). With an
 /// inline key, stored credentials do not choose between providers. A known
 /// provider with an unknown id yields a custom model on that provider.
-pub fn resolve_cli(
-    models: &[Model],
+pub fn resolve_cli<M: Borrow<Model>>(
+    models: &[M],
     provider: Option<&str>,
     pattern: &str,
     explicit_thinking: Option<ThinkingLevel>,
@@ -412,9 +414,14 @@ pub fn resolve_cli(
     }
     let provider = match provider {
         Some(wanted) => Some(
-            models.iter().find(|m| m.provider.eq_ignore_ascii_case(wanted)).map(|m| m.provider.as_str()).ok_or_else(
-                || format!("Unknown provider \"{wanted}\". Use --list-models to see available providers/models."),
-            )?,
+            models
+                .iter()
+                .map(Borrow::borrow)
+                .find(|m| m.provider.eq_ignore_ascii_case(wanted))
+                .map(|m| m.provider.as_str())
+                .ok_or_else(|| {
+                    format!("Unknown provider \"{wanted}\". Use --list-models to see available providers/models.")
+                })?,
         ),
         None => None,
     };

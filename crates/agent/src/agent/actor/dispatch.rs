@@ -39,7 +39,11 @@ impl Agent {
     async fn dispatch(&mut self, pending: Pending) {
         let tag = pending.tag;
         // A login or logout since the last op (by pi too) counts from now on.
-        self.models.sync_logins(self.workspace.agent_dir());
+        // The state and the messages do not depend on the stored logins: they
+        // leave the check (a `stat` of auth.json, ~12% of a `get_state`) to the next op.
+        if !matches!(pending.op, Op::GetState | Op::GetMessages) {
+            self.models.sync_logins(self.workspace.agent_dir());
+        }
         // Ops that answer themselves (now or later) return; the others give their answer.
         let result = match pending.op {
             Op::Prompt { message, images, streaming_behavior } => {
