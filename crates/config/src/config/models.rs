@@ -479,8 +479,6 @@ impl ModelRegistry {
         provider == faux::FAUX_PROVIDER || self.api_key(provider).is_some() || self.bearer_token(provider).is_some()
     }
 
-    /// Every model, faux last: what patterns are resolved among.
-
     /// Resolve a `--model` pattern (optionally on `--provider`) as pi 1.6.0 does;
     /// see [`model_resolver::resolve_cli`].
     pub fn resolve_pattern(
