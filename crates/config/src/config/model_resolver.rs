@@ -91,7 +91,7 @@ pub fn resolve<M: Borrow<Model>>(request: Request<'_>, models: &[M], usable: &dy
         return not_found();
     }
     let constraint = request.provider.map(str::to_lowercase);
-    let models = models.iter().map(Borrow::borrow);
+    let models = models.iter().map(<M as Borrow<Model>>::borrow);
     let pool: Vec<&Model> = match &constraint {
         Some(c) => models.filter(|m| m.provider.to_lowercase() == *c).collect(),
         None => models.collect(),
@@ -416,7 +416,7 @@ pub fn resolve_cli<M: Borrow<Model>>(
         Some(wanted) => Some(
             models
                 .iter()
-                .map(Borrow::borrow)
+                .map(<M as Borrow<Model>>::borrow)
                 .find(|m| m.provider.eq_ignore_ascii_case(wanted))
                 .map(|m| m.provider.as_str())
                 .ok_or_else(|| {
