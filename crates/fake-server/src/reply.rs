@@ -480,3 +480,12 @@ mod tests {
         assert!(s.parts.contains(&Part::ToolCallArgs { index: 0, fragment: r#"{"command":"ls"}"#.into() }));
     }
 }
+
+/// The script of a streamed reply (for the renderings' tests).
+#[cfg(test)]
+pub(crate) fn stream(reply: Reply) -> StreamReply {
+    match reply.body {
+        ReplyBody::Stream(s) => s,
+        ReplyBody::Error { .. } => panic!("not a stream"),
+    }
+}

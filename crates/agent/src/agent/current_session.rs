@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::compaction::SummaryOutput;
 use crate::message::AgentMessage;
 use crate::model::{Model, ThinkingLevel};
-use crate::session::{Session, SessionError};
+use crate::session::{NewCompaction, Session, SessionError};
 
 /// The session's record and its conversation.
 pub(super) struct CurrentSession {
@@ -81,14 +81,14 @@ impl CurrentSession {
         from_hook: bool,
     ) -> Result<String, SessionError> {
         let details = (!out.details.is_null()).then(|| out.details.clone());
-        let id = self.record.append_compaction_from(
-            &out.summary,
-            Some(first_kept),
+        let id = self.record.append_compaction_from(NewCompaction {
+            summary: &out.summary,
+            first_kept_entry_id: Some(first_kept),
             tokens_before,
             details,
-            out.usage.clone(),
+            usage: out.usage.clone(),
             from_hook,
-        )?;
+        })?;
         self.messages = self.record.context().messages.into();
         self.usage_unknown = true;
         Ok(id)
