@@ -447,6 +447,15 @@ impl ReplySpec {
     }
 }
 
+/// The script of a streamed reply (for the renderings' tests).
+#[cfg(test)]
+pub(crate) fn stream(reply: Reply) -> StreamReply {
+    match reply.body {
+        ReplyBody::Stream(s) => s,
+        ReplyBody::Error { .. } => panic!("not a stream"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -478,14 +487,5 @@ mod tests {
         assert_eq!(s.ending, Ending::Cut);
         assert_eq!(s.cut_after, Some(1));
         assert!(s.parts.contains(&Part::ToolCallArgs { index: 0, fragment: r#"{"command":"ls"}"#.into() }));
-    }
-}
-
-/// The script of a streamed reply (for the renderings' tests).
-#[cfg(test)]
-pub(crate) fn stream(reply: Reply) -> StreamReply {
-    match reply.body {
-        ReplyBody::Stream(s) => s,
-        ReplyBody::Error { .. } => panic!("not a stream"),
     }
 }
