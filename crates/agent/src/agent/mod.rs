@@ -28,11 +28,13 @@ mod extension_state;
 mod internal;
 mod mcp_start;
 mod model_choice;
+mod nested_calls;
 mod preferences;
 mod queue;
 mod route;
 mod run;
 mod session_start;
+mod settle;
 mod state;
 mod system_update;
 #[cfg(test)]

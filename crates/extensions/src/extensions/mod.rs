@@ -24,11 +24,13 @@ use tokio::sync::{mpsc, oneshot};
 use crate::event::AgentEvent;
 use crate::tools::ToolCallGate;
 
+pub mod boundary;
 mod builtin_tools;
 pub mod discovery;
 pub mod hooks;
 pub mod host;
 mod host_install;
+mod nested;
 mod process;
 mod prompt_options;
 pub mod protocol;
