@@ -110,14 +110,14 @@ impl CurrentSession {
                 let first_kept = draft.get("firstKeptEntryId").and_then(Value::as_str);
                 let usage = field("usage").and_then(|u| serde_json::from_value(u).ok());
                 let summary = text("summary");
-                self.record.append_compaction_from(
-                    &summary,
-                    first_kept,
+                self.record.append_compaction_from(NewCompaction {
+                    summary: &summary,
+                    first_kept_entry_id: first_kept,
                     tokens_before,
-                    field("details"),
+                    details: field("details"),
                     usage,
-                    true,
-                )?
+                    from_hook: true,
+                })?
             }
             _ => return Ok(None),
         };
