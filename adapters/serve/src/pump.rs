@@ -151,7 +151,6 @@ impl Pump {
                 (Source::Mirror(items), None)
             }
         };
-        let lost = lease.as_ref().map(|l| l.lost.clone());
         let valid = lease;
         let mut feed_open = true;
         while !self.done {
@@ -196,7 +195,7 @@ impl Pump {
                         self.release_held();
                     }
                 }
-                _ = async { if let Some(lost) = &lost { lost.cancelled().await } }, if lost.is_some() && !self.fenced => {
+                () = async { if let Some(v) = valid.as_ref() { v.lost().await } }, if valid.is_some() && !self.fenced => {
                     self.fenced = true;
                     // What waited is dropped (but the answers owed to clients).
                     self.release_held();

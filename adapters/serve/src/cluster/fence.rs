@@ -71,6 +71,11 @@ impl EpochFence {
         EpochFence { path: epoch_path(session_dir, id), id: id.to_string(), epoch: AtomicU64::new(epoch) }
     }
 
+    /// The session it guards.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
     /// The epoch this owner writes under.
     pub fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::SeqCst)

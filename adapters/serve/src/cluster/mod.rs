@@ -4,6 +4,7 @@
 //! * [`lease`]: one owner per session, a lease in a KV bucket with a TTL,
 //!   renewed by its owner, with a fencing epoch (the revision that created it).
 //! * [`keeper`]: the thread (and bus connection) the renewals run on.
+//! * [`renew`]: the renewals of every lease of the worker, in one loop.
 //! * [`fence`]: the epoch on shared storage, checked before every write of
 //!   the session file.
 //! * [`events`]: every session's events on a JetStream stream, replayed by
@@ -24,6 +25,7 @@ pub mod lease;
 pub mod mirror;
 pub mod peer;
 pub mod place;
+pub mod renew;
 pub mod wire;
 
 use std::path::PathBuf;
