@@ -7,6 +7,8 @@
 
 use std::sync::Arc;
 
+use async_nats::jetstream::kv;
+
 use super::renew::Renewals;
 use super::{ClusterOptions, LEASE_BUCKET, connect_client};
 
@@ -25,7 +27,8 @@ impl std::fmt::Debug for Keeper {
 
 impl Keeper {
     /// Start the thread and connect it (the lease bucket exists already).
-    pub async fn start(options: &ClusterOptions) -> Result<Keeper, String> {
+    /// `here`: the lease bucket through the worker's own connection.
+    pub async fn start(options: &ClusterOptions, here: Arc<kv::Store>) -> Result<Keeper, String> {
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let options = options.clone();
         let started = std::thread::Builder::new().name("pi-lease-keeper".to_string()).spawn(move || {
@@ -47,7 +50,12 @@ impl Keeper {
                 }
                 .await;
                 let keeper = opened.map(|leases| Keeper {
-                    renewals: Arc::new(Renewals::new(Arc::new(leases), options.worker.clone(), options.lease_ttl)),
+                    renewals: Arc::new(Renewals::new(
+                        Arc::new(leases),
+                        here,
+                        options.worker.clone(),
+                        options.lease_ttl,
+                    )),
                 });
                 let renewals = match &keeper {
                     Ok(keeper) => keeper.renewals.clone(),

@@ -33,6 +33,8 @@ use async_nats::jetstream::kv;
 use bytes::Bytes;
 use tokio::sync::Notify;
 
+use pi_core::session::{FenceGuard, WriteFence};
+
 use super::Cluster;
 use super::fence::{EpochFence, claim};
 use super::renew::Renewals;
@@ -51,17 +53,16 @@ pub enum LeaseError {
 
 /// A held lease; renewed until dropped, then released.
 ///
-/// An idle session holds one, so it is kept small: its state shared with
-/// the worker's renewals in one allocation, the bucket's handle and the
-/// renewals shared by every lease of the worker (an `async_nats` KV handle
-/// is over a kilobyte).
+/// An idle session holds one, so it is kept small: its state (and fence)
+/// shared with the worker's renewals and the session in one allocation, the
+/// bucket's handles in the renewals shared by every lease of the worker (an
+/// `async_nats` KV handle is over a kilobyte).
 #[derive(Debug)]
 pub struct Lease {
     state: Arc<State>,
     renewals: Arc<Renewals>,
-    leases: Arc<kv::Store>,
     /// The worker whose expired lease this one took over.
-    taken_from: Option<String>,
+    taken_from: Option<Box<str>>,
 }
 
 /// What a lease, its session's pump and the worker's renewals share.
@@ -69,8 +70,9 @@ pub struct Lease {
 pub(super) struct State {
     /// Its key among the worker's renewals.
     pub(super) key: u64,
-    /// The session's fence (it names the session).
-    pub(super) fence: Arc<EpochFence>,
+    /// The session's fence (it names the session); the session's writes
+    /// enter it through this state ([`Lease::fence`]).
+    pub(super) fence: EpochFence,
     pub(super) revision: AtomicU64,
     pub(super) lost: AtomicBool,
     /// Let go (released or dropped): renewals end.
@@ -90,6 +92,12 @@ pub(super) struct State {
 impl State {
     fn in_doubt(&self) -> bool {
         clock_ms() > self.valid_until.load(Ordering::SeqCst)
+    }
+}
+
+impl WriteFence for State {
+    fn enter(&self) -> Result<FenceGuard, String> {
+        self.fence.enter()
     }
 }
 
@@ -123,6 +131,11 @@ impl LeaseWatch {
     /// True once another worker holds the session.
     pub fn is_lost(&self) -> bool {
         self.state.lost.load(Ordering::SeqCst)
+    }
+
+    /// True once the lease was let go (released, or dropped with its session).
+    pub fn is_let_go(&self) -> bool {
+        self.state.released.load(Ordering::SeqCst)
     }
 
     /// Resolves once another worker holds the session (one waiter: the pump).
@@ -180,7 +193,7 @@ impl Lease {
                         match cluster.leases.update(id, owner_value(worker), entry.revision).await {
                             Ok(revision) => {
                                 tracing::info!("session {id}: taking over from {owner} (its lease expired)");
-                                taken_from = Some(owner);
+                                taken_from = Some(owner.into_boxed_str());
                                 revision
                             }
                             Err(_) => return Err(LeaseError::OwnedElsewhere { id: id.to_string(), owner }),
@@ -195,7 +208,7 @@ impl Lease {
         let renewals = cluster.keeper.renewals.clone();
         let state = Arc::new(State {
             key: renewals.next_key(),
-            fence: Arc::new(EpochFence::new(session_dir, id, epoch)),
+            fence: EpochFence::in_dir(renewals.session_dir(session_dir), id, epoch),
             revision: AtomicU64::new(epoch),
             lost: AtomicBool::new(false),
             released: AtomicBool::new(false),
@@ -207,7 +220,7 @@ impl Lease {
         });
         // Renewed from now on: claiming the epoch (an fsync) may take a while on a busy disk.
         renewals.hold(state.clone());
-        let lease = Lease { state, renewals, leases: cluster.leases.clone(), taken_from };
+        let lease = Lease { state, renewals, taken_from };
         let dir = session_dir.to_path_buf();
         let session = id.to_string();
         // A few claims at a time: a burst of new sessions would otherwise grow
@@ -235,7 +248,7 @@ impl Lease {
 
     /// The fence the session's writes go through.
     pub fn fence(&self) -> pi_core::session::SharedFence {
-        self.state.fence.clone()
+        self.state.clone()
     }
 
     /// The lease's state, for the session's pump.
@@ -260,7 +273,7 @@ impl Lease {
             return;
         }
         let (id, last) = (self.state.fence.id(), self.state.revision.load(Ordering::SeqCst));
-        if let Err(e) = self.leases.delete_expect_revision(id, Some(last)).await {
+        if let Err(e) = self.renewals.here().delete_expect_revision(id, Some(last)).await {
             tracing::debug!("session {id}: lease release: {e}");
         }
     }
@@ -289,7 +302,7 @@ impl Drop for Lease {
         if !self.let_go() || self.is_lost() {
             return;
         }
-        let (leases, last) = (self.leases.clone(), self.state.revision.load(Ordering::SeqCst));
+        let (leases, last) = (self.renewals.here().clone(), self.state.revision.load(Ordering::SeqCst));
         let id = self.state.fence.id().to_string();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {

@@ -83,10 +83,11 @@ impl Cluster {
                     .map_err(|e| format!("--cluster: cannot open the lease bucket {LEASE_BUCKET}: {e}"))?
             }
         };
+        let leases = std::sync::Arc::new(leases);
         let events = events::open(jetstream.clone(), options.retention, client.max_payload()).await?;
-        let keeper = keeper::Keeper::start(&options).await?;
+        let keeper = keeper::Keeper::start(&options, leases.clone()).await?;
         tracing::info!("pi serve: in the cluster at {} as {}", options.urls.join(","), options.worker);
-        Ok(Cluster { client, jetstream, leases: std::sync::Arc::new(leases), events, keeper, options })
+        Ok(Cluster { client, jetstream, leases, events, keeper, options })
     }
 }
 

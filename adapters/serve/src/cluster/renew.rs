@@ -14,6 +14,7 @@
 //!   is told to the lease's state ([`super::lease::LeaseWatch`]).
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -31,6 +32,10 @@ const IN_FLIGHT: u64 = u64::MAX;
 pub struct Renewals {
     /// The lease bucket, through the keeper's own connection.
     leases: Arc<kv::Store>,
+    /// The lease bucket, through the worker's connection (releases from its runtime).
+    here: Arc<kv::Store>,
+    /// The session directory the fences are in (shared by them).
+    session_dir: Mutex<Option<Arc<Path>>>,
     worker: String,
     ttl: Duration,
     held: Mutex<HashMap<u64, Arc<State>>>,
@@ -64,8 +69,30 @@ enum Retaken {
 }
 
 impl Renewals {
-    pub(super) fn new(leases: Arc<kv::Store>, worker: String, ttl: Duration) -> Renewals {
-        Renewals { leases, worker, ttl, held: Mutex::new(HashMap::new()), next_key: AtomicU64::new(1) }
+    pub(super) fn new(leases: Arc<kv::Store>, here: Arc<kv::Store>, worker: String, ttl: Duration) -> Renewals {
+        Renewals {
+            leases,
+            here,
+            session_dir: Mutex::new(None),
+            worker,
+            ttl,
+            held: Mutex::new(HashMap::new()),
+            next_key: AtomicU64::new(1),
+        }
+    }
+
+    /// The lease bucket through the worker's own connection.
+    pub(super) fn here(&self) -> &Arc<kv::Store> {
+        &self.here
+    }
+
+    /// `session_dir`, shared by every fence in it.
+    pub(super) fn session_dir(&self, session_dir: &Path) -> Arc<Path> {
+        let mut shared = self.session_dir.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*shared {
+            Some(dir) if **dir == *session_dir => dir.clone(),
+            _ => shared.insert(Arc::from(session_dir)).clone(),
+        }
     }
 
     /// How often a lease is renewed.
@@ -158,7 +185,7 @@ impl Renewals {
     }
 
     /// One renewal, `since` after the last one that concluded.
-    async fn renew(&self, state: &State, since: Duration) -> Renewed {
+    async fn renew(&self, state: &Arc<State>, since: Duration) -> Renewed {
         let id = state.fence.id();
         let last = state.revision.load(Ordering::SeqCst);
         match self.leases.update(id, owner_value(&self.worker), last).await {
@@ -225,7 +252,7 @@ impl Renewals {
 
     /// The lease is no longer at revision `last`: take it again when it is
     /// free (expired or released) and the session had no other owner since.
-    async fn retake(&self, state: &State, last: u64) -> Retaken {
+    async fn retake(&self, state: &Arc<State>, last: u64) -> Retaken {
         let id = state.fence.id();
         let entry = match self.leases.entry(id).await {
             Ok(entry) => entry,
@@ -238,8 +265,8 @@ impl Renewals {
             if owner != self.worker || entry.revision <= last {
                 return Retaken::Lost(owner);
             }
-            let fence = state.fence.clone();
-            return match tokio::task::spawn_blocking(move || fence.is_current()).await {
+            let held = state.clone();
+            return match tokio::task::spawn_blocking(move || held.fence.is_current()).await {
                 Ok(Ok(true)) => Retaken::Held(entry.revision),
                 _ => Retaken::Lost(owner),
             };
@@ -252,8 +279,8 @@ impl Renewals {
             }
             Err(e) => return Retaken::Unknown(e.to_string()),
         };
-        let fence = state.fence.clone();
-        match tokio::task::spawn_blocking(move || fence.move_to(revision)).await {
+        let held = state.clone();
+        match tokio::task::spawn_blocking(move || held.fence.move_to(revision)).await {
             Ok(Ok(true)) => Retaken::Held(revision),
             moved => {
                 // Another worker owned the session meanwhile (or the epoch file
