@@ -21,7 +21,7 @@ use pi_serve::cluster::{Cluster, ClusterOptions};
 
 use crate::harness::Sandbox;
 use crate::serve::python_scenario;
-use crate::serve_cluster::{Nats, cluster, session_file_text, shared_dir, signal, worker};
+use crate::serve_cluster::{Nats, cluster, session_file_text, shared_dir, signal, slow_pair, worker};
 
 /// The fencing epoch recorded on shared storage for session `id` (0: none).
 fn epoch_on_disk(shared: &Path, id: &str) -> u64 {
@@ -103,19 +103,12 @@ async fn a_worker_alone_paused_past_its_leases_takes_them_again_and_keeps_its_se
 #[tokio::test]
 async fn an_owner_paused_mid_stream_past_its_lease_hands_its_clients_over_to_the_new_owner() {
     let Some(nats) = Nats::start().await else { return };
-    let sb = Sandbox::with_server().await;
-    let mut slow = pi_compat::fake_server::Reply::text_chunks((0..60).map(|i| format!("w{i} ")));
-    slow.delay = Duration::from_millis(40);
-    sb.server().on_marker("stream slowly", slow);
-    let shared = shared_dir(&sb);
-    let a = worker(&sb, &nats, &shared, "wa", "2").await;
-    let b = worker(&sb, &nats, &shared, "wb", "2").await;
-    let pid = a.pi.child.id().expect("pid").to_string();
-    let (url_a, url_b) = (a.url.clone(), b.url.clone());
-    if cluster(&b, "paused", &[&url_a, &url_b, &pid]).await.is_none() {
+    let pair = slow_pair(&nats).await;
+    let (url_a, url_b) = (pair.a.url.clone(), pair.b.url.clone());
+    if cluster(&pair.b, "paused", &[&url_a, &url_b, &pair.pid_a]).await.is_none() {
         return;
     }
-    let log = a.pi.stderr();
+    let log = pair.a.pi.stderr();
     assert!(log.contains("lease lost to another worker (wb)"), "{log}");
     assert!(log.contains("its connections moved on"), "{log}");
 }
