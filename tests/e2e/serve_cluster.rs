@@ -234,8 +234,8 @@ pub async fn slow_pair(nats: &Nats) -> SlowPair {
     slow.delay = Duration::from_millis(40);
     sb.server().on_marker("stream slowly", slow);
     let shared = shared_dir(&sb);
-    let a = worker(&sb, &nats, &shared, "wa", "2").await;
-    let b = worker(&sb, &nats, &shared, "wb", "2").await;
+    let a = worker(&sb, nats, &shared, "wa", "2").await;
+    let b = worker(&sb, nats, &shared, "wb", "2").await;
     let pid_a = a.pi.child.id().expect("pid").to_string();
     SlowPair { a, b, pid_a, shared, sb }
 }
