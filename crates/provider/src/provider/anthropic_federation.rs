@@ -13,11 +13,13 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value, json};
 
 use super::ambient::is_placeholder;
 use super::env::ProviderEnv;
 use super::http::HttpClient;
+use super::lenient;
 use super::{ProviderError, ProviderErrorKind, ProviderRequest};
 
 /// The `anthropic-beta` of requests made with a federated access token.
@@ -137,21 +139,37 @@ impl Federation {
         }
         let data: Value = serde_json::from_str(&text)
             .map_err(|_| error(format!("Token endpoint returned non-JSON response (status {status})")))?;
-        let token = data.get("access_token").and_then(Value::as_str).filter(|t| !t.is_empty());
-        let Some(token) = token else {
+        let data: TokenResponse = lenient::event(data).unwrap_or_default();
+        let Some(token) = data.access_token.filter(|t| !t.is_empty()) else {
             return Err(error("Token endpoint response missing access_token".to_string()));
         };
-        if let Some(kind) = data.get("token_type").and_then(Value::as_str)
+        if let Some(kind) = data.token_type
             && !kind.eq_ignore_ascii_case("bearer")
         {
             return Err(error(format!("Token endpoint response: unsupported token_type \"{kind}\" (want Bearer)")));
         }
-        let lifetime = data.get("expires_in").and_then(|v| v.as_f64().or_else(|| v.as_str()?.parse().ok()));
-        let Some(lifetime) = lifetime.filter(|s| s.is_finite() && *s >= 0.0) else {
+        let Some(lifetime) = data.expires_in.filter(|s| s.is_finite() && *s >= 0.0) else {
             return Err(error("Token endpoint response missing required fields: expires_in".to_string()));
         };
-        Ok((token.to_string(), Duration::from_secs_f64(lifetime)))
+        Ok((token, Duration::from_secs_f64(lifetime)))
     }
+}
+
+/// The token endpoint's answer (fields of another JSON type read as absent).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct TokenResponse {
+    #[serde(deserialize_with = "lenient::string")]
+    access_token: Option<String>,
+    #[serde(deserialize_with = "lenient::string")]
+    token_type: Option<String>,
+    #[serde(deserialize_with = "seconds")]
+    expires_in: Option<f64>,
+}
+
+/// Seconds as a number or a numeric string; anything else reads as absent.
+fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    Value::deserialize(d).map(|v| v.as_f64().or_else(|| v.as_str()?.parse().ok()))
 }
 
 fn cache() -> &'static Mutex<HashMap<String, (String, Instant)>> {
@@ -215,5 +233,21 @@ mod tests {
         assert!(require_secure("https://api.anthropic.com").is_ok());
         assert!(require_secure("http://example.com").is_err());
         assert_eq!(redacted(r#"{"error":"invalid_grant","assertion":"secret"}"#), r#"{"error":"invalid_grant"}"#);
+    }
+
+    #[test]
+    fn token_answers_are_read_leniently() {
+        let read = |v: Value| lenient::event::<TokenResponse>(v).unwrap_or_default();
+        let t = read(json!({"access_token": "tok", "token_type": "Bearer", "expires_in": "3600", "scope": 1}));
+        assert_eq!(
+            (t.access_token.as_deref(), t.token_type.as_deref(), t.expires_in),
+            (Some("tok"), Some("Bearer"), Some(3600.0))
+        );
+        let t = read(json!({"access_token": 5, "token_type": null, "expires_in": 90.5}));
+        assert_eq!((t.access_token, t.token_type, t.expires_in), (None, None, Some(90.5)));
+        for lifetime in [json!("soon"), json!([60]), json!(null), json!(true)] {
+            assert_eq!(read(json!({"expires_in": lifetime})).expires_in, None, "{lifetime}");
+        }
+        assert!(lenient::event::<TokenResponse>(json!([{"access_token": "tok"}])).is_none());
     }
 }

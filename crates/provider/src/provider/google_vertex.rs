@@ -30,6 +30,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use google_cloud_auth::credentials::{CacheableResource, Credentials};
+use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -37,6 +38,7 @@ use super::driver::{Api, Call, drive_prepared};
 use super::env::ProviderEnv;
 use super::google_request::build_body;
 use super::http::{HttpClient, route_url};
+use super::lenient;
 use super::shared::{configured_headers, set_header};
 use super::{Provider, ProviderError, ProviderErrorKind, ProviderRequest, ProviderStream};
 
@@ -51,6 +53,16 @@ pub struct GoogleVertex {
     http: HttpClient,
     /// The credentials last built, with the source they came from.
     adc: std::sync::Arc<Mutex<Option<(String, Credentials)>>>,
+}
+
+/// What pi-rpc reads of a Google credentials file (a field of another JSON type reads as absent).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CredentialsHead {
+    #[serde(rename = "type", deserialize_with = "lenient::string")]
+    kind: Option<String>,
+    #[serde(deserialize_with = "lenient::string")]
+    token_uri: Option<String>,
 }
 
 impl GoogleVertex {
@@ -158,13 +170,15 @@ fn build_credentials(source: Option<&PathBuf>) -> Result<Credentials, ProviderEr
         .map_err(|e| auth_error(format!("Cannot read Google credentials {}: {e}", path.display())))?;
     let json: Value = serde_json::from_str(&text)
         .map_err(|e| auth_error(format!("Invalid Google credentials {}: {e}", path.display())))?;
-    let built = match json.get("type").and_then(Value::as_str) {
+    // The builders read the whole file; pi-rpc reads the kind and where a user's token is renewed.
+    let head: CredentialsHead = lenient::event_ref(&json).unwrap_or_default();
+    let built = match head.kind.as_deref() {
         Some("service_account") => service_account::Builder::new(json)
             .with_access_specifier(service_account::AccessSpecifier::from_scopes([SCOPE]))
             .build(),
         Some("authorized_user") => {
-            let token_uri = json.get("token_uri").and_then(Value::as_str).unwrap_or(OAUTH2_TOKEN_URL).to_string();
-            user_account::Builder::new(json).with_scopes([SCOPE]).with_token_uri(route_url(&token_uri)).build()
+            let token_uri = head.token_uri.as_deref().unwrap_or(OAUTH2_TOKEN_URL);
+            user_account::Builder::new(json).with_scopes([SCOPE]).with_token_uri(route_url(token_uri)).build()
         }
         other => {
             return Err(auth_error(format!(
@@ -283,5 +297,22 @@ mod tests {
         }
         let env = ProviderEnv::new([("GOOGLE_CLOUD_PROJECT".to_string(), "p".to_string())].into());
         assert!(project_and_location(&env).unwrap_err().message.contains("requires a location"));
+    }
+
+    #[test]
+    fn a_credentials_file_of_an_unknown_or_odd_type_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("adc.json");
+        for (file, shown) in [
+            (r#"{"type":"external_account"}"#, "external_account"),
+            (r#"{"type":5,"token_uri":"http://127.0.0.1:9"}"#, "(none)"),
+            (r#"{"client_id":"c"}"#, "(none)"),
+            (r#"[{"type":"service_account"}]"#, "(none)"),
+        ] {
+            std::fs::write(&path, file).unwrap();
+            let message = build_credentials(Some(&path)).err().map(|e| e.message);
+            let want = format!("Unsupported Google credentials type {shown} in {}", path.display());
+            assert_eq!(message.as_deref(), Some(want.as_str()), "{file}");
+        }
     }
 }

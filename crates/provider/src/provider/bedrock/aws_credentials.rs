@@ -23,10 +23,12 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::super::env::ProviderEnv;
 use super::super::http::HttpClient;
+use super::super::lenient;
 use super::super::{ProviderError, ProviderErrorKind};
 use super::aws_sdk_credentials::is_sdk_profile;
 
@@ -120,12 +122,38 @@ pub fn profile_region(env: &ProviderEnv, name: &str) -> Option<String> {
     profile(env, name)?.get("region").filter(|r| !r.is_empty()).cloned()
 }
 
-fn keys_from_json(json: &Value, token_field: &str) -> Option<AwsCredentials> {
-    Some(AwsCredentials {
-        access_key_id: json.get("AccessKeyId")?.as_str()?.to_string(),
-        secret_access_key: json.get("SecretAccessKey")?.as_str()?.to_string(),
-        session_token: json.get(token_field).and_then(Value::as_str).map(str::to_string),
-    })
+/// Access keys as a `credential_process` prints them (`Version` 1,
+/// `SessionToken`) or a container endpoint answers (`Token`); a field of
+/// another JSON type reads as absent.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "PascalCase")]
+struct KeysJson {
+    #[serde(deserialize_with = "lenient::u64")]
+    version: Option<u64>,
+    #[serde(deserialize_with = "lenient::string")]
+    access_key_id: Option<String>,
+    #[serde(deserialize_with = "lenient::string")]
+    secret_access_key: Option<String>,
+    #[serde(deserialize_with = "lenient::string")]
+    session_token: Option<String>,
+    #[serde(deserialize_with = "lenient::string")]
+    token: Option<String>,
+}
+
+impl KeysJson {
+    /// The answer read leniently (anything but an object has no keys).
+    fn read(json: Value) -> Self {
+        lenient::event(json).unwrap_or_default()
+    }
+
+    /// The keys, with the session token of a process (`SessionToken`) or of a container (`Token`).
+    fn keys(self, from_container: bool) -> Option<AwsCredentials> {
+        Some(AwsCredentials {
+            access_key_id: self.access_key_id?,
+            secret_access_key: self.secret_access_key?,
+            session_token: if from_container { self.token } else { self.session_token },
+        })
+    }
 }
 
 async fn from_process(command: &str, profile_name: &str) -> Result<AwsCredentials, ProviderError> {
@@ -145,11 +173,11 @@ async fn from_process(command: &str, profile_name: &str) -> Result<AwsCredential
     }
     let json: Value = serde_json::from_slice(&output.stdout)
         .map_err(|e| auth_error(format!("credential_process of profile {profile_name}: invalid JSON: {e}")))?;
-    if json.get("Version").and_then(Value::as_u64) != Some(1) {
+    let json = KeysJson::read(json);
+    if json.version != Some(1) {
         return Err(auth_error(format!("credential_process of profile {profile_name}: unsupported Version")));
     }
-    keys_from_json(&json, "SessionToken")
-        .ok_or_else(|| auth_error(format!("credential_process of profile {profile_name}: no access keys")))
+    json.keys(false).ok_or_else(|| auth_error(format!("credential_process of profile {profile_name}: no access keys")))
 }
 
 /// The credentials of a named profile (`region`: where STS or SSO is asked).
@@ -219,7 +247,7 @@ async fn from_container(env: &ProviderEnv, http: &HttpClient) -> Result<Option<A
         return Err(failed(format!("HTTP {}: {text}", status.as_u16())));
     }
     let json: Value = serde_json::from_str(&text).map_err(|e| failed(format!("invalid JSON: {e}")))?;
-    keys_from_json(&json, "Token").map(Some).ok_or_else(|| failed("no access keys in the answer".into()))
+    KeysJson::read(json).keys(true).map(Some).ok_or_else(|| failed("no access keys in the answer".into()))
 }
 
 /// Resolve the credentials to sign with (`region`: where STS, SSO or the
@@ -302,6 +330,23 @@ pub(super) mod tests {
         // An SSO profile goes to aws-config's SSO provider, which needs `aws sso login`'s token.
         let err = rt.block_on(from_profile(&e, "sso", "us-west-2", &http)).unwrap_err();
         assert!(err.message.starts_with("AWS profile sso: "), "{}", err.message);
+    }
+
+    #[test]
+    fn key_answers_are_read_leniently() {
+        let keys = |v: Value, from_container: bool| {
+            KeysJson::read(v).keys(from_container).map(|k| (k.access_key_id, k.secret_access_key, k.session_token))
+        };
+        let both = serde_json::json!({"AccessKeyId": "A", "SecretAccessKey": "S", "SessionToken": "P", "Token": "C"});
+        assert_eq!(keys(both.clone(), false), Some(("A".into(), "S".into(), Some("P".into()))));
+        assert_eq!(keys(both, true), Some(("A".into(), "S".into(), Some("C".into()))));
+        let odd = serde_json::json!({"AccessKeyId": "A", "SecretAccessKey": "S", "SessionToken": 1, "Token": null});
+        assert_eq!(keys(odd.clone(), false), Some(("A".into(), "S".into(), None)));
+        assert_eq!(keys(odd, true), Some(("A".into(), "S".into(), None)));
+        assert_eq!(keys(serde_json::json!({"AccessKeyId": 1, "SecretAccessKey": "S"}), false), None);
+        assert_eq!(keys(serde_json::json!([{"AccessKeyId": "A", "SecretAccessKey": "S"}]), false), None);
+        assert_eq!(KeysJson::read(serde_json::json!({"Version": "1"})).version, None);
+        assert_eq!(KeysJson::read(serde_json::json!({"Version": 1})).version, Some(1));
     }
 
     #[tokio::test]

@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use base64::Engine;
 use reqwest::header::HeaderMap;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -38,12 +39,12 @@ use crate::provider::classify::{error_from, retry_after};
 use crate::provider::convert;
 use crate::provider::driver::{Api, Call, drive};
 use crate::provider::http::HttpClient;
+use crate::provider::lenient;
 use crate::provider::shared::{compat_bool, level_entry, request_headers, set_header};
 use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest, ProviderStream};
 use futures::StreamExt;
 
 const DEFAULT_BASE_URL: &str = "https://chatgpt.com/backend-api";
-const JWT_CLAIM: &str = "https://api.openai.com/auth";
 const MIN_OUTPUT_TOKENS: u64 = 16;
 /// `reasoning.effort` of requests that carry the level in `configuration_update` items.
 const CONFIGURATION_UPDATE_EFFORT: &str = "medium";
@@ -87,13 +88,49 @@ pub fn account_id(token: &str) -> Result<String, ProviderError> {
         .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload))
         .map_err(|_| failed())?;
     let claims: Value = serde_json::from_slice(&bytes).map_err(|_| failed())?;
-    claims
-        .get(JWT_CLAIM)
-        .and_then(|c| c.get("chatgpt_account_id"))
-        .and_then(Value::as_str)
+    lenient::event::<Claims>(claims)
+        .and_then(|c| c.auth.chatgpt_account_id)
         .filter(|id| !id.is_empty())
-        .map(str::to_string)
         .ok_or_else(failed)
+}
+
+/// The claims of a ChatGPT access token that pi-rpc reads.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Claims {
+    #[serde(rename = "https://api.openai.com/auth", deserialize_with = "lenient::object")]
+    auth: AuthClaim,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct AuthClaim {
+    #[serde(deserialize_with = "lenient::string")]
+    chatgpt_account_id: Option<String>,
+}
+
+/// An error answer's body: `error` is read when it is truthy (pi's `parseErrorResponse`).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ErrorBody {
+    #[serde(deserialize_with = "lenient::any")]
+    error: Option<Value>,
+}
+
+/// The fields of a truthy `error` that pi's wording uses (all absent when it is no object).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ErrorFields {
+    #[serde(deserialize_with = "lenient::string")]
+    code: Option<String>,
+    #[serde(rename = "type", deserialize_with = "lenient::string")]
+    kind: Option<String>,
+    #[serde(deserialize_with = "lenient::string")]
+    plan_type: Option<String>,
+    #[serde(deserialize_with = "lenient::string")]
+    message: Option<String>,
+    #[serde(deserialize_with = "lenient::f64")]
+    resets_at: Option<f64>,
 }
 
 /// pi's `resolveReasoningEffort`: the effort for a level (`none` for off), or
@@ -227,26 +264,29 @@ pub fn http_error_message(status: u16, body: &str) -> String {
         "Request failed".to_string()
     };
     let mut friendly = None;
-    if let Ok(parsed) = serde_json::from_str::<Value>(body)
-        && let Some(err) = parsed.get("error").filter(|e| crate::provider::classify::js_truthy(e))
+    if let Some(err) = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(lenient::event::<ErrorBody>)
+        .and_then(|b| b.error)
+        .filter(crate::provider::classify::js_truthy)
     {
-        let text = |k: &str| err.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
-        let code = text("code").or_else(|| text("type")).unwrap_or("");
+        let err: ErrorFields = lenient::event(err).unwrap_or_default();
+        let text = |field: &Option<String>| field.clone().filter(|s| !s.is_empty());
+        let code = text(&err.code).or_else(|| text(&err.kind)).unwrap_or_default();
         let lower = code.to_ascii_lowercase();
         let limit =
             ["usage_limit_reached", "usage_not_included", "rate_limit_exceeded"].iter().any(|c| lower.contains(c));
         if limit || status == 429 {
-            let plan = text("plan_type").map(|p| format!(" ({} plan)", p.to_lowercase())).unwrap_or_default();
+            let plan = text(&err.plan_type).map(|p| format!(" ({} plan)", p.to_lowercase())).unwrap_or_default();
             let when = err
-                .get("resets_at")
-                .and_then(Value::as_f64)
+                .resets_at
                 .filter(|r| *r != 0.0)
                 .map(|r| format!(" Try again in ~{} min.", minutes_until(r)))
                 .unwrap_or_default();
             friendly = Some(format!("You have hit your ChatGPT usage limit{plan}.{when}").trim().to_string());
         }
-        if let Some(m) = text("message") {
-            message = m.to_string();
+        if let Some(m) = text(&err.message) {
+            message = m;
         } else if let Some(f) = &friendly {
             message = f.clone();
         }
@@ -357,6 +397,15 @@ mod tests {
         assert_eq!(account_id(&t).unwrap(), "acc-1");
         assert!(account_id(&token(json!({}))).is_err());
         assert_eq!(account_id("sk-plain").unwrap_err().message, "Failed to extract accountId from token");
+        // A claim of another JSON type, or an empty id, is no account id.
+        for claims in [
+            json!({"https://api.openai.com/auth": "acc-1"}),
+            json!({"https://api.openai.com/auth": {"chatgpt_account_id": 7}}),
+            json!({"https://api.openai.com/auth": {"chatgpt_account_id": ""}}),
+            json!([{"https://api.openai.com/auth": {"chatgpt_account_id": "acc-1"}}]),
+        ] {
+            assert!(account_id(&token(claims.clone())).is_err(), "{claims}");
+        }
     }
 
     #[test]
@@ -366,5 +415,17 @@ mod tests {
         assert_eq!(http_error_message(400, r#"{"error":{"message":"bad input"}}"#), "bad input");
         assert_eq!(http_error_message(500, ""), "Internal Server Error");
         assert_eq!(http_error_message(502, "upstream"), "upstream");
+        // Fields of another JSON type read as absent; an `error` that is no object still counts when truthy.
+        let limit = "You have hit your ChatGPT usage limit.";
+        assert_eq!(http_error_message(429, r#"{"error":"slow down"}"#), limit);
+        assert_eq!(http_error_message(400, r#"{"error":"slow down"}"#), r#"{"error":"slow down"}"#);
+        assert_eq!(http_error_message(400, r#"{"error":0}"#), r#"{"error":0}"#);
+        assert_eq!(http_error_message(400, r#"[{"error":{"message":"m"}}]"#), r#"[{"error":{"message":"m"}}]"#);
+        let odd = r#"{"error":{"code":5,"type":"usage_not_included","plan_type":1,"message":"","resets_at":"9"}}"#;
+        assert_eq!(http_error_message(400, odd), limit);
+        let empty_code = r#"{"error":{"code":"","type":"rate_limit_exceeded","message":7,"resets_at":0}}"#;
+        assert_eq!(http_error_message(400, empty_code), limit);
+        let later = r#"{"error":{"code":"usage_limit_reached","resets_at":1e13,"message":"m"}}"#;
+        assert!(http_error_message(400, later).starts_with("You have hit your ChatGPT usage limit. Try again in ~"));
     }
 }

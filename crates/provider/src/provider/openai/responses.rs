@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 mod events;
 
-use events::{Change, Event, Item, ItemEvent, Part, Response};
+use events::{Change, CodexEvent, Event, Item, ItemEvent, Part, Response};
 
 use super::responses_request::{build_body, build_headers, endpoint};
 use crate::message::{StopReason, Usage};
@@ -357,42 +357,28 @@ impl Decoder {
     /// read as `response.completed` (unknown statuses dropped), and the end
     /// of the stream after the terminal response.
     fn on_codex_event(&mut self, data: Value, out: &mut Out) -> Result<Flow, ProviderError> {
-        let Some(kind) = data.get("type").and_then(Value::as_str) else { return Ok(Flow::Continue) };
-        match kind {
-            "error" => {
-                let nested = data.get("error").filter(|e| e.is_object());
-                let field = |key: &str| {
-                    data.get(key)
-                        .and_then(Value::as_str)
-                        .or_else(|| nested.and_then(|n| n.get(key)).and_then(Value::as_str))
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_string)
-                };
-                let detail = field("message").or_else(|| field("code")).unwrap_or_else(|| js_json(&data));
+        // An event that is no object or has no string `type` is skipped.
+        let Some(event) = lenient::event_ref::<CodexEvent>(&data) else { return Ok(Flow::Continue) };
+        match event {
+            CodexEvent::Error(error) => {
+                let detail = error.detail().unwrap_or_else(|| js_json(&data));
                 Err(error_from(None, format!("Codex error: {detail}"), None))
             }
-            "response.failed" => {
-                let message = data
-                    .pointer("/response/error/message")
-                    .and_then(Value::as_str)
-                    .filter(|s| !s.is_empty())
-                    .unwrap_or("Codex response failed");
-                Err(error_from(None, message.to_string(), None))
+            CodexEvent::Failed { response } => {
+                let message = response.error.and_then(|e| e.message).filter(|s| !s.is_empty());
+                Err(error_from(None, message.unwrap_or_else(|| "Codex response failed".to_string()), None))
             }
-            "response.done" | "response.completed" | "response.incomplete" => {
-                let mut response = data.get("response").cloned().unwrap_or(Value::Null);
-                if let Some(r) = response.as_object_mut() {
-                    let known = r.get("status").and_then(Value::as_str).is_some_and(|s| {
-                        ["completed", "incomplete", "failed", "cancelled", "queued", "in_progress"].contains(&s)
-                    });
-                    if !known {
-                        r.remove("status");
-                    }
+            CodexEvent::Done { mut response } => {
+                let known = response.status.as_deref().is_some_and(|s| {
+                    ["completed", "incomplete", "failed", "cancelled", "queued", "in_progress"].contains(&s)
+                });
+                if !known {
+                    response.status = None;
                 }
-                self.on_typed(json!({"type": "response.completed", "response": response}), out)?;
+                self.finalize(response, out);
                 Ok(Flow::Done)
             }
-            _ => self.on_typed(data, out),
+            CodexEvent::Other => self.on_typed(data, out),
         }
     }
 

@@ -217,3 +217,50 @@ pub(super) struct ResponseError {
     #[serde(deserialize_with = "lenient::string")]
     pub message: Option<String>,
 }
+
+/// An event of the Codex backend as its mapping reads it before the Responses
+/// decoder (pi's `mapCodexEvents`); every other type goes to [`Event`].
+#[derive(Deserialize)]
+#[serde(tag = "type")]
+pub(super) enum CodexEvent {
+    #[serde(rename = "error")]
+    Error(CodexError),
+    #[serde(rename = "response.failed")]
+    Failed {
+        #[serde(default, deserialize_with = "lenient::object")]
+        response: Response,
+    },
+    /// `response.done` and `response.incomplete` read as `response.completed`.
+    #[serde(rename = "response.done", alias = "response.completed", alias = "response.incomplete")]
+    Done {
+        #[serde(default, deserialize_with = "lenient::object")]
+        response: Response,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// A Codex `error` event: its `message` / `code`, at the top or in `error`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct CodexError {
+    #[serde(deserialize_with = "lenient::string")]
+    pub message: Option<String>,
+    #[serde(deserialize_with = "lenient::string")]
+    pub code: Option<String>,
+    #[serde(deserialize_with = "lenient::some_object")]
+    pub error: Option<ResponseError>,
+}
+
+impl CodexError {
+    /// What pi's wording shows: the `message`, else the `code`; each read at
+    /// the top when it is a string there (even an empty one), else in `error`,
+    /// and `None` when empty.
+    pub fn detail(&self) -> Option<String> {
+        let nested = self.error.as_ref();
+        let pick = |top: &Option<String>, inner: Option<&Option<String>>| {
+            top.as_ref().or(inner.and_then(Option::as_ref)).filter(|s| !s.is_empty()).cloned()
+        };
+        pick(&self.message, nested.map(|n| &n.message)).or_else(|| pick(&self.code, nested.map(|n| &n.code)))
+    }
+}

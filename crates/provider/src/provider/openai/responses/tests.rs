@@ -370,3 +370,76 @@ async fn missing_key_and_session_headers() {
     assert_eq!(r.header("session-id"), None);
     assert_eq!(r.body["prompt_cache_key"], "s-1");
 }
+
+/// pi's `mapCodexEvents`: an `error` is worded from its `message`, else its
+/// `code` (a string at the top wins, even empty; else the one in `error`; else
+/// the whole event), `response.failed` from the response's error message,
+/// `response.done` ends the stream as `response.completed` with an unknown
+/// status dropped, and an event without a string `type` is skipped.
+#[test]
+fn codex_events_are_mapped_as_pi_maps_them() {
+    let decode = |events: &[Value]| {
+        let bytes: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+        decode_bytes(Decoder::codex(), bytes.as_bytes(), 5)
+    };
+    let error_of = |event: Value| decode(&[event]).1.map(|e| e.message);
+    let nested = json!({"message": "nested message", "code": "nested_code"});
+    assert_eq!(
+        error_of(json!({"type": "error", "message": "top", "error": nested})).as_deref(),
+        Some("Codex error: top")
+    );
+    assert_eq!(
+        error_of(json!({"type": "error", "message": 5, "error": nested})).as_deref(),
+        Some("Codex error: nested message")
+    );
+    assert_eq!(
+        error_of(json!({"type": "error", "message": "", "code": "top_code", "error": nested})).as_deref(),
+        Some("Codex error: top_code")
+    );
+    assert_eq!(
+        error_of(json!({"type": "error", "message": null, "error": {"code": "only_code"}})).as_deref(),
+        Some("Codex error: only_code")
+    );
+    let bare = json!({"type": "error", "error": ["not", "an", "object"], "code": ""});
+    assert_eq!(error_of(bare.clone()), Some(format!("Codex error: {}", js_json(&bare))));
+    assert_eq!(
+        error_of(json!({"type": "response.failed", "response": {"error": {"message": "quota"}}})).as_deref(),
+        Some("quota")
+    );
+    for response in [json!({"error": {"message": ""}}), json!({"error": "x"}), json!([1]), json!(null)] {
+        assert_eq!(
+            error_of(json!({"type": "response.failed", "response": response})).as_deref(),
+            Some("Codex response failed")
+        );
+    }
+    let text =
+        |delta: &str, index: u64| json!({"type": "response.output_text.delta", "output_index": index, "delta": delta});
+    let added = json!({"type": "response.output_item.added", "output_index": 0,
+        "item": {"id": "msg_1", "type": "message", "content": []}});
+    for (status, raw) in [
+        (json!("weird"), None),
+        (json!(7), None),
+        (json!("completed"), Some("completed")),
+        (json!("in_progress"), Some("in_progress")),
+    ] {
+        for kind in ["response.done", "response.completed", "response.incomplete"] {
+            let done = json!({"type": kind, "response": {"status": status,
+                "usage": {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5}}});
+            let skipped = [json!({"no_type": 1}), json!({"type": 4, "delta": "x"}), json!([{"type": "error"}])];
+            let mut stream = vec![added.clone(), text("Hi", 0)];
+            stream.extend(skipped);
+            stream.extend([done, text("after the end", 0)]);
+            let (events, err) = decode(&stream);
+            assert_eq!(err, None, "{kind} {status}");
+            assert_eq!(deltas(&events, 0).concat(), "Hi", "{kind} {status}");
+            assert_eq!((last_usage(&events).input, last_usage(&events).output), (3, 2));
+            assert_eq!(
+                events.last(),
+                Some(&ProviderEvent::Stop { reason: StopReason::Stop, raw: raw.map(str::to_string) }),
+                "{kind} {status}"
+            );
+        }
+    }
+    let (events, err) = decode(&[added, json!({"type": "response.done", "response": "gone"})]);
+    assert_eq!((events.last(), err), (Some(&ProviderEvent::Stop { reason: StopReason::Stop, raw: None }), None));
+}
