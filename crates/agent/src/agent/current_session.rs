@@ -69,6 +69,61 @@ impl CurrentSession {
         self.record.append_context_edit(target, None)
     }
 
+    /// Append the drafts an `agent_before_settle` boundary proposed
+    /// (`custom`, `custom_message`, `context_edit`, `compaction`; other types
+    /// are skipped, as pi skips them), in order; the conversation is rebuilt
+    /// from the record. Returns the appended entries' ids; stops at the first
+    /// draft the record refuses, with its error.
+    pub(super) fn append_drafts(&mut self, drafts: &[Value]) -> (Vec<String>, Option<SessionError>) {
+        let mut ids = Vec::new();
+        let mut failure = None;
+        for draft in drafts {
+            match self.append_draft(draft) {
+                Ok(Some(id)) => ids.push(id),
+                Ok(None) => {}
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if !ids.is_empty() {
+            self.messages = self.record.context_messages();
+        }
+        (ids, failure)
+    }
+
+    fn append_draft(&mut self, draft: &Value) -> Result<Option<String>, SessionError> {
+        let text = |key: &str| draft.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+        let field = |key: &str| draft.get(key).filter(|v| !v.is_null()).cloned();
+        let id = match draft.get("type").and_then(Value::as_str) {
+            Some("custom") => self.record.append_custom(&text("customType"), field("data"))?,
+            Some("custom_message") => {
+                let content = field("content").and_then(|c| serde_json::from_value(c).ok());
+                let content = content.unwrap_or_else(|| crate::message::UserContent::Blocks(Vec::new()));
+                let display = draft.get("display").and_then(Value::as_bool).unwrap_or(false);
+                self.record.append_custom_message(&text("customType"), content, display, field("details"))?
+            }
+            Some("context_edit") => self.record.append_context_edit(&text("targetId"), field("replacement"))?,
+            Some("compaction") => {
+                let tokens_before = crate::compaction::estimate::estimate_context(&self.messages).0;
+                let first_kept = draft.get("firstKeptEntryId").and_then(Value::as_str);
+                let usage = field("usage").and_then(|u| serde_json::from_value(u).ok());
+                let summary = text("summary");
+                self.record.append_compaction_from(
+                    &summary,
+                    first_kept,
+                    tokens_before,
+                    field("details"),
+                    usage,
+                    true,
+                )?
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(id))
+    }
+
     /// Record a compaction that keeps the entries from `first_kept` on; the
     /// conversation is rebuilt from the record, and context usage is
     /// unknown until the next reply.

@@ -2,7 +2,7 @@
 //! packages compute with pi-rpc's own code (the `lib` request, served by the
 //! agent, which owns every layer they need), so that an extension gets what
 //! pi-rpc's core computes and each rule lives in one place: `convertToLlm`, `serializeConversation`, `estimateTokens`,
-//! `calculateContextTokens`, `shouldCompact`, `calculateCost`,
+//! `calculateContextTokens`, `shouldCompact`, `currentSystemMessage`, `calculateCost`,
 //! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`.
 //!
 //! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
@@ -60,6 +60,12 @@ fn skill_of(v: &Value) -> Skill {
 pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
     match name {
         "convertToLlm" => Ok(Value::Array(to_llm(&messages(args)?).into_iter().map(llm_json).collect())),
+        // The system message a compaction keeps: the prompt and tools declared so far.
+        "currentSystemMessage" => {
+            let declared = pi_types::system_message::replay(&messages(args)?);
+            let current = declared.checkpoint(crate::message::now_ms()).map(AgentMessage::System);
+            Ok(current.and_then(|m| serde_json::to_value(m).ok()).unwrap_or(Value::Null))
+        }
         "serializeConversation" => {
             Ok(Value::String(crate::compaction::prompt::serialize_conversation(&messages(args)?)))
         }

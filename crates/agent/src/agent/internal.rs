@@ -52,6 +52,9 @@ pub enum Internal {
     BashFinished { tag: Option<RequestTag>, outcome: Box<Result<(BashResult, AgentMessage), String>> },
     /// Extension work: host signals, finished commands and hooks.
     Extension(Box<ExtSignal>),
+    /// Append the drafts of the `agent_before_settle` boundary; the answer
+    /// is whether the conversation can take one more model request.
+    CommitBoundary { entries: Vec<serde_json::Value>, reply: oneshot::Sender<bool> },
     /// The tools the model gets now (an extension changed them during a run).
     CurrentTools { reply: oneshot::Sender<ToolSet> },
     /// A login started by `Op::Login` has news (see `login_ops`).

@@ -33,6 +33,7 @@ mod queue;
 mod route;
 mod run;
 mod session_start;
+mod settle;
 mod state;
 mod system_update;
 #[cfg(test)]

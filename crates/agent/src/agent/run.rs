@@ -120,7 +120,13 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                         (initial, attempt) = (next, 0);
                         continue;
                     }
-                    AfterRun::Settle { aborted: a } => aborted = a,
+                    AfterRun::Settle { aborted: a } => match settle_or_continue(&s, a, &new_messages).await {
+                        Some(a) => aborted = a,
+                        None => {
+                            (initial, attempt) = (Vec::new(), 0);
+                            continue;
+                        }
+                    },
                 }
                 break;
             }
@@ -150,7 +156,13 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                             (initial, attempt) = (next, 0);
                             continue;
                         }
-                        AfterRun::Settle { aborted: a } => aborted = a,
+                        AfterRun::Settle { aborted: a } => match settle_or_continue(&s, a, &new_messages).await {
+                            Some(a) => aborted = a,
+                            None => {
+                                (initial, attempt) = (Vec::new(), 0);
+                                continue;
+                            }
+                        },
                     }
                     break;
                 }
@@ -186,6 +198,19 @@ pub(crate) async fn run_session(mut s: RunSetup) {
     }
     s.emitter.emit(AgentEvent::AgentSettled { aborted, usage: totals }).await;
     s.emitter.send(Internal::RunFinished { run_id: s.run_id }).await;
+}
+
+/// pi's `agent_before_settle` boundary at a run's end (skipped when it was
+/// aborted): `Some(aborted)` settles, `None` starts one more low-level run.
+async fn settle_or_continue(s: &RunSetup, aborted: bool, new_messages: &[AgentMessage]) -> Option<bool> {
+    if aborted {
+        return Some(true);
+    }
+    match super::settle::before_settle(&s.emitter, &s.extensions, &s.cancel, new_messages).await {
+        super::settle::Boundary::Continue => None,
+        super::settle::Boundary::Settle => Some(false),
+        super::settle::Boundary::Aborted => Some(true),
+    }
 }
 
 fn retry_end_failed(attempt: u32, error: &str) -> AgentEvent {

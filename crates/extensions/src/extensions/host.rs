@@ -42,6 +42,7 @@ const FILES: &[(&str, &str)] = &[
     ("api.mjs", include_str!("host/api.mjs")),
     ("context.mjs", include_str!("host/context.mjs")),
     ("hooks.mjs", include_str!("host/hooks.mjs")),
+    ("boundary.mjs", include_str!("host/boundary.mjs")),
     ("prompt-options.mjs", include_str!("host/prompt-options.mjs")),
     ("ui.mjs", include_str!("host/ui.mjs")),
     ("exec.mjs", include_str!("host/exec.mjs")),

@@ -24,6 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::event::AgentEvent;
 use crate::tools::ToolCallGate;
 
+pub mod boundary;
 mod builtin_tools;
 pub mod discovery;
 pub mod hooks;

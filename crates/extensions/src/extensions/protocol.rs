@@ -60,6 +60,7 @@ pub const HOOK_EVENTS: &[&str] = &[
     "before_provider_headers",
     "before_provider_request",
     "after_provider_response",
+    "agent_before_settle",
 ];
 
 /// Whether `name` is an event or hook pi-rpc sends.

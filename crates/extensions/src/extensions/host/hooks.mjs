@@ -6,6 +6,7 @@
 // and chain the system prompt; `context` and `tool_result` handlers chain
 // their replacements. The answer is the protocol's hook result.
 
+import { beforeSettle } from "./boundary.mjs";
 import { promptOptionChanges, systemPromptOptions } from "./prompt-options.mjs";
 
 /** Notify every handler of `event.type`; failures are reported and the rest still run. */
@@ -240,6 +241,8 @@ export async function runHook(instance, method, params, ctx, reportError) {
 			}
 			return changed ? { payload: event.payload } : null;
 		}
+		case "agent_before_settle":
+			return await beforeSettle(handlers, params, ctx, reportError);
 		default:
 			await dispatch(instance, event, ctx, reportError);
 			return null;
