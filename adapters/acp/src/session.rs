@@ -501,7 +501,7 @@ impl Session {
                     }
                 }
             }
-            AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args } => {
+            AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args, .. } => {
                 let call = tool_call(&tool_call_id, &tool_name, &args, &self.cwd);
                 self.tools.insert(tool_call_id, ToolState { name: tool_name, args, started: false });
                 self.update(acp::SessionUpdate::ToolCall(call)).await;

@@ -65,15 +65,33 @@ pub fn map_event(event: AgentEvent, bash_id: impl FnOnce(Option<u64>) -> Option<
             WireEvent::MessageUpdate { usage, assistant_message_event: stream_event(event) }
         }
         AgentEvent::MessageEnd { message } => WireEvent::MessageEnd { message: *message },
-        AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args } => {
-            WireEvent::ToolExecutionStart { tool_call_id, tool_name, args }
+        AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args, parent_tool_call_id } => {
+            WireEvent::ToolExecutionStart { tool_call_id, tool_name, args, parent_tool_call_id }
         }
-        AgentEvent::ToolExecutionUpdate { tool_call_id, tool_name, args, partial_result } => {
-            WireEvent::ToolExecutionUpdate { tool_call_id, tool_name, args, partial_result: payload(partial_result) }
+        AgentEvent::ToolExecutionUpdate { tool_call_id, tool_name, args, partial_result, parent_tool_call_id } => {
+            WireEvent::ToolExecutionUpdate {
+                tool_call_id,
+                tool_name,
+                args,
+                partial_result: payload(partial_result),
+                parent_tool_call_id,
+            }
         }
-        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error, duration_ms } => {
-            WireEvent::ToolExecutionEnd { tool_call_id, tool_name, result: payload(result), is_error, duration_ms }
-        }
+        AgentEvent::ToolExecutionEnd {
+            tool_call_id,
+            tool_name,
+            result,
+            is_error,
+            duration_ms,
+            parent_tool_call_id,
+        } => WireEvent::ToolExecutionEnd {
+            tool_call_id,
+            tool_name,
+            result: payload(result),
+            is_error,
+            duration_ms,
+            parent_tool_call_id,
+        },
         AgentEvent::QueueUpdate { steering, follow_up } => WireEvent::QueueUpdate { steering, follow_up },
         AgentEvent::CompactionStart { reason } => WireEvent::CompactionStart { reason: reason.as_str().to_string() },
         AgentEvent::CompactionEnd { reason, result, aborted, will_retry, error_message } => WireEvent::CompactionEnd {

@@ -198,6 +198,9 @@ pi_core::native_wire! {
             tool_name: String,
             /// The call's arguments.
             args: Value,
+            /// The call whose tool made this one (`ctx.executeTool()`); absent for the model's calls.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            parent_tool_call_id: Option<String>,
         },
         /// Progress of a running tool (accumulated output so far, not a delta).
         ToolExecutionUpdate {
@@ -209,6 +212,9 @@ pi_core::native_wire! {
             args: Value,
             /// The result so far.
             partial_result: WireToolResult,
+            /// The call whose tool made this one (`ctx.executeTool()`); absent for the model's calls.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            parent_tool_call_id: Option<String>,
         },
         /// A tool finished.
         ToolExecutionEnd {
@@ -224,6 +230,9 @@ pi_core::native_wire! {
             /// (unknown tool, invalid arguments, blocked).
             #[serde(skip_serializing_if = "Option::is_none")]
             duration_ms: Option<u64>,
+            /// The call whose tool made this one (`ctx.executeTool()`); absent for the model's calls.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            parent_tool_call_id: Option<String>,
         },
         /// The steering or follow-up queue changed (full queues).
         QueueUpdate {

@@ -62,24 +62,31 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
             }),
             _ => return None,
         },
-        AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args } => {
+        AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args, parent_tool_call_id: None } => {
             ServerNotification::ToolCall(ToolCallParams { tool_name, input: args, tool_call_id })
         }
-        AgentEvent::ToolExecutionUpdate { tool_call_id, tool_name, partial_result, .. } => {
-            ServerNotification::ToolUpdate(ToolUpdateParams {
-                tool_call_id,
-                tool_name,
-                output: ToolOutput { content: partial_result.content },
-            })
-        }
-        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error, .. } => {
-            ServerNotification::ToolResult(ToolResultParams {
-                tool_call_id,
-                tool_name,
-                output: ToolOutput { content: result.content },
-                details: result.details.unwrap_or_else(|| Value::Object(Default::default())),
-                is_error,
-            })
+        AgentEvent::ToolExecutionUpdate {
+            tool_call_id, tool_name, partial_result, parent_tool_call_id: None, ..
+        } => ServerNotification::ToolUpdate(ToolUpdateParams {
+            tool_call_id,
+            tool_name,
+            output: ToolOutput { content: partial_result.content },
+        }),
+        AgentEvent::ToolExecutionEnd {
+            tool_call_id, tool_name, result, is_error, parent_tool_call_id: None, ..
+        } => ServerNotification::ToolResult(ToolResultParams {
+            tool_call_id,
+            tool_name,
+            output: ToolOutput { content: result.content },
+            details: result.details.unwrap_or_else(|| Value::Object(Default::default())),
+            is_error,
+        }),
+        // A call another tool made (`ctx.executeTool()`): seed 004 has no
+        // nested calls, and they are not in the transcript, so it is not shown.
+        AgentEvent::ToolExecutionStart { .. }
+        | AgentEvent::ToolExecutionUpdate { .. }
+        | AgentEvent::ToolExecutionEnd { .. } => {
+            return None;
         }
         AgentEvent::QueueUpdate { steering, follow_up } => {
             ServerNotification::QueueUpdate(QueueUpdateParams { steering, follow_up })
@@ -226,6 +233,33 @@ mod tests {
             })),
             r#"{"jsonrpc":"2.0","method":"extension:ui","params":{"id":"u2","extension":"demo","type":"dialog","method":"select","data":{"title":"T","options":["a"]}}}"#
         );
+    }
+
+    /// A call a tool made to another tool is not shown; the model's calls are.
+    #[test]
+    fn nested_tool_calls_are_not_notified() {
+        let start = |parent: Option<&str>| AgentEvent::ToolExecutionStart {
+            tool_call_id: "c1/1".into(),
+            tool_name: "bash".into(),
+            args: serde_json::json!({}),
+            parent_tool_call_id: parent.map(str::to_string),
+        };
+        assert!(map_event(start(Some("c1"))).is_none());
+        assert!(line(start(None)).contains(r#""method":"toolCall""#));
+        let end = AgentEvent::ToolExecutionEnd {
+            tool_call_id: "c1/1".into(),
+            tool_name: "bash".into(),
+            result: pi_core::event::ToolResultPayload {
+                content: Vec::new(),
+                details: None,
+                structured_content: None,
+                is_error: false,
+            },
+            is_error: false,
+            duration_ms: Some(1),
+            parent_tool_call_id: Some("c1".into()),
+        };
+        assert!(map_event(end).is_none());
     }
 
     /// The method of each notification is one the event table gives its

@@ -239,12 +239,18 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
         },
         E::MessageEnd { message: Box::new(user) },
         E::MessageEnd { message: Box::new(assistant) },
-        E::ToolExecutionStart { tool_call_id: "t1".into(), tool_name: "ls".into(), args: json!({}) },
+        E::ToolExecutionStart {
+            tool_call_id: "t1".into(),
+            tool_name: "ls".into(),
+            args: json!({}),
+            parent_tool_call_id: None,
+        },
         E::ToolExecutionUpdate {
             tool_call_id: "t1".into(),
             tool_name: "ls".into(),
             args: json!({}),
             partial_result: payload(),
+            parent_tool_call_id: None,
         },
         E::ToolExecutionEnd {
             tool_call_id: "t1".into(),
@@ -252,6 +258,7 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
             result: payload(),
             is_error: false,
             duration_ms: Some(3),
+            parent_tool_call_id: None,
         },
         E::QueueUpdate { steering: vec!["s".into()], follow_up: Vec::new() },
         E::CompactionStart { reason: CompactionReason::Manual },

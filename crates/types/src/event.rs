@@ -307,16 +307,20 @@ events! {
         MessageEnd {
             message: Box<AgentMessage>,
         },
+        // `parent_tool_call_id`: the call whose tool made this one (pi's
+        // `ctx.executeTool()`); `None` for a call of the model.
         ToolExecutionStart {
             tool_call_id: String,
             tool_name: String,
             args: Value,
+            parent_tool_call_id: Option<String>,
         },
         ToolExecutionUpdate {
             tool_call_id: String,
             tool_name: String,
             args: Value,
             partial_result: ToolResultPayload,
+            parent_tool_call_id: Option<String>,
         },
         ToolExecutionEnd {
             tool_call_id: String,
@@ -325,6 +329,7 @@ events! {
             is_error: bool,
             /// Milliseconds the tool ran; `None` for a call refused before running.
             duration_ms: Option<u64>,
+            parent_tool_call_id: Option<String>,
         },
         QueueUpdate {
             steering: Vec<String>,

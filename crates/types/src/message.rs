@@ -308,8 +308,49 @@ pub struct ToolResultMessage {
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub duration_ms: Option<u64>,
     pub timestamp: i64,
+    /// The calls the tool made to other tools (pi's `ctx.executeTool()`), bounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nested_calls: Option<NestedToolCalls>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// What a tool result keeps of the calls its tool made to other tools: no
+/// results, and at most so much (`complete: false` when something was left out).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NestedToolCalls {
+    pub calls: Vec<NestedToolCallRecord>,
+    pub complete: bool,
+}
+
+/// One call a tool made to another tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NestedToolCallRecord {
+    /// `<calling call's id>/<n>`.
+    pub id: String,
+    pub name: String,
+    pub status: NestedCallStatus,
+    /// The arguments, unless they were too large to keep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    /// The size of arguments left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub duration_ms: Option<u64>,
+    /// The start of the error text of a failed call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// How a nested call ended (`unfinished`: it had not when the record was taken).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum NestedCallStatus {
+    Ok,
+    Error,
+    Unfinished,
 }
 
 /// Output of a shell command run by the client through the RPC `bash` command.

@@ -109,6 +109,7 @@ fn events_round_trip() {
         },
         is_error: false,
         duration_ms: Some(3),
+        parent_tool_call_id: Some("p".into()),
     });
     round_trip(AgentEvent::RunError { error: CoreError::internal("lost"), will_retry: false });
     round_trip(AgentEvent::ExtensionUiRequest(ExtensionUiRequest {

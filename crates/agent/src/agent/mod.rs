@@ -28,6 +28,7 @@ mod extension_state;
 mod internal;
 mod mcp_start;
 mod model_choice;
+mod nested_calls;
 mod preferences;
 mod queue;
 mod route;

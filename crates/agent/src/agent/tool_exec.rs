@@ -1,16 +1,20 @@
 //! Running one assistant message's tool calls: starts announced in call order,
 //! executions concurrent, results returned (and announced) in call order.
+//! The calls a tool makes to other tools go through the same steps
+//! ([`nested_calls`](super::nested_calls)).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use futures::future::join_all;
-use serde_json::Map;
+use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use super::internal::Emitter;
+use super::nested_calls::NestedRunner;
 use crate::event::{AgentEvent, ToolResultPayload};
 use crate::message::{ToolCall, ToolResultMessage, now_ms};
-use crate::tools::{GateDecision, ToolContext, ToolOutput, ToolRegistry};
+use crate::tools::{GateDecision, Tool, ToolContext, ToolOutput, ToolRegistry, ToolUpdate};
 
 /// Execute `calls` and return their result messages in call order, and
 /// whether every result asked to end the run there (`terminate`). The caller
@@ -23,72 +27,31 @@ pub(crate) async fn execute_tool_calls(
     base: &ToolContext,
     cut_off: bool,
 ) -> (Vec<ToolResultMessage>, bool) {
+    let nested = NestedRunner::new(emitter.clone(), base.clone());
+    let mut base = base.clone();
+    base.nested = Some(nested.clone());
+    let base = &base;
     let mut prepared = Vec::with_capacity(calls.len());
     for call in calls {
-        emitter
-            .emit(AgentEvent::ToolExecutionStart {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                args: call.arguments.clone(),
-            })
-            .await;
+        emit_start(emitter, call, None).await;
         let checked = match incomplete(call, cut_off) {
             Some(refused) => Err(refused),
             None => match registry.prepare(&call.name, &call.arguments) {
-                Ok(tool) => gate(base, call).await.map(|args| (tool, args)),
+                Ok(tool) => gate(base, call, None).await.map(|args| (tool, args)),
                 Err(output) => Err(output),
             },
         };
         if let Err(output) = &checked {
-            emit_end(emitter, call, output, None).await;
+            emit_end(emitter, call, output, None, None).await;
         }
         prepared.push(checked);
     }
 
     let runs = calls.iter().zip(prepared).map(|(call, prepared)| async move {
-        let (tool, args) = match prepared {
-            Ok(prepared) => prepared,
-            Err(output) => return (output, None),
-        };
-        let started = Instant::now();
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut ctx = base.clone();
-        ctx.updates = Some(tx);
-        ctx.tool_call_id = call.id.clone();
-        let ran_with = base.gate.as_ref().map(|_| args.clone());
-        let run = tool.execute(args, ctx);
-        tokio::pin!(run);
-        let emit_update = |update: crate::tools::ToolUpdate| {
-            emitter.emit(AgentEvent::ToolExecutionUpdate {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                args: call.arguments.clone(),
-                partial_result: ToolResultPayload {
-                    content: update.content,
-                    details: update.details,
-                    structured_content: None,
-                    is_error: false,
-                },
-            })
-        };
-        let output = loop {
-            tokio::select! {
-                output = &mut run => break output,
-                Some(update) = rx.recv() => emit_update(update).await,
-            }
-        };
-        // The run itself, as pi times it (not the hooks after it).
-        let duration_ms = started.elapsed().as_millis() as u64;
-        // Updates sent just before the tool returned still precede its end.
-        while let Ok(update) = rx.try_recv() {
-            emit_update(update).await;
+        match prepared {
+            Ok((tool, args)) => run_prepared(emitter, tool, args, call, base, None, None).await,
+            Err(output) => (output, None),
         }
-        let output = match (&base.gate, &ran_with) {
-            (Some(gate), Some(args)) => gate.after(&call.id, &call.name, args, output, &base.cancel).await,
-            _ => output,
-        };
-        emit_end(emitter, call, &output, Some(duration_ms)).await;
-        (output, Some(duration_ms))
     });
     let outputs = join_all(runs).await;
     let terminate = !outputs.is_empty() && outputs.iter().all(|(output, _)| output.terminate);
@@ -96,19 +59,93 @@ pub(crate) async fn execute_tool_calls(
     let results = calls
         .iter()
         .zip(outputs)
-        .map(|(call, (output, duration_ms))| ToolResultMessage {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            content: output.content,
-            details: output.details,
-            usage: output.usage,
-            is_error: output.is_error,
-            duration_ms,
-            timestamp: now_ms(),
-            extra: Map::new(),
+        .map(|(call, (output, duration_ms))| {
+            // What the tool's own calls to other tools leave on its result.
+            let (nested_calls, nested_usage) = nested.take(&call.id);
+            let usage = match (output.usage, nested_usage) {
+                (Some(mut own), Some(nested)) => {
+                    own.add(&nested);
+                    Some(own)
+                }
+                (own, nested) => own.or(nested),
+            };
+            ToolResultMessage {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                content: output.content,
+                details: output.details,
+                usage,
+                is_error: output.is_error,
+                duration_ms,
+                timestamp: now_ms(),
+                nested_calls,
+                extra: Map::new(),
+            }
         })
         .collect();
     (results, terminate)
+}
+
+/// Run a call that passed its checks: its updates become
+/// `tool_execution_update` events (and go to `forward`, the caller of a
+/// nested call), then the `tool_result` hooks, then `tool_execution_end`.
+/// `parent`: the call whose tool made this one. Returns the output and how
+/// long the tool ran.
+pub(super) async fn run_prepared(
+    emitter: &Emitter,
+    tool: Arc<dyn Tool>,
+    args: Value,
+    call: &ToolCall,
+    base: &ToolContext,
+    parent: Option<&str>,
+    forward: Option<&mpsc::UnboundedSender<ToolUpdate>>,
+) -> (ToolOutput, Option<u64>) {
+    let started = Instant::now();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut ctx = base.clone();
+    ctx.updates = Some(tx);
+    ctx.tool_call_id = call.id.clone();
+    let ran_with = base.gate.as_ref().map(|_| args.clone());
+    let run = tool.execute(args, ctx);
+    tokio::pin!(run);
+    let emit_update = |update: ToolUpdate| {
+        if let Some(forward) = forward {
+            let _ = forward.send(update.clone());
+        }
+        emitter.emit(AgentEvent::ToolExecutionUpdate {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: call.arguments.clone(),
+            partial_result: ToolResultPayload {
+                content: update.content,
+                details: update.details,
+                structured_content: None,
+                is_error: false,
+            },
+            parent_tool_call_id: parent.map(str::to_string),
+        })
+    };
+    let output = loop {
+        tokio::select! {
+            output = &mut run => break output,
+            Some(update) = rx.recv() => emit_update(update).await,
+        }
+    };
+    // The run itself, as pi times it (not the hooks after it).
+    let duration_ms = started.elapsed().as_millis() as u64;
+    // Updates sent just before the tool returned still precede its end.
+    while let Ok(update) = rx.try_recv() {
+        emit_update(update).await;
+    }
+    let output = match (&base.gate, &ran_with, parent) {
+        (Some(gate), Some(args), None) => gate.after(&call.id, &call.name, args, output, &base.cancel).await,
+        (Some(gate), Some(args), Some(parent)) => {
+            gate.after_nested(parent, &call.id, &call.name, args, output, &base.cancel).await
+        }
+        _ => output,
+    };
+    emit_end(emitter, call, &output, Some(duration_ms), parent).await;
+    (output, Some(duration_ms))
 }
 
 /// The error result of a call whose arguments may not have arrived whole (the
@@ -128,13 +165,20 @@ fn incomplete(call: &ToolCall, cut_off: bool) -> Option<ToolOutput> {
 /// The `tool_call` gate (extension hooks), then the approval gate (the
 /// user sees the arguments the call would run with): the arguments to run
 /// with, or the error result of a blocked or rejected call.
-async fn gate(base: &ToolContext, call: &ToolCall) -> Result<serde_json::Value, ToolOutput> {
+/// `parent`: the call whose tool made this one.
+pub(super) async fn gate(base: &ToolContext, call: &ToolCall, parent: Option<&str>) -> Result<Value, ToolOutput> {
     let args = match &base.gate {
         None => call.arguments.clone(),
-        Some(gate) => match gate.check(&call.id, &call.name, &call.arguments, &base.cancel).await {
-            GateDecision::Allow { args } => args.unwrap_or_else(|| call.arguments.clone()),
-            GateDecision::Block { reason } => return Err(ToolOutput::error(reason)),
-        },
+        Some(gate) => {
+            let decision = match parent {
+                None => gate.check(&call.id, &call.name, &call.arguments, &base.cancel).await,
+                Some(parent) => gate.check_nested(parent, &call.id, &call.name, &call.arguments, &base.cancel).await,
+            };
+            match decision {
+                GateDecision::Allow { args } => args.unwrap_or_else(|| call.arguments.clone()),
+                GateDecision::Block { reason } => return Err(ToolOutput::error(reason)),
+            }
+        }
     };
     if let Some(client) = &base.client {
         client.approvals.check(client, &call.id, &call.name, &args, &base.cancel).await.map_err(ToolOutput::error)?;
@@ -142,7 +186,24 @@ async fn gate(base: &ToolContext, call: &ToolCall) -> Result<serde_json::Value, 
     Ok(args)
 }
 
-async fn emit_end(emitter: &Emitter, call: &ToolCall, output: &ToolOutput, duration_ms: Option<u64>) {
+pub(super) async fn emit_start(emitter: &Emitter, call: &ToolCall, parent: Option<&str>) {
+    emitter
+        .emit(AgentEvent::ToolExecutionStart {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: call.arguments.clone(),
+            parent_tool_call_id: parent.map(str::to_string),
+        })
+        .await;
+}
+
+pub(super) async fn emit_end(
+    emitter: &Emitter,
+    call: &ToolCall,
+    output: &ToolOutput,
+    duration_ms: Option<u64>,
+    parent: Option<&str>,
+) {
     emitter
         .emit(AgentEvent::ToolExecutionEnd {
             tool_call_id: call.id.clone(),
@@ -155,6 +216,7 @@ async fn emit_end(emitter: &Emitter, call: &ToolCall, output: &ToolOutput, durat
             },
             is_error: output.is_error,
             duration_ms,
+            parent_tool_call_id: parent.map(str::to_string),
         })
         .await;
 }

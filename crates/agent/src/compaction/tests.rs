@@ -72,6 +72,7 @@ fn tool_result(id: &str, name: &str, text: &str) -> AgentMessage {
         is_error: false,
         duration_ms: None,
         timestamp: 2,
+        nested_calls: None,
         extra: Map::new(),
     })
 }

@@ -83,22 +83,14 @@ pub(super) async fn run(ext: Arc<Extension>, params: Value, temp_dir: PathBuf, c
     let out = loop {
         tokio::select! {
             biased;
-            Some(update) = rx.recv() => forward_update(&ext, &call_id, update),
+            Some(update) = rx.recv() => ext.send_tool_update(&call_id, update),
             out = &mut run => break out,
         }
     };
     while let Ok(update) = rx.try_recv() {
-        forward_update(&ext, &call_id, update);
+        ext.send_tool_update(&call_id, update);
     }
     output_json(&out)
-}
-
-fn forward_update(ext: &Extension, call_id: &Value, update: crate::tools::ToolUpdate) {
-    let mut params = json!({"callId": call_id, "content": update.content});
-    if let Some(details) = update.details {
-        params["details"] = details;
-    }
-    ext.send(&json!({"type": "request", "method": "builtinToolUpdate", "params": params}));
 }
 
 fn output_json(out: &crate::tools::ToolOutput) -> Value {

@@ -273,6 +273,7 @@ impl Extensions {
     /// The `tool_result` hooks, for the result of a tool that ran.
     pub async fn tool_result(
         &self,
+        parent: Option<&str>,
         tool_call_id: &str,
         tool_name: &str,
         input: &Value,
@@ -280,7 +281,7 @@ impl Extensions {
         cancel: &CancellationToken,
     ) -> ToolOutput {
         for ext in self.subscribers("tool_result") {
-            let params = json!({
+            let mut params = json!({
                 "toolName": tool_name,
                 "toolCallId": tool_call_id,
                 "input": input,
@@ -288,6 +289,9 @@ impl Extensions {
                 "details": output.details,
                 "isError": output.is_error,
             });
+            if let Some(parent) = parent {
+                params["parentToolCallId"] = json!(parent);
+            }
             let Some(result) = self.ask(&ext, "tool_result", params, Some(cancel)).await else { continue };
             if !result.is_object() {
                 continue;

@@ -30,6 +30,7 @@ pub mod discovery;
 pub mod hooks;
 pub mod host;
 mod host_install;
+mod nested;
 mod process;
 mod prompt_options;
 pub mod protocol;

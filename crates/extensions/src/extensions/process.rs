@@ -72,6 +72,8 @@ pub struct Extension {
     /// The first recorded reason to stop it: (event, error).
     death: Mutex<Option<(String, String)>>,
     tool_updates: Mutex<HashMap<String, mpsc::UnboundedSender<ToolUpdate>>>,
+    /// Running tool calls whose tool may call other tools, by call id.
+    pub(super) nested: Mutex<HashMap<String, super::nested::NestedScope>>,
     /// Data the extension streams (`streamData`), by stream name.
     streams: Mutex<HashMap<String, mpsc::UnboundedSender<Value>>>,
     /// Where built-in tools run for it write their full-output files.
@@ -257,8 +259,30 @@ impl Extension {
         lock(&self.tool_updates).insert(tool_call_id.to_string(), tx);
     }
 
+    /// Let the tool of call `tool_call_id` call other tools while it runs (`ctx.executeTool()`).
+    pub fn watch_nested(&self, tool_call_id: &str, scope: super::nested::NestedScope) {
+        lock(&self.nested).insert(tool_call_id.to_string(), scope);
+    }
+
+    /// The nested-call scope of the running call `params.toolCallId`.
+    fn nested_scope(&self, params: &Value) -> Option<super::nested::NestedScope> {
+        let caller = params.get("toolCallId").and_then(Value::as_str)?;
+        lock(&self.nested).get(caller).cloned()
+    }
+
     pub fn unwatch_tool(&self, tool_call_id: &str) {
         lock(&self.tool_updates).remove(tool_call_id);
+        lock(&self.nested).remove(tool_call_id);
+    }
+
+    /// A partial result of a tool run for the extension (a built-in tool
+    /// or a nested call), as a `builtinToolUpdate` notification for `call_id`.
+    pub(super) fn send_tool_update(&self, call_id: &Value, update: ToolUpdate) {
+        let mut params = serde_json::json!({"callId": call_id, "content": update.content});
+        if let Some(details) = update.details {
+            params["details"] = details;
+        }
+        self.send(&serde_json::json!({"type": "request", "method": "builtinToolUpdate", "params": params}));
     }
 
     /// Receive what the extension streams under `name` (`streamData`).
@@ -303,6 +327,7 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
         exited: CancellationToken::new(),
         death: Mutex::new(None),
         tool_updates: Mutex::new(HashMap::new()),
+        nested: Mutex::new(HashMap::new()),
         dialogs: Mutex::new(HashMap::new()),
         stderr_tail: Mutex::new(VecDeque::new()),
         stderr_done: CancellationToken::new(),
@@ -576,7 +601,7 @@ async fn handle_message(ext: &Arc<Extension>, message: Incoming) {
 
 /// Requests served aside from the reading loop (they call back into the extension).
 fn is_long_method(method: &str) -> bool {
-    matches!(method, "runBuiltinTool" | "modelStream" | "sessionOp")
+    matches!(method, "runBuiltinTool" | "modelStream" | "sessionOp" | "executeTool")
 }
 
 async fn serve_long(
@@ -587,6 +612,10 @@ async fn serve_long(
 ) -> Result<Value, String> {
     match method {
         "runBuiltinTool" => Ok(super::builtin_tools::run(ext.clone(), params, ext.temp_dir.clone(), withdrawn).await),
+        "executeTool" => {
+            let scope = ext.nested_scope(&params);
+            Ok(super::nested::execute(scope, params, withdrawn, |id, update| ext.send_tool_update(id, update)).await)
+        }
         "modelStream" => {
             let (reply, answer) = oneshot::channel();
             let signal = HostSignal::ModelStream { id: ext.id, params, cancel: withdrawn, reply };
@@ -645,6 +674,7 @@ async fn handle_request(ext: &Arc<Extension>, method: &str, params: Value) -> Re
             return Ok(Value::Null);
         }
         "builtinTools" => return Ok(super::builtin_tools::specs()),
+        "callableTools" => return Ok(super::nested::callable(ext.nested_scope(&params)).await),
         "sendUserMessage" => ExtRequest::SendUserMessage(params),
         "sendMessage" => ExtRequest::SendMessage(params),
         "appendEntry" => ExtRequest::AppendEntry(params),
@@ -706,6 +736,7 @@ async fn finish(ext: Arc<Extension>, status: Option<std::process::ExitStatus>) {
     *lock(&ext.death) = Some((event.clone(), error.clone()));
     ext.ui.drop_owner(ext.id);
     lock(&ext.tool_updates).clear();
+    lock(&ext.nested).clear();
     lock(&ext.streams).clear();
     // The death is queued for the actor before any waiting caller learns of
     // it, so its `extension_error` precedes what the callers do next.

@@ -317,6 +317,14 @@ fn payload(p: &ToolResultPayload) -> Value {
     Value::Object(obj)
 }
 
+/// `event` with `parentToolCallId` last, for a call another tool made.
+fn with_parent(mut event: Value, parent: &Option<String>) -> Value {
+    if let (Some(parent), Some(obj)) = (parent, event.as_object_mut()) {
+        obj.insert("parentToolCallId".into(), json!(parent));
+    }
+    event
+}
+
 /// pi-ai's event (without `partial`) for one of the core's stream events.
 pub fn stream_event(e: &AssistantStreamEvent) -> Value {
     match e {
@@ -391,17 +399,31 @@ pub fn event_payload(event: &AgentEvent) -> Option<(&'static str, Value)> {
             ("message_update", json!({"assistantMessageEvent": stream_event(event)}))
         }
         AgentEvent::MessageEnd { message } => ("message_end", json!({"message": to_value(message)})),
-        AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args } => {
-            ("tool_execution_start", json!({"toolCallId": tool_call_id, "toolName": tool_name, "args": args}))
-        }
-        AgentEvent::ToolExecutionUpdate { tool_call_id, tool_name, args, partial_result } => (
+        AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args, parent_tool_call_id } => (
+            "tool_execution_start",
+            with_parent(json!({"toolCallId": tool_call_id, "toolName": tool_name, "args": args}), parent_tool_call_id),
+        ),
+        AgentEvent::ToolExecutionUpdate { tool_call_id, tool_name, args, partial_result, parent_tool_call_id } => (
             "tool_execution_update",
-            json!({"toolCallId": tool_call_id, "toolName": tool_name, "args": args, "partialResult": payload(partial_result)}),
+            with_parent(
+                json!({"toolCallId": tool_call_id, "toolName": tool_name, "args": args, "partialResult": payload(partial_result)}),
+                parent_tool_call_id,
+            ),
         ),
-        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error, .. } => (
-            "tool_execution_end",
-            json!({"toolCallId": tool_call_id, "toolName": tool_name, "result": payload(result), "isError": is_error}),
-        ),
+        AgentEvent::ToolExecutionEnd {
+            tool_call_id,
+            tool_name,
+            result,
+            is_error,
+            duration_ms,
+            parent_tool_call_id,
+        } => {
+            let mut end = json!({"toolCallId": tool_call_id, "toolName": tool_name, "result": payload(result), "isError": is_error});
+            if let (Some(ms), Some(obj)) = (duration_ms, end.as_object_mut()) {
+                obj.insert("durationMs".into(), json!(ms));
+            }
+            ("tool_execution_end", with_parent(end, parent_tool_call_id))
+        }
         AgentEvent::QueueUpdate { steering, follow_up } => {
             ("queue_update", json!({"steering": steering, "followUp": follow_up}))
         }
@@ -477,6 +499,7 @@ mod tests {
             tool_call_id: "c1".into(),
             tool_name: "bash".into(),
             args: json!({"command": "ls"}),
+            parent_tool_call_id: None,
         })
         .unwrap();
         assert_eq!(v.as_object().unwrap().keys().next().map(String::as_str), Some("type"));

@@ -53,6 +53,10 @@ impl Tool for ExtensionTool {
         let call_id = ctx.tool_call_id.clone();
         let (tx, mut rx) = mpsc::unbounded_channel();
         self.ext.watch_tool(&call_id, tx);
+        if let Some(runner) = &ctx.nested {
+            let scope = super::nested::NestedScope { runner: runner.clone(), cancel: ctx.cancel.clone() };
+            self.ext.watch_nested(&call_id, scope);
+        }
         let params = json!({"toolName": self.spec.name, "toolCallId": call_id, "input": args});
         let call = self.ext.call("execute_tool", params, Some(&ctx.cancel));
         tokio::pin!(call);
@@ -92,10 +96,11 @@ pub struct ExtensionGate {
     pub(super) extensions: Extensions,
 }
 
-#[async_trait]
-impl ToolCallGate for ExtensionGate {
-    async fn check(
+impl ExtensionGate {
+    /// The `tool_call` hooks, in load order (`parent`: the call whose tool made this one).
+    async fn check_calls(
         &self,
+        parent: Option<&str>,
         tool_call_id: &str,
         tool_name: &str,
         args: &Value,
@@ -104,7 +109,10 @@ impl ToolCallGate for ExtensionGate {
         let mut input = args.clone();
         let mut replaced = false;
         for ext in self.extensions.subscribers("tool_call") {
-            let params = json!({"toolName": tool_name, "toolCallId": tool_call_id, "input": input});
+            let mut params = json!({"toolName": tool_name, "toolCallId": tool_call_id, "input": input});
+            if let Some(parent) = parent {
+                params["parentToolCallId"] = json!(parent);
+            }
             match ext.call("tool_call", params, Some(cancel)).await {
                 Ok(result) => {
                     if result.get("block").and_then(Value::as_bool) == Some(true) {
@@ -130,6 +138,30 @@ impl ToolCallGate for ExtensionGate {
         }
         GateDecision::Allow { args: replaced.then_some(input) }
     }
+}
+
+#[async_trait]
+impl ToolCallGate for ExtensionGate {
+    async fn check(
+        &self,
+        tool_call_id: &str,
+        tool_name: &str,
+        args: &Value,
+        cancel: &CancellationToken,
+    ) -> GateDecision {
+        self.check_calls(None, tool_call_id, tool_name, args, cancel).await
+    }
+
+    async fn check_nested(
+        &self,
+        parent: &str,
+        tool_call_id: &str,
+        tool_name: &str,
+        args: &Value,
+        cancel: &CancellationToken,
+    ) -> GateDecision {
+        self.check_calls(Some(parent), tool_call_id, tool_name, args, cancel).await
+    }
 
     async fn after(
         &self,
@@ -142,6 +174,21 @@ impl ToolCallGate for ExtensionGate {
         if !self.extensions.listens("tool_result") {
             return output;
         }
-        self.extensions.tool_result(tool_call_id, tool_name, args, output, cancel).await
+        self.extensions.tool_result(None, tool_call_id, tool_name, args, output, cancel).await
+    }
+
+    async fn after_nested(
+        &self,
+        parent: &str,
+        tool_call_id: &str,
+        tool_name: &str,
+        args: &Value,
+        output: ToolOutput,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        if !self.extensions.listens("tool_result") {
+            return output;
+        }
+        self.extensions.tool_result(Some(parent), tool_call_id, tool_name, args, output, cancel).await
     }
 }

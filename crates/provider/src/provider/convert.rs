@@ -199,6 +199,7 @@ pub fn transform_with(
                     is_error: true,
                     duration_ms: None,
                     timestamp: now_ms(),
+                    nested_calls: None,
                     extra: Map::new(),
                 }));
             }

@@ -78,6 +78,7 @@ mod tests {
             is_error: false,
             duration_ms: None,
             timestamp: 2,
+            nested_calls: None,
             extra: Default::default(),
         }));
         assert_eq!(dynamic_headers(&request)[0], ("X-Initiator", "agent"));

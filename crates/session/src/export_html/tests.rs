@@ -79,6 +79,7 @@ fn result(id: &str, name: &str, content: Vec<ContentBlock>, is_error: bool, deta
         is_error,
         duration_ms: None,
         timestamp: 2,
+        nested_calls: None,
         extra: Map::new(),
     })
 }

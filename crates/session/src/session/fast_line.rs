@@ -287,6 +287,7 @@ fn tool_result_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<ToolResultM
         is_error: required(is_error)?,
         duration_ms: duration_ms.flatten(),
         timestamp: required(timestamp)?,
+        nested_calls: None,
         extra,
     })
 }

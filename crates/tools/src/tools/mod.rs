@@ -118,6 +118,8 @@ pub struct ToolContext {
     /// Operations an extension supplied for this tool (pi's `*Operations`):
     /// the tool reads, writes, lists and runs through them instead of locally.
     pub operations: Option<Arc<dyn operations::ToolOperations>>,
+    /// Runs the calls this tool makes to other tools (pi's `ctx.executeTool()`).
+    pub nested: Option<Arc<dyn NestedToolCalls>>,
 }
 
 impl ToolContext {
@@ -133,6 +135,7 @@ impl ToolContext {
             gate: None,
             client: None,
             operations: None,
+            nested: None,
         }
     }
 
@@ -190,6 +193,64 @@ pub trait ToolCallGate: Send + Sync {
     ) -> ToolOutput {
         output
     }
+
+    /// [`check`](Self::check) for a call the tool of call `parent` made.
+    async fn check_nested(
+        &self,
+        _parent: &str,
+        tool_call_id: &str,
+        tool_name: &str,
+        args: &Value,
+        cancel: &CancellationToken,
+    ) -> GateDecision {
+        self.check(tool_call_id, tool_name, args, cancel).await
+    }
+
+    /// [`after`](Self::after) for a call the tool of call `parent` made.
+    async fn after_nested(
+        &self,
+        _parent: &str,
+        tool_call_id: &str,
+        tool_name: &str,
+        args: &Value,
+        output: ToolOutput,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        self.after(tool_call_id, tool_name, args, output, cancel).await
+    }
+}
+
+/// How a call a tool made to another tool ended (pi's `AgentToolCallOutcome`).
+#[derive(Debug, Clone, Default)]
+pub struct NestedOutcome {
+    /// `<calling call's id>/<n>`.
+    pub tool_call_id: String,
+    /// The arguments the call was made with.
+    pub arguments: Value,
+    pub output: ToolOutput,
+    /// Milliseconds the tool ran; `None` when it did not run.
+    pub duration_ms: Option<u64>,
+}
+
+/// Runs the calls a running tool makes to other tools (pi's `ctx.tools`
+/// and `ctx.executeTool()`): the same validation, hooks and events as the
+/// model's calls, with the calling call as their parent.
+#[async_trait]
+pub trait NestedToolCalls: Send + Sync {
+    /// The tools a tool may call now.
+    async fn callable(&self) -> Vec<ToolSpec>;
+
+    /// Run `name` for the call `caller_id`. Never fails: an unknown tool,
+    /// invalid arguments, a blocked call or a failure is an error outcome.
+    /// `updates` gets the nested tool's partial results.
+    async fn execute(
+        &self,
+        caller_id: &str,
+        name: &str,
+        args: Value,
+        cancel: CancellationToken,
+        updates: Option<mpsc::UnboundedSender<ToolUpdate>>,
+    ) -> NestedOutcome;
 }
 
 /// A tool the model can call.

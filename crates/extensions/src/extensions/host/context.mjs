@@ -214,14 +214,23 @@ export function createContextFactory(channel, hello, host) {
 		},
 		sessionManager,
 		event: (signal) => base(signal),
-		tool: (signal) => {
+		/** pi's ExtensionToolContext of the call `toolCallId`: `tools` and `executeTool()` reach pi-rpc. */
+		tool: (signal, toolCallId) => {
 			const ctx = base(signal);
-			ctx.tools = [];
-			ctx.executeTool = async (name) => ({
-				content: [{ type: "text", text: `Calling other tools (${name}) is not supported by pi-rpc's extension host` }],
-				details: undefined,
-				isError: true,
+			const services = () => globalThis[Symbol.for("pi-rpc.extension-host")];
+			Object.defineProperty(ctx, "tools", {
+				enumerable: true,
+				get: () =>
+					cache
+						.get(`tools:${toolCallId}`, () => channel.call("callableTools", { toolCallId }).tools)
+						.map((tool) => ({
+							...tool,
+							execute: (_id, params, toolSignal, onUpdate) =>
+								ctx.executeTool(tool.name, params, { signal: toolSignal, onUpdate }).then((o) => o.result),
+						})),
 			});
+			ctx.executeTool = (name, args, options = {}) =>
+				services().executeTool({ toolCallId, name, args }, options.signal ?? signal, options.onUpdate);
 			return ctx;
 		},
 		command: commandContext,

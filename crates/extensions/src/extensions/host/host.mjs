@@ -176,7 +176,7 @@ async function runTool({ toolName, toolCallId, input }, signal) {
 	const args = typeof tool.prepareArguments === "function" ? tool.prepareArguments(input) : input;
 	const onUpdate = (partial) =>
 		channel.tell("toolUpdate", { toolCallId, content: partial?.content ?? [], details: partial?.details });
-	const result = await tool.execute(toolCallId, args, signal, onUpdate, contexts.tool(signal));
+	const result = await tool.execute(toolCallId, args, signal, onUpdate, contexts.tool(signal, toolCallId));
 	return {
 		content: result?.content ?? [],
 		details: result?.details,

@@ -249,6 +249,27 @@ export function createServices(channel, hello) {
 		},
 
 		/**
+		 * A nested call of the running tool call `toolCallId` (pi's
+		 * `ctx.executeTool()`): pi's outcome `{toolCall, result, isError,
+		 * durationMs?}`; tool failures are outcomes, never rejections.
+		 */
+		async executeTool({ toolCallId, name, args }, signal, onUpdate) {
+			const callId = `n${++nextCall}`;
+			if (typeof onUpdate === "function") updates.set(callId, onUpdate);
+			const result = channel.request("executeTool", { toolCallId, name, args: args ?? {}, callId });
+			const id = channel.lastRequestId();
+			const onAbort = () => channel.send({ type: "cancel", id });
+			if (signal?.aborted) onAbort();
+			else signal?.addEventListener("abort", onAbort, { once: true });
+			try {
+				return await result;
+			} finally {
+				signal?.removeEventListener("abort", onAbort);
+				updates.delete(callId);
+			}
+		},
+
+		/**
 		 * Run built-in tool `toolName` in pi-rpc: `operations` (an object of
 		 * pi's operation functions) performs its operations when given.
 		 */

@@ -68,6 +68,7 @@ pub(crate) fn result(id: &str, content: Vec<ContentBlock>) -> AgentMessage {
         is_error: false,
         duration_ms: None,
         timestamp: 3,
+        nested_calls: None,
         extra: Map::new(),
     })
 }
