@@ -40,6 +40,7 @@ pub mod pi_messages;
 pub mod reply;
 pub mod request_info;
 pub mod responses;
+pub mod typed_models;
 mod websocket;
 
 use std::collections::VecDeque;
@@ -497,7 +498,8 @@ async fn answer(
         let mut st = lock(&state);
         let keys = st.aws.as_ref().map(|a| (a.access_key_id.clone(), a.secret.clone()));
         let answer = aws_services::answer(&request, keys.as_ref().map(|(k, s)| (k.as_str(), s.as_str())))
-            .or_else(|| anthropic_federation::answer(&request));
+            .or_else(|| anthropic_federation::answer(&request))
+            .or_else(|| typed_models::answer(&request));
         if answer.is_some() {
             st.requests.push(request.clone());
         }
