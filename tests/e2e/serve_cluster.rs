@@ -217,23 +217,39 @@ async fn any_worker_serves_any_session_with_the_owners_numbers() {
     cluster(&b, "spread", &["12", &url_a, &url_b, &url_c]).await;
 }
 
-#[tokio::test]
-async fn a_killed_owner_mid_stream_loses_no_stored_event_and_the_turn_is_reported_interrupted() {
-    let Some(nats) = Nats::start().await else { return };
+/// Two workers, wa and wb (lease TTL 2 s), sharing a session directory, and
+/// a model that answers "stream slowly" with 60 words 40 ms apart.
+pub struct SlowPair {
+    pub a: Served,
+    pub b: Served,
+    /// A's process id.
+    pub pid_a: String,
+    pub shared: PathBuf,
+    pub sb: Sandbox,
+}
+
+pub async fn slow_pair(nats: &Nats) -> SlowPair {
     let sb = Sandbox::with_server().await;
     let mut slow = pi_compat::fake_server::Reply::text_chunks((0..60).map(|i| format!("w{i} ")));
     slow.delay = Duration::from_millis(40);
     sb.server().on_marker("stream slowly", slow);
     let shared = shared_dir(&sb);
-    let mut a = worker(&sb, &nats, &shared, "wa", "2").await;
-    let b = worker(&sb, &nats, &shared, "wb", "2").await;
-    let pid = a.pi.child.id().expect("pid").to_string();
-    let (url_a, url_b) = (a.url.clone(), b.url.clone());
-    let Some(out) = cluster(&b, "killed", &[&url_a, &url_b, &pid]).await else { return };
-    let _ = a.pi.child.wait().await;
+    let a = worker(&sb, nats, &shared, "wa", "2").await;
+    let b = worker(&sb, nats, &shared, "wb", "2").await;
+    let pid_a = a.pi.child.id().expect("pid").to_string();
+    SlowPair { a, b, pid_a, shared, sb }
+}
+
+#[tokio::test]
+async fn a_killed_owner_mid_stream_loses_no_stored_event_and_the_turn_is_reported_interrupted() {
+    let Some(nats) = Nats::start().await else { return };
+    let mut pair = slow_pair(&nats).await;
+    let (url_a, url_b) = (pair.a.url.clone(), pair.b.url.clone());
+    let Some(out) = cluster(&pair.b, "killed", &[&url_a, &url_b, &pair.pid_a]).await else { return };
+    let _ = pair.a.pi.child.wait().await;
     let session = out.lines().find_map(|l| l.strip_prefix("SESSION ")).expect("session id").to_string();
     // The dead worker comes back under its name: nothing is refused.
-    let a = worker(&sb, &nats, &shared, "wa", "2").await;
+    let a = worker(&pair.sb, &nats, &pair.shared, "wa", "2").await;
     let url_a = a.url.clone();
     cluster(&a, "resume", &[&url_a, &session, "after the loss"]).await;
 }

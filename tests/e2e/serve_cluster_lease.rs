@@ -3,18 +3,25 @@
 //! its expired leases again, moving each session's fencing epoch along, and
 //! goes on serving its sessions (also one never written to its file); and
 //! an owner paused mid-stream while another worker takes its session over
-//! hands its still-connected client over to the new owner. The lease bucket
-//! is read with `async-nats` on the same real nats-server.
+//! hands its still-connected client over to the new owner; and an owner
+//! whose lease went to another worker stores none of its queued events
+//! after the new owner's. The lease bucket is read with `async-nats` on the
+//! same real nats-server.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream::kv;
 use nix::sys::signal::Signal;
+use pi_core::event::AgentEvent;
+use pi_serve::cluster::events::{Numbered, Retention};
+use pi_serve::cluster::lease::Lease;
+use pi_serve::cluster::{Cluster, ClusterOptions};
 
 use crate::harness::Sandbox;
 use crate::serve::python_scenario;
-use crate::serve_cluster::{Nats, cluster, session_file_text, shared_dir, signal, worker};
+use crate::serve_cluster::{Nats, cluster, session_file_text, shared_dir, signal, slow_pair, worker};
 
 /// The fencing epoch recorded on shared storage for session `id` (0: none).
 fn epoch_on_disk(shared: &Path, id: &str) -> u64 {
@@ -96,19 +103,75 @@ async fn a_worker_alone_paused_past_its_leases_takes_them_again_and_keeps_its_se
 #[tokio::test]
 async fn an_owner_paused_mid_stream_past_its_lease_hands_its_clients_over_to_the_new_owner() {
     let Some(nats) = Nats::start().await else { return };
-    let sb = Sandbox::with_server().await;
-    let mut slow = pi_compat::fake_server::Reply::text_chunks((0..60).map(|i| format!("w{i} ")));
-    slow.delay = Duration::from_millis(40);
-    sb.server().on_marker("stream slowly", slow);
-    let shared = shared_dir(&sb);
-    let a = worker(&sb, &nats, &shared, "wa", "2").await;
-    let b = worker(&sb, &nats, &shared, "wb", "2").await;
-    let pid = a.pi.child.id().expect("pid").to_string();
-    let (url_a, url_b) = (a.url.clone(), b.url.clone());
-    if cluster(&b, "paused", &[&url_a, &url_b, &pid]).await.is_none() {
+    let pair = slow_pair(&nats).await;
+    let (url_a, url_b) = (pair.a.url.clone(), pair.b.url.clone());
+    if cluster(&pair.b, "paused", &[&url_a, &url_b, &pair.pid_a]).await.is_none() {
         return;
     }
-    let log = a.pi.stderr();
+    let log = pair.a.pi.stderr();
     assert!(log.contains("lease lost to another worker (wb)"), "{log}");
     assert!(log.contains("its connections moved on"), "{log}");
+}
+
+/// A worker's side of the cluster, in this process, with a 1 s lease TTL.
+async fn member(nats: &Nats, name: &str) -> Cluster {
+    let options = ClusterOptions {
+        urls: vec![nats.url.clone()],
+        credentials: None,
+        lease_ttl: Duration::from_secs(1),
+        worker: name.to_string(),
+        retention: Retention::default(),
+    };
+    Cluster::connect(options).await.expect("join the cluster")
+}
+
+fn numbered(session: &str, seq: u64, lease: &Lease, text: &str) -> Numbered {
+    let event = AgentEvent::QueueUpdate { steering: vec![text.to_string()], follow_up: Vec::new() };
+    Numbered {
+        session: session.to_string(),
+        seq,
+        prev: seq - 1,
+        running: false,
+        event: Arc::new(event),
+        lease: Some(lease.watch()),
+    }
+}
+
+#[tokio::test]
+async fn a_lost_owners_queued_events_are_not_stored_after_the_new_owners() {
+    let Some(nats) = Nats::start().await else { return };
+    let shared = tempfile::tempdir().expect("shared dir");
+    let (a, b) = (member(&nats, "wa").await, member(&nats, "wb").await);
+    let id = "lost-queue-1";
+    let wait = Duration::from_secs(10);
+    let old = Lease::acquire(&a, shared.path(), id).await.expect("A takes the lease");
+    a.events.keep(numbered(id, 1, &old, "A's first"));
+    assert!(a.events.settle(id, wait).await, "A's first event was not stored");
+
+    // A's lease goes (as when A is paused past it) and B takes the session over.
+    let leases = lease_bucket(&nats).await;
+    leases.delete(id).await.expect("expire A's lease");
+    let new = Lease::acquire(&b, shared.path(), id).await.expect("B takes the lease over");
+    b.events.keep(numbered(id, 2, &new, "B's first"));
+    assert!(b.events.settle(id, wait).await, "B's first event was not stored");
+    let watch = old.watch();
+    for _ in 0..200 {
+        if watch.is_lost() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(watch.is_lost(), "A's renewals never found its lease gone to B");
+
+    // A's events still queued from before (numbered after its first) are not stored.
+    a.events.keep(numbered(id, 2, &old, "A's stale second"));
+    a.events.keep(numbered(id, 3, &old, "A's stale third"));
+    assert!(a.events.settle(id, wait).await, "A's stale events were neither stored nor dropped");
+    let tail = b.events.tail(id).await.expect("read the tail").expect("a tail");
+    assert_eq!(tail.seq, 2, "the stream's last event is not B's");
+    let stored = b.events.after(id, 0, None).await.expect("read the events");
+    let texts: Vec<String> = stored.iter().map(|e| serde_json::to_string(&e.event).expect("json")).collect();
+    assert_eq!(stored.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2], "{texts:?}");
+    assert!(texts[1].contains("B's first") && !texts.iter().any(|t| t.contains("stale")), "{texts:?}");
+    drop(new);
 }

@@ -164,8 +164,9 @@ def interruption_of(events):
             and INTERRUPTED in (e["message"].get("errorMessage") or "")]
 
 
-async def killed(url_a, url_b, pid_a, url_resume=None):
-    url_resume = url_resume or url_b
+async def streaming_on_a(url_a, url_b):
+    """A session of worker A streaming slowly, its client x on A past the
+    sixth delta and a client y on B: (x, y, session id, what x saw)."""
     x = await connect(url_a)
     state, _ = await call(x, "s", "get_state")
     sid = state["data"]["sessionId"]
@@ -175,6 +176,12 @@ async def killed(url_a, url_b, pid_a, url_resume=None):
     seen_x = before + await until(x, lambda m: m.get("type") == "message_update"
                                   and m["assistantMessageEvent"].get("type") == "text_delta"
                                   and m["assistantMessageEvent"].get("delta", "").startswith("w5 "))
+    return x, y, sid, seen_x
+
+
+async def killed(url_a, url_b, pid_a, url_resume=None):
+    url_resume = url_resume or url_b
+    x, y, sid, seen_x = await streaming_on_a(url_a, url_b)
     os.kill(int(pid_a), signal.SIGKILL)
     killed_at = time.monotonic()
     await collect_until_closed(x, seen_x)
@@ -220,15 +227,7 @@ async def resume(url, sid, expect):
 
 
 async def paused(url_a, url_b, pid_a):
-    x = await connect(url_a)
-    state, _ = await call(x, "s", "get_state")
-    sid = state["data"]["sessionId"]
-    y = await connect(f"{url_b}?session={sid}")
-    await call(y, "s", "get_state")
-    _, before = await call(x, "p", "prompt", message="stream slowly")
-    seen_x = before + await until(x, lambda m: m.get("type") == "message_update"
-                                  and m["assistantMessageEvent"].get("type") == "text_delta"
-                                  and m["assistantMessageEvent"].get("delta", "").startswith("w5 "))
+    x, y, sid, seen_x = await streaming_on_a(url_a, url_b)
     os.kill(int(pid_a), signal.SIGSTOP)
     try:
         seen_y = await until(y, lambda m: m.get("type") == "agent_end", timeout=60)

@@ -90,6 +90,8 @@ struct Pump {
     session_file: Option<String>,
     lock: Option<Ownership>,
     log: Option<Arc<EventLog>>,
+    /// The session's lease (in a cluster): its events are stored only while it is this worker's.
+    lease: Option<LeaseWatch>,
     /// A prompt's run is going on.
     running: bool,
     /// A mirror whose owner is gone, being found again.
@@ -127,6 +129,7 @@ pub(crate) fn start(home: Arc<dyn Home>, loaded: Loaded, options: HubOptions) ->
         session_file: loaded.session_file,
         lock: loaded.ownership,
         log: loaded.log,
+        lease: None,
         running: false,
         moving: false,
         fenced: false,
@@ -151,7 +154,7 @@ impl Pump {
                 (Source::Mirror(items), None)
             }
         };
-        let lost = lease.as_ref().map(|l| l.lost.clone());
+        self.lease = lease.clone();
         let valid = lease;
         let mut feed_open = true;
         while !self.done {
@@ -196,7 +199,7 @@ impl Pump {
                         self.release_held();
                     }
                 }
-                _ = async { if let Some(lost) = &lost { lost.cancelled().await } }, if lost.is_some() && !self.fenced => {
+                () = async { if let Some(v) = valid.as_ref() { v.lost().await } }, if valid.is_some() && !self.fenced => {
                     self.fenced = true;
                     // What waited is dropped (but the answers owed to clients).
                     self.release_held();
@@ -336,7 +339,8 @@ impl Pump {
         }
         if let Some(log) = self.log.as_ref().filter(|_| !self.hub.is_mirror()) {
             let prev = self.buffer.prev_of(seq);
-            log.keep(Keep { session: self.hub.id(), seq, prev, running: self.running, event: event.clone() });
+            let (session, lease) = (self.hub.id(), self.lease.clone());
+            log.keep(Keep { session, seq, prev, running: self.running, event: event.clone(), lease });
         }
         let mut dropped = Vec::new();
         for conn in &self.conns {
@@ -605,9 +609,9 @@ impl Pump {
             if let Some(ctl) = self.ctl.take() {
                 drop(ctl.finish(successor));
             }
-        } else if let (Some(log), Some(last)) = (&self.log, self.buffer.last_here()) {
+        } else if let (Some(log), Some(_)) = (&self.log, self.buffer.last_here()) {
             // Before another worker may take the session: its events are stored.
-            if !log.settle(&id, last, SETTLE_WAIT).await {
+            if !log.settle(&id, SETTLE_WAIT).await {
                 tracing::warn!("session {id}: its last events were not all stored within {SETTLE_WAIT:?}");
             }
         }

@@ -38,7 +38,9 @@ mod http;
 pub mod openai;
 pub mod pi_messages;
 pub mod reply;
+pub mod request_info;
 pub mod responses;
+pub mod typed_models;
 mod websocket;
 
 use std::collections::VecDeque;
@@ -54,6 +56,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use reply::{Ending, FakeToolCall, FakeUsage, Part, Reply, ReplyBody, ReplySpec, StreamReply};
+pub use request_info::RequestInfo;
 
 /// A request as the server received it.
 #[derive(Debug, Clone, PartialEq)]
@@ -211,11 +214,11 @@ impl Format {
     pub fn render(self, script: &StreamReply, body: &Value) -> Vec<openai::Frame> {
         match self {
             Format::OpenAi => openai::render(script, &openai::RequestInfo::from_body(body)),
-            Format::Anthropic => anthropic::render(script, &anthropic::RequestInfo::from_body(body)),
-            Format::Responses => responses::render(script, &responses::RequestInfo::from_body(body)),
-            Format::PiMessages => pi_messages::render(script, &pi_messages::RequestInfo::from_body(body)),
-            Format::Gemini => gemini::render(script, &gemini::RequestInfo::from_body(body)),
-            Format::Bedrock => bedrock::render(script, &bedrock::RequestInfo::from_body(body)),
+            Format::Anthropic => anthropic::render(script, &RequestInfo::of(body, anthropic::PROMPT)),
+            Format::Responses => responses::render(script, &RequestInfo::of(body, responses::PROMPT)),
+            Format::PiMessages => pi_messages::render(script, &RequestInfo::of(body, pi_messages::PROMPT)),
+            Format::Gemini => gemini::render(script, &RequestInfo::of(body, gemini::PROMPT)),
+            Format::Bedrock => bedrock::render(script, &RequestInfo::of(body, bedrock::PROMPT)),
         }
     }
 
@@ -495,7 +498,8 @@ async fn answer(
         let mut st = lock(&state);
         let keys = st.aws.as_ref().map(|a| (a.access_key_id.clone(), a.secret.clone()));
         let answer = aws_services::answer(&request, keys.as_ref().map(|(k, s)| (k.as_str(), s.as_str())))
-            .or_else(|| anthropic_federation::answer(&request));
+            .or_else(|| anthropic_federation::answer(&request))
+            .or_else(|| typed_models::answer(&request));
         if answer.is_some() {
             st.requests.push(request.clone());
         }

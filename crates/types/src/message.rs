@@ -309,7 +309,7 @@ pub struct ToolResultMessage {
     pub duration_ms: Option<u64>,
     pub timestamp: i64,
     /// The calls the tool made to other tools (pi's `ctx.executeTool()`), bounded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub nested_calls: Option<NestedToolCalls>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,

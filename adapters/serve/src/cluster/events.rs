@@ -12,6 +12,12 @@
 //! * One task per worker publishes, in order, acknowledged in batches; while
 //!   the bus is away it keeps the events (up to [`MAX_BACKLOG`]) and sends
 //!   them again once it is back.
+//! * Only the owner's events are stored: an event whose session's lease went
+//!   to another worker is dropped, and while the lease is in doubt (no
+//!   renewal concluded within the TTL: the worker was paused, say) the
+//!   publisher waits for the next renewal to tell. So an owner resumed after
+//!   a pause past its lease never stores its queued events after the new
+//!   owner's.
 //! * Retention (documented in the README): at most `--event-retention` events
 //!   per session and `--event-max-age`; the oldest go first.
 
@@ -27,6 +33,7 @@ use futures::StreamExt;
 use pi_core::event::AgentEvent;
 use tokio::sync::{Notify, mpsc};
 
+use super::lease::LeaseWatch;
 use super::wire::{Joiner, PART_HEADER, event_subject, parts};
 
 /// The stream holding every session's events.
@@ -37,6 +44,9 @@ pub const MAX_BACKLOG: usize = 200_000;
 
 /// Events published at once before their acknowledgements are awaited.
 const BATCH: usize = 256;
+
+/// How often the publisher looks again at a lease in doubt.
+const DOUBT_POLL: Duration = Duration::from_millis(50);
 
 /// Room left in a message for its headers.
 const HEADER_ROOM: usize = 4096;
@@ -67,6 +77,22 @@ pub struct Numbered {
     pub prev: u64,
     pub running: bool,
     pub event: Arc<AgentEvent>,
+    /// The lease the session's owner held when it kept the event.
+    pub lease: Option<LeaseWatch>,
+}
+
+impl Numbered {
+    /// The session's lease went to another worker (or was let go while in
+    /// doubt): the event may not be the session's any more.
+    fn is_stale(&self) -> bool {
+        self.lease.as_ref().is_some_and(|l| l.is_lost() || (l.is_let_go() && l.in_doubt()))
+    }
+
+    /// The lease may have expired unnoticed: whether the event is still the
+    /// session's is told by the next renewal.
+    fn in_doubt(&self) -> bool {
+        self.lease.as_ref().is_some_and(|l| l.in_doubt() && !l.is_lost() && !l.is_let_go())
+    }
 }
 
 /// An event read back.
@@ -91,9 +117,10 @@ pub struct EventLog {
     jetstream: jetstream::Context,
     queue: mpsc::UnboundedSender<Numbered>,
     backlog: AtomicUsize,
-    /// The highest acknowledged `seq` of each session this worker publishes.
-    acked: Mutex<HashMap<String, u64>>,
-    acked_changed: Notify,
+    /// How many events of each session are kept but not stored yet (a
+    /// session with none has no entry: an idle session costs nothing here).
+    pending: Mutex<HashMap<String, usize>>,
+    pending_changed: Notify,
     max_payload: usize,
 }
 
@@ -134,8 +161,8 @@ pub async fn open(
         jetstream,
         queue,
         backlog: AtomicUsize::new(0),
-        acked: Mutex::new(HashMap::new()),
-        acked_changed: Notify::new(),
+        pending: Mutex::new(HashMap::new()),
+        pending_changed: Notify::new(),
         max_payload: max_payload.saturating_sub(HEADER_ROOM).max(4096),
     });
     tokio::spawn(publish_loop(log.clone(), rx));
@@ -153,6 +180,14 @@ fn number(headers: Option<&HeaderMap>, name: &str) -> Option<u64> {
 impl EventLog {
     /// Keep `event` (never waits; dropped with a warning past [`MAX_BACKLOG`]).
     pub fn keep(&self, event: Numbered) {
+        if event.is_stale() {
+            tracing::debug!(
+                "session {}: event {} not kept: the lease went to another worker",
+                event.session,
+                event.seq
+            );
+            return;
+        }
         if self.backlog.fetch_add(1, Ordering::SeqCst) >= MAX_BACKLOG {
             self.backlog.fetch_sub(1, Ordering::SeqCst);
             tracing::warn!(
@@ -162,33 +197,54 @@ impl EventLog {
             );
             return;
         }
-        if self.queue.send(event).is_err() {
+        self.pending_add(&event.session);
+        if let Err(unsent) = self.queue.send(event) {
             self.backlog.fetch_sub(1, Ordering::SeqCst);
+            self.done_with(&unsent.0.session);
         }
     }
 
-    /// The highest acknowledged `seq` of `session` (0: none).
-    pub fn acked(&self, session: &str) -> u64 {
-        self.acked.lock().ok().and_then(|a| a.get(session).copied()).unwrap_or(0)
+    fn pending_add(&self, session: &str) {
+        let mut pending = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match pending.get_mut(session) {
+            Some(n) => *n += 1,
+            None => drop(pending.insert(session.to_string(), 1)),
+        }
     }
 
-    /// Wait (at most `wait`) until `session`'s events up to `seq` are stored;
-    /// true when they are. Forgets the session's watermark afterwards.
-    pub async fn settle(&self, session: &str, seq: u64, wait: Duration) -> bool {
+    /// One event of `session` is stored or dropped.
+    fn done_with(&self, session: &str) {
+        let mut pending = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = pending.get_mut(session) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                pending.remove(session);
+                if pending.capacity() > 64 && pending.len() < pending.capacity() / 4 {
+                    pending.shrink_to_fit();
+                }
+            }
+        }
+    }
+
+    /// True while events of `session` wait to be stored.
+    fn is_pending(&self, session: &str) -> bool {
+        self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains_key(session)
+    }
+
+    /// Wait (at most `wait`) until every event of `session` kept so far is
+    /// stored (or dropped: its lease went to another worker); true when
+    /// none waits any more.
+    pub async fn settle(&self, session: &str, wait: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + wait;
-        let stored = loop {
-            let notified = self.acked_changed.notified();
-            if self.acked(session) >= seq {
-                break true;
+        loop {
+            let notified = self.pending_changed.notified();
+            if !self.is_pending(session) {
+                return true;
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                break self.acked(session) >= seq;
+                return !self.is_pending(session);
             }
-        };
-        if let Ok(mut acked) = self.acked.lock() {
-            acked.remove(session);
         }
-        stored
     }
 
     /// The last stored event of `session`, if any.
@@ -301,13 +357,6 @@ impl EventLog {
             })
             .collect())
     }
-
-    fn stored(&self, session: &str, seq: u64) {
-        if let Ok(mut acked) = self.acked.lock() {
-            let at = acked.entry(session.to_string()).or_insert(0);
-            *at = (*at).max(seq);
-        }
-    }
 }
 
 /// One event on its way: its messages, and which are acknowledged.
@@ -343,7 +392,38 @@ fn push(log: &EventLog, batch: &mut VecDeque<Sending>, event: Numbered) {
             let messages = publishes.into_iter().map(|p| (subject.clone(), p)).collect();
             batch.push_back(Sending { event, messages });
         }
-        Err(e) => tracing::warn!("session {}: event {} cannot be kept: {e}", event.session, event.seq),
+        Err(e) => {
+            tracing::warn!("session {}: event {} cannot be kept: {e}", event.session, event.seq);
+            log.done_with(&event.session);
+        }
+    }
+}
+
+/// Make the batch's events safe to send: wait while a lease is in doubt,
+/// then drop the events whose lease went to another worker.
+async fn only_owned(log: &EventLog, batch: &mut VecDeque<Sending>) {
+    let mut waited = false;
+    while batch.iter().any(|s| s.event.in_doubt()) {
+        if !waited {
+            tracing::info!("event stream: a session's lease is in doubt; its events wait for the next renewal");
+            waited = true;
+        }
+        tokio::time::sleep(DOUBT_POLL).await;
+    }
+    let before = batch.len();
+    batch.retain(|s| {
+        let stale = s.event.is_stale();
+        if stale {
+            log.done_with(&s.event.session);
+        }
+        !stale
+    });
+    if batch.len() < before {
+        tracing::warn!(
+            "event stream: {} events dropped: their session's lease went to another worker",
+            before - batch.len()
+        );
+        log.pending_changed.notify_waiters();
     }
 }
 
@@ -351,7 +431,11 @@ fn push(log: &EventLog, batch: &mut VecDeque<Sending>, event: Numbered) {
 /// failed is published again (with its successors, in order) until stored.
 async fn send_batch(log: &EventLog, batch: &mut VecDeque<Sending>) {
     let mut delay = Duration::from_millis(100);
-    while !batch.is_empty() {
+    loop {
+        only_owned(log, batch).await;
+        if batch.is_empty() {
+            return;
+        }
         let mut acks = Vec::new();
         let mut failed = None;
         'send: for (at, sending) in batch.iter().enumerate() {
@@ -376,9 +460,9 @@ async fn send_batch(log: &EventLog, batch: &mut VecDeque<Sending>) {
             }
         }
         for sending in batch.drain(..done) {
-            log.stored(&sending.event.session, sending.event.seq);
+            log.done_with(&sending.event.session);
         }
-        log.acked_changed.notify_waiters();
+        log.pending_changed.notify_waiters();
         if let Some((_, e)) = failed {
             tracing::warn!("event stream: {e}; {} events wait, sending again in {delay:?}", batch.len());
             tokio::time::sleep(delay).await;

@@ -14,6 +14,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::fcntl::{Flock, FlockArg};
@@ -58,17 +59,33 @@ pub fn claim(session_dir: &Path, id: &str, epoch: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The fence of one owner of one session.
+/// The fence of one owner of one session (held by every leased session, so
+/// kept small: its epoch file's path is made when it is used).
 #[derive(Debug)]
 pub struct EpochFence {
-    path: PathBuf,
-    id: String,
+    /// The session directory (shared by the worker's fences).
+    session_dir: Arc<Path>,
+    id: Box<str>,
     epoch: AtomicU64,
 }
 
 impl EpochFence {
     pub fn new(session_dir: &Path, id: &str, epoch: u64) -> EpochFence {
-        EpochFence { path: epoch_path(session_dir, id), id: id.to_string(), epoch: AtomicU64::new(epoch) }
+        EpochFence::in_dir(Arc::from(session_dir), id, epoch)
+    }
+
+    /// The fence of session `id` in a shared `session_dir`.
+    pub fn in_dir(session_dir: Arc<Path>, id: &str, epoch: u64) -> EpochFence {
+        EpochFence { session_dir, id: id.into(), epoch: AtomicU64::new(epoch) }
+    }
+
+    fn path(&self) -> PathBuf {
+        epoch_path(&self.session_dir, &self.id)
+    }
+
+    /// The session it guards.
+    pub fn id(&self) -> &str {
+        &self.id
     }
 
     /// The epoch this owner writes under.
@@ -78,7 +95,7 @@ impl EpochFence {
 
     /// True while the file holds this owner's epoch (no newer owner).
     pub fn is_current(&self) -> std::io::Result<bool> {
-        let file = open(&self.path)?;
+        let file = open(&self.path())?;
         let mut locked = Flock::lock(file, FlockArg::LockShared).map_err(|(_, e)| std::io::Error::from(e))?;
         Ok(read_epoch(&mut locked)? == self.epoch())
     }
@@ -87,7 +104,7 @@ impl EpochFence {
     /// false when the file no longer holds this owner's epoch (another worker
     /// owned the session meanwhile: this owner keeps its old epoch, refused).
     pub fn move_to(&self, to: u64) -> std::io::Result<bool> {
-        let file = open(&self.path)?;
+        let file = open(&self.path())?;
         let mut locked = Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, e)| std::io::Error::from(e))?;
         let (current, from) = (read_epoch(&mut locked)?, self.epoch());
         if current != from || to <= from {
@@ -104,10 +121,11 @@ impl EpochFence {
 
 impl WriteFence for EpochFence {
     fn enter(&self) -> Result<FenceGuard, String> {
-        let file = open(&self.path).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        let path = self.path();
+        let file = open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let mut locked =
-            Flock::lock(file, FlockArg::LockShared).map_err(|(_, e)| format!("{}: {e}", self.path.display()))?;
-        let current = read_epoch(&mut locked).map_err(|e| format!("{}: {e}", self.path.display()))?;
+            Flock::lock(file, FlockArg::LockShared).map_err(|(_, e)| format!("{}: {e}", path.display()))?;
+        let current = read_epoch(&mut locked).map_err(|e| format!("{}: {e}", path.display()))?;
         let epoch = self.epoch();
         if current > epoch {
             return Err(format!(

@@ -2,21 +2,21 @@
 //! and its own connection to the bus, so renewals stay on time whatever the
 //! worker's runtime is busy with (a hundred sessions loading at once keeps
 //! both of its threads busy, and a renewal late by more than two thirds of
-//! the TTL loses its lease).
+//! the TTL loses its lease). The renewals run there in one loop
+//! ([`super::renew`]).
 
-use std::future::Future;
 use std::sync::Arc;
 
 use async_nats::jetstream::kv;
 
+use super::renew::Renewals;
 use super::{ClusterOptions, LEASE_BUCKET, connect_client};
 
-/// The renewals' thread: spawn a renewal on it, with its lease bucket.
+/// The renewals' thread, and the leases it renews.
 #[derive(Clone)]
 pub struct Keeper {
-    runtime: tokio::runtime::Handle,
-    /// The lease bucket, through the keeper's own connection (shared by every renewal).
-    pub leases: Arc<kv::Store>,
+    /// Every lease of the worker (their bucket through the keeper's own connection).
+    pub renewals: Arc<Renewals>,
 }
 
 impl std::fmt::Debug for Keeper {
@@ -27,7 +27,8 @@ impl std::fmt::Debug for Keeper {
 
 impl Keeper {
     /// Start the thread and connect it (the lease bucket exists already).
-    pub async fn start(options: &ClusterOptions) -> Result<Keeper, String> {
+    /// `here`: the lease bucket through the worker's own connection.
+    pub async fn start(options: &ClusterOptions, here: Arc<kv::Store>) -> Result<Keeper, String> {
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let options = options.clone();
         let started = std::thread::Builder::new().name("pi-lease-keeper".to_string()).spawn(move || {
@@ -48,22 +49,29 @@ impl Keeper {
                         .map_err(|e| format!("--cluster: cannot open the lease bucket {LEASE_BUCKET}: {e}"))
                 }
                 .await;
-                let keeper = opened
-                    .map(|leases| Keeper { runtime: tokio::runtime::Handle::current(), leases: Arc::new(leases) });
-                let failed = keeper.is_err();
-                if ready_tx.send(keeper).is_err() || failed {
+                let keeper = opened.map(|leases| Keeper {
+                    renewals: Arc::new(Renewals::new(
+                        Arc::new(leases),
+                        here,
+                        options.worker.clone(),
+                        options.lease_ttl,
+                    )),
+                });
+                let renewals = match &keeper {
+                    Ok(keeper) => keeper.renewals.clone(),
+                    Err(_) => {
+                        let _ = ready_tx.send(keeper);
+                        return;
+                    }
+                };
+                if ready_tx.send(keeper).is_err() {
                     return;
                 }
                 // Runs the renewals until the process ends.
-                std::future::pending::<()>().await;
+                renewals.run().await;
             });
         });
         started.map_err(|e| format!("the lease keeper's thread: {e}"))?;
         ready_rx.await.map_err(|_| "the lease keeper's thread ended".to_string())?
-    }
-
-    /// Run `renewal` on the keeper's thread.
-    pub fn spawn(&self, renewal: impl Future<Output = ()> + Send + 'static) {
-        self.runtime.spawn(renewal);
     }
 }

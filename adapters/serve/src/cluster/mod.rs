@@ -4,6 +4,7 @@
 //! * [`lease`]: one owner per session, a lease in a KV bucket with a TTL,
 //!   renewed by its owner, with a fencing epoch (the revision that created it).
 //! * [`keeper`]: the thread (and bus connection) the renewals run on.
+//! * [`renew`]: the renewals of every lease of the worker, in one loop.
 //! * [`fence`]: the epoch on shared storage, checked before every write of
 //!   the session file.
 //! * [`events`]: every session's events on a JetStream stream, replayed by
@@ -24,6 +25,7 @@ pub mod lease;
 pub mod mirror;
 pub mod peer;
 pub mod place;
+pub mod renew;
 pub mod wire;
 
 use std::path::PathBuf;
@@ -81,10 +83,11 @@ impl Cluster {
                     .map_err(|e| format!("--cluster: cannot open the lease bucket {LEASE_BUCKET}: {e}"))?
             }
         };
+        let leases = std::sync::Arc::new(leases);
         let events = events::open(jetstream.clone(), options.retention, client.max_payload()).await?;
-        let keeper = keeper::Keeper::start(&options).await?;
+        let keeper = keeper::Keeper::start(&options, leases.clone()).await?;
         tracing::info!("pi serve: in the cluster at {} as {}", options.urls.join(","), options.worker);
-        Ok(Cluster { client, jetstream, leases: std::sync::Arc::new(leases), events, keeper, options })
+        Ok(Cluster { client, jetstream, leases, events, keeper, options })
     }
 }
 

@@ -18,22 +18,38 @@ pub struct FileOps {
 }
 
 impl FileOps {
-    /// Record the `read` / `write` / `edit` tool calls of an assistant message.
+    /// Record the `read` / `write` / `edit` tool calls of an assistant
+    /// message, or the nested calls recorded on a tool result (calls a tool
+    /// made through an extension's `ctx.executeTool()`).
     pub fn add_message(&mut self, message: &AgentMessage) {
-        let AgentMessage::Assistant(a) = message else { return };
-        for block in &a.content {
-            let ContentBlock::ToolCall(call) = block else { continue };
-            let Some(path) = call.arguments.get("path").and_then(Value::as_str).filter(|p| !p.is_empty()) else {
-                continue;
-            };
-            let set = match call.name.as_str() {
-                "read" => &mut self.read,
-                "write" => &mut self.written,
-                "edit" => &mut self.edited,
-                _ => continue,
-            };
-            set.insert(path.to_string());
+        match message {
+            AgentMessage::Assistant(a) => {
+                for block in &a.content {
+                    if let ContentBlock::ToolCall(call) = block {
+                        self.add_call(&call.name, Some(&call.arguments));
+                    }
+                }
+            }
+            AgentMessage::ToolResult(r) => {
+                for call in r.nested_calls.iter().flat_map(|n| &n.calls) {
+                    self.add_call(&call.name, call.arguments.as_ref());
+                }
+            }
+            _ => {}
         }
+    }
+
+    fn add_call(&mut self, name: &str, args: Option<&Value>) {
+        let Some(path) = args.and_then(|a| a.get("path")).and_then(Value::as_str).filter(|p| !p.is_empty()) else {
+            return;
+        };
+        let set = match name {
+            "read" => &mut self.read,
+            "write" => &mut self.written,
+            "edit" => &mut self.edited,
+            _ => return,
+        };
+        set.insert(path.to_string());
     }
 
     /// `(readFiles, modifiedFiles)`: files only read, and files written or

@@ -492,3 +492,30 @@ async fn failures_carry_pis_texts() {
     let r = summarize(&prep, None, &summarizer(&provider, 3), SOURCE, &Events::default(), &cancel).await;
     assert_eq!(r.unwrap_err(), SummaryError::Aborted);
 }
+
+#[test]
+fn file_lists_count_the_calls_a_tool_made_to_other_tools() {
+    let mut result = tool_result("c1", "orchestrate", "done");
+    let AgentMessage::ToolResult(r) = &mut result else { unreachable!() };
+    let record = |id: &str, name: &str, args: Option<Value>| crate::message::NestedToolCallRecord {
+        id: id.into(),
+        name: name.into(),
+        status: crate::message::NestedCallStatus::Ok,
+        arguments: args,
+        arguments_bytes: None,
+        duration_ms: Some(1),
+        error: None,
+    };
+    r.nested_calls = Some(crate::message::NestedToolCalls {
+        calls: vec![
+            record("c1/1", "read", Some(json!({"path": "a.txt"}))),
+            record("c1/2", "edit", Some(json!({"path": "b.txt"}))),
+            record("c1/3", "write", None),
+        ],
+        complete: false,
+    });
+    let mut ops = super::FileOps::default();
+    ops.add_message(&assistant_blocks(vec![call("c1", "orchestrate", json!({}))], Usage::default()));
+    ops.add_message(&result);
+    assert_eq!(ops.lists(), (vec!["a.txt".to_string()], vec!["b.txt".to_string()]));
+}

@@ -264,6 +264,7 @@ fn assistant_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<(AssistantMes
 fn tool_result_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<ToolResultMessage, A::Error> {
     let (mut tool_call_id, mut tool_name, mut content, mut details) = (None, None, None, None);
     let (mut usage, mut is_error, mut timestamp, mut duration_ms) = (None, None, None, None);
+    let mut nested_calls = None;
     let mut extra = Map::new();
     while let Some(key) = map.next_key::<&'de str>()? {
         match key {
@@ -275,6 +276,11 @@ fn tool_result_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<ToolResultM
             "isError" => once(&mut is_error, map.next_value::<bool>()?)?,
             "durationMs" => once(&mut duration_ms, map.next_value::<Option<u64>>()?)?,
             "timestamp" => once(&mut timestamp, map.next_value::<i64>()?)?,
+            // A record of another shape is left to the careful reading (which keeps the line's text).
+            "nestedCalls" => {
+                let value = map.next_value::<Value>()?;
+                once(&mut nested_calls, serde_json::from_value(value).map_err(|_| refuse::<A::Error>())?)?
+            }
             other => keep_extra(&mut map, &mut extra, other, "role")?,
         }
     }
@@ -287,7 +293,7 @@ fn tool_result_message<'de, A: MapAccess<'de>>(mut map: A) -> Result<ToolResultM
         is_error: required(is_error)?,
         duration_ms: duration_ms.flatten(),
         timestamp: required(timestamp)?,
-        nested_calls: None,
+        nested_calls,
         extra,
     })
 }

@@ -268,3 +268,28 @@ fn sessions_opened_fast_equal_sessions_read_carefully() {
         assert!(!fast.messages.is_empty(), "{path:?}");
     }
 }
+
+/// A tool result with the record of the calls its tool made (pi 1.6.0's
+/// `nestedCalls`), and one whose record another program wrote oddly: the
+/// fast reader's record is the careful one, and the line is written back as read.
+#[test]
+fn nested_calls_read_fast_are_the_careful_records() {
+    let nested = json!({"calls": [
+        {"id": "call_1/1", "name": "read", "status": "ok", "arguments": {"path": "a.txt"}, "durationMs": 3},
+        {"id": "call_1/2", "name": "bash", "status": "error", "argumentsBytes": 9000, "durationMs": 1, "error": "no"}],
+        "complete": false});
+    for (nested, typed) in [(nested, true), (json!({"calls": "odd"}), false), (json!(null), false)] {
+        let message = json!({"role": "toolResult", "toolCallId": "call_1", "toolName": "orchestrate",
+            "content": [{"type": "text", "text": "done"}], "isError": false, "timestamp": 1_700_000_000_123_i64,
+            "nestedCalls": nested});
+        let entry = json!({"type": "message", "id": "a1b2c3d4", "parentId": "00ff00ff",
+            "timestamp": "2026-11-30T01:11:43.548Z", "message": message});
+        let line = serde_json::to_string(&entry).unwrap();
+        // An odd record is left to the careful reading, which keeps the line's text.
+        assert_eq!(assert_same_as_careful(&line), typed, "{line}");
+        assert_eq!(careful(&line).to_line().unwrap(), line);
+        let Record { entry, .. } = careful(&line);
+        let kept = serde_json::to_value(&entry).unwrap()["message"]["nestedCalls"]["calls"].as_array().map(Vec::len);
+        assert_eq!(kept, typed.then_some(2), "{line}");
+    }
+}

@@ -1,0 +1,298 @@
+//! The renewals of every lease a worker holds: one loop on the lease
+//! keeper's thread ([`super::keeper`]) over a map of the held leases.
+//!
+//! * Each lease is due a period (a third of the TTL) after its last renewal
+//!   was sent. The loop wakes when the next one is due (at most every
+//!   eighth of a period), takes every lease that is due, and renews them as
+//!   one batch: their bus requests run concurrently, so one that waits on
+//!   the bus holds none of the others back, and their futures take room only
+//!   while they run. An idle lease costs its entry in the map, nothing more.
+//! * A lease let go ([`super::lease::Lease::release`], or dropped) leaves the
+//!   map; a renewal of it already in flight sees it let go and deletes the
+//!   lease it may have renewed meanwhile.
+//! * What a renewal finds (renewed, lost to another worker, the bus away)
+//!   is told to the lease's state ([`super::lease::LeaseWatch`]).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_nats::jetstream::kv;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+
+use super::lease::{State, clock_ms, millis, owner_of, owner_value};
+
+/// The `due` of a lease whose renewal is in flight.
+const IN_FLIGHT: u64 = u64::MAX;
+
+/// Every lease the worker holds, and how to renew them.
+pub struct Renewals {
+    /// The lease bucket, through the keeper's own connection.
+    leases: Arc<kv::Store>,
+    /// The lease bucket, through the worker's connection (releases from its runtime).
+    here: Arc<kv::Store>,
+    /// The session directory the fences are in (shared by them).
+    session_dir: Mutex<Option<Arc<Path>>>,
+    worker: String,
+    ttl: Duration,
+    held: Mutex<HashMap<u64, Arc<State>>>,
+    next_key: AtomicU64,
+}
+
+impl std::fmt::Debug for Renewals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Renewals").field("worker", &self.worker).field("ttl", &self.ttl).finish()
+    }
+}
+
+/// What one renewal concluded.
+enum Renewed {
+    /// Renewed (or taken again): not in doubt until a TTL after it was sent.
+    Yes,
+    /// Not concluded (the bus is away, or could not tell): again at the next period.
+    Again,
+    /// The lease is lost or let go: no more renewals.
+    End,
+}
+
+/// What a renewal that found the lease gone did.
+enum Retaken {
+    /// Ours again, at this revision.
+    Held(u64),
+    /// Another worker holds it, or owned the session meanwhile.
+    Lost(String),
+    /// The bus could not tell: try again at the next renewal.
+    Unknown(String),
+}
+
+impl Renewals {
+    pub(super) fn new(leases: Arc<kv::Store>, here: Arc<kv::Store>, worker: String, ttl: Duration) -> Renewals {
+        Renewals {
+            leases,
+            here,
+            session_dir: Mutex::new(None),
+            worker,
+            ttl,
+            held: Mutex::new(HashMap::new()),
+            next_key: AtomicU64::new(1),
+        }
+    }
+
+    /// The lease bucket through the worker's own connection.
+    pub(super) fn here(&self) -> &Arc<kv::Store> {
+        &self.here
+    }
+
+    /// `session_dir`, shared by every fence in it.
+    pub(super) fn session_dir(&self, session_dir: &Path) -> Arc<Path> {
+        let mut shared = self.session_dir.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*shared {
+            Some(dir) if **dir == *session_dir => dir.clone(),
+            _ => shared.insert(Arc::from(session_dir)).clone(),
+        }
+    }
+
+    /// How often a lease is renewed.
+    pub(super) fn period(&self) -> Duration {
+        (self.ttl / 3).max(Duration::from_millis(100))
+    }
+
+    pub(super) fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// A key for a new lease's state.
+    pub(super) fn next_key(&self) -> u64 {
+        self.next_key.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Renew this lease from now on (first when its `due` comes).
+    pub(super) fn hold(&self, state: Arc<State>) {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner).insert(state.key, state);
+    }
+
+    /// No more renewals of lease `key`.
+    pub(super) fn forget(&self, key: u64) {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        held.remove(&key);
+        // An unload wave would otherwise keep the map at its highest.
+        if held.capacity() > 64 && held.len() < held.capacity() / 4 {
+            held.shrink_to_fit();
+        }
+    }
+
+    /// The loop: renew every lease when it is due, until the process ends.
+    pub(super) async fn run(self: Arc<Self>) {
+        let period = millis(self.period());
+        let tick = millis((self.period() / 8).clamp(Duration::from_millis(10), Duration::from_millis(250)));
+        loop {
+            let now = clock_ms();
+            let mut due = Vec::new();
+            let mut next = now + period;
+            for state in self.held.lock().unwrap_or_else(PoisonError::into_inner).values() {
+                // Only this loop sets IN_FLIGHT, and only the renewal it starts sets `due` again.
+                match state.due.load(Ordering::SeqCst) {
+                    IN_FLIGHT => {}
+                    at if at <= now => {
+                        state.due.store(IN_FLIGHT, Ordering::SeqCst);
+                        due.push(state.clone());
+                    }
+                    at => next = next.min(at),
+                }
+            }
+            if !due.is_empty() {
+                let renewals = self.clone();
+                tokio::spawn(async move {
+                    let mut batch: FuturesUnordered<_> = due.into_iter().map(|s| renewals.renew_one(s)).collect();
+                    while batch.next().await.is_some() {}
+                });
+            }
+            let wake = next.max(now + tick);
+            tokio::time::sleep(Duration::from_millis(wake - now)).await;
+        }
+    }
+
+    /// Renew one lease and record what came of it.
+    async fn renew_one(&self, state: Arc<State>) {
+        if state.released.load(Ordering::SeqCst) {
+            return;
+        }
+        let period = self.period();
+        let sent = clock_ms();
+        let since = Duration::from_millis(sent.saturating_sub(state.last_renewed.load(Ordering::SeqCst)));
+        if since > period * 2 {
+            tracing::warn!(
+                "session {}: lease renewal late: {since:?} since the last one (every {period:?}, TTL {:?})",
+                state.fence.id(),
+                self.ttl
+            );
+        }
+        match self.renew(&state, since).await {
+            Renewed::Yes => {
+                state.last_renewed.store(sent, Ordering::SeqCst);
+                self.concluded(&state, sent);
+                state.due.store(sent + millis(period), Ordering::SeqCst);
+            }
+            Renewed::Again => {
+                self.concluded(&state, sent);
+                state.due.store(sent + millis(period), Ordering::SeqCst);
+            }
+            Renewed::End => self.forget(state.key),
+        }
+    }
+
+    /// One renewal, `since` after the last one that concluded.
+    async fn renew(&self, state: &Arc<State>, since: Duration) -> Renewed {
+        let id = state.fence.id();
+        let last = state.revision.load(Ordering::SeqCst);
+        match self.leases.update(id, owner_value(&self.worker), last).await {
+            Ok(next) => {
+                state.revision.store(next, Ordering::SeqCst);
+                if state.released.load(Ordering::SeqCst) {
+                    // Let go while this renewal was on its way: the release
+                    // named the older revision, so the lease goes now.
+                    let _ = self.leases.delete_expect_revision(id, Some(next)).await;
+                    return Renewed::End;
+                }
+                Renewed::Yes
+            }
+            // Let go meanwhile (the release deleted it): nothing to take again.
+            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision && state.released.load(Ordering::SeqCst) => {
+                Renewed::End
+            }
+            // Another worker took it, or the lease expired before this renewal
+            // (late by more than the TTL): take it again if nobody else has.
+            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => match self.retake(state, last).await {
+                Retaken::Held(revision) if state.released.load(Ordering::SeqCst) => {
+                    let _ = self.leases.delete_expect_revision(id, Some(revision)).await;
+                    Renewed::End
+                }
+                Retaken::Held(revision) => {
+                    state.revision.store(revision, Ordering::SeqCst);
+                    tracing::warn!(
+                        "session {id}: its lease expired while this worker served it ({since:?} since the last \
+                         renewal, TTL {:?}); taken again under fencing epoch {}",
+                        self.ttl,
+                        state.fence.epoch()
+                    );
+                    Renewed::Yes
+                }
+                Retaken::Lost(owner) => {
+                    state.lost.store(true, Ordering::SeqCst);
+                    // One waiter (the pump): kept for it when it is not waiting.
+                    state.lost_signal.notify_one();
+                    tracing::warn!("session {id}: lease lost to another worker ({owner}); its writes are now refused");
+                    Renewed::End
+                }
+                Retaken::Unknown(why) => {
+                    tracing::warn!("session {id}: the lease is gone and cannot be taken again yet: {why}");
+                    Renewed::Again
+                }
+            },
+            // The bus is away: try again; past the TTL the lease expires and the fence takes over.
+            Err(e) => {
+                tracing::warn!("session {id}: cannot renew the lease: {e}");
+                Renewed::Again
+            }
+        }
+    }
+
+    /// A renewal sent at `sent` concluded without losing the lease: it is not
+    /// in doubt until a TTL later. (A bus that is away does not put it in
+    /// doubt: no other worker can take it through the bus either, and the
+    /// epoch fence still guards the session file.)
+    fn concluded(&self, state: &State, sent: u64) {
+        state.valid_until.store(sent + millis(self.ttl), Ordering::SeqCst);
+        // One waiter (the pump): a renewal that concluded while it was not waiting is kept for it.
+        state.concluded.notify_one();
+    }
+
+    /// The lease is no longer at revision `last`: take it again when it is
+    /// free (expired or released) and the session had no other owner since.
+    async fn retake(&self, state: &Arc<State>, last: u64) -> Retaken {
+        let id = state.fence.id();
+        let entry = match self.leases.entry(id).await {
+            Ok(entry) => entry,
+            Err(e) => return Retaken::Unknown(e.to_string()),
+        };
+        if let Some(entry) = entry.filter(|e| e.operation == kv::Operation::Put) {
+            // Held: by another worker (or by this one, its renewal's answer
+            // lost on the way: still this owner when the fence says so).
+            let owner = owner_of(&entry.value);
+            if owner != self.worker || entry.revision <= last {
+                return Retaken::Lost(owner);
+            }
+            let held = state.clone();
+            return match tokio::task::spawn_blocking(move || held.fence.is_current()).await {
+                Ok(Ok(true)) => Retaken::Held(entry.revision),
+                _ => Retaken::Lost(owner),
+            };
+        }
+        let revision = match self.leases.create(id, owner_value(&self.worker)).await {
+            Ok(revision) => revision,
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
+                let owner = self.leases.entry(id).await.ok().flatten().map(|e| owner_of(&e.value));
+                return Retaken::Lost(owner.unwrap_or_else(|| "another worker".to_string()));
+            }
+            Err(e) => return Retaken::Unknown(e.to_string()),
+        };
+        let held = state.clone();
+        match tokio::task::spawn_blocking(move || held.fence.move_to(revision)).await {
+            Ok(Ok(true)) => Retaken::Held(revision),
+            moved => {
+                // Another worker owned the session meanwhile (or the epoch file
+                // cannot be written): this owner may not go on; the lease it just
+                // took is let go for whoever loads the session next.
+                let _ = self.leases.delete_expect_revision(id, Some(revision)).await;
+                match moved {
+                    Ok(Err(e)) => Retaken::Lost(format!("the fencing epoch cannot be moved: {e}")),
+                    Err(e) => Retaken::Lost(format!("the fencing epoch cannot be moved: {e}")),
+                    _ => Retaken::Lost("a worker that owned the session meanwhile".to_string()),
+                }
+            }
+        }
+    }
+}
