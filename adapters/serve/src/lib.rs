@@ -29,6 +29,6 @@ pub mod registry;
 pub mod replay;
 pub mod server;
 mod socket;
-mod trim;
 #[cfg(test)]
 mod tests;
+mod trim;
