@@ -120,10 +120,9 @@ async fn registered_mcp_servers_connect_and_go_as_in_pi() {
         assert_eq!(run.sum, "The sum of 1 and 2 is 3.");
         assert!(!run.last_tools.iter().any(|t| t.starts_with("mcp__")), "unregistered: {:?}", run.last_tools);
     }
-    // server-everything offers `get_roots_list` only to a client that declares MCP roots, which pi does
-    // and pi-rpc's MCP client does not (mcp.json servers too; not part of the registration).
-    let mcp_tools = |tools: &[String]| -> Vec<String> {
-        tools.iter().filter(|t| t.starts_with("mcp__") && *t != "mcp__everything__get_roots_list").cloned().collect()
-    };
+    // server-everything offers `get_roots_list` only to a client that declares MCP roots, as pi does.
+    let mcp_tools =
+        |tools: &[String]| -> Vec<String> { tools.iter().filter(|t| t.starts_with("mcp__")).cloned().collect() };
+    assert!(ours.first_tools.iter().any(|t| t == "mcp__everything__get_roots_list"), "{:?}", ours.first_tools);
     assert_eq!(mcp_tools(&ours.first_tools), mcp_tools(&theirs.first_tools), "the same MCP tools offered");
 }

@@ -23,6 +23,7 @@ mod extension_session_ops;
 mod extension_tree_nav;
 mod login_ops;
 mod mcp_ops;
+mod resource_discovery;
 mod runs;
 mod session_tree;
 mod settings;

@@ -51,6 +51,7 @@ fn skill_of(v: &Value) -> Skill {
             source: SourceKind::Local,
             scope: Scope::Temporary,
             base_dir: None,
+            extension: None,
         },
         path,
     }

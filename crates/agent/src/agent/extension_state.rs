@@ -25,9 +25,17 @@ pub(crate) enum ExtSignal {
         invocation: String,
         error: Option<String>,
     },
-    /// Extension `id` answered its start-up `session_start` (or died).
+    /// Extension `id` answered its start-up `session_start` (or died), and
+    /// `resources_discover` (`found`: its answer) when it listens to it.
     Greeted {
         id: usize,
+        found: Option<Value>,
+    },
+    /// The extensions' answers to `resources_discover` after a reload (each
+    /// with the extension's path); `reply` is the reloading command's.
+    ResourcesFound {
+        found: Vec<(String, Value)>,
+        reply: super::extension_session_op_state::ExtReply,
     },
     /// The session hooks decided about an op.
     SessionHookDone {
@@ -217,6 +225,11 @@ impl ExtensionState {
     /// Prompt templates and skills.
     pub(super) fn resources(&self) -> &Resources {
         &self.resources
+    }
+
+    /// Prompt templates and skills, to add those an extension found.
+    pub(super) fn resources_mut(&mut self) -> &mut Resources {
+        &mut self.resources
     }
 
     /// A custom message for the next prompt (`deliverAs: "nextTurn"`).

@@ -38,7 +38,13 @@ impl Meta {
     }
 
     fn source_info(&self, path: &Path) -> SourceInfo {
-        SourceInfo { path: path.to_path_buf(), source: self.source, scope: self.scope, base_dir: self.base_dir.clone() }
+        SourceInfo {
+            path: path.to_path_buf(),
+            source: self.source,
+            scope: self.scope,
+            base_dir: self.base_dir.clone(),
+            extension: None,
+        }
     }
 }
 
@@ -415,6 +421,7 @@ fn load_skills(
                     source: SourceKind::Local,
                     scope,
                     base_dir: Some(dir.to_path_buf()),
+                    extension: None,
                 },
             });
             out.extend(diagnostics);
@@ -454,7 +461,13 @@ fn load_templates(
             } else {
                 (Scope::Temporary, file.parent().map(Path::to_path_buf).unwrap_or_default())
             };
-            SourceInfo { path: file.to_path_buf(), source: SourceKind::Local, scope, base_dir: Some(base_dir) }
+            SourceInfo {
+                path: file.to_path_buf(),
+                source: SourceKind::Local,
+                scope,
+                base_dir: Some(base_dir),
+                extension: None,
+            }
         }
     };
     let mut loaded: Vec<Template> = Vec::new();
@@ -489,6 +502,6 @@ fn load_templates(
     loaded
 }
 
-fn collision(message: String, path: &Path) -> Diagnostic {
+pub(super) fn collision(message: String, path: &Path) -> Diagnostic {
     Diagnostic { kind: DiagnosticKind::Collision, message, path: path.to_path_buf() }
 }

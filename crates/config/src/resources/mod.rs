@@ -28,6 +28,7 @@ use crate::op::{CommandInfo, CommandLocation, CommandSource, CommandSourceInfo};
 
 pub mod args;
 pub mod discovery;
+mod extension_found;
 mod frontmatter;
 pub mod skills;
 pub mod templates;
@@ -92,6 +93,9 @@ pub struct SourceInfo {
     /// Auto-discovered: the agent dir, `<cwd>/.pi` or the `.agents` dir;
     /// command-line paths: the file's directory; settings entries: none.
     pub base_dir: Option<PathBuf>,
+    /// Found by this extension (its file name without `.ts`/`.js`), through
+    /// `resources_discover`: pi's source is then `extension:<name>`.
+    pub extension: Option<String>,
 }
 
 impl SourceInfo {
@@ -104,7 +108,10 @@ impl SourceInfo {
     pub fn command_source_info(&self) -> CommandSourceInfo {
         CommandSourceInfo {
             path: self.path.to_string_lossy().into_owned(),
-            source: self.source.as_str().to_string(),
+            source: match &self.extension {
+                Some(name) => format!("extension:{name}"),
+                None => self.source.as_str().to_string(),
+            },
             scope: self.scope.as_str().to_string(),
             origin: self.origin().to_string(),
             base_dir: self.base_dir.as_ref().map(|d| d.to_string_lossy().into_owned()),

@@ -61,6 +61,7 @@ pub const HOOK_EVENTS: &[&str] = &[
     "before_provider_request",
     "after_provider_response",
     "agent_before_settle",
+    "resources_discover",
 ];
 
 /// Whether `name` is an event or hook pi-rpc sends.

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
-    PaginatedRequestParams, ReadResourceRequestParams, ServerResult,
+    CallToolRequest, CallToolRequestParams, ClientConfig, ClientRequest, Implementation, PaginatedRequestParams,
+    ReadResourceRequestParams, ServerResult,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService, ServiceExt};
 use serde_json::Value;
@@ -535,14 +535,36 @@ impl Drop for ChildGuard {
     }
 }
 
-/// Receives the server's notifications.
+/// The MCP root of directory `dir`: its `file://` URI and its name.
+#[allow(deprecated)] // see `Handler::list_roots`
+fn root(dir: &std::path::Path) -> Option<rmcp::model::Root> {
+    let uri = reqwest::Url::from_directory_path(dir).ok()?;
+    let uri = uri.as_str().trim_end_matches('/').to_string();
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    Some(rmcp::model::Root::new(uri).with_name(name))
+}
+
+/// Receives the server's notifications and answers its requests (roots).
 struct Handler {
     conn: std::sync::Weak<Connection>,
 }
 
 impl rmcp::ClientHandler for Handler {
+    /// As pi declares itself: `roots` (without `listChanged`).
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(ClientCapabilities::default(), Implementation::new("pi", env!("CARGO_PKG_VERSION")))
+        let capabilities = serde_json::from_value(serde_json::json!({"roots": {}})).unwrap_or_default();
+        ClientConfig::new(capabilities, Implementation::new("pi", env!("CARGO_PKG_VERSION")))
+    }
+
+    /// pi's one root: the working directory, named by its last component.
+    #[allow(deprecated)] // MCP roots are deprecated by SEP-2577; pi 1.6.0 still offers them.
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        Ok(rmcp::model::ListRootsResult::new(
+            std::env::current_dir().ok().and_then(|cwd| root(&cwd)).into_iter().collect(),
+        ))
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -578,6 +600,13 @@ mod tests {
             description: None,
             source: "test".into(),
         }
+    }
+
+    #[test]
+    #[allow(deprecated)] // MCP roots
+    fn the_root_is_the_directory_as_a_file_uri_with_its_name() {
+        let root = root(std::path::Path::new("/tmp/a dir")).unwrap();
+        assert_eq!((root.uri.as_str(), root.name.as_deref()), ("file:///tmp/a%20dir", Some("a dir")));
     }
 
     #[tokio::test]

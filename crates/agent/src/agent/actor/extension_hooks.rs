@@ -381,7 +381,18 @@ impl Agent {
                 }
                 self.extension_started(id).await;
             }
-            ExtSignal::Greeted { id } => self.extension_started(id).await,
+            ExtSignal::Greeted { id, found } => {
+                if let Some(found) = found {
+                    self.add_found_resources(id, &found);
+                }
+                self.extension_started(id).await;
+            }
+            ExtSignal::ResourcesFound { found, reply } => {
+                for (path, found) in found {
+                    self.add_found_resources_of(&path, &found);
+                }
+                let _ = reply.send(Ok(json!({"cancelled": false})));
+            }
             ExtSignal::Host(HostSignal::Died { id, event, error }) => {
                 let path = self.ext.handle().get(id).map(|e| e.path_string()).unwrap_or_default();
                 self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
@@ -465,25 +476,34 @@ impl Agent {
         }
     }
 
-    /// Give a starting extension its start-up `session_start`. When it asked
-    /// to be awaited (`awaitSessionStart`, as pi awaits the handlers before
-    /// the first command), ops keep waiting until it answers: true then.
+    /// Give a starting extension its start-up `session_start`, then
+    /// `resources_discover` when it listens. Ops keep waiting until it has
+    /// answered both (pi awaits them before the first command) when it asked
+    /// to be awaited (`awaitSessionStart`) or discovers resources: true then.
     fn greet_extension(&mut self, id: usize) -> bool {
         if !self.ext.greet(id) {
             return false;
         }
-        let Some(ext) = self.ext.handle().get(id).filter(|e| e.subscribes("session_start")) else { return false };
+        let Some(ext) = self.ext.handle().get(id) else { return false };
+        let (greets, discovers) = (ext.subscribes("session_start"), ext.subscribes("resources_discover"));
         let payload =
             json!({"type": "session_start", "reason": "startup", "sessionId": self.session.record().session_id()});
-        if !ext.registration().is_some_and(|r| r.await_session_start) {
-            ext.send(&crate::extensions::protocol::event_message(payload));
+        let awaited = greets && ext.registration().is_some_and(|r| r.await_session_start);
+        if greets && !awaited {
+            ext.send(&crate::extensions::protocol::event_message(payload.clone()));
+        }
+        if !awaited && !discovers {
             return false;
         }
         let internal = self.channels.internal();
+        let discover = json!({"cwd": self.workspace.cwd(), "reason": "startup"});
         tokio::spawn(async move {
             // A failure was reported by the host (its handlers' errors) or as the extension's death.
-            let _ = ext.call("session_start", payload, None).await;
-            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::Greeted { id }))).await;
+            if awaited {
+                let _ = ext.call("session_start", payload, None).await;
+            }
+            let found = if discovers { ext.call("resources_discover", discover, None).await.ok() } else { None };
+            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::Greeted { id, found }))).await;
         });
         true
     }

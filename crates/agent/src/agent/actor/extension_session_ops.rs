@@ -74,7 +74,8 @@ impl Agent {
                     "sessionId": self.session.record().session_id(),
                 });
                 self.ext.handle().notify_raw("session_start", payload);
-                let _ = reply.send(Ok(json!({"cancelled": false})));
+                // Then `resources_discover` (reason "reload"); the command goes on once it is answered.
+                self.discover_after_reload(reply);
                 return;
             }
             _ => {}

@@ -241,6 +241,21 @@ export async function runHook(instance, method, params, ctx, reportError) {
 			}
 			return changed ? { payload: event.payload } : null;
 		}
+		case "resources_discover": {
+			// Every handler's paths, in order; a failing handler is reported and the next still runs.
+			const found = { skillPaths: [], promptPaths: [], themePaths: [] };
+			for (const handler of handlers) {
+				try {
+					const result = await handler(event, ctx);
+					for (const key of Object.keys(found)) {
+						if (Array.isArray(result?.[key])) found[key].push(...result[key].filter((p) => typeof p === "string"));
+					}
+				} catch (error) {
+					reportError(method, error);
+				}
+			}
+			return found;
+		}
 		case "agent_before_settle":
 			return await beforeSettle(handlers, params, ctx, reportError);
 		default:
