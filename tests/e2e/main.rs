@@ -13,6 +13,7 @@ mod big_replies;
 mod cli_options;
 mod client_tools;
 mod clients;
+mod codemode_models;
 mod dialects_agree;
 mod examples_side_by_side;
 mod extension_api;

@@ -73,13 +73,13 @@ pub(crate) struct Case {
 }
 
 /// What one program did.
-struct Run {
-    requests: Vec<RecordedRequest>,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) requests: Vec<RecordedRequest>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
-fn reference_cli() -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn reference_cli() -> Option<(PathBuf, PathBuf)> {
     let node = node22()?;
     let cli = repo_root().join("target/tools/reference/node_modules/@earendil-works/pi-coding-agent/dist/cli.js");
     if !cli.is_file() {
@@ -97,6 +97,20 @@ fn with_base(value: &Value, base: &str) -> Value {
 }
 
 async fn run_one(case: &Case, reference: Option<&(PathBuf, PathBuf)>, websockets: bool) -> Run {
+    let replies =
+        vec![Reply::tool_call("call_side_1", "bash", r#"{"command":"echo side-by-side"}"#), Reply::text("All done.")];
+    run_with(case, reference, websockets, replies, &[]).await
+}
+
+/// Run `case` through pi 1.6.0 (`reference`) or pi-rpc, the fake server
+/// answering `replies` in turn; `extra` goes before the prompt's arguments.
+pub(crate) async fn run_with(
+    case: &Case,
+    reference: Option<&(PathBuf, PathBuf)>,
+    websockets: bool,
+    replies: Vec<Reply>,
+    extra: &[&str],
+) -> Run {
     let sb = Sandbox::offline();
     let server = FakeServer::start().await.expect("fake server");
     if websockets {
@@ -105,20 +119,22 @@ async fn run_one(case: &Case, reference: Option<&(PathBuf, PathBuf)>, websockets
     if case.aws_auth {
         server.require_aws_auth(AWS_KEY_ID, AWS_SECRET, Some(AWS_BEARER));
     }
-    server.push(Reply::tool_call("call_side_1", "bash", r#"{"command":"echo side-by-side"}"#));
-    server.push(Reply::text("All done."));
+    for reply in replies {
+        server.push(reply);
+    }
     let models = with_base(&case.models, &server.url());
     std::fs::write(sb.agent_dir.path().join("models.json"), models.to_string()).expect("models.json");
     if let Some(auth) = &case.auth {
         std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).expect("auth.json");
     }
-    let args = ["--offline", "--no-session", "--model", case.model, "-p", "List the files, please."];
+    let mut args = extra.to_vec();
+    args.extend(["--offline", "--no-session", "--model", case.model, "-p", "List the files, please."]);
     let mut cmd = match reference {
         Some((node, cli)) => {
             let mut cmd = sb.command(&[]);
             let std_cmd = cmd.as_std_mut();
             let mut fresh = std::process::Command::new(node);
-            fresh.arg(cli).args(args);
+            fresh.arg(cli).args(&args);
             fresh.current_dir(sb.cwd.path());
             fresh.env_clear();
             for (k, v) in std_cmd.get_envs() {
@@ -162,7 +178,7 @@ async fn run_one(case: &Case, reference: Option<&(PathBuf, PathBuf)>, websockets
 /// signature, its credential scope (key, date, region, service), which both
 /// programs must agree on (the signatures themselves are checked by the fake
 /// server).
-fn credentials(r: &RecordedRequest) -> BTreeMap<String, String> {
+pub(crate) fn credentials(r: &RecordedRequest) -> BTreeMap<String, String> {
     AUTH.iter()
         .filter_map(|h| r.header(h).map(|v| (h.to_string(), v.to_string())))
         .map(|(h, v)| match v.strip_prefix("AWS4-HMAC-SHA256 ") {
@@ -172,7 +188,7 @@ fn credentials(r: &RecordedRequest) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn provider_headers(r: &RecordedRequest) -> BTreeMap<String, String> {
+pub(crate) fn provider_headers(r: &RecordedRequest) -> BTreeMap<String, String> {
     r.headers
         .iter()
         .filter(|(k, _)| {

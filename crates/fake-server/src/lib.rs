@@ -39,6 +39,7 @@ pub mod openai;
 pub mod pi_messages;
 pub mod reply;
 pub mod responses;
+pub mod typed_models;
 mod websocket;
 
 use std::collections::VecDeque;
@@ -495,7 +496,8 @@ async fn answer(
         let mut st = lock(&state);
         let keys = st.aws.as_ref().map(|a| (a.access_key_id.clone(), a.secret.clone()));
         let answer = aws_services::answer(&request, keys.as_ref().map(|(k, s)| (k.as_str(), s.as_str())))
-            .or_else(|| anthropic_federation::answer(&request));
+            .or_else(|| anthropic_federation::answer(&request))
+            .or_else(|| typed_models::answer(&request));
         if answer.is_some() {
             st.requests.push(request.clone());
         }

@@ -7,7 +7,7 @@
 pub(crate) use pi_config::config;
 pub(crate) use pi_provider::provider;
 pub(crate) use pi_tools::tools;
-pub(crate) use pi_types::message;
+pub(crate) use pi_types::{message, model};
 
 pub mod codemode;
 pub mod mcp;

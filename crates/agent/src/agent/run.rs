@@ -61,6 +61,8 @@ pub(crate) struct RunSetup {
     /// MCP tools, `codemode` and `tool_search` join `tools` at each model call.
     pub mcp: Option<Arc<crate::mcp::McpManager>>,
     pub reach: crate::mcp::turn::Reach,
+    /// `models.*` of codemode scripts: the session's catalog and credentials.
+    pub models: Option<Arc<pi_mcp::codemode::ModelsHost>>,
     /// A virtual model is selected: each request is routed first.
     pub router: Option<super::virtual_route::VirtualRouter>,
 }
@@ -285,7 +287,7 @@ async fn low_level_run(
             context(s).await
         };
         let (turn_tools, turn_specs) =
-            crate::mcp::turn::turn_tools(&s.tools, &s.tool_specs, s.mcp.as_ref(), s.reach, &context);
+            crate::mcp::turn::turn_tools(&s.tools, &s.tool_specs, s.mcp.as_ref(), s.reach, &context, s.models.as_ref());
         let first_new = new_messages.len();
         if !s.cancel.is_cancelled()
             && let Some(update) = super::system_update::update(s, &context, &turn_specs)

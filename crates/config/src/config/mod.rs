@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod model_resolver;
 pub mod models;
 pub mod settings;
+pub mod typed_models;
 
 pub use models::ModelRegistry;
 pub use settings::Settings;

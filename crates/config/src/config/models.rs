@@ -31,6 +31,8 @@ pub struct ProviderSettings {
     pub headers: Map<String, Value>,
     /// Send the key as `Authorization: Bearer` (for custom anthropic-style endpoints).
     pub auth_header: bool,
+    /// The provider's `baseUrl` (re-routes its built-in models, classifiers and image models too).
+    pub base_url: Option<String>,
 }
 
 /// One model of a registry: a built-in one as the shared catalog has it, or
@@ -274,6 +276,9 @@ impl ModelRegistry {
         }
         settings.headers.extend(pf.headers.clone());
         settings.auth_header |= pf.auth_header;
+        if pf.base_url.is_some() {
+            settings.base_url = pf.base_url.clone();
+        }
         // The provider's baseUrl re-routes its built-in models, and its compat
         // merges into theirs (pi's applyModelsJson).
         if pf.base_url.is_some() || pf.compat.is_some() {
@@ -451,6 +456,11 @@ impl ModelRegistry {
             out.insert("Authorization".to_string(), format!("Bearer {token}"));
         }
         out
+    }
+
+    /// The provider's `baseUrl` from `models.json` (or an extension's registration).
+    pub fn provider_base_url(&self, provider: &str) -> Option<&str> {
+        self.providers.get(provider).and_then(|p| p.base_url.as_deref())
     }
 
     /// Whether the provider wants the key as a bearer token (custom endpoints).

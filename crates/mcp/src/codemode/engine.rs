@@ -21,6 +21,8 @@ const MEMORY_LIMIT: usize = 256 * 1024 * 1024;
 pub enum ScriptRequest {
     /// Start a tool call; its completion comes back on the completion channel.
     Call { id: u32, name: String, args: Value },
+    /// Start a `models.<op>(...args)` call, answered like a tool call.
+    Model { id: u32, op: String, args: Vec<Value> },
     /// Answer at once (catalog, store).
     Sync { op: String, arg: Value, reply: std_mpsc::Sender<Option<Value>> },
 }
@@ -96,6 +98,17 @@ fn run_inner(run: ScriptRun) -> Result<ScriptOutcome, String> {
             }
         })
         .map_err(|e| e.to_string())?;
+        let (req, flight) = (requests.clone(), in_flight.clone());
+        let model = Function::new(ctx.clone(), move |id: u32, op: String, args: String| {
+            let args = match serde_json::from_str(&args) {
+                Ok(Value::Array(args)) => args,
+                _ => Vec::new(),
+            };
+            if req.send(ScriptRequest::Model { id, op, args }).is_ok() {
+                flight.set(flight.get() + 1);
+            }
+        })
+        .map_err(|e| e.to_string())?;
         let req = requests.clone();
         let sync = Function::new(ctx.clone(), move |op: String, arg: String| -> String {
             let arg = serde_json::from_str(&arg).unwrap_or(Value::Null);
@@ -111,6 +124,7 @@ fn run_inner(run: ScriptRun) -> Result<ScriptOutcome, String> {
         .map_err(|e| e.to_string())?;
         globals.set("__pi_call", call).map_err(|e| e.to_string())?;
         globals.set("__pi_sync", sync).map_err(|e| e.to_string())?;
+        globals.set("__pi_model", model).map_err(|e| e.to_string())?;
         ctx.eval::<(), _>(PRELUDE).catch(&ctx).map_err(|e| format!("prelude: {e}"))?;
         let source = format!("(async () => {{{}\n}})().then((v) => __pi_finish(v), (e) => __pi_fail(e));", run.code);
         let mut options = rquickjs::context::EvalOptions::default();

@@ -19,7 +19,11 @@ use crate::tools::{GateDecision, Tool, ToolContext, ToolOutput, ToolUpdate};
 
 mod declare;
 mod engine;
+mod model_calls;
+pub mod models;
 mod output;
+
+pub use models::ModelsHost;
 
 use engine::{Completion, ScriptRequest, ScriptRun};
 
@@ -80,6 +84,8 @@ impl CatalogEntry {
 pub struct CodemodeTool {
     builtins: Vec<CatalogEntry>,
     mcp: Option<Arc<McpManager>>,
+    /// `models.*` of scripts (None: every call fails with "not available").
+    models: Option<Arc<ModelsHost>>,
     parameters: Value,
 }
 
@@ -90,7 +96,13 @@ impl CodemodeTool {
         let parameters = json!({"type": "object", "required": ["code"], "properties": {
             "code": {"type": "string", "description": "Raw JavaScript source."}
         }});
-        CodemodeTool { builtins, mcp, parameters }
+        CodemodeTool { builtins, mcp, models: None, parameters }
+    }
+
+    /// Give scripts the session's models (`models.*`).
+    pub fn with_models(mut self, models: Option<Arc<ModelsHost>>) -> CodemodeTool {
+        self.models = models;
+        self
     }
 
     /// Every callable tool now (MCP tools of servers connected so far).
@@ -110,7 +122,8 @@ const DESCRIPTION: &str = "Run JavaScript that calls other tools. The input is r
 Globals:
 - `text(value)`, `image(dataUrlOrImageBlock)`, `console.log(...)`, and top-level `return` add output; `exit()` ends the script. With several text items, each starts with a `==> text N/M <==` line, and `console` lines follow the other output in one `<console_output>` block. `image()` also saves the image to a temp file and the result names its path.
 - `store(key, value)` and `load(key)` keep JSON values across codemode calls.
-- `ALL_TOOLS`, `await searchTools(query, { limit?, namespace? })`, `await describeTool(name)`, `await describeNamespace(name)`: find unlisted tools, such as MCP tools.";
+- `ALL_TOOLS`, `await searchTools(query, { limit?, namespace? })`, `await describeTool(name)`, `await describeNamespace(name)`: find unlisted tools, such as MCP tools.
+- `models`: classifiers and image generation: `await models.getAvailableOfType(\"classifier\" | \"image\")`, `await models.classify(model, { state, images?, questions })`, `await models.generateImages(model, { input: [{ type: \"text\", text }] })`; show a generated image with `image(block)`.";
 
 /// Script options from a first line `// @options: {...}`.
 #[derive(Debug, Default, PartialEq)]
@@ -193,7 +206,11 @@ impl Tool for CodemodeTool {
         let outcome = session.run(code, deadline, options.timeout_ms).await;
         drop(permit);
         let max_chars = options.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS).saturating_mul(4) as usize;
-        output::finish(started, outcome, &session.calls(), max_chars, &ctx.temp_dir)
+        let shown = outcome.items.iter().any(|i| i.get("type").and_then(Value::as_str) == Some("image"));
+        let note = session.unshown_images_note(shown);
+        let mut out = output::finish(started, outcome, &session.calls(), max_chars, &ctx.temp_dir, note.as_deref());
+        out.usage = session.model_usage();
+        out
     }
 }
 
@@ -223,6 +240,8 @@ pub(crate) struct CallRecord {
     pub status: &'static str,
     pub duration_ms: Option<f64>,
     pub error: Option<String>,
+    /// A model call's cost (`usage.cost.total`).
+    pub cost: Option<f64>,
 }
 
 impl CallRecord {
@@ -234,6 +253,9 @@ impl CallRecord {
         if let Some(e) = &self.error {
             v["error"] = json!(e);
         }
+        if let Some(c) = self.cost {
+            v["cost"] = json!(c);
+        }
         v
     }
 }
@@ -243,11 +265,13 @@ struct Session<'a> {
     tool: &'a CodemodeTool,
     ctx: &'a ToolContext,
     calls: std::sync::Mutex<Vec<CallRecord>>,
+    /// Model calls of the script: how many, which may run (4 at once), what they cost.
+    models: model_calls::ModelCalls,
 }
 
 impl<'a> Session<'a> {
     fn new(tool: &'a CodemodeTool, ctx: &'a ToolContext) -> Session<'a> {
-        Session { tool, ctx, calls: std::sync::Mutex::new(Vec::new()) }
+        Session { tool, ctx, calls: std::sync::Mutex::new(Vec::new()), models: Default::default() }
     }
 
     fn calls(&self) -> Vec<CallRecord> {
@@ -276,7 +300,8 @@ impl<'a> Session<'a> {
         }
         self.publish();
         let calls_cancel = self.ctx.cancel.child_token();
-        let mut running = futures::stream::FuturesUnordered::new();
+        let mut running: futures::stream::FuturesUnordered<futures::future::BoxFuture<'_, Completion>> =
+            futures::stream::FuturesUnordered::new();
         let mut done_rx = done_rx;
         let mut seq = 0u32;
         let outcome = loop {
@@ -286,7 +311,10 @@ impl<'a> Session<'a> {
                 Some(request) = req_rx.recv() => match request {
                     ScriptRequest::Call { id, name, args } => {
                         seq += 1;
-                        running.push(self.call(id, seq, name, args, calls_cancel.clone()));
+                        running.push(Box::pin(self.call(id, seq, name, args, calls_cancel.clone())));
+                    }
+                    ScriptRequest::Model { id, op, args } => {
+                        running.push(Box::pin(self.model(id, op, args, calls_cancel.clone())));
                     }
                     ScriptRequest::Sync { op, arg, reply } => {
                         let _ = reply.send(self.answer(&op, &arg).await);
@@ -330,6 +358,7 @@ impl<'a> Session<'a> {
                 status: "running",
                 duration_ms: None,
                 error: None,
+                cost: None,
             });
             calls.len() - 1
         };
@@ -504,5 +533,7 @@ impl<'a> Session<'a> {
     }
 }
 
+#[cfg(test)]
+mod models_tests;
 #[cfg(test)]
 mod tests;

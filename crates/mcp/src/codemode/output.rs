@@ -66,6 +66,7 @@ pub fn finish(
     calls: &[CallRecord],
     max_chars: usize,
     temp_dir: &Path,
+    note: Option<&str>,
 ) -> ToolOutput {
     let ok = outcome.error.is_none();
     let texts = outcome.items.iter().filter(|i| i.get("type").and_then(Value::as_str) == Some("text")).count();
@@ -100,6 +101,9 @@ pub fn finish(
             format!("Tool calls made before the failure (they are not undone): {}", list.join(", "))
         };
         push_text(&mut current, &format!("Script error:\n{error}\n\n{made}"));
+    }
+    if let Some(note) = note {
+        push_text(&mut current, note);
     }
     if let Some(text) = current.take() {
         blocks.push(ContentBlock::text(text));

@@ -5,8 +5,10 @@
 (() => {
   const call = globalThis.__pi_call;
   const sync = globalThis.__pi_sync;
+  const model = globalThis.__pi_model;
   delete globalThis.__pi_call;
   delete globalThis.__pi_sync;
+  delete globalThis.__pi_model;
   const ask = (op, arg) => {
     const answer = sync(op, JSON.stringify(arg === undefined ? null : arg));
     return answer === "" ? undefined : JSON.parse(answer);
@@ -95,19 +97,20 @@
   globalThis.searchTools = async (query, options) => ask("search", { query: String(query), ...(options || {}) });
   globalThis.describeTool = async (name) => ask("describe", String(name));
   globalThis.describeNamespace = async (name) => ask("namespace", String(name));
-  const noModels = async () => {
-    throw new Error("models are not available in pi-rpc's codemode");
-  };
-  globalThis.models = {
-    getModelsOfType: async () => [],
-    getAvailableOfType: async () => [],
-    getModelOfType: async () => undefined,
-    classify: noModels,
-    generateImages: noModels,
-  };
-
   const pending = new Map();
   let nextId = 0;
+  // models.*: each call goes to the host with its arguments as a JSON array
+  // (undefined becomes null), answered with { v } (v absent: undefined).
+  const modelCall = (op) => (...args) =>
+    new Promise((resolve, reject) => {
+      nextId += 1;
+      pending.set(nextId, { resolve: (answer) => resolve(answer.v), reject });
+      model(nextId, op, JSON.stringify(args.map((a) => (a === undefined ? null : a))));
+    });
+  globalThis.models = {};
+  for (const op of ["getModelsOfType", "getAvailableOfType", "getModelOfType", "classify", "generateImages"]) {
+    globalThis.models[op] = modelCall(op);
+  }
   globalThis.tools = new Proxy(
     {},
     {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::search::{TOOL_SEARCH, ToolSearch, loaded_tools};
 use super::{Exposure, McpManager};
-use crate::codemode::{CatalogEntry, CodemodeTool};
+use crate::codemode::{CatalogEntry, CodemodeTool, ModelsHost};
 use crate::message::AgentMessage;
 use crate::provider::ToolSpec;
 use crate::tools::{Tool, ToolRegistry};
@@ -40,6 +40,7 @@ pub fn turn_tools(
     mcp: Option<&Arc<McpManager>>,
     reach: Reach,
     context: &[AgentMessage],
+    models: Option<&Arc<ModelsHost>>,
 ) -> (ToolRegistry, Vec<ToolSpec>) {
     let mut registry = base.clone();
     let mut specs = base_specs.to_vec();
@@ -59,7 +60,8 @@ pub fn turn_tools(
         entries.extend(
             exposed.iter().filter(|t| t.exposure != Exposure::Hidden).map(|t| CatalogEntry::from_exposed(t.clone())),
         );
-        add(Arc::new(CodemodeTool::new(entries, mcp.cloned())), &mut registry, &mut specs);
+        let tool = CodemodeTool::new(entries, mcp.cloned()).with_models(models.cloned());
+        add(Arc::new(tool), &mut registry, &mut specs);
     }
     if reach.tool_search {
         let docs = exposed

@@ -47,6 +47,7 @@ pub mod sse;
 pub mod strict_schema;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub mod typed;
 
 /// A tool as declared to the model.
 #[derive(Debug, Clone, PartialEq)]

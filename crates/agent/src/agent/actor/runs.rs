@@ -109,6 +109,10 @@ impl Agent {
             tools_seen,
             mcp: Some(self.mcp.clone()),
             reach: self.reach(),
+            models: self
+                .reach()
+                .codemode
+                .then(|| std::sync::Arc::new(pi_mcp::codemode::ModelsHost::new(self.models.registry().clone()))),
             router,
         };
         tokio::spawn(run_session(setup));

@@ -1,0 +1,117 @@
+//! The non-chat models of pi-ai 1.6.0's catalog: classifiers
+//! (`models.classify()`) and image generators (`models.generateImages()`),
+//! which codemode scripts reach through `models.*`. `typed_catalog.json` is
+//! transcribed from pi-ai's model data by `gen_typed_catalog.py`; each entry
+//! is kept whole, since scripts see it as pi shows it.
+
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use super::models::ModelRegistry;
+
+/// A model type of pi's catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelType {
+    Chat,
+    Image,
+    Classifier,
+}
+
+impl ModelType {
+    /// `"chat"`, `"image"`, `"classifier"`.
+    pub fn parse(name: &str) -> Option<ModelType> {
+        match name {
+            "chat" => Some(ModelType::Chat),
+            "image" => Some(ModelType::Image),
+            "classifier" => Some(ModelType::Classifier),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelType::Chat => "chat",
+            ModelType::Image => "image",
+            ModelType::Classifier => "classifier",
+        }
+    }
+}
+
+/// Every classifier and image model of the built-in catalog, in its order.
+pub fn typed_catalog() -> &'static [Value] {
+    static CATALOG: OnceLock<Vec<Value>> = OnceLock::new();
+    CATALOG.get_or_init(|| {
+        let parsed: Value = serde_json::from_str(include_str!("typed_catalog.json")).unwrap_or(Value::Null);
+        match parsed.get("models") {
+            Some(Value::Array(models)) => models.clone(),
+            _ => Vec::new(),
+        }
+    })
+}
+
+fn field<'a>(model: &'a Value, key: &str) -> &'a str {
+    model.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The models of one type (of one provider), as scripts see them: a
+/// provider's `models.json` `baseUrl` re-routes its models, as it does its
+/// chat models. Chat models come as their catalog entries with `type: "chat"`.
+pub fn models_of_type(registry: &mut ModelRegistry, kind: ModelType, provider: Option<&str>) -> Vec<Value> {
+    if kind == ModelType::Chat {
+        return registry
+            .all()
+            .into_iter()
+            .filter(|m| provider.is_none_or(|p| m.provider == p))
+            .filter_map(|m| {
+                let mut v = serde_json::to_value(&m).ok()?;
+                if let Value::Object(map) = &mut v {
+                    map.insert("type".into(), Value::from("chat"));
+                }
+                Some(v)
+            })
+            .collect();
+    }
+    typed_catalog()
+        .iter()
+        .filter(|m| field(m, "type") == kind.name())
+        .filter(|m| provider.is_none_or(|p| field(m, "provider") == p))
+        .map(|m| {
+            let mut m = m.clone();
+            if let Some(base) = registry.provider_base_url(field(&m, "provider")) {
+                m["baseUrl"] = Value::from(base);
+            }
+            m
+        })
+        .collect()
+}
+
+/// One model of a type by provider and id.
+pub fn model_of_type(registry: &mut ModelRegistry, kind: ModelType, provider: &str, id: &str) -> Option<Value> {
+    models_of_type(registry, kind, Some(provider)).into_iter().find(|m| field(m, "id") == id)
+}
+
+/// The models of a type whose provider has credentials (pi's `getAvailableOfType`).
+pub fn available_of_type(registry: &mut ModelRegistry, kind: ModelType, provider: Option<&str>) -> Vec<Value> {
+    let all = models_of_type(registry, kind, provider);
+    all.into_iter().filter(|m| registry.provider_usable(field(m, "provider"))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalog_has_pi_s_classifiers_and_image_models() {
+        let all = typed_catalog();
+        let count = |api: &str| all.iter().filter(|m| field(m, "api") == api).count();
+        assert_eq!(count("typesafe-system-one"), 75);
+        assert_eq!(count("openai-decisions"), 1);
+        assert_eq!(count("cloudflare-workers-ai-system-one"), 5);
+        assert_eq!(count("openrouter-images"), 74);
+        let mut registry = ModelRegistry::default();
+        let jev = model_of_type(&mut registry, ModelType::Classifier, "typesafe", "jev-latest").expect("jev");
+        assert_eq!(jev["baseUrl"], "https://api.typesafe.ai/v1/");
+        assert!(model_of_type(&mut registry, ModelType::Image, "typesafe", "jev-latest").is_none());
+    }
+}

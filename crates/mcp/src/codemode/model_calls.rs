@@ -1,0 +1,125 @@
+//! A script's `models.*` calls on the async side: catalog questions answer at
+//! once; `classify()` and `generateImages()` run as nested calls with rows in
+//! `details.calls` (the model only, never prompts or image data), at most
+//! four at a time, their usage summed into the tool result's.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::engine::Completion;
+use super::models::ModelStep;
+use super::{CallRecord, ERROR_PREVIEW_CHARS, Session, preview};
+use crate::message::Usage;
+
+/// Model calls one script may have in flight; more wait in call order.
+const MAX_CONCURRENT_MODEL_CALLS: usize = 4;
+
+/// The model calls of one script run.
+pub(super) struct ModelCalls {
+    limit: Semaphore,
+    count: AtomicUsize,
+    usage: Mutex<Option<Usage>>,
+    images: AtomicUsize,
+}
+
+impl Default for ModelCalls {
+    fn default() -> Self {
+        ModelCalls {
+            limit: Semaphore::new(MAX_CONCURRENT_MODEL_CALLS),
+            count: AtomicUsize::new(0),
+            usage: Mutex::new(None),
+            images: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// What the script gets: `{v}` (no `v`: undefined).
+fn answer(id: u32, value: Option<Value>) -> Completion {
+    let value = match value {
+        Some(v) => json!({"v": v}),
+        None => json!({}),
+    };
+    Completion { id, ok: true, value }
+}
+
+impl Session<'_> {
+    /// One `models.<op>(...args)` call of the script.
+    pub(super) async fn model(&self, id: u32, op: String, args: Vec<Value>, cancel: CancellationToken) -> Completion {
+        let Some(host) = &self.tool.models else {
+            return Completion { id, ok: false, value: json!("models are not available in this session") };
+        };
+        let (call, early) = match host.step(&op, &args, &cancel) {
+            ModelStep::Done(Ok(value)) => return answer(id, value),
+            ModelStep::Done(Err(message)) => return Completion { id, ok: false, value: json!(message) },
+            ModelStep::Call(call, early) => (call, early),
+        };
+        let n = self.models.count.fetch_add(1, Ordering::SeqCst) + 1;
+        let index = {
+            let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+            calls.push(CallRecord {
+                id: format!("{}/{}/{n}", self.ctx.tool_call_id, call.name),
+                name: call.name.to_string(),
+                args: call.label.clone(),
+                status: "running",
+                duration_ms: None,
+                error: None,
+                cost: None,
+            });
+            calls.len() - 1
+        };
+        self.publish();
+        let started = Instant::now();
+        let images = call.name == "models.generateImages";
+        let result = {
+            let _slot = self.models.limit.acquire().await;
+            match early {
+                Some(result) => result,
+                None => call.run().await,
+            }
+        };
+        if images {
+            let shown = result["output"].as_array().map_or(0, |o| o.iter().filter(|b| b["type"] == "image").count());
+            self.models.images.fetch_add(shown, Ordering::SeqCst);
+        }
+        let usage: Option<Usage> = result.get("usage").and_then(|u| serde_json::from_value(u.clone()).ok());
+        if let Ok(mut calls) = self.calls.lock() {
+            let record = &mut calls[index];
+            record.duration_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+            record.status = match result["stopReason"].as_str() {
+                Some("stop") => "ok",
+                Some("aborted") => "cancelled",
+                _ => "error",
+            };
+            record.error = result["errorMessage"].as_str().map(|e| preview(e, ERROR_PREVIEW_CHARS));
+            record.cost = result.pointer("/usage/cost/total").and_then(Value::as_f64);
+        }
+        if let Some(usage) = usage
+            && let Ok(mut total) = self.models.usage.lock()
+        {
+            total.get_or_insert_with(Usage::default).add(&usage);
+        }
+        self.publish();
+        answer(id, Some(result))
+    }
+
+    /// The script's model usage, for the tool result.
+    pub(super) fn model_usage(&self) -> Option<Usage> {
+        self.models.usage.lock().ok().and_then(|u| u.clone())
+    }
+
+    /// pi's note when generated images were not shown with `image()`.
+    pub(super) fn unshown_images_note(&self, shown: bool) -> Option<String> {
+        let n = self.models.images.load(Ordering::SeqCst);
+        (n > 0 && !shown).then(|| {
+            format!(
+                "Note: models.generateImages() returned {n} image{} that the script did not show. Show each image block of result.output with image(block).",
+                if n == 1 { "" } else { "s" }
+            )
+        })
+    }
+}

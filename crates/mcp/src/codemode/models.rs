@@ -1,0 +1,344 @@
+//! `models.*` in codemode scripts (pi 1.6.0's model globals): the catalog of
+//! chat, classifier and image models, and `classify()` / `generateImages()`
+//! through pi-ai's non-chat APIs (`crate::provider::typed`). Arguments are
+//! checked here with pi's error texts; the model is resolved by provider and
+//! id only, so a script never chooses where the credentials go.
+
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ModelRegistry;
+use crate::config::typed_models::{self, ModelType};
+use crate::provider::env::ProviderEnv;
+use crate::provider::http::HttpClient;
+use crate::provider::typed::{self, TypedCall};
+
+/// Where pi's documentation of the models API lives (named in its error texts).
+const DOCS: &str = "docs/codemode.md";
+const CLASSIFIER_SHAPE: &str = "{ state: { ... }, images?: [{ type: \"image\", data: <base64>, mimeType }], questions: { <id>: { type: \"choice\", instructions, criteria: { <label>: <meaning> } } | { type: \"score\", instructions, criteria: [<lowest level>, ..., <highest level>] } | { type: \"bool\", instructions, criteria: { true: <meaning>, false: <meaning> } } } }";
+
+/// The session's model catalog and credentials, for scripts.
+pub struct ModelsHost {
+    registry: Mutex<ModelRegistry>,
+    /// None when the HTTP client could not be set up (every call then says so).
+    http: Result<HttpClient, String>,
+}
+
+/// A classify or generateImages call ready to run: its call record's
+/// arguments (`provider/id`) and the request.
+pub struct ModelCall {
+    pub name: &'static str,
+    pub label: String,
+    call: TypedCall,
+    context: Value,
+}
+
+impl ModelCall {
+    /// Run it; pi's result object (failures inside it).
+    pub async fn run(self) -> Value {
+        if self.name == "models.classify" {
+            typed::classify(&self.call, &self.context).await
+        } else {
+            typed::generate_images(&self.call, &self.context).await
+        }
+    }
+
+    /// The result of a call that could not be made (pi's `classifierErrorResult`).
+    fn failed(&self, message: String) -> Value {
+        let field = if self.name == "models.classify" { "answers" } else { "output" };
+        let empty = if field == "answers" { json!({}) } else { json!([]) };
+        let mut out = self.call.result_head(field, empty);
+        self.call.fail(&mut out, message);
+        Value::Object(out)
+    }
+}
+
+/// What a `models.*` call needs next.
+pub enum ModelStep {
+    /// Answered at once: `Ok(Some(value))`, `Ok(None)` (undefined), or the error text.
+    Done(Result<Option<Value>, String>),
+    /// A model call to run as a nested call (or its result when it failed before the request).
+    Call(Box<ModelCall>, Option<Value>),
+}
+
+fn with_article(word: &str) -> String {
+    let article = if word.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+    format!("{article} {word}")
+}
+
+/// A script value in an error text, as pi describes it.
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Array(a) if a.is_empty() => "an empty array".into(),
+        Value::Array(_) => "an array".into(),
+        Value::Object(o) if o.is_empty() => "{}".into(),
+        Value::Object(o) => {
+            let keys: Vec<&str> = o.keys().take(6).map(String::as_str).collect();
+            format!("{{ {}{} }}", keys.join(", "), if o.len() > 6 { ", ..." } else { "" })
+        }
+        Value::String(_) => "a string".into(),
+        Value::Bool(_) => "a boolean".into(),
+        Value::Number(_) => "a number".into(),
+    }
+}
+
+/// [`describe`] of an object's field; a missing one is `undefined`.
+fn describe_field(value: Option<&Value>) -> String {
+    value.map_or_else(|| "undefined".to_string(), describe)
+}
+
+fn model_type(value: &Value) -> Result<ModelType, String> {
+    value.as_str().and_then(ModelType::parse).ok_or_else(|| {
+        format!(
+            "Unknown model type {}. Use \"chat\", \"image\", or \"classifier\".",
+            crate::provider::shared::js_json(value)
+        )
+    })
+}
+
+fn provider_arg(value: Option<&Value>) -> Result<Option<String>, String> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err("provider must be a string".into()),
+    }
+}
+
+/// A catalog entry for scripts: without `headers`, which may carry credentials.
+fn info(mut model: Value) -> Value {
+    if let Value::Object(map) = &mut model {
+        map.remove("headers");
+    }
+    model
+}
+
+fn check_classifier_context(context: &Value) -> Result<(), String> {
+    let fail = |problem: String| {
+        format!("models.classify() {problem}. Expected context: {CLASSIFIER_SHAPE}. See \"Classify\" in {DOCS}.")
+    };
+    let Some(ctx) = context.as_object() else {
+        return Err(fail(format!("expects a context object as its second argument, got {}", describe(context))));
+    };
+    if !ctx.get("state").is_some_and(Value::is_object) {
+        return Err(fail(format!("context.state must be an object, got {}", describe_field(ctx.get("state")))));
+    }
+    if let Some(images) = ctx.get("images").filter(|v| !v.is_null()) {
+        let Some(list) = images.as_array() else {
+            return Err(fail(format!("context.images must be an array, got {}", describe(images))));
+        };
+        for (i, image) in list.iter().enumerate() {
+            if image["type"] != "image" || !image["data"].is_string() || !image["mimeType"].is_string() {
+                return Err(fail(format!("context.images[{i}] must be an image block, got {}", describe(image))));
+            }
+        }
+    }
+    let Some(questions) = ctx.get("questions").and_then(Value::as_object).filter(|q| !q.is_empty()) else {
+        let got = describe_field(ctx.get("questions"));
+        return Err(fail(format!("context.questions must map question IDs to questions, got {got}")));
+    };
+    let strings = |v: &[&Value]| !v.is_empty() && v.iter().all(|s| s.is_string());
+    for (id, question) in questions {
+        let at = format!("context.questions.{id}");
+        if !question.is_object() {
+            return Err(fail(format!("{at} must be a question object, got {}", describe(question))));
+        }
+        if !question["instructions"].is_string() {
+            return Err(fail(format!("{at}.instructions must be a string")));
+        }
+        let criteria = &question["criteria"];
+        match question["type"].as_str() {
+            Some("choice") => {
+                let ok = criteria.as_object().is_some_and(|c| strings(&c.values().collect::<Vec<_>>()));
+                if !ok {
+                    return Err(fail(format!(
+                        "{at} is a \"choice\" question, so criteria must map each label to its meaning"
+                    )));
+                }
+            }
+            Some("score") => {
+                if !criteria.as_array().is_some_and(|c| strings(&c.iter().collect::<Vec<_>>())) {
+                    return Err(fail(format!(
+                        "{at} is a \"score\" question, so criteria must list the levels as strings, lowest first"
+                    )));
+                }
+            }
+            Some("bool") => {
+                if !criteria["true"].is_string() || !criteria["false"].is_string() {
+                    return Err(fail(format!(
+                        "{at} is a \"bool\" question, so criteria must be {{ true: string, false: string }}"
+                    )));
+                }
+            }
+            _ => {
+                let kind = question.get("type").map_or("undefined".to_string(), crate::provider::shared::js_json);
+                return Err(fail(format!("{at}.type must be \"choice\", \"score\", or \"bool\", got {kind}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_images_context(context: &Value) -> Result<(), String> {
+    let fail = |problem: String| {
+        format!(
+            "models.generateImages() {problem}. Expected context: {{ input: [{{ type: \"text\", text: <prompt> }}, ...optional {{ type: \"image\", data: <base64>, mimeType }} references] }}. See \"Generate images\" in {DOCS}."
+        )
+    };
+    if !context.is_object() {
+        return Err(fail(format!("expects a context object as its second argument, got {}", describe(context))));
+    }
+    let Some(list) = context.get("input").and_then(Value::as_array).filter(|l| !l.is_empty()) else {
+        let got = describe_field(context.get("input"));
+        return Err(fail(format!("context.input must be a non-empty array of blocks, got {got}")));
+    };
+    for (i, block) in list.iter().enumerate() {
+        let text = block["type"] == "text" && block["text"].is_string();
+        let image = block["type"] == "image" && block["data"].is_string() && block["mimeType"].is_string();
+        if !text && !image {
+            return Err(fail(format!("context.input[{i}] must be a text or image block, got {}", describe(block))));
+        }
+    }
+    Ok(())
+}
+
+impl ModelsHost {
+    pub fn new(registry: ModelRegistry) -> ModelsHost {
+        let http = HttpClient::new().map_err(|e| e.message);
+        ModelsHost { registry: Mutex::new(registry), http }
+    }
+
+    fn registry(&self) -> std::sync::MutexGuard<'_, ModelRegistry> {
+        self.registry.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn model_of_type(&self, kind: ModelType, provider: &str, id: &str) -> Option<Value> {
+        typed_models::model_of_type(&mut self.registry(), kind, provider, id)
+    }
+
+    /// One `models.<op>(...args)` call of a script.
+    pub fn step(&self, op: &str, args: &[Value], cancel: &CancellationToken) -> ModelStep {
+        let arg = |i: usize| args.get(i).unwrap_or(&Value::Null);
+        let done = |r: Result<Option<Value>, String>| ModelStep::Done(r);
+        match op {
+            "getModelsOfType" | "getAvailableOfType" => {
+                let listed = model_type(arg(0)).and_then(|kind| {
+                    let provider = provider_arg(args.get(1))?;
+                    let mut registry = self.registry();
+                    let list = if op == "getModelsOfType" {
+                        typed_models::models_of_type(&mut registry, kind, provider.as_deref())
+                    } else {
+                        typed_models::available_of_type(&mut registry, kind, provider.as_deref())
+                    };
+                    Ok(Some(Value::Array(list.into_iter().map(info).collect())))
+                });
+                done(listed)
+            }
+            "getModelOfType" => {
+                let (Some(provider), Some(id)) = (arg(1).as_str(), arg(2).as_str()) else {
+                    let given: Vec<String> = args.iter().map(describe).collect();
+                    return done(Err(format!(
+                        "models.getModelOfType(type, provider, id) expects three strings, got ({}). The provider and the id are separate arguments, for example models.getModelOfType(\"classifier\", \"typesafe\", \"jev-latest\").",
+                        given.join(", ")
+                    )));
+                };
+                done(model_type(arg(0)).map(|kind| self.model_of_type(kind, provider, id).map(info)))
+            }
+            "classify" => self.prepare("models.classify", ModelType::Classifier, arg(0), arg(1), cancel),
+            "generateImages" => self.prepare("models.generateImages", ModelType::Image, arg(0), arg(1), cancel),
+            _ => done(Err(format!("models.{op} is not a function"))),
+        }
+    }
+
+    /// Resolve the model, check the context, and build the call.
+    fn prepare(
+        &self,
+        name: &'static str,
+        kind: ModelType,
+        model: &Value,
+        context: &Value,
+        cancel: &CancellationToken,
+    ) -> ModelStep {
+        let type_name = kind.name();
+        let hint = format!("List the {type_name} models you can use with models.getAvailableOfType(\"{type_name}\").");
+        let (Some(provider), Some(id)) = (model["provider"].as_str(), model["id"].as_str()) else {
+            let undefined = if model.is_null() {
+                " models.getModelOfType() returns undefined for an unknown provider or id."
+            } else {
+                ""
+            };
+            return ModelStep::Done(Err(format!(
+                "{name}() expects {} model as its first argument, got {}.{undefined} {hint}",
+                with_article(type_name),
+                describe(model)
+            )));
+        };
+        let Some(resolved) = self.model_of_type(kind, provider, id) else {
+            let other = [ModelType::Chat, ModelType::Image, ModelType::Classifier]
+                .into_iter()
+                .find(|t| *t != kind && self.model_of_type(*t, provider, id).is_some());
+            return ModelStep::Done(Err(match other {
+                Some(t) => format!(
+                    "\"{provider}/{id}\" is {} model, not {} model. {hint}",
+                    with_article(t.name()),
+                    with_article(type_name)
+                ),
+                None => format!("Unknown {type_name} model \"{provider}/{id}\". {hint}"),
+            }));
+        };
+        let checked = if kind == ModelType::Classifier {
+            check_classifier_context(context)
+        } else {
+            check_images_context(context)
+        };
+        if let Err(e) = checked {
+            return ModelStep::Done(Err(e));
+        }
+        let (call, refusal) = match self.typed_call(&resolved, cancel) {
+            Ok(made) => made,
+            Err(e) => return ModelStep::Done(Err(e)),
+        };
+        let model_call = ModelCall { name, label: format!("{provider}/{id}"), call, context: context.clone() };
+        let early = refusal.map(|message| model_call.failed(message)).or_else(|| {
+            let images = context["images"].as_array().is_some_and(|i| !i.is_empty());
+            (kind == ModelType::Classifier && images && !model_call.call.accepts("image"))
+                .then(|| model_call.failed(format!("Model {provider}/{id} does not accept image input")))
+        });
+        ModelStep::Call(Box::new(model_call), early)
+    }
+
+    /// The request of a resolved model: key, headers, base URL with
+    /// Cloudflare's account id; and pi's refusal when the provider has no credentials.
+    fn typed_call(&self, model: &Value, cancel: &CancellationToken) -> Result<(TypedCall, Option<String>), String> {
+        let provider = model["provider"].as_str().unwrap_or_default().to_string();
+        let registry = self.registry();
+        let api_key = registry.api_key(&provider);
+        let as_chat = crate::model::Model {
+            id: model["id"].as_str().unwrap_or_default().to_string(),
+            name: String::new(),
+            api: model["api"].as_str().unwrap_or_default().to_string(),
+            provider: provider.clone(),
+            base_url: model["baseUrl"].as_str().unwrap_or_default().to_string(),
+            reasoning: false,
+            input: Vec::new(),
+            context_window: 0,
+            max_tokens: 0,
+            cost: Default::default(),
+            headers: model.get("headers").and_then(Value::as_object).cloned(),
+            thinking_level_map: None,
+            compat: None,
+        };
+        let mut headers: Vec<(String, String)> = registry.headers(&as_chat).into_iter().collect();
+        headers.sort();
+        let refusal = (!registry.provider_usable(&provider)).then(|| format!("Provider is not configured: {provider}"));
+        drop(registry);
+        let http = self.http.clone()?;
+        let mut model = model.clone();
+        let base = crate::provider::cloudflare::fill_placeholders(&as_chat.base_url, &ProviderEnv::default());
+        model["baseUrl"] = json!(base);
+        let call = TypedCall { model, api_key, headers, cancel: cancel.clone(), http };
+        Ok((call, refusal))
+    }
+}

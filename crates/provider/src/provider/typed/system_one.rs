@@ -1,0 +1,315 @@
+//! System One classification: TypeSafe's protocol (`typesafe-system-one`,
+//! served by TypeSafe, OpenRouter, Vercel's gateway, OpenCode, GitHub Copilot
+//! and llama.cpp's decision models) and Cloudflare Workers AI's REST form of
+//! it (`cloudflare-workers-ai-system-one`), as pi-ai 1.6.0 sends them.
+//!
+//! TypeSafe: `POST {baseUrl}/systemone` with `{model, state, questions}`;
+//! Cloudflare: `POST {baseUrl}/run` with `{model, input: {state, questions}}`,
+//! the answer inside Cloudflare's envelope (`result`, or `result.result` of a
+//! completed run record). Public `bool` questions travel as `noul`. Images go
+//! as TypeSafe `assets` (with the opt-in header on TypeSafe itself), as
+//! `image_url` parts before the state (OpenRouter), or as a list of data URLs
+//! (Clef, llama.cpp).
+
+use serde_json::{Map, Value, json};
+
+use super::{CallError, TypedCall, classifier_usage, join_url, post_json, required_number};
+
+pub const TYPESAFE_API: &str = "typesafe-system-one";
+pub const CLOUDFLARE_API: &str = "cloudflare-workers-ai-system-one";
+const TYPESAFE_LABEL: &str = "System One API";
+const CLOUDFLARE_LABEL: &str = "Cloudflare Workers AI";
+/// TypeSafe's opt-in header for its experimental image input.
+const IMAGE_OPT_IN: (&str, &str) = ("TypeSafe-Danger-Zone-Images", "true");
+/// Clef takes at most this many images a request.
+const MAX_DATA_URL_IMAGES: usize = 4;
+
+/// How a model takes images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ImageInput {
+    /// `images`: data URLs (Clef, llama.cpp).
+    DataUrls,
+    /// `image_url` parts before the state (OpenRouter).
+    StateImageUrls,
+    /// TypeSafe's `assets`, named in the state.
+    Assets,
+}
+
+/// The API's transport: which label, URL, payload and envelope.
+struct Transport {
+    label: &'static str,
+    cloudflare: bool,
+}
+
+impl Transport {
+    fn of(call: &TypedCall) -> Transport {
+        if call.str("api") == CLOUDFLARE_API {
+            Transport { label: CLOUDFLARE_LABEL, cloudflare: true }
+        } else {
+            Transport { label: TYPESAFE_LABEL, cloudflare: false }
+        }
+    }
+
+    /// The image form and opt-in header pi detects when the catalog has no `compat`.
+    fn detected(&self, call: &TypedCall) -> (ImageInput, bool) {
+        if self.cloudflare {
+            let clef = call.id().starts_with("@cf/cloudflare/clef");
+            (if clef { ImageInput::DataUrls } else { ImageInput::Assets }, false)
+        } else if call.str("provider") == "openrouter" || call.base_url().contains("openrouter.ai") {
+            (ImageInput::StateImageUrls, false)
+        } else {
+            (ImageInput::Assets, true)
+        }
+    }
+
+    fn url(&self, call: &TypedCall) -> String {
+        join_url(call.base_url(), if self.cloudflare { "run" } else { "systemone" })
+    }
+
+    fn payload(&self, call: &TypedCall, request: Map<String, Value>) -> Value {
+        let mut body = Map::new();
+        body.insert("model".into(), json!(call.id()));
+        if self.cloudflare {
+            body.insert("input".into(), Value::Object(request));
+        } else {
+            body.extend(request);
+        }
+        Value::Object(body)
+    }
+
+    /// The object holding `answers` and `usage`.
+    fn output(&self, body: Value) -> Result<Value, CallError> {
+        let unexpected = || CallError::plain(format!("{} returned an unexpected response", self.label));
+        if !body.is_object() {
+            return Err(unexpected());
+        }
+        if !self.cloudflare {
+            return Ok(body);
+        }
+        if body.get("success") == Some(&Value::Bool(false)) {
+            return Err(CallError::plain(cloudflare_error(body.get("errors"))));
+        }
+        let result = body.get("result").filter(|r| r.is_object()).ok_or_else(unexpected)?;
+        if result.get("answers").is_some() {
+            return Ok(result.clone());
+        }
+        if result.get("state").and_then(Value::as_str) != Some("Completed") {
+            let state = match result.get("state") {
+                None => "undefined".to_string(),
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+            };
+            return Err(CallError::plain(format!("{CLOUDFLARE_LABEL} run did not complete (state: {state})")));
+        }
+        result.get("result").filter(|r| r.is_object()).cloned().ok_or_else(unexpected)
+    }
+}
+
+fn cloudflare_error(errors: Option<&Value>) -> String {
+    let messages: Vec<&str> = errors
+        .and_then(Value::as_array)
+        .map(|list| list.iter().filter_map(|e| e.get("message").and_then(Value::as_str)).collect())
+        .unwrap_or_default();
+    if messages.is_empty() {
+        format!("{CLOUDFLARE_LABEL} request failed")
+    } else {
+        format!("{CLOUDFLARE_LABEL} error: {}", messages.join("; "))
+    }
+}
+
+/// The questions with `bool` renamed `noul`, and the state.
+fn wire_request(context: &Value) -> Map<String, Value> {
+    let mut questions = Map::new();
+    for (id, question) in context.get("questions").and_then(Value::as_object).into_iter().flatten() {
+        let mut q = question.clone();
+        if q.get("type").and_then(Value::as_str) == Some("bool") {
+            q["type"] = json!("noul");
+        }
+        questions.insert(id.clone(), q);
+    }
+    let mut request = Map::new();
+    request.insert("state".into(), context.get("state").cloned().unwrap_or(Value::Null));
+    request.insert("questions".into(), Value::Object(questions));
+    request
+}
+
+fn data_url(image: &Value) -> String {
+    let field = |k: &str| image.get(k).and_then(Value::as_str).unwrap_or_default();
+    format!("data:{};base64,{}", field("mimeType"), field("data"))
+}
+
+/// Put the context's images into the request in the model's form.
+fn add_images(
+    label: &str,
+    call: &TypedCall,
+    form: ImageInput,
+    images: &[Value],
+    request: &mut Map<String, Value>,
+) -> Result<(), CallError> {
+    let mime = |image: &Value| image.get("mimeType").and_then(Value::as_str).unwrap_or_default().to_string();
+    let state = request.remove("state").unwrap_or(Value::Null);
+    match form {
+        ImageInput::DataUrls => {
+            if images.len() > MAX_DATA_URL_IMAGES {
+                return Err(CallError::plain(format!(
+                    "{label} accepts at most {MAX_DATA_URL_IMAGES} images for {}, got {}",
+                    call.id(),
+                    images.len()
+                )));
+            }
+            let mut urls = Vec::new();
+            for image in images {
+                if !matches!(mime(image).as_str(), "image/png" | "image/jpeg" | "image/webp") {
+                    return Err(CallError::plain(format!(
+                        "{label} accepts PNG, JPEG, and WebP images for {}, got {}",
+                        call.id(),
+                        mime(image)
+                    )));
+                }
+                urls.push(json!(data_url(image)));
+            }
+            request.insert("state".into(), state);
+            request.insert("images".into(), Value::Array(urls));
+        }
+        ImageInput::StateImageUrls => {
+            let mut parts: Vec<Value> =
+                images.iter().map(|i| json!({"type": "image_url", "image_url": {"url": data_url(i)}})).collect();
+            parts.push(state);
+            request.insert("state".into(), Value::Array(parts));
+        }
+        ImageInput::Assets => {
+            let mut assets = Map::new();
+            for (index, image) in images.iter().enumerate() {
+                let format = match mime(image).as_str() {
+                    "image/png" => "png",
+                    "image/jpeg" => "jpeg",
+                    other => {
+                        return Err(CallError::plain(format!(
+                            "{label} accepts PNG and JPEG images for {}, got {other}",
+                            call.id()
+                        )));
+                    }
+                };
+                let data = image.get("data").cloned().unwrap_or(Value::Null);
+                assets.insert(
+                    format!("<image-{}>", index + 1),
+                    json!({"type": "image", "format": format, "data_base64": data}),
+                );
+            }
+            let mut named: Vec<Value> = assets.keys().map(|k| json!(k)).collect();
+            named.push(state);
+            request.insert("state".into(), Value::Array(named));
+            request.insert("assets".into(), Value::Object(assets));
+        }
+    }
+    Ok(())
+}
+
+fn probabilities(label: &str, value: Option<&Value>, id: &str) -> Result<Value, CallError> {
+    let Some(map) = value.and_then(Value::as_object) else {
+        return Err(CallError::plain(format!("{label} returned invalid probabilities for {id}")));
+    };
+    let mut out = Map::new();
+    for (key, p) in map {
+        out.insert(key.clone(), required_number(label, Some(p), &format!("probability for {id}.{key}"))?);
+    }
+    Ok(Value::Object(out))
+}
+
+/// The answers in the public shape, one per question of the context.
+fn parse_answers(label: &str, value: Option<&Value>, context: &Value) -> Result<Value, CallError> {
+    let Some(answers) = value.and_then(Value::as_object) else {
+        return Err(CallError::plain(format!("{label} returned an unexpected response")));
+    };
+    let mut out = Map::new();
+    for (id, question) in context.get("questions").and_then(Value::as_object).into_iter().flatten() {
+        let Some(answer) = answers.get(id).filter(|a| a.is_object()) else {
+            return Err(CallError::plain(format!("{label} did not return an answer for {id}")));
+        };
+        let kind = answer.get("type").and_then(Value::as_str);
+        let confidence = || required_number(label, answer.get("confidence"), &format!("confidence for {id}"));
+        let parsed = match question.get("type").and_then(Value::as_str) {
+            Some("choice") => {
+                let Some(choice) = answer.get("choice").and_then(Value::as_str).filter(|_| kind == Some("choice"))
+                else {
+                    return Err(CallError::plain(format!("{label} did not return a choice answer for {id}")));
+                };
+                json!({
+                    "type": "choice", "choice": choice,
+                    "probabilities": probabilities(label, answer.get("probabilities"), id)?,
+                    "confidence": confidence()?,
+                })
+            }
+            Some("score") => {
+                if kind != Some("score") {
+                    return Err(CallError::plain(format!("{label} did not return a score answer for {id}")));
+                }
+                let score = required_number(label, answer.get("score"), &format!("score for {id}"))?;
+                json!({"type": "score", "score": score, "confidence": confidence()?})
+            }
+            _ => {
+                if kind != Some("noul") {
+                    return Err(CallError::plain(format!("{label} did not return a bool answer for {id}")));
+                }
+                let p = required_number(label, answer.get("noul"), &format!("probability for {id}"))?;
+                json!({"type": "bool", "probability": p})
+            }
+        };
+        out.insert(id.clone(), parsed);
+    }
+    Ok(Value::Object(out))
+}
+
+/// Classify over TypeSafe's or Cloudflare's System One endpoint.
+pub async fn classify(call: &TypedCall, context: &Value) -> Value {
+    let transport = Transport::of(call);
+    let mut out = call.result_head("answers", json!({}));
+    if let Err(error) = run(call, &transport, context, &mut out).await {
+        call.fail(&mut out, error.text(Some(&format!("{} error", transport.label))));
+    }
+    Value::Object(out)
+}
+
+async fn run(
+    call: &TypedCall,
+    transport: &Transport,
+    context: &Value,
+    out: &mut Map<String, Value>,
+) -> Result<(), CallError> {
+    let label = transport.label;
+    let mut request = wire_request(context);
+    let mut own = Vec::new();
+    if let Some(key) = &call.api_key {
+        own.push(("authorization", format!("Bearer {key}")));
+    }
+    own.push(("content-type", "application/json".to_string()));
+    let images = context.get("images").and_then(Value::as_array).filter(|i| !i.is_empty());
+    if let Some(images) = images {
+        if !call.accepts("image") {
+            return Err(CallError::plain(format!("{label} does not support image input for {}", call.id())));
+        }
+        let (detected_form, detected_opt_in) = transport.detected(call);
+        let form = match call.compat("imageInput").and_then(Value::as_str) {
+            Some("images") => ImageInput::DataUrls,
+            Some("state-image-urls") => ImageInput::StateImageUrls,
+            Some("assets") => ImageInput::Assets,
+            _ => detected_form,
+        };
+        add_images(label, call, form, images, &mut request)?;
+        if call.compat("sendImageOptInHeader").and_then(Value::as_bool).unwrap_or(detected_opt_in) {
+            own.insert(0, (IMAGE_OPT_IN.0, IMAGE_OPT_IN.1.to_string()));
+        }
+    }
+    if call.api_key.is_none() {
+        return Err(CallError::plain(format!("No API key for provider: {}", call.str("provider"))));
+    }
+    let headers = call.request_headers(&own);
+    let body = post_json(call, label, &transport.url(call), &headers, &transport.payload(call, request), &[]).await?;
+    let result = transport.output(body)?;
+    // Set before the answers are read: a request with malformed answers was still billed.
+    if let Some(usage) = classifier_usage(&call.model, result.get("usage")) {
+        out.insert("usage".into(), usage);
+    }
+    out.insert("answers".into(), parse_answers(label, result.get("answers"), context)?);
+    Ok(())
+}
