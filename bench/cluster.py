@@ -265,6 +265,11 @@ async def idle(env, n):
     print(f"idle sessions on one worker ({n}): {plain:.0f} KiB each without --cluster "
           f"({1024 * 1024 / plain:,.0f} per GiB), {clustered:.0f} KiB with --cluster "
           f"({1024 * 1024 / clustered:,.0f} per GiB)")
+    # The bar: sessions per GiB with --cluster no worse than without.
+    ratio = plain / clustered
+    print(f"idle sessions per GiB, with --cluster / without: {ratio:.3f} "
+          f"({'no worse' if ratio >= 1 else f'{(1 - ratio) * 100:.1f}% fewer'}; "
+          f"{clustered - plain:+.2f} KiB a session)")
 
 
 async def streams_across(env, streams, deltas):

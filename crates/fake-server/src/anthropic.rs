@@ -12,23 +12,10 @@ use serde_json::{Value, json};
 
 use super::openai::Frame;
 use super::reply::{Ending, FakeUsage, Part, StreamReply};
+pub use super::request_info::RequestInfo;
 
-/// The request facts the rendering depends on.
-#[derive(Debug, Clone, Default)]
-pub struct RequestInfo {
-    pub model: String,
-    pub prompt_estimate: u64,
-}
-
-impl RequestInfo {
-    /// Read what matters from a Messages API request body.
-    pub fn from_body(body: &Value) -> Self {
-        let model = body.get("model").and_then(Value::as_str).unwrap_or("fake-model").to_string();
-        let size = body.get("messages").map(|m| m.to_string().len() as u64).unwrap_or(0)
-            + body.get("system").map(|m| m.to_string().len() as u64).unwrap_or(0);
-        RequestInfo { model, prompt_estimate: size.div_ceil(4) }
-    }
-}
+/// Where a Messages API request carries its prompt ([`RequestInfo::of`]).
+pub const PROMPT: &[&str] = &["messages", "system"];
 
 fn event(name: &str, data: &Value) -> Vec<u8> {
     format!("event: {name}\ndata: {data}\n\n").into_bytes()
@@ -189,18 +176,8 @@ pub fn render(reply: &StreamReply, info: &RequestInfo) -> Vec<Frame> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reply::{FakeToolCall, Reply, ReplyBody};
-
-    fn stream(r: Reply) -> StreamReply {
-        match r.body {
-            ReplyBody::Stream(s) => s,
-            ReplyBody::Error { .. } => panic!("not a stream"),
-        }
-    }
-
-    fn text(frames: &[Frame]) -> String {
-        frames.iter().map(|f| String::from_utf8_lossy(&f.bytes).into_owned()).collect()
-    }
+    use crate::openai::frames_text as text;
+    use crate::reply::{FakeToolCall, Reply, stream};
 
     #[test]
     fn thinking_text_and_tools_are_blocks() {

@@ -18,23 +18,13 @@ use serde_json::{Value, json};
 use super::RecordedRequest;
 use super::openai::Frame;
 use super::reply::{Ending, FakeUsage, Part, StreamReply};
+pub use super::request_info::RequestInfo;
 
 /// The response content type of a `ConverseStream` answer.
 pub const CONTENT_TYPE: &str = "application/vnd.amazon.eventstream";
 
-/// The request facts the rendering depends on.
-#[derive(Debug, Clone, Default)]
-pub struct RequestInfo {
-    pub prompt_estimate: u64,
-}
-
-impl RequestInfo {
-    /// Read what matters from a Converse request body.
-    pub fn from_body(body: &Value) -> Self {
-        let size = body.get("messages").map(|m| m.to_string().len() as u64).unwrap_or(0);
-        RequestInfo { prompt_estimate: size.div_ceil(4) }
-    }
-}
+/// Where a Converse request carries its prompt ([`RequestInfo::of`]).
+pub const PROMPT: &[&str] = &["messages"];
 
 /// One event-stream message of type `event`.
 pub fn event(event_type: &str, payload: &Value) -> Vec<u8> {

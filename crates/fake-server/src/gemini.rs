@@ -12,20 +12,10 @@ use serde_json::{Map, Value, json};
 
 use super::openai::Frame;
 use super::reply::{Ending, FakeUsage, Part, StreamReply};
+pub use super::request_info::RequestInfo;
 
-/// The request facts the rendering depends on.
-#[derive(Debug, Clone, Default)]
-pub struct RequestInfo {
-    pub prompt_estimate: u64,
-}
-
-impl RequestInfo {
-    /// Read what matters from a Gemini request body.
-    pub fn from_body(body: &Value) -> Self {
-        let size = body.get("contents").map(|m| m.to_string().len() as u64).unwrap_or(0);
-        RequestInfo { prompt_estimate: size.div_ceil(4) }
-    }
-}
+/// Where a Gemini request carries its prompt ([`RequestInfo::of`]).
+pub const PROMPT: &[&str] = &["contents"];
 
 fn chunk(data: &Value) -> Vec<u8> {
     format!("data: {data}\r\n\r\n").into_bytes()
@@ -142,21 +132,14 @@ pub fn render(reply: &StreamReply, info: &RequestInfo) -> Vec<Frame> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reply::{FakeToolCall, Reply, ReplyBody};
-
-    fn stream(r: Reply) -> StreamReply {
-        match r.body {
-            ReplyBody::Stream(s) => s,
-            ReplyBody::Error { .. } => panic!("not a stream"),
-        }
-    }
+    use crate::reply::{FakeToolCall, Reply, stream};
 
     #[test]
     fn parts_thoughts_and_whole_function_calls() {
         let reply =
             Reply::text("Hi").with_thinking("hmm").with_tool_call(FakeToolCall::new("c1", "bash", r#"{"a":1}"#));
         let frames = render(&stream(reply.usage(10, 3, 0)), &RequestInfo::default());
-        let all: String = frames.iter().map(|f| String::from_utf8_lossy(&f.bytes).into_owned()).collect();
+        let all = crate::openai::frames_text(&frames);
         assert!(all.starts_with(
             r#"data: {"candidates":[{"content":{"parts":[{"text":"hmm","thought":true}],"role":"model"},"index":0}]"#
         ));

@@ -38,6 +38,7 @@ mod http;
 pub mod openai;
 pub mod pi_messages;
 pub mod reply;
+pub mod request_info;
 pub mod responses;
 pub mod typed_models;
 mod websocket;
@@ -55,6 +56,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use reply::{Ending, FakeToolCall, FakeUsage, Part, Reply, ReplyBody, ReplySpec, StreamReply};
+pub use request_info::RequestInfo;
 
 /// A request as the server received it.
 #[derive(Debug, Clone, PartialEq)]
@@ -212,11 +214,11 @@ impl Format {
     pub fn render(self, script: &StreamReply, body: &Value) -> Vec<openai::Frame> {
         match self {
             Format::OpenAi => openai::render(script, &openai::RequestInfo::from_body(body)),
-            Format::Anthropic => anthropic::render(script, &anthropic::RequestInfo::from_body(body)),
-            Format::Responses => responses::render(script, &responses::RequestInfo::from_body(body)),
-            Format::PiMessages => pi_messages::render(script, &pi_messages::RequestInfo::from_body(body)),
-            Format::Gemini => gemini::render(script, &gemini::RequestInfo::from_body(body)),
-            Format::Bedrock => bedrock::render(script, &bedrock::RequestInfo::from_body(body)),
+            Format::Anthropic => anthropic::render(script, &RequestInfo::of(body, anthropic::PROMPT)),
+            Format::Responses => responses::render(script, &RequestInfo::of(body, responses::PROMPT)),
+            Format::PiMessages => pi_messages::render(script, &RequestInfo::of(body, pi_messages::PROMPT)),
+            Format::Gemini => gemini::render(script, &RequestInfo::of(body, gemini::PROMPT)),
+            Format::Bedrock => bedrock::render(script, &RequestInfo::of(body, bedrock::PROMPT)),
         }
     }
 

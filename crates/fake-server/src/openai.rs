@@ -193,21 +193,17 @@ pub fn render(reply: &StreamReply, info: &RequestInfo) -> Vec<Frame> {
     frames
 }
 
+/// The frames' bytes as text (for the renderings' tests).
+#[cfg(test)]
+pub(crate) fn frames_text(frames: &[Frame]) -> String {
+    frames.iter().map(|f| String::from_utf8_lossy(&f.bytes).into_owned()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reply::{Reply, ReplyBody};
-
-    fn stream(r: Reply) -> StreamReply {
-        match r.body {
-            ReplyBody::Stream(s) => s,
-            ReplyBody::Error { .. } => panic!("not a stream"),
-        }
-    }
-
-    fn text(frames: &[Frame]) -> String {
-        frames.iter().map(|f| String::from_utf8_lossy(&f.bytes).into_owned()).collect()
-    }
+    use crate::openai::frames_text as text;
+    use crate::reply::{Reply, stream};
 
     #[test]
     fn text_stream_is_openai_shaped() {

@@ -11,24 +11,15 @@ use serde_json::{Value, json};
 
 use super::openai::Frame;
 use super::reply::{Ending, FakeUsage, Part, StreamReply};
+pub use super::request_info::RequestInfo;
 
 /// True when a `…/messages` body is pi's protocol rather than Anthropic's.
 pub fn is_pi_messages(body: &Value) -> bool {
     body.get("context").is_some_and(Value::is_object) && body.get("messages").is_none()
 }
 
-/// The request facts the rendering depends on.
-#[derive(Debug, Clone, Default)]
-pub struct RequestInfo {
-    pub prompt_estimate: u64,
-}
-
-impl RequestInfo {
-    pub fn from_body(body: &Value) -> Self {
-        let size = body.get("context").map(|c| c.to_string().len() as u64).unwrap_or(0);
-        RequestInfo { prompt_estimate: size.div_ceil(4) }
-    }
-}
+/// Where a pi-messages request carries its prompt ([`RequestInfo::of`]).
+pub const PROMPT: &[&str] = &["context"];
 
 fn data(value: &Value) -> Vec<u8> {
     format!("data: {value}\n\n").into_bytes()
@@ -174,14 +165,7 @@ pub fn render(reply: &StreamReply, info: &RequestInfo) -> Vec<Frame> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reply::{FakeToolCall, Reply, ReplyBody};
-
-    fn stream(r: Reply) -> StreamReply {
-        match r.body {
-            ReplyBody::Stream(s) => s,
-            ReplyBody::Error { .. } => panic!("not a stream"),
-        }
-    }
+    use crate::reply::{FakeToolCall, Reply, stream};
 
     fn events(frames: &[Frame]) -> Vec<Value> {
         frames

@@ -447,6 +447,15 @@ impl ReplySpec {
     }
 }
 
+/// The script of a streamed reply (for the renderings' tests).
+#[cfg(test)]
+pub(crate) fn stream(reply: Reply) -> StreamReply {
+    match reply.body {
+        ReplyBody::Stream(s) => s,
+        ReplyBody::Error { .. } => panic!("not a stream"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

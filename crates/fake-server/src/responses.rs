@@ -13,22 +13,10 @@ use serde_json::{Value, json};
 
 use super::openai::{CREATED, Frame};
 use super::reply::{Ending, FakeUsage, Part, StreamReply};
+pub use super::request_info::RequestInfo;
 
-/// The request facts the rendering depends on.
-#[derive(Debug, Clone, Default)]
-pub struct RequestInfo {
-    pub model: String,
-    pub prompt_estimate: u64,
-}
-
-impl RequestInfo {
-    /// Read what matters from a Responses request body.
-    pub fn from_body(body: &Value) -> Self {
-        let model = body.get("model").and_then(Value::as_str).unwrap_or("fake-model").to_string();
-        let size = body.get("input").map(|m| m.to_string().len() as u64).unwrap_or(0);
-        RequestInfo { model, prompt_estimate: size.div_ceil(4) }
-    }
-}
+/// Where a Responses request carries its prompt ([`RequestInfo::of`]).
+pub const PROMPT: &[&str] = &["input"];
 
 /// The response id: the script's id, or `resp_fake` for the default OpenAI-style id.
 pub fn response_id(reply: &StreamReply) -> String {
@@ -245,20 +233,13 @@ pub fn render(reply: &StreamReply, info: &RequestInfo) -> Vec<Frame> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reply::{FakeToolCall, Reply, ReplyBody};
-
-    fn stream(r: Reply) -> StreamReply {
-        match r.body {
-            ReplyBody::Stream(s) => s,
-            ReplyBody::Error { .. } => panic!("not a stream"),
-        }
-    }
+    use crate::reply::{FakeToolCall, Reply, stream};
 
     #[test]
     fn items_per_block_and_a_completed_response() {
         let reply = Reply::text("Hello").with_thinking("hmm").with_tool_call(FakeToolCall::new("call_1", "bash", "{}"));
         let frames = render(&stream(reply.usage(10, 4, 2)), &RequestInfo { model: "g".into(), prompt_estimate: 1 });
-        let all: String = frames.iter().map(|f| String::from_utf8_lossy(&f.bytes).into_owned()).collect();
+        let all = crate::openai::frames_text(&frames);
         assert!(all.starts_with("event: response.created\ndata: {\"type\":\"response.created\""));
         assert!(all.contains(r#""item":{"id":"rs_fake_0","type":"reasoning","encrypted_content":"enc-0","summary":[{"type":"summary_text","text":"hmm"}]}"#));
         assert!(all.contains(r#""item":{"id":"fc_0","type":"function_call","status":"in_progress","arguments":"","call_id":"call_1","name":"bash"}"#));

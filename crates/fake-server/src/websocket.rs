@@ -112,7 +112,7 @@ pub(crate) async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, mut shutd
             }
             ReplyBody::Stream(script) => script,
         };
-        for frame in responses::render(&script, &responses::RequestInfo::from_body(&body)) {
+        for frame in responses::render(&script, &responses::RequestInfo::of(&body, responses::PROMPT)) {
             if frame.is_part && !reply.delay.is_zero() {
                 tokio::time::sleep(reply.delay).await;
             }

@@ -211,6 +211,10 @@ impl Agent {
             Internal::CommitBoundary { entries, reply } => {
                 let _ = reply.send(self.commit_boundary(&entries).await);
             }
+            Internal::CallableTools { reply } => {
+                let (tools, specs) = self.toolbox.callable_set();
+                let _ = reply.send(super::internal::Callable(tools, specs));
+            }
             Internal::CurrentTools { reply } => {
                 let (tools, specs) = self.active_tool_set();
                 let _ = reply.send(super::internal::ToolSet(tools, specs, self.prompt_sections()));

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::compaction::SummaryOutput;
 use crate::message::AgentMessage;
 use crate::model::{Model, ThinkingLevel};
-use crate::session::{Session, SessionError};
+use crate::session::{NewCompaction, Session, SessionError};
 
 /// The session's record and its conversation.
 pub(super) struct CurrentSession {
@@ -110,14 +110,14 @@ impl CurrentSession {
                 let first_kept = draft.get("firstKeptEntryId").and_then(Value::as_str);
                 let usage = field("usage").and_then(|u| serde_json::from_value(u).ok());
                 let summary = text("summary");
-                self.record.append_compaction_from(
-                    &summary,
-                    first_kept,
+                self.record.append_compaction_from(NewCompaction {
+                    summary: &summary,
+                    first_kept_entry_id: first_kept,
                     tokens_before,
-                    field("details"),
+                    details: field("details"),
                     usage,
-                    true,
-                )?
+                    from_hook: true,
+                })?
             }
             _ => return Ok(None),
         };
@@ -136,14 +136,14 @@ impl CurrentSession {
         from_hook: bool,
     ) -> Result<String, SessionError> {
         let details = (!out.details.is_null()).then(|| out.details.clone());
-        let id = self.record.append_compaction_from(
-            &out.summary,
-            Some(first_kept),
+        let id = self.record.append_compaction_from(NewCompaction {
+            summary: &out.summary,
+            first_kept_entry_id: Some(first_kept),
             tokens_before,
             details,
-            out.usage.clone(),
+            usage: out.usage.clone(),
             from_hook,
-        )?;
+        })?;
         self.messages = self.record.context().messages.into();
         self.usage_unknown = true;
         Ok(id)

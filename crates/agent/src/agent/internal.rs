@@ -57,6 +57,8 @@ pub enum Internal {
     CommitBoundary { entries: Vec<serde_json::Value>, reply: oneshot::Sender<bool> },
     /// The tools the model gets now (an extension changed them during a run).
     CurrentTools { reply: oneshot::Sender<ToolSet> },
+    /// The tools a running tool may call now (nested calls).
+    CallableTools { reply: oneshot::Sender<Callable> },
     /// A login started by `Op::Login` has news (see `login_ops`).
     Login(Box<LoginMsg>),
 }
@@ -76,6 +78,15 @@ pub struct ToolSet(
 );
 
 impl std::fmt::Debug for ToolSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.names()).finish()
+    }
+}
+
+/// The tools a running tool may call, and their specs.
+pub struct Callable(pub crate::tools::ToolRegistry, pub Vec<crate::provider::ToolSpec>);
+
+impl std::fmt::Debug for Callable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.0.names()).finish()
     }

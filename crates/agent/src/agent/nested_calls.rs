@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::internal::{Emitter, Internal, ToolSet};
+use super::internal::{Callable, Emitter, Internal};
 use super::tool_exec::{emit_end, emit_start, gate, run_prepared};
 use crate::message::{ContentBlock, NestedCallStatus, NestedToolCallRecord, NestedToolCalls, ToolCall, Usage};
 use crate::provider::ToolSpec;
@@ -143,10 +143,10 @@ impl NestedRunner {
         }
     }
 
-    /// The tools as the agent has them now (an extension may have changed them).
-    async fn current_tools(&self) -> Option<ToolSet> {
+    /// The tools a tool may call, as the agent has them now (an extension may have changed them).
+    async fn callable_tools(&self) -> Option<Callable> {
         let (reply, answer) = oneshot::channel();
-        self.emitter.send(Internal::CurrentTools { reply }).await;
+        self.emitter.send(Internal::CallableTools { reply }).await;
         answer.await.ok()
     }
 
@@ -169,7 +169,7 @@ impl NestedRunner {
 #[async_trait]
 impl Runner for NestedRunner {
     async fn callable(&self) -> Vec<ToolSpec> {
-        self.current_tools().await.map(|ToolSet(_, specs, _)| specs).unwrap_or_default()
+        self.callable_tools().await.map(|Callable(_, specs)| specs).unwrap_or_default()
     }
 
     async fn execute(
@@ -203,7 +203,7 @@ impl Runner for NestedRunner {
         let mut ctx = self.base.clone();
         ctx.cancel = cancel;
         ctx.nested = self.me.upgrade().map(|me| me as Arc<dyn Runner>);
-        let tools = self.current_tools().await;
+        let tools = self.callable_tools().await;
         let (output, duration_ms) = match self.check(tools.as_ref().map(|t| &t.0), &call, &ctx, caller_id).await {
             Ok((tool, args)) => {
                 run_prepared(&self.emitter, tool, args, &call, &ctx, Some(caller_id), updates.as_ref()).await

@@ -55,6 +55,18 @@ impl Toolbox {
         (reg, specs)
     }
 
+    /// The tools other tools may call now (`ctx.executeTool()`), in
+    /// registry order, with their specs.
+    pub(super) fn callable_set(&self) -> (ToolRegistry, Vec<ToolSpec>) {
+        let mut reg = ToolRegistry::default();
+        let mut specs = Vec::new();
+        for tool in self.all().filter(|tool| tool.callable(self.is_active(tool.name()))) {
+            specs.push(tool.spec());
+            reg.register(tool);
+        }
+        (reg, specs)
+    }
+
     /// The first of `names` that is no known tool.
     pub(super) fn first_unknown<'n>(&self, names: &'n [String]) -> Option<&'n str> {
         names.iter().find(|t| !self.registry.contains(t)).map(String::as_str)

@@ -95,6 +95,9 @@ pub struct ToolSpecWire {
     /// Rule bullets for the system prompt while the tool is active.
     #[serde(default, rename = "promptGuidelines")]
     pub prompt_guidelines: Vec<String>,
+    /// pi's `exposure` (`direct` when absent): who may call it.
+    #[serde(default)]
+    pub exposure: Option<String>,
 }
 
 fn empty_object_schema() -> Value {

@@ -49,6 +49,14 @@ impl Tool for ExtensionTool {
         &self.spec.prompt_guidelines
     }
 
+    fn callable(&self, active: bool) -> bool {
+        match self.spec.exposure.as_deref() {
+            None | Some("direct") => active,
+            Some("codemode" | "deferred") => true,
+            Some(_) => false,
+        }
+    }
+
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
         let call_id = ctx.tool_call_id.clone();
         let (tx, mut rx) = mpsc::unbounded_channel();

@@ -1,5 +1,5 @@
 use super::*;
-use crate::reply::{FakeToolCall, Reply, ReplyBody};
+use crate::reply::{FakeToolCall, Reply, stream};
 
 const SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 
@@ -56,13 +56,6 @@ fn dates_parse() {
     let t = parse_amz_date("20150830T123600Z").unwrap();
     assert_eq!(t.duration_since(UNIX_EPOCH).unwrap().as_secs(), 1_440_938_160);
     assert!(parse_amz_date("2015-08-30T12:36:00Z").is_none());
-}
-
-fn stream(r: Reply) -> StreamReply {
-    match r.body {
-        ReplyBody::Stream(s) => s,
-        ReplyBody::Error { .. } => panic!("not a stream"),
-    }
 }
 
 fn decode(frames: &[Frame]) -> Vec<(String, Value)> {

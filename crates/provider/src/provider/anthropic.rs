@@ -26,6 +26,7 @@ use super::http::HttpClient;
 use super::lenient;
 use super::shared::{js_json, parse_json_with_repair};
 use super::sse::SseEvent;
+use super::wire_usage::InputOutput;
 use super::{BlockKind, Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, ToolSpec};
 use crate::message::{StopReason, Usage};
 
@@ -151,10 +152,8 @@ struct StartedMessage {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct WireUsage {
-    #[serde(deserialize_with = "lenient::u64")]
-    input_tokens: Option<u64>,
-    #[serde(deserialize_with = "lenient::u64")]
-    output_tokens: Option<u64>,
+    #[serde(flatten)]
+    counts: InputOutput,
     #[serde(deserialize_with = "lenient::u64")]
     cache_read_input_tokens: Option<u64>,
     #[serde(deserialize_with = "lenient::u64")]
@@ -281,8 +280,8 @@ impl Decoder {
             out.emit(ProviderEvent::ResponseId(id));
         }
         let u = message.usage;
-        self.usage.input = u.input_tokens.unwrap_or(0);
-        self.usage.output = u.output_tokens.unwrap_or(0);
+        self.usage.input = u.counts.input_tokens.unwrap_or(0);
+        self.usage.output = u.counts.output_tokens.unwrap_or(0);
         self.usage.cache_read = u.cache_read_input_tokens.unwrap_or(0);
         self.usage.cache_write = u.cache_creation_input_tokens.unwrap_or(0);
         self.cache_write_1h = u.cache_creation.ephemeral_1h_input_tokens.unwrap_or(0);
@@ -364,10 +363,10 @@ impl Decoder {
             self.stop = Some((mapped, reason));
         }
         // Counts that are absent (or a `usage` that is no object) keep the earlier ones.
-        if let Some(n) = u.input_tokens {
+        if let Some(n) = u.counts.input_tokens {
             self.usage.input = n;
         }
-        if let Some(n) = u.output_tokens {
+        if let Some(n) = u.counts.output_tokens {
             self.usage.output = n;
         }
         if let Some(n) = u.cache_read_input_tokens {

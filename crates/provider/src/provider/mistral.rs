@@ -135,10 +135,10 @@ impl Decoder {
     }
 
     fn on_usage(&self, u: &ChunkUsage, out: &mut Out) {
-        let prompt = u.prompt_tokens.unwrap_or(0);
+        let prompt = u.counts.prompt_tokens.unwrap_or(0);
         let cached = u.cached().unwrap_or(0).min(prompt);
         let input = prompt - cached;
-        let output = u.completion_tokens.unwrap_or(0);
+        let output = u.counts.completion_tokens.unwrap_or(0);
         let total = u.total_tokens.filter(|t| *t > 0).unwrap_or(input + output + cached);
         out.emit(ProviderEvent::Usage(Usage {
             input,

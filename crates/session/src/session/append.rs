@@ -11,6 +11,18 @@ use super::record::message_role;
 use super::store::{Session, generate_id};
 use crate::message::{AgentMessage, Usage, UserContent};
 
+/// A `compaction` entry to append: the summary, the first entry it keeps
+/// (`None`: the entry names itself), the context's tokens before it, pi's
+/// `details`, the usage of writing it, and `fromHook`.
+pub struct NewCompaction<'a> {
+    pub summary: &'a str,
+    pub first_kept_entry_id: Option<&'a str>,
+    pub tokens_before: u64,
+    pub details: Option<Value>,
+    pub usage: Option<Usage>,
+    pub from_hook: bool,
+}
+
 impl Session {
     /// A fresh entry id, unique in this session.
     pub fn new_entry_id(&self) -> String {
@@ -117,20 +129,21 @@ impl Session {
         details: Option<Value>,
         usage: Option<Usage>,
     ) -> Result<String, SessionError> {
-        self.append_compaction_from(summary, first_kept_entry_id, tokens_before, details, usage, false)
+        let from_hook = false;
+        self.append_compaction_from(NewCompaction {
+            summary,
+            first_kept_entry_id,
+            tokens_before,
+            details,
+            usage,
+            from_hook,
+        })
     }
 
-    /// [`Session::append_compaction`], with `fromHook`: whether an extension
-    /// (pi's `session_before_compact`) wrote the summary.
-    pub fn append_compaction_from(
-        &mut self,
-        summary: &str,
-        first_kept_entry_id: Option<&str>,
-        tokens_before: u64,
-        details: Option<Value>,
-        usage: Option<Usage>,
-        from_hook: bool,
-    ) -> Result<String, SessionError> {
+    /// [`Session::append_compaction`] of a [`NewCompaction`], which also
+    /// says whether an extension (pi's `session_before_compact`) wrote the summary.
+    pub fn append_compaction_from(&mut self, compaction: NewCompaction<'_>) -> Result<String, SessionError> {
+        let NewCompaction { summary, first_kept_entry_id, tokens_before, details, usage, from_hook } = compaction;
         let declared = crate::system_message::replay(&self.context().messages);
         self.append_known(|base| {
             let first_kept = first_kept_entry_id.map_or_else(|| base.id.clone(), str::to_string);

@@ -38,6 +38,7 @@ mod tree;
 #[cfg(test)]
 mod tests;
 
+pub use append::NewCompaction;
 pub use context::SessionContext;
 pub use entry::{SessionEntry, SessionHeader};
 pub use error::SessionError;

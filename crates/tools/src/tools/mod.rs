@@ -274,6 +274,13 @@ pub trait Tool: Send + Sync {
         &[]
     }
 
+    /// May other tools call it through `ctx.executeTool()` (pi's `exposure`):
+    /// `direct` tools while active, `codemode` / `deferred` ones always,
+    /// `model-only` and `hidden` ones never.
+    fn callable(&self, active: bool) -> bool {
+        active
+    }
+
     /// Repair common argument mistakes before validation (pi's
     /// `prepareArguments`; edit folds legacy `oldText`/`newText` into `edits`).
     /// Must be idempotent.

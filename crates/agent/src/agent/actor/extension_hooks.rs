@@ -73,25 +73,16 @@ impl Agent {
                 let message = self.expand_resources(message).await;
                 Op::Prompt { message, images, streaming_behavior }
             }
-            Op::Steer { message, images } => {
-                self.refuse_command(tag, &message).await?;
-                let Op::Steer { message, images } =
-                    self.input_gate(tag, Op::Steer { message, images }, pending.inputs_seen)?
-                else {
-                    return None;
-                };
-                let message = self.expand_resources(message).await;
-                Op::Steer { message, images }
-            }
-            Op::FollowUp { message, images } => {
-                self.refuse_command(tag, &message).await?;
-                let Op::FollowUp { message, images } =
-                    self.input_gate(tag, Op::FollowUp { message, images }, pending.inputs_seen)?
-                else {
-                    return None;
-                };
-                let message = self.expand_resources(message).await;
-                Op::FollowUp { message, images }
+            op @ (Op::Steer { .. } | Op::FollowUp { .. }) => {
+                if let Op::Steer { message, .. } | Op::FollowUp { message, .. } = &op {
+                    self.refuse_command(tag, message).await?;
+                }
+                // The gate gives the op back as it came, or holds it for the hooks.
+                let mut op = self.input_gate(tag, op, pending.inputs_seen)?;
+                if let Op::Steer { message, .. } | Op::FollowUp { message, .. } = &mut op {
+                    *message = self.expand_resources(std::mem::take(message)).await;
+                }
+                op
             }
             Op::GetCommands => {
                 self.reply(tag, Ok(Reply::Commands(self.command_list()))).await;

@@ -93,6 +93,7 @@ export class Instance {
 				description: t.description ?? "",
 				parameters: plainSchema(t.parameters),
 				active: t.defaultActive !== false && MODEL_EXPOSURES.has(t.exposure),
+				exposure: t.exposure,
 				label: t.label,
 				promptSnippet: t.promptSnippet,
 				promptGuidelines: t.promptGuidelines,

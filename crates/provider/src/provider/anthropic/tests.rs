@@ -411,3 +411,34 @@ async fn strict_tool_limits_fall_back_to_plain_tools_for_the_session() {
     assert_eq!(requests.len(), 3, "the session goes plain at once");
     assert!(requests[2].body["tools"][0].get("strict").is_none());
 }
+
+/// Usage counts of another JSON type read as absent beside the counts that
+/// are numbers; in `message_delta` an absent count keeps the earlier one.
+#[test]
+fn usage_with_odd_types_keeps_the_counts_it_can_read() {
+    let start = json!({"type": "message_start", "message": {"id": "msg_1", "usage": {"input_tokens": 30,
+        "output_tokens": "2", "cache_read_input_tokens": 5.5, "cache_creation_input_tokens": 4, "extra": [1]}}});
+    let delta = |usage: Value| json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": usage});
+    let decode = |usage: Value| {
+        let events = [start.clone(), delta(usage), json!({"type": "message_stop"})];
+        let bytes: String =
+            events.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap())).collect();
+        let (events, err) = decode_bytes(decoder(), bytes.as_bytes(), 6);
+        assert_eq!(err, None);
+        let first = events.iter().find_map(|e| match e {
+            ProviderEvent::Usage(u) => Some((u.input, u.output, u.cache_read, u.cache_write)),
+            _ => None,
+        });
+        let u = last_usage(&events);
+        (first, (u.input, u.output, u.cache_read, u.cache_write))
+    };
+    assert_eq!(
+        decode(json!({"input_tokens": "31", "output_tokens": 9, "cache_read_input_tokens": 6})),
+        (Some((30, 0, 0, 4)), (30, 9, 6, 4))
+    );
+    assert_eq!(
+        decode(json!({"input_tokens": 40, "output_tokens": -9, "cache_creation_input_tokens": [1]})),
+        (Some((30, 0, 0, 4)), (40, 0, 0, 4))
+    );
+    assert_eq!(decode(json!(["not", "an", "object"])), (Some((30, 0, 0, 4)), (30, 0, 0, 4)));
+}

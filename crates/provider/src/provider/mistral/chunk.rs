@@ -5,6 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::provider::lenient;
+use crate::provider::wire_usage::PromptCompletion;
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
@@ -113,10 +114,8 @@ pub(super) struct Function {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 pub(super) struct ChunkUsage {
-    #[serde(deserialize_with = "lenient::u64")]
-    pub prompt_tokens: Option<u64>,
-    #[serde(deserialize_with = "lenient::u64")]
-    pub completion_tokens: Option<u64>,
+    #[serde(flatten)]
+    pub counts: PromptCompletion,
     #[serde(deserialize_with = "lenient::u64")]
     pub total_tokens: Option<u64>,
     #[serde(rename = "promptTokensDetails", deserialize_with = "lenient::object")]

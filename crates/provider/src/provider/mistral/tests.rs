@@ -156,3 +156,25 @@ fn tool_call_ids_have_nine_characters() {
     assert!(id.chars().all(|c| c.is_ascii_alphanumeric()));
     assert_ne!(derive_tool_call_id("x", 0), derive_tool_call_id("x", 1));
 }
+
+/// Usage counts of another JSON type read as absent beside the counts that
+/// are numbers (the first cached count present decides, even when it is no count).
+#[test]
+fn usage_with_odd_types_keeps_the_counts_it_can_read() {
+    let usage = |u: Value| {
+        let bytes = [data(json!({"id": "cmpl-1", "choices": [], "usage": u})), "data: [DONE]\n\n".to_string()].concat();
+        let u = last_usage(&decode_bytes(Decoder::new(), bytes.as_bytes(), 7).0);
+        (u.input, u.cache_read, u.output, u.total_tokens)
+    };
+    assert_eq!(
+        usage(json!({"prompt_tokens": 100, "completion_tokens": "20", "total_tokens": 0,
+            "prompt_tokens_details": {"cached_tokens": 30.5}, "num_cached_tokens": 10, "extra": [1]})),
+        (100, 0, 0, 100)
+    );
+    assert_eq!(
+        usage(json!({"prompt_tokens": [100], "completion_tokens": 20, "total_tokens": "7",
+            "promptTokensDetails": {"cachedTokens": 5}})),
+        (0, 0, 20, 20)
+    );
+    assert_eq!(usage(json!({"prompt_tokens": 9, "completion_tokens": -1, "total_tokens": 4})), (9, 0, 0, 4));
+}

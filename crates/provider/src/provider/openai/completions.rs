@@ -52,16 +52,16 @@ pub use crate::provider::classify::MALFORMED_EVENT_MESSAGE;
 /// Usage from a Chat Completions `usage` object (pi's `parseChunkUsage`):
 /// cached prompt tokens are cache reads and are not counted as input.
 pub fn parse_usage(u: &Value) -> Usage {
-    usage_of(&ChunkUsage::deserialize(u).unwrap_or_default())
+    usage_of(&lenient::event_ref(u).unwrap_or_default())
 }
 
 fn usage_of(u: &ChunkUsage) -> Usage {
-    let prompt = u.prompt_tokens.unwrap_or(0);
+    let prompt = u.counts.prompt_tokens.unwrap_or(0);
     let cache_read =
         u.prompt_tokens_details.cached_tokens.or(u.prompt_cache_hit_tokens).or(u.cached_tokens).unwrap_or(0);
     let cache_write = u.prompt_tokens_details.cache_write_tokens.unwrap_or(0);
     let input = prompt.saturating_sub(cache_read + cache_write);
-    let output = u.completion_tokens.unwrap_or(0);
+    let output = u.counts.completion_tokens.unwrap_or(0);
     // Part of `completion_tokens`; pi reports 0 when the provider does not say.
     let reasoning = u.completion_tokens_details.reasoning_tokens.or(u.reasoning_tokens);
     Usage {

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 mod events;
 
-use events::{Change, CodexEvent, Event, Item, ItemEvent, Part, Response};
+use events::{Change, CodexEvent, Event, Item, ItemEvent, Part, Response, WithResponse};
 
 use super::responses_request::{build_body, build_headers, endpoint};
 use crate::message::{StopReason, Usage};
@@ -283,8 +283,8 @@ impl Decoder {
                 u.input_tokens_details.cache_write_tokens.unwrap_or(0),
             );
             let mut usage = Usage {
-                input: u.input_tokens.unwrap_or(0).saturating_sub(cached + written),
-                output: u.output_tokens.unwrap_or(0),
+                input: u.counts.input_tokens.unwrap_or(0).saturating_sub(cached + written),
+                output: u.counts.output_tokens.unwrap_or(0),
                 cache_read: cached,
                 cache_write: written,
                 total_tokens: u.total_tokens.unwrap_or(0),
@@ -364,11 +364,11 @@ impl Decoder {
                 let detail = error.detail().unwrap_or_else(|| js_json(&data));
                 Err(error_from(None, format!("Codex error: {detail}"), None))
             }
-            CodexEvent::Failed { response } => {
+            CodexEvent::Failed(WithResponse { response }) => {
                 let message = response.error.and_then(|e| e.message).filter(|s| !s.is_empty());
                 Err(error_from(None, message.unwrap_or_else(|| "Codex response failed".to_string()), None))
             }
-            CodexEvent::Done { mut response } => {
+            CodexEvent::Done(WithResponse { mut response }) => {
                 let known = response.status.as_deref().is_some_and(|s| {
                     ["completed", "incomplete", "failed", "cancelled", "queued", "in_progress"].contains(&s)
                 });
@@ -411,12 +411,12 @@ impl Decoder {
                 }
             }
             Event::ItemDone(event) => self.on_item_done(event, out),
-            Event::Completed { response } => self.finalize(response, out),
+            Event::Completed(WithResponse { response }) => self.finalize(response, out),
             Event::Error { code, message } => {
                 let text = format!("Error Code {}: {}", js_string(code.as_ref()), js_string(message.as_ref()));
                 return Err(error_from(None, text, None));
             }
-            Event::Failed { response } => {
+            Event::Failed(WithResponse { response }) => {
                 self.terminal = true;
                 let text = failed_message(&response);
                 return Err(error_from(None, with_hint(text), None));

@@ -5,6 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::provider::lenient;
+use crate::provider::wire_usage::{CachedDetails, PromptCompletion, ReasoningDetails};
 
 /// One chunk of the stream (the general reading; see `PlainChunk` for the common one).
 #[derive(Deserialize, Default)]
@@ -87,34 +88,16 @@ pub(super) struct Function {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 pub(super) struct ChunkUsage {
-    #[serde(deserialize_with = "lenient::u64")]
-    pub prompt_tokens: Option<u64>,
+    #[serde(flatten)]
+    pub counts: PromptCompletion,
     #[serde(deserialize_with = "lenient::object")]
-    pub prompt_tokens_details: PromptDetails,
+    pub prompt_tokens_details: CachedDetails,
     #[serde(deserialize_with = "lenient::u64")]
     pub prompt_cache_hit_tokens: Option<u64>,
     #[serde(deserialize_with = "lenient::u64")]
     pub cached_tokens: Option<u64>,
-    #[serde(deserialize_with = "lenient::u64")]
-    pub completion_tokens: Option<u64>,
     #[serde(deserialize_with = "lenient::object")]
-    pub completion_tokens_details: CompletionDetails,
-    #[serde(deserialize_with = "lenient::u64")]
-    pub reasoning_tokens: Option<u64>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub(super) struct PromptDetails {
-    #[serde(deserialize_with = "lenient::u64")]
-    pub cached_tokens: Option<u64>,
-    #[serde(deserialize_with = "lenient::u64")]
-    pub cache_write_tokens: Option<u64>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub(super) struct CompletionDetails {
+    pub completion_tokens_details: ReasoningDetails,
     #[serde(deserialize_with = "lenient::u64")]
     pub reasoning_tokens: Option<u64>,
 }

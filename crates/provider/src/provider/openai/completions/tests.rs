@@ -573,3 +573,33 @@ fn chunks_read_by_their_frame_give_what_the_general_path_gives() {
         );
     }
 }
+
+/// Usage counts of another JSON type read as absent beside the counts that
+/// are numbers, in a `usage` read alone and in a chunk's.
+#[test]
+fn usage_with_odd_types_keeps_the_counts_it_can_read() {
+    let u = parse_usage(&json!({"prompt_tokens": 50, "completion_tokens": "7",
+        "prompt_tokens_details": {"cached_tokens": 10.5, "cache_write_tokens": 5}, "prompt_cache_hit_tokens": 4,
+        "completion_tokens_details": [3], "reasoning_tokens": 2, "extra": {"x": 1}}));
+    assert_eq!(
+        (u.input, u.cache_read, u.cache_write, u.output, u.reasoning, u.total_tokens),
+        (41, 4, 5, 0, Some(2), 50)
+    );
+    let u = parse_usage(&json!({"prompt_tokens": -3, "completion_tokens": 9, "prompt_tokens_details": null,
+        "completion_tokens_details": {"reasoning_tokens": 4}, "cached_tokens": 1}));
+    assert_eq!(
+        (u.input, u.cache_read, u.cache_write, u.output, u.reasoning, u.total_tokens),
+        (0, 1, 0, 9, Some(4), 10)
+    );
+    let mut assembler = plain_assembler();
+    let mut out = Out::default();
+    let chunk = json!({"id": "c1", "choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": [1],
+        "prompt_tokens_details": {"cached_tokens": 2, "cache_write_tokens": "1"}, "total_tokens": "x"}});
+    assembler.on_chunk(&chunk, &mut out);
+    let events: Vec<ProviderEvent> = out.take().into_iter().filter_map(Result::ok).collect();
+    let u = crate::provider::test_support::last_usage(&events);
+    assert_eq!(
+        (u.input, u.cache_read, u.cache_write, u.output, u.reasoning, u.total_tokens),
+        (10, 2, 0, 0, Some(0), 12)
+    );
+}

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::provider::lenient;
+use crate::provider::wire_usage::{CachedDetails, InputOutput, ReasoningDetails};
 
 /// One stream event, by its `type`.
 #[derive(Deserialize)]
@@ -33,10 +34,7 @@ pub(super) enum Event {
     #[serde(rename = "response.output_item.done")]
     ItemDone(ItemEvent),
     #[serde(rename = "response.completed", alias = "response.incomplete")]
-    Completed {
-        #[serde(default, deserialize_with = "lenient::object")]
-        response: Response,
-    },
+    Completed(WithResponse),
     #[serde(rename = "error")]
     Error {
         #[serde(default, deserialize_with = "lenient::any")]
@@ -45,12 +43,17 @@ pub(super) enum Event {
         message: Option<Value>,
     },
     #[serde(rename = "response.failed")]
-    Failed {
-        #[serde(default, deserialize_with = "lenient::object")]
-        response: Response,
-    },
+    Failed(WithResponse),
     #[serde(other)]
     Other,
+}
+
+/// An event that carries the final (or failed) response.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct WithResponse {
+    #[serde(deserialize_with = "lenient::object")]
+    pub response: Response,
 }
 
 #[derive(Deserialize, Default)]
@@ -174,32 +177,14 @@ pub(super) struct OutputItem {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 pub(super) struct WireUsage {
-    #[serde(deserialize_with = "lenient::u64")]
-    pub input_tokens: Option<u64>,
-    #[serde(deserialize_with = "lenient::u64")]
-    pub output_tokens: Option<u64>,
+    #[serde(flatten)]
+    pub counts: InputOutput,
     #[serde(deserialize_with = "lenient::u64")]
     pub total_tokens: Option<u64>,
     #[serde(deserialize_with = "lenient::object")]
-    pub input_tokens_details: InputDetails,
+    pub input_tokens_details: CachedDetails,
     #[serde(deserialize_with = "lenient::object")]
-    pub output_tokens_details: OutputDetails,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub(super) struct InputDetails {
-    #[serde(deserialize_with = "lenient::u64")]
-    pub cached_tokens: Option<u64>,
-    #[serde(deserialize_with = "lenient::u64")]
-    pub cache_write_tokens: Option<u64>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub(super) struct OutputDetails {
-    #[serde(deserialize_with = "lenient::u64")]
-    pub reasoning_tokens: Option<u64>,
+    pub output_tokens_details: ReasoningDetails,
 }
 
 #[derive(Deserialize, Default)]
@@ -226,16 +211,10 @@ pub(super) enum CodexEvent {
     #[serde(rename = "error")]
     Error(CodexError),
     #[serde(rename = "response.failed")]
-    Failed {
-        #[serde(default, deserialize_with = "lenient::object")]
-        response: Response,
-    },
+    Failed(WithResponse),
     /// `response.done` and `response.incomplete` read as `response.completed`.
     #[serde(rename = "response.done", alias = "response.completed", alias = "response.incomplete")]
-    Done {
-        #[serde(default, deserialize_with = "lenient::object")]
-        response: Response,
-    },
+    Done(WithResponse),
     #[serde(other)]
     Other,
 }

@@ -443,3 +443,24 @@ fn codex_events_are_mapped_as_pi_maps_them() {
     let (events, err) = decode(&[added, json!({"type": "response.done", "response": "gone"})]);
     assert_eq!((events.last(), err), (Some(&ProviderEvent::Stop { reason: StopReason::Stop, raw: None }), None));
 }
+
+/// Usage counts of another JSON type read as absent beside the counts that are numbers.
+#[test]
+fn usage_with_odd_types_keeps_the_counts_it_can_read() {
+    let usage = |u: Value| {
+        let done = json!({"type": "response.completed", "response": {"status": "completed", "usage": u}});
+        let u = last_usage(&decode_bytes(Decoder::new(), ev("response.completed", done).as_bytes(), 9).0);
+        (u.input, u.cache_read, u.cache_write, u.output, u.reasoning, u.total_tokens)
+    };
+    assert_eq!(
+        usage(json!({"input_tokens": 100, "output_tokens": "20", "total_tokens": 120,
+            "input_tokens_details": {"cached_tokens": 30, "cache_write_tokens": 2.5},
+            "output_tokens_details": {"reasoning_tokens": "4"}, "extra": {"a": 1}})),
+        (70, 30, 0, 0, Some(0), 120)
+    );
+    assert_eq!(
+        usage(json!({"input_tokens": -1, "output_tokens": 7, "total_tokens": null,
+            "input_tokens_details": [30], "output_tokens_details": {"reasoning_tokens": 3}})),
+        (0, 0, 0, 7, Some(3), 0)
+    );
+}
