@@ -98,8 +98,8 @@ async fn classifiers_and_image_generation_match_pi() {
     };
     let extra = ["--tools", "read,bash,codemode"];
     let (pi, rpc) = tokio::join!(
-        run_with(&case, Some(&reference), false, replies(), &extra),
-        run_with(&case, None, false, replies(), &extra)
+        run_with(&case, Some(&reference), false, replies(), &extra, None),
+        run_with(&case, None, false, replies(), &extra, None)
     );
     let (pi_typed, rpc_typed) = (typed(&pi.requests), typed(&rpc.requests));
     let paths = |rs: &[&RecordedRequest]| rs.iter().map(|r| format!("{} {}", r.method, r.path)).collect::<Vec<_>>();

@@ -96,20 +96,27 @@ fn with_base(value: &Value, base: &str) -> Value {
     serde_json::from_str(&value.to_string().replace("BASE", base)).expect("models.json")
 }
 
-async fn run_one(case: &Case, reference: Option<&(PathBuf, PathBuf)>, websockets: bool) -> Run {
+async fn run_one(
+    case: &Case,
+    reference: Option<&(PathBuf, PathBuf)>,
+    websockets: bool,
+    settings: Option<&Value>,
+) -> Run {
     let replies =
         vec![Reply::tool_call("call_side_1", "bash", r#"{"command":"echo side-by-side"}"#), Reply::text("All done.")];
-    run_with(case, reference, websockets, replies, &[]).await
+    run_with(case, reference, websockets, replies, &[], settings).await
 }
 
 /// Run `case` through pi 1.6.0 (`reference`) or pi-rpc, the fake server
-/// answering `replies` in turn; `extra` goes before the prompt's arguments.
+/// answering `replies` in turn; `extra` goes before the prompt's arguments,
+/// `settings` to the agent directory's `settings.json`.
 pub(crate) async fn run_with(
     case: &Case,
     reference: Option<&(PathBuf, PathBuf)>,
     websockets: bool,
     replies: Vec<Reply>,
     extra: &[&str],
+    settings: Option<&Value>,
 ) -> Run {
     let sb = Sandbox::offline();
     let server = FakeServer::start().await.expect("fake server");
@@ -126,6 +133,9 @@ pub(crate) async fn run_with(
     std::fs::write(sb.agent_dir.path().join("models.json"), models.to_string()).expect("models.json");
     if let Some(auth) = &case.auth {
         std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).expect("auth.json");
+    }
+    if let Some(settings) = settings {
+        std::fs::write(sb.agent_dir.path().join("settings.json"), settings.to_string()).expect("settings.json");
     }
     let mut args = extra.to_vec();
     args.extend(["--offline", "--no-session", "--model", case.model, "-p", "List the files, please."]);
@@ -265,8 +275,17 @@ pub(crate) async fn side_by_side(case: Case) {
 /// (then every model call must have gone over one).
 /// Returns pi-rpc's model calls (none when the reference pi is missing).
 async fn side_by_side_with(case: Case, websockets: bool) -> Vec<RecordedRequest> {
+    side_by_side_settings(case, websockets, None).await
+}
+
+/// [`side_by_side_with`], both programs reading `settings` as their `settings.json`.
+async fn side_by_side_settings(case: Case, websockets: bool, settings: Option<Value>) -> Vec<RecordedRequest> {
     let Some(reference) = reference_cli() else { return Vec::new() };
-    let (pi, rpc) = tokio::join!(run_one(&case, Some(&reference), websockets), run_one(&case, None, websockets));
+    let settings = settings.as_ref();
+    let (pi, rpc) = tokio::join!(
+        run_one(&case, Some(&reference), websockets, settings),
+        run_one(&case, None, websockets, settings)
+    );
     let name = case.name;
     assert!(!pi.requests.is_empty(), "{name}: pi sent nothing: {}", pi.stderr);
     // The AWS credential services (STS, SSO, instance metadata) asked before
@@ -286,7 +305,9 @@ async fn side_by_side_with(case: Case, websockets: bool) -> Vec<RecordedRequest>
     };
     assert_eq!(distinct(&pi_services), distinct(&rpc_services), "{name}: the credential services asked");
     assert_eq!(pi_model.len(), rpc_model.len(), "{name}: request count\npi: {}\npi-rpc: {}", pi.stderr, rpc.stderr);
-    if websockets {
+    let sse =
+        settings.is_some_and(|s| s["transport"] == "sse" || (s["transport"].is_null() && s["websockets"] == false));
+    if websockets && !sse {
         assert!(pi_model.iter().all(|r| r.method == "WEBSOCKET"), "{name}: pi did not use the WebSocket");
     }
     for (i, (a, b)) in pi_model.iter().zip(&rpc_model).enumerate() {
@@ -395,6 +416,40 @@ async fn openai_codex_responses_over_websocket() {
         assert!(!types.contains(&"function_call") && !types.contains(&"message"), "{types:?}");
     } else {
         assert!(calls.is_empty(), "two calls expected: {calls:?}");
+    }
+}
+
+fn codex_case(name: &'static str) -> Case {
+    Case {
+        name,
+        aws_auth: false,
+        model: "openai-codex/gpt-6.2-sol",
+        env: vec![],
+        models: json!({"providers": {"openai-codex": {"baseUrl": "BASE/backend-api"}}}),
+        auth: Some(json!({"openai-codex": {"type": "oauth", "access": chatgpt_token(), "refresh": "r",
+            "expires": 4_102_444_800_000u64, "accountId": "acct-side"}})),
+    }
+}
+
+/// The settings' `transport`, read as pi reads it: `sse` never opens a
+/// socket although the server would accept one; `websocket` uses the socket
+/// but sends the whole input each time (no `previous_response_id`).
+#[tokio::test]
+async fn openai_codex_transport_setting() {
+    let sse = side_by_side_settings(codex_case("codex-sse"), true, Some(json!({"transport": "sse"}))).await;
+    assert!(sse.iter().all(|r| r.method == "POST"), "{:?}", sse.iter().map(|r| &r.method).collect::<Vec<_>>());
+    let legacy = side_by_side_settings(codex_case("codex-legacy"), true, Some(json!({"websockets": false}))).await;
+    assert!(legacy.iter().all(|r| r.method == "POST"));
+    let full =
+        side_by_side_settings(codex_case("codex-websocket"), true, Some(json!({"transport": "websocket"}))).await;
+    if let [first, second] = &full[..] {
+        assert!(first.method == "WEBSOCKET" && second.method == "WEBSOCKET");
+        assert!(second.body.get("previous_response_id").is_none(), "{}", second.body);
+        let types: Vec<&str> =
+            second.body["input"].as_array().into_iter().flatten().filter_map(|i| i["type"].as_str()).collect();
+        assert!(types.contains(&"function_call"), "the whole input: {types:?}");
+    } else if reference_cli().is_some() {
+        panic!("two calls expected: {full:?}");
     }
 }
 

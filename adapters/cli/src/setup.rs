@@ -108,6 +108,7 @@ pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentC
         Err(_) => settings.enable_install_telemetry,
     };
     pi_core::provider::shared::set_attribution(attribution);
+    pi_core::provider::openai::codex_transport::set_transport(settings.transport.as_deref());
     let providers = ProviderRegistry::builtin(http, faux);
     let (resources, extensions, project_trusted) = resources_and_extensions(args, &agent_dir, &cwd)?;
     let mcp = mcp_options(args, &settings, &agent_dir, &cwd, project_trusted);

@@ -109,6 +109,9 @@ pub struct Settings {
     pub shell_command_prefix: Option<String>,
     /// `toolApproval`: which tool calls need the user's approval.
     pub tool_approval: ApprovalSettings,
+    /// `transport` of the Codex backend (`auto` when unset; a file's legacy
+    /// `websockets: true | false` without `transport` is `websocket` | `sse`).
+    pub transport: Option<String>,
 }
 
 /// `toolApproval` in settings: `enabled` (seed dialects; ACP asks by
@@ -159,6 +162,7 @@ impl Default for Settings {
             shell_path: None,
             shell_command_prefix: None,
             tool_approval: ApprovalSettings::default(),
+            transport: None,
         }
     }
 }
@@ -186,6 +190,8 @@ struct SettingsFile {
     shell_path: Option<String>,
     shell_command_prefix: Option<String>,
     tool_approval: Option<ToolApprovalFile>,
+    transport: Option<Value>,
+    websockets: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -308,6 +314,14 @@ impl Settings {
         }
         if let Some(v) = f.enable_install_telemetry {
             self.enable_install_telemetry = v;
+        }
+        // Values of other types are left out (pi's settings schema refuses them).
+        match (f.transport.as_ref().and_then(Value::as_str), f.websockets.as_ref().and_then(Value::as_bool)) {
+            (Some(t), _) => self.transport = Some(t.to_string()),
+            (None, Some(on)) if f.transport.is_none() => {
+                self.transport = Some(if on { "websocket" } else { "sse" }.to_string());
+            }
+            _ => {}
         }
         if let Some(v) = f.shell_path {
             self.shell_path = Some(v);
@@ -464,6 +478,28 @@ mod tests {
         assert_eq!(s.default_model.as_deref(), Some("b"));
         assert!(!s.compaction.enabled);
         assert_eq!(s.compaction.tokens_for("any/model"), (16384, 20000));
+    }
+
+    #[test]
+    fn transport_and_the_legacy_websockets_flag() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let load = |global: &str, project: Option<&str>| {
+            std::fs::write(agent.path().join("settings.json"), global).unwrap();
+            std::fs::create_dir_all(cwd.path().join(".pi")).unwrap();
+            std::fs::write(cwd.path().join(".pi/settings.json"), project.unwrap_or("{}")).unwrap();
+            Settings::load(agent.path(), cwd.path()).unwrap().transport
+        };
+        assert_eq!(load("{}", None), None);
+        assert_eq!(load(r#"{"transport":"sse"}"#, None).as_deref(), Some("sse"));
+        assert_eq!(load(r#"{"websockets":false}"#, None).as_deref(), Some("sse"));
+        assert_eq!(load(r#"{"websockets":true}"#, None).as_deref(), Some("websocket"));
+        assert_eq!(
+            load(r#"{"transport":"websocket-cached","websockets":false}"#, None).as_deref(),
+            Some("websocket-cached")
+        );
+        assert_eq!(load(r#"{"transport":"sse"}"#, Some(r#"{"transport":"websocket"}"#)).as_deref(), Some("websocket"));
+        assert_eq!(load(r#"{"transport":7}"#, None), None, "a value of another type is left out");
     }
 
     #[test]

@@ -320,7 +320,9 @@ impl Provider for OpenAiCodexResponses {
         let level = configuration_effort(&request)
             .map(|value| Ok(ProviderEvent::MessageField { key: "providerThinkingLevel".into(), value }));
         let url = endpoint(&request.model.base_url);
-        let websocket = !self.sessions.falls_back(request.session_id.as_deref()) && !self.http.proxied(&url);
+        let websocket = super::codex_transport::transport().uses_socket()
+            && !self.sessions.falls_back(request.session_id.as_deref())
+            && !self.http.proxied(&url);
         let attempt = if websocket {
             websocket_attempt(&self.http, &self.sessions, request, cancel.clone())
         } else {

@@ -374,7 +374,8 @@ async fn try_once(attempt: &Attempt, drop_continuation: bool) -> Result<Live, Fa
     if drop_continuation {
         lease.continuation = None;
     }
-    let body = continued_body(&attempt.body, lease.continuation.as_ref());
+    let continuation = lease.continuation.as_ref().filter(|_| super::codex_transport::transport().continues());
+    let body = continued_body(&attempt.body, continuation);
     let mut message = Map::new();
     message.insert("type".into(), json!("response.create"));
     if let Value::Object(fields) = body {

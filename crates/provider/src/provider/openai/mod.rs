@@ -7,6 +7,7 @@
 pub mod azure;
 pub mod azure_resource;
 pub mod codex;
+pub mod codex_transport;
 pub mod codex_ws;
 pub mod compat;
 pub mod completions;
