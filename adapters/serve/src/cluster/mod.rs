@@ -22,6 +22,7 @@ pub mod events;
 pub mod fence;
 pub mod keeper;
 pub mod lease;
+mod lease_state;
 pub mod mirror;
 pub mod peer;
 pub mod place;

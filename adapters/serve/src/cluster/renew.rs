@@ -7,11 +7,11 @@
 //!   one batch: their bus requests run concurrently, so one that waits on
 //!   the bus holds none of the others back, and their futures take room only
 //!   while they run. An idle lease costs its entry in the map, nothing more.
-//! * A lease let go ([`super::lease::Lease::release`], or dropped) leaves the
+//! * A lease let go (`Lease::release`, or dropped) leaves the
 //!   map; a renewal of it already in flight sees it let go and deletes the
 //!   lease it may have renewed meanwhile.
 //! * What a renewal finds (renewed, lost to another worker, the bus away)
-//!   is told to the lease's state ([`super::lease::LeaseWatch`]).
+//!   is told to the lease's state (`LeaseWatch`).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -23,7 +23,7 @@ use async_nats::jetstream::kv;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
-use super::lease::{State, clock_ms, millis, owner_of, owner_value};
+use super::lease_state::{State, clock_ms, millis, owner_of, owner_value};
 
 /// The `due` of a lease whose renewal is in flight.
 const IN_FLIGHT: u64 = u64::MAX;
