@@ -47,7 +47,7 @@ fn release_free_memory() {
     // SAFETY: `malloc_trim` takes no pointer and only works on glibc's own
     // arenas, under their locks; it is safe to call from any thread at any time.
     unsafe {
-        libc::malloc_trim(0);
+        nix::libc::malloc_trim(0);
     }
 }
 
