@@ -58,6 +58,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/session.cjs", include_str!("host/shims/coding-agent/session.cjs")),
     ("shims/coding-agent/projection.cjs", include_str!("host/shims/coding-agent/projection.cjs")),
     ("shims/coding-agent/ui.cjs", include_str!("host/shims/coding-agent/ui.cjs")),
+    ("shims/coding-agent/inert_components.cjs", include_str!("host/shims/coding-agent/inert_components.cjs")),
     ("shims/coding-agent/runtime.cjs", include_str!("host/shims/coding-agent/runtime.cjs")),
     ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),
     ("shims/pi-ai-compat.cjs", include_str!("host/shims/pi-ai-compat.cjs")),

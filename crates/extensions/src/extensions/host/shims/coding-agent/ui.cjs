@@ -79,31 +79,7 @@ class CustomEditor extends tui.Editor {
 
 /** Components of pi's interactive mode that only exist to be constructed here. */
 const inert = {};
-for (const name of [
-	"ArminComponent",
-	"AssistantMessageComponent",
-	"BashExecutionComponent",
-	"BranchSummaryMessageComponent",
-	"CompactionSummaryMessageComponent",
-	"CustomMessageComponent",
-	"ExtensionEditorComponent",
-	"ExtensionInputComponent",
-	"ExtensionSelectorComponent",
-	"FooterComponent",
-	"LoginDialogComponent",
-	"ModelSelectorComponent",
-	"OAuthSelectorComponent",
-	"SessionSelectorComponent",
-	"SettingsSelectorComponent",
-	"ShowImagesSelectorComponent",
-	"SkillInvocationMessageComponent",
-	"ThemeSelectorComponent",
-	"ThinkingSelectorComponent",
-	"ToolExecutionComponent",
-	"TreeSelectorComponent",
-	"UserMessageComponent",
-	"UserMessageSelectorComponent",
-]) {
+for (const name of require("./inert_components.cjs")) {
 	inert[name] = { [name]: class extends tui.Container {} }[name];
 }
 
