@@ -173,7 +173,7 @@ fn mcp_options(
     }
     let tools: Option<Vec<String>> = args.tools.as_ref().map(|l| l.iter().map(|t| t.trim().to_string()).collect());
     let exclude = args.exclude_tools.clone().unwrap_or_default();
-    McpOptions { config, filter: ToolFilter::from_cli(tools.as_deref(), &exclude), disabled: false }
+    McpOptions { config, filter: ToolFilter::from_cli(tools.as_deref(), &exclude), disabled: false, root: None }
 }
 
 /// Prompt templates and skills (discovered now, problems logged), and the

@@ -15,6 +15,7 @@ fn payload(p: ToolResultPayload) -> WireToolResult {
         details: p.details,
         structured_content: p.structured_content,
         is_error: p.is_error,
+        usage: p.usage,
     }
 }
 

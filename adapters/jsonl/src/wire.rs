@@ -118,6 +118,10 @@ pub struct WireToolResult {
     /// `isError`); absent otherwise, also for failures the tool threw.
     #[serde(rename = "isError", skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// The tool's own model usage (an extension tool that ran a sub-agent),
+    /// as the toolResult message's `usage`; absent when it reports none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// An extension UI request (`extension_ui_request`); the fields present depend on `method`.

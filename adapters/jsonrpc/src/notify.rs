@@ -254,6 +254,7 @@ mod tests {
                 details: None,
                 structured_content: None,
                 is_error: false,
+                usage: None,
             },
             is_error: false,
             duration_ms: Some(1),

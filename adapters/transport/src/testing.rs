@@ -218,6 +218,7 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
         details: None,
         structured_content: None,
         is_error: false,
+        usage: None,
     };
     let usage = || std::sync::Arc::new(Usage::default());
     let request = |kind| E::ClientRequest(ClientRequest { id: "c1".into(), kind });

@@ -39,6 +39,10 @@ pub struct ToolResultPayload {
     /// Defaulted so events stored by an older `pi serve --cluster` worker still read.
     #[serde(default)]
     pub is_error: bool,
+    /// The tool's own model usage (pi's `result.usage`: an extension tool
+    /// that ran a sub-agent). Defaulted for events stored before it existed.
+    #[serde(default)]
+    pub usage: Option<crate::message::Usage>,
 }
 
 /// Why a compaction runs.

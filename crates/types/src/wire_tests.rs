@@ -106,6 +106,7 @@ fn events_round_trip() {
             details: Some(json!({"n": 1})),
             structured_content: Some(json!({"rows": 2})),
             is_error: true,
+            usage: Some(crate::message::Usage { input: 4, output: 1, ..Default::default() }),
         },
         is_error: false,
         duration_ms: Some(3),

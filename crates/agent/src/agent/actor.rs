@@ -103,7 +103,8 @@ impl Agent {
             &start,
             Arc::new(ActorSink(channels.internal())),
         );
-        let mcp = super::mcp_start::start_mcp(config.mcp, &channels.internal());
+        let mcp_options = crate::mcp::McpOptions { root: Some(config.cwd.clone()), ..config.mcp };
+        let mcp = super::mcp_start::start_mcp(mcp_options, &channels.internal());
         let mut agent = Agent {
             queues: Queues::new(config.settings.steering_mode, config.settings.follow_up_mode),
             prefs: Preferences::new(config.settings, config.persist_settings.then(|| config.agent_dir.clone())),
@@ -208,8 +209,11 @@ impl Agent {
                 self.record_context_edit(&message).await;
             }
             Internal::RunFinished { run_id } => self.run_finished(run_id).await,
-            Internal::CommitBoundary { entries, reply } => {
-                let _ = reply.send(self.commit_boundary(&entries).await);
+            Internal::BoundaryPending { reply } => {
+                let _ = reply.send(self.boundary_pending());
+            }
+            Internal::CommitBoundary { event, entries, reply } => {
+                let _ = reply.send(self.commit_boundary(event, &entries).await);
             }
             Internal::CallableTools { reply } => {
                 let (tools, specs) = self.toolbox.callable_set();

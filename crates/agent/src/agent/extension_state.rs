@@ -31,11 +31,12 @@ pub(crate) enum ExtSignal {
         id: usize,
         found: Option<Value>,
     },
-    /// The extensions' answers to `resources_discover` after a reload (each
-    /// with the extension's path); `reply` is the reloading command's.
+    /// The extensions' answers to `resources_discover` after a reload or a
+    /// session replacement (each with the extension's path); `reply` is the
+    /// reloading command's (`None`: a replacement, ops waited for it).
     ResourcesFound {
         found: Vec<(String, Value)>,
-        reply: super::extension_session_op_state::ExtReply,
+        reply: Option<super::extension_session_op_state::ExtReply>,
     },
     /// The session hooks decided about an op.
     SessionHookDone {
@@ -75,6 +76,9 @@ pub(crate) struct ExtensionState {
     providers_of: HashMap<usize, Vec<crate::extensions::protocol::ProviderSpec>>,
     /// A session hook is deciding (ops wait in the actor's deferred queue).
     hook_pending: bool,
+    /// `resources_discover` rounds asked after a session replacement and
+    /// not yet answered (ops wait, as pi answers after them).
+    discovering: usize,
     /// Commands and hooks in flight.
     running: usize,
     /// Custom messages for the next prompt (`deliverAs: "nextTurn"`).
@@ -114,6 +118,7 @@ impl ExtensionState {
             handle,
             resources,
             hook_pending: false,
+            discovering: 0,
             running: 0,
             next_turn: Vec::new(),
             tools_of: HashMap::new(),
@@ -147,7 +152,17 @@ impl ExtensionState {
 
     /// Ops wait: extensions are starting or a session hook decides.
     pub(super) fn gated(&self) -> bool {
-        self.hook_pending || self.starting.iter().any(|s| *s)
+        self.hook_pending || self.discovering > 0 || self.starting.iter().any(|s| *s)
+    }
+
+    /// A `resources_discover` round starts after a session replacement.
+    pub(super) fn discovery_started(&mut self) {
+        self.discovering += 1;
+    }
+
+    /// That round was answered.
+    pub(super) fn discovery_done(&mut self) {
+        self.discovering = self.discovering.saturating_sub(1);
     }
 
     /// A command finished.

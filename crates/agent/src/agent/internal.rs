@@ -52,9 +52,11 @@ pub enum Internal {
     BashFinished { tag: Option<RequestTag>, outcome: Box<Result<(BashResult, AgentMessage), String>> },
     /// Extension work: host signals, finished commands and hooks.
     Extension(Box<ExtSignal>),
-    /// Append the drafts of the `agent_before_settle` boundary; the answer
-    /// is whether the conversation can take one more model request.
-    CommitBoundary { entries: Vec<serde_json::Value>, reply: oneshot::Sender<bool> },
+    /// The messages still pending at a boundary (`turn_end`, `agent_before_settle`).
+    BoundaryPending { reply: oneshot::Sender<crate::extensions::boundary::PendingMessages> },
+    /// Append the drafts of boundary `event`; the answer is whether the
+    /// conversation can take one more model request.
+    CommitBoundary { event: &'static str, entries: Vec<serde_json::Value>, reply: oneshot::Sender<bool> },
     /// The tools the model gets now (an extension changed them during a run).
     CurrentTools { reply: oneshot::Sender<ToolSet> },
     /// The tools a running tool may call now (nested calls).

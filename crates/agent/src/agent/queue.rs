@@ -72,6 +72,11 @@ impl Queues {
         self.queue_mut(kind).mode = mode;
     }
 
+    /// The messages waiting, steering first (pi's `peekQueuedMessages`).
+    pub(super) fn peek(&self) -> Vec<AgentMessage> {
+        self.steering.items.iter().chain(&self.follow_up.items).map(|q| q.message.clone()).collect()
+    }
+
     /// Messages waiting in both queues.
     pub(super) fn pending(&self) -> usize {
         self.steering.len() + self.follow_up.len()

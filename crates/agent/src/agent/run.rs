@@ -275,6 +275,8 @@ async fn low_level_run(
     let mut prompt = initial;
     let mut pending_kind = Pending::Prompt;
     let mut retry_end_pending = retry_attempt > 0;
+    // pi's `turnIndex`: turns ended so far in this low-level run.
+    let mut turn_index: u32 = 0;
     loop {
         s.emitter.emit(AgentEvent::TurnStart).await;
         // The conversation as the actor has it (none needed once aborted),
@@ -363,6 +365,7 @@ async fn low_level_run(
                 let message = AgentMessage::Assistant(outcome.message);
                 totals.add(&message.as_assistant().map(|a| a.usage.clone()).unwrap_or_default());
                 new_messages.push(message.clone());
+                turn_boundary(s, turn_index, &message, &[]).await;
                 s.emitter
                     .emit(AgentEvent::TurnEnd { message: Box::new(message.clone()), tool_results: Vec::new() })
                     .await;
@@ -396,6 +399,7 @@ async fn low_level_run(
         let message = AgentMessage::Assistant(assistant);
         new_messages.push(message.clone());
         if aborted {
+            turn_boundary(s, turn_index, &message, &[]).await;
             s.emitter.emit(AgentEvent::TurnEnd { message: Box::new(message), tool_results: Vec::new() }).await;
             return (new_messages, LowLevelEnd::Aborted);
         }
@@ -416,6 +420,8 @@ async fn low_level_run(
             }
             (result_messages, !terminate)
         };
+        let wants_more = turn_boundary(s, turn_index, &message, &tool_results).await;
+        turn_index += 1;
         s.emitter.emit(AgentEvent::TurnEnd { message: Box::new(message), tool_results }).await;
         if next_turn {
             RunCompaction::between_turns(s).await;
@@ -436,8 +442,20 @@ async fn low_level_run(
             pending_kind = Pending::FollowUp;
             continue;
         }
+        if wants_more {
+            // A `turn_end` handler's continuation: one request from the conversation as it is.
+            pending_kind = Pending::Prompt;
+            continue;
+        }
         return (new_messages, LowLevelEnd::Done);
     }
+}
+
+/// pi's `turn_end` boundary for the turn that `message` (and `tool_results`)
+/// closed: whether a handler asked for one more model request.
+async fn turn_boundary(s: &RunSetup, turn_index: u32, message: &AgentMessage, tool_results: &[AgentMessage]) -> bool {
+    let turn = crate::extensions::boundary::TurnEnd { turn_index, message, tool_results };
+    super::settle::turn_end(&s.emitter, &s.extensions, &s.cancel, turn).await
 }
 
 /// The assistant message that ends a run aborted before its next model call.

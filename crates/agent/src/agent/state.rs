@@ -138,6 +138,15 @@ impl Activity {
         }
     }
 
+    /// The extensions' custom messages held until the run ends.
+    pub(super) fn held_custom(&self) -> Vec<AgentMessage> {
+        let custom = |m: &HeldMessage| match m {
+            HeldMessage::Custom(message) => Some(message.clone()),
+            HeldMessage::Bash(_) => None,
+        };
+        self.held.iter().filter_map(custom).collect()
+    }
+
     /// A message that arrived during the run: it joins the conversation when the run ends.
     pub(super) fn hold_message(&mut self, message: HeldMessage) {
         self.held.push(message);

@@ -121,6 +121,7 @@ pub(super) async fn run_prepared(
                 details: update.details,
                 structured_content: None,
                 is_error: false,
+                usage: None,
             },
             parent_tool_call_id: parent.map(str::to_string),
         })
@@ -213,6 +214,7 @@ pub(super) async fn emit_end(
                 details: output.details.clone(),
                 structured_content: output.structured_content.clone(),
                 is_error: output.result_is_error,
+                usage: output.usage.clone(),
             },
             is_error: output.is_error,
             duration_ms,

@@ -19,6 +19,13 @@ fn extension_name(extension_path: &Path) -> String {
 }
 
 impl Resources {
+    /// Drop the skills and templates extensions found: a new session asks
+    /// them again, as pi's replaced runtime does.
+    pub fn forget_found_by_extensions(&mut self) {
+        self.skills.retain(|s| s.source_info.extension.is_none());
+        self.templates.retain(|t| t.source_info.extension.is_none());
+    }
+
     /// Load the skills (`skill_paths`: files or directories) and templates
     /// (`prompt_paths`) extension `extension_path` returned; the problems
     /// found are added to the diagnostics and returned as lines.
@@ -112,5 +119,7 @@ mod tests {
         assert_eq!(info.base_dir, Some(dir.path().join("ext").to_string_lossy().into_owned()));
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[0].contains("does not exist") && warnings[1].contains("collision"), "{warnings:?}");
+        resources.forget_found_by_extensions();
+        assert_eq!((resources.skills.len(), resources.templates.len()), (0, 0));
     }
 }

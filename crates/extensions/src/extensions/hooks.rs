@@ -289,6 +289,9 @@ impl Extensions {
                 "details": output.details,
                 "isError": output.is_error,
             });
+            if let Some(usage) = &output.usage {
+                params["usage"] = json!(usage);
+            }
             if let Some(parent) = parent {
                 params["parentToolCallId"] = json!(parent);
             }
@@ -306,6 +309,9 @@ impl Extensions {
             }
             if let Some(is_error) = result.get("isError").and_then(Value::as_bool) {
                 output.is_error = is_error;
+            }
+            if let Some(usage) = super::tool_content::parse_usage(&result) {
+                output.usage = Some(usage);
             }
         }
         output

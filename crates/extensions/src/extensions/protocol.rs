@@ -61,6 +61,7 @@ pub const HOOK_EVENTS: &[&str] = &[
     "before_provider_request",
     "after_provider_response",
     "agent_before_settle",
+    "turn_end_boundary",
     "resources_discover",
 ];
 
@@ -313,6 +314,9 @@ fn payload(p: &ToolResultPayload) -> Value {
     obj.insert("content".into(), to_value(&p.content));
     if let Some(d) = &p.details {
         obj.insert("details".into(), d.clone());
+    }
+    if let Some(usage) = &p.usage {
+        obj.insert("usage".into(), to_value(usage));
     }
     if p.is_error {
         obj.insert("isError".into(), Value::Bool(true));

@@ -88,7 +88,9 @@ impl Tool for ExtensionTool {
                     (d, _) => d,
                 };
                 let terminate = result.get("terminate").and_then(Value::as_bool) == Some(true);
-                ToolOutput { content, details, is_error, terminate, ..Default::default() }
+                // pi's `result.usage`: the tool's own model usage (a sub-agent's), on its toolResult.
+                let usage = super::tool_content::parse_usage(&result);
+                ToolOutput { content, details, is_error, terminate, usage, ..Default::default() }
             }
             Err(CallError::Failed(message)) => ToolOutput::error(message),
             Err(CallError::Dead(message)) => {

@@ -24,6 +24,11 @@ pub(crate) fn parse_content(v: &Value) -> (Vec<ContentBlock>, Option<Value>) {
     (content, details)
 }
 
+/// A result's `usage` (pi's `Usage`), when it has a readable one.
+pub(crate) fn parse_usage(result: &Value) -> Option<crate::message::Usage> {
+    result.get("usage").filter(|u| u.is_object()).and_then(|u| serde_json::from_value(u.clone()).ok())
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -86,10 +86,18 @@ pub struct Connection {
     stopping: CancellationToken,
     /// Where progress notifications of running calls go, by progress token.
     progress: Mutex<HashMap<String, mpsc::UnboundedSender<String>>>,
+    /// The session's working directory: the root the server is given.
+    root: super::SharedRoot,
 }
 
 impl Connection {
     pub fn new(config: ServerConfig) -> Arc<Connection> {
+        Connection::with_root(config, Arc::default())
+    }
+
+    /// A connection whose server is given `root` (the process's working
+    /// directory while it holds none).
+    pub fn with_root(config: ServerConfig, root: super::SharedRoot) -> Arc<Connection> {
         let (state, _) = watch::channel(ServerState {
             status: Status::Connecting,
             tools: Arc::new(Vec::new()),
@@ -102,6 +110,7 @@ impl Connection {
             live: tokio::sync::Mutex::new(None),
             stderr_tail: Arc::default(),
             stopping: CancellationToken::new(),
+            root,
             progress: Mutex::default(),
         })
     }
@@ -556,15 +565,15 @@ impl rmcp::ClientHandler for Handler {
         ClientConfig::new(capabilities, Implementation::new("pi", env!("CARGO_PKG_VERSION")))
     }
 
-    /// pi's one root: the working directory, named by its last component.
+    /// pi's one root: the session's working directory, named by its last component.
     #[allow(deprecated)] // MCP roots are deprecated by SEP-2577; pi 1.6.0 still offers them.
     async fn list_roots(
         &self,
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
-        Ok(rmcp::model::ListRootsResult::new(
-            std::env::current_dir().ok().and_then(|cwd| root(&cwd)).into_iter().collect(),
-        ))
+        let session_root = self.conn.upgrade().and_then(|c| c.root.lock().ok().and_then(|r| r.clone()));
+        let dir = session_root.or_else(|| std::env::current_dir().ok());
+        Ok(rmcp::model::ListRootsResult::new(dir.and_then(|dir| root(&dir)).into_iter().collect()))
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

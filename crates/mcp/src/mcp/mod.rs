@@ -78,7 +78,14 @@ pub struct McpOptions {
     pub filter: ToolFilter,
     /// MCP is turned off (`--no-mcp`, `--no-tools`): no servers, no `/mcp`.
     pub disabled: bool,
+    /// The session's working directory, the one root servers are given
+    /// (`roots/list`); the process's when unset.
+    pub root: Option<std::path::PathBuf>,
 }
+
+/// The session's working directory as every connection of one manager sees
+/// it (it follows the session when it moves).
+pub type SharedRoot = Arc<Mutex<Option<std::path::PathBuf>>>;
 
 /// An MCP tool as the session may reach it.
 #[derive(Clone)]
@@ -107,12 +114,16 @@ pub struct McpManager {
     disabled: bool,
     /// Codemode's `store()` values.
     pub(crate) store: Mutex<Map<String, Value>>,
+    /// The root servers are given.
+    root: SharedRoot,
 }
 
 impl McpManager {
     /// Start connecting every server in the background (needs a Tokio runtime).
     pub fn start(options: McpOptions) -> Arc<McpManager> {
-        let conns: Vec<Arc<Connection>> = options.config.servers.into_iter().map(Connection::new).collect();
+        let root: SharedRoot = Arc::new(Mutex::new(options.root));
+        let conns: Vec<Arc<Connection>> =
+            options.config.servers.into_iter().map(|server| Connection::with_root(server, root.clone())).collect();
         let go = CancellationToken::new();
         if !conns.is_empty() {
             // Servers start once the session answered its first command (or
@@ -138,7 +149,20 @@ impl McpManager {
             auto_codemode: options.config.auto_enable_codemode,
             disabled: options.disabled,
             store: Mutex::new(Map::new()),
+            root,
         })
+    }
+
+    /// The session now works in `dir`: the root servers are given from now on.
+    pub fn set_root(&self, dir: std::path::PathBuf) {
+        if let Ok(mut root) = self.root.lock() {
+            *root = Some(dir);
+        }
+    }
+
+    /// A connection to `server`, given this session's root.
+    pub(super) fn connection(&self, server: ServerConfig) -> Arc<Connection> {
+        Connection::with_root(server, self.root.clone())
     }
 
     /// Start connecting now (the session answered its first command).

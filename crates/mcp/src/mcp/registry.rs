@@ -47,7 +47,7 @@ impl McpManager {
             return Err(format!("MCP server \"{name}\" is already registered by {}", other.extension_path));
         }
         let shadowed = self.configured.iter().any(|c| same_server_name(&c.config.name, name));
-        let conn = server.filter(|_| !shadowed && !self.disabled).map(Connection::new);
+        let conn = server.filter(|_| !shadowed && !self.disabled).map(|server| self.connection(server));
         if let Some(conn) = &conn {
             // With the mcp.json servers at start-up, at once once they started.
             let (conn, go) = (conn.clone(), self.go.clone());

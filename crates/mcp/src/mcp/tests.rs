@@ -46,3 +46,43 @@ async fn servers_given_per_session_connect_and_answer() {
     );
     mcp.shutdown().await;
 }
+
+/// server-everything over stdio, when installed (scripts/install-mcp-servers.sh).
+fn everything_server() -> Option<ServerConfig> {
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let node = root.join("target/tools/node/node_modules/.bin/node");
+    let script = root.join("target/tools/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if !node.exists() || !script.exists() {
+        assert!(std::env::var("PI_RPC_REQUIRE_TOOLS").as_deref() != Ok("1"), "run scripts/install-mcp-servers.sh");
+        return None;
+    }
+    let args = vec![script.display().to_string(), "stdio".to_string()];
+    Some(ServerConfig::stdio("everything", node, args, Vec::new(), std::env::temp_dir()))
+}
+
+#[tokio::test]
+async fn the_root_a_server_is_given_is_the_sessions_working_directory() {
+    let Some(mut server) = everything_server() else { return };
+    server.exposure = Exposure::Direct;
+    let mut config = McpConfig::default();
+    config.add_server(server);
+    // Not the process's working directory: the session's (an ACP session's, `initialize`'s `cwd`).
+    let session_dir = tempfile::tempdir().unwrap();
+    let session_root = session_dir.path().join("project-of-the-session");
+    std::fs::create_dir_all(&session_root).unwrap();
+    let mcp = McpManager::start(McpOptions { config, root: Some(session_root.clone()), ..Default::default() });
+    mcp.begin();
+    mcp.wait_for(None).await;
+    let tools = mcp.tools();
+    let roots = tools.iter().find(|t| t.tool.name() == "mcp__everything__get_roots_list").expect("roots tool");
+    let out = roots.tool.execute(json!({}), ToolContext::new(std::env::temp_dir())).await;
+    let text = format!("{:?}", out.content);
+    let uri = reqwest::Url::from_directory_path(&session_root).unwrap().as_str().trim_end_matches('/').to_string();
+    assert!(text.contains(&uri), "{text}");
+    assert!(text.contains("project-of-the-session"), "named by its last component: {text}");
+    let process_cwd = std::env::current_dir().unwrap();
+    let process_uri =
+        reqwest::Url::from_directory_path(&process_cwd).unwrap().as_str().trim_end_matches('/').to_string();
+    assert!(session_root.starts_with(&process_cwd) || !text.contains(&process_uri), "{text}");
+    mcp.shutdown().await;
+}

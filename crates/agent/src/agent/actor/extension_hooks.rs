@@ -333,7 +333,7 @@ impl Agent {
     /// Tell extensions a session became current (`reason`: new, resume,
     /// fork), replacing the one in the file `previous`. `sessionFile` is
     /// for the host (the `targetSessionFile` of its `session_shutdown`).
-    pub(super) fn extensions_session_started(&self, reason: &str, previous: Option<String>) {
+    pub(super) fn extensions_session_started(&mut self, reason: &str, previous: Option<String>) {
         let mut payload =
             json!({"type": "session_start", "reason": reason, "sessionId": self.session.record().session_id()});
         if let Some(previous) = previous {
@@ -343,6 +343,7 @@ impl Agent {
             payload["sessionFile"] = Value::String(file.display().to_string());
         }
         self.ext.handle().notify_raw("session_start", payload);
+        self.discover_after_replacement();
     }
 
     /// A custom message sent during a run: it joins the conversation when the run ends.
@@ -382,7 +383,15 @@ impl Agent {
                 for (path, found) in found {
                     self.add_found_resources_of(&path, &found);
                 }
-                let _ = reply.send(Ok(json!({"cancelled": false})));
+                match reply {
+                    Some(reply) => {
+                        let _ = reply.send(Ok(json!({"cancelled": false})));
+                    }
+                    None => {
+                        self.ext.discovery_done();
+                        self.release_deferred().await;
+                    }
+                }
             }
             ExtSignal::Host(HostSignal::Died { id, event, error }) => {
                 let path = self.ext.handle().get(id).map(|e| e.path_string()).unwrap_or_default();

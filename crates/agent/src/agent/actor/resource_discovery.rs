@@ -1,5 +1,6 @@
-//! pi's `resources_discover`: after `session_start` (at start-up, and after
-//! a command's `ctx.reload()`), extensions return skill, prompt-template and
+//! pi's `resources_discover`: after `session_start` (at start-up, after a
+//! session replacement (new, resume, fork, clone) and after a command's
+//! `ctx.reload()`), extensions return skill, prompt-template and
 //! theme paths; the skills and templates load after the others (listed by
 //! `get_commands`, `/template` and `/skill:name` expand, skills join the
 //! system prompt). Themes have no use in RPC mode.
@@ -40,9 +41,26 @@ impl Agent {
     /// After a reload's `session_start`: ask every extension that listens
     /// (reason "reload"), add what they found, then answer `reply`.
     pub(super) fn discover_after_reload(&mut self, reply: ExtReply) {
+        self.discover("reload", Some(reply));
+    }
+
+    /// After a session replacement's `session_start` (pi binds its new
+    /// runtime's extensions: reason "startup"): what extensions found for the
+    /// old session goes, every extension that listens is asked again, and
+    /// ops wait until all have answered.
+    pub(super) fn discover_after_replacement(&mut self) {
+        if !self.ext.handle().listens("resources_discover") {
+            return;
+        }
+        self.ext.resources_mut().forget_found_by_extensions();
+        self.ext.discovery_started();
+        self.discover("startup", None);
+    }
+
+    fn discover(&mut self, reason: &str, reply: Option<ExtReply>) {
         let listeners = self.ext.handle().subscribers("resources_discover");
         let internal = self.channels.internal();
-        let params = json!({"cwd": self.workspace.cwd(), "reason": "reload"});
+        let params = json!({"cwd": self.workspace.cwd(), "reason": reason});
         tokio::spawn(async move {
             let mut found = Vec::new();
             for ext in listeners {

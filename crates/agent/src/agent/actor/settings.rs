@@ -243,8 +243,9 @@ impl Agent {
         // Everything checked: apply.
         self.models.replace_registry(registry);
         if let Some(cwd) = cwd
-            && self.workspace.move_to(cwd)
+            && self.workspace.move_to(cwd.clone())
         {
+            self.mcp.set_root(cwd);
             self.rebind_fresh_session();
         }
         // `initialize` stands for the command line: later sessions start from it too.

@@ -84,6 +84,9 @@ export class Instance {
 		events.add("session_shutdown");
 		events.add("bus");
 		events.add("agent_settled");
+		// pi's `turn_end` is an actionable boundary (a hook); the notifications keep the turn count.
+		if (events.has("turn_end")) events.add("turn_end_boundary");
+		if (events.has("turn_start") || events.has("turn_end")) events.add("agent_start").add("turn_end");
 		return {
 			type: "register",
 			name,

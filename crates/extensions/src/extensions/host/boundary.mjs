@@ -1,9 +1,10 @@
-// pi-rpc extension host: the `agent_before_settle` boundary. Handlers run in
-// registration order; each sees the draft entries and continuation proposed
-// so far, with `context`, a preview of the model context once those drafts
-// are appended, rebuilt after every handler. A draft that cannot be applied
-// (a `context_edit` of an entry that is not on the branch…) makes the
-// proposal invalid; pi-rpc then appends nothing and does not continue.
+// pi-rpc extension host: pi's actionable boundaries, `turn_end` and
+// `agent_before_settle`. Handlers run in registration order; each sees the
+// draft entries and continuation proposed so far, with `context`, a preview of
+// the model context once those drafts are appended (and the messages still
+// queued), rebuilt after every handler. A draft that cannot be applied (a
+// `context_edit` of an entry that is not on the branch…) makes the proposal
+// invalid; pi-rpc then appends nothing and does not continue.
 
 import { randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
@@ -98,8 +99,13 @@ function toLlm(messages) {
 	return out;
 }
 
-/** pi's `BoundaryContextPreview` for the session with `drafts` appended (throws on an invalid draft). */
-export function boundaryContext(sessionManager, drafts) {
+/**
+ * pi's `BoundaryContextPreview` for the session with `drafts` appended (throws
+ * on an invalid draft). `pending`: pi-rpc's queued messages, then the custom
+ * messages held for the turn's end (`pendingMessages`); `boundary` decides how
+ * they count for `canContinue`, as in pi.
+ */
+export function boundaryContext(sessionManager, drafts, pending = { queued: [], held: [] }, boundary = "agent_before_settle") {
 	const entries = sessionManager.getEntries();
 	const byId = new Map(entries.map((entry) => [entry.id, entry]));
 	let leaf = sessionManager.getLeafId();
@@ -114,41 +120,75 @@ export function boundaryContext(sessionManager, drafts) {
 	const llmMessages = toLlm(projected.messages);
 	const finalRole = llmMessages[llmMessages.length - 1]?.role;
 	const runnable = llmMessages.some((message) => message.role !== "system") && finalRole !== "assistant";
+	const queued = pending.queued ?? [];
+	const held = pending.held ?? [];
+	const queueCounts = boundary === "turn_end" ? queued.length > 0 : finalRole === "assistant" && queued.length > 0;
 	return {
 		contextEntries: projected.entries,
 		contextMessages: projected.messages,
 		llmMessages,
-		pendingMessages: [],
-		canContinue: runnable,
+		pendingMessages: [...queued, ...held],
+		canContinue: runnable || held.length > 0 || queueCounts,
 	};
 }
 
-/** Run the `agent_before_settle` handlers: `{entries, continue, valid}`. */
-export async function beforeSettle(handlers, params, ctx, reportError) {
+/** The session entry id of each message of a turn, found on the branch (latest first). */
+function turnEntryIds(sessionManager, message, toolResults) {
+	const branch = sessionManager.getBranch().filter((entry) => entry.type === "message");
+	const latest = (test) => {
+		for (let i = branch.length - 1; i >= 0; i--) if (test(branch[i].message)) return branch[i].id;
+		return undefined;
+	};
+	const messageEntryId = latest((m) => m?.role === message?.role && m?.timestamp === message?.timestamp);
+	const toolResultEntryIds = (toolResults ?? []).flatMap((result) => {
+		const id = latest((m) => m?.role === "toolResult" && m?.toolCallId === result?.toolCallId);
+		return id ? [id] : [];
+	});
+	return { messageEntryId, toolResultEntryIds };
+}
+
+/** The fields of pi's `turn_end` event before the proposal (`turnIndex`, `message`, …). */
+export function turnEndEvent(sessionManager, params) {
+	const { messageEntryId, toolResultEntryIds } = turnEntryIds(sessionManager, params.message, params.toolResults);
+	return {
+		type: "turn_end",
+		turnIndex: params.turnIndex,
+		message: params.message,
+		toolResults: params.toolResults ?? [],
+		messageEntryId,
+		toolResultEntryIds,
+		outcome: params.outcome,
+	};
+}
+
+/**
+ * Run the handlers of boundary `base.type` (`turn_end`, `agent_before_settle`)
+ * with `base` as the event's own fields: `{entries, continue, valid}`.
+ */
+export async function runBoundary(handlers, base, params, ctx, reportError) {
+	const boundary = base.type;
 	let entries = Array.isArray(params.entries) ? params.entries : [];
 	let shouldContinue = params.continue === true;
 	let valid = true;
-	const rebuild = () => {
-		try {
-			valid = true;
-			return boundaryContext(ctx.sessionManager, entries);
-		} catch (error) {
-			valid = false;
-			reportError("agent_before_settle", `Invalid boundary entries: ${error instanceof Error ? error.message : String(error)}`);
-			return boundaryContext(ctx.sessionManager, []);
-		}
-	};
-	let context = rebuild();
+	const pending = params.pending ?? { queued: [], held: [] };
+	let context = boundaryContext(ctx.sessionManager, entries, pending, boundary);
 	for (const handler of handlers) {
-		const event = { type: "agent_before_settle", outcome: params.outcome, entries, continue: shouldContinue, context };
+		const event = { ...base, entries, continue: shouldContinue, context };
 		try {
 			const result = await handler(event, ctx);
 			if (result?.entries !== undefined) entries = result.entries;
 			if (result?.continue !== undefined) shouldContinue = result.continue;
 		} catch (error) {
-			reportError("agent_before_settle", error);
+			reportError(boundary, error);
 		}
-		context = rebuild();
+		// As pi: an invalid proposal keeps the last good preview.
+		try {
+			context = boundaryContext(ctx.sessionManager, entries, pending, boundary);
+			valid = true;
+		} catch (error) {
+			valid = false;
+			reportError(boundary, `Invalid boundary entries: ${error instanceof Error ? error.message : String(error)}`);
+		}
 	}
 	return { entries, continue: shouldContinue, valid };
 }

@@ -6,7 +6,7 @@
 // and chain the system prompt; `context` and `tool_result` handlers chain
 // their replacements. The answer is the protocol's hook result.
 
-import { beforeSettle } from "./boundary.mjs";
+import { runBoundary, turnEndEvent } from "./boundary.mjs";
 import { promptOptionChanges, systemPromptOptions } from "./prompt-options.mjs";
 
 /** Notify every handler of `event.type`; failures are reported and the rest still run. */
@@ -202,7 +202,7 @@ export async function runHook(instance, method, params, ctx, reportError) {
 				try {
 					const result = await handler(event, ctx);
 					if (!result || typeof result !== "object") continue;
-					for (const key of ["content", "details", "isError"]) {
+					for (const key of ["content", "details", "isError", "usage"]) {
 						if (key in result) {
 							event[key] = result[key];
 							changed = true;
@@ -212,7 +212,7 @@ export async function runHook(instance, method, params, ctx, reportError) {
 					reportError("tool_result", error);
 				}
 			}
-			return changed ? { content: event.content, details: event.details, isError: event.isError === true } : null;
+			return changed ? { content: event.content, details: event.details, isError: event.isError === true, usage: event.usage } : null;
 		}
 		case "before_provider_headers": {
 			// Handlers change `event.headers` in place (null removes one).
@@ -257,7 +257,10 @@ export async function runHook(instance, method, params, ctx, reportError) {
 			return found;
 		}
 		case "agent_before_settle":
-			return await beforeSettle(handlers, params, ctx, reportError);
+			return await runBoundary(handlers, { type: method, outcome: params.outcome }, params, ctx, reportError);
+		case "turn_end_boundary":
+			// pi's `turn_end` handlers run here, not on the `turn_end` notification.
+			return await runBoundary(instance.handlersFor("turn_end"), turnEndEvent(ctx.sessionManager, params), params, ctx, reportError);
 		default:
 			await dispatch(instance, event, ctx, reportError);
 			return null;

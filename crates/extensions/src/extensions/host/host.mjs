@@ -139,8 +139,9 @@ async function onEvent(event) {
 			event.timestamp ??= Date.now();
 			break;
 		case "turn_end":
-			event.turnIndex = turnIndex++;
-			break;
+			// The handlers ran at the boundary (`turn_end_boundary`), before this notification.
+			turnIndex++;
+			return;
 		default:
 	}
 	await dispatch(instance, event, contexts.event(undefined), reportError);
@@ -182,6 +183,7 @@ async function runTool({ toolName, toolCallId, input }, signal) {
 		details: result?.details,
 		isError: result?.isError === true,
 		terminate: result?.terminate === true ? true : undefined,
+		usage: result?.usage,
 	};
 }
 
