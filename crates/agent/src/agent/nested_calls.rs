@@ -36,11 +36,16 @@ pub(crate) struct NestedRunner {
     /// By the id of a calling call: the model's calls and the nested calls
     /// still running (their own calls are recorded on the same record).
     scopes: Mutex<HashMap<String, Scope>>,
+    /// Held by a nested call of an `executionMode: "sequential"` tool (and
+    /// by the calls it makes in turn), so such calls run one at a time.
+    queue: Arc<tokio::sync::Mutex<()>>,
 }
 
 struct Scope {
     record: Arc<Mutex<Recorder>>,
     next: u32,
+    /// This call, or one that made it, holds the queue.
+    holds_queue: bool,
 }
 
 /// The record of one model call's nested calls, at every depth.
@@ -128,7 +133,13 @@ fn text_of(output: &ToolOutput) -> String {
 impl NestedRunner {
     pub(crate) fn new(emitter: Emitter, mut base: ToolContext) -> Arc<Self> {
         base.nested = None;
-        Arc::new_cyclic(|me| NestedRunner { emitter, base, me: me.clone(), scopes: Mutex::new(HashMap::new()) })
+        Arc::new_cyclic(|me| NestedRunner {
+            emitter,
+            base,
+            me: me.clone(),
+            scopes: Mutex::new(HashMap::new()),
+            queue: Arc::default(),
+        })
     }
 
     /// The record of the nested calls the model's call `tool_call_id` made,
@@ -181,16 +192,16 @@ impl Runner for NestedRunner {
         updates: Option<mpsc::UnboundedSender<ToolUpdate>>,
     ) -> NestedOutcome {
         let args = if args.is_null() { Value::Object(Default::default()) } else { args };
-        let (id, record, index) = {
+        let (id, record, index, caller_holds) = {
             let mut scopes = lock(&self.scopes);
-            let scope =
-                scopes.entry(caller_id.to_string()).or_insert_with(|| Scope { record: Arc::default(), next: 1 });
+            let new_scope = || Scope { record: Arc::default(), next: 1, holds_queue: false };
+            let scope = scopes.entry(caller_id.to_string()).or_insert_with(new_scope);
             let id = format!("{caller_id}/{}", scope.next);
             scope.next += 1;
-            let record = scope.record.clone();
+            let (record, caller_holds) = (scope.record.clone(), scope.holds_queue);
             let index = lock(&record).start(&id, name, &args);
-            scopes.insert(id.clone(), Scope { record: record.clone(), next: 1 });
-            (id, record, index)
+            scopes.insert(id.clone(), Scope { record: record.clone(), next: 1, holds_queue: caller_holds });
+            (id, record, index, caller_holds)
         };
         let call = ToolCall {
             id: id.clone(),
@@ -204,6 +215,16 @@ impl Runner for NestedRunner {
         ctx.cancel = cancel;
         ctx.nested = self.me.upgrade().map(|me| me as Arc<dyn Runner>);
         let tools = self.callable_tools().await;
+        // pi: a sequential tool's nested call waits for the queue, unless a call that made it holds it.
+        let sequential = tools.as_ref().and_then(|t| t.0.get(name)).is_some_and(|t| t.sequential());
+        let _turn = if sequential && !caller_holds {
+            if let Some(scope) = lock(&self.scopes).get_mut(&id) {
+                scope.holds_queue = true;
+            }
+            Some(self.queue.clone().lock_owned().await)
+        } else {
+            None
+        };
         let (output, duration_ms) = match self.check(tools.as_ref().map(|t| &t.0), &call, &ctx, caller_id).await {
             Ok((tool, args)) => {
                 run_prepared(&self.emitter, tool, args, &call, &ctx, Some(caller_id), updates.as_ref()).await

@@ -411,14 +411,18 @@ async fn low_level_run(
         } else {
             let mut ctx = s.tool_ctx.clone();
             ctx.cancel = s.cancel.child_token();
-            let (results, terminate) = execute_tool_calls(&s.emitter, &turn_tools, &calls, &ctx, cut_off).await;
-            let mut result_messages = Vec::with_capacity(results.len());
-            for result in results {
+            let batch = execute_tool_calls(&s.emitter, &turn_tools, &calls, &ctx, cut_off).await;
+            let mut result_messages = Vec::with_capacity(batch.results.len());
+            for result in batch.results {
                 let result = AgentMessage::ToolResult(result);
-                emit_message(s, result.clone(), &mut new_messages).await;
+                if batch.announced {
+                    new_messages.push(result.clone());
+                } else {
+                    emit_message(s, result.clone(), &mut new_messages).await;
+                }
                 result_messages.push(result);
             }
-            (result_messages, !terminate)
+            (result_messages, !batch.terminate)
         };
         let wants_more = turn_boundary(s, turn_index, &message, &tool_results).await;
         turn_index += 1;

@@ -16,35 +16,73 @@ use crate::event::{AgentEvent, ToolResultPayload};
 use crate::message::{ToolCall, ToolResultMessage, now_ms};
 use crate::tools::{GateDecision, Tool, ToolContext, ToolOutput, ToolRegistry, ToolUpdate};
 
-/// Execute `calls` and return their result messages in call order, and
-/// whether every result asked to end the run there (`terminate`). The caller
-/// emits the result messages (message_start/end) afterwards. `cut_off`: the
-/// message stopped at the output token limit, so no call of it is run.
+/// How one batch of the model's tool calls ended.
+pub(crate) struct Batch {
+    /// The result messages, in call order.
+    pub results: Vec<ToolResultMessage>,
+    /// Every result asked to end the run there (`terminate`).
+    pub terminate: bool,
+    /// The result messages were announced (`message_start`/`end`) as each
+    /// call ended (a sequential batch); otherwise the caller announces them.
+    pub announced: bool,
+}
+
+/// Execute `calls` and return their result messages in call order.
+/// `cut_off`: the message stopped at the output token limit, so no call of
+/// it is run. As pi: when a called tool is `executionMode: "sequential"`,
+/// each call starts, runs, ends and has its result message announced before
+/// the next starts; otherwise every call starts (and is checked) in order,
+/// then they run concurrently.
 pub(crate) async fn execute_tool_calls(
     emitter: &Emitter,
     registry: &ToolRegistry,
     calls: &[ToolCall],
     base: &ToolContext,
     cut_off: bool,
-) -> (Vec<ToolResultMessage>, bool) {
+) -> Batch {
     let nested = NestedRunner::new(emitter.clone(), base.clone());
     let mut base = base.clone();
     base.nested = Some(nested.clone());
     let base = &base;
+    let check = |call: &ToolCall| {
+        let call = call.clone();
+        async move {
+            let checked = match incomplete(&call, cut_off) {
+                Some(refused) => Err(refused),
+                None => match registry.prepare(&call.name, &call.arguments) {
+                    Ok(tool) => gate(base, &call, None).await.map(|args| (tool, args)),
+                    Err(output) => Err(output),
+                },
+            };
+            if let Err(output) = &checked {
+                emit_end(emitter, &call, output, None, None).await;
+            }
+            checked
+        }
+    };
+    let sequential = calls.iter().any(|c| registry.get(&c.name).is_some_and(|t| t.sequential()));
+    if sequential {
+        let mut results = Vec::with_capacity(calls.len());
+        let mut terminate = !calls.is_empty();
+        for call in calls {
+            emit_start(emitter, call, None).await;
+            let (output, duration_ms) = match check(call).await {
+                Ok((tool, args)) => run_prepared(emitter, tool, args, call, base, None, None).await,
+                Err(output) => (output, None),
+            };
+            terminate &= output.terminate;
+            let message = result_message(&nested, call, output, duration_ms);
+            let announced = Box::new(crate::message::AgentMessage::ToolResult(message.clone()));
+            emitter.emit(AgentEvent::MessageStart { message: announced.clone() }).await;
+            emitter.emit(AgentEvent::MessageEnd { message: announced }).await;
+            results.push(message);
+        }
+        return Batch { results, terminate, announced: true };
+    }
     let mut prepared = Vec::with_capacity(calls.len());
     for call in calls {
         emit_start(emitter, call, None).await;
-        let checked = match incomplete(call, cut_off) {
-            Some(refused) => Err(refused),
-            None => match registry.prepare(&call.name, &call.arguments) {
-                Ok(tool) => gate(base, call, None).await.map(|args| (tool, args)),
-                Err(output) => Err(output),
-            },
-        };
-        if let Err(output) = &checked {
-            emit_end(emitter, call, output, None, None).await;
-        }
-        prepared.push(checked);
+        prepared.push(check(call).await);
     }
 
     let runs = calls.iter().zip(prepared).map(|(call, prepared)| async move {
@@ -55,35 +93,42 @@ pub(crate) async fn execute_tool_calls(
     });
     let outputs = join_all(runs).await;
     let terminate = !outputs.is_empty() && outputs.iter().all(|(output, _)| output.terminate);
-
     let results = calls
         .iter()
         .zip(outputs)
-        .map(|(call, (output, duration_ms))| {
-            // What the tool's own calls to other tools leave on its result.
-            let (nested_calls, nested_usage) = nested.take(&call.id);
-            let usage = match (output.usage, nested_usage) {
-                (Some(mut own), Some(nested)) => {
-                    own.add(&nested);
-                    Some(own)
-                }
-                (own, nested) => own.or(nested),
-            };
-            ToolResultMessage {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                content: output.content,
-                details: output.details,
-                usage,
-                is_error: output.is_error,
-                duration_ms,
-                timestamp: now_ms(),
-                nested_calls,
-                extra: Map::new(),
-            }
-        })
+        .map(|(call, (output, duration_ms))| result_message(&nested, call, output, duration_ms))
         .collect();
-    (results, terminate)
+    Batch { results, terminate, announced: false }
+}
+
+/// The result message of the model's call `call`, with what its own calls
+/// to other tools leave on it (their record, their usage added to its own).
+fn result_message(
+    nested: &NestedRunner,
+    call: &ToolCall,
+    output: ToolOutput,
+    duration_ms: Option<u64>,
+) -> ToolResultMessage {
+    let (nested_calls, nested_usage) = nested.take(&call.id);
+    let usage = match (output.usage, nested_usage) {
+        (Some(mut own), Some(nested)) => {
+            own.add(&nested);
+            Some(own)
+        }
+        (own, nested) => own.or(nested),
+    };
+    ToolResultMessage {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        content: output.content,
+        details: output.details,
+        usage,
+        is_error: output.is_error,
+        duration_ms,
+        timestamp: now_ms(),
+        nested_calls,
+        extra: Map::new(),
+    }
 }
 
 /// Run a call that passed its checks: its updates become

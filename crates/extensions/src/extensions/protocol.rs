@@ -99,6 +99,9 @@ pub struct ToolSpecWire {
     /// pi's `exposure` (`direct` when absent): who may call it.
     #[serde(default)]
     pub exposure: Option<String>,
+    /// pi's `executionMode`: `sequential` runs its calls one at a time.
+    #[serde(default, rename = "executionMode")]
+    pub execution_mode: Option<String>,
 }
 
 fn empty_object_schema() -> Value {

@@ -49,6 +49,10 @@ impl Tool for ExtensionTool {
         &self.spec.prompt_guidelines
     }
 
+    fn sequential(&self) -> bool {
+        self.spec.execution_mode.as_deref() == Some("sequential")
+    }
+
     fn callable(&self, active: bool) -> bool {
         match self.spec.exposure.as_deref() {
             None | Some("direct") => active,

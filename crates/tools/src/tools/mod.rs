@@ -288,6 +288,13 @@ pub trait Tool: Send + Sync {
         args
     }
 
+    /// pi's `executionMode: "sequential"`: a batch of the model's calls with
+    /// one of this tool runs one call at a time, and nested calls of it run
+    /// one at a time across the batch.
+    fn sequential(&self) -> bool {
+        false
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().to_string(),

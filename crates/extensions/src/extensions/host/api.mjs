@@ -97,6 +97,7 @@ export class Instance {
 				parameters: plainSchema(t.parameters),
 				active: t.defaultActive !== false && MODEL_EXPOSURES.has(t.exposure),
 				exposure: t.exposure,
+				executionMode: t.executionMode,
 				label: t.label,
 				promptSnippet: t.promptSnippet,
 				promptGuidelines: t.promptGuidelines,
