@@ -13,9 +13,9 @@ fn payload(p: ToolResultPayload) -> WireToolResult {
     WireToolResult {
         content: p.content,
         details: p.details,
-        structured_content: p.structured_content,
+        structured_content: p.structured_content.map(|v| *v),
         is_error: p.is_error,
-        usage: p.usage,
+        usage: p.usage.map(|u| *u),
     }
 }
 

@@ -32,17 +32,19 @@ pub struct ToolResultPayload {
     pub content: Vec<ContentBlock>,
     pub details: Option<Value>,
     /// The tool's structured result (pi 1.6's `structuredContent`: bash's
-    /// `{output, truncated, exit_code, wall_time_seconds}`, read's text).
+    /// `{output, truncated, exit_code, wall_time_seconds}`, read's text), boxed
+    /// so that events stay small.
     #[serde(default)]
-    pub structured_content: Option<Value>,
+    pub structured_content: Option<Box<Value>>,
     /// The result itself reports an error (`result.isError: true`, MCP).
     /// Defaulted so events stored by an older `pi serve --cluster` worker still read.
     #[serde(default)]
     pub is_error: bool,
     /// The tool's own model usage (pi's `result.usage`: an extension tool
-    /// that ran a sub-agent). Defaulted for events stored before it existed.
+    /// that ran a sub-agent). Defaulted for events stored before it existed;
+    /// boxed so that events stay small.
     #[serde(default)]
-    pub usage: Option<crate::message::Usage>,
+    pub usage: Option<Box<crate::message::Usage>>,
 }
 
 /// Why a compaction runs.

@@ -104,9 +104,9 @@ fn events_round_trip() {
         result: ToolResultPayload {
             content: vec![ContentBlock::text("file")],
             details: Some(json!({"n": 1})),
-            structured_content: Some(json!({"rows": 2})),
+            structured_content: Some(Box::new(json!({"rows": 2}))),
             is_error: true,
-            usage: Some(crate::message::Usage { input: 4, output: 1, ..Default::default() }),
+            usage: Some(Box::new(crate::message::Usage { input: 4, output: 1, ..Default::default() })),
         },
         is_error: false,
         duration_ms: Some(3),

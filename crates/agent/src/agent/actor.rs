@@ -21,6 +21,7 @@ mod extension_model_calls;
 mod extension_requests;
 mod extension_session_ops;
 mod extension_tree_nav;
+mod extension_typed_models;
 mod login_ops;
 mod mcp_ops;
 mod resource_discovery;

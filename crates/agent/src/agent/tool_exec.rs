@@ -257,9 +257,9 @@ pub(super) async fn emit_end(
             result: ToolResultPayload {
                 content: output.content.clone(),
                 details: output.details.clone(),
-                structured_content: output.structured_content.clone(),
+                structured_content: output.structured_content.clone().map(Box::new),
                 is_error: output.result_is_error,
-                usage: output.usage.clone(),
+                usage: output.usage.clone().map(Box::new),
             },
             is_error: output.is_error,
             duration_ms,

@@ -151,6 +151,10 @@ pub enum ExtRequest {
         method: String,
         params: Value,
     },
+    /// `{op, args}`: pi's `ctx.modelRegistry` calls of the classifier and
+    /// image APIs (`getModelsOfType`, `getAvailableOfType`, `getModelOfType`,
+    /// `classify`, `generateImages`), served as codemode's `models.*` are.
+    Models(Value),
     /// `{action: "new" | "fork" | "switch" | "navigate", …}`: a command's
     /// `ctx.newSession()`, `ctx.fork()`, `ctx.switchSession()`,
     /// `ctx.navigateTree()`; answered `{cancelled}` once done.
@@ -177,6 +181,7 @@ impl ExtRequest {
                 ExtRequest::Mcp { method: method.to_string(), params }
             }
             "sessionOp" => ExtRequest::SessionOp(params),
+            "models" => ExtRequest::Models(params),
             _ => return None,
         })
     }

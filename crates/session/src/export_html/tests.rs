@@ -749,3 +749,42 @@ fn writes_fixture() {
     let html = std::fs::read_to_string(&target).unwrap();
     assert!(html.contains("parses_last_line"));
 }
+
+#[test]
+fn nested_calls_are_listed_under_the_calling_tool() {
+    use crate::message::{NestedCallStatus, NestedToolCallRecord, NestedToolCalls};
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Session::create(dir.path(), "/w", None).unwrap();
+    s.append_message(AgentMessage::user("go", &[])).unwrap();
+    let calls = vec![call("c1", "codemode", json!({"code": "await tools.bash({command: 'ls'})"}))];
+    s.append_message(assistant_with(calls, SONNET, Usage::default(), StopReason::ToolUse)).unwrap();
+    let record = |id: &str, name: &str, status, arguments, error: Option<&str>| NestedToolCallRecord {
+        id: id.into(),
+        name: name.into(),
+        status,
+        arguments,
+        arguments_bytes: None,
+        duration_ms: Some(3),
+        error: error.map(str::to_string),
+    };
+    let AgentMessage::ToolResult(mut r) = result("c1", "codemode", vec![text("done")], false, None) else {
+        unreachable!("a tool result")
+    };
+    r.nested_calls = Some(NestedToolCalls {
+        calls: vec![
+            record("c1/1", "bash", NestedCallStatus::Ok, Some(json!({"command": "ls"})), None),
+            record(
+                "c1/2",
+                "<nope>",
+                NestedCallStatus::Error,
+                Some(json!({})),
+                Some("Tool <nope> not found\nsecond line"),
+            ),
+        ],
+        complete: false,
+    });
+    s.append_message(AgentMessage::ToolResult(r)).unwrap();
+    let html = render_session_html(&s, &ExportOptions::default());
+    assert!(html.contains("<summary>Nested calls: 2 (incomplete record)</summary>"), "{html}");
+    assert!(html.contains("✓ bash {&quot;command&quot;:&quot;ls&quot;} 3ms\n✗ &lt;nope&gt; {} 3ms\n    Tool &lt;nope&gt; not found\n    second line"));
+}

@@ -1,12 +1,13 @@
 //! Tool calls on the export page: the call (name, one-line summary, pretty JSON
-//! arguments) and its result (text, images, edit diff, error state).
+//! arguments) and its result (text, images, edit diff, error state, and the
+//! calls the tool made to other tools, as pi's export lists them).
 
 use maud::{Markup, html};
 use serde_json::Value;
 
 use super::markdown::Esc;
 use super::render::{images, texts};
-use crate::message::{ContentBlock, ToolCall, ToolResultMessage};
+use crate::message::{ContentBlock, NestedCallStatus, NestedToolCalls, ToolCall, ToolResultMessage};
 
 /// Built-in tools whose summary line says what the arguments say, so the
 /// JSON starts collapsed; other tools show their arguments open.
@@ -41,6 +42,42 @@ pub(super) fn tool_call(call: &ToolCall, result: Option<&ToolResultMessage>) -> 
             details class="args" open[!summarized] { summary { "Arguments" } pre class="json" { (Esc(&json)) } }
             "\n"
             @if let Some(r) = result { (result_body(r)) }
+            @if let Some(nested) = result.and_then(|r| r.nested_calls.as_ref()).filter(|n| !n.calls.is_empty()) {
+                (nested_calls(nested))
+            }
+        }
+        "\n"
+    }
+}
+
+/// The calls a tool made to other tools (a codemode script's, an extension
+/// tool's `executeTool()`), recorded without their results: one line each
+/// with its status, arguments (or their size when left out), duration and
+/// the start of its error, under "Nested calls: N", collapsed.
+fn nested_calls(nested: &NestedToolCalls) -> Markup {
+    let lines: Vec<String> = nested
+        .calls
+        .iter()
+        .map(|c| {
+            let icon = match c.status {
+                NestedCallStatus::Ok => "✓",
+                NestedCallStatus::Error => "✗",
+                NestedCallStatus::Unfinished => "…",
+            };
+            let args = match (&c.arguments, c.arguments_bytes) {
+                (Some(args), _) => args.to_string(),
+                (None, bytes) => format!("[arguments omitted, {} bytes]", bytes.unwrap_or(0)),
+            };
+            let duration = c.duration_ms.map(|ms| format!(" {ms}ms")).unwrap_or_default();
+            let error = c.error.as_deref().map(|e| format!("\n    {}", e.replace('\n', "\n    "))).unwrap_or_default();
+            format!("{icon} {} {args}{duration}{error}", c.name)
+        })
+        .collect();
+    let incomplete = if nested.complete { "" } else { " (incomplete record)" };
+    html! {
+        details class="nested-calls" {
+            summary { "Nested calls: " (nested.calls.len()) (incomplete) }
+            pre class="nested" { (Esc(&lines.join("\n"))) }
         }
         "\n"
     }

@@ -414,6 +414,9 @@ impl Agent {
             ExtSignal::Host(HostSignal::Request { request: ExtRequest::SessionOp(p), reply, .. }) => {
                 self.extension_session_op(p, reply).await;
             }
+            ExtSignal::Host(HostSignal::Request { request: ExtRequest::Models(p), reply, .. }) => {
+                self.extension_models_call(&p, reply);
+            }
             ExtSignal::Host(HostSignal::Request { id, request, reply }) => {
                 let result = self.extension_request(id, request).await;
                 let _ = reply.send(result);

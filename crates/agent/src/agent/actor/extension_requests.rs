@@ -76,7 +76,8 @@ impl Agent {
             | ExtRequest::Emit(_)
             | ExtRequest::GetModels
             | ExtRequest::Compact(_)
-            | ExtRequest::SessionOp(_)) => self.extension_host_request(id, other).await,
+            | ExtRequest::SessionOp(_)
+            | ExtRequest::Models(_)) => self.extension_host_request(id, other).await,
             ExtRequest::Mcp { method, params } => self.extension_mcp_request(id, &method, &params),
             ExtRequest::Library(p) => {
                 let name = p.get("fn").and_then(Value::as_str).unwrap_or_default();

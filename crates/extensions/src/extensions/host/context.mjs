@@ -84,6 +84,11 @@ function createSessionManager(channel, cache) {
 	};
 }
 
+/** The value of a `models` answer (`{}`: undefined). */
+function typedModels(answer) {
+	return answer?.value ?? undefined;
+}
+
 /**
  * The context handed to handlers. `kind` is "event", "tool" or "command";
  * `signal` the AbortSignal of the call, if any. `host.afterEvents()`
@@ -107,6 +112,14 @@ export function createContextFactory(channel, hello, host) {
 		getProviderAuth: () => {
 			throw NOT_SUPPORTED("ctx.modelRegistry.getProviderAuth()");
 		},
+		// pi's classifier and image APIs, as codemode's `models.*` reach them.
+		getModelsOfType: (type, provider) => typedModels(channel.call("models", { op: "getModelsOfType", args: [type, provider] })),
+		getAvailableOfType: async (type, provider) =>
+			typedModels(await channel.request("models", { op: "getAvailableOfType", args: [type, provider] })),
+		getModelOfType: (type, provider, id) => typedModels(channel.call("models", { op: "getModelOfType", args: [type, provider, id] })),
+		classify: async (model, context) => typedModels(await channel.request("models", { op: "classify", args: [model, context] })),
+		generateImages: async (model, context) =>
+			typedModels(await channel.request("models", { op: "generateImages", args: [model, context] })),
 		streamSimple: () => {
 			throw NOT_SUPPORTED("ctx.modelRegistry.streamSimple()");
 		},
