@@ -156,11 +156,13 @@ async fn throwing_hanging_and_exiting_extensions_are_isolated() {
     names.sort();
     assert_eq!(names, ["later", "mcp", "py", "still-here", "throw"], "the dead extensions' commands are gone");
     pi.send(json!({"id": "p", "type": "prompt", "message": "hello"})).await;
-    pi.until(|v| v["type"] == "agent_settled").await;
-    // Handlers run aside: the error of the turn_end handler comes when it fails.
-    let lines = pi.until(|v| v["type"] == "extension_error").await;
+    let lines = pi.until(|v| v["type"] == "agent_settled").await;
+    // turn_end is an actionable boundary pi awaits: the handler's error comes before the turn ends.
     let handler = errors_of(&lines, &good);
     assert_eq!(handler.len(), 1, "{lines:?}");
+    let position = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(pred);
+    let error_at = position(&|v| v["type"] == "extension_error" && v["extensionPath"] == good.as_str());
+    assert!(error_at < position(&|v| v["type"] == "turn_end"), "{lines:?}");
     assert_eq!(
         (handler[0]["event"].as_str(), handler[0]["error"].as_str()),
         (Some("turn_end"), Some("turn_end handler failed"))
