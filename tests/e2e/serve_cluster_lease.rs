@@ -144,14 +144,14 @@ async fn a_lost_owners_queued_events_are_not_stored_after_the_new_owners() {
     let (a, b) = (member(&nats, "wa").await, member(&nats, "wb").await);
     let id = "lost-queue-1";
     let wait = Duration::from_secs(10);
-    let old = Lease::acquire(&a, shared.path(), id).await.expect("A takes the lease");
+    let (old, _) = Lease::acquire(&a, shared.path(), id).await.expect("A takes the lease");
     a.events.keep(numbered(id, 1, &old, "A's first"));
     assert!(a.events.settle(id, wait).await, "A's first event was not stored");
 
     // A's lease goes (as when A is paused past it) and B takes the session over.
     let leases = lease_bucket(&nats).await;
     leases.delete(id).await.expect("expire A's lease");
-    let new = Lease::acquire(&b, shared.path(), id).await.expect("B takes the lease over");
+    let (new, _) = Lease::acquire(&b, shared.path(), id).await.expect("B takes the lease over");
     b.events.keep(numbered(id, 2, &new, "B's first"));
     assert!(b.events.settle(id, wait).await, "B's first event was not stored");
     let watch = old.watch();

@@ -73,9 +73,10 @@ mod tests {
     #[tokio::test]
     async fn work_runs_on_the_claim_threads_and_more_claims_than_threads_all_finish() {
         let claims = Claims::start().unwrap();
-        let names = futures::future::join_all((0..THREADS * 3).map(|_| {
-            claims.run(|| std::thread::current().name().map(str::to_owned).unwrap_or_default())
-        }))
+        let names = futures::future::join_all(
+            (0..THREADS * 3)
+                .map(|_| claims.run(|| std::thread::current().name().map(str::to_owned).unwrap_or_default())),
+        )
         .await;
         assert_eq!(names.len(), THREADS * 3);
         for name in names {

@@ -77,14 +77,7 @@ enum Retaken {
 
 impl Renewals {
     pub(super) fn new(leases: Arc<kv::Store>, here: Arc<kv::Store>, worker: String, ttl: Duration) -> Renewals {
-        Renewals {
-            leases,
-            here,
-            session_dir: Mutex::new(None),
-            worker,
-            ttl,
-            held: Mutex::new(HashMap::new()),
-        }
+        Renewals { leases, here, session_dir: Mutex::new(None), worker, ttl, held: Mutex::new(HashMap::new()) }
     }
 
     /// The lease bucket through the worker's own connection.
