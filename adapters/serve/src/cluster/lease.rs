@@ -94,6 +94,40 @@ impl LeaseWatch {
             self.state.lost_signal.notified().await;
         }
     }
+
+    /// The stream's sequence of the session's last message this owner knows of.
+    pub(super) fn stored(&self) -> u64 {
+        self.state.stored.load(Ordering::SeqCst)
+    }
+
+    /// This owner stored the session's message at stream sequence `sequence`.
+    pub(super) fn set_stored(&self, sequence: u64) {
+        self.state.stored.store(sequence, Ordering::SeqCst);
+    }
+
+    /// The stream refused this owner's event: the session has messages this
+    /// owner did not write, so another worker owns it (as a renewal that
+    /// finds the lease taken would say).
+    pub(super) fn refused(&self) {
+        if !self.state.lost.swap(true, Ordering::SeqCst) {
+            self.state.lost_signal.notify_one();
+            tracing::warn!(
+                "session {}: the event stream refused this worker's event (another worker wrote the session \
+                 since); its writes are now refused",
+                self.state.fence.id()
+            );
+        }
+    }
+
+    /// The owner's fencing epoch (names its messages on the event stream).
+    pub(super) fn epoch(&self) -> u64 {
+        self.state.fence.epoch()
+    }
+
+    /// A key telling leases apart (the same for every watch of one lease).
+    pub(super) fn key(&self) -> usize {
+        self.state.key()
+    }
 }
 
 /// True when a lease was last renewed more than `ttl` ago: its owner is gone
@@ -149,6 +183,7 @@ impl Lease {
             released: AtomicBool::new(false),
             valid_until: AtomicU64::new(asked + millis(renewals.ttl())),
             due: AtomicU64::new(asked + millis(renewals.period())),
+            stored: AtomicU64::new(0),
             concluded: Notify::new(),
             lost_signal: Notify::new(),
         });
@@ -181,6 +216,13 @@ impl Lease {
     /// The fence the session's writes go through.
     pub fn fence(&self) -> pi_core::session::SharedFence {
         self.state.clone()
+    }
+
+    /// Where the session's event stream stands for this owner: the stream
+    /// sequence of its last message when this owner took the session (see
+    /// [`super::events::EventLog::mark`]).
+    pub fn chain_from(&self, sequence: u64) {
+        self.state.stored.store(sequence, Ordering::SeqCst);
     }
 
     /// The lease's state, for the session's pump.

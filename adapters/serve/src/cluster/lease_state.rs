@@ -27,6 +27,10 @@ pub(super) struct State {
     pub(super) valid_until: AtomicU64,
     /// When the next renewal is due ([`clock_ms`]).
     pub(super) due: AtomicU64,
+    /// The event stream's sequence of the session's last message this owner
+    /// knows of (its takeover mark, then each event it stored): its next
+    /// event is stored only if the session's last message is still that one.
+    pub(super) stored: AtomicU64,
     /// A renewal concluded (the pump holding output looks again).
     pub(super) concluded: Notify,
     /// Another worker took the session (renewal lost).

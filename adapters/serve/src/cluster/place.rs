@@ -35,8 +35,8 @@ fn unreachable(id: &str, why: &str) -> CoreError {
 
 /// The lease is ours: where the session's events stand, and whether a run
 /// of a lost worker was cut short. `generated`: the id was just made here
-/// (a new session without a client-chosen id), so it has no events: the
-/// stream is not asked.
+/// (a new session without a client-chosen id), so it has no events and no
+/// earlier owner: the stream is not asked, and its first event expects none.
 pub(crate) async fn taken(
     cluster: &Cluster,
     id: &str,
@@ -44,10 +44,13 @@ pub(crate) async fn taken(
     capacity: usize,
     generated: bool,
 ) -> Result<Taken, CoreError> {
+    // Its events are this owner's from here on (see `EventLog::mark`).
     let tail = if generated {
         None
     } else {
-        cluster.events.tail(id).await.map_err(|e| unreachable(id, &format!("its events: {e}")))?
+        let (tail, mark) = cluster.events.mark(id).await.map_err(|e| unreachable(id, &format!("its events: {e}")))?;
+        lease.chain_from(mark);
+        tail
     };
     let interrupted = match tail {
         // The previous owner was in a run and did not end it: it was lost.
