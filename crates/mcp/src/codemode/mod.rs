@@ -402,7 +402,7 @@ impl<'a> Session<'a> {
             Err(e) => return refused(e),
         };
         let args = match &self.ctx.gate {
-            Some(gate) => match gate.check(call_id, name, &args, &cancel).await {
+            Some(gate) => match gate.check(None, call_id, name, &args, &cancel).await {
                 GateDecision::Allow { args: replaced } => replaced.unwrap_or(args),
                 GateDecision::Block { reason } => return refused(reason),
             },
