@@ -27,6 +27,8 @@ pub mod llama_cpp;
 pub mod system_one;
 
 #[cfg(test)]
+mod odd_types;
+#[cfg(test)]
 mod tests;
 
 /// Retries of a classifier or image request (pi's `maxRetries` default for them).
