@@ -268,7 +268,6 @@ async fn llama_cpp_answers_of_the_wrong_type() {
         json!({"tokens": ids.iter().map(|i| json!({"id": i})).collect::<Vec<_>>()})
     };
     let run = |prompt: Value, top: Value| {
-        let tokenize = tokenize;
         move |path: &str, body: &Value| match path {
             "/tokenize" => tokenize(body),
             "/apply-template" => prompt.clone(),
