@@ -24,6 +24,7 @@ pub mod find;
 pub mod grep;
 pub mod image;
 pub use pi_types::js;
+mod listing;
 pub mod ls;
 pub mod operations;
 pub mod path;
