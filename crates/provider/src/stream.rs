@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use std::future::Future;
 use std::task::Poll;
 
 use futures::StreamExt;
@@ -17,6 +16,7 @@ use crate::message::{
     AgentMessage, AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
 };
 use crate::model::Model;
+use crate::provider::cancel_watch::CancelWatch;
 use crate::provider::{BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest};
 
 /// What one model call produced.
@@ -57,12 +57,11 @@ pub async fn stream_assistant(
     let mut error: Option<ProviderError> = None;
     let mut stopped = false;
     let mut stream = provider.stream(request, cancel.clone());
-    // One wait for the whole call, kept armed between events.
-    let cancelled = cancel.clone().cancelled_owned();
-    tokio::pin!(cancelled);
+    // One watch for the whole call: a flag checked per event, not the token's lock.
+    let mut watch = CancelWatch::new(&cancel);
 
     loop {
-        if cancel.is_cancelled() {
+        if watch.is_cancelled() {
             error = Some(ProviderError::aborted());
             break;
         }
@@ -77,7 +76,7 @@ pub async fn stream_assistant(
                 out.flush().await;
                 // Waiting: cancellation first, as a biased `select!`.
                 let waited = std::future::poll_fn(|cx| {
-                    if cancelled.as_mut().poll(cx).is_ready() {
+                    if watch.poll_cancelled(cx).is_ready() {
                         return Poll::Ready(None);
                     }
                     stream.poll_next_unpin(cx).map(Some)
