@@ -59,6 +59,9 @@ pub async fn stream_assistant(
     let mut stream = provider.stream(request, cancel.clone());
     // One watch for the whole call: a flag checked per event, not the token's lock.
     let mut watch = CancelWatch::new(&cancel);
+    // Whether the stream had nothing at hand after the last event, and the
+    // other ready tasks were let run once before the batch goes out.
+    let mut yielded = false;
 
     loop {
         if watch.is_cancelled() {
@@ -71,7 +74,17 @@ pub async fn stream_assistant(
             out.flush().await;
         }
         let next = match futures::poll!(stream.next()) {
-            Poll::Ready(next) => next,
+            Poll::Ready(next) => {
+                yielded = false;
+                next
+            }
+            Poll::Pending if !yielded && !out.events.is_empty() => {
+                // The ready tasks run first (the HTTP connection decoding the
+                // body's next chunk): what they hand over joins this batch.
+                yielded = true;
+                yield_once().await;
+                continue;
+            }
             Poll::Pending => {
                 out.flush().await;
                 // Waiting: cancellation first, as a biased `select!`.
@@ -258,6 +271,21 @@ pub async fn stream_assistant(
     StreamOutcome { message, error }
 }
 
+/// Let the other ready tasks of the runtime run once: this task is woken
+/// at once, so it is polled again after the tasks already queued.
+async fn yield_once() {
+    let mut woken = false;
+    std::future::poll_fn(|cx| {
+        if woken {
+            return Poll::Ready(());
+        }
+        woken = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await
+}
+
 /// The error of a call aborted before its answer began (pi's words).
 pub const ABORTED_BEFORE_ANSWER: &str = "Request aborted";
 
@@ -369,6 +397,9 @@ mod tests {
             futures::stream::iter(self.events.clone())
                 .then(move |event| async move {
                     if waits {
+                        // Longer than the one turn of the runtime the stream gives a
+                        // pending provider before its batch goes out.
+                        tokio::task::yield_now().await;
                         tokio::task::yield_now().await;
                     }
                     event
