@@ -69,7 +69,7 @@ fn typed(requests: &[RecordedRequest]) -> Vec<&RecordedRequest> {
 
 /// The codemode result the model got back (the second chat request's tool
 /// message), less what differs per run: the wall time and temp file paths.
-fn script_output(requests: &[RecordedRequest]) -> String {
+pub(crate) fn script_output(requests: &[RecordedRequest]) -> String {
     let chat: Vec<&RecordedRequest> =
         requests.iter().filter(|r| r.path.ends_with("/chat/completions") && r.body["stream"] == true).collect();
     let Some(second) = chat.get(1) else { return String::new() };

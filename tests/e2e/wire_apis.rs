@@ -243,7 +243,7 @@ fn shape(value: &Value) -> Value {
     }
 }
 
-fn body_summary(r: &RecordedRequest) -> Value {
+pub(crate) fn body_summary(r: &RecordedRequest) -> Value {
     let body = &r.body;
     let keys: Vec<&String> = body.as_object().map(|o| o.keys().collect()).unwrap_or_default();
     let mut keys: Vec<&String> = keys;
