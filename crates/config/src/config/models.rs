@@ -161,8 +161,7 @@ impl ModelRegistry {
             reg.ensure_provider(provider);
         }
         reg.apply_models_json(file, &path)?;
-        reg.llama = llama::StoredModels::read(agent_dir);
-        reg.place_llama_models();
+        reg.read_llama_store(agent_dir);
         Ok(reg)
     }
 
@@ -405,8 +404,7 @@ impl ModelRegistry {
     /// file that became unreadable keeps the credentials read before.
     pub fn sync_auth(&mut self, agent_dir: &Path) {
         if self.llama.changed(agent_dir) {
-            self.llama = llama::StoredModels::read(agent_dir);
-            self.place_llama_models();
+            self.read_llama_store(agent_dir);
         }
         if self.auth.changed()
             && let Err(e) = self.reload_auth(agent_dir)
@@ -415,8 +413,9 @@ impl ModelRegistry {
         }
     }
 
-    /// The llama.cpp chat models kept by its last listing replace the registry's.
-    fn place_llama_models(&mut self) {
+    /// The llama.cpp models kept by its last listing replace the registry's.
+    fn read_llama_store(&mut self, agent_dir: &Path) {
+        self.llama = llama::StoredModels::read(agent_dir);
         self.models.retain(|m| m.provider != llama::PROVIDER);
         self.models.extend(self.llama.chat.iter().map(|m| Slot::Own(Box::new(m.clone()))));
     }
