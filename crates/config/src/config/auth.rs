@@ -151,6 +151,13 @@ impl AuthStore {
         self.envs.get(provider)?.get(name)?.as_str().filter(|v| !v.trim().is_empty())
     }
 
+    /// The provider's stored `env` (its string values) as a request reads it.
+    pub fn provider_env(&self, provider: &str) -> crate::provider::credential::ProviderEnv {
+        let stored = self.envs.get(provider).into_iter().flatten();
+        let strings = stored.filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())));
+        crate::provider::credential::ProviderEnv::new(strings.collect())
+    }
+
     pub fn has(&self, provider: &str) -> bool {
         self.credentials.contains_key(provider)
     }

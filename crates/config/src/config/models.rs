@@ -420,6 +420,11 @@ impl ModelRegistry {
         self.models.extend(self.llama.chat.iter().map(|m| Slot::Own(Box::new(m.clone()))));
     }
 
+    /// The provider's stored `env` (auth.json), read before the process environment.
+    pub fn provider_env(&self, provider: &str) -> crate::provider::credential::ProviderEnv {
+        self.auth.provider_env(provider)
+    }
+
     /// The llama.cpp classifier models kept by its last listing.
     pub fn llama_classifiers(&self) -> &[Value] {
         &self.llama.classifiers
