@@ -118,6 +118,27 @@ impl Answer {
     }
 }
 
+/// The fields of a stored credential (auth.json) a login reads besides its
+/// tokens and expiry (those borrowed by `oauth::access` and its siblings).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Stored {
+    /// `oauth` or `api_key`.
+    #[serde(rename = "type")]
+    pub kind: Field,
+    /// GitHub Copilot's enterprise domain.
+    pub enterprise_url: Field,
+    /// The OpenAI (ChatGPT) client id issued at login.
+    pub client_id: Field,
+}
+
+impl Stored {
+    /// The fields of `credential` (all absent when it is no object).
+    pub fn of(credential: &Value) -> Stored {
+        lenient::event_ref(credential).unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

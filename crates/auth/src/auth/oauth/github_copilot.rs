@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::answer::Stored;
 use super::device::{DEVICE_GRANT, Poll, Timing, poll_until};
 use super::{
     DEVICE_CODE, FIVE_MINUTES_MS, FlowInfo, LoginContext, LoginEvent, LoginIo, Net, OAuthError, OAuthFlow, Question,
@@ -55,7 +56,7 @@ pub fn base_url(token: Option<&str>, enterprise: Option<&str>) -> String {
 }
 
 fn enterprise_of(credential: &Value) -> Option<String> {
-    credential.get("enterpriseUrl").and_then(Value::as_str).filter(|s| !s.is_empty()).and_then(normalize_domain)
+    Stored::of(credential).enterprise_url.filled().and_then(normalize_domain)
 }
 
 fn headers_with<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {

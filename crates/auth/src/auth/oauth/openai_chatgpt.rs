@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::answer::{Answer, Field};
+use super::answer::{Answer, Field, Stored};
 use super::callback::{CallbackOptions, CallbackServer, Finished, callback_host, callback_or_pasted};
 use super::http::with_query;
 use super::{
@@ -193,9 +193,10 @@ impl OAuthFlow for OpenAiChatGpt {
     }
 
     async fn refresh(&self, net: &Net, stored: &Value) -> Result<Value, OAuthError> {
-        let client_id = stored
-            .get("clientId")
-            .and_then(Value::as_str)
+        let fields = Stored::of(stored);
+        let client_id = fields
+            .client_id
+            .text()
             .filter(|c| !c.trim().is_empty())
             .ok_or_else(|| OAuthError::refused("the stored OpenAI credential has no issued client id"))?;
         let body = token(
