@@ -137,11 +137,8 @@ pub(super) async fn run_prepared(
     while let Ok(update) = rx.try_recv() {
         emit_update(update).await;
     }
-    let output = match (&base.gate, &ran_with, parent) {
-        (Some(gate), Some(args), None) => gate.after(&call.id, &call.name, args, output, &base.cancel).await,
-        (Some(gate), Some(args), Some(parent)) => {
-            gate.after_nested(parent, &call.id, &call.name, args, output, &base.cancel).await
-        }
+    let output = match (&base.gate, &ran_with) {
+        (Some(gate), Some(args)) => gate.after(parent, &call.id, &call.name, args, output, &base.cancel).await,
         _ => output,
     };
     emit_end(emitter, call, &output, Some(duration_ms), parent).await;
@@ -169,16 +166,10 @@ fn incomplete(call: &ToolCall, cut_off: bool) -> Option<ToolOutput> {
 pub(super) async fn gate(base: &ToolContext, call: &ToolCall, parent: Option<&str>) -> Result<Value, ToolOutput> {
     let args = match &base.gate {
         None => call.arguments.clone(),
-        Some(gate) => {
-            let decision = match parent {
-                None => gate.check(&call.id, &call.name, &call.arguments, &base.cancel).await,
-                Some(parent) => gate.check_nested(parent, &call.id, &call.name, &call.arguments, &base.cancel).await,
-            };
-            match decision {
-                GateDecision::Allow { args } => args.unwrap_or_else(|| call.arguments.clone()),
-                GateDecision::Block { reason } => return Err(ToolOutput::error(reason)),
-            }
-        }
+        Some(gate) => match gate.check(parent, &call.id, &call.name, &call.arguments, &base.cancel).await {
+            GateDecision::Allow { args } => args.unwrap_or_else(|| call.arguments.clone()),
+            GateDecision::Block { reason } => return Err(ToolOutput::error(reason)),
+        },
     };
     if let Some(client) = &base.client {
         client.approvals.check(client, &call.id, &call.name, &args, &base.cancel).await.map_err(ToolOutput::error)?;

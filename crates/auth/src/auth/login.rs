@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::file::{AuthFile, FileError, to_pi_json};
 use super::lock::{FileLock, LockOptions};
+use super::oauth::answer::Stored;
 use super::oauth::{self, LoginContext, LoginIo, Net, OAuthError};
 
 /// Why a login did not complete.
@@ -83,8 +84,7 @@ pub async fn login(
 /// Remove a provider's stored credential. Returns the removed credential's type.
 pub async fn logout(auth_path: &Path, provider: &str) -> Result<Option<String>, FileError> {
     let file = AuthFile::new(auth_path.to_path_buf());
-    let kind =
-        file.get(provider).await?.map(|c| c.get("type").and_then(Value::as_str).unwrap_or("api_key").to_string());
+    let kind = file.get(provider).await?.map(|c| Stored::of(&c).kind.text().unwrap_or("api_key").to_string());
     if kind.is_some() {
         file.delete(provider).await?;
     }

@@ -104,9 +104,10 @@ pub struct ExtensionGate {
     pub(super) extensions: Extensions,
 }
 
-impl ExtensionGate {
-    /// The `tool_call` hooks, in load order (`parent`: the call whose tool made this one).
-    async fn check_calls(
+#[async_trait]
+impl ToolCallGate for ExtensionGate {
+    /// The `tool_call` hooks, in load order.
+    async fn check(
         &self,
         parent: Option<&str>,
         tool_call_id: &str,
@@ -146,33 +147,10 @@ impl ExtensionGate {
         }
         GateDecision::Allow { args: replaced.then_some(input) }
     }
-}
-
-#[async_trait]
-impl ToolCallGate for ExtensionGate {
-    async fn check(
-        &self,
-        tool_call_id: &str,
-        tool_name: &str,
-        args: &Value,
-        cancel: &CancellationToken,
-    ) -> GateDecision {
-        self.check_calls(None, tool_call_id, tool_name, args, cancel).await
-    }
-
-    async fn check_nested(
-        &self,
-        parent: &str,
-        tool_call_id: &str,
-        tool_name: &str,
-        args: &Value,
-        cancel: &CancellationToken,
-    ) -> GateDecision {
-        self.check_calls(Some(parent), tool_call_id, tool_name, args, cancel).await
-    }
 
     async fn after(
         &self,
+        parent: Option<&str>,
         tool_call_id: &str,
         tool_name: &str,
         args: &Value,
@@ -182,21 +160,6 @@ impl ToolCallGate for ExtensionGate {
         if !self.extensions.listens("tool_result") {
             return output;
         }
-        self.extensions.tool_result(None, tool_call_id, tool_name, args, output, cancel).await
-    }
-
-    async fn after_nested(
-        &self,
-        parent: &str,
-        tool_call_id: &str,
-        tool_name: &str,
-        args: &Value,
-        output: ToolOutput,
-        cancel: &CancellationToken,
-    ) -> ToolOutput {
-        if !self.extensions.listens("tool_result") {
-            return output;
-        }
-        self.extensions.tool_result(Some(parent), tool_call_id, tool_name, args, output, cancel).await
+        self.extensions.tool_result(parent, tool_call_id, tool_name, args, output, cancel).await
     }
 }

@@ -260,6 +260,12 @@ impl CallRecord {
     }
 }
 
+/// A `details.calls` row still running: where it is and when it started.
+struct RunningCall {
+    index: usize,
+    started: Instant,
+}
+
 /// The async side of one script run.
 struct Session<'a> {
     tool: &'a CodemodeTool,
@@ -346,39 +352,44 @@ impl<'a> Session<'a> {
         outcome
     }
 
-    /// Run one nested call through the gate; its completion for the script.
-    async fn call(&self, id: u32, seq: u32, name: String, args: Value, cancel: CancellationToken) -> Completion {
-        let call_id = format!("{}/{seq}", self.ctx.tool_call_id);
+    /// Add a `running` row to `details.calls`, show it, and start its clock.
+    fn begin_call(&self, id: String, name: String, args: String) -> RunningCall {
         let index = {
             let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
-            calls.push(CallRecord {
-                id: call_id.clone(),
-                name: name.clone(),
-                args: args.to_string(),
-                status: "running",
-                duration_ms: None,
-                error: None,
-                cost: None,
-            });
+            calls.push(CallRecord { id, name, args, status: "running", duration_ms: None, error: None, cost: None });
             calls.len() - 1
         };
         self.publish();
-        let started = Instant::now();
-        let settled = self.call_inner(&call_id, &name, args, cancel.clone()).await;
+        RunningCall { index, started: Instant::now() }
+    }
+
+    /// Close the row [`begin_call`](Self::begin_call) opened: its time, status, error and cost.
+    fn end_call(&self, row: RunningCall, status: &'static str, error: Option<String>, cost: Option<f64>) {
         if let Ok(mut calls) = self.calls.lock() {
-            let record = &mut calls[index];
-            record.duration_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
-            record.status = match &settled.failure {
-                None => "ok",
-                Some(_) if cancel.is_cancelled() => "cancelled",
-                Some(_) => "error",
-            };
-            // pi names no error for a cancelled call.
-            record.error = settled.failure.filter(|_| record.status == "error").map(|text| {
-                let text = if text.is_empty() { format!("Tool \"{name}\" failed") } else { text };
-                preview(&text, ERROR_PREVIEW_CHARS)
-            });
+            let record = &mut calls[row.index];
+            record.duration_ms = Some(row.started.elapsed().as_secs_f64() * 1000.0);
+            record.status = status;
+            record.error = error;
+            record.cost = cost;
         }
+    }
+
+    /// Run one nested call through the gate; its completion for the script.
+    async fn call(&self, id: u32, seq: u32, name: String, args: Value, cancel: CancellationToken) -> Completion {
+        let call_id = format!("{}/{seq}", self.ctx.tool_call_id);
+        let row = self.begin_call(call_id.clone(), name.clone(), args.to_string());
+        let settled = self.call_inner(&call_id, &name, args, cancel.clone()).await;
+        let status = match &settled.failure {
+            None => "ok",
+            Some(_) if cancel.is_cancelled() => "cancelled",
+            Some(_) => "error",
+        };
+        // pi names no error for a cancelled call.
+        let error = settled.failure.filter(|_| status == "error").map(|text| {
+            let text = if text.is_empty() { format!("Tool \"{name}\" failed") } else { text };
+            preview(&text, ERROR_PREVIEW_CHARS)
+        });
+        self.end_call(row, status, error, None);
         Completion { id, ok: settled.ok, value: settled.value }
     }
 
@@ -402,7 +413,7 @@ impl<'a> Session<'a> {
             Err(e) => return refused(e),
         };
         let args = match &self.ctx.gate {
-            Some(gate) => match gate.check(call_id, name, &args, &cancel).await {
+            Some(gate) => match gate.check(None, call_id, name, &args, &cancel).await {
                 GateDecision::Allow { args: replaced } => replaced.unwrap_or(args),
                 GateDecision::Block { reason } => return refused(reason),
             },

@@ -5,7 +5,6 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
 
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -13,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::engine::Completion;
 use super::models::ModelStep;
-use super::{CallRecord, ERROR_PREVIEW_CHARS, Session, preview};
+use super::{ERROR_PREVIEW_CHARS, Session, preview};
 use crate::message::Usage;
 
 /// Model calls one script may have in flight; more wait in call order.
@@ -59,21 +58,11 @@ impl Session<'_> {
             ModelStep::Call(call, early) => (call, early),
         };
         let n = self.models.count.fetch_add(1, Ordering::SeqCst) + 1;
-        let index = {
-            let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
-            calls.push(CallRecord {
-                id: format!("{}/{}/{n}", self.ctx.tool_call_id, call.name),
-                name: call.name.to_string(),
-                args: call.label.clone(),
-                status: "running",
-                duration_ms: None,
-                error: None,
-                cost: None,
-            });
-            calls.len() - 1
-        };
-        self.publish();
-        let started = Instant::now();
+        let row = self.begin_call(
+            format!("{}/{}/{n}", self.ctx.tool_call_id, call.name),
+            call.name.to_string(),
+            call.label.clone(),
+        );
         let images = call.name == "models.generateImages";
         let result = {
             let _slot = self.models.limit.acquire().await;
@@ -87,17 +76,13 @@ impl Session<'_> {
             self.models.images.fetch_add(shown, Ordering::SeqCst);
         }
         let usage: Option<Usage> = result.get("usage").and_then(|u| serde_json::from_value(u.clone()).ok());
-        if let Ok(mut calls) = self.calls.lock() {
-            let record = &mut calls[index];
-            record.duration_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
-            record.status = match result["stopReason"].as_str() {
-                Some("stop") => "ok",
-                Some("aborted") => "cancelled",
-                _ => "error",
-            };
-            record.error = result["errorMessage"].as_str().map(|e| preview(e, ERROR_PREVIEW_CHARS));
-            record.cost = result.pointer("/usage/cost/total").and_then(Value::as_f64);
-        }
+        let status = match result["stopReason"].as_str() {
+            Some("stop") => "ok",
+            Some("aborted") => "cancelled",
+            _ => "error",
+        };
+        let error = result["errorMessage"].as_str().map(|e| preview(e, ERROR_PREVIEW_CHARS));
+        self.end_call(row, status, error, result.pointer("/usage/cost/total").and_then(Value::as_f64));
         if let Some(usage) = usage
             && let Ok(mut total) = self.models.usage.lock()
         {

@@ -97,6 +97,31 @@ pub fn some_each<'de, D: Deserializer<'de>, T: DeserializeOwned + Default>(d: D)
     })
 }
 
+/// The string items of a JSON array (other items left out); empty when the
+/// field is anything else.
+pub fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Value::deserialize(d).map(|v| match v {
+        Value::Array(items) => items
+            .into_iter()
+            .filter_map(|item| match item {
+                Value::String(s) => Some(s),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
+/// The first item read as an object `T`, as a JSON pointer's `/0` finds it
+/// (an array's first item, or an object's member `"0"`); `None` otherwise.
+pub fn first<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
+    Value::deserialize(d).map(|v| match v {
+        Value::Array(items) => items.into_iter().next().and_then(event),
+        Value::Object(mut members) => members.remove("0").and_then(event),
+        _ => None,
+    })
+}
+
 /// A JSON object read as `T`; `None` for anything else (arrays, numbers, …) or
 /// when `T` cannot read it.
 pub fn event<T: DeserializeOwned>(value: Value) -> Option<T> {

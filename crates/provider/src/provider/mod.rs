@@ -48,6 +48,7 @@ pub mod strict_schema;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub mod typed;
+pub mod wire_tool_call;
 pub mod wire_usage;
 
 /// A tool as declared to the model.

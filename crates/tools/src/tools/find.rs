@@ -4,7 +4,7 @@
 //! against the path relative to the search directory), listed relative to it
 //! with `/` after directories, capped at the result limit and 50KB.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use async_trait::async_trait;
 use globset::{GlobBuilder, GlobMatcher};
@@ -13,10 +13,9 @@ use ignore::overrides::OverrideBuilder;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::listing::{ListingArgs, aborted, listing_args, walk_blocking};
 use super::operations::Ops;
-use super::path::resolve_to_cwd;
 use super::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
-use super::validate::coerce;
 use super::{Tool, ToolContext, ToolOutput};
 
 const DESCRIPTION: &str = "Search for files by glob pattern. Returns matching file paths relative to the search directory. Respects .gitignore. Output is truncated to 1000 results or 50KB (whichever is hit first).";
@@ -242,27 +241,16 @@ impl Tool for FindTool {
     }
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
-        if ctx.cancel.is_cancelled() {
-            return ToolOutput::error("Operation aborted");
-        }
-        let args = coerce(&self.parameters, args);
-        let dir = args.get("path").and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or(".");
-        let root: PathBuf = resolve_to_cwd(dir, &ctx.cwd);
+        let Some(ListingArgs { args, dir: root, limit }) = listing_args(&self.parameters, args, &ctx, DEFAULT_LIMIT)
+        else {
+            return aborted();
+        };
         let pattern = args.get("pattern").and_then(Value::as_str).unwrap_or_default().to_string();
-        let limit = args.get("limit").and_then(Value::as_f64).unwrap_or(DEFAULT_LIMIT).floor().max(1.0) as usize;
         if let Some(ops) = ctx.ops().filter(|o| o.ops.supplies("glob")) {
             return find_through(&ops, &root, &pattern, limit).await;
         }
         let cancel = ctx.cancel.clone();
-        let result = tokio::task::spawn_blocking(move || find(&root, &pattern, limit, &cancel)).await;
-        if ctx.cancel.is_cancelled() {
-            return ToolOutput::error("Operation aborted");
-        }
-        match result {
-            Ok(Ok(found)) => format_found(found, limit),
-            Ok(Err(message)) => ToolOutput::error(message),
-            Err(e) => ToolOutput::error(e.to_string()),
-        }
+        walk_blocking(&ctx, move || find(&root, &pattern, limit, &cancel), |found| format_found(found, limit)).await
     }
 }
 

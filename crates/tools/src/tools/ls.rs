@@ -10,10 +10,10 @@ use std::path::Path;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
+use super::listing::{ListingArgs, aborted, listing_args, walk_blocking};
 use super::operations::Ops;
-use super::path::{node_fs_error, resolve_to_cwd};
+use super::path::node_fs_error;
 use super::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
-use super::validate::coerce;
 use super::{Tool, ToolContext, ToolOutput};
 
 const DESCRIPTION: &str = "List directory contents. Returns entries sorted alphabetically, with '/' suffix for directories. Includes dotfiles. Output is truncated to 500 entries or 50KB (whichever is hit first).";
@@ -161,28 +161,16 @@ impl Tool for LsTool {
     }
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
-        if ctx.cancel.is_cancelled() {
-            return ToolOutput::error("Operation aborted");
-        }
-        let args = coerce(&self.parameters, args);
-        let path = args.get("path").and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or(".");
-        let dir = resolve_to_cwd(path, &ctx.cwd);
-        let limit = args.get("limit").and_then(Value::as_f64).unwrap_or(DEFAULT_LIMIT).floor().max(1.0) as usize;
+        let Some(ListingArgs { dir, limit, .. }) = listing_args(&self.parameters, args, &ctx, DEFAULT_LIMIT) else {
+            return aborted();
+        };
         if let Some(ops) = ctx.ops() {
             return match list_through(&ops, &dir, limit).await {
                 Ok(out) => out,
                 Err(message) => ToolOutput::error(message),
             };
         }
-        let result = tokio::task::spawn_blocking(move || list(&dir, limit)).await;
-        if ctx.cancel.is_cancelled() {
-            return ToolOutput::error("Operation aborted");
-        }
-        match result {
-            Ok(Ok(out)) => out,
-            Ok(Err(message)) => ToolOutput::error(message),
-            Err(e) => ToolOutput::error(e.to_string()),
-        }
+        walk_blocking(&ctx, move || list(&dir, limit), |out| out).await
     }
 }
 

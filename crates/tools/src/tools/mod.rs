@@ -24,6 +24,7 @@ pub mod find;
 pub mod grep;
 pub mod image;
 pub use pi_types::js;
+mod listing;
 pub mod ls;
 pub mod operations;
 pub mod path;
@@ -172,10 +173,12 @@ pub enum GateDecision {
 }
 
 /// A check run before each validated tool call (extension `tool_call` hooks).
+/// `parent`: the call whose tool made this one (pi's `ctx.executeTool()`), `None` for a model's call.
 #[async_trait]
 pub trait ToolCallGate: Send + Sync {
     async fn check(
         &self,
+        parent: Option<&str>,
         tool_call_id: &str,
         tool_name: &str,
         args: &Value,
@@ -185,6 +188,7 @@ pub trait ToolCallGate: Send + Sync {
     /// Look at (and possibly change) the result of a call that ran (pi's `tool_result` hooks).
     async fn after(
         &self,
+        _parent: Option<&str>,
         _tool_call_id: &str,
         _tool_name: &str,
         _args: &Value,
@@ -192,31 +196,6 @@ pub trait ToolCallGate: Send + Sync {
         _cancel: &CancellationToken,
     ) -> ToolOutput {
         output
-    }
-
-    /// [`check`](Self::check) for a call the tool of call `parent` made.
-    async fn check_nested(
-        &self,
-        _parent: &str,
-        tool_call_id: &str,
-        tool_name: &str,
-        args: &Value,
-        cancel: &CancellationToken,
-    ) -> GateDecision {
-        self.check(tool_call_id, tool_name, args, cancel).await
-    }
-
-    /// [`after`](Self::after) for a call the tool of call `parent` made.
-    async fn after_nested(
-        &self,
-        _parent: &str,
-        tool_call_id: &str,
-        tool_name: &str,
-        args: &Value,
-        output: ToolOutput,
-        cancel: &CancellationToken,
-    ) -> ToolOutput {
-        self.after(tool_call_id, tool_name, args, output, cancel).await
     }
 }
 

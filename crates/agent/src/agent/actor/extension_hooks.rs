@@ -518,6 +518,12 @@ impl Agent {
         }
     }
 
+    /// A registration (a virtual model, a provider) the registry refused:
+    /// one `extension_error` for event `register`.
+    async fn registration_refused(&mut self, extension_path: String, error: String) {
+        self.emit(AgentEvent::ExtensionError { extension_path, event: "register".into(), error }).await;
+    }
+
     /// Put extension `id`'s virtual models in the registry (those it no
     /// longer registers go); one whose id a physical model has is refused.
     async fn sync_virtual_models(&mut self, id: usize) {
@@ -528,14 +534,7 @@ impl Agent {
             let key = (model.provider.clone(), model.id.clone());
             match self.models.add_virtual(model) {
                 Ok(()) => now.push(key),
-                Err(error) => {
-                    let event = AgentEvent::ExtensionError {
-                        extension_path: ext.path_string(),
-                        event: "register".into(),
-                        error,
-                    };
-                    self.emit(event).await;
-                }
+                Err(error) => self.registration_refused(ext.path_string(), error).await,
             }
         }
         for (provider, model) in self.ext.replace_virtual_models(id, now.clone()) {
@@ -565,14 +564,7 @@ impl Agent {
         for spec in registration.providers {
             match self.models.register_provider(&spec, streams.clone()) {
                 Ok(()) => now.push(spec),
-                Err(error) => {
-                    let event = AgentEvent::ExtensionError {
-                        extension_path: ext.path_string(),
-                        event: "register".into(),
-                        error,
-                    };
-                    self.emit(event).await;
-                }
+                Err(error) => self.registration_refused(ext.path_string(), error).await,
             }
         }
         self.ext.replace_providers(id, now);

@@ -6,11 +6,12 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::answer::{Answer, Field};
 use super::callback::{CallbackOptions, CallbackServer, Finished, callback_host, callback_or_pasted, code_itself};
 use super::http::with_query;
 use super::{
     BROWSER, FIVE_MINUTES_MS, FlowInfo, LoginContext, LoginEvent, LoginIo, Method, Net, OAuthError, OAuthFlow,
-    Question, QuestionKind, expiry_in, parse_pasted, pkce, require_refresh, string_field,
+    Question, QuestionKind, expiry_in, parse_pasted, pkce, require_refresh,
 };
 
 const CLIENT_ID: &str = "9d1c250a-e61b-44d9-88ed-5944d1962f5e";
@@ -44,13 +45,20 @@ fn authorize_url(redirect_uri: &str, challenge: &str, state: &str) -> String {
 
 /// `{type, refresh, access, expires}` from a token response.
 fn credential(body: &Value) -> Result<Value, OAuthError> {
-    let what = "Anthropic token response";
-    let seconds = super::positive(body, "expires_in")
+    let (what, a) = ("Anthropic token response", Answer::of(body));
+    let seconds = a
+        .expires_in
+        .positive()
         .ok_or_else(|| OAuthError::transient(format!("{what}: no `expires_in`: {}", super::clip(body))))?;
+    let required = |field: &Field, name: &str| {
+        field.filled().map(str::to_string).ok_or_else(|| {
+            OAuthError::transient(format!("{what}: the response has no `{name}`: {}", super::clip(body)))
+        })
+    };
     Ok(json!({
         "type": "oauth",
-        "refresh": string_field(body, "refresh_token", what)?,
-        "access": string_field(body, "access_token", what)?,
+        "refresh": required(&a.refresh_token, "refresh_token")?,
+        "access": required(&a.access_token, "access_token")?,
         "expires": expiry_in(seconds, FIVE_MINUTES_MS),
     }))
 }

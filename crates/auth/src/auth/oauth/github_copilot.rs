@@ -7,13 +7,16 @@
 //! the ones whose policy is still unset at login.
 
 use async_trait::async_trait;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::answer::Stored;
 use super::device::{DEVICE_GRANT, Poll, Timing, poll_until};
 use super::{
     DEVICE_CODE, FIVE_MINUTES_MS, FlowInfo, LoginContext, LoginEvent, LoginIo, Net, OAuthError, OAuthFlow, Question,
-    QuestionKind, RequestAuth, access, require_refresh, trusted_url,
+    QuestionKind, RequestAuth, access, require_refresh,
 };
+use crate::provider::lenient;
 
 const CLIENT_ID: &str = "Iv1.b507a08c87ecfe98";
 const USER_AGENT: &str = "GitHubCopilotChat/0.35.0";
@@ -53,7 +56,7 @@ pub fn base_url(token: Option<&str>, enterprise: Option<&str>) -> String {
 }
 
 fn enterprise_of(credential: &Value) -> Option<String> {
-    credential.get("enterpriseUrl").and_then(Value::as_str).filter(|s| !s.is_empty()).and_then(normalize_domain)
+    Stored::of(credential).enterprise_url.filled().and_then(normalize_domain)
 }
 
 fn headers_with<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
@@ -67,7 +70,7 @@ async fn copilot_token(
     net: &Net,
     github_token: &str,
     enterprise: Option<&str>,
-) -> Result<Map<String, Value>, OAuthError> {
+) -> Result<(Map<String, Value>, String), OAuthError> {
     let domain = enterprise.unwrap_or("github.com");
     let bearer = format!("Bearer {github_token}");
     let headers = headers_with(&[("Accept", "application/json"), ("Authorization", &bearer)]);
@@ -75,9 +78,8 @@ async fn copilot_token(
     if !response.ok() {
         return Err(response.error("the Copilot token exchange"));
     }
-    let (Some(token), Some(expires_at)) =
-        (response.json.get("token").and_then(Value::as_str), response.json.get("expires_at").and_then(Value::as_f64))
-    else {
+    let a = response.answer();
+    let (Some(token), Some(expires_at)) = (a.token.text(), a.expires_at.number()) else {
         return Err(OAuthError::transient(format!("invalid Copilot token response: {}", super::clip(&response.json))));
     };
     let mut cred = Map::new();
@@ -88,7 +90,50 @@ async fn copilot_token(
     if let Some(domain) = enterprise {
         cred.insert("enterpriseUrl".into(), domain.into());
     }
-    Ok(cred)
+    Ok((cred, token.to_string()))
+}
+
+/// Copilot's model list (`GET {base}/models`): the fields the login reads.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ModelList {
+    /// `None` when it is no list; a model that is no object reads as empty.
+    #[serde(deserialize_with = "lenient::some_each")]
+    data: Option<Vec<ListedModel>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ListedModel {
+    #[serde(deserialize_with = "lenient::string")]
+    id: Option<String>,
+    #[serde(deserialize_with = "lenient::bool")]
+    model_picker_enabled: Option<bool>,
+    #[serde(deserialize_with = "lenient::object")]
+    capabilities: Capabilities,
+    #[serde(deserialize_with = "lenient::object")]
+    policy: Policy,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Capabilities {
+    #[serde(deserialize_with = "lenient::object")]
+    supports: Supports,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Supports {
+    #[serde(deserialize_with = "lenient::bool")]
+    tool_calls: Option<bool>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Policy {
+    #[serde(deserialize_with = "lenient::string")]
+    state: Option<String>,
 }
 
 /// The account's usable models, and those whose policy is still unset.
@@ -109,19 +154,14 @@ async fn models(net: &Net, token: &str, enterprise: Option<&str>) -> Result<Mode
     if !response.ok() {
         return Err(response.error("the Copilot model list"));
     }
-    let Some(data) = response.json.get("data").and_then(Value::as_array) else {
+    let Some(data) = lenient::event_ref::<ModelList>(&response.json).and_then(|list| list.data) else {
         return Err(OAuthError::transient("invalid Copilot models response"));
     };
     // (id, shown in the picker, policy state) of the models that call tools.
     let listed: Vec<(String, bool, Option<String>)> = data
-        .iter()
-        .filter(|m| m.pointer("/capabilities/supports/tool_calls") != Some(&Value::Bool(false)))
-        .filter_map(|m| {
-            let id = m.get("id")?.as_str()?.to_string();
-            let picker = m.get("model_picker_enabled") == Some(&Value::Bool(true));
-            let policy = m.pointer("/policy/state").and_then(Value::as_str).map(str::to_string);
-            Some((id, picker, policy))
-        })
+        .into_iter()
+        .filter(|m| m.capabilities.supports.tool_calls != Some(false))
+        .filter_map(|m| Some((m.id?, m.model_picker_enabled == Some(true), m.policy.state)))
         .collect();
     let picked: Vec<String> = listed
         .iter()
@@ -187,17 +227,17 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     if !response.ok() {
         return Err(response.error("the GitHub device code request"));
     }
-    let body = &response.json;
-    let (Some(device_code), Some(user_code), Some(expires_in)) = (
-        body.get("device_code").and_then(Value::as_str),
-        body.get("user_code").and_then(Value::as_str),
-        body.get("expires_in").and_then(Value::as_f64),
-    ) else {
+    let (body, a) = (&response.json, response.answer());
+    let (Some(device_code), Some(user_code), Some(expires_in)) =
+        (a.device_code.text(), a.user_code.text(), a.expires_in.number())
+    else {
         return Err(OAuthError::transient(format!("invalid device code response: {}", super::clip(body))));
     };
-    let verification_uri = trusted_url(body.get("verification_uri"))
+    let verification_uri = a
+        .verification_uri
+        .url()
         .ok_or_else(|| OAuthError::refused("untrusted verification_uri in the device code response"))?;
-    let interval = body.get("interval").and_then(Value::as_f64);
+    let interval = a.interval.number();
     let timing = Timing::announce(io, user_code, verification_uri, interval, Some(expires_in), true);
     let token_url = format!("https://{domain}/login/oauth/access_token");
     let device_code = device_code.to_string();
@@ -213,14 +253,15 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
             if !r.ok() {
                 return Err(r.error("the GitHub device token request"));
             }
-            if let Some(token) = r.json.get("access_token").and_then(Value::as_str) {
+            let a = r.answer();
+            if let Some(token) = a.access_token.text() {
                 return Ok(Poll::Complete(token.to_string()));
             }
-            Ok(match r.json.get("error").and_then(Value::as_str) {
+            Ok(match a.error.text() {
                 Some("authorization_pending") => Poll::Pending,
-                Some("slow_down") => Poll::SlowDown(r.json.get("interval").and_then(Value::as_f64)),
+                Some("slow_down") => Poll::SlowDown(a.interval.number()),
                 Some(error) => {
-                    let detail = r.json.get("error_description").and_then(Value::as_str);
+                    let detail = a.error_description.text();
                     Poll::Failed(format!(
                         "Device flow failed: {error}{}",
                         detail.map(|d| format!(": {d}")).unwrap_or_default()
@@ -231,8 +272,7 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
         }
     })
     .await?;
-    let mut cred = copilot_token(net, &github_token, enterprise.as_deref()).await?;
-    let token = cred.get("access").and_then(Value::as_str).unwrap_or_default().to_string();
+    let (mut cred, token) = copilot_token(net, &github_token, enterprise.as_deref()).await?;
     let listed = models(net, &token, enterprise.as_deref()).await?;
     let mut available = listed.available;
     if !listed.unset_policy.is_empty() {
@@ -261,8 +301,7 @@ impl OAuthFlow for GitHubCopilot {
 
     async fn refresh(&self, net: &Net, credential: &Value) -> Result<Value, OAuthError> {
         let enterprise = enterprise_of(credential);
-        let mut cred = copilot_token(net, require_refresh(credential)?, enterprise.as_deref()).await?;
-        let token = cred.get("access").and_then(Value::as_str).unwrap_or_default().to_string();
+        let (mut cred, token) = copilot_token(net, require_refresh(credential)?, enterprise.as_deref()).await?;
         let listed = models(net, &token, enterprise.as_deref()).await?;
         cred.insert("availableModelIds".into(), json!(listed.available));
         Ok(Value::Object(cred))

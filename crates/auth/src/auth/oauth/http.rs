@@ -43,6 +43,11 @@ pub struct Response {
 }
 
 impl Response {
+    /// The body's fields the logins read (all absent when it is no JSON object).
+    pub fn answer(&self) -> super::answer::Answer {
+        super::answer::Answer::of(&self.json)
+    }
+
     pub fn ok(&self) -> bool {
         (200..300).contains(&self.status)
     }

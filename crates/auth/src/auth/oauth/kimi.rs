@@ -9,10 +9,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::answer::Answer;
 use super::device::{DEVICE_GRANT, Poll, Refusals, Timing, grant_answer, poll_until};
 use super::{
-    DEVICE_CODE, FlowInfo, LoginContext, LoginIo, Net, OAuthError, OAuthFlow, RequestAuth, access, expiry_in, positive,
-    require_refresh, trusted_url,
+    DEVICE_CODE, FlowInfo, LoginContext, LoginIo, Net, OAuthError, OAuthFlow, RequestAuth, access, expiry_in,
+    require_refresh,
 };
 
 const CLIENT_ID: &str = "17e5f671-d194-4dfb-9706-5516cb48c098";
@@ -32,8 +33,8 @@ pub fn oauth_host() -> String {
 }
 
 fn credential(body: &Value, operation: &str) -> Result<Value, OAuthError> {
-    let text = |k: &str| body.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
-    match (text("access_token"), text("refresh_token"), positive(body, "expires_in")) {
+    let a = Answer::of(body);
+    match (a.access_token.filled(), a.refresh_token.filled(), a.expires_in.positive()) {
         (Some(access), Some(refresh), Some(seconds)) => {
             Ok(json!({"type": "oauth", "access": access, "refresh": refresh, "expires": expiry_in(seconds, 0)}))
         }
@@ -53,20 +54,17 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     if !r.ok() {
         return Err(r.error("Kimi Code device authorization"));
     }
-    let body = &r.json;
-    let (Some(device_code), Some(user_code), Some(_), Some(complete)) = (
-        body.get("device_code").and_then(Value::as_str),
-        body.get("user_code").and_then(Value::as_str),
-        trusted_url(body.get("verification_uri")),
-        trusted_url(body.get("verification_uri_complete")),
-    ) else {
+    let (body, a) = (&r.json, r.answer());
+    let (Some(device_code), Some(user_code), Some(_), Some(complete)) =
+        (a.device_code.text(), a.user_code.text(), a.verification_uri.url(), a.verification_uri_complete.url())
+    else {
         return Err(OAuthError::transient(format!(
             "invalid Kimi Code device authorization response: {}",
             super::clip(body)
         )));
     };
-    let interval = positive(body, "interval").unwrap_or(5.0);
-    let expires_in = positive(body, "expires_in").unwrap_or(DEVICE_CODE_SECONDS);
+    let interval = a.interval.positive().unwrap_or(5.0);
+    let expires_in = a.expires_in.positive().unwrap_or(DEVICE_CODE_SECONDS);
     let timing = Timing::announce(io, user_code, complete, Some(interval), Some(expires_in), true);
     let (device_code, token_url) = (device_code.to_string(), format!("{host}/api/oauth/token"));
     poll_until(net, timing, || {
@@ -81,14 +79,14 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
             if r.status >= 500 {
                 return Ok(Poll::Failed(r.error("Kimi Code device token request").message));
             }
-            if r.ok() && r.json.get("access_token").and_then(Value::as_str).is_some() {
+            let a = r.answer();
+            if r.ok() && a.access_token.text().is_some() {
                 return Ok(match credential(&r.json, "poll") {
                     Ok(c) => Poll::Complete(c),
                     Err(e) => Poll::Failed(e.message),
                 });
             }
-            let error = r.json.get("error").and_then(Value::as_str);
-            Ok(grant_answer(error, positive(&r.json, "interval"), REFUSALS)
+            Ok(grant_answer(a.error.text(), a.interval.positive(), REFUSALS)
                 .unwrap_or_else(|| Poll::Failed(r.error("Kimi Code device token request").message)))
         }
     })
@@ -131,7 +129,7 @@ impl OAuthFlow for KimiCoding {
             if r.ok() {
                 return credential(&r.json, "refresh");
             }
-            let invalid_grant = r.json.get("error").and_then(Value::as_str) == Some("invalid_grant");
+            let invalid_grant = r.answer().error.text() == Some("invalid_grant");
             if matches!(r.status, 401 | 403) || invalid_grant {
                 return Err(OAuthError::refused(r.error("Kimi Code token refresh (unauthorized)").message));
             }

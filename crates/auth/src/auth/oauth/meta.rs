@@ -10,8 +10,7 @@ use serde_json::{Value, json};
 use super::device::{DEVICE_GRANT, Poll, Refusals, Timing, grant_answer, poll_until};
 use super::http::Response;
 use super::{
-    DEVICE_CODE, FlowInfo, LoginContext, LoginEvent, LoginIo, Net, OAuthError, OAuthFlow, expiry_in, positive,
-    require_refresh, trusted_url,
+    DEVICE_CODE, FlowInfo, LoginContext, LoginEvent, LoginIo, Net, OAuthError, OAuthFlow, expiry_in, require_refresh,
 };
 
 const CLIENT_ID: &str = "1031625952748946";
@@ -43,14 +42,13 @@ async fn mint(net: &Net, identity: &str) -> Result<Value, OAuthError> {
     if !r.ok() {
         return Err(OAuthError::transient(format!("the Meta API key mint failed (HTTP {}){}", r.status, detail(&r))));
     }
-    match r.json.get("api_key").and_then(Value::as_str).filter(|k| !k.is_empty()) {
+    let a = r.answer();
+    match a.api_key.filled() {
         Some(key) => Ok(
             json!({"type": "oauth", "refresh": identity, "access": key, "expires": expiry_in(KEY_LIFETIME_SECONDS, 0)}),
         ),
         None => {
-            let action = trusted_url(r.json.get("action_url"))
-                .map(|u| format!(" Complete the setup at {u}"))
-                .unwrap_or_default();
+            let action = a.action_url.url().map(|u| format!(" Complete the setup at {u}")).unwrap_or_default();
             Err(OAuthError::refused(format!("Meta issued no API key.{action}")))
         }
     }
@@ -65,20 +63,17 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
             permanent: r.refused(),
         });
     }
-    let body = &r.json;
-    let verification =
-        trusted_url(body.get("verification_uri_complete")).or_else(|| trusted_url(body.get("verification_uri")));
-    let (Some(device_code), Some(user_code), Some(verification)) = (
-        body.get("device_code").and_then(Value::as_str).filter(|s| !s.is_empty()),
-        body.get("user_code").and_then(Value::as_str).filter(|s| !s.is_empty()),
-        verification,
-    ) else {
+    let (body, a) = (&r.json, r.answer());
+    let verification = a.verification_uri_complete.url().or_else(|| a.verification_uri.url());
+    let (Some(device_code), Some(user_code), Some(verification)) =
+        (a.device_code.filled(), a.user_code.filled(), verification)
+    else {
         return Err(OAuthError::transient(format!(
             "invalid Meta device authorization response: {}",
             super::clip(body)
         )));
     };
-    let (interval, expires_in) = (positive(body, "interval"), positive(body, "expires_in"));
+    let (interval, expires_in) = (a.interval.positive(), a.expires_in.positive());
     let timing = Timing::announce(io, user_code, verification, interval, expires_in, true);
     let device_code = device_code.to_string();
     let identity = poll_until(net, timing, || {
@@ -89,12 +84,11 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
         ];
         async move {
             let r = net.post_form(DEVICE_TOKEN_URL, &[], fields).await?;
-            if let Some(token) = r.json.get("access_token").and_then(Value::as_str).filter(|t| r.ok() && !t.is_empty())
-            {
+            let a = r.answer();
+            if let Some(token) = a.access_token.filled().filter(|_| r.ok()) {
                 return Ok(Poll::Complete(token.to_string()));
             }
-            let error = r.json.get("error").and_then(Value::as_str);
-            Ok(grant_answer(error, positive(&r.json, "interval"), REFUSALS).unwrap_or_else(|| {
+            Ok(grant_answer(a.error.text(), a.interval.positive(), REFUSALS).unwrap_or_else(|| {
                 Poll::Failed(format!("Meta device token request failed (HTTP {}){}", r.status, detail(&r)))
             }))
         }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
+pub mod answer;
 pub mod anthropic;
 pub mod callback;
 pub mod device;
@@ -255,24 +256,6 @@ pub const FIVE_MINUTES_MS: i64 = 5 * 60 * 1000;
 /// The refresh token of a stored credential, or a refusal.
 pub(crate) fn require_refresh(credential: &Value) -> Result<&str, OAuthError> {
     refresh_token(credential).ok_or_else(|| OAuthError::refused("the stored credential has no refresh token"))
-}
-
-/// A JSON object's string field, required.
-pub(crate) fn string_field<'a>(body: &'a Value, field: &str, what: &str) -> Result<&'a str, OAuthError> {
-    body.get(field)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| OAuthError::transient(format!("{what}: the response has no `{field}`: {}", clip(body))))
-}
-
-/// A positive number field.
-pub(crate) fn positive(body: &Value, field: &str) -> Option<f64> {
-    let value = match body.get(field)? {
-        Value::Number(n) => n.as_f64()?,
-        Value::String(s) => s.trim().parse().ok()?,
-        _ => return None,
-    };
-    (value.is_finite() && value > 0.0).then_some(value)
 }
 
 /// A response body shortened for an error message.

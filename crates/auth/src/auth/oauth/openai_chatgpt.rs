@@ -7,6 +7,7 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::answer::{Answer, Field, Stored};
 use super::callback::{CallbackOptions, CallbackServer, Finished, callback_host, callback_or_pasted};
 use super::http::with_query;
 use super::{
@@ -46,16 +47,19 @@ fn from_callback(query: &[(String, String)], state: &str) -> Result<(String, Str
 }
 
 fn credential(body: &Value, client_id: &str) -> Result<Value, OAuthError> {
-    let field = |name: &str| {
-        body.get(name)
-            .and_then(Value::as_str)
+    let a = Answer::of(body);
+    let field = |field: &Field, name: &str| {
+        field
+            .text()
             .filter(|s| !s.trim().is_empty())
+            .map(str::to_string)
             .ok_or_else(|| OAuthError::transient(format!("the OpenAI token response has no valid {name}")))
     };
-    let (access, refresh, scope) = (field("access_token")?, field("refresh_token")?, field("scope")?);
-    let seconds = body
-        .get("expires_in")
-        .and_then(Value::as_f64)
+    let (access, refresh, scope) =
+        (field(&a.access_token, "access_token")?, field(&a.refresh_token, "refresh_token")?, field(&a.scope, "scope")?);
+    let seconds = a
+        .expires_in
+        .number()
         .filter(|s| s.is_finite() && *s > 0.0)
         .ok_or_else(|| OAuthError::transient("the OpenAI token response has no valid expires_in"))?;
     let scopes: Vec<&str> = scope.split_whitespace().collect();
@@ -170,7 +174,7 @@ async fn browser(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthErr
         ],
     )
     .await?;
-    if body.get("id_token").and_then(Value::as_str).is_none_or(|t| t.trim().is_empty()) {
+    if Answer::of(&body).id_token.text().is_none_or(|t| t.trim().is_empty()) {
         return Err(OAuthError::transient("the OpenAI token response has no ID token"));
     }
     credential(&body, &client_id)
@@ -189,9 +193,10 @@ impl OAuthFlow for OpenAiChatGpt {
     }
 
     async fn refresh(&self, net: &Net, stored: &Value) -> Result<Value, OAuthError> {
-        let client_id = stored
-            .get("clientId")
-            .and_then(Value::as_str)
+        let fields = Stored::of(stored);
+        let client_id = fields
+            .client_id
+            .text()
             .filter(|c| !c.trim().is_empty())
             .ok_or_else(|| OAuthError::refused("the stored OpenAI credential has no issued client id"))?;
         let body = token(

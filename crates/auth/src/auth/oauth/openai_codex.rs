@@ -24,15 +24,12 @@ const DEVICE_VERIFICATION_URI: &str = "https://auth.openai.com/codex/device";
 const DEVICE_REDIRECT_URI: &str = "https://auth.openai.com/deviceauth/callback";
 const DEVICE_CODE_SECONDS: f64 = 15.0 * 60.0;
 const SCOPE: &str = "openid profile email offline_access";
-const ACCOUNT_CLAIM: &str = "https://api.openai.com/auth";
 
 pub struct OpenAiCodex;
 
 /// The ChatGPT account id in an access token's claims.
 pub fn account_id(access: &str) -> Option<String> {
-    let claims = jwt_payload(access)?;
-    let id = claims.get(ACCOUNT_CLAIM)?.get("chatgpt_account_id")?.as_str()?;
-    (!id.is_empty()).then(|| id.to_string())
+    crate::provider::openai::codex::chatgpt_account_id(jwt_payload(access)?)
 }
 
 async fn token(net: &Net, fields: Vec<(&'static str, String)>, operation: &str) -> Result<Value, OAuthError> {
@@ -40,12 +37,10 @@ async fn token(net: &Net, fields: Vec<(&'static str, String)>, operation: &str) 
     if !response.ok() {
         return Err(response.error(&format!("OpenAI Codex token {operation}")));
     }
-    let body = &response.json;
-    let (Some(access), Some(refresh), Some(seconds)) = (
-        body.get("access_token").and_then(Value::as_str).filter(|s| !s.is_empty()),
-        body.get("refresh_token").and_then(Value::as_str).filter(|s| !s.is_empty()),
-        body.get("expires_in").and_then(Value::as_f64),
-    ) else {
+    let (body, a) = (&response.json, response.answer());
+    let (Some(access), Some(refresh), Some(seconds)) =
+        (a.access_token.filled(), a.refresh_token.filled(), a.expires_in.number())
+    else {
         return Err(OAuthError::transient(format!(
             "OpenAI Codex token {operation}: the response lacks fields: {}",
             super::clip(body)
@@ -133,17 +128,14 @@ async fn device_code(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAut
     if !response.ok() {
         return Err(response.error("OpenAI Codex device code request"));
     }
-    let body = &response.json;
-    let interval = match body.get("interval") {
+    let (body, a) = (&response.json, response.answer());
+    let interval = match a.interval.value() {
         Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
-        Some(v) => v.as_f64(),
-        None => None,
+        _ => a.interval.number(),
     };
-    let (Some(device_auth_id), Some(user_code), Some(interval)) = (
-        body.get("device_auth_id").and_then(Value::as_str),
-        body.get("user_code").and_then(Value::as_str),
-        interval.filter(|i| i.is_finite() && *i >= 0.0),
-    ) else {
+    let (Some(device_auth_id), Some(user_code), Some(interval)) =
+        (a.device_auth_id.text(), a.user_code.text(), interval.filter(|i| i.is_finite() && *i >= 0.0))
+    else {
         return Err(OAuthError::transient(format!("invalid OpenAI Codex device code response: {}", super::clip(body))));
     };
     let timing = Timing::announce(
@@ -157,10 +149,9 @@ async fn device_code(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAut
     let poll_body = json!({"device_auth_id": device_auth_id, "user_code": user_code});
     let (code, verifier) = poll_until(net, timing, || async {
         let r = net.post_json(DEVICE_TOKEN_URL, &[], poll_body.clone()).await?;
+        let a = r.answer();
         if r.ok() {
-            let code = r.json.get("authorization_code").and_then(Value::as_str);
-            let verifier = r.json.get("code_verifier").and_then(Value::as_str);
-            return Ok(match (code, verifier) {
+            return Ok(match (a.authorization_code.text(), a.code_verifier.text()) {
                 (Some(c), Some(v)) => Poll::Complete((c.to_string(), v.to_string())),
                 _ => Poll::Failed(format!("invalid OpenAI Codex device token response: {}", super::clip(&r.json))),
             });
@@ -168,9 +159,7 @@ async fn device_code(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAut
         if matches!(r.status, 403 | 404) {
             return Ok(Poll::Pending);
         }
-        let error = r.json.get("error");
-        let code = error.and_then(|e| e.get("code")).or(error).and_then(Value::as_str);
-        Ok(match code {
+        Ok(match a.error_code().as_deref() {
             Some("deviceauth_authorization_pending") => Poll::Pending,
             Some("slow_down") => Poll::SlowDown(None),
             _ => Poll::Failed(r.error("OpenAI Codex device authorization").message),

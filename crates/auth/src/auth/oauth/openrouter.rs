@@ -40,7 +40,7 @@ async fn exchange(net: Net, code: String, verifier: String) -> Result<Value, OAu
             permanent: r.refused(),
         });
     }
-    let key = r.json.get("key").and_then(Value::as_str).filter(|k| !k.is_empty());
+    let key = r.answer().key.filled().map(str::to_string);
     let key = key.ok_or_else(|| OAuthError::transient("the OpenRouter answer carries no \"key\""))?;
     Ok(json!({"type": "oauth", "access": key, "refresh": "", "expires": NEVER}))
 }

@@ -13,7 +13,7 @@ use super::device::{DEVICE_GRANT, Poll, Refusals, Timing, grant_answer, poll_unt
 use super::http::{Response, with_query};
 use super::{
     BROWSER, DEVICE_CODE, FlowInfo, LoginContext, LoginEvent, LoginIo, Net, OAuthError, OAuthFlow, expiry_in, pkce,
-    positive, require_refresh, trusted_url,
+    require_refresh,
 };
 
 pub const GATEWAY: &str = "https://radius.pi.dev";
@@ -28,8 +28,9 @@ const REFUSALS: Refusals =
 pub struct Radius;
 
 fn oauth_error(r: &Response, what: &str) -> (Option<String>, OAuthError) {
-    let code = r.json.get("error").and_then(Value::as_str).map(str::to_string);
-    let description = r.json.get("error_description").and_then(Value::as_str).map(str::to_string);
+    let a = r.answer();
+    let code = a.error.text().map(str::to_string);
+    let description = a.error_description.text().map(str::to_string);
     let detail = match (&code, &description) {
         (Some(c), Some(d)) => format!("{c}: {d}"),
         (Some(c), None) => c.clone(),
@@ -46,12 +47,11 @@ async fn token(net: &Net, fields: Vec<(&'static str, String)>) -> Result<Value, 
     if !r.ok() {
         return Err(oauth_error(&r, "Radius OAuth token request failed"));
     }
-    let b = &r.json;
-    let text = |k: &str| b.get(k).and_then(Value::as_str);
-    match (text("access_token"), text("refresh_token"), positive(b, "expires_in")) {
+    let (b, a) = (&r.json, r.answer());
+    match (a.access_token.text(), a.refresh_token.text(), a.expires_in.positive()) {
         (Some(access), Some(refresh), Some(seconds)) => {
             let mut cred = json!({"type": "oauth", "access": access, "refresh": refresh, "expires": expiry_in(seconds, EXPIRY_MARGIN_MS)});
-            if let Some(scope) = b.get("scope") {
+            if let Some(scope) = a.scope.value() {
                 cred["scope"] = scope.clone();
             }
             Ok(cred)
@@ -66,7 +66,10 @@ async fn browser(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthErr
     if !r.ok() {
         return Err(r.error(&format!("loading the Radius OAuth configuration from {GATEWAY}")));
     }
-    let endpoint = trusted_url(r.json.get("authorizationEndpoint"))
+    let endpoint = r
+        .answer()
+        .authorization_endpoint
+        .url()
         .ok_or_else(|| OAuthError::transient(format!("invalid Radius OAuth configuration from {GATEWAY}")))?;
     let pkce = pkce::generate();
     let state = uuid::Uuid::new_v4().to_string();
@@ -121,17 +124,17 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     if !r.ok() {
         return Err(oauth_error(&r, "Radius OAuth device authorization failed").1);
     }
-    let b = &r.json;
-    let (Some(device_code), Some(user_code), Some(expires_in)) = (
-        b.get("device_code").and_then(Value::as_str),
-        b.get("user_code").and_then(Value::as_str),
-        positive(b, "expires_in"),
-    ) else {
+    let a = r.answer();
+    let (Some(device_code), Some(user_code), Some(expires_in)) =
+        (a.device_code.text(), a.user_code.text(), a.expires_in.positive())
+    else {
         return Err(OAuthError::transient("the Radius device authorization response lacks fields"));
     };
-    let verification = trusted_url(b.get("verification_uri"))
+    let verification = a
+        .verification_uri
+        .url()
         .ok_or_else(|| OAuthError::refused("untrusted verification_uri in the Radius answer"))?;
-    let interval = b.get("interval").and_then(Value::as_f64);
+    let interval = a.interval.number();
     let timing = Timing::announce(io, user_code, verification, interval, Some(expires_in), false);
     let device_code = device_code.to_string();
     poll_until(net, timing, || {

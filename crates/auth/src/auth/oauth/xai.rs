@@ -4,10 +4,11 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::answer::{Answer, Field};
 use super::device::{DEVICE_GRANT, Poll, Refusals, Timing, grant_answer, poll_until};
 use super::http::Response;
 use super::{
-    DEVICE_CODE, FIVE_MINUTES_MS, FlowInfo, LoginContext, LoginIo, Net, OAuthError, OAuthFlow, expiry_in, positive,
+    DEVICE_CODE, FIVE_MINUTES_MS, FlowInfo, LoginContext, LoginIo, Net, OAuthError, OAuthFlow, expiry_in,
     require_refresh,
 };
 
@@ -22,8 +23,8 @@ const REFUSALS: Refusals =
 pub struct Xai;
 
 /// An `https:` verification URL (a server answer is never opened otherwise).
-fn https_only(value: Option<&Value>) -> Result<String, OAuthError> {
-    let url = value.and_then(Value::as_str).and_then(|s| url::Url::parse(s).ok());
+fn https_only(value: &Field) -> Result<String, OAuthError> {
+    let url = value.text().and_then(|s| url::Url::parse(s).ok());
     match url {
         Some(url) if url.scheme() == "https" => Ok(url.to_string()),
         _ => Err(OAuthError::refused("untrusted verification URI in the xAI answer")),
@@ -31,8 +32,8 @@ fn https_only(value: Option<&Value>) -> Result<String, OAuthError> {
 }
 
 fn failure(what: &str, r: &Response) -> OAuthError {
-    let field = |k: &str| r.json.get(k).and_then(Value::as_str);
-    let detail: Vec<&str> = [field("error"), field("error_description")].into_iter().flatten().collect();
+    let a = r.answer();
+    let detail: Vec<&str> = [a.error.text(), a.error_description.text()].into_iter().flatten().collect();
     let message = if detail.is_empty() {
         format!("xAI {what} failed (HTTP {})", r.status)
     } else {
@@ -42,17 +43,15 @@ fn failure(what: &str, r: &Response) -> OAuthError {
 }
 
 fn credential(body: &Value, previous_refresh: Option<&str>) -> Result<Value, OAuthError> {
-    let text = |k: &str| body.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
-    let access = text("access_token").ok_or_else(|| OAuthError::transient("invalid xAI answer: access_token"))?;
-    let refresh = match (body.get("refresh_token"), previous_refresh) {
-        (None, Some(previous)) => previous,
-        _ => text("refresh_token").ok_or_else(|| OAuthError::transient("invalid xAI answer: refresh_token"))?,
+    let a = Answer::of(body);
+    let access = a.access_token.filled().ok_or_else(|| OAuthError::transient("invalid xAI answer: access_token"))?;
+    let refresh = match (a.refresh_token.is_present(), previous_refresh) {
+        (false, Some(previous)) => previous,
+        _ => a.refresh_token.filled().ok_or_else(|| OAuthError::transient("invalid xAI answer: refresh_token"))?,
     };
-    let seconds = match body.get("expires_in") {
-        None => DEFAULT_LIFETIME_SECONDS,
-        Some(_) => {
-            positive(body, "expires_in").ok_or_else(|| OAuthError::transient("invalid xAI answer: expires_in"))?
-        }
+    let seconds = match a.expires_in.is_present() {
+        false => DEFAULT_LIFETIME_SECONDS,
+        true => a.expires_in.positive().ok_or_else(|| OAuthError::transient("invalid xAI answer: expires_in"))?,
     };
     Ok(json!({"type": "oauth", "access": access, "refresh": refresh, "expires": expiry_in(seconds, FIVE_MINUTES_MS)}))
 }
@@ -65,19 +64,17 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     if !r.ok() {
         return Err(failure("device authorization", &r));
     }
-    let body = &r.json;
-    let text = |k: &str| body.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
-    let device_code = text("device_code").ok_or_else(|| OAuthError::transient("invalid xAI answer: device_code"))?;
-    let user_code = text("user_code").ok_or_else(|| OAuthError::transient("invalid xAI answer: user_code"))?;
-    let verification = https_only(body.get("verification_uri"))?;
-    let complete = match body.get("verification_uri_complete") {
-        Some(Value::String(s)) if !s.is_empty() => Some(https_only(body.get("verification_uri_complete"))?),
-        _ => None,
+    let a = r.answer();
+    let device_code = a.device_code.filled().ok_or_else(|| OAuthError::transient("invalid xAI answer: device_code"))?;
+    let user_code = a.user_code.filled().ok_or_else(|| OAuthError::transient("invalid xAI answer: user_code"))?;
+    let verification = https_only(&a.verification_uri)?;
+    let complete = match a.verification_uri_complete.filled() {
+        Some(_) => Some(https_only(&a.verification_uri_complete)?),
+        None => None,
     };
-    let expires_in =
-        positive(body, "expires_in").ok_or_else(|| OAuthError::transient("invalid xAI answer: expires_in"))?;
+    let expires_in = a.expires_in.positive().ok_or_else(|| OAuthError::transient("invalid xAI answer: expires_in"))?;
     let verification = complete.unwrap_or(verification);
-    let timing = Timing::announce(io, user_code, verification, positive(body, "interval"), Some(expires_in), true);
+    let timing = Timing::announce(io, user_code, verification, a.interval.positive(), Some(expires_in), true);
     let device_code = device_code.to_string();
     poll_until(net, timing, || {
         let fields = vec![
@@ -90,11 +87,12 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
             if r.ok() {
                 return Ok(Poll::Complete(credential(&r.json, None)?));
             }
-            let error = match r.json.get("error").and_then(Value::as_str) {
+            let a = r.answer();
+            let error = match a.error.text() {
                 Some("authorization_denied") => Some("access_denied"),
                 other => other,
             };
-            Ok(grant_answer(error, positive(&r.json, "interval"), REFUSALS)
+            Ok(grant_answer(error, a.interval.positive(), REFUSALS)
                 .unwrap_or_else(|| Poll::Failed(failure("device token polling", &r).message)))
         }
     })

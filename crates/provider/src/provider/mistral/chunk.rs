@@ -89,26 +89,8 @@ fn content<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Content>, D::Er
     })
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub(super) struct ToolCall {
-    #[serde(deserialize_with = "lenient::u64")]
-    pub index: Option<u64>,
-    #[serde(deserialize_with = "lenient::string")]
-    pub id: Option<String>,
-    #[serde(deserialize_with = "lenient::object")]
-    pub function: Function,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub(super) struct Function {
-    #[serde(deserialize_with = "lenient::text")]
-    pub name: String,
-    /// A JSON text, or the arguments as JSON (free-form).
-    #[serde(deserialize_with = "lenient::any")]
-    pub arguments: Option<Value>,
-}
+/// A tool call's piece (the shape Chat Completions and Mistral share).
+pub(super) type ToolCall = crate::provider::wire_tool_call::ToolCall<Option<Value>>;
 
 /// The usage counts; the cached tokens come under any of six names.
 #[derive(Deserialize, Default)]

@@ -88,10 +88,13 @@ pub fn account_id(token: &str) -> Result<String, ProviderError> {
         .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload))
         .map_err(|_| failed())?;
     let claims: Value = serde_json::from_slice(&bytes).map_err(|_| failed())?;
-    lenient::event::<Claims>(claims)
-        .and_then(|c| c.auth.chatgpt_account_id)
-        .filter(|id| !id.is_empty())
-        .ok_or_else(failed)
+    chatgpt_account_id(claims).ok_or_else(failed)
+}
+
+/// The ChatGPT account id in a token's claims: `None` when it is absent,
+/// empty or of another type (also read by the OpenAI Codex login).
+pub fn chatgpt_account_id(claims: Value) -> Option<String> {
+    lenient::event::<Claims>(claims).and_then(|c| c.auth.chatgpt_account_id).filter(|id| !id.is_empty())
 }
 
 /// The claims of a ChatGPT access token that pi-rpc reads.

@@ -7,33 +7,30 @@
 
 use serde_json::{Map, Value, json};
 
+use super::wire::{Choice, Cost, ImagesContext, ImagesOutput, ImagesUsage};
 use super::{ABORTED, CallError, TypedCall, priced_usage};
 use crate::provider::classify::openai_sdk_error;
+use crate::provider::lenient;
 
 pub const API: &str = "openrouter-images";
 
-fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
-    value.get(key).and_then(Value::as_str).unwrap_or_default()
-}
-
 /// The request body pi builds.
 pub fn params(call: &TypedCall, context: &Value) -> Value {
+    let context: ImagesContext = lenient::event_ref(context).unwrap_or_default();
     let content: Vec<Value> = context
-        .get("input")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|item| match str_of(item, "type") {
-            "text" => json!({"type": "text", "text": str_of(item, "text")}),
+        .input
+        .iter()
+        .map(|item| match item.kind.as_str() {
+            "text" => json!({"type": "text", "text": item.text}),
             _ => json!({"type": "image_url", "image_url": {
-                "url": format!("data:{};base64,{}", str_of(item, "mimeType"), str_of(item, "data"))
+                "url": format!("data:{};base64,{}", item.mime_type, item.data)
             }}),
         })
         .collect();
-    let text_out = call.model.get("output").and_then(Value::as_array).is_some_and(|o| o.iter().any(|m| m == "text"));
-    let modalities = if text_out { json!(["image", "text"]) } else { json!(["image"]) };
+    let entry = call.entry();
+    let modalities = if entry.output.iter().any(|m| m == "text") { json!(["image", "text"]) } else { json!(["image"]) };
     json!({
-        "model": call.id(),
+        "model": entry.id,
         "messages": [{"role": "user", "content": content}],
         "stream": false,
         "modalities": modalities,
@@ -41,30 +38,25 @@ pub fn params(call: &TypedCall, context: &Value) -> Value {
 }
 
 /// OpenRouter's usage, priced from the catalog (pi's `parseUsage` of this API).
-fn usage(model: &Value, raw: &Value) -> Value {
-    let n = |v: Option<&Value>| v.and_then(Value::as_f64).filter(|n| n.is_finite() && *n > 0.0).map_or(0, |n| n as u64);
-    let prompt = n(raw.get("prompt_tokens"));
-    let cached = n(raw.pointer("/prompt_tokens_details/cached_tokens"));
-    let cache_write = n(raw.pointer("/prompt_tokens_details/cache_write_tokens"));
+fn usage(cost: &Cost, raw: &ImagesUsage) -> Value {
+    let n = |v: Option<f64>| v.filter(|n| n.is_finite() && *n > 0.0).map_or(0, |n| n as u64);
+    let prompt = n(raw.prompt_tokens);
+    let cached = n(raw.prompt_tokens_details.cached_tokens);
+    let cache_write = n(raw.prompt_tokens_details.cache_write_tokens);
     let cache_read = if cache_write > 0 { cached.saturating_sub(cache_write) } else { cached };
     let input = prompt.saturating_sub(cache_read + cache_write);
-    priced_usage(model, input, n(raw.get("completion_tokens")), cache_read, cache_write)
+    priced_usage(cost, input, n(raw.completion_tokens), cache_read, cache_write)
 }
 
 /// The output blocks of a Chat Completions answer: its text, then each `data:` image.
-fn output_blocks(answer: &Value) -> Vec<Value> {
+fn output_blocks(choice: Option<&Choice>) -> Vec<Value> {
     let mut blocks = Vec::new();
-    let Some(message) = answer.pointer("/choices/0/message") else { return blocks };
-    if let Some(text) = message.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+    let Some(message) = choice.map(|c| &c.message) else { return blocks };
+    if let Some(text) = message.content.as_deref().filter(|t| !t.is_empty()) {
         blocks.push(json!({"type": "text", "text": text}));
     }
-    for image in message.get("images").and_then(Value::as_array).into_iter().flatten() {
-        let url = match image.get("image_url") {
-            Some(Value::String(s)) => s.as_str(),
-            Some(other) => str_of(other, "url"),
-            None => "",
-        };
-        let Some(rest) = url.strip_prefix("data:") else { continue };
+    for image in &message.images {
+        let Some(rest) = image.image_url.strip_prefix("data:") else { continue };
         let Some((mime, data)) = rest.split_once(";base64,") else { continue };
         if mime.is_empty() || data.is_empty() || mime.contains(';') {
             continue;
@@ -84,11 +76,12 @@ pub async fn generate(call: &TypedCall, context: &Value) -> Value {
 }
 
 async fn run(call: &TypedCall, context: &Value, out: &mut Map<String, Value>) -> Result<(), CallError> {
+    let entry = call.entry();
     let Some(key) = &call.api_key else {
-        return Err(CallError::plain(format!("No API key for provider: {}", call.str("provider"))));
+        return Err(CallError::plain(format!("No API key for provider: {}", entry.provider)));
     };
     let headers = call.request_headers(&[("authorization", format!("Bearer {key}"))]);
-    let url = super::join_url(call.base_url(), "chat/completions");
+    let url = super::join_url(&entry.base_url, "chat/completions");
     let response = call.http.post_json(&url, &headers, &params(call, context), &call.cancel).await.map_err(|e| {
         if call.cancel.is_cancelled() { CallError::plain(ABORTED) } else { CallError::plain(e.message) }
     })?;
@@ -99,12 +92,13 @@ async fn run(call: &TypedCall, context: &Value, out: &mut Map<String, Value>) ->
         return Err(CallError { status: Some(status), body, message, ..CallError::plain("") });
     }
     let answer: Value = serde_json::from_str(&text).map_err(|e| CallError::plain(e.to_string()))?;
-    if let Some(id) = answer.get("id").filter(|v| !v.is_null()) {
-        out.insert("responseId".into(), id.clone());
+    let answer: ImagesOutput = lenient::event(answer).unwrap_or_default();
+    if let Some(id) = answer.id.filter(|v| !v.is_null()) {
+        out.insert("responseId".into(), id);
     }
-    if let Some(raw) = answer.get("usage").filter(|u| u.is_object()) {
-        out.insert("usage".into(), usage(&call.model, raw));
+    if let Some(raw) = &answer.usage {
+        out.insert("usage".into(), usage(&call.entry().cost, raw));
     }
-    out.insert("output".into(), Value::Array(output_blocks(&answer)));
+    out.insert("output".into(), Value::Array(output_blocks(answer.choices.as_ref())));
     Ok(())
 }

@@ -15,7 +15,9 @@ use std::sync::{Mutex, OnceLock};
 
 use serde_json::{Map, Value, json};
 
+use super::wire::{ClassifyContext, Completion, Question, Template, Tokenized};
 use super::{CallError, TypedCall, post_json};
+use crate::provider::lenient;
 
 pub const API: &str = "llama-cpp-classify";
 const LABEL: &str = "llama.cpp";
@@ -34,10 +36,6 @@ pub fn server_root(base_url: &str) -> String {
     trimmed.strip_suffix("/v1").unwrap_or(trimmed).to_string()
 }
 
-fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
-    value.get(key).and_then(Value::as_str).unwrap_or_default()
-}
-
 /// JSON with one space of indentation (JavaScript's `JSON.stringify(v, null, 1)`).
 fn pretty(value: &Value) -> String {
     let mut out = Vec::new();
@@ -50,15 +48,11 @@ fn pretty(value: &Value) -> String {
 }
 
 /// A question's answer labels and the keys they stand for.
-fn question_labels(question: &Value) -> Result<(Vec<String>, Vec<String>), CallError> {
+fn question_labels(question: &Question) -> Result<(Vec<String>, Vec<String>), CallError> {
     let chars = |set: &str, n: usize| set.chars().take(n).map(String::from).collect::<Vec<_>>();
-    match str_of(question, "type") {
+    match question.kind() {
         "choice" => {
-            let keys: Vec<String> = question
-                .get("criteria")
-                .and_then(Value::as_object)
-                .map(|c| c.keys().cloned().collect())
-                .unwrap_or_default();
+            let keys: Vec<String> = question.options().iter().map(|(key, _)| key.clone()).collect();
             let max = CHOICE_LABELS.len();
             if keys.len() < 2 || keys.len() > max {
                 return Err(CallError::plain(format!(
@@ -69,7 +63,7 @@ fn question_labels(question: &Value) -> Result<(Vec<String>, Vec<String>), CallE
             Ok((chars(CHOICE_LABELS, keys.len()), keys))
         }
         "score" => {
-            let n = question.get("criteria").and_then(Value::as_array).map_or(0, Vec::len);
+            let n = question.levels().len();
             if !(2..=SCORE_LABELS.len()).contains(&n) {
                 return Err(CallError::plain(format!(
                     "A score question needs 2 to {} levels, got {n}",
@@ -84,18 +78,16 @@ fn question_labels(question: &Value) -> Result<(Vec<String>, Vec<String>), CallE
 }
 
 /// The question and its options; `labels` puts the labels on choice options.
-fn render_task(question: &Value, labels: Option<&[String]>) -> String {
-    let head = format!("Question: {}", str_of(question, "instructions"));
-    match str_of(question, "type") {
+fn render_task(question: &Question, labels: Option<&[String]>) -> String {
+    let head = format!("Question: {}", question.instructions_text());
+    match question.kind() {
         "choice" => {
             let lines: Vec<String> = question
-                .get("criteria")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
+                .options()
+                .iter()
                 .enumerate()
                 .map(|(i, (key, description))| {
-                    let option = match description.as_str().filter(|d| !d.is_empty()) {
+                    let option = match description {
                         Some(d) => format!("{key}: {d}"),
                         None => key.clone(),
                     };
@@ -109,23 +101,19 @@ fn render_task(question: &Value, labels: Option<&[String]>) -> String {
         }
         "score" => {
             let lines: Vec<String> = question
-                .get("criteria")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
+                .levels()
+                .iter()
                 .enumerate()
                 .map(|(i, level)| format!("{i}. {}", level.as_str().unwrap_or_default()))
                 .collect();
             format!("{head}\n\nLevels:\n{}", lines.join("\n"))
         }
         _ => {
-            let criteria = question.get("criteria");
-            let meaning = |k: &str| criteria.and_then(|c| c.get(k)).and_then(Value::as_str).filter(|s| !s.is_empty());
             let mut lines = Vec::new();
-            if let Some(t) = meaning("true") {
+            if let Some(t) = question.meaning(true) {
                 lines.push(format!("Yes means: {t}"));
             }
-            if let Some(f) = meaning("false") {
+            if let Some(f) = question.meaning(false) {
                 lines.push(format!("No means: {f}"));
             }
             if lines.is_empty() { head } else { format!("{head}\n\n{}", lines.join("\n")) }
@@ -133,27 +121,23 @@ fn render_task(question: &Value, labels: Option<&[String]>) -> String {
     }
 }
 
-fn answer_instruction(question: &Value) -> &'static str {
-    match str_of(question, "type") {
+fn answer_instruction(question: &Question) -> &'static str {
+    match question.kind() {
         "choice" => "Answer with one letter.",
         "score" => "Answer with one level number.",
         _ => "Answer Yes or No.",
     }
 }
 
-fn questions(context: &Value) -> Vec<(&String, &Value)> {
-    context.get("questions").and_then(Value::as_object).map(|q| q.iter().collect()).unwrap_or_default()
-}
-
 /// The user message of one question: the state, every question, the state
 /// again, then this question with labelled options (pi's prompt repetition).
-pub fn render_question(context: &Value, id: &str) -> Result<(String, Vec<String>, Vec<String>), CallError> {
-    let all = questions(context);
+pub fn render_question(context: &ClassifyContext, id: &str) -> Result<(String, Vec<String>, Vec<String>), CallError> {
+    let all = &context.questions;
     let Some((_, question)) = all.iter().find(|(k, _)| k.as_str() == id) else {
         return Err(CallError::plain(format!("Unknown question: {id}")));
     };
     let (labels, keys) = question_labels(question)?;
-    let state = format!("State:\n{}", pretty(context.get("state").unwrap_or(&Value::Null)));
+    let state = format!("State:\n{}", pretty(context.state.as_ref().unwrap_or(&Value::Null)));
     let intro = if all.len() == 1 {
         "Task: answer the following question about the state."
     } else {
@@ -182,8 +166,8 @@ pub fn peak_confidence(probabilities: &[f64]) -> f64 {
 }
 
 /// The public answer from label probabilities in the order of `keys`.
-pub fn answer_from(question: &Value, keys: &[String], probabilities: &[f64]) -> Value {
-    match str_of(question, "type") {
+pub fn answer_from(question: &Question, keys: &[String], probabilities: &[f64]) -> Value {
+    match question.kind() {
         "bool" => {
             let index = keys.iter().position(|k| k == "true").unwrap_or(0);
             json!({"type": "bool", "probability": probabilities[index]})
@@ -219,14 +203,8 @@ impl Server<'_> {
     async fn tokenize(&self, content: &str) -> Result<Vec<i64>, CallError> {
         let body = json!({"model": self.call.id(), "content": content, "add_special": false, "parse_special": false});
         let answer = self.post("/tokenize", body).await?;
-        let unexpected = || CallError::plain(format!("{LABEL} returned an unexpected tokenization"));
-        answer
-            .get("tokens")
-            .and_then(Value::as_array)
-            .ok_or_else(unexpected)?
-            .iter()
-            .map(|t| t.get("id").unwrap_or(t).as_i64().ok_or_else(unexpected))
-            .collect()
+        let tokens = lenient::event::<Tokenized>(answer).and_then(|t| t.tokens);
+        tokens.ok_or_else(|| CallError::plain(format!("{LABEL} returned an unexpected tokenization")))
     }
 
     /// The token the model emits for `label` at the start of its reply (tokenized after a newline).
@@ -283,11 +261,11 @@ impl Server<'_> {
             "chat_template_kwargs": {"enable_thinking": false},
         });
         let answer = self.post("/apply-template", body).await?;
-        let Some(prompt) = answer.get("prompt").and_then(Value::as_str) else {
+        let Some(prompt) = lenient::event::<Template>(answer).and_then(|t| t.prompt) else {
             return Err(CallError::plain(format!("{LABEL} did not return a prompt")));
         };
         // A template that always opens a reasoning block gets it closed at once.
-        Ok(if prompt.ends_with("<think>") { format!("{prompt}</think>") } else { prompt.to_string() })
+        Ok(if prompt.ends_with("<think>") { format!("{prompt}</think>") } else { prompt })
     }
 
     async fn next_token_logprobs(
@@ -301,14 +279,13 @@ impl Server<'_> {
             "post_sampling_probs": false, "cache_prompt": true, "temperature": 0,
         });
         let answer = self.post("/completion", body).await?;
-        let Some(top) = answer.pointer("/completion_probabilities/0/top_logprobs").and_then(Value::as_array) else {
+        let first = lenient::event::<Completion>(answer).and_then(|c| c.completion_probabilities);
+        let Some(top) = first.and_then(|f| f.top_logprobs) else {
             return Err(CallError::plain(format!("{LABEL} did not return token probabilities")));
         };
         let mut by_token = HashMap::new();
-        for entry in top {
-            if let (Some(id), Some(lp)) =
-                (entry.get("id").and_then(Value::as_i64), entry.get("logprob").and_then(Value::as_f64))
-            {
+        for candidate in top {
+            if let (Some(id), Some(lp)) = (candidate.id, candidate.logprob) {
                 by_token.insert(id, lp);
             }
         }
@@ -317,9 +294,9 @@ impl Server<'_> {
 
     async fn classify_question(
         &self,
-        context: &Value,
+        context: &ClassifyContext,
         id: &str,
-        question: &Value,
+        question: &Question,
         temperature: f64,
     ) -> Result<Value, CallError> {
         let (content, labels, keys) = render_question(context, id)?;
@@ -367,20 +344,21 @@ pub async fn classify(call: &TypedCall, context: &Value) -> Value {
 }
 
 async fn run(call: &TypedCall, context: &Value) -> Result<Value, CallError> {
-    if context.get("images").and_then(Value::as_array).is_some_and(|i| !i.is_empty()) {
+    let context = &ClassifyContext::read(context);
+    if !context.images.is_empty() {
         return Err(CallError::plain(format!("{LABEL} classification does not support image input")));
     }
     // Every question is checked before the first request.
-    for (id, _) in questions(context) {
+    for (id, _) in &context.questions {
         render_question(context, id)?;
     }
     let mut own = vec![("content-type", "application/json".to_string())];
     if let Some(key) = &call.api_key {
         own.push(("authorization", format!("Bearer {key}")));
     }
-    let server = Server { call, root: server_root(call.base_url()), headers: call.request_headers(&own) };
+    let server = Server { call, root: server_root(&call.entry().base_url), headers: call.request_headers(&own) };
     let mut answers = Map::new();
-    for (id, question) in questions(context) {
+    for (id, question) in &context.questions {
         answers.insert(id.clone(), server.classify_question(context, id, question, 1.0).await?);
     }
     Ok(Value::Object(answers))

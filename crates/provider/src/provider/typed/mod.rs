@@ -20,12 +20,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::classify::{MAX_ERROR_BODY_CHARS, retry_after, truncate_error_text};
 use super::http::{HttpClient, transport_error};
+use super::lenient;
 
 pub mod decisions;
 pub mod images;
 pub mod llama_cpp;
 pub mod system_one;
+pub mod wire;
 
+#[cfg(test)]
+mod odd_types;
 #[cfg(test)]
 mod tests;
 
@@ -47,26 +51,18 @@ pub struct TypedCall {
 }
 
 impl TypedCall {
-    pub fn str(&self, key: &str) -> &str {
-        self.model.get(key).and_then(Value::as_str).unwrap_or_default()
+    /// The catalog entry's fields (strings `""` when absent or of another type).
+    pub fn entry(&self) -> wire::Entry {
+        lenient::event_ref(&self.model).unwrap_or_default()
     }
 
-    pub fn id(&self) -> &str {
-        self.str("id")
-    }
-
-    pub fn base_url(&self) -> &str {
-        self.str("baseUrl")
+    pub fn id(&self) -> String {
+        self.entry().id
     }
 
     /// Whether the model's catalog entry accepts `modality` as input.
     pub fn accepts(&self, modality: &str) -> bool {
-        self.model.get("input").and_then(Value::as_array).is_some_and(|i| i.iter().any(|m| m == modality))
-    }
-
-    /// `compat.<key>` of the catalog entry.
-    pub fn compat(&self, key: &str) -> Option<&Value> {
-        self.model.get("compat").and_then(|c| c.get(key))
+        self.entry().input.iter().any(|m| m == modality)
     }
 
     /// pi's request headers: the API's own, then the configured ones; later
@@ -91,10 +87,11 @@ impl TypedCall {
     /// The result's head: `api`, `provider`, `model`, then `field` empty,
     /// `stopReason: "stop"` and the time (pi's key order).
     pub fn result_head(&self, field: &str, empty: Value) -> Map<String, Value> {
+        let entry = self.entry();
         let mut out = Map::new();
-        out.insert("api".into(), json!(self.str("api")));
-        out.insert("provider".into(), json!(self.str("provider")));
-        out.insert("model".into(), json!(self.id()));
+        out.insert("api".into(), json!(entry.api));
+        out.insert("provider".into(), json!(entry.provider));
+        out.insert("model".into(), json!(entry.id));
         out.insert(field.into(), empty);
         out.insert("stopReason".into(), json!("stop"));
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
@@ -257,27 +254,27 @@ async fn post_once(
     serde_json::from_str(&text).map_err(|e| CallError::plain(format!("Invalid JSON in the response: {e}")))
 }
 
-fn tokens(value: Option<&Value>) -> u64 {
-    value.and_then(Value::as_f64).filter(|n| n.is_finite() && *n > 0.0).map_or(0, |n| n as u64)
+/// A token count: a positive finite number, truncated; 0 otherwise.
+fn tokens(value: Option<f64>) -> u64 {
+    value.filter(|n| n.is_finite() && *n > 0.0).map_or(0, |n| n as u64)
 }
 
 /// pi's `calculateCost`: the catalog's prices per million tokens, the
 /// highest price tier whose `inputTokensAbove` the input exceeds.
-pub fn priced_usage(model: &Value, input: u64, output: u64, cache_read: u64, cache_write: u64) -> Value {
-    let cost = model.get("cost").cloned().unwrap_or(Value::Null);
-    let mut rates = &cost;
+pub fn priced_usage(cost: &wire::Cost, input: u64, output: u64, cache_read: u64, cache_write: u64) -> Value {
+    let mut rates = cost.rates;
     let mut matched = -1.0;
     let all_input = (input + cache_read + cache_write) as f64;
-    for tier in cost.get("tiers").and_then(Value::as_array).into_iter().flatten() {
-        let above = tier.get("inputTokensAbove").and_then(Value::as_f64).unwrap_or(f64::MAX);
+    for tier in &cost.tiers {
+        let above = tier.input_tokens_above.unwrap_or(f64::MAX);
         if all_input > above && above > matched {
-            rates = tier;
+            rates = tier.rates;
             matched = above;
         }
     }
-    let rate = |k: &str| rates.get(k).and_then(Value::as_f64).unwrap_or(0.0) / 1_000_000.0;
-    let (ci, co) = (rate("input") * input as f64, rate("output") * output as f64);
-    let (cr, cw) = (rate("cacheRead") * cache_read as f64, rate("cacheWrite") * cache_write as f64);
+    let rate = |r: Option<f64>| r.unwrap_or(0.0) / 1_000_000.0;
+    let (ci, co) = (rate(rates.input) * input as f64, rate(rates.output) * output as f64);
+    let (cr, cw) = (rate(rates.cache_read) * cache_read as f64, rate(rates.cache_write) * cache_write as f64);
     json!({
         "input": input, "output": output, "cacheRead": cache_read, "cacheWrite": cache_write,
         "totalTokens": input + output + cache_read + cache_write,
@@ -286,13 +283,14 @@ pub fn priced_usage(model: &Value, input: u64, output: u64, cache_read: u64, cac
 }
 
 /// pi's `parseClassifierUsage`: `{input_tokens, output_tokens}`, priced;
-/// None when missing (the result then has no usage).
-pub fn classifier_usage(model: &Value, usage: Option<&Value>) -> Option<Value> {
-    let usage = usage?.as_object()?;
-    if !usage.contains_key("input_tokens") && !usage.contains_key("output_tokens") {
+/// None when both are missing (the result then has no usage).
+pub fn classifier_usage(call: &TypedCall, usage: Option<&wire::ClassifierUsage>) -> Option<Value> {
+    let usage = usage?;
+    if usage.input_tokens.is_none() && usage.output_tokens.is_none() {
         return None;
     }
-    Some(priced_usage(model, tokens(usage.get("input_tokens")), tokens(usage.get("output_tokens")), 0, 0))
+    let count = |n: &Option<Value>| tokens(n.as_ref().and_then(Value::as_f64));
+    Some(priced_usage(&call.entry().cost, count(&usage.input_tokens), count(&usage.output_tokens), 0, 0))
 }
 
 /// A number the API must have sent: `"<label> returned an invalid <field>"` otherwise.
@@ -310,7 +308,7 @@ pub fn join_url(base: &str, path: &str) -> String {
 
 /// Run a classifier call of `model.api`.
 pub async fn classify(call: &TypedCall, context: &Value) -> Value {
-    match call.str("api") {
+    match call.entry().api.as_str() {
         system_one::TYPESAFE_API | system_one::CLOUDFLARE_API => system_one::classify(call, context).await,
         decisions::API => decisions::classify(call, context).await,
         llama_cpp::API => llama_cpp::classify(call, context).await,
@@ -324,7 +322,7 @@ pub async fn classify(call: &TypedCall, context: &Value) -> Value {
 
 /// Run an image call of `model.api`.
 pub async fn generate_images(call: &TypedCall, context: &Value) -> Value {
-    match call.str("api") {
+    match call.entry().api.as_str() {
         images::API => images::generate(call, context).await,
         other => {
             let mut out = call.result_head("output", json!([]));

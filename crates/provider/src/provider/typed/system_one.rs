@@ -13,7 +13,9 @@
 
 use serde_json::{Map, Value, json};
 
+use super::wire::{ClassifyContext, CloudflareError, Entry, Envelope, Image, RunRecord, SystemOneOutput};
 use super::{CallError, TypedCall, classifier_usage, join_url, post_json, required_number};
+use crate::provider::lenient;
 
 pub const TYPESAFE_API: &str = "typesafe-system-one";
 pub const CLOUDFLARE_API: &str = "cloudflare-workers-ai-system-one";
@@ -42,8 +44,8 @@ struct Transport {
 }
 
 impl Transport {
-    fn of(call: &TypedCall) -> Transport {
-        if call.str("api") == CLOUDFLARE_API {
+    fn of(entry: &Entry) -> Transport {
+        if entry.api == CLOUDFLARE_API {
             Transport { label: CLOUDFLARE_LABEL, cloudflare: true }
         } else {
             Transport { label: TYPESAFE_LABEL, cloudflare: false }
@@ -51,24 +53,24 @@ impl Transport {
     }
 
     /// The image form and opt-in header pi detects when the catalog has no `compat`.
-    fn detected(&self, call: &TypedCall) -> (ImageInput, bool) {
+    fn detected(&self, entry: &Entry) -> (ImageInput, bool) {
         if self.cloudflare {
-            let clef = call.id().starts_with("@cf/cloudflare/clef");
+            let clef = entry.id.starts_with("@cf/cloudflare/clef");
             (if clef { ImageInput::DataUrls } else { ImageInput::Assets }, false)
-        } else if call.str("provider") == "openrouter" || call.base_url().contains("openrouter.ai") {
+        } else if entry.provider == "openrouter" || entry.base_url.contains("openrouter.ai") {
             (ImageInput::StateImageUrls, false)
         } else {
             (ImageInput::Assets, true)
         }
     }
 
-    fn url(&self, call: &TypedCall) -> String {
-        join_url(call.base_url(), if self.cloudflare { "run" } else { "systemone" })
+    fn url(&self, entry: &Entry) -> String {
+        join_url(&entry.base_url, if self.cloudflare { "run" } else { "systemone" })
     }
 
-    fn payload(&self, call: &TypedCall, request: Map<String, Value>) -> Value {
+    fn payload(&self, entry: &Entry, request: Map<String, Value>) -> Value {
         let mut body = Map::new();
-        body.insert("model".into(), json!(call.id()));
+        body.insert("model".into(), json!(entry.id));
         if self.cloudflare {
             body.insert("input".into(), Value::Object(request));
         } else {
@@ -78,38 +80,34 @@ impl Transport {
     }
 
     /// The object holding `answers` and `usage`.
-    fn output(&self, body: Value) -> Result<Value, CallError> {
+    fn output(&self, body: Value) -> Result<SystemOneOutput, CallError> {
         let unexpected = || CallError::plain(format!("{} returned an unexpected response", self.label));
-        if !body.is_object() {
-            return Err(unexpected());
-        }
         if !self.cloudflare {
-            return Ok(body);
+            return lenient::event(body).ok_or_else(unexpected);
         }
-        if body.get("success") == Some(&Value::Bool(false)) {
-            return Err(CallError::plain(cloudflare_error(body.get("errors"))));
+        let envelope: Envelope = lenient::event(body).ok_or_else(unexpected)?;
+        if envelope.success == Some(false) {
+            return Err(CallError::plain(cloudflare_error(&envelope.errors)));
         }
-        let result = body.get("result").filter(|r| r.is_object()).ok_or_else(unexpected)?;
-        if result.get("answers").is_some() {
-            return Ok(result.clone());
+        let result = envelope.result.filter(Value::is_object).ok_or_else(unexpected)?;
+        let record: RunRecord = lenient::event_ref(&result).unwrap_or_default();
+        if record.answers.is_some() {
+            return lenient::event(result).ok_or_else(unexpected);
         }
-        if result.get("state").and_then(Value::as_str) != Some("Completed") {
-            let state = match result.get("state") {
+        if record.state.as_ref().and_then(Value::as_str) != Some("Completed") {
+            let state = match record.state {
                 None => "undefined".to_string(),
-                Some(Value::String(s)) => s.clone(),
+                Some(Value::String(s)) => s,
                 Some(other) => other.to_string(),
             };
             return Err(CallError::plain(format!("{CLOUDFLARE_LABEL} run did not complete (state: {state})")));
         }
-        result.get("result").filter(|r| r.is_object()).cloned().ok_or_else(unexpected)
+        record.result.and_then(lenient::event).ok_or_else(unexpected)
     }
 }
 
-fn cloudflare_error(errors: Option<&Value>) -> String {
-    let messages: Vec<&str> = errors
-        .and_then(Value::as_array)
-        .map(|list| list.iter().filter_map(|e| e.get("message").and_then(Value::as_str)).collect())
-        .unwrap_or_default();
+fn cloudflare_error(errors: &[CloudflareError]) -> String {
+    let messages: Vec<&str> = errors.iter().filter_map(|e| e.message.as_deref()).collect();
     if messages.is_empty() {
         format!("{CLOUDFLARE_LABEL} request failed")
     } else {
@@ -117,80 +115,75 @@ fn cloudflare_error(errors: Option<&Value>) -> String {
     }
 }
 
-/// The questions with `bool` renamed `noul`, and the state.
-fn wire_request(context: &Value) -> Map<String, Value> {
+/// The questions as the script wrote them, with `bool` renamed `noul`, and the state.
+fn wire_request(context: &ClassifyContext) -> Map<String, Value> {
     let mut questions = Map::new();
-    for (id, question) in context.get("questions").and_then(Value::as_object).into_iter().flatten() {
-        let mut q = question.clone();
-        if q.get("type").and_then(Value::as_str) == Some("bool") {
-            q["type"] = json!("noul");
+    for (id, question) in &context.questions {
+        let mut q = question.raw.clone();
+        if let Value::Object(fields) = &mut q
+            && question.kind() == "bool"
+        {
+            fields.insert("type".into(), json!("noul"));
         }
         questions.insert(id.clone(), q);
     }
     let mut request = Map::new();
-    request.insert("state".into(), context.get("state").cloned().unwrap_or(Value::Null));
+    request.insert("state".into(), context.state.clone().unwrap_or(Value::Null));
     request.insert("questions".into(), Value::Object(questions));
     request
-}
-
-fn data_url(image: &Value) -> String {
-    let field = |k: &str| image.get(k).and_then(Value::as_str).unwrap_or_default();
-    format!("data:{};base64,{}", field("mimeType"), field("data"))
 }
 
 /// Put the context's images into the request in the model's form.
 fn add_images(
     label: &str,
-    call: &TypedCall,
+    entry: &Entry,
     form: ImageInput,
-    images: &[Value],
+    images: &[Image],
     request: &mut Map<String, Value>,
 ) -> Result<(), CallError> {
-    let mime = |image: &Value| image.get("mimeType").and_then(Value::as_str).unwrap_or_default().to_string();
     let state = request.remove("state").unwrap_or(Value::Null);
     match form {
         ImageInput::DataUrls => {
             if images.len() > MAX_DATA_URL_IMAGES {
                 return Err(CallError::plain(format!(
                     "{label} accepts at most {MAX_DATA_URL_IMAGES} images for {}, got {}",
-                    call.id(),
+                    entry.id,
                     images.len()
                 )));
             }
             let mut urls = Vec::new();
             for image in images {
-                if !matches!(mime(image).as_str(), "image/png" | "image/jpeg" | "image/webp") {
+                if !matches!(image.mime_type.as_str(), "image/png" | "image/jpeg" | "image/webp") {
                     return Err(CallError::plain(format!(
                         "{label} accepts PNG, JPEG, and WebP images for {}, got {}",
-                        call.id(),
-                        mime(image)
+                        entry.id, image.mime_type
                     )));
                 }
-                urls.push(json!(data_url(image)));
+                urls.push(json!(image.data_url()));
             }
             request.insert("state".into(), state);
             request.insert("images".into(), Value::Array(urls));
         }
         ImageInput::StateImageUrls => {
             let mut parts: Vec<Value> =
-                images.iter().map(|i| json!({"type": "image_url", "image_url": {"url": data_url(i)}})).collect();
+                images.iter().map(|i| json!({"type": "image_url", "image_url": {"url": i.data_url()}})).collect();
             parts.push(state);
             request.insert("state".into(), Value::Array(parts));
         }
         ImageInput::Assets => {
             let mut assets = Map::new();
             for (index, image) in images.iter().enumerate() {
-                let format = match mime(image).as_str() {
+                let format = match image.mime_type.as_str() {
                     "image/png" => "png",
                     "image/jpeg" => "jpeg",
                     other => {
                         return Err(CallError::plain(format!(
                             "{label} accepts PNG and JPEG images for {}, got {other}",
-                            call.id()
+                            entry.id
                         )));
                     }
                 };
-                let data = image.get("data").cloned().unwrap_or(Value::Null);
+                let data = image.data.clone().unwrap_or(Value::Null);
                 assets.insert(
                     format!("<image-{}>", index + 1),
                     json!({"type": "image", "format": format, "data_base64": data}),
@@ -205,8 +198,8 @@ fn add_images(
     Ok(())
 }
 
-fn probabilities(label: &str, value: Option<&Value>, id: &str) -> Result<Value, CallError> {
-    let Some(map) = value.and_then(Value::as_object) else {
+fn probabilities(label: &str, value: Option<&Map<String, Value>>, id: &str) -> Result<Value, CallError> {
+    let Some(map) = value else {
         return Err(CallError::plain(format!("{label} returned invalid probabilities for {id}")));
     };
     let mut out = Map::new();
@@ -217,41 +210,40 @@ fn probabilities(label: &str, value: Option<&Value>, id: &str) -> Result<Value, 
 }
 
 /// The answers in the public shape, one per question of the context.
-fn parse_answers(label: &str, value: Option<&Value>, context: &Value) -> Result<Value, CallError> {
-    let Some(answers) = value.and_then(Value::as_object) else {
+fn parse_answers(label: &str, output: &SystemOneOutput, context: &ClassifyContext) -> Result<Value, CallError> {
+    let Some(answers) = &output.answers else {
         return Err(CallError::plain(format!("{label} returned an unexpected response")));
     };
     let mut out = Map::new();
-    for (id, question) in context.get("questions").and_then(Value::as_object).into_iter().flatten() {
-        let Some(answer) = answers.get(id).filter(|a| a.is_object()) else {
+    for (id, question) in &context.questions {
+        let Some(Some(answer)) = answers.get(id) else {
             return Err(CallError::plain(format!("{label} did not return an answer for {id}")));
         };
-        let kind = answer.get("type").and_then(Value::as_str);
-        let confidence = || required_number(label, answer.get("confidence"), &format!("confidence for {id}"));
-        let parsed = match question.get("type").and_then(Value::as_str) {
-            Some("choice") => {
-                let Some(choice) = answer.get("choice").and_then(Value::as_str).filter(|_| kind == Some("choice"))
-                else {
+        let kind = answer.kind.as_deref();
+        let confidence = || required_number(label, answer.confidence.as_ref(), &format!("confidence for {id}"));
+        let parsed = match question.kind() {
+            "choice" => {
+                let Some(choice) = answer.choice.as_deref().filter(|_| kind == Some("choice")) else {
                     return Err(CallError::plain(format!("{label} did not return a choice answer for {id}")));
                 };
                 json!({
                     "type": "choice", "choice": choice,
-                    "probabilities": probabilities(label, answer.get("probabilities"), id)?,
+                    "probabilities": probabilities(label, answer.probabilities.as_ref(), id)?,
                     "confidence": confidence()?,
                 })
             }
-            Some("score") => {
+            "score" => {
                 if kind != Some("score") {
                     return Err(CallError::plain(format!("{label} did not return a score answer for {id}")));
                 }
-                let score = required_number(label, answer.get("score"), &format!("score for {id}"))?;
+                let score = required_number(label, answer.score.as_ref(), &format!("score for {id}"))?;
                 json!({"type": "score", "score": score, "confidence": confidence()?})
             }
             _ => {
                 if kind != Some("noul") {
                     return Err(CallError::plain(format!("{label} did not return a bool answer for {id}")));
                 }
-                let p = required_number(label, answer.get("noul"), &format!("probability for {id}"))?;
+                let p = required_number(label, answer.noul.as_ref(), &format!("probability for {id}"))?;
                 json!({"type": "bool", "probability": p})
             }
         };
@@ -262,9 +254,10 @@ fn parse_answers(label: &str, value: Option<&Value>, context: &Value) -> Result<
 
 /// Classify over TypeSafe's or Cloudflare's System One endpoint.
 pub async fn classify(call: &TypedCall, context: &Value) -> Value {
-    let transport = Transport::of(call);
+    let entry = call.entry();
+    let transport = Transport::of(&entry);
     let mut out = call.result_head("answers", json!({}));
-    if let Err(error) = run(call, &transport, context, &mut out).await {
+    if let Err(error) = run(call, &entry, &transport, &ClassifyContext::read(context), &mut out).await {
         call.fail(&mut out, error.text(Some(&format!("{} error", transport.label))));
     }
     Value::Object(out)
@@ -272,8 +265,9 @@ pub async fn classify(call: &TypedCall, context: &Value) -> Value {
 
 async fn run(
     call: &TypedCall,
+    entry: &Entry,
     transport: &Transport,
-    context: &Value,
+    context: &ClassifyContext,
     out: &mut Map<String, Value>,
 ) -> Result<(), CallError> {
     let label = transport.label;
@@ -283,33 +277,32 @@ async fn run(
         own.push(("authorization", format!("Bearer {key}")));
     }
     own.push(("content-type", "application/json".to_string()));
-    let images = context.get("images").and_then(Value::as_array).filter(|i| !i.is_empty());
-    if let Some(images) = images {
-        if !call.accepts("image") {
-            return Err(CallError::plain(format!("{label} does not support image input for {}", call.id())));
+    if !context.images.is_empty() {
+        if !entry.input.iter().any(|m| m == "image") {
+            return Err(CallError::plain(format!("{label} does not support image input for {}", entry.id)));
         }
-        let (detected_form, detected_opt_in) = transport.detected(call);
-        let form = match call.compat("imageInput").and_then(Value::as_str) {
+        let (detected_form, detected_opt_in) = transport.detected(entry);
+        let form = match entry.compat.image_input.as_deref() {
             Some("images") => ImageInput::DataUrls,
             Some("state-image-urls") => ImageInput::StateImageUrls,
             Some("assets") => ImageInput::Assets,
             _ => detected_form,
         };
-        add_images(label, call, form, images, &mut request)?;
-        if call.compat("sendImageOptInHeader").and_then(Value::as_bool).unwrap_or(detected_opt_in) {
+        add_images(label, entry, form, &context.images, &mut request)?;
+        if entry.compat.send_image_opt_in_header.unwrap_or(detected_opt_in) {
             own.insert(0, (IMAGE_OPT_IN.0, IMAGE_OPT_IN.1.to_string()));
         }
     }
     if call.api_key.is_none() {
-        return Err(CallError::plain(format!("No API key for provider: {}", call.str("provider"))));
+        return Err(CallError::plain(format!("No API key for provider: {}", entry.provider)));
     }
     let headers = call.request_headers(&own);
-    let body = post_json(call, label, &transport.url(call), &headers, &transport.payload(call, request), &[]).await?;
+    let body = post_json(call, label, &transport.url(entry), &headers, &transport.payload(entry, request), &[]).await?;
     let result = transport.output(body)?;
     // Set before the answers are read: a request with malformed answers was still billed.
-    if let Some(usage) = classifier_usage(&call.model, result.get("usage")) {
+    if let Some(usage) = classifier_usage(call, result.usage.as_ref()) {
         out.insert("usage".into(), usage);
     }
-    out.insert("answers".into(), parse_answers(label, result.get("answers"), context)?);
+    out.insert("answers".into(), parse_answers(label, &result, context)?);
     Ok(())
 }

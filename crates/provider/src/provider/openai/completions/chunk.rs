@@ -64,25 +64,8 @@ impl Delta {
     }
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub(super) struct ToolCall {
-    #[serde(deserialize_with = "lenient::u64")]
-    pub index: Option<u64>,
-    #[serde(deserialize_with = "lenient::string")]
-    pub id: Option<String>,
-    #[serde(deserialize_with = "lenient::object")]
-    pub function: Function,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub(super) struct Function {
-    #[serde(deserialize_with = "lenient::text")]
-    pub name: String,
-    #[serde(deserialize_with = "lenient::text")]
-    pub arguments: String,
-}
+/// A tool call's piece (the shape Chat Completions and Mistral share).
+pub(super) type ToolCall = crate::provider::wire_tool_call::ToolCall<String>;
 
 /// A `usage` object (of the chunk or of its choice).
 #[derive(Deserialize, Default)]
