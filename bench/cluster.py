@@ -242,8 +242,14 @@ async def drain(env, turns):
           f"{max(ends) - started:.1f} s after SIGTERM, the worker exited after {exited:.1f} s")
 
 
+# When idle sessions are measured a second time: after the burst's short-lived
+# threads retire (Tokio's blocking pool keeps an idle thread 10 s) and after a
+# round of lease renewals (every third of the default 10 s TTL).
+SETTLED = 12
+
+
 async def idle(env, n):
-    figures = {}
+    figures, settled = {}, {}
     for label, cluster in (("without --cluster", False), ("with --cluster", True)):
         # The same flags both times, without `--model` (with it, each
         # session's model registry parses the whole catalog: about 3 MiB more
@@ -256,11 +262,14 @@ async def idle(env, n):
             conns = await attach_idle(w.url, n)
             await asyncio.sleep(0.5)
             after = rss_kib(w.proc.pid)
+            await asyncio.sleep(SETTLED - 0.5)
+            later = rss_kib(w.proc.pid)
             for ws in conns + warm:
                 await ws.close()
         finally:
             w.stop()
         figures[label] = (after - base) / n
+        settled[label] = (later - base) / n
     plain, clustered = figures["without --cluster"], figures["with --cluster"]
     print(f"idle sessions on one worker ({n}): {plain:.0f} KiB each without --cluster "
           f"({1024 * 1024 / plain:,.0f} per GiB), {clustered:.0f} KiB with --cluster "
@@ -270,6 +279,9 @@ async def idle(env, n):
     print(f"idle sessions per GiB, with --cluster / without: {ratio:.3f} "
           f"({'no worse' if ratio >= 1 else f'{(1 - ratio) * 100:.1f}% fewer'}; "
           f"{clustered - plain:+.2f} KiB a session)")
+    plain, clustered = settled["without --cluster"], settled["with --cluster"]
+    print(f"  {SETTLED} s later: {plain:.1f} KiB without --cluster, {clustered:.1f} KiB with it "
+          f"(ratio {plain / clustered:.3f}; {clustered - plain:+.2f} KiB a session)")
 
 
 async def streams_across(env, streams, deltas):

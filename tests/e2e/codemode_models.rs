@@ -3,13 +3,13 @@
 //! Decisions, Cloudflare Workers AI and OpenRouter, an image from
 //! OpenRouter, a refused request) through both programs against the same
 //! recording fake server, configured alike (`models.json` base URLs, key
-//! variables). The classifier and image requests must agree on method, path,
+//! variables; Cloudflare's account id stored with its key in `auth.json`).
+//! The classifier and image requests must agree on method, path,
 //! credential, provider headers and the whole body; the script's output (its
 //! results less their timestamps) must be the same.
 //!
 //! `llama-cpp-classify` is not here: pi reaches it only through its llama.cpp
-//! provider, whose models come from a running llama-server; its requests are
-//! compared with pi-ai's source in `crates/provider/src/provider/typed/tests.rs`.
+//! provider, whose models come from a running llama-server (`llama_cpp.rs`).
 
 use pi_compat::fake_server::{RecordedRequest, Reply};
 use serde_json::{Value, json};
@@ -49,8 +49,8 @@ fn case() -> Case {
             ("OPENROUTER_API_KEY", "or-key-123".into()),
             ("TYPESAFE_API_KEY", "ts-key-123".into()),
             ("OPENAI_API_KEY", "sk-openai-123".into()),
-            ("CLOUDFLARE_API_KEY", "cf-key-123".into()),
-            ("CLOUDFLARE_ACCOUNT_ID", "acct-123".into()),
+            // Cloudflare's key is stored with its account id (its `env`), which wins over the process's.
+            ("CLOUDFLARE_ACCOUNT_ID", "acct-env".into()),
         ],
         models: json!({"providers": {
             "openrouter": {"baseUrl": "BASE/api/v1"},
@@ -58,7 +58,8 @@ fn case() -> Case {
             "openai": {"baseUrl": "BASE/openai/v1"},
             "cloudflare-workers-ai": {"baseUrl": "BASE/client/v4/accounts/{CLOUDFLARE_ACCOUNT_ID}/ai"},
         }}),
-        auth: None,
+        auth: Some(json!({"cloudflare-workers-ai": {"type": "api_key", "key": "cf-key-123",
+            "env": {"CLOUDFLARE_ACCOUNT_ID": "acct-123"}}})),
     }
 }
 
@@ -69,7 +70,7 @@ fn typed(requests: &[RecordedRequest]) -> Vec<&RecordedRequest> {
 
 /// The codemode result the model got back (the second chat request's tool
 /// message), less what differs per run: the wall time and temp file paths.
-fn script_output(requests: &[RecordedRequest]) -> String {
+pub(crate) fn script_output(requests: &[RecordedRequest]) -> String {
     let chat: Vec<&RecordedRequest> =
         requests.iter().filter(|r| r.path.ends_with("/chat/completions") && r.body["stream"] == true).collect();
     let Some(second) = chat.get(1) else { return String::new() };
@@ -105,6 +106,7 @@ async fn classifiers_and_image_generation_match_pi() {
     let paths = |rs: &[&RecordedRequest]| rs.iter().map(|r| format!("{} {}", r.method, r.path)).collect::<Vec<_>>();
     assert_eq!(paths(&pi_typed), paths(&rpc_typed), "requests\npi: {}\npi-rpc: {}", pi.stderr, rpc.stderr);
     assert_eq!(pi_typed.len(), 6, "{:?}", paths(&pi_typed));
+    assert!(paths(&rpc_typed).iter().any(|p| p.contains("/accounts/acct-123/")), "{:?}", paths(&rpc_typed));
     for (a, b) in pi_typed.iter().zip(&rpc_typed) {
         let at = format!("{} {}", a.method, a.path);
         assert_eq!(credentials(a), credentials(b), "{at}: auth scheme and credential");

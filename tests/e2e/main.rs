@@ -27,6 +27,7 @@ mod extensions_jsonrpc;
 mod framing;
 mod harness;
 mod jsonrpc_basic;
+mod llama_cpp;
 mod mcp;
 mod mcp_sdks;
 mod native_basic;

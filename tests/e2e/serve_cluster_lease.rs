@@ -5,8 +5,9 @@
 //! an owner paused mid-stream while another worker takes its session over
 //! hands its still-connected client over to the new owner; and an owner
 //! whose lease went to another worker stores none of its queued events
-//! after the new owner's. The lease bucket is read with `async-nats` on the
-//! same real nats-server.
+//! after the new owner's, even one already on its way to the server before
+//! it could know (the server refuses it). The lease bucket is read with
+//! `async-nats` on the same real nats-server.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,8 +16,9 @@ use std::time::Duration;
 use async_nats::jetstream::kv;
 use nix::sys::signal::Signal;
 use pi_core::event::AgentEvent;
-use pi_serve::cluster::events::{Numbered, Retention};
+use pi_serve::cluster::events::{EVENT_STREAM, Numbered, Retention};
 use pi_serve::cluster::lease::Lease;
+use pi_serve::cluster::wire::event_subject;
 use pi_serve::cluster::{Cluster, ClusterOptions};
 
 use crate::harness::Sandbox;
@@ -115,10 +117,15 @@ async fn an_owner_paused_mid_stream_past_its_lease_hands_its_clients_over_to_the
 
 /// A worker's side of the cluster, in this process, with a 1 s lease TTL.
 async fn member(nats: &Nats, name: &str) -> Cluster {
+    member_with_ttl(nats, name, Duration::from_secs(1)).await
+}
+
+/// A worker's side of the cluster, in this process, with lease TTL `ttl`.
+async fn member_with_ttl(nats: &Nats, name: &str, ttl: Duration) -> Cluster {
     let options = ClusterOptions {
         urls: vec![nats.url.clone()],
         credentials: None,
-        lease_ttl: Duration::from_secs(1),
+        lease_ttl: ttl,
         worker: name.to_string(),
         retention: Retention::default(),
     };
@@ -144,14 +151,14 @@ async fn a_lost_owners_queued_events_are_not_stored_after_the_new_owners() {
     let (a, b) = (member(&nats, "wa").await, member(&nats, "wb").await);
     let id = "lost-queue-1";
     let wait = Duration::from_secs(10);
-    let old = Lease::acquire(&a, shared.path(), id).await.expect("A takes the lease");
+    let old = owner(&a, shared.path(), id).await;
     a.events.keep(numbered(id, 1, &old, "A's first"));
     assert!(a.events.settle(id, wait).await, "A's first event was not stored");
 
     // A's lease goes (as when A is paused past it) and B takes the session over.
     let leases = lease_bucket(&nats).await;
     leases.delete(id).await.expect("expire A's lease");
-    let new = Lease::acquire(&b, shared.path(), id).await.expect("B takes the lease over");
+    let new = owner(&b, shared.path(), id).await;
     b.events.keep(numbered(id, 2, &new, "B's first"));
     assert!(b.events.settle(id, wait).await, "B's first event was not stored");
     let watch = old.watch();
@@ -174,4 +181,64 @@ async fn a_lost_owners_queued_events_are_not_stored_after_the_new_owners() {
     assert_eq!(stored.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2], "{texts:?}");
     assert!(texts[1].contains("B's first") && !texts.iter().any(|t| t.contains("stale")), "{texts:?}");
     drop(new);
+}
+
+/// The payload of the last message on session `id`'s event subject, read from the stream as is.
+async fn last_message_text(nats: &Nats, id: &str) -> String {
+    let client = async_nats::connect(nats.url.as_str()).await.expect("connect to nats-server");
+    let stream = async_nats::jetstream::new(client).get_stream(EVENT_STREAM).await.expect("the event stream");
+    let message = stream.get_last_raw_message_by_subject(&event_subject(id)).await.expect("the last message");
+    String::from_utf8_lossy(&message.payload).into_owned()
+}
+
+/// Take session `id` as a worker does: its lease, then its event stream (the mark).
+async fn owner(member: &Cluster, shared: &Path, id: &str) -> Lease {
+    let (lease, _) = Lease::acquire(member, shared, id).await.expect("take the lease");
+    let (_, mark) = member.events.mark(id).await.expect("mark the session's events");
+    lease.chain_from(mark);
+    lease
+}
+
+/// The case renewals cannot catch: A's event is handed to its connection
+/// while A still believes it owns the session (its lease is gone, but no
+/// renewal has told it yet; a long TTL keeps its renewals away during the
+/// test), and reaches the server after B took the session over. The server
+/// refuses it, and A learns its lease is gone.
+#[tokio::test]
+async fn a_stale_owners_event_reaching_the_server_after_the_new_owners_mark_is_refused() {
+    let Some(nats) = Nats::start().await else { return };
+    let shared = tempfile::tempdir().expect("shared dir");
+    let ttl = Duration::from_secs(600);
+    let (a, b) = (member_with_ttl(&nats, "wa", ttl).await, member_with_ttl(&nats, "wb", ttl).await);
+    let id = "late-event-1";
+    let wait = Duration::from_secs(10);
+    let old = owner(&a, shared.path(), id).await;
+    a.events.keep(numbered(id, 1, &old, "A's first"));
+    assert!(a.events.settle(id, wait).await, "A's first event was not stored");
+
+    // A's lease goes (expired while A was paused); B takes the session over and stores its first event.
+    lease_bucket(&nats).await.delete(id).await.expect("expire A's lease");
+    let new = owner(&b, shared.path(), id).await;
+    b.events.keep(numbered(id, 2, &new, "B's first"));
+    assert!(b.events.settle(id, wait).await, "B's first event was not stored");
+    let watch = old.watch();
+    assert!(!watch.is_lost() && !watch.in_doubt(), "A already knows: this would not test the server's check");
+
+    // A's late event: nothing on A's side stops it; the server does.
+    a.events.keep(numbered(id, 2, &old, "A's late second"));
+    assert!(a.events.settle(id, wait).await, "A's late event was neither stored nor refused");
+    assert!(watch.is_lost(), "A was not told that the stream refused its event");
+    let last = last_message_text(&nats, id).await;
+    assert!(last.contains("B's first"), "the session's last message is not B's: {last}");
+    let stored = b.events.after(id, 0, None).await.expect("read the events");
+    let texts: Vec<String> = stored.iter().map(|e| serde_json::to_string(&e.event).expect("json")).collect();
+    assert_eq!(stored.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2], "{texts:?}");
+    assert!(texts[1].contains("B's first") && !texts.iter().any(|t| t.contains("late")), "{texts:?}");
+    assert_eq!(b.events.tail(id).await.expect("tail").map(|t| t.seq), Some(2));
+
+    // B goes on: its next event follows its own.
+    b.events.keep(numbered(id, 3, &new, "B's second"));
+    assert!(b.events.settle(id, wait).await);
+    assert_eq!(b.events.after(id, 0, None).await.expect("read").iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
+    drop((old, new));
 }

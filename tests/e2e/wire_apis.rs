@@ -243,7 +243,7 @@ fn shape(value: &Value) -> Value {
     }
 }
 
-fn body_summary(r: &RecordedRequest) -> Value {
+pub(crate) fn body_summary(r: &RecordedRequest) -> Value {
     let body = &r.body;
     let keys: Vec<&String> = body.as_object().map(|o| o.keys().collect()).unwrap_or_default();
     let mut keys: Vec<&String> = keys;
@@ -527,6 +527,23 @@ async fn cloudflare_workers_ai_and_ai_gateway() {
         auth: None,
     })
     .await;
+    // A stored key keeps its account id in its `env`, read before the process's.
+    let stored = json!({"cloudflare-workers-ai": {"type": "api_key", "key": "cf-key-stored",
+        "env": {"CLOUDFLARE_ACCOUNT_ID": "acct-stored"}}});
+    let calls = side_by_side_with(
+        Case {
+            name: "cloudflare-workers-ai, account id stored with the key",
+            aws_auth: false,
+            model: "cloudflare-workers-ai/@cf/moonshotai/kimi-k2.7-code",
+            env: vec![("CLOUDFLARE_ACCOUNT_ID", "acct-env".to_string())],
+            models: json!({"providers": {"cloudflare-workers-ai":
+                {"baseUrl": "BASE/client/v4/accounts/{CLOUDFLARE_ACCOUNT_ID}/ai/v1"}}}),
+            auth: Some(stored),
+        },
+        false,
+    )
+    .await;
+    assert!(calls.iter().all(|r| r.path.contains("/accounts/acct-stored/")), "{:?}", calls.first().map(|r| &r.path));
     side_by_side(Case {
         name: "cloudflare-ai-gateway",
         aws_auth: false,

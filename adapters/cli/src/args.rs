@@ -152,7 +152,7 @@ pub struct Args {
     #[arg(long)]
     pub tool_approval: bool,
 
-    /// Disable startup network operations (pi-rpc makes none; accepted for compatibility).
+    /// Disable startup network operations (in pi-rpc: RPC mode's listing of a llama.cpp server's models).
     #[arg(long)]
     pub offline: bool,
 

@@ -160,11 +160,38 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         let print_mode = if mode == Mode::Json { print::PrintMode::Json } else { print::PrintMode::Text };
         return print::run(print_mode, prompts, handle, outputs).await;
     }
+    if mode == Mode::Rpc && !offline(&args) && !args.no_extensions {
+        tokio::spawn(list_llama_models());
+    }
     let end = dialect::serve_stdio(args.protocol, std::sync::Arc::new(args), agent).await?;
     Ok(match end {
         dialect::End::Finished => ExitCode::SUCCESS,
         dialect::End::Signalled(sig) => ExitCode::from(128 + sig),
     })
+}
+
+/// `--offline` or a true `PI_OFFLINE` (`1`, `true`, `yes`), as pi reads them.
+fn offline(args: &Args) -> bool {
+    args.offline
+        || std::env::var("PI_OFFLINE").is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+}
+
+/// pi's RPC mode lists the configured llama.cpp server's models in the
+/// background at start; sessions see them once `models-store.json` has them.
+/// A failure leaves the kept list as it was (pi says nothing either).
+async fn list_llama_models() {
+    let agent_dir = pi_core::config::default_agent_dir();
+    let settings = pi_core::config::Settings::load(&agent_dir, &std::env::current_dir().unwrap_or_default());
+    if settings.is_ok_and(|s| !s.builtin_extension_enabled("llama.cpp")) {
+        return;
+    }
+    let listed = match pi_core::provider::http::HttpClient::new() {
+        Ok(http) => pi_core::config::llama::refresh(&agent_dir, &http).await,
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(e) = listed {
+        tracing::debug!("llama.cpp: {e}");
+    }
 }
 
 /// Logs on stderr, filtered by `RUST_LOG` (`level` and `target=level` lists)

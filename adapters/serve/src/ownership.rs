@@ -12,8 +12,8 @@ use crate::lock::{LockError, OwnerLock};
 #[derive(Debug)]
 pub enum Ownership {
     Local(OwnerLock),
-    // Boxed: the lease carries its bucket handle (over a kilobyte).
-    Leased(Box<Lease>),
+    // Two pointers: no larger than the lock.
+    Leased(Lease),
 }
 
 impl Ownership {
@@ -38,5 +38,16 @@ pub fn lease_error(e: LeaseError) -> CoreError {
     match e {
         LeaseError::OwnedElsewhere { .. } => CoreError::new(ErrorKind::Busy, e.to_string()).with_retryable(true),
         LeaseError::Bus { .. } => CoreError::new(ErrorKind::Busy, e.to_string()).with_retryable(true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_is_held_inline_and_takes_no_more_room_than_the_lock() {
+        assert!(std::mem::size_of::<Lease>() <= std::mem::size_of::<OwnerLock>());
+        assert_eq!(std::mem::size_of::<Ownership>(), std::mem::size_of::<Option<Ownership>>());
     }
 }

@@ -130,8 +130,9 @@ impl Registry {
     }
 
     /// Become the owner of session `id`: its lock, or in a cluster its lease
-    /// (with where the session's events stand).
-    async fn take(&self, id: &str) -> Result<Taken, CoreError> {
+    /// (with where the session's events stand; `generated`: an id this worker
+    /// just made, which no event can name yet).
+    async fn take(&self, id: &str, generated: bool) -> Result<Taken, CoreError> {
         let capacity = self.options.hub.replay_events;
         match &self.options.cluster {
             None => {
@@ -149,7 +150,7 @@ impl Registry {
                     }
                     other => crate::ownership::lease_error(other),
                 })?;
-                crate::cluster::place::taken(cluster, id, lease, capacity).await
+                crate::cluster::place::taken(cluster, id, lease, capacity, generated).await
             }
         }
     }
@@ -167,6 +168,7 @@ impl Registry {
         parent: Option<String>,
         configure: impl FnOnce(&mut AgentConfig),
     ) -> Result<Arc<Hub>, CoreError> {
+        let generated = id.is_none();
         let id = match id {
             Some(id) if !valid_session_id(&id) => return Err(invalid_id(&id)),
             Some(id) => id,
@@ -176,7 +178,7 @@ impl Registry {
         if self.hubs().contains_key(&id) || self.file_of(&id).is_some() {
             return Err(exists());
         }
-        let taken = self.take(&id).await?;
+        let taken = self.take(&id, generated).await?;
         let mut hubs = self.hubs();
         if hubs.contains_key(&id) || self.file_of(&id).is_some() {
             return Err(exists());
@@ -207,7 +209,7 @@ impl Registry {
             if self.file_of(id).is_none() {
                 return Err(CoreError::not_found(format!("No session found with id '{id}'")));
             }
-            let taken = self.take(id).await?;
+            let taken = self.take(id, false).await?;
             let mut hubs = self.hubs();
             if hubs.contains_key(id) {
                 // Loaded meanwhile by another connection: ours lets go.

@@ -41,7 +41,7 @@ impl Trimmer {
 }
 
 /// Return the allocator's free pages to the system (glibc; elsewhere a no-op).
-fn release_free_memory() {
+pub(crate) fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[allow(unsafe_code)]
     // SAFETY: `malloc_trim` takes no pointer and only works on glibc's own

@@ -35,6 +35,7 @@ pub mod aws_services;
 pub mod bedrock;
 pub mod gemini;
 mod http;
+pub mod llama_router;
 pub mod openai;
 pub mod pi_messages;
 pub mod reply;
@@ -115,6 +116,8 @@ struct State {
     aws: Option<AwsAuth>,
     /// WebSocket upgrades are served (see [`FakeServer::accept_websockets`]).
     websockets: bool,
+    /// llama-server's router routes (see [`FakeServer::serve_llama_router`]).
+    llama: Option<llama_router::LlamaRouter>,
 }
 
 /// What the Bedrock route accepts (see [`FakeServer::require_aws_auth`]).
@@ -339,6 +342,7 @@ impl FakeServer {
             requests: Vec::new(),
             aws: None,
             websockets: false,
+            llama: None,
         }));
         let (shutdown, shutdown_rx) = watch::channel(false);
         let task = tokio::spawn(accept_loop(listener, state.clone(), shutdown_rx));
@@ -392,6 +396,11 @@ impl FakeServer {
     /// an upgrade gets a 404.
     pub fn accept_websockets(&self) {
         lock(&self.state).websockets = true;
+    }
+
+    /// Answer llama-server's model listing routes (`GET /models`, `GET /props`) from `router`.
+    pub fn serve_llama_router(&self, router: llama_router::LlamaRouter) {
+        lock(&self.state).llama = Some(router);
     }
 
     /// The reply used when no rule matches and the queue is empty.
@@ -499,7 +508,8 @@ async fn answer(
         let keys = st.aws.as_ref().map(|a| (a.access_key_id.clone(), a.secret.clone()));
         let answer = aws_services::answer(&request, keys.as_ref().map(|(k, s)| (k.as_str(), s.as_str())))
             .or_else(|| anthropic_federation::answer(&request))
-            .or_else(|| typed_models::answer(&request));
+            .or_else(|| typed_models::answer(&request))
+            .or_else(|| st.llama.as_ref().and_then(|router| llama_router::answer(&request, router)));
         if answer.is_some() {
             st.requests.push(request.clone());
         }

@@ -8,7 +8,18 @@
 //!   of the previous owner, so a reader sees whether anything is missing),
 //!   `Pi-Run` (1 while a prompt's run is going on after this event: a worker
 //!   taking over a dead owner's session tells its clients the run was
-//!   interrupted), `Nats-Msg-Id` (a re-sent event is stored once).
+//!   interrupted), `Nats-Msg-Id` (a re-sent event is stored once; the id
+//!   names the owner's fencing epoch, so two owners' events are never
+//!   taken for one another).
+//! * The server keeps a session's messages in owner order: a new owner first
+//!   puts a mark on the session's subject ([`EventLog::mark`]) that expects
+//!   the last message it saw, and every event names the session's message
+//!   before it (`Nats-Expected-Last-Subject-Sequence`). So an event a stale
+//!   owner handed to its connection before a pause, reaching the server
+//!   after the new owner's mark, is refused by the server (and the stale
+//!   owner learns its lease is gone); one that arrived before the mark is
+//!   read by the new owner as the session's last event. Each session has
+//!   one message on its way at a time (the sessions' go together).
 //! * One task per worker publishes, in order, acknowledged in batches; while
 //!   the bus is away it keeps the events (up to [`MAX_BACKLOG`]) and sends
 //!   them again once it is back.
@@ -21,12 +32,13 @@
 //! * Retention (documented in the README): at most `--event-retention` events
 //!   per session and `--event-max-age`; the oldest go first.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_nats::HeaderMap;
+use async_nats::jetstream::context::PublishErrorKind;
 use async_nats::jetstream::{self, message::PublishMessage as Publish};
 use bytes::Bytes;
 use futures::StreamExt;
@@ -54,6 +66,12 @@ const HEADER_ROOM: usize = 4096;
 const SEQ: &str = "Pi-Seq";
 const PREV: &str = "Pi-Prev";
 const RUN: &str = "Pi-Run";
+/// A new owner's mark (no event): carries the `Pi-Seq`/`Pi-Run` of the event before it.
+const MARK: &str = "Pi-Mark";
+const MSG_ID: &str = "Nats-Msg-Id";
+
+/// How often a new owner tries to put its mark after the session's last message moved.
+const MARK_TRIES: usize = 8;
 
 /// How long the stream keeps events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,6 +195,17 @@ fn number(headers: Option<&HeaderMap>, name: &str) -> Option<u64> {
     header(headers, name)?.parse().ok()
 }
 
+/// The event a session's last message names: its own, or for a mark the
+/// event before it (none: the session had no event).
+fn tail_of(headers: &HeaderMap) -> Result<Option<Tail>, String> {
+    let headers = Some(headers);
+    match number(headers, SEQ) {
+        Some(seq) => Ok(Some(Tail { seq, running: header(headers, RUN) == Some("1") })),
+        None if header(headers, MARK).is_some() => Ok(None),
+        None => Err("an event without Pi-Seq".into()),
+    }
+}
+
 impl EventLog {
     /// Keep `event` (never waits; dropped with a warning past [`MAX_BACKLOG`]).
     pub fn keep(&self, event: Numbered) {
@@ -249,15 +278,60 @@ impl EventLog {
 
     /// The last stored event of `session`, if any.
     pub async fn tail(&self, session: &str) -> Result<Option<Tail>, String> {
+        match self.last_message(&event_subject(session)).await? {
+            Some((_, headers)) => tail_of(&headers),
+            None => Ok(None),
+        }
+    }
+
+    /// The stream sequence and headers of the last message on `subject`.
+    async fn last_message(&self, subject: &str) -> Result<Option<(u64, HeaderMap)>, String> {
         let stream = self.jetstream.get_stream_no_info(EVENT_STREAM).await.map_err(|e| e.to_string())?;
-        match stream.get_last_raw_message_by_subject(&event_subject(session)).await {
-            Ok(message) => {
-                let headers = Some(&message.headers);
-                let seq = number(headers, SEQ).ok_or("an event without Pi-Seq")?;
-                Ok(Some(Tail { seq, running: header(headers, RUN) == Some("1") }))
-            }
+        match stream.get_last_raw_message_by_subject(subject).await {
+            Ok(message) => Ok(Some((message.sequence, message.headers))),
             Err(e) if e.kind() == jetstream::stream::LastRawMessageErrorKind::NoMessageFound => Ok(None),
             Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Take `session`'s events over for a new owner: put a mark on its
+    /// subject that expects the last message seen, so whatever a previous
+    /// owner still sends after it is refused by the server. Returns the last
+    /// event (read again when a late message came first) and the mark's
+    /// stream sequence, from which the owner's events follow
+    /// ([`super::lease::Lease::chain_from`]).
+    pub async fn mark(&self, session: &str) -> Result<(Option<Tail>, u64), String> {
+        let subject = event_subject(session);
+        for _ in 0..MARK_TRIES {
+            let last = self.last_message(&subject).await?;
+            let (expected, tail) = match &last {
+                Some((sequence, headers)) => (*sequence, tail_of(headers)?),
+                None => (0, None),
+            };
+            let mut headers = HeaderMap::new();
+            headers.insert(MARK, "1");
+            if let Some(tail) = tail {
+                headers.insert(SEQ, tail.seq.to_string());
+                headers.insert(RUN, if tail.running { "1" } else { "0" });
+            }
+            let publish = Publish::build().headers(headers).expected_last_subject_sequence(expected);
+            let ack = self.jetstream.send_publish(subject.clone(), publish).await.map_err(|e| e.to_string())?;
+            match ack.await {
+                Ok(ack) => return Ok((tail, ack.sequence)),
+                // A late message of the previous owner came first: read again.
+                Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => continue,
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Err(format!("session {session}: its events kept moving while this worker took it over"))
+    }
+
+    /// The stream sequence of the last message on `subject` when it is the
+    /// message with id `id` (one of ours, stored already).
+    async fn last_is(&self, subject: &str, id: &str) -> Option<u64> {
+        match self.last_message(subject).await {
+            Ok(Some((sequence, headers))) if header(Some(&headers), MSG_ID) == Some(id) => Some(sequence),
+            _ => None,
         }
     }
 
@@ -316,6 +390,12 @@ impl EventLog {
             let message = message.map_err(|e| e.to_string())?;
             let sequence = message.info().map(|i| i.stream_sequence).unwrap_or(last);
             let headers = message.headers.as_ref();
+            if header(headers, MARK).is_some() {
+                if sequence >= last {
+                    break;
+                }
+                continue;
+            }
             if let Some(whole) = joiner.take(header(headers, PART_HEADER), &message.payload)? {
                 let (Some(seq), Some(prev)) = (number(headers, SEQ), number(headers, PREV)) else {
                     return Err("an event without Pi-Seq".into());
@@ -333,11 +413,17 @@ impl EventLog {
         Ok(events)
     }
 
-    fn encode(&self, event: &Numbered) -> Result<Vec<Publish>, String> {
+    /// The messages of `event` (more than one when it is split), each with its id.
+    fn encode(&self, event: &Numbered) -> Result<Vec<(String, Publish)>, String> {
         let payload = Bytes::from(serde_json::to_vec(&*event.event).map_err(|e| e.to_string())?);
         let split = parts(payload, self.max_payload);
         let n = split.len();
-        let id = format!("{}:{}", super::wire::token(&event.session), event.seq);
+        // One owner's re-sent message is stored once; another owner's event
+        // with the same number is not taken for it (it is checked, and refused).
+        let id = match &event.lease {
+            Some(lease) => format!("{}:{}:e{}", super::wire::token(&event.session), event.seq, lease.epoch()),
+            None => format!("{}:{}", super::wire::token(&event.session), event.seq),
+        };
         Ok(split
             .into_iter()
             .enumerate()
@@ -346,23 +432,52 @@ impl EventLog {
                 headers.insert(SEQ, event.seq.to_string());
                 headers.insert(PREV, event.prev.to_string());
                 headers.insert(RUN, if event.running { "1" } else { "0" });
-                let mut publish = Publish::build().payload(part);
-                if n > 1 {
+                let id = if n > 1 {
                     headers.insert(PART_HEADER, format!("{}/{n}", i + 1));
-                    publish = publish.headers(headers).message_id(format!("{id}:{}", i + 1));
+                    format!("{id}:{}", i + 1)
                 } else {
-                    publish = publish.headers(headers).message_id(id.clone());
-                }
-                publish
+                    id.clone()
+                };
+                let publish = Publish::build().payload(part).headers(headers).message_id(&id);
+                (id, publish)
             })
             .collect())
     }
 }
 
-/// One event on its way: its messages, and which are acknowledged.
+/// One event on its way: its subject, its messages (id, message), and how
+/// many of them are stored.
 struct Sending {
     event: Numbered,
+    subject: String,
     messages: Vec<(String, Publish)>,
+    stored: usize,
+}
+
+impl Sending {
+    /// Which of the batch's events follow each other on the server: those
+    /// of one owner (its lease) of one session.
+    fn chain(&self) -> (usize, &str) {
+        (self.event.lease.as_ref().map_or(0, LeaseWatch::key), &self.event.session)
+    }
+
+    /// Its next message, naming the session's message before it (when the
+    /// session is leased: events without a lease are not checked).
+    fn next_message(&self) -> Option<Publish> {
+        let (_, publish) = self.messages.get(self.stored)?;
+        Some(match &self.event.lease {
+            Some(lease) => publish.clone().expected_last_subject_sequence(lease.stored()),
+            None => publish.clone(),
+        })
+    }
+
+    /// Its message went in at stream sequence `sequence`.
+    fn stored_at(&mut self, sequence: u64) {
+        if let Some(lease) = &self.event.lease {
+            lease.set_stored(sequence);
+        }
+        self.stored += 1;
+    }
 }
 
 async fn publish_loop(log: Arc<EventLog>, mut queue: mpsc::UnboundedReceiver<Numbered>) {
@@ -387,10 +502,9 @@ async fn publish_loop(log: Arc<EventLog>, mut queue: mpsc::UnboundedReceiver<Num
 fn push(log: &EventLog, batch: &mut VecDeque<Sending>, event: Numbered) {
     log.backlog.fetch_sub(1, Ordering::SeqCst);
     match log.encode(&event) {
-        Ok(publishes) => {
+        Ok(messages) => {
             let subject = event_subject(&event.session);
-            let messages = publishes.into_iter().map(|p| (subject.clone(), p)).collect();
-            batch.push_back(Sending { event, messages });
+            batch.push_back(Sending { event, subject, messages, stored: 0 });
         }
         Err(e) => {
             tracing::warn!("session {}: event {} cannot be kept: {e}", event.session, event.seq);
@@ -427,8 +541,12 @@ async fn only_owned(log: &EventLog, batch: &mut VecDeque<Sending>) {
     }
 }
 
-/// Publish the batch, then await its acknowledgements in order; what
-/// failed is published again (with its successors, in order) until stored.
+/// Publish the batch in rounds: each round sends the next message of every
+/// session in the batch at once, each naming the session's message before
+/// it, then awaits their acknowledgements. A message the server refuses
+/// (the session has a message its owner did not write: another worker took
+/// it over) tells the lease, and the session's events are dropped; one that
+/// failed on the way is sent again (the same message: stored once).
 async fn send_batch(log: &EventLog, batch: &mut VecDeque<Sending>) {
     let mut delay = Duration::from_millis(100);
     loop {
@@ -436,34 +554,52 @@ async fn send_batch(log: &EventLog, batch: &mut VecDeque<Sending>) {
         if batch.is_empty() {
             return;
         }
-        let mut acks = Vec::new();
+        let heads: Vec<usize> = {
+            let mut chains = HashSet::new();
+            (0..batch.len()).filter(|&at| chains.insert(batch[at].chain())).collect()
+        };
+        let mut acks = Vec::with_capacity(heads.len());
         let mut failed = None;
-        'send: for (at, sending) in batch.iter().enumerate() {
-            for (subject, publish) in &sending.messages {
-                match log.jetstream.send_publish(subject.clone(), publish.clone()).await {
-                    Ok(ack) => acks.push((at, ack)),
-                    Err(e) => {
-                        failed = Some((at, e.to_string()));
-                        break 'send;
-                    }
+        for at in heads {
+            let Some(publish) = batch[at].next_message() else { continue };
+            match log.jetstream.send_publish(batch[at].subject.clone(), publish).await {
+                Ok(ack) => acks.push((at, ack)),
+                Err(e) => {
+                    failed = Some(e.to_string());
+                    break;
                 }
             }
         }
-        let mut done = failed.as_ref().map_or(batch.len(), |(at, _)| *at);
         for (at, ack) in acks {
-            if at >= done {
-                continue;
-            }
-            if let Err(e) = ack.await {
-                done = at;
-                failed = Some((at, e.to_string()));
+            match ack.await {
+                Ok(ack) => batch[at].stored_at(ack.sequence),
+                Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => {
+                    let sending = &mut batch[at];
+                    // Sent again after its answer was lost: stored already.
+                    let (id, _) = &sending.messages[sending.stored];
+                    match log.last_is(&sending.subject, id).await {
+                        Some(sequence) => sending.stored_at(sequence),
+                        None => match &sending.event.lease {
+                            Some(lease) => lease.refused(),
+                            None => failed = Some(e.to_string()),
+                        },
+                    }
+                }
+                Err(e) => failed = Some(e.to_string()),
             }
         }
-        for sending in batch.drain(..done) {
-            log.done_with(&sending.event.session);
+        let before = batch.len();
+        batch.retain(|sending| {
+            let done = sending.stored == sending.messages.len();
+            if done {
+                log.done_with(&sending.event.session);
+            }
+            !done
+        });
+        if batch.len() < before {
+            log.pending_changed.notify_waiters();
         }
-        log.pending_changed.notify_waiters();
-        if let Some((_, e)) = failed {
+        if let Some(e) = failed {
             tracing::warn!("event stream: {e}; {} events wait, sending again in {delay:?}", batch.len());
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(2));

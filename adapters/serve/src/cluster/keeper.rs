@@ -12,6 +12,12 @@ use async_nats::jetstream::kv;
 use super::renew::Renewals;
 use super::{ClusterOptions, LEASE_BUCKET, connect_client};
 
+/// The read buffer of the keeper's connection: it reads only renewals'
+/// answers, a hundred bytes or so each. (With the default 64 KiB, a round
+/// of renewals left a few such buffers per round in the keeper's allocator
+/// arena, some hundred kilobytes for a thousand leases.)
+const READ_BUFFER: u16 = 4096;
+
 /// The renewals' thread, and the leases it renews.
 #[derive(Clone)]
 pub struct Keeper {
@@ -41,7 +47,7 @@ impl Keeper {
             };
             runtime.block_on(async move {
                 let opened = async {
-                    let client = connect_client(&options, "leases").await?;
+                    let client = connect_client(&options, "leases", READ_BUFFER).await?;
                     let jetstream = async_nats::jetstream::new(client);
                     jetstream
                         .get_key_value(LEASE_BUCKET)

@@ -39,9 +39,6 @@ use super::renew::Renewals;
 
 pub use super::lease_state::owner_of;
 
-/// How many fencing epochs are claimed (written and synced) at once.
-static CLAIMS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
-
 /// Why a lease could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
@@ -53,16 +50,15 @@ pub enum LeaseError {
 
 /// A held lease; renewed until dropped, then released.
 ///
-/// An idle session holds one, so it is kept small: its state (and fence)
-/// shared with the worker's renewals and the session in one allocation, the
-/// bucket's handles in the renewals shared by every lease of the worker (an
-/// `async_nats` KV handle is over a kilobyte).
+/// An idle session holds one, so it is kept small (two pointers, held
+/// inline by the session's [`crate::ownership::Ownership`]): its state (and
+/// fence) shared with the worker's renewals and the session in one
+/// allocation, the bucket's handles in the renewals shared by every lease of
+/// the worker (an `async_nats` KV handle is over a kilobyte).
 #[derive(Debug)]
 pub struct Lease {
     state: Arc<State>,
     renewals: Arc<Renewals>,
-    /// The worker whose expired lease this one took over.
-    taken_from: Option<Box<str>>,
 }
 
 /// What the pump of a leased session watches.
@@ -98,6 +94,40 @@ impl LeaseWatch {
             self.state.lost_signal.notified().await;
         }
     }
+
+    /// The stream's sequence of the session's last message this owner knows of.
+    pub(super) fn stored(&self) -> u64 {
+        self.state.stored.load(Ordering::SeqCst)
+    }
+
+    /// This owner stored the session's message at stream sequence `sequence`.
+    pub(super) fn set_stored(&self, sequence: u64) {
+        self.state.stored.store(sequence, Ordering::SeqCst);
+    }
+
+    /// The stream refused this owner's event: the session has messages this
+    /// owner did not write, so another worker owns it (as a renewal that
+    /// finds the lease taken would say).
+    pub(super) fn refused(&self) {
+        if !self.state.lost.swap(true, Ordering::SeqCst) {
+            self.state.lost_signal.notify_one();
+            tracing::warn!(
+                "session {}: the event stream refused this worker's event (another worker wrote the session \
+                 since); its writes are now refused",
+                self.state.fence.id()
+            );
+        }
+    }
+
+    /// The owner's fencing epoch (names its messages on the event stream).
+    pub(super) fn epoch(&self) -> u64 {
+        self.state.fence.epoch()
+    }
+
+    /// A key telling leases apart (the same for every watch of one lease).
+    pub(super) fn key(&self) -> usize {
+        self.state.key()
+    }
 }
 
 /// True when a lease was last renewed more than `ttl` ago: its owner is gone
@@ -112,8 +142,12 @@ fn is_stale(value: &[u8], ttl: Duration) -> bool {
 
 impl Lease {
     /// Take the lease of session `id` for this worker and claim its epoch
-    /// in `session_dir`.
-    pub async fn acquire(cluster: &Cluster, session_dir: &Path, id: &str) -> Result<Lease, LeaseError> {
+    /// in `session_dir`; with the worker whose expired lease it took over, if any.
+    pub async fn acquire(
+        cluster: &Cluster,
+        session_dir: &Path,
+        id: &str,
+    ) -> Result<(Lease, Option<String>), LeaseError> {
         let bus = |detail: String| LeaseError::Bus { id: id.to_string(), detail };
         let worker = &cluster.options.worker;
         let mut taken_from = None;
@@ -129,7 +163,7 @@ impl Lease {
                         match cluster.leases.update(id, owner_value(worker), entry.revision).await {
                             Ok(revision) => {
                                 tracing::info!("session {id}: taking over from {owner} (its lease expired)");
-                                taken_from = Some(owner.into_boxed_str());
+                                taken_from = Some(owner);
                                 revision
                             }
                             Err(_) => return Err(LeaseError::OwnedElsewhere { id: id.to_string(), owner }),
@@ -143,33 +177,30 @@ impl Lease {
         };
         let renewals = cluster.keeper.renewals.clone();
         let state = Arc::new(State {
-            key: renewals.next_key(),
             fence: EpochFence::in_dir(renewals.session_dir(session_dir), id, epoch),
             revision: AtomicU64::new(epoch),
             lost: AtomicBool::new(false),
             released: AtomicBool::new(false),
             valid_until: AtomicU64::new(asked + millis(renewals.ttl())),
             due: AtomicU64::new(asked + millis(renewals.period())),
-            last_renewed: AtomicU64::new(asked),
+            stored: AtomicU64::new(0),
             concluded: Notify::new(),
             lost_signal: Notify::new(),
         });
         // Renewed from now on: claiming the epoch (an fsync) may take a while on a busy disk.
         renewals.hold(state.clone());
-        let lease = Lease { state, renewals, taken_from };
+        let lease = Lease { state, renewals };
         let dir = session_dir.to_path_buf();
         let session = id.to_string();
-        // A few claims at a time: a burst of new sessions would otherwise grow
-        // the blocking pool to a thread each, whose stacks stay resident.
-        let _claiming = CLAIMS.acquire().await.map_err(|e| bus(e.to_string()))?;
-        match tokio::task::spawn_blocking(move || claim(&dir, &session, epoch)).await {
+        // On the claim threads: a burst of new sessions does not grow the blocking pool.
+        match cluster.claims.run(move || claim(&dir, &session, epoch)).await {
             Ok(Ok(())) => {}
             // Dropping the lease releases it.
             Ok(Err(e)) => return Err(bus(e.to_string())),
-            Err(e) => return Err(bus(e.to_string())),
+            Err(e) => return Err(bus(e)),
         }
         tracing::debug!("session {id}: lease taken (epoch {epoch})");
-        Ok(lease)
+        Ok((lease, taken_from))
     }
 
     /// The fencing epoch this owner writes under (moved when it takes its expired lease again).
@@ -187,6 +218,13 @@ impl Lease {
         self.state.clone()
     }
 
+    /// Where the session's event stream stands for this owner: the stream
+    /// sequence of its last message when this owner took the session (see
+    /// [`super::events::EventLog::mark`]).
+    pub fn chain_from(&self, sequence: u64) {
+        self.state.stored.store(sequence, Ordering::SeqCst);
+    }
+
     /// The lease's state, for the session's pump.
     pub fn watch(&self) -> LeaseWatch {
         LeaseWatch { state: self.state.clone() }
@@ -197,7 +235,7 @@ impl Lease {
         if self.state.released.swap(true, Ordering::SeqCst) {
             return false;
         }
-        self.renewals.forget(self.state.key);
+        self.renewals.forget(self.state.key());
         true
     }
 
@@ -212,11 +250,6 @@ impl Lease {
         if let Err(e) = self.renewals.here().delete_expect_revision(id, Some(last)).await {
             tracing::debug!("session {id}: lease release: {e}");
         }
-    }
-
-    /// The worker whose expired lease this one took over, if any.
-    pub fn taken_from(&self) -> Option<&str> {
-        self.taken_from.as_deref()
     }
 
     /// The worker holding session `id`'s live lease, if any.

@@ -16,8 +16,6 @@ use super::fence::EpochFence;
 /// What a lease, its session's pump and the worker's renewals share.
 #[derive(Debug)]
 pub(super) struct State {
-    /// Its key among the worker's renewals.
-    pub(super) key: u64,
     /// The session's fence (it names the session); the session's writes
     /// enter it through this state (`Lease::fence`).
     pub(super) fence: EpochFence,
@@ -29,8 +27,10 @@ pub(super) struct State {
     pub(super) valid_until: AtomicU64,
     /// When the next renewal is due ([`clock_ms`]).
     pub(super) due: AtomicU64,
-    /// When the last renewal that kept the lease was sent ([`clock_ms`]).
-    pub(super) last_renewed: AtomicU64,
+    /// The event stream's sequence of the session's last message this owner
+    /// knows of (its takeover mark, then each event it stored): its next
+    /// event is stored only if the session's last message is still that one.
+    pub(super) stored: AtomicU64,
     /// A renewal concluded (the pump holding output looks again).
     pub(super) concluded: Notify,
     /// Another worker took the session (renewal lost).
@@ -40,6 +40,11 @@ pub(super) struct State {
 impl State {
     pub(super) fn in_doubt(&self) -> bool {
         clock_ms() > self.valid_until.load(Ordering::SeqCst)
+    }
+
+    /// Its key among the worker's renewals (where it is: the renewals hold it).
+    pub(super) fn key(&self) -> usize {
+        std::ptr::from_ref(self) as usize
     }
 }
 

@@ -6,7 +6,7 @@
 //! * [`keeper`]: the thread (and bus connection) the renewals run on.
 //! * [`renew`]: the renewals of every lease of the worker, in one loop.
 //! * [`fence`]: the epoch on shared storage, checked before every write of
-//!   the session file.
+//!   the session file; [`claims`]: the threads that record new epochs.
 //! * [`events`]: every session's events on a JetStream stream, replayed by
 //!   any worker from `afterSeq`.
 //! * [`wire`]: what workers say to each other, and on which subjects.
@@ -18,6 +18,7 @@
 //! Without `--cluster` none of this runs: one process behaves as before
 //! (the OS file lock of [`crate::lock`] keeps one owner per session file).
 
+pub mod claims;
 pub mod events;
 pub mod fence;
 pub mod keeper;
@@ -47,6 +48,9 @@ pub struct ClusterOptions {
     pub retention: events::Retention,
 }
 
+/// The read buffer of the worker's bus connection (async-nats' default).
+const READ_BUFFER: u16 = 65535;
+
 /// The KV bucket of the leases.
 pub const LEASE_BUCKET: &str = "pi_leases";
 
@@ -59,6 +63,8 @@ pub struct Cluster {
     pub leases: std::sync::Arc<async_nats::jetstream::kv::Store>,
     pub events: std::sync::Arc<events::EventLog>,
     pub keeper: keeper::Keeper,
+    /// Where new leases' epochs are claimed.
+    pub claims: claims::Claims,
     pub options: ClusterOptions,
 }
 
@@ -72,7 +78,7 @@ impl Cluster {
     /// Connect (retrying in the background while the server is away) and
     /// open the lease bucket (created on first use).
     pub async fn connect(options: ClusterOptions) -> Result<Cluster, String> {
-        let client = connect_client(&options, "").await?;
+        let client = connect_client(&options, "", READ_BUFFER).await?;
         let jetstream = async_nats::jetstream::new(client.clone());
         let leases = match jetstream.get_key_value(LEASE_BUCKET).await {
             Ok(store) => store,
@@ -87,14 +93,21 @@ impl Cluster {
         let leases = std::sync::Arc::new(leases);
         let events = events::open(jetstream.clone(), options.retention, client.max_payload()).await?;
         let keeper = keeper::Keeper::start(&options, leases.clone()).await?;
+        let claims = claims::Claims::start()?;
         tracing::info!("pi serve: in the cluster at {} as {}", options.urls.join(","), options.worker);
-        Ok(Cluster { client, jetstream, leases, events, keeper, options })
+        Ok(Cluster { client, jetstream, leases, events, keeper, claims, options })
     }
 }
 
 /// A connection to the bus (retrying in the background while the server is
-/// away), named after the worker and `role`.
-pub(crate) async fn connect_client(options: &ClusterOptions, role: &str) -> Result<async_nats::Client, String> {
+/// away), named after the worker and `role`, reading into a buffer of
+/// `read_buffer` bytes (a message's payload shares that buffer until it is
+/// dropped, so each refill while answers are alive takes a new one).
+pub(crate) async fn connect_client(
+    options: &ClusterOptions,
+    role: &str,
+    read_buffer: u16,
+) -> Result<async_nats::Client, String> {
     let label = if role.is_empty() { String::new() } else { format!(" ({role})") };
     let mut connect = async_nats::ConnectOptions::new()
         .name(format!("pi serve {}{label}", options.worker))
@@ -102,6 +115,7 @@ pub(crate) async fn connect_client(options: &ClusterOptions, role: &str) -> Resu
             let label = label.clone();
             async move { tracing::info!("cluster bus{label}: {event}") }
         })
+        .read_buffer_capacity(read_buffer)
         .retry_on_initial_connect()
         .connection_timeout(Duration::from_secs(5));
     if let Some(path) = &options.credentials {

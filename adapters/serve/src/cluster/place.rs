@@ -34,16 +34,31 @@ fn unreachable(id: &str, why: &str) -> CoreError {
 }
 
 /// The lease is ours: where the session's events stand, and whether a run
-/// of a lost worker was cut short.
-pub(crate) async fn taken(cluster: &Cluster, id: &str, lease: Lease, capacity: usize) -> Result<Taken, CoreError> {
-    let tail = cluster.events.tail(id).await.map_err(|e| unreachable(id, &format!("its events: {e}")))?;
+/// of a lost worker was cut short. `generated`: the id was just made here
+/// (a new session without a client-chosen id), so it has no events and no
+/// earlier owner: the stream is not asked, and its first event expects none.
+pub(crate) async fn taken(
+    cluster: &Cluster,
+    id: &str,
+    (lease, taken_from): (Lease, Option<String>),
+    capacity: usize,
+    generated: bool,
+) -> Result<Taken, CoreError> {
+    // Its events are this owner's from here on (see `EventLog::mark`).
+    let tail = if generated {
+        None
+    } else {
+        let (tail, mark) = cluster.events.mark(id).await.map_err(|e| unreachable(id, &format!("its events: {e}")))?;
+        lease.chain_from(mark);
+        tail
+    };
     let interrupted = match tail {
         // The previous owner was in a run and did not end it: it was lost.
-        Some(tail) if tail.running => Some(lease.taken_from().unwrap_or("its previous worker").to_string()),
+        Some(tail) if tail.running => Some(taken_from.unwrap_or_else(|| "its previous worker".to_string())),
         _ => None,
     };
     let buffer = ReplayBuffer::chained(tail.map_or(0, |t| t.seq), capacity);
-    Ok(Taken { ownership: Ownership::Leased(Box::new(lease)), buffer, interrupted })
+    Ok(Taken { ownership: Ownership::Leased(lease), buffer, interrupted })
 }
 
 /// Open session `id` in the cluster: here, or as a mirror of its owner's.
@@ -68,11 +83,12 @@ pub(crate) async fn open(registry: &Arc<Registry>, id: &str) -> Result<Arc<Hub>,
         let why = match acquire(registry, &cluster, id).await {
             Ok(lease) => {
                 if registry.file_of(id).is_none() {
+                    let (lease, _) = lease;
                     // Let go before answering: the caller may create the session next.
                     lease.release().await;
                     return Err(CoreError::not_found(format!("No session found with id '{id}'")));
                 }
-                let taken = match taken(&cluster, id, lease, capacity).await {
+                let taken = match taken(&cluster, id, lease, capacity, false).await {
                     Ok(taken) => taken,
                     Err(e) => return Err(e),
                 };
@@ -126,7 +142,7 @@ pub(crate) async fn open(registry: &Arc<Registry>, id: &str) -> Result<Arc<Hub>,
 }
 
 /// Take the session's lease, unless this worker drains (then only find its holder).
-async fn acquire(registry: &Registry, cluster: &Cluster, id: &str) -> Result<Lease, LeaseError> {
+async fn acquire(registry: &Registry, cluster: &Cluster, id: &str) -> Result<(Lease, Option<String>), LeaseError> {
     if !registry.is_draining() {
         return Lease::acquire(cluster, registry.session_dir(), id).await;
     }

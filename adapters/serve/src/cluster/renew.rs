@@ -4,9 +4,13 @@
 //! * Each lease is due a period (a third of the TTL) after its last renewal
 //!   was sent. The loop wakes when the next one is due (at most every
 //!   eighth of a period), takes every lease that is due, and renews them as
-//!   one batch: their bus requests run concurrently, so one that waits on
-//!   the bus holds none of the others back, and their futures take room only
-//!   while they run. An idle lease costs its entry in the map, nothing more.
+//!   one batch: [`AT_ONCE`] bus requests run concurrently, so one that waits
+//!   on the bus holds none of the others back, and their futures take room
+//!   only while they run (a few dozen at a time, whatever the number of
+//!   leases). An idle lease costs its entry in the map, nothing more: after
+//!   a large batch the allocator gives back what the batch took (glibc keeps
+//!   a thread's freed memory in that thread's arena, and no other part of
+//!   the worker allocates on the keeper's thread to reuse it).
 //! * A lease let go (`Lease::release`, or dropped) leaves the
 //!   map; a renewal of it already in flight sees it let go and deletes the
 //!   lease it may have renewed meanwhile.
@@ -15,18 +19,22 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_nats::jetstream::kv;
 use futures::StreamExt;
-use futures::stream::FuturesUnordered;
 
 use super::lease_state::{State, clock_ms, millis, owner_of, owner_value};
 
 /// The `due` of a lease whose renewal is in flight.
 const IN_FLIGHT: u64 = u64::MAX;
+
+/// Renewals of one batch in flight at once: a batch of every lease of the
+/// worker at once would leave the keeper's heap (and its connection's write
+/// buffer) at that peak, a kilobyte or so per lease, after the batch ends.
+const AT_ONCE: usize = 64;
 
 /// Every lease the worker holds, and how to renew them.
 pub struct Renewals {
@@ -38,8 +46,7 @@ pub struct Renewals {
     session_dir: Mutex<Option<Arc<Path>>>,
     worker: String,
     ttl: Duration,
-    held: Mutex<HashMap<u64, Arc<State>>>,
-    next_key: AtomicU64,
+    held: Mutex<HashMap<usize, Arc<State>>>,
 }
 
 impl std::fmt::Debug for Renewals {
@@ -70,15 +77,7 @@ enum Retaken {
 
 impl Renewals {
     pub(super) fn new(leases: Arc<kv::Store>, here: Arc<kv::Store>, worker: String, ttl: Duration) -> Renewals {
-        Renewals {
-            leases,
-            here,
-            session_dir: Mutex::new(None),
-            worker,
-            ttl,
-            held: Mutex::new(HashMap::new()),
-            next_key: AtomicU64::new(1),
-        }
+        Renewals { leases, here, session_dir: Mutex::new(None), worker, ttl, held: Mutex::new(HashMap::new()) }
     }
 
     /// The lease bucket through the worker's own connection.
@@ -104,18 +103,13 @@ impl Renewals {
         self.ttl
     }
 
-    /// A key for a new lease's state.
-    pub(super) fn next_key(&self) -> u64 {
-        self.next_key.fetch_add(1, Ordering::Relaxed)
-    }
-
     /// Renew this lease from now on (first when its `due` comes).
     pub(super) fn hold(&self, state: Arc<State>) {
-        self.held.lock().unwrap_or_else(PoisonError::into_inner).insert(state.key, state);
+        self.held.lock().unwrap_or_else(PoisonError::into_inner).insert(state.key(), state);
     }
 
     /// No more renewals of lease `key`.
-    pub(super) fn forget(&self, key: u64) {
+    pub(super) fn forget(&self, key: usize) {
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         held.remove(&key);
         // An unload wave would otherwise keep the map at its highest.
@@ -146,8 +140,15 @@ impl Renewals {
             if !due.is_empty() {
                 let renewals = self.clone();
                 tokio::spawn(async move {
-                    let mut batch: FuturesUnordered<_> = due.into_iter().map(|s| renewals.renew_one(s)).collect();
-                    while batch.next().await.is_some() {}
+                    let large = due.len() >= AT_ONCE;
+                    let batch = futures::stream::iter(due).map(|s| renewals.renew_one(s)).buffer_unordered(AT_ONCE);
+                    batch.for_each(|()| async {}).await;
+                    if large {
+                        // What the batch's requests and answers took stays in this
+                        // thread's allocator arena, which nothing else of the worker
+                        // reuses: given back (a few hundred bytes per lease).
+                        crate::trim::release_free_memory();
+                    }
                 });
             }
             let wake = next.max(now + tick);
@@ -162,7 +163,9 @@ impl Renewals {
         }
         let period = self.period();
         let sent = clock_ms();
-        let since = Duration::from_millis(sent.saturating_sub(state.last_renewed.load(Ordering::SeqCst)));
+        // Since the last renewal that concluded (a TTL before the lease's validity ends).
+        let last = state.valid_until.load(Ordering::SeqCst).saturating_sub(millis(self.ttl));
+        let since = Duration::from_millis(sent.saturating_sub(last));
         if since > period * 2 {
             tracing::warn!(
                 "session {}: lease renewal late: {since:?} since the last one (every {period:?}, TTL {:?})",
@@ -171,16 +174,11 @@ impl Renewals {
             );
         }
         match self.renew(&state, since).await {
-            Renewed::Yes => {
-                state.last_renewed.store(sent, Ordering::SeqCst);
+            Renewed::Yes | Renewed::Again => {
                 self.concluded(&state, sent);
                 state.due.store(sent + millis(period), Ordering::SeqCst);
             }
-            Renewed::Again => {
-                self.concluded(&state, sent);
-                state.due.store(sent + millis(period), Ordering::SeqCst);
-            }
-            Renewed::End => self.forget(state.key),
+            Renewed::End => self.forget(state.key()),
         }
     }
 

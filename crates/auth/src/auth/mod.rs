@@ -23,14 +23,18 @@ use crate::provider::Provider;
 
 /// The wire API to call `model` with: when the credential in effect for its
 /// provider is an OAuth login stored in `auth.json`, the API wrapped so that
-/// each call uses the login's current (refreshed) credential.
+/// each call uses the login's current (refreshed) credential; when the
+/// stored credential keeps an `env` (Cloudflare's account id, an AWS
+/// profile), its calls read it before the process environment, as pi's do.
 pub fn authorize(provider: Arc<dyn Provider>, models: &ModelRegistry, model: &Model) -> Arc<dyn Provider> {
-    match models.oauth_login(&model.provider) {
+    let provider = match models.oauth_login(&model.provider) {
         Some(path) if oauth::flow(&model.provider).is_some() => {
             Arc::new(authed::OAuthProvider::new(provider, broker_for(&path), &model.provider))
         }
         _ => provider,
-    }
+    };
+    let env = models.provider_env(&model.provider);
+    if env.stored().is_empty() { provider } else { Arc::new(crate::provider::env::WithStoredEnv::new(provider, env)) }
 }
 
 /// `<agent dir>/auth.json`.

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::ConfigError;
 
@@ -74,6 +74,8 @@ pub enum StoredCredential {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AuthStore {
     credentials: HashMap<String, StoredCredential>,
+    /// Each entry's stored `env` (settings a login keeps beside its key).
+    envs: HashMap<String, Map<String, Value>>,
     /// The file read (none for an empty default store).
     path: Option<std::path::PathBuf>,
     /// The version read (inode, size, mtime), to notice changes.
@@ -81,7 +83,7 @@ pub struct AuthStore {
 }
 
 /// What identifies a version of a file: inode, size, mtime (ns).
-fn revision_of(path: &Path) -> Option<(u64, u64, i128)> {
+pub(super) fn revision_of(path: &Path) -> Option<(u64, u64, i128)> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).ok()?;
     Some((m.ino(), m.size(), i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())))
@@ -92,7 +94,7 @@ impl AuthStore {
     pub fn load(agent_dir: &Path) -> Result<AuthStore, ConfigError> {
         let path = agent_dir.join("auth.json");
         let revision = revision_of(&path);
-        let empty = AuthStore { credentials: HashMap::new(), path: Some(path.clone()), revision };
+        let empty = AuthStore { path: Some(path.clone()), revision, ..AuthStore::default() };
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(empty),
@@ -108,7 +110,11 @@ impl AuthStore {
             return Err(ConfigError::Invalid { path, message: "expected a JSON object keyed by provider".into() });
         };
         let mut credentials = HashMap::new();
+        let mut envs = HashMap::new();
         for (provider, entry) in map {
+            if let Some(Value::Object(env)) = entry.get("env") {
+                envs.insert(provider.clone(), env.clone());
+            }
             let kind = entry.get("type").and_then(Value::as_str).unwrap_or("api_key");
             let cred = match kind {
                 "oauth" => entry
@@ -121,7 +127,7 @@ impl AuthStore {
                 credentials.insert(provider, cred);
             }
         }
-        Ok(AuthStore { credentials, path: Some(path), revision })
+        Ok(AuthStore { credentials, envs, path: Some(path), revision })
     }
 
     /// True when the file changed since it was read (written by a login or
@@ -136,6 +142,20 @@ impl AuthStore {
             StoredCredential::ApiKey(k) => resolve_config_value(k),
             StoredCredential::OAuth { access } => Some(access.clone()),
         }
+    }
+
+    /// A variable of the provider's stored `env` (pi keeps a login's
+    /// settings there: llama.cpp's `LLAMA_BASE_URL`, an account id), when it
+    /// is a string that is not blank.
+    pub fn stored_env(&self, provider: &str, name: &str) -> Option<&str> {
+        self.envs.get(provider)?.get(name)?.as_str().filter(|v| !v.trim().is_empty())
+    }
+
+    /// The provider's stored `env` (its string values) as a request reads it.
+    pub fn provider_env(&self, provider: &str) -> crate::provider::credential::ProviderEnv {
+        let stored = self.envs.get(provider).into_iter().flatten();
+        let strings = stored.filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())));
+        crate::provider::credential::ProviderEnv::new(strings.collect())
     }
 
     pub fn has(&self, provider: &str) -> bool {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 pub mod auth;
 pub mod catalog;
+pub mod llama;
 pub mod model_resolver;
 pub mod models;
 pub mod settings;

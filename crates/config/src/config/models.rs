@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use super::ConfigError;
 use super::auth::{AuthStore, env_bearer_token_for, env_key_for, resolve_config_value};
 use super::catalog;
+use super::llama;
 use super::model_resolver::{self, Selected};
 use crate::model::{Model, ModelCost, ThinkingLevel};
 use crate::provider::faux;
@@ -80,6 +81,8 @@ pub struct ModelRegistry {
     /// Providers extensions registered (`registerProvider`): what each was
     /// before, restored when it is unregistered.
     registered: HashMap<String, ProviderBackup>,
+    /// pi's llama.cpp provider: the models its last listing kept.
+    llama: llama::StoredModels,
 }
 
 /// A provider's models and settings before an extension registered it.
@@ -158,6 +161,7 @@ impl ModelRegistry {
             reg.ensure_provider(provider);
         }
         reg.apply_models_json(file, &path)?;
+        reg.read_llama_store(agent_dir);
         Ok(reg)
     }
 
@@ -372,6 +376,9 @@ impl ModelRegistry {
         if let Some(k) = self.runtime_keys.get(provider) {
             return Some(k.clone());
         }
+        if provider == llama::PROVIDER {
+            return llama::server(&self.auth).map(|(_, key)| key);
+        }
         if let Some(k) = self.auth.key_for(provider) {
             return Some(k);
         }
@@ -396,11 +403,31 @@ impl ModelRegistry {
     /// logout by pi or pi-rpc): as pi, which reads it before each use. A
     /// file that became unreadable keeps the credentials read before.
     pub fn sync_auth(&mut self, agent_dir: &Path) {
+        if self.llama.changed(agent_dir) {
+            self.read_llama_store(agent_dir);
+        }
         if self.auth.changed()
             && let Err(e) = self.reload_auth(agent_dir)
         {
             tracing::warn!("{e}");
         }
+    }
+
+    /// The llama.cpp models kept by its last listing replace the registry's.
+    fn read_llama_store(&mut self, agent_dir: &Path) {
+        self.llama = llama::StoredModels::read(agent_dir);
+        self.models.retain(|m| m.provider != llama::PROVIDER);
+        self.models.extend(self.llama.chat.iter().map(|m| Slot::Own(Box::new(m.clone()))));
+    }
+
+    /// The provider's stored `env` (auth.json), read before the process environment.
+    pub fn provider_env(&self, provider: &str) -> crate::provider::credential::ProviderEnv {
+        self.auth.provider_env(provider)
+    }
+
+    /// The llama.cpp classifier models kept by its last listing.
+    pub fn llama_classifiers(&self) -> &[Value] {
+        &self.llama.classifiers
     }
 
     /// Read `auth.json` again: providers that gained a credential come in.

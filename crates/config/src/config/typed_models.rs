@@ -74,6 +74,7 @@ pub fn models_of_type(registry: &mut ModelRegistry, kind: ModelType, provider: O
     }
     typed_catalog()
         .iter()
+        .chain(registry.llama_classifiers())
         .filter(|m| field(m, "type") == kind.name())
         .filter(|m| provider.is_none_or(|p| field(m, "provider") == p))
         .map(|m| {

@@ -11,7 +11,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ModelRegistry;
 use crate::config::typed_models::{self, ModelType};
-use crate::provider::env::ProviderEnv;
 use crate::provider::http::HttpClient;
 use crate::provider::typed::{self, TypedCall};
 
@@ -333,10 +332,11 @@ impl ModelsHost {
         let mut headers: Vec<(String, String)> = registry.headers(&as_chat).into_iter().collect();
         headers.sort();
         let refusal = (!registry.provider_usable(&provider)).then(|| format!("Provider is not configured: {provider}"));
+        let env = registry.provider_env(&provider);
         drop(registry);
         let http = self.http.clone()?;
         let mut model = model.clone();
-        let base = crate::provider::cloudflare::fill_placeholders(&as_chat.base_url, &ProviderEnv::default());
+        let base = crate::provider::cloudflare::fill_placeholders(&as_chat.base_url, &env);
         model["baseUrl"] = json!(base);
         let call = TypedCall { model, api_key, headers, cancel: cancel.clone(), http };
         Ok((call, refusal))

@@ -6,6 +6,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use tokio_util::sync::CancellationToken;
+
+use super::{Provider, ProviderRequest, ProviderStream};
+
 /// Provider variables stored with the credential, over the process environment.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProviderEnv {
@@ -29,5 +33,31 @@ impl ProviderEnv {
     /// The stored variables.
     pub fn stored(&self) -> &HashMap<String, String> {
         &self.stored
+    }
+}
+
+/// A wire API whose requests carry a stored credential's variables (its
+/// `auth.json` `env`), unless the request brings its own.
+pub struct WithStoredEnv {
+    inner: Arc<dyn Provider>,
+    env: ProviderEnv,
+}
+
+impl WithStoredEnv {
+    pub fn new(inner: Arc<dyn Provider>, env: ProviderEnv) -> WithStoredEnv {
+        WithStoredEnv { inner, env }
+    }
+}
+
+impl Provider for WithStoredEnv {
+    fn api(&self) -> &str {
+        self.inner.api()
+    }
+
+    fn stream(&self, mut request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
+        if request.env.stored().is_empty() {
+            request.env = self.env.clone();
+        }
+        self.inner.stream(request, cancel)
     }
 }

@@ -34,6 +34,7 @@ pub mod google_request;
 pub mod google_vertex;
 pub mod http;
 pub mod lenient;
+pub mod llama_server;
 pub mod mistral;
 pub mod mistral_request;
 pub mod observe;

@@ -10,12 +10,11 @@ use async_trait::async_trait;
 use globset::{GlobBuilder, GlobMatcher};
 use ignore::WalkBuilder;
 use ignore::overrides::OverrideBuilder;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::listing::{ListingArgs, aborted, listing_args, walk_blocking};
+use super::listing::{LimitHit, ListingArgs, aborted, listing_args, listing_output, walk_blocking};
 use super::operations::Ops;
-use super::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
 use super::{Tool, ToolContext, ToolOutput};
 
 const DESCRIPTION: &str = "Search for files by glob pattern. Returns matching file paths relative to the search directory. Respects .gitignore. Output is truncated to 1000 results or 50KB (whichever is hit first).";
@@ -142,27 +141,11 @@ fn format_found(found: Found, limit: usize) -> ToolOutput {
     if found.results.is_empty() {
         return ToolOutput::text("No files found matching pattern");
     }
-    let raw = found.results.join("\n");
-    let t = truncate_head(&raw, Limits::bytes_only());
-    let mut output = t.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
-    if found.limit_reached {
-        notices.push(format!("{limit} results limit reached. Use limit={} for more, or refine pattern", limit * 2));
-        details.insert("resultLimitReached".into(), json!(limit));
-    }
-    if t.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert("truncation".into(), t.to_value());
-    }
-    if !notices.is_empty() {
-        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    let mut out = ToolOutput::text(output);
-    if !details.is_empty() {
-        out.details = Some(Value::Object(details));
-    }
-    out
+    let limit_hit = found.limit_reached.then(|| LimitHit {
+        notice: format!("{limit} results limit reached. Use limit={} for more, or refine pattern", limit * 2),
+        detail: "resultLimitReached",
+    });
+    listing_output(&found.results.join("\n"), limit, limit_hit)
 }
 
 /// `find` through an extension's `glob` operation (pi's `FindOperations`):
@@ -179,33 +162,16 @@ async fn find_through(ops: &Ops<'_>, root: &Path, pattern: &str, limit: usize) -
         Err(e) => return ToolOutput::error(e.message()),
     };
     if ops.cancel.is_cancelled() {
-        return ToolOutput::error("Operation aborted");
+        return aborted();
     }
     if results.is_empty() {
         return ToolOutput::text("No files found matching pattern");
     }
     let limit_reached = results.len() > limit;
     let shown: Vec<String> = results.iter().take(limit).map(|p| relative_to(p, root)).collect();
-    let t = truncate_head(&shown.join("\n"), Limits::bytes_only());
-    let mut output = t.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
-    if limit_reached {
-        notices.push(format!("{limit} results limit reached"));
-        details.insert("resultLimitReached".into(), json!(limit));
-    }
-    if t.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert("truncation".into(), t.to_value());
-    }
-    if !notices.is_empty() {
-        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    let mut out = ToolOutput::text(output);
-    if !details.is_empty() {
-        out.details = Some(Value::Object(details));
-    }
-    out
+    let limit_hit = limit_reached
+        .then(|| LimitHit { notice: format!("{limit} results limit reached"), detail: "resultLimitReached" });
+    listing_output(&shown.join("\n"), limit, limit_hit)
 }
 
 /// A found path as shown: relative to the search root when absolute, `/`-separated, keeping a trailing `/`.

@@ -1,11 +1,13 @@
 //! The head and tail the listing tools (find, ls) share: the cancelled check,
-//! the coerced arguments with the directory and limit, and the blocking walk.
+//! the coerced arguments with the directory and limit, the blocking walk, and
+//! the answer (truncated, with pi's notices and details).
 
 use std::path::PathBuf;
 
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
 use super::path::resolve_to_cwd;
+use super::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
 use super::validate::coerce;
 use super::{ToolContext, ToolOutput};
 
@@ -57,4 +59,35 @@ pub(crate) async fn walk_blocking<T: Send + 'static>(
         Ok(Err(message)) => ToolOutput::error(message),
         Err(e) => ToolOutput::error(e.to_string()),
     }
+}
+
+/// A listing cut at its `limit`: the notice, and the details key that records the limit.
+pub(crate) struct LimitHit {
+    pub notice: String,
+    pub detail: &'static str,
+}
+
+/// The answer for a listing's `text`: truncated to pi's byte limit, with the
+/// notices of the limit hit and of the truncation, and their details.
+pub(crate) fn listing_output(text: &str, limit: usize, limit_hit: Option<LimitHit>) -> ToolOutput {
+    let t = truncate_head(text, Limits::bytes_only());
+    let mut output = t.content.clone();
+    let mut details = Map::new();
+    let mut notices = Vec::new();
+    if let Some(hit) = limit_hit {
+        notices.push(hit.notice);
+        details.insert(hit.detail.into(), json!(limit));
+    }
+    if t.truncated {
+        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
+        details.insert("truncation".into(), t.to_value());
+    }
+    if !notices.is_empty() {
+        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
+    }
+    let mut out = ToolOutput::text(output);
+    if !details.is_empty() {
+        out.details = Some(Value::Object(details));
+    }
+    out
 }

@@ -8,12 +8,11 @@ use std::cmp::Ordering;
 use std::path::Path;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::listing::{ListingArgs, aborted, listing_args, walk_blocking};
+use super::listing::{LimitHit, ListingArgs, aborted, listing_args, listing_output, walk_blocking};
 use super::operations::Ops;
 use super::path::node_fs_error;
-use super::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
 use super::{Tool, ToolContext, ToolOutput};
 
 const DESCRIPTION: &str = "List directory contents. Returns entries sorted alphabetically, with '/' suffix for directories. Includes dotfiles. Output is truncated to 500 entries or 50KB (whichever is hit first).";
@@ -97,26 +96,11 @@ fn listing(results: &[String], limit: usize, limit_reached: bool) -> ToolOutput 
     if results.is_empty() {
         return ToolOutput::text("(empty directory)");
     }
-    let t = truncate_head(&results.join("\n"), Limits::bytes_only());
-    let mut output = t.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
-    if limit_reached {
-        notices.push(format!("{limit} entries limit reached. Use limit={} for more", limit * 2));
-        details.insert("entryLimitReached".into(), json!(limit));
-    }
-    if t.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert("truncation".into(), t.to_value());
-    }
-    if !notices.is_empty() {
-        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    let mut out = ToolOutput::text(output);
-    if !details.is_empty() {
-        out.details = Some(Value::Object(details));
-    }
-    out
+    let limit_hit = limit_reached.then(|| LimitHit {
+        notice: format!("{limit} entries limit reached. Use limit={} for more", limit * 2),
+        detail: "entryLimitReached",
+    });
+    listing_output(&results.join("\n"), limit, limit_hit)
 }
 
 /// `ls` through an extension's operations (pi's `LsOperations`).
