@@ -201,7 +201,7 @@ impl Session {
             self.choices.models = models;
         }
         if let Ok(Reply::State(state)) = self.call(Op::GetState).await {
-            self.choices.model = state.model;
+            self.choices.model = state.model.map(std::sync::Arc::unwrap_or_clone);
             self.choices.thinking = Some(state.thinking_level);
             self.stored = state.session_file.is_some();
         }

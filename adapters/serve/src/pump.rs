@@ -428,7 +428,7 @@ impl Pump {
                     "session {}: its run on {worker} was interrupted by the loss of that worker",
                     state.session_id
                 );
-                for event in crate::interrupted::events(&worker, state.model.as_ref()) {
+                for event in crate::interrupted::events(&worker, state.model.as_deref()) {
                     self.event(event, None);
                 }
             }

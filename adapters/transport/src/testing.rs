@@ -161,7 +161,7 @@ pub fn state_reply() -> Reply {
     let mut model = pi_core::provider::faux::faux_model();
     model.name = "modèle \u{2028} \"faux\"".to_string();
     Reply::State(Box::new(pi_core::op::StateSnapshot {
-        model: Some(model),
+        model: Some(std::sync::Arc::new(model)),
         thinking_level: pi_core::model::ThinkingLevel::Low,
         is_streaming: false,
         is_compacting: false,

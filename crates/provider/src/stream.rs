@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use std::future::Future;
 use std::task::Poll;
 
 use futures::StreamExt;
@@ -17,6 +16,7 @@ use crate::message::{
     AgentMessage, AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
 };
 use crate::model::Model;
+use crate::provider::cancel_watch::CancelWatch;
 use crate::provider::{BlockKind, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderRequest};
 
 /// What one model call produced.
@@ -57,12 +57,14 @@ pub async fn stream_assistant(
     let mut error: Option<ProviderError> = None;
     let mut stopped = false;
     let mut stream = provider.stream(request, cancel.clone());
-    // One wait for the whole call, kept armed between events.
-    let cancelled = cancel.clone().cancelled_owned();
-    tokio::pin!(cancelled);
+    // One watch for the whole call: a flag checked per event, not the token's lock.
+    let mut watch = CancelWatch::new(&cancel);
+    // Whether the stream had nothing at hand after the last event, and the
+    // other ready tasks were let run once before the batch goes out.
+    let mut yielded = false;
 
     loop {
-        if cancel.is_cancelled() {
+        if watch.is_cancelled() {
             error = Some(ProviderError::aborted());
             break;
         }
@@ -72,12 +74,22 @@ pub async fn stream_assistant(
             out.flush().await;
         }
         let next = match futures::poll!(stream.next()) {
-            Poll::Ready(next) => next,
+            Poll::Ready(next) => {
+                yielded = false;
+                next
+            }
+            Poll::Pending if !yielded && !out.events.is_empty() => {
+                // The ready tasks run first (the HTTP connection decoding the
+                // body's next chunk): what they hand over joins this batch.
+                yielded = true;
+                yield_once().await;
+                continue;
+            }
             Poll::Pending => {
                 out.flush().await;
                 // Waiting: cancellation first, as a biased `select!`.
                 let waited = std::future::poll_fn(|cx| {
-                    if cancelled.as_mut().poll(cx).is_ready() {
+                    if watch.poll_cancelled(cx).is_ready() {
                         return Poll::Ready(None);
                     }
                     stream.poll_next_unpin(cx).map(Some)
@@ -259,6 +271,21 @@ pub async fn stream_assistant(
     StreamOutcome { message, error }
 }
 
+/// Let the other ready tasks of the runtime run once: this task is woken
+/// at once, so it is polled again after the tasks already queued.
+async fn yield_once() {
+    let mut woken = false;
+    std::future::poll_fn(|cx| {
+        if woken {
+            return Poll::Ready(());
+        }
+        woken = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await
+}
+
 /// The error of a call aborted before its answer began (pi's words).
 pub const ABORTED_BEFORE_ANSWER: &str = "Request aborted";
 
@@ -370,6 +397,9 @@ mod tests {
             futures::stream::iter(self.events.clone())
                 .then(move |event| async move {
                     if waits {
+                        // Longer than the one turn of the runtime the stream gives a
+                        // pending provider before its batch goes out.
+                        tokio::task::yield_now().await;
                         tokio::task::yield_now().await;
                     }
                     event

@@ -362,7 +362,8 @@ pub struct ContextUsageStats {
 /// A snapshot of the session state (`get_state`, `getStatus`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StateSnapshot {
-    pub model: Option<Model>,
+    /// The model in use, shared with the agent (a snapshot does not copy it).
+    pub model: Option<std::sync::Arc<Model>>,
     pub thinking_level: ThinkingLevel,
     pub is_streaming: bool,
     pub is_compacting: bool,

@@ -10,6 +10,7 @@
 pub mod client_params;
 pub mod decode;
 mod from_reply;
+pub mod model_json;
 pub mod params;
 pub mod results;
 mod table;

@@ -92,7 +92,9 @@ pub struct ForkData {
 #[serde(rename_all = "camelCase")]
 pub struct StateData {
     /// The current model, or null when none is configured.
-    pub model: Option<Model>,
+    #[serde(serialize_with = "crate::protocol::model_json::serialize")]
+    #[schemars(with = "Option<Model>")]
+    pub model: Option<std::sync::Arc<Model>>,
     /// The effective thinking level.
     #[schemars(with = "ThinkingLevel")]
     pub thinking_level: &'static str,

@@ -19,7 +19,8 @@ const DEFAULT_THINKING: ThinkingLevel = ThinkingLevel::Medium;
 pub(super) struct ModelChoice {
     registry: ModelRegistry,
     providers: ProviderRegistry,
-    model: Model,
+    /// Shared with the state snapshots: replaced, never changed in place.
+    model: Arc<Model>,
     thinking: ThinkingLevel,
     /// The command line's (or `initialize`'s) choice, applied to every session opened.
     startup: StartupChoice,
@@ -33,7 +34,7 @@ impl ModelChoice {
         ModelChoice {
             registry,
             providers,
-            model: faux::faux_model(),
+            model: Arc::new(faux::faux_model()),
             thinking: ThinkingLevel::Off,
             startup: StartupChoice::default(),
             scope: Vec::new(),
@@ -80,6 +81,11 @@ impl ModelChoice {
 
     pub(super) fn model(&self) -> &Model {
         &self.model
+    }
+
+    /// The model in use, shared (state snapshots).
+    pub(super) fn shared_model(&self) -> Arc<Model> {
+        self.model.clone()
     }
 
     pub(super) fn thinking(&self) -> ThinkingLevel {
@@ -129,7 +135,7 @@ impl ModelChoice {
     /// Use `model`: true when it is another model than the current one.
     pub(super) fn switch(&mut self, model: Model) -> bool {
         let changed = model.provider != self.model.provider || model.id != self.model.id;
-        self.model = model;
+        self.model = Arc::new(model);
         changed
     }
 
@@ -265,7 +271,7 @@ impl ModelChoice {
             }
             first
         };
-        self.model = model;
+        self.model = Arc::new(model);
         let wanted = thinking
             .or(suffix)
             .or_else(|| restored_thinking.and_then(|t| t.parse().ok()))
@@ -347,7 +353,7 @@ impl ModelChoice {
     fn refresh_selection(&mut self) {
         let (provider, id) = (self.model.provider.clone(), self.model.id.clone());
         if let Some(model) = self.registry.find(&provider, &id) {
-            self.model = model;
+            self.model = Arc::new(model);
         }
     }
 

@@ -5,8 +5,6 @@
 //! promptly with `Aborted`, before or during the body.
 
 use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
 use std::task::Poll;
 
 use futures::StreamExt;
@@ -14,7 +12,9 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio_util::sync::CancellationToken;
+
+use super::cancel_watch::CancelWatch;
 
 use super::http::{self, HttpClient};
 use super::sse::{BodyError, SseEvent};
@@ -126,8 +126,8 @@ enum Phase {
 struct Run<W: Wire> {
     http: HttpClient,
     cancel: CancellationToken,
-    /// Made once per call and kept armed: not a new wait for every body read.
-    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// Made once per call: a flag checked per body read, not the token's lock.
+    watch: CancelWatch,
     api: Api,
     phase: Phase,
     wire: W,
@@ -261,16 +261,16 @@ impl<W: Wire> Run<W> {
                 Box::pin(self.start(call)).await;
             }
             Phase::Streaming(mut events) => {
-                if self.cancel.is_cancelled() {
+                if self.watch.is_cancelled() {
                     return self.fail(ProviderError::aborted());
                 }
                 // An event already at hand is taken without arming the
                 // cancellation wait; once waiting, cancellation comes first
                 // (as a biased `select!`).
                 let mut waiting = false;
-                let cancelled = &mut self.cancelled;
+                let watch = &mut self.watch;
                 let next = std::future::poll_fn(|cx| {
-                    if waiting && cancelled.as_mut().poll(cx).is_ready() {
+                    if waiting && watch.poll_cancelled(cx).is_ready() {
                         return Poll::Ready(None);
                     }
                     if let Poll::Ready(next) = events.poll_next_unpin(cx) {
@@ -278,7 +278,7 @@ impl<W: Wire> Run<W> {
                     }
                     if !waiting {
                         waiting = true;
-                        if cancelled.as_mut().poll(cx).is_ready() {
+                        if watch.poll_cancelled(cx).is_ready() {
                             return Poll::Ready(None);
                         }
                     }
@@ -346,8 +346,8 @@ fn run_phase<W: Wire>(
     api: Api,
 ) -> ProviderStream {
     // Boxed: the stream's state moves in and out of each step's future.
-    let cancelled = Box::pin(cancel.clone().cancelled_owned());
-    let run = Box::new(Run { http, cancel, cancelled, api, phase, wire, out, observer: None });
+    let watch = CancelWatch::new(&cancel);
+    let run = Box::new(Run { http, cancel, watch, api, phase, wire, out, observer: None });
     futures::stream::unfold(run, |mut run| async move {
         loop {
             if let Some(item) = run.out.queue.pop_front() {

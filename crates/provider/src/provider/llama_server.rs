@@ -17,6 +17,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::http::{HttpClient, error_chain};
+use super::lenient;
 
 /// The provider id pi gives these models.
 pub const PROVIDER: &str = "llama.cpp";
@@ -55,41 +56,49 @@ pub fn inference_url(server: &str) -> String {
     format!("{server}/v1")
 }
 
-/// One entry of `GET /models` (only what pi reads).
+/// One entry of `GET /models` (only what pi reads). Each field is read
+/// leniently: one of an unexpected JSON type reads as absent, as in pi.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 struct Listed {
+    #[serde(deserialize_with = "lenient::text")]
     id: String,
+    #[serde(deserialize_with = "lenient::object")]
     status: Status,
-    #[serde(default)]
+    #[serde(deserialize_with = "lenient::string")]
     source: Option<String>,
-    #[serde(default)]
+    #[serde(deserialize_with = "lenient::some_object")]
     architecture: Option<Architecture>,
-    #[serde(default)]
+    #[serde(deserialize_with = "lenient::some_object")]
     meta: Option<Meta>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 struct Status {
+    #[serde(deserialize_with = "lenient::text")]
     value: String,
-    #[serde(default)]
+    #[serde(deserialize_with = "lenient::any")]
     failed: Option<Value>,
-    #[serde(default)]
+    #[serde(deserialize_with = "lenient::parsed")]
     args: Option<Vec<Value>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 struct Architecture {
-    #[serde(default)]
+    #[serde(deserialize_with = "lenient::parsed")]
     input_modalities: Option<Vec<Value>>,
-    #[serde(default)]
+    #[serde(deserialize_with = "lenient::parsed")]
     output_modalities: Option<Vec<Value>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 struct Meta {
-    #[serde(default)]
+    #[serde(deserialize_with = "lenient::f64")]
     n_ctx: Option<f64>,
-    #[serde(default)]
+    #[serde(deserialize_with = "lenient::f64")]
     n_ctx_train: Option<f64>,
 }
 
@@ -375,6 +384,12 @@ mod tests {
         assert_eq!(classifier["api"], "typesafe-system-one");
         assert_eq!(classifier["contextWindow"], 9);
         assert_eq!(classifier["compat"]["imageInput"], "images");
+        let odd: Listed = serde_json::from_value(json!({
+            "id": "odd", "status": {"value": "loaded", "args": "-c 5"}, "architecture": {"output_modalities": "text"},
+            "meta": {"n_ctx": "big", "n_ctx_train": 4096}
+        }))
+        .unwrap_or_default();
+        assert_eq!((odd.id.as_str(), odd.is_chat(), odd.context_window(None)), ("odd", true, 4096));
         let unloaded: Listed =
             serde_json::from_value(json!({"id": "p", "status": {"value": "unloaded"}, "source": "preset"}))
                 .unwrap_or_default();

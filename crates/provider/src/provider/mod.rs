@@ -20,6 +20,7 @@ pub mod anthropic;
 pub mod anthropic_federation;
 pub mod anthropic_request;
 pub mod bedrock;
+pub mod cancel_watch;
 pub mod classify;
 pub mod cloudflare;
 pub mod convert;

@@ -51,7 +51,7 @@ impl Agent {
 
     pub(super) fn snapshot(&self) -> StateSnapshot {
         StateSnapshot {
-            model: Some(self.models.model().clone()),
+            model: Some(self.models.shared_model()),
             thinking_level: self.models.thinking(),
             is_streaming: self.activity.is_running(),
             is_compacting: self.is_compacting(),
