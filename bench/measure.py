@@ -81,9 +81,11 @@ class Agent:
 
     HEAD = 1024
 
-    def __init__(self, cmd, env, cwd):
+    def __init__(self, cmd, env, cwd, stderr=subprocess.DEVNULL):
+        # The wall clock at spawn, for timestamps the agent logs (`stderr`: a file).
+        self.wall_start = time.time()
         self.start = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                      env=env, cwd=cwd, bufsize=0)
         self.fd = self.proc.stdout.fileno()
         self.pending = bytearray()  # head of the line being read

@@ -386,6 +386,9 @@ fn start(
             return;
         }
     };
+    // From here to the agent's "started" line: the time pi-rpc waits for the
+    // extension (bench/run.py measures it apart from pi-rpc's own start).
+    tracing::debug!("extension {}: process started", ext.name());
     ext.send(&ctx.hello);
     if let Some(stdin) = child.stdin.take() {
         tokio::spawn(write_lines(stdin, out_rx));

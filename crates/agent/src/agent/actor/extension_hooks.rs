@@ -513,6 +513,7 @@ impl Agent {
 
     /// An extension registered or died: once none is starting, replay held ops.
     async fn extension_started(&mut self, id: usize) {
+        tracing::debug!("extension {id}: started");
         self.ext.started(id);
         self.release_deferred().await;
     }
