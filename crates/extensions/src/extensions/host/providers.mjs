@@ -73,8 +73,20 @@ export class Providers {
 	}
 
 	register(nameOrProvider, config) {
-		const entry = normalize(nameOrProvider, config);
-		// Registering again replaces it, in its place.
+		let entry = normalize(nameOrProvider, config);
+		const legacy = typeof nameOrProvider === "string";
+		const previous = this.byName.get(entry.name);
+		// The config form registered again: its defined fields go over the
+		// previous config form's, the others stay (pi's model runtime). A
+		// complete provider replaces whatever was registered under its id.
+		if (legacy && previous?.legacy) {
+			const merged = { ...previous.config };
+			for (const [key, value] of Object.entries(entry.config)) {
+				if (value !== undefined) merged[key] = value;
+			}
+			entry = normalize(entry.name, merged);
+		}
+		entry.legacy = legacy;
 		this.byName.set(entry.name, entry);
 	}
 
