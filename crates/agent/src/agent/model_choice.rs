@@ -26,6 +26,17 @@ pub(super) struct ModelChoice {
     startup: StartupChoice,
     /// `--models`: what `cycle_model` cycles through (with optional levels).
     scope: Vec<(Model, Option<ThinkingLevel>)>,
+    /// `--model` named no model known at start while extensions were
+    /// loading: the choice is made again once they all started (see
+    /// [`ModelChoice::defer_startup`]).
+    deferred: Option<DeferredStart>,
+}
+
+/// A start-up model choice waiting for the extensions (pi resolves
+/// `--model` after they loaded, so one they register can be named).
+pub(super) struct DeferredStart {
+    /// `--name`, recorded with the model once it is chosen.
+    pub session_name: Option<String>,
 }
 
 impl ModelChoice {
@@ -38,6 +49,7 @@ impl ModelChoice {
             thinking: ThinkingLevel::Off,
             startup: StartupChoice::default(),
             scope: Vec::new(),
+            deferred: None,
         }
     }
 
@@ -279,6 +291,36 @@ impl ModelChoice {
             .unwrap_or(DEFAULT_THINKING);
         self.thinking = self.model.clamp_thinking(wanted);
         Ok(())
+    }
+
+    /// The command line's model is not known yet (an extension still loading
+    /// may register it): start on the choice made without it, and choose
+    /// again with it once the extensions started ([`ModelChoice::take_deferred`]).
+    pub(super) fn defer_startup(
+        &mut self,
+        settings: &Settings,
+        conversation_started: bool,
+        restored_model: Option<(String, String)>,
+        restored_thinking: Option<String>,
+        session_name: Option<String>,
+    ) -> Result<(), CoreError> {
+        let wanted = self.startup.clone();
+        self.startup.pattern = None;
+        self.startup.provider = None;
+        let chosen = self.choose_for_session(settings, conversation_started, restored_model, restored_thinking);
+        self.startup = wanted;
+        self.deferred = Some(DeferredStart { session_name });
+        chosen
+    }
+
+    /// The start-up choice left for after the extensions started, once.
+    pub(super) fn take_deferred(&mut self) -> Option<DeferredStart> {
+        self.deferred.take()
+    }
+
+    /// The command line names a model (`--model`).
+    pub(super) fn has_startup_pattern(&self) -> bool {
+        self.startup.pattern.as_deref().is_some_and(|p| !p.trim().is_empty())
     }
 
     /// `--models` at the start of a conversation: the settings' default model
