@@ -30,6 +30,8 @@ pub(super) struct ModelChoice {
     /// loading: the choice is made again once they all started (see
     /// [`ModelChoice::defer_startup`]).
     deferred: Option<DeferredStart>,
+    /// Providers whose OAuth login an extension runs (`registerProvider` with `oauth`).
+    logins: std::collections::HashMap<String, Arc<crate::extensions::Extension>>,
 }
 
 /// A start-up model choice waiting for the extensions (pi resolves
@@ -50,6 +52,7 @@ impl ModelChoice {
             startup: StartupChoice::default(),
             scope: Vec::new(),
             deferred: None,
+            logins: Default::default(),
         }
     }
 
@@ -371,8 +374,12 @@ impl ModelChoice {
         &mut self,
         spec: &crate::extensions::protocol::ProviderSpec,
         streams: Arc<dyn crate::provider::runtime::PiEventSource>,
+        ext: &Arc<crate::extensions::Extension>,
     ) -> Result<(), String> {
         self.registry.register_provider(&spec.name, &spec.config)?;
+        if spec.oauth.is_some() {
+            self.logins.insert(spec.name.clone(), ext.clone());
+        }
         if let (true, Some(api)) = (spec.stream, spec.api()) {
             let provider = crate::provider::runtime::RuntimeProvider::new(api, streams);
             self.providers.register_runtime(Arc::new(provider));
@@ -384,6 +391,7 @@ impl ModelChoice {
     /// `unregisterProvider` (or its extension went away): the provider is as before.
     pub(super) fn unregister_provider(&mut self, spec: &crate::extensions::protocol::ProviderSpec) {
         self.registry.unregister_provider(&spec.name);
+        self.logins.remove(&spec.name);
         if let (true, Some(api)) = (spec.stream, spec.api()) {
             self.providers.unregister_runtime(api);
         }
@@ -434,6 +442,11 @@ impl ModelChoice {
     /// has one); `None` when this build has none for the model's API.
     pub(super) fn provider(&self) -> Option<Arc<dyn Provider>> {
         let provider = self.providers.get(&self.model.api)?;
+        let name = &self.model.provider;
+        if let (Some(ext), Some(file)) = (self.logins.get(name), self.registry.oauth_login(name)) {
+            use crate::agent::extension_login::ExtensionLogin;
+            return Some(Arc::new(ExtensionLogin::new(provider, ext.clone(), file, name)));
+        }
         Some(crate::auth::authorize(provider, &self.registry, &self.model))
     }
 

@@ -589,7 +589,7 @@ impl Agent {
             std::sync::Arc::new(crate::extensions::provider_stream::ExtensionStreams::new(ext.clone()));
         let mut now = Vec::new();
         for spec in registration.providers {
-            match self.models.register_provider(&spec, streams.clone()) {
+            match self.models.register_provider(&spec, streams.clone(), &ext) {
                 Ok(()) => now.push(spec),
                 Err(error) => self.registration_refused(ext.path_string(), error).await,
             }

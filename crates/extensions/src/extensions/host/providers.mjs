@@ -108,6 +108,23 @@ export class Providers {
 	}
 
 	/**
+	 * pi-rpc's `provider_oauth`: `{provider, action, credential}`. `refresh`
+	 * answers the refreshed credential as `auth.json` stores it (`type`
+	 * `oauth`); `apiKey` answers `{apiKey}` for a request.
+	 */
+	async oauth({ provider, action, credential }) {
+		const oauth = this.byName.get(provider)?.oauth;
+		if (!oauth) throw new Error(`Provider "${provider}" has no OAuth login`);
+		if (action === "refresh") {
+			const refresh = oauth.refreshToken ?? oauth.refresh;
+			const next = await refresh.call(oauth, credential, AbortSignal.timeout(15000));
+			return { ...plain(next), type: "oauth" };
+		}
+		const apiKey = oauth.getApiKey ? await oauth.getApiKey(credential) : (await oauth.toAuth?.(credential))?.apiKey;
+		return { apiKey };
+	}
+
+	/**
 	 * pi-rpc's `provider_stream`: `{stream, api, model, context, options}`.
 	 * Each event goes back as `streamData`; the answer comes once the
 	 * stream ended (its `done` or `error` was sent).
