@@ -39,6 +39,9 @@ pub(super) struct ModelChoice {
 pub(super) struct DeferredStart {
     /// `--name`, recorded with the model once it is chosen.
     pub session_name: Option<String>,
+    /// What the opened session recorded (a resumed session's thinking level).
+    pub restored_model: Option<(String, String)>,
+    pub restored_thinking: Option<String>,
 }
 
 impl ModelChoice {
@@ -310,9 +313,10 @@ impl ModelChoice {
         let wanted = self.startup.clone();
         self.startup.pattern = None;
         self.startup.provider = None;
-        let chosen = self.choose_for_session(settings, conversation_started, restored_model, restored_thinking);
+        let chosen =
+            self.choose_for_session(settings, conversation_started, restored_model.clone(), restored_thinking.clone());
         self.startup = wanted;
-        self.deferred = Some(DeferredStart { session_name });
+        self.deferred = Some(DeferredStart { session_name, restored_model, restored_thinking });
         chosen
     }
 

@@ -537,7 +537,9 @@ impl Agent {
     fn finish_deferred_start(&mut self) {
         let Some(start) = self.models.take_deferred() else { return };
         let started = !self.session.messages().is_empty();
-        if let Err(e) = self.models.choose_for_session(self.prefs.settings(), started, None, None) {
+        let settings = self.prefs.settings();
+        let chosen = self.models.choose_for_session(settings, started, start.restored_model, start.restored_thinking);
+        if let Err(e) = chosen {
             tracing::error!("--model: {}", e.message);
         }
         if let Err(e) = self.start_session_entries(start.session_name) {
