@@ -97,3 +97,63 @@ pub async fn summarize_branch(
     let summary = format!("{BRANCH_SUMMARY_PREAMBLE}{text}{}", format_file_operations(&read, &modified));
     Ok(SummaryOutput { summary, usage: Some(usage), details: input.file_ops.details() })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, json};
+
+    use super::*;
+    use crate::message::BranchSummaryMessage;
+
+    fn entry(kind: &str, messages: Vec<AgentMessage>) -> BranchEntry {
+        BranchEntry { kind: kind.to_string(), messages, summary_details: None }
+    }
+
+    fn summary(text: &str) -> AgentMessage {
+        let m = BranchSummaryMessage { summary: text.into(), from_id: "x".into(), timestamp: 0, extra: Map::new() };
+        AgentMessage::BranchSummary(m)
+    }
+
+    #[test]
+    fn the_newest_messages_that_fit_the_budget_are_kept_in_order() {
+        let long = "x".repeat(400); // 100 tokens by pi's estimate
+        let entries = vec![
+            entry("message", vec![AgentMessage::user(&long, &[])]),
+            entry("message", vec![AgentMessage::user("second", &[])]),
+            entry("message", vec![AgentMessage::user("third", &[])]),
+        ];
+        let all = prepare_branch(&entries, 0);
+        assert_eq!(all.messages.len(), 3);
+        let recent = prepare_branch(&entries, 50);
+        let texts: Vec<String> =
+            recent.messages.iter().map(|m| serialize_conversation(std::slice::from_ref(m))).collect();
+        assert_eq!(texts, ["[User]: second", "[User]: third"]);
+        // A summary that does not fit still goes in while under 90% of the budget is used.
+        let with_summary =
+            vec![entry("branch_summary", vec![summary(&long)]), entry("message", vec![AgentMessage::user("t", &[])])];
+        assert_eq!(prepare_branch(&with_summary, 50).messages.len(), 2);
+        assert_eq!(prepare_branch(&with_summary, 1).messages.len(), 1);
+    }
+
+    #[test]
+    fn file_lists_come_from_generated_summaries_only() {
+        let mut generated = entry("branch_summary", vec![summary("s")]);
+        generated.summary_details = Some((json!({"readFiles": ["a.rs"], "modifiedFiles": ["b.rs"]}), false));
+        let mut from_hook = entry("branch_summary", vec![summary("h")]);
+        from_hook.summary_details = Some((json!({"readFiles": ["hook.rs"]}), true));
+        let input = prepare_branch(&[generated, from_hook], 0);
+        assert_eq!(input.file_ops.lists(), (vec!["a.rs".to_string()], vec!["b.rs".to_string()]));
+    }
+
+    #[test]
+    fn custom_instructions_add_focus_or_replace_the_prompt() {
+        let messages = [AgentMessage::user("hi", &[])];
+        let plain = branch_prompt(&messages, None, false);
+        assert!(plain.starts_with("<conversation>\n[User]: hi\n</conversation>\n\nCreate a structured summary"));
+        assert!(branch_prompt(&messages, Some("Files"), false).ends_with("error messages.\n\nAdditional focus: Files"));
+        assert_eq!(
+            branch_prompt(&messages, Some("Only X"), true),
+            "<conversation>\n[User]: hi\n</conversation>\n\nOnly X"
+        );
+    }
+}
