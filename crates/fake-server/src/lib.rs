@@ -33,6 +33,7 @@ pub mod anthropic;
 pub mod anthropic_federation;
 pub mod aws_services;
 pub mod bedrock;
+pub mod copilot_api;
 pub mod gemini;
 mod http;
 pub mod llama_router;
@@ -509,6 +510,7 @@ async fn answer(
         let answer = aws_services::answer(&request, keys.as_ref().map(|(k, s)| (k.as_str(), s.as_str())))
             .or_else(|| anthropic_federation::answer(&request))
             .or_else(|| typed_models::answer(&request))
+            .or_else(|| copilot_api::answer(&request))
             .or_else(|| st.llama.as_ref().and_then(|router| llama_router::answer(&request, router)));
         if answer.is_some() {
             st.requests.push(request.clone());
