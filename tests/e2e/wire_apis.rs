@@ -633,14 +633,49 @@ fn all_credentials() -> Vec<(&'static str, String)> {
     env
 }
 
+/// The ChatGPT (Codex) login the listings run with.
+fn codex_login() -> Value {
+    json!({"openai-codex": {"type": "oauth", "access": chatgpt_token(), "refresh": "r", "expires": 4_102_444_800_000u64}})
+}
+
+/// A login of every OAuth provider, unexpired; GitHub Copilot's lists two
+/// models its account may use (and one the catalog lacks).
+fn every_login() -> Value {
+    let login =
+        |access: &str| json!({"type": "oauth", "refresh": "r", "access": access, "expires": 4_102_444_800_000u64});
+    let mut all = codex_login();
+    for (provider, access) in [
+        ("anthropic", "sk-ant-oat01-list"),
+        ("openai", "chatgpt-list"),
+        ("xai", "xai-list"),
+        ("openrouter", "sk-or-list"),
+        ("kimi-coding", "kimi-list"),
+        ("meta", "meta-list"),
+        ("radius", "radius-list"),
+    ] {
+        all[provider] = login(access);
+    }
+    let mut copilot = login("tid=1;exp=9999999999;proxy-ep=proxy.individual.githubcopilot.com");
+    copilot["availableModelIds"] = json!(["claude-sonnet-4.6", "gpt-6.1-sol", "not-in-the-catalog"]);
+    all["github-copilot"] = copilot;
+    all
+}
+
 async fn list_models(
     reference: Option<&(PathBuf, PathBuf)>,
     env: &[(&'static str, String)],
     search: &[&str],
 ) -> String {
+    list_models_with(reference, env, search, &codex_login()).await
+}
+
+async fn list_models_with(
+    reference: Option<&(PathBuf, PathBuf)>,
+    env: &[(&'static str, String)],
+    search: &[&str],
+    auth: &Value,
+) -> String {
     let sb = Sandbox::offline();
-    let auth = json!({"openai-codex": {"type": "oauth", "access": chatgpt_token(), "refresh": "r",
-        "expires": 4_102_444_800_000u64}});
     std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).expect("auth.json");
     let mut args = vec!["--offline", "--list-models"];
     args.extend_from_slice(search);
@@ -693,6 +728,13 @@ async fn list_models_equals_pi() {
         list_models(Some(&reference), &cf_without_gateway, &[]),
         list_models(None, &cf_without_gateway, &[])
     );
+    assert_eq!(pi, rpc);
+    // Every login in auth.json, no key: Copilot lists only its account's models (pi's `filterModels`).
+    let logins = every_login();
+    let (pi, rpc) =
+        tokio::join!(list_models_with(Some(&reference), &[], &[], &logins), list_models_with(None, &[], &[], &logins));
+    let copilot = |table: &str| table.lines().filter(|l| l.starts_with("github-copilot ")).count();
+    assert_eq!(copilot(&pi), 2, "{pi}");
     assert_eq!(pi, rpc);
 }
 

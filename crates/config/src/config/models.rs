@@ -17,6 +17,9 @@ use crate::provider::faux;
 
 mod llama_store;
 
+/// The provider whose login lists the models its account may use.
+const COPILOT: &str = "github-copilot";
+
 /// The `api` of a virtual model: each request made with it is routed to a physical model first.
 pub const VIRTUAL_MODEL_API: &str = "pi-virtual";
 
@@ -485,8 +488,22 @@ impl ModelRegistry {
 
     /// Models whose provider has credentials; the offline faux model when none has.
     pub fn available(&self) -> Vec<Model> {
-        let found: Vec<Model> = self.models.iter().filter(|m| self.has_credentials(m)).map(|m| (**m).clone()).collect();
+        let found: Vec<Model> = self
+            .models
+            .iter()
+            .filter(|m| self.has_credentials(m) && self.login_allows(m))
+            .map(|m| (**m).clone())
+            .collect();
         if found.is_empty() { vec![faux::faux_model()] } else { found }
+    }
+
+    /// pi's `filterModels` of GitHub Copilot: with its OAuth login in
+    /// effect, only the chat models the login lists (`availableModelIds`).
+    fn login_allows(&self, model: &Model) -> bool {
+        if model.provider != COPILOT || self.runtime_keys.contains_key(COPILOT) {
+            return true;
+        }
+        self.auth.login_model_ids(COPILOT).is_none_or(|ids| ids.contains(&model.id))
     }
 
     /// Exact lookup by provider and id (faux included).

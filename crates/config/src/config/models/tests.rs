@@ -219,3 +219,25 @@ fn catalog_providers_load_when_needed() {
     assert!(reg.all_loaded);
     assert_eq!(reg.all().len(), catalog::catalog().len());
 }
+
+#[test]
+fn a_copilot_login_lists_only_the_models_its_account_may_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let copilot = |reg: &ModelRegistry| {
+        let mut ids: Vec<String> =
+            reg.available().into_iter().filter(|m| m.provider == "github-copilot").map(|m| m.id).collect();
+        ids.sort();
+        ids
+    };
+    let login = r#"{"github-copilot":{"type":"oauth","refresh":"ghu","access":"tid=1","expires":1,"availableModelIds":["claude-sonnet-4.6","gpt-6.1-sol","gone"]}}"#;
+    std::fs::write(dir.path().join("auth.json"), login).unwrap();
+    let mut reg = ModelRegistry::load(dir.path()).unwrap();
+    assert_eq!(copilot(&reg), ["claude-sonnet-4.6", "gpt-6.1-sol"]);
+    reg.set_runtime_key("github-copilot", "ghu-key".into());
+    assert!(copilot(&reg).len() > 2, "a key set at run time is no login");
+    // A list that is not all strings filters nothing (as pi).
+    let odd = r#"{"github-copilot":{"type":"oauth","refresh":"ghu","access":"tid=1","expires":1,"availableModelIds":["gpt-6.1-sol",1]}}"#;
+    std::fs::write(dir.path().join("auth.json"), odd).unwrap();
+    let reg = ModelRegistry::load(dir.path()).unwrap();
+    assert!(copilot(&reg).len() > 2);
+}
