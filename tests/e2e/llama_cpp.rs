@@ -264,3 +264,37 @@ async fn pi_serve_lists_a_llama_server_s_models_as_pi_s_rpc_mode_does() {
     assert_eq!(listing(&server), listing(&pi_server), "the listing requests{failure}");
 }
 
+/// The thinking level after the first `set_model` of a session that
+/// started with no model (nothing listed yet, no other credential): pi 1.6.0
+/// has no model and level `off`, which the switch keeps (pi-rpc runs the
+/// offline faux model until then, at `medium`). Both programs, once their
+/// background listing is in, switch to a llama.cpp thinking model.
+async fn level_after_first_switch(program: Program<'_>) -> (String, String) {
+    let (sb, _server) = llama_sandbox().await;
+    let mut pi = start(program, &sb, &["--mode", "rpc", "--no-session"], false);
+    for attempt in 0..240 {
+        let reply = pi.call(&format!("m{attempt}"), json!({"type": "get_available_models"})).await;
+        if reply["data"]["models"].as_array().is_some_and(|m| m.iter().any(|m| m["provider"] == "llama.cpp")) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    let set = pi.call("s", json!({"type": "set_model", "provider": "llama.cpp", "modelId": "qwen-chat"})).await;
+    assert_eq!(set["success"], true, "{set}\n{}", pi.stderr());
+    let state = pi.call("g", json!({"type": "get_state"})).await;
+    pi.close_stdin();
+    pi.wait().await;
+    let level = state["data"]["thinkingLevel"].as_str().unwrap_or_default().to_string();
+    (level, pi.stderr())
+}
+
+#[tokio::test]
+async fn the_first_switch_after_a_start_with_no_model_keeps_pi_s_thinking_level() {
+    let (Some(node), Some(cli)) = (node22(), reference_cli()) else { return };
+    let ((theirs, pi_err), (ours, our_err)) = tokio::join!(
+        level_after_first_switch(Program::Reference { node: &node, cli: &cli }),
+        level_after_first_switch(Program::Ours)
+    );
+    assert_eq!(theirs, "off", "pi 1.6.0: {pi_err}");
+    assert_eq!(ours, theirs, "the thinking level after the first set_model\npi-rpc: {our_err}");
+}
