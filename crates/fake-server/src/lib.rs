@@ -117,6 +117,8 @@ struct State {
     aws: Option<AwsAuth>,
     /// WebSocket upgrades are served (see [`FakeServer::accept_websockets`]).
     websockets: bool,
+    /// How each client ended a WebSocket (see [`FakeServer::websocket_endings`]).
+    websocket_endings: Vec<String>,
     /// llama-server's router routes (see [`FakeServer::serve_llama_router`]).
     llama: Option<llama_router::LlamaRouter>,
 }
@@ -343,6 +345,7 @@ impl FakeServer {
             requests: Vec::new(),
             aws: None,
             websockets: false,
+            websocket_endings: Vec::new(),
             llama: None,
         }));
         let (shutdown, shutdown_rx) = watch::channel(false);
@@ -397,6 +400,12 @@ impl FakeServer {
     /// an upgrade gets a 404.
     pub fn accept_websockets(&self) {
         lock(&self.state).websockets = true;
+    }
+
+    /// How clients ended their WebSockets, in order: `"<code> <reason>"`
+    /// for a close frame, `"dropped"` for a connection gone without one.
+    pub fn websocket_endings(&self) -> Vec<String> {
+        lock(&self.state).websocket_endings.clone()
     }
 
     /// Answer llama-server's model listing routes (`GET /models`, `GET /props`) from `router`.

@@ -60,6 +60,11 @@ impl OpenAiCodexResponses {
     pub fn new(http: HttpClient) -> Self {
         OpenAiCodexResponses { http, sessions: Arc::default() }
     }
+
+    /// With sessions of its own (tests: a short idle limit).
+    pub fn with_sessions(http: HttpClient, sessions: Sessions) -> Self {
+        OpenAiCodexResponses { http, sessions: Arc::new(sessions) }
+    }
 }
 
 /// pi's `resolveCodexUrl`.

@@ -22,9 +22,12 @@
 //!   whole input) and `websocket_connection_limit_reached` before the answer
 //!   began (retried once).
 //!
+//! * An idle socket is closed after 5 minutes by a timer, with code 1000 and
+//!   reason `idle_timeout`, as pi closes it (a socket found stale when next
+//!   looked at is closed then too).
+//!
 //! Not done: the socket skips proxies (when one applies to the endpoint, the
-//! call goes over SSE, which honours it); idle sockets are closed when next
-//! looked at rather than by a timer.
+//! call goes over SSE, which honours it).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -37,6 +40,8 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
 use tokio_tungstenite::tungstenite::protocol::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tokio_util::sync::CancellationToken;
 
@@ -102,12 +107,21 @@ struct Idle {
     created: Instant,
     released: Instant,
     continuation: Option<Continuation>,
+    /// Which release this is: the idle timer closes only the socket it was set for.
+    generation: u64,
 }
 
 /// Sockets and SSE fallbacks of the sessions of one process.
-#[derive(Default)]
 pub struct Sessions {
     inner: Mutex<SessionsInner>,
+    /// How long a socket may stay idle (pi's 5 minutes).
+    idle_limit: Duration,
+}
+
+impl Default for Sessions {
+    fn default() -> Self {
+        Sessions::with_idle_limit(IDLE_LIMIT)
+    }
 }
 
 #[derive(Default)]
@@ -115,9 +129,15 @@ struct SessionsInner {
     idle: HashMap<(String, String), Idle>,
     busy: HashSet<(String, String)>,
     fallback: HashSet<String>,
+    releases: u64,
 }
 
 impl Sessions {
+    /// Sessions whose idle sockets close after `idle_limit` (tests use a short one).
+    pub fn with_idle_limit(idle_limit: Duration) -> Sessions {
+        Sessions { inner: Mutex::default(), idle_limit }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, SessionsInner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -299,7 +319,7 @@ async fn acquire(attempt: &Attempt) -> Result<Lease, Failure> {
         return Ok(Lease { socket, key: None, created: Instant::now(), continuation: None });
     };
     if let Some(mut idle) = cached {
-        let fresh = idle.created.elapsed() < AGE_LIMIT && idle.released.elapsed() < IDLE_LIMIT;
+        let fresh = idle.created.elapsed() < AGE_LIMIT && idle.released.elapsed() < attempt.sessions.idle_limit;
         if fresh && still_open(&mut idle.socket) {
             return Ok(Lease {
                 socket: idle.socket,
@@ -319,13 +339,38 @@ async fn acquire(attempt: &Attempt) -> Result<Lease, Failure> {
     }
 }
 
-fn release(sessions: &Sessions, key: Option<(String, String)>, kept: Option<Idle>) {
+fn release(sessions: &Arc<Sessions>, key: Option<(String, String)>, kept: Option<Idle>) {
     let Some(key) = key else { return };
     let mut inner = sessions.lock();
     inner.busy.remove(&key);
-    if let Some(idle) = kept {
+    if let Some(mut idle) = kept {
+        inner.releases += 1;
+        idle.generation = inner.releases;
+        close_when_idle(sessions, key.clone(), idle.generation);
         inner.idle.insert(key, idle);
     }
+}
+
+/// pi's idle timer: the socket released as `generation` is closed once it
+/// stayed idle for the limit (not when a call took it meanwhile).
+fn close_when_idle(sessions: &Arc<Sessions>, key: (String, String), generation: u64) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    let (weak, limit) = (Arc::downgrade(sessions), sessions.idle_limit);
+    runtime.spawn(async move {
+        tokio::time::sleep(limit).await;
+        let Some(sessions) = weak.upgrade() else { return };
+        let expired = {
+            let mut inner = sessions.lock();
+            match inner.idle.get(&key) {
+                Some(idle) if idle.generation == generation => inner.idle.remove(&key),
+                _ => None,
+            }
+        };
+        if let Some(mut idle) = expired {
+            let frame = CloseFrame { code: CloseCode::Normal, reason: "idle_timeout".into() };
+            let _ = idle.socket.close(Some(frame)).await;
+        }
+    });
 }
 
 /// pi's `buildCachedWebSocketRequestBody`: the delta after the last answer, when it applies.
@@ -563,7 +608,7 @@ async fn finish(live: Live, attempt: &Attempt) {
     }
     let (response_id, items) = answer_items(&attempt.request, seen).await;
     let continuation = response_id.map(|response_id| Continuation { body: attempt.body.clone(), response_id, items });
-    let idle = Idle { socket, created, released: Instant::now(), continuation };
+    let idle = Idle { socket, created, released: Instant::now(), continuation, generation: 0 };
     release(&attempt.sessions, lease_key, Some(idle));
 }
 
