@@ -497,13 +497,23 @@ impl ModelRegistry {
         if found.is_empty() { vec![faux::faux_model()] } else { found }
     }
 
-    /// pi's `filterModels` of GitHub Copilot: with its OAuth login in
-    /// effect, only the chat models the login lists (`availableModelIds`).
-    fn login_allows(&self, model: &Model) -> bool {
-        if model.provider != COPILOT || self.runtime_keys.contains_key(COPILOT) {
-            return true;
+    /// pi's filters of a login's models, by provider, id and type (`chat`,
+    /// `classifier`, `image`): a GitHub Copilot login keeps only the chat
+    /// models its account may use (`availableModelIds`, pi's `filterModels`);
+    /// a ChatGPT login of `openai` reaches no classifier (pi's `filterAllModels`:
+    /// the Decisions API refuses its tokens).
+    pub fn login_keeps(&self, provider: &str, id: &str, kind: &str) -> bool {
+        match (provider, kind) {
+            (COPILOT, "chat") if !self.runtime_keys.contains_key(COPILOT) => {
+                self.auth.login_model_ids(COPILOT).is_none_or(|ids| ids.iter().any(|i| i == id))
+            }
+            ("openai", "classifier") => self.oauth_login("openai").is_none(),
+            _ => true,
         }
-        self.auth.login_model_ids(COPILOT).is_none_or(|ids| ids.contains(&model.id))
+    }
+
+    fn login_allows(&self, model: &Model) -> bool {
+        self.login_keeps(&model.provider, &model.id, "chat")
     }
 
     /// Exact lookup by provider and id (faux included).
