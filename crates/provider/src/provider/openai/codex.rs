@@ -329,8 +329,7 @@ impl Provider for OpenAiCodexResponses {
             .map(|value| Ok(ProviderEvent::MessageField { key: "providerThinkingLevel".into(), value }));
         let url = endpoint(&request.model.base_url);
         let websocket = super::codex_transport::transport().uses_socket()
-            && !self.sessions.falls_back(request.session_id.as_deref())
-            && !self.http.proxied(&url);
+            && !self.sessions.falls_back(request.session_id.as_deref());
         let attempt = if websocket {
             websocket_attempt(&self.http, &self.sessions, request, cancel.clone())
         } else {

@@ -26,8 +26,9 @@
 //!   reason `idle_timeout`, as pi closes it (a socket found stale when next
 //!   looked at is closed then too).
 //!
-//! Not done: the socket skips proxies (when one applies to the endpoint, the
-//! call goes over SSE, which honours it).
+//! * When a proxy applies to the endpoint (`HTTP(S)_PROXY`, `NO_PROXY`, the
+//!   settings' `httpProxy`), the socket goes through it in a `CONNECT`
+//!   tunnel, as undici tunnels pi's WebSocket.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -281,15 +282,86 @@ async fn connect(attempt: &Attempt) -> Result<Socket, Failure> {
         let (Ok(name), Ok(value)) = (HeaderName::from_bytes(k.as_bytes()), HeaderValue::from_str(v)) else { continue };
         handshake.headers_mut().insert(name, value);
     }
-    let connecting = tokio_tungstenite::connect_async(handshake);
+    let proxy = attempt.http.proxy_for(&attempt.url);
+    let connecting = async {
+        let Some(proxy) = proxy else {
+            return tokio_tungstenite::connect_async(handshake).await.map_err(|e| e.to_string());
+        };
+        let stream = tunnel(&proxy, &target).await?;
+        tokio_tungstenite::client_async_tls_with_config(handshake, stream, None, None).await.map_err(|e| e.to_string())
+    };
     tokio::select! {
         _ = attempt.cancel.cancelled() => Err(Failure::Fatal(ProviderError::aborted())),
         r = tokio::time::timeout(CONNECT_TIMEOUT, connecting) => match r {
             Err(_) => Err(Failure::Transport(format!("WebSocket connect timeout after {}ms", CONNECT_TIMEOUT.as_millis()))),
-            Ok(Err(e)) => Err(Failure::Transport(e.to_string())),
+            Ok(Err(e)) => Err(Failure::Transport(e)),
             Ok(Ok((socket, _))) => Ok(socket),
         },
     }
+}
+
+/// A connection to `target`'s host through the HTTP proxy `proxy`: a
+/// `CONNECT host:port` tunnel (with the proxy URL's credentials as Basic
+/// `Proxy-Authorization`), as undici's proxy agent opens one for pi's socket.
+async fn tunnel(proxy: &str, target: &str) -> Result<TcpStream, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let proxy = if proxy.contains("://") { proxy.to_string() } else { format!("http://{proxy}") };
+    let proxy = reqwest::Url::parse(&proxy).map_err(|e| format!("bad proxy URL: {e}"))?;
+    if proxy.scheme() != "http" {
+        return Err(format!("a {} proxy cannot carry the WebSocket", proxy.scheme()));
+    }
+    let target = reqwest::Url::parse(target).map_err(|e| format!("bad WebSocket URL: {e}"))?;
+    let (Some(host), Some(port)) = (target.host_str(), target.port_or_known_default()) else {
+        return Err(format!("no host in {target}"));
+    };
+    let authority = format!("{host}:{port}");
+    let proxy_host = proxy.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
+    let proxy_port = proxy.port_or_known_default().unwrap_or(80);
+    let mut stream = TcpStream::connect((proxy_host, proxy_port)).await.map_err(|e| format!("proxy: {e}"))?;
+    let mut head = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n");
+    if !proxy.username().is_empty() {
+        use base64::Engine;
+        let user = format!("{}:{}", percent_decoded(proxy.username()), percent_decoded(proxy.password().unwrap_or("")));
+        let encoded = base64::engine::general_purpose::STANDARD.encode(user);
+        head.push_str(&format!("Proxy-Authorization: Basic {encoded}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await.map_err(|e| format!("proxy: {e}"))?;
+    let mut answer = Vec::new();
+    let mut byte = [0u8; 1];
+    while !answer.ends_with(b"\r\n\r\n") {
+        if answer.len() > 16 * 1024 || stream.read(&mut byte).await.map_err(|e| format!("proxy: {e}"))? == 0 {
+            return Err("the proxy ended the CONNECT without an answer".into());
+        }
+        answer.push(byte[0]);
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    let status = answer.lines().next().unwrap_or_default();
+    match status.split_whitespace().nth(1) {
+        Some(code) if code.starts_with('2') => Ok(stream),
+        _ => Err(format!("the proxy refused the tunnel: {status}")),
+    }
+}
+
+/// `%xx` escapes of a URL's user info undone.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = (bytes[i] == b'%').then(|| text.get(i + 1..i + 3)).flatten();
+        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            Some(b) => {
+                out.push(b);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Whether an idle socket is still open (nothing waiting on it but silence).
