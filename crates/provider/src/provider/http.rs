@@ -117,12 +117,8 @@ impl HttpClient {
         self.origins.apply(url)
     }
 
-    /// Whether requests to `url` go through a proxy (the proxy variables, else the settings' `httpProxy`).
-    pub fn proxied(&self, url: &str) -> bool {
-        self.proxy_for(url).is_some()
-    }
-
-    /// The proxy requests to `url` go through, if any.
+    /// The proxy requests to `url` go through, if any (the proxy variables,
+    /// else the settings' `httpProxy`).
     pub fn proxy_for(&self, url: &str) -> Option<String> {
         let parsed = reqwest::Url::parse(&self.target(url)).ok()?;
         let proxies = ProxyEnv::from_process(self.settings_proxy.as_deref());
