@@ -6,8 +6,7 @@
 //!   eighth of a period), takes every lease that is due, and renews them as
 //!   one batch: [`AT_ONCE`] bus requests run concurrently, so one that waits
 //!   on the bus holds none of the others back, and their futures take room
-//!   only while they run (a few dozen at a time, whatever the number of
-//!   leases). An idle lease costs its entry in the map, nothing more: after
+//!   only while they run (a few at a time, whatever the number of leases). An idle lease costs its entry in the map, nothing more: after
 //!   a large batch the allocator gives back what the batch took (glibc keeps
 //!   a thread's freed memory in that thread's arena, and no other part of
 //!   the worker allocates on the keeper's thread to reuse it).
@@ -31,6 +30,9 @@ use super::lease_state::{State, clock_ms, millis, owner_of, owner_value};
 /// Renewals of one batch in flight at once: a batch of every lease of the
 /// worker at once would leave the keeper's heap (and its connection's write
 /// buffer) at that peak, a kilobyte or so per lease, after the batch ends.
+/// (With 64, the keeper's arena grew by about 300 KiB over the first rounds
+/// of 1,000 leases; with 16, by 140 KiB. Batches of leases due at different
+/// times run side by side, so a round of many leases is not held to 16.)
 const AT_ONCE: usize = 16;
 
 /// Every lease the worker holds, and how to renew them.
