@@ -128,8 +128,17 @@ impl Agent {
         let default_provider = agent.prefs.settings().default_provider.as_deref();
         agent.models.apply_command_line(startup, config.api_key, &config.model_scope, default_provider);
         agent.add_client_tools(config.client.tools.clone())?;
-        agent.select_initial_model(restored_model, restored_thinking)?;
-        agent.start_session_entries(config.session_name)?;
+        if agent.ext.gated() && agent.models.has_startup_pattern() {
+            // pi resolves `--model` once the extensions loaded: one may
+            // register the model it names (or one that matches it better).
+            let started = !agent.session.messages().is_empty();
+            let settings = agent.prefs.settings();
+            let name = config.session_name;
+            agent.models.defer_startup(settings, started, restored_model, restored_thinking, name)?;
+        } else {
+            agent.select_initial_model(restored_model, restored_thinking)?;
+            agent.start_session_entries(config.session_name)?;
+        }
         Ok(agent)
     }
 
@@ -248,7 +257,7 @@ impl Agent {
     /// `agent_settled`) without an await.
     async fn run_events(&mut self, events: Vec<AgentEvent>) {
         for event in events {
-            if matches!(event, AgentEvent::AgentSettled { .. }) {
+            if matches!(event, AgentEvent::AgentSettled { .. } | AgentEvent::TurnEnd { .. }) {
                 self.run_event(event).await;
                 continue;
             }
@@ -261,8 +270,19 @@ impl Agent {
     /// An event of a background task: state first, then the output.
     async fn run_event(&mut self, event: AgentEvent) {
         let settled = matches!(event, AgentEvent::AgentSettled { .. });
+        let turn_end = matches!(event, AgentEvent::TurnEnd { .. });
+        if settled {
+            // Like pi, held custom messages go in before `agent_settled`.
+            self.flush_held_custom().await;
+        }
         self.observe(&event);
         self.emit(event).await;
+        if turn_end {
+            // pi appends custom messages sent with `triggerTurn: false`
+            // once the turn is over (its tool results are in): the next
+            // request of the same run already holds them.
+            self.flush_held_custom().await;
+        }
         // Like pi, the run is over once `agent_settled` is out: a
         // prompt read right after it must start a new run.
         if let Some(run_id) = self.activity.run_id().filter(|_| settled) {
@@ -283,6 +303,13 @@ impl Agent {
             }
         }
         self.activity_ended().await;
+    }
+
+    /// Append the extensions' custom messages held during the run, announced.
+    async fn flush_held_custom(&mut self) {
+        for message in self.activity.take_held_custom() {
+            self.append_and_announce(message).await;
+        }
     }
 
     /// The run or compaction ended: answer what was owed, then handle the

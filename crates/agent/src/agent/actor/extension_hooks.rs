@@ -269,7 +269,12 @@ impl Agent {
                 ("session_before_switch", json!({"reason": "resume", "targetSessionFile": reference}))
             }
             Op::Fork { entry_id } => ("session_before_fork", json!({"entryId": entry_id, "position": "before"})),
-            Op::Clone => match self.session.record().leaf_id() {
+            Op::Clone => match self
+                .ext
+                .session_op_replies()
+                .fork_target(pending.tag)
+                .or_else(|| self.session.record().leaf_id().map(str::to_string))
+            {
                 Some(leaf) => ("session_before_fork", json!({"entryId": leaf, "position": "at"})),
                 None => return Some(pending),
             },
@@ -346,7 +351,7 @@ impl Agent {
         self.discover_after_replacement();
     }
 
-    /// A custom message sent during a run: it joins the conversation when the run ends.
+    /// A custom message sent during a run: it joins the conversation when the turn ends.
     pub(super) fn defer_custom_message(&mut self, message: AgentMessage) {
         self.activity.hold_message(HeldMessage::Custom(message));
     }
@@ -453,6 +458,9 @@ impl Agent {
                 }
             }
             ExtSignal::TreeHookDone { nav, decision } => self.finish_navigation(*nav, decision).await,
+            ExtSignal::TreeSummaryDone { nav, decision, summary } => {
+                self.summarized_navigation(*nav, decision, *summary).await
+            }
             ExtSignal::SessionHookDone { pending, cancelled } => {
                 self.ext.hook_done();
                 if cancelled {
@@ -524,9 +532,24 @@ impl Agent {
         if self.ext.gated() {
             return;
         }
+        self.finish_deferred_start();
         let (_, held) = self.activity.release(Hold::Extensions);
         for pending in held {
             self.handle_op(Pending { accepted: true, ..pending }).await;
+        }
+    }
+
+    /// The extensions started: the model `--model` names is chosen now (an
+    /// extension may have registered it), and recorded in the session. One
+    /// still unknown leaves the session on the model it started with.
+    fn finish_deferred_start(&mut self) {
+        let Some(start) = self.models.take_deferred() else { return };
+        let started = !self.session.messages().is_empty();
+        if let Err(e) = self.models.choose_for_session(self.prefs.settings(), started, None, None) {
+            tracing::error!("--model: {}", e.message);
+        }
+        if let Err(e) = self.start_session_entries(start.session_name) {
+            tracing::error!("cannot write session entry: {}", e.message);
         }
     }
 
@@ -574,7 +597,7 @@ impl Agent {
             std::sync::Arc::new(crate::extensions::provider_stream::ExtensionStreams::new(ext.clone()));
         let mut now = Vec::new();
         for spec in registration.providers {
-            match self.models.register_provider(&spec, streams.clone()) {
+            match self.models.register_provider(&spec, streams.clone(), &ext) {
                 Ok(()) => now.push(spec),
                 Err(error) => self.registration_refused(ext.path_string(), error).await,
             }

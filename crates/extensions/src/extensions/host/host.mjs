@@ -123,6 +123,13 @@ async function onEvent(event) {
 			const target = event.sessionFile;
 			delete event.sessionFile;
 			if (event.reason && event.reason !== "startup") await replaceInstance(event.reason, target);
+			// A command's `newSession({setup})`: the setup runs before the new instance's `session_start`.
+			const gate = sessionStartGate;
+			sessionStartGate = undefined;
+			if (gate && event.reason && event.reason !== "startup") {
+				gate.reach();
+				await gate.released;
+			}
 			break;
 		}
 		case "bus":
@@ -156,6 +163,7 @@ function onRequest(message) {
 	if (method === "command") work = runCommand(params, controller.signal);
 	else if (method === "execute_tool") work = runTool(params, controller.signal);
 	else if (method === "provider_stream") work = instance.providers.stream(params, controller.signal, channel);
+	else if (method === "provider_oauth") work = instance.providers.oauth(params);
 	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);
 	else work = serial(() => runHook(instance, method, params, contexts.event(controller.signal), reportError));
 	work.then(
@@ -313,6 +321,22 @@ async function createInstance() {
 	return current.instance;
 }
 
+/** The gate of the next replacement's `session_start` (see `onEvent`). */
+let sessionStartGate;
+
+/** Hold the next replacement's `session_start`: `reached` once it is due, `release()` lets it go. */
+function gateSessionStart() {
+	const gate = {};
+	gate.reached = new Promise((resolve) => (gate.reach = resolve));
+	gate.released = new Promise((resolve) => (gate.release = resolve));
+	sessionStartGate = gate;
+	const cancel = () => {
+		if (sessionStartGate === gate) sessionStartGate = undefined;
+		gate.release();
+	};
+	return { reached: gate.reached, release: gate.release, cancel };
+}
+
 async function replaceInstance(reason, targetSessionFile) {
 	instance.stale = true;
 	const shutdown = { type: "session_shutdown", reason, ...(targetSessionFile ? { targetSessionFile } : {}) };
@@ -327,7 +351,11 @@ async function replaceInstance(reason, targetSessionFile) {
 }
 
 hello = await helloPromise;
-contexts = createContextFactory(channel, hello, { afterEvents: () => serial(() => {}), api: () => instance.pi });
+contexts = createContextFactory(channel, hello, {
+	afterEvents: () => serial(() => {}),
+	api: () => instance.pi,
+	gateSessionStart,
+});
 try {
 	const require = createRequire(path.join(modulesDir, "package.json"));
 	const { createJiti } = require("jiti");
