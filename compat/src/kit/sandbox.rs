@@ -48,6 +48,16 @@ pub fn default_models(overrides: &Map<String, Value>) -> Vec<Value> {
     ]
 }
 
+/// `${url}` in a setup file's text: the fake model server (`http://127.0.0.1:PORT`).
+fn with_server_url(content: &Value, server_url: &str) -> Value {
+    match content {
+        Value::String(s) => Value::String(s.replace("${url}", server_url)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| with_server_url(v, server_url)).collect()),
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), with_server_url(v, server_url))).collect()),
+        other => other.clone(),
+    }
+}
+
 fn merge(base: &mut Map<String, Value>, extra: &Map<String, Value>) {
     for (k, v) in extra {
         match (base.get_mut(k), v) {
@@ -104,7 +114,7 @@ impl Sandbox {
         for (path, content) in &setup.files {
             match content.get("example").and_then(Value::as_str) {
                 Some(example) => sb.copy_example(path, example, examples)?,
-                None => sb.write_file(path, content)?,
+                None => sb.write_file(path, &with_server_url(content, server_url))?,
             }
         }
         for path in &setup.executable {

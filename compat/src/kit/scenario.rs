@@ -105,7 +105,8 @@ pub struct Setup {
     /// Files to create: relative paths land in the cwd; `@agent/…`, `@home/…`,
     /// `@sessions/…` and `@sandbox/…` in those directories. Strings are
     /// written as they are, other JSON values as JSON (one line), arrays of
-    /// objects as JSONL when the path ends in `.jsonl`.
+    /// objects as JSONL when the path ends in `.jsonl`; `${url}` is the fake
+    /// model server (`http://127.0.0.1:PORT`).
     #[serde(default)]
     pub files: BTreeMap<String, Value>,
     /// Files to mark executable.

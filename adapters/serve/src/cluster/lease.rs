@@ -51,7 +51,7 @@ pub enum LeaseError {
 /// A held lease; renewed until dropped, then released.
 ///
 /// An idle session holds one, so it is kept small (two pointers, held
-/// inline by the session's [`crate::ownership::Ownership`]): its state (and
+/// inline by the session's `Ownership`): its state (and
 /// fence) shared with the worker's renewals and the session in one
 /// allocation, the bucket's handles in the renewals shared by every lease of
 /// the worker (an `async_nats` KV handle is over a kilobyte).
@@ -220,7 +220,7 @@ impl Lease {
 
     /// Where the session's event stream stands for this owner: the stream
     /// sequence of its last message when this owner took the session (see
-    /// [`super::events::EventLog::mark`]).
+    /// the event log's `mark`).
     pub fn chain_from(&self, sequence: u64) {
         self.state.stored.store(sequence, Ordering::SeqCst);
     }

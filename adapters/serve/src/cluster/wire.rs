@@ -5,8 +5,8 @@
 //!   the client's ops, and closes it ([`PeerRequest`], answered [`PeerAnswer`]).
 //! * `pi.w.<worker>.m.<mirror>`: the owner's side of a mirror, in order:
 //!   events with their `seq`, replies, heartbeats, and the end ([`Frame`]).
-//! * `pi.ev.<session>` (JetStream stream [`super::events::EVENT_STREAM`]):
-//!   every event of the session with its `seq` (see [`super::events`]).
+//! * `pi.ev.<session>` (the JetStream stream of the events module):
+//!   every event of the session with its `seq`.
 //!
 //! Ops, replies and events travel as the core's own types in JSON (serde);
 //! session and worker names become subject tokens with [`token`].

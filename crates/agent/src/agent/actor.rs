@@ -128,8 +128,17 @@ impl Agent {
         let default_provider = agent.prefs.settings().default_provider.as_deref();
         agent.models.apply_command_line(startup, config.api_key, &config.model_scope, default_provider);
         agent.add_client_tools(config.client.tools.clone())?;
-        agent.select_initial_model(restored_model, restored_thinking)?;
-        agent.start_session_entries(config.session_name)?;
+        if agent.ext.gated() && agent.models.has_startup_pattern() {
+            // pi resolves `--model` once the extensions loaded: one may
+            // register the model it names (or one that matches it better).
+            let started = !agent.session.messages().is_empty();
+            let settings = agent.prefs.settings();
+            let name = config.session_name;
+            agent.models.defer_startup(settings, started, restored_model, restored_thinking, name)?;
+        } else {
+            agent.select_initial_model(restored_model, restored_thinking)?;
+            agent.start_session_entries(config.session_name)?;
+        }
         Ok(agent)
     }
 

@@ -30,6 +30,15 @@ pub(crate) struct CompactionJob {
     pub system_tokens: u64,
     /// The `session_before_compact` subscribers and their event, when any listens.
     pub hook: Option<CompactHook>,
+    /// A virtual model is selected: its router names the model that writes the summaries.
+    pub route: Option<DirectRoute>,
+}
+
+/// The routing of a summary made with a virtual model (pi's reason `direct`).
+pub(crate) struct DirectRoute {
+    pub router: tokio::sync::Mutex<crate::agent::virtual_route::VirtualRouter>,
+    /// The conversation the router is shown.
+    pub messages: std::sync::Arc<Vec<crate::message::AgentMessage>>,
 }
 
 /// Extensions to ask before summarising (pi's `session_before_compact`).
@@ -63,16 +72,40 @@ impl CompactionJob {
                 CompactDecision::Default => {}
             }
         }
+        let routed = match &self.route {
+            Some(route) => Some(self.routed_summarizer(route).await?),
+            None => None,
+        };
+        let summarizer = routed.as_ref().unwrap_or(&self.summarizer);
         // Retry events of a summarisation go through the actor like every event.
         let source = SummarizationSource::Compaction(self.reason);
         let summary =
-            summarize(&self.prep, self.custom_instructions.as_deref(), &self.summarizer, source, emitter, &self.cancel)
+            summarize(&self.prep, self.custom_instructions.as_deref(), summarizer, source, emitter, &self.cancel)
                 .await?;
         Ok(JobOutput {
             summary,
             first_kept_entry_id: self.prep.first_kept_entry_id.clone(),
             tokens_before: self.prep.tokens_before,
             from_extension: false,
+        })
+    }
+
+    /// The summarizer of the physical model the virtual model's router picks
+    /// (pi routes the summary request before sizing it).
+    async fn routed_summarizer(&self, route: &DirectRoute) -> Result<Summarizer, SummaryError> {
+        let routed = route.router.lock().await.route_direct(&route.messages, &self.cancel).await;
+        if self.cancel.is_cancelled() {
+            return Err(SummaryError::Aborted);
+        }
+        let routed = routed.map_err(|e| SummaryError::Failed(CoreError::new(crate::error::ErrorKind::Model, e)))?;
+        Ok(Summarizer {
+            provider: routed.provider,
+            model: routed.model,
+            thinking: routed.thinking,
+            api_key: routed.api_key,
+            headers: routed.headers,
+            retry: self.summarizer.retry,
+            retry_enabled: self.summarizer.retry_enabled,
         })
     }
 

@@ -26,6 +26,19 @@ pub(super) struct ModelChoice {
     startup: StartupChoice,
     /// `--models`: what `cycle_model` cycles through (with optional levels).
     scope: Vec<(Model, Option<ThinkingLevel>)>,
+    /// `--model` named no model known at start while extensions were
+    /// loading: the choice is made again once they all started (see
+    /// [`ModelChoice::defer_startup`]).
+    deferred: Option<DeferredStart>,
+    /// Providers whose OAuth login an extension runs (`registerProvider` with `oauth`).
+    logins: std::collections::HashMap<String, Arc<crate::extensions::Extension>>,
+}
+
+/// A start-up model choice waiting for the extensions (pi resolves
+/// `--model` after they loaded, so one they register can be named).
+pub(super) struct DeferredStart {
+    /// `--name`, recorded with the model once it is chosen.
+    pub session_name: Option<String>,
 }
 
 impl ModelChoice {
@@ -38,6 +51,8 @@ impl ModelChoice {
             thinking: ThinkingLevel::Off,
             startup: StartupChoice::default(),
             scope: Vec::new(),
+            deferred: None,
+            logins: Default::default(),
         }
     }
 
@@ -281,6 +296,36 @@ impl ModelChoice {
         Ok(())
     }
 
+    /// The command line's model is not known yet (an extension still loading
+    /// may register it): start on the choice made without it, and choose
+    /// again with it once the extensions started ([`ModelChoice::take_deferred`]).
+    pub(super) fn defer_startup(
+        &mut self,
+        settings: &Settings,
+        conversation_started: bool,
+        restored_model: Option<(String, String)>,
+        restored_thinking: Option<String>,
+        session_name: Option<String>,
+    ) -> Result<(), CoreError> {
+        let wanted = self.startup.clone();
+        self.startup.pattern = None;
+        self.startup.provider = None;
+        let chosen = self.choose_for_session(settings, conversation_started, restored_model, restored_thinking);
+        self.startup = wanted;
+        self.deferred = Some(DeferredStart { session_name });
+        chosen
+    }
+
+    /// The start-up choice left for after the extensions started, once.
+    pub(super) fn take_deferred(&mut self) -> Option<DeferredStart> {
+        self.deferred.take()
+    }
+
+    /// The command line names a model (`--model`).
+    pub(super) fn has_startup_pattern(&self) -> bool {
+        self.startup.pattern.as_deref().is_some_and(|p| !p.trim().is_empty())
+    }
+
     /// `--models` at the start of a conversation: the settings' default model
     /// when it is in the scope, else the scope's first model.
     fn initial_scoped_model(
@@ -329,8 +374,12 @@ impl ModelChoice {
         &mut self,
         spec: &crate::extensions::protocol::ProviderSpec,
         streams: Arc<dyn crate::provider::runtime::PiEventSource>,
+        ext: &Arc<crate::extensions::Extension>,
     ) -> Result<(), String> {
         self.registry.register_provider(&spec.name, &spec.config)?;
+        if spec.oauth.is_some() {
+            self.logins.insert(spec.name.clone(), ext.clone());
+        }
         if let (true, Some(api)) = (spec.stream, spec.api()) {
             let provider = crate::provider::runtime::RuntimeProvider::new(api, streams);
             self.providers.register_runtime(Arc::new(provider));
@@ -342,6 +391,7 @@ impl ModelChoice {
     /// `unregisterProvider` (or its extension went away): the provider is as before.
     pub(super) fn unregister_provider(&mut self, spec: &crate::extensions::protocol::ProviderSpec) {
         self.registry.unregister_provider(&spec.name);
+        self.logins.remove(&spec.name);
         if let (true, Some(api)) = (spec.stream, spec.api()) {
             self.providers.unregister_runtime(api);
         }
@@ -392,6 +442,11 @@ impl ModelChoice {
     /// has one); `None` when this build has none for the model's API.
     pub(super) fn provider(&self) -> Option<Arc<dyn Provider>> {
         let provider = self.providers.get(&self.model.api)?;
+        let name = &self.model.provider;
+        if let (Some(ext), Some(file)) = (self.logins.get(name), self.registry.oauth_login(name)) {
+            use crate::agent::extension_login::ExtensionLogin;
+            return Some(Arc::new(ExtensionLogin::new(provider, ext.clone(), file, name)));
+        }
         Some(crate::auth::authorize(provider, &self.registry, &self.model))
     }
 

@@ -82,6 +82,29 @@ impl VirtualRouter {
         } else {
             "continuation"
         };
+        // pi's `failed`: the failed request's assistant message (its physical model, stop reason, error).
+        let failed = self.failed.take().filter(|_| retry);
+        self.ask(reason, messages, failed, cancel).await
+    }
+
+    /// Route a request made outside the agent loop (pi's reason `direct`:
+    /// a compaction summary); the router is given no state and any it
+    /// returns is not stored.
+    pub(crate) async fn route_direct(
+        &mut self,
+        messages: &[AgentMessage],
+        cancel: &CancellationToken,
+    ) -> Result<Routed, String> {
+        self.ask("direct", messages, None, cancel).await
+    }
+
+    async fn ask(
+        &mut self,
+        reason: &str,
+        messages: &[AgentMessage],
+        failed: Option<AgentMessage>,
+        cancel: &CancellationToken,
+    ) -> Result<Routed, String> {
         let mut params = json!({
             "provider": self.model.provider,
             "id": self.model.id,
@@ -89,8 +112,7 @@ impl VirtualRouter {
             "thinkingLevel": self.thinking.as_str(),
             "messages": messages,
         });
-        // pi's `failed`: the failed request's assistant message (its physical model, stop reason, error).
-        if let Some(failed) = self.failed.take().filter(|_| retry) {
+        if let Some(failed) = failed {
             params["failed"] = json!(failed);
         }
         let Some(owner) = &self.owner else {

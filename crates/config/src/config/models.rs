@@ -81,6 +81,9 @@ pub struct ModelRegistry {
     /// Providers extensions registered (`registerProvider`): what each was
     /// before, restored when it is unregistered.
     registered: HashMap<String, ProviderBackup>,
+    /// `models.json`'s `modelOverrides` per provider: pi applies them over
+    /// the models an extension registers too.
+    json_overrides: HashMap<String, Map<String, Value>>,
     /// pi's llama.cpp provider: the models its last listing kept.
     llama: llama::StoredModels,
 }
@@ -186,10 +189,14 @@ impl ModelRegistry {
     /// config form, whose fields are `models.json`'s): with `models`, they
     /// replace the provider's models; without, the provider's models stay and
     /// take its `baseUrl`, headers and key. Registering again starts from the
-    /// provider as it was before the first registration.
+    /// provider as it was before the first registration. As in pi, the
+    /// config's own `modelOverrides` and provider-level `compat` are not
+    /// applied, and `models.json`'s `modelOverrides` go over its models.
     pub fn register_provider(&mut self, name: &str, config: &Value) -> Result<(), String> {
         let fail = |e: String| format!("registerProvider(\"{name}\"): {e}");
-        let pf: ProviderFile = serde_json::from_value(config.clone()).map_err(|e| fail(e.to_string()))?;
+        let mut pf: ProviderFile = serde_json::from_value(config.clone()).map_err(|e| fail(e.to_string()))?;
+        pf.model_overrides = self.json_overrides.get(name).cloned().unwrap_or_default();
+        pf.compat = None;
         self.ensure_provider(name);
         self.restore_provider(name);
         let backup = ProviderBackup {
@@ -265,6 +272,9 @@ impl ModelRegistry {
                 message: format!("providers.{provider}: {msg}"),
             };
             let pf: ProviderFile = serde_json::from_value(raw).map_err(|e| bad(e.to_string()))?;
+            if !pf.model_overrides.is_empty() {
+                self.json_overrides.insert(provider.clone(), pf.model_overrides.clone());
+            }
             self.apply_provider(&provider, pf).map_err(bad)?;
         }
         Ok(())

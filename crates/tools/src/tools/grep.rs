@@ -11,11 +11,12 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use ignore::WalkBuilder;
 use ignore::overrides::OverrideBuilder;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::listing::Notices;
 use super::path::resolve_to_cwd;
-use super::truncate::{DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, Limits, format_size, truncate_head, truncate_line};
+use super::truncate::{DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, Limits, truncate_head, truncate_line};
 use super::validate::coerce;
 use super::{Tool, ToolContext, ToolOutput};
 
@@ -222,29 +223,17 @@ fn format_result(c: Collector, limit: u64) -> ToolOutput {
     let mut t = truncate_head(&c.lines.join("\n"), Limits::bytes_only());
     t.total_lines = c.output_line_count;
     t.total_bytes = c.output_bytes.saturating_sub(1);
-    let mut output = t.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
+    let mut notices = Notices::default();
     if c.match_limit_reached {
-        notices.push(format!("{limit} matches limit reached. Use limit={} for more, or refine pattern", limit * 2));
-        details.insert("matchLimitReached".into(), json!(limit));
+        let notice = format!("{limit} matches limit reached. Use limit={} for more, or refine pattern", limit * 2);
+        notices.add(notice, "matchLimitReached", json!(limit));
     }
-    if t.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert("truncation".into(), t.to_value());
-    }
+    notices.add_truncation(&t);
     if c.lines_truncated {
-        notices.push(format!("Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"));
-        details.insert("linesTruncated".into(), Value::Bool(true));
+        let notice = format!("Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines");
+        notices.add(notice, "linesTruncated", Value::Bool(true));
     }
-    if !notices.is_empty() {
-        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    let mut out = ToolOutput::text(output);
-    if !details.is_empty() {
-        out.details = Some(Value::Object(details));
-    }
-    out
+    notices.finish(t.content)
 }
 
 /// rg never matches a leading `./` in a glob; drop it (keeping a `!`).

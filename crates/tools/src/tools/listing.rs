@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde_json::{Map, Value, json};
 
 use super::path::resolve_to_cwd;
-use super::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
+use super::truncate::{DEFAULT_MAX_BYTES, Limits, Truncation, format_size, truncate_head};
 use super::validate::coerce;
 use super::{ToolContext, ToolOutput};
 
@@ -71,23 +71,44 @@ pub(crate) struct LimitHit {
 /// notices of the limit hit and of the truncation, and their details.
 pub(crate) fn listing_output(text: &str, limit: usize, limit_hit: Option<LimitHit>) -> ToolOutput {
     let t = truncate_head(text, Limits::bytes_only());
-    let mut output = t.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
+    let mut notices = Notices::default();
     if let Some(hit) = limit_hit {
-        notices.push(hit.notice);
-        details.insert(hit.detail.into(), json!(limit));
+        notices.add(hit.notice, hit.detail, json!(limit));
     }
-    if t.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert("truncation".into(), t.to_value());
+    notices.add_truncation(&t);
+    notices.finish(t.content)
+}
+
+/// The notices pi appends to a search tool's text (`\n\n[first. second]`),
+/// each recorded under its key in the result's details.
+#[derive(Default)]
+pub(crate) struct Notices {
+    notices: Vec<String>,
+    details: Map<String, Value>,
+}
+
+impl Notices {
+    pub fn add(&mut self, notice: String, key: &str, value: Value) {
+        self.notices.push(notice);
+        self.details.insert(key.into(), value);
     }
-    if !notices.is_empty() {
-        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
+
+    /// The byte-limit notice, when the text was cut.
+    pub fn add_truncation(&mut self, t: &Truncation) {
+        if t.truncated {
+            self.add(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)), "truncation", t.to_value());
+        }
     }
-    let mut out = ToolOutput::text(output);
-    if !details.is_empty() {
-        out.details = Some(Value::Object(details));
+
+    /// `text` with the notices appended, and the details (none when no notice).
+    pub fn finish(self, mut text: String) -> ToolOutput {
+        if !self.notices.is_empty() {
+            text.push_str(&format!("\n\n[{}]", self.notices.join(". ")));
+        }
+        let mut out = ToolOutput::text(text);
+        if !self.details.is_empty() {
+            out.details = Some(Value::Object(self.details));
+        }
+        out
     }
-    out
 }

@@ -79,10 +79,20 @@ impl Agent {
         let (_, keep) = self.prefs.settings().compaction.tokens_for(&self.models.model().full_id());
         let prep = prepare(&projection, keep, system_tokens).map_err(JobError::NotCompactable)?;
         self.preflight().map_err(JobError::Unavailable)?;
-        let provider = self.models.provider().ok_or_else(|| {
-            let api = &self.models.model().api;
-            JobError::Unavailable(CoreError::new(ErrorKind::Unsupported, format!("No provider for {api}")))
-        })?;
+        let route = self.virtual_router().map(|router| crate::agent::compaction_msg::DirectRoute {
+            router: tokio::sync::Mutex::new(router),
+            messages: self.session.messages().shared(),
+        });
+        let provider = match (self.models.provider(), &route) {
+            (Some(provider), _) => provider,
+            // Replaced by the routed model's before the summary is asked for.
+            (None, Some(_)) => crate::agent::virtual_route::unrouted(String::new()),
+            (None, None) => {
+                let api = &self.models.model().api;
+                let error = CoreError::new(ErrorKind::Unsupported, format!("No provider for {api}"));
+                return Err(JobError::Unavailable(error));
+            }
+        };
         let summarizer = Summarizer {
             provider,
             model: self.models.model().clone(),
@@ -93,7 +103,17 @@ impl Agent {
             retry_enabled: self.prefs.auto_retry(),
         };
         let hook = self.compact_hook(&prep, reason, will_retry, custom_instructions.as_deref());
-        Ok(CompactionJob { reason, will_retry, prep, summarizer, custom_instructions, cancel, system_tokens, hook })
+        Ok(CompactionJob {
+            reason,
+            will_retry,
+            prep,
+            summarizer,
+            custom_instructions,
+            cancel,
+            system_tokens,
+            hook,
+            route,
+        })
     }
 
     /// `compact`: `compaction_start`, the summaries in a task, then

@@ -524,9 +524,24 @@ impl Agent {
         if self.ext.gated() {
             return;
         }
+        self.finish_deferred_start();
         let (_, held) = self.activity.release(Hold::Extensions);
         for pending in held {
             self.handle_op(Pending { accepted: true, ..pending }).await;
+        }
+    }
+
+    /// The extensions started: the model `--model` names is chosen now (an
+    /// extension may have registered it), and recorded in the session. One
+    /// still unknown leaves the session on the model it started with.
+    fn finish_deferred_start(&mut self) {
+        let Some(start) = self.models.take_deferred() else { return };
+        let started = !self.session.messages().is_empty();
+        if let Err(e) = self.models.choose_for_session(self.prefs.settings(), started, None, None) {
+            tracing::error!("--model: {}", e.message);
+        }
+        if let Err(e) = self.start_session_entries(start.session_name) {
+            tracing::error!("cannot write session entry: {}", e.message);
         }
     }
 
@@ -574,7 +589,7 @@ impl Agent {
             std::sync::Arc::new(crate::extensions::provider_stream::ExtensionStreams::new(ext.clone()));
         let mut now = Vec::new();
         for spec in registration.providers {
-            match self.models.register_provider(&spec, streams.clone()) {
+            match self.models.register_provider(&spec, streams.clone(), &ext) {
                 Ok(()) => now.push(spec),
                 Err(error) => self.registration_refused(ext.path_string(), error).await,
             }

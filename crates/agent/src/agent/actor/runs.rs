@@ -119,7 +119,7 @@ impl Agent {
     }
 
     /// The router of the selected model, when it is an extension's virtual model.
-    fn virtual_router(&self) -> Option<crate::agent::virtual_route::VirtualRouter> {
+    pub(super) fn virtual_router(&self) -> Option<crate::agent::virtual_route::VirtualRouter> {
         use crate::agent::virtual_route::VirtualRouter;
         let model = self.models.model();
         if !crate::config::models::is_virtual(model) {

@@ -156,6 +156,7 @@ function onRequest(message) {
 	if (method === "command") work = runCommand(params, controller.signal);
 	else if (method === "execute_tool") work = runTool(params, controller.signal);
 	else if (method === "provider_stream") work = instance.providers.stream(params, controller.signal, channel);
+	else if (method === "provider_oauth") work = instance.providers.oauth(params);
 	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);
 	else work = serial(() => runHook(instance, method, params, contexts.event(controller.signal), reportError));
 	work.then(

@@ -73,8 +73,20 @@ export class Providers {
 	}
 
 	register(nameOrProvider, config) {
-		const entry = normalize(nameOrProvider, config);
-		// Registering again replaces it, in its place.
+		let entry = normalize(nameOrProvider, config);
+		const legacy = typeof nameOrProvider === "string";
+		const previous = this.byName.get(entry.name);
+		// The config form registered again: its defined fields go over the
+		// previous config form's, the others stay (pi's model runtime). A
+		// complete provider replaces whatever was registered under its id.
+		if (legacy && previous?.legacy) {
+			const merged = { ...previous.config };
+			for (const [key, value] of Object.entries(entry.config)) {
+				if (value !== undefined) merged[key] = value;
+			}
+			entry = normalize(entry.name, merged);
+		}
+		entry.legacy = legacy;
 		this.byName.set(entry.name, entry);
 	}
 
@@ -93,6 +105,23 @@ export class Providers {
 				oauth: oauth?.name ?? (oauth ? name : undefined),
 			};
 		});
+	}
+
+	/**
+	 * pi-rpc's `provider_oauth`: `{provider, action, credential}`. `refresh`
+	 * answers the refreshed credential as `auth.json` stores it (`type`
+	 * `oauth`); `apiKey` answers `{apiKey}` for a request.
+	 */
+	async oauth({ provider, action, credential }) {
+		const oauth = this.byName.get(provider)?.oauth;
+		if (!oauth) throw new Error(`Provider "${provider}" has no OAuth login`);
+		if (action === "refresh") {
+			const refresh = oauth.refreshToken ?? oauth.refresh;
+			const next = await refresh.call(oauth, credential, AbortSignal.timeout(15000));
+			return { ...plain(next), type: "oauth" };
+		}
+		const apiKey = oauth.getApiKey ? await oauth.getApiKey(credential) : (await oauth.toAuth?.(credential))?.apiKey;
+		return { apiKey };
 	}
 
 	/**

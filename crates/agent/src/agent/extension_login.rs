@@ -1,0 +1,118 @@
+//! The OAuth login of a provider an extension registers (pi's
+//! `registerProvider` with `oauth`): before each request made with one of
+//! its models, the provider's OAuth credential in `auth.json` is refreshed
+//! through the extension's `refreshToken` when it has less than pi's five
+//! minutes left (under pi's lock on `auth.json`, reading it again first, and
+//! stored back as `{..., "type": "oauth"}`), and the request's key is what
+//! the extension's `getApiKey` makes of it. The extension is asked with
+//! `provider_oauth` (`{provider, action: "refresh" | "apiKey", credential}`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::broker::expires_soon;
+use crate::auth::file::AuthFile;
+use crate::auth::oauth::is_oauth;
+use crate::extensions::{CallError, Extension};
+use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderRequest, ProviderStream};
+
+/// `inner`, with the key of the extension's OAuth login of `provider`.
+pub(crate) struct ExtensionLogin {
+    inner: Arc<dyn Provider>,
+    ext: Arc<Extension>,
+    auth_file: PathBuf,
+    provider: String,
+}
+
+impl ExtensionLogin {
+    pub(crate) fn new(inner: Arc<dyn Provider>, ext: Arc<Extension>, auth_file: PathBuf, provider: &str) -> Self {
+        ExtensionLogin { inner, ext, auth_file, provider: provider.to_string() }
+    }
+}
+
+impl Provider for ExtensionLogin {
+    fn api(&self) -> &str {
+        self.inner.api()
+    }
+
+    fn stream(&self, mut request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
+        let (inner, ext, provider) = (self.inner.clone(), self.ext.clone(), self.provider.clone());
+        let file = AuthFile::new(self.auth_file.clone());
+        let call = async move {
+            let key = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => Err(ProviderError::aborted()),
+                key = request_key(&ext, &file, &provider, &cancel) => key,
+            };
+            match key {
+                Ok(Some(key)) => request.api_key = Some(key),
+                // Logged out meanwhile: the request goes as configured.
+                Ok(None) => {}
+                Err(error) => return futures::stream::iter([Err(error)]).boxed(),
+            }
+            inner.stream(request, cancel)
+        };
+        futures::stream::once(call).flatten().boxed()
+    }
+}
+
+fn auth_error(message: String) -> ProviderError {
+    ProviderError::new(ProviderErrorKind::Auth, message)
+}
+
+/// The key of the stored credential (refreshed first when it expires soon);
+/// `None` when `auth.json` holds no OAuth credential for the provider.
+async fn request_key(
+    ext: &Extension,
+    file: &AuthFile,
+    provider: &str,
+    cancel: &CancellationToken,
+) -> Result<Option<String>, ProviderError> {
+    let stored = file.get(provider).await.map_err(|e| auth_error(e.to_string()))?;
+    let Some(mut credential) = stored.filter(is_oauth) else { return Ok(None) };
+    if expires_soon(&credential) {
+        // A refresh that started finishes, whoever waits for it: the
+        // provider may already have rotated the refresh token.
+        let refreshed = file
+            .modify(provider, |current| async move {
+                match current {
+                    Some(current) if is_oauth(&current) && expires_soon(&current) => {
+                        let refresh = ask(ext, provider, "refresh", &current, &CancellationToken::new()).await?;
+                        Ok(Some(refresh))
+                    }
+                    // Another request or process refreshed it, or it was logged out.
+                    _ => Ok(None),
+                }
+            })
+            .await
+            .map_err(|e| auth_error(e.to_string()))?
+            .map_err(|e: String| auth_error(format!("OAuth refresh failed for {provider}: {e}")))?;
+        match refreshed {
+            Some(fresh) if is_oauth(&fresh) => credential = fresh,
+            _ => return Ok(None),
+        }
+    }
+    let answer = ask(ext, provider, "apiKey", &credential, cancel)
+        .await
+        .map_err(|e| auth_error(format!("OAuth auth derivation failed for {provider}: {e}")))?;
+    Ok(answer.get("apiKey").and_then(Value::as_str).map(str::to_string))
+}
+
+async fn ask(
+    ext: &Extension,
+    provider: &str,
+    action: &str,
+    credential: &Value,
+    cancel: &CancellationToken,
+) -> Result<Value, String> {
+    let params = json!({"provider": provider, "action": action, "credential": credential});
+    match ext.call("provider_oauth", params, Some(cancel)).await {
+        Ok(answer) => Ok(answer),
+        Err(CallError::Failed(error) | CallError::Dead(error)) => Err(error),
+        Err(CallError::Cancelled) => Err("Request was aborted".to_string()),
+    }
+}
