@@ -388,7 +388,8 @@ where
         done: bool,
     }
     // Boxed: the state moves in and out of each step's future.
-    let state = Box::new(St { body: IdleBody::new(body, idle), parser: framer, pending: Default::default(), done: false });
+    let state =
+        Box::new(St { body: IdleBody::new(body, idle), parser: framer, pending: Default::default(), done: false });
     futures::stream::unfold(state, move |mut st| async move {
         loop {
             if let Some(ev) = st.pending.pop_front() {
