@@ -9,11 +9,16 @@ few 64 KB windows of code instead of half the binary. This script:
 3. runs a few typical starts under callgrind (native and JSON-RPC first
    records, with and without a configured provider, in-memory and on-disk
    sessions), each to its first answer;
-4. writes every function of the binary those runs executed, mangled, one per line.
+4. writes every function of the binary those runs executed, mangled, one per line;
+   a name whose hash-free pattern (adapters/cli/build.rs: crate and symbol
+   hashes left out, so the order holds for any build of `pi`) matches more
+   than a few functions of the binary (a generic with many instances) is
+   written `=name`: matched exactly, not by its pattern.
 
 Run it after changes to start-up code or dependency updates (a stale list
 only loses part of the gain: names that no longer exist are skipped).
 Usage: bench/startup_order.py [--no-build]
+       bench/startup_order.py --mark BINARY   (only re-mark the list's `=` names from BINARY's symbols)
 """
 
 import glob
@@ -122,7 +127,58 @@ def callgrind_functions(path, binary_name):
     return names
 
 
+# A hash-free pattern matching more functions than this is matched exactly instead.
+MAX_INSTANCES = 4
+
+
+def hash_free(name):
+    """The pattern adapters/cli/build.rs makes of `name` (same rules), as a regular expression."""
+    name = re.sub(r"((\.llvm)?\.\d+)+$", "", name)
+    out, i = [], 0
+    while i < len(name):
+        legacy = re.match(r"17h[0-9a-fA-F]{16}E", name[i:])
+        if legacy:
+            out.append("17h.*E")
+            i += legacy.end()
+            continue
+        crate = re.match(r"Cs[0-9A-Za-z]*_", name[i:]) or (name.startswith("_R") and re.match(r"B[0-9A-Za-z]*_", name[i:]))
+        if crate:
+            out.append(re.escape(crate.group(0)[0:2 if crate.group(0).startswith("Cs") else 1]) + ".*_")
+            i += crate.end()
+            continue
+        out.append(re.escape(name[i]))
+        i += 1
+    return "".join(out)
+
+
+def mark_generic(order, binary):
+    """`=name` for the names whose hash-free pattern matches more than MAX_INSTANCES functions of `binary`."""
+    text = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
+    symbols = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "tTwW":
+            name = re.sub(r"((\.llvm)?\.\d+)+$", "", parts[2])
+            symbols.setdefault(name[:12], []).append(name)
+    marked = []
+    for name in order:
+        name = name.lstrip("=")
+        pattern = re.compile(hash_free(name) + r"\Z")
+        instances = sum(1 for s in symbols.get(name[:12], ()) if pattern.match(s))
+        marked.append("=" + name if instances > MAX_INSTANCES else name)
+    return marked
+
+
 def main():
+    if "--mark" in sys.argv:
+        binary = sys.argv[sys.argv.index("--mark") + 1]
+        with open(OUT) as f:
+            order = [line.strip() for line in f if line.strip()]
+        order = mark_generic(order, binary)
+        with open(OUT, "w") as f:
+            f.write("".join(name + "\n" for name in order))
+        print(f"{sum(n.startswith('=') for n in order)} of {len(order)} names matched exactly")
+        return
     if "--no-build" not in sys.argv:
         build()
     exe = valgrind()
@@ -134,6 +190,7 @@ def main():
             if name not in seen:
                 seen.add(name)
                 order.append(name)
+    order = mark_generic(order, BINARY)
     with open(OUT, "w") as f:
         f.write("".join(name + "\n" for name in order))
     print(f"{len(order)} functions -> {os.path.relpath(OUT, ROOT)}")

@@ -7,12 +7,21 @@
 //!   about 700 KB, all read before `main`; packed they take a few KB. Only the
 //!   GNU C library 2.36 and later load them, so the flag is given only when
 //!   building on such a system for itself.
-//! - Start-up functions first (`--symbol-ordering-file=startup-order.txt`,
-//!   lld only): the ~700 functions a start runs are spread over the whole
-//!   15 MB of code, and the kernel maps code in 64 KB windows, so a start kept
-//!   about 7 MB of code resident for 1 MB of code run. Placed together they
-//!   fill a few windows. The list is made by `bench/startup_order.py`; names
-//!   that no longer exist are skipped, so a stale list costs nothing but the gain.
+//! - Start-up functions first (lld only): the ~1,400 functions a start runs
+//!   are spread over the whole 30 MB of code, and the kernel maps code in
+//!   64 KB windows, so a start kept about 7 MB of code resident for 1 MB of
+//!   code run. Placed together they fill a few windows. The list
+//!   (`startup-order.txt`, made by `bench/startup_order.py`) holds mangled
+//!   names, whose crate hashes change with each crate's features and
+//!   dependencies: a workspace-wide build (other features unified) or any
+//!   dependency update gave most names other hashes, and an exact-name
+//!   `--symbol-ordering-file` then matched almost nothing. So the list is
+//!   turned into a linker script whose section patterns leave the hashes
+//!   out (`Cs*_` for a crate, `17h*E` for a legacy symbol hash, `B*_` for a
+//!   back-reference, no `.N` suffix): any release build of `pi` gets the
+//!   order, and a name that no longer exists costs nothing but its gain.
+//!   Names marked `=` (generic functions with many instances, which a
+//!   hash-free pattern would all pull in) are matched exactly.
 #![allow(clippy::print_stdout)] // cargo reads its instructions from a build script's stdout
 
 use std::process::Command;
@@ -28,10 +37,88 @@ fn main() {
     }
     if native && links_with_rust_lld() {
         let order = std::path::Path::new(&var("CARGO_MANIFEST_DIR")).join("startup-order.txt");
-        if order.exists() {
-            println!("cargo::rustc-link-arg-bin=pi=-Wl,--symbol-ordering-file={}", order.display());
-            println!("cargo::rustc-link-arg-bin=pi=-Wl,--no-warn-symbol-ordering");
+        let script = std::path::Path::new(&var("OUT_DIR")).join("startup-order.ld");
+        if let Ok(list) = std::fs::read_to_string(&order)
+            && std::fs::write(&script, linker_script(&list)).is_ok()
+        {
+            println!("cargo::rustc-link-arg-bin=pi=-Wl,-T,{}", script.display());
         }
+    }
+}
+
+/// A linker script placing the listed functions' sections, in the list's
+/// order, in an output section of their own just before `.text` (`INSERT`:
+/// the rest of the default layout is kept).
+fn linker_script(list: &str) -> String {
+    let mut script = String::from("SECTIONS {\n  .text.pi_start : {\n");
+    let mut seen = std::collections::HashSet::new();
+    for line in list.lines().map(str::trim).filter(|n| !n.is_empty()) {
+        // `=name`: a generic function whose hash-free pattern would also take
+        // its many other instances; only this build's exact name is placed.
+        let pattern = match line.strip_prefix('=') {
+            Some(exact) => exact.to_string(),
+            None => hash_free(line),
+        };
+        if pattern.contains(['?', '[', ']', '\\', '(', ')', ' ']) || !seen.insert(pattern.clone()) {
+            continue;
+        }
+        script.push_str(&format!("    *(.text.{pattern} .text.{pattern}.*)\n"));
+    }
+    script.push_str("  }\n} INSERT BEFORE .text;\n");
+    script
+}
+
+/// A mangled name as a section pattern that holds for any build: crate
+/// hashes, legacy symbol hashes and back-references become `*`, and a
+/// `.N`/`.llvm.N` suffix (added by LTO) is dropped.
+fn hash_free(name: &str) -> String {
+    let name = strip_numeric_suffixes(name);
+    let bytes = name.as_bytes();
+    let base62 = |b: u8| b.is_ascii_alphanumeric();
+    let mut out = String::with_capacity(name.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        // `17h` + 16 hex digits + `E`: a legacy symbol's hash.
+        if name[i..].starts_with("17h")
+            && bytes.len() >= i + 20
+            && bytes[i + 3..i + 19].iter().all(u8::is_ascii_hexdigit)
+            && bytes[i + 19] == b'E'
+        {
+            out.push_str("17h*E");
+            i += 20;
+            continue;
+        }
+        // v0: `Cs<base62>_` (a crate's disambiguator) and `B<base62>_` (a back-reference).
+        let prefix = if name[i..].starts_with("Cs") {
+            Some(2)
+        } else if bytes[i] == b'B' && name.starts_with("_R") {
+            Some(1)
+        } else {
+            None
+        };
+        if let Some(prefix) = prefix {
+            let digits = bytes[i + prefix..].iter().take_while(|b| base62(**b)).count();
+            if bytes.get(i + prefix + digits) == Some(&b'_') {
+                out.push_str(&name[i..i + prefix]);
+                out.push_str("*_");
+                i += prefix + digits + 1;
+                continue;
+            }
+        }
+        out.push(char::from(bytes[i]));
+        i += 1;
+    }
+    out
+}
+
+/// `name` without trailing `.N` and `.llvm.N` suffixes.
+fn strip_numeric_suffixes(mut name: &str) -> &str {
+    loop {
+        let Some((head, tail)) = name.rsplit_once('.') else { return name };
+        if tail.is_empty() || !tail.bytes().all(|b| b.is_ascii_digit()) {
+            return name;
+        }
+        name = head.strip_suffix(".llvm").unwrap_or(head);
     }
 }
 

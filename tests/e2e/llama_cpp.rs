@@ -215,3 +215,86 @@ async fn a_llama_server_s_models_are_listed_and_used_as_pi_does() {
     assert!(pi.script.contains("\"decider typesafe-system-one BASE/v1\""), "pi's script output: {}", pi.script);
     assert_eq!(ours.script, pi.script, "the script's output");
 }
+
+/// The llama.cpp models `models-store.json` keeps, once the background
+/// listing wrote them (polled; Null when none came).
+async fn kept_models(sb: &Sandbox) -> Value {
+    for _ in 0..240 {
+        let text = std::fs::read_to_string(sb.agent_dir.path().join("models-store.json")).unwrap_or_default();
+        let models = serde_json::from_str::<Value>(&text).unwrap_or_default()["llama.cpp"]["models"].clone();
+        if models.as_array().is_some_and(|m| !m.is_empty()) {
+            return models;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    Value::Null
+}
+
+/// A sandbox logged in to its own fake llama-server, as in [`run`].
+async fn llama_sandbox() -> (Sandbox, FakeServer) {
+    let sb = Sandbox::offline();
+    let server = FakeServer::start().await.expect("fake server");
+    server.serve_llama_router(router());
+    let auth = json!({"llama.cpp": {"type": "api_key", "key": KEY, "env": {"LLAMA_BASE_URL": format!("{}/v1/", server.url())}}});
+    std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).expect("auth.json");
+    (sb, server)
+}
+
+/// `pi serve` lists the llama.cpp server's models at start as RPC mode
+/// does. pi 1.6.0 has no `pi serve`, so the reference is its RPC mode
+/// against the same catalog: the same listing requests and the same
+/// `models-store.json`.
+#[tokio::test]
+async fn pi_serve_lists_a_llama_server_s_models_as_pi_s_rpc_mode_does() {
+    let (Some(node), Some(cli)) = (node22(), reference_cli()) else { return };
+    let (pi_sb, pi_server) = llama_sandbox().await;
+    let mut pi =
+        start(Program::Reference { node: &node, cli: &cli }, &pi_sb, &["--mode", "rpc", "--no-session"], false);
+    let (sb, server) = llama_sandbox().await;
+    let env = [("HTTP_PROXY", "http://127.0.0.1:9"), ("HTTPS_PROXY", "http://127.0.0.1:9"), ("NO_PROXY", "127.0.0.1")];
+    let served = crate::serve::serve_with_env(&sb, &[], &env).await;
+    let (theirs, ours) = tokio::join!(kept_models(&pi_sb), kept_models(&sb));
+    pi.close_stdin();
+    pi.wait().await;
+    let failure = format!("\npi: {}\npi serve: {}", pi.stderr(), served.pi.stderr());
+    let base = |v: &Value, server: &FakeServer| v.to_string().replace(&server.url(), "BASE");
+    assert_eq!(theirs.as_array().map_or(0, Vec::len), 7, "pi's models-store.json: {theirs}{failure}");
+    assert_eq!(base(&ours, &server), base(&theirs, &pi_server), "models-store.json{failure}");
+    let listing = |s: &FakeServer| s.requests().iter().map(|r| (line(r), credentials(r))).collect::<Vec<_>>();
+    assert_eq!(listing(&server), listing(&pi_server), "the listing requests{failure}");
+}
+
+/// The thinking level after the first `set_model` of a session that
+/// started with no model (nothing listed yet, no other credential): pi 1.6.0
+/// has no model and level `off`, which the switch keeps (pi-rpc runs the
+/// offline faux model until then, at `medium`). Both programs, once their
+/// background listing is in, switch to a llama.cpp thinking model.
+async fn level_after_first_switch(program: Program<'_>) -> (String, String) {
+    let (sb, _server) = llama_sandbox().await;
+    let mut pi = start(program, &sb, &["--mode", "rpc", "--no-session"], false);
+    for attempt in 0..240 {
+        let reply = pi.call(&format!("m{attempt}"), json!({"type": "get_available_models"})).await;
+        if reply["data"]["models"].as_array().is_some_and(|m| m.iter().any(|m| m["provider"] == "llama.cpp")) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    let set = pi.call("s", json!({"type": "set_model", "provider": "llama.cpp", "modelId": "qwen-chat"})).await;
+    assert_eq!(set["success"], true, "{set}\n{}", pi.stderr());
+    let state = pi.call("g", json!({"type": "get_state"})).await;
+    pi.close_stdin();
+    pi.wait().await;
+    let level = state["data"]["thinkingLevel"].as_str().unwrap_or_default().to_string();
+    (level, pi.stderr())
+}
+
+#[tokio::test]
+async fn the_first_switch_after_a_start_with_no_model_keeps_pi_s_thinking_level() {
+    let (Some(node), Some(cli)) = (node22(), reference_cli()) else { return };
+    let ((theirs, pi_err), (ours, our_err)) = tokio::join!(
+        level_after_first_switch(Program::Reference { node: &node, cli: &cli }),
+        level_after_first_switch(Program::Ours)
+    );
+    assert_eq!(theirs, "off", "pi 1.6.0: {pi_err}");
+    assert_eq!(ours, theirs, "the thinking level after the first set_model\npi-rpc: {our_err}");
+}

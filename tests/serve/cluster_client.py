@@ -21,7 +21,10 @@ Scenarios:
                             the session id
   drain N PID URL_V URL...  N sessions on worker V, each streaming a turn to a
                             client on another worker; SIGTERM to V: every turn
-                            completes without a gap, and the sessions go on
+                            completes without a gap, and the sessions go on;
+                            two clients on V itself see their turn to its end,
+                            are closed with 1012 (service restart) and resume
+                            on another worker with afterSeq, missing nothing
   resume URL ID TEXT        session ID (any worker) answers, TEXT is in its
                             history, and a prompt works
   dialogs URL_A URL_B        a session owned by A with a client on each worker
@@ -150,10 +153,10 @@ async def spread(n, *urls):
     print(f"spread ok: {n} sessions over {len(urls)} workers")
 
 
-async def collect_until_closed(ws, into):
+async def collect_until_closed(ws, into, *timeout):
     try:
         while True:
-            into.append(await recv(ws))
+            into.append(await recv(ws, *timeout))
     except ConnectionClosed:
         return
 
@@ -287,6 +290,10 @@ async def drain(n, pid, url_v, *others):
     clients = [await connect(f"{others[i % len(others)]}?session={sid}") for i, sid in enumerate(sids)]
     for c in clients:
         await call(c, "s", "get_state")
+    # Two sessions also have a client on the draining worker itself.
+    local = [await connect(f"{url_v}?session={sid}") for sid in sids[:2]]
+    for c in local:
+        await call(c, "s", "get_state")
     for c in clients:
         await c.send(json.dumps({"id": "p", "type": "prompt", "message": "stream slowly"}))
 
@@ -294,10 +301,28 @@ async def drain(n, pid, url_v, *others):
         return m.get("type") == "message_update" and m["assistantMessageEvent"].get("type") == "text_delta"
 
     firsts = await asyncio.gather(*(until(c, first_delta) for c in clients))
+    seen_local = [[] for _ in local]
     os.kill(int(pid), signal.SIGTERM)
     started = time.monotonic()
-    rests = await asyncio.gather(*(until(c, lambda m: m.get("type") == "agent_settled", 90) for c in clients))
+    rests, _ = await asyncio.gather(
+        asyncio.gather(*(until(c, lambda m: m.get("type") == "agent_settled", 90) for c in clients)),
+        asyncio.gather(*(collect_until_closed(c, into, 90) for c, into in zip(local, seen_local))))
     took = time.monotonic() - started
+    for sid, c, seen in zip(sids, local, seen_local):
+        check(c.close_code == 1012, f"{sid}: the draining worker's client was closed with {c.close_code}, not 1012")
+        last = max(seqs(seen), default=0)
+        async with connect(f"{others[0]}?session={sid}&afterSeq={last}") as z:
+            reply = await recv(z)
+            check(reply.get("type") == "response" and reply.get("success"), f"{sid}: resume after 1012: {reply}")
+            check(not reply["data"]["gap"], f"{sid}: resume after 1012 says gap: {reply}")
+            if not any(m.get("type") == "agent_settled" for m in seen):
+                seen += await until(z, lambda m: m.get("type") == "agent_settled")
+            events = await prompt_to_end(z, "r", "after the restart")
+            numbers = seqs(seen)
+            increasing(numbers + seqs(events), f"{sid}: the draining worker's client across 1012")
+            check(len(numbers) == len(set(numbers)), f"{sid}: an event came twice across 1012")
+            check(deltas(seen) == final_text(seen), f"{sid}: missed or doubled deltas across 1012")
+            check(not interruption_of(seen), f"{sid}: interrupted by a drain")
     for sid, first, rest in zip(sids, firsts, rests):
         events = first + rest
         numbers = seqs(events)

@@ -171,15 +171,16 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// `--offline` or a true `PI_OFFLINE` (`1`, `true`, `yes`), as pi reads them.
-fn offline(args: &Args) -> bool {
+pub(crate) fn offline(args: &Args) -> bool {
     args.offline
         || std::env::var("PI_OFFLINE").is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
 }
 
 /// pi's RPC mode lists the configured llama.cpp server's models in the
-/// background at start; sessions see them once `models-store.json` has them.
-/// A failure leaves the kept list as it was (pi says nothing either).
-async fn list_llama_models() {
+/// background at start (so does `pi serve`); sessions see them once
+/// `models-store.json` has them. A failure leaves the kept list as it was
+/// (pi says nothing either).
+pub(crate) async fn list_llama_models() {
     let agent_dir = pi_core::config::default_agent_dir();
     let settings = pi_core::config::Settings::load(&agent_dir, &std::env::current_dir().unwrap_or_default());
     if settings.is_ok_and(|s| !s.builtin_extension_enabled("llama.cpp")) {

@@ -182,6 +182,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         },
         drain: seconds("--drain-seconds", args.drain_seconds)?,
     };
+    // As RPC mode: the llama.cpp server's models are listed in the background.
+    if !crate::offline(&args.agent) && !args.agent.no_extensions {
+        tokio::spawn(crate::list_llama_models());
+    }
     let stop = crate::dialect::termination(Arc::new(AtomicU8::new(0)));
     pi_serve::server::run(registry, serve, |address| crate::say(&address), stop).await?;
     Ok(())

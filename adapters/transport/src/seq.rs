@@ -16,8 +16,23 @@ pub fn insert_seq(mut message: Vec<u8>, depth: usize, seq: u64) -> Vec<u8> {
         return message;
     }
     let empty = close > 0 && message[close - 1] == b'{';
-    let member = if empty { format!("\"seq\":{seq}") } else { format!(",\"seq\":{seq}") };
-    message.splice(close..close, member.into_bytes());
+    // `,"seq":` and the digits, written on the stack: no second allocation
+    // (the message grows in place, its tail of closing braces moved once).
+    let mut member = [0u8; 28];
+    let mut at = member.len();
+    let mut rest = seq;
+    loop {
+        at -= 1;
+        member[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let name: &[u8] = if empty { b"\"seq\":" } else { b",\"seq\":" };
+    at -= name.len();
+    member[at..at + name.len()].copy_from_slice(name);
+    message.splice(close..close, member[at..].iter().copied());
     message
 }
 
@@ -41,6 +56,9 @@ mod tests {
         );
         let empty = serde_json::to_vec(&json!({"jsonrpc": "2.0", "method": "x", "params": {}})).unwrap();
         assert_eq!(parsed(insert_seq(empty, 1, 1))["params"], json!({"seq": 1}));
+        // Every digit of the widest and the smallest number, byte for byte.
+        assert_eq!(insert_seq(b"{\"a\":1}".to_vec(), 0, u64::MAX), b"{\"a\":1,\"seq\":18446744073709551615}");
+        assert_eq!(insert_seq(b"{}".to_vec(), 0, 0), b"{\"seq\":0}");
     }
 
     #[test]

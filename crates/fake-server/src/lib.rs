@@ -33,6 +33,7 @@ pub mod anthropic;
 pub mod anthropic_federation;
 pub mod aws_services;
 pub mod bedrock;
+pub mod copilot_api;
 pub mod gemini;
 mod http;
 pub mod llama_router;
@@ -116,6 +117,8 @@ struct State {
     aws: Option<AwsAuth>,
     /// WebSocket upgrades are served (see [`FakeServer::accept_websockets`]).
     websockets: bool,
+    /// How each client ended a WebSocket (see [`FakeServer::websocket_endings`]).
+    websocket_endings: Vec<String>,
     /// llama-server's router routes (see [`FakeServer::serve_llama_router`]).
     llama: Option<llama_router::LlamaRouter>,
 }
@@ -342,6 +345,7 @@ impl FakeServer {
             requests: Vec::new(),
             aws: None,
             websockets: false,
+            websocket_endings: Vec::new(),
             llama: None,
         }));
         let (shutdown, shutdown_rx) = watch::channel(false);
@@ -396,6 +400,12 @@ impl FakeServer {
     /// an upgrade gets a 404.
     pub fn accept_websockets(&self) {
         lock(&self.state).websockets = true;
+    }
+
+    /// How clients ended their WebSockets, in order: `"<code> <reason>"`
+    /// for a close frame, `"dropped"` for a connection gone without one.
+    pub fn websocket_endings(&self) -> Vec<String> {
+        lock(&self.state).websocket_endings.clone()
     }
 
     /// Answer llama-server's model listing routes (`GET /models`, `GET /props`) from `router`.
@@ -509,6 +519,7 @@ async fn answer(
         let answer = aws_services::answer(&request, keys.as_ref().map(|(k, s)| (k.as_str(), s.as_str())))
             .or_else(|| anthropic_federation::answer(&request))
             .or_else(|| typed_models::answer(&request))
+            .or_else(|| copilot_api::answer(&request))
             .or_else(|| st.llama.as_ref().and_then(|router| llama_router::answer(&request, router)));
         if answer.is_some() {
             st.requests.push(request.clone());

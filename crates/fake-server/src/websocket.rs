@@ -80,7 +80,16 @@ pub(crate) async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, mut shutd
         let text = match message {
             Some(Ok(Message::Text(t))) => t.to_string(),
             Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Binary(_) | Message::Frame(_))) => continue,
-            _ => return,
+            Some(Ok(Message::Close(frame))) => {
+                let ending =
+                    frame.map_or_else(|| "no status".to_string(), |f| format!("{} {}", u16::from(f.code), f.reason));
+                lock(&state).websocket_endings.push(ending);
+                return;
+            }
+            _ => {
+                lock(&state).websocket_endings.push("dropped".into());
+                return;
+            }
         };
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         let request = RecordedRequest {

@@ -4,6 +4,7 @@
 //! modules of the layers below are imported under the same names, so a path
 //! reads the same in every crate of the core.
 
+pub(crate) use pi_auth::auth;
 pub(crate) use pi_config::config;
 pub(crate) use pi_provider::provider;
 pub(crate) use pi_tools::tools;

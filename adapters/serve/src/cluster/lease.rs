@@ -26,11 +26,10 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use async_nats::jetstream::kv;
-use tokio::sync::Notify;
 
 use super::Cluster;
 use super::fence::{EpochFence, claim};
@@ -74,13 +73,14 @@ impl LeaseWatch {
     }
 
     /// Resolves once a renewal concluded (since the last time it resolved).
+    /// One task waits on a lease's watches (the session's pump).
     pub async fn concluded(&self) {
-        self.state.concluded.notified().await;
+        std::future::poll_fn(|cx| self.state.poll_concluded(cx)).await;
     }
 
     /// True once another worker holds the session.
     pub fn is_lost(&self) -> bool {
-        self.state.lost.load(Ordering::SeqCst)
+        self.state.is_lost()
     }
 
     /// True once the lease was let go (released, or dropped with its session).
@@ -90,9 +90,7 @@ impl LeaseWatch {
 
     /// Resolves once another worker holds the session (one waiter: the pump).
     pub async fn lost(&self) {
-        while !self.is_lost() {
-            self.state.lost_signal.notified().await;
-        }
+        std::future::poll_fn(|cx| self.state.poll_lost(cx)).await;
     }
 
     /// The stream's sequence of the session's last message this owner knows of.
@@ -109,8 +107,7 @@ impl LeaseWatch {
     /// owner did not write, so another worker owns it (as a renewal that
     /// finds the lease taken would say).
     pub(super) fn refused(&self) {
-        if !self.state.lost.swap(true, Ordering::SeqCst) {
-            self.state.lost_signal.notify_one();
+        if self.state.set_lost() {
             tracing::warn!(
                 "session {}: the event stream refused this worker's event (another worker wrote the session \
                  since); its writes are now refused",
@@ -176,17 +173,11 @@ impl Lease {
             Err(e) => return Err(bus(e.to_string())),
         };
         let renewals = cluster.keeper.renewals.clone();
-        let state = Arc::new(State {
-            fence: EpochFence::in_dir(renewals.session_dir(session_dir), id, epoch),
-            revision: AtomicU64::new(epoch),
-            lost: AtomicBool::new(false),
-            released: AtomicBool::new(false),
-            valid_until: AtomicU64::new(asked + millis(renewals.ttl())),
-            due: AtomicU64::new(asked + millis(renewals.period())),
-            stored: AtomicU64::new(0),
-            concluded: Notify::new(),
-            lost_signal: Notify::new(),
-        });
+        let state = Arc::new(State::new(
+            EpochFence::in_dir(renewals.session_dir(session_dir), id, epoch),
+            epoch,
+            asked + millis(renewals.ttl()),
+        ));
         // Renewed from now on: claiming the epoch (an fsync) may take a while on a busy disk.
         renewals.hold(state.clone());
         let lease = Lease { state, renewals };
@@ -210,7 +201,7 @@ impl Lease {
 
     /// True once another worker holds the session (renewal lost).
     pub fn is_lost(&self) -> bool {
-        self.state.lost.load(Ordering::SeqCst)
+        self.state.is_lost()
     }
 
     /// The fence the session's writes go through.

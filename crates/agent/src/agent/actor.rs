@@ -257,7 +257,7 @@ impl Agent {
     /// `agent_settled`) without an await.
     async fn run_events(&mut self, events: Vec<AgentEvent>) {
         for event in events {
-            if matches!(event, AgentEvent::AgentSettled { .. }) {
+            if matches!(event, AgentEvent::AgentSettled { .. } | AgentEvent::TurnEnd { .. }) {
                 self.run_event(event).await;
                 continue;
             }
@@ -270,8 +270,19 @@ impl Agent {
     /// An event of a background task: state first, then the output.
     async fn run_event(&mut self, event: AgentEvent) {
         let settled = matches!(event, AgentEvent::AgentSettled { .. });
+        let turn_end = matches!(event, AgentEvent::TurnEnd { .. });
+        if settled {
+            // Like pi, held custom messages go in before `agent_settled`.
+            self.flush_held_custom().await;
+        }
         self.observe(&event);
         self.emit(event).await;
+        if turn_end {
+            // pi appends custom messages sent with `triggerTurn: false`
+            // once the turn is over (its tool results are in): the next
+            // request of the same run already holds them.
+            self.flush_held_custom().await;
+        }
         // Like pi, the run is over once `agent_settled` is out: a
         // prompt read right after it must start a new run.
         if let Some(run_id) = self.activity.run_id().filter(|_| settled) {
@@ -292,6 +303,13 @@ impl Agent {
             }
         }
         self.activity_ended().await;
+    }
+
+    /// Append the extensions' custom messages held during the run, announced.
+    async fn flush_held_custom(&mut self) {
+        for message in self.activity.take_held_custom() {
+            self.append_and_announce(message).await;
+        }
     }
 
     /// The run or compaction ended: answer what was owed, then handle the

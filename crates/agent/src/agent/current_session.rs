@@ -93,6 +93,36 @@ impl CurrentSession {
         (ids, failure)
     }
 
+    /// A write of an extension's `sessionManager` (pi's `appendMessage`,
+    /// `appendCustomEntry`, `appendCustomMessageEntry`, `appendLabelChange`,
+    /// `appendSessionInfo`), chained from the leaf without events; the
+    /// conversation is rebuilt from the record. The new entry's id.
+    pub(super) fn append_entry(&mut self, kind: &str, params: &Value) -> Result<String, String> {
+        let text = |key: &str| params.get(key).and_then(Value::as_str).map(str::to_string);
+        let id = match kind {
+            "message" => {
+                let message = params.get("message").cloned().ok_or("\"message\" is required")?;
+                let message: AgentMessage =
+                    serde_json::from_value(message).map_err(|e| format!("invalid message: {e}"))?;
+                self.record.append_message(message)
+            }
+            "label" => {
+                let target = text("targetId").ok_or("\"targetId\" is required")?;
+                self.record.append_label(&target, text("label").as_deref().filter(|l| !l.is_empty()))
+            }
+            "session_info" => self.record.append_session_info(&text("name").unwrap_or_default()),
+            "custom" | "custom_message" => {
+                let mut draft = params.clone();
+                draft["type"] = Value::String(kind.to_string());
+                self.append_draft(&draft).map(Option::unwrap_or_default)
+            }
+            other => return Err(format!("sessionManager: appending a {other} entry is not supported by pi-rpc")),
+        }
+        .map_err(|e| e.to_string())?;
+        self.messages = self.record.context_messages();
+        Ok(id)
+    }
+
     fn append_draft(&mut self, draft: &Value) -> Result<Option<String>, SessionError> {
         let text = |key: &str| draft.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
         let field = |key: &str| draft.get(key).filter(|v| !v.is_null()).cloned();

@@ -23,6 +23,8 @@ pub(super) type ExtReply = oneshot::Sender<Result<Value, String>>;
 pub(crate) struct SessionOpReplies {
     next: AtomicU64,
     waiting: Mutex<HashMap<RequestTag, ExtReply>>,
+    /// `ctx.fork(id, {position: "at"})` below the leaf: the op is a clone of the path to `id`.
+    fork_targets: Mutex<HashMap<RequestTag, String>>,
 }
 
 impl SessionOpReplies {
@@ -40,7 +42,23 @@ impl SessionOpReplies {
         if tag < FIRST_TAG {
             return None;
         }
+        if let Ok(mut targets) = self.fork_targets.lock() {
+            targets.remove(&tag);
+        }
         self.waiting.lock().ok()?.remove(&tag)
+    }
+
+    /// The clone op `tag` copies the path to `entry_id`, not the whole current branch.
+    pub(super) fn set_fork_target(&self, tag: RequestTag, entry_id: String) {
+        if let Ok(mut targets) = self.fork_targets.lock() {
+            targets.insert(tag, entry_id);
+        }
+    }
+
+    /// The entry the clone op `tag` stops at, when it is an extension's fork below the leaf.
+    pub(super) fn fork_target(&self, tag: Option<RequestTag>) -> Option<String> {
+        let tag = tag.filter(|t| *t >= FIRST_TAG)?;
+        self.fork_targets.lock().ok()?.get(&tag).cloned()
     }
 }
 

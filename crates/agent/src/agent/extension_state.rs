@@ -54,6 +54,12 @@ pub(crate) enum ExtSignal {
         nav: Box<super::extension_session_op_state::Navigation>,
         decision: Value,
     },
+    /// The model's summary of the branch a command's `ctx.navigateTree()` leaves.
+    TreeSummaryDone {
+        nav: Box<super::extension_session_op_state::Navigation>,
+        decision: Value,
+        summary: Box<Result<crate::compaction::SummaryOutput, crate::compaction::SummaryError>>,
+    },
     /// The `input` hooks decided about extension `id`'s `sendUserMessage`
     /// (`params` with the resulting content), unless one handled it.
     UserMessageInputDone {

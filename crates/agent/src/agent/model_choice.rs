@@ -26,6 +26,11 @@ pub(super) struct ModelChoice {
     startup: StartupChoice,
     /// `--models`: what `cycle_model` cycles through (with optional levels).
     scope: Vec<(Model, Option<ThinkingLevel>)>,
+    /// The session runs the offline faux model because no model had
+    /// credentials at its start, where pi has no model at all (and thinking
+    /// level `off`): the level the first switch to a model takes, as pi's
+    /// `setModel` (the settings' default thinking level, else `off`).
+    no_model_switch_level: Option<ThinkingLevel>,
     /// `--model` named no model known at start while extensions were
     /// loading: the choice is made again once they all started (see
     /// [`ModelChoice::defer_startup`]).
@@ -51,6 +56,7 @@ impl ModelChoice {
             thinking: ThinkingLevel::Off,
             startup: StartupChoice::default(),
             scope: Vec::new(),
+            no_model_switch_level: None,
             deferred: None,
             logins: Default::default(),
         }
@@ -148,6 +154,12 @@ impl ModelChoice {
     }
 
     /// Use `model`: true when it is another model than the current one.
+    /// The thinking level a model switch keeps: the current one, but after
+    /// a start with no model pi's (see `no_model_switch_level`), once.
+    pub(super) fn level_for_switch(&mut self) -> ThinkingLevel {
+        self.no_model_switch_level.take().unwrap_or(self.thinking)
+    }
+
     pub(super) fn switch(&mut self, model: Model) -> bool {
         let changed = model.provider != self.model.provider || model.id != self.model.id;
         self.model = Arc::new(model);
@@ -244,6 +256,7 @@ impl ModelChoice {
         let (provider, pattern) = (provider.as_deref(), pattern.as_deref());
         let pattern = pattern.map(str::trim).filter(|p| !p.is_empty());
         let mut suffix = None;
+        self.no_model_switch_level = None;
         let model = if let Some(pattern) = pattern {
             let selected = self
                 .registry
@@ -280,6 +293,7 @@ impl ModelChoice {
                 .find_map(|(p, id)| available.iter().find(|m| m.provider == *p && m.id == *id));
             let first = default.or(available.first()).cloned().unwrap_or_else(faux::faux_model);
             if first.provider == faux::FAUX_PROVIDER {
+                self.no_model_switch_level = Some(settings.default_thinking_level.unwrap_or(ThinkingLevel::Off));
                 tracing::warn!(
                     "no API key or model configured: using the offline faux model (see the README to configure a provider)"
                 );
@@ -508,6 +522,26 @@ mod tests {
         c.choose_for_session(&Settings::default(), true, Some(("faux".into(), "faux-1".into())), Some("high".into()))
             .unwrap();
         assert_eq!((c.model().id.as_str(), c.thinking()), ("faux-1", ThinkingLevel::High));
+    }
+
+    #[test]
+    fn the_first_switch_after_a_start_with_no_model_takes_pi_s_level() {
+        // No model has credentials: pi has no model (level off); pi-rpc runs faux at medium.
+        let mut c = ModelChoice::new(ModelRegistry::from_models(vec![]), ProviderRegistry::default());
+        c.choose_for_session(&Settings::default(), false, None, None).unwrap();
+        assert_eq!((c.model().provider.as_str(), c.thinking()), ("faux", ThinkingLevel::Medium));
+        assert_eq!(c.level_for_switch(), ThinkingLevel::Off, "pi's setModel: no default, the no-model level");
+        assert_eq!(c.level_for_switch(), ThinkingLevel::Medium, "only the first switch");
+        let settings = Settings { default_thinking_level: Some(ThinkingLevel::High), ..Settings::default() };
+        c.choose_for_session(&settings, false, None, None).unwrap();
+        assert_eq!(c.level_for_switch(), ThinkingLevel::High, "the settings' default first");
+        // A start with a model keeps its level on a switch.
+        let mut registry = ModelRegistry::from_models(vec![Model { provider: "p".into(), ..faux("m", true) }]);
+        registry.set_runtime_key("p", "k".into());
+        let mut c = ModelChoice::new(registry, ProviderRegistry::default());
+        c.choose_for_session(&Settings::default(), false, None, None).unwrap();
+        assert_eq!(c.model().provider, "p");
+        assert_eq!(c.level_for_switch(), ThinkingLevel::Medium);
     }
 
     #[test]

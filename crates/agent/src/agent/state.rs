@@ -138,13 +138,27 @@ impl Activity {
         }
     }
 
-    /// The extensions' custom messages held until the run ends.
+    /// The extensions' custom messages held until the turn ends.
     pub(super) fn held_custom(&self) -> Vec<AgentMessage> {
         let custom = |m: &HeldMessage| match m {
             HeldMessage::Custom(message) => Some(message.clone()),
             HeldMessage::Bash(_) => None,
         };
         self.held.iter().filter_map(custom).collect()
+    }
+
+    /// Take the extensions' held custom messages (at a turn's end), leaving the `bash` results.
+    pub(super) fn take_held_custom(&mut self) -> Vec<AgentMessage> {
+        let (custom, bash): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.held).into_iter().partition(|m| matches!(m, HeldMessage::Custom(_)));
+        self.held = bash;
+        custom
+            .into_iter()
+            .filter_map(|m| match m {
+                HeldMessage::Custom(message) => Some(message),
+                HeldMessage::Bash(_) => None,
+            })
+            .collect()
     }
 
     /// A message that arrived during the run: it joins the conversation when the run ends.

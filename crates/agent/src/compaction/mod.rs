@@ -8,10 +8,12 @@
 //! * `prompt`: the texts the summarising model sees (verbatim from pi).
 //! * `summarize`: the model calls with retries and their events.
 //! * `estimate`: pi's token estimates and threshold rule.
+//! * `branch`: the summary of a branch left by tree navigation.
 //!
 //! The agent (`agent::compacting`) decides when to compact, runs these
 //! steps off the actor, and records the result as a `compaction` entry.
 
+pub mod branch;
 pub mod estimate;
 pub mod prepare;
 pub mod projection;

@@ -136,7 +136,7 @@ async fn call_with_retry(
 }
 
 /// One summary: call, then pi's checks on the answer.
-async fn generate(
+pub(super) async fn generate(
     s: &Summarizer,
     prompt: &str,
     label: &str,

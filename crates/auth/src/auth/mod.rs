@@ -37,6 +37,31 @@ pub fn authorize(provider: Arc<dyn Provider>, models: &ModelRegistry, model: &Mo
     if env.stored().is_empty() { provider } else { Arc::new(crate::provider::env::WithStoredEnv::new(provider, env)) }
 }
 
+/// The OAuth login in effect for `provider`, for calls made outside a chat
+/// stream (codemode's classifier and image calls): `None` when the
+/// provider's credential is not a login of pi-ai's flows (a key, or a key
+/// set at run time over the login).
+pub fn login_of(models: &ModelRegistry, provider: &str) -> Option<LoginAuth> {
+    let path = models.oauth_login(provider)?;
+    oauth::flow(provider)?;
+    Some(LoginAuth { broker: broker_for(&path), provider: provider.to_string() })
+}
+
+/// A provider's login, asked for its request auth at each call.
+pub struct LoginAuth {
+    broker: Arc<Broker>,
+    provider: String,
+}
+
+impl LoginAuth {
+    /// What a request sends now (pi's `toAuth` of the current credential:
+    /// key, headers, the account's base URL), refreshed first when it
+    /// expires soon; `None` when it was logged out meanwhile.
+    pub async fn current(&self) -> Result<Option<oauth::RequestAuth>, AuthError> {
+        Ok(self.broker.request_auth(&self.provider).await?.map(|(auth, _)| auth))
+    }
+}
+
 /// `<agent dir>/auth.json`.
 pub fn auth_path(agent_dir: &Path) -> std::path::PathBuf {
     agent_dir.join("auth.json")

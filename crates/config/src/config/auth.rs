@@ -67,7 +67,15 @@ pub enum StoredCredential {
     /// current one through [`crate::auth::authorize`].
     OAuth {
         access: String,
+        /// The login's `availableModelIds` (GitHub Copilot's: the models its
+        /// account may use), when it is a list of strings.
+        available_model_ids: Option<Vec<String>>,
     },
+}
+
+/// A JSON list whose items are all strings.
+fn string_list(value: Option<&Value>) -> Option<Vec<String>> {
+    value?.as_array()?.iter().map(|v| v.as_str().map(str::to_string)).collect()
 }
 
 /// `auth.json`: credentials keyed by provider.
@@ -117,10 +125,10 @@ impl AuthStore {
             }
             let kind = entry.get("type").and_then(Value::as_str).unwrap_or("api_key");
             let cred = match kind {
-                "oauth" => entry
-                    .get("access")
-                    .and_then(Value::as_str)
-                    .map(|a| StoredCredential::OAuth { access: a.to_string() }),
+                "oauth" => entry.get("access").and_then(Value::as_str).map(|a| StoredCredential::OAuth {
+                    access: a.to_string(),
+                    available_model_ids: string_list(entry.get("availableModelIds")),
+                }),
                 _ => entry.get("key").and_then(Value::as_str).map(|k| StoredCredential::ApiKey(k.to_string())),
             };
             if let Some(cred) = cred {
@@ -140,7 +148,7 @@ impl AuthStore {
     pub fn key_for(&self, provider: &str) -> Option<String> {
         match self.credentials.get(provider)? {
             StoredCredential::ApiKey(k) => resolve_config_value(k),
-            StoredCredential::OAuth { access } => Some(access.clone()),
+            StoredCredential::OAuth { access, .. } => Some(access.clone()),
         }
     }
 
@@ -160,6 +168,14 @@ impl AuthStore {
 
     pub fn has(&self, provider: &str) -> bool {
         self.credentials.contains_key(provider)
+    }
+
+    /// The models a provider's OAuth login lists as usable (`availableModelIds`).
+    pub fn login_model_ids(&self, provider: &str) -> Option<&[String]> {
+        match self.credentials.get(provider)? {
+            StoredCredential::OAuth { available_model_ids, .. } => available_model_ids.as_deref(),
+            StoredCredential::ApiKey(_) => None,
+        }
     }
 
     /// The `auth.json` holding an OAuth login for this provider.

@@ -15,6 +15,11 @@ use super::model_resolver::{self, Selected};
 use crate::model::{Model, ModelCost, ThinkingLevel};
 use crate::provider::faux;
 
+mod llama_store;
+
+/// The provider whose login lists the models its account may use.
+const COPILOT: &str = "github-copilot";
+
 /// The `api` of a virtual model: each request made with it is routed to a physical model first.
 pub const VIRTUAL_MODEL_API: &str = "pi-virtual";
 
@@ -387,7 +392,7 @@ impl ModelRegistry {
             return Some(k.clone());
         }
         if provider == llama::PROVIDER {
-            return llama::server(&self.auth).map(|(_, key)| key);
+            return self.llama_key();
         }
         if let Some(k) = self.auth.key_for(provider) {
             return Some(k);
@@ -413,9 +418,7 @@ impl ModelRegistry {
     /// logout by pi or pi-rpc): as pi, which reads it before each use. A
     /// file that became unreadable keeps the credentials read before.
     pub fn sync_auth(&mut self, agent_dir: &Path) {
-        if self.llama.changed(agent_dir) {
-            self.read_llama_store(agent_dir);
-        }
+        self.sync_llama_store(agent_dir);
         if self.auth.changed()
             && let Err(e) = self.reload_auth(agent_dir)
         {
@@ -423,21 +426,9 @@ impl ModelRegistry {
         }
     }
 
-    /// The llama.cpp models kept by its last listing replace the registry's.
-    fn read_llama_store(&mut self, agent_dir: &Path) {
-        self.llama = llama::StoredModels::read(agent_dir);
-        self.models.retain(|m| m.provider != llama::PROVIDER);
-        self.models.extend(self.llama.chat.iter().map(|m| Slot::Own(Box::new(m.clone()))));
-    }
-
     /// The provider's stored `env` (auth.json), read before the process environment.
     pub fn provider_env(&self, provider: &str) -> crate::provider::credential::ProviderEnv {
         self.auth.provider_env(provider)
-    }
-
-    /// The llama.cpp classifier models kept by its last listing.
-    pub fn llama_classifiers(&self) -> &[Value] {
-        &self.llama.classifiers
     }
 
     /// Read `auth.json` again: providers that gained a credential come in.
@@ -507,8 +498,32 @@ impl ModelRegistry {
 
     /// Models whose provider has credentials; the offline faux model when none has.
     pub fn available(&self) -> Vec<Model> {
-        let found: Vec<Model> = self.models.iter().filter(|m| self.has_credentials(m)).map(|m| (**m).clone()).collect();
+        let found: Vec<Model> = self
+            .models
+            .iter()
+            .filter(|m| self.has_credentials(m) && self.login_allows(m))
+            .map(|m| (**m).clone())
+            .collect();
         if found.is_empty() { vec![faux::faux_model()] } else { found }
+    }
+
+    /// pi's filters of a login's models, by provider, id and type (`chat`,
+    /// `classifier`, `image`): a GitHub Copilot login keeps only the chat
+    /// models its account may use (`availableModelIds`, pi's `filterModels`);
+    /// a ChatGPT login of `openai` reaches no classifier (pi's `filterAllModels`:
+    /// the Decisions API refuses its tokens).
+    pub fn login_keeps(&self, provider: &str, id: &str, kind: &str) -> bool {
+        match (provider, kind) {
+            (COPILOT, "chat") if !self.runtime_keys.contains_key(COPILOT) => {
+                self.auth.login_model_ids(COPILOT).is_none_or(|ids| ids.iter().any(|i| i == id))
+            }
+            ("openai", "classifier") => self.oauth_login("openai").is_none(),
+            _ => true,
+        }
+    }
+
+    fn login_allows(&self, model: &Model) -> bool {
+        self.login_keeps(&model.provider, &model.id, "chat")
     }
 
     /// Exact lookup by provider and id (faux included).
@@ -598,224 +613,4 @@ fn apply_override(model: &mut Model, patch: Map<String, Value>) -> Result<(), St
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn registry_with(json: &str) -> ModelRegistry {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("models.json"), json).unwrap();
-        ModelRegistry::load(dir.path()).unwrap()
-    }
-
-    #[test]
-    fn custom_providers_get_pi_defaults() {
-        let mut reg = registry_with(
-            r#"{"providers":{"local":{"baseUrl":"http://127.0.0.1:1/v1","api":"openai-completions","apiKey":"k","models":[{"id":"m1"},{"id":"m2","reasoning":true,"contextWindow":1000}]}}}"#,
-        );
-        let m1 = reg.find("local", "m1").unwrap();
-        assert_eq!(m1.name, "m1");
-        assert_eq!(m1.context_window, 128_000);
-        assert_eq!(m1.max_tokens, 16_384);
-        assert_eq!(m1.input, vec!["text"]);
-        assert_eq!(reg.api_key("local").as_deref(), Some("k"));
-        assert!(reg.available().iter().any(|m| m.id == "m2"));
-    }
-
-    #[test]
-    fn an_extension_provider_replaces_or_redirects_and_unregistering_restores() {
-        let mut reg = registry_with(r#"{"providers":{"anthropic":{"apiKey":"k"}}}"#);
-        let builtin = reg.all().into_iter().filter(|m| m.provider == "anthropic").count();
-        assert!(builtin > 1);
-        // Only a baseUrl: the built-in models stay, redirected.
-        reg.register_provider("anthropic", &serde_json::json!({"baseUrl": "http://127.0.0.1:9/a"})).unwrap();
-        let redirected: Vec<Model> = reg.all().into_iter().filter(|m| m.provider == "anthropic").collect();
-        assert_eq!(redirected.len(), builtin);
-        assert!(redirected.iter().all(|m| m.base_url == "http://127.0.0.1:9/a"));
-        // Models replace the provider's; the key is the config's.
-        let config = serde_json::json!({"baseUrl": "http://127.0.0.1:9/v1", "api": "my-api", "apiKey": "lit",
-            "models": [{"id": "one", "name": "One", "reasoning": true, "contextWindow": 1000, "maxTokens": 10}]});
-        reg.register_provider("anthropic", &config).unwrap();
-        let now: Vec<Model> = reg.all().into_iter().filter(|m| m.provider == "anthropic").collect();
-        assert_eq!(now.iter().map(|m| (m.id.as_str(), m.api.as_str())).collect::<Vec<_>>(), [("one", "my-api")]);
-        assert_eq!(reg.api_key("anthropic").as_deref(), Some("lit"));
-        reg.unregister_provider("anthropic");
-        let back: Vec<Model> = reg.all().into_iter().filter(|m| m.provider == "anthropic").collect();
-        assert_eq!(back.len(), builtin);
-        assert!(back.iter().all(|m| m.base_url != "http://127.0.0.1:9/a" && m.api != "my-api"));
-        assert_eq!(reg.api_key("anthropic").as_deref(), Some("k"));
-        // A new provider goes entirely; a bad config is refused and leaves nothing.
-        reg.register_provider("acme", &config).unwrap();
-        assert!(reg.find("acme", "one").is_some());
-        reg.unregister_provider("acme");
-        assert!(reg.find("acme", "one").is_none());
-        let bad = serde_json::json!({"models": [{"id": "x"}]});
-        assert!(reg.register_provider("nobase", &bad).unwrap_err().contains("registerProvider(\"nobase\")"));
-        assert!(reg.find("nobase", "x").is_none());
-    }
-
-    #[test]
-    fn resolution_by_full_id_exact_and_fuzzy() {
-        let mut reg = registry_with(
-            r#"{"providers":{"p":{"baseUrl":"http://x","api":"openai-completions","apiKey":"k","models":[{"id":"alpha-large"},{"id":"alpha-small"},{"id":"beta"}]}}}"#,
-        );
-        assert_eq!(reg.resolve(None, "p/beta").unwrap().id, "beta");
-        assert_eq!(reg.resolve(Some("p"), "beta").unwrap().id, "beta");
-        assert_eq!(reg.resolve(None, "small").unwrap().id, "alpha-small");
-        // pi 1.6.0: the id that collates last wins among one provider's matches.
-        assert_eq!(reg.resolve(None, "alpha").unwrap().id, "alpha-small");
-        assert_eq!(
-            reg.resolve(None, "nope-nope").unwrap_err(),
-            "Model \"nope-nope\" not found. Use --list-models to see available models."
-        );
-        let custom = reg.resolve_pattern(Some("p"), "nope", None, false).unwrap();
-        assert_eq!((custom.model.provider.as_str(), custom.model.id.as_str()), ("p", "nope"));
-        assert!(custom.warning.unwrap().contains("Using custom model id"));
-        assert_eq!(reg.resolve(None, "faux/faux-1").unwrap().provider, "faux");
-    }
-
-    #[test]
-    fn broken_models_json_is_a_clear_error() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("models.json"), r#"{"providers":{"p":{"models":[{"id":"m"}]}}}"#).unwrap();
-        let err = ModelRegistry::load(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("models.json") && err.contains("providers.p"), "{err}");
-        std::fs::write(dir.path().join("models.json"), "{").unwrap();
-        assert!(ModelRegistry::load(dir.path()).unwrap_err().to_string().contains("models.json"));
-    }
-
-    #[test]
-    fn auth_header_sends_the_key_as_a_bearer_token() {
-        let mut reg = registry_with(
-            r#"{"providers":{"proxy":{"baseUrl":"http://127.0.0.1:1","api":"anthropic-messages","apiKey":"k-1","authHeader":true,"headers":{"x-a":"b"},"models":[{"id":"m"}]}}}"#,
-        );
-        let m = reg.find("proxy", "m").unwrap();
-        let h = reg.headers(&m);
-        assert_eq!(h.get("Authorization").map(String::as_str), Some("Bearer k-1"));
-        assert_eq!(h.get("x-a").map(String::as_str), Some("b"));
-    }
-
-    #[test]
-    fn catalog_models_are_available_with_a_runtime_key() {
-        let mut reg = ModelRegistry::load(tempfile::tempdir().unwrap().path()).unwrap();
-        assert!(reg.all().iter().any(|m| m.provider == "groq"));
-        reg.set_runtime_key("groq", "gsk-test".into());
-        let available = reg.available();
-        assert!(available.iter().any(|m| m.provider == "groq"));
-        assert!(available.iter().all(|m| reg.has_credentials(m)));
-        assert_eq!(reg.resolve(Some("anthropic"), "claude-sonnet-4-5").unwrap().api, "anthropic-messages");
-    }
-
-    #[test]
-    fn provider_settings_reach_built_in_models() {
-        let mut reg = registry_with(
-            r#"{"providers":{"openrouter":{"baseUrl":"http://127.0.0.1:9/api/v1","compat":{"supportsStrictMode":false,"openRouterRouting":{"only":["x"]}},
-                "models":[{"id":"my/model"}]}}}"#,
-        );
-        let built_in = reg.find("openrouter", "anthropic/claude-fable-5:batch").unwrap();
-        assert_eq!(built_in.base_url, "http://127.0.0.1:9/api/v1");
-        let compat = built_in.compat.unwrap();
-        assert_eq!(compat.get("supportsStrictMode"), Some(&Value::Bool(false)));
-        assert_eq!(compat.get("cacheControlFormat").and_then(Value::as_str), Some("anthropic"));
-        let custom = reg.find("openrouter", "my/model").unwrap();
-        assert_eq!(custom.api, "openai-completions");
-        assert_eq!((custom.context_window, custom.max_tokens), (128_000, 16_384));
-    }
-
-    #[test]
-    fn a_login_written_after_loading_is_seen_at_the_next_sync() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut reg = ModelRegistry::load(dir.path()).unwrap();
-        assert!(!reg.provider_usable("anthropic"));
-        reg.sync_auth(dir.path());
-        let login = r#"{"anthropic":{"type":"oauth","refresh":"r","access":"sk-ant-oat01-x","expires":1}}"#;
-        std::fs::write(dir.path().join("auth.json"), login).unwrap();
-        reg.sync_auth(dir.path());
-        assert!(reg.provider_usable("anthropic"));
-        assert!(reg.oauth_login("anthropic").is_some());
-        assert!(reg.available().iter().any(|m| m.provider == "anthropic"), "its models came in");
-        std::fs::write(dir.path().join("auth.json"), "{}").unwrap();
-        reg.sync_auth(dir.path());
-        assert!(!reg.provider_usable("anthropic"), "logged out");
-    }
-
-    fn shared_slot<'r>(reg: &'r ModelRegistry, provider: &str, id: &str) -> &'r Slot {
-        reg.models.iter().find(|m| m.provider == provider && m.id == id).unwrap()
-    }
-
-    #[test]
-    fn sessions_share_one_parsed_catalog_and_keep_their_changes_to_themselves() {
-        // Two sessions of one process: one with a models.json that re-routes a
-        // built-in provider, overrides a model and adds one, and a plain one.
-        let changed = registry_with(
-            r#"{"providers":{"openrouter":{"baseUrl":"http://127.0.0.1:9/v1","modelOverrides":{"openai/gpt-4o":{"name":"Mine"}},
-                "models":[{"id":"my/model"}]},"groq":{"modelOverrides":{"openai/gpt-oss-120b":{"maxTokens":7}}}}}"#,
-        );
-        let mut changed = changed;
-        let mut plain = ModelRegistry::load(tempfile::tempdir().unwrap().path()).unwrap();
-        let _ = (changed.resolve(None, "openai/gpt-4o"), plain.resolve(None, "openai/gpt-4o"));
-        assert!(changed.all_loaded && plain.all_loaded);
-        // Unchanged built-in models are the process's one parsed copy in both.
-        let shared = catalog::shared_provider_models("anthropic");
-        let sonnet = shared.iter().find(|m| m.id == "claude-sonnet-4-5").unwrap();
-        for reg in [&changed, &plain] {
-            assert!(
-                matches!(shared_slot(reg, "anthropic", "claude-sonnet-4-5"), Slot::Shared(m) if std::ptr::eq(*m, sonnet))
-            );
-        }
-        let owned = |reg: &ModelRegistry| reg.models.iter().filter(|m| matches!(m, Slot::Own(_))).count();
-        assert_eq!(owned(&plain), 0, "a plain session copies no model");
-        let openrouter = catalog::shared_provider_models("openrouter").len();
-        assert_eq!(owned(&changed), openrouter + 2, "re-routed provider, one groq override, one custom model");
-        // The changes are the changed session's only; the shared catalog is untouched.
-        let mine = changed.find("openrouter", "openai/gpt-4o").unwrap();
-        assert_eq!((mine.name.as_str(), mine.base_url.as_str()), ("Mine", "http://127.0.0.1:9/v1"));
-        assert_eq!(changed.find("groq", "openai/gpt-oss-120b").unwrap().max_tokens, 7);
-        assert!(changed.find("openrouter", "my/model").is_some());
-        let theirs = plain.find("openrouter", "openai/gpt-4o").unwrap();
-        assert_eq!(theirs.base_url, "https://openrouter.ai/api/v1");
-        assert_ne!(theirs.name, "Mine");
-        assert_ne!(plain.find("groq", "openai/gpt-oss-120b").unwrap().max_tokens, 7);
-        assert!(plain.find("openrouter", "my/model").is_none());
-        assert_eq!(
-            &theirs,
-            catalog::shared_provider_models("openrouter").iter().find(|m| m.id == "openai/gpt-4o").unwrap()
-        );
-        // A key set at run time in one session does not reach the other.
-        changed.set_runtime_key("groq", "gsk-1".into());
-        assert!(changed.provider_usable("groq") && !plain.provider_usable("groq"));
-        // So does an extension's virtual model.
-        let virtual_model = Model { api: VIRTUAL_MODEL_API.into(), ..theirs.clone() };
-        assert!(changed.add_virtual(virtual_model.clone()).is_err(), "a physical model has its id");
-        let virtual_model = Model { provider: "router".into(), id: "auto".into(), ..virtual_model };
-        changed.add_virtual(virtual_model).unwrap();
-        assert!(changed.find("router", "auto").is_some() && plain.find("router", "auto").is_none());
-        // A clone (initialize's checked registry) shares the catalog too.
-        let copy = plain.clone();
-        assert!(
-            matches!(shared_slot(&copy, "anthropic", "claude-sonnet-4-5"), Slot::Shared(m) if std::ptr::eq(*m, sonnet))
-        );
-    }
-
-    #[test]
-    fn no_credentials_means_faux_only() {
-        let reg = ModelRegistry::from_models(vec![]);
-        let avail = reg.available();
-        assert_eq!(avail.len(), 1);
-        assert_eq!(avail[0].provider, "faux");
-    }
-
-    #[test]
-    fn catalog_providers_load_when_needed() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("auth.json"), r#"{"anthropic":{"type":"api_key","key":"sk-test"}}"#).unwrap();
-        let mut reg = ModelRegistry::load(dir.path()).unwrap();
-        let available = reg.available();
-        assert!(!available.is_empty() && available.iter().all(|m| m.provider == "anthropic"), "{available:?}");
-        assert!(reg.loaded.contains("anthropic") && !reg.all_loaded, "only the provider with a key was parsed");
-        // A lookup by id reaches every provider's models.
-        let m = reg.resolve(None, "openai/gpt-4o").unwrap();
-        assert_eq!(m.provider, "openai");
-        assert!(reg.all_loaded);
-        assert_eq!(reg.all().len(), catalog::catalog().len());
-    }
-}
+mod tests;

@@ -92,10 +92,16 @@ pub fn model_of_type(registry: &mut ModelRegistry, kind: ModelType, provider: &s
     models_of_type(registry, kind, Some(provider)).into_iter().find(|m| field(m, "id") == id)
 }
 
-/// The models of a type whose provider has credentials (pi's `getAvailableOfType`).
+/// The models of a type whose provider has credentials and whose login
+/// keeps them (pi's `getAvailableOfType`).
 pub fn available_of_type(registry: &mut ModelRegistry, kind: ModelType, provider: Option<&str>) -> Vec<Value> {
     let all = models_of_type(registry, kind, provider);
-    all.into_iter().filter(|m| registry.provider_usable(field(m, "provider"))).collect()
+    all.into_iter()
+        .filter(|m| {
+            let provider = field(m, "provider");
+            registry.provider_usable(provider) && registry.login_keeps(provider, field(m, "id"), kind.name())
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -114,5 +120,25 @@ mod tests {
         let jev = model_of_type(&mut registry, ModelType::Classifier, "typesafe", "jev-latest").expect("jev");
         assert_eq!(jev["baseUrl"], "https://api.typesafe.ai/v1/");
         assert!(model_of_type(&mut registry, ModelType::Image, "typesafe", "jev-latest").is_none());
+    }
+
+    #[test]
+    fn logins_keep_what_pi_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids = |registry: &mut ModelRegistry, kind: ModelType, provider: &str| -> Vec<String> {
+            available_of_type(registry, kind, Some(provider)).iter().map(|m| field(m, "id").to_string()).collect()
+        };
+        // A ChatGPT login of `openai` reaches no classifier; a key does.
+        let login = r#"{"openai":{"type":"oauth","refresh":"r","access":"a","expires":1},
+            "github-copilot":{"type":"oauth","refresh":"r","access":"a","expires":1,"availableModelIds":["gpt-6.1-sol"]}}"#;
+        std::fs::write(dir.path().join("auth.json"), login).unwrap();
+        let mut registry = ModelRegistry::load(dir.path()).unwrap();
+        assert!(ids(&mut registry, ModelType::Classifier, "openai").is_empty());
+        assert!(!ids(&mut registry, ModelType::Chat, "openai").is_empty());
+        // Copilot's login: its listed chat models, every classifier.
+        assert_eq!(ids(&mut registry, ModelType::Chat, "github-copilot"), ["gpt-6.1-sol"]);
+        assert_eq!(ids(&mut registry, ModelType::Classifier, "github-copilot"), ["microsoft-decision-1"]);
+        registry.set_runtime_key("openai", "sk-key".into());
+        assert_eq!(ids(&mut registry, ModelType::Classifier, "openai"), ["gpt-6-luna"]);
     }
 }

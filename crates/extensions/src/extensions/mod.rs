@@ -159,6 +159,12 @@ pub enum ExtRequest {
     /// `ctx.newSession()`, `ctx.fork()`, `ctx.switchSession()`,
     /// `ctx.navigateTree()`; answered `{cancelled}` once done.
     SessionOp(Value),
+    /// `{kind, …}`: a write of pi's `SessionManager` (`ctx.sessionManager`,
+    /// the `setup` of `newSession`): `kind` `"message"` (`message`),
+    /// `"custom"` (`customType`, `data`), `"custom_message"` (`customType`,
+    /// `content`, `display`, `details`), `"label"` (`targetId`, `label`),
+    /// `"session_info"` (`name`); answered `{id}`.
+    SessionAppend(Value),
 }
 
 impl ExtRequest {
@@ -181,6 +187,7 @@ impl ExtRequest {
                 ExtRequest::Mcp { method: method.to_string(), params }
             }
             "sessionOp" => ExtRequest::SessionOp(params),
+            "sessionAppend" => ExtRequest::SessionAppend(params),
             "models" => ExtRequest::Models(params),
             _ => return None,
         })

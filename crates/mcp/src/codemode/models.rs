@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::LoginAuth;
 use crate::config::ModelRegistry;
 use crate::config::typed_models::{self, ModelType};
 use crate::provider::http::HttpClient;
@@ -32,11 +33,28 @@ pub struct ModelCall {
     pub label: String,
     call: TypedCall,
     context: Value,
+    /// The provider's OAuth login, when that is its credential (GitHub
+    /// Copilot's: the Copilot token and its account's base URL).
+    login: Option<LoginAuth>,
 }
 
 impl ModelCall {
-    /// Run it; pi's result object (failures inside it).
-    pub async fn run(self) -> Value {
+    /// Run it; pi's result object (failures inside it). A login's current
+    /// credential is asked for first (refreshed when it expires soon), as
+    /// pi's model runtime does before each call.
+    pub async fn run(mut self) -> Value {
+        if let Some(login) = self.login.take() {
+            let current = tokio::select! {
+                biased;
+                _ = self.call.cancel.cancelled() => return self.failed(typed::ABORTED.to_string()),
+                current = login.current() => current,
+            };
+            match current {
+                Ok(Some(auth)) => self.call.use_login(auth.api_key, auth.headers, auth.base_url),
+                Ok(None) => {}
+                Err(e) => return self.failed(e.to_string()),
+            }
+        }
         if self.name == "models.classify" {
             typed::classify(&self.call, &self.context).await
         } else {
@@ -299,7 +317,8 @@ impl ModelsHost {
             Ok(made) => made,
             Err(e) => return ModelStep::Done(Err(e)),
         };
-        let model_call = ModelCall { name, label: format!("{provider}/{id}"), call, context: context.clone() };
+        let login = crate::auth::login_of(&self.registry(), provider);
+        let model_call = ModelCall { name, label: format!("{provider}/{id}"), call, context: context.clone(), login };
         let early = refusal.map(|message| model_call.failed(message)).or_else(|| {
             let images = context["images"].as_array().is_some_and(|i| !i.is_empty());
             (kind == ModelType::Classifier && images && !model_call.call.accepts("image"))

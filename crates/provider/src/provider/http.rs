@@ -118,11 +118,12 @@ impl HttpClient {
         self.origins.apply(url)
     }
 
-    /// Whether requests to `url` go through a proxy (the proxy variables, else the settings' `httpProxy`).
-    pub fn proxied(&self, url: &str) -> bool {
-        let Ok(parsed) = reqwest::Url::parse(&self.target(url)) else { return false };
+    /// The proxy requests to `url` go through, if any (the proxy variables,
+    /// else the settings' `httpProxy`).
+    pub fn proxy_for(&self, url: &str) -> Option<String> {
+        let parsed = reqwest::Url::parse(&self.target(url)).ok()?;
         let proxies = ProxyEnv::from_process(self.settings_proxy.as_deref());
-        proxies.proxy_for(parsed.scheme(), parsed.host_str().unwrap_or(""), parsed.port()).is_some()
+        proxies.proxy_for(parsed.scheme(), parsed.host_str().unwrap_or(""), parsed.port()).map(str::to_string)
     }
 
     /// A request of any method to `url` (after the origin overrides), with

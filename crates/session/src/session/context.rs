@@ -99,6 +99,17 @@ pub(super) fn entry_messages(entry: &SessionEntry, first: bool) -> Vec<AgentMess
     }
 }
 
+impl Session {
+    /// The messages entry `id` gives a branch summary (pi's
+    /// `getMessageFromEntry`): its context messages, a compaction's summary
+    /// included, tool results and system messages left out.
+    pub fn summary_messages_of(&self, id: &str) -> Vec<AgentMessage> {
+        let Some(entry) = self.get(id) else { return Vec::new() };
+        let keep = |m: &AgentMessage| !matches!(m, AgentMessage::ToolResult(_) | AgentMessage::System(_));
+        entry_messages(entry, true).into_iter().filter(keep).collect()
+    }
+}
+
 /// Apply a context edit's non-null replacement to one message.
 pub(super) fn replace_content(message: AgentMessage, replacement: &Value) -> AgentMessage {
     let Some(content) = replacement.get("content") else { return message };

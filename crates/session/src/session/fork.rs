@@ -50,6 +50,14 @@ impl Session {
         self.branched(leaf)
     }
 
+    /// Copy the path from the root to `entry_id` into a new session (pi's
+    /// `fork(id, {position: "at"})`): that entry is the new leaf.
+    pub fn clone_to(&self, entry_id: &str) -> Result<Session, SessionError> {
+        self.get(entry_id).ok_or(SessionError::InvalidForkEntry)?;
+        self.check_saved()?;
+        self.branched(entry_id)
+    }
+
     /// A persisted session must have its file before it can be forked.
     fn check_saved(&self) -> Result<(), SessionError> {
         match &self.file {

@@ -129,7 +129,10 @@ impl Agent {
             Op::SwitchSession { session_path, .. } => self.switch_session(&session_path).await,
             Op::ResumeSession { reference, .. } => self.resume_session(&reference).await,
             Op::Fork { entry_id } => self.fork(&entry_id).await,
-            Op::Clone => self.clone_session().await,
+            Op::Clone => {
+                let at = self.ext.session_op_replies().fork_target(tag);
+                self.clone_session(at.as_deref()).await
+            }
             Op::GetForkMessages => Ok(Reply::ForkMessages(self.session.record().fork_messages())),
             Op::GetEntries { since } => self.entries(since.as_deref()).map(Reply::Entries),
             Op::GetTree => Ok(Reply::Tree(TreeWithLeaf {

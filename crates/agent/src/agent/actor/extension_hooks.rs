@@ -269,7 +269,12 @@ impl Agent {
                 ("session_before_switch", json!({"reason": "resume", "targetSessionFile": reference}))
             }
             Op::Fork { entry_id } => ("session_before_fork", json!({"entryId": entry_id, "position": "before"})),
-            Op::Clone => match self.session.record().leaf_id() {
+            Op::Clone => match self
+                .ext
+                .session_op_replies()
+                .fork_target(pending.tag)
+                .or_else(|| self.session.record().leaf_id().map(str::to_string))
+            {
                 Some(leaf) => ("session_before_fork", json!({"entryId": leaf, "position": "at"})),
                 None => return Some(pending),
             },
@@ -346,7 +351,7 @@ impl Agent {
         self.discover_after_replacement();
     }
 
-    /// A custom message sent during a run: it joins the conversation when the run ends.
+    /// A custom message sent during a run: it joins the conversation when the turn ends.
     pub(super) fn defer_custom_message(&mut self, message: AgentMessage) {
         self.activity.hold_message(HeldMessage::Custom(message));
     }
@@ -453,6 +458,9 @@ impl Agent {
                 }
             }
             ExtSignal::TreeHookDone { nav, decision } => self.finish_navigation(*nav, decision).await,
+            ExtSignal::TreeSummaryDone { nav, decision, summary } => {
+                self.summarized_navigation(*nav, decision, *summary).await
+            }
             ExtSignal::SessionHookDone { pending, cancelled } => {
                 self.ext.hook_done();
                 if cancelled {

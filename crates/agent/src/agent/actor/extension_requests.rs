@@ -63,6 +63,10 @@ impl Agent {
                 let name = p.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
                 self.set_session_name(name).await.map(|_| Value::Null).map_err(|e| e.message)
             }
+            ExtRequest::SessionAppend(p) => {
+                let kind = p.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+                self.session.append_entry(&kind, &p).map(|id| json!({"id": id}))
+            }
             ExtRequest::GetState => Ok(self.extension_state_json()),
             ExtRequest::GetMessages => Ok(json!({"messages": self.session.messages()})),
             other @ (ExtRequest::SetActiveTools(_)
@@ -172,7 +176,7 @@ impl Agent {
 
     /// A custom message (pi's `sendMessage`): `nextTurn` waits for the next
     /// prompt; during a run it is steered / followed up, or appended when the
-    /// run ends (`triggerTurn: false`); while idle it starts a run
+    /// turn ends (`triggerTurn: false`); while idle it starts a run
     /// (`triggerTurn: true`) or is only appended.
     async fn ext_send_message(&mut self, p: &Value) -> Result<Value, String> {
         let message = custom_message(p)?;

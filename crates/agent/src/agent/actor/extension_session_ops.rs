@@ -24,25 +24,30 @@ pub(super) fn outcome(result: Result<Reply, CoreError>) -> Result<Value, String>
     }
 }
 
-/// The op of a `sessionOp` request.
-fn session_op(agent: &Agent, p: &Value) -> Result<Op, String> {
+/// The op of a `sessionOp` request, and for a fork at an entry below the
+/// leaf, that entry (the op is then a clone of the path up to it).
+fn session_op(agent: &Agent, p: &Value) -> Result<(Op, Option<String>), String> {
     let text = |key: &str| p.get(key).and_then(Value::as_str).map(str::to_string);
     match p.get("action").and_then(Value::as_str) {
-        Some("new") => Ok(Op::NewSession { parent_session: text("parentSession") }),
+        Some("new") => Ok((Op::NewSession { parent_session: text("parentSession") }, None)),
         Some("switch") => {
             let session_path = text("sessionPath").ok_or("\"sessionPath\" is required")?;
-            Ok(Op::SwitchSession { session_path, after_seq: None })
+            Ok((Op::SwitchSession { session_path, after_seq: None }, None))
         }
         Some("fork") => {
             let entry_id = text("entryId").ok_or("\"entryId\" is required")?;
             if text("position").as_deref() != Some("at") {
-                return Ok(Op::Fork { entry_id });
+                return Ok((Op::Fork { entry_id }, None));
             }
-            // Forking at the leaf is a clone of the current branch.
+            // Forking at the leaf is a clone of the current branch; pi's fork
+            // at another entry copies the path from the root to it.
             if agent.session.record().leaf_id() == Some(entry_id.as_str()) {
-                return Ok(Op::Clone);
+                return Ok((Op::Clone, None));
             }
-            Err(format!("fork at {entry_id}: forking at an entry other than the leaf is not supported"))
+            if agent.session.record().get(&entry_id).is_none() {
+                return Err("Invalid entry ID for forking".to_string());
+            }
+            Ok((Op::Clone, Some(entry_id)))
         }
         other => Err(format!("unknown session op: {}", other.unwrap_or("(none)"))),
     }
@@ -81,8 +86,11 @@ impl Agent {
             _ => {}
         }
         match session_op(self, &p) {
-            Ok(op) => {
+            Ok((op, fork_at)) => {
                 let tag = self.ext.session_op_replies().register(reply);
+                if let Some(entry_id) = fork_at {
+                    self.ext.session_op_replies().set_fork_target(tag, entry_id);
+                }
                 Box::pin(self.handle_op(Pending::new(Some(tag), op))).await;
             }
             Err(error) => {

@@ -2,26 +2,32 @@
 //! mode only reaches from extension commands): the `session_before_tree`
 //! hooks see pi's preparation (the abandoned entries back to the common
 //! ancestor) and may cancel, give the summary, or change the instructions
-//! and label; then the leaf moves (a user or custom message: to its parent),
-//! a `branch_summary` is written when one is wanted, the label is attached,
-//! and `session_tree` tells every subscribed extension.
+//! and label; with `summarize` and no summary from a hook, the current model
+//! writes one (pi's branch summarization, off the actor); then the leaf
+//! moves (a user or custom message: to its parent), a `branch_summary` is
+//! written when one is wanted, the label is attached, and `session_tree`
+//! tells every subscribed extension.
 
 use super::Agent;
 use crate::agent::extension_session_op_state::{ExtReply, Navigation};
 use crate::agent::extension_state::ExtSignal;
 use crate::agent::internal::Internal;
+use crate::compaction::branch::{
+    BRANCH_SUMMARY_RESERVE_TOKENS, BranchEntry, BranchInput, prepare_branch, summarize_branch,
+};
+use crate::compaction::{Summarizer, SummaryError, SummaryOutput};
 use crate::event::AgentEvent;
 use crate::extensions::CallError;
 use crate::session::SessionEntry;
+use crate::session::entry::KnownEntry;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
-/// Entries whose messages a branch summary would hold (pi leaves tool
-/// results, settings, custom entries, labels and session info out).
-fn has_summary_content(entry: &Value) -> bool {
-    match entry.get("type").and_then(Value::as_str) {
-        Some("message") => entry.pointer("/message/role").and_then(Value::as_str) != Some("toolResult"),
-        Some("custom_message" | "branch_summary" | "compaction") => true,
-        _ => false,
+/// A string member of the hooks' decision, else the command's own value.
+fn decided_text(decision: &Value, key: &str, own: &Option<String>) -> Option<String> {
+    match decision.get(key) {
+        Some(Value::String(v)) => Some(v.clone()),
+        _ => own.clone(),
     }
 }
 
@@ -123,12 +129,46 @@ impl Agent {
         });
     }
 
-    /// Navigate as the hooks decided, then answer the extension.
+    /// Navigate as the hooks decided (after the model's summary, when one
+    /// is needed), then answer the extension.
     pub(super) async fn finish_navigation(&mut self, nav: Navigation, decision: Value) {
         if nav.hooked {
             self.ext.hook_done();
         }
-        let outcome = self.navigate(&nav, &decision);
+        let cancelled = decision.get("cancel").and_then(Value::as_bool) == Some(true);
+        let hook_summary = nav.summarize && decision.get("summary").is_some_and(Value::is_object);
+        if nav.summarize && !cancelled && !hook_summary && !nav.entries_to_summarize.is_empty() {
+            let input = self.branch_input(&nav);
+            if !input.messages.is_empty() {
+                return self.start_branch_summary(nav, decision, input);
+            }
+        }
+        self.complete_navigation(nav, decision, None);
+    }
+
+    /// The model's summary came back: navigate with it (an abort cancels,
+    /// a failure is the command's error).
+    pub(super) async fn summarized_navigation(
+        &mut self,
+        nav: Navigation,
+        decision: Value,
+        summary: Result<SummaryOutput, SummaryError>,
+    ) {
+        self.activity.end_compaction();
+        match summary {
+            Ok(output) => self.complete_navigation(nav, decision, Some(output)),
+            Err(SummaryError::Aborted) => {
+                let _ = nav.reply.send(Ok(json!({"cancelled": true})));
+            }
+            Err(SummaryError::Failed(error)) => {
+                let _ = nav.reply.send(Err(error.message));
+            }
+        }
+        self.activity_ended().await;
+    }
+
+    fn complete_navigation(&mut self, nav: Navigation, decision: Value, generated: Option<SummaryOutput>) {
+        let outcome = self.navigate(&nav, &decision, generated);
         if let Ok(Some(payload)) = &outcome {
             self.ext.handle().notify_raw("session_tree", payload.clone());
         }
@@ -136,8 +176,67 @@ impl Agent {
         let _ = nav.reply.send(answer);
     }
 
+    /// The abandoned entries' messages within the model's budget (pi's `prepareBranchEntries`).
+    fn branch_input(&self, nav: &Navigation) -> BranchInput {
+        let record = self.session.record();
+        let entries: Vec<BranchEntry> = nav
+            .entries_to_summarize
+            .iter()
+            .filter_map(|e| e.get("id").and_then(Value::as_str))
+            .map(|id| BranchEntry {
+                kind: record.get(id).map(|e| e.type_name().to_string()).unwrap_or_default(),
+                messages: record.summary_messages_of(id),
+                summary_details: match record.get(id) {
+                    Some(SessionEntry::Known(KnownEntry::BranchSummary(b))) => {
+                        b.details.clone().map(|d| (d, b.from_hook.unwrap_or(false)))
+                    }
+                    _ => None,
+                },
+            })
+            .collect();
+        let window = Some(self.models.model().context_window).filter(|w| *w > 0).unwrap_or(128_000);
+        prepare_branch(&entries, window.saturating_sub(BRANCH_SUMMARY_RESERVE_TOKENS))
+    }
+
+    /// Ask the current model for the summary in a task; the navigation
+    /// counts as a compaction meanwhile (pi: `isCompacting`), so `abort`
+    /// cancels it and client ops wait.
+    fn start_branch_summary(&mut self, nav: Navigation, decision: Value, input: BranchInput) {
+        let Some(provider) = self.models.provider() else {
+            let _ = nav.reply.send(Err("No model available for summarization".to_string()));
+            return;
+        };
+        let summarizer = Summarizer {
+            provider,
+            model: self.models.model().clone(),
+            thinking: self.models.thinking(),
+            api_key: self.models.api_key(),
+            headers: self.models.headers(),
+            retry: self.prefs.settings().retry,
+            retry_enabled: self.prefs.auto_retry(),
+        };
+        let custom = decided_text(&decision, "customInstructions", &nav.custom_instructions);
+        let replace = match decision.get("replaceInstructions") {
+            Some(Value::Bool(r)) => *r,
+            _ => nav.replace_instructions == Some(true),
+        };
+        let cancel = CancellationToken::new();
+        self.activity.begin_compaction(cancel.clone(), None);
+        let emitter = self.channels.emitter();
+        tokio::spawn(async move {
+            let summary = summarize_branch(&input, custom.as_deref(), replace, &summarizer, &emitter, &cancel).await;
+            let done = ExtSignal::TreeSummaryDone { nav: Box::new(nav), decision, summary: Box::new(summary) };
+            emitter.send(Internal::Extension(Box::new(done))).await;
+        });
+    }
+
     /// Move the leaf; the `session_tree` payload, or `None` when cancelled.
-    fn navigate(&mut self, nav: &Navigation, decision: &Value) -> Result<Option<Value>, String> {
+    fn navigate(
+        &mut self,
+        nav: &Navigation,
+        decision: &Value,
+        generated: Option<SummaryOutput>,
+    ) -> Result<Option<Value>, String> {
         if decision.get("cancel").and_then(Value::as_bool) == Some(true) {
             return Ok(None);
         }
@@ -152,10 +251,10 @@ impl Agent {
             let text = s.get("summary").and_then(Value::as_str).unwrap_or_default().to_string();
             let usage = s.get("usage").and_then(|u| serde_json::from_value(u.clone()).ok());
             Some((text, s.get("details").filter(|d| !d.is_null()).cloned(), usage, true))
+        } else if let Some(out) = generated {
+            Some((out.summary, Some(out.details), out.usage, false))
         } else if nav.summarize && !nav.entries_to_summarize.is_empty() {
-            if nav.entries_to_summarize.iter().any(has_summary_content) {
-                return Err("navigateTree({summarize: true}): a summary of the abandoned branch by the model is not supported by pi-rpc yet; a session_before_tree handler can give it".to_string());
-            }
+            // pi's answer when the abandoned entries hold no messages.
             Some((
                 "No content to summarize".to_string(),
                 Some(json!({"readFiles": [], "modifiedFiles": []})),
@@ -169,10 +268,10 @@ impl Agent {
         let target = record.get(&nav.target_id).ok_or_else(|| format!("Entry {} not found", nav.target_id))?;
         // A user or custom message is re-sent from its parent; anything else becomes the leaf.
         let to_parent = match target {
-            SessionEntry::Known(crate::session::entry::KnownEntry::Message(m)) => {
+            SessionEntry::Known(KnownEntry::Message(m)) => {
                 matches!(m.message.known(), Some(crate::message::AgentMessage::User(_)))
             }
-            SessionEntry::Known(crate::session::entry::KnownEntry::CustomMessage(_)) => true,
+            SessionEntry::Known(KnownEntry::CustomMessage(_)) => true,
             _ => false,
         };
         let new_leaf = if to_parent { target.parent_id().map(str::to_string) } else { Some(nav.target_id.clone()) };

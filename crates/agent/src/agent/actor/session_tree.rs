@@ -56,9 +56,15 @@ impl Agent {
         Ok(Reply::Fork(Forked { text, cancelled: false }))
     }
 
-    /// `clone`: a new session with the current branch.
-    pub(super) async fn clone_session(&mut self) -> Result<Reply, CoreError> {
-        let session = self.session.record().clone_branch().map_err(session_error)?;
+    /// `clone`: a new session with the current branch (or, for an
+    /// extension's `fork(id, {position: "at"})`, the path up to `at`).
+    pub(super) async fn clone_session(&mut self, at: Option<&str>) -> Result<Reply, CoreError> {
+        let record = self.session.record();
+        let session = match at {
+            Some(entry_id) => record.clone_to(entry_id),
+            None => record.clone_branch(),
+        }
+        .map_err(session_error)?;
         let previous = self.replace_session(session).await?;
         self.extensions_session_started("fork", previous);
         Ok(Reply::Switched(Switched::new(false)))

@@ -104,12 +104,13 @@ impl Agent {
 
     /// Switch to `model`, keeping the thinking level where the model allows it.
     async fn switch_model(&mut self, model: Model) {
+        let level = self.models.level_for_switch();
         let changed = self.models.switch(model);
         let model = self.models.model().clone();
         if changed && let Err(e) = self.session.record_model(&model) {
             tracing::error!("cannot write session entry: {e}");
         }
-        self.change_thinking(self.models.thinking()).await;
+        self.change_thinking(level).await;
         if changed {
             self.emit(AgentEvent::ModelChanged { model: Box::new(model), thinking_level: self.models.thinking() })
                 .await;

@@ -56,7 +56,19 @@ function createSessionManager(channel, cache) {
 			}
 			return map;
 		});
+	/** pi's SessionManager writes: the entry goes to pi-rpc's session at once; its id comes back. */
+	const append = (params) => {
+		const answer = channel.call("sessionAppend", params);
+		cache.clear();
+		return answer?.id;
+	};
 	return {
+		appendMessage: (message) => append({ kind: "message", message }),
+		appendCustomEntry: (customType, data) => append({ kind: "custom", customType, data }),
+		appendCustomMessageEntry: (customType, content, display, details) =>
+			append({ kind: "custom_message", customType, content, display, details }),
+		appendLabelChange: (targetId, label) => append({ kind: "label", targetId, label }),
+		appendSessionInfo: (name) => append({ kind: "session_info", name }),
 		getCwd: () => session().cwd,
 		getSessionDir: () => session().sessionDir ?? undefined,
 		getSessionId: () => session().sessionId,
@@ -166,15 +178,39 @@ export function createContextFactory(channel, hello, host) {
 	const commandContext = (signal) => {
 		const ctx = base(signal);
 		const guard = { stale: false };
-		/** A session op by pi-rpc; on success the old context goes stale and `withSession` gets a new one. */
+		/**
+		 * A session op by pi-rpc; on success the old context goes stale and
+		 * `withSession` gets a new one. `setup` (newSession's) runs as pi runs
+		 * it: after the old instance's `session_shutdown`, before the new
+		 * instance's `session_start`, writing to the new session.
+		 */
 		const replace = async (params, options) => {
-			const result = await channel.request("sessionOp", params);
-			if (result?.cancelled) return { cancelled: true };
+			const setup = params.action === "new" && typeof options?.setup === "function" ? options.setup : undefined;
+			const gate = setup ? host.gateSessionStart() : undefined;
+			let result;
+			try {
+				result = await channel.request("sessionOp", params);
+			} catch (error) {
+				gate?.cancel();
+				throw error;
+			}
+			if (result?.cancelled) {
+				gate?.cancel();
+				return { cancelled: true };
+			}
 			guard.stale = true;
 			cache.clear();
+			if (gate) {
+				await gate.reached;
+				try {
+					await setup(sessionManager);
+				} finally {
+					cache.clear();
+					gate.release();
+				}
+			}
 			// The replacement's `session_start` is handled (by the new extension instance) first.
 			await host.afterEvents();
-			if (typeof options?.setup === "function") await options.setup(sessionManager);
 			if (typeof options?.withSession === "function") await options.withSession(replacedContext(signal));
 			return { cancelled: false };
 		};

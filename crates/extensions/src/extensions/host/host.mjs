@@ -123,6 +123,13 @@ async function onEvent(event) {
 			const target = event.sessionFile;
 			delete event.sessionFile;
 			if (event.reason && event.reason !== "startup") await replaceInstance(event.reason, target);
+			// A command's `newSession({setup})`: the setup runs before the new instance's `session_start`.
+			const gate = sessionStartGate;
+			sessionStartGate = undefined;
+			if (gate && event.reason && event.reason !== "startup") {
+				gate.reach();
+				await gate.released;
+			}
 			break;
 		}
 		case "bus":
@@ -314,6 +321,22 @@ async function createInstance() {
 	return current.instance;
 }
 
+/** The gate of the next replacement's `session_start` (see `onEvent`). */
+let sessionStartGate;
+
+/** Hold the next replacement's `session_start`: `reached` once it is due, `release()` lets it go. */
+function gateSessionStart() {
+	const gate = {};
+	gate.reached = new Promise((resolve) => (gate.reach = resolve));
+	gate.released = new Promise((resolve) => (gate.release = resolve));
+	sessionStartGate = gate;
+	const cancel = () => {
+		if (sessionStartGate === gate) sessionStartGate = undefined;
+		gate.release();
+	};
+	return { reached: gate.reached, release: gate.release, cancel };
+}
+
 async function replaceInstance(reason, targetSessionFile) {
 	instance.stale = true;
 	const shutdown = { type: "session_shutdown", reason, ...(targetSessionFile ? { targetSessionFile } : {}) };
@@ -328,7 +351,11 @@ async function replaceInstance(reason, targetSessionFile) {
 }
 
 hello = await helloPromise;
-contexts = createContextFactory(channel, hello, { afterEvents: () => serial(() => {}), api: () => instance.pi });
+contexts = createContextFactory(channel, hello, {
+	afterEvents: () => serial(() => {}),
+	api: () => instance.pi,
+	gateSessionStart,
+});
 try {
 	const require = createRequire(path.join(modulesDir, "package.json"));
 	const { createJiti } = require("jiti");

@@ -60,6 +60,11 @@ impl OpenAiCodexResponses {
     pub fn new(http: HttpClient) -> Self {
         OpenAiCodexResponses { http, sessions: Arc::default() }
     }
+
+    /// With sessions of its own (tests: a short idle limit).
+    pub fn with_sessions(http: HttpClient, sessions: Sessions) -> Self {
+        OpenAiCodexResponses { http, sessions: Arc::new(sessions) }
+    }
 }
 
 /// pi's `resolveCodexUrl`.
@@ -322,10 +327,8 @@ impl Provider for OpenAiCodexResponses {
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
         let level = configuration_effort(&request)
             .map(|value| Ok(ProviderEvent::MessageField { key: "providerThinkingLevel".into(), value }));
-        let url = endpoint(&request.model.base_url);
         let websocket = super::codex_transport::transport().uses_socket()
-            && !self.sessions.falls_back(request.session_id.as_deref())
-            && !self.http.proxied(&url);
+            && !self.sessions.falls_back(request.session_id.as_deref());
         let attempt = if websocket {
             websocket_attempt(&self.http, &self.sessions, request, cancel.clone())
         } else {

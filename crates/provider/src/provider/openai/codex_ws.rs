@@ -22,9 +22,13 @@
 //!   whole input) and `websocket_connection_limit_reached` before the answer
 //!   began (retried once).
 //!
-//! Not done: the socket skips proxies (when one applies to the endpoint, the
-//! call goes over SSE, which honours it); idle sockets are closed when next
-//! looked at rather than by a timer.
+//! * An idle socket is closed after 5 minutes by a timer, with code 1000 and
+//!   reason `idle_timeout`, as pi closes it (a socket found stale when next
+//!   looked at is closed then too).
+//!
+//! * When a proxy applies to the endpoint (`HTTP(S)_PROXY`, `NO_PROXY`, the
+//!   settings' `httpProxy`), the socket goes through it in a `CONNECT`
+//!   tunnel, as undici tunnels pi's WebSocket.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -37,6 +41,8 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
 use tokio_tungstenite::tungstenite::protocol::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tokio_util::sync::CancellationToken;
 
@@ -102,12 +108,21 @@ struct Idle {
     created: Instant,
     released: Instant,
     continuation: Option<Continuation>,
+    /// Which release this is: the idle timer closes only the socket it was set for.
+    generation: u64,
 }
 
 /// Sockets and SSE fallbacks of the sessions of one process.
-#[derive(Default)]
 pub struct Sessions {
     inner: Mutex<SessionsInner>,
+    /// How long a socket may stay idle (pi's 5 minutes).
+    idle_limit: Duration,
+}
+
+impl Default for Sessions {
+    fn default() -> Self {
+        Sessions::with_idle_limit(IDLE_LIMIT)
+    }
 }
 
 #[derive(Default)]
@@ -115,9 +130,15 @@ struct SessionsInner {
     idle: HashMap<(String, String), Idle>,
     busy: HashSet<(String, String)>,
     fallback: HashSet<String>,
+    releases: u64,
 }
 
 impl Sessions {
+    /// Sessions whose idle sockets close after `idle_limit` (tests use a short one).
+    pub fn with_idle_limit(idle_limit: Duration) -> Sessions {
+        Sessions { inner: Mutex::default(), idle_limit }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, SessionsInner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -261,15 +282,86 @@ async fn connect(attempt: &Attempt) -> Result<Socket, Failure> {
         let (Ok(name), Ok(value)) = (HeaderName::from_bytes(k.as_bytes()), HeaderValue::from_str(v)) else { continue };
         handshake.headers_mut().insert(name, value);
     }
-    let connecting = tokio_tungstenite::connect_async(handshake);
+    let proxy = attempt.http.proxy_for(&attempt.url);
+    let connecting = async {
+        let Some(proxy) = proxy else {
+            return tokio_tungstenite::connect_async(handshake).await.map_err(|e| e.to_string());
+        };
+        let stream = tunnel(&proxy, &target).await?;
+        tokio_tungstenite::client_async_tls_with_config(handshake, stream, None, None).await.map_err(|e| e.to_string())
+    };
     tokio::select! {
         _ = attempt.cancel.cancelled() => Err(Failure::Fatal(ProviderError::aborted())),
         r = tokio::time::timeout(CONNECT_TIMEOUT, connecting) => match r {
             Err(_) => Err(Failure::Transport(format!("WebSocket connect timeout after {}ms", CONNECT_TIMEOUT.as_millis()))),
-            Ok(Err(e)) => Err(Failure::Transport(e.to_string())),
+            Ok(Err(e)) => Err(Failure::Transport(e)),
             Ok(Ok((socket, _))) => Ok(socket),
         },
     }
+}
+
+/// A connection to `target`'s host through the HTTP proxy `proxy`: a
+/// `CONNECT host:port` tunnel (with the proxy URL's credentials as Basic
+/// `Proxy-Authorization`), as undici's proxy agent opens one for pi's socket.
+async fn tunnel(proxy: &str, target: &str) -> Result<TcpStream, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let proxy = if proxy.contains("://") { proxy.to_string() } else { format!("http://{proxy}") };
+    let proxy = reqwest::Url::parse(&proxy).map_err(|e| format!("bad proxy URL: {e}"))?;
+    if proxy.scheme() != "http" {
+        return Err(format!("a {} proxy cannot carry the WebSocket", proxy.scheme()));
+    }
+    let target = reqwest::Url::parse(target).map_err(|e| format!("bad WebSocket URL: {e}"))?;
+    let (Some(host), Some(port)) = (target.host_str(), target.port_or_known_default()) else {
+        return Err(format!("no host in {target}"));
+    };
+    let authority = format!("{host}:{port}");
+    let proxy_host = proxy.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
+    let proxy_port = proxy.port_or_known_default().unwrap_or(80);
+    let mut stream = TcpStream::connect((proxy_host, proxy_port)).await.map_err(|e| format!("proxy: {e}"))?;
+    let mut head = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n");
+    if !proxy.username().is_empty() {
+        use base64::Engine;
+        let user = format!("{}:{}", percent_decoded(proxy.username()), percent_decoded(proxy.password().unwrap_or("")));
+        let encoded = base64::engine::general_purpose::STANDARD.encode(user);
+        head.push_str(&format!("Proxy-Authorization: Basic {encoded}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await.map_err(|e| format!("proxy: {e}"))?;
+    let mut answer = Vec::new();
+    let mut byte = [0u8; 1];
+    while !answer.ends_with(b"\r\n\r\n") {
+        if answer.len() > 16 * 1024 || stream.read(&mut byte).await.map_err(|e| format!("proxy: {e}"))? == 0 {
+            return Err("the proxy ended the CONNECT without an answer".into());
+        }
+        answer.push(byte[0]);
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    let status = answer.lines().next().unwrap_or_default();
+    match status.split_whitespace().nth(1) {
+        Some(code) if code.starts_with('2') => Ok(stream),
+        _ => Err(format!("the proxy refused the tunnel: {status}")),
+    }
+}
+
+/// `%xx` escapes of a URL's user info undone.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = (bytes[i] == b'%').then(|| text.get(i + 1..i + 3)).flatten();
+        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            Some(b) => {
+                out.push(b);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Whether an idle socket is still open (nothing waiting on it but silence).
@@ -299,7 +391,7 @@ async fn acquire(attempt: &Attempt) -> Result<Lease, Failure> {
         return Ok(Lease { socket, key: None, created: Instant::now(), continuation: None });
     };
     if let Some(mut idle) = cached {
-        let fresh = idle.created.elapsed() < AGE_LIMIT && idle.released.elapsed() < IDLE_LIMIT;
+        let fresh = idle.created.elapsed() < AGE_LIMIT && idle.released.elapsed() < attempt.sessions.idle_limit;
         if fresh && still_open(&mut idle.socket) {
             return Ok(Lease {
                 socket: idle.socket,
@@ -319,13 +411,38 @@ async fn acquire(attempt: &Attempt) -> Result<Lease, Failure> {
     }
 }
 
-fn release(sessions: &Sessions, key: Option<(String, String)>, kept: Option<Idle>) {
+fn release(sessions: &Arc<Sessions>, key: Option<(String, String)>, kept: Option<Idle>) {
     let Some(key) = key else { return };
     let mut inner = sessions.lock();
     inner.busy.remove(&key);
-    if let Some(idle) = kept {
+    if let Some(mut idle) = kept {
+        inner.releases += 1;
+        idle.generation = inner.releases;
+        close_when_idle(sessions, key.clone(), idle.generation);
         inner.idle.insert(key, idle);
     }
+}
+
+/// pi's idle timer: the socket released as `generation` is closed once it
+/// stayed idle for the limit (not when a call took it meanwhile).
+fn close_when_idle(sessions: &Arc<Sessions>, key: (String, String), generation: u64) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    let (weak, limit) = (Arc::downgrade(sessions), sessions.idle_limit);
+    runtime.spawn(async move {
+        tokio::time::sleep(limit).await;
+        let Some(sessions) = weak.upgrade() else { return };
+        let expired = {
+            let mut inner = sessions.lock();
+            match inner.idle.get(&key) {
+                Some(idle) if idle.generation == generation => inner.idle.remove(&key),
+                _ => None,
+            }
+        };
+        if let Some(mut idle) = expired {
+            let frame = CloseFrame { code: CloseCode::Normal, reason: "idle_timeout".into() };
+            let _ = idle.socket.close(Some(frame)).await;
+        }
+    });
 }
 
 /// pi's `buildCachedWebSocketRequestBody`: the delta after the last answer, when it applies.
@@ -563,7 +680,7 @@ async fn finish(live: Live, attempt: &Attempt) {
     }
     let (response_id, items) = answer_items(&attempt.request, seen).await;
     let continuation = response_id.map(|response_id| Continuation { body: attempt.body.clone(), response_id, items });
-    let idle = Idle { socket, created, released: Instant::now(), continuation };
+    let idle = Idle { socket, created, released: Instant::now(), continuation, generation: 0 };
     release(&attempt.sessions, lease_key, Some(idle));
 }
 

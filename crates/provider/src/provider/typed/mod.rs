@@ -51,6 +51,17 @@ pub struct TypedCall {
 }
 
 impl TypedCall {
+    /// Send the request with a login's credential (pi's request auth): its
+    /// key, its headers under the configured ones, its account's base URL.
+    pub fn use_login(&mut self, api_key: Option<String>, headers: Vec<(String, String)>, base_url: Option<String>) {
+        self.api_key = api_key;
+        let configured = std::mem::take(&mut self.headers);
+        self.headers = headers.into_iter().chain(configured).collect();
+        if let Some(base) = base_url {
+            self.model["baseUrl"] = Value::String(base);
+        }
+    }
+
     /// The catalog entry's fields (strings `""` when absent or of another type).
     pub fn entry(&self) -> wire::Entry {
         lenient::event_ref(&self.model).unwrap_or_default()

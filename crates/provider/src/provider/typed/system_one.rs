@@ -64,8 +64,17 @@ impl Transport {
         }
     }
 
+    /// `{base}/systemone` (`{base}/run` on Cloudflare); GitHub Copilot
+    /// serves System One under `/v1`, which its chat APIs lack, so pi adds
+    /// it to the (login's) base URL per request.
     fn url(&self, entry: &Entry) -> String {
-        join_url(&entry.base_url, if self.cloudflare { "run" } else { "systemone" })
+        if self.cloudflare {
+            return join_url(&entry.base_url, "run");
+        }
+        if entry.provider == "github-copilot" {
+            return join_url(&join_url(&entry.base_url, "v1"), "systemone");
+        }
+        join_url(&entry.base_url, "systemone")
     }
 
     fn payload(&self, entry: &Entry, request: Map<String, Value>) -> Value {

@@ -14,6 +14,7 @@ use crate::message::AgentMessage;
 use crate::model::{Model, ModelCost};
 use crate::provider::http::HttpClient;
 use crate::provider::openai::codex::OpenAiCodexResponses;
+use crate::provider::openai::codex_ws::Sessions;
 use crate::provider::test_support::{collect, simple_request};
 use crate::provider::{Provider, ProviderRequest};
 
@@ -110,6 +111,35 @@ async fn a_session_keeps_its_socket_and_sends_only_the_new_items() {
         second.body["input"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap_or("")).collect();
     assert_eq!(types, ["function_call_output"]);
     assert!(first_input >= 2);
+}
+
+/// pi closes a session's socket left idle for 5 minutes (its
+/// `scheduleSessionWebSocketExpiry`: code 1000, `idle_timeout`); pi cannot
+/// be pointed at a 5-minute wait here, so this follows pi-ai's source, with
+/// a short limit. The socket is then gone: the next call opens a new one.
+#[tokio::test]
+async fn an_idle_socket_is_closed_by_its_timer_as_pi_closes_it() {
+    let server = FakeServer::start().await.unwrap();
+    server.accept_websockets();
+    server.push(Reply::tool_call("call_1", "bash", r#"{"command":"ls"}"#).id("resp_first"));
+    server.push(Reply::text("Done."));
+    let sessions = Sessions::with_idle_limit(std::time::Duration::from_millis(200));
+    let provider: Arc<dyn Provider> =
+        Arc::new(OpenAiCodexResponses::with_sessions(HttpClient::new().unwrap(), sessions));
+    let next = answered(provider.clone(), request(&server, Some("session-idle"))).await;
+    // Waits for the server to see the close (no timing is asserted).
+    for _ in 0..200 {
+        if !server.websocket_endings().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(server.websocket_endings(), ["1000 idle_timeout"]);
+    let (_, err) = collect(provider.as_ref(), next, CancellationToken::new()).await;
+    assert_eq!(err, None);
+    let requests = server.requests();
+    assert_eq!(methods(&requests), ["WEBSOCKET", "WEBSOCKET"]);
+    assert!(requests[1].body.get("previous_response_id").is_none(), "a new socket: the whole input again");
 }
 
 #[tokio::test]
