@@ -5,7 +5,10 @@
 //! promptly with `Aborted`, before or during the body.
 
 use std::collections::VecDeque;
+use std::ops::ControlFlow;
 use std::task::Poll;
+
+use bytes::Bytes;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -17,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::cancel_watch::CancelWatch;
 
 use super::http::{self, HttpClient};
-use super::sse::{BodyError, SseEvent};
+use super::sse::{BodyError, Framer, SseEvent, SseParser};
 use super::{ProviderError, ProviderErrorKind, ProviderEvent, ProviderStream};
 
 /// Events (or the final error) decoded so far and not yet handed out.
@@ -119,8 +122,21 @@ enum Phase {
     /// The call is still being prepared (credentials to resolve, a body to sign).
     Prepare(Option<BoxFuture<'static, Result<Call, ProviderError>>>),
     Start(Option<Call>),
-    Streaming(BoxStream<'static, Result<SseEvent, BodyError>>),
+    Streaming(Box<Body>),
     Done,
+}
+
+/// A response body being read: its chunks and the framing that makes them events.
+struct Body {
+    chunks: BoxStream<'static, Result<Bytes, BodyError>>,
+    framer: Box<dyn Framer>,
+}
+
+/// Why the events of a body stop being read before its end.
+enum Stop {
+    /// The API's terminator: finish.
+    Done,
+    Failed(ProviderError),
 }
 
 struct Run<W: Wire> {
@@ -197,12 +213,11 @@ impl<W: Wire> Run<W> {
             return self.fail(err);
         }
         self.out.emit(ProviderEvent::Opened);
-        self.phase = Phase::Streaming(match framing {
-            Framing::Sse => self.http.sse(response).boxed(),
-            Framing::AwsEventStream => {
-                self.http.framed(response, super::bedrock::eventstream::EventStreamFramer::default()).boxed()
-            }
-        });
+        let framer: Box<dyn Framer> = match framing {
+            Framing::Sse => Box::new(SseParser::new()),
+            Framing::AwsEventStream => Box::new(super::bedrock::eventstream::EventStreamFramer::default()),
+        };
+        self.phase = Phase::Streaming(Box::new(Body { chunks: self.http.body(response).boxed(), framer }));
     }
 
     /// Send the request and open the body, unless cancelled first.
@@ -218,18 +233,33 @@ impl<W: Wire> Run<W> {
         }
     }
 
-    fn on_event(&mut self, event: &SseEvent) -> Result<Flow, ProviderError> {
-        self.wire.on_event(event, &mut self.out)
+    /// Decode the events a body chunk completes, as they complete (none is
+    /// copied), until the terminator or an error.
+    fn on_chunk(&mut self, framer: &mut dyn Framer, bytes: &[u8]) -> Result<Option<Stop>, String> {
+        let mut stop = None;
+        let (wire, out, observer) = (&mut self.wire, &mut self.out, self.observer.as_deref());
+        // A `Break` is told by `stop`.
+        let _ = framer.push_each(bytes, &mut |event| on_event(wire, out, observer, event, &mut stop))?;
+        Ok(stop)
     }
 
-    /// Show a stream event to the observer that wants them (pi's `provider_stream_event`).
-    fn observe(&mut self, event: &SseEvent) -> &mut Self {
-        // OpenAI's end marker is the stream's framing, not an event (pi's SDK never shows it).
-        if let Some(observer) = self.observer.as_ref().filter(|_| event.data != "[DONE]") {
-            let data = serde_json::from_str(&event.data).unwrap_or_else(|_| Value::String(event.data.clone()));
-            observer.stream_event(data);
+    /// The body ended cleanly: its last events, then the end.
+    fn on_end(&mut self, framer: &mut dyn Framer) {
+        let events = match framer.finish() {
+            Ok(events) => events,
+            Err(e) => return self.fail(http::body_error(BodyError::Transport(e))),
+        };
+        let mut stop = None;
+        let observer = self.observer.as_deref();
+        for event in &events {
+            if on_event(&mut self.wire, &mut self.out, observer, event, &mut stop).is_break() {
+                break;
+            }
         }
-        self
+        match stop {
+            Some(Stop::Failed(e)) => self.fail(e),
+            Some(Stop::Done) | None => self.finish(),
+        }
     }
 
     fn finish(&mut self) {
@@ -260,7 +290,7 @@ impl<W: Wire> Run<W> {
                 // Boxed: a large future, once per call, not moved with every body read.
                 Box::pin(self.start(call)).await;
             }
-            Phase::Streaming(mut events) => {
+            Phase::Streaming(mut body) => {
                 if self.watch.is_cancelled() {
                     return self.fail(ProviderError::aborted());
                 }
@@ -273,7 +303,7 @@ impl<W: Wire> Run<W> {
                     if waiting && watch.poll_cancelled(cx).is_ready() {
                         return Poll::Ready(None);
                     }
-                    if let Poll::Ready(next) = events.poll_next_unpin(cx) {
+                    if let Poll::Ready(next) = body.chunks.poll_next_unpin(cx) {
                         return Poll::Ready(Some(next));
                     }
                     if !waiting {
@@ -287,17 +317,41 @@ impl<W: Wire> Run<W> {
                 .await;
                 let Some(next) = next else { return self.fail(ProviderError::aborted()) };
                 match next {
-                    Some(Ok(ev)) => match self.observe(&ev).on_event(&ev) {
-                        Ok(Flow::Continue) => self.phase = Phase::Streaming(events),
-                        Ok(Flow::Done) => self.finish(),
-                        Err(e) => self.fail(e),
+                    Some(Ok(bytes)) => match self.on_chunk(&mut *body.framer, &bytes) {
+                        Ok(None) => self.phase = Phase::Streaming(body),
+                        Ok(Some(Stop::Done)) => self.finish(),
+                        Ok(Some(Stop::Failed(e))) => self.fail(e),
+                        Err(e) => self.fail(http::body_error(BodyError::Transport(e))),
                     },
                     Some(Err(e)) => self.fail(http::body_error(e)),
-                    None => self.finish(),
+                    None => self.on_end(&mut *body.framer),
                 }
             }
         }
     }
+}
+
+/// Hand one event to the decoder, shown first to the observer that wants
+/// stream events (pi's `provider_stream_event`); `Break` (with `stop` set)
+/// at the terminator or an error.
+fn on_event<W: Wire>(
+    wire: &mut W,
+    out: &mut Out,
+    observer: Option<&dyn super::observe::RequestObserver>,
+    event: &SseEvent,
+    stop: &mut Option<Stop>,
+) -> ControlFlow<()> {
+    // OpenAI's end marker is the stream's framing, not an event (pi's SDK never shows it).
+    if let Some(observer) = observer.filter(|_| event.data != "[DONE]") {
+        let data = serde_json::from_str(&event.data).unwrap_or_else(|_| Value::String(event.data.clone()));
+        observer.stream_event(data);
+    }
+    match wire.on_event(event, out) {
+        Ok(Flow::Continue) => return ControlFlow::Continue(()),
+        Ok(Flow::Done) => *stop = Some(Stop::Done),
+        Err(e) => *stop = Some(Stop::Failed(e)),
+    }
+    ControlFlow::Break(())
 }
 
 /// The credentials a request carries in its headers (`authorization`,

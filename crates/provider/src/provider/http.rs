@@ -12,6 +12,7 @@
 use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::{Stream, TryStreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
@@ -19,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::origin::OriginOverrides;
 use super::proxy::ProxyEnv;
-use super::sse::{BodyError, Framer, SseEvent, framed_events, sse_events};
+use super::sse::{BodyError, IdleBody};
 use super::{ProviderError, ProviderErrorKind};
 
 /// Text of a stream cut by the server mid-body. This is pi 1.6's literal text
@@ -197,21 +198,10 @@ impl HttpClient {
         }
     }
 
-    /// SSE events of a response body, with this client's idle timeout.
-    pub fn sse(&self, response: reqwest::Response) -> impl Stream<Item = Result<SseEvent, BodyError>> + Send + use<> {
-        let body = response.bytes_stream().map_err(|e| error_chain(&e));
-        sse_events(Box::pin(body), self.options.idle_timeout)
-    }
-
-    /// The events of a response body in another framing ([`Framer`]), with
-    /// this client's idle timeout.
-    pub fn framed<F: Framer>(
-        &self,
-        response: reqwest::Response,
-        framer: F,
-    ) -> impl Stream<Item = Result<SseEvent, BodyError>> + Send + use<F> {
-        let body = response.bytes_stream().map_err(|e| error_chain(&e));
-        framed_events(Box::pin(body), self.options.idle_timeout, framer)
+    /// The chunks of a response body, each read waiting at most this
+    /// client's idle timeout; a framing ([`super::sse::Framer`]) makes them events.
+    pub fn body(&self, response: reqwest::Response) -> IdleBody<impl Stream<Item = Result<Bytes, String>> + use<>> {
+        IdleBody::new(response.bytes_stream().map_err(|e| error_chain(&e)), self.options.idle_timeout)
     }
 }
 

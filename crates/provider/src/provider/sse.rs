@@ -9,11 +9,13 @@
 //! kept, comments (`:`) and unknown fields are ignored, and an empty line
 //! dispatches the event when it has data.
 
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use std::future::Future;
-use std::task::Poll;
 
 use futures::{Stream, StreamExt};
 
@@ -56,8 +58,26 @@ impl SseParser {
     }
 
     /// Feed a chunk; returns the events completed by it, in order.
-    pub fn push(&mut self, mut chunk: &[u8]) -> Vec<SseEvent> {
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         let mut out = Vec::new();
+        let _ = self.push_with(chunk, &mut |event: &mut SseEvent| {
+            out.push(std::mem::take(event));
+            ControlFlow::Continue(())
+        });
+        out
+    }
+
+    /// Feed a chunk, handing each event to `each` as it completes (lent:
+    /// its buffers are reused for the next event). Stops at the first
+    /// `Break`, leaving the rest of the chunk unread: feed nothing more then.
+    pub fn push_each(&mut self, chunk: &[u8], each: &mut dyn FnMut(&SseEvent) -> ControlFlow<()>) -> ControlFlow<()> {
+        self.push_with(chunk, &mut |event: &mut SseEvent| each(event))
+    }
+
+    fn push_with<F>(&mut self, mut chunk: &[u8], sink: &mut F) -> ControlFlow<()>
+    where
+        F: FnMut(&mut SseEvent) -> ControlFlow<()>,
+    {
         if !self.started {
             // Hold back the first bytes until it is clear whether they are a BOM.
             let mut head = std::mem::take(&mut self.bom_probe);
@@ -66,18 +86,20 @@ impl SseParser {
             chunk = &chunk[take..];
             if head.len() < BOM.len() && BOM.starts_with(&head) {
                 self.bom_probe = head;
-                return out;
+                return ControlFlow::Continue(());
             }
             self.started = true;
             if head != BOM {
-                self.feed(&head, &mut out);
+                self.feed(&head, sink)?;
             }
         }
-        self.feed(chunk, &mut out);
-        out
+        self.feed(chunk, sink)
     }
 
-    fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+    fn feed<F>(&mut self, mut bytes: &[u8], sink: &mut F) -> ControlFlow<()>
+    where
+        F: FnMut(&mut SseEvent) -> ControlFlow<()>,
+    {
         while let Some(&first) = bytes.first() {
             if self.after_cr {
                 self.after_cr = false;
@@ -89,13 +111,20 @@ impl SseParser {
             // Whole runs of line bytes at once, not byte by byte.
             let Some(end) = memchr::memchr2(b'\n', b'\r', bytes) else {
                 self.line.extend_from_slice(bytes);
-                return;
+                return ControlFlow::Continue(());
             };
-            self.line.extend_from_slice(&bytes[..end]);
-            self.end_line(out);
             self.after_cr = bytes[end] == b'\r';
+            let line = &bytes[..end];
             bytes = &bytes[end + 1..];
+            if self.line.is_empty() {
+                // The whole line is in this chunk: read in place, not copied.
+                self.process_line(line, sink)?;
+            } else {
+                self.line.extend_from_slice(line);
+                self.end_line(sink)?;
+            }
         }
+        ControlFlow::Continue(())
     }
 
     /// End of stream. Per the spec an event not closed by a blank line is
@@ -110,26 +139,20 @@ impl SseParser {
     /// event marked [`SseEvent::unterminated`].
     pub fn finish_with_trailing(&mut self) -> Vec<SseEvent> {
         let mut out = Vec::new();
+        let mut sink = |event: &mut SseEvent| {
+            out.push(std::mem::take(event));
+            ControlFlow::Continue(())
+        };
         if !self.started {
             self.started = true;
             let head = std::mem::take(&mut self.bom_probe);
-            self.feed(&head, &mut out);
+            let _ = self.feed(&head, &mut sink);
         }
         if !self.line.is_empty() {
-            self.end_line(&mut out);
+            let _ = self.end_line(&mut sink);
         }
         if self.has_data {
-            let mut data = std::mem::take(&mut self.data);
-            if data.ends_with('\n') {
-                data.pop();
-            }
-            out.push(SseEvent {
-                event: std::mem::take(&mut self.event),
-                data,
-                id: self.last_id.clone(),
-                retry: self.retry,
-                unterminated: true,
-            });
+            let _ = self.dispatch(true, &mut sink);
         }
         self.data.clear();
         self.has_data = false;
@@ -137,33 +160,54 @@ impl SseParser {
         out
     }
 
-    fn end_line(&mut self, out: &mut Vec<SseEvent>) {
+    fn end_line<F>(&mut self, sink: &mut F) -> ControlFlow<()>
+    where
+        F: FnMut(&mut SseEvent) -> ControlFlow<()>,
+    {
         // The line buffer is kept (cleared) for the next line.
         let mut line = std::mem::take(&mut self.line);
-        self.process_line(&line, out);
+        let flow = self.process_line(&line, sink);
         line.clear();
         self.line = line;
+        flow
     }
 
-    fn process_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
+    /// Hand the event gathered so far to `sink`, then keep its buffers for the next one.
+    fn dispatch<F>(&mut self, unterminated: bool, sink: &mut F) -> ControlFlow<()>
+    where
+        F: FnMut(&mut SseEvent) -> ControlFlow<()>,
+    {
+        let mut event = SseEvent {
+            event: std::mem::take(&mut self.event),
+            data: std::mem::take(&mut self.data),
+            id: self.last_id.clone(),
+            retry: self.retry,
+            unterminated,
+        };
+        if event.data.ends_with('\n') {
+            event.data.pop();
+        }
+        let flow = sink(&mut event);
+        // Emptied, not freed (unless the sink took them).
+        self.data = event.data;
+        self.data.clear();
+        self.event = event.event;
+        self.event.clear();
+        self.has_data = false;
+        flow
+    }
+
+    fn process_line<F>(&mut self, line: &[u8], sink: &mut F) -> ControlFlow<()>
+    where
+        F: FnMut(&mut SseEvent) -> ControlFlow<()>,
+    {
         if line.is_empty() {
             if self.has_data {
-                let mut data = std::mem::take(&mut self.data);
-                if data.ends_with('\n') {
-                    data.pop();
-                }
-                out.push(SseEvent {
-                    event: std::mem::take(&mut self.event),
-                    data,
-                    id: self.last_id.clone(),
-                    retry: self.retry,
-                    unterminated: false,
-                });
-            } else {
-                self.event.clear();
+                return self.dispatch(false, sink);
             }
+            self.event.clear();
             self.has_data = false;
-            return;
+            return ControlFlow::Continue(());
         }
         // Valid UTF-8 (the usual case) is checked on the fast path.
         let text = match std::str::from_utf8(line) {
@@ -171,7 +215,7 @@ impl SseParser {
             Err(_) => String::from_utf8_lossy(line),
         };
         if text.starts_with(':') {
-            return;
+            return ControlFlow::Continue(());
         }
         let (field, value) = match text.split_once(':') {
             Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
@@ -183,13 +227,17 @@ impl SseParser {
                 self.data.push('\n');
                 self.has_data = true;
             }
-            "event" => self.event = value.to_string(),
+            "event" => {
+                self.event.clear();
+                self.event.push_str(value);
+            }
             "id" if !value.contains('\0') => self.last_id = Some(value.to_string()),
             "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
                 self.retry = value.parse().ok();
             }
             _ => {}
         }
+        ControlFlow::Continue(())
     }
 }
 
@@ -221,6 +269,21 @@ pub trait Framer: Send + 'static {
     fn push(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, String>;
     /// The body ended cleanly: the last events, or why the end is premature.
     fn finish(&mut self) -> Result<Vec<SseEvent>, String>;
+    /// Feed a chunk, handing each event it completes to `each`, in order,
+    /// until `each` answers `Break` (then the rest is not read, and nothing
+    /// more may be fed). A framing error comes before any event of the chunk.
+    fn push_each(
+        &mut self,
+        chunk: &[u8],
+        each: &mut dyn FnMut(&SseEvent) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>, String> {
+        for event in self.push(chunk)? {
+            if each(&event).is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
 }
 
 impl Framer for SseParser {
@@ -230,6 +293,79 @@ impl Framer for SseParser {
 
     fn finish(&mut self) -> Result<Vec<SseEvent>, String> {
         Ok(self.finish_with_trailing())
+    }
+
+    /// Without a copy of any event: each is lent, its buffers reused.
+    fn push_each(
+        &mut self,
+        chunk: &[u8],
+        each: &mut dyn FnMut(&SseEvent) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>, String> {
+        Ok(SseParser::push_each(self, chunk, each))
+    }
+}
+
+/// The chunks of a body, each read waiting at most `idle` (when set): a
+/// wait that runs out ends the stream with [`BodyError::Idle`], a transport
+/// error with [`BodyError::Transport`].
+pub struct IdleBody<S> {
+    body: S,
+    idle: Option<Duration>,
+    /// When the current wait runs out (set at its first pending read).
+    deadline: Option<tokio::time::Instant>,
+    /// The idle timer, made at the first wait and kept: a wait only moves
+    /// its deadline later, and a timer that fires before the current wait's
+    /// deadline is set to it (no timer is made per read).
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    done: bool,
+}
+
+impl<S> IdleBody<S> {
+    pub fn new(body: S, idle: Option<Duration>) -> IdleBody<S> {
+        IdleBody { body, idle, deadline: None, timer: None, done: false }
+    }
+}
+
+impl<S, E> Stream for IdleBody<S>
+where
+    S: Stream<Item = Result<Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    type Item = Result<Bytes, BodyError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        // The body first, as `tokio::time::timeout` polls it: a chunk
+        // already at hand is taken without the timer.
+        match this.body.poll_next_unpin(cx) {
+            Poll::Ready(Some(Ok(bytes))) => {
+                this.deadline = None;
+                return Poll::Ready(Some(Ok(bytes)));
+            }
+            Poll::Ready(Some(Err(e))) => {
+                this.done = true;
+                return Poll::Ready(Some(Err(BodyError::Transport(e.to_string()))));
+            }
+            Poll::Ready(None) => {
+                this.done = true;
+                return Poll::Ready(None);
+            }
+            Poll::Pending => {}
+        }
+        let Some(limit) = this.idle else { return Poll::Pending };
+        let deadline = *this.deadline.get_or_insert_with(|| tokio::time::Instant::now() + limit);
+        let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        while timer.as_mut().poll(cx).is_ready() {
+            if tokio::time::Instant::now() >= deadline {
+                this.done = true;
+                return Poll::Ready(Some(Err(BodyError::Idle(limit))));
+            }
+            timer.as_mut().reset(deadline);
+        }
+        Poll::Pending
     }
 }
 
@@ -246,17 +382,14 @@ where
     F: Framer,
 {
     struct St<S, F> {
-        body: S,
+        body: IdleBody<S>,
         parser: F,
         pending: std::collections::VecDeque<SseEvent>,
         done: bool,
-        /// The idle timer, made at the first wait and kept: a wait only moves
-        /// its deadline later, and a timer that fires before the current
-        /// wait's deadline is set to it (no timer is made per read).
-        timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     }
     // Boxed: the state moves in and out of each step's future.
-    let state = Box::new(St { body, parser: framer, pending: Default::default(), done: false, timer: None });
+    let state =
+        Box::new(St { body: IdleBody::new(body, idle), parser: framer, pending: Default::default(), done: false });
     futures::stream::unfold(state, move |mut st| async move {
         loop {
             if let Some(ev) = st.pending.pop_front() {
@@ -265,40 +398,12 @@ where
             if st.done {
                 return None;
             }
-            let next = match idle {
-                None => st.body.next().await,
-                Some(limit) => {
-                    let St { body, timer, .. } = &mut *st;
-                    let mut deadline = None;
-                    let next = std::future::poll_fn(|cx| {
-                        // The body first, as `tokio::time::timeout` polls it:
-                        // a chunk already at hand is taken without the timer.
-                        if let Poll::Ready(next) = body.poll_next_unpin(cx) {
-                            return Poll::Ready(Some(next));
-                        }
-                        let deadline = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + limit);
-                        let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-                        while timer.as_mut().poll(cx).is_ready() {
-                            if tokio::time::Instant::now() >= deadline {
-                                return Poll::Ready(None);
-                            }
-                            timer.as_mut().reset(deadline);
-                        }
-                        Poll::Pending
-                    })
-                    .await;
-                    match next {
-                        Some(n) => n,
-                        None => {
-                            st.done = true;
-                            return Some((Err(BodyError::Idle(limit)), st));
-                        }
-                    }
-                }
-            };
-            let framed = match next {
+            let framed = match st.body.next().await {
                 Some(Ok(bytes)) => st.parser.push(&bytes),
-                Some(Err(e)) => Err(e.to_string()),
+                Some(Err(e)) => {
+                    st.done = true;
+                    return Some((Err(e), st));
+                }
                 None => {
                     st.done = true;
                     st.parser.finish()
@@ -422,6 +527,37 @@ mod tests {
         assert!(tail[0].unterminated);
         assert_eq!((tail[0].event.as_str(), tail[0].data.as_str()), ("e", "partial"));
         assert!(SseParser::new().finish_with_trailing().is_empty());
+    }
+
+    #[test]
+    fn lent_events_are_the_pushed_events_at_every_split_point() {
+        let input = "event: delta\r\ndata: héllo 👋\r\ndata: second\r\n\r\nid: 4\ndata:x\r\rdata:  two\n\n".as_bytes();
+        let whole = parse_in_pieces(input, &[10_000]);
+        for size in 1..9 {
+            let mut p = SseParser::new();
+            let mut lent = Vec::new();
+            for chunk in input.chunks(size) {
+                let flow = p.push_each(chunk, &mut |e: &SseEvent| {
+                    lent.push(e.clone());
+                    ControlFlow::Continue(())
+                });
+                assert!(flow.is_continue());
+            }
+            lent.extend(p.finish());
+            assert_eq!(lent, whole, "piece size {size}");
+        }
+    }
+
+    #[test]
+    fn a_break_stops_at_that_event() {
+        let mut p = SseParser::new();
+        let mut seen = Vec::new();
+        let flow = p.push_each(b"data: 1\n\ndata: 2\n\ndata: 3\n\n", &mut |e: &SseEvent| {
+            seen.push(e.data.clone());
+            if e.data == "2" { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+        });
+        assert!(flow.is_break());
+        assert_eq!(seen, ["1", "2"]);
     }
 
     #[tokio::test]
