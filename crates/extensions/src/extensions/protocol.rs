@@ -102,6 +102,9 @@ pub struct ToolSpecWire {
     /// pi's `executionMode`: `sequential` runs its calls one at a time.
     #[serde(default, rename = "executionMode")]
     pub execution_mode: Option<String>,
+    /// pi's `outputSchema`: codemode scripts get the result's `structuredContent`.
+    #[serde(default, rename = "outputSchema")]
+    pub output_schema: Option<Value>,
 }
 
 fn empty_object_schema() -> Value {

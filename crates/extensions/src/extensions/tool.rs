@@ -53,6 +53,10 @@ impl Tool for ExtensionTool {
         self.spec.execution_mode.as_deref() == Some("sequential")
     }
 
+    fn output_schema(&self) -> Option<&Value> {
+        self.spec.output_schema.as_ref().filter(|s| s.is_object())
+    }
+
     fn callable(&self, active: bool) -> bool {
         match self.spec.exposure.as_deref() {
             None | Some("direct") => active,
@@ -94,7 +98,9 @@ impl Tool for ExtensionTool {
                 let terminate = result.get("terminate").and_then(Value::as_bool) == Some(true);
                 // pi's `result.usage`: the tool's own model usage (a sub-agent's), on its toolResult.
                 let usage = super::tool_content::parse_usage(&result);
-                ToolOutput { content, details, is_error, terminate, usage, ..Default::default() }
+                // pi's `structuredContent`: on `tool_execution_end`, and a codemode call's value when typed.
+                let structured_content = result.get("structuredContent").filter(|v| !v.is_null()).cloned();
+                ToolOutput { content, details, is_error, terminate, usage, structured_content, ..Default::default() }
             }
             Err(CallError::Failed(message)) => ToolOutput::error(message),
             Err(CallError::Dead(message)) => {

@@ -14,6 +14,8 @@ pub fn declaration(entry: &CatalogEntry) -> String {
     let args = object_type(entry.tool.parameters(), 1);
     let result = if entry.is_mcp {
         MCP_RESULT.to_string()
+    } else if let Some(schema) = &entry.output_schema {
+        format!("Promise<{}>", type_of(schema, 1))
     } else {
         match entry.tool.name() {
             "bash" => "Promise<{ output: string; truncated: boolean; full_output_path?: string; exit_code: number; wall_time_seconds: number; }>".into(),

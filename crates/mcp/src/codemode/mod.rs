@@ -67,7 +67,8 @@ impl CatalogEntry {
             extra: String::new(),
             namespace: None,
         };
-        CatalogEntry { tool, namespace: None, output_schema: None, is_mcp: false, search }
+        let output_schema = tool.output_schema().cloned();
+        CatalogEntry { tool, namespace: None, output_schema, is_mcp: false, search }
     }
 
     pub fn from_exposed(t: ExposedTool) -> CatalogEntry {
@@ -437,8 +438,12 @@ impl<'a> Session<'a> {
         // A failed call is an error in `details.calls`, with its text, even
         // when the script gets a value (an MCP result with `isError`).
         let failure = out.is_error.then(text);
+        // A tool that declares an output schema (MCP's, an extension's) resolves to its structured
+        // content even for an error result; a tool without one resolves to its text.
+        let typed = entry.is_mcp || entry.output_schema.is_some();
+        let builtin_structured = matches!(name, "bash" | "read") && entry.tool.output_schema().is_none();
         let (ok, value) = match out.structured_content {
-            Some(v) if entry.is_mcp || name == "bash" || !out.is_error => (true, v),
+            Some(v) if typed || name == "bash" || (builtin_structured && !out.is_error) => (true, v),
             _ if out.is_error => (false, json!(text())),
             _ => (true, json!(text())),
         };

@@ -117,3 +117,52 @@ async fn store_survives_successful_scripts_only_and_images_are_kept() {
     assert_eq!(ts[2], "==> text 2/2 <==\nafter");
     let _ = Arc::new(());
 }
+
+/// A tool returning `structured_content`, with or without an output schema (an extension's tool).
+struct Structured {
+    name: &'static str,
+    schema: Option<Value>,
+    is_error: bool,
+}
+
+#[async_trait::async_trait]
+impl Tool for Structured {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "structured"
+    }
+    fn parameters(&self) -> &Value {
+        static EMPTY: OnceLock<Value> = OnceLock::new();
+        EMPTY.get_or_init(|| json!({"type": "object", "properties": {}}))
+    }
+    fn output_schema(&self) -> Option<&Value> {
+        self.schema.as_ref()
+    }
+    async fn execute(&self, _args: Value, _ctx: ToolContext) -> ToolOutput {
+        let out = if self.is_error { ToolOutput::error("refused") } else { ToolOutput::text("as text") };
+        out.with_structured_content(json!({"n": 7}))
+    }
+}
+
+#[tokio::test]
+async fn an_output_schema_makes_calls_resolve_to_structured_content() {
+    let schema = json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "number"}}});
+    let tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(Structured { name: "typed", schema: Some(schema.clone()), is_error: false }),
+        Arc::new(Structured { name: "typed_error", schema: Some(schema), is_error: true }),
+        Arc::new(Structured { name: "untyped", schema: None, is_error: false }),
+    ];
+    let entries: Vec<CatalogEntry> = tools.into_iter().map(CatalogEntry::builtin).collect();
+    assert!(
+        declare::declaration(&entries[0]).ends_with("Promise<{\n  n: number;\n}>; };"),
+        "{}",
+        declare::declaration(&entries[0])
+    );
+    assert!(declare::declaration(&entries[2]).ends_with("Promise<string>; };"));
+    let t = CodemodeTool::new(entries, None);
+    let out = run(&t, "return [await tools.typed({}), await tools.typed_error({}), await tools.untyped({})]").await;
+    assert!(!out.is_error, "{:?}", texts(&out));
+    assert_eq!(texts(&out)[1], "[{\"n\":7},{\"n\":7},\"as text\"]");
+}

@@ -274,6 +274,12 @@ pub trait Tool: Send + Sync {
         false
     }
 
+    /// JSON Schema of the result's `structured_content` (pi's `outputSchema`):
+    /// a codemode script's call of the tool resolves to that value.
+    fn output_schema(&self) -> Option<&Value> {
+        None
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().to_string(),

@@ -95,6 +95,7 @@ export class Instance {
 				name: t.name,
 				description: t.description ?? "",
 				parameters: plainSchema(t.parameters),
+				outputSchema: t.outputSchema === undefined ? undefined : plainSchema(t.outputSchema),
 				active: t.defaultActive !== false && MODEL_EXPOSURES.has(t.exposure),
 				exposure: t.exposure,
 				executionMode: t.executionMode,

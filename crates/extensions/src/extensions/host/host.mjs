@@ -192,6 +192,7 @@ async function runTool({ toolName, toolCallId, input }, signal) {
 		isError: result?.isError === true,
 		terminate: result?.terminate === true ? true : undefined,
 		usage: result?.usage,
+		structuredContent: result?.structuredContent,
 	};
 }
 
