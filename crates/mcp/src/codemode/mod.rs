@@ -441,7 +441,9 @@ impl<'a> Session<'a> {
         // A tool that declares an output schema (MCP's, an extension's) resolves to its structured
         // content even for an error result; a tool without one resolves to its text.
         let typed = entry.is_mcp || entry.output_schema.is_some();
-        let builtin_structured = matches!(name, "bash" | "read") && entry.tool.output_schema().is_none();
+        // pi-rpc's own tools that return structured content (bash, read, the MCP resource tools).
+        let builtin_structured = matches!(name, "bash" | "read")
+            || crate::mcp::tools::ResourceToolKind::ALL.iter().any(|kind| kind.name() == name);
         let (ok, value) = match out.structured_content {
             Some(v) if typed || name == "bash" || (builtin_structured && !out.is_error) => (true, v),
             _ if out.is_error => (false, json!(text())),
