@@ -118,6 +118,9 @@ function onLine(line) {
 
 async function onEvent(event) {
 	if (!instance) return;
+	// An event means the agent has moved on: a snapshot read before it (the
+	// tick cache of `getSession`/`getState`) must not answer its handlers.
+	contexts.cache.clear();
 	switch (event.type) {
 		case "session_start": {
 			const target = event.sessionFile;
