@@ -93,15 +93,7 @@ impl Agent {
                 return Err(JobError::Unavailable(error));
             }
         };
-        let summarizer = Summarizer {
-            provider,
-            model: self.models.model().clone(),
-            thinking: self.models.thinking(),
-            api_key: self.models.api_key(),
-            headers: self.models.headers(),
-            retry: self.prefs.settings().retry,
-            retry_enabled: self.prefs.auto_retry(),
-        };
+        let summarizer = self.summarizer(provider);
         let hook = self.compact_hook(&prep, reason, will_retry, custom_instructions.as_deref());
         Ok(CompactionJob {
             reason,
@@ -436,5 +428,20 @@ impl Agent {
             };
         }
         Some(direct)
+    }
+}
+
+impl Agent {
+    /// The current model asked for a summary (compactions and branch summaries).
+    pub(super) fn summarizer(&self, provider: std::sync::Arc<dyn crate::provider::Provider>) -> Summarizer {
+        Summarizer {
+            provider,
+            model: self.models.model().clone(),
+            thinking: self.models.thinking(),
+            api_key: self.models.api_key(),
+            headers: self.models.headers(),
+            retry: self.prefs.settings().retry,
+            retry_enabled: self.prefs.auto_retry(),
+        }
     }
 }

@@ -15,7 +15,7 @@ use crate::agent::internal::Internal;
 use crate::compaction::branch::{
     BRANCH_SUMMARY_RESERVE_TOKENS, BranchEntry, BranchInput, prepare_branch, summarize_branch,
 };
-use crate::compaction::{Summarizer, SummaryError, SummaryOutput};
+use crate::compaction::{SummaryError, SummaryOutput};
 use crate::event::AgentEvent;
 use crate::extensions::CallError;
 use crate::session::SessionEntry;
@@ -206,15 +206,7 @@ impl Agent {
             let _ = nav.reply.send(Err("No model available for summarization".to_string()));
             return;
         };
-        let summarizer = Summarizer {
-            provider,
-            model: self.models.model().clone(),
-            thinking: self.models.thinking(),
-            api_key: self.models.api_key(),
-            headers: self.models.headers(),
-            retry: self.prefs.settings().retry,
-            retry_enabled: self.prefs.auto_retry(),
-        };
+        let summarizer = self.summarizer(provider);
         let custom = decided_text(&decision, "customInstructions", &nav.custom_instructions);
         let replace = match decision.get("replaceInstructions") {
             Some(Value::Bool(r)) => *r,
