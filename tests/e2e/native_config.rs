@@ -25,9 +25,6 @@ async fn a_broken_config_file_is_a_clear_startup_error() {
     let mut pi = sb.spawn(&["--model", "no-such-model"]);
     assert_eq!(pi.wait().await.code(), Some(1));
     assert!(pi.stderr().contains("Model \"no-such-model\" not found"), "{}", pi.stderr());
-    let mut pi = sb.spawn(&["--tools", "read,teleport"]);
-    assert_eq!(pi.wait().await.code(), Some(1));
-    assert!(pi.stderr().contains("teleport"), "{}", pi.stderr());
 }
 
 #[tokio::test]
@@ -49,7 +46,8 @@ async fn the_system_prompt_names_tools_cwd_and_context_files() {
     sb.server().push(Reply::text("ok"));
     std::fs::write(sb.cwd.path().join("AGENTS.md"), "Always answer in haiku.").unwrap();
     std::fs::write(sb.cwd.path().join("extra.md"), "Appended from a file.").unwrap();
-    let mut pi = sb.spawn(&["--no-session", "--tools", "read,ls", "--append-system-prompt", "extra.md"]);
+    // A name no tool has is ignored, as pi 1.6.0 does (an extension may register it later).
+    let mut pi = sb.spawn(&["--no-session", "--tools", "read,teleport,ls", "--append-system-prompt", "extra.md"]);
     pi.send(json!({"type": "prompt", "message": "hi"})).await;
     pi.until_type("agent_settled").await;
     let body = &sb.server().requests()[0].body;

@@ -70,9 +70,15 @@ pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentC
     };
     // MCP patterns filter MCP tools; `codemode` and `tool_search` come with MCP.
     active_tools.retain(|t| !t.starts_with("mcp__") && !MCP_RESOURCE_TOOLS.contains(&t.as_str()));
-    if let Some(unknown) = active_tools.iter().find(|t| !tools.contains(t) && !INDIRECT_TOOLS.contains(&t.as_str())) {
-        let known: Vec<&str> = tools.names().collect();
-        bail!("unknown tool \"{unknown}\" (known tools: {})", known.join(", "));
+    // A name no tool has yet may be an extension's tool: it is activated
+    // when one registers it (pi resolves `--tools` once the extensions
+    // loaded); a name no tool ever has is ignored, as in pi.
+    let mut requested_tools = active_tools.clone();
+    let tool_allowlist = tool_allowlist(args, &active_tools);
+    active_tools.retain(|t| tools.contains(t) || INDIRECT_TOOLS.contains(&t.as_str()));
+    if let Some(excluded) = &args.exclude_tools {
+        let matcher = pi_core::tools::ToolNameMatcher::new(excluded);
+        requested_tools.retain(|t| !matcher.matches(t));
     }
     let active_tools = match &args.exclude_tools {
         Some(excluded) => {
@@ -110,7 +116,9 @@ pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentC
     pi_core::provider::shared::set_attribution(attribution);
     pi_core::provider::openai::codex_transport::set_transport(settings.transport.as_deref());
     let providers = ProviderRegistry::builtin(http, faux);
-    let (resources, extensions, project_trusted) = resources_and_extensions(args, &agent_dir, &cwd)?;
+    let (resources, mut extensions, project_trusted) = resources_and_extensions(args, &agent_dir, &cwd)?;
+    extensions.tool_allowlist = tool_allowlist;
+    extensions.requested_tools = requested_tools;
     let mcp = mcp_options(args, &settings, &agent_dir, &cwd, project_trusted);
 
     // Seed dialects: approvals only with `--tool-approval` or `toolApproval.enabled`.
@@ -146,6 +154,21 @@ pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentC
         client: pi_core::client::ClientSetup { approval: settings_approval, ..Default::default() },
         session_fence: None,
     })
+}
+
+/// `--tools` as pi's allowlist of every tool (extension ones included): a
+/// list of names and patterns, or, with `--no-tools`, the tools its
+/// `+name`/`-name` edits select. `None` when `--tools` only edits the
+/// default tools, or is not given.
+fn tool_allowlist(args: &Args, selected: &[String]) -> Option<Vec<String>> {
+    let list = args.tools.as_ref()?;
+    let entries: Vec<String> = list.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect();
+    let edits = entries.iter().any(|t| t.starts_with(['+', '-']));
+    match (edits, args.no_tools) {
+        (false, _) => Some(entries),
+        (true, true) => Some(selected.to_vec()),
+        (true, false) => None,
+    }
 }
 
 /// Tools MCP adds (named in `--tools` to turn them on without MCP servers).
@@ -213,6 +236,8 @@ fn resources_and_extensions(
         host: HostConfig::from_env_and_settings(&agent_dir.join("settings.json")),
         agent_dir: agent_dir.to_path_buf(),
         project_trusted: options.project_trusted,
+        tool_allowlist: None,
+        requested_tools: Vec::new(),
     };
     Ok((resources, extensions, options.project_trusted))
 }

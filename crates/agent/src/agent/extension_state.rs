@@ -97,6 +97,10 @@ pub(crate) struct ExtensionState {
     tools_version: Arc<AtomicU64>,
     /// `--no-tools`: extension tools start inactive.
     no_tools: bool,
+    /// `--tools` as an allowlist, and whether it names MCP tools (`mcp__…`).
+    tool_allowlist: Option<(crate::tools::ToolNameMatcher, bool)>,
+    /// The active tools `--tools` asked for, in order (extension ones included).
+    requested_tools: Vec<String>,
     /// Compactions extensions asked for (`ctx.compact()`): `(extension, ticket)`.
     compaction_waiters: Vec<(usize, Value)>,
     /// Session ops of extension commands (`ctx.newSession()`, …) by their tag.
@@ -131,6 +135,11 @@ impl ExtensionState {
             tools_known: HashMap::new(),
             tools_version: Arc::default(),
             no_tools: options.no_tools,
+            tool_allowlist: options.tool_allowlist.as_ref().map(|list| {
+                let names_mcp = list.iter().any(|entry| entry.trim().starts_with("mcp__"));
+                (crate::tools::ToolNameMatcher::new(list), names_mcp)
+            }),
+            requested_tools: options.requested_tools.clone(),
             compaction_waiters: Vec::new(),
             session_op_replies: Default::default(),
         }
@@ -271,6 +280,34 @@ impl ExtensionState {
     /// `--no-tools`: extension tools start inactive.
     pub(super) fn no_tools(&self) -> bool {
         self.no_tools
+    }
+
+    /// Whether an extension tool `name` may be registered: `--tools`, when
+    /// it is an allowlist, matches it (an MCP-named tool passes an allowlist
+    /// that names no MCP tool, as in pi).
+    pub(super) fn tool_allowed(&self, name: &str) -> bool {
+        match &self.tool_allowlist {
+            None => true,
+            Some((matcher, names_mcp)) => matcher.matches(name) || (!names_mcp && name.starts_with("mcp__")),
+        }
+    }
+
+    /// Whether `--tools` names extension tool `name` (its allowlist matches
+    /// it, or it asks for it by name): it is activated when registered,
+    /// whatever its `defaultActive`.
+    pub(super) fn tool_named(&self, name: &str) -> bool {
+        self.tool_allowlist.as_ref().is_some_and(|(matcher, _)| matcher.matches(name))
+            || self.requested_tools.iter().any(|t| t == name)
+    }
+
+    /// The active tools `--tools` asked for, in order.
+    pub(super) fn requested_tools(&self) -> &[String] {
+        &self.requested_tools
+    }
+
+    /// Whether `--tools` is an allowlist (only the tools it names are activated).
+    pub(super) fn has_tool_allowlist(&self) -> bool {
+        self.tool_allowlist.is_some()
     }
 
     /// The tools extension `id` added (forgotten: it re-registers or died).

@@ -133,6 +133,26 @@ impl Toolbox {
         }
     }
 
+    /// Register an extension's tool and activate it in its place in
+    /// `order` (the tools `--tools` asked for): after the last active tool
+    /// that comes before it there, first when none does; at the end when
+    /// `order` does not name it. An excluded or already active tool stays
+    /// where it is.
+    pub(super) fn add_extension_tool_in_order(&mut self, tool: Arc<dyn Tool>, order: &[String]) {
+        let name = tool.name().to_string();
+        self.registry.register(tool);
+        if !self.registry.contains(&name) || self.active.contains(&name) {
+            return;
+        }
+        let Some(place) = order.iter().position(|n| *n == name) else {
+            self.active.push(name);
+            return;
+        };
+        let before = &order[..place];
+        let at = self.active.iter().rposition(|a| before.contains(a)).map_or(0, |i| i + 1);
+        self.active.insert(at, name);
+    }
+
     /// Remove an extension's tool; a built-in tool it replaced comes back
     /// (and stays active if it was).
     pub(super) fn remove_extension_tool(&mut self, name: &str) {
@@ -173,6 +193,23 @@ mod tests {
         assert_eq!(tools.set_active_known(["nope", "edit", "edit"].into_iter()), names(&["edit"]).as_slice());
         assert!(tools.is_active("edit") && !tools.is_active("read"));
         assert_eq!(tools.active_set().1.len(), 1);
+    }
+
+    #[test]
+    fn a_requested_extension_tool_takes_its_place_in_the_requested_order() {
+        let order = names(&["tool_a", "read", "bash", "tool_c", "write"]);
+        let mut tools = Toolbox::new(ToolRegistry::builtin(), names(&["read", "bash", "write"]));
+        let tool = |name: &str| -> Arc<dyn Tool> {
+            let spec =
+                ClientToolSpec { name: name.into(), description: String::new(), parameters: serde_json::json!({}) };
+            Arc::new(ClientTool::new(spec, std::time::Duration::from_secs(1)))
+        };
+        tools.add_extension_tool(tool("tool_b"), true);
+        tools.add_extension_tool_in_order(tool("tool_c"), &order);
+        tools.add_extension_tool_in_order(tool("tool_a"), &order);
+        tools.add_extension_tool_in_order(tool("tool_d"), &order);
+        let expected = names(&["tool_a", "read", "bash", "tool_c", "write", "tool_b", "tool_d"]);
+        assert_eq!(tools.active_names(), expected.as_slice());
     }
 
     #[test]

@@ -98,6 +98,14 @@ pub struct ExtensionOptions {
     pub timeouts: Timeouts,
     /// `--no-tools`: extension tools are registered but not activated.
     pub no_tools: bool,
+    /// `--tools` as pi's allowlist (names and `*` patterns): an extension
+    /// tool it does not match is not registered, one it matches is activated
+    /// (`None`: no allowlist).
+    pub tool_allowlist: Option<Vec<String>>,
+    /// The active tools `--tools` asks for, in order, those no tool has
+    /// at start included: an extension tool it names is activated when
+    /// registered, in its place in this order.
+    pub requested_tools: Vec<String>,
     /// Where the TypeScript extension host finds Node.js and its packages.
     pub host: HostConfig,
     /// The agent directory (pi modules read it as `PI_CODING_AGENT_DIR`).

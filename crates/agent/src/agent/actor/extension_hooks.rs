@@ -621,6 +621,10 @@ impl Agent {
         let known_before = self.ext.known_tools(id);
         let mut added = Vec::new();
         for spec in registration.tools {
+            // pi's `--tools` allowlist: a tool it does not name is not registered.
+            if !self.ext.tool_allowed(&spec.name) {
+                continue;
+            }
             let owner = self.ext.tool_owner(&spec.name);
             if let Some(owner) = owner {
                 let other = self.ext.handle().get(owner).map(|e| e.path_string()).unwrap_or_default();
@@ -632,10 +636,20 @@ impl Agent {
             }
             // A tool is activated when first registered (unless excluded:
             // the registry refuses it); re-registering keeps what
-            // `setActiveTools` made of it since.
-            let activate = !known_before.contains(&spec.name) && spec.active && !self.ext.no_tools();
+            // `setActiveTools` made of it since. With a `--tools`
+            // allowlist only the tools it names are, and a tool `--tools`
+            // names is whatever its `defaultActive` (as pi's loadout).
+            let declarable = matches!(spec.exposure.as_deref(), None | Some("direct" | "model-only"));
+            let by_default = spec.active && !self.ext.no_tools() && !self.ext.has_tool_allowlist();
+            let named = declarable && self.ext.tool_named(&spec.name);
+            let activate = !known_before.contains(&spec.name) && (by_default || named);
             let name = spec.name.clone();
-            self.toolbox.add_extension_tool(Arc::new(ExtensionTool::new(ext.clone(), spec)), activate);
+            let tool = Arc::new(ExtensionTool::new(ext.clone(), spec));
+            if activate && named {
+                self.toolbox.add_extension_tool_in_order(tool, self.ext.requested_tools());
+            } else {
+                self.toolbox.add_extension_tool(tool, activate);
+            }
             added.push(name);
         }
         self.ext.record_tools(id, added);
