@@ -234,6 +234,18 @@ impl ExtensionState {
         before
     }
 
+    /// The registrations of provider `name` by extensions loaded after `id`, in load order.
+    pub(super) fn providers_after(&self, id: usize, name: &str) -> Vec<crate::extensions::protocol::ProviderSpec> {
+        let mut later: Vec<(&usize, &crate::extensions::protocol::ProviderSpec)> = self
+            .providers_of
+            .iter()
+            .filter(|(other, _)| **other > id)
+            .flat_map(|(other, specs)| specs.iter().filter(|s| s.name == name).map(move |s| (other, s)))
+            .collect();
+        later.sort_by_key(|(other, _)| **other);
+        later.into_iter().map(|(_, spec)| spec.clone()).collect()
+    }
+
     /// The live extension that registered virtual model `provider/id`.
     pub(super) fn virtual_model_owner(&self, provider: &str, id: &str) -> Option<Arc<crate::extensions::Extension>> {
         let owner = self.virtual_of.iter().find(|(_, models)| models.iter().any(|(p, m)| p == provider && m == id))?.0;

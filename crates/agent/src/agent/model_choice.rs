@@ -394,7 +394,11 @@ impl ModelChoice {
         streams: Arc<dyn crate::provider::runtime::PiEventSource>,
         ext: &Arc<crate::extensions::Extension>,
     ) -> Result<(), String> {
-        self.registry.register_provider(&spec.name, &spec.config)?;
+        if spec.native {
+            self.registry.register_native_provider(&spec.name, &spec.config)?;
+        } else {
+            self.registry.register_provider(&spec.name, &spec.config)?;
+        }
         if spec.oauth.is_some() {
             self.logins.insert(spec.name.clone(), ext.clone());
         }
@@ -404,6 +408,35 @@ impl ModelChoice {
         }
         self.refresh_selection();
         Ok(())
+    }
+
+    /// Apply a registration's config again, merged over the provider's
+    /// current extension config (its stream and login stay as they are).
+    pub(super) fn reapply_provider_config(&mut self, spec: &crate::extensions::protocol::ProviderSpec) {
+        let applied = if spec.native {
+            self.registry.register_native_provider(&spec.name, &spec.config)
+        } else {
+            self.registry.register_provider(&spec.name, &spec.config)
+        };
+        if let Err(error) = applied {
+            tracing::warn!("{error}");
+        }
+        self.refresh_selection();
+    }
+
+    /// Forget the config extensions registered for provider `name` (the
+    /// registry has the provider as before; streams and logins stay).
+    pub(super) fn forget_provider_config(&mut self, name: &str) {
+        self.registry.unregister_provider(name);
+    }
+
+    /// What a registration the extension changed served: its stream's API
+    /// and its login (the registry keeps its config, for the new one to merge over).
+    pub(super) fn drop_provider_services(&mut self, spec: &crate::extensions::protocol::ProviderSpec) {
+        self.logins.remove(&spec.name);
+        if let (true, Some(api)) = (spec.stream, spec.api()) {
+            self.providers.unregister_runtime(api);
+        }
     }
 
     /// `unregisterProvider` (or its extension went away): the provider is as before.

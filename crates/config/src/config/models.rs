@@ -86,6 +86,10 @@ pub struct ModelRegistry {
     /// Providers extensions registered (`registerProvider`): what each was
     /// before, restored when it is unregistered.
     registered: HashMap<String, ProviderBackup>,
+    /// The config extensions registered for each provider, as it applies
+    /// now: each `registerProvider(name, config)` is merged over it,
+    /// whatever extension made the previous one (pi's model runtime).
+    extension_configs: HashMap<String, Value>,
     /// `models.json`'s `modelOverrides` per provider: pi applies them over
     /// the models an extension registers too.
     json_overrides: HashMap<String, Map<String, Value>>,
@@ -193,11 +197,52 @@ impl ModelRegistry {
     /// An extension's provider (pi's `registerProvider(name, config)`, the
     /// config form, whose fields are `models.json`'s): with `models`, they
     /// replace the provider's models; without, the provider's models stay and
-    /// take its `baseUrl`, headers and key. Registering again starts from the
-    /// provider as it was before the first registration. As in pi, the
-    /// config's own `modelOverrides` and provider-level `compat` are not
-    /// applied, and `models.json`'s `modelOverrides` go over its models.
+    /// take its `baseUrl`, headers and key. Registering the name again, from
+    /// any extension, merges the new config's fields over the config
+    /// registered before (a field left out keeps its value), and applies the
+    /// result to the provider as it was before the first registration. As
+    /// in pi, the config's own `modelOverrides` and provider-level `compat`
+    /// are not applied, and `models.json`'s `modelOverrides` go over its
+    /// models. A config that cannot be applied is refused and leaves the
+    /// provider as it was.
     pub fn register_provider(&mut self, name: &str, config: &Value) -> Result<(), String> {
+        self.register_extension_provider(name, config, true)
+    }
+
+    /// A native provider object an extension registers (pi's
+    /// `registerProvider(provider)`): its config replaces whatever
+    /// extensions registered under its id.
+    pub fn register_native_provider(&mut self, name: &str, config: &Value) -> Result<(), String> {
+        self.register_extension_provider(name, config, false)
+    }
+
+    fn register_extension_provider(&mut self, name: &str, config: &Value, merge: bool) -> Result<(), String> {
+        let previous = self.extension_configs.get(name).cloned();
+        let effective = match (&previous, config) {
+            (Some(Value::Object(before)), Value::Object(fields)) if merge => {
+                let mut merged = before.clone();
+                merged.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())));
+                Value::Object(merged)
+            }
+            _ => config.clone(),
+        };
+        match self.put_extension_provider(name, &effective) {
+            Ok(()) => {
+                self.extension_configs.insert(name.to_string(), effective);
+                Ok(())
+            }
+            Err(error) => {
+                match previous.filter(|p| self.put_extension_provider(name, p).is_ok()) {
+                    Some(_) => {}
+                    None => self.unregister_provider(name),
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Apply an extension's config to the provider as it was before the first registration.
+    fn put_extension_provider(&mut self, name: &str, config: &Value) -> Result<(), String> {
         let fail = |e: String| format!("registerProvider(\"{name}\"): {e}");
         let mut pf: ProviderFile = serde_json::from_value(config.clone()).map_err(|e| fail(e.to_string()))?;
         pf.model_overrides = self.json_overrides.get(name).cloned().unwrap_or_default();
@@ -212,16 +257,13 @@ impl ModelRegistry {
         if !pf.models.is_empty() {
             self.models.retain(|m| m.provider != name || is_virtual(m));
         }
-        let applied = self.apply_provider(name, pf);
-        if applied.is_err() {
-            self.unregister_provider(name);
-        }
-        applied.map_err(fail)
+        self.apply_provider(name, pf).map_err(fail)
     }
 
     /// pi's `unregisterProvider`: the provider's models and settings are
     /// again what they were before it was registered (nothing when it was not).
     pub fn unregister_provider(&mut self, name: &str) {
+        self.extension_configs.remove(name);
         if self.restore_provider(name) {
             self.registered.remove(name);
         }

@@ -76,6 +76,10 @@ pub struct Extension {
     pub(super) nested: Mutex<HashMap<String, super::nested::NestedScope>>,
     /// Data the extension streams (`streamData`), by stream name.
     streams: Mutex<HashMap<String, mpsc::UnboundedSender<Value>>>,
+    /// What watches the model call of a provider stream (pi's provider
+    /// events for the stream options' `onPayload`, `onResponse`,
+    /// `onProviderStreamEvent`), by stream name.
+    stream_observers: Mutex<HashMap<String, Arc<dyn crate::provider::observe::RequestObserver>>>,
     /// Where built-in tools run for it write their full-output files.
     temp_dir: PathBuf,
     /// Open dialogs by the extension's request id (it may dismiss them).
@@ -294,6 +298,18 @@ impl Extension {
 
     pub fn close_stream(&self, name: &str) {
         lock(&self.streams).remove(name);
+        lock(&self.stream_observers).remove(name);
+    }
+
+    /// `observer` watches the model call streamed under `name` (until it is closed).
+    pub fn observe_stream(&self, name: &str, observer: Arc<dyn crate::provider::observe::RequestObserver>) {
+        lock(&self.stream_observers).insert(name.to_string(), observer);
+    }
+
+    /// The observer of the stream `params.stream` names.
+    pub(super) fn stream_observer(&self, params: &Value) -> Option<Arc<dyn crate::provider::observe::RequestObserver>> {
+        let name = params.get("stream").and_then(Value::as_str)?;
+        lock(&self.stream_observers).get(name).cloned()
     }
 
     /// Close the extension's input (it should exit); killed after `grace`.
@@ -323,6 +339,7 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
         last_activity: Mutex::new(Instant::now()),
         kill: CancellationToken::new(),
         streams: Mutex::new(HashMap::new()),
+        stream_observers: Mutex::new(HashMap::new()),
         temp_dir: ctx.temp_dir.clone(),
         exited: CancellationToken::new(),
         death: Mutex::new(None),
@@ -604,7 +621,7 @@ async fn handle_message(ext: &Arc<Extension>, message: Incoming) {
 
 /// Requests served aside from the reading loop (they call back into the extension).
 fn is_long_method(method: &str) -> bool {
-    matches!(method, "runBuiltinTool" | "modelStream" | "sessionOp" | "executeTool")
+    matches!(method, "runBuiltinTool" | "modelStream" | "sessionOp" | "executeTool" | "providerHook")
 }
 
 async fn serve_long(
@@ -636,6 +653,8 @@ async fn serve_long(
             }
             answer.await.unwrap_or_else(|_| Err("the agent has shut down".to_string()))
         }
+        // A provider stream's `onPayload` / `onResponse`: pi's provider events.
+        "providerHook" => super::provider_stream::serve_hook(ext.stream_observer(&params), params).await,
         other => Err(format!("unknown method: {other}")),
     }
 }
@@ -673,6 +692,13 @@ async fn handle_request(ext: &Arc<Extension>, method: &str, params: Value) -> Re
             let tx = lock(&ext.streams).get(name).cloned();
             if let Some(tx) = tx {
                 let _ = tx.send(params.get("data").cloned().unwrap_or(Value::Null));
+            }
+            return Ok(Value::Null);
+        }
+        // A provider stream's `onProviderStreamEvent`, in stream order.
+        "providerStreamEvent" => {
+            if let Some(observer) = ext.stream_observer(&params).filter(|o| o.wants_stream_events()) {
+                observer.stream_event(params.get("data").cloned().unwrap_or(Value::Null));
             }
             return Ok(Value::Null);
         }

@@ -158,6 +158,10 @@ pub struct ProviderSpec {
     /// The display name of its OAuth login, when it has one.
     #[serde(default)]
     pub oauth: Option<String>,
+    /// A native `Provider` object (`registerProvider(provider)`): its config
+    /// replaces what was registered under its id instead of being merged over it.
+    #[serde(default)]
+    pub native: bool,
 }
 
 impl ProviderSpec {

@@ -17,6 +17,7 @@ use super::{CallError, Extension};
 use crate::message::AgentMessage;
 use crate::model::ThinkingLevel;
 use crate::provider::convert::{LlmMessage, to_llm};
+use crate::provider::observe::RequestObserver;
 use crate::provider::runtime::{PiEventSource, PiEventStream};
 use crate::provider::{ProviderError, ProviderErrorKind, ProviderRequest};
 
@@ -39,10 +40,29 @@ impl PiEventSource for ExtensionStreams {
         let ext = self.ext.clone();
         let stream = format!("provider-{}", NEXT_STREAM.fetch_add(1, Ordering::Relaxed) + 1);
         let events = ext.open_stream(&stream);
-        let params = request_params(&stream, api, &request);
+        let mut params = request_params(&stream, api, &request);
+        // Extensions listening to pi's provider events watch the call: the
+        // stream options' hooks reach them (`providerHook`), and the
+        // headers go through `before_provider_headers` first, as pi-ai's
+        // `transformHeaders` runs before any provider's stream.
+        let observer = crate::provider::observe::current();
+        if let Some(observer) = &observer {
+            ext.observe_stream(&stream, observer.clone());
+            params["observed"] = json!(true);
+        }
         let (answered, answer) = tokio::sync::oneshot::channel();
         let name = stream.clone();
         tokio::spawn(async move {
+            if let Some(observer) = observer {
+                let headers: Vec<(String, String)> = request.headers.into_iter().collect();
+                let sent = observer.headers(headers).await;
+                if !sent.is_empty() {
+                    let sent: serde_json::Map<String, Value> = sent.into_iter().map(|(k, v)| (k, json!(v))).collect();
+                    params["options"]["headers"] = Value::Object(sent);
+                } else if let Some(options) = params["options"].as_object_mut() {
+                    options.remove("headers");
+                }
+            }
             let outcome = ext.call_streaming("provider_stream", params, Some(&cancel)).await;
             // Everything it streamed was read before its answer: the stream can end.
             ext.close_stream(&name);
@@ -61,6 +81,34 @@ impl PiEventSource for ExtensionStreams {
         })
         .filter_map(futures::future::ready);
         data.chain(end).boxed()
+    }
+}
+
+/// The `providerHook` request of a provider stream: `onPayload`
+/// (`{hook: "payload", payload}`, answered `{payload}`, the payload the
+/// `before_provider_request` handlers made of it) or `onResponse`
+/// (`{hook: "response", status, headers}`: `after_provider_response`).
+pub(super) async fn serve_hook(observer: Option<Arc<dyn RequestObserver>>, params: Value) -> Result<Value, String> {
+    match params.get("hook").and_then(Value::as_str) {
+        Some("payload") => {
+            let payload = params.get("payload").cloned().unwrap_or(Value::Null);
+            let payload = match observer {
+                Some(observer) => observer.payload(payload).await,
+                None => payload,
+            };
+            Ok(json!({ "payload": payload }))
+        }
+        Some("response") => {
+            if let Some(observer) = observer {
+                let status = params.get("status").and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok());
+                let headers = params.get("headers").and_then(Value::as_object).map(|h| {
+                    h.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect::<Vec<_>>()
+                });
+                observer.response(status.unwrap_or(0), headers.unwrap_or_default()).await;
+            }
+            Ok(Value::Null)
+        }
+        other => Err(format!("unknown provider hook: {other:?}")),
     }
 }
 

@@ -50,8 +50,9 @@ pub async fn observed<F: Future>(observer: Option<Arc<dyn RequestObserver>>, cal
     }
 }
 
-/// The observer of the model call being run, if any.
-pub(crate) fn current() -> Option<Arc<dyn RequestObserver>> {
+/// The observer of the model call being run, if any (a provider whose
+/// requests are made elsewhere, as an extension's stream, hands it on).
+pub fn current() -> Option<Arc<dyn RequestObserver>> {
     OBSERVER.try_with(Arc::clone).ok()
 }
 

@@ -582,9 +582,11 @@ impl Agent {
     }
 
     /// Put extension `id`'s providers in the registry, as it registers them
-    /// now: those it registered before are taken out first (latest first, so
-    /// each is restored to what it replaced), then the current ones go in,
-    /// in order. A config the registry refuses is one `extension_error`.
+    /// now: those it no longer registers are taken out (latest first, so
+    /// each is restored to what it replaced); a new or changed one goes in,
+    /// merged over the config registered for that name before, by this
+    /// extension or another (pi's model runtime); an unchanged one stays as
+    /// it is. A config the registry refuses is one `extension_error`.
     async fn sync_providers(&mut self, id: usize) {
         let Some(ext) = self.ext.handle().get(id).filter(|e| !e.is_dead()) else { return };
         let Some(registration) = ext.registration() else { return };
@@ -592,16 +594,37 @@ impl Agent {
         if before.is_empty() && registration.providers.is_empty() {
             return;
         }
-        for spec in before.iter().rev() {
+        for spec in before.iter().rev().filter(|b| !registration.providers.iter().any(|p| p.name == b.name)) {
             self.models.unregister_provider(spec);
         }
         let streams: std::sync::Arc<dyn crate::provider::runtime::PiEventSource> =
             std::sync::Arc::new(crate::extensions::provider_stream::ExtensionStreams::new(ext.clone()));
         let mut now = Vec::new();
         for spec in registration.providers {
+            if before.contains(&spec) {
+                now.push(spec);
+                continue;
+            }
+            let first = match before.iter().find(|b| b.name == spec.name) {
+                Some(old) => {
+                    self.models.drop_provider_services(old);
+                    false
+                }
+                None => true,
+            };
+            // Extensions loaded after this one registered the name already
+            // (their registrations arrived first): this config goes under
+            // theirs, as pi applies registrations in load order.
+            let later = if first { self.ext.providers_after(id, &spec.name) } else { Vec::new() };
+            if !later.is_empty() {
+                self.models.forget_provider_config(&spec.name);
+            }
             match self.models.register_provider(&spec, streams.clone(), &ext) {
                 Ok(()) => now.push(spec),
                 Err(error) => self.registration_refused(ext.path_string(), error).await,
+            }
+            for spec in &later {
+                self.models.reapply_provider_config(spec);
             }
         }
         self.ext.replace_providers(id, now);

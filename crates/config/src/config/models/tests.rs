@@ -55,6 +55,35 @@ fn an_extension_provider_replaces_or_redirects_and_unregistering_restores() {
 }
 
 #[test]
+fn registering_a_provider_again_merges_over_the_config_registered_before() {
+    let mut reg = registry_with(r#"{"providers":{}}"#);
+    let first = serde_json::json!({"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "apiKey": "lit",
+        "headers": {"X-First": "one"}, "models": [{"id": "one", "contextWindow": 1000, "maxTokens": 10}]});
+    reg.register_provider("acme", &first).unwrap();
+    // Another registration with only headers (another extension's, say): the models, key and endpoint stay.
+    reg.register_provider("acme", &serde_json::json!({"headers": {"X-Second": "two"}})).unwrap();
+    let model = reg.find("acme", "one").expect("the first registration's model stays");
+    assert_eq!(model.base_url, "http://127.0.0.1:9/v1");
+    assert_eq!(reg.api_key("acme").as_deref(), Some("lit"));
+    let headers = reg.headers(&model);
+    assert_eq!(headers.keys().collect::<Vec<_>>(), ["X-Second"], "headers are replaced as a whole");
+    // A config that cannot apply is refused and leaves the provider as it was.
+    let bad = serde_json::json!({"models": [{"id": "two"}], "baseUrl": 7});
+    assert!(reg.register_provider("acme", &bad).is_err());
+    assert!(reg.find("acme", "one").is_some() && reg.find("acme", "two").is_none());
+    // A native provider replaces the config: nothing of the earlier registrations is kept.
+    let native = serde_json::json!({"baseUrl": "http://127.0.0.1:9/n", "api": "openai-completions",
+        "models": [{"id": "native", "contextWindow": 1000, "maxTokens": 10}]});
+    reg.register_native_provider("acme", &native).unwrap();
+    assert!(reg.find("acme", "one").is_none());
+    let model = reg.find("acme", "native").expect("the native provider's model");
+    assert!(reg.headers(&model).is_empty(), "{:?}", reg.headers(&model));
+    reg.unregister_provider("acme");
+    reg.register_provider("acme", &serde_json::json!({"headers": {"X-Third": "3"}})).unwrap();
+    assert!(reg.find("acme", "native").is_none(), "unregistering forgets the config");
+}
+
+#[test]
 fn resolution_by_full_id_exact_and_fuzzy() {
     let mut reg = registry_with(
         r#"{"providers":{"p":{"baseUrl":"http://x","api":"openai-completions","apiKey":"k","models":[{"id":"alpha-large"},{"id":"alpha-small"},{"id":"beta"}]}}}"#,

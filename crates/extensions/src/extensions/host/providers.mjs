@@ -67,6 +67,45 @@ function slim(event) {
 	return rest;
 }
 
+/** A `Headers` object or a plain record as a record of strings. */
+function headerRecord(headers) {
+	if (!headers) return {};
+	if (typeof headers.forEach === "function" && typeof headers.get === "function") {
+		const out = {};
+		headers.forEach((value, name) => {
+			out[name] = String(value);
+		});
+		return out;
+	}
+	return Object.fromEntries(Object.entries(headers).filter(([, v]) => v != null).map(([k, v]) => [k, String(v)]));
+}
+
+/**
+ * The stream options' hooks (pi-ai's `onPayload`, `onResponse`,
+ * `onProviderStreamEvent`): when extensions listen to pi's provider events
+ * (`observed`), they become `before_provider_request` (its handlers'
+ * payload is returned), `after_provider_response` and
+ * `provider_stream_event`, as pi wires them for every provider.
+ */
+function streamHooks({ stream, observed }, channel) {
+	if (!observed) {
+		return { onPayload: async (payload) => payload, onResponse: async () => {}, onProviderStreamEvent: async () => {} };
+	}
+	return {
+		onPayload: async (payload) => {
+			const answer = await channel.request("providerHook", { stream, hook: "payload", payload: plain(payload) ?? null });
+			return answer?.payload;
+		},
+		onResponse: async (response) => {
+			const status = Number(response?.status ?? 0);
+			await channel.request("providerHook", { stream, hook: "response", status, headers: headerRecord(response?.headers) });
+		},
+		onProviderStreamEvent: async (data) => {
+			channel.tell("providerStreamEvent", { stream, data: plain(data) ?? null });
+		},
+	};
+}
+
 export class Providers {
 	constructor() {
 		this.byName = new Map();
@@ -96,13 +135,14 @@ export class Providers {
 
 	/** The registration's `providers`. */
 	catalog() {
-		return [...this.byName.values()].map(({ name, config, streamSimple, oauth }) => {
+		return [...this.byName.values()].map(({ name, config, streamSimple, oauth, legacy }) => {
 			const { streamSimple: _s, oauth: _o, refreshModels: _r, ...data } = config;
 			return {
 				name,
 				config: plain(data) ?? {},
 				stream: typeof streamSimple === "function",
 				oauth: oauth?.name ?? (oauth ? name : undefined),
+				native: !legacy,
 			};
 		});
 	}
@@ -138,7 +178,7 @@ export class Providers {
 			tools: context.tools ?? [],
 			messages: context.messages ?? [],
 		});
-		const events = await entry.streamSimple(model, transcript, { ...options, signal });
+		const events = await entry.streamSimple(model, transcript, { ...options, ...streamHooks(params, channel), signal });
 		if (!events || typeof events[Symbol.asyncIterator] !== "function") {
 			throw new Error(`The stream function of provider "${entry.name}" did not return an event stream`);
 		}
