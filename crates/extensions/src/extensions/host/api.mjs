@@ -61,7 +61,7 @@ export class Instance {
 		this.flags = new Map();
 		this.shortcuts = new Map();
 		this.virtualModels = new VirtualModels();
-		this.providers = new Providers();
+		this.providers = new Providers(() => this.onChange());
 		this.bus = bus;
 		this.onChange = onChange;
 		this.reportError = reportError;

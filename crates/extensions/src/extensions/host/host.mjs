@@ -320,6 +320,8 @@ async function createInstance() {
 		reportError,
 	});
 	await factory(current.instance.pi);
+	// A native provider's key and offline model refresh go out with the first registration.
+	await current.instance.providers.settled();
 	current.ready = true;
 	current.instance.bound = true;
 	return current.instance;

@@ -42,14 +42,31 @@ function normalize(nameOrProvider, config) {
 	const provider = nameOrProvider ?? {};
 	const name = String(provider.id ?? "").trim();
 	if (!name) throw new Error("pi.registerProvider(): the provider needs an id");
-	const api = typeof provider.api === "string" ? provider.api : provider.api?.api;
 	const own = provider.streamSimple ?? provider.stream;
+	const models = providerModels(provider);
+	// pi's Provider streams its models itself, whatever their API: pi-rpc
+	// routes its models' API (the first model's) to that stream.
+	const api = typeof provider.api === "string" ? provider.api : (provider.api?.api ?? (own ? models?.[0]?.api : undefined));
 	const delegated = typeof provider.api === "object" ? (provider.api.streamSimple ?? provider.api.stream) : undefined;
 	const streamSimple = own ?? (api && !BUILTIN_APIS.has(api) ? delegated : undefined);
-	const models = provider.models ?? (typeof provider.getModels === "function" ? provider.getModels() : undefined);
 	const data = { name: provider.name, baseUrl: provider.baseUrl, api, headers: provider.headers, models };
-	return { name, config: data, streamSimple, oauth: provider.oauth };
+	return { name, config: data, streamSimple, oauth: provider.oauth, provider };
 }
+
+/** A native provider's chat models (`getModels()`, which must not throw; else its `models`). */
+function providerModels(provider) {
+	if (typeof provider.getModels === "function") {
+		try {
+			return provider.getModels();
+		} catch {
+			return [];
+		}
+	}
+	return provider.models;
+}
+
+/** Longest wait for a native provider's key and offline model refresh before its registration goes out. */
+const SETTLE_MS = 5000;
 
 /** What pi-rpc needs of one pi-ai event: the event without `partial`, plus the block's id, name, signature. */
 function slim(event) {
@@ -107,8 +124,61 @@ function streamHooks({ stream, observed }, channel) {
 }
 
 export class Providers {
-	constructor() {
+	/** `onChange`: the registration changed after it went out (a native provider settled). */
+	constructor(onChange = () => {}) {
 		this.byName = new Map();
+		this.onChange = onChange;
+		this.settling = new Set();
+	}
+
+	/**
+	 * A native provider settles once registered, as pi's model runtime does
+	 * with it: its `apiKey` auth is resolved (pi-rpc sends the key with the
+	 * config; pi resolves it per request), and `refreshModels` runs its
+	 * offline phase (`allowNetwork: false`, nothing stored yet; `publish`
+	 * applies the update), after which `getModels()` is its model list.
+	 */
+	settle(entry) {
+		const provider = entry.provider;
+		const signal = AbortSignal.timeout(30_000);
+		const work = (async () => {
+			try {
+				const resolved = await provider.auth?.apiKey?.resolve?.({ ctx: {}, credential: undefined, signal });
+				const apiKey = resolved?.auth?.apiKey;
+				if (typeof apiKey === "string" && apiKey) entry.config = { ...entry.config, apiKey };
+			} catch {
+				// Not configured: the provider's models need a key from elsewhere.
+			}
+			if (typeof provider.refreshModels === "function") {
+				try {
+					await provider.refreshModels({
+						credential: undefined,
+						stored: undefined,
+						publish: async (publication) => {
+							publication?.update?.();
+							return true;
+						},
+						allowNetwork: false,
+						signal,
+						baseUrl: provider.baseUrl,
+					});
+				} catch {
+					// pi keeps the previous list when a refresh fails.
+				}
+				entry.config = { ...entry.config, models: providerModels(provider) };
+			}
+		})();
+		this.settling.add(work);
+		work.finally(() => {
+			this.settling.delete(work);
+			if (this.byName.get(entry.name) === entry) this.onChange();
+		});
+	}
+
+	/** Wait (a bounded time) for the native providers registered so far to settle. */
+	async settled() {
+		if (this.settling.size === 0) return;
+		await Promise.race([Promise.all(this.settling), new Promise((resolve) => setTimeout(resolve, SETTLE_MS))]);
 	}
 
 	register(nameOrProvider, config) {
@@ -127,6 +197,9 @@ export class Providers {
 		}
 		entry.legacy = legacy;
 		this.byName.set(entry.name, entry);
+		if (!legacy && (entry.provider?.auth?.apiKey || typeof entry.provider?.refreshModels === "function")) {
+			this.settle(entry);
+		}
 	}
 
 	unregister(name) {
@@ -136,7 +209,7 @@ export class Providers {
 	/** The registration's `providers`. */
 	catalog() {
 		return [...this.byName.values()].map(({ name, config, streamSimple, oauth, legacy }) => {
-			const { streamSimple: _s, oauth: _o, refreshModels: _r, ...data } = config;
+			const { streamSimple: _s, oauth: _o, refreshModels: _r, ...data } = config ?? {};
 			return {
 				name,
 				config: plain(data) ?? {},
