@@ -12,10 +12,11 @@
 //!   ordinary file-backed data, paged in only where read. What is given up
 //!   is the random placement of the binary's own code (ASLR of the
 //!   executable; its libraries, heap and stacks are still placed at random):
-//!   see the README's "Start-up" section.
-//! - Packed relative relocations (`-z pack-relative-relocs`): the binary is
-//!   position independent, so the dynamic loader patches every pointer in its
-//!   read-only data at each start. Stored the usual way those relocations take
+//!   see the README (the build scripts, under its dependencies).
+//! - Packed relative relocations (`-z pack-relative-relocs`; with `-no-pie`
+//!   there are none, so this holds for a build that drops that line): a
+//!   position-independent binary has the dynamic loader patch every pointer
+//!   in its read-only data at each start. Stored the usual way those relocations take
 //!   about 700 KB, all read before `main`; packed they take a few KB. Only the
 //!   GNU C library 2.36 and later load them, so the flag is given only when
 //!   building on such a system for itself.
