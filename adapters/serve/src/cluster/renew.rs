@@ -344,8 +344,9 @@ mod tests {
     #[test]
     fn a_held_lease_costs_one_pointer_in_the_list_and_the_list_shrinks_after_an_unload_wave() {
         let dir = tempfile::tempdir().unwrap();
-        let mut held: Vec<Arc<State>> =
-            (0..1_000).map(|n| Arc::new(State::new(EpochFence::new(dir.path(), &n.to_string(), 1), 1, u64::MAX / 2))).collect();
+        let mut held: Vec<Arc<State>> = (0..1_000)
+            .map(|n| Arc::new(State::new(EpochFence::new(dir.path(), &n.to_string(), 1), 1, u64::MAX / 2)))
+            .collect();
         assert_eq!(std::mem::size_of_val(&held[0]), std::mem::size_of::<usize>());
         for state in &held[10..] {
             state.released.store(true, Ordering::SeqCst);
