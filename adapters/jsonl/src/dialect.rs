@@ -5,7 +5,7 @@ use pi_core::error::CoreError;
 use pi_core::event::{AgentEvent, AssistantStreamEvent};
 use pi_core::op::{Op, Reply};
 use pi_transport::protocol::{Binding, Written};
-use pi_transport::{Action, Dialect, InFlight, Outgoing, Record, StreamedMessage};
+use pi_transport::{Action, Dialect, InFlight, MessageBatch, Outgoing, Record, StreamedMessage};
 use serde_json::value::RawValue;
 
 use crate::command::{Incoming, decode_record};
@@ -118,10 +118,11 @@ impl Native {
     }
 }
 
-/// The line of a streamed delta (`text_delta`, `thinking_delta`,
-/// `toolcall_delta`: the events of nearly every line of a reply), written
-/// straight from the event: the bytes [`map_event`] and `to_line` give.
-fn delta_line(event: &AgentEvent, usage_bytes: &mut UsageBytes) -> Option<Vec<u8>> {
+/// Write the line of a streamed delta (`text_delta`, `thinking_delta`,
+/// `toolcall_delta`: the events of nearly every line of a reply) straight
+/// from the event into `line`: the bytes [`map_event`] and `to_line` give.
+/// `None` (nothing written) for any other event.
+fn write_delta(event: &AgentEvent, usage_bytes: &mut UsageBytes, line: &mut Vec<u8>) -> Option<()> {
     let AgentEvent::MessageUpdate { event, usage } = event else { return None };
     let (kind, content_index, delta) = match event {
         AssistantStreamEvent::TextDelta { content_index, delta } => ("text_delta", content_index, delta),
@@ -129,17 +130,42 @@ fn delta_line(event: &AgentEvent, usage_bytes: &mut UsageBytes) -> Option<Vec<u8
         AssistantStreamEvent::ToolCallDelta { content_index, delta } => ("toolcall_delta", content_index, delta),
         _ => return None,
     };
-    let mut line = Vec::with_capacity(352 + delta.len());
+    let usage = usage_bytes.of(usage)?;
+    let start = line.len();
+    line.reserve(96 + usage.len() + delta.len());
     line.extend_from_slice(br#"{"type":"message_update","usage":"#);
-    line.extend_from_slice(usage_bytes.of(usage)?);
+    line.extend_from_slice(usage);
     line.extend_from_slice(br#","assistantMessageEvent":{"type":""#);
     line.extend_from_slice(kind.as_bytes());
     line.extend_from_slice(br#"","contentIndex":"#);
-    serde_json::to_writer(&mut line, content_index).ok()?;
-    line.extend_from_slice(br#","delta":"#);
-    serde_json::to_writer(&mut line, delta.as_str()).ok()?;
+    let written = serde_json::to_writer(&mut *line, content_index)
+        .and_then(|()| {
+            line.extend_from_slice(br#","delta":"#);
+            serde_json::to_writer(&mut *line, delta.as_str())
+        })
+        .is_ok();
+    if !written {
+        line.truncate(start);
+        return None;
+    }
     line.extend_from_slice(b"}}");
-    Some(line)
+    Some(())
+}
+
+/// The line of a streamed delta, as [`write_delta`] writes it.
+fn delta_line(event: &AgentEvent, usage_bytes: &mut UsageBytes) -> Option<Vec<u8>> {
+    let mut line = Vec::new();
+    write_delta(event, usage_bytes, &mut line).map(|()| line)
+}
+
+impl Native {
+    /// The bash request's id a `bash` event echoes.
+    fn bash_id(in_flight: &InFlight<Pending>, tag: Option<u64>) -> Option<Box<RawValue>> {
+        match in_flight.get(tag?) {
+            Some(Pending::Command { id, .. }) => id.clone(),
+            _ => None,
+        }
+    }
 }
 
 impl Dialect for Native {
@@ -168,13 +194,30 @@ impl Dialect for Native {
             out.push(line);
             return;
         }
-        let bash_id = |tag: Option<u64>| match in_flight.get(tag?) {
-            Some(Pending::Command { id, .. }) => id.clone(),
-            _ => None,
-        };
-        if let Some(line) = map_event(event, bash_id).and_then(|wire| to_line(&wire)) {
+        if let Some(line) = map_event(event, |tag| Self::bash_id(in_flight, tag)).and_then(|wire| to_line(&wire)) {
             out.push(line);
         }
+    }
+
+    /// The lines [`Dialect::event`] gives, written straight into the batch.
+    fn event_into(&mut self, event: AgentEvent, in_flight: &InFlight<Pending>, out: &mut MessageBatch) {
+        let usage = &mut self.usage;
+        let mut delta = false;
+        out.write_with(|line| {
+            delta = write_delta(&event, usage, line).is_some();
+            delta
+        });
+        if delta {
+            return;
+        }
+        let Some(wire) = map_event(event, |tag| Self::bash_id(in_flight, tag)) else { return };
+        out.write_with(|line| match serde_json::to_writer(line, &wire) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!("cannot serialize an output line: {e}");
+                false
+            }
+        });
     }
 
     fn sequenced_event(&mut self, event: AgentEvent, seq: u64, in_flight: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {

@@ -133,8 +133,13 @@ fn delta_lines_are_the_bytes_of_the_mapped_event() {
                 let mapped = map_event(event.clone(), |_| None).and_then(|wire| to_line(&wire)).unwrap();
                 assert_eq!(delta_line(&event, &mut cache).as_deref(), Some(&mapped[..]), "{event:?}");
                 let mut out = Vec::new();
-                native.event(event, &InFlight::default(), &mut out);
-                assert_eq!(out, vec![mapped]);
+                native.event(event.clone(), &InFlight::default(), &mut out);
+                assert_eq!(out, vec![mapped.clone()]);
+                // Written into a batch: the same line.
+                let mut batch = MessageBatch::default();
+                batch.push(b"before");
+                native.event_into(event, &InFlight::default(), &mut batch);
+                assert_eq!(batch.messages().collect::<Vec<_>>(), vec![&b"before"[..], &mapped[..]]);
                 count += 1;
             }
         }
@@ -151,4 +156,39 @@ fn delta_lines_are_the_bytes_of_the_mapped_event() {
     ] {
         assert_eq!(delta_line(&event, &mut cache), None, "{event:?}");
     }
+}
+
+#[test]
+fn events_written_into_a_batch_are_the_lines_of_event() {
+    use pi_core::event::AssistantStreamEvent as E;
+    use pi_core::message::{AgentMessage, AssistantMessage, StopReason};
+    let model = pi_core::provider::faux::faux_model();
+    let mut message = AssistantMessage::empty(&model, StopReason::Stop);
+    message.content.push(pi_core::message::ContentBlock::Text(pi_core::message::TextContent {
+        text: "a \u{2028} \"b\"".into(),
+        text_signature: None,
+    }));
+    let message = Box::new(AgentMessage::Assistant(message));
+    let usage = std::sync::Arc::new(pi_core::message::Usage { input: 3, output: 2, ..Default::default() });
+    let events = [
+        AgentEvent::AgentStart,
+        AgentEvent::TurnStart,
+        AgentEvent::MessageStart { message: message.clone() },
+        AgentEvent::MessageUpdate { event: E::TextStart { content_index: 0 }, usage: usage.clone() },
+        AgentEvent::MessageUpdate { event: E::TextDelta { content_index: 0, delta: "a".into() }, usage: usage.clone() },
+        AgentEvent::MessageUpdate { event: E::TextEnd { content_index: 0, content: "a".into() }, usage },
+        AgentEvent::MessageEnd { message },
+        AgentEvent::AgentSettled { aborted: false, usage: Default::default() },
+    ];
+    let (mut one, mut batched) = (Native::default(), Native::default());
+    let mut lines = Vec::new();
+    let mut batch = MessageBatch::default();
+    for event in events {
+        one.event(event.clone(), &InFlight::default(), &mut lines);
+        batched.event_into(event, &InFlight::default(), &mut batch);
+    }
+    assert_eq!(lines.len(), 8);
+    assert_eq!(batch.messages().collect::<Vec<_>>(), lines.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    let joined: Vec<u8> = lines.iter().flat_map(|line| line.iter().copied().chain([b'\n'])).collect();
+    assert_eq!(batch.lines(), joined);
 }

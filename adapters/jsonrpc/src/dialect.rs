@@ -9,7 +9,7 @@ use pi_core::error::CoreError;
 use pi_core::event::AgentEvent;
 use pi_core::op::{Op, Reply};
 use pi_transport::raw::{RawJson, null_id};
-use pi_transport::{Action, Dialect, FrameError, InFlight, Outgoing, Record, StreamedMessage};
+use pi_transport::{Action, Dialect, FrameError, InFlight, MessageBatch, Outgoing, Record, StreamedMessage};
 use serde_json::value::RawValue;
 
 use pi_transport::protocol::{self, Binding, EncodeError, Written};
@@ -45,6 +45,8 @@ pub struct JsonRpc {
     /// Tools the client declared in `initialize`: their `toolCall` goes out
     /// when the core waits for the result, not when the call starts.
     client_tools: Vec<String>,
+    /// The notifications of one event, before they go into a batch.
+    scratch: Vec<Vec<u8>>,
 }
 
 /// Escape raw U+2028/U+2029 (legal in JSON strings, but line readers of some
@@ -326,6 +328,15 @@ impl Dialect for JsonRpc {
 
     fn event(&mut self, event: AgentEvent, _: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {
         self.notify(event, None, out);
+    }
+
+    fn event_into(&mut self, event: AgentEvent, _: &InFlight<Pending>, out: &mut MessageBatch) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        self.notify(event, None, &mut scratch);
+        for message in scratch.drain(..) {
+            out.push(&message);
+        }
+        self.scratch = scratch;
     }
 
     fn sequenced_event(&mut self, event: AgentEvent, seq: u64, _: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {

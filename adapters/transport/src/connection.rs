@@ -17,6 +17,7 @@ use pi_core::event::AgentEvent;
 use pi_core::op::{Op, Reply, RequestTag};
 use tokio::sync::mpsc;
 
+use crate::batch::MessageBatch;
 use crate::framing::{Framing, Record, RecordSource};
 use crate::inflight::InFlight;
 use crate::streamed::{Outgoing, StreamedMessage};
@@ -41,6 +42,16 @@ pub trait Dialect {
 
     /// Map one event to the messages it shows as (often none or one).
     fn event(&mut self, event: AgentEvent, in_flight: &InFlight<Self::Pending>, out: &mut Vec<Vec<u8>>);
+
+    /// [`Dialect::event`] into a batch (for a sink that [takes lines](MessageSink::takes_lines)):
+    /// the same messages, which a dialect may write straight into the batch's buffer.
+    fn event_into(&mut self, event: AgentEvent, in_flight: &InFlight<Self::Pending>, out: &mut MessageBatch) {
+        let mut messages = Vec::new();
+        self.event(event, in_flight, &mut messages);
+        for message in &messages {
+            out.push(message);
+        }
+    }
 
     /// Map an event that carries its session's sequence number (`pi serve`):
     /// each message it shows as carries `seq`. By default the number is not shown.
@@ -132,6 +143,30 @@ pub trait MessageSink {
         }
     }
 
+    /// Whether this sink takes a [`MessageBatch`] as it is
+    /// ([`MessageSink::send_batch`]): a line-framed stream. Others get each
+    /// message as its own buffer ([`MessageSink::send_all`]).
+    fn takes_lines(&self) -> bool {
+        false
+    }
+
+    /// Send the messages of `batch` in order, as that many
+    /// [`MessageSink::send`]s (stopping at the first that fails); `batch` is
+    /// left empty.
+    fn send_batch(&self, batch: &mut MessageBatch) -> impl Future<Output = bool> {
+        async move {
+            let mut sent = true;
+            for message in batch.messages() {
+                if !self.send(message.to_vec()).await {
+                    sent = false;
+                    break;
+                }
+            }
+            batch.clear();
+            sent
+        }
+    }
+
     /// Send a message written as it is serialised. By default it is
     /// assembled and sent whole (a WebSocket text frame is one message).
     fn send_streamed(&self, message: StreamedMessage) -> impl Future<Output = bool> {
@@ -179,6 +214,28 @@ impl MessageSink for FramedSink {
         }
     }
 
+    fn takes_lines(&self) -> bool {
+        self.framing == Framing::Lines
+    }
+
+    async fn send_batch(&self, batch: &mut MessageBatch) -> bool {
+        match self.framing {
+            // The batch's buffer is the output: handed to the writer as it is.
+            Framing::Lines => self.lines.send_batch(batch).await,
+            Framing::Headers => {
+                let mut sent = true;
+                for message in batch.messages() {
+                    if !self.send(message.to_vec()).await {
+                        sent = false;
+                        break;
+                    }
+                }
+                batch.clear();
+                sent
+            }
+        }
+    }
+
     async fn send_streamed(&self, message: StreamedMessage) -> bool {
         match self.framing {
             Framing::Lines => self.lines.send_streamed(message).await,
@@ -215,7 +272,12 @@ struct Connection<D: Dialect, K, R> {
     sink: K,
     outputs: R,
     output_ok: bool,
+    /// Messages to send, each its own buffer (a sink that does not take lines).
     scratch: Vec<Vec<u8>>,
+    /// Messages to send in one buffer (a sink that [takes lines](MessageSink::takes_lines)).
+    batch: MessageBatch,
+    /// The sink takes lines: events are mapped into `batch`.
+    lines: bool,
     /// The messages of one reply.
     replies: Vec<Outgoing>,
     /// With [`serve_in_order`]: immediate answers (errors for unreadable
@@ -229,6 +291,16 @@ const BARRIER_TAGS: RequestTag = 1 << 31;
 
 impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
     async fn flush(&mut self) {
+        if self.lines {
+            // What was queued as separate messages goes after the batch's (it came later).
+            for message in self.scratch.drain(..) {
+                self.batch.push(&message);
+            }
+            if self.output_ok && !self.batch.is_empty() && !self.sink.send_batch(&mut self.batch).await {
+                self.output_ok = false;
+            }
+            self.batch.clear();
+        }
         if self.output_ok && !self.scratch.is_empty() && !self.sink.send_all(&mut self.scratch).await {
             self.output_ok = false;
         }
@@ -257,7 +329,16 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
         while let Some(delivered) = next {
             match delivered.output {
                 Output::Event(event) => match delivered.seq {
-                    Some(seq) => self.dialect.sequenced_event(event, seq, &self.in_flight, &mut self.scratch),
+                    None if self.lines => self.dialect.event_into(event, &self.in_flight, &mut self.batch),
+                    Some(seq) => {
+                        self.dialect.sequenced_event(event, seq, &self.in_flight, &mut self.scratch);
+                        if self.lines {
+                            // In order with the batch's messages.
+                            for message in self.scratch.drain(..) {
+                                self.batch.push(&message);
+                            }
+                        }
+                    }
                     None => self.dialect.event(event, &self.in_flight, &mut self.scratch),
                 },
                 Output::Reply { tag, result } => {
@@ -401,6 +482,7 @@ where
     R: OutputPort,
     F: Future<Output = ()>,
 {
+    let lines = sink.takes_lines();
     let mut conn = Connection {
         dialect,
         in_flight: InFlight::default(),
@@ -408,6 +490,8 @@ where
         outputs,
         output_ok: true,
         scratch: Vec::new(),
+        batch: MessageBatch::default(),
+        lines,
         replies: Vec::new(),
         in_order: in_order.then(Default::default),
         next_barrier: 0,

@@ -86,26 +86,52 @@ impl OpPort for &mut Agent {
     }
 }
 
-/// Keeps what it is sent.
+/// Keeps what it is sent; with `lines`, it takes batches (as a line-framed stream does).
 #[derive(Clone, Default)]
-struct Kept(Arc<Mutex<Vec<String>>>);
+struct Kept {
+    sent: Arc<Mutex<Vec<String>>>,
+    lines: bool,
+    batches: Arc<Mutex<usize>>,
+}
 
 impl MessageSink for Kept {
     async fn send(&self, body: Vec<u8>) -> bool {
-        self.0.lock().unwrap().push(String::from_utf8(body).unwrap());
+        self.sent.lock().unwrap().push(String::from_utf8(body).unwrap());
+        true
+    }
+
+    fn takes_lines(&self) -> bool {
+        self.lines
+    }
+
+    async fn send_batch(&self, batch: &mut MessageBatch) -> bool {
+        *self.batches.lock().unwrap() += 1;
+        let lines = String::from_utf8(batch.lines().to_vec()).unwrap();
+        assert!(lines.ends_with('\n'));
+        self.sent.lock().unwrap().extend(lines[..lines.len() - 1].split('\n').map(str::to_string));
+        batch.clear();
         true
     }
 }
 
 #[tokio::test]
 async fn outputs_mapped_together_come_out_in_their_order() {
-    let (tx, rx) = mpsc::channel(100_000);
-    let mut agent = Agent { outputs: Some(tx), expected: Vec::new(), requests: 0 };
-    let records = Records((0..20).map(|i| format!("request {i}")).collect::<Vec<_>>().into_iter());
-    let kept = Kept::default();
-    let (end, ok) = serve(Labels, records, kept.clone(), &mut agent, rx, std::future::pending()).await;
-    assert_eq!((end, ok), (ServeEnd::Eof, true));
-    let sent = kept.0.lock().unwrap().clone();
-    assert!(agent.expected.len() > 6_000);
-    assert_eq!(sent, agent.expected);
+    for lines in [false, true] {
+        let (tx, rx) = mpsc::channel(100_000);
+        let mut agent = Agent { outputs: Some(tx), expected: Vec::new(), requests: 0 };
+        let records = Records((0..20).map(|i| format!("request {i}")).collect::<Vec<_>>().into_iter());
+        let kept = Kept { lines, ..Kept::default() };
+        let (end, ok) = serve(Labels, records, kept.clone(), &mut agent, rx, std::future::pending()).await;
+        assert_eq!((end, ok), (ServeEnd::Eof, true));
+        let sent = kept.sent.lock().unwrap().clone();
+        assert!(agent.expected.len() > 6_000);
+        assert_eq!(sent, agent.expected, "lines: {lines}");
+        // With lines, the events of a turn go out as one batch (at most 256 a turn).
+        let batches = *kept.batches.lock().unwrap();
+        if lines {
+            assert!(batches > 6_000 / 256 && batches < agent.expected.len() / 10, "{batches} batches");
+        } else {
+            assert_eq!(batches, 0);
+        }
+    }
 }

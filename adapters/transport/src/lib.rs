@@ -2,6 +2,7 @@
 //!
 //! * [`framing`]: LF and `Content-Length` framing of a byte stream, with limits and resynchronisation.
 //! * [`writer`]: the one writer that owns an output stream.
+//! * [`batch`]: the messages of one turn of a connection's loop, in one buffer.
 //! * [`streamed`]: messages written as they are serialised (big replies).
 //! * [`raw`]: a message's top level as raw tokens (ids echoed exactly as sent).
 //! * [`seq`]: the sequence number member of an outbound message (`pi serve`).
@@ -11,6 +12,7 @@
 //! * [`connection`]: the loop that serves one connection with a [`connection::Dialect`].
 //! * [`protocol`]: the one table of commands every dialect maps, with their params and result types.
 
+pub mod batch;
 pub mod connection;
 pub mod detect;
 pub mod framing;
@@ -24,6 +26,7 @@ pub mod streamed;
 pub mod testing;
 pub mod writer;
 
+pub use batch::MessageBatch;
 pub use connection::{
     Action, Delivered, Dialect, MessageSink, OpPort, OutputPort, ServeEnd, serve, serve_in_order, serve_stream,
 };

@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, oneshot};
 
+use crate::batch::MessageBatch;
 use crate::streamed::{PIECE_BYTES, StreamedMessage};
 
 /// Bytes queued before producers wait for the writer.
@@ -209,6 +210,39 @@ impl LineSender {
                 }
             }
         }
+    }
+
+    /// Queue the lines of `batch` (each message with its `\n`), as
+    /// [`LineSender::send_all`] would queue its messages; `batch` is left
+    /// empty. Into an empty queue the batch's buffer is swapped for the
+    /// queue's (no copy, and both keep their room for the next batch).
+    /// Returns false once the output is broken.
+    pub async fn send_batch(&self, batch: &mut MessageBatch) -> bool {
+        if batch.is_empty() {
+            return true;
+        }
+        {
+            let mut st = self.shared.lock();
+            if st.broken {
+                batch.clear();
+                return false;
+            }
+            // Room as `State::admit` sees it: an empty queue, or within the cap.
+            if st.is_empty() || st.queued() + batch.lines().len() <= QUEUE_CAP_BYTES {
+                if st.buf.is_empty() {
+                    batch.hand_over(|bytes| std::mem::swap(bytes, &mut st.buf));
+                } else {
+                    st.buf.extend_from_slice(batch.lines());
+                    batch.clear();
+                }
+                self.shared.wake_if_needed(&st);
+                return true;
+            }
+        }
+        // No room now: queued as one record once there is.
+        let bytes = batch.lines().to_vec();
+        batch.clear();
+        self.push(bytes, false).await
     }
 
     async fn push(&self, mut bytes: Vec<u8>, newline: bool) -> bool {
@@ -426,6 +460,32 @@ mod tests {
                 n += 1;
             }
             assert!(sender.send_all(&mut batch).await);
+            assert!(batch.is_empty());
+            assert!(sender.send(b"one".to_vec()).await);
+            expected.extend_from_slice(b"one\n");
+        }
+        drop(sender);
+        handle.finish().await.unwrap();
+        assert_eq!(*sink.0.lock().unwrap(), expected);
+    }
+
+    #[tokio::test]
+    async fn batches_arrive_as_their_lines_sent_one_by_one() {
+        let sink = Sink::default();
+        let (sender, handle) = spawn_writer(sink.clone());
+        let mut expected = Vec::new();
+        let mut batch = MessageBatch::default();
+        let mut n = 0;
+        // Small messages, an empty batch, then batches bigger than the queue's cap (they wait for room).
+        for (messages, size) in [(1_000, 10), (0, 0), (60, 100_000), (1_000, 50), (50, 100_000)] {
+            for _ in 0..messages {
+                let message = format!("{n}:{}", "x".repeat(size)).into_bytes();
+                expected.extend_from_slice(&message);
+                expected.push(b'\n');
+                batch.push(&message);
+                n += 1;
+            }
+            assert!(sender.send_batch(&mut batch).await);
             assert!(batch.is_empty());
             assert!(sender.send(b"one".to_vec()).await);
             expected.extend_from_slice(b"one\n");

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use nix::fcntl::{Flock, FlockArg};
 use pi_core::session::{FenceGuard, WriteFence};
 
+use super::compact_id::{CompactId, IdText};
 use crate::lock::OWNERS_DIR;
 
 /// The epoch file of session `id`.
@@ -60,32 +61,33 @@ pub fn claim(session_dir: &Path, id: &str, epoch: u64) -> std::io::Result<()> {
 }
 
 /// The fence of one owner of one session (held by every leased session, so
-/// kept small: its epoch file's path is made when it is used).
+/// kept small: its epoch file's path is made when it is used, and its id is
+/// held inline when it is a UUID).
 #[derive(Debug)]
 pub struct EpochFence {
-    /// The session directory (shared by the worker's fences).
-    session_dir: Arc<Path>,
-    id: Box<str>,
+    /// The session directory (shared by the worker's fences; a thin pointer).
+    session_dir: Arc<PathBuf>,
+    id: CompactId,
     epoch: AtomicU64,
 }
 
 impl EpochFence {
     pub fn new(session_dir: &Path, id: &str, epoch: u64) -> EpochFence {
-        EpochFence::in_dir(Arc::from(session_dir), id, epoch)
+        EpochFence::in_dir(Arc::new(session_dir.to_path_buf()), id, epoch)
     }
 
     /// The fence of session `id` in a shared `session_dir`.
-    pub fn in_dir(session_dir: Arc<Path>, id: &str, epoch: u64) -> EpochFence {
-        EpochFence { session_dir, id: id.into(), epoch: AtomicU64::new(epoch) }
+    pub fn in_dir(session_dir: Arc<PathBuf>, id: &str, epoch: u64) -> EpochFence {
+        EpochFence { session_dir, id: CompactId::new(id), epoch: AtomicU64::new(epoch) }
     }
 
     fn path(&self) -> PathBuf {
-        epoch_path(&self.session_dir, &self.id)
+        epoch_path(&self.session_dir, &self.id())
     }
 
     /// The session it guards.
-    pub fn id(&self) -> &str {
-        &self.id
+    pub(super) fn id(&self) -> IdText<'_> {
+        self.id.text()
     }
 
     /// The epoch this owner writes under.
@@ -130,7 +132,7 @@ impl WriteFence for EpochFence {
         if current > epoch {
             return Err(format!(
                 "session {} was taken over by another worker (fencing epoch {current} > this worker's {epoch}): this worker may no longer write it",
-                self.id
+                self.id()
             ));
         }
         Ok(FenceGuard::holding(locked))

@@ -85,7 +85,7 @@ impl LeaseWatch {
 
     /// True once the lease was let go (released, or dropped with its session).
     pub fn is_let_go(&self) -> bool {
-        self.state.released.load(Ordering::SeqCst)
+        self.state.is_released()
     }
 
     /// Resolves once another worker holds the session (one waiter: the pump).
@@ -221,13 +221,10 @@ impl Lease {
         LeaseWatch { state: self.state.clone() }
     }
 
-    /// No more renewals; true when this call let the lease go (not before).
+    /// No more renewals (the renewals' next pass drops it); true when this
+    /// call let the lease go (not before).
     fn let_go(&self) -> bool {
-        if self.state.released.swap(true, Ordering::SeqCst) {
-            return false;
-        }
-        self.renewals.forget(self.state.key());
-        true
+        self.state.set_released()
     }
 
     /// Let go of the lease now, rather than in the background once dropped:
@@ -238,7 +235,7 @@ impl Lease {
             return;
         }
         let (id, last) = (self.state.fence.id(), self.state.revision.load(Ordering::SeqCst));
-        if let Err(e) = self.renewals.here().delete_expect_revision(id, Some(last)).await {
+        if let Err(e) = self.renewals.here().delete_expect_revision(&*id, Some(last)).await {
             tracing::debug!("session {id}: lease release: {e}");
         }
     }

@@ -6,7 +6,8 @@
 //! * [`keeper`]: the thread (and bus connection) the renewals run on.
 //! * [`renew`]: the renewals of every lease of the worker, in one loop.
 //! * [`fence`]: the epoch on shared storage, checked before every write of
-//!   the session file; [`claims`]: the threads that record new epochs.
+//!   the session file; [`claims`]: the threads that record new epochs;
+//!   `compact_id`: a lease's session id, inline when it is a UUID.
 //! * [`events`]: every session's events on a JetStream stream, replayed by
 //!   any worker from `afterSeq`.
 //! * [`wire`]: what workers say to each other, and on which subjects.
@@ -19,6 +20,7 @@
 //! (the OS file lock of [`crate::lock`] keeps one owner per session file).
 
 pub mod claims;
+mod compact_id;
 pub mod events;
 pub mod fence;
 pub mod keeper;

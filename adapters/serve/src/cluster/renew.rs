@@ -6,18 +6,20 @@
 //!   eighth of a period), takes every lease that is due, and renews them as
 //!   one batch: [`AT_ONCE`] bus requests run concurrently, so one that waits
 //!   on the bus holds none of the others back, and their futures take room
-//!   only while they run (a few at a time, whatever the number of leases). An idle lease costs its entry in the map, nothing more: after
+//!   only while they run (a few at a time, whatever the number of leases).
+//!   An idle lease costs its entry in the list, nothing more: after
 //!   a large batch the allocator gives back what the batch took (glibc keeps
 //!   a thread's freed memory in that thread's arena, and no other part of
 //!   the worker allocates on the keeper's thread to reuse it).
-//! * A lease let go (`Lease::release`, or dropped) leaves the
-//!   map; a renewal of it already in flight sees it let go and deletes the
+//! * The held leases are a list (a pointer each: a map keyed by lease took
+//!   twice to four times that). A lease let go (`Lease::release`, or
+//!   dropped) or lost is marked so and leaves the list at the loop's next
+//!   pass; a renewal of it already in flight sees it let go and deletes the
 //!   lease it may have renewed meanwhile.
 //! * What a renewal finds (renewed, lost to another worker, the bus away)
 //!   is told to the lease's state (`LeaseWatch`).
 
-use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -42,16 +44,45 @@ pub struct Renewals {
     /// The lease bucket, through the worker's connection (releases from its runtime).
     here: Arc<kv::Store>,
     /// The session directory the fences are in (shared by them).
-    session_dir: Mutex<Option<Arc<Path>>>,
+    session_dir: Mutex<Option<Arc<PathBuf>>>,
     worker: String,
     ttl: Duration,
-    held: Mutex<HashMap<usize, Arc<State>>>,
+    /// Every lease held, and (until the loop's next pass) those let go or lost.
+    held: Mutex<Vec<Arc<State>>>,
 }
 
 impl std::fmt::Debug for Renewals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Renewals").field("worker", &self.worker).field("ttl", &self.ttl).finish()
     }
+}
+
+/// The leases of `held` to renew at `now` (marked as being renewed), and
+/// when the next one is due; the ones let go or lost leave the list.
+fn take_due(held: &mut Vec<Arc<State>>, now: u64, ttl: Duration, period: Duration) -> (Vec<Arc<State>>, u64) {
+    let mut due = Vec::new();
+    let mut next = now + millis(period);
+    held.retain(|state| {
+        if state.is_released() || state.is_lost() {
+            return false;
+        }
+        // Only this loop sets `renewing`, and only the renewal it starts clears it.
+        if !state.is_renewing() {
+            match state.due(ttl, period) {
+                at if at <= now => {
+                    state.set_renewing(true);
+                    due.push(state.clone());
+                }
+                at => next = next.min(at),
+            }
+        }
+        true
+    });
+    // An unload wave would otherwise keep the list at its longest.
+    if held.capacity() > 64 && held.len() < held.capacity() / 4 {
+        held.shrink_to_fit();
+    }
+    (due, next)
 }
 
 /// What one renewal concluded.
@@ -76,7 +107,7 @@ enum Retaken {
 
 impl Renewals {
     pub(super) fn new(leases: Arc<kv::Store>, here: Arc<kv::Store>, worker: String, ttl: Duration) -> Renewals {
-        Renewals { leases, here, session_dir: Mutex::new(None), worker, ttl, held: Mutex::new(HashMap::new()) }
+        Renewals { leases, here, session_dir: Mutex::new(None), worker, ttl, held: Mutex::new(Vec::new()) }
     }
 
     /// The lease bucket through the worker's own connection.
@@ -85,11 +116,11 @@ impl Renewals {
     }
 
     /// `session_dir`, shared by every fence in it.
-    pub(super) fn session_dir(&self, session_dir: &Path) -> Arc<Path> {
+    pub(super) fn session_dir(&self, session_dir: &Path) -> Arc<PathBuf> {
         let mut shared = self.session_dir.lock().unwrap_or_else(PoisonError::into_inner);
         match &*shared {
-            Some(dir) if **dir == *session_dir => dir.clone(),
-            _ => shared.insert(Arc::from(session_dir)).clone(),
+            Some(dir) if dir.as_path() == session_dir => dir.clone(),
+            _ => shared.insert(Arc::new(session_dir.to_path_buf())).clone(),
         }
     }
 
@@ -102,42 +133,24 @@ impl Renewals {
         self.ttl
     }
 
-    /// Renew this lease from now on (first when its `due` comes).
+    /// Renew this lease from now on (first when its `due` comes), until it
+    /// is let go or lost.
     pub(super) fn hold(&self, state: Arc<State>) {
-        self.held.lock().unwrap_or_else(PoisonError::into_inner).insert(state.key(), state);
+        self.held.lock().unwrap_or_else(PoisonError::into_inner).push(state);
     }
 
-    /// No more renewals of lease `key`.
-    pub(super) fn forget(&self, key: usize) {
+    /// The leases to renew now, with when the next one is due (see [`take_due`]).
+    fn due(&self, now: u64) -> (Vec<Arc<State>>, u64) {
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        held.remove(&key);
-        // An unload wave would otherwise keep the map at its highest.
-        if held.capacity() > 64 && held.len() < held.capacity() / 4 {
-            held.shrink_to_fit();
-        }
+        take_due(&mut held, now, self.ttl, self.period())
     }
 
     /// The loop: renew every lease when it is due, until the process ends.
     pub(super) async fn run(self: Arc<Self>) {
-        let period = millis(self.period());
         let tick = millis((self.period() / 8).clamp(Duration::from_millis(10), Duration::from_millis(250)));
         loop {
             let now = clock_ms();
-            let mut due = Vec::new();
-            let mut next = now + period;
-            for state in self.held.lock().unwrap_or_else(PoisonError::into_inner).values() {
-                // Only this loop sets `renewing`, and only the renewal it starts clears it.
-                if state.renewing.load(Ordering::SeqCst) {
-                    continue;
-                }
-                match state.due(self.ttl, self.period()) {
-                    at if at <= now => {
-                        state.renewing.store(true, Ordering::SeqCst);
-                        due.push(state.clone());
-                    }
-                    at => next = next.min(at),
-                }
-            }
+            let (due, next) = self.due(now);
             if !due.is_empty() {
                 let renewals = self.clone();
                 tokio::spawn(async move {
@@ -159,13 +172,13 @@ impl Renewals {
 
     /// Renew one lease and record what came of it.
     async fn renew_one(&self, state: Arc<State>) {
-        if state.released.load(Ordering::SeqCst) {
+        if state.is_released() {
             return;
         }
         let period = self.period();
         let sent = clock_ms();
         // Since the last renewal that concluded (a TTL before the lease's validity ends).
-        let last = state.valid_until.load(Ordering::SeqCst).saturating_sub(millis(self.ttl));
+        let last = state.valid_until().saturating_sub(millis(self.ttl));
         let since = Duration::from_millis(sent.saturating_sub(last));
         if since > period * 2 {
             tracing::warn!(
@@ -177,20 +190,23 @@ impl Renewals {
         match self.renew(&state, since).await {
             Renewed::Yes | Renewed::Again => {
                 self.concluded(&state, sent);
-                state.renewing.store(false, Ordering::SeqCst);
+                state.set_renewing(false);
             }
-            Renewed::End => self.forget(state.key()),
+            // Let go or lost: it leaves the list at the next pass (still
+            // marked as being renewed, it is not renewed again meanwhile).
+            Renewed::End => {}
         }
     }
 
     /// One renewal, `since` after the last one that concluded.
     async fn renew(&self, state: &Arc<State>, since: Duration) -> Renewed {
-        let id = state.fence.id();
+        let text = state.fence.id();
+        let id: &str = &text;
         let last = state.revision.load(Ordering::SeqCst);
         match self.leases.update(id, owner_value(&self.worker), last).await {
             Ok(next) => {
                 state.revision.store(next, Ordering::SeqCst);
-                if state.released.load(Ordering::SeqCst) {
+                if state.is_released() {
                     // Let go while this renewal was on its way: the release
                     // named the older revision, so the lease goes now.
                     let _ = self.leases.delete_expect_revision(id, Some(next)).await;
@@ -199,13 +215,11 @@ impl Renewals {
                 Renewed::Yes
             }
             // Let go meanwhile (the release deleted it): nothing to take again.
-            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision && state.released.load(Ordering::SeqCst) => {
-                Renewed::End
-            }
+            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision && state.is_released() => Renewed::End,
             // Another worker took it, or the lease expired before this renewal
             // (late by more than the TTL): take it again if nobody else has.
             Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => match self.retake(state, last).await {
-                Retaken::Held(revision) if state.released.load(Ordering::SeqCst) => {
+                Retaken::Held(revision) if state.is_released() => {
                     let _ = self.leases.delete_expect_revision(id, Some(revision)).await;
                     Renewed::End
                 }
@@ -249,7 +263,8 @@ impl Renewals {
     /// The lease is no longer at revision `last`: take it again when it is
     /// free (expired or released) and the session had no other owner since.
     async fn retake(&self, state: &Arc<State>, last: u64) -> Retaken {
-        let id = state.fence.id();
+        let text = state.fence.id();
+        let id: &str = &text;
         let entry = match self.leases.entry(id).await {
             Ok(entry) => entry,
             Err(e) => return Retaken::Unknown(e.to_string()),
@@ -290,5 +305,52 @@ impl Renewals {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::fence::EpochFence;
+
+    #[test]
+    fn due_leases_are_taken_once_and_let_go_or_lost_ones_leave_the_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ttl, period) = (Duration::from_secs(9), Duration::from_secs(3));
+        // Taken at 1 s (due at 4 s), 2 s (due at 5 s), 3 s (due at 6 s).
+        let lease = |id: &str, taken: u64| Arc::new(State::new(EpochFence::new(dir.path(), id, 1), 1, taken + 9_000));
+        let (a, b, c) = (lease("a", 1_000), lease("b", 2_000), lease("c", 3_000));
+        let mut held = vec![a.clone(), b.clone(), c.clone()];
+        let (due, next) = take_due(&mut held, 4_500, ttl, period);
+        assert_eq!((due.len(), next), (1, 5_000));
+        assert!(Arc::ptr_eq(&due[0], &a) && a.is_renewing());
+        // Being renewed: not taken again; b is let go, c lost.
+        b.set_released();
+        assert!(c.set_lost());
+        let (due, next) = take_due(&mut held, 7_000, ttl, period);
+        assert_eq!((due.len(), next), (0, 7_000 + 3_000));
+        assert_eq!(held.len(), 1);
+        assert!(Arc::ptr_eq(&held[0], &a));
+        // Its renewal concluded at 4.5 s: due again at 7.5 s.
+        a.renewed(4_500, ttl);
+        a.set_renewing(false);
+        let (due, next) = take_due(&mut held, 7_000, ttl, period);
+        assert_eq!((due.len(), next), (0, 7_500));
+        assert_eq!(take_due(&mut held, 7_500, ttl, period).0.len(), 1);
+    }
+
+    #[test]
+    fn a_held_lease_costs_one_pointer_in_the_list_and_the_list_shrinks_after_an_unload_wave() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut held: Vec<Arc<State>> = (0..1_000)
+            .map(|n| Arc::new(State::new(EpochFence::new(dir.path(), &n.to_string(), 1), 1, u64::MAX / 2)))
+            .collect();
+        assert_eq!(std::mem::size_of_val(&held[0]), std::mem::size_of::<usize>());
+        for state in &held[10..] {
+            state.set_released();
+        }
+        take_due(&mut held, 0, Duration::from_secs(9), Duration::from_secs(3));
+        assert_eq!(held.len(), 10);
+        assert!(held.capacity() < 100, "{}", held.capacity());
     }
 }
