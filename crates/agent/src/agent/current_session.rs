@@ -95,26 +95,67 @@ impl CurrentSession {
 
     /// A write of an extension's `sessionManager` (pi's `appendMessage`,
     /// `appendCustomEntry`, `appendCustomMessageEntry`, `appendLabelChange`,
-    /// `appendSessionInfo`), chained from the leaf without events; the
-    /// conversation is rebuilt from the record. The new entry's id.
-    pub(super) fn append_entry(&mut self, kind: &str, params: &Value) -> Result<String, String> {
+    /// `appendSessionInfo`, `appendModelChange`, `appendThinkingLevelChange`,
+    /// `appendCompaction`, `branchWithSummary`; `branch` and `resetLeaf` move
+    /// the leaf), chained from the leaf without events. As in pi, a model or
+    /// thinking-level entry changes neither of them; the conversation (what
+    /// the next request holds) is rebuilt from the record. The new entry's id.
+    pub(super) fn append_entry(&mut self, kind: &str, params: &Value) -> Result<Option<String>, String> {
         let text = |key: &str| params.get(key).and_then(Value::as_str).map(str::to_string);
+        let field = |key: &str| params.get(key).filter(|v| !v.is_null()).cloned();
+        let usage = || field("usage").and_then(|u| serde_json::from_value(u).ok());
         let id = match kind {
             "message" => {
                 let message = params.get("message").cloned().ok_or("\"message\" is required")?;
                 let message: AgentMessage =
                     serde_json::from_value(message).map_err(|e| format!("invalid message: {e}"))?;
-                self.record.append_message(message)
+                self.record.append_message(message).map(Some)
             }
             "label" => {
                 let target = text("targetId").ok_or("\"targetId\" is required")?;
-                self.record.append_label(&target, text("label").as_deref().filter(|l| !l.is_empty()))
+                self.record.append_label(&target, text("label").as_deref().filter(|l| !l.is_empty())).map(Some)
             }
-            "session_info" => self.record.append_session_info(&text("name").unwrap_or_default()),
+            "session_info" => self.record.append_session_info(&text("name").unwrap_or_default()).map(Some),
+            "model_change" => self
+                .record
+                .append_model_change(&text("provider").unwrap_or_default(), &text("modelId").unwrap_or_default())
+                .map(Some),
+            "thinking_level_change" => {
+                self.record.append_thinking_level_change(&text("thinkingLevel").unwrap_or_default()).map(Some)
+            }
+            "compaction" => {
+                let summary = text("summary").unwrap_or_default();
+                let first_kept = text("firstKeptEntryId");
+                self.record
+                    .append_compaction_from(NewCompaction {
+                        summary: &summary,
+                        first_kept_entry_id: first_kept.as_deref(),
+                        tokens_before: params.get("tokensBefore").and_then(Value::as_u64).unwrap_or(0),
+                        details: field("details"),
+                        usage: usage(),
+                        from_hook: params.get("fromHook").and_then(Value::as_bool).unwrap_or(false),
+                    })
+                    .map(Some)
+            }
+            "branch_summary" => {
+                let from_hook = params.get("fromHook").and_then(Value::as_bool);
+                let (target, summary) = (text("targetId"), text("summary").unwrap_or_default());
+                self.record
+                    .branch_with_summary_from(target.as_deref(), &summary, field("details"), usage(), from_hook)
+                    .map(Some)
+            }
+            "branch" => {
+                let target = text("targetId").ok_or("\"targetId\" is required")?;
+                self.record.set_leaf(&target).map(|()| None)
+            }
+            "reset_leaf" => {
+                self.record.reset_leaf();
+                Ok(None)
+            }
             "custom" | "custom_message" => {
                 let mut draft = params.clone();
                 draft["type"] = Value::String(kind.to_string());
-                self.append_draft(&draft).map(Option::unwrap_or_default)
+                self.append_draft(&draft)
             }
             other => return Err(format!("sessionManager: appending a {other} entry is not supported by pi-rpc")),
         }

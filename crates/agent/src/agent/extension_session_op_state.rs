@@ -25,6 +25,11 @@ pub(crate) struct SessionOpReplies {
     waiting: Mutex<HashMap<RequestTag, ExtReply>>,
     /// `ctx.fork(id, {position: "at"})` below the leaf: the op is a clone of the path to `id`.
     fork_targets: Mutex<HashMap<RequestTag, String>>,
+    /// `ctx.newSession({setup})`: the extension whose setup runs in the new session, by op.
+    setup_callers: Mutex<HashMap<RequestTag, usize>>,
+    /// The new session's `session_start`, held for every extension but the
+    /// one whose setup runs (pi starts them all once the setup is done).
+    held_start: Mutex<Option<(usize, Value)>>,
 }
 
 impl SessionOpReplies {
@@ -45,6 +50,9 @@ impl SessionOpReplies {
         if let Ok(mut targets) = self.fork_targets.lock() {
             targets.remove(&tag);
         }
+        if let Ok(mut callers) = self.setup_callers.lock() {
+            callers.remove(&tag);
+        }
         self.waiting.lock().ok()?.remove(&tag)
     }
 
@@ -52,6 +60,38 @@ impl SessionOpReplies {
     pub(super) fn set_fork_target(&self, tag: RequestTag, entry_id: String) {
         if let Ok(mut targets) = self.fork_targets.lock() {
             targets.insert(tag, entry_id);
+        }
+    }
+
+    /// The new-session op `tag` runs extension `caller`'s `setup` before the extensions start.
+    pub(super) fn set_setup_caller(&self, tag: RequestTag, caller: usize) {
+        if let Ok(mut callers) = self.setup_callers.lock() {
+            callers.insert(tag, caller);
+        }
+    }
+
+    /// The extension whose `setup` the new-session op `tag` runs, if any.
+    pub(super) fn setup_caller(&self, tag: Option<RequestTag>) -> Option<usize> {
+        let tag = tag.filter(|t| *t >= FIRST_TAG)?;
+        self.setup_callers.lock().ok()?.get(&tag).copied()
+    }
+
+    /// Hold `payload` (a `session_start`) for the others until `caller`'s setup is done.
+    pub(super) fn hold_start(&self, caller: usize, payload: Value) {
+        if let Ok(mut held) = self.held_start.lock() {
+            *held = Some((caller, payload));
+        }
+    }
+
+    /// The `session_start` held while `caller`'s setup ran, once it is done (or `caller` died).
+    pub(super) fn release_start(&self, caller: usize) -> Option<Value> {
+        let mut held = self.held_start.lock().ok()?;
+        match held.take() {
+            Some((id, payload)) if id == caller => Some(payload),
+            other => {
+                *held = other;
+                None
+            }
         }
     }
 

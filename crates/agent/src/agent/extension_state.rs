@@ -38,6 +38,11 @@ pub(crate) enum ExtSignal {
         found: Vec<(String, Value)>,
         reply: Option<super::extension_session_op_state::ExtReply>,
     },
+    /// The other extensions handled the `session_start` held while a
+    /// command's `newSession` setup ran; `reply` is that command's `setupDone`.
+    SetupStarted {
+        reply: Option<super::extension_session_op_state::ExtReply>,
+    },
     /// The session hooks decided about an op.
     SessionHookDone {
         pending: Pending,

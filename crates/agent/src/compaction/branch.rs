@@ -14,9 +14,6 @@ use super::summarize::{Summarizer, SummaryError, SummaryOutput, generate};
 use crate::event::{EventSink, SummarizationSource};
 use crate::message::AgentMessage;
 
-/// pi's default `branchSummary.reserveTokens`.
-pub const BRANCH_SUMMARY_RESERVE_TOKENS: u64 = 16_384;
-
 /// What to summarise of the abandoned entries (oldest first, each with its messages).
 #[derive(Debug, Default)]
 pub struct BranchInput {

@@ -89,6 +89,10 @@ pub struct Settings {
     pub steering_mode: QueueMode,
     pub follow_up_mode: QueueMode,
     pub compaction: CompactionSettings,
+    /// `branchSummary.reserveTokens`: the context tokens a branch summary
+    /// leaves free (pi's default 16,384); the abandoned branch's messages
+    /// get the model's context window less these.
+    pub branch_summary_reserve_tokens: u64,
     pub retry: RetrySettings,
     /// `defaultTools`: plain names replace the defaults; `+name`/`-name` edit them.
     pub default_tools: Option<Vec<String>>,
@@ -149,6 +153,7 @@ impl Default for Settings {
             steering_mode: QueueMode::OneAtATime,
             follow_up_mode: QueueMode::OneAtATime,
             compaction: CompactionSettings::default(),
+            branch_summary_reserve_tokens: 16384,
             retry: RetrySettings::default(),
             default_tools: None,
             session_dir: None,
@@ -177,6 +182,7 @@ struct SettingsFile {
     steering_mode: Option<String>,
     follow_up_mode: Option<String>,
     compaction: Option<CompactionFile>,
+    branch_summary: Option<BranchSummaryFile>,
     retry: Option<RetryFile>,
     default_tools: Option<Vec<String>>,
     session_dir: Option<String>,
@@ -201,6 +207,12 @@ struct ToolApprovalFile {
     default: Option<String>,
     /// Kept in file order (first match wins).
     tools: Option<serde_json::Map<String, Value>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BranchSummaryFile {
+    reserve_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -285,6 +297,9 @@ impl Settings {
                 entry.reserve_tokens = o.reserve_tokens.or(entry.reserve_tokens);
                 entry.keep_recent_tokens = o.keep_recent_tokens.or(entry.keep_recent_tokens);
             }
+        }
+        if let Some(reserve) = f.branch_summary.and_then(|b| b.reserve_tokens) {
+            self.branch_summary_reserve_tokens = reserve;
         }
         if let Some(r) = f.retry {
             self.retry.enabled = r.enabled.unwrap_or(self.retry.enabled);
@@ -500,6 +515,20 @@ mod tests {
         );
         assert_eq!(load(r#"{"transport":"sse"}"#, Some(r#"{"transport":"websocket"}"#)).as_deref(), Some("websocket"));
         assert_eq!(load(r#"{"transport":7}"#, None), None, "a value of another type is left out");
+    }
+
+    #[test]
+    fn branch_summary_reserve_tokens_default_and_override() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        assert_eq!(Settings::load(agent.path(), cwd.path()).unwrap().branch_summary_reserve_tokens, 16384);
+        std::fs::write(agent.path().join("settings.json"), r#"{"branchSummary":{"reserveTokens":4000}}"#).unwrap();
+        assert_eq!(Settings::load(agent.path(), cwd.path()).unwrap().branch_summary_reserve_tokens, 4000);
+        std::fs::create_dir_all(cwd.path().join(".pi")).unwrap();
+        std::fs::write(cwd.path().join(".pi/settings.json"), r#"{"branchSummary":{"skipPrompt":true}}"#).unwrap();
+        assert_eq!(Settings::load(agent.path(), cwd.path()).unwrap().branch_summary_reserve_tokens, 4000);
+        std::fs::write(cwd.path().join(".pi/settings.json"), r#"{"branchSummary":{"reserveTokens":900}}"#).unwrap();
+        assert_eq!(Settings::load(agent.path(), cwd.path()).unwrap().branch_summary_reserve_tokens, 900);
     }
 
     #[test]

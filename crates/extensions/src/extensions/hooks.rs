@@ -292,6 +292,9 @@ impl Extensions {
             if let Some(usage) = &output.usage {
                 params["usage"] = json!(usage);
             }
+            if let Some(structured) = &output.structured_content {
+                params["structuredContent"] = structured.clone();
+            }
             if let Some(parent) = parent {
                 params["parentToolCallId"] = json!(parent);
             }
@@ -302,7 +305,14 @@ impl Extensions {
             if result.get("content").is_some() {
                 let (content, _) = super::tool_content::parse_content(&result);
                 output.content = content;
-                output.structured_content = None;
+            }
+            // pi's rule: new content without new structured content drops
+            // the old one (it may no longer match); the host answers with
+            // what its handlers left (`null`: none).
+            match result.get("structuredContent") {
+                Some(structured) => output.structured_content = (!structured.is_null()).then(|| structured.clone()),
+                None if result.get("content").is_some() => output.structured_content = None,
+                None => {}
             }
             if let Some(details) = result.get("details") {
                 output.details = (!details.is_null()).then(|| details.clone());

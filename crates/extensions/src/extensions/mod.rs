@@ -411,6 +411,13 @@ impl Extensions {
         }
     }
 
+    /// [`Extensions::notify_raw`] for extension `id` alone (when it subscribes).
+    pub fn notify_one(&self, id: usize, name: &str, payload: Value) {
+        if let Some(ext) = self.get(id).filter(|e| e.subscribes(name)) {
+            ext.send(&protocol::event_message(payload));
+        }
+    }
+
     /// Commands of live extensions in load order; a name registered by
     /// several extensions is invoked as `name:1`, `name:2`, … (as pi does).
     pub fn commands(&self) -> Vec<RegisteredCommand> {

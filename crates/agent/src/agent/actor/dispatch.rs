@@ -125,7 +125,10 @@ impl Agent {
             Op::SetActiveTools { tools } => self.set_active_tools(tools),
             Op::Initialize(params) => self.initialize(params).await,
             // The session tree (session_tree.rs).
-            Op::NewSession { parent_session } => self.new_session(parent_session).await,
+            Op::NewSession { parent_session } => {
+                let setup = self.ext.session_op_replies().setup_caller(tag);
+                self.new_session(parent_session, setup).await
+            }
             Op::SwitchSession { session_path, .. } => self.switch_session(&session_path).await,
             Op::ResumeSession { reference, .. } => self.resume_session(&reference).await,
             Op::Fork { entry_id } => self.fork(&entry_id).await,

@@ -338,7 +338,10 @@ impl Agent {
     /// Tell extensions a session became current (`reason`: new, resume,
     /// fork), replacing the one in the file `previous`. `sessionFile` is
     /// for the host (the `targetSessionFile` of its `session_shutdown`).
-    pub(super) fn extensions_session_started(&mut self, reason: &str, previous: Option<String>) {
+    /// With `setup` (a command's `newSession({setup})`), only that extension
+    /// is told now: its host runs the setup first; the others are told when
+    /// it is done ([`Agent::extension_setup_done`]), as pi starts them all after it.
+    pub(super) fn extensions_session_started(&mut self, reason: &str, previous: Option<String>, setup: Option<usize>) {
         let mut payload =
             json!({"type": "session_start", "reason": reason, "sessionId": self.session.record().session_id()});
         if let Some(previous) = previous {
@@ -346,6 +349,11 @@ impl Agent {
         }
         if let Some(file) = self.session.record().file_path() {
             payload["sessionFile"] = Value::String(file.display().to_string());
+        }
+        if let Some(caller) = setup.filter(|id| self.ext.handle().get(*id).is_some_and(|e| !e.is_dead())) {
+            self.ext.handle().notify_one(caller, "session_start", payload.clone());
+            self.ext.session_op_replies().hold_start(caller, payload);
+            return;
         }
         self.ext.handle().notify_raw("session_start", payload);
         self.discover_after_replacement();
@@ -398,7 +406,14 @@ impl Agent {
                     }
                 }
             }
+            ExtSignal::SetupStarted { reply } => {
+                self.discover_after_replacement();
+                if let Some(reply) = reply {
+                    let _ = reply.send(Ok(Value::Null));
+                }
+            }
             ExtSignal::Host(HostSignal::Died { id, event, error }) => {
+                self.extension_setup_done(id, None);
                 let path = self.ext.handle().get(id).map(|e| e.path_string()).unwrap_or_default();
                 self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
                 for name in self.ext.take_tools_of(id) {
@@ -416,8 +431,8 @@ impl Agent {
                 self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
             }
             ExtSignal::Host(HostSignal::Event(event)) => self.emit(*event).await,
-            ExtSignal::Host(HostSignal::Request { request: ExtRequest::SessionOp(p), reply, .. }) => {
-                self.extension_session_op(p, reply).await;
+            ExtSignal::Host(HostSignal::Request { id, request: ExtRequest::SessionOp(p), reply }) => {
+                self.extension_session_op(id, p, reply).await;
             }
             ExtSignal::Host(HostSignal::Request { request: ExtRequest::Models(p), reply, .. }) => {
                 self.extension_models_call(&p, reply);

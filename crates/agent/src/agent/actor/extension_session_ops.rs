@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 
 use super::Agent;
 use crate::agent::extension_session_op_state::ExtReply;
+use crate::agent::extension_state::ExtSignal;
+use crate::agent::internal::Internal;
 use crate::agent::state::Pending;
 use crate::error::CoreError;
 use crate::op::{Op, Reply};
@@ -55,8 +57,10 @@ fn session_op(agent: &Agent, p: &Value) -> Result<(Op, Option<String>), String> 
 
 impl Agent {
     /// Run a command's session op for extension `id`; `reply` gets `{cancelled}` once it is done.
-    pub(super) async fn extension_session_op(&mut self, p: Value, reply: ExtReply) {
+    pub(super) async fn extension_session_op(&mut self, id: usize, p: Value, reply: ExtReply) {
         match p.get("action").and_then(Value::as_str) {
+            // `newSession({setup})`: the setup wrote to the new session; the others may start.
+            Some("setupDone") => return self.extension_setup_done(id, Some(reply)),
             Some("navigate") => return self.extension_navigate_tree(&p, reply).await,
             Some("reload") => {
                 let busy = if self.activity.is_running() {
@@ -88,6 +92,9 @@ impl Agent {
         match session_op(self, &p) {
             Ok((op, fork_at)) => {
                 let tag = self.ext.session_op_replies().register(reply);
+                if p.get("setup").and_then(Value::as_bool) == Some(true) && matches!(op, Op::NewSession { .. }) {
+                    self.ext.session_op_replies().set_setup_caller(tag, id);
+                }
                 if let Some(entry_id) = fork_at {
                     self.ext.session_op_replies().set_fork_target(tag, entry_id);
                 }
@@ -97,5 +104,33 @@ impl Agent {
                 let _ = reply.send(Err(error));
             }
         }
+    }
+
+    /// Extension `id`'s `newSession` setup is done (or it died): the other
+    /// extensions get the `session_start` held for them, in load order, each
+    /// awaited as pi awaits them (a TypeScript host answers once its new
+    /// instance handled it; others are told), then `resources_discover`;
+    /// `reply` (the `setupDone` request) is answered after that.
+    pub(super) fn extension_setup_done(&mut self, id: usize, reply: Option<ExtReply>) {
+        let Some(payload) = self.ext.session_op_replies().release_start(id) else {
+            if let Some(reply) = reply {
+                let _ = reply.send(Ok(Value::Null));
+            }
+            return;
+        };
+        let others: Vec<_> =
+            self.ext.handle().subscribers("session_start").into_iter().filter(|e| e.id != id).collect();
+        let internal = self.channels.internal();
+        tokio::spawn(async move {
+            for ext in others {
+                if ext.registration().is_some_and(|r| r.await_session_start) {
+                    // A failure was reported by the host (its handlers' errors) or as the extension's death.
+                    let _ = ext.call("session_start", payload.clone(), None).await;
+                } else {
+                    ext.send(&crate::extensions::protocol::event_message(payload.clone()));
+                }
+            }
+            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::SetupStarted { reply }))).await;
+        });
     }
 }

@@ -12,9 +12,7 @@ use super::Agent;
 use crate::agent::extension_session_op_state::{ExtReply, Navigation};
 use crate::agent::extension_state::ExtSignal;
 use crate::agent::internal::Internal;
-use crate::compaction::branch::{
-    BRANCH_SUMMARY_RESERVE_TOKENS, BranchEntry, BranchInput, prepare_branch, summarize_branch,
-};
+use crate::compaction::branch::{BranchEntry, BranchInput, prepare_branch, summarize_branch};
 use crate::compaction::{SummaryError, SummaryOutput};
 use crate::event::AgentEvent;
 use crate::extensions::CallError;
@@ -195,7 +193,9 @@ impl Agent {
             })
             .collect();
         let window = Some(self.models.model().context_window).filter(|w| *w > 0).unwrap_or(128_000);
-        prepare_branch(&entries, window.saturating_sub(BRANCH_SUMMARY_RESERVE_TOKENS))
+        // The settings' `branchSummary.reserveTokens` (pi's default 16,384).
+        let reserve = self.prefs.settings().branch_summary_reserve_tokens;
+        prepare_branch(&entries, window.saturating_sub(reserve))
     }
 
     /// Ask the current model for the summary in a task; the navigation

@@ -12,8 +12,14 @@ fn session_error(e: SessionError) -> CoreError {
 }
 
 impl Agent {
-    /// `new_session`: a new file beside the current one (in memory when the current one is).
-    pub(super) async fn new_session(&mut self, parent_session: Option<String>) -> Result<Reply, CoreError> {
+    /// `new_session`: a new file beside the current one (in memory when the
+    /// current one is). `setup`: the extension whose `newSession({setup})`
+    /// this is (the other extensions start once its setup is done).
+    pub(super) async fn new_session(
+        &mut self,
+        parent_session: Option<String>,
+        setup: Option<usize>,
+    ) -> Result<Reply, CoreError> {
         let session = if self.session.record().file_path().is_some() {
             Session::create(self.workspace.session_dir(), self.workspace.cwd(), parent_session)
                 .map_err(session_error)?
@@ -21,7 +27,7 @@ impl Agent {
             Session::in_memory(self.workspace.cwd())
         };
         let previous = self.replace_session(session).await?;
-        self.extensions_session_started("new", previous);
+        self.extensions_session_started("new", previous, setup);
         Ok(Reply::Switched(Switched::new(false)))
     }
 
@@ -44,7 +50,7 @@ impl Agent {
             tracing::warn!("{w}");
         }
         let previous = self.replace_session(session).await?;
-        self.extensions_session_started("resume", previous);
+        self.extensions_session_started("resume", previous, None);
         Ok(Reply::Switched(Switched::new(false)))
     }
 
@@ -52,7 +58,7 @@ impl Agent {
     pub(super) async fn fork(&mut self, entry_id: &str) -> Result<Reply, CoreError> {
         let (session, text) = self.session.record().fork(entry_id).map_err(session_error)?;
         let previous = self.replace_session(session).await?;
-        self.extensions_session_started("fork", previous);
+        self.extensions_session_started("fork", previous, None);
         Ok(Reply::Fork(Forked { text, cancelled: false }))
     }
 
@@ -66,7 +72,7 @@ impl Agent {
         }
         .map_err(session_error)?;
         let previous = self.replace_session(session).await?;
-        self.extensions_session_started("fork", previous);
+        self.extensions_session_started("fork", previous, None);
         Ok(Reply::Switched(Switched::new(false)))
     }
 

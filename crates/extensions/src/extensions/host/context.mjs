@@ -69,6 +69,19 @@ function createSessionManager(channel, cache) {
 			append({ kind: "custom_message", customType, content, display, details }),
 		appendLabelChange: (targetId, label) => append({ kind: "label", targetId, label }),
 		appendSessionInfo: (name) => append({ kind: "session_info", name }),
+		// The model and thinking level stay as they are (pi writes the entry only).
+		appendModelChange: (provider, modelId) => append({ kind: "model_change", provider, modelId }),
+		appendThinkingLevelChange: (thinkingLevel) => append({ kind: "thinking_level_change", thinkingLevel }),
+		appendCompaction: (summary, firstKeptEntryId, tokensBefore, details, fromHook, usage) =>
+			append({ kind: "compaction", summary, firstKeptEntryId, tokensBefore, details, fromHook, usage }),
+		branch: (branchFromId) => {
+			append({ kind: "branch", targetId: branchFromId });
+		},
+		resetLeaf: () => {
+			append({ kind: "reset_leaf" });
+		},
+		branchWithSummary: (branchFromId, summary, details, fromHook, usage) =>
+			append({ kind: "branch_summary", targetId: branchFromId ?? null, summary, details, fromHook, usage }),
 		getCwd: () => session().cwd,
 		getSessionDir: () => session().sessionDir ?? undefined,
 		getSessionId: () => session().sessionId,
@@ -189,7 +202,7 @@ export function createContextFactory(channel, hello, host) {
 			const gate = setup ? host.gateSessionStart() : undefined;
 			let result;
 			try {
-				result = await channel.request("sessionOp", params);
+				result = await channel.request("sessionOp", setup ? { ...params, setup: true } : params);
 			} catch (error) {
 				gate?.cancel();
 				throw error;
@@ -206,6 +219,8 @@ export function createContextFactory(channel, hello, host) {
 					await setup(sessionManager);
 				} finally {
 					cache.clear();
+					// pi-rpc held the other extensions' `session_start` until now.
+					await channel.request("sessionOp", { action: "setupDone" }).catch(() => {});
 					gate.release();
 				}
 			}

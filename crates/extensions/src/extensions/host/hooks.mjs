@@ -202,8 +202,14 @@ export async function runHook(instance, method, params, ctx, reportError) {
 				try {
 					const result = await handler(event, ctx);
 					if (!result || typeof result !== "object") continue;
-					for (const key of ["content", "details", "isError", "usage"]) {
-						if (key in result) {
+					if (result.content !== undefined) {
+						event.content = result.content;
+						// As in pi: structured content not replaced along with the content may no longer match it.
+						if (result.structuredContent === undefined) delete event.structuredContent;
+						changed = true;
+					}
+					for (const key of ["details", "structuredContent", "isError", "usage"]) {
+						if (result[key] !== undefined) {
 							event[key] = result[key];
 							changed = true;
 						}
@@ -212,7 +218,9 @@ export async function runHook(instance, method, params, ctx, reportError) {
 					reportError("tool_result", error);
 				}
 			}
-			return changed ? { content: event.content, details: event.details, isError: event.isError === true, usage: event.usage } : null;
+			if (!changed) return null;
+			const { content, details, structuredContent, usage } = event;
+			return { content, details, structuredContent: structuredContent ?? null, isError: event.isError === true, usage };
 		}
 		case "before_provider_headers": {
 			// Handlers change `event.headers` in place (null removes one).

@@ -167,6 +167,8 @@ function onRequest(message) {
 	else if (method === "execute_tool") work = runTool(params, controller.signal);
 	else if (method === "provider_stream") work = instance.providers.stream(params, controller.signal, channel);
 	else if (method === "provider_oauth") work = instance.providers.oauth(params);
+	// The `session_start` of a new session pi-rpc held while another extension's `newSession` setup ran: answered once handled.
+	else if (method === "session_start" && params.reason && params.reason !== "startup") work = serial(() => onEvent(params));
 	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);
 	else work = serial(() => runHook(instance, method, params, contexts.event(controller.signal), reportError));
 	work.then(
