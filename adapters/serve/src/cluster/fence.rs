@@ -65,19 +65,19 @@ pub fn claim(session_dir: &Path, id: &str, epoch: u64) -> std::io::Result<()> {
 /// held inline when it is a UUID).
 #[derive(Debug)]
 pub struct EpochFence {
-    /// The session directory (shared by the worker's fences).
-    session_dir: Arc<Path>,
+    /// The session directory (shared by the worker's fences; a thin pointer).
+    session_dir: Arc<PathBuf>,
     id: CompactId,
     epoch: AtomicU64,
 }
 
 impl EpochFence {
     pub fn new(session_dir: &Path, id: &str, epoch: u64) -> EpochFence {
-        EpochFence::in_dir(Arc::from(session_dir), id, epoch)
+        EpochFence::in_dir(Arc::new(session_dir.to_path_buf()), id, epoch)
     }
 
     /// The fence of session `id` in a shared `session_dir`.
-    pub fn in_dir(session_dir: Arc<Path>, id: &str, epoch: u64) -> EpochFence {
+    pub fn in_dir(session_dir: Arc<PathBuf>, id: &str, epoch: u64) -> EpochFence {
         EpochFence { session_dir, id: CompactId::new(id), epoch: AtomicU64::new(epoch) }
     }
 

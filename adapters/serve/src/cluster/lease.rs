@@ -85,7 +85,7 @@ impl LeaseWatch {
 
     /// True once the lease was let go (released, or dropped with its session).
     pub fn is_let_go(&self) -> bool {
-        self.state.released.load(Ordering::SeqCst)
+        self.state.is_released()
     }
 
     /// Resolves once another worker holds the session (one waiter: the pump).
@@ -224,7 +224,7 @@ impl Lease {
     /// No more renewals (the renewals' next pass drops it); true when this
     /// call let the lease go (not before).
     fn let_go(&self) -> bool {
-        !self.state.released.swap(true, Ordering::SeqCst)
+        self.state.set_released()
     }
 
     /// Let go of the lease now, rather than in the background once dropped:

@@ -3,7 +3,7 @@
 //! (owner and last renewal). A leaf: the lease and the renewals both use it.
 
 use std::sync::LazyLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -17,28 +17,22 @@ use super::fence::EpochFence;
 /// What a lease, its session's pump and the worker's renewals share.
 ///
 /// Every session of a worker in a cluster holds one, so it is kept small
-/// (104 bytes, its session's id inline): the next renewal's time is derived
-/// from the last one that concluded, and the one task that waits on the
-/// lease (the session's pump) is woken through a single waker rather than a
-/// queue of waiters.
+/// (88 bytes: with the Arc's counts, the same 112-byte allocator chunk as a
+/// lone worker's lock path): its session's id is inline, the next renewal's
+/// time is derived from the last one that concluded, its four flags share a
+/// word with its validity, and the one task that waits on the lease (the
+/// session's pump) is woken through a single waker rather than a queue of
+/// waiters.
 #[derive(Debug)]
 pub(super) struct State {
     /// The session's fence (it names the session); the session's writes
     /// enter it through this state (`Lease::fence`).
     pub(super) fence: EpochFence,
     pub(super) revision: AtomicU64,
-    /// Another worker took the session (renewal lost, or an event refused).
-    lost: AtomicBool,
-    /// Let go (released or dropped): renewals end.
-    pub(super) released: AtomicBool,
-    /// A renewal of it is on its way (set by the renewals' loop, cleared by
-    /// the renewal once it concluded).
-    pub(super) renewing: AtomicBool,
-    /// A renewal concluded since the watcher last looked.
-    concluded: AtomicBool,
     /// Until when the lease is surely this worker's ([`clock_ms`]; moved by
-    /// each renewal to a TTL after it was sent).
-    pub(super) valid_until: AtomicU64,
+    /// each renewal to a TTL after it was sent), in the low 60 bits; the
+    /// flags [`LOST`], [`RELEASED`], [`RENEWING`] and [`CONCLUDED`] above.
+    word: AtomicU64,
     /// The event stream's sequence of the session's last message this owner
     /// knows of (its takeover mark, then each event it stored): its next
     /// event is stored only if the session's last message is still that one.
@@ -48,6 +42,18 @@ pub(super) struct State {
     watcher: AtomicWaker,
 }
 
+/// Another worker took the session (renewal lost, or an event refused).
+const LOST: u64 = 1 << 63;
+/// Let go (released or dropped): renewals end.
+const RELEASED: u64 = 1 << 62;
+/// A renewal of it is on its way (set by the renewals' loop, cleared by the
+/// renewal once it concluded).
+const RENEWING: u64 = 1 << 61;
+/// A renewal concluded since the watcher last looked.
+const CONCLUDED: u64 = 1 << 60;
+/// The validity's bits (2^60 ms: 36 million years of the leases' clock).
+const VALID: u64 = CONCLUDED - 1;
+
 impl State {
     /// The state of a lease taken at `asked` ([`clock_ms`]) under `epoch`:
     /// surely this worker's for a TTL from then.
@@ -55,44 +61,86 @@ impl State {
         State {
             fence,
             revision: AtomicU64::new(epoch),
-            lost: AtomicBool::new(false),
-            released: AtomicBool::new(false),
-            renewing: AtomicBool::new(false),
-            concluded: AtomicBool::new(false),
-            valid_until: AtomicU64::new(valid_until),
+            word: AtomicU64::new(valid_until.min(VALID)),
             stored: AtomicU64::new(0),
             watcher: AtomicWaker::new(),
         }
     }
 
+    /// Until when the lease is surely this worker's ([`clock_ms`]).
+    pub(super) fn valid_until(&self) -> u64 {
+        self.word.load(Ordering::SeqCst) & VALID
+    }
+
+    fn has(&self, flag: u64) -> bool {
+        self.word.load(Ordering::SeqCst) & flag != 0
+    }
+
+    /// Set `flag`: true when this call set it.
+    fn set(&self, flag: u64) -> bool {
+        self.word.fetch_or(flag, Ordering::SeqCst) & flag == 0
+    }
+
+    /// Clear `flag`: true when it was set.
+    fn clear(&self, flag: u64) -> bool {
+        self.word.fetch_and(!flag, Ordering::SeqCst) & flag != 0
+    }
+
+    /// True once the lease was let go (released, or dropped with its session).
+    pub(super) fn is_released(&self) -> bool {
+        self.has(RELEASED)
+    }
+
+    /// Let go: true when this call let it go (not before).
+    pub(super) fn set_released(&self) -> bool {
+        self.set(RELEASED)
+    }
+
+    /// A renewal of it is on its way.
+    pub(super) fn is_renewing(&self) -> bool {
+        self.has(RENEWING)
+    }
+
+    /// A renewal of it starts (`true`: the renewals' loop) or ended (`false`: the renewal).
+    pub(super) fn set_renewing(&self, renewing: bool) {
+        if renewing {
+            self.set(RENEWING);
+        } else {
+            self.clear(RENEWING);
+        }
+    }
+
     pub(super) fn in_doubt(&self) -> bool {
-        clock_ms() > self.valid_until.load(Ordering::SeqCst)
+        clock_ms() > self.valid_until()
     }
 
     /// When its next renewal is due: a `period` after the last one that
     /// concluded was sent (a TTL before its validity ends).
     pub(super) fn due(&self, ttl: Duration, period: Duration) -> u64 {
-        self.valid_until.load(Ordering::SeqCst).saturating_sub(millis(ttl)) + millis(period)
+        self.valid_until().saturating_sub(millis(ttl)) + millis(period)
     }
 
     /// A renewal sent at `sent` ([`clock_ms`]) concluded without losing the
     /// lease: surely this worker's until a TTL later; the watcher is told
     /// (and told later, when it is not waiting now).
     pub(super) fn renewed(&self, sent: u64, ttl: Duration) {
-        self.valid_until.store(sent + millis(ttl), Ordering::SeqCst);
-        self.concluded.store(true, Ordering::SeqCst);
+        let valid = (sent + millis(ttl)).min(VALID);
+        // The flags kept, the validity replaced; concluded.
+        let _ = self
+            .word
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |word| Some((word & !VALID) | CONCLUDED | valid));
         self.watcher.wake();
     }
 
     /// True once another worker holds the session.
     pub(super) fn is_lost(&self) -> bool {
-        self.lost.load(Ordering::SeqCst)
+        self.has(LOST)
     }
 
     /// Another worker holds the session: true when this call said so first
     /// (the watcher is woken).
     pub(super) fn set_lost(&self) -> bool {
-        let first = !self.lost.swap(true, Ordering::SeqCst);
+        let first = self.set(LOST);
         self.watcher.wake();
         first
     }
@@ -100,7 +148,7 @@ impl State {
     /// Ready once a renewal concluded since the last time it was ready.
     pub(super) fn poll_concluded(&self, cx: &mut Context<'_>) -> Poll<()> {
         self.watcher.register(cx.waker());
-        if self.concluded.swap(false, Ordering::SeqCst) { Poll::Ready(()) } else { Poll::Pending }
+        if self.clear(CONCLUDED) { Poll::Ready(()) } else { Poll::Pending }
     }
 
     /// Ready once the lease is lost.
@@ -154,12 +202,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_leases_state_is_one_allocation_of_at_most_120_bytes() {
+    fn a_leases_state_takes_88_bytes() {
         // Held by every session of a worker in a cluster (idle sessions per
-        // GiB): with the Arc's counts, 120 bytes at most (a 128-byte chunk of
-        // glibc's allocator), the session's id inline (a UUID) rather than
-        // in an allocation of its own.
-        assert!(std::mem::size_of::<State>() <= 104, "{} bytes", std::mem::size_of::<State>());
+        // GiB): with the Arc's counts 104 bytes, a 112-byte chunk of glibc's
+        // allocator, as a lone worker's lock path (and the session's id
+        // inline when it is a UUID, rather than an allocation of its own).
+        assert!(std::mem::size_of::<State>() <= 88, "{} bytes", std::mem::size_of::<State>());
+    }
+
+    #[test]
+    fn the_flags_and_the_validity_share_a_word_without_touching_each_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = State::new(EpochFence::new(dir.path(), "s1", 3), 3, 10_000);
+        assert!(!state.is_released() && !state.is_renewing() && !state.is_lost());
+        state.set_renewing(true);
+        assert!(state.set_released() && !state.set_released());
+        assert_eq!(state.valid_until(), 10_000);
+        state.renewed(20_000, Duration::from_secs(9));
+        assert_eq!(state.valid_until(), 29_000);
+        assert!(state.is_renewing() && state.is_released() && !state.is_lost());
+        state.set_renewing(false);
+        assert!(!state.is_renewing() && state.is_released());
+        assert!(state.set_lost() && state.is_lost() && state.valid_until() == 29_000);
     }
 
     #[tokio::test]
@@ -170,7 +234,7 @@ mod tests {
         let state = State::new(EpochFence::new(dir.path(), "s1", 3), 3, 10_000);
         assert_eq!(state.due(ttl, period), 4_000);
         state.renewed(4_100, ttl);
-        assert_eq!((state.valid_until.load(Ordering::SeqCst), state.due(ttl, period)), (13_100, 7_100));
+        assert_eq!((state.valid_until(), state.due(ttl, period)), (13_100, 7_100));
         // Kept for the watcher, once.
         std::future::poll_fn(|cx| state.poll_concluded(cx)).await;
         let again = futures::FutureExt::now_or_never(std::future::poll_fn(|cx| state.poll_concluded(cx)));

@@ -19,7 +19,7 @@
 //! * What a renewal finds (renewed, lost to another worker, the bus away)
 //!   is told to the lease's state (`LeaseWatch`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -44,7 +44,7 @@ pub struct Renewals {
     /// The lease bucket, through the worker's connection (releases from its runtime).
     here: Arc<kv::Store>,
     /// The session directory the fences are in (shared by them).
-    session_dir: Mutex<Option<Arc<Path>>>,
+    session_dir: Mutex<Option<Arc<PathBuf>>>,
     worker: String,
     ttl: Duration,
     /// Every lease held, and (until the loop's next pass) those let go or lost.
@@ -63,14 +63,14 @@ fn take_due(held: &mut Vec<Arc<State>>, now: u64, ttl: Duration, period: Duratio
     let mut due = Vec::new();
     let mut next = now + millis(period);
     held.retain(|state| {
-        if state.released.load(Ordering::SeqCst) || state.is_lost() {
+        if state.is_released() || state.is_lost() {
             return false;
         }
         // Only this loop sets `renewing`, and only the renewal it starts clears it.
-        if !state.renewing.load(Ordering::SeqCst) {
+        if !state.is_renewing() {
             match state.due(ttl, period) {
                 at if at <= now => {
-                    state.renewing.store(true, Ordering::SeqCst);
+                    state.set_renewing(true);
                     due.push(state.clone());
                 }
                 at => next = next.min(at),
@@ -116,11 +116,11 @@ impl Renewals {
     }
 
     /// `session_dir`, shared by every fence in it.
-    pub(super) fn session_dir(&self, session_dir: &Path) -> Arc<Path> {
+    pub(super) fn session_dir(&self, session_dir: &Path) -> Arc<PathBuf> {
         let mut shared = self.session_dir.lock().unwrap_or_else(PoisonError::into_inner);
         match &*shared {
-            Some(dir) if **dir == *session_dir => dir.clone(),
-            _ => shared.insert(Arc::from(session_dir)).clone(),
+            Some(dir) if dir.as_path() == session_dir => dir.clone(),
+            _ => shared.insert(Arc::new(session_dir.to_path_buf())).clone(),
         }
     }
 
@@ -172,13 +172,13 @@ impl Renewals {
 
     /// Renew one lease and record what came of it.
     async fn renew_one(&self, state: Arc<State>) {
-        if state.released.load(Ordering::SeqCst) {
+        if state.is_released() {
             return;
         }
         let period = self.period();
         let sent = clock_ms();
         // Since the last renewal that concluded (a TTL before the lease's validity ends).
-        let last = state.valid_until.load(Ordering::SeqCst).saturating_sub(millis(self.ttl));
+        let last = state.valid_until().saturating_sub(millis(self.ttl));
         let since = Duration::from_millis(sent.saturating_sub(last));
         if since > period * 2 {
             tracing::warn!(
@@ -190,7 +190,7 @@ impl Renewals {
         match self.renew(&state, since).await {
             Renewed::Yes | Renewed::Again => {
                 self.concluded(&state, sent);
-                state.renewing.store(false, Ordering::SeqCst);
+                state.set_renewing(false);
             }
             // Let go or lost: it leaves the list at the next pass (still
             // marked as being renewed, it is not renewed again meanwhile).
@@ -206,7 +206,7 @@ impl Renewals {
         match self.leases.update(id, owner_value(&self.worker), last).await {
             Ok(next) => {
                 state.revision.store(next, Ordering::SeqCst);
-                if state.released.load(Ordering::SeqCst) {
+                if state.is_released() {
                     // Let go while this renewal was on its way: the release
                     // named the older revision, so the lease goes now.
                     let _ = self.leases.delete_expect_revision(id, Some(next)).await;
@@ -215,13 +215,11 @@ impl Renewals {
                 Renewed::Yes
             }
             // Let go meanwhile (the release deleted it): nothing to take again.
-            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision && state.released.load(Ordering::SeqCst) => {
-                Renewed::End
-            }
+            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision && state.is_released() => Renewed::End,
             // Another worker took it, or the lease expired before this renewal
             // (late by more than the TTL): take it again if nobody else has.
             Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => match self.retake(state, last).await {
-                Retaken::Held(revision) if state.released.load(Ordering::SeqCst) => {
+                Retaken::Held(revision) if state.is_released() => {
                     let _ = self.leases.delete_expect_revision(id, Some(revision)).await;
                     Renewed::End
                 }
@@ -325,9 +323,9 @@ mod tests {
         let mut held = vec![a.clone(), b.clone(), c.clone()];
         let (due, next) = take_due(&mut held, 4_500, ttl, period);
         assert_eq!((due.len(), next), (1, 5_000));
-        assert!(Arc::ptr_eq(&due[0], &a) && a.renewing.load(Ordering::SeqCst));
+        assert!(Arc::ptr_eq(&due[0], &a) && a.is_renewing());
         // Being renewed: not taken again; b is let go, c lost.
-        b.released.store(true, Ordering::SeqCst);
+        b.set_released();
         assert!(c.set_lost());
         let (due, next) = take_due(&mut held, 7_000, ttl, period);
         assert_eq!((due.len(), next), (0, 7_000 + 3_000));
@@ -335,7 +333,7 @@ mod tests {
         assert!(Arc::ptr_eq(&held[0], &a));
         // Its renewal concluded at 4.5 s: due again at 7.5 s.
         a.renewed(4_500, ttl);
-        a.renewing.store(false, Ordering::SeqCst);
+        a.set_renewing(false);
         let (due, next) = take_due(&mut held, 7_000, ttl, period);
         assert_eq!((due.len(), next), (0, 7_500));
         assert_eq!(take_due(&mut held, 7_500, ttl, period).0.len(), 1);
@@ -344,11 +342,12 @@ mod tests {
     #[test]
     fn a_held_lease_costs_one_pointer_in_the_list_and_the_list_shrinks_after_an_unload_wave() {
         let dir = tempfile::tempdir().unwrap();
-        let mut held: Vec<Arc<State>> =
-            (0..1_000).map(|n| Arc::new(State::new(EpochFence::new(dir.path(), &n.to_string(), 1), 1, u64::MAX / 2))).collect();
+        let mut held: Vec<Arc<State>> = (0..1_000)
+            .map(|n| Arc::new(State::new(EpochFence::new(dir.path(), &n.to_string(), 1), 1, u64::MAX / 2)))
+            .collect();
         assert_eq!(std::mem::size_of_val(&held[0]), std::mem::size_of::<usize>());
         for state in &held[10..] {
-            state.released.store(true, Ordering::SeqCst);
+            state.set_released();
         }
         take_due(&mut held, 0, Duration::from_secs(9), Duration::from_secs(3));
         assert_eq!(held.len(), 10);
