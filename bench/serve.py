@@ -12,7 +12,7 @@
    sessions unloaded when idle): cycles/s and RSS before/after.
 
 Usage: bench/serve.py [--idle N] [--streams S] [--deltas D] [--delta-ms MS]
-                      [--cycles C] [--no-build]
+                      [--cycles C] [--pi PATH] [--fake PATH] [--no-build]
 
 Needs Python's `websockets` (scripts/install-serve-tools.sh puts it in
 target/tools/python).
@@ -57,9 +57,30 @@ def rss_kib(pid):
 
 def cpu_seconds(pid):
     """User + system CPU time of a live process."""
+    user, system = cpu_split(pid)
+    return user + system
+
+
+def cpu_split(pid):
+    """User and system CPU time of a live process."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def context_switches(pid):
+    """Voluntary + involuntary context switches of every thread of a live process."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
+                        total += int(line.split()[1])
+        except FileNotFoundError:
+            pass
+    return total
 
 
 def raise_fd_limit():
@@ -186,11 +207,15 @@ async def streaming(streams, deltas, delta_ms):
             server = Server(agent, cwd, "--model", "bench/m")
             try:
                 latencies = []
-                cpu = cpu_seconds(server.proc.pid)
+                user, system = cpu_split(server.proc.pid)
+                switches = context_switches(server.proc.pid)
                 start = time.perf_counter()
                 counts = await asyncio.gather(*(stream_one(server.url, latencies) for _ in range(streams)))
                 elapsed = time.perf_counter() - start
-                cpu = cpu_seconds(server.proc.pid) - cpu
+                user_after, system_after = cpu_split(server.proc.pid)
+                user, system = user_after - user, system_after - system
+                cpu = user + system
+                switches = context_switches(server.proc.pid) - switches
                 peak = peak_rss_kib(server.proc.pid)
             finally:
                 server.stop()
@@ -207,8 +232,10 @@ async def streaming(streams, deltas, delta_ms):
     print(f"streaming: {streams} sessions x {deltas} deltas ({delta_ms} ms apart at the source) in {elapsed:.2f} s: "
           f"{total / elapsed:,.0f} deltas/s; delta latency p50 {p50:.1f} ms, p99 {p99:.1f} ms; "
           f"peak RSS {peak / 1024:.1f} MiB; pi serve used {cpu:.2f} s of CPU ({cpu / elapsed * 100:.0f}% of one core), "
-          f"{cpu / total * 1e6:.2f} µs per relayed delta")
+          f"{cpu / total * 1e6:.2f} µs per relayed delta ({user / total * 1e6:.2f} user, "
+          f"{system / total * 1e6:.2f} system; {switches / total:.2f} context switches)")
     return {"serve_stream_us_per_delta": cpu / total * 1e6, "serve_stream_p99_ms": p99,
+            "serve_stream_switches_per_delta": switches / total,
             "serve_stream_rss_mib": peak / 1024, "serve_stream_cpu_s": cpu, "serve_stream_deltas": total}
 
 
@@ -267,6 +294,7 @@ async def churn(cycles, parallel=8):
 
 
 def main():
+    global PI, FAKE
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--idle", type=int, default=2000)
     parser.add_argument("--streams", type=int, default=200)
@@ -274,10 +302,15 @@ def main():
     parser.add_argument("--delta-ms", type=int, default=10)
     parser.add_argument("--cycles", type=int, default=10000)
     parser.add_argument("--no-build", action="store_true")
+    parser.add_argument("--pi", default=PI, help="the pi binary (default target/release/pi)")
+    parser.add_argument("--fake", default=None, help="the fake model server (default target/release/fake-model-server)")
     parser.add_argument("--serve-arg", action="append", default=[], help="an extra pi serve flag (repeatable)")
     parser.add_argument("--only", choices=["idle", "streaming", "churn"], help="run one figure")
     args = parser.parse_args()
     EXTRA.extend(args.serve_arg)
+    PI = os.path.abspath(args.pi)
+    if args.fake:
+        FAKE = os.path.abspath(args.fake)
     if not args.no_build:
         build()
     limit = raise_fd_limit()

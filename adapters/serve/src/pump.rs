@@ -157,41 +157,30 @@ impl Pump {
         self.lease = lease.clone();
         let valid = lease;
         let mut feed_open = true;
-        while !self.done {
+        'pump: while !self.done {
             let alone = self.conns.is_empty() && !self.unloading && self.internal.is_empty() && !self.moving;
             let deadline = self.alone_since + self.options.idle_unload;
             tokio::select! {
-                item = next(&mut feed), if feed_open => match item {
-                    // The lease is in doubt (no renewal concluded within its TTL): held
-                    // until the next renewal says whether the session is still this worker's.
-                    Some(MirrorItem::Output(output, _)) if !self.held.is_empty() || self.in_doubt(valid.as_ref()) => {
-                        if self.held.is_empty() {
-                            tracing::info!("session {}: its lease is in doubt; its output waits", self.hub.id());
+                item = next(&mut feed), if feed_open => {
+                    // The outputs already at hand are routed in this turn:
+                    // one wake-up of the pump (and of each connection) for all.
+                    let mut item = Some(item);
+                    let mut taken = 0;
+                    while let Some(next_item) = item.take() {
+                        match self.feed(next_item, valid.as_ref()) {
+                            Fed::Go => {}
+                            Fed::Closed => {
+                                feed_open = false;
+                                break;
+                            }
+                            Fed::Stop => break 'pump,
                         }
-                        self.held.push(output);
-                    }
-                    Some(MirrorItem::Output(output, seq)) if !self.moving => {
-                        if let (Some(ctl), Output::Reply { tag, .. }) = (&self.ctl, &output) {
-                            ctl.answered(*tag);
-                        }
-                        self.output(output, seq);
-                    }
-                    Some(MirrorItem::Output(..)) => {}
-                    Some(MirrorItem::Lost(reason)) => self.lost(reason),
-                    Some(MirrorItem::Ended) if !self.moving => break,
-                    Some(MirrorItem::Ended) => {}
-                    None => {
-                        feed_open = false;
-                        self.release_held();
-                        if self.hub.is_mirror() && !self.hub.is_closing() {
-                            self.lost("the link to its owner ended".to_string());
-                        } else if self.fenced && !self.conns.is_empty() && !self.moving {
-                            self.lost("its lease went to another worker".to_string());
-                        } else if !self.moving {
-                            break;
+                        taken += 1;
+                        if taken < OUTPUTS_AT_HAND && !self.done {
+                            item = try_next(&mut feed).map(Some);
                         }
                     }
-                },
+                }
                 () = async { if let Some(v) = valid.as_ref() { v.concluded().await } },
                     if valid.is_some() && !self.held.is_empty() && !self.fenced =>
                 {
@@ -221,6 +210,42 @@ impl Pump {
             }
         }
         self.finish(control).await;
+    }
+
+    /// Route one item of the feed (`None`: it ended).
+    fn feed(&mut self, item: Option<MirrorItem>, valid: Option<&LeaseWatch>) -> Fed {
+        match item {
+            // The lease is in doubt (no renewal concluded within its TTL): held
+            // until the next renewal says whether the session is still this worker's.
+            Some(MirrorItem::Output(output, _)) if !self.held.is_empty() || self.in_doubt(valid) => {
+                if self.held.is_empty() {
+                    tracing::info!("session {}: its lease is in doubt; its output waits", self.hub.id());
+                }
+                self.held.push(output);
+            }
+            Some(MirrorItem::Output(output, seq)) if !self.moving => {
+                if let (Some(ctl), Output::Reply { tag, .. }) = (&self.ctl, &output) {
+                    ctl.answered(*tag);
+                }
+                self.output(output, seq);
+            }
+            Some(MirrorItem::Output(..)) => {}
+            Some(MirrorItem::Lost(reason)) => self.lost(reason),
+            Some(MirrorItem::Ended) if !self.moving => return Fed::Stop,
+            Some(MirrorItem::Ended) => {}
+            None => {
+                self.release_held();
+                if self.hub.is_mirror() && !self.hub.is_closing() {
+                    self.lost("the link to its owner ended".to_string());
+                } else if self.fenced && !self.conns.is_empty() && !self.moving {
+                    self.lost("its lease went to another worker".to_string());
+                } else if !self.moving {
+                    return Fed::Stop;
+                }
+                return Fed::Closed;
+            }
+        }
+        Fed::Go
     }
 
     /// True when the session's lease may have expired unnoticed (see
@@ -650,6 +675,28 @@ fn broken_chain(after: u64, upto: u64, events: &[Stored]) -> bool {
 enum Source {
     Actor(mpsc::Receiver<Output>),
     Mirror(mpsc::Receiver<MirrorItem>),
+}
+
+/// What routing an item of the feed asks of the pump's loop.
+enum Fed {
+    Go,
+    /// The feed ended (the pump may go on: a mirror finds its session again).
+    Closed,
+    /// The pump ends.
+    Stop,
+}
+
+/// Most outputs routed in one turn of the pump's loop (its other inputs
+/// are looked at between turns).
+const OUTPUTS_AT_HAND: usize = 256;
+
+/// The next item if it is already at hand (`None` when it is not; the feed
+/// ending is seen by [`next`]).
+fn try_next(feed: &mut Source) -> Option<MirrorItem> {
+    match feed {
+        Source::Actor(outputs) => outputs.try_recv().ok().map(|output| MirrorItem::Output(output, None)),
+        Source::Mirror(items) => items.try_recv().ok(),
+    }
 }
 
 async fn next(feed: &mut Source) -> Option<MirrorItem> {

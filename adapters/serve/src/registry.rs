@@ -175,12 +175,16 @@ impl Registry {
             None => pi_core::session::new_session_id(),
         };
         let exists = || CoreError::invalid("sessionId", format!("Session already exists with id '{id}'"));
-        if self.hubs().contains_key(&id) || self.file_of(&id).is_some() {
+        // A client's id may name a session on disk; a fresh UUIDv7 names
+        // none, so its creation reads no directory (two scans of the whole
+        // session directory a session, one of them under the registry's lock).
+        let on_disk = |id: &str| !generated && self.file_of(id).is_some();
+        if self.hubs().contains_key(&id) || on_disk(&id) {
             return Err(exists());
         }
         let taken = self.take(&id, generated).await?;
         let mut hubs = self.hubs();
-        if hubs.contains_key(&id) || self.file_of(&id).is_some() {
+        if hubs.contains_key(&id) || on_disk(&id) {
             return Err(exists());
         }
         let start = SessionStart::Fresh { id: String::new(), parent_session: parent };

@@ -220,3 +220,21 @@ async fn an_open_approval_is_resent_on_attach_and_answered_from_the_new_connecti
     }
     assert!(!kick_fired(&kick));
 }
+
+#[tokio::test]
+async fn a_chosen_id_with_a_session_file_is_refused_and_generated_ids_are_fresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = registry(dir.path());
+    let sessions = dir.path().join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    // A session of an earlier run, on disk only.
+    std::fs::write(sessions.join("2026-01-01T00-00-00-000Z_taken.jsonl"), "").unwrap();
+    let refused = registry.create(Some("taken".into()), None).await.unwrap_err();
+    assert_eq!(refused.kind, ErrorKind::InvalidParams);
+    assert!(refused.message.contains("Session already exists with id 'taken'"), "{}", refused.message);
+    let first = registry.create(None, None).await.unwrap();
+    let second = registry.create(None, None).await.unwrap();
+    assert_ne!(first.id(), second.id());
+    assert_eq!(registry.len(), 2);
+    registry.shut_down().await;
+}

@@ -285,7 +285,6 @@ wire_results!(
     PromptResult,
     CancelledData,
     ForkData,
-    StateData,
     StatusResult,
     Model,
     Option<CycleModelData>,

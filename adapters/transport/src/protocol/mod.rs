@@ -13,6 +13,7 @@ mod from_reply;
 pub mod model_json;
 pub mod params;
 pub mod results;
+mod state_json;
 mod table;
 pub mod ui;
 
@@ -43,6 +44,12 @@ pub trait WireResult: Sized + Serialize + JsonSchema + Send + 'static {
     /// The result as it is written when it is too big to serialise in memory.
     fn streamed(self) -> StreamedJson {
         Box::new(Serialized(self))
+    }
+
+    /// Append the result's JSON to `out`: the bytes `serde_json` writes for
+    /// it (a result answered often may write them more directly).
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        serde_json::to_writer(out, self)
     }
 }
 
@@ -133,7 +140,7 @@ fn encode<C: TypedOp, R: WireResult + FromReply<C::Reply>>(
         });
     }
     let start = out.len();
-    Some(match serde_json::to_writer(&mut *out, &result) {
+    Some(match result.write_json(out) {
         Ok(()) => Ok(Written::Inline),
         Err(e) => {
             out.truncate(start);

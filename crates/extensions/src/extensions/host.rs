@@ -72,7 +72,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/ai/calls.cjs", include_str!("host/shims/ai/calls.cjs")),
     ("shims/ai/misc.cjs", include_str!("host/shims/ai/misc.cjs")),
     ("shims/pi-agent-core.cjs", include_str!("host/shims/pi-agent-core.cjs")),
-    ("package.json", "{\"type\": \"module\", \"private\": true}\n"),
+    ("package.json", include_str!("host/package.json")),
 ];
 
 /// Where the host runs from and with what.
@@ -192,16 +192,10 @@ fn find_node(configured: Option<&Path>) -> Option<PathBuf> {
     super::host_install::find_program(&configured.unwrap_or(Path::new("node")).to_string_lossy())
 }
 
-/// FNV-1a over the host's files: the runtime directory's name.
-fn files_hash() -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for (name, text) in FILES {
-        for byte in name.bytes().chain([0]).chain(text.bytes()).chain([0]) {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    format!("{hash:016x}")
+/// The runtime directory's name: a hash of the host's files, computed by
+/// the build script (`build.rs`), so a start does not read them.
+fn files_hash() -> &'static str {
+    env!("PI_EXTENSION_HOST_FILES_HASH")
 }
 
 /// Write the host's files once per version: into the host directory, or
@@ -253,7 +247,26 @@ mod tests {
             assert_eq!(std::fs::read_to_string(target.join(name)).unwrap(), *text, "{name}");
         }
         assert_eq!(write_runtime(&target).unwrap(), target, "already there");
-        assert_eq!(files_hash(), files_hash());
+    }
+
+    /// The build script's hash covers exactly what is embedded: every file
+    /// of `host/` is in FILES with the same text, and the name is FNV-1a over
+    /// their paths and texts in path order.
+    #[test]
+    fn the_runtime_directory_is_named_by_the_embedded_files() {
+        let mut files: Vec<(&str, &str)> = FILES.to_vec();
+        files.sort();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/extensions/host");
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for (name, text) in &files {
+            assert_eq!(std::fs::read_to_string(root.join(name)).unwrap(), *text, "{name}");
+            for byte in name.bytes().chain([0]).chain(text.bytes()).chain([0]) {
+                hash ^= u64::from(byte);
+                hash = hash.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        assert_eq!(files_hash(), format!("{hash:016x}"));
+        assert_eq!(files_hash().len(), 16);
     }
 
     #[test]

@@ -10,8 +10,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use serde_json::Value;
-
 use super::host::{HOST_PACKAGES, HostConfig};
 
 /// Output kept from a failed `npm install`, for its error message.
@@ -30,9 +28,14 @@ pub fn missing_packages(dir: &Path) -> Vec<String> {
 }
 
 fn installed_version(dir: &Path, name: &str) -> Option<String> {
+    /// Only the version is read (the rest of the manifest is skipped, not built).
+    #[derive(serde::Deserialize)]
+    struct Manifest {
+        version: Option<String>,
+    }
     let text = std::fs::read_to_string(dir.join("node_modules").join(name).join("package.json")).ok()?;
-    let manifest: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).ok()?;
-    manifest.get("version")?.as_str().map(str::to_string)
+    let manifest: Manifest = serde_json::from_str(text.trim_start_matches('\u{feff}')).ok()?;
+    manifest.version
 }
 
 /// Make sure the pinned packages are in the host directory, installing them

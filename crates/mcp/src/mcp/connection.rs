@@ -467,8 +467,13 @@ fn json_lines_only(stdout: tokio::process::ChildStdout) -> (tokio::io::DuplexStr
     (reader, garbage)
 }
 
-/// `env`/`headers` values, command values run off the async threads.
+/// `env`/`headers` values, command values run off the async threads (plain
+/// values resolve here: no blocking thread is started for them, so a start
+/// with three servers does not create three threads and their allocator arenas).
 async fn resolve(values: &super::config::ConfigValues) -> Result<Vec<(String, String)>, String> {
+    if !values.iter().any(|(_, value)| matches!(value, super::config::ConfigValue::Command(_))) {
+        return super::config::resolve_values(values);
+    }
     let values = values.clone();
     tokio::task::spawn_blocking(move || super::config::resolve_values(&values)).await.map_err(|e| e.to_string())?
 }

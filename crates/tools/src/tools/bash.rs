@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -343,21 +344,13 @@ impl ExecSink for ToolSink<'_> {
 
 /// The `bash` tool.
 pub struct BashTool {
-    parameters: Value,
+    /// The arguments' JSON Schema, built when first asked for (not at start).
+    parameters: OnceLock<Value>,
 }
 
 impl BashTool {
     pub fn new() -> Self {
-        BashTool {
-            parameters: json!({
-                "type": "object",
-                "required": ["command"],
-                "properties": {
-                    "command": {"type": "string", "description": "Shell command to execute"},
-                    "timeout": {"type": "number", "description": "Timeout in seconds (optional, no default timeout)"}
-                }
-            }),
-        }
+        BashTool { parameters: OnceLock::new() }
     }
 }
 
@@ -378,11 +371,11 @@ impl Tool for BashTool {
     }
 
     fn parameters(&self) -> &Value {
-        &self.parameters
+        self.parameters.get_or_init(schema)
     }
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
-        let args = coerce(&self.parameters, args);
+        let args = coerce(self.parameters(), args);
         let command = args.get("command").and_then(Value::as_str).unwrap_or_default().to_string();
         let timeout = args.get("timeout").and_then(Value::as_f64);
         if let Some(client) = ctx.client.clone().filter(|c| c.capabilities.terminal) {
@@ -613,6 +606,18 @@ pub async fn run_command_with(
         cancelled,
         truncated: sink.discarded || t.truncated,
         full_output_path: sink.temp_path.map(|p| p.display().to_string()),
+    })
+}
+
+/// The arguments' JSON Schema (pi's).
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["command"],
+        "properties": {
+            "command": {"type": "string", "description": "Shell command to execute"},
+            "timeout": {"type": "number", "description": "Timeout in seconds (optional, no default timeout)"}
+        }
     })
 }
 

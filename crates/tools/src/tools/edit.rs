@@ -6,6 +6,7 @@
 use async_trait::async_trait;
 use nix::unistd::{AccessFlags, access};
 use serde_json::{Map, Value, json};
+use std::sync::OnceLock;
 
 use super::edit_diff::{Edit, apply_edits, apply_to_original, generate_edit_diff, normalize_to_lf, split_bom};
 use super::path::{node_fs_error, resolve_to_cwd};
@@ -17,32 +18,13 @@ const DESCRIPTION: &str = "Edit a single file using exact text replacement. Ever
 
 /// The `edit` tool.
 pub struct EditTool {
-    parameters: Value,
+    /// The arguments' JSON Schema, built when first asked for (not at start).
+    parameters: OnceLock<Value>,
 }
 
 impl EditTool {
     pub fn new() -> Self {
-        EditTool {
-            parameters: json!({
-                "type": "object",
-                "required": ["path", "edits"],
-                "properties": {
-                    "path": {"type": "string", "description": "Path to the file to edit (relative or absolute)"},
-                    "edits": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "required": ["oldText", "newText"],
-                            "properties": {
-                                "oldText": {"type": "string", "description": "Exact text for one targeted replacement. It must be unique in the original file and must not overlap with any other edits[].oldText in the same call."},
-                                "newText": {"type": "string", "description": "Replacement text for this targeted edit."}
-                            }
-                        },
-                        "description": "One or more targeted replacements. Each edit is matched against the original file, not incrementally. Do not include overlapping or nested edits. If two changes touch the same block or nearby lines, merge them into one edit instead."
-                    }
-                }
-            }),
-        }
+        EditTool { parameters: OnceLock::new() }
     }
 }
 
@@ -102,7 +84,7 @@ impl Tool for EditTool {
     }
 
     fn parameters(&self) -> &Value {
-        &self.parameters
+        self.parameters.get_or_init(schema)
     }
 
     fn prepare_arguments(&self, args: Value) -> Value {
@@ -110,7 +92,7 @@ impl Tool for EditTool {
     }
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
-        let args = coerce(&self.parameters, prepare_edit_arguments(args));
+        let args = coerce(self.parameters(), prepare_edit_arguments(args));
         let edits: Vec<Edit> = match args.get("edits").and_then(Value::as_array) {
             Some(list) if !list.is_empty() => list
                 .iter()
@@ -219,6 +201,29 @@ impl Tool for EditTool {
         ToolOutput::text(format!("Successfully replaced {} block(s) in {path}.", edits.len()))
             .with_details(Value::Object(details))
     }
+}
+
+/// The arguments' JSON Schema (pi's).
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["path", "edits"],
+        "properties": {
+            "path": {"type": "string", "description": "Path to the file to edit (relative or absolute)"},
+            "edits": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["oldText", "newText"],
+                    "properties": {
+                        "oldText": {"type": "string", "description": "Exact text for one targeted replacement. It must be unique in the original file and must not overlap with any other edits[].oldText in the same call."},
+                        "newText": {"type": "string", "description": "Replacement text for this targeted edit."}
+                    }
+                },
+                "description": "One or more targeted replacements. Each edit is matched against the original file, not incrementally. Do not include overlapping or nested edits. If two changes touch the same block or nearby lines, merge them into one edit instead."
+            }
+        }
+    })
 }
 
 #[cfg(test)]

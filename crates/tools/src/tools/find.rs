@@ -5,6 +5,7 @@
 //! with `/` after directories, capped at the result limit and 50KB.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use async_trait::async_trait;
 use globset::{GlobBuilder, GlobMatcher};
@@ -22,22 +23,13 @@ const DEFAULT_LIMIT: f64 = 1000.0;
 
 /// The `find` tool.
 pub struct FindTool {
-    parameters: Value,
+    /// The arguments' JSON Schema, built when first asked for (not at start).
+    parameters: OnceLock<Value>,
 }
 
 impl FindTool {
     pub fn new() -> Self {
-        FindTool {
-            parameters: json!({
-                "type": "object",
-                "required": ["pattern"],
-                "properties": {
-                    "pattern": {"type": "string", "description": "Glob pattern relative to the search directory, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth"},
-                    "path": {"type": "string", "description": "Directory to search in (default: current directory)"},
-                    "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"}
-                }
-            }),
-        }
+        FindTool { parameters: OnceLock::new() }
     }
 }
 
@@ -203,11 +195,11 @@ impl Tool for FindTool {
     }
 
     fn parameters(&self) -> &Value {
-        &self.parameters
+        self.parameters.get_or_init(schema)
     }
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
-        let Some(ListingArgs { args, dir: root, limit }) = listing_args(&self.parameters, args, &ctx, DEFAULT_LIMIT)
+        let Some(ListingArgs { args, dir: root, limit }) = listing_args(self.parameters(), args, &ctx, DEFAULT_LIMIT)
         else {
             return aborted();
         };
@@ -218,6 +210,19 @@ impl Tool for FindTool {
         let cancel = ctx.cancel.clone();
         walk_blocking(&ctx, move || find(&root, &pattern, limit, &cancel), |found| format_found(found, limit)).await
     }
+}
+
+/// The arguments' JSON Schema (pi's).
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["pattern"],
+        "properties": {
+            "pattern": {"type": "string", "description": "Glob pattern relative to the search directory, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth"},
+            "path": {"type": "string", "description": "Directory to search in (default: current directory)"},
+            "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"}
+        }
+    })
 }
 
 #[cfg(test)]

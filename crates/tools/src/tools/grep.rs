@@ -5,6 +5,7 @@
 //! and long-line cuts.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use async_trait::async_trait;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -25,26 +26,13 @@ const DEFAULT_LIMIT: f64 = 100.0;
 
 /// The `grep` tool.
 pub struct GrepTool {
-    parameters: Value,
+    /// The arguments' JSON Schema, built when first asked for (not at start).
+    parameters: OnceLock<Value>,
 }
 
 impl GrepTool {
     pub fn new() -> Self {
-        GrepTool {
-            parameters: json!({
-                "type": "object",
-                "required": ["pattern"],
-                "properties": {
-                    "pattern": {"type": "string", "description": "Search pattern (regex or literal string)"},
-                    "path": {"type": "string", "description": "Directory or file to search (default: current directory)"},
-                    "glob": {"type": "string", "description": "Filter files by glob pattern relative to path, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth"},
-                    "ignoreCase": {"type": "boolean", "description": "Case-insensitive search (default: false)"},
-                    "literal": {"type": "boolean", "description": "Treat pattern as literal string instead of regex (default: false)"},
-                    "context": {"type": "number", "description": "Number of lines to show before and after each match (default: 0)"},
-                    "limit": {"type": "number", "description": "Maximum number of matches to return (default: 100)"}
-                }
-            }),
-        }
+        GrepTool { parameters: OnceLock::new() }
     }
 }
 
@@ -259,14 +247,14 @@ impl Tool for GrepTool {
     }
 
     fn parameters(&self) -> &Value {
-        &self.parameters
+        self.parameters.get_or_init(schema)
     }
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
         if ctx.cancel.is_cancelled() {
             return ToolOutput::error("Operation aborted");
         }
-        let args = coerce(&self.parameters, args);
+        let args = coerce(self.parameters(), args);
         let text = |k: &str| args.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
         let flag = |k: &str| args.get(k).and_then(Value::as_bool).unwrap_or(false);
         let search_path = resolve_to_cwd(text("path").unwrap_or("."), &ctx.cwd);
@@ -305,6 +293,23 @@ impl Tool for GrepTool {
             Err(e) => ToolOutput::error(e.to_string()),
         }
     }
+}
+
+/// The arguments' JSON Schema (pi's).
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["pattern"],
+        "properties": {
+            "pattern": {"type": "string", "description": "Search pattern (regex or literal string)"},
+            "path": {"type": "string", "description": "Directory or file to search (default: current directory)"},
+            "glob": {"type": "string", "description": "Filter files by glob pattern relative to path, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth"},
+            "ignoreCase": {"type": "boolean", "description": "Case-insensitive search (default: false)"},
+            "literal": {"type": "boolean", "description": "Treat pattern as literal string instead of regex (default: false)"},
+            "context": {"type": "number", "description": "Number of lines to show before and after each match (default: 0)"},
+            "limit": {"type": "number", "description": "Maximum number of matches to return (default: 100)"}
+        }
+    })
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 use std::cmp::Ordering;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -44,20 +45,13 @@ pub fn locale_compare(a: &str, b: &str) -> Ordering {
 
 /// The `ls` tool.
 pub struct LsTool {
-    parameters: Value,
+    /// The arguments' JSON Schema, built when first asked for (not at start).
+    parameters: OnceLock<Value>,
 }
 
 impl LsTool {
     pub fn new() -> Self {
-        LsTool {
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "Directory to list (default: current directory)"},
-                    "limit": {"type": "number", "description": "Maximum number of entries to return (default: 500)"}
-                }
-            }),
-        }
+        LsTool { parameters: OnceLock::new() }
     }
 }
 
@@ -141,11 +135,11 @@ impl Tool for LsTool {
     }
 
     fn parameters(&self) -> &Value {
-        &self.parameters
+        self.parameters.get_or_init(schema)
     }
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
-        let Some(ListingArgs { dir, limit, .. }) = listing_args(&self.parameters, args, &ctx, DEFAULT_LIMIT) else {
+        let Some(ListingArgs { dir, limit, .. }) = listing_args(self.parameters(), args, &ctx, DEFAULT_LIMIT) else {
             return aborted();
         };
         if let Some(ops) = ctx.ops() {
@@ -156,6 +150,17 @@ impl Tool for LsTool {
         }
         walk_blocking(&ctx, move || list(&dir, limit), |out| out).await
     }
+}
+
+/// The arguments' JSON Schema (pi's).
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "Directory to list (default: current directory)"},
+            "limit": {"type": "number", "description": "Maximum number of entries to return (default: 500)"}
+        }
+    })
 }
 
 #[cfg(test)]

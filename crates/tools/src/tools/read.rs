@@ -6,6 +6,7 @@
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use std::sync::OnceLock;
 use tokio::io::AsyncReadExt;
 
 use super::image::{detect_image_mime, process_image};
@@ -24,22 +25,13 @@ const CHUNK: usize = 64 * 1024;
 
 /// The `read` tool.
 pub struct ReadTool {
-    parameters: Value,
+    /// The arguments' JSON Schema, built when first asked for (not at start).
+    parameters: OnceLock<Value>,
 }
 
 impl ReadTool {
     pub fn new() -> Self {
-        ReadTool {
-            parameters: json!({
-                "type": "object",
-                "required": ["path"],
-                "properties": {
-                    "path": {"type": "string", "description": "Path to the file to read (relative or absolute)"},
-                    "offset": {"type": "number", "description": "Line number to start reading from (1-indexed)"},
-                    "limit": {"type": "number", "description": "Maximum number of lines to read"}
-                }
-            }),
-        }
+        ReadTool { parameters: OnceLock::new() }
     }
 }
 
@@ -253,14 +245,14 @@ impl Tool for ReadTool {
     }
 
     fn parameters(&self) -> &Value {
-        &self.parameters
+        self.parameters.get_or_init(schema)
     }
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
         if ctx.cancel.is_cancelled() {
             return ToolOutput::error("Operation aborted");
         }
-        let args = coerce(&self.parameters, args);
+        let args = coerce(self.parameters(), args);
         let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
         let offset = args.get("offset").and_then(Value::as_f64);
         let limit = args.get("limit").and_then(Value::as_f64).map(f64::floor);
@@ -429,6 +421,19 @@ async fn is_image_file(path: &std::path::Path) -> bool {
         }
     }
     detect_image_mime(&head[..filled]).is_some()
+}
+
+/// The arguments' JSON Schema (pi's).
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["path"],
+        "properties": {
+            "path": {"type": "string", "description": "Path to the file to read (relative or absolute)"},
+            "offset": {"type": "number", "description": "Line number to start reading from (1-indexed)"},
+            "limit": {"type": "number", "description": "Maximum number of lines to read"}
+        }
+    })
 }
 
 #[cfg(test)]

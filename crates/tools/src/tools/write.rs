@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use async_trait::async_trait;
@@ -50,21 +51,13 @@ pub async fn lock_file(path: &Path) -> FileLock {
 
 /// The `write` tool.
 pub struct WriteTool {
-    parameters: Value,
+    /// The arguments' JSON Schema, built when first asked for (not at start).
+    parameters: OnceLock<Value>,
 }
 
 impl WriteTool {
     pub fn new() -> Self {
-        WriteTool {
-            parameters: json!({
-                "type": "object",
-                "required": ["path", "content"],
-                "properties": {
-                    "path": {"type": "string", "description": "Path to the file to write (relative or absolute)"},
-                    "content": {"type": "string", "description": "Content to write to the file"}
-                }
-            }),
-        }
+        WriteTool { parameters: OnceLock::new() }
     }
 }
 
@@ -85,11 +78,11 @@ impl Tool for WriteTool {
     }
 
     fn parameters(&self) -> &Value {
-        &self.parameters
+        self.parameters.get_or_init(schema)
     }
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
-        let args = coerce(&self.parameters, args);
+        let args = coerce(self.parameters(), args);
         let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
         let content = args.get("content").and_then(Value::as_str).unwrap_or_default();
         let absolute = resolve_to_cwd(path, &ctx.cwd);
@@ -138,6 +131,18 @@ impl Tool for WriteTool {
         }
         ToolOutput::text(format!("Successfully wrote to {path}"))
     }
+}
+
+/// The arguments' JSON Schema (pi's).
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["path", "content"],
+        "properties": {
+            "path": {"type": "string", "description": "Path to the file to write (relative or absolute)"},
+            "content": {"type": "string", "description": "Content to write to the file"}
+        }
+    })
 }
 
 #[cfg(test)]
