@@ -163,8 +163,9 @@ async fn direct_tools_images_errors_and_resources() {
     let mut everything = srv.everything("stdio");
     everything["exposure"] = json!("direct");
     everything["toolExposure"] = json!({"get-env": "hidden"});
-    // Shorter than the slow tool below: its progress notifications must reset the timeout.
-    everything["timeout"] = json!(1.2);
+    // Shorter than the slow tool below (3 s): its progress notifications, every 0.25 s,
+    // must reset the timeout (1.25 s of slack for a loaded machine).
+    everything["timeout"] = json!(1.5);
     write_mcp(&sb, json!({"everything": everything}));
     sb.server().push(Reply::tool_calls([
         FakeToolCall::new("c1", "mcp__everything__get_sum", r#"{"a":1,"b":2}"#),
@@ -178,7 +179,7 @@ async fn direct_tools_images_errors_and_resources() {
         FakeToolCall::new("c5", "list_mcp_resources", r#"{"server":"everything"}"#),
         FakeToolCall::new("c6", "mcp__everything__get_env", "{}"),
         FakeToolCall::new("c7", "mcp__everything__get_resource_links", r#"{"count":1}"#),
-        FakeToolCall::new("c8", "mcp__everything__trigger_long_running_operation", r#"{"duration":2,"steps":4}"#),
+        FakeToolCall::new("c8", "mcp__everything__trigger_long_running_operation", r#"{"duration":3,"steps":12}"#),
     ]));
     sb.server().push(Reply::text("done"));
     // The prompt goes out at once: the first request still declares the
