@@ -154,17 +154,7 @@ pub trait MessageSink {
     /// [`MessageSink::send`]s (stopping at the first that fails); `batch` is
     /// left empty.
     fn send_batch(&self, batch: &mut MessageBatch) -> impl Future<Output = bool> {
-        async move {
-            let mut sent = true;
-            for message in batch.messages() {
-                if !self.send(message.to_vec()).await {
-                    sent = false;
-                    break;
-                }
-            }
-            batch.clear();
-            sent
-        }
+        send_one_by_one(self, batch)
     }
 
     /// Send a message written as it is serialised. By default it is
@@ -177,6 +167,20 @@ pub trait MessageSink {
             }
         }
     }
+}
+
+/// The messages of `batch` sent in order with [`MessageSink::send`], one
+/// each (stopping at the first that fails); `batch` is left empty.
+async fn send_one_by_one<S: MessageSink + ?Sized>(sink: &S, batch: &mut MessageBatch) -> bool {
+    let mut sent = true;
+    for message in batch.messages() {
+        if !sink.send(message.to_vec()).await {
+            sent = false;
+            break;
+        }
+    }
+    batch.clear();
+    sent
 }
 
 /// The stdio sink: the one writer thread, with the connection's framing.
@@ -222,17 +226,7 @@ impl MessageSink for FramedSink {
         match self.framing {
             // The batch's buffer is the output: handed to the writer as it is.
             Framing::Lines => self.lines.send_batch(batch).await,
-            Framing::Headers => {
-                let mut sent = true;
-                for message in batch.messages() {
-                    if !self.send(message.to_vec()).await {
-                        sent = false;
-                        break;
-                    }
-                }
-                batch.clear();
-                sent
-            }
+            Framing::Headers => send_one_by_one(self, batch).await,
         }
     }
 

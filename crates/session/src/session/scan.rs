@@ -266,17 +266,8 @@ impl<'a> Scan<'a> {
                     continue; // the second byte of an escape already taken
                 }
                 self.i = at;
-                match self.peek()? {
-                    b'"' => {
-                        self.i += 1;
-                        return Some(escaped);
-                    }
-                    b'\\' => {
-                        escaped = true;
-                        self.escape()?;
-                    }
-                    // A raw control character: not valid JSON text.
-                    _ => return None,
+                if self.string_stop(&mut escaped)? {
+                    return Some(escaped);
                 }
             }
             self.i = self.i.max(start + 16);
@@ -284,17 +275,32 @@ impl<'a> Scan<'a> {
         // The last few bytes one at a time.
         loop {
             match self.peek()? {
-                b'"' => {
-                    self.i += 1;
-                    return Some(escaped);
+                b'"' | b'\\' | 0..0x20 => {
+                    if self.string_stop(&mut escaped)? {
+                        return Some(escaped);
+                    }
                 }
-                b'\\' => {
-                    escaped = true;
-                    self.escape()?;
-                }
-                b if b < 0x20 => return None,
                 _ => self.i += 1,
             }
+        }
+    }
+
+    /// At a stop of a string scan: a `"` ends the string (`true`), an escape
+    /// is taken (`false`, `escaped` set); a raw control character is not
+    /// valid JSON text (`None`).
+    #[inline]
+    fn string_stop(&mut self, escaped: &mut bool) -> Option<bool> {
+        match self.peek()? {
+            b'"' => {
+                self.i += 1;
+                Some(true)
+            }
+            b'\\' => {
+                *escaped = true;
+                self.escape()?;
+                Some(false)
+            }
+            _ => None,
         }
     }
 
