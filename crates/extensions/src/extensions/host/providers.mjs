@@ -65,6 +65,24 @@ function providerModels(provider) {
 	return provider.models;
 }
 
+/** pi-ai's default auth context: variables of the environment, files that exist (`~` is the home directory). */
+const authContext = {
+	async env(name) {
+		const value = process.env[name];
+		return typeof value === "string" && value.trim().length > 0 ? value : undefined;
+	},
+	async fileExists(path) {
+		try {
+			const { access } = await import("node:fs/promises");
+			const { homedir } = await import("node:os");
+			await access(String(path).startsWith("~") ? homedir() + String(path).slice(1) : String(path));
+			return true;
+		} catch {
+			return false;
+		}
+	},
+};
+
 /** Longest wait for a native provider's key and offline model refresh before its registration goes out. */
 const SETTLE_MS = 5000;
 
@@ -143,7 +161,7 @@ export class Providers {
 		const signal = AbortSignal.timeout(30_000);
 		const work = (async () => {
 			try {
-				const resolved = await provider.auth?.apiKey?.resolve?.({ ctx: {}, credential: undefined, signal });
+				const resolved = await provider.auth?.apiKey?.resolve?.({ ctx: authContext, credential: undefined, signal });
 				const apiKey = resolved?.auth?.apiKey;
 				if (typeof apiKey === "string" && apiKey) entry.config = { ...entry.config, apiKey };
 			} catch {
@@ -188,12 +206,16 @@ export class Providers {
 		// The config form registered again: its defined fields go over the
 		// previous config form's, the others stay (pi's model runtime). A
 		// complete provider replaces whatever was registered under its id.
+		const own = legacy ? (({ streamSimple: _s, oauth: _o, refreshModels: _r, ...data }) => data)(entry.config) : undefined;
 		if (legacy && previous?.legacy) {
 			const merged = { ...previous.config };
 			for (const [key, value] of Object.entries(entry.config)) {
 				if (value !== undefined) merged[key] = value;
 			}
 			entry = normalize(entry.name, merged);
+			entry.calls = [...previous.calls, own];
+		} else if (legacy) {
+			entry.calls = [own];
 		}
 		entry.legacy = legacy;
 		this.byName.set(entry.name, entry);
@@ -208,7 +230,7 @@ export class Providers {
 
 	/** The registration's `providers`. */
 	catalog() {
-		return [...this.byName.values()].map(({ name, config, streamSimple, oauth, legacy }) => {
+		return [...this.byName.values()].map(({ name, config, streamSimple, oauth, legacy, provider, calls }) => {
 			const { streamSimple: _s, oauth: _o, refreshModels: _r, ...data } = config ?? {};
 			return {
 				name,
@@ -216,6 +238,10 @@ export class Providers {
 				stream: typeof streamSimple === "function",
 				oauth: oauth?.name ?? (oauth ? name : undefined),
 				native: !legacy,
+				// A native provider's key is asked for each request (`provider_oauth` `resolve`).
+				key: !legacy && typeof provider?.auth?.apiKey?.resolve === "function",
+				// The config form: each registerProvider call's own fields, in order.
+				calls: legacy ? calls.map((call) => plain(call) ?? {}) : undefined,
 			};
 		});
 	}
@@ -226,6 +252,7 @@ export class Providers {
 	 * `oauth`); `apiKey` answers `{apiKey}` for a request.
 	 */
 	async oauth({ provider, action, credential }) {
+		if (action === "resolve") return this.resolveKey(provider, credential);
 		const oauth = this.byName.get(provider)?.oauth;
 		if (!oauth) throw new Error(`Provider "${provider}" has no OAuth login`);
 		if (action === "refresh") {
@@ -238,13 +265,40 @@ export class Providers {
 	}
 
 	/**
+	 * A native provider's key for one request (pi-ai resolves its
+	 * `auth.apiKey` before each request): `{apiKey, headers?, baseUrl?}`,
+	 * `{}` when the provider is not configured. `credential` is the key
+	 * stored for it (`auth.json`, `--api-key`), as pi passes it.
+	 */
+	async resolveKey(provider, credential) {
+		const apiKey = this.byName.get(provider)?.provider?.auth?.apiKey;
+		if (typeof apiKey?.resolve !== "function") throw new Error(`Provider "${provider}" has no API key auth`);
+		let resolved;
+		try {
+			resolved = await apiKey.resolve({ ctx: authContext, credential: credential ?? undefined, signal: AbortSignal.timeout(30_000) });
+		} catch (error) {
+			const cause = error instanceof Error ? error.message : String(error);
+			throw new Error(`API key auth failed for provider ${provider}: ${cause}`);
+		}
+		const auth = resolved?.auth;
+		if (!auth) return {};
+		return { apiKey: auth.apiKey, headers: auth.headers ? headerRecord(auth.headers) : undefined, baseUrl: auth.baseUrl };
+	}
+
+	/**
 	 * pi-rpc's `provider_stream`: `{stream, api, model, context, options}`.
 	 * Each event goes back as `streamData`; the answer comes once the
 	 * stream ended (its `done` or `error` was sent).
 	 */
 	async stream(params, signal, channel) {
 		const { stream, api, model, context = {}, options = {} } = params;
-		const entry = [...this.byName.values()].reverse().find((p) => p.config.api === api && typeof p.streamSimple === "function");
+		// A native provider streams every model of its own, whatever the
+		// model's API; a config form's stream serves its `api`.
+		const own = this.byName.get(model?.provider);
+		const entry =
+			own && !own.legacy && typeof own.streamSimple === "function"
+				? own
+				: [...this.byName.values()].reverse().find((p) => p.config.api === api && typeof p.streamSimple === "function");
 		if (!entry) throw new Error(`No stream function is registered for the API "${api}"`);
 		const transcript = normalizeContext({
 			systemPrompt: context.systemPrompt,
