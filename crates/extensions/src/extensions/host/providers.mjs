@@ -9,6 +9,8 @@
 
 import { createRequire } from "node:module";
 
+import { ProviderRefresh } from "./provider-refresh.mjs";
+
 const require = createRequire(import.meta.url);
 const { normalizeContext } = require("./shims/ai/transcript.cjs");
 
@@ -142,44 +144,44 @@ function streamHooks({ stream, observed }, channel) {
 }
 
 export class Providers {
-	/** `onChange`: the registration changed after it went out (a native provider settled). */
-	constructor(onChange = () => {}) {
+	/**
+	 * `onChange`: the registration changed after it went out (a native
+	 * provider settled); `agentDir` and `offline` for its model refresh.
+	 */
+	constructor(onChange = () => {}, { agentDir, offline } = {}) {
 		this.byName = new Map();
 		this.onChange = onChange;
 		this.settling = new Set();
+		this.refresh = new ProviderRefresh({ agentDir, offline, authContext });
 	}
 
 	/**
 	 * A native provider settles once registered, as pi's model runtime does
-	 * with it: its `apiKey` auth is resolved (pi-rpc sends the key with the
-	 * config; pi resolves it per request), and `refreshModels` runs its
-	 * offline phase (`allowNetwork: false`, nothing stored yet; `publish`
-	 * applies the update), after which `getModels()` is its model list.
+	 * with it: its `apiKey` auth is resolved (whether it has a key; each
+	 * request asks again), and `refreshModels` runs its offline phase (the
+	 * stored credential and catalog; `publish` applies the update), after
+	 * which `getModels()` is its model list and the registration goes out.
+	 * Then, unless offline, its network phase runs in the background, as
+	 * pi's RPC mode refreshes catalogs after start, and the registration
+	 * goes out again with the list it published.
 	 */
 	settle(entry) {
 		const provider = entry.provider;
 		const signal = AbortSignal.timeout(30_000);
+		const refreshes = typeof provider.refreshModels === "function";
 		const work = (async () => {
 			try {
-				const resolved = await provider.auth?.apiKey?.resolve?.({ ctx: authContext, credential: undefined, signal });
+				const stored = this.refresh.credential(provider.id);
+				const credential = stored?.type === "api_key" ? stored : undefined;
+				const resolved = await provider.auth?.apiKey?.resolve?.({ ctx: authContext, credential, signal });
 				const apiKey = resolved?.auth?.apiKey;
 				if (typeof apiKey === "string" && apiKey) entry.config = { ...entry.config, apiKey };
 			} catch {
 				// Not configured: the provider's models need a key from elsewhere.
 			}
-			if (typeof provider.refreshModels === "function") {
+			if (refreshes) {
 				try {
-					await provider.refreshModels({
-						credential: undefined,
-						stored: undefined,
-						publish: async (publication) => {
-							publication?.update?.();
-							return true;
-						},
-						allowNetwork: false,
-						signal,
-						baseUrl: provider.baseUrl,
-					});
+					await this.refresh.restore(provider, signal);
 				} catch {
 					// pi keeps the previous list when a refresh fails.
 				}
@@ -187,9 +189,21 @@ export class Providers {
 			}
 		})();
 		this.settling.add(work);
+		const current = () => this.byName.get(entry.name) === entry;
 		work.finally(() => {
 			this.settling.delete(work);
-			if (this.byName.get(entry.name) === entry) this.onChange();
+			if (current()) this.onChange();
+			if (!refreshes || !current()) return;
+			this.refresh
+				.fetch(provider, AbortSignal.timeout(15_000))
+				.then((ran) => {
+					if (!ran || !current()) return;
+					entry.config = { ...entry.config, models: providerModels(provider) };
+					this.onChange();
+				})
+				.catch(() => {
+					// A failed network refresh keeps the catalog (pi logs nothing in RPC mode).
+				});
 		});
 	}
 
