@@ -243,15 +243,24 @@ async fn a_new_session_setup_holds_the_session_start_of_process_extensions() {
     pi.send(json!({"id": "c", "type": "prompt", "message": "/fresh"})).await;
     let mut lines = pi.until(|v| v["id"] == "c").await;
     let notes = |lines: &[Value]| -> Vec<String> {
-        lines.iter().filter(|v| v["method"] == "notify").filter_map(|v| v["message"].as_str().map(String::from)).collect()
+        lines
+            .iter()
+            .filter(|v| v["method"] == "notify")
+            .filter_map(|v| v["message"].as_str().map(String::from))
+            .collect()
     };
     if !notes(&lines).iter().any(|n| n.starts_with("notified")) {
         // Told, not awaited: its note may come after the command's answer.
-        lines.extend(pi.until(|v| v["method"] == "notify" && v["message"].as_str().is_some_and(|m| m.starts_with("notified"))).await);
+        lines.extend(
+            pi.until(|v| v["method"] == "notify" && v["message"].as_str().is_some_and(|m| m.starts_with("notified")))
+                .await,
+        );
     }
     assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
     let notes = notes(&lines);
-    let at = |prefix: &str| notes.iter().position(|n| n.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {notes:?}"));
+    let at = |prefix: &str| {
+        notes.iter().position(|n| n.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {notes:?}"))
+    };
     // Both saw the setup's entry: their session_start came after the setup.
     assert_eq!(notes[at("awaited")], "awaited model_change,thinking_level_change,custom");
     assert_eq!(notes[at("notified")], "notified model_change,thinking_level_change,custom");
