@@ -392,7 +392,7 @@ impl ModelChoice {
     /// An extension's provider (`registerProvider`): its models and settings
     /// in the registry (`config`, the spec's or the fields of its latest
     /// calls, merged over the provider's), and, when the extension streams
-    /// it, its API (a native provider: all its models, whatever their API).
+    /// it, its models of the config's API (a native provider: all of them).
     pub(super) fn register_provider(
         &mut self,
         spec: &crate::extensions::protocol::ProviderSpec,
@@ -411,12 +411,10 @@ impl ModelChoice {
         if spec.key {
             self.keys.insert(spec.name.clone(), ext.clone());
         }
-        if spec.stream && spec.native {
+        if spec.stream && (spec.native || spec.api().is_some()) {
+            let served = if spec.native { None } else { spec.api() };
             let provider = crate::provider::runtime::RuntimeProvider::new(spec.api().unwrap_or_default(), streams);
-            self.providers.register_provider_stream(&spec.name, Arc::new(provider));
-        } else if let (true, Some(api)) = (spec.stream, spec.api()) {
-            let provider = crate::provider::runtime::RuntimeProvider::new(api, streams);
-            self.providers.register_runtime(Arc::new(provider));
+            self.providers.register_provider_stream(&spec.name, served, Arc::new(provider));
         }
         self.refresh_selection();
         Ok(())
@@ -447,10 +445,8 @@ impl ModelChoice {
     pub(super) fn drop_provider_services(&mut self, spec: &crate::extensions::protocol::ProviderSpec) {
         self.logins.remove(&spec.name);
         self.keys.remove(&spec.name);
-        if spec.stream && spec.native {
+        if spec.stream {
             self.providers.unregister_provider_stream(&spec.name);
-        } else if let (true, Some(api)) = (spec.stream, spec.api()) {
-            self.providers.unregister_runtime(api);
         }
     }
 

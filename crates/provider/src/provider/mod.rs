@@ -231,11 +231,10 @@ pub trait Provider: Send + Sync {
 #[derive(Clone, Default)]
 pub struct ProviderRegistry {
     providers: HashMap<String, Arc<dyn Provider>>,
-    /// APIs registered at run time (extensions' streams), over the built-in ones.
-    runtime: HashMap<String, Arc<dyn Provider>>,
-    /// Streams that serve every model of one provider, whatever its API (a
-    /// native provider an extension registers), over the APIs.
-    by_provider: HashMap<String, Arc<dyn Provider>>,
+    /// Streams an extension registered for one provider's models (over the
+    /// wire APIs): `(api, stream)`, the stream serving the provider's models
+    /// of that API, or with `None` all of them (a native provider).
+    by_provider: HashMap<String, (Option<String>, Arc<dyn Provider>)>,
 }
 
 impl ProviderRegistry {
@@ -262,33 +261,28 @@ impl ProviderRegistry {
         self.providers.insert(wrapped.api().to_string(), wrapped);
     }
 
+    /// The wire API `api` (a built-in one).
     pub fn get(&self, api: &str) -> Option<Arc<dyn Provider>> {
-        self.runtime.get(api).or_else(|| self.providers.get(api)).cloned()
-    }
-
-    /// Add a wire API known only at run time (a [`runtime::RuntimeProvider`]);
-    /// it hides a built-in API of the same name until it is unregistered.
-    pub fn register_runtime(&mut self, provider: Arc<dyn Provider>) {
-        let wrapped: Arc<dyn Provider> = Arc::new(credential::Authenticated::new(provider));
-        self.runtime.insert(wrapped.api().to_string(), wrapped);
-    }
-
-    /// Remove a runtime API (the built-in one of that name, if any, is back).
-    pub fn unregister_runtime(&mut self, api: &str) {
-        self.runtime.remove(api);
+        self.providers.get(api).cloned()
     }
 
     /// The wire API that calls a model of `provider` with API `api`: the
     /// provider's own stream when one serves it, else the API's.
     pub fn for_model(&self, provider: &str, api: &str) -> Option<Arc<dyn Provider>> {
-        self.by_provider.get(provider).cloned().or_else(|| self.get(api))
+        match self.by_provider.get(provider) {
+            Some((served, stream)) if served.as_deref().is_none_or(|s| s == api) => Some(stream.clone()),
+            _ => self.get(api),
+        }
     }
 
-    /// A stream that serves every model of `provider` (pi's native
-    /// `Provider` streams its models itself, whatever their API).
-    pub fn register_provider_stream(&mut self, provider: &str, stream: Arc<dyn Provider>) {
+    /// A stream known only at run time (a [`runtime::RuntimeProvider`])
+    /// for `provider`'s models of API `api`, or all of them with `None`:
+    /// pi's composed provider streams its models of the config's `api` with
+    /// the extension's `streamSimple`, and a native `Provider` streams all
+    /// its models itself. Other providers' models of that API are not its.
+    pub fn register_provider_stream(&mut self, provider: &str, api: Option<&str>, stream: Arc<dyn Provider>) {
         let wrapped: Arc<dyn Provider> = Arc::new(credential::Authenticated::new(stream));
-        self.by_provider.insert(provider.to_string(), wrapped);
+        self.by_provider.insert(provider.to_string(), (api.map(str::to_string), wrapped));
     }
 
     /// Remove `provider`'s own stream (its models go by their API again).

@@ -1,7 +1,8 @@
 //! Wire APIs known only at run time: a provider whose stream is written
 //! elsewhere (an extension's `streamSimple`, pi's `registerProvider`) and
 //! reaches pi-rpc as pi-ai's `AssistantMessageEvent`s. [`RuntimeProvider`]
-//! is registered under the API name the extension chose; each request asks
+//! is registered for the provider's models (of the API the extension chose,
+//! or all of them); each request asks
 //! its [`PiEventSource`] for the events, and [`PiEventMapper`] turns them into
 //! the core's [`ProviderEvent`]s, so usage, stop reason, tool calls and errors
 //! come through the core like any provider's.

@@ -187,7 +187,7 @@ impl PiEventSource for ApiLog {
 async fn a_providers_own_stream_serves_each_of_its_models_under_the_models_api() {
     let log = Arc::new(ApiLog(Default::default()));
     let mut registry = crate::provider::ProviderRegistry::default();
-    registry.register_provider_stream("multi", Arc::new(RuntimeProvider::new("multi-a", log.clone())));
+    registry.register_provider_stream("multi", None, Arc::new(RuntimeProvider::new("multi-a", log.clone())));
     let call = |provider: &str, api: &str| {
         let model = crate::model::Model {
             id: "m".into(),
@@ -218,4 +218,9 @@ async fn a_providers_own_stream_serves_each_of_its_models_under_the_models_api()
     assert!(registry.for_model("other", "multi-b").is_none());
     registry.unregister_provider_stream("multi");
     assert!(registry.for_model("multi", "multi-a").is_none());
+    // A config form's stream serves the provider's models of its API only.
+    registry.register_provider_stream("shadow", Some("shadow-api"), Arc::new(RuntimeProvider::new("shadow-api", log)));
+    assert!(registry.for_model("shadow", "shadow-api").is_some());
+    assert!(registry.for_model("shadow", "multi-b").is_none());
+    assert!(registry.for_model("fake", "shadow-api").is_none());
 }

@@ -307,10 +307,10 @@ export class Providers {
 	async stream(params, signal, channel) {
 		const { stream, api, model, context = {}, options = {} } = params;
 		// A native provider streams every model of its own, whatever the
-		// model's API; a config form's stream serves its `api`.
+		// model's API; a config form's stream serves its models of its `api`.
 		const own = this.byName.get(model?.provider);
 		const entry =
-			own && !own.legacy && typeof own.streamSimple === "function"
+			own && typeof own.streamSimple === "function" && (!own.legacy || own.config.api === api)
 				? own
 				: [...this.byName.values()].reverse().find((p) => p.config.api === api && typeof p.streamSimple === "function");
 		if (!entry) throw new Error(`No stream function is registered for the API "${api}"`);
