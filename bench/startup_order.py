@@ -2,7 +2,7 @@
 """Regenerate adapters/cli/startup-order.txt: the functions a start of `pi` runs.
 
 The `pi` binary is linked with these functions placed together
-(lld's --symbol-ordering-file, see adapters/cli/build.rs), so a start maps a
+(by a linker script made from this list, see adapters/cli/build.rs), so a start maps a
 few 64 KB windows of code instead of half the binary. This script:
 1. builds the release `pi` with its symbols (the same code as the product);
 2. installs valgrind into target/tools/valgrind (Debian package, unpacked);
@@ -21,6 +21,12 @@ few 64 KB windows of code instead of half the binary. This script:
 
 Run it after changes to start-up code or dependency updates (a stale list
 only loses part of the gain: names that no longer exist are skipped).
+The `=` names carry this build's symbol hashes, which depend on the features
+cargo resolved: the committed list comes from the build the benchmarks are
+measured on, `cargo build --release -p pi-cli -p pi-compat` with
+`-C strip=none` for `pi` only (put that binary at target/startup-order/pi and
+pass --no-build); a build with other features (`-p pi-cli` alone) misses some
+exact names and gets those instances from the fallback patterns (build.rs).
 Usage: bench/startup_order.py [--no-build]
        bench/startup_order.py --mark BINARY   (only re-mark the list's `=` names from BINARY's symbols)
 """
