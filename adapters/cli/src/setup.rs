@@ -247,6 +247,7 @@ fn resources_and_extensions(
         host: HostConfig::from_env_and_settings(&agent_dir.join("settings.json")),
         agent_dir: agent_dir.to_path_buf(),
         project_trusted: options.project_trusted,
+        offline: crate::offline(args),
         tool_allowlist: None,
         requested_tools: Vec::new(),
     };
