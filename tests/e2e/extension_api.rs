@@ -1,7 +1,8 @@
 //! pi's extension API beyond registration, end to end through the
 //! TypeScript extension host: the built-in tool factories with the
 //! extension's own operations (pi's `*Operations`, as its `ssh.ts` runs
-//! tools on another machine) and `bash`'s spawn hook.
+//! tools on another machine) and `bash`'s spawn hook; `newSession`'s
+//! `setup` holding the `session_start` of process extensions too.
 //!
 //! Needs node 22 and the host's packages from `target/tools`
 //! (`scripts/install-test-tools.sh`); skipped without them unless
@@ -13,6 +14,7 @@ use serde_json::{Value, json};
 use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, spawn_reference};
+use crate::extensions::write_script;
 use crate::harness::Sandbox;
 
 /// Tools made with pi's factories: `read` and `remote_ls` through in-memory
@@ -174,4 +176,94 @@ async fn prompt_customizer_adds_its_section_as_in_pi() {
     }
     assert!(sections[0].contains("- Use `read` for file contents"), "{}", sections[0]);
     assert_eq!(sections[0], sections[1], "the same section as pi 1.6.0");
+}
+
+/// A TypeScript command's `newSession` whose (slow) setup writes to the new session.
+const SETUP: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("fresh", {
+    handler: async (_args, ctx) => {
+      await ctx.newSession({
+        setup: async (sm: any) => {
+          await new Promise((resolve) => setTimeout(resolve, 400));
+          sm.appendCustomEntry("handoff", { done: true });
+        },
+        withSession: async (next) => next.ui.notify("with done", "info"),
+      });
+    },
+  });
+}
+"#;
+
+/// A process extension that, on the new session's `session_start`, reads the
+/// session (`getSession`) and tells what it holds; `{awaited}`: it asks to be
+/// awaited (its `session_start` is a request, answered late).
+fn observer(label: &str, awaited: bool) -> String {
+    format!(
+        r#"import json, sys, time
+label, awaited = "{label}", {awaited}
+print(json.dumps({{"type": "register", "name": label, "events": ["session_start"], "awaitSessionStart": awaited}}), flush=True)
+def ask(method):
+    print(json.dumps({{"type": "request", "id": "q", "method": method, "params": {{}}}}), flush=True)
+    for line in sys.stdin:
+        m = json.loads(line)
+        if m.get("type") == "response" and m.get("id") == "q":
+            return m.get("result")
+def started(event):
+    if event.get("reason") == "new":
+        kinds = ",".join(e["type"] for e in ask("getSession")["entries"])
+        time.sleep(0.3)
+        print(json.dumps({{"type": "request", "method": "notify", "params": {{"message": label + " " + kinds}}}}), flush=True)
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("type") == "request" and m.get("method") == "session_start":
+        started(m["params"])
+        print(json.dumps({{"type": "response", "id": m["id"], "result": None}}), flush=True)
+    elif m.get("type") == "event" and m["event"]["type"] == "session_start":
+        started(m["event"])
+"#,
+        awaited = if awaited { "True" } else { "False" }
+    )
+}
+
+/// pi starts every extension only once a command's `newSession` setup is
+/// done, each awaited: a process extension (any language) gets its
+/// `session_start` after the setup wrote to the new session, and one that
+/// asks to be awaited has handled it before `withSession` runs.
+#[tokio::test]
+async fn a_new_session_setup_holds_the_session_start_of_process_extensions() {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return };
+    let sb = Sandbox::with_server().await;
+    host_settings(&sb, &node, &dir, json!({}));
+    write_module(&sb, "a-setup.ts", SETUP);
+    let awaited = write_script(&sb, "awaited.py", &observer("awaited", true));
+    let notified = write_script(&sb, "notified.py", &observer("notified", false));
+    let mut pi = sb.spawn(&["-e", &awaited, "-e", &notified]);
+
+    pi.send(json!({"id": "c", "type": "prompt", "message": "/fresh"})).await;
+    let mut lines = pi.until(|v| v["id"] == "c").await;
+    let notes = |lines: &[Value]| -> Vec<String> {
+        lines
+            .iter()
+            .filter(|v| v["method"] == "notify")
+            .filter_map(|v| v["message"].as_str().map(String::from))
+            .collect()
+    };
+    if !notes(&lines).iter().any(|n| n.starts_with("notified")) {
+        // Told, not awaited: its note may come after the command's answer.
+        lines.extend(
+            pi.until(|v| v["method"] == "notify" && v["message"].as_str().is_some_and(|m| m.starts_with("notified")))
+                .await,
+        );
+    }
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let notes = notes(&lines);
+    let at = |prefix: &str| {
+        notes.iter().position(|n| n.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {notes:?}"))
+    };
+    // Both saw the setup's entry: their session_start came after the setup.
+    assert_eq!(notes[at("awaited")], "awaited model_change,thinking_level_change,custom");
+    assert_eq!(notes[at("notified")], "notified model_change,thinking_level_change,custom");
+    // The awaited one had handled it before withSession ran.
+    assert!(at("awaited") < at("with done"), "{notes:?}");
 }

@@ -54,8 +54,16 @@ pub(crate) fn reference_cli() -> Option<PathBuf> {
 
 /// pi 1.6.0 in `sb`, as `sb.spawn` starts pi-rpc.
 pub(crate) fn spawn_reference(sb: &Sandbox, node: &Path, cli: &Path) -> Pi {
+    spawn_reference_with(sb, node, cli, true)
+}
+
+/// pi 1.6.0 in `sb`, offline (`--offline`, `PI_OFFLINE`) or not.
+pub(crate) fn spawn_reference_with(sb: &Sandbox, node: &Path, cli: &Path, offline: bool) -> Pi {
     let mut cmd = tokio::process::Command::new(node);
-    cmd.arg(cli).args(["--mode", "rpc", "--offline", "--no-session"]).current_dir(sb.cwd.path()).env_clear();
+    cmd.arg(cli).args(["--mode", "rpc", "--no-session"]).current_dir(sb.cwd.path()).env_clear();
+    if offline {
+        cmd.arg("--offline").env("PI_OFFLINE", "1");
+    }
     let node_dir = node.parent().map(Path::to_path_buf).unwrap_or_default();
     cmd.env("PATH", format!("{}:{}", node_dir.display(), std::env::var("PATH").unwrap_or_default()));
     for keep in ["LANG", "TMPDIR"] {
@@ -63,7 +71,7 @@ pub(crate) fn spawn_reference(sb: &Sandbox, node: &Path, cli: &Path) -> Pi {
             cmd.env(keep, v);
         }
     }
-    cmd.env("HOME", sb.home.path()).env("PI_CODING_AGENT_DIR", sb.agent_dir.path()).env("PI_OFFLINE", "1");
+    cmd.env("HOME", sb.home.path()).env("PI_CODING_AGENT_DIR", sb.agent_dir.path());
     cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
     cmd.kill_on_drop(true);
     Pi::start_unchecked(cmd)

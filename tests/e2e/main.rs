@@ -22,6 +22,7 @@ mod extension_host;
 mod extension_host_install;
 mod extension_mcp;
 mod extension_provider_events;
+mod extension_provider_refresh;
 mod extension_providers;
 mod extensions;
 mod extensions_jsonrpc;

@@ -75,6 +75,15 @@ pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentC
     // loaded); a name no tool ever has is ignored, as in pi.
     let mut requested_tools = active_tools.clone();
     let tool_allowlist = tool_allowlist(args, &active_tools);
+    // pi registers only the tools an allowlist matches: a built-in it does
+    // not name is unknown (`getAllTools` does not list it, `setActiveTools`
+    // ignores it), with `--no-tools` alone every one.
+    if let Some(list) = &tool_allowlist {
+        let matcher = pi_core::tools::ToolNameMatcher::new(list);
+        for name in builtin_names.iter().filter(|n| !matcher.matches(n)) {
+            tools.unregister(name);
+        }
+    }
     active_tools.retain(|t| tools.contains(t) || INDIRECT_TOOLS.contains(&t.as_str()));
     if let Some(excluded) = &args.exclude_tools {
         let matcher = pi_core::tools::ToolNameMatcher::new(excluded);
@@ -158,10 +167,12 @@ pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentC
 
 /// `--tools` as pi's allowlist of every tool (extension ones included): a
 /// list of names and patterns, or, with `--no-tools`, the tools its
-/// `+name`/`-name` edits select. `None` when `--tools` only edits the
-/// default tools, or is not given.
+/// `+name`/`-name` edits select; `--no-tools` alone allows none. `None`
+/// when `--tools` only edits the default tools, or neither is given.
 fn tool_allowlist(args: &Args, selected: &[String]) -> Option<Vec<String>> {
-    let list = args.tools.as_ref()?;
+    let Some(list) = args.tools.as_ref() else {
+        return args.no_tools.then(Vec::new);
+    };
     let entries: Vec<String> = list.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect();
     let edits = entries.iter().any(|t| t.starts_with(['+', '-']));
     match (edits, args.no_tools) {
@@ -236,6 +247,7 @@ fn resources_and_extensions(
         host: HostConfig::from_env_and_settings(&agent_dir.join("settings.json")),
         agent_dir: agent_dir.to_path_buf(),
         project_trusted: options.project_trusted,
+        offline: crate::offline(args),
         tool_allowlist: None,
         requested_tools: Vec::new(),
     };

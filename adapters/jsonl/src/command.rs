@@ -51,7 +51,7 @@ pub fn decode_line(line: &str) -> Incoming {
         }
     };
     let id = obj.get("id").map(|raw| raw.to_owned());
-    let command = match obj.string("type") {
+    let command = match obj.str("type") {
         Ok(Some(t)) => t,
         Ok(None) => {
             return Incoming::Reject { id, command: None, error: "Invalid command: missing \"type\" field".into() };
@@ -65,7 +65,11 @@ pub fn decode_line(line: &str) -> Incoming {
         }
     };
     let Some(binding) = protocol::native(&command) else {
-        return Incoming::Reject { id, error: format!("Unknown command: {command}"), command: Some(command) };
+        return Incoming::Reject {
+            id,
+            error: format!("Unknown command: {command}"),
+            command: Some(command.into_owned()),
+        };
     };
     // A dialog answer's `id` is the dialog's: it is one of its params.
     let skip: &[&str] = if command == UI_RESPONSE { &["type"] } else { &["type", "id"] };
@@ -76,9 +80,11 @@ pub fn decode_line(line: &str) -> Incoming {
     match decoded {
         Ok(Op::ExtensionUiResponse { id, response }) => Incoming::UiResponse { id, response },
         Ok(op) => Incoming::Command { id, command: binding, op },
-        Err(message) => {
-            Incoming::Reject { id, error: format!("Invalid {command} command: {message}"), command: Some(command) }
-        }
+        Err(message) => Incoming::Reject {
+            id,
+            error: format!("Invalid {command} command: {message}"),
+            command: Some(command.into_owned()),
+        },
     }
 }
 

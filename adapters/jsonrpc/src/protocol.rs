@@ -53,7 +53,7 @@ pub fn classify(obj: &RawObject<'_>) -> Message {
         Some(raw) if id_ok => raw.to_owned(),
         _ => null_id(),
     };
-    if obj.string("jsonrpc") != Ok(Some("2.0".to_string())) {
+    if obj.str("jsonrpc").ok().flatten().as_deref() != Some("2.0") {
         let detail = match obj.get("jsonrpc") {
             None => "missing \"jsonrpc\": \"2.0\"".to_string(),
             Some(v) => format!("\"jsonrpc\" must be \"2.0\", got {}", v.get()),

@@ -274,6 +274,8 @@ struct Connection<D: Dialect, K, R> {
     lines: bool,
     /// The messages of one reply.
     replies: Vec<Outgoing>,
+    /// The actions of one record (kept for the next: no allocation a record).
+    actions: Vec<Action<D::Pending>>,
     /// With [`serve_in_order`]: immediate answers (errors for unreadable
     /// messages) by the tag of the barrier they wait for.
     in_order: Option<std::collections::HashMap<RequestTag, Vec<u8>>>,
@@ -401,9 +403,9 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
     }
 
     async fn record<O: OpPort>(&mut self, agent: &mut O, record: Record) {
-        let mut actions = Vec::new();
+        let mut actions = std::mem::take(&mut self.actions);
         self.dialect.decode(record, &self.in_flight, &mut actions);
-        for action in actions {
+        for action in actions.drain(..) {
             match action {
                 Action::Send(message) => self.send_now(agent, message).await,
                 Action::Submit { op, pending } => {
@@ -418,6 +420,7 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
                 }
             }
         }
+        self.actions = actions;
     }
 }
 
@@ -487,6 +490,7 @@ where
         batch: MessageBatch::default(),
         lines,
         replies: Vec::new(),
+        actions: Vec::new(),
         in_order: in_order.then(Default::default),
         next_barrier: 0,
     };

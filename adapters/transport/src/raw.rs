@@ -7,6 +7,7 @@
 //! reject duplicates (serde_json's `Value` among them), so the id a reply
 //! carries is the id the request was read with.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -62,9 +63,10 @@ impl<'a> RawJson<'a> {
 }
 
 /// The members of an object, in order, each name once (the last value wins).
+/// A name is borrowed from the text unless it is written with escapes.
 #[derive(Debug, Default)]
 pub struct RawObject<'a> {
-    members: Vec<(String, &'a RawValue)>,
+    members: Vec<(Cow<'a, str>, &'a RawValue)>,
 }
 
 impl<'a> RawObject<'a> {
@@ -87,15 +89,25 @@ impl<'a> RawObject<'a> {
 
     /// A member that must be a JSON string: `Ok(None)` when absent, `Err(kind)` when not a string.
     pub fn string(&self, name: &str) -> Result<Option<String>, &'static str> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(raw) => serde_json::from_str::<String>(raw.get()).map(Some).map_err(|_| kind_of_raw(raw)),
+        self.str(name).map(|s| s.map(Cow::into_owned))
+    }
+
+    /// [`RawObject::string`], borrowed from the text when the string has no escapes.
+    pub fn str(&self, name: &str) -> Result<Option<Cow<'a, str>>, &'static str> {
+        let Some(raw) = self.get(name) else { return Ok(None) };
+        let text = raw.get();
+        // The token was checked by the parse: a `"…"` without a backslash is its own text.
+        if let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"'))
+            && !inner.contains('\\')
+        {
+            return Ok(Some(Cow::Borrowed(inner)));
         }
+        serde_json::from_str::<String>(text).map(|s| Some(Cow::Owned(s))).map_err(|_| kind_of_raw(raw))
     }
 
     /// The members, in order.
     pub fn members(&self) -> impl Iterator<Item = (&str, &'a RawValue)> {
-        self.members.iter().map(|(n, v)| (n.as_str(), *v))
+        self.members.iter().map(|(n, v)| (n.as_ref(), *v))
     }
 
     /// The members other than `skip`, parsed into a JSON object. A member
@@ -115,6 +127,37 @@ impl<'a> RawObject<'a> {
 
 struct TopVisitor;
 
+/// A member name, borrowed from the text when it has no escapes.
+struct Name<'a>(Cow<'a, str>);
+
+impl<'de> de::Deserialize<'de> for Name<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NameVisitor;
+
+        impl<'de> Visitor<'de> for NameVisitor {
+            type Value = Name<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+
+            fn visit_borrowed_str<E: de::Error>(self, name: &'de str) -> Result<Self::Value, E> {
+                Ok(Name(Cow::Borrowed(name)))
+            }
+
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<Self::Value, E> {
+                Ok(Name(Cow::Owned(name.to_string())))
+            }
+
+            fn visit_string<E: de::Error>(self, name: String) -> Result<Self::Value, E> {
+                Ok(Name(Cow::Owned(name)))
+            }
+        }
+
+        deserializer.deserialize_str(NameVisitor)
+    }
+}
+
 impl<'de> Visitor<'de> for TopVisitor {
     type Value = RawJson<'de>;
 
@@ -123,8 +166,8 @@ impl<'de> Visitor<'de> for TopVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut members: Vec<(String, &'de RawValue)> = Vec::new();
-        while let Some(name) = map.next_key::<String>()? {
+        let mut members: Vec<(Cow<'de, str>, &'de RawValue)> = Vec::new();
+        while let Some(Name(name)) = map.next_key::<Name<'de>>()? {
             let value: &'de RawValue = map.next_value()?;
             match members.iter_mut().find(|(n, _)| *n == name) {
                 Some(slot) => slot.1 = value,
@@ -198,5 +241,26 @@ mod tests {
         assert_eq!(o.string("t"), Err("a number"));
         assert_eq!(o.string("s"), Ok(Some("x".to_string())));
         assert_eq!(o.string("nope"), Ok(None));
+    }
+
+    #[test]
+    fn names_and_strings_are_read_alike_with_or_without_escapes() {
+        let text = r#"{"plain":"get_state","esc\u0061ped":"a\"b\u00e9\n","uni":"é ☃","t\"":"x"}"#;
+        let o = RawObject::parse(text).unwrap().unwrap();
+        let names: Vec<&str> = o.members().map(|(n, _)| n).collect();
+        assert_eq!(names, ["plain", "escaped", "uni", "t\""]);
+        assert!(matches!(o.str("plain"), Ok(Some(Cow::Borrowed("get_state")))));
+        assert_eq!(o.str("escaped").unwrap().as_deref(), Some("a\"bé\n"));
+        assert!(matches!(o.str("escaped"), Ok(Some(Cow::Owned(_)))));
+        assert_eq!(o.str("uni").unwrap().as_deref(), Some("é ☃"));
+        assert_eq!(o.string("t\""), Ok(Some("x".to_string())));
+        // Every string reads as serde_json reads it.
+        let value: serde_json::Value = serde_json::from_str(text).unwrap();
+        for (name, raw) in o.members() {
+            assert_eq!(o.str(name).unwrap().as_deref(), value[name].as_str(), "{raw}");
+        }
+        assert_eq!(o.str("nope"), Ok(None));
+        let o = RawObject::parse(r#"{"n":[1],"o":{},"z":null}"#).unwrap().unwrap();
+        assert_eq!((o.str("n"), o.str("o"), o.str("z")), (Err("an array"), Err("an object"), Err("null")));
     }
 }

@@ -175,13 +175,13 @@ pub fn state_reply() -> Reply {
         auto_retry_enabled: true,
         message_count: 12,
         pending_message_count: 1,
-        active_tools: vec!["read".into(), "bash".into()],
+        active_tools: std::sync::Arc::new(vec!["read".into(), "bash".into()]),
         context_usage: Some(pi_core::op::ContextUsageStats {
             tokens: Some(10),
             context_window: 100,
             percent: Some(10.0),
         }),
-        session_header: session.header().clone(),
+        session_header: session.shared_header(),
     }))
 }
 

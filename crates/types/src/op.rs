@@ -377,10 +377,12 @@ pub struct StateSnapshot {
     pub auto_retry_enabled: bool,
     pub message_count: usize,
     pub pending_message_count: usize,
-    pub active_tools: Vec<String>,
+    /// The active tools' names, shared with the agent (a snapshot does not copy them).
+    pub active_tools: std::sync::Arc<Vec<String>>,
     pub context_usage: Option<ContextUsageStats>,
-    /// The session file's header line (`pi --mode json` prints it first).
-    pub session_header: crate::session::SessionHeader,
+    /// The session file's header line (`pi --mode json` prints it first),
+    /// shared with the session (a snapshot does not copy it).
+    pub session_header: std::sync::Arc<crate::session::SessionHeader>,
 }
 
 /// Token totals of the session.

@@ -503,7 +503,7 @@ impl StatusResult {
             provider: s.model.as_ref().map(|m| m.provider.clone()),
             thinking_level: s.thinking_level.as_str(),
             context_usage: s.context_usage.and_then(|c| c.percent).map(|p| p / 100.0),
-            active_tools: s.active_tools.clone(),
+            active_tools: s.active_tools.to_vec(),
             session_id: s.session_id.clone(),
         }
     }

@@ -133,7 +133,7 @@ impl CurrentSession {
                         tokens_before: params.get("tokensBefore").and_then(Value::as_u64).unwrap_or(0),
                         details: field("details"),
                         usage: usage(),
-                        from_hook: params.get("fromHook").and_then(Value::as_bool).unwrap_or(false),
+                        from_hook: params.get("fromHook").and_then(Value::as_bool),
                     })
                     .map(Some)
             }
@@ -187,7 +187,7 @@ impl CurrentSession {
                     tokens_before,
                     details: field("details"),
                     usage,
-                    from_hook: true,
+                    from_hook: Some(true),
                 })?
             }
             _ => return Ok(None),
@@ -213,7 +213,7 @@ impl CurrentSession {
             tokens_before,
             details,
             usage: out.usage.clone(),
-            from_hook,
+            from_hook: Some(from_hook),
         })?;
         self.messages = self.record.context().messages.into();
         self.usage_unknown = true;

@@ -6,7 +6,10 @@
 //! stored back as `{..., "type": "oauth"}`), and the request's key is what
 //! the extension's `getApiKey` makes of it. The extension is asked with
 //! `provider_oauth` (`{provider, action: "refresh" | "apiKey", credential}`).
+//! A native provider's API key ([`ExtensionKey`]) is asked the same way
+//! (action `resolve`) before each request.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -114,5 +117,72 @@ async fn ask(
         Ok(answer) => Ok(answer),
         Err(CallError::Failed(error) | CallError::Dead(error)) => Err(error),
         Err(CallError::Cancelled) => Err("Request was aborted".to_string()),
+    }
+}
+
+/// `inner`, with the key of a native provider an extension registers
+/// (pi's `Provider` with `auth.apiKey`): its `resolve` is asked before each
+/// request (`provider_oauth` with action `resolve` and the stored key as
+/// pi's credential), as pi-ai resolves a provider's auth per request; the
+/// headers and base URL it gives go with the request. It resolving nothing
+/// ends the request with pi's "Provider is not configured".
+pub(crate) struct ExtensionKey {
+    inner: Arc<dyn Provider>,
+    ext: Arc<Extension>,
+    provider: String,
+    stored: Option<String>,
+}
+
+impl ExtensionKey {
+    pub(crate) fn new(inner: Arc<dyn Provider>, ext: Arc<Extension>, provider: &str, stored: Option<String>) -> Self {
+        ExtensionKey { inner, ext, provider: provider.to_string(), stored }
+    }
+}
+
+impl Provider for ExtensionKey {
+    fn api(&self) -> &str {
+        self.inner.api()
+    }
+
+    fn stream(&self, mut request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
+        let (inner, ext, provider) = (self.inner.clone(), self.ext.clone(), self.provider.clone());
+        let credential = match &self.stored {
+            Some(key) => json!({"type": "api_key", "key": key}),
+            None => Value::Null,
+        };
+        let call = async move {
+            let params = json!({"provider": provider, "action": "resolve", "credential": credential});
+            let answer = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => Err(ProviderError::aborted()),
+                answer = ext.call("provider_oauth", params, Some(&cancel)) => match answer {
+                    Ok(answer) => Ok(answer),
+                    Err(CallError::Cancelled) => Err(ProviderError::aborted()),
+                    Err(CallError::Failed(error) | CallError::Dead(error)) => Err(auth_error(error)),
+                },
+            };
+            let answer = match answer {
+                Ok(answer) => answer,
+                Err(error) => return futures::stream::iter([Err(error)]).boxed(),
+            };
+            let Some(key) = answer.get("apiKey").and_then(Value::as_str) else {
+                let error = auth_error(format!("Provider is not configured: {provider}"));
+                return futures::stream::iter([Err(error)]).boxed();
+            };
+            request.api_key = Some(key.to_string());
+            if let Some(Value::Object(headers)) = answer.get("headers") {
+                let given: HashMap<String, String> =
+                    headers.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect();
+                for (name, value) in given {
+                    request.headers.retain(|k, _| !k.eq_ignore_ascii_case(&name));
+                    request.headers.insert(name, value);
+                }
+            }
+            if let Some(base_url) = answer.get("baseUrl").and_then(Value::as_str).filter(|u| !u.is_empty()) {
+                request.model.base_url = base_url.to_string();
+            }
+            inner.stream(request, cancel)
+        };
+        futures::stream::once(call).flatten().boxed()
     }
 }

@@ -141,7 +141,8 @@ impl ExtensionState {
             tools_version: Arc::default(),
             no_tools: options.no_tools,
             tool_allowlist: options.tool_allowlist.as_ref().map(|list| {
-                let names_mcp = list.iter().any(|entry| entry.trim().starts_with("mcp__"));
+                // pi: an empty allowlist (`--no-tools`) filters MCP-named tools too.
+                let names_mcp = list.is_empty() || list.iter().any(|entry| entry.trim().starts_with("mcp__"));
                 (crate::tools::ToolNameMatcher::new(list), names_mcp)
             }),
             requested_tools: options.requested_tools.clone(),

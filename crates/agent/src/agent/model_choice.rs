@@ -37,6 +37,8 @@ pub(super) struct ModelChoice {
     deferred: Option<DeferredStart>,
     /// Providers whose OAuth login an extension runs (`registerProvider` with `oauth`).
     logins: std::collections::HashMap<String, Arc<crate::extensions::Extension>>,
+    /// Native providers whose key their extension resolves for each request.
+    keys: std::collections::HashMap<String, Arc<crate::extensions::Extension>>,
 }
 
 /// A start-up model choice waiting for the extensions (pi resolves
@@ -62,6 +64,7 @@ impl ModelChoice {
             no_model_switch_level: None,
             deferred: None,
             logins: Default::default(),
+            keys: Default::default(),
         }
     }
 
@@ -387,22 +390,31 @@ impl ModelChoice {
     }
 
     /// An extension's provider (`registerProvider`): its models and settings
-    /// in the registry, and, when the extension streams it, its API.
+    /// in the registry (`config`, the spec's or the fields of its latest
+    /// calls, merged over the provider's), and, when the extension streams
+    /// it, its API (a native provider: all its models, whatever their API).
     pub(super) fn register_provider(
         &mut self,
         spec: &crate::extensions::protocol::ProviderSpec,
+        config: &serde_json::Value,
         streams: Arc<dyn crate::provider::runtime::PiEventSource>,
         ext: &Arc<crate::extensions::Extension>,
     ) -> Result<(), String> {
         if spec.native {
-            self.registry.register_native_provider(&spec.name, &spec.config)?;
+            self.registry.register_native_provider(&spec.name, config)?;
         } else {
-            self.registry.register_provider(&spec.name, &spec.config)?;
+            self.registry.register_provider(&spec.name, config)?;
         }
         if spec.oauth.is_some() {
             self.logins.insert(spec.name.clone(), ext.clone());
         }
-        if let (true, Some(api)) = (spec.stream, spec.api()) {
+        if spec.key {
+            self.keys.insert(spec.name.clone(), ext.clone());
+        }
+        if spec.stream && spec.native {
+            let provider = crate::provider::runtime::RuntimeProvider::new(spec.api().unwrap_or_default(), streams);
+            self.providers.register_provider_stream(&spec.name, Arc::new(provider));
+        } else if let (true, Some(api)) = (spec.stream, spec.api()) {
             let provider = crate::provider::runtime::RuntimeProvider::new(api, streams);
             self.providers.register_runtime(Arc::new(provider));
         }
@@ -434,7 +446,10 @@ impl ModelChoice {
     /// and its login (the registry keeps its config, for the new one to merge over).
     pub(super) fn drop_provider_services(&mut self, spec: &crate::extensions::protocol::ProviderSpec) {
         self.logins.remove(&spec.name);
-        if let (true, Some(api)) = (spec.stream, spec.api()) {
+        self.keys.remove(&spec.name);
+        if spec.stream && spec.native {
+            self.providers.unregister_provider_stream(&spec.name);
+        } else if let (true, Some(api)) = (spec.stream, spec.api()) {
             self.providers.unregister_runtime(api);
         }
     }
@@ -442,10 +457,7 @@ impl ModelChoice {
     /// `unregisterProvider` (or its extension went away): the provider is as before.
     pub(super) fn unregister_provider(&mut self, spec: &crate::extensions::protocol::ProviderSpec) {
         self.registry.unregister_provider(&spec.name);
-        self.logins.remove(&spec.name);
-        if let (true, Some(api)) = (spec.stream, spec.api()) {
-            self.providers.unregister_runtime(api);
-        }
+        self.drop_provider_services(spec);
         self.refresh_selection();
     }
 
@@ -465,7 +477,9 @@ impl ModelChoice {
 
     /// Checks before a run may start: a callable model with credentials.
     pub(super) fn preflight(&self) -> Result<(), CoreError> {
-        if !crate::config::models::is_virtual(&self.model) && self.providers.get(&self.model.api).is_none() {
+        if !crate::config::models::is_virtual(&self.model)
+            && self.providers.for_model(&self.model.provider, &self.model.api).is_none()
+        {
             return Err(CoreError::new(
                 ErrorKind::Unsupported,
                 format!(
@@ -492,13 +506,24 @@ impl ModelChoice {
     /// The provider that calls the current model (with its login, if it
     /// has one); `None` when this build has none for the model's API.
     pub(super) fn provider(&self) -> Option<Arc<dyn Provider>> {
-        let provider = self.providers.get(&self.model.api)?;
-        let name = &self.model.provider;
+        let provider = self.providers.for_model(&self.model.provider, &self.model.api)?;
+        Some(self.authorized(provider, &self.model))
+    }
+
+    /// `provider`, calling `model` with its provider's credential: an
+    /// extension's OAuth login, or a native provider's key asked for each
+    /// request, else the registry's (`auth.json` logins refreshed as needed).
+    pub(super) fn authorized(&self, provider: Arc<dyn Provider>, model: &Model) -> Arc<dyn Provider> {
+        let name = &model.provider;
         if let (Some(ext), Some(file)) = (self.logins.get(name), self.registry.oauth_login(name)) {
             use crate::agent::extension_login::ExtensionLogin;
-            return Some(Arc::new(ExtensionLogin::new(provider, ext.clone(), file, name)));
+            return Arc::new(ExtensionLogin::new(provider, ext.clone(), file, name));
         }
-        Some(crate::auth::authorize(provider, &self.registry, &self.model))
+        if let Some(ext) = self.keys.get(name) {
+            use crate::agent::extension_login::ExtensionKey;
+            return Arc::new(ExtensionKey::new(provider, ext.clone(), name, self.registry.stored_key(name)));
+        }
+        crate::auth::authorize(provider, &self.registry, model)
     }
 
     /// The current model's API key.

@@ -13,15 +13,16 @@ use crate::tools::{Tool, ToolRegistry};
 /// Every tool the agent knows and the active ones.
 pub(super) struct Toolbox {
     registry: ToolRegistry,
-    /// The tools the model gets, in order.
-    active: Vec<String>,
+    /// The tools the model gets, in order (shared with the state snapshots
+    /// that show them: a change after a snapshot copies the list).
+    active: Arc<Vec<String>>,
     /// Names of the tools the client runs itself.
     client_tools: Vec<String>,
 }
 
 impl Toolbox {
     pub(super) fn new(registry: ToolRegistry, active: Vec<String>) -> Self {
-        Toolbox { registry, active, client_tools: Vec::new() }
+        Toolbox { registry, active: Arc::new(active), client_tools: Vec::new() }
     }
 
     /// Every known tool, in registry order.
@@ -32,6 +33,11 @@ impl Toolbox {
     /// The names of the active tools, in order.
     pub(super) fn active_names(&self) -> &[String] {
         &self.active
+    }
+
+    /// The names of the active tools, shared (no copy).
+    pub(super) fn shared_active_names(&self) -> Arc<Vec<String>> {
+        self.active.clone()
     }
 
     /// `name` is known and active.
@@ -81,7 +87,7 @@ impl Toolbox {
                 format!("Unknown tool: {unknown}. Known tools: {}", known.join(", ")),
             ));
         }
-        self.active = dedup(names);
+        self.active = Arc::new(dedup(names));
         Ok(&self.active)
     }
 
@@ -89,7 +95,7 @@ impl Toolbox {
     /// (unknown names are left out).
     pub(super) fn set_active_known<'n>(&mut self, names: impl Iterator<Item = &'n str>) -> &[String] {
         let known = names.filter(|name| self.registry.contains(name)).map(str::to_string).collect();
-        self.active = dedup(known);
+        self.active = Arc::new(dedup(known));
         &self.active
     }
 
@@ -113,7 +119,7 @@ impl Toolbox {
             let name = spec.name.clone();
             self.registry.register(Arc::new(ClientTool::new(spec, timeout)));
             if !self.active.contains(&name) {
-                self.active.push(name.clone());
+                Arc::make_mut(&mut self.active).push(name.clone());
             }
             if !self.client_tools.contains(&name) {
                 self.client_tools.push(name);
@@ -129,7 +135,7 @@ impl Toolbox {
         let name = tool.name().to_string();
         self.registry.register(tool);
         if activate && self.registry.contains(&name) && !self.active.contains(&name) {
-            self.active.push(name);
+            Arc::make_mut(&mut self.active).push(name);
         }
     }
 
@@ -145,12 +151,12 @@ impl Toolbox {
             return;
         }
         let Some(place) = order.iter().position(|n| *n == name) else {
-            self.active.push(name);
+            Arc::make_mut(&mut self.active).push(name);
             return;
         };
         let before = &order[..place];
         let at = self.active.iter().rposition(|a| before.contains(a)).map_or(0, |i| i + 1);
-        self.active.insert(at, name);
+        Arc::make_mut(&mut self.active).insert(at, name);
     }
 
     /// Remove an extension's tool; a built-in tool it replaced comes back
@@ -159,7 +165,7 @@ impl Toolbox {
         self.registry.unregister(name);
         match ToolRegistry::builtin().get(name) {
             Some(builtin) => self.registry.register(builtin),
-            None => self.active.retain(|t| t != name),
+            None => Arc::make_mut(&mut self.active).retain(|t| t != name),
         }
     }
 }

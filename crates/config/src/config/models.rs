@@ -447,6 +447,12 @@ impl ModelRegistry {
         env_key_for(provider)
     }
 
+    /// The key stored for `provider`: set at run time (`--api-key`) or an
+    /// `auth.json` entry (pi's stored credential), not a configured one.
+    pub fn stored_key(&self, provider: &str) -> Option<String> {
+        self.runtime_keys.get(provider).cloned().or_else(|| self.auth.key_for(provider))
+    }
+
     /// The `auth.json` whose OAuth login is the provider's credential in
     /// effect (no key set at run time overrides it).
     pub fn oauth_login(&self, provider: &str) -> Option<std::path::PathBuf> {

@@ -48,6 +48,7 @@ const FILES: &[(&str, &str)] = &[
     ("exec.mjs", include_str!("host/exec.mjs")),
     ("virtual-models.mjs", include_str!("host/virtual-models.mjs")),
     ("providers.mjs", include_str!("host/providers.mjs")),
+    ("provider-refresh.mjs", include_str!("host/provider-refresh.mjs")),
     ("services.mjs", include_str!("host/services.mjs")),
     ("shims/host-services.cjs", include_str!("host/shims/host-services.cjs")),
     ("shims/theme.cjs", include_str!("host/shims/theme.cjs")),

@@ -112,6 +112,9 @@ pub struct ExtensionOptions {
     pub agent_dir: PathBuf,
     /// Whether project-local resources load (pi's `ctx.isProjectTrusted()`).
     pub project_trusted: bool,
+    /// pi runs offline (`--offline`, `PI_OFFLINE`): a native provider's
+    /// model refresh does not use the network.
+    pub offline: bool,
 }
 
 /// Something an extension asks the agent to do.
@@ -321,6 +324,7 @@ impl Extensions {
                 );
                 hello["agentDir"] = Value::String(options.agent_dir.display().to_string());
                 hello["projectTrusted"] = Value::Bool(options.project_trusted);
+                hello["offline"] = Value::Bool(options.offline);
                 let spawn_ctx = process::SpawnContext {
                     cwd: ctx.cwd.to_path_buf(),
                     hello,

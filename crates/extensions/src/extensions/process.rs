@@ -395,6 +395,11 @@ fn start(
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .process_group(0);
+    // From here to the agent's "started" line: the time pi-rpc waits for the
+    // extension (bench/run.py measures it apart from pi-rpc's own start). The
+    // spawn is part of it: it returns once the kernel has loaded node into
+    // the new process, which under load waits for a CPU for milliseconds.
+    tracing::debug!("extension {}: process started", ext.name());
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -403,9 +408,6 @@ fn start(
             return;
         }
     };
-    // From here to the agent's "started" line: the time pi-rpc waits for the
-    // extension (bench/run.py measures it apart from pi-rpc's own start).
-    tracing::debug!("extension {}: process started", ext.name());
     ext.send(&ctx.hello);
     if let Some(stdin) = child.stdin.take() {
         tokio::spawn(write_lines(stdin, out_rx));

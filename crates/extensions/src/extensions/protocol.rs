@@ -162,9 +162,41 @@ pub struct ProviderSpec {
     /// replaces what was registered under its id instead of being merged over it.
     #[serde(default)]
     pub native: bool,
+    /// A native provider's `auth.apiKey.resolve`: its key is asked for each
+    /// request (`provider_oauth` with action `resolve`), as pi-ai resolves it.
+    #[serde(default)]
+    pub key: bool,
+    /// The config form: the fields of each `registerProvider(name, config)`
+    /// call, in order (`config` is them merged). A call made after the
+    /// registration went out is merged alone over the provider's config.
+    #[serde(default)]
+    pub calls: Vec<Value>,
 }
 
 impl ProviderSpec {
+    /// The fields of the calls made since `before` (this extension's earlier
+    /// registration of the name), merged in order; `None` when `before` is
+    /// not an earlier state of this config form (first registration, a
+    /// native provider, an unregistration in between).
+    pub fn calls_since(&self, before: &ProviderSpec) -> Option<Value> {
+        let fresh = self.calls.len().checked_sub(before.calls.len())?;
+        if self.native
+            || before.native
+            || before.calls.is_empty()
+            || fresh == 0
+            || !self.calls.starts_with(&before.calls)
+        {
+            return None;
+        }
+        let mut merged = serde_json::Map::new();
+        for call in &self.calls[before.calls.len()..] {
+            if let Value::Object(fields) = call {
+                merged.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
+        Some(Value::Object(merged))
+    }
+
     /// The API its stream serves (the config's `api`).
     pub fn api(&self) -> Option<&str> {
         self.config.get("api").and_then(Value::as_str).filter(|a| !a.is_empty())
@@ -464,6 +496,23 @@ pub fn event_payload(event: &AgentEvent) -> Option<(&'static str, Value)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn spec(native: bool, calls: Vec<Value>) -> ProviderSpec {
+        ProviderSpec { name: "acme".into(), config: Value::Null, stream: false, oauth: None, native, key: false, calls }
+    }
+
+    #[test]
+    fn a_later_registration_is_the_fields_of_its_own_calls() {
+        let first = json!({"baseUrl": "x", "headers": {"a": "1"}});
+        let before = spec(false, vec![first.clone()]);
+        let after = spec(false, vec![first.clone(), json!({"name": "n"}), json!({"apiKey": "k", "name": "m"})]);
+        assert_eq!(after.calls_since(&before), Some(json!({"name": "m", "apiKey": "k"})));
+        // Not a continuation: the whole config applies.
+        assert_eq!(before.calls_since(&before), None);
+        assert_eq!(spec(false, vec![json!({"name": "other"}), json!({})]).calls_since(&before), None);
+        assert_eq!(after.calls_since(&spec(true, Vec::new())), None);
+        assert_eq!(spec(true, Vec::new()).calls_since(&before), None);
+    }
 
     #[test]
     fn lines_parse_into_messages() {

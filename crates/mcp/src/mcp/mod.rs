@@ -99,6 +99,20 @@ pub struct ExposedTool {
     pub output_schema: Option<Value>,
 }
 
+/// Wait until servers may start: [`McpManager::begin`] was called, or
+/// [`START_DELAY`] passed. Then the tasks woken with this one run first: when
+/// `begin` follows the session's first answer, that answer is on its way to
+/// the client before a server's process is started (a spawn blocks the
+/// thread until the new program is loaded, and with a single-threaded
+/// runtime the answer would wait for every server's spawn).
+pub(crate) async fn start_signal(go: &CancellationToken) {
+    tokio::select! {
+        _ = go.cancelled() => {}
+        _ = tokio::time::sleep(START_DELAY) => {}
+    }
+    tokio::task::yield_now().await;
+}
+
 /// The MCP servers of one session.
 pub struct McpManager {
     /// The `mcp.json` (or front end's) servers.
@@ -131,10 +145,7 @@ impl McpManager {
             // and the first answer must not wait for that.
             let (conns, go) = (conns.clone(), go.clone());
             tokio::spawn(async move {
-                tokio::select! {
-                    _ = go.cancelled() => {}
-                    _ = tokio::time::sleep(START_DELAY) => {}
-                }
+                start_signal(&go).await;
                 for conn in conns {
                     tokio::spawn(async move { conn.connect().await });
                 }
@@ -167,7 +178,10 @@ impl McpManager {
 
     /// Start connecting now (the session answered its first command).
     pub fn begin(&self) {
-        self.go.cancel();
+        // Called after every op: once started, an atomic load, not the token's lock.
+        if !self.go.is_cancelled() {
+            self.go.cancel();
+        }
     }
 
     pub fn is_empty(&self) -> bool {

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::McpManager;
 use super::config::{ConfigSources, parse_server, same_server_name};
 use super::connection::Connection;
-use super::{McpManager, START_DELAY};
 
 /// One extension's registration.
 pub(super) struct Registered {
@@ -52,10 +52,7 @@ impl McpManager {
             // With the mcp.json servers at start-up, at once once they started.
             let (conn, go) = (conn.clone(), self.go.clone());
             tokio::spawn(async move {
-                tokio::select! {
-                    _ = go.cancelled() => {}
-                    _ = tokio::time::sleep(START_DELAY) => {}
-                }
+                super::start_signal(&go).await;
                 conn.connect().await;
             });
         }

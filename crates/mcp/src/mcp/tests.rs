@@ -86,3 +86,28 @@ async fn the_root_a_server_is_given_is_the_sessions_working_directory() {
     assert!(session_root.starts_with(&process_cwd) || !text.contains(&process_uri), "{text}");
     mcp.shutdown().await;
 }
+
+/// The agent answers its first command, then calls `begin`: on a
+/// single-threaded runtime the answer must reach the runtime's main future
+/// (the stdio connection loop, which hands it to the writer thread) before
+/// any server is started, since starting one blocks the thread until the
+/// kernel has loaded the server's program.
+#[tokio::test(flavor = "current_thread")]
+async fn the_answer_that_lets_servers_start_goes_out_before_they_start() {
+    let missing = ServerConfig::stdio("missing", PathBuf::from("/nonexistent/mcp-server"), vec![], vec![], ".".into());
+    let mut config = McpConfig::default();
+    config.add_server(missing);
+    let mcp = McpManager::start(McpOptions { config, ..Default::default() });
+    let (answer, mut answered) = tokio::sync::mpsc::channel(1);
+    let agent = mcp.clone();
+    tokio::spawn(async move {
+        let _ = answer.send(()).await;
+        agent.begin();
+    });
+    answered.recv().await;
+    // The failed spawn of the missing server settles its status at once: not yet.
+    assert_eq!(mcp.conns()[0].state().status, Status::Connecting);
+    mcp.wait_for(None).await;
+    let status = mcp.conns()[0].state().status;
+    assert!(matches!(&status, Status::Failed(e) if e.contains("cannot start")), "{status:?}");
+}

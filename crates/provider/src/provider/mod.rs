@@ -233,6 +233,9 @@ pub struct ProviderRegistry {
     providers: HashMap<String, Arc<dyn Provider>>,
     /// APIs registered at run time (extensions' streams), over the built-in ones.
     runtime: HashMap<String, Arc<dyn Provider>>,
+    /// Streams that serve every model of one provider, whatever its API (a
+    /// native provider an extension registers), over the APIs.
+    by_provider: HashMap<String, Arc<dyn Provider>>,
 }
 
 impl ProviderRegistry {
@@ -273,5 +276,23 @@ impl ProviderRegistry {
     /// Remove a runtime API (the built-in one of that name, if any, is back).
     pub fn unregister_runtime(&mut self, api: &str) {
         self.runtime.remove(api);
+    }
+
+    /// The wire API that calls a model of `provider` with API `api`: the
+    /// provider's own stream when one serves it, else the API's.
+    pub fn for_model(&self, provider: &str, api: &str) -> Option<Arc<dyn Provider>> {
+        self.by_provider.get(provider).cloned().or_else(|| self.get(api))
+    }
+
+    /// A stream that serves every model of `provider` (pi's native
+    /// `Provider` streams its models itself, whatever their API).
+    pub fn register_provider_stream(&mut self, provider: &str, stream: Arc<dyn Provider>) {
+        let wrapped: Arc<dyn Provider> = Arc::new(credential::Authenticated::new(stream));
+        self.by_provider.insert(provider.to_string(), wrapped);
+    }
+
+    /// Remove `provider`'s own stream (its models go by their API again).
+    pub fn unregister_provider_stream(&mut self, provider: &str) {
+        self.by_provider.remove(provider);
     }
 }

@@ -54,9 +54,12 @@ impl Provider for RuntimeProvider {
         &self.api
     }
 
+    /// The call goes out under the model's API (a provider's own stream
+    /// serves models of several).
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
-        let label = format!("{} ({})", request.model.provider, self.api);
-        let events = self.source.open(&self.api, request, cancel);
+        let api = if request.model.api.is_empty() { self.api.clone() } else { request.model.api.clone() };
+        let label = format!("{} ({api})", request.model.provider);
+        let events = self.source.open(&api, request, cancel);
         map_pi_events(events, label)
     }
 }

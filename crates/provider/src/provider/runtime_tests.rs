@@ -172,3 +172,50 @@ async fn the_provider_streams_its_sources_events_under_its_runtime_name() {
     assert!(events.contains(&ProviderEvent::BlockDelta { index: 0, delta: "ok".into() }));
     assert_eq!(events.last(), Some(&ProviderEvent::Stop { reason: StopReason::Stop, raw: None }));
 }
+
+/// Records the API each call is opened with.
+struct ApiLog(std::sync::Mutex<Vec<String>>);
+
+impl PiEventSource for ApiLog {
+    fn open(&self, api: &str, _request: ProviderRequest, _cancel: CancellationToken) -> PiEventStream {
+        self.0.lock().unwrap().push(api.to_string());
+        futures::stream::iter([Ok(done("stop", json!([])))]).boxed()
+    }
+}
+
+#[tokio::test]
+async fn a_providers_own_stream_serves_each_of_its_models_under_the_models_api() {
+    let log = Arc::new(ApiLog(Default::default()));
+    let mut registry = crate::provider::ProviderRegistry::default();
+    registry.register_provider_stream("multi", Arc::new(RuntimeProvider::new("multi-a", log.clone())));
+    let call = |provider: &str, api: &str| {
+        let model = crate::model::Model {
+            id: "m".into(),
+            provider: provider.into(),
+            api: api.into(),
+            ..crate::provider::faux::faux_model()
+        };
+        ProviderRequest {
+            model,
+            system_prompt: String::new(),
+            messages: Vec::new(),
+            tools: Vec::new(),
+            thinking_level: crate::model::ThinkingLevel::Off,
+            api_key: None,
+            headers: Default::default(),
+            max_tokens: None,
+            session_id: None,
+            credential: None,
+            env: Default::default(),
+        }
+    };
+    for api in ["multi-a", "multi-b", "openai-completions"] {
+        let provider = registry.for_model("multi", api).expect("the provider's stream");
+        let _: Vec<_> = provider.stream(call("multi", api), CancellationToken::new()).collect().await;
+    }
+    assert_eq!(*log.0.lock().unwrap(), ["multi-a", "multi-b", "openai-completions"]);
+    // Another provider's model of the same API does not reach it.
+    assert!(registry.for_model("other", "multi-b").is_none());
+    registry.unregister_provider_stream("multi");
+    assert!(registry.for_model("multi", "multi-a").is_none());
+}

@@ -13,14 +13,15 @@ use crate::message::{AgentMessage, Usage, UserContent};
 
 /// A `compaction` entry to append: the summary, the first entry it keeps
 /// (`None`: the entry names itself), the context's tokens before it, pi's
-/// `details`, the usage of writing it, and `fromHook`.
+/// `details`, the usage of writing it, and `fromHook` (left out when
+/// `None`, as pi leaves out an `appendCompaction` argument not given).
 pub struct NewCompaction<'a> {
     pub summary: &'a str,
     pub first_kept_entry_id: Option<&'a str>,
     pub tokens_before: u64,
     pub details: Option<Value>,
     pub usage: Option<Usage>,
-    pub from_hook: bool,
+    pub from_hook: Option<bool>,
 }
 
 impl Session {
@@ -129,7 +130,7 @@ impl Session {
         details: Option<Value>,
         usage: Option<Usage>,
     ) -> Result<String, SessionError> {
-        let from_hook = false;
+        let from_hook = Some(false);
         self.append_compaction_from(NewCompaction {
             summary,
             first_kept_entry_id,
@@ -155,7 +156,7 @@ impl Session {
                 tokens_before,
                 details,
                 usage,
-                from_hook: Some(from_hook),
+                from_hook,
                 system_message: declared.checkpoint(at),
                 extra: Map::new(),
             })

@@ -76,7 +76,7 @@ impl Session {
 
     fn from_parts(header: super::entry::SessionHeader, from: &Session, file: Option<std::path::PathBuf>) -> Session {
         let mut session = Session {
-            header,
+            header: std::sync::Arc::new(header),
             header_raw: None,
             cwd: from.cwd.clone(),
             slots: Vec::new(),

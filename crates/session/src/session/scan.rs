@@ -297,20 +297,23 @@ impl<'a> Scan<'a> {
             }
             b'\\' => {
                 *escaped = true;
-                self.escape()?;
+                // The two-byte escapes (most of them: `\n`, `\"`, `\\`) here, `\u` apart.
+                match self.b.get(self.i + 1) {
+                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => self.i += 2,
+                    _ => self.unicode_escape()?,
+                }
                 Some(false)
             }
             _ => None,
         }
     }
 
-    /// One escape (at its `\`). `\u` escapes of surrogates are left to the careful reading.
-    fn escape(&mut self) -> Option<()> {
+    /// A `\u` escape (at its `\`); anything else after a `\` is not JSON. `\u`
+    /// escapes of surrogates are left to the careful reading.
+    #[cold]
+    #[inline(never)]
+    fn unicode_escape(&mut self) -> Option<()> {
         match *self.b.get(self.i + 1)? {
-            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
-                self.i += 2;
-                Some(())
-            }
             b'u' => {
                 let hex = std::str::from_utf8(self.b.get(self.i + 2..self.i + 6)?).ok()?;
                 if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {

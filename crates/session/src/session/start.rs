@@ -47,7 +47,7 @@ impl Session {
     /// The same session with `parentSession` set in its header (before it is written).
     pub fn with_parent(mut self, parent_session: Option<String>) -> Session {
         if parent_session.is_some() {
-            self.header.parent_session = parent_session;
+            std::sync::Arc::make_mut(&mut self.header).parent_session = parent_session;
         }
         self
     }

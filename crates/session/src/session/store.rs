@@ -46,7 +46,8 @@ pub(crate) struct Label {
 /// (unless in-memory) the file it lives in.
 #[derive(Debug, Clone)]
 pub struct Session {
-    pub(crate) header: SessionHeader,
+    /// Shared with the state snapshots that show it (`get_state` copies no string of it).
+    pub(crate) header: Arc<SessionHeader>,
     /// Exact header JSON when the typed header would serialize differently.
     pub(crate) header_raw: Option<Box<str>>,
     /// Effective working directory (header `cwd`, or the caller's when absent).
@@ -151,7 +152,7 @@ impl Session {
     pub(crate) fn empty(header: SessionHeader, file: Option<PathBuf>, session_dir: Option<PathBuf>) -> Self {
         Session {
             cwd: header.cwd.clone(),
-            header,
+            header: Arc::new(header),
             header_raw: None,
             slots: Vec::new(),
             source: None,
@@ -484,6 +485,11 @@ impl Session {
     /// The session header.
     pub fn header(&self) -> &SessionHeader {
         &self.header
+    }
+
+    /// The header, shared (no copy).
+    pub fn shared_header(&self) -> Arc<SessionHeader> {
+        self.header.clone()
     }
 
     /// The session id (UUID v7 for sessions we create).

@@ -620,9 +620,16 @@ impl Agent {
                 now.push(spec);
                 continue;
             }
+            // Registered again by this extension: only the fields of the
+            // calls made since go over the provider's config (pi merges each
+            // call alone, over what other extensions registered meanwhile).
+            let mut config = std::borrow::Cow::Borrowed(&spec.config);
             let first = match before.iter().find(|b| b.name == spec.name) {
                 Some(old) => {
                     self.models.drop_provider_services(old);
+                    if let Some(calls) = spec.calls_since(old) {
+                        config = std::borrow::Cow::Owned(calls);
+                    }
                     false
                 }
                 None => true,
@@ -634,7 +641,7 @@ impl Agent {
             if !later.is_empty() {
                 self.models.forget_provider_config(&spec.name);
             }
-            match self.models.register_provider(&spec, streams.clone(), &ext) {
+            match self.models.register_provider(&spec, &config, streams.clone(), &ext) {
                 Ok(()) => now.push(spec),
                 Err(error) => self.registration_refused(ext.path_string(), error).await,
             }

@@ -65,9 +65,9 @@ impl Agent {
             auto_retry_enabled: self.prefs.auto_retry(),
             message_count: self.session.messages().len(),
             pending_message_count: self.queues.pending(),
-            active_tools: self.toolbox.active_names().to_vec(),
+            active_tools: self.toolbox.shared_active_names(),
             context_usage: self.context_usage(),
-            session_header: self.session.record().header().clone(),
+            session_header: self.session.record().shared_header(),
         }
     }
 

@@ -61,7 +61,10 @@ export class Instance {
 		this.flags = new Map();
 		this.shortcuts = new Map();
 		this.virtualModels = new VirtualModels();
-		this.providers = new Providers(() => this.onChange());
+		this.providers = new Providers(() => this.onChange(), {
+			agentDir: hello.agentDir ?? process.env.PI_CODING_AGENT_DIR,
+			offline: hello.offline === true,
+		});
 		this.bus = bus;
 		this.onChange = onChange;
 		this.reportError = reportError;

@@ -9,6 +9,8 @@
 
 import { createRequire } from "node:module";
 
+import { ProviderRefresh } from "./provider-refresh.mjs";
+
 const require = createRequire(import.meta.url);
 const { normalizeContext } = require("./shims/ai/transcript.cjs");
 
@@ -64,6 +66,24 @@ function providerModels(provider) {
 	}
 	return provider.models;
 }
+
+/** pi-ai's default auth context: variables of the environment, files that exist (`~` is the home directory). */
+const authContext = {
+	async env(name) {
+		const value = process.env[name];
+		return typeof value === "string" && value.trim().length > 0 ? value : undefined;
+	},
+	async fileExists(path) {
+		try {
+			const { access } = await import("node:fs/promises");
+			const { homedir } = await import("node:os");
+			await access(String(path).startsWith("~") ? homedir() + String(path).slice(1) : String(path));
+			return true;
+		} catch {
+			return false;
+		}
+	},
+};
 
 /** Longest wait for a native provider's key and offline model refresh before its registration goes out. */
 const SETTLE_MS = 5000;
@@ -124,44 +144,44 @@ function streamHooks({ stream, observed }, channel) {
 }
 
 export class Providers {
-	/** `onChange`: the registration changed after it went out (a native provider settled). */
-	constructor(onChange = () => {}) {
+	/**
+	 * `onChange`: the registration changed after it went out (a native
+	 * provider settled); `agentDir` and `offline` for its model refresh.
+	 */
+	constructor(onChange = () => {}, { agentDir, offline } = {}) {
 		this.byName = new Map();
 		this.onChange = onChange;
 		this.settling = new Set();
+		this.refresh = new ProviderRefresh({ agentDir, offline, authContext });
 	}
 
 	/**
 	 * A native provider settles once registered, as pi's model runtime does
-	 * with it: its `apiKey` auth is resolved (pi-rpc sends the key with the
-	 * config; pi resolves it per request), and `refreshModels` runs its
-	 * offline phase (`allowNetwork: false`, nothing stored yet; `publish`
-	 * applies the update), after which `getModels()` is its model list.
+	 * with it: its `apiKey` auth is resolved (whether it has a key; each
+	 * request asks again), and `refreshModels` runs its offline phase (the
+	 * stored credential and catalog; `publish` applies the update), after
+	 * which `getModels()` is its model list and the registration goes out.
+	 * Then, unless offline, its network phase runs in the background, as
+	 * pi's RPC mode refreshes catalogs after start, and the registration
+	 * goes out again with the list it published.
 	 */
 	settle(entry) {
 		const provider = entry.provider;
 		const signal = AbortSignal.timeout(30_000);
+		const refreshes = typeof provider.refreshModels === "function";
 		const work = (async () => {
 			try {
-				const resolved = await provider.auth?.apiKey?.resolve?.({ ctx: {}, credential: undefined, signal });
+				const stored = this.refresh.credential(provider.id);
+				const credential = stored?.type === "api_key" ? stored : undefined;
+				const resolved = await provider.auth?.apiKey?.resolve?.({ ctx: authContext, credential, signal });
 				const apiKey = resolved?.auth?.apiKey;
 				if (typeof apiKey === "string" && apiKey) entry.config = { ...entry.config, apiKey };
 			} catch {
 				// Not configured: the provider's models need a key from elsewhere.
 			}
-			if (typeof provider.refreshModels === "function") {
+			if (refreshes) {
 				try {
-					await provider.refreshModels({
-						credential: undefined,
-						stored: undefined,
-						publish: async (publication) => {
-							publication?.update?.();
-							return true;
-						},
-						allowNetwork: false,
-						signal,
-						baseUrl: provider.baseUrl,
-					});
+					await this.refresh.restore(provider, signal);
 				} catch {
 					// pi keeps the previous list when a refresh fails.
 				}
@@ -169,9 +189,21 @@ export class Providers {
 			}
 		})();
 		this.settling.add(work);
+		const current = () => this.byName.get(entry.name) === entry;
 		work.finally(() => {
 			this.settling.delete(work);
-			if (this.byName.get(entry.name) === entry) this.onChange();
+			if (current()) this.onChange();
+			if (!refreshes || !current()) return;
+			this.refresh
+				.fetch(provider, AbortSignal.timeout(15_000))
+				.then((ran) => {
+					if (!ran || !current()) return;
+					entry.config = { ...entry.config, models: providerModels(provider) };
+					this.onChange();
+				})
+				.catch(() => {
+					// A failed network refresh keeps the catalog (pi logs nothing in RPC mode).
+				});
 		});
 	}
 
@@ -188,12 +220,16 @@ export class Providers {
 		// The config form registered again: its defined fields go over the
 		// previous config form's, the others stay (pi's model runtime). A
 		// complete provider replaces whatever was registered under its id.
+		const own = legacy ? (({ streamSimple: _s, oauth: _o, refreshModels: _r, ...data }) => data)(entry.config) : undefined;
 		if (legacy && previous?.legacy) {
 			const merged = { ...previous.config };
 			for (const [key, value] of Object.entries(entry.config)) {
 				if (value !== undefined) merged[key] = value;
 			}
 			entry = normalize(entry.name, merged);
+			entry.calls = [...previous.calls, own];
+		} else if (legacy) {
+			entry.calls = [own];
 		}
 		entry.legacy = legacy;
 		this.byName.set(entry.name, entry);
@@ -208,7 +244,7 @@ export class Providers {
 
 	/** The registration's `providers`. */
 	catalog() {
-		return [...this.byName.values()].map(({ name, config, streamSimple, oauth, legacy }) => {
+		return [...this.byName.values()].map(({ name, config, streamSimple, oauth, legacy, provider, calls }) => {
 			const { streamSimple: _s, oauth: _o, refreshModels: _r, ...data } = config ?? {};
 			return {
 				name,
@@ -216,6 +252,10 @@ export class Providers {
 				stream: typeof streamSimple === "function",
 				oauth: oauth?.name ?? (oauth ? name : undefined),
 				native: !legacy,
+				// A native provider's key is asked for each request (`provider_oauth` `resolve`).
+				key: !legacy && typeof provider?.auth?.apiKey?.resolve === "function",
+				// The config form: each registerProvider call's own fields, in order.
+				calls: legacy ? calls.map((call) => plain(call) ?? {}) : undefined,
 			};
 		});
 	}
@@ -226,6 +266,7 @@ export class Providers {
 	 * `oauth`); `apiKey` answers `{apiKey}` for a request.
 	 */
 	async oauth({ provider, action, credential }) {
+		if (action === "resolve") return this.resolveKey(provider, credential);
 		const oauth = this.byName.get(provider)?.oauth;
 		if (!oauth) throw new Error(`Provider "${provider}" has no OAuth login`);
 		if (action === "refresh") {
@@ -238,13 +279,40 @@ export class Providers {
 	}
 
 	/**
+	 * A native provider's key for one request (pi-ai resolves its
+	 * `auth.apiKey` before each request): `{apiKey, headers?, baseUrl?}`,
+	 * `{}` when the provider is not configured. `credential` is the key
+	 * stored for it (`auth.json`, `--api-key`), as pi passes it.
+	 */
+	async resolveKey(provider, credential) {
+		const apiKey = this.byName.get(provider)?.provider?.auth?.apiKey;
+		if (typeof apiKey?.resolve !== "function") throw new Error(`Provider "${provider}" has no API key auth`);
+		let resolved;
+		try {
+			resolved = await apiKey.resolve({ ctx: authContext, credential: credential ?? undefined, signal: AbortSignal.timeout(30_000) });
+		} catch (error) {
+			const cause = error instanceof Error ? error.message : String(error);
+			throw new Error(`API key auth failed for provider ${provider}: ${cause}`);
+		}
+		const auth = resolved?.auth;
+		if (!auth) return {};
+		return { apiKey: auth.apiKey, headers: auth.headers ? headerRecord(auth.headers) : undefined, baseUrl: auth.baseUrl };
+	}
+
+	/**
 	 * pi-rpc's `provider_stream`: `{stream, api, model, context, options}`.
 	 * Each event goes back as `streamData`; the answer comes once the
 	 * stream ended (its `done` or `error` was sent).
 	 */
 	async stream(params, signal, channel) {
 		const { stream, api, model, context = {}, options = {} } = params;
-		const entry = [...this.byName.values()].reverse().find((p) => p.config.api === api && typeof p.streamSimple === "function");
+		// A native provider streams every model of its own, whatever the
+		// model's API; a config form's stream serves its `api`.
+		const own = this.byName.get(model?.provider);
+		const entry =
+			own && !own.legacy && typeof own.streamSimple === "function"
+				? own
+				: [...this.byName.values()].reverse().find((p) => p.config.api === api && typeof p.streamSimple === "function");
 		if (!entry) throw new Error(`No stream function is registered for the API "${api}"`);
 		const transcript = normalizeContext({
 			systemPrompt: context.systemPrompt,

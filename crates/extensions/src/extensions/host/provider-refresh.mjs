@@ -1,0 +1,118 @@
+// pi-rpc extension host: a native provider's model refresh, as pi-ai's
+// `Models.refresh` runs it once the provider is registered. First without
+// the network (`allowNetwork: false`): the credential stored for the
+// provider (`auth.json`) and its entry of `models-store.json` (`stored`,
+// what an earlier refresh persisted) restore its catalog. Then, unless pi
+// runs offline (`--offline`, `PI_OFFLINE`), with the network: the
+// credential is resolved first (`auth.apiKey.resolve`, a still valid OAuth
+// login), and what it publishes with `persist` is stored in
+// `models-store.json` (`null` removes the entry), as pi's file store keeps it.
+
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+/** JSON of a file, `{}` when it is missing or not JSON. */
+function readJson(file) {
+	try {
+		const text = readFileSync(file, "utf8").replace(/^\uFEFF/, "");
+		return text.trim() ? JSON.parse(text) : {};
+	} catch {
+		return {};
+	}
+}
+
+/** The models a stored entry keeps (pi-ai drops models of types it does not know). */
+const KNOWN_TYPES = new Set(["chat", "image", "classifier"]);
+
+export class ProviderRefresh {
+	/** `agentDir`: where `auth.json` and `models-store.json` are; `offline`: no network phase. */
+	constructor({ agentDir, offline, authContext }) {
+		this.agentDir = agentDir;
+		this.offline = offline === true;
+		this.authContext = authContext;
+	}
+
+	/** The credential `auth.json` stores for the provider. */
+	credential(id) {
+		if (!this.agentDir) return undefined;
+		const entry = readJson(path.join(this.agentDir, "auth.json"))[id];
+		return entry && typeof entry === "object" ? entry : undefined;
+	}
+
+	storePath() {
+		return this.agentDir ? path.join(this.agentDir, "models-store.json") : undefined;
+	}
+
+	/** The provider's entry of `models-store.json`. */
+	stored(id) {
+		const file = this.storePath();
+		const entry = file ? readJson(file)[id] : undefined;
+		if (!entry || typeof entry !== "object") return undefined;
+		const models = Array.isArray(entry.models) ? entry.models : [];
+		return { ...structuredClone(entry), models: models.filter((m) => KNOWN_TYPES.has(m?.type ?? "chat")) };
+	}
+
+	/** Keep (or, with `null`, drop) the provider's entry; other providers' entries stay. */
+	persist(id, entry) {
+		const file = this.storePath();
+		if (!file) return;
+		const current = readJson(file);
+		if (entry === null) delete current[id];
+		else current[id] = structuredClone(entry);
+		const temp = `${file}.${process.pid}.tmp`;
+		writeFileSync(temp, JSON.stringify(current, null, 2));
+		renameSync(temp, file);
+	}
+
+	/** `ctx.publish`: persist what it asks to, then apply its update. */
+	publisher(id) {
+		return async (publication) => {
+			if (publication?.persist === null) this.persist(id, null);
+			else if (publication?.persist !== undefined) this.persist(id, publication.persist);
+			publication?.update?.();
+			return true;
+		};
+	}
+
+	/** One phase of `provider.refreshModels`. */
+	async phase(provider, credential, allowNetwork, signal) {
+		await provider.refreshModels({
+			credential,
+			stored: this.stored(provider.id),
+			publish: this.publisher(provider.id),
+			allowNetwork,
+			force: undefined,
+			signal,
+			baseUrl: provider.baseUrl,
+		});
+	}
+
+	/** The offline phase. */
+	async restore(provider, signal) {
+		await this.phase(provider, this.credential(provider.id), false, signal);
+	}
+
+	/**
+	 * The network phase, when pi is not offline and the provider has a
+	 * credential (pi-ai's `resolveNetworkRefresh`); `false` when it did not run.
+	 */
+	async fetch(provider, signal) {
+		if (this.offline) return false;
+		const stored = this.credential(provider.id);
+		let credential;
+		if (stored?.type === "oauth") {
+			// A login that expired is refreshed by the request path; the catalog waits for it.
+			if (!provider.auth?.oauth || !(Date.now() < stored.expires)) return false;
+			credential = stored;
+		} else {
+			const apiKey = provider.auth?.apiKey;
+			if (typeof apiKey?.resolve !== "function") return false;
+			const given = stored?.type === "api_key" ? stored : undefined;
+			const result = await apiKey.resolve({ ctx: this.authContext, credential: given, signal });
+			if (!result?.auth) return false;
+			credential = provider.refreshModelsAuth === "configured" ? undefined : { type: "api_key", key: result.auth.apiKey, env: result.env };
+		}
+		await this.phase(provider, credential, true, signal);
+		return true;
+	}
+}
