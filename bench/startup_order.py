@@ -2,14 +2,18 @@
 """Regenerate adapters/cli/startup-order.txt: the functions a start of `pi` runs.
 
 The `pi` binary is linked with these functions placed together
-(lld's --symbol-ordering-file, see adapters/cli/build.rs), so a start maps a
+(by a linker script made from this list, see adapters/cli/build.rs), so a start maps a
 few 64 KB windows of code instead of half the binary. This script:
 1. builds the release `pi` with its symbols (the same code as the product);
 2. installs valgrind into target/tools/valgrind (Debian package, unpacked);
 3. runs a few typical starts under callgrind (native and JSON-RPC first
    records, with and without a configured provider, in-memory and on-disk
    sessions), each to its first answer;
-4. writes every function of the binary those runs executed, mangled, one per line;
+4. writes every function of the binary those runs executed, mangled, one per line
+   (each start's new ones in address order): the functions holding an executed
+   instruction (`--dump-instr=yes`) by the binary's symbol table (`nm`), not
+   callgrind's function names, which leave out the code it files under an
+   unknown object (`ob=???`: most of a fat-LTO `pi`'s code);
    a name whose hash-free pattern (adapters/cli/build.rs: crate and symbol
    hashes left out, so the order holds for any build of `pi`) matches more
    than a few functions of the binary (a generic with many instances) is
@@ -17,10 +21,17 @@ few 64 KB windows of code instead of half the binary. This script:
 
 Run it after changes to start-up code or dependency updates (a stale list
 only loses part of the gain: names that no longer exist are skipped).
+The `=` names carry this build's symbol hashes, which depend on the features
+cargo resolved: the committed list comes from the build the benchmarks are
+measured on, `cargo build --release -p pi-cli -p pi-compat` with
+`-C strip=none` for `pi` only (put that binary at target/startup-order/pi and
+pass --no-build); a build with other features (`-p pi-cli` alone) misses some
+exact names and gets those instances from the fallback patterns (build.rs).
 Usage: bench/startup_order.py [--no-build]
        bench/startup_order.py --mark BINARY   (only re-mark the list's `=` names from BINARY's symbols)
 """
 
+import bisect
 import glob
 import json
 import os
@@ -91,7 +102,8 @@ def functions_run(exe, records, provider, in_memory, extras):
         env = dict(os.environ, HOME=home, PI_CODING_AGENT_DIR=home)
         if exe.startswith(TOOLS):
             env["VALGRIND_LIB"] = os.path.join(TOOLS, "usr", "libexec", "valgrind")
-        args = [exe, "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out}", BINARY, "--mode", "rpc"]
+        args = [exe, "--tool=callgrind", "--dump-instr=yes", "--compress-pos=no", "--compress-strings=no",
+                f"--callgrind-out-file={out}", BINARY, "--mode", "rpc"]
         if in_memory:
             args.append("--no-session")
         if "extension" in extras:
@@ -100,31 +112,57 @@ def functions_run(exe, records, provider, in_memory, extras):
         stdin = "".join(json.dumps(r) + "\n" for r in records).encode()
         subprocess.run(args, input=stdin, env=env, cwd=home, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, timeout=300, check=True)
-        return callgrind_functions(out, os.path.basename(BINARY))
+        return functions_at(executed_addresses(out, code_ranges(BINARY)), function_symbols(BINARY))
 
 
-def callgrind_functions(path, binary_name):
-    objects, functions, names, current = {}, {}, [], None
-    spec = re.compile(r"^(c?ob|c?fn)=\((\d+)\)(?: (.*))?$")
-    with open(path) as f:
+def code_ranges(binary):
+    """(start, end) of the binary's executable segments (`pi` is linked at a fixed address)."""
+    text = subprocess.run(["readelf", "-lW", binary], capture_output=True, text=True, check=True).stdout
+    ranges = []
+    for line in text.splitlines():
+        parts = line.split()
+        if parts[:1] == ["LOAD"] and "E" in parts[6:-1]:
+            start, size = int(parts[2], 16), int(parts[5], 16)
+            ranges.append((start, start + size))
+    return ranges
+
+
+def executed_addresses(path, ranges):
+    """Addresses of the executed instructions in `ranges`, from a callgrind file written with
+    `--dump-instr=yes --compress-pos=no` (one `0x<address> <cost>` line per instruction)."""
+    found = set()
+    with open(path, errors="replace") as f:
         for line in f:
-            m = spec.match(line.strip())
-            if not m:
-                continue
-            kind, key, name = m.groups()
-            if kind.endswith("ob"):
-                if name:
-                    objects[key] = name
-                if kind == "ob":
-                    current = objects.get(key)
-            else:
-                if name:
-                    functions[key] = (name, current)
-                if kind == "fn" and key in functions:
-                    fn, obj = functions[key]
-                    if obj and os.path.basename(obj) == binary_name:
-                        names.append(fn)
-    return names
+            if line.startswith("0x"):
+                address = int(line.split(maxsplit=1)[0], 16)
+                if any(start <= address < end for start, end in ranges):
+                    found.add(address)
+    return found
+
+
+def function_symbols(binary):
+    """(address, end, mangled name) of the binary's function symbols, by address."""
+    text = subprocess.run(["nm", "-n", "-S", "--defined-only", binary], capture_output=True, text=True,
+                          check=True).stdout
+    symbols = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tTwW":
+            address, size = int(parts[0], 16), int(parts[1], 16)
+            if size and not (symbols and symbols[-1][0] == address):  # one name for aliases
+                symbols.append((address, address + size, parts[3]))
+    return symbols
+
+
+def functions_at(addresses, symbols):
+    """The functions holding `addresses`, in address order."""
+    starts = [s[0] for s in symbols]
+    names = {}
+    for address in sorted(addresses):
+        i = bisect.bisect_right(starts, address) - 1
+        if i >= 0 and address < symbols[i][1]:
+            names.setdefault(symbols[i][0], symbols[i][2])
+    return [names[a] for a in sorted(names)]
 
 
 # A hash-free pattern matching more functions than this is matched exactly instead.
