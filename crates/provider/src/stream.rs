@@ -2,7 +2,6 @@
 //! run, its `message_start` / `message_update` / `message_end` events: the
 //! one stream consumer that runs and summaries share.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use std::task::Poll;
@@ -33,6 +32,34 @@ struct Block {
     args: String,
 }
 
+/// The blocks of the message by the provider's index, in the order they
+/// started (a block started again under its index keeps its place). A few:
+/// found by a scan from the latest, which takes the deltas (no hashing per
+/// delta).
+#[derive(Default)]
+struct Blocks(Vec<(usize, Block)>);
+
+impl Blocks {
+    fn start(&mut self, index: usize, block: Block) {
+        match self.get_mut(index) {
+            Some(slot) => *slot = block,
+            None => self.0.push((index, block)),
+        }
+    }
+
+    fn get(&self, index: usize) -> Option<&Block> {
+        self.0.iter().rev().find(|(i, _)| *i == index).map(|(_, block)| block)
+    }
+
+    fn get_mut(&mut self, index: usize) -> Option<&mut Block> {
+        self.0.iter_mut().rev().find(|(i, _)| *i == index).map(|(_, block)| block)
+    }
+
+    fn in_order(&mut self) -> impl Iterator<Item = &mut Block> {
+        self.0.iter_mut().map(|(_, block)| block)
+    }
+}
+
 /// Stream one assistant message from `provider`, emitting its events to
 /// `emitter` (`None`: silently, for summaries).
 pub async fn stream_assistant(
@@ -52,8 +79,7 @@ pub async fn stream_assistant(
     // opens its message at the end, already holding the error.
     let mut opened = false;
 
-    let mut blocks: HashMap<usize, Block> = HashMap::new();
-    let mut order: Vec<usize> = Vec::new();
+    let mut blocks = Blocks::default();
     let mut error: Option<ProviderError> = None;
     let mut stopped = false;
     let mut stream = provider.stream(request, cancel.clone());
@@ -152,12 +178,11 @@ pub async fn stream_assistant(
                     ),
                 };
                 message.content.push(block);
-                blocks.insert(index, Block { content_index, open: true, args: String::new() });
-                order.push(index);
+                blocks.start(index, Block { content_index, open: true, args: String::new() });
                 out.update(stream_event);
             }
             ProviderEvent::BlockDelta { index, delta } => {
-                let Some(block) = blocks.get_mut(&index) else { continue };
+                let Some(block) = blocks.get_mut(index) else { continue };
                 let content_index = block.content_index;
                 let stream_event = match message.content.get_mut(content_index) {
                     Some(ContentBlock::Text(t)) => {
@@ -177,7 +202,7 @@ pub async fn stream_assistant(
                 out.update(stream_event);
             }
             ProviderEvent::Signature { index, signature } => {
-                if let Some(block) = blocks.get(&index) {
+                if let Some(block) = blocks.get(index) {
                     match message.content.get_mut(block.content_index) {
                         Some(ContentBlock::Thinking(t)) => t.thinking_signature = Some(signature),
                         Some(ContentBlock::Text(t)) => t.text_signature = Some(signature),
@@ -187,14 +212,14 @@ pub async fn stream_assistant(
                 }
             }
             ProviderEvent::Redacted { index } => {
-                if let Some(block) = blocks.get(&index)
+                if let Some(block) = blocks.get(index)
                     && let Some(ContentBlock::Thinking(t)) = message.content.get_mut(block.content_index)
                 {
                     t.redacted = true;
                 }
             }
             ProviderEvent::BlockEnd { index } => {
-                if let Some(block) = blocks.get_mut(&index)
+                if let Some(block) = blocks.get_mut(index)
                     && block.open
                 {
                     block.open = false;
@@ -225,10 +250,8 @@ pub async fn stream_assistant(
     match &error {
         Some(e) if e.kind == ProviderErrorKind::Aborted => {
             // Close what was open so clients see the partial text end cleanly.
-            for index in &order {
-                if let Some(block) = blocks.get_mut(index)
-                    && block.open
-                {
+            for block in blocks.in_order() {
+                if block.open {
                     block.open = false;
                     let stream_event = close_block(&mut message, block);
                     out.update(stream_event);
@@ -239,17 +262,15 @@ pub async fn stream_assistant(
             message.error_message = Some(if opened { e.message.clone() } else { ABORTED_BEFORE_ANSWER.to_string() });
         }
         Some(e) => {
-            for block in blocks.values_mut().filter(|b| b.open) {
+            for block in blocks.in_order().filter(|b| b.open) {
                 finish_tool_args(&mut message, block);
             }
             message.stop_reason = StopReason::Error;
             message.error_message = Some(e.message.clone());
         }
         None => {
-            for index in &order {
-                if let Some(block) = blocks.get_mut(index)
-                    && block.open
-                {
+            for block in blocks.in_order() {
+                if block.open {
                     block.open = false;
                     let stream_event = close_block(&mut message, block);
                     out.update(stream_event);

@@ -6,13 +6,14 @@
 
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
-use std::task::Poll;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -144,6 +145,9 @@ struct Run<W: Wire> {
     cancel: CancellationToken,
     /// Made once per call: a flag checked per body read, not the token's lock.
     watch: CancelWatch,
+    /// The body had nothing at hand at the last read: cancellation is
+    /// checked first at the next.
+    waiting: bool,
     api: Api,
     phase: Phase,
     wire: W,
@@ -290,44 +294,54 @@ impl<W: Wire> Run<W> {
                 // Boxed: a large future, once per call, not moved with every body read.
                 Box::pin(self.start(call)).await;
             }
-            Phase::Streaming(mut body) => {
-                if self.watch.is_cancelled() {
-                    return self.fail(ProviderError::aborted());
-                }
-                // An event already at hand is taken without arming the
-                // cancellation wait; once waiting, cancellation comes first
-                // (as a biased `select!`).
-                let mut waiting = false;
-                let watch = &mut self.watch;
-                let next = std::future::poll_fn(|cx| {
-                    if waiting && watch.poll_cancelled(cx).is_ready() {
-                        return Poll::Ready(None);
-                    }
-                    if let Poll::Ready(next) = body.chunks.poll_next_unpin(cx) {
-                        return Poll::Ready(Some(next));
-                    }
-                    if !waiting {
-                        waiting = true;
-                        if watch.poll_cancelled(cx).is_ready() {
-                            return Poll::Ready(None);
-                        }
-                    }
-                    Poll::Pending
-                })
-                .await;
-                let Some(next) = next else { return self.fail(ProviderError::aborted()) };
-                match next {
-                    Some(Ok(bytes)) => match self.on_chunk(&mut *body.framer, &bytes) {
-                        Ok(None) => self.phase = Phase::Streaming(body),
-                        Ok(Some(Stop::Done)) => self.finish(),
-                        Ok(Some(Stop::Failed(e))) => self.fail(e),
-                        Err(e) => self.fail(http::body_error(BodyError::Transport(e))),
-                    },
-                    Some(Err(e)) => self.fail(http::body_error(e)),
-                    None => self.on_end(&mut *body.framer),
-                }
+            phase @ Phase::Streaming(_) => {
+                self.phase = phase;
+                std::future::poll_fn(|cx| self.poll_body(cx)).await;
             }
         }
+    }
+
+    /// Read the body's next chunk and decode its events (none when it is
+    /// not at hand: `Pending`, the task woken by the body or by
+    /// cancellation). An event already at hand is taken without arming the
+    /// cancellation wait; once waiting, cancellation comes first (as a
+    /// biased `select!`).
+    fn poll_body(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let Phase::Streaming(mut body) = std::mem::replace(&mut self.phase, Phase::Done) else {
+            return Poll::Ready(());
+        };
+        if self.watch.is_cancelled() || (self.waiting && self.watch.poll_cancelled(cx).is_ready()) {
+            self.waiting = false;
+            self.fail(ProviderError::aborted());
+            return Poll::Ready(());
+        }
+        let next = match body.chunks.poll_next_unpin(cx) {
+            Poll::Ready(next) => next,
+            Poll::Pending => {
+                if !self.waiting {
+                    self.waiting = true;
+                    if self.watch.poll_cancelled(cx).is_ready() {
+                        self.waiting = false;
+                        self.fail(ProviderError::aborted());
+                        return Poll::Ready(());
+                    }
+                }
+                self.phase = Phase::Streaming(body);
+                return Poll::Pending;
+            }
+        };
+        self.waiting = false;
+        match next {
+            Some(Ok(bytes)) => match self.on_chunk(&mut *body.framer, &bytes) {
+                Ok(None) => self.phase = Phase::Streaming(body),
+                Ok(Some(Stop::Done)) => self.finish(),
+                Ok(Some(Stop::Failed(e))) => self.fail(e),
+                Err(e) => self.fail(http::body_error(BodyError::Transport(e))),
+            },
+            Some(Err(e)) => self.fail(http::body_error(e)),
+            None => self.on_end(&mut *body.framer),
+        }
+        Poll::Ready(())
     }
 }
 
@@ -399,25 +413,54 @@ fn run_phase<W: Wire>(
     wire: W,
     api: Api,
 ) -> ProviderStream {
-    // Boxed: the stream's state moves in and out of each step's future.
     let watch = CancelWatch::new(&cancel);
-    let run = Box::new(Run { http, cancel, watch, api, phase, wire, out, observer: None });
-    futures::stream::unfold(run, |mut run| async move {
+    let run = Box::new(Run { http, cancel, watch, waiting: false, api, phase, wire, out, observer: None });
+    Box::pin(RunStream { run: Some(run), stepping: None })
+}
+
+/// A call's events as a stream, written by hand: while the body is read,
+/// each poll decodes in place and hands out what is queued (no future is
+/// made, and no event moved through one, per event); the steps that wait
+/// (preparing, sending the request) run as a future owning the call.
+struct RunStream<W: Wire> {
+    /// The call, when no step holds it.
+    run: Option<Box<Run<W>>>,
+    /// A step under way, handing the call back when done.
+    stepping: Option<BoxFuture<'static, Box<Run<W>>>>,
+}
+
+impl<W: Wire> Stream for RunStream<W> {
+    type Item = Result<ProviderEvent, ProviderError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
         loop {
+            if let Some(stepping) = &mut this.stepping {
+                let run = std::task::ready!(stepping.as_mut().poll(cx));
+                this.stepping = None;
+                this.run = Some(run);
+            }
+            let Some(run) = this.run.as_mut() else { return Poll::Ready(None) };
             if let Some(item) = run.out.queue.pop_front() {
                 if item.is_err() {
                     run.out.queue.clear();
                     run.phase = Phase::Done;
                 }
-                return Some((item, run));
+                return Poll::Ready(Some(item));
             }
-            if matches!(run.phase, Phase::Done) {
-                return None;
+            match run.phase {
+                Phase::Done => return Poll::Ready(None),
+                Phase::Streaming(_) => std::task::ready!(run.poll_body(cx)),
+                Phase::Prepare(_) | Phase::Start(_) => {
+                    let Some(mut run) = this.run.take() else { return Poll::Ready(None) };
+                    this.stepping = Some(Box::pin(async move {
+                        run.step().await;
+                        run
+                    }));
+                }
             }
-            run.step().await;
         }
-    })
-    .boxed()
+    }
 }
 
 /// [`drive`] for a call prepared asynchronously (credentials resolved from

@@ -209,35 +209,49 @@ impl SseParser {
             self.has_data = false;
             return ControlFlow::Continue(());
         }
-        // Valid UTF-8 (the usual case) is checked on the fast path.
-        let text = match std::str::from_utf8(line) {
-            Ok(text) => std::borrow::Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(line),
-        };
-        if text.starts_with(':') {
+        if line[0] == b':' {
             return ControlFlow::Continue(());
         }
-        let (field, value) = match text.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (text.as_ref(), ""),
+        // The field is looked at as bytes; only a value kept is decoded (a
+        // ':' never ends a UTF-8 sequence, so decoding the parts is decoding
+        // the line: invalid UTF-8 becomes U+FFFD either way).
+        let (field, value) = match memchr::memchr(b':', line) {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &[][..]),
         };
         match field {
-            "data" => {
-                self.data.push_str(value);
+            b"data" => {
+                push_text(&mut self.data, value);
                 self.data.push('\n');
                 self.has_data = true;
             }
-            "event" => {
+            b"event" => {
                 self.event.clear();
-                self.event.push_str(value);
+                push_text(&mut self.event, value);
             }
-            "id" if !value.contains('\0') => self.last_id = Some(value.to_string()),
-            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
-                self.retry = value.parse().ok();
+            b"id" if !value.contains(&0) => {
+                let mut id = String::new();
+                push_text(&mut id, value);
+                self.last_id = Some(id);
+            }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                self.retry = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
             }
             _ => {}
         }
         ControlFlow::Continue(())
+    }
+}
+
+/// Append `bytes` as text: valid UTF-8 (the usual case) as it is, else with
+/// U+FFFD for what is not.
+fn push_text(text: &mut String, bytes: &[u8]) {
+    match std::str::from_utf8(bytes) {
+        Ok(valid) => text.push_str(valid),
+        Err(_) => text.push_str(&String::from_utf8_lossy(bytes)),
     }
 }
 
@@ -474,6 +488,21 @@ mod tests {
         let mut out = p.push(&input[..7]);
         out.extend(p.push(&input[7..]));
         assert_eq!(data(&out), vec!["日本語"]);
+    }
+
+    #[test]
+    fn invalid_utf8_becomes_replacement_characters_in_values_and_spoils_a_field_name() {
+        // Values: each bad byte or cut sequence is one U+FFFD, a good one kept
+        // (a cut sequence right before the next field's separator too).
+        let input =
+            b"event: p\xffng\nid: \xe6\x97\ndata: a\xe6\x97\xa5\xc0b\ndata:\xe6:x\n\xffdata: lost\nda\xe6ta: lost\n\n";
+        for sizes in [&[1][..], &[2, 5], &[1000]] {
+            let ev = parse_in_pieces(input, sizes);
+            assert_eq!(ev.len(), 1);
+            assert_eq!(ev[0].event, "p\u{fffd}ng");
+            assert_eq!(ev[0].id.as_deref(), Some("\u{fffd}"));
+            assert_eq!(ev[0].data, "a日\u{fffd}b\n\u{fffd}:x");
+        }
     }
 
     #[test]
