@@ -27,7 +27,8 @@ target/tools/nats) and the fake model server, all on 127.0.0.1:
 
 Usage: bench/cluster.py [--deltas D] [--delta-ms MS] [--turns N] [--idle N]
                         [--streams S] [--burst R] [--burst-ttl T]
-                        [--only SECTION...] [--pi PATH] [--debug] [--no-build]
+                        [--only SECTION...] [--pi PATH] [--fake PATH] [--debug]
+                        [--no-build]
 
 `--debug` measures target/debug/pi (the figures are labelled so); the
 default is the release build. Needs Python's `websockets`.
@@ -116,7 +117,7 @@ def fake_server(deltas, delta_ms):
     path = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
     json.dump(script, path)
     path.close()
-    fake = os.path.join(ROOT, "target", BUILD["pi"], "fake-model-server")
+    fake = BUILD.get("fake") or os.path.join(ROOT, "target", BUILD["pi"], "fake-model-server")
     proc = subprocess.Popen([fake, path.name], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     return proc, proc.stdout.readline().decode().strip(), path.name
 
@@ -380,6 +381,7 @@ def main():
     sections = ["per-delta", "failover", "drain", "idle", "streams", "renewals"]
     parser.add_argument("--only", nargs="+", choices=sections, default=sections)
     parser.add_argument("--pi", help="the pi binary to measure (default: target/<build>/pi)")
+    parser.add_argument("--fake", help="the fake model server (default: target/<build>/fake-model-server)")
     parser.add_argument("--debug", action="store_true", help="measure the debug build")
     parser.add_argument("--no-build", action="store_true")
     args = parser.parse_args()
@@ -387,6 +389,8 @@ def main():
         BUILD["pi"] = "debug"
     if args.pi:
         BUILD["binary"] = os.path.abspath(args.pi)
+    if args.fake:
+        BUILD["fake"] = os.path.abspath(args.fake)
     if not args.no_build:
         flags = [] if args.debug else ["--release"]
         for package in ("pi-cli", "pi-compat"):

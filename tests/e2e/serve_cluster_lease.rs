@@ -17,7 +17,7 @@ use async_nats::jetstream::kv;
 use nix::sys::signal::Signal;
 use pi_core::event::AgentEvent;
 use pi_serve::cluster::events::{EVENT_STREAM, Numbered, Retention};
-use pi_serve::cluster::lease::Lease;
+use pi_serve::cluster::lease::{Lease, LeaseError, owner_of};
 use pi_serve::cluster::wire::event_subject;
 use pi_serve::cluster::{Cluster, ClusterOptions};
 
@@ -241,4 +241,37 @@ async fn a_stale_owners_event_reaching_the_server_after_the_new_owners_mark_is_r
     assert!(b.events.settle(id, wait).await);
     assert_eq!(b.events.after(id, 0, None).await.expect("read").iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
     drop((old, new));
+}
+
+/// New leases are created through the lease keeper's connection, as their
+/// renewals are (its small read buffer on the keeper's thread), not through
+/// the worker's: twenty creates send and receive nothing on the
+/// worker's connection. The leases are real: each is in the bucket under the
+/// worker's name at its epoch, and taking one again is refused as owned by it.
+#[tokio::test]
+async fn new_leases_are_created_through_the_keepers_connection() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let Some(nats) = Nats::start().await else { return };
+    let shared = tempfile::tempdir().expect("shared dir");
+    // No renewal during the test: each lease stays at its create's revision.
+    let a = member_with_ttl(&nats, "wa", Duration::from_secs(90)).await;
+    let stats = a.client.statistics();
+    let (sent, received) = (stats.out_messages.load(SeqCst), stats.in_messages.load(SeqCst));
+    let ids: Vec<String> = (0..20).map(|n| format!("keeper-create-{n}")).collect();
+    let mut held = Vec::new();
+    for id in &ids {
+        held.push(Lease::acquire(&a, shared.path(), id).await.expect("take the lease").0);
+    }
+    let moved = (stats.out_messages.load(SeqCst) - sent, stats.in_messages.load(SeqCst) - received);
+    assert_eq!(moved, (0, 0), "messages (sent, received) on the worker's connection for {} creates", ids.len());
+    let bucket = lease_bucket(&nats).await;
+    for (id, lease) in ids.iter().zip(&held) {
+        let (revision, value) = lease_of(&bucket, id).await.expect("a live lease");
+        assert_eq!((owner_of(value.as_bytes()), revision), ("wa".to_string(), lease.epoch()), "{id}");
+    }
+    match Lease::acquire(&a, shared.path(), &ids[0]).await {
+        Err(LeaseError::OwnedElsewhere { owner, .. }) => assert_eq!(owner, "wa"),
+        other => panic!("a held lease was taken again: {other:?}"),
+    }
+    drop(held);
 }

@@ -1,4 +1,5 @@
-//! Where leases are renewed: a thread of its own, with its own small runtime
+//! Where leases are renewed (and new ones created, see
+//! `Renewals::bucket`): a thread of its own, with its own small runtime
 //! and its own connection to the bus, so renewals stay on time whatever the
 //! worker's runtime is busy with (a hundred sessions loading at once keeps
 //! both of its threads busy, and a renewal late by more than two thirds of
@@ -12,8 +13,8 @@ use async_nats::jetstream::kv;
 use super::renew::Renewals;
 use super::{ClusterOptions, LEASE_BUCKET, connect_client};
 
-/// The read buffer of the keeper's connection: it reads only renewals'
-/// answers, a hundred bytes or so each. (With the default 64 KiB, a round
+/// The read buffer of the keeper's connection: it reads only the answers to
+/// renewals and to new leases' creates, a hundred bytes or so each. (With the default 64 KiB, a round
 /// of renewals left a few such buffers per round in the keeper's allocator
 /// arena, some hundred kilobytes for a thousand leases.)
 const READ_BUFFER: u16 = 4096;

@@ -3,7 +3,9 @@
 //!
 //! * Taken with a create (it fails while another worker's lease lives); the
 //!   revision of that create is the owner's fencing epoch, recorded on shared
-//!   storage ([`super::fence::claim`]) before the session is loaded.
+//!   storage ([`super::fence::claim`]) before the session is loaded. The
+//!   create goes through the lease keeper's connection, as the renewals do
+//!   (`Renewals::bucket`).
 //! * Renewed every third of the TTL by an update that expects the last
 //!   revision. A renewal that finds the lease gone (it ran more than the TTL
 //!   late: the bucket expired it) takes it again with a create, and moves the
@@ -148,16 +150,19 @@ impl Lease {
         let bus = |detail: String| LeaseError::Bus { id: id.to_string(), detail };
         let worker = &cluster.options.worker;
         let mut taken_from = None;
+        let renewals = cluster.keeper.renewals.clone();
+        // Through the keeper's connection: see `Renewals::bucket`.
+        let leases = renewals.bucket();
         let asked = clock_ms();
-        let epoch = match cluster.leases.create(id, owner_value(worker)).await {
+        let epoch = match leases.create(id, owner_value(worker)).await {
             Ok(revision) => revision,
             Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
-                let entry = cluster.leases.entry(id).await.ok().flatten();
+                let entry = leases.entry(id).await.ok().flatten();
                 let owner = entry.as_ref().map_or_else(|| "another worker".to_string(), |e| owner_of(&e.value));
                 match entry {
                     // Its owner stopped renewing: take it over (compare-and-set on that revision).
                     Some(entry) if is_stale(&entry.value, cluster.options.lease_ttl) => {
-                        match cluster.leases.update(id, owner_value(worker), entry.revision).await {
+                        match leases.update(id, owner_value(worker), entry.revision).await {
                             Ok(revision) => {
                                 tracing::info!("session {id}: taking over from {owner} (its lease expired)");
                                 taken_from = Some(owner);
@@ -172,7 +177,6 @@ impl Lease {
             }
             Err(e) => return Err(bus(e.to_string())),
         };
-        let renewals = cluster.keeper.renewals.clone();
         let state = Arc::new(State::new(
             EpochFence::in_dir(renewals.session_dir(session_dir), id, epoch),
             epoch,

@@ -61,7 +61,8 @@ pub const LEASE_BUCKET: &str = "pi_leases";
 pub struct Cluster {
     pub client: async_nats::Client,
     pub jetstream: async_nats::jetstream::Context,
-    /// Shared by every lease of the worker.
+    /// The lease bucket through this connection (who holds a lease, and
+    /// releases; new leases are created through the keeper's connection).
     pub leases: std::sync::Arc<async_nats::jetstream::kv::Store>,
     pub events: std::sync::Arc<events::EventLog>,
     pub keeper: keeper::Keeper,

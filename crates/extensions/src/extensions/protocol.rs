@@ -424,8 +424,7 @@ pub fn event_name(event: &AgentEvent) -> Option<&'static str> {
         AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
         AgentEvent::QueueUpdate { .. } => "queue_update",
         AgentEvent::SessionInfoChanged { .. } => "session_info_changed",
-        AgentEvent::ModelChanged { .. } => "model_select",
-        AgentEvent::ThinkingLevelChanged { .. } => "thinking_level_select",
+        // `model_select` / `thinking_level_select`: sent by the agent (see `event_payload`).
         _ => return None,
     })
 }
@@ -477,10 +476,8 @@ pub fn event_payload(event: &AgentEvent) -> Option<(&'static str, Value)> {
             ("queue_update", json!({"steering": steering, "followUp": follow_up}))
         }
         AgentEvent::SessionInfoChanged { name } => ("session_info_changed", json!({"name": name})),
-        AgentEvent::ModelChanged { model, .. } => {
-            ("model_select", json!({"model": {"provider": model.provider, "id": model.id}}))
-        }
-        AgentEvent::ThinkingLevelChanged { level } => ("thinking_level_select", json!({"level": level.as_str()})),
+        // `model_select` and `thinking_level_select` carry what came before
+        // (and why), which the core event does not: the agent sends them.
         _ => return None,
     };
     let mut data = data;

@@ -124,7 +124,7 @@ impl Agent {
 }
 
 /// A model as pi's `Model` object (without its request headers).
-fn model_json(model: &crate::model::Model) -> Value {
+pub(super) fn model_json(model: &crate::model::Model) -> Value {
     let mut value = serde_json::to_value(model).unwrap_or(Value::Null);
     if let Some(obj) = value.as_object_mut() {
         obj.remove("headers");

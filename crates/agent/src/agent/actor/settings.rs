@@ -1,9 +1,10 @@
 //! Ops that read or change the agent's settings and state: model, thinking
 //! level, queue modes, toggles, state snapshots, `initialize`.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::Agent;
+use super::extension_host_requests::model_json;
 use crate::agent::internal::QueueKind;
 use crate::error::CoreError;
 use crate::event::AgentEvent;
@@ -94,17 +95,24 @@ impl Agent {
 
     /// Change the thinking level (clamped to the model); announce and record real changes.
     pub(super) async fn change_thinking(&mut self, wanted: ThinkingLevel) {
+        let previous = self.models.thinking();
         if let Some(level) = self.models.set_thinking(wanted) {
             if let Err(e) = self.session.record_thinking(level) {
                 tracing::error!("cannot write session entry: {e}");
             }
+            // pi's `thinking_level_select`: the level and the one before.
+            let payload =
+                json!({"type": "thinking_level_select", "level": level.as_str(), "previousLevel": previous.as_str()});
+            self.ext.handle().notify_raw("thinking_level_select", payload);
             self.emit(AgentEvent::ThinkingLevelChanged { level }).await;
         }
     }
 
-    /// Switch to `model`, keeping the thinking level where the model allows it.
-    async fn switch_model(&mut self, model: Model) {
+    /// Switch to `model`, keeping the thinking level where the model allows
+    /// it; `source` is pi's `model_select` source (`set`, `cycle`).
+    async fn switch_model(&mut self, model: Model, source: &str) {
         let level = self.models.level_for_switch();
+        let previous = self.models.model().clone();
         let changed = self.models.switch(model);
         let model = self.models.model().clone();
         if changed && let Err(e) = self.session.record_model(&model) {
@@ -112,6 +120,14 @@ impl Agent {
         }
         self.change_thinking(level).await;
         if changed {
+            // pi's `model_select`: the whole model, the one before, and why.
+            let payload = json!({
+                "type": "model_select",
+                "model": model_json(&model),
+                "previousModel": model_json(&previous),
+                "source": source,
+            });
+            self.ext.handle().notify_raw("model_select", payload);
             self.emit(AgentEvent::ModelChanged { model: Box::new(model), thinking_level: self.models.thinking() })
                 .await;
         }
@@ -119,7 +135,7 @@ impl Agent {
 
     pub(super) async fn set_model(&mut self, provider: Option<String>, model_id: String) -> Result<Reply, CoreError> {
         let (model, thinking) = self.models.find_usable(provider.as_deref(), &model_id)?;
-        self.switch_model(model).await;
+        self.switch_model(model, "set").await;
         if let Some(level) = thinking {
             self.change_thinking(level).await;
         }
@@ -133,7 +149,7 @@ impl Agent {
         let is_scoped = self.models.is_scoped();
         let next = if is_scoped { self.models.next_scoped() } else { self.models.next_model().map(|m| (m, None)) };
         let Some((model, level)) = next else { return Ok(Reply::CycleModel(None)) };
-        self.switch_model(model).await;
+        self.switch_model(model, "cycle").await;
         if let Some(level) = level {
             self.change_thinking(level).await;
         }
@@ -252,7 +268,7 @@ impl Agent {
         // `initialize` stands for the command line: later sessions start from it too.
         self.models.remember_request(p.model.clone(), p.provider.clone(), p.api_key.is_some(), p.thinking_level);
         if let Some(model) = model {
-            self.switch_model(model).await;
+            self.switch_model(model, "set").await;
         }
         if let Some(level) = p.thinking_level.or(suffix_thinking) {
             self.change_thinking(level).await;
