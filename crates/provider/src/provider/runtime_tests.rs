@@ -147,25 +147,7 @@ async fn the_provider_streams_its_sources_events_under_its_runtime_name() {
     ]);
     let provider = RuntimeProvider::new("custom-api", Arc::new(source));
     assert_eq!(provider.api(), "custom-api");
-    let model = crate::model::Model {
-        id: "m1".into(),
-        provider: "custom".into(),
-        api: "custom-api".into(),
-        ..crate::provider::faux::faux_model()
-    };
-    let request = ProviderRequest {
-        model,
-        system_prompt: String::new(),
-        messages: Vec::new(),
-        tools: Vec::new(),
-        thinking_level: crate::model::ThinkingLevel::Off,
-        api_key: None,
-        headers: Default::default(),
-        max_tokens: None,
-        session_id: None,
-        credential: None,
-        env: Default::default(),
-    };
+    let request = request_for("m1", "custom", "custom-api");
     let events: Vec<_> = provider.stream(request, CancellationToken::new()).collect().await;
     let events = ok(&events);
     assert_eq!(events.first(), Some(&ProviderEvent::Opened));
@@ -188,30 +170,9 @@ async fn a_providers_own_stream_serves_each_of_its_models_under_the_models_api()
     let log = Arc::new(ApiLog(Default::default()));
     let mut registry = crate::provider::ProviderRegistry::default();
     registry.register_provider_stream("multi", None, Arc::new(RuntimeProvider::new("multi-a", log.clone())));
-    let call = |provider: &str, api: &str| {
-        let model = crate::model::Model {
-            id: "m".into(),
-            provider: provider.into(),
-            api: api.into(),
-            ..crate::provider::faux::faux_model()
-        };
-        ProviderRequest {
-            model,
-            system_prompt: String::new(),
-            messages: Vec::new(),
-            tools: Vec::new(),
-            thinking_level: crate::model::ThinkingLevel::Off,
-            api_key: None,
-            headers: Default::default(),
-            max_tokens: None,
-            session_id: None,
-            credential: None,
-            env: Default::default(),
-        }
-    };
     for api in ["multi-a", "multi-b", "openai-completions"] {
         let provider = registry.for_model("multi", api).expect("the provider's stream");
-        let _: Vec<_> = provider.stream(call("multi", api), CancellationToken::new()).collect().await;
+        let _: Vec<_> = provider.stream(request_for("m", "multi", api), CancellationToken::new()).collect().await;
     }
     assert_eq!(*log.0.lock().unwrap(), ["multi-a", "multi-b", "openai-completions"]);
     // Another provider's model of the same API does not reach it.
@@ -223,4 +184,27 @@ async fn a_providers_own_stream_serves_each_of_its_models_under_the_models_api()
     assert!(registry.for_model("shadow", "shadow-api").is_some());
     assert!(registry.for_model("shadow", "multi-b").is_none());
     assert!(registry.for_model("fake", "shadow-api").is_none());
+}
+
+/// An empty request for the model `id` of `provider`, spoken with `api`.
+fn request_for(id: &str, provider: &str, api: &str) -> ProviderRequest {
+    let model = crate::model::Model {
+        id: id.into(),
+        provider: provider.into(),
+        api: api.into(),
+        ..crate::provider::faux::faux_model()
+    };
+    ProviderRequest {
+        model,
+        system_prompt: String::new(),
+        messages: Vec::new(),
+        tools: Vec::new(),
+        thinking_level: crate::model::ThinkingLevel::Off,
+        api_key: None,
+        headers: Default::default(),
+        max_tokens: None,
+        session_id: None,
+        credential: None,
+        env: Default::default(),
+    }
 }
