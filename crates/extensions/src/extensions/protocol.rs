@@ -141,6 +141,19 @@ pub struct Registration {
     /// Providers (pi's `registerProvider`), in registration order.
     #[serde(default)]
     pub providers: Vec<ProviderSpec>,
+    /// Command-line flags (pi's `registerFlag`); `hello`'s `flags` gives
+    /// the values the command line set.
+    #[serde(default)]
+    pub flags: Vec<FlagSpec>,
+}
+
+/// A command-line flag an extension registers.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct FlagSpec {
+    pub name: String,
+    /// `"boolean"` or `"string"`.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
 }
 
 /// A provider an extension registers (pi's `registerProvider(name, config)`).

@@ -111,6 +111,7 @@ export class Instance {
 			awaitSessionStart: true,
 			virtualModels: this.virtualModels.catalog(),
 			providers: this.providers.catalog(),
+			flags: [...this.flags].map(([flag, options]) => ({ name: flag, type: options.type })),
 		};
 	}
 
@@ -175,11 +176,21 @@ export class Instance {
 				self.shortcuts.set(shortcut, options);
 			},
 			registerFlag(name, options = {}) {
+				if (options.default !== undefined && typeof options.default !== options.type) {
+					throw new Error(`Invalid default for flag "${name}": expected ${options.type}, got ${typeof options.default}`);
+				}
 				self.flags.set(name, options);
 			},
 			getFlag(name) {
-				if (Object.hasOwn(self.flagValues, name)) return self.flagValues[name];
-				return self.flags.get(name)?.default;
+				// pi: only the extension's own flags; the command line's value once loaded (the default while loading).
+				const flag = self.flags.get(name);
+				if (!flag) return undefined;
+				if (self.bound && Object.hasOwn(self.flagValues, name)) {
+					const value = self.flagValues[name];
+					if (flag.type === "boolean") return true;
+					if (typeof value === "string") return value;
+				}
+				return flag.default;
 			},
 			registerMessageRenderer() {},
 			registerEntryRenderer() {},
