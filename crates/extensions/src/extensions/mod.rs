@@ -135,6 +135,9 @@ pub enum ExtRequest {
     GetState,
     GetMessages,
     GetCommands,
+    /// pi's `ctx.getSystemPromptOptions()`: the structured inputs of the
+    /// session's system prompt.
+    GetSystemPromptOptions,
     /// `{names}`: the active tools (unknown names are ignored, as in pi).
     SetActiveTools(Value),
     /// Every registered tool with its schema and owner.
@@ -196,6 +199,7 @@ impl ExtRequest {
             "shutdown" => ExtRequest::Shutdown,
             "emit" => ExtRequest::Emit(params),
             "getModels" => ExtRequest::GetModels,
+            "getSystemPromptOptions" => ExtRequest::GetSystemPromptOptions,
             "lib" => ExtRequest::Library(params),
             "compact" => ExtRequest::Compact(params),
             "registerMcpServer" | "unregisterMcpServer" | "getMcpServers" => {
