@@ -63,6 +63,7 @@ pub const HOOK_EVENTS: &[&str] = &[
     "agent_before_settle",
     "turn_end_boundary",
     "resources_discover",
+    "message_end_hook",
 ];
 
 /// Whether `name` is an event or hook pi-rpc sends.

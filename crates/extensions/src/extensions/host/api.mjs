@@ -89,6 +89,8 @@ export class Instance {
 		events.add("agent_settled");
 		// pi's `turn_end` is an actionable boundary (a hook); the notifications keep the turn count.
 		if (events.has("turn_end")) events.add("turn_end_boundary");
+		// pi awaits `message_end` handlers, which may replace the message: a hook, not a notification.
+		if (events.delete("message_end")) events.add("message_end_hook");
 		if (events.has("turn_start") || events.has("turn_end")) events.add("agent_start").add("turn_end");
 		return {
 			type: "register",
