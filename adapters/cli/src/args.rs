@@ -473,8 +473,24 @@ mod tests {
     #[test]
     fn unknown_options_are_kept_for_extension_flags_as_pi_parses_them() {
         let argv = [
-            "pi", "--mode", "rpc", "--plan", "--preset=fast", "-e", "--odd.ts", "--name", "--not-a-flag", "--level",
-            "high", "--quiet", "-e", "x.ts", "--at", "@file", "--list-models", "--also",
+            "pi",
+            "--mode",
+            "rpc",
+            "--plan",
+            "--preset=fast",
+            "-e",
+            "--odd.ts",
+            "--name",
+            "--not-a-flag",
+            "--level",
+            "high",
+            "--quiet",
+            "-e",
+            "x.ts",
+            "--at",
+            "@file",
+            "--list-models",
+            "--also",
         ];
         let (kept, flags) = split_extension_flags(argv.iter().map(std::ffi::OsString::from).collect());
         let kept: Vec<&str> = kept.iter().filter_map(|a| a.to_str()).collect();
@@ -496,7 +512,8 @@ mod tests {
         );
         let args = Args::parse_from(kept);
         assert_eq!((args.extensions.len(), args.name.as_deref()), (2, Some("--not-a-flag")));
-        let (kept, flags) = split_extension_flags(["pi", "--", "--plan"].iter().map(std::ffi::OsString::from).collect());
+        let (kept, flags) =
+            split_extension_flags(["pi", "--", "--plan"].iter().map(std::ffi::OsString::from).collect());
         assert_eq!((kept.len(), flags.len()), (3, 0));
     }
 }

@@ -150,8 +150,10 @@ impl Agent {
                 guidelines.insert(name, json!(rules));
             }
         }
-        let context: Vec<Value> =
-            context.into_iter().map(|(path, content)| json!({"path": path.display().to_string(), "content": content})).collect();
+        let context: Vec<Value> = context
+            .into_iter()
+            .map(|(path, content)| json!({"path": path.display().to_string(), "content": content}))
+            .collect();
         let mut options = json!({
             "selectedTools": self.toolbox.active_names(),
             "hiddenTools": [],
