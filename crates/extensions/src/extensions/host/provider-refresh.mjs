@@ -4,8 +4,8 @@
 // provider (`auth.json`) and its entry of `models-store.json` (`stored`,
 // what an earlier refresh persisted) restore its catalog. Then, unless pi
 // runs offline (`--offline`, `PI_OFFLINE`), with the network: the
-// credential is resolved first (`auth.apiKey.resolve`, a still valid OAuth
-// login), and what it publishes with `persist` is stored in
+// credential is resolved first (`auth.apiKey.resolve`, or the OAuth login,
+// refreshed first when it expired), and what it publishes with `persist` is stored in
 // `models-store.json` (`null` removes the entry), as pi's file store keeps it:
 // read and written under pi's lock on the file (`file-lock.mjs`), one
 // publication of a provider after the other.
@@ -37,6 +37,9 @@ function parseStore(content, strict) {
 		return {};
 	}
 }
+
+/** Longest wait for an OAuth refresh (pi-ai's). */
+const OAUTH_REFRESH_MS = 15_000;
 
 /** The models a stored entry keeps (pi-ai drops models of types it does not know). */
 const KNOWN_TYPES = new Set(["chat", "image", "classifier"]);
@@ -102,6 +105,25 @@ export class ProviderRefresh {
 		};
 	}
 
+	/**
+	 * An expired OAuth login refreshed for the network phase, as pi-ai does
+	 * it: under pi's lock on `auth.json`, read again there (another process
+	 * may have refreshed it, or logged out), refreshed through the provider's
+	 * `auth.oauth.refresh` and stored back as it answers. Resolves with the
+	 * login, `undefined` when there is none any more.
+	 */
+	async refreshOAuth(id, oauth) {
+		if (!this.agentDir) return undefined;
+		const post = await withFileLock(path.join(this.agentDir, "auth.json"), async (content) => {
+			const all = parseStore(content, true);
+			const current = all[id];
+			if (current?.type !== "oauth" || Date.now() < current.expires) return { result: current };
+			const next = JSON.parse(JSON.stringify(await oauth.refresh(current, AbortSignal.timeout(OAUTH_REFRESH_MS))));
+			return { result: next, next: JSON.stringify({ ...all, [id]: next }, null, 2) };
+		});
+		return post?.type === "oauth" ? post : undefined;
+	}
+
 	/** One phase of `provider.refreshModels`. */
 	async phase(provider, credential, allowNetwork, signal) {
 		const stored = await this.stored(provider.id);
@@ -130,9 +152,10 @@ export class ProviderRefresh {
 		const stored = this.credential(provider.id);
 		let credential;
 		if (stored?.type === "oauth") {
-			// A login that expired is refreshed by the request path; the catalog waits for it.
-			if (!provider.auth?.oauth || !(Date.now() < stored.expires)) return false;
-			credential = stored;
+			const oauth = provider.auth?.oauth;
+			if (!oauth) return false;
+			credential = Date.now() < stored.expires ? stored : await this.refreshOAuth(provider.id, oauth);
+			if (!credential) return false;
 		} else {
 			const apiKey = provider.auth?.apiKey;
 			if (typeof apiKey?.resolve !== "function") return false;
