@@ -479,7 +479,7 @@ mod tests {
             "--plan",
             "--preset=fast",
             "-e",
-            "--odd.ts",
+            "odd.ts",
             "--name",
             "--not-a-flag",
             "--level",
@@ -496,7 +496,7 @@ mod tests {
         let kept: Vec<&str> = kept.iter().filter_map(|a| a.to_str()).collect();
         assert_eq!(
             kept,
-            ["pi", "--mode", "rpc", "-e", "--odd.ts", "--name", "--not-a-flag", "-e", "x.ts", "@file", "--list-models"]
+            ["pi", "--mode", "rpc", "-e", "odd.ts", "--name", "--not-a-flag", "-e", "x.ts", "@file", "--list-models"]
         );
         let some = |v: &str| Some(v.to_string());
         assert_eq!(
