@@ -251,6 +251,15 @@ async def drain(env, turns):
 SETTLED = 12
 
 
+def rss_kib(pid):
+    """The process's whole resident memory (VmRSS), KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 def anon_kib(pid):
     """The process's anonymous resident memory (its heaps and stacks), KiB:
     what idle sessions take. (VmRSS adds the binary's mapped pages, which the
@@ -264,11 +273,13 @@ def anon_kib(pid):
 
 async def idle(env, n):
     """Resident memory per idle session, with and without --cluster: of the
-    first n sessions (0.5 s and SETTLED s after they attached: what a worker
-    costs in all, its cluster connection, thread and first renewals included,
-    spread over n), and of n more once the first n settled (what each more
-    session costs, the worker's fixed costs already paid: sessions per GiB)."""
-    figures, settled, marginal = {}, {}, {}
+    first n sessions (0.5 s and SETTLED s after they attached, over the
+    worker with one session: what the cluster costs once sessions come, its
+    first renewals included, spread over n), and of n more once the first n
+    settled (what each more session costs: sessions per GiB). Both workers'
+    absolute memory, ready and with one session, is printed first: the
+    worker's fixed cluster cost (connections, keeper thread) is paid there."""
+    figures, settled, marginal, ready, first = {}, {}, {}, {}, {}
     for label, cluster in (("without --cluster", False), ("with --cluster", True)):
         # The same flags both times, without `--model` (with it, each
         # session's model registry parses the whole catalog: about 3 MiB more
@@ -276,8 +287,11 @@ async def idle(env, n):
         w = Worker("wi", env["nats"], env["agent"], env["shared"], "--idle-unload", "3600",
                    "--max-connections", "100000", "--max-sessions", "100000", cluster=cluster, model=None)
         try:
+            await asyncio.sleep(0.5)
+            ready[label] = (anon_kib(w.proc.pid), rss_kib(w.proc.pid))
             warm = await attach_idle(w.url, 1)
             base = anon_kib(w.proc.pid)
+            first[label] = (base, rss_kib(w.proc.pid))
             conns = await attach_idle(w.url, n)
             await asyncio.sleep(0.5)
             after = anon_kib(w.proc.pid)
@@ -293,6 +307,12 @@ async def idle(env, n):
         figures[label] = (after - base) / n
         settled[label] = (later - base) / n
         marginal[label] = (more - later) / n
+    (plain_anon, plain_rss), (cl_anon, cl_rss) = ready["without --cluster"], ready["with --cluster"]
+    print(f"idle worker, ready (no session): anonymous {plain_anon:,} KiB without --cluster, {cl_anon:,} KiB with it "
+          f"(the worker's fixed cluster cost: {cl_anon - plain_anon:+,} KiB); VmRSS {plain_rss:,} / {cl_rss:,} KiB")
+    (plain_anon, plain_rss), (cl_anon, cl_rss) = first["without --cluster"], first["with --cluster"]
+    print(f"  with 1 session (the baseline below): anonymous {plain_anon:,} / {cl_anon:,} KiB "
+          f"({cl_anon - plain_anon:+,} KiB); VmRSS {plain_rss:,} / {cl_rss:,} KiB")
     plain, clustered = figures["without --cluster"], figures["with --cluster"]
     print(f"idle sessions on one worker ({n}): {plain:.0f} KiB each without --cluster "
           f"({1024 * 1024 / plain:,.0f} per GiB), {clustered:.0f} KiB with --cluster "
