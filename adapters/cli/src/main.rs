@@ -31,7 +31,9 @@ fn main() -> ExitCode {
     if let Some((command, args)) = login::command(&argv) {
         return main_login(command, args);
     }
-    let args = Args::parse_from(argv);
+    let (argv, extension_flags) = args::split_extension_flags(argv);
+    let mut args = Args::parse_from(argv);
+    args.extension_flags = extension_flags;
     if args.version {
         // pi prints the bare version number.
         say(env!("CARGO_PKG_VERSION"));

@@ -202,7 +202,8 @@ impl Pump {
                     tokio::spawn(async move { agent.submit(None, Op::Shutdown { abort: true }).await });
                 }
                 Some(msg) = control.recv() => self.control(msg),
-                _ = tokio::time::sleep_until(deadline), if alone => {
+                // Made only when the branch is on: a timer is not set up on every turn (every delta).
+                () = async { tokio::time::sleep_until(deadline).await }, if alone => {
                     self.alone_since = Instant::now();
                     self.unloading = true;
                     self.ask(Internal::Unload, Op::Unload);

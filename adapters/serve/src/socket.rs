@@ -15,10 +15,13 @@
 //! ended (close 1000 with the reason); the client stopped reading (dropped,
 //! the reason logged); the server stops (close 1001).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
 use futures::stream::{SplitSink, SplitStream};
+use futures::task::AtomicWaker;
 use futures::{SinkExt, StreamExt};
 use pi_transport::detect::{Detected, detect};
 use pi_transport::{FrameError, MessageSink, Preread, Record, RecordSource, serve_in_order};
@@ -35,15 +38,73 @@ struct WsSource {
     stream: SplitStream<WebSocket>,
     /// Set when a message over the limit or a bad text frame ended the input.
     too_big: Slot,
+    /// The input ended that way (`too_big` says why).
+    ended: bool,
+    /// Whether the socket's read side may have something since it was last
+    /// polled (see [`ReadGate`]).
+    gate: ReadGate,
+}
+
+/// The connection loop looks at its input each time it wakes, a relayed
+/// delta's wake-up included; reading the WebSocket costs a read attempt
+/// (and tungstenite zeroes its 4 KiB read buffer for it) even when nothing
+/// came. The gate polls the stream only when its own waker fired since the
+/// stream last said `Pending` (or when it last gave a message: more may be
+/// buffered); otherwise the input is `Pending` at once.
+struct ReadGate {
+    wake: Arc<ReadWake>,
+    waker: Waker,
+}
+
+/// The waker the stream is polled with: it notes that the socket's read side
+/// may have something, and wakes the connection's task.
+struct ReadWake {
+    woken: AtomicBool,
+    task: AtomicWaker,
+}
+
+impl Wake for ReadWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        self.task.wake();
+    }
+}
+
+impl ReadGate {
+    fn new() -> ReadGate {
+        // Woken at first: the stream has not been polled yet.
+        let wake = Arc::new(ReadWake { woken: AtomicBool::new(true), task: AtomicWaker::new() });
+        ReadGate { waker: Waker::from(wake.clone()), wake }
+    }
+
+    fn poll_next<S: futures::Stream + Unpin>(&self, stream: &mut S, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
+        // Registered before the flag is read: a wake-up in between is not lost.
+        self.wake.task.register(cx.waker());
+        if !self.wake.woken.swap(false, Ordering::AcqRel) {
+            return Poll::Pending;
+        }
+        let item = stream.poll_next_unpin(&mut Context::from_waker(&self.waker));
+        if item.is_ready() {
+            // The stream may hold more messages already read: look again next time.
+            self.wake.woken.store(true, Ordering::Release);
+        }
+        item
+    }
 }
 
 impl RecordSource for WsSource {
     async fn next(&mut self) -> std::io::Result<Option<Record>> {
-        if self.too_big.lock().is_ok_and(|s| s.is_some()) {
+        if self.ended {
             return Ok(None);
         }
         loop {
-            return match self.stream.next().await {
+            let (stream, gate) = (&mut self.stream, &self.gate);
+            let item = std::future::poll_fn(|cx| gate.poll_next(stream, cx)).await;
+            return match item {
                 None | Some(Ok(Message::Close(_))) => Ok(None),
                 Some(Ok(Message::Text(text))) => Ok(Some(Ok(text.as_str().to_owned()))),
                 Some(Ok(Message::Binary(_))) => Ok(Some(Err(FrameError::Header(
@@ -56,6 +117,7 @@ impl RecordSource for WsSource {
                         if let Ok(mut slot) = self.too_big.lock() {
                             *slot = Some((code, detail));
                         }
+                        self.ended = true;
                         // A bad text frame is answered like a bad line on stdio, then the input ends
                         // (the WebSocket cannot be read past it).
                         Ok(record)
@@ -134,7 +196,7 @@ pub(crate) async fn serve_socket(
     let (sink, stream) = socket.split();
     let sink = WsSink(tokio::sync::Mutex::new(sink));
     let too_big = Slot::default();
-    let mut source = WsSource { stream, too_big: too_big.clone() };
+    let mut source = WsSource { stream, too_big: too_big.clone(), ended: false, gate: ReadGate::new() };
     let attach_asked = attach.is_some();
     let kick = Kick::default();
     let (link, outputs, ended) = crate::link::connect(registry.clone(), queue_messages, kick.clone());
@@ -336,5 +398,72 @@ async fn close(sink: &WsSink, too_big: &Slot, ended: Option<String>, stopping: &
         sink.close(close_code::AWAY, "the server is shutting down").await;
     } else {
         sink.close(close_code::NORMAL, "").await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A stream that counts its polls and yields what `items` holds, else
+    /// `Pending` (keeping the waker, as a socket's readiness does).
+    #[derive(Default)]
+    struct Probe {
+        polls: Arc<AtomicUsize>,
+        items: Arc<Mutex<Vec<u32>>>,
+        waker: Arc<Mutex<Option<Waker>>>,
+    }
+
+    impl futures::Stream for Probe {
+        type Item = u32;
+
+        fn poll_next(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<u32>> {
+            self.polls.fetch_add(1, Ordering::SeqCst);
+            match self.items.lock().unwrap().pop() {
+                Some(item) => Poll::Ready(Some(item)),
+                None => {
+                    *self.waker.lock().unwrap() = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_read_side_is_polled_only_after_its_own_wake_up() {
+        let mut probe = Probe::default();
+        let (polls, items, stream_waker) = (probe.polls.clone(), probe.items.clone(), probe.waker.clone());
+        let gate = ReadGate::new();
+        let task = Arc::new(Counted::default());
+        let task_waker = Waker::from(task.clone());
+        let mut cx = Context::from_waker(&task_waker);
+        // First poll: the stream is looked at and has nothing.
+        assert!(gate.poll_next(&mut probe, &mut cx).is_pending());
+        assert_eq!(polls.load(Ordering::SeqCst), 1);
+        // The task wakes for something else (an output): the stream is not polled again.
+        for _ in 0..5 {
+            assert!(gate.poll_next(&mut probe, &mut cx).is_pending());
+        }
+        assert_eq!(polls.load(Ordering::SeqCst), 1);
+        // The socket becomes readable: its waker fires, the task is woken, the stream is polled.
+        items.lock().unwrap().extend([2, 1]);
+        stream_waker.lock().unwrap().take().unwrap().wake();
+        assert_eq!(task.0.load(Ordering::SeqCst), 1);
+        assert_eq!(gate.poll_next(&mut probe, &mut cx), Poll::Ready(Some(1)));
+        // After a message the stream is looked at again (more may be buffered).
+        assert_eq!(gate.poll_next(&mut probe, &mut cx), Poll::Ready(Some(2)));
+        assert!(gate.poll_next(&mut probe, &mut cx).is_pending());
+        assert!(gate.poll_next(&mut probe, &mut cx).is_pending());
+        assert_eq!(polls.load(Ordering::SeqCst), 4);
+    }
+
+    #[derive(Default)]
+    struct Counted(AtomicUsize);
+
+    impl Wake for Counted {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
     }
 }

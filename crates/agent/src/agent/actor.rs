@@ -217,6 +217,9 @@ impl Agent {
                 self.record_context_edit(&message).await;
             }
             Internal::RunFinished { run_id } => self.run_finished(run_id).await,
+            Internal::Flush { reply } => {
+                let _ = reply.send(());
+            }
             Internal::BoundaryPending { reply } => {
                 let _ = reply.send(self.boundary_pending());
             }
