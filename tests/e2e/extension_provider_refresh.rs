@@ -103,3 +103,87 @@ async fn a_native_providers_network_refresh_publishes_and_persists_as_in_pi() {
     let (_, phases, stored) = run(sb.spawn(&["--no-session", "--offline"]), &sb, true).await;
     assert_eq!((phases.as_str(), stored), ("", Value::Null));
 }
+
+/// A native provider whose only login is an OAuth one, stored expired.
+const RENEWED: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const model = (id: string) => ({
+  id, name: id, api: "renewed-api", provider: "renewed", baseUrl: "https://renewed.invalid",
+  reasoning: false, input: ["text"], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+  contextWindow: 32000, maxTokens: 1000,
+});
+
+export default function (pi: ExtensionAPI) {
+  let models = [model("static-model")];
+  const phases: string[] = [];
+  const provider: any = {
+    id: "renewed",
+    name: "Renewed",
+    baseUrl: "https://renewed.invalid",
+    auth: {
+      oauth: {
+        name: "Renewed login",
+        login: async () => { throw new Error("no login here"); },
+        refresh: async (credential: any) => {
+          phases.push(`refresh ${credential.refresh}`);
+          return { type: "oauth", access: "fresh-access", refresh: "refresh-two", expires: Date.now() + 3600000 };
+        },
+        toAuth: async (credential: any) => ({ apiKey: credential.access }),
+      },
+    },
+    getModels: () => models,
+    async refreshModels(ctx: any) {
+      if (!ctx.allowNetwork) return;
+      phases.push(`network ${ctx.credential?.type}:${ctx.credential?.access}`);
+      await ctx.publish({ update: () => { models = [model("static-model"), model("network-model")]; } });
+    },
+    stream: () => { throw new Error("not called"); },
+    streamSimple: () => { throw new Error("not called"); },
+  };
+  pi.registerProvider(provider);
+  pi.registerCommand("phases", { handler: async (_args, ctx) => ctx.ui.notify(phases.join("; "), "info") });
+}
+"#;
+
+/// `/phases` until its note names the network phase (at most 100 times); the last note.
+async fn phases_after_network(pi: &mut Pi) -> String {
+    let mut note = String::new();
+    for n in 0..100 {
+        pi.send(json!({"id": format!("p{n}"), "type": "prompt", "message": "/phases"})).await;
+        let lines = pi.until(|v| v["method"] == "notify").await;
+        assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+        note = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
+        if note.contains("network") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    note
+}
+
+#[tokio::test]
+async fn an_expired_oauth_login_is_refreshed_for_the_network_refresh_as_in_pi() {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return };
+    let Some(cli) = reference_cli() else { return };
+    for reference in [false, true] {
+        let who = if reference { "pi 1.6.0" } else { "pi-rpc" };
+        let sb = Sandbox::offline();
+        host_settings(&sb, &node, &dir, json!({}));
+        write_module(&sb, "renewed.ts", RENEWED);
+        let auth = sb.agent_dir.path().join("auth.json");
+        let expired = json!({"type": "oauth", "access": "stale-access", "refresh": "refresh-one", "expires": 1000});
+        std::fs::write(&auth, json!({"renewed": expired}).to_string()).expect("auth.json");
+        let mut pi =
+            if reference { spawn_reference_with(&sb, &node, &cli, false) } else { sb.spawn(&["--no-session"]) };
+        let phases = phases_after_network(&mut pi).await;
+        assert_eq!(
+            phases, "refresh refresh-one; network oauth:fresh-access",
+            "{who}: the login is refreshed first, the network phase gets the fresh one"
+        );
+        let stored: Value =
+            serde_json::from_str(&std::fs::read_to_string(&auth).unwrap_or_default()).unwrap_or_default();
+        assert_eq!(stored["renewed"]["type"], "oauth", "{who}: {stored}");
+        assert_eq!(stored["renewed"]["access"], "fresh-access", "{who}: the refreshed login is stored: {stored}");
+        assert_eq!(stored["renewed"]["refresh"], "refresh-two", "{who}: {stored}");
+    }
+}

@@ -457,7 +457,7 @@ sys.stdin.read()
     assert!(g["error"].as_str().unwrap().starts_with("invalid JSON"), "{g}");
     let s = by_path(&silent);
     assert_eq!(s["event"], "startup");
-    assert!(s["error"].as_str().unwrap().contains("did not register within 2000 ms"), "{s}");
+    assert!(s["error"].as_str().unwrap().contains("did not register within 2000 ms of its last sign of life"), "{s}");
     let e = by_path(&early);
     assert_eq!(e["event"], "startup");
     assert!(e["error"].as_str().unwrap().contains("bye"), "{e}");
@@ -473,6 +473,48 @@ sys.stdin.read()
     );
     pi.call("p", json!({"type": "prompt", "message": "hello"})).await;
     pi.until_type("agent_settled").await;
+}
+
+/// The start-up limit is a limit on silence: an extension that keeps showing
+/// signs of life (as pi's TypeScript modules do at each loading step) may take
+/// longer than it to register, as a slow start on a loaded machine does; one
+/// that writes but never registers is still stopped, at six times the limit.
+#[tokio::test]
+async fn a_slow_start_with_signs_of_life_is_not_taken_for_a_hang() {
+    let sb = Sandbox::with_server().await;
+    sb.write_settings(json!({
+        "defaultProvider": "fake", "defaultModel": "fake-model", "extensionStartupTimeoutMs": 2000
+    }));
+    let alive = |n: &str| {
+        format!(
+            r#"import json, sys, time
+for step in range({n}):
+    print(json.dumps({{"type": "request", "method": "starting", "params": {{"step": str(step)}}}}), flush=True)
+    time.sleep(0.3)
+"#
+        )
+    };
+    let slow = write_script(
+        &sb,
+        "slow.py",
+        &format!(
+            "{}print(json.dumps({{\"type\": \"register\", \"commands\": [{{\"name\": \"slow\"}}]}}), flush=True)\nsys.stdin.read()\n",
+            alive("15")
+        ),
+    );
+    let chatty = write_script(&sb, "chatty.py", &format!("{}sys.stdin.read()\n", alive("1000000")));
+    let mut pi = sb.spawn(&["--no-session", "-e", &slow, "-e", &chatty]);
+    pi.send(json!({"id": "s", "type": "get_state"})).await;
+    let lines = pi.until(|v| v["id"] == "s").await;
+    let errors: Vec<&Value> = lines.iter().filter(|v| v["type"] == "extension_error").collect();
+    assert!(!errors.iter().any(|e| e["extensionPath"] == slow.as_str()), "{errors:?}");
+    let c = errors.iter().find(|e| e["extensionPath"] == chatty.as_str()).expect("the chatty one is stopped");
+    assert_eq!(c["event"], "startup");
+    assert!(c["error"].as_str().unwrap().contains("did not register within 12000 ms"), "{c}");
+    let commands = pi.call("c", json!({"type": "get_commands"})).await;
+    let names: Vec<&str> =
+        commands["data"]["commands"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
+    assert!(names.contains(&"slow"), "{names:?}");
 }
 
 #[tokio::test]

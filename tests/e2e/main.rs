@@ -23,6 +23,7 @@ mod extension_host_install;
 mod extension_mcp;
 mod extension_provider_events;
 mod extension_provider_refresh;
+mod extension_provider_store_lock;
 mod extension_providers;
 mod extensions;
 mod extensions_jsonrpc;

@@ -220,6 +220,12 @@ pub struct Args {
     /// Messages for --print / --mode json (`@path` attaches a file).
     #[arg(value_name = "MESSAGES")]
     pub messages: Vec<String>,
+
+    /// Options pi does not know, kept for the extensions' flags
+    /// (`registerFlag`): `(name, value)`, no value for a bare `--name`
+    /// ([`split_extension_flags`]).
+    #[arg(skip)]
+    pub extension_flags: Vec<(String, Option<String>)>,
 }
 
 impl Args {
@@ -362,6 +368,91 @@ pub fn normalize_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec
     out
 }
 
+/// Take out of `argv` the options pi-rpc does not know, as pi keeps them
+/// for the extensions' flags (pi 1.6.0's `parseArgs`): `--name=value`, or
+/// `--name value` when the next argument starts with neither `-` nor `@`,
+/// else `--name` alone. What they mean is decided once the extensions
+/// registered their flags. The values of known options are never looked at.
+pub fn split_extension_flags(
+    argv: Vec<std::ffi::OsString>,
+) -> (Vec<std::ffi::OsString>, Vec<(String, Option<String>)>) {
+    use clap::CommandFactory;
+    use std::collections::HashMap;
+    /// Whether a known option takes the next argument as its value.
+    #[derive(Clone, Copy)]
+    enum Takes {
+        Nothing,
+        Value,
+        MaybeValue,
+    }
+    let command = Args::command();
+    let mut long: HashMap<String, Takes> = HashMap::from([("help".to_string(), Takes::Nothing)]);
+    let mut short: HashMap<char, Takes> = HashMap::from([('h', Takes::Nothing)]);
+    for arg in command.get_arguments() {
+        let optional = arg.get_num_args().is_some_and(|range| range.min_values() == 0);
+        let takes = match (arg.get_action().takes_values(), optional) {
+            (false, _) => Takes::Nothing,
+            (true, false) => Takes::Value,
+            (true, true) => Takes::MaybeValue,
+        };
+        for name in arg.get_long().into_iter().chain(arg.get_all_aliases().into_iter().flatten()) {
+            long.insert(name.to_string(), takes);
+        }
+        if let Some(c) = arg.get_short() {
+            short.insert(c, takes);
+        }
+    }
+    let mut kept = Vec::new();
+    let mut flags = Vec::new();
+    let mut rest = argv.into_iter().peekable();
+    kept.extend(rest.next());
+    while let Some(arg) = rest.next() {
+        let text = arg.to_str().map(str::to_string);
+        let Some(text) = text else {
+            kept.push(arg);
+            continue;
+        };
+        if text == "--" {
+            kept.push(arg);
+            kept.extend(rest);
+            break;
+        }
+        let takes = if let Some(body) = text.strip_prefix("--") {
+            let (name, inline) = match body.split_once('=') {
+                Some((name, value)) => (name, Some(value)),
+                None => (body, None),
+            };
+            match long.get(name) {
+                Some(_) if inline.is_some() => Takes::Nothing,
+                Some(takes) => *takes,
+                None => {
+                    let value = match inline {
+                        Some(value) => Some(value.to_string()),
+                        None => rest
+                            .next_if(|next| next.to_str().is_some_and(|n| !n.starts_with('-') && !n.starts_with('@')))
+                            .and_then(|next| next.into_string().ok()),
+                    };
+                    flags.push((name.to_string(), value));
+                    continue;
+                }
+            }
+        } else {
+            let mut chars = text.chars();
+            match (chars.next(), chars.next(), chars.next()) {
+                (Some('-'), Some(c), None) => short.get(&c).copied().unwrap_or(Takes::Nothing),
+                _ => Takes::Nothing,
+            }
+        };
+        kept.push(arg);
+        match takes {
+            Takes::Nothing => {}
+            Takes::Value => kept.extend(rest.next()),
+            Takes::MaybeValue => kept.extend(rest.next_if(|next| next.to_str().is_some_and(|n| !n.starts_with('-')))),
+        }
+    }
+    (kept, flags)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,5 +468,52 @@ mod tests {
         assert_eq!(args.trust_override(), Some(false));
         let args = Args::parse_from(["pi", "-a", "--prompt-template", "t.md"]);
         assert_eq!((args.trust_override(), args.prompt_templates.as_slice()), (Some(true), &["t.md".to_string()][..]));
+    }
+
+    #[test]
+    fn unknown_options_are_kept_for_extension_flags_as_pi_parses_them() {
+        let argv = [
+            "pi",
+            "--mode",
+            "rpc",
+            "--plan",
+            "--preset=fast",
+            "-e",
+            "--odd.ts",
+            "--name",
+            "--not-a-flag",
+            "--level",
+            "high",
+            "--quiet",
+            "-e",
+            "x.ts",
+            "--at",
+            "@file",
+            "--list-models",
+            "--also",
+        ];
+        let (kept, flags) = split_extension_flags(argv.iter().map(std::ffi::OsString::from).collect());
+        let kept: Vec<&str> = kept.iter().filter_map(|a| a.to_str()).collect();
+        assert_eq!(
+            kept,
+            ["pi", "--mode", "rpc", "-e", "--odd.ts", "--name", "--not-a-flag", "-e", "x.ts", "@file", "--list-models"]
+        );
+        let some = |v: &str| Some(v.to_string());
+        assert_eq!(
+            flags,
+            [
+                ("plan".to_string(), None),
+                ("preset".to_string(), some("fast")),
+                ("level".to_string(), some("high")),
+                ("quiet".to_string(), None),
+                ("at".to_string(), None),
+                ("also".to_string(), None),
+            ]
+        );
+        let args = Args::parse_from(kept);
+        assert_eq!((args.extensions.len(), args.name.as_deref()), (2, Some("--not-a-flag")));
+        let (kept, flags) =
+            split_extension_flags(["pi", "--", "--plan"].iter().map(std::ffi::OsString::from).collect());
+        assert_eq!((kept.len(), flags.len()), (3, 0));
     }
 }

@@ -128,6 +128,12 @@ pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentC
     let (resources, mut extensions, project_trusted) = resources_and_extensions(args, &agent_dir, &cwd)?;
     extensions.tool_allowlist = tool_allowlist;
     extensions.requested_tools = requested_tools;
+    // pi: an option no extension registers as a flag is refused.
+    if extensions.paths.is_empty() && !args.extension_flags.is_empty() {
+        let names: Vec<String> = args.extension_flags.iter().map(|(name, _)| format!("--{name}")).collect();
+        anyhow::bail!("Unknown option{}: {}", if names.len() == 1 { "" } else { "s" }, names.join(", "));
+    }
+    extensions.flags = args.extension_flags.clone();
     let mcp = mcp_options(args, &settings, &agent_dir, &cwd, project_trusted);
 
     // Seed dialects: approvals only with `--tool-approval` or `toolApproval.enabled`.
@@ -250,6 +256,7 @@ fn resources_and_extensions(
         offline: crate::offline(args),
         tool_allowlist: None,
         requested_tools: Vec::new(),
+        flags: Vec::new(),
     };
     Ok((resources, extensions, options.project_trusted))
 }

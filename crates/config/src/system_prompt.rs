@@ -114,15 +114,33 @@ pub fn docs_root() -> Option<&'static Path> {
     .as_deref()
 }
 
-/// The named sections of the prompt.
-pub fn build_sections(inputs: &PromptInputs<'_>) -> Sections {
-    let mut sections: Sections = Vec::new();
-    let custom = inputs
+/// The custom prompt that replaces the default one (`--system-prompt`, else
+/// `SYSTEM.md`), if any.
+pub fn custom_prompt(inputs: &PromptInputs<'_>) -> Option<String> {
+    inputs
         .replace
         .map(|r| read_text_or_file(r, inputs.cwd))
         .or_else(|| read_first(&[inputs.cwd.join(".pi/SYSTEM.md"), inputs.agent_dir.join("SYSTEM.md")]))
-        .filter(|text| !text.is_empty());
-    match custom {
+        .filter(|text| !text.is_empty())
+}
+
+/// What is appended to the prompt (`APPEND_SYSTEM.md`, then each
+/// `--append-system-prompt`), joined by blank lines; empty when nothing.
+pub fn appended_prompt(inputs: &PromptInputs<'_>) -> String {
+    let appended_file =
+        read_first(&[inputs.cwd.join(".pi/APPEND_SYSTEM.md"), inputs.agent_dir.join("APPEND_SYSTEM.md")]);
+    let addendum: Vec<String> = appended_file
+        .into_iter()
+        .chain(inputs.append.iter().map(|a| read_text_or_file(a, inputs.cwd)))
+        .filter(|text| !text.trim().is_empty())
+        .collect();
+    addendum.join("\n\n")
+}
+
+/// The named sections of the prompt.
+pub fn build_sections(inputs: &PromptInputs<'_>) -> Sections {
+    let mut sections: Sections = Vec::new();
+    match custom_prompt(inputs) {
         Some(text) => sections.push(("preamble".into(), text)),
         None => {
             sections.push(("preamble".into(), PREAMBLE.into()));
@@ -133,15 +151,9 @@ pub fn build_sections(inputs: &PromptInputs<'_>) -> Sections {
             }
         }
     }
-    let appended_file =
-        read_first(&[inputs.cwd.join(".pi/APPEND_SYSTEM.md"), inputs.agent_dir.join("APPEND_SYSTEM.md")]);
-    let addendum: Vec<String> = appended_file
-        .into_iter()
-        .chain(inputs.append.iter().map(|a| read_text_or_file(a, inputs.cwd)))
-        .filter(|text| !text.trim().is_empty())
-        .collect();
+    let addendum = appended_prompt(inputs);
     if !addendum.is_empty() {
-        sections.push(("addendum".into(), addendum.join("\n\n")));
+        sections.push(("addendum".into(), addendum));
     }
     let context = if inputs.no_context_files { Vec::new() } else { context_files(inputs.agent_dir, inputs.cwd) };
     if !context.is_empty() {

@@ -110,6 +110,8 @@ pub(crate) struct ExtensionState {
     compaction_waiters: Vec<(usize, Value)>,
     /// Session ops of extension commands (`ctx.newSession()`, …) by their tag.
     session_op_replies: super::extension_session_op_state::SessionOpReplies,
+    /// The command line's extension flags, until checked once the extensions started.
+    flags: Vec<(String, Option<String>)>,
 }
 
 impl ExtensionState {
@@ -148,7 +150,45 @@ impl ExtensionState {
             requested_tools: options.requested_tools.clone(),
             compaction_waiters: Vec::new(),
             session_op_replies: Default::default(),
+            flags: options.flags.clone(),
         }
+    }
+
+    /// Once, when the extensions have started: what is wrong with the
+    /// command line's extension flags, as `(extension path, error)`, as pi
+    /// 1.6.0 checks them against the flags the extensions registered: an
+    /// option no extension registers (one error naming them all), a string
+    /// flag given without a value. pi exits then; pi-rpc reports them.
+    pub(super) fn take_flag_errors(&mut self) -> Vec<(String, String)> {
+        let given = std::mem::take(&mut self.flags);
+        let mut registered: HashMap<String, (String, Option<String>)> = HashMap::new();
+        for ext in (0..self.handle.len()).filter_map(|id| self.handle.get(id)).filter(|e| !e.is_dead()) {
+            for flag in ext.registration().map(|r| r.flags).unwrap_or_default() {
+                registered.insert(flag.name, (ext.path_string(), flag.kind));
+            }
+        }
+        let mut seen = HashSet::new();
+        let mut unknown = Vec::new();
+        let mut errors = Vec::new();
+        for (name, _) in &given {
+            // pi keeps each name once, with its last value.
+            if !seen.insert(name.as_str()) {
+                continue;
+            }
+            let value = given.iter().rev().find(|(n, _)| n == name).and_then(|(_, v)| v.as_ref());
+            match registered.get(name) {
+                None => unknown.push(format!("--{name}")),
+                Some((path, kind)) if kind.as_deref() != Some("boolean") && value.is_none() => {
+                    errors.push((path.clone(), format!("Extension flag \"--{name}\" requires a value")));
+                }
+                Some(_) => {}
+            }
+        }
+        if !unknown.is_empty() {
+            let plural = if unknown.len() == 1 { "" } else { "s" };
+            errors.push(("<command line>".to_string(), format!("Unknown option{plural}: {}", unknown.join(", "))));
+        }
+        errors
     }
 
     /// Where the answers to extension commands' session ops wait.

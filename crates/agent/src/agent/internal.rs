@@ -61,6 +61,9 @@ pub enum Internal {
     CurrentTools { reply: oneshot::Sender<ToolSet> },
     /// The tools a running tool may call now (nested calls).
     CallableTools { reply: oneshot::Sender<Callable> },
+    /// Answered once every message sent before it is handled (the events
+    /// before it have reached the extensions).
+    Flush { reply: oneshot::Sender<()> },
     /// A login started by `Op::Login` has news (see `login_ops`).
     Login(Box<LoginMsg>),
 }
@@ -98,15 +101,71 @@ impl std::fmt::Debug for Callable {
 #[derive(Clone)]
 pub(crate) struct Emitter {
     tx: mpsc::Sender<Internal>,
+    /// A run's emitter: extensions' `message_end` handlers may replace each
+    /// finalized message before it goes out ([`Emitter::with_message_end_hooks`]).
+    hooks: Option<std::sync::Arc<MessageEndHooks>>,
+}
+
+/// The `message_end` hooks of a run, and the last replacement they made.
+pub(crate) struct MessageEndHooks {
+    extensions: crate::extensions::Extensions,
+    cancel: tokio_util::sync::CancellationToken,
+    replaced: std::sync::Mutex<Option<AgentMessage>>,
 }
 
 impl Emitter {
     pub(crate) fn new(tx: mpsc::Sender<Internal>) -> Self {
-        Emitter { tx }
+        Emitter { tx, hooks: None }
+    }
+
+    /// This emitter, with pi's `message_end` handlers run on each
+    /// `message_end` it emits (when an extension has some): the event, and
+    /// so the session and later requests, carry what they return. The
+    /// sender takes the replacement back with [`Emitter::replaced`].
+    pub(crate) fn with_message_end_hooks(
+        &self,
+        extensions: crate::extensions::Extensions,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Self {
+        let hooks = MessageEndHooks { extensions, cancel, replaced: std::sync::Mutex::new(None) };
+        Emitter { tx: self.tx.clone(), hooks: Some(std::sync::Arc::new(hooks)) }
+    }
+
+    /// `message`, or what the `message_end` handlers replaced it with when
+    /// it was the last message this emitter ended.
+    pub(crate) fn replaced(&self, message: AgentMessage) -> AgentMessage {
+        let Some(hooks) = &self.hooks else { return message };
+        let taken = hooks.replaced.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        taken.unwrap_or(message)
+    }
+
+    /// Whether `message_end` events wait for extensions' handlers.
+    fn hooked(&self) -> Option<&MessageEndHooks> {
+        self.hooks.as_deref().filter(|h| h.extensions.listens("message_end_hook"))
+    }
+
+    /// `event` once the `message_end` handlers had it: the events sent before
+    /// it reach the extensions first (pi runs handlers in event order).
+    async fn through_hooks(&self, hooks: &MessageEndHooks, event: AgentEvent) -> AgentEvent {
+        let AgentEvent::MessageEnd { message } = event else { return event };
+        let (reply, flushed) = oneshot::channel();
+        let _ = self.tx.send(Internal::Flush { reply }).await;
+        let _ = flushed.await;
+        match hooks.extensions.message_end(&message, &hooks.cancel).await {
+            Some(replacement) => {
+                *hooks.replaced.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(replacement.clone());
+                AgentEvent::MessageEnd { message: Box::new(replacement) }
+            }
+            None => AgentEvent::MessageEnd { message },
+        }
     }
 
     /// Emit an event. If the actor is gone the event is dropped: nobody listens.
     pub(crate) async fn emit(&self, event: AgentEvent) {
+        let event = match self.hooked() {
+            Some(hooks) => self.through_hooks(hooks, event).await,
+            None => event,
+        };
         let _ = self.tx.send(Internal::Event(Box::new(event))).await;
     }
 
@@ -121,8 +180,29 @@ impl EventSink for Emitter {
         Emitter::emit(self, event).await;
     }
 
-    /// One message for all of them: one hand-off to the actor, not one per event.
+    /// One message for all of them: one hand-off to the actor, not one per
+    /// event (a `message_end` that handlers may replace goes on its own).
     async fn emit_all(&self, events: Vec<AgentEvent>) {
+        if let Some(hooks) = self.hooked()
+            && events.iter().any(|e| matches!(e, AgentEvent::MessageEnd { .. }))
+        {
+            let mut batch = Vec::new();
+            for event in events {
+                if matches!(event, AgentEvent::MessageEnd { .. }) {
+                    if !batch.is_empty() {
+                        let _ = self.tx.send(Internal::Events(std::mem::take(&mut batch))).await;
+                    }
+                    let event = self.through_hooks(hooks, event).await;
+                    let _ = self.tx.send(Internal::Event(Box::new(event))).await;
+                } else {
+                    batch.push(event);
+                }
+            }
+            if !batch.is_empty() {
+                let _ = self.tx.send(Internal::Events(batch)).await;
+            }
+            return;
+        }
         if !events.is_empty() {
             let _ = self.tx.send(Internal::Events(events)).await;
         }
@@ -133,6 +213,9 @@ impl EventSink for Emitter {
     fn try_emit_all(&self, events: Vec<AgentEvent>) -> Result<(), Vec<AgentEvent>> {
         if events.is_empty() {
             return Ok(());
+        }
+        if self.hooked().is_some() && events.iter().any(|e| matches!(e, AgentEvent::MessageEnd { .. })) {
+            return Err(events);
         }
         match self.tx.try_send(Internal::Events(events)) {
             Err(mpsc::error::TrySendError::Full(Internal::Events(events))) => Err(events),

@@ -102,6 +102,8 @@ pub(crate) async fn run_session(mut s: RunSetup) {
     let aborted: bool;
     let mut totals = Usage::default();
     let mut compaction = RunCompaction::default();
+    // pi awaits `message_end` handlers, which may replace each finalized message.
+    s.emitter = s.emitter.with_message_end_hooks(s.extensions.clone(), s.cancel.clone());
     if !initial.is_empty() {
         mcp_before_prompt(&mut s).await;
         s.system_prompt = crate::system_prompt::render(&super::system_update::desired(&s));
@@ -259,7 +261,7 @@ async fn deliver(s: &mut RunSetup, delivered: Vec<Delivered>, new_messages: &mut
 async fn emit_message(s: &mut RunSetup, message: AgentMessage, new_messages: &mut Vec<AgentMessage>) {
     s.emitter.emit(AgentEvent::MessageStart { message: Box::new(message.clone()) }).await;
     s.emitter.emit(AgentEvent::MessageEnd { message: Box::new(message.clone()) }).await;
-    new_messages.push(message);
+    new_messages.push(s.emitter.replaced(message));
 }
 
 /// One agent_start … (turns) sequence; the caller emits `agent_end`.
@@ -361,8 +363,9 @@ async fn low_level_run(
                 ),
             )
             .await;
+            let outcome_message = assistant_as_ended(s, outcome.message);
             if let Some(error) = outcome.error {
-                let message = AgentMessage::Assistant(outcome.message);
+                let message = AgentMessage::Assistant(outcome_message);
                 totals.add(&message.as_assistant().map(|a| a.usage.clone()).unwrap_or_default());
                 new_messages.push(message.clone());
                 turn_boundary(s, turn_index, &message, &[]).await;
@@ -376,7 +379,7 @@ async fn low_level_run(
                 };
                 return (new_messages, end);
             }
-            outcome.message
+            outcome_message
         };
         totals.add(&assistant.usage);
         let aborted = assistant.stop_reason == StopReason::Aborted;
@@ -470,7 +473,15 @@ async fn aborted_assistant(s: &RunSetup) -> AssistantMessage {
     message.thinking_level = Some(s.thinking.as_str().to_string());
     s.emitter.emit(AgentEvent::MessageStart { message: Box::new(AgentMessage::Assistant(message.clone())) }).await;
     s.emitter.emit(AgentEvent::MessageEnd { message: Box::new(AgentMessage::Assistant(message.clone())) }).await;
-    message
+    assistant_as_ended(s, message)
+}
+
+/// The assistant message `message` as the `message_end` handlers left it.
+fn assistant_as_ended(s: &RunSetup, message: AssistantMessage) -> AssistantMessage {
+    match s.emitter.replaced(AgentMessage::Assistant(message.clone())) {
+        AgentMessage::Assistant(replaced) => replaced,
+        _ => message,
+    }
 }
 
 // ----- compaction, the run's side -------------------------------------------

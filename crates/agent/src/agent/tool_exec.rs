@@ -75,6 +75,11 @@ pub(crate) async fn execute_tool_calls(
             let announced = Box::new(crate::message::AgentMessage::ToolResult(message.clone()));
             emitter.emit(AgentEvent::MessageStart { message: announced.clone() }).await;
             emitter.emit(AgentEvent::MessageEnd { message: announced }).await;
+            // As the `message_end` handlers left it.
+            let message = match emitter.replaced(crate::message::AgentMessage::ToolResult(message.clone())) {
+                crate::message::AgentMessage::ToolResult(replaced) => replaced,
+                _ => message,
+            };
             results.push(message);
         }
         return Batch { results, terminate, announced: true };

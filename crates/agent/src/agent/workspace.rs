@@ -108,6 +108,31 @@ impl Workspace {
     }
 }
 
+impl Workspace {
+    /// What the prompt is built from besides the tools and skills, as pi's
+    /// `BuildSystemPromptOptions` has them: the custom prompt (if any), the
+    /// appended text (empty when none) and the context files with their text.
+    pub(super) fn prompt_sources(&self) -> (Option<String>, String, Vec<(PathBuf, String)>) {
+        let inputs = PromptInputs {
+            agent_dir: &self.agent_dir,
+            cwd: &self.cwd,
+            tools: &[],
+            replace: self.prompt_options.replace.as_deref(),
+            append: &self.prompt_options.append,
+            no_context_files: self.prompt_options.no_context_files,
+            skills_section: None,
+            extra_sections: &[],
+            docs_root: None,
+        };
+        let context = if self.prompt_options.no_context_files {
+            Vec::new()
+        } else {
+            crate::system_prompt::context_files(&self.agent_dir, &self.cwd)
+        };
+        (crate::system_prompt::custom_prompt(&inputs), crate::system_prompt::appended_prompt(&inputs), context)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -234,6 +234,28 @@ impl Extensions {
         Some(head.into_iter().chain(returned).collect())
     }
 
+    /// pi's `message_end` handlers, which may replace the finalized message
+    /// (`message_end_hook` `{message}`, answered `{message}` or `null`),
+    /// chained in load order: the message as the last one left it, `None`
+    /// when none replaced it.
+    pub async fn message_end(&self, message: &AgentMessage, cancel: &CancellationToken) -> Option<AgentMessage> {
+        const HOOK: &str = "message_end_hook";
+        if !self.listens(HOOK) {
+            return None;
+        }
+        let mut current: Option<AgentMessage> = None;
+        for ext in self.subscribers(HOOK) {
+            let now = current.as_ref().unwrap_or(message);
+            let Some(result) = self.ask(&ext, HOOK, json!({"message": now}), Some(cancel)).await else { continue };
+            let Some(replaced) = result.get("message").filter(|m| m.is_object()) else { continue };
+            match serde_json::from_value::<AgentMessage>(replaced.clone()) {
+                Ok(message) => current = Some(message),
+                Err(e) => self.report(&ext, "message_end", format!("invalid message: {e}")).await,
+            }
+        }
+        current
+    }
+
     /// The `context_with_system` hooks, after the `context` ones: the request's
     /// whole transcript, system messages (prompt and tool declarations)
     /// included; what they return is sent as it is. `None` when none changed it.

@@ -49,6 +49,7 @@ const FILES: &[(&str, &str)] = &[
     ("virtual-models.mjs", include_str!("host/virtual-models.mjs")),
     ("providers.mjs", include_str!("host/providers.mjs")),
     ("provider-refresh.mjs", include_str!("host/provider-refresh.mjs")),
+    ("file-lock.mjs", include_str!("host/file-lock.mjs")),
     ("services.mjs", include_str!("host/services.mjs")),
     ("shims/host-services.cjs", include_str!("host/shims/host-services.cjs")),
     ("shims/theme.cjs", include_str!("host/shims/theme.cjs")),

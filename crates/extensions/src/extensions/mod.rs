@@ -115,6 +115,10 @@ pub struct ExtensionOptions {
     /// pi runs offline (`--offline`, `PI_OFFLINE`): a native provider's
     /// model refresh does not use the network.
     pub offline: bool,
+    /// The command line's options pi-rpc does not know, for the extensions'
+    /// flags (`registerFlag`), in order: `(name, value)`, no value for a
+    /// bare `--name`.
+    pub flags: Vec<(String, Option<String>)>,
 }
 
 /// Something an extension asks the agent to do.
@@ -131,6 +135,9 @@ pub enum ExtRequest {
     GetState,
     GetMessages,
     GetCommands,
+    /// pi's `ctx.getSystemPromptOptions()`: the structured inputs of the
+    /// session's system prompt.
+    GetSystemPromptOptions,
     /// `{names}`: the active tools (unknown names are ignored, as in pi).
     SetActiveTools(Value),
     /// Every registered tool with its schema and owner.
@@ -192,6 +199,7 @@ impl ExtRequest {
             "shutdown" => ExtRequest::Shutdown,
             "emit" => ExtRequest::Emit(params),
             "getModels" => ExtRequest::GetModels,
+            "getSystemPromptOptions" => ExtRequest::GetSystemPromptOptions,
             "lib" => ExtRequest::Library(params),
             "compact" => ExtRequest::Compact(params),
             "registerMcpServer" | "unregisterMcpServer" | "getMcpServers" => {
@@ -325,6 +333,13 @@ impl Extensions {
                 hello["agentDir"] = Value::String(options.agent_dir.display().to_string());
                 hello["projectTrusted"] = Value::Bool(options.project_trusted);
                 hello["offline"] = Value::Bool(options.offline);
+                // pi: a bare `--name` is `true`; the last of a repeated one wins.
+                let flags: serde_json::Map<String, Value> = options
+                    .flags
+                    .iter()
+                    .map(|(name, value)| (name.clone(), value.clone().map_or(Value::Bool(true), Value::String)))
+                    .collect();
+                hello["flags"] = Value::Object(flags);
                 let spawn_ctx = process::SpawnContext {
                     cwd: ctx.cwd.to_path_buf(),
                     hello,

@@ -422,14 +422,40 @@ fn start(
         None => ext.stderr_done.cancel(),
     }
     tokio::spawn(supervise(ext.clone(), child));
-    let startup = ctx.timeouts.startup;
-    let watched = ext.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(startup).await;
-        if watched.status.load(Ordering::SeqCst) == STARTING {
-            watched.fail("startup", format!("the extension did not register within {} ms", startup.as_millis()));
+    tokio::spawn(watch_startup(ext, ctx.timeouts.startup));
+}
+
+/// How many times the start-up limit an extension may take in all, however
+/// often it shows a sign of life.
+const STARTUP_BOUND_FACTOR: u32 = 6;
+
+/// Stop `ext` if it does not register in time: within `limit` of its start
+/// or of its last sign of life (any line it writes, such as the TypeScript
+/// host's `starting` as it goes through its loading steps), and within
+/// [`STARTUP_BOUND_FACTOR`] times `limit` in all. On a loaded machine a
+/// busy extension keeps going; a silent one (hung, deadlocked) is still
+/// stopped after `limit`.
+async fn watch_startup(ext: Arc<Extension>, limit: Duration) {
+    let began = Instant::now();
+    let bound = began + limit * STARTUP_BOUND_FACTOR;
+    loop {
+        let silent_until = (*lock(&ext.last_activity)).max(began) + limit;
+        tokio::time::sleep_until(silent_until.min(bound)).await;
+        if ext.status.load(Ordering::SeqCst) != STARTING {
+            return;
         }
-    });
+        let now = Instant::now();
+        if now >= bound {
+            let total = (limit * STARTUP_BOUND_FACTOR).as_millis();
+            ext.fail("startup", format!("the extension did not register within {total} ms"));
+            return;
+        }
+        if now >= (*lock(&ext.last_activity)).max(began) + limit {
+            let ms = limit.as_millis();
+            ext.fail("startup", format!("the extension did not register within {ms} ms of its last sign of life"));
+            return;
+        }
+    }
 }
 
 /// How to run a process extension: an executable directly, else by its
@@ -668,6 +694,8 @@ async fn handle_request(ext: &Arc<Extension>, method: &str, params: Value) -> Re
         return Ok(ui_call(&ext.ui, &ext.signals, ext.id, &ext.name(), method, &params, &never).await);
     }
     let request = match method {
+        // A sign of life while starting (the start-up clock restarts with any line).
+        "starting" => return Ok(Value::Null),
         "fail" => {
             let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
             let event = Some(text("event")).filter(|e| !e.is_empty()).unwrap_or_else(|| "load".to_string());

@@ -63,6 +63,7 @@ pub const HOOK_EVENTS: &[&str] = &[
     "agent_before_settle",
     "turn_end_boundary",
     "resources_discover",
+    "message_end_hook",
 ];
 
 /// Whether `name` is an event or hook pi-rpc sends.
@@ -141,6 +142,19 @@ pub struct Registration {
     /// Providers (pi's `registerProvider`), in registration order.
     #[serde(default)]
     pub providers: Vec<ProviderSpec>,
+    /// Command-line flags (pi's `registerFlag`); `hello`'s `flags` gives
+    /// the values the command line set.
+    #[serde(default)]
+    pub flags: Vec<FlagSpec>,
+}
+
+/// A command-line flag an extension registers.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct FlagSpec {
+    pub name: String,
+    /// `"boolean"` or `"string"`.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
 }
 
 /// A provider an extension registers (pi's `registerProvider(name, config)`).

@@ -548,6 +548,9 @@ impl Agent {
             return;
         }
         self.finish_deferred_start();
+        for (extension_path, error) in self.ext.take_flag_errors() {
+            self.emit(AgentEvent::ExtensionError { extension_path, event: "flag".into(), error }).await;
+        }
         let (_, held) = self.activity.release(Hold::Extensions);
         for pending in held {
             self.handle_op(Pending { accepted: true, ..pending }).await;

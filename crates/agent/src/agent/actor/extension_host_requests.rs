@@ -123,6 +123,55 @@ impl Agent {
     }
 }
 
+impl Agent {
+    /// pi's `ctx.getSystemPromptOptions()` (its normalized
+    /// `BuildSystemPromptOptions`) without `skills`, which the host adds:
+    /// the custom prompt, the appended text, the context files, the active
+    /// tools, and the snippets and rules of every registered tool that has
+    /// them (built-in ones their own).
+    pub(super) fn system_prompt_options_json(&self) -> Value {
+        use crate::system_prompt::{builtin_guidelines, builtin_snippet};
+        let (custom, appended, context) = self.workspace.prompt_sources();
+        let mut snippets = serde_json::Map::new();
+        let mut guidelines = serde_json::Map::new();
+        for tool in self.toolbox.all() {
+            let name = tool.name().to_string();
+            let snippet = tool.prompt_snippet().or(builtin_snippet(&name));
+            // pi: one line, spaces collapsed.
+            let snippet = snippet.map(|s| s.split_whitespace().collect::<Vec<_>>().join(" ")).filter(|s| !s.is_empty());
+            if let Some(snippet) = snippet {
+                snippets.insert(name.clone(), Value::String(snippet));
+            }
+            let rules: Vec<String> = match tool.prompt_guidelines() {
+                [] => builtin_guidelines(&name).iter().map(|g| g.to_string()).collect(),
+                own => own.iter().map(|g| g.trim().to_string()).filter(|g| !g.is_empty()).collect(),
+            };
+            if !rules.is_empty() {
+                guidelines.insert(name, json!(rules));
+            }
+        }
+        let context: Vec<Value> = context
+            .into_iter()
+            .map(|(path, content)| json!({"path": path.display().to_string(), "content": content}))
+            .collect();
+        let mut options = json!({
+            "selectedTools": self.toolbox.active_names(),
+            "hiddenTools": [],
+            "toolSnippets": snippets,
+            "toolGuidelines": guidelines,
+            "promptGuidelines": [],
+            "appendSystemPrompt": appended,
+            "sections": {},
+            "cwd": self.workspace.cwd().display().to_string(),
+            "contextFiles": context,
+        });
+        if let Some(custom) = custom {
+            options["customPrompt"] = Value::String(custom);
+        }
+        options
+    }
+}
+
 /// A model as pi's `Model` object (without its request headers).
 pub(super) fn model_json(model: &crate::model::Model) -> Value {
     let mut value = serde_json::to_value(model).unwrap_or(Value::Null);

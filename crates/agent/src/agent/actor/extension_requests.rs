@@ -68,6 +68,7 @@ impl Agent {
                 self.session.append_entry(&kind, &p).map(|id| json!({"id": id}))
             }
             ExtRequest::GetState => Ok(self.extension_state_json()),
+            ExtRequest::GetSystemPromptOptions => Ok(self.system_prompt_options_json()),
             ExtRequest::GetMessages => Ok(json!({"messages": self.session.messages()})),
             other @ (ExtRequest::SetActiveTools(_)
             | ExtRequest::GetAllTools

@@ -89,6 +89,8 @@ export class Instance {
 		events.add("agent_settled");
 		// pi's `turn_end` is an actionable boundary (a hook); the notifications keep the turn count.
 		if (events.has("turn_end")) events.add("turn_end_boundary");
+		// pi awaits `message_end` handlers, which may replace the message: a hook, not a notification.
+		if (events.delete("message_end")) events.add("message_end_hook");
 		if (events.has("turn_start") || events.has("turn_end")) events.add("agent_start").add("turn_end");
 		return {
 			type: "register",
@@ -111,6 +113,7 @@ export class Instance {
 			awaitSessionStart: true,
 			virtualModels: this.virtualModels.catalog(),
 			providers: this.providers.catalog(),
+			flags: [...this.flags].map(([flag, options]) => ({ name: flag, type: options.type })),
 		};
 	}
 
@@ -175,11 +178,21 @@ export class Instance {
 				self.shortcuts.set(shortcut, options);
 			},
 			registerFlag(name, options = {}) {
+				if (options.default !== undefined && typeof options.default !== options.type) {
+					throw new Error(`Invalid default for flag "${name}": expected ${options.type}, got ${typeof options.default}`);
+				}
 				self.flags.set(name, options);
 			},
 			getFlag(name) {
-				if (Object.hasOwn(self.flagValues, name)) return self.flagValues[name];
-				return self.flags.get(name)?.default;
+				// pi: only the extension's own flags; the command line's value once loaded (the default while loading).
+				const flag = self.flags.get(name);
+				if (!flag) return undefined;
+				if (self.bound && Object.hasOwn(self.flagValues, name)) {
+					const value = self.flagValues[name];
+					if (flag.type === "boolean") return true;
+					if (typeof value === "string") return value;
+				}
+				return flag.default;
 			},
 			registerMessageRenderer() {},
 			registerEntryRenderer() {},

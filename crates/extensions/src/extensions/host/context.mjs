@@ -6,6 +6,7 @@
 
 import { createRequire } from "node:module";
 import { createUi } from "./ui.mjs";
+import { sessionPromptOptions } from "./prompt-options.mjs";
 
 const require = createRequire(import.meta.url);
 const projection = require("./shims/coding-agent/projection.cjs");
@@ -250,7 +251,7 @@ export function createContextFactory(channel, hello, host) {
 				// The new instance has had its `session_start` when this resolves, as in pi.
 				await host.afterEvents();
 			},
-			getSystemPromptOptions: () => ({ cwd: hello.cwd, selectedTools: state().activeTools }),
+			getSystemPromptOptions: () => sessionPromptOptions(channel, host.api()),
 		});
 		return new Proxy(ctx, {
 			get(target, key, receiver) {

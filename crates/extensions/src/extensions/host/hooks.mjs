@@ -159,6 +159,26 @@ export async function runHook(instance, method, params, ctx, reportError) {
 			if (changes?.selectedTools) instance.pi.setActiveTools(changes.selectedTools);
 			return { messages, systemPrompt: prompt, promptOptions: changes ?? undefined };
 		}
+		case "message_end_hook": {
+			// pi's emitMessageEnd: each handler may return `{message}` (same role) to replace the finalized message.
+			let current = params.message;
+			let modified = false;
+			for (const handler of instance.handlersFor("message_end")) {
+				try {
+					const result = await handler({ type: "message_end", message: current }, ctx);
+					if (!result?.message) continue;
+					if (result.message.role !== current?.role) {
+						reportError("message_end", new Error("message_end handlers must return a message with the same role"));
+						continue;
+					}
+					current = result.message;
+					modified = true;
+				} catch (error) {
+					reportError("message_end", error);
+				}
+			}
+			return modified ? { message: current } : null;
+		}
 		case "context": {
 			let changed = false;
 			for (const handler of handlers) {

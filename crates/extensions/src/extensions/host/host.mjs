@@ -64,6 +64,15 @@ const channel = new Channel(onLine, () => {
 	serial(() => {}).finally(() => process.exit(0));
 });
 
+/**
+ * A sign of life while loading: pi-rpc's start-up limit counts from the last
+ * one, so that a slow start on a loaded machine is not taken for a hang.
+ */
+function starting(step) {
+	if (!instance) channel.tell("starting", { step });
+}
+starting("host");
+
 function reportError(event, error) {
 	channel.tell("reportError", { event, error: errorText(error) });
 }
@@ -313,6 +322,7 @@ async function createInstance() {
 	};
 	const current = { ready: false, instance: undefined };
 	const factory = await loadFactory();
+	starting("factory");
 	current.instance = new Instance({
 		channel,
 		hello,
@@ -370,6 +380,7 @@ try {
 	jiti = createJiti(extensionPath, { alias: aliases(require), interopDefault: true, moduleCache: false, fsCache: transpileCache() });
 	libraryJiti = createJiti(import.meta.url, { interopDefault: true, tryNative: true });
 	installServices();
+	starting("module");
 } catch (error) {
 	fail("load", `the extension host cannot load its modules (jiti, typebox) from ${modulesDir}: ${errorText(error)}`);
 	await new Promise(() => {});

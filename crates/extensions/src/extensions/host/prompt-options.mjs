@@ -21,10 +21,7 @@ export function systemPromptOptions(instance, overrides) {
 		if (tool.description) toolSnippets[tool.name] = firstLine(tool.description);
 		if (tool.promptGuidelines?.length) toolGuidelines[tool.name] = [...tool.promptGuidelines];
 	}
-	const skills = pi
-		.getCommands()
-		.filter((c) => c.source === "skill")
-		.map((c) => ({ name: c.name.replace(/^skill:/, ""), description: c.description ?? "", filePath: c.sourceInfo.path }));
+	const skills = promptSkills(pi);
 	const options = {
 		selectedTools,
 		hiddenTools: [],
@@ -40,6 +37,24 @@ export function systemPromptOptions(instance, overrides) {
 		if (CHANGEABLE.includes(key)) options[key] = structuredClone(value);
 	}
 	return options;
+}
+
+/** The skills of the system prompt, as pi's options list them. */
+export function promptSkills(pi) {
+	return pi
+		.getCommands()
+		.filter((c) => c.source === "skill")
+		.map((c) => ({ name: c.name.replace(/^skill:/, ""), description: c.description ?? "", filePath: c.sourceInfo.path }));
+}
+
+/**
+ * pi's `ctx.getSystemPromptOptions()`: the session's prompt inputs as pi-rpc
+ * has them (custom and appended prompt, context files, tools, their snippets
+ * and rules), with the skills.
+ */
+export function sessionPromptOptions(channel, pi) {
+	const options = channel.call("getSystemPromptOptions");
+	return { customPrompt: undefined, forceSystemPrompt: undefined, ...options, skills: promptSkills(pi) };
 }
 
 /** What the handlers changed in `options` since `before` (a JSON copy): `null` when nothing. */
