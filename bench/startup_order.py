@@ -8,9 +8,12 @@ few 64 KB windows of code instead of half the binary. This script:
 2. installs valgrind into target/tools/valgrind (Debian package, unpacked);
 3. runs a few typical starts under callgrind (native and JSON-RPC first
    records, with and without a configured provider, in-memory and on-disk
-   sessions), each to its first answer;
-4. writes every function of the binary those runs executed, mangled, one per line
-   (each start's new ones in address order): the functions holding an executed
+   sessions, with bench/run.py's MCP servers and TypeScript extension), each
+   dumped when its first records are answered, then run to its end;
+4. writes every function of the binary those runs executed, mangled, one per line:
+   first those run before the answers (each start's new ones in address
+   order), then those run after them (the same way), so the code of the
+   first answer fills as few windows as it can: the functions holding an executed
    instruction (`--dump-instr=yes`) by the binary's symbol table (`nm`), not
    callgrind's function names, which leave out the code it files under an
    unknown object (`ob=???`: most of a fat-LTO `pi`'s code);
@@ -36,10 +39,12 @@ import glob
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -86,8 +91,16 @@ def valgrind():
     return exe
 
 
+def answered(line):
+    """Whether an output line answers one of the records (native `response`, JSON-RPC `result`/`error`)."""
+    if b'"type":"response"' in line:
+        return True
+    return b'"jsonrpc"' in line and b'"id"' in line and (b'"result"' in line or b'"error"' in line)
+
+
 def functions_run(exe, records, provider, in_memory, extras):
-    """Mangled names of the binary's functions one start executed (in order of first appearance)."""
+    """Mangled names of the binary's functions one start executed before its records were answered, and
+    those it executed after (each in address order)."""
     with tempfile.TemporaryDirectory() as home:
         servers = run.mcp_servers() if "mcp" in extras else None
         if servers is not None:
@@ -110,9 +123,32 @@ def functions_run(exe, records, provider, in_memory, extras):
             args += ["-e", EXTENSION]
             env.update(PI_RPC_EXTENSION_HOST_DIR=HOST, PI_RPC_NODE=run.DEFAULT_NODE)
         stdin = "".join(json.dumps(r) + "\n" for r in records).encode()
-        subprocess.run(args, input=stdin, env=env, cwd=home, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=300, check=True)
-        return functions_at(executed_addresses(out, code_ranges(BINARY)), function_symbols(BINARY))
+        proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=env, cwd=home)
+        proc.stdin.write(stdin)
+        proc.stdin.flush()
+        pending, answers = b"", 0
+        while answers < len(records):
+            ready, _, _ = select.select([proc.stdout], [], [], 300)
+            chunk = os.read(proc.stdout.fileno(), 1 << 16) if ready else b""
+            if not chunk:
+                raise SystemExit(f"no answer to {records} under callgrind")
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            answers += sum(1 for line in lines if answered(line))
+        # The counts so far go to `<out>.1` (and are reset); the rest of the run to `out`.
+        control = os.path.join(os.path.dirname(exe), "callgrind_control")
+        subprocess.run([control, "--dump", str(proc.pid)], check=True, stdout=subprocess.DEVNULL)
+        while not os.path.exists(out + ".1"):
+            time.sleep(0.05)
+        proc.stdin.close()
+        while os.read(proc.stdout.fileno(), 1 << 16):
+            pass
+        if proc.wait(timeout=300) != 0:
+            raise SystemExit(f"{records}: exit status {proc.returncode} under callgrind")
+        ranges, symbols = code_ranges(BINARY), function_symbols(BINARY)
+        return (functions_at(executed_addresses(out + ".1", ranges), symbols),
+                functions_at(executed_addresses(out, ranges), symbols))
 
 
 def code_ranges(binary):
@@ -220,14 +256,16 @@ def main():
     if "--no-build" not in sys.argv:
         build()
     exe = valgrind()
+    runs = [functions_run(exe, records, provider, in_memory, extras)
+            for records, provider, in_memory, extras in STARTS
+            if "extension" not in extras or (os.path.exists(EXTENSION) and os.path.isdir(HOST))]
     seen, order = set(), []
-    for records, provider, in_memory, extras in STARTS:
-        if "extension" in extras and not (os.path.exists(EXTENSION) and os.path.isdir(HOST)):
-            continue
-        for name in functions_run(exe, records, provider, in_memory, extras):
-            if name not in seen:
-                seen.add(name)
-                order.append(name)
+    for phase in (0, 1):  # every start's code of its first answers, then the code run after them
+        for names in runs:
+            for name in names[phase]:
+                if name not in seen:
+                    seen.add(name)
+                    order.append(name)
     order = mark_generic(order, BINARY)
     with open(OUT, "w") as f:
         f.write("".join(name + "\n" for name in order))

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use pi_core::agent::{AgentHandle, Output};
+use pi_core::agent::{AgentHandle, Outputs};
 use pi_transport::detect::{Detected, detect};
-use pi_transport::{FrameReader, Framing, Preread, Record, RecordReader, ServeEnd, serve_stream};
+use pi_transport::{BatchedOutputs, FrameReader, Framing, Preread, Record, RecordReader, ServeEnd, serve_stream};
 use tokio::io::{AsyncBufRead, BufReader};
 use tokio::sync::mpsc;
 
@@ -47,7 +47,7 @@ async fn first_record<R: AsyncBufRead + Unpin>(records: &mut RecordReader<R>) ->
 pub async fn serve_stdio(
     protocol: Protocol,
     args: Arc<Args>,
-    agent: Option<(AgentHandle, mpsc::Receiver<Output>)>,
+    agent: Option<(AgentHandle, mpsc::Receiver<Outputs>)>,
 ) -> anyhow::Result<End> {
     let signal = Arc::new(AtomicU8::new(0));
     let stop = termination(signal.clone());
@@ -104,7 +104,7 @@ pub async fn serve_stdio(
             let signalled = signal.load(Ordering::SeqCst);
             return Ok(if signalled != 0 { End::Signalled(signalled) } else { End::Finished });
         }
-        (_, Some(agent)) => agent,
+        (_, Some((handle, outputs))) => (handle, BatchedOutputs::new(outputs)),
         (_, None) => anyhow::bail!("no agent to serve"),
     };
     let end = match (dialect, first) {

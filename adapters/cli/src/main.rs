@@ -150,18 +150,20 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Mode::Rpc => None,
         Mode::Text | Mode::Json => Some(print::prompts_from(&args.messages, &cwd)?),
     };
-    let agent = if args.protocol == args::Protocol::Acp && prompts.is_none() {
-        // Each ACP session starts its own agent.
-        None
-    } else {
-        let config = setup::build_agent_config(&args)?;
-        Some(pi_core::agent::spawn(config).map_err(|e| anyhow::anyhow!("{e}"))?)
-    };
     if let Some(prompts) = prompts {
-        let (handle, outputs) = agent.ok_or_else(|| anyhow::anyhow!("no agent to run the prompts"))?;
+        let config = setup::build_agent_config(&args)?;
+        let (handle, outputs) = pi_core::agent::spawn(config).map_err(|e| anyhow::anyhow!("{e}"))?;
         let print_mode = if mode == Mode::Json { print::PrintMode::Json } else { print::PrintMode::Text };
         return print::run(print_mode, prompts, handle, outputs).await;
     }
+    let agent = if args.protocol == args::Protocol::Acp {
+        // Each ACP session starts its own agent.
+        None
+    } else {
+        // The connection writes a run's events together: they come together.
+        let config = setup::build_agent_config(&args)?;
+        Some(pi_core::agent::spawn_batched(config).map_err(|e| anyhow::anyhow!("{e}"))?)
+    };
     if mode == Mode::Rpc && !offline(&args) && !args.no_extensions {
         tokio::spawn(list_llama_models());
     }

@@ -72,6 +72,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 4096)]
     pub queue_messages: usize,
 
+    /// Milliseconds a connection holds a live event before writing it, so the
+    /// events that come meanwhile share one write (fewer system calls, that
+    /// much more latency; replies are never held). Default 0: written at once.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub write_delay_ms: u64,
+
     /// Seconds a session with no connection and nothing running stays loaded.
     #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
     pub idle_unload: f64,
@@ -175,6 +181,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_connections: args.max_connections,
         max_message_bytes: args.max_message_bytes,
         queue_messages: args.queue_messages.max(args.replay_events + 256),
+        write_delay: std::time::Duration::from_millis(args.write_delay_ms),
         limits: ListenLimits {
             backlog: args.backlog.max(1),
             header_timeout: seconds("--header-timeout", args.header_timeout)?,

@@ -7,7 +7,7 @@ use pi_core::agent::{AgentConfig, SessionStart, SystemPromptOptions};
 use pi_core::config::settings::apply_tool_edits;
 use pi_core::config::{ModelRegistry, Settings, default_agent_dir, expand_home};
 use pi_core::extensions::{DiscoverOptions, ExtensionOptions, HostConfig, Timeouts, discover as discover_extensions};
-use pi_core::mcp::{ConfigSources, McpConfig, McpOptions, ToolFilter};
+use pi_core::mcp::{ConfigSources, McpConfig, McpOptions, StartGate, ToolFilter};
 use pi_core::model::ThinkingLevel;
 use pi_core::provider::ProviderRegistry;
 use pi_core::provider::faux::FauxProvider;
@@ -213,7 +213,16 @@ fn mcp_options(
     }
     let tools: Option<Vec<String>> = args.tools.as_ref().map(|l| l.iter().map(|t| t.trim().to_string()).collect());
     let exclude = args.exclude_tools.clone().unwrap_or_default();
-    McpOptions { config, filter: ToolFilter::from_cli(tools.as_deref(), &exclude), disabled: false, root: None }
+    // Servers start once the answer that let them start is written out (with
+    // no stdio writer, as in `pi serve`, that is at once).
+    let start_gate = StartGate::new(|| Box::pin(pi_transport::writer::flushed()));
+    McpOptions {
+        config,
+        filter: ToolFilter::from_cli(tools.as_deref(), &exclude),
+        disabled: false,
+        root: None,
+        start_gate: Some(start_gate),
+    }
 }
 
 /// Prompt templates and skills (discovered now, problems logged), and the

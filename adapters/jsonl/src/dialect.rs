@@ -141,7 +141,7 @@ fn write_delta(event: &AgentEvent, usage_bytes: &mut UsageBytes, line: &mut Vec<
     let written = serde_json::to_writer(&mut *line, content_index)
         .and_then(|()| {
             line.extend_from_slice(br#","delta":"#);
-            serde_json::to_writer(&mut *line, delta.as_str())
+            write_str(line, delta)
         })
         .is_ok();
     if !written {
@@ -150,6 +150,21 @@ fn write_delta(event: &AgentEvent, usage_bytes: &mut UsageBytes, line: &mut Vec<
     }
     line.extend_from_slice(b"}}");
     Some(())
+}
+
+/// `text` as the JSON string `serde_json` writes: one copy when it has
+/// nothing to escape (no `"`, `\` nor control character: the usual delta).
+fn write_str(line: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
+    // Without an early exit, so that the check runs over many bytes at once.
+    let plain = !text.bytes().fold(false, |escape, b| escape | (b < 0x20) | (b == b'"') | (b == b'\\'));
+    if !plain {
+        return serde_json::to_writer(line, text);
+    }
+    line.reserve(text.len() + 2);
+    line.push(b'"');
+    line.extend_from_slice(text.as_bytes());
+    line.push(b'"');
+    Ok(())
 }
 
 /// The line of a streamed delta, as [`write_delta`] writes it.

@@ -110,6 +110,7 @@ fn delta_lines_are_the_bytes_of_the_mapped_event() {
         "é ü ✓ 😀",
         "\u{2028}\u{2029}",
         "</script>",
+        "del \u{7f} nbsp \u{a0} last\\",
     ];
     // A usage with the fields pi 1.6.0 reports once the provider did (its cost in float form).
     let mut reported =

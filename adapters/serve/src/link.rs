@@ -10,12 +10,14 @@
 //! detaches it; the session's work goes on.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use pi_core::agent::{AgentClosed, Output};
 use pi_core::error::CoreError;
 use pi_core::op::{Op, Reply, RequestTag};
 use pi_transport::{Delivered, OpPort, OutputPort};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::hub::{ConnHandle, Hub, Kick, Queued, actor_tag};
 use crate::registry::Registry;
@@ -35,15 +37,28 @@ pub struct Link {
 pub struct ConnOutputs {
     rx: mpsc::Receiver<Queued>,
     ended: EndReason,
+    /// How long a live event waits before it is written (see [`connect`]).
+    write_delay: Duration,
+    /// The event waiting, and until when (kept here: the wait may be cancelled and resumed).
+    held: Option<(Queued, Instant)>,
 }
 
 /// A new connection's link and output, with a queue of `capacity` messages.
-pub fn connect(registry: Arc<Registry>, capacity: usize, kick: Kick) -> (Link, ConnOutputs, EndReason) {
+/// With a `write_delay`, a live event is held that long before it is
+/// written, so the events queued meanwhile go out in the same write (one
+/// system call for several deltas, at the cost of that much latency);
+/// replies are never held.
+pub fn connect(
+    registry: Arc<Registry>,
+    capacity: usize,
+    kick: Kick,
+    write_delay: Duration,
+) -> (Link, ConnOutputs, EndReason) {
     let (queue, rx) = mpsc::channel(capacity.max(1));
     let id = registry.next_conn_id();
     let ended = EndReason::default();
     let link = Link { registry, conn: Some(ConnHandle { id, queue, kick }), attached: None };
-    (link, ConnOutputs { rx, ended: ended.clone() }, ended)
+    (link, ConnOutputs { rx, ended: ended.clone(), write_delay, held: None }, ended)
 }
 
 impl ConnOutputs {
@@ -65,13 +80,26 @@ impl ConnOutputs {
 
 impl OutputPort for ConnOutputs {
     async fn recv(&mut self) -> Option<Delivered> {
-        let queued = self.rx.recv().await?;
+        if self.held.is_none() {
+            let queued = self.rx.recv().await?;
+            if self.write_delay.is_zero() || !matches!(queued, Queued::Event(..)) {
+                return self.take(queued);
+            }
+            self.held = Some((queued, Instant::now() + self.write_delay));
+        }
+        if let Some((_, until)) = &self.held {
+            tokio::time::sleep_until(*until).await;
+        }
+        let (queued, _) = self.held.take()?;
         self.take(queued)
     }
 
     /// The outputs already queued are mapped together and sent as one write.
     fn try_recv(&mut self) -> Option<Delivered> {
-        let queued = self.rx.try_recv().ok()?;
+        let queued = match self.held.take() {
+            Some((queued, _)) => queued,
+            None => self.rx.try_recv().ok()?,
+        };
         self.take(queued)
     }
 }
@@ -226,5 +254,48 @@ impl OpPort for Link {
             self.reply(tag, Err(e)).await;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pi_core::event::AgentEvent;
+
+    fn outputs(write_delay: Duration) -> (mpsc::Sender<Queued>, ConnOutputs) {
+        let (tx, rx) = mpsc::channel(16);
+        (tx, ConnOutputs { rx, ended: EndReason::default(), write_delay, held: None })
+    }
+
+    fn seq_of(delivered: Option<Delivered>) -> Option<u64> {
+        delivered.and_then(|d| d.seq)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_delay_holds_a_live_event_so_the_next_ones_go_with_it() {
+        let (tx, mut out) = outputs(Duration::from_millis(20));
+        tx.send(Queued::Event(Arc::new(AgentEvent::TurnStart), 1)).await.unwrap();
+        let mut recv = Box::pin(out.recv());
+        // Held: nothing comes before the delay has passed (virtual time).
+        assert!(tokio::time::timeout(Duration::from_millis(10), &mut recv).await.is_err());
+        tx.send(Queued::Event(Arc::new(AgentEvent::TurnStart), 2)).await.unwrap();
+        assert_eq!(seq_of(recv.await), Some(1));
+        // The event that came meanwhile is at hand for the same write.
+        assert_eq!(seq_of(out.try_recv()), Some(2));
+        assert!(out.try_recv().is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn replies_and_undelayed_events_are_not_held() {
+        let (tx, mut out) = outputs(Duration::from_millis(20));
+        let reply = Delivered { output: Output::Reply { tag: 7, result: Ok(Reply::Ack) }, seq: None };
+        tx.send(Queued::Out(Box::new(reply))).await.unwrap();
+        let started = Instant::now();
+        assert!(matches!(out.recv().await, Some(Delivered { output: Output::Reply { tag: 7, .. }, .. })));
+        assert_eq!(Instant::now(), started);
+        let (tx, mut out) = outputs(Duration::ZERO);
+        tx.send(Queued::Event(Arc::new(AgentEvent::TurnStart), 3)).await.unwrap();
+        assert_eq!(seq_of(out.recv().await), Some(3));
+        assert_eq!(Instant::now(), started);
     }
 }

@@ -63,6 +63,9 @@ pub struct ServeOptions {
     pub max_message_bytes: usize,
     /// Messages queued for a connection before it counts as not reading.
     pub queue_messages: usize,
+    /// How long a connection holds a live event before writing it, so the
+    /// events of the next deltas share its write (zero: written at once).
+    pub write_delay: Duration,
     /// Backlog, header-read timeout, handshake deadline.
     pub limits: ListenLimits,
     /// In a cluster: on stop, how long running turns may take to finish
@@ -187,6 +190,7 @@ async fn rpc(
             socket,
             shared.registry.clone(),
             shared.options.queue_messages,
+            shared.options.write_delay,
             attach,
             protocol,
             shared.stopping.clone(),
@@ -353,6 +357,7 @@ mod tests {
             max_connections: 1,
             max_message_bytes: 1,
             queue_messages: 1,
+            write_delay: Duration::ZERO,
             limits: ListenLimits::default(),
             drain: Duration::ZERO,
         };

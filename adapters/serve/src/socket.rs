@@ -189,6 +189,7 @@ pub(crate) async fn serve_socket(
     socket: WebSocket,
     registry: Arc<Registry>,
     queue_messages: usize,
+    write_delay: std::time::Duration,
     attach: Option<(String, Option<u64>)>,
     protocol: Option<Detected>,
     stopping: CancellationToken,
@@ -199,7 +200,7 @@ pub(crate) async fn serve_socket(
     let mut source = WsSource { stream, too_big: too_big.clone(), ended: false, gate: ReadGate::new() };
     let attach_asked = attach.is_some();
     let kick = Kick::default();
-    let (link, outputs, ended) = crate::link::connect(registry.clone(), queue_messages, kick.clone());
+    let (link, outputs, ended) = crate::link::connect(registry.clone(), queue_messages, kick.clone(), write_delay);
     let conn = link.id();
     // Held until the connect-time attach below has taken the session.
     let mut _loaded = None;
@@ -296,7 +297,7 @@ pub(crate) async fn serve_socket(
             return;
         }
         tracing::debug!("connection {conn}: JSON-RPC after a native start; attached again");
-        (link, outputs, ended) = crate::link::connect(registry.clone(), queue_messages, kick.clone());
+        (link, outputs, ended) = crate::link::connect(registry.clone(), queue_messages, kick.clone(), write_delay);
         source.pending = Some(record);
         first = Some(Ok(connect_attach(Some(Detected::JsonRpc), session, *after_seq)));
         dialect = Detected::JsonRpc;

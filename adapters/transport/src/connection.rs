@@ -11,7 +11,7 @@
 
 use std::future::Future;
 
-use pi_core::agent::{AgentClosed, AgentHandle, Output};
+use pi_core::agent::{AgentClosed, AgentHandle, Output, Outputs};
 use pi_core::error::CoreError;
 use pi_core::event::AgentEvent;
 use pi_core::op::{Op, Reply, RequestTag};
@@ -122,6 +122,61 @@ impl OutputPort for mpsc::Receiver<Output> {
 
     fn try_recv(&mut self) -> Option<Delivered> {
         mpsc::Receiver::try_recv(self).ok().map(|output| Delivered { output, seq: None })
+    }
+}
+
+/// The outputs of an agent started with [`pi_core::agent::spawn_batched`],
+/// one at a time: the events it handed over together are taken from their
+/// list, in order, with no channel operation each.
+pub struct BatchedOutputs {
+    outputs: mpsc::Receiver<Outputs>,
+    /// The rest of the last list of events.
+    events: std::vec::IntoIter<AgentEvent>,
+}
+
+impl BatchedOutputs {
+    pub fn new(outputs: mpsc::Receiver<Outputs>) -> BatchedOutputs {
+        BatchedOutputs { outputs, events: Vec::new().into_iter() }
+    }
+
+    /// The next event of the list at hand, else the first output of `item`.
+    fn next(&mut self, item: Option<Outputs>) -> Option<Delivered> {
+        let output = match item {
+            None => Output::Event(self.events.next()?),
+            Some(Outputs::One(output)) => output,
+            Some(Outputs::Events(events)) => {
+                self.events = events.into_iter();
+                Output::Event(self.events.next()?)
+            }
+        };
+        Some(Delivered { output, seq: None })
+    }
+}
+
+impl OutputPort for BatchedOutputs {
+    async fn recv(&mut self) -> Option<Delivered> {
+        loop {
+            if let Some(delivered) = self.next(None) {
+                return Some(delivered);
+            }
+            // Cancel-safe: nothing is taken until the channel hands an item over.
+            let item = self.outputs.recv().await?;
+            if let Some(delivered) = self.next(Some(item)) {
+                return Some(delivered);
+            }
+        }
+    }
+
+    fn try_recv(&mut self) -> Option<Delivered> {
+        loop {
+            if let Some(delivered) = self.next(None) {
+                return Some(delivered);
+            }
+            let item = self.outputs.try_recv().ok()?;
+            if let Some(delivered) = self.next(Some(item)) {
+                return Some(delivered);
+            }
+        }
     }
 }
 
@@ -530,19 +585,20 @@ where
 
 /// [`serve`] on a byte stream: the one writer thread on `out`, framed as
 /// `framing`; ends once everything is written and flushed.
-pub async fn serve_stream<D, S, W, F>(
+pub async fn serve_stream<D, S, W, R, F>(
     dialect: D,
     source: S,
     framing: Framing,
     out: W,
     agent: AgentHandle,
-    outputs: mpsc::Receiver<Output>,
+    outputs: R,
     stop: F,
 ) -> ServeEnd
 where
     D: Dialect,
     S: RecordSource,
     W: std::io::Write + Send + 'static,
+    R: OutputPort,
     F: Future<Output = ()>,
 {
     let (lines, writer) = spawn_writer(out);

@@ -41,14 +41,22 @@ impl RecordSource for Records {
 
 /// Answers each op at once with a run of events around its reply, all
 /// queued before the loop reads any of them; notes the messages they must give.
+/// With `batched`, its events go out together, as `spawn_batched`'s do.
 struct Agent {
     outputs: Option<mpsc::Sender<Output>>,
+    batched: Option<mpsc::Sender<Outputs>>,
+    /// Events not yet handed over (batched).
+    held: Vec<AgentEvent>,
     expected: Vec<String>,
     /// Requests submitted so far (they come in record order).
     requests: usize,
 }
 
 impl Agent {
+    fn new(outputs: Option<mpsc::Sender<Output>>, batched: Option<mpsc::Sender<Outputs>>) -> Agent {
+        Agent { outputs, batched, held: Vec::new(), expected: Vec::new(), requests: 0 }
+    }
+
     fn event(&mut self, text: String) {
         let event = AgentEvent::MessageUpdate {
             event: AssistantStreamEvent::TextDelta { content_index: 0, delta: text.clone() },
@@ -56,8 +64,30 @@ impl Agent {
         };
         if let Some(tx) = &self.outputs {
             tx.try_send(Output::Event(event)).unwrap();
+        } else if self.batched.is_some() {
+            self.held.push(event);
         }
         self.expected.push(text);
+    }
+
+    /// Hand the held events over (in lists of up to 100, an empty list among them).
+    fn hand_over(&mut self) {
+        let Some(tx) = &self.batched else { return };
+        let held = std::mem::take(&mut self.held);
+        for list in held.chunks(100) {
+            tx.try_send(Outputs::Events(list.to_vec())).unwrap();
+        }
+        tx.try_send(Outputs::Events(Vec::new())).unwrap();
+    }
+
+    fn reply(&mut self, tag: RequestTag) {
+        self.hand_over();
+        let reply = Output::Reply { tag, result: Ok(Reply::Ack) };
+        if let Some(tx) = &self.outputs {
+            tx.try_send(reply).unwrap();
+        } else if let Some(tx) = &self.batched {
+            tx.try_send(Outputs::One(reply)).unwrap();
+        }
     }
 }
 
@@ -67,6 +97,7 @@ impl OpPort for &mut Agent {
             // `Shutdown` at the end of input: the output ends.
             assert!(matches!(op, Op::Shutdown { .. }));
             self.outputs = None;
+            self.batched = None;
             return Ok(());
         };
         let n = self.expected.len();
@@ -74,14 +105,13 @@ impl OpPort for &mut Agent {
         for i in 0..(300 + n % 7) {
             self.event(format!("{tag}: before {i}"));
         }
-        if let Some(tx) = &self.outputs {
-            tx.try_send(Output::Reply { tag, result: Ok(Reply::Ack) }).unwrap();
-        }
+        self.reply(tag);
         self.expected.push(format!("reply to request {}", self.requests));
         self.requests += 1;
         for i in 0..(tag % 3) {
             self.event(format!("{tag}: after {i}"));
         }
+        self.hand_over();
         Ok(())
     }
 }
@@ -118,7 +148,7 @@ impl MessageSink for Kept {
 async fn outputs_mapped_together_come_out_in_their_order() {
     for lines in [false, true] {
         let (tx, rx) = mpsc::channel(100_000);
-        let mut agent = Agent { outputs: Some(tx), expected: Vec::new(), requests: 0 };
+        let mut agent = Agent::new(Some(tx), None);
         let records = Records((0..20).map(|i| format!("request {i}")).collect::<Vec<_>>().into_iter());
         let kept = Kept { lines, ..Kept::default() };
         let (end, ok) = serve(Labels, records, kept.clone(), &mut agent, rx, std::future::pending()).await;
@@ -133,5 +163,20 @@ async fn outputs_mapped_together_come_out_in_their_order() {
         } else {
             assert_eq!(batches, 0);
         }
+    }
+}
+
+#[tokio::test]
+async fn events_handed_over_together_come_out_as_one_by_one() {
+    for lines in [false, true] {
+        let (tx, rx) = mpsc::channel(100_000);
+        let mut agent = Agent::new(None, Some(tx));
+        let records = Records((0..20).map(|i| format!("request {i}")).collect::<Vec<_>>().into_iter());
+        let kept = Kept { lines, ..Kept::default() };
+        let outputs = BatchedOutputs::new(rx);
+        let (end, ok) = serve(Labels, records, kept.clone(), &mut agent, outputs, std::future::pending()).await;
+        assert_eq!((end, ok), (ServeEnd::Eof, true));
+        assert!(agent.expected.len() > 6_000);
+        assert_eq!(*kept.sent.lock().unwrap(), agent.expected, "lines: {lines}");
     }
 }

@@ -18,9 +18,13 @@
 //! serialised by the writer thread straight into the output, in pieces of
 //! [`PIECE_BYTES`]: it is never held whole, and no other line is written
 //! inside it.
+//!
+//! [`flushed`] resolves once every writer has written and flushed all it
+//! was given (MCP servers wait for it before they start: the answer that let
+//! them start is then with the client).
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -44,6 +48,49 @@ static IDLE_HOOK: AtomicBool = AtomicBool::new(false);
 
 /// The writers running in this process, told when the runtime goes idle.
 static WRITERS: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+
+/// Woken when a writer has flushed all it was given (only while a
+/// [`flushed`] waits: the writer's loop does not pay for it otherwise).
+static FLUSHED: Notify = Notify::const_new();
+static FLUSH_WAITERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Resolves once every writer of the process has written and flushed all
+/// that was queued to it (at once when nothing is queued, or when no writer
+/// runs; a broken output counts as flushed: nothing more is written to it).
+pub async fn flushed() {
+    struct Waiting;
+    impl Drop for Waiting {
+        fn drop(&mut self) {
+            FLUSH_WAITERS.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    FLUSH_WAITERS.fetch_add(1, Ordering::SeqCst);
+    let _waiting = Waiting;
+    loop {
+        let notified = FLUSHED.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if all_flushed() {
+            return;
+        }
+        notified.await;
+    }
+}
+
+fn all_flushed() -> bool {
+    let writers = WRITERS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    writers.iter().filter_map(Weak::upgrade).all(|shared| {
+        let st = shared.lock();
+        st.broken || (st.is_empty() && shared.flushed.load(Ordering::SeqCst) == st.taken)
+    })
+}
+
+/// Tell [`flushed`] waiters that a writer flushed (or stopped).
+fn tell_flushed() {
+    if FLUSH_WAITERS.load(Ordering::SeqCst) > 0 {
+        FLUSHED.notify_waiters();
+    }
+}
 
 /// The async runtime's `on_thread_park` hook: every ready task has run, so
 /// the lines queued so far are a whole batch; writers waiting for one write it now.
@@ -79,6 +126,8 @@ struct State {
     /// The runtime went idle since the writer last took the buffer.
     batch_ready: bool,
     senders: usize,
+    /// How many times the writer took the queue's bytes (see `Shared::flushed`).
+    taken: u64,
     /// The output failed (e.g. the client closed it); nothing more is written.
     broken: bool,
 }
@@ -87,6 +136,8 @@ struct Shared {
     state: Mutex<State>,
     wake_writer: Condvar,
     space: Notify,
+    /// The last `State::taken` whose bytes are written and flushed.
+    flushed: AtomicU64,
 }
 
 impl State {
@@ -326,6 +377,7 @@ where
         state: Mutex::new(State { senders: 1, ..State::default() }),
         wake_writer: Condvar::new(),
         space: Notify::new(),
+        flushed: AtomicU64::new(0),
     });
     let (done_tx, done_rx) = oneshot::channel();
     let thread_shared = shared.clone();
@@ -335,6 +387,7 @@ where
             thread_shared.lock().broken = true;
         }
         thread_shared.space.notify_waiters();
+        tell_flushed();
         let _ = done_tx.send(result);
     });
     if let Err(e) = spawned {
@@ -376,10 +429,11 @@ fn write_loop<W: Write>(shared: &Shared, mut out: W) -> std::io::Result<()> {
                 st.gathering = false;
             }
             st.batch_ready = false;
-            (st.streamed.take(), std::mem::replace(&mut st.buf, std::mem::take(&mut spare)))
+            st.taken += 1;
+            (st.taken, st.streamed.take(), std::mem::replace(&mut st.buf, std::mem::take(&mut spare)))
         };
         shared.space.notify_waiters();
-        let (streamed, mut chunk) = chunk;
+        let (taken, streamed, mut chunk) = chunk;
         if let Some(message) = streamed {
             write_streamed(&message, &mut out)?;
         }
@@ -390,6 +444,9 @@ fn write_loop<W: Write>(shared: &Shared, mut out: W) -> std::io::Result<()> {
         }
         if shared.lock().is_empty() {
             out.flush()?;
+            // Bytes queued since are not taken yet: `flushed` sees them in the queue.
+            shared.flushed.store(taken, Ordering::SeqCst);
+            tell_flushed();
         }
     }
 }
@@ -558,5 +615,47 @@ mod tests {
         assert!(refused);
         drop(sender);
         assert!(handle.finish().await.is_err());
+    }
+    /// Writes wait until the test lets them through; says when one started.
+    struct HeldSink {
+        started: Option<oneshot::Sender<()>>,
+        release: std::sync::mpsc::Receiver<()>,
+        out: Arc<Mutex<Vec<u8>>>,
+    }
+
+    impl Write for HeldSink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if let Some(started) = self.started.take() {
+                let _ = started.send(());
+            }
+            let _ = self.release.recv();
+            self.out.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn flushed_waits_for_bytes_the_writer_took_but_has_not_written() {
+        let (started, write_started) = oneshot::channel();
+        let (release, released) = std::sync::mpsc::channel();
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let sink = HeldSink { started: Some(started), release: released, out: out.clone() };
+        let (sender, handle) = spawn_writer(sink);
+        assert!(sender.send(b"answer".to_vec()).await);
+        // The writer took the line (the queue is empty again) and is inside its write.
+        write_started.await.unwrap();
+        let waiting = tokio::spawn(flushed());
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiting.is_finished(), "flushed before the line was written");
+        release.send(()).unwrap();
+        waiting.await.unwrap();
+        assert_eq!(*out.lock().unwrap(), b"answer\n");
+        drop(sender);
+        handle.finish().await.unwrap();
     }
 }

@@ -122,7 +122,12 @@ pub async fn stream_assistant(
                 })
                 .await;
                 match waited {
-                    Some(next) => next,
+                    Some(next) => {
+                        // What follows it may be at hand again (a burst after a
+                        // pause): the next batch gets its turn of the runtime too.
+                        yielded = false;
+                        next
+                    }
                     None => {
                         error = Some(ProviderError::aborted());
                         break;
@@ -337,8 +342,12 @@ impl Batch<'_> {
         if let Some(emitter) = self.emitter
             && !self.events.is_empty()
         {
+            // The next batch is likely as long: room for it at once (no
+            // regrowth, no move of the events already in).
+            let capacity = self.events.len();
+            let events = std::mem::replace(&mut self.events, Vec::with_capacity(capacity));
             // Without a wait (nor the boxed future of `emit_all`) when the sink has room.
-            if let Err(events) = emitter.try_emit_all(std::mem::take(&mut self.events)) {
+            if let Err(events) = emitter.try_emit_all(events) {
                 emitter.emit_all(events).await;
             }
         }
@@ -505,6 +514,55 @@ mod tests {
             // `message_start` goes out first, with the events at hand when the answer began.
             assert!(matches!(at_hand[0].first(), Some(AgentEvent::MessageStart { .. })));
             assert_eq!(flat(at_hand), flat(one_by_one));
+        }
+    }
+
+    /// Hands its events over one at a time through a one-slot channel from
+    /// its own task, as an HTTP connection hands a body's chunks: the next
+    /// is at hand once that task has run again. It pauses once, longer than
+    /// one turn of the runtime, after `pause_after` events.
+    struct Trickles {
+        events: Vec<Result<ProviderEvent, ProviderError>>,
+        pause_after: usize,
+    }
+
+    impl Provider for Trickles {
+        fn api(&self) -> &'static str {
+            "trickles"
+        }
+
+        fn stream(&self, _: ProviderRequest, _: CancellationToken) -> ProviderStream {
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            let (events, pause_after) = (self.events.clone(), self.pause_after);
+            tokio::spawn(async move {
+                for (i, event) in events.into_iter().enumerate() {
+                    if i == pause_after {
+                        for _ in 0..4 {
+                            tokio::task::yield_now().await;
+                        }
+                    }
+                    if tx.send(event).await.is_err() {
+                        return;
+                    }
+                }
+            });
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|event| (event, rx)) }).boxed()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_burst_after_a_pause_still_goes_out_in_batches() {
+        use ProviderEvent::*;
+        let mut events = vec![Ok(BlockStart { index: 0, kind: BlockKind::Text })];
+        events.extend((0..400).map(|i| Ok(BlockDelta { index: 0, delta: format!("t{i} ") })));
+        events.push(Ok(Stop { reason: StopReason::Stop, raw: None }));
+        for pause_after in [0, 3, 200] {
+            let provider = Arc::new(Trickles { events: events.clone(), pause_after });
+            let calls = emitted_by(provider, CancellationToken::new()).await;
+            let deltas = calls.iter().flatten().filter(|e| matches!(e, AgentEvent::MessageUpdate { .. })).count();
+            // Every delta, and far fewer hand-offs than deltas on both sides of the pause.
+            assert_eq!(deltas, 402, "pause after {pause_after}");
+            assert!(calls.len() < 40, "pause after {pause_after}: {} hand-offs", calls.len());
         }
     }
 

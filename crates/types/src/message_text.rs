@@ -49,6 +49,13 @@ impl Text {
     /// Append `s`; a shared text is copied first, so other holders keep theirs.
     pub fn push_str(&mut self, s: &str) {
         let body = Arc::make_mut(&mut self.0);
+        // Already decoded and not kept as JSON (a streamed block): in place.
+        if body.json.is_none()
+            && let Some(text) = body.text.get_mut()
+        {
+            text.push_str(s);
+            return;
+        }
         let mut text = std::mem::take(&mut body.text).into_inner().unwrap_or_else(|| decode(&body.json));
         text.push_str(s);
         body.json = None;

@@ -1,28 +1,44 @@
 //! Where fencing epochs are claimed (a write and an fsync of the session's
-//! epoch file, [`super::fence::claim`]): a few threads of their own, started
-//! with the worker's cluster connection.
+//! epoch file, [`super::fence::claim`]), and other small blocking work on
+//! epoch files: the blocking pool of the lease keeper's runtime
+//! ([`super::keeper`]), at most [`THREADS`] threads that end once idle for
+//! [`IDLE`].
 //!
-//! Tokio's blocking pool would do, but it starts a thread for each claim
-//! waiting when all of its threads are busy, so a burst of new sessions
-//! leaves the worker with that many more thread stacks and allocator arenas
-//! until they retire; here the number of threads is fixed, and a burst waits
-//! its turn (as many claims at once as there are threads).
+//! * Bounded: the worker's own blocking pool starts a thread for each claim
+//!   waiting when all of its threads are busy, so a burst of new sessions
+//!   would leave that many more thread stacks and allocator arenas; here a
+//!   burst waits its turn (as many claims at once as there are threads).
+//! * Gone when idle: a thread that lived on would keep, in its allocator
+//!   cache (glibc's per-thread tcache, which only the thread's end gives
+//!   back), up to seven chunks of each small size it freed, most of them
+//!   allocated by the sessions' threads (the claim's paths and closure):
+//!   ~11 KiB per thread after a thousand new sessions, a fixed cost that
+//!   appeared only once sessions came. An idle worker has no claim thread.
 
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 /// Claims made at once.
-const THREADS: usize = 4;
+pub const THREADS: usize = 4;
 
 /// A claim's thread stack: a claim opens, locks, reads and writes one small file.
 const STACK: usize = 128 * 1024;
 
-type Job = Box<dyn FnOnce() + Send>;
+/// How long an idle claim thread waits for more work before it ends.
+const IDLE: Duration = Duration::from_millis(250);
 
-/// The claim threads (cloned handles share them).
+/// The claim threads' name.
+pub const NAME: &str = "pi-epoch-claim";
+
+/// Set up `builder`'s blocking pool as the claim threads (the lease keeper's runtime).
+pub fn configure(builder: &mut tokio::runtime::Builder) -> &mut tokio::runtime::Builder {
+    builder.max_blocking_threads(THREADS).thread_keep_alive(IDLE).thread_stack_size(STACK).thread_name(NAME)
+}
+
+/// The claim threads: the blocking pool of a runtime set up by [`configure`]
+/// (cloned handles share it).
 #[derive(Clone)]
 pub struct Claims {
-    jobs: mpsc::Sender<Job>,
+    runtime: tokio::runtime::Handle,
 }
 
 impl std::fmt::Debug for Claims {
@@ -32,37 +48,14 @@ impl std::fmt::Debug for Claims {
 }
 
 impl Claims {
-    /// Start the threads (they end when every handle is dropped).
-    pub fn start() -> Result<Claims, String> {
-        let (jobs, queue) = mpsc::channel::<Job>();
-        let queue = Arc::new(Mutex::new(queue));
-        for n in 0..THREADS {
-            let queue = queue.clone();
-            std::thread::Builder::new()
-                .name(format!("pi-epoch-claim-{n}"))
-                .stack_size(STACK)
-                .spawn(move || {
-                    loop {
-                        let job = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
-                        match job {
-                            Ok(job) => job(),
-                            Err(_) => return,
-                        }
-                    }
-                })
-                .map_err(|e| format!("the epoch claim threads: {e}"))?;
-        }
-        Ok(Claims { jobs })
+    /// The claim threads of `runtime` (set up by [`configure`]).
+    pub fn on(runtime: tokio::runtime::Handle) -> Claims {
+        Claims { runtime }
     }
 
     /// Run `work` on a claim thread and wait for its result.
     pub async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
-        let (done, result) = tokio::sync::oneshot::channel();
-        let job: Job = Box::new(move || {
-            let _ = done.send(work());
-        });
-        self.jobs.send(job).map_err(|_| "the epoch claim threads ended".to_string())?;
-        result.await.map_err(|_| "an epoch claim ended without an answer".to_string())
+        self.runtime.spawn_blocking(work).await.map_err(|e| format!("an epoch claim ended without an answer: {e}"))
     }
 }
 
@@ -70,17 +63,33 @@ impl Claims {
 mod tests {
     use super::*;
 
+    fn pool() -> tokio::runtime::Runtime {
+        configure(&mut tokio::runtime::Builder::new_current_thread()).enable_all().build().unwrap()
+    }
+
     #[tokio::test]
-    async fn work_runs_on_the_claim_threads_and_more_claims_than_threads_all_finish() {
-        let claims = Claims::start().unwrap();
-        let names = futures::future::join_all(
-            (0..THREADS * 3)
-                .map(|_| claims.run(|| std::thread::current().name().map(str::to_owned).unwrap_or_default())),
-        )
+    async fn more_claims_than_threads_all_finish_on_at_most_that_many_claim_threads() {
+        let runtime = pool();
+        let claims = Claims::on(runtime.handle().clone());
+        let running = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let most = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let names = futures::future::join_all((0..THREADS * 3).map(|_| {
+            let (running, most) = (running.clone(), most.clone());
+            claims.run(move || {
+                use std::sync::atomic::Ordering::SeqCst;
+                most.fetch_max(running.fetch_add(1, SeqCst) + 1, SeqCst);
+                std::thread::sleep(Duration::from_millis(20));
+                running.fetch_sub(1, SeqCst);
+                std::thread::current().name().map(str::to_owned).unwrap_or_default()
+            })
+        }))
         .await;
         assert_eq!(names.len(), THREADS * 3);
         for name in names {
-            assert!(name.unwrap().starts_with("pi-epoch-claim-"));
+            assert_eq!(name.unwrap(), NAME);
         }
+        let most = most.load(std::sync::atomic::Ordering::SeqCst);
+        assert!((1..=THREADS).contains(&most), "{most} claims ran at once");
+        runtime.shutdown_background();
     }
 }

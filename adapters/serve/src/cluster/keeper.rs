@@ -1,5 +1,6 @@
 //! Where leases are renewed (and new ones created, see
 //! `Renewals::bucket`): a thread of its own, with its own small runtime
+//! (whose blocking pool is the epoch claims' threads, [`super::claims`])
 //! and its own connection to the bus, so renewals stay on time whatever the
 //! worker's runtime is busy with (a hundred sessions loading at once keeps
 //! both of its threads busy, and a renewal late by more than two thirds of
@@ -10,6 +11,7 @@ use std::sync::Arc;
 
 use async_nats::jetstream::kv;
 
+use super::claims::{self, Claims};
 use super::renew::Renewals;
 use super::{ClusterOptions, LEASE_BUCKET, connect_client};
 
@@ -24,6 +26,8 @@ const READ_BUFFER: u16 = 4096;
 pub struct Keeper {
     /// Every lease of the worker (their bucket through the keeper's own connection).
     pub renewals: Arc<Renewals>,
+    /// The claim threads (the keeper's runtime's blocking pool).
+    pub claims: Claims,
 }
 
 impl std::fmt::Debug for Keeper {
@@ -39,13 +43,14 @@ impl Keeper {
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let options = options.clone();
         let started = std::thread::Builder::new().name("pi-lease-keeper".to_string()).spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(runtime) => runtime,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(format!("the lease keeper's runtime: {e}")));
-                    return;
-                }
-            };
+            let runtime =
+                match claims::configure(&mut tokio::runtime::Builder::new_current_thread()).enable_all().build() {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(format!("the lease keeper's runtime: {e}")));
+                        return;
+                    }
+                };
             runtime.block_on(async move {
                 let opened = async {
                     let client = connect_client(&options, "leases", READ_BUFFER).await?;
@@ -63,6 +68,7 @@ impl Keeper {
                         options.worker.clone(),
                         options.lease_ttl,
                     )),
+                    claims: Claims::on(tokio::runtime::Handle::current()),
                 });
                 let renewals = match &keeper {
                     Ok(keeper) => keeper.renewals.clone(),

@@ -153,6 +153,7 @@ impl Lease {
         let renewals = cluster.keeper.renewals.clone();
         // Through the keeper's connection: see `Renewals::bucket`.
         let leases = renewals.bucket();
+        let turn = renewals.creating().await;
         let asked = clock_ms();
         let epoch = match leases.create(id, owner_value(worker)).await {
             Ok(revision) => revision,
@@ -177,6 +178,7 @@ impl Lease {
             }
             Err(e) => return Err(bus(e.to_string())),
         };
+        drop(turn);
         let state = Arc::new(State::new(
             EpochFence::in_dir(renewals.session_dir(session_dir), id, epoch),
             epoch,

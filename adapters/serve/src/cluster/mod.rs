@@ -6,7 +6,8 @@
 //! * [`keeper`]: the thread (and bus connection) the renewals run on.
 //! * [`renew`]: the renewals of every lease of the worker, in one loop.
 //! * [`fence`]: the epoch on shared storage, checked before every write of
-//!   the session file; [`claims`]: the threads that record new epochs;
+//!   the session file; [`claims`]: the threads that record new epochs
+//!   (the keeper's runtime's blocking pool, ended when idle);
 //!   `compact_id`: a lease's session id, inline when it is a UUID.
 //! * [`events`]: every session's events on a JetStream stream, replayed by
 //!   any worker from `afterSeq`.
@@ -96,7 +97,7 @@ impl Cluster {
         let leases = std::sync::Arc::new(leases);
         let events = events::open(jetstream.clone(), options.retention, client.max_payload()).await?;
         let keeper = keeper::Keeper::start(&options, leases.clone()).await?;
-        let claims = claims::Claims::start()?;
+        let claims = keeper.claims.clone();
         tracing::info!("pi serve: in the cluster at {} as {}", options.urls.join(","), options.worker);
         Ok(Cluster { client, jetstream, leases, events, keeper, claims, options })
     }

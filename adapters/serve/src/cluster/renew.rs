@@ -49,6 +49,8 @@ pub struct Renewals {
     ttl: Duration,
     /// Every lease held, and (until the loop's next pass) those let go or lost.
     held: Mutex<Vec<Arc<State>>>,
+    /// New leases' creates in flight at once (see [`Renewals::creating`]).
+    creates: tokio::sync::Semaphore,
 }
 
 impl std::fmt::Debug for Renewals {
@@ -107,7 +109,15 @@ enum Retaken {
 
 impl Renewals {
     pub(super) fn new(leases: Arc<kv::Store>, here: Arc<kv::Store>, worker: String, ttl: Duration) -> Renewals {
-        Renewals { leases, here, session_dir: Mutex::new(None), worker, ttl, held: Mutex::new(Vec::new()) }
+        Renewals {
+            leases,
+            here,
+            session_dir: Mutex::new(None),
+            worker,
+            ttl,
+            held: Mutex::new(Vec::new()),
+            creates: tokio::sync::Semaphore::new(AT_ONCE),
+        }
     }
 
     /// The lease bucket through the keeper's connection: renewals, and the
@@ -121,6 +131,16 @@ impl Renewals {
     /// than without).
     pub(super) fn bucket(&self) -> &Arc<kv::Store> {
         &self.leases
+    }
+
+    /// A turn to create a lease through [`Renewals::bucket`] (held until the
+    /// create, and the read and takeover that may follow, are answered):
+    /// [`AT_ONCE`] at a time, as renewals. Unbounded, a burst of a hundred new
+    /// sessions queued a hundred creates at once on the keeper's connection,
+    /// whose write buffer and pending-request map then kept that size (about
+    /// 35 KiB), and whose command queue kept its extra blocks.
+    pub(super) async fn creating(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.creates.acquire().await.ok()
     }
 
     /// The lease bucket through the worker's own connection.

@@ -34,9 +34,7 @@ mod tool_setup;
 
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
-
-use super::channels::Channels;
+use super::channels::{Channels, OutputTx};
 use super::current_session::CurrentSession;
 use super::extension_state::ExtensionState;
 use super::internal::ActorSink;
@@ -86,7 +84,7 @@ pub(crate) struct Agent {
 }
 
 impl Agent {
-    pub(crate) fn new(config: AgentConfig, out: mpsc::Sender<Output>) -> Result<Agent, CoreError> {
+    pub(crate) fn new(config: AgentConfig, out: OutputTx) -> Result<Agent, CoreError> {
         let channels = Channels::new(out);
         let session = open_session(&config)?;
         let (restored_model, restored_thinking) = session.context_model_and_thinking();
@@ -257,10 +255,20 @@ impl Agent {
 
     /// Events of a background task, in order, each as [`Agent::run_event`]
     /// handles it; the common case (room in the output channel, not
-    /// `agent_settled`) without an await.
+    /// `agent_settled` nor `turn_end`) without an await, and when the front
+    /// end takes them together, in one hand-off (the actor's state follows
+    /// them all first: nothing reads it in between).
     async fn run_events(&mut self, events: Vec<AgentEvent>) {
+        if self.channels.batched() && !events.iter().any(handled_alone) {
+            for event in &events {
+                self.observe(event);
+                self.notify_extensions(event);
+            }
+            self.channels.send_events(events).await;
+            return;
+        }
         for event in events {
-            if matches!(event, AgentEvent::AgentSettled { .. } | AgentEvent::TurnEnd { .. }) {
+            if handled_alone(&event) {
                 self.run_event(event).await;
                 continue;
             }
@@ -383,4 +391,10 @@ impl Agent {
             Err(e) => tracing::warn!("cannot hide the failed attempt from the context: {e}"),
         }
     }
+}
+
+/// An event the actor acts on beyond following it (the end of a turn or of
+/// the run): handled by [`Agent::run_event`], not with the events around it.
+fn handled_alone(event: &AgentEvent) -> bool {
+    matches!(event, AgentEvent::AgentSettled { .. } | AgentEvent::TurnEnd { .. })
 }

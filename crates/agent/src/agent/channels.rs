@@ -3,22 +3,30 @@
 
 use tokio::sync::mpsc;
 
-use super::Output;
 use super::internal::{Emitter, Internal};
+use super::{Output, Outputs};
+use crate::event::AgentEvent;
 
 /// Capacity of the internal channel (background tasks wait when it is full).
 const INTERNAL_CAPACITY: usize = 1024;
 
+/// Where the actor's outputs go: one at a time, or with the events of a
+/// background task together ([`super::spawn_batched`]).
+pub(super) enum OutputTx {
+    One(mpsc::Sender<Output>),
+    Batched(mpsc::Sender<Outputs>),
+}
+
 /// Where the actor's outputs go and where its background tasks write to it.
 pub(super) struct Channels {
-    out: mpsc::Sender<Output>,
+    out: OutputTx,
     internal: mpsc::Sender<Internal>,
     /// Taken once, by the actor loop.
     inbox: Option<mpsc::Receiver<Internal>>,
 }
 
 impl Channels {
-    pub(super) fn new(out: mpsc::Sender<Output>) -> Self {
+    pub(super) fn new(out: OutputTx) -> Self {
         let (internal, inbox) = mpsc::channel(INTERNAL_CAPACITY);
         Channels { out, internal, inbox: Some(inbox) }
     }
@@ -42,11 +50,40 @@ impl Channels {
     /// armed), else waiting for room, exactly as a plain `send` would. A
     /// front end that went away drops it.
     pub(super) async fn send(&self, output: Output) {
-        match self.out.try_send(output) {
-            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
-            Err(mpsc::error::TrySendError::Full(output)) => {
-                let _ = self.out.send(output).await;
+        match &self.out {
+            OutputTx::One(out) => send(out, output).await,
+            OutputTx::Batched(out) => send(out, Outputs::One(output)).await,
+        }
+    }
+
+    /// Whether [`Channels::send_events`] hands events over together.
+    pub(super) fn batched(&self) -> bool {
+        matches!(self.out, OutputTx::Batched(_))
+    }
+
+    /// Queue these events as outputs, in order: in one hand-off when the
+    /// front end takes them together, else one by one.
+    pub(super) async fn send_events(&self, events: Vec<AgentEvent>) {
+        match &self.out {
+            OutputTx::One(out) => {
+                for event in events {
+                    send(out, Output::Event(event)).await;
+                }
             }
+            OutputTx::Batched(_) if events.is_empty() => {}
+            OutputTx::Batched(out) => send(out, Outputs::Events(events)).await,
+        }
+    }
+}
+
+/// Queue an item: at once when the channel has room (no waiter is armed),
+/// else waiting for room, exactly as a plain `send` would. A front end that
+/// went away drops it.
+async fn send<T>(out: &mpsc::Sender<T>, item: T) {
+    match out.try_send(item) {
+        Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+        Err(mpsc::error::TrySendError::Full(item)) => {
+            let _ = out.send(item).await;
         }
     }
 }
@@ -59,7 +96,7 @@ mod tests {
     #[tokio::test]
     async fn a_full_output_waits_for_room_and_keeps_the_order() {
         let (out, mut rx) = mpsc::channel(1);
-        let mut channels = Channels::new(out);
+        let mut channels = Channels::new(OutputTx::One(out));
         assert!(channels.take_inbox().is_some() && channels.take_inbox().is_none());
         channels.send(Output::Reply { tag: 1, result: Ok(Reply::Ack) }).await;
         let reader = tokio::spawn(async move {

@@ -131,6 +131,16 @@ pub enum Output {
     Reply { tag: RequestTag, result: Result<Reply, CoreError> },
 }
 
+/// One item of the ordered output stream of an agent started with
+/// [`spawn_batched`]: an output, or the events a background task handed over
+/// together (a run's streamed deltas), in order: one hand-off for them all.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Outputs {
+    One(Output),
+    Events(Vec<AgentEvent>),
+}
+
 /// An op in the agent's queue. The op is boxed: a tokio channel allocates
 /// its slots 32 at a time, at creation, so every idle session pays for 32
 /// items (an op inline is 168 bytes).
@@ -197,9 +207,23 @@ const OP_CAPACITY: usize = 1024;
 /// Start the agent actor. Startup problems (no usable model, unreadable
 /// session) are returned here; afterwards every failure is a reply or event.
 pub fn spawn(config: AgentConfig) -> Result<(AgentHandle, mpsc::Receiver<Output>), CoreError> {
-    let (op_tx, op_rx) = mpsc::channel(OP_CAPACITY);
     let (out_tx, out_rx) = mpsc::channel(OUTPUT_CAPACITY);
-    let agent = actor::Agent::new(config, out_tx)?;
+    let handle = start(config, channels::OutputTx::One(out_tx))?;
+    Ok((handle, out_rx))
+}
+
+/// [`spawn`] for a front end that takes the events of a background task
+/// together ([`Outputs::Events`]): the stdio connection, which writes them
+/// into one buffer.
+pub fn spawn_batched(config: AgentConfig) -> Result<(AgentHandle, mpsc::Receiver<Outputs>), CoreError> {
+    let (out_tx, out_rx) = mpsc::channel(OUTPUT_CAPACITY);
+    let handle = start(config, channels::OutputTx::Batched(out_tx))?;
+    Ok((handle, out_rx))
+}
+
+fn start(config: AgentConfig, out: channels::OutputTx) -> Result<AgentHandle, CoreError> {
+    let (op_tx, op_rx) = mpsc::channel(OP_CAPACITY);
+    let agent = actor::Agent::new(config, out)?;
     tokio::spawn(agent.run(OpReceiver(op_rx)));
-    Ok((AgentHandle { ops: op_tx }, out_rx))
+    Ok(AgentHandle { ops: op_tx })
 }

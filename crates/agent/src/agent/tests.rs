@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::{AgentConfig, AgentHandle, Output, SessionStart, SystemPromptOptions, spawn};
+use super::{AgentConfig, AgentHandle, Output, Outputs, SessionStart, SystemPromptOptions, spawn, spawn_batched};
 use crate::config::{ModelRegistry, Settings};
 use crate::error::{CoreError, ErrorKind};
 use crate::event::{AgentEvent, CompactionReason};
@@ -28,6 +28,16 @@ struct Actor {
 }
 
 fn start(edit: impl FnOnce(&mut Settings)) -> Actor {
+    start_with(edit, None)
+}
+
+/// Started with [`spawn_batched`]: its outputs are unpacked in order, the
+/// size of each hand-off (1 for an output alone) recorded in `sizes`.
+fn start_batched(sizes: Arc<std::sync::Mutex<Vec<usize>>>) -> Actor {
+    start_with(|_| {}, Some(sizes))
+}
+
+fn start_with(edit: impl FnOnce(&mut Settings), batched: Option<Arc<std::sync::Mutex<Vec<usize>>>>) -> Actor {
     let dir = tempfile::tempdir().unwrap();
     let faux = FauxProvider::default();
     let mut providers = ProviderRegistry::default();
@@ -60,7 +70,24 @@ fn start(edit: impl FnOnce(&mut Settings)) -> Actor {
         client: Default::default(),
         session_fence: None,
     };
-    let (handle, outputs) = spawn(config).unwrap();
+    let Some(sizes) = batched else {
+        let (handle, outputs) = spawn(config).unwrap();
+        return Actor { handle, outputs, faux, seen: Vec::new(), next_tag: 1, _dir: dir };
+    };
+    let (handle, mut batches) = spawn_batched(config).unwrap();
+    let (unpacked, outputs) = mpsc::channel(1024);
+    tokio::spawn(async move {
+        while let Some(batch) = batches.recv().await {
+            let outputs = match batch {
+                Outputs::One(output) => vec![output],
+                Outputs::Events(events) => events.into_iter().map(Output::Event).collect(),
+            };
+            sizes.lock().unwrap().push(outputs.len());
+            for output in outputs {
+                unpacked.send(output).await.unwrap();
+            }
+        }
+    });
     Actor { handle, outputs, faux, seen: Vec::new(), next_tag: 1, _dir: dir }
 }
 
@@ -154,6 +181,36 @@ fn user_texts(messages: &[AgentMessage]) -> Vec<String> {
 
 fn settled(e: &AgentEvent) -> bool {
     matches!(e, AgentEvent::AgentSettled { .. })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batched_front_end_gets_a_run_s_events_together_and_in_the_same_order() {
+    let sizes = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut runs = Vec::new();
+    for mut actor in [start(|_| {}), start_batched(sizes.clone())] {
+        let words: Vec<String> = (0..300).map(|i| format!("w{i} ")).collect();
+        actor.faux.push(FauxReply { text: Some(words.concat()), ..FauxReply::default() });
+        actor.call(prompt("go")).await.unwrap();
+        actor.until(settled).await;
+        assert_eq!(actor.call(Op::GetState).await.map(|r| matches!(r, Reply::State(_))), Ok(true));
+        // What each output is, and the text of the deltas (the messages' times differ).
+        let seen: Vec<String> = actor
+            .seen
+            .iter()
+            .map(|output| match output {
+                Output::Event(AgentEvent::MessageUpdate { event, .. }) => format!("{event:?}"),
+                Output::Event(event) => format!("{:?}", event.kind()),
+                Output::Reply { tag, result } => format!("reply {tag} {}", result.is_ok()),
+            })
+            .collect();
+        runs.push(seen);
+    }
+    assert!(runs[0].iter().filter(|s| s.contains("TextDelta")).count() > 10, "{:?}", runs[0]);
+    assert_eq!(runs[0], runs[1]);
+    // The deltas at hand came in hand-offs of several events.
+    let sizes = sizes.lock().unwrap();
+    assert!(sizes.iter().any(|&n| n > 10), "{sizes:?}");
+    assert_eq!(sizes.iter().sum::<usize>(), runs[1].len());
 }
 
 #[tokio::test(start_paused = true)]

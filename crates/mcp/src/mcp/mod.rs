@@ -71,6 +71,29 @@ impl ToolFilter {
     }
 }
 
+/// What servers wait for once they may start ([`McpManager::begin`]): the
+/// front end's output is written and flushed, so the answer that let them
+/// start is with the client before a server's process competes for the CPU
+/// (and, on a single-threaded runtime, blocks the thread while it is loaded).
+#[derive(Clone)]
+pub struct StartGate(Arc<dyn Fn() -> futures::future::BoxFuture<'static, ()> + Send + Sync>);
+
+impl StartGate {
+    pub fn new(open: impl Fn() -> futures::future::BoxFuture<'static, ()> + Send + Sync + 'static) -> StartGate {
+        StartGate(Arc::new(open))
+    }
+
+    async fn opened(&self) {
+        (self.0)().await
+    }
+}
+
+impl std::fmt::Debug for StartGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StartGate")
+    }
+}
+
 /// What a session's MCP support starts with.
 #[derive(Debug, Clone, Default)]
 pub struct McpOptions {
@@ -81,6 +104,8 @@ pub struct McpOptions {
     /// The session's working directory, the one root servers are given
     /// (`roots/list`); the process's when unset.
     pub root: Option<std::path::PathBuf>,
+    /// Servers start once this opens too (none: at once).
+    pub start_gate: Option<StartGate>,
 }
 
 /// The session's working directory as every connection of one manager sees
@@ -99,18 +124,25 @@ pub struct ExposedTool {
     pub output_schema: Option<Value>,
 }
 
-/// Wait until servers may start: [`McpManager::begin`] was called, or
-/// [`START_DELAY`] passed. Then the tasks woken with this one run first: when
-/// `begin` follows the session's first answer, that answer is on its way to
-/// the client before a server's process is started (a spawn blocks the
-/// thread until the new program is loaded, and with a single-threaded
-/// runtime the answer would wait for every server's spawn).
-pub(crate) async fn start_signal(go: &CancellationToken) {
+/// Wait until servers may start: [`McpManager::begin`] was called and then
+/// the `gate` opened, or [`START_DELAY`] passed. Once `begin` was called, the
+/// tasks woken with this one run first (the session's first answer reaches
+/// the front end's writer), then the gate (the front end's output flushed)
+/// is waited for: a spawn blocks the thread until the new program is loaded,
+/// and the new process competes for the CPU with the client reading the
+/// answer.
+pub(crate) async fn start_signal(go: &CancellationToken, gate: Option<&StartGate>) {
+    let may_start = async {
+        go.cancelled().await;
+        tokio::task::yield_now().await;
+        if let Some(gate) = gate {
+            gate.opened().await;
+        }
+    };
     tokio::select! {
-        _ = go.cancelled() => {}
-        _ = tokio::time::sleep(START_DELAY) => {}
+        _ = may_start => {}
+        _ = tokio::time::sleep(START_DELAY) => tokio::task::yield_now().await,
     }
-    tokio::task::yield_now().await;
 }
 
 /// The MCP servers of one session.
@@ -121,6 +153,8 @@ pub struct McpManager {
     registered: Mutex<Vec<registry::Registered>>,
     /// Cancelled to start connecting now.
     go: CancellationToken,
+    /// What starting waits for after `go`.
+    gate: Option<StartGate>,
     errors: Vec<String>,
     filter: ToolFilter,
     auto_codemode: bool,
@@ -143,9 +177,9 @@ impl McpManager {
             // Servers start once the session answered its first command (or
             // after START_DELAY): starting node or npx competes for the CPU,
             // and the first answer must not wait for that.
-            let (conns, go) = (conns.clone(), go.clone());
+            let (conns, go, gate) = (conns.clone(), go.clone(), options.start_gate.clone());
             tokio::spawn(async move {
-                start_signal(&go).await;
+                start_signal(&go, gate.as_ref()).await;
                 for conn in conns {
                     tokio::spawn(async move { conn.connect().await });
                 }
@@ -153,6 +187,7 @@ impl McpManager {
         }
         Arc::new(McpManager {
             go,
+            gate: options.start_gate,
             configured: conns,
             registered: Mutex::new(Vec::new()),
             errors: options.config.errors,

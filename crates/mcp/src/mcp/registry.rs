@@ -50,9 +50,9 @@ impl McpManager {
         let conn = server.filter(|_| !shadowed && !self.disabled).map(|server| self.connection(server));
         if let Some(conn) = &conn {
             // With the mcp.json servers at start-up, at once once they started.
-            let (conn, go) = (conn.clone(), self.go.clone());
+            let (conn, go, gate) = (conn.clone(), self.go.clone(), self.gate.clone());
             tokio::spawn(async move {
-                super::start_signal(&go).await;
+                super::start_signal(&go, gate.as_ref()).await;
                 conn.connect().await;
             });
         }

@@ -111,3 +111,31 @@ async fn the_answer_that_lets_servers_start_goes_out_before_they_start() {
     let status = mcp.conns()[0].state().status;
     assert!(matches!(&status, Status::Failed(e) if e.contains("cannot start")), "{status:?}");
 }
+
+/// With a start gate (the front end's output flushed), servers start only
+/// once it opens, however long after `begin` that is (within START_DELAY).
+// Paused time: START_DELAY cannot pass while the test yields, however loaded the machine.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn servers_start_once_the_gate_opens() {
+    let missing = ServerConfig::stdio("missing", PathBuf::from("/nonexistent/mcp-server"), vec![], vec![], ".".into());
+    let mut config = McpConfig::default();
+    config.add_server(missing);
+    let (open, opened) = tokio::sync::watch::channel(false);
+    let gate = StartGate::new(move || {
+        let mut opened = opened.clone();
+        Box::pin(async move {
+            let _ = opened.wait_for(|open| *open).await;
+        })
+    });
+    let mcp = McpManager::start(McpOptions { config, start_gate: Some(gate), ..Default::default() });
+    mcp.begin();
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    // The failed spawn of the missing server would settle its status at once: not started.
+    assert_eq!(mcp.conns()[0].state().status, Status::Connecting);
+    open.send_replace(true);
+    mcp.wait_for(None).await;
+    let status = mcp.conns()[0].state().status;
+    assert!(matches!(&status, Status::Failed(e) if e.contains("cannot start")), "{status:?}");
+}
