@@ -1,7 +1,7 @@
 //! Where fencing epochs are claimed (a write and an fsync of the session's
 //! epoch file, [`super::fence::claim`]), and other small blocking work on
-//! epoch files: the blocking pool of the lease keeper's runtime
-//! ([`super::keeper`]), at most [`THREADS`] threads that end once idle for
+//! epoch files: the blocking pool of the lease keeper's runtime (the
+//! keeper module starts it), at most [`THREADS`] threads that end once idle for
 //! [`IDLE`].
 //!
 //! * Bounded: the worker's own blocking pool starts a thread for each claim

@@ -1,5 +1,5 @@
 //! The renewals of every lease a worker holds: one loop on the lease
-//! keeper's thread ([`super::keeper`]) over a map of the held leases.
+//! keeper's thread (the keeper module runs it) over a map of the held leases.
 //!
 //! * Each lease is due a period (a third of the TTL) after its last renewal
 //!   was sent. The loop wakes when the next one is due (at most every
