@@ -53,7 +53,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import websockets  # noqa: E402
 
 from measure import sandbox_env  # noqa: E402
-from serve import attach_idle, cpu_seconds  # noqa: E402
+from serve import attach_idle, cpu_seconds, rss_kib  # noqa: E402
 
 NATS = os.path.join(ROOT, "target", "tools", "nats", "usr", "sbin", "nats-server")
 BUILD = {"pi": "release"}
@@ -249,15 +249,6 @@ async def drain(env, turns):
 # threads retire (Tokio's blocking pool keeps an idle thread 10 s) and after a
 # round of lease renewals (every third of the default 10 s TTL).
 SETTLED = 12
-
-
-def rss_kib(pid):
-    """The process's whole resident memory (VmRSS), KiB."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def anon_kib(pid):
