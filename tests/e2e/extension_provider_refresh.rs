@@ -16,36 +16,53 @@ use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, spawn_reference_with};
 use crate::harness::{Pi, Sandbox};
 
-const CATALOG: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+/// The provider of the refresh tests: one network phase that publishes and persists a catalog.
+fn catalog() -> String {
+    native_provider(
+        "catalog",
+        "",
+        r#"{ apiKey: { name: "Catalog key", resolve: async () => ({ auth: { apiKey: "catalog-key" }, source: "test" }) } }"#,
+        r#"phases.push(`network ${ctx.credential?.type}:${ctx.credential?.key}`);
+      const fetched = [model("static-model"), model("network-model")];
+      await ctx.publish({ persist: { models: fetched, checkedAt: 1 }, update: () => { models = fetched; } });"#,
+    )
+}
 
-const model = (id: string) => ({
-  id, name: id, api: "catalog-api", provider: "catalog", baseUrl: "https://catalog.invalid",
-  reasoning: false, input: ["text"], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+/// A native provider extension (`pi.registerProvider(provider)`) named `id`, with the model `static-model` of the
+/// API `<id>-api`, the `auth` object given, and a `refreshModels` that does `network` (TypeScript) when the network
+/// is allowed. `prelude` goes after the imports. Its `/phases` command notifies what was pushed to `phases`.
+pub(crate) fn native_provider(id: &str, prelude: &str, auth: &str, network: &str) -> String {
+    format!(
+        r#"import type {{ ExtensionAPI }} from "@earendil-works/pi-coding-agent";
+{prelude}
+const model = (id: string) => ({{
+  id, name: id, api: "{id}-api", provider: "{id}", baseUrl: "https://{id}.invalid",
+  reasoning: false, input: ["text"], cost: {{ input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }},
   contextWindow: 32000, maxTokens: 1000,
-});
+}});
 
-export default function (pi: ExtensionAPI) {
+export default function (pi: ExtensionAPI) {{
   let models = [model("static-model")];
   const phases: string[] = [];
-  const provider: any = {
-    id: "catalog",
-    name: "Catalog",
-    baseUrl: "https://catalog.invalid",
-    auth: { apiKey: { name: "Catalog key", resolve: async () => ({ auth: { apiKey: "catalog-key" }, source: "test" }) } },
+  const provider: any = {{
+    id: "{id}",
+    name: "{id}",
+    baseUrl: "https://{id}.invalid",
+    auth: {auth},
     getModels: () => models,
-    async refreshModels(ctx: any) {
+    async refreshModels(ctx: any) {{
       if (!ctx.allowNetwork) return;
-      phases.push(`network ${ctx.credential?.type}:${ctx.credential?.key}`);
-      const fetched = [model("static-model"), model("network-model")];
-      await ctx.publish({ persist: { models: fetched, checkedAt: 1 }, update: () => { models = fetched; } });
-    },
-    stream: () => { throw new Error("not called"); },
-    streamSimple: () => { throw new Error("not called"); },
-  };
+      {network}
+    }},
+    stream: () => {{ throw new Error("not called"); }},
+    streamSimple: () => {{ throw new Error("not called"); }},
+  }};
   pi.registerProvider(provider);
-  pi.registerCommand("phases", { handler: async (_args, ctx) => ctx.ui.notify(phases.join("; "), "info") });
+  pi.registerCommand("phases", {{ handler: async (_args, ctx) => ctx.ui.notify(phases.join("; "), "info") }});
+}}
+"#
+    )
 }
-"#;
 
 /// Ask for the models until `catalog/network-model` is listed (at most 100 times).
 async fn wait_for_network_model(pi: &mut Pi) -> bool {
@@ -85,7 +102,7 @@ async fn a_native_providers_network_refresh_publishes_and_persists_as_in_pi() {
     for reference in [false, true] {
         let sb = Sandbox::offline();
         host_settings(&sb, &node, &dir, json!({}));
-        write_module(&sb, "catalog.ts", CATALOG);
+        write_module(&sb, "catalog.ts", &catalog());
         let pi = if reference { spawn_reference_with(&sb, &node, &cli, false) } else { sb.spawn(&["--no-session"]) };
         let (listed, phases, stored) = run(pi, &sb, false).await;
         let who = if reference { "pi 1.6.0" } else { "pi-rpc" };
@@ -99,28 +116,17 @@ async fn a_native_providers_network_refresh_publishes_and_persists_as_in_pi() {
     // Offline, pi-rpc runs no network phase and stores nothing.
     let sb = Sandbox::offline();
     host_settings(&sb, &node, &dir, json!({}));
-    write_module(&sb, "catalog.ts", CATALOG);
+    write_module(&sb, "catalog.ts", &catalog());
     let (_, phases, stored) = run(sb.spawn(&["--no-session", "--offline"]), &sb, true).await;
     assert_eq!((phases.as_str(), stored), ("", Value::Null));
 }
 
 /// A native provider whose only login is an OAuth one, stored expired.
-const RENEWED: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-
-const model = (id: string) => ({
-  id, name: id, api: "renewed-api", provider: "renewed", baseUrl: "https://renewed.invalid",
-  reasoning: false, input: ["text"], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-  contextWindow: 32000, maxTokens: 1000,
-});
-
-export default function (pi: ExtensionAPI) {
-  let models = [model("static-model")];
-  const phases: string[] = [];
-  const provider: any = {
-    id: "renewed",
-    name: "Renewed",
-    baseUrl: "https://renewed.invalid",
-    auth: {
+fn renewed() -> String {
+    native_provider(
+        "renewed",
+        "",
+        r#"{
       oauth: {
         name: "Renewed login",
         login: async () => { throw new Error("no login here"); },
@@ -130,20 +136,11 @@ export default function (pi: ExtensionAPI) {
         },
         toAuth: async (credential: any) => ({ apiKey: credential.access }),
       },
-    },
-    getModels: () => models,
-    async refreshModels(ctx: any) {
-      if (!ctx.allowNetwork) return;
-      phases.push(`network ${ctx.credential?.type}:${ctx.credential?.access}`);
-      await ctx.publish({ update: () => { models = [model("static-model"), model("network-model")]; } });
-    },
-    stream: () => { throw new Error("not called"); },
-    streamSimple: () => { throw new Error("not called"); },
-  };
-  pi.registerProvider(provider);
-  pi.registerCommand("phases", { handler: async (_args, ctx) => ctx.ui.notify(phases.join("; "), "info") });
+    }"#,
+        r#"phases.push(`network ${ctx.credential?.type}:${ctx.credential?.access}`);
+      await ctx.publish({ update: () => { models = [model("static-model"), model("network-model")]; } });"#,
+    )
 }
-"#;
 
 /// `/phases` until its note names the network phase (at most 100 times); the last note.
 async fn phases_after_network(pi: &mut Pi) -> String {
@@ -169,7 +166,7 @@ async fn an_expired_oauth_login_is_refreshed_for_the_network_refresh_as_in_pi() 
         let who = if reference { "pi 1.6.0" } else { "pi-rpc" };
         let sb = Sandbox::offline();
         host_settings(&sb, &node, &dir, json!({}));
-        write_module(&sb, "renewed.ts", RENEWED);
+        write_module(&sb, "renewed.ts", &renewed());
         let auth = sb.agent_dir.path().join("auth.json");
         let expired = json!({"type": "oauth", "access": "stale-access", "refresh": "refresh-one", "expires": 1000});
         std::fs::write(&auth, json!({"renewed": expired}).to_string()).expect("auth.json");

@@ -15,48 +15,35 @@ use serde_json::{Value, json};
 use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, spawn_reference_with};
+use crate::extension_provider_refresh::native_provider;
 use crate::harness::Sandbox;
 
 /// A provider whose network refresh waits for the test's lock, then publishes;
-/// it leaves a mark (`__MARKS__/<name>`) at each step.
-const LOCKED: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { existsSync, writeFileSync } from "node:fs";
+/// it leaves a mark (`<marks>/<name>`) at each step.
+fn locked(marks: &Path) -> String {
+    let prelude = format!(
+        r#"import {{ existsSync, writeFileSync }} from "node:fs";
 
-const MARKS = "__MARKS__";
-const mark = (name: string) => writeFileSync(`${MARKS}/${name}`, "");
-const until = async (name: string) => {
-  for (let n = 0; n < 600 && !existsSync(`${MARKS}/${name}`); n++) await new Promise((r) => setTimeout(r, 50));
-};
-const model = (id: string) => ({
-  id, name: id, api: "locked-api", provider: "locked", baseUrl: "https://locked.invalid",
-  reasoning: false, input: ["text"], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-  contextWindow: 32000, maxTokens: 1000,
-});
-
-export default function (pi: ExtensionAPI) {
-  let models = [model("static-model")];
-  const provider: any = {
-    id: "locked",
-    name: "Locked",
-    baseUrl: "https://locked.invalid",
-    auth: { apiKey: { name: "Locked key", resolve: async () => ({ auth: { apiKey: "locked-key" }, source: "test" }) } },
-    getModels: () => models,
-    async refreshModels(ctx: any) {
-      if (!ctx.allowNetwork) return;
-      mark("ready");
+const MARKS = {marks:?};
+const mark = (name: string) => writeFileSync(`${{MARKS}}/${{name}}`, "");
+const until = async (name: string) => {{
+  for (let n = 0; n < 600 && !existsSync(`${{MARKS}}/${{name}}`); n++) await new Promise((r) => setTimeout(r, 50));
+}};"#,
+        marks = marks.display().to_string()
+    );
+    native_provider(
+        "locked",
+        &prelude,
+        r#"{ apiKey: { name: "Locked key", resolve: async () => ({ auth: { apiKey: "locked-key" }, source: "test" }) } }"#,
+        r#"mark("ready");
       await until("locked");
       const fetched = [model("static-model"), model("network-model")];
       const published = ctx.publish({ persist: { models: fetched, checkedAt: 2 }, update: () => { models = fetched; } });
       mark("called");
       await published;
-      mark("published");
-    },
-    stream: () => { throw new Error("not called"); },
-    streamSimple: () => { throw new Error("not called"); },
-  };
-  pi.registerProvider(provider);
+      mark("published");"#,
+    )
 }
-"#;
 
 /// Wait until `file` exists (at most two minutes).
 async fn appears(file: &Path) -> bool {
@@ -83,7 +70,7 @@ async fn models_store_is_written_under_pis_lock_as_in_pi() {
         host_settings(&sb, &node, &dir, json!({}));
         let marks = sb.home.path().join("marks");
         std::fs::create_dir_all(&marks).expect("marks dir");
-        write_module(&sb, "locked.ts", &LOCKED.replace("__MARKS__", &marks.display().to_string()));
+        write_module(&sb, "locked.ts", &locked(&marks));
         let store = sb.agent_dir.path().join("models-store.json");
         let _pi = if reference { spawn_reference_with(&sb, &node, &cli, false) } else { sb.spawn(&["--no-session"]) };
 
