@@ -17,9 +17,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::protocol::{self, Incoming, Registration};
-use super::ui::{UiBroker, is_dialog_method, is_ui_method, ui_call};
-use super::{ExtRequest, HostSignal, Signals, Timeouts};
+use super::protocol::{self, Registration};
+use super::ui::UiBroker;
+use super::{HostSignal, Signals, Timeouts};
 use crate::tools::ToolUpdate;
 
 /// Longest line accepted from an extension.
@@ -28,6 +28,10 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 const OUTBOX: usize = 4096;
 /// Stderr lines kept for the death message.
 const STDERR_TAIL: usize = 5;
+
+mod messages;
+
+use messages::handle_message;
 
 const STARTING: u8 = 0;
 const READY: u8 = 1;
@@ -564,193 +568,6 @@ async fn read_messages<R: AsyncBufRead + Unpin>(ext: Arc<Extension>, mut reader:
             }
         }
     }
-}
-
-async fn handle_message(ext: &Arc<Extension>, message: Incoming) {
-    match message {
-        Incoming::Register(registration) => {
-            if let Err(e) = registration.validate() {
-                ext.fail("register", e);
-                return;
-            }
-            for event in registration.events.iter().filter(|e| !protocol::is_known_event(e)) {
-                tracing::debug!("extension {}: subscribes to \"{event}\", which pi-rpc never sends", ext.name());
-            }
-            if let (Some(name), Ok(mut slot)) = (registration.name.clone(), ext.name.write()) {
-                *slot = name;
-            }
-            if let Ok(mut slot) = ext.registration.write() {
-                *slot = Some(registration);
-            }
-            let _ = ext.status.compare_exchange(STARTING, READY, Ordering::SeqCst, Ordering::SeqCst);
-            ext.signals.deliver(HostSignal::Registered { id: ext.id }).await;
-        }
-        Incoming::Response { id, outcome } => {
-            let call = lock(&ext.pending).remove(&id);
-            match call {
-                Some(call) => {
-                    let _ = call.tx.send(outcome.map_err(CallError::Failed));
-                }
-                None => tracing::debug!("extension {}: response to unknown request {id}", ext.name()),
-            }
-        }
-        Incoming::Cancel { id } => {
-            if let Some(token) = lock(&ext.dialogs).remove(&id) {
-                token.cancel();
-            }
-        }
-        Incoming::Request { id, method, params } if is_dialog_method(&method) => {
-            // A dialog waits for the user: served aside so reading goes on.
-            let ext = ext.clone();
-            let dismissed = CancellationToken::new();
-            let key = id.as_ref().map(protocol::id_key);
-            if let Some(key) = &key {
-                lock(&ext.dialogs).insert(key.clone(), dismissed.clone());
-            }
-            tokio::spawn(async move {
-                let outcome =
-                    Ok(ui_call(&ext.ui, &ext.signals, ext.id, &ext.name(), &method, &params, &dismissed).await);
-                if let Some(key) = &key {
-                    lock(&ext.dialogs).remove(key);
-                }
-                if let Some(id) = id {
-                    ext.send(&protocol::response(&id, outcome));
-                }
-            });
-        }
-        Incoming::Request { id, method, params } if is_long_method(&method) => {
-            // Long work that calls back into the extension: served aside, and
-            // withdrawn when the extension cancels it.
-            let ext = ext.clone();
-            let withdrawn = CancellationToken::new();
-            let key = id.as_ref().map(protocol::id_key);
-            if let Some(key) = &key {
-                lock(&ext.dialogs).insert(key.clone(), withdrawn.clone());
-            }
-            tokio::spawn(async move {
-                let outcome = serve_long(&ext, &method, params, withdrawn).await;
-                if let Some(key) = &key {
-                    lock(&ext.dialogs).remove(key);
-                }
-                if let Some(id) = id {
-                    ext.send(&protocol::response(&id, outcome));
-                }
-            });
-        }
-        Incoming::Request { id, method, params } => {
-            // Served in order: what the extension sent first is emitted first.
-            let outcome = handle_request(ext, &method, params).await;
-            if let Some(id) = id {
-                ext.send(&protocol::response(&id, outcome));
-            }
-        }
-    }
-}
-
-/// Requests served aside from the reading loop (they call back into the extension).
-fn is_long_method(method: &str) -> bool {
-    matches!(method, "runBuiltinTool" | "modelStream" | "sessionOp" | "executeTool" | "providerHook")
-}
-
-async fn serve_long(
-    ext: &Arc<Extension>,
-    method: &str,
-    params: Value,
-    withdrawn: CancellationToken,
-) -> Result<Value, String> {
-    match method {
-        "runBuiltinTool" => Ok(super::builtin_tools::run(ext.clone(), params, ext.temp_dir.clone(), withdrawn).await),
-        "executeTool" => {
-            let scope = ext.nested_scope(&params);
-            Ok(super::nested::execute(scope, params, withdrawn, |id, update| ext.send_tool_update(id, update)).await)
-        }
-        "modelStream" => {
-            let (reply, answer) = oneshot::channel();
-            let signal = HostSignal::ModelStream { id: ext.id, params, cancel: withdrawn, reply };
-            if !ext.signals.deliver(signal).await {
-                return Err("the agent has shut down".to_string());
-            }
-            answer.await.unwrap_or_else(|_| Err("the agent has shut down".to_string()))
-        }
-        // A command's session op: the session hooks it runs ask this extension too.
-        "sessionOp" => {
-            let (reply, answer) = oneshot::channel();
-            let request = ExtRequest::SessionOp(params);
-            if !ext.signals.deliver(HostSignal::Request { id: ext.id, request, reply }).await {
-                return Err("the agent has shut down".to_string());
-            }
-            answer.await.unwrap_or_else(|_| Err("the agent has shut down".to_string()))
-        }
-        // A provider stream's `onPayload` / `onResponse`: pi's provider events.
-        "providerHook" => super::provider_stream::serve_hook(ext.stream_observer(&params), params).await,
-        other => Err(format!("unknown method: {other}")),
-    }
-}
-
-/// Serve one request of the extension.
-async fn handle_request(ext: &Arc<Extension>, method: &str, params: Value) -> Result<Value, String> {
-    if is_ui_method(method) {
-        let never = CancellationToken::new();
-        return Ok(ui_call(&ext.ui, &ext.signals, ext.id, &ext.name(), method, &params, &never).await);
-    }
-    let request = match method {
-        // A sign of life while starting (the start-up clock restarts with any line).
-        "starting" => return Ok(Value::Null),
-        "fail" => {
-            let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
-            let event = Some(text("event")).filter(|e| !e.is_empty()).unwrap_or_else(|| "load".to_string());
-            ext.fail(&event, text("error"));
-            return Ok(Value::Null);
-        }
-        "reportError" => {
-            let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
-            let signal = HostSignal::Error { path: ext.path_string(), event: text("event"), error: text("error") };
-            ext.signals.deliver(signal).await;
-            return Ok(Value::Null);
-        }
-        "toolUpdate" => {
-            let call_id = params.get("toolCallId").and_then(Value::as_str).unwrap_or_default();
-            let tx = lock(&ext.tool_updates).get(call_id).cloned();
-            if let Some(tx) = tx {
-                let (content, details) = super::tool_content::parse_content(&params);
-                let _ = tx.send(ToolUpdate { content, details });
-            }
-            return Ok(Value::Null);
-        }
-        "streamData" => {
-            let name = params.get("stream").and_then(Value::as_str).unwrap_or_default();
-            let tx = lock(&ext.streams).get(name).cloned();
-            if let Some(tx) = tx {
-                let _ = tx.send(params.get("data").cloned().unwrap_or(Value::Null));
-            }
-            return Ok(Value::Null);
-        }
-        // A provider stream's `onProviderStreamEvent`, in stream order.
-        "providerStreamEvent" => {
-            if let Some(observer) = ext.stream_observer(&params).filter(|o| o.wants_stream_events()) {
-                observer.stream_event(params.get("data").cloned().unwrap_or(Value::Null));
-            }
-            return Ok(Value::Null);
-        }
-        "builtinTools" => return Ok(super::builtin_tools::specs()),
-        "callableTools" => return Ok(super::nested::callable(ext.nested_scope(&params)).await),
-        "sendUserMessage" => ExtRequest::SendUserMessage(params),
-        "sendMessage" => ExtRequest::SendMessage(params),
-        "appendEntry" => ExtRequest::AppendEntry(params),
-        "setSessionName" => ExtRequest::SetSessionName(params),
-        "getState" => ExtRequest::GetState,
-        "getMessages" => ExtRequest::GetMessages,
-        "getCommands" => ExtRequest::GetCommands,
-        other => match ExtRequest::from_method(other, params) {
-            Some(request) => request,
-            None => return Err(format!("unknown method: {other}")),
-        },
-    };
-    let (reply, answer) = oneshot::channel();
-    if !ext.signals.deliver(HostSignal::Request { id: ext.id, request, reply }).await {
-        return Err("the agent has shut down".to_string());
-    }
-    answer.await.unwrap_or_else(|_| Err("the agent has shut down".to_string()))
 }
 
 /// Wait for the process to exit (or kill it when asked), then clean up.
