@@ -364,12 +364,15 @@ impl Agent {
         self.activity.hold_message(HeldMessage::Custom(message));
     }
 
-    /// Append a message outside a run, with its `message_start`/`message_end`.
+    /// Append an extension's custom message outside a run's turns (pi's
+    /// `_appendCustomMessage`), with its `message_start`/`message_end` for
+    /// the client only: as in pi, extension handlers of those events do not
+    /// run for it, so none can replace it.
     pub(super) async fn append_and_announce(&mut self, message: AgentMessage) {
         self.append_message(message.clone());
         let message = Box::new(message);
         for event in [AgentEvent::MessageStart { message: message.clone() }, AgentEvent::MessageEnd { message }] {
-            self.emit(event).await;
+            self.channels.send(crate::agent::Output::Event(event)).await;
         }
     }
 
