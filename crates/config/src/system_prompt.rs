@@ -12,6 +12,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod options;
+
 /// Named sections, in the order the prompt shows them.
 pub type Sections = Vec<(String, String)>;
 
@@ -215,6 +217,11 @@ fn tool_list(tools: &[PromptTool]) -> String {
 }
 
 fn rules(tools: &[PromptTool]) -> String {
+    rules_with(tools, &[])
+}
+
+/// The rules of `tools`, then `extra` ones (an extension's `promptGuidelines`), then the usual two.
+fn rules_with(tools: &[PromptTool], extra: &[String]) -> String {
     let mut rules: Vec<String> = Vec::new();
     let mut add = |rule: &str| {
         let rule = rule.trim();
@@ -230,6 +237,9 @@ fn rules(tools: &[PromptTool]) -> String {
         for rule in &tool.guidelines {
             add(rule);
         }
+    }
+    for rule in extra {
+        add(rule);
     }
     add("Keep your answers short");
     add("Name file paths clearly when you work with files");

@@ -3,7 +3,7 @@
 //! agent, which owns every layer they need), so that an extension gets what
 //! pi-rpc's core computes and each rule lives in one place: `convertToLlm`, `serializeConversation`, `estimateTokens`,
 //! `calculateContextTokens`, `shouldCompact`, `currentSystemMessage`, `calculateCost`,
-//! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`.
+//! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`, `buildSystemPrompt`.
 //!
 //! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
 
@@ -122,6 +122,16 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
             Ok(Value::String(
                 skills_prompt_section_with(&skills, reader).map(|s| format!("\n\n{s}")).unwrap_or_default(),
             ))
+        }
+        // The prompt of pi's `BuildSystemPromptOptions` (`before_agent_start`'s
+        // `event.systemPrompt` and `ctx.getSystemPrompt()`), in pi-rpc's words.
+        "buildSystemPrompt" => {
+            let options = args.first().cloned().unwrap_or(Value::Null);
+            if let Some(forced) = options.get("forceSystemPrompt").and_then(Value::as_str) {
+                return Ok(Value::String(forced.to_string()));
+            }
+            let sections = crate::system_prompt::options::sections(&options, crate::system_prompt::docs_root())?;
+            Ok(Value::String(crate::system_prompt::render(&sections)))
         }
         "validateToolArguments" | "validateToolCall" => {
             let call = args.get(1).cloned().unwrap_or(Value::Null);

@@ -37,6 +37,10 @@ pub(crate) struct RunSetup {
     pub session_id: String,
     /// The prompt as the `before_agent_start` hooks see it (and may replace).
     pub system_prompt: String,
+    /// pi's `BuildSystemPromptOptions` of the run: before the
+    /// `before_agent_start` hooks, the session's (only when an extension
+    /// listens); after them, the ones they changed (`None`: unchanged).
+    pub prompt_options: Option<serde_json::Value>,
     /// The prompt's sections for the run's tools (system messages record them).
     pub sections: crate::system_prompt::Sections,
     /// Sections added for this run (`mcp_servers`), text without tags.
@@ -108,7 +112,15 @@ pub(crate) async fn run_session(mut s: RunSetup) {
         mcp_before_prompt(&mut s).await;
         s.system_prompt = crate::system_prompt::render(&super::system_update::desired(&s));
         let extensions = s.extensions.clone();
-        extensions.before_agent_start(&mut initial, &mut s.system_prompt, &s.cancel).await;
+        if let Some(mut options) = s.prompt_options.take() {
+            // The run's own sections (`mcp_servers`) are among the options' `sections`.
+            for (name, text) in &s.extra_sections {
+                options["sections"][name.as_str()] = serde_json::Value::String(text.clone());
+            }
+            let base = options.clone();
+            extensions.before_agent_start(&mut initial, &mut options, &s.system_prompt, &s.cancel).await;
+            super::system_update::apply_prompt_options(&mut s, options, &base);
+        }
         super::system_update::note_forced_prompt(&mut s);
         compaction.before_prompt(&mut s).await;
     }
@@ -233,6 +245,7 @@ async fn refresh_tools(s: &mut RunSetup) {
         s.tool_specs = specs;
         s.sections = sections;
         s.tools_seen = version;
+        super::system_update::retool_prompt_options(s);
     }
 }
 

@@ -6,7 +6,7 @@
 //! prompt or the tools changed; a session written before system messages
 //! existed gets the whole declaration at its next request.
 
-use serde_json::{Map, json};
+use serde_json::{Map, Value, json};
 
 use super::run::RunSetup;
 use crate::message::{AgentMessage, SystemMessage, ToolDeclaration};
@@ -30,6 +30,35 @@ pub(crate) fn declaration(spec: &ToolSpec) -> ToolDeclaration {
 /// The sections the model should have now.
 pub(super) fn desired(s: &RunSetup) -> Sections {
     with_extra_sections(s.sections.clone(), &s.extra_sections)
+}
+
+/// The `systemPromptOptions` `before_agent_start` handlers left, when they
+/// changed the run's (`base`): the run's sections are rebuilt from them, as
+/// pi rebuilds its prompt from the options, and a `forceSystemPrompt` is the
+/// prompt sent. Options whose sections pi would refuse leave the prompt as it was.
+pub(super) fn apply_prompt_options(s: &mut RunSetup, options: Value, base: &Value) {
+    if &options == base {
+        return;
+    }
+    if let Ok(sections) = crate::system_prompt::options::sections(&options, crate::system_prompt::docs_root()) {
+        s.sections = sections;
+        s.extra_sections.clear();
+        s.prompt_options = Some(options.clone());
+    }
+    s.system_prompt = match options.get("forceSystemPrompt").and_then(Value::as_str) {
+        Some(forced) => forced.to_string(),
+        None => render(&desired(s)),
+    };
+}
+
+/// The tools changed during a run whose options extensions changed: the
+/// sections are rebuilt from those options with the new tools selected.
+pub(super) fn retool_prompt_options(s: &mut RunSetup) {
+    let Some(options) = &mut s.prompt_options else { return };
+    options["selectedTools"] = Value::Array(s.tool_specs.iter().map(|t| Value::String(t.name.clone())).collect());
+    if let Ok(sections) = crate::system_prompt::options::sections(options, crate::system_prompt::docs_root()) {
+        s.sections = sections;
+    }
 }
 
 /// After the `before_agent_start` hooks: a prompt they replaced is sent as

@@ -39,7 +39,9 @@ pub mod walk;
 mod tests;
 
 pub use args::{parse_command_args, substitute_args};
-pub use skills::{Skill, SkillExpansionError, SkillReader, skills_prompt_section, skills_prompt_section_with};
+pub use skills::{
+    Skill, SkillExpansionError, SkillReader, skills_block, skills_prompt_section, skills_prompt_section_with,
+};
 pub use templates::Template;
 
 /// How a resource was found (pi's `sourceInfo.source`).

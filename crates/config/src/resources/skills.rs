@@ -183,7 +183,17 @@ pub fn skills_prompt_section(skills: &[Skill]) -> Option<String> {
 /// The text carries no leading or trailing blank line (pi 1.6 puts it in a
 /// `<skills>` section of the system prompt).
 pub fn skills_prompt_section_with(skills: &[Skill], reader: SkillReader) -> Option<String> {
-    let visible: Vec<&Skill> = skills.iter().filter(|s| !s.disable_model_invocation).collect();
+    let visible: Vec<(&str, &str, String)> = skills
+        .iter()
+        .filter(|s| !s.disable_model_invocation)
+        .map(|s| (s.name.as_str(), s.description.as_str(), s.path.to_string_lossy().into_owned()))
+        .collect();
+    skills_block(&visible, reader)
+}
+
+/// The skills block of `(name, description, location)` entries (the ones
+/// the model may load), `None` when there are none.
+pub fn skills_block(visible: &[(&str, &str, String)], reader: SkillReader) -> Option<String> {
     if visible.is_empty() {
         return None;
     }
@@ -200,11 +210,11 @@ pub fn skills_prompt_section_with(skills: &[Skill], reader: SkillReader) -> Opti
         String::new(),
         "<available_skills>".to_string(),
     ];
-    for skill in visible {
+    for (name, description, location) in visible {
         lines.push("  <skill>".to_string());
-        lines.push(format!("    <name>{}</name>", escape_xml(&skill.name)));
-        lines.push(format!("    <description>{}</description>", escape_xml(&skill.description)));
-        lines.push(format!("    <location>{}</location>", escape_xml(&skill.path.to_string_lossy())));
+        lines.push(format!("    <name>{}</name>", escape_xml(name)));
+        lines.push(format!("    <description>{}</description>", escape_xml(description)));
+        lines.push(format!("    <location>{}</location>", escape_xml(location)));
         lines.push("  </skill>".to_string());
     }
     lines.push("</available_skills>".to_string());

@@ -154,18 +154,23 @@ impl Extensions {
     }
 
     /// The `before_agent_start` hooks, before a run that starts with
-    /// `initial`: their messages are appended to it and the system prompt
-    /// they return replaces `system_prompt` for the run.
+    /// `initial`: their messages are appended to it. `options` are pi's
+    /// `BuildSystemPromptOptions` of the run (`systemPromptOptions`, which
+    /// handlers change in place; a returned `systemPrompt` is its
+    /// `forceSystemPrompt`), chained from one extension to the next; they
+    /// are left as the last handler left them. `system_prompt` is the
+    /// run's prompt before the hooks.
     pub async fn before_agent_start(
         &self,
         initial: &mut Vec<AgentMessage>,
-        system_prompt: &mut String,
+        options: &mut Value,
+        system_prompt: &str,
         cancel: &CancellationToken,
     ) {
         if !self.listens("before_agent_start") {
             return;
         }
-        let mut base = json!({"systemPrompt": system_prompt.as_str()});
+        let mut base = json!({"systemPrompt": system_prompt});
         match initial.iter().find(|m| matches!(m, AgentMessage::User(_) | AgentMessage::Custom(_))) {
             Some(AgentMessage::User(user)) => {
                 base["messageType"] = json!("user");
@@ -190,18 +195,15 @@ impl Extensions {
             }
             None => return,
         }
-        // `systemPromptOptions` changes, chained from one extension to the next.
-        let mut overrides = serde_json::Map::new();
-        let mut replaced = false;
         for ext in self.subscribers("before_agent_start") {
-            base["promptOptions"] = Value::Object(overrides.clone());
+            base["systemPromptOptions"] = options.clone();
             let Some(result) = self.ask(&ext, "before_agent_start", base.clone(), Some(cancel)).await else { continue };
-            if let Some(prompt) = result.get("systemPrompt").and_then(Value::as_str) {
-                *system_prompt = prompt.to_string();
-                base["systemPrompt"] = json!(prompt);
-                replaced = true;
+            if let Some(changed) = result.get("systemPromptOptions").filter(|o| o.is_object()) {
+                *options = changed.clone();
             }
-            super::prompt_options::merge(&mut overrides, result.get("promptOptions"));
+            if let Some(prompt) = result.get("systemPrompt").and_then(Value::as_str) {
+                options["forceSystemPrompt"] = json!(prompt);
+            }
             let messages = result.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
             for message in result.get("message").into_iter().chain(messages.iter()) {
                 match custom_message(message) {
@@ -209,10 +211,6 @@ impl Extensions {
                     Err(e) => self.report(&ext, "before_agent_start", format!("invalid message: {e}")).await,
                 }
             }
-        }
-        // A returned `systemPrompt` replaces the whole prompt (pi leaves the structured options aside then).
-        if !replaced || overrides.contains_key("forceSystemPrompt") {
-            *system_prompt = super::prompt_options::apply(system_prompt, &overrides);
         }
     }
 

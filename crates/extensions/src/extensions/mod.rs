@@ -32,7 +32,6 @@ pub mod host;
 mod host_install;
 mod nested;
 mod process;
-mod prompt_options;
 pub mod protocol;
 mod provider_events;
 pub mod provider_stream;

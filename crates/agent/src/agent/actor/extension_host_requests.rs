@@ -168,6 +168,44 @@ impl Agent {
         if let Some(custom) = custom {
             options["customPrompt"] = Value::String(custom);
         }
+        options["skills"] = self
+            .ext
+            .resources()
+            .skills
+            .iter()
+            .map(|skill| {
+                json!({
+                    "name": skill.name,
+                    "description": skill.description,
+                    "filePath": skill.path.display().to_string(),
+                    "baseDir": skill.base_dir.display().to_string(),
+                    "disableModelInvocation": skill.disable_model_invocation,
+                })
+            })
+            .collect();
+        options
+    }
+
+    /// The options a run starts from (`before_agent_start`'s
+    /// `systemPromptOptions`): the session's, with the tools the run's
+    /// prompt lists besides the active ones (`codemode`, `tool_search`).
+    pub(super) fn run_prompt_options(&self) -> Value {
+        let mut options = self.system_prompt_options_json();
+        for tool in self.reach_tools() {
+            let selected = &mut options["selectedTools"];
+            if selected.as_array().is_some_and(|names| names.iter().any(|n| n == tool.name.as_str())) {
+                continue;
+            }
+            if let Some(names) = selected.as_array_mut() {
+                names.push(Value::String(tool.name.clone()));
+            }
+            if let Some(snippet) = &tool.snippet {
+                options["toolSnippets"][tool.name.as_str()] = Value::String(snippet.clone());
+            }
+            if !tool.guidelines.is_empty() {
+                options["toolGuidelines"][tool.name.as_str()] = json!(tool.guidelines);
+            }
+        }
         options
     }
 }

@@ -95,6 +95,7 @@ impl Agent {
             headers: self.models.headers(),
             session_id: self.session.record().session_id().to_string(),
             system_prompt: String::new(),
+            prompt_options: self.ext.handle().listens("before_agent_start").then(|| self.run_prompt_options()),
             sections: self.prompt_sections(),
             extra_sections: Vec::new(),
             forced_prompt: None,

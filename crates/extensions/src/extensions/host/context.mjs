@@ -251,7 +251,7 @@ export function createContextFactory(channel, hello, host) {
 				// The new instance has had its `session_start` when this resolves, as in pi.
 				await host.afterEvents();
 			},
-			getSystemPromptOptions: () => sessionPromptOptions(channel, host.api()),
+			getSystemPromptOptions: () => sessionPromptOptions(channel),
 		});
 		return new Proxy(ctx, {
 			get(target, key, receiver) {

@@ -3,11 +3,11 @@
 // only notify; `tool_call` handlers may block (the first block wins) or
 // mutate `event.input`; session hooks may cancel; `input` handlers
 // transform (chained) or handle; `before_agent_start` handlers add messages
-// and chain the system prompt; `context` and `tool_result` handlers chain
+// and change the system prompt's options (chained); `context` and `tool_result` handlers chain
 // their replacements. The answer is the protocol's hook result.
 
 import { runBoundary, turnEndEvent } from "./boundary.mjs";
-import { promptOptionChanges, systemPromptOptions } from "./prompt-options.mjs";
+import { normalizeOptions, renderPrompt } from "./prompt-options.mjs";
 
 /** Notify every handler of `event.type`; failures are reported and the rest still run. */
 export async function dispatch(instance, event, ctx, reportError) {
@@ -137,27 +137,33 @@ export async function runHook(instance, method, params, ctx, reportError) {
 			return transformed ? { action: "transform", text: event.text, images: event.images } : { action: "continue" };
 		}
 		case "before_agent_start": {
+			// As pi's emitBeforeAgentStart: one options object, changed in
+			// place by each handler; the prompt is rendered from it on demand.
 			const messages = [];
-			let prompt;
-			event.systemPromptOptions = systemPromptOptions(instance, params.promptOptions);
-			delete event.promptOptions;
-			const before = JSON.parse(JSON.stringify(event.systemPromptOptions));
+			const options = normalizeOptions(params.systemPromptOptions);
+			const selectedBefore = JSON.stringify(options.selectedTools);
+			const before = JSON.stringify(options);
+			delete event.systemPrompt;
+			Object.defineProperty(event, "systemPrompt", { get: () => renderPrompt(options), enumerable: true });
+			event.systemPromptOptions = options;
+			const liveBefore = JSON.stringify(instance.pi.getActiveTools());
+			const hookCtx = Object.create(ctx);
+			hookCtx.getSystemPrompt = () => renderPrompt(options);
 			for (const handler of handlers) {
 				try {
-					const result = await handler(event, ctx);
+					const result = await handler(event, hookCtx);
 					if (result?.message) messages.push(result.message);
-					if (typeof result?.systemPrompt === "string") {
-						event.systemPrompt = result.systemPrompt;
-						prompt = result.systemPrompt;
-					}
+					if (typeof result?.systemPrompt === "string") options.forceSystemPrompt = result.systemPrompt;
 				} catch (error) {
 					reportError("before_agent_start", error);
 				}
 			}
-			const changes = promptOptionChanges(before, event.systemPromptOptions);
-			// Editing `selectedTools` is `pi.setActiveTools()`, as in pi.
-			if (changes?.selectedTools) instance.pi.setActiveTools(changes.selectedTools);
-			return { messages, systemPrompt: prompt, promptOptions: changes ?? undefined };
+			// An edited `selectedTools` is `pi.setActiveTools()`; otherwise the live tools stand, as in pi.
+			const live = instance.pi.getActiveTools();
+			if (JSON.stringify(options.selectedTools) !== selectedBefore) instance.pi.setActiveTools(options.selectedTools);
+			else if (JSON.stringify(live) !== liveBefore) options.selectedTools = live;
+			const changed = JSON.stringify(options) !== before;
+			return { messages, systemPromptOptions: changed ? options : undefined };
 		}
 		case "message_end_hook": {
 			// pi's emitMessageEnd: each handler may return `{message}` (same role) to replace the finalized message.

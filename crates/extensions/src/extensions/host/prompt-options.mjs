@@ -1,69 +1,39 @@
-// pi-rpc extension host: `before_agent_start`'s `systemPromptOptions`, the
-// structured inputs of the system prompt, built from what the extension can
-// see (active tools, their descriptions and guidelines, skills, cwd) plus
-// the changes earlier extensions made (`overrides`, carried by pi-rpc).
-// Handlers mutate the object; `promptOptionChanges` tells pi-rpc what they
-// changed so it can apply it to the run's prompt.
+// pi-rpc extension host: pi's `BuildSystemPromptOptions`, the structured
+// inputs of the system prompt. `before_agent_start` handlers get the run's
+// (as pi-rpc sends them, with the earlier extensions' changes) and change
+// them in place; `event.systemPrompt` and `ctx.getSystemPrompt()` render
+// them at once (pi-rpc's `buildSystemPrompt`), and what the handlers leave
+// goes back whole, for pi-rpc to rebuild the run's prompt from.
 
-/** The fields a handler may change and pi-rpc applies. */
-const CHANGEABLE = ["sections", "promptGuidelines", "appendSystemPrompt", "forceSystemPrompt", "selectedTools"];
+import { createRequire } from "node:module";
 
-const firstLine = (text) => String(text ?? "").split("\n")[0].trim();
+const require = createRequire(import.meta.url);
+const { services } = require("./shims/host-services.cjs");
 
-/** `systemPromptOptions` for the current run, with `overrides` (earlier extensions' changes) applied. */
-export function systemPromptOptions(instance, overrides) {
-	const pi = instance.pi;
-	const selectedTools = pi.getActiveTools();
-	const toolSnippets = {};
-	const toolGuidelines = {};
-	for (const tool of pi.getAllTools()) {
-		if (!selectedTools.includes(tool.name)) continue;
-		if (tool.description) toolSnippets[tool.name] = firstLine(tool.description);
-		if (tool.promptGuidelines?.length) toolGuidelines[tool.name] = [...tool.promptGuidelines];
-	}
-	const skills = promptSkills(pi);
-	const options = {
-		selectedTools,
-		hiddenTools: [],
-		toolSnippets,
-		toolGuidelines,
-		promptGuidelines: [],
-		sections: {},
-		cwd: instance.cwd,
-		contextFiles: [],
-		skills,
+/** pi's normalized options: every collection present and copied. */
+export function normalizeOptions(input = {}) {
+	return {
+		customPrompt: input.customPrompt ?? undefined,
+		forceSystemPrompt: input.forceSystemPrompt ?? undefined,
+		selectedTools: [...(input.selectedTools ?? ["read", "bash", "edit", "write"])],
+		hiddenTools: [...(input.hiddenTools ?? [])],
+		toolSnippets: { ...(input.toolSnippets ?? {}) },
+		toolGuidelines: Object.fromEntries(Object.entries(input.toolGuidelines ?? {}).map(([name, rules]) => [name, [...rules]])),
+		promptGuidelines: [...(input.promptGuidelines ?? [])],
+		appendSystemPrompt: input.appendSystemPrompt ?? "",
+		sections: { ...(input.sections ?? {}) },
+		cwd: input.cwd,
+		contextFiles: (input.contextFiles ?? []).map((file) => ({ ...file })),
+		skills: (input.skills ?? []).map((skill) => ({ ...skill })),
 	};
-	for (const [key, value] of Object.entries(overrides ?? {})) {
-		if (CHANGEABLE.includes(key)) options[key] = structuredClone(value);
-	}
-	return options;
 }
 
-/** The skills of the system prompt, as pi's options list them. */
-export function promptSkills(pi) {
-	return pi
-		.getCommands()
-		.filter((c) => c.source === "skill")
-		.map((c) => ({ name: c.name.replace(/^skill:/, ""), description: c.description ?? "", filePath: c.sourceInfo.path }));
+/** The prompt `options` make (a forced one as it is); pi's error for an invalid section name. */
+export function renderPrompt(options) {
+	return services().channel.call("lib", { fn: "buildSystemPrompt", args: [options] });
 }
 
-/**
- * pi's `ctx.getSystemPromptOptions()`: the session's prompt inputs as pi-rpc
- * has them (custom and appended prompt, context files, tools, their snippets
- * and rules), with the skills.
- */
-export function sessionPromptOptions(channel, pi) {
-	const options = channel.call("getSystemPromptOptions");
-	return { customPrompt: undefined, forceSystemPrompt: undefined, ...options, skills: promptSkills(pi) };
-}
-
-/** What the handlers changed in `options` since `before` (a JSON copy): `null` when nothing. */
-export function promptOptionChanges(before, options) {
-	const changes = {};
-	for (const key of CHANGEABLE) {
-		const was = before[key];
-		const now = options?.[key];
-		if (JSON.stringify(was) !== JSON.stringify(now)) changes[key] = now ?? null;
-	}
-	return Object.keys(changes).length > 0 ? changes : null;
+/** pi's `ctx.getSystemPromptOptions()`: the session's prompt inputs as pi-rpc has them. */
+export function sessionPromptOptions(channel) {
+	return normalizeOptions(channel.call("getSystemPromptOptions"));
 }
