@@ -270,7 +270,7 @@ async def idle(env, n):
     settled (what each more session costs: sessions per GiB). Both workers'
     absolute memory, ready and with one session, is printed first: the
     worker's fixed cluster cost (connections, keeper thread) is paid there."""
-    figures, settled, marginal, ready, first = {}, {}, {}, {}, {}
+    figures, settled, marginal, ready, first, absolute = {}, {}, {}, {}, {}, {}
     for label, cluster in (("without --cluster", False), ("with --cluster", True)):
         # The same flags both times, without `--model` (with it, each
         # session's model registry parses the whole catalog: about 3 MiB more
@@ -295,6 +295,7 @@ async def idle(env, n):
                 await ws.close()
         finally:
             w.stop()
+        absolute[label] = (after, later, more)
         figures[label] = (after - base) / n
         settled[label] = (later - base) / n
         marginal[label] = (more - later) / n
@@ -304,6 +305,9 @@ async def idle(env, n):
     (plain_anon, plain_rss), (cl_anon, cl_rss) = first["without --cluster"], first["with --cluster"]
     print(f"  with 1 session (the baseline below): anonymous {plain_anon:,} / {cl_anon:,} KiB "
           f"({cl_anon - plain_anon:+,} KiB); VmRSS {plain_rss:,} / {cl_rss:,} KiB")
+    (pa, pl, pm), (ca, cl, cm) = absolute["without --cluster"], absolute["with --cluster"]
+    print(f"  absolute anonymous, without / with --cluster: {n + 1} sessions {pa:,} / {ca:,} KiB ({ca - pa:+,}), "
+          f"{SETTLED} s later {pl:,} / {cl:,} ({cl - pl:+,}), {2 * n + 1} sessions {pm:,} / {cm:,} ({cm - pm:+,})")
     plain, clustered = figures["without --cluster"], figures["with --cluster"]
     print(f"idle sessions on one worker ({n}): {plain:.0f} KiB each without --cluster "
           f"({1024 * 1024 / plain:,.0f} per GiB), {clustered:.0f} KiB with --cluster "
