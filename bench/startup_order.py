@@ -25,18 +25,17 @@ few 64 KB windows of code instead of half the binary. This script:
 Run it after changes to start-up code or dependency updates (a stale list
 only loses part of the gain: names that no longer exist are skipped).
 The `=` names carry this build's symbol hashes, which depend on the features
-cargo resolved for every crate: the list holds only for a product built with the
-same resolution as the list's build. The list comes from `cargo rustc --release
--p pi-cli --bin pi -- -C strip=none` (this script's build, or that binary put at
-target/startup-order/pi with --no-build), so the product is `cargo build
---release -p pi-cli` alone, as bench/run.py builds it. A build that unifies other
-features (`-p pi-cli -p pi-compat` in one command: pi-compat's dependencies turn
-on others, such as pi-transport's `schemas`) gives the crates other hashes: none of the
-`=` names matches, and those instances land among all the generics' instances
-(the fallback patterns of build.rs, megabytes away): a start then keeps about
-1 MiB more code resident (d24a6c4: 6.5 MiB instead of an estimated 5.7).
-Set STARTUP_ORDER_RUNS=FILE to also write each start's functions (before, after its
-answers) as JSON.
+cargo resolved: the committed list comes from the build the benchmarks are
+measured on, `cargo build --release -p pi-cli` alone (bench/run.py's build),
+made symbolised by `cargo rustc --release -p pi-cli --bin pi -- -C strip=none`
+(what this script runs; or put such a binary at target/startup-order/pi and
+pass --no-build); a build with other features (in the same command as
+`-p pi-compat`, or workspace-wide) misses the exact names and gets those
+instances from the fallback patterns (build.rs).
+(Why: pi-compat's dependencies turn on other features, such as pi-transport's
+`schemas`, so every crate above them gets other hashes and none of the `=` names
+matches.) Set STARTUP_ORDER_RUNS=FILE to also write each start's functions
+(before, after its answers) as JSON.
 Usage: bench/startup_order.py [--no-build]
        bench/startup_order.py --mark BINARY   (only re-mark the list's `=` names from BINARY's symbols)
 """
