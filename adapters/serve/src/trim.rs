@@ -73,11 +73,8 @@ pub fn bound_thread_caches() {
         let mut args = std::env::args_os();
         let Some(arg0) = args.next() else { return };
         // /proc/self/exe: this very program, even if its file was replaced since.
-        let error = std::process::Command::new("/proc/self/exe")
-            .arg0(arg0)
-            .args(args)
-            .env("GLIBC_TUNABLES", TUNABLE)
-            .exec();
+        let error =
+            std::process::Command::new("/proc/self/exe").arg0(arg0).args(args).env("GLIBC_TUNABLES", TUNABLE).exec();
         tracing::debug!("pi serve: running on with glibc's default thread caches ({error})");
     }
 }
