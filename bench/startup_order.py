@@ -26,10 +26,12 @@ Run it after changes to start-up code or dependency updates (a stale list
 only loses part of the gain: names that no longer exist are skipped).
 The `=` names carry this build's symbol hashes, which depend on the features
 cargo resolved: the committed list comes from the build the benchmarks are
-measured on, `cargo build --release -p pi-cli -p pi-compat` with
-`-C strip=none` for `pi` only (put that binary at target/startup-order/pi and
-pass --no-build); a build with other features (`-p pi-cli` alone) misses some
-exact names and gets those instances from the fallback patterns (build.rs).
+measured on, `cargo build --release -p pi-cli` alone (bench/run.py's build),
+made symbolised by `cargo rustc --release -p pi-cli --bin pi -- -C strip=none`
+(what this script runs; or put such a binary at target/startup-order/pi and
+pass --no-build); a build with other features (in the same command as
+`-p pi-compat`, or workspace-wide) misses the exact names and gets those
+instances from the fallback patterns (build.rs).
 Usage: bench/startup_order.py [--no-build]
        bench/startup_order.py --mark BINARY   (only re-mark the list's `=` names from BINARY's symbols)
 """
