@@ -76,6 +76,9 @@ fn main_serve(mut argv: Vec<std::ffi::OsString>) -> ExitCode {
     argv.remove(0);
     let args = serve::ServeArgs::parse_from(argv);
     init_tracing(args.agent.verbose);
+    // Before any thread: glibc's per-thread caches bounded (an exec of this
+    // same program when they are not yet; see pi_serve's trim module).
+    pi_serve::bound_thread_caches();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

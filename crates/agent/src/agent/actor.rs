@@ -388,7 +388,7 @@ impl Agent {
         match self.session.hide_from_context(target) {
             Ok(id) => {
                 if let Some(entry) = self.session.record().get(&id).and_then(|e| serde_json::to_value(e).ok()) {
-                    self.emit(AgentEvent::EntryAppended { entry }).await;
+                    self.emit(AgentEvent::EntryAppended { entry: Box::new(entry) }).await;
                 }
             }
             Err(e) => tracing::warn!("cannot hide the failed attempt from the context: {e}"),
