@@ -269,7 +269,11 @@ async def idle(env, n):
     first renewals included, spread over n), and of n more once the first n
     settled (what each more session costs: sessions per GiB). Both workers'
     absolute memory, ready and with one session, is printed first: the
-    worker's fixed cluster cost (connections, keeper thread) is paid there."""
+    worker's fixed cluster cost (connections, keeper thread) is paid there.
+    The first n are also measured over the ready worker, each worker over
+    its own (n + 1 sessions, the first one's cost included): a steadier
+    baseline than the worker with one session, whose first session's cost
+    moves by tens of KiB between runs."""
     figures, settled, marginal, ready, first, absolute = {}, {}, {}, {}, {}, {}
     for label, cluster in (("without --cluster", False), ("with --cluster", True)):
         # The same flags both times, without `--model` (with it, each
@@ -319,6 +323,11 @@ async def idle(env, n):
     plain, clustered = settled["without --cluster"], settled["with --cluster"]
     print(f"  {SETTLED} s later: {plain:.2f} KiB without --cluster, {clustered:.2f} KiB with it "
           f"(ratio {plain / clustered:.3f}; {clustered - plain:+.2f} KiB a session)")
+    over = {label: [(absolute[label][i] - ready[label][0]) / (n + 1) for i in (0, 1)] for label in ready}
+    (p0, p1), (c0, c1) = over["without --cluster"], over["with --cluster"]
+    print(f"  over the ready worker ({n + 1} sessions, each worker over its own): {p0:.2f} KiB each without "
+          f"--cluster, {c0:.2f} with it (ratio {p0 / c0:.3f}; {c0 - p0:+.2f} KiB a session); {SETTLED} s later "
+          f"{p1:.2f} / {c1:.2f} (ratio {p1 / c1:.3f}; {c1 - p1:+.2f})")
     # The issue's bar: sessions per GiB with --cluster no worse than without.
     plain, clustered = marginal["without --cluster"], marginal["with --cluster"]
     print(f"  {n} more sessions, {SETTLED} s after they attached: {plain:.2f} KiB each without --cluster "

@@ -139,6 +139,8 @@ pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentC
     // Seed dialects: approvals only with `--tool-approval` or `toolApproval.enabled`.
     let mut settings_approval = settings.tool_approval.policy(false);
     settings_approval.enabled |= args.tool_approval;
+    // pi: `--models`, else settings' `enabledModels`.
+    let model_scope = args.models.clone().or_else(|| settings.enabled_models.clone()).unwrap_or_default();
     Ok(AgentConfig {
         agent_dir,
         cwd,
@@ -152,7 +154,7 @@ pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentC
         session_dir_explicit,
         provider: args.provider.clone(),
         model: args.model.clone(),
-        model_scope: args.models.clone().unwrap_or_default(),
+        model_scope,
         thinking,
         api_key: args.api_key.clone(),
         system_prompt: SystemPromptOptions {

@@ -192,6 +192,12 @@ impl ModelChoice {
     }
 
     /// `--models` was given: `cycle_model` goes through its scope.
+    /// The `--models` (or `enabledModels`) scope, in its order, with each
+    /// pattern's thinking level when it gave one (pi's `scopedModels`).
+    pub(super) fn scoped(&self) -> &[(Model, Option<ThinkingLevel>)] {
+        &self.scope
+    }
+
     pub(super) fn is_scoped(&self) -> bool {
         !self.scope.is_empty()
     }

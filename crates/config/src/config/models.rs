@@ -16,6 +16,8 @@ use crate::model::{Model, ModelCost, ThinkingLevel};
 use crate::provider::faux;
 
 mod llama_store;
+mod provider_auth;
+pub use provider_auth::{ProviderAuth, ProviderInfo};
 
 /// The provider whose login lists the models its account may use.
 const COPILOT: &str = "github-copilot";

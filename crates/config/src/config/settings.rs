@@ -96,6 +96,9 @@ pub struct Settings {
     pub retry: RetrySettings,
     /// `defaultTools`: plain names replace the defaults; `+name`/`-name` edit them.
     pub default_tools: Option<Vec<String>>,
+    /// `enabledModels`: the model patterns of the scope when `--models` is
+    /// not given (pi's `cycle_model` scope and `ctx.scopedModels`).
+    pub enabled_models: Option<Vec<String>>,
     pub session_dir: Option<String>,
     pub skills: Vec<String>,
     pub prompts: Vec<String>,
@@ -156,6 +159,7 @@ impl Default for Settings {
             branch_summary_reserve_tokens: 16384,
             retry: RetrySettings::default(),
             default_tools: None,
+            enabled_models: None,
             session_dir: None,
             skills: Vec::new(),
             prompts: Vec::new(),
@@ -185,6 +189,7 @@ struct SettingsFile {
     branch_summary: Option<BranchSummaryFile>,
     retry: Option<RetryFile>,
     default_tools: Option<Vec<String>>,
+    enabled_models: Option<Vec<String>>,
     session_dir: Option<String>,
     skills: Option<Vec<String>>,
     prompts: Option<Vec<String>>,
@@ -309,6 +314,9 @@ impl Settings {
         }
         if let Some(tools) = f.default_tools {
             self.default_tools = Some(apply_tool_edits(self.default_tools.take(), tools));
+        }
+        if let Some(patterns) = f.enabled_models {
+            self.enabled_models = Some(patterns);
         }
         if let Some(v) = f.session_dir {
             self.session_dir = Some(v);

@@ -41,6 +41,7 @@ const FILES: &[(&str, &str)] = &[
     ("channel.mjs", include_str!("host/channel.mjs")),
     ("api.mjs", include_str!("host/api.mjs")),
     ("context.mjs", include_str!("host/context.mjs")),
+    ("model-registry.mjs", include_str!("host/model-registry.mjs")),
     ("hooks.mjs", include_str!("host/hooks.mjs")),
     ("boundary.mjs", include_str!("host/boundary.mjs")),
     ("prompt-options.mjs", include_str!("host/prompt-options.mjs")),

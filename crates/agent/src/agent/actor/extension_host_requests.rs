@@ -119,6 +119,10 @@ impl Agent {
                 "tokens": u.tokens, "contextWindow": u.context_window, "percent": u.percent,
             })),
             "systemPrompt": self.system_prompt(),
+            "scopedModels": self.models.scoped().iter().map(|(model, level)| match level {
+                Some(level) => json!({"model": model_json(model), "thinkingLevel": level.as_str()}),
+                None => json!({"model": model_json(model)}),
+            }).collect::<Vec<_>>(),
         })
     }
 }

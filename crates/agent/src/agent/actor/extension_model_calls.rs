@@ -51,6 +51,33 @@ impl Agent {
         });
     }
 
+    /// pi's `modelRegistry.getProvider(id)` and `getProviderAuth(id)`
+    /// (`{op, args}` of a `models` request): the answer, `{value}` or `{}`
+    /// (undefined); `None` for the other ops.
+    pub(super) fn registry_call(&self, op: &str, args: &[Value]) -> Option<Value> {
+        let provider = args.first().and_then(Value::as_str).unwrap_or_default();
+        let value = match op {
+            "getProvider" => self
+                .models
+                .registry()
+                .clone()
+                .provider_info(provider)
+                .map(|p| json!({"id": p.id, "name": p.name, "baseUrl": p.base_url, "oauth": p.oauth})),
+            "getProviderAuth" => self.models.registry().provider_auth(provider).map(|a| {
+                let mut auth = serde_json::Map::new();
+                if let Some(key) = a.api_key {
+                    auth.insert("apiKey".to_string(), Value::String(key));
+                }
+                if !a.headers.is_empty() {
+                    auth.insert("headers".to_string(), json!(a.headers));
+                }
+                json!({"auth": auth, "source": a.source})
+            }),
+            _ => return None,
+        };
+        Some(value.map_or_else(|| json!({}), |value| json!({ "value": value })))
+    }
+
     /// The provider and request of a `modelStream`: the model as the
     /// extension gives it (its own baseUrl, compat, API), the credentials and
     /// headers of its provider unless the options name them.
@@ -61,10 +88,30 @@ impl Agent {
     ) -> Result<(Arc<dyn crate::provider::Provider>, ProviderRequest, Model), String> {
         let model: Model = serde_json::from_value(params.get("model").cloned().unwrap_or(Value::Null))
             .map_err(|e| format!("modelStream: the model is not one pi-rpc can call: {e}"))?;
-        let provider = self.models.providers().get(&model.api).ok_or_else(|| {
-            format!("The API \"{}\" of model {} is not supported by pi-rpc", model.api, model.full_id())
-        })?;
         let registry = self.models.registry();
+        // `modelRegistry.stream/streamSimple/complete`: pi's request-time auth
+        // of the model's provider (its own stream when an extension
+        // registered one); pi-ai's calls go by the model's API.
+        let through_registry = params.get("registry").and_then(Value::as_bool) == Some(true);
+        if through_registry {
+            if !crate::config::models::is_virtual(&model)
+                && model.provider != crate::provider::faux::FAUX_PROVIDER
+                && registry.clone().provider_info(&model.provider).is_none()
+            {
+                return Err(format!("Unknown provider: {}", model.provider));
+            }
+            if !registry.has_credentials(&model) {
+                return Err(format!("Provider is not configured: {}", model.provider));
+            }
+        }
+        let unsupported =
+            || format!("The API \"{}\" of model {} is not supported by pi-rpc", model.api, model.full_id());
+        let provider = if through_registry {
+            let provider = self.models.providers().for_model(&model.provider, &model.api).ok_or_else(unsupported)?;
+            self.models.authorized(provider, &model)
+        } else {
+            self.models.providers().get(&model.api).ok_or_else(unsupported)?
+        };
         let options = params.get("options").cloned().unwrap_or(Value::Null);
         let mut headers = registry.headers(&model);
         if let Some(Value::Object(extra)) = options.get("headers") {

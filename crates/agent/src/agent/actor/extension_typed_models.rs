@@ -18,6 +18,10 @@ impl Agent {
     pub(super) fn extension_models_call(&self, params: &Value, reply: oneshot::Sender<Result<Value, String>>) {
         let op = params.get("op").and_then(Value::as_str).unwrap_or_default();
         let args = params.get("args").and_then(Value::as_array).cloned().unwrap_or_default();
+        if let Some(answer) = self.registry_call(op, &args) {
+            let _ = reply.send(Ok(answer));
+            return;
+        }
         let host = ModelsHost::new(self.models.registry().clone());
         match host.step(op, &args, &CancellationToken::new()) {
             ModelStep::Done(result) => {

@@ -7,11 +7,11 @@
 import { createRequire } from "node:module";
 import { createUi } from "./ui.mjs";
 import { sessionPromptOptions } from "./prompt-options.mjs";
+import { createModelRegistry } from "./model-registry.mjs";
 
 const require = createRequire(import.meta.url);
 const projection = require("./shims/coding-agent/projection.cjs");
 
-const NOT_SUPPORTED = (what) => new Error(`${what} is not supported by pi-rpc's extension host`);
 /** pi's words when a command context is used after its session was replaced. */
 const STALE_CONTEXT =
 	"This extension ctx is stale after session replacement or reload. Do not use a captured pi or command ctx after ctx.newSession(), ctx.fork(), ctx.switchSession(), or ctx.reload(). For newSession, fork, and switchSession, move post-replacement work into withSession and use the ctx passed to withSession. For reload, do not use the old ctx after await ctx.reload().";
@@ -110,11 +110,6 @@ function createSessionManager(channel, cache) {
 	};
 }
 
-/** The value of a `models` answer (`{}`: undefined). */
-function typedModels(answer) {
-	return answer?.value ?? undefined;
-}
-
 /**
  * The context handed to handlers. `kind` is "event", "tool" or "command";
  * `signal` the AbortSignal of the call, if any. `host.afterEvents()`
@@ -128,31 +123,7 @@ export function createContextFactory(channel, hello, host) {
 	const ui = createUi(channel);
 	const sessionManager = createSessionManager(channel, cache);
 	const state = () => cache.get("state", () => channel.call("getState"));
-	const modelRegistry = {
-		getAll: () => channel.call("getModels").models,
-		getAvailable: () => channel.call("getModels").models,
-		find: (provider, id) => channel.call("getModels").models.find((m) => m.provider === provider && m.id === id),
-		getProvider: () => {
-			throw NOT_SUPPORTED("ctx.modelRegistry.getProvider()");
-		},
-		getProviderAuth: () => {
-			throw NOT_SUPPORTED("ctx.modelRegistry.getProviderAuth()");
-		},
-		// pi's classifier and image APIs, as codemode's `models.*` reach them.
-		getModelsOfType: (type, provider) => typedModels(channel.call("models", { op: "getModelsOfType", args: [type, provider] })),
-		getAvailableOfType: async (type, provider) =>
-			typedModels(await channel.request("models", { op: "getAvailableOfType", args: [type, provider] })),
-		getModelOfType: (type, provider, id) => typedModels(channel.call("models", { op: "getModelOfType", args: [type, provider, id] })),
-		classify: async (model, context) => typedModels(await channel.request("models", { op: "classify", args: [model, context] })),
-		generateImages: async (model, context) =>
-			typedModels(await channel.request("models", { op: "generateImages", args: [model, context] })),
-		streamSimple: () => {
-			throw NOT_SUPPORTED("ctx.modelRegistry.streamSimple()");
-		},
-		complete: () => {
-			throw NOT_SUPPORTED("ctx.modelRegistry.complete()");
-		},
-	};
+	const modelRegistry = createModelRegistry(channel);
 
 	const base = (signal) => ({
 		ui,
@@ -167,7 +138,9 @@ export function createContextFactory(channel, hello, host) {
 		get thinkingLevel() {
 			return state().thinkingLevel;
 		},
-		scopedModels: [],
+		get scopedModels() {
+			return state().scopedModels ?? [];
+		},
 		signal,
 		isIdle: () => !state().isStreaming,
 		hasPendingMessages: () => state().pendingMessageCount > 0,

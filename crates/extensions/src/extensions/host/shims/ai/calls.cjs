@@ -21,16 +21,31 @@ function callOptions(options = {}) {
 	return out;
 }
 
-/** A call of pi-rpc's provider for `api` (the model's own when not given). */
-function viaPiRpc(model, context, options = {}, api) {
+/** The `modelStream` parameters of a call. */
+function callParams(model, context, options, api) {
 	const transcript = normalizeContext(context ?? { messages: [] });
-	const params = {
+	return {
 		model: { ...model, api: api ?? model.api },
 		systemPrompt: getCurrentSystemPrompt(transcript.messages),
 		tools: getCurrentTools(transcript.messages).map(toToolDeclaration),
 		messages: transcript.messages.filter((m) => m.role !== "system"),
 		options: callOptions(options),
 	};
+}
+
+/** A call of pi-rpc's provider for `api` (the model's own when not given). */
+function viaPiRpc(model, context, options = {}, api) {
+	return services().modelStream(callParams(model, context, options, api), options.signal, new AssistantMessageEventStream());
+}
+
+/**
+ * pi's `modelRegistry.stream/streamSimple`: the request goes to the model's
+ * provider (an extension's own stream included) with its request-time auth,
+ * as the agent's requests do; a provider pi-rpc does not know or one
+ * without credentials ends the stream with pi's error.
+ */
+function viaRegistry(model, context, options = {}) {
+	const params = { ...callParams(model, context, options), registry: true };
 	return services().modelStream(params, options.signal, new AssistantMessageEventStream());
 }
 
@@ -109,4 +124,5 @@ module.exports = {
 	lazyApi: (api) => builtinApi(api)(),
 	lazyStream: (api) => (model, context, options) => viaPiRpc(model, context, options, api),
 	viaPiRpc,
+	viaRegistry,
 };
