@@ -147,6 +147,33 @@ async fn a_pending_dialog_is_resent_on_attach_and_answered_once() {
     python_scenario(&served, "dialog", &[&url]).await;
 }
 
+/// The environment `pi serve` (process `pid`) runs with, as the kernel shows it.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn environ_of(pid: u32) -> Vec<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).expect("read the server's environment");
+    raw.split(|b| *b == 0).map(|v| String::from_utf8_lossy(v).into_owned()).collect()
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[tokio::test]
+async fn the_server_runs_with_bounded_allocator_thread_caches_unless_told_otherwise() {
+    let sb = Sandbox::offline();
+    // Started plainly: the same process runs on with glibc's thread caches bounded, and serves.
+    let mut served = serve(&sb, &[]).await;
+    let pid = served.pi.child.id().expect("server pid");
+    let expected = format!("GLIBC_TUNABLES={}", pi_serve::THREAD_CACHE_TUNABLE);
+    assert!(environ_of(pid).contains(&expected), "{:?}", environ_of(pid));
+    let port = served.url.trim_start_matches("ws://127.0.0.1:").split('/').next().and_then(|p| p.parse().ok());
+    let (status, body) = crate::serve_faults::ready(port.expect("the port in the address")).await;
+    assert_eq!(status, 200, "{body}");
+    served.pi.child.start_kill().expect("stop");
+    // A value the user gave (empty: glibc's defaults) is kept as it is.
+    let served = serve_with_env(&sb, &[], &[("GLIBC_TUNABLES", "")]).await;
+    let pid = served.pi.child.id().expect("server pid");
+    let env = environ_of(pid);
+    assert!(env.iter().any(|v| v == "GLIBC_TUNABLES=") && !env.contains(&expected), "{env:?}");
+}
+
 #[tokio::test]
 async fn idle_sessions_are_unloaded_and_reloaded_from_their_file() {
     let sb = Sandbox::offline();

@@ -163,7 +163,7 @@ async fn the_backlog_is_configurable_and_headers_must_come_within_the_header_tim
 }
 
 /// `/readyz` over a plain socket: (status, body).
-async fn ready(port: u16) -> (u16, String) {
+pub async fn ready(port: u16) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
     s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.expect("write");

@@ -11,7 +11,7 @@ use agent_client_protocol_schema::v1 as acp;
 use pi_core::agent::{AgentHandle, Output};
 use pi_core::client::ApprovalMode;
 use pi_core::error::CoreError;
-use pi_core::event::{AgentEvent, AssistantStreamEvent, ExtensionUiRequest};
+use pi_core::event::{AgentEvent, AssistantStreamEvent};
 use pi_core::message::{AgentMessage, StopReason};
 use pi_core::op::{Disposition, Op, Reply, StreamingBehavior, UiResponse};
 use serde_json::Value;
@@ -503,7 +503,7 @@ impl Session {
             }
             AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args, .. } => {
                 let call = tool_call(&tool_call_id, &tool_name, &args, &self.cwd);
-                self.tools.insert(tool_call_id, ToolState { name: tool_name, args, started: false });
+                self.tools.insert(tool_call_id, ToolState { name: tool_name, args: *args, started: false });
                 self.update(acp::SessionUpdate::ToolCall(call)).await;
             }
             AgentEvent::ToolExecutionUpdate { tool_call_id, partial_result, .. } => {
@@ -561,9 +561,9 @@ impl Session {
                 let update = acp::SessionInfoUpdate::new().title(name).updated_at(chrono::Utc::now().to_rfc3339());
                 self.update(acp::SessionUpdate::SessionInfoUpdate(update)).await;
             }
-            AgentEvent::ExtensionUiRequest(ExtensionUiRequest { id, kind, .. }) if kind.is_dialog() => {
+            AgentEvent::ExtensionUiRequest(request) if request.kind.is_dialog() => {
                 // ACP has no dialogs for extensions: they get "dismissed".
-                let op = Op::ExtensionUiResponse { id: Some(id), response: UiResponse::Cancelled };
+                let op = Op::ExtensionUiResponse { id: Some(request.id), response: UiResponse::Cancelled };
                 let _ = self.handle.submit(None, op).await;
             }
             AgentEvent::ClientRequest(request) => {

@@ -52,7 +52,10 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let outcome = runtime.block_on(run(args));
+    // Boxed: the whole front end's future (every dialect's state) would sit
+    // in this frame, below which every start-up call runs (clap's parser,
+    // the agent's set-up): each page that depth reaches stays resident.
+    let outcome = runtime.block_on(Box::pin(run(args)));
     // A read of stdin may still be parked in a blocking thread: don't wait for it.
     runtime.shutdown_background();
     match outcome {
@@ -73,6 +76,9 @@ fn main_serve(mut argv: Vec<std::ffi::OsString>) -> ExitCode {
     argv.remove(0);
     let args = serve::ServeArgs::parse_from(argv);
     init_tracing(args.agent.verbose);
+    // Before any thread: glibc's per-thread caches bounded (an exec of this
+    // same program when they are not yet; see pi_serve's trim module).
+    pi_serve::bound_thread_caches();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

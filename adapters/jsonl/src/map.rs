@@ -43,7 +43,7 @@ fn stream_event(e: AssistantStreamEvent) -> WireAssistantEvent {
         }
         AssistantStreamEvent::ToolCallEnd { content_index, tool_call } => WireAssistantEvent::ToolCallEnd {
             content_index,
-            tool_call: WireToolCall { kind: "toolCall", call: tool_call },
+            tool_call: WireToolCall { kind: "toolCall", call: *tool_call },
         },
     }
 }
@@ -67,14 +67,14 @@ pub fn map_event(event: AgentEvent, bash_id: impl FnOnce(Option<u64>) -> Option<
         }
         AgentEvent::MessageEnd { message } => WireEvent::MessageEnd { message: *message },
         AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args, parent_tool_call_id } => {
-            WireEvent::ToolExecutionStart { tool_call_id, tool_name, args, parent_tool_call_id }
+            WireEvent::ToolExecutionStart { tool_call_id, tool_name, args: *args, parent_tool_call_id }
         }
         AgentEvent::ToolExecutionUpdate { tool_call_id, tool_name, args, partial_result, parent_tool_call_id } => {
             WireEvent::ToolExecutionUpdate {
                 tool_call_id,
                 tool_name,
-                args,
-                partial_result: payload(partial_result),
+                args: *args,
+                partial_result: payload(*partial_result),
                 parent_tool_call_id,
             }
         }
@@ -88,7 +88,7 @@ pub fn map_event(event: AgentEvent, bash_id: impl FnOnce(Option<u64>) -> Option<
         } => WireEvent::ToolExecutionEnd {
             tool_call_id,
             tool_name,
-            result: payload(result),
+            result: payload(*result),
             is_error,
             duration_ms,
             parent_tool_call_id,
@@ -129,13 +129,13 @@ pub fn map_event(event: AgentEvent, bash_id: impl FnOnce(Option<u64>) -> Option<
         }
         AgentEvent::ModelChanged { .. } => return None,
         AgentEvent::SessionInfoChanged { name } => WireEvent::SessionInfoChanged { name },
-        AgentEvent::EntryAppended { entry } => WireEvent::EntryAppended { entry },
+        AgentEvent::EntryAppended { entry } => WireEvent::EntryAppended { entry: *entry },
         AgentEvent::ContextUsage(_) => return None,
         AgentEvent::RunError { .. } => return None,
         AgentEvent::ExtensionError { extension_path, event, error } => {
             WireEvent::ExtensionError { extension_path, event, error }
         }
-        AgentEvent::ExtensionUiRequest(request) => WireEvent::ExtensionUiRequest(ui_request(request)),
+        AgentEvent::ExtensionUiRequest(request) => WireEvent::ExtensionUiRequest(ui_request(*request)),
         // Approvals are extension UI dialogs here; files, terminals and client
         // tools are never delegated to a native client.
         AgentEvent::ClientRequest(request) => match &request.kind {

@@ -63,7 +63,7 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
             _ => return None,
         },
         AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args, parent_tool_call_id: None } => {
-            ServerNotification::ToolCall(ToolCallParams { tool_name, input: args, tool_call_id })
+            ServerNotification::ToolCall(ToolCallParams { tool_name, input: *args, tool_call_id })
         }
         AgentEvent::ToolExecutionUpdate {
             tool_call_id, tool_name, partial_result, parent_tool_call_id: None, ..
@@ -180,7 +180,6 @@ pub fn map_event(event: AgentEvent) -> Option<Notification> {
 #[cfg(test)]
 mod tests {
     use pi_core::event::{CompactionReason, ExtensionUiKind, ExtensionUiRequest};
-    use pi_core::message::Usage;
 
     use super::*;
     use crate::protocol::notification_bytes;
@@ -193,7 +192,7 @@ mod tests {
     #[test]
     fn notifications_keep_their_bytes() {
         assert_eq!(
-            line(AgentEvent::AgentSettled { aborted: false, usage: Usage::default() }),
+            line(AgentEvent::AgentSettled { aborted: false, usage: Box::default() }),
             r#"{"jsonrpc":"2.0","method":"turnEnd","params":{"totalTokens":0,"totalCost":0.0,"aborted":false}}"#
         );
         assert_eq!(
@@ -218,19 +217,19 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"assistantMessage","params":{"type":"thinkingDelta","thinking":"hm"}}"#
         );
         assert_eq!(
-            line(AgentEvent::ExtensionUiRequest(ExtensionUiRequest {
+            line(AgentEvent::ExtensionUiRequest(Box::new(ExtensionUiRequest {
                 id: "u1".into(),
                 extension: "demo".into(),
                 kind: ExtensionUiKind::Notify { message: "hi".into(), notify_type: None },
-            })),
+            }))),
             r#"{"jsonrpc":"2.0","method":"extension:ui","params":{"id":"u1","extension":"demo","type":"notify","method":"notify","data":{"message":"hi","notifyType":"info"}}}"#
         );
         assert_eq!(
-            line(AgentEvent::ExtensionUiRequest(ExtensionUiRequest {
+            line(AgentEvent::ExtensionUiRequest(Box::new(ExtensionUiRequest {
                 id: "u2".into(),
                 extension: "demo".into(),
                 kind: ExtensionUiKind::Select { title: "T".into(), options: vec!["a".into()], timeout_ms: None },
-            })),
+            }))),
             r#"{"jsonrpc":"2.0","method":"extension:ui","params":{"id":"u2","extension":"demo","type":"dialog","method":"select","data":{"title":"T","options":["a"]}}}"#
         );
     }
@@ -241,7 +240,7 @@ mod tests {
         let start = |parent: Option<&str>| AgentEvent::ToolExecutionStart {
             tool_call_id: "c1/1".into(),
             tool_name: "bash".into(),
-            args: serde_json::json!({}),
+            args: Box::new(serde_json::json!({})),
             parent_tool_call_id: parent.map(str::to_string),
         };
         assert!(map_event(start(Some("c1"))).is_none());
@@ -249,13 +248,13 @@ mod tests {
         let end = AgentEvent::ToolExecutionEnd {
             tool_call_id: "c1/1".into(),
             tool_name: "bash".into(),
-            result: pi_core::event::ToolResultPayload {
+            result: Box::new(pi_core::event::ToolResultPayload {
                 content: Vec::new(),
                 details: None,
                 structured_content: None,
                 is_error: false,
                 usage: None,
-            },
+            }),
             is_error: false,
             duration_ms: Some(1),
             parent_tool_call_id: Some("c1".into()),

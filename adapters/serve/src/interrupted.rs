@@ -51,6 +51,6 @@ pub fn events(worker: &str, model: Option<&Model>) -> Vec<AgentEvent> {
             error: CoreError::new(ErrorKind::Internal, text).with_retryable(true),
             will_retry: false,
         },
-        AgentEvent::AgentSettled { aborted: false, usage: Usage::default() },
+        AgentEvent::AgentSettled { aborted: false, usage: Box::default() },
     ]
 }

@@ -13,7 +13,8 @@
 //! * [`ownership`]: a session's lock or lease, held while it is loaded.
 //! * [`listener`]: the listening socket, the fd limit, connections before they upgrade.
 //! * [`server`]: the HTTP/WebSocket endpoint: `/rpc`, `/healthz`, `/readyz`, auth and limits.
-//! * `trim`: unloaded sessions' memory given back to the system.
+//! * `trim`: unloaded sessions' memory given back to the system, and the
+//!   allocator's per-thread caches bounded ([`bound_thread_caches`]).
 
 pub mod acp;
 pub mod cluster;
@@ -32,3 +33,5 @@ mod socket;
 #[cfg(test)]
 mod tests;
 mod trim;
+
+pub use trim::{TUNABLE as THREAD_CACHE_TUNABLE, bound_thread_caches};

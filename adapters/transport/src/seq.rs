@@ -17,7 +17,8 @@ pub fn insert_seq(mut message: Vec<u8>, depth: usize, seq: u64) -> Vec<u8> {
     }
     let empty = close > 0 && message[close - 1] == b'{';
     // `,"seq":` and the digits, written on the stack: no second allocation
-    // (the message grows in place, its tail of closing braces moved once).
+    // (the message grows in place: its tail, closing braces only, is cut
+    // and written again after the member).
     let mut member = [0u8; 28];
     let mut at = member.len();
     let mut rest = seq;
@@ -32,7 +33,11 @@ pub fn insert_seq(mut message: Vec<u8>, depth: usize, seq: u64) -> Vec<u8> {
     let name: &[u8] = if empty { b"\"seq\":" } else { b",\"seq\":" };
     at -= name.len();
     member[at..at + name.len()].copy_from_slice(name);
-    message.splice(close..close, member[at..].iter().copied());
+    let tail = message.len() - close;
+    message.truncate(close);
+    message.reserve(member.len() - at + tail);
+    message.extend_from_slice(&member[at..]);
+    message.extend(std::iter::repeat_n(b'}', tail));
     message
 }
 

@@ -213,19 +213,21 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
         thinking_level: Some("off".into()),
         extra: Default::default(),
     });
-    let payload = || ToolResultPayload {
-        content: vec![ContentBlock::text("out")],
-        details: None,
-        structured_content: None,
-        is_error: false,
-        usage: None,
+    let payload = || {
+        Box::new(ToolResultPayload {
+            content: vec![ContentBlock::text("out")],
+            details: None,
+            structured_content: None,
+            is_error: false,
+            usage: None,
+        })
     };
     let usage = || std::sync::Arc::new(Usage::default());
-    let request = |kind| E::ClientRequest(ClientRequest { id: "c1".into(), kind });
+    let request = |kind| E::ClientRequest(Box::new(ClientRequest { id: "c1".into(), kind }));
     vec![
         E::AgentStart,
         E::AgentEnd { messages: vec![user.clone()], will_retry: false },
-        E::AgentSettled { aborted: false, usage: Usage::default() },
+        E::AgentSettled { aborted: false, usage: Box::default() },
         E::TurnStart,
         E::TurnEnd { message: Box::new(assistant.clone()), tool_results: Vec::new() },
         E::MessageStart { message: Box::new(user.clone()) },
@@ -243,13 +245,13 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
         E::ToolExecutionStart {
             tool_call_id: "t1".into(),
             tool_name: "ls".into(),
-            args: json!({}),
+            args: Box::new(json!({})),
             parent_tool_call_id: None,
         },
         E::ToolExecutionUpdate {
             tool_call_id: "t1".into(),
             tool_name: "ls".into(),
-            args: json!({}),
+            args: Box::new(json!({})),
             partial_result: payload(),
             parent_tool_call_id: None,
         },
@@ -280,15 +282,17 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
         E::ThinkingLevelChanged { level: ThinkingLevel::High },
         E::ModelChanged { model: Box::new(pi_core::provider::faux::faux_model()), thinking_level: ThinkingLevel::Off },
         E::SessionInfoChanged { name: "n".into() },
-        E::EntryAppended { entry: json!({"type": "context_edit", "id": "e1", "targetId": "a1", "replacement": null}) },
+        E::EntryAppended {
+            entry: Box::new(json!({"type": "context_edit", "id": "e1", "targetId": "a1", "replacement": null})),
+        },
         E::ContextUsage(ContextUsage { tokens: 10, context_window: 100 }),
         E::RunError { error: CoreError::new(ErrorKind::Internal, "boom"), will_retry: false },
         E::ExtensionError { extension_path: "/e.ts".into(), event: "load".into(), error: "boom".into() },
-        E::ExtensionUiRequest(ExtensionUiRequest {
+        E::ExtensionUiRequest(Box::new(ExtensionUiRequest {
             id: "u1".into(),
             extension: "demo".into(),
             kind: ExtensionUiKind::Notify { message: "hi".into(), notify_type: None },
-        }),
+        })),
         request(ClientRequestKind::Permission(PermissionRequest {
             tool_call_id: "t1".into(),
             tool_name: "bash".into(),

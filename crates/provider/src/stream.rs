@@ -238,11 +238,11 @@ pub async fn stream_assistant(
                     usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
                 }
                 usage.cost = model.cost_of(&usage);
-                message.usage = usage;
+                message.usage = *usage;
                 out.usage = Arc::new(message.usage.clone());
             }
             ProviderEvent::MessageField { key, value } => {
-                message.extra.insert(key, value);
+                message.extra.insert(key, *value);
             }
             ProviderEvent::Stop { reason, raw } => {
                 message.stop_reason = reason;
@@ -378,7 +378,9 @@ fn close_block(message: &mut AssistantMessage, block: &Block) -> AssistantStream
         Some(ContentBlock::Thinking(t)) => {
             AssistantStreamEvent::ThinkingEnd { content_index, content: t.thinking.clone() }
         }
-        Some(ContentBlock::ToolCall(c)) => AssistantStreamEvent::ToolCallEnd { content_index, tool_call: c.clone() },
+        Some(ContentBlock::ToolCall(c)) => {
+            AssistantStreamEvent::ToolCallEnd { content_index, tool_call: Box::new(c.clone()) }
+        }
         _ => AssistantStreamEvent::TextEnd { content_index, content: String::new() },
     }
 }
@@ -399,6 +401,14 @@ mod tests {
 
     use super::*;
     use crate::provider::{ProviderStream, test_support};
+
+    /// Every delta is moved as a provider event, then as an agent event:
+    /// the rare big payloads (usage, extra message fields) are boxed so that
+    /// a move is a few register copies (256 bytes before).
+    #[test]
+    fn a_provider_event_stays_small() {
+        assert!(std::mem::size_of::<ProviderEvent>() <= 64, "{}", std::mem::size_of::<ProviderEvent>());
+    }
 
     #[test]
     fn only_complete_tool_arguments_parse() {
@@ -496,7 +506,7 @@ mod tests {
         events.extend([
             Ok(BlockStart { index: 2, kind: call }),
             text(2, r#"{"command":"ls"}"#),
-            Ok(Usage(crate::message::Usage { input: 3, output: 600, ..Default::default() })),
+            Ok(Usage(Box::new(crate::message::Usage { input: 3, output: 600, ..Default::default() }))),
             Ok(Stop { reason: StopReason::ToolUse, raw: None }),
         ]);
         let failing = vec![

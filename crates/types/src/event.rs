@@ -15,15 +15,42 @@ use crate::op::RequestTag;
 /// A streaming step inside one assistant message (pi's `assistantMessageEvent`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum AssistantStreamEvent {
-    TextStart { content_index: usize },
-    TextDelta { content_index: usize, delta: String },
-    TextEnd { content_index: usize, content: String },
-    ThinkingStart { content_index: usize },
-    ThinkingDelta { content_index: usize, delta: String },
-    ThinkingEnd { content_index: usize, content: String },
-    ToolCallStart { content_index: usize, id: String, tool_name: String },
-    ToolCallDelta { content_index: usize, delta: String },
-    ToolCallEnd { content_index: usize, tool_call: ToolCall },
+    TextStart {
+        content_index: usize,
+    },
+    TextDelta {
+        content_index: usize,
+        delta: String,
+    },
+    TextEnd {
+        content_index: usize,
+        content: String,
+    },
+    ThinkingStart {
+        content_index: usize,
+    },
+    ThinkingDelta {
+        content_index: usize,
+        delta: String,
+    },
+    ThinkingEnd {
+        content_index: usize,
+        content: String,
+    },
+    ToolCallStart {
+        content_index: usize,
+        id: String,
+        tool_name: String,
+    },
+    ToolCallDelta {
+        content_index: usize,
+        delta: String,
+    },
+    /// Boxed: a `message_update` stays small (it carries every delta).
+    ToolCallEnd {
+        content_index: usize,
+        tool_call: Box<ToolCall>,
+    },
 }
 
 /// Result payload of a finished tool (or a partial one while it runs).
@@ -291,12 +318,13 @@ events! {
         /// The whole run of one prompt is over: no retry, compaction retry or queued message follows.
         AgentSettled {
             aborted: bool,
-            usage: Usage,
+            usage: Box<Usage>,
         },
         TurnStart,
-        // Messages are boxed in events: the agent's output channel holds
-        // events inline (32 slots allocated per session at creation), so an
-        // event is as big as its largest variant.
+        // Messages, usages, tool arguments and results are boxed in events:
+        // an event is as big as its largest variant, and every text delta is
+        // moved as one through the run's batches, the agent's queue and the
+        // output channel (whose 32 slots are allocated per session at creation).
         TurnEnd {
             message: Box<AgentMessage>,
             tool_results: Vec<AgentMessage>,
@@ -318,20 +346,20 @@ events! {
         ToolExecutionStart {
             tool_call_id: String,
             tool_name: String,
-            args: Value,
+            args: Box<Value>,
             parent_tool_call_id: Option<String>,
         },
         ToolExecutionUpdate {
             tool_call_id: String,
             tool_name: String,
-            args: Value,
-            partial_result: ToolResultPayload,
+            args: Box<Value>,
+            partial_result: Box<ToolResultPayload>,
             parent_tool_call_id: Option<String>,
         },
         ToolExecutionEnd {
             tool_call_id: String,
             tool_name: String,
-            result: ToolResultPayload,
+            result: Box<ToolResultPayload>,
             is_error: bool,
             /// Milliseconds the tool ran; `None` for a call refused before running.
             duration_ms: Option<u64>,
@@ -391,7 +419,7 @@ events! {
         /// `context_edit` that hides a retried or recovered attempt from the
         /// model), as written to the session file.
         EntryAppended {
-            entry: Value,
+            entry: Box<Value>,
         },
         /// Context usage after an assistant reply (drives JSON-RPC `contextUsage`).
         ContextUsage(ContextUsage),
@@ -405,10 +433,10 @@ events! {
             event: String,
             error: String,
         },
-        ExtensionUiRequest(ExtensionUiRequest),
+        ExtensionUiRequest(Box<ExtensionUiRequest>),
         /// The core asks the client (an approval, a file, a terminal, a client
         /// tool's result) and waits for an `Op::ClientResponse` with this id.
-        ClientRequest(crate::client::ClientRequest),
+        ClientRequest(Box<crate::client::ClientRequest>),
         /// The core stopped waiting for this request (abort, timeout): a late answer is ignored.
         ClientRequestEnded {
             id: String,
@@ -518,5 +546,17 @@ mod tests {
                 assert_ne!(shown, names.not_shown.contains(kind), "{}: {kind:?}", names.dialect);
             }
         }
+    }
+
+    /// Every text delta is moved as a whole event, several times on its way
+    /// to the client (the run's batch, the agent's queue, the output
+    /// channel): an event is as big as its largest variant, so the big and
+    /// rare payloads are boxed. Under 128 bytes a move is a few register
+    /// copies, not a call to `memcpy` (264 bytes before they were boxed).
+    #[test]
+    fn an_event_stays_small() {
+        use std::mem::size_of;
+        assert!(size_of::<AssistantStreamEvent>() <= 56, "AssistantStreamEvent: {}", size_of::<AssistantStreamEvent>());
+        assert!(size_of::<AgentEvent>() <= 104, "AgentEvent: {}", size_of::<AgentEvent>());
     }
 }

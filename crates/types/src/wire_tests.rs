@@ -101,24 +101,24 @@ fn events_round_trip() {
     round_trip(AgentEvent::ToolExecutionEnd {
         tool_call_id: "t".into(),
         tool_name: "read".into(),
-        result: ToolResultPayload {
+        result: Box::new(ToolResultPayload {
             content: vec![ContentBlock::text("file")],
             details: Some(json!({"n": 1})),
             structured_content: Some(Box::new(json!({"rows": 2}))),
             is_error: true,
             usage: Some(Box::new(crate::message::Usage { input: 4, output: 1, ..Default::default() })),
-        },
+        }),
         is_error: false,
         duration_ms: Some(3),
         parent_tool_call_id: Some("p".into()),
     });
     round_trip(AgentEvent::RunError { error: CoreError::internal("lost"), will_retry: false });
-    round_trip(AgentEvent::ExtensionUiRequest(ExtensionUiRequest {
+    round_trip(AgentEvent::ExtensionUiRequest(Box::new(ExtensionUiRequest {
         id: "u1".into(),
         extension: "ext".into(),
         kind: ExtensionUiKind::Confirm { title: "t".into(), message: "m".into(), timeout_ms: Some(5) },
-    }));
-    round_trip(AgentEvent::ClientRequest(ClientRequest {
+    })));
+    round_trip(AgentEvent::ClientRequest(Box::new(ClientRequest {
         id: "c1".into(),
         kind: ClientRequestKind::Permission(PermissionRequest {
             tool_call_id: "t".into(),
@@ -126,9 +126,9 @@ fn events_round_trip() {
             args: json!({"command": "ls"}),
             title: "bash: ls".into(),
         }),
-    }));
+    })));
     round_trip(ClientReply::Permission(PermissionAnswer::AllowOnce));
     round_trip(AgentEvent::BashExecutionUpdate { request: Some(1 << 40), delta: "x".into() });
-    round_trip(AgentEvent::AgentSettled { aborted: false, usage: Usage::default() });
+    round_trip(AgentEvent::AgentSettled { aborted: false, usage: Box::default() });
     round_trip(AgentEvent::LoginEnd { provider: "anthropic".into(), error: Some("refused".into()) });
 }

@@ -23,7 +23,8 @@ pub(super) fn start_mcp(
                     extension: "mcp".to_string(),
                     kind: ExtensionUiKind::Notify { message, notify_type: Some("warning".to_string()) },
                 };
-                let _ = internal.send(Internal::Event(Box::new(AgentEvent::ExtensionUiRequest(request)))).await;
+                let _ =
+                    internal.send(Internal::Event(Box::new(AgentEvent::ExtensionUiRequest(Box::new(request))))).await;
             }
         });
     }

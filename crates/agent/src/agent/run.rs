@@ -198,7 +198,7 @@ pub(crate) async fn run_session(mut s: RunSetup) {
             }
         }
     }
-    s.emitter.emit(AgentEvent::AgentSettled { aborted, usage: totals }).await;
+    s.emitter.emit(AgentEvent::AgentSettled { aborted, usage: Box::new(totals) }).await;
     s.emitter.send(Internal::RunFinished { run_id: s.run_id }).await;
 }
 

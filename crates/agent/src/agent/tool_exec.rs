@@ -169,14 +169,14 @@ pub(super) async fn run_prepared(
         emitter.emit(AgentEvent::ToolExecutionUpdate {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
-            args: call.arguments.clone(),
-            partial_result: ToolResultPayload {
+            args: Box::new(call.arguments.clone()),
+            partial_result: Box::new(ToolResultPayload {
                 content: update.content,
                 details: update.details,
                 structured_content: None,
                 is_error: false,
                 usage: None,
-            },
+            }),
             parent_tool_call_id: parent.map(str::to_string),
         })
     };
@@ -237,7 +237,7 @@ pub(super) async fn emit_start(emitter: &Emitter, call: &ToolCall, parent: Optio
         .emit(AgentEvent::ToolExecutionStart {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
-            args: call.arguments.clone(),
+            args: Box::new(call.arguments.clone()),
             parent_tool_call_id: parent.map(str::to_string),
         })
         .await;
@@ -254,13 +254,13 @@ pub(super) async fn emit_end(
         .emit(AgentEvent::ToolExecutionEnd {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
-            result: ToolResultPayload {
+            result: Box::new(ToolResultPayload {
                 content: output.content.clone(),
                 details: output.details.clone(),
                 structured_content: output.structured_content.clone().map(Box::new),
                 is_error: output.result_is_error,
                 usage: output.usage.clone().map(Box::new),
-            },
+            }),
             is_error: output.is_error,
             duration_ms,
             parent_tool_call_id: parent.map(str::to_string),

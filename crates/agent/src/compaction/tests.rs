@@ -318,7 +318,7 @@ impl Provider for Scripted {
             Script::Text(t) => vec![
                 Ok(ProviderEvent::BlockStart { index: 0, kind: BlockKind::Text }),
                 Ok(ProviderEvent::BlockDelta { index: 0, delta: t.into() }),
-                Ok(ProviderEvent::Usage(usage)),
+                Ok(ProviderEvent::Usage(Box::new(usage))),
                 Ok(ProviderEvent::Stop { reason: StopReason::Stop, raw: None }),
             ],
             Script::Error(e) => vec![Err(crate::provider::classify::error_from(None, e.into(), None))],

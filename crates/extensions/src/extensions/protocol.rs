@@ -578,7 +578,7 @@ mod tests {
         let (_, v) = event_payload(&AgentEvent::ToolExecutionStart {
             tool_call_id: "c1".into(),
             tool_name: "bash".into(),
-            args: json!({"command": "ls"}),
+            args: Box::new(json!({"command": "ls"})),
             parent_tool_call_id: None,
         })
         .unwrap();

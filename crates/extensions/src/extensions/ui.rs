@@ -333,11 +333,11 @@ pub(super) async fn ui_call(
         Err(result) => return result,
     };
     let emit = |id: String, kind: ExtensionUiKind| {
-        HostSignal::Event(Box::new(AgentEvent::ExtensionUiRequest(ExtensionUiRequest {
+        HostSignal::Event(Box::new(AgentEvent::ExtensionUiRequest(Box::new(ExtensionUiRequest {
             id,
             extension: extension.to_string(),
             kind,
-        })))
+        }))))
     };
     if !kind.is_dialog() {
         signals.deliver(emit(uuid::Uuid::new_v4().to_string(), kind)).await;

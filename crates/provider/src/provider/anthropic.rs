@@ -271,7 +271,7 @@ impl Decoder {
         usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
         usage.extra.insert("cacheWrite1h".into(), self.cache_write_1h.into());
         usage.reasoning = self.reasoning;
-        ProviderEvent::Usage(usage)
+        ProviderEvent::Usage(Box::new(usage))
     }
 
     fn on_message_start(&mut self, message: StartedMessage, out: &mut Out) {

@@ -231,7 +231,7 @@ impl FauxProvider {
                 Usage { input, output, total_tokens: input + output, ..Usage::default() }
             }
         };
-        out.push(Ok(ProviderEvent::Usage(usage)));
+        out.push(Ok(ProviderEvent::Usage(Box::new(usage))));
         let reason = reply.stop_reason.unwrap_or(if reply.tool_calls.is_empty() {
             StopReason::Stop
         } else {

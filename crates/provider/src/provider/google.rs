@@ -217,7 +217,7 @@ impl Decoder {
                 ..Usage::default()
             };
             usage.reasoning = Some(thoughts);
-            out.emit(ProviderEvent::Usage(usage));
+            out.emit(ProviderEvent::Usage(Box::new(usage)));
         }
         Ok(())
     }

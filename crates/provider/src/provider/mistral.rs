@@ -140,14 +140,14 @@ impl Decoder {
         let input = prompt - cached;
         let output = u.counts.completion_tokens.unwrap_or(0);
         let total = u.total_tokens.filter(|t| *t > 0).unwrap_or(input + output + cached);
-        out.emit(ProviderEvent::Usage(Usage {
+        out.emit(ProviderEvent::Usage(Box::new(Usage {
             input,
             output,
             cache_read: cached,
             cache_write: 0,
             total_tokens: total,
             ..Usage::default()
-        }));
+        })));
     }
 
     fn on_chunk(&mut self, chunk: Chunk, choices: Vec<Choice>, out: &mut Out) {

@@ -133,12 +133,14 @@ pub enum ProviderEvent {
         index: usize,
     },
     /// Cumulative usage so far (tokens only; the agent computes the cost).
-    Usage(Usage),
+    /// Boxed, as the rarer big payloads below: an event is as big as its
+    /// largest variant, and every delta is moved as one.
+    Usage(Box<Usage>),
     /// A field of the assistant message beyond the common ones (pi's
     /// `providerThinkingLevel` of Codex messages), kept in its `extra`.
     MessageField {
         key: String,
-        value: Value,
+        value: Box<Value>,
     },
     /// The model finished. `raw` is the provider's own stop reason string.
     Stop {

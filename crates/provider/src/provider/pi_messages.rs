@@ -292,7 +292,7 @@ impl Decoder {
     }
 
     fn terminal(&mut self, fields: &mut Fields, out: &mut Out) {
-        out.emit(ProviderEvent::Usage(usage_of(&fields.usage)));
+        out.emit(ProviderEvent::Usage(Box::new(usage_of(&fields.usage))));
         if let Some(id) = fields.response_id.take() {
             out.emit(ProviderEvent::ResponseId(id));
         }
@@ -302,7 +302,7 @@ impl Decoder {
         ];
         for (key, value) in passed {
             if let Some(value) = value {
-                out.emit(ProviderEvent::MessageField { key: key.to_string(), value });
+                out.emit(ProviderEvent::MessageField { key: key.to_string(), value: Box::new(value) });
             }
         }
         self.ended = true;

@@ -183,7 +183,7 @@ impl PiEventMapper {
                     out.push(Ok(ProviderEvent::ResponseId(id)));
                 }
                 if let Some(usage) = message.usage.filter(reports_any) {
-                    out.push(Ok(ProviderEvent::Usage(usage)));
+                    out.push(Ok(ProviderEvent::Usage(Box::new(usage))));
                 }
                 let raw = fields.reason.as_ref().or(message.stop_reason.as_ref()).and_then(Value::as_str);
                 let reason = match raw {
@@ -201,7 +201,7 @@ impl PiEventMapper {
             ("error", _) => {
                 let message = fields.error;
                 if let Some(usage) = message.usage.filter(reports_any) {
-                    out.push(Ok(ProviderEvent::Usage(usage)));
+                    out.push(Ok(ProviderEvent::Usage(Box::new(usage))));
                 }
                 let aborted = fields.reason.as_ref().and_then(Value::as_str) == Some("aborted")
                     || message.stop_reason.as_ref().and_then(Value::as_str) == Some("aborted");

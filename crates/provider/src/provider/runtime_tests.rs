@@ -66,7 +66,7 @@ fn a_full_stream_with_a_tool_call_maps_event_for_event() {
             delta(2, "\"a.txt\"}"),
             ProviderEvent::BlockEnd { index: 2 },
             ProviderEvent::ResponseId("resp_1".into()),
-            ProviderEvent::Usage(usage),
+            ProviderEvent::Usage(Box::new(usage)),
             ProviderEvent::Stop { reason: StopReason::ToolUse, raw: None },
         ]
     );

@@ -101,7 +101,7 @@ pub(crate) fn last_usage(events: &[ProviderEvent]) -> Usage {
         .iter()
         .rev()
         .find_map(|e| match e {
-            ProviderEvent::Usage(u) => Some(u.clone()),
+            ProviderEvent::Usage(u) => Some((**u).clone()),
             _ => None,
         })
         .expect("a usage event")

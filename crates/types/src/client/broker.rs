@@ -63,7 +63,7 @@ impl ClientBroker {
         let (tx, rx) = oneshot::channel();
         let permission = matches!(kind, ClientRequestKind::Permission(_));
         self.lock().insert(id.clone(), Waiting { permission, tx });
-        events.emit(AgentEvent::ClientRequest(ClientRequest { id: id.clone(), kind })).await;
+        events.emit(AgentEvent::ClientRequest(Box::new(ClientRequest { id: id.clone(), kind }))).await;
         let deadline = async {
             match timeout {
                 Some(t) => tokio::time::sleep(t).await,

@@ -55,7 +55,7 @@ impl Agent {
                 let id = self.session.append_custom_entry(custom_type, data).map_err(|e| e.to_string())?;
                 // Announced as pi 1.6.0 does.
                 if let Some(entry) = self.session.record().get(&id).and_then(|e| serde_json::to_value(e).ok()) {
-                    self.emit(AgentEvent::EntryAppended { entry }).await;
+                    self.emit(AgentEvent::EntryAppended { entry: Box::new(entry) }).await;
                 }
                 Ok(json!({"entryId": id}))
             }

@@ -15,11 +15,11 @@ use crate::op::{CommandInfo, CommandSource, RequestTag};
 
 /// The notification a `/mcp` command answers with.
 fn notice_event(notice: Notice) -> AgentEvent {
-    AgentEvent::ExtensionUiRequest(ExtensionUiRequest {
+    AgentEvent::ExtensionUiRequest(Box::new(ExtensionUiRequest {
         id: uuid::Uuid::new_v4().to_string(),
         extension: mcp_command::NAME.to_string(),
         kind: ExtensionUiKind::Notify { message: notice.text, notify_type: Some(notice.level.to_string()) },
-    })
+    }))
 }
 
 impl Agent {

@@ -26,7 +26,7 @@ impl Agent {
         let (ids, failure) = self.session.append_drafts(drafts);
         for id in ids {
             if let Some(entry) = self.session.record().get(&id).and_then(|e| serde_json::to_value(e).ok()) {
-                self.emit(AgentEvent::EntryAppended { entry }).await;
+                self.emit(AgentEvent::EntryAppended { entry: Box::new(entry) }).await;
             }
         }
         if let Some(error) = failure {

@@ -197,7 +197,7 @@ impl Decoder {
                 details.iter().filter(|d| d.ttl.as_deref() == Some("1h")).map(|d| d.input_tokens.unwrap_or(0)).sum();
             usage.extra.insert("cacheWrite1h".into(), one_hour.into());
         }
-        out.emit(ProviderEvent::Usage(usage));
+        out.emit(ProviderEvent::Usage(Box::new(usage)));
     }
 }
 

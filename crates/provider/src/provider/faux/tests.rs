@@ -102,12 +102,12 @@ async fn scripted_text_thinking_and_tool_calls() {
     });
     assert_eq!(first_tool_delta.as_deref(), Some(""));
     assert_eq!(serde_json::from_str::<Value>(&text_of(&events, 2)).unwrap(), json!({"command": "ls -la"}));
-    assert!(events.contains(&ProviderEvent::Usage(Usage {
+    assert!(events.contains(&ProviderEvent::Usage(Box::new(Usage {
         input: 9,
         output: 3,
         total_tokens: 12,
         ..Usage::default()
-    })));
+    }))));
     assert_eq!(events.last(), Some(&ProviderEvent::Stop { reason: StopReason::ToolUse, raw: None }));
     // The counter goes on across calls; then the script is exhausted.
     let (events, _) = run(&p, "again").await;

@@ -325,8 +325,9 @@ impl Provider for OpenAiCodexResponses {
     }
 
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
-        let level = configuration_effort(&request)
-            .map(|value| Ok(ProviderEvent::MessageField { key: "providerThinkingLevel".into(), value }));
+        let level = configuration_effort(&request).map(|value| {
+            Ok(ProviderEvent::MessageField { key: "providerThinkingLevel".into(), value: Box::new(value) })
+        });
         let websocket = super::codex_transport::transport().uses_socket()
             && !self.sessions.falls_back(request.session_id.as_deref());
         let attempt = if websocket {

@@ -161,13 +161,13 @@ impl Assembler {
         }
         let usage = chunk.usage;
         if let Some(u) = &usage {
-            out.emit(ProviderEvent::Usage(usage_of(u)));
+            out.emit(ProviderEvent::Usage(Box::new(usage_of(u))));
         }
         let Some(choice) = chunk.choices.into_iter().next() else { return };
         if usage.is_none()
             && let Some(u) = &choice.usage
         {
-            out.emit(ProviderEvent::Usage(usage_of(u)));
+            out.emit(ProviderEvent::Usage(Box::new(usage_of(u))));
         }
         if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
             self.finish = Some((map_finish_reason(&reason), reason));

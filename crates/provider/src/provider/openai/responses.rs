@@ -291,7 +291,7 @@ impl Decoder {
                 ..Usage::default()
             };
             usage.reasoning = Some(u.output_tokens_details.reasoning_tokens.unwrap_or(0));
-            out.emit(ProviderEvent::Usage(usage));
+            out.emit(ProviderEvent::Usage(Box::new(usage)));
         }
         let status = response.status.as_deref();
         let reason = response.incomplete_details.reason.as_deref();

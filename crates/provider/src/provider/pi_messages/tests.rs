@@ -120,7 +120,9 @@ fn whole_tool_arguments_and_response_fields() {
     assert_eq!(err, None);
     assert_eq!(deltas(&events, 0), [r#"{"path":"a"}"#]);
     assert!(events.contains(&ProviderEvent::ResponseId("r1".into())));
-    assert!(events.contains(&ProviderEvent::MessageField { key: "responseModel".into(), value: json!("kimi") }));
+    assert!(
+        events.contains(&ProviderEvent::MessageField { key: "responseModel".into(), value: Box::new(json!("kimi")) })
+    );
 }
 
 #[test]
