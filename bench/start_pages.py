@@ -6,11 +6,15 @@ pages (/proc/kpageflags): the kernel maps every folio a 64 KiB fault-around wind
 starts with more resident code when its file is held in large folios (a `cp` of it) than in 4 KiB pages (the file
 lld wrote, or one read back from disk). See adapters/cli/build.rs and README ("build scripts").
 
-Usage: bench/start_pages.py [--evict] [--runs N] BINARY
-  --evict  drop BINARY from the page cache first (posix_fadvise), so one start reads it back in 4 KiB pages
+Usage: bench/start_pages.py [--evict] [--runs N] [--mcp | --extension] BINARY
+  --evict      drop BINARY from the page cache first (posix_fadvise), so one start reads it back in 4 KiB pages
+  --mcp        with bench/run.py's three MCP servers configured (as its "3 MCP servers" start figure)
+  --extension  with its one TypeScript extension (rpc-demo.ts), measured as its extension figure: once the
+               `get_state` is answered and the extension's `setTitle` request is out
 """
 
 import collections
+import json
 import os
 import struct
 import subprocess
@@ -20,9 +24,12 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from measure import Agent, sandbox_env  # noqa: E402
-from run import is_response  # noqa: E402
+import run  # noqa: E402
 
 PAGE = 4096
+EXTENSION = os.path.join(run.ROOT, "target/tools/reference/node_modules/@earendil-works/pi-coding-agent/examples/"
+                                   "extensions/rpc-demo.ts")
+HOST = os.path.join(run.ROOT, "target/tools/extension-host")
 
 
 def sections(binary):
@@ -91,16 +98,26 @@ def main():
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         os.close(fd)
     secs = sections(binary)
-    for run in range(runs + 1):  # the first start warms the page cache
+    for start in range(runs + 1):  # the first start warms the page cache
         with tempfile.TemporaryDirectory() as agent_dir, tempfile.TemporaryDirectory() as cwd:
-            agent = Agent([binary, "--mode", "rpc", "--no-session"], sandbox_env(agent_dir), cwd)
+            cmd, extra = [binary, "--mode", "rpc", "--no-session"], {}
+            if "--mcp" in args:
+                with open(os.path.join(agent_dir, "mcp.json"), "w") as f:
+                    json.dump(run.mcp_servers(), f)
+            if "--extension" in args:
+                cmd += ["-e", EXTENSION]
+                extra = {"PI_RPC_EXTENSION_HOST_DIR": HOST, "PI_RPC_NODE": run.DEFAULT_NODE}
+            agent = Agent(cmd, sandbox_env(agent_dir, extra), cwd)
             agent.send(b'{"type":"get_state"}\n')
-            agent.until(is_response)
+            waiting = {b'"type":"response"'} | ({b'"method":"setTitle"'} if "--extension" in args else set())
+            while waiting:
+                head, _, _ = agent.until(lambda h: True)
+                waiting = {w for w in waiting if w not in head}
             peak = agent.rss_kib()
             per, folios = resident(agent.proc.pid, binary, secs)
             agent.close()
-        if run:
-            print(f"start {run}: peak RSS {peak} KiB, resident now {sum(per.values())} KiB")
+        if start:
+            print(f"start {start}: peak RSS {peak} KiB, resident now {sum(per.values())} KiB")
     for place, kib in per.most_common():
         print(f"{kib:8d} KiB  {place}")
     if folios:

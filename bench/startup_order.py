@@ -32,6 +32,10 @@ made symbolised by `cargo rustc --release -p pi-cli --bin pi -- -C strip=none`
 pass --no-build); a build with other features (in the same command as
 `-p pi-compat`, or workspace-wide) misses the exact names and gets those
 instances from the fallback patterns (build.rs).
+(Why: pi-compat's dependencies turn on other features, such as pi-transport's
+`schemas`, so every crate above them gets other hashes and none of the `=` names
+matches.) Set STARTUP_ORDER_RUNS=FILE to also write each start's functions
+(before, after its answers) as JSON.
 Usage: bench/startup_order.py [--no-build]
        bench/startup_order.py --mark BINARY   (only re-mark the list's `=` names from BINARY's symbols)
 """
@@ -64,8 +68,11 @@ STARTS = [
     ([{"type": "get_state"}, {"type": "get_messages"}], True, False, ()),
     ([{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
       {"jsonrpc": "2.0", "id": 2, "method": "getState"}], True, True, ()),
-    ([{"type": "get_state"}], False, True, ("mcp",)),
+    # The extension's start before the MCP one: under callgrind the MCP start's 50 ms cap passes before
+    # its first answer, so its "before the answer" part holds the servers' spawn (rmcp, processes) that a
+    # native start runs after it; placed first, that code would sit between the extension's and the rest.
     ([{"id": "s", "type": "get_state"}], False, True, ("extension",)),
+    ([{"type": "get_state"}], False, True, ("mcp",)),
 ]
 EXTENSION = os.path.join(ROOT, "target/tools/reference/node_modules/@earendil-works/pi-coding-agent/examples/"
                                "extensions/rpc-demo.ts")
@@ -261,6 +268,9 @@ def main():
     runs = [functions_run(exe, records, provider, in_memory, extras)
             for records, provider, in_memory, extras in STARTS
             if "extension" not in extras or (os.path.exists(EXTENSION) and os.path.isdir(HOST))]
+    if os.environ.get("STARTUP_ORDER_RUNS"):  # each start's functions (before, after), for study
+        with open(os.environ["STARTUP_ORDER_RUNS"], "w") as f:
+            json.dump(runs, f)
     seen, order = set(), []
     for phase in (0, 1):  # every start's code of its first answers, then the code run after them
         for names in runs:

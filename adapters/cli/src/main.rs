@@ -52,7 +52,10 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let outcome = runtime.block_on(run(args));
+    // Boxed: the whole front end's future (every dialect's state) would sit
+    // in this frame, below which every start-up call runs (clap's parser,
+    // the agent's set-up): each page that depth reaches stays resident.
+    let outcome = runtime.block_on(Box::pin(run(args)));
     // A read of stdin may still be parked in a blocking thread: don't wait for it.
     runtime.shutdown_background();
     match outcome {

@@ -84,7 +84,10 @@ pub(crate) struct Agent {
 }
 
 impl Agent {
-    pub(crate) fn new(config: AgentConfig, out: OutputTx) -> Result<Agent, CoreError> {
+    /// Boxed: the actor is about 12 KB, and its task's future holds it by
+    /// pointer (moved by value, each hand-off on the way to `tokio::spawn`
+    /// was a copy written on the start's stack: a 70 KB frame, resident).
+    pub(crate) fn new(config: AgentConfig, out: OutputTx) -> Result<Box<Agent>, CoreError> {
         let channels = Channels::new(out);
         let session = open_session(&config)?;
         let (restored_model, restored_thinking) = session.context_model_and_thinking();
@@ -104,7 +107,7 @@ impl Agent {
         );
         let mcp_options = crate::mcp::McpOptions { root: Some(config.cwd.clone()), ..config.mcp };
         let mcp = super::mcp_start::start_mcp(mcp_options, &channels.internal());
-        let mut agent = Agent {
+        let mut agent = Box::new(Agent {
             queues: Queues::new(config.settings.steering_mode, config.settings.follow_up_mode),
             prefs: Preferences::new(config.settings, config.persist_settings.then(|| config.agent_dir.clone())),
             models: ModelChoice::new(config.models, config.providers),
@@ -116,7 +119,7 @@ impl Agent {
             mcp,
             client: super::client_state::ClientState::new(&config.client),
             channels,
-        };
+        });
         let startup = StartupChoice {
             provider: config.provider,
             pattern: config.model,
@@ -141,7 +144,7 @@ impl Agent {
     }
 
     /// The actor loop. Internal messages go first so state is current before any op reads it.
-    pub(crate) async fn run(mut self, mut ops: super::OpReceiver) {
+    pub(crate) async fn run(mut self: Box<Self>, mut ops: super::OpReceiver) {
         let Some(mut internal_rx) = self.channels.take_inbox() else { return };
         let mut ops_open = true;
         loop {

@@ -181,7 +181,9 @@ impl McpManager {
             tokio::spawn(async move {
                 start_signal(&go, gate.as_ref()).await;
                 for conn in conns {
-                    tokio::spawn(async move { conn.connect().await });
+                    // Boxed: a connection's future is about 9 KB, and each
+                    // hand-off inside `tokio::spawn` copied it on the stack.
+                    tokio::spawn(Box::pin(async move { conn.connect().await }));
                 }
             });
         }
