@@ -171,7 +171,8 @@ impl NestedRunner {
         caller_id: &str,
     ) -> Result<(Arc<dyn crate::tools::Tool>, Value), ToolOutput> {
         let registry = registry.ok_or_else(|| ToolOutput::error("The agent has shut down"))?;
-        let tool = registry.prepare(&call.name, &call.arguments)?;
+        let (tool, prepared) = registry.prepare_with_hooks(&call.name, &call.arguments).await?;
+        let call = &prepared.map_or_else(|| call.clone(), |arguments| ToolCall { arguments, ..call.clone() });
         let args = gate(ctx, call, Some(caller_id)).await?;
         Ok((tool, args))
     }

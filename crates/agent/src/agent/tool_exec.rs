@@ -49,8 +49,12 @@ pub(crate) async fn execute_tool_calls(
         async move {
             let checked = match incomplete(&call, cut_off) {
                 Some(refused) => Err(refused),
-                None => match registry.prepare(&call.name, &call.arguments) {
-                    Ok(tool) => gate(base, &call, None).await.map(|args| (tool, args)),
+                None => match registry.prepare_with_hooks(&call.name, &call.arguments).await {
+                    Ok((tool, prepared)) => {
+                        let call =
+                            prepared.map_or_else(|| call.clone(), |arguments| ToolCall { arguments, ..call.clone() });
+                        gate(base, &call, None).await.map(|args| (tool, args))
+                    }
                     Err(output) => Err(output),
                 },
             };

@@ -144,7 +144,13 @@ pub(super) fn discover(o: &ResourceOptions) -> Resources {
     let layout = Layout { cwd: &cwd, agent_dir: &agent_dir, home: &home };
     let skills = load_skills(skills_acc.resolve(), o, &layout, &mut diagnostics);
     let templates = load_templates(prompts_acc.resolve(), o, &layout, &mut diagnostics);
-    Resources { templates, skills, enable_skill_commands: o.enable_skill_commands, diagnostics }
+    Resources {
+        templates,
+        skills,
+        enable_skill_commands: o.enable_skill_commands,
+        diagnostics,
+        options: Some(o.clone()),
+    }
 }
 
 struct Ctx<'a> {

@@ -297,6 +297,8 @@ pub struct Resources {
     pub enable_skill_commands: bool,
     /// Everything discovery reported (also returned by [`Resources::discover`] as text).
     pub diagnostics: Vec<Diagnostic>,
+    /// What these were discovered with ([`Resources::rediscover`]).
+    pub options: Option<ResourceOptions>,
 }
 
 impl Resources {
@@ -308,6 +310,13 @@ impl Resources {
         let resources = discovery::discover(options);
         let warnings = resources.diagnostics.iter().map(ToString::to_string).collect();
         (resources, warnings)
+    }
+
+    /// Discover again with the options of the first discovery, reading the
+    /// skill and template files as they are now (pi's `ctx.reload()`);
+    /// `None` for resources that were not discovered.
+    pub fn rediscover(&self) -> Option<(Resources, Vec<String>)> {
+        self.options.as_ref().map(Resources::discover)
     }
 
     pub fn template(&self, name: &str) -> Option<&Template> {

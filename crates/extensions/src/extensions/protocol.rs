@@ -106,6 +106,9 @@ pub struct ToolSpecWire {
     /// pi's `outputSchema`: codemode scripts get the result's `structuredContent`.
     #[serde(default, rename = "outputSchema")]
     pub output_schema: Option<Value>,
+    /// pi's `prepareArguments`: the extension has one, asked before validation.
+    #[serde(default, rename = "prepareArguments")]
+    pub prepare_arguments: bool,
 }
 
 fn empty_object_schema() -> Value {

@@ -65,6 +65,19 @@ impl Tool for ExtensionTool {
         }
     }
 
+    async fn prepare_arguments_elsewhere(&self, args: &Value) -> Option<Result<Value, String>> {
+        if !self.spec.prepare_arguments {
+            return None;
+        }
+        let params = json!({"toolName": self.spec.name, "input": args});
+        Some(match self.ext.call("prepare_arguments", params, None).await {
+            Ok(answer) => Ok(answer.get("args").cloned().unwrap_or(Value::Null)),
+            Err(CallError::Failed(message)) => Err(message),
+            Err(CallError::Dead(message)) => Err(format!("Extension {} is not running: {message}", self.ext.name())),
+            Err(CallError::Cancelled) => Err("Operation aborted".to_string()),
+        })
+    }
+
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
         let call_id = ctx.tool_call_id.clone();
         let (tx, mut rx) = mpsc::unbounded_channel();

@@ -408,7 +408,11 @@ impl<'a> Session<'a> {
         let Some(entry) = catalog.into_iter().find(|e| e.tool.name() == name) else {
             return refused(format!("Tool {name} not found"));
         };
-        let args = entry.tool.prepare_arguments(args);
+        let args = match entry.tool.prepare_arguments_elsewhere(&args).await {
+            None => entry.tool.prepare_arguments(args),
+            Some(Ok(prepared)) => prepared,
+            Some(Err(error)) => return refused(error),
+        };
         let args = match crate::tools::validate::coerce_and_validate(name, entry.tool.parameters(), &args) {
             Ok(a) => a,
             Err(e) => return refused(e),

@@ -38,6 +38,9 @@ pub struct CancelWatch {
     token: CancellationToken,
     /// Kept registered with the token until the watch is dropped.
     wait: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// The waker in the flag's slot, not woken yet: a task that waits again
+    /// (a body read per chunk) registers nothing again.
+    registered: Option<Waker>,
 }
 
 impl CancelWatch {
@@ -48,7 +51,7 @@ impl CancelWatch {
         if wait.as_mut().poll(&mut Context::from_waker(&waker)).is_ready() {
             flag.raised.store(true, Ordering::Release);
         }
-        CancelWatch { flag, token: token.clone(), wait }
+        CancelWatch { flag, token: token.clone(), wait, registered: None }
     }
 
     /// Whether the token was cancelled.
@@ -62,7 +65,13 @@ impl CancelWatch {
         if self.flag.raised.load(Ordering::Acquire) {
             return self.confirm();
         }
+        // Only the flag takes the waker out of its slot, after raising
+        // itself: with the flag down, the waker registered last is still there.
+        if self.registered.as_ref().is_some_and(|waker| waker.will_wake(cx.waker())) {
+            return Poll::Pending;
+        }
         self.flag.waiter.register(cx.waker());
+        self.registered = Some(cx.waker().clone());
         // Raised between the check and the registration: not missed.
         if self.flag.raised.load(Ordering::Acquire) {
             return self.confirm();
@@ -77,6 +86,8 @@ impl CancelWatch {
             return Poll::Ready(());
         }
         self.flag.raised.store(false, Ordering::Release);
+        // The flag's wake took the waiting task's waker out of its slot.
+        self.registered = None;
         let waker = Waker::from(self.flag.clone());
         if self.wait.as_mut().poll(&mut Context::from_waker(&waker)).is_ready() {
             self.flag.raised.store(true, Ordering::Release);
@@ -120,6 +131,43 @@ mod tests {
         watch.cancelled().await;
         assert!(watch.is_cancelled());
         canceller.await.unwrap();
+    }
+
+    /// Counts its wakes.
+    #[derive(Default)]
+    struct Counted(std::sync::atomic::AtomicUsize);
+
+    impl Wake for Counted {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Waits repeated by one task register it once; a wait by another task
+    /// takes the slot, and the cancel wakes the one that waited last.
+    #[test]
+    fn the_last_waiting_task_is_woken_however_often_it_waited() {
+        let token = CancellationToken::new();
+        let mut watch = CancelWatch::new(&token);
+        let (first, second) = (Arc::new(Counted::default()), Arc::new(Counted::default()));
+        let (first_waker, second_waker) = (Waker::from(first.clone()), Waker::from(second.clone()));
+        for _ in 0..3 {
+            assert!(watch.poll_cancelled(&mut Context::from_waker(&first_waker)).is_pending());
+        }
+        assert!(watch.poll_cancelled(&mut Context::from_waker(&second_waker)).is_pending());
+        assert!(watch.poll_cancelled(&mut Context::from_waker(&second_waker)).is_pending());
+        token.cancel();
+        assert_eq!((first.0.load(Ordering::SeqCst), second.0.load(Ordering::SeqCst)), (0, 1));
+        assert!(watch.poll_cancelled(&mut Context::from_waker(&first_waker)).is_ready());
+
+        // The same task waiting again after a cancel of another watch's token is still woken.
+        let token = CancellationToken::new();
+        let mut watch = CancelWatch::new(&token);
+        for _ in 0..3 {
+            assert!(watch.poll_cancelled(&mut Context::from_waker(&first_waker)).is_pending());
+        }
+        token.cancel();
+        assert_eq!(first.0.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test]

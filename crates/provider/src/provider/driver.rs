@@ -145,9 +145,6 @@ struct Run<W: Wire> {
     cancel: CancellationToken,
     /// Made once per call: a flag checked per body read, not the token's lock.
     watch: CancelWatch,
-    /// The body had nothing at hand at the last read: cancellation is
-    /// checked first at the next.
-    waiting: bool,
     api: Api,
     phase: Phase,
     wire: W,
@@ -310,27 +307,23 @@ impl<W: Wire> Run<W> {
         let Phase::Streaming(mut body) = std::mem::replace(&mut self.phase, Phase::Done) else {
             return Poll::Ready(());
         };
-        if self.watch.is_cancelled() || (self.waiting && self.watch.poll_cancelled(cx).is_ready()) {
-            self.waiting = false;
+        if self.watch.is_cancelled() {
             self.fail(ProviderError::aborted());
             return Poll::Ready(());
         }
         let next = match body.chunks.poll_next_unpin(cx) {
             Poll::Ready(next) => next,
             Poll::Pending => {
-                if !self.waiting {
-                    self.waiting = true;
-                    if self.watch.poll_cancelled(cx).is_ready() {
-                        self.waiting = false;
-                        self.fail(ProviderError::aborted());
-                        return Poll::Ready(());
-                    }
+                // The task is woken by the body or by cancellation (its
+                // waker registered once while it stays the same).
+                if self.watch.poll_cancelled(cx).is_ready() {
+                    self.fail(ProviderError::aborted());
+                    return Poll::Ready(());
                 }
                 self.phase = Phase::Streaming(body);
                 return Poll::Pending;
             }
         };
-        self.waiting = false;
         match next {
             Some(Ok(bytes)) => match self.on_chunk(&mut *body.framer, &bytes) {
                 Ok(None) => self.phase = Phase::Streaming(body),
@@ -414,7 +407,7 @@ fn run_phase<W: Wire>(
     api: Api,
 ) -> ProviderStream {
     let watch = CancelWatch::new(&cancel);
-    let run = Box::new(Run { http, cancel, watch, waiting: false, api, phase, wire, out, observer: None });
+    let run = Box::new(Run { http, cancel, watch, api, phase, wire, out, observer: None });
     Box::pin(RunStream { run: Some(run), stepping: None })
 }
 

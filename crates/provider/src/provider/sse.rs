@@ -331,12 +331,15 @@ pub struct IdleBody<S> {
     /// its deadline later, and a timer that fires before the current wait's
     /// deadline is set to it (no timer is made per read).
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The waker the timer holds until it fires: a wait by the same task
+    /// leaves the timer as it is (the usual case, a pending read per chunk).
+    armed: Option<std::task::Waker>,
     done: bool,
 }
 
 impl<S> IdleBody<S> {
     pub fn new(body: S, idle: Option<Duration>) -> IdleBody<S> {
-        IdleBody { body, idle, deadline: None, timer: None, done: false }
+        IdleBody { body, idle, deadline: None, timer: None, armed: None, done: false }
     }
 }
 
@@ -372,6 +375,11 @@ where
         let Some(limit) = this.idle else { return Poll::Pending };
         let deadline = *this.deadline.get_or_insert_with(|| tokio::time::Instant::now() + limit);
         let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        // Not fired, so due at or before this wait's deadline, and holding
+        // this task's waker: it wakes the task in time as it is.
+        if !timer.is_elapsed() && this.armed.as_ref().is_some_and(|waker| waker.will_wake(cx.waker())) {
+            return Poll::Pending;
+        }
         while timer.as_mut().poll(cx).is_ready() {
             if tokio::time::Instant::now() >= deadline {
                 this.done = true;
@@ -379,6 +387,7 @@ where
             }
             timer.as_mut().reset(deadline);
         }
+        this.armed = Some(cx.waker().clone());
         Poll::Pending
     }
 }
@@ -600,6 +609,27 @@ mod tests {
         assert_eq!(events.len(), 3);
         assert_eq!(events[1].as_ref().map(|e| e.data.as_str()), Ok("2"));
         assert_eq!(events[2], Err(BodyError::Transport("connection reset".into())));
+    }
+
+    /// Chunks that keep coming sooner than the limit never time the body
+    /// out, however long it lasts; the first silence of the limit does, the
+    /// limit after the last chunk (on tokio's paused clock).
+    #[tokio::test(start_paused = true)]
+    async fn the_idle_limit_counts_from_the_last_chunk() {
+        let start = tokio::time::Instant::now();
+        let chunks = futures::stream::unfold(0, |i| async move {
+            if i == 10 {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            Some((Ok::<_, String>(Bytes::from(format!("data: {i}\n\n"))), i + 1))
+        });
+        let body = IdleBody::new(Box::pin(chunks.chain(futures::stream::pending())), Some(Duration::from_secs(5)));
+        let read: Vec<_> = body.collect().await;
+        assert_eq!(read.len(), 11);
+        assert!(read[..10].iter().all(Result::is_ok));
+        assert_eq!(read[10], Err(BodyError::Idle(Duration::from_secs(5))));
+        assert_eq!(start.elapsed(), Duration::from_secs(35));
     }
 
     #[tokio::test(start_paused = true)]

@@ -267,6 +267,13 @@ pub trait Tool: Send + Sync {
         args
     }
 
+    /// pi's `prepareArguments` when it runs outside pi-rpc (an extension's
+    /// tool): asked before validation; `None` when the tool has none there,
+    /// an error text when it failed (the call's error result, as in pi).
+    async fn prepare_arguments_elsewhere(&self, _args: &Value) -> Option<Result<Value, String>> {
+        None
+    }
+
     /// pi's `executionMode: "sequential"`: a batch of the model's calls with
     /// one of this tool runs one call at a time, and nested calls of it run
     /// one at a time across the batch.
@@ -379,6 +386,29 @@ impl ToolRegistry {
         let prepared = tool.prepare_arguments(args);
         let coerced = validate::coerce_and_validate(name, tool.parameters(), &prepared).map_err(ToolOutput::error)?;
         Ok((tool, coerced))
+    }
+
+    /// [`ToolRegistry::prepare`], with a preparation that runs elsewhere
+    /// ([`Tool::prepare_arguments_elsewhere`]) asked first: the tool, and
+    /// the prepared arguments when there was such a preparation (what the
+    /// `tool_call` hooks see and the tool gets, as in pi).
+    #[allow(clippy::result_large_err)]
+    pub async fn prepare_with_hooks(
+        &self,
+        name: &str,
+        args: &Value,
+    ) -> Result<(Arc<dyn Tool>, Option<Value>), ToolOutput> {
+        let Some(tool) = self.get(name) else {
+            return Err(ToolOutput::error(format!("Tool {name} not found")));
+        };
+        match tool.prepare_arguments_elsewhere(args).await {
+            None => self.prepare(name, args).map(|tool| (tool, None)),
+            Some(Err(error)) => Err(ToolOutput::error(error)),
+            Some(Ok(prepared)) => {
+                validate::coerce_and_validate(name, tool.parameters(), &prepared).map_err(ToolOutput::error)?;
+                Ok((tool, Some(prepared)))
+            }
+        }
     }
 
     /// Validate `args` and run the tool.

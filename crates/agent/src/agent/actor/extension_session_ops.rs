@@ -74,6 +74,14 @@ impl Agent {
                     let _ = reply.send(Err(error.to_string()));
                     return;
                 }
+                // pi's `ctx.reload()` reads skills and prompt templates again
+                // first (what extensions add comes again with `resources_discover`).
+                if let Some((resources, warnings)) = self.ext.resources().rediscover() {
+                    for warning in warnings {
+                        tracing::warn!("{warning}");
+                    }
+                    *self.ext.resources_mut() = resources;
+                }
                 // pi's `ctx.reload()`: every extension is reloaded (the host
                 // gives the old instance `session_shutdown` and the new one
                 // `session_start`, both with reason "reload").

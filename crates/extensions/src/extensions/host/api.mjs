@@ -107,6 +107,8 @@ export class Instance {
 				label: t.label,
 				promptSnippet: t.promptSnippet,
 				promptGuidelines: t.promptGuidelines,
+				// pi-rpc asks for it before schema validation, as pi runs it.
+				prepareArguments: typeof t.prepareArguments === "function" ? true : undefined,
 			})),
 			events: [...events],
 			// pi awaits session_start handlers before the first command.

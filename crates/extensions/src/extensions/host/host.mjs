@@ -174,6 +174,7 @@ function onRequest(message) {
 	let work;
 	if (method === "command") work = runCommand(params, controller.signal);
 	else if (method === "execute_tool") work = runTool(params, controller.signal);
+	else if (method === "prepare_arguments") work = prepareArguments(params);
 	else if (method === "provider_stream") work = instance.providers.stream(params, controller.signal, channel);
 	else if (method === "provider_oauth") work = instance.providers.oauth(params);
 	// The `session_start` of a new session pi-rpc held while another extension's `newSession` setup ran: answered once handled.
@@ -193,10 +194,18 @@ async function runCommand({ name, args }, signal) {
 	return null;
 }
 
+/** A tool's `prepareArguments`, which pi-rpc asks for before it validates the arguments (as pi runs it). */
+async function prepareArguments({ toolName, input }) {
+	const tool = instance.tools.get(toolName);
+	if (!tool) throw new Error(`unknown tool: ${toolName}`);
+	return { args: typeof tool.prepareArguments === "function" ? tool.prepareArguments(input) : input };
+}
+
 async function runTool({ toolName, toolCallId, input }, signal) {
 	const tool = instance.tools.get(toolName);
 	if (!tool) throw new Error(`unknown tool: ${toolName}`);
-	const args = typeof tool.prepareArguments === "function" ? tool.prepareArguments(input) : input;
+	// Already prepared by pi-rpc before validation (`prepare_arguments`).
+	const args = input;
 	const onUpdate = (partial) =>
 		channel.tell("toolUpdate", { toolCallId, content: partial?.content ?? [], details: partial?.details });
 	const result = await tool.execute(toolCallId, args, signal, onUpdate, contexts.tool(signal, toolCallId));
