@@ -164,7 +164,13 @@ pub fn build_sections(inputs: &PromptInputs<'_>) -> Sections {
     if let Some(skills) = inputs.skills_section.map(str::trim).filter(|s| !s.is_empty()) {
         sections.push(("skills".into(), skills.to_string()));
     }
-    sections.push(("cwd".into(), inputs.cwd.display().to_string().replace('\\', "/")));
+    finish_sections(sections, &inputs.cwd.display().to_string(), inputs.extra_sections)
+}
+
+/// The end of every prompt's section list: the working directory last (with
+/// `/` separators), each section but the preamble in its tags, then `extra`.
+fn finish_sections(mut sections: Vec<(String, String)>, cwd: &str, extra: &[(String, String)]) -> Sections {
+    sections.push(("cwd".into(), cwd.replace('\\', "/")));
     let sections = sections
         .into_iter()
         .map(|(name, text)| {
@@ -172,7 +178,7 @@ pub fn build_sections(inputs: &PromptInputs<'_>) -> Sections {
             (name, text)
         })
         .collect();
-    with_extra_sections(sections, inputs.extra_sections)
+    with_extra_sections(sections, extra)
 }
 
 fn tagged(name: &str, text: &str) -> String {

@@ -13,9 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{
-    PREAMBLE, PromptTool, Sections, docs, project_context, rules_with, tagged, tool_list, with_extra_sections,
-};
+use super::{PREAMBLE, PromptTool, Sections, docs, finish_sections, project_context, rules_with, tool_list};
 use crate::resources::{SkillReader, skills_block};
 
 /// The strings of an array (others and non-arrays: none).
@@ -112,15 +110,7 @@ pub fn sections(options: &Value, docs_root: Option<&Path>) -> Result<Sections, S
         }
     }
     let cwd = options.get("cwd").and_then(Value::as_str).unwrap_or_default();
-    out.push(("cwd".into(), cwd.replace('\\', "/")));
-    let out = out
-        .into_iter()
-        .map(|(name, text)| {
-            let text = if name == "preamble" { text } else { tagged(&name, &text) };
-            (name, text)
-        })
-        .collect();
-    Ok(with_extra_sections(out, &custom))
+    Ok(finish_sections(out, cwd, &custom))
 }
 
 #[cfg(test)]
