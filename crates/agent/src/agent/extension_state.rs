@@ -280,6 +280,24 @@ impl ExtensionState {
         before
     }
 
+    /// pi's `getRegisteredProviderIds()`: the providers extensions registered,
+    /// the config form's in load order, then the native ones (pi's own
+    /// llama.cpp provider first), each once.
+    pub(super) fn registered_provider_ids(&self) -> Vec<String> {
+        let mut owners: Vec<&usize> = self.providers_of.keys().collect();
+        owners.sort();
+        let specs = || owners.iter().flat_map(|id| self.providers_of[*id].iter());
+        let mut ids: Vec<String> = Vec::new();
+        let configs = specs().filter(|s| !s.native).map(|s| s.name.clone());
+        let natives = specs().filter(|s| s.native).map(|s| s.name.clone());
+        for name in configs.chain(std::iter::once(crate::config::llama::PROVIDER.to_string())).chain(natives) {
+            if !ids.contains(&name) {
+                ids.push(name);
+            }
+        }
+        ids
+    }
+
     /// The registrations of provider `name` by extensions loaded after `id`, in load order.
     pub(super) fn providers_after(&self, id: usize, name: &str) -> Vec<crate::extensions::protocol::ProviderSpec> {
         let mut later: Vec<(&usize, &crate::extensions::protocol::ProviderSpec)> = self

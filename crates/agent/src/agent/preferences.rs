@@ -63,6 +63,17 @@ impl Preferences {
         self.save("retry.enabled", Value::Bool(enabled));
     }
 
+    /// `settings.json` read again (pi's reload): its values apply; the
+    /// auto-compaction and auto-retry toggles follow the file when changes
+    /// are saved to it (else they stay as the client set them).
+    pub(super) fn reload(&mut self, settings: Settings) {
+        if self.save_to.is_some() {
+            self.auto_compaction = settings.compaction.enabled;
+            self.retry_enabled.store(settings.retry.enabled, Ordering::SeqCst);
+        }
+        self.settings = settings;
+    }
+
     /// Save `key` to `settings.json` (when changes are saved); a failure is logged.
     pub(super) fn save(&self, key: &str, value: Value) {
         let Some(agent_dir) = &self.save_to else { return };

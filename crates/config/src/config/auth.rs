@@ -273,6 +273,51 @@ pub fn resolve_config_value(config: &str) -> Option<String> {
     Some(out)
 }
 
+/// The environment variables a config value reads (`$NAME`, `${NAME}`; none
+/// for a `!command`), in order, each once: pi's `getConfigValueEnvVarNames`.
+pub fn config_env_names(config: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    if config.starts_with('!') {
+        return names;
+    }
+    let bytes = config.as_bytes();
+    let mut i = 0;
+    while let Some(rel) = config[i..].find('$') {
+        let dollar = i + rel;
+        let name = match bytes.get(dollar + 1) {
+            Some(b'$') | Some(b'!') => {
+                i = dollar + 2;
+                continue;
+            }
+            Some(b'{') => match config[dollar + 2..].find('}') {
+                Some(end_rel) => {
+                    i = dollar + 3 + end_rel;
+                    Some(&config[dollar + 2..dollar + 2 + end_rel]).filter(|n| is_env_name(n))
+                }
+                None => {
+                    i = dollar + 1;
+                    None
+                }
+            },
+            _ => {
+                let rest = &config[dollar + 1..];
+                let len = match rest.chars().next() {
+                    Some(c) if c.is_ascii_alphabetic() || c == '_' => {
+                        rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').count()
+                    }
+                    _ => 0,
+                };
+                i = dollar + 1 + len;
+                Some(&rest[..len]).filter(|n| !n.is_empty())
+            }
+        };
+        if let Some(name) = name.filter(|n| !names.iter().any(|k| k == n)) {
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
 fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')

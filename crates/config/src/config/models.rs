@@ -18,7 +18,7 @@ use crate::provider::faux;
 mod extension_typed;
 mod llama_store;
 mod provider_auth;
-pub use provider_auth::{ProviderAuth, ProviderInfo};
+pub use provider_auth::{AuthStatus, ProviderAuth, ProviderInfo};
 
 /// The provider whose login lists the models its account may use.
 const COPILOT: &str = "github-copilot";

@@ -312,11 +312,14 @@ impl Resources {
         (resources, warnings)
     }
 
-    /// Discover again with the options of the first discovery, reading the
-    /// skill and template files as they are now (pi's `ctx.reload()`);
+    /// Discover again with the options of the first discovery and the
+    /// settings files' paths as they are now, reading the skill and
+    /// template files as they are now (pi's `ctx.reload()`);
     /// `None` for resources that were not discovered.
     pub fn rediscover(&self) -> Option<(Resources, Vec<String>)> {
-        self.options.as_ref().map(Resources::discover)
+        let mut options = self.options.clone()?;
+        options.read_settings_again();
+        Some(Resources::discover(&options))
     }
 
     pub fn template(&self, name: &str) -> Option<&Template> {
@@ -330,6 +333,19 @@ impl Resources {
     /// The system-prompt skills block for these skills (read tool).
     pub fn skills_prompt_section(&self) -> Option<String> {
         skills_prompt_section(&self.skills)
+    }
+}
+
+impl ResourceOptions {
+    /// Read both settings files' `prompts` / `skills` entries again (pi's
+    /// reload reads `settings.json` anew); the project's only while trusted.
+    pub fn read_settings_again(&mut self) {
+        self.user_settings = ResourceSettings::read(&self.agent_dir.join("settings.json"));
+        if self.project_trusted {
+            self.project_settings = ResourceSettings::read(&self.cwd.join(".pi").join("settings.json"));
+        }
+        self.enable_skill_commands =
+            self.project_settings.enable_skill_commands.or(self.user_settings.enable_skill_commands).unwrap_or(true);
     }
 }
 

@@ -167,9 +167,55 @@ impl Agent {
                 }
                 json!({"auth": auth, "source": a.source})
             }),
+            "getProviderAuthStatus" => {
+                let status = self.models.registry().provider_auth_status(provider);
+                let mut out = json!({"configured": status.configured});
+                if let Some(source) = status.source {
+                    out["source"] = json!(source);
+                }
+                if let Some(label) = status.label {
+                    out["label"] = json!(label);
+                }
+                Some(out)
+            }
+            "getRegisteredProviderIds" => Some(json!(self.ext.registered_provider_ids())),
+            "getApiKeyAndHeaders" => Some(self.api_key_and_headers(args.first().unwrap_or(&Value::Null))),
             _ => return None,
         };
         Some(value.map_or_else(|| json!({}), |value| json!({ "value": value })))
+    }
+
+    /// pi's `modelRegistry.getApiKeyAndHeaders(model)`: `{ok: true, auth:
+    /// true, apiKey?, headers?}` with the provider's request auth; without credentials,
+    /// the model's and provider's configured headers (undefined when none),
+    /// or pi's `{ok: false, error}` when the provider sends its key as a
+    /// bearer header (`authHeader`).
+    fn api_key_and_headers(&self, model: &Value) -> Value {
+        let provider = model.get("provider").and_then(Value::as_str).unwrap_or_default();
+        let registry = self.models.registry();
+        let mut out = json!({"ok": true});
+        if let Some(auth) = registry.provider_auth(provider) {
+            out["auth"] = json!(true);
+            if let Some(key) = auth.api_key {
+                out["apiKey"] = json!(key);
+            }
+            if !auth.headers.is_empty() {
+                out["headers"] = json!(auth.headers);
+            }
+            return out;
+        }
+        if registry.auth_header(provider) {
+            return json!({"ok": false, "error": format!("No API key found for \"{provider}\"")});
+        }
+        // The model's own headers and the provider's configured ones.
+        let headers = match serde_json::from_value::<Model>(model.clone()) {
+            Ok(model) => json!(registry.headers(&model)),
+            Err(_) => model.get("headers").cloned().unwrap_or_else(|| json!({})),
+        };
+        if headers.as_object().is_some_and(|h| !h.is_empty()) {
+            out["headers"] = headers;
+        }
+        out
     }
 
     /// The provider and request of a `modelStream`: the model as the

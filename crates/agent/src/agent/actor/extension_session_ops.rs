@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::Agent;
 use crate::agent::extension_session_op_state::ExtReply;
 use crate::agent::extension_state::ExtSignal;
-use crate::agent::internal::Internal;
+use crate::agent::internal::{Internal, QueueKind};
 use crate::agent::state::Pending;
 use crate::error::CoreError;
 use crate::op::{Op, Reply};
@@ -74,8 +74,10 @@ impl Agent {
                     let _ = reply.send(Err(error.to_string()));
                     return;
                 }
-                // pi's `ctx.reload()` reads skills and prompt templates again
-                // first (what extensions add comes again with `resources_discover`).
+                // pi's `ctx.reload()` reads settings.json again (its queue
+                // modes apply), then skills and prompt templates with the
+                // paths it names (what extensions add comes again with `resources_discover`).
+                self.reload_settings();
                 if let Some((resources, warnings)) = self.ext.resources().rediscover() {
                     for warning in warnings {
                         tracing::warn!("{warning}");
@@ -140,5 +142,22 @@ impl Agent {
             }
             let _ = internal.send(Internal::Extension(Box::new(ExtSignal::SetupStarted { reply }))).await;
         });
+    }
+}
+
+impl Agent {
+    /// pi's reload reads `settings.json` again: the queue modes and the
+    /// settings the agent reads at use come from it (a broken file is logged
+    /// and the settings stay as they were).
+    fn reload_settings(&mut self) {
+        let Some(options) = self.ext.resources().options.as_ref() else { return };
+        match crate::config::Settings::load(&options.agent_dir, &options.cwd) {
+            Ok(settings) => {
+                self.queues.set_mode(QueueKind::Steering, settings.steering_mode);
+                self.queues.set_mode(QueueKind::FollowUp, settings.follow_up_mode);
+                self.prefs.reload(settings);
+            }
+            Err(e) => tracing::warn!("reload: {e}"),
+        }
     }
 }

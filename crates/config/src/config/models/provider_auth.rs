@@ -3,8 +3,10 @@
 
 use std::collections::HashMap;
 
-use super::ModelRegistry;
-use crate::config::auth::{env_bearer_token_for, provider_env_vars, resolve_config_value};
+use serde_json::Value;
+
+use super::{ModelRegistry, is_virtual};
+use crate::config::auth::{config_env_names, env_bearer_token_for, provider_env_vars, resolve_config_value};
 use crate::config::catalog;
 
 /// pi-ai's `AuthResult` of a provider.
@@ -16,6 +18,27 @@ pub struct ProviderAuth {
     /// pi's label: `"stored credential"`, `"OAuth"`, `"configured API key"`
     /// or the environment variable's name.
     pub source: String,
+}
+
+/// pi's `AuthStatus` of a provider (`modelRegistry.getProviderAuthStatus()`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AuthStatus {
+    pub configured: bool,
+    /// `"runtime"`, `"stored"`, `"environment"`, `"fallback"`,
+    /// `"models_json_key"` or `"models_json_command"`.
+    pub source: Option<&'static str>,
+    /// For `"environment"`: the variables' names.
+    pub label: Option<String>,
+}
+
+impl AuthStatus {
+    fn configured(source: &'static str, label: Option<String>) -> AuthStatus {
+        AuthStatus { configured: true, source: Some(source), label }
+    }
+}
+
+fn env_set(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty())
 }
 
 /// pi's display data of a provider (`modelRegistry.getProvider()`).
@@ -61,6 +84,48 @@ impl ModelRegistry {
             headers.insert("Authorization".to_string(), format!("Bearer {key}"));
         }
         Some(ProviderAuth { api_key: Some(key), headers, source })
+    }
+
+    /// Whether `provider` has credentials, and where they are, as pi's
+    /// model runtime tells it: a `--api-key` (`runtime`), an `auth.json`
+    /// entry (`stored`), the key an extension's registration (`fallback`)
+    /// or `models.json` configures (a `!command`, variables that are all
+    /// set (`environment`, their names), or a literal), the provider's own
+    /// variable; a provider of virtual models alone needs none.
+    pub fn provider_auth_status(&self, provider: &str) -> AuthStatus {
+        if self.runtime_keys.contains_key(provider) {
+            return AuthStatus::configured("runtime", None);
+        }
+        if self.auth.has(provider) {
+            return AuthStatus::configured("stored", None);
+        }
+        let registered = self.extension_configs.get(provider).and_then(|c| c.get("apiKey")).and_then(Value::as_str);
+        // models.json's settings: those from before an extension's registration, if any.
+        let json = match self.registered.get(provider) {
+            Some(backup) => backup.settings.as_ref(),
+            None => self.providers.get(provider),
+        };
+        if let Some(value) = registered.or_else(|| json.and_then(|s| s.api_key.as_deref())) {
+            if value.starts_with('!') {
+                return AuthStatus::configured("models_json_command", None);
+            }
+            let names = config_env_names(value);
+            if !names.is_empty() {
+                if !names.iter().all(|n| env_set(n)) {
+                    return AuthStatus::default();
+                }
+                return AuthStatus::configured("environment", Some(names.join(", ")));
+            }
+            return AuthStatus::configured(if registered.is_some() { "fallback" } else { "models_json_key" }, None);
+        }
+        if let Some(name) = provider_env_vars(provider).iter().find(|n| env_set(n)) {
+            return AuthStatus::configured("environment", Some(name.to_string()));
+        }
+        let of_provider = || self.models.iter().filter(|m| m.provider == provider);
+        if of_provider().next().is_some() && of_provider().all(|m| is_virtual(m)) {
+            return AuthStatus::configured("environment", Some("virtual".to_string()));
+        }
+        AuthStatus::default()
     }
 
     /// `provider` as pi describes it, when it has models or settings.

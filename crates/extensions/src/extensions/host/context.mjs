@@ -123,7 +123,7 @@ export function createContextFactory(channel, hello, host) {
 	const ui = createUi(channel);
 	const sessionManager = createSessionManager(channel, cache);
 	const state = () => cache.get("state", () => channel.call("getState"));
-	const modelRegistry = createModelRegistry(channel);
+	const modelRegistry = createModelRegistry(channel, host);
 
 	const base = (signal) => ({
 		ui,

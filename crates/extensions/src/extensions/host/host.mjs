@@ -382,6 +382,7 @@ hello = await helloPromise;
 contexts = createContextFactory(channel, hello, {
 	afterEvents: () => serial(() => {}),
 	api: () => instance.pi,
+	providers: () => instance?.providers,
 	gateSessionStart,
 });
 try {

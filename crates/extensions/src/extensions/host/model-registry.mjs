@@ -2,19 +2,30 @@
 // Lists come from pi-rpc's catalog (`getModels`); model calls go through
 // pi-rpc's providers with the request-time auth of the model's provider
 // (`modelStream` with `registry: true`), as the agent's own requests do;
-// provider facts and auth are answered by pi-rpc (`models` ops).
+// provider facts and auth are answered by pi-rpc (`models` ops). The
+// registry's own `register…` members are the extension's `pi.register…`
+// (pi's registry and `pi` share one model runtime).
 
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
 const calls = require("./shims/ai/calls.cjs");
 
+/** A model as JSON (functions dropped). */
+function plainModel(model) {
+	return model === undefined ? null : JSON.parse(JSON.stringify(model));
+}
+
 /** The value of a `models` answer (`{}`: undefined). */
 function valueOf(answer) {
 	return answer?.value ?? undefined;
 }
 
-export function createModelRegistry(channel) {
+/**
+ * `host.api()`: the current instance's `pi`; `host.providers()`: its
+ * registered providers (`Providers`).
+ */
+export function createModelRegistry(channel, host) {
 	const models = () => channel.call("getModels").models;
 	const op = (name, ...args) => valueOf(channel.call("models", { op: name, args }));
 	const request = async (name, ...args) => valueOf(await channel.request("models", { op: name, args }));
@@ -60,5 +71,29 @@ export function createModelRegistry(channel) {
 		findOfType: (type, providerId, id) => op("getModelOfType", type, providerId, id),
 		classify: (model, context) => request("classify", model, context),
 		generateImages: (model, context) => request("generateImages", model, context),
+		getProviderAuthStatus: (id) => op("getProviderAuthStatus", id),
+		async getApiKeyAndHeaders(model) {
+			const answer = op("getApiKeyAndHeaders", plainModel(model));
+			if (!answer?.ok) return { ok: false, error: answer?.error ?? `No API key found for "${model?.provider}"` };
+			// As pi: a resolved auth has its key, headers and environment; without one, the configured headers.
+			return answer.auth ? { ok: true, apiKey: answer.apiKey, headers: answer.headers, env: undefined } : { ok: true, headers: answer.headers };
+		},
+		registerProvider(nameOrProvider, config) {
+			if (typeof nameOrProvider === "string" && !config) throw new Error("Provider config is required when registering by name");
+			host.api().registerProvider(nameOrProvider, config);
+		},
+		unregisterProvider: (id) => host.api().unregisterProvider(id),
+		registerVirtualModel: (definition) => host.api().registerVirtualModel(definition),
+		unregisterVirtualModel: (providerId, id) => host.api().unregisterVirtualModel(providerId, id),
+		// What this extension registered (pi's runtime keeps the functions; another extension's are not here).
+		getRegisteredProviderConfig(id) {
+			const entry = host.providers()?.byName.get(id);
+			return entry?.legacy ? entry.config : undefined;
+		},
+		getRegisteredNativeProvider(id) {
+			const entry = host.providers()?.byName.get(id);
+			return entry && !entry.legacy ? entry.provider : undefined;
+		},
+		getRegisteredProviderIds: () => op("getRegisteredProviderIds") ?? [],
 	};
 }
