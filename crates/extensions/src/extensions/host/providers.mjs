@@ -161,8 +161,9 @@ function streamHooks({ stream, observed }, channel) {
 			const status = Number(response?.status ?? 0);
 			await channel.request("providerHook", { stream, hook: "response", status, headers: headerRecord(response?.headers) });
 		},
+		// Answered once the \`provider_stream_event\` handlers ran: the stream awaits them, as in pi.
 		onProviderStreamEvent: async (data) => {
-			channel.tell("providerStreamEvent", { stream, data: plain(data) ?? null });
+			await channel.request("providerHook", { stream, hook: "streamEvent", data: plain(data) ?? null });
 		},
 	};
 }

@@ -145,7 +145,7 @@ async fn serve_long(
         // A command's session op: the session hooks it runs ask this extension too.
         "sessionOp" => ask_agent(ext, ExtRequest::SessionOp(params)).await,
         "models" => ask_agent(ext, ExtRequest::Models(params)).await,
-        // A provider stream's `onPayload` / `onResponse`: pi's provider events.
+        // A provider stream's `onPayload` / `onResponse` / `onProviderStreamEvent`: pi's provider events.
         "providerHook" => crate::extensions::provider_stream::serve_hook(ext.stream_observer(&params), params).await,
         other => Err(format!("unknown method: {other}")),
     }
@@ -186,13 +186,6 @@ async fn handle_request(ext: &Arc<Extension>, method: &str, params: Value) -> Re
             let tx = lock(&ext.streams).get(name).cloned();
             if let Some(tx) = tx {
                 let _ = tx.send(params.get("data").cloned().unwrap_or(Value::Null));
-            }
-            return Ok(Value::Null);
-        }
-        // A provider stream's `onProviderStreamEvent`, in stream order.
-        "providerStreamEvent" => {
-            if let Some(observer) = ext.stream_observer(&params).filter(|o| o.wants_stream_events()) {
-                observer.stream_event(params.get("data").cloned().unwrap_or(Value::Null));
             }
             return Ok(Value::Null);
         }
