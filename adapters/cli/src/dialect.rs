@@ -42,6 +42,19 @@ async fn first_record<R: AsyncBufRead + Unpin>(records: &mut RecordReader<R>) ->
     }
 }
 
+/// Standard output as a plain file (a duplicate of its descriptor), for the
+/// writer thread, which batches what it writes itself. std's `Stdout` is
+/// line buffered: each write looks for the last `\n` in all it is given (the
+/// whole of a 100 MB `get_messages` reply, 64 KiB at a time). `Stdout` is
+/// the fallback if the descriptor cannot be duplicated (standard output closed).
+fn raw_stdout() -> Box<dyn std::io::Write + Send> {
+    use std::os::fd::AsFd;
+    match std::io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => Box::new(std::fs::File::from(fd)),
+        Err(_) => Box::new(std::io::stdout()),
+    }
+}
+
 /// Serve stdin/stdout. `agent` is the one agent of the seed dialects (None
 /// with `--protocol acp`, whose sessions each start their own).
 pub async fn serve_stdio(
@@ -53,7 +66,7 @@ pub async fn serve_stdio(
     let stop = termination(signal.clone());
     tokio::pin!(stop);
     let stdin = BufReader::with_capacity(256 * 1024, tokio::io::stdin());
-    let stdout = std::io::stdout();
+    let stdout = raw_stdout();
     let mut records = RecordReader::new(stdin);
 
     let (dialect, first) = match protocol {

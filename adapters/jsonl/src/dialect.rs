@@ -121,8 +121,10 @@ impl Native {
 /// Write the line of a streamed delta (`text_delta`, `thinking_delta`,
 /// `toolcall_delta`: the events of nearly every line of a reply) straight
 /// from the event into `line`: the bytes [`map_event`] and `to_line` give.
-/// `None` (nothing written) for any other event.
-fn write_delta(event: &AgentEvent, usage_bytes: &mut UsageBytes, line: &mut Vec<u8>) -> Option<()> {
+/// `None` (nothing written) for any other event. With `seq` (`pi serve`),
+/// the line ends with its `"seq"` member, as [`pi_transport::seq::insert_seq`]
+/// adds it, written in the same pass.
+fn write_delta(event: &AgentEvent, usage_bytes: &mut UsageBytes, seq: Option<u64>, line: &mut Vec<u8>) -> Option<()> {
     let AgentEvent::MessageUpdate { event, usage } = event else { return None };
     let (kind, content_index, delta) = match event {
         AssistantStreamEvent::TextDelta { content_index, delta } => ("text_delta", content_index, delta),
@@ -132,7 +134,8 @@ fn write_delta(event: &AgentEvent, usage_bytes: &mut UsageBytes, line: &mut Vec<
     };
     let usage = usage_bytes.of(usage)?;
     let start = line.len();
-    line.reserve(96 + usage.len() + delta.len());
+    // The fixed members (~100 bytes), the kind, two numbers and `"seq"`.
+    line.reserve(176 + usage.len() + delta.len());
     line.extend_from_slice(br#"{"type":"message_update","usage":"#);
     line.extend_from_slice(usage);
     line.extend_from_slice(br#","assistantMessageEvent":{"type":""#);
@@ -141,14 +144,20 @@ fn write_delta(event: &AgentEvent, usage_bytes: &mut UsageBytes, line: &mut Vec<
     let written = serde_json::to_writer(&mut *line, content_index)
         .and_then(|()| {
             line.extend_from_slice(br#","delta":"#);
-            write_str(line, delta)
+            write_str(line, delta)?;
+            line.push(b'}');
+            if let Some(seq) = seq {
+                line.extend_from_slice(br#","seq":"#);
+                serde_json::to_writer(&mut *line, &seq)?;
+            }
+            Ok(())
         })
         .is_ok();
     if !written {
         line.truncate(start);
         return None;
     }
-    line.extend_from_slice(b"}}");
+    line.push(b'}');
     Some(())
 }
 
@@ -168,9 +177,9 @@ fn write_str(line: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
 }
 
 /// The line of a streamed delta, as [`write_delta`] writes it.
-fn delta_line(event: &AgentEvent, usage_bytes: &mut UsageBytes) -> Option<Vec<u8>> {
+fn delta_line(event: &AgentEvent, usage_bytes: &mut UsageBytes, seq: Option<u64>) -> Option<Vec<u8>> {
     let mut line = Vec::new();
-    write_delta(event, usage_bytes, &mut line).map(|()| line)
+    write_delta(event, usage_bytes, seq, &mut line).map(|()| line)
 }
 
 impl Native {
@@ -205,7 +214,7 @@ impl Dialect for Native {
     }
 
     fn event(&mut self, event: AgentEvent, in_flight: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {
-        if let Some(line) = delta_line(&event, &mut self.usage) {
+        if let Some(line) = delta_line(&event, &mut self.usage, None) {
             out.push(line);
             return;
         }
@@ -219,7 +228,7 @@ impl Dialect for Native {
         let usage = &mut self.usage;
         let mut delta = false;
         out.write_with(|line| {
-            delta = write_delta(&event, usage, line).is_some();
+            delta = write_delta(&event, usage, None, line).is_some();
             delta
         });
         if delta {
@@ -236,10 +245,23 @@ impl Dialect for Native {
     }
 
     fn sequenced_event(&mut self, event: AgentEvent, seq: u64, in_flight: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {
+        if let Some(line) = delta_line(&event, &mut self.usage, Some(seq)) {
+            out.push(line);
+            return;
+        }
         let first = out.len();
         self.event(event, in_flight, out);
         for line in &mut out[first..] {
             *line = pi_transport::seq::insert_seq(std::mem::take(line), 0, seq);
+        }
+    }
+
+    /// A delta's line is written from the shared event (with its `seq`);
+    /// any other event is mapped from a copy.
+    fn shared_event(&mut self, event: &AgentEvent, seq: u64, in_flight: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {
+        match delta_line(event, &mut self.usage, Some(seq)) {
+            Some(line) => out.push(line),
+            None => self.sequenced_event(event.clone(), seq, in_flight, out),
         }
     }
 

@@ -132,10 +132,18 @@ fn delta_lines_are_the_bytes_of_the_mapped_event() {
             ] {
                 let event = AgentEvent::MessageUpdate { event, usage: usage.clone() };
                 let mapped = map_event(event.clone(), |_| None).and_then(|wire| to_line(&wire)).unwrap();
-                assert_eq!(delta_line(&event, &mut cache).as_deref(), Some(&mapped[..]), "{event:?}");
+                assert_eq!(delta_line(&event, &mut cache, None).as_deref(), Some(&mapped[..]), "{event:?}");
                 let mut out = Vec::new();
                 native.event(event.clone(), &InFlight::default(), &mut out);
                 assert_eq!(out, vec![mapped.clone()]);
+                // Numbered (`pi serve`), owned or shared: the mapped line with its `seq` member.
+                for seq in [0, 42, u64::MAX] {
+                    let numbered = pi_transport::seq::insert_seq(mapped.clone(), 0, seq);
+                    let mut out = Vec::new();
+                    native.sequenced_event(event.clone(), seq, &InFlight::default(), &mut out);
+                    native.shared_event(&event, seq, &InFlight::default(), &mut out);
+                    assert_eq!(out, vec![numbered.clone(), numbered], "{event:?}");
+                }
                 // Written into a batch: the same line.
                 let mut batch = MessageBatch::default();
                 batch.push(b"before");
@@ -155,7 +163,14 @@ fn delta_lines_are_the_bytes_of_the_mapped_event() {
         },
         AgentEvent::AgentStart,
     ] {
-        assert_eq!(delta_line(&event, &mut cache), None, "{event:?}");
+        assert_eq!(delta_line(&event, &mut cache, None), None, "{event:?}");
+        // Numbered, owned or shared: the general way's line with its `seq` member.
+        let mapped = map_event(event.clone(), |_| None).and_then(|wire| to_line(&wire)).unwrap();
+        let numbered = pi_transport::seq::insert_seq(mapped, 0, 9);
+        let mut out = Vec::new();
+        native.sequenced_event(event.clone(), 9, &InFlight::default(), &mut out);
+        native.shared_event(&event, 9, &InFlight::default(), &mut out);
+        assert_eq!(out, vec![numbered.clone(), numbered], "{event:?}");
     }
 }
 

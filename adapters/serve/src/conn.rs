@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use pi_core::agent::Output;
 use pi_core::event::AgentEvent;
 use pi_core::op::RequestTag;
-use pi_transport::Delivered;
+use pi_transport::{Delivered, Received};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -34,7 +34,8 @@ pub fn split_tag(tag: RequestTag) -> (ConnId, RequestTag) {
 #[derive(Debug)]
 pub enum Queued {
     /// A numbered event of the session, shared with its other connections
-    /// and its replay buffer (the connection takes its own copy as it writes it).
+    /// and its replay buffer (a connection maps it from there, a mirror's
+    /// link takes its own copy).
     Event(Arc<AgentEvent>, u64),
     /// A reply, or an event for this connection alone.
     Out(Box<Delivered>),
@@ -43,7 +44,17 @@ pub enum Queued {
 }
 
 impl Queued {
-    /// The item as the connection's output, or why its session ended.
+    /// The item as a connection's output, a shared event left shared, or
+    /// why its session ended.
+    pub fn received(self) -> Result<Received, String> {
+        match self {
+            Queued::Event(event, seq) => Ok(Received::Shared(event, seq)),
+            Queued::Out(delivered) => Ok(Received::Own(*delivered)),
+            Queued::Closed(reason) => Err(reason),
+        }
+    }
+
+    /// The item as an output of its own, or why its session ended.
     pub fn delivered(self) -> Result<Delivered, String> {
         match self {
             Queued::Event(event, seq) => {

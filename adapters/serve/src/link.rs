@@ -15,7 +15,7 @@ use std::time::Duration;
 use pi_core::agent::{AgentClosed, Output};
 use pi_core::error::CoreError;
 use pi_core::op::{Op, Reply, RequestTag};
-use pi_transport::{Delivered, OpPort, OutputPort};
+use pi_transport::{Delivered, OpPort, OutputPort, Received};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -64,9 +64,9 @@ pub fn connect(
 impl ConnOutputs {
     /// An item of the queue as output: `Closed` ends it, with the reason kept
     /// (the queue is closed, so the next `recv` ends the output).
-    fn take(&mut self, queued: Queued) -> Option<Delivered> {
-        match queued.delivered() {
-            Ok(delivered) => Some(delivered),
+    fn take(&mut self, queued: Queued) -> Option<Received> {
+        match queued.received() {
+            Ok(received) => Some(received),
             Err(reason) => {
                 if let Ok(mut ended) = self.ended.lock() {
                     *ended = Some(reason);
@@ -79,7 +79,7 @@ impl ConnOutputs {
 }
 
 impl OutputPort for ConnOutputs {
-    async fn recv(&mut self) -> Option<Delivered> {
+    async fn recv(&mut self) -> Option<Received> {
         if self.held.is_none() {
             let queued = self.rx.recv().await?;
             if self.write_delay.is_zero() || !matches!(queued, Queued::Event(..)) {
@@ -95,7 +95,7 @@ impl OutputPort for ConnOutputs {
     }
 
     /// The outputs already queued are mapped together and sent as one write.
-    fn try_recv(&mut self) -> Option<Delivered> {
+    fn try_recv(&mut self) -> Option<Received> {
         let queued = match self.held.take() {
             Some((queued, _)) => queued,
             None => self.rx.try_recv().ok()?,
@@ -267,8 +267,11 @@ mod tests {
         (tx, ConnOutputs { rx, ended: EndReason::default(), write_delay, held: None })
     }
 
-    fn seq_of(delivered: Option<Delivered>) -> Option<u64> {
-        delivered.and_then(|d| d.seq)
+    fn seq_of(received: Option<Received>) -> Option<u64> {
+        match received? {
+            Received::Shared(_, seq) => Some(seq),
+            Received::Own(delivered) => delivered.seq,
+        }
     }
 
     #[tokio::test(start_paused = true)]
@@ -291,7 +294,10 @@ mod tests {
         let reply = Delivered { output: Output::Reply { tag: 7, result: Ok(Reply::Ack) }, seq: None };
         tx.send(Queued::Out(Box::new(reply))).await.unwrap();
         let started = Instant::now();
-        assert!(matches!(out.recv().await, Some(Delivered { output: Output::Reply { tag: 7, .. }, .. })));
+        assert!(matches!(
+            out.recv().await,
+            Some(Received::Own(Delivered { output: Output::Reply { tag: 7, .. }, .. }))
+        ));
         assert_eq!(Instant::now(), started);
         let (tx, mut out) = outputs(Duration::ZERO);
         tx.send(Queued::Event(Arc::new(AgentEvent::TurnStart), 3)).await.unwrap();

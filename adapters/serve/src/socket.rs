@@ -144,7 +144,10 @@ fn ended_by(e: axum::Error) -> Result<(u16, String), String> {
     }
 }
 
-struct WsSink(tokio::sync::Mutex<SplitSink<WebSocket, Message>>);
+/// The connection's write side. Its lock is `futures`' (an atomic flag,
+/// cheap when nobody waits: every relayed delta takes it), not tokio's
+/// (a semaphore whose release locks a mutex).
+struct WsSink(futures::lock::Mutex<SplitSink<WebSocket, Message>>);
 
 /// One message body as a text frame (the dialects write UTF-8; anything else is repaired, never dropped).
 fn text_frame(body: Vec<u8>) -> Message {
@@ -195,7 +198,7 @@ pub(crate) async fn serve_socket(
     stopping: CancellationToken,
 ) {
     let (sink, stream) = socket.split();
-    let sink = WsSink(tokio::sync::Mutex::new(sink));
+    let sink = WsSink(futures::lock::Mutex::new(sink));
     let too_big = Slot::default();
     let mut source = WsSource { stream, too_big: too_big.clone(), ended: false, gate: ReadGate::new() };
     let attach_asked = attach.is_some();

@@ -10,6 +10,7 @@
 //! the connection is attached to, whose events carry a sequence number.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use pi_core::agent::{AgentClosed, AgentHandle, Output, Outputs};
 use pi_core::error::CoreError;
@@ -65,6 +66,20 @@ pub trait Dialect {
         self.event(event, in_flight, out);
     }
 
+    /// Map numbered event `seq` of a session, shared with its other
+    /// connections (`pi serve`): the same messages as
+    /// [`Dialect::sequenced_event`], which a dialect may write from the
+    /// shared event itself. By default a copy is mapped.
+    fn shared_event(
+        &mut self,
+        event: &AgentEvent,
+        seq: u64,
+        in_flight: &InFlight<Self::Pending>,
+        out: &mut Vec<Vec<u8>>,
+    ) {
+        self.sequenced_event(event.clone(), seq, in_flight, out);
+    }
+
     /// Map the reply (or error) to a request.
     fn reply(&mut self, pending: Self::Pending, result: Result<Reply, CoreError>, out: &mut Vec<Vec<u8>>);
 
@@ -102,26 +117,43 @@ pub struct Delivered {
     pub seq: Option<u64>,
 }
 
+/// One item of a connection's output as its [`OutputPort`] hands it over.
+#[derive(Debug)]
+pub enum Received {
+    /// An output of the connection's own.
+    Own(Delivered),
+    /// Numbered event `seq` of a session, shared with its other connections
+    /// and its replay buffer (`pi serve`): mapped from the shared event
+    /// ([`Dialect::shared_event`]), not copied out of it first.
+    Shared(Arc<AgentEvent>, u64),
+}
+
+impl From<Delivered> for Received {
+    fn from(delivered: Delivered) -> Received {
+        Received::Own(delivered)
+    }
+}
+
 /// Where a connection's output comes from, in order; `None` once it ends.
 /// `recv` must be cancel-safe.
 pub trait OutputPort {
-    fn recv(&mut self) -> impl Future<Output = Option<Delivered>>;
+    fn recv(&mut self) -> impl Future<Output = Option<Received>>;
 
     /// The next output if it is already at hand, without waiting (`None`
     /// when it is not, or by default): the loop maps the outputs at hand
     /// together before writing them.
-    fn try_recv(&mut self) -> Option<Delivered> {
+    fn try_recv(&mut self) -> Option<Received> {
         None
     }
 }
 
 impl OutputPort for mpsc::Receiver<Output> {
-    async fn recv(&mut self) -> Option<Delivered> {
-        mpsc::Receiver::recv(self).await.map(|output| Delivered { output, seq: None })
+    async fn recv(&mut self) -> Option<Received> {
+        mpsc::Receiver::recv(self).await.map(|output| Received::Own(Delivered { output, seq: None }))
     }
 
-    fn try_recv(&mut self) -> Option<Delivered> {
-        mpsc::Receiver::try_recv(self).ok().map(|output| Delivered { output, seq: None })
+    fn try_recv(&mut self) -> Option<Received> {
+        mpsc::Receiver::try_recv(self).ok().map(|output| Received::Own(Delivered { output, seq: None }))
     }
 }
 
@@ -154,27 +186,27 @@ impl BatchedOutputs {
 }
 
 impl OutputPort for BatchedOutputs {
-    async fn recv(&mut self) -> Option<Delivered> {
+    async fn recv(&mut self) -> Option<Received> {
         loop {
             if let Some(delivered) = self.next(None) {
-                return Some(delivered);
+                return Some(Received::Own(delivered));
             }
             // Cancel-safe: nothing is taken until the channel hands an item over.
             let item = self.outputs.recv().await?;
             if let Some(delivered) = self.next(Some(item)) {
-                return Some(delivered);
+                return Some(Received::Own(delivered));
             }
         }
     }
 
-    fn try_recv(&mut self) -> Option<Delivered> {
+    fn try_recv(&mut self) -> Option<Received> {
         loop {
             if let Some(delivered) = self.next(None) {
-                return Some(delivered);
+                return Some(Received::Own(delivered));
             }
             let item = self.outputs.try_recv().ok()?;
             if let Some(delivered) = self.next(Some(item)) {
-                return Some(delivered);
+                return Some(Received::Own(delivered));
             }
         }
     }
@@ -371,28 +403,27 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
         self.replies = replies;
     }
 
-    /// Map `delivered` and the outputs already at hand after it (at most
+    /// Map `received` and the outputs already at hand after it (at most
     /// [`OUTPUTS_AT_HAND`]), in order, and send their messages: the events'
     /// together, a reply's before any later output's.
-    async fn output(&mut self, delivered: Delivered) {
-        let mut next = Some(delivered);
+    async fn output(&mut self, received: Received) {
+        let mut next = Some(received);
         let mut taken = 0;
-        while let Some(delivered) = next {
-            match delivered.output {
-                Output::Event(event) => match delivered.seq {
+        while let Some(received) = next {
+            match received {
+                Received::Shared(event, seq) => {
+                    self.dialect.shared_event(&event, seq, &self.in_flight, &mut self.scratch);
+                    self.numbered_in_order();
+                }
+                Received::Own(Delivered { output: Output::Event(event), seq }) => match seq {
                     None if self.lines => self.dialect.event_into(event, &self.in_flight, &mut self.batch),
                     Some(seq) => {
                         self.dialect.sequenced_event(event, seq, &self.in_flight, &mut self.scratch);
-                        if self.lines {
-                            // In order with the batch's messages.
-                            for message in self.scratch.drain(..) {
-                                self.batch.push(&message);
-                            }
-                        }
+                        self.numbered_in_order();
                     }
                     None => self.dialect.event(event, &self.in_flight, &mut self.scratch),
                 },
-                Output::Reply { tag, result } => {
+                Received::Own(Delivered { output: Output::Reply { tag, result }, .. }) => {
                     if let Some(pending) = self.in_flight.remove(tag) {
                         self.dialect.reply_outgoing(pending, result, &mut self.replies);
                         // `flush` sends the events mapped so far, then the reply.
@@ -407,6 +438,16 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
             next = if taken < OUTPUTS_AT_HAND { self.outputs.try_recv() } else { None };
         }
         self.flush().await;
+    }
+
+    /// A numbered event's messages, mapped into `scratch`, go into the batch
+    /// when the sink takes lines (in order with the batch's messages).
+    fn numbered_in_order(&mut self) {
+        if self.lines {
+            for message in self.scratch.drain(..) {
+                self.batch.push(&message);
+            }
+        }
     }
 
     /// Send an immediate answer; when answers go in order, once the agent

@@ -28,8 +28,8 @@ pub mod writer;
 
 pub use batch::MessageBatch;
 pub use connection::{
-    Action, BatchedOutputs, Delivered, Dialect, MessageSink, OpPort, OutputPort, ServeEnd, serve, serve_in_order,
-    serve_stream,
+    Action, BatchedOutputs, Delivered, Dialect, MessageSink, OpPort, OutputPort, Received, ServeEnd, serve,
+    serve_in_order, serve_stream,
 };
 pub use framing::{FrameError, FrameReader, Framing, Preread, Record, RecordReader, RecordSource};
 pub use inflight::InFlight;

@@ -26,6 +26,7 @@ mod extension_library;
 mod extension_login;
 mod extension_session_op_state;
 mod extension_state;
+mod extension_typed;
 mod internal;
 mod mcp_start;
 mod model_choice;

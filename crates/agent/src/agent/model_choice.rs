@@ -39,6 +39,8 @@ pub(super) struct ModelChoice {
     logins: std::collections::HashMap<String, Arc<crate::extensions::Extension>>,
     /// Native providers whose key their extension resolves for each request.
     keys: std::collections::HashMap<String, Arc<crate::extensions::Extension>>,
+    /// Providers whose classifier and image calls their extension implements.
+    typed: super::extension_typed::ExtensionTypedModels,
 }
 
 /// A start-up model choice waiting for the extensions (pi resolves
@@ -65,6 +67,7 @@ impl ModelChoice {
             deferred: None,
             logins: Default::default(),
             keys: Default::default(),
+            typed: Default::default(),
         }
     }
 
@@ -417,6 +420,7 @@ impl ModelChoice {
         if spec.key {
             self.keys.insert(spec.name.clone(), ext.clone());
         }
+        self.typed.register(spec, ext);
         if spec.stream && (spec.native || spec.api().is_some()) {
             let served = if spec.native { None } else { spec.api() };
             let provider = crate::provider::runtime::RuntimeProvider::new(spec.api().unwrap_or_default(), streams);
@@ -451,6 +455,7 @@ impl ModelChoice {
     pub(super) fn drop_provider_services(&mut self, spec: &crate::extensions::protocol::ProviderSpec) {
         self.logins.remove(&spec.name);
         self.keys.remove(&spec.name);
+        self.typed.unregister(&spec.name);
         if spec.stream {
             self.providers.unregister_provider_stream(&spec.name);
         }
@@ -470,6 +475,13 @@ impl ModelChoice {
         if let Some(model) = self.registry.find(&provider, &id) {
             self.model = Arc::new(model);
         }
+    }
+
+    /// The models host of `ctx.modelRegistry` and codemode's `models.*`:
+    /// the registry's catalog and credentials, and the extensions' own
+    /// classifier and image implementations.
+    pub(super) fn models_host(&self) -> pi_mcp::codemode::ModelsHost {
+        pi_mcp::codemode::ModelsHost::new(self.registry.clone()).with_delegate(self.typed.delegate())
     }
 
     /// The providers by API (a virtual model's router picks among them).

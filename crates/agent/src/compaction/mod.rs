@@ -37,6 +37,10 @@ use crate::session::Session;
 /// came after it: the context size is unknown until the next reply
 /// (`get_session_stats.contextUsage` then reports `null`).
 pub fn awaiting_usage(session: &Session) -> bool {
+    // Most branches have no compaction: no path is built for them.
+    if !session.branch_has_type("compaction") {
+        return false;
+    }
     let branch = session.branch_heads();
     let Some(at) = branch.iter().rposition(|(_, kind)| *kind == "compaction") else { return false };
     let projection = Projection::of(session);

@@ -1,7 +1,7 @@
 //! The model registry: the built-in catalog, `models.json` custom providers and
 //! overrides, credentials per provider, and model lookup (`provider/id`, id, fuzzy).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use serde::Deserialize;
@@ -15,6 +15,7 @@ use super::model_resolver::{self, Selected};
 use crate::model::{Model, ModelCost, ThinkingLevel};
 use crate::provider::faux;
 
+mod extension_typed;
 mod llama_store;
 mod provider_auth;
 pub use provider_auth::{ProviderAuth, ProviderInfo};
@@ -97,6 +98,9 @@ pub struct ModelRegistry {
     json_overrides: HashMap<String, Map<String, Value>>,
     /// pi's llama.cpp provider: the models its last listing kept.
     llama: llama::StoredModels,
+    /// The classifier and image models of the providers extensions
+    /// registered with `models` (an empty list hides the built-in ones).
+    extension_typed: BTreeMap<String, Vec<Value>>,
 }
 
 /// A provider's models and settings before an extension registered it.
@@ -258,6 +262,16 @@ impl ModelRegistry {
         self.registered.entry(name.to_string()).or_insert(backup);
         if !pf.models.is_empty() {
             self.models.retain(|m| m.provider != name || is_virtual(m));
+            let base = pf.base_url.clone().or_else(|| self.provider_base_url(name).map(str::to_string));
+            let base = base.or_else(|| catalog::provider_base_url(name).map(str::to_string));
+            let (typed, chat): (Vec<Value>, Vec<Value>) = pf.models.drain(..).partition(extension_typed::is_typed);
+            pf.models = chat;
+            let typed = typed
+                .iter()
+                .map(|definition| extension_typed::typed_model(name, base.as_deref(), definition))
+                .collect::<Result<Vec<Value>, String>>()
+                .map_err(fail)?;
+            self.extension_typed.insert(name.to_string(), typed);
         }
         self.apply_provider(name, pf).map_err(fail)
     }
@@ -273,6 +287,7 @@ impl ModelRegistry {
 
     /// Put back the provider as it was before its first registration.
     fn restore_provider(&mut self, name: &str) -> bool {
+        self.extension_typed.remove(name);
         let Some(backup) = self.registered.get(name).cloned() else { return false };
         self.models.retain(|m| m.provider != name || is_virtual(m));
         self.models.extend(backup.models);

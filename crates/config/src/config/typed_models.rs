@@ -72,11 +72,12 @@ pub fn models_of_type(registry: &mut ModelRegistry, kind: ModelType, provider: O
             })
             .collect();
     }
-    typed_catalog()
+    let built_in: Vec<Value> = typed_catalog()
         .iter()
         .chain(registry.llama_classifiers())
         .filter(|m| field(m, "type") == kind.name())
         .filter(|m| provider.is_none_or(|p| field(m, "provider") == p))
+        .filter(|m| !registry.typed_models_replaced(field(m, "provider")))
         .map(|m| {
             let mut m = m.clone();
             if let Some(base) = registry.provider_base_url(field(&m, "provider")) {
@@ -84,7 +85,14 @@ pub fn models_of_type(registry: &mut ModelRegistry, kind: ModelType, provider: O
             }
             m
         })
-        .collect()
+        .collect();
+    // An extension's typed models keep the base URL their registration gave them.
+    let registered = registry
+        .extension_typed_models()
+        .filter(|m| field(m, "type") == kind.name())
+        .filter(|m| provider.is_none_or(|p| field(m, "provider") == p))
+        .cloned();
+    built_in.into_iter().chain(registered).collect()
 }
 
 /// One model of a type by provider and id.

@@ -34,7 +34,6 @@ pub const NOTIFICATION_EVENTS: &[&str] = &[
     "session_info_changed",
     "model_select",
     "thinking_level_select",
-    "provider_stream_event",
     "session_compact",
     "session_compact_failed",
     "session_tree",
@@ -60,6 +59,7 @@ pub const HOOK_EVENTS: &[&str] = &[
     "before_provider_headers",
     "before_provider_request",
     "after_provider_response",
+    "provider_stream_event",
     "agent_before_settle",
     "turn_end_boundary",
     "resources_discover",
@@ -188,6 +188,14 @@ pub struct ProviderSpec {
     /// registration went out is merged alone over the provider's config.
     #[serde(default)]
     pub calls: Vec<Value>,
+    /// The APIs of its classifier models the extension implements
+    /// (`classifiers`; `"*"`: a native provider's own `classify`): pi-rpc
+    /// asks it with `provider_typed`.
+    #[serde(default)]
+    pub classifiers: Vec<String>,
+    /// Likewise for its image models (`images`, `generateImages`).
+    #[serde(default)]
+    pub images: Vec<String>,
 }
 
 impl ProviderSpec {
@@ -512,7 +520,17 @@ mod tests {
     use super::*;
 
     fn spec(native: bool, calls: Vec<Value>) -> ProviderSpec {
-        ProviderSpec { name: "acme".into(), config: Value::Null, stream: false, oauth: None, native, key: false, calls }
+        ProviderSpec {
+            name: "acme".into(),
+            config: Value::Null,
+            stream: false,
+            oauth: None,
+            native,
+            key: false,
+            calls,
+            classifiers: Vec::new(),
+            images: Vec::new(),
+        }
     }
 
     #[test]

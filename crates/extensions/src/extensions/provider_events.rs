@@ -2,10 +2,11 @@
 //! call: `before_provider_headers` (handlers change `headers` in place; a
 //! `null` value removes a header), `before_provider_request` (each handler
 //! may replace the payload, chained), `after_provider_response` (status and
-//! lower-cased headers, before the body is read), and the notification
+//! lower-cased headers, before the body is read), and
 //! `provider_stream_event` (each parsed stream event, with the model's
-//! provider, API and id). Hooks are asked in extension load order; one that
-//! fails leaves the value as it was.
+//! provider, API and id; the stream waits for its handlers before decoding
+//! the event, as pi awaits them). Hooks are asked in extension load order;
+//! one that fails leaves the value as it was.
 
 use std::sync::Arc;
 
@@ -103,15 +104,11 @@ impl RequestObserver for ProviderEvents {
         self.extensions.listens("provider_stream_event")
     }
 
-    fn stream_event(&self, data: Value) {
-        let event = json!({
-            "type": "provider_stream_event",
-            "provider": self.provider,
-            "api": self.api,
-            "model": self.model,
-            "data": data,
-        });
-        self.extensions.notify_raw("provider_stream_event", event);
+    async fn stream_event(&self, data: Value) {
+        let params = json!({"data": data, "provider": self.provider, "api": self.api, "model": self.model});
+        for ext in self.extensions.subscribers("provider_stream_event") {
+            self.extensions.ask(&ext, "provider_stream_event", params.clone(), None).await;
+        }
     }
 }
 

@@ -86,8 +86,10 @@ impl PiEventSource for ExtensionStreams {
 
 /// The `providerHook` request of a provider stream: `onPayload`
 /// (`{hook: "payload", payload}`, answered `{payload}`, the payload the
-/// `before_provider_request` handlers made of it) or `onResponse`
-/// (`{hook: "response", status, headers}`: `after_provider_response`).
+/// `before_provider_request` handlers made of it), `onResponse`
+/// (`{hook: "response", status, headers}`: `after_provider_response`) or
+/// `onProviderStreamEvent` (`{hook: "streamEvent", data}`: answered once the
+/// `provider_stream_event` handlers ran, as pi-ai's providers await it).
 pub(super) async fn serve_hook(observer: Option<Arc<dyn RequestObserver>>, params: Value) -> Result<Value, String> {
     match params.get("hook").and_then(Value::as_str) {
         Some("payload") => {
@@ -105,6 +107,12 @@ pub(super) async fn serve_hook(observer: Option<Arc<dyn RequestObserver>>, param
                     h.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect::<Vec<_>>()
                 });
                 observer.response(status.unwrap_or(0), headers.unwrap_or_default()).await;
+            }
+            Ok(Value::Null)
+        }
+        Some("streamEvent") => {
+            if let Some(observer) = observer.filter(|o| o.wants_stream_events()) {
+                observer.stream_event(params.get("data").cloned().unwrap_or(Value::Null)).await;
             }
             Ok(Value::Null)
         }

@@ -4,7 +4,7 @@
 //! checked here with pi's error texts; the model is resolved by provider and
 //! id only, so a script never chooses where the credentials go.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -24,6 +24,26 @@ pub struct ModelsHost {
     registry: Mutex<ModelRegistry>,
     /// None when the HTTP client could not be set up (every call then says so).
     http: Result<HttpClient, String>,
+    /// Providers whose classifier or image calls are implemented elsewhere.
+    delegate: Option<Arc<dyn TypedModelDelegate>>,
+}
+
+/// Classifier and image calls a provider implements itself (an extension's
+/// `registerProvider` with `classifiers` / `images`, pi's provider
+/// composer): the call goes there with pi-ai's request auth applied.
+pub trait TypedModelDelegate: Send + Sync {
+    /// Whether `op` (`classify`, `generateImages`) of `provider`'s models of `api` goes to it.
+    fn serves(&self, provider: &str, api: &str, op: &str) -> bool;
+    /// Make the call (`model` has its base URL, `options` the key and
+    /// headers): pi's result object, or the text of the failure.
+    fn call(
+        &self,
+        op: &'static str,
+        model: Value,
+        context: Value,
+        options: Value,
+        cancel: CancellationToken,
+    ) -> futures::future::BoxFuture<'static, Result<Value, String>>;
 }
 
 /// A classify or generateImages call ready to run: its call record's
@@ -36,6 +56,8 @@ pub struct ModelCall {
     /// The provider's OAuth login, when that is its credential (GitHub
     /// Copilot's: the Copilot token and its account's base URL).
     login: Option<LoginAuth>,
+    /// Where the call goes when the provider implements it itself.
+    delegate: Option<Arc<dyn TypedModelDelegate>>,
 }
 
 impl ModelCall {
@@ -55,10 +77,37 @@ impl ModelCall {
                 Err(e) => return self.failed(e.to_string()),
             }
         }
+        if let Some(delegate) = self.delegate.take() {
+            return self.delegated(delegate).await;
+        }
         if self.name == "models.classify" {
             typed::classify(&self.call, &self.context).await
         } else {
             typed::generate_images(&self.call, &self.context).await
+        }
+    }
+
+    /// The provider's own implementation: the model with its base URL, the
+    /// key and headers as options (pi-ai's `applyAuth`); a failure is pi's
+    /// error result.
+    async fn delegated(&self, delegate: Arc<dyn TypedModelDelegate>) -> Value {
+        let op = if self.name == "models.classify" { "classify" } else { "generateImages" };
+        let mut options = serde_json::Map::new();
+        if let Some(key) = &self.call.api_key {
+            options.insert("apiKey".into(), json!(key));
+        }
+        if !self.call.headers.is_empty() {
+            let headers: serde_json::Map<String, Value> =
+                self.call.headers.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+            options.insert("headers".into(), Value::Object(headers));
+        }
+        let model = info(self.call.model.clone());
+        let cancel = self.call.cancel.clone();
+        let answer = delegate.call(op, model, self.context.clone(), Value::Object(options), cancel).await;
+        match answer {
+            Ok(result) if result.is_object() => result,
+            Ok(other) => self.failed(format!("The {op} implementation returned {}", describe(&other))),
+            Err(message) => self.failed(message),
         }
     }
 
@@ -224,7 +273,13 @@ fn check_images_context(context: &Value) -> Result<(), String> {
 impl ModelsHost {
     pub fn new(registry: ModelRegistry) -> ModelsHost {
         let http = HttpClient::new().map_err(|e| e.message);
-        ModelsHost { registry: Mutex::new(registry), http }
+        ModelsHost { registry: Mutex::new(registry), http, delegate: None }
+    }
+
+    /// Calls of the providers `delegate` serves go to it.
+    pub fn with_delegate(mut self, delegate: Option<Arc<dyn TypedModelDelegate>>) -> ModelsHost {
+        self.delegate = delegate;
+        self
     }
 
     fn registry(&self) -> std::sync::MutexGuard<'_, ModelRegistry> {
@@ -318,7 +373,11 @@ impl ModelsHost {
             Err(e) => return ModelStep::Done(Err(e)),
         };
         let login = crate::auth::login_of(&self.registry(), provider);
-        let model_call = ModelCall { name, label: format!("{provider}/{id}"), call, context: context.clone(), login };
+        let op = if kind == ModelType::Classifier { "classify" } else { "generateImages" };
+        let api = resolved["api"].as_str().unwrap_or_default();
+        let delegate = self.delegate.clone().filter(|d| d.serves(provider, api, op));
+        let label = format!("{provider}/{id}");
+        let model_call = ModelCall { name, label, call, context: context.clone(), login, delegate };
         let early = refusal.map(|message| model_call.failed(message)).or_else(|| {
             let images = context["images"].as_array().is_some_and(|i| !i.is_empty());
             (kind == ModelType::Classifier && images && !model_call.call.accepts("image"))

@@ -124,7 +124,22 @@ enum Phase {
     Prepare(Option<BoxFuture<'static, Result<Call, ProviderError>>>),
     Start(Option<Call>),
     Streaming(Box<Body>),
+    /// The body read while an extension listens to each stream event (pi's
+    /// `provider_stream_event`): each event waits for its handlers before it
+    /// is decoded, so this phase runs as steps; [`Phase::Streaming`] stays
+    /// the path without a listener.
+    Observed(Box<Observed>),
     Done,
+}
+
+/// A body whose events an observer sees one at a time, each before it is decoded.
+struct Observed {
+    body: Body,
+    observer: std::sync::Arc<dyn super::observe::RequestObserver>,
+    /// Events framed from the chunks read so far and not yet decoded.
+    events: VecDeque<SseEvent>,
+    /// The body has ended: once `events` is drained, finish.
+    ended: bool,
 }
 
 /// A response body being read: its chunks and the framing that makes them events.
@@ -149,8 +164,6 @@ struct Run<W: Wire> {
     phase: Phase,
     wire: W,
     out: Out,
-    /// Who sees each stream event (set when the request opens).
-    observer: Option<std::sync::Arc<dyn super::observe::RequestObserver>>,
 }
 
 impl<W: Wire> Run<W> {
@@ -175,7 +188,7 @@ impl<W: Wire> Run<W> {
             call.headers.extend(changed);
             call.body = observer.payload(std::mem::take(&mut call.body)).await;
         }
-        self.observer = observer.filter(|o| o.wants_stream_events());
+        let observer = observer.filter(|o| o.wants_stream_events());
         let secrets = credentials(&call.headers);
         let framing = call.framing;
         let bytes = match call.raw.take() {
@@ -226,7 +239,13 @@ impl<W: Wire> Run<W> {
             Framing::Sse => Box::new(SseParser::new()),
             Framing::AwsEventStream => Box::new(super::bedrock::eventstream::EventStreamFramer::default()),
         };
-        self.phase = Phase::Streaming(Box::new(Body { chunks: self.http.body(response).boxed(), framer }));
+        let body = Body { chunks: self.http.body(response).boxed(), framer };
+        self.phase = match observer {
+            None => Phase::Streaming(Box::new(body)),
+            Some(observer) => {
+                Phase::Observed(Box::new(Observed { body, observer, events: VecDeque::new(), ended: false }))
+            }
+        };
     }
 
     /// Send the request and open the body, unless cancelled first.
@@ -246,9 +265,9 @@ impl<W: Wire> Run<W> {
     /// copied), until the terminator or an error.
     fn on_chunk(&mut self, framer: &mut dyn Framer, bytes: &[u8]) -> Result<Option<Stop>, String> {
         let mut stop = None;
-        let (wire, out, observer) = (&mut self.wire, &mut self.out, self.observer.as_deref());
+        let (wire, out) = (&mut self.wire, &mut self.out);
         // A `Break` is told by `stop`.
-        let _ = framer.push_each(bytes, &mut |event| on_event(wire, out, observer, event, &mut stop))?;
+        let _ = framer.push_each(bytes, &mut |event| on_event(wire, out, event, &mut stop))?;
         Ok(stop)
     }
 
@@ -259,9 +278,8 @@ impl<W: Wire> Run<W> {
             Err(e) => return self.fail(http::body_error(BodyError::Transport(e))),
         };
         let mut stop = None;
-        let observer = self.observer.as_deref();
         for event in &events {
-            if on_event(&mut self.wire, &mut self.out, observer, event, &mut stop).is_break() {
+            if on_event(&mut self.wire, &mut self.out, event, &mut stop).is_break() {
                 break;
             }
         }
@@ -303,7 +321,63 @@ impl<W: Wire> Run<W> {
                 self.phase = phase;
                 std::future::poll_fn(|cx| self.poll_body(cx)).await;
             }
+            Phase::Observed(observed) => self.observe_next(observed).await,
         }
+    }
+
+    /// One step of an observed body: show the next framed event to the
+    /// observer, wait for it (pi awaits the `provider_stream_event` handlers
+    /// before it decodes the chunk), then decode it; with no event framed,
+    /// read the next chunk. Cancellation ends either wait.
+    async fn observe_next(&mut self, mut observed: Box<Observed>) {
+        let cancel = self.cancel.clone();
+        if let Some(event) = observed.events.pop_front() {
+            // OpenAI's end marker is the stream's framing, not an event (pi's SDK never shows it).
+            if event.data != "[DONE]" {
+                let data = serde_json::from_str(&event.data).unwrap_or_else(|_| Value::String(event.data.clone()));
+                let seen = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => false,
+                    _ = observed.observer.stream_event(data) => true,
+                };
+                if !seen {
+                    return self.fail(ProviderError::aborted());
+                }
+            }
+            let mut stop = None;
+            if on_event(&mut self.wire, &mut self.out, &event, &mut stop).is_continue() {
+                self.phase = Phase::Observed(observed);
+                return;
+            }
+            return match stop {
+                Some(Stop::Failed(e)) => self.fail(e),
+                Some(Stop::Done) | None => self.finish(),
+            };
+        }
+        if observed.ended {
+            return self.finish();
+        }
+        let next = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return self.fail(ProviderError::aborted()),
+            next = observed.body.chunks.next() => next,
+        };
+        let Observed { body, events, ended, .. } = &mut *observed;
+        match next {
+            Some(Ok(bytes)) => match body.framer.push(&bytes) {
+                Ok(framed) => events.extend(framed),
+                Err(e) => return self.fail(http::body_error(BodyError::Transport(e))),
+            },
+            Some(Err(e)) => return self.fail(http::body_error(e)),
+            None => match body.framer.finish() {
+                Ok(framed) => {
+                    events.extend(framed);
+                    *ended = true;
+                }
+                Err(e) => return self.fail(http::body_error(BodyError::Transport(e))),
+            },
+        }
+        self.phase = Phase::Observed(observed);
     }
 
     /// Read the body's next chunk and decode its events (none when it is
@@ -346,21 +420,9 @@ impl<W: Wire> Run<W> {
     }
 }
 
-/// Hand one event to the decoder, shown first to the observer that wants
-/// stream events (pi's `provider_stream_event`); `Break` (with `stop` set)
-/// at the terminator or an error.
-fn on_event<W: Wire>(
-    wire: &mut W,
-    out: &mut Out,
-    observer: Option<&dyn super::observe::RequestObserver>,
-    event: &SseEvent,
-    stop: &mut Option<Stop>,
-) -> ControlFlow<()> {
-    // OpenAI's end marker is the stream's framing, not an event (pi's SDK never shows it).
-    if let Some(observer) = observer.filter(|_| event.data != "[DONE]") {
-        let data = serde_json::from_str(&event.data).unwrap_or_else(|_| Value::String(event.data.clone()));
-        observer.stream_event(data);
-    }
+/// Hand one event to the decoder; `Break` (with `stop` set) at the
+/// terminator or an error.
+fn on_event<W: Wire>(wire: &mut W, out: &mut Out, event: &SseEvent, stop: &mut Option<Stop>) -> ControlFlow<()> {
     match wire.on_event(event, out) {
         Ok(Flow::Continue) => return ControlFlow::Continue(()),
         Ok(Flow::Done) => *stop = Some(Stop::Done),
@@ -415,7 +477,7 @@ fn run_phase<W: Wire>(
     api: Api,
 ) -> ProviderStream {
     let watch = CancelWatch::new(&cancel);
-    let run = Box::new(Run { http, cancel, watch, api, phase, wire, out, observer: None });
+    let run = Box::new(Run { http, cancel, watch, api, phase, wire, out });
     Box::pin(RunStream { run: Some(run), stepping: None })
 }
 
@@ -452,7 +514,7 @@ impl<W: Wire> Stream for RunStream<W> {
             match run.phase {
                 Phase::Done => return Poll::Ready(None),
                 Phase::Streaming(_) => std::task::ready!(run.poll_body(cx)),
-                Phase::Prepare(_) | Phase::Start(_) => {
+                Phase::Prepare(_) | Phase::Start(_) | Phase::Observed(_) => {
                     let Some(mut run) = this.run.take() else { return Poll::Ready(None) };
                     this.stepping = Some(Box::pin(async move {
                         run.step().await;

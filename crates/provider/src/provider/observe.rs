@@ -34,8 +34,10 @@ pub trait RequestObserver: Send + Sync {
         false
     }
 
-    /// One event of the response stream, parsed (a string when it is not JSON).
-    fn stream_event(&self, _data: Value) {}
+    /// One event of the response stream, parsed (a string when it is not
+    /// JSON), before it is decoded: the stream waits for it (pi awaits the
+    /// `provider_stream_event` handlers of each chunk before decoding it).
+    async fn stream_event(&self, _data: Value) {}
 }
 
 tokio::task_local! {
@@ -98,7 +100,7 @@ mod tests {
             true
         }
 
-        fn stream_event(&self, data: Value) {
+        async fn stream_event(&self, data: Value) {
             let kind = if data.is_object() { "object" } else { "other" };
             self.seen.lock().unwrap().push(format!("event {kind}"));
         }

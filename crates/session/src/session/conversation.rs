@@ -1,6 +1,11 @@
 //! The conversation of the leaf as a [`MessageList`] whose messages stay in
 //! the session file until they are needed: opening a large session costs its
 //! index, and `get_state` / `get_messages` read the file one message at a time.
+//!
+//! A long conversation is read on helper threads: each reads its share of
+//! the messages (every n-th one) a few ahead of the one being handed out,
+//! and the caller takes them in order, so `get_messages` of a large session
+//! reads and writes at once on every core and holds a few messages, not all.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -26,6 +31,13 @@ enum Item {
     },
 }
 
+/// Conversations of fewer messages are read on the calling thread alone.
+const PARALLEL_FROM: usize = 64;
+/// Helper threads at most (one per core up to this).
+const MOST_HELPERS: usize = 4;
+/// Messages a helper reads ahead of the one handed out.
+const AHEAD: usize = 4;
+
 /// The conversation read from the session file (see the module docs).
 struct FileMessages {
     file: Arc<File>,
@@ -39,7 +51,12 @@ impl FileMessages {
             Item::Message(m) => return Ok(vec![(**m).clone()]),
             Item::Line { span, edit } => (*span, edit),
         };
-        line.resize(span.len as usize, 0);
+        // The buffer only grows: a long line is not zeroed again for each line read after it.
+        let len = span.len as usize;
+        if line.len() < len {
+            line.resize(len, 0);
+        }
+        let line = &mut line[..len];
         self.file.read_exact_at(line, span.offset).map_err(|e| format!("cannot read the session file: {e}"))?;
         let record = record_of_line(line).ok_or("a session line changed on disk")?;
         let messages = entry_messages(&record.entry, false);
@@ -56,13 +73,42 @@ impl MessageSource for FileMessages {
     }
 
     fn each(&self, f: &mut dyn FnMut(AgentMessage) -> Result<(), String>) -> Result<(), String> {
-        let mut line = Vec::new();
-        for item in &self.items {
-            for message in self.messages(item, &mut line)? {
-                f(message)?;
+        let helpers = std::thread::available_parallelism().map_or(1, usize::from).min(MOST_HELPERS);
+        if helpers < 2 || self.items.len() < PARALLEL_FROM {
+            let mut line = Vec::new();
+            for item in &self.items {
+                for message in self.messages(item, &mut line)? {
+                    f(message)?;
+                }
             }
+            return Ok(());
         }
-        Ok(())
+        std::thread::scope(|scope| {
+            // Helper k reads items k, k + helpers, …, each into its own bounded queue.
+            let queues: Vec<_> = (0..helpers)
+                .map(|k| {
+                    let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD);
+                    scope.spawn(move || {
+                        let mut line = Vec::new();
+                        for item in self.items.iter().skip(k).step_by(helpers) {
+                            // The caller stopped (an error): so do we.
+                            if tx.send(self.messages(item, &mut line)).is_err() {
+                                return;
+                            }
+                        }
+                    });
+                    rx
+                })
+                .collect();
+            // Dropping the queues on an early return stops the helpers.
+            for k in (0..self.items.len()).map(|n| n % helpers) {
+                let messages = queues[k].recv().map_err(|_| "a reading thread stopped".to_string())??;
+                for message in messages {
+                    f(message)?;
+                }
+            }
+            Ok(())
+        })
     }
 
     fn tail_from_last(&self, matches: &dyn Fn(&AgentMessage) -> bool) -> Vec<AgentMessage> {

@@ -34,6 +34,24 @@ impl Session {
         self.path_positions(leaf).into_iter().map(|i| (self.slots[i].id(), self.slots[i].type_name())).collect()
     }
 
+    /// Whether an entry of type `kind` is on the root-to-leaf path, read
+    /// from the leaf back without building the path or reading any entry's
+    /// body (`get_state` asks this of every session for compactions).
+    pub fn branch_has_type(&self, kind: &str) -> bool {
+        let mut current = self.leaf.as_deref().and_then(|leaf| self.index.get(leaf).copied());
+        // At most one step per entry: a parent cycle in a hand-edited file ends the walk
+        // having seen every entry of the path, as `path_positions` does.
+        for _ in 0..self.slots.len() {
+            let Some(pos) = current else { return false };
+            if self.slots[pos].type_name() == kind {
+                return true;
+            }
+            let parent = self.parents.get(pos).copied().unwrap_or(super::store::NO_PARENT);
+            current = (parent != super::store::NO_PARENT).then_some(parent as usize);
+        }
+        false
+    }
+
     /// Positions (for [`Session::entry_at`]) of the root-to-leaf path.
     pub fn branch_positions(&self) -> Vec<usize> {
         self.leaf.as_deref().map(|leaf| self.path_positions(leaf)).unwrap_or_default()

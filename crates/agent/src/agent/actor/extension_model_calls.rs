@@ -30,6 +30,18 @@ impl Agent {
         cancel: CancellationToken,
         reply: oneshot::Sender<Result<Value, String>>,
     ) {
+        if params.get("registry").and_then(Value::as_bool) == Some(true)
+            && let Ok(model) = serde_json::from_value::<Model>(params.get("model").cloned().unwrap_or(Value::Null))
+            && crate::config::models::is_virtual(&model)
+        {
+            if params.get("simple").and_then(Value::as_bool) == Some(true) {
+                self.start_routed_stream(id, model, params, cancel, reply);
+            } else {
+                // pi's `stream()` / `complete()` do not route (its `unroutedStream`).
+                let _ = reply.send(Err(format!("Virtual model {} must be routed before streaming", model.full_id())));
+            }
+            return;
+        }
         let (ext, (provider, request, model)) = match (self.ext.handle().get(id), self.model_call(params)) {
             (Some(ext), Ok(call)) => (ext, call),
             (None, _) => {
@@ -46,6 +58,88 @@ impl Agent {
             let sink = StreamBack { ext, stream };
             let key = request.api_key.clone();
             let outcome = stream_assistant(Some(&sink), provider, request, cancel, &model, key.as_deref()).await;
+            let message = serde_json::to_value(AgentMessage::Assistant(outcome.message)).unwrap_or(Value::Null);
+            let _ = reply.send(Ok(json!({ "message": message })));
+        });
+    }
+
+    /// `modelRegistry.streamSimple()` with a virtual model (pi's model
+    /// runtime): the extension that registered it routes the request first
+    /// (reason `direct`, at the options' `reasoning`, else `off`; no router
+    /// state), and it goes to the physical model at the routed level, its
+    /// `maxTokens` capped to that model's. The caller's key and headers go
+    /// along only when the physical model has the virtual model's provider.
+    /// A routing that fails ends the call with its error.
+    fn start_routed_stream(
+        &self,
+        id: usize,
+        model: Model,
+        params: &Value,
+        cancel: CancellationToken,
+        reply: oneshot::Sender<Result<Value, String>>,
+    ) {
+        use crate::agent::virtual_route::VirtualRouter;
+        let Some(ext) = self.ext.handle().get(id) else {
+            let _ = reply.send(Err("the extension is gone".to_string()));
+            return;
+        };
+        let options = params.get("options").cloned().unwrap_or(Value::Null);
+        let option = |key: &str| options.get(key).and_then(Value::as_str).map(str::to_string);
+        let (caller_key, session_id) = (option("apiKey"), option("sessionId"));
+        let wanted_tokens = options.get("maxTokens").and_then(Value::as_u64);
+        let caller_headers: Vec<(String, String)> = match options.get("headers") {
+            Some(Value::Object(extra)) => {
+                extra.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect()
+            }
+            _ => Vec::new(),
+        };
+        let thinking = option("reasoning").and_then(|l| l.parse::<ThinkingLevel>().ok()).unwrap_or(ThinkingLevel::Off);
+        let mut router = match self.ext.virtual_model_owner(&model.provider, &model.id) {
+            Some(owner) => {
+                let (registry, providers) = (self.models.registry().clone(), self.models.providers().clone());
+                VirtualRouter::new(owner, model.clone(), thinking, registry, providers)
+            }
+            None => VirtualRouter::unregistered(model.clone()),
+        };
+        let (messages, tools) = (call_messages(params), call_tools(params));
+        let system_prompt = params.get("systemPrompt").and_then(Value::as_str).unwrap_or_default().to_string();
+        let stream = params.get("stream").and_then(Value::as_str).unwrap_or_default().to_string();
+        tokio::spawn(async move {
+            let routed = match router.route_direct(&messages, &cancel).await {
+                Ok(routed) => routed,
+                Err(error) => {
+                    let _ = reply.send(Err(error));
+                    return;
+                }
+            };
+            let mut headers = routed.headers;
+            let mut api_key = routed.api_key;
+            if routed.model.provider == model.provider {
+                for (name, value) in caller_headers {
+                    headers.retain(|k, _| !k.eq_ignore_ascii_case(&name));
+                    headers.insert(name, value);
+                }
+                api_key = caller_key.or(api_key);
+            }
+            let limit = routed.model.max_tokens;
+            let max_tokens = wanted_tokens.map(|m| if limit > 0 { m.min(limit) } else { m });
+            let request = ProviderRequest {
+                model: routed.model.clone(),
+                system_prompt,
+                messages,
+                tools,
+                thinking_level: routed.thinking,
+                api_key,
+                headers,
+                max_tokens,
+                session_id,
+                credential: None,
+                env: Default::default(),
+            };
+            let sink = StreamBack { ext, stream };
+            let key = request.api_key.clone();
+            let outcome =
+                stream_assistant(Some(&sink), routed.provider, request, cancel, &routed.model, key.as_deref()).await;
             let message = serde_json::to_value(AgentMessage::Assistant(outcome.message)).unwrap_or(Value::Null);
             let _ = reply.send(Ok(json!({ "message": message })));
         });
@@ -127,24 +221,7 @@ impl Agent {
             .and_then(Value::as_str)
             .map(str::to_string)
             .or_else(|| registry.api_key(&model.provider));
-        let messages = params
-            .get("messages")
-            .and_then(Value::as_array)
-            .map(|list| list.iter().filter_map(|m| serde_json::from_value::<AgentMessage>(m.clone()).ok()).collect())
-            .unwrap_or_default();
-        let tools = params
-            .get("tools")
-            .and_then(Value::as_array)
-            .map(|list| {
-                list.iter()
-                    .map(|t| ToolSpec {
-                        name: t.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
-                        description: t.get("description").and_then(Value::as_str).unwrap_or_default().to_string(),
-                        parameters: t.get("parameters").cloned().unwrap_or_else(|| json!({"type": "object"})),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let (messages, tools) = (call_messages(params), call_tools(params));
         let thinking = options
             .get("reasoning")
             .and_then(Value::as_str)
@@ -165,6 +242,32 @@ impl Agent {
         };
         Ok((provider, request, model))
     }
+}
+
+/// The conversation of a `modelStream` (messages pi-rpc cannot read are left out).
+fn call_messages(params: &Value) -> Vec<AgentMessage> {
+    params
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(|list| list.iter().filter_map(|m| serde_json::from_value::<AgentMessage>(m.clone()).ok()).collect())
+        .unwrap_or_default()
+}
+
+/// The tools of a `modelStream`.
+fn call_tools(params: &Value) -> Vec<ToolSpec> {
+    params
+        .get("tools")
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .map(|t| ToolSpec {
+                    name: t.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+                    description: t.get("description").and_then(Value::as_str).unwrap_or_default().to_string(),
+                    parameters: t.get("parameters").cloned().unwrap_or_else(|| json!({"type": "object"})),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The call's events, streamed back to the extension.

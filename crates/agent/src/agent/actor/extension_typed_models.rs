@@ -10,7 +10,6 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::Agent;
-use pi_mcp::codemode::ModelsHost;
 use pi_mcp::codemode::models::ModelStep;
 
 impl Agent {
@@ -22,7 +21,7 @@ impl Agent {
             let _ = reply.send(Ok(answer));
             return;
         }
-        let host = ModelsHost::new(self.models.registry().clone());
+        let host = self.models.models_host();
         match host.step(op, &args, &CancellationToken::new()) {
             ModelStep::Done(result) => {
                 let _ = reply.send(result.map(|value| value.map_or_else(|| json!({}), |v| json!({"value": v}))));

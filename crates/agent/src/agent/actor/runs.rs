@@ -110,10 +110,7 @@ impl Agent {
             tools_seen,
             mcp: Some(self.mcp.clone()),
             reach: self.reach(),
-            models: self
-                .reach()
-                .codemode
-                .then(|| std::sync::Arc::new(pi_mcp::codemode::ModelsHost::new(self.models.registry().clone()))),
+            models: self.reach().codemode.then(|| std::sync::Arc::new(self.models.models_host())),
             router,
         };
         tokio::spawn(run_session(setup));

@@ -177,6 +177,7 @@ function onRequest(message) {
 	else if (method === "prepare_arguments") work = prepareArguments(params);
 	else if (method === "provider_stream") work = instance.providers.stream(params, controller.signal, channel);
 	else if (method === "provider_oauth") work = instance.providers.oauth(params);
+	else if (method === "provider_typed") work = instance.providers.typed(params, controller.signal);
 	// The `session_start` of a new session pi-rpc held while another extension's `newSession` setup ran: answered once handled.
 	else if (method === "session_start" && params.reason && params.reason !== "startup") work = serial(() => onEvent(params));
 	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);

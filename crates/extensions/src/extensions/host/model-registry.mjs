@@ -18,7 +18,9 @@ export function createModelRegistry(channel) {
 	const models = () => channel.call("getModels").models;
 	const op = (name, ...args) => valueOf(channel.call("models", { op: name, args }));
 	const request = async (name, ...args) => valueOf(await channel.request("models", { op: name, args }));
-	const streamSimple = (model, context, options) => calls.viaRegistry(model, context, options);
+	// `streamSimple` routes a virtual model's request (pi's reason `direct`); `stream` does not.
+	const stream = (model, context, options) => calls.viaRegistry(model, context, options, false);
+	const streamSimple = (model, context, options) => calls.viaRegistry(model, context, options, true);
 
 	/** pi-ai's `Provider` of `id`: its facts, its chat models, and calls through pi-rpc. */
 	const provider = (id) => {
@@ -33,7 +35,7 @@ export function createModelRegistry(channel) {
 			...(facts.baseUrl ? { baseUrl: facts.baseUrl } : {}),
 			auth,
 			getModels: () => models().filter((m) => m.provider === id),
-			stream: streamSimple,
+			stream,
 			streamSimple,
 		};
 	};
@@ -48,9 +50,9 @@ export function createModelRegistry(channel) {
 		getApiKeyForProvider: async (id) => (await request("getProviderAuth", id))?.auth?.apiKey,
 		isUsingOAuth: (model) => op("getProviderAuth", model?.provider)?.source === "OAuth",
 		hasConfiguredAuth: (model) => op("getProviderAuth", model?.provider) !== undefined,
-		stream: streamSimple,
+		stream,
 		streamSimple,
-		complete: (model, context, options) => streamSimple(model, context, options).result(),
+		complete: (model, context, options) => stream(model, context, options).result(),
 		// pi's classifier and image APIs, as codemode's `models.*` reach them.
 		getModelsOfType: (type, providerId) => op("getModelsOfType", type, providerId),
 		getAvailableOfType: (type, providerId) => request("getAvailableOfType", type, providerId),

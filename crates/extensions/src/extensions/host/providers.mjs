@@ -47,24 +47,48 @@ function normalize(nameOrProvider, config) {
 	const own = provider.streamSimple ?? provider.stream;
 	const models = providerModels(provider);
 	// pi's Provider streams its models itself, whatever their API: pi-rpc
-	// routes its models' API (the first model's) to that stream.
-	const api = typeof provider.api === "string" ? provider.api : (provider.api?.api ?? (own ? models?.[0]?.api : undefined));
+	// routes its models' API (the first chat model's) to that stream.
+	const api = typeof provider.api === "string" ? provider.api : (provider.api?.api ?? (own ? models?.find((m) => (m?.type ?? "chat") === "chat")?.api : undefined));
 	const delegated = typeof provider.api === "object" ? (provider.api.streamSimple ?? provider.api.stream) : undefined;
 	const streamSimple = own ?? (api && !BUILTIN_APIS.has(api) ? delegated : undefined);
 	const data = { name: provider.name, baseUrl: provider.baseUrl, api, headers: provider.headers, models };
 	return { name, config: data, streamSimple, oauth: provider.oauth, provider };
 }
 
-/** A native provider's chat models (`getModels()`, which must not throw; else its `models`). */
+/**
+ * A native provider's models (`getAllModels()`, its chat models and its
+ * classifier and image models, else `getModels()`, which must not throw;
+ * else its `models`). pi-rpc keeps the typed ones apart from the chat ones.
+ */
 function providerModels(provider) {
-	if (typeof provider.getModels === "function") {
+	for (const list of ["getAllModels", "getModels"]) {
+		if (typeof provider[list] !== "function") continue;
 		try {
-			return provider.getModels();
+			return provider[list]();
 		} catch {
 			return [];
 		}
 	}
 	return provider.models;
+}
+
+/** The op names of pi-ai's typed model calls, and what a provider implements them with. */
+const TYPED = {
+	classify: { table: "classifiers", kind: "classifier" },
+	generateImages: { table: "images", kind: "image" },
+};
+
+/**
+ * The APIs whose `op` (`classify`, `generateImages`) the registration
+ * implements: the config form's `classifiers` / `images` keys (pi's
+ * provider composer dispatches on the model's `api`), `"*"` for a native
+ * provider's own function (it serves every model of its own).
+ */
+function typedApis(entry, op) {
+	if (!entry.legacy) return typeof entry.provider?.[op] === "function" ? ["*"] : [];
+	const table = entry.config?.[TYPED[op].table];
+	if (!table || typeof table !== "object") return [];
+	return Object.keys(table).filter((api) => typeof table[api]?.[op] === "function");
 }
 
 /** pi-ai's default auth context: variables of the environment, files that exist (`~` is the home directory). */
@@ -137,8 +161,9 @@ function streamHooks({ stream, observed }, channel) {
 			const status = Number(response?.status ?? 0);
 			await channel.request("providerHook", { stream, hook: "response", status, headers: headerRecord(response?.headers) });
 		},
+		// Answered once the \`provider_stream_event\` handlers ran: the stream awaits them, as in pi.
 		onProviderStreamEvent: async (data) => {
-			channel.tell("providerStreamEvent", { stream, data: plain(data) ?? null });
+			await channel.request("providerHook", { stream, hook: "streamEvent", data: plain(data) ?? null });
 		},
 	};
 }
@@ -220,7 +245,9 @@ export class Providers {
 		// The config form registered again: its defined fields go over the
 		// previous config form's, the others stay (pi's model runtime). A
 		// complete provider replaces whatever was registered under its id.
-		const own = legacy ? (({ streamSimple: _s, oauth: _o, refreshModels: _r, ...data }) => data)(entry.config) : undefined;
+		const own = legacy
+			? (({ streamSimple: _s, oauth: _o, refreshModels: _r, classifiers: _c, images: _i, ...data }) => data)(entry.config)
+			: undefined;
 		if (legacy && previous?.legacy) {
 			const merged = { ...previous.config };
 			for (const [key, value] of Object.entries(entry.config)) {
@@ -244,8 +271,9 @@ export class Providers {
 
 	/** The registration's `providers`. */
 	catalog() {
-		return [...this.byName.values()].map(({ name, config, streamSimple, oauth, legacy, provider, calls }) => {
-			const { streamSimple: _s, oauth: _o, refreshModels: _r, ...data } = config ?? {};
+		return [...this.byName.values()].map((entry) => {
+			const { name, config, streamSimple, oauth, legacy, provider, calls } = entry;
+			const { streamSimple: _s, oauth: _o, refreshModels: _r, classifiers: _c, images: _i, ...data } = config ?? {};
 			return {
 				name,
 				config: plain(data) ?? {},
@@ -256,6 +284,9 @@ export class Providers {
 				key: !legacy && typeof provider?.auth?.apiKey?.resolve === "function",
 				// The config form: each registerProvider call's own fields, in order.
 				calls: legacy ? calls.map((call) => plain(call) ?? {}) : undefined,
+				// The APIs of its classifier and image models it implements (`provider_typed`).
+				classifiers: typedApis(entry, "classify"),
+				images: typedApis(entry, "generateImages"),
 			};
 		});
 	}
@@ -297,6 +328,29 @@ export class Providers {
 		const auth = resolved?.auth;
 		if (!auth) return {};
 		return { apiKey: auth.apiKey, headers: auth.headers ? headerRecord(auth.headers) : undefined, baseUrl: auth.baseUrl };
+	}
+
+	/**
+	 * pi-rpc's `provider_typed`: `{op, model, context, options}`, a
+	 * classifier or image model call of a registered provider (pi-ai's
+	 * `classify` / `generateImages` after its auth was applied: `options`
+	 * has the key and headers, `model` the base URL). The answer is the
+	 * implementation's result; a failure is pi-rpc's to turn into pi's
+	 * error result.
+	 */
+	async typed({ op, model, context, options = {} }, signal) {
+		const typed = TYPED[op];
+		if (!typed) throw new Error(`Unknown model call: ${op}`);
+		const entry = this.byName.get(model?.provider);
+		let call;
+		if (entry && !entry.legacy && typeof entry.provider?.[op] === "function") {
+			call = (...args) => entry.provider[op](...args);
+		} else if (entry?.legacy) {
+			const implementation = entry.config?.[typed.table]?.[model?.api];
+			if (typeof implementation?.[op] === "function") call = (...args) => implementation[op](...args);
+		}
+		if (!call) throw new Error(`Provider ${model?.provider} has no ${typed.kind} implementation for "${model?.api}"`);
+		return plain(await call(model, context, { ...options, signal })) ?? null;
 	}
 
 	/**

@@ -56,7 +56,7 @@ pub(super) async fn handle_message(ext: &Arc<Extension>, message: Incoming) {
         }
         // Long work that calls back into the extension: served aside, and
         // withdrawn when the extension cancels it.
-        Incoming::Request { id, method, params } if is_long_method(&method) => {
+        Incoming::Request { id, method, params } if is_long_method(&method) || is_model_call(&method, &params) => {
             serve_aside(
                 ext,
                 id,
@@ -111,6 +111,12 @@ fn is_long_method(method: &str) -> bool {
     matches!(method, "runBuiltinTool" | "modelStream" | "sessionOp" | "executeTool" | "providerHook")
 }
 
+/// `ctx.modelRegistry.classify / generateImages`: a model call, which may
+/// go back to an extension (a provider's own implementation, `provider_typed`).
+fn is_model_call(method: &str, params: &Value) -> bool {
+    method == "models" && matches!(params.get("op").and_then(Value::as_str), Some("classify" | "generateImages"))
+}
+
 async fn serve_long(
     ext: &Arc<Extension>,
     method: &str,
@@ -138,7 +144,8 @@ async fn serve_long(
         }
         // A command's session op: the session hooks it runs ask this extension too.
         "sessionOp" => ask_agent(ext, ExtRequest::SessionOp(params)).await,
-        // A provider stream's `onPayload` / `onResponse`: pi's provider events.
+        "models" => ask_agent(ext, ExtRequest::Models(params)).await,
+        // A provider stream's `onPayload` / `onResponse` / `onProviderStreamEvent`: pi's provider events.
         "providerHook" => crate::extensions::provider_stream::serve_hook(ext.stream_observer(&params), params).await,
         other => Err(format!("unknown method: {other}")),
     }
@@ -179,13 +186,6 @@ async fn handle_request(ext: &Arc<Extension>, method: &str, params: Value) -> Re
             let tx = lock(&ext.streams).get(name).cloned();
             if let Some(tx) = tx {
                 let _ = tx.send(params.get("data").cloned().unwrap_or(Value::Null));
-            }
-            return Ok(Value::Null);
-        }
-        // A provider stream's `onProviderStreamEvent`, in stream order.
-        "providerStreamEvent" => {
-            if let Some(observer) = ext.stream_observer(&params).filter(|o| o.wants_stream_events()) {
-                observer.stream_event(params.get("data").cloned().unwrap_or(Value::Null));
             }
             return Ok(Value::Null);
         }

@@ -549,16 +549,16 @@ async fn try_once(attempt: &Attempt, drop_continuation: bool) -> Result<Live, Fa
             seen: Vec::new(),
             done: false,
         };
-        live.feed(&event, head.is_completion());
+        live.feed(&event, head.is_completion()).await;
         return Ok(live);
     }
 }
 
 impl Live {
     /// Decode one message; after the completion, the closing events.
-    fn feed(&mut self, event: &SseEvent, completion: bool) {
+    async fn feed(&mut self, event: &SseEvent, completion: bool) {
         if let Some(observer) = crate::provider::observe::current().filter(|o| o.wants_stream_events()) {
-            observer.stream_event(serde_json::from_str(&event.data).unwrap_or(Value::Null));
+            observer.stream_event(serde_json::from_str(&event.data).unwrap_or(Value::Null)).await;
         }
         let mut result = self.decoder.on_event(event, &mut self.out).map(|_| ());
         if completion && result.is_ok() {
@@ -650,7 +650,7 @@ fn stream_live(live: Live, attempt: Attempt) -> ProviderStream {
                     Ok(Some(text)) => {
                         let head = serde_json::from_str::<Head>(&text).unwrap_or_default();
                         let event = sse_event(text, &head);
-                        live.feed(&event, head.is_completion());
+                        live.feed(&event, head.is_completion()).await;
                         None
                     }
                 },

@@ -100,6 +100,35 @@ fn edits_of_messages_kept_in_the_file_apply_when_they_are_read() {
 }
 
 #[test]
+fn a_long_conversation_read_on_helper_threads_comes_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Session::create(dir.path(), "/p", None).unwrap();
+    let mut edited = None;
+    for n in 0..300 {
+        s.append_message(user(&format!("question {n}"))).unwrap();
+        let a = s.append_message(assistant(&format!("answer {n} {}", "x".repeat(n * 37 % 900)))).unwrap();
+        if n == 150 {
+            edited = Some(a);
+        }
+    }
+    s.append_context_edit(&edited.unwrap(), Some(json!({"content": "edited"}))).unwrap();
+    let path = s.file_path().unwrap().to_path_buf();
+    let (opened, _) = Session::open(&path, "/w").unwrap();
+    let eager = opened.context().messages;
+    let list = opened.context_messages();
+    assert_eq!(list.len(), 600);
+    // Written out and built whole: the messages in their order, the edit applied.
+    assert_eq!(serde_json::to_string(&list).unwrap(), json_of(&eager));
+    assert_eq!(&list[..], &eager[..]);
+    assert_eq!(super::text_of(&list[301]), "edited");
+    // The file cut short under a reader: writing the list out fails, it does not hang or make up messages.
+    let cut = opened.context_messages();
+    let len = std::fs::metadata(&path).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len / 2).unwrap();
+    assert!(serde_json::to_string(&cut).is_err());
+}
+
+#[test]
 fn appended_entries_are_read_back_from_the_file_after_the_next_append() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = Session::create(dir.path(), "/p", None).unwrap();

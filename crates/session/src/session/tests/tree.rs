@@ -97,3 +97,20 @@ fn fork_messages_skip_messages_without_text() {
     s.append_message(user("text")).unwrap();
     assert_eq!(s.fork_messages().len(), 1);
 }
+
+#[test]
+fn a_type_on_the_branch_is_found_from_the_leaf_and_one_on_another_branch_is_not() {
+    let mut s = Session::in_memory("/p");
+    assert!(!s.branch_has_type("message"));
+    let root = s.append_message(user("q")).unwrap();
+    s.append_model_change("p", "side").unwrap();
+    s.set_leaf(&root).unwrap();
+    s.append_message(assistant("a")).unwrap();
+    for kind in ["message", "model_change", "compaction", "label"] {
+        let on_path = s.branch_heads().iter().any(|(_, k)| *k == kind);
+        assert_eq!(s.branch_has_type(kind), on_path, "{kind}");
+    }
+    assert!(!s.branch_has_type("model_change"), "the model change is on the other branch");
+    s.append_model_change("p", "main").unwrap();
+    assert!(s.branch_has_type("model_change"));
+}

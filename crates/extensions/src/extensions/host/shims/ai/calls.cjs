@@ -42,10 +42,12 @@ function viaPiRpc(model, context, options = {}, api) {
  * pi's `modelRegistry.stream/streamSimple`: the request goes to the model's
  * provider (an extension's own stream included) with its request-time auth,
  * as the agent's requests do; a provider pi-rpc does not know or one
- * without credentials ends the stream with pi's error.
+ * without credentials ends the stream with pi's error. `simple`
+ * (`streamSimple`): a virtual model's request is routed first (pi's
+ * reason `direct`); `stream` does not route it and ends with pi's error.
  */
-function viaRegistry(model, context, options = {}) {
-	const params = { ...callParams(model, context, options), registry: true };
+function viaRegistry(model, context, options = {}, simple = false) {
+	const params = { ...callParams(model, context, options), registry: true, simple };
 	return services().modelStream(params, options.signal, new AssistantMessageEventStream());
 }
 
