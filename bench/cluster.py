@@ -453,7 +453,8 @@ def main():
             for proc, path in ((fake, script), (short, short_script)):
                 proc.kill()
                 proc.wait()
-                os.unlink(path)
+                if os.path.exists(path):
+                    os.unlink(path)
 
 
 if __name__ == "__main__":

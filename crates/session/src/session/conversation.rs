@@ -2,10 +2,11 @@
 //! the session file until they are needed: opening a large session costs its
 //! index, and `get_state` / `get_messages` read the file one message at a time.
 //!
-//! A long conversation is read on helper threads: each reads its share of
-//! the messages (every n-th one) a few ahead of the one being handed out,
-//! and the caller takes them in order, so `get_messages` of a large session
-//! reads and writes at once on every core and holds a few messages, not all.
+//! A long conversation is read on helper threads: it is cut into runs of
+//! about a MiB of lines, each helper reads every n-th run (one run ahead of
+//! the one handed out), and the caller takes the runs in order, so
+//! `get_messages` of a large session reads and writes at once on every core
+//! and holds a few MiB of messages, not all.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -31,12 +32,11 @@ enum Item {
     },
 }
 
-/// Conversations of fewer messages are read on the calling thread alone.
-const PARALLEL_FROM: usize = 64;
 /// Helper threads at most (one per core up to this).
 const MOST_HELPERS: usize = 4;
-/// Messages a helper reads ahead of the one handed out.
-const AHEAD: usize = 4;
+/// The line bytes of a run of messages read and handed over at once (a
+/// conversation of one run is read on the calling thread alone).
+const CHUNK_BYTES: u64 = 1024 * 1024;
 
 /// The conversation read from the session file (see the module docs).
 struct FileMessages {
@@ -45,6 +45,27 @@ struct FileMessages {
 }
 
 impl FileMessages {
+    /// The items cut into runs of consecutive ones of about [`CHUNK_BYTES`]
+    /// of lines each (messages in memory count a little).
+    fn chunks(&self) -> Vec<std::ops::Range<usize>> {
+        let mut chunks = Vec::new();
+        let (mut start, mut bytes) = (0, 0);
+        for (n, item) in self.items.iter().enumerate() {
+            bytes += match item {
+                Item::Line { span, .. } => u64::from(span.len),
+                Item::Message(_) => 1024,
+            };
+            if bytes >= CHUNK_BYTES {
+                chunks.push(start..n + 1);
+                (start, bytes) = (n + 1, 0);
+            }
+        }
+        if start < self.items.len() {
+            chunks.push(start..self.items.len());
+        }
+        chunks
+    }
+
     /// The messages of one item (one, unless the line no longer reads as a message).
     fn messages(&self, item: &Item, line: &mut Vec<u8>) -> Result<Vec<AgentMessage>, String> {
         let (span, edit) = match item {
@@ -74,7 +95,8 @@ impl MessageSource for FileMessages {
 
     fn each(&self, f: &mut dyn FnMut(AgentMessage) -> Result<(), String>) -> Result<(), String> {
         let helpers = std::thread::available_parallelism().map_or(1, usize::from).min(MOST_HELPERS);
-        if helpers < 2 || self.items.len() < PARALLEL_FROM {
+        let chunks = self.chunks();
+        if helpers < 2 || chunks.len() < 2 {
             let mut line = Vec::new();
             for item in &self.items {
                 for message in self.messages(item, &mut line)? {
@@ -83,16 +105,33 @@ impl MessageSource for FileMessages {
             }
             return Ok(());
         }
+        // Runs of consecutive items of about CHUNK_BYTES each: run c is read
+        // by helper c mod n, and handed over whole (one wake-up per run, not
+        // per message: a hand-over per message costs a thread switch each
+        // on a loaded machine).
         std::thread::scope(|scope| {
-            // Helper k reads items k, k + helpers, …, each into its own bounded queue.
             let queues: Vec<_> = (0..helpers)
                 .map(|k| {
-                    let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD);
+                    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                    let mine = chunks.iter().skip(k).step_by(helpers).cloned().collect::<Vec<_>>();
                     scope.spawn(move || {
                         let mut line = Vec::new();
-                        for item in self.items.iter().skip(k).step_by(helpers) {
+                        for range in mine {
+                            let mut run = Vec::with_capacity(range.len());
+                            let mut read = Ok(());
+                            for item in &self.items[range] {
+                                match self.messages(item, &mut line) {
+                                    Ok(messages) => run.extend(messages),
+                                    Err(e) => {
+                                        read = Err(e);
+                                        break;
+                                    }
+                                }
+                            }
+                            // The messages read before a failure go first, then the failure.
+                            let failed = read.is_err();
                             // The caller stopped (an error): so do we.
-                            if tx.send(self.messages(item, &mut line)).is_err() {
+                            if tx.send((run, read)).is_err() || failed {
                                 return;
                             }
                         }
@@ -101,11 +140,12 @@ impl MessageSource for FileMessages {
                 })
                 .collect();
             // Dropping the queues on an early return stops the helpers.
-            for k in (0..self.items.len()).map(|n| n % helpers) {
-                let messages = queues[k].recv().map_err(|_| "a reading thread stopped".to_string())??;
-                for message in messages {
+            for k in (0..chunks.len()).map(|c| c % helpers) {
+                let (run, read) = queues[k].recv().map_err(|_| "a reading thread stopped".to_string())?;
+                for message in run {
                     f(message)?;
                 }
+                read?;
             }
             Ok(())
         })

@@ -289,11 +289,13 @@ impl Session {
     /// Recompute the id index, the labels and the leaf (= last entry) from `records`.
     pub(crate) fn rebuild_index(&mut self) {
         self.index.clear();
+        self.index.reserve(self.slots.len());
         self.labels.clear();
-        self.leaf = None;
         for i in 0..self.slots.len() {
-            self.index_record(i);
+            self.index_entry(i);
         }
+        // The leaf is the last entry with an id.
+        self.leaf = self.slots.iter().rev().find_map(Slot::id).map(str::to_string);
         self.resolve_parents();
     }
 
@@ -331,9 +333,18 @@ impl Session {
         self.parents.push(parent);
     }
 
+    /// Index the entry at `i` and make it the leaf (when it has an id).
     fn index_record(&mut self, i: usize) {
+        if self.index_entry(i) {
+            self.leaf = self.slots[i].id().map(str::to_string);
+        }
+    }
+
+    /// Index the entry at `i`: its id and, for a label, the label it sets.
+    /// False when it has no id (it is not indexed).
+    fn index_entry(&mut self, i: usize) -> bool {
         let slot = &self.slots[i];
-        let Some(id) = slot.id().map(str::to_string) else { return };
+        let Some(id) = slot.id().map(str::to_string) else { return false };
         // Labels are always resident.
         if let Some(SessionEntry::Known(KnownEntry::Label(label))) = slot.loaded().map(|r| &r.entry) {
             match label.label.as_deref().filter(|l| !l.is_empty()) {
@@ -347,8 +358,8 @@ impl Session {
                 }
             }
         }
-        self.index.insert(id.clone(), i);
-        self.leaf = Some(id);
+        self.index.insert(id, i);
+        true
     }
 
     /// The whole file: header line then one line per entry.

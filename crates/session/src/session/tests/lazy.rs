@@ -106,7 +106,8 @@ fn a_long_conversation_read_on_helper_threads_comes_in_order() {
     let mut edited = None;
     for n in 0..300 {
         s.append_message(user(&format!("question {n}"))).unwrap();
-        let a = s.append_message(assistant(&format!("answer {n} {}", "x".repeat(n * 37 % 900)))).unwrap();
+        // About 1.8 MB in all: runs of a MiB go to the helper threads.
+        let a = s.append_message(assistant(&format!("answer {n} {}", "x".repeat(n * 37 % 12_000)))).unwrap();
         if n == 150 {
             edited = Some(a);
         }
