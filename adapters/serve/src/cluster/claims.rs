@@ -10,11 +10,10 @@
 //!   burst waits its turn (as many claims at once as there are threads).
 //! * Gone when idle: a thread that lived on would keep, in its allocator
 //!   cache (glibc's per-thread tcache, which only the thread's end gives
-//!   back) chunks of each small size it freed: ~11 KiB per thread after a
-//!   thousand new sessions (with glibc's default cache), a fixed cost that
+//!   back), up to seven chunks of each small size it freed, most of them
+//!   allocated by the sessions' threads (the claim's paths and closure):
+//!   ~11 KiB per thread after a thousand new sessions, a fixed cost that
 //!   appeared only once sessions came. An idle worker has no claim thread.
-//!   A claim's closure holds only the lease's state (`EpochFence::claim`):
-//!   what it allocates, the claim thread frees.
 
 use std::time::Duration;
 

@@ -95,11 +95,6 @@ impl EpochFence {
         self.epoch.load(Ordering::SeqCst)
     }
 
-    /// Record `epoch` as the session's current owner's ([`claim`]).
-    pub fn claim(&self, epoch: u64) -> std::io::Result<()> {
-        claim(&self.session_dir, &self.id(), epoch)
-    }
-
     /// True while the file holds this owner's epoch (no newer owner).
     pub fn is_current(&self) -> std::io::Result<bool> {
         let file = open(&self.path())?;

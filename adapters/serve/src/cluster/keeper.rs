@@ -1,5 +1,5 @@
 //! Where leases are renewed (and new ones created, see
-//! [`super::create`]): a thread of its own, with its own small runtime
+//! `Renewals::bucket`): a thread of its own, with its own small runtime
 //! (whose blocking pool is the epoch claims' threads, [`super::claims`])
 //! and its own connection to the bus, so renewals stay on time whatever the
 //! worker's runtime is busy with (a hundred sessions loading at once keeps
@@ -12,7 +12,6 @@ use std::sync::Arc;
 use async_nats::jetstream::kv;
 
 use super::claims::{self, Claims};
-use super::create;
 use super::renew::Renewals;
 use super::{ClusterOptions, LEASE_BUCKET, connect_client};
 
@@ -62,14 +61,12 @@ impl Keeper {
                         .map_err(|e| format!("--cluster: cannot open the lease bucket {LEASE_BUCKET}: {e}"))
                 }
                 .await;
-                let (asks, served) = create::channel();
                 let keeper = opened.map(|leases| Keeper {
                     renewals: Arc::new(Renewals::new(
                         Arc::new(leases),
                         here,
                         options.worker.clone(),
                         options.lease_ttl,
-                        asks,
                     )),
                     claims: Claims::on(tokio::runtime::Handle::current()),
                 });
@@ -83,8 +80,8 @@ impl Keeper {
                 if ready_tx.send(keeper).is_err() {
                     return;
                 }
-                // Runs the renewals (and the creates) until the process ends.
-                renewals.run(served).await;
+                // Runs the renewals until the process ends.
+                renewals.run().await;
             });
         });
         started.map_err(|e| format!("the lease keeper's thread: {e}"))?;

@@ -4,8 +4,8 @@
 //! * Taken with a create (it fails while another worker's lease lives); the
 //!   revision of that create is the owner's fencing epoch, recorded on shared
 //!   storage ([`super::fence::claim`]) before the session is loaded. The
-//!   create is made on the lease keeper's thread, through its connection,
-//!   as the renewals are (`super::create`).
+//!   create goes through the lease keeper's connection, as the renewals do
+//!   (`Renewals::bucket`).
 //! * Renewed every third of the TTL by an update that expects the last
 //!   revision. A renewal that finds the lease gone (it ran more than the TTL
 //!   late: the bucket expired it) takes it again with a create, and moves the
@@ -29,13 +29,13 @@
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use async_nats::jetstream::kv;
 
 use super::Cluster;
-use super::create::{Created, is_stale};
-use super::fence::EpochFence;
-use super::lease_state::{State, millis};
+use super::fence::{EpochFence, claim};
+use super::lease_state::{State, clock_ms, millis, now_ms, owner_value};
 use super::renew::Renewals;
 
 pub use super::lease_state::owner_of;
@@ -129,6 +129,16 @@ impl LeaseWatch {
     }
 }
 
+/// True when a lease was last renewed more than `ttl` ago: its owner is gone
+/// (the bucket's `max_age` removes it too, but the server's expiry timer may
+/// lag by up to another TTL; this keeps the bound at the TTL).
+fn is_stale(value: &[u8], ttl: Duration) -> bool {
+    let renewed = serde_json::from_slice::<serde_json::Value>(value)
+        .ok()
+        .and_then(|v| v.get("renewed").and_then(serde_json::Value::as_u64));
+    renewed.is_some_and(|at| now_ms().saturating_sub(at) > u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
+}
+
 impl Lease {
     /// Take the lease of session `id` for this worker and claim its epoch
     /// in `session_dir`; with the worker whose expired lease it took over, if any.
@@ -138,9 +148,37 @@ impl Lease {
         id: &str,
     ) -> Result<(Lease, Option<String>), LeaseError> {
         let bus = |detail: String| LeaseError::Bus { id: id.to_string(), detail };
+        let worker = &cluster.options.worker;
+        let mut taken_from = None;
         let renewals = cluster.keeper.renewals.clone();
-        // On the keeper's thread, through its connection: see `super::create`.
-        let Created { epoch, asked, from } = renewals.create(id).await?;
+        // Through the keeper's connection: see `Renewals::bucket`.
+        let leases = renewals.bucket();
+        let turn = renewals.creating().await;
+        let asked = clock_ms();
+        let epoch = match leases.create(id, owner_value(worker)).await {
+            Ok(revision) => revision,
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
+                let entry = leases.entry(id).await.ok().flatten();
+                let owner = entry.as_ref().map_or_else(|| "another worker".to_string(), |e| owner_of(&e.value));
+                match entry {
+                    // Its owner stopped renewing: take it over (compare-and-set on that revision).
+                    Some(entry) if is_stale(&entry.value, cluster.options.lease_ttl) => {
+                        match leases.update(id, owner_value(worker), entry.revision).await {
+                            Ok(revision) => {
+                                tracing::info!("session {id}: taking over from {owner} (its lease expired)");
+                                taken_from = Some(owner);
+                                revision
+                            }
+                            Err(_) => return Err(LeaseError::OwnedElsewhere { id: id.to_string(), owner }),
+                        }
+                    }
+                    // (Ours: from an earlier load whose release has not landed yet, or a load in progress.)
+                    _ => return Err(LeaseError::OwnedElsewhere { id: id.to_string(), owner }),
+                }
+            }
+            Err(e) => return Err(bus(e.to_string())),
+        };
+        drop(turn);
         let state = Arc::new(State::new(
             EpochFence::in_dir(renewals.session_dir(session_dir), id, epoch),
             epoch,
@@ -149,17 +187,17 @@ impl Lease {
         // Renewed from now on: claiming the epoch (an fsync) may take a while on a busy disk.
         renewals.hold(state.clone());
         let lease = Lease { state, renewals };
-        // On the claim threads (a burst of new sessions does not grow the
-        // blocking pool), with nothing made here for them to free there.
-        let claiming = lease.state.clone();
-        match cluster.claims.run(move || claiming.fence.claim(epoch)).await {
+        let dir = session_dir.to_path_buf();
+        let session = id.to_string();
+        // On the claim threads: a burst of new sessions does not grow the blocking pool.
+        match cluster.claims.run(move || claim(&dir, &session, epoch)).await {
             Ok(Ok(())) => {}
             // Dropping the lease releases it.
             Ok(Err(e)) => return Err(bus(e.to_string())),
             Err(e) => return Err(bus(e)),
         }
         tracing::debug!("session {id}: lease taken (epoch {epoch})");
-        Ok((lease, from))
+        Ok((lease, taken_from))
     }
 
     /// The fencing epoch this owner writes under (moved when it takes its expired lease again).

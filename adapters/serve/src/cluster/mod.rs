@@ -3,8 +3,7 @@
 //!
 //! * [`lease`]: one owner per session, a lease in a KV bucket with a TTL,
 //!   renewed by its owner, with a fencing epoch (the revision that created it).
-//! * [`keeper`]: the thread (and bus connection) the renewals run on;
-//!   `create`: new leases' creates, made there too.
+//! * [`keeper`]: the thread (and bus connection) the renewals run on.
 //! * [`renew`]: the renewals of every lease of the worker, in one loop.
 //! * [`fence`]: the epoch on shared storage, checked before every write of
 //!   the session file; [`claims`]: the threads that record new epochs
@@ -23,7 +22,6 @@
 
 pub mod claims;
 mod compact_id;
-mod create;
 pub mod events;
 pub mod fence;
 pub mod keeper;

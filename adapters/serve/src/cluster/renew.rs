@@ -27,12 +27,10 @@ use std::time::Duration;
 use async_nats::jetstream::kv;
 use futures::StreamExt;
 
-use super::create::{self, Asks, Created};
-use super::lease::LeaseError;
 use super::lease_state::{State, clock_ms, millis, owner_of, owner_value};
 
 /// Renewals of one batch in flight at once (and new leases' creates, see
-/// [`super::create`]): a batch of every lease of the worker at once
+/// [`Renewals::creating`]): a batch of every lease of the worker at once
 /// would leave the keeper's heap (and its connection's write buffer) at
 /// that peak, a kilobyte or so per lease, after the batch ends. (Over the
 /// first rounds of 1,000 leases the keeper's arena grew by about 300 KiB
@@ -41,7 +39,7 @@ use super::lease_state::{State, clock_ms, millis, owner_of, owner_value};
 /// 3,000 renewals a second, had none late on a debug build at load 12.
 /// Batches of leases due at different times run side by side, so a round
 /// of many leases is not held to 4.)
-pub(super) const AT_ONCE: usize = 4;
+const AT_ONCE: usize = 4;
 
 /// A batch of at least this many renewals is followed by a trim (see [`Renewals::run`]).
 const LARGE: usize = 16;
@@ -58,8 +56,8 @@ pub struct Renewals {
     ttl: Duration,
     /// Every lease held, and (until the loop's next pass) those let go or lost.
     held: Mutex<Vec<Arc<State>>>,
-    /// Where new leases' creates are asked of the keeper (see [`super::create`]).
-    creates: Asks,
+    /// New leases' creates in flight at once (see [`Renewals::creating`]).
+    creates: tokio::sync::Semaphore,
 }
 
 impl std::fmt::Debug for Renewals {
@@ -117,21 +115,39 @@ enum Retaken {
 }
 
 impl Renewals {
-    pub(super) fn new(
-        leases: Arc<kv::Store>,
-        here: Arc<kv::Store>,
-        worker: String,
-        ttl: Duration,
-        creates: Asks,
-    ) -> Renewals {
-        Renewals { leases, here, session_dir: Mutex::new(None), worker, ttl, held: Mutex::new(Vec::new()), creates }
+    pub(super) fn new(leases: Arc<kv::Store>, here: Arc<kv::Store>, worker: String, ttl: Duration) -> Renewals {
+        Renewals {
+            leases,
+            here,
+            session_dir: Mutex::new(None),
+            worker,
+            ttl,
+            held: Mutex::new(Vec::new()),
+            creates: tokio::sync::Semaphore::new(AT_ONCE),
+        }
     }
 
-    /// Take session `id`'s lease for this worker: created (or taken over
-    /// from an owner that stopped renewing it) on the keeper's thread,
-    /// through its connection, [`AT_ONCE`] at a time (see [`super::create`]).
-    pub(super) async fn create(&self, id: &str) -> Result<Created, LeaseError> {
-        self.creates.create(id).await
+    /// The lease bucket through the keeper's connection: renewals, and the
+    /// creates (and the reads and takeovers that follow a refused create) of
+    /// new leases. Their answers are read into that connection's small
+    /// buffer, on the keeper's thread: through the worker's connection, a
+    /// burst of creates had its answers read into that connection's 64 KiB
+    /// buffers, a new one for each refill while earlier answers were alive,
+    /// on the worker's threads, whose allocator arenas the sessions share
+    /// (idle sessions with `--cluster` then took 0.2 to 0.4 KiB more each
+    /// than without).
+    pub(super) fn bucket(&self) -> &Arc<kv::Store> {
+        &self.leases
+    }
+
+    /// A turn to create a lease through [`Renewals::bucket`] (held until the
+    /// create, and the read and takeover that may follow, are answered):
+    /// [`AT_ONCE`] at a time, as renewals. Unbounded, a burst of a hundred new
+    /// sessions queued a hundred creates at once on the keeper's connection,
+    /// whose write buffer and pending-request map then kept that size (about
+    /// 35 KiB), and whose command queue kept its extra blocks.
+    pub(super) async fn creating(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.creates.acquire().await.ok()
     }
 
     /// The lease bucket through the worker's own connection.
@@ -169,12 +185,8 @@ impl Renewals {
         take_due(&mut held, now, self.ttl, self.period())
     }
 
-    /// The loop: renew every lease when it is due, until the process ends;
-    /// beside it, the creates of new leases asked through
-    /// [`Renewals::create`] (`served`).
-    pub(super) async fn run(self: Arc<Self>, served: create::Served) {
-        let creates = self.clone();
-        tokio::spawn(async move { create::serve(served, &creates.leases, &creates.worker, creates.ttl).await });
+    /// The loop: renew every lease when it is due, until the process ends.
+    pub(super) async fn run(self: Arc<Self>) {
         let tick = millis((self.period() / 8).clamp(Duration::from_millis(10), Duration::from_millis(250)));
         loop {
             let now = clock_ms();
