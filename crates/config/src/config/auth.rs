@@ -222,52 +222,10 @@ pub fn resolve_config_value(config: &str) -> Option<String> {
         return run_command_cached(command);
     }
     let mut out = String::new();
-    let bytes = config.as_bytes();
-    let mut i = 0;
-    while i < config.len() {
-        let Some(rel) = config[i..].find('$') else {
-            out.push_str(&config[i..]);
-            break;
-        };
-        let dollar = i + rel;
-        out.push_str(&config[i..dollar]);
-        match bytes.get(dollar + 1) {
-            Some(b'$') | Some(b'!') => {
-                out.push(bytes[dollar + 1] as char);
-                i = dollar + 2;
-            }
-            Some(b'{') => match config[dollar + 2..].find('}') {
-                Some(end_rel) => {
-                    let name = &config[dollar + 2..dollar + 2 + end_rel];
-                    if is_env_name(name) {
-                        out.push_str(&std::env::var(name).ok().filter(|v| !v.is_empty())?);
-                    } else {
-                        out.push_str(&config[dollar..dollar + 3 + end_rel]);
-                    }
-                    i = dollar + 3 + end_rel;
-                }
-                None => {
-                    out.push('$');
-                    i = dollar + 1;
-                }
-            },
-            _ => {
-                let rest = &config[dollar + 1..];
-                let name_len = match rest.chars().next() {
-                    Some(c) if c.is_ascii_alphabetic() || c == '_' => {
-                        rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').count()
-                    }
-                    _ => 0,
-                };
-                let name = &config[dollar + 1..dollar + 1 + name_len];
-                if name_len > 0 && is_env_name(name) {
-                    out.push_str(&std::env::var(name).ok().filter(|v| !v.is_empty())?);
-                    i = dollar + 1 + name_len;
-                } else {
-                    out.push('$');
-                    i = dollar + 1;
-                }
-            }
+    for piece in config_pieces(config) {
+        match piece {
+            ConfigPiece::Text(text) => out.push_str(text),
+            ConfigPiece::Env(name) => out.push_str(&std::env::var(name).ok().filter(|v| !v.is_empty())?),
         }
     }
     Some(out)
@@ -280,42 +238,69 @@ pub fn config_env_names(config: &str) -> Vec<String> {
     if config.starts_with('!') {
         return names;
     }
-    let bytes = config.as_bytes();
-    let mut i = 0;
-    while let Some(rel) = config[i..].find('$') {
-        let dollar = i + rel;
-        let name = match bytes.get(dollar + 1) {
-            Some(b'$') | Some(b'!') => {
-                i = dollar + 2;
-                continue;
-            }
-            Some(b'{') => match config[dollar + 2..].find('}') {
-                Some(end_rel) => {
-                    i = dollar + 3 + end_rel;
-                    Some(&config[dollar + 2..dollar + 2 + end_rel]).filter(|n| is_env_name(n))
-                }
-                None => {
-                    i = dollar + 1;
-                    None
-                }
-            },
-            _ => {
-                let rest = &config[dollar + 1..];
-                let len = match rest.chars().next() {
-                    Some(c) if c.is_ascii_alphabetic() || c == '_' => {
-                        rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').count()
-                    }
-                    _ => 0,
-                };
-                i = dollar + 1 + len;
-                Some(&rest[..len]).filter(|n| !n.is_empty())
-            }
-        };
-        if let Some(name) = name.filter(|n| !names.iter().any(|k| k == n)) {
+    for piece in config_pieces(config) {
+        if let ConfigPiece::Env(name) = piece
+            && !names.iter().any(|known| known == name)
+        {
             names.push(name.to_string());
         }
     }
     names
+}
+
+/// A piece of a config value: text kept as it is, or an environment variable it reads.
+enum ConfigPiece<'a> {
+    Text(&'a str),
+    Env(&'a str),
+}
+
+/// A config value cut into pieces, the one reading of its syntax both
+/// resolving and listing use: `$NAME` and `${NAME}` read a variable, `$$` and
+/// `$!` are a literal `$` and `!`, and a `$` that starts no variable name (or a
+/// `${...}` that holds none) is kept as text.
+fn config_pieces(config: &str) -> impl Iterator<Item = ConfigPiece<'_>> {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        let rest = config.get(i..).filter(|r| !r.is_empty())?;
+        let dollar = match rest.find('$') {
+            Some(0) => i,
+            Some(rel) => {
+                i += rel;
+                return Some(ConfigPiece::Text(&rest[..rel]));
+            }
+            None => {
+                i = config.len();
+                return Some(ConfigPiece::Text(rest));
+            }
+        };
+        let after = &config[dollar + 1..];
+        let piece = if after.starts_with(['$', '!']) {
+            i = dollar + 2;
+            ConfigPiece::Text(&after[..1])
+        } else if let Some(braced) = after.strip_prefix('{') {
+            match braced.find('}') {
+                Some(end) => {
+                    i = dollar + 3 + end;
+                    let name = &braced[..end];
+                    if is_env_name(name) { ConfigPiece::Env(name) } else { ConfigPiece::Text(&config[dollar..i]) }
+                }
+                None => {
+                    i = dollar + 1;
+                    ConfigPiece::Text("$")
+                }
+            }
+        } else {
+            let len = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
+            if len > 0 && is_env_name(&after[..len]) {
+                i = dollar + 1 + len;
+                ConfigPiece::Env(&after[..len])
+            } else {
+                i = dollar + 1;
+                ConfigPiece::Text("$")
+            }
+        };
+        Some(piece)
+    })
 }
 
 fn is_env_name(name: &str) -> bool {
@@ -365,6 +350,18 @@ mod tests {
         assert_eq!(resolve_config_value("!echo from-command").as_deref(), Some("from-command"));
         assert_eq!(resolve_config_value("!false"), None);
         assert_eq!(resolve_config_value("cost $5").as_deref(), Some("cost $5"));
+    }
+
+    #[test]
+    fn config_values_name_their_variables_and_keep_what_names_none() {
+        assert_eq!(config_env_names("a-$PI_X-${PI_Y}-$PI_X-$$PI_Z-$!PI_W"), ["PI_X", "PI_Y"]);
+        assert_eq!(config_env_names("!echo $PI_X"), Vec::<String>::new());
+        assert_eq!(config_env_names("${not a name} ${unterminated $ $9 $"), Vec::<String>::new());
+        assert_eq!(config_env_names("$_A1b${_c}"), ["_A1b", "_c"]);
+        let keep = "${not a name} ${unterminated $ $9 trailing $";
+        assert_eq!(resolve_config_value(keep).as_deref(), Some(keep));
+        assert_eq!(resolve_config_value("").as_deref(), Some(""));
+        assert_eq!(resolve_config_value("${PI_RPC_TEST_SURELY_UNSET_VAR}"), None);
     }
 
     #[test]
