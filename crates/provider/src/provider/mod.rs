@@ -24,6 +24,7 @@ pub mod cancel_watch;
 pub mod classify;
 pub mod cloudflare;
 pub mod convert;
+mod direct;
 pub mod copilot;
 pub mod credential;
 pub(crate) mod driver;
