@@ -260,7 +260,7 @@ impl DirectBody {
 
     /// The body ended: keep the connection if it can take another request.
     fn release(&mut self, cx: &mut Context<'_>) {
-        let (Some(mut conn), Some(mut sender), Some((pool, key))) =
+        let (Some(mut conn), Some(sender), Some((pool, key))) =
             (self.conn.take(), self.sender.take(), self.home.take())
         else {
             return;

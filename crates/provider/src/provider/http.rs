@@ -295,15 +295,17 @@ impl StreamResponse {
     pub fn into_chunks(self) -> Chunks {
         match self.body {
             ResponseBody::Pooled(response) => {
-                Chunks::Pooled(response.bytes_stream().map_err(|e| error_chain(&e)).boxed())
+                Chunks(ChunkSource::Pooled(response.bytes_stream().map_err(|e| error_chain(&e)).boxed()))
             }
-            ResponseBody::Direct(body) => Chunks::Direct(body),
+            ResponseBody::Direct(body) => Chunks(ChunkSource::Direct(body)),
         }
     }
 }
 
 /// The chunks of a [`StreamResponse`]'s body.
-pub enum Chunks {
+pub struct Chunks(ChunkSource);
+
+enum ChunkSource {
     Pooled(futures::stream::BoxStream<'static, Result<Bytes, String>>),
     Direct(direct::DirectBody),
 }
@@ -315,9 +317,9 @@ impl Stream for Chunks {
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Self::Item>> {
-        match self.get_mut() {
-            Chunks::Pooled(chunks) => chunks.poll_next_unpin(cx),
-            Chunks::Direct(body) => {
+        match &mut self.get_mut().0 {
+            ChunkSource::Pooled(chunks) => chunks.poll_next_unpin(cx),
+            ChunkSource::Direct(body) => {
                 body.poll_next_unpin(cx).map_err(|e| format!("error decoding response body: {}", error_chain(&e)))
             }
         }
