@@ -25,22 +25,43 @@ pub enum Pending {
 /// The native dialect (`pi --mode rpc`).
 #[derive(Debug, Default)]
 pub struct Native {
-    usage: UsageBytes,
+    head: DeltaHead,
 }
 
-/// The `usage` of the deltas being written, serialised once: a message's
-/// deltas share one `Arc` of it until the provider reports new figures, so
-/// its dozen numbers are not formatted again for every line.
+/// The head of the delta lines being written (every member before the
+/// delta's text: the `usage`, the event's kind, its `contentIndex`),
+/// written once: a message's deltas share one `Arc` of the usage until the
+/// provider reports new figures, and one kind and index for a whole block,
+/// so a delta's line is one copy of the head, then its text.
 #[derive(Debug, Default)]
-struct UsageBytes(Option<(std::sync::Arc<pi_core::message::Usage>, Vec<u8>)>);
+struct DeltaHead {
+    /// What the head was written for: the usage, the kind, the index.
+    key: Option<(std::sync::Arc<pi_core::message::Usage>, &'static str, usize)>,
+    bytes: Vec<u8>,
+}
 
-impl UsageBytes {
-    fn of(&mut self, usage: &std::sync::Arc<pi_core::message::Usage>) -> Option<&[u8]> {
-        let fresh = !matches!(&self.0, Some((held, _)) if std::sync::Arc::ptr_eq(held, usage));
+impl DeltaHead {
+    fn of(
+        &mut self,
+        usage: &std::sync::Arc<pi_core::message::Usage>,
+        kind: &'static str,
+        content_index: usize,
+    ) -> Option<&[u8]> {
+        let fresh = !matches!(&self.key, Some((held, k, i))
+            if std::sync::Arc::ptr_eq(held, usage) && *k == kind && *i == content_index);
         if fresh {
-            self.0 = Some((usage.clone(), serde_json::to_vec(&**usage).ok()?));
+            self.key = None;
+            self.bytes.clear();
+            self.bytes.extend_from_slice(br#"{"type":"message_update","usage":"#);
+            serde_json::to_writer(&mut self.bytes, &**usage).ok()?;
+            self.bytes.extend_from_slice(br#","assistantMessageEvent":{"type":""#);
+            self.bytes.extend_from_slice(kind.as_bytes());
+            self.bytes.extend_from_slice(br#"","contentIndex":"#);
+            serde_json::to_writer(&mut self.bytes, &content_index).ok()?;
+            self.bytes.extend_from_slice(br#","delta":"#);
+            self.key = Some((usage.clone(), kind, content_index));
         }
-        self.0.as_ref().map(|(_, bytes)| bytes.as_slice())
+        Some(&self.bytes)
     }
 }
 
@@ -124,7 +145,7 @@ impl Native {
 /// `None` (nothing written) for any other event. With `seq` (`pi serve`),
 /// the line ends with its `"seq"` member, as [`pi_transport::seq::insert_seq`]
 /// adds it, written in the same pass.
-fn write_delta(event: &AgentEvent, usage_bytes: &mut UsageBytes, seq: Option<u64>, line: &mut Vec<u8>) -> Option<()> {
+fn write_delta(event: &AgentEvent, head: &mut DeltaHead, seq: Option<u64>, line: &mut Vec<u8>) -> Option<()> {
     let AgentEvent::MessageUpdate { event, usage } = event else { return None };
     let (kind, content_index, delta) = match event {
         AssistantStreamEvent::TextDelta { content_index, delta } => ("text_delta", content_index, delta),
@@ -132,19 +153,13 @@ fn write_delta(event: &AgentEvent, usage_bytes: &mut UsageBytes, seq: Option<u64
         AssistantStreamEvent::ToolCallDelta { content_index, delta } => ("toolcall_delta", content_index, delta),
         _ => return None,
     };
-    let usage = usage_bytes.of(usage)?;
+    let head = head.of(usage, kind, *content_index)?;
     let start = line.len();
-    // The fixed members (~100 bytes), the kind, two numbers and `"seq"`.
-    line.reserve(176 + usage.len() + delta.len());
-    line.extend_from_slice(br#"{"type":"message_update","usage":"#);
-    line.extend_from_slice(usage);
-    line.extend_from_slice(br#","assistantMessageEvent":{"type":""#);
-    line.extend_from_slice(kind.as_bytes());
-    line.extend_from_slice(br#"","contentIndex":"#);
-    let written = serde_json::to_writer(&mut *line, content_index)
+    // The head, the text (quoted), two braces and `"seq"`.
+    line.reserve(head.len() + delta.len() + 36);
+    line.extend_from_slice(head);
+    let written = write_str(line, delta)
         .and_then(|()| {
-            line.extend_from_slice(br#","delta":"#);
-            write_str(line, delta)?;
             line.push(b'}');
             if let Some(seq) = seq {
                 line.extend_from_slice(br#","seq":"#);
@@ -177,9 +192,9 @@ fn write_str(line: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
 }
 
 /// The line of a streamed delta, as [`write_delta`] writes it.
-fn delta_line(event: &AgentEvent, usage_bytes: &mut UsageBytes, seq: Option<u64>) -> Option<Vec<u8>> {
+fn delta_line(event: &AgentEvent, head: &mut DeltaHead, seq: Option<u64>) -> Option<Vec<u8>> {
     let mut line = Vec::new();
-    write_delta(event, usage_bytes, seq, &mut line).map(|()| line)
+    write_delta(event, head, seq, &mut line).map(|()| line)
 }
 
 impl Native {
@@ -214,7 +229,7 @@ impl Dialect for Native {
     }
 
     fn event(&mut self, event: AgentEvent, in_flight: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {
-        if let Some(line) = delta_line(&event, &mut self.usage, None) {
+        if let Some(line) = delta_line(&event, &mut self.head, None) {
             out.push(line);
             return;
         }
@@ -225,7 +240,7 @@ impl Dialect for Native {
 
     /// The lines [`Dialect::event`] gives, written straight into the batch.
     fn event_into(&mut self, event: AgentEvent, in_flight: &InFlight<Pending>, out: &mut MessageBatch) {
-        let usage = &mut self.usage;
+        let usage = &mut self.head;
         let mut delta = false;
         out.write_with(|line| {
             delta = write_delta(&event, usage, None, line).is_some();
@@ -245,7 +260,7 @@ impl Dialect for Native {
     }
 
     fn sequenced_event(&mut self, event: AgentEvent, seq: u64, in_flight: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {
-        if let Some(line) = delta_line(&event, &mut self.usage, Some(seq)) {
+        if let Some(line) = delta_line(&event, &mut self.head, Some(seq)) {
             out.push(line);
             return;
         }
@@ -259,7 +274,7 @@ impl Dialect for Native {
     /// A delta's line is written from the shared event (with its `seq`);
     /// any other event is mapped from a copy.
     fn shared_event(&mut self, event: &AgentEvent, seq: u64, in_flight: &InFlight<Pending>, out: &mut Vec<Vec<u8>>) {
-        match delta_line(event, &mut self.usage, Some(seq)) {
+        match delta_line(event, &mut self.head, Some(seq)) {
             Some(line) => out.push(line),
             None => self.sequenced_event(event.clone(), seq, in_flight, out),
         }

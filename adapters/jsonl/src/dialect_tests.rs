@@ -121,7 +121,7 @@ fn delta_lines_are_the_bytes_of_the_mapped_event() {
     let mut count = 0;
     // One dialect and one usage cache for every line: each usage (a new
     // `Arc`) is serialised once, then its bytes are reused.
-    let (mut native, mut cache) = (Native::default(), UsageBytes::default());
+    let (mut native, mut cache) = (Native::default(), DeltaHead::default());
     for (text, usage) in texts.into_iter().zip([Default::default(), reported].into_iter().cycle()) {
         let usage = std::sync::Arc::new(usage);
         for content_index in [0, 7, 123_456] {
