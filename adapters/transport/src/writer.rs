@@ -2,9 +2,10 @@
 //! whole lines in the order they were queued and flushes whenever the queue
 //! runs dry.
 //!
-//! Producers append to a shared buffer and only wake the thread when it is
-//! idle, so a fast stream of small lines costs one write per batch instead of
-//! one thread hand-off per line. When the client stops reading, the buffer
+//! Producers queue their bytes (a batch's buffer as it is, small lines
+//! appended to the last buffer) and only wake the thread when it is idle, so
+//! a fast stream of small lines costs one write (`writev`) per batch instead
+//! of one thread hand-off per line, and no copy into the queue. When the client stops reading, the buffer
 //! fills up to its cap and producers wait (backpressure) instead of growing
 //! memory without bound.
 //!
@@ -23,7 +24,8 @@
 //! was given (MCP servers wait for it before they start: the answer that let
 //! them start is then with the client).
 
-use std::io::Write;
+use std::collections::VecDeque;
+use std::io::{IoSlice, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::Duration;
@@ -118,8 +120,14 @@ struct State {
     /// [`QUEUE_CAP_BYTES`]: it is admitted into an otherwise empty queue, as
     /// a whole big reply always was.
     streamed: Option<StreamedMessage>,
-    /// Bytes queued (after `streamed`).
-    buf: Vec<u8>,
+    /// Bytes queued (after `streamed`), in order: a batch's buffer is queued
+    /// as it is (not copied into another), small records are appended to the
+    /// last buffer. None is empty.
+    bufs: VecDeque<Vec<u8>>,
+    /// How many bytes `bufs` holds.
+    bytes: usize,
+    /// Emptied buffers the writer gave back, for the next records and batches.
+    spares: Vec<Vec<u8>>,
     writer_waiting: bool,
     /// The writer has data and waits for the batch to be complete.
     gathering: bool,
@@ -142,35 +150,67 @@ struct Shared {
 
 impl State {
     fn is_empty(&self) -> bool {
-        self.buf.is_empty() && self.streamed.is_none()
+        self.bufs.is_empty() && self.streamed.is_none()
     }
 
     fn queued(&self) -> usize {
-        self.buf.len() + if self.streamed.is_some() { QUEUE_CAP_BYTES } else { 0 }
+        self.bytes + if self.streamed.is_some() { QUEUE_CAP_BYTES } else { 0 }
+    }
+
+    /// Whether `bytes` more may be queued now: into an empty queue always,
+    /// else while the queue stays within [`QUEUE_CAP_BYTES`].
+    fn has_room(&self, bytes: usize) -> bool {
+        self.is_empty() || self.queued() + bytes <= QUEUE_CAP_BYTES
+    }
+
+    /// An emptied buffer for the queue's next bytes.
+    fn spare(&mut self) -> Vec<u8> {
+        self.spares.pop().unwrap_or_default()
     }
 
     /// Queue `bytes` (and a `\n`) if there is room: into an empty queue
     /// always, else while the queue stays within [`QUEUE_CAP_BYTES`].
-    fn admit(&mut self, bytes: Vec<u8>, newline: bool) -> Admit {
+    fn admit(&mut self, mut bytes: Vec<u8>, newline: bool) -> Admit {
         if self.broken {
             return Admit::Broken;
         }
-        if !(self.is_empty() || self.queued() + bytes.len() <= QUEUE_CAP_BYTES) {
+        if !self.has_room(bytes.len()) {
             return Admit::Full(bytes);
         }
-        if self.buf.is_empty() && self.buf.capacity() < bytes.len() {
-            // Into an empty queue the record goes as it is, not copied
-            // (a 100 MB `get_messages` reply must not be held twice).
-            self.buf = bytes;
-        } else {
-            self.buf.extend_from_slice(&bytes);
+        let need = bytes.len() + usize::from(newline);
+        if need == 0 {
+            return Admit::Queued;
         }
-        if newline {
-            self.buf.push(b'\n');
+        self.bytes += need;
+        if bytes.len() > APPEND_MAX {
+            // A big record is queued as it is, not copied (a 100 MB
+            // `get_messages` reply must not be held twice).
+            if newline {
+                bytes.push(b'\n');
+            }
+            self.bufs.push_back(bytes);
+            return Admit::Queued;
+        }
+        // A small one joins the last buffer while it has room (a new
+        // buffer then, so that nothing queued is moved by a regrowth).
+        if self.bufs.back().is_none_or(|last| last.capacity() - last.len() < need) {
+            let mut spare = self.spare();
+            spare.reserve(BATCH_BYTES.max(need));
+            self.bufs.push_back(spare);
+        }
+        if let Some(last) = self.bufs.back_mut() {
+            last.extend_from_slice(&bytes);
+            if newline {
+                last.push(b'\n');
+            }
         }
         Admit::Queued
     }
 }
+
+/// The largest record copied into the queue's last buffer; bigger ones are
+/// queued as they are.
+const APPEND_MAX: usize = 4 * 1024;
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -279,13 +319,13 @@ impl LineSender {
                 return false;
             }
             // Room as `State::admit` sees it: an empty queue, or within the cap.
-            if st.is_empty() || st.queued() + batch.lines().len() <= QUEUE_CAP_BYTES {
-                if st.buf.is_empty() {
-                    batch.hand_over(|bytes| std::mem::swap(bytes, &mut st.buf));
-                } else {
-                    st.buf.extend_from_slice(batch.lines());
-                    batch.clear();
-                }
+            if st.has_room(batch.lines().len()) {
+                // The batch's buffer joins the queue as it is (not copied),
+                // and the batch gets an emptied one for its next messages.
+                let mut bytes = st.spare();
+                batch.hand_over(|lines| std::mem::swap(lines, &mut bytes));
+                st.bytes += bytes.len();
+                st.bufs.push_back(bytes);
                 self.shared.wake_if_needed(&st);
                 return true;
             }
@@ -398,17 +438,30 @@ where
     (LineSender { shared }, WriterHandle { done: done_rx })
 }
 
-/// The largest emptied buffer the writer keeps for the next batch (bigger
-/// ones, such as a whole large reply queued as it was, are let go).
+/// The largest emptied buffer the writer gives back for the next batch
+/// (bigger ones, such as a whole large reply queued as it was, are let go).
 const SPARE_MAX: usize = 4 * BATCH_BYTES;
 
+/// Emptied buffers kept for the producers.
+const SPARES: usize = 8;
+
+/// Most buffers given to one `write_vectored` (Linux's `IOV_MAX` is 1024).
+const SLICES_MAX: usize = 1024;
+
 fn write_loop<W: Write>(shared: &Shared, mut out: W) -> std::io::Result<()> {
-    // The buffer written last, emptied: the producers fill it next, so a
-    // stream of small lines does not grow a new buffer from nothing each batch.
-    let mut spare = Vec::new();
+    // The queue's buffers taken last, written and emptied: they go back to
+    // the producers, so a stream of lines does not grow new buffers from
+    // nothing each batch.
+    let mut taken_bufs: VecDeque<Vec<u8>> = VecDeque::new();
     loop {
         let chunk = {
             let mut st = shared.lock();
+            for mut buf in taken_bufs.drain(..) {
+                if st.spares.len() < SPARES && buf.capacity() <= SPARE_MAX {
+                    buf.clear();
+                    st.spares.push(buf);
+                }
+            }
             while st.is_empty() && st.senders > 0 {
                 st.writer_waiting = true;
                 st = shared.wake_writer.wait(st).unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -430,18 +483,16 @@ fn write_loop<W: Write>(shared: &Shared, mut out: W) -> std::io::Result<()> {
             }
             st.batch_ready = false;
             st.taken += 1;
-            (st.taken, st.streamed.take(), std::mem::replace(&mut st.buf, std::mem::take(&mut spare)))
+            st.bytes = 0;
+            std::mem::swap(&mut st.bufs, &mut taken_bufs);
+            (st.taken, st.streamed.take())
         };
         shared.space.notify_waiters();
-        let (taken, streamed, mut chunk) = chunk;
+        let (taken, streamed) = chunk;
         if let Some(message) = streamed {
             write_streamed(&message, &mut out)?;
         }
-        out.write_all(&chunk)?;
-        if chunk.capacity() <= SPARE_MAX {
-            chunk.clear();
-            spare = chunk;
-        }
+        write_all_bufs(&mut out, &taken_bufs)?;
         if shared.lock().is_empty() {
             out.flush()?;
             // Bytes queued since are not taken yet: `flushed` sees them in the queue.
@@ -449,6 +500,23 @@ fn write_loop<W: Write>(shared: &Shared, mut out: W) -> std::io::Result<()> {
             tell_flushed();
         }
     }
+}
+
+/// Write every byte of `bufs`, in order, with as few writes as the output
+/// takes (`writev` for a file or a pipe).
+fn write_all_bufs<W: Write>(out: &mut W, bufs: &VecDeque<Vec<u8>>) -> std::io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> = bufs.iter().map(|buf| IoSlice::new(buf)).collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        let end = rest.len().min(SLICES_MAX);
+        match out.write_vectored(&rest[..end]) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut rest, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Write `message` and its `\n` through a buffer of [`PIECE_BYTES`]. A body
@@ -635,6 +703,71 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
+    }
+
+    /// Holds its first write until released; records where each written
+    /// piece's bytes were.
+    struct Places {
+        release: Option<std::sync::mpsc::Receiver<()>>,
+        started: Option<oneshot::Sender<()>>,
+        seen: Arc<Mutex<(Vec<usize>, Vec<u8>)>>,
+    }
+
+    impl Write for Places {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.write_vectored(&[IoSlice::new(buf)])
+        }
+        fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
+            if let Some(started) = self.started.take() {
+                let _ = started.send(());
+            }
+            if let Some(release) = self.release.take() {
+                let _ = release.recv();
+            }
+            let mut seen = self.seen.lock().unwrap();
+            for buf in bufs {
+                seen.0.push(buf.as_ptr() as usize);
+                seen.1.extend_from_slice(buf);
+            }
+            Ok(bufs.iter().map(|b| b.len()).sum())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_batch_queued_behind_others_is_written_from_its_own_buffer() {
+        let (started, write_started) = oneshot::channel();
+        let (release, released) = std::sync::mpsc::channel();
+        let seen = Arc::new(Mutex::new((Vec::new(), Vec::new())));
+        let sink = Places { release: Some(released), started: Some(started), seen: seen.clone() };
+        let (sender, handle) = spawn_writer(sink);
+        assert!(sender.send(b"first".to_vec()).await);
+        // The writer holds "first"; what follows waits in the queue behind it.
+        write_started.await.unwrap();
+        let mut places = Vec::new();
+        let mut expected = b"first\n".to_vec();
+        for round in 0..3 {
+            let mut batch = MessageBatch::default();
+            for i in 0..100 {
+                let message = format!("{{\"round\":{round},\"n\":{i}}}");
+                batch.push(message.as_bytes());
+                expected.extend_from_slice(message.as_bytes());
+                expected.push(b'\n');
+            }
+            places.push(batch.lines().as_ptr() as usize);
+            assert!(sender.send_batch(&mut batch).await);
+            assert!(sender.send(b"small".to_vec()).await);
+            expected.extend_from_slice(b"small\n");
+        }
+        release.send(()).unwrap();
+        drop(sender);
+        handle.finish().await.unwrap();
+        let (written_from, bytes) = seen.lock().unwrap().clone();
+        assert_eq!(String::from_utf8(bytes).unwrap(), String::from_utf8(expected).unwrap());
+        // Each batch went out from the buffer it was written in: not copied into the queue.
+        assert!(places.iter().all(|p| written_from.contains(p)), "{places:?} not in {written_from:?}");
     }
 
     #[tokio::test(flavor = "current_thread")]
