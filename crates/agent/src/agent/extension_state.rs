@@ -363,6 +363,19 @@ impl ExtensionState {
         ids
     }
 
+    /// Whether provider `name`'s registration in effect (the extension
+    /// loaded last that registers it) is a native `Provider` object; `None`
+    /// when no extension registers it.
+    pub(super) fn registered_provider_kind(&self, name: &str) -> Option<bool> {
+        let owner = self
+            .providers_of
+            .iter()
+            .filter(|(_, specs)| specs.iter().any(|s| s.name == name))
+            .map(|(id, _)| *id)
+            .max()?;
+        self.providers_of[&owner].iter().find(|s| s.name == name).map(|s| s.native)
+    }
+
     /// The registrations of provider `name` by extensions loaded after `id`, in load order.
     pub(super) fn providers_after(&self, id: usize, name: &str) -> Vec<crate::extensions::protocol::ProviderSpec> {
         let mut later: Vec<(&usize, &crate::extensions::protocol::ProviderSpec)> = self
