@@ -14,8 +14,8 @@
 //! reported once (`extension_error`), and its tools and commands go away.
 
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;

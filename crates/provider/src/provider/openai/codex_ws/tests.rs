@@ -246,10 +246,12 @@ async fn cancelling_ends_the_wait_for_a_stream_event_observer() {
     let observer: Arc<dyn crate::provider::observe::RequestObserver> = stuck;
     let call = collect(provider.as_ref(), request(&server, Some("session-stuck")), cancel);
     // A guard against a hang only (it fails the test instead of stalling the run).
-    let (events, err) =
-        tokio::time::timeout(std::time::Duration::from_secs(120), crate::provider::observe::observed(Some(observer), call))
-            .await
-            .expect("the cancelled call ended");
+    let (events, err) = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        crate::provider::observe::observed(Some(observer), call),
+    )
+    .await
+    .expect("the cancelled call ended");
     canceller.await.unwrap();
     assert_eq!(err.map(|e| e.kind), Some(crate::provider::ProviderErrorKind::Aborted));
     assert!(events.is_empty(), "nothing was decoded past the observed event: {events:?}");
