@@ -120,6 +120,10 @@ pub(crate) struct ExtensionState {
     loaded_by_reload: HashSet<usize>,
     /// A command's `ctx.reload()`, answered once the extensions it loaded started.
     parked_reload: Option<super::extension_session_op_state::ExtReply>,
+    /// Start-up answers to `resources_discover` by extension id, held until
+    /// every extension has started: they join in load order, as pi asks
+    /// its extensions one after the other, not in the order they answer.
+    found_at_start: std::collections::BTreeMap<usize, Value>,
 }
 
 impl ExtensionState {
@@ -163,7 +167,22 @@ impl ExtensionState {
             default_tool_edits: options.default_tool_edits.clone(),
             loaded_by_reload: HashSet::new(),
             parked_reload: None,
+            found_at_start: Default::default(),
         }
+    }
+
+    /// Extension `id`'s start-up answer to `resources_discover`, kept until
+    /// [`Self::take_found_at_start`].
+    pub(super) fn hold_found_at_start(&mut self, id: usize, found: Value) {
+        self.found_at_start.insert(id, found);
+    }
+
+    /// Once no extension is starting: the held start-up answers, in load order.
+    pub(super) fn take_found_at_start(&mut self) -> Vec<(usize, Value)> {
+        if self.starting.iter().any(|s| *s) {
+            return Vec::new();
+        }
+        std::mem::take(&mut self.found_at_start).into_iter().collect()
     }
 
     /// What found the extensions at start (`None`: named by the front end).
