@@ -98,6 +98,12 @@ pub async fn stream_assistant(
         // wait; the events made so far go out before waiting for the next.
         if out.events.len() >= MAX_BATCH {
             out.flush().await;
+            // A long run at hand (a body read in this task never waits while
+            // the socket has data): the tasks that carry this batch to the
+            // output run before the next one is made, so the output flows
+            // while the answer is read, not in one burst at its end.
+            yield_once().await;
+            yielded = true;
         }
         let next = match futures::poll!(stream.next()) {
             Poll::Ready(next) => {
@@ -525,6 +531,62 @@ mod tests {
             assert!(matches!(at_hand[0].first(), Some(AgentEvent::MessageStart { .. })));
             assert_eq!(flat(at_hand), flat(one_by_one));
         }
+    }
+
+    /// Counts the calls it got and, with each, how often a task of its own
+    /// had run by then.
+    struct Ticked {
+        ticks: Arc<std::sync::atomic::AtomicUsize>,
+        seen: Mutex<Vec<usize>>,
+    }
+
+    #[async_trait::async_trait]
+    impl EventSink for Ticked {
+        async fn emit(&self, _: AgentEvent) {
+            self.seen.lock().unwrap().push(self.ticks.load(std::sync::atomic::Ordering::SeqCst));
+        }
+
+        async fn emit_all(&self, _: Vec<AgentEvent>) {
+            self.seen.lock().unwrap().push(self.ticks.load(std::sync::atomic::Ordering::SeqCst));
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_long_run_of_events_at_hand_lets_the_other_tasks_run_between_batches() {
+        use ProviderEvent::*;
+        use std::sync::atomic::Ordering;
+        let mut events = vec![Ok(BlockStart { index: 0, kind: BlockKind::Text })];
+        events.extend((0..4 * MAX_BATCH).map(|i| Ok(BlockDelta { index: 0, delta: format!("t{i} ") })));
+        events.push(Ok(Stop { reason: StopReason::Stop, raw: None }));
+        let ticks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let ticker = {
+            let ticks = ticks.clone();
+            tokio::spawn(async move {
+                loop {
+                    ticks.fetch_add(1, Ordering::SeqCst);
+                    tokio::task::yield_now().await;
+                }
+            })
+        };
+        let model = test_support::simple_request(
+            serde_json::from_value(serde_json::json!({
+                "id": "m", "name": "m", "api": "scripted", "provider": "p", "baseUrl": "", "reasoning": false,
+                "input": ["text"], "contextWindow": 1000, "maxTokens": 100,
+                "cost": {"input": 1.0, "output": 2.0, "cacheRead": 0.0, "cacheWrite": 0.0}
+            }))
+            .unwrap(),
+            "hi",
+        );
+        let sink = Ticked { ticks: ticks.clone(), seen: Mutex::new(Vec::new()) };
+        // Every event is at hand at once: the stream itself never waits.
+        let provider = Arc::new(Scripted { events, waits: false });
+        let m = model.model.clone();
+        stream_assistant(Some(&sink), provider, model, CancellationToken::new(), &m, None).await;
+        ticker.abort();
+        let seen = sink.seen.into_inner().unwrap();
+        // Full batches went out, and the other task ran between each two of them.
+        assert!(seen.len() >= 4, "{seen:?}");
+        assert!(seen.windows(2).all(|w| w[1] > w[0]), "the other task did not run between batches: {seen:?}");
     }
 
     /// Hands its events over one at a time through a one-slot channel from

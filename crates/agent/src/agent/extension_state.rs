@@ -112,6 +112,10 @@ pub(crate) struct ExtensionState {
     session_op_replies: super::extension_session_op_state::SessionOpReplies,
     /// The command line's extension flags, until checked once the extensions started.
     flags: Vec<(String, Option<String>)>,
+    /// Start-up answers to `resources_discover` by extension id, held until
+    /// every extension has started: they join in load order, as pi asks
+    /// its extensions one after the other, not in the order they answer.
+    found_at_start: std::collections::BTreeMap<usize, Value>,
 }
 
 impl ExtensionState {
@@ -151,7 +155,22 @@ impl ExtensionState {
             compaction_waiters: Vec::new(),
             session_op_replies: Default::default(),
             flags: options.flags.clone(),
+            found_at_start: Default::default(),
         }
+    }
+
+    /// Extension `id`'s start-up answer to `resources_discover`, kept until
+    /// [`Self::take_found_at_start`].
+    pub(super) fn hold_found_at_start(&mut self, id: usize, found: Value) {
+        self.found_at_start.insert(id, found);
+    }
+
+    /// Once no extension is starting: the held start-up answers, in load order.
+    pub(super) fn take_found_at_start(&mut self) -> Vec<(usize, Value)> {
+        if self.starting.iter().any(|s| *s) {
+            return Vec::new();
+        }
+        std::mem::take(&mut self.found_at_start).into_iter().collect()
     }
 
     /// Once, when the extensions have started: what is wrong with the
@@ -296,6 +315,19 @@ impl ExtensionState {
             }
         }
         ids
+    }
+
+    /// Whether provider `name`'s registration in effect (the extension
+    /// loaded last that registers it) is a native `Provider` object; `None`
+    /// when no extension registers it.
+    pub(super) fn registered_provider_kind(&self, name: &str) -> Option<bool> {
+        let owner = self
+            .providers_of
+            .iter()
+            .filter(|(_, specs)| specs.iter().any(|s| s.name == name))
+            .map(|(id, _)| *id)
+            .max()?;
+        self.providers_of[&owner].iter().find(|s| s.name == name).map(|s| s.native)
     }
 
     /// The registrations of provider `name` by extensions loaded after `id`, in load order.

@@ -138,6 +138,23 @@ impl ModelChoice {
         self.registry.reload_auth(agent_dir)
     }
 
+    /// pi's `modelRegistry.refresh()`: `models.json` read again (see
+    /// [`ModelRegistry::refresh_models_json`]); the selected model as it is now.
+    pub(super) fn refresh_models(&mut self, agent_dir: &std::path::Path) {
+        self.registry.refresh_models_json(agent_dir);
+        self.refresh_selection();
+    }
+
+    /// Every chat model, of every provider (pi's `modelRegistry.getAll()`).
+    pub(super) fn all_models(&mut self) -> Vec<Model> {
+        self.registry.all()
+    }
+
+    /// A model by provider and id, whether its provider has credentials or not (pi's `find`).
+    pub(super) fn find_model(&mut self, provider: &str, id: &str) -> Option<Model> {
+        self.registry.find(provider, id)
+    }
+
     /// `initialize` checked a new registry (a key added): use it.
     pub(super) fn replace_registry(&mut self, registry: ModelRegistry) {
         self.registry = registry;

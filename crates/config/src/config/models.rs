@@ -18,6 +18,7 @@ use crate::provider::faux;
 mod extension_typed;
 mod llama_store;
 mod provider_auth;
+mod refresh;
 pub use provider_auth::{AuthStatus, ProviderAuth, ProviderInfo};
 
 /// The provider whose login lists the models its account may use.
@@ -101,6 +102,8 @@ pub struct ModelRegistry {
     /// The classifier and image models of the providers extensions
     /// registered with `models` (an empty list hides the built-in ones).
     extension_typed: BTreeMap<String, Vec<Value>>,
+    /// Why the last `refresh` could not use `models.json` (pi's `getError()`).
+    config_error: Option<String>,
 }
 
 /// A provider's models and settings before an extension registered it.
@@ -110,7 +113,7 @@ struct ProviderBackup {
     settings: Option<ProviderSettings>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ModelsFile {
     #[serde(default)]
@@ -151,36 +154,43 @@ struct ModelFile {
     compat: Option<Map<String, Value>>,
 }
 
+/// `models.json` (none when missing or empty).
+fn read_models_file(path: &Path) -> Result<ModelsFile, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) if !text.trim().is_empty() => text,
+        Ok(_) => return Ok(ModelsFile::default()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ModelsFile::default()),
+        Err(e) => return Err(ConfigError::Io { path: path.to_path_buf(), source: e }),
+    };
+    serde_json::from_str(&text).map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })
+}
+
 impl ModelRegistry {
     /// Catalog + `<agent_dir>/models.json` + `auth.json`.
     pub fn load(agent_dir: &Path) -> Result<ModelRegistry, ConfigError> {
         let mut reg = ModelRegistry { auth: AuthStore::load(agent_dir)?, ..Default::default() };
         let path = agent_dir.join("models.json");
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) if !text.trim().is_empty() => Some(text),
-            Ok(_) => None,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(ConfigError::Io { path, source: e }),
-        };
-        let file: ModelsFile = match &text {
-            Some(text) => serde_json::from_str(text)
-                .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?,
-            None => ModelsFile::default(),
-        };
+        let file = read_models_file(&path)?;
+        reg.load_needed_providers(&file);
+        reg.apply_models_json(file, &path)?;
+        reg.read_llama_store(agent_dir);
+        Ok(reg)
+    }
+
+    /// The catalog providers loaded at start: those `models.json` names or
+    /// that have credentials.
+    fn load_needed_providers(&mut self, file: &ModelsFile) {
         let needed: Vec<&str> = catalog::catalog_providers()
             .filter(|p| {
                 file.providers.contains_key(*p)
-                    || reg.auth.has(p)
+                    || self.auth.has(p)
                     || env_key_for(p).is_some()
                     || env_bearer_token_for(p).is_some()
             })
             .collect();
         for provider in needed {
-            reg.ensure_provider(provider);
+            self.ensure_provider(provider);
         }
-        reg.apply_models_json(file, &path)?;
-        reg.read_llama_store(agent_dir);
-        Ok(reg)
     }
 
     /// Add or replace a virtual model (an extension's `registerVirtualModel`,

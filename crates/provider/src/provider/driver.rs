@@ -191,26 +191,34 @@ impl<W: Wire> Run<W> {
         let observer = observer.filter(|o| o.wants_stream_events());
         let secrets = credentials(&call.headers);
         let framing = call.framing;
-        let sent = match &call.raw {
-            Some(raw) => self.http.post_bytes(&call.url, &call.headers, raw.clone(), &self.cancel).await,
-            None => self.http.post_json(&call.url, &call.headers, &call.body, &self.cancel).await,
+        let bytes = match call.raw.take() {
+            Some(raw) => raw,
+            None => match serde_json::to_vec(&call.body) {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    let message = format!("Cannot encode request: {e}");
+                    let err = ProviderError::new(ProviderErrorKind::InvalidRequest, message);
+                    return self.fail((self.api.transport_error)(err));
+                }
+            },
         };
+        let sent = self.http.post_stream(&call.url, &call.headers, bytes, &self.cancel).await;
         let response = match sent {
             Ok(r) => r,
             Err(e) if e.kind == ProviderErrorKind::Aborted => return self.fail(e),
             Err(e) => return self.fail((self.api.transport_error)(e)),
         };
-        let status = response.status().as_u16();
+        let status = response.status;
         if let Some(observer) = super::observe::current() {
             let headers = response
-                .headers()
+                .headers
                 .iter()
                 .map(|(k, v)| (k.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
                 .collect();
             observer.response(status, headers).await;
         }
-        if !response.status().is_success() {
-            let headers = response.headers().clone();
+        if !response.is_success() {
+            let headers = response.headers.clone();
             let err = match http::read_body(response, self.http.options.idle_timeout, &self.cancel).await {
                 Ok(body) => {
                     let mut err = (self.api.http_error)(status, &headers, &body.text);

@@ -13,11 +13,12 @@ use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::{Stream, TryStreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::direct;
 use super::origin::OriginOverrides;
 use super::proxy::ProxyEnv;
 use super::sse::{BodyError, IdleBody};
@@ -58,7 +59,9 @@ impl Default for HttpOptions {
 /// use, so start-up stays fast and small when no request is ever made.
 #[derive(Clone)]
 pub struct HttpClient {
-    inner: Arc<OnceLock<Result<reqwest::Client, String>>>,
+    inner: Arc<OnceLock<Result<Built, String>>>,
+    /// Idle plain-HTTP connections of [`HttpClient::post_stream`] (`provider::direct`).
+    direct: Arc<direct::Pool>,
     pub options: HttpOptions,
     /// `User-Agent` sent unless the request headers set one.
     pub user_agent: String,
@@ -66,6 +69,12 @@ pub struct HttpClient {
     settings_proxy: Option<Arc<str>>,
     /// `PI_RPC_ORIGIN_OVERRIDES` of the process, unless replaced (tests).
     origins: Arc<OriginOverrides>,
+}
+
+/// The reqwest client and the proxy settings it was built with.
+struct Built {
+    client: reqwest::Client,
+    proxies: ProxyEnv,
 }
 
 static RING: Once = Once::new();
@@ -93,6 +102,7 @@ impl HttpClient {
         );
         Ok(HttpClient {
             inner: Arc::new(OnceLock::new()),
+            direct: Arc::default(),
             options,
             user_agent,
             settings_proxy: None,
@@ -137,15 +147,20 @@ impl HttpClient {
 
     /// The reqwest client, built once on first use.
     pub fn client(&self) -> Result<&reqwest::Client, ProviderError> {
+        self.built().map(|b| &b.client)
+    }
+
+    fn built(&self) -> Result<&Built, ProviderError> {
         let built = self.inner.get_or_init(|| {
             install_crypto_provider();
-            let proxy = ProxyEnv::from_process(self.settings_proxy.as_deref());
-            reqwest::Client::builder()
+            let proxies = ProxyEnv::from_process(self.settings_proxy.as_deref());
+            let client = reqwest::Client::builder()
                 .connect_timeout(self.options.connect_timeout)
                 .pool_idle_timeout(Duration::from_secs(90))
-                .proxy(proxy.to_reqwest())
+                .proxy(proxies.to_reqwest())
                 .build()
-                .map_err(|e| format!("HTTP client: {}", error_chain(&e)))
+                .map_err(|e| format!("HTTP client: {}", error_chain(&e)))?;
+            Ok(Built { client, proxies })
         });
         built.as_ref().map_err(|e| ProviderError::new(ProviderErrorKind::InvalidRequest, e.clone()))
     }
@@ -174,6 +189,62 @@ impl HttpClient {
         bytes: Vec<u8>,
         cancel: &CancellationToken,
     ) -> Result<reqwest::Response, ProviderError> {
+        let map = self.headers(headers)?;
+        let target = self.target(url);
+        let send = self.client()?.post(target.as_str()).headers(map).body(bytes).send();
+        self.before_headers(cancel, async { send.await.map_err(|e| transport_error(&e)) }).await
+    }
+
+    /// POST an encoded body like [`HttpClient::post_bytes`], for an answer
+    /// read as a stream: to a plain-HTTP origin without a proxy over a
+    /// connection the reader drives itself (`provider::direct`), else through reqwest.
+    pub async fn post_stream(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        bytes: Vec<u8>,
+        cancel: &CancellationToken,
+    ) -> Result<StreamResponse, ProviderError> {
+        let map = self.headers(headers)?;
+        let target = self.target(url);
+        let built = self.built()?;
+        let direct = reqwest::Url::parse(&target).ok().and_then(|parsed| {
+            let proxied = built.proxies.proxy_for(parsed.scheme(), parsed.host_str().unwrap_or(""), parsed.port());
+            proxied.is_none().then(|| direct::Target::of(&parsed)).flatten()
+        });
+        let Some(direct) = direct else {
+            let send = built.client.post(target.as_str()).headers(map).body(bytes).send();
+            let response = self.before_headers(cancel, async { send.await.map_err(|e| transport_error(&e)) }).await?;
+            return Ok(StreamResponse {
+                status: response.status().as_u16(),
+                headers: response.headers().clone(),
+                body: ResponseBody::Pooled(response),
+            });
+        };
+        let send = self.direct.post(&direct, map, bytes, self.options.connect_timeout);
+        let answer = self.before_headers(cancel, async { send.await.map_err(direct_error) }).await?;
+        Ok(StreamResponse { status: answer.status, headers: answer.headers, body: ResponseBody::Direct(answer.body) })
+    }
+
+    /// Wait for `send` (the answer's head) at most the headers timeout,
+    /// unless cancelled first.
+    async fn before_headers<T>(
+        &self,
+        cancel: &CancellationToken,
+        send: impl std::future::Future<Output = Result<T, ProviderError>>,
+    ) -> Result<T, ProviderError> {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Err(ProviderError::aborted()),
+            res = tokio::time::timeout(self.options.headers_timeout, send) => match res {
+                Err(_) => Err(ProviderError::new(ProviderErrorKind::Transient, REQUEST_TIMEOUT_MESSAGE)),
+                Ok(res) => res,
+            },
+        }
+    }
+
+    /// The request's headers: JSON, the client's `User-Agent`, then `headers`.
+    fn headers(&self, headers: &[(String, String)]) -> Result<HeaderMap, ProviderError> {
         let mut map = HeaderMap::new();
         map.insert(reqwest::header::ACCEPT, HeaderValue::from_static("application/json"));
         map.insert(reqwest::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -185,24 +256,85 @@ impl HttpClient {
             let value = HeaderValue::from_str(value).map_err(|_| invalid_header(name.as_str()))?;
             map.insert(name, value);
         }
-        let target = self.target(url);
-        let send = self.client()?.post(target.as_str()).headers(map).body(bytes).send();
-        tokio::select! {
-            biased;
-            _ = cancel.cancelled() => Err(ProviderError::aborted()),
-            res = tokio::time::timeout(self.options.headers_timeout, send) => match res {
-                Err(_) => Err(ProviderError::new(ProviderErrorKind::Transient, REQUEST_TIMEOUT_MESSAGE)),
-                Ok(Err(e)) => Err(transport_error(&e)),
-                Ok(Ok(resp)) => Ok(resp),
-            },
-        }
+        Ok(map)
     }
 
     /// The chunks of a response body, each read waiting at most this
     /// client's idle timeout; a framing ([`super::sse::Framer`]) makes them events.
-    pub fn body(&self, response: reqwest::Response) -> IdleBody<impl Stream<Item = Result<Bytes, String>> + use<>> {
-        IdleBody::new(response.bytes_stream().map_err(|e| error_chain(&e)), self.options.idle_timeout)
+    pub fn body(&self, response: StreamResponse) -> IdleBody<Chunks> {
+        IdleBody::new(response.into_chunks(), self.options.idle_timeout)
     }
+}
+
+/// A streamed POST's answer ([`HttpClient::post_stream`]).
+pub struct StreamResponse {
+    pub status: u16,
+    pub headers: HeaderMap,
+    body: ResponseBody,
+}
+
+enum ResponseBody {
+    Pooled(reqwest::Response),
+    Direct(direct::DirectBody),
+}
+
+impl StreamResponse {
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// The body's length when the answer declared it.
+    pub fn content_length(&self) -> Option<u64> {
+        match &self.body {
+            ResponseBody::Pooled(response) => response.content_length(),
+            ResponseBody::Direct(body) => body.content_length(),
+        }
+    }
+
+    /// The body's chunks, a read error as text (reqwest's wording).
+    pub fn into_chunks(self) -> Chunks {
+        match self.body {
+            ResponseBody::Pooled(response) => {
+                Chunks(ChunkSource::Pooled(response.bytes_stream().map_err(|e| error_chain(&e)).boxed()))
+            }
+            ResponseBody::Direct(body) => Chunks(ChunkSource::Direct(body)),
+        }
+    }
+}
+
+/// The chunks of a [`StreamResponse`]'s body.
+pub struct Chunks(ChunkSource);
+
+enum ChunkSource {
+    Pooled(futures::stream::BoxStream<'static, Result<Bytes, String>>),
+    Direct(direct::DirectBody),
+}
+
+impl Stream for Chunks {
+    type Item = Result<Bytes, String>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        match &mut self.get_mut().0 {
+            ChunkSource::Pooled(chunks) => chunks.poll_next_unpin(cx),
+            ChunkSource::Direct(body) => {
+                body.poll_next_unpin(cx).map_err(|e| format!("error decoding response body: {}", error_chain(&e)))
+            }
+        }
+    }
+}
+
+/// A plain-HTTP request's failure in [`transport_error`]'s words.
+fn direct_error(err: direct::SendError) -> ProviderError {
+    let message = match err {
+        direct::SendError::ConnectTimeout => REQUEST_TIMEOUT_MESSAGE.to_string(),
+        direct::SendError::Io(e) => format!("Connection error.: {}", deepest(&e)),
+        direct::SendError::Http(e) => format!("Connection error.: {}", deepest(&e)),
+        direct::SendError::Request(e) => return ProviderError::new(ProviderErrorKind::InvalidRequest, e),
+    };
+    ProviderError::new(ProviderErrorKind::Transient, message)
 }
 
 /// Where a request for `url` goes: rewritten by the process's
@@ -230,21 +362,23 @@ pub struct ErrorBody {
 /// Read an (error) body as text, up to [`MAX_ERROR_BODY_READ`] bytes,
 /// honouring cancellation and the idle timeout between chunks.
 pub async fn read_body(
-    mut response: reqwest::Response,
+    response: StreamResponse,
     idle: Option<Duration>,
     cancel: &CancellationToken,
 ) -> Result<ErrorBody, ProviderError> {
     let limit = idle.unwrap_or(Duration::from_secs(u64::from(u32::MAX)));
     let declared = response.content_length();
+    let mut chunks = response.into_chunks();
     let mut bytes: Vec<u8> = Vec::new();
     loop {
         let chunk = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(ProviderError::aborted()),
-            res = tokio::time::timeout(limit, response.chunk()) => match res {
+            res = tokio::time::timeout(limit, chunks.next()) => match res {
                 Err(_) => return Err(body_error(BodyError::Idle(limit))),
-                Ok(Err(e)) => return Err(body_error(BodyError::Transport(error_chain(&e)))),
-                Ok(Ok(chunk)) => chunk,
+                Ok(Some(Err(e))) => return Err(body_error(BodyError::Transport(e))),
+                Ok(Some(Ok(chunk))) => Some(chunk),
+                Ok(None) => None,
             },
         };
         let Some(chunk) = chunk else { break };
@@ -342,10 +476,13 @@ mod tests {
         let cancel = CancellationToken::new();
         let url = format!("{}/chat/completions", server.base_url());
         let headers = vec![("authorization".to_string(), "Bearer k".to_string()), ("x-extra".into(), "1".into())];
-        let resp = http.post_json(&url, &headers, &serde_json::json!({"a": 1}), &cancel).await.unwrap();
-        assert_eq!(resp.status().as_u16(), 418);
+        let body = serde_json::to_vec(&serde_json::json!({"a": 1})).unwrap();
+        let resp = http.post_stream(&url, &headers, body, &cancel).await.unwrap();
+        assert_eq!(resp.status, 418);
+        assert!(matches!(resp.body, ResponseBody::Direct(_)), "a plain-HTTP origin is read in the caller's task");
         assert_eq!(read_body(resp, None, &cancel).await.unwrap(), ErrorBody { text: "teapot".into(), cut_note: None });
         let req = &server.requests()[0];
+        assert_eq!(req.header("host"), Some(server.addr().to_string().as_str()));
         assert_eq!(req.header("authorization"), Some("Bearer k"));
         assert_eq!(req.header("x-extra"), Some("1"));
         assert_eq!(req.header("content-type"), Some("application/json"));
@@ -369,6 +506,35 @@ mod tests {
         assert_eq!(requests[0].path, "/prefix/v1/messages?beta=true");
         assert_eq!((requests[1].method.as_str(), requests[1].path.as_str()), ("GET", "/prefix/x"));
         assert!(requests[1].header("user-agent").is_some_and(|ua| ua.starts_with("pi-rpc/")));
+    }
+
+    #[tokio::test]
+    async fn a_proxied_stream_goes_through_reqwest() {
+        let proxy = FakeServer::start().await.unwrap();
+        proxy.push(Reply::error(503, "from the proxy"));
+        let http = HttpClient::new().unwrap().with_settings_proxy(Some(&proxy.url()));
+        let cancel = CancellationToken::new();
+        let url = "http://model.invalid/v1/chat/completions";
+        if http.proxy_for(url).is_none() {
+            return; // the environment's proxy variables win over the settings' proxy
+        }
+        let resp = http.post_stream(url, &[], b"{}".to_vec(), &cancel).await.unwrap();
+        assert!(matches!(resp.body, ResponseBody::Pooled(_)));
+        assert_eq!(resp.status, 503);
+        assert_eq!(read_body(resp, None, &cancel).await.unwrap().text, "from the proxy");
+    }
+
+    #[tokio::test]
+    async fn the_refused_texts_agree_on_both_paths() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let http = HttpClient::new().unwrap();
+        let url = format!("http://127.0.0.1:{port}/x");
+        let cancel = CancellationToken::new();
+        let pooled = http.post_bytes(&url, &[], Vec::new(), &cancel).await.unwrap_err();
+        let direct = http.post_stream(&url, &[], Vec::new(), &cancel).await.err().unwrap();
+        assert_eq!((direct.kind, direct.message), (pooled.kind, pooled.message));
     }
 
     #[tokio::test]

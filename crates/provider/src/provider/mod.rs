@@ -26,6 +26,7 @@ pub mod cloudflare;
 pub mod convert;
 pub mod copilot;
 pub mod credential;
+mod direct;
 pub(crate) mod driver;
 pub mod edits;
 pub mod env;

@@ -391,7 +391,7 @@ impl Agent {
             }
             ExtSignal::Greeted { id, found } => {
                 if let Some(found) = found {
-                    self.add_found_resources(id, &found);
+                    self.ext.hold_found_at_start(id, found);
                 }
                 self.extension_started(id).await;
             }
@@ -537,10 +537,14 @@ impl Agent {
         true
     }
 
-    /// An extension registered or died: once none is starting, replay held ops.
+    /// An extension registered or died: once none is starting, what they
+    /// found at start-up joins in load order, and held ops are replayed.
     async fn extension_started(&mut self, id: usize) {
         tracing::debug!("extension {id}: started");
         self.ext.started(id);
+        for (id, found) in self.ext.take_found_at_start() {
+            self.add_found_resources(id, &found);
+        }
         self.release_deferred().await;
     }
 

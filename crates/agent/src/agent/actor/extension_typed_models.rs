@@ -1,6 +1,7 @@
 //! pi's `ctx.modelRegistry` calls of the classifier and image APIs
 //! (`getModelsOfType`, `getAvailableOfType`, `getModelOfType`, `classify`,
-//! `generateImages`), served by the same host as codemode's `models.*`
+//! `generateImages`), and its catalog calls (`refresh`, `getError`,
+//! `getAll`, `find`, another extension's registration), served by the same host as codemode's `models.*`
 //! (`pi_mcp::codemode::models`): the model is resolved by provider and id
 //! in the session's catalog, with its credentials. A model call runs aside
 //! from the actor; the answer is `{value}`.
@@ -14,10 +15,10 @@ use pi_mcp::codemode::models::ModelStep;
 
 impl Agent {
     /// Serve `{op, args}`; `reply` gets `{value}` (no `value`: undefined) or pi's error text.
-    pub(super) fn extension_models_call(&self, params: &Value, reply: oneshot::Sender<Result<Value, String>>) {
+    pub(super) fn extension_models_call(&mut self, params: &Value, reply: oneshot::Sender<Result<Value, String>>) {
         let op = params.get("op").and_then(Value::as_str).unwrap_or_default();
         let args = params.get("args").and_then(Value::as_array).cloned().unwrap_or_default();
-        if let Some(answer) = self.registry_call(op, &args) {
+        if let Some(answer) = self.catalog_call(op, &args).or_else(|| self.registry_call(op, &args)) {
             let _ = reply.send(Ok(answer));
             return;
         }
@@ -36,5 +37,35 @@ impl Agent {
                 });
             }
         }
+    }
+
+    /// pi's `modelRegistry.refresh()`, `getError()`, `getAll()`, `find()`
+    /// and another extension's registration (`getRegisteredProvider`:
+    /// `{native, config}`, pi's runtime being shared): `{value}` or `{}`
+    /// (undefined); `None` for the other ops.
+    fn catalog_call(&mut self, op: &str, args: &[Value]) -> Option<Value> {
+        let arg = |i: usize| args.get(i).and_then(Value::as_str).unwrap_or_default();
+        let value = match op {
+            "refresh" => {
+                let agent_dir = self.workspace.agent_dir().to_path_buf();
+                self.models.refresh_models(&agent_dir);
+                Some(json!({"aborted": false}))
+            }
+            "getError" => self.models.registry().config_error().map(|e| json!(e)),
+            "getAll" => Some(Value::Array(
+                self.models.all_models().iter().map(super::extension_host_requests::model_json).collect(),
+            )),
+            "find" => self.models.find_model(arg(0), arg(1)).map(|m| super::extension_host_requests::model_json(&m)),
+            "getRegisteredProvider" => self.ext.registered_provider_kind(arg(0)).map(|native| {
+                let config = if native {
+                    Value::Null
+                } else {
+                    self.models.registry().extension_config(arg(0)).cloned().unwrap_or(Value::Null)
+                };
+                json!({"native": native, "config": config})
+            }),
+            _ => return None,
+        };
+        Some(value.map_or_else(|| json!({}), |value| json!({ "value": value })))
     }
 }

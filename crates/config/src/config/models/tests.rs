@@ -270,3 +270,43 @@ fn a_copilot_login_lists_only_the_models_its_account_may_use() {
     let reg = ModelRegistry::load(dir.path()).unwrap();
     assert!(copilot(&reg).len() > 2);
 }
+
+#[test]
+fn refresh_reads_models_json_again_keeping_extensions_and_reports_a_broken_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("models.json");
+    let provider = |models: &str| {
+        format!(
+            r#"{{"providers":{{"p":{{"baseUrl":"http://127.0.0.1:1/v1","api":"openai-completions","apiKey":"k","models":[{models}]}}}}}}"#
+        )
+    };
+    std::fs::write(&file, provider(r#"{"id":"m1"}"#)).unwrap();
+    let mut reg = ModelRegistry::load(dir.path()).unwrap();
+    let ext = serde_json::json!({"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "apiKey": "e",
+        "models": [{"id": "x1"}]});
+    reg.register_provider("ext", &ext).unwrap();
+    let mut virtual_model = reg.find("p", "m1").unwrap();
+    (virtual_model.provider, virtual_model.id, virtual_model.api) =
+        ("router".into(), "auto".into(), VIRTUAL_MODEL_API.into());
+    reg.add_virtual(virtual_model).unwrap();
+    // A model added to the file is there after the refresh; the extension's stay.
+    std::fs::write(&file, provider(r#"{"id":"m1"},{"id":"m2"}"#)).unwrap();
+    assert!(reg.find("p", "m2").is_none());
+    reg.refresh_models_json(dir.path());
+    assert!(reg.find("p", "m2").is_some() && reg.config_error().is_none());
+    assert!(reg.find("ext", "x1").is_some() && reg.find("router", "auto").is_some());
+    // A broken file: its providers are gone and the error is pi's, the rest stays.
+    std::fs::write(&file, "{ broken").unwrap();
+    reg.refresh_models_json(dir.path());
+    let error = reg.config_error().unwrap().to_string();
+    assert!(
+        error.starts_with("Failed to parse models.json: ") && error.ends_with(&format!("\n\nFile: {}", file.display())),
+        "{error}"
+    );
+    assert!(reg.find("p", "m1").is_none() && reg.api_key("p").is_none());
+    assert!(reg.find("ext", "x1").is_some() && reg.api_key("ext").as_deref() == Some("e"));
+    // Mended: back, and no error.
+    std::fs::write(&file, provider(r#"{"id":"m1"}"#)).unwrap();
+    reg.refresh_models_json(dir.path());
+    assert!(reg.config_error().is_none() && reg.find("p", "m1").is_some() && reg.find("p", "m2").is_none());
+}

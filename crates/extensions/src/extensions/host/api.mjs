@@ -249,7 +249,7 @@ export class Instance {
 					description: t.description,
 					parameters: t.parameters,
 					promptGuidelines: t.promptGuidelines ?? [],
-					exposure: "direct",
+					exposure: t.exposure ?? "direct",
 					sourceInfo: {
 						path: t.path ?? `builtin:${t.name}`,
 						source: t.path ? "local" : "builtin",

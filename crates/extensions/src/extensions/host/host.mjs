@@ -322,13 +322,18 @@ async function loadFactory() {
 
 async function createInstance() {
 	let registerQueued = false;
+	// The changed registration goes out: at the end of this tick, or at once
+	// when the registry is read next (pi's model runtime changes in place).
+	const flush = () => {
+		if (!registerQueued) return;
+		registerQueued = false;
+		if (current.instance.stale) return;
+		channel.send(current.instance.registration(displayName(extensionPath)));
+	};
 	const onChange = () => {
 		if (!current.ready || current.instance.stale || registerQueued) return;
 		registerQueued = true;
-		queueMicrotask(() => {
-			registerQueued = false;
-			channel.send(current.instance.registration(displayName(extensionPath)));
-		});
+		queueMicrotask(flush);
 	};
 	const current = { ready: false, instance: undefined };
 	const factory = await loadFactory();
@@ -341,6 +346,7 @@ async function createInstance() {
 		onChange,
 		reportError,
 	});
+	current.instance.flushRegistration = flush;
 	await factory(current.instance.pi);
 	// A native provider's key and offline model refresh go out with the first registration.
 	await current.instance.providers.settled();
@@ -383,6 +389,7 @@ contexts = createContextFactory(channel, hello, {
 	afterEvents: () => serial(() => {}),
 	api: () => instance.pi,
 	providers: () => instance?.providers,
+	flushRegistration: () => instance?.flushRegistration?.(),
 	gateSessionStart,
 });
 try {

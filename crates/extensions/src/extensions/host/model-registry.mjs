@@ -1,10 +1,12 @@
 // pi-rpc extension host: `ctx.modelRegistry`, pi's ModelRegistry facade.
-// Lists come from pi-rpc's catalog (`getModels`); model calls go through
+// Lists come from pi-rpc's catalog (`getAll`, `find`: every provider's chat
+// models; `getModels`: those with credentials); model calls go through
 // pi-rpc's providers with the request-time auth of the model's provider
 // (`modelStream` with `registry: true`), as the agent's own requests do;
 // provider facts and auth are answered by pi-rpc (`models` ops). The
 // registry's own `register…` members are the extension's `pi.register…`
-// (pi's registry and `pi` share one model runtime).
+// (pi's registry and `pi` share one model runtime); a registration changed
+// here goes out before the registry is read again, so it shows at once.
 
 import { createRequire } from "node:module";
 
@@ -23,12 +25,23 @@ function valueOf(answer) {
 
 /**
  * `host.api()`: the current instance's `pi`; `host.providers()`: its
- * registered providers (`Providers`).
+ * registered providers (`Providers`); `host.flushRegistration()` sends its
+ * changed registration now.
  */
 export function createModelRegistry(channel, host) {
-	const models = () => channel.call("getModels").models;
-	const op = (name, ...args) => valueOf(channel.call("models", { op: name, args }));
-	const request = async (name, ...args) => valueOf(await channel.request("models", { op: name, args }));
+	const flush = () => host.flushRegistration?.();
+	const models = () => {
+		flush();
+		return channel.call("getModels").models;
+	};
+	const op = (name, ...args) => {
+		flush();
+		return valueOf(channel.call("models", { op: name, args }));
+	};
+	const request = async (name, ...args) => {
+		flush();
+		return valueOf(await channel.request("models", { op: name, args }));
+	};
 	// `streamSimple` routes a virtual model's request (pi's reason `direct`); `stream` does not.
 	const stream = (model, context, options) => calls.viaRegistry(model, context, options, false);
 	const streamSimple = (model, context, options) => calls.viaRegistry(model, context, options, true);
@@ -51,10 +64,19 @@ export function createModelRegistry(channel, host) {
 		};
 	};
 
+	/** Another extension's registration of `id` (pi's runtime is shared): `{native, config}`. */
+	const registered = (id) => op("getRegisteredProvider", id);
+
 	return {
-		getAll: () => models(),
+		// pi re-reads models.json; a broken one is `getError()`'s, and its providers are left out.
+		refresh: async () => {
+			await request("refresh");
+			return { aborted: false, errors: new Map() };
+		},
+		getError: () => op("getError"),
+		getAll: () => op("getAll") ?? [],
 		getAvailable: () => models(),
-		find: (providerId, id) => models().find((m) => m.provider === providerId && m.id === id),
+		find: (providerId, id) => op("find", providerId, id),
 		getProvider: provider,
 		getProviderDisplayName: (id) => op("getProvider", id)?.name ?? id,
 		getProviderAuth: (id) => request("getProviderAuth", id),
@@ -85,14 +107,19 @@ export function createModelRegistry(channel, host) {
 		unregisterProvider: (id) => host.api().unregisterProvider(id),
 		registerVirtualModel: (definition) => host.api().registerVirtualModel(definition),
 		unregisterVirtualModel: (providerId, id) => host.api().unregisterVirtualModel(providerId, id),
-		// What this extension registered (pi's runtime keeps the functions; another extension's are not here).
+		// This extension's own registration with its functions; another
+		// extension's as pi-rpc has it (its config's data; a native provider
+		// as `getProvider` gives it).
 		getRegisteredProviderConfig(id) {
 			const entry = host.providers()?.byName.get(id);
-			return entry?.legacy ? entry.config : undefined;
+			if (entry) return entry.legacy ? entry.config : undefined;
+			const other = registered(id);
+			return other && !other.native && other.config ? other.config : undefined;
 		},
 		getRegisteredNativeProvider(id) {
 			const entry = host.providers()?.byName.get(id);
-			return entry && !entry.legacy ? entry.provider : undefined;
+			if (entry) return entry.legacy ? undefined : entry.provider;
+			return registered(id)?.native ? provider(id) : undefined;
 		},
 		getRegisteredProviderIds: () => op("getRegisteredProviderIds") ?? [],
 	};
