@@ -24,6 +24,7 @@ mod extension_tree_nav;
 mod extension_typed_models;
 mod login_ops;
 mod mcp_ops;
+mod reload;
 mod resource_discovery;
 mod runs;
 mod session_tree;

@@ -134,7 +134,10 @@ async function onEvent(event) {
 		case "session_start": {
 			const target = event.sessionFile;
 			delete event.sessionFile;
-			if (event.reason && event.reason !== "startup") await replaceInstance(event.reason, target);
+			// `initial`: a reload loaded this extension; its one instance is new.
+			const initial = event.initial === true;
+			delete event.initial;
+			if (event.reason && event.reason !== "startup" && !initial) await replaceInstance(event.reason, target);
 			// A command's `newSession({setup})`: the setup runs before the new instance's `session_start`.
 			const gate = sessionStartGate;
 			sessionStartGate = undefined;

@@ -42,6 +42,20 @@ export function createModelRegistry(channel, host) {
 		flush();
 		return valueOf(await channel.request("models", { op: name, args }));
 	};
+	/** A model call the `signal` of its options withdraws (pi-rpc then answers pi's "aborted" result). */
+	const cancellable = async (name, signal, ...args) => {
+		flush();
+		const answer = channel.request("models", { op: name, args });
+		const id = channel.lastRequestId();
+		const onAbort = () => channel.send({ type: "cancel", id });
+		if (signal?.aborted) onAbort();
+		else signal?.addEventListener("abort", onAbort, { once: true });
+		try {
+			return valueOf(await answer);
+		} finally {
+			signal?.removeEventListener("abort", onAbort);
+		}
+	};
 	// `streamSimple` routes a virtual model's request (pi's reason `direct`); `stream` does not.
 	const stream = (model, context, options) => calls.viaRegistry(model, context, options, false);
 	const streamSimple = (model, context, options) => calls.viaRegistry(model, context, options, true);
@@ -91,8 +105,8 @@ export function createModelRegistry(channel, host) {
 		getAvailableOfType: (type, providerId) => request("getAvailableOfType", type, providerId),
 		getModelOfType: (type, providerId, id) => op("getModelOfType", type, providerId, id),
 		findOfType: (type, providerId, id) => op("getModelOfType", type, providerId, id),
-		classify: (model, context) => request("classify", model, context),
-		generateImages: (model, context) => request("generateImages", model, context),
+		classify: (model, context, options) => cancellable("classify", options?.signal, model, context),
+		generateImages: (model, context, options) => cancellable("generateImages", options?.signal, model, context),
 		getProviderAuthStatus: (id) => op("getProviderAuthStatus", id),
 		async getApiKeyAndHeaders(model) {
 			const answer = op("getApiKeyAndHeaders", plainModel(model));
