@@ -96,7 +96,8 @@ pub(crate) struct ExtensionState {
     next_turn: Vec<AgentMessage>,
     /// Tool names each extension added.
     tools_of: HashMap<usize, Vec<String>>,
-    /// Every tool name each extension ever registered (activation happens once).
+    /// The tools each extension's last registration activates on
+    /// registration (pi activates a tool when it becomes one of them).
     tools_known: HashMap<usize, HashSet<String>>,
     /// Bumped whenever an extension changes the tools (a run picks them up).
     tools_version: Arc<AtomicU64>,
@@ -493,7 +494,7 @@ impl ExtensionState {
         self.tools_of.iter().find(|(_, names)| names.iter().any(|n| n == name)).map(|(owner, _)| *owner)
     }
 
-    /// Every tool name extension `id` ever registered.
+    /// The tools extension `id`'s last registration activated on registration.
     pub(super) fn known_tools(&self, id: usize) -> HashSet<String> {
         self.tools_known.get(&id).cloned().unwrap_or_default()
     }
@@ -508,9 +509,9 @@ impl ExtensionState {
         std::mem::take(&mut self.compaction_waiters)
     }
 
-    /// Extension `id` now owns `added` (and registered them once).
-    pub(super) fn record_tools(&mut self, id: usize, added: Vec<String>) {
-        self.tools_known.entry(id).or_default().extend(added.iter().cloned());
+    /// Extension `id` now owns `added`; `auto` of them are activated on registration.
+    pub(super) fn record_tools(&mut self, id: usize, added: Vec<String>, auto: Vec<String>) {
+        self.tools_known.insert(id, auto.into_iter().collect());
         self.tools_of.insert(id, added);
     }
 }

@@ -688,6 +688,7 @@ impl Agent {
         }
         let known_before = self.ext.known_tools(id);
         let mut added = Vec::new();
+        let mut auto = Vec::new();
         for spec in registration.tools {
             // pi's `--tools` allowlist: a tool it does not name is not registered.
             if !self.ext.tool_allowed(&spec.name) {
@@ -702,15 +703,21 @@ impl Agent {
                 self.emit(event).await;
                 continue;
             }
-            // A tool is activated when first registered (unless excluded:
-            // the registry refuses it); re-registering keeps what
-            // `setActiveTools` made of it since. With a `--tools`
+            // A tool is activated when registered as one pi activates on
+            // registration (unless excluded: the registry refuses it) and
+            // the extension's previous registration did not (a new tool,
+            // or one that was `hidden`, `codemode`, `defaultActive: false`);
+            // otherwise re-registering keeps what `setActiveTools` made of
+            // it since. With a `--tools`
             // allowlist only the tools it names are, and a tool `--tools`
             // names is whatever its `defaultActive` (as pi's loadout).
             let declarable = matches!(spec.exposure.as_deref(), None | Some("direct" | "model-only"));
             let by_default = spec.active && !self.ext.no_tools() && !self.ext.has_tool_allowlist();
             let named = declarable && self.ext.tool_named(&spec.name);
             let activate = !known_before.contains(&spec.name) && (by_default || named);
+            if spec.active || named {
+                auto.push(spec.name.clone());
+            }
             let name = spec.name.clone();
             let tool = Arc::new(ExtensionTool::new(ext.clone(), spec));
             if activate && named {
@@ -720,7 +727,7 @@ impl Agent {
             }
             added.push(name);
         }
-        self.ext.record_tools(id, added);
+        self.ext.record_tools(id, added, auto);
         self.ext.tools_changed();
     }
 

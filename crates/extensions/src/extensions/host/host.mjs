@@ -328,10 +328,11 @@ async function createInstance() {
 	// The changed registration goes out: at the end of this tick, or at once
 	// when the registry is read next (pi's model runtime changes in place).
 	const flush = () => {
-		if (!registerQueued) return;
+		if (!registerQueued) return false;
 		registerQueued = false;
-		if (current.instance.stale) return;
+		if (current.instance.stale) return false;
 		channel.send(current.instance.registration(displayName(extensionPath)));
+		return true;
 	};
 	const onChange = () => {
 		if (!current.ready || current.instance.stale || registerQueued) return;

@@ -109,10 +109,25 @@ export function createModelRegistry(channel, host) {
 		generateImages: (model, context, options) => cancellable("generateImages", options?.signal, model, context),
 		getProviderAuthStatus: (id) => op("getProviderAuthStatus", id),
 		async getApiKeyAndHeaders(model) {
+			// This extension's native provider: its own `auth.apiKey.resolve()` (key, headers, baseUrl, env), as pi asks it.
+			const own = host.providers()?.byName.get(model?.provider);
+			if (own && !own.legacy && typeof own.provider?.auth?.apiKey?.resolve === "function") {
+				let resolved;
+				try {
+					resolved = await host.providers().resolveAuth(model.provider, undefined, true);
+				} catch (error) {
+					return { ok: false, error: error?.cause?.message ?? error?.message ?? String(error) };
+				}
+				if (resolved?.auth) {
+					const auth = resolved.auth;
+					const headers = auth.headers || model.headers ? { ...(auth.headers ?? {}), ...(model.headers ?? {}) } : undefined;
+					return { ok: true, apiKey: auth.apiKey, headers, ...(auth.baseUrl ? { baseUrl: auth.baseUrl } : {}), env: resolved.env };
+				}
+			}
 			const answer = op("getApiKeyAndHeaders", plainModel(model));
 			if (!answer?.ok) return { ok: false, error: answer?.error ?? `No API key found for "${model?.provider}"` };
-			// As pi: a resolved auth has its key, headers and environment; without one, the configured headers.
-			return answer.auth ? { ok: true, apiKey: answer.apiKey, headers: answer.headers, env: undefined } : { ok: true, headers: answer.headers };
+			// As pi: a resolved auth has its key, headers and environment (its credential's); without one, the configured headers.
+			return answer.auth ? { ok: true, apiKey: answer.apiKey, headers: answer.headers, env: answer.env } : { ok: true, headers: answer.headers };
 		},
 		registerProvider(nameOrProvider, config) {
 			if (typeof nameOrProvider === "string" && !config) throw new Error("Provider config is required when registering by name");

@@ -1,7 +1,7 @@
 // pi-rpc extension host: pi's theme in RPC mode, `ctx.ui.theme` and the
 // `Theme` class, `initTheme` and the component themes pi-coding-agent
 // exports. pi 1.6.0's RPC mode loads the theme the settings name once at
-// start-up (`theme`: `dark`, `light` or a custom theme file
+// start-up (here: when first read) (`theme`: `dark`, `light` or a custom theme file
 // `<agent dir>/themes/<name>.json`; a name with "/" (automatic light/dark),
 // an unknown or invalid theme silently give the system theme) and
 // registers no other themes (packages' and extensions' themes are for the
