@@ -100,7 +100,9 @@ fn linker_script(list: &str) -> String {
         match line.strip_prefix('=') {
             Some(exact) => {
                 generic.push(hash_free(exact));
-                place(exact.to_string());
+                // Without its `.N` suffix (numbered by LTO: any code change renumbers them);
+                // the script's `.text.<name>.*` matches each numbered copy.
+                place(strip_numeric_suffixes(exact).to_string());
             }
             None => place(hash_free(line)),
         }

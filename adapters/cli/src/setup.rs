@@ -128,6 +128,15 @@ pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentC
     let (resources, mut extensions, project_trusted) = resources_and_extensions(args, &agent_dir, &cwd)?;
     extensions.tool_allowlist = tool_allowlist;
     extensions.requested_tools = requested_tools;
+    // pi's `usesDefaultTools`: a reload activates what `defaultTools` newly adds.
+    extensions.default_tool_edits = match &args.tools {
+        _ if args.no_tools || args.no_builtin_tools => None,
+        None => Some(Vec::new()),
+        Some(list) if list.iter().any(|t| t.trim().starts_with(['+', '-'])) => {
+            Some(expand_tool_patterns(list, &builtin_names))
+        }
+        Some(_) => None,
+    };
     // pi: an option no extension registers as a flag is refused.
     if extensions.paths.is_empty() && !args.extension_flags.is_empty() {
         let names: Vec<String> = args.extension_flags.iter().map(|(name, _)| format!("--{name}")).collect();
@@ -248,14 +257,15 @@ fn resources_and_extensions(
     for warning in warnings {
         tracing::warn!("{warning}");
     }
-    let found = discover_extensions(&DiscoverOptions {
+    let discovery = DiscoverOptions {
         agent_dir: agent_dir.to_path_buf(),
         cwd: cwd.to_path_buf(),
         project_trusted: options.project_trusted,
         cli_paths: packages.cli_extensions,
         no_extensions: args.no_extensions,
         package_paths: packages.extensions,
-    });
+    };
+    let found = discover_extensions(&discovery);
     let extensions = ExtensionOptions {
         paths: found.paths,
         load_errors: found.errors,
@@ -268,6 +278,8 @@ fn resources_and_extensions(
         tool_allowlist: None,
         requested_tools: Vec::new(),
         flags: Vec::new(),
+        discovery: Some(discovery),
+        default_tool_edits: None,
     };
     Ok((resources, extensions, options.project_trusted))
 }

@@ -21,6 +21,21 @@ use super::{ClusterOptions, LEASE_BUCKET, connect_client};
 /// arena, some hundred kilobytes for a thousand leases.)
 const READ_BUFFER: u16 = 4096;
 
+/// Connect the keeper's thread to the bus and open the lease bucket there
+/// (on the keeper's runtime, whose blocking pool the claims get).
+async fn open(options: ClusterOptions, here: Arc<kv::Store>) -> Result<Keeper, String> {
+    let client = connect_client(&options, "leases", READ_BUFFER).await?;
+    let jetstream = async_nats::jetstream::new(client);
+    let leases = jetstream
+        .get_key_value(LEASE_BUCKET)
+        .await
+        .map_err(|e| format!("--cluster: cannot open the lease bucket {LEASE_BUCKET}: {e}"))?;
+    Ok(Keeper {
+        renewals: Arc::new(Renewals::new(Arc::new(leases), here, options.worker.clone(), options.lease_ttl)),
+        claims: Claims::on(tokio::runtime::Handle::current()),
+    })
+}
+
 /// The renewals' thread, and the leases it renews.
 #[derive(Clone)]
 pub struct Keeper {
@@ -51,38 +66,23 @@ impl Keeper {
                         return;
                     }
                 };
-            runtime.block_on(async move {
-                let opened = async {
-                    let client = connect_client(&options, "leases", READ_BUFFER).await?;
-                    let jetstream = async_nats::jetstream::new(client);
-                    jetstream
-                        .get_key_value(LEASE_BUCKET)
-                        .await
-                        .map_err(|e| format!("--cluster: cannot open the lease bucket {LEASE_BUCKET}: {e}"))
-                }
-                .await;
-                let keeper = opened.map(|leases| Keeper {
-                    renewals: Arc::new(Renewals::new(
-                        Arc::new(leases),
-                        here,
-                        options.worker.clone(),
-                        options.lease_ttl,
-                    )),
-                    claims: Claims::on(tokio::runtime::Handle::current()),
-                });
-                let renewals = match &keeper {
-                    Ok(keeper) => keeper.renewals.clone(),
-                    Err(_) => {
-                        let _ = ready_tx.send(keeper);
-                        return;
-                    }
-                };
-                if ready_tx.send(keeper).is_err() {
+            // Opened in a future of its own on the heap (the connection's and the
+            // bucket's are large): on this thread's stack, its pages would stay
+            // resident for as long as the worker runs; on the heap, the renewals
+            // reuse them once it is done.
+            let keeper = runtime.block_on(Box::pin(open(options, here)));
+            let renewals = match &keeper {
+                Ok(keeper) => keeper.renewals.clone(),
+                Err(_) => {
+                    let _ = ready_tx.send(keeper);
                     return;
                 }
-                // Runs the renewals until the process ends.
-                renewals.run().await;
-            });
+            };
+            if ready_tx.send(keeper).is_err() {
+                return;
+            }
+            // Runs the renewals until the process ends.
+            runtime.block_on(renewals.run());
         });
         started.map_err(|e| format!("the lease keeper's thread: {e}"))?;
         ready_rx.await.map_err(|_| "the lease keeper's thread ended".to_string())?

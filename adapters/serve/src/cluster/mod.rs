@@ -81,7 +81,18 @@ impl std::fmt::Debug for Cluster {
 impl Cluster {
     /// Connect (retrying in the background while the server is away) and
     /// open the lease bucket (created on first use).
+    ///
+    /// The joining runs in a future of its own on the heap: the connections',
+    /// the stream's and the bucket's futures are large, and in the caller's
+    /// future (or on the stack of the thread that polls it, the main thread's
+    /// for `pi serve`) their room would stay resident as long as the worker
+    /// runs; on the heap it is freed once the worker has joined (and given
+    /// back by the allocator's next trim).
     pub async fn connect(options: ClusterOptions) -> Result<Cluster, String> {
+        Box::pin(Cluster::join(options)).await
+    }
+
+    async fn join(options: ClusterOptions) -> Result<Cluster, String> {
         let client = connect_client(&options, "", READ_BUFFER).await?;
         let jetstream = async_nats::jetstream::new(client.clone());
         let leases = match jetstream.get_key_value(LEASE_BUCKET).await {

@@ -3,14 +3,17 @@
 //!
 //! * Each lease is due a period (a third of the TTL) after its last renewal
 //!   was sent. The loop wakes when the next one is due (at most every
-//!   eighth of a period), takes every lease that is due, and renews them as
-//!   one batch: [`AT_ONCE`] bus requests run concurrently, so one that waits
-//!   on the bus holds none of the others back, and their futures take room
-//!   only while they run (a few at a time, whatever the number of leases).
-//!   An idle lease costs its entry in the list, nothing more: after
-//!   a large batch the allocator gives back what the batch took (glibc keeps
-//!   a thread's freed memory in that thread's arena, and no other part of
-//!   the worker allocates on the keeper's thread to reuse it).
+//!   eighth of a period) or when a renewal ends, queues every lease that is
+//!   due, and keeps [`AT_ONCE`] renewals in flight from that queue, oldest
+//!   first: one that waits on the bus holds none of the others back, and
+//!   however many leases are due, the keeper's thread has that many
+//!   requests, answers and futures alive at once, all in the loop's own
+//!   task (no task per round, no rounds side by side; the queue's room is
+//!   reused round after round). An idle lease costs its entry in the list,
+//!   nothing more: after a large round the allocator gives back what the
+//!   round took (glibc keeps a thread's freed memory in that thread's
+//!   arena, and no other part of the worker allocates on the keeper's thread
+//!   to reuse it).
 //! * The held leases are a list (a pointer each: a map keyed by lease took
 //!   twice to four times that). A lease let go (`Lease::release`, or
 //!   dropped) or lost is marked so and leaves the list at the loop's next
@@ -19,6 +22,7 @@
 //! * What a renewal finds (renewed, lost to another worker, the bus away)
 //!   is told to the lease's state (`LeaseWatch`).
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -26,22 +30,22 @@ use std::time::Duration;
 
 use async_nats::jetstream::kv;
 use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 
 use super::lease_state::{State, clock_ms, millis, owner_of, owner_value};
 
-/// Renewals of one batch in flight at once (and new leases' creates, see
-/// [`Renewals::creating`]): a batch of every lease of the worker at once
-/// would leave the keeper's heap (and its connection's write buffer) at
-/// that peak, a kilobyte or so per lease, after the batch ends. (Over the
-/// first rounds of 1,000 leases the keeper's arena grew by about 300 KiB
-/// with 64 and 140 KiB with 16 on a release build; on a debug build by 176
-/// KiB with 16 and 96 KiB with 4. With 4, 1,000 leases under a 1 s TTL,
-/// 3,000 renewals a second, had none late on a debug build at load 12.
-/// Batches of leases due at different times run side by side, so a round
-/// of many leases is not held to 4.)
+/// Renewals in flight at once, whatever the number of leases due (and new
+/// leases' creates, see [`Renewals::creating`]): every lease of the worker
+/// at once would leave the keeper's heap (and its connection's write
+/// buffer) at that peak, a kilobyte or so per lease, after the round ends.
+/// (Over the first rounds of 1,000 leases the keeper's arena grew by about
+/// 300 KiB with 64 and 140 KiB with 16 on a release build; on a debug build
+/// by 176 KiB with 16 and 96 KiB with 4, when each round was a task of its
+/// own and rounds ran side by side.)
 const AT_ONCE: usize = 4;
 
-/// A batch of at least this many renewals is followed by a trim (see [`Renewals::run`]).
+/// A run of at least this many renewals (from an idle loop to an idle
+/// loop) is followed by a trim (see [`Renewals::run`]).
 const LARGE: usize = 16;
 
 /// Every lease the worker holds, and how to renew them.
@@ -66,10 +70,16 @@ impl std::fmt::Debug for Renewals {
     }
 }
 
-/// The leases of `held` to renew at `now` (marked as being renewed), and
-/// when the next one is due; the ones let go or lost leave the list.
-fn take_due(held: &mut Vec<Arc<State>>, now: u64, ttl: Duration, period: Duration) -> (Vec<Arc<State>>, u64) {
-    let mut due = Vec::new();
+/// Queue the leases of `held` to renew at `now` in `due` (marked as being
+/// renewed), and say when the next one is due; the ones let go or lost
+/// leave the list.
+fn take_due(
+    held: &mut Vec<Arc<State>>,
+    due: &mut VecDeque<Arc<State>>,
+    now: u64,
+    ttl: Duration,
+    period: Duration,
+) -> u64 {
     let mut next = now + millis(period);
     held.retain(|state| {
         if state.is_released() || state.is_lost() {
@@ -80,7 +90,7 @@ fn take_due(held: &mut Vec<Arc<State>>, now: u64, ttl: Duration, period: Duratio
             match state.due(ttl, period) {
                 at if at <= now => {
                     state.set_renewing(true);
-                    due.push(state.clone());
+                    due.push_back(state.clone());
                 }
                 at => next = next.min(at),
             }
@@ -91,7 +101,7 @@ fn take_due(held: &mut Vec<Arc<State>>, now: u64, ttl: Duration, period: Duratio
     if held.capacity() > 64 && held.len() < held.capacity() / 4 {
         held.shrink_to_fit();
     }
-    (due, next)
+    next
 }
 
 /// What one renewal concluded.
@@ -179,34 +189,53 @@ impl Renewals {
         self.held.lock().unwrap_or_else(PoisonError::into_inner).push(state);
     }
 
-    /// The leases to renew now, with when the next one is due (see [`take_due`]).
-    fn due(&self, now: u64) -> (Vec<Arc<State>>, u64) {
+    /// Queue the leases to renew now; when the next one is due (see [`take_due`]).
+    fn due(&self, now: u64, due: &mut VecDeque<Arc<State>>) -> u64 {
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        take_due(&mut held, now, self.ttl, self.period())
+        take_due(&mut held, due, now, self.ttl, self.period())
     }
 
-    /// The loop: renew every lease when it is due, until the process ends.
+    /// The loop: renew every lease when it is due, [`AT_ONCE`] at a time,
+    /// until the process ends.
     pub(super) async fn run(self: Arc<Self>) {
         let tick = millis((self.period() / 8).clamp(Duration::from_millis(10), Duration::from_millis(250)));
+        // Due, not sent yet (oldest first), and in flight.
+        let mut due = VecDeque::new();
+        let mut running = FuturesUnordered::new();
+        // Renewals sent since the loop was last idle.
+        let mut run_length = 0usize;
+        // When the list is looked through next (not after every renewal:
+        // that would be a pass over every lease for each one renewed).
+        let mut look = 0;
         loop {
             let now = clock_ms();
-            let (due, next) = self.due(now);
-            if !due.is_empty() {
-                let renewals = self.clone();
-                tokio::spawn(async move {
-                    let large = due.len() >= LARGE;
-                    let batch = futures::stream::iter(due).map(|s| renewals.renew_one(s)).buffer_unordered(AT_ONCE);
-                    batch.for_each(|()| async {}).await;
-                    if large {
-                        // What the batch's requests and answers took stays in this
-                        // thread's allocator arena, which nothing else of the worker
-                        // reuses: given back (a few hundred bytes per lease).
-                        crate::trim::release_free_memory();
-                    }
-                });
+            if now >= look {
+                look = self.due(now, &mut due).max(now + tick);
             }
-            let wake = next.max(now + tick);
-            tokio::time::sleep(Duration::from_millis(wake - now)).await;
+            while running.len() < AT_ONCE {
+                let Some(state) = due.pop_front() else { break };
+                running.push(self.renew_one(state));
+                run_length += 1;
+            }
+            if running.is_empty() {
+                if run_length >= LARGE {
+                    // What the run's requests and answers took stays in this
+                    // thread's allocator arena, which nothing else of the worker
+                    // reuses: given back (a few hundred bytes per lease).
+                    crate::trim::release_free_memory();
+                }
+                run_length = 0;
+            }
+            let sleep = tokio::time::sleep(Duration::from_millis(look.saturating_sub(now)));
+            if running.is_empty() {
+                sleep.await;
+            } else {
+                // A renewal ended (its room goes to the next one due), or the list is due a look.
+                tokio::select! {
+                    _ = running.next() => {}
+                    () = sleep => {}
+                }
+            }
         }
     }
 
@@ -258,7 +287,10 @@ impl Renewals {
             Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision && state.is_released() => Renewed::End,
             // Another worker took it, or the lease expired before this renewal
             // (late by more than the TTL): take it again if nobody else has.
-            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => match self.retake(state, last).await {
+            // (Boxed: rare, and it would make every renewal's future the size of its requests.)
+            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => match Box::pin(self.retake(state, last))
+                .await
+            {
                 Retaken::Held(revision) if state.is_released() => {
                     let _ = self.leases.delete_expect_revision(id, Some(revision)).await;
                     Renewed::End
@@ -361,22 +393,25 @@ mod tests {
         let lease = |id: &str, taken: u64| Arc::new(State::new(EpochFence::new(dir.path(), id, 1), 1, taken + 9_000));
         let (a, b, c) = (lease("a", 1_000), lease("b", 2_000), lease("c", 3_000));
         let mut held = vec![a.clone(), b.clone(), c.clone()];
-        let (due, next) = take_due(&mut held, 4_500, ttl, period);
+        let mut due = VecDeque::new();
+        let next = take_due(&mut held, &mut due, 4_500, ttl, period);
         assert_eq!((due.len(), next), (1, 5_000));
         assert!(Arc::ptr_eq(&due[0], &a) && a.is_renewing());
+        due.clear();
         // Being renewed: not taken again; b is let go, c lost.
         b.set_released();
         assert!(c.set_lost());
-        let (due, next) = take_due(&mut held, 7_000, ttl, period);
+        let next = take_due(&mut held, &mut due, 7_000, ttl, period);
         assert_eq!((due.len(), next), (0, 7_000 + 3_000));
         assert_eq!(held.len(), 1);
         assert!(Arc::ptr_eq(&held[0], &a));
         // Its renewal concluded at 4.5 s: due again at 7.5 s.
         a.renewed(4_500, ttl);
         a.set_renewing(false);
-        let (due, next) = take_due(&mut held, 7_000, ttl, period);
+        let next = take_due(&mut held, &mut due, 7_000, ttl, period);
         assert_eq!((due.len(), next), (0, 7_500));
-        assert_eq!(take_due(&mut held, 7_500, ttl, period).0.len(), 1);
+        take_due(&mut held, &mut due, 7_500, ttl, period);
+        assert_eq!(due.len(), 1);
     }
 
     #[test]
@@ -389,7 +424,7 @@ mod tests {
         for state in &held[10..] {
             state.set_released();
         }
-        take_due(&mut held, 0, Duration::from_secs(9), Duration::from_secs(3));
+        take_due(&mut held, &mut VecDeque::new(), 0, Duration::from_secs(9), Duration::from_secs(3));
         assert_eq!(held.len(), 10);
         assert!(held.capacity() < 100, "{}", held.capacity());
     }

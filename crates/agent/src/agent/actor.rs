@@ -24,6 +24,7 @@ mod extension_tree_nav;
 mod extension_typed_models;
 mod login_ops;
 mod mcp_ops;
+mod reload;
 mod resource_discovery;
 mod runs;
 mod session_tree;
@@ -235,7 +236,8 @@ impl Agent {
             }
             Internal::CurrentTools { reply } => {
                 let (tools, specs) = self.active_tool_set();
-                let _ = reply.send(super::internal::ToolSet(tools, specs, self.prompt_sections()));
+                let indirect = self.toolbox.indirect();
+                let _ = reply.send(super::internal::ToolSet(tools, specs, self.prompt_sections(), indirect));
             }
             Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
             Internal::Login(msg) => self.handle_login_msg(*msg).await,

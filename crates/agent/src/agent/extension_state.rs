@@ -96,7 +96,8 @@ pub(crate) struct ExtensionState {
     next_turn: Vec<AgentMessage>,
     /// Tool names each extension added.
     tools_of: HashMap<usize, Vec<String>>,
-    /// Every tool name each extension ever registered (activation happens once).
+    /// The tools each extension's last registration activates on
+    /// registration (pi activates a tool when it becomes one of them).
     tools_known: HashMap<usize, HashSet<String>>,
     /// Bumped whenever an extension changes the tools (a run picks them up).
     tools_version: Arc<AtomicU64>,
@@ -112,6 +113,18 @@ pub(crate) struct ExtensionState {
     session_op_replies: super::extension_session_op_state::SessionOpReplies,
     /// The command line's extension flags, until checked once the extensions started.
     flags: Vec<(String, Option<String>)>,
+    /// What found the extensions (a reload finds them again).
+    discovery: Option<crate::extensions::DiscoverOptions>,
+    /// `--tools`' edits of `defaultTools`, when that setting chooses the tools.
+    default_tool_edits: Option<Vec<String>>,
+    /// Extensions a reload loaded (greeted with reason "reload").
+    loaded_by_reload: HashSet<usize>,
+    /// A command's `ctx.reload()`, answered once the extensions it loaded started.
+    parked_reload: Option<super::extension_session_op_state::ExtReply>,
+    /// Start-up answers to `resources_discover` by extension id, held until
+    /// every extension has started: they join in load order, as pi asks
+    /// its extensions one after the other, not in the order they answer.
+    found_at_start: std::collections::BTreeMap<usize, Value>,
 }
 
 impl ExtensionState {
@@ -151,7 +164,79 @@ impl ExtensionState {
             compaction_waiters: Vec::new(),
             session_op_replies: Default::default(),
             flags: options.flags.clone(),
+            discovery: options.discovery.clone(),
+            default_tool_edits: options.default_tool_edits.clone(),
+            loaded_by_reload: HashSet::new(),
+            parked_reload: None,
+            found_at_start: Default::default(),
         }
+    }
+
+    /// Extension `id`'s start-up answer to `resources_discover`, kept until
+    /// [`Self::take_found_at_start`].
+    pub(super) fn hold_found_at_start(&mut self, id: usize, found: Value) {
+        self.found_at_start.insert(id, found);
+    }
+
+    /// Once no extension is starting: the held start-up answers, in load order.
+    pub(super) fn take_found_at_start(&mut self) -> Vec<(usize, Value)> {
+        if self.starting.iter().any(|s| *s) {
+            return Vec::new();
+        }
+        std::mem::take(&mut self.found_at_start).into_iter().collect()
+    }
+
+    /// What found the extensions at start (`None`: named by the front end).
+    pub(super) fn discovery(&self) -> Option<&crate::extensions::DiscoverOptions> {
+        self.discovery.as_ref()
+    }
+
+    /// `--tools`' edits of `defaultTools` (`None`: the setting does not choose the tools).
+    pub(super) fn default_tool_edits(&self) -> Option<&[String]> {
+        self.default_tool_edits.as_deref()
+    }
+
+    /// Tools to activate when an extension registers them (as `--tools` asks).
+    pub(super) fn request_tools(&mut self, names: Vec<String>) {
+        for name in names {
+            if !self.requested_tools.contains(&name) {
+                self.requested_tools.push(name);
+            }
+        }
+    }
+
+    /// A reload started extension `id`: ops wait until it registered (or died).
+    pub(super) fn loaded_by_reload(&mut self, id: usize) {
+        if self.starting.len() <= id {
+            self.starting.resize(id + 1, false);
+        }
+        self.starting[id] = true;
+        self.loaded_by_reload.insert(id);
+    }
+
+    /// A reload's answer: held while an extension it loaded is starting
+    /// (pi's reload resolves once every extension got its `session_start`).
+    pub(super) fn answer_reload(&mut self, reply: super::extension_session_op_state::ExtReply) {
+        if self.loaded_by_reload.iter().any(|id| self.is_starting(*id)) {
+            self.parked_reload = Some(reply);
+        } else {
+            let _ = reply.send(Ok(serde_json::json!({"cancelled": false})));
+        }
+    }
+
+    /// Answer the held reload once none of the extensions it loaded is starting.
+    pub(super) fn release_reload(&mut self) {
+        if self.loaded_by_reload.iter().any(|id| self.is_starting(*id)) {
+            return;
+        }
+        if let Some(reply) = self.parked_reload.take() {
+            let _ = reply.send(Ok(serde_json::json!({"cancelled": false})));
+        }
+    }
+
+    /// Whether a reload started extension `id`.
+    pub(super) fn is_loaded_by_reload(&self, id: usize) -> bool {
+        self.loaded_by_reload.contains(&id)
     }
 
     /// Once, when the extensions have started: what is wrong with the
@@ -409,7 +494,7 @@ impl ExtensionState {
         self.tools_of.iter().find(|(_, names)| names.iter().any(|n| n == name)).map(|(owner, _)| *owner)
     }
 
-    /// Every tool name extension `id` ever registered.
+    /// The tools extension `id`'s last registration activated on registration.
     pub(super) fn known_tools(&self, id: usize) -> HashSet<String> {
         self.tools_known.get(&id).cloned().unwrap_or_default()
     }
@@ -424,9 +509,9 @@ impl ExtensionState {
         std::mem::take(&mut self.compaction_waiters)
     }
 
-    /// Extension `id` now owns `added` (and registered them once).
-    pub(super) fn record_tools(&mut self, id: usize, added: Vec<String>) {
-        self.tools_known.entry(id).or_default().extend(added.iter().cloned());
+    /// Extension `id` now owns `added`; `auto` of them are activated on registration.
+    pub(super) fn record_tools(&mut self, id: usize, added: Vec<String>, auto: Vec<String>) {
+        self.tools_known.insert(id, auto.into_iter().collect());
         self.tools_of.insert(id, added);
     }
 }

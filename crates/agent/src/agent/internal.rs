@@ -75,11 +75,13 @@ pub enum LoginMsg {
     Finished { provider: String, error: Option<String> },
 }
 
-/// The tools of a model request, their specs, and the prompt sections for them.
+/// The tools of a model request, their specs, the prompt sections for them,
+/// and the inactive tools codemode and `tool_search` reach.
 pub struct ToolSet(
     pub crate::tools::ToolRegistry,
     pub Vec<crate::provider::ToolSpec>,
     pub crate::system_prompt::Sections,
+    pub Vec<std::sync::Arc<dyn crate::tools::Tool>>,
 );
 
 impl std::fmt::Debug for ToolSet {

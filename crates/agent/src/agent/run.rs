@@ -50,6 +50,8 @@ pub(crate) struct RunSetup {
     pub forced_prompt: Option<String>,
     pub tools: ToolRegistry,
     pub tool_specs: Vec<ToolSpec>,
+    /// Inactive `codemode` / `deferred` tools: codemode and `tool_search` reach them.
+    pub indirect: Vec<Arc<dyn crate::tools::Tool>>,
     pub tool_ctx: ToolContext,
     /// New messages that start the run (the prompt); empty for a continuation.
     pub initial: Vec<AgentMessage>,
@@ -240,9 +242,10 @@ async fn refresh_tools(s: &mut RunSetup) {
     }
     let (tx, rx) = oneshot::channel();
     s.emitter.send(Internal::CurrentTools { reply: tx }).await;
-    if let Ok(super::internal::ToolSet(tools, specs, sections)) = rx.await {
+    if let Ok(super::internal::ToolSet(tools, specs, sections, indirect)) = rx.await {
         s.tools = tools;
         s.tool_specs = specs;
+        s.indirect = indirect;
         s.sections = sections;
         s.tools_seen = version;
         super::system_update::retool_prompt_options(s);
@@ -303,8 +306,15 @@ async fn low_level_run(
             refresh_tools(s).await;
             context(s).await
         };
-        let (turn_tools, turn_specs) =
-            crate::mcp::turn::turn_tools(&s.tools, &s.tool_specs, s.mcp.as_ref(), s.reach, &context, s.models.as_ref());
+        let (turn_tools, turn_specs) = crate::mcp::turn::turn_tools(
+            &s.tools,
+            &s.tool_specs,
+            &s.indirect,
+            s.mcp.as_ref(),
+            s.reach,
+            &context,
+            s.models.as_ref(),
+        );
         let first_new = new_messages.len();
         if !s.cancel.is_cancelled()
             && let Some(update) = super::system_update::update(s, &context, &turn_specs)

@@ -87,16 +87,30 @@ impl Toolbox {
                 format!("Unknown tool: {unknown}. Known tools: {}", known.join(", ")),
             ));
         }
+        let names = names.into_iter().filter(|name| !self.is_hidden(name)).collect();
         self.active = Arc::new(dedup(names));
         Ok(&self.active)
     }
 
     /// An extension's `setActiveTools`: the known names, once each, in order
-    /// (unknown names are left out).
+    /// (unknown names are left out, and `hidden` tools, as pi never activates them).
     pub(super) fn set_active_known<'n>(&mut self, names: impl Iterator<Item = &'n str>) -> &[String] {
-        let known = names.filter(|name| self.registry.contains(name)).map(str::to_string).collect();
+        let known =
+            names.filter(|name| self.registry.contains(name) && !self.is_hidden(name)).map(str::to_string).collect();
         self.active = Arc::new(dedup(known));
         &self.active
+    }
+
+    /// The inactive tools of `codemode` or `deferred` exposure, in registry
+    /// order: codemode scripts may call them and `tool_search` may load
+    /// them, as in pi (active ones are among the active tools).
+    pub(super) fn indirect(&self) -> Vec<Arc<dyn Tool>> {
+        self.all().filter(|t| matches!(t.exposure(), "codemode" | "deferred") && !self.is_active(t.name())).collect()
+    }
+
+    /// A tool of `hidden` exposure (pi: never declared to the model nor callable).
+    fn is_hidden(&self, name: &str) -> bool {
+        self.registry.get(name).is_some_and(|tool| tool.exposure() == "hidden")
     }
 
     /// Register tools the client runs and make them active (`initialize`,

@@ -89,7 +89,7 @@ pub enum BashDecision {
 impl Extensions {
     /// Whether a live extension subscribed to `event`.
     pub fn listens(&self, event: &str) -> bool {
-        !self.is_empty() && self.shared.list.iter().any(|e| e.subscribes(event))
+        !self.is_empty() && self.list().iter().any(|e| e.subscribes(event))
     }
 
     /// Ask `ext` to decide hook `method`; `None` when it could not (reported when it answered an error).

@@ -14,8 +14,8 @@
 //! reported once (`extension_error`), and its tools and commands go away.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -118,6 +118,14 @@ pub struct ExtensionOptions {
     /// flags (`registerFlag`), in order: `(name, value)`, no value for a
     /// bare `--name`.
     pub flags: Vec<(String, Option<String>)>,
+    /// What found `paths`, for pi's reload to find the extensions again
+    /// with the settings' packages as they are then (`None`: the front end
+    /// named them itself and a reload keeps them).
+    pub discovery: Option<DiscoverOptions>,
+    /// The `defaultTools` setting chooses the active tools (`--tools` named
+    /// none, or only `+name` / `-name` edits, given here; never with
+    /// `--no-tools`): pi's reload activates the tools newly added to it.
+    pub default_tool_edits: Option<Vec<String>>,
 }
 
 /// Something an extension asks the agent to do.
@@ -170,8 +178,10 @@ pub enum ExtRequest {
     },
     /// `{op, args}`: pi's `ctx.modelRegistry` calls of the classifier and
     /// image APIs (`getModelsOfType`, `getAvailableOfType`, `getModelOfType`,
-    /// `classify`, `generateImages`), served as codemode's `models.*` are.
-    Models(Value),
+    /// `classify`, `generateImages`), served as codemode's `models.*` are;
+    /// cancelled when the extension withdraws the call (the `signal` of its
+    /// options aborted).
+    Models(Value, tokio_util::sync::CancellationToken),
     /// `{action: "new" | "fork" | "switch" | "navigate", …}`: a command's
     /// `ctx.newSession()`, `ctx.fork()`, `ctx.switchSession()`,
     /// `ctx.navigateTree()`; answered `{cancelled}` once done.
@@ -206,7 +216,7 @@ impl ExtRequest {
             }
             "sessionOp" => ExtRequest::SessionOp(params),
             "sessionAppend" => ExtRequest::SessionAppend(params),
-            "models" => ExtRequest::Models(params),
+            "models" => ExtRequest::Models(params, tokio_util::sync::CancellationToken::new()),
             _ => return None,
         })
     }
@@ -268,12 +278,77 @@ pub struct RegisteredCommand {
 }
 
 struct Shared {
-    list: Vec<Arc<Extension>>,
+    /// In load order; a reload appends the extensions it loads.
+    list: RwLock<Arc<Vec<Arc<Extension>>>>,
     ui: Arc<UiBroker>,
     timeouts: Timeouts,
     quiet: Arc<AtomicBool>,
     /// Where hook failures are reported (none when nothing was started).
     signals: Option<Signals>,
+    /// What starting one more extension needs (a reload; none when nothing was started).
+    template: Option<SpawnTemplate>,
+}
+
+/// The options extensions were started with, for those a reload loads.
+struct SpawnTemplate {
+    options: ExtensionOptions,
+    cwd: PathBuf,
+    temp_dir: PathBuf,
+    /// The TypeScript extension host, prepared when the first pi module needs it.
+    host: std::sync::Mutex<Option<Arc<host::SharedHost>>>,
+}
+
+impl SpawnTemplate {
+    /// The `hello` message of the extension at `path`.
+    fn hello(&self, path: &std::path::Path, session_id: &str, session_file: Option<&str>) -> Value {
+        let options = &self.options;
+        let mut hello =
+            protocol::hello(&path.display().to_string(), &self.cwd.display().to_string(), session_id, session_file);
+        hello["agentDir"] = Value::String(options.agent_dir.display().to_string());
+        hello["projectTrusted"] = Value::Bool(options.project_trusted);
+        hello["offline"] = Value::Bool(options.offline);
+        // pi: a bare `--name` is `true`; the last of a repeated one wins.
+        let flags: serde_json::Map<String, Value> = options
+            .flags
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone().map_or(Value::Bool(true), Value::String)))
+            .collect();
+        hello["flags"] = Value::Object(flags);
+        hello
+    }
+
+    /// The host for `path` when it is a pi module (prepared on first use).
+    fn host_for(&self, path: &std::path::Path) -> Option<Arc<host::SharedHost>> {
+        if !discovery::is_pi_module(path) {
+            return self.host.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        }
+        let mut host = self.host.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        Some(host.get_or_insert_with(|| Arc::new(host::SharedHost::new(self.options.host.clone()))).clone())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn spawn(
+        &self,
+        id: usize,
+        path: &std::path::Path,
+        session: (&str, Option<&str>),
+        ui: &Arc<UiBroker>,
+        signals: &Signals,
+        quiet: &Arc<AtomicBool>,
+    ) -> Arc<Extension> {
+        let spawn_ctx = process::SpawnContext {
+            cwd: self.cwd.clone(),
+            hello: self.hello(path, session.0, session.1),
+            ui: ui.clone(),
+            signals: signals.clone(),
+            timeouts: self.options.timeouts,
+            quiet: quiet.clone(),
+            host: self.host_for(path),
+            agent_dir: self.options.agent_dir.clone(),
+            temp_dir: self.temp_dir.clone(),
+        };
+        process::spawn(id, path.to_path_buf(), &spawn_ctx)
+    }
 }
 
 /// The running extensions (cheap to clone; empty when none are configured).
@@ -286,11 +361,12 @@ impl Default for Extensions {
     fn default() -> Self {
         Extensions {
             shared: Arc::new(Shared {
-                list: Vec::new(),
+                list: RwLock::default(),
                 ui: Arc::new(UiBroker::default()),
                 timeouts: Timeouts::default(),
                 quiet: Arc::new(AtomicBool::new(false)),
                 signals: None,
+                template: None,
             }),
         }
     }
@@ -312,46 +388,18 @@ impl Extensions {
     pub fn start(options: &ExtensionOptions, ctx: &StartContext<'_>, signals: Signals) -> Extensions {
         let ui = Arc::new(UiBroker::default());
         let quiet = Arc::new(AtomicBool::new(false));
-        // The host is looked at (and its packages installed) only when a pi module is to be loaded.
-        let host = options
-            .paths
-            .iter()
-            .any(|p| discovery::is_pi_module(p))
-            .then(|| Arc::new(host::SharedHost::new(options.host.clone())));
+        let template = SpawnTemplate {
+            options: options.clone(),
+            cwd: ctx.cwd.to_path_buf(),
+            temp_dir: ctx.temp_dir.to_path_buf(),
+            // The host is looked at (and its packages installed) only when a pi module is to be loaded.
+            host: std::sync::Mutex::new(None),
+        };
         let list = options
             .paths
             .iter()
             .enumerate()
-            .map(|(id, path)| {
-                let mut hello = protocol::hello(
-                    &path.display().to_string(),
-                    &ctx.cwd.display().to_string(),
-                    ctx.session_id,
-                    ctx.session_file,
-                );
-                hello["agentDir"] = Value::String(options.agent_dir.display().to_string());
-                hello["projectTrusted"] = Value::Bool(options.project_trusted);
-                hello["offline"] = Value::Bool(options.offline);
-                // pi: a bare `--name` is `true`; the last of a repeated one wins.
-                let flags: serde_json::Map<String, Value> = options
-                    .flags
-                    .iter()
-                    .map(|(name, value)| (name.clone(), value.clone().map_or(Value::Bool(true), Value::String)))
-                    .collect();
-                hello["flags"] = Value::Object(flags);
-                let spawn_ctx = process::SpawnContext {
-                    cwd: ctx.cwd.to_path_buf(),
-                    hello,
-                    ui: ui.clone(),
-                    signals: signals.clone(),
-                    timeouts: options.timeouts,
-                    quiet: quiet.clone(),
-                    host: host.clone(),
-                    agent_dir: options.agent_dir.clone(),
-                    temp_dir: ctx.temp_dir.to_path_buf(),
-                };
-                process::spawn(id, path.clone(), &spawn_ctx)
-            })
+            .map(|(id, path)| template.spawn(id, path, (ctx.session_id, ctx.session_file), &ui, &signals, &quiet))
             .collect();
         if !options.load_errors.is_empty() {
             let errors = options.load_errors.clone();
@@ -362,7 +410,14 @@ impl Extensions {
                 }
             });
         }
-        let shared = Arc::new(Shared { list, ui, timeouts: options.timeouts, quiet, signals: Some(signals) });
+        let shared = Arc::new(Shared {
+            list: RwLock::new(Arc::new(list)),
+            ui,
+            timeouts: options.timeouts,
+            quiet,
+            signals: Some(signals),
+            template: Some(template),
+        });
         // Dialogs announce their waiting span to every subscriber (pi's ui_prompt_start / ui_prompt_end).
         let weak = Arc::downgrade(&shared);
         shared.ui.set_prompt_listener(Box::new(move |payload| {
@@ -374,17 +429,55 @@ impl Extensions {
         Extensions { shared }
     }
 
+    /// The extensions in load order (a snapshot: a reload may add more).
+    fn list(&self) -> Arc<Vec<Arc<Extension>>> {
+        self.shared.list.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
     /// Number of extensions started (alive or not).
     pub fn len(&self) -> usize {
-        self.shared.list.len()
+        self.list().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.shared.list.is_empty()
+        self.list().is_empty()
     }
 
     pub fn get(&self, id: usize) -> Option<Arc<Extension>> {
-        self.shared.list.get(id).cloned()
+        self.list().get(id).cloned()
+    }
+
+    /// The paths of the extensions a reload has not unloaded, with their ids.
+    pub fn loaded_paths(&self) -> Vec<(usize, PathBuf)> {
+        self.list().iter().filter(|e| !e.is_retired()).map(|e| (e.id, e.path.clone())).collect()
+    }
+
+    /// Start the extension at `path` after the others (pi's reload of a
+    /// package or file added since); its id, or `None` when these
+    /// extensions were never started (nothing to start it with).
+    pub fn add(&self, path: &std::path::Path, session_id: &str, session_file: Option<&str>) -> Option<usize> {
+        let template = self.shared.template.as_ref()?;
+        let signals = self.shared.signals.as_ref()?;
+        let mut list = self.shared.list.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let id = list.len();
+        let ext = template.spawn(id, path, (session_id, session_file), &self.shared.ui, signals, &self.shared.quiet);
+        let mut grown = Vec::clone(&list);
+        grown.push(ext);
+        *list = Arc::new(grown);
+        Some(id)
+    }
+
+    /// Unload extension `id` (pi's reload of a package or file that went):
+    /// its `session_shutdown` handlers get reason `"reload"`, then it stops;
+    /// its exit is not reported.
+    pub fn retire(&self, id: usize) {
+        let Some(ext) = self.get(id).filter(|e| !e.is_retired()) else { return };
+        if ext.subscribes("session_shutdown") {
+            ext.send(&protocol::event_message(serde_json::json!({"type": "session_shutdown", "reason": "reload"})));
+        }
+        ext.retire();
+        let grace = self.shared.timeouts.shutdown_grace;
+        tokio::spawn(async move { ext.stop(grace).await });
     }
 
     pub fn ui(&self) -> &UiBroker {
@@ -393,17 +486,18 @@ impl Extensions {
 
     /// Live extensions subscribed to `event`, in load order.
     pub fn subscribers(&self, event: &str) -> Vec<Arc<Extension>> {
-        self.shared.list.iter().filter(|e| e.subscribes(event)).cloned().collect()
+        self.list().iter().filter(|e| e.subscribes(event)).cloned().collect()
     }
 
     /// Send a core event to its subscribers (never waits).
     pub fn notify(&self, event: &AgentEvent) {
-        if self.shared.list.is_empty() {
+        let list = self.list();
+        if list.is_empty() {
             return;
         }
         // Serialise only what someone listens to (message_update is hot).
         let Some(name) = protocol::event_name(event) else { return };
-        if !self.shared.list.iter().any(|e| e.subscribes(name)) {
+        if !list.iter().any(|e| e.subscribes(name)) {
             return;
         }
         if let Some((name, payload)) = protocol::event_payload(event) {
@@ -448,7 +542,7 @@ impl Extensions {
     /// several extensions is invoked as `name:1`, `name:2`, … (as pi does).
     pub fn commands(&self) -> Vec<RegisteredCommand> {
         let mut all = Vec::new();
-        for ext in self.shared.list.iter().filter(|e| e.is_ready() && !e.is_dead()) {
+        for ext in self.list().iter().filter(|e| e.is_ready() && !e.is_dead()) {
             if let Some(reg) = ext.registration() {
                 for c in reg.commands {
                     all.push(RegisteredCommand {
@@ -483,7 +577,7 @@ impl Extensions {
             Some(i) => (&rest[..i], &rest[i + 1..]),
             None => (rest, ""),
         };
-        if name.is_empty() || self.shared.list.is_empty() {
+        if name.is_empty() || self.list().is_empty() {
             return None;
         }
         self.commands().into_iter().find(|c| c.invocation == name).map(|c| (c, args.to_string()))
@@ -491,7 +585,7 @@ impl Extensions {
 
     /// The `tool_call` gate tools consult before running.
     pub fn gate(&self) -> Option<Arc<dyn ToolCallGate>> {
-        if self.shared.list.is_empty() {
+        if self.list().is_empty() {
             return None;
         }
         Some(Arc::new(tool::ExtensionGate { extensions: self.clone() }))
@@ -500,14 +594,15 @@ impl Extensions {
     /// Stop every extension: `session_shutdown` to subscribers, input closed,
     /// killed after the grace period. Deaths are no longer reported.
     pub async fn shutdown(&self) {
-        if self.shared.list.is_empty() {
+        if self.list().is_empty() {
             return;
         }
         self.notify_raw("session_shutdown", serde_json::json!({"type": "session_shutdown", "reason": "quit"}));
         self.shared.quiet.store(true, Ordering::SeqCst);
         self.shared.ui.close();
         let grace = self.shared.timeouts.shutdown_grace;
-        let stops = self.shared.list.iter().map(|e| e.stop(grace));
+        let list = self.list();
+        let stops = list.iter().map(|e| e.stop(grace));
         futures::future::join_all(stops).await;
     }
 }

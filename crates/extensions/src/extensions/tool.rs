@@ -57,6 +57,10 @@ impl Tool for ExtensionTool {
         self.spec.output_schema.as_ref().filter(|s| s.is_object())
     }
 
+    fn exposure(&self) -> &str {
+        self.spec.exposure.as_deref().unwrap_or("direct")
+    }
+
     fn callable(&self, active: bool) -> bool {
         match self.spec.exposure.as_deref() {
             None | Some("direct") => active,

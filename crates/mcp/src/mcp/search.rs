@@ -140,7 +140,14 @@ impl Tool for ToolSearch {
         let docs = match &self.mcp {
             Some(mcp) => {
                 mcp.wait_for(None).await;
-                mcp.search_docs()
+                let mut live = mcp.search_docs();
+                // Other tools (extensions' `codemode` / `deferred` ones) as they were for this call.
+                for doc in self.docs.iter().filter(|d| d.namespace.is_none()) {
+                    if !live.iter().any(|d| d.name == doc.name) {
+                        live.push(doc.clone());
+                    }
+                }
+                live
             }
             None => self.docs.clone(),
         };

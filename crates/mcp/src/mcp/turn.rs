@@ -1,7 +1,8 @@
 //! The tools of one model call: the session's active tools, plus what MCP
-//! adds — `codemode` (it can call every reachable tool), `tool_search` (with
-//! the tools it loaded on this branch), `direct` MCP tools and the resource
-//! tools when their widest exposure is `direct`.
+//! adds — `codemode` (it can call every reachable tool: the active ones
+//! other tools may call, the inactive `codemode` / `deferred` ones, MCP
+//! tools), `tool_search` (with the tools it loaded on this branch), `direct`
+//! MCP tools and the resource tools when their widest exposure is `direct`.
 
 use std::sync::Arc;
 
@@ -37,6 +38,7 @@ impl Reach {
 pub fn turn_tools(
     base: &ToolRegistry,
     base_specs: &[ToolSpec],
+    indirect: &[Arc<dyn Tool>],
     mcp: Option<&Arc<McpManager>>,
     reach: Reach,
     context: &[AgentMessage],
@@ -52,10 +54,13 @@ pub fn turn_tools(
         }
     };
     if reach.codemode {
+        // pi: a script calls what `ctx.executeTool()` may (not `model-only` tools).
         let mut entries: Vec<CatalogEntry> = base_specs
             .iter()
             .filter_map(|s| base.get(&s.name))
-            .map(|tool| CatalogEntry::builtin(tool.clone()))
+            .filter(|tool| tool.callable(true))
+            .chain(indirect.iter().cloned())
+            .map(CatalogEntry::builtin)
             .collect();
         entries.extend(
             exposed.iter().filter(|t| t.exposure != Exposure::Hidden).map(|t| CatalogEntry::from_exposed(t.clone())),
@@ -67,7 +72,8 @@ pub fn turn_tools(
         let docs = exposed
             .iter()
             .filter(|t| matches!(t.exposure, Exposure::Deferred | Exposure::Codemode))
-            .map(|t| t.search.clone());
+            .map(|t| t.search.clone())
+            .chain(indirect.iter().map(|t| CatalogEntry::builtin(t.clone()).search));
         add(Arc::new(ToolSearch::new(docs.collect(), mcp.cloned())), &mut registry, &mut specs);
     }
     let filter = mcp.map(|m| m.filter.clone()).unwrap_or_default();
@@ -78,6 +84,8 @@ pub fn turn_tools(
         for name in loaded_tools(context) {
             if let Some(t) = exposed.iter().find(|t| t.tool.name() == name && t.exposure != Exposure::Hidden) {
                 add(t.tool.clone(), &mut registry, &mut specs);
+            } else if let Some(t) = indirect.iter().find(|t| t.name() == name) {
+                add(t.clone(), &mut registry, &mut specs);
             }
         }
     }

@@ -1,5 +1,6 @@
 //! The shared HTTP client of the providers and logins: one `reqwest::Client`
-//! (rustls with the ring provider), a JSON POST helper that honours
+//! (rustls with the ring provider, the system's roots read on the first TLS
+//! handshake: [`super::tls`]), a JSON POST helper that honours
 //! cancellation, SSE body streaming with an idle timeout, and transport-error
 //! texts. Every request built here goes through the test hook
 //! `PI_RPC_ORIGIN_OVERRIDES` ([`super::origin`]) and pi's proxy variables
@@ -154,7 +155,11 @@ impl HttpClient {
         let built = self.inner.get_or_init(|| {
             install_crypto_provider();
             let proxies = ProxyEnv::from_process(self.settings_proxy.as_deref());
+            // reqwest's own TLS set-up, except that the system's roots are
+            // read on the first TLS handshake (plain HTTP never needs them).
+            let tls = super::tls::client_config()?;
             let client = reqwest::Client::builder()
+                .tls_backend_preconfigured(tls)
                 .connect_timeout(self.options.connect_timeout)
                 .pool_idle_timeout(Duration::from_secs(90))
                 .proxy(proxies.to_reqwest())

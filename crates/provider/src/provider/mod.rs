@@ -50,6 +50,7 @@ pub mod sse;
 pub mod strict_schema;
 #[cfg(test)]
 pub(crate) mod test_support;
+mod tls;
 pub mod typed;
 pub mod wire_tool_call;
 pub mod wire_usage;

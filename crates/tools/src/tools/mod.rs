@@ -253,6 +253,12 @@ pub trait Tool: Send + Sync {
         &[]
     }
 
+    /// pi's `exposure`: how the model reaches it (`direct`, `model-only`,
+    /// `codemode`, `deferred` or `hidden`; pi-rpc's own tools are `direct`).
+    fn exposure(&self) -> &str {
+        "direct"
+    }
+
     /// May other tools call it through `ctx.executeTool()` (pi's `exposure`):
     /// `direct` tools while active, `codemode` / `deferred` ones always,
     /// `model-only` and `hidden` ones never.

@@ -391,7 +391,7 @@ impl Agent {
             }
             ExtSignal::Greeted { id, found } => {
                 if let Some(found) = found {
-                    self.add_found_resources(id, &found);
+                    self.ext.hold_found_at_start(id, found);
                 }
                 self.extension_started(id).await;
             }
@@ -400,9 +400,7 @@ impl Agent {
                     self.add_found_resources_of(&path, &found);
                 }
                 match reply {
-                    Some(reply) => {
-                        let _ = reply.send(Ok(json!({"cancelled": false})));
-                    }
+                    Some(reply) => self.ext.answer_reload(reply),
                     None => {
                         self.ext.discovery_done();
                         self.release_deferred().await;
@@ -419,15 +417,7 @@ impl Agent {
                 self.extension_setup_done(id, None);
                 let path = self.ext.handle().get(id).map(|e| e.path_string()).unwrap_or_default();
                 self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
-                for name in self.ext.take_tools_of(id) {
-                    self.remove_extension_tool(&name);
-                }
-                for (provider, model) in self.ext.replace_virtual_models(id, Vec::new()) {
-                    self.models.remove_virtual(&provider, &model);
-                }
-                for spec in self.ext.replace_providers(id, Vec::new()).iter().rev() {
-                    self.models.unregister_provider(spec);
-                }
+                self.forget_extension(id);
                 self.extension_started(id).await;
             }
             ExtSignal::Host(HostSignal::Error { path, event, error }) => {
@@ -437,8 +427,8 @@ impl Agent {
             ExtSignal::Host(HostSignal::Request { id, request: ExtRequest::SessionOp(p), reply }) => {
                 self.extension_session_op(id, p, reply).await;
             }
-            ExtSignal::Host(HostSignal::Request { request: ExtRequest::Models(p), reply, .. }) => {
-                self.extension_models_call(&p, reply);
+            ExtSignal::Host(HostSignal::Request { request: ExtRequest::Models(p, cancel), reply, .. }) => {
+                self.extension_models_call(&p, &cancel, reply);
             }
             ExtSignal::Host(HostSignal::Request { id, request, reply }) => {
                 let result = self.extension_request(id, request).await;
@@ -505,6 +495,21 @@ impl Agent {
         }
     }
 
+    /// Extension `id` died or was unloaded: its tools, virtual models and
+    /// providers go (a built-in tool or a provider it replaced comes back).
+    pub(super) fn forget_extension(&mut self, id: usize) {
+        for name in self.ext.take_tools_of(id) {
+            self.remove_extension_tool(&name);
+        }
+        for (provider, model) in self.ext.replace_virtual_models(id, Vec::new()) {
+            self.models.remove_virtual(&provider, &model);
+        }
+        for spec in self.ext.replace_providers(id, Vec::new()).iter().rev() {
+            self.models.unregister_provider(spec);
+        }
+        self.ext.tools_changed();
+    }
+
     /// Give a starting extension its start-up `session_start`, then
     /// `resources_discover` when it listens. Ops keep waiting until it has
     /// answered both (pi awaits them before the first command) when it asked
@@ -515,8 +520,15 @@ impl Agent {
         }
         let Some(ext) = self.ext.handle().get(id) else { return false };
         let (greets, discovers) = (ext.subscribes("session_start"), ext.subscribes("resources_discover"));
-        let payload =
-            json!({"type": "session_start", "reason": "startup", "sessionId": self.session.record().session_id()});
+        // One a reload loaded is greeted as pi's reload greets every
+        // extension; `initial` tells the host there is no instance to replace.
+        let reloaded = self.ext.is_loaded_by_reload(id);
+        let reason = if reloaded { "reload" } else { "startup" };
+        let mut payload =
+            json!({"type": "session_start", "reason": reason, "sessionId": self.session.record().session_id()});
+        if reloaded {
+            payload["initial"] = Value::Bool(true);
+        }
         let awaited = greets && ext.registration().is_some_and(|r| r.await_session_start);
         if greets && !awaited {
             ext.send(&crate::extensions::protocol::event_message(payload.clone()));
@@ -525,7 +537,7 @@ impl Agent {
             return false;
         }
         let internal = self.channels.internal();
-        let discover = json!({"cwd": self.workspace.cwd(), "reason": "startup"});
+        let discover = json!({"cwd": self.workspace.cwd(), "reason": reason});
         tokio::spawn(async move {
             // A failure was reported by the host (its handlers' errors) or as the extension's death.
             if awaited {
@@ -537,10 +549,15 @@ impl Agent {
         true
     }
 
-    /// An extension registered or died: once none is starting, replay held ops.
+    /// An extension registered or died: once none is starting, what they
+    /// found at start-up joins in load order, and held ops are replayed.
     async fn extension_started(&mut self, id: usize) {
         tracing::debug!("extension {id}: started");
         self.ext.started(id);
+        for (id, found) in self.ext.take_found_at_start() {
+            self.add_found_resources(id, &found);
+        }
+        self.ext.release_reload();
         self.release_deferred().await;
     }
 
@@ -671,6 +688,7 @@ impl Agent {
         }
         let known_before = self.ext.known_tools(id);
         let mut added = Vec::new();
+        let mut auto = Vec::new();
         for spec in registration.tools {
             // pi's `--tools` allowlist: a tool it does not name is not registered.
             if !self.ext.tool_allowed(&spec.name) {
@@ -685,15 +703,21 @@ impl Agent {
                 self.emit(event).await;
                 continue;
             }
-            // A tool is activated when first registered (unless excluded:
-            // the registry refuses it); re-registering keeps what
-            // `setActiveTools` made of it since. With a `--tools`
+            // A tool is activated when registered as one pi activates on
+            // registration (unless excluded: the registry refuses it) and
+            // the extension's previous registration did not (a new tool,
+            // or one that was `hidden`, `codemode`, `defaultActive: false`);
+            // otherwise re-registering keeps what `setActiveTools` made of
+            // it since. With a `--tools`
             // allowlist only the tools it names are, and a tool `--tools`
             // names is whatever its `defaultActive` (as pi's loadout).
             let declarable = matches!(spec.exposure.as_deref(), None | Some("direct" | "model-only"));
             let by_default = spec.active && !self.ext.no_tools() && !self.ext.has_tool_allowlist();
             let named = declarable && self.ext.tool_named(&spec.name);
             let activate = !known_before.contains(&spec.name) && (by_default || named);
+            if spec.active || named {
+                auto.push(spec.name.clone());
+            }
             let name = spec.name.clone();
             let tool = Arc::new(ExtensionTool::new(ext.clone(), spec));
             if activate && named {
@@ -703,7 +727,7 @@ impl Agent {
             }
             added.push(name);
         }
-        self.ext.record_tools(id, added);
+        self.ext.record_tools(id, added, auto);
         self.ext.tools_changed();
     }
 

@@ -37,6 +37,7 @@ impl Agent {
                             "description": tool.description(),
                             "parameters": tool.parameters(),
                             "promptGuidelines": tool.prompt_guidelines(),
+                            "exposure": tool.exposure(),
                             "path": self.extension_tool_owner(tool.name()),
                         })
                     })

@@ -186,7 +186,8 @@ impl Agent {
     }
 
     /// pi's `modelRegistry.getApiKeyAndHeaders(model)`: `{ok: true, auth:
-    /// true, apiKey?, headers?}` with the provider's request auth; without credentials,
+    /// true, apiKey?, headers?, env?}` with the provider's request auth (`env`:
+    /// the variables stored with its `auth.json` credential); without credentials,
     /// the model's and provider's configured headers (undefined when none),
     /// or pi's `{ok: false, error}` when the provider sends its key as a
     /// bearer header (`authHeader`).
@@ -196,6 +197,10 @@ impl Agent {
         let mut out = json!({"ok": true});
         if let Some(auth) = registry.provider_auth(provider) {
             out["auth"] = json!(true);
+            let env = registry.provider_env(provider);
+            if !env.stored().is_empty() {
+                out["env"] = json!(env.stored());
+            }
             if let Some(key) = auth.api_key {
                 out["apiKey"] = json!(key);
             }

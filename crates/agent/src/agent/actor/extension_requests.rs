@@ -82,7 +82,7 @@ impl Agent {
             | ExtRequest::GetModels
             | ExtRequest::Compact(_)
             | ExtRequest::SessionOp(_)
-            | ExtRequest::Models(_)) => self.extension_host_request(id, other).await,
+            | ExtRequest::Models(..)) => self.extension_host_request(id, other).await,
             ExtRequest::Mcp { method, params } => self.extension_mcp_request(id, &method, &params),
             ExtRequest::Library(p) => {
                 let name = p.get("fn").and_then(Value::as_str).unwrap_or_default();

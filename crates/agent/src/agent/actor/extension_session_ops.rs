@@ -1,6 +1,6 @@
 //! Session ops an extension command asks for (pi's command context:
 //! `ctx.newSession()`, `ctx.fork()`, `ctx.switchSession()`; `ctx.reload()`
-//! and `ctx.navigateTree()` are served apart): each becomes the
+//! (`reload.rs`) and `ctx.navigateTree()` are served apart): each becomes the
 //! op a client would send, with a tag of its own, so that it goes through the
 //! same route (the `session_before_*` hooks, waiting for a run) and its
 //! answer, `{cancelled}` or an error, goes back to the extension instead of
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::Agent;
 use crate::agent::extension_session_op_state::ExtReply;
 use crate::agent::extension_state::ExtSignal;
-use crate::agent::internal::{Internal, QueueKind};
+use crate::agent::internal::Internal;
 use crate::agent::state::Pending;
 use crate::error::CoreError;
 use crate::op::{Op, Reply};
@@ -62,41 +62,7 @@ impl Agent {
             // `newSession({setup})`: the setup wrote to the new session; the others may start.
             Some("setupDone") => return self.extension_setup_done(id, Some(reply)),
             Some("navigate") => return self.extension_navigate_tree(&p, reply).await,
-            Some("reload") => {
-                let busy = if self.activity.is_running() {
-                    Some("Wait for the current response to finish before reloading.")
-                } else if self.activity.work().is_compacting() {
-                    Some("Wait for compaction to finish before reloading.")
-                } else {
-                    None
-                };
-                if let Some(error) = busy {
-                    let _ = reply.send(Err(error.to_string()));
-                    return;
-                }
-                // pi's `ctx.reload()` reads settings.json again (its queue
-                // modes apply), then skills and prompt templates with the
-                // paths it names (what extensions add comes again with `resources_discover`).
-                self.reload_settings();
-                if let Some((resources, warnings)) = self.ext.resources().rediscover() {
-                    for warning in warnings {
-                        tracing::warn!("{warning}");
-                    }
-                    *self.ext.resources_mut() = resources;
-                }
-                // pi's `ctx.reload()`: every extension is reloaded (the host
-                // gives the old instance `session_shutdown` and the new one
-                // `session_start`, both with reason "reload").
-                let payload = json!({
-                    "type": "session_start",
-                    "reason": "reload",
-                    "sessionId": self.session.record().session_id(),
-                });
-                self.ext.handle().notify_raw("session_start", payload);
-                // Then `resources_discover` (reason "reload"); the command goes on once it is answered.
-                self.discover_after_reload(reply);
-                return;
-            }
+            Some("reload") => return self.extension_reload(reply),
             _ => {}
         }
         match session_op(self, &p) {
@@ -142,22 +108,5 @@ impl Agent {
             }
             let _ = internal.send(Internal::Extension(Box::new(ExtSignal::SetupStarted { reply }))).await;
         });
-    }
-}
-
-impl Agent {
-    /// pi's reload reads `settings.json` again: the queue modes and the
-    /// settings the agent reads at use come from it (a broken file is logged
-    /// and the settings stay as they were).
-    fn reload_settings(&mut self) {
-        let Some(options) = self.ext.resources().options.as_ref() else { return };
-        match crate::config::Settings::load(&options.agent_dir, &options.cwd) {
-            Ok(settings) => {
-                self.queues.set_mode(QueueKind::Steering, settings.steering_mode);
-                self.queues.set_mode(QueueKind::FollowUp, settings.follow_up_mode);
-                self.prefs.reload(settings);
-            }
-            Err(e) => tracing::warn!("reload: {e}"),
-        }
     }
 }

@@ -15,7 +15,12 @@ use pi_mcp::codemode::models::ModelStep;
 
 impl Agent {
     /// Serve `{op, args}`; `reply` gets `{value}` (no `value`: undefined) or pi's error text.
-    pub(super) fn extension_models_call(&mut self, params: &Value, reply: oneshot::Sender<Result<Value, String>>) {
+    pub(super) fn extension_models_call(
+        &mut self,
+        params: &Value,
+        cancel: &CancellationToken,
+        reply: oneshot::Sender<Result<Value, String>>,
+    ) {
         let op = params.get("op").and_then(Value::as_str).unwrap_or_default();
         let args = params.get("args").and_then(Value::as_array).cloned().unwrap_or_default();
         if let Some(answer) = self.catalog_call(op, &args).or_else(|| self.registry_call(op, &args)) {
@@ -23,7 +28,7 @@ impl Agent {
             return;
         }
         let host = self.models.models_host();
-        match host.step(op, &args, &CancellationToken::new()) {
+        match host.step(op, &args, cancel) {
             ModelStep::Done(result) => {
                 let _ = reply.send(result.map(|value| value.map_or_else(|| json!({}), |v| json!({"value": v}))));
             }

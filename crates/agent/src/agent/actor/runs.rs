@@ -101,6 +101,7 @@ impl Agent {
             forced_prompt: None,
             tools,
             tool_specs,
+            indirect: self.toolbox.indirect(),
             tool_ctx: self.tool_context(),
             initial,
             retry: self.prefs.settings().retry,

@@ -139,6 +139,10 @@ export class Instance {
 		const ch = this.channel;
 		const state = () => this.contexts.state();
 		const invalidate = () => this.contexts.cache.clear();
+		/** A tool registered just now reaches pi-rpc before the tools are read (pi's registry changes in place). */
+		const flushTools = () => {
+			if (self.flushRegistration?.()) invalidate();
+		};
 		const syncWrite = (method, params) => {
 			const result = ch.call(method, params);
 			invalidate();
@@ -241,15 +245,17 @@ export class Instance {
 				return exec(command, args, options, self.cwd);
 			},
 			getActiveTools() {
+				flushTools();
 				return [...(state().activeTools ?? [])];
 			},
 			getAllTools() {
+				flushTools();
 				return ch.call("getAllTools").tools.map((t) => ({
 					name: t.name,
 					description: t.description,
 					parameters: t.parameters,
 					promptGuidelines: t.promptGuidelines ?? [],
-					exposure: "direct",
+					exposure: t.exposure ?? "direct",
 					sourceInfo: {
 						path: t.path ?? `builtin:${t.name}`,
 						source: t.path ? "local" : "builtin",
@@ -259,6 +265,7 @@ export class Instance {
 				}));
 			},
 			setActiveTools(names) {
+				flushTools();
 				syncWrite("setActiveTools", { names: [...(names ?? [])] });
 			},
 			async setModel(model) {

@@ -134,7 +134,10 @@ async function onEvent(event) {
 		case "session_start": {
 			const target = event.sessionFile;
 			delete event.sessionFile;
-			if (event.reason && event.reason !== "startup") await replaceInstance(event.reason, target);
+			// `initial`: a reload loaded this extension; its one instance is new.
+			const initial = event.initial === true;
+			delete event.initial;
+			if (event.reason && event.reason !== "startup" && !initial) await replaceInstance(event.reason, target);
 			// A command's `newSession({setup})`: the setup runs before the new instance's `session_start`.
 			const gate = sessionStartGate;
 			sessionStartGate = undefined;
@@ -325,10 +328,11 @@ async function createInstance() {
 	// The changed registration goes out: at the end of this tick, or at once
 	// when the registry is read next (pi's model runtime changes in place).
 	const flush = () => {
-		if (!registerQueued) return;
+		if (!registerQueued) return false;
 		registerQueued = false;
-		if (current.instance.stale) return;
+		if (current.instance.stale) return false;
 		channel.send(current.instance.registration(displayName(extensionPath)));
+		return true;
 	};
 	const onChange = () => {
 		if (!current.ready || current.instance.stale || registerQueued) return;

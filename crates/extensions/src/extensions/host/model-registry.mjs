@@ -42,6 +42,20 @@ export function createModelRegistry(channel, host) {
 		flush();
 		return valueOf(await channel.request("models", { op: name, args }));
 	};
+	/** A model call the `signal` of its options withdraws (pi-rpc then answers pi's "aborted" result). */
+	const cancellable = async (name, signal, ...args) => {
+		flush();
+		const answer = channel.request("models", { op: name, args });
+		const id = channel.lastRequestId();
+		const onAbort = () => channel.send({ type: "cancel", id });
+		if (signal?.aborted) onAbort();
+		else signal?.addEventListener("abort", onAbort, { once: true });
+		try {
+			return valueOf(await answer);
+		} finally {
+			signal?.removeEventListener("abort", onAbort);
+		}
+	};
 	// `streamSimple` routes a virtual model's request (pi's reason `direct`); `stream` does not.
 	const stream = (model, context, options) => calls.viaRegistry(model, context, options, false);
 	const streamSimple = (model, context, options) => calls.viaRegistry(model, context, options, true);
@@ -91,14 +105,29 @@ export function createModelRegistry(channel, host) {
 		getAvailableOfType: (type, providerId) => request("getAvailableOfType", type, providerId),
 		getModelOfType: (type, providerId, id) => op("getModelOfType", type, providerId, id),
 		findOfType: (type, providerId, id) => op("getModelOfType", type, providerId, id),
-		classify: (model, context) => request("classify", model, context),
-		generateImages: (model, context) => request("generateImages", model, context),
+		classify: (model, context, options) => cancellable("classify", options?.signal, model, context),
+		generateImages: (model, context, options) => cancellable("generateImages", options?.signal, model, context),
 		getProviderAuthStatus: (id) => op("getProviderAuthStatus", id),
 		async getApiKeyAndHeaders(model) {
+			// This extension's native provider: its own `auth.apiKey.resolve()` (key, headers, baseUrl, env), as pi asks it.
+			const own = host.providers()?.byName.get(model?.provider);
+			if (own && !own.legacy && typeof own.provider?.auth?.apiKey?.resolve === "function") {
+				let resolved;
+				try {
+					resolved = await host.providers().resolveAuth(model.provider, undefined, true);
+				} catch (error) {
+					return { ok: false, error: error?.cause?.message ?? error?.message ?? String(error) };
+				}
+				if (resolved?.auth) {
+					const auth = resolved.auth;
+					const headers = auth.headers || model.headers ? { ...(auth.headers ?? {}), ...(model.headers ?? {}) } : undefined;
+					return { ok: true, apiKey: auth.apiKey, headers, ...(auth.baseUrl ? { baseUrl: auth.baseUrl } : {}), env: resolved.env };
+				}
+			}
 			const answer = op("getApiKeyAndHeaders", plainModel(model));
 			if (!answer?.ok) return { ok: false, error: answer?.error ?? `No API key found for "${model?.provider}"` };
-			// As pi: a resolved auth has its key, headers and environment; without one, the configured headers.
-			return answer.auth ? { ok: true, apiKey: answer.apiKey, headers: answer.headers, env: undefined } : { ok: true, headers: answer.headers };
+			// As pi: a resolved auth has its key, headers and environment (its credential's); without one, the configured headers.
+			return answer.auth ? { ok: true, apiKey: answer.apiKey, headers: answer.headers, env: answer.env } : { ok: true, headers: answer.headers };
 		},
 		registerProvider(nameOrProvider, config) {
 			if (typeof nameOrProvider === "string" && !config) throw new Error("Provider config is required when registering by name");

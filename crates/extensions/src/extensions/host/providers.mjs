@@ -316,18 +316,31 @@ export class Providers {
 	 * stored for it (`auth.json`, `--api-key`), as pi passes it.
 	 */
 	async resolveKey(provider, credential) {
-		const apiKey = this.byName.get(provider)?.provider?.auth?.apiKey;
-		if (typeof apiKey?.resolve !== "function") throw new Error(`Provider "${provider}" has no API key auth`);
-		let resolved;
-		try {
-			resolved = await apiKey.resolve({ ctx: authContext, credential: credential ?? undefined, signal: AbortSignal.timeout(30_000) });
-		} catch (error) {
-			const cause = error instanceof Error ? error.message : String(error);
-			throw new Error(`API key auth failed for provider ${provider}: ${cause}`);
-		}
+		const resolved = await this.resolveAuth(provider, credential ?? undefined, false);
 		const auth = resolved?.auth;
 		if (!auth) return {};
 		return { apiKey: auth.apiKey, headers: auth.headers ? headerRecord(auth.headers) : undefined, baseUrl: auth.baseUrl };
+	}
+
+	/**
+	 * A native provider's `auth.apiKey.resolve()` answer (`{auth, env}`),
+	 * given `credential`, or (`lookup`) the key `auth.json` stores for it
+	 * (pi's stored credential). A failure is pi-ai's "API key auth failed for
+	 * provider …", its cause kept.
+	 */
+	async resolveAuth(provider, credential, lookup) {
+		const apiKey = this.byName.get(provider)?.provider?.auth?.apiKey;
+		if (typeof apiKey?.resolve !== "function") throw new Error(`Provider "${provider}" has no API key auth`);
+		if (lookup) {
+			const stored = this.refresh.credential(provider);
+			credential = stored?.type === "api_key" ? stored : undefined;
+		}
+		try {
+			return await apiKey.resolve({ ctx: authContext, credential, signal: AbortSignal.timeout(30_000) });
+		} catch (error) {
+			const cause = error instanceof Error ? error.message : String(error);
+			throw new Error(`API key auth failed for provider ${provider}: ${cause}`, { cause: error });
+		}
 	}
 
 	/**

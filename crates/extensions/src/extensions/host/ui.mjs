@@ -4,7 +4,7 @@
 // terminal degrades as pi documents for RPC mode (seed 000): `custom()`
 // resolves to undefined, `getEditorText()` is "", `setTheme()` fails, …
 
-import { rpcTheme } from "./shims/theme.cjs";
+import { currentTheme } from "./shims/theme.cjs";
 
 const THEME_ERROR = "Theme switching not supported in RPC mode";
 
@@ -91,6 +91,9 @@ export function createUi(channel) {
 		setEditorComponent: noop,
 		setToolsExpanded: noop,
 		addAutocompleteProvider: noop,
-		theme: rpcTheme,
+		/** pi's theme in use (the settings' `theme`, loaded when first read). */
+		get theme() {
+			return currentTheme();
+		},
 	};
 }

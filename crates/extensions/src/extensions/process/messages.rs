@@ -144,7 +144,7 @@ async fn serve_long(
         }
         // A command's session op: the session hooks it runs ask this extension too.
         "sessionOp" => ask_agent(ext, ExtRequest::SessionOp(params)).await,
-        "models" => ask_agent(ext, ExtRequest::Models(params)).await,
+        "models" => ask_agent(ext, ExtRequest::Models(params, withdrawn)).await,
         // A provider stream's `onPayload` / `onResponse` / `onProviderStreamEvent`: pi's provider events.
         "providerHook" => crate::extensions::provider_stream::serve_hook(ext.stream_observer(&params), params).await,
         other => Err(format!("unknown method: {other}")),

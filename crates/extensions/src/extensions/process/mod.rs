@@ -95,6 +95,9 @@ pub struct Extension {
     signals: Signals,
     timeouts: Timeouts,
     quiet: Arc<std::sync::atomic::AtomicBool>,
+    /// Unloaded by a reload (its package or file went): no longer offered
+    /// anything, and its exit is not reported.
+    retired: std::sync::atomic::AtomicBool,
 }
 
 /// What an extension's process needs to start.
@@ -133,7 +136,19 @@ impl Extension {
     }
 
     pub fn is_dead(&self) -> bool {
-        self.status.load(Ordering::SeqCst) == DEAD || self.kill.is_cancelled()
+        self.status.load(Ordering::SeqCst) == DEAD || self.kill.is_cancelled() || self.is_retired()
+    }
+
+    /// Unloaded by a reload ([`Extension::retire`]).
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::SeqCst)
+    }
+
+    /// Unload the extension (pi's reload of a package or file that went):
+    /// from now on it is offered no events, commands or tools, and its exit
+    /// is not reported; [`Extension::stop`] closes its input.
+    pub(super) fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
     }
 
     /// Registered and alive, subscribed to `event`.
@@ -356,6 +371,7 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
         signals: ctx.signals.clone(),
         timeouts: ctx.timeouts,
         quiet: ctx.quiet.clone(),
+        retired: std::sync::atomic::AtomicBool::new(false),
     });
     if super::discovery::is_pi_module(&path) {
         // The host may have to be installed first: the process starts (and
@@ -616,7 +632,7 @@ async fn finish(ext: Arc<Extension>, status: Option<std::process::ExitStatus>) {
     lock(&ext.streams).clear();
     // The death is queued for the actor before any waiting caller learns of
     // it, so its `extension_error` precedes what the callers do next.
-    if !ext.quiet.load(Ordering::SeqCst) {
+    if !ext.quiet.load(Ordering::SeqCst) && !ext.is_retired() {
         ext.signals.deliver(HostSignal::Died { id: ext.id, event, error: error.clone() }).await;
     }
     for call in pending {

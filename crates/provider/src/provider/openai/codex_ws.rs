@@ -549,16 +549,29 @@ async fn try_once(attempt: &Attempt, drop_continuation: bool) -> Result<Live, Fa
             seen: Vec::new(),
             done: false,
         };
-        live.feed(&event, head.is_completion()).await;
+        live.feed(&event, head.is_completion(), &attempt.cancel).await;
         return Ok(live);
     }
 }
 
 impl Live {
-    /// Decode one message; after the completion, the closing events.
-    async fn feed(&mut self, event: &SseEvent, completion: bool) {
+    /// Decode one message; after the completion, the closing events. An
+    /// extension's `provider_stream_event` handlers see it first and are
+    /// awaited (as pi-ai awaits them), and cancellation ends that wait as it
+    /// ends the HTTP transports' (the call is then aborted).
+    async fn feed(&mut self, event: &SseEvent, completion: bool, cancel: &CancellationToken) {
         if let Some(observer) = crate::provider::observe::current().filter(|o| o.wants_stream_events()) {
-            observer.stream_event(serde_json::from_str(&event.data).unwrap_or(Value::Null)).await;
+            let data = serde_json::from_str(&event.data).unwrap_or(Value::Null);
+            let seen = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => false,
+                _ = observer.stream_event(data) => true,
+            };
+            if !seen {
+                self.pending.push_back(Err(ProviderError::aborted()));
+                self.done = true;
+                return;
+            }
         }
         let mut result = self.decoder.on_event(event, &mut self.out).map(|_| ());
         if completion && result.is_ok() {
@@ -650,7 +663,7 @@ fn stream_live(live: Live, attempt: Attempt) -> ProviderStream {
                     Ok(Some(text)) => {
                         let head = serde_json::from_str::<Head>(&text).unwrap_or_default();
                         let event = sse_event(text, &head);
-                        live.feed(&event, head.is_completion()).await;
+                        live.feed(&event, head.is_completion(), &attempt.cancel).await;
                         None
                     }
                 },

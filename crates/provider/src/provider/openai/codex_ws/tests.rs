@@ -210,3 +210,50 @@ async fn api_errors_over_the_socket_fail_the_call_without_a_fallback() {
     // Without a session: a fresh request id each call.
     assert!(server.requests()[0].header("session-id").is_some_and(|id| id.len() == 36), "{sent}");
 }
+
+/// A `provider_stream_event` observer that never finishes (a slow
+/// extension handler) does not hold a cancelled call over the socket: the
+/// wait ends with the cancellation and the call is aborted, as the HTTP
+/// transports' observed phase ends it.
+#[tokio::test]
+async fn cancelling_ends_the_wait_for_a_stream_event_observer() {
+    struct Stuck {
+        seen: tokio::sync::Notify,
+    }
+    #[async_trait::async_trait]
+    impl crate::provider::observe::RequestObserver for Stuck {
+        fn wants_stream_events(&self) -> bool {
+            true
+        }
+        async fn stream_event(&self, _data: Value) {
+            self.seen.notify_one();
+            std::future::pending::<()>().await;
+        }
+    }
+    let server = FakeServer::start().await.unwrap();
+    server.accept_websockets();
+    server.push(Reply::text("An answer the observer never lets through."));
+    let provider: Arc<dyn Provider> = Arc::new(OpenAiCodexResponses::new(HttpClient::new().unwrap()));
+    let stuck = Arc::new(Stuck { seen: tokio::sync::Notify::new() });
+    let cancel = CancellationToken::new();
+    let canceller = {
+        let (stuck, cancel) = (stuck.clone(), cancel.clone());
+        tokio::spawn(async move {
+            stuck.seen.notified().await;
+            cancel.cancel();
+        })
+    };
+    let observer: Arc<dyn crate::provider::observe::RequestObserver> = stuck;
+    let call = collect(provider.as_ref(), request(&server, Some("session-stuck")), cancel);
+    // A guard against a hang only (it fails the test instead of stalling the run).
+    let (events, err) = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        crate::provider::observe::observed(Some(observer), call),
+    )
+    .await
+    .expect("the cancelled call ended");
+    canceller.await.unwrap();
+    assert_eq!(err.map(|e| e.kind), Some(crate::provider::ProviderErrorKind::Aborted));
+    assert!(events.is_empty(), "nothing was decoded past the observed event: {events:?}");
+    assert_eq!(methods(&server.requests()), ["WEBSOCKET"]);
+}

@@ -21,15 +21,40 @@ function callOptions(options = {}) {
 	return out;
 }
 
-/** The `modelStream` parameters of a call. */
-function callParams(model, context, options, api) {
+/** pi-ai's thinking levels pi-rpc's providers take. */
+const LEVELS = new Set(["minimal", "low", "medium", "high", "xhigh"]);
+
+/**
+ * The thinking level of a provider-specific `stream` call (pi-ai's
+ * `ModelsApiStreamOptions` of the model's API), where `streamSimple`'s
+ * `reasoning` is no option: the OpenAI-style APIs' `reasoningEffort`,
+ * Anthropic's `effort` with `thinkingEnabled`, Google's `thinking.level`
+ * with `thinking.enabled`; none otherwise.
+ */
+function apiReasoning(options = {}) {
+	let level;
+	if (typeof options.reasoningEffort === "string") level = options.reasoningEffort;
+	else if (options.thinkingEnabled === true && typeof options.effort === "string") level = options.effort;
+	else if (options.thinking?.enabled === true && typeof options.thinking.level === "string") level = options.thinking.level;
+	level = level?.toLowerCase();
+	if (level === "max") level = "xhigh";
+	return LEVELS.has(level) ? level : undefined;
+}
+
+/**
+ * The `modelStream` parameters of a call. `api` (`stream`, not `streamSimple`,
+ * through the registry): the options are the model API's own.
+ */
+function callParams(model, context, options, api, apiOptions = false) {
 	const transcript = normalizeContext(context ?? { messages: [] });
+	const { reasoning: _reasoning, ...rest } = options ?? {};
+	const reasoning = apiReasoning(options);
 	return {
 		model: { ...model, api: api ?? model.api },
 		systemPrompt: getCurrentSystemPrompt(transcript.messages),
 		tools: getCurrentTools(transcript.messages).map(toToolDeclaration),
 		messages: transcript.messages.filter((m) => m.role !== "system"),
-		options: callOptions(options),
+		options: apiOptions ? callOptions({ ...rest, ...(reasoning ? { reasoning } : {}) }) : callOptions(options),
 	};
 }
 
@@ -47,7 +72,7 @@ function viaPiRpc(model, context, options = {}, api) {
  * reason `direct`); `stream` does not route it and ends with pi's error.
  */
 function viaRegistry(model, context, options = {}, simple = false) {
-	const params = { ...callParams(model, context, options), registry: true, simple };
+	const params = { ...callParams(model, context, options, undefined, !simple), registry: true, simple };
 	return services().modelStream(params, options.signal, new AssistantMessageEventStream());
 }
 

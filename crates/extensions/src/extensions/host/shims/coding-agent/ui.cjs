@@ -2,34 +2,15 @@
 // hints, for extensions that build their own UI. RPC mode has no terminal:
 // the components are pi-tui components (pi's own TUI library) that render
 // plain text if an extension renders them itself, and nothing shows them;
-// theme functions return text unstyled. This module is loaded on first use,
+// the theme is pi's RPC-mode theme (theme.cjs). This module is loaded on first use,
 // since it loads pi-tui.
 
 "use strict";
 
 const { services } = require("../host-services.cjs");
-const { plainTheme } = require("../theme.cjs");
+const themes = require("../theme.cjs");
 
 const tui = services().tui();
-
-/** pi's `Theme`: styling is a no-op in RPC mode. */
-class Theme {
-	constructor(_fg, _bg, _mode, options = {}) {
-		this.name = options.name;
-		this.sourcePath = options.sourcePath;
-		this.sourceInfo = options.sourceInfo;
-		return new Proxy(this, {
-			get(target, key) {
-				if (key in target) return target[key];
-				return plainTheme[key];
-			},
-		});
-	}
-
-	get appearance() {
-		return "dark";
-	}
-}
 
 /** A horizontal rule as wide as asked, coloured with `color`. */
 class DynamicBorder {
@@ -138,12 +119,12 @@ const LANGUAGES = {
 };
 
 module.exports = {
-	Theme,
-	initTheme: () => {},
-	getMarkdownTheme: () => plainTheme,
-	getSelectListTheme: () => plainTheme,
-	getSettingsListTheme: () => plainTheme,
-	highlightCode: (code) => String(code ?? "").split("\n"),
+	Theme: themes.Theme,
+	initTheme: themes.initTheme,
+	getMarkdownTheme: themes.getMarkdownTheme,
+	getSelectListTheme: themes.getSelectListTheme,
+	getSettingsListTheme: themes.getSettingsListTheme,
+	highlightCode: themes.highlightCode,
 	getLanguageFromPath: (file) => LANGUAGES[String(file ?? "").split(".").pop()?.toLowerCase()],
 	renderDiff: (diff) => String(diff ?? ""),
 	keyText,

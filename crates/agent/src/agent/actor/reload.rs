@@ -1,0 +1,147 @@
+//! pi's `ctx.reload()` (pi 1.6.0's `AgentSession.reload`): `settings.json`
+//! is read again (queue modes, the agent's settings, the tools newly added
+//! to `defaultTools`), the settings' pi packages are resolved again, skills
+//! and prompt templates discovered again, and the extensions found again:
+//! those of a package or file that went are unloaded (`session_shutdown`
+//! with reason "reload"), those that came are loaded (their `session_start`
+//! has reason "reload"), the others are reloaded in place.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::Agent;
+use crate::agent::extension_session_op_state::ExtReply;
+use crate::agent::internal::QueueKind;
+use pi_extensions::packages::{Kind, PackageManager};
+
+impl Agent {
+    /// A command's `ctx.reload()`; `reply` is answered once the extensions'
+    /// `resources_discover` (reason "reload") answered.
+    pub(super) fn extension_reload(&mut self, reply: ExtReply) {
+        let busy = if self.activity.is_running() {
+            Some("Wait for the current response to finish before reloading.")
+        } else if self.activity.work().is_compacting() {
+            Some("Wait for compaction to finish before reloading.")
+        } else {
+            None
+        };
+        if let Some(error) = busy {
+            let _ = reply.send(Err(error.to_string()));
+            return;
+        }
+        let default_tools_before = self.default_tools();
+        self.reload_settings();
+        let package_extensions = self.reload_resources();
+        self.activate_new_default_tools(default_tools_before);
+        let added = self.reload_extensions(package_extensions);
+        // Every extension kept is reloaded (the host gives the old instance
+        // `session_shutdown` and the new one `session_start`, both with
+        // reason "reload"); those just loaded get theirs once registered.
+        let payload = json!({
+            "type": "session_start",
+            "reason": "reload",
+            "sessionId": self.session.record().session_id(),
+        });
+        for ext in self.ext.handle().subscribers("session_start").into_iter().filter(|e| !added.contains(&e.id)) {
+            ext.send(&crate::extensions::protocol::event_message(payload.clone()));
+        }
+        // Then `resources_discover` (reason "reload"); the command goes on once it is answered.
+        self.discover_after_reload(reply);
+    }
+
+    /// pi's reload reads `settings.json` again: the queue modes and the
+    /// settings the agent reads at use come from it (a broken file is logged
+    /// and the settings stay as they were).
+    fn reload_settings(&mut self) {
+        let Some(options) = self.ext.resources().options.as_ref() else { return };
+        match crate::config::Settings::load(&options.agent_dir, &options.cwd) {
+            Ok(settings) => {
+                self.queues.set_mode(QueueKind::Steering, settings.steering_mode);
+                self.queues.set_mode(QueueKind::FollowUp, settings.follow_up_mode);
+                self.prefs.reload(settings);
+            }
+            Err(e) => tracing::warn!("reload: {e}"),
+        }
+    }
+
+    /// The tools `defaultTools` selects now, with `--tools`' edits (none
+    /// when `--tools` or `--no-tools` chose the tools: pi's `usesDefaultTools`).
+    fn default_tools(&self) -> Option<Vec<String>> {
+        let edits = self.ext.default_tool_edits()?;
+        let base = self.prefs.settings().default_tools.clone();
+        let base = base.unwrap_or_else(|| crate::tools::DEFAULT_ACTIVE_TOOLS.iter().map(|s| s.to_string()).collect());
+        if edits.is_empty() {
+            return Some(base);
+        }
+        Some(crate::config::settings::apply_tool_edits(Some(base), edits.to_vec()))
+    }
+
+    /// pi activates the tools newly added to `defaultTools` (removed ones
+    /// stay active; one disabled since start stays disabled unless newly
+    /// added); one no tool has yet is activated when an extension registers it.
+    fn activate_new_default_tools(&mut self, before: Option<Vec<String>>) {
+        let (Some(before), Some(now)) = (before, self.default_tools()) else { return };
+        let added: Vec<String> = now.into_iter().filter(|t| !before.contains(t)).collect();
+        if added.is_empty() {
+            return;
+        }
+        let mut active = self.toolbox.active_names().to_vec();
+        active.extend(added.iter().cloned());
+        self.toolbox.set_active_known(active.iter().map(String::as_str));
+        self.ext.request_tools(added);
+        self.ext.tools_changed();
+    }
+
+    /// Resolve the settings' pi packages again (installing what is missing,
+    /// as at start-up) and discover skills and templates with them; the
+    /// packages' extension files, `None` when resources were not discovered.
+    fn reload_resources(&mut self) -> Option<Vec<PathBuf>> {
+        let options = self.ext.resources().options.as_ref()?;
+        let manager = PackageManager::new(&options.cwd, &options.agent_dir, options.project_trusted);
+        let resolved = manager.resolve_settings();
+        for failure in &resolved.failures {
+            tracing::warn!("{}", failure.warning());
+        }
+        if let Some(options) = self.ext.resources_mut().options.as_mut() {
+            options.packages.skills = resolved.enabled(Kind::Skills);
+            options.packages.prompts = resolved.enabled(Kind::Prompts);
+        }
+        if let Some((resources, warnings)) = self.ext.resources().rediscover() {
+            for warning in warnings {
+                tracing::warn!("{warning}");
+            }
+            *self.ext.resources_mut() = resources;
+        }
+        Some(resolved.enabled(Kind::Extensions))
+    }
+
+    /// Find the extensions again (the settings' packages as resolved now):
+    /// those no longer found are unloaded, new ones loaded after the others.
+    /// The ids of those loaded.
+    fn reload_extensions(&mut self, package_extensions: Option<Vec<PathBuf>>) -> Vec<usize> {
+        let Some(mut discovery) = self.ext.discovery().cloned() else { return Vec::new() };
+        if let Some(paths) = package_extensions {
+            discovery.package_paths = paths;
+        }
+        let found = crate::extensions::discover(&discovery);
+        for (path, error) in &found.errors {
+            tracing::warn!("reload: {path}: {error}");
+        }
+        let loaded = self.ext.handle().loaded_paths();
+        for (id, _) in loaded.iter().filter(|(_, path)| !found.paths.contains(path)) {
+            self.forget_extension(*id);
+            self.ext.handle().retire(*id);
+        }
+        let session_id = self.session.record().session_id().to_string();
+        let session_file = self.session.record().file_path().map(|p| p.display().to_string());
+        let mut added = Vec::new();
+        for path in found.paths.iter().filter(|p| !loaded.iter().any(|(_, l)| l == *p)) {
+            if let Some(id) = self.ext.handle().add(path, &session_id, session_file.as_deref()) {
+                self.ext.loaded_by_reload(id);
+                added.push(id);
+            }
+        }
+        added
+    }
+}
