@@ -342,8 +342,7 @@ impl Agent {
     /// is told now: its host runs the setup first; the others are told when
     /// it is done ([`Agent::extension_setup_done`]), as pi starts them all after it.
     pub(super) fn extensions_session_started(&mut self, reason: &str, previous: Option<String>, setup: Option<usize>) {
-        let mut payload =
-            json!({"type": "session_start", "reason": reason, "sessionId": self.session.record().session_id()});
+        let mut payload = self.session_start_payload(reason);
         if let Some(previous) = previous {
             payload["previousSessionFile"] = Value::String(previous);
         }
@@ -510,6 +509,12 @@ impl Agent {
         self.ext.tools_changed();
     }
 
+    /// The `session_start` event of this session with `reason`, as every
+    /// path that starts or restarts extensions sends it.
+    pub(super) fn session_start_payload(&self, reason: &str) -> Value {
+        json!({"type": "session_start", "reason": reason, "sessionId": self.session.record().session_id()})
+    }
+
     /// Give a starting extension its start-up `session_start`, then
     /// `resources_discover` when it listens. Ops keep waiting until it has
     /// answered both (pi awaits them before the first command) when it asked
@@ -524,8 +529,7 @@ impl Agent {
         // extension; `initial` tells the host there is no instance to replace.
         let reloaded = self.ext.is_loaded_by_reload(id);
         let reason = if reloaded { "reload" } else { "startup" };
-        let mut payload =
-            json!({"type": "session_start", "reason": reason, "sessionId": self.session.record().session_id()});
+        let mut payload = self.session_start_payload(reason);
         if reloaded {
             payload["initial"] = Value::Bool(true);
         }

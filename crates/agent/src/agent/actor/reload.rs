@@ -8,8 +8,6 @@
 
 use std::path::PathBuf;
 
-use serde_json::json;
-
 use super::Agent;
 use crate::agent::extension_session_op_state::ExtReply;
 use crate::agent::internal::QueueKind;
@@ -38,11 +36,7 @@ impl Agent {
         // Every extension kept is reloaded (the host gives the old instance
         // `session_shutdown` and the new one `session_start`, both with
         // reason "reload"); those just loaded get theirs once registered.
-        let payload = json!({
-            "type": "session_start",
-            "reason": "reload",
-            "sessionId": self.session.record().session_id(),
-        });
+        let payload = self.session_start_payload("reload");
         for ext in self.ext.handle().subscribers("session_start").into_iter().filter(|e| !added.contains(&e.id)) {
             ext.send(&crate::extensions::protocol::event_message(payload.clone()));
         }
