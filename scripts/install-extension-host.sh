@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the npm packages of pi-rpc's TypeScript extension host (the jiti
-# loader, typebox, pi-tui and two small parsers, at the versions pinned in
+# loader, typebox, pi-tui, two small parsers and highlight.js, at the versions pinned in
 # crates/extensions/src/extensions/host.rs) into
 # DIR/node_modules ahead of time. pi-rpc installs them itself the first time a
 # pi module needs them; this script is for machines that will be offline, and
@@ -16,7 +16,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 dir="${1:-${PI_RPC_EXTENSION_HOST_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/pi-rpc/extension-host}}"
 # The pins, read from the one place they are declared.
 packages=$(sed -n '/^pub const HOST_PACKAGES/,/\];/p' "$root/crates/extensions/src/extensions/host.rs" |
-  grep -o '("[a-z@/-]*", "[0-9.]*")' | sed 's/("\([^"]*\)", "\([^"]*\)")/\1@\2/' | tr '\n' ' ')
+  grep -o '("[a-z@/.-]*", "[0-9.]*")' | sed 's/("\([^"]*\)", "\([^"]*\)")/\1@\2/' | tr '\n' ' ')
 [ -n "$packages" ] || { echo "install-extension-host: cannot read HOST_PACKAGES from crates/extensions/src/extensions/host.rs" >&2; exit 1; }
 missing=0
 for spec in $packages; do

@@ -21,14 +21,16 @@ use serde_json::Value;
 /// The host's npm packages: the TypeScript loader pi itself uses, the schema
 /// builder pi's extensions import (`typebox`, `@sinclair/typebox`), pi's own
 /// TUI library (`@earendil-works/pi-tui`, what extensions import for their
-/// components and key names), and the two small parsers pi's helpers use
-/// (YAML front matter, partial JSON of streaming tool arguments).
+/// components and key names), the two small parsers pi's helpers use
+/// (YAML front matter, partial JSON of streaming tool arguments), and the
+/// syntax highlighter pi colours code with (`highlightCode`).
 pub const HOST_PACKAGES: &[(&str, &str)] = &[
     ("jiti", "2.7.0"),
     ("typebox", "1.3.27"),
     ("@earendil-works/pi-tui", "1.6.0"),
     ("yaml", "2.9.0"),
     ("partial-json", "0.1.7"),
+    ("highlight.js", "10.7.3"),
 ];
 
 /// The oldest Node.js major version the host supports.
@@ -54,6 +56,7 @@ const FILES: &[(&str, &str)] = &[
     ("services.mjs", include_str!("host/services.mjs")),
     ("shims/host-services.cjs", include_str!("host/shims/host-services.cjs")),
     ("shims/theme.cjs", include_str!("host/shims/theme.cjs")),
+    ("shims/syntax-highlight.cjs", include_str!("host/shims/syntax-highlight.cjs")),
     ("shims/pi-tui.cjs", include_str!("host/shims/pi-tui.cjs")),
     ("shims/pi-coding-agent.cjs", include_str!("host/shims/pi-coding-agent.cjs")),
     ("shims/coding-agent/text.cjs", include_str!("host/shims/coding-agent/text.cjs")),

@@ -252,6 +252,8 @@ function installServices() {
 		if (!packages.has(name)) packages.set(name, libraryJiti(packageEntry(name)));
 		return packages.get(name);
 	};
+	/** A module of the host's packages by its path (highlight.js's core and grammars), loaded by Node's require. */
+	services.require = createRequire(path.join(modulesDir, "package.json"));
 	globalThis[Symbol.for("pi-rpc.extension-host")] = services;
 }
 
