@@ -28,6 +28,9 @@ use super::LEASE_BUCKET;
 /// default, which the KV client's writes had).
 const ACK_WAIT: Duration = Duration::from_secs(5);
 
+/// The subjects of the leases: the prefix, then the session id.
+const SUBJECT_PREFIX: &str = concat!("$KV.", "pi_leases", ".");
+
 /// JetStream's error code for a write whose expected last sequence is not the subject's.
 const WRONG_LAST_SEQUENCE: u64 = 10071;
 
@@ -44,10 +47,12 @@ pub(super) enum Written {
 }
 
 /// The JetStream acknowledgement of a write, borrowed from its answer.
+/// (Its text fields are `Cow`s themselves, not in an `Option`: serde borrows
+/// only those, and would copy an `Option<Cow>`'s text into a `String`.)
 #[derive(Deserialize)]
 struct Ack<'a> {
-    #[serde(borrow)]
-    stream: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    stream: Cow<'a, str>,
     seq: Option<u64>,
     #[serde(borrow)]
     error: Option<AckError<'a>>,
@@ -84,10 +89,9 @@ fn read_ack(payload: &[u8]) -> Written {
     match (ack.error, ack.stream, ack.seq) {
         (Some(error), ..) if error.err_code == WRONG_LAST_SEQUENCE => Written::WrongLast,
         (Some(error), ..) => Written::Failed(format!("{} (JetStream error {})", error.description, error.err_code)),
-        (None, Some(stream), Some(seq)) if is_lease_stream(&stream) => Written::At(seq),
+        (None, stream, Some(seq)) if is_lease_stream(&stream) => Written::At(seq),
         (None, stream, _) => Written::Failed(format!(
-            "an acknowledgement without a sequence, or from another stream than KV_{LEASE_BUCKET} ({})",
-            stream.as_deref().unwrap_or("no stream named")
+            "an acknowledgement without a sequence, or from another stream than KV_{LEASE_BUCKET} ({stream:?})"
         )),
     }
 }
@@ -112,7 +116,10 @@ impl LeaseWriter {
         let mut headers = HeaderMap::new();
         headers.insert(NATS_EXPECTED_LAST_SUBJECT_SEQUENCE, HeaderValue::from(last));
         let request = Request::new().headers(headers).payload(value).timeout(Some(ACK_WAIT));
-        let subject = format!("$KV.{LEASE_BUCKET}.{id}");
+        // Sized at once (a `format!` grows its string on the way).
+        let mut subject = String::with_capacity(SUBJECT_PREFIX.len() + id.len());
+        subject.push_str(SUBJECT_PREFIX);
+        subject.push_str(id);
         match self.client.send_request(subject, request).await {
             Ok(answer) => read_ack(&answer.payload),
             Err(e) if e.kind() == RequestErrorKind::NoResponders => {
@@ -144,6 +151,11 @@ mod tests {
         for odd in [&br#"{"stream":"OTHER","seq":1}"#[..], br#"{"stream":"KV_pi_leases"}"#, b"not json", b""] {
             assert!(matches!(read_ack(odd), Written::Failed(_)), "{}", String::from_utf8_lossy(odd));
         }
+    }
+
+    #[test]
+    fn the_subject_prefix_is_the_lease_buckets() {
+        assert_eq!(SUBJECT_PREFIX, format!("$KV.{LEASE_BUCKET}."));
     }
 
     #[test]
