@@ -164,6 +164,7 @@ mod tests {
             session_id: None,
             credential: None,
             env: Default::default(),
+            api_options: Default::default(),
         }
     }
 

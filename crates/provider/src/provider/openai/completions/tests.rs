@@ -57,6 +57,7 @@ fn request(model: Model, messages: Vec<AgentMessage>) -> ProviderRequest {
         session_id: None,
         credential: None,
         env: Default::default(),
+        api_options: Default::default(),
     }
 }
 
