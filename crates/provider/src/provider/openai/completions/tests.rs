@@ -29,6 +29,7 @@ fn model(server: &FakeServer, reasoning: bool) -> Model {
         headers: None,
         thinking_level_map: None,
         compat: None,
+        extra: Default::default(),
     }
 }
 
