@@ -26,6 +26,7 @@ mod extension_provider_events;
 mod extension_provider_refresh;
 mod extension_provider_store_lock;
 mod extension_providers;
+mod extension_sdk_session;
 mod extensions;
 mod extensions_jsonrpc;
 mod framing;

@@ -3,7 +3,8 @@
 //! agent, which owns every layer they need), so that an extension gets what
 //! pi-rpc's core computes and each rule lives in one place: `convertToLlm`, `serializeConversation`, `estimateTokens`,
 //! `calculateContextTokens`, `shouldCompact`, `currentSystemMessage`, `calculateCost`,
-//! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`, `buildSystemPrompt`.
+//! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`, `buildSystemPrompt`,
+//! `buildSystemPromptSections`.
 //!
 //! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
 
@@ -132,6 +133,13 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
             }
             let sections = crate::system_prompt::options::sections(&options, crate::system_prompt::docs_root())?;
             Ok(Value::String(crate::system_prompt::render(&sections)))
+        }
+        // The same options as named sections (pi's `buildSystemPromptSections`),
+        // in the prompt's order: an SDK session's leading system message.
+        "buildSystemPromptSections" => {
+            let options = args.first().cloned().unwrap_or(Value::Null);
+            let sections = crate::system_prompt::options::sections(&options, crate::system_prompt::docs_root())?;
+            Ok(Value::Object(sections.into_iter().map(|(name, text)| (name, Value::String(text))).collect()))
         }
         "validateToolArguments" | "validateToolCall" => {
             let call = args.get(1).cloned().unwrap_or(Value::Null);

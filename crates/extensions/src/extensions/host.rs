@@ -78,6 +78,8 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/ui.cjs", include_str!("host/shims/coding-agent/ui.cjs")),
     ("shims/coding-agent/inert_components.cjs", include_str!("host/shims/coding-agent/inert_components.cjs")),
     ("shims/coding-agent/runtime.cjs", include_str!("host/shims/coding-agent/runtime.cjs")),
+    ("shims/coding-agent/agent-session.cjs", include_str!("host/shims/coding-agent/agent-session.cjs")),
+    ("shims/coding-agent/session-memory.cjs", include_str!("host/shims/coding-agent/session-memory.cjs")),
     ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),
     ("shims/pi-ai-compat.cjs", include_str!("host/shims/pi-ai-compat.cjs")),
     ("shims/pi-ai-models.cjs", include_str!("host/shims/pi-ai-models.cjs")),

@@ -12,9 +12,16 @@ const text = require("./coding-agent/text.cjs");
 const tools = require("./coding-agent/tools.cjs");
 const session = require("./coding-agent/session.cjs");
 const runtime = require("./coding-agent/runtime.cjs");
+const { AgentSession, createAgentSession } = require("./coding-agent/agent-session.cjs");
 
 const { lib: _lib, ...textExports } = text;
-Object.assign(module.exports, textExports, tools, session, runtime);
+Object.assign(module.exports, textExports, tools, session, runtime, { AgentSession, createAgentSession });
+// Named here too, so that Node's import of this file lists them: a class
+// reached through jiti's default-export fallback is a bound copy without its
+// static members (`SessionManager.inMemory()`, `SessionManager.list()`).
+exports.SessionManager = session.SessionManager;
+exports.AgentSession = AgentSession;
+exports.createAgentSession = createAgentSession;
 
 // The interactive-mode components load pi's TUI library: only when used.
 const UI_NAMES = [

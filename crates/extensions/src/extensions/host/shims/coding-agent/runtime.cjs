@@ -1,9 +1,10 @@
 // pi-rpc extension host: the rest of pi's package for extensions. Small
 // helpers work as in pi (the event bus, source infos, skills, image types,
-// stored credentials, project trust). pi's SDK, which embeds a whole second
-// pi (`createAgentSession`, `AgentSession`, `main`, `InteractiveMode`,
-// `runRpcMode`, `ModelRegistry`, `SettingsManager`, `DefaultPackageManager`,
-// …), is not part of pi-rpc: those names exist and fail with a clear error
+// stored credentials, project trust). pi's SDK session (`createAgentSession`,
+// `AgentSession`) is agent-session.cjs; the rest of pi's SDK, which embeds a
+// whole second pi (`main`, `InteractiveMode`, `runRpcMode`, `ModelRegistry`,
+// `SettingsManager`, `DefaultPackageManager`, …), is not part of pi-rpc:
+// those names exist and fail with a clear error
 // when used, naming what an extension can use instead (pi-agent-core's
 // agent loop, or pi as a process; compat/DEVIATIONS.md).
 
@@ -219,7 +220,6 @@ function sdkOnly(name) {
 
 const sdk = {};
 for (const name of [
-	"AgentSession",
 	"AgentSessionRuntime",
 	"ExtensionRunner",
 	"ModelRegistry",
@@ -233,7 +233,6 @@ for (const name of [
 	sdk[name] = sdkOnly(name);
 }
 for (const name of [
-	"createAgentSession",
 	"createAgentSessionFromServices",
 	"createAgentSessionRuntime",
 	"createAgentSessionServices",

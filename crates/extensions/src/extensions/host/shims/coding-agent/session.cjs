@@ -12,6 +12,7 @@ const path = require("node:path");
 const os = require("node:os");
 const { lib } = require("./text.cjs");
 const projection = require("./projection.cjs");
+const { MemorySessionManager } = require("./session-memory.cjs");
 
 const CURRENT_SESSION_VERSION = 3;
 const DEFAULT_COMPACTION_SETTINGS = { enabled: true, reserveTokens: 16384, keepRecentTokens: 20000 };
@@ -113,7 +114,7 @@ function runtimeOnly(what) {
 	};
 }
 
-/** pi's SessionManager: listing sessions works; a second live session does not exist here. */
+/** pi's SessionManager: listing sessions, and in-memory sessions for the SDK; file-backed ones are pi's own. */
 class SessionManager {
 	static list(cwd, sessionDir) {
 		return Promise.resolve(listDir(sessionDir ?? sessionDirFor(cwd)));
@@ -132,7 +133,11 @@ class SessionManager {
 
 	static create = runtimeOnly("create");
 	static open = runtimeOnly("open");
-	static inMemory = runtimeOnly("inMemory");
+	/** A session tree kept in memory, for an SDK session (`createAgentSession`). */
+	static inMemory(cwd = process.cwd(), options, entries) {
+		return new MemorySessionManager(cwd, options, entries);
+	}
+
 	static continueRecent = runtimeOnly("continueRecent");
 	static forkFrom = runtimeOnly("forkFrom");
 }

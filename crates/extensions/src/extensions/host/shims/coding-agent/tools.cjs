@@ -101,6 +101,7 @@ function createDefinition(name, cwd, options = {}) {
 			// pi's built-ins throw their failures; the agent shows the message.
 			if (result.isError && !(name === "bash" && result.structuredContent)) throw new Error(textOf(result.content));
 			const out = { content: result.content, details: result.details };
+			if (result.structuredContent !== undefined) out.structuredContent = result.structuredContent;
 			if (result.isError) out.isError = true;
 			return out;
 		},

@@ -1,0 +1,406 @@
+// pi-rpc extension host: pi's SDK session inside an extension
+// (`createAgentSession`, `AgentSession`). pi 1.6.0 builds a second,
+// in-process pi there; pi-rpc builds the same object from what the host
+// already has: pi's own agent loop (`@earendil-works/pi-agent-core`'s
+// `Agent`, whose model calls go to pi-rpc's providers with request-time
+// auth, as `ctx.modelRegistry.streamSimple` does), the built-in tool
+// factories (pi-rpc's tools, run with the session's cwd), a session tree
+// (`SessionManager.inMemory()`, or the caller's), and the system prompt
+// pi-rpc renders from the running session's resources (context files,
+// skills, custom and appended prompts) with the sub-session's own tools.
+// The run is pi's: the prompt's system sections and user message, the
+// loop's events to `subscribe` listeners (`agent_end` with `willRetry`,
+// then `agent_settled`), each finished message appended to the session,
+// steering and follow-up queues with `queue_update`, abort. What is left
+// out (extensions, prompt templates and skill commands inside the
+// sub-session, compaction, retries) is listed in compat/DEVIATIONS.md.
+
+"use strict";
+
+const path = require("node:path");
+const { services } = require("../host-services.cjs");
+const calls = require("../ai/calls.cjs");
+const { clampThinkingLevel } = require("../ai/models.cjs");
+const transcript = require("../ai/transcript.cjs");
+const tools = require("./tools.cjs");
+const { lib } = require("./text.cjs");
+const { MemorySessionManager } = require("./session-memory.cjs");
+
+const DEFAULT_TOOL_NAMES = ["read", "bash", "edit", "write"];
+const BUILTIN_TOOL_NAMES = ["read", "bash", "edit", "write", "grep", "find", "ls"];
+const LABELS = { read: "Read", bash: "Bash", edit: "Edit", write: "Write", grep: "Grep", find: "Find", ls: "Ls" };
+const isModifier = (name) => typeof name === "string" && /^[+-]/.test(name);
+
+/** pi's `convertToLlm`: the transcript's own messages pass, the others become what pi-rpc makes of them. */
+function convertToLlm(messages) {
+	return messages.flatMap((m) =>
+		["system", "user", "assistant", "toolResult"].includes(m?.role) ? [m] : lib("convertToLlm", [m]),
+	);
+}
+
+/** The tool names a `tools` option selects (a list, or `+name`/`-name` changes to the defaults). */
+function selectedToolNames(options) {
+	const defaults = options.noTools ? [] : DEFAULT_TOOL_NAMES;
+	const list = options.tools;
+	if (list !== undefined && !Array.isArray(list)) throw new Error("Invalid tools option: tools must be an array of tool names");
+	if (!list) return defaults;
+	if (!list.some(isModifier)) return list;
+	let names = [...defaults];
+	for (const change of list) {
+		const name = change.slice(1);
+		if (change.startsWith("+")) names = names.includes(name) ? names : [...names, name];
+		else names = names.filter((n) => n !== name);
+	}
+	return names;
+}
+
+/** The sections of a system prompt change: new or changed sections, `null` for removed ones. */
+function sectionChanges(before, after) {
+	const changes = {};
+	for (const [name, text] of Object.entries(after)) if (before[name] !== text) changes[name] = text;
+	for (const name of Object.keys(before)) if (!(name in after)) changes[name] = null;
+	return Object.keys(changes).length > 0 ? changes : undefined;
+}
+
+/** pi's one-line prompt snippet (spaces collapsed), if any. */
+const oneLine = (text) => (typeof text === "string" ? text.split(/\s+/).filter(Boolean).join(" ") : "") || undefined;
+
+const NOT_HERE = "is not available in pi-rpc's SDK session (compat/DEVIATIONS.md)";
+
+class AgentSession {
+	constructor(config) {
+		this.agent = config.agent;
+		this.sessionManager = config.sessionManager;
+		this.settingsManager = config.settingsManager;
+		this._cwd = config.cwd;
+		this._tools = config.tools; // name -> definition
+		this._promptBase = config.promptBase;
+		this._listeners = [];
+		this._steering = [];
+		this._followUp = [];
+		this._running = false;
+		this._abortRequested = false;
+		this._idleWaiters = [];
+		this._unsubscribeAgent = this.agent.subscribe((event) => this._onAgentEvent(event));
+	}
+
+	_emit(event) {
+		for (const listener of [...this._listeners]) listener(event);
+	}
+
+	_emitQueueUpdate() {
+		this._emit({ type: "queue_update", steering: [...this._steering], followUp: [...this._followUp] });
+	}
+
+	_onAgentEvent(event) {
+		if (event.type === "agent_start" && this._abortRequested) this.agent.abort();
+		if (event.type === "message_start" && event.message.role === "user") {
+			const text = transcript.contentText(event.message.content, "");
+			for (const queue of [this._steering, this._followUp]) {
+				const index = queue.indexOf(text);
+				if (index !== -1) {
+					queue.splice(index, 1);
+					this._emitQueueUpdate();
+					break;
+				}
+			}
+		}
+		this._emit(event.type === "agent_end" ? { ...event, willRetry: false } : event);
+		if (event.type === "message_end") {
+			const m = event.message;
+			if (m.role === "custom") this.sessionManager.appendCustomMessageEntry(m.customType, m.content, m.display, m.details);
+			else if (["system", "user", "assistant", "toolResult"].includes(m.role)) this.sessionManager.appendMessage(m);
+		}
+	}
+
+	/** pi's `BuildSystemPromptOptions` of this session: the running session's resources, this session's tools. */
+	_promptOptions() {
+		const active = this.getActiveToolNames();
+		const snippets = {};
+		const guidelines = {};
+		for (const [name, tool] of this._tools) {
+			const snippet = oneLine(tool.promptSnippet) ?? this._promptBase.toolSnippets?.[name];
+			if (snippet) snippets[name] = snippet;
+			const own = (tool.promptGuidelines ?? []).map((g) => String(g).trim()).filter(Boolean);
+			const rules = own.length > 0 ? own : this._promptBase.toolGuidelines?.[name];
+			if (rules?.length) guidelines[name] = rules;
+		}
+		return {
+			...this._promptBase,
+			cwd: this._cwd,
+			selectedTools: active,
+			hiddenTools: [],
+			toolSnippets: snippets,
+			toolGuidelines: guidelines,
+			promptGuidelines: [],
+			sections: {},
+		};
+	}
+
+	/** The system message the next run starts with, when its prompt changed. */
+	_systemUpdate() {
+		const sections = lib("buildSystemPromptSections", this._promptOptions());
+		const current = transcript.getCurrentSystemMessage(this.agent.state.messages)?.sections ?? {};
+		const changes = sectionChanges(current, sections);
+		return changes ? { role: "system", content: "", sections: changes, timestamp: Date.now() } : undefined;
+	}
+
+	async _run(messages) {
+		this._running = true;
+		this._abortRequested = false;
+		try {
+			await this.agent.prompt(messages);
+			while (!this._abortRequested && this.agent.hasQueuedMessages()) await this.agent.continue();
+		} finally {
+			this._running = false;
+			this._emit({ type: "agent_settled", aborted: this._abortRequested });
+			for (const resolve of this._idleWaiters.splice(0)) resolve();
+		}
+	}
+
+	async prompt(text, options = {}) {
+		if (this.isStreaming) {
+			if (!options.streamingBehavior) {
+				throw new Error("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.");
+			}
+			return options.streamingBehavior === "followUp" ? this._queue(this._followUp, text, options.images, "followUp") : this._queue(this._steering, text, options.images, "steer");
+		}
+		if (!this.model) throw new Error("No model selected.");
+		const user = { role: "user", content: [{ type: "text", text }, ...(options.images ?? [])], timestamp: Date.now() };
+		const system = this._systemUpdate();
+		options.preflightResult?.("started");
+		await this._run(system ? [system, user] : [user]);
+	}
+
+	async _queue(queue, text, images, how) {
+		queue.push(text);
+		this._emitQueueUpdate();
+		const message = { role: "user", content: [{ type: "text", text }, ...(images ?? [])], timestamp: Date.now() };
+		if (how === "steer") this.agent.steer(message);
+		else this.agent.followUp(message);
+		return "queued";
+	}
+
+	async steer(text, images) {
+		return this._queue(this._steering, text, images, "steer");
+	}
+
+	async followUp(text, images) {
+		return this._queue(this._followUp, text, images, "followUp");
+	}
+
+	async sendUserMessage(content, options = {}) {
+		const blocks = typeof content === "string" ? [{ type: "text", text: content }] : content;
+		const text = transcript.contentText(blocks, "\n");
+		const images = blocks.filter((b) => b.type === "image");
+		if (this.isStreaming) {
+			if (options.deliverAs === "followUp") return this.followUp(text, images);
+			return this.steer(text, images);
+		}
+		return this.prompt(text, { images });
+	}
+
+	clearQueue() {
+		const steering = [...this._steering];
+		const followUp = [...this._followUp];
+		this._steering = [];
+		this._followUp = [];
+		this.agent.clearAllQueues();
+		this._emitQueueUpdate();
+		return { steering, followUp };
+	}
+
+	async abort() {
+		if (this._running) this._abortRequested = true;
+		this.agent.abort();
+		await this.waitForIdle();
+	}
+
+	waitForIdle() {
+		return this.isIdle ? Promise.resolve() : new Promise((resolve) => this._idleWaiters.push(resolve));
+	}
+
+	subscribe(listener) {
+		this._listeners.push(listener);
+		return () => {
+			const index = this._listeners.indexOf(listener);
+			if (index !== -1) this._listeners.splice(index, 1);
+		};
+	}
+
+	dispose() {
+		try {
+			this.agent.abort();
+		} catch {
+			// disposing never fails
+		}
+		this._unsubscribeAgent?.();
+		this._unsubscribeAgent = undefined;
+		this._listeners = [];
+	}
+
+	get state() {
+		return this.agent.state;
+	}
+	get model() {
+		return this.agent.state.model;
+	}
+	get thinkingLevel() {
+		return this.agent.state.thinkingLevel;
+	}
+	get isStreaming() {
+		return this._running;
+	}
+	get isIdle() {
+		return !this._running;
+	}
+	get isCompacting() {
+		return false;
+	}
+	get messages() {
+		return this.agent.state.messages;
+	}
+	get systemPrompt() {
+		return lib("buildSystemPrompt", this._promptOptions());
+	}
+	get sessionFile() {
+		return this.sessionManager.getSessionFile();
+	}
+	get sessionId() {
+		return this.sessionManager.getSessionId();
+	}
+	get sessionName() {
+		return this.sessionManager.getSessionName();
+	}
+	get steeringMode() {
+		return this.agent.steeringMode;
+	}
+	get followUpMode() {
+		return this.agent.followUpMode;
+	}
+	get pendingMessageCount() {
+		return this._steering.length + this._followUp.length;
+	}
+	get retryAttempt() {
+		return 0;
+	}
+	get autoCompactionEnabled() {
+		return false;
+	}
+	getSteeringMessages() {
+		return this._steering;
+	}
+	getFollowUpMessages() {
+		return this._followUp;
+	}
+	getActiveToolNames() {
+		return this.agent.state.tools.map((t) => t.name);
+	}
+	getAllTools() {
+		return [...this._tools.values()].map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+	}
+	getToolDefinition(name) {
+		return this._tools.get(name);
+	}
+	setActiveToolsByName(names) {
+		this.agent.state.tools = names.filter((n) => this._tools.has(n)).map((n) => this._agentTool(this._tools.get(n)));
+	}
+	/** pi's `AgentTool` of a definition, run with this session's context. */
+	_agentTool(definition) {
+		const session = this;
+		const ctx = {
+			cwd: this._cwd,
+			sessionManager: this.sessionManager,
+			get model() {
+				return session.model;
+			},
+			get thinkingLevel() {
+				return session.thinkingLevel;
+			},
+		};
+		return {
+			name: definition.name,
+			label: definition.label ?? definition.name,
+			description: definition.description,
+			parameters: definition.parameters,
+			prepareArguments: definition.prepareArguments,
+			executionMode: definition.executionMode,
+			execute: (id, params, signal, onUpdate) => definition.execute(id, params, signal, onUpdate, { ...ctx, signal }),
+		};
+	}
+	async setModel(model) {
+		this.agent.state.model = model;
+		this.sessionManager.appendModelChange(model.provider, model.id);
+		this.setThinkingLevel(this.thinkingLevel);
+	}
+	setThinkingLevel(level) {
+		const effective = this.model ? clampThinkingLevel(this.model, level) : "off";
+		if (effective === this.agent.state.thinkingLevel) return;
+		this.agent.state.thinkingLevel = effective;
+		this.sessionManager.appendThinkingLevelChange(effective);
+		this._emit({ type: "thinking_level_changed", level: effective });
+	}
+	setSessionName(name) {
+		this.sessionManager.appendSessionInfo(name);
+	}
+	getLastAssistantText() {
+		const last = [...this.messages].reverse().find((m) => m.role === "assistant" && m.stopReason !== "aborted");
+		return last ? transcript.contentText(last.content, "") || undefined : undefined;
+	}
+}
+
+for (const name of ["compact", "navigateTree", "reload", "executeBash", "exportToHtml", "exportToJsonl", "cycleModel", "bindExtensions"]) {
+	AgentSession.prototype[name] = () => {
+		throw new Error(`AgentSession.${name}() ${NOT_HERE}`);
+	};
+}
+
+/** pi's `createAgentSession(options)`: a session of its own, run in this extension host. */
+async function createAgentSession(options = {}) {
+	const { channel, hello } = services();
+	const sessionManager = options.sessionManager ?? new MemorySessionManager(options.cwd ?? hello.cwd);
+	const cwd = path.resolve(options.cwd ?? sessionManager.getCwd?.() ?? hello.cwd);
+	const state = channel.call("getState");
+	const existing = sessionManager.buildSessionContext();
+	const resumed = existing.messages.length > 0;
+	const hasThinkingEntry = sessionManager.getBranch().some((e) => e.type === "thinking_level_change");
+	const model = options.model ?? state.model ?? undefined;
+	let thinkingLevel = options.thinkingLevel ?? (resumed && hasThinkingEntry ? existing.thinkingLevel : state.thinkingLevel);
+	thinkingLevel = model ? clampThinkingLevel(model, thinkingLevel ?? "off") : "off";
+
+	const definitions = new Map();
+	for (const name of BUILTIN_TOOL_NAMES) definitions.set(name, tools[`create${LABELS[name]}ToolDefinition`](cwd));
+	for (const tool of options.customTools ?? []) definitions.set(tool.name, tool);
+	const excluded = new Set(options.excludeTools ?? []);
+	const names = selectedToolNames(options);
+	const unknown = names.filter((n) => !definitions.has(n));
+	if (unknown.length > 0) throw new Error(`Invalid tools option: unknown tool ${unknown.map((n) => `"${n}"`).join(", ")}`);
+	const custom = (options.customTools ?? []).map((t) => t.name).filter((n) => !names.includes(n));
+	const active = [...names, ...custom].filter((n) => !excluded.has(n));
+
+	const core = services().agentCore();
+	const agent = new core.Agent({
+		initialState: { systemPrompt: "", model, thinkingLevel, tools: [], messages: existing.messages },
+		convertToLlm,
+		streamFn: (m, context, streamOptions) => calls.viaRegistry(m, context, streamOptions, true),
+		sessionId: sessionManager.getSessionId(),
+	});
+	if (resumed) {
+		if (!hasThinkingEntry) sessionManager.appendThinkingLevelChange(thinkingLevel);
+	} else {
+		if (model) sessionManager.appendModelChange(model.provider, model.id);
+		sessionManager.appendThinkingLevelChange(thinkingLevel);
+	}
+	const promptBase = channel.call("getSystemPromptOptions") ?? {};
+	const session = new AgentSession({ agent, sessionManager, settingsManager: options.settingsManager, cwd, tools: definitions, promptBase });
+	session.setActiveToolsByName(active);
+	return { session, extensionsResult: { extensions: [], errors: [] }, modelFallbackMessage: model ? undefined : "No models available." };
+}
+
+module.exports = {
+	AgentSession,
+	createAgentSession,
+	MemorySessionManager,
+	selectedToolNames,
+	sectionChanges,
+};

@@ -1,0 +1,165 @@
+// pi-rpc extension host: pi's `SessionManager.inMemory(cwd)`, the session
+// tree an SDK session (`createAgentSession`, agent-session.cjs) keeps in
+// memory: a header, then entries linked by `parentId`, the leaf the next
+// entry hangs from, entry ids of eight hex digits; the context of the leaf's
+// branch is built by pi's rules (projection.cjs). Nothing is written to disk.
+
+"use strict";
+
+const { randomUUID } = require("node:crypto");
+const path = require("node:path");
+const projection = require("./projection.cjs");
+
+const SESSION_VERSION = 3;
+
+class MemorySessionManager {
+	constructor(cwd = process.cwd(), options = {}, entries) {
+		this.cwd = path.resolve(cwd);
+		this.byId = new Map();
+		this.entries = [];
+		this.leafId = null;
+		this.sessionId = options?.id ?? randomUUID();
+		this.header = {
+			type: "session",
+			version: SESSION_VERSION,
+			id: this.sessionId,
+			timestamp: new Date().toISOString(),
+			cwd: this.cwd,
+			parentSession: options?.parentSession,
+		};
+		for (const entry of entries ?? []) {
+			if (entry?.type === "session") continue;
+			this.entries.push(entry);
+			if (entry?.id) this.byId.set(entry.id, entry);
+			this.leafId = entry?.id ?? this.leafId;
+		}
+	}
+
+	/** A fresh id, unique in this session. */
+	newId() {
+		for (let i = 0; i < 100; i++) {
+			const id = randomUUID().slice(0, 8);
+			if (!this.byId.has(id)) return id;
+		}
+		return randomUUID();
+	}
+
+	/** Append `fields` as an entry of `type` at the leaf; it becomes the leaf. */
+	append(type, fields) {
+		const entry = { type, id: this.newId(), parentId: this.leafId, timestamp: new Date().toISOString(), ...fields };
+		this.entries.push(entry);
+		this.byId.set(entry.id, entry);
+		this.leafId = entry.id;
+		return entry.id;
+	}
+
+	isPersisted() {
+		return false;
+	}
+	getCwd() {
+		return this.cwd;
+	}
+	getSessionDir() {
+		return "";
+	}
+	usesDefaultSessionDir() {
+		return false;
+	}
+	getSessionId() {
+		return this.sessionId;
+	}
+	getSessionFile() {
+		return undefined;
+	}
+	getHeader() {
+		return this.header;
+	}
+	getEntries() {
+		return [...this.entries];
+	}
+	getEntryCount() {
+		return this.entries.length;
+	}
+	getEntry(id) {
+		return this.byId.get(id);
+	}
+	getLeafId() {
+		return this.leafId;
+	}
+	getLeafEntry() {
+		return this.leafId ? this.byId.get(this.leafId) : undefined;
+	}
+	getChildren(parentId) {
+		return this.entries.filter((e) => e.parentId === parentId);
+	}
+	getLabel(id) {
+		let label;
+		for (const e of this.entries) if (e.type === "label" && e.targetId === id) label = e.label;
+		return label;
+	}
+	getSessionName() {
+		const info = [...this.entries].reverse().find((e) => e.type === "session_info");
+		return info?.name?.trim() || undefined;
+	}
+	/** Root to `fromId` (default: the leaf). */
+	getBranch(fromId) {
+		const branch = [];
+		let entry = this.byId.get(fromId ?? this.leafId);
+		while (entry) {
+			branch.push(entry);
+			entry = entry.parentId ? this.byId.get(entry.parentId) : undefined;
+		}
+		return branch.reverse();
+	}
+	buildContextEntries() {
+		return projection.buildContextEntries(this.entries, this.leafId, this.byId);
+	}
+	buildSessionProjection() {
+		return projection.buildSessionProjection(this.entries, this.leafId, this.byId);
+	}
+	buildSessionContext() {
+		return projection.buildSessionContext(this.entries, this.leafId, this.byId);
+	}
+
+	appendMessage(message) {
+		return this.append("message", { message });
+	}
+	appendThinkingLevelChange(thinkingLevel) {
+		return this.append("thinking_level_change", { thinkingLevel });
+	}
+	appendModelChange(provider, modelId) {
+		return this.append("model_change", { provider, modelId });
+	}
+	appendCustomEntry(customType, data) {
+		return this.append("custom", { customType, data });
+	}
+	appendSessionInfo(name) {
+		return this.append("session_info", { name: String(name).replace(/[\r\n]+/g, " ").trim() });
+	}
+	appendCustomMessageEntry(customType, content, display, details) {
+		return this.append("custom_message", { customType, content, display, details });
+	}
+	appendLabelChange(targetId, label) {
+		if (!this.byId.has(targetId)) throw new Error(`Entry ${targetId} not found`);
+		return this.append("label", { targetId, label });
+	}
+	appendCompaction(summary, firstKeptEntryId, tokensBefore, details, fromHook, usage) {
+		const id = this.newId();
+		const entry = { type: "compaction", id, parentId: this.leafId, timestamp: new Date().toISOString() };
+		Object.assign(entry, { summary, firstKeptEntryId: firstKeptEntryId ?? id, tokensBefore, details, usage, fromHook });
+		this.entries.push(entry);
+		this.byId.set(id, entry);
+		this.leafId = id;
+		return id;
+	}
+	/** Move the leaf to `id`: the next entry starts a branch there. */
+	branch(id) {
+		if (!this.byId.has(id)) throw new Error(`Entry ${id} not found`);
+		this.leafId = id;
+	}
+	resetLeaf() {
+		this.leafId = null;
+	}
+}
+
+module.exports = { MemorySessionManager };
