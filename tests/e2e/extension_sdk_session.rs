@@ -61,10 +61,10 @@ fn without_wording(value: &mut Value) {
                 if let Some(Value::Object(sections)) = map.get_mut("sections") {
                     sections.values_mut().for_each(|text| *text = json!("…"));
                 }
-                if let Some(Value::String(text)) = map.get_mut("content") {
-                    if !text.is_empty() {
-                        *text = "<the system prompt>".into();
-                    }
+                if let Some(Value::String(text)) = map.get_mut("content")
+                    && !text.is_empty()
+                {
+                    *text = "<the system prompt>".into();
                 }
             }
             for key in ["toolsAdded", "tools"] {
