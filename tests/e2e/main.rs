@@ -17,6 +17,7 @@ mod codemode_models;
 mod codex_proxy;
 mod dialects_agree;
 mod examples_side_by_side;
+mod extension_agent_core;
 mod extension_api;
 mod extension_host;
 mod extension_host_install;

@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::harness::Sandbox;
 
 #[tokio::test]
-async fn a_broken_config_file_is_a_clear_startup_error() {
+async fn a_broken_config_file_is_a_clear_startup_error_and_a_broken_models_json_is_reported() {
     let sb = Sandbox::offline();
     std::fs::write(sb.agent_dir.path().join("settings.json"), "{ \"steeringMode\": ").unwrap();
     let mut pi = sb.spawn(&[]);
@@ -16,10 +16,19 @@ async fn a_broken_config_file_is_a_clear_startup_error() {
     assert!(!err.contains("panicked"), "{err}");
 
     std::fs::remove_file(sb.agent_dir.path().join("settings.json")).unwrap();
+    // A models.json that cannot be used is no stop, as in pi: the session
+    // starts without its providers, and stderr says why.
     std::fs::write(sb.agent_dir.path().join("models.json"), r#"{"providers":{"x":{"models":[{"id":"m"}]}}}"#).unwrap();
-    let mut pi = sb.spawn(&[]);
-    assert_eq!(pi.wait().await.code(), Some(1));
-    assert!(pi.stderr().contains("models.json"), "{}", pi.stderr());
+    let mut pi = sb.spawn(&["--no-session"]);
+    let state = pi.call("s", json!({"type": "get_state"})).await;
+    assert_eq!(state["success"], true, "{state}");
+    pi.close_stdin();
+    assert_eq!(pi.wait().await.code(), Some(0));
+    assert!(
+        pi.stderr().contains("Invalid models.json schema") && pi.stderr().contains("providers.x"),
+        "{}",
+        pi.stderr()
+    );
 
     std::fs::remove_file(sb.agent_dir.path().join("models.json")).unwrap();
     let mut pi = sb.spawn(&["--model", "no-such-model"]);

@@ -18,8 +18,14 @@ const packageDir = path.resolve(process.argv[2]);
 const hostRequire = createRequire(path.join(path.resolve(process.argv[3]), "package.json"));
 const { createJiti } = hostRequire("jiti");
 const jiti = createJiti(import.meta.url, { alias: { typebox: hostRequire.resolve("typebox") }, interopDefault: true });
-// What the host's services give the shims that need no pi-rpc: its packages.
-globalThis[Symbol.for("pi-rpc.extension-host")] = { package: (name) => hostRequire(name) };
+// What the host's services give the shims that need no pi-rpc: its packages,
+// and pi's agent loop with its pi-ai imports mapped to the host's (as host.mjs loads it).
+const agentCore = () =>
+	createJiti(import.meta.url, {
+		alias: { "@earendil-works/pi-ai": path.join(shims, "pi-ai.cjs"), typebox: hostRequire.resolve("typebox") },
+		interopDefault: true,
+	})(path.join(path.resolve(process.argv[3]), "node_modules/@earendil-works/pi-agent-core/dist/index.js"));
+globalThis[Symbol.for("pi-rpc.extension-host")] = { package: (name) => hostRequire(name), agentCore };
 const ours = jiti(path.join(shims, "pi-coding-agent.cjs"));
 const pi = await import(pathToFileURL(path.join(packageDir, "dist/index.js")).href);
 

@@ -28,6 +28,9 @@ pub fn export(file: &Path, output: Option<&str>, cwd: &Path) -> anyhow::Result<S
 /// provider then id, filtered by pi's fuzzy search over `provider id`.
 pub fn list_models(agent_dir: &Path, search: &str) -> anyhow::Result<String> {
     let registry = ModelRegistry::load(agent_dir).context("cannot load the model registry")?;
+    if let Some(error) = registry.config_error() {
+        tracing::warn!("errors loading models.json:\n{error}");
+    }
     let mut models: Vec<Model> = registry.available();
     if models.is_empty() {
         return Ok("No models available.".into());

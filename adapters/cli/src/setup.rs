@@ -27,6 +27,10 @@ pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentC
     let agent_dir = default_agent_dir();
     let settings = Settings::load(&agent_dir, &cwd)?;
     let models = ModelRegistry::load(&agent_dir)?;
+    if let Some(error) = models.config_error() {
+        // pi starts without the file's providers and reports it through `getError()`.
+        tracing::warn!("{error}");
+    }
 
     let thinking = match args.thinking.as_deref() {
         Some(t) => Some(t.parse::<ThinkingLevel>().map_err(|e| anyhow::anyhow!("--thinking: {e}"))?),

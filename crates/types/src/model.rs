@@ -37,9 +37,9 @@ pub struct Model {
     pub reasoning: bool,
     /// Input modalities: `text`, `image`.
     pub input: Vec<String>,
+    pub cost: ModelCost,
     pub context_window: u64,
     pub max_tokens: u64,
-    pub cost: ModelCost,
     /// Extra HTTP headers sent with every request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headers: Option<Map<String, Value>>,
@@ -49,6 +49,12 @@ pub struct Model {
     /// Provider quirks (see README, "Custom providers").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compat: Option<Map<String, Value>>,
+    /// The other members of pi's catalog entry, which pi-rpc does not read
+    /// (`type: "chat"`, `promptCache`, `inputLimits`, …), kept so that a
+    /// built-in model is the object pi gives; none for a `models.json`
+    /// model, as in pi.
+    #[serde(flatten, default)]
+    pub extra: Map<String, Value>,
 }
 
 impl Model {
@@ -198,6 +204,7 @@ mod tests {
             headers: None,
             thinking_level_map: map.and_then(|v| v.as_object().cloned()),
             compat: None,
+            extra: Default::default(),
         }
     }
 

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use async_nats::jetstream::kv;
 
 use super::claims::{self, Claims};
+use super::lease_write::LeaseWriter;
 use super::renew::Renewals;
 use super::{ClusterOptions, LEASE_BUCKET, connect_client};
 
@@ -25,13 +26,14 @@ const READ_BUFFER: u16 = 4096;
 /// (on the keeper's runtime, whose blocking pool the claims get).
 async fn open(options: ClusterOptions, here: Arc<kv::Store>) -> Result<Keeper, String> {
     let client = connect_client(&options, "leases", READ_BUFFER).await?;
+    let writer = LeaseWriter::new(client.clone());
     let jetstream = async_nats::jetstream::new(client);
     let leases = jetstream
         .get_key_value(LEASE_BUCKET)
         .await
         .map_err(|e| format!("--cluster: cannot open the lease bucket {LEASE_BUCKET}: {e}"))?;
     Ok(Keeper {
-        renewals: Arc::new(Renewals::new(Arc::new(leases), here, options.worker.clone(), options.lease_ttl)),
+        renewals: Arc::new(Renewals::new(Arc::new(leases), writer, here, options.worker.clone(), options.lease_ttl)),
         claims: Claims::on(tokio::runtime::Handle::current()),
     })
 }

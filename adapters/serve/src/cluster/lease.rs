@@ -36,6 +36,7 @@ use async_nats::jetstream::kv;
 use super::Cluster;
 use super::fence::{EpochFence, claim};
 use super::lease_state::{State, clock_ms, millis, now_ms, owner_value};
+use super::lease_write::Written;
 use super::renew::Renewals;
 
 pub use super::lease_state::owner_of;
@@ -155,7 +156,16 @@ impl Lease {
         let leases = renewals.bucket();
         let turn = renewals.creating().await;
         let asked = clock_ms();
-        let epoch = match leases.create(id, owner_value(worker)).await {
+        // A plain request first (see `lease_write`); a lease that is there,
+        // or was released (its delete marker is the key's last revision), is
+        // looked at through the KV client.
+        let value = owner_value(worker);
+        let created = match renewals.writer().write(id, value.clone(), 0).await {
+            Written::At(revision) => Ok(revision),
+            Written::WrongLast => leases.create(id, value).await,
+            Written::Failed(e) => return Err(bus(e)),
+        };
+        let epoch = match created {
             Ok(revision) => revision,
             Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
                 let entry = leases.entry(id).await.ok().flatten();

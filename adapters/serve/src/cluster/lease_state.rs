@@ -192,14 +192,35 @@ pub(super) fn owner_value(worker: &str) -> Bytes {
 }
 
 fn owner_value_at(worker: &str, renewed: u64) -> Bytes {
-    let mut value = Vec::with_capacity(worker.len() + 40);
-    value.extend_from_slice(b"{\"owner\":");
+    const OWNER: &[u8] = b"{\"owner\":";
+    const RENEWED: &[u8] = b",\"renewed\":";
+    let mut length = Count(OWNER.len() + RENEWED.len() + 1);
+    let _ = serde_json::to_writer(&mut length, worker);
+    let _ = serde_json::to_writer(&mut length, &renewed);
+    let mut value = Vec::with_capacity(length.0);
+    value.extend_from_slice(OWNER);
     // A string and a number always serialise (into a Vec, without failing).
     let _ = serde_json::to_writer(&mut value, worker);
-    value.extend_from_slice(b",\"renewed\":");
+    value.extend_from_slice(RENEWED);
     let _ = serde_json::to_writer(&mut value, &renewed);
     value.push(b'}');
+    // Its length is its capacity: it becomes `Bytes` as it is (a `Vec` with
+    // room to spare would take a second allocation, a shared buffer's header).
     Bytes::from(value)
+}
+
+/// Counts what is written (the length of a lease value, before it is made).
+struct Count(usize);
+
+impl std::io::Write for Count {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The owner named by a lease's value.
@@ -223,6 +244,8 @@ mod tests {
                 serde_json::json!({ "owner": worker, "renewed": 1_733_000_000_123u64 })
             );
             assert_eq!(owner_of(&value), worker);
+            // The length counted before it was made is its length.
+            assert_eq!(value.len(), 9 + serde_json::to_string(worker).unwrap().len() + 11 + 13 + 1);
         }
     }
 

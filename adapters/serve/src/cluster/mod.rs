@@ -2,7 +2,8 @@
 //! `nats-server`, the `async-nats` crate).
 //!
 //! * [`lease`]: one owner per session, a lease in a KV bucket with a TTL,
-//!   renewed by its owner, with a fencing epoch (the revision that created it).
+//!   renewed by its owner, with a fencing epoch (the revision that created it);
+//!   `lease_write`: a lease's compare-and-set write, a plain request.
 //! * [`keeper`]: the thread (and bus connection) the renewals run on.
 //! * [`renew`]: the renewals of every lease of the worker, in one loop.
 //! * [`fence`]: the epoch on shared storage, checked before every write of
@@ -27,6 +28,7 @@ pub mod fence;
 pub mod keeper;
 pub mod lease;
 mod lease_state;
+mod lease_write;
 pub mod mirror;
 pub mod peer;
 pub mod place;

@@ -33,6 +33,7 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
 use super::lease_state::{State, clock_ms, millis, owner_of, owner_value};
+use super::lease_write::{LeaseWriter, Written};
 
 /// Renewals in flight at once, whatever the number of leases due (and new
 /// leases' creates, see [`Renewals::creating`]): every lease of the worker
@@ -52,6 +53,8 @@ const LARGE: usize = 16;
 pub struct Renewals {
     /// The lease bucket, through the keeper's own connection.
     leases: Arc<kv::Store>,
+    /// Renewals and creates, through the keeper's own connection (plain requests).
+    writer: LeaseWriter,
     /// The lease bucket, through the worker's connection (releases from its runtime).
     here: Arc<kv::Store>,
     /// The session directory the fences are in (shared by them).
@@ -125,9 +128,16 @@ enum Retaken {
 }
 
 impl Renewals {
-    pub(super) fn new(leases: Arc<kv::Store>, here: Arc<kv::Store>, worker: String, ttl: Duration) -> Renewals {
+    pub(super) fn new(
+        leases: Arc<kv::Store>,
+        writer: LeaseWriter,
+        here: Arc<kv::Store>,
+        worker: String,
+        ttl: Duration,
+    ) -> Renewals {
         Renewals {
             leases,
+            writer,
             here,
             session_dir: Mutex::new(None),
             worker,
@@ -148,6 +158,12 @@ impl Renewals {
     /// than without).
     pub(super) fn bucket(&self) -> &Arc<kv::Store> {
         &self.leases
+    }
+
+    /// Compare-and-set writes of leases through the keeper's connection
+    /// (renewals, and new leases' creates: see [`Renewals::bucket`]).
+    pub(super) fn writer(&self) -> &LeaseWriter {
+        &self.writer
     }
 
     /// A turn to create a lease through [`Renewals::bucket`] (held until the
@@ -272,8 +288,8 @@ impl Renewals {
         let text = state.fence.id();
         let id: &str = &text;
         let last = state.revision.load(Ordering::SeqCst);
-        match self.leases.update(id, owner_value(&self.worker), last).await {
-            Ok(next) => {
+        match self.writer.write(id, owner_value(&self.worker), last).await {
+            Written::At(next) => {
                 state.revision.store(next, Ordering::SeqCst);
                 if state.is_released() {
                     // Let go while this renewal was on its way: the release
@@ -284,13 +300,11 @@ impl Renewals {
                 Renewed::Yes
             }
             // Let go meanwhile (the release deleted it): nothing to take again.
-            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision && state.is_released() => Renewed::End,
+            Written::WrongLast if state.is_released() => Renewed::End,
             // Another worker took it, or the lease expired before this renewal
             // (late by more than the TTL): take it again if nobody else has.
             // (Boxed: rare, and it would make every renewal's future the size of its requests.)
-            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => match Box::pin(self.retake(state, last))
-                .await
-            {
+            Written::WrongLast => match Box::pin(self.retake(state, last)).await {
                 Retaken::Held(revision) if state.is_released() => {
                     let _ = self.leases.delete_expect_revision(id, Some(revision)).await;
                     Renewed::End
@@ -316,7 +330,7 @@ impl Renewals {
                 }
             },
             // The bus is away: try again; past the TTL the lease expires and the fence takes over.
-            Err(e) => {
+            Written::Failed(e) => {
                 tracing::warn!("session {id}: cannot renew the lease: {e}");
                 Renewed::Again
             }

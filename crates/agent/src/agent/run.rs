@@ -371,6 +371,7 @@ async fn low_level_run(
                 session_id: Some(s.session_id.clone()),
                 credential: None,
                 env: Default::default(),
+                api_options: Default::default(),
             };
             // Extensions listening to pi's provider events watch the request.
             let observer = s.extensions.request_observer(&s.model);

@@ -86,6 +86,7 @@ async fn call_once(s: &Summarizer, prompt: &str, cancel: &CancellationToken) -> 
         session_id: None,
         credential: None,
         env: Default::default(),
+        api_options: Default::default(),
     };
     let outcome = stream_assistant(None, s.provider.clone(), request, cancel.clone(), &s.model, None).await;
     let aborted = outcome.error.as_ref().is_some_and(|e| e.kind == ProviderErrorKind::Aborted);

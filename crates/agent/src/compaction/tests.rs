@@ -364,6 +364,7 @@ fn test_model() -> Model {
         headers: None,
         thinking_level_map: None,
         compat: None,
+        extra: Default::default(),
     }
 }
 

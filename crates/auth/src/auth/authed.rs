@@ -164,6 +164,7 @@ mod tests {
             session_id: None,
             credential: None,
             env: Default::default(),
+            api_options: Default::default(),
         }
     }
 
@@ -182,6 +183,7 @@ mod tests {
             headers: None,
             thinking_level_map: None,
             compat: None,
+            extra: Default::default(),
         }
     }
 

@@ -5,7 +5,7 @@ Usage: python3 crates/config/src/config/gen_catalog.py <pi-ai dist dir> > crates
 
 Reads `<dist>/providers/data/<provider>.json` (the data pi-ai 1.6.0 ships) for
 the providers pi-rpc serves, keeps the chat models whose wire API pi-rpc
-implements, and writes one model per line, grouped by provider, with the fields pi-rpc uses.
+implements, and writes one model per line, grouped by provider, with all of its members.
 """
 import json
 import os
@@ -25,8 +25,6 @@ PROVIDERS = [
 APIS = {"anthropic-messages", "openai-completions", "openai-responses", "google-generative-ai",
         "mistral-conversations", "azure-openai-responses", "openai-codex-responses", "google-vertex",
         "bedrock-converse-stream", "pi-messages"}
-FIELDS = ["id", "name", "api", "provider", "baseUrl", "reasoning", "input", "cost", "contextWindow",
-          "maxTokens", "headers", "thinkingLevelMap", "compat"]
 
 
 def main():
@@ -42,8 +40,9 @@ def main():
             for model in group.values():
                 if model.get("type") != "chat" or model.get("api") not in APIS:
                     continue
-                kept = {k: model[k] for k in FIELDS if k in model}
-                lines.append(json.dumps(kept, ensure_ascii=False, separators=(",", ":")))
+                # Every member, in pi's order: those pi-rpc does not read
+                # (`type`, `promptCache`, `inputLimits`, …) are passed on as pi's model objects carry them.
+                lines.append(json.dumps(model, ensure_ascii=False, separators=(",", ":")))
         if lines:
             sections.append(json.dumps(provider) + ":[\n" + ",\n".join(lines) + "\n]")
     source = (f"Transcribed from @earendil-works/pi-ai {version} dist/providers/data/*.json "

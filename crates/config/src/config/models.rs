@@ -19,6 +19,7 @@ mod extension_typed;
 mod llama_store;
 mod provider_auth;
 mod refresh;
+mod schema_errors;
 pub use provider_auth::{AuthStatus, ProviderAuth, ProviderInfo};
 
 /// The provider whose login lists the models its account may use.
@@ -116,7 +117,7 @@ struct ProviderBackup {
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ModelsFile {
-    #[serde(default)]
+    /// Required, as in pi (`{}` is not a models.json).
     providers: Map<String, Value>,
 }
 
@@ -162,17 +163,30 @@ fn read_models_file(path: &Path) -> Result<ModelsFile, ConfigError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ModelsFile::default()),
         Err(e) => return Err(ConfigError::Io { path: path.to_path_buf(), source: e }),
     };
-    serde_json::from_str(&text).map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
+    schema_errors::deserialize_at(value, "")
+        .map_err(|message| ConfigError::Invalid { path: path.to_path_buf(), message })
 }
 
 impl ModelRegistry {
-    /// Catalog + `<agent_dir>/models.json` + `auth.json`.
+    /// Catalog + `<agent_dir>/models.json` + `auth.json`. A `models.json`
+    /// that cannot be read, parsed or applied is no stop, as in pi: its
+    /// providers are left out and the reason is kept as
+    /// [`ModelRegistry::config_error`] (pi's `getError()`).
     pub fn load(agent_dir: &Path) -> Result<ModelRegistry, ConfigError> {
-        let mut reg = ModelRegistry { auth: AuthStore::load(agent_dir)?, ..Default::default() };
+        let auth = AuthStore::load(agent_dir)?;
         let path = agent_dir.join("models.json");
-        let file = read_models_file(&path)?;
-        reg.load_needed_providers(&file);
-        reg.apply_models_json(file, &path)?;
+        let mut reg = ModelRegistry { auth: auth.clone(), ..Default::default() };
+        let applied = read_models_file(&path).and_then(|file| {
+            reg.load_needed_providers(&file);
+            reg.apply_models_json(file, &path)
+        });
+        if let Err(error) = applied {
+            reg = ModelRegistry { auth, ..Default::default() };
+            reg.load_needed_providers(&ModelsFile::default());
+            reg.config_error = Some(refresh::pi_wording(&error));
+        }
         reg.read_llama_store(agent_dir);
         Ok(reg)
     }
@@ -345,7 +359,8 @@ impl ModelRegistry {
                 path: path.to_path_buf(),
                 message: format!("providers.{provider}: {msg}"),
             };
-            let pf: ProviderFile = serde_json::from_value(raw).map_err(|e| bad(e.to_string()))?;
+            let pf: ProviderFile = schema_errors::deserialize_at(raw, &format!("providers.{provider}"))
+                .map_err(|message| ConfigError::Invalid { path: path.to_path_buf(), message })?;
             if !pf.model_overrides.is_empty() {
                 self.json_overrides.insert(provider.clone(), pf.model_overrides.clone());
             }
@@ -422,6 +437,7 @@ impl ModelRegistry {
                 headers: mf.headers,
                 thinking_level_map: mf.thinking_level_map,
                 compat,
+                extra: Default::default(),
             };
             match self.models.iter_mut().find(|m| m.provider == model.provider && m.id == model.id) {
                 Some(existing) => *existing = Slot::Own(Box::new(model)),

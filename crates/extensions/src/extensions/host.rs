@@ -12,7 +12,8 @@
 //! `<host dir>/node_modules` (`PI_RPC_EXTENSION_HOST_DIR`, the
 //! `extensionHostDir` setting, else `$XDG_DATA_HOME/pi-rpc/extension-host`);
 //! the first time a pi module needs them, [`super::host_install`] installs
-//! them with npm. Nothing here runs when no pi module is loaded.
+//! them with npm (without the dependencies listed in [`HOST_PROVIDED`]).
+//! Nothing here runs when no pi module is loaded.
 
 use std::path::{Path, PathBuf};
 
@@ -21,15 +22,28 @@ use serde_json::Value;
 /// The host's npm packages: the TypeScript loader pi itself uses, the schema
 /// builder pi's extensions import (`typebox`, `@sinclair/typebox`), pi's own
 /// TUI library (`@earendil-works/pi-tui`, what extensions import for their
-/// components and key names), and the two small parsers pi's helpers use
-/// (YAML front matter, partial JSON of streaming tool arguments).
+/// components and key names), pi's agent loop (`@earendil-works/pi-agent-core`,
+/// what an extension runs its own small agent with), the two small parsers
+/// pi's helpers use (YAML front matter, partial JSON of streaming tool
+/// arguments), and the syntax highlighter pi colours code with (`highlightCode`).
 pub const HOST_PACKAGES: &[(&str, &str)] = &[
     ("jiti", "2.7.0"),
     ("typebox", "1.3.27"),
     ("@earendil-works/pi-tui", "1.6.0"),
+    ("@earendil-works/pi-agent-core", "1.6.0"),
     ("yaml", "2.9.0"),
     ("partial-json", "0.1.7"),
+    ("highlight.js", "10.7.3"),
 ];
+
+/// Dependencies of [`HOST_PACKAGES`] that the host provides itself, so npm
+/// does not install them: pi-agent-core depends on pi-ai (with the Anthropic,
+/// OpenAI, Google and AWS SDKs, about 110 MB), whose imports the host maps to
+/// its own pi-ai (`shims/pi-ai.cjs`, which calls pi-rpc's providers). The
+/// installer points each, with an npm `overrides` entry of the host
+/// directory's `package.json`, at an empty package of that name and version
+/// in `<host dir>/provided/` (nothing loads it).
+pub const HOST_PROVIDED: &[(&str, &str)] = &[("@earendil-works/pi-ai", "1.6.0")];
 
 /// The oldest Node.js major version the host supports.
 pub const MIN_NODE_MAJOR: u32 = 20;
@@ -54,6 +68,7 @@ const FILES: &[(&str, &str)] = &[
     ("services.mjs", include_str!("host/services.mjs")),
     ("shims/host-services.cjs", include_str!("host/shims/host-services.cjs")),
     ("shims/theme.cjs", include_str!("host/shims/theme.cjs")),
+    ("shims/syntax-highlight.cjs", include_str!("host/shims/syntax-highlight.cjs")),
     ("shims/pi-tui.cjs", include_str!("host/shims/pi-tui.cjs")),
     ("shims/pi-coding-agent.cjs", include_str!("host/shims/pi-coding-agent.cjs")),
     ("shims/coding-agent/text.cjs", include_str!("host/shims/coding-agent/text.cjs")),

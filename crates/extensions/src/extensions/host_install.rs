@@ -6,11 +6,16 @@
 //! finds the packages there). Nothing runs when the pinned versions are
 //! already installed. A failure is one message naming the command that
 //! failed, which the caller reports as the module's `extension_error`.
+//! Before npm runs, the dependencies the host provides itself
+//! ([`HOST_PROVIDED`]) are pointed at empty local packages, so npm does not
+//! fetch them.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use super::host::{HOST_PACKAGES, HostConfig};
+use serde_json::{Map, Value, json};
+
+use super::host::{HOST_PACKAGES, HOST_PROVIDED, HostConfig};
 
 /// Output kept from a failed `npm install`, for its error message.
 const OUTPUT_TAIL: usize = 1500;
@@ -62,9 +67,54 @@ pub async fn ensure_packages(config: &HostConfig) -> Result<(), String> {
         drop(locked);
         return Ok(());
     }
+    if let Err(e) = provide_host_dependencies(&dir) {
+        drop(locked);
+        return Err(format!("preparing the extension host's directory {}: {e}", dir.display()));
+    }
     let result = install(config, &dir, &missing).await;
     drop(locked);
     result
+}
+
+/// Where the empty stand-in of a [`HOST_PROVIDED`] package is, relative to the host directory.
+fn provided_path(name: &str) -> String {
+    format!("provided/{name}")
+}
+
+/// Each [`HOST_PROVIDED`] package as an empty local package (its name and
+/// version only) and an npm `overrides` entry of `<dir>/package.json`
+/// pointing at it; the rest of the manifest (npm's `dependencies`) is kept.
+fn provide_host_dependencies(dir: &Path) -> Result<(), String> {
+    let manifest_path = dir.join("package.json");
+    let mut manifest = match std::fs::read_to_string(&manifest_path) {
+        Ok(text) => serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}'))
+            .map_err(|e| format!("{} is not JSON: {e}", manifest_path.display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({}),
+        Err(e) => return Err(format!("cannot read {}: {e}", manifest_path.display())),
+    };
+    let Some(fields) = manifest.as_object_mut() else {
+        return Err(format!("{} is not a JSON object", manifest_path.display()));
+    };
+    let overrides = fields.entry("overrides").or_insert_with(|| Value::Object(Map::new()));
+    let Some(overrides) = overrides.as_object_mut() else {
+        return Err(format!("the `overrides` of {} is not a JSON object", manifest_path.display()));
+    };
+    for (name, version) in HOST_PROVIDED {
+        let stand_in = dir.join(provided_path(name));
+        std::fs::create_dir_all(&stand_in).map_err(|e| format!("cannot create {}: {e}", stand_in.display()))?;
+        let package = json!({
+            "name": name,
+            "version": version,
+            "private": true,
+            "description": "pi-rpc's extension host provides this package itself (shims/); npm installs this empty stand-in",
+        });
+        let package_path = stand_in.join("package.json");
+        std::fs::write(&package_path, format!("{package:#}\n"))
+            .map_err(|e| format!("cannot write {}: {e}", package_path.display()))?;
+        overrides.insert(name.to_string(), Value::String(format!("file:./{}", provided_path(name))));
+    }
+    std::fs::write(&manifest_path, format!("{manifest:#}\n"))
+        .map_err(|e| format!("cannot write {}: {e}", manifest_path.display()))
 }
 
 /// An exclusive `flock` on `path`, held until the value is dropped.
@@ -188,6 +238,32 @@ mod tests {
         ensure_packages(&config).await.unwrap();
         assert!(missing_packages(&config.host_dir()).is_empty());
         assert_eq!(std::fs::read_to_string(tmp.path().join("runs")).unwrap(), "run\n", "installed once");
+    }
+
+    /// npm is told to take the provided packages from their empty stand-ins;
+    /// what npm wrote into the manifest before stays.
+    #[test]
+    fn provided_dependencies_are_overridden_with_empty_stand_ins() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::write(dir.join("package.json"), r#"{"dependencies": {"jiti": "2.7.0"}}"#).unwrap();
+        provide_host_dependencies(dir).unwrap();
+        provide_host_dependencies(dir).unwrap();
+        let manifest: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).unwrap()).unwrap();
+        assert_eq!(manifest["dependencies"], json!({"jiti": "2.7.0"}));
+        assert_eq!(manifest["overrides"], json!({"@earendil-works/pi-ai": "file:./provided/@earendil-works/pi-ai"}));
+        let stand_in: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("provided/@earendil-works/pi-ai/package.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            (stand_in["name"].as_str(), stand_in["version"].as_str()),
+            (Some("@earendil-works/pi-ai"), Some("1.6.0"))
+        );
+
+        std::fs::write(dir.join("package.json"), "[1]").unwrap();
+        assert!(provide_host_dependencies(dir).unwrap_err().contains("not a JSON object"));
     }
 
     #[tokio::test]

@@ -429,7 +429,8 @@ impl Extensions {
         Extensions { shared }
     }
 
-    /// The extensions in load order (a snapshot: a reload may add more).
+    /// The extensions in load order (a snapshot: a reload may add more and
+    /// reorder them, so an id is not an index).
     fn list(&self) -> Arc<Vec<Arc<Extension>>> {
         self.shared.list.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
@@ -444,7 +445,7 @@ impl Extensions {
     }
 
     pub fn get(&self, id: usize) -> Option<Arc<Extension>> {
-        self.list().get(id).cloned()
+        self.list().iter().find(|e| e.id == id).cloned()
     }
 
     /// The paths of the extensions a reload has not unloaded, with their ids.
@@ -465,6 +466,21 @@ impl Extensions {
         grown.push(ext);
         *list = Arc::new(grown);
         Some(id)
+    }
+
+    /// Put the extensions in the order of `paths`, the set a reload found
+    /// (pi's reload loads the whole set again, in its order, so an extension
+    /// added since start-up takes its place among the others); those
+    /// unloaded go last. Handlers, hooks and commands follow this order.
+    pub fn reorder(&self, paths: &[PathBuf]) {
+        let mut list = self.shared.list.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let rank = |e: &Arc<Extension>| {
+            let found = if e.is_retired() { None } else { paths.iter().position(|p| *p == e.path) };
+            found.unwrap_or(usize::MAX)
+        };
+        let mut ordered = Vec::clone(&list);
+        ordered.sort_by_key(rank);
+        *list = Arc::new(ordered);
     }
 
     /// Unload extension `id` (pi's reload of a package or file that went):

@@ -471,6 +471,18 @@ impl<'a> Session<'a> {
                 }
                 catalog.iter().find(|e| naming::identifier(e.tool.name()) == ident).map(|e| json!(e.tool.name()))
             }
+            // The tools' script names, for an unknown member's error (the first of a name wins).
+            "identifiers" => {
+                self.wait_all().await;
+                let mut names: Vec<String> = Vec::new();
+                for entry in self.tool.catalog() {
+                    let ident = naming::identifier(entry.tool.name());
+                    if !names.contains(&ident) {
+                        names.push(ident);
+                    }
+                }
+                Some(json!(names))
+            }
             "all_tools" => {
                 self.wait_all().await;
                 let all: Vec<Value> = self

@@ -406,6 +406,7 @@ impl ModelsHost {
             headers: model.get("headers").and_then(Value::as_object).cloned(),
             thinking_level_map: None,
             compat: None,
+            extra: Default::default(),
         };
         let mut headers: Vec<(String, String)> = registry.headers(&as_chat).into_iter().collect();
         headers.sort();

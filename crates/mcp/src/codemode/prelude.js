@@ -107,22 +107,42 @@
       pending.set(nextId, { resolve: (answer) => resolve(answer.v), reject });
       model(nextId, op, JSON.stringify(args.map((a) => (a === undefined ? null : a))));
     });
-  globalThis.models = {};
+  // Reading a member that does not exist throws at once, naming the close
+  // matches (same letters and digits, or one name inside the other), else
+  // every member when there are at most 20.
+  const comparable = (name) => name.toLowerCase().replace(/[^a-z0-9]/g, "");
+  const passesThrough = (prop) => typeof prop !== "string" || prop in Object.prototype || prop === "then" || prop === "toJSON";
+  const missing = (label, prop, names, hint) => {
+    const wanted = comparable(prop);
+    const same = names.filter((name) => comparable(name) === wanted);
+    const close = same.length > 0
+      ? same
+      : names.filter((name) => wanted && (comparable(name).includes(wanted) || wanted.includes(comparable(name))));
+    let message = `${label}.${prop} does not exist.`;
+    if (close.length > 0) message += ` Did you mean ${close.slice(0, 5).map((name) => `${label}.${name}`).join(", ")}?`;
+    else if (names.length <= 20) message += ` Available: ${names.join(", ")}.`;
+    if (hint) message += ` ${hint}`;
+    return new TypeError(`${message} Check for a member with "${prop}" in ${label}.`);
+  };
+  const modelMembers = {};
   for (const op of ["getModelsOfType", "getAvailableOfType", "getModelOfType", "classify", "generateImages"]) {
-    globalThis.models[op] = modelCall(op);
+    modelMembers[op] = modelCall(op);
   }
+  Object.freeze(modelMembers);
+  globalThis.models = new Proxy(modelMembers, {
+    get(target, prop, receiver) {
+      if (passesThrough(prop) || prop in target) return Reflect.get(target, prop, receiver);
+      throw missing("models", prop, Object.keys(target));
+    },
+  });
   globalThis.tools = new Proxy(
     {},
     {
-      get(_target, prop) {
-        if (typeof prop !== "string") return undefined;
+      get(target, prop, receiver) {
+        if (passesThrough(prop)) return Reflect.get(target, prop, receiver);
         const name = ask("resolve", prop);
         if (name === undefined) {
-          return () => {
-            throw new TypeError(
-              `tools.${prop} does not exist. ALL_TOOLS lists every tool; searchTools(query) finds tools by topic. Check for a member with "${prop}" in tools.`,
-            );
-          };
+          throw missing("tools", prop, ask("identifiers"), "ALL_TOOLS lists every tool; searchTools(query) finds tools by topic.");
         }
         return (args) =>
           new Promise((resolve, reject) => {

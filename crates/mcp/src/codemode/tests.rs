@@ -72,7 +72,32 @@ async fn failures_keep_partial_output_and_name_the_calls() {
     assert!(ts[1].starts_with("before\nScript error:\nError: boom\n"), "{}", ts[1]);
     assert!(ts[1].ends_with("No tool calls were made."));
     let out = run(&t, "return await tools.nosuch({})").await;
-    assert!(texts(&out)[1].contains("TypeError: tools.nosuch does not exist."), "{:?}", texts(&out));
+    assert!(
+        texts(&out)[1].contains(
+            "TypeError: tools.nosuch does not exist. Available: read, bash, write. ALL_TOOLS lists every tool; \
+             searchTools(query) finds tools by topic. Check for a member with \"nosuch\" in tools."
+        ),
+        "{:?}",
+        texts(&out)
+    );
+    // As pi: close names are offered instead, the miss throws on reading, `then` stays undefined.
+    let out = run(&t, "const f = tools.READ_; text('not reached')").await;
+    assert!(
+        texts(&out)[1].contains("TypeError: tools.READ_ does not exist. Did you mean tools.read?"),
+        "{:?}",
+        texts(&out)
+    );
+    let out = run(&t, "text(typeof tools.then); text(typeof models.then)").await;
+    assert_eq!(texts(&out)[1], "==> text 1/2 <==\nundefined\n==> text 2/2 <==\nundefined", "{:?}", texts(&out));
+    let out = run(&t, "return models.list()").await;
+    assert!(
+        texts(&out)[1].contains(
+            "TypeError: models.list does not exist. Available: getModelsOfType, getAvailableOfType, getModelOfType, \
+             classify, generateImages. Check for a member with \"list\" in models."
+        ),
+        "{:?}",
+        texts(&out)
+    );
     let out = run(&t, "await new Promise(() => {});").await;
     assert!(texts(&out)[1].contains("can never settle"));
     let out = run(&t, "x = ;").await;

@@ -161,12 +161,18 @@ pub(crate) fn effort_for(model: &Model, level: ThinkingLevel) -> String {
 pub fn plan(request: &ProviderRequest, llm: &[LlmMessage]) -> Plan {
     let model = &request.model;
     let compat = AnthropicCompat::resolve(model);
-    let base = convert::output_budget(request, llm);
+    // A provider-specific `stream()` call: the caller's cap, else the model's, as pi-ai's `stream()` sends it.
+    let base = match request.api_options.max_tokens_as_given {
+        true => request.max_tokens.filter(|m| *m > 0).unwrap_or(model.max_tokens),
+        false => convert::output_budget(request, llm),
+    };
     let level = request.thinking_level;
     let (thinking, max_tokens) = if level == ThinkingLevel::Off {
         (Thinking::Off, base)
     } else if compat.force_adaptive_thinking {
         (Thinking::Adaptive { effort: effort_for(model, level) }, base)
+    } else if let Some(budget) = request.api_options.thinking_budget {
+        (Thinking::Budget { budget_tokens: budget }, base)
     } else {
         let (adjusted, budget) = adjust_for_thinking(base, model.max_tokens, level);
         let input = convert::estimate_context_tokens(&request.system_prompt, &request.tools, llm);
@@ -461,7 +467,8 @@ pub fn beta_features(request: &ProviderRequest, plan: &Plan) -> Vec<String> {
 /// The request body, keys in pi's order.
 pub fn build_body(request: &ProviderRequest, plan: &Plan, llm: &[LlmMessage]) -> Value {
     let model = &request.model;
-    let thinking_disabled = model.reasoning && plan.thinking == Thinking::Off && off_allowed(model);
+    let thinking_disabled =
+        model.reasoning && plan.thinking == Thinking::Off && off_allowed(model) && !request.api_options.thinking_unsaid;
     let managed = plan.compat.mid_convo_effort && !thinking_disabled;
     let mut messages = convert_messages(model, plan, llm, managed);
     let active_effort = match &plan.thinking {
@@ -485,6 +492,14 @@ pub fn build_body(request: &ProviderRequest, plan: &Plan, llm: &[LlmMessage]) ->
     }
     if !system.is_empty() {
         body.insert("system".into(), Value::Array(system));
+    }
+    // Temperature goes with thinking off only, and not to models with effort markers (Opus 4.7+).
+    if let Some(t) = request.api_options.temperature
+        && plan.thinking == Thinking::Off
+        && !plan.compat.mid_convo_effort
+        && compat_bool(model, "supportsTemperature").unwrap_or(true)
+    {
+        body.insert("temperature".into(), json!(t));
     }
     if !request.tools.is_empty() {
         let mut tools = convert_tools(&request.tools, plan);
@@ -517,6 +532,11 @@ pub fn build_body(request: &ProviderRequest, plan: &Plan, llm: &[LlmMessage]) ->
                 );
             }
         }
+    }
+    // A string is one of Claude's choices (`auto`, `any`, `none`), an object (`{type: "tool", name}`) goes as it is.
+    if let Some(choice) = request.api_options.tool_choice.as_ref().filter(|c| super::shared::truthy(c)) {
+        let choice = if choice.is_string() { json!({"type": choice}) } else { choice.clone() };
+        body.insert("tool_choice".into(), choice);
     }
     if !plan.compat.fallback_models.is_empty() {
         let list: Vec<Value> = plan.compat.fallback_models.iter().map(|m| json!({"model": m})).collect();

@@ -343,5 +343,16 @@ pub fn output_budget(request: &ProviderRequest, llm: &[LlmMessage]) -> u64 {
     clamp_max_tokens(request.model.context_window, input, wanted)
 }
 
+/// The output-token cap to send, if any: [`output_budget`], or for a
+/// provider-specific `stream()` call
+/// ([`ApiOptions::max_tokens_as_given`](super::ApiOptions)) the caller's
+/// `maxTokens` alone, as pi-ai's `stream()` sends it.
+pub fn output_cap(request: &ProviderRequest, llm: &[LlmMessage]) -> Option<u64> {
+    if request.api_options.max_tokens_as_given {
+        return request.max_tokens.filter(|m| *m > 0);
+    }
+    Some(output_budget(request, llm))
+}
+
 #[cfg(test)]
 pub(crate) mod tests;

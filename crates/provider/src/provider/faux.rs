@@ -68,6 +68,7 @@ pub fn faux_model() -> Model {
         headers: None,
         thinking_level_map: None,
         compat: None,
+        extra: Default::default(),
     }
 }
 

@@ -358,7 +358,7 @@ pub fn convert_tools(model: &Model, tools: &[ToolSpec]) -> (Value, bool) {
 pub fn build_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
     let model = &request.model;
     let unprepared = convert::to_llm(&request.messages);
-    let max_tokens = convert::output_budget(request, &unprepared);
+    let max_tokens = convert::output_cap(request, &unprepared);
     let with_id = requires_tool_call_id(&model.id);
     let normalize = |id: &str| {
         if with_id {
@@ -379,13 +379,35 @@ pub fn build_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
     if !request.tools.is_empty() {
         let (tools, strict) = convert_tools(model, &request.tools);
         body.insert("tools".into(), tools);
-        if strict {
-            body.insert("toolConfig".into(), json!({"functionCallingConfig": {"mode": "VALIDATED"}}));
+        // The caller's `toolChoice` (`none` / `any` over strict sampling, anything else `AUTO`).
+        let choice = request.api_options.tool_choice.as_ref().filter(|c| super::shared::truthy(c));
+        let mode = match choice.and_then(Value::as_str) {
+            Some("none") => Some("NONE"),
+            Some("any") => Some("ANY"),
+            _ if strict => Some("VALIDATED"),
+            _ => choice.map(|_| "AUTO"),
+        };
+        if let Some(mode) = mode {
+            body.insert("toolConfig".into(), json!({"functionCallingConfig": {"mode": mode}}));
         }
     }
     let mut generation = Map::new();
-    generation.insert("maxOutputTokens".into(), json!(max_tokens));
-    if let Some(config) = thinking_config(model, request.thinking_level)? {
+    if let Some(t) = request.api_options.temperature {
+        generation.insert("temperature".into(), json!(t));
+    }
+    if let Some(max_tokens) = max_tokens {
+        generation.insert("maxOutputTokens".into(), json!(max_tokens));
+    }
+    let thinking = match request.api_options.thinking_budget {
+        // A provider-specific `stream()` call's `thinking.budgetTokens`, as given.
+        Some(budget) if model.reasoning && request.thinking_level != ThinkingLevel::Off => {
+            Some(json!({"includeThoughts": true, "thinkingBudget": budget}))
+        }
+        // A call that says nothing of thinking sends no thinking setting.
+        _ if request.api_options.thinking_unsaid && request.thinking_level == ThinkingLevel::Off => None,
+        _ => thinking_config(model, request.thinking_level)?,
+    };
+    if let Some(config) = thinking {
         generation.insert("thinkingConfig".into(), config);
     }
     body.insert("generationConfig".into(), Value::Object(generation));

@@ -121,6 +121,7 @@ mod tests {
             headers: None,
             thinking_level_map: None,
             compat: None,
+            extra: Default::default(),
         }
     }
 

@@ -206,5 +206,6 @@ fn request_for(id: &str, provider: &str, api: &str) -> ProviderRequest {
         session_id: None,
         credential: None,
         env: Default::default(),
+        api_options: Default::default(),
     }
 }

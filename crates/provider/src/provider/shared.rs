@@ -255,6 +255,17 @@ pub fn js_json(value: &Value) -> String {
     normalize(value).to_string()
 }
 
+/// A JavaScript-truthy option value (pi-ai tests `if (options.toolChoice)`).
+pub(crate) fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        _ => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,6 +53,7 @@ pub(crate) fn fixture(name: &str, base_url: &str) -> Fixture {
         session_id: input["sessionId"].as_str().map(str::to_string),
         credential: None,
         env: Default::default(),
+        api_options: Default::default(),
     };
     Fixture {
         request,
@@ -138,6 +139,7 @@ pub(crate) fn simple_request(model: Model, text: &str) -> ProviderRequest {
         session_id: None,
         credential: None,
         env: Default::default(),
+        api_options: Default::default(),
     }
 }
 

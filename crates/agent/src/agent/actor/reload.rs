@@ -4,7 +4,8 @@
 //! and prompt templates discovered again, and the extensions found again:
 //! those of a package or file that went are unloaded (`session_shutdown`
 //! with reason "reload"), those that came are loaded (their `session_start`
-//! has reason "reload"), the others are reloaded in place.
+//! has reason "reload"), the others are reloaded in place, and handlers
+//! run in the order the set was found in.
 
 use std::path::PathBuf;
 
@@ -111,7 +112,8 @@ impl Agent {
     }
 
     /// Find the extensions again (the settings' packages as resolved now):
-    /// those no longer found are unloaded, new ones loaded after the others.
+    /// those no longer found are unloaded, new ones loaded, and all of them
+    /// put in the order they were found, as pi loads the set again.
     /// The ids of those loaded.
     fn reload_extensions(&mut self, package_extensions: Option<Vec<PathBuf>>) -> Vec<usize> {
         let Some(mut discovery) = self.ext.discovery().cloned() else { return Vec::new() };
@@ -136,6 +138,7 @@ impl Agent {
                 added.push(id);
             }
         }
+        self.ext.handle().reorder(&found.paths);
         added
     }
 }

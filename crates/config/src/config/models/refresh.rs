@@ -78,7 +78,7 @@ impl ModelRegistry {
 }
 
 /// pi's text for a `models.json` it cannot use.
-fn pi_wording(error: &ConfigError) -> String {
+pub(super) fn pi_wording(error: &ConfigError) -> String {
     match error {
         ConfigError::Io { path, source } => {
             format!("Failed to load models.json: {source}\n\nFile: {}", path.display())

@@ -104,13 +104,24 @@ fn resolution_by_full_id_exact_and_fuzzy() {
 }
 
 #[test]
-fn broken_models_json_is_a_clear_error() {
+fn a_broken_models_json_at_load_is_reported_and_its_providers_left_out() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("models.json"), r#"{"providers":{"p":{"models":[{"id":"m"}]}}}"#).unwrap();
-    let err = ModelRegistry::load(dir.path()).unwrap_err().to_string();
-    assert!(err.contains("models.json") && err.contains("providers.p"), "{err}");
-    std::fs::write(dir.path().join("models.json"), "{").unwrap();
-    assert!(ModelRegistry::load(dir.path()).unwrap_err().to_string().contains("models.json"));
+    let file = dir.path().join("models.json");
+    std::fs::write(&file, r#"{"providers":{"p":{"models":[{"id":"m"}]}}}"#).unwrap();
+    let mut reg = ModelRegistry::load(dir.path()).unwrap();
+    let error = reg.config_error().unwrap().to_string();
+    assert!(
+        error.starts_with("Invalid models.json schema:\n  - providers.p")
+            && error.ends_with(&format!("\n\nFile: {}", file.display())),
+        "{error}"
+    );
+    assert!(reg.find("p", "m").is_none());
+    assert!(reg.find("anthropic", "claude-sonnet-4-5").is_some(), "the built-in models stay");
+    std::fs::write(&file, "{").unwrap();
+    let reg = ModelRegistry::load(dir.path()).unwrap();
+    assert!(reg.config_error().unwrap().starts_with("Failed to parse models.json: "));
+    std::fs::write(&file, r#"{"providers":{}}"#).unwrap();
+    assert_eq!(ModelRegistry::load(dir.path()).unwrap().config_error(), None);
 }
 
 #[test]

@@ -237,14 +237,40 @@ function packageEntry(name) {
 	return path.join(dir, manifest.main ?? "index.js");
 }
 
+/** The path of one of the host's modules standing in for pi's packages. */
+const shim = (name) => new URL(`./shims/${name}.cjs`, import.meta.url).pathname;
+
+/**
+ * pi's agent loop (@earendil-works/pi-agent-core), the installed package:
+ * its imports of pi-ai go to the host's pi-ai, and its default stream
+ * function is that pi-ai's `streamSimple` (`pi-ai/compat`'s), as pi's SDK sets pi-ai's own, so
+ * the loop's model calls run through pi-rpc's providers.
+ */
+function loadAgentCore() {
+	const load = createJiti(import.meta.url, {
+		alias: { "@earendil-works/pi-ai": shim("pi-ai") },
+		interopDefault: true,
+		fsCache: transpileCache(),
+	});
+	const core = load(packageEntry("@earendil-works/pi-agent-core"));
+	core.setDefaultStreamFn(load(shim("pi-ai-compat")).streamSimple);
+	return core;
+}
+
 /** What the shims reach through `host-services.cjs`: pi-rpc, and pi's own packages the host installed. */
 function installServices() {
 	let tui;
+	let agentCore;
 	services = createServices(channel, hello);
 	services.tui = () => {
 		// pi's TUI library (@earendil-works/pi-tui), loaded once and shared by every import of it.
 		tui ??= libraryJiti(packageEntry("@earendil-works/pi-tui"));
 		return tui;
+	};
+	services.agentCore = () => {
+		// Loaded once and shared by every import of it, as pi shares its copy.
+		agentCore ??= loadAgentCore();
+		return agentCore;
 	};
 	const packages = new Map();
 	/** An npm package the host installed (yaml, partial-json), loaded once. */
@@ -252,12 +278,13 @@ function installServices() {
 		if (!packages.has(name)) packages.set(name, libraryJiti(packageEntry(name)));
 		return packages.get(name);
 	};
+	/** A module of the host's packages by its path (highlight.js's core and grammars), loaded by Node's require. */
+	services.require = createRequire(path.join(modulesDir, "package.json"));
 	globalThis[Symbol.for("pi-rpc.extension-host")] = services;
 }
 
 /** jiti's aliases: pi's packages to the shims, typebox (and its subpaths) to the installed one. */
 function aliases(require) {
-	const shim = (name) => new URL(`./shims/${name}.cjs`, import.meta.url).pathname;
 	const alias = {};
 	for (const scope of ["@earendil-works", "@mariozechner"]) {
 		alias[`${scope}/pi-coding-agent`] = shim("pi-coding-agent");
@@ -313,6 +340,8 @@ function transpileCache() {
 }
 /** A jiti with a module cache, for the libraries the shims load (each loaded once). */
 let libraryJiti;
+/** jiti's `createJiti`, from the host's packages. */
+let createJiti;
 
 async function loadFactory() {
 	const module = await jiti.import(extensionPath);
@@ -398,7 +427,7 @@ contexts = createContextFactory(channel, hello, {
 });
 try {
 	const require = createRequire(path.join(modulesDir, "package.json"));
-	const { createJiti } = require("jiti");
+	({ createJiti } = require("jiti"));
 	jiti = createJiti(extensionPath, { alias: aliases(require), interopDefault: true, moduleCache: false, fsCache: transpileCache() });
 	libraryJiti = createJiti(import.meta.url, { interopDefault: true, tryNative: true });
 	installServices();

@@ -56,6 +56,44 @@ export function createModelRegistry(channel, host) {
 			signal?.removeEventListener("abort", onAbort);
 		}
 	};
+	/** A provider of chat, classifier or image models pi-rpc knows. */
+	const knownProvider = (id) => {
+		if (typeof id !== "string") return false;
+		if (op("getProvider", id)) return true;
+		try {
+			return ["classifier", "image"].some((type) => (op("getModelsOfType", type, id) ?? []).length > 0);
+		} catch {
+			return false;
+		}
+	};
+	/**
+	 * pi's `ModelRuntime.classify` / `generateImages` checks before a call:
+	 * the model's type, a classifier's image input, its provider. A failed
+	 * check is pi's error result (`kind`: "classifier" or "image"); a model
+	 * that is no object rejects, as pi's result of it cannot be made.
+	 */
+	const typedCall = async (name, kind, model, context, options) => {
+		try {
+			if ((model.type ?? "chat") !== kind) {
+				throw new Error(`Model ${model.provider}/${model.id} is not ${kind === "image" ? "an image" : "a classifier"} model`);
+			}
+			if (kind === "classifier" && context.images?.length && !model.input.includes("image")) {
+				throw new Error(`Model ${model.provider}/${model.id} does not accept image input`);
+			}
+			if (!knownProvider(model.provider)) throw new Error(`Unknown provider: ${model.provider}`);
+		} catch (error) {
+			return {
+				api: model.api,
+				provider: model.provider,
+				model: model.id,
+				...(kind === "image" ? { output: [] } : { answers: {} }),
+				stopReason: options?.signal?.aborted ? "aborted" : "error",
+				errorMessage: error instanceof Error ? error.message : String(error),
+				timestamp: Date.now(),
+			};
+		}
+		return cancellable(name, options?.signal, model, context);
+	};
 	// `streamSimple` routes a virtual model's request (pi's reason `direct`); `stream` does not.
 	const stream = (model, context, options) => calls.viaRegistry(model, context, options, false);
 	const streamSimple = (model, context, options) => calls.viaRegistry(model, context, options, true);
@@ -105,8 +143,8 @@ export function createModelRegistry(channel, host) {
 		getAvailableOfType: (type, providerId) => request("getAvailableOfType", type, providerId),
 		getModelOfType: (type, providerId, id) => op("getModelOfType", type, providerId, id),
 		findOfType: (type, providerId, id) => op("getModelOfType", type, providerId, id),
-		classify: (model, context, options) => cancellable("classify", options?.signal, model, context),
-		generateImages: (model, context, options) => cancellable("generateImages", options?.signal, model, context),
+		classify: (model, context, options) => typedCall("classify", "classifier", model, context, options),
+		generateImages: (model, context, options) => typedCall("generateImages", "image", model, context, options),
 		getProviderAuthStatus: (id) => op("getProviderAuthStatus", id),
 		async getApiKeyAndHeaders(model) {
 			// This extension's native provider: its own `auth.apiKey.resolve()` (key, headers, baseUrl, env), as pi asks it.

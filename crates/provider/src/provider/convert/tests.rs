@@ -23,6 +23,7 @@ pub(crate) fn model(images: bool) -> Model {
         headers: None,
         thinking_level_map: None,
         compat: None,
+        extra: Default::default(),
     }
 }
 

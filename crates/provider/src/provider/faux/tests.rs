@@ -25,6 +25,7 @@ fn request(text: &str) -> ProviderRequest {
         session_id: None,
         credential: None,
         env: Default::default(),
+        api_options: Default::default(),
     }
 }
 

@@ -35,6 +35,7 @@ fn model(base_url: &str, id: &str, reasoning: bool) -> Model {
         headers: None,
         thinking_level_map: None,
         compat: None,
+        extra: Default::default(),
     }
 }
 
@@ -275,4 +276,43 @@ fn const_becomes_enum_for_gemini() {
         json!({"type": "object", "properties": {"mode": {"enum": ["fast"]}, "const": {"type": "string"}},
             "anyOf": [{"enum": [3]}], "examples": [{"const": "keep"}]})
     );
+}
+
+/// pi-ai's `google-generative-ai` `stream()` options: `temperature`,
+/// `toolChoice` as the function-calling mode, `thinking.budgetTokens` as
+/// given, `maxTokens` only when given, no thinking setting when unsaid.
+#[test]
+fn api_options_as_pi_ai_sends_them() {
+    let mut req = simple_request(model("http://127.0.0.1:1/v1beta", "gemini-2.5-flash", true), "hi");
+    req.tools = vec![crate::provider::test_support::bash_tool()];
+    req.thinking_level = ThinkingLevel::Medium;
+    req.api_options = crate::provider::ApiOptions {
+        temperature: Some(0.5),
+        tool_choice: Some(json!("any")),
+        thinking_budget: Some(3000),
+        max_tokens_as_given: true,
+        thinking_unsaid: false,
+    };
+    let body = google_request::build_body(&req).unwrap();
+    assert_eq!(body["toolConfig"], json!({"functionCallingConfig": {"mode": "ANY"}}));
+    assert_eq!(
+        body["generationConfig"],
+        json!({"temperature": 0.5, "thinkingConfig": {"includeThoughts": true, "thinkingBudget": 3000}})
+    );
+    req.api_options = crate::provider::ApiOptions {
+        tool_choice: Some(json!("auto")),
+        max_tokens_as_given: true,
+        thinking_unsaid: true,
+        ..Default::default()
+    };
+    req.thinking_level = ThinkingLevel::Off;
+    req.max_tokens = Some(200);
+    let body = google_request::build_body(&req).unwrap();
+    assert_eq!(body["toolConfig"], json!({"functionCallingConfig": {"mode": "AUTO"}}));
+    assert_eq!(body["generationConfig"], json!({"maxOutputTokens": 200}));
+    // The agent's own request: no options, the cap fitted, the level's config.
+    req.api_options = Default::default();
+    let body = google_request::build_body(&req).unwrap();
+    assert_eq!(body.get("toolConfig"), None);
+    assert_eq!(body["generationConfig"], json!({"maxOutputTokens": 200, "thinkingConfig": {"thinkingBudget": 0}}));
 }

@@ -11,7 +11,7 @@ use super::reasoning::{
 use crate::message::{ContentBlock, UserContent};
 use crate::model::{Model, ThinkingLevel};
 use crate::provider::convert::{self, LlmMessage};
-use crate::provider::shared::{CacheRetention, request_headers};
+use crate::provider::shared::{self, CacheRetention, request_headers};
 use crate::provider::strict_schema::strict_parameters;
 use crate::provider::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
 
@@ -389,7 +389,8 @@ fn apply_thinking(
 pub fn build_body(request: &ProviderRequest, compat: &OpenAiCompat) -> Value {
     let model = &request.model;
     let llm_unprepared = convert::to_llm(&request.messages);
-    let max_tokens = convert::output_budget(request, &llm_unprepared);
+    let cap = convert::output_cap(request, &llm_unprepared);
+    let max_tokens = cap.unwrap_or(model.max_tokens);
     let normalize = |id: &str| normalize_tool_call_id(model, id);
     let llm = convert::transform(llm_unprepared, model, Some(&normalize));
     let mut params = Map::new();
@@ -412,7 +413,12 @@ pub fn build_body(request: &ProviderRequest, compat: &OpenAiCompat) -> Value {
         params.insert("store".into(), json!(false));
     }
     let field = if compat.max_tokens_field == "max_tokens" { "max_tokens" } else { "max_completion_tokens" };
-    params.insert(field.into(), json!(max_tokens));
+    if let Some(cap) = cap {
+        params.insert(field.into(), json!(cap));
+    }
+    if let Some(t) = request.api_options.temperature {
+        params.insert("temperature".into(), json!(t));
+    }
     let has_history = llm.iter().any(|m| match m {
         LlmMessage::ToolResult(_) => true,
         LlmMessage::Assistant(a) => a.tool_calls().next().is_some(),
@@ -436,6 +442,9 @@ pub fn build_body(request: &ProviderRequest, compat: &OpenAiCompat) -> Value {
         if let (Some(list), Some(slot)) = (tools, params.get_mut("tools")) {
             *slot = Value::Array(list);
         }
+    }
+    if let Some(choice) = request.api_options.tool_choice.as_ref().filter(|c| shared::truthy(c)) {
+        params.insert("tool_choice".into(), choice.clone());
     }
     if let Some(p) = &compat.vllm_priority {
         params.insert("priority".into(), p.clone());

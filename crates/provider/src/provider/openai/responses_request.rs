@@ -337,7 +337,7 @@ pub fn build_body(request: &ProviderRequest) -> Value {
     let model = &request.model;
     let compat = ResponsesCompat::resolve(model);
     let unprepared = convert::to_llm(&request.messages);
-    let max_tokens = convert::output_budget(request, &unprepared);
+    let max_tokens = convert::output_cap(request, &unprepared).unwrap_or(0);
     let normalize = |id: &str, source: &AssistantMessage| normalize_tool_call_id(model, id, source);
     let llm = convert::transform_with(unprepared, model, Some(&normalize));
     let configuration = configuration_effort(request, &compat);
@@ -365,8 +365,14 @@ pub fn build_body(request: &ProviderRequest) -> Value {
     if compat.max_output_tokens && !sign_in && max_tokens > 0 {
         body.insert("max_output_tokens".into(), json!(max_tokens.max(MIN_OUTPUT_TOKENS)));
     }
+    if let Some(t) = request.api_options.temperature.filter(|_| !sign_in) {
+        body.insert("temperature".into(), json!(t));
+    }
     if !request.tools.is_empty() && !compat.tools_in_input {
         body.insert("tools".into(), Value::Array(convert_tools(&request.tools, &compat)));
+    }
+    if let Some(choice) = &request.api_options.tool_choice {
+        body.insert("tool_choice".into(), choice.clone());
     }
     if model.reasoning {
         match requested_level(request) {

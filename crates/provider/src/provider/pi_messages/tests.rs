@@ -30,6 +30,7 @@ fn model(base_url: &str) -> Model {
         headers: None,
         thinking_level_map: None,
         compat: None,
+        extra: Default::default(),
     }
 }
 

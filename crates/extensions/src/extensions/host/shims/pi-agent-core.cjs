@@ -1,36 +1,10 @@
 // pi-rpc extension host: what `import … from "@earendil-works/pi-agent-core"`
-// gives an extension. Its message and tool types vanish with TypeScript.
-// Its values run a second agent loop inside the extension (`Agent`,
-// `agentLoop`, …): pi-rpc's agent is the Rust core, so these exist and fail
-// with a clear error; an extension that needs a sub-agent starts `pi` as a
-// process (as pi's subagent example does).
+// gives an extension: pi's own agent loop (`@earendil-works/pi-agent-core@1.6.0`,
+// a pinned host package, one copy shared by every import), whose model
+// calls go through pi-rpc's providers: its pi-ai is the host's, and its
+// default stream function is that pi-ai's `streamSimple`, as pi's SDK sets
+// pi-ai's own (host.mjs, `loadAgentCore`). Its types vanish with TypeScript.
 
 "use strict";
 
-const ONLY_IN_PI = "pi-agent-core's agent loop is not available in pi-rpc's extension host; start `pi` as a process for a sub-agent";
-
-function unavailable(name) {
-	return {
-		[name]: () => {
-			throw new Error(`${name}(): ${ONLY_IN_PI}`);
-		},
-	}[name];
-}
-
-class Agent {
-	constructor() {
-		throw new Error(`Agent: ${ONLY_IN_PI}`);
-	}
-}
-
-module.exports = {
-	Agent,
-	DEFAULT_AGENT_IDENTITY: { attribution: { name: "pi", url: "https://pi.dev", categories: ["cli-agent"] } },
-	agentLoop: unavailable("agentLoop"),
-	agentLoopContinue: unavailable("agentLoopContinue"),
-	runAgentLoop: unavailable("runAgentLoop"),
-	runAgentLoopContinue: unavailable("runAgentLoopContinue"),
-	runToolCall: unavailable("runToolCall"),
-	setDefaultStreamFn: unavailable("setDefaultStreamFn"),
-	streamProxy: unavailable("streamProxy"),
-};
+module.exports = require("./host-services.cjs").services().agentCore();

@@ -452,13 +452,9 @@ function getMarkdownTheme() {
 	};
 }
 
-/**
- * Code lines in the code-block colour, as pi gives code of a language it
- * has no grammar for (pi-rpc has no grammars: a known language is not
- * coloured by syntax).
- */
-function highlightCode(code) {
-	return String(code ?? "").split("\n").map((line) => currentTheme().fg("mdCodeBlock", line));
+/** pi's `highlightCode`: `code`'s lines coloured for `lang` with the theme in use. */
+function highlightCode(code, lang) {
+	return require("./syntax-highlight.cjs").highlightCode(code, lang, currentTheme());
 }
 
 function getSelectListTheme() {

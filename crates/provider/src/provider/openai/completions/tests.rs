@@ -29,6 +29,7 @@ fn model(server: &FakeServer, reasoning: bool) -> Model {
         headers: None,
         thinking_level_map: None,
         compat: None,
+        extra: Default::default(),
     }
 }
 
@@ -57,6 +58,7 @@ fn request(model: Model, messages: Vec<AgentMessage>) -> ProviderRequest {
         session_id: None,
         credential: None,
         env: Default::default(),
+        api_options: Default::default(),
     }
 }
 

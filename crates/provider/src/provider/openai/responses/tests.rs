@@ -35,6 +35,7 @@ fn model(base_url: &str, reasoning: bool) -> Model {
         headers: None,
         thinking_level_map: None,
         compat: None,
+        extra: Default::default(),
     }
 }
 

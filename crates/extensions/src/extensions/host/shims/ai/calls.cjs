@@ -15,7 +15,7 @@ const { normalizeContext, getCurrentSystemPrompt, getCurrentTools, toToolDeclara
 /** The options pi-rpc's providers take. */
 function callOptions(options = {}) {
 	const out = {};
-	for (const key of ["apiKey", "headers", "maxTokens", "reasoning", "sessionId", "temperature"]) {
+	for (const key of ["apiKey", "headers", "maxTokens", "reasoning", "sessionId", "temperature", "toolChoice"]) {
 		if (options[key] !== undefined && options[key] !== null) out[key] = options[key];
 	}
 	return out;
@@ -42,19 +42,43 @@ function apiReasoning(options = {}) {
 }
 
 /**
+ * What a provider-specific `stream` call asks beyond the level, as pi-ai's
+ * APIs read it: Anthropic's budget (`thinkingBudgetTokens`, 1024 when
+ * thinking is enabled without one; a level is then needed for thinking to be
+ * on at all), Google's `thinking.budgetTokens` (when no `thinking.level`),
+ * the caller's `maxTokens` alone as the output cap, and a call that says
+ * nothing of thinking (Anthropic's `thinkingEnabled`, Google's `thinking`).
+ */
+function apiExtras(model, options = {}) {
+	const extras = { maxTokensAsGiven: true };
+	const anthropic = model?.api === "anthropic-messages";
+	if (anthropic ? options.thinkingEnabled === undefined : model?.api?.startsWith("google-") && options.thinking === undefined) {
+		extras.thinkingUnsaid = true;
+	}
+	if (anthropic && options.thinkingEnabled === true) {
+		extras.thinkingBudget = options.thinkingBudgetTokens || 1024;
+	} else if (options.thinking?.enabled === true && options.thinking.level === undefined && Number.isInteger(options.thinking.budgetTokens)) {
+		extras.thinkingBudget = options.thinking.budgetTokens;
+	}
+	return extras;
+}
+
+/**
  * The `modelStream` parameters of a call. `api` (`stream`, not `streamSimple`,
  * through the registry): the options are the model API's own.
  */
 function callParams(model, context, options, api, apiOptions = false) {
 	const transcript = normalizeContext(context ?? { messages: [] });
 	const { reasoning: _reasoning, ...rest } = options ?? {};
-	const reasoning = apiReasoning(options);
+	const extras = apiOptions ? apiExtras(model, options) : {};
+	// Thinking enabled by its budget alone: on, the budget deciding how much.
+	const reasoning = apiReasoning(options) ?? (extras.thinkingBudget !== undefined ? "medium" : undefined);
 	return {
 		model: { ...model, api: api ?? model.api },
 		systemPrompt: getCurrentSystemPrompt(transcript.messages),
 		tools: getCurrentTools(transcript.messages).map(toToolDeclaration),
 		messages: transcript.messages.filter((m) => m.role !== "system"),
-		options: apiOptions ? callOptions({ ...rest, ...(reasoning ? { reasoning } : {}) }) : callOptions(options),
+		options: apiOptions ? { ...callOptions({ ...rest, ...(reasoning ? { reasoning } : {}) }), ...extras } : callOptions(options),
 	};
 }
 

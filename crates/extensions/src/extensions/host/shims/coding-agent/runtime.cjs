@@ -4,7 +4,8 @@
 // pi (`createAgentSession`, `AgentSession`, `main`, `InteractiveMode`,
 // `runRpcMode`, `ModelRegistry`, `SettingsManager`, `DefaultPackageManager`,
 // …), is not part of pi-rpc: those names exist and fail with a clear error
-// when used (see README-extensions.md).
+// when used, naming what an extension can use instead (pi-agent-core's
+// agent loop, or pi as a process; compat/DEVIATIONS.md).
 
 "use strict";
 
@@ -203,7 +204,10 @@ class CredentialSynchronizationError extends Error {
 /** A name of pi's SDK: present, and a clear error when used. */
 function sdkOnly(name) {
 	const fail = () => {
-		throw new Error(`${name} belongs to pi's SDK, which embeds a second pi; it is not available in pi-rpc's extension host`);
+		throw new Error(
+			`${name} belongs to pi's SDK, which embeds a second pi; it is not available in pi-rpc's extension host: ` +
+				"run an agent of your own with @earendil-works/pi-agent-core (Agent, agentLoop), or start pi as a process",
+		);
 	};
 	return { [name]: class {
 		constructor() {
