@@ -261,3 +261,62 @@ fn the_hosts_helpers_compute_what_pis_compute() {
     let out = std::process::Command::new(node).arg(script).arg(&package).arg(&host).output().expect("run node");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// pi's `ctx.reload()` loads every extension again: one whose host crashed
+/// (`process.exit()`) is started afresh, its command back and its
+/// `session_start` with reason "reload"; it is not reported again.
+#[tokio::test]
+async fn a_crashed_extension_is_loaded_afresh_by_a_reload() {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return };
+    let sb = Sandbox::with_server().await;
+    host_settings(&sb, &node, &dir, json!({}));
+    let exits = write_module(
+        &sb,
+        "exits.ts",
+        r#"export default function (pi: any) {
+  pi.registerCommand("bye", { handler: async () => { process.exit(3); } });
+  pi.on("session_start", async (event: any, ctx: any) => ctx.ui.notify(`exits start ${event.reason}`, "info"));
+}
+"#,
+    );
+    write_module(
+        &sb,
+        "reloader.ts",
+        "export default function (pi: any) {\n  pi.registerCommand(\"again\", { handler: async (_args: string, ctx: any) => { await ctx.reload(); } });\n}\n",
+    );
+    let mut pi = sb.spawn(&["--no-session"]);
+    let names = |reply: &Value| {
+        let mut names: Vec<String> = reply["data"]["commands"]
+            .as_array()
+            .map(|list| list.iter().filter_map(|c| c["name"].as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    assert_eq!(names(&pi.call("c1", json!({"type": "get_commands"})).await), ["again", "bye", "mcp"]);
+
+    pi.send(json!({"id": "b", "type": "prompt", "message": "/bye"})).await;
+    pi.until(|v| v["type"] == "extension_error" && v["extensionPath"] == exits.as_str()).await;
+    assert_eq!(
+        names(&pi.call("c2", json!({"type": "get_commands"})).await),
+        ["again", "mcp"],
+        "the crashed one's command is gone"
+    );
+
+    pi.send(json!({"id": "r", "type": "prompt", "message": "/again"})).await;
+    // The command's reply and the new instance's greeting, in either order.
+    let (mut replied, mut started) = (false, false);
+    let lines = pi
+        .until(|v| {
+            replied |= v["type"] == "response" && v["id"] == "r";
+            started |= v["method"] == "notify" && v["message"] == "exits start reload";
+            replied && started
+        })
+        .await;
+    let reply = lines.iter().find(|v| v["type"] == "response" && v["id"] == "r");
+    assert_eq!(reply.map(|v| v["success"].clone()), Some(json!(true)), "{lines:?}");
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    assert_eq!(names(&pi.call("c3", json!({"type": "get_commands"})).await), ["again", "bye", "mcp"], "loaded afresh");
+    pi.close_stdin();
+    assert!(pi.wait().await.success());
+}

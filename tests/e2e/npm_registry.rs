@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use serde_json::{Value, json};
 
@@ -23,6 +23,8 @@ struct State {
 pub struct Registry {
     pub url: String,
     state: Arc<Mutex<State>>,
+    /// While true, requests are recorded but not answered.
+    held: Arc<(Mutex<bool>, Condvar)>,
     tarballs: tempfile::TempDir,
 }
 
@@ -31,16 +33,27 @@ impl Registry {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the registry");
         let url = format!("http://{}/", listener.local_addr().expect("registry address"));
         let state = Arc::new(Mutex::new(State::default()));
-        let shared = state.clone();
+        let held = Arc::new((Mutex::new(false), Condvar::new()));
+        let (shared, gate) = (state.clone(), held.clone());
         let base = url.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let shared = shared.clone();
+                let (shared, gate) = (shared.clone(), gate.clone());
                 let base = base.clone();
-                std::thread::spawn(move || serve(stream, &shared, &base));
+                std::thread::spawn(move || serve(stream, &shared, &gate, &base));
             }
         });
-        Registry { url, state, tarballs: tempfile::tempdir().expect("tarball dir") }
+        Registry { url, state, held, tarballs: tempfile::tempdir().expect("tarball dir") }
+    }
+
+    /// Answer no request until [`Registry::release`] (an install that takes its time).
+    pub fn hold(&self) {
+        *self.held.0.lock().expect("registry gate") = true;
+    }
+
+    pub fn release(&self) {
+        *self.held.0.lock().expect("registry gate") = false;
+        self.held.1.notify_all();
     }
 
     /// `npm pack` the package in `dir` and serve it.
@@ -71,7 +84,7 @@ impl Registry {
     }
 }
 
-fn serve(stream: std::net::TcpStream, state: &Mutex<State>, base: &str) {
+fn serve(stream: std::net::TcpStream, state: &Mutex<State>, held: &(Mutex<bool>, Condvar), base: &str) {
     let mut reader = BufReader::new(match stream.try_clone() {
         Ok(s) => s,
         Err(_) => return,
@@ -91,6 +104,14 @@ fn serve(stream: std::net::TcpStream, state: &Mutex<State>, base: &str) {
         state.requests.push(path.clone());
         respond(&state, &path, base)
     };
+    if let Ok(mut holding) = held.0.lock() {
+        while *holding {
+            holding = match held.1.wait(holding) {
+                Ok(guard) => guard,
+                Err(_) => return,
+            };
+        }
+    }
     let mut stream = stream;
     let (status, body) = match body {
         Some(body) => ("200 OK", body),

@@ -359,3 +359,56 @@ async fn pi_and_pi_rpc_use_each_others_packages() {
         assert!(names.contains(&expected), "pi 1.6.0 misses {expected}: {names:?}");
     }
 }
+
+/// A reload that installs a package does so off the session: while npm
+/// waits for the registry, other commands (`get_state`) are answered; once
+/// the install is done, the reload ends and the package's command is there.
+#[tokio::test]
+async fn a_reload_that_installs_a_package_does_not_block_the_session() {
+    let Some(t) = tools() else { return };
+    let sb = Sandbox::offline();
+    host_settings(&sb, &t);
+    let registry = Registry::start();
+    let source_dir = sb.home.path().join("src/slow-tools");
+    make_package(&source_dir, "@demo/slow-tools", "1.0.0", "slow", false);
+    registry.publish(&source_dir);
+    write(
+        &sb.agent_dir.path().join("extensions/adder.ts"),
+        r#"import * as fs from "node:fs";
+import * as path from "node:path";
+export default function (pi: any) {
+  pi.registerCommand("add", {
+    handler: async (_args: string, ctx: any) => {
+      const file = path.join(process.env.PI_CODING_AGENT_DIR as string, "settings.json");
+      const settings = JSON.parse(fs.readFileSync(file, "utf8"));
+      settings.packages = ["npm:@demo/slow-tools@1.0.0"];
+      fs.writeFileSync(file, JSON.stringify(settings, null, 2));
+      await ctx.reload();
+    },
+  });
+}
+"#,
+    );
+    let mut pi = spawn(&sb, &registry, &["--no-session"]);
+    assert!(!has(&commands(&mut pi).await, "slow-hello", "extension"));
+
+    registry.hold();
+    pi.send(json!({"id": "r", "type": "prompt", "message": "/add"})).await;
+    // npm asked the registry, which does not answer yet: the install is under way.
+    while !registry.requests().iter().any(|r| r.contains("slow-tools")) {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    pi.send(json!({"id": "s", "type": "get_state"})).await;
+    // Answered while the registry still holds npm (a blocked session would never answer).
+    let lines = pi.until(|v| v["type"] == "response" && v["id"] == "s").await;
+    assert_eq!(lines.last().map(|v| v["success"].clone()), Some(json!(true)), "{lines:?}");
+
+    registry.release();
+    let reply = match lines.into_iter().find(|v| v["type"] == "response" && v["id"] == "r") {
+        Some(reply) => reply,
+        None => pi.response("r").await,
+    };
+    assert_eq!(reply["success"], true, "{reply}");
+    let list = commands(&mut pi).await;
+    assert!(has(&list, "slow-hello", "extension"), "{list:?}\n{}", pi.stderr());
+}

@@ -65,6 +65,12 @@ pub(crate) enum ExtSignal {
         decision: Value,
         summary: Box<Result<crate::compaction::SummaryOutput, crate::compaction::SummaryError>>,
     },
+    /// A command's `ctx.reload()` resolved the settings' pi packages aside
+    /// (installing what was missing); `None`: that task failed.
+    ReloadPackagesResolved {
+        resolved: Option<Box<pi_extensions::packages::Resolved>>,
+        reply: super::extension_session_op_state::ExtReply,
+    },
     /// The `input` hooks decided about extension `id`'s `sendUserMessage`
     /// (`params` with the resulting content), unless one handled it.
     UserMessageInputDone {

@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 
 use super::http::{HttpClient, error_chain};
 use super::lenient;
+use super::shared::truthy;
 
 /// The provider id pi gives these models.
 pub const PROVIDER: &str = "llama.cpp";
@@ -158,16 +159,6 @@ impl Listed {
             return n;
         }
         positive(self.meta.as_ref().and_then(|m| m.n_ctx_train)).unwrap_or(DEFAULT_CONTEXT_WINDOW)
-    }
-}
-
-fn truthy(value: &Value) -> bool {
-    match value {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|n| n != 0.0),
-        Value::String(s) => !s.is_empty(),
-        _ => true,
     }
 }
 

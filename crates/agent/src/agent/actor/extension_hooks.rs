@@ -406,6 +406,12 @@ impl Agent {
                     }
                 }
             }
+            ExtSignal::ReloadPackagesResolved { resolved, reply } => match resolved {
+                Some(resolved) => self.finish_reload(Some(*resolved), reply),
+                None => {
+                    let _ = reply.send(Err("reload: the settings' packages could not be resolved".to_string()));
+                }
+            },
             ExtSignal::SetupStarted { reply } => {
                 self.discover_after_replacement();
                 if let Some(reply) = reply {

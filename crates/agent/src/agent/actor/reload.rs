@@ -3,16 +3,19 @@
 //! to `defaultTools`), the settings' pi packages are resolved again, skills
 //! and prompt templates discovered again, and the extensions found again:
 //! those of a package or file that went are unloaded (`session_shutdown`
-//! with reason "reload"), those that came are loaded (their `session_start`
-//! has reason "reload"), the others are reloaded in place, and handlers
-//! run in the order the set was found in.
+//! with reason "reload"), those that came, and those that crashed, are
+//! loaded (their `session_start` has reason "reload"), the others are
+//! reloaded in place, and handlers run in the order the set was found in.
+//! The packages are resolved (and installed) off the actor, which answers
+//! other commands meanwhile.
 
 use std::path::PathBuf;
 
 use super::Agent;
 use crate::agent::extension_session_op_state::ExtReply;
-use crate::agent::internal::QueueKind;
-use pi_extensions::packages::{Kind, PackageManager};
+use crate::agent::extension_state::ExtSignal;
+use crate::agent::internal::{Internal, QueueKind};
+use pi_extensions::packages::{Kind, PackageManager, Resolved};
 
 impl Agent {
     /// A command's `ctx.reload()`; `reply` is answered once the extensions'
@@ -29,9 +32,31 @@ impl Agent {
             let _ = reply.send(Err(error.to_string()));
             return;
         }
+        // The settings' pi packages are resolved aside, as an install may
+        // take long (npm, git): the session answers other commands meanwhile.
+        let Some(options) = self.ext.resources().options.as_ref() else {
+            self.finish_reload(None, reply);
+            return;
+        };
+        let (cwd, agent_dir, trusted) = (options.cwd.clone(), options.agent_dir.clone(), options.project_trusted);
+        let internal = self.channels.internal();
+        tokio::spawn(async move {
+            let resolved =
+                tokio::task::spawn_blocking(move || PackageManager::new(&cwd, &agent_dir, trusted).resolve_settings())
+                    .await
+                    .ok()
+                    .map(Box::new);
+            let signal = ExtSignal::ReloadPackagesResolved { resolved, reply };
+            let _ = internal.send(Internal::Extension(Box::new(signal))).await;
+        });
+    }
+
+    /// The rest of a reload, once the settings' packages are resolved
+    /// (`None`: resources were never discovered, so there are none).
+    pub(super) fn finish_reload(&mut self, resolved: Option<Resolved>, reply: ExtReply) {
         let default_tools_before = self.default_tools();
         self.reload_settings();
-        let package_extensions = self.reload_resources();
+        let package_extensions = resolved.map(|resolved| self.reload_resources(resolved));
         self.activate_new_default_tools(default_tools_before);
         let added = self.reload_extensions(package_extensions);
         // Every extension kept is reloaded (the host gives the old instance
@@ -88,13 +113,10 @@ impl Agent {
         self.ext.tools_changed();
     }
 
-    /// Resolve the settings' pi packages again (installing what is missing,
-    /// as at start-up) and discover skills and templates with them; the
-    /// packages' extension files, `None` when resources were not discovered.
-    fn reload_resources(&mut self) -> Option<Vec<PathBuf>> {
-        let options = self.ext.resources().options.as_ref()?;
-        let manager = PackageManager::new(&options.cwd, &options.agent_dir, options.project_trusted);
-        let resolved = manager.resolve_settings();
+    /// Discover skills and templates again with the settings' pi packages as
+    /// resolved now (what was missing installed, as at start-up); the
+    /// packages' extension files.
+    fn reload_resources(&mut self, resolved: Resolved) -> Vec<PathBuf> {
         for failure in &resolved.failures {
             tracing::warn!("{}", failure.warning());
         }
@@ -108,7 +130,7 @@ impl Agent {
             }
             *self.ext.resources_mut() = resources;
         }
-        Some(resolved.enabled(Kind::Extensions))
+        resolved.enabled(Kind::Extensions)
     }
 
     /// Find the extensions again (the settings' packages as resolved now):
@@ -124,8 +146,11 @@ impl Agent {
         for (path, error) in &found.errors {
             tracing::warn!("reload: {path}: {error}");
         }
-        let loaded = self.ext.handle().loaded_paths();
-        for (id, _) in loaded.iter().filter(|(_, path)| !found.paths.contains(path)) {
+        // One that crashed is loaded afresh, as pi loads every extension again.
+        let crashed = |id: usize| self.ext.handle().get(id).is_some_and(|e| e.is_dead());
+        let (dead, loaded): (Vec<_>, Vec<_>) =
+            self.ext.handle().loaded_paths().into_iter().partition(|(id, _)| crashed(*id));
+        for (id, _) in dead.iter().chain(loaded.iter().filter(|(_, path)| !found.paths.contains(path))) {
             self.forget_extension(*id);
             self.ext.handle().retire(*id);
         }
