@@ -50,6 +50,9 @@ pub(crate) enum Control {
     Moved(Result<Arc<Hub>, CoreError>),
     /// The connections have moved to the successor: the pump ends.
     MovedAll,
+    /// The session's lease may have gone to another worker: the pump looks
+    /// (as it does whenever it wakes).
+    LookAtLease,
 }
 
 /// A loaded session, shared by the registry and the connections attached to it.
@@ -136,6 +139,13 @@ impl Hub {
             Ok(true) => Ok(()),
             _ => Err(HubClosed),
         }
+    }
+
+    /// Have the pump look at the session's lease (it may have been lost).
+    /// A full control queue needs nothing more: the pump wakes for what is
+    /// queued, and looks then.
+    pub(crate) fn look_at_lease(&self) {
+        let _ = self.control.try_send(Control::LookAtLease);
     }
 
     /// Stop sending to `conn` (answered once nothing more is queued for it).

@@ -40,6 +40,9 @@ use crate::replay::{Numbered, ReplayBuffer};
 /// How long a hub letting go waits for its events to be stored.
 const SETTLE_WAIT: Duration = Duration::from_secs(5);
 
+/// How often the pump looks again at a lease in doubt while it holds output.
+const DOUBT_POLL: Duration = Duration::from_millis(50);
+
 /// What the hub's own requests are for.
 enum Internal {
     Attach(Attaching),
@@ -158,8 +161,21 @@ impl Pump {
         let valid = lease;
         let mut feed_open = true;
         'pump: while !self.done {
+            // A lost lease is seen here, whatever woke the pump (the worker's
+            // `losses` wake it through its control queue).
+            if !self.fenced && valid.as_ref().is_some_and(LeaseWatch::is_lost) {
+                self.fence();
+            }
             let alone = self.conns.is_empty() && !self.unloading && self.internal.is_empty() && !self.moving;
             let deadline = self.alone_since + self.options.idle_unload;
+            // While its lease is in doubt the pump looks again every so often
+            // (the lease has no waker: see `cluster::losses`).
+            let holding = valid.is_some() && !self.held.is_empty() && !self.fenced;
+            let timer = match (alone, holding) {
+                (_, true) => Some(deadline.min(Instant::now() + DOUBT_POLL)),
+                (true, false) => Some(deadline),
+                (false, false) => None,
+            };
             tokio::select! {
                 item = next(&mut feed), if feed_open => {
                     // The outputs already at hand are routed in this turn:
@@ -181,36 +197,37 @@ impl Pump {
                         }
                     }
                 }
-                () = async { if let Some(v) = valid.as_ref() { v.concluded().await } },
-                    if valid.is_some() && !self.held.is_empty() && !self.fenced =>
-                {
-                    if !self.in_doubt(valid.as_ref()) {
-                        self.release_held();
-                    }
-                }
-                () = async { if let Some(v) = valid.as_ref() { v.lost().await } }, if valid.is_some() && !self.fenced => {
-                    self.fenced = true;
-                    // What waited is dropped (but the answers owed to clients).
-                    self.release_held();
-                    self.hub.moving.store(true, Ordering::SeqCst);
-                    self.hub.closing.store(true, Ordering::SeqCst);
-                    tracing::warn!(
-                        "session {}: its lease went to another worker; unloading it here (its clients move there)",
-                        self.hub.id()
-                    );
-                    let agent = self.hub.agent().clone();
-                    tokio::spawn(async move { agent.submit(None, Op::Shutdown { abort: true }).await });
-                }
                 Some(msg) = control.recv() => self.control(msg),
                 // Made only when the branch is on: a timer is not set up on every turn (every delta).
-                () = async { tokio::time::sleep_until(deadline).await }, if alone => {
-                    self.alone_since = Instant::now();
-                    self.unloading = true;
-                    self.ask(Internal::Unload, Op::Unload);
+                () = async { if let Some(at) = timer { tokio::time::sleep_until(at).await } }, if timer.is_some() => {
+                    if holding && !self.in_doubt(valid.as_ref()) {
+                        self.release_held();
+                    }
+                    if alone && Instant::now() >= deadline {
+                        self.alone_since = Instant::now();
+                        self.unloading = true;
+                        self.ask(Internal::Unload, Op::Unload);
+                    }
                 }
             }
         }
         self.finish(control).await;
+    }
+
+    /// The session's lease went to another worker: this actor's events are
+    /// no longer the session's; it is shut down and its clients move on.
+    fn fence(&mut self) {
+        self.fenced = true;
+        // What waited is dropped (but the answers owed to clients).
+        self.release_held();
+        self.hub.moving.store(true, Ordering::SeqCst);
+        self.hub.closing.store(true, Ordering::SeqCst);
+        tracing::warn!(
+            "session {}: its lease went to another worker; unloading it here (its clients move there)",
+            self.hub.id()
+        );
+        let agent = self.hub.agent().clone();
+        tokio::spawn(async move { agent.submit(None, Op::Shutdown { abort: true }).await });
     }
 
     /// Route one item of the feed (`None`: it ended).
@@ -309,6 +326,8 @@ impl Pump {
             }
             Control::Moved(result) => self.moved(result),
             Control::MovedAll => self.done = true,
+            // Looked at on every turn of the loop.
+            Control::LookAtLease => {}
         }
     }
 
@@ -626,7 +645,7 @@ impl Pump {
             match msg {
                 Control::Attach { done, .. } => drop(done.send(false)),
                 Control::Detach { done, .. } => drop(done.send(())),
-                Control::Fetched { .. } | Control::Moved(_) | Control::MovedAll => {}
+                Control::Fetched { .. } | Control::Moved(_) | Control::MovedAll | Control::LookAtLease => {}
             }
         }
         let successor = self.hub.successor.lock().ok().and_then(|s| s.as_ref().map(|h| h.agent().clone()));

@@ -370,6 +370,17 @@ impl Registry {
         hubs.insert(new.to_string(), hub.clone());
     }
 
+    /// Session `id`'s lease was lost: its hub looks at it (every hub, when
+    /// none is filed under `id`: a fork under `--cluster` keeps the lease of
+    /// the id it was forked from).
+    pub(crate) fn look_at_lease(&self, id: &str) {
+        let hubs = self.hubs();
+        match hubs.get(id) {
+            Some(hub) => hub.look_at_lease(),
+            None => hubs.values().for_each(|hub| hub.look_at_lease()),
+        }
+    }
+
     /// Forget `hub` (its session ended); its memory goes back to the system soon after.
     pub(crate) fn remove(&self, id: &str, hub: &Arc<Hub>) {
         let mut hubs = self.hubs();

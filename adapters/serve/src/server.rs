@@ -269,6 +269,7 @@ pub async fn run(
             options.queue_messages,
             peers_stop.clone(),
         );
+        crate::cluster::losses::tell_hubs(cluster.losses.clone(), Arc::downgrade(&registry), peers_stop.clone());
     }
     let app = Router::new()
         .route("/rpc", get(rpc))

@@ -1,7 +1,10 @@
 //! A session id as a held lease keeps it: a UUID in its canonical text (every
 //! id pi makes: lower-case hex, hyphens at 8, 13, 18 and 23) in its 16 bytes,
 //! inline, any other id on the heap. Every session of a worker in a cluster
-//! holds a lease, so its id costs no allocation in the common case.
+//! holds a lease, so its id costs no allocation in the common case. Beside
+//! it, in the room the enum's tag leaves before the id's 8-byte-aligned
+//! bytes, a small number of its holder's (the fence keeps its session
+//! directory's index there, see `fence`): no byte more.
 
 use std::fmt;
 use std::ops::Deref;
@@ -11,12 +14,18 @@ const TEXT: usize = 36;
 const HYPHENS: [usize; 4] = [8, 13, 18, 23];
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-/// A session id, held compactly.
+/// A session id, held compactly, and its holder's small number (`beside`).
 #[derive(Clone, PartialEq, Eq)]
 pub(super) enum CompactId {
     /// A UUID whose canonical text is the id.
-    Uuid([u8; 16]),
-    Other(Box<str>),
+    Uuid {
+        beside: u32,
+        bytes: [u8; 16],
+    },
+    Other {
+        beside: u32,
+        id: Box<str>,
+    },
 }
 
 /// The text of a [`CompactId`] (formatted on the stack for a UUID).
@@ -49,17 +58,25 @@ fn parse(id: &str) -> Option<[u8; 16]> {
 }
 
 impl CompactId {
-    pub(super) fn new(id: &str) -> CompactId {
+    /// Session `id`, with its holder's number `beside`.
+    pub(super) fn new(id: &str, beside: u32) -> CompactId {
         match parse(id) {
-            Some(bytes) => CompactId::Uuid(bytes),
-            None => CompactId::Other(id.into()),
+            Some(bytes) => CompactId::Uuid { beside, bytes },
+            None => CompactId::Other { beside, id: id.into() },
+        }
+    }
+
+    /// The holder's number kept beside the id.
+    pub(super) fn beside(&self) -> u32 {
+        match self {
+            CompactId::Uuid { beside, .. } | CompactId::Other { beside, .. } => *beside,
         }
     }
 
     /// The id's text.
     pub(super) fn text(&self) -> IdText<'_> {
         match self {
-            CompactId::Uuid(bytes) => {
+            CompactId::Uuid { bytes, .. } => {
                 let mut text = [b'-'; TEXT];
                 let mut digits = (0..TEXT).filter(|at| !HYPHENS.contains(at));
                 for byte in bytes {
@@ -71,7 +88,7 @@ impl CompactId {
                 }
                 IdText::Uuid(text)
             }
-            CompactId::Other(id) => IdText::Other(id),
+            CompactId::Other { id, .. } => IdText::Other(id),
         }
     }
 }
@@ -113,7 +130,7 @@ mod tests {
     #[test]
     fn a_canonical_uuid_is_held_inline_and_every_id_comes_back_the_same() {
         let made = pi_core::session::new_session_id();
-        assert!(matches!(CompactId::new(&made), CompactId::Uuid(_)), "{made}");
+        assert!(matches!(CompactId::new(&made, 0), CompactId::Uuid { .. }), "{made}");
         for id in [
             made.as_str(),
             "0190e2a4-7b1c-7def-8000-0123456789ab",
@@ -128,18 +145,22 @@ mod tests {
             "my-session",
             "a",
         ] {
-            let compact = CompactId::new(id);
-            assert_eq!(&*compact.text(), id);
-            assert_eq!(compact.text().to_string(), id);
-            assert_eq!(matches!(compact, CompactId::Uuid(_)), parse(id).is_some(), "{id}");
+            for beside in [0, 7, u32::MAX] {
+                let compact = CompactId::new(id, beside);
+                assert_eq!(&*compact.text(), id);
+                assert_eq!(compact.text().to_string(), id);
+                assert_eq!(compact.beside(), beside, "{id}");
+                assert_eq!(matches!(compact, CompactId::Uuid { .. }), parse(id).is_some(), "{id}");
+            }
         }
-        assert!(matches!(CompactId::new("0190E2A4-7B1C-7DEF-8000-0123456789AB"), CompactId::Other(_)));
-        assert!(matches!(CompactId::new("0190e2a4-7b1c-7def-8000-0123456789ab"), CompactId::Uuid(_)));
+        assert!(matches!(CompactId::new("0190E2A4-7B1C-7DEF-8000-0123456789AB", 1), CompactId::Other { .. }));
+        assert!(matches!(CompactId::new("0190e2a4-7b1c-7def-8000-0123456789ab", 1), CompactId::Uuid { .. }));
     }
 
     #[test]
     fn it_takes_less_room_than_a_boxed_id_and_its_allocation() {
-        // A boxed id: 16 bytes inline and a 36-byte allocation.
+        // A boxed id: 16 bytes inline and a 36-byte allocation. The number
+        // beside it takes no room: it sits in the tag's padding.
         assert!(std::mem::size_of::<CompactId>() <= 24, "{}", std::mem::size_of::<CompactId>());
     }
 }

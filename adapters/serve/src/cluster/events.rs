@@ -46,6 +46,7 @@ use pi_core::event::AgentEvent;
 use tokio::sync::{Notify, mpsc};
 
 use super::lease::LeaseWatch;
+use super::losses::Losses;
 use super::wire::{Joiner, PART_HEADER, event_subject, parts};
 
 /// The stream holding every session's events.
@@ -140,6 +141,8 @@ pub struct EventLog {
     pending: Mutex<HashMap<String, usize>>,
     pending_changed: Notify,
     max_payload: usize,
+    /// Where a lease found lost by a refused event is told.
+    losses: Arc<Losses>,
 }
 
 impl std::fmt::Debug for EventLog {
@@ -153,6 +156,7 @@ pub async fn open(
     jetstream: jetstream::Context,
     retention: Retention,
     max_payload: usize,
+    losses: Arc<Losses>,
 ) -> Result<Arc<EventLog>, String> {
     use async_nats::jetstream::stream;
     if jetstream.get_stream(EVENT_STREAM).await.is_err() {
@@ -182,6 +186,7 @@ pub async fn open(
         pending: Mutex::new(HashMap::new()),
         pending_changed: Notify::new(),
         max_payload: max_payload.saturating_sub(HEADER_ROOM).max(4096),
+        losses,
     });
     tokio::spawn(publish_loop(log.clone(), rx));
     Ok(log)
@@ -580,7 +585,7 @@ async fn send_batch(log: &EventLog, batch: &mut VecDeque<Sending>) {
                     match log.last_is(&sending.subject, id).await {
                         Some(sequence) => sending.stored_at(sequence),
                         None => match &sending.event.lease {
-                            Some(lease) => lease.refused(),
+                            Some(lease) => lease.refused(&log.losses),
                             None => failed = Some(e.to_string()),
                         },
                     }

@@ -14,8 +14,8 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{PoisonError, RwLock};
 
 use nix::fcntl::{Flock, FlockArg};
 use pi_core::session::{FenceGuard, WriteFence};
@@ -60,29 +60,51 @@ pub fn claim(session_dir: &Path, id: &str, epoch: u64) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The session directories of the process's fences, each kept once for as
+/// long as the process runs (a worker has one; a test process a few
+/// hundred): a fence names its directory by its index here, in its id's
+/// spare room, rather than by a pointer of its own.
+static SESSION_DIRS: RwLock<Vec<&'static Path>> = RwLock::new(Vec::new());
+
+/// The index of `dir` among [`SESSION_DIRS`] (added when new).
+fn dir_index(dir: &Path) -> u32 {
+    let known = |dirs: &[&'static Path]| dirs.iter().position(|d| *d == dir);
+    let found = known(&SESSION_DIRS.read().unwrap_or_else(PoisonError::into_inner));
+    let at = found.unwrap_or_else(|| {
+        let mut dirs = SESSION_DIRS.write().unwrap_or_else(PoisonError::into_inner);
+        known(&dirs).unwrap_or_else(|| {
+            dirs.push(Box::leak(dir.to_path_buf().into_boxed_path()));
+            dirs.len() - 1
+        })
+    });
+    u32::try_from(at).unwrap_or(u32::MAX)
+}
+
+/// The session directory at `index` among [`SESSION_DIRS`].
+fn dir_at(index: u32) -> &'static Path {
+    let dirs = SESSION_DIRS.read().unwrap_or_else(PoisonError::into_inner);
+    usize::try_from(index).ok().and_then(|at| dirs.get(at).copied()).unwrap_or(Path::new("."))
+}
+
 /// The fence of one owner of one session (held by every leased session, so
-/// kept small: its epoch file's path is made when it is used, and its id is
-/// held inline when it is a UUID).
+/// kept small: 32 bytes; its epoch file's path is made when it is used, its
+/// id is held inline when it is a UUID, and its session directory is an
+/// index beside the id).
 #[derive(Debug)]
 pub struct EpochFence {
-    /// The session directory (shared by the worker's fences; a thin pointer).
-    session_dir: Arc<PathBuf>,
+    /// The session's id, and the index of its directory among [`SESSION_DIRS`].
     id: CompactId,
     epoch: AtomicU64,
 }
 
 impl EpochFence {
+    /// The fence of session `id` in `session_dir` under `epoch`.
     pub fn new(session_dir: &Path, id: &str, epoch: u64) -> EpochFence {
-        EpochFence::in_dir(Arc::new(session_dir.to_path_buf()), id, epoch)
-    }
-
-    /// The fence of session `id` in a shared `session_dir`.
-    pub fn in_dir(session_dir: Arc<PathBuf>, id: &str, epoch: u64) -> EpochFence {
-        EpochFence { session_dir, id: CompactId::new(id), epoch: AtomicU64::new(epoch) }
+        EpochFence { id: CompactId::new(id, dir_index(session_dir)), epoch: AtomicU64::new(epoch) }
     }
 
     fn path(&self) -> PathBuf {
-        epoch_path(&self.session_dir, &self.id())
+        epoch_path(dir_at(self.id.beside()), &self.id())
     }
 
     /// The session it guards.
@@ -142,6 +164,21 @@ impl WriteFence for EpochFence {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fence_is_32_bytes_and_finds_its_own_directory_among_several() {
+        assert!(std::mem::size_of::<EpochFence>() <= 32, "{} bytes", std::mem::size_of::<EpochFence>());
+        let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        claim(one.path(), "s1", 4).unwrap();
+        claim(two.path(), "s1", 6).unwrap();
+        let (in_one, in_two) = (EpochFence::new(one.path(), "s1", 4), EpochFence::new(two.path(), "s1", 6));
+        assert_eq!((in_one.path(), in_two.path()), (epoch_path(one.path(), "s1"), epoch_path(two.path(), "s1")));
+        assert!(in_one.is_current().unwrap() && in_two.is_current().unwrap());
+        // A directory is kept once, whichever fence named it first.
+        let same = PathBuf::from(one.path().to_string_lossy().as_ref());
+        assert_eq!(dir_index(one.path()), dir_index(&same));
+        assert_ne!(dir_index(one.path()), dir_index(two.path()));
+    }
 
     #[test]
     fn a_stale_owner_is_refused_once_a_newer_one_claims() {

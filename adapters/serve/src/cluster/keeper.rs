@@ -13,6 +13,7 @@ use async_nats::jetstream::kv;
 
 use super::claims::{self, Claims};
 use super::lease_write::LeaseWriter;
+use super::losses::Losses;
 use super::renew::Renewals;
 use super::{ClusterOptions, LEASE_BUCKET, connect_client};
 
@@ -24,7 +25,7 @@ const READ_BUFFER: u16 = 4096;
 
 /// Connect the keeper's thread to the bus and open the lease bucket there
 /// (on the keeper's runtime, whose blocking pool the claims get).
-async fn open(options: ClusterOptions, here: Arc<kv::Store>) -> Result<Keeper, String> {
+async fn open(options: ClusterOptions, here: Arc<kv::Store>, losses: Arc<Losses>) -> Result<Keeper, String> {
     let client = connect_client(&options, "leases", READ_BUFFER).await?;
     let writer = LeaseWriter::new(client.clone());
     let jetstream = async_nats::jetstream::new(client);
@@ -33,7 +34,14 @@ async fn open(options: ClusterOptions, here: Arc<kv::Store>) -> Result<Keeper, S
         .await
         .map_err(|e| format!("--cluster: cannot open the lease bucket {LEASE_BUCKET}: {e}"))?;
     Ok(Keeper {
-        renewals: Arc::new(Renewals::new(Arc::new(leases), writer, here, options.worker.clone(), options.lease_ttl)),
+        renewals: Arc::new(Renewals::new(
+            Arc::new(leases),
+            writer,
+            here,
+            losses,
+            options.worker.clone(),
+            options.lease_ttl,
+        )),
         claims: Claims::on(tokio::runtime::Handle::current()),
     })
 }
@@ -55,8 +63,9 @@ impl std::fmt::Debug for Keeper {
 
 impl Keeper {
     /// Start the thread and connect it (the lease bucket exists already).
-    /// `here`: the lease bucket through the worker's own connection.
-    pub async fn start(options: &ClusterOptions, here: Arc<kv::Store>) -> Result<Keeper, String> {
+    /// `here`: the lease bucket through the worker's own connection;
+    /// `losses`: where the leases lost are told.
+    pub async fn start(options: &ClusterOptions, here: Arc<kv::Store>, losses: Arc<Losses>) -> Result<Keeper, String> {
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let options = options.clone();
         let started = std::thread::Builder::new().name("pi-lease-keeper".to_string()).spawn(move || {
@@ -72,7 +81,7 @@ impl Keeper {
             // bucket's are large): on this thread's stack, its pages would stay
             // resident for as long as the worker runs; on the heap, the renewals
             // reuse them once it is done.
-            let keeper = runtime.block_on(Box::pin(open(options, here)));
+            let keeper = runtime.block_on(Box::pin(open(options, here, losses)));
             let renewals = match &keeper {
                 Ok(keeper) => keeper.renewals.clone(),
                 Err(_) => {

@@ -12,14 +12,17 @@
 //!   fencing epoch to that create's revision when no other worker owned the
 //!   session meanwhile ([`EpochFence::move_to`]): the session stays here.
 //!   A lost race (another worker holds it, or owned it meanwhile) ends the
-//!   renewals, tells [`LeaseWatch::lost`] and is logged.
+//!   renewals, marks the lease lost ([`LeaseWatch::is_lost`]), tells the
+//!   worker's [`super::losses`] (the session's pump then hands its clients
+//!   over) and is logged.
 //! * The renewals run on the lease keeper's thread ([`super::keeper`]), away
 //!   from the worker's busy runtime, in one loop over every lease of the
 //!   worker ([`super::renew`]); one that comes late is logged.
 //! * While no renewal has concluded for a TTL (the worker was paused, or the
 //!   keeper starved), the lease is in doubt ([`LeaseWatch::in_doubt`]): the
-//!   session's pump holds its events until the next renewal says whether the
-//!   lease is still this worker's, so a stale owner publishes nothing.
+//!   session's pump holds its events (looking again every so often) until
+//!   the next renewal says whether the lease is still this worker's, so a
+//!   stale owner publishes nothing.
 //! * Expires with the bucket's `max_age` (the TTL) once its owner stops
 //!   renewing (killed, paused, cut off), so the next attach on any worker
 //!   takes the session over.
@@ -37,6 +40,7 @@ use super::Cluster;
 use super::fence::{EpochFence, claim};
 use super::lease_state::{State, clock_ms, millis, now_ms, owner_value};
 use super::lease_write::Written;
+use super::losses::Losses;
 use super::renew::Renewals;
 
 pub use super::lease_state::owner_of;
@@ -75,12 +79,6 @@ impl LeaseWatch {
         self.state.in_doubt()
     }
 
-    /// Resolves once a renewal concluded (since the last time it resolved).
-    /// One task waits on a lease's watches (the session's pump).
-    pub async fn concluded(&self) {
-        std::future::poll_fn(|cx| self.state.poll_concluded(cx)).await;
-    }
-
     /// True once another worker holds the session.
     pub fn is_lost(&self) -> bool {
         self.state.is_lost()
@@ -89,11 +87,6 @@ impl LeaseWatch {
     /// True once the lease was let go (released, or dropped with its session).
     pub fn is_let_go(&self) -> bool {
         self.state.is_released()
-    }
-
-    /// Resolves once another worker holds the session (one waiter: the pump).
-    pub async fn lost(&self) {
-        std::future::poll_fn(|cx| self.state.poll_lost(cx)).await;
     }
 
     /// The stream's sequence of the session's last message this owner knows of.
@@ -108,9 +101,10 @@ impl LeaseWatch {
 
     /// The stream refused this owner's event: the session has messages this
     /// owner did not write, so another worker owns it (as a renewal that
-    /// finds the lease taken would say).
-    pub(super) fn refused(&self) {
+    /// finds the lease taken would say; told to the worker's `losses`).
+    pub(super) fn refused(&self, losses: &Losses) {
         if self.state.set_lost() {
+            losses.tell(self.state.fence.id().to_string());
             tracing::warn!(
                 "session {}: the event stream refused this worker's event (another worker wrote the session \
                  since); its writes are now refused",
@@ -189,11 +183,8 @@ impl Lease {
             Err(e) => return Err(bus(e.to_string())),
         };
         drop(turn);
-        let state = Arc::new(State::new(
-            EpochFence::in_dir(renewals.session_dir(session_dir), id, epoch),
-            epoch,
-            asked + millis(renewals.ttl()),
-        ));
+        let state =
+            Arc::new(State::new(EpochFence::new(session_dir, id, epoch), epoch, asked + millis(renewals.ttl())));
         // Renewed from now on: claiming the epoch (an fsync) may take a while on a busy disk.
         renewals.hold(state.clone());
         let lease = Lease { state, renewals };

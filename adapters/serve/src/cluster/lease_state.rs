@@ -4,11 +4,9 @@
 
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures::task::AtomicWaker;
 
 use pi_core::session::{FenceGuard, WriteFence};
 
@@ -17,12 +15,13 @@ use super::fence::EpochFence;
 /// What a lease, its session's pump and the worker's renewals share.
 ///
 /// Every session of a worker in a cluster holds one, so it is kept small
-/// (88 bytes: with the Arc's counts, the same 112-byte allocator chunk as a
-/// lone worker's lock path): its session's id is inline, the next renewal's
-/// time is derived from the last one that concluded, its four flags share a
-/// word with its validity, and the one task that waits on the lease (the
-/// session's pump) is woken through a single waker rather than a queue of
-/// waiters.
+/// (56 bytes: with the Arc's counts, the same 80-byte allocator chunk as a
+/// lone worker's lock path): its session's id is inline and its session
+/// directory an index beside it (see `fence`), the next renewal's time is
+/// derived from the last one that concluded, and its three flags share a
+/// word with its validity. It has no waker: the session's pump looks at it
+/// when it wakes, every so often while the lease is in doubt, and when told
+/// of a loss through the worker's [`super::losses`].
 #[derive(Debug)]
 pub(super) struct State {
     /// The session's fence (it names the session); the session's writes
@@ -30,16 +29,13 @@ pub(super) struct State {
     pub(super) fence: EpochFence,
     pub(super) revision: AtomicU64,
     /// Until when the lease is surely this worker's ([`clock_ms`]; moved by
-    /// each renewal to a TTL after it was sent), in the low 60 bits; the
-    /// flags [`LOST`], [`RELEASED`], [`RENEWING`] and [`CONCLUDED`] above.
+    /// each renewal to a TTL after it was sent), in the low 61 bits; the
+    /// flags [`LOST`], [`RELEASED`] and [`RENEWING`] above.
     word: AtomicU64,
     /// The event stream's sequence of the session's last message this owner
     /// knows of (its takeover mark, then each event it stored): its next
     /// event is stored only if the session's last message is still that one.
     pub(super) stored: AtomicU64,
-    /// The task watching the lease (the session's pump; one task), woken
-    /// when a renewal concludes or the lease is lost.
-    watcher: AtomicWaker,
 }
 
 /// Another worker took the session (renewal lost, or an event refused).
@@ -49,10 +45,8 @@ const RELEASED: u64 = 1 << 62;
 /// A renewal of it is on its way (set by the renewals' loop, cleared by the
 /// renewal once it concluded).
 const RENEWING: u64 = 1 << 61;
-/// A renewal concluded since the watcher last looked.
-const CONCLUDED: u64 = 1 << 60;
-/// The validity's bits (2^60 ms: 36 million years of the leases' clock).
-const VALID: u64 = CONCLUDED - 1;
+/// The validity's bits (2^61 ms: 73 million years of the leases' clock).
+const VALID: u64 = RENEWING - 1;
 
 impl State {
     /// The state of a lease taken at `asked` ([`clock_ms`]) under `epoch`:
@@ -63,7 +57,6 @@ impl State {
             revision: AtomicU64::new(epoch),
             word: AtomicU64::new(valid_until.min(VALID)),
             stored: AtomicU64::new(0),
-            watcher: AtomicWaker::new(),
         }
     }
 
@@ -121,15 +114,11 @@ impl State {
     }
 
     /// A renewal sent at `sent` ([`clock_ms`]) concluded without losing the
-    /// lease: surely this worker's until a TTL later; the watcher is told
-    /// (and told later, when it is not waiting now).
+    /// lease: surely this worker's until a TTL later.
     pub(super) fn renewed(&self, sent: u64, ttl: Duration) {
         let valid = (sent + millis(ttl)).min(VALID);
-        // The flags kept, the validity replaced; concluded.
-        let _ = self
-            .word
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |word| Some((word & !VALID) | CONCLUDED | valid));
-        self.watcher.wake();
+        // The flags kept, the validity replaced.
+        let _ = self.word.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |word| Some((word & !VALID) | valid));
     }
 
     /// True once another worker holds the session.
@@ -138,23 +127,9 @@ impl State {
     }
 
     /// Another worker holds the session: true when this call said so first
-    /// (the watcher is woken).
+    /// (the caller then tells the worker's [`super::losses`]).
     pub(super) fn set_lost(&self) -> bool {
-        let first = self.set(LOST);
-        self.watcher.wake();
-        first
-    }
-
-    /// Ready once a renewal concluded since the last time it was ready.
-    pub(super) fn poll_concluded(&self, cx: &mut Context<'_>) -> Poll<()> {
-        self.watcher.register(cx.waker());
-        if self.clear(CONCLUDED) { Poll::Ready(()) } else { Poll::Pending }
-    }
-
-    /// Ready once the lease is lost.
-    pub(super) fn poll_lost(&self, cx: &mut Context<'_>) -> Poll<()> {
-        self.watcher.register(cx.waker());
-        if self.is_lost() { Poll::Ready(()) } else { Poll::Pending }
+        self.set(LOST)
     }
 
     /// Its key among the worker's renewals (where it is: the renewals hold it).
@@ -250,12 +225,12 @@ mod tests {
     }
 
     #[test]
-    fn a_leases_state_takes_88_bytes() {
+    fn a_leases_state_takes_56_bytes() {
         // Held by every session of a worker in a cluster (idle sessions per
-        // GiB): with the Arc's counts 104 bytes, a 112-byte chunk of glibc's
+        // GiB): with the Arc's counts 72 bytes, an 80-byte chunk of glibc's
         // allocator, as a lone worker's lock path (and the session's id
         // inline when it is a UUID, rather than an allocation of its own).
-        assert!(std::mem::size_of::<State>() <= 88, "{} bytes", std::mem::size_of::<State>());
+        assert!(std::mem::size_of::<State>() <= 56, "{} bytes", std::mem::size_of::<State>());
     }
 
     #[test]
@@ -274,8 +249,8 @@ mod tests {
         assert!(state.set_lost() && state.is_lost() && state.valid_until() == 29_000);
     }
 
-    #[tokio::test]
-    async fn the_watcher_sees_a_renewal_that_concluded_while_it_was_not_waiting_and_a_loss() {
+    #[test]
+    fn the_next_renewal_is_due_a_period_after_the_last_one_that_concluded_and_doubt_comes_a_ttl_after() {
         let dir = tempfile::tempdir().unwrap();
         let (ttl, period) = (Duration::from_secs(9), Duration::from_secs(3));
         // Taken at 1 s: valid until 10 s, renewed at 4 s.
@@ -283,12 +258,14 @@ mod tests {
         assert_eq!(state.due(ttl, period), 4_000);
         state.renewed(4_100, ttl);
         assert_eq!((state.valid_until(), state.due(ttl, period)), (13_100, 7_100));
-        // Kept for the watcher, once.
-        std::future::poll_fn(|cx| state.poll_concluded(cx)).await;
-        let again = futures::FutureExt::now_or_never(std::future::poll_fn(|cx| state.poll_concluded(cx)));
-        assert!(again.is_none(), "one conclusion is seen once");
-        assert!(futures::FutureExt::now_or_never(std::future::poll_fn(|cx| state.poll_lost(cx))).is_none());
-        assert!(state.set_lost() && !state.set_lost());
-        std::future::poll_fn(|cx| state.poll_lost(cx)).await;
+        // Valid until the clock's start, now past: in doubt until a renewal concludes.
+        let late = State::new(EpochFence::new(dir.path(), "s2", 3), 3, 0);
+        let now = clock_ms();
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(late.in_doubt());
+        late.renewed(clock_ms(), ttl);
+        assert!(!late.in_doubt() && late.valid_until() >= now + 9_000);
+        // A loss is said once.
+        assert!(late.set_lost() && !late.set_lost() && late.is_lost() && !late.in_doubt());
     }
 }

@@ -9,7 +9,8 @@
 //! * [`fence`]: the epoch on shared storage, checked before every write of
 //!   the session file; [`claims`]: the threads that record new epochs
 //!   (the keeper's runtime's blocking pool, ended when idle);
-//!   `compact_id`: a lease's session id, inline when it is a UUID.
+//!   `compact_id`: a lease's session id, inline when it is a UUID;
+//!   [`losses`]: the leases lost, told to their sessions' hubs.
 //! * [`events`]: every session's events on a JetStream stream, replayed by
 //!   any worker from `afterSeq`.
 //! * [`wire`]: what workers say to each other, and on which subjects.
@@ -29,6 +30,7 @@ pub mod keeper;
 pub mod lease;
 mod lease_state;
 mod lease_write;
+pub mod losses;
 pub mod mirror;
 pub mod peer;
 pub mod place;
@@ -69,6 +71,9 @@ pub struct Cluster {
     pub leases: std::sync::Arc<async_nats::jetstream::kv::Store>,
     pub events: std::sync::Arc<events::EventLog>,
     pub keeper: keeper::Keeper,
+    /// The leases this worker lost (its renewals and its event stream tell
+    /// them; the registry's hubs hear of them).
+    pub losses: std::sync::Arc<losses::Losses>,
     /// Where new leases' epochs are claimed.
     pub claims: claims::Claims,
     pub options: ClusterOptions,
@@ -108,11 +113,12 @@ impl Cluster {
             }
         };
         let leases = std::sync::Arc::new(leases);
-        let events = events::open(jetstream.clone(), options.retention, client.max_payload()).await?;
-        let keeper = keeper::Keeper::start(&options, leases.clone()).await?;
+        let losses = std::sync::Arc::new(losses::Losses::default());
+        let events = events::open(jetstream.clone(), options.retention, client.max_payload(), losses.clone()).await?;
+        let keeper = keeper::Keeper::start(&options, leases.clone(), losses.clone()).await?;
         let claims = keeper.claims.clone();
         tracing::info!("pi serve: in the cluster at {} as {}", options.urls.join(","), options.worker);
-        Ok(Cluster { client, jetstream, leases, events, keeper, claims, options })
+        Ok(Cluster { client, jetstream, leases, events, keeper, losses, claims, options })
     }
 }
 

@@ -20,10 +20,10 @@
 //!   pass; a renewal of it already in flight sees it let go and deletes the
 //!   lease it may have renewed meanwhile.
 //! * What a renewal finds (renewed, lost to another worker, the bus away)
-//!   is told to the lease's state (`LeaseWatch`).
+//!   is told to the lease's state (`LeaseWatch`); a loss also to the
+//!   worker's [`super::losses`], for the session's hub.
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -34,6 +34,7 @@ use futures::stream::FuturesUnordered;
 
 use super::lease_state::{State, clock_ms, millis, owner_of, owner_value};
 use super::lease_write::{LeaseWriter, Written};
+use super::losses::Losses;
 
 /// Renewals in flight at once, whatever the number of leases due (and new
 /// leases' creates, see [`Renewals::creating`]): every lease of the worker
@@ -57,8 +58,8 @@ pub struct Renewals {
     writer: LeaseWriter,
     /// The lease bucket, through the worker's connection (releases from its runtime).
     here: Arc<kv::Store>,
-    /// The session directory the fences are in (shared by them).
-    session_dir: Mutex<Option<Arc<PathBuf>>>,
+    /// Where the leases lost are told.
+    losses: Arc<Losses>,
     worker: String,
     ttl: Duration,
     /// Every lease held, and (until the loop's next pass) those let go or lost.
@@ -132,6 +133,7 @@ impl Renewals {
         leases: Arc<kv::Store>,
         writer: LeaseWriter,
         here: Arc<kv::Store>,
+        losses: Arc<Losses>,
         worker: String,
         ttl: Duration,
     ) -> Renewals {
@@ -139,7 +141,7 @@ impl Renewals {
             leases,
             writer,
             here,
-            session_dir: Mutex::new(None),
+            losses,
             worker,
             ttl,
             held: Mutex::new(Vec::new()),
@@ -179,15 +181,6 @@ impl Renewals {
     /// The lease bucket through the worker's own connection.
     pub(super) fn here(&self) -> &Arc<kv::Store> {
         &self.here
-    }
-
-    /// `session_dir`, shared by every fence in it.
-    pub(super) fn session_dir(&self, session_dir: &Path) -> Arc<PathBuf> {
-        let mut shared = self.session_dir.lock().unwrap_or_else(PoisonError::into_inner);
-        match &*shared {
-            Some(dir) if dir.as_path() == session_dir => dir.clone(),
-            _ => shared.insert(Arc::new(session_dir.to_path_buf())).clone(),
-        }
     }
 
     /// How often a lease is renewed.
@@ -320,7 +313,9 @@ impl Renewals {
                     Renewed::Yes
                 }
                 Retaken::Lost(owner) => {
-                    state.set_lost();
+                    if state.set_lost() {
+                        self.losses.tell(id.to_string());
+                    }
                     tracing::warn!("session {id}: lease lost to another worker ({owner}); its writes are now refused");
                     Renewed::End
                 }

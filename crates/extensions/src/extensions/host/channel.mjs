@@ -40,6 +40,19 @@ export class Channel {
 		});
 	}
 
+	/**
+	 * End the process once every message sent before is written: the I/O
+	 * thread writes in order, so its answer to `flush` comes after them
+	 * (a bare process.exit() would drop what it has not written yet).
+	 */
+	exit(code) {
+		this.worker.on("message", (message) => {
+			if (message?.flushed) process.exit(code);
+		});
+		this.worker.postMessage({ flush: true });
+		setTimeout(() => process.exit(code), 2000).unref();
+	}
+
 	send(message) {
 		this.worker.postMessage({ line: JSON.stringify(message) });
 	}

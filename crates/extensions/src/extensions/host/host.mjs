@@ -61,7 +61,7 @@ function serial(work) {
 
 const channel = new Channel(onLine, () => {
 	// pi-rpc closed our input: finish what is queued (session_shutdown), then go.
-	serial(() => {}).finally(() => process.exit(0));
+	serial(() => {}).finally(() => channel.exit(0));
 });
 
 /**

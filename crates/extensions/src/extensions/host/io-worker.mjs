@@ -41,6 +41,10 @@ function wake(message) {
 }
 
 parentPort.on("message", (message) => {
+	if (message.flush) {
+		parentPort.postMessage({ flushed: true });
+		return;
+	}
 	if (message.syncId !== undefined) syncId = message.syncId;
 	writeLine(message.line);
 });
