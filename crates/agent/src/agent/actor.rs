@@ -35,6 +35,8 @@ mod tool_setup;
 
 use std::sync::Arc;
 
+use dispatch::AtOnce;
+
 use super::channels::{Channels, OutputTx};
 use super::current_session::CurrentSession;
 use super::extension_state::ExtensionState;
@@ -160,10 +162,10 @@ impl Agent {
                 },
                 op = ops.recv(), if ops_open => match op {
                     Some((tag, op)) => {
-                        match self.answer_at_once(tag, op) {
-                            Ok(Some(reply)) => self.channels.send(reply).await,
-                            Ok(None) => {}
-                            Err(op) => self.handle_op(Pending::new(tag, op)).await,
+                        match self.answer_at_once(tag, &op) {
+                            AtOnce::Answered(Some(reply)) => self.channels.send(reply).await,
+                            AtOnce::Answered(None) => {}
+                            AtOnce::NotAtOnce => self.handle_op(Pending::new(tag, op)).await,
                         }
                         self.mcp.begin();
                     }

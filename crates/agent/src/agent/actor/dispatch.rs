@@ -9,6 +9,14 @@ use crate::agent::state::{Hold, Pending};
 use crate::error::CoreError;
 use crate::op::{Op, Reply, RequestTag, TreeWithLeaf};
 
+/// What [`Agent::answer_at_once`] did with an op.
+pub(super) enum AtOnce {
+    /// Answered: the reply to send, if any.
+    Answered(Option<Output>),
+    /// Not an op answered at once: `handle_op` takes it.
+    NotAtOnce,
+}
+
 impl Agent {
     /// Handle one op: [`route`] decides whether it waits for the extensions,
     /// goes through them, waits for the run or compaction, is refused, or
@@ -41,18 +49,19 @@ impl Agent {
     /// [`Agent::handle_op`] future (a large one: it holds the state of
     /// every handler) made and polled through `through_extensions` and
     /// `dispatch` for it: a burst of piped `get_state` costs little more
-    /// than its snapshots. `Ok` with the reply to send (none without a tag,
-    /// or when an extension waits for it); any other op comes back for `handle_op`.
-    pub(super) fn answer_at_once(&mut self, tag: Option<RequestTag>, op: Op) -> Result<Option<Output>, Op> {
+    /// than its snapshots. [`AtOnce::Answered`] with the reply to send
+    /// (none without a tag, or when an extension waits for it); any other op
+    /// is [`AtOnce::NotAtOnce`]: it goes to `handle_op`.
+    pub(super) fn answer_at_once(&mut self, tag: Option<RequestTag>, op: &Op) -> AtOnce {
         if !matches!(op, Op::GetState) {
-            return Err(op);
+            return AtOnce::NotAtOnce;
         }
         let gate = Gate { open: !self.ext.gated(), accepted: false };
-        if route(&op, &self.activity, gate) != Route::ThroughExtensions(Policy::Now) {
-            return Err(op);
+        if route(op, &self.activity, gate) != Route::ThroughExtensions(Policy::Now) {
+            return AtOnce::NotAtOnce;
         }
-        let Some(tag) = tag else { return Ok(None) };
-        Ok(self.reply_output(tag, Ok(Reply::State(Box::new(self.snapshot())))))
+        let Some(tag) = tag else { return AtOnce::Answered(None) };
+        AtOnce::Answered(self.reply_output(tag, Ok(Reply::State(Box::new(self.snapshot())))))
     }
 
     /// Every op's handler, in one exhaustive match.
