@@ -171,9 +171,10 @@ fn read_models_file(path: &Path) -> Result<ModelsFile, ConfigError> {
 
 impl ModelRegistry {
     /// Catalog + `<agent_dir>/models.json` + `auth.json`. A `models.json`
-    /// that cannot be read, parsed or applied is no stop, as in pi: its
-    /// providers are left out and the reason is kept as
-    /// [`ModelRegistry::config_error`] (pi's `getError()`).
+    /// that cannot be read or parsed is no stop, as in pi: its providers are
+    /// left out and the reason is kept as [`ModelRegistry::config_error`]
+    /// (pi's `getError()`); a provider of it that cannot be set up is left
+    /// out alone, and named there.
     pub fn load(agent_dir: &Path) -> Result<ModelRegistry, ConfigError> {
         let auth = AuthStore::load(agent_dir)?;
         let path = agent_dir.join("models.json");
@@ -182,10 +183,13 @@ impl ModelRegistry {
             reg.load_needed_providers(&file);
             reg.apply_models_json(file, &path)
         });
-        if let Err(error) = applied {
-            reg = ModelRegistry { auth, ..Default::default() };
-            reg.load_needed_providers(&ModelsFile::default());
-            reg.config_error = Some(refresh::pi_wording(&error));
+        match applied {
+            Ok(provider_errors) => reg.config_error = refresh::joined(provider_errors),
+            Err(error) => {
+                reg = ModelRegistry { auth, ..Default::default() };
+                reg.load_needed_providers(&ModelsFile::default());
+                reg.config_error = Some(refresh::pi_wording(&error));
+            }
         }
         reg.read_llama_store(agent_dir);
         Ok(reg)
@@ -353,20 +357,39 @@ impl ModelRegistry {
         self.all_loaded = true;
     }
 
-    fn apply_models_json(&mut self, file: ModelsFile, path: &Path) -> Result<(), ConfigError> {
+    /// Apply `models.json`: a provider entry not of the file's shape fails
+    /// the whole file (pi's schema check); a provider that cannot be set up
+    /// (a model without an `api`, …) is left out as it was before, the
+    /// others stay, and its error comes back in pi's words (`Provider "…": …`).
+    fn apply_models_json(&mut self, file: ModelsFile, path: &Path) -> Result<Vec<String>, ConfigError> {
+        let mut entries = Vec::new();
         for (provider, raw) in file.providers {
-            let bad = |msg: String| ConfigError::Invalid {
-                path: path.to_path_buf(),
-                message: format!("providers.{provider}: {msg}"),
-            };
             let pf: ProviderFile = schema_errors::deserialize_at(raw, &format!("providers.{provider}"))
                 .map_err(|message| ConfigError::Invalid { path: path.to_path_buf(), message })?;
+            entries.push((provider, pf));
+        }
+        let mut errors = Vec::new();
+        for (provider, pf) in entries {
+            self.ensure_provider(&provider);
+            let before = ProviderBackup {
+                models: self.models.iter().filter(|m| m.provider == provider).cloned().collect(),
+                settings: self.providers.get(&provider).cloned(),
+            };
             if !pf.model_overrides.is_empty() {
                 self.json_overrides.insert(provider.clone(), pf.model_overrides.clone());
             }
-            self.apply_provider(&provider, pf).map_err(bad)?;
+            if let Err(message) = self.apply_provider(&provider, pf) {
+                self.json_overrides.remove(&provider);
+                self.models.retain(|m| m.provider != provider);
+                self.models.extend(before.models);
+                match before.settings {
+                    Some(settings) => self.providers.insert(provider.clone(), settings),
+                    None => self.providers.remove(&provider),
+                };
+                errors.push(format!("Provider \"{provider}\": {message}"));
+            }
         }
-        Ok(())
+        Ok(errors)
     }
 
     /// Apply one provider's `models.json` entry (or an extension's
@@ -419,8 +442,15 @@ impl ModelRegistry {
                 .or_else(|| pf.base_url.clone())
                 .or_else(|| defaults.as_ref().map(|d| d.1.clone()))
                 .or_else(|| catalog::provider_base_url(&provider).map(str::to_string));
-            let (Some(api), Some(base_url)) = (api, base_url) else {
-                return Err(format!("models[{i}] ({}): needs `api` and `baseUrl` on the provider or the model", mf.id));
+            // pi's words (its `modelFromJson`).
+            let Some(api) = api else {
+                return Err(format!(
+                    "Provider {provider}, model {}: no \"api\" specified. Set at provider or model level.",
+                    mf.id
+                ));
+            };
+            let Some(base_url) = base_url else {
+                return Err(format!("Provider {provider}: \"baseUrl\" is required when defining custom models."));
             };
             let compat = merge_compat(pf.compat.clone(), mf.compat);
             let model = Model {

@@ -318,13 +318,28 @@ impl ModelsHost {
                 };
                 done(model_type(arg(0)).map(|kind| self.model_of_type(kind, provider, id).map(info)))
             }
-            "classify" => self.prepare("models.classify", ModelType::Classifier, arg(0), arg(1), cancel),
-            "generateImages" => self.prepare("models.generateImages", ModelType::Image, arg(0), arg(1), cancel),
+            "classify" => self.prepare("models.classify", ModelType::Classifier, arg(0), arg(1), cancel, false),
+            "generateImages" => self.prepare("models.generateImages", ModelType::Image, arg(0), arg(1), cancel, false),
             _ => done(Err(format!("models.{op} is not a function"))),
         }
     }
 
-    /// Resolve the model, check the context, and build the call.
+    /// [`ModelsHost::step`] for pi's `ctx.modelRegistry`: `classify` /
+    /// `generateImages` with a model of the right type the catalog does not
+    /// list call its API with the model as given, as pi hands it to the
+    /// provider's implementation (codemode's `models.*` resolve it in the
+    /// catalog, and refuse it otherwise).
+    pub fn registry_step(&self, op: &str, args: &[Value], cancel: &CancellationToken) -> ModelStep {
+        let arg = |i: usize| args.get(i).unwrap_or(&Value::Null);
+        match op {
+            "classify" => self.prepare("models.classify", ModelType::Classifier, arg(0), arg(1), cancel, true),
+            "generateImages" => self.prepare("models.generateImages", ModelType::Image, arg(0), arg(1), cancel, true),
+            _ => self.step(op, args, cancel),
+        }
+    }
+
+    /// Resolve the model (`as_given`: one the catalog does not list is
+    /// called as given), check the context, and build the call.
     fn prepare(
         &self,
         name: &'static str,
@@ -332,6 +347,7 @@ impl ModelsHost {
         model: &Value,
         context: &Value,
         cancel: &CancellationToken,
+        as_given: bool,
     ) -> ModelStep {
         let type_name = kind.name();
         let hint = format!("List the {type_name} models you can use with models.getAvailableOfType(\"{type_name}\").");
@@ -347,7 +363,8 @@ impl ModelsHost {
                 describe(model)
             )));
         };
-        let Some(resolved) = self.model_of_type(kind, provider, id) else {
+        let given = || (as_given && model["api"].is_string() && model["baseUrl"].is_string()).then(|| model.clone());
+        let Some(resolved) = self.model_of_type(kind, provider, id).or_else(given) else {
             let other = [ModelType::Chat, ModelType::Image, ModelType::Classifier]
                 .into_iter()
                 .find(|t| *t != kind && self.model_of_type(*t, provider, id).is_some());

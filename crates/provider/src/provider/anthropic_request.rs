@@ -135,7 +135,8 @@ pub struct Plan {
     pub thinking: Thinking,
     pub max_tokens: u64,
     pub oauth: bool,
-    pub cache_control: Value,
+    /// Prompt-cache marker, none with a call's `cacheRetention: "none"`.
+    pub cache_control: Option<Value>,
     /// Send tools that merely prefer strict schemas without them (after Claude
     /// rejected this session's strict tools for exceeding its limits).
     pub no_preferred_strict: bool,
@@ -180,10 +181,24 @@ pub fn plan(request: &ProviderRequest, llm: &[LlmMessage]) -> Plan {
         let budget = budget.min(max_tokens.saturating_sub(1024));
         (Thinking::Budget { budget_tokens: budget }, max_tokens)
     };
-    let ttl = CacheRetention::from_env() == CacheRetention::Long && compat.long_cache_retention;
-    let cache_control = if ttl { json!({"type": "ephemeral", "ttl": "1h"}) } else { json!({"type": "ephemeral"}) };
+    let retention = CacheRetention::of(request);
+    let ttl = retention == CacheRetention::Long && compat.long_cache_retention;
+    let cache_control = match retention {
+        CacheRetention::None => None,
+        _ if ttl => Some(json!({"type": "ephemeral", "ttl": "1h"})),
+        _ => Some(json!({"type": "ephemeral"})),
+    };
     let oauth = request.api_key.as_deref().is_some_and(is_oauth_token);
     Plan { compat, thinking, max_tokens, oauth, cache_control, no_preferred_strict: false, federated: false }
+}
+
+/// A system text block with the prompt-cache marker, if any.
+fn cached_text(text: &str, plan: &Plan) -> Value {
+    let mut block = json!({"type": "text", "text": text});
+    if let Some(cc) = &plan.cache_control {
+        block["cache_control"] = cc.clone();
+    }
+    block
 }
 
 fn image_block(mime: &str, data: &str) -> Value {
@@ -340,7 +355,9 @@ pub fn convert_messages(model: &Model, plan: &Plan, llm: &[LlmMessage], managed:
         }
         i += 1;
     }
-    mark_last_user_message(&mut out, &plan.cache_control);
+    if let Some(cache_control) = &plan.cache_control {
+        mark_last_user_message(&mut out, cache_control);
+    }
     out
 }
 
@@ -370,7 +387,7 @@ fn mark_last_user_message(messages: &mut [Value], cache_control: &Value) {
 /// `additionalProperties` and definitions), eager input streaming, cache
 /// marker on the last one.
 pub fn convert_tools(tools: &[ToolSpec], plan: &Plan) -> Vec<Value> {
-    let cache = plan.compat.cache_control_on_tools.then_some(&plan.cache_control);
+    let cache = plan.cache_control.as_ref().filter(|_| plan.compat.cache_control_on_tools);
     tools
         .iter()
         .enumerate()
@@ -472,9 +489,10 @@ pub fn build_body(request: &ProviderRequest, plan: &Plan, llm: &[LlmMessage]) ->
     let managed = plan.compat.mid_convo_effort && !thinking_disabled;
     let mut messages = convert_messages(model, plan, llm, managed);
     let active_effort = match &plan.thinking {
-        Thinking::Adaptive { effort } => effort.clone(),
+        Thinking::Adaptive { effort } if !request.api_options.effort_unsaid => effort.clone(),
         _ => "high".to_string(),
     };
+    let display = request.api_options.display();
     if managed {
         messages.push(json!({"role": "system", "content": [], "output_config": {"effort": active_effort}}));
     }
@@ -485,16 +503,16 @@ pub fn build_body(request: &ProviderRequest, plan: &Plan, llm: &[LlmMessage]) ->
     body.insert("stream".into(), json!(true));
     let mut system = Vec::new();
     if plan.oauth {
-        system.push(json!({"type": "text", "text": CLAUDE_CODE_IDENTITY, "cache_control": plan.cache_control}));
+        system.push(cached_text(CLAUDE_CODE_IDENTITY, plan));
     }
     if !request.system_prompt.is_empty() {
-        system.push(json!({"type": "text", "text": request.system_prompt, "cache_control": plan.cache_control}));
+        system.push(cached_text(&request.system_prompt, plan));
     }
     if !system.is_empty() {
         body.insert("system".into(), Value::Array(system));
     }
     // Temperature goes with thinking off only, and not to models with effort markers (Opus 4.7+).
-    if let Some(t) = request.api_options.temperature
+    if let Some(t) = &request.api_options.temperature
         && plan.thinking == Thinking::Off
         && !plan.compat.mid_convo_effort
         && compat_bool(model, "supportsTemperature").unwrap_or(true)
@@ -513,7 +531,7 @@ pub fn build_body(request: &ProviderRequest, plan: &Plan, llm: &[LlmMessage]) ->
     } else if managed {
         body.insert(
             "thinking".into(),
-            json!({"type": "adaptive", "display": "summarized",
+            json!({"type": "adaptive", "display": display,
                 "block_binding": {"prefix_mismatch_behavior": "drop_block"}}),
         );
         body.insert("output_config".into(), json!({"effort": "low"}));
@@ -521,17 +539,22 @@ pub fn build_body(request: &ProviderRequest, plan: &Plan, llm: &[LlmMessage]) ->
         match &plan.thinking {
             Thinking::Off => {}
             Thinking::Adaptive { effort } => {
-                body.insert("thinking".into(), json!({"type": "adaptive", "display": "summarized"}));
-                body.insert("output_config".into(), json!({"effort": effort}));
+                body.insert("thinking".into(), json!({"type": "adaptive", "display": display}));
+                // A `stream()` call's `thinkingEnabled` without `effort` leaves the effort to Claude.
+                if !request.api_options.effort_unsaid {
+                    body.insert("output_config".into(), json!({"effort": effort}));
+                }
             }
             Thinking::Budget { budget_tokens } => {
                 let budget = if *budget_tokens == 0 { 1024 } else { *budget_tokens };
-                body.insert(
-                    "thinking".into(),
-                    json!({"type": "enabled", "budget_tokens": budget, "display": "summarized"}),
-                );
+                body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget, "display": display}));
             }
         }
+    }
+    if let Some(user_id) =
+        request.api_options.metadata.as_ref().and_then(|m| m.get("user_id")).filter(|u| u.is_string())
+    {
+        body.insert("metadata".into(), json!({"user_id": user_id}));
     }
     // A string is one of Claude's choices (`auto`, `any`, `none`), an object (`{type: "tool", name}`) goes as it is.
     if let Some(choice) = request.api_options.tool_choice.as_ref().filter(|c| super::shared::truthy(c)) {

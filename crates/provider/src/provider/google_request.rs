@@ -392,7 +392,7 @@ pub fn build_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
         }
     }
     let mut generation = Map::new();
-    if let Some(t) = request.api_options.temperature {
+    if let Some(t) = &request.api_options.temperature {
         generation.insert("temperature".into(), json!(t));
     }
     if let Some(max_tokens) = max_tokens {

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::convert::{self, LlmMessage};
 use super::openai::request::{clamp_level, short_hash};
-use super::shared::{compat_bool, configured_headers, level_entry, set_header};
+use super::shared::{CacheRetention, compat_bool, configured_headers, level_entry, set_header};
 use super::strict_schema::strict_parameters;
 use super::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
 use crate::message::{ContentBlock, UserContent};
@@ -201,7 +201,7 @@ fn convert_tools(model: &Model, tools: &[ToolSpec]) -> Vec<Value> {
 pub fn build_body(request: &ProviderRequest) -> Value {
     let model = &request.model;
     let unprepared = convert::to_llm(&request.messages);
-    let max_tokens = convert::output_budget(request, &unprepared);
+    let max_tokens = convert::output_cap(request, &unprepared);
     let normalizer = std::cell::RefCell::new(IdNormalizer::default());
     let normalize = |id: &str| normalizer.borrow_mut().normalize(id);
     let llm = convert::transform(unprepared, model, Some(&normalize));
@@ -213,17 +213,37 @@ pub fn build_body(request: &ProviderRequest) -> Value {
     if !request.tools.is_empty() {
         body.insert("tools".into(), Value::Array(convert_tools(model, &request.tools)));
     }
-    body.insert("max_tokens".into(), json!(max_tokens));
+    if let Some(t) = &request.api_options.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(max_tokens) = max_tokens {
+        body.insert("max_tokens".into(), json!(max_tokens));
+    }
+    if let Some(choice) = request.api_options.tool_choice.as_ref().filter(|c| super::shared::truthy(c)) {
+        body.insert("tool_choice".into(), tool_choice(choice));
+    }
     if let Some(e) = effort {
         body.insert("reasoning_effort".into(), e);
     }
     if let Some(mode) = prompt_mode {
         body.insert("prompt_mode".into(), json!(mode));
     }
-    if let Some(id) = &request.session_id {
+    if let Some(id) = request.session_id.as_ref().filter(|_| CacheRetention::of(request) != CacheRetention::None) {
         body.insert("prompt_cache_key".into(), json!(id));
     }
     Value::Object(body)
+}
+
+/// pi-ai's Mistral `toolChoice`: one of Mistral's words as it is, else the
+/// OpenAI-style `{function: {name}}` as `{type: "function", function: {name}}`.
+fn tool_choice(choice: &Value) -> Value {
+    match choice.as_str() {
+        Some("auto" | "none" | "any" | "required") => choice.clone(),
+        _ => {
+            let name = choice.pointer("/function/name").cloned().unwrap_or(Value::Null);
+            json!({"type": "function", "function": {"name": name}})
+        }
+    }
 }
 
 /// Request headers: bearer key, SSE accept, configured headers, and the

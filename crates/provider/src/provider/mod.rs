@@ -12,6 +12,7 @@ use futures::stream::BoxStream;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use self::api_options::ApiOptions;
 use crate::message::{AgentMessage, StopReason, Usage};
 use crate::model::{Model, ThinkingLevel};
 
@@ -19,6 +20,7 @@ pub mod ambient;
 pub mod anthropic;
 pub mod anthropic_federation;
 pub mod anthropic_request;
+pub mod api_options;
 pub mod bedrock;
 pub mod cancel_watch;
 pub mod classify;
@@ -98,26 +100,6 @@ pub struct ProviderRequest {
     /// above (an extension's `modelRegistry.stream()`); the agent's own
     /// requests leave it empty.
     pub api_options: ApiOptions,
-}
-
-/// pi-ai's call options the agent never sets, each applied by the wire APIs
-/// that take it as pi-ai's `dist/api/*` applies it (`temperature`,
-/// `toolChoice`: openai-completions, openai-responses, anthropic-messages,
-/// google-generative-ai; `thinking_budget`: Anthropic's
-/// `thinkingBudgetTokens`, Google's `thinking.budgetTokens`;
-/// `max_tokens_as_given`: a provider-specific `stream()` call, whose output
-/// cap is the caller's `maxTokens` only, as pi-ai's `stream()` does not
-/// fit it to the context window; `thinking_unsaid`: such a call that says
-/// nothing of thinking (no Anthropic `thinkingEnabled`, no Google
-/// `thinking`), which sends no thinking setting at all).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ApiOptions {
-    pub temperature: Option<f64>,
-    /// The API's own `toolChoice` value, as the caller wrote it.
-    pub tool_choice: Option<Value>,
-    pub thinking_budget: Option<u64>,
-    pub max_tokens_as_given: bool,
-    pub thinking_unsaid: bool,
 }
 
 /// Kind of a content block being streamed.

@@ -10,10 +10,12 @@ use serde_json::{Map, Value};
 use super::ProviderRequest;
 use crate::model::{Model, ThinkingLevel};
 
-/// Prompt-cache retention (pi's `cacheRetention`): `PI_CACHE_RETENTION=long`
-/// asks for the long variant, anything else is short.
+/// Prompt-cache retention (pi's `cacheRetention`): a call's own option, else
+/// `PI_CACHE_RETENTION=long` asks for the long variant, anything else is
+/// short; `None` (a call's `"none"`) asks for no prompt caching at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheRetention {
+    None,
     Short,
     Long,
 }
@@ -24,6 +26,21 @@ impl CacheRetention {
             Ok(v) if v == "long" => CacheRetention::Long,
             _ => CacheRetention::Short,
         }
+    }
+
+    /// A call's `cacheRetention` value.
+    pub fn named(name: &str) -> Option<CacheRetention> {
+        match name {
+            "none" => Some(CacheRetention::None),
+            "short" => Some(CacheRetention::Short),
+            "long" => Some(CacheRetention::Long),
+            _ => None,
+        }
+    }
+
+    /// The retention of a request: its caller's, else the environment's.
+    pub fn of(request: &ProviderRequest) -> CacheRetention {
+        request.api_options.cache_retention.unwrap_or_else(CacheRetention::from_env)
     }
 }
 

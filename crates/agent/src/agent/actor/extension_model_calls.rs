@@ -104,7 +104,7 @@ impl Agent {
         let (messages, tools) = (call_messages(params), call_tools(params));
         let system_prompt = params.get("systemPrompt").and_then(Value::as_str).unwrap_or_default().to_string();
         let stream = params.get("stream").and_then(Value::as_str).unwrap_or_default().to_string();
-        let api_options = call_api_options(&options);
+        let api_options = ApiOptions::from_call(&options);
         tokio::spawn(async move {
             let routed = match router.route_direct(&messages, &cancel).await {
                 Ok(routed) => routed,
@@ -292,23 +292,9 @@ impl Agent {
             session_id: options.get("sessionId").and_then(Value::as_str).map(str::to_string),
             credential: None,
             env: Default::default(),
-            api_options: call_api_options(&options),
+            api_options: ApiOptions::from_call(&options),
         };
         Ok((provider, request, model))
-    }
-}
-
-/// The pi-ai options of a `modelStream` the agent's requests never set:
-/// `temperature`, `toolChoice`, and for a provider-specific `stream()` its
-/// thinking budget, its `maxTokens` as given (`maxTokensAsGiven`) and
-/// whether it says nothing of thinking (`thinkingUnsaid`).
-fn call_api_options(options: &Value) -> ApiOptions {
-    ApiOptions {
-        temperature: options.get("temperature").and_then(Value::as_f64),
-        tool_choice: options.get("toolChoice").filter(|v| !v.is_null()).cloned(),
-        thinking_budget: options.get("thinkingBudget").and_then(Value::as_u64),
-        max_tokens_as_given: options.get("maxTokensAsGiven").and_then(Value::as_bool) == Some(true),
-        thinking_unsaid: options.get("thinkingUnsaid").and_then(Value::as_bool) == Some(true),
     }
 }
 

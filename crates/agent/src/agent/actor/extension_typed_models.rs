@@ -28,7 +28,7 @@ impl Agent {
             return;
         }
         let host = self.models.models_host();
-        match host.step(op, &args, cancel) {
+        match host.registry_step(op, &args, cancel) {
             ModelStep::Done(result) => {
                 let _ = reply.send(result.map(|value| value.map_or_else(|| json!({}), |v| json!({"value": v}))));
             }

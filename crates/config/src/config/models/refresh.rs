@@ -11,10 +11,11 @@ use super::{ModelRegistry, ModelsFile, is_virtual, read_models_file};
 impl ModelRegistry {
     /// Read `<agent_dir>/models.json` (and `auth.json`) again. Keys set at
     /// run time, the providers and virtual models extensions registered
-    /// and pi's llama.cpp models stay; a `models.json` that cannot be read,
-    /// parsed or applied leaves its providers out and is kept as
+    /// and pi's llama.cpp models stay; a `models.json` that cannot be read
+    /// or parsed leaves its providers out and is kept as
     /// [`ModelRegistry::config_error`] (pi's wording: "Failed to parse
-    /// models.json: …\n\nFile: …").
+    /// models.json: …\n\nFile: …"), a provider that cannot be set up is
+    /// left out alone (`Provider "…": …`).
     pub fn refresh_models_json(&mut self, agent_dir: &Path) {
         let path = agent_dir.join("models.json");
         let auth = AuthStore::load(agent_dir).unwrap_or_else(|_| self.auth.clone());
@@ -22,7 +23,7 @@ impl ModelRegistry {
             Ok(file) => {
                 let mut fresh = self.rebuilt(auth.clone(), &file);
                 match fresh.apply_models_json(file, &path) {
-                    Ok(()) => (fresh, None),
+                    Ok(provider_errors) => (fresh, joined(provider_errors)),
                     Err(e) => (self.rebuilt(auth, &ModelsFile::default()), Some(pi_wording(&e))),
                 }
             }
@@ -75,6 +76,12 @@ impl ModelRegistry {
     pub fn config_error(&self) -> Option<&str> {
         self.config_error.as_deref()
     }
+}
+
+/// pi's `getError()` of the providers that could not be set up: one
+/// paragraph each, none when all could.
+pub(super) fn joined(errors: Vec<String>) -> Option<String> {
+    (!errors.is_empty()).then(|| errors.join("\n\n"))
 }
 
 /// pi's text for a `models.json` it cannot use.

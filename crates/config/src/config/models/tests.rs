@@ -107,7 +107,7 @@ fn resolution_by_full_id_exact_and_fuzzy() {
 fn a_broken_models_json_at_load_is_reported_and_its_providers_left_out() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("models.json");
-    std::fs::write(&file, r#"{"providers":{"p":{"models":[{"id":"m"}]}}}"#).unwrap();
+    std::fs::write(&file, r#"{"providers":{"p":{"models":3}}}"#).unwrap();
     let mut reg = ModelRegistry::load(dir.path()).unwrap();
     let error = reg.config_error().unwrap().to_string();
     assert!(
@@ -115,8 +115,26 @@ fn a_broken_models_json_at_load_is_reported_and_its_providers_left_out() {
             && error.ends_with(&format!("\n\nFile: {}", file.display())),
         "{error}"
     );
-    assert!(reg.find("p", "m").is_none());
     assert!(reg.find("anthropic", "claude-sonnet-4-5").is_some(), "the built-in models stay");
+    // Valid JSON of the right shape, one provider that cannot be set up: it alone is left out.
+    std::fs::write(
+        &file,
+        r#"{"providers":{"p":{"models":[{"id":"m"}]},"q":{"baseUrl":"http://127.0.0.1:1","api":"openai-completions","models":[{"id":"m2"}]},"r":{"api":"openai-completions","models":[{"id":"m3"}]}}}"#,
+    )
+    .unwrap();
+    let mut reg = ModelRegistry::load(dir.path()).unwrap();
+    assert_eq!(
+        reg.config_error(),
+        Some(
+            "Provider \"p\": Provider p, model m: no \"api\" specified. Set at provider or model level.\n\n\
+             Provider \"r\": Provider r: \"baseUrl\" is required when defining custom models."
+        )
+    );
+    assert!(reg.find("p", "m").is_none() && reg.find("r", "m3").is_none());
+    assert!(reg.find("q", "m2").is_some(), "the other providers stay");
+    let mut refreshed = reg.clone();
+    refreshed.refresh_models_json(dir.path());
+    assert_eq!(refreshed.config_error(), reg.config_error());
     std::fs::write(&file, "{").unwrap();
     let reg = ModelRegistry::load(dir.path()).unwrap();
     assert!(reg.config_error().unwrap().starts_with("Failed to parse models.json: "));

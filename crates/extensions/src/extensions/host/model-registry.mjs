@@ -73,6 +73,15 @@ export function createModelRegistry(channel, host) {
 	 * that is no object rejects, as pi's result of it cannot be made.
 	 */
 	const typedCall = async (name, kind, model, context, options) => {
+		const failed = (error) => ({
+			api: model.api,
+			provider: model.provider,
+			model: model.id,
+			...(kind === "image" ? { output: [] } : { answers: {} }),
+			stopReason: options?.signal?.aborted ? "aborted" : "error",
+			errorMessage: error instanceof Error ? error.message : String(error),
+			timestamp: Date.now(),
+		});
 		try {
 			if ((model.type ?? "chat") !== kind) {
 				throw new Error(`Model ${model.provider}/${model.id} is not ${kind === "image" ? "an image" : "a classifier"} model`);
@@ -82,17 +91,11 @@ export function createModelRegistry(channel, host) {
 			}
 			if (!knownProvider(model.provider)) throw new Error(`Unknown provider: ${model.provider}`);
 		} catch (error) {
-			return {
-				api: model.api,
-				provider: model.provider,
-				model: model.id,
-				...(kind === "image" ? { output: [] } : { answers: {} }),
-				stopReason: options?.signal?.aborted ? "aborted" : "error",
-				errorMessage: error instanceof Error ? error.message : String(error),
-				timestamp: Date.now(),
-			};
+			return failed(error);
 		}
-		return cancellable(name, options?.signal, model, context);
+		// A context the API cannot take is its error result, as pi's
+		// implementation's failure is (pi-rpc's words for it).
+		return cancellable(name, options?.signal, model, context).catch(failed);
 	};
 	// `streamSimple` routes a virtual model's request (pi's reason `direct`); `stream` does not.
 	const stream = (model, context, options) => calls.viaRegistry(model, context, options, false);

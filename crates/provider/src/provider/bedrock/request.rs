@@ -99,7 +99,7 @@ fn image_block(mime: &str, data: &str) -> Result<Value, ProviderError> {
 fn cache_point(retention: CacheRetention) -> Value {
     match retention {
         CacheRetention::Long => json!({"cachePoint": {"type": "default", "ttl": "1h"}}),
-        CacheRetention::Short => json!({"cachePoint": {"type": "default"}}),
+        CacheRetention::Short | CacheRetention::None => json!({"cachePoint": {"type": "default"}}),
     }
 }
 
@@ -265,8 +265,8 @@ pub fn convert_messages(
     Ok(out)
 }
 
-fn tool_config(model: &Model, tools: &[ToolSpec]) -> Option<Value> {
-    if tools.is_empty() {
+fn tool_config(model: &Model, tools: &[ToolSpec], choice: Option<&Value>) -> Option<Value> {
+    if tools.is_empty() || choice.and_then(Value::as_str) == Some("none") {
         return None;
     }
     let strict_mode = compat_bool(model, "supportsStrictMode").unwrap_or(false);
@@ -287,7 +287,19 @@ fn tool_config(model: &Model, tools: &[ToolSpec]) -> Option<Value> {
             json!({"toolSpec": spec})
         })
         .collect();
-    Some(json!({"tools": specs}))
+    // The caller's `toolChoice` (pi-ai's `auto`, `any`, `{type: "tool", name}`; anything else none).
+    let choice = match choice {
+        Some(Value::String(c)) if c == "auto" || c == "any" => Some(json!({c.as_str(): {}})),
+        Some(c) if c.get("type").and_then(Value::as_str) == Some("tool") => {
+            Some(json!({"tool": {"name": c.get("name").cloned().unwrap_or(Value::Null)}}))
+        }
+        _ => None,
+    };
+    let mut config = json!({"tools": specs});
+    if let Some(choice) = choice {
+        config["toolChoice"] = choice;
+    }
+    Some(config)
 }
 
 /// pi's effort for a level on adaptive-thinking Claude models.
@@ -305,13 +317,17 @@ fn gov_cloud(model: &Model, region: &str) -> bool {
 }
 
 /// The output cap and `additionalModelRequestFields` for the request's thinking level.
-fn thinking(request: &ProviderRequest, llm: &[LlmMessage], region: &str) -> (u64, Option<Value>) {
+fn thinking(request: &ProviderRequest, llm: &[LlmMessage], region: &str) -> (Option<u64>, Option<Value>) {
     let model = &request.model;
-    let base = convert::output_budget(request, llm);
+    // A provider-specific `stream()` call: the caller's cap, else Claude's own, else none.
+    let base = match request.api_options.max_tokens_as_given {
+        true => request.max_tokens.filter(|m| *m > 0).or_else(|| is_claude(model).then_some(model.max_tokens)),
+        false => Some(convert::output_budget(request, llm)),
+    };
     let level = request.thinking_level;
-    if level == ThinkingLevel::Off || !model.reasoning {
+    let Some(base) = base.filter(|_| level != ThinkingLevel::Off && model.reasoning) else {
         return (base, None);
-    }
+    };
     if is_claude(model) {
         let gov = gov_cloud(model, region);
         let display = (!gov).then_some("summarized");
@@ -328,7 +344,7 @@ fn thinking(request: &ProviderRequest, llm: &[LlmMessage], region: &str) -> (u64
             if binding {
                 fields["anthropic_beta"] = json!([THINKING_BINDING_BETA]);
             }
-            return (base, Some(fields));
+            return (Some(base), Some(fields));
         }
         let (adjusted, budget) = adjust_for_thinking(base, model.max_tokens, level);
         let input = convert::estimate_context_tokens(&request.system_prompt, &request.tools, llm);
@@ -338,7 +354,7 @@ fn thinking(request: &ProviderRequest, llm: &[LlmMessage], region: &str) -> (u64
         if let Some(d) = display {
             thinking["display"] = json!(d);
         }
-        return (max_tokens, Some(json!({"thinking": thinking, "anthropic_beta": [INTERLEAVED_THINKING_BETA]})));
+        return (Some(max_tokens), Some(json!({"thinking": thinking, "anthropic_beta": [INTERLEAVED_THINKING_BETA]})));
     }
     let fields = if any_contains(model, &["gpt-oss"]) {
         let effort = match level {
@@ -362,7 +378,7 @@ fn thinking(request: &ProviderRequest, llm: &[LlmMessage], region: &str) -> (u64
     } else {
         None
     };
-    (base, fields)
+    (Some(base), fields)
 }
 
 /// The whole body (keys in pi's order). `region` is the signing region
@@ -374,7 +390,8 @@ pub fn build_body(request: &ProviderRequest, region: &str, force_cache: bool) ->
     let (max_tokens, additional) = thinking(request, &unprepared, region);
     let normalize = |id: &str| normalize_tool_call_id(id);
     let llm = convert::transform(unprepared, model, Some(&normalize));
-    let cache = prompt_caching(model, force_cache).then(CacheRetention::from_env);
+    let cache =
+        prompt_caching(model, force_cache).then(|| CacheRetention::of(request)).filter(|c| *c != CacheRetention::None);
     let mut body = Map::new();
     body.insert("messages".into(), Value::Array(convert_messages(model, &llm, cache)?));
     if !request.system_prompt.is_empty() {
@@ -382,8 +399,15 @@ pub fn build_body(request: &ProviderRequest, region: &str, force_cache: bool) ->
         system.extend(cache.map(cache_point));
         body.insert("system".into(), Value::Array(system));
     }
-    body.insert("inferenceConfig".into(), json!({"maxTokens": max_tokens}));
-    if let Some(tools) = tool_config(model, &request.tools) {
+    let mut inference = Map::new();
+    if let Some(max_tokens) = max_tokens {
+        inference.insert("maxTokens".into(), json!(max_tokens));
+    }
+    if let Some(t) = &request.api_options.temperature {
+        inference.insert("temperature".into(), json!(t));
+    }
+    body.insert("inferenceConfig".into(), Value::Object(inference));
+    if let Some(tools) = tool_config(model, &request.tools, request.api_options.tool_choice.as_ref()) {
         body.insert("toolConfig".into(), tools);
     }
     if let Some(fields) = additional {

@@ -287,11 +287,11 @@ fn api_options_as_pi_ai_sends_them() {
     req.tools = vec![crate::provider::test_support::bash_tool()];
     req.thinking_level = ThinkingLevel::Medium;
     req.api_options = crate::provider::ApiOptions {
-        temperature: Some(0.5),
+        temperature: serde_json::Number::from_f64(0.5),
         tool_choice: Some(json!("any")),
         thinking_budget: Some(3000),
         max_tokens_as_given: true,
-        thinking_unsaid: false,
+        ..Default::default()
     };
     let body = google_request::build_body(&req).unwrap();
     assert_eq!(body["toolConfig"], json!({"functionCallingConfig": {"mode": "ANY"}}));

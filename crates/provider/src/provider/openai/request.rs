@@ -397,9 +397,11 @@ pub fn build_body(request: &ProviderRequest, compat: &OpenAiCompat) -> Value {
     params.insert("model".into(), json!(model.id));
     params.insert("messages".into(), Value::Array(convert_messages(model, compat, &request.system_prompt, &llm)));
     params.insert("stream".into(), json!(true));
-    let long = CacheRetention::from_env() == CacheRetention::Long && compat.supports_long_cache_retention;
-    let cache_key = compat.prompt_cache_key_mode == "enabled"
-        || (compat.prompt_cache_key_mode == "auto" && (model.base_url.contains("api.openai.com") || long));
+    let retention = CacheRetention::of(request);
+    let long = retention == CacheRetention::Long && compat.supports_long_cache_retention;
+    let cache_key = retention != CacheRetention::None
+        && (compat.prompt_cache_key_mode == "enabled"
+            || (compat.prompt_cache_key_mode == "auto" && (model.base_url.contains("api.openai.com") || long)));
     if let Some(id) = request.session_id.as_deref().filter(|_| cache_key) {
         params.insert("prompt_cache_key".into(), json!(id.chars().take(64).collect::<String>()));
     }
@@ -416,7 +418,7 @@ pub fn build_body(request: &ProviderRequest, compat: &OpenAiCompat) -> Value {
     if let Some(cap) = cap {
         params.insert(field.into(), json!(cap));
     }
-    if let Some(t) = request.api_options.temperature {
+    if let Some(t) = &request.api_options.temperature {
         params.insert("temperature".into(), json!(t));
     }
     let has_history = llm.iter().any(|m| match m {
@@ -432,8 +434,8 @@ pub fn build_body(request: &ProviderRequest, compat: &OpenAiCompat) -> Value {
     } else if compat.requires_tools_with_tool_history && has_history {
         params.insert("tools".into(), json!([]));
     }
-    if compat.cache_control_format.as_deref() == Some("anthropic") {
-        let ttl = CacheRetention::from_env() == CacheRetention::Long && compat.supports_long_cache_retention;
+    if compat.cache_control_format.as_deref() == Some("anthropic") && retention != CacheRetention::None {
+        let ttl = long;
         let cache_control = if ttl { json!({"type": "ephemeral", "ttl": "1h"}) } else { json!({"type": "ephemeral"}) };
         let mut tools = params.get("tools").and_then(Value::as_array).cloned();
         if let Some(Value::Array(messages)) = params.get_mut("messages") {
@@ -473,6 +475,8 @@ pub fn build_body(request: &ProviderRequest, compat: &OpenAiCompat) -> Value {
             params.insert("providerOptions".into(), json!({"gateway": gateway}));
         }
     }
+    // Last, so the caller's sampling parameters win over named fields.
+    request.api_options.apply_sampling(&mut params);
     Value::Object(params)
 }
 
@@ -491,7 +495,8 @@ pub fn build_headers(request: &ProviderRequest, compat: &OpenAiCompat) -> Result
             }
         }
     }
-    if let Some(id) = request.session_id.as_deref().filter(|_| compat.send_session_affinity_headers) {
+    let cache_session = CacheRetention::of(request) != CacheRetention::None;
+    if let Some(id) = request.session_id.as_deref().filter(|_| compat.send_session_affinity_headers && cache_session) {
         if compat.session_affinity_format == "openrouter" {
             extra.push(("x-session-id".into(), id.to_string()));
         } else {

@@ -342,12 +342,13 @@ pub fn build_body(request: &ProviderRequest) -> Value {
     let llm = convert::transform_with(unprepared, model, Some(&normalize));
     let configuration = configuration_effort(request, &compat);
     let sign_in = is_chatgpt_sign_in(model, request.api_key.as_deref());
-    let retention = CacheRetention::from_env();
+    let retention = CacheRetention::of(request);
     let mut body = Map::new();
     body.insert("model".into(), json!(model.id));
     body.insert("input".into(), Value::Array(convert_input(model, &compat, request, &llm, configuration.as_ref())));
     body.insert("stream".into(), json!(true));
     if compat.prompt_cache_key_mode != "disabled"
+        && retention != CacheRetention::None
         && let Some(id) = &request.session_id
     {
         body.insert("prompt_cache_key".into(), json!(id.chars().take(64).collect::<String>()));
@@ -359,14 +360,19 @@ pub fn build_body(request: &ProviderRequest) -> Value {
         }
         if long && compat.explicit_prompt_cache_mode {
             body.insert("prompt_cache_options".into(), json!({"ttl": "30m"}));
+        } else if retention == CacheRetention::None && compat.explicit_prompt_cache_mode {
+            body.insert("prompt_cache_options".into(), json!({"mode": "explicit"}));
         }
     }
     body.insert("store".into(), json!(false));
     if compat.max_output_tokens && !sign_in && max_tokens > 0 {
         body.insert("max_output_tokens".into(), json!(max_tokens.max(MIN_OUTPUT_TOKENS)));
     }
-    if let Some(t) = request.api_options.temperature.filter(|_| !sign_in) {
+    if let Some(t) = request.api_options.temperature.as_ref().filter(|_| !sign_in) {
         body.insert("temperature".into(), json!(t));
+    }
+    if let Some(tier) = &request.api_options.service_tier {
+        body.insert("service_tier".into(), tier.clone());
     }
     if !request.tools.is_empty() && !compat.tools_in_input {
         body.insert("tools".into(), Value::Array(convert_tools(&request.tools, &compat)));
@@ -382,7 +388,8 @@ pub fn build_body(request: &ProviderRequest) -> Value {
                 } else {
                     effort_value(model, level)
                 };
-                body.insert("reasoning".into(), json!({"effort": effort, "summary": "auto"}));
+                let summary = request.api_options.reasoning_summary.as_deref().unwrap_or("auto");
+                body.insert("reasoning".into(), json!({"effort": effort, "summary": summary}));
                 body.insert("include".into(), json!(["reasoning.encrypted_content"]));
             }
             None if model.provider != "github-copilot" && off_allowed(model) => {
@@ -395,6 +402,8 @@ pub fn build_body(request: &ProviderRequest) -> Value {
             body.insert("include".into(), json!(["reasoning.encrypted_content"]));
         }
     }
+    // Last, so the caller's sampling parameters win over named fields.
+    request.api_options.apply_sampling(&mut body);
     Value::Object(body)
 }
 
@@ -423,7 +432,7 @@ pub fn build_headers(request: &ProviderRequest) -> Result<Vec<(String, String)>,
             }
         }
     }
-    if let Some(id) = &request.session_id {
+    if let Some(id) = request.session_id.as_ref().filter(|_| CacheRetention::of(request) != CacheRetention::None) {
         if compat.session_affinity_format == "openrouter" {
             set_header(&mut headers, "x-session-id", id.clone());
         } else {

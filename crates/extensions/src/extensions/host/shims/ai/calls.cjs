@@ -12,10 +12,15 @@ const { services } = require("../host-services.cjs");
 const { AssistantMessageEventStream } = require("./stream.cjs");
 const { normalizeContext, getCurrentSystemPrompt, getCurrentTools, toToolDeclaration } = require("./transcript.cjs");
 
+/** The options every call passes on (pi-ai's `streamSimple` keeps these of its base options). */
+const SIMPLE_OPTIONS = ["apiKey", "headers", "maxTokens", "reasoning", "sessionId", "temperature", "toolChoice", "samplingParams", "cacheRetention", "metadata"];
+/** What a provider-specific `stream` call adds (the options of the model's API pi-rpc's providers apply). */
+const API_OPTIONS = [...SIMPLE_OPTIONS, "thinkingDisplay", "serviceTier", "reasoningSummary"];
+
 /** The options pi-rpc's providers take. */
-function callOptions(options = {}) {
+function callOptions(options = {}, keys = SIMPLE_OPTIONS) {
 	const out = {};
-	for (const key of ["apiKey", "headers", "maxTokens", "reasoning", "sessionId", "temperature", "toolChoice"]) {
+	for (const key of keys) {
 		if (options[key] !== undefined && options[key] !== null) out[key] = options[key];
 	}
 	return out;
@@ -57,6 +62,8 @@ function apiExtras(model, options = {}) {
 	}
 	if (anthropic && options.thinkingEnabled === true) {
 		extras.thinkingBudget = options.thinkingBudgetTokens || 1024;
+		// Adaptive-thinking Claude models then send no effort.
+		if (typeof options.effort !== "string") extras.effortUnsaid = true;
 	} else if (options.thinking?.enabled === true && options.thinking.level === undefined && Number.isInteger(options.thinking.budgetTokens)) {
 		extras.thinkingBudget = options.thinking.budgetTokens;
 	}
@@ -71,14 +78,16 @@ function callParams(model, context, options, api, apiOptions = false) {
 	const transcript = normalizeContext(context ?? { messages: [] });
 	const { reasoning: _reasoning, ...rest } = options ?? {};
 	const extras = apiOptions ? apiExtras(model, options) : {};
-	// Thinking enabled by its budget alone: on, the budget deciding how much.
-	const reasoning = apiReasoning(options) ?? (extras.thinkingBudget !== undefined ? "medium" : undefined);
+	// Thinking enabled by its budget alone (or, on openai-responses, by a
+	// `reasoningSummary`): on, the budget deciding how much.
+	const summaryOnly = model?.api === "openai-responses" && options?.reasoningSummary;
+	const reasoning = apiReasoning(options) ?? (extras.thinkingBudget !== undefined || summaryOnly ? "medium" : undefined);
 	return {
 		model: { ...model, api: api ?? model.api },
 		systemPrompt: getCurrentSystemPrompt(transcript.messages),
 		tools: getCurrentTools(transcript.messages).map(toToolDeclaration),
 		messages: transcript.messages.filter((m) => m.role !== "system"),
-		options: apiOptions ? { ...callOptions({ ...rest, ...(reasoning ? { reasoning } : {}) }), ...extras } : callOptions(options),
+		options: apiOptions ? { ...callOptions({ ...rest, ...(reasoning ? { reasoning } : {}) }, API_OPTIONS), ...extras } : callOptions(options),
 	};
 }
 
