@@ -90,51 +90,83 @@ struct SuccessHead<'a> {
 /// Room for a typical response line (`get_state`'s is about 600 bytes).
 const LINE_CAPACITY: usize = 1024;
 
+/// What [`Native::write_response`] did.
+enum Response {
+    /// The response line is in the buffer.
+    Written,
+    /// A big result: its line is written as it is serialised (nothing is left in the buffer).
+    Streamed(StreamedMessage),
+    /// No line (it could not be serialised: logged).
+    Nothing,
+}
+
 impl Native {
-    fn respond(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Outgoing>) {
+    /// Append the response line to `pending` to `line` (the bytes
+    /// [`WireResponse`] gives, with the data written straight in).
+    fn write_response(pending: Pending, result: Result<Reply, CoreError>, line: &mut Vec<u8>) -> Response {
         let (id, command) = match pending {
             Pending::Command { id, command } => (id, command),
-            Pending::Rejection(line) => {
-                out.push(Outgoing::Bytes(line));
-                return;
+            Pending::Rejection(bytes) => {
+                line.extend_from_slice(&bytes);
+                return Response::Written;
             }
         };
         let reply = match result {
             Ok(reply) => reply,
-            Err(e) => {
-                out.extend(to_line(&WireResponse::err(id, Some(command.name), e.message)).map(Outgoing::Bytes));
-                return;
-            }
+            Err(e) => return write_line(line, &WireResponse::err(id, Some(command.name), e.message)),
         };
+        let start = line.len();
         let head = SuccessHead { id: id.as_deref(), kind: ResponseTag::Response, command: command.name, success: true };
-        let mut line = Vec::with_capacity(LINE_CAPACITY);
-        if let Err(e) = serde_json::to_writer(&mut line, &head) {
+        if let Err(e) = serde_json::to_writer(&mut *line, &head) {
             tracing::error!("cannot serialize an output line: {e}");
-            return;
+            line.truncate(start);
+            return Response::Nothing;
         }
         // `{…,"success":true}`: the data is written straight in before the closing brace.
         let open = line.len().saturating_sub(1);
         line.truncate(open);
         line.extend_from_slice(b",\"data\":");
-        match command.encode_into(reply, &mut line) {
+        match command.encode_into(reply, line) {
             Ok(Written::Absent) => {
                 line.truncate(open);
                 line.push(b'}');
-                out.push(Outgoing::Bytes(line));
+                Response::Written
             }
             Ok(Written::Inline) => {
                 line.push(b'}');
-                out.push(Outgoing::Bytes(line));
+                Response::Written
             }
             Ok(Written::Streamed(body)) => {
-                let message = StreamedMessage { head: line, body, tail: b"}", escape_line_separators: false };
-                out.push(Outgoing::Streamed(message));
+                let head = line.split_off(start);
+                Response::Streamed(StreamedMessage { head, body, tail: b"}", escape_line_separators: false })
             }
             Err(e) => {
                 tracing::error!("{e}");
-                let response = WireResponse::err(id, Some(command.name), e.to_string());
-                out.extend(to_line(&response).map(Outgoing::Bytes));
+                line.truncate(start);
+                write_line(line, &WireResponse::err(id, Some(command.name), e.to_string()))
             }
+        }
+    }
+
+    fn respond(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Outgoing>) {
+        let mut line = Vec::with_capacity(LINE_CAPACITY);
+        match Self::write_response(pending, result, &mut line) {
+            Response::Written => out.push(Outgoing::Bytes(line)),
+            Response::Streamed(message) => out.push(Outgoing::Streamed(message)),
+            Response::Nothing => {}
+        }
+    }
+}
+
+/// Append `value`'s JSON to `line` (left as it was, and logged, when it cannot be serialised).
+fn write_line<T: serde::Serialize>(line: &mut Vec<u8>, value: &T) -> Response {
+    let start = line.len();
+    match serde_json::to_writer(&mut *line, value) {
+        Ok(()) => Response::Written,
+        Err(e) => {
+            tracing::error!("cannot serialize an output line: {e}");
+            line.truncate(start);
+            Response::Nothing
         }
     }
 }
@@ -288,6 +320,27 @@ impl Dialect for Native {
 
     fn reply_outgoing(&mut self, pending: Pending, result: Result<Reply, CoreError>, out: &mut Vec<Outgoing>) {
         self.respond(pending, result, out);
+    }
+
+    /// The response line written straight into the batch's buffer (a big
+    /// result, streamed, goes to `rest`).
+    fn reply_into(
+        &mut self,
+        pending: Pending,
+        result: Result<Reply, CoreError>,
+        batch: &mut MessageBatch,
+        rest: &mut Vec<Outgoing>,
+    ) {
+        let mut streamed = None;
+        batch.write_with(|line| match Self::write_response(pending, result, line) {
+            Response::Written => true,
+            Response::Streamed(message) => {
+                streamed = Some(message);
+                false
+            }
+            Response::Nothing => false,
+        });
+        rest.extend(streamed.map(Outgoing::Streamed));
     }
 }
 

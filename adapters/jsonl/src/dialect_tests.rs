@@ -208,3 +208,46 @@ fn events_written_into_a_batch_are_the_lines_of_event() {
     let joined: Vec<u8> = lines.iter().flat_map(|line| line.iter().copied().chain([b'\n'])).collect();
     assert_eq!(batch.lines(), joined);
 }
+
+#[tokio::test]
+async fn replies_written_into_a_batch_are_the_lines_of_reply_outgoing() {
+    let state = pi_transport::testing::state_reply();
+    let get_state = protocol::native("get_state").unwrap();
+    let abort = protocol::native("abort").unwrap();
+    let (name, big) = big_replies().into_iter().next().unwrap();
+    let big_command = protocol::native(name).unwrap();
+    let rejection = serde_json::to_vec(&WireResponse::err(None, Some("parse"), "bad")).unwrap();
+    let cases = || {
+        [
+            (Pending::Command { id: id(), command: get_state }, Ok(state.clone())),
+            (Pending::Command { id: None, command: get_state }, Ok(state.clone())),
+            (Pending::Command { id: id(), command: abort }, Ok(Reply::Ack)),
+            (Pending::Command { id: None, command: get_state }, Err(pi_core::error::CoreError::busy("later"))),
+            // Not the command's reply: an error response.
+            (Pending::Command { id: id(), command: get_state }, Ok(Reply::Ack)),
+            (Pending::Rejection(rejection.clone()), Ok(Reply::Ack)),
+            (Pending::Command { id: id(), command: big_command }, Ok(big.clone())),
+        ]
+    };
+    let mut batch = MessageBatch::default();
+    batch.push(b"{\"before\":1}");
+    let mut expected = b"{\"before\":1}\n".to_vec();
+    let mut streamed = Vec::new();
+    for (pending, result) in cases() {
+        let mut out = Vec::new();
+        Native::default().reply_outgoing(pending, result, &mut out);
+        expected.extend(written(out).await);
+    }
+    for (pending, result) in cases() {
+        let mut rest = Vec::new();
+        Native::default().reply_into(pending, result, &mut batch, &mut rest);
+        if !rest.is_empty() {
+            // A streamed reply is sent after what the batch holds.
+            assert!(matches!(rest[..], [Outgoing::Streamed(_)]), "{rest:?}");
+            streamed.extend(written(rest).await);
+        }
+    }
+    assert_eq!(batch.len(), 7, "six whole replies after the first line");
+    let got = [batch.lines(), &streamed].concat();
+    assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(expected).unwrap());
+}

@@ -91,6 +91,31 @@ pub trait Dialect {
         out.extend(messages.into_iter().map(Outgoing::Bytes));
     }
 
+    /// [`Dialect::reply_outgoing`] into a batch (for a sink that [takes
+    /// lines](MessageSink::takes_lines)): the same messages, whole ones
+    /// written into the batch (a dialect may write them straight into its
+    /// buffer); from the first streamed one on they go to `rest`, sent after the batch.
+    fn reply_into(
+        &mut self,
+        pending: Self::Pending,
+        result: Result<Reply, CoreError>,
+        batch: &mut MessageBatch,
+        rest: &mut Vec<Outgoing>,
+    ) {
+        let mut messages = Vec::new();
+        self.reply_outgoing(pending, result, &mut messages);
+        let mut streamed = false;
+        for message in messages {
+            match message {
+                Outgoing::Bytes(bytes) if !streamed => batch.push(&bytes),
+                message => {
+                    streamed = true;
+                    rest.push(message);
+                }
+            }
+        }
+    }
+
     /// Messages held back until the output ends (none by default).
     fn finish(&mut self, _out: &mut Vec<Vec<u8>>) {}
 }
@@ -425,9 +450,17 @@ impl<D: Dialect, K: MessageSink, R: OutputPort> Connection<D, K, R> {
                 },
                 Received::Own(Delivered { output: Output::Reply { tag, result }, .. }) => {
                     if let Some(pending) = self.in_flight.remove(tag) {
-                        self.dialect.reply_outgoing(pending, result, &mut self.replies);
+                        if self.lines {
+                            // In order in the batch with the events: sent with
+                            // the outputs at hand (a burst of answers, one hand-off).
+                            self.dialect.reply_into(pending, result, &mut self.batch, &mut self.replies);
+                        } else {
+                            self.dialect.reply_outgoing(pending, result, &mut self.replies);
+                        }
                         // `flush` sends the events mapped so far, then the reply.
-                        self.flush().await;
+                        if !self.replies.is_empty() {
+                            self.flush().await;
+                        }
                     } else if let Some(message) = self.in_order.as_mut().and_then(|held| held.remove(&tag)) {
                         self.scratch.push(message);
                         self.flush().await;

@@ -5,19 +5,41 @@
 //! replies remove, event mapping reads.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use pi_core::op::RequestTag;
+
+/// Hashes a tag with one multiply (tags are handed out in sequence, so a
+/// Fibonacci hash spreads them): no SipHash per request and per reply.
+#[derive(Debug, Default, Clone, Copy)]
+struct TagHasher(u64);
+
+impl Hasher for TagHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.write_u64(u64::from(byte));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
 
 /// Requests awaiting their reply, by tag.
 #[derive(Debug)]
 pub struct InFlight<P> {
     next_tag: RequestTag,
-    entries: HashMap<RequestTag, P>,
+    entries: HashMap<RequestTag, P, BuildHasherDefault<TagHasher>>,
 }
 
 impl<P> Default for InFlight<P> {
     fn default() -> Self {
-        InFlight { next_tag: 1, entries: HashMap::new() }
+        InFlight { next_tag: 1, entries: HashMap::default() }
     }
 }
 

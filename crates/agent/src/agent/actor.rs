@@ -35,6 +35,8 @@ mod tool_setup;
 
 use std::sync::Arc;
 
+use dispatch::AtOnce;
+
 use super::channels::{Channels, OutputTx};
 use super::current_session::CurrentSession;
 use super::extension_state::ExtensionState;
@@ -160,7 +162,11 @@ impl Agent {
                 },
                 op = ops.recv(), if ops_open => match op {
                     Some((tag, op)) => {
-                        self.handle_op(Pending::new(tag, op)).await;
+                        match self.answer_at_once(tag, &op) {
+                            AtOnce::Answered(Some(reply)) => self.channels.send(reply).await,
+                            AtOnce::Answered(None) => {}
+                            AtOnce::NotAtOnce => self.handle_op(Pending::new(tag, op)).await,
+                        }
                         self.mcp.begin();
                     }
                     None => {
@@ -196,12 +202,20 @@ impl Agent {
 
     pub(super) async fn reply(&self, tag: Option<RequestTag>, result: Result<Reply, CoreError>) {
         let Some(tag) = tag else { return };
+        if let Some(reply) = self.reply_output(tag, result) {
+            self.channels.send(reply).await;
+        }
+    }
+
+    /// The output answering `tag`, or none when it answers an extension's
+    /// session op (the answer went to the extension).
+    pub(super) fn reply_output(&self, tag: RequestTag, result: Result<Reply, CoreError>) -> Option<Output> {
         // A session op of an extension command: its answer goes to the extension.
         if let Some(waiting) = self.ext.session_op_replies().take(tag) {
             let _ = waiting.send(extension_session_ops::outcome(result));
-            return;
+            return None;
         }
-        self.channels.send(Output::Reply { tag, result }).await;
+        Some(Output::Reply { tag, result })
     }
 
     async fn handle_internal(&mut self, msg: Internal) {

@@ -2,11 +2,20 @@
 //! extensions do with it first, whether it waits or is refused, then its handler.
 
 use super::Agent;
+use crate::agent::Output;
 use crate::agent::internal::QueueKind;
 use crate::agent::route::{Gate, Policy, Route, route};
 use crate::agent::state::{Hold, Pending};
 use crate::error::CoreError;
-use crate::op::{Op, Reply, TreeWithLeaf};
+use crate::op::{Op, Reply, RequestTag, TreeWithLeaf};
+
+/// What [`Agent::answer_at_once`] did with an op.
+pub(super) enum AtOnce {
+    /// Answered: the reply to send, if any.
+    Answered(Option<Output>),
+    /// Not an op answered at once: `handle_op` takes it.
+    NotAtOnce,
+}
 
 impl Agent {
     /// Handle one op: [`route`] decides whether it waits for the extensions,
@@ -33,6 +42,26 @@ impl Agent {
             }
             Policy::Refused(refusal) => self.reply(pending.tag, Err(refusal.error())).await,
         }
+    }
+
+    /// A `get_state` whose route leads straight to its handler (the
+    /// extensions pass it on as it is), answered here, with no
+    /// [`Agent::handle_op`] future (a large one: it holds the state of
+    /// every handler) made and polled through `through_extensions` and
+    /// `dispatch` for it: a burst of piped `get_state` costs little more
+    /// than its snapshots. [`AtOnce::Answered`] with the reply to send
+    /// (none without a tag, or when an extension waits for it); any other op
+    /// is [`AtOnce::NotAtOnce`]: it goes to `handle_op`.
+    pub(super) fn answer_at_once(&mut self, tag: Option<RequestTag>, op: &Op) -> AtOnce {
+        if !matches!(op, Op::GetState) {
+            return AtOnce::NotAtOnce;
+        }
+        let gate = Gate { open: !self.ext.gated(), accepted: false };
+        if route(op, &self.activity, gate) != Route::ThroughExtensions(Policy::Now) {
+            return AtOnce::NotAtOnce;
+        }
+        let Some(tag) = tag else { return AtOnce::Answered(None) };
+        AtOnce::Answered(self.reply_output(tag, Ok(Reply::State(Box::new(self.snapshot())))))
     }
 
     /// Every op's handler, in one exhaustive match.
