@@ -269,7 +269,7 @@ pub async fn run(
             options.queue_messages,
             peers_stop.clone(),
         );
-        crate::cluster::losses::tell_hubs(cluster.losses.clone(), Arc::downgrade(&registry), peers_stop.clone());
+        tell_hubs_of_lost_leases(cluster.losses.clone(), Arc::downgrade(&registry), peers_stop.clone());
     }
     let app = Router::new()
         .route("/rpc", get(rpc))
@@ -332,6 +332,26 @@ fn log_capacity(max_connections: usize) {
             "pi serve: --max-connections {max_connections} is above what the open-file limit {now} allows (about {room}); raise the hard limit (ulimit -Hn, LimitNOFILE=)"
         );
     }
+}
+
+/// Tell the registry's hubs of the leases lost, until `stop` or the registry ends.
+fn tell_hubs_of_lost_leases(
+    losses: Arc<crate::cluster::losses::Losses>,
+    registry: std::sync::Weak<Registry>,
+    stop: CancellationToken,
+) {
+    tokio::spawn(async move {
+        loop {
+            let lost = tokio::select! {
+                lost = losses.next() => lost,
+                () = stop.cancelled() => return,
+            };
+            let Some(registry) = registry.upgrade() else { return };
+            for id in lost {
+                registry.look_at_lease(&id);
+            }
+        }
+    });
 }
 
 #[cfg(test)]

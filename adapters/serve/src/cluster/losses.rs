@@ -1,19 +1,16 @@
 //! The sessions whose lease this worker has just lost (a renewal found the
 //! lease taken, or the event stream refused the owner's event), on their way
-//! to the sessions' hubs: the worker's registry reads them
-//! ([`tell_hubs`]) and has each such session's hub look at its lease (its
-//! pump then hands its clients over to the new owner).
+//! to the sessions' hubs: the server reads them (`server.rs`,
+//! `tell_hubs_of_lost_leases`) and has each such session's hub look at its
+//! lease (its pump then hands its clients over to the new owner).
 //!
 //! A lease's state has no waker of its own (every session of a worker holds
 //! one, and a waker took 24 of its bytes): a loss is rare, and told here,
 //! once per worker, rather than by each lease.
 
-use std::sync::{Mutex, PoisonError, Weak};
+use std::sync::{Mutex, PoisonError};
 
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
-
-use crate::registry::Registry;
 
 /// The sessions whose lease was lost, not yet told to their hubs.
 #[derive(Debug, Default)]
@@ -40,22 +37,6 @@ impl Losses {
             self.told.notified().await;
         }
     }
-}
-
-/// Tell the registry's hubs of the leases lost, until `stop` or the registry ends.
-pub(crate) fn tell_hubs(losses: std::sync::Arc<Losses>, registry: Weak<Registry>, stop: CancellationToken) {
-    tokio::spawn(async move {
-        loop {
-            let lost = tokio::select! {
-                lost = losses.next() => lost,
-                () = stop.cancelled() => return,
-            };
-            let Some(registry) = registry.upgrade() else { return };
-            for id in lost {
-                registry.look_at_lease(&id);
-            }
-        }
-    });
 }
 
 #[cfg(test)]
