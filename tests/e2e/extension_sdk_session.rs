@@ -147,7 +147,8 @@ async fn an_extensions_sdk_session_runs_as_in_pi() {
 
     // Every event its subscribers saw (the streaming message as it was at each update
     // included), its messages and session entries, its state: pi's.
-    let (events, pis) = (ours.note["events"].as_array().expect("events"), theirs.note["events"].as_array().expect("events"));
+    let (events, pis) =
+        (ours.note["events"].as_array().expect("events"), theirs.note["events"].as_array().expect("events"));
     for (i, (event, pi)) in events.iter().zip(pis).enumerate() {
         assert_eq!(event, pi, "event {i}: pi-rpc, then pi 1.6.0");
     }
