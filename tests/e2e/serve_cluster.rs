@@ -109,6 +109,12 @@ async fn two_workers_run(sb: &Sandbox, nats: &Nats, more: &[&str], scenario: &st
     cluster(&b, scenario, &[&url_a, &url_b]).await;
 }
 
+/// A `nats://` URL on a loopback port nothing listens on.
+fn unused_url() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    format!("nats://127.0.0.1:{port}")
+}
+
 pub fn signal(served: &Served, signal: nix::sys::signal::Signal) {
     let pid = served.pi.child.id().expect("pid");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).expect("signal");
@@ -209,7 +215,10 @@ async fn any_worker_serves_any_session_with_the_owners_numbers() {
     let shared = shared_dir(&sb);
     let a = worker(&sb, &nats, &shared, "wa", "3").await;
     let b = worker(&sb, &nats, &shared, "wb", "3").await;
-    let c = worker(&sb, &nats, &shared, "wc", "3").await;
+    // Several servers: --cluster repeated and comma-separated, two of them not
+    // listening (the client tries the next).
+    let more = [unused_url(), unused_url()].join(",");
+    let c = worker_with(&sb, &nats, &shared, "wc", "3", &["--cluster", &more]).await;
     let (url_a, url_b, url_c) = (a.url.clone(), b.url.clone(), c.url.clone());
     if cluster(&a, "relay", &[&url_a, &url_b]).await.is_none() {
         return;
