@@ -264,11 +264,33 @@ async fn a_killed_owner_mid_stream_loses_no_stored_event_and_the_turn_is_reporte
 }
 
 #[tokio::test]
+async fn a_killed_owner_mid_stream_is_reported_through_the_json_rpc_and_acp_error_paths() {
+    let Some(nats) = Nats::start().await else { return };
+    let pair = slow_pair(&nats).await;
+    let (url_a, url_b) = (pair.a.url.clone(), pair.b.url.clone());
+    cluster(&pair.b, "interrupted_dialects", &[&url_a, &url_b, &pair.pid_a]).await;
+}
+
+#[tokio::test]
+async fn a_replay_reaching_past_the_event_retention_says_gap_and_sends_the_kept_events() {
+    let Some(nats) = Nats::start().await else { return };
+    let sb = Sandbox::offline();
+    let shared = shared_dir(&sb);
+    let keep = ["--event-retention", "4"];
+    let a = worker_with(&sb, &nats, &shared, "wa", "2", &keep).await;
+    let b = worker_with(&sb, &nats, &shared, "wb", "2", &keep).await;
+    let pid = a.pi.child.id().expect("pid").to_string();
+    let (url_a, url_b) = (a.url.clone(), b.url.clone());
+    cluster(&b, "retention", &[&url_a, &url_b, &pid, "4"]).await;
+}
+
+#[tokio::test]
 async fn three_workers_behind_round_robin_nginx_serve_every_session_and_drain_without_a_gap() {
     let Some(nats) = Nats::start().await else { return };
     let Some(nginx) = installed_tool("nginx/usr/sbin/nginx") else { return };
     let sb = Sandbox::with_server().await;
-    let mut slow = pi_compat::fake_server::Reply::text_chunks((0..40).map(|i| format!("w{i} ")));
+    // Each turn streams for 3 s: the drain's /readyz and refusal are checked meanwhile.
+    let mut slow = pi_compat::fake_server::Reply::text_chunks((0..60).map(|i| format!("w{i} ")));
     slow.delay = Duration::from_millis(50);
     sb.server().on_marker("stream slowly", slow);
     let shared = shared_dir(&sb);
