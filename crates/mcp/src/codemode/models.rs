@@ -181,14 +181,16 @@ fn info(mut model: Value) -> Value {
     model
 }
 
-fn check_classifier_context(context: &Value) -> Result<(), String> {
+/// `string_state`: a string `state` is taken too (pi's `modelRegistry.classify()`
+/// hands it to the System One APIs as given; codemode's `models.classify()` wants an object).
+fn check_classifier_context(context: &Value, string_state: bool) -> Result<(), String> {
     let fail = |problem: String| {
         format!("models.classify() {problem}. Expected context: {CLASSIFIER_SHAPE}. See \"Classify\" in {DOCS}.")
     };
     let Some(ctx) = context.as_object() else {
         return Err(fail(format!("expects a context object as its second argument, got {}", describe(context))));
     };
-    if !ctx.get("state").is_some_and(Value::is_object) {
+    if !ctx.get("state").is_some_and(|s| s.is_object() || (string_state && s.is_string())) {
         return Err(fail(format!("context.state must be an object, got {}", describe_field(ctx.get("state")))));
     }
     if let Some(images) = ctx.get("images").filter(|v| !v.is_null()) {
@@ -378,7 +380,7 @@ impl ModelsHost {
             }));
         };
         let checked = if kind == ModelType::Classifier {
-            check_classifier_context(context)
+            check_classifier_context(context, as_given)
         } else {
             check_images_context(context)
         };
