@@ -192,7 +192,7 @@ struct Bursts {
 impl RecordSource for Bursts {
     async fn next(&mut self) -> std::io::Result<Option<Record>> {
         self.reads += 1;
-        if self.reads % 5 == 0 && !self.waited {
+        if self.reads.is_multiple_of(5) && !self.waited {
             // The wait is noted first: a read dropped while it waits (the
             // loop's look at what is at hand) does not wait again.
             self.waited = true;

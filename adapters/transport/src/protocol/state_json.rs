@@ -196,7 +196,8 @@ mod tests {
         };
         let mut other_model = (**model.as_ref().unwrap()).clone();
         other_model.id = "other".to_string();
-        let changes: [(&str, fn(&mut StateData)); 14] = [
+        type Change = fn(&mut StateData);
+        let changes: [(&str, Change); 14] = [
             ("model", |s| s.model = None),
             ("same model, another Arc", |s| s.model = Some(Arc::new((**s.model.as_ref().unwrap()).clone()))),
             ("thinkingLevel", |s| s.thinking_level = "high"),
