@@ -76,6 +76,22 @@ async fn small_responses_are_the_bytes_of_the_old_encoding() {
 }
 
 #[test]
+fn success_heads_are_the_bytes_of_wire_response() {
+    let ids = ["1", "-0.5e3", "1e400", "\"a\"", "\"é \\\" \\u2028\"", "null", "{\"n\":[1, 2]}"];
+    let ids = ids.map(|raw| Some(RawValue::from_string(raw.to_string()).unwrap()));
+    // Every native command: its name goes in as it is, so none may need escaping.
+    for command in protocol::COMMANDS.iter().filter_map(|c| c.native.as_ref()) {
+        for id in ids.iter().cloned().chain([None, id()]) {
+            let mut head = b"before".to_vec();
+            write_success_head(&mut head, id.as_deref(), command.name);
+            head.push(b'}');
+            let expected = serde_json::to_vec(&WireResponse::ok(id, command.name, None)).unwrap();
+            assert_eq!(String::from_utf8_lossy(&head[6..]), String::from_utf8_lossy(&expected), "{}", command.name);
+        }
+    }
+}
+
+#[test]
 fn the_tree_is_written_as_its_nested_shape() {
     let Some((_, Reply::Tree(TreeWithLeaf { tree, leaf_id }))) =
         big_replies().into_iter().find(|(n, _)| *n == "get_tree")

@@ -369,6 +369,20 @@ pub enum ServeEnd {
 /// sent (the input is read between turns).
 const OUTPUTS_AT_HAND: usize = 256;
 
+/// Most records taken in one turn of the loop when they are at hand (read
+/// already: no wait), before the output and the stop signal are looked at again.
+const RECORDS_AT_HAND: usize = 64;
+
+/// `future`'s output if it is ready at once (`None` when it would wait;
+/// it is then dropped, so it must be cancel-safe, as [`RecordSource::next`] is).
+fn at_hand<F: Future>(future: F) -> Option<F::Output> {
+    let future = std::pin::pin!(future);
+    match future.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+        std::task::Poll::Ready(output) => Some(output),
+        std::task::Poll::Pending => None,
+    }
+}
+
 /// Text of the error answering a request the agent can no longer take.
 pub const AGENT_CLOSED: &str = "The agent has shut down";
 
@@ -639,16 +653,29 @@ where
                 Some(output) => conn.output(output).await,
                 None => break,
             },
-            record = source.next(), if input_open => match record {
-                Ok(Some(record)) => conn.record(&mut agent, record).await,
-                Ok(None) | Err(_) => {
-                    if let Err(e) = record {
-                        tracing::warn!("input error: {e}");
+            record = source.next(), if input_open => {
+                // The records read already follow (a burst of piped commands
+                // is taken a few dozen records a turn, not one per turn).
+                let mut next = Some(record);
+                let mut taken = 0;
+                while let Some(record) = next.take() {
+                    match record {
+                        Ok(Some(record)) => conn.record(&mut agent, record).await,
+                        Ok(None) | Err(_) => {
+                            if let Err(e) = record {
+                                tracing::warn!("input error: {e}");
+                            }
+                            input_open = false;
+                            let _ = conn.submit(&mut agent, None, Op::Shutdown { abort: false }).await;
+                            break;
+                        }
                     }
-                    input_open = false;
-                    let _ = conn.submit(&mut agent, None, Op::Shutdown { abort: false }).await;
+                    taken += 1;
+                    if taken < RECORDS_AT_HAND {
+                        next = at_hand(source.next());
+                    }
                 }
-            },
+            }
         }
     }
     conn.release_held().await;

@@ -180,3 +180,41 @@ async fn events_handed_over_together_come_out_as_one_by_one() {
         assert_eq!(*kept.sent.lock().unwrap(), agent.expected, "lines: {lines}");
     }
 }
+
+/// Records that come in bursts: every fifth read waits (once) before its
+/// record, as a pipe's reader waits for the writer.
+struct Bursts {
+    records: std::vec::IntoIter<String>,
+    reads: usize,
+    waited: bool,
+}
+
+impl RecordSource for Bursts {
+    async fn next(&mut self) -> std::io::Result<Option<Record>> {
+        self.reads += 1;
+        if self.reads.is_multiple_of(5) && !self.waited {
+            // The wait is noted first: a read dropped while it waits (the
+            // loop's look at what is at hand) does not wait again.
+            self.waited = true;
+            tokio::task::yield_now().await;
+        }
+        self.waited = false;
+        Ok(self.records.next().map(Ok))
+    }
+}
+
+#[tokio::test]
+async fn records_at_hand_and_records_waited_for_are_answered_in_order() {
+    for lines in [false, true] {
+        let (tx, rx) = mpsc::channel(1_000_000);
+        let mut agent = Agent::new(Some(tx), None);
+        // More records than one turn takes, with waits among them.
+        let names: Vec<String> = (0..300).map(|i| format!("request {i}")).collect();
+        let records = Bursts { records: names.into_iter(), reads: 0, waited: false };
+        let kept = Kept { lines, ..Kept::default() };
+        let (end, ok) = serve(Labels, records, kept.clone(), &mut agent, rx, std::future::pending()).await;
+        assert_eq!((end, ok), (ServeEnd::Eof, true));
+        assert_eq!(agent.requests, 300);
+        assert_eq!(*kept.sent.lock().unwrap(), agent.expected, "lines: {lines}");
+    }
+}

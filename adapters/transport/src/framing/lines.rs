@@ -63,9 +63,14 @@ impl<R: AsyncBufRead + Unpin> RecordReader<R> {
                         self.inner.consume(chunk_len);
                         return Ok(Some(Err(FrameError::TooLong { len, limit: self.limit })));
                     }
-                    self.buf.extend_from_slice(&available[..pos]);
+                    // A record read whole at once is copied out in one allocation of its size.
+                    let line = if self.buf.is_empty() {
+                        available[..pos].to_vec()
+                    } else {
+                        self.buf.extend_from_slice(&available[..pos]);
+                        std::mem::take(&mut self.buf)
+                    };
                     self.inner.consume(chunk_len);
-                    let line = std::mem::take(&mut self.buf);
                     return Ok(Some(decode(line)));
                 }
                 None => {

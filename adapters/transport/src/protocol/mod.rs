@@ -17,6 +17,8 @@ mod state_json;
 mod table;
 pub mod ui;
 
+use std::sync::OnceLock;
+
 use pi_core::op::{Op, Reply, TypedOp};
 use schemars::JsonSchema;
 #[cfg(feature = "schemas")]
@@ -248,14 +250,39 @@ impl Command {
     }
 }
 
+/// One dialect's bindings by the length of their names, made from the table
+/// once: a name is compared with the few of its length only (every record
+/// is looked up, so the lookup is not a scan of the whole table).
+struct ByLength(Vec<Vec<&'static Binding>>);
+
+impl ByLength {
+    fn of(dialect: fn(&'static Command) -> Option<&'static Binding>) -> ByLength {
+        let mut lengths: Vec<Vec<&'static Binding>> = Vec::new();
+        for binding in COMMANDS.iter().filter_map(dialect) {
+            let len = binding.name.len();
+            if lengths.len() <= len {
+                lengths.resize_with(len + 1, Vec::new);
+            }
+            lengths[len].push(binding);
+        }
+        ByLength(lengths)
+    }
+
+    fn find(&self, name: &str) -> Option<&'static Binding> {
+        self.0.get(name.len())?.iter().find(|b| b.name == name).copied()
+    }
+}
+
 /// The native command of this `type`.
 pub fn native(name: &str) -> Option<&'static Binding> {
-    COMMANDS.iter().filter_map(|c| c.native.as_ref()).find(|b| b.name == name)
+    static NATIVE: OnceLock<ByLength> = OnceLock::new();
+    NATIVE.get_or_init(|| ByLength::of(|c| c.native.as_ref())).find(name)
 }
 
 /// The JSON-RPC command of this `method`.
 pub fn jsonrpc(method: &str) -> Option<&'static Binding> {
-    COMMANDS.iter().filter_map(|c| c.jsonrpc.as_ref()).find(|b| b.name == method)
+    static JSONRPC: OnceLock<ByLength> = OnceLock::new();
+    JSONRPC.get_or_init(|| ByLength::of(|c| c.jsonrpc.as_ref())).find(method)
 }
 
 /// The README's method table (one row per command), in table order.
@@ -282,6 +309,22 @@ mod tests {
             assert_eq!(names.len(), count);
         }
         assert!(native("get_state").is_some() && jsonrpc("getState").is_some() && native("getState").is_none());
+    }
+
+    #[test]
+    fn every_name_finds_its_binding() {
+        for command in COMMANDS {
+            if let Some(binding) = &command.native {
+                assert!(std::ptr::eq(native(binding.name).unwrap(), binding), "{}", binding.name);
+                assert!(native(&format!("{}x", binding.name)).is_none() && native(&binding.name[1..]).is_none());
+            }
+            if let Some(binding) = &command.jsonrpc {
+                assert!(std::ptr::eq(jsonrpc(binding.name).unwrap(), binding), "{}", binding.name);
+                assert!(jsonrpc(&binding.name.to_uppercase()).is_none());
+            }
+        }
+        let long = "x".repeat(1000);
+        assert!(native("").is_none() && native(&long).is_none() && jsonrpc(&long).is_none());
     }
 
     #[test]

@@ -53,7 +53,10 @@ use super::{AgentConfig, Output};
 use crate::error::{CoreError, ErrorKind};
 use crate::event::AgentEvent;
 use crate::message::{AgentMessage, StopReason};
-use crate::op::{Reply, RequestTag};
+use crate::op::{Op, Reply, RequestTag};
+
+/// Most ops taken in one turn of the loop when they are queued already.
+const OPS_AT_HAND: usize = 64;
 
 /// The state the actor owns.
 pub(crate) struct Agent {
@@ -162,12 +165,17 @@ impl Agent {
                 },
                 op = ops.recv(), if ops_open => match op {
                     Some((tag, op)) => {
-                        match self.answer_at_once(tag, &op) {
-                            AtOnce::Answered(Some(reply)) => self.channels.send(reply).await,
-                            AtOnce::Answered(None) => {}
-                            AtOnce::NotAtOnce => self.handle_op(Pending::new(tag, op)).await,
+                        self.take_op(tag, op).await;
+                        // The ops queued already follow, while no internal
+                        // message waits (a burst of piped commands is taken
+                        // without a turn of the loop each).
+                        for _ in 1..OPS_AT_HAND {
+                            if !internal_rx.is_empty() || self.activity.is_shutting_down() {
+                                break;
+                            }
+                            let Some((tag, op)) = ops.try_recv() else { break };
+                            self.take_op(tag, op).await;
                         }
-                        self.mcp.begin();
                     }
                     None => {
                         ops_open = false;
@@ -188,6 +196,16 @@ impl Agent {
             self.reply(Some(tag), Ok(Reply::Ack)).await;
         }
         tracing::debug!("agent stopped");
+    }
+
+    /// One op from the client: answered at once when it can be, else handled.
+    async fn take_op(&mut self, tag: Option<RequestTag>, op: Op) {
+        match self.answer_at_once(tag, &op) {
+            AtOnce::Answered(Some(reply)) => self.channels.send(reply).await,
+            AtOnce::Answered(None) => {}
+            AtOnce::NotAtOnce => self.handle_op(Pending::new(tag, op)).await,
+        }
+        self.mcp.begin();
     }
 
     pub(super) fn is_idle(&self) -> bool {

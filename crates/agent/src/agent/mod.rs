@@ -161,6 +161,12 @@ impl OpReceiver {
     pub async fn recv(&mut self) -> Option<(Option<RequestTag>, Op)> {
         self.0.recv().await.map(|(tag, op)| (tag, *op))
     }
+
+    /// The next op if one is queued already (`None` when none is, or when
+    /// every handle is gone: [`OpReceiver::recv`] tells which).
+    pub fn try_recv(&mut self) -> Option<(Option<RequestTag>, Op)> {
+        self.0.try_recv().ok().map(|(tag, op)| (tag, *op))
+    }
 }
 
 /// The agent has stopped and accepts no more ops.
