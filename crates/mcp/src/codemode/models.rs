@@ -181,14 +181,18 @@ fn info(mut model: Value) -> Value {
     model
 }
 
-fn check_classifier_context(context: &Value) -> Result<(), String> {
+/// pi's codemode checks of a classifier context. `registry`
+/// (`ctx.modelRegistry.classify()`): the `state` may also be a string, as
+/// pi's System One APIs take it.
+fn check_classifier_context(context: &Value, registry: bool) -> Result<(), String> {
     let fail = |problem: String| {
         format!("models.classify() {problem}. Expected context: {CLASSIFIER_SHAPE}. See \"Classify\" in {DOCS}.")
     };
     let Some(ctx) = context.as_object() else {
         return Err(fail(format!("expects a context object as its second argument, got {}", describe(context))));
     };
-    if !ctx.get("state").is_some_and(Value::is_object) {
+    let state_fits = |state: &Value| state.is_object() || (registry && state.is_string());
+    if !ctx.get("state").is_some_and(state_fits) {
         return Err(fail(format!("context.state must be an object, got {}", describe_field(ctx.get("state")))));
     }
     if let Some(images) = ctx.get("images").filter(|v| !v.is_null()) {
@@ -378,7 +382,7 @@ impl ModelsHost {
             }));
         };
         let checked = if kind == ModelType::Classifier {
-            check_classifier_context(context)
+            check_classifier_context(context, as_given)
         } else {
             check_images_context(context)
         };
@@ -422,6 +426,8 @@ impl ModelsHost {
             cost: Default::default(),
             headers: model.get("headers").and_then(Value::as_object).cloned(),
             thinking_level_map: None,
+            sampling_params: None,
+            sampling_params_by_thinking_level: None,
             compat: None,
             extra: Default::default(),
         };
