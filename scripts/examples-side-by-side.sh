@@ -5,4 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PI_EXAMPLES="${1:-all}"
-exec cargo test --test e2e each_example_extension_behaves_as_in_pi -- --nocapture
+# `-p pi-cli`: from the workspace root a bare `cargo test` unifies the features of
+# every member and rebuilds the workspace's crates before the test runs.
+exec cargo test -p pi-cli --test e2e each_example_extension_behaves_as_in_pi -- --nocapture
