@@ -154,15 +154,11 @@ impl Model {
 /// pi's `thinkingBudgets` (settings, or a `streamSimple()` call's options):
 /// the thinking token budget of each level up to `high`; a level left out
 /// keeps the API's own default.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ThinkingBudgets {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minimal: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub low: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub medium: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub high: Option<u64>,
 }
 
