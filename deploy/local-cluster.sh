@@ -13,7 +13,8 @@
 # Idempotent: `up` on a running cluster prints its address again (with another
 # N it is restarted); `down` on a stopped one does nothing. No network: the
 # tools come from target/tools (scripts/install-serve-tools.sh unpacks Debian's
-# nats-server and nginx there) and the binary from target/ (built if missing).
+# nats-server and nginx there) and the binary from target/ (the newer of
+# release and debug; built if neither exists).
 # Environment: PI_CLUSTER_DIR (default target/local-cluster), PI_CLUSTER_PORT
 # (the entry port, default 8300; nats-server takes the next one, workers
 # PORT+10 on), PI_BIN (a pi binary), and any agent flag after `--`:
@@ -53,9 +54,13 @@ stop_pid() {
 
 pi_binary() {
   if [ -n "${PI_BIN:-}" ]; then echo "$PI_BIN"; return; fi
-  for candidate in "$root/target/release/pi" "$root/target/debug/pi"; do
-    if [ -x "$candidate" ]; then echo "$candidate"; return; fi
-  done
+  # The newer of the release and debug builds (an old release binary left
+  # beside a fresh debug build would run yesterday's code).
+  local release=$root/target/release/pi debug=$root/target/debug/pi
+  if [ -x "$release" ] && { [ ! -x "$debug" ] || [ ! "$debug" -nt "$release" ]; }; then
+    echo "$release"; return
+  fi
+  if [ -x "$debug" ]; then echo "$debug"; return; fi
   say "building pi (cargo build -p pi-cli)"
   (cd "$root" && cargo build --quiet -p pi-cli --bin pi) >&2
   echo "$root/target/debug/pi"
@@ -157,7 +162,8 @@ case "${1:-}" in
   down) down ;;
   status) status ;;
   *)
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+    # The comment at the top of this file, up to the first line of code.
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
     exit 2
     ;;
 esac

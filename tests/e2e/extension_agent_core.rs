@@ -3,8 +3,8 @@
 //! stream function, `new Agent(...)` with `ctx.modelRegistry.streamSimple`,
 //! each with one tool, against the fake model server; and `agent.abort()`
 //! in the middle of a streamed reply. The extension reports what its loop
-//! saw (events, messages, the tool's result); the model requests the loop
-//! made are compared too.
+//! saw (events, the streaming message as it was at each update, messages,
+//! the tool's result); the model requests the loop made are compared too.
 //!
 //! Needs node 22, the host's packages and the reference pi from
 //! `target/tools` (`scripts/install-test-tools.sh`); skipped without them
@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, spawn_reference};
+use crate::extension_sdk_session::PACE_MS;
 use crate::harness::Sandbox;
 
 /// An extension with three small agents of its own, each reporting what its
@@ -41,15 +42,26 @@ function part(c: any): string {
   return c.type;
 }
 
-/** What a run showed, without what differs from run to run (times, ids, usage). */
+/** A copy of a value without what differs from run to run (clock readings, response ids, usage). */
+function stable(value: any, more: string[] = []): any {
+  const volatile = ["timestamp", "responseId", "durationMs", "usage", ...more];
+  return JSON.parse(JSON.stringify(value, (key, v) => (volatile.includes(key) ? undefined : v)));
+}
+
+/** An event as the loop saw it when it came: the streaming message as it was then (without
+ * the blocks' signatures, which pi-rpc's host has once a block ends: in DEVIATIONS.md). */
+function seen(e: any): any {
+  const streaming = ["thinkingSignature", "textSignature"];
+  if (e.type === "message_update") return ["message_update", stable(e.assistantMessageEvent, streaming), stable(e.message, streaming)];
+  if (e.type === "message_start" || e.type === "message_end") return [e.type, stable(e.message)];
+  if (e.type === "tool_execution_end") return `tool_execution_end:${e.toolName}:${e.isError}`;
+  return e.type;
+}
+
+/** What a run showed. */
 function summary(events: any[], messages: any[]) {
   return JSON.stringify({
-    events: events.map((e) => {
-      if (e.type === "message_update") return `message_update:${e.assistantMessageEvent.type}`;
-      if (e.type === "message_start" || e.type === "message_end") return `${e.type}:${e.message.role}`;
-      if (e.type === "tool_execution_end") return `tool_execution_end:${e.toolName}:${e.isError}`;
-      return e.type;
-    }),
+    events,
     messages: messages.map((m) => ({
       role: m.role,
       content: typeof m.content === "string" ? m.content : m.content.map(part),
@@ -73,7 +85,7 @@ export default function (pi: ExtensionAPI) {
         { messages: [], tools: [shout] },
         { model: ctx.model!, convertToLlm: (m: any[]) => m, getApiKey: (p: string) => ctx.modelRegistry.getApiKeyForProvider(p) },
       );
-      for await (const event of stream) events.push(event);
+      for await (const event of stream) events.push(seen(event));
       ctx.ui.notify(summary(events, await stream.result()), "info");
     },
   });
@@ -85,7 +97,7 @@ export default function (pi: ExtensionAPI) {
         streamFn: (model: any, context: any, options: any) => ctx.modelRegistry.streamSimple(model, context, options),
       });
       agent.subscribe((event: any) => {
-        events.push(event);
+        events.push(seen(event));
       });
       await agent.prompt("shout again");
       ctx.ui.notify(summary(events, agent.state.messages), "info");
@@ -99,7 +111,7 @@ export default function (pi: ExtensionAPI) {
         getApiKey: (p: string) => ctx.modelRegistry.getApiKeyForProvider(p),
       } as any);
       agent.subscribe((event: any) => {
-        events.push(event);
+        events.push(seen(event));
         if (event.type === "message_update" && event.assistantMessageEvent.type === "text_delta") agent.abort();
       });
       await agent.prompt("talk");
@@ -129,13 +141,15 @@ async fn run(reference: bool, node: &std::path::Path, dir: &std::path::Path, cli
     let sb = Sandbox::with_server().await;
     host_settings(&sb, node, dir, json!({}));
     write_module(&sb, "mini-agents.ts", MINI_AGENTS);
-    // /loop and /agent: a tool call, then the answer.
+    // /loop and /agent: a tool call, then the answer. Paced: each frame is read on its own, so
+    // what the loop sees of the streaming message (changed as the reply comes) is not timing's.
     for text in ["hello", "again"] {
-        sb.server().push(Reply::tool_call("c1", "shout", &format!(r#"{{"text": "{text}"}}"#)));
-        sb.server().push(Reply::text(&format!("Shouted {text}.")));
+        let call = Reply::tool_call("c1", "shout", &format!(r#"{{"text": "{text}"}}"#)).with_thinking("Loud.");
+        sb.server().push(call.paced_ms(PACE_MS));
+        sb.server().push(Reply::text(&format!("Shouted {text}.")).paced_ms(PACE_MS));
     }
     // /abort: the reply stops after its first piece; the agent aborts on it.
-    sb.server().push(Reply::text_chunks(["Once upon", " a time"]).hang_after(1));
+    sb.server().push(Reply::text_chunks(["Once upon", " a time"]).hang_after(1).paced_ms(PACE_MS));
     let mut pi = if reference { spawn_reference(&sb, node, cli) } else { sb.spawn(&["--no-session"]) };
     let mut notes = Vec::new();
     for command in ["loop", "agent", "abort"] {
@@ -172,7 +186,7 @@ async fn an_extensions_agent_loop_runs_as_in_pi() {
         [
             json!(["system", ""]),
             json!(["user", "shout hello"]),
-            json!(["assistant", [r#"shout({"text":"hello"})"#]]),
+            json!(["assistant", ["thinking", r#"shout({"text":"hello"})"#]]),
             json!(["toolResult", ["HELLO"]]),
             json!(["assistant", ["Shouted hello."]]),
         ],

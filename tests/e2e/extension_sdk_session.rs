@@ -2,8 +2,9 @@
 //! calls `createAgentSession({sessionManager: SessionManager.inMemory(),
 //! model: ctx.model})` and prompts the sub-session, which reads a file with
 //! its `read` tool and answers, against the fake model server. The
-//! extension reports what the session's subscribers saw (every event), its
-//! messages and session entries; the model requests are compared too.
+//! extension reports what the session's subscribers saw (every event, with
+//! the streaming message as it was then), its messages and session entries;
+//! the model requests are compared too.
 //!
 //! Needs node 22, the host's packages and the reference pi from
 //! `target/tools` (`scripts/install-test-tools.sh`); skipped without them
@@ -84,18 +85,8 @@ fn without_wording(value: &mut Value) {
     }
 }
 
-/// The events with the streaming assistant message reduced to its kind.
-fn streamed(events: &Value) -> Vec<Value> {
-    let events = events.as_array().cloned().unwrap_or_default();
-    events
-        .into_iter()
-        .map(|e| match e["type"].as_str() {
-            Some("message_update") => json!(["message_update", e["assistantMessageEvent"]["type"]]),
-            Some("message_start") if e["message"]["role"] == "assistant" => json!(["message_start", "assistant"]),
-            _ => e,
-        })
-        .collect()
-}
+/// The fake server's pause before each frame of a reply.
+pub const PACE_MS: u64 = 60;
 
 /// What one program did: the `/sub` note, the model requests its sub-session made.
 struct Run {
@@ -108,8 +99,10 @@ async fn run(reference: bool, node: &std::path::Path, dir: &std::path::Path, cli
     host_settings(&sb, node, dir, json!({}));
     write_module(&sb, "sub-session.ts", SUB_SESSION);
     std::fs::write(sb.cwd.path().join("notes.txt"), "buy milk\n").expect("notes");
-    sb.server().push(Reply::tool_call("c1", "read", r#"{"path": "notes.txt"}"#));
-    sb.server().push(Reply::text("It says to buy milk."));
+    // Paced: each frame of the replies is read on its own, so what a subscriber sees of the
+    // streaming message (one object, changed as the reply comes in) does not depend on timing.
+    sb.server().push(Reply::tool_call("c1", "read", r#"{"path": "notes.txt"}"#).paced_ms(PACE_MS));
+    sb.server().push(Reply::text("It says to buy milk.").paced_ms(PACE_MS));
     // pi-rpc's prompt names pi's documentation where pi's does.
     let docs = cli.parent().and_then(|d| d.parent()).expect("the reference package").to_path_buf();
     let mut pi = if reference {
@@ -152,10 +145,14 @@ async fn an_extensions_sdk_session_runs_as_in_pi() {
     assert_eq!(ours.note["tools"], json!(["read", "bash", "edit", "write"]));
     assert_eq!(ours.requests.len(), 2, "{:?}", ours.requests);
 
-    // Every event its subscribers saw, its messages and session entries, its state: pi's. The
-    // assistant message while it streams (`message_start`, `message_update`) is compared by
-    // kind: the host's pi-ai stream differs from pi-ai's in the partial message's fields.
-    assert_eq!(streamed(&ours.note["events"]), streamed(&theirs.note["events"]), "pi-rpc, then pi 1.6.0");
+    // Every event its subscribers saw (the streaming message as it was at each update
+    // included), its messages and session entries, its state: pi's.
+    let (events, pis) =
+        (ours.note["events"].as_array().expect("events"), theirs.note["events"].as_array().expect("events"));
+    for (i, (event, pi)) in events.iter().zip(pis).enumerate() {
+        assert_eq!(event, pi, "event {i}: pi-rpc, then pi 1.6.0");
+    }
+    assert_eq!(events.len(), pis.len(), "pi-rpc, then pi 1.6.0");
     for key in ["messages", "entries", "model", "thinkingLevel", "tools", "idle", "file"] {
         assert_eq!(ours.note[key], theirs.note[key], "{key}: pi-rpc, then pi 1.6.0");
     }

@@ -109,6 +109,12 @@ async fn two_workers_run(sb: &Sandbox, nats: &Nats, more: &[&str], scenario: &st
     cluster(&b, scenario, &[&url_a, &url_b]).await;
 }
 
+/// A `nats://` URL on a loopback port nothing listens on.
+fn unused_url() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    format!("nats://127.0.0.1:{port}")
+}
+
 pub fn signal(served: &Served, signal: nix::sys::signal::Signal) {
     let pid = served.pi.child.id().expect("pid");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).expect("signal");
@@ -209,7 +215,10 @@ async fn any_worker_serves_any_session_with_the_owners_numbers() {
     let shared = shared_dir(&sb);
     let a = worker(&sb, &nats, &shared, "wa", "3").await;
     let b = worker(&sb, &nats, &shared, "wb", "3").await;
-    let c = worker(&sb, &nats, &shared, "wc", "3").await;
+    // Several servers: --cluster repeated and comma-separated, two of them not
+    // listening (the client tries the next).
+    let more = [unused_url(), unused_url()].join(",");
+    let c = worker_with(&sb, &nats, &shared, "wc", "3", &["--cluster", &more]).await;
     let (url_a, url_b, url_c) = (a.url.clone(), b.url.clone(), c.url.clone());
     if cluster(&a, "relay", &[&url_a, &url_b]).await.is_none() {
         return;
@@ -255,11 +264,33 @@ async fn a_killed_owner_mid_stream_loses_no_stored_event_and_the_turn_is_reporte
 }
 
 #[tokio::test]
+async fn a_killed_owner_mid_stream_is_reported_through_the_json_rpc_and_acp_error_paths() {
+    let Some(nats) = Nats::start().await else { return };
+    let pair = slow_pair(&nats).await;
+    let (url_a, url_b) = (pair.a.url.clone(), pair.b.url.clone());
+    cluster(&pair.b, "interrupted_dialects", &[&url_a, &url_b, &pair.pid_a]).await;
+}
+
+#[tokio::test]
+async fn a_replay_reaching_past_the_event_retention_says_gap_and_sends_the_kept_events() {
+    let Some(nats) = Nats::start().await else { return };
+    let sb = Sandbox::offline();
+    let shared = shared_dir(&sb);
+    let keep = ["--event-retention", "4"];
+    let a = worker_with(&sb, &nats, &shared, "wa", "2", &keep).await;
+    let b = worker_with(&sb, &nats, &shared, "wb", "2", &keep).await;
+    let pid = a.pi.child.id().expect("pid").to_string();
+    let (url_a, url_b) = (a.url.clone(), b.url.clone());
+    cluster(&b, "retention", &[&url_a, &url_b, &pid, "4"]).await;
+}
+
+#[tokio::test]
 async fn three_workers_behind_round_robin_nginx_serve_every_session_and_drain_without_a_gap() {
     let Some(nats) = Nats::start().await else { return };
     let Some(nginx) = installed_tool("nginx/usr/sbin/nginx") else { return };
     let sb = Sandbox::with_server().await;
-    let mut slow = pi_compat::fake_server::Reply::text_chunks((0..40).map(|i| format!("w{i} ")));
+    // Each turn streams for 3 s: the drain's /readyz and refusal are checked meanwhile.
+    let mut slow = pi_compat::fake_server::Reply::text_chunks((0..60).map(|i| format!("w{i} ")));
     slow.delay = Duration::from_millis(50);
     sb.server().on_marker("stream slowly", slow);
     let shared = shared_dir(&sb);

@@ -22,9 +22,18 @@ Scenarios:
   drain N PID URL_V URL...  N sessions on worker V, each streaming a turn to a
                             client on another worker; SIGTERM to V: every turn
                             completes without a gap, and the sessions go on;
+                            meanwhile V's /readyz says 503 (draining) and a
+                            new WebSocket to V is refused with 503;
                             two clients on V itself see their turn to its end,
                             are closed with 1012 (service restart) and resume
                             on another worker with afterSeq, missing nothing
+  interrupted_dialects URL_A URL_B PID_A
+                            a session owned by A, an ACP client on B (its
+                            session/prompt relayed to A) and a JSON-RPC client
+                            on B; kill -9 of A mid-stream: the pending
+                            session/prompt is answered with the interruption
+                            as its error, the JSON-RPC client gets an `error`
+                            notification saying so; both go on on B
   resume URL ID TEXT        session ID (any worker) answers, TEXT is in its
                             history, and a prompt works
   dialogs URL_A URL_B        a session owned by A with a client on each worker
@@ -43,6 +52,12 @@ Scenarios:
                             kill -9 of an idle owner A; B takes the session
                             over (numbering nothing yet); a full replay
                             through C's mirror of B has every event, no gap
+  retention URL_A URL_B PID_A KEEP
+                            workers keeping KEEP events a session
+                            (--event-retention): kill -9 of an idle owner A,
+                            B takes the session over; a full replay on B
+                            (from the stream) says gap: true and sends the
+                            last events only, at most KEEP
   paused URL_A URL_B PID_A    the owner A paused (SIGSTOP) mid-stream past its
                             lease: B takes the session over and its client is
                             told the turn was interrupted; A resumed (SIGCONT)
@@ -67,12 +82,14 @@ import os
 import signal
 import sys
 import time
+import urllib.error
+import urllib.request
 
 import websockets
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from native_client import (acp_call, acp_text, call, check, deltas, fail, increasing, prompt_to_end, recv, seqs,
-                           until)
+from native_client import (acp_call, acp_text, call, check, deltas, fail, http_base, increasing, prompt_to_end, recv,
+                           seqs, until)
 
 INTERRUPTED = "interrupted by the loss of its worker"
 
@@ -217,6 +234,47 @@ async def killed(url_a, url_b, pid_a, url_resume=None):
     print(f"SESSION {sid}")
 
 
+async def interrupted_dialects(url_a, url_b, pid_a):
+    init = {"protocolVersion": 1, "clientCapabilities": {}}
+    cwd = os.getcwd()
+    x = await connect(url_a)
+    state, _ = await call(x, "s", "get_state")
+    sid = state["data"]["sessionId"]
+    j = await connect(f"{url_b}?session={sid}&protocol=jsonrpc")
+    hello = await recv(j)
+    check(hello.get("result", {}).get("sessionId") == sid, f"JSON-RPC attach on B: {hello}")
+    a = await connect(f"{url_b}?protocol=acp")
+    await acp_call(a, 0, "initialize", init)
+    await acp_call(a, 1, "session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+    prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "stream slowly"}]}
+    await a.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": prompt}))
+    seen_a = await until(a, lambda m: acp_chunk(m) and m["params"]["update"]["content"].get("text", "").startswith("w5 "))
+    seen_j = await until(j, lambda m: m.get("method") == "assistantMessage" and m["params"].get("type") == "delta"
+                         and m["params"].get("delta", "").startswith("w5 "))
+    os.kill(int(pid_a), signal.SIGKILL)
+    # ACP: the pending session/prompt is answered with the interruption as its error.
+    seen_a += await until(a, lambda m: m.get("id") == 2, 60)
+    answer = seen_a[-1]
+    check("error" in answer and INTERRUPTED in json.dumps(answer["error"]), f"ACP's session/prompt: {answer}")
+    check("w5 " in acp_text(seen_a, sid, "agent_message_chunk"), "ACP saw no delta before the kill")
+    # JSON-RPC: an `error` notification saying so (after the turn's messages).
+    seen_j += await until(j, lambda m: m.get("method") == "error", 60)
+    error = seen_j[-1]["params"]
+    check(INTERRUPTED in error["message"], f"JSON-RPC's error notification: {error}")
+    numbers = [m["params"]["seq"] for m in seen_j if "seq" in m.get("params", {})]
+    increasing(numbers, "the JSON-RPC client across the takeover")
+    # Both go on with the new owner B.
+    prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "after the loss"}]}
+    result, _ = await acp_call(a, 3, "session/prompt", prompt)
+    check(result["stopReason"] == "end_turn", f"ACP prompt after the loss: {result}")
+    await j.send(json.dumps({"jsonrpc": "2.0", "id": 5, "method": "getState"}))
+    reply = (await until(j, lambda m: m.get("id") == 5))[-1]
+    check(reply["result"]["sessionId"] == sid, f"JSON-RPC getState: {reply}")
+    for ws in (a, j):
+        await ws.close()
+    print(f"interrupted_dialects ok: {sid}")
+
+
 async def resume(url, sid, expect):
     async with connect(f"{url}?session={sid}") as ws:
         state, _ = await call(ws, "s", "get_state")
@@ -280,6 +338,36 @@ def final_text(events):
     return "".join(p.get("text", "") for p in message["content"])
 
 
+def readyz(url):
+    """`/readyz` of the worker at `url`: (status, its JSON body)."""
+    try:
+        with urllib.request.urlopen(http_base(url) + "/readyz", timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+async def refused_while_draining(url):
+    """While its turns run on after SIGTERM, the draining worker says 503
+    (draining) on /readyz and refuses a new WebSocket with 503."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            status, body = await asyncio.to_thread(readyz, url)
+        except OSError as e:
+            fail(f"the worker was gone before /readyz said it drains: {e}")
+        if status == 503:
+            check(body.get("draining") is True and body.get("ready") is False, f"/readyz while draining: {body}")
+            break
+        check(time.monotonic() < deadline, f"/readyz never said 503 after SIGTERM: {status} {body}")
+        await asyncio.sleep(0.05)
+    try:
+        async with connect(url):
+            fail("a new WebSocket was accepted by the draining worker")
+    except InvalidStatus as e:
+        check(e.response.status_code == 503, f"a new WebSocket while draining: {e.response.status_code}")
+
+
 async def drain(n, pid, url_v, *others):
     n = int(n)
     sids = []
@@ -304,9 +392,10 @@ async def drain(n, pid, url_v, *others):
     seen_local = [[] for _ in local]
     os.kill(int(pid), signal.SIGTERM)
     started = time.monotonic()
-    rests, _ = await asyncio.gather(
+    rests, _, _ = await asyncio.gather(
         asyncio.gather(*(until(c, lambda m: m.get("type") == "agent_settled", 90) for c in clients)),
-        asyncio.gather(*(collect_until_closed(c, into, 90) for c, into in zip(local, seen_local))))
+        asyncio.gather(*(collect_until_closed(c, into, 90) for c, into in zip(local, seen_local))),
+        refused_while_draining(url_v))
     took = time.monotonic() - started
     for sid, c, seen in zip(sids, local, seen_local):
         check(c.close_code == 1012, f"{sid}: the draining worker's client was closed with {c.close_code}, not 1012")
@@ -530,6 +619,37 @@ async def takeover_replay(url_a, url_b, url_c, pid_a):
     print(f"takeover_replay ok: {sid}")
 
 
+async def retention(url_a, url_b, pid_a, keep):
+    keep = int(keep)
+    async with connect(url_a) as x:
+        state, _ = await call(x, "s", "get_state")
+        sid = state["data"]["sessionId"]
+        events = await prompt_to_settled(x, "p", "before the loss")
+    numbers = seqs(events)
+    check(len(numbers) > keep, f"only {len(numbers)} events: nothing to drop with {keep} kept")
+    # Give the last events time to be stored, then kill the owner.
+    await asyncio.sleep(2)
+    os.kill(int(pid_a), signal.SIGKILL)
+    async with connect(f"{url_b}?session={sid}") as y:
+        reply = await recv(y, 60)
+        check(reply.get("success") and reply["data"]["lastSeq"] == max(numbers), f"takeover on B: {reply}")
+    # B holds none of A's events: a full replay comes from the stream, which kept the last KEEP.
+    async with connect(f"{url_b}?session={sid}&afterSeq=0") as z:
+        reply = await recv(z)
+        check(reply.get("type") == "response" and reply.get("success"), f"full replay on B: {reply}")
+        check(reply["data"]["gap"] is True, f"a replay reaching past the retention must say gap: {reply}")
+        check(0 < reply["data"]["replayed"] <= keep, f"replayed {reply['data']['replayed']}, kept {keep}: {reply}")
+        replayed = []
+        try:
+            while True:
+                replayed.append(await recv(z, 3))
+        except asyncio.TimeoutError:
+            pass
+        got = seqs(replayed)
+        check(got and got == numbers[-len(got):], f"replayed {got}, not the last of {numbers}")
+    print(f"retention ok: {sid}, {len(got)} of {len(numbers)} events replayed")
+
+
 def tool_end(m):
     return m.get("type") == "tool_execution_end"
 
@@ -562,8 +682,8 @@ async def approvals(url_a, url_b):
     print(f"approvals ok: {sid}")
 
 
-SCENARIOS = {"approvals": approvals, "takeover_replay": takeover_replay, "acp": acp, "dialogs": dialogs, "nats_restart": nats_restart, "drain": drain, "relay": relay, "spread": spread, "killed": killed, "resume": resume, "touch": touch,
-             "found": found, "paused": paused}
+SCENARIOS = {"approvals": approvals, "takeover_replay": takeover_replay, "acp": acp, "dialogs": dialogs, "nats_restart": nats_restart, "drain": drain, "interrupted_dialects": interrupted_dialects, "relay": relay, "spread": spread, "killed": killed, "resume": resume, "touch": touch,
+             "found": found, "paused": paused, "retention": retention}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in SCENARIOS:

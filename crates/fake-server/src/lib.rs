@@ -563,10 +563,10 @@ async fn answer(
     };
     let frames = format.render(&script, &request.body);
     let (response, writer) = http::stream(format.content_type(), &reply.headers, script.ending != Ending::Cut);
-    let delay = reply.delay;
+    let (delay, every_frame) = (reply.delay, reply.delay_every_frame);
     tokio::spawn(async move {
         for frame in frames {
-            if frame.is_part && !delay.is_zero() {
+            if (frame.is_part || every_frame) && !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
             if !writer.chunk(stamp_sent_time(frame.bytes)).await {

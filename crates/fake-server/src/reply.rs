@@ -87,6 +87,9 @@ pub struct Reply {
     pub body: ReplyBody,
     /// Pause before each streamed part (and before an error response).
     pub delay: Duration,
+    /// With `delay`: pause before every frame of the stream, the ones that
+    /// open and close it included, so a client reads each frame on its own.
+    pub delay_every_frame: bool,
     /// Extra response headers (e.g. `retry-after`).
     pub headers: Vec<(String, String)>,
 }
@@ -143,6 +146,7 @@ impl Reply {
                 cut_after: None,
             }),
             delay: Duration::ZERO,
+            delay_every_frame: false,
             headers: Vec::new(),
         }
     }
@@ -178,7 +182,12 @@ impl Reply {
 
     /// An HTTP error with a verbatim body.
     pub fn error(status: u16, body: impl Into<String>) -> Self {
-        Reply { body: ReplyBody::Error { status, body: body.into() }, delay: Duration::ZERO, headers: Vec::new() }
+        Reply {
+            body: ReplyBody::Error { status, body: body.into() },
+            delay: Duration::ZERO,
+            delay_every_frame: false,
+            headers: Vec::new(),
+        }
     }
 
     /// An HTTP error with OpenAI's body shape:
@@ -299,6 +308,13 @@ impl Reply {
         self.delay(Duration::from_millis(ms))
     }
 
+    /// Pause `ms` before every frame of the stream (not only its parts): a
+    /// client then handles each frame before the next one arrives.
+    pub fn paced_ms(mut self, ms: u64) -> Self {
+        self.delay_every_frame = true;
+        self.delay_ms(ms)
+    }
+
     /// Add a response header.
     pub fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.to_string(), value.to_string()));
@@ -346,7 +362,7 @@ impl Reply {
 ///  "text": "…", "textChunks": ["He", "llo"],
 ///  "toolCalls": [{"id": "call_1", "name": "bash", "arguments": {"command": "ls"}, "pieces": 3}],
 ///  "usage": {"promptTokens": 10, "completionTokens": 5, "cachedTokens": 0},
-///  "finishReason": "stop", "id": "chatcmpl-1", "delayMs": 20,
+///  "finishReason": "stop", "id": "chatcmpl-1", "delayMs": 20, "paceMs": 20,
 ///  "end": "complete|noFinishReason|noDone|cut|hang", "cutAfter": 2,
 ///  "headers": {"x-a": "b"},
 ///  "error": {"status": 500, "body": {"error": {"message": "boom"}}}}
@@ -365,6 +381,8 @@ pub struct ReplySpec {
     pub finish_reason: Option<String>,
     pub id: Option<String>,
     pub delay_ms: Option<u64>,
+    /// A pause before every frame of the stream (`Reply::paced_ms`).
+    pub pace_ms: Option<u64>,
     pub end: Option<Ending>,
     pub cut_after: Option<usize>,
     pub headers: BTreeMap<String, String>,
@@ -436,6 +454,9 @@ impl ReplySpec {
         }
         if let Some(ms) = self.delay_ms {
             reply = reply.delay_ms(ms);
+        }
+        if let Some(ms) = self.pace_ms {
+            reply = reply.paced_ms(ms);
         }
         if let Some(end) = self.end {
             reply = reply.ending(end, self.cut_after);

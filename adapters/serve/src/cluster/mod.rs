@@ -148,7 +148,8 @@ pub(crate) async fn connect_client(
             .map_err(|e| format!("--cluster-credentials {}: {e}", path.display()))?;
     }
     let urls = options.urls.join(",");
-    tokio::time::timeout(Duration::from_secs(30), connect.connect(urls.as_str()))
+    // Each URL a server of its own (the client's `&str` form takes one URL, not a list).
+    tokio::time::timeout(Duration::from_secs(30), connect.connect(options.urls.as_slice()))
         .await
         .map_err(|_| format!("--cluster {urls}: no NATS server answered within 30 s"))?
         .map_err(|e| format!("--cluster {urls}: {e}"))

@@ -86,6 +86,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/pi-ai-oauth.cjs", include_str!("host/shims/pi-ai-oauth.cjs")),
     ("shims/ai/index.cjs", include_str!("host/shims/ai/index.cjs")),
     ("shims/ai/stream.cjs", include_str!("host/shims/ai/stream.cjs")),
+    ("shims/ai/partial.cjs", include_str!("host/shims/ai/partial.cjs")),
     ("shims/ai/transcript.cjs", include_str!("host/shims/ai/transcript.cjs")),
     ("shims/ai/json.cjs", include_str!("host/shims/ai/json.cjs")),
     ("shims/ai/models.cjs", include_str!("host/shims/ai/models.cjs")),

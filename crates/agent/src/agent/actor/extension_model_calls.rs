@@ -336,15 +336,16 @@ impl StreamBack {
         self.ext.send(&json!({"type": "request", "method": "streamData", "params": params}));
     }
 
-    fn relay(&self, event: AgentEvent) {
+    /// What the host needs of one event (the partial message's start, a
+    /// stream event); `None` for the rest (the end is the answer).
+    fn update(event: AgentEvent) -> Option<Value> {
         match event {
             AgentEvent::MessageStart { message } => {
                 let message = serde_json::to_value(message).unwrap_or(Value::Null);
-                self.send(json!({"kind": "start", "message": message}));
+                Some(json!({"kind": "start", "message": message}))
             }
-            AgentEvent::MessageUpdate { event, .. } => self.send(json!({ "event": stream_event(&event) })),
-            // The end is the answer.
-            _ => {}
+            AgentEvent::MessageUpdate { event, .. } => Some(json!({ "event": stream_event(&event) })),
+            _ => None,
         }
     }
 }
@@ -352,12 +353,19 @@ impl StreamBack {
 #[async_trait::async_trait]
 impl EventSink for StreamBack {
     async fn emit(&self, event: AgentEvent) {
-        self.relay(event);
+        if let Some(update) = Self::update(event) {
+            self.send(update);
+        }
     }
 
+    /// The updates made from one read of the provider go as one batch: the
+    /// host applies them together, as pi-ai handles one chunk of the stream.
     fn try_emit_all(&self, events: Vec<AgentEvent>) -> Result<(), Vec<AgentEvent>> {
-        for event in events {
-            self.relay(event);
+        let mut batch: Vec<Value> = events.into_iter().filter_map(Self::update).collect();
+        match batch.len() {
+            0 => {}
+            1 => self.send(batch.remove(0)),
+            _ => self.send(json!({ "batch": batch })),
         }
         Ok(())
     }

@@ -7,12 +7,16 @@
 // * the built-ins' descriptions and schemas (`builtinTools`);
 // * model calls through pi-rpc's providers (`modelStream`, for pi-ai's
 //   `stream`/`complete` and the `…Api()` stream functions), their events
-//   streamed back (`streamData`) into an AssistantMessageEventStream.
+//   streamed back (`streamData`) into an AssistantMessageEventStream, with
+//   pi-ai's partial message (`shims/ai/partial.cjs`).
 //
 // The requests pi-rpc makes of these services are answered at once, not
 // queued behind the extension's event handlers.
 
 import { Buffer } from "node:buffer";
+import { createRequire } from "node:module";
+
+const { PartialMessage } = createRequire(import.meta.url)("./shims/ai/partial.cjs");
 
 /** Text of an error, as pi shows a thrown error's message. */
 const messageOf = (error) => (error instanceof Error ? error.message : String(error));
@@ -35,69 +39,6 @@ function errorMessage(model, text, aborted) {
 		errorMessage: text,
 		timestamp: Date.now(),
 	};
-}
-
-/** Apply one streamed update of pi-rpc's to the partial message, and push pi-ai's event for it. */
-function relayModelEvent(data, partial, argText, stream) {
-	if (data?.kind === "start") {
-		partial.value = data.message;
-		stream.push({ type: "start", partial: partial.value });
-		return;
-	}
-	const event = data?.event;
-	const message = partial.value;
-	if (!event || !message) return;
-	const i = event.contentIndex;
-	switch (event.type) {
-		case "text_start":
-			message.content[i] = { type: "text", text: "" };
-			break;
-		case "text_delta":
-			message.content[i].text += event.delta;
-			break;
-		case "text_end":
-			message.content[i].text = event.content;
-			break;
-		case "thinking_start":
-			message.content[i] = { type: "thinking", thinking: "" };
-			break;
-		case "thinking_delta":
-			message.content[i].thinking += event.delta;
-			break;
-		case "thinking_end":
-			message.content[i].thinking = event.content;
-			break;
-		case "toolcall_start":
-			message.content[i] = { type: "toolCall", id: event.id, name: event.toolName, arguments: {} };
-			argText.set(i, "");
-			break;
-		case "toolcall_delta": {
-			const text = (argText.get(i) ?? "") + event.delta;
-			argText.set(i, text);
-			try {
-				message.content[i].arguments = JSON.parse(text);
-			} catch {
-				// incomplete: the previous arguments stand
-			}
-			break;
-		}
-		case "toolcall_end":
-			message.content[i] = event.toolCall;
-			break;
-		default:
-	}
-	stream.push({ ...event, partial: message });
-}
-
-/** The last event of a model call: `done`, or `error` with the failed message. */
-function finishModelStream(message, stream) {
-	if (!message) {
-		stream.end();
-		return;
-	}
-	const failed = message.stopReason === "error" || message.stopReason === "aborted";
-	stream.push(failed ? { type: "error", reason: message.stopReason, error: message } : { type: "done", reason: message.stopReason, message });
-	stream.end();
 }
 
 export function createServices(channel, hello) {
@@ -228,9 +169,8 @@ export function createServices(channel, hello) {
 		 */
 		modelStream(params, signal, stream) {
 			const name = `m${++nextCall}`;
-			const partial = { value: undefined };
-			const argText = new Map();
-			streams.set(name, (data) => relayModelEvent(data, partial, argText, stream));
+			const partial = new PartialMessage(stream);
+			streams.set(name, (data) => partial.receive(data));
 			const answer = channel.request("modelStream", { ...params, stream: name });
 			const id = channel.lastRequestId();
 			const onAbort = () => channel.send({ type: "cancel", id });
@@ -238,8 +178,8 @@ export function createServices(channel, hello) {
 			else signal?.addEventListener("abort", onAbort, { once: true });
 			answer
 				.then(
-					(result) => finishModelStream(result?.message, stream),
-					(error) => finishModelStream(errorMessage(params.model, messageOf(error), signal?.aborted), stream),
+					(result) => partial.finish(result?.message),
+					(error) => partial.finish(errorMessage(params.model, messageOf(error), signal?.aborted)),
 				)
 				.finally(() => {
 					streams.delete(name);
