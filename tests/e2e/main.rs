@@ -22,6 +22,7 @@ mod extension_api;
 mod extension_host;
 mod extension_host_install;
 mod extension_mcp;
+mod extension_project_trust;
 mod extension_provider_events;
 mod extension_provider_refresh;
 mod extension_provider_store_lock;

@@ -11,6 +11,7 @@ mod dialect;
 mod login;
 mod packages;
 mod print;
+mod project_trust;
 mod serve;
 mod setup;
 
@@ -136,7 +137,7 @@ fn headless_mode(args: &Args) -> Mode {
     }
 }
 
-async fn run(args: Args) -> anyhow::Result<ExitCode> {
+async fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     args.check()?;
     args.log_ignored();
     let cwd = std::env::current_dir()?;
@@ -156,6 +157,12 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Mode::Rpc => None,
         Mode::Text | Mode::Json => Some(print::prompts_from(&args.messages, &cwd)?),
     };
+    // ACP sessions choose their own cwd; the others start here.
+    if args.protocol != args::Protocol::Acp
+        && let Some(trusted) = project_trust::decide(&args, &cwd).await
+    {
+        (args.approve, args.no_approve) = (trusted, !trusted);
+    }
     if let Some(prompts) = prompts {
         let config = setup::build_agent_config(&args)?;
         let (handle, outputs) = pi_core::agent::spawn(config).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -102,3 +102,43 @@ fn default_project_trust(agent_dir: &Path) -> Option<bool> {
 fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| super::walk::normalize(path))
 }
+
+/// Store `trusted` for `cwd` in `<agent_dir>/trust.json`, as pi's trust store
+/// does for a `project_trust` answer with `remember: true`: under its lock
+/// (the `trust.json.lock` directory, tried 10 times 20 ms apart), the
+/// canonical cwd as the key, the keys sorted, 2-space JSON.
+pub fn remember(agent_dir: &Path, cwd: &Path, trusted: bool) -> Result<(), String> {
+    let path = agent_dir.join("trust.json");
+    std::fs::create_dir_all(agent_dir).map_err(|e| format!("cannot create {}: {e}", agent_dir.display()))?;
+    let lock = agent_dir.join("trust.json.lock");
+    let mut attempt = 0;
+    while let Err(e) = std::fs::create_dir(&lock) {
+        attempt += 1;
+        if e.kind() != std::io::ErrorKind::AlreadyExists || attempt == 10 {
+            return Err(format!("cannot lock {}: {e}", path.display()));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let written = write_decision(&path, cwd, trusted);
+    let _ = std::fs::remove_dir(&lock);
+    written
+}
+
+fn write_decision(path: &Path, cwd: &Path, trusted: bool) -> Result<(), String> {
+    let mut entries: std::collections::BTreeMap<String, Value> = match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            match serde_json::from_str(text.trim_start_matches('\u{feff}')) {
+                Ok(Value::Object(map)) => map.into_iter().collect(),
+                Ok(_) => return Err(format!("Invalid trust store {}: expected an object", path.display())),
+                Err(e) => return Err(format!("Failed to read trust store {}: {e}", path.display())),
+            }
+        }
+        Err(_) => Default::default(),
+    };
+    let key = canonical(cwd).display().to_string();
+    entries.retain(|k, v| k != &key && matches!(v, Value::Bool(_) | Value::Null));
+    entries.insert(key, Value::Bool(trusted));
+    let text = serde_json::to_string_pretty(&entries).map_err(|e| e.to_string())?;
+    std::fs::write(path, format!("{text}\n")).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

@@ -32,6 +32,7 @@ pub mod host;
 mod host_install;
 mod nested;
 mod process;
+mod project_trust;
 pub mod protocol;
 mod provider_events;
 pub mod provider_stream;
@@ -43,6 +44,7 @@ pub use builtin_tools::UserBashOperations;
 pub use discovery::{DiscoverOptions, Discovered, discover};
 pub use host::HostConfig;
 pub use process::{CallError, Extension};
+pub use project_trust::TrustAnswer;
 pub use tool::ExtensionTool;
 pub use ui::{Routed, UiBroker};
 

@@ -300,3 +300,37 @@ export async function runHook(instance, method, params, ctx, reportError) {
 			return null;
 	}
 }
+
+/**
+ * pi's `project_trust` in RPC mode, asked before the project's resources
+ * load: the trust context has no UI (`hasUI` false; dialogs resolve at once,
+ * `notify` is collected). The first handler whose answer is not
+ * `undecided` decides; a throwing handler is reported and the next asked.
+ * What handlers `notify` comes back as `notes` (pi prints them on stderr).
+ */
+export async function projectTrust(instance, params) {
+	const event = { type: "project_trust", cwd: params.cwd };
+	const notes = [];
+	const ctx = {
+		cwd: params.cwd,
+		mode: "rpc",
+		hasUI: false,
+		ui: {
+			select: async () => undefined,
+			confirm: async () => false,
+			input: async () => undefined,
+			notify: (message) => notes.push(String(message)),
+		},
+	};
+	const errors = [];
+	for (const handler of instance.handlersFor("project_trust")) {
+		try {
+			const result = await handler(event, ctx);
+			if (result.trusted === "undecided") continue;
+			return { trusted: result.trusted === "yes", remember: result.remember === true, errors, notes };
+		} catch (error) {
+			errors.push(error instanceof Error ? error.message : String(error));
+		}
+	}
+	return { errors, notes };
+}

@@ -33,7 +33,7 @@ if (NODE_MAJOR < 20) {
 const { Channel } = await import("./channel.mjs");
 const { Instance, createBus } = await import("./api.mjs");
 const { createContextFactory } = await import("./context.mjs");
-const { runHook, dispatch } = await import("./hooks.mjs");
+const { runHook, dispatch, projectTrust } = await import("./hooks.mjs");
 const { createServices } = await import("./services.mjs");
 
 const extensionPath = path.resolve(process.argv[2] ?? "");
@@ -183,6 +183,7 @@ function onRequest(message) {
 	else if (method === "provider_typed") work = instance.providers.typed(params, controller.signal);
 	// The `session_start` of a new session pi-rpc held while another extension's `newSession` setup ran: answered once handled.
 	else if (method === "session_start" && params.reason && params.reason !== "startup") work = serial(() => onEvent(params));
+	else if (method === "project_trust") work = serial(() => projectTrust(instance, params));
 	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);
 	else work = serial(() => runHook(instance, method, params, contexts.event(controller.signal), reportError));
 	work.then(

@@ -1,0 +1,57 @@
+//! pi's `project_trust` at start-up: a project with resources that need
+//! trust, and no `--approve` / `--no-approve`, is first offered to the
+//! user-level and `-e` extensions (pi loads them before it decides). Their
+//! decision becomes the trust override the rest of the set-up reads; with
+//! none, trust is decided as before (`trust.json`, `defaultProjectTrust`).
+
+use std::path::Path;
+
+use pi_core::config::default_agent_dir;
+use pi_core::extensions::{DiscoverOptions, ExtensionOptions, Extensions, HostConfig, Timeouts, discover};
+use pi_core::resources::trust;
+
+use crate::args::Args;
+
+/// The extensions' trust decision for `cwd`, when they made one (a
+/// `remember: true` answer is stored in `trust.json`, as pi stores it).
+pub async fn decide(args: &Args, cwd: &Path) -> Option<bool> {
+    if args.trust_override().is_some() || !trust::has_trust_requiring_resources(cwd, &pi_core::config::home_dir()) {
+        return None;
+    }
+    let agent_dir = default_agent_dir();
+    let packages = crate::packages::resolve(&args.extensions, &agent_dir, cwd, false);
+    let found = discover(&DiscoverOptions {
+        agent_dir: agent_dir.clone(),
+        cwd: cwd.to_path_buf(),
+        project_trusted: false,
+        cli_paths: packages.cli_extensions,
+        no_extensions: args.no_extensions,
+        package_paths: packages.extensions,
+    });
+    if found.paths.is_empty() {
+        return None;
+    }
+    let settings_file = agent_dir.join("settings.json");
+    let options = ExtensionOptions {
+        paths: found.paths,
+        timeouts: Timeouts::from_settings(&settings_file),
+        host: HostConfig::from_env_and_settings(&settings_file),
+        agent_dir: agent_dir.clone(),
+        project_trusted: false,
+        offline: crate::offline(args),
+        flags: args.extension_flags.clone(),
+        ..ExtensionOptions::default()
+    };
+    let answer = Extensions::ask_project_trust(&options, cwd, &std::env::temp_dir()).await;
+    for note in &answer.notes {
+        tracing::warn!("{note}");
+    }
+    for error in &answer.errors {
+        tracing::warn!("{error}");
+    }
+    let (trusted, remember) = answer.decision?;
+    if remember && let Err(e) = trust::remember(&agent_dir, cwd, trusted) {
+        tracing::warn!("{e}");
+    }
+    Some(trusted)
+}
