@@ -55,7 +55,7 @@ export default function (pi: ExtensionAPI) {
 /// `value` without the words of the system prompt and of the tools'
 /// descriptions, which are pi-rpc's own (as in its main session): the
 /// prompt's section names stay, each tool its name.
-fn without_wording(value: &mut Value) {
+pub(crate) fn without_wording(value: &mut Value) {
     match value {
         Value::Object(map) => {
             if map.get("role").and_then(Value::as_str) == Some("system") {

@@ -203,6 +203,43 @@ async fn a_stale_owner_paused_past_its_lease_cannot_append() {
     assert!(log.contains("taken over by another worker") || log.contains("lease lost"), "{log}");
 }
 
+/// A NATS credentials file: a user JWT (not checked by a nats-server that asks
+/// for no authentication) and a user nkey seed made for this test, which the
+/// client signs the server's nonce with.
+const CREDS: &str = "-----BEGIN NATS USER JWT-----
+eyJ0eXAiOiJKV1QiLCJhbGciOiJlZDI1NTE5LW5rZXkifQ.e30.c2ln
+------END NATS USER JWT------
+
+-----BEGIN USER NKEY SEED-----
+SUAMQSFMACZ3TMTO5VUKXTLKHFNMM42ABDVUGRDORYVLMYCG23ULGOHC7I
+------END USER NKEY SEED------
+";
+
+#[tokio::test]
+async fn a_credentials_file_is_read_at_start_and_one_that_is_not_is_refused() {
+    let Some(nats) = Nats::start().await else { return };
+    let sb = Sandbox::offline();
+    let shared = shared_dir(&sb);
+    let good = sb.home.path().join("worker.creds");
+    std::fs::write(&good, CREDS).expect("creds file");
+    let good = good.display().to_string();
+    let a = worker_with(&sb, &nats, &shared, "wa", "3", &["--cluster-credentials", &good]).await;
+    let url = a.url.clone();
+    cluster(&a, "touch", &[&url, "creds-1"]).await;
+    // Not a credentials file: the worker stops at start and names the option.
+    let bad = sb.home.path().join("bad.creds");
+    std::fs::write(&bad, "not a credentials file\n").expect("bad file");
+    let dir = shared.display().to_string();
+    let bad = bad.display().to_string();
+    let args = ["serve", "--listen", "127.0.0.1:0", "--session-dir", &dir, "--cluster", &nats.url];
+    let mut cmd = sb.command(&args);
+    cmd.args(["--cluster-credentials", &bad]).stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output()).await.expect("in time").expect("pi serve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a worker started with {bad}: {stderr}");
+    assert!(stderr.contains(&format!("--cluster-credentials {bad}")), "{stderr}");
+}
+
 /// Run a scenario of `tests/serve/cluster_client.py` (None: no Python `websockets`).
 pub async fn cluster(served: &Served, scenario: &str, args: &[&str]) -> Option<String> {
     python_script(served, "cluster_client.py", scenario, args).await

@@ -181,18 +181,16 @@ fn info(mut model: Value) -> Value {
     model
 }
 
-/// pi's codemode checks of a classifier context. `registry`
-/// (`ctx.modelRegistry.classify()`): the `state` may also be a string, as
-/// pi's System One APIs take it.
-fn check_classifier_context(context: &Value, registry: bool) -> Result<(), String> {
+/// `string_state`: a string `state` is taken too (pi's `modelRegistry.classify()`
+/// hands it to the System One APIs as given; codemode's `models.classify()` wants an object).
+fn check_classifier_context(context: &Value, string_state: bool) -> Result<(), String> {
     let fail = |problem: String| {
         format!("models.classify() {problem}. Expected context: {CLASSIFIER_SHAPE}. See \"Classify\" in {DOCS}.")
     };
     let Some(ctx) = context.as_object() else {
         return Err(fail(format!("expects a context object as its second argument, got {}", describe(context))));
     };
-    let state_fits = |state: &Value| state.is_object() || (registry && state.is_string());
-    if !ctx.get("state").is_some_and(state_fits) {
+    if !ctx.get("state").is_some_and(|s| s.is_object() || (string_state && s.is_string())) {
         return Err(fail(format!("context.state must be an object, got {}", describe_field(ctx.get("state")))));
     }
     if let Some(images) = ctx.get("images").filter(|v| !v.is_null()) {
@@ -426,8 +424,6 @@ impl ModelsHost {
             cost: Default::default(),
             headers: model.get("headers").and_then(Value::as_object).cloned(),
             thinking_level_map: None,
-            sampling_params: None,
-            sampling_params_by_thinking_level: None,
             compat: None,
             extra: Default::default(),
         };

@@ -25,6 +25,7 @@ const transcript = require("../ai/transcript.cjs");
 const tools = require("./tools.cjs");
 const { lib } = require("./text.cjs");
 const { MemorySessionManager } = require("./session-memory.cjs");
+const { SessionManager } = require("./session.cjs");
 
 const DEFAULT_TOOL_NAMES = ["read", "bash", "edit", "write"];
 const BUILTIN_TOOL_NAMES = ["read", "bash", "edit", "write", "grep", "find", "ls"];
@@ -358,7 +359,7 @@ for (const name of ["compact", "navigateTree", "reload", "executeBash", "exportT
 /** pi's `createAgentSession(options)`: a session of its own, run in this extension host. */
 async function createAgentSession(options = {}) {
 	const { channel, hello } = services();
-	const sessionManager = options.sessionManager ?? new MemorySessionManager(options.cwd ?? hello.cwd);
+	const sessionManager = options.sessionManager ?? SessionManager.create(options.cwd ?? hello.cwd);
 	const cwd = path.resolve(options.cwd ?? sessionManager.getCwd?.() ?? hello.cwd);
 	const state = channel.call("getState");
 	const existing = sessionManager.buildSessionContext();

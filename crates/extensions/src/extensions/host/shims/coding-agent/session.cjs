@@ -13,6 +13,7 @@ const os = require("node:os");
 const { lib } = require("./text.cjs");
 const projection = require("./projection.cjs");
 const { MemorySessionManager } = require("./session-memory.cjs");
+const { FileSessionManager, mostRecentSession } = require("./session-file.cjs");
 
 const CURRENT_SESSION_VERSION = 3;
 const DEFAULT_COMPACTION_SETTINGS = { enabled: true, reserveTokens: 16384, keepRecentTokens: 20000 };
@@ -114,7 +115,7 @@ function runtimeOnly(what) {
 	};
 }
 
-/** pi's SessionManager: listing sessions, and in-memory sessions for the SDK; file-backed ones are pi's own. */
+/** pi's SessionManager: listing sessions, and the SDK's sessions, in memory or in pi's session files. */
 class SessionManager {
 	static list(cwd, sessionDir) {
 		return Promise.resolve(listDir(sessionDir ?? sessionDirFor(cwd)));
@@ -131,14 +132,37 @@ class SessionManager {
 		return Promise.resolve(dirs.flatMap(listDir).sort((a, b) => b.modified - a.modified));
 	}
 
-	static create = runtimeOnly("create");
-	static open = runtimeOnly("open");
+	/** A new session written to a file of `sessionDir` (pi's directory for `cwd` when not given). */
+	static create(cwd, sessionDir, options) {
+		return new FileSessionManager(cwd, sessionDir ?? sessionDirFor(cwd), undefined, options);
+	}
+
+	/** The session of `file` (its header's cwd unless `cwdOverride`; new sessions go to `sessionDir`, else the file's directory). */
+	static open(file, sessionDir, cwdOverride) {
+		const resolved = path.resolve(file);
+		let header;
+		try {
+			header = parseSessionEntries(fs.readFileSync(resolved, "utf8"))[0];
+		} catch {
+			// a file not there yet: a new session is written there
+		}
+		const cwd = cwdOverride ?? (typeof header?.cwd === "string" ? header.cwd : undefined) ?? process.cwd();
+		return new FileSessionManager(cwd, sessionDir ?? path.dirname(resolved), resolved);
+	}
+
+	/** The newest session of `sessionDir` (pi's directory for `cwd` when not given), or a new one. */
+	static continueRecent(cwd, sessionDir) {
+		const dir = path.resolve(sessionDir ?? sessionDirFor(cwd));
+		const ownDir = path.resolve(sessionDirFor(cwd)) === dir;
+		const recent = mostRecentSession(dir, ownDir ? undefined : cwd);
+		return new FileSessionManager(cwd, dir, recent ?? undefined);
+	}
+
 	/** A session tree kept in memory, for an SDK session (`createAgentSession`). */
 	static inMemory(cwd = process.cwd(), options, entries) {
 		return new MemorySessionManager(cwd, options, entries);
 	}
 
-	static continueRecent = runtimeOnly("continueRecent");
 	static forkFrom = runtimeOnly("forkFrom");
 }
 
