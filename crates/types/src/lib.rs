@@ -19,7 +19,7 @@ pub use error::{CoreError, ErrorKind};
 pub use event::AgentEvent;
 pub use message::AgentMessage;
 pub use message_list::{MessageList, MessageSource};
-pub use model::{Model, ThinkingLevel};
+pub use model::{Model, ThinkingBudgets, ThinkingLevel};
 pub use op::{Op, Reply, RequestTag};
 
 #[cfg(test)]

@@ -40,6 +40,12 @@ pub struct Model {
     pub cost: ModelCost,
     pub context_window: u64,
     pub max_tokens: u64,
+    /// `samplingParams` of `models.json`: fields merged into the OpenAI-style request body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_params: Option<Map<String, Value>>,
+    /// `samplingParamsByThinkingLevel`: per pi thinking level, merged over `samplingParams`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_params_by_thinking_level: Option<Map<String, Value>>,
     /// Extra HTTP headers sent with every request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headers: Option<Map<String, Value>>,
@@ -105,6 +111,26 @@ impl Model {
         levels
     }
 
+    /// pi's `resolveSamplingParams`: the model's `samplingParams`, then those
+    /// of the level (clamped to the model's first), then the caller's, later
+    /// keys winning; none when none of the three is given.
+    pub fn sampling_for(
+        &self,
+        level: ThinkingLevel,
+        caller: Option<&Map<String, Value>>,
+    ) -> Option<Map<String, Value>> {
+        let by_level = self.sampling_params_by_thinking_level.as_ref();
+        let of_level = by_level.and_then(|m| m.get(self.clamp_thinking(level).as_str())).and_then(Value::as_object);
+        if self.sampling_params.is_none() && of_level.is_none() && caller.is_none() {
+            return None;
+        }
+        let mut merged = Map::new();
+        for part in [self.sampling_params.as_ref(), of_level, caller].into_iter().flatten() {
+            merged.extend(part.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        Some(merged)
+    }
+
     /// The supported level closest to `wanted` (higher first, then lower).
     pub fn clamp_thinking(&self, wanted: ThinkingLevel) -> ThinkingLevel {
         let levels = self.thinking_levels();
@@ -122,6 +148,37 @@ impl Model {
             return *up;
         }
         levels.iter().filter(|l| l.rank() < rank).max_by_key(|l| l.rank()).copied().unwrap_or(ThinkingLevel::Off)
+    }
+}
+
+/// pi's `thinkingBudgets` (settings, or a `streamSimple()` call's options):
+/// the thinking token budget of each level up to `high`; a level left out
+/// keeps the API's own default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThinkingBudgets {
+    pub minimal: Option<u64>,
+    pub low: Option<u64>,
+    pub medium: Option<u64>,
+    pub high: Option<u64>,
+}
+
+impl ThinkingBudgets {
+    /// Read leniently: a level whose value is no token count is left out.
+    pub fn from_value(value: &Value) -> ThinkingBudgets {
+        let level = |key: &str| value.get(key).and_then(Value::as_u64);
+        ThinkingBudgets { minimal: level("minimal"), low: level("low"), medium: level("medium"), high: level("high") }
+    }
+
+    /// The budget given for `level` (pi's `clampReasoning`: `xhigh` and
+    /// `max` take `high`'s), if any.
+    pub fn for_level(&self, level: ThinkingLevel) -> Option<u64> {
+        match level {
+            ThinkingLevel::Off => None,
+            ThinkingLevel::Minimal => self.minimal,
+            ThinkingLevel::Low => self.low,
+            ThinkingLevel::Medium => self.medium,
+            ThinkingLevel::High | ThinkingLevel::Xhigh | ThinkingLevel::Max => self.high,
+        }
     }
 }
 
@@ -201,6 +258,8 @@ mod tests {
             context_window: 1000,
             max_tokens: 100,
             cost: ModelCost { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 },
+            sampling_params: None,
+            sampling_params_by_thinking_level: None,
             headers: None,
             thinking_level_map: map.and_then(|v| v.as_object().cloned()),
             compat: None,
@@ -225,6 +284,31 @@ mod tests {
         let no_minimal = model(true, Some(serde_json::json!({"minimal": null})));
         assert_eq!(no_minimal.clamp_thinking(ThinkingLevel::Minimal), ThinkingLevel::Low);
         assert_eq!(model(false, None).clamp_thinking(ThinkingLevel::High), ThinkingLevel::Off);
+    }
+
+    #[test]
+    fn sampling_merges_model_level_and_caller_in_that_order() {
+        let mut m = model(true, Some(serde_json::json!({"minimal": null})));
+        assert_eq!(m.sampling_for(ThinkingLevel::High, None), None);
+        m.sampling_params = serde_json::json!({"temperature": 1.0, "top_p": 0.95}).as_object().cloned();
+        m.sampling_params_by_thinking_level =
+            serde_json::json!({"off": {"temperature": 0.7}, "low": {"top_k": 20}}).as_object().cloned();
+        let caller = serde_json::json!({"top_p": 0.5}).as_object().cloned();
+        let merged = |level, caller: Option<&Map<String, Value>>| m.sampling_for(level, caller).map(Value::Object);
+        assert_eq!(merged(ThinkingLevel::Off, None), Some(serde_json::json!({"temperature": 0.7, "top_p": 0.95})));
+        // `minimal` is not supported: it clamps to `low` first.
+        assert_eq!(
+            merged(ThinkingLevel::Minimal, caller.as_ref()),
+            Some(serde_json::json!({"temperature": 1.0, "top_p": 0.5, "top_k": 20}))
+        );
+    }
+
+    #[test]
+    fn budgets_are_read_leniently_and_extended_levels_take_high() {
+        let b = ThinkingBudgets::from_value(&serde_json::json!({"low": 3000, "high": 9000, "medium": "lots"}));
+        assert_eq!((b.for_level(ThinkingLevel::Low), b.for_level(ThinkingLevel::Medium)), (Some(3000), None));
+        assert_eq!(b.for_level(ThinkingLevel::Max), Some(9000));
+        assert_eq!(b.for_level(ThinkingLevel::Off), None);
     }
 
     #[test]

@@ -13,8 +13,8 @@ use super::tool_exec::execute_tool_calls;
 use crate::config::settings::RetrySettings;
 use crate::event::{AgentEvent, ContextUsage};
 use crate::message::{AgentMessage, AssistantMessage, StopReason, ToolCall, Usage};
-use crate::model::{Model, ThinkingLevel};
-use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
+use crate::model::{Model, ThinkingBudgets, ThinkingLevel};
+use crate::provider::{ApiOptions, Provider, ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
 use crate::stream::stream_assistant;
 use crate::tools::{ToolContext, ToolRegistry};
 
@@ -56,6 +56,8 @@ pub(crate) struct RunSetup {
     /// New messages that start the run (the prompt); empty for a continuation.
     pub initial: Vec<AgentMessage>,
     pub retry: RetrySettings,
+    /// Settings' `thinkingBudgets`, sent with every model request of the run.
+    pub thinking_budgets: ThinkingBudgets,
     pub retry_enabled: Arc<AtomicBool>,
     /// For the `before_agent_start` and `context` hooks.
     pub extensions: crate::extensions::Extensions,
@@ -371,7 +373,7 @@ async fn low_level_run(
                 session_id: Some(s.session_id.clone()),
                 credential: None,
                 env: Default::default(),
-                api_options: Default::default(),
+                api_options: ApiOptions { thinking_budgets: s.thinking_budgets, ..Default::default() },
             };
             // Extensions listening to pi's provider events watch the request.
             let observer = s.extensions.request_observer(&s.model);

@@ -363,6 +363,8 @@ fn test_model() -> Model {
         cost: ModelCost { input: 1.0, output: 2.0, cache_read: 0.0, cache_write: 0.0 },
         headers: None,
         thinking_level_map: None,
+        sampling_params: None,
+        sampling_params_by_thinking_level: None,
         compat: None,
         extra: Default::default(),
     }

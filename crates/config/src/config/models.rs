@@ -151,6 +151,8 @@ struct ModelFile {
     cost: Option<ModelCost>,
     context_window: Option<u64>,
     max_tokens: Option<u64>,
+    sampling_params: Option<Map<String, Value>>,
+    sampling_params_by_thinking_level: Option<Map<String, Value>>,
     headers: Option<Map<String, Value>>,
     compat: Option<Map<String, Value>>,
 }
@@ -464,6 +466,8 @@ impl ModelRegistry {
                 context_window: mf.context_window.unwrap_or(128_000),
                 max_tokens: mf.max_tokens.unwrap_or(16_384),
                 cost: mf.cost.unwrap_or_default(),
+                sampling_params: mf.sampling_params,
+                sampling_params_by_thinking_level: mf.sampling_params_by_thinking_level,
                 headers: mf.headers,
                 thinking_level_map: mf.thinking_level_map,
                 compat,
@@ -722,6 +726,17 @@ fn apply_override(model: &mut Model, patch: Map<String, Value>) -> Result<(), St
     if let Value::Object(obj) = &mut current {
         for (key, value) in patch {
             match (obj.get_mut(&key), value) {
+                // pi merges these per level, then per key.
+                (Some(Value::Object(existing)), Value::Object(incoming)) if key == "samplingParamsByThinkingLevel" => {
+                    for (level, params) in incoming {
+                        match (existing.get_mut(&level), params) {
+                            (Some(Value::Object(old)), Value::Object(new)) => old.extend(new),
+                            (_, params) => {
+                                existing.insert(level, params);
+                            }
+                        }
+                    }
+                }
                 (Some(Value::Object(existing)), Value::Object(incoming)) => existing.extend(incoming),
                 (_, value) => {
                     obj.insert(key, value);

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::ConfigError;
-use crate::model::ThinkingLevel;
+use crate::model::{ThinkingBudgets, ThinkingLevel};
 use crate::op::QueueMode;
 
 /// Compaction settings.
@@ -119,6 +119,9 @@ pub struct Settings {
     /// `transport` of the Codex backend (`auto` when unset; a file's legacy
     /// `websockets: true | false` without `transport` is `websocket` | `sse`).
     pub transport: Option<String>,
+    /// `thinkingBudgets`: the main session's thinking token budget per level
+    /// (pi hands them to every model request of the agent).
+    pub thinking_budgets: ThinkingBudgets,
 }
 
 /// `toolApproval` in settings: `enabled` (seed dialects; ACP asks by
@@ -172,6 +175,7 @@ impl Default for Settings {
             shell_command_prefix: None,
             tool_approval: ApprovalSettings::default(),
             transport: None,
+            thinking_budgets: ThinkingBudgets::default(),
         }
     }
 }
@@ -203,6 +207,7 @@ struct SettingsFile {
     tool_approval: Option<ToolApprovalFile>,
     transport: Option<Value>,
     websockets: Option<Value>,
+    thinking_budgets: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -236,6 +241,17 @@ struct RetryFile {
     max_retries: Option<u32>,
     base_delay_ms: Option<u64>,
     max_agent_delay_ms: Option<u64>,
+}
+
+/// `budgets` with the levels `file` gives (a number each) over them.
+fn merged_budgets(budgets: ThinkingBudgets, file: &Value) -> ThinkingBudgets {
+    let given = ThinkingBudgets::from_value(file);
+    ThinkingBudgets {
+        minimal: given.minimal.or(budgets.minimal),
+        low: given.low.or(budgets.low),
+        medium: given.medium.or(budgets.medium),
+        high: given.high.or(budgets.high),
+    }
 }
 
 impl Settings {
@@ -345,6 +361,10 @@ impl Settings {
                 self.transport = Some(if on { "websocket" } else { "sse" }.to_string());
             }
             _ => {}
+        }
+        // pi merges the files deeply: a project's level goes over the user's.
+        if let Some(budgets) = f.thinking_budgets.as_ref().filter(|v| v.is_object()) {
+            self.thinking_budgets = merged_budgets(self.thinking_budgets, budgets);
         }
         if let Some(v) = f.shell_path {
             self.shell_path = Some(v);
@@ -488,12 +508,15 @@ mod tests {
         let cwd = tempfile::tempdir().unwrap();
         std::fs::write(
             agent.path().join("settings.json"),
-            r#"{"steeringMode":"all","retry":{"maxRetries":5},"defaultModel":"a"}"#,
+            r#"{"steeringMode":"all","retry":{"maxRetries":5},"defaultModel":"a","thinkingBudgets":{"low":100,"high":900}}"#,
         )
         .unwrap();
         std::fs::create_dir_all(cwd.path().join(".pi")).unwrap();
-        std::fs::write(cwd.path().join(".pi/settings.json"), r#"{"defaultModel":"b","compaction":{"enabled":false}}"#)
-            .unwrap();
+        std::fs::write(
+            cwd.path().join(".pi/settings.json"),
+            r#"{"defaultModel":"b","compaction":{"enabled":false},"thinkingBudgets":{"high":500}}"#,
+        )
+        .unwrap();
         let s = Settings::load(agent.path(), cwd.path()).unwrap();
         assert_eq!(s.steering_mode, QueueMode::All);
         assert_eq!(s.retry.max_retries, 5);
@@ -501,6 +524,8 @@ mod tests {
         assert_eq!(s.default_model.as_deref(), Some("b"));
         assert!(!s.compaction.enabled);
         assert_eq!(s.compaction.tokens_for("any/model"), (16384, 20000));
+        // Deeply merged, as pi merges the files.
+        assert_eq!(s.thinking_budgets, ThinkingBudgets { low: Some(100), high: Some(500), ..Default::default() });
     }
 
     #[test]

@@ -424,6 +424,8 @@ impl ModelsHost {
             cost: Default::default(),
             headers: model.get("headers").and_then(Value::as_object).cloned(),
             thinking_level_map: None,
+            sampling_params: None,
+            sampling_params_by_thinking_level: None,
             compat: None,
             extra: Default::default(),
         };

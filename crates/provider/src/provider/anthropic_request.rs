@@ -175,7 +175,8 @@ pub fn plan(request: &ProviderRequest, llm: &[LlmMessage]) -> Plan {
     } else if let Some(budget) = request.api_options.thinking_budget {
         (Thinking::Budget { budget_tokens: budget }, base)
     } else {
-        let (adjusted, budget) = adjust_for_thinking(base, model.max_tokens, level);
+        let (adjusted, budget) =
+            adjust_for_thinking(base, model.max_tokens, level, &request.api_options.thinking_budgets);
         let input = convert::estimate_context_tokens(&request.system_prompt, &request.tools, llm);
         let max_tokens = convert::clamp_max_tokens(model.context_window, input, adjusted);
         let budget = budget.min(max_tokens.saturating_sub(1024));

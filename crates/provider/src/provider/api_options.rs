@@ -5,22 +5,26 @@
 use serde_json::{Map, Number, Value};
 
 use super::shared::CacheRetention;
+use crate::model::{Model, ThinkingBudgets, ThinkingLevel};
 
-/// pi-ai's call options the agent never sets; the agent's own requests leave
-/// them empty. Which wire API takes which (as pi-ai's APIs do):
+/// pi-ai's call options beyond the request's model, messages and level; the
+/// agent's own requests set `thinking_budgets` (settings' `thinkingBudgets`)
+/// alone. Which wire API takes which (as pi-ai's APIs do):
 ///
 /// | field | APIs |
 /// |---|---|
-/// | `temperature`, `tool_choice` | openai-completions, openai-responses, anthropic-messages, google-generative-ai, mistral-conversations, bedrock-converse-stream |
+/// | `temperature`, `tool_choice` | openai-completions, openai-responses, azure-openai-responses, openai-codex-responses, anthropic-messages, google-generative-ai, mistral-conversations, bedrock-converse-stream |
 /// | `thinking_budget` | anthropic-messages (`thinkingBudgetTokens`), google-generative-ai (`thinking.budgetTokens`) |
+/// | `thinking_budgets` | anthropic-messages and bedrock-converse-stream (budget-based Claude), openai-completions (the compat's budget field), google-generative-ai / google-vertex (Gemini 2.5 budgets) |
 /// | `max_tokens_as_given` | every API: a provider-specific `stream()` call's output cap is the caller's `maxTokens` alone, not fitted to the window |
 /// | `thinking_unsaid` | anthropic-messages, google-generative-ai: such a call says nothing of thinking and sends no thinking setting |
 /// | `effort_unsaid` | anthropic-messages: `thinkingEnabled` without `effort` (adaptive thinking sends no effort) |
 /// | `thinking_display` | anthropic-messages (`thinking.display`) |
 /// | `metadata` | anthropic-messages (its string `user_id` only) |
-/// | `service_tier`, `reasoning_summary` | openai-responses |
+/// | `service_tier` | openai-responses, openai-codex-responses |
+/// | `reasoning_summary` | openai-responses, azure-openai-responses, openai-codex-responses |
 /// | `cache_retention` | openai-completions, openai-responses, anthropic-messages, mistral-conversations, bedrock-converse-stream |
-/// | `sampling_params` | openai-completions, openai-responses (merged over the body last) |
+/// | `sampling_params` | openai-completions, openai-responses, azure-openai-responses (over the model's own, merged over the body last) |
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ApiOptions {
     /// As the caller wrote it (`0` goes as `0`, not `0.0`).
@@ -28,6 +32,8 @@ pub struct ApiOptions {
     /// The API's own `toolChoice` value, as the caller wrote it.
     pub tool_choice: Option<Value>,
     pub thinking_budget: Option<u64>,
+    /// pi's `thinkingBudgets`: the budget of each level, over pi's defaults.
+    pub thinking_budgets: ThinkingBudgets,
     pub max_tokens_as_given: bool,
     pub thinking_unsaid: bool,
     pub effort_unsaid: bool,
@@ -56,6 +62,7 @@ impl ApiOptions {
             },
             tool_choice: given("toolChoice"),
             thinking_budget: options.get("thinkingBudget").and_then(Value::as_u64),
+            thinking_budgets: options.get("thinkingBudgets").map(ThinkingBudgets::from_value).unwrap_or_default(),
             max_tokens_as_given: flag("maxTokensAsGiven"),
             thinking_unsaid: flag("thinkingUnsaid"),
             effort_unsaid: flag("effortUnsaid"),
@@ -73,10 +80,11 @@ impl ApiOptions {
         self.thinking_display.as_deref().unwrap_or("summarized")
     }
 
-    /// Merge the caller's `samplingParams` over `body`, last, as pi-ai does.
-    pub fn apply_sampling(&self, body: &mut Map<String, Value>) {
-        for (k, v) in self.sampling_params.iter().flatten() {
-            body.insert(k.clone(), v.clone());
+    /// Merge the sampling parameters over `body`, last, as pi-ai does: the
+    /// model's own (`samplingParams`, then those of `level`), then the caller's.
+    pub fn apply_sampling(&self, model: &Model, level: ThinkingLevel, body: &mut Map<String, Value>) {
+        for (k, v) in model.sampling_for(level, self.sampling_params.as_ref()).into_iter().flatten() {
+            body.insert(k, v);
         }
     }
 }
@@ -101,8 +109,14 @@ mod tests {
         assert!(o.effort_unsaid);
         let mut body = Map::new();
         body.insert("top_p".into(), json!(1));
-        o.apply_sampling(&mut body);
-        assert_eq!(Value::Object(body), json!({"top_p": 0.9}));
+        let model: Model = serde_json::from_value(json!({"id": "m", "name": "m", "api": "openai-completions",
+            "provider": "p", "baseUrl": "", "reasoning": true, "input": ["text"], "cost": {}, "contextWindow": 1,
+            "maxTokens": 1, "samplingParams": {"top_p": 0.7, "top_k": 3}}))
+        .unwrap();
+        o.apply_sampling(&model, ThinkingLevel::Off, &mut body);
+        assert_eq!(Value::Object(body), json!({"top_p": 0.9, "top_k": 3}));
+        let budgets = ApiOptions::from_call(&json!({"thinkingBudgets": {"low": 100, "high": "x"}})).thinking_budgets;
+        assert_eq!(budgets, ThinkingBudgets { low: Some(100), ..Default::default() });
         let o = ApiOptions::from_call(&json!({"temperature": "hot", "samplingParams": [1], "cacheRetention": 3}));
         assert_eq!(o, ApiOptions::default());
         assert_eq!(o.display(), "summarized");

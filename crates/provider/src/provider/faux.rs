@@ -67,6 +67,8 @@ pub fn faux_model() -> Model {
         cost: ModelCost::default(),
         headers: None,
         thinking_level_map: None,
+        sampling_params: None,
+        sampling_params_by_thinking_level: None,
         compat: None,
         extra: Default::default(),
     }

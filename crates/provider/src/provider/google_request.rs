@@ -11,7 +11,7 @@ use super::shared::{configured_headers, level_entry, set_header};
 use super::strict_schema::strict_parameters;
 use super::{ProviderError, ProviderErrorKind, ProviderRequest, ToolSpec};
 use crate::message::{ContentBlock, UserContent};
-use crate::model::{Model, ThinkingLevel};
+use crate::model::{Model, ThinkingBudgets, ThinkingLevel};
 
 /// The Gemini major version of a model id (`gemini-3-pro` → 3).
 fn gemini_major(id: &str) -> Option<u32> {
@@ -88,8 +88,18 @@ pub fn resolve_level(model: &Model, level: ThinkingLevel) -> Result<&'static str
     }
 }
 
-/// pi's Gemini 2.5 thinking budgets (`-1`: the model decides).
-fn budget(model: &Model, level: &str) -> i64 {
+/// The Gemini 2.5 thinking budget of a Google level: the caller's
+/// `thinkingBudgets`, else pi's (`-1`: the model decides).
+fn budget(model: &Model, level: &str, custom: &ThinkingBudgets) -> i64 {
+    let given = match level {
+        "MINIMAL" => custom.minimal,
+        "LOW" => custom.low,
+        "MEDIUM" => custom.medium,
+        _ => custom.high,
+    };
+    if let Some(budget) = given {
+        return i64::try_from(budget).unwrap_or(i64::MAX);
+    }
     let table: [i64; 4] = if model.id.contains("2.5-pro") {
         [128, 2048, 8192, 32768]
     } else if model.id.contains("2.5-flash-lite") {
@@ -108,7 +118,11 @@ fn budget(model: &Model, level: &str) -> i64 {
 }
 
 /// `generationConfig.thinkingConfig` for the request's level (`None` for non-reasoning models).
-pub fn thinking_config(model: &Model, level: ThinkingLevel) -> Result<Option<Value>, ProviderError> {
+pub fn thinking_config(
+    model: &Model,
+    level: ThinkingLevel,
+    budgets: &ThinkingBudgets,
+) -> Result<Option<Value>, ProviderError> {
     if !model.reasoning {
         return Ok(None);
     }
@@ -127,7 +141,7 @@ pub fn thinking_config(model: &Model, level: ThinkingLevel) -> Result<Option<Val
     Ok(Some(if uses_thinking_level(model) {
         json!({"includeThoughts": true, "thinkingLevel": google})
     } else {
-        json!({"includeThoughts": true, "thinkingBudget": budget(model, google)})
+        json!({"includeThoughts": true, "thinkingBudget": budget(model, google, budgets)})
     }))
 }
 
@@ -405,7 +419,7 @@ pub fn build_body(request: &ProviderRequest) -> Result<Value, ProviderError> {
         }
         // A call that says nothing of thinking sends no thinking setting.
         _ if request.api_options.thinking_unsaid && request.thinking_level == ThinkingLevel::Off => None,
-        _ => thinking_config(model, request.thinking_level)?,
+        _ => thinking_config(model, request.thinking_level, &request.api_options.thinking_budgets)?,
     };
     if let Some(config) = thinking {
         generation.insert("thinkingConfig".into(), config);

@@ -120,6 +120,8 @@ mod tests {
             cost: ModelCost::default(),
             headers: None,
             thinking_level_map: None,
+            sampling_params: None,
+            sampling_params_by_thinking_level: None,
             compat: None,
             extra: Default::default(),
         }

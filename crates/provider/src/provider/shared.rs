@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Map, Value};
 
 use super::ProviderRequest;
-use crate::model::{Model, ThinkingLevel};
+use crate::model::{Model, ThinkingBudgets, ThinkingLevel};
 
 /// Prompt-cache retention (pi's `cacheRetention`): a call's own option, else
 /// `PI_CACHE_RETENTION=long` asks for the long variant, anything else is
@@ -172,8 +172,12 @@ pub fn off_allowed(model: &Model) -> bool {
 /// Tokens always left for the answer when a thinking budget shares the output cap.
 pub const MIN_ANSWER_TOKENS: u64 = 1024;
 
-/// pi's default thinking budgets (`xhigh` and `max` use `high`'s).
-pub fn thinking_budget(level: ThinkingLevel) -> u64 {
+/// The thinking budget of `level`: the caller's `thinkingBudgets`, else pi's
+/// defaults (`xhigh` and `max` use `high`'s).
+pub fn thinking_budget(level: ThinkingLevel, custom: &ThinkingBudgets) -> u64 {
+    if let Some(budget) = custom.for_level(level) {
+        return budget;
+    }
     match level {
         ThinkingLevel::Off | ThinkingLevel::Minimal => 1024,
         ThinkingLevel::Low => 2048,
@@ -190,8 +194,13 @@ pub fn budget_within(budget: u64, ceiling: u64) -> u64 {
 /// pi's `adjustMaxTokensForThinking` with an explicit base cap: the output cap
 /// grows by the budget up to the model's cap, and the budget shrinks when it
 /// would not leave room for an answer. Returns `(max_tokens, budget)`.
-pub fn adjust_for_thinking(base_max_tokens: u64, model_max_tokens: u64, level: ThinkingLevel) -> (u64, u64) {
-    let budget = thinking_budget(level);
+pub fn adjust_for_thinking(
+    base_max_tokens: u64,
+    model_max_tokens: u64,
+    level: ThinkingLevel,
+    custom: &ThinkingBudgets,
+) -> (u64, u64) {
+    let budget = thinking_budget(level, custom);
     let max_tokens = (base_max_tokens + budget).min(model_max_tokens);
     let budget = if max_tokens <= budget { budget_within(budget, max_tokens) } else { budget };
     (max_tokens, budget)
@@ -299,11 +308,16 @@ mod tests {
 
     #[test]
     fn thinking_budgets_follow_simple_options() {
-        assert_eq!(adjust_for_thinking(64_000, 64_000, ThinkingLevel::Medium), (64_000, 8192));
-        assert_eq!(adjust_for_thinking(1000, 64_000, ThinkingLevel::Low), (3048, 2048));
-        assert_eq!(adjust_for_thinking(8192, 8192, ThinkingLevel::High), (8192, 7168));
-        assert_eq!(adjust_for_thinking(500, 1000, ThinkingLevel::Minimal), (1000, 0));
-        assert_eq!(thinking_budget(ThinkingLevel::Max), 16384);
+        let pi = ThinkingBudgets::default();
+        assert_eq!(adjust_for_thinking(64_000, 64_000, ThinkingLevel::Medium, &pi), (64_000, 8192));
+        assert_eq!(adjust_for_thinking(1000, 64_000, ThinkingLevel::Low, &pi), (3048, 2048));
+        assert_eq!(adjust_for_thinking(8192, 8192, ThinkingLevel::High, &pi), (8192, 7168));
+        assert_eq!(adjust_for_thinking(500, 1000, ThinkingLevel::Minimal, &pi), (1000, 0));
+        // The caller's budget for the level, `xhigh` taking `high`'s.
+        let custom = ThinkingBudgets { high: Some(3000), ..Default::default() };
+        assert_eq!(adjust_for_thinking(1000, 64_000, ThinkingLevel::Xhigh, &custom), (4000, 3000));
+        assert_eq!(adjust_for_thinking(1000, 64_000, ThinkingLevel::Low, &custom), (3048, 2048));
+        assert_eq!(thinking_budget(ThinkingLevel::Max, &pi), 16384);
     }
 
     #[test]

@@ -105,6 +105,7 @@ impl Agent {
             tool_ctx: self.tool_context(),
             initial,
             retry: self.prefs.settings().retry,
+            thinking_budgets: self.prefs.settings().thinking_budgets,
             retry_enabled: self.prefs.retry_flag(),
             extensions: self.ext.handle().clone(),
             tools_version,

@@ -339,3 +339,20 @@ fn refresh_reads_models_json_again_keeping_extensions_and_reports_a_broken_one()
     reg.refresh_models_json(dir.path());
     assert!(reg.config_error().is_none() && reg.find("p", "m1").is_some() && reg.find("p", "m2").is_none());
 }
+
+#[test]
+fn sampling_params_are_read_and_model_overrides_merge_them_per_level_and_key() {
+    let mut reg = registry_with(
+        r#"{"providers":{"local":{"baseUrl":"http://127.0.0.1:1/v1","api":"openai-completions","apiKey":"k",
+            "models":[{"id":"m","reasoning":true,"samplingParams":{"top_p":0.9},
+                "samplingParamsByThinkingLevel":{"high":{"top_k":20,"min_p":0.1}}}],
+            "modelOverrides":{"m":{"samplingParams":{"temperature":0.6},
+                "samplingParamsByThinkingLevel":{"high":{"top_k":40},"off":{"temperature":0.2}}}}}}}"#,
+    );
+    let m = reg.find("local", "m").unwrap();
+    assert_eq!(m.sampling_params.map(Value::Object), Some(serde_json::json!({"top_p": 0.9, "temperature": 0.6})));
+    assert_eq!(
+        m.sampling_params_by_thinking_level.map(Value::Object),
+        Some(serde_json::json!({"high": {"top_k": 40, "min_p": 0.1}, "off": {"temperature": 0.2}}))
+    );
+}

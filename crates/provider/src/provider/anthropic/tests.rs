@@ -34,6 +34,8 @@ fn model(base_url: &str, reasoning: bool) -> Model {
         cost: ModelCost { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 },
         headers: None,
         thinking_level_map: None,
+        sampling_params: None,
+        sampling_params_by_thinking_level: None,
         compat: None,
         extra: Default::default(),
     }

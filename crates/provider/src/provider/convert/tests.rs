@@ -22,6 +22,8 @@ pub(crate) fn model(images: bool) -> Model {
         cost: ModelCost::default(),
         headers: None,
         thinking_level_map: None,
+        sampling_params: None,
+        sampling_params_by_thinking_level: None,
         compat: None,
         extra: Default::default(),
     }

@@ -30,6 +30,8 @@ fn model(base_url: &str) -> Model {
         cost: ModelCost::default(),
         headers: None,
         thinking_level_map: None,
+        sampling_params: None,
+        sampling_params_by_thinking_level: None,
         compat: None,
         extra: Default::default(),
     }

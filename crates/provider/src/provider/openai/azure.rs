@@ -70,13 +70,20 @@ pub fn build_body(request: &ProviderRequest, deployment: &str) -> Value {
     if max_tokens > 0 {
         body.insert("max_output_tokens".into(), json!(max_tokens.max(MIN_OUTPUT_TOKENS)));
     }
+    if let Some(t) = &request.api_options.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
     if !request.tools.is_empty() && !compat.tools_in_input {
         body.insert("tools".into(), Value::Array(convert_tools(&request.tools, &compat)));
+    }
+    if let Some(choice) = &request.api_options.tool_choice {
+        body.insert("tool_choice".into(), choice.clone());
     }
     if model.reasoning {
         match requested_level(request) {
             Some(level) => {
-                body.insert("reasoning".into(), json!({"effort": effort_value(model, level), "summary": "auto"}));
+                let summary = request.api_options.reasoning_summary.as_deref().unwrap_or("auto");
+                body.insert("reasoning".into(), json!({"effort": effort_value(model, level), "summary": summary}));
                 body.insert("include".into(), json!(["reasoning.encrypted_content"]));
             }
             None if off_allowed(model) => {
@@ -86,6 +93,8 @@ pub fn build_body(request: &ProviderRequest, deployment: &str) -> Value {
             None => {}
         }
     }
+    // Last, so the model's and the caller's sampling parameters win over named fields.
+    request.api_options.apply_sampling(model, requested_level(request).unwrap_or(ThinkingLevel::Off), &mut body);
     Value::Object(body)
 }
 

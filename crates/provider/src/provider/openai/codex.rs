@@ -201,10 +201,16 @@ pub fn build_body(request: &ProviderRequest) -> Value {
     if let Some(id) = &request.session_id {
         body.insert("prompt_cache_key".into(), json!(id.chars().take(64).collect::<String>()));
     }
-    body.insert("tool_choice".into(), json!("auto"));
+    body.insert("tool_choice".into(), request.api_options.tool_choice.clone().unwrap_or_else(|| json!("auto")));
     body.insert("parallel_tool_calls".into(), json!(true));
     if max_tokens > 0 && compat.max_output_tokens {
         body.insert("max_output_tokens".into(), json!(max_tokens.max(MIN_OUTPUT_TOKENS)));
+    }
+    if let Some(t) = &request.api_options.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(tier) = &request.api_options.service_tier {
+        body.insert("service_tier".into(), tier.clone());
     }
     if !request.tools.is_empty() && !compat.tools_in_input {
         body.insert("tools".into(), Value::Array(convert_tools_with(&request.tools, &compat, Value::Null)));
@@ -213,7 +219,8 @@ pub fn build_body(request: &ProviderRequest) -> Value {
         let effort =
             if configuration.is_some() { Some(json!(CONFIGURATION_UPDATE_EFFORT)) } else { effort_for(model, level) };
         if let Some(effort) = effort {
-            body.insert("reasoning".into(), json!({"effort": effort, "summary": "auto"}));
+            let summary = request.api_options.reasoning_summary.as_deref().unwrap_or("auto");
+            body.insert("reasoning".into(), json!({"effort": effort, "summary": summary}));
         }
     }
     Value::Object(body)

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::model::{Model, ThinkingLevel};
+use crate::model::{Model, ThinkingBudgets, ThinkingLevel};
 use crate::provider::shared::{budget_within, thinking_budget};
 
 fn common_fields_valid(d: &Map<String, Value>) -> bool {
@@ -93,12 +93,17 @@ pub fn parse_legacy_encrypted(signature: Option<&str>) -> Option<Value> {
     ok.then_some(parsed)
 }
 
-/// The thinking budget sent in the budget field: pi's level budget, leaving
-/// room for an answer under the output cap; `None` when thinking is off or
-/// nothing would be left.
-pub fn clamped_thinking_budget(model: &Model, effort: Option<ThinkingLevel>, ceiling: u64) -> Option<u64> {
+/// The thinking budget sent in the budget field: the level's budget (the
+/// caller's `thinkingBudgets`, else pi's), leaving room for an answer under
+/// the output cap; `None` when thinking is off or nothing would be left.
+pub fn clamped_thinking_budget(
+    model: &Model,
+    effort: Option<ThinkingLevel>,
+    custom: &ThinkingBudgets,
+    ceiling: u64,
+) -> Option<u64> {
     let level = effort.filter(|_| model.reasoning)?;
-    Some(budget_within(thinking_budget(level), ceiling)).filter(|b| *b > 0)
+    Some(budget_within(thinking_budget(level, custom), ceiling)).filter(|b| *b > 0)
 }
 
 /// Resolve `chatTemplateKwargs` / `chatTemplateArgs` values: literals stay,

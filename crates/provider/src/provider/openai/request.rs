@@ -456,7 +456,7 @@ pub fn build_body(request: &ProviderRequest, compat: &OpenAiCompat) -> Value {
         ThinkingLevel::Off => None,
         l => Some(clamp_level(model, l)).filter(|l| *l != ThinkingLevel::Off),
     };
-    let budget = clamped_thinking_budget(model, level, max_tokens);
+    let budget = clamped_thinking_budget(model, level, &request.api_options.thinking_budgets, max_tokens);
     apply_thinking(&mut params, model, compat, level, budget);
     if let (Some(field), Some(b)) = (&compat.thinking_token_budget_field, budget) {
         params.insert(field.clone(), json!(b));
@@ -475,8 +475,8 @@ pub fn build_body(request: &ProviderRequest, compat: &OpenAiCompat) -> Value {
             params.insert("providerOptions".into(), json!({"gateway": gateway}));
         }
     }
-    // Last, so the caller's sampling parameters win over named fields.
-    request.api_options.apply_sampling(&mut params);
+    // Last, so the model's and the caller's sampling parameters win over named fields.
+    request.api_options.apply_sampling(model, level.unwrap_or(ThinkingLevel::Off), &mut params);
     Value::Object(params)
 }
 

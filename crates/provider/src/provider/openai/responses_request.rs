@@ -402,8 +402,8 @@ pub fn build_body(request: &ProviderRequest) -> Value {
             body.insert("include".into(), json!(["reasoning.encrypted_content"]));
         }
     }
-    // Last, so the caller's sampling parameters win over named fields.
-    request.api_options.apply_sampling(&mut body);
+    // Last, so the model's and the caller's sampling parameters win over named fields.
+    request.api_options.apply_sampling(model, requested_level(request).unwrap_or(ThinkingLevel::Off), &mut body);
     Value::Object(body)
 }
 

@@ -13,7 +13,7 @@ const { AssistantMessageEventStream } = require("./stream.cjs");
 const { normalizeContext, getCurrentSystemPrompt, getCurrentTools, toToolDeclaration } = require("./transcript.cjs");
 
 /** The options every call passes on (pi-ai's `streamSimple` keeps these of its base options). */
-const SIMPLE_OPTIONS = ["apiKey", "headers", "maxTokens", "reasoning", "sessionId", "temperature", "toolChoice", "samplingParams", "cacheRetention", "metadata"];
+const SIMPLE_OPTIONS = ["apiKey", "headers", "maxTokens", "reasoning", "sessionId", "temperature", "toolChoice", "samplingParams", "cacheRetention", "metadata", "thinkingBudgets"];
 /** What a provider-specific `stream` call adds (the options of the model's API pi-rpc's providers apply). */
 const API_OPTIONS = [...SIMPLE_OPTIONS, "thinkingDisplay", "serviceTier", "reasoningSummary"];
 
@@ -78,9 +78,9 @@ function callParams(model, context, options, api, apiOptions = false) {
 	const transcript = normalizeContext(context ?? { messages: [] });
 	const { reasoning: _reasoning, ...rest } = options ?? {};
 	const extras = apiOptions ? apiExtras(model, options) : {};
-	// Thinking enabled by its budget alone (or, on openai-responses, by a
-	// `reasoningSummary`): on, the budget deciding how much.
-	const summaryOnly = model?.api === "openai-responses" && options?.reasoningSummary;
+	// Thinking enabled by its budget alone (or, on openai-responses and
+	// azure-openai-responses, by a `reasoningSummary`): on, the budget deciding how much.
+	const summaryOnly = ["openai-responses", "azure-openai-responses"].includes(model?.api) && options?.reasoningSummary;
 	const reasoning = apiReasoning(options) ?? (extras.thinkingBudget !== undefined || summaryOnly ? "medium" : undefined);
 	return {
 		model: { ...model, api: api ?? model.api },
