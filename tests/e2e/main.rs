@@ -56,6 +56,7 @@ mod reliability;
 mod rpc_client;
 mod serve;
 mod serve_cluster;
+mod serve_cluster_auth;
 mod serve_cluster_lease;
 mod serve_faults;
 mod serve_nginx;

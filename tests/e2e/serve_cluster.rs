@@ -19,19 +19,30 @@ pub struct Nats {
     binary: std::path::PathBuf,
     port: u16,
     store: tempfile::TempDir,
+    /// A configuration file the server reads (`-c`), if any.
+    config: Option<PathBuf>,
 }
 
 impl Nats {
     pub async fn start() -> Option<Nats> {
+        Nats::start_with_config(None).await
+    }
+
+    /// [`Nats::start`] reading the configuration file `config` too.
+    pub async fn start_with_config(config: Option<PathBuf>) -> Option<Nats> {
         let binary = installed_tool("nats/usr/sbin/nats-server")?;
         let store = tempfile::tempdir().expect("store dir");
         let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-        let child = Nats::spawn(&binary, port, store.path()).await;
-        Some(Nats { child, url: format!("nats://127.0.0.1:{port}"), binary, port, store })
+        let child = Nats::spawn(&binary, port, store.path(), config.as_deref()).await;
+        Some(Nats { child, url: format!("nats://127.0.0.1:{port}"), binary, port, store, config })
     }
 
-    async fn spawn(binary: &Path, port: u16, store: &Path) -> tokio::process::Child {
-        let child = tokio::process::Command::new(binary)
+    async fn spawn(binary: &Path, port: u16, store: &Path, config: Option<&Path>) -> tokio::process::Child {
+        let mut command = tokio::process::Command::new(binary);
+        if let Some(config) = config {
+            command.arg("-c").arg(config);
+        }
+        let child = command
             .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
             .arg(store)
             .stdin(std::process::Stdio::null())
@@ -58,7 +69,7 @@ impl Nats {
     pub async fn restart_once_dead(&mut self, within: Duration) {
         let status = tokio::time::timeout(within, self.child.wait()).await;
         assert!(status.is_ok(), "nats-server was not stopped within {within:?}");
-        self.child = Nats::spawn(&self.binary, self.port, self.store.path()).await;
+        self.child = Nats::spawn(&self.binary, self.port, self.store.path(), self.config.as_deref()).await;
     }
 }
 
@@ -74,7 +85,7 @@ pub async fn worker(sb: &Sandbox, nats: &Nats, shared: &Path, name: &str, ttl: &
 }
 
 /// [`worker`] with more arguments.
-async fn worker_with(sb: &Sandbox, nats: &Nats, shared: &Path, name: &str, ttl: &str, more: &[&str]) -> Served {
+pub async fn worker_with(sb: &Sandbox, nats: &Nats, shared: &Path, name: &str, ttl: &str, more: &[&str]) -> Served {
     let dir = shared.display().to_string();
     let mut args = vec!["--session-dir", &dir, "--worker-name", name, "--cluster", &nats.url, "--lease-ttl", ttl];
     args.extend_from_slice(more);
