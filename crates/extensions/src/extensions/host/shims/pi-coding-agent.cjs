@@ -13,15 +13,17 @@ const tools = require("./coding-agent/tools.cjs");
 const session = require("./coding-agent/session.cjs");
 const runtime = require("./coding-agent/runtime.cjs");
 const { AgentSession, createAgentSession } = require("./coding-agent/agent-session.cjs");
+const { SettingsManager } = require("./coding-agent/settings.cjs");
 
 const { lib: _lib, ...textExports } = text;
-Object.assign(module.exports, textExports, tools, session, runtime, { AgentSession, createAgentSession });
+Object.assign(module.exports, textExports, tools, session, runtime, { AgentSession, createAgentSession, SettingsManager });
 // Named here too, so that Node's import of this file lists them: a class
 // reached through jiti's default-export fallback is a bound copy without its
 // static members (`SessionManager.inMemory()`, `SessionManager.list()`).
 exports.SessionManager = session.SessionManager;
 exports.AgentSession = AgentSession;
 exports.createAgentSession = createAgentSession;
+exports.SettingsManager = SettingsManager;
 
 // The interactive-mode components load pi's TUI library: only when used.
 const UI_NAMES = [

@@ -226,7 +226,6 @@ for (const name of [
 	"ModelRuntime",
 	"DefaultPackageManager",
 	"DefaultResourceLoader",
-	"SettingsManager",
 	"InteractiveMode",
 	"RpcClient",
 ]) {
