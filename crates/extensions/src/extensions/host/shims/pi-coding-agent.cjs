@@ -14,9 +14,10 @@ const session = require("./coding-agent/session.cjs");
 const runtime = require("./coding-agent/runtime.cjs");
 const { AgentSession, createAgentSession } = require("./coding-agent/agent-session.cjs");
 const { SettingsManager } = require("./coding-agent/settings.cjs");
+const { ModelRuntime, ModelRegistry } = require("./coding-agent/models.cjs");
 
 const { lib: _lib, ...textExports } = text;
-Object.assign(module.exports, textExports, tools, session, runtime, { AgentSession, createAgentSession, SettingsManager });
+Object.assign(module.exports, textExports, tools, session, runtime, { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry });
 // Named here too, so that Node's import of this file lists them: a class
 // reached through jiti's default-export fallback is a bound copy without its
 // static members (`SessionManager.inMemory()`, `SessionManager.list()`).
@@ -24,6 +25,8 @@ exports.SessionManager = session.SessionManager;
 exports.AgentSession = AgentSession;
 exports.createAgentSession = createAgentSession;
 exports.SettingsManager = SettingsManager;
+exports.ModelRuntime = ModelRuntime;
+exports.ModelRegistry = ModelRegistry;
 
 // The interactive-mode components load pi's TUI library: only when used.
 const UI_NAMES = [

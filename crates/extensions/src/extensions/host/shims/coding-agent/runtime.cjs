@@ -222,8 +222,6 @@ const sdk = {};
 for (const name of [
 	"AgentSessionRuntime",
 	"ExtensionRunner",
-	"ModelRegistry",
-	"ModelRuntime",
 	"DefaultPackageManager",
 	"DefaultResourceLoader",
 	"InteractiveMode",
