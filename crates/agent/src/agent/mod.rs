@@ -23,6 +23,7 @@ mod client_state;
 mod compaction_msg;
 mod current_session;
 mod extension_library;
+mod extension_resources;
 mod extension_login;
 mod extension_session_op_state;
 mod extension_state;

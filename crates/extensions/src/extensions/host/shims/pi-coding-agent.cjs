@@ -2,9 +2,11 @@
 // gives an extension: every name pi's package exports
 // (tests/extension-host/shims_match_pi.mjs checks the list against pi's).
 // The helpers are pi-rpc's own code, written from pi's documentation and
-// behaviour; the built-in tool factories run pi-rpc's tools; pi's SDK is
-// present but not available (coding-agent/runtime.cjs). Types vanish when
-// TypeScript is loaded.
+// behaviour; the built-in tool factories run pi-rpc's tools; pi's SDK
+// (`createAgentSession`, `SessionManager`, `SettingsManager`, `ModelRuntime`,
+// `ModelRegistry`, `DefaultResourceLoader`) runs in the host over pi-rpc;
+// what needs a second pi is present and fails clearly (coding-agent/runtime.cjs).
+// Types vanish when TypeScript is loaded.
 
 "use strict";
 
@@ -15,9 +17,12 @@ const runtime = require("./coding-agent/runtime.cjs");
 const { AgentSession, createAgentSession } = require("./coding-agent/agent-session.cjs");
 const { SettingsManager } = require("./coding-agent/settings.cjs");
 const { ModelRuntime, ModelRegistry } = require("./coding-agent/models.cjs");
+const { DefaultResourceLoader, loadProjectContextFiles } = require("./coding-agent/resources.cjs");
+
+const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles };
 
 const { lib: _lib, ...textExports } = text;
-Object.assign(module.exports, textExports, tools, session, runtime, { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry });
+Object.assign(module.exports, textExports, tools, session, runtime, sdk);
 // Named here too, so that Node's import of this file lists them: a class
 // reached through jiti's default-export fallback is a bound copy without its
 // static members (`SessionManager.inMemory()`, `SessionManager.list()`).
@@ -27,6 +32,7 @@ exports.createAgentSession = createAgentSession;
 exports.SettingsManager = SettingsManager;
 exports.ModelRuntime = ModelRuntime;
 exports.ModelRegistry = ModelRegistry;
+exports.DefaultResourceLoader = DefaultResourceLoader;
 
 // The interactive-mode components load pi's TUI library: only when used.
 const UI_NAMES = [

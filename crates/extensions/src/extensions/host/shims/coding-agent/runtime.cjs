@@ -223,7 +223,6 @@ for (const name of [
 	"AgentSessionRuntime",
 	"ExtensionRunner",
 	"DefaultPackageManager",
-	"DefaultResourceLoader",
 	"InteractiveMode",
 	"RpcClient",
 ]) {
@@ -238,7 +237,6 @@ for (const name of [
 	"createCodemodeExtension",
 	"createMcpExtension",
 	"createToolSearchExtension",
-	"loadProjectContextFiles",
 	"resolveCliModel",
 	"resolveModelScopeWithDiagnostics",
 	"main",
