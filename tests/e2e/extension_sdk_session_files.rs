@@ -222,7 +222,10 @@ async fn an_sdk_sessions_file_is_pis() {
     );
     // `forkFrom` copies every entry under a new header naming the source.
     let fork = &ours.note["fork"];
-    assert_eq!(fork["entries"].as_array().map(|e| e[1..].to_vec()), ours.note["entries"].as_array().map(|e| e[1..].to_vec()));
+    assert_eq!(
+        fork["entries"].as_array().map(|e| e[1..].to_vec()),
+        ours.note["entries"].as_array().map(|e| e[1..].to_vec())
+    );
     assert_eq!(fork["entries"][0]["parentSession"], true, "{fork}");
     for key in ["sameDir", "newFile", "leaf"] {
         assert_eq!(fork[key], true, "{key}: {fork}");

@@ -22,7 +22,8 @@ const { DefaultResourceLoader, loadProjectContextFiles } = require("./coding-age
 const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles };
 
 const { lib: _lib, ...textExports } = text;
-Object.assign(module.exports, textExports, tools, session, runtime, sdk);
+const { sessionDirFor: _sessionDirFor, ...sessionExports } = session;
+Object.assign(module.exports, textExports, tools, sessionExports, runtime, sdk);
 // Named here too, so that Node's import of this file lists them: a class
 // reached through jiti's default-export fallback is a bound copy without its
 // static members (`SessionManager.inMemory()`, `SessionManager.list()`).

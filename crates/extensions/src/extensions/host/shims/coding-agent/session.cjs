@@ -74,9 +74,9 @@ function agentDir() {
 }
 
 /** The sessions directory pi uses for `cwd`. */
-function sessionDirFor(cwd) {
+function sessionDirFor(cwd, root = agentDir()) {
 	const name = `--${path.resolve(cwd).replace(/^[/\\]/, "").replace(/[/\\:]/g, "-")}--`;
-	return path.join(agentDir(), "sessions", name);
+	return path.join(root, "sessions", name);
 }
 
 /** Facts of a session file: its header, name, first message, counts. */
@@ -196,4 +196,5 @@ module.exports = {
 	getLatestCompactionEntry,
 	...projection,
 	SessionManager,
+	sessionDirFor,
 };

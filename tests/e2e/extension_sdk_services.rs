@@ -1,0 +1,306 @@
+//! The rest of pi's SDK inside an extension, side by side with pi 1.6.0:
+//! `SettingsManager` (files in pi's layout, getters, setters, `flush`,
+//! `inMemory`, an untrusted project), `ModelRuntime` / `ModelRegistry` (the
+//! catalog and credentials), `DefaultResourceLoader` (skills, prompt
+//! templates, themes, context files, SYSTEM.md / APPEND_SYSTEM.md found as pi
+//! finds them) and `createAgentSession` given those. Each part is an
+//! extension command that notifies a JSON summary; pi-rpc's is compared with
+//! pi 1.6.0's, paths of the sandbox normalised.
+//!
+//! Needs node 22, the host's packages and the reference pi from
+//! `target/tools` (`scripts/install-test-tools.sh`); skipped without them
+//! unless `PI_RPC_REQUIRE_TOOLS=1`.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::clients::node22;
+use crate::extension_host::{host_dir, host_settings, write_module};
+use crate::extension_provider_events::{reference_cli, spawn_reference};
+use crate::harness::Sandbox;
+
+const SDK_SERVICES: &str = r#"import * as fs from "node:fs";
+import * as path from "node:path";
+import {
+  createAgentSession, DefaultResourceLoader, getAgentDir, ModelRegistry, ModelRuntime, SessionManager, SettingsManager,
+} from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const GETTERS = [
+  "getSessionDir", "getDefaultProvider", "getDefaultModel", "getSteeringMode", "getFollowUpMode", "getThemeSetting", "getTheme",
+  "getDefaultThinkingLevel", "getAllModelThinkingLevels", "getTransport", "getSessionShareDestination", "getCompactionEnabled",
+  "getCompactionSettings", "getBranchSummarySettings", "getRetryEnabled", "getRetrySettings", "getHttpIdleTimeoutMs",
+  "getCacheWarmingMode", "getProviderRetrySettings", "getHideThinkingBlock", "getShellPath", "getQuietStartup",
+  "getDefaultProjectTrust", "getShellCommandPrefix", "getNpmCommand", "getEnableSkillCommands", "getThinkingBudgets",
+  "getPackages", "getExtensionPaths", "getSkillPaths", "getPromptTemplatePaths", "getThemePaths", "getShowImages",
+  "getImageWidthCells", "getImageAutoResize", "getBlockImages", "getEnabledModels", "getDefaultTools", "getDoubleEscapeAction",
+  "getTreeFilterMode", "getEditorPaddingX", "getOutputPad", "getAutocompleteMaxVisible", "getCodeBlockIndent",
+  "getMermaidRenderingMode", "getWarnings", "getTuiMode", "getFullscreenScrollbar", "getFullscreenWheelScrollLines",
+  "isProjectTrusted", "getSettings", "getGlobalSettings", "getProjectSettings",
+];
+const getters = (sm: any) => Object.fromEntries(GETTERS.map((name) => [name, sm[name]() ?? null]));
+const read = (file: string) => JSON.parse(fs.readFileSync(file, "utf8"));
+const errors = (sm: any) => sm.drainErrors().map((e: any) => ({ scope: e.scope, path: e.path ?? null }));
+
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("settings", {
+    handler: async (_args, ctx) => {
+      const proj = path.join(ctx.cwd, "proj");
+      const userFile = path.join(getAgentDir(), "settings.json");
+      const sm = SettingsManager.create(proj, getAgentDir());
+      const before = getters(sm);
+      sm.setDefaultThinkingLevel("low");
+      sm.setCompactionEnabled(false);
+      sm.setModelThinkingLevel("fake", "fake-model", "high");
+      sm.setShowImages(false);
+      sm.setProjectSkillPaths(["extra-skills"]);
+      // Another program changes the user's file before the writes land: its change stays.
+      fs.writeFileSync(userFile, JSON.stringify({ ...read(userFile), external: 1 }));
+      await sm.flush();
+      const after = { getters: getters(sm), user: read(userFile), project: read(path.join(proj, ".pi", "settings.json")), errors: errors(sm) };
+      sm.applyOverrides({ retry: { enabled: false } });
+      const overridden = { retry: sm.getRetryEnabled(), user: read(userFile).retry ?? null };
+      const mem = SettingsManager.inMemory({ queueMode: "all", compaction: { enabled: false } } as any);
+      mem.setTheme("light");
+      await mem.flush();
+      const untrusted = SettingsManager.create(proj, getAgentDir(), { projectTrusted: false });
+      let refused = null;
+      try {
+        untrusted.setProjectThemePaths(["t"]);
+      } catch (e: any) {
+        refused = e.message;
+      }
+      ctx.ui.notify(JSON.stringify({
+        before, after, overridden,
+        memory: { getters: getters(mem), errors: errors(mem) },
+        untrusted: { settings: untrusted.getSettings(), refused },
+      }), "info");
+    },
+  });
+
+  pi.registerCommand("models", {
+    handler: async (_args, ctx) => {
+      const runtime = await ModelRuntime.create();
+      const registry = new ModelRegistry(runtime);
+      const fake = registry.find("fake", "fake-model")!;
+      ctx.ui.notify(JSON.stringify({
+        fake,
+        sameAsCtx: JSON.stringify(fake) === JSON.stringify(ctx.modelRegistry.find("fake", "fake-model")),
+        missing: registry.find("fake", "nope") ?? null,
+        all: registry.getAll().filter((m: any) => m.provider === "fake").map((m: any) => m.id),
+        available: registry.getAvailable().filter((m: any) => m.provider === "fake").map((m: any) => m.id),
+        runtimeModels: runtime.getModels("fake").map((m: any) => m.id),
+        runtimeAvailable: (await runtime.getAvailable("fake")).map((m: any) => m.id),
+        runtimeModel: runtime.getModel("fake", "fake-other")?.id ?? null,
+        configured: [registry.hasConfiguredAuth(fake), runtime.hasConfiguredAuth("fake"), runtime.hasConfiguredAuth("nobody")],
+        oauth: registry.isUsingOAuth(fake),
+        key: await registry.getApiKeyAndHeaders(fake),
+        apiKey: (await registry.getApiKeyForProvider("fake")) ?? null,
+        auth: ((await runtime.getAuth("fake")) as any)?.auth?.apiKey ?? null,
+        name: registry.getProviderDisplayName("fake"),
+        error: registry.getError() ?? null,
+      }), "info");
+    },
+  });
+
+  const loaderSummary = (loader: any) => ({
+    skills: loader.getSkills(),
+    prompts: loader.getPrompts(),
+    agents: loader.getAgentsFiles(),
+    system: loader.getSystemPrompt() ?? null,
+    systemSource: loader.getSystemPromptSource() ?? null,
+    append: loader.getAppendSystemPrompt(),
+    appendSources: loader.getAppendSystemPromptSources(),
+    themes: loader.getThemes().themes.map((t: any) => t.name).sort(),
+    themeDiagnostics: loader.getThemes().diagnostics.map((d: any) => ({ type: d.type, path: d.path })),
+    extensions: loader.getExtensions().extensions.length,
+  });
+
+  pi.registerCommand("resources", {
+    handler: async (_args, ctx) => {
+      const proj = path.join(ctx.cwd, "proj");
+      const loader = new DefaultResourceLoader({
+        cwd: proj,
+        agentDir: getAgentDir(),
+        noExtensions: true,
+        additionalSkillPaths: [path.join(ctx.cwd, "more-skills")],
+        additionalThemePaths: [path.join(ctx.cwd, "no-such-theme.json")],
+      });
+      await loader.reload();
+      const bare = new DefaultResourceLoader({ cwd: proj, agentDir: getAgentDir(), noExtensions: true, noSkills: true, noPromptTemplates: true, noContextFiles: true, noThemes: true, systemPrompt: "Be brief.", appendSystemPrompt: ["And kind."] });
+      await bare.reload();
+      ctx.ui.notify(JSON.stringify({ full: loaderSummary(loader), bare: loaderSummary(bare) }), "info");
+    },
+  });
+
+  pi.registerCommand("sdkopts", {
+    handler: async (_args, ctx) => {
+      const proj = path.join(ctx.cwd, "proj");
+      const settingsManager = SettingsManager.inMemory({ defaultThinkingLevel: "low", defaultTools: ["read", "grep"], steeringMode: "all", followUpMode: "all" } as any);
+      const resourceLoader = new DefaultResourceLoader({ cwd: proj, agentDir: getAgentDir(), settingsManager, noExtensions: true });
+      await resourceLoader.reload();
+      const modelRuntime = await ModelRuntime.create();
+      const { session, modelFallbackMessage } = await createAgentSession({
+        cwd: proj, sessionManager: SessionManager.inMemory(proj), settingsManager, resourceLoader, modelRuntime, model: ctx.model,
+      });
+      const prompt = session.systemPrompt;
+      ctx.ui.notify(JSON.stringify({
+        model: `${session.model?.provider}/${session.model?.id}`,
+        thinkingLevel: session.thinkingLevel,
+        tools: session.getActiveToolNames(),
+        queues: [session.steeringMode, session.followUpMode],
+        prompt: ["Project rules: tabs.", "You are a terse project bot.", "Always sign as Bot.", "tidy-skill"].map((t) => prompt.includes(t)),
+        fallback: modelFallbackMessage ?? null,
+        entries: session.sessionManager.getEntries().map((e: any) => e.type),
+      }), "info");
+      session.dispose();
+    },
+  });
+}
+"#;
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("dir");
+    std::fs::write(path, text).expect("write");
+}
+
+/// The files each part reads: a project `proj/` of the sandbox with its own settings and resources,
+/// the agent directory's skills, prompts, theme and APPEND_SYSTEM.md.
+fn prepare(sb: &Sandbox, node: &Path, dir: &Path, reference_pkg: &Path) {
+    host_settings(
+        sb,
+        node,
+        dir,
+        json!({"theme": "dark", "compaction": {"reserveTokens": 1000}, "defaultTools": ["read", "bash", "grep"],
+               "retry": {"baseDelayMs": 20, "maxDelayMs": 5}, "httpIdleTimeoutMs": "disabled"}),
+    );
+    write_module(sb, "sdk-services.ts", SDK_SERVICES);
+    // A reasoning model: the settings' thinking level is kept, not clamped to "off".
+    sb.write_models(&sb.server().base_url(), json!({"reasoning": true}));
+    let cwd = sb.cwd.path();
+    let agent = sb.agent_dir.path();
+    let proj = cwd.join("proj");
+    write(
+        &proj.join(".pi/settings.json"),
+        &json!({"defaultTools": ["-bash"], "followUpMode": "all", "compaction": {"keepRecentTokens": 7}}).to_string(),
+    );
+    write(&proj.join("AGENTS.md"), "Project rules: tabs.\n");
+    write(&proj.join(".pi/SYSTEM.md"), "You are a terse project bot.\n");
+    write(&agent.join("APPEND_SYSTEM.md"), "Always sign as Bot.\n");
+    write(
+        &proj.join(".pi/skills/tidy-skill/SKILL.md"),
+        "---\nname: tidy-skill\ndescription: Tidies things.\n---\nTidy.\n",
+    );
+    write(&agent.join("skills/user-skill/SKILL.md"), "---\ndescription: The user's skill.\n---\nUse it.\n");
+    write(&cwd.join("more-skills/extra/SKILL.md"), "---\nname: extra\ndescription: An extra skill.\n---\nMore.\n");
+    write(&cwd.join("more-skills/broken/SKILL.md"), "---\nname: broken\n---\nNo description.\n");
+    write(&proj.join(".pi/prompts/fix.md"), "---\ndescription: Fix it\nargument-hint: <what>\n---\nFix $1 now.\n");
+    write(&agent.join("prompts/review.md"), "Review the code carefully.\n");
+    let theme =
+        std::fs::read_to_string(reference_pkg.join("dist/modes/interactive/theme/dark.json")).expect("pi's dark theme");
+    let mut theme: Value = serde_json::from_str(&theme).expect("theme json");
+    theme["name"] = json!("my-theme");
+    write(&agent.join("themes/my-theme.json"), &theme.to_string());
+}
+
+/// What `/<command>` notified in one program, sandbox paths replaced by `<cwd>`, `<agent>`, `<home>`.
+async fn run(reference: bool, command: &str) -> Option<Value> {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
+    let cli = reference_cli()?;
+    let package = cli.parent().and_then(|d| d.parent()).expect("the reference package").to_path_buf();
+    let sb = Sandbox::with_server().await;
+    prepare(&sb, &node, &dir, &package);
+    let mut pi = if reference {
+        spawn_reference(&sb, &node, &cli)
+    } else {
+        sb.spawn_with_env(&["--no-session"], &[("PI_RPC_DOCS_DIR", &package)])
+    };
+    pi.send(json!({"id": "c", "type": "prompt", "message": format!("/{command}")})).await;
+    let lines = pi.until(|v| v["method"] == "notify").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let mut text = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
+    for (dir, name) in [(sb.cwd.path(), "<cwd>"), (sb.agent_dir.path(), "<agent>"), (sb.home.path(), "<home>")] {
+        text = text.replace(&dir.display().to_string(), name);
+    }
+    text = text.replace(&sb.server().base_url(), "<server>");
+    Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}")))
+}
+
+/// pi-rpc's note of `/<command>`, then pi 1.6.0's; `None` without the tools.
+async fn both(command: &str) -> Option<(Value, Value)> {
+    let ours = run(false, command).await?;
+    let theirs = run(true, command).await?;
+    Some((ours, theirs))
+}
+
+#[tokio::test]
+async fn settings_manager_reads_and_writes_pis_files() {
+    let Some((ours, theirs)) = both("settings").await else { return };
+    // Merged as pi merges (project over user, `defaultTools` changes applied), old keys migrated.
+    let before = &ours["before"];
+    assert_eq!(before["getDefaultTools"], json!(["read", "grep"]), "{before}");
+    assert_eq!(before["getFollowUpMode"], "all", "{before}");
+    assert_eq!(before["getCompactionSettings"], json!({"enabled": true, "reserveTokens": 1000, "keepRecentTokens": 7}));
+    assert_eq!(before["getProviderRetrySettings"]["maxRetryDelayMs"], 5, "{before}");
+    assert_eq!(before["getHttpIdleTimeoutMs"], 0, "{before}");
+    // Each setter wrote its key into the file as the other program left it.
+    let after = &ours["after"];
+    assert_eq!(after["user"]["defaultThinkingLevel"], "low", "{after}");
+    assert_eq!(after["user"]["external"], 1, "{after}");
+    assert_eq!(after["project"]["skills"], json!(["extra-skills"]), "{after}");
+    assert_eq!(ours["untrusted"]["refused"], "Project is not trusted; refusing to write project settings");
+    for key in ["before", "after", "overridden", "memory", "untrusted"] {
+        assert_eq!(ours[key], theirs[key], "{key}: pi-rpc, then pi 1.6.0");
+    }
+}
+
+#[tokio::test]
+async fn model_registry_answers_from_pi_rpcs_catalog() {
+    let Some((ours, theirs)) = both("models").await else { return };
+    assert_eq!(ours["all"], json!(["fake-model", "fake-other"]), "{ours}");
+    assert_eq!(ours["key"]["apiKey"], "test-key-123", "{ours}");
+    assert_eq!(ours["sameAsCtx"], true, "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn resource_loader_finds_what_pi_finds() {
+    let Some((ours, theirs)) = both("resources").await else { return };
+    let names: Vec<&str> = ours["full"]["skills"]["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["tidy-skill", "user-skill", "extra"], "{ours}");
+    assert_eq!(ours["full"]["system"], "You are a terse project bot.\n", "{ours}");
+    assert_eq!(ours["full"]["themes"], json!(["my-theme"]), "{ours}");
+    assert_eq!(ours["bare"]["system"], "Be brief.", "{ours}");
+    for part in ["full", "bare"] {
+        for key in [
+            "skills",
+            "prompts",
+            "agents",
+            "system",
+            "systemSource",
+            "append",
+            "appendSources",
+            "themes",
+            "themeDiagnostics",
+            "extensions",
+        ] {
+            assert_eq!(ours[part][key], theirs[part][key], "{part}.{key}: pi-rpc, then pi 1.6.0");
+        }
+    }
+}
+
+#[tokio::test]
+async fn create_agent_session_honours_given_services() {
+    let Some((ours, theirs)) = both("sdkopts").await else { return };
+    assert_eq!(ours["thinkingLevel"], "low", "{ours}");
+    assert_eq!(ours["tools"], json!(["read", "grep"]), "{ours}");
+    assert_eq!(ours["queues"], json!(["all", "all"]), "{ours}");
+    assert_eq!(ours["prompt"], json!([true, true, true, true]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
