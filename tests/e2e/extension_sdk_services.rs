@@ -3,7 +3,8 @@
 //! `inMemory`, an untrusted project), `ModelRuntime` / `ModelRegistry` (the
 //! catalog and credentials), `DefaultResourceLoader` (skills, prompt
 //! templates, themes, context files, SYSTEM.md / APPEND_SYSTEM.md found as pi
-//! finds them) and `createAgentSession` given those. Each part is an
+//! finds them), `createAgentSession` given those, and `AgentSessionRuntime`
+//! (`newSession`, `switchSession`, `importFromJsonl`). Each part is an
 //! extension command that notifies a JSON summary; pi-rpc's is compared with
 //! pi 1.6.0's, paths of the sandbox normalised.
 //!
@@ -13,6 +14,7 @@
 
 use std::path::Path;
 
+use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
 use crate::clients::node22;
@@ -23,7 +25,7 @@ use crate::harness::Sandbox;
 const SDK_SERVICES: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
 import {
-  createAgentSession, DefaultResourceLoader, getAgentDir, ModelRegistry, ModelRuntime, SessionManager, SettingsManager,
+  createAgentSession, createAgentSessionFromServices, createAgentSessionRuntime, createAgentSessionServices, DefaultResourceLoader, getAgentDir, ModelRegistry, ModelRuntime, SessionManager, SettingsManager,
 } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
@@ -157,6 +159,35 @@ export default function (pi: ExtensionAPI) {
       session.dispose();
     },
   });
+
+  pi.registerCommand("runtime", {
+    handler: async (_args, ctx) => {
+      const seen: string[] = [];
+      const factory = async ({ cwd, agentDir, sessionManager, sessionStartEvent }: any) => {
+        seen.push(`${sessionStartEvent?.reason ?? "first"}:${sessionStartEvent?.previousSessionFile ? "file" : "none"}`);
+        const services = await createAgentSessionServices({ cwd, agentDir, resourceLoaderOptions: { noExtensions: true } });
+        return { ...(await createAgentSessionFromServices({ services, sessionManager, model: ctx.model })), services, diagnostics: services.diagnostics };
+      };
+      const runtime = await createAgentSessionRuntime(factory, { cwd: ctx.cwd, agentDir: getAgentDir(), sessionManager: SessionManager.create(ctx.cwd) });
+      let rebound = 0;
+      runtime.setRebindSession(async () => { rebound++; });
+      await runtime.session.prompt("hello");
+      const first = runtime.session.sessionFile!;
+      await runtime.newSession({ parentSession: first, setup: async (sm: any) => { sm.appendCustomEntry("marker", { n: 1 }); } });
+      const second = runtime.session;
+      const fresh = { other: second.sessionFile !== first, sameDir: path.dirname(second.sessionFile!) === path.dirname(first), parent: second.sessionManager.getHeader().parentSession === first, messages: second.messages.length, entries: second.sessionManager.getEntries().map((e: any) => e.type) };
+      await runtime.switchSession(first);
+      const back = { file: runtime.session.sessionFile === first, roles: runtime.session.messages.map((m: any) => m.role) };
+      const copy = path.join(ctx.cwd, "exported.jsonl");
+      fs.copyFileSync(first, copy);
+      await runtime.importFromJsonl(copy);
+      const imported = { dir: path.dirname(runtime.session.sessionFile!) === path.dirname(first), name: path.basename(runtime.session.sessionFile!), roles: runtime.session.messages.map((m: any) => m.role) };
+      let missing = null;
+      try { await runtime.importFromJsonl(path.join(ctx.cwd, "nope.jsonl")); } catch (e: any) { missing = [e.name, e.message.replace(ctx.cwd, "<cwd>")]; }
+      await runtime.dispose();
+      ctx.ui.notify(JSON.stringify({ seen, rebound, cwd: runtime.cwd === ctx.cwd, fresh, back, imported, missing }), "info");
+    },
+  });
 }
 "#;
 
@@ -216,6 +247,7 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
     } else {
         sb.spawn_with_env(&["--no-session"], &[("PI_RPC_DOCS_DIR", &package)])
     };
+    sb.server().push(Reply::text("Hello there."));
     pi.send(json!({"id": "c", "type": "prompt", "message": format!("/{command}")})).await;
     let lines = pi.until(|v| v["method"] == "notify").await;
     assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
@@ -302,5 +334,15 @@ async fn create_agent_session_honours_given_services() {
     assert_eq!(ours["tools"], json!(["read", "grep"]), "{ours}");
     assert_eq!(ours["queues"], json!(["all", "all"]), "{ours}");
     assert_eq!(ours["prompt"], json!([true, true, true, true]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn a_session_runtime_replaces_its_session_as_pi_does() {
+    let Some((ours, theirs)) = both("runtime").await else { return };
+    assert_eq!(ours["seen"], json!(["first:none", "new:file", "resume:file", "resume:file"]), "{ours}");
+    assert_eq!(ours["fresh"]["entries"], json!(["model_change", "thinking_level_change", "custom"]), "{ours}");
+    assert_eq!(ours["back"]["roles"], json!(["system", "user", "assistant"]), "{ours}");
+    assert_eq!(ours["imported"]["name"], "exported.jsonl", "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -4,7 +4,7 @@
 // The helpers are pi-rpc's own code, written from pi's documentation and
 // behaviour; the built-in tool factories run pi-rpc's tools; pi's SDK
 // (`createAgentSession`, `SessionManager`, `SettingsManager`, `ModelRuntime`,
-// `ModelRegistry`, `DefaultResourceLoader`) runs in the host over pi-rpc;
+// `ModelRegistry`, `DefaultResourceLoader`, `AgentSessionRuntime`) runs in the host over pi-rpc;
 // what needs a second pi is present and fails clearly (coding-agent/runtime.cjs).
 // Types vanish when TypeScript is loaded.
 
@@ -18,8 +18,9 @@ const { AgentSession, createAgentSession } = require("./coding-agent/agent-sessi
 const { SettingsManager } = require("./coding-agent/settings.cjs");
 const { ModelRuntime, ModelRegistry } = require("./coding-agent/models.cjs");
 const { DefaultResourceLoader, loadProjectContextFiles } = require("./coding-agent/resources.cjs");
+const sessionRuntime = require("./coding-agent/session-runtime.cjs");
 
-const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles };
+const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, ...sessionRuntime };
 
 const { lib: _lib, ...textExports } = text;
 const { sessionDirFor: _sessionDirFor, ...sessionExports } = session;
@@ -34,6 +35,7 @@ exports.SettingsManager = SettingsManager;
 exports.ModelRuntime = ModelRuntime;
 exports.ModelRegistry = ModelRegistry;
 exports.DefaultResourceLoader = DefaultResourceLoader;
+exports.AgentSessionRuntime = sessionRuntime.AgentSessionRuntime;
 
 // The interactive-mode components load pi's TUI library: only when used.
 const UI_NAMES = [

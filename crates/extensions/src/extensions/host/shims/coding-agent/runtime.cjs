@@ -220,7 +220,6 @@ function sdkOnly(name) {
 
 const sdk = {};
 for (const name of [
-	"AgentSessionRuntime",
 	"ExtensionRunner",
 	"DefaultPackageManager",
 	"InteractiveMode",
@@ -229,9 +228,6 @@ for (const name of [
 	sdk[name] = sdkOnly(name);
 }
 for (const name of [
-	"createAgentSessionFromServices",
-	"createAgentSessionRuntime",
-	"createAgentSessionServices",
 	"createExtensionRuntime",
 	"discoverAndLoadExtensions",
 	"createCodemodeExtension",
