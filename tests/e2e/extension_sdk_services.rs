@@ -4,7 +4,8 @@
 //! catalog and credentials), `DefaultResourceLoader` (skills, prompt
 //! templates, themes, context files, SYSTEM.md / APPEND_SYSTEM.md found as pi
 //! finds them), `createAgentSession` given those, and `AgentSessionRuntime`
-//! (`newSession`, `switchSession`, `importFromJsonl`). Each part is an
+//! (`newSession`, `switchSession`, `importFromJsonl`), and the SDK session's
+//! `navigateTree`, `exportToJsonl`, `reload`, `bindExtensions`. Each part is an
 //! extension command that notifies a JSON summary; pi-rpc's is compared with
 //! pi 1.6.0's, paths of the sandbox normalised.
 //!
@@ -155,6 +156,33 @@ export default function (pi: ExtensionAPI) {
         prompt: ["Project rules: tabs.", "You are a terse project bot.", "Always sign as Bot.", "tidy-skill"].map((t) => prompt.includes(t)),
         fallback: modelFallbackMessage ?? null,
         entries: session.sessionManager.getEntries().map((e: any) => e.type),
+      }), "info");
+      session.dispose();
+    },
+  });
+
+  pi.registerCommand("members", {
+    handler: async (_args, ctx) => {
+      const settingsManager = SettingsManager.inMemory({});
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), settingsManager, noExtensions: true });
+      await resourceLoader.reload();
+      const { session } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager, resourceLoader });
+      await session.bindExtensions({});
+      await session.prompt("hello");
+      const sm = session.sessionManager;
+      const user = sm.getEntries().find((e: any) => e.type === "message" && e.message.role === "user");
+      const exported = session.exportToJsonl(path.join(ctx.cwd, "out", "branch.jsonl"));
+      const lines = fs.readFileSync(exported, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+      const linked = lines.slice(1).every((e: any, i: number) => e.parentId === (i === 0 ? null : lines[i].id));
+      const same = await session.navigateTree(sm.getLeafId()!);
+      const moved = await session.navigateTree(user.id, { label: "start" });
+      const after = { branch: sm.getBranch().map((e: any) => e.type), roles: session.messages.map((m: any) => m.role), label: sm.getLabel(user.id) ?? null };
+      let missing = null;
+      try { await session.navigateTree("nope"); } catch (e: any) { missing = e.message; }
+      await session.reload();
+      ctx.ui.notify(JSON.stringify({
+        exported: [path.relative(ctx.cwd, exported), lines.map((e: any) => e.type), linked, lines[0].id === session.sessionId],
+        same, moved, after, missing, prompt: session.systemPrompt.length > 0,
       }), "info");
       session.dispose();
     },
@@ -344,5 +372,15 @@ async fn a_session_runtime_replaces_its_session_as_pi_does() {
     assert_eq!(ours["fresh"]["entries"], json!(["model_change", "thinking_level_change", "custom"]), "{ours}");
     assert_eq!(ours["back"]["roles"], json!(["system", "user", "assistant"]), "{ours}");
     assert_eq!(ours["imported"]["name"], "exported.jsonl", "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn sdk_session_members_work_as_in_pi() {
+    let Some((ours, theirs)) = both("members").await else { return };
+    assert_eq!(ours["moved"]["editorText"], "hello", "{ours}");
+    // Back at the system message, the label on top.
+    assert_eq!(ours["after"]["branch"], json!(["model_change", "thinking_level_change", "message", "label"]), "{ours}");
+    assert_eq!(ours["exported"][2], true, "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

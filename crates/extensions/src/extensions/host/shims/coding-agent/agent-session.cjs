@@ -17,6 +17,7 @@
 
 "use strict";
 
+const fs = require("node:fs");
 const path = require("node:path");
 const { services } = require("../host-services.cjs");
 const calls = require("../ai/calls.cjs");
@@ -348,13 +349,65 @@ class AgentSession {
 	setSessionName(name) {
 		this.sessionManager.appendSessionInfo(name);
 	}
+	/** pi's reload: settings and resources read again; the next prompt is built from them. */
+	async reload() {
+		if (this.isStreaming) throw new Error("Wait for the current response to finish before reloading.");
+		if (this.settingsManager) {
+			await this.settingsManager.reload();
+			this.agent.steeringMode = this.settingsManager.getSteeringMode();
+			this.agent.followUpMode = this.settingsManager.getFollowUpMode();
+		}
+		await this.resourceLoader?.reload();
+		this._promptBase = promptBaseOf(this.resourceLoader, services().channel.call("getSystemPromptOptions"));
+	}
+	/** The current branch as a session file of its own (entries re-linked in order); its path. */
+	exportToJsonl(outputPath) {
+		const file = path.resolve(outputPath ?? `session-${new Date().toISOString().replace(/[:.]/g, "-")}.jsonl`);
+		const sm = this.sessionManager;
+		const header = { type: "session", version: 3, id: sm.getSessionId(), timestamp: new Date().toISOString(), cwd: sm.getCwd() };
+		let parentId = null;
+		const lines = [header];
+		for (const entry of sm.getBranch()) {
+			lines.push({ ...entry, parentId });
+			parentId = entry.id;
+		}
+		fs.mkdirSync(path.dirname(file), { recursive: true });
+		fs.writeFileSync(file, `${lines.map((e) => JSON.stringify(e)).join("\n")}\n`);
+		return file;
+	}
+	/**
+	 * pi's move to another point of the session tree: a user (or custom)
+	 * message's parent, its text handed back as `editorText`; any other entry
+	 * itself. The agent continues from there. Branch summaries are not made here.
+	 */
+	async navigateTree(targetId, options = {}) {
+		if (this.isStreaming) throw new Error("Wait for the current response to finish before navigating the session tree.");
+		const sm = this.sessionManager;
+		if (targetId === sm.getLeafId()) return { cancelled: false };
+		if (options.summarize) throw new Error(`AgentSession.navigateTree({summarize}) ${NOT_HERE}`);
+		const target = sm.getEntry(targetId);
+		if (!target) throw new Error(`Entry ${targetId} not found`);
+		let leaf = targetId;
+		let editorText;
+		if ((target.type === "message" && target.message?.role === "user") || target.type === "custom_message") {
+			leaf = target.parentId;
+			editorText = transcript.contentText(target.type === "message" ? target.message.content : target.content, "");
+		}
+		if (leaf === null || leaf === undefined) sm.resetLeaf();
+		else sm.branch(leaf);
+		if (options.label) sm.appendLabelChange(targetId, options.label);
+		this.agent.state.messages = sm.buildSessionContext().messages;
+		return { editorText, cancelled: false, summaryEntry: undefined };
+	}
+	/** Nothing to bind: an SDK session in pi-rpc runs no extensions (compat/DEVIATIONS.md). */
+	async bindExtensions() {}
 	getLastAssistantText() {
 		const last = [...this.messages].reverse().find((m) => m.role === "assistant" && m.stopReason !== "aborted");
 		return last ? transcript.contentText(last.content, "") || undefined : undefined;
 	}
 }
 
-for (const name of ["compact", "navigateTree", "reload", "executeBash", "exportToHtml", "exportToJsonl", "cycleModel", "bindExtensions"]) {
+for (const name of ["compact", "executeBash", "exportToHtml", "cycleModel"]) {
 	AgentSession.prototype[name] = () => {
 		throw new Error(`AgentSession.${name}() ${NOT_HERE}`);
 	};
