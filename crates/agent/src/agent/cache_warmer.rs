@@ -41,7 +41,7 @@ impl std::fmt::Debug for WarmableRequest {
 pub(crate) enum WarmMsg {
     /// A run sends a session request: warm it (`None`: it cannot be warmed,
     /// its model declares no cache lifetime) instead of the last one.
-    Requested(Option<WarmableRequest>),
+    Requested(Option<Box<WarmableRequest>>),
     /// The timer of warming run `id` fired.
     Due { id: u64 },
     /// The extensions' handlers left `action` for pi's `decision`.
@@ -54,7 +54,7 @@ pub(crate) enum WarmMsg {
 struct WarmRun {
     /// Tells this run's timers and refreshes from a later run's.
     id: u64,
-    warmable: WarmableRequest,
+    warmable: Box<WarmableRequest>,
     /// The conversation when the request was made.
     mark: ConversationMark,
     ttl: Duration,
@@ -101,7 +101,7 @@ impl CacheWarmer {
     /// refresh is due, or none when it cannot be warmed.
     pub(crate) fn start(
         &mut self,
-        warmable: Option<WarmableRequest>,
+        warmable: Option<Box<WarmableRequest>>,
         mark: ConversationMark,
         mode: CacheWarmingMode,
         now: Instant,

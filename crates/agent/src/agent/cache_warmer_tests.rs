@@ -15,7 +15,7 @@ fn model(prompt_cache: Value) -> Model {
     m
 }
 
-fn warmable(model: Model) -> Option<WarmableRequest> {
+fn warmable(model: Model) -> Option<Box<WarmableRequest>> {
     let request = ProviderRequest {
         model,
         system_prompt: String::new(),
@@ -30,7 +30,7 @@ fn warmable(model: Model) -> Option<WarmableRequest> {
         env: Default::default(),
         api_options: Default::default(),
     };
-    Some(WarmableRequest { provider: Arc::new(FauxProvider::new()), request })
+    Some(Box::new(WarmableRequest { provider: Arc::new(FauxProvider::new()), request }))
 }
 
 fn mark() -> ConversationMark {

@@ -379,7 +379,7 @@ async fn low_level_run(
             // The session's prompt cache entry is now this request's: keep it warm.
             let warmable =
                 crate::provider::cache_warming::prompt_cache_ttl(&s.model, request.api_options.cache_retention)
-                    .map(|_| WarmableRequest { provider: s.provider.clone(), request: request.clone() });
+                    .map(|_| Box::new(WarmableRequest { provider: s.provider.clone(), request: request.clone() }));
             s.emitter.send(Internal::CacheWarming(Box::new(WarmMsg::Requested(warmable)))).await;
             // Extensions listening to pi's provider events watch the request.
             let observer = s.extensions.request_observer(&s.model);
