@@ -59,11 +59,18 @@ pub(crate) fn spawn_reference(sb: &Sandbox, node: &Path, cli: &Path) -> Pi {
 
 /// pi 1.6.0 in `sb`, offline (`--offline`, `PI_OFFLINE`) or not.
 pub(crate) fn spawn_reference_with(sb: &Sandbox, node: &Path, cli: &Path, offline: bool) -> Pi {
-    let mut cmd = tokio::process::Command::new(node);
-    cmd.arg(cli).args(["--mode", "rpc", "--no-session"]).current_dir(sb.cwd.path()).env_clear();
+    let mut cmd = reference_command(sb, node, cli);
+    cmd.arg("--no-session");
     if offline {
         cmd.arg("--offline").env("PI_OFFLINE", "1");
     }
+    Pi::start_unchecked(cmd)
+}
+
+/// `pi --mode rpc` of pi 1.6.0 in `sb` (its session saved), stdio piped.
+pub(crate) fn reference_command(sb: &Sandbox, node: &Path, cli: &Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(node);
+    cmd.arg(cli).args(["--mode", "rpc"]).current_dir(sb.cwd.path()).env_clear();
     let node_dir = node.parent().map(Path::to_path_buf).unwrap_or_default();
     cmd.env("PATH", format!("{}:{}", node_dir.display(), std::env::var("PATH").unwrap_or_default()));
     for keep in ["LANG", "TMPDIR"] {
@@ -74,7 +81,7 @@ pub(crate) fn spawn_reference_with(sb: &Sandbox, node: &Path, cli: &Path, offlin
     cmd.env("HOME", sb.home.path()).env("PI_CODING_AGENT_DIR", sb.agent_dir.path());
     cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
     cmd.kill_on_drop(true);
-    Pi::start_unchecked(cmd)
+    cmd
 }
 
 /// What one program's run of [`WATCHER`] showed: the `/seen` note, the request the server got.

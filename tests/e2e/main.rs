@@ -10,6 +10,7 @@ mod acp_sessions;
 mod anthropic_federation;
 mod aws_credentials;
 mod big_replies;
+mod cache_warming;
 mod cli_options;
 mod client_tools;
 mod clients;

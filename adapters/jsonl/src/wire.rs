@@ -321,9 +321,10 @@ pi_core::native_wire! {
             /// The new name.
             name: String,
         },
-        /// An entry was appended to the session outside the message flow: the
-        /// `context_edit` (`replacement: null`) that leaves a retried or
-        /// recovered attempt out of the model's context, as pi 1.6.0 announces it.
+        /// An entry was appended to the session outside the message flow, as
+        /// pi 1.6.0 announces it: the `context_edit` (`replacement: null`)
+        /// that leaves a retried or recovered attempt out of the model's
+        /// context, or the `usage` entry (`kind: "cache_warm"`) of a prompt-cache refresh.
         EntryAppended {
             /// The entry, as written to the session file.
             #[schemars(with = "pi_core::session::entry::SessionEntry")]

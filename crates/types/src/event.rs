@@ -417,7 +417,8 @@ events! {
         },
         /// An entry was appended to the session outside the message flow (the
         /// `context_edit` that hides a retried or recovered attempt from the
-        /// model), as written to the session file.
+        /// model, the `usage` entry of a prompt-cache refresh), as written to
+        /// the session file.
         EntryAppended {
             entry: Box<Value>,
         },

@@ -79,7 +79,12 @@ impl Model {
         let input = per(usage.input, self.cost.input);
         let output = per(usage.output, self.cost.output);
         let cache_read = per(usage.cache_read, self.cost.cache_read);
-        let cache_write = per(usage.cache_write, self.cost.cache_write);
+        // pi-ai's arithmetic: 1-hour cache writes (`cacheWrite1h`, Anthropic)
+        // are billed at twice the input price, the others at the write price.
+        let long_write = usage.extra.get("cacheWrite1h").and_then(Value::as_u64).unwrap_or(0).min(usage.cache_write);
+        let short_write = usage.cache_write - long_write;
+        let cache_write =
+            (self.cost.cache_write * short_write as f64 + self.cost.input * 2.0 * long_write as f64) / 1_000_000.0;
         Cost {
             input,
             output,
@@ -319,5 +324,12 @@ mod tests {
         assert!((c.input - 0.0003).abs() < 1e-12);
         assert!((c.output - 0.00075).abs() < 1e-12);
         assert!((c.total - 0.00105).abs() < 1e-12);
+        // Cache writes as pi-ai prices them: 1-hour writes at twice the input price.
+        let mut usage = Usage { cache_write: 400_000, ..Usage::default() };
+        let mut priced = m.clone();
+        priced.cost.cache_write = 3.75;
+        assert_eq!(priced.cost_of(&usage).cache_write, 1.5);
+        usage.extra.insert("cacheWrite1h".into(), 100_000.into());
+        assert_eq!(priced.cost_of(&usage).cache_write, (3.75 * 300_000.0 + priced.cost.input * 2.0 * 100_000.0) / 1e6);
     }
 }

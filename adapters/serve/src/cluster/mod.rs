@@ -26,6 +26,7 @@ pub mod claims;
 mod compact_id;
 pub mod events;
 pub mod fence;
+mod first_connection;
 pub mod keeper;
 pub mod lease;
 mod lease_state;
@@ -132,10 +133,13 @@ pub(crate) async fn connect_client(
     read_buffer: u16,
 ) -> Result<async_nats::Client, String> {
     let label = if role.is_empty() { String::new() } else { format!(" ({role})") };
+    let first = first_connection::FirstConnection::new();
+    let observer = first.clone();
     let mut connect = async_nats::ConnectOptions::new()
         .name(format!("pi serve {}{label}", options.worker))
         .event_callback(move |event| {
             let label = label.clone();
+            observer.observe(&event);
             async move { tracing::info!("cluster bus{label}: {event}") }
         })
         .read_buffer_capacity(read_buffer)
@@ -149,10 +153,21 @@ pub(crate) async fn connect_client(
     }
     let urls = options.urls.join(",");
     // Each URL a server of its own (the client's `&str` form takes one URL, not a list).
-    tokio::time::timeout(Duration::from_secs(30), connect.connect(options.urls.as_slice()))
-        .await
-        .map_err(|_| format!("--cluster {urls}: no NATS server answered within 30 s"))?
-        .map_err(|e| format!("--cluster {urls}: {e}"))
+    let client = connect.connect(options.urls.as_slice()).await.map_err(|e| format!("--cluster {urls}: {e}"))?;
+    // The client retries in the background; at start, credentials the
+    // server refuses stop the worker rather than being retried forever.
+    match first.outcome(Duration::from_secs(30)).await {
+        Some(Ok(())) => Ok(client),
+        Some(Err(refusal)) => Err(match &options.credentials {
+            Some(path) => {
+                format!("--cluster {urls}: the NATS server refused --cluster-credentials {}: {refusal}", path.display())
+            }
+            None => format!(
+                "--cluster {urls}: the NATS server refused the connection ({refusal}); does it need --cluster-credentials?"
+            ),
+        }),
+        None => Err(format!("--cluster {urls}: no NATS server answered within 30 s")),
+    }
 }
 
 /// Create the lease bucket: the stream a KV bucket is made of, created

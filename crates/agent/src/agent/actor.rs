@@ -11,6 +11,7 @@
 //! the background tasks' messages in, state kept in step with a run's events.
 
 mod bash_ops;
+mod cache_warming;
 mod client_ops;
 mod compacting;
 mod compaction_hooks;
@@ -87,6 +88,8 @@ pub(crate) struct Agent {
 
     /// The output stream and the background tasks' way back.
     channels: Channels,
+    /// Keeps the last request's prompt cache warm.
+    warmer: super::cache_warmer::CacheWarmer,
 }
 
 impl Agent {
@@ -125,6 +128,7 @@ impl Agent {
             mcp,
             client: super::client_state::ClientState::new(&config.client),
             channels,
+            warmer: Default::default(),
         });
         let startup = StartupChoice {
             provider: config.provider,
@@ -273,6 +277,7 @@ impl Agent {
             }
             Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
             Internal::Login(msg) => self.handle_login_msg(*msg).await,
+            Internal::CacheWarming(msg) => self.handle_warm_msg(*msg).await,
             Internal::BashFinished { tag, outcome } => {
                 self.activity.end_bash();
                 match *outcome {
@@ -322,6 +327,7 @@ impl Agent {
         if settled {
             // Like pi, held custom messages go in before `agent_settled`.
             self.flush_held_custom().await;
+            self.warm_after_settle();
         }
         self.observe(&event);
         self.emit(event).await;

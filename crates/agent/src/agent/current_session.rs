@@ -19,13 +19,33 @@ pub(super) struct CurrentSession {
     messages: MessageList,
     /// True from a compaction until the next successful reply (usage unknown).
     usage_unknown: bool,
+    /// Bumped each time the conversation is rebuilt or replaced rather than
+    /// added to: a [`ConversationMark`] of before no longer holds.
+    rebuilds: u64,
+}
+
+#[cfg(test)]
+impl ConversationMark {
+    /// A mark of a conversation of `len` messages after `rebuilds` rebuilds.
+    pub(super) fn new_for_tests(rebuilds: u64, len: usize) -> Self {
+        ConversationMark { rebuilds, len }
+    }
+}
+
+/// The conversation at one moment (a model request's): later, the
+/// conversation still starts with those messages when nothing rebuilt it
+/// and it did not shrink ([`CurrentSession::extends`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ConversationMark {
+    rebuilds: u64,
+    len: usize,
 }
 
 impl CurrentSession {
     /// Work in `record`, with the conversation it holds.
     pub(super) fn new(record: Session) -> Self {
         let messages = record.context_messages();
-        CurrentSession { record, messages, usage_unknown: false }
+        CurrentSession { record, messages, usage_unknown: false, rebuilds: 0 }
     }
 
     /// The session's entries, header and file.
@@ -88,7 +108,7 @@ impl CurrentSession {
             }
         }
         if !ids.is_empty() {
-            self.messages = self.record.context_messages();
+            self.rebuild_from_record();
         }
         (ids, failure)
     }
@@ -160,7 +180,7 @@ impl CurrentSession {
             other => return Err(format!("sessionManager: appending a {other} entry is not supported by pi-rpc")),
         }
         .map_err(|e| e.to_string())?;
-        self.messages = self.record.context_messages();
+        self.rebuild_from_record();
         Ok(id)
     }
 
@@ -215,6 +235,7 @@ impl CurrentSession {
             usage: out.usage.clone(),
             from_hook: Some(from_hook),
         })?;
+        self.rebuilds += 1;
         self.messages = self.record.context().messages.into();
         self.usage_unknown = true;
         Ok(id)
@@ -240,17 +261,73 @@ impl CurrentSession {
                 None
             }
         };
+        self.rebuilds += 1;
         self.messages = self.record.context_messages();
         Ok(id)
     }
 
     /// The conversation as the model sees it.
+    /// The conversation read back from the record after entries were
+    /// appended to it; a rebuild only when it no longer starts as it did.
+    fn rebuild_from_record(&mut self) {
+        let rebuilt = self.record.context_messages();
+        let kept = rebuilt.len() >= self.messages.len() && rebuilt[..self.messages.len()] == self.messages[..];
+        if !kept {
+            self.rebuilds += 1;
+        }
+        self.messages = rebuilt;
+    }
+
+    /// The conversation as it stands, to check later with [`CurrentSession::extends`].
+    pub(super) fn mark(&self) -> ConversationMark {
+        ConversationMark { rebuilds: self.rebuilds, len: self.messages.len() }
+    }
+
+    /// Whether the conversation still starts with the messages it had at `mark`.
+    pub(super) fn extends(&self, mark: &ConversationMark) -> bool {
+        self.rebuilds == mark.rebuilds && self.messages.len() >= mark.len
+    }
+
+    /// The prompt size of the branch's last model reply (input, cache read
+    /// and cache write tokens, as the provider reported them); 0 without one.
+    pub(super) fn last_prompt_tokens(&self) -> u64 {
+        let branch = self.record.branch();
+        let last = branch.iter().rev().find_map(|e| match e.message() {
+            Some(AgentMessage::Assistant(a)) => Some(a.usage.input + a.usage.cache_read + a.usage.cache_write),
+            _ => None,
+        });
+        last.unwrap_or(0)
+    }
+
+    /// Append a `usage` entry (model-attributed usage outside the
+    /// conversation: a cache refresh's), as pi 1.6.0 writes it: the entry.
+    pub(super) fn append_usage(
+        &mut self,
+        kind: &str,
+        provider: &str,
+        model: &str,
+        usage: &crate::message::Usage,
+        note: Option<&str>,
+    ) -> Result<Value, SessionError> {
+        let mut fields = serde_json::Map::new();
+        fields.insert("kind".into(), Value::String(kind.to_string()));
+        fields.insert("provider".into(), Value::String(provider.to_string()));
+        fields.insert("model".into(), Value::String(model.to_string()));
+        fields.insert("usage".into(), serde_json::to_value(usage).unwrap_or(Value::Null));
+        if let Some(note) = note {
+            fields.insert("note".into(), Value::String(note.to_string()));
+        }
+        let entry = self.record.append_raw("usage", fields)?;
+        Ok(serde_json::to_value(entry).unwrap_or(Value::Null))
+    }
+
     pub(super) fn messages(&self) -> &MessageList {
         &self.messages
     }
 
     /// Switch to `record` (its conversation); the session left is returned.
     pub(super) fn replace(&mut self, record: Session) -> Session {
+        self.rebuilds += 1;
         self.messages = record.context_messages();
         self.usage_unknown = false;
         std::mem::replace(&mut self.record, record)

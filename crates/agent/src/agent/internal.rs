@@ -66,6 +66,8 @@ pub enum Internal {
     Flush { reply: oneshot::Sender<()> },
     /// A login started by `Op::Login` has news (see `login_ops`).
     Login(Box<LoginMsg>),
+    /// Prompt-cache warming has news (see `cache_warmer`).
+    CacheWarming(Box<super::cache_warmer::WarmMsg>),
 }
 
 /// News of a login, from its task to the actor.

@@ -18,6 +18,7 @@ use crate::provider::ProviderRegistry;
 use crate::tools::ToolRegistry;
 
 mod actor;
+mod cache_warmer;
 mod channels;
 mod client_state;
 mod compaction_msg;

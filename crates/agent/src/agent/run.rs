@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use super::cache_warmer::{WarmMsg, WarmableRequest};
 use super::compaction_msg::{CheckOutcome, CheckPoint, CompactionJob, CompactionMsg};
 use super::internal::{Delivered, Emitter, Internal, QueueKind};
 use super::tool_exec::execute_tool_calls;
@@ -375,6 +376,11 @@ async fn low_level_run(
                 env: Default::default(),
                 api_options: ApiOptions { thinking_budgets: s.thinking_budgets, ..Default::default() },
             };
+            // The session's prompt cache entry is now this request's: keep it warm.
+            let warmable =
+                crate::provider::cache_warming::prompt_cache_ttl(&s.model, request.api_options.cache_retention)
+                    .map(|_| Box::new(WarmableRequest { provider: s.provider.clone(), request: request.clone() }));
+            s.emitter.send(Internal::CacheWarming(Box::new(WarmMsg::Requested(warmable)))).await;
             // Extensions listening to pi's provider events watch the request.
             let observer = s.extensions.request_observer(&s.model);
             let outcome = crate::provider::observe::observed(

@@ -155,6 +155,9 @@ struct ModelFile {
     sampling_params_by_thinking_level: Option<Map<String, Value>>,
     headers: Option<Map<String, Value>>,
     compat: Option<Map<String, Value>>,
+    /// `promptCache`: the cache lifetimes (seconds) of the `short` and `long`
+    /// tiers, which cache warming reads; kept among the model's other members.
+    prompt_cache: Option<Map<String, Value>>,
 }
 
 /// `models.json` (none when missing or empty).
@@ -471,7 +474,7 @@ impl ModelRegistry {
                 headers: mf.headers,
                 thinking_level_map: mf.thinking_level_map,
                 compat,
-                extra: Default::default(),
+                extra: mf.prompt_cache.map(|c| ("promptCache".to_string(), Value::Object(c))).into_iter().collect(),
             };
             match self.models.iter_mut().find(|m| m.provider == model.provider && m.id == model.id) {
                 Some(existing) => *existing = Slot::Own(Box::new(model)),

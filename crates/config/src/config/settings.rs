@@ -122,6 +122,30 @@ pub struct Settings {
     /// `thinkingBudgets`: the main session's thinking token budget per level
     /// (pi hands them to every model request of the agent).
     pub thinking_budgets: ThinkingBudgets,
+    /// `cacheWarming` of the global settings (pi reads it there only).
+    pub cache_warming: CacheWarmingMode,
+}
+
+/// `cacheWarming`: keep prompt caches warm never (`off`), during runs
+/// (`streaming`), or during runs and up to 30 minutes between them (`idle`,
+/// the default). Another value is the default, as in pi.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CacheWarmingMode {
+    Off,
+    Streaming,
+    #[default]
+    Idle,
+}
+
+impl CacheWarmingMode {
+    /// A settings value: pi's default for anything it does not name.
+    pub fn from_value(value: Option<&Value>) -> CacheWarmingMode {
+        match value.and_then(Value::as_str) {
+            Some("off") => CacheWarmingMode::Off,
+            Some("streaming") => CacheWarmingMode::Streaming,
+            _ => CacheWarmingMode::Idle,
+        }
+    }
 }
 
 /// `toolApproval` in settings: `enabled` (seed dialects; ACP asks by
@@ -176,6 +200,7 @@ impl Default for Settings {
             tool_approval: ApprovalSettings::default(),
             transport: None,
             thinking_budgets: ThinkingBudgets::default(),
+            cache_warming: CacheWarmingMode::default(),
         }
     }
 }
@@ -208,6 +233,7 @@ struct SettingsFile {
     transport: Option<Value>,
     websockets: Option<Value>,
     thinking_budgets: Option<Value>,
+    cache_warming: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -279,6 +305,7 @@ impl Settings {
             if let Some(mut file) = read_settings_file(&path)? {
                 if global {
                     settings.http_proxy = file.http_proxy.take();
+                    settings.cache_warming = CacheWarmingMode::from_value(file.cache_warming.as_ref());
                 }
                 settings.apply(file, &path)?;
             }
@@ -526,6 +553,20 @@ mod tests {
         assert_eq!(s.compaction.tokens_for("any/model"), (16384, 20000));
         // Deeply merged, as pi merges the files.
         assert_eq!(s.thinking_budgets, ThinkingBudgets { low: Some(100), high: Some(500), ..Default::default() });
+    }
+
+    #[test]
+    fn cache_warming_is_read_from_the_user_settings_only() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        assert_eq!(Settings::load(agent.path(), cwd.path()).unwrap().cache_warming, CacheWarmingMode::Idle);
+        std::fs::create_dir_all(cwd.path().join(".pi")).unwrap();
+        std::fs::write(cwd.path().join(".pi/settings.json"), r#"{"cacheWarming":"off"}"#).unwrap();
+        assert_eq!(Settings::load(agent.path(), cwd.path()).unwrap().cache_warming, CacheWarmingMode::Idle);
+        std::fs::write(agent.path().join("settings.json"), r#"{"cacheWarming":"streaming"}"#).unwrap();
+        assert_eq!(Settings::load(agent.path(), cwd.path()).unwrap().cache_warming, CacheWarmingMode::Streaming);
+        std::fs::write(agent.path().join("settings.json"), r#"{"cacheWarming":"sometimes"}"#).unwrap();
+        assert_eq!(Settings::load(agent.path(), cwd.path()).unwrap().cache_warming, CacheWarmingMode::Idle);
     }
 
     #[test]

@@ -26,6 +26,7 @@ use crate::tools::ToolCallGate;
 
 pub mod boundary;
 mod builtin_tools;
+mod cache_warming;
 pub mod discovery;
 pub mod hooks;
 pub mod host;

@@ -22,6 +22,7 @@ pub mod anthropic_federation;
 pub mod anthropic_request;
 pub mod api_options;
 pub mod bedrock;
+pub mod cache_warming;
 pub mod cancel_watch;
 pub mod classify;
 pub mod cloudflare;

@@ -109,6 +109,8 @@ impl Agent {
         let previous = self.session.record().file_path().map(|p| p.display().to_string());
         self.workspace.release_temp_files(self.session.record().file_path());
         self.session.replace(session);
+        // The old session's cache warming ends with it (pi disposes its warmer).
+        self.warmer.cancel();
         // pi 1.6.0 chooses model and thinking level afresh for each session
         // (a new one starts at the defaults, not at the previous level).
         let (model, thinking) = if self.session.messages().is_empty() {

@@ -303,6 +303,7 @@ impl Agent {
             crate::session::Session::in_memory(cwd)
         };
         self.session.replace(fresh);
+        self.warmer.cancel();
         let _ = self.start_session_entries(None);
     }
 }

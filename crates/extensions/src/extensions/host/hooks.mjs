@@ -4,7 +4,8 @@
 // mutate `event.input`; session hooks may cancel; `input` handlers
 // transform (chained) or handle; `before_agent_start` handlers add messages
 // and change the system prompt's options (chained); `context` and `tool_result` handlers chain
-// their replacements. The answer is the protocol's hook result.
+// their replacements; the last `cache_warming_decision` handler that
+// returns an action decides. The answer is the protocol's hook result.
 
 import { runBoundary, turnEndEvent } from "./boundary.mjs";
 import { normalizeOptions, renderPrompt } from "./prompt-options.mjs";
@@ -274,6 +275,23 @@ export async function runHook(instance, method, params, ctx, reportError) {
 				}
 			}
 			return changed ? { payload: event.payload } : null;
+		}
+		case "cache_warming_decision": {
+			// Every handler sees pi's own decision; the last one that returns an action wins.
+			let decided = false;
+			let action;
+			for (const handler of handlers) {
+				try {
+					const result = await handler(event, ctx);
+					if (result?.action !== undefined) {
+						action = result.action;
+						decided = true;
+					}
+				} catch (error) {
+					reportError(method, error);
+				}
+			}
+			return decided ? { action } : null;
 		}
 		case "resources_discover": {
 			// Every handler's paths, in order; a failing handler is reported and the next still runs.
