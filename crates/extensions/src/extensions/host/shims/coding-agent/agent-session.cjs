@@ -7,7 +7,10 @@
 // factories (pi-rpc's tools, run with the session's cwd), a session tree
 // (`SessionManager.inMemory()`, or the caller's), and the system prompt
 // pi-rpc renders from the running session's resources (context files,
-// skills, custom and appended prompts) with the sub-session's own tools.
+// skills, custom and appended prompts), or a given `resourceLoader`'s, with
+// the sub-session's own tools. A given `settingsManager` (settings.cjs) picks
+// the model, thinking level, default tools and queue modes as pi's does; a
+// given `modelRuntime` (models.cjs) serves the model lookups and calls.
 // The run is pi's: the prompt's system sections and user message, the
 // loop's events to `subscribe` listeners (`agent_end` with `willRetry`,
 // then `agent_settled`), each finished message appended to the session,
