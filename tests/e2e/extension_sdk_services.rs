@@ -4,7 +4,7 @@
 //! catalog and credentials), `DefaultResourceLoader` (skills, prompt
 //! templates, themes, context files, SYSTEM.md / APPEND_SYSTEM.md found as pi
 //! finds them), `createAgentSession` given those, and `AgentSessionRuntime`
-//! (`newSession`, `switchSession`, `importFromJsonl`), and the SDK session's
+//! (`newSession`, `switchSession`, `importFromJsonl`, `fork`), and the SDK session's
 //! `navigateTree`, `exportToJsonl`, `reload`, `bindExtensions`. Each part is an
 //! extension command that notifies a JSON summary; pi-rpc's is compared with
 //! pi 1.6.0's, paths of the sandbox normalised.
@@ -185,6 +185,48 @@ export default function (pi: ExtensionAPI) {
         same, moved, after, missing, prompt: session.systemPrompt.length > 0,
       }), "info");
       session.dispose();
+    },
+  });
+
+  pi.registerCommand("fork", {
+    handler: async (_args, ctx) => {
+      const factory = async ({ cwd, agentDir, sessionManager }: any) => {
+        const services = await createAgentSessionServices({ cwd, agentDir, resourceLoaderOptions: { noExtensions: true } });
+        return { ...(await createAgentSessionFromServices({ services, sessionManager, model: ctx.model })), services, diagnostics: [] };
+      };
+      const shape = (rt: any) => {
+        const sm = rt.session.sessionManager;
+        const ids = new Map<string, string>();
+        const ref = (id: any) => (typeof id === "string" ? (ids.has(id) ? ids.get(id) : (ids.set(id, `e${ids.size}`), `e${ids.size - 1}`)) : id);
+        return {
+          entries: sm.getEntries().map((e: any) => [e.type, e.message?.role ?? e.label ?? null, ref(e.id), ref(e.parentId), e.targetId ? ref(e.targetId) : null]),
+          leaf: ref(sm.getLeafId()),
+          roles: rt.session.messages.map((m: any) => m.role),
+          parent: sm.getHeader().parentSession ?? null,
+          persisted: sm.isPersisted(),
+          onDisk: sm.getSessionFile() ? fs.existsSync(sm.getSessionFile()) : null,
+        };
+      };
+      const out: any = {};
+      for (const persisted of [true, false]) {
+        const sessionManager = persisted ? SessionManager.create(ctx.cwd) : SessionManager.inMemory(ctx.cwd);
+        const runtime = await createAgentSessionRuntime(factory, { cwd: ctx.cwd, agentDir: getAgentDir(), sessionManager });
+        await runtime.session.prompt("hello");
+        const first = runtime.session.sessionFile ?? null;
+        const entries = runtime.session.sessionManager.getEntries();
+        const user = entries.find((e: any) => e.type === "message" && e.message.role === "user");
+        const answer = entries.find((e: any) => e.type === "message" && e.message.role === "assistant");
+        runtime.session.sessionManager.appendLabelChange(user.id, "greeting");
+        const at = await runtime.fork(answer.id, { position: "at" });
+        const afterAt = { ...shape(runtime), parent: shape(runtime).parent === first && first !== null };
+        const before = await runtime.fork(runtime.session.sessionManager.getEntries().find((e: any) => e.type === "message" && e.message.role === "user").id);
+        const afterBefore = shape(runtime);
+        let bad = null;
+        try { await runtime.fork(answer.id); } catch (e: any) { bad = e.message; }
+        out[persisted ? "file" : "memory"] = { at, afterAt, before, afterBefore: { ...afterBefore, parent: afterBefore.parent !== null }, bad };
+        await runtime.dispose();
+      }
+      ctx.ui.notify(JSON.stringify(out), "info");
     },
   });
 
@@ -382,5 +424,14 @@ async fn sdk_session_members_work_as_in_pi() {
     // Back at the system message, the label on top.
     assert_eq!(ours["after"]["branch"], json!(["model_change", "thinking_level_change", "message", "label"]), "{ours}");
     assert_eq!(ours["exported"][2], true, "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn a_session_runtime_forks_as_pi_does() {
+    let Some((ours, theirs)) = both("fork").await else { return };
+    assert_eq!(ours["file"]["before"]["selectedText"], "hello", "{ours}");
+    assert_eq!(ours["file"]["afterAt"]["roles"], json!(["system", "user", "assistant"]), "{ours}");
+    assert_eq!(ours["file"]["bad"], "Invalid entry ID for forking", "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

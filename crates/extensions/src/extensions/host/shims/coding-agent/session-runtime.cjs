@@ -5,14 +5,16 @@
 // session file in the same directory, or a new in-memory session),
 // `switchSession` (a session file opened), `importFromJsonl` (a file copied
 // into the session directory, then opened), each time asking the caller's
-// factory for the new session and rebinding. The sub-session runs no
-// extensions, so no `session_before_*` / `session_shutdown` events are sent;
-// `fork` is not available (compat/DEVIATIONS.md).
+// factory for the new session and rebinding; `fork` (a branch of the
+// session as a session of its own). The sub-session runs no extensions, so no
+// `session_before_*` / `session_shutdown` events are sent (compat/DEVIATIONS.md).
 
 "use strict";
 
+const { randomUUID } = require("node:crypto");
 const fs = require("node:fs");
 const path = require("node:path");
+const transcript = require("../ai/transcript.cjs");
 const { getAgentDir } = require("./runtime.cjs");
 const { SessionManager } = require("./session.cjs");
 const { FileSessionManager } = require("./session-file.cjs");
@@ -160,8 +162,49 @@ class AgentSessionRuntime {
 		return { cancelled: false };
 	}
 
-	async fork() {
-		throw new Error("AgentSessionRuntime.fork() is not available in pi-rpc's extension host (compat/DEVIATIONS.md); use SessionManager.forkFrom() and switchSession()");
+	/**
+	 * pi's fork: a new session holding the branch up to `entryId` ("at"), or
+	 * up to the user message `entryId` leaves out ("before", its text handed
+	 * back as `selectedText`); a session file of its own when persisted.
+	 */
+	async fork(entryId, options = {}) {
+		const position = options.position ?? "before";
+		const current = this._session.sessionManager;
+		const selected = current.getEntry(entryId);
+		if (!selected) throw new Error("Invalid entry ID for forking");
+		let target = selected.id;
+		let selectedText;
+		if (position !== "at") {
+			if (selected.type !== "message" || selected.message?.role !== "user") throw new Error("Invalid entry ID for forking");
+			target = selected.parentId;
+			selectedText = transcript.contentText(selected.message.content, "");
+		}
+		const previous = this._session.sessionFile;
+		let next;
+		let cwd = this.cwd;
+		if (!current.isPersisted()) {
+			next = new MemorySessionManager(cwd, { parentSession: target ? undefined : previous });
+			if (target) adopt(next, branchedEntries(current, target));
+		} else {
+			if (!previous) throw new Error("Persisted session is missing a session file");
+			const dir = current.getSessionDir();
+			if (!target) {
+				next = new FileSessionManager(cwd, dir, undefined, { parentSession: previous });
+			} else {
+				if (!fs.existsSync(previous)) throw new Error("This session has not been saved yet. Send a message before cloning or forking it.");
+				const source = SessionManager.open(previous, dir);
+				cwd = source.getCwd();
+				next = new FileSessionManager(cwd, dir, undefined, { parentSession: previous });
+				adopt(next, branchedEntries(source, target));
+				const talk = next.entries.some((e) => e.type === "message" && ["user", "assistant"].includes(e.message?.role));
+				if (talk) {
+					fs.writeFileSync(next.getSessionFile(), [next.header, ...next.entries].map((e) => `${JSON.stringify(e)}\n`).join(""));
+					next.flushed = true;
+				}
+			}
+		}
+		await this._replace(next, cwd, "fork", options.withSession);
+		return { cancelled: false, selectedText };
 	}
 
 	async dispose() {
@@ -169,6 +212,54 @@ class AgentSessionRuntime {
 		this._beforeInvalidate?.();
 		this._session.dispose();
 	}
+}
+
+/**
+ * The branch from the root to `leafId` as a session of its own: label
+ * entries left out and the rest re-linked in order, then one label entry for
+ * each labelled entry kept.
+ */
+function branchedEntries(sm, leafId) {
+	const branch = sm.getBranch(leafId);
+	if (branch.length === 0) throw new Error(`Entry ${leafId} not found`);
+	const kept = [];
+	const labelTarget = new Map();
+	let pending = [];
+	let parentId = null;
+	for (const entry of branch) {
+		if (entry.type === "label") {
+			pending.push(entry.id);
+			continue;
+		}
+		for (const id of pending) labelTarget.set(id, entry.id);
+		pending = [];
+		const copy = { ...entry, parentId };
+		if (entry.type === "compaction" && entry.firstKeptEntryId !== entry.id) {
+			copy.firstKeptEntryId = labelTarget.get(entry.firstKeptEntryId) ?? entry.firstKeptEntryId;
+		}
+		kept.push(copy);
+		parentId = entry.id;
+	}
+	const ids = new Set(kept.map((e) => e.id));
+	const labels = [];
+	for (const entry of kept) {
+		const last = sm.getEntries().filter((e) => e.type === "label" && e.targetId === entry.id).at(-1);
+		if (!last?.label) continue;
+		let id;
+		do id = randomUUID().slice(0, 8);
+		while (ids.has(id));
+		ids.add(id);
+		labels.push({ type: "label", id, parentId, timestamp: last.timestamp, targetId: entry.id, label: last.label });
+		parentId = id;
+	}
+	return [...kept, ...labels];
+}
+
+/** `manager` holding `entries`, its leaf the last. */
+function adopt(manager, entries) {
+	manager.entries = entries;
+	manager.byId = new Map(entries.map((e) => [e.id, e]));
+	manager.leafId = entries.at(-1)?.id ?? null;
 }
 
 /** pi's `createAgentSessionRuntime(factory, {cwd, agentDir, sessionManager})`. */
