@@ -1,7 +1,7 @@
 //! pi's SDK session with a session file, side by side with pi 1.6.0: an
 //! extension's `createAgentSession()` without a `sessionManager` writes its
-//! session to a file in pi's layout; `SessionManager.open()` resumes it and
-//! `list()` / `continueRecent()` find it. The file's entries are compared
+//! session to a file in pi's layout; `SessionManager.open()` resumes it,
+//! `list()` / `continueRecent()` find it, `forkFrom()` copies it. The file's entries are compared
 //! (ids, clock readings and the prompt's wording normalised), and each
 //! program opens the other's file: pi 1.6.0 with `switch_session` on
 //! pi-rpc's file, pi-rpc with `switch_session` and `SessionManager.open()`
@@ -65,6 +65,11 @@ export default function (pi: ExtensionAPI) {
       const name = path.basename(file);
       const header = lines(file)[0];
       const listed = (await SessionManager.list(ctx.cwd)).map((s: any) => s.path === file);
+      const recent = SessionManager.continueRecent(ctx.cwd).getSessionFile() === file;
+      // Forked after `continueRecent`: the fork and its source may carry the same mtime.
+      const fork = SessionManager.forkFrom(file, ctx.cwd);
+      const forkFile = fork.getSessionFile()!;
+      const forked = stable(lines(forkFile), ctx.cwd).map((e: any) => (e.type === "session" ? { ...e, parentSession: e.parentSession === file } : e));
       ctx.ui.notify(JSON.stringify({
         file,
         place: path.relative(getAgentDir(), path.dirname(file)) === path.join("sessions", dir),
@@ -72,8 +77,9 @@ export default function (pi: ExtensionAPI) {
         fileBefore,
         resumed,
         listed,
-        recent: SessionManager.continueRecent(ctx.cwd).getSessionFile() === file,
+        recent,
         entries: stable(lines(file), ctx.cwd),
+        fork: { entries: forked, sameDir: path.dirname(forkFile) === path.dirname(file), newFile: forkFile !== file, leaf: fork.getLeafId() === lines(file).at(-1).id },
       }), "info");
     },
   });
@@ -214,6 +220,16 @@ async fn an_sdk_sessions_file_is_pis() {
         "{}",
         ours.note
     );
+    // `forkFrom` copies every entry under a new header naming the source.
+    let fork = &ours.note["fork"];
+    assert_eq!(
+        fork["entries"].as_array().map(|e| e[1..].to_vec()),
+        ours.note["entries"].as_array().map(|e| e[1..].to_vec())
+    );
+    assert_eq!(fork["entries"][0]["parentSession"], true, "{fork}");
+    for key in ["sameDir", "newFile", "leaf"] {
+        assert_eq!(fork[key], true, "{key}: {fork}");
+    }
     // All of it as pi 1.6.0 has it, entry by entry.
     assert_eq!(ours.note, theirs.note, "pi-rpc, then pi 1.6.0");
 

@@ -7,7 +7,9 @@
 //
 //   node tests/extension-host/shims_match_pi.mjs <pi-coding-agent package dir> <extension host dir>
 
+import fs from "node:fs";
 import { createRequire } from "node:module";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -109,6 +111,57 @@ const seen = [];
 for await (const e of eventStream) seen.push(e.type);
 check("AssistantMessageEventStream events", seen, ["start", "done"]);
 check("AssistantMessageEventStream result", typeof (await eventStream.result()).durationMs, "number");
+
+// pi's SettingsManager over the same files: every getter, the files its setters write, in memory, untrusted, a broken file.
+async function settingsRun(SettingsManager) {
+	const root = fs.mkdtempSync(path.join(os.tmpdir(), "settings-"));
+	const [agent, cwd] = [path.join(root, "agent"), path.join(root, "proj")];
+	fs.mkdirSync(path.join(cwd, ".pi"), { recursive: true });
+	fs.mkdirSync(agent, { recursive: true });
+	const userFile = path.join(agent, "settings.json");
+	fs.writeFileSync(userFile, JSON.stringify({ queueMode: "all", websockets: true, defaultTools: ["read", "bash"], compaction: { enabled: false, reserveTokens: 100, modelOverrides: { "p/m": { keepRecentTokens: 9 } } }, retry: { maxDelayMs: 5 }, theme: "a/b", skills: { customDirectories: ["x"] }, httpIdleTimeoutMs: "90", terminal: { images: false, imageWidthCells: 0.5 } }));
+	fs.writeFileSync(path.join(cwd, ".pi", "settings.json"), JSON.stringify({ defaultTools: ["+grep", "-bash"], compaction: { keepRecentTokens: 7 }, followUpMode: "all", cacheWarming: "off" }));
+	const sm = SettingsManager.create(cwd, agent);
+	const out = { getters: {} };
+	for (const name of Object.getOwnPropertyNames(SettingsManager.prototype).filter((n) => /^(get|is)[A-Z]/.test(n) && n !== "getOrCreateDeviceId" && n !== "getCompactionTokenSetting").sort()) {
+		try {
+			out.getters[name] = sm[name]();
+		} catch (error) {
+			out.getters[name] = `error: ${error.message}`;
+		}
+	}
+	out.modelCompaction = sm.getCompactionSettings({ provider: "p", id: "m" });
+	sm.setDefaultThinkingLevel("low");
+	sm.setCompactionEnabled(true);
+	sm.setModelThinkingLevel("p", "m", "high");
+	sm.setProjectSkillPaths(["s"]);
+	sm.setShowImages(false);
+	sm.setDefaultModelAndProvider("prov", "mod");
+	sm.setAutocompleteMaxVisible(50);
+	fs.writeFileSync(userFile, JSON.stringify({ ...JSON.parse(fs.readFileSync(userFile, "utf8")), external: true }));
+	await sm.flush();
+	out.written = { merged: sm.getSettings(), errors: sm.drainErrors(), user: JSON.parse(fs.readFileSync(userFile, "utf8")), project: JSON.parse(fs.readFileSync(path.join(cwd, ".pi", "settings.json"), "utf8")) };
+	const memory = SettingsManager.inMemory({ steeringMode: "all", compaction: { enabled: false } });
+	memory.setTheme("dark");
+	await memory.flush();
+	out.memory = [memory.getSettings(), memory.getGlobalSettings(), memory.getSteeringMode(), memory.getTheme()];
+	const untrusted = SettingsManager.create(cwd, agent, { projectTrusted: false });
+	out.untrusted = [untrusted.getSettings(), untrusted.getProjectSettings()];
+	try {
+		untrusted.setProjectThemePaths(["t"]);
+	} catch (error) {
+		out.untrusted.push(error.message);
+	}
+	fs.writeFileSync(userFile, "{broken");
+	const broken = SettingsManager.create(cwd, agent);
+	broken.setTheme("x");
+	await broken.flush();
+	out.broken = [broken.drainErrors().map((e) => [e.scope, e.path === userFile]), fs.readFileSync(userFile, "utf8"), broken.getTheme()];
+	fs.rmSync(root, { recursive: true, force: true });
+	return out;
+}
+const [settingsOurs, settingsPi] = [await settingsRun(ours.SettingsManager), await settingsRun(pi.SettingsManager)];
+for (const key of Object.keys(settingsPi)) check(`SettingsManager ${key}`, settingsOurs[key], settingsPi[key]);
 
 if (failures > 0) {
 	console.error(`${failures} difference(s)`);

@@ -122,15 +122,14 @@ pub fn custom_prompt(inputs: &PromptInputs<'_>) -> Option<String> {
     inputs
         .replace
         .map(|r| read_text_or_file(r, inputs.cwd))
-        .or_else(|| read_first(&[inputs.cwd.join(".pi/SYSTEM.md"), inputs.agent_dir.join("SYSTEM.md")]))
+        .or_else(|| system_prompt_file(inputs.agent_dir, Some(inputs.cwd)).map(|(_, text)| text))
         .filter(|text| !text.is_empty())
 }
 
 /// What is appended to the prompt (`APPEND_SYSTEM.md`, then each
 /// `--append-system-prompt`), joined by blank lines; empty when nothing.
 pub fn appended_prompt(inputs: &PromptInputs<'_>) -> String {
-    let appended_file =
-        read_first(&[inputs.cwd.join(".pi/APPEND_SYSTEM.md"), inputs.agent_dir.join("APPEND_SYSTEM.md")]);
+    let appended_file = append_system_prompt_file(inputs.agent_dir, Some(inputs.cwd)).map(|(_, text)| text);
     let addendum: Vec<String> = appended_file
         .into_iter()
         .chain(inputs.append.iter().map(|a| read_text_or_file(a, inputs.cwd)))
@@ -293,8 +292,27 @@ fn read_text_or_file(value: &str, cwd: &Path) -> String {
     value.to_string()
 }
 
-fn read_first(paths: &[PathBuf]) -> Option<String> {
-    paths.iter().find_map(|p| std::fs::read_to_string(p).ok())
+fn read_first(paths: &[PathBuf]) -> Option<(PathBuf, String)> {
+    paths.iter().find_map(|p| std::fs::read_to_string(p).ok().map(|text| (p.clone(), text)))
+}
+
+/// The first of `<project>/.pi/<name>` (when a project is given) and `<agent_dir>/<name>` that reads.
+fn prompt_file(name: &str, agent_dir: &Path, project: Option<&Path>) -> Option<(PathBuf, String)> {
+    let candidates: Vec<PathBuf> =
+        project.map(|p| p.join(".pi").join(name)).into_iter().chain([agent_dir.join(name)]).collect();
+    read_first(&candidates)
+}
+
+/// The file that replaces the preamble when no `--system-prompt` is given:
+/// the project's `.pi/SYSTEM.md`, else the agent dir's `SYSTEM.md`.
+pub fn system_prompt_file(agent_dir: &Path, project: Option<&Path>) -> Option<(PathBuf, String)> {
+    prompt_file("SYSTEM.md", agent_dir, project)
+}
+
+/// The file appended to the prompt: the project's `.pi/APPEND_SYSTEM.md`,
+/// else the agent dir's `APPEND_SYSTEM.md`.
+pub fn append_system_prompt_file(agent_dir: &Path, project: Option<&Path>) -> Option<(PathBuf, String)> {
+    prompt_file("APPEND_SYSTEM.md", agent_dir, project)
 }
 
 /// Context files: the agent dir's, then every directory from the filesystem

@@ -4,7 +4,7 @@
 //! pi-rpc's core computes and each rule lives in one place: `convertToLlm`, `serializeConversation`, `estimateTokens`,
 //! `calculateContextTokens`, `shouldCompact`, `currentSystemMessage`, `calculateCost`,
 //! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`, `buildSystemPrompt`,
-//! `buildSystemPromptSections`.
+//! `buildSystemPromptSections`, and `discoverResources` (extension_resources.rs).
 //!
 //! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
 
@@ -155,6 +155,8 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
             let schema = tool.get("parameters").cloned().unwrap_or_else(|| json!({"type": "object"}));
             crate::tools::validate::coerce_and_validate(tool_name, &schema, &arguments)
         }
+        // pi's `DefaultResourceLoader` discovery for a cwd and agent dir.
+        "discoverResources" => crate::agent::extension_resources::discover(args.first().unwrap_or(&Value::Null)),
         other => Err(format!("pi-rpc has no library function {other}")),
     }
 }

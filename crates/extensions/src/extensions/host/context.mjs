@@ -251,6 +251,7 @@ export function createContextFactory(channel, hello, host) {
 			for (const resolve of idleWaiters.splice(0)) resolve();
 		},
 		sessionManager,
+		modelRegistry,
 		event: (signal) => base(signal),
 		/** pi's ExtensionToolContext of the call `toolCallId`: `tools` and `executeTool()` reach pi-rpc. */
 		tool: (signal, toolCallId) => {

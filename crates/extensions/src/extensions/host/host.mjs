@@ -281,6 +281,8 @@ function installServices() {
 	};
 	/** A module of the host's packages by its path (highlight.js's core and grammars), loaded by Node's require. */
 	services.require = createRequire(path.join(modulesDir, "package.json"));
+	/** pi's registry facade over pi-rpc's catalog and credentials (`ctx.modelRegistry`), for pi's SDK classes. */
+	services.modelRegistry = () => contexts.modelRegistry;
 	globalThis[Symbol.for("pi-rpc.extension-host")] = services;
 }
 

@@ -2,9 +2,11 @@
 // gives an extension: every name pi's package exports
 // (tests/extension-host/shims_match_pi.mjs checks the list against pi's).
 // The helpers are pi-rpc's own code, written from pi's documentation and
-// behaviour; the built-in tool factories run pi-rpc's tools; pi's SDK is
-// present but not available (coding-agent/runtime.cjs). Types vanish when
-// TypeScript is loaded.
+// behaviour; the built-in tool factories run pi-rpc's tools; pi's SDK
+// (`createAgentSession`, `SessionManager`, `SettingsManager`, `ModelRuntime`,
+// `ModelRegistry`, `DefaultResourceLoader`, `AgentSessionRuntime`) runs in the host over pi-rpc;
+// what needs a second pi is present and fails clearly (coding-agent/runtime.cjs).
+// Types vanish when TypeScript is loaded.
 
 "use strict";
 
@@ -13,15 +15,27 @@ const tools = require("./coding-agent/tools.cjs");
 const session = require("./coding-agent/session.cjs");
 const runtime = require("./coding-agent/runtime.cjs");
 const { AgentSession, createAgentSession } = require("./coding-agent/agent-session.cjs");
+const { SettingsManager } = require("./coding-agent/settings.cjs");
+const { ModelRuntime, ModelRegistry } = require("./coding-agent/models.cjs");
+const { DefaultResourceLoader, loadProjectContextFiles } = require("./coding-agent/resources.cjs");
+const sessionRuntime = require("./coding-agent/session-runtime.cjs");
+
+const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, ...sessionRuntime };
 
 const { lib: _lib, ...textExports } = text;
-Object.assign(module.exports, textExports, tools, session, runtime, { AgentSession, createAgentSession });
+const { sessionDirFor: _sessionDirFor, ...sessionExports } = session;
+Object.assign(module.exports, textExports, tools, sessionExports, runtime, sdk);
 // Named here too, so that Node's import of this file lists them: a class
 // reached through jiti's default-export fallback is a bound copy without its
 // static members (`SessionManager.inMemory()`, `SessionManager.list()`).
 exports.SessionManager = session.SessionManager;
 exports.AgentSession = AgentSession;
 exports.createAgentSession = createAgentSession;
+exports.SettingsManager = SettingsManager;
+exports.ModelRuntime = ModelRuntime;
+exports.ModelRegistry = ModelRegistry;
+exports.DefaultResourceLoader = DefaultResourceLoader;
+exports.AgentSessionRuntime = sessionRuntime.AgentSessionRuntime;
 
 // The interactive-mode components load pi's TUI library: only when used.
 const UI_NAMES = [

@@ -7,7 +7,10 @@
 // factories (pi-rpc's tools, run with the session's cwd), a session tree
 // (`SessionManager.inMemory()`, or the caller's), and the system prompt
 // pi-rpc renders from the running session's resources (context files,
-// skills, custom and appended prompts) with the sub-session's own tools.
+// skills, custom and appended prompts), or a given `resourceLoader`'s, with
+// the sub-session's own tools. A given `settingsManager` (settings.cjs) picks
+// the model, thinking level, default tools and queue modes as pi's does; a
+// given `modelRuntime` (models.cjs) serves the model lookups and calls.
 // The run is pi's: the prompt's system sections and user message, the
 // loop's events to `subscribe` listeners (`agent_end` with `willRetry`,
 // then `agent_settled`), each finished message appended to the session,
@@ -17,6 +20,7 @@
 
 "use strict";
 
+const fs = require("node:fs");
 const path = require("node:path");
 const { services } = require("../host-services.cjs");
 const calls = require("../ai/calls.cjs");
@@ -25,7 +29,10 @@ const transcript = require("../ai/transcript.cjs");
 const tools = require("./tools.cjs");
 const { lib } = require("./text.cjs");
 const { MemorySessionManager } = require("./session-memory.cjs");
-const { SessionManager } = require("./session.cjs");
+const { SessionManager, sessionDirFor } = require("./session.cjs");
+const { SettingsManager } = require("./settings.cjs");
+
+const DEFAULT_THINKING_LEVEL = "medium";
 
 const DEFAULT_TOOL_NAMES = ["read", "bash", "edit", "write"];
 const BUILTIN_TOOL_NAMES = ["read", "bash", "edit", "write", "grep", "find", "ls"];
@@ -40,8 +47,8 @@ function convertToLlm(messages) {
 }
 
 /** The tool names a `tools` option selects (a list, or `+name`/`-name` changes to the defaults). */
-function selectedToolNames(options) {
-	const defaults = options.noTools ? [] : DEFAULT_TOOL_NAMES;
+function selectedToolNames(options, settingsDefaults) {
+	const defaults = options.noTools ? [] : (settingsDefaults ?? DEFAULT_TOOL_NAMES);
 	const list = options.tools;
 	if (list !== undefined && !Array.isArray(list)) throw new Error("Invalid tools option: tools must be an array of tool names");
 	if (!list) return defaults;
@@ -73,6 +80,7 @@ class AgentSession {
 		this.agent = config.agent;
 		this.sessionManager = config.sessionManager;
 		this.settingsManager = config.settingsManager;
+		this.resourceLoader = config.resourceLoader;
 		this._cwd = config.cwd;
 		this._tools = config.tools; // name -> definition
 		this._promptBase = config.promptBase;
@@ -344,47 +352,180 @@ class AgentSession {
 	setSessionName(name) {
 		this.sessionManager.appendSessionInfo(name);
 	}
+	/** pi's reload: settings and resources read again; the next prompt is built from them. */
+	async reload() {
+		if (this.isStreaming) throw new Error("Wait for the current response to finish before reloading.");
+		if (this.settingsManager) {
+			await this.settingsManager.reload();
+			this.agent.steeringMode = this.settingsManager.getSteeringMode();
+			this.agent.followUpMode = this.settingsManager.getFollowUpMode();
+		}
+		await this.resourceLoader?.reload();
+		this._promptBase = promptBaseOf(this.resourceLoader, services().channel.call("getSystemPromptOptions"));
+	}
+	/** The current branch as a session file of its own (entries re-linked in order); its path. */
+	exportToJsonl(outputPath) {
+		const file = path.resolve(outputPath ?? `session-${new Date().toISOString().replace(/[:.]/g, "-")}.jsonl`);
+		const sm = this.sessionManager;
+		const header = { type: "session", version: 3, id: sm.getSessionId(), timestamp: new Date().toISOString(), cwd: sm.getCwd() };
+		let parentId = null;
+		const lines = [header];
+		for (const entry of sm.getBranch()) {
+			lines.push({ ...entry, parentId });
+			parentId = entry.id;
+		}
+		fs.mkdirSync(path.dirname(file), { recursive: true });
+		fs.writeFileSync(file, `${lines.map((e) => JSON.stringify(e)).join("\n")}\n`);
+		return file;
+	}
+	/**
+	 * pi's move to another point of the session tree: a user (or custom)
+	 * message's parent, its text handed back as `editorText`; any other entry
+	 * itself. The agent continues from there. Branch summaries are not made here.
+	 */
+	async navigateTree(targetId, options = {}) {
+		if (this.isStreaming) throw new Error("Wait for the current response to finish before navigating the session tree.");
+		const sm = this.sessionManager;
+		if (targetId === sm.getLeafId()) return { cancelled: false };
+		if (options.summarize) throw new Error(`AgentSession.navigateTree({summarize}) ${NOT_HERE}`);
+		const target = sm.getEntry(targetId);
+		if (!target) throw new Error(`Entry ${targetId} not found`);
+		let leaf = targetId;
+		let editorText;
+		if ((target.type === "message" && target.message?.role === "user") || target.type === "custom_message") {
+			leaf = target.parentId;
+			editorText = transcript.contentText(target.type === "message" ? target.message.content : target.content, "");
+		}
+		if (leaf === null || leaf === undefined) sm.resetLeaf();
+		else sm.branch(leaf);
+		if (options.label) sm.appendLabelChange(targetId, options.label);
+		this.agent.state.messages = sm.buildSessionContext().messages;
+		return { editorText, cancelled: false, summaryEntry: undefined };
+	}
+	/** Nothing to bind: an SDK session in pi-rpc runs no extensions (compat/DEVIATIONS.md). */
+	async bindExtensions() {}
 	getLastAssistantText() {
 		const last = [...this.messages].reverse().find((m) => m.role === "assistant" && m.stopReason !== "aborted");
 		return last ? transcript.contentText(last.content, "") || undefined : undefined;
 	}
 }
 
-for (const name of ["compact", "navigateTree", "reload", "executeBash", "exportToHtml", "exportToJsonl", "cycleModel", "bindExtensions"]) {
+for (const name of ["compact", "executeBash", "exportToHtml", "cycleModel"]) {
 	AgentSession.prototype[name] = () => {
 		throw new Error(`AgentSession.${name}() ${NOT_HERE}`);
 	};
 }
 
+/** The model a session's branch last used (a `model_change`, else an assistant message's). */
+function branchModel(branch) {
+	for (let i = branch.length - 1; i >= 0; i--) {
+		const e = branch[i];
+		if (e.type === "model_change") return { provider: e.provider, modelId: e.modelId };
+		if (e.type === "message" && e.message?.role === "assistant") return { provider: e.message.provider, modelId: e.message.model };
+	}
+	return undefined;
+}
+
+/** pi's `convertToLlm` of a session whose settings block images: each image becomes a note. */
+function withoutImages(messages) {
+	const NOTE = "Image reading is disabled.";
+	return messages.map((m) => {
+		if ((m.role !== "user" && m.role !== "toolResult") || !Array.isArray(m.content) || !m.content.some((c) => c.type === "image")) return m;
+		const content = m.content
+			.map((c) => (c.type === "image" ? { type: "text", text: NOTE } : c))
+			.filter((c, i, all) => !(c.type === "text" && c.text === NOTE && i > 0 && all[i - 1].type === "text" && all[i - 1].text === NOTE));
+		return { ...m, content };
+	});
+}
+
+/**
+ * pi's `BuildSystemPromptOptions` base of a session: a `resourceLoader`'s
+ * context files, skills and prompts when given, else the running session's.
+ */
+function promptBaseOf(resourceLoader, running) {
+	if (!resourceLoader) return running ?? {};
+	const custom = resourceLoader.getSystemPrompt?.();
+	const appended = resourceLoader.getAppendSystemPrompt?.() ?? [];
+	const base = {
+		...(running ?? {}),
+		contextFiles: resourceLoader.getAgentsFiles?.().agentsFiles ?? [],
+		skills: (resourceLoader.getSkills?.().skills ?? []).map((s) => ({
+			name: s.name,
+			description: s.description,
+			filePath: s.filePath,
+			baseDir: s.baseDir,
+			disableModelInvocation: s.disableModelInvocation === true,
+		})),
+		appendSystemPrompt: appended.filter((a) => typeof a === "string" && a.trim()).join("\n\n"),
+	};
+	delete base.customPrompt;
+	if (custom) base.customPrompt = custom;
+	return base;
+}
+
 /** pi's `createAgentSession(options)`: a session of its own, run in this extension host. */
 async function createAgentSession(options = {}) {
 	const { channel, hello } = services();
-	const sessionManager = options.sessionManager ?? SessionManager.create(options.cwd ?? hello.cwd);
-	const cwd = path.resolve(options.cwd ?? sessionManager.getCwd?.() ?? hello.cwd);
+	const agentDir = options.agentDir ? path.resolve(options.agentDir) : undefined;
+	const cwd = path.resolve(options.cwd ?? options.sessionManager?.getCwd?.() ?? hello.cwd);
+	const settingsManager = options.settingsManager ?? (agentDir ? SettingsManager.create(cwd, agentDir) : undefined);
+	const sessionManager = options.sessionManager ?? SessionManager.create(cwd, agentDir ? sessionDirFor(cwd, agentDir) : undefined);
 	const state = channel.call("getState");
 	const existing = sessionManager.buildSessionContext();
 	const resumed = existing.messages.length > 0;
 	const hasThinkingEntry = sessionManager.getBranch().some((e) => e.type === "thinking_level_change");
-	const model = options.model ?? state.model ?? undefined;
-	let thinkingLevel = options.thinkingLevel ?? (resumed && hasThinkingEntry ? existing.thinkingLevel : state.thinkingLevel);
+	const registry = options.modelRuntime ?? services().modelRegistry();
+	const findModel = (provider, id) => (options.modelRuntime ? registry.getModel(provider, id) : registry.find(provider, id));
+
+	// The model: the option, else the session's own (when resumed), else the settings' default, else the running session's.
+	let model = options.model;
+	let modelFallbackMessage;
+	const previous = resumed ? branchModel(sessionManager.getBranch()) : undefined;
+	if (!model && previous) {
+		model = findModel(previous.provider, previous.modelId);
+		if (!model) modelFallbackMessage = `Could not restore model ${previous.provider}/${previous.modelId}`;
+	}
+	const wanted = settingsManager && [settingsManager.getDefaultProvider(), settingsManager.getDefaultModel()];
+	if (!model && wanted?.[0] && wanted[1]) model = findModel(wanted[0], wanted[1]);
+	model ??= state.model ?? undefined;
+	if (model && modelFallbackMessage) modelFallbackMessage += `. Using ${model.provider}/${model.id}`;
+
+	// The thinking level as pi picks it when settings are given; else the running session's.
+	let thinkingLevel = options.thinkingLevel;
+	if (thinkingLevel === undefined && resumed && hasThinkingEntry) thinkingLevel = existing.thinkingLevel;
+	if (thinkingLevel === undefined && settingsManager) {
+		thinkingLevel = (model && settingsManager.getModelThinkingLevel(model.provider, model.id)) ?? settingsManager.getDefaultThinkingLevel() ?? DEFAULT_THINKING_LEVEL;
+	}
+	thinkingLevel ??= state.thinkingLevel;
 	thinkingLevel = model ? clampThinkingLevel(model, thinkingLevel ?? "off") : "off";
 
 	const definitions = new Map();
 	for (const name of BUILTIN_TOOL_NAMES) definitions.set(name, tools[`create${LABELS[name]}ToolDefinition`](cwd));
 	for (const tool of options.customTools ?? []) definitions.set(tool.name, tool);
 	const excluded = new Set(options.excludeTools ?? []);
-	const names = selectedToolNames(options);
+	const names = selectedToolNames(options, settingsManager?.getDefaultTools());
 	const unknown = names.filter((n) => !definitions.has(n));
 	if (unknown.length > 0) throw new Error(`Invalid tools option: unknown tool ${unknown.map((n) => `"${n}"`).join(", ")}`);
 	const custom = (options.customTools ?? []).map((t) => t.name).filter((n) => !names.includes(n));
 	const active = [...names, ...custom].filter((n) => !excluded.has(n));
 
 	const core = services().agentCore();
+	const stream = options.modelRuntime
+		? (m, context, streamOptions) => options.modelRuntime.streamSimple(m, context, streamOptions)
+		: (m, context, streamOptions) => calls.viaRegistry(m, context, streamOptions, true);
 	const agent = new core.Agent({
 		initialState: { systemPrompt: "", model, thinkingLevel, tools: [], messages: existing.messages },
-		convertToLlm,
-		streamFn: (m, context, streamOptions) => calls.viaRegistry(m, context, streamOptions, true),
+		convertToLlm: (messages) => (settingsManager?.getBlockImages() ? withoutImages(convertToLlm(messages)) : convertToLlm(messages)),
+		streamFn: stream,
 		sessionId: sessionManager.getSessionId(),
+		...(settingsManager
+			? {
+					steeringMode: settingsManager.getSteeringMode(),
+					followUpMode: settingsManager.getFollowUpMode(),
+					transport: settingsManager.getTransport(),
+					thinkingBudgets: settingsManager.getThinkingBudgets(),
+				}
+			: {}),
 	});
 	if (resumed) {
 		if (!hasThinkingEntry) sessionManager.appendThinkingLevelChange(thinkingLevel);
@@ -392,10 +533,11 @@ async function createAgentSession(options = {}) {
 		if (model) sessionManager.appendModelChange(model.provider, model.id);
 		sessionManager.appendThinkingLevelChange(thinkingLevel);
 	}
-	const promptBase = channel.call("getSystemPromptOptions") ?? {};
-	const session = new AgentSession({ agent, sessionManager, settingsManager: options.settingsManager, cwd, tools: definitions, promptBase });
+	const promptBase = promptBaseOf(options.resourceLoader, channel.call("getSystemPromptOptions"));
+	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader: options.resourceLoader, cwd, tools: definitions, promptBase });
 	session.setActiveToolsByName(active);
-	return { session, extensionsResult: { extensions: [], errors: [] }, modelFallbackMessage: model ? undefined : "No models available." };
+	const extensionsResult = options.resourceLoader?.getExtensions?.() ?? { extensions: [], errors: [] };
+	return { session, extensionsResult, modelFallbackMessage: model ? modelFallbackMessage : "No models available." };
 }
 
 module.exports = {

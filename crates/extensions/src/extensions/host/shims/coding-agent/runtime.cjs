@@ -1,12 +1,13 @@
 // pi-rpc extension host: the rest of pi's package for extensions. Small
 // helpers work as in pi (the event bus, source infos, skills, image types,
-// stored credentials, project trust). pi's SDK session (`createAgentSession`,
-// `AgentSession`) is agent-session.cjs; the rest of pi's SDK, which embeds a
-// whole second pi (`main`, `InteractiveMode`, `runRpcMode`, `ModelRegistry`,
-// `SettingsManager`, `DefaultPackageManager`, …), is not part of pi-rpc:
-// those names exist and fail with a clear error
-// when used, naming what an extension can use instead (pi-agent-core's
-// agent loop, or pi as a process; compat/DEVIATIONS.md).
+// stored credentials, project trust). pi's SDK session and its services
+// (`createAgentSession`, `SettingsManager`, `ModelRuntime`,
+// `DefaultResourceLoader`, `AgentSessionRuntime`, …) are their own files;
+// what remains of pi's SDK (its front ends `main`, `InteractiveMode`,
+// `runRpcMode`, a second extension runtime, `DefaultPackageManager`, the
+// compaction functions, …) is not part of pi-rpc: those names exist and fail
+// with a clear error when used, naming what an extension can use instead
+// (pi-agent-core's agent loop, or pi as a process; compat/DEVIATIONS.md).
 
 "use strict";
 
@@ -220,28 +221,19 @@ function sdkOnly(name) {
 
 const sdk = {};
 for (const name of [
-	"AgentSessionRuntime",
 	"ExtensionRunner",
-	"ModelRegistry",
-	"ModelRuntime",
 	"DefaultPackageManager",
-	"DefaultResourceLoader",
-	"SettingsManager",
 	"InteractiveMode",
 	"RpcClient",
 ]) {
 	sdk[name] = sdkOnly(name);
 }
 for (const name of [
-	"createAgentSessionFromServices",
-	"createAgentSessionRuntime",
-	"createAgentSessionServices",
 	"createExtensionRuntime",
 	"discoverAndLoadExtensions",
 	"createCodemodeExtension",
 	"createMcpExtension",
 	"createToolSearchExtension",
-	"loadProjectContextFiles",
 	"resolveCliModel",
 	"resolveModelScopeWithDiagnostics",
 	"main",

@@ -13,9 +13,12 @@ const os = require("node:os");
 const { lib } = require("./text.cjs");
 const projection = require("./projection.cjs");
 const { MemorySessionManager } = require("./session-memory.cjs");
-const { FileSessionManager, mostRecentSession } = require("./session-file.cjs");
+const { FileSessionManager, mostRecentSession, readSessionFile } = require("./session-file.cjs");
+const { uuidv7 } = require("../ai/misc.cjs");
 
 const CURRENT_SESSION_VERSION = 3;
+/** A session id pi accepts as a file name part. */
+const VALID_SESSION_ID = /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/;
 const DEFAULT_COMPACTION_SETTINGS = { enabled: true, reserveTokens: 16384, keepRecentTokens: 20000 };
 
 const convertToLlm = (messages) => lib("convertToLlm", messages ?? []);
@@ -71,9 +74,9 @@ function agentDir() {
 }
 
 /** The sessions directory pi uses for `cwd`. */
-function sessionDirFor(cwd) {
+function sessionDirFor(cwd, root = agentDir()) {
 	const name = `--${path.resolve(cwd).replace(/^[/\\]/, "").replace(/[/\\:]/g, "-")}--`;
-	return path.join(agentDir(), "sessions", name);
+	return path.join(root, "sessions", name);
 }
 
 /** Facts of a session file: its header, name, first message, counts. */
@@ -107,12 +110,6 @@ function listDir(dir) {
 		return [];
 	}
 	return files.map((f) => sessionInfo(path.join(dir, f))).sort((a, b) => b.modified - a.modified);
-}
-
-function runtimeOnly(what) {
-	return () => {
-		throw new Error(`SessionManager.${what}() manages pi's own sessions; in pi-rpc use ctx.sessionManager and the session commands`);
-	};
 }
 
 /** pi's SessionManager: listing sessions, and the SDK's sessions, in memory or in pi's session files. */
@@ -163,7 +160,25 @@ class SessionManager {
 		return new MemorySessionManager(cwd, options, entries);
 	}
 
-	static forkFrom = runtimeOnly("forkFrom");
+	/** A new session of `targetCwd` holding every entry of the session file `sourcePath` (its header names the source). */
+	static forkFrom(sourcePath, targetCwd, sessionDir, options) {
+		const source = path.resolve(sourcePath);
+		const cwd = path.resolve(targetCwd);
+		const entries = readSessionFile(source);
+		if (entries.length === 0) throw new Error(`Cannot fork: source session file is empty or invalid: ${source}`);
+		const dir = path.resolve(sessionDir ?? sessionDirFor(cwd));
+		fs.mkdirSync(dir, { recursive: true });
+		if (options?.id !== undefined && !VALID_SESSION_ID.test(options.id)) {
+			throw new Error("Session id must be non-empty, contain only alphanumeric characters, '-', '_', and '.', and start and end with an alphanumeric character");
+		}
+		const id = options?.id ?? uuidv7();
+		const timestamp = new Date().toISOString();
+		const file = path.join(dir, `${timestamp.replace(/[:.]/g, "-")}_${id}.jsonl`);
+		const header = { type: "session", version: CURRENT_SESSION_VERSION, id, timestamp, cwd, parentSession: source };
+		const body = [header, ...entries.filter((e) => e.type !== "session")].map((e) => `${JSON.stringify(e)}\n`).join("");
+		fs.writeFileSync(file, body, { flag: "wx" });
+		return new FileSessionManager(cwd, dir, file);
+	}
 }
 
 module.exports = {
@@ -181,4 +196,5 @@ module.exports = {
 	getLatestCompactionEntry,
 	...projection,
 	SessionManager,
+	sessionDirFor,
 };

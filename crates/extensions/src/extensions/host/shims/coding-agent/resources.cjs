@@ -1,0 +1,178 @@
+// pi-rpc extension host: pi's `DefaultResourceLoader` and
+// `loadProjectContextFiles` for an extension using pi's SDK. Skills, prompt
+// templates, context files (AGENTS.md / CLAUDE.md) and the SYSTEM.md /
+// APPEND_SYSTEM.md files are found by pi-rpc's own discovery (the `lib`
+// function `discoverResources`, extension_resources.rs) for the loader's cwd
+// and agent directory, as pi finds them; the loader's options (`no…`,
+// `additional…Paths`, `systemPrompt`, `appendSystemPrompt`, the `…Override`
+// functions) apply as in pi. Themes are found here (`*.json` of the theme
+// directories and the settings' theme paths). Extensions are not loaded into
+// an SDK session in pi-rpc: `getExtensions()` lists none, and
+// `extensionFactories` are kept but not run (compat/DEVIATIONS.md).
+
+"use strict";
+
+const fs = require("node:fs");
+const path = require("node:path");
+const { lib } = require("./text.cjs");
+const { getAgentDir, createEventBus } = require("./runtime.cjs");
+const { SettingsManager } = require("./settings.cjs");
+
+const expandHome = (p) => (p === "~" || p.startsWith("~/") ? path.join(require("node:os").homedir(), p.slice(1)) : p);
+
+/** `{path, content}` of each context file pi reads for `cwd`: the agent directory's, then each directory from `/` down to `cwd`. */
+function loadProjectContextFiles({ cwd, agentDir } = {}) {
+	return lib("discoverResources", { cwd: cwd ?? process.cwd(), agentDir: agentDir ?? getAgentDir(), noSkills: true, noPromptTemplates: true }).agentsFiles;
+}
+
+/** A prompt given as a file's path (when such a file exists) or as its text. */
+function promptInput(source, cwd) {
+	if (source === undefined || source === null) return undefined;
+	const candidate = path.resolve(cwd, expandHome(String(source)));
+	try {
+		if (fs.statSync(candidate).isFile()) return fs.readFileSync(candidate, "utf8");
+	} catch {
+		// not a file: the text itself
+	}
+	return String(source);
+}
+
+/** Themes of `paths` (directories of `*.json`, or files; the first `defaults` are the theme directories): `{name, sourcePath, …}` as their files say. */
+function loadThemes(paths, defaults) {
+	const themes = [];
+	const diagnostics = [];
+	const load = (file) => {
+		try {
+			const theme = JSON.parse(fs.readFileSync(file, "utf8"));
+			if (typeof theme?.name !== "string") throw new Error("a theme needs a name");
+			themes.push({ ...theme, sourcePath: file });
+		} catch (error) {
+			diagnostics.push({ type: "warning", message: `Failed to load theme: ${error?.message ?? error}`, path: file });
+		}
+	};
+	for (const [i, p] of paths.entries()) {
+		let stat;
+		try {
+			stat = fs.statSync(p);
+		} catch {
+			// The theme directories need not exist; a path asked for must.
+			if (i >= defaults) diagnostics.push({ type: "warning", message: "theme path does not exist", path: p });
+			continue;
+		}
+		if (stat.isDirectory()) {
+			for (const name of fs.readdirSync(p).sort()) if (name.endsWith(".json")) load(path.join(p, name));
+		} else if (p.endsWith(".json")) {
+			load(p);
+		} else {
+			diagnostics.push({ type: "warning", message: "theme path is not a json file", path: p });
+		}
+	}
+	const seen = new Map();
+	for (const theme of themes) {
+		if (seen.has(theme.name)) {
+			diagnostics.push({ type: "collision", message: `name "${theme.name}" collision`, path: theme.sourcePath });
+		} else {
+			seen.set(theme.name, theme);
+		}
+	}
+	return { themes: [...seen.values()], diagnostics };
+}
+
+class DefaultResourceLoader {
+	constructor(options = {}) {
+		this.cwd = path.resolve(options.cwd ?? process.cwd());
+		this.agentDir = path.resolve(expandHome(options.agentDir ?? getAgentDir()));
+		this.settingsManager = options.settingsManager ?? SettingsManager.create(this.cwd, this.agentDir);
+		this.eventBus = options.eventBus ?? createEventBus();
+		this.options = { ...options };
+		this.extensionsResult = { extensions: [], errors: [], runtime: undefined };
+		this.skills = { skills: [], diagnostics: [] };
+		this.prompts = { prompts: [], diagnostics: [] };
+		this.themes = { themes: [], diagnostics: [] };
+		this.agentsFiles = { agentsFiles: [] };
+		this.systemPrompt = undefined;
+		this.systemPromptPath = undefined;
+		this.appendSystemPrompt = [];
+		this.appendSystemPromptPaths = [];
+		this.extraPaths = { skills: [], prompts: [], themes: [] };
+	}
+
+	getExtensions() {
+		return this.extensionsResult;
+	}
+	getSkills() {
+		return this.skills;
+	}
+	getPrompts() {
+		return this.prompts;
+	}
+	getThemes() {
+		return this.themes;
+	}
+	getAgentsFiles() {
+		return this.agentsFiles;
+	}
+	getSystemPrompt() {
+		return this.systemPrompt;
+	}
+	getSystemPromptSource() {
+		return this.systemPromptPath ? { path: this.systemPromptPath } : undefined;
+	}
+	getAppendSystemPrompt() {
+		return this.appendSystemPrompt;
+	}
+	getAppendSystemPromptSources() {
+		return this.appendSystemPromptPaths.map((p) => ({ path: p }));
+	}
+
+	/** More skill, prompt and theme paths (an extension's `resources_discover`), loaded at once. */
+	extendResources(paths = {}) {
+		const add = (key, list) => this.extraPaths[key].push(...(list ?? []).map((e) => (typeof e === "string" ? e : e.path)));
+		add("skills", paths.skillPaths);
+		add("prompts", paths.promptPaths);
+		add("themes", paths.themePaths);
+		return this._load();
+	}
+
+	async reload() {
+		this._load();
+	}
+
+	_load() {
+		const o = this.options;
+		const resolve = (p) => path.resolve(this.cwd, expandHome(p));
+		const found = lib("discoverResources", {
+			cwd: this.cwd,
+			agentDir: this.agentDir,
+			projectTrusted: this.settingsManager.isProjectTrusted(),
+			noSkills: o.noSkills === true,
+			noPromptTemplates: o.noPromptTemplates === true,
+			noContextFiles: o.noContextFiles === true,
+			additionalSkillPaths: [...(o.additionalSkillPaths ?? []), ...this.extraPaths.skills],
+			additionalPromptTemplatePaths: [...(o.additionalPromptTemplatePaths ?? []), ...this.extraPaths.prompts],
+		});
+		const skills = { skills: found.skills, diagnostics: found.skillDiagnostics };
+		this.skills = o.skillsOverride ? o.skillsOverride(skills) : skills;
+		const prompts = { prompts: found.prompts, diagnostics: found.promptDiagnostics };
+		this.prompts = o.promptsOverride ? o.promptsOverride(prompts) : prompts;
+
+		const themeDirs = o.noThemes ? [] : [path.join(this.agentDir, "themes"), path.join(this.cwd, ".pi", "themes")];
+		const themePaths = [...themeDirs, ...(o.noThemes ? [] : this.settingsManager.getThemePaths().map(resolve)), ...(o.additionalThemePaths ?? []).map(resolve), ...this.extraPaths.themes.map(resolve)];
+		const themes = loadThemes(themePaths, themeDirs.length);
+		this.themes = o.themesOverride ? o.themesOverride(themes) : themes;
+
+		const agentsFiles = { agentsFiles: found.agentsFiles };
+		this.agentsFiles = o.agentsFilesOverride ? o.agentsFilesOverride(agentsFiles) : agentsFiles;
+
+		const systemSource = o.systemPrompt ?? found.systemPromptPath ?? undefined;
+		const system = promptInput(systemSource, this.cwd);
+		this.systemPrompt = o.systemPromptOverride ? o.systemPromptOverride(system) : system;
+		this.systemPromptPath = systemSource !== undefined && fs.existsSync(resolve(systemSource)) ? resolve(systemSource) : undefined;
+		const appendSources = o.appendSystemPrompt ?? (found.appendSystemPromptPath ? [found.appendSystemPromptPath] : []);
+		const appended = appendSources.map((s) => promptInput(s, this.cwd)).filter((s) => s !== undefined);
+		this.appendSystemPrompt = o.appendSystemPromptOverride ? o.appendSystemPromptOverride(appended) : appended;
+		this.appendSystemPromptPaths = appendSources.filter((s) => fs.existsSync(resolve(s))).map(resolve);
+	}
+}
+
+module.exports = { DefaultResourceLoader, loadProjectContextFiles };

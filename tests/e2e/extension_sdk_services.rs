@@ -1,0 +1,437 @@
+//! The rest of pi's SDK inside an extension, side by side with pi 1.6.0:
+//! `SettingsManager` (files in pi's layout, getters, setters, `flush`,
+//! `inMemory`, an untrusted project), `ModelRuntime` / `ModelRegistry` (the
+//! catalog and credentials), `DefaultResourceLoader` (skills, prompt
+//! templates, themes, context files, SYSTEM.md / APPEND_SYSTEM.md found as pi
+//! finds them), `createAgentSession` given those, and `AgentSessionRuntime`
+//! (`newSession`, `switchSession`, `importFromJsonl`, `fork`), and the SDK session's
+//! `navigateTree`, `exportToJsonl`, `reload`, `bindExtensions`. Each part is an
+//! extension command that notifies a JSON summary; pi-rpc's is compared with
+//! pi 1.6.0's, paths of the sandbox normalised.
+//!
+//! Needs node 22, the host's packages and the reference pi from
+//! `target/tools` (`scripts/install-test-tools.sh`); skipped without them
+//! unless `PI_RPC_REQUIRE_TOOLS=1`.
+
+use std::path::Path;
+
+use pi_compat::fake_server::Reply;
+use serde_json::{Value, json};
+
+use crate::clients::node22;
+use crate::extension_host::{host_dir, host_settings, write_module};
+use crate::extension_provider_events::{reference_cli, spawn_reference};
+use crate::harness::Sandbox;
+
+const SDK_SERVICES: &str = r#"import * as fs from "node:fs";
+import * as path from "node:path";
+import {
+  createAgentSession, createAgentSessionFromServices, createAgentSessionRuntime, createAgentSessionServices, DefaultResourceLoader, getAgentDir, ModelRegistry, ModelRuntime, SessionManager, SettingsManager,
+} from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const GETTERS = [
+  "getSessionDir", "getDefaultProvider", "getDefaultModel", "getSteeringMode", "getFollowUpMode", "getThemeSetting", "getTheme",
+  "getDefaultThinkingLevel", "getAllModelThinkingLevels", "getTransport", "getSessionShareDestination", "getCompactionEnabled",
+  "getCompactionSettings", "getBranchSummarySettings", "getRetryEnabled", "getRetrySettings", "getHttpIdleTimeoutMs",
+  "getCacheWarmingMode", "getProviderRetrySettings", "getHideThinkingBlock", "getShellPath", "getQuietStartup",
+  "getDefaultProjectTrust", "getShellCommandPrefix", "getNpmCommand", "getEnableSkillCommands", "getThinkingBudgets",
+  "getPackages", "getExtensionPaths", "getSkillPaths", "getPromptTemplatePaths", "getThemePaths", "getShowImages",
+  "getImageWidthCells", "getImageAutoResize", "getBlockImages", "getEnabledModels", "getDefaultTools", "getDoubleEscapeAction",
+  "getTreeFilterMode", "getEditorPaddingX", "getOutputPad", "getAutocompleteMaxVisible", "getCodeBlockIndent",
+  "getMermaidRenderingMode", "getWarnings", "getTuiMode", "getFullscreenScrollbar", "getFullscreenWheelScrollLines",
+  "isProjectTrusted", "getSettings", "getGlobalSettings", "getProjectSettings",
+];
+const getters = (sm: any) => Object.fromEntries(GETTERS.map((name) => [name, sm[name]() ?? null]));
+const read = (file: string) => JSON.parse(fs.readFileSync(file, "utf8"));
+const errors = (sm: any) => sm.drainErrors().map((e: any) => ({ scope: e.scope, path: e.path ?? null }));
+
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("settings", {
+    handler: async (_args, ctx) => {
+      const proj = path.join(ctx.cwd, "proj");
+      const userFile = path.join(getAgentDir(), "settings.json");
+      const sm = SettingsManager.create(proj, getAgentDir());
+      const before = getters(sm);
+      sm.setDefaultThinkingLevel("low");
+      sm.setCompactionEnabled(false);
+      sm.setModelThinkingLevel("fake", "fake-model", "high");
+      sm.setShowImages(false);
+      sm.setProjectSkillPaths(["extra-skills"]);
+      // Another program changes the user's file before the writes land: its change stays.
+      fs.writeFileSync(userFile, JSON.stringify({ ...read(userFile), external: 1 }));
+      await sm.flush();
+      const after = { getters: getters(sm), user: read(userFile), project: read(path.join(proj, ".pi", "settings.json")), errors: errors(sm) };
+      sm.applyOverrides({ retry: { enabled: false } });
+      const overridden = { retry: sm.getRetryEnabled(), user: read(userFile).retry ?? null };
+      const mem = SettingsManager.inMemory({ queueMode: "all", compaction: { enabled: false } } as any);
+      mem.setTheme("light");
+      await mem.flush();
+      const untrusted = SettingsManager.create(proj, getAgentDir(), { projectTrusted: false });
+      let refused = null;
+      try {
+        untrusted.setProjectThemePaths(["t"]);
+      } catch (e: any) {
+        refused = e.message;
+      }
+      ctx.ui.notify(JSON.stringify({
+        before, after, overridden,
+        memory: { getters: getters(mem), errors: errors(mem) },
+        untrusted: { settings: untrusted.getSettings(), refused },
+      }), "info");
+    },
+  });
+
+  pi.registerCommand("models", {
+    handler: async (_args, ctx) => {
+      const runtime = await ModelRuntime.create();
+      const registry = new ModelRegistry(runtime);
+      const fake = registry.find("fake", "fake-model")!;
+      ctx.ui.notify(JSON.stringify({
+        fake,
+        sameAsCtx: JSON.stringify(fake) === JSON.stringify(ctx.modelRegistry.find("fake", "fake-model")),
+        missing: registry.find("fake", "nope") ?? null,
+        all: registry.getAll().filter((m: any) => m.provider === "fake").map((m: any) => m.id),
+        available: registry.getAvailable().filter((m: any) => m.provider === "fake").map((m: any) => m.id),
+        runtimeModels: runtime.getModels("fake").map((m: any) => m.id),
+        runtimeAvailable: (await runtime.getAvailable("fake")).map((m: any) => m.id),
+        runtimeModel: runtime.getModel("fake", "fake-other")?.id ?? null,
+        configured: [registry.hasConfiguredAuth(fake), runtime.hasConfiguredAuth("fake"), runtime.hasConfiguredAuth("nobody")],
+        oauth: registry.isUsingOAuth(fake),
+        key: await registry.getApiKeyAndHeaders(fake),
+        apiKey: (await registry.getApiKeyForProvider("fake")) ?? null,
+        auth: ((await runtime.getAuth("fake")) as any)?.auth?.apiKey ?? null,
+        name: registry.getProviderDisplayName("fake"),
+        error: registry.getError() ?? null,
+      }), "info");
+    },
+  });
+
+  const loaderSummary = (loader: any) => ({
+    skills: loader.getSkills(),
+    prompts: loader.getPrompts(),
+    agents: loader.getAgentsFiles(),
+    system: loader.getSystemPrompt() ?? null,
+    systemSource: loader.getSystemPromptSource() ?? null,
+    append: loader.getAppendSystemPrompt(),
+    appendSources: loader.getAppendSystemPromptSources(),
+    themes: loader.getThemes().themes.map((t: any) => t.name).sort(),
+    themeDiagnostics: loader.getThemes().diagnostics.map((d: any) => ({ type: d.type, path: d.path })),
+    extensions: loader.getExtensions().extensions.length,
+  });
+
+  pi.registerCommand("resources", {
+    handler: async (_args, ctx) => {
+      const proj = path.join(ctx.cwd, "proj");
+      const loader = new DefaultResourceLoader({
+        cwd: proj,
+        agentDir: getAgentDir(),
+        noExtensions: true,
+        additionalSkillPaths: [path.join(ctx.cwd, "more-skills")],
+        additionalThemePaths: [path.join(ctx.cwd, "no-such-theme.json")],
+      });
+      await loader.reload();
+      const bare = new DefaultResourceLoader({ cwd: proj, agentDir: getAgentDir(), noExtensions: true, noSkills: true, noPromptTemplates: true, noContextFiles: true, noThemes: true, systemPrompt: "Be brief.", appendSystemPrompt: ["And kind."] });
+      await bare.reload();
+      ctx.ui.notify(JSON.stringify({ full: loaderSummary(loader), bare: loaderSummary(bare) }), "info");
+    },
+  });
+
+  pi.registerCommand("sdkopts", {
+    handler: async (_args, ctx) => {
+      const proj = path.join(ctx.cwd, "proj");
+      const settingsManager = SettingsManager.inMemory({ defaultThinkingLevel: "low", defaultTools: ["read", "grep"], steeringMode: "all", followUpMode: "all" } as any);
+      const resourceLoader = new DefaultResourceLoader({ cwd: proj, agentDir: getAgentDir(), settingsManager, noExtensions: true });
+      await resourceLoader.reload();
+      const modelRuntime = await ModelRuntime.create();
+      const { session, modelFallbackMessage } = await createAgentSession({
+        cwd: proj, sessionManager: SessionManager.inMemory(proj), settingsManager, resourceLoader, modelRuntime, model: ctx.model,
+      });
+      const prompt = session.systemPrompt;
+      ctx.ui.notify(JSON.stringify({
+        model: `${session.model?.provider}/${session.model?.id}`,
+        thinkingLevel: session.thinkingLevel,
+        tools: session.getActiveToolNames(),
+        queues: [session.steeringMode, session.followUpMode],
+        prompt: ["Project rules: tabs.", "You are a terse project bot.", "Always sign as Bot.", "tidy-skill"].map((t) => prompt.includes(t)),
+        fallback: modelFallbackMessage ?? null,
+        entries: session.sessionManager.getEntries().map((e: any) => e.type),
+      }), "info");
+      session.dispose();
+    },
+  });
+
+  pi.registerCommand("members", {
+    handler: async (_args, ctx) => {
+      const settingsManager = SettingsManager.inMemory({});
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), settingsManager, noExtensions: true });
+      await resourceLoader.reload();
+      const { session } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager, resourceLoader });
+      await session.bindExtensions({});
+      await session.prompt("hello");
+      const sm = session.sessionManager;
+      const user = sm.getEntries().find((e: any) => e.type === "message" && e.message.role === "user");
+      const exported = session.exportToJsonl(path.join(ctx.cwd, "out", "branch.jsonl"));
+      const lines = fs.readFileSync(exported, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+      const linked = lines.slice(1).every((e: any, i: number) => e.parentId === (i === 0 ? null : lines[i].id));
+      const same = await session.navigateTree(sm.getLeafId()!);
+      const moved = await session.navigateTree(user.id, { label: "start" });
+      const after = { branch: sm.getBranch().map((e: any) => e.type), roles: session.messages.map((m: any) => m.role), label: sm.getLabel(user.id) ?? null };
+      let missing = null;
+      try { await session.navigateTree("nope"); } catch (e: any) { missing = e.message; }
+      await session.reload();
+      ctx.ui.notify(JSON.stringify({
+        exported: [path.relative(ctx.cwd, exported), lines.map((e: any) => e.type), linked, lines[0].id === session.sessionId],
+        same, moved, after, missing, prompt: session.systemPrompt.length > 0,
+      }), "info");
+      session.dispose();
+    },
+  });
+
+  pi.registerCommand("fork", {
+    handler: async (_args, ctx) => {
+      const factory = async ({ cwd, agentDir, sessionManager }: any) => {
+        const services = await createAgentSessionServices({ cwd, agentDir, resourceLoaderOptions: { noExtensions: true } });
+        return { ...(await createAgentSessionFromServices({ services, sessionManager, model: ctx.model })), services, diagnostics: [] };
+      };
+      const shape = (rt: any) => {
+        const sm = rt.session.sessionManager;
+        const ids = new Map<string, string>();
+        const ref = (id: any) => (typeof id === "string" ? (ids.has(id) ? ids.get(id) : (ids.set(id, `e${ids.size}`), `e${ids.size - 1}`)) : id);
+        return {
+          entries: sm.getEntries().map((e: any) => [e.type, e.message?.role ?? e.label ?? null, ref(e.id), ref(e.parentId), e.targetId ? ref(e.targetId) : null]),
+          leaf: ref(sm.getLeafId()),
+          roles: rt.session.messages.map((m: any) => m.role),
+          parent: sm.getHeader().parentSession ?? null,
+          persisted: sm.isPersisted(),
+          onDisk: sm.getSessionFile() ? fs.existsSync(sm.getSessionFile()) : null,
+        };
+      };
+      const out: any = {};
+      for (const persisted of [true, false]) {
+        const sessionManager = persisted ? SessionManager.create(ctx.cwd) : SessionManager.inMemory(ctx.cwd);
+        const runtime = await createAgentSessionRuntime(factory, { cwd: ctx.cwd, agentDir: getAgentDir(), sessionManager });
+        await runtime.session.prompt("hello");
+        const first = runtime.session.sessionFile ?? null;
+        const entries = runtime.session.sessionManager.getEntries();
+        const user = entries.find((e: any) => e.type === "message" && e.message.role === "user");
+        const answer = entries.find((e: any) => e.type === "message" && e.message.role === "assistant");
+        runtime.session.sessionManager.appendLabelChange(user.id, "greeting");
+        const at = await runtime.fork(answer.id, { position: "at" });
+        const afterAt = { ...shape(runtime), parent: shape(runtime).parent === first && first !== null };
+        const before = await runtime.fork(runtime.session.sessionManager.getEntries().find((e: any) => e.type === "message" && e.message.role === "user").id);
+        const afterBefore = shape(runtime);
+        let bad = null;
+        try { await runtime.fork(answer.id); } catch (e: any) { bad = e.message; }
+        out[persisted ? "file" : "memory"] = { at, afterAt, before, afterBefore: { ...afterBefore, parent: afterBefore.parent !== null }, bad };
+        await runtime.dispose();
+      }
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
+
+  pi.registerCommand("runtime", {
+    handler: async (_args, ctx) => {
+      const seen: string[] = [];
+      const factory = async ({ cwd, agentDir, sessionManager, sessionStartEvent }: any) => {
+        seen.push(`${sessionStartEvent?.reason ?? "first"}:${sessionStartEvent?.previousSessionFile ? "file" : "none"}`);
+        const services = await createAgentSessionServices({ cwd, agentDir, resourceLoaderOptions: { noExtensions: true } });
+        return { ...(await createAgentSessionFromServices({ services, sessionManager, model: ctx.model })), services, diagnostics: services.diagnostics };
+      };
+      const runtime = await createAgentSessionRuntime(factory, { cwd: ctx.cwd, agentDir: getAgentDir(), sessionManager: SessionManager.create(ctx.cwd) });
+      let rebound = 0;
+      runtime.setRebindSession(async () => { rebound++; });
+      await runtime.session.prompt("hello");
+      const first = runtime.session.sessionFile!;
+      await runtime.newSession({ parentSession: first, setup: async (sm: any) => { sm.appendCustomEntry("marker", { n: 1 }); } });
+      const second = runtime.session;
+      const fresh = { other: second.sessionFile !== first, sameDir: path.dirname(second.sessionFile!) === path.dirname(first), parent: second.sessionManager.getHeader().parentSession === first, messages: second.messages.length, entries: second.sessionManager.getEntries().map((e: any) => e.type) };
+      await runtime.switchSession(first);
+      const back = { file: runtime.session.sessionFile === first, roles: runtime.session.messages.map((m: any) => m.role) };
+      const copy = path.join(ctx.cwd, "exported.jsonl");
+      fs.copyFileSync(first, copy);
+      await runtime.importFromJsonl(copy);
+      const imported = { dir: path.dirname(runtime.session.sessionFile!) === path.dirname(first), name: path.basename(runtime.session.sessionFile!), roles: runtime.session.messages.map((m: any) => m.role) };
+      let missing = null;
+      try { await runtime.importFromJsonl(path.join(ctx.cwd, "nope.jsonl")); } catch (e: any) { missing = [e.name, e.message.replace(ctx.cwd, "<cwd>")]; }
+      await runtime.dispose();
+      ctx.ui.notify(JSON.stringify({ seen, rebound, cwd: runtime.cwd === ctx.cwd, fresh, back, imported, missing }), "info");
+    },
+  });
+}
+"#;
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("dir");
+    std::fs::write(path, text).expect("write");
+}
+
+/// The files each part reads: a project `proj/` of the sandbox with its own settings and resources,
+/// the agent directory's skills, prompts, theme and APPEND_SYSTEM.md.
+fn prepare(sb: &Sandbox, node: &Path, dir: &Path, reference_pkg: &Path) {
+    host_settings(
+        sb,
+        node,
+        dir,
+        json!({"theme": "dark", "compaction": {"reserveTokens": 1000}, "defaultTools": ["read", "bash", "grep"],
+               "retry": {"baseDelayMs": 20, "maxDelayMs": 5}, "httpIdleTimeoutMs": "disabled"}),
+    );
+    write_module(sb, "sdk-services.ts", SDK_SERVICES);
+    // A reasoning model: the settings' thinking level is kept, not clamped to "off".
+    sb.write_models(&sb.server().base_url(), json!({"reasoning": true}));
+    let cwd = sb.cwd.path();
+    let agent = sb.agent_dir.path();
+    let proj = cwd.join("proj");
+    write(
+        &proj.join(".pi/settings.json"),
+        &json!({"defaultTools": ["-bash"], "followUpMode": "all", "compaction": {"keepRecentTokens": 7}}).to_string(),
+    );
+    write(&proj.join("AGENTS.md"), "Project rules: tabs.\n");
+    write(&proj.join(".pi/SYSTEM.md"), "You are a terse project bot.\n");
+    write(&agent.join("APPEND_SYSTEM.md"), "Always sign as Bot.\n");
+    write(
+        &proj.join(".pi/skills/tidy-skill/SKILL.md"),
+        "---\nname: tidy-skill\ndescription: Tidies things.\n---\nTidy.\n",
+    );
+    write(&agent.join("skills/user-skill/SKILL.md"), "---\ndescription: The user's skill.\n---\nUse it.\n");
+    write(&cwd.join("more-skills/extra/SKILL.md"), "---\nname: extra\ndescription: An extra skill.\n---\nMore.\n");
+    write(&cwd.join("more-skills/broken/SKILL.md"), "---\nname: broken\n---\nNo description.\n");
+    write(&proj.join(".pi/prompts/fix.md"), "---\ndescription: Fix it\nargument-hint: <what>\n---\nFix $1 now.\n");
+    write(&agent.join("prompts/review.md"), "Review the code carefully.\n");
+    let theme =
+        std::fs::read_to_string(reference_pkg.join("dist/modes/interactive/theme/dark.json")).expect("pi's dark theme");
+    let mut theme: Value = serde_json::from_str(&theme).expect("theme json");
+    theme["name"] = json!("my-theme");
+    write(&agent.join("themes/my-theme.json"), &theme.to_string());
+}
+
+/// What `/<command>` notified in one program, sandbox paths replaced by `<cwd>`, `<agent>`, `<home>`.
+async fn run(reference: bool, command: &str) -> Option<Value> {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
+    let cli = reference_cli()?;
+    let package = cli.parent().and_then(|d| d.parent()).expect("the reference package").to_path_buf();
+    let sb = Sandbox::with_server().await;
+    prepare(&sb, &node, &dir, &package);
+    let mut pi = if reference {
+        spawn_reference(&sb, &node, &cli)
+    } else {
+        sb.spawn_with_env(&["--no-session"], &[("PI_RPC_DOCS_DIR", &package)])
+    };
+    sb.server().push(Reply::text("Hello there."));
+    pi.send(json!({"id": "c", "type": "prompt", "message": format!("/{command}")})).await;
+    let lines = pi.until(|v| v["method"] == "notify").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let mut text = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
+    for (dir, name) in [(sb.cwd.path(), "<cwd>"), (sb.agent_dir.path(), "<agent>"), (sb.home.path(), "<home>")] {
+        text = text.replace(&dir.display().to_string(), name);
+    }
+    text = text.replace(&sb.server().base_url(), "<server>");
+    Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}")))
+}
+
+/// pi-rpc's note of `/<command>`, then pi 1.6.0's; `None` without the tools.
+async fn both(command: &str) -> Option<(Value, Value)> {
+    let ours = run(false, command).await?;
+    let theirs = run(true, command).await?;
+    Some((ours, theirs))
+}
+
+#[tokio::test]
+async fn settings_manager_reads_and_writes_pis_files() {
+    let Some((ours, theirs)) = both("settings").await else { return };
+    // Merged as pi merges (project over user, `defaultTools` changes applied), old keys migrated.
+    let before = &ours["before"];
+    assert_eq!(before["getDefaultTools"], json!(["read", "grep"]), "{before}");
+    assert_eq!(before["getFollowUpMode"], "all", "{before}");
+    assert_eq!(before["getCompactionSettings"], json!({"enabled": true, "reserveTokens": 1000, "keepRecentTokens": 7}));
+    assert_eq!(before["getProviderRetrySettings"]["maxRetryDelayMs"], 5, "{before}");
+    assert_eq!(before["getHttpIdleTimeoutMs"], 0, "{before}");
+    // Each setter wrote its key into the file as the other program left it.
+    let after = &ours["after"];
+    assert_eq!(after["user"]["defaultThinkingLevel"], "low", "{after}");
+    assert_eq!(after["user"]["external"], 1, "{after}");
+    assert_eq!(after["project"]["skills"], json!(["extra-skills"]), "{after}");
+    assert_eq!(ours["untrusted"]["refused"], "Project is not trusted; refusing to write project settings");
+    for key in ["before", "after", "overridden", "memory", "untrusted"] {
+        assert_eq!(ours[key], theirs[key], "{key}: pi-rpc, then pi 1.6.0");
+    }
+}
+
+#[tokio::test]
+async fn model_registry_answers_from_pi_rpcs_catalog() {
+    let Some((ours, theirs)) = both("models").await else { return };
+    assert_eq!(ours["all"], json!(["fake-model", "fake-other"]), "{ours}");
+    assert_eq!(ours["key"]["apiKey"], "test-key-123", "{ours}");
+    assert_eq!(ours["sameAsCtx"], true, "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn resource_loader_finds_what_pi_finds() {
+    let Some((ours, theirs)) = both("resources").await else { return };
+    let names: Vec<&str> = ours["full"]["skills"]["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["tidy-skill", "user-skill", "extra"], "{ours}");
+    assert_eq!(ours["full"]["system"], "You are a terse project bot.\n", "{ours}");
+    assert_eq!(ours["full"]["themes"], json!(["my-theme"]), "{ours}");
+    assert_eq!(ours["bare"]["system"], "Be brief.", "{ours}");
+    for part in ["full", "bare"] {
+        for key in [
+            "skills",
+            "prompts",
+            "agents",
+            "system",
+            "systemSource",
+            "append",
+            "appendSources",
+            "themes",
+            "themeDiagnostics",
+            "extensions",
+        ] {
+            assert_eq!(ours[part][key], theirs[part][key], "{part}.{key}: pi-rpc, then pi 1.6.0");
+        }
+    }
+}
+
+#[tokio::test]
+async fn create_agent_session_honours_given_services() {
+    let Some((ours, theirs)) = both("sdkopts").await else { return };
+    assert_eq!(ours["thinkingLevel"], "low", "{ours}");
+    assert_eq!(ours["tools"], json!(["read", "grep"]), "{ours}");
+    assert_eq!(ours["queues"], json!(["all", "all"]), "{ours}");
+    assert_eq!(ours["prompt"], json!([true, true, true, true]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn a_session_runtime_replaces_its_session_as_pi_does() {
+    let Some((ours, theirs)) = both("runtime").await else { return };
+    assert_eq!(ours["seen"], json!(["first:none", "new:file", "resume:file", "resume:file"]), "{ours}");
+    assert_eq!(ours["fresh"]["entries"], json!(["model_change", "thinking_level_change", "custom"]), "{ours}");
+    assert_eq!(ours["back"]["roles"], json!(["system", "user", "assistant"]), "{ours}");
+    assert_eq!(ours["imported"]["name"], "exported.jsonl", "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn sdk_session_members_work_as_in_pi() {
+    let Some((ours, theirs)) = both("members").await else { return };
+    assert_eq!(ours["moved"]["editorText"], "hello", "{ours}");
+    // Back at the system message, the label on top.
+    assert_eq!(ours["after"]["branch"], json!(["model_change", "thinking_level_change", "message", "label"]), "{ours}");
+    assert_eq!(ours["exported"][2], true, "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn a_session_runtime_forks_as_pi_does() {
+    let Some((ours, theirs)) = both("fork").await else { return };
+    assert_eq!(ours["file"]["before"]["selectedText"], "hello", "{ours}");
+    assert_eq!(ours["file"]["afterAt"]["roles"], json!(["system", "user", "assistant"]), "{ours}");
+    assert_eq!(ours["file"]["bad"], "Invalid entry ID for forking", "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
