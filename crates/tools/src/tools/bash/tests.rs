@@ -113,7 +113,10 @@ async fn timeout_kills_the_command_with_pi_text() {
 #[tokio::test]
 async fn timeout_after_the_shell_exited_names_background_writers() {
     let f = Fixture::new();
-    let cmd = "(for i in $(seq 1 500); do echo x$i; sleep 0.01; done) & exit 0";
+    // A background writer that outlives the shell: a line every 10 ms, with
+    // no process spawned per line (`read -t` on a pipe it holds itself), so a
+    // loaded machine does not open a gap longer than the 100 ms grace.
+    let cmd = "(exec 3<> <(:); for i in $(seq 1 500); do echo x$i; read -t 0.01 -u 3; done) & exit 0";
     let out = bash(f.ctx(), json!({"command": cmd, "timeout": 1})).await;
     let text = join_text(&out.content);
     assert!(text.starts_with("x1\nx2\n"), "{text}");
