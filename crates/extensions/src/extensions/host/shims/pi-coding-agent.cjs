@@ -19,8 +19,10 @@ const { SettingsManager } = require("./coding-agent/settings.cjs");
 const { ModelRuntime, ModelRegistry } = require("./coding-agent/models.cjs");
 const { DefaultResourceLoader, loadProjectContextFiles } = require("./coding-agent/resources.cjs");
 const sessionRuntime = require("./coding-agent/session-runtime.cjs");
+const { RpcClient } = require("./coding-agent/rpc-client.cjs");
+const modelResolver = require("./coding-agent/model-resolver.cjs");
 
-const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, ...sessionRuntime };
+const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, RpcClient, ...modelResolver, ...sessionRuntime };
 
 const { lib: _lib, ...textExports } = text;
 const { sessionDirFor: _sessionDirFor, ...sessionExports } = session;
@@ -32,6 +34,7 @@ exports.SessionManager = session.SessionManager;
 exports.AgentSession = AgentSession;
 exports.createAgentSession = createAgentSession;
 exports.SettingsManager = SettingsManager;
+exports.RpcClient = RpcClient;
 exports.ModelRuntime = ModelRuntime;
 exports.ModelRegistry = ModelRegistry;
 exports.DefaultResourceLoader = DefaultResourceLoader;

@@ -5,7 +5,8 @@
 // `DefaultResourceLoader`, `AgentSessionRuntime`, …) are their own files;
 // what remains of pi's SDK (its front ends `main`, `InteractiveMode`,
 // `runRpcMode`, a second extension runtime, `DefaultPackageManager`, the
-// compaction functions, …) is not part of pi-rpc: those names exist and fail
+// compaction functions, …; `RpcClient` and the model resolvers have their
+// own files) is not part of pi-rpc: those names exist and fail
 // with a clear error when used, naming what an extension can use instead
 // (pi-agent-core's agent loop, or pi as a process; compat/DEVIATIONS.md).
 
@@ -224,7 +225,6 @@ for (const name of [
 	"ExtensionRunner",
 	"DefaultPackageManager",
 	"InteractiveMode",
-	"RpcClient",
 ]) {
 	sdk[name] = sdkOnly(name);
 }
@@ -234,8 +234,6 @@ for (const name of [
 	"createCodemodeExtension",
 	"createMcpExtension",
 	"createToolSearchExtension",
-	"resolveCliModel",
-	"resolveModelScopeWithDiagnostics",
 	"main",
 	"parseArgs",
 	"runPrintMode",
