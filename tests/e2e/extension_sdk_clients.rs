@@ -1,7 +1,8 @@
 //! More of pi's SDK inside an extension, side by side with pi 1.6.0:
 //! `RpcClient` (a `--mode rpc` agent as a child process: pi-rpc's own binary
-//! by default, pi's `cli.js` in pi), and the model resolvers
-//! `resolveCliModel` and `resolveModelScopeWithDiagnostics`. Each part is an
+//! by default, pi's `cli.js` in pi), the model resolvers `resolveCliModel`
+//! and `resolveModelScopeWithDiagnostics`, and `DefaultPackageManager` (a
+//! local package installed, listed, resolved and removed). Each part is an
 //! extension command that notifies a JSON summary; pi-rpc's is compared with
 //! pi 1.6.0's, paths of the sandbox normalised.
 //!
@@ -19,7 +20,9 @@ use crate::harness::Sandbox;
 
 const SDK_CLIENTS: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
-import { getPackageDir, ModelRuntime, resolveCliModel, resolveModelScopeWithDiagnostics, RpcClient } from "@earendil-works/pi-coding-agent";
+import {
+  DefaultPackageManager, getAgentDir, getPackageDir, ModelRuntime, resolveCliModel, resolveModelScopeWithDiagnostics, RpcClient, SettingsManager,
+} from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 const failure = async (f: () => Promise<unknown>) => {
@@ -33,6 +36,39 @@ const failure = async (f: () => Promise<unknown>) => {
 const brief = (m: any) => (m ? { ref: `${m.provider}/${m.id}`, name: m.name, reasoning: m.reasoning, api: m.api, contextWindow: m.contextWindow } : null);
 
 export default function (pi: ExtensionAPI) {
+  pi.registerCommand("packages", {
+    handler: async (_args, ctx) => {
+      const pkg = path.join(ctx.cwd, "my-pkg");
+      fs.mkdirSync(path.join(pkg, "skills", "pkg-skill"), { recursive: true });
+      fs.mkdirSync(path.join(pkg, "prompts"), { recursive: true });
+      fs.writeFileSync(path.join(pkg, "package.json"), JSON.stringify({ name: "my-pkg", version: "1.0.0" }));
+      fs.writeFileSync(path.join(pkg, "skills", "pkg-skill", "SKILL.md"), "---\nname: pkg-skill\ndescription: From a package.\n---\nUse it.\n");
+      fs.writeFileSync(path.join(pkg, "prompts", "pkg-prompt.md"), "Say hi.\n");
+      const settingsFile = path.join(getAgentDir(), "settings.json");
+      const sm = SettingsManager.create(ctx.cwd, getAgentDir());
+      const pm = new DefaultPackageManager({ cwd: ctx.cwd, agentDir: getAgentDir(), settingsManager: sm });
+      const events: any[] = [];
+      pm.setProgressCallback((e: any) => events.push(e));
+      await pm.installAndPersist("./my-pkg");
+      const listed = pm.listConfiguredPackages();
+      const inSettings = [sm.getPackages(), JSON.parse(fs.readFileSync(settingsFile, "utf8")).packages];
+      const resolved = await pm.resolve();
+      const ofPackages = (list: any[]) => list.filter((r) => r.metadata.origin === "package")
+        .map((r) => ({ path: r.path, enabled: r.enabled, source: r.metadata.source, scope: r.metadata.scope }));
+      const resources = { skills: ofPackages(resolved.skills), prompts: ofPackages(resolved.prompts), extensions: ofPackages(resolved.extensions), failures: resolved.installFailures ?? null };
+      const installedPath = pm.getInstalledPath(listed[0]?.source, "user") ?? null;
+      let missing = null;
+      try { await pm.installAndPersist("./nope"); } catch (e: any) { missing = e.message; }
+      const removed = await pm.removeAndPersist("./my-pkg");
+      const removedAgain = await pm.removeAndPersist("./my-pkg");
+      ctx.ui.notify(JSON.stringify({
+        listed, inSettings, resources, installedPath, missing, removed, removedAgain,
+        after: [pm.listConfiguredPackages(), sm.getPackages(), JSON.parse(fs.readFileSync(settingsFile, "utf8")).packages],
+        events,
+      }), "info");
+    },
+  });
+
   pi.registerCommand("rpc", {
     handler: async (_args, ctx) => {
       // pi runs its own cli.js when told where it is; pi-rpc's default is pi-rpc itself.
@@ -124,6 +160,10 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
     for (dir, name) in [(sb.cwd.path(), "<cwd>"), (sb.agent_dir.path(), "<agent>"), (sb.home.path(), "<home>")] {
         text = text.replace(&dir.display().to_string(), name);
     }
+    // A local package is written relative to the agent directory: `../<cwd's name>/…`.
+    if let Some(cwd_name) = sb.cwd.path().file_name().and_then(|n| n.to_str()) {
+        text = text.replace(&format!("../{cwd_name}/"), "../<cwd name>/");
+    }
     Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}")))
 }
 
@@ -142,6 +182,20 @@ async fn an_rpc_client_drives_a_child_agent_as_pis_does() {
     assert_eq!(ours["bash"]["output"], "from-bash\n", "{ours}");
     assert_eq!(ours["last"], "agent_settled", "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn a_package_manager_installs_lists_and_removes_as_pis() {
+    let Some((ours, theirs)) = both("packages").await else { return };
+    assert_eq!(ours["listed"][0]["scope"], "user", "{ours}");
+    assert_eq!(ours["resources"]["skills"][0]["path"], "<cwd>/my-pkg/skills/pkg-skill/SKILL.md", "{ours}");
+    assert_eq!(ours["removed"], true, "{ours}");
+    assert_eq!(ours["removedAgain"], false, "{ours}");
+    for key in
+        ["listed", "inSettings", "resources", "installedPath", "missing", "removed", "removedAgain", "after", "events"]
+    {
+        assert_eq!(ours[key], theirs[key], "{key}: pi-rpc, then pi 1.6.0");
+    }
 }
 
 #[tokio::test]

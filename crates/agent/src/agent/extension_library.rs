@@ -5,7 +5,7 @@
 //! `calculateContextTokens`, `shouldCompact`, `currentSystemMessage`, `calculateCost`,
 //! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`, `buildSystemPrompt`,
 //! `buildSystemPromptSections`, `discoverResources` (extension_resources.rs), `resolveCliModel` and
-//! `resolveModelScope` (extension_model_resolver.rs).
+//! `resolveModelScope` (extension_model_resolver.rs), `packages` (extension_packages.rs).
 //!
 //! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
 
@@ -160,6 +160,7 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         "discoverResources" => crate::agent::extension_resources::discover(args.first().unwrap_or(&Value::Null)),
         "resolveCliModel" => crate::agent::extension_model_resolver::resolve_cli_model(args),
         "resolveModelScope" => crate::agent::extension_model_resolver::resolve_model_scope(args),
+        "packages" => crate::agent::extension_packages::call(args),
         other => Err(format!("pi-rpc has no library function {other}")),
     }
 }

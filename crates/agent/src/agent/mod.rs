@@ -26,6 +26,7 @@ mod current_session;
 mod extension_library;
 mod extension_login;
 mod extension_model_resolver;
+mod extension_packages;
 mod extension_resources;
 mod extension_session_op_state;
 mod extension_state;

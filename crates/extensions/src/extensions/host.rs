@@ -87,6 +87,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/session-runtime.cjs", include_str!("host/shims/coding-agent/session-runtime.cjs")),
     ("shims/coding-agent/rpc-client.cjs", include_str!("host/shims/coding-agent/rpc-client.cjs")),
     ("shims/coding-agent/model-resolver.cjs", include_str!("host/shims/coding-agent/model-resolver.cjs")),
+    ("shims/coding-agent/packages.cjs", include_str!("host/shims/coding-agent/packages.cjs")),
     ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),
     ("shims/pi-ai-compat.cjs", include_str!("host/shims/pi-ai-compat.cjs")),
     ("shims/pi-ai-models.cjs", include_str!("host/shims/pi-ai-models.cjs")),

@@ -21,8 +21,9 @@ const { DefaultResourceLoader, loadProjectContextFiles } = require("./coding-age
 const sessionRuntime = require("./coding-agent/session-runtime.cjs");
 const { RpcClient } = require("./coding-agent/rpc-client.cjs");
 const modelResolver = require("./coding-agent/model-resolver.cjs");
+const { DefaultPackageManager } = require("./coding-agent/packages.cjs");
 
-const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, RpcClient, ...modelResolver, ...sessionRuntime };
+const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, RpcClient, DefaultPackageManager, ...modelResolver, ...sessionRuntime };
 
 const { lib: _lib, ...textExports } = text;
 const { sessionDirFor: _sessionDirFor, ...sessionExports } = session;
@@ -35,6 +36,7 @@ exports.AgentSession = AgentSession;
 exports.createAgentSession = createAgentSession;
 exports.SettingsManager = SettingsManager;
 exports.RpcClient = RpcClient;
+exports.DefaultPackageManager = DefaultPackageManager;
 exports.ModelRuntime = ModelRuntime;
 exports.ModelRegistry = ModelRegistry;
 exports.DefaultResourceLoader = DefaultResourceLoader;

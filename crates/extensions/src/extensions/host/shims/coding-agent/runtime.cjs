@@ -223,7 +223,6 @@ function sdkOnly(name) {
 const sdk = {};
 for (const name of [
 	"ExtensionRunner",
-	"DefaultPackageManager",
 	"InteractiveMode",
 ]) {
 	sdk[name] = sdkOnly(name);
