@@ -1,8 +1,10 @@
 //! More of pi's SDK inside an extension, side by side with pi 1.6.0:
 //! `RpcClient` (a `--mode rpc` agent as a child process: pi-rpc's own binary
 //! by default, pi's `cli.js` in pi), the model resolvers `resolveCliModel`
-//! and `resolveModelScopeWithDiagnostics`, and `DefaultPackageManager` (a
-//! local package installed, listed, resolved and removed). Each part is an
+//! and `resolveModelScopeWithDiagnostics`, `DefaultPackageManager` (a
+//! local package installed, listed, resolved and removed), and the image
+//! helpers `convertToPng` and `resizeImage` (sizes and types compared; the
+//! encoded bytes are each program's encoder's). Each part is an
 //! extension command that notifies a JSON summary; pi-rpc's is compared with
 //! pi 1.6.0's, paths of the sandbox normalised.
 //!
@@ -21,7 +23,7 @@ use crate::harness::Sandbox;
 const SDK_CLIENTS: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
 import {
-  DefaultPackageManager, getAgentDir, getPackageDir, ModelRuntime, resolveCliModel, resolveModelScopeWithDiagnostics, RpcClient, SettingsManager,
+  convertToPng, DefaultPackageManager, formatDimensionNote, getAgentDir, resizeImage, getPackageDir, ModelRuntime, resolveCliModel, resolveModelScopeWithDiagnostics, RpcClient, SettingsManager,
 } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
@@ -35,7 +37,50 @@ const failure = async (f: () => Promise<unknown>) => {
 };
 const brief = (m: any) => (m ? { ref: `${m.provider}/${m.id}`, name: m.name, reasoning: m.reasoning, api: m.api, contextWindow: m.contextWindow } : null);
 
+/** A 24-bit BMP of `w`x`h` with a colour pattern. */
+const bmp = (w: number, h: number) => {
+  const row = Math.ceil((w * 3) / 4) * 4;
+  const buf = Buffer.alloc(54 + row * h);
+  buf.write("BM", 0);
+  buf.writeUInt32LE(buf.length, 2);
+  buf.writeUInt32LE(54, 10);
+  buf.writeUInt32LE(40, 14);
+  buf.writeInt32LE(w, 18);
+  buf.writeInt32LE(h, 22);
+  buf.writeUInt16LE(1, 26);
+  buf.writeUInt16LE(24, 28);
+  buf.writeUInt32LE(row * h, 34);
+  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) buf.set([(x * 40) % 256, (y * 60) % 256, ((x + y) * 25) % 256], 54 + y * row + x * 3);
+  return buf;
+};
+/** A PNG's size from its header. */
+const pngSize = (base64: string) => {
+  const b = Buffer.from(base64, "base64");
+  return b.subarray(1, 4).toString() === "PNG" ? [b.readUInt32BE(16), b.readUInt32BE(20)] : null;
+};
+const shape = (r: any) => (r ? { mimeType: r.mimeType, original: [r.originalWidth, r.originalHeight], size: [r.width, r.height], wasResized: r.wasResized, note: formatDimensionNote(r) ?? null } : null);
+
 export default function (pi: ExtensionAPI) {
+  pi.registerCommand("images", {
+    handler: async (_args, ctx) => {
+      const converted = await convertToPng(bmp(40, 20).toString("base64"), "image/bmp");
+      const png = converted!.data;
+      const same = await convertToPng(png, "image/png");
+      const fits = await resizeImage(Buffer.from(png, "base64"), "image/png");
+      const smaller = await resizeImage(Buffer.from(png, "base64"), "image/png", { maxWidth: 10, maxHeight: 10 });
+      const tall = await resizeImage(bmp(3, 30), "image/bmp", { maxHeight: 12 });
+      ctx.ui.notify(JSON.stringify({
+        converted: { mimeType: converted!.mimeType, size: pngSize(png) },
+        same: same!.data === png && same!.mimeType === "image/png",
+        garbage: await convertToPng(Buffer.from("not an image").toString("base64"), "image/jpeg"),
+        fits: { ...shape(fits), unchanged: fits!.data === png },
+        smaller: { ...shape(smaller), pngSize: smaller!.mimeType === "image/png" ? pngSize(smaller!.data) : "jpeg" },
+        tall: shape(tall),
+        badResize: await resizeImage(Buffer.from("nope"), "image/png"),
+      }), "info");
+    },
+  });
+
   pi.registerCommand("packages", {
     handler: async (_args, ctx) => {
       const pkg = path.join(ctx.cwd, "my-pkg");
@@ -196,6 +241,15 @@ async fn a_package_manager_installs_lists_and_removes_as_pis() {
     {
         assert_eq!(ours[key], theirs[key], "{key}: pi-rpc, then pi 1.6.0");
     }
+}
+
+#[tokio::test]
+async fn image_helpers_convert_and_resize_as_pis() {
+    let Some((ours, theirs)) = both("images").await else { return };
+    assert_eq!(ours["converted"], json!({"mimeType": "image/png", "size": [40, 20]}), "{ours}");
+    assert_eq!(ours["smaller"]["size"], json!([10, 5]), "{ours}");
+    assert_eq!(ours["fits"]["wasResized"], false, "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 
 #[tokio::test]

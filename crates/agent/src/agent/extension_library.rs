@@ -5,7 +5,8 @@
 //! `calculateContextTokens`, `shouldCompact`, `currentSystemMessage`, `calculateCost`,
 //! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`, `buildSystemPrompt`,
 //! `buildSystemPromptSections`, `discoverResources` (extension_resources.rs), `resolveCliModel` and
-//! `resolveModelScope` (extension_model_resolver.rs), `packages` (extension_packages.rs).
+//! `resolveModelScope` (extension_model_resolver.rs), `packages` (extension_packages.rs),
+//! `convertToPng` and `resizeImage` (extension_images.rs).
 //!
 //! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
 
@@ -161,6 +162,8 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         "resolveCliModel" => crate::agent::extension_model_resolver::resolve_cli_model(args),
         "resolveModelScope" => crate::agent::extension_model_resolver::resolve_model_scope(args),
         "packages" => crate::agent::extension_packages::call(args),
+        "convertToPng" => crate::agent::extension_images::convert(args),
+        "resizeImage" => crate::agent::extension_images::resize_image(args),
         other => Err(format!("pi-rpc has no library function {other}")),
     }
 }

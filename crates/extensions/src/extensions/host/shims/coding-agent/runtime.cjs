@@ -246,14 +246,24 @@ for (const name of [
 	"collectEntriesForBranchSummary",
 	"prepareBranchEntries",
 	"findCutPoint",
-	"convertToPng",
-	"resizeImage",
 ]) {
 	sdk[name] = (...args) => new (sdkOnly(name))(...args);
 }
 
+/** pi's `convertToPng(base64, mimeType)`, computed by pi-rpc's image code (`null` when undecodable). */
+async function convertToPng(base64Data, mimeType) {
+	return lib("convertToPng", base64Data, mimeType);
+}
+
+/** pi's `resizeImage(bytes, mimeType, options)`: fitted into `maxWidth`/`maxHeight`/`maxBytes` by pi-rpc's image code. */
+async function resizeImage(inputBytes, mimeType, options) {
+	return lib("resizeImage", Buffer.from(inputBytes).toString("base64"), mimeType ?? "", options ?? {});
+}
+
 module.exports = {
 	...sdk,
+	convertToPng,
+	resizeImage,
 	CONFIG_DIR_NAME,
 	VERSION,
 	VIRTUAL_MODEL_STATE_ENTRY: "pi.virtual-model-state",
