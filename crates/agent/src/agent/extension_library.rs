@@ -4,7 +4,9 @@
 //! pi-rpc's core computes and each rule lives in one place: `convertToLlm`, `serializeConversation`, `estimateTokens`,
 //! `calculateContextTokens`, `shouldCompact`, `currentSystemMessage`, `calculateCost`,
 //! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`, `buildSystemPrompt`,
-//! `buildSystemPromptSections`, and `discoverResources` (extension_resources.rs).
+//! `buildSystemPromptSections`, `discoverResources` (extension_resources.rs), `resolveCliModel` and
+//! `resolveModelScope` (extension_model_resolver.rs), `packages` (extension_packages.rs),
+//! `convertToPng` and `resizeImage` (extension_images.rs).
 //!
 //! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
 
@@ -157,6 +159,11 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         }
         // pi's `DefaultResourceLoader` discovery for a cwd and agent dir.
         "discoverResources" => crate::agent::extension_resources::discover(args.first().unwrap_or(&Value::Null)),
+        "resolveCliModel" => crate::agent::extension_model_resolver::resolve_cli_model(args),
+        "resolveModelScope" => crate::agent::extension_model_resolver::resolve_model_scope(args),
+        "packages" => crate::agent::extension_packages::call(args),
+        "convertToPng" => crate::agent::extension_images::convert(args),
+        "resizeImage" => crate::agent::extension_images::resize_image(args),
         other => Err(format!("pi-rpc has no library function {other}")),
     }
 }

@@ -85,6 +85,9 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/models.cjs", include_str!("host/shims/coding-agent/models.cjs")),
     ("shims/coding-agent/resources.cjs", include_str!("host/shims/coding-agent/resources.cjs")),
     ("shims/coding-agent/session-runtime.cjs", include_str!("host/shims/coding-agent/session-runtime.cjs")),
+    ("shims/coding-agent/rpc-client.cjs", include_str!("host/shims/coding-agent/rpc-client.cjs")),
+    ("shims/coding-agent/model-resolver.cjs", include_str!("host/shims/coding-agent/model-resolver.cjs")),
+    ("shims/coding-agent/packages.cjs", include_str!("host/shims/coding-agent/packages.cjs")),
     ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),
     ("shims/pi-ai-compat.cjs", include_str!("host/shims/pi-ai-compat.cjs")),
     ("shims/pi-ai-models.cjs", include_str!("host/shims/pi-ai-models.cjs")),
@@ -192,6 +195,10 @@ impl Host {
             .arg(module)
             .env("PI_RPC_EXTENSION_HOST_MODULES", &self.modules)
             .env("PI_CODING_AGENT_DIR", agent_dir);
+        // pi's `RpcClient` runs this binary by default (shims/coding-agent/rpc-client.cjs).
+        if let Ok(exe) = std::env::current_exe() {
+            cmd.env("PI_RPC_EXECUTABLE", exe);
+        }
         cmd
     }
 }

@@ -145,50 +145,114 @@ fn to_fixed_2(x: f64) -> String {
     format!("{}.{:02}", n / 100, n % 100)
 }
 
-/// Resize to fit the limits (pi's strategy): scale into 2000x2000, then the
-/// smaller of PNG and JPEG q80, then lower JPEG qualities, then 75% steps.
-/// Returns the payload, its type and the dimension note when resized.
-fn resize_to_limits(bytes: &[u8], mime: &str) -> Option<(String, String, Option<String>)> {
+/// The limits an image is resized into (pi's `ImageResizeOptions`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    pub max_width: u32,
+    pub max_height: u32,
+    /// Largest base64 payload.
+    pub max_bytes: usize,
+    /// The first JPEG quality tried.
+    pub jpeg_quality: u8,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_width: MAX_DIMENSION,
+            max_height: MAX_DIMENSION,
+            max_bytes: MAX_INLINE_BYTES,
+            jpeg_quality: JPEG_QUALITIES[0],
+        }
+    }
+}
+
+/// An image fitted into [`Limits`] (pi's `ResizedImage`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resized {
+    /// Base64 of the image bytes.
+    pub data: String,
+    pub mime_type: String,
+    pub original_width: u32,
+    pub original_height: u32,
+    pub width: u32,
+    pub height: u32,
+    pub was_resized: bool,
+}
+
+impl Resized {
+    /// pi's `formatDimensionNote`: the note for the model when resized.
+    pub fn dimension_note(&self) -> Option<String> {
+        if !self.was_resized {
+            return None;
+        }
+        let (ow, oh, w, h) = (self.original_width, self.original_height, self.width, self.height);
+        let scale = ow as f64 / w as f64;
+        Some(format!(
+            "[Image: original {ow}x{oh}, displayed at {w}x{h}. Multiply coordinates by {} to map to original image.]",
+            to_fixed_2(scale)
+        ))
+    }
+}
+
+/// Any decodable image as PNG (EXIF orientation applied); `None` when it cannot be decoded.
+pub fn convert_to_png(bytes: &[u8]) -> Option<Vec<u8>> {
+    decode(bytes).and_then(|img| encode_png(&img))
+}
+
+/// Resize to fit `limits` (pi's strategy): scale into the largest
+/// dimensions, then the smaller of PNG and JPEG at the first quality, then
+/// lower JPEG qualities, then 75% steps. `None` when it cannot be decoded or
+/// fitted.
+pub fn resize(bytes: &[u8], mime: &str, limits: &Limits) -> Option<Resized> {
     let img = decode(bytes)?;
     let (ow, oh) = (img.width(), img.height());
-    if ow <= MAX_DIMENSION && oh <= MAX_DIMENSION && base64_len(bytes.len()) < MAX_INLINE_BYTES {
-        return Some((b64(bytes), mime.to_string(), None));
+    let fitted = |data: String, mime_type: &str, width: u32, height: u32, was_resized: bool| Resized {
+        data,
+        mime_type: mime_type.to_string(),
+        original_width: ow,
+        original_height: oh,
+        width,
+        height,
+        was_resized,
+    };
+    if ow <= limits.max_width && oh <= limits.max_height && base64_len(bytes.len()) < limits.max_bytes {
+        return Some(fitted(b64(bytes), mime, ow, oh, false));
     }
     let (mut w, mut h) = (ow, oh);
-    if w > MAX_DIMENSION {
-        h = ((h as f64 * MAX_DIMENSION as f64) / w as f64).round() as u32;
-        w = MAX_DIMENSION;
+    if w > limits.max_width {
+        h = ((h as f64 * limits.max_width as f64) / w as f64).round() as u32;
+        w = limits.max_width;
     }
-    if h > MAX_DIMENSION {
-        w = ((w as f64 * MAX_DIMENSION as f64) / h as f64).round() as u32;
-        h = MAX_DIMENSION;
+    if h > limits.max_height {
+        w = ((w as f64 * limits.max_height as f64) / h as f64).round() as u32;
+        h = limits.max_height;
+    }
+    let mut qualities = vec![limits.jpeg_quality];
+    for q in JPEG_QUALITIES[1..].iter() {
+        if !qualities.contains(q) {
+            qualities.push(*q);
+        }
     }
     let (mut w, mut h) = (w.max(1), h.max(1));
     loop {
         let resized = img.resize_exact(w, h, FilterType::Lanczos3);
         let png = encode_png(&resized)?;
-        let jpeg = encode_jpeg(&resized, JPEG_QUALITIES[0])?;
+        let jpeg = encode_jpeg(&resized, qualities[0])?;
         let (first, second) = if base64_len(jpeg.len()) < base64_len(png.len()) {
             ((jpeg, "image/jpeg"), (png, "image/png"))
         } else {
             ((png, "image/png"), (jpeg, "image/jpeg"))
         };
-        let note = || {
-            let scale = ow as f64 / w as f64;
-            Some(format!(
-                "[Image: original {ow}x{oh}, displayed at {w}x{h}. Multiply coordinates by {} to map to original image.]",
-                to_fixed_2(scale)
-            ))
-        };
         for (data, kind) in [first, second] {
-            if base64_len(data.len()) < MAX_INLINE_BYTES {
-                return Some((b64(&data), kind.to_string(), note()));
+            if base64_len(data.len()) < limits.max_bytes {
+                return Some(fitted(b64(&data), kind, w, h, true));
             }
         }
-        for q in &JPEG_QUALITIES[1..] {
+        for q in &qualities[1..] {
             let data = encode_jpeg(&resized, *q)?;
-            if base64_len(data.len()) < MAX_INLINE_BYTES {
-                return Some((b64(&data), "image/jpeg".to_string(), note()));
+            if base64_len(data.len()) < limits.max_bytes {
+                return Some(fitted(b64(&data), "image/jpeg", w, h, true));
             }
         }
         if w == 1 && h == 1 {
@@ -203,12 +267,18 @@ fn resize_to_limits(bytes: &[u8], mime: &str) -> Option<(String, String, Option<
     }
 }
 
+/// Resize to the read tool's limits: the payload, its type and the dimension note when resized.
+fn resize_to_limits(bytes: &[u8], mime: &str) -> Option<(String, String, Option<String>)> {
+    let resized = resize(bytes, mime, &Limits::default())?;
+    let note = resized.dimension_note();
+    Some((resized.data, resized.mime_type, note))
+}
+
 /// Prepare an image file's bytes for the model. The error is pi's text for an
 /// image that cannot be sent (shown after `Read image file [<mime>]`).
 pub fn process_image(bytes: &[u8], mime: &str) -> Result<ProcessedImage, String> {
     let (bytes, mime, converted_from) = if mime == "image/bmp" {
-        let png = decode(bytes)
-            .and_then(|img| encode_png(&img))
+        let png = convert_to_png(bytes)
             .ok_or("[Image omitted: could not be converted to a supported inline image format.]")?;
         (png, "image/png", Some(mime))
     } else {

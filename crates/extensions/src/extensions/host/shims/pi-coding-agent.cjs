@@ -19,8 +19,11 @@ const { SettingsManager } = require("./coding-agent/settings.cjs");
 const { ModelRuntime, ModelRegistry } = require("./coding-agent/models.cjs");
 const { DefaultResourceLoader, loadProjectContextFiles } = require("./coding-agent/resources.cjs");
 const sessionRuntime = require("./coding-agent/session-runtime.cjs");
+const { RpcClient } = require("./coding-agent/rpc-client.cjs");
+const modelResolver = require("./coding-agent/model-resolver.cjs");
+const { DefaultPackageManager } = require("./coding-agent/packages.cjs");
 
-const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, ...sessionRuntime };
+const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, RpcClient, DefaultPackageManager, ...modelResolver, ...sessionRuntime };
 
 const { lib: _lib, ...textExports } = text;
 const { sessionDirFor: _sessionDirFor, ...sessionExports } = session;
@@ -32,6 +35,8 @@ exports.SessionManager = session.SessionManager;
 exports.AgentSession = AgentSession;
 exports.createAgentSession = createAgentSession;
 exports.SettingsManager = SettingsManager;
+exports.RpcClient = RpcClient;
+exports.DefaultPackageManager = DefaultPackageManager;
 exports.ModelRuntime = ModelRuntime;
 exports.ModelRegistry = ModelRegistry;
 exports.DefaultResourceLoader = DefaultResourceLoader;

@@ -5,7 +5,8 @@
 // `DefaultResourceLoader`, `AgentSessionRuntime`, …) are their own files;
 // what remains of pi's SDK (its front ends `main`, `InteractiveMode`,
 // `runRpcMode`, a second extension runtime, `DefaultPackageManager`, the
-// compaction functions, …) is not part of pi-rpc: those names exist and fail
+// compaction functions, …; `RpcClient` and the model resolvers have their
+// own files) is not part of pi-rpc: those names exist and fail
 // with a clear error when used, naming what an extension can use instead
 // (pi-agent-core's agent loop, or pi as a process; compat/DEVIATIONS.md).
 
@@ -222,9 +223,7 @@ function sdkOnly(name) {
 const sdk = {};
 for (const name of [
 	"ExtensionRunner",
-	"DefaultPackageManager",
 	"InteractiveMode",
-	"RpcClient",
 ]) {
 	sdk[name] = sdkOnly(name);
 }
@@ -234,8 +233,6 @@ for (const name of [
 	"createCodemodeExtension",
 	"createMcpExtension",
 	"createToolSearchExtension",
-	"resolveCliModel",
-	"resolveModelScopeWithDiagnostics",
 	"main",
 	"parseArgs",
 	"runPrintMode",
@@ -249,14 +246,24 @@ for (const name of [
 	"collectEntriesForBranchSummary",
 	"prepareBranchEntries",
 	"findCutPoint",
-	"convertToPng",
-	"resizeImage",
 ]) {
 	sdk[name] = (...args) => new (sdkOnly(name))(...args);
 }
 
+/** pi's `convertToPng(base64, mimeType)`, computed by pi-rpc's image code (`null` when undecodable). */
+async function convertToPng(base64Data, mimeType) {
+	return lib("convertToPng", base64Data, mimeType);
+}
+
+/** pi's `resizeImage(bytes, mimeType, options)`: fitted into `maxWidth`/`maxHeight`/`maxBytes` by pi-rpc's image code. */
+async function resizeImage(inputBytes, mimeType, options) {
+	return lib("resizeImage", Buffer.from(inputBytes).toString("base64"), mimeType ?? "", options ?? {});
+}
+
 module.exports = {
 	...sdk,
+	convertToPng,
+	resizeImage,
 	CONFIG_DIR_NAME,
 	VERSION,
 	VIRTUAL_MODEL_STATE_ENTRY: "pi.virtual-model-state",
