@@ -26,7 +26,8 @@ use crate::harness::Sandbox;
 const SDK_SERVICES: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
 import {
-  createAgentSession, createAgentSessionFromServices, createAgentSessionRuntime, createAgentSessionServices, DefaultResourceLoader, getAgentDir, ModelRegistry, ModelRuntime, SessionManager, SettingsManager,
+  compact, createAgentSession, createAgentSessionFromServices, createAgentSessionRuntime, createAgentSessionServices, DefaultResourceLoader, findCutPoint,
+  estimateTokens, generateSummary, generateSummaryWithUsage, getAgentDir, ModelRegistry, ModelRuntime, SessionManager, SettingsManager,
 } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
@@ -156,6 +157,41 @@ export default function (pi: ExtensionAPI) {
         prompt: ["Project rules: tabs.", "You are a terse project bot.", "Always sign as Bot.", "tidy-skill"].map((t) => prompt.includes(t)),
         fallback: modelFallbackMessage ?? null,
         entries: session.sessionManager.getEntries().map((e: any) => e.type),
+      }), "info");
+      session.dispose();
+    },
+  });
+
+  pi.registerCommand("compaction", {
+    handler: async (_args, ctx) => {
+      // keepRecentTokens 1: the cut falls inside the last turn, so both of pi's summaries are asked for.
+      const settingsManager = SettingsManager.inMemory({ compaction: { keepRecentTokens: 1 } } as any);
+      const { session } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager, noTools: true } as any);
+      const events: string[] = [];
+      session.subscribe((e: any) => { if (e.type.startsWith("compaction")) events.push(`${e.type}:${e.reason}:${e.errorMessage ?? ""}`); });
+      await session.prompt("hello");
+      await session.prompt("again");
+      const sm = session.sessionManager;
+      const branch = sm.getBranch();
+      const cut = findCutPoint(branch, 0, branch.length, 1);
+      const index = (id: string) => sm.getBranch().findIndex((e: any) => e.id === id);
+      const result: any = await session.compact("Mind the files.");
+      const entry: any = sm.getBranch().at(-1);
+      let again = null;
+      try { await session.compact(); } catch (e: any) { again = e.message; }
+      const { apiKey, headers } = await ctx.modelRegistry.getApiKeyAndHeaders(ctx.model!) as any;
+      const summary = await generateSummary(session.messages.slice(1), ctx.model!, 0, apiKey, headers, undefined, "Be short.");
+      const withUsage = await generateSummaryWithUsage([], ctx.model!, 0, apiKey, headers, undefined, undefined, "Earlier.");
+      const fileOps = { read: new Set(["a.txt", "b.txt"]), written: new Set(["b.txt"]), edited: new Set<string>() };
+      const own = await compact({ firstKeptEntryId: "x", messagesToSummarize: [], turnPrefixMessages: [], isSplitTurn: false, tokensBefore: 7, previousSummary: "Before.", fileOps, settings: {} } as any, ctx.model!, apiKey, headers);
+      // The SDK session's system prompt is pi-rpc's own (compat/DEVIATIONS.md): token counts are compared without it.
+      const system = estimateTokens(session.messages[0]);
+      ctx.ui.notify(JSON.stringify({
+        cut, events, again, summary, withUsage, own,
+        result: { ...result, firstKeptEntryId: index(result.firstKeptEntryId), tokensBefore: result.tokensBefore - system, estimatedTokensAfter: result.estimatedTokensAfter - system },
+        entry: { type: entry.type, summary: entry.summary, tokensBefore: entry.tokensBefore - system, details: entry.details, fromHook: entry.fromHook ?? null, kept: index(entry.firstKeptEntryId), system: entry.systemMessage.role },
+        context: session.messages.map((m: any) => m.role),
+        compacting: session.isCompacting,
       }), "info");
       session.dispose();
     },
@@ -424,6 +460,32 @@ async fn sdk_session_members_work_as_in_pi() {
     // Back at the system message, the label on top.
     assert_eq!(ours["after"]["branch"], json!(["model_change", "thinking_level_change", "message", "label"]), "{ours}");
     assert_eq!(ours["exported"][2], true, "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn an_sdk_session_compacts_as_pi_does() {
+    let Some((ours, theirs)) = both("compaction").await else { return };
+    let events = json!([
+        "compaction_start:manual:",
+        "compaction_end:manual:",
+        "compaction_start:manual:",
+        "compaction_end:manual:Compaction failed: Already compacted"
+    ]);
+    assert_eq!(ours["events"], events, "{ours}");
+    assert_eq!(ours["again"], "Already compacted", "{ours}");
+    // A split turn: the history summary, pi's separator, the turn's prefix summary.
+    assert!(ours["result"]["summary"].as_str().is_some_and(|s| s.contains("**Turn Context (split turn):**")), "{ours}");
+    assert_eq!(ours["entry"]["type"], "compaction", "{ours}");
+    assert_eq!(ours["own"]["details"], json!({"readFiles": ["a.txt"], "modifiedFiles": ["b.txt"]}), "{ours}");
+    // `tokensBefore` is the last reply's reported input (the fake server's count of a request
+    // carrying pi-rpc's own system prompt) plus later messages: the same within the server's rounding.
+    let (mut ours, mut theirs) = (ours, theirs);
+    for part in ["result", "entry"] {
+        let (a, b) = (ours[part]["tokensBefore"].take(), theirs[part]["tokensBefore"].take());
+        let (a, b) = (a.as_i64().unwrap_or(-100), b.as_i64().unwrap_or(100));
+        assert!((a - b).abs() <= 1 && a > 0, "{part}.tokensBefore: pi-rpc {a}, pi {b}");
+    }
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 

@@ -4,7 +4,8 @@
 //! pi-rpc's core computes and each rule lives in one place: `convertToLlm`, `serializeConversation`, `estimateTokens`,
 //! `calculateContextTokens`, `shouldCompact`, `currentSystemMessage`, `calculateCost`,
 //! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`, `buildSystemPrompt`,
-//! `buildSystemPromptSections`, and `discoverResources` (extension_resources.rs).
+//! `buildSystemPromptSections`, `discoverResources` (extension_resources.rs), and the
+//! compaction functions of extension_compaction.rs.
 //!
 //! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
 
@@ -60,6 +61,9 @@ fn skill_of(v: &Value) -> Skill {
 
 /// Compute `name(args…)`.
 pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
+    if let Some(result) = crate::agent::extension_compaction::call(name, args) {
+        return result;
+    }
     match name {
         "convertToLlm" => Ok(Value::Array(to_llm(&messages(args)?).into_iter().map(llm_json).collect())),
         // The system message a compaction keeps: the prompt and tools declared so far.

@@ -85,6 +85,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/models.cjs", include_str!("host/shims/coding-agent/models.cjs")),
     ("shims/coding-agent/resources.cjs", include_str!("host/shims/coding-agent/resources.cjs")),
     ("shims/coding-agent/session-runtime.cjs", include_str!("host/shims/coding-agent/session-runtime.cjs")),
+    ("shims/coding-agent/compaction.cjs", include_str!("host/shims/coding-agent/compaction.cjs")),
     ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),
     ("shims/pi-ai-compat.cjs", include_str!("host/shims/pi-ai-compat.cjs")),
     ("shims/pi-ai-models.cjs", include_str!("host/shims/pi-ai-models.cjs")),

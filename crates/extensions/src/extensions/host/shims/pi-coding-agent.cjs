@@ -19,12 +19,13 @@ const { SettingsManager } = require("./coding-agent/settings.cjs");
 const { ModelRuntime, ModelRegistry } = require("./coding-agent/models.cjs");
 const { DefaultResourceLoader, loadProjectContextFiles } = require("./coding-agent/resources.cjs");
 const sessionRuntime = require("./coding-agent/session-runtime.cjs");
+const { prepareCompaction: _prepareCompaction, ...compaction } = require("./coding-agent/compaction.cjs");
 
 const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, ...sessionRuntime };
 
 const { lib: _lib, ...textExports } = text;
 const { sessionDirFor: _sessionDirFor, ...sessionExports } = session;
-Object.assign(module.exports, textExports, tools, sessionExports, runtime, sdk);
+Object.assign(module.exports, textExports, tools, sessionExports, runtime, compaction, sdk);
 // Named here too, so that Node's import of this file lists them: a class
 // reached through jiti's default-export fallback is a bound copy without its
 // static members (`SessionManager.inMemory()`, `SessionManager.list()`).

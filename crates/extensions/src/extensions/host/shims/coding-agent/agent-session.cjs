@@ -16,7 +16,8 @@
 // then `agent_settled`), each finished message appended to the session,
 // steering and follow-up queues with `queue_update`, abort. What is left
 // out (extensions, prompt templates and skill commands inside the
-// sub-session, compaction, retries) is listed in compat/DEVIATIONS.md.
+// sub-session, automatic compaction, retries) is listed in compat/DEVIATIONS.md.
+// Manual `compact` runs pi-rpc's compaction (compaction.cjs).
 
 "use strict";
 
@@ -31,6 +32,8 @@ const { lib } = require("./text.cjs");
 const { MemorySessionManager } = require("./session-memory.cjs");
 const { SessionManager, sessionDirFor } = require("./session.cjs");
 const { SettingsManager } = require("./settings.cjs");
+const compaction = require("./compaction.cjs");
+const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
@@ -84,6 +87,8 @@ class AgentSession {
 		this._cwd = config.cwd;
 		this._tools = config.tools; // name -> definition
 		this._promptBase = config.promptBase;
+		this._streamFn = config.streamFn;
+		this._compacting = undefined;
 		this._listeners = [];
 		this._steering = [];
 		this._followUp = [];
@@ -225,6 +230,49 @@ class AgentSession {
 		await this.waitForIdle();
 	}
 
+	/**
+	 * pi's manual compaction: the run stopped, the branch prepared and
+	 * summarised (compaction.cjs), a `compaction` entry appended, the agent's
+	 * messages rebuilt, `compaction_start`/`compaction_end` emitted.
+	 */
+	async compact(customInstructions) {
+		await this.abort();
+		const controller = new AbortController();
+		this._compacting = controller;
+		this._emit({ type: "compaction_start", reason: "manual" });
+		try {
+			const model = this.model;
+			if (!model) throw new Error("No model selected.");
+			const settings = this.settingsManager?.getCompactionSettings(model) ?? DEFAULT_COMPACTION_SETTINGS;
+			const branch = this.sessionManager.getBranch();
+			const preparation = compaction.prepareCompaction(branch, settings);
+			if (!preparation) throw new Error(branch[branch.length - 1]?.type === "compaction" ? "Already compacted" : "Nothing to compact (session too small)");
+			const result = await compaction.compact(preparation, model, undefined, undefined, customInstructions, controller.signal, this.thinkingLevel, this._streamFn);
+			if (controller.signal.aborted) throw new Error("Compaction cancelled");
+			const { summary, firstKeptEntryId, tokensBefore, usage, details } = result;
+			this.sessionManager.appendCompaction(summary, firstKeptEntryId, tokensBefore, details, false, usage);
+			this.agent.state.messages = this.sessionManager.buildSessionContext().messages;
+			const estimatedTokensAfter = this.agent.state.messages.reduce((n, m) => n + lib("estimateTokens", m), 0);
+			const done = { summary, firstKeptEntryId, tokensBefore, estimatedTokensAfter, usage, details };
+			this._compacting = undefined;
+			this._emit({ type: "compaction_end", reason: "manual", result: done, aborted: false, willRetry: false });
+			return done;
+		} catch (error) {
+			const aborted = controller.signal.aborted;
+			const errorMessage = aborted ? undefined : `Compaction failed: ${error instanceof Error ? error.message : String(error)}`;
+			this._compacting = undefined;
+			this._emit({ type: "compaction_end", reason: "manual", result: undefined, aborted, willRetry: false, errorMessage });
+			throw error;
+		} finally {
+			this._compacting = undefined;
+		}
+	}
+
+	/** pi's `abortCompaction`: a running compaction stops. */
+	abortCompaction() {
+		this._compacting?.abort();
+	}
+
 	waitForIdle() {
 		return this.isIdle ? Promise.resolve() : new Promise((resolve) => this._idleWaiters.push(resolve));
 	}
@@ -264,7 +312,7 @@ class AgentSession {
 		return !this._running;
 	}
 	get isCompacting() {
-		return false;
+		return this._compacting !== undefined;
 	}
 	get messages() {
 		return this.agent.state.messages;
@@ -410,7 +458,7 @@ class AgentSession {
 	}
 }
 
-for (const name of ["compact", "executeBash", "exportToHtml", "cycleModel"]) {
+for (const name of ["executeBash", "exportToHtml", "cycleModel"]) {
 	AgentSession.prototype[name] = () => {
 		throw new Error(`AgentSession.${name}() ${NOT_HERE}`);
 	};
@@ -534,7 +582,7 @@ async function createAgentSession(options = {}) {
 		sessionManager.appendThinkingLevelChange(thinkingLevel);
 	}
 	const promptBase = promptBaseOf(options.resourceLoader, channel.call("getSystemPromptOptions"));
-	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader: options.resourceLoader, cwd, tools: definitions, promptBase });
+	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader: options.resourceLoader, cwd, tools: definitions, promptBase, streamFn: options.modelRuntime ? stream : undefined });
 	session.setActiveToolsByName(active);
 	const extensionsResult = options.resourceLoader?.getExtensions?.() ?? { extensions: [], errors: [] };
 	return { session, extensionsResult, modelFallbackMessage: model ? modelFallbackMessage : "No models available." };

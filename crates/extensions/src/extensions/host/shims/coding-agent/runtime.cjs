@@ -242,13 +242,9 @@ for (const name of [
 	"runRpcMode",
 	"wrapRegisteredTool",
 	"wrapRegisteredTools",
-	"compact",
-	"generateSummary",
-	"generateSummaryWithUsage",
 	"generateBranchSummary",
 	"collectEntriesForBranchSummary",
 	"prepareBranchEntries",
-	"findCutPoint",
 	"convertToPng",
 	"resizeImage",
 ]) {
