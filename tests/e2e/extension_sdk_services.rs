@@ -5,7 +5,7 @@
 //! templates, themes, context files, SYSTEM.md / APPEND_SYSTEM.md found as pi
 //! finds them), `createAgentSession` given those, and `AgentSessionRuntime`
 //! (`newSession`, `switchSession`, `importFromJsonl`, `fork`), and the SDK session's
-//! `navigateTree`, `exportToJsonl`, `reload`, `bindExtensions`. Each part is an
+//! `navigateTree` (with a branch summary), `compact`, the compaction functions, `exportToJsonl`, `reload`, `bindExtensions`. Each part is an
 //! extension command that notifies a JSON summary; pi-rpc's is compared with
 //! pi 1.6.0's, paths of the sandbox normalised.
 //!
@@ -26,8 +26,8 @@ use crate::harness::Sandbox;
 const SDK_SERVICES: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
 import {
-  compact, createAgentSession, createAgentSessionFromServices, createAgentSessionRuntime, createAgentSessionServices, DefaultResourceLoader, findCutPoint,
-  estimateTokens, generateSummary, generateSummaryWithUsage, getAgentDir, ModelRegistry, ModelRuntime, SessionManager, SettingsManager,
+  collectEntriesForBranchSummary, compact, createAgentSession, createAgentSessionFromServices, createAgentSessionRuntime, createAgentSessionServices, DefaultResourceLoader, findCutPoint,
+  estimateTokens, generateBranchSummary, generateSummary, prepareBranchEntries, generateSummaryWithUsage, getAgentDir, ModelRegistry, ModelRuntime, SessionManager, SettingsManager,
 } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
@@ -192,6 +192,35 @@ export default function (pi: ExtensionAPI) {
         entry: { type: entry.type, summary: entry.summary, tokensBefore: entry.tokensBefore - system, details: entry.details, fromHook: entry.fromHook ?? null, kept: index(entry.firstKeptEntryId), system: entry.systemMessage.role },
         context: session.messages.map((m: any) => m.role),
         compacting: session.isCompacting,
+      }), "info");
+      session.dispose();
+    },
+  });
+
+  pi.registerCommand("treesummary", {
+    handler: async (_args, ctx) => {
+      const { session } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager: SettingsManager.inMemory({}), noTools: true } as any);
+      await session.prompt("hello");
+      await session.prompt("again");
+      const sm = session.sessionManager;
+      const ids = new Map<string, number>(sm.getEntries().map((e: any, i: number) => [e.id, i]));
+      const users = sm.getEntries().filter((e: any) => e.type === "message" && e.message.role === "user");
+      const collected = collectEntriesForBranchSummary(sm, sm.getLeafId(), users[1].id);
+      const prepared = prepareBranchEntries(collected.entries, 0);
+      const { apiKey, headers } = await ctx.modelRegistry.getApiKeyAndHeaders(ctx.model!) as any;
+      const direct = await generateBranchSummary(collected.entries, { model: ctx.model!, apiKey, headers, customInstructions: "Only files.", replaceInstructions: true });
+      const empty = await generateBranchSummary([], { model: ctx.model!, apiKey, headers });
+      const moved: any = await session.navigateTree(users[1].id, { summarize: true, label: "back", customInstructions: "Be short." });
+      const s = moved.summaryEntry;
+      ctx.ui.notify(JSON.stringify({
+        collected: { entries: collected.entries.map((e: any) => ids.get(e.id)), ancestor: ids.get(collected.commonAncestorId) ?? null },
+        prepared: { roles: prepared.messages.map((m: any) => m.role), totalTokens: prepared.totalTokens, read: [...prepared.fileOps.read] },
+        direct, empty,
+        moved: { editorText: moved.editorText, cancelled: moved.cancelled },
+        entry: { type: s.type, summary: s.summary, fromId: ids.get(s.fromId), parent: ids.get(s.parentId), details: s.details, fromHook: s.fromHook, usage: s.usage, label: sm.getLabel(s.id) ?? null },
+        branch: sm.getBranch().map((e: any) => e.type),
+        context: session.messages.map((m: any) => m.role),
+        leafIsSummary: sm.getLeafId() === s.id,
       }), "info");
       session.dispose();
     },
@@ -486,6 +515,26 @@ async fn an_sdk_session_compacts_as_pi_does() {
         let (a, b) = (a.as_i64().unwrap_or(-100), b.as_i64().unwrap_or(100));
         assert!((a - b).abs() <= 1 && a > 0, "{part}.tokensBefore: pi-rpc {a}, pi {b}");
     }
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn an_sdk_session_summarizes_the_branch_it_leaves_as_pi_does() {
+    let Some((ours, theirs)) = both("treesummary").await else { return };
+    assert_eq!(ours["moved"]["editorText"], "again", "{ours}");
+    assert!(
+        ours["entry"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("The user explored a different conversation branch")),
+        "{ours}"
+    );
+    assert_eq!(ours["entry"]["label"], "back", "{ours}");
+    assert_eq!(ours["direct"]["error"], Value::Null, "{ours}");
+    // The summary sits where the user message's parent was, the label on it.
+    let branch =
+        json!(["model_change", "thinking_level_change", "message", "message", "message", "branch_summary", "label"]);
+    assert_eq!(ours["branch"], branch, "{ours}");
+    assert_eq!(ours["empty"], json!({"summary": "No content to summarize"}), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 

@@ -1,14 +1,15 @@
 //! pi's compaction functions for the extension host's stand-in of pi's SDK
-//! (`prepareCompaction`, the summary prompts, the file lists), computed with
+//! (`prepareCompaction`, the summary prompts, branch summaries' included, the file lists), computed with
 //! pi-rpc's own compaction code so that an SDK session compacts as pi-rpc
 //! does. The model calls themselves are made by the host, with the caller's
 //! model and stream function, as pi's `compact` makes them.
 
 use serde_json::{Value, json};
 
+use crate::compaction::branch::branch_prompt;
 use crate::compaction::prompt::{
-    NO_PRIOR_HISTORY, SPLIT_TURN_SEPARATOR, SUMMARIZATION_SYSTEM_PROMPT, format_file_operations, history_prompt,
-    turn_prefix_prompt,
+    BRANCH_SUMMARY_PREAMBLE, NO_PRIOR_HISTORY, SPLIT_TURN_SEPARATOR, SUMMARIZATION_SYSTEM_PROMPT,
+    format_file_operations, history_prompt, turn_prefix_prompt,
 };
 use crate::compaction::{FileOps, Projection, prepare};
 use crate::message::AgentMessage;
@@ -65,7 +66,13 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Option<Result<Value, String>> 
         }
         // The user message asking for a split turn's prefix summary (messages, customInstructions).
         "turnPrefixPrompt" => messages_at(args, 0).map(|m| Value::String(turn_prefix_prompt(&m, text_at(args, 1)))),
+        // The user message asking for a branch summary (messages, customInstructions, replaceInstructions).
+        "branchSummaryPrompt" => messages_at(args, 0).map(|m| {
+            let replace = args.get(2).and_then(Value::as_bool).unwrap_or(false);
+            Value::String(branch_prompt(&m, text_at(args, 1), replace))
+        }),
         "summaryTexts" => Ok(json!({
+            "branchPreamble": BRANCH_SUMMARY_PREAMBLE,
             "systemPrompt": SUMMARIZATION_SYSTEM_PROMPT,
             "noPriorHistory": NO_PRIOR_HISTORY,
             "splitTurnSeparator": SPLIT_TURN_SEPARATOR,

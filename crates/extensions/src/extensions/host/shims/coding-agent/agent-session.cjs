@@ -268,8 +268,11 @@ class AgentSession {
 		}
 	}
 
-	/** pi's `abortCompaction`: a running compaction stops. */
+	/** pi's `abortCompaction` / `abortBranchSummary`: a running compaction or branch summary stops. */
 	abortCompaction() {
+		this._compacting?.abort();
+	}
+	abortBranchSummary() {
 		this._compacting?.abort();
 	}
 
@@ -429,26 +432,59 @@ class AgentSession {
 	/**
 	 * pi's move to another point of the session tree: a user (or custom)
 	 * message's parent, its text handed back as `editorText`; any other entry
-	 * itself. The agent continues from there. Branch summaries are not made here.
+	 * itself. With `summarize`, the branch left is summarised
+	 * (`generateBranchSummary`) into a `branch_summary` entry at the new
+	 * position, which takes the label. The agent continues from there.
 	 */
 	async navigateTree(targetId, options = {}) {
 		if (this.isStreaming) throw new Error("Wait for the current response to finish before navigating the session tree.");
+		if (this.isCompacting) throw new Error("Wait for the current compaction or tree navigation to finish before navigating the session tree.");
 		const sm = this.sessionManager;
-		if (targetId === sm.getLeafId()) return { cancelled: false };
-		if (options.summarize) throw new Error(`AgentSession.navigateTree({summarize}) ${NOT_HERE}`);
+		const oldLeafId = sm.getLeafId();
+		if (targetId === oldLeafId) return { cancelled: false };
+		if (options.summarize && !this.model) throw new Error("No model available for summarization");
 		const target = sm.getEntry(targetId);
 		if (!target) throw new Error(`Entry ${targetId} not found`);
+		const { entries } = compaction.collectEntriesForBranchSummary(sm, oldLeafId, targetId);
+		let summary;
+		if (options.summarize && entries.length > 0) {
+			const controller = new AbortController();
+			this._compacting = controller;
+			try {
+				const result = await compaction.generateBranchSummary(entries, {
+					model: this.model,
+					thinkingLevel: this.thinkingLevel,
+					signal: controller.signal,
+					customInstructions: options.customInstructions,
+					replaceInstructions: options.replaceInstructions,
+					reserveTokens: this.settingsManager?.getBranchSummarySettings().reserveTokens,
+					streamFn: this._streamFn,
+				});
+				if (result.aborted) return { cancelled: true, aborted: true };
+				if (result.error) throw new Error(result.error);
+				summary = { text: result.summary, usage: result.usage, details: { readFiles: result.readFiles || [], modifiedFiles: result.modifiedFiles || [] } };
+			} finally {
+				this._compacting = undefined;
+			}
+		}
 		let leaf = targetId;
 		let editorText;
 		if ((target.type === "message" && target.message?.role === "user") || target.type === "custom_message") {
-			leaf = target.parentId;
+			leaf = target.parentId ?? null;
 			editorText = transcript.contentText(target.type === "message" ? target.message.content : target.content, "");
 		}
-		if (leaf === null || leaf === undefined) sm.resetLeaf();
-		else sm.branch(leaf);
-		if (options.label) sm.appendLabelChange(targetId, options.label);
+		let summaryEntry;
+		if (summary) {
+			const id = sm.branchWithSummary(leaf, summary.text, summary.details, false, summary.usage);
+			summaryEntry = sm.getEntry(id);
+			if (options.label) sm.appendLabelChange(id, options.label);
+		} else {
+			if (leaf === null) sm.resetLeaf();
+			else sm.branch(leaf);
+			if (options.label) sm.appendLabelChange(targetId, options.label);
+		}
 		this.agent.state.messages = sm.buildSessionContext().messages;
-		return { editorText, cancelled: false, summaryEntry: undefined };
+		return { editorText, cancelled: false, summaryEntry };
 	}
 	/** Nothing to bind: an SDK session in pi-rpc runs no extensions (compat/DEVIATIONS.md). */
 	async bindExtensions() {}

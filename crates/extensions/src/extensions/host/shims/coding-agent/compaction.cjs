@@ -1,5 +1,6 @@
 // pi-rpc extension host: pi's compaction functions (`compact`,
-// `generateSummary`, `generateSummaryWithUsage`, `findCutPoint`, and the
+// `generateSummary`, `generateSummaryWithUsage`, `findCutPoint`, the branch
+// summary functions, and the
 // `prepareCompaction` that `AgentSession.compact` uses). What to summarise
 // and the texts the summarising model sees are pi-rpc's own compaction code
 // (the `lib` request, crates/agent/src/agent/extension_compaction.rs); the
@@ -14,7 +15,7 @@ const crypto = require("node:crypto");
 const calls = require("../ai/calls.cjs");
 const transcript = require("../ai/transcript.cjs");
 const { lib } = require("./text.cjs");
-const { sessionEntryToContextMessages } = require("./projection.cjs");
+const { sessionEntryToContextMessages, projectContextEntry } = require("./projection.cjs");
 
 const texts = () => lib("summaryTexts");
 
@@ -44,6 +45,7 @@ async function summarize(label, promptText, model, options) {
 	const response = streamFn
 		? await (await streamFn(model, context, request)).result()
 		: await calls.viaRegistry(model, context, request, true).result();
+	if (response.stopReason === "aborted" && label === "Branch summarization") return { aborted: true };
 	if (response.stopReason === "error") throw new Error(`${label} failed: ${response.errorMessage || "Unknown error"}`);
 	if (response.stopReason === "length") throw new Error(`${label} failed: generation hit the token cap and the summary is incomplete`);
 	if (response.content.some((block) => block.type === "toolCall")) throw new Error(`${label} attempted to call a tool`);
@@ -129,4 +131,93 @@ function findCutPoint(entries, startIndex, endIndex, keepRecentTokens) {
 	return { firstKeptEntryIndex: cut, turnStartIndex, isSplitTurn: !starts && turnStartIndex !== -1 };
 }
 
-module.exports = { compact, generateSummary, generateSummaryWithUsage, findCutPoint, prepareCompaction };
+/** pi's `collectEntriesForBranchSummary(session, oldLeafId, targetId)`: the old branch's entries after the common ancestor. */
+function collectEntriesForBranchSummary(session, oldLeafId, targetId) {
+	if (!oldLeafId) return { entries: [], commonAncestorId: null };
+	const oldPath = new Set(session.getBranch(oldLeafId).map((e) => e.id));
+	const common = [...session.getBranch(targetId)].reverse().find((e) => oldPath.has(e.id));
+	const commonAncestorId = common?.id ?? null;
+	const entries = [];
+	for (let entry = session.getEntry(oldLeafId); entry && entry.id !== commonAncestorId; entry = entry.parentId ? session.getEntry(entry.parentId) : undefined) {
+		entries.push(entry);
+	}
+	return { entries: entries.reverse(), commonAncestorId };
+}
+
+/** The message an entry gives a branch summary (tool results and metadata none; a context edit applied). */
+function branchMessage(entry, edit) {
+	if (entry.type === "message") return entry.message.role === "toolResult" ? undefined : edit ? projectContextEntry(entry, edit)[0] : entry.message;
+	if (!["custom_message", "branch_summary", "compaction"].includes(entry.type)) return undefined;
+	const messages = edit ? projectContextEntry(entry, edit) : sessionEntryToContextMessages(entry);
+	return messages.find((m) => m.role !== "system");
+}
+
+/** pi's `extractFileOpsFromMessage`: the paths of `read`/`write`/`edit` calls (nested ones of a tool result too). */
+function addFileOps(message, ops) {
+	const calls = message.role === "toolResult" ? (message.nestedCalls?.calls ?? []) : message.role === "assistant" && Array.isArray(message.content) ? message.content.filter((b) => b?.type === "toolCall") : [];
+	const sets = { read: ops.read, write: ops.written, edit: ops.edited };
+	for (const call of calls) {
+		const file = typeof call.arguments?.path === "string" ? call.arguments.path : undefined;
+		if (file && sets[call.name]) sets[call.name].add(file);
+	}
+}
+
+/** pi's `prepareBranchEntries(entries, tokenBudget)`: the newest messages within the budget, and the files touched. */
+function prepareBranchEntries(entries, tokenBudget = 0) {
+	const fileOps = { read: new Set(), written: new Set(), edited: new Set() };
+	for (const entry of entries) {
+		if (entry.type !== "branch_summary" || entry.fromHook || !entry.details) continue;
+		for (const f of Array.isArray(entry.details.readFiles) ? entry.details.readFiles : []) fileOps.read.add(f);
+		for (const f of Array.isArray(entry.details.modifiedFiles) ? entry.details.modifiedFiles : []) fileOps.edited.add(f);
+	}
+	const edits = new Map(entries.filter((e) => e.type === "context_edit").map((e) => [e.targetId, e]));
+	const messages = [];
+	let totalTokens = 0;
+	for (let i = entries.length - 1; i >= 0; i--) {
+		const entry = entries[i];
+		const message = branchMessage(entry, edits.get(entry.id));
+		if (!message) continue;
+		addFileOps(message, fileOps);
+		const tokens = lib("estimateTokens", message);
+		if (tokenBudget > 0 && totalTokens + tokens > tokenBudget) {
+			const isSummary = entry.type === "compaction" || entry.type === "branch_summary";
+			if (isSummary && totalTokens < tokenBudget * 0.9) {
+				messages.unshift(message);
+				totalTokens += tokens;
+			}
+			break;
+		}
+		messages.unshift(message);
+		totalTokens += tokens;
+	}
+	return { messages, fileOps, totalTokens };
+}
+
+/** pi's `generateBranchSummary(entries, options)`: `{summary, usage, readFiles, modifiedFiles}`, `{aborted}` or `{error}`. */
+async function generateBranchSummary(entries, options) {
+	const { model, apiKey, headers, signal, thinkingLevel, customInstructions, replaceInstructions, reserveTokens = 16384, streamFn } = options;
+	const { messages, fileOps } = prepareBranchEntries(entries, (model.contextWindow || 128000) - reserveTokens);
+	if (messages.length === 0) return { summary: "No content to summarize" };
+	const prompt = lib("branchSummaryPrompt", messages, customInstructions ?? null, Boolean(replaceInstructions && customInstructions));
+	let answer;
+	try {
+		answer = await summarize("Branch summarization", prompt, model, { apiKey, headers, signal, thinkingLevel, streamFn, sessionId: undefined });
+	} catch (error) {
+		return { error: error.message };
+	}
+	if (answer.aborted) return { aborted: true };
+	const { readFiles, modifiedFiles } = lib("computeFileLists", fileOpsJson(fileOps));
+	const summary = `${texts().branchPreamble}${answer.text}${lib("formatFileOperations", readFiles, modifiedFiles)}`;
+	return { summary: summary || "No summary generated", usage: answer.usage, readFiles, modifiedFiles };
+}
+
+module.exports = {
+	compact,
+	generateSummary,
+	generateSummaryWithUsage,
+	findCutPoint,
+	prepareCompaction,
+	collectEntriesForBranchSummary,
+	prepareBranchEntries,
+	generateBranchSummary,
+};

@@ -242,9 +242,6 @@ for (const name of [
 	"runRpcMode",
 	"wrapRegisteredTool",
 	"wrapRegisteredTools",
-	"generateBranchSummary",
-	"collectEntriesForBranchSummary",
-	"prepareBranchEntries",
 	"convertToPng",
 	"resizeImage",
 ]) {

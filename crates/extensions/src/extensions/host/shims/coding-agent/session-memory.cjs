@@ -157,6 +157,13 @@ class MemorySessionManager {
 		this.leafId = id;
 		return id;
 	}
+	/** pi's move to `branchFromId` (null: the root) with a summary of the branch left, which becomes the leaf. */
+	branchWithSummary(branchFromId, summary, details, fromHook, usage) {
+		if (branchFromId !== null && !this.byId.has(branchFromId)) throw new Error(`Entry ${branchFromId} not found`);
+		const fromId = this.leafId ?? "root";
+		this.leafId = branchFromId;
+		return this.append("branch_summary", { fromId, summary, details, usage, fromHook });
+	}
 	/** Move the leaf to `id`: the next entry starts a branch there. */
 	branch(id) {
 		if (!this.byId.has(id)) throw new Error(`Entry ${id} not found`);
