@@ -226,6 +226,30 @@ export default function (pi: ExtensionAPI) {
     },
   });
 
+  pi.registerCommand("cycle", {
+    handler: async (_args, ctx) => {
+      const shape = (r: any) => (r ? { model: `${r.model.provider}/${r.model.id}`, thinkingLevel: r.thinkingLevel, isScoped: r.isScoped } : null);
+      const settingsManager = SettingsManager.inMemory({ defaultThinkingLevel: "low" } as any);
+      const { session } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager, noTools: true } as any);
+      const levels: string[] = [];
+      session.subscribe((e: any) => { if (e.type === "thinking_level_changed") levels.push(e.level); });
+      const all = [];
+      for (const direction of ["forward", "forward", "backward"]) all.push(shape(await session.cycleModel(direction as any)));
+      const persisted = shape(await session.cycleModel("forward", { persist: true }));
+      const other = ctx.modelRegistry.find("fake", "fake-other")!;
+      const scopedModels = [{ model: ctx.model!, thinkingLevel: "off" }, { model: other, thinkingLevel: "high" }];
+      const { session: scopedSession } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager: SettingsManager.inMemory({}), scopedModels, noTools: true } as any);
+      const scoped = [shape(await scopedSession.cycleModel()), shape(await scopedSession.cycleModel())];
+      const { session: single } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager: SettingsManager.inMemory({}), scopedModels: [{ model: ctx.model! }], noTools: true } as any);
+      ctx.ui.notify(JSON.stringify({
+        all, persisted, scoped, single: shape(await single.cycleModel()), levels,
+        default: [settingsManager.getDefaultProvider() ?? null, settingsManager.getDefaultModel() ?? null],
+        entries: session.sessionManager.getEntries().map((e: any) => e.type === "model_change" ? e.modelId : e.type === "thinking_level_change" ? e.thinkingLevel : e.type),
+      }), "info");
+      for (const s of [session, scopedSession, single]) s.dispose();
+    },
+  });
+
   pi.registerCommand("members", {
     handler: async (_args, ctx) => {
       const settingsManager = SettingsManager.inMemory({});
@@ -535,6 +559,16 @@ async fn an_sdk_session_summarizes_the_branch_it_leaves_as_pi_does() {
         json!(["model_change", "thinking_level_change", "message", "message", "message", "branch_summary", "label"]);
     assert_eq!(ours["branch"], branch, "{ours}");
     assert_eq!(ours["empty"], json!({"summary": "No content to summarize"}), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn an_sdk_session_cycles_models_as_pi_does() {
+    let Some((ours, theirs)) = both("cycle").await else { return };
+    assert_eq!(ours["all"][0]["model"], "fake/fake-other", "{ours}");
+    assert_eq!(ours["scoped"][0]["model"], "fake/fake-other", "{ours}");
+    assert_eq!(ours["scoped"][0]["isScoped"], true, "{ours}");
+    assert_eq!(ours["single"], Value::Null, "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 

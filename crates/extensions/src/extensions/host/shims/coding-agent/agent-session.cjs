@@ -88,6 +88,8 @@ class AgentSession {
 		this._tools = config.tools; // name -> definition
 		this._promptBase = config.promptBase;
 		this._streamFn = config.streamFn;
+		this._availableModels = config.availableModels ?? (() => []);
+		this._scopedModels = config.scopedModels ?? [];
 		this._compacting = undefined;
 		this._listeners = [];
 		this._steering = [];
@@ -400,6 +402,35 @@ class AgentSession {
 		this.sessionManager.appendThinkingLevelChange(effective);
 		this._emit({ type: "thinking_level_changed", level: effective });
 	}
+	/**
+	 * pi's `cycleModel(direction, {persist})`: the next of the scoped models
+	 * (those with credentials), else of the models with credentials; the
+	 * thinking level the scope or settings give it, clamped. Undefined when
+	 * there is nothing to cycle to.
+	 */
+	async cycleModel(direction = "forward", options = {}) {
+		const available = this._availableModels();
+		const key = (m) => `${m?.provider}\0${m?.id}`;
+		const ids = new Set(available.map(key));
+		const scoped = this._scopedModels.filter((s) => ids.has(key(s.model)));
+		const isScoped = this._scopedModels.length > 0;
+		const choices = isScoped ? scoped : available.map((model) => ({ model }));
+		const current = choices.findIndex((c) => key(c.model) === key(this.model));
+		const length = choices.length;
+		if (length === 0 || (current !== -1 && length === 1)) return undefined;
+		const next = choices[current === -1 ? (direction === "forward" ? 0 : length - 1) : direction === "forward" ? (current + 1) % length : (current - 1 + length) % length];
+		const level =
+			next.thinkingLevel ??
+			this.settingsManager?.getModelThinkingLevel(next.model.provider, next.model.id) ??
+			this.settingsManager?.getDefaultThinkingLevel() ??
+			this.thinkingLevel ??
+			DEFAULT_THINKING_LEVEL;
+		this.agent.state.model = next.model;
+		this.sessionManager.appendModelChange(next.model.provider, next.model.id);
+		if (options.persist) this.settingsManager?.setDefaultModelAndProvider(next.model.provider, next.model.id);
+		this.setThinkingLevel(level);
+		return { model: next.model, thinkingLevel: this.thinkingLevel, isScoped };
+	}
 	setSessionName(name) {
 		this.sessionManager.appendSessionInfo(name);
 	}
@@ -494,7 +525,7 @@ class AgentSession {
 	}
 }
 
-for (const name of ["executeBash", "exportToHtml", "cycleModel"]) {
+for (const name of ["executeBash", "exportToHtml"]) {
 	AgentSession.prototype[name] = () => {
 		throw new Error(`AgentSession.${name}() ${NOT_HERE}`);
 	};
@@ -618,7 +649,11 @@ async function createAgentSession(options = {}) {
 		sessionManager.appendThinkingLevelChange(thinkingLevel);
 	}
 	const promptBase = promptBaseOf(options.resourceLoader, channel.call("getSystemPromptOptions"));
-	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader: options.resourceLoader, cwd, tools: definitions, promptBase, streamFn: options.modelRuntime ? stream : undefined });
+	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader: options.resourceLoader, cwd, tools: definitions, promptBase,
+		streamFn: options.modelRuntime ? stream : undefined,
+		availableModels: () => (options.modelRuntime ? options.modelRuntime.getAvailableSnapshot() : registry.getAvailable()),
+		scopedModels: options.scopedModels,
+	});
 	session.setActiveToolsByName(active);
 	const extensionsResult = options.resourceLoader?.getExtensions?.() ?? { extensions: [], errors: [] };
 	return { session, extensionsResult, modelFallbackMessage: model ? modelFallbackMessage : "No models available." };
