@@ -591,7 +591,10 @@ async def acp(url_a, url_b):
     print(f"acp ok: {sid}")
 
 
-async def takeover_replay(url_a, url_b, url_c, pid_a):
+async def owner_lost(url_a, url_b, pid_a):
+    """A session made and prompted on A, A killed, the session taken over on
+    B (which numbers nothing yet): its id, the event numbers A sent, and B's
+    open connection to it."""
     async with connect(url_a) as x:
         state, _ = await call(x, "s", "get_state")
         sid = state["data"]["sessionId"]
@@ -601,51 +604,47 @@ async def takeover_replay(url_a, url_b, url_c, pid_a):
     # batches): give the last ones time to be stored before A dies.
     await asyncio.sleep(2)
     os.kill(int(pid_a), signal.SIGKILL)
-    # B takes the session over once A's lease expired, and numbers nothing yet.
-    async with connect(f"{url_b}?session={sid}") as y:
-        reply = await recv(y, 60)
-        check(reply.get("success") and reply["data"]["lastSeq"] == max(numbers), f"takeover on B: {reply}")
+    y = await connect(f"{url_b}?session={sid}")
+    reply = await recv(y, 60)
+    check(reply.get("success") and reply["data"]["lastSeq"] == max(numbers), f"takeover on B: {reply}")
+    return sid, numbers, y
+
+
+async def replayed_until_quiet(ws):
+    """The frames `ws` receives until it is quiet for 3 s."""
+    replayed = []
+    try:
+        while True:
+            replayed.append(await recv(ws, 3))
+    except asyncio.TimeoutError:
+        pass
+    return replayed
+
+
+async def takeover_replay(url_a, url_b, url_c, pid_a):
+    sid, numbers, y = await owner_lost(url_a, url_b, pid_a)
+    async with y:
         async with connect(f"{url_c}?session={sid}&afterSeq=0") as z:
             reply = await recv(z)
             check(reply.get("type") == "response" and reply.get("success"), f"full replay on C: {reply}")
             check(not reply["data"]["gap"], f"a full replay through the new owner's mirror says gap: {reply}")
-            replayed = []
-            try:
-                while True:
-                    replayed.append(await recv(z, 3))
-            except asyncio.TimeoutError:
-                pass
+            replayed = await replayed_until_quiet(z)
             check(seqs(replayed) == numbers, f"replayed {seqs(replayed)}, the owner sent {numbers}")
     print(f"takeover_replay ok: {sid}")
 
 
 async def retention(url_a, url_b, pid_a, keep):
     keep = int(keep)
-    async with connect(url_a) as x:
-        state, _ = await call(x, "s", "get_state")
-        sid = state["data"]["sessionId"]
-        events = await prompt_to_settled(x, "p", "before the loss")
-    numbers = seqs(events)
+    sid, numbers, y = await owner_lost(url_a, url_b, pid_a)
+    await y.close()
     check(len(numbers) > keep, f"only {len(numbers)} events: nothing to drop with {keep} kept")
-    # Give the last events time to be stored, then kill the owner.
-    await asyncio.sleep(2)
-    os.kill(int(pid_a), signal.SIGKILL)
-    async with connect(f"{url_b}?session={sid}") as y:
-        reply = await recv(y, 60)
-        check(reply.get("success") and reply["data"]["lastSeq"] == max(numbers), f"takeover on B: {reply}")
     # B holds none of A's events: a full replay comes from the stream, which kept the last KEEP.
     async with connect(f"{url_b}?session={sid}&afterSeq=0") as z:
         reply = await recv(z)
         check(reply.get("type") == "response" and reply.get("success"), f"full replay on B: {reply}")
         check(reply["data"]["gap"] is True, f"a replay reaching past the retention must say gap: {reply}")
         check(0 < reply["data"]["replayed"] <= keep, f"replayed {reply['data']['replayed']}, kept {keep}: {reply}")
-        replayed = []
-        try:
-            while True:
-                replayed.append(await recv(z, 3))
-        except asyncio.TimeoutError:
-            pass
-        got = seqs(replayed)
+        got = seqs(await replayed_until_quiet(z))
         check(got and got == numbers[-len(got):], f"replayed {got}, not the last of {numbers}")
     print(f"retention ok: {sid}, {len(got)} of {len(numbers)} events replayed")
 
