@@ -5,7 +5,7 @@
 //! templates, themes, context files, SYSTEM.md / APPEND_SYSTEM.md found as pi
 //! finds them), `createAgentSession` given those, and `AgentSessionRuntime`
 //! (`newSession`, `switchSession`, `importFromJsonl`, `fork`), and the SDK session's
-//! `navigateTree`, `exportToJsonl`, `reload`, `bindExtensions`. Each part is an
+//! `navigateTree` (with a branch summary), `compact`, the compaction functions, `exportToJsonl`, `reload`, `bindExtensions`. Each part is an
 //! extension command that notifies a JSON summary; pi-rpc's is compared with
 //! pi 1.6.0's, paths of the sandbox normalised.
 //!
@@ -26,7 +26,8 @@ use crate::harness::Sandbox;
 const SDK_SERVICES: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
 import {
-  createAgentSession, createAgentSessionFromServices, createAgentSessionRuntime, createAgentSessionServices, DefaultResourceLoader, getAgentDir, ModelRegistry, ModelRuntime, SessionManager, SettingsManager,
+  collectEntriesForBranchSummary, compact, createAgentSession, createAgentSessionFromServices, createAgentSessionRuntime, createAgentSessionServices, DefaultResourceLoader, findCutPoint,
+  estimateTokens, generateBranchSummary, generateSummary, prepareBranchEntries, generateSummaryWithUsage, getAgentDir, ModelRegistry, ModelRuntime, SessionManager, SettingsManager,
 } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
@@ -158,6 +159,94 @@ export default function (pi: ExtensionAPI) {
         entries: session.sessionManager.getEntries().map((e: any) => e.type),
       }), "info");
       session.dispose();
+    },
+  });
+
+  pi.registerCommand("compaction", {
+    handler: async (_args, ctx) => {
+      // keepRecentTokens 1: the cut falls inside the last turn, so both of pi's summaries are asked for.
+      const settingsManager = SettingsManager.inMemory({ compaction: { keepRecentTokens: 1 } } as any);
+      const { session } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager, noTools: true } as any);
+      const events: string[] = [];
+      session.subscribe((e: any) => { if (e.type.startsWith("compaction")) events.push(`${e.type}:${e.reason}:${e.errorMessage ?? ""}`); });
+      await session.prompt("hello");
+      await session.prompt("again");
+      const sm = session.sessionManager;
+      const branch = sm.getBranch();
+      const cut = findCutPoint(branch, 0, branch.length, 1);
+      const index = (id: string) => sm.getBranch().findIndex((e: any) => e.id === id);
+      const result: any = await session.compact("Mind the files.");
+      const entry: any = sm.getBranch().at(-1);
+      let again = null;
+      try { await session.compact(); } catch (e: any) { again = e.message; }
+      const { apiKey, headers } = await ctx.modelRegistry.getApiKeyAndHeaders(ctx.model!) as any;
+      const summary = await generateSummary(session.messages.slice(1), ctx.model!, 0, apiKey, headers, undefined, "Be short.");
+      const withUsage = await generateSummaryWithUsage([], ctx.model!, 0, apiKey, headers, undefined, undefined, "Earlier.");
+      const fileOps = { read: new Set(["a.txt", "b.txt"]), written: new Set(["b.txt"]), edited: new Set<string>() };
+      const own = await compact({ firstKeptEntryId: "x", messagesToSummarize: [], turnPrefixMessages: [], isSplitTurn: false, tokensBefore: 7, previousSummary: "Before.", fileOps, settings: {} } as any, ctx.model!, apiKey, headers);
+      // The SDK session's system prompt is pi-rpc's own (compat/DEVIATIONS.md): token counts are compared without it.
+      const system = estimateTokens(session.messages[0]);
+      ctx.ui.notify(JSON.stringify({
+        cut, events, again, summary, withUsage, own,
+        result: { ...result, firstKeptEntryId: index(result.firstKeptEntryId), tokensBefore: result.tokensBefore - system, estimatedTokensAfter: result.estimatedTokensAfter - system },
+        entry: { type: entry.type, summary: entry.summary, tokensBefore: entry.tokensBefore - system, details: entry.details, fromHook: entry.fromHook ?? null, kept: index(entry.firstKeptEntryId), system: entry.systemMessage.role },
+        context: session.messages.map((m: any) => m.role),
+        compacting: session.isCompacting,
+      }), "info");
+      session.dispose();
+    },
+  });
+
+  pi.registerCommand("treesummary", {
+    handler: async (_args, ctx) => {
+      const { session } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager: SettingsManager.inMemory({}), noTools: true } as any);
+      await session.prompt("hello");
+      await session.prompt("again");
+      const sm = session.sessionManager;
+      const ids = new Map<string, number>(sm.getEntries().map((e: any, i: number) => [e.id, i]));
+      const users = sm.getEntries().filter((e: any) => e.type === "message" && e.message.role === "user");
+      const collected = collectEntriesForBranchSummary(sm, sm.getLeafId(), users[1].id);
+      const prepared = prepareBranchEntries(collected.entries, 0);
+      const { apiKey, headers } = await ctx.modelRegistry.getApiKeyAndHeaders(ctx.model!) as any;
+      const direct = await generateBranchSummary(collected.entries, { model: ctx.model!, apiKey, headers, customInstructions: "Only files.", replaceInstructions: true });
+      const empty = await generateBranchSummary([], { model: ctx.model!, apiKey, headers });
+      const moved: any = await session.navigateTree(users[1].id, { summarize: true, label: "back", customInstructions: "Be short." });
+      const s = moved.summaryEntry;
+      ctx.ui.notify(JSON.stringify({
+        collected: { entries: collected.entries.map((e: any) => ids.get(e.id)), ancestor: ids.get(collected.commonAncestorId) ?? null },
+        prepared: { roles: prepared.messages.map((m: any) => m.role), totalTokens: prepared.totalTokens, read: [...prepared.fileOps.read] },
+        direct, empty,
+        moved: { editorText: moved.editorText, cancelled: moved.cancelled },
+        entry: { type: s.type, summary: s.summary, fromId: ids.get(s.fromId), parent: ids.get(s.parentId), details: s.details, fromHook: s.fromHook, usage: s.usage, label: sm.getLabel(s.id) ?? null },
+        branch: sm.getBranch().map((e: any) => e.type),
+        context: session.messages.map((m: any) => m.role),
+        leafIsSummary: sm.getLeafId() === s.id,
+      }), "info");
+      session.dispose();
+    },
+  });
+
+  pi.registerCommand("cycle", {
+    handler: async (_args, ctx) => {
+      const shape = (r: any) => (r ? { model: `${r.model.provider}/${r.model.id}`, thinkingLevel: r.thinkingLevel, isScoped: r.isScoped } : null);
+      const settingsManager = SettingsManager.inMemory({ defaultThinkingLevel: "low" } as any);
+      const { session } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager, noTools: true } as any);
+      const levels: string[] = [];
+      session.subscribe((e: any) => { if (e.type === "thinking_level_changed") levels.push(e.level); });
+      const all = [];
+      for (const direction of ["forward", "forward", "backward"]) all.push(shape(await session.cycleModel(direction as any)));
+      const persisted = shape(await session.cycleModel("forward", { persist: true }));
+      const other = ctx.modelRegistry.find("fake", "fake-other")!;
+      const scopedModels = [{ model: ctx.model!, thinkingLevel: "off" }, { model: other, thinkingLevel: "high" }];
+      const { session: scopedSession } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager: SettingsManager.inMemory({}), scopedModels, noTools: true } as any);
+      const scoped = [shape(await scopedSession.cycleModel()), shape(await scopedSession.cycleModel())];
+      const { session: single } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager: SettingsManager.inMemory({}), scopedModels: [{ model: ctx.model! }], noTools: true } as any);
+      ctx.ui.notify(JSON.stringify({
+        all, persisted, scoped, single: shape(await single.cycleModel()), levels,
+        default: [settingsManager.getDefaultProvider() ?? null, settingsManager.getDefaultModel() ?? null],
+        entries: session.sessionManager.getEntries().map((e: any) => e.type === "model_change" ? e.modelId : e.type === "thinking_level_change" ? e.thinkingLevel : e.type),
+      }), "info");
+      for (const s of [session, scopedSession, single]) s.dispose();
     },
   });
 
@@ -424,6 +513,62 @@ async fn sdk_session_members_work_as_in_pi() {
     // Back at the system message, the label on top.
     assert_eq!(ours["after"]["branch"], json!(["model_change", "thinking_level_change", "message", "label"]), "{ours}");
     assert_eq!(ours["exported"][2], true, "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn an_sdk_session_compacts_as_pi_does() {
+    let Some((ours, theirs)) = both("compaction").await else { return };
+    let events = json!([
+        "compaction_start:manual:",
+        "compaction_end:manual:",
+        "compaction_start:manual:",
+        "compaction_end:manual:Compaction failed: Already compacted"
+    ]);
+    assert_eq!(ours["events"], events, "{ours}");
+    assert_eq!(ours["again"], "Already compacted", "{ours}");
+    // A split turn: the history summary, pi's separator, the turn's prefix summary.
+    assert!(ours["result"]["summary"].as_str().is_some_and(|s| s.contains("**Turn Context (split turn):**")), "{ours}");
+    assert_eq!(ours["entry"]["type"], "compaction", "{ours}");
+    assert_eq!(ours["own"]["details"], json!({"readFiles": ["a.txt"], "modifiedFiles": ["b.txt"]}), "{ours}");
+    // `tokensBefore` is the last reply's reported input (the fake server's count of a request
+    // carrying pi-rpc's own system prompt) plus later messages: the same within the server's rounding.
+    let (mut ours, mut theirs) = (ours, theirs);
+    for part in ["result", "entry"] {
+        let (a, b) = (ours[part]["tokensBefore"].take(), theirs[part]["tokensBefore"].take());
+        let (a, b) = (a.as_i64().unwrap_or(-100), b.as_i64().unwrap_or(100));
+        assert!((a - b).abs() <= 1 && a > 0, "{part}.tokensBefore: pi-rpc {a}, pi {b}");
+    }
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn an_sdk_session_summarizes_the_branch_it_leaves_as_pi_does() {
+    let Some((ours, theirs)) = both("treesummary").await else { return };
+    assert_eq!(ours["moved"]["editorText"], "again", "{ours}");
+    assert!(
+        ours["entry"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("The user explored a different conversation branch")),
+        "{ours}"
+    );
+    assert_eq!(ours["entry"]["label"], "back", "{ours}");
+    assert_eq!(ours["direct"]["error"], Value::Null, "{ours}");
+    // The summary sits where the user message's parent was, the label on it.
+    let branch =
+        json!(["model_change", "thinking_level_change", "message", "message", "message", "branch_summary", "label"]);
+    assert_eq!(ours["branch"], branch, "{ours}");
+    assert_eq!(ours["empty"], json!({"summary": "No content to summarize"}), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn an_sdk_session_cycles_models_as_pi_does() {
+    let Some((ours, theirs)) = both("cycle").await else { return };
+    assert_eq!(ours["all"][0]["model"], "fake/fake-other", "{ours}");
+    assert_eq!(ours["scoped"][0]["model"], "fake/fake-other", "{ours}");
+    assert_eq!(ours["scoped"][0]["isScoped"], true, "{ours}");
+    assert_eq!(ours["single"], Value::Null, "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 

@@ -6,7 +6,8 @@
 //! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`, `buildSystemPrompt`,
 //! `buildSystemPromptSections`, `discoverResources` (extension_resources.rs), `resolveCliModel` and
 //! `resolveModelScope` (extension_model_resolver.rs), `packages` (extension_packages.rs),
-//! `convertToPng` and `resizeImage` (extension_images.rs).
+//! `convertToPng` and `resizeImage` (extension_images.rs), and the compaction functions of
+//! extension_compaction.rs.
 //!
 //! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
 
@@ -62,6 +63,9 @@ fn skill_of(v: &Value) -> Skill {
 
 /// Compute `name(args…)`.
 pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
+    if let Some(result) = crate::agent::extension_compaction::call(name, args) {
+        return result;
+    }
     match name {
         "convertToLlm" => Ok(Value::Array(to_llm(&messages(args)?).into_iter().map(llm_json).collect())),
         // The system message a compaction keeps: the prompt and tools declared so far.

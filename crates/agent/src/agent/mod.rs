@@ -23,6 +23,7 @@ mod channels;
 mod client_state;
 mod compaction_msg;
 mod current_session;
+mod extension_compaction;
 mod extension_images;
 mod extension_library;
 mod extension_login;

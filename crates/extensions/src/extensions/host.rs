@@ -88,6 +88,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/rpc-client.cjs", include_str!("host/shims/coding-agent/rpc-client.cjs")),
     ("shims/coding-agent/model-resolver.cjs", include_str!("host/shims/coding-agent/model-resolver.cjs")),
     ("shims/coding-agent/packages.cjs", include_str!("host/shims/coding-agent/packages.cjs")),
+    ("shims/coding-agent/compaction.cjs", include_str!("host/shims/coding-agent/compaction.cjs")),
     ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),
     ("shims/pi-ai-compat.cjs", include_str!("host/shims/pi-ai-compat.cjs")),
     ("shims/pi-ai-models.cjs", include_str!("host/shims/pi-ai-models.cjs")),

@@ -247,6 +247,15 @@ impl Session {
         }
     }
 
+    /// A session never written, holding `entries` (pi's JSON) as they are;
+    /// its leaf is the last of them. For pi's functions that take a branch's
+    /// entries (`prepareCompaction`) and are computed with pi-rpc's code.
+    pub fn of_entries(cwd: &str, entries: Vec<Value>) -> Self {
+        let header = serde_json::to_value(new_header(cwd, None)).unwrap_or(Value::Null);
+        let slots = entries.into_iter().map(|v| Slot::resident(Record::from_value(v))).collect();
+        Session::from_file_slots(header, slots, None, None, cwd)
+    }
+
     /// Build a session from its header record and its entries.
     #[cfg(test)]
     pub(crate) fn from_file_records(

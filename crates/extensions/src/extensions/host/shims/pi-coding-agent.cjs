@@ -22,12 +22,13 @@ const sessionRuntime = require("./coding-agent/session-runtime.cjs");
 const { RpcClient } = require("./coding-agent/rpc-client.cjs");
 const modelResolver = require("./coding-agent/model-resolver.cjs");
 const { DefaultPackageManager } = require("./coding-agent/packages.cjs");
+const { prepareCompaction: _prepareCompaction, ...compaction } = require("./coding-agent/compaction.cjs");
 
 const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, RpcClient, DefaultPackageManager, ...modelResolver, ...sessionRuntime };
 
 const { lib: _lib, ...textExports } = text;
 const { sessionDirFor: _sessionDirFor, ...sessionExports } = session;
-Object.assign(module.exports, textExports, tools, sessionExports, runtime, sdk);
+Object.assign(module.exports, textExports, tools, sessionExports, runtime, compaction, sdk);
 // Named here too, so that Node's import of this file lists them: a class
 // reached through jiti's default-export fallback is a bound copy without its
 // static members (`SessionManager.inMemory()`, `SessionManager.list()`).

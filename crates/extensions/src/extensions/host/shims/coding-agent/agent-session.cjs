@@ -16,7 +16,8 @@
 // then `agent_settled`), each finished message appended to the session,
 // steering and follow-up queues with `queue_update`, abort. What is left
 // out (extensions, prompt templates and skill commands inside the
-// sub-session, compaction, retries) is listed in compat/DEVIATIONS.md.
+// sub-session, automatic compaction, retries) is listed in compat/DEVIATIONS.md.
+// Manual `compact` runs pi-rpc's compaction (compaction.cjs).
 
 "use strict";
 
@@ -31,6 +32,8 @@ const { lib } = require("./text.cjs");
 const { MemorySessionManager } = require("./session-memory.cjs");
 const { SessionManager, sessionDirFor } = require("./session.cjs");
 const { SettingsManager } = require("./settings.cjs");
+const compaction = require("./compaction.cjs");
+const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
@@ -84,6 +87,10 @@ class AgentSession {
 		this._cwd = config.cwd;
 		this._tools = config.tools; // name -> definition
 		this._promptBase = config.promptBase;
+		this._streamFn = config.streamFn;
+		this._availableModels = config.availableModels ?? (() => []);
+		this._scopedModels = config.scopedModels ?? [];
+		this._compacting = undefined;
 		this._listeners = [];
 		this._steering = [];
 		this._followUp = [];
@@ -225,6 +232,52 @@ class AgentSession {
 		await this.waitForIdle();
 	}
 
+	/**
+	 * pi's manual compaction: the run stopped, the branch prepared and
+	 * summarised (compaction.cjs), a `compaction` entry appended, the agent's
+	 * messages rebuilt, `compaction_start`/`compaction_end` emitted.
+	 */
+	async compact(customInstructions) {
+		await this.abort();
+		const controller = new AbortController();
+		this._compacting = controller;
+		this._emit({ type: "compaction_start", reason: "manual" });
+		try {
+			const model = this.model;
+			if (!model) throw new Error("No model selected.");
+			const settings = this.settingsManager?.getCompactionSettings(model) ?? DEFAULT_COMPACTION_SETTINGS;
+			const branch = this.sessionManager.getBranch();
+			const preparation = compaction.prepareCompaction(branch, settings);
+			if (!preparation) throw new Error(branch[branch.length - 1]?.type === "compaction" ? "Already compacted" : "Nothing to compact (session too small)");
+			const result = await compaction.compact(preparation, model, undefined, undefined, customInstructions, controller.signal, this.thinkingLevel, this._streamFn);
+			if (controller.signal.aborted) throw new Error("Compaction cancelled");
+			const { summary, firstKeptEntryId, tokensBefore, usage, details } = result;
+			this.sessionManager.appendCompaction(summary, firstKeptEntryId, tokensBefore, details, false, usage);
+			this.agent.state.messages = this.sessionManager.buildSessionContext().messages;
+			const estimatedTokensAfter = this.agent.state.messages.reduce((n, m) => n + lib("estimateTokens", m), 0);
+			const done = { summary, firstKeptEntryId, tokensBefore, estimatedTokensAfter, usage, details };
+			this._compacting = undefined;
+			this._emit({ type: "compaction_end", reason: "manual", result: done, aborted: false, willRetry: false });
+			return done;
+		} catch (error) {
+			const aborted = controller.signal.aborted;
+			const errorMessage = aborted ? undefined : `Compaction failed: ${error instanceof Error ? error.message : String(error)}`;
+			this._compacting = undefined;
+			this._emit({ type: "compaction_end", reason: "manual", result: undefined, aborted, willRetry: false, errorMessage });
+			throw error;
+		} finally {
+			this._compacting = undefined;
+		}
+	}
+
+	/** pi's `abortCompaction` / `abortBranchSummary`: a running compaction or branch summary stops. */
+	abortCompaction() {
+		this._compacting?.abort();
+	}
+	abortBranchSummary() {
+		this._compacting?.abort();
+	}
+
 	waitForIdle() {
 		return this.isIdle ? Promise.resolve() : new Promise((resolve) => this._idleWaiters.push(resolve));
 	}
@@ -264,7 +317,7 @@ class AgentSession {
 		return !this._running;
 	}
 	get isCompacting() {
-		return false;
+		return this._compacting !== undefined;
 	}
 	get messages() {
 		return this.agent.state.messages;
@@ -349,6 +402,35 @@ class AgentSession {
 		this.sessionManager.appendThinkingLevelChange(effective);
 		this._emit({ type: "thinking_level_changed", level: effective });
 	}
+	/**
+	 * pi's `cycleModel(direction, {persist})`: the next of the scoped models
+	 * (those with credentials), else of the models with credentials; the
+	 * thinking level the scope or settings give it, clamped. Undefined when
+	 * there is nothing to cycle to.
+	 */
+	async cycleModel(direction = "forward", options = {}) {
+		const available = this._availableModels();
+		const key = (m) => `${m?.provider}\0${m?.id}`;
+		const ids = new Set(available.map(key));
+		const scoped = this._scopedModels.filter((s) => ids.has(key(s.model)));
+		const isScoped = this._scopedModels.length > 0;
+		const choices = isScoped ? scoped : available.map((model) => ({ model }));
+		const current = choices.findIndex((c) => key(c.model) === key(this.model));
+		const length = choices.length;
+		if (length === 0 || (current !== -1 && length === 1)) return undefined;
+		const next = choices[current === -1 ? (direction === "forward" ? 0 : length - 1) : direction === "forward" ? (current + 1) % length : (current - 1 + length) % length];
+		const level =
+			next.thinkingLevel ??
+			this.settingsManager?.getModelThinkingLevel(next.model.provider, next.model.id) ??
+			this.settingsManager?.getDefaultThinkingLevel() ??
+			this.thinkingLevel ??
+			DEFAULT_THINKING_LEVEL;
+		this.agent.state.model = next.model;
+		this.sessionManager.appendModelChange(next.model.provider, next.model.id);
+		if (options.persist) this.settingsManager?.setDefaultModelAndProvider(next.model.provider, next.model.id);
+		this.setThinkingLevel(level);
+		return { model: next.model, thinkingLevel: this.thinkingLevel, isScoped };
+	}
 	setSessionName(name) {
 		this.sessionManager.appendSessionInfo(name);
 	}
@@ -381,26 +463,59 @@ class AgentSession {
 	/**
 	 * pi's move to another point of the session tree: a user (or custom)
 	 * message's parent, its text handed back as `editorText`; any other entry
-	 * itself. The agent continues from there. Branch summaries are not made here.
+	 * itself. With `summarize`, the branch left is summarised
+	 * (`generateBranchSummary`) into a `branch_summary` entry at the new
+	 * position, which takes the label. The agent continues from there.
 	 */
 	async navigateTree(targetId, options = {}) {
 		if (this.isStreaming) throw new Error("Wait for the current response to finish before navigating the session tree.");
+		if (this.isCompacting) throw new Error("Wait for the current compaction or tree navigation to finish before navigating the session tree.");
 		const sm = this.sessionManager;
-		if (targetId === sm.getLeafId()) return { cancelled: false };
-		if (options.summarize) throw new Error(`AgentSession.navigateTree({summarize}) ${NOT_HERE}`);
+		const oldLeafId = sm.getLeafId();
+		if (targetId === oldLeafId) return { cancelled: false };
+		if (options.summarize && !this.model) throw new Error("No model available for summarization");
 		const target = sm.getEntry(targetId);
 		if (!target) throw new Error(`Entry ${targetId} not found`);
+		const { entries } = compaction.collectEntriesForBranchSummary(sm, oldLeafId, targetId);
+		let summary;
+		if (options.summarize && entries.length > 0) {
+			const controller = new AbortController();
+			this._compacting = controller;
+			try {
+				const result = await compaction.generateBranchSummary(entries, {
+					model: this.model,
+					thinkingLevel: this.thinkingLevel,
+					signal: controller.signal,
+					customInstructions: options.customInstructions,
+					replaceInstructions: options.replaceInstructions,
+					reserveTokens: this.settingsManager?.getBranchSummarySettings().reserveTokens,
+					streamFn: this._streamFn,
+				});
+				if (result.aborted) return { cancelled: true, aborted: true };
+				if (result.error) throw new Error(result.error);
+				summary = { text: result.summary, usage: result.usage, details: { readFiles: result.readFiles || [], modifiedFiles: result.modifiedFiles || [] } };
+			} finally {
+				this._compacting = undefined;
+			}
+		}
 		let leaf = targetId;
 		let editorText;
 		if ((target.type === "message" && target.message?.role === "user") || target.type === "custom_message") {
-			leaf = target.parentId;
+			leaf = target.parentId ?? null;
 			editorText = transcript.contentText(target.type === "message" ? target.message.content : target.content, "");
 		}
-		if (leaf === null || leaf === undefined) sm.resetLeaf();
-		else sm.branch(leaf);
-		if (options.label) sm.appendLabelChange(targetId, options.label);
+		let summaryEntry;
+		if (summary) {
+			const id = sm.branchWithSummary(leaf, summary.text, summary.details, false, summary.usage);
+			summaryEntry = sm.getEntry(id);
+			if (options.label) sm.appendLabelChange(id, options.label);
+		} else {
+			if (leaf === null) sm.resetLeaf();
+			else sm.branch(leaf);
+			if (options.label) sm.appendLabelChange(targetId, options.label);
+		}
 		this.agent.state.messages = sm.buildSessionContext().messages;
-		return { editorText, cancelled: false, summaryEntry: undefined };
+		return { editorText, cancelled: false, summaryEntry };
 	}
 	/** Nothing to bind: an SDK session in pi-rpc runs no extensions (compat/DEVIATIONS.md). */
 	async bindExtensions() {}
@@ -410,7 +525,7 @@ class AgentSession {
 	}
 }
 
-for (const name of ["compact", "executeBash", "exportToHtml", "cycleModel"]) {
+for (const name of ["executeBash", "exportToHtml"]) {
 	AgentSession.prototype[name] = () => {
 		throw new Error(`AgentSession.${name}() ${NOT_HERE}`);
 	};
@@ -534,7 +649,11 @@ async function createAgentSession(options = {}) {
 		sessionManager.appendThinkingLevelChange(thinkingLevel);
 	}
 	const promptBase = promptBaseOf(options.resourceLoader, channel.call("getSystemPromptOptions"));
-	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader: options.resourceLoader, cwd, tools: definitions, promptBase });
+	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader: options.resourceLoader, cwd, tools: definitions, promptBase,
+		streamFn: options.modelRuntime ? stream : undefined,
+		availableModels: () => (options.modelRuntime ? options.modelRuntime.getAvailableSnapshot() : registry.getAvailable()),
+		scopedModels: options.scopedModels,
+	});
 	session.setActiveToolsByName(active);
 	const extensionsResult = options.resourceLoader?.getExtensions?.() ?? { extensions: [], errors: [] };
 	return { session, extensionsResult, modelFallbackMessage: model ? modelFallbackMessage : "No models available." };

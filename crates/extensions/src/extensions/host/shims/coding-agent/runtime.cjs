@@ -239,13 +239,6 @@ for (const name of [
 	"runRpcMode",
 	"wrapRegisteredTool",
 	"wrapRegisteredTools",
-	"compact",
-	"generateSummary",
-	"generateSummaryWithUsage",
-	"generateBranchSummary",
-	"collectEntriesForBranchSummary",
-	"prepareBranchEntries",
-	"findCutPoint",
 ]) {
 	sdk[name] = (...args) => new (sdkOnly(name))(...args);
 }

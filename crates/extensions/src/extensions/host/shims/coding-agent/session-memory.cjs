@@ -9,6 +9,7 @@
 const { randomUUID } = require("node:crypto");
 const path = require("node:path");
 const projection = require("./projection.cjs");
+const { getCurrentSystemMessage } = require("../ai/transcript.cjs");
 
 const SESSION_VERSION = 3;
 
@@ -143,14 +144,25 @@ class MemorySessionManager {
 		if (!this.byId.has(targetId)) throw new Error(`Entry ${targetId} not found`);
 		return this.append("label", { targetId, label });
 	}
+	/** A compaction; it carries the system message in force, which the context then starts with (as pi's). */
 	appendCompaction(summary, firstKeptEntryId, tokensBefore, details, fromHook, usage) {
+		const timestamp = new Date().toISOString();
+		const system = getCurrentSystemMessage(this.buildSessionProjection().messages);
 		const id = this.newId();
-		const entry = { type: "compaction", id, parentId: this.leafId, timestamp: new Date().toISOString() };
+		const entry = { type: "compaction", id, parentId: this.leafId, timestamp };
 		Object.assign(entry, { summary, firstKeptEntryId: firstKeptEntryId ?? id, tokensBefore, details, usage, fromHook });
+		if (system) entry.systemMessage = { ...system, timestamp: new Date(timestamp).getTime() };
 		this.entries.push(entry);
 		this.byId.set(id, entry);
 		this.leafId = id;
 		return id;
+	}
+	/** pi's move to `branchFromId` (null: the root) with a summary of the branch left, which becomes the leaf. */
+	branchWithSummary(branchFromId, summary, details, fromHook, usage) {
+		if (branchFromId !== null && !this.byId.has(branchFromId)) throw new Error(`Entry ${branchFromId} not found`);
+		const fromId = this.leafId ?? "root";
+		this.leafId = branchFromId;
+		return this.append("branch_summary", { fromId, summary, details, usage, fromHook });
 	}
 	/** Move the leaf to `id`: the next entry starts a branch there. */
 	branch(id) {
