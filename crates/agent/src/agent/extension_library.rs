@@ -6,7 +6,7 @@
 //! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`, `buildSystemPrompt`,
 //! `buildSystemPromptSections`, `discoverResources` (extension_resources.rs), `resolveCliModel` and
 //! `resolveModelScope` (extension_model_resolver.rs), `packages` (extension_packages.rs),
-//! `convertToPng` and `resizeImage` (extension_images.rs), and the compaction functions of
+//! `convertToPng` and `resizeImage` (extension_images.rs), `cleanShellOutput` (bash output as pi keeps it), and the compaction functions of
 //! extension_compaction.rs.
 //!
 //! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
@@ -59,6 +59,17 @@ fn skill_of(v: &Value) -> Skill {
         },
         path,
     }
+}
+
+/// Streamed command output as pi's bash execution keeps it: an unfinished
+/// escape sequence at the end held back (`pending`, unless this is the
+/// `last` text), the rest with ANSI sequences, control characters and
+/// carriage returns removed (`text`). pi-rpc's own `bash` command does the same.
+fn clean_shell_output(text: &str, last: bool) -> Value {
+    use crate::tools::shell::{sanitize_binary_output, split_incomplete_ansi_suffix, strip_ansi};
+    let (complete, pending) = if last { (text.to_string(), String::new()) } else { split_incomplete_ansi_suffix(text) };
+    let clean = sanitize_binary_output(&strip_ansi(&complete)).replace('\r', "");
+    json!({"text": clean, "pending": pending})
 }
 
 /// Compute `name(args…)`.
@@ -168,6 +179,11 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         "packages" => crate::agent::extension_packages::call(args),
         "convertToPng" => crate::agent::extension_images::convert(args),
         "resizeImage" => crate::agent::extension_images::resize_image(args),
+        "cleanShellOutput" => {
+            let text: String = arg(args, 0, "text")?;
+            let last: bool = arg::<Option<bool>>(args, 1, "last")?.unwrap_or(false);
+            Ok(clean_shell_output(&text, last))
+        }
         other => Err(format!("pi-rpc has no library function {other}")),
     }
 }
@@ -196,6 +212,9 @@ mod tests {
         assert_eq!(diff["firstChangedLine"], 2);
         let patch = call("generateUnifiedPatch", &[json!("f.txt"), json!("a\nb\n"), json!("a\nc\n")]).unwrap();
         assert_eq!(patch, "--- f.txt\n+++ f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n");
+        let cleaned = call("cleanShellOutput", &[json!("\u{1b}[31mred\u{1b}[0m\r\nok\u{1b}[3")]).unwrap();
+        assert_eq!(cleaned, json!({"text": "red\nok", "pending": "\u{1b}[3"}));
+        assert_eq!(call("cleanShellOutput", &[json!("a\u{1}b"), json!(true)]).unwrap()["text"], "ab");
         assert!(call("nope", &[]).is_err());
     }
 }
