@@ -5,7 +5,7 @@
 //! templates, themes, context files, SYSTEM.md / APPEND_SYSTEM.md found as pi
 //! finds them), `createAgentSession` given those, and `AgentSessionRuntime`
 //! (`newSession`, `switchSession`, `importFromJsonl`, `fork`), and the SDK session's
-//! `navigateTree` (with a branch summary), `compact`, `executeBash`, the compaction functions, `exportToJsonl`, `reload`, `bindExtensions`. Each part is an
+//! `navigateTree` (with a branch summary), `compact`, `executeBash`, `exportToHtml`, the compaction functions, `exportToJsonl`, `reload`, `bindExtensions`. Each part is an
 //! extension command that notifies a JSON summary; pi-rpc's is compared with
 //! pi 1.6.0's, paths of the sandbox normalised.
 //!
@@ -307,6 +307,35 @@ export default function (pi: ExtensionAPI) {
         long: { ...shape(long), output: long.output.split("\n").slice(0, 2) }, fileRules, hidden, remote, running, aborted,
         idle: [session.isBashRunning, session.hasPendingBashMessages],
         entries: entries.map((e: any) => ({ ...e, output: e.output.length })), roles: session.messages.map((m: any) => m.role),
+      }), "info");
+      session.dispose();
+    },
+  });
+
+  pi.registerCommand("html", {
+    handler: async (_args, ctx) => {
+      const failure = async (session: any, ...args: any[]) => { try { await session.exportToHtml(...args); return null; } catch (e: any) { return e.message; } };
+      const holds = (html: string, text: string) => html.includes(text)
+        || (html.match(/[A-Za-z0-9+/]{100,}={0,2}/g) ?? []).some((b) => Buffer.from(b, "base64").toString("utf8").includes(text));
+      const memory = (await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model })).session;
+      const inMemory = await failure(memory);
+      memory.dispose();
+      const { session } = await createAgentSession({ sessionManager: SessionManager.create(ctx.cwd), model: ctx.model });
+      const empty = await failure(session);
+      await session.prompt("please greet the html page");
+      await session.executeBash("echo bash-was-here");
+      const file = session.sessionFile!;
+      const page = (p: string) => { const full = path.resolve(ctx.cwd, p); const html = fs.existsSync(full) ? fs.readFileSync(full, "utf8") : "";
+        return { exists: html.length > 0, doctype: html.trimStart().toLowerCase().startsWith("<!doctype html"), user: holds(html, "please greet the html page"),
+          assistant: holds(html, "Hello there."), bash: holds(html, "bash-was-here") }; };
+      const byDefault = await session.exportToHtml();
+      const absolute = await session.exportToHtml(path.join(ctx.cwd, "page.html"));
+      const missingDir = await failure(session, path.join(ctx.cwd, "no-such-dir", "page.html"));
+      ctx.ui.notify(JSON.stringify({
+        inMemory, empty,
+        byDefault: [byDefault === `pi-session-${path.basename(file, ".jsonl")}.html`, page(byDefault)],
+        absolute: [absolute === path.join(ctx.cwd, "page.html"), page(absolute)],
+        missingDir,
       }), "info");
       session.dispose();
     },
@@ -629,5 +658,17 @@ async fn an_sdk_session_runs_bash_as_pi_does() {
     assert_eq!(ours["remote"]["output"], "remote uname true\n", "{ours}");
     assert_eq!(ours["aborted"]["cancelled"], true, "{ours}");
     assert_eq!(ours["entries"][2]["excludeFromContext"], true, "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn an_sdk_session_exports_html_as_pi_does() {
+    let Some((ours, theirs)) = both("html").await else { return };
+    assert_eq!(ours["inMemory"], "Cannot export in-memory session to HTML", "{ours}");
+    assert_eq!(ours["empty"], "Nothing to export yet - start a conversation first", "{ours}");
+    let written = json!({"exists": true, "doctype": true, "user": true, "assistant": true, "bash": true});
+    assert_eq!(ours["byDefault"], json!([true, written]), "{ours}");
+    assert_eq!(ours["absolute"], json!([true, written]), "{ours}");
+    assert_eq!(ours["missingDir"], "ENOENT: no such file or directory, open '<cwd>/no-such-dir/page.html'", "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

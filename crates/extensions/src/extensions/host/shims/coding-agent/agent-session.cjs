@@ -78,8 +78,6 @@ function sectionChanges(before, after) {
 /** pi's one-line prompt snippet (spaces collapsed), if any. */
 const oneLine = (text) => (typeof text === "string" ? text.split(/\s+/).filter(Boolean).join(" ") : "") || undefined;
 
-const NOT_HERE = "is not available in pi-rpc's SDK session (compat/DEVIATIONS.md)";
-
 class AgentSession {
 	constructor(config) {
 		this.agent = config.agent;
@@ -524,6 +522,25 @@ class AgentSession {
 		return { editorText, cancelled: false, summaryEntry };
 	}
 	/**
+	 * pi's `exportToHtml(outputPath)`: the session file's entries, this
+	 * session's system prompt and tools, rendered and written by pi-rpc's HTML
+	 * export (the RPC `export_html` command's); a relative path is taken from
+	 * pi-rpc's working directory. pi's theme and extension tool renderers do not apply.
+	 */
+	async exportToHtml(outputPath) {
+		const sm = this.sessionManager;
+		return lib("exportSessionHtml", {
+			header: sm.getHeader(),
+			entries: sm.getEntries(),
+			leafId: sm.getLeafId(),
+			sessionFile: sm.getSessionFile(),
+			systemPrompt: this.systemPrompt,
+			tools: this.agent.state.tools.map((t) => ({ name: t.name, description: t.description })),
+			outputPath,
+			cwd: services().hello.cwd,
+		});
+	}
+	/**
 	 * pi's `executeBash(command, onChunk, {excludeFromContext, id, operations})`:
 	 * the command (after the settings' shell command prefix) runs in the
 	 * session's cwd, through the given `BashOperations` or the local shell
@@ -585,12 +602,6 @@ class AgentSession {
 		const last = [...this.messages].reverse().find((m) => m.role === "assistant" && m.stopReason !== "aborted");
 		return last ? transcript.contentText(last.content, "") || undefined : undefined;
 	}
-}
-
-for (const name of ["exportToHtml"]) {
-	AgentSession.prototype[name] = () => {
-		throw new Error(`AgentSession.${name}() ${NOT_HERE}`);
-	};
 }
 
 /** The model a session's branch last used (a `model_change`, else an assistant message's). */
