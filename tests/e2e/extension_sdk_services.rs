@@ -5,7 +5,7 @@
 //! templates, themes, context files, SYSTEM.md / APPEND_SYSTEM.md found as pi
 //! finds them), `createAgentSession` given those, and `AgentSessionRuntime`
 //! (`newSession`, `switchSession`, `importFromJsonl`, `fork`), and the SDK session's
-//! `navigateTree` (with a branch summary), `compact`, the compaction functions, `exportToJsonl`, `reload`, `bindExtensions`. Each part is an
+//! `navigateTree` (with a branch summary), `compact`, `executeBash`, `exportToHtml`, the compaction functions, `exportToJsonl`, `reload`, `bindExtensions`. Each part is an
 //! extension command that notifies a JSON summary; pi-rpc's is compared with
 //! pi 1.6.0's, paths of the sandbox normalised.
 //!
@@ -24,6 +24,7 @@ use crate::extension_provider_events::{reference_cli, spawn_reference};
 use crate::harness::Sandbox;
 
 const SDK_SERVICES: &str = r#"import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import {
   collectEntriesForBranchSummary, compact, createAgentSession, createAgentSessionFromServices, createAgentSessionRuntime, createAgentSessionServices, DefaultResourceLoader, findCutPoint,
@@ -272,6 +273,69 @@ export default function (pi: ExtensionAPI) {
       ctx.ui.notify(JSON.stringify({
         exported: [path.relative(ctx.cwd, exported), lines.map((e: any) => e.type), linked, lines[0].id === session.sessionId],
         same, moved, after, missing, prompt: session.systemPrompt.length > 0,
+      }), "info");
+      session.dispose();
+    },
+  });
+
+  pi.registerCommand("bash", {
+    handler: async (_args, ctx) => {
+      const settingsManager = SettingsManager.inMemory({ shellCommandPrefix: "GREETING=hi" });
+      const { session } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager });
+      const updates: any[] = [];
+      session.subscribe((e: any) => { if (e.type === "bash_execution_update") updates.push([e.id ?? null, e.delta]); });
+      const chunks: string[] = [];
+      const shape = (r: any) => ({ ...r, fullOutputPath: r.fullOutputPath === undefined ? null : "<file>" });
+      const colored = await session.executeBash("printf '\\033[31mred\\033[0m\\r\\n'; echo $GREETING; exit 3", (c: string) => chunks.push(c), { id: "b1" });
+      const long = await session.executeBash("seq 1 3000");
+      const file = long.fullOutputPath ?? "";
+      // pi closes the file without waiting for its last write: wait for it (at most 5s).
+      const lines = () => (fs.existsSync(file) ? fs.readFileSync(file, "utf8").trim().split("\n").length : 0);
+      for (let i = 0; i < 500 && lines() < 3000; i++) await new Promise((r) => setTimeout(r, 10));
+      const fileRules = { dir: path.dirname(file) === os.tmpdir(), name: /^pi-bash-[0-9a-f]{16}\.log$/.test(path.basename(file)), lines: lines() };
+      const hidden = await session.executeBash("echo secret", undefined, { excludeFromContext: true });
+      const operations = { exec: async (command: string, cwd: string, { onData }: any) => { onData(Buffer.from(`remote ${command.split("\n").pop()} ${cwd === ctx.cwd}\n`)); return { exitCode: 0 }; } };
+      const remote = await session.executeBash("uname", undefined, { operations });
+      const pending = session.executeBash("sleep 5; echo late");
+      const running = session.isBashRunning;
+      session.abortBash();
+      const aborted = await pending;
+      const entries = session.sessionManager.getEntries().filter((e: any) => e.message?.role === "bashExecution")
+        .map((e: any) => { const { timestamp, ...m } = e.message; return { ...shape(m), stamped: typeof timestamp === "number" }; });
+      ctx.ui.notify(JSON.stringify({
+        colored, chunks: chunks.join(""), updates: updates.filter((u) => u[0] === "b1").map((u) => u[1]).join(""),
+        long: { ...shape(long), output: long.output.split("\n").slice(0, 2) }, fileRules, hidden, remote, running, aborted,
+        idle: [session.isBashRunning, session.hasPendingBashMessages],
+        entries: entries.map((e: any) => ({ ...e, output: e.output.length })), roles: session.messages.map((m: any) => m.role),
+      }), "info");
+      session.dispose();
+    },
+  });
+
+  pi.registerCommand("html", {
+    handler: async (_args, ctx) => {
+      const failure = async (session: any, ...args: any[]) => { try { await session.exportToHtml(...args); return null; } catch (e: any) { return e.message; } };
+      const holds = (html: string, text: string) => html.includes(text)
+        || (html.match(/[A-Za-z0-9+/]{100,}={0,2}/g) ?? []).some((b) => Buffer.from(b, "base64").toString("utf8").includes(text));
+      const memory = (await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model })).session;
+      const inMemory = await failure(memory);
+      memory.dispose();
+      const { session } = await createAgentSession({ sessionManager: SessionManager.create(ctx.cwd), model: ctx.model });
+      const empty = await failure(session);
+      await session.prompt("please greet the html page");
+      await session.executeBash("echo bash-was-here");
+      const file = session.sessionFile!;
+      const page = (p: string) => { const full = path.resolve(ctx.cwd, p); const html = fs.existsSync(full) ? fs.readFileSync(full, "utf8") : "";
+        return { exists: html.length > 0, doctype: html.trimStart().toLowerCase().startsWith("<!doctype html"), user: holds(html, "please greet the html page"),
+          assistant: holds(html, "Hello there."), bash: holds(html, "bash-was-here") }; };
+      const byDefault = await session.exportToHtml();
+      const absolute = await session.exportToHtml(path.join(ctx.cwd, "page.html"));
+      const missingDir = await failure(session, path.join(ctx.cwd, "no-such-dir", "page.html"));
+      ctx.ui.notify(JSON.stringify({
+        inMemory, empty,
+        byDefault: [byDefault === `pi-session-${path.basename(file, ".jsonl")}.html`, page(byDefault)],
+        absolute: [absolute === path.join(ctx.cwd, "page.html"), page(absolute)],
+        missingDir,
       }), "info");
       session.dispose();
     },
@@ -578,5 +642,33 @@ async fn a_session_runtime_forks_as_pi_does() {
     assert_eq!(ours["file"]["before"]["selectedText"], "hello", "{ours}");
     assert_eq!(ours["file"]["afterAt"]["roles"], json!(["system", "user", "assistant"]), "{ours}");
     assert_eq!(ours["file"]["bad"], "Invalid entry ID for forking", "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn an_sdk_session_runs_bash_as_pi_does() {
+    let Some((ours, theirs)) = both("bash").await else { return };
+    // ANSI sequences and carriage returns gone, the settings' prefix applied, the exit code kept.
+    assert_eq!(ours["colored"]["output"], "red\nhi\n", "{ours}");
+    assert_eq!(ours["colored"]["exitCode"], 3, "{ours}");
+    assert_eq!(ours["chunks"], ours["updates"], "{ours}");
+    // 3000 lines: the last 2000 kept, all of them in pi's temp file.
+    assert_eq!(ours["long"]["output"], json!(["1001", "1002"]), "{ours}");
+    assert_eq!(ours["fileRules"], json!({"dir": true, "name": true, "lines": 3000}), "{ours}");
+    assert_eq!(ours["remote"]["output"], "remote uname true\n", "{ours}");
+    assert_eq!(ours["aborted"]["cancelled"], true, "{ours}");
+    assert_eq!(ours["entries"][2]["excludeFromContext"], true, "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn an_sdk_session_exports_html_as_pi_does() {
+    let Some((ours, theirs)) = both("html").await else { return };
+    assert_eq!(ours["inMemory"], "Cannot export in-memory session to HTML", "{ours}");
+    assert_eq!(ours["empty"], "Nothing to export yet - start a conversation first", "{ours}");
+    let written = json!({"exists": true, "doctype": true, "user": true, "assistant": true, "bash": true});
+    assert_eq!(ours["byDefault"], json!([true, written]), "{ours}");
+    assert_eq!(ours["absolute"], json!([true, written]), "{ours}");
+    assert_eq!(ours["missingDir"], "ENOENT: no such file or directory, open '<cwd>/no-such-dir/page.html'", "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

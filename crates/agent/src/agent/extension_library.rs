@@ -6,7 +6,7 @@
 //! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`, `buildSystemPrompt`,
 //! `buildSystemPromptSections`, `discoverResources` (extension_resources.rs), `resolveCliModel` and
 //! `resolveModelScope` (extension_model_resolver.rs), `packages` (extension_packages.rs),
-//! `convertToPng` and `resizeImage` (extension_images.rs), and the compaction functions of
+//! `convertToPng` and `resizeImage` (extension_images.rs), `cleanShellOutput` (bash output as pi keeps it), `exportSessionHtml`, and the compaction functions of
 //! extension_compaction.rs.
 //!
 //! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
@@ -59,6 +59,47 @@ fn skill_of(v: &Value) -> Skill {
         },
         path,
     }
+}
+
+/// Streamed command output as pi's bash execution keeps it: an unfinished
+/// escape sequence at the end held back (`pending`, unless this is the
+/// `last` text), the rest with ANSI sequences, control characters and
+/// carriage returns removed (`text`). pi-rpc's own `bash` command does the same.
+fn clean_shell_output(text: &str, last: bool) -> Value {
+    use crate::tools::shell::{sanitize_binary_output, split_incomplete_ansi_suffix, strip_ansi};
+    let (complete, pending) = if last { (text.to_string(), String::new()) } else { split_incomplete_ansi_suffix(text) };
+    let clean = sanitize_binary_output(&strip_ansi(&complete)).replace('\r', "");
+    json!({"text": clean, "pending": pending})
+}
+
+/// pi's `exportSessionToHtml` of an SDK session (`AgentSession.exportToHtml`):
+/// `{header, entries, leafId, sessionFile, systemPrompt, tools, outputPath, cwd}`
+/// rendered and written by pi-rpc's own HTML export (the RPC `export_html`
+/// command's); answers the path as pi reports it.
+fn export_session_html(input: &Value) -> Result<Value, String> {
+    use crate::export_html::{ExportOptions, ExportTool, export_session_html};
+    let text = |key: &str| input.get(key).and_then(Value::as_str);
+    let cwd = text("cwd").unwrap_or_default();
+    let entries = input.get("entries").and_then(Value::as_array).cloned().unwrap_or_default();
+    let session = crate::session::Session::of_header_and_entries(
+        input.get("header").cloned().unwrap_or(Value::Null),
+        entries,
+        text("sessionFile").map(std::path::PathBuf::from),
+        text("leafId"),
+        cwd,
+    );
+    let tools = input.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let tools = tools
+        .iter()
+        .map(|t| ExportTool {
+            name: t.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+            description: t.get("description").and_then(Value::as_str).unwrap_or_default().to_string(),
+        })
+        .collect();
+    let options = ExportOptions { system_prompt: text("systemPrompt").map(str::to_string), tools };
+    let path = export_session_html(&session, text("outputPath"), std::path::Path::new(cwd), &options)
+        .map_err(|e| e.to_string())?;
+    Ok(Value::String(path.display().to_string()))
 }
 
 /// Compute `name(args…)`.
@@ -168,6 +209,12 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         "packages" => crate::agent::extension_packages::call(args),
         "convertToPng" => crate::agent::extension_images::convert(args),
         "resizeImage" => crate::agent::extension_images::resize_image(args),
+        "exportSessionHtml" => export_session_html(args.first().unwrap_or(&Value::Null)),
+        "cleanShellOutput" => {
+            let text: String = arg(args, 0, "text")?;
+            let last: bool = arg::<Option<bool>>(args, 1, "last")?.unwrap_or(false);
+            Ok(clean_shell_output(&text, last))
+        }
         other => Err(format!("pi-rpc has no library function {other}")),
     }
 }
@@ -196,6 +243,9 @@ mod tests {
         assert_eq!(diff["firstChangedLine"], 2);
         let patch = call("generateUnifiedPatch", &[json!("f.txt"), json!("a\nb\n"), json!("a\nc\n")]).unwrap();
         assert_eq!(patch, "--- f.txt\n+++ f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n");
+        let cleaned = call("cleanShellOutput", &[json!("\u{1b}[31mred\u{1b}[0m\r\nok\u{1b}[3")]).unwrap();
+        assert_eq!(cleaned, json!({"text": "red\nok", "pending": "\u{1b}[3"}));
+        assert_eq!(call("cleanShellOutput", &[json!("a\u{1}b"), json!(true)]).unwrap()["text"], "ab");
         assert!(call("nope", &[]).is_err());
     }
 }

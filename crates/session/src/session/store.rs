@@ -256,6 +256,26 @@ impl Session {
         Session::from_file_slots(header, slots, None, None, cwd)
     }
 
+    /// A session as pi's `SessionManager` holds it: its `header` and
+    /// `entries` (pi's JSON), the `file` it is kept in (not read again), its
+    /// `leaf` (none: before the first entry). For pi's SDK functions that are
+    /// computed with pi-rpc's code (`AgentSession.exportToHtml`).
+    pub fn of_header_and_entries(
+        header: Value,
+        entries: Vec<Value>,
+        file: Option<PathBuf>,
+        leaf: Option<&str>,
+        cwd: &str,
+    ) -> Self {
+        let slots = entries.into_iter().map(|v| Slot::resident(Record::from_value(v))).collect();
+        let mut session = Session::from_file_slots(header, slots, file, None, cwd);
+        match leaf {
+            Some(id) if session.set_leaf(id).is_ok() => {}
+            _ => session.reset_leaf(),
+        }
+        session
+    }
+
     /// Build a session from its header record and its entries.
     #[cfg(test)]
     pub(crate) fn from_file_records(

@@ -17,7 +17,8 @@
 // steering and follow-up queues with `queue_update`, abort. What is left
 // out (extensions, prompt templates and skill commands inside the
 // sub-session, automatic compaction, retries) is listed in compat/DEVIATIONS.md.
-// Manual `compact` runs pi-rpc's compaction (compaction.cjs).
+// Manual `compact` runs pi-rpc's compaction (compaction.cjs); `executeBash`
+// runs a user's command as pi does (bash-execution.cjs).
 
 "use strict";
 
@@ -34,6 +35,7 @@ const { SessionManager, sessionDirFor } = require("./session.cjs");
 const { SettingsManager } = require("./settings.cjs");
 const compaction = require("./compaction.cjs");
 const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
+const { executeBashWithOperations } = require("./bash-execution.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
@@ -76,8 +78,6 @@ function sectionChanges(before, after) {
 /** pi's one-line prompt snippet (spaces collapsed), if any. */
 const oneLine = (text) => (typeof text === "string" ? text.split(/\s+/).filter(Boolean).join(" ") : "") || undefined;
 
-const NOT_HERE = "is not available in pi-rpc's SDK session (compat/DEVIATIONS.md)";
-
 class AgentSession {
 	constructor(config) {
 		this.agent = config.agent;
@@ -97,6 +97,8 @@ class AgentSession {
 		this._running = false;
 		this._abortRequested = false;
 		this._idleWaiters = [];
+		this._bashControllers = new Set();
+		this._pendingBash = [];
 		this._unsubscribeAgent = this.agent.subscribe((event) => this._onAgentEvent(event));
 	}
 
@@ -169,6 +171,7 @@ class AgentSession {
 			while (!this._abortRequested && this.agent.hasQueuedMessages()) await this.agent.continue();
 		} finally {
 			this._running = false;
+			this._flushPendingBash();
 			this._emit({ type: "agent_settled", aborted: this._abortRequested });
 			for (const resolve of this._idleWaiters.splice(0)) resolve();
 		}
@@ -292,6 +295,7 @@ class AgentSession {
 
 	dispose() {
 		try {
+			this.abortBash();
 			this.agent.abort();
 		} catch {
 			// disposing never fails
@@ -517,18 +521,87 @@ class AgentSession {
 		this.agent.state.messages = sm.buildSessionContext().messages;
 		return { editorText, cancelled: false, summaryEntry };
 	}
+	/**
+	 * pi's `exportToHtml(outputPath)`: the session file's entries, this
+	 * session's system prompt and tools, rendered and written by pi-rpc's HTML
+	 * export (the RPC `export_html` command's); a relative path is taken from
+	 * pi-rpc's working directory. pi's theme and extension tool renderers do not apply.
+	 */
+	async exportToHtml(outputPath) {
+		const sm = this.sessionManager;
+		return lib("exportSessionHtml", {
+			header: sm.getHeader(),
+			entries: sm.getEntries(),
+			leafId: sm.getLeafId(),
+			sessionFile: sm.getSessionFile(),
+			systemPrompt: this.systemPrompt,
+			tools: this.agent.state.tools.map((t) => ({ name: t.name, description: t.description })),
+			outputPath,
+			cwd: services().hello.cwd,
+		});
+	}
+	/**
+	 * pi's `executeBash(command, onChunk, {excludeFromContext, id, operations})`:
+	 * the command (after the settings' shell command prefix) runs in the
+	 * session's cwd, through the given `BashOperations` or the local shell
+	 * (the settings' shell path); each cleaned chunk goes to `onChunk` and out as
+	 * `bash_execution_update`; the result is recorded as a `bashExecution` message.
+	 */
+	async executeBash(command, onChunk, options) {
+		const controller = new AbortController();
+		this._bashControllers.add(controller);
+		const prefix = this.settingsManager?.getShellCommandPrefix();
+		const operations = options?.operations ?? tools.createLocalBashOperations({ shellPath: this.settingsManager?.getShellPath() });
+		try {
+			const result = await executeBashWithOperations(prefix ? `${prefix}\n${command}` : command, this.sessionManager.getCwd(), operations, {
+				onChunk: (delta) => {
+					onChunk?.(delta);
+					this._emit({ type: "bash_execution_update", id: options?.id, delta });
+				},
+				signal: controller.signal,
+			});
+			this.recordBashResult(command, result, options);
+			return result;
+		} finally {
+			this._bashControllers.delete(controller);
+		}
+	}
+	/** pi's `recordBashResult`: the `bashExecution` message appended now, or after the run that streams. */
+	recordBashResult(command, result, options) {
+		const message = {
+			role: "bashExecution",
+			command,
+			output: result.output,
+			exitCode: result.exitCode,
+			cancelled: result.cancelled,
+			truncated: result.truncated,
+			fullOutputPath: result.fullOutputPath,
+			timestamp: Date.now(),
+			excludeFromContext: options?.excludeFromContext,
+		};
+		this._pendingBash.push(message);
+		if (!this.isStreaming) this._flushPendingBash();
+	}
+	_flushPendingBash() {
+		if (this._pendingBash.length === 0) return;
+		for (const message of this._pendingBash.splice(0)) this.sessionManager.appendMessage(message);
+		this.agent.state.messages = this.sessionManager.buildSessionContext().messages;
+	}
+	abortBash() {
+		for (const controller of [...this._bashControllers]) controller.abort();
+	}
+	get isBashRunning() {
+		return this._bashControllers.size > 0;
+	}
+	get hasPendingBashMessages() {
+		return this._pendingBash.length > 0;
+	}
 	/** Nothing to bind: an SDK session in pi-rpc runs no extensions (compat/DEVIATIONS.md). */
 	async bindExtensions() {}
 	getLastAssistantText() {
 		const last = [...this.messages].reverse().find((m) => m.role === "assistant" && m.stopReason !== "aborted");
 		return last ? transcript.contentText(last.content, "") || undefined : undefined;
 	}
-}
-
-for (const name of ["executeBash", "exportToHtml"]) {
-	AgentSession.prototype[name] = () => {
-		throw new Error(`AgentSession.${name}() ${NOT_HERE}`);
-	};
 }
 
 /** The model a session's branch last used (a `model_change`, else an assistant message's). */
