@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
-use crate::extension_provider_events::{reference_cli, spawn_reference};
+use crate::extension_provider_events::{reference_cli, spawn_reference_with};
 use crate::harness::Sandbox;
 
 const SDK_CLIENTS: &str = r#"import * as fs from "node:fs";
@@ -114,6 +114,70 @@ export default function (pi: ExtensionAPI) {
     },
   });
 
+  pi.registerCommand("package-settings", {
+    handler: async (_args, ctx) => {
+      const { execFileSync } = await import("node:child_process");
+      const git = (cwd: string, ...args: string[]) =>
+        execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main", ...args], { cwd, stdio: "pipe" }).toString();
+      const readPackages = (file: string) => (fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")).packages ?? null : null);
+      const userFile = path.join(getAgentDir(), "settings.json");
+      const projectFile = path.join(ctx.cwd, ".pi", "settings.json");
+      const pkg = path.join(ctx.cwd, "my-pkg");
+      fs.mkdirSync(pkg, { recursive: true });
+      fs.writeFileSync(path.join(pkg, "package.json"), JSON.stringify({ name: "my-pkg", version: "1.0.0" }));
+      const sm = SettingsManager.create(ctx.cwd, getAgentDir());
+      const pm = new DefaultPackageManager({ cwd: ctx.cwd, agentDir: getAgentDir(), settingsManager: sm });
+      const events: any[] = [];
+      pm.setProgressCallback((e: any) => events.push(e));
+
+      // install/remove without the settings
+      await pm.install("./my-pkg");
+      let missing = null;
+      try { await pm.install("./nope"); } catch (e: any) { missing = e.message; }
+      await pm.remove("./my-pkg");
+      await sm.flush();
+      const untouched = [sm.getPackages(), readPackages(userFile)];
+
+      // the settings edited on their own
+      const added = [pm.addSourceToSettings("./my-pkg"), pm.addSourceToSettings("./my-pkg"), pm.addSourceToSettings(pkg), pm.addSourceToSettings("./my-pkg", { local: true })];
+      const inMemory = [sm.getGlobalSettings().packages, sm.getProjectSettings().packages];
+      await sm.flush();
+      const written = [readPackages(userFile), readPackages(projectFile)];
+
+      // update checks: local, pinned, not installed, and two git checkouts (one behind its origin)
+      const origin = (name: string) => {
+        const dir = path.join(ctx.cwd, "origins", name);
+        fs.mkdirSync(dir, { recursive: true });
+        git(dir, "init", "-q");
+        fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name, version: "1.0.0" }));
+        git(dir, "add", ".");
+        git(dir, "commit", "-q", "-m", "first");
+        const checkout = path.join(getAgentDir(), "git", "github.com", "acme", name);
+        fs.mkdirSync(path.dirname(checkout), { recursive: true });
+        git(path.dirname(checkout), "clone", "-q", dir, checkout);
+        return dir;
+      };
+      const behind = origin("behind");
+      origin("current");
+      fs.writeFileSync(path.join(behind, "CHANGES.md"), "newer\n");
+      git(behind, "add", ".");
+      git(behind, "commit", "-q", "-m", "second");
+      for (const source of ["npm:left-pad@1.3.0", "npm:not-installed-here", "git:github.com/acme/pinned@v1", "git:github.com/acme/behind", "git:github.com/acme/current"]) {
+        pm.addSourceToSettings(source);
+      }
+      pm.addSourceToSettings("git:github.com/acme/current", { local: true }); // replaces the user's entry; not installed in the project
+      const updates = await pm.checkForAvailableUpdates();
+
+      const removed = [pm.removeSourceFromSettings("./my-pkg"), pm.removeSourceFromSettings("./my-pkg"), pm.removeSourceFromSettings(pkg, { local: true })];
+      await sm.flush();
+      ctx.ui.notify(JSON.stringify({
+        missing, untouched, added, inMemory, written, updates, removed,
+        after: [sm.getGlobalSettings().packages, sm.getProjectSettings().packages, readPackages(userFile), readPackages(projectFile)],
+        events,
+      }), "info");
+    },
+  });
+
   pi.registerCommand("rpc", {
     handler: async (_args, ctx) => {
       // pi runs its own cli.js when told where it is; pi-rpc's default is pi-rpc itself.
@@ -196,7 +260,9 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
     host_settings(&sb, &node, &dir, json!({}));
     write_module(&sb, "sdk-clients.ts", SDK_CLIENTS);
     sb.write_models(&sb.server().base_url(), json!({"reasoning": true}));
-    let mut pi = if reference { spawn_reference(&sb, &node, &cli) } else { sb.spawn(&["--no-session"]) };
+    // Offline, pi checks no package for updates; the update check here asks local git remotes only.
+    let offline = command != "package-settings";
+    let mut pi = if reference { spawn_reference_with(&sb, &node, &cli, offline) } else { sb.spawn(&["--no-session"]) };
     sb.server().push(Reply::text("Hello there."));
     pi.send(json!({"id": "c", "type": "prompt", "message": format!("/{command}")})).await;
     let lines = pi.until(|v| v["method"] == "notify").await;
@@ -241,6 +307,16 @@ async fn a_package_manager_installs_lists_and_removes_as_pis() {
     {
         assert_eq!(ours[key], theirs[key], "{key}: pi-rpc, then pi 1.6.0");
     }
+}
+
+#[tokio::test]
+async fn a_package_manager_edits_settings_and_checks_updates_as_pis() {
+    let Some((ours, theirs)) = both("package-settings").await else { return };
+    assert_eq!(ours["untouched"], json!([[], null]), "{ours}");
+    assert_eq!(ours["added"], json!([true, false, false, true]), "{ours}");
+    assert_eq!(ours["updates"][0]["displayName"], "github.com/acme/behind", "{ours}");
+    assert_eq!(ours["removed"], json!([true, false, true]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 
 #[tokio::test]

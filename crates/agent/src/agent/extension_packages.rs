@@ -3,9 +3,13 @@
 //! `pi install/remove/list/update` and start-up's package resolution), so
 //! an extension installs, lists and resolves the same packages pi-rpc loads.
 //!
-//! `{op, cwd, agentDir, trusted, source, local, sources}`; `op` is one of
-//! `installAndPersist`, `removeAndPersist`, `list`, `update`, `resolve`,
-//! `resolveExtensionSources`, `installedPath`.
+//! `{op, cwd, agentDir, trusted, source, local, sources, packages}`; `op` is one of
+//! `installAndPersist`, `removeAndPersist`, `install`, `remove` (without the
+//! settings), `addSourceToSettings`, `removeSourceFromSettings` (the given
+//! `packages` list changed: `{changed, packages}`, written by the caller's
+//! `SettingsManager` as pi writes it), `list`,
+//! `update`, `availableUpdates`, `resolve`, `resolveExtensionSources`,
+//! `installedPath`.
 
 use std::path::PathBuf;
 
@@ -59,6 +63,27 @@ pub(crate) fn call(args: &[Value]) -> Result<Value, String> {
     match text("op").as_str() {
         "installAndPersist" => manager.install(&source, scope).map(|()| Value::Null),
         "removeAndPersist" => manager.remove(&source, scope).map(Value::Bool),
+        "install" => manager.install_only(&source, scope).map(|()| Value::Null),
+        "remove" => manager.remove_only(&source, scope).map(|()| Value::Null),
+        "addSourceToSettings" | "removeSourceFromSettings" => {
+            let mut packages = match request.get("packages") {
+                Some(Value::Array(list)) => list.clone(),
+                _ => Vec::new(),
+            };
+            let changed = if text("op") == "addSourceToSettings" {
+                manager.add_to_list(&mut packages, &source, scope)
+            } else {
+                manager.remove_from_list(&mut packages, &source, scope)
+            };
+            Ok(json!({"changed": changed, "packages": packages}))
+        }
+        "availableUpdates" => Ok(Value::Array(
+            manager
+                .available_updates()
+                .into_iter()
+                .map(|u| json!({"source": u.source, "displayName": u.display_name, "type": u.kind, "scope": scope_name(u.scope)}))
+                .collect(),
+        )),
         "update" => manager.update(Some(source.as_str()).filter(|s| !s.is_empty())).map(|lines| json!(lines)),
         "list" => Ok(Value::Array(
             manager

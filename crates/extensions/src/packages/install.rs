@@ -251,7 +251,12 @@ impl PackageManager {
     }
 
     /// [`Self::capture`] for a query that must not hold start-up: killed past `limit`.
-    fn capture_within(&self, program: &str, args: &[String], limit: std::time::Duration) -> Result<String, String> {
+    pub(super) fn capture_within(
+        &self,
+        program: &str,
+        args: &[String],
+        limit: std::time::Duration,
+    ) -> Result<String, String> {
         use std::io::Read;
         let shown = show(program, args);
         let mut child = self

@@ -18,8 +18,10 @@ use serde_json::{Map, Value};
 mod collect;
 pub(crate) mod install;
 pub mod source;
+mod updates;
 
 pub use source::Source;
+pub use updates::AvailableUpdate;
 
 /// Which settings a package belongs to (`Temporary`: `-e`, for one run,
 /// cached under `<agentDir>/tmp/extensions/`).
@@ -216,10 +218,10 @@ impl PackageManager {
         Source::parse(source).identity(&self.base_dir(scope), &self.home)
     }
 
-    /// The settings' packages, installed when missing, resolved to their
-    /// resources (project entries first; a project entry replaces the user's
-    /// entry of the same package, unless it is an `autoload: false` delta).
-    pub fn resolve_settings(&self) -> Resolved {
+    /// The settings' packages once each, project entries first: a project
+    /// entry replaces the user's entry of the same package, unless it is an
+    /// `autoload: false` delta (then both stay).
+    pub fn configured_once(&self) -> Vec<Declared> {
         let mut all = self.declared(Scope::Project);
         all.extend(self.declared(Scope::User));
         let mut kept: Vec<Declared> = Vec::new();
@@ -236,6 +238,14 @@ impl PackageManager {
                 Some(_) => {}
             }
         }
+        kept
+    }
+
+    /// The settings' packages, installed when missing, resolved to their
+    /// resources (project entries first; a project entry replaces the user's
+    /// entry of the same package, unless it is an `autoload: false` delta).
+    pub fn resolve_settings(&self) -> Resolved {
+        let kept = self.configured_once();
         let mut out = Resolved::default();
         for entry in &kept {
             // An `autoload: false` project entry works on the user's install.
@@ -343,6 +353,12 @@ impl PackageManager {
 
     /// `pi install <source> [-l]`: install, then add it to the settings.
     pub fn install(&self, source: &str, scope: Scope) -> Result<(), String> {
+        self.install_only(source, scope)?;
+        self.add_to_settings(source, scope).map(|_| ())
+    }
+
+    /// Install `source` without touching the settings (a local path must exist).
+    pub fn install_only(&self, source: &str, scope: Scope) -> Result<(), String> {
         self.check_scope(scope)?;
         match Source::parse(source) {
             Source::Npm(npm) => self.install_npm(&npm, &npm.spec, scope)?,
@@ -354,29 +370,44 @@ impl PackageManager {
                 }
             }
         }
-        self.add_to_settings(source, scope)
+        Ok(())
     }
 
     /// `pi remove <source> [-l]`: uninstall, then drop it from the settings;
     /// false when no entry matched.
     pub fn remove(&self, source: &str, scope: Scope) -> Result<bool, String> {
+        self.remove_only(source, scope)?;
+        self.remove_from_settings(source, scope)
+    }
+
+    /// Uninstall `source` without touching the settings (nothing for a local path).
+    pub fn remove_only(&self, source: &str, scope: Scope) -> Result<(), String> {
         self.check_scope(scope)?;
         match Source::parse(source) {
-            Source::Npm(npm) => self.uninstall_npm(&npm, scope)?,
-            Source::Git(git) => self.remove_git(&git, scope)?,
-            Source::Local(_) => {}
+            Source::Npm(npm) => self.uninstall_npm(&npm, scope),
+            Source::Git(git) => self.remove_git(&git, scope),
+            Source::Local(_) => Ok(()),
         }
+    }
+
+    /// Drop the settings entry of `source`; false when none matched.
+    pub fn remove_from_settings(&self, source: &str, scope: Scope) -> Result<bool, String> {
         let path = self.settings_file(scope);
         let mut settings = read_settings(&path);
-        let wanted = self.input_identity(source);
         let Some(Value::Array(list)) = settings.get_mut("packages") else { return Ok(false) };
-        let before = list.len();
-        list.retain(|e| entry_source(e).is_none_or(|s| self.identity(s, scope) != wanted));
-        if list.len() == before {
+        if !self.remove_from_list(list, source, scope) {
             return Ok(false);
         }
         write_settings(&path, &settings)?;
         Ok(true)
+    }
+
+    /// Drop the entries of `source` from a scope's `packages` list; false when none matched.
+    pub fn remove_from_list(&self, list: &mut Vec<Value>, source: &str, scope: Scope) -> bool {
+        let wanted = self.input_identity(source);
+        let before = list.len();
+        list.retain(|e| entry_source(e).is_none_or(|s| self.identity(s, scope) != wanted));
+        list.len() != before
     }
 
     /// `pi list`: the configured packages, user then project.
@@ -468,7 +499,23 @@ impl PackageManager {
 
     /// Add (or re-point) the settings entry of `source`: a local path is
     /// written relative to the settings file's directory, as pi writes it.
-    fn add_to_settings(&self, source: &str, scope: Scope) -> Result<(), String> {
+    /// False when the entry was there already as written.
+    pub fn add_to_settings(&self, source: &str, scope: Scope) -> Result<bool, String> {
+        let path = self.settings_file(scope);
+        let mut settings = read_settings(&path);
+        let list = settings.entry("packages").or_insert_with(|| Value::Array(Vec::new()));
+        if !list.is_array() {
+            *list = Value::Array(Vec::new());
+        }
+        let Value::Array(list) = list else { return Ok(false) };
+        if !self.add_to_list(list, source, scope) {
+            return Ok(false);
+        }
+        write_settings(&path, &settings).map(|()| true)
+    }
+
+    /// [`Self::add_to_settings`] on a scope's `packages` list; false when unchanged.
+    pub fn add_to_list(&self, list: &mut Vec<Value>, source: &str, scope: Scope) -> bool {
         let normalized = match Source::parse(source) {
             Source::Local(path) => {
                 let resolved = source::resolve_local(&path, &self.cwd, &self.home);
@@ -476,16 +523,9 @@ impl PackageManager {
             }
             _ => source.to_string(),
         };
-        let path = self.settings_file(scope);
-        let mut settings = read_settings(&path);
         let wanted = self.input_identity(source);
-        let list = settings.entry("packages").or_insert_with(|| Value::Array(Vec::new()));
-        if !list.is_array() {
-            *list = Value::Array(Vec::new());
-        }
-        let Value::Array(list) = list else { return Ok(()) };
         match list.iter().position(|e| entry_source(e).is_some_and(|s| self.identity(s, scope) == wanted)) {
-            Some(i) if entry_source(&list[i]) == Some(normalized.as_str()) => return Ok(()),
+            Some(i) if entry_source(&list[i]) == Some(normalized.as_str()) => return false,
             Some(i) => match &mut list[i] {
                 Value::Object(object) => {
                     object.insert("source".to_string(), Value::String(normalized));
@@ -494,7 +534,7 @@ impl PackageManager {
             },
             None => list.push(Value::String(normalized)),
         }
-        write_settings(&path, &settings)
+        true
     }
 }
 

@@ -3,9 +3,8 @@
 // packages loaded at start-up; the `lib` request `packages`, agent's
 // extension_packages.rs). Settings are written to pi's files, then the given
 // `SettingsManager` reloads them. `resolve()` answers the packages'
-// resources only (pi-rpc's own discovery finds the top-level ones);
-// `install`/`remove` without persisting and update checks are not
-// available (compat/DEVIATIONS.md).
+// resources only (pi-rpc's own discovery finds the top-level ones)
+// (compat/DEVIATIONS.md).
 
 "use strict";
 
@@ -79,27 +78,37 @@ class DefaultPackageManager {
 		return this.request("resolveExtensionSources", { sources: [...sources] });
 	}
 
-	install() {
-		throw notAvailable("install (without persisting)");
+	async install(source, options = {}) {
+		await this.withProgress("install", source, `Installing ${source}...`, () => this.request("install", { source, local: !!options.local }));
 	}
-	remove() {
-		throw notAvailable("remove (without persisting)");
-	}
-	addSourceToSettings() {
-		throw notAvailable("addSourceToSettings");
-	}
-	removeSourceFromSettings() {
-		throw notAvailable("removeSourceFromSettings");
-	}
-	async checkForAvailableUpdates() {
-		throw notAvailable("checkForAvailableUpdates");
-	}
-}
 
-function notAvailable(what) {
-	return new Error(
-		`DefaultPackageManager.${what} is not available in pi-rpc's extension host: use installAndPersist, removeAndPersist, update, or pi-rpc's install/remove commands`,
-	);
+	async remove(source, options = {}) {
+		await this.withProgress("remove", source, `Removing ${source}...`, () => this.request("remove", { source, local: !!options.local }));
+	}
+
+	/** As pi: the source is added to (or re-pointed in) the scope's list, written through the `SettingsManager`. */
+	addSourceToSettings(source, options = {}) {
+		return this.editPackages("addSourceToSettings", source, !!options.local);
+	}
+
+	removeSourceFromSettings(source, options = {}) {
+		return this.editPackages("removeSourceFromSettings", source, !!options.local);
+	}
+
+	editPackages(op, source, local) {
+		const current = (local ? this.settingsManager.getProjectSettings() : this.settingsManager.getGlobalSettings()).packages ?? [];
+		const { changed, packages } = this.request(op, { source, local, packages: current });
+		if (!changed) return false;
+		if (local) this.settingsManager.setProjectPackages(packages);
+		else this.settingsManager.setPackages(packages);
+		return true;
+	}
+
+	/** pi's answer from the settings as the `SettingsManager` has them: its pending writes land first. */
+	async checkForAvailableUpdates() {
+		await this.settingsManager?.flush?.();
+		return this.request("availableUpdates");
+	}
 }
 
 module.exports = { DefaultPackageManager };
