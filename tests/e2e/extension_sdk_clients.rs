@@ -12,12 +12,12 @@
 //! `target/tools` (`scripts/install-test-tools.sh`); skipped without them
 //! unless `PI_RPC_REQUIRE_TOOLS=1`.
 
-use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
 use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, spawn_reference_with};
+use crate::extension_sdk_services::{notified_text, side_by_side};
 use crate::harness::Sandbox;
 
 const SDK_CLIENTS: &str = r#"import * as fs from "node:fs";
@@ -263,14 +263,7 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
     // Offline, pi checks no package for updates; the update check here asks local git remotes only.
     let offline = command != "package-settings";
     let mut pi = if reference { spawn_reference_with(&sb, &node, &cli, offline) } else { sb.spawn(&["--no-session"]) };
-    sb.server().push(Reply::text("Hello there."));
-    pi.send(json!({"id": "c", "type": "prompt", "message": format!("/{command}")})).await;
-    let lines = pi.until(|v| v["method"] == "notify").await;
-    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
-    let mut text = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
-    for (dir, name) in [(sb.cwd.path(), "<cwd>"), (sb.agent_dir.path(), "<agent>"), (sb.home.path(), "<home>")] {
-        text = text.replace(&dir.display().to_string(), name);
-    }
+    let mut text = notified_text(&mut pi, &sb, command).await;
     // A local package is written relative to the agent directory: `../<cwd's name>/…`.
     if let Some(cwd_name) = sb.cwd.path().file_name().and_then(|n| n.to_str()) {
         text = text.replace(&format!("../{cwd_name}/"), "../<cwd name>/");
@@ -278,11 +271,9 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
     Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}")))
 }
 
-/// pi-rpc's note of `/<command>`, then pi 1.6.0's; `None` without the tools.
+/// pi-rpc's note of `/<command>`, then pi 1.6.0's.
 async fn both(command: &str) -> Option<(Value, Value)> {
-    let ours = run(false, command).await?;
-    let theirs = run(true, command).await?;
-    Some((ours, theirs))
+    side_by_side(|reference, command| async move { run(reference, &command).await }, command).await
 }
 
 #[tokio::test]

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, spawn_reference};
-use crate::harness::Sandbox;
+use crate::harness::{Pi, Sandbox};
 
 const SDK_SERVICES: &str = r#"import * as fs from "node:fs";
 import * as os from "node:os";
@@ -470,6 +470,15 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
     } else {
         sb.spawn_with_env(&["--no-session"], &[("PI_RPC_DOCS_DIR", &package)])
     };
+    let text = notified_text(&mut pi, &sb, command).await;
+    Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}")))
+}
+
+/// Prompt `/<command>` (the fake server answers any model call with
+/// "Hello there.") and return the text it notified, with no
+/// `extension_error` on the way; sandbox paths as `<cwd>`, `<agent>`,
+/// `<home>`, the fake server's address as `<server>`.
+pub(crate) async fn notified_text(pi: &mut Pi, sb: &Sandbox, command: &str) -> String {
     sb.server().push(Reply::text("Hello there."));
     pi.send(json!({"id": "c", "type": "prompt", "message": format!("/{command}")})).await;
     let lines = pi.until(|v| v["method"] == "notify").await;
@@ -478,15 +487,23 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
     for (dir, name) in [(sb.cwd.path(), "<cwd>"), (sb.agent_dir.path(), "<agent>"), (sb.home.path(), "<home>")] {
         text = text.replace(&dir.display().to_string(), name);
     }
-    text = text.replace(&sb.server().base_url(), "<server>");
-    Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}")))
+    text.replace(&sb.server().base_url(), "<server>")
 }
 
-/// pi-rpc's note of `/<command>`, then pi 1.6.0's; `None` without the tools.
-async fn both(command: &str) -> Option<(Value, Value)> {
-    let ours = run(false, command).await?;
-    let theirs = run(true, command).await?;
+/// `run`'s value for pi-rpc, then for pi 1.6.0; `None` without the tools.
+pub(crate) async fn side_by_side<F, R>(run: F, command: &str) -> Option<(Value, Value)>
+where
+    F: Fn(bool, String) -> R,
+    R: std::future::Future<Output = Option<Value>>,
+{
+    let ours = run(false, command.to_string()).await?;
+    let theirs = run(true, command.to_string()).await?;
     Some((ours, theirs))
+}
+
+/// pi-rpc's note of `/<command>`, then pi 1.6.0's.
+async fn both(command: &str) -> Option<(Value, Value)> {
+    side_by_side(|reference, command| async move { run(reference, &command).await }, command).await
 }
 
 #[tokio::test]
