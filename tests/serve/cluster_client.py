@@ -82,14 +82,12 @@ import os
 import signal
 import sys
 import time
-import urllib.error
-import urllib.request
 
 import websockets
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from native_client import (acp_call, acp_text, call, check, deltas, fail, http_base, increasing, prompt_to_end, recv,
-                           seqs, until)
+from native_client import (acp_call, acp_text, call, check, deltas, fail, http_base, increasing, prompt_to_end, readyz,
+                           recv, seqs, until)
 
 INTERRUPTED = "interrupted by the loss of its worker"
 
@@ -336,15 +334,6 @@ def final_text(events):
     message = ends[-1]["message"]
     check(message.get("stopReason") == "stop", f"the turn did not complete: {message.get('errorMessage')}")
     return "".join(p.get("text", "") for p in message["content"])
-
-
-def readyz(url):
-    """`/readyz` of the worker at `url`: (status, its JSON body)."""
-    try:
-        with urllib.request.urlopen(http_base(url) + "/readyz", timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 async def refused_while_draining(url):

@@ -32,12 +32,12 @@ import signal
 import socket
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 import websockets
 from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from native_client import readyz
 
 TIMEOUT = 30
 
@@ -62,19 +62,6 @@ async def until(ws, pred, timeout=TIMEOUT):
         seen.append(msg)
         if pred(msg):
             return seen
-
-
-def http_base(url):
-    parsed = urllib.parse.urlparse(url)
-    return f"http://{parsed.netloc}"
-
-
-def readyz(url):
-    try:
-        with urllib.request.urlopen(http_base(url) + "/readyz", timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def host_port(url):

@@ -33,6 +33,7 @@ import os
 import signal
 import socket
 import sys
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -95,6 +96,15 @@ def deltas(events):
 def http_base(url):
     parts = urllib.parse.urlsplit(url)
     return f"http://{parts.netloc}"
+
+
+def readyz(url):
+    """`/readyz` of the worker at `url`: (status, its JSON body), a 503 included."""
+    try:
+        with urllib.request.urlopen(http_base(url) + "/readyz", timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
 
 
 def http_get(url):
