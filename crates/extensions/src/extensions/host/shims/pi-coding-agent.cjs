@@ -23,8 +23,10 @@ const { RpcClient } = require("./coding-agent/rpc-client.cjs");
 const modelResolver = require("./coding-agent/model-resolver.cjs");
 const { DefaultPackageManager } = require("./coding-agent/packages.cjs");
 const { prepareCompaction: _prepareCompaction, ...compaction } = require("./coding-agent/compaction.cjs");
+const { createExtensionRuntime, discoverAndLoadExtensions } = require("./coding-agent/extension-loader.cjs");
+const { ExtensionRunner, wrapRegisteredTool, wrapRegisteredTools } = require("./coding-agent/extension-runner.cjs");
 
-const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, RpcClient, DefaultPackageManager, ...modelResolver, ...sessionRuntime };
+const sdk = { createExtensionRuntime, discoverAndLoadExtensions, ExtensionRunner, wrapRegisteredTool, wrapRegisteredTools, AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, RpcClient, DefaultPackageManager, ...modelResolver, ...sessionRuntime };
 
 const { lib: _lib, ...textExports } = text;
 const { sessionDirFor: _sessionDirFor, ...sessionExports } = session;
@@ -42,6 +44,7 @@ exports.ModelRuntime = ModelRuntime;
 exports.ModelRegistry = ModelRegistry;
 exports.DefaultResourceLoader = DefaultResourceLoader;
 exports.AgentSessionRuntime = sessionRuntime.AgentSessionRuntime;
+exports.ExtensionRunner = ExtensionRunner;
 
 // The interactive-mode components load pi's TUI library: only when used.
 const UI_NAMES = [

@@ -222,14 +222,11 @@ function sdkOnly(name) {
 
 const sdk = {};
 for (const name of [
-	"ExtensionRunner",
 	"InteractiveMode",
 ]) {
 	sdk[name] = sdkOnly(name);
 }
 for (const name of [
-	"createExtensionRuntime",
-	"discoverAndLoadExtensions",
 	"createCodemodeExtension",
 	"createMcpExtension",
 	"createToolSearchExtension",
@@ -237,8 +234,6 @@ for (const name of [
 	"parseArgs",
 	"runPrintMode",
 	"runRpcMode",
-	"wrapRegisteredTool",
-	"wrapRegisteredTools",
 ]) {
 	sdk[name] = (...args) => new (sdkOnly(name))(...args);
 }
