@@ -1,11 +1,15 @@
 //! Extensions inside pi's SDK session, side by side with pi 1.6.0: a
-//! `DefaultResourceLoader` given an inline extension factory (and an
-//! extension file by `additionalExtensionPaths`), `createAgentSession` over
-//! it: the extension's tools offered to the model, its handlers given the
-//! sub-session's events (`tool_call` changing a call's input), its command run
-//! by `session.prompt("/cmd")`, `session.extensionRunner`. Each part is an
-//! extension command that notifies a JSON summary; pi-rpc's is compared with
-//! pi 1.6.0's, with the tools each program offered the fake model.
+//! `DefaultResourceLoader` given an inline extension factory,
+//! `createAgentSession` over it (the extension's tools offered to the model,
+//! its handlers given the sub-session's events, `tool_call` changing a call's
+//! input, its command run by `session.prompt("/cmd")`,
+//! `session.extensionRunner`); `AgentSessionRuntime` telling those
+//! extensions of a replacement (`session_before_*`, `session_shutdown`,
+//! `session_start` on rebind); and a second extension runtime built by hand
+//! (`discoverAndLoadExtensions`, `ExtensionRunner`'s hooks, contexts,
+//! commands and flags, `wrapRegisteredTool(s)`). Each part is an extension
+//! command that notifies a JSON summary; pi-rpc's is compared with pi
+//! 1.6.0's, with the tools each program offered the fake model.
 //!
 //! Needs node 22, the host's packages and the reference pi from
 //! `target/tools` (`scripts/install-test-tools.sh`); skipped without them
@@ -24,7 +28,7 @@ const SDK_RUNNER: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
 import { Type } from "typebox";
 import {
-  createAgentSession, DefaultResourceLoader, discoverAndLoadExtensions, ExtensionRunner, getAgentDir, SessionManager, wrapRegisteredTool, wrapRegisteredTools,
+  createAgentSession, createAgentSessionFromServices, createAgentSessionRuntime, createAgentSessionServices, DefaultResourceLoader, discoverAndLoadExtensions, ExtensionRunner, getAgentDir, SessionManager, wrapRegisteredTool, wrapRegisteredTools,
 } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
@@ -78,6 +82,39 @@ const brief = (e: any) => {
 };
 
 export default function (pi: ExtensionAPI) {
+  pi.registerCommand("replaced", {
+    handler: async (_args, ctx) => {
+      const seen: string[] = [];
+      let refuse = true;
+      const factory = (sub: ExtensionAPI) => {
+        for (const name of ["session_start", "session_shutdown", "session_before_switch", "session_before_fork"]) {
+          sub.on(name as any, (e: any) => { seen.push([e.type, e.reason ?? "", e.targetSessionFile ? "target" : "", e.previousSessionFile ? "previous" : "", e.position ?? ""].join(":")); });
+        }
+        sub.on("session_before_switch", () => {
+          if (!refuse) return undefined;
+          refuse = false;
+          return { cancel: true };
+        });
+      };
+      const createRuntime = async ({ cwd, agentDir, sessionManager, sessionStartEvent }: any) => {
+        const services = await createAgentSessionServices({ cwd, agentDir, resourceLoaderOptions: { noExtensions: true, extensionFactories: [factory] } });
+        return { ...(await createAgentSessionFromServices({ services, sessionManager, sessionStartEvent, model: ctx.model } as any)), services, diagnostics: services.diagnostics };
+      };
+      const runtime = await createAgentSessionRuntime(createRuntime, { cwd: ctx.cwd, agentDir: getAgentDir(), sessionManager: SessionManager.create(ctx.cwd) });
+      runtime.setRebindSession(async (session: any) => { await session.bindExtensions({}); });
+      await runtime.session.bindExtensions({});
+      const refused = await runtime.newSession();
+      await runtime.session.prompt("hello");
+      const first = runtime.session.sessionFile!;
+      const fresh = await runtime.newSession();
+      await runtime.switchSession(first);
+      const user = runtime.session.sessionManager.getEntries().find((e: any) => e.type === "message" && e.message.role === "user")!;
+      const forked = await runtime.fork(user.id);
+      await runtime.dispose();
+      ctx.ui.notify(JSON.stringify({ refused, fresh, forked, seen }), "info");
+    },
+  });
+
   pi.registerCommand("direct", {
     handler: async (_args, ctx) => {
       const dir = path.join(ctx.cwd, "exts");
@@ -232,12 +269,19 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
         })
         .collect();
     note["offered"] = json!(offered);
-    eprintln!("{} /{command}: {note:#}", if reference { "pi 1.6.0" } else { "pi-rpc" });
     Some(note)
 }
 
 async fn both(command: &str) -> Option<(Value, Value)> {
     side_by_side(|reference, command| async move { run(reference, &command).await }, command).await
+}
+
+#[tokio::test]
+async fn a_session_runtime_tells_the_sessions_extensions_as_pi_does() {
+    let Some((ours, theirs)) = both("replaced").await else { return };
+    assert_eq!(ours["refused"], json!({"cancelled": true}), "{ours}");
+    assert_eq!(ours["seen"][1], "session_before_switch:new:::", "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 
 #[tokio::test]

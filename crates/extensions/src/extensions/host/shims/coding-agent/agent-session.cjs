@@ -758,6 +758,7 @@ async function createAgentSession(options = {}) {
 	});
 	session.setActiveToolsByName(active);
 	const extensionsResult = options.resourceLoader?.getExtensions?.() ?? { extensions: [], errors: [] };
+	session._sessionStartEvent = options.sessionStartEvent ?? { type: "session_start", reason: "startup" };
 	attachExtensions(session, extensionsResult, { modelRegistry: options.modelRuntime ? new (require("./models.cjs").ModelRegistry)(options.modelRuntime) : registry, activate: true });
 	return { session, extensionsResult, modelFallbackMessage: model ? modelFallbackMessage : "No models available." };
 }

@@ -49,7 +49,7 @@ class ExtensionRunner {
 		this.sessionManager = sessionManager;
 		this.modelRegistry = modelRegistry;
 		this.uiContext = noOpUI;
-		this.mode = undefined;
+		this.mode = "print";
 		this.errorListeners = new Set();
 		this.runtime.modelRegistry = modelRegistry;
 		this.runtime.reportError = (error) => {

@@ -194,9 +194,10 @@ function attachExtensions(session, extensionsResult, { modelRegistry, activate }
 			if (bindings.commandContextActions !== undefined) runner.bindCommandContext(bindings.commandContextActions);
 			if (bindings.shutdownHandler !== undefined) session._extensionShutdown = bindings.shutdownHandler;
 			if (bindings.onError !== undefined) runner.onError(bindings.onError);
-			await runner.emit({ type: "session_start", reason: "startup" });
+			const start = session._sessionStartEvent ?? { type: "session_start", reason: "startup" };
+			await runner.emit(start);
 			if (!runner.hasHandlers("resources_discover") || !session.resourceLoader?.extendResources) return;
-			const found = await runner.emitResourcesDiscover(session._cwd, "startup");
+			const found = await runner.emitResourcesDiscover(session._cwd, start.reason === "reload" ? "reload" : "startup");
 			if (found.skillPaths.length + found.promptPaths.length + found.themePaths.length > 0) session.resourceLoader.extendResources(found);
 		},
 	};
