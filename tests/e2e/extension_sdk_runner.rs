@@ -66,6 +66,14 @@ const EXT_B = `export default function (pi: any) {
 }
 `;
 
+/** An extension file the SDK session loads by `additionalExtensionPaths`. */
+const EXT_FILE = `export default function (pi: any) {
+  pi.registerCommand("stamp", { description: "Stamps", handler: async (args: string, ctx: any) => { pi.appendEntry("stamp", { args, idle: ctx.isIdle() }); } });
+  pi.on("before_agent_start", (e: any) => ({ message: { customType: "stamped", content: "stamp for " + e.prompt, display: true } }));
+  pi.on("agent_end", (e: any) => { pi.setSessionName("after " + e.messages.length); });
+}
+`;
+
 /** What one event says, briefly. */
 const brief = (e: any) => {
   const parts = [e.type];
@@ -82,6 +90,31 @@ const brief = (e: any) => {
 };
 
 export default function (pi: ExtensionAPI) {
+  pi.registerCommand("paths", {
+    handler: async (_args, ctx) => {
+      fs.writeFileSync(path.join(ctx.cwd, "sub-ext.ts"), EXT_FILE);
+      // Not `noExtensions`: the user's extensions (this file) load in the sub-session too, after the given path.
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), additionalExtensionPaths: ["sub-ext.ts"] });
+      await resourceLoader.reload();
+      const { session, extensionsResult } = await createAgentSession({
+        cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, noTools: true,
+      } as any);
+      await session.bindExtensions({});
+      await session.prompt("/stamp one two");
+      await session.prompt("go");
+      const runner: any = session.extensionRunner;
+      ctx.ui.notify(JSON.stringify({
+        loaded: extensionsResult.extensions.map((e: any) => path.basename(e.path)),
+        errors: extensionsResult.errors,
+        commands: runner.getRegisteredCommands().map((c: any) => c.invocationName),
+        entries: session.sessionManager.getEntries().map((e: any) => [e.type, e.customType ?? e.message?.role ?? null, e.data ?? e.message?.content ?? e.name ?? null]),
+        name: session.sessionName ?? null,
+        messages: session.messages.map((m: any) => [m.role, m.customType ?? null]),
+      }), "info");
+      session.dispose();
+    },
+  });
+
   pi.registerCommand("replaced", {
     handler: async (_args, ctx) => {
       const seen: string[] = [];
@@ -274,6 +307,16 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
 
 async fn both(command: &str) -> Option<(Value, Value)> {
     side_by_side(|reference, command| async move { run(reference, &command).await }, command).await
+}
+
+#[tokio::test]
+async fn an_sdk_session_loads_extension_files_as_pi_does() {
+    let Some((ours, theirs)) = both("paths").await else { return };
+    assert_eq!(ours["loaded"], json!(["sub-ext.ts", "sdk-runner.ts"]), "{ours}");
+    // The command appended its entry; the run carried the `before_agent_start` message after the prompt.
+    assert_eq!(ours["entries"][2], json!(["custom", "stamp", {"args": "one two", "idle": true}]), "{ours}");
+    assert_eq!(ours["messages"][2], json!(["custom", "stamped"]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 
 #[tokio::test]
