@@ -90,6 +90,39 @@ const brief = (e: any) => {
 };
 
 export default function (pi: ExtensionAPI) {
+  pi.registerCommand("messages", {
+    handler: async (_args, ctx) => {
+      const seen: string[] = [];
+      const factory = (sub: ExtensionAPI) => {
+        sub.registerCommand("note", {
+          handler: async () => {
+            sub.sendMessage({ customType: "plain", content: "plain note", display: true });
+            sub.sendMessage({ customType: "later", content: "for the next turn", display: false }, { deliverAs: "nextTurn" });
+          },
+        });
+        sub.on("input", (e: any) => { seen.push(`input:${e.text}:${e.source}`); });
+        sub.on("before_agent_start", (e: any) => { seen.push(`start:${e.prompt ?? e.message?.customType}`); });
+        sub.on("message_end", (e: any) => { seen.push(`end:${e.message.role}:${e.message.customType ?? ""}`); });
+      };
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: [factory] });
+      await resourceLoader.reload();
+      const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, noTools: true } as any);
+      const heard: string[] = [];
+      session.subscribe((e: any) => { if (e.type === "message_end") heard.push(`${e.message.role}:${e.message.customType ?? ""}`); });
+      await session.bindExtensions({});
+      await session.prompt("/note");
+      await session.prompt("hi");
+      await (session as any).sendCustomMessage({ customType: "kick", content: "go on", display: true }, { triggerTurn: true });
+      await session.sendUserMessage("/note");
+      ctx.ui.notify(JSON.stringify({
+        seen, heard,
+        messages: session.messages.map((m: any) => [m.role, m.customType ?? null]),
+        entries: session.sessionManager.getEntries().map((e: any) => e.customType ?? e.message?.role ?? e.type),
+      }), "info");
+      session.dispose();
+    },
+  });
+
   pi.registerCommand("paths", {
     handler: async (_args, ctx) => {
       fs.writeFileSync(path.join(ctx.cwd, "sub-ext.ts"), EXT_FILE);
@@ -316,6 +349,16 @@ async fn an_sdk_session_loads_extension_files_as_pi_does() {
     // The command appended its entry; the run carried the `before_agent_start` message after the prompt.
     assert_eq!(ours["entries"][2], json!(["custom", "stamp", {"args": "one two", "idle": true}]), "{ours}");
     assert_eq!(ours["messages"][2], json!(["custom", "stamped"]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn sdk_session_extensions_send_messages_as_in_pi() {
+    let Some((ours, theirs)) = both("messages").await else { return };
+    // Appended at once; held for the next run, after its prompt; a run of its own; no command from sendUserMessage.
+    assert_eq!(ours["heard"][0], "custom:plain", "{ours}");
+    assert!(ours["seen"].as_array().is_some_and(|s| s.contains(&json!("input:/note:extension"))), "{ours}");
+    assert_eq!(ours["messages"][3], json!(["custom", "later"]), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 

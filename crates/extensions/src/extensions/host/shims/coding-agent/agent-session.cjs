@@ -36,7 +36,7 @@ const { SettingsManager } = require("./settings.cjs");
 const compaction = require("./compaction.cjs");
 const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 const { executeBashWithOperations } = require("./bash-execution.cjs");
-const { attachExtensions } = require("./session-extensions.cjs");
+const { attachExtensions, sendCustomMessage } = require("./session-extensions.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
@@ -175,6 +175,7 @@ class AgentSession {
 		} finally {
 			this._running = false;
 			this._flushPendingBash();
+			this._extensions?.flushPendingCustom();
 			await this._extensions?.emit({ type: "agent_settled", aborted: this._abortRequested });
 			this._emit({ type: "agent_settled", aborted: this._abortRequested });
 			for (const resolve of this._idleWaiters.splice(0)) resolve();
@@ -204,13 +205,27 @@ class AgentSession {
 			return options.streamingBehavior === "followUp" ? this._queue(this._followUp, text, images, "followUp") : this._queue(this._steering, text, images, "steer");
 		}
 		if (!this.model) throw new Error("No model selected.");
-		const user = { role: "user", content: [{ type: "text", text }, ...(images ?? [])], timestamp: Date.now() };
-		// `before_agent_start` handlers add messages and change this run's prompt options.
-		const started = await this._extensions?.beforeAgentStart({ messageType: "user", prompt: text, images }, this._promptOptions());
+		await this._startRun({ messageType: "user", prompt: text, images }, options.preflightResult);
+	}
+
+	/**
+	 * A run started by a user prompt or an extension's custom message: the
+	 * `before_agent_start` handlers add messages and change this run's prompt
+	 * options; messages held for the next turn go after the starting one.
+	 */
+	async _startRun(trigger, preflightResult) {
+		const first = trigger.messageType === "custom" ? trigger.message : { role: "user", content: [{ type: "text", text: trigger.prompt }, ...(trigger.images ?? [])], timestamp: Date.now() };
+		const started = await this._extensions?.beforeAgentStart(trigger, this._promptOptions());
 		const added = (started?.messages ?? []).map((m) => ({ role: "custom", customType: m.customType, content: m.content ?? [], display: m.display, details: m.details, timestamp: Date.now() }));
+		const nextTurn = this._extensions?.takeNextTurn() ?? [];
 		const system = this._systemUpdate(started?.systemPromptOptions ?? this._promptOptions());
-		options.preflightResult?.("started");
-		await this._run([...(system ? [system] : []), user, ...added]);
+		preflightResult?.("started");
+		await this._run([...(system ? [system] : []), first, ...nextTurn, ...added]);
+	}
+
+	/** pi's `sendCustomMessage(message, {triggerTurn, deliverAs})` (session-extensions.cjs). */
+	async sendCustomMessage(message, options) {
+		return sendCustomMessage(this, message, options);
 	}
 
 	async _queue(queue, text, images, how) {
@@ -230,15 +245,12 @@ class AgentSession {
 		return this._queue(this._followUp, text, images, "followUp");
 	}
 
+	/** pi's `sendUserMessage`: a prompt from an extension (no template expansion unless asked), queued as `deliverAs` says while streaming. */
 	async sendUserMessage(content, options = {}) {
 		const blocks = typeof content === "string" ? [{ type: "text", text: content }] : content;
-		const text = transcript.contentText(blocks, "\n");
-		const images = blocks.filter((b) => b.type === "image");
-		if (this.isStreaming) {
-			if (options.deliverAs === "followUp") return this.followUp(text, images);
-			return this.steer(text, images);
-		}
-		return this.prompt(text, { images });
+		const text = blocks.filter((b) => b.type === "text").map((b) => b.text).join("\n");
+		const images = blocks.filter((b) => b.type !== "text");
+		return this.prompt(text, { expandPromptTemplates: options.expandPromptTemplates ?? false, streamingBehavior: options.deliverAs, images: images.length > 0 ? images : undefined, source: "extension" });
 	}
 
 	clearQueue() {

@@ -28,20 +28,35 @@ function syncTools(session, runner, activateNew) {
 	return added;
 }
 
-/** pi's `sendMessage` of an extension: a custom message, appended, steered or followed up, and a turn when asked. */
+/**
+ * pi's `sendCustomMessage`: held for the next run (`nextTurn`), steered or
+ * followed up while streaming, a run of its own (`triggerTurn`), held to the
+ * end of the run while streaming, else appended at once (with its
+ * `message_start` / `message_end` to the listeners).
+ */
 async function sendCustomMessage(session, message, options = {}) {
 	const custom = { role: "custom", customType: message.customType, content: message.content ?? [], display: message.display, details: message.details, timestamp: Date.now() };
-	if (session.isStreaming) {
+	const held = heldMessages(session);
+	if (options.deliverAs === "nextTurn") held.nextTurn.push(custom);
+	else if (session.isStreaming && options.triggerTurn !== false) {
 		if (options.deliverAs === "followUp") session.agent.followUp(custom);
 		else session.agent.steer(custom);
-		return;
-	}
-	if (options.triggerTurn) {
-		await session._run([custom]);
-		return;
-	}
+	} else if (options.triggerTurn) await session._startRun({ messageType: "custom", message: custom });
+	else if (session.isStreaming) held.custom.push(custom);
+	else appendCustom(session, custom);
+}
+
+function appendCustom(session, custom) {
 	session.sessionManager.appendCustomMessageEntry(custom.customType, custom.content, custom.display, custom.details);
 	session.agent.state.messages = [...session.agent.state.messages, custom];
+	session._emit({ type: "message_start", message: custom });
+	session._emit({ type: "message_end", message: custom });
+}
+
+/** The custom messages a session holds: for its next run, and until its run ends. */
+function heldMessages(session) {
+	session._heldMessages ??= { nextTurn: [], custom: [] };
+	return session._heldMessages;
 }
 
 /**
@@ -55,7 +70,7 @@ function attachExtensions(session, extensionsResult, { modelRegistry, activate }
 	runner.bindCore(
 		{
 			sendMessage: (message, options) => {
-				sendCustomMessage(session, message, options).catch((error) => runner.emitError({ extensionPath: "<sendMessage>", event: "send_message", error: String(error?.message ?? error) }));
+				session.sendCustomMessage(message, options).catch((error) => runner.emitError({ extensionPath: "<sendMessage>", event: "send_message", error: String(error?.message ?? error) }));
 			},
 			sendUserMessage: (content, options) => {
 				session.sendUserMessage(content, options).catch((error) => runner.emitError({ extensionPath: "<sendUserMessage>", event: "send_user_message", error: String(error?.message ?? error) }));
@@ -167,6 +182,10 @@ function attachExtensions(session, extensionsResult, { modelRegistry, activate }
 			}
 		},
 		emit: (event) => runner.emit(event),
+		takeNextTurn: () => heldMessages(session).nextTurn.splice(0),
+		flushPendingCustom: () => {
+			for (const custom of heldMessages(session).custom.splice(0)) appendCustom(session, custom);
+		},
 		/** An extension command named by `/name args`: run with the command context; whether there was one. */
 		async runCommand(text) {
 			const space = text.indexOf(" ");
@@ -204,4 +223,4 @@ function attachExtensions(session, extensionsResult, { modelRegistry, activate }
 	return runner;
 }
 
-module.exports = { attachExtensions };
+module.exports = { attachExtensions, sendCustomMessage };
