@@ -60,6 +60,7 @@ const EXT_B = `export default function (pi: any) {
   pi.on("input", (e: any) => (e.text === "y" ? { action: "handled" } : undefined));
   pi.on("tool_call", (e: any) => (e.input.text === "block+a" ? { block: true, reason: "no blocks" } : undefined));
   pi.on("context", (e: any) => ({ messages: e.messages.slice(-1) }));
+  pi.on("context_with_system", (e: any) => ({ messages: [...e.messages, { role: "user", content: "with system", timestamp: 3 }] }));
   pi.on("message_end", (e: any) => (e.message.role === "assistant" ? { message: { ...e.message, content: [{ type: "text", text: "replaced" }] } } : undefined));
   pi.on("session_before_switch", () => ({ cancel: true }));
   pi.on("agent_start", () => { throw new Error("b fails"); });
@@ -234,7 +235,7 @@ export default function (pi: ExtensionAPI) {
         sameTwo: runner.getCommand("same:2")?.description ?? null,
         tools: runner.getAllRegisteredTools().map((t: any) => t.definition.name),
         definition: runner.getToolDefinition("echo")?.label ?? null,
-        has: ["input", "tool_call", "context", "message_end", "user_bash"].map((e) => runner.hasHandlers(e)),
+        has: ["input", "tool_call", "context", "context_with_system", "message_end", "user_bash"].map((e) => runner.hasHandlers(e)),
         inputs: [await runner.emitInput("x", undefined, "interactive"), await runner.emitInput("z", undefined, "interactive"), await runner.emitInput("y", undefined, "rpc")],
         allowed, callInput, blocked, toolResult,
         started: { messages: started.messages, selectedTools: started.systemPromptOptions.selectedTools },

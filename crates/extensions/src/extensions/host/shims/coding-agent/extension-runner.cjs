@@ -345,7 +345,7 @@ class ExtensionRunner {
 		});
 		return replaced;
 	}
-	/** `context`: handlers see the conversation without the system messages, which stay in front of what they return. */
+	/** `context`: handlers see the conversation without the system messages, which stay in front of what they return; then `context_with_system`. */
 	async emitContext(messages) {
 		let current = structuredClone(messages);
 		const ctx = this.createContext();
@@ -362,6 +362,10 @@ class ExtensionRunner {
 				}
 			}
 		}
+		// Then `context_with_system`: the whole transcript, chained as the host's hook chains it.
+		await this._eachHook("context_with_system", { messages: current }, ctx, (answer, params) => {
+			if (answer?.messages) current = params.messages = answer.messages;
+		});
 		return current;
 	}
 	/** `resources_discover`: every handler's skill, prompt and theme paths. */

@@ -137,7 +137,7 @@ function attachExtensions(session, extensionsResult, { modelRegistry, activate }
 		if (result.structuredContent !== undefined) event.structuredContent = result.structuredContent;
 		return runner.emitToolResult(event);
 	};
-	agent.transformContext = async (messages) => (runner.hasHandlers("context") ? runner.emitContext(messages) : messages);
+	agent.transformContext = async (messages) => (runner.hasHandlers("context") || runner.hasHandlers("context_with_system") ? runner.emitContext(messages) : messages);
 
 	let turnIndex = 0;
 	session._extensions = {
