@@ -36,6 +36,7 @@ const { SettingsManager } = require("./settings.cjs");
 const compaction = require("./compaction.cjs");
 const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 const { executeBashWithOperations } = require("./bash-execution.cjs");
+const { expandSessionInput } = require("./input-expansion.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
@@ -178,6 +179,7 @@ class AgentSession {
 	}
 
 	async prompt(text, options = {}) {
+		text = expandSessionInput(this, text, options);
 		if (this.isStreaming) {
 			if (!options.streamingBehavior) {
 				throw new Error("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.");
@@ -216,7 +218,7 @@ class AgentSession {
 			if (options.deliverAs === "followUp") return this.followUp(text, images);
 			return this.steer(text, images);
 		}
-		return this.prompt(text, { images });
+		return this.prompt(text, { images, expandPromptTemplates: options.expandPromptTemplates ?? false });
 	}
 
 	clearQueue() {
