@@ -22,7 +22,8 @@ use crate::extension_provider_events::{reference_cli, spawn_reference};
 use crate::extension_sdk_services::{notified_text, side_by_side};
 use crate::harness::Sandbox;
 
-const SDK_RESOURCES: &str = r#"import * as path from "node:path";
+const SDK_RESOURCES: &str = r#"import * as fs from "node:fs";
+import * as path from "node:path";
 import { createAgentSession, DefaultResourceLoader, SessionManager } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
@@ -36,6 +37,8 @@ const loaderSummary = (loader: any) => ({
   extensionErrors: loader.getExtensions().errors,
   themes: loader.getThemes().themes.map((t: any) => ({ name: t.name, sourcePath: t.sourcePath ?? null, sourceInfo: t.sourceInfo ?? null })),
   themeDiagnostics: loader.getThemes().diagnostics,
+  // pi-rpc's loader only: the packages' extension files it hands to the loader's extensions.
+  packageExtensions: loader.packageExtensions ?? null,
 });
 
 export default function (pi: ExtensionAPI) {
@@ -49,7 +52,22 @@ export default function (pi: ExtensionAPI) {
         await session.prompt(text);
       }
       await session.sendUserMessage("/tmpl not expanded");
+      await session.sendUserMessage("/tmpl asked", { expandPromptTemplates: true });
       await session.prompt("/tmpl kept", { expandPromptTemplates: false });
+      // A skill whose file went after the loader read it: sent as typed.
+      fs.rmSync(path.join(agentDir, "skills", "gone"), { recursive: true });
+      await session.prompt("/skill:gone z");
+      // Queued while the model answers: steer and followUp expand, sendUserMessage does not.
+      let queued = false;
+      const unsubscribe = session.subscribe((e: any) => {
+        if (queued || e.type !== "message_start" || e.message.role !== "assistant") return;
+        queued = true;
+        void session.steer("/tmpl s t");
+        void session.followUp("/skill:x f");
+        void session.sendUserMessage("/tmpl u", { deliverAs: "followUp" });
+      });
+      await session.prompt("go");
+      unsubscribe();
       const sent = userTexts(session);
 
       // Without a resource loader: the session's own, over the cwd and pi's agent directory.
@@ -84,6 +102,7 @@ fn prepare(sb: &Sandbox, reference_pkg: &Path) {
     write(&sdk.join("settings.json"), &json!({"packages": [pkg]}).to_string());
     write(&sdk.join("prompts/tmpl.md"), "---\ndescription: A template\n---\nFirst $1, second $2, all $@, rest ${@:2}.\n");
     write(&sdk.join("skills/x/SKILL.md"), "---\nname: x\ndescription: The x skill.\n---\n\nDo x things.\n\n");
+    write(&sdk.join("skills/gone/SKILL.md"), "---\nname: gone\ndescription: Soon gone.\n---\nGone.\n");
     write(&pkg.join("package.json"), &json!({"name": "my-pkg", "version": "1.0.0"}).to_string());
     write(
         &pkg.join("skills/pkg-skill/SKILL.md"),
@@ -148,14 +167,42 @@ fn received_user_texts(sb: &Sandbox) -> Value {
     json!(texts)
 }
 
+/// pi-rpc's summary, then pi 1.6.0's.
+async fn both() -> Option<(Value, Value)> {
+    side_by_side(|reference, command| async move { run(reference, &command).await }, "subres").await
+}
+
 #[tokio::test]
-async fn probe_subres() {
-    let Some((ours, theirs)) =
-        side_by_side(|reference, command| async move { run(reference, &command).await }, "subres").await
-    else {
-        return;
-    };
-    std::fs::write("/tmp/subres/ours.json", serde_json::to_string_pretty(&ours).unwrap()).unwrap();
-    std::fs::write("/tmp/subres/theirs.json", serde_json::to_string_pretty(&theirs).unwrap()).unwrap();
-    assert_eq!(ours, theirs);
+async fn an_sdk_session_expands_templates_and_skills_as_pis() {
+    let Some((ours, theirs)) = both().await else { return };
+    let sent = &ours["sent"];
+    assert_eq!(sent[0], "First a, second b, all a b, rest b.", "{ours}");
+    assert!(sent[1].as_str().is_some_and(|t| t.starts_with("<skill name=\"x\"") && t.ends_with("</skill>\n\ny")), "{ours}");
+    assert_eq!(sent[2], "Package template: one and two three (one two three).\n", "{ours}");
+    assert_eq!(ours["plain"][0], "Top: q r\n", "{ours}");
+    for key in ["sent", "plain", "received"] {
+        assert_eq!(ours[key], theirs[key], "{key}: pi-rpc, then pi 1.6.0");
+    }
+}
+
+#[tokio::test]
+async fn a_loader_includes_pi_packages_resources_as_pis() {
+    let Some((ours, theirs)) = both().await else { return };
+    let (ours, theirs) = (&ours["loader"], &theirs["loader"]);
+    let skills: Vec<&str> =
+        ours["skills"]["skills"].as_array().expect("skills").iter().filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(skills, ["gone", "x", "pkg-skill"], "{ours}");
+    assert_eq!(ours["themes"][0]["name"], "pkg-theme", "{ours}");
+    assert_eq!(ours["prompts"]["prompts"][1]["sourceInfo"]["origin"], "package", "{ours}");
+    for key in ["skills", "prompts", "themes", "themeDiagnostics", "extensionErrors"] {
+        assert_eq!(ours[key], theirs[key], "{key}: pi-rpc, then pi 1.6.0");
+    }
+    // The package's extension file, with pi's `sourceInfo`, is what pi's loader loads.
+    let loaded: Vec<Value> = theirs["extensions"]
+        .as_array()
+        .expect("pi's extensions")
+        .iter()
+        .map(|e| json!({"path": e["path"], "sourceInfo": e["sourceInfo"]}))
+        .collect();
+    assert_eq!(ours["packageExtensions"], json!(loaded), "pi-rpc's package extensions, then pi 1.6.0's loaded ones");
 }

@@ -203,22 +203,20 @@ class AgentSession {
 	}
 
 	async steer(text, images) {
-		return this._queue(this._steering, text, images, "steer");
+		return this._queue(this._steering, expandSessionInput(this, text), images, "steer");
 	}
 
 	async followUp(text, images) {
-		return this._queue(this._followUp, text, images, "followUp");
+		return this._queue(this._followUp, expandSessionInput(this, text), images, "followUp");
 	}
 
 	async sendUserMessage(content, options = {}) {
 		const blocks = typeof content === "string" ? [{ type: "text", text: content }] : content;
 		const text = transcript.contentText(blocks, "\n");
 		const images = blocks.filter((b) => b.type === "image");
-		if (this.isStreaming) {
-			if (options.deliverAs === "followUp") return this.followUp(text, images);
-			return this.steer(text, images);
-		}
-		return this.prompt(text, { images, expandPromptTemplates: options.expandPromptTemplates ?? false });
+		// Not expanded unless asked, whether it starts a run or is queued (as pi's).
+		const streamingBehavior = this.isStreaming ? (options.deliverAs === "followUp" ? "followUp" : "steer") : undefined;
+		return this.prompt(text, { images, streamingBehavior, expandPromptTemplates: options.expandPromptTemplates ?? false });
 	}
 
 	clearQueue() {
