@@ -1,13 +1,16 @@
 //! Prompt templates, skill commands and pi packages' resources inside pi's
 //! SDK session, side by side with pi 1.6.0: a `DefaultResourceLoader` over
 //! an agent directory whose settings name a local pi package (skills,
-//! prompts, themes, an extension), `createAgentSession` with it, and
+//! prompts, a theme, an extension), `createAgentSession` with it, and
 //! `session.prompt("/tmpl a b")`, `"/skill:x y"`, the package's template and
-//! skill, an unknown `/name`, plain text, and `sendUserMessage` (not
-//! expanded). Each program's extension command notifies a JSON summary of
-//! the loader's `getSkills()/getPrompts()/getExtensions()/getThemes()` and
-//! the user messages the session sent; the user messages the fake model
-//! server received are compared too.
+//! skill, an unknown skill and `/name`, plain text, a skill whose file went,
+//! `sendUserMessage` (not expanded unless asked), `expandPromptTemplates:
+//! false`, and `steer` / `followUp` / `sendUserMessage` queued during a run;
+//! then a session without a loader (pi's agent directory's template and
+//! skill). Each program's extension command notifies a JSON summary of the
+//! loader's `getSkills()/getPrompts()/getExtensions()/getThemes()` and the
+//! user messages the sessions sent; the user messages of the longest
+//! conversation the fake model server received are compared too.
 //!
 //! Needs node 22, the host's packages and the reference pi from
 //! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
@@ -100,7 +103,10 @@ fn prepare(sb: &Sandbox, reference_pkg: &Path) {
     let sdk = cwd.join("sdk-agent");
     let pkg = cwd.join("my-pkg");
     write(&sdk.join("settings.json"), &json!({"packages": [pkg]}).to_string());
-    write(&sdk.join("prompts/tmpl.md"), "---\ndescription: A template\n---\nFirst $1, second $2, all $@, rest ${@:2}.\n");
+    write(
+        &sdk.join("prompts/tmpl.md"),
+        "---\ndescription: A template\n---\nFirst $1, second $2, all $@, rest ${@:2}.\n",
+    );
     write(&sdk.join("skills/x/SKILL.md"), "---\nname: x\ndescription: The x skill.\n---\n\nDo x things.\n\n");
     write(&sdk.join("skills/gone/SKILL.md"), "---\nname: gone\ndescription: Soon gone.\n---\nGone.\n");
     write(&pkg.join("package.json"), &json!({"name": "my-pkg", "version": "1.0.0"}).to_string());
@@ -132,8 +138,7 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
     prepare(&sb, &package);
     let mut pi = if reference { spawn_reference(&sb, &node, &cli) } else { sb.spawn(&["--no-session"]) };
     let text = notified_text(&mut pi, &sb, command).await;
-    let mut summary: Value =
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"));
+    let mut summary: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"));
     summary["received"] = received_user_texts(&sb);
     Some(summary)
 }
@@ -177,9 +182,17 @@ async fn an_sdk_session_expands_templates_and_skills_as_pis() {
     let Some((ours, theirs)) = both().await else { return };
     let sent = &ours["sent"];
     assert_eq!(sent[0], "First a, second b, all a b, rest b.", "{ours}");
-    assert!(sent[1].as_str().is_some_and(|t| t.starts_with("<skill name=\"x\"") && t.ends_with("</skill>\n\ny")), "{ours}");
+    assert!(
+        sent[1].as_str().is_some_and(|t| t.starts_with("<skill name=\"x\"") && t.ends_with("</skill>\n\ny")),
+        "{ours}"
+    );
     assert_eq!(sent[2], "Package template: one and two three (one two three).\n", "{ours}");
     assert_eq!(ours["plain"][0], "Top: q r\n", "{ours}");
+    let has = |text: &str| sent.as_array().is_some_and(|all| all.iter().any(|t| t == text));
+    for text in ["/tmpl not expanded", "/tmpl kept", "/skill:gone z", "First s, second t, all s t, rest t.", "/tmpl u"]
+    {
+        assert!(has(text), "{text} in {sent}");
+    }
     for key in ["sent", "plain", "received"] {
         assert_eq!(ours[key], theirs[key], "{key}: pi-rpc, then pi 1.6.0");
     }

@@ -174,11 +174,8 @@ pub(crate) fn discover(options: &Value) -> Result<Value, String> {
     let project = base.project_trusted.then_some(cwd.as_path());
     let system = crate::system_prompt::system_prompt_file(&agent_dir, project);
     let append = crate::system_prompt::append_system_prompt_file(&agent_dir, project);
-    let failures: Vec<Value> = resolved
-        .iter()
-        .flat_map(|r| &r.failures)
-        .map(|f| json!({"source": f.source, "message": f.message}))
-        .collect();
+    let failures: Vec<Value> =
+        resolved.iter().flat_map(|r| &r.failures).map(|f| json!({"source": f.source, "message": f.message})).collect();
     let (themes, extensions) = match &resolved {
         Some(r) => (package_files(r, Kind::Themes), package_files(r, Kind::Extensions)),
         None => (json!([]), json!([])),
@@ -241,17 +238,23 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let (agent, cwd, pkg) = (root.path().join("agent"), root.path().join("proj"), root.path().join("pkg"));
         write(&agent.join("settings.json"), &json!({"packages": [pkg]}).to_string());
-        write(&agent.join("skills/mine/SKILL.md"), "---
+        write(
+            &agent.join("skills/mine/SKILL.md"),
+            "---
 description: Mine.
 ---
 Body
-");
+",
+        );
         write(&pkg.join("package.json"), r#"{"name": "pkg"}"#);
-        write(&pkg.join("skills/theirs/SKILL.md"), "---
+        write(
+            &pkg.join("skills/theirs/SKILL.md"),
+            "---
 description: Theirs.
 ---
 Body
-");
+",
+        );
         write(&pkg.join("prompts/hello.md"), "Hello $1\n");
         write(&pkg.join("themes/t.json"), "{}");
         write(&pkg.join("extensions/e.ts"), "export default () => {};\n");

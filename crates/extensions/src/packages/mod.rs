@@ -291,7 +291,8 @@ impl PackageManager {
         let root = match &parsed {
             Source::Local(path) => {
                 let path = source::resolve_local(path, &self.base_dir(scope), &self.home);
-                let origin = collect::Origin { base_dir: if path.is_file() { path.parent() } else { Some(&path) }, ..origin };
+                let origin =
+                    collect::Origin { base_dir: if path.is_file() { path.parent() } else { Some(&path) }, ..origin };
                 if path.is_file() {
                     out.add(Kind::Extensions, &path, true, &origin);
                 } else if path.is_dir() && !collect::collect_package(&path, filter, &origin, out) {
