@@ -77,7 +77,11 @@ export default function (pi: ExtensionAPI) {
       const { session: plain } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd) });
       await plain.prompt("/top q r");
       await plain.prompt("/skill:top-skill");
-      ctx.ui.notify(JSON.stringify({ loader: loaderSummary(loader), sent, plain: userTexts(plain) }), "info");
+      // Without a resource loader but with an agent directory: that directory's.
+      const { session: inDir } = await createAgentSession({ cwd: ctx.cwd, agentDir, model: ctx.model, sessionManager: SessionManager.inMemory(ctx.cwd) });
+      await inDir.prompt("/tmpl d e");
+      await inDir.prompt("/top not here");
+      ctx.ui.notify(JSON.stringify({ loader: loaderSummary(loader), sent, plain: userTexts(plain), inDir: userTexts(inDir) }), "info");
     },
   });
 }
@@ -121,6 +125,8 @@ fn prepare(sb: &Sandbox, reference_pkg: &Path) {
     let mut theme: Value = serde_json::from_str(&theme).expect("theme json");
     theme["name"] = json!("pkg-theme");
     write(&pkg.join("themes/pkg-theme.json"), &theme.to_string());
+    // pi's `createAgentSession({agentDir})` takes its models from there: the fake server's.
+    std::fs::copy(agent.join("models.json"), sdk.join("models.json")).expect("models.json");
     write(&agent.join("prompts/top.md"), "Top: $@\n");
     write(&agent.join("skills/top-skill/SKILL.md"), "---\ndescription: The top skill.\n---\nTop skill body.\n");
 }
@@ -193,7 +199,8 @@ async fn an_sdk_session_expands_templates_and_skills_as_pis() {
     {
         assert!(has(text), "{text} in {sent}");
     }
-    for key in ["sent", "plain", "received"] {
+    assert_eq!(ours["inDir"], json!(["First d, second e, all d e, rest e.", "/top not here"]), "{ours}");
+    for key in ["sent", "plain", "inDir", "received"] {
         assert_eq!(ours[key], theirs[key], "{key}: pi-rpc, then pi 1.6.0");
     }
 }

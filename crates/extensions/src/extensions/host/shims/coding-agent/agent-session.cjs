@@ -86,6 +86,7 @@ class AgentSession {
 		this.settingsManager = config.settingsManager;
 		this.resourceLoader = config.resourceLoader;
 		this._cwd = config.cwd;
+		this._agentDir = config.agentDir;
 		this._tools = config.tools; // name -> definition
 		this._promptBase = config.promptBase;
 		this._streamFn = config.streamFn;
@@ -722,7 +723,7 @@ async function createAgentSession(options = {}) {
 		sessionManager.appendThinkingLevelChange(thinkingLevel);
 	}
 	const promptBase = promptBaseOf(options.resourceLoader, channel.call("getSystemPromptOptions"));
-	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader: options.resourceLoader, cwd, tools: definitions, promptBase,
+	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader: options.resourceLoader, cwd, agentDir, tools: definitions, promptBase,
 		streamFn: options.modelRuntime ? stream : undefined,
 		availableModels: () => (options.modelRuntime ? options.modelRuntime.getAvailableSnapshot() : registry.getAvailable()),
 		scopedModels: options.scopedModels,

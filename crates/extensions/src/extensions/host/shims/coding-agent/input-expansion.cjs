@@ -5,8 +5,8 @@
 // its top-level session expands with (the `lib` function `expandInput`,
 // extension_expand.rs); the skills and templates are the session's resource
 // loader's, or, without one, those a `DefaultResourceLoader` finds for the
-// session's cwd and pi's agent directory (what pi's `createAgentSession`
-// would have loaded). A skill whose file cannot be read leaves the text as
+// session's cwd and agent directory (`createAgentSession`'s `agentDir`, else
+// pi's), what pi's `createAgentSession` would have loaded. A skill whose file cannot be read leaves the text as
 // typed and is reported as pi reports it (`skill_expansion`).
 
 "use strict";
@@ -17,7 +17,7 @@ const { lib } = require("./text.cjs");
 function loaderOf(session) {
 	if (session.resourceLoader) return session.resourceLoader;
 	const { DefaultResourceLoader } = require("./resources.cjs");
-	const loader = new DefaultResourceLoader({ cwd: session._cwd, settingsManager: session.settingsManager });
+	const loader = new DefaultResourceLoader({ cwd: session._cwd, agentDir: session._agentDir, settingsManager: session.settingsManager });
 	loader._load();
 	return loader;
 }
