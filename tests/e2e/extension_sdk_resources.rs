@@ -27,7 +27,7 @@ use crate::harness::Sandbox;
 
 const SDK_RESOURCES: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
-import { createAgentSession, DefaultResourceLoader, SessionManager } from "@earendil-works/pi-coding-agent";
+import { createAgentSession, DefaultResourceLoader, getAgentDir, SessionManager } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 const textOf = (m: any) => (typeof m.content === "string" ? m.content : m.content.filter((c: any) => c.type === "text").map((c: any) => c.text).join(""));
@@ -77,6 +77,11 @@ export default function (pi: ExtensionAPI) {
       const { session: plain } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd) });
       await plain.prompt("/top q r");
       await plain.prompt("/skill:top-skill");
+      // A template added later expands once the session reloads.
+      fs.writeFileSync(path.join(getAgentDir(), "prompts", "later.md"), "Later: $1\n");
+      await plain.prompt("/later before");
+      await plain.reload();
+      await plain.prompt("/later after");
       // Without a resource loader but with an agent directory: that directory's.
       const { session: inDir } = await createAgentSession({ cwd: ctx.cwd, agentDir, model: ctx.model, sessionManager: SessionManager.inMemory(ctx.cwd) });
       await inDir.prompt("/tmpl d e");
@@ -194,6 +199,8 @@ async fn an_sdk_session_expands_templates_and_skills_as_pis() {
     );
     assert_eq!(sent[2], "Package template: one and two three (one two three).\n", "{ours}");
     assert_eq!(ours["plain"][0], "Top: q r\n", "{ours}");
+    assert_eq!(ours["plain"][2], "/later before", "{ours}");
+    assert_eq!(ours["plain"][3], "Later: after\n", "{ours}");
     let has = |text: &str| sent.as_array().is_some_and(|all| all.iter().any(|t| t == text));
     for text in ["/tmpl not expanded", "/tmpl kept", "/skill:gone z", "First s, second t, all s t, rest t.", "/tmpl u"]
     {

@@ -447,7 +447,7 @@ class AgentSession {
 			this.agent.steeringMode = this.settingsManager.getSteeringMode();
 			this.agent.followUpMode = this.settingsManager.getFollowUpMode();
 		}
-		await this.resourceLoader?.reload();
+		await (this.resourceLoader ?? this._inputLoader)?.reload();
 		this._promptBase = promptBaseOf(this.resourceLoader, services().channel.call("getSystemPromptOptions"));
 	}
 	/** The current branch as a session file of its own (entries re-linked in order); its path. */

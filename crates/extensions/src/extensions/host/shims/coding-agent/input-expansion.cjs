@@ -13,13 +13,19 @@
 
 const { lib } = require("./text.cjs");
 
-/** The resource loader whose skills and templates the session expands with. */
+/**
+ * The resource loader whose skills and templates the session expands with;
+ * without one of its own, a loader made at its first `/` input (as pi's, made
+ * once; the session's `reload()` reloads it) and kept as `_inputLoader`.
+ */
 function loaderOf(session) {
 	if (session.resourceLoader) return session.resourceLoader;
-	const { DefaultResourceLoader } = require("./resources.cjs");
-	const loader = new DefaultResourceLoader({ cwd: session._cwd, agentDir: session._agentDir, settingsManager: session.settingsManager });
-	loader._load();
-	return loader;
+	if (!session._inputLoader) {
+		const { DefaultResourceLoader } = require("./resources.cjs");
+		session._inputLoader = new DefaultResourceLoader({ cwd: session._cwd, agentDir: session._agentDir, settingsManager: session.settingsManager });
+		session._inputLoader._load();
+	}
+	return session._inputLoader;
 }
 
 /**
