@@ -37,6 +37,7 @@ const compaction = require("./compaction.cjs");
 const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 const { executeBashWithOperations } = require("./bash-execution.cjs");
 const { attachExtensions, sendCustomMessage } = require("./session-extensions.cjs");
+const { expandSessionInput } = require("./input-expansion.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
@@ -86,6 +87,7 @@ class AgentSession {
 		this.settingsManager = config.settingsManager;
 		this.resourceLoader = config.resourceLoader;
 		this._cwd = config.cwd;
+		this._agentDir = config.agentDir;
 		this._tools = config.tools; // name -> definition
 		this._promptBase = config.promptBase;
 		this._streamFn = config.streamFn;
@@ -198,6 +200,7 @@ class AgentSession {
 			}
 			({ text, images } = input);
 		}
+		text = expandSessionInput(this, text, options);
 		if (this.isStreaming) {
 			if (!options.streamingBehavior) {
 				throw new Error("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.");
@@ -238,11 +241,11 @@ class AgentSession {
 	}
 
 	async steer(text, images) {
-		return this._queue(this._steering, text, images, "steer");
+		return this._queue(this._steering, expandSessionInput(this, text), images, "steer");
 	}
 
 	async followUp(text, images) {
-		return this._queue(this._followUp, text, images, "followUp");
+		return this._queue(this._followUp, expandSessionInput(this, text), images, "followUp");
 	}
 
 	/** pi's `sendUserMessage`: a prompt from an extension (no template expansion unless asked), queued as `deliverAs` says while streaming. */
@@ -250,7 +253,9 @@ class AgentSession {
 		const blocks = typeof content === "string" ? [{ type: "text", text: content }] : content;
 		const text = blocks.filter((b) => b.type === "text").map((b) => b.text).join("\n");
 		const images = blocks.filter((b) => b.type !== "text");
-		return this.prompt(text, { expandPromptTemplates: options.expandPromptTemplates ?? false, streamingBehavior: options.deliverAs, images: images.length > 0 ? images : undefined, source: "extension" });
+		// Not expanded unless asked, whether it starts a run or is queued (as pi's); the `input` handlers see source `extension`.
+		const streamingBehavior = this.isStreaming ? (options.deliverAs === "followUp" ? "followUp" : "steer") : undefined;
+		return this.prompt(text, { images: images.length > 0 ? images : undefined, streamingBehavior, expandPromptTemplates: options.expandPromptTemplates ?? false, source: "extension" });
 	}
 
 	clearQueue() {
@@ -481,7 +486,7 @@ class AgentSession {
 			this.agent.steeringMode = this.settingsManager.getSteeringMode();
 			this.agent.followUpMode = this.settingsManager.getFollowUpMode();
 		}
-		await this.resourceLoader?.reload();
+		await (this.resourceLoader ?? this._inputLoader)?.reload();
 		this._promptBase = promptBaseOf(this.resourceLoader, services().channel.call("getSystemPromptOptions"));
 	}
 	/** The current branch as a session file of its own (entries re-linked in order); its path. */
@@ -763,7 +768,7 @@ async function createAgentSession(options = {}) {
 		sessionManager.appendThinkingLevelChange(thinkingLevel);
 	}
 	const promptBase = promptBaseOf(options.resourceLoader, channel.call("getSystemPromptOptions"));
-	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader: options.resourceLoader, cwd, tools: definitions, promptBase,
+	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader: options.resourceLoader, cwd, agentDir, tools: definitions, promptBase,
 		streamFn: options.modelRuntime ? stream : undefined,
 		availableModels: () => (options.modelRuntime ? options.modelRuntime.getAvailableSnapshot() : registry.getAvailable()),
 		scopedModels: options.scopedModels,

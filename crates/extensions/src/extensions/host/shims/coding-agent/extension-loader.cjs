@@ -241,10 +241,11 @@ async function discoverAndLoadExtensions(configuredPaths, cwd, agentDir, eventBu
  * The extensions a `DefaultResourceLoader` loads on `reload()`: its
  * `additionalExtensionPaths` (files or directories), then, unless
  * `noExtensions`, those found in the project's (when trusted) and the
- * user's extension directories and the settings' extension paths, then its
+ * user's extension directories, the settings' extension paths and the
+ * settings' pi packages (the loader's `packageExtensions`), then its
  * `extensionFactories` as `<inline:N>` (or `<inline:name>`), all on one runtime.
  */
-async function loadResourceLoaderExtensions({ cwd, agentDir, settingsManager, noExtensions, additionalExtensionPaths, extensionFactories, eventBus }) {
+async function loadResourceLoaderExtensions({ cwd, agentDir, settingsManager, noExtensions, additionalExtensionPaths, extensionFactories, packageExtensionPaths, eventBus }) {
 	const runtime = createExtensionRuntime();
 	const paths = [];
 	const add = (p) => {
@@ -255,6 +256,7 @@ async function loadResourceLoaderExtensions({ cwd, agentDir, settingsManager, no
 		if (settingsManager?.isProjectTrusted?.() !== false) discoverExtensionsInDir(path.join(cwd, ".pi", "extensions")).forEach(add);
 		discoverExtensionsInDir(path.join(agentDir, "extensions")).forEach(add);
 		for (const configured of settingsManager?.getExtensionPaths?.() ?? []) configuredExtensions(configured, cwd).forEach(add);
+		(packageExtensionPaths ?? []).forEach(add);
 	}
 	const result = await loadExtensions(paths, cwd, eventBus, runtime);
 	for (const [index, input] of (extensionFactories ?? []).entries()) {
