@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod factories;
 pub mod failure;
 pub mod naming;
 mod registry;
@@ -164,6 +165,8 @@ pub struct McpManager {
     pub(crate) store: Mutex<Map<String, Value>>,
     /// The root servers are given.
     root: SharedRoot,
+    /// What extensions asked through pi's built-in extension factories.
+    pub factories: factories::FactoryState,
 }
 
 impl McpManager {
@@ -198,6 +201,7 @@ impl McpManager {
             disabled: options.disabled,
             store: Mutex::new(Map::new()),
             root,
+            factories: factories::FactoryState::default(),
         })
     }
 
@@ -263,14 +267,16 @@ impl McpManager {
         self.wants(Exposure::Deferred)
     }
 
-    /// Wait (at most [`DIRECT_WAIT`]) for the servers with `direct` tools.
+    /// Wait (at most [`DIRECT_WAIT`], or the `startupWaitMs` of an
+    /// extension's `createMcpExtension`) for the servers with `direct` tools.
     pub async fn wait_direct(&self) {
         self.begin();
         let conns = self.conns();
         let direct = conns.iter().filter(|c| {
             c.config.exposure == Exposure::Direct || c.config.tool_exposure.iter().any(|(_, e)| *e == Exposure::Direct)
         });
-        futures::future::join_all(direct.map(|c| c.settled(DIRECT_WAIT))).await;
+        let wait = self.factories.direct_wait();
+        futures::future::join_all(direct.map(|c| c.settled(wait))).await;
     }
 
     /// Wait for every server (or those whose namespace `names` mention).
