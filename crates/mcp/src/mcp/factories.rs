@@ -4,7 +4,6 @@
 //! then loads that extension's copy in place of its own) and the options
 //! pi-rpc honours: codemode's `models`, MCP's `startupWaitMs`.
 
-use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -17,8 +16,9 @@ pub const BUILTINS: [&str; 3] = ["codemode", "mcp", "tool_search"];
 /// The factories' effect on one session.
 #[derive(Debug)]
 pub struct FactoryState {
-    /// Built-in name → path of the extension that applied its factory (the first one).
-    owners: Mutex<BTreeMap<String, String>>,
+    /// (built-in name, path of the extension that applied its factory), in
+    /// the order they were claimed (the first claim of a name counts).
+    owners: Mutex<Vec<(String, String)>>,
     /// codemode's `models` option: scripts get the `models` global.
     codemode_models: AtomicBool,
     /// MCP's `startupWaitMs`: how long the first prompt waits for `direct` servers.
@@ -28,7 +28,7 @@ pub struct FactoryState {
 impl Default for FactoryState {
     fn default() -> Self {
         FactoryState {
-            owners: Mutex::new(BTreeMap::new()),
+            owners: Mutex::new(Vec::new()),
             codemode_models: AtomicBool::new(true),
             direct_wait_ms: AtomicU64::new(DIRECT_WAIT.as_millis() as u64),
         }
@@ -44,13 +44,20 @@ impl FactoryState {
             return Err(format!("pi has no built-in extension \"{builtin}\""));
         }
         let mut owners = self.owners.lock().map_err(|_| "factory state poisoned".to_string())?;
-        owners.entry(builtin.to_string()).or_insert_with(|| path.to_string());
+        if !owners.iter().any(|(name, _)| name == builtin) {
+            owners.push((builtin.to_string(), path.to_string()));
+        }
         Ok(())
     }
 
     /// The extension that owns `builtin`, if one applied its factory.
     pub fn owner(&self, builtin: &str) -> Option<String> {
-        self.owners.lock().ok().and_then(|o| o.get(builtin).cloned())
+        self.owners.lock().ok().and_then(|o| o.iter().find(|(name, _)| name == builtin).map(|(_, path)| path.clone()))
+    }
+
+    /// The built-ins extensions own, in the order their factories were applied.
+    pub fn owned(&self) -> Vec<String> {
+        self.owners.lock().map(|o| o.iter().map(|(name, _)| name.clone()).collect()).unwrap_or_default()
     }
 
     pub fn set_codemode_models(&self, on: bool) {
@@ -84,6 +91,8 @@ mod tests {
         state.claim("mcp", "/b.ts").unwrap();
         assert_eq!(state.owner("mcp").as_deref(), Some("/a.ts"));
         assert_eq!(state.owner("codemode"), None);
+        state.claim("codemode", "/b.ts").unwrap();
+        assert_eq!(state.owned(), ["mcp", "codemode"]);
         assert!(state.codemode_models());
         assert_eq!(state.direct_wait(), DIRECT_WAIT);
         state.set_codemode_models(false);

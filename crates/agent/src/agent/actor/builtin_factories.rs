@@ -94,23 +94,25 @@ impl Agent {
     }
 
     /// `getAllTools()` entries of the tools [`Agent::factory_tools`] names,
-    /// with their owner's path.
+    /// with their owner's path, in the order the factories were applied.
     pub(super) fn factory_tool_listing(&self) -> Vec<Value> {
-        let tools: [std::sync::Arc<dyn crate::tools::Tool>; 2] = [
-            std::sync::Arc::new(pi_mcp::codemode::CodemodeTool::new(Vec::new(), None)),
-            std::sync::Arc::new(crate::mcp::search::ToolSearch::new(Vec::new(), None)),
-        ];
-        tools
+        let factories = &self.mcp.factories;
+        factories
+            .owned()
             .into_iter()
-            .filter_map(|tool| {
-                let owner = self.mcp.factories.owner(tool.name())?;
+            .filter_map(|name| {
+                let tool: std::sync::Arc<dyn crate::tools::Tool> = match name.as_str() {
+                    CODEMODE => std::sync::Arc::new(pi_mcp::codemode::CodemodeTool::new(Vec::new(), None)),
+                    TOOL_SEARCH => std::sync::Arc::new(crate::mcp::search::ToolSearch::new(Vec::new(), None)),
+                    _ => return None,
+                };
                 Some(json!({
                     "name": tool.name(),
                     "description": tool.description(),
                     "parameters": tool.parameters(),
                     "promptGuidelines": tool.prompt_guidelines(),
                     "exposure": tool.exposure(),
-                    "path": owner,
+                    "path": factories.owner(&name),
                     "builtinPath": builtin_path(tool.name()),
                 }))
             })
