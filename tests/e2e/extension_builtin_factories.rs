@@ -109,12 +109,18 @@ async fn composed_codemode_and_tool_search_factories_work_as_in_pi() {
 
 /// What one program did with [`MCP_ONLY`]: where `/mcp` comes from, the
 /// MCP tools of the first model call, the sum's result.
-async fn mcp_only(reference: bool, servers: &Servers) -> Option<(String, Vec<String>, String)> {
+/// `flags` may turn pi's built-in MCP off (`--no-extensions` also loads the
+/// extension with `-e`, as discovery is off then).
+async fn mcp_only(reference: bool, servers: &Servers, flags: &[&str]) -> Option<(String, Vec<String>, String)> {
     let sb = Sandbox::with_server().await;
     let script = servers.modules.join("@modelcontextprotocol/server-everything/dist/index.js");
     write_mcp(&sb, json!({"everything": {"command": servers.node, "args": [script, "stdio"], "exposure": "direct"}}));
     let path = write_module(&sb, "my-mcp.ts", MCP_ONLY);
-    let mut pi = start(&sb, reference, &[])?;
+    let mut args = flags.to_vec();
+    if flags.contains(&"--no-extensions") {
+        args.extend(["-e", path.as_str()]);
+    }
+    let mut pi = start(&sb, reference, &args)?;
     pi.send(json!({"id": "g", "type": "get_commands"})).await;
     let lines = pi.until(|v| v["type"] == "response" && v["id"] == "g").await;
     assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
@@ -135,14 +141,27 @@ async fn mcp_only(reference: bool, servers: &Servers) -> Option<(String, Vec<Str
 #[tokio::test]
 async fn an_extension_that_is_pis_mcp_extension_owns_mcp_as_in_pi() {
     let Some(servers) = Servers::find() else { return };
-    let Some(ours) = mcp_only(false, &servers).await else { return };
-    let Some(theirs) = mcp_only(true, &servers).await else { return };
+    let Some(ours) = mcp_only(false, &servers, &[]).await else { return };
+    let Some(theirs) = mcp_only(true, &servers, &[]).await else { return };
     assert_eq!(ours.0, "<extension>", "/mcp is the extension's command");
     assert_eq!(ours.0, theirs.0);
     assert!(ours.1.iter().any(|t| t == "mcp__everything__get_sum"), "{:?}", ours.1);
     assert_eq!(ours.1, theirs.1, "the same MCP tools offered");
     assert_eq!(ours.2, "The sum of 1 and 2 is 3.");
     assert_eq!(ours.2, theirs.2);
+}
+
+#[tokio::test]
+async fn mcp_turned_off_as_a_built_in_comes_back_with_the_extensions_copy() {
+    let Some(servers) = Servers::find() else { return };
+    for flags in [&["--no-mcp"][..], &["--no-extensions"]] {
+        let Some(ours) = mcp_only(false, &servers, flags).await else { return };
+        let Some(theirs) = mcp_only(true, &servers, flags).await else { return };
+        assert_eq!(ours.0, "<extension>", "{flags:?}: /mcp is the extension's command");
+        assert!(ours.1.iter().any(|t| t == "mcp__everything__get_sum"), "{flags:?}: {:?}", ours.1);
+        assert_eq!(ours.2, "The sum of 1 and 2 is 3.", "{flags:?}");
+        assert_eq!(ours, theirs, "{flags:?}: as in pi 1.6.0");
+    }
 }
 
 /// The `extension_error`s pi-rpc reports while loading `source`, and whether

@@ -6,7 +6,8 @@
 //! extension their owner: `getAllTools()` lists `codemode`/`tool_search` as
 //! the extension's (inactive until `setActiveTools()` or `--tools` names
 //! them), `/mcp` is the extension's command. The options pi-rpc honours
-//! take effect; those it cannot are refused with a clear error, which the
+//! take effect (and MCP turned off only as pi's built-in extension wakes
+//! up with the extension's); those it cannot are refused with a clear error, which the
 //! host throws from the factory (so the extension's load fails with an
 //! `extension_error`).
 
@@ -16,7 +17,7 @@ use super::Agent;
 use crate::mcp::search::TOOL_SEARCH;
 use crate::mcp::turn::CODEMODE;
 
-/// The built-in whose factory pi-rpc honours, with the options it refuses.
+/// `createMcpExtension` options pi-rpc refuses, with the reason.
 const REFUSED_MCP_OPTIONS: [(&str, &str); 3] = [
     ("loadConfig", "pi-rpc reads mcp.json itself (register more servers with pi.registerMcpServer())"),
     ("createTransport", "pi-rpc's MCP client makes its own stdio and streamable HTTP transports"),
@@ -31,7 +32,7 @@ fn builtin_path(tool: &str) -> &'static str {
 impl Agent {
     /// `useBuiltinExtension` `{name, options}` of extension `id`: the
     /// factory of built-in `name` was applied to its `pi`.
-    pub(super) fn use_builtin_extension(&self, id: usize, params: &Value) -> Result<Value, String> {
+    pub(super) fn use_builtin_extension(&mut self, id: usize, params: &Value) -> Result<Value, String> {
         let ext = self.ext.handle().get(id).ok_or("unknown extension")?;
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
         let empty = Map::new();
@@ -60,13 +61,7 @@ impl Agent {
         Ok(())
     }
 
-    fn mcp_options(&self, options: &Map<String, Value>) -> Result<(), String> {
-        if !self.mcp.command_available() {
-            return Err("createMcpExtension: MCP is off in this session (--no-mcp, --no-tools, --no-extensions, \
-                        or -builtin:mcp in the settings' extensions), and pi-rpc's MCP client cannot be started \
-                        by an extension"
-                .to_string());
-        }
+    fn mcp_options(&mut self, options: &Map<String, Value>) -> Result<(), String> {
         let refused: Vec<String> = REFUSED_MCP_OPTIONS
             .iter()
             .filter(|(key, _)| options.get(*key).is_some_and(|v| !v.is_null()))
@@ -75,16 +70,43 @@ impl Agent {
         if !refused.is_empty() {
             return Err(format!("createMcpExtension: pi-rpc cannot honour {}", refused.join(", ")));
         }
-        match options.get("startupWaitMs") {
-            None | Some(Value::Null) => {}
-            Some(ms) => {
-                let ms = ms.as_f64().filter(|ms| ms.is_finite() && *ms >= 0.0).ok_or_else(|| {
-                    format!("createMcpExtension: `startupWaitMs` must be a number of milliseconds, not {ms}")
-                })?;
-                self.mcp.factories.set_direct_wait(std::time::Duration::from_millis(ms as u64));
-            }
+        let wait = match options.get("startupWaitMs") {
+            None | Some(Value::Null) => None,
+            Some(ms) => Some(ms.as_f64().filter(|ms| ms.is_finite() && *ms >= 0.0).ok_or_else(|| {
+                format!("createMcpExtension: `startupWaitMs` must be a number of milliseconds, not {ms}")
+            })?),
+        };
+        self.wake_mcp();
+        if !self.mcp.command_available() {
+            return Err("createMcpExtension: MCP is off in this session (--no-tools), and pi-rpc's MCP client \
+                        cannot be started by an extension"
+                .to_string());
+        }
+        if let Some(ms) = wait {
+            self.mcp.factories.set_direct_wait(std::time::Duration::from_millis(ms as u64));
         }
         Ok(())
+    }
+
+    /// Turn MCP on when only pi's built-in MCP extension was off (`--no-mcp`,
+    /// `--no-extensions`, `-builtin:mcp`): pi then connects the servers
+    /// through the extension's copy. The servers extensions registered so
+    /// far move to the new manager.
+    fn wake_mcp(&mut self) {
+        let Some(woken) = self.mcp.wake() else { return };
+        let sources = crate::mcp::ConfigSources {
+            agent_dir: self.workspace.agent_dir(),
+            cwd: self.workspace.cwd(),
+            project_trusted: false,
+            env: None,
+        };
+        for server in self.mcp.registered_servers() {
+            let (name, path) = (server["name"].as_str().unwrap_or_default(), server["extensionPath"].as_str());
+            if let Err(error) = woken.register_server(name, &server["config"], path.unwrap_or_default(), &sources) {
+                tracing::warn!("MCP server {name} registered by {path:?}: {error}");
+            }
+        }
+        self.mcp = crate::agent::mcp_start::watch_startup(woken, &self.channels.internal());
     }
 
     /// `codemode` and `tool_search` when an extension registered them
