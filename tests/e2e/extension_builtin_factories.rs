@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
-use crate::extension_provider_events::{reference_cli, spawn_reference};
+use crate::extension_provider_events::{reference_cli, reference_command};
 use crate::harness::{Pi, Sandbox};
 use crate::mcp::{Servers, result, result_text, results, tool_names, write_mcp};
 
@@ -53,7 +53,7 @@ fn start(sb: &Sandbox, reference: bool, args: &[&str]) -> Option<Pi> {
     let cli = reference_cli()?;
     host_settings(sb, &node, &dir, json!({}));
     Some(if reference {
-        let mut cmd = crate::extension_provider_events::reference_command(sb, &node, &cli);
+        let mut cmd = reference_command(sb, &node, &cli);
         cmd.args(["--no-session", "--offline"]).args(args).env("PI_OFFLINE", "1");
         Pi::start_unchecked(cmd)
     } else {

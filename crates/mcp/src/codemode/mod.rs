@@ -311,8 +311,15 @@ impl<'a> Session<'a> {
         let (comp_tx, comp_rx) = std::sync::mpsc::channel::<Completion>();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let models = self.tool.models_global;
-        let run =
-            ScriptRun { code, deadline, timeout_ms, models, stop: stop.clone(), requests: req_tx, completions: comp_rx };
+        let run = ScriptRun {
+            code,
+            deadline,
+            timeout_ms,
+            models,
+            stop: stop.clone(),
+            requests: req_tx,
+            completions: comp_rx,
+        };
         let spawned = std::thread::Builder::new().name("codemode".into()).spawn(move || {
             let _ = done_tx.send(engine::run_script(run));
         });
