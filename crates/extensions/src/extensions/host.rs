@@ -93,6 +93,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/extension-loader.cjs", include_str!("host/shims/coding-agent/extension-loader.cjs")),
     ("shims/coding-agent/extension-runner.cjs", include_str!("host/shims/coding-agent/extension-runner.cjs")),
     ("shims/coding-agent/session-extensions.cjs", include_str!("host/shims/coding-agent/session-extensions.cjs")),
+    ("shims/coding-agent/builtin-extensions.cjs", include_str!("host/shims/coding-agent/builtin-extensions.cjs")),
     ("shims/coding-agent/input-expansion.cjs", include_str!("host/shims/coding-agent/input-expansion.cjs")),
     ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),
     ("shims/pi-ai-compat.cjs", include_str!("host/shims/pi-ai-compat.cjs")),

@@ -227,9 +227,6 @@ for (const name of [
 	sdk[name] = sdkOnly(name);
 }
 for (const name of [
-	"createCodemodeExtension",
-	"createMcpExtension",
-	"createToolSearchExtension",
 	"main",
 	"parseArgs",
 	"runPrintMode",
