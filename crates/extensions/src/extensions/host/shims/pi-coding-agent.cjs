@@ -22,9 +22,10 @@ const sessionRuntime = require("./coding-agent/session-runtime.cjs");
 const { RpcClient } = require("./coding-agent/rpc-client.cjs");
 const modelResolver = require("./coding-agent/model-resolver.cjs");
 const { DefaultPackageManager } = require("./coding-agent/packages.cjs");
+const { parseArgs } = require("./coding-agent/args.cjs");
 const { prepareCompaction: _prepareCompaction, ...compaction } = require("./coding-agent/compaction.cjs");
 
-const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, RpcClient, DefaultPackageManager, ...modelResolver, ...sessionRuntime };
+const sdk = { AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, RpcClient, DefaultPackageManager, parseArgs, ...modelResolver, ...sessionRuntime };
 
 const { lib: _lib, ...textExports } = text;
 const { sessionDirFor: _sessionDirFor, ...sessionExports } = session;
@@ -38,6 +39,7 @@ exports.createAgentSession = createAgentSession;
 exports.SettingsManager = SettingsManager;
 exports.RpcClient = RpcClient;
 exports.DefaultPackageManager = DefaultPackageManager;
+exports.parseArgs = parseArgs;
 exports.ModelRuntime = ModelRuntime;
 exports.ModelRegistry = ModelRegistry;
 exports.DefaultResourceLoader = DefaultResourceLoader;

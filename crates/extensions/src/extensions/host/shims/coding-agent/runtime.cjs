@@ -234,7 +234,6 @@ for (const name of [
 	"createMcpExtension",
 	"createToolSearchExtension",
 	"main",
-	"parseArgs",
 	"runPrintMode",
 	"runRpcMode",
 	"wrapRegisteredTool",
