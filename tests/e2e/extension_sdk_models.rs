@@ -10,19 +10,25 @@
 //! own key), and pi's `parseArgs` over argument lists that exercise every
 //! option kind, `@` files, `--`, unknown flags and diagnostics. Each part is
 //! an extension command that notifies a JSON summary; pi-rpc's is compared
-//! with pi 1.6.0's whole.
+//! with pi 1.6.0's whole. An OAuth `login` (GitHub Copilot's device code,
+//! against the fake OAuth server) runs with the caller's `prompt` and
+//! `notify` and stores its credential in the runtime's `auth.json`.
 //!
 //! Needs node 22, the host's packages and the reference pi from
 //! `target/tools` (`scripts/install-test-tools.sh`); skipped without them
 //! unless `PI_RPC_REQUIRE_TOOLS=1`.
 
+use std::path::Path;
+
 use serde_json::{Value, json};
 
-use crate::clients::node22;
+use pi_compat::fake_oauth::FakeOAuth;
+
+use crate::clients::{node22, repo_root};
 use crate::extension_host::{host_dir, host_settings, write_module};
-use crate::extension_provider_events::{reference_cli, spawn_reference};
+use crate::extension_provider_events::{reference_cli, reference_command, spawn_reference};
 use crate::extension_sdk_services::{notified_text, side_by_side};
-use crate::harness::Sandbox;
+use crate::harness::{Pi, Sandbox};
 
 const SDK_MODELS: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
@@ -96,6 +102,37 @@ export default function (pi: ExtensionAPI) {
       ctx.ui.notify(JSON.stringify(out), "info");
     },
   });
+  pi.registerCommand("oauth", {
+    handler: async (_args, ctx) => {
+      const dir = path.join(ctx.cwd, "oauth");
+      fs.mkdirSync(dir, { recursive: true });
+      const authPath = path.join(dir, "auth.json");
+      const rt = await ModelRuntime.create({ authPath, modelsPath: null });
+      const prompts: any[] = [];
+      const events: any[] = [];
+      const credential: any = await rt.login("github-copilot", "oauth", {
+        prompt: async (p: any) => { prompts.push({ type: p.type, message: p.message, placeholder: p.placeholder ?? null }); return ""; },
+        notify: (e: any) => events.push(e.type === "device_code" ? { type: e.type, code: typeof e.userCode === "string" && e.userCode.length > 0, verificationUri: e.verificationUri } : { type: e.type, message: e.message ?? null }),
+      });
+      const kinds = (o: any) => Object.fromEntries(Object.entries(o ?? {}).map(([k, v]) => [k, typeof v]));
+      const file = readJson(authPath);
+      const out: any = {
+        // As JSON (what is stored): pi's in-memory object also carries keys set to undefined.
+        credential: kinds(JSON.parse(JSON.stringify(credential))),
+        type: credential?.type,
+        stored: kinds(file?.["github-copilot"]),
+        sameAsReturned: JSON.stringify(file?.["github-copilot"]) === JSON.stringify(credential),
+        status: rt.getProviderAuthStatus("github-copilot"),
+        oauth: rt.isUsingOAuth("github-copilot"),
+        credentials: await rt.listCredentials(),
+        prompts,
+        events,
+      };
+      await rt.logout("github-copilot");
+      out.after = readJson(authPath);
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
   pi.registerCommand("args", {
     handler: async (_args, ctx) => {
       const cases = [
@@ -129,6 +166,32 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
     let mut pi = if reference { spawn_reference(&sb, &node, &cli) } else { sb.spawn(&["--no-session"]) };
     let text = notified_text(&mut pi, &sb, command).await;
     Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}")))
+}
+
+/// `/oauth` in pi-rpc or pi 1.6.0, every OAuth origin sent to the fake OAuth
+/// server (pi-rpc's test hook `PI_RPC_ORIGIN_OVERRIDES`; pi 1.6.0 through
+/// `tests/oauth/route_fetch.mjs`, preloaded).
+async fn run_oauth(reference: bool) -> Option<Value> {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
+    let cli = reference_cli()?;
+    let sb = Sandbox::with_server().await;
+    let fake = FakeOAuth::start().await.expect("the fake OAuth server");
+    host_settings(&sb, &node, &dir, json!({}));
+    write_module(&sb, "sdk-models.ts", SDK_MODELS);
+    sb.write_models(&sb.server().base_url(), json!({}));
+    let overrides = fake.overrides();
+    let mut pi = if reference {
+        let preload = format!("--import=file://{}", repo_root().join("tests/oauth/route_fetch.mjs").display());
+        let mut cmd = reference_command(&sb, &node, &cli);
+        cmd.args(["--no-session", "--offline"]).env("PI_OFFLINE", "1");
+        cmd.env("NODE_OPTIONS", preload).env("PI_RPC_ORIGIN_OVERRIDES", &overrides).env("BROWSER", "none");
+        Pi::start_unchecked(cmd)
+    } else {
+        let env = [("PI_RPC_ORIGIN_OVERRIDES", Path::new(&overrides)), ("BROWSER", Path::new("none"))];
+        sb.spawn_with_env(&["--no-session"], &env)
+    };
+    let text = notified_text(&mut pi, &sb, "oauth").await.replace(&fake.origin(), "<oauth>");
+    Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("/oauth notified {text}: {e}")))
 }
 
 async fn both(command: &str) -> Option<(Value, Value)> {
@@ -166,4 +229,16 @@ async fn parse_args_answers_pis_args() {
     for (i, (ours, theirs)) in ours.iter().zip(theirs).enumerate() {
         assert_eq!(ours, theirs, "case {i}: pi-rpc, then pi 1.6.0");
     }
+}
+
+#[tokio::test]
+async fn an_oauth_login_runs_with_the_callers_interaction_as_pis() {
+    let Some(ours) = run_oauth(false).await else { return };
+    let Some(theirs) = run_oauth(true).await else { return };
+    // The device code was shown, the token stored in the runtime's file as returned, then logged out.
+    assert_eq!(ours["type"], "oauth", "{ours}");
+    assert_eq!(ours["sameAsReturned"], true, "{ours}");
+    assert!(ours["events"].as_array().is_some_and(|e| e.iter().any(|e| e["type"] == "device_code")), "{ours}");
+    assert_eq!(ours["after"], json!({}), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -23,6 +23,7 @@ mod extension_requests;
 mod extension_session_ops;
 mod extension_tree_nav;
 mod extension_typed_models;
+mod extension_oauth_login;
 mod login_ops;
 mod mcp_ops;
 mod reload;

@@ -20,6 +20,7 @@ const { services } = require("../host-services.cjs");
 const { storeRegistry, storedCredentials, storeCredential, removeCredential } = require("./model-store.cjs");
 
 const providerOf = (target) => (typeof target === "string" ? target : target?.provider);
+let loginCount = 0;
 const agentDir = () => process.env.PI_CODING_AGENT_DIR || path.join(os.homedir(), ".pi", "agent");
 
 function unavailable(what) {
@@ -157,20 +158,35 @@ class ModelRuntime {
 		return [...entries.values()];
 	}
 	/**
-	 * pi's `login(providerId, type, interaction)`: an API key asked with the
-	 * caller's `interaction.prompt` (a `secret` prompt) and stored in this
-	 * runtime's auth.json. OAuth logins are pi-rpc's `/login` and `pi login`.
+	 * pi's `login(providerId, type, interaction)`, stored in this runtime's
+	 * auth.json: an API key asked with the caller's `interaction.prompt` (a
+	 * `secret` prompt); an OAuth login run by pi-rpc's flow of the provider,
+	 * its events and questions given to `interaction.notify` and `prompt`.
 	 */
 	async login(providerId, type, interaction) {
 		if (!this.getProvider(providerId)) throw new Error(`Unknown provider: ${providerId}`);
-		if (type !== "api_key") {
-			throw new Error(`ModelRuntime.login(${JSON.stringify(providerId)}, ${JSON.stringify(type)}) is not available in pi-rpc's extension host: use pi-rpc's /login or \`pi login ${providerId}\``);
-		}
 		interaction?.signal?.throwIfAborted?.();
+		if (type === "oauth") return this.oauthLogin(providerId, interaction);
 		const key = await interaction.prompt({ type: "secret", message: "Enter API key", signal: interaction?.signal });
 		const credential = { type: "api_key", key };
 		storeCredential(this.authPath, providerId, credential);
 		return credential;
+	}
+	async oauthLogin(providerId, interaction) {
+		const host = services();
+		const id = `login-${++loginCount}`;
+		host.logins.set(id, async ({ event, prompt }) => {
+			if (event) {
+				interaction.notify?.(event);
+				return null;
+			}
+			return interaction.prompt({ ...prompt, ...(interaction.signal ? { signal: interaction.signal } : {}) });
+		});
+		try {
+			return (await host.channel.request("models", { op: "login", args: [providerId, this.authPath, id] }))?.value;
+		} finally {
+			host.logins.delete(id);
+		}
 	}
 	/** pi's `logout(providerId)`: the stored credential removed, and this runtime's key for it. */
 	async logout(providerId) {
