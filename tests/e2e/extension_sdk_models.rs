@@ -130,6 +130,14 @@ export default function (pi: ExtensionAPI) {
       };
       await rt.logout("github-copilot");
       out.after = readJson(authPath);
+      // A login the caller aborts (at its question) fails and stores nothing.
+      const controller = new AbortController();
+      const aborted = await failure(() => rt.login("github-copilot", "oauth", {
+        signal: controller.signal,
+        prompt: async () => { controller.abort(); return ""; },
+        notify: () => {},
+      }));
+      out.aborted = { failed: aborted !== null, file: readJson(authPath) };
       ctx.ui.notify(JSON.stringify(out), "info");
     },
   });
@@ -240,5 +248,6 @@ async fn an_oauth_login_runs_with_the_callers_interaction_as_pis() {
     assert_eq!(ours["sameAsReturned"], true, "{ours}");
     assert!(ours["events"].as_array().is_some_and(|e| e.iter().any(|e| e["type"] == "device_code")), "{ours}");
     assert_eq!(ours["after"], json!({}), "{ours}");
+    assert_eq!(ours["aborted"], json!({"failed": true, "file": {}}), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -120,7 +120,8 @@ impl LoginIo for HostInteraction {
             prompt["placeholder"] = json!(placeholder);
         }
         // A person may take long to answer: no call timeout.
-        let asked = self.ext.call_streaming("login_interaction", json!({"login": self.login, "prompt": prompt}), None).await;
+        let asked =
+            self.ext.call_streaming("login_interaction", json!({"login": self.login, "prompt": prompt}), None).await;
         match asked {
             Ok(Value::String(answer)) => Some(answer),
             _ => None,

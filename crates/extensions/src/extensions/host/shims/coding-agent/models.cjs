@@ -182,9 +182,17 @@ class ModelRuntime {
 			}
 			return interaction.prompt({ ...prompt, ...(interaction.signal ? { signal: interaction.signal } : {}) });
 		});
+		const answer = host.channel.request("models", { op: "login", args: [providerId, this.authPath, id] });
+		// `interaction.signal` withdraws the request: pi-rpc cancels the login.
+		const requestId = host.channel.lastRequestId();
+		const signal = interaction?.signal;
+		const onAbort = () => host.channel.send({ type: "cancel", id: requestId });
+		if (signal?.aborted) onAbort();
+		else signal?.addEventListener?.("abort", onAbort, { once: true });
 		try {
-			return (await host.channel.request("models", { op: "login", args: [providerId, this.authPath, id] }))?.value;
+			return (await answer)?.value;
 		} finally {
+			signal?.removeEventListener?.("abort", onAbort);
 			host.logins.delete(id);
 		}
 	}
