@@ -4,7 +4,7 @@
 //! pi-rpc's core computes and each rule lives in one place: `convertToLlm`, `serializeConversation`, `estimateTokens`,
 //! `calculateContextTokens`, `shouldCompact`, `currentSystemMessage`, `calculateCost`,
 //! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`, `buildSystemPrompt`,
-//! `buildSystemPromptSections`, `discoverResources` (extension_resources.rs), `resolveCliModel` and
+//! `buildSystemPromptSections`, `discoverResources` (extension_resources.rs), `expandInput` (extension_expand.rs), `resolveCliModel` and
 //! `resolveModelScope` (extension_model_resolver.rs), `packages` (extension_packages.rs),
 //! `convertToPng` and `resizeImage` (extension_images.rs), `cleanShellOutput` (bash output as pi keeps it), `exportSessionHtml`, `parseArgs` (pi-config's
 //! cli_args_pi.rs), and the compaction functions of extension_compaction.rs; `modelStore`
@@ -205,6 +205,7 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         }
         // pi's `DefaultResourceLoader` discovery for a cwd and agent dir.
         "discoverResources" => crate::agent::extension_resources::discover(args.first().unwrap_or(&Value::Null)),
+        "expandInput" => crate::agent::extension_expand::expand(args.first().unwrap_or(&Value::Null)),
         "resolveCliModel" => crate::agent::extension_model_resolver::resolve_cli_model(args),
         "resolveModelScope" => crate::agent::extension_model_resolver::resolve_model_scope(args),
         "packages" => crate::agent::extension_packages::call(args),

@@ -5,16 +5,21 @@
 //! pi's objects (`Skill`, `PromptTemplate`, `{path, content}`, diagnostics
 //! `{type, message, path}`).
 //!
-//! `{cwd, agentDir, projectTrusted?, noSkills?, noPromptTemplates?,
+//! `{cwd, agentDir, projectTrusted?, packages?, noSkills?, noPromptTemplates?,
 //! noContextFiles?, additionalSkillPaths?, additionalPromptTemplatePaths?}`
 //! answers `{skills, skillDiagnostics, prompts, promptDiagnostics,
-//! agentsFiles, systemPromptPath?, appendSystemPromptPath?, projectTrusted}`.
+//! agentsFiles, systemPromptPath?, appendSystemPromptPath?, projectTrusted,
+//! packageThemes, packageExtensions, installFailures}`; with `packages` the
+//! settings' pi packages are resolved by pi-rpc's package manager (the one
+//! its own session loads them with) and their resources included.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::resources::{Diagnostic, DiagnosticKind, ResourceOptions, Resources, SourceInfo};
+use pi_extensions::packages::{Kind, PackageManager, Resolved};
+
+use crate::resources::{Diagnostic, DiagnosticKind, ResourceOptions, Resources, SourceInfo, SourceKind};
 
 /// pi's `sourceInfo` of a discovered resource.
 fn source_info_json(info: &SourceInfo) -> Value {
@@ -64,13 +69,55 @@ fn absolute(options: &Value, key: &str, base: &Path) -> Result<PathBuf, String> 
     Ok(if path.is_absolute() { path } else { base.join(path) })
 }
 
-/// Discover as pi's `DefaultResourceLoader.reload()` does (no packages, no extensions).
+/// pi's `sourceInfo` of a package's resource `path`: the metadata of the
+/// package resource that is `path` or holds it (a skill directory holds its `SKILL.md`).
+fn package_source_info(path: &Path, resolved: &Resolved) -> Option<Value> {
+    let all = || resolved.extensions.iter().chain(&resolved.skills).chain(&resolved.prompts).chain(&resolved.themes);
+    let resource = all().find(|r| r.path == path).or_else(|| all().find(|r| path.starts_with(&r.path)))?;
+    let mut info = json!({
+        "path": path.display().to_string(),
+        "source": resource.package,
+        "scope": resource.scope.as_str(),
+        "origin": "package",
+    });
+    if let Some(dir) = &resource.base_dir {
+        info["baseDir"] = json!(dir.display().to_string());
+    }
+    Some(info)
+}
+
+/// The enabled resources of one kind of the settings' packages, `{path, sourceInfo}` each.
+fn package_files(resolved: &Resolved, kind: Kind) -> Value {
+    resolved
+        .enabled(kind)
+        .iter()
+        .map(|path| json!({"path": path.display().to_string(), "sourceInfo": package_source_info(path, resolved)}))
+        .collect()
+}
+
+/// A discovered skill's or template's `sourceInfo`: its package's when a package brought it.
+fn source_info_of(info: &SourceInfo, resolved: Option<&Resolved>) -> Value {
+    let of_package = (info.source == SourceKind::Package).then_some(resolved).flatten();
+    of_package.and_then(|r| package_source_info(&info.path, r)).unwrap_or_else(|| source_info_json(info))
+}
+
+/// Discover as pi's `DefaultResourceLoader.reload()` does; with `packages`,
+/// the settings' pi packages are resolved (installed when missing, as pi
+/// does) and their skills and templates found with the others, their enabled
+/// themes and extensions answered as `packageThemes`, `packageExtensions`
+/// (`{path, sourceInfo}`), and `installFailures`.
 pub(crate) fn discover(options: &Value) -> Result<Value, String> {
     let here = std::env::current_dir().unwrap_or_default();
     let cwd = absolute(options, "cwd", &here)?;
     let agent_dir = absolute(options, "agentDir", &here)?;
     let trust = options.get("projectTrusted").and_then(Value::as_bool);
-    let (base, _) = ResourceOptions::new(&agent_dir, &cwd, trust);
+    let (mut base, _) = ResourceOptions::new(&agent_dir, &cwd, trust);
+    let resolved = flag(options, "packages")
+        .then(|| PackageManager::new(&cwd, &agent_dir, base.project_trusted).resolve_settings());
+    if let Some(resolved) = &resolved {
+        base.packages.skills = resolved.enabled(Kind::Skills);
+        base.packages.prompts = resolved.enabled(Kind::Prompts);
+    }
 
     // Skills and templates discovered apart, so that each keeps its own diagnostics.
     let mut skills_only = base.clone();
@@ -93,7 +140,7 @@ pub(crate) fn discover(options: &Value) -> Result<Value, String> {
                 "description": s.description,
                 "filePath": s.path.display().to_string(),
                 "baseDir": s.base_dir.display().to_string(),
-                "sourceInfo": source_info_json(&s.source_info),
+                "sourceInfo": source_info_of(&s.source_info, resolved.as_ref()),
                 "disableModelInvocation": s.disable_model_invocation,
             })
         })
@@ -106,7 +153,7 @@ pub(crate) fn discover(options: &Value) -> Result<Value, String> {
                 "name": t.name,
                 "description": t.description,
                 "content": t.content,
-                "sourceInfo": source_info_json(&t.source_info),
+                "sourceInfo": source_info_of(&t.source_info, resolved.as_ref()),
                 "filePath": t.path.display().to_string(),
             });
             if let Some(hint) = &t.argument_hint {
@@ -127,7 +174,16 @@ pub(crate) fn discover(options: &Value) -> Result<Value, String> {
     let project = base.project_trusted.then_some(cwd.as_path());
     let system = crate::system_prompt::system_prompt_file(&agent_dir, project);
     let append = crate::system_prompt::append_system_prompt_file(&agent_dir, project);
+    let failures: Vec<Value> =
+        resolved.iter().flat_map(|r| &r.failures).map(|f| json!({"source": f.source, "message": f.message})).collect();
+    let (themes, extensions) = match &resolved {
+        Some(r) => (package_files(r, Kind::Themes), package_files(r, Kind::Extensions)),
+        None => (json!([]), json!([])),
+    };
     Ok(json!({
+        "packageThemes": themes,
+        "packageExtensions": extensions,
+        "installFailures": failures,
         "skills": skills_json,
         "skillDiagnostics": diagnostics_json(&skills.diagnostics),
         "prompts": prompts_json,
@@ -175,5 +231,49 @@ mod tests {
         assert_eq!(untrusted["prompts"], json!([]));
         assert_eq!(untrusted["systemPromptPath"], agent.join("SYSTEM.md").display().to_string());
         assert!(discover(&json!({"cwd": "/"})).is_err(), "agentDir is required");
+    }
+
+    #[test]
+    fn the_settings_packages_bring_their_resources_with_pis_source_info() {
+        let root = tempfile::tempdir().unwrap();
+        let (agent, cwd, pkg) = (root.path().join("agent"), root.path().join("proj"), root.path().join("pkg"));
+        write(&agent.join("settings.json"), &json!({"packages": [pkg]}).to_string());
+        write(
+            &agent.join("skills/mine/SKILL.md"),
+            "---
+description: Mine.
+---
+Body
+",
+        );
+        write(&pkg.join("package.json"), r#"{"name": "pkg"}"#);
+        write(
+            &pkg.join("skills/theirs/SKILL.md"),
+            "---
+description: Theirs.
+---
+Body
+",
+        );
+        write(&pkg.join("prompts/hello.md"), "Hello $1\n");
+        write(&pkg.join("themes/t.json"), "{}");
+        write(&pkg.join("extensions/e.ts"), "export default () => {};\n");
+        let ask = |packages: bool| discover(&json!({"cwd": cwd, "agentDir": agent, "packages": packages})).unwrap();
+        let found = ask(true);
+        let names: Vec<&str> = found["skills"].as_array().unwrap().iter().filter_map(|s| s["name"].as_str()).collect();
+        assert_eq!(names, ["mine", "theirs"]);
+        let info = |path: PathBuf| {
+            json!({"path": path.display().to_string(), "source": pkg.display().to_string(), "scope": "user",
+                   "origin": "package", "baseDir": pkg.display().to_string()})
+        };
+        assert_eq!(found["skills"][1]["sourceInfo"], info(pkg.join("skills/theirs/SKILL.md")));
+        assert_eq!(found["prompts"][0]["sourceInfo"], info(pkg.join("prompts/hello.md")));
+        let file = |p: PathBuf| json!([{"path": p.display().to_string(), "sourceInfo": info(p)}]);
+        assert_eq!(found["packageThemes"], file(pkg.join("themes/t.json")));
+        assert_eq!(found["packageExtensions"], file(pkg.join("extensions/e.ts")));
+        // Without `packages` (context files only), the settings' packages are left alone.
+        let plain = ask(false);
+        assert_eq!(plain["skills"].as_array().unwrap().len(), 1);
+        assert_eq!(plain["packageThemes"], json!([]));
     }
 }

@@ -24,6 +24,7 @@ mod client_state;
 mod compaction_msg;
 mod current_session;
 mod extension_compaction;
+mod extension_expand;
 mod extension_images;
 mod extension_library;
 mod extension_login;

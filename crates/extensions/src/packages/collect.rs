@@ -16,6 +16,8 @@ use crate::resources::walk::{self, SkillDirMode};
 pub(super) struct Origin<'a> {
     pub source: &'a str,
     pub scope: Scope,
+    /// The package's directory (a lone file's: its directory), pi's `baseDir`.
+    pub base_dir: Option<&'a Path>,
 }
 
 /// The `pi` resource arrays of a `package.json` (`None`: no manifest or none listed).
@@ -197,6 +199,7 @@ impl Resolved {
             enabled,
             package: origin.source.to_string(),
             scope: origin.scope,
+            base_dir: origin.base_dir.map(Path::to_path_buf),
         });
     }
 }

@@ -79,6 +79,8 @@ pub struct Resource {
     /// The package's source as declared.
     pub package: String,
     pub scope: Scope,
+    /// The package's directory (for a package that is one file: its directory), as pi's `sourceInfo.baseDir`.
+    pub base_dir: Option<PathBuf>,
 }
 
 /// A package that could not be installed (it is skipped).
@@ -281,7 +283,7 @@ impl PackageManager {
         declared_scope: Scope,
         out: &mut Resolved,
     ) {
-        let origin = collect::Origin { source: declared, scope: declared_scope };
+        let origin = collect::Origin { source: declared, scope: declared_scope, base_dir: None };
         let parsed = Source::parse(source);
         let fail = |out: &mut Resolved, message: String| {
             out.failures.push(InstallFailure { source: source.to_string(), scope, message });
@@ -289,6 +291,8 @@ impl PackageManager {
         let root = match &parsed {
             Source::Local(path) => {
                 let path = source::resolve_local(path, &self.base_dir(scope), &self.home);
+                let origin =
+                    collect::Origin { base_dir: if path.is_file() { path.parent() } else { Some(&path) }, ..origin };
                 if path.is_file() {
                     out.add(Kind::Extensions, &path, true, &origin);
                 } else if path.is_dir() && !collect::collect_package(&path, filter, &origin, out) {
@@ -343,6 +347,7 @@ impl PackageManager {
                 path
             }
         };
+        let origin = collect::Origin { base_dir: Some(&root), ..origin };
         collect::collect_package(&root, filter, &origin, out);
     }
 

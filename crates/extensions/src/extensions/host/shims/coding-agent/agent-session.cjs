@@ -36,6 +36,7 @@ const { SettingsManager } = require("./settings.cjs");
 const compaction = require("./compaction.cjs");
 const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 const { executeBashWithOperations } = require("./bash-execution.cjs");
+const { expandSessionInput } = require("./input-expansion.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
@@ -85,6 +86,7 @@ class AgentSession {
 		this.settingsManager = config.settingsManager;
 		this.resourceLoader = config.resourceLoader;
 		this._cwd = config.cwd;
+		this._agentDir = config.agentDir;
 		this._tools = config.tools; // name -> definition
 		this._promptBase = config.promptBase;
 		this._streamFn = config.streamFn;
@@ -178,6 +180,7 @@ class AgentSession {
 	}
 
 	async prompt(text, options = {}) {
+		text = expandSessionInput(this, text, options);
 		if (this.isStreaming) {
 			if (!options.streamingBehavior) {
 				throw new Error("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.");
@@ -201,22 +204,20 @@ class AgentSession {
 	}
 
 	async steer(text, images) {
-		return this._queue(this._steering, text, images, "steer");
+		return this._queue(this._steering, expandSessionInput(this, text), images, "steer");
 	}
 
 	async followUp(text, images) {
-		return this._queue(this._followUp, text, images, "followUp");
+		return this._queue(this._followUp, expandSessionInput(this, text), images, "followUp");
 	}
 
 	async sendUserMessage(content, options = {}) {
 		const blocks = typeof content === "string" ? [{ type: "text", text: content }] : content;
 		const text = transcript.contentText(blocks, "\n");
 		const images = blocks.filter((b) => b.type === "image");
-		if (this.isStreaming) {
-			if (options.deliverAs === "followUp") return this.followUp(text, images);
-			return this.steer(text, images);
-		}
-		return this.prompt(text, { images });
+		// Not expanded unless asked, whether it starts a run or is queued (as pi's).
+		const streamingBehavior = this.isStreaming ? (options.deliverAs === "followUp" ? "followUp" : "steer") : undefined;
+		return this.prompt(text, { images, streamingBehavior, expandPromptTemplates: options.expandPromptTemplates ?? false });
 	}
 
 	clearQueue() {
@@ -446,7 +447,7 @@ class AgentSession {
 			this.agent.steeringMode = this.settingsManager.getSteeringMode();
 			this.agent.followUpMode = this.settingsManager.getFollowUpMode();
 		}
-		await this.resourceLoader?.reload();
+		await (this.resourceLoader ?? this._inputLoader)?.reload();
 		this._promptBase = promptBaseOf(this.resourceLoader, services().channel.call("getSystemPromptOptions"));
 	}
 	/** The current branch as a session file of its own (entries re-linked in order); its path. */
@@ -722,7 +723,7 @@ async function createAgentSession(options = {}) {
 		sessionManager.appendThinkingLevelChange(thinkingLevel);
 	}
 	const promptBase = promptBaseOf(options.resourceLoader, channel.call("getSystemPromptOptions"));
-	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader: options.resourceLoader, cwd, tools: definitions, promptBase,
+	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader: options.resourceLoader, cwd, agentDir, tools: definitions, promptBase,
 		streamFn: options.modelRuntime ? stream : undefined,
 		availableModels: () => (options.modelRuntime ? options.modelRuntime.getAvailableSnapshot() : registry.getAvailable()),
 		scopedModels: options.scopedModels,

@@ -37,15 +37,18 @@ function promptInput(source, cwd) {
 	return String(source);
 }
 
-/** Themes of `paths` (directories of `*.json`, or files; the first `defaults` are the theme directories): `{name, sourcePath, …}` as their files say. */
-function loadThemes(paths, defaults) {
+/**
+ * Themes of `paths` (directories of `*.json`, or files; the first `defaults` are the theme directories): `{name, sourcePath, …}`
+ * as their files say, with the `sourceInfo` `infos` has for the file (a package's).
+ */
+function loadThemes(paths, defaults, infos = new Map()) {
 	const themes = [];
 	const diagnostics = [];
 	const load = (file) => {
 		try {
 			const theme = JSON.parse(fs.readFileSync(file, "utf8"));
 			if (typeof theme?.name !== "string") throw new Error("a theme needs a name");
-			themes.push({ ...theme, sourcePath: file });
+			themes.push({ ...theme, sourcePath: file, ...(infos.has(file) ? { sourceInfo: infos.get(file) } : {}) });
 		} catch (error) {
 			diagnostics.push({ type: "warning", message: `Failed to load theme: ${error?.message ?? error}`, path: file });
 		}
@@ -95,6 +98,7 @@ class DefaultResourceLoader {
 		this.appendSystemPrompt = [];
 		this.appendSystemPromptPaths = [];
 		this.extraPaths = { skills: [], prompts: [], themes: [] };
+		this.packageExtensions = [];
 	}
 
 	getExtensions() {
@@ -138,6 +142,13 @@ class DefaultResourceLoader {
 		this._load();
 	}
 
+	/**
+	 * pi's resources for the loader's cwd and agent directory. The settings' pi
+	 * packages are resolved by pi-rpc's package manager in the same call (the
+	 * one its own session loads them with): their skills and templates come with
+	 * the others, their themes join the theme paths, their extension files are
+	 * kept as `packageExtensions`.
+	 */
 	_load() {
 		const o = this.options;
 		const resolve = (p) => path.resolve(this.cwd, expandHome(p));
@@ -145,6 +156,7 @@ class DefaultResourceLoader {
 			cwd: this.cwd,
 			agentDir: this.agentDir,
 			projectTrusted: this.settingsManager.isProjectTrusted(),
+			packages: true,
 			noSkills: o.noSkills === true,
 			noPromptTemplates: o.noPromptTemplates === true,
 			noContextFiles: o.noContextFiles === true,
@@ -157,8 +169,11 @@ class DefaultResourceLoader {
 		this.prompts = o.promptsOverride ? o.promptsOverride(prompts) : prompts;
 
 		const themeDirs = o.noThemes ? [] : [path.join(this.agentDir, "themes"), path.join(this.cwd, ".pi", "themes")];
-		const themePaths = [...themeDirs, ...(o.noThemes ? [] : this.settingsManager.getThemePaths().map(resolve)), ...(o.additionalThemePaths ?? []).map(resolve), ...this.extraPaths.themes.map(resolve)];
-		const themes = loadThemes(themePaths, themeDirs.length);
+		const packageThemes = o.noThemes ? [] : found.packageThemes;
+		const themePaths = [...themeDirs, ...(o.noThemes ? [] : this.settingsManager.getThemePaths().map(resolve)), ...packageThemes.map((t) => t.path), ...(o.additionalThemePaths ?? []).map(resolve), ...this.extraPaths.themes.map(resolve)];
+		const themes = loadThemes(themePaths, themeDirs.length, new Map(packageThemes.map((t) => [t.path, t.sourceInfo])));
+		// The settings' packages' extension files (`{path, sourceInfo}`), for the loader's extensions.
+		this.packageExtensions = o.noExtensions ? [] : found.packageExtensions;
 		this.themes = o.themesOverride ? o.themesOverride(themes) : themes;
 
 		const agentsFiles = { agentsFiles: found.agentsFiles };
