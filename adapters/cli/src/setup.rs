@@ -208,9 +208,10 @@ const INDIRECT_TOOLS: [&str; 2] = ["codemode", "tool_search"];
 /// The resource tools count as MCP tools for `--tools`.
 const MCP_RESOURCE_TOOLS: [&str; 3] = ["list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource"];
 
-/// `mcp.json` (the project's only when trusted), unless `--no-mcp`,
-/// `--no-tools`, or, as pi's built-in `mcp` extension, `--no-extensions` or
-/// a `-builtin:mcp` entry in the settings' `extensions`.
+/// `mcp.json` (the project's only when trusted), unless `--no-tools`. With
+/// `--no-mcp`, or, as pi's built-in `mcp` extension, `--no-extensions` or a
+/// `-builtin:mcp` entry in the settings' `extensions`, MCP is off on standby:
+/// an extension's `createMcpExtension` turns it on, as in pi.
 fn mcp_options(
     args: &Args,
     settings: &Settings,
@@ -218,13 +219,17 @@ fn mcp_options(
     cwd: &std::path::Path,
     project_trusted: bool,
 ) -> McpOptions {
-    if args.no_mcp || args.no_tools || args.no_extensions || !settings.builtin_extension_enabled("mcp") {
+    if args.no_tools {
         return McpOptions { disabled: true, ..McpOptions::default() };
     }
+    // Only pi's built-in MCP extension is off: an extension's `createMcpExtension` may turn MCP on.
+    let standby = args.no_mcp || args.no_extensions || !settings.builtin_extension_enabled("mcp");
     let sources = ConfigSources { agent_dir, cwd, project_trusted, env: None };
     let config = McpConfig::load(&sources);
-    for error in &config.errors {
-        tracing::warn!("MCP configuration: {error}");
+    if !standby {
+        for error in &config.errors {
+            tracing::warn!("MCP configuration: {error}");
+        }
     }
     let tools: Option<Vec<String>> = args.tools.as_ref().map(|l| l.iter().map(|t| t.trim().to_string()).collect());
     let exclude = args.exclude_tools.clone().unwrap_or_default();
@@ -234,7 +239,8 @@ fn mcp_options(
     McpOptions {
         config,
         filter: ToolFilter::from_cli(tools.as_deref(), &exclude),
-        disabled: false,
+        disabled: standby,
+        standby,
         root: None,
         start_gate: Some(start_gate),
     }

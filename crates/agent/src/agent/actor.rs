@@ -11,6 +11,7 @@
 //! the background tasks' messages in, state kept in step with a run's events.
 
 mod bash_ops;
+mod builtin_factories;
 mod cache_warming;
 mod client_ops;
 mod compacting;

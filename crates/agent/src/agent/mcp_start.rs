@@ -12,7 +12,12 @@ pub(super) fn start_mcp(
     options: crate::mcp::McpOptions,
     internal: &tokio::sync::mpsc::Sender<Internal>,
 ) -> Arc<McpManager> {
-    let mcp = McpManager::start(options);
+    watch_startup(McpManager::start(options), internal)
+}
+
+/// Report `mcp`'s configuration errors and failed servers once, as a
+/// warning notification, when every server has settled.
+pub(super) fn watch_startup(mcp: Arc<McpManager>, internal: &tokio::sync::mpsc::Sender<Internal>) -> Arc<McpManager> {
     if !mcp.is_empty() {
         let (mcp, internal) = (mcp.clone(), internal.clone());
         tokio::spawn(async move {

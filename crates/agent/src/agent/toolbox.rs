@@ -93,10 +93,18 @@ impl Toolbox {
     }
 
     /// An extension's `setActiveTools`: the known names, once each, in order
-    /// (unknown names are left out, and `hidden` tools, as pi never activates them).
-    pub(super) fn set_active_known<'n>(&mut self, names: impl Iterator<Item = &'n str>) -> &[String] {
-        let known =
-            names.filter(|name| self.registry.contains(name) && !self.is_hidden(name)).map(str::to_string).collect();
+    /// (unknown names are left out, and `hidden` tools, as pi never activates
+    /// them). `also_known` are tools made per model call (`codemode`,
+    /// `tool_search` once an extension registered them through pi's factories).
+    pub(super) fn set_active_known<'n>(
+        &mut self,
+        names: impl Iterator<Item = &'n str>,
+        also_known: &[&str],
+    ) -> &[String] {
+        let known = names
+            .filter(|name| (self.registry.contains(name) && !self.is_hidden(name)) || also_known.contains(name))
+            .map(str::to_string)
+            .collect();
         self.active = Arc::new(dedup(known));
         &self.active
     }
@@ -210,7 +218,7 @@ mod tests {
         assert!(err.message.starts_with("Unknown tool: nope. Known tools: read"), "{}", err.message);
         assert_eq!(tools.active_names(), names(&["read"]).as_slice());
         assert_eq!(tools.set_active(names(&["bash", "read", "bash"])).unwrap(), names(&["bash", "read"]).as_slice());
-        assert_eq!(tools.set_active_known(["nope", "edit", "edit"].into_iter()), names(&["edit"]).as_slice());
+        assert_eq!(tools.set_active_known(["nope", "edit", "edit"].into_iter(), &[]), names(&["edit"]).as_slice());
         assert!(tools.is_active("edit") && !tools.is_active("read"));
         assert_eq!(tools.active_set().1.len(), 1);
     }

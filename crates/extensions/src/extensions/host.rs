@@ -92,6 +92,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/packages.cjs", include_str!("host/shims/coding-agent/packages.cjs")),
     ("shims/coding-agent/compaction.cjs", include_str!("host/shims/coding-agent/compaction.cjs")),
     ("shims/coding-agent/bash-execution.cjs", include_str!("host/shims/coding-agent/bash-execution.cjs")),
+    ("shims/coding-agent/builtin-extensions.cjs", include_str!("host/shims/coding-agent/builtin-extensions.cjs")),
     ("shims/coding-agent/input-expansion.cjs", include_str!("host/shims/coding-agent/input-expansion.cjs")),
     ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),
     ("shims/pi-ai-compat.cjs", include_str!("host/shims/pi-ai-compat.cjs")),

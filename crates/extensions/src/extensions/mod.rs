@@ -175,6 +175,8 @@ pub enum ExtRequest {
     Compact(Value),
     /// pi's MCP registrations: `registerMcpServer` `{name, config}`,
     /// `unregisterMcpServer` `{name}`, `getMcpServers`; answered with `{servers}`.
+    /// Also `useBuiltinExtension` `{name, options}`: one of pi's built-in
+    /// extension factories (codemode, MCP, `tool_search`) applied by the extension.
     Mcp {
         method: String,
         params: Value,
@@ -214,7 +216,7 @@ impl ExtRequest {
             "getSystemPromptOptions" => ExtRequest::GetSystemPromptOptions,
             "lib" => ExtRequest::Library(params),
             "compact" => ExtRequest::Compact(params),
-            "registerMcpServer" | "unregisterMcpServer" | "getMcpServers" => {
+            "registerMcpServer" | "unregisterMcpServer" | "getMcpServers" | "useBuiltinExtension" => {
                 ExtRequest::Mcp { method: method.to_string(), params }
             }
             "sessionOp" => ExtRequest::SessionOp(params),

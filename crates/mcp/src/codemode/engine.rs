@@ -52,6 +52,8 @@ pub struct ScriptRun {
     pub deadline: Option<Instant>,
     /// The `timeout_ms` option, for the timeout message.
     pub timeout_ms: Option<u64>,
+    /// Whether the script has the `models` global.
+    pub models: bool,
     /// Set when the call is aborted.
     pub stop: Arc<AtomicBool>,
     pub requests: mpsc::UnboundedSender<ScriptRequest>,
@@ -126,6 +128,9 @@ fn run_inner(run: ScriptRun) -> Result<ScriptOutcome, String> {
         globals.set("__pi_sync", sync).map_err(|e| e.to_string())?;
         globals.set("__pi_model", model).map_err(|e| e.to_string())?;
         ctx.eval::<(), _>(PRELUDE).catch(&ctx).map_err(|e| format!("prelude: {e}"))?;
+        if !run.models {
+            ctx.eval::<(), _>("delete globalThis.models;").catch(&ctx).map_err(|e| format!("prelude: {e}"))?;
+        }
         let source = format!("(async () => {{{}\n}})().then((v) => __pi_finish(v), (e) => __pi_fail(e));", run.code);
         let mut options = rquickjs::context::EvalOptions::default();
         options.filename = Some("codemode.js".to_string());

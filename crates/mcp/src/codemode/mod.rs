@@ -87,6 +87,8 @@ pub struct CodemodeTool {
     mcp: Option<Arc<McpManager>>,
     /// `models.*` of scripts (None: every call fails with "not available").
     models: Option<Arc<ModelsHost>>,
+    /// Scripts get the `models` global (off with `createCodemodeExtension({ models: false })`).
+    models_global: bool,
     parameters: Value,
 }
 
@@ -97,12 +99,19 @@ impl CodemodeTool {
         let parameters = json!({"type": "object", "required": ["code"], "properties": {
             "code": {"type": "string", "description": "Raw JavaScript source."}
         }});
-        CodemodeTool { builtins, mcp, models: None, parameters }
+        CodemodeTool { builtins, mcp, models: None, models_global: true, parameters }
     }
 
     /// Give scripts the session's models (`models.*`).
     pub fn with_models(mut self, models: Option<Arc<ModelsHost>>) -> CodemodeTool {
         self.models = models;
+        self
+    }
+
+    /// Leave the `models` global out of scripts and of the description, as
+    /// pi's `createCodemodeExtension({ models: false })` does.
+    pub fn without_models_global(mut self) -> CodemodeTool {
+        self.models_global = false;
         self
     }
 
@@ -125,6 +134,9 @@ Globals:
 - `store(key, value)` and `load(key)` keep JSON values across codemode calls.
 - `ALL_TOOLS`, `await searchTools(query, { limit?, namespace? })`, `await describeTool(name)`, `await describeNamespace(name)`: find unlisted tools, such as MCP tools.
 - `models`: classifiers and image generation: `await models.getAvailableOfType(\"classifier\" | \"image\")`, `await models.classify(model, { state, images?, questions })`, `await models.generateImages(model, { input: [{ type: \"text\", text }] })`; show a generated image with `image(block)`.";
+
+/// Where the description's `models` line starts (it is the last line).
+const MODELS_LINE: &str = "\n- `models`:";
 
 /// Script options from a first line `// @options: {...}`.
 #[derive(Debug, Default, PartialEq)]
@@ -163,7 +175,10 @@ impl Tool for CodemodeTool {
     }
 
     fn description(&self) -> &str {
-        DESCRIPTION
+        match DESCRIPTION.rsplit_once(MODELS_LINE) {
+            Some((without, _)) if !self.models_global => without,
+            _ => DESCRIPTION,
+        }
     }
 
     fn parameters(&self) -> &Value {
@@ -295,7 +310,16 @@ impl<'a> Session<'a> {
         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
         let (comp_tx, comp_rx) = std::sync::mpsc::channel::<Completion>();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let run = ScriptRun { code, deadline, timeout_ms, stop: stop.clone(), requests: req_tx, completions: comp_rx };
+        let models = self.tool.models_global;
+        let run = ScriptRun {
+            code,
+            deadline,
+            timeout_ms,
+            models,
+            stop: stop.clone(),
+            requests: req_tx,
+            completions: comp_rx,
+        };
         let spawned = std::thread::Builder::new().name("codemode".into()).spawn(move || {
             let _ = done_tx.send(engine::run_script(run));
         });

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod factories;
 pub mod failure;
 pub mod naming;
 mod registry;
@@ -101,6 +102,11 @@ pub struct McpOptions {
     pub filter: ToolFilter,
     /// MCP is turned off (`--no-mcp`, `--no-tools`): no servers, no `/mcp`.
     pub disabled: bool,
+    /// With `disabled`: only pi's built-in MCP extension is off (`--no-mcp`,
+    /// `--no-extensions`, `-builtin:mcp`), so an extension's
+    /// `createMcpExtension` may still turn MCP on with this `config`
+    /// ([`McpManager::wake`]).
+    pub standby: bool,
     /// The session's working directory, the one root servers are given
     /// (`roots/list`); the process's when unset.
     pub root: Option<std::path::PathBuf>,
@@ -164,11 +170,38 @@ pub struct McpManager {
     pub(crate) store: Mutex<Map<String, Value>>,
     /// The root servers are given.
     root: SharedRoot,
+    /// What extensions asked through pi's built-in extension factories.
+    pub factories: Arc<factories::FactoryState>,
+    /// The options to start with when an extension turns MCP on ([`McpOptions::standby`]).
+    standby: Mutex<Option<McpOptions>>,
 }
 
 impl McpManager {
     /// Start connecting every server in the background (needs a Tokio runtime).
     pub fn start(options: McpOptions) -> Arc<McpManager> {
+        Self::start_with(options, Arc::default())
+    }
+
+    /// The manager MCP is on with when it was off in [`McpOptions::standby`]
+    /// (an extension applied `createMcpExtension`): a new one started with
+    /// the loaded config, sharing this one's factory state. None when MCP
+    /// was not on standby or already woke. The caller registers this one's
+    /// registered servers again.
+    pub fn wake(&self) -> Option<Arc<McpManager>> {
+        let options = self.standby.lock().ok()?.take()?;
+        Some(Self::start_with(options, self.factories.clone()))
+    }
+
+    fn start_with(options: McpOptions, factories: Arc<factories::FactoryState>) -> Arc<McpManager> {
+        if options.disabled && options.standby {
+            let on = McpOptions { disabled: false, standby: false, ..options };
+            let off = McpOptions { disabled: true, root: on.root.clone(), ..McpOptions::default() };
+            let manager = Self::start_with(off, factories);
+            if let Ok(mut standby) = manager.standby.lock() {
+                *standby = Some(on);
+            }
+            return manager;
+        }
         let root: SharedRoot = Arc::new(Mutex::new(options.root));
         let conns: Vec<Arc<Connection>> =
             options.config.servers.into_iter().map(|server| Connection::with_root(server, root.clone())).collect();
@@ -198,6 +231,8 @@ impl McpManager {
             disabled: options.disabled,
             store: Mutex::new(Map::new()),
             root,
+            factories,
+            standby: Mutex::new(None),
         })
     }
 
@@ -263,14 +298,16 @@ impl McpManager {
         self.wants(Exposure::Deferred)
     }
 
-    /// Wait (at most [`DIRECT_WAIT`]) for the servers with `direct` tools.
+    /// Wait (at most [`DIRECT_WAIT`], or the `startupWaitMs` of an
+    /// extension's `createMcpExtension`) for the servers with `direct` tools.
     pub async fn wait_direct(&self) {
         self.begin();
         let conns = self.conns();
         let direct = conns.iter().filter(|c| {
             c.config.exposure == Exposure::Direct || c.config.tool_exposure.iter().any(|(_, e)| *e == Exposure::Direct)
         });
-        futures::future::join_all(direct.map(|c| c.settled(DIRECT_WAIT))).await;
+        let wait = self.factories.direct_wait();
+        futures::future::join_all(direct.map(|c| c.settled(wait))).await;
     }
 
     /// Wait for every server (or those whose namespace `names` mention).

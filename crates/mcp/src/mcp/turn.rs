@@ -65,7 +65,10 @@ pub fn turn_tools(
         entries.extend(
             exposed.iter().filter(|t| t.exposure != Exposure::Hidden).map(|t| CatalogEntry::from_exposed(t.clone())),
         );
-        let tool = CodemodeTool::new(entries, mcp.cloned()).with_models(models.cloned());
+        let mut tool = CodemodeTool::new(entries, mcp.cloned()).with_models(models.cloned());
+        if mcp.is_some_and(|m| !m.factories.codemode_models()) {
+            tool = tool.without_models_global();
+        }
         add(Arc::new(tool), &mut registry, &mut specs);
     }
     if reach.tool_search {

@@ -23,7 +23,8 @@ impl Agent {
         match request {
             ExtRequest::SetActiveTools(p) => {
                 let names = p.get("names").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
-                let active = self.toolbox.set_active_known(names).to_vec();
+                let owned = self.factory_tools();
+                let active = self.toolbox.set_active_known(names, &owned).to_vec();
                 self.ext.tools_changed();
                 Ok(json!({"activeTools": active}))
             }
@@ -42,6 +43,7 @@ impl Agent {
                         })
                     })
                     .collect();
+                let tools = tools.into_iter().chain(self.factory_tool_listing()).collect::<Vec<_>>();
                 Ok(json!({"tools": tools}))
             }
             ExtRequest::GetSession => Ok(json!({

@@ -83,6 +83,9 @@ impl Agent {
             | ExtRequest::Compact(_)
             | ExtRequest::SessionOp(_)
             | ExtRequest::Models(..)) => self.extension_host_request(id, other).await,
+            ExtRequest::Mcp { method, params } if method == "useBuiltinExtension" => {
+                self.use_builtin_extension(id, &params)
+            }
             ExtRequest::Mcp { method, params } => self.extension_mcp_request(id, &method, &params),
             ExtRequest::Library(p) => {
                 let name = p.get("fn").and_then(Value::as_str).unwrap_or_default();

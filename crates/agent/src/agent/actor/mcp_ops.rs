@@ -30,17 +30,18 @@ impl Agent {
         if !self.mcp.command_available() || self.ext.handle().find_command("/mcp").is_some() {
             return Vec::new();
         }
+        let path = self.mcp_command_path();
         vec![CommandInfo {
             name: mcp_command::NAME.to_string(),
             description: Some(mcp_command::DESCRIPTION.to_string()),
             source: CommandSource::Extension,
             location: None,
-            path: Some(mcp_command::PATH.to_string()),
             source_info: Some(crate::resources::extension_source_info(
-                mcp_command::PATH,
+                &path,
                 self.workspace.agent_dir(),
                 self.workspace.cwd(),
             )),
+            path: Some(path),
         }]
     }
 

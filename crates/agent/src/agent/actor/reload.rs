@@ -108,7 +108,8 @@ impl Agent {
         }
         let mut active = self.toolbox.active_names().to_vec();
         active.extend(added.iter().cloned());
-        self.toolbox.set_active_known(active.iter().map(String::as_str));
+        let owned = self.factory_tools();
+        self.toolbox.set_active_known(active.iter().map(String::as_str), &owned);
         self.ext.request_tools(added);
         self.ext.tools_changed();
     }

@@ -257,7 +257,7 @@ export class Instance {
 					promptGuidelines: t.promptGuidelines ?? [],
 					exposure: t.exposure ?? "direct",
 					sourceInfo: {
-						path: t.path ?? `builtin:${t.name}`,
+						path: t.path ?? t.builtinPath ?? `builtin:${t.name}`,
 						source: t.path ? "local" : "builtin",
 						scope: "temporary",
 						origin: "top-level",
@@ -309,6 +309,10 @@ export class Instance {
 			},
 			getMcpServers() {
 				return ch.call("getMcpServers").servers;
+			},
+			// The hook of pi's built-in extension factories (shims/coding-agent/builtin-extensions.cjs).
+			[Symbol.for("pi-rpc.useBuiltinExtension")](name, options) {
+				syncWrite("useBuiltinExtension", { name, options });
 			},
 		};
 	}

@@ -230,9 +230,6 @@ for (const name of [
 for (const name of [
 	"createExtensionRuntime",
 	"discoverAndLoadExtensions",
-	"createCodemodeExtension",
-	"createMcpExtension",
-	"createToolSearchExtension",
 	"main",
 	"runPrintMode",
 	"runRpcMode",

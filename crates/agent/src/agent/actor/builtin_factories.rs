@@ -1,0 +1,149 @@
+//! pi's built-in extension factories applied by an extension
+//! (`createCodemodeExtension`, `createMcpExtension`,
+//! `createToolSearchExtension`, or a `default` export of one): pi then loads
+//! that extension's copy of the built-in in place of its own. pi-rpc keeps
+//! its own codemode, MCP client and `tool_search`, and the factory makes the
+//! extension their owner: `getAllTools()` lists `codemode`/`tool_search` as
+//! the extension's (inactive until `setActiveTools()` or `--tools` names
+//! them), `/mcp` is the extension's command. The options pi-rpc honours
+//! take effect (and MCP turned off only as pi's built-in extension wakes
+//! up with the extension's); those it cannot are refused with a clear error, which the
+//! host throws from the factory (so the extension's load fails with an
+//! `extension_error`).
+
+use serde_json::{Map, Value, json};
+
+use super::Agent;
+use crate::mcp::search::TOOL_SEARCH;
+use crate::mcp::turn::CODEMODE;
+
+/// `createMcpExtension` options pi-rpc refuses, with the reason.
+const REFUSED_MCP_OPTIONS: [(&str, &str); 3] = [
+    ("loadConfig", "pi-rpc reads mcp.json itself (register more servers with pi.registerMcpServer())"),
+    ("createTransport", "pi-rpc's MCP client makes its own stdio and streamable HTTP transports"),
+    ("credentials", "pi-rpc does not sign in to MCP servers (give an HTTP server its \"headers\")"),
+];
+
+/// The name `getAllTools()` gives a built-in tool's source, as pi's built-in extensions.
+fn builtin_path(tool: &str) -> &'static str {
+    if tool == CODEMODE { "builtin:codemode" } else { "builtin:tool-search" }
+}
+
+impl Agent {
+    /// `useBuiltinExtension` `{name, options}` of extension `id`: the
+    /// factory of built-in `name` was applied to its `pi`.
+    pub(super) fn use_builtin_extension(&mut self, id: usize, params: &Value) -> Result<Value, String> {
+        let ext = self.ext.handle().get(id).ok_or("unknown extension")?;
+        let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+        let empty = Map::new();
+        let options = params.get("options").and_then(Value::as_object).unwrap_or(&empty);
+        match name {
+            CODEMODE => self.codemode_options(options)?,
+            "mcp" => self.mcp_options(options)?,
+            TOOL_SEARCH => {}
+            other => return Err(format!("pi has no built-in extension \"{other}\"")),
+        }
+        self.mcp.factories.claim(name, &ext.path_string())?;
+        Ok(Value::Null)
+    }
+
+    fn codemode_options(&self, options: &Map<String, Value>) -> Result<(), String> {
+        if options.get("mode").and_then(Value::as_str) == Some("only") {
+            return Err("createCodemodeExtension({ mode: \"only\" }) is not supported by pi-rpc: its codemode \
+                        does not take the other tools away from the model (leave `mode` out, or \"on\")"
+                .to_string());
+        }
+        match options.get("models") {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(on)) => self.mcp.factories.set_codemode_models(*on),
+            Some(other) => return Err(format!("createCodemodeExtension: `models` must be a boolean, not {other}")),
+        }
+        Ok(())
+    }
+
+    fn mcp_options(&mut self, options: &Map<String, Value>) -> Result<(), String> {
+        let refused: Vec<String> = REFUSED_MCP_OPTIONS
+            .iter()
+            .filter(|(key, _)| options.get(*key).is_some_and(|v| !v.is_null()))
+            .map(|(key, why)| format!("`{key}` ({why})"))
+            .collect();
+        if !refused.is_empty() {
+            return Err(format!("createMcpExtension: pi-rpc cannot honour {}", refused.join(", ")));
+        }
+        let wait = match options.get("startupWaitMs") {
+            None | Some(Value::Null) => None,
+            Some(ms) => Some(ms.as_f64().filter(|ms| ms.is_finite() && *ms >= 0.0).ok_or_else(|| {
+                format!("createMcpExtension: `startupWaitMs` must be a number of milliseconds, not {ms}")
+            })?),
+        };
+        self.wake_mcp();
+        if !self.mcp.command_available() {
+            return Err("createMcpExtension: MCP is off in this session (--no-tools), and pi-rpc's MCP client \
+                        cannot be started by an extension"
+                .to_string());
+        }
+        if let Some(ms) = wait {
+            self.mcp.factories.set_direct_wait(std::time::Duration::from_millis(ms as u64));
+        }
+        Ok(())
+    }
+
+    /// Turn MCP on when only pi's built-in MCP extension was off (`--no-mcp`,
+    /// `--no-extensions`, `-builtin:mcp`): pi then connects the servers
+    /// through the extension's copy. The servers extensions registered so
+    /// far move to the new manager.
+    fn wake_mcp(&mut self) {
+        let Some(woken) = self.mcp.wake() else { return };
+        let sources = crate::mcp::ConfigSources {
+            agent_dir: self.workspace.agent_dir(),
+            cwd: self.workspace.cwd(),
+            project_trusted: false,
+            env: None,
+        };
+        for server in self.mcp.registered_servers() {
+            let (name, path) = (server["name"].as_str().unwrap_or_default(), server["extensionPath"].as_str());
+            if let Err(error) = woken.register_server(name, &server["config"], path.unwrap_or_default(), &sources) {
+                tracing::warn!("MCP server {name} registered by {path:?}: {error}");
+            }
+        }
+        self.mcp = crate::agent::mcp_start::watch_startup(woken, &self.channels.internal());
+    }
+
+    /// `codemode` and `tool_search` when an extension registered them
+    /// through pi's factories: names `setActiveTools()` may activate.
+    pub(super) fn factory_tools(&self) -> Vec<&'static str> {
+        [CODEMODE, TOOL_SEARCH].into_iter().filter(|tool| self.mcp.factories.owner(tool).is_some()).collect()
+    }
+
+    /// `getAllTools()` entries of the tools [`Agent::factory_tools`] names,
+    /// with their owner's path, in the order the factories were applied.
+    pub(super) fn factory_tool_listing(&self) -> Vec<Value> {
+        let factories = &self.mcp.factories;
+        factories
+            .owned()
+            .into_iter()
+            .filter_map(|name| {
+                let tool: std::sync::Arc<dyn crate::tools::Tool> = match name.as_str() {
+                    CODEMODE => std::sync::Arc::new(pi_mcp::codemode::CodemodeTool::new(Vec::new(), None)),
+                    TOOL_SEARCH => std::sync::Arc::new(crate::mcp::search::ToolSearch::new(Vec::new(), None)),
+                    _ => return None,
+                };
+                Some(json!({
+                    "name": tool.name(),
+                    "description": tool.description(),
+                    "parameters": tool.parameters(),
+                    "promptGuidelines": tool.prompt_guidelines(),
+                    "exposure": tool.exposure(),
+                    "path": factories.owner(&name),
+                    "builtinPath": builtin_path(tool.name()),
+                }))
+            })
+            .collect()
+    }
+
+    /// The path `/mcp` is listed with: the extension that applied
+    /// `createMcpExtension`, else pi's built-in `builtin:mcp`.
+    pub(super) fn mcp_command_path(&self) -> String {
+        self.mcp.factories.owner("mcp").unwrap_or_else(|| crate::mcp::command::PATH.to_string())
+    }
+}

@@ -1,0 +1,52 @@
+// pi's built-in extension factories (`createCodemodeExtension`,
+// `createMcpExtension`, `createToolSearchExtension`) for pi-rpc's host.
+// pi-rpc has these built-ins in Rust (its codemode, MCP client and
+// `tool_search`); a factory applied to an extension's `pi` asks pi-rpc to
+// hand the built-in to that extension, with the factory's options, through
+// one host hook: `pi[USE_BUILTIN](name, options)`. Any `pi` that offers the
+// hook (the host's per-extension API, an SDK session's extension runner)
+// can run these factories. pi-rpc refuses options it cannot honour; the
+// hook then throws, so the extension's load fails with that reason.
+"use strict";
+
+/** The hook a `pi` offers for these factories: `(name, options) => void`. */
+const USE_BUILTIN = Symbol.for("pi-rpc.useBuiltinExtension");
+
+/** The options as pi-rpc reads them: functions become `true` (given, not sendable). */
+function describeOptions(options) {
+	if (options === undefined || options === null) return {};
+	if (typeof options !== "object") throw new TypeError("the factory's options must be an object");
+	const out = {};
+	for (const [key, value] of Object.entries(options)) {
+		if (value === undefined) continue;
+		out[key] = typeof value === "function" || (typeof value === "object" && value !== null && key === "credentials")
+			? true
+			: value;
+	}
+	return out;
+}
+
+function builtinFactory(name, factoryName, options) {
+	const described = describeOptions(options);
+	return function (pi) {
+		const use = pi?.[USE_BUILTIN];
+		if (typeof use !== "function") {
+			throw new Error(`${factoryName}() needs pi-rpc's extension API (this pi has no ${String(USE_BUILTIN)} hook)`);
+		}
+		use.call(pi, name, described);
+	};
+}
+
+function createCodemodeExtension(options) {
+	return builtinFactory("codemode", "createCodemodeExtension", options);
+}
+
+function createMcpExtension(options) {
+	return builtinFactory("mcp", "createMcpExtension", options);
+}
+
+function createToolSearchExtension() {
+	return builtinFactory("tool_search", "createToolSearchExtension", undefined);
+}
+
+module.exports = { USE_BUILTIN, createCodemodeExtension, createMcpExtension, createToolSearchExtension };

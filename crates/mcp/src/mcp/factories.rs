@@ -1,0 +1,103 @@
+//! What extensions asked of the built-ins through pi's factories
+//! (`createCodemodeExtension`, `createMcpExtension`,
+//! `createToolSearchExtension`): which extension owns each built-in (pi
+//! then loads that extension's copy in place of its own) and the options
+//! pi-rpc honours: codemode's `models`, MCP's `startupWaitMs`.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::DIRECT_WAIT;
+
+/// The built-ins pi's factories stand for, by the name the host sends.
+pub const BUILTINS: [&str; 3] = ["codemode", "mcp", "tool_search"];
+
+/// The factories' effect on one session.
+#[derive(Debug)]
+pub struct FactoryState {
+    /// (built-in name, path of the extension that applied its factory), in
+    /// the order they were claimed (the first claim of a name counts).
+    owners: Mutex<Vec<(String, String)>>,
+    /// codemode's `models` option: scripts get the `models` global.
+    codemode_models: AtomicBool,
+    /// MCP's `startupWaitMs`: how long the first prompt waits for `direct` servers.
+    direct_wait_ms: AtomicU64,
+}
+
+impl Default for FactoryState {
+    fn default() -> Self {
+        FactoryState {
+            owners: Mutex::new(Vec::new()),
+            codemode_models: AtomicBool::new(true),
+            direct_wait_ms: AtomicU64::new(DIRECT_WAIT.as_millis() as u64),
+        }
+    }
+}
+
+impl FactoryState {
+    /// Extension `path` applied the factory of `builtin` (one of
+    /// [`BUILTINS`]). The first owner keeps it, as in pi, where a second
+    /// copy of a tool or command is a conflict the first one wins.
+    pub fn claim(&self, builtin: &str, path: &str) -> Result<(), String> {
+        if !BUILTINS.contains(&builtin) {
+            return Err(format!("pi has no built-in extension \"{builtin}\""));
+        }
+        let mut owners = self.owners.lock().map_err(|_| "factory state poisoned".to_string())?;
+        if !owners.iter().any(|(name, _)| name == builtin) {
+            owners.push((builtin.to_string(), path.to_string()));
+        }
+        Ok(())
+    }
+
+    /// The extension that owns `builtin`, if one applied its factory.
+    pub fn owner(&self, builtin: &str) -> Option<String> {
+        self.owners.lock().ok().and_then(|o| o.iter().find(|(name, _)| name == builtin).map(|(_, path)| path.clone()))
+    }
+
+    /// The built-ins extensions own, in the order their factories were applied.
+    pub fn owned(&self) -> Vec<String> {
+        self.owners.lock().map(|o| o.iter().map(|(name, _)| name.clone()).collect()).unwrap_or_default()
+    }
+
+    pub fn set_codemode_models(&self, on: bool) {
+        self.codemode_models.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether codemode scripts get the `models` global.
+    pub fn codemode_models(&self) -> bool {
+        self.codemode_models.load(Ordering::Relaxed)
+    }
+
+    pub fn set_direct_wait(&self, wait: Duration) {
+        self.direct_wait_ms.store(wait.as_millis().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+    }
+
+    /// How long the first prompt waits for servers with `direct` tools.
+    pub fn direct_wait(&self) -> Duration {
+        Duration::from_millis(self.direct_wait_ms.load(Ordering::Relaxed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_owner_keeps_a_builtin_and_options_default_to_pis() {
+        let state = FactoryState::default();
+        assert!(state.claim("llama", "/a.ts").is_err());
+        state.claim("mcp", "/a.ts").unwrap();
+        state.claim("mcp", "/b.ts").unwrap();
+        assert_eq!(state.owner("mcp").as_deref(), Some("/a.ts"));
+        assert_eq!(state.owner("codemode"), None);
+        state.claim("codemode", "/b.ts").unwrap();
+        assert_eq!(state.owned(), ["mcp", "codemode"]);
+        assert!(state.codemode_models());
+        assert_eq!(state.direct_wait(), DIRECT_WAIT);
+        state.set_codemode_models(false);
+        state.set_direct_wait(Duration::from_millis(250));
+        assert!(!state.codemode_models());
+        assert_eq!(state.direct_wait(), Duration::from_millis(250));
+    }
+}

@@ -1,0 +1,206 @@
+//! pi's built-in extension factories (`createCodemodeExtension`,
+//! `createMcpExtension`, `createToolSearchExtension`) in an extension, run by
+//! pi-rpc and by pi 1.6.0 side by side on the same extension, the same fake
+//! model server and a real MCP server (server-everything over stdio): the
+//! extension owns `codemode`, `tool_search` and `/mcp` (pi loads it in place
+//! of its own built-in), the tools are offered once activated, codemode's
+//! `models: false` takes `models` away from scripts, and the MCP servers of
+//! `mcp.json` connect and run. Options pi-rpc cannot honour fail the
+//! extension's load with a clear `extension_error` (pi 1.6.0 accepts them).
+//!
+//! Needs node 22, the host's packages, the MCP servers and the reference from
+//! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
+
+use pi_compat::fake_server::{FakeToolCall, Reply};
+use serde_json::{Value, json};
+
+use crate::clients::node22;
+use crate::extension_host::{host_dir, host_settings, write_module};
+use crate::extension_provider_events::{reference_cli, reference_command};
+use crate::harness::{Pi, Sandbox};
+use crate::mcp::{Servers, result, result_text, results, tool_names, write_mcp};
+
+/// Composes two factories and reports what `getAllTools()` says of their tools.
+const COMPOSED: &str = r#"import { createCodemodeExtension, createToolSearchExtension } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+export default function (pi: ExtensionAPI) {
+  createToolSearchExtension()(pi);
+  createCodemodeExtension({ models: false })(pi);
+  const summary = () => {
+    const active = pi.getActiveTools();
+    return pi.getAllTools()
+      .filter((t) => t.name === "codemode" || t.name === "tool_search")
+      .map((t) => ({ name: t.name, owner: t.sourceInfo.path.split("/").pop(), active: active.includes(t.name) }));
+  };
+  pi.registerCommand("tools", {
+    handler: async (_args, ctx) => {
+      const before = summary();
+      pi.setActiveTools([...pi.getActiveTools(), "codemode", "tool_search"]);
+      ctx.ui.notify(JSON.stringify({ before, after: summary(), active: pi.getActiveTools() }), "info");
+    },
+  });
+}
+"#;
+
+/// The whole extension is pi's MCP extension, with an option pi-rpc honours.
+const MCP_ONLY: &str = r#"import { createMcpExtension } from "@earendil-works/pi-coding-agent";
+export default createMcpExtension({ startupWaitMs: 30000 });
+"#;
+
+fn start(sb: &Sandbox, reference: bool, args: &[&str]) -> Option<Pi> {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
+    let cli = reference_cli()?;
+    host_settings(sb, &node, &dir, json!({}));
+    Some(if reference {
+        let mut cmd = reference_command(sb, &node, &cli);
+        cmd.args(["--no-session", "--offline"]).args(args).env("PI_OFFLINE", "1");
+        Pi::start_unchecked(cmd)
+    } else {
+        let mut all = vec!["--no-session"];
+        all.extend_from_slice(args);
+        sb.spawn(&all)
+    })
+}
+
+/// What one program did with [`COMPOSED`]: the `/tools` note, the tools of
+/// the model call, the codemode script's last output line.
+async fn composed(reference: bool) -> Option<(Value, Vec<String>, String)> {
+    let sb = Sandbox::with_server().await;
+    write_module(&sb, "composed.ts", COMPOSED);
+    let mut pi = start(&sb, reference, &[])?;
+    pi.send(json!({"id": "t", "type": "prompt", "message": "/tools"})).await;
+    let lines = pi.until(|v| v["method"] == "notify").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let note = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
+    sb.server().push(Reply::tool_calls([FakeToolCall::new("c1", "codemode", r#"{"code":"return typeof models"}"#)]));
+    sb.server().set_fallback(Reply::text("done"));
+    pi.send(json!({"id": "p", "type": "prompt", "message": "go"})).await;
+    let lines = pi.until_type("agent_settled").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let output = result_text(result(&results(&lines), "c1"));
+    let last = output.lines().last().unwrap_or_default().to_string();
+    let requests = sb.server().requests();
+    let tools = tool_names(&requests.last().expect("a model call").body);
+    pi.close_stdin();
+    Some((serde_json::from_str(&note).expect("the note is JSON"), tools, last))
+}
+
+#[tokio::test]
+async fn composed_codemode_and_tool_search_factories_work_as_in_pi() {
+    let Some(ours) = composed(false).await else { return };
+    let Some(theirs) = composed(true).await else { return };
+    assert_eq!(
+        ours.0,
+        json!({
+            "before": [{"name": "tool_search", "owner": "composed.ts", "active": false},
+                       {"name": "codemode", "owner": "composed.ts", "active": false}],
+            "after": [{"name": "tool_search", "owner": "composed.ts", "active": true},
+                      {"name": "codemode", "owner": "composed.ts", "active": true}],
+            "active": ["read", "bash", "edit", "write", "codemode", "tool_search"],
+        })
+    );
+    assert_eq!(ours.0, theirs.0, "pi 1.6.0 reports the same");
+    assert_eq!(ours.1, ["read", "bash", "edit", "write", "codemode", "tool_search"]);
+    assert_eq!(ours.1, theirs.1, "the same tools offered");
+    assert_eq!(ours.2, "undefined", "models: false leaves `models` out of scripts");
+    assert_eq!(ours.2, theirs.2);
+}
+
+/// What one program did with [`MCP_ONLY`]: where `/mcp` comes from, the
+/// MCP tools of the first model call, the sum's result.
+/// `flags` may turn pi's built-in MCP off (`--no-extensions` also loads the
+/// extension with `-e`, as discovery is off then).
+async fn mcp_only(reference: bool, servers: &Servers, flags: &[&str]) -> Option<(String, Vec<String>, String)> {
+    let sb = Sandbox::with_server().await;
+    let script = servers.modules.join("@modelcontextprotocol/server-everything/dist/index.js");
+    write_mcp(&sb, json!({"everything": {"command": servers.node, "args": [script, "stdio"], "exposure": "direct"}}));
+    let path = write_module(&sb, "my-mcp.ts", MCP_ONLY);
+    let mut args = flags.to_vec();
+    if flags.contains(&"--no-extensions") {
+        args.extend(["-e", path.as_str()]);
+    }
+    let mut pi = start(&sb, reference, &args)?;
+    pi.send(json!({"id": "g", "type": "get_commands"})).await;
+    let lines = pi.until(|v| v["type"] == "response" && v["id"] == "g").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let commands = lines.last().expect("the response")["data"]["commands"].clone();
+    let mcp = commands.as_array().into_iter().flatten().find(|c| c["name"] == "mcp").cloned().unwrap_or(Value::Null);
+    let owner = mcp["sourceInfo"]["path"].as_str().unwrap_or_default().replace(&path, "<extension>");
+    sb.server().push(Reply::tool_calls([FakeToolCall::new("c1", "mcp__everything__get_sum", r#"{"a":1,"b":2}"#)]));
+    sb.server().set_fallback(Reply::text("done"));
+    pi.send(json!({"id": "p", "type": "prompt", "message": "sum"})).await;
+    let lines = pi.until_type("agent_settled").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let sum = result_text(result(&results(&lines), "c1"));
+    let first = tool_names(&sb.server().requests()[0].body).into_iter().filter(|t| t.contains("mcp")).collect();
+    pi.close_stdin();
+    Some((owner, first, sum))
+}
+
+#[tokio::test]
+async fn an_extension_that_is_pis_mcp_extension_owns_mcp_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let Some(ours) = mcp_only(false, &servers, &[]).await else { return };
+    let Some(theirs) = mcp_only(true, &servers, &[]).await else { return };
+    assert_eq!(ours.0, "<extension>", "/mcp is the extension's command");
+    assert_eq!(ours.0, theirs.0);
+    assert!(ours.1.iter().any(|t| t == "mcp__everything__get_sum"), "{:?}", ours.1);
+    assert_eq!(ours.1, theirs.1, "the same MCP tools offered");
+    assert_eq!(ours.2, "The sum of 1 and 2 is 3.");
+    assert_eq!(ours.2, theirs.2);
+}
+
+#[tokio::test]
+async fn mcp_turned_off_as_a_built_in_comes_back_with_the_extensions_copy() {
+    let Some(servers) = Servers::find() else { return };
+    for flags in [&["--no-mcp"][..], &["--no-extensions"]] {
+        let Some(ours) = mcp_only(false, &servers, flags).await else { return };
+        let Some(theirs) = mcp_only(true, &servers, flags).await else { return };
+        assert_eq!(ours.0, "<extension>", "{flags:?}: /mcp is the extension's command");
+        assert!(ours.1.iter().any(|t| t == "mcp__everything__get_sum"), "{flags:?}: {:?}", ours.1);
+        assert_eq!(ours.2, "The sum of 1 and 2 is 3.", "{flags:?}");
+        assert_eq!(ours, theirs, "{flags:?}: as in pi 1.6.0");
+    }
+}
+
+/// The `extension_error`s pi-rpc reports while loading `source`, and whether
+/// the extension's `/alive` command exists afterwards.
+async fn load_errors(source: &str, reference: bool) -> Option<(Vec<String>, bool)> {
+    let sb = Sandbox::with_server().await;
+    write_module(&sb, "factory.ts", source);
+    let mut pi = start(&sb, reference, &[])?;
+    pi.send(json!({"id": "g", "type": "get_commands"})).await;
+    let lines = pi.until(|v| v["type"] == "response" && v["id"] == "g").await;
+    let errors = lines
+        .iter()
+        .filter(|v| v["type"] == "extension_error")
+        .map(|v| format!("{}: {}", v["event"].as_str().unwrap_or_default(), v["error"].as_str().unwrap_or_default()))
+        .collect();
+    let commands = lines.last().expect("the response")["data"]["commands"].as_array().cloned().unwrap_or_default();
+    pi.close_stdin();
+    Some((errors, commands.iter().any(|c| c["name"] == "alive")))
+}
+
+#[tokio::test]
+async fn options_pi_rpc_cannot_honour_fail_the_load_clearly() {
+    let cases = [
+        (r#"createCodemodeExtension({ mode: "only" })"#, "mode: \"only\""),
+        ("createMcpExtension({ loadConfig: () => ({ servers: [], errors: [] }) })", "`loadConfig`"),
+        ("createMcpExtension({ createTransport: () => { throw new Error(); } })", "`createTransport`"),
+    ];
+    for (factory, named) in cases {
+        let source = format!(
+            "import {{ createCodemodeExtension, createMcpExtension }} from \"@earendil-works/pi-coding-agent\";\n\
+             export default function (pi: any) {{\n  pi.registerCommand(\"alive\", {{ handler: async () => {{}} }});\n  \
+             {factory}(pi);\n}}\n"
+        );
+        let Some((errors, alive)) = load_errors(&source, false).await else { return };
+        assert_eq!(errors.len(), 1, "{factory}: {errors:?}");
+        assert!(errors[0].starts_with("load: ") && errors[0].contains(named), "{factory}: {errors:?}");
+        assert!(!alive, "the extension did not load");
+        // pi 1.6.0 takes the option.
+        let Some((errors, alive)) = load_errors(&source, true).await else { return };
+        assert!(errors.is_empty() && alive, "pi 1.6.0: {factory}: {errors:?}");
+    }
+}
