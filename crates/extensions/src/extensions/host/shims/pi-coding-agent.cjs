@@ -23,9 +23,10 @@ const { RpcClient } = require("./coding-agent/rpc-client.cjs");
 const modelResolver = require("./coding-agent/model-resolver.cjs");
 const { DefaultPackageManager } = require("./coding-agent/packages.cjs");
 const { USE_BUILTIN: _useBuiltin, ...builtinExtensions } = require("./coding-agent/builtin-extensions.cjs");
+const { parseArgs } = require("./coding-agent/args.cjs");
 const { prepareCompaction: _prepareCompaction, ...compaction } = require("./coding-agent/compaction.cjs");
 
-const sdk = { ...builtinExtensions, AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, RpcClient, DefaultPackageManager, ...modelResolver, ...sessionRuntime };
+const sdk = { ...builtinExtensions, AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, RpcClient, DefaultPackageManager, parseArgs, ...modelResolver, ...sessionRuntime };
 
 const { lib: _lib, ...textExports } = text;
 const { sessionDirFor: _sessionDirFor, ...sessionExports } = session;
@@ -39,6 +40,7 @@ exports.createAgentSession = createAgentSession;
 exports.SettingsManager = SettingsManager;
 exports.RpcClient = RpcClient;
 exports.DefaultPackageManager = DefaultPackageManager;
+exports.parseArgs = parseArgs;
 exports.ModelRuntime = ModelRuntime;
 exports.ModelRegistry = ModelRegistry;
 exports.DefaultResourceLoader = DefaultResourceLoader;

@@ -231,7 +231,6 @@ for (const name of [
 	"createExtensionRuntime",
 	"discoverAndLoadExtensions",
 	"main",
-	"parseArgs",
 	"runPrintMode",
 	"runRpcMode",
 	"wrapRegisteredTool",
