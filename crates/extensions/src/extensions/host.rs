@@ -83,6 +83,8 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/session-file.cjs", include_str!("host/shims/coding-agent/session-file.cjs")),
     ("shims/coding-agent/settings.cjs", include_str!("host/shims/coding-agent/settings.cjs")),
     ("shims/coding-agent/models.cjs", include_str!("host/shims/coding-agent/models.cjs")),
+    ("shims/coding-agent/model-store.cjs", include_str!("host/shims/coding-agent/model-store.cjs")),
+    ("shims/coding-agent/args.cjs", include_str!("host/shims/coding-agent/args.cjs")),
     ("shims/coding-agent/resources.cjs", include_str!("host/shims/coding-agent/resources.cjs")),
     ("shims/coding-agent/session-runtime.cjs", include_str!("host/shims/coding-agent/session-runtime.cjs")),
     ("shims/coding-agent/rpc-client.cjs", include_str!("host/shims/coding-agent/rpc-client.cjs")),

@@ -182,6 +182,8 @@ function onRequest(message) {
 	else if (method === "provider_stream") work = instance.providers.stream(params, controller.signal, channel);
 	else if (method === "provider_oauth") work = instance.providers.oauth(params);
 	else if (method === "provider_typed") work = instance.providers.typed(params, controller.signal);
+	// An OAuth login's event or question for the caller's interaction (ModelRuntime.login, shims/coding-agent/models.cjs).
+	else if (method === "login_interaction") work = Promise.resolve().then(() => services.logins.get(params.login)?.(params) ?? null);
 	// The `session_start` of a new session pi-rpc held while another extension's `newSession` setup ran: answered once handled.
 	else if (method === "session_start" && params.reason && params.reason !== "startup") work = serial(() => onEvent(params));
 	else if (method === "project_trust") work = serial(() => projectTrust(instance, params));
@@ -294,6 +296,8 @@ function installServices() {
 		importExtension: (file) =>
 			createJiti(file, { alias: aliases(services.require), interopDefault: true, moduleCache: false, fsCache: transpileCache() }).import(file),
 	};
+	/** The interactions of OAuth logins under way, by login id (`login_interaction` calls). */
+	services.logins = new Map();
 	globalThis[Symbol.for("pi-rpc.extension-host")] = services;
 }
 

@@ -228,7 +228,6 @@ for (const name of [
 }
 for (const name of [
 	"main",
-	"parseArgs",
 	"runPrintMode",
 	"runRpcMode",
 ]) {
