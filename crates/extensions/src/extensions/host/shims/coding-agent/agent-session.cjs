@@ -36,7 +36,7 @@ const { SettingsManager } = require("./settings.cjs");
 const compaction = require("./compaction.cjs");
 const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 const { executeBashWithOperations } = require("./bash-execution.cjs");
-const { attachExtensions, sendCustomMessage } = require("./session-extensions.cjs");
+const { attachExtensions, sendCustomMessage, providerHooks } = require("./session-extensions.cjs");
 const { expandSessionInput } = require("./input-expansion.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
@@ -744,9 +744,11 @@ async function createAgentSession(options = {}) {
 	const active = [...names, ...custom].filter((n) => !excluded.has(n));
 
 	const core = services().agentCore();
+	// pi's provider events of the session's extensions (its `onPayload`/`onResponse`/`transformHeaders`), bound once the session exists.
+	let withProviderHooks = (streamOptions) => streamOptions;
 	const stream = options.modelRuntime
-		? (m, context, streamOptions) => options.modelRuntime.streamSimple(m, context, streamOptions)
-		: (m, context, streamOptions) => calls.viaRegistry(m, context, streamOptions, true);
+		? (m, context, streamOptions) => options.modelRuntime.streamSimple(m, context, withProviderHooks(streamOptions))
+		: (m, context, streamOptions) => calls.viaRegistry(m, context, withProviderHooks(streamOptions), true);
 	const agent = new core.Agent({
 		initialState: { systemPrompt: "", model, thinkingLevel, tools: [], messages: existing.messages },
 		convertToLlm: (messages) => (settingsManager?.getBlockImages() ? withoutImages(convertToLlm(messages)) : convertToLlm(messages)),
@@ -776,6 +778,7 @@ async function createAgentSession(options = {}) {
 	session.setActiveToolsByName(active);
 	const extensionsResult = options.resourceLoader?.getExtensions?.() ?? { extensions: [], errors: [] };
 	session._sessionStartEvent = options.sessionStartEvent ?? { type: "session_start", reason: "startup" };
+	withProviderHooks = (streamOptions) => providerHooks(session.extensionRunner, streamOptions);
 	attachExtensions(session, extensionsResult, { modelRegistry: options.modelRuntime ? new (require("./models.cjs").ModelRegistry)(options.modelRuntime) : registry, activate: true });
 	return { session, extensionsResult, modelFallbackMessage: model ? modelFallbackMessage : "No models available." };
 }
