@@ -204,17 +204,31 @@ class ModelRuntime {
 	getCompatibilityRequestConfig(model) {
 		return { headers: model?.headers };
 	}
+	/**
+	 * A call's options with this runtime's request auth, as pi's
+	 * `prepareRequest` gives them: the caller's `apiKey` first, then this
+	 * runtime's key (its runtime key, or its auth.json's over its
+	 * models.json); its headers under the caller's. The default runtime
+	 * without a key of its own leaves them to pi-rpc's registry.
+	 */
+	requestOptions(model, options) {
+		const overlay = this.overlayKey(model?.provider);
+		const auth = overlay !== undefined ? { apiKey: overlay } : this.ownStore ? this.registry.requestAuth(model) : undefined;
+		if (!auth) return options;
+		const headers = auth.headers || options?.headers ? { ...(auth.headers ?? {}), ...(options?.headers ?? {}) } : undefined;
+		return { ...(options ?? {}), apiKey: options?.apiKey ?? auth.apiKey, ...(headers ? { headers } : {}) };
+	}
 	stream(model, context, options) {
-		return this.registry.stream(model, context, options);
+		return this.registry.stream(model, context, this.requestOptions(model, options));
 	}
 	complete(model, context, options) {
-		return this.registry.complete(model, context, options);
+		return this.stream(model, context, options).result();
 	}
 	streamSimple(model, context, options) {
-		return this.registry.streamSimple(model, context, options);
+		return this.registry.streamSimple(model, context, this.requestOptions(model, options));
 	}
 	completeSimple(model, context, options) {
-		return this.registry.streamSimple(model, context, options).result();
+		return this.streamSimple(model, context, options).result();
 	}
 	classify(model, context, options) {
 		return this.registry.classify(model, context, options);
