@@ -131,6 +131,29 @@ export default function (pi: ExtensionAPI) {
       ctx.ui.notify(JSON.stringify(out), "info");
     },
   });
+  pi.registerCommand("deferred", {
+    handler: async (_args, ctx) => {
+      const rt = await ModelRuntime.create();
+      const model = rt.getModel("fake", "fake-model");
+      const handle = { id: "deferred-1" };
+      // Times left out: they differ from run to run.
+      const { timestamp: _t, durationMs: _d, ...fetched }: any = await rt.fetchDeferred(model, handle);
+      const events: string[] = [];
+      for await (const event of rt.streamDeferred(model, handle)) events.push(event.type);
+      const thrown = async (f: () => Promise<unknown>) => {
+        try { await f(); return null; } catch (e: any) { return { name: e?.name, code: e?.code, message: e?.message }; }
+      };
+      const unknownModel = { ...model, provider: "nope-provider" };
+      const out = {
+        fetched,
+        events,
+        cancel: await thrown(() => rt.cancelDeferred(model, handle)),
+        unknown: (await rt.fetchDeferred(unknownModel, handle)).errorMessage,
+        cancelUnknown: await thrown(() => rt.cancelDeferred(unknownModel, handle)),
+      };
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
   pi.registerCommand("oauth", {
     handler: async (_args, ctx) => {
       const dir = path.join(ctx.cwd, "oauth");
@@ -311,3 +334,13 @@ async fn a_model_runtimes_calls_use_its_own_credentials_as_pis() {
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 
+#[tokio::test]
+async fn deferred_responses_are_refused_as_pis() {
+    let Some((ours, theirs)) = both("deferred").await else { return };
+    // No provider of the catalog defers responses: the stream ends with pi's error, cancel throws it.
+    let refusal = "Provider fake does not support deferred responses";
+    assert_eq!(ours["fetched"]["errorMessage"], refusal, "{ours}");
+    assert_eq!(ours["events"], json!(["error"]), "{ours}");
+    assert_eq!(ours["cancel"]["message"], refusal, "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
