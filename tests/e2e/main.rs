@@ -32,6 +32,7 @@ mod extension_providers;
 mod extension_sdk_clients;
 mod extension_sdk_models;
 mod extension_sdk_resources;
+mod extension_sdk_runner;
 mod extension_sdk_services;
 mod extension_sdk_session;
 mod extension_sdk_session_files;

@@ -35,6 +35,7 @@ const { Instance, createBus } = await import("./api.mjs");
 const { createContextFactory } = await import("./context.mjs");
 const { runHook, dispatch, projectTrust } = await import("./hooks.mjs");
 const { createServices } = await import("./services.mjs");
+const { normalizeOptions } = await import("./prompt-options.mjs");
 
 const extensionPath = path.resolve(process.argv[2] ?? "");
 const modulesDir = process.env.PI_RPC_EXTENSION_HOST_MODULES ?? path.dirname(new URL(import.meta.url).pathname);
@@ -285,6 +286,16 @@ function installServices() {
 	services.require = createRequire(path.join(modulesDir, "package.json"));
 	/** pi's registry facade over pi-rpc's catalog and credentials (`ctx.modelRegistry`), for pi's SDK classes. */
 	services.modelRegistry = () => contexts.modelRegistry;
+	/** What pi's `ExtensionRunner` in an SDK session reuses (shims/coding-agent/extension-runner.cjs). */
+	services.extensionHost = {
+		Instance,
+		dispatch,
+		runHook,
+		normalizeOptions,
+		/** An extension file, loaded as this host loads its own (aliases, transpile cache). */
+		importExtension: (file) =>
+			createJiti(file, { alias: aliases(services.require), interopDefault: true, moduleCache: false, fsCache: transpileCache() }).import(file),
+	};
 	/** The interactions of OAuth logins under way, by login id (`login_interaction` calls). */
 	services.logins = new Map();
 	globalThis[Symbol.for("pi-rpc.extension-host")] = services;

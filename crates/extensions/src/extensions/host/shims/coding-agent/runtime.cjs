@@ -222,19 +222,14 @@ function sdkOnly(name) {
 
 const sdk = {};
 for (const name of [
-	"ExtensionRunner",
 	"InteractiveMode",
 ]) {
 	sdk[name] = sdkOnly(name);
 }
 for (const name of [
-	"createExtensionRuntime",
-	"discoverAndLoadExtensions",
 	"main",
 	"runPrintMode",
 	"runRpcMode",
-	"wrapRegisteredTool",
-	"wrapRegisteredTools",
 ]) {
 	sdk[name] = (...args) => new (sdkOnly(name))(...args);
 }
