@@ -13,6 +13,8 @@
 //! with pi 1.6.0's whole. An OAuth `login` (GitHub Copilot's device code,
 //! against the fake OAuth server) runs with the caller's `prompt` and
 //! `notify` and stores its credential in the runtime's `auth.json`.
+//! A runtime's model calls (and an SDK session made with it) bring its own
+//! key to the fake model server; its deferred-response calls fail as pi's.
 //!
 //! Needs node 22, the host's packages and the reference pi from
 //! `target/tools` (`scripts/install-test-tools.sh`); skipped without them
@@ -328,7 +330,8 @@ async fn a_model_runtimes_calls_use_its_own_credentials_as_pis() {
     let Some(theirs) = run_calls(true).await else { return };
     // Its auth.json's key, then its runtime key, the caller's key over both; the default
     // runtime's own runtime key; an SDK session made with the runtime uses its key.
-    let expected = ["file-key", "runtime-key", "caller-key", "default-runtime-key", "runtime-key"].map(|k| format!("Bearer {k}"));
+    let expected =
+        ["file-key", "runtime-key", "caller-key", "default-runtime-key", "runtime-key"].map(|k| format!("Bearer {k}"));
     assert_eq!(ours.1, expected, "{:?}", ours.0);
     assert_eq!(ours.0["session"], "Called.", "{}", ours.0);
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
