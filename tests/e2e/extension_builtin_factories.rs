@@ -204,3 +204,63 @@ async fn options_pi_rpc_cannot_honour_fail_the_load_clearly() {
         assert!(errors.is_empty() && alive, "pi 1.6.0: {factory}: {errors:?}");
     }
 }
+
+/// The extension commands `get_commands` lists but `llama`, as `name file` (in order),
+/// with `modules` (file, source) loaded.
+async fn listed_commands(modules: &[(&str, &str)], reference: bool) -> Option<Vec<String>> {
+    let sb = Sandbox::with_server().await;
+    for (file, source) in modules {
+        write_module(&sb, file, source);
+    }
+    let mut pi = start(&sb, reference, &[])?;
+    pi.send(json!({"id": "g", "type": "get_commands"})).await;
+    let lines = pi.until(|v| v["type"] == "response" && v["id"] == "g").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let commands = lines.last().expect("the response")["data"]["commands"].as_array().cloned().unwrap_or_default();
+    pi.close_stdin();
+    Some(
+        commands
+            .iter()
+            // pi's `llama` needs the terminal UI; pi-rpc leaves it out (DEVIATIONS).
+            .filter(|c| c["source"] == "extension" && c["name"] != "llama")
+            .map(|c| {
+                let path = c["sourceInfo"]["path"].as_str().unwrap_or_default();
+                format!("{} {}", c["name"].as_str().unwrap_or_default(), path.rsplit('/').next().unwrap_or_default())
+            })
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn the_factorys_mcp_command_is_listed_where_pi_lists_it() {
+    let commands = |names: &str| {
+        names
+            .split(' ')
+            .map(|name| format!("  pi.registerCommand(\"{name}\", {{ handler: async () => {{}} }});\n"))
+            .collect::<String>()
+    };
+    let within = format!(
+        "import {{ createMcpExtension }} from \"@earendil-works/pi-coding-agent\";\n\
+         export default function (pi: any) {{\n{}  createMcpExtension()(pi);\n{}}}\n",
+        commands("alpha"),
+        commands("omega")
+    );
+    let plain = |names: &str| format!("export default function (pi: any) {{\n{}}}\n", commands(names));
+    let (plain_before, plain_after) = (plain("beta gamma"), plain("zeta"));
+    let cases: [(&[(&str, &str)], &[&str]); 2] = [
+        (
+            &[("a-owner.ts", &within), ("b-plain.ts", &plain_before)],
+            &["alpha a-owner.ts", "mcp a-owner.ts", "omega a-owner.ts", "beta b-plain.ts", "gamma b-plain.ts"],
+        ),
+        (
+            &[("a-plain.ts", &plain_before), ("b-mcp.ts", MCP_ONLY), ("c-plain.ts", &plain_after)],
+            &["beta a-plain.ts", "gamma a-plain.ts", "mcp b-mcp.ts", "zeta c-plain.ts"],
+        ),
+    ];
+    for (modules, expected) in cases {
+        let Some(ours) = listed_commands(modules, false).await else { return };
+        let Some(theirs) = listed_commands(modules, true).await else { return };
+        assert_eq!(ours, theirs, "pi 1.6.0 lists them the same");
+        assert_eq!(ours, expected);
+    }
+}
