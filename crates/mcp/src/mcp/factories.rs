@@ -26,6 +26,8 @@ pub struct FactoryState {
     /// How many of its own commands the owner of `mcp` had registered when
     /// it applied the factory: pi lists `/mcp` right after them.
     mcp_command_slot: AtomicU64,
+    /// The servers' log (MCP's `logPath`, else `<agent dir>/mcp.log`).
+    pub server_log: std::sync::Arc<super::server_log::ServerLog>,
 }
 
 impl Default for FactoryState {
@@ -35,6 +37,7 @@ impl Default for FactoryState {
             codemode_models: AtomicBool::new(true),
             direct_wait_ms: AtomicU64::new(DIRECT_WAIT.as_millis() as u64),
             mcp_command_slot: AtomicU64::new(0),
+            server_log: std::sync::Arc::default(),
         }
     }
 }

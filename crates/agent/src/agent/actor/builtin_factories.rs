@@ -83,6 +83,11 @@ impl Agent {
                 format!("createMcpExtension: `startupWaitMs` must be a number of milliseconds, not {ms}")
             })?),
         };
+        let log_path = match options.get("logPath") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(path)) => Some(std::path::PathBuf::from(path)),
+            Some(other) => return Err(format!("createMcpExtension: `logPath` must be a file path, not {other}")),
+        };
         self.wake_mcp();
         if !self.mcp.command_available() {
             return Err("createMcpExtension: MCP is off in this session (--no-tools), and pi-rpc's MCP client \
@@ -91,6 +96,9 @@ impl Agent {
         }
         if let Some(ms) = wait {
             self.mcp.factories.set_direct_wait(std::time::Duration::from_millis(ms as u64));
+        }
+        if let Some(path) = log_path {
+            self.mcp.factories.server_log.set_path(self.workspace.cwd().join(path));
         }
         Ok(())
     }
