@@ -288,22 +288,28 @@ async fn logged_roots(path: &std::path::Path) -> (Vec<String>, bool) {
     (Vec::new(), false)
 }
 
-/// server-everything connected (through pi's built-in, or an extension's
-/// `createMcpExtension({ logPath })` when `log_path`), its `get-roots-list`
+/// server-everything connected (from mcp.json through pi's built-in, or
+/// registered by an extension after its `createMcpExtension({ logPath })`
+/// when `log_path`), its `get-roots-list`
 /// called: what the log says, and whether `<agent dir>/mcp.log` exists.
 async fn server_log(reference: bool, servers: &Servers, log_path: bool) -> Option<((Vec<String>, bool), bool)> {
     let sb = Sandbox::with_server().await;
     let script = servers.modules.join("@modelcontextprotocol/server-everything/dist/index.js");
-    write_mcp(&sb, json!({"everything": {"command": servers.node, "args": [script, "stdio"], "exposure": "direct"}}));
+    let everything = json!({"command": servers.node, "args": [script, "stdio"], "exposure": "direct"});
     let default_log = sb.agent_dir.path().join("mcp.log");
     let custom_log = sb.agent_dir.path().join("logs/servers.log");
     if log_path {
+        // The extension registers the server after applying the factory, so
+        // it connects once `logPath` is known (see DEVIATIONS for mcp.json's).
         let source = format!(
             "import {{ createMcpExtension }} from \"@earendil-works/pi-coding-agent\";\n\
-             export default createMcpExtension({{ logPath: {} }});\n",
+             export default function (pi: any) {{\n  createMcpExtension({{ logPath: {} }})(pi);\n  \
+             pi.registerMcpServer(\"everything\", {everything});\n}}\n",
             json!(custom_log.to_string_lossy())
         );
         write_module(&sb, "logged.ts", &source);
+    } else {
+        write_mcp(&sb, json!({ "everything": everything }));
     }
     let mut pi = start(&sb, reference, &[])?;
     sb.server().push(Reply::tool_calls([FakeToolCall::new("c1", "mcp__everything__get_roots_list", "{}")]));
