@@ -138,7 +138,7 @@ fn headless_mode(args: &Args) -> Mode {
 }
 
 async fn run(mut args: Args) -> anyhow::Result<ExitCode> {
-    args.check()?;
+    args.check().map_err(anyhow::Error::msg)?;
     args.log_ignored();
     let cwd = std::env::current_dir()?;
     if let Some(file) = &args.export {

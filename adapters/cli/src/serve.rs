@@ -141,7 +141,7 @@ fn worker_name() -> String {
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    args.agent.check()?;
+    args.agent.check().map_err(anyhow::Error::msg)?;
     if !args.agent.messages.is_empty() {
         anyhow::bail!("pi serve takes no messages");
     }

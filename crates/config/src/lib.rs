@@ -9,6 +9,8 @@ pub(crate) use pi_provider::provider;
 pub(crate) use pi_tools::{client, tools};
 pub(crate) use pi_types::{model, op};
 
+pub mod cli_args;
+pub mod cli_args_pi;
 pub mod config;
 pub mod resources;
 pub mod system_prompt;

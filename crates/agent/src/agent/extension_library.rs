@@ -6,8 +6,9 @@
 //! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`, `buildSystemPrompt`,
 //! `buildSystemPromptSections`, `discoverResources` (extension_resources.rs), `expandInput` (extension_expand.rs), `resolveCliModel` and
 //! `resolveModelScope` (extension_model_resolver.rs), `packages` (extension_packages.rs),
-//! `convertToPng` and `resizeImage` (extension_images.rs), `cleanShellOutput` (bash output as pi keeps it), `exportSessionHtml`, and the compaction functions of
-//! extension_compaction.rs.
+//! `convertToPng` and `resizeImage` (extension_images.rs), `cleanShellOutput` (bash output as pi keeps it), `exportSessionHtml`, `parseArgs` (pi-config's
+//! cli_args_pi.rs), and the compaction functions of extension_compaction.rs; `modelStore`
+//! (extension_model_store.rs) is awaited by the actor.
 //!
 //! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
 
@@ -211,6 +212,8 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         "convertToPng" => crate::agent::extension_images::convert(args),
         "resizeImage" => crate::agent::extension_images::resize_image(args),
         "exportSessionHtml" => export_session_html(args.first().unwrap_or(&Value::Null)),
+        // pi's `parseArgs(args)`, from pi-rpc's own command-line table.
+        "parseArgs" => Ok(pi_config::cli_args_pi::pi_args(&arg::<Vec<String>>(args, 0, "args")?)),
         "cleanShellOutput" => {
             let text: String = arg(args, 0, "text")?;
             let last: bool = arg::<Option<bool>>(args, 1, "last")?.unwrap_or(false);

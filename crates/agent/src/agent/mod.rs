@@ -29,6 +29,7 @@ mod extension_images;
 mod extension_library;
 mod extension_login;
 mod extension_model_resolver;
+mod extension_model_store;
 mod extension_packages;
 mod extension_resources;
 mod extension_session_op_state;

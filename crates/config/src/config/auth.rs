@@ -100,7 +100,12 @@ pub(super) fn revision_of(path: &Path) -> Option<(u64, u64, i128)> {
 impl AuthStore {
     /// Read `<agent_dir>/auth.json` (missing file: empty store).
     pub fn load(agent_dir: &Path) -> Result<AuthStore, ConfigError> {
-        let path = agent_dir.join("auth.json");
+        AuthStore::load_file(&agent_dir.join("auth.json"))
+    }
+
+    /// Read an `auth.json` in pi's format at `path` (missing file: empty store).
+    pub fn load_file(path: &Path) -> Result<AuthStore, ConfigError> {
+        let path = path.to_path_buf();
         let revision = revision_of(&path);
         let empty = AuthStore { path: Some(path.clone()), revision, ..AuthStore::default() };
         let text = match std::fs::read_to_string(&path) {

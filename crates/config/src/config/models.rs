@@ -181,13 +181,27 @@ impl ModelRegistry {
     /// (pi's `getError()`); a provider of it that cannot be set up is left
     /// out alone, and named there.
     pub fn load(agent_dir: &Path) -> Result<ModelRegistry, ConfigError> {
-        let auth = AuthStore::load(agent_dir)?;
-        let path = agent_dir.join("models.json");
+        let mut reg = ModelRegistry::load_files(Some(&agent_dir.join("models.json")), &agent_dir.join("auth.json"))?;
+        reg.read_llama_store(agent_dir);
+        Ok(reg)
+    }
+
+    /// Catalog + the `models.json` at `models_path` (none: the catalog alone)
+    /// + the `auth.json` at `auth_path`: pi's `ModelRuntime.create({modelsPath,
+    /// authPath})` over files of the caller's choosing.
+    pub fn load_files(models_path: Option<&Path>, auth_path: &Path) -> Result<ModelRegistry, ConfigError> {
+        let auth = AuthStore::load_file(auth_path)?;
         let mut reg = ModelRegistry { auth: auth.clone(), ..Default::default() };
-        let applied = read_models_file(&path).and_then(|file| {
-            reg.load_needed_providers(&file);
-            reg.apply_models_json(file, &path)
-        });
+        let applied = match models_path {
+            Some(path) => read_models_file(path).and_then(|file| {
+                reg.load_needed_providers(&file);
+                reg.apply_models_json(file, path)
+            }),
+            None => {
+                reg.load_needed_providers(&ModelsFile::default());
+                Ok(Vec::new())
+            }
+        };
         match applied {
             Ok(provider_errors) => reg.config_error = refresh::joined(provider_errors),
             Err(error) => {
@@ -196,7 +210,6 @@ impl ModelRegistry {
                 reg.config_error = Some(refresh::pi_wording(&error));
             }
         }
-        reg.read_llama_store(agent_dir);
         Ok(reg)
     }
 

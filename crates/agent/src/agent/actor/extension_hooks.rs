@@ -435,8 +435,12 @@ impl Agent {
             ExtSignal::Host(HostSignal::Request { id, request: ExtRequest::SessionOp(p), reply }) => {
                 self.extension_session_op(id, p, reply).await;
             }
-            ExtSignal::Host(HostSignal::Request { request: ExtRequest::Models(p, cancel), reply, .. }) => {
-                self.extension_models_call(&p, &cancel, reply);
+            ExtSignal::Host(HostSignal::Request { id, request: ExtRequest::Models(p, cancel), reply }) => {
+                if p.get("op").and_then(Value::as_str) == Some("login") {
+                    self.start_extension_login(id, &p, cancel, reply);
+                } else {
+                    self.extension_models_call(&p, &cancel, reply);
+                }
             }
             ExtSignal::Host(HostSignal::Request { id, request, reply }) => {
                 let result = self.extension_request(id, request).await;

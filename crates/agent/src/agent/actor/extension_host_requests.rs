@@ -217,11 +217,4 @@ impl Agent {
     }
 }
 
-/// A model as pi's `Model` object (without its request headers).
-pub(super) fn model_json(model: &crate::model::Model) -> Value {
-    let mut value = serde_json::to_value(model).unwrap_or(Value::Null);
-    if let Some(obj) = value.as_object_mut() {
-        obj.remove("headers");
-    }
-    value
-}
+pub(super) use crate::agent::extension_model_store::model_json;

@@ -151,80 +151,12 @@ impl Agent {
     /// (`{op, args}` of a `models` request): the answer, `{value}` or `{}`
     /// (undefined); `None` for the other ops.
     pub(super) fn registry_call(&self, op: &str, args: &[Value]) -> Option<Value> {
-        let provider = args.first().and_then(Value::as_str).unwrap_or_default();
         let value = match op {
-            "getProvider" => self
-                .models
-                .registry()
-                .clone()
-                .provider_info(provider)
-                .map(|p| json!({"id": p.id, "name": p.name, "baseUrl": p.base_url, "oauth": p.oauth})),
-            "getProviderAuth" => self.models.registry().provider_auth(provider).map(|a| {
-                let mut auth = serde_json::Map::new();
-                if let Some(key) = a.api_key {
-                    auth.insert("apiKey".to_string(), Value::String(key));
-                }
-                if !a.headers.is_empty() {
-                    auth.insert("headers".to_string(), json!(a.headers));
-                }
-                json!({"auth": auth, "source": a.source})
-            }),
-            "getProviderAuthStatus" => {
-                let status = self.models.registry().provider_auth_status(provider);
-                let mut out = json!({"configured": status.configured});
-                if let Some(source) = status.source {
-                    out["source"] = json!(source);
-                }
-                if let Some(label) = status.label {
-                    out["label"] = json!(label);
-                }
-                Some(out)
-            }
             "getRegisteredProviderIds" => Some(json!(self.ext.registered_provider_ids())),
-            "getApiKeyAndHeaders" => Some(self.api_key_and_headers(args.first().unwrap_or(&Value::Null))),
-            _ => return None,
+            _ => crate::agent::extension_model_store::registry_answer(self.models.registry(), op, args)?,
         };
         Some(value.map_or_else(|| json!({}), |value| json!({ "value": value })))
     }
-
-    /// pi's `modelRegistry.getApiKeyAndHeaders(model)`: `{ok: true, auth:
-    /// true, apiKey?, headers?, env?}` with the provider's request auth (`env`:
-    /// the variables stored with its `auth.json` credential); without credentials,
-    /// the model's and provider's configured headers (undefined when none),
-    /// or pi's `{ok: false, error}` when the provider sends its key as a
-    /// bearer header (`authHeader`).
-    fn api_key_and_headers(&self, model: &Value) -> Value {
-        let provider = model.get("provider").and_then(Value::as_str).unwrap_or_default();
-        let registry = self.models.registry();
-        let mut out = json!({"ok": true});
-        if let Some(auth) = registry.provider_auth(provider) {
-            out["auth"] = json!(true);
-            let env = registry.provider_env(provider);
-            if !env.stored().is_empty() {
-                out["env"] = json!(env.stored());
-            }
-            if let Some(key) = auth.api_key {
-                out["apiKey"] = json!(key);
-            }
-            if !auth.headers.is_empty() {
-                out["headers"] = json!(auth.headers);
-            }
-            return out;
-        }
-        if registry.auth_header(provider) {
-            return json!({"ok": false, "error": format!("No API key found for \"{provider}\"")});
-        }
-        // The model's own headers and the provider's configured ones.
-        let headers = match serde_json::from_value::<Model>(model.clone()) {
-            Ok(model) => json!(registry.headers(&model)),
-            Err(_) => model.get("headers").cloned().unwrap_or_else(|| json!({})),
-        };
-        if headers.as_object().is_some_and(|h| !h.is_empty()) {
-            out["headers"] = headers;
-        }
-        out
-    }
-
     /// The provider and request of a `modelStream`: the model as the
     /// extension gives it (its own baseUrl, compat, API), the credentials and
     /// headers of its provider unless the options name them.

@@ -90,7 +90,11 @@ impl Agent {
             ExtRequest::Library(p) => {
                 let name = p.get("fn").and_then(Value::as_str).unwrap_or_default();
                 let args = p.get("args").and_then(Value::as_array).cloned().unwrap_or_default();
-                crate::agent::extension_library::call(name, &args)
+                match name {
+                    // Reads and writes files under pi's lock: awaited here.
+                    "modelStore" => crate::agent::extension_model_store::call(&args).await,
+                    _ => crate::agent::extension_library::call(name, &args),
+                }
             }
             ExtRequest::GetCommands => {
                 let commands: Vec<Value> = self

@@ -212,7 +212,7 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     let net = &ctx.net;
     let question = Question {
         kind: QuestionKind::Text,
-        message: "GitHub Enterprise URL or domain (empty for github.com)".into(),
+        message: "GitHub Enterprise URL/domain (blank for github.com)".into(),
         placeholder: Some("company.ghe.com".into()),
     };
     let typed = io.ask(question).await.unwrap_or_default();

@@ -35,6 +35,7 @@ const { Instance, createBus } = await import("./api.mjs");
 const { createContextFactory } = await import("./context.mjs");
 const { runHook, dispatch, projectTrust } = await import("./hooks.mjs");
 const { createServices } = await import("./services.mjs");
+const { normalizeOptions } = await import("./prompt-options.mjs");
 
 const extensionPath = path.resolve(process.argv[2] ?? "");
 const modulesDir = process.env.PI_RPC_EXTENSION_HOST_MODULES ?? path.dirname(new URL(import.meta.url).pathname);
@@ -181,6 +182,8 @@ function onRequest(message) {
 	else if (method === "provider_stream") work = instance.providers.stream(params, controller.signal, channel);
 	else if (method === "provider_oauth") work = instance.providers.oauth(params);
 	else if (method === "provider_typed") work = instance.providers.typed(params, controller.signal);
+	// An OAuth login's event or question for the caller's interaction (ModelRuntime.login, shims/coding-agent/models.cjs).
+	else if (method === "login_interaction") work = Promise.resolve().then(() => services.logins.get(params.login)?.(params) ?? null);
 	// The `session_start` of a new session pi-rpc held while another extension's `newSession` setup ran: answered once handled.
 	else if (method === "session_start" && params.reason && params.reason !== "startup") work = serial(() => onEvent(params));
 	else if (method === "project_trust") work = serial(() => projectTrust(instance, params));
@@ -283,6 +286,18 @@ function installServices() {
 	services.require = createRequire(path.join(modulesDir, "package.json"));
 	/** pi's registry facade over pi-rpc's catalog and credentials (`ctx.modelRegistry`), for pi's SDK classes. */
 	services.modelRegistry = () => contexts.modelRegistry;
+	/** What pi's `ExtensionRunner` in an SDK session reuses (shims/coding-agent/extension-runner.cjs). */
+	services.extensionHost = {
+		Instance,
+		dispatch,
+		runHook,
+		normalizeOptions,
+		/** An extension file, loaded as this host loads its own (aliases, transpile cache). */
+		importExtension: (file) =>
+			createJiti(file, { alias: aliases(services.require), interopDefault: true, moduleCache: false, fsCache: transpileCache() }).import(file),
+	};
+	/** The interactions of OAuth logins under way, by login id (`login_interaction` calls). */
+	services.logins = new Map();
 	globalThis[Symbol.for("pi-rpc.extension-host")] = services;
 }
 

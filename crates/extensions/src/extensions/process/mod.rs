@@ -186,6 +186,12 @@ impl Extension {
         *lock(&self.last_activity) = Instant::now();
     }
 
+    /// Count now as the extension's last activity: it waits on pi-rpc's own
+    /// long work (an OAuth login waiting for the user), it is not hung.
+    pub fn keep_alive(&self) {
+        self.touch();
+    }
+
     fn death_message(&self) -> String {
         lock(&self.death)
             .as_ref()

@@ -23,9 +23,12 @@ const { RpcClient } = require("./coding-agent/rpc-client.cjs");
 const modelResolver = require("./coding-agent/model-resolver.cjs");
 const { DefaultPackageManager } = require("./coding-agent/packages.cjs");
 const { USE_BUILTIN: _useBuiltin, ...builtinExtensions } = require("./coding-agent/builtin-extensions.cjs");
+const { parseArgs } = require("./coding-agent/args.cjs");
 const { prepareCompaction: _prepareCompaction, ...compaction } = require("./coding-agent/compaction.cjs");
+const { createExtensionRuntime, discoverAndLoadExtensions } = require("./coding-agent/extension-loader.cjs");
+const { ExtensionRunner, wrapRegisteredTool, wrapRegisteredTools } = require("./coding-agent/extension-runner.cjs");
 
-const sdk = { ...builtinExtensions, AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, RpcClient, DefaultPackageManager, ...modelResolver, ...sessionRuntime };
+const sdk = { createExtensionRuntime, discoverAndLoadExtensions, ExtensionRunner, wrapRegisteredTool, wrapRegisteredTools, ...builtinExtensions, AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, RpcClient, DefaultPackageManager, parseArgs, ...modelResolver, ...sessionRuntime };
 
 const { lib: _lib, ...textExports } = text;
 const { sessionDirFor: _sessionDirFor, ...sessionExports } = session;
@@ -39,10 +42,12 @@ exports.createAgentSession = createAgentSession;
 exports.SettingsManager = SettingsManager;
 exports.RpcClient = RpcClient;
 exports.DefaultPackageManager = DefaultPackageManager;
+exports.parseArgs = parseArgs;
 exports.ModelRuntime = ModelRuntime;
 exports.ModelRegistry = ModelRegistry;
 exports.DefaultResourceLoader = DefaultResourceLoader;
 exports.AgentSessionRuntime = sessionRuntime.AgentSessionRuntime;
+exports.ExtensionRunner = ExtensionRunner;
 
 // The interactive-mode components load pi's TUI library: only when used.
 const UI_NAMES = [

@@ -36,6 +36,7 @@ const { SettingsManager } = require("./settings.cjs");
 const compaction = require("./compaction.cjs");
 const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 const { executeBashWithOperations } = require("./bash-execution.cjs");
+const { attachExtensions, sendCustomMessage } = require("./session-extensions.cjs");
 const { expandSessionInput } = require("./input-expansion.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
@@ -112,8 +113,10 @@ class AgentSession {
 		this._emit({ type: "queue_update", steering: [...this._steering], followUp: [...this._followUp] });
 	}
 
-	_onAgentEvent(event) {
+	async _onAgentEvent(event) {
 		if (event.type === "agent_start" && this._abortRequested) this.agent.abort();
+		// The extensions' handlers first (a `message_end` handler may replace the message), as in pi.
+		if (this._extensions) await this._extensions.agentEvent(event);
 		if (event.type === "message_start" && event.message.role === "user") {
 			const text = transcript.contentText(event.message.content, "");
 			for (const queue of [this._steering, this._followUp]) {
@@ -158,8 +161,8 @@ class AgentSession {
 	}
 
 	/** The system message the next run starts with, when its prompt changed. */
-	_systemUpdate() {
-		const sections = lib("buildSystemPromptSections", this._promptOptions());
+	_systemUpdate(options = this._promptOptions()) {
+		const sections = lib("buildSystemPromptSections", options);
 		const current = transcript.getCurrentSystemMessage(this.agent.state.messages)?.sections ?? {};
 		const changes = sectionChanges(current, sections);
 		return changes ? { role: "system", content: "", sections: changes, timestamp: Date.now() } : undefined;
@@ -174,24 +177,58 @@ class AgentSession {
 		} finally {
 			this._running = false;
 			this._flushPendingBash();
+			this._extensions?.flushPendingCustom();
+			await this._extensions?.emit({ type: "agent_settled", aborted: this._abortRequested });
 			this._emit({ type: "agent_settled", aborted: this._abortRequested });
 			for (const resolve of this._idleWaiters.splice(0)) resolve();
 		}
 	}
 
 	async prompt(text, options = {}) {
+		// pi's order: an extension command, then the `input` handlers, then template and skill expansion.
+		const expand = options.expandPromptTemplates ?? true;
+		if (this._extensions && expand && text.startsWith("/") && (await this._extensions.runCommand(text))) {
+			options.preflightResult?.("handled");
+			return;
+		}
+		let images = options.images;
+		if (this._extensions) {
+			const input = await this._extensions.input(text, images, options.source ?? "interactive", this.isStreaming ? options.streamingBehavior : undefined);
+			if (!input) {
+				options.preflightResult?.("handled");
+				return;
+			}
+			({ text, images } = input);
+		}
 		text = expandSessionInput(this, text, options);
 		if (this.isStreaming) {
 			if (!options.streamingBehavior) {
 				throw new Error("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.");
 			}
-			return options.streamingBehavior === "followUp" ? this._queue(this._followUp, text, options.images, "followUp") : this._queue(this._steering, text, options.images, "steer");
+			return options.streamingBehavior === "followUp" ? this._queue(this._followUp, text, images, "followUp") : this._queue(this._steering, text, images, "steer");
 		}
 		if (!this.model) throw new Error("No model selected.");
-		const user = { role: "user", content: [{ type: "text", text }, ...(options.images ?? [])], timestamp: Date.now() };
-		const system = this._systemUpdate();
-		options.preflightResult?.("started");
-		await this._run(system ? [system, user] : [user]);
+		await this._startRun({ messageType: "user", prompt: text, images }, options.preflightResult);
+	}
+
+	/**
+	 * A run started by a user prompt or an extension's custom message: the
+	 * `before_agent_start` handlers add messages and change this run's prompt
+	 * options; messages held for the next turn go after the starting one.
+	 */
+	async _startRun(trigger, preflightResult) {
+		const first = trigger.messageType === "custom" ? trigger.message : { role: "user", content: [{ type: "text", text: trigger.prompt }, ...(trigger.images ?? [])], timestamp: Date.now() };
+		const started = await this._extensions?.beforeAgentStart(trigger, this._promptOptions());
+		const added = (started?.messages ?? []).map((m) => ({ role: "custom", customType: m.customType, content: m.content ?? [], display: m.display, details: m.details, timestamp: Date.now() }));
+		const nextTurn = this._extensions?.takeNextTurn() ?? [];
+		const system = this._systemUpdate(started?.systemPromptOptions ?? this._promptOptions());
+		preflightResult?.("started");
+		await this._run([...(system ? [system] : []), first, ...nextTurn, ...added]);
+	}
+
+	/** pi's `sendCustomMessage(message, {triggerTurn, deliverAs})` (session-extensions.cjs). */
+	async sendCustomMessage(message, options) {
+		return sendCustomMessage(this, message, options);
 	}
 
 	async _queue(queue, text, images, how) {
@@ -211,13 +248,14 @@ class AgentSession {
 		return this._queue(this._followUp, expandSessionInput(this, text), images, "followUp");
 	}
 
+	/** pi's `sendUserMessage`: a prompt from an extension (no template expansion unless asked), queued as `deliverAs` says while streaming. */
 	async sendUserMessage(content, options = {}) {
 		const blocks = typeof content === "string" ? [{ type: "text", text: content }] : content;
-		const text = transcript.contentText(blocks, "\n");
-		const images = blocks.filter((b) => b.type === "image");
-		// Not expanded unless asked, whether it starts a run or is queued (as pi's).
+		const text = blocks.filter((b) => b.type === "text").map((b) => b.text).join("\n");
+		const images = blocks.filter((b) => b.type !== "text");
+		// Not expanded unless asked, whether it starts a run or is queued (as pi's); the `input` handlers see source `extension`.
 		const streamingBehavior = this.isStreaming ? (options.deliverAs === "followUp" ? "followUp" : "steer") : undefined;
-		return this.prompt(text, { images, streamingBehavior, expandPromptTemplates: options.expandPromptTemplates ?? false });
+		return this.prompt(text, { images: images.length > 0 ? images : undefined, streamingBehavior, expandPromptTemplates: options.expandPromptTemplates ?? false, source: "extension" });
 	}
 
 	clearQueue() {
@@ -392,7 +430,8 @@ class AgentSession {
 			parameters: definition.parameters,
 			prepareArguments: definition.prepareArguments,
 			executionMode: definition.executionMode,
-			execute: (id, params, signal, onUpdate) => definition.execute(id, params, signal, onUpdate, { ...ctx, signal }),
+			execute: (id, params, signal, onUpdate) =>
+				definition.execute(id, params, signal, onUpdate, this._extensions ? this._extensions.toolContext(id, signal) : { ...ctx, signal }),
 		};
 	}
 	async setModel(model) {
@@ -597,8 +636,14 @@ class AgentSession {
 	get hasPendingBashMessages() {
 		return this._pendingBash.length > 0;
 	}
-	/** Nothing to bind: an SDK session in pi-rpc runs no extensions (compat/DEVIATIONS.md). */
-	async bindExtensions() {}
+	/** pi's `bindExtensions(bindings)`: the extensions get `session_start` (session-extensions.cjs). */
+	async bindExtensions(bindings) {
+		await this._extensions?.bind(bindings);
+	}
+	/** pi's runner of this session's extensions (extension-runner.cjs). */
+	get extensionRunner() {
+		return this._extensions?.runner;
+	}
 	getLastAssistantText() {
 		const last = [...this.messages].reverse().find((m) => m.role === "assistant" && m.stopReason !== "aborted");
 		return last ? transcript.contentText(last.content, "") || undefined : undefined;
@@ -730,6 +775,8 @@ async function createAgentSession(options = {}) {
 	});
 	session.setActiveToolsByName(active);
 	const extensionsResult = options.resourceLoader?.getExtensions?.() ?? { extensions: [], errors: [] };
+	session._sessionStartEvent = options.sessionStartEvent ?? { type: "session_start", reason: "startup" };
+	attachExtensions(session, extensionsResult, { modelRegistry: options.modelRuntime ? new (require("./models.cjs").ModelRegistry)(options.modelRuntime) : registry, activate: true });
 	return { session, extensionsResult, modelFallbackMessage: model ? modelFallbackMessage : "No models available." };
 }
 

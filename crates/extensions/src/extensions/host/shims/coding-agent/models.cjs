@@ -1,46 +1,69 @@
 // pi-rpc extension host: pi's `ModelRuntime` and `ModelRegistry` for an
 // extension using pi's SDK. pi 1.6.0's runtime owns a model catalog and the
-// credentials; in pi-rpc both are pi-rpc's (its catalog with `models.json`,
-// `auth.json` and the environment), which the host reaches through
-// `ctx.modelRegistry` (model-registry.mjs). `ModelRuntime.create()` gives a
-// runtime over them; `new ModelRegistry(runtime)` is pi's synchronous facade
-// over a runtime. What pi-rpc's credentials cannot take from an extension
-// (runtime API keys, login, logout, other `authPath`/`modelsPath` files)
-// fails with a clear error (compat/DEVIATIONS.md).
+// credentials; `ModelRuntime.create()` gives a runtime over pi-rpc's (its
+// catalog with `models.json`, `auth.json` and the environment), which the
+// host reaches through `ctx.modelRegistry` (model-registry.mjs);
+// `create({authPath, modelsPath})` one over those files (model-store.cjs).
+// Each runtime keeps its own runtime API keys (`setRuntimeApiKey`), which
+// override its stored ones and no other runtime's; `login` (API keys: the
+// caller's `prompt`) stores the credential in the runtime's `auth.json`,
+// `logout` removes it. `new ModelRegistry(runtime)` is pi's synchronous
+// facade over a runtime. What stays pi's own (OAuth logins through
+// `login`, a `credentials` store object, deferred calls) fails with a clear
+// error (compat/DEVIATIONS.md).
 
 "use strict";
 
+const os = require("node:os");
+const path = require("node:path");
 const { services } = require("../host-services.cjs");
+const { storeRegistry, storedCredentials, storeCredential, removeCredential } = require("./model-store.cjs");
 
 const providerOf = (target) => (typeof target === "string" ? target : target?.provider);
+let loginCount = 0;
+const agentDir = () => process.env.PI_CODING_AGENT_DIR || path.join(os.homedir(), ".pi", "agent");
 
 function unavailable(what) {
 	return () => {
-		throw new Error(
-			`ModelRuntime.${what}() is not available in pi-rpc's extension host: pi-rpc's credentials are its own (auth.json, the environment, /login); ` +
-				"use ctx.modelRegistry or pi-rpc's commands",
-		);
+		throw new Error(`ModelRuntime.${what}() is not available in pi-rpc's extension host (compat/DEVIATIONS.md)`);
 	};
 }
 
-/** pi's `ModelRuntime` over pi-rpc's catalog and credentials. */
+/** pi's `ModelRuntime` over pi-rpc's catalog and credentials, or over other files. */
 class ModelRuntime {
-	constructor(registry) {
+	/**
+	 * `registry`: `ctx.modelRegistry`'s or one over other files; `authPath`:
+	 * the `auth.json` its logins write; `ownStore`: whether the registry
+	 * applies this runtime's keys itself (a registry over other files).
+	 */
+	constructor(registry, authPath = path.join(agentDir(), "auth.json"), runtimeKeys = new Map(), ownStore = false) {
 		this.registry = registry;
+		this.authPath = authPath;
+		this.runtimeKeys = runtimeKeys;
+		this.ownStore = ownStore;
 	}
 
 	/**
-	 * A runtime over pi-rpc's catalog and credentials. `authPath`,
-	 * `modelsPath` or `credentials` naming other files or stores are refused:
-	 * pi-rpc reads only its own.
+	 * A runtime over pi-rpc's catalog and credentials, or, given `authPath`
+	 * or `modelsPath` (null: no models.json), over those files as pi reads
+	 * them. A `credentials` store object is refused.
 	 */
 	static async create(options = {}) {
-		for (const key of ["authPath", "modelsPath", "credentials", "modelsStore", "modelsStorePath"]) {
-			if (options?.[key] !== undefined && options[key] !== null) {
-				throw new Error(`ModelRuntime.create({${key}}) is not available in pi-rpc's extension host: its models and credentials are pi-rpc's own`);
-			}
+		if (options?.credentials !== undefined && options.credentials !== null) {
+			throw new Error("ModelRuntime.create({credentials}) is not available in pi-rpc's extension host: name an authPath instead");
 		}
-		return new ModelRuntime(services().modelRegistry());
+		if (options?.authPath === undefined && options?.modelsPath === undefined) {
+			return new ModelRuntime(services().modelRegistry());
+		}
+		const authPath = path.resolve(options.authPath ?? path.join(agentDir(), "auth.json"));
+		const modelsPath = options.modelsPath === null ? null : path.resolve(options.modelsPath ?? path.join(agentDir(), "models.json"));
+		const runtimeKeys = new Map();
+		return new ModelRuntime(storeRegistry({ authPath, modelsPath }, runtimeKeys), authPath, runtimeKeys, true);
+	}
+
+	/** The key this runtime was given for `providerId` that its registry does not apply itself. */
+	overlayKey(providerId) {
+		return this.ownStore ? undefined : this.runtimeKeys.get(providerId);
 	}
 
 	getProviders() {
@@ -70,7 +93,7 @@ class ModelRuntime {
 		return (await this.registry.getAvailableOfType(type, providerId)) ?? [];
 	}
 	async getAvailable(providerId) {
-		const available = this.registry.getAvailable();
+		const available = this.getAvailableSnapshot();
 		return providerId === undefined ? available : available.filter((m) => m.provider === providerId);
 	}
 	async getAllAvailable(providerId) {
@@ -79,7 +102,10 @@ class ModelRuntime {
 		return [...chat, ...others.flat()];
 	}
 	getAvailableSnapshot() {
-		return this.registry.getAvailable();
+		const available = this.registry.getAvailable();
+		if (this.ownStore || this.runtimeKeys.size === 0) return available;
+		const keyed = this.registry.getAll().filter((m) => this.runtimeKeys.has(m.provider) && !available.some((a) => a.provider === m.provider && a.id === m.id));
+		return [...available, ...keyed];
 	}
 	getError() {
 		return this.registry.getError();
@@ -103,9 +129,11 @@ class ModelRuntime {
 		return this.isUsingOAuth(providerId);
 	}
 	hasConfiguredAuth(providerId) {
-		return this.registry.hasConfiguredAuth({ provider: providerId });
+		return this.overlayKey(providerId) !== undefined || this.registry.hasConfiguredAuth({ provider: providerId });
 	}
 	async getAuth(target) {
+		const key = this.overlayKey(providerOf(target));
+		if (key !== undefined) return { auth: { apiKey: key }, source: "stored credential" };
 		return this.registry.getProviderAuth(providerOf(target));
 	}
 	async checkAuth(providerId) {
@@ -113,7 +141,65 @@ class ModelRuntime {
 		return auth ? { ok: true } : undefined;
 	}
 	getProviderAuthStatus(providerId) {
+		if (this.overlayKey(providerId) !== undefined) return { configured: true, source: "runtime" };
 		return this.registry.getProviderAuthStatus(providerId);
+	}
+	/** Use `apiKey` for `providerId` in this runtime only, over its stored credential. */
+	async setRuntimeApiKey(providerId, apiKey) {
+		this.runtimeKeys.set(providerId, apiKey);
+	}
+	async removeRuntimeApiKey(providerId) {
+		this.runtimeKeys.delete(providerId);
+	}
+	/** pi's `CredentialInfo`s: the stored ones (its auth.json's order), the runtime keys over them. */
+	async listCredentials() {
+		const entries = new Map(storedCredentials(this.authPath).map((entry) => [entry.providerId, entry]));
+		for (const providerId of this.runtimeKeys.keys()) entries.set(providerId, { providerId, type: "api_key" });
+		return [...entries.values()];
+	}
+	/**
+	 * pi's `login(providerId, type, interaction)`, stored in this runtime's
+	 * auth.json: an API key asked with the caller's `interaction.prompt` (a
+	 * `secret` prompt); an OAuth login run by pi-rpc's flow of the provider,
+	 * its events and questions given to `interaction.notify` and `prompt`.
+	 */
+	async login(providerId, type, interaction) {
+		if (!this.getProvider(providerId)) throw new Error(`Unknown provider: ${providerId}`);
+		interaction?.signal?.throwIfAborted?.();
+		if (type === "oauth") return this.oauthLogin(providerId, interaction);
+		const key = await interaction.prompt({ type: "secret", message: "Enter API key", signal: interaction?.signal });
+		const credential = { type: "api_key", key };
+		storeCredential(this.authPath, providerId, credential);
+		return credential;
+	}
+	async oauthLogin(providerId, interaction) {
+		const host = services();
+		const id = `login-${++loginCount}`;
+		host.logins.set(id, async ({ event, prompt }) => {
+			if (event) {
+				interaction.notify?.(event);
+				return null;
+			}
+			return interaction.prompt({ ...prompt, ...(interaction.signal ? { signal: interaction.signal } : {}) });
+		});
+		const answer = host.channel.request("models", { op: "login", args: [providerId, this.authPath, id] });
+		// `interaction.signal` withdraws the request: pi-rpc cancels the login.
+		const requestId = host.channel.lastRequestId();
+		const signal = interaction?.signal;
+		const onAbort = () => host.channel.send({ type: "cancel", id: requestId });
+		if (signal?.aborted) onAbort();
+		else signal?.addEventListener?.("abort", onAbort, { once: true });
+		try {
+			return (await answer)?.value;
+		} finally {
+			signal?.removeEventListener?.("abort", onAbort);
+			host.logins.delete(id);
+		}
+	}
+	/** pi's `logout(providerId)`: the stored credential removed, and this runtime's key for it. */
+	async logout(providerId) {
+		removeCredential(this.authPath, providerId);
+		this.runtimeKeys.delete(providerId);
 	}
 	getCompatibilityRequestConfig(model) {
 		return { headers: model?.headers };
@@ -153,7 +239,7 @@ class ModelRuntime {
 	}
 	async settleCredentialWrites() {}
 }
-for (const name of ["setRuntimeApiKey", "removeRuntimeApiKey", "listCredentials", "login", "logout", "streamDeferred", "fetchDeferred", "cancelDeferred"]) {
+for (const name of ["streamDeferred", "fetchDeferred", "cancelDeferred"]) {
 	ModelRuntime.prototype[name] = unavailable(name);
 }
 
@@ -196,6 +282,8 @@ class ModelRegistry {
 		return this.runtime.isUsingOAuth(model?.provider);
 	}
 	async getApiKeyAndHeaders(model) {
+		const key = this.runtime.overlayKey?.(model?.provider);
+		if (key !== undefined) return { ok: true, apiKey: key };
 		if (this.runtime.registry) return this.runtime.registry.getApiKeyAndHeaders(model);
 		try {
 			const resolved = await this.runtime.getAuth(model);

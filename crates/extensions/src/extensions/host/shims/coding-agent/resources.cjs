@@ -6,9 +6,10 @@
 // and agent directory, as pi finds them; the loader's options (`no…`,
 // `additional…Paths`, `systemPrompt`, `appendSystemPrompt`, the `…Override`
 // functions) apply as in pi. Themes are found here (`*.json` of the theme
-// directories and the settings' theme paths). Extensions are not loaded into
-// an SDK session in pi-rpc: `getExtensions()` lists none, and
-// `extensionFactories` are kept but not run (compat/DEVIATIONS.md).
+// directories and the settings' theme paths). `reload()` also loads the
+// extensions (its `extensionFactories`, `additionalExtensionPaths`, and the
+// discovered ones unless `noExtensions`) into a runtime of their own
+// (extension-loader.cjs) for `createAgentSession` to run.
 
 "use strict";
 
@@ -140,6 +141,19 @@ class DefaultResourceLoader {
 
 	async reload() {
 		this._load();
+		const { loadResourceLoaderExtensions } = require("./extension-loader.cjs");
+		const o = this.options;
+		this.extensionsResult = await loadResourceLoaderExtensions({
+			cwd: this.cwd,
+			agentDir: this.agentDir,
+			settingsManager: this.settingsManager,
+			noExtensions: o.noExtensions === true,
+			additionalExtensionPaths: o.additionalExtensionPaths,
+			extensionFactories: o.extensionFactories,
+			packageExtensionPaths: (this.packageExtensions ?? []).map((e) => e.path),
+			eventBus: this.eventBus,
+		});
+		if (o.extensionsOverride) this.extensionsResult = o.extensionsOverride(this.extensionsResult);
 	}
 
 	/**

@@ -222,20 +222,14 @@ function sdkOnly(name) {
 
 const sdk = {};
 for (const name of [
-	"ExtensionRunner",
 	"InteractiveMode",
 ]) {
 	sdk[name] = sdkOnly(name);
 }
 for (const name of [
-	"createExtensionRuntime",
-	"discoverAndLoadExtensions",
 	"main",
-	"parseArgs",
 	"runPrintMode",
 	"runRpcMode",
-	"wrapRegisteredTool",
-	"wrapRegisteredTools",
 ]) {
 	sdk[name] = (...args) => new (sdkOnly(name))(...args);
 }

@@ -101,12 +101,26 @@ class AgentSessionRuntime {
 		this._beforeInvalidate = hook;
 	}
 
+	/** The session's extensions asked first (`session_before_switch` / `_fork`): whether one cancelled. */
+	async _cancelledBy(event) {
+		const runner = this._session.extensionRunner;
+		if (!runner?.hasHandlers(event.type)) return false;
+		return (await runner.emit(event))?.cancel === true;
+	}
+
+	/** The run stopped, the extensions' `session_shutdown` awaited, the session disposed. */
+	async _teardown(reason, targetSessionFile) {
+		await this._session.abort();
+		const runner = this._session.extensionRunner;
+		if (runner?.hasHandlers("session_shutdown")) await runner.emit({ type: "session_shutdown", reason, targetSessionFile });
+		this._beforeInvalidate?.();
+		this._session.dispose();
+	}
+
 	/** Ends the current session and makes the next from `sessionManager`. */
 	async _replace(sessionManager, cwd, reason, withSession) {
 		const previousSessionFile = this._session.sessionFile;
-		await this._session.abort();
-		this._beforeInvalidate?.();
-		this._session.dispose();
+		await this._teardown(reason, sessionManager.getSessionFile());
 		const result = await this._createRuntime({
 			cwd,
 			agentDir: this._services.agentDir,
@@ -122,6 +136,7 @@ class AgentSessionRuntime {
 	}
 
 	async newSession(options = {}) {
+		if (await this._cancelledBy({ type: "session_before_switch", reason: "new" })) return { cancelled: true };
 		const current = this._session.sessionManager;
 		const sessionManager = current.isPersisted()
 			? new FileSessionManager(this.cwd, current.getSessionDir(), undefined, { parentSession: options.parentSession })
@@ -133,6 +148,7 @@ class AgentSessionRuntime {
 	}
 
 	async switchSession(sessionPath, options = {}) {
+		if (await this._cancelledBy({ type: "session_before_switch", reason: "resume", targetSessionFile: sessionPath })) return { cancelled: true };
 		const sessionManager = SessionManager.open(sessionPath, undefined, options.cwdOverride);
 		assertCwdExists(sessionManager);
 		await this._replace(sessionManager, sessionManager.getCwd(), "resume", options.withSession);
@@ -149,8 +165,9 @@ class AgentSessionRuntime {
 		if (!alreadyThere) {
 			const { name, ext } = path.parse(target);
 			for (let n = 1; fs.existsSync(target); n++) target = path.join(dir, `${name}-${n}${ext}`);
-			fs.copyFileSync(source, target, fs.constants.COPYFILE_EXCL);
 		}
+		if (await this._cancelledBy({ type: "session_before_switch", reason: "resume", targetSessionFile: target })) return { cancelled: true };
+		if (!alreadyThere) fs.copyFileSync(source, target, fs.constants.COPYFILE_EXCL);
 		const sessionManager = SessionManager.open(target, dir, cwdOverride);
 		try {
 			assertCwdExists(sessionManager);
@@ -169,6 +186,7 @@ class AgentSessionRuntime {
 	 */
 	async fork(entryId, options = {}) {
 		const position = options.position ?? "before";
+		if (await this._cancelledBy({ type: "session_before_fork", entryId, position })) return { cancelled: true };
 		const current = this._session.sessionManager;
 		const selected = current.getEntry(entryId);
 		if (!selected) throw new Error("Invalid entry ID for forking");
@@ -208,9 +226,7 @@ class AgentSessionRuntime {
 	}
 
 	async dispose() {
-		await this._session.abort();
-		this._beforeInvalidate?.();
-		this._session.dispose();
+		await this._teardown("quit");
 	}
 }
 

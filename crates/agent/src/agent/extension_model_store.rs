@@ -1,0 +1,174 @@
+//! pi's `ModelRuntime` over files an extension names
+//! (`ModelRuntime.create({authPath, modelsPath})`, the `modelStore` library
+//! function): pi-rpc's catalog with that `models.json` and that `auth.json`
+//! (pi's formats, read by pi-rpc's config crate), the runtime's own API keys
+//! over them (`setRuntimeApiKey`, kept by the extension host for that runtime
+//! only), its credentials listed, stored (a login) and removed (`logout`)
+//! in that `auth.json` under pi's lock by pi-rpc's auth crate. pi-rpc's own
+//! runtime (no files named) lists, stores and removes in its own `auth.json`
+//! the same way.
+//!
+//! `{"fn": "modelStore", "args": [store, op, ...]}`, `store` being
+//! `{authPath, modelsPath (null: no models.json), runtimeKeys: {provider: key}}`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::auth::file::AuthFile;
+use crate::config::models::ModelRegistry;
+use crate::model::Model;
+
+/// A model as pi's `Model` object (without its request headers).
+pub(crate) fn model_json(model: &Model) -> Value {
+    let mut value = serde_json::to_value(model).unwrap_or(Value::Null);
+    if let Some(obj) = value.as_object_mut() {
+        obj.remove("headers");
+    }
+    value
+}
+
+fn text(value: Option<&Value>) -> &str {
+    value.and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The registry of `store`'s files, its runtime keys applied.
+fn registry_of(store: &Value) -> Result<ModelRegistry, String> {
+    let auth = PathBuf::from(text(store.get("authPath")));
+    let models = store.get("modelsPath").and_then(Value::as_str).map(PathBuf::from);
+    let mut registry = ModelRegistry::load_files(models.as_deref(), &auth).map_err(|e| e.to_string())?;
+    if let Some(keys) = store.get("runtimeKeys").and_then(Value::as_object) {
+        for (provider, key) in keys {
+            if let Some(key) = key.as_str() {
+                registry.set_runtime_key(provider, key.to_string());
+            }
+        }
+    }
+    Ok(registry)
+}
+
+/// pi's `CredentialInfo` list of an `auth.json`: `{providerId, type}` in the file's order.
+async fn credentials(path: &Path) -> Result<Value, String> {
+    let stored = AuthFile::new(path.to_path_buf()).read().await.map_err(|e| e.to_string())?;
+    let list = stored.iter().map(|(provider, credential)| {
+        let kind = credential.get("type").and_then(Value::as_str).unwrap_or("api_key");
+        json!({"providerId": provider, "type": kind})
+    });
+    Ok(Value::Array(list.collect()))
+}
+
+/// Answer `op` of a `modelStore` call.
+pub(crate) async fn call(args: &[Value]) -> Result<Value, String> {
+    let store = args.first().cloned().unwrap_or(Value::Null);
+    let op = text(args.get(1));
+    let rest = args.get(2..).unwrap_or_default();
+    let auth_path = PathBuf::from(text(store.get("authPath")));
+    if auth_path.as_os_str().is_empty() {
+        return Err("modelStore: no authPath".to_string());
+    }
+    match op {
+        "listCredentials" => return credentials(&auth_path).await,
+        // A login's credential, written as pi's `modify(provider, () => credential)`.
+        "store" => {
+            let provider = text(rest.first());
+            let credential = rest.get(1).cloned().filter(Value::is_object).ok_or("store: no credential")?;
+            let file = AuthFile::new(auth_path);
+            let stored = file.modify(provider, |_| async move { Ok::<_, String>(Some(credential)) }).await;
+            return stored.map_err(|e| e.to_string())?.map(|c| c.unwrap_or(Value::Null));
+        }
+        "logout" => {
+            let provider = text(rest.first());
+            let removed = crate::auth::login::logout(&auth_path, provider).await.map_err(|e| e.to_string())?;
+            return Ok(json!(removed.is_some()));
+        }
+        _ => {}
+    }
+    let mut registry = registry_of(&store)?;
+    let arg = |i: usize| text(rest.get(i));
+    let value = match op {
+        "getAll" => Some(Value::Array(registry.all().iter().map(model_json).collect())),
+        // A runtime over other files has no offline `faux` model to fall back on.
+        "getAvailable" => {
+            let available = registry.available();
+            Some(Value::Array(available.iter().filter(|m| m.provider != "faux").map(model_json).collect()))
+        }
+        "find" => registry.find(arg(0), arg(1)).map(|m| model_json(&m)),
+        "getError" => registry.config_error().map(|e| json!(e)),
+        other => registry_answer(&registry, other, rest).ok_or_else(|| format!("modelStore: no op {other}"))?,
+    };
+    Ok(value.map_or_else(|| json!({}), |value| json!({ "value": value })))
+}
+
+/// pi's answers of `registry` (pi-rpc's own, or one over other files: pi's
+/// `ModelRuntime.create({authPath, modelsPath})`) to `getProvider`,
+/// `getProviderAuth`, `getProviderAuthStatus` and `getApiKeyAndHeaders`:
+/// `Some(None)` for pi's undefined, `None` for the other ops.
+pub(crate) fn registry_answer(registry: &ModelRegistry, op: &str, args: &[Value]) -> Option<Option<Value>> {
+    let provider = args.first().and_then(Value::as_str).unwrap_or_default();
+    Some(match op {
+        "getProvider" => registry
+            .clone()
+            .provider_info(provider)
+            .map(|p| json!({"id": p.id, "name": p.name, "baseUrl": p.base_url, "oauth": p.oauth})),
+        "getProviderAuth" => registry.provider_auth(provider).map(|a| {
+            let mut auth = serde_json::Map::new();
+            if let Some(key) = a.api_key {
+                auth.insert("apiKey".to_string(), Value::String(key));
+            }
+            if !a.headers.is_empty() {
+                auth.insert("headers".to_string(), json!(a.headers));
+            }
+            json!({"auth": auth, "source": a.source})
+        }),
+        "getProviderAuthStatus" => {
+            let status = registry.provider_auth_status(provider);
+            let mut out = json!({"configured": status.configured});
+            if let Some(source) = status.source {
+                out["source"] = json!(source);
+            }
+            if let Some(label) = status.label {
+                out["label"] = json!(label);
+            }
+            Some(out)
+        }
+        "getApiKeyAndHeaders" => Some(api_key_and_headers(registry, args.first().unwrap_or(&Value::Null))),
+        _ => return None,
+    })
+}
+
+/// pi's `modelRegistry.getApiKeyAndHeaders(model)`: `{ok: true, auth:
+/// true, apiKey?, headers?, env?}` with the provider's request auth (`env`:
+/// the variables stored with its `auth.json` credential); without credentials,
+/// the model's and provider's configured headers (undefined when none),
+/// or pi's `{ok: false, error}` when the provider sends its key as a
+/// bearer header (`authHeader`).
+fn api_key_and_headers(registry: &ModelRegistry, model: &Value) -> Value {
+    let provider = model.get("provider").and_then(Value::as_str).unwrap_or_default();
+    let mut out = json!({"ok": true});
+    if let Some(auth) = registry.provider_auth(provider) {
+        out["auth"] = json!(true);
+        let env = registry.provider_env(provider);
+        if !env.stored().is_empty() {
+            out["env"] = json!(env.stored());
+        }
+        if let Some(key) = auth.api_key {
+            out["apiKey"] = json!(key);
+        }
+        if !auth.headers.is_empty() {
+            out["headers"] = json!(auth.headers);
+        }
+        return out;
+    }
+    if registry.auth_header(provider) {
+        return json!({"ok": false, "error": format!("No API key found for \"{provider}\"")});
+    }
+    // The model's own headers and the provider's configured ones.
+    let headers = match serde_json::from_value::<Model>(model.clone()) {
+        Ok(model) => json!(registry.headers(&model)),
+        Err(_) => model.get("headers").cloned().unwrap_or_else(|| json!({})),
+    };
+    if headers.as_object().is_some_and(|h| !h.is_empty()) {
+        out["headers"] = headers;
+    }
+    out
+}

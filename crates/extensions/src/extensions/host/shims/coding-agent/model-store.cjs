@@ -1,0 +1,78 @@
+// pi-rpc extension host: the registry behind pi's
+// `ModelRuntime.create({authPath, modelsPath})` when the files are not
+// pi-rpc's own. Catalog, credentials and auth answers come from pi-rpc's
+// config crate over those files (the `modelStore` library function, read
+// again at each question, as pi re-reads its stores), with the runtime's own
+// API keys applied; model calls, typed models and provider registrations
+// go through pi-rpc's registry (compat/DEVIATIONS.md).
+
+"use strict";
+
+const { services } = require("../host-services.cjs");
+const { lib } = require("./text.cjs");
+
+/** A model as plain JSON (the library function reads pi's `Model` fields). */
+const plain = (model) => (model ? JSON.parse(JSON.stringify(model)) : model);
+
+/**
+ * A registry with the interface of `ctx.modelRegistry` over `store`
+ * (`{authPath, modelsPath}`, `modelsPath` null for none) and `runtimeKeys`
+ * (a Map the runtime owns).
+ */
+function storeRegistry(store, runtimeKeys) {
+	const own = services().modelRegistry();
+	const ask = (op, ...args) => lib("modelStore", { ...store, runtimeKeys: Object.fromEntries(runtimeKeys) }, op, ...args)?.value;
+	const provider = (id) => {
+		const facts = ask("getProvider", id);
+		if (!facts) return undefined;
+		return {
+			id: facts.id,
+			name: facts.name,
+			...(facts.baseUrl ? { baseUrl: facts.baseUrl } : {}),
+			getModels: () => (ask("getAll") ?? []).filter((m) => m.provider === id),
+			stream: own.stream,
+			streamSimple: own.streamSimple,
+		};
+	};
+	return {
+		refresh: async () => ({ aborted: false, errors: new Map() }),
+		getError: () => ask("getError"),
+		getAll: () => ask("getAll") ?? [],
+		getAvailable: () => ask("getAvailable") ?? [],
+		find: (providerId, id) => ask("find", providerId, id),
+		getProvider: provider,
+		getProviderAuth: async (id) => ask("getProviderAuth", id),
+		getProviderAuthStatus: (id) => ask("getProviderAuthStatus", id),
+		isUsingOAuth: (model) => ask("getProviderAuth", model?.provider)?.source === "OAuth",
+		hasConfiguredAuth: (model) => ask("getProviderAuth", model?.provider) !== undefined,
+		async getApiKeyAndHeaders(model) {
+			const answer = ask("getApiKeyAndHeaders", plain(model));
+			if (!answer?.ok) return { ok: false, error: answer?.error ?? `No API key found for "${model?.provider}"` };
+			return answer.auth ? { ok: true, apiKey: answer.apiKey, headers: answer.headers, env: answer.env } : { ok: true, headers: answer.headers };
+		},
+		getModelsOfType: (type, providerId) => (type === "chat" ? (ask("getAll") ?? []).filter((m) => providerId === undefined || m.provider === providerId) : own.getModelsOfType(type, providerId)),
+		getAvailableOfType: (type, providerId) => own.getAvailableOfType(type, providerId),
+		getModelOfType: (type, providerId, id) => own.getModelOfType(type, providerId, id),
+		stream: own.stream,
+		streamSimple: own.streamSimple,
+		complete: own.complete,
+		classify: own.classify,
+		generateImages: own.generateImages,
+		registerProvider: own.registerProvider,
+		unregisterProvider: own.unregisterProvider,
+		registerVirtualModel: own.registerVirtualModel,
+		unregisterVirtualModel: own.unregisterVirtualModel,
+		getRegisteredProviderConfig: own.getRegisteredProviderConfig,
+		getRegisteredNativeProvider: own.getRegisteredNativeProvider,
+		getRegisteredProviderIds: own.getRegisteredProviderIds,
+	};
+}
+
+/** The credentials stored in `authPath` (pi's `CredentialInfo`s, the file's order). */
+const storedCredentials = (authPath) => lib("modelStore", { authPath }, "listCredentials") ?? [];
+/** Store a login's credential in `authPath` under pi's lock. */
+const storeCredential = (authPath, providerId, credential) => lib("modelStore", { authPath }, "store", providerId, credential);
+/** Remove `providerId`'s credential from `authPath`. */
+const removeCredential = (authPath, providerId) => lib("modelStore", { authPath }, "logout", providerId);
+
+module.exports = { storeRegistry, storedCredentials, storeCredential, removeCredential };

@@ -1,0 +1,226 @@
+// pi-rpc extension host: the extensions of an SDK session
+// (agent-session.cjs), as pi runs them there. The session's runner
+// (extension-runner.cjs) is bound to the session: the extensions' `pi`
+// actions act on it, their tools join its tools (run with the runner's tool
+// context), the agent's tool calls pass their `tool_call` / `tool_result`
+// handlers, each request their `context` handlers, and the agent's events
+// reach their handlers (awaited, before the session's own listeners, as in
+// pi). `prompt` runs an extension command first, then the `input` handlers,
+// then `before_agent_start` (agent-session.cjs calls these hooks).
+
+"use strict";
+
+const { ExtensionRunner } = require("./extension-runner.cjs");
+const { createExtensionRuntime } = require("./extension-loader.cjs");
+
+/** Tool exposures declared to the model when active (pi's `direct` and `model-only`). */
+const DECLARED = new Set([undefined, "direct", "model-only"]);
+
+/** The extensions' tools in the session's tool map; those registered since the last look become active. */
+function syncTools(session, runner, activateNew) {
+	const added = [];
+	for (const { definition } of runner.getAllRegisteredTools()) {
+		if (session._tools.get(definition.name) === definition) continue;
+		session._tools.set(definition.name, definition);
+		if (definition.defaultActive !== false && DECLARED.has(definition.exposure)) added.push(definition.name);
+	}
+	if (activateNew && added.length > 0) session.setActiveToolsByName([...new Set([...session.getActiveToolNames(), ...added])]);
+	return added;
+}
+
+/**
+ * pi's `sendCustomMessage`: held for the next run (`nextTurn`), steered or
+ * followed up while streaming, a run of its own (`triggerTurn`), held to the
+ * end of the run while streaming, else appended at once (with its
+ * `message_start` / `message_end` to the listeners).
+ */
+async function sendCustomMessage(session, message, options = {}) {
+	const custom = { role: "custom", customType: message.customType, content: message.content ?? [], display: message.display, details: message.details, timestamp: Date.now() };
+	const held = heldMessages(session);
+	if (options.deliverAs === "nextTurn") held.nextTurn.push(custom);
+	else if (session.isStreaming && options.triggerTurn !== false) {
+		if (options.deliverAs === "followUp") session.agent.followUp(custom);
+		else session.agent.steer(custom);
+	} else if (options.triggerTurn) await session._startRun({ messageType: "custom", message: custom });
+	else if (session.isStreaming) held.custom.push(custom);
+	else appendCustom(session, custom);
+}
+
+function appendCustom(session, custom) {
+	session.sessionManager.appendCustomMessageEntry(custom.customType, custom.content, custom.display, custom.details);
+	session.agent.state.messages = [...session.agent.state.messages, custom];
+	session._emit({ type: "message_start", message: custom });
+	session._emit({ type: "message_end", message: custom });
+}
+
+/** The custom messages a session holds: for its next run, and until its run ends. */
+function heldMessages(session) {
+	session._heldMessages ??= { nextTurn: [], custom: [] };
+	return session._heldMessages;
+}
+
+/**
+ * The session's runner, made from the resource loader's extensions (none
+ * without a loader), bound to `session`, its tools added (`activate`: the
+ * extensions' tools become active, as pi's `createAgentSession` does).
+ */
+function attachExtensions(session, extensionsResult, { modelRegistry, activate }) {
+	const runtime = extensionsResult?.runtime ?? createExtensionRuntime();
+	const runner = new ExtensionRunner(extensionsResult?.extensions ?? [], runtime, session._cwd, session.sessionManager, modelRegistry);
+	runner.bindCore(
+		{
+			sendMessage: (message, options) => {
+				session.sendCustomMessage(message, options).catch((error) => runner.emitError({ extensionPath: "<sendMessage>", event: "send_message", error: String(error?.message ?? error) }));
+			},
+			sendUserMessage: (content, options) => {
+				session.sendUserMessage(content, options).catch((error) => runner.emitError({ extensionPath: "<sendUserMessage>", event: "send_user_message", error: String(error?.message ?? error) }));
+			},
+			appendEntry: (customType, data) => session.sessionManager.appendCustomEntry(customType, data),
+			setSessionName: (name) => session.setSessionName(name),
+			getSessionName: () => session.sessionName,
+			setLabel: (entryId, label) => session.sessionManager.appendLabelChange(entryId, label),
+			getActiveTools: () => session.getActiveToolNames(),
+			getAllTools: () =>
+				[...session._tools.values()].map((t) => ({
+					name: t.name,
+					description: t.description,
+					parameters: t.parameters,
+					promptGuidelines: t.promptGuidelines ?? [],
+					exposure: t.exposure ?? "direct",
+					sourceInfo: runner.getAllRegisteredTools().find((r) => r.definition === t)?.sourceInfo ?? { path: `builtin:${t.name}`, source: "builtin", scope: "temporary", origin: "top-level" },
+				})),
+			getSettings: () => session.settingsManager?.getSettings?.() ?? {},
+			setActiveTools: (names) => session.setActiveToolsByName(names),
+			refreshTools: () => syncTools(session, runner, true),
+			getCommands: () =>
+				runner.getRegisteredCommands().map((c) => ({ name: c.invocationName, description: c.description, source: "extension", sourceInfo: c.sourceInfo })),
+			setModel: async (model) => {
+				await session.setModel(model);
+				return true;
+			},
+			getThinkingLevel: () => session.thinkingLevel,
+			setThinkingLevel: (level) => session.setThinkingLevel(level),
+		},
+		{
+			getModel: () => session.model,
+			getScopedModels: () => session._scopedModels,
+			isIdle: () => session.isIdle,
+			isProjectTrusted: () => session.settingsManager?.isProjectTrusted?.() ?? true,
+			getSignal: () => undefined,
+			abort: () => {
+				session.abort();
+			},
+			hasPendingMessages: () => session.pendingMessageCount > 0,
+			shutdown: () => session._extensionShutdown?.(),
+			getContextUsage: () => undefined,
+			compact: (options) => {
+				session.compact(options?.customInstructions).then(options?.onComplete, options?.onError);
+			},
+			getSystemPrompt: () => session.systemPrompt,
+			getSystemPromptOptions: () => session._promptOptions(),
+		},
+	);
+	syncTools(session, runner, false);
+	if (activate) {
+		const names = runner.getAllRegisteredTools().map((t) => t.definition).filter((d) => d.defaultActive !== false && DECLARED.has(d.exposure)).map((d) => d.name);
+		session.setActiveToolsByName([...new Set([...session.getActiveToolNames(), ...names])]);
+	}
+
+	const agent = session.agent;
+	agent.beforeToolCall = async ({ toolCall, args }) => {
+		if (!runner.hasHandlers("tool_call")) return undefined;
+		return runner.emitToolCall({ type: "tool_call", toolName: toolCall.name, toolCallId: toolCall.id, input: args });
+	};
+	agent.afterToolCall = async ({ toolCall, args, result, isError }) => {
+		if (!runner.hasHandlers("tool_result")) return undefined;
+		const event = { type: "tool_result", toolName: toolCall.name, toolCallId: toolCall.id, input: args, content: result.content, details: result.details, isError, usage: result.usage };
+		if (result.structuredContent !== undefined) event.structuredContent = result.structuredContent;
+		return runner.emitToolResult(event);
+	};
+	agent.transformContext = async (messages) => (runner.hasHandlers("context") || runner.hasHandlers("context_with_system") ? runner.emitContext(messages) : messages);
+
+	let turnIndex = 0;
+	session._extensions = {
+		runner,
+		toolContext: (toolCallId, signal) => runner.createToolContext(toolCallId, signal),
+		/** An agent event to the handlers, as pi turns it into extension events; a `message_end` replacement applied in place. */
+		async agentEvent(event) {
+			switch (event.type) {
+				case "agent_start":
+					turnIndex = 0;
+					return runner.emit({ type: "agent_start" });
+				case "agent_end":
+					return runner.emit({ type: "agent_end", messages: event.messages });
+				case "turn_start":
+					return runner.emit({ type: "turn_start", turnIndex, timestamp: Date.now() });
+				case "turn_end": {
+					const index = turnIndex++;
+					return runner.emit({ type: "turn_end", turnIndex: index, message: event.message, toolResults: event.toolResults });
+				}
+				case "message_start":
+					return runner.emit({ type: "message_start", message: event.message });
+				case "message_update":
+					return runner.emit({ type: "message_update", message: event.message, assistantMessageEvent: event.assistantMessageEvent });
+				case "message_end": {
+					const replacement = await runner.emitMessageEnd({ type: "message_end", message: event.message });
+					if (replacement) {
+						for (const key of Object.keys(event.message)) delete event.message[key];
+						Object.assign(event.message, replacement.content == null && replacement.role !== "system" ? { ...replacement, content: [] } : replacement);
+					}
+					return undefined;
+				}
+				case "tool_execution_start":
+					return runner.emit({ type: "tool_execution_start", toolCallId: event.toolCallId, toolName: event.toolName, args: event.args });
+				case "tool_execution_update":
+					return runner.emit({ type: "tool_execution_update", toolCallId: event.toolCallId, toolName: event.toolName, args: event.args, partialResult: event.partialResult });
+				case "tool_execution_end": {
+					const { toolCallId, toolName, result, isError, durationMs } = event;
+					return runner.emit({ type: "tool_execution_end", toolCallId, toolName, result, isError, ...(durationMs === undefined ? {} : { durationMs }) });
+				}
+				default:
+					return undefined;
+			}
+		},
+		emit: (event) => runner.emit(event),
+		takeNextTurn: () => heldMessages(session).nextTurn.splice(0),
+		flushPendingCustom: () => {
+			for (const custom of heldMessages(session).custom.splice(0)) appendCustom(session, custom);
+		},
+		/** An extension command named by `/name args`: run with the command context; whether there was one. */
+		async runCommand(text) {
+			const space = text.indexOf(" ");
+			const name = space === -1 ? text.slice(1) : text.slice(1, space);
+			const command = runner.getCommand(name);
+			if (!command) return false;
+			try {
+				await command.handler(space === -1 ? "" : text.slice(space + 1), runner.createCommandContext());
+			} catch (error) {
+				runner.emitError({ extensionPath: `command:${name}`, event: "command", error: error instanceof Error ? error.message : String(error) });
+			}
+			return true;
+		},
+		/** The `input` handlers: `undefined` when one handled it, else the (transformed) text and images. */
+		async input(text, images, source, streamingBehavior) {
+			if (!runner.hasHandlers("input")) return { text, images };
+			const result = await runner.emitInput(text, images, source, streamingBehavior);
+			if (result.action === "handled") return undefined;
+			return result.action === "transform" ? { text: result.text, images: result.images ?? images } : { text, images };
+		},
+		beforeAgentStart: (trigger, options) => runner.emitBeforeAgentStart(trigger, options),
+		/** pi's `bindExtensions(bindings)`: the UI, command actions and error listener set; `session_start`, then `resources_discover`. */
+		async bind(bindings = {}) {
+			if (bindings.uiContext !== undefined || bindings.mode !== undefined) runner.setUIContext(bindings.uiContext ?? runner.uiContext, bindings.mode ?? runner.mode);
+			if (bindings.commandContextActions !== undefined) runner.bindCommandContext(bindings.commandContextActions);
+			if (bindings.shutdownHandler !== undefined) session._extensionShutdown = bindings.shutdownHandler;
+			if (bindings.onError !== undefined) runner.onError(bindings.onError);
+			const start = session._sessionStartEvent ?? { type: "session_start", reason: "startup" };
+			await runner.emit(start);
+			if (!runner.hasHandlers("resources_discover") || !session.resourceLoader?.extendResources) return;
+			const found = await runner.emitResourcesDiscover(session._cwd, start.reason === "reload" ? "reload" : "startup");
+			if (found.skillPaths.length + found.promptPaths.length + found.themePaths.length > 0) session.resourceLoader.extendResources(found);
+		},
+	};
+	return runner;
+}
+
+module.exports = { attachExtensions, sendCustomMessage };
