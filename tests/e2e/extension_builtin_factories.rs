@@ -247,7 +247,8 @@ async fn the_factorys_mcp_command_is_listed_where_pi_lists_it() {
     );
     let plain = |names: &str| format!("export default function (pi: any) {{\n{}}}\n", commands(names));
     let (plain_before, plain_after) = (plain("beta gamma"), plain("zeta"));
-    let cases: [(&[(&str, &str)], &[&str]); 2] = [
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+    let cases: [Case; 2] = [
         (
             &[("a-owner.ts", &within), ("b-plain.ts", &plain_before)],
             &["alpha a-owner.ts", "mcp a-owner.ts", "omega a-owner.ts", "beta b-plain.ts", "gamma b-plain.ts"],
