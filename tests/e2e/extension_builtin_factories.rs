@@ -204,3 +204,134 @@ async fn options_pi_rpc_cannot_honour_fail_the_load_clearly() {
         assert!(errors.is_empty() && alive, "pi 1.6.0: {factory}: {errors:?}");
     }
 }
+
+/// The extension commands `get_commands` lists but `llama`, as `name file` (in order),
+/// with `modules` (file, source) loaded.
+async fn listed_commands(modules: &[(&str, &str)], reference: bool) -> Option<Vec<String>> {
+    let sb = Sandbox::with_server().await;
+    for (file, source) in modules {
+        write_module(&sb, file, source);
+    }
+    let mut pi = start(&sb, reference, &[])?;
+    pi.send(json!({"id": "g", "type": "get_commands"})).await;
+    let lines = pi.until(|v| v["type"] == "response" && v["id"] == "g").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let commands = lines.last().expect("the response")["data"]["commands"].as_array().cloned().unwrap_or_default();
+    pi.close_stdin();
+    Some(
+        commands
+            .iter()
+            // pi's `llama` needs the terminal UI; pi-rpc leaves it out (DEVIATIONS).
+            .filter(|c| c["source"] == "extension" && c["name"] != "llama")
+            .map(|c| {
+                let path = c["sourceInfo"]["path"].as_str().unwrap_or_default();
+                format!("{} {}", c["name"].as_str().unwrap_or_default(), path.rsplit('/').next().unwrap_or_default())
+            })
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn the_factorys_mcp_command_is_listed_where_pi_lists_it() {
+    let commands = |names: &str| {
+        names
+            .split(' ')
+            .map(|name| format!("  pi.registerCommand(\"{name}\", {{ handler: async () => {{}} }});\n"))
+            .collect::<String>()
+    };
+    let within = format!(
+        "import {{ createMcpExtension }} from \"@earendil-works/pi-coding-agent\";\n\
+         export default function (pi: any) {{\n{}  createMcpExtension()(pi);\n{}}}\n",
+        commands("alpha"),
+        commands("omega")
+    );
+    let plain = |names: &str| format!("export default function (pi: any) {{\n{}}}\n", commands(names));
+    let (plain_before, plain_after) = (plain("beta gamma"), plain("zeta"));
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+    let cases: [Case; 2] = [
+        (
+            &[("a-owner.ts", &within), ("b-plain.ts", &plain_before)],
+            &["alpha a-owner.ts", "mcp a-owner.ts", "omega a-owner.ts", "beta b-plain.ts", "gamma b-plain.ts"],
+        ),
+        (
+            &[("a-plain.ts", &plain_before), ("b-mcp.ts", MCP_ONLY), ("c-plain.ts", &plain_after)],
+            &["beta a-plain.ts", "gamma a-plain.ts", "mcp b-mcp.ts", "zeta c-plain.ts"],
+        ),
+    ];
+    for (modules, expected) in cases {
+        let Some(ours) = listed_commands(modules, false).await else { return };
+        let Some(theirs) = listed_commands(modules, true).await else { return };
+        assert_eq!(ours, theirs, "pi 1.6.0 lists them the same");
+        assert_eq!(ours, expected);
+    }
+}
+
+/// The roots line server-everything logs once it has the client's roots.
+const ROOTS_LOGGED: &str = "[everything] info everything-server: Roots updated: 1 root(s) received from client";
+
+/// Wait (at most about 20 s) until `path` holds a line ending in
+/// [`ROOTS_LOGGED`]; its lines without their time, and whether each time is
+/// an ISO time in UTC.
+async fn logged_roots(path: &std::path::Path) -> (Vec<String>, bool) {
+    for _ in 0..400 {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(ROOTS_LOGGED) {
+            let lines: Vec<(&str, &str)> = text.lines().filter_map(|l| l.split_once(' ')).collect();
+            let iso =
+                lines.iter().all(|(time, _)| chrono::DateTime::parse_from_rfc3339(time).is_ok() && time.ends_with('Z'));
+            let mut rest: Vec<String> =
+                lines.iter().map(|(_, rest)| rest.to_string()).filter(|l| l.contains("Roots")).collect();
+            rest.dedup();
+            return (rest, iso);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    (Vec::new(), false)
+}
+
+/// server-everything connected (from mcp.json through pi's built-in, or
+/// registered by an extension after its `createMcpExtension({ logPath })`
+/// when `log_path`), its `get-roots-list`
+/// called: what the log says, and whether `<agent dir>/mcp.log` exists.
+async fn server_log(reference: bool, servers: &Servers, log_path: bool) -> Option<((Vec<String>, bool), bool)> {
+    let sb = Sandbox::with_server().await;
+    let script = servers.modules.join("@modelcontextprotocol/server-everything/dist/index.js");
+    let everything = json!({"command": servers.node, "args": [script, "stdio"], "exposure": "direct"});
+    let default_log = sb.agent_dir.path().join("mcp.log");
+    let custom_log = sb.agent_dir.path().join("logs/servers.log");
+    if log_path {
+        // The extension registers the server after applying the factory, so
+        // it connects once `logPath` is known (see DEVIATIONS for mcp.json's).
+        let source = format!(
+            "import {{ createMcpExtension }} from \"@earendil-works/pi-coding-agent\";\n\
+             export default function (pi: any) {{\n  createMcpExtension({{ logPath: {} }})(pi);\n  \
+             pi.registerMcpServer(\"everything\", {everything});\n}}\n",
+            json!(custom_log.to_string_lossy())
+        );
+        write_module(&sb, "logged.ts", &source);
+    } else {
+        write_mcp(&sb, json!({ "everything": everything }));
+    }
+    let mut pi = start(&sb, reference, &[])?;
+    sb.server().push(Reply::tool_calls([FakeToolCall::new("c1", "mcp__everything__get_roots_list", "{}")]));
+    sb.server().set_fallback(Reply::text("done"));
+    pi.send(json!({"id": "p", "type": "prompt", "message": "roots"})).await;
+    let lines = pi.until_type("agent_settled").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let logged = logged_roots(if log_path { &custom_log } else { &default_log }).await;
+    pi.close_stdin();
+    Some((logged, log_path && default_log.exists()))
+}
+
+#[tokio::test]
+async fn server_log_messages_go_to_mcp_log_or_the_factorys_log_path_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    for log_path in [false, true] {
+        let Some(ours) = server_log(false, &servers, log_path).await else { return };
+        let Some(theirs) = server_log(true, &servers, log_path).await else { return };
+        assert_eq!(ours.0.0, [ROOTS_LOGGED], "logPath {log_path}");
+        assert!(ours.0.1, "logPath {log_path}: each line starts with an ISO time");
+        assert!(!ours.1, "logPath {log_path}: nothing in the default mcp.log");
+        assert_eq!(ours, theirs, "logPath {log_path}: as pi 1.6.0 writes it");
+    }
+}

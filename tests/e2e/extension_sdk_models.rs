@@ -13,6 +13,8 @@
 //! with pi 1.6.0's whole. An OAuth `login` (GitHub Copilot's device code,
 //! against the fake OAuth server) runs with the caller's `prompt` and
 //! `notify` and stores its credential in the runtime's `auth.json`.
+//! A runtime's model calls (and an SDK session made with it) bring its own
+//! key to the fake model server; its deferred-response calls fail as pi's.
 //!
 //! Needs node 22, the host's packages and the reference pi from
 //! `target/tools` (`scripts/install-test-tools.sh`); skipped without them
@@ -23,6 +25,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use pi_compat::fake_oauth::FakeOAuth;
+use pi_compat::fake_server::Reply;
 
 use crate::clients::{node22, repo_root};
 use crate::extension_host::{host_dir, host_settings, write_module};
@@ -32,7 +35,7 @@ use crate::harness::{Pi, Sandbox};
 
 const SDK_MODELS: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
-import { ModelRuntime, ModelRegistry, parseArgs } from "@earendil-works/pi-coding-agent";
+import { ModelRuntime, ModelRegistry, parseArgs, createAgentSession, SessionManager } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 const failure = async (f: () => Promise<unknown>) => {
@@ -99,6 +102,57 @@ export default function (pi: ExtensionAPI) {
       };
       await def.removeRuntimeApiKey("fake");
       out.defaultRuntime.after = (await def.getAuth("fake"))?.auth?.apiKey ?? null;
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
+  pi.registerCommand("calls", {
+    handler: async (_args, ctx) => {
+      // Another models.json with the fake server's provider and no key; the key is in that auth.json.
+      const dir = path.join(ctx.cwd, "calls");
+      fs.mkdirSync(dir, { recursive: true });
+      const authPath = path.join(dir, "auth.json");
+      const modelsPath = path.join(dir, "models.json");
+      const baseUrl = ctx.modelRegistry.find("fake", "fake-model")?.baseUrl;
+      fs.writeFileSync(modelsPath, JSON.stringify({ providers: { fake: { baseUrl, api: "openai-completions", models: [{ id: "fake-model" }] } } }));
+      fs.writeFileSync(authPath, JSON.stringify({ fake: { type: "api_key", key: "file-key" } }));
+      const rt = await ModelRuntime.create({ authPath, modelsPath });
+      const model = rt.getModel("fake", "fake-model");
+      const question = { messages: [{ role: "user", content: "hi", timestamp: 0 }] };
+      const text = (m: any) => (m?.content ?? []).filter((c: any) => c.type === "text").map((c: any) => c.text).join("") || m?.errorMessage;
+      const out: any = {};
+      out.complete = text(await rt.complete(model, question));
+      await rt.setRuntimeApiKey("fake", "runtime-key");
+      out.completeSimple = text(await rt.completeSimple(model, question));
+      out.callerKey = text(await rt.complete(model, question, { apiKey: "caller-key" }));
+      const def = await ModelRuntime.create();
+      await def.setRuntimeApiKey("fake", "default-runtime-key");
+      out.defaultRuntime = text(await def.completeSimple(def.getModel("fake", "fake-model"), question));
+      const { session } = await createAgentSession({ cwd: ctx.cwd, model, modelRuntime: rt, sessionManager: SessionManager.inMemory(ctx.cwd) });
+      await session.prompt("hello");
+      out.session = text(session.messages.filter((m: any) => m.role === "assistant").at(-1));
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
+  pi.registerCommand("deferred", {
+    handler: async (_args, ctx) => {
+      const rt = await ModelRuntime.create();
+      const model = rt.getModel("fake", "fake-model");
+      const handle = { id: "deferred-1" };
+      // Times left out: they differ from run to run.
+      const { timestamp: _t, durationMs: _d, ...fetched }: any = await rt.fetchDeferred(model, handle);
+      const events: string[] = [];
+      for await (const event of rt.streamDeferred(model, handle)) events.push(event.type);
+      const thrown = async (f: () => Promise<unknown>) => {
+        try { await f(); return null; } catch (e: any) { return { name: e?.name, code: e?.code, message: e?.message }; }
+      };
+      const unknownModel = { ...model, provider: "nope-provider" };
+      const out = {
+        fetched,
+        events,
+        cancel: await thrown(() => rt.cancelDeferred(model, handle)),
+        unknown: (await rt.fetchDeferred(unknownModel, handle)).errorMessage,
+        cancelUnknown: await thrown(() => rt.cancelDeferred(unknownModel, handle)),
+      };
       ctx.ui.notify(JSON.stringify(out), "info");
     },
   });
@@ -202,6 +256,24 @@ async fn run_oauth(reference: bool) -> Option<Value> {
     Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("/oauth notified {text}: {e}")))
 }
 
+/// `/calls` in pi-rpc or pi 1.6.0: what it notified, and the key of each
+/// request the fake model server received.
+async fn run_calls(reference: bool) -> Option<(Value, Vec<String>)> {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
+    let cli = reference_cli()?;
+    let sb = Sandbox::with_server().await;
+    host_settings(&sb, &node, &dir, json!({}));
+    write_module(&sb, "sdk-models.ts", SDK_MODELS);
+    sb.write_models(&sb.server().base_url(), json!({}));
+    for _ in 0..5 {
+        sb.server().push(Reply::text("Called."));
+    }
+    let mut pi = if reference { spawn_reference(&sb, &node, &cli) } else { sb.spawn(&["--no-session"]) };
+    let text = notified_text(&mut pi, &sb, "calls").await;
+    let keys = sb.server().requests().iter().map(|r| r.header("authorization").unwrap_or("none").to_string()).collect();
+    Some((serde_json::from_str(&text).unwrap_or_else(|e| panic!("/calls notified {text}: {e}")), keys))
+}
+
 async fn both(command: &str) -> Option<(Value, Value)> {
     side_by_side(|reference, command| async move { run(reference, &command).await }, command).await
 }
@@ -249,5 +321,29 @@ async fn an_oauth_login_runs_with_the_callers_interaction_as_pis() {
     assert!(ours["events"].as_array().is_some_and(|e| e.iter().any(|e| e["type"] == "device_code")), "{ours}");
     assert_eq!(ours["after"], json!({}), "{ours}");
     assert_eq!(ours["aborted"], json!({"failed": true, "file": {}}), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn a_model_runtimes_calls_use_its_own_credentials_as_pis() {
+    let Some(ours) = run_calls(false).await else { return };
+    let Some(theirs) = run_calls(true).await else { return };
+    // Its auth.json's key, then its runtime key, the caller's key over both; the default
+    // runtime's own runtime key; an SDK session made with the runtime uses its key.
+    let expected =
+        ["file-key", "runtime-key", "caller-key", "default-runtime-key", "runtime-key"].map(|k| format!("Bearer {k}"));
+    assert_eq!(ours.1, expected, "{:?}", ours.0);
+    assert_eq!(ours.0["session"], "Called.", "{}", ours.0);
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn deferred_responses_are_refused_as_pis() {
+    let Some((ours, theirs)) = both("deferred").await else { return };
+    // No provider of the catalog defers responses: the stream ends with pi's error, cancel throws it.
+    let refusal = "Provider fake does not support deferred responses";
+    assert_eq!(ours["fetched"]["errorMessage"], refusal, "{ours}");
+    assert_eq!(ours["events"], json!(["error"]), "{ours}");
+    assert_eq!(ours["cancel"]["message"], refusal, "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

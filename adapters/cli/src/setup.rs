@@ -243,6 +243,7 @@ fn mcp_options(
         standby,
         root: None,
         start_gate: Some(start_gate),
+        log_path: Some(agent_dir.join("mcp.log")),
     }
 }
 

@@ -84,6 +84,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/settings.cjs", include_str!("host/shims/coding-agent/settings.cjs")),
     ("shims/coding-agent/models.cjs", include_str!("host/shims/coding-agent/models.cjs")),
     ("shims/coding-agent/model-store.cjs", include_str!("host/shims/coding-agent/model-store.cjs")),
+    ("shims/coding-agent/deferred.cjs", include_str!("host/shims/coding-agent/deferred.cjs")),
     ("shims/coding-agent/args.cjs", include_str!("host/shims/coding-agent/args.cjs")),
     ("shims/coding-agent/resources.cjs", include_str!("host/shims/coding-agent/resources.cjs")),
     ("shims/coding-agent/session-runtime.cjs", include_str!("host/shims/coding-agent/session-runtime.cjs")),

@@ -88,16 +88,22 @@ pub struct Connection {
     progress: Mutex<HashMap<String, mpsc::UnboundedSender<String>>>,
     /// The session's working directory: the root the server is given.
     root: super::SharedRoot,
+    /// Where the server's `notifications/message` go.
+    log: Arc<super::server_log::ServerLog>,
 }
 
 impl Connection {
     pub fn new(config: ServerConfig) -> Arc<Connection> {
-        Connection::with_root(config, Arc::default())
+        Connection::with_root(config, Arc::default(), Arc::default())
     }
 
     /// A connection whose server is given `root` (the process's working
     /// directory while it holds none).
-    pub fn with_root(config: ServerConfig, root: super::SharedRoot) -> Arc<Connection> {
+    pub fn with_root(
+        config: ServerConfig,
+        root: super::SharedRoot,
+        log: Arc<super::server_log::ServerLog>,
+    ) -> Arc<Connection> {
         let (state, _) = watch::channel(ServerState {
             status: Status::Connecting,
             tools: Arc::new(Vec::new()),
@@ -111,6 +117,7 @@ impl Connection {
             stderr_tail: Arc::default(),
             stopping: CancellationToken::new(),
             root,
+            log,
             progress: Mutex::default(),
         })
     }
@@ -584,6 +591,19 @@ impl rmcp::ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         if let Some(conn) = self.conn.upgrade() {
             tokio::spawn(conn.refresh_tools());
+        }
+    }
+
+    /// A `notifications/message`: appended to the session's server log, as pi does.
+    #[allow(deprecated)] // MCP logging is deprecated by SEP-2577; pi 1.6.0 still writes it.
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(conn) = self.conn.upgrade() {
+            let params = serde_json::to_value(&params).unwrap_or_default();
+            conn.log.write(&conn.config.name, &params);
         }
     }
 

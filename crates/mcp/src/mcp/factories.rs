@@ -23,6 +23,11 @@ pub struct FactoryState {
     codemode_models: AtomicBool,
     /// MCP's `startupWaitMs`: how long the first prompt waits for `direct` servers.
     direct_wait_ms: AtomicU64,
+    /// How many of its own commands the owner of `mcp` had registered when
+    /// it applied the factory: pi lists `/mcp` right after them.
+    mcp_command_slot: AtomicU64,
+    /// The servers' log (MCP's `logPath`, else `<agent dir>/mcp.log`).
+    pub server_log: std::sync::Arc<super::server_log::ServerLog>,
 }
 
 impl Default for FactoryState {
@@ -31,6 +36,8 @@ impl Default for FactoryState {
             owners: Mutex::new(Vec::new()),
             codemode_models: AtomicBool::new(true),
             direct_wait_ms: AtomicU64::new(DIRECT_WAIT.as_millis() as u64),
+            mcp_command_slot: AtomicU64::new(0),
+            server_log: std::sync::Arc::default(),
         }
     }
 }
@@ -71,6 +78,15 @@ impl FactoryState {
 
     pub fn set_direct_wait(&self, wait: Duration) {
         self.direct_wait_ms.store(wait.as_millis().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+    }
+
+    pub fn set_mcp_command_slot(&self, commands_before: u64) {
+        self.mcp_command_slot.store(commands_before, Ordering::Relaxed);
+    }
+
+    /// Where `/mcp` goes among its owner's commands (see [`FactoryState::owner`]).
+    pub fn mcp_command_slot(&self) -> usize {
+        usize::try_from(self.mcp_command_slot.load(Ordering::Relaxed)).unwrap_or(usize::MAX)
     }
 
     /// How long the first prompt waits for servers with `direct` tools.

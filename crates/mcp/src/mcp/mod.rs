@@ -24,6 +24,7 @@ pub mod naming;
 mod registry;
 pub mod result;
 pub mod search;
+pub mod server_log;
 pub mod tools;
 pub mod turn;
 
@@ -112,6 +113,9 @@ pub struct McpOptions {
     pub root: Option<std::path::PathBuf>,
     /// Servers start once this opens too (none: at once).
     pub start_gate: Option<StartGate>,
+    /// Where servers' log messages go (pi's `<agent dir>/mcp.log`) unless an
+    /// extension's `createMcpExtension({ logPath })` says otherwise; none: only traced.
+    pub log_path: Option<std::path::PathBuf>,
 }
 
 /// The session's working directory as every connection of one manager sees
@@ -203,8 +207,16 @@ impl McpManager {
             return manager;
         }
         let root: SharedRoot = Arc::new(Mutex::new(options.root));
-        let conns: Vec<Arc<Connection>> =
-            options.config.servers.into_iter().map(|server| Connection::with_root(server, root.clone())).collect();
+        if let Some(path) = options.log_path.filter(|_| factories.server_log.path().is_none()) {
+            factories.server_log.set_path(path);
+        }
+        let log = &factories.server_log;
+        let conns: Vec<Arc<Connection>> = options
+            .config
+            .servers
+            .into_iter()
+            .map(|server| Connection::with_root(server, root.clone(), log.clone()))
+            .collect();
         let go = CancellationToken::new();
         if !conns.is_empty() {
             // Servers start once the session answered its first command (or
@@ -245,7 +257,7 @@ impl McpManager {
 
     /// A connection to `server`, given this session's root.
     pub(super) fn connection(&self, server: ServerConfig) -> Arc<Connection> {
-        Connection::with_root(server, self.root.clone())
+        Connection::with_root(server, self.root.clone(), self.factories.server_log.clone())
     }
 
     /// Start connecting now (the session answered its first command).

@@ -37,9 +37,16 @@ impl Agent {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
         let empty = Map::new();
         let options = params.get("options").and_then(Value::as_object).unwrap_or(&empty);
+        let first_claim = self.mcp.factories.owner(name).is_none();
         match name {
             CODEMODE => self.codemode_options(options)?,
-            "mcp" => self.mcp_options(options)?,
+            "mcp" => {
+                self.mcp_options(options)?;
+                if first_claim {
+                    let before = params.get("commandsBefore").and_then(Value::as_u64).unwrap_or(0);
+                    self.mcp.factories.set_mcp_command_slot(before);
+                }
+            }
             TOOL_SEARCH => {}
             other => return Err(format!("pi has no built-in extension \"{other}\"")),
         }
@@ -76,6 +83,11 @@ impl Agent {
                 format!("createMcpExtension: `startupWaitMs` must be a number of milliseconds, not {ms}")
             })?),
         };
+        let log_path = match options.get("logPath") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(path)) => Some(std::path::PathBuf::from(path)),
+            Some(other) => return Err(format!("createMcpExtension: `logPath` must be a file path, not {other}")),
+        };
         self.wake_mcp();
         if !self.mcp.command_available() {
             return Err("createMcpExtension: MCP is off in this session (--no-tools), and pi-rpc's MCP client \
@@ -84,6 +96,9 @@ impl Agent {
         }
         if let Some(ms) = wait {
             self.mcp.factories.set_direct_wait(std::time::Duration::from_millis(ms as u64));
+        }
+        if let Some(path) = log_path {
+            self.mcp.factories.server_log.set_path(self.workspace.cwd().join(path));
         }
         Ok(())
     }
@@ -139,6 +154,42 @@ impl Agent {
                 }))
             })
             .collect()
+    }
+
+    /// Where `get_commands` lists built-in command `builtin` among the
+    /// extensions' commands `list`: pi's own after them all; the copy an
+    /// extension's factory registered among that extension's commands, after
+    /// those it had registered before applying the factory (extensions in
+    /// load order, as pi lists them).
+    pub(super) fn builtin_command_index(
+        &self,
+        list: &[crate::op::CommandInfo],
+        builtin: &crate::op::CommandInfo,
+    ) -> usize {
+        let Some(owner) =
+            builtin.path.as_deref().filter(|path| self.mcp.factories.owner("mcp").as_deref() == Some(*path))
+        else {
+            return list.len();
+        };
+        let order: Vec<String> =
+            self.ext.handle().loaded_paths().into_iter().map(|(_, path)| path.to_string_lossy().into_owned()).collect();
+        let rank = |path: &str| order.iter().position(|p| p == path);
+        let owner_rank = rank(owner);
+        let slot = self.mcp.factories.mcp_command_slot();
+        let mut owners_seen = 0;
+        for (index, command) in list.iter().enumerate() {
+            let path = command.path.as_deref().unwrap_or_default();
+            if path == owner {
+                if owners_seen == slot {
+                    return index;
+                }
+                owners_seen += 1;
+            } else if owners_seen > 0 || (owner_rank.is_some() && rank(path) > owner_rank) {
+                // Past the owner's commands, or at a later extension's.
+                return index;
+            }
+        }
+        list.len()
     }
 
     /// The path `/mcp` is listed with: the extension that applied

@@ -221,7 +221,10 @@ impl Agent {
                 }
             })
             .collect();
-        list.extend(self.builtin_commands());
+        for builtin in self.builtin_commands() {
+            let at = self.builtin_command_index(&list, &builtin);
+            list.insert(at, builtin);
+        }
         list.extend(crate::resources::commands(self.ext.resources()));
         list
     }

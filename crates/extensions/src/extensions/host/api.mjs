@@ -311,8 +311,9 @@ export class Instance {
 				return ch.call("getMcpServers").servers;
 			},
 			// The hook of pi's built-in extension factories (shims/coding-agent/builtin-extensions.cjs).
+			// `commandsBefore`: pi registers the factory's `/mcp` now, after the commands registered so far.
 			[Symbol.for("pi-rpc.useBuiltinExtension")](name, options) {
-				syncWrite("useBuiltinExtension", { name, options });
+				syncWrite("useBuiltinExtension", { name, options, commandsBefore: self.commands.size });
 			},
 		};
 	}

@@ -3,8 +3,9 @@
 // pi-rpc's own. Catalog, credentials and auth answers come from pi-rpc's
 // config crate over those files (the `modelStore` library function, read
 // again at each question, as pi re-reads its stores), with the runtime's own
-// API keys applied; model calls, typed models and provider registrations
-// go through pi-rpc's registry (compat/DEVIATIONS.md).
+// API keys applied; model calls go through pi-rpc's registry with this
+// runtime's request auth (`requestAuth`); typed models and provider
+// registrations are pi-rpc's registry's (compat/DEVIATIONS.md).
 
 "use strict";
 
@@ -49,6 +50,11 @@ function storeRegistry(store, runtimeKeys) {
 			const answer = ask("getApiKeyAndHeaders", plain(model));
 			if (!answer?.ok) return { ok: false, error: answer?.error ?? `No API key found for "${model?.provider}"` };
 			return answer.auth ? { ok: true, apiKey: answer.apiKey, headers: answer.headers, env: answer.env } : { ok: true, headers: answer.headers };
+		},
+		/** `{apiKey?, headers?}` of `model`'s provider from these files and the runtime keys (undefined: none). */
+		requestAuth(model) {
+			const answer = ask("getApiKeyAndHeaders", plain(model));
+			return answer?.ok ? { apiKey: answer.apiKey, headers: answer.headers } : undefined;
 		},
 		getModelsOfType: (type, providerId) => (type === "chat" ? (ask("getAll") ?? []).filter((m) => providerId === undefined || m.provider === providerId) : own.getModelsOfType(type, providerId)),
 		getAvailableOfType: (type, providerId) => own.getAvailableOfType(type, providerId),

@@ -8,9 +8,9 @@
 // override its stored ones and no other runtime's; `login` (API keys: the
 // caller's `prompt`) stores the credential in the runtime's `auth.json`,
 // `logout` removes it. `new ModelRegistry(runtime)` is pi's synchronous
-// facade over a runtime. What stays pi's own (OAuth logins through
-// `login`, a `credentials` store object, deferred calls) fails with a clear
-// error (compat/DEVIATIONS.md).
+// facade over a runtime. Model calls carry the runtime's own key; deferred
+// responses go to the provider's own calls (deferred.cjs). A `credentials`
+// store object fails with a clear error (compat/DEVIATIONS.md).
 
 "use strict";
 
@@ -18,16 +18,11 @@ const os = require("node:os");
 const path = require("node:path");
 const { services } = require("../host-services.cjs");
 const { storeRegistry, storedCredentials, storeCredential, removeCredential } = require("./model-store.cjs");
+const deferred = require("./deferred.cjs");
 
 const providerOf = (target) => (typeof target === "string" ? target : target?.provider);
 let loginCount = 0;
 const agentDir = () => process.env.PI_CODING_AGENT_DIR || path.join(os.homedir(), ".pi", "agent");
-
-function unavailable(what) {
-	return () => {
-		throw new Error(`ModelRuntime.${what}() is not available in pi-rpc's extension host (compat/DEVIATIONS.md)`);
-	};
-}
 
 /** pi's `ModelRuntime` over pi-rpc's catalog and credentials, or over other files. */
 class ModelRuntime {
@@ -204,17 +199,41 @@ class ModelRuntime {
 	getCompatibilityRequestConfig(model) {
 		return { headers: model?.headers };
 	}
+	/**
+	 * A call's options with this runtime's request auth, as pi's
+	 * `prepareRequest` gives them: the caller's `apiKey` first, then this
+	 * runtime's key (its runtime key, or its auth.json's over its
+	 * models.json); its headers under the caller's. The default runtime
+	 * without a key of its own leaves them to pi-rpc's registry.
+	 */
+	requestOptions(model, options) {
+		const overlay = this.overlayKey(model?.provider);
+		const auth = overlay !== undefined ? { apiKey: overlay } : this.ownStore ? this.registry.requestAuth(model) : undefined;
+		if (!auth) return options;
+		const headers = auth.headers || options?.headers ? { ...(auth.headers ?? {}), ...(options?.headers ?? {}) } : undefined;
+		return { ...(options ?? {}), apiKey: options?.apiKey ?? auth.apiKey, ...(headers ? { headers } : {}) };
+	}
 	stream(model, context, options) {
-		return this.registry.stream(model, context, options);
+		return this.registry.stream(model, context, this.requestOptions(model, options));
 	}
 	complete(model, context, options) {
-		return this.registry.complete(model, context, options);
+		return this.stream(model, context, options).result();
 	}
 	streamSimple(model, context, options) {
-		return this.registry.streamSimple(model, context, options);
+		return this.registry.streamSimple(model, context, this.requestOptions(model, options));
 	}
 	completeSimple(model, context, options) {
-		return this.registry.streamSimple(model, context, options).result();
+		return this.streamSimple(model, context, options).result();
+	}
+	/** pi's deferred responses (deferred.cjs): the provider's own `fetchDeferred` / `cancelDeferred`. */
+	streamDeferred(model, handle, options) {
+		return deferred.streamDeferred(this, model, handle, options);
+	}
+	async fetchDeferred(model, handle, options) {
+		return this.streamDeferred(model, handle, options).result();
+	}
+	async cancelDeferred(model, handle, options) {
+		return deferred.cancelDeferred(this, model, handle, options);
 	}
 	classify(model, context, options) {
 		return this.registry.classify(model, context, options);
@@ -238,9 +257,6 @@ class ModelRuntime {
 		this.registry.unregisterVirtualModel(providerId, modelId);
 	}
 	async settleCredentialWrites() {}
-}
-for (const name of ["streamDeferred", "fetchDeferred", "cancelDeferred"]) {
-	ModelRuntime.prototype[name] = unavailable(name);
 }
 
 /** pi's synchronous `ModelRegistry` facade over a `ModelRuntime`. */
