@@ -28,7 +28,7 @@ const SDK_RUNNER: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
 import { Type } from "typebox";
 import {
-  createAgentSession, createAgentSessionFromServices, createAgentSessionRuntime, createAgentSessionServices, DefaultResourceLoader, discoverAndLoadExtensions, ExtensionRunner, getAgentDir, SessionManager, wrapRegisteredTool, wrapRegisteredTools,
+  createAgentSession, createAgentSessionFromServices, createAgentSessionRuntime, createAgentSessionServices, DefaultResourceLoader, discoverAndLoadExtensions, ExtensionRunner, getAgentDir, SessionManager, SettingsManager, wrapRegisteredTool, wrapRegisteredTools,
 } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
@@ -91,6 +91,56 @@ const brief = (e: any) => {
 };
 
 export default function (pi: ExtensionAPI) {
+  pi.registerCommand("provider", {
+    handler: async (_args, ctx) => {
+      const seen: any[] = [];
+      const factory = (sub: ExtensionAPI) => {
+        sub.on("before_provider_request", (e: any) => {
+          seen.push(["request", e.payload.model, Array.isArray(e.payload.messages), e.payload.pi_marker ?? null]);
+          return { ...e.payload, pi_marker: "changed " + seen.length };
+        });
+        sub.on("before_provider_request", (e: any) => { seen.push(["chained", e.payload.pi_marker]); });
+        sub.on("after_provider_response", (e: any) => { seen.push(["response", e.status, typeof e.headers, e.headers["content-type"] ?? null]); });
+        sub.on("before_provider_headers", (e: any) => { seen.push(["headers", typeof e.headers]); });
+      };
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: [factory] });
+      await resourceLoader.reload();
+      const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, noTools: true } as any);
+      await session.bindExtensions({});
+      await session.prompt("hi");
+      ctx.ui.notify(JSON.stringify({ seen, messages: session.messages.map((m: any) => m.role) }), "info");
+      session.dispose();
+    },
+  });
+  pi.registerCommand("compacting", {
+    handler: async (_args, ctx) => {
+      const seen: any[] = [];
+      const factory = (sub: ExtensionAPI) => {
+        sub.on("session_before_compact", (e: any) => {
+          seen.push([e.type, e.reason, e.willRetry, e.customInstructions ?? null, typeof e.signal, e.branchEntries.length, typeof e.preparation.firstKeptEntryId]);
+          if (e.customInstructions === "stop") return { cancel: true };
+          return { compaction: { summary: "mine", firstKeptEntryId: e.preparation.firstKeptEntryId, tokensBefore: 42, details: { by: "ext" } } };
+        });
+        sub.on("session_compact", (e: any) => { seen.push([e.type, e.compactionEntry.summary, e.compactionEntry.fromHook ?? null, e.fromExtension, e.reason, e.willRetry]); });
+        sub.on("session_compact_failed", (e: any) => { seen.push([e.type, e.reason, e.errorMessage ?? null, e.aborted, e.willRetry, e.fromExtension]); });
+      };
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: [factory] });
+      await resourceLoader.reload();
+      const settingsManager = SettingsManager.inMemory({ compaction: { keepRecentTokens: 1 } } as any);
+      const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, settingsManager, model: ctx.model, noTools: true } as any);
+      const events: string[] = [];
+      session.subscribe((e: any) => { if (e.type.startsWith("compaction")) events.push(`${e.type}:${e.aborted ?? ""}:${e.errorMessage ?? ""}`); });
+      await session.bindExtensions({});
+      await session.prompt("hello");
+      let cancelled = null;
+      try { await session.compact("stop"); } catch (e: any) { cancelled = e.message; }
+      const result: any = await session.compact("go");
+      const entry: any = session.sessionManager.getBranch().at(-1);
+      ctx.ui.notify(JSON.stringify({ seen, events, cancelled, result: [result.summary, result.tokensBefore, result.details],
+        entry: [entry.type, entry.summary, entry.fromHook ?? null, entry.tokensBefore], messages: session.messages.map((m: any) => m.role) }), "info");
+      session.dispose();
+    },
+  });
   pi.registerCommand("messages", {
     handler: async (_args, ctx) => {
       const seen: string[] = [];
@@ -336,11 +386,34 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
         })
         .collect();
     note["offered"] = json!(offered);
+    // What a `before_provider_request` handler put into the payload each request carried.
+    note["markers"] = json!(sb.server().requests().iter().map(|r| r.body["pi_marker"].clone()).collect::<Vec<_>>());
     Some(note)
 }
 
 async fn both(command: &str) -> Option<(Value, Value)> {
     side_by_side(|reference, command| async move { run(reference, &command).await }, command).await
+}
+
+#[tokio::test]
+async fn sdk_session_extensions_see_and_change_its_provider_requests_as_in_pi() {
+    let Some((ours, theirs)) = both("provider").await else { return };
+    // Each handler's payload went out (the second handler saw the first's), the response told after.
+    let markers = ours["markers"].as_array().cloned().unwrap_or_default();
+    assert_eq!(markers.len(), 2, "{ours}");
+    assert!(markers.iter().all(|m| m.as_str().is_some_and(|m| m.starts_with("changed "))), "{ours}");
+    let seen = ours["seen"].as_array().cloned().unwrap_or_default();
+    assert!(seen.contains(&json!(["chained", markers[0]])), "{ours}");
+    assert!(seen.iter().any(|s| s[0] == "response" && s[1] == 200), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn sdk_session_extensions_cancel_or_make_its_compaction_as_in_pi() {
+    let Some((ours, theirs)) = both("compacting").await else { return };
+    assert_eq!(ours["cancelled"], "Compaction cancelled", "{ours}");
+    assert_eq!(ours["entry"], json!(["compaction", "mine", true, 42]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 
 #[tokio::test]

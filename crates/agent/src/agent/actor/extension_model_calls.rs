@@ -54,10 +54,12 @@ impl Agent {
             }
         };
         let stream = params.get("stream").and_then(Value::as_str).unwrap_or_default().to_string();
+        let observer = HostRequestHooks::of(&ext, &stream, params);
         tokio::spawn(async move {
             let sink = StreamBack { ext, stream };
             let key = request.api_key.clone();
-            let outcome = stream_assistant(Some(&sink), provider, request, cancel, &model, key.as_deref()).await;
+            let call = stream_assistant(Some(&sink), provider, request, cancel, &model, key.as_deref());
+            let outcome = crate::provider::observe::observed(observer, call).await;
             let message = serde_json::to_value(AgentMessage::Assistant(outcome.message)).unwrap_or(Value::Null);
             let _ = reply.send(Ok(json!({ "message": message })));
         });
@@ -257,6 +259,91 @@ fn call_tools(params: &Value) -> Vec<ToolSpec> {
 }
 
 /// The call's events, streamed back to the extension.
+/// The request hooks a `modelStream` caller gave (pi-ai's `onPayload`,
+/// `onResponse`, `transformHeaders`; `observe` names them): each is asked
+/// of the host (`model_stream_hook`) at its point of the HTTP exchange, as
+/// pi's SDK session wires its extensions' provider events. A hook that
+/// fails leaves the request as it was.
+struct HostRequestHooks {
+    ext: Arc<Extension>,
+    stream: String,
+    hooks: Vec<String>,
+}
+
+impl HostRequestHooks {
+    fn of(
+        ext: &Arc<Extension>,
+        stream: &str,
+        params: &Value,
+    ) -> Option<Arc<dyn crate::provider::observe::RequestObserver>> {
+        let hooks: Vec<String> = params
+            .get("observe")
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default();
+        if hooks.is_empty() {
+            return None;
+        }
+        Some(Arc::new(HostRequestHooks { ext: ext.clone(), stream: stream.to_string(), hooks }))
+    }
+
+    fn wants(&self, hook: &str) -> bool {
+        self.hooks.iter().any(|h| h == hook)
+    }
+
+    async fn ask(&self, hook: &str, fields: Value) -> Option<Value> {
+        let mut params = json!({ "stream": self.stream, "hook": hook });
+        if let (Some(params), Value::Object(fields)) = (params.as_object_mut(), fields) {
+            params.extend(fields);
+        }
+        match self.ext.call("model_stream_hook", params, None).await {
+            Ok(answer) => Some(answer),
+            Err(error) => {
+                tracing::warn!(hook, ?error, "an extension's model request hook failed");
+                None
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::provider::observe::RequestObserver for HostRequestHooks {
+    async fn headers(&self, headers: Vec<(String, String)>) -> Vec<(String, String)> {
+        if !self.wants("transformHeaders") {
+            return headers;
+        }
+        let record: serde_json::Map<String, Value> =
+            headers.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+        match self.ask("headers", json!({ "headers": record })).await {
+            Some(Value::Object(answer)) => match answer.get("headers") {
+                Some(Value::Object(changed)) => {
+                    changed.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect()
+                }
+                _ => headers,
+            },
+            _ => headers,
+        }
+    }
+
+    async fn payload(&self, payload: Value) -> Value {
+        if !self.wants("onPayload") {
+            return payload;
+        }
+        match self.ask("payload", json!({ "payload": payload.clone() })).await {
+            Some(Value::Object(mut answer)) => answer.remove("payload").unwrap_or(payload),
+            _ => payload,
+        }
+    }
+
+    async fn response(&self, status: u16, headers: Vec<(String, String)>) {
+        if self.wants("onResponse") {
+            let record: serde_json::Map<String, Value> =
+                headers.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+            self.ask("response", json!({ "status": status, "headers": record })).await;
+        }
+    }
+}
+
 struct StreamBack {
     ext: Arc<Extension>,
     stream: String,

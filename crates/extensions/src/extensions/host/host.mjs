@@ -182,6 +182,7 @@ function onRequest(message) {
 	else if (method === "provider_stream") work = instance.providers.stream(params, controller.signal, channel);
 	else if (method === "provider_oauth") work = instance.providers.oauth(params);
 	else if (method === "provider_typed") work = instance.providers.typed(params, controller.signal);
+	else if (method === "model_stream_hook") work = services.modelStreamHook(params);
 	// An OAuth login's event or question for the caller's interaction (ModelRuntime.login, shims/coding-agent/models.cjs).
 	else if (method === "login_interaction") work = Promise.resolve().then(() => services.logins.get(params.login)?.(params) ?? null);
 	// The `session_start` of a new session pi-rpc held while another extension's `newSession` setup ran: answered once handled.

@@ -48,6 +48,8 @@ export function createServices(channel, hello) {
 	const compactions = new Map();
 	/** Receivers of what pi-rpc streams to us, by stream name. */
 	const streams = new Map();
+	/** A model call's request hooks (pi-ai's `onPayload`, `onResponse`, `transformHeaders`), by stream name. */
+	const requestHooks = new Map();
 	let nextHandle = 0;
 	let nextCall = 0;
 	let specs;
@@ -100,6 +102,25 @@ export function createServices(channel, hello) {
 	return {
 		channel,
 		hello,
+
+		/**
+		 * pi-rpc asks a model call's request hook (`model_stream_hook`:
+		 * `{stream, hook, payload | status, headers | headers}`): `payload`
+		 * answers `{payload}`, `headers` the headers after the hook.
+		 */
+		async modelStreamHook({ stream, hook, payload, status, headers }) {
+			const hooks = requestHooks.get(String(stream)) ?? {};
+			if (hook === "payload") return { payload: hooks.onPayload ? ((await hooks.onPayload(payload)) ?? payload) : payload };
+			if (hook === "response") {
+				await hooks.onResponse?.({ status, headers: headers ?? {} });
+				return null;
+			}
+			if (hook === "headers") {
+				const own = { ...(headers ?? {}) };
+				return { headers: hooks.transformHeaders ? ((await hooks.transformHeaders(own)) ?? own) : own };
+			}
+			throw new Error(`unknown model stream hook: ${hook}`);
+		},
 
 		/** Requests from pi-rpc these services answer; `true` when `message` was one. */
 		handle(message, controllers) {
@@ -167,11 +188,12 @@ export function createServices(channel, hello) {
 		 * messages, options}`; pi-ai's events are pushed into `stream` (an
 		 * AssistantMessageEventStream) as they come.
 		 */
-		modelStream(params, signal, stream) {
+		modelStream(params, signal, stream, hooks) {
 			const name = `m${++nextCall}`;
 			const partial = new PartialMessage(stream);
 			streams.set(name, (data) => partial.receive(data));
-			const answer = channel.request("modelStream", { ...params, stream: name });
+			if (hooks) requestHooks.set(name, hooks);
+			const answer = channel.request("modelStream", { ...params, stream: name, ...(hooks ? { observe: Object.keys(hooks) } : {}) });
 			const id = channel.lastRequestId();
 			const onAbort = () => channel.send({ type: "cancel", id });
 			if (signal?.aborted) onAbort();
@@ -183,6 +205,7 @@ export function createServices(channel, hello) {
 				)
 				.finally(() => {
 					streams.delete(name);
+					requestHooks.delete(name);
 					signal?.removeEventListener("abort", onAbort);
 				});
 			return stream;

@@ -91,9 +91,16 @@ function callParams(model, context, options, api, apiOptions = false) {
 	};
 }
 
+/** pi-ai's request hooks of a call's options (`onPayload`, `onResponse`, `transformHeaders`), when it has any. */
+function requestHooks(options = {}) {
+	const hooks = {};
+	for (const key of ["onPayload", "onResponse", "transformHeaders"]) if (typeof options?.[key] === "function") hooks[key] = options[key];
+	return Object.keys(hooks).length > 0 ? hooks : undefined;
+}
+
 /** A call of pi-rpc's provider for `api` (the model's own when not given). */
 function viaPiRpc(model, context, options = {}, api) {
-	return services().modelStream(callParams(model, context, options, api), options.signal, new AssistantMessageEventStream());
+	return services().modelStream(callParams(model, context, options, api), options.signal, new AssistantMessageEventStream(), requestHooks(options));
 }
 
 /**
@@ -106,7 +113,7 @@ function viaPiRpc(model, context, options = {}, api) {
  */
 function viaRegistry(model, context, options = {}, simple = false) {
 	const params = { ...callParams(model, context, options, undefined, !simple), registry: true, simple };
-	return services().modelStream(params, options.signal, new AssistantMessageEventStream());
+	return services().modelStream(params, options.signal, new AssistantMessageEventStream(), requestHooks(options));
 }
 
 /** API implementations registered in the host (`registerApiProvider`), by API name. */

@@ -36,7 +36,7 @@ const { SettingsManager } = require("./settings.cjs");
 const compaction = require("./compaction.cjs");
 const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 const { executeBashWithOperations } = require("./bash-execution.cjs");
-const { attachExtensions, sendCustomMessage } = require("./session-extensions.cjs");
+const { attachExtensions, sendCustomMessage, providerHooks } = require("./session-extensions.cjs");
 const { expandSessionInput } = require("./input-expansion.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
@@ -284,6 +284,10 @@ class AgentSession {
 		const controller = new AbortController();
 		this._compacting = controller;
 		this._emit({ type: "compaction_start", reason: "manual" });
+		// pi's extension events around it: session_before_compact (cancel, or the extension's own compaction), session_compact, session_compact_failed.
+		const runner = this.extensionRunner;
+		let fromExtension = false;
+		let cancelledByExtension = false;
 		try {
 			const model = this.model;
 			if (!model) throw new Error("No model selected.");
@@ -291,10 +295,21 @@ class AgentSession {
 			const branch = this.sessionManager.getBranch();
 			const preparation = compaction.prepareCompaction(branch, settings);
 			if (!preparation) throw new Error(branch[branch.length - 1]?.type === "compaction" ? "Already compacted" : "Nothing to compact (session too small)");
-			const result = await compaction.compact(preparation, model, undefined, undefined, customInstructions, controller.signal, this.thinkingLevel, this._streamFn);
+			let own;
+			if (runner?.hasHandlers("session_before_compact")) {
+				const answer = await runner.emit({ type: "session_before_compact", preparation, branchEntries: branch, customInstructions, reason: "manual", willRetry: false, signal: controller.signal });
+				if (answer?.cancel) {
+					cancelledByExtension = true;
+					throw new Error("Compaction cancelled");
+				}
+				if (answer?.compaction) [own, fromExtension] = [answer.compaction, true];
+			}
+			const result = own ?? (await compaction.compact(preparation, model, undefined, undefined, customInstructions, controller.signal, this.thinkingLevel, this._streamFn));
 			if (controller.signal.aborted) throw new Error("Compaction cancelled");
 			const { summary, firstKeptEntryId, tokensBefore, usage, details } = result;
-			this.sessionManager.appendCompaction(summary, firstKeptEntryId, tokensBefore, details, false, usage);
+			this.sessionManager.appendCompaction(summary, firstKeptEntryId, tokensBefore, details, fromExtension, usage);
+			const entry = this.sessionManager.getEntries().find((e) => e.type === "compaction" && e.summary === summary);
+			if (runner && entry) await runner.emit({ type: "session_compact", compactionEntry: entry, fromExtension, reason: "manual", willRetry: false });
 			this.agent.state.messages = this.sessionManager.buildSessionContext().messages;
 			const estimatedTokensAfter = this.agent.state.messages.reduce((n, m) => n + lib("estimateTokens", m), 0);
 			const done = { summary, firstKeptEntryId, tokensBefore, estimatedTokensAfter, usage, details };
@@ -302,10 +317,11 @@ class AgentSession {
 			this._emit({ type: "compaction_end", reason: "manual", result: done, aborted: false, willRetry: false });
 			return done;
 		} catch (error) {
-			const aborted = controller.signal.aborted;
+			const aborted = controller.signal.aborted || cancelledByExtension;
 			const errorMessage = aborted ? undefined : `Compaction failed: ${error instanceof Error ? error.message : String(error)}`;
 			this._compacting = undefined;
 			this._emit({ type: "compaction_end", reason: "manual", result: undefined, aborted, willRetry: false, errorMessage });
+			if (runner?.hasHandlers("session_compact_failed")) await runner.emit({ type: "session_compact_failed", reason: "manual", errorMessage, aborted, willRetry: false, fromExtension });
 			throw error;
 		} finally {
 			this._compacting = undefined;
@@ -744,9 +760,11 @@ async function createAgentSession(options = {}) {
 	const active = [...names, ...custom].filter((n) => !excluded.has(n));
 
 	const core = services().agentCore();
+	// pi's provider events of the session's extensions (its `onPayload`/`onResponse`/`transformHeaders`), bound once the session exists.
+	let withProviderHooks = (streamOptions) => streamOptions;
 	const stream = options.modelRuntime
-		? (m, context, streamOptions) => options.modelRuntime.streamSimple(m, context, streamOptions)
-		: (m, context, streamOptions) => calls.viaRegistry(m, context, streamOptions, true);
+		? (m, context, streamOptions) => options.modelRuntime.streamSimple(m, context, withProviderHooks(streamOptions))
+		: (m, context, streamOptions) => calls.viaRegistry(m, context, withProviderHooks(streamOptions), true);
 	const agent = new core.Agent({
 		initialState: { systemPrompt: "", model, thinkingLevel, tools: [], messages: existing.messages },
 		convertToLlm: (messages) => (settingsManager?.getBlockImages() ? withoutImages(convertToLlm(messages)) : convertToLlm(messages)),
@@ -776,6 +794,7 @@ async function createAgentSession(options = {}) {
 	session.setActiveToolsByName(active);
 	const extensionsResult = options.resourceLoader?.getExtensions?.() ?? { extensions: [], errors: [] };
 	session._sessionStartEvent = options.sessionStartEvent ?? { type: "session_start", reason: "startup" };
+	withProviderHooks = (streamOptions) => providerHooks(session.extensionRunner, streamOptions);
 	attachExtensions(session, extensionsResult, { modelRegistry: options.modelRuntime ? new (require("./models.cjs").ModelRegistry)(options.modelRuntime) : registry, activate: true });
 	return { session, extensionsResult, modelFallbackMessage: model ? modelFallbackMessage : "No models available." };
 }

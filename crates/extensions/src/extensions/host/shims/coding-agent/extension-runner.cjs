@@ -368,6 +368,34 @@ class ExtensionRunner {
 		});
 		return current;
 	}
+	/** `before_provider_request`: each handler sees the payload so far; what it returns (not undefined) replaces it. */
+	async emitBeforeProviderRequest(payload) {
+		const ctx = this.createContext();
+		let current = payload;
+		await this._eachHandler("before_provider_request", async (handler, ext) => {
+			const answer = await handler({ type: "before_provider_request", payload: current }, ctx);
+			if (answer !== undefined) current = answer;
+		});
+		return current;
+	}
+	/** `before_provider_headers`: handlers change the headers in place; their answers are ignored. */
+	async emitBeforeProviderHeaders(headers) {
+		const ctx = this.createContext();
+		await this._eachHandler("before_provider_headers", (handler) => handler({ type: "before_provider_headers", headers }, ctx));
+		return headers;
+	}
+	/** Every extension's handlers of `event` in order, a throwing one reported and skipped. */
+	async _eachHandler(event, run) {
+		for (const ext of this.extensions) {
+			for (const handler of [...(ext.handlers.get(event) ?? [])]) {
+				try {
+					await run(handler, ext);
+				} catch (error) {
+					this.emitError({ extensionPath: ext.path, event, error: messageOf(error), stack: error?.stack });
+				}
+			}
+		}
+	}
 	/** `resources_discover`: every handler's skill, prompt and theme paths. */
 	async emitResourcesDiscover(cwd, reason) {
 		const found = { skillPaths: [], promptPaths: [], themePaths: [] };

@@ -223,4 +223,22 @@ function attachExtensions(session, extensionsResult, { modelRegistry, activate }
 	return runner;
 }
 
-module.exports = { attachExtensions, sendCustomMessage };
+/**
+ * A model call's options with pi's provider hooks of `runner`'s extensions:
+ * `before_provider_request` (a handler's payload replaces the request's),
+ * `after_provider_response` (status and headers) and
+ * `before_provider_headers` (handlers change the headers in place), each
+ * only when an extension listens, as pi's SDK session wires them.
+ */
+function providerHooks(runner, streamOptions = {}) {
+	if (!runner) return streamOptions;
+	const hooks = {};
+	if (runner.hasHandlers("before_provider_request")) hooks.onPayload = (payload) => runner.emitBeforeProviderRequest(payload);
+	if (runner.hasHandlers("after_provider_response")) {
+		hooks.onResponse = (response) => runner.emit({ type: "after_provider_response", status: response.status, headers: response.headers });
+	}
+	if (runner.hasHandlers("before_provider_headers")) hooks.transformHeaders = (headers) => runner.emitBeforeProviderHeaders(headers);
+	return Object.keys(hooks).length > 0 ? { ...streamOptions, ...hooks } : streamOptions;
+}
+
+module.exports = { attachExtensions, sendCustomMessage, providerHooks };
