@@ -229,6 +229,33 @@ impl McpConfig {
         config
     }
 
+    /// The config pi's `createMcpExtension({ loadConfig })` returned (pi's
+    /// `LoadedMcpConfig`: `servers: [{name, config, source}]`, `errors`,
+    /// `autoEnableCodemode`), which replaces `mcp.json`. Each entry is read
+    /// as an `mcp.json` entry from its `source`; what is not an entry is an error.
+    pub fn from_loaded(loaded: &Value, sources: &ConfigSources<'_>) -> McpConfig {
+        let mut config = McpConfig {
+            auto_enable_codemode: loaded.get("autoEnableCodemode").and_then(Value::as_bool).unwrap_or(true),
+            ..Default::default()
+        };
+        let entries = loaded.get("servers").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        for entry in entries {
+            let source = entry.get("source").and_then(Value::as_str).unwrap_or("loadConfig");
+            let Some(name) = entry.get("name").and_then(Value::as_str) else {
+                config.errors.push(format!("{source}: loadConfig server entry without a name"));
+                continue;
+            };
+            let one = McpConfig::from_value(&serde_json::json!({ name: entry.get("config") }), source, sources);
+            config.errors.extend(one.errors);
+            for server in one.servers {
+                config.add_server(server);
+            }
+        }
+        let errors = loaded.get("errors").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        config.errors.extend(errors.iter().map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_string)));
+        config
+    }
+
     /// Add servers, skipping those whose name another server already has.
     pub fn add_server(&mut self, server: ServerConfig) {
         let key = namespace_key(&server.name);
