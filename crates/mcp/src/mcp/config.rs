@@ -544,6 +544,34 @@ mod tests {
     }
 
     #[test]
+    fn a_loaded_config_keeps_its_entries_order_sources_and_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let sources = ConfigSources { agent_dir: dir.path(), cwd: dir.path(), project_trusted: false, env: None };
+        let loaded = json!({
+            "servers": [
+                {"name": "ze_ta", "config": {"command": "z", "exposure": "direct"}, "source": "/ext/a.ts"},
+                {"name": "alpha", "config": {"url": "http://127.0.0.1:1/mcp"}, "source": "/ext/b.ts"},
+                {"config": {"command": "nameless"}, "source": "/ext/c.ts"},
+                {"name": "ze-ta", "config": {"command": "again"}, "source": "/ext/d.ts"}
+            ],
+            "errors": ["/ext/a.ts: the loader's own error"],
+            "autoEnableCodemode": false
+        });
+        let c = McpConfig::from_loaded(&loaded, &sources);
+        let names: Vec<&str> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ze_ta", "alpha"], "in the loader's order");
+        assert_eq!(c.servers[0].exposure, Exposure::Direct);
+        assert_eq!(c.servers[1].source, "/ext/b.ts", "each entry keeps its source");
+        assert!(!c.auto_enable_codemode);
+        assert_eq!(c.errors.len(), 3, "{:?}", c.errors);
+        assert!(c.errors[0].contains("without a name"), "{:?}", c.errors);
+        assert!(c.errors[1].contains("ze-ta"), "a clash of names is an error: {:?}", c.errors);
+        assert_eq!(c.errors[2], "/ext/a.ts: the loader's own error");
+        let defaults = McpConfig::from_loaded(&json!({"servers": []}), &sources);
+        assert!(defaults.servers.is_empty() && defaults.errors.is_empty() && defaults.auto_enable_codemode);
+    }
+
+    #[test]
     fn user_servers_with_expansion_and_defaults() {
         let user = json!({"mcpServers": {
             "fs": {"command": "npx", "args": ["-y", "server", "~/docs"], "env": {"TOKEN": "${GH}", "PLAIN": "a${MISSING}b"}, "cwd": "sub"},
