@@ -454,9 +454,13 @@ async fn load_config(reference: bool, servers: &Servers) -> Option<(Value, Vec<S
     write_module(&sb, "loaded.ts", &load_config_source(&node, &script));
     let mut pi = start(&sb, reference, &[])?;
     pi.send(json!({"id": "c", "type": "prompt", "message": "/calls"})).await;
-    let lines = pi.until(|v| v["method"] == "notify").await;
+    // The note of `/calls` (another notify, such as a server warning, may come first).
+    let lines =
+        pi.until(|v| v["method"] == "notify" && v["message"].as_str().is_some_and(|m| m.starts_with('['))).await;
     assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
     let calls = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
+    let others: Vec<&Value> = lines.iter().filter(|v| v["method"] == "notify").collect();
+    assert_eq!(others.len(), 1, "reference {reference}: no other notify: {others:?}");
     sb.server().push(Reply::tool_calls([FakeToolCall::new("c1", "mcp__loaded__get_sum", r#"{"a":1,"b":2}"#)]));
     sb.server().set_fallback(Reply::text("done"));
     pi.send(json!({"id": "p", "type": "prompt", "message": "sum"})).await;
