@@ -184,11 +184,7 @@ async fn load_errors(source: &str, reference: bool) -> Option<(Vec<String>, bool
 
 #[tokio::test]
 async fn options_pi_rpc_cannot_honour_fail_the_load_clearly() {
-    let cases = [
-        (r#"createCodemodeExtension({ mode: "only" })"#, "mode: \"only\""),
-        ("createMcpExtension({ loadConfig: () => ({ servers: [], errors: [] }) })", "`loadConfig`"),
-        ("createMcpExtension({ createTransport: () => { throw new Error(); } })", "`createTransport`"),
-    ];
+    let cases = [("createMcpExtension({ createTransport: () => { throw new Error(); } })", "`createTransport`")];
     for (factory, named) in cases {
         let source = format!(
             "import {{ createCodemodeExtension, createMcpExtension }} from \"@earendil-works/pi-coding-agent\";\n\
@@ -334,4 +330,130 @@ async fn server_log_messages_go_to_mcp_log_or_the_factorys_log_path_as_in_pi() {
         assert!(!ours.1, "logPath {log_path}: nothing in the default mcp.log");
         assert_eq!(ours, theirs, "logPath {log_path}: as pi 1.6.0 writes it");
     }
+}
+
+/// pi's codemode extension with `mode: "only"`, activated by `/on`.
+const CODEMODE_ONLY: &str = r#"import { createCodemodeExtension } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+export default function (pi: ExtensionAPI) {
+  createCodemodeExtension({ mode: "only" })(pi);
+  pi.registerCommand("on", {
+    handler: async (_args, ctx) => {
+      pi.setActiveTools([...pi.getActiveTools(), "codemode"]);
+      ctx.ui.notify(JSON.stringify(pi.getActiveTools()), "info");
+    },
+  });
+}
+"#;
+
+/// The tools the system prompt's `<tools>` section of a model request lists
+/// (their names; the snippets are each program's own text).
+fn prompt_tools(request: &Value) -> Vec<String> {
+    let text = match &request["messages"][0]["content"] {
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(""),
+        other => other.as_str().unwrap_or_default().to_string(),
+    };
+    let start = text.find("<tools>").unwrap_or(text.len());
+    let end = text.find("</tools>").unwrap_or(text.len()).max(start);
+    text[start..end].lines().filter_map(|line| line.strip_prefix("- ")?.split(':').next().map(str::to_string)).collect()
+}
+
+/// What one program did with [`CODEMODE_ONLY`]: the active tools after
+/// `/on`, the tools and `<tools>` section of the model call, and the
+/// output of a script that calls the hidden `read`.
+async fn codemode_only(reference: bool) -> Option<(Value, Vec<String>, Vec<String>, String)> {
+    let sb = Sandbox::with_server().await;
+    write_module(&sb, "only.ts", CODEMODE_ONLY);
+    std::fs::write(sb.cwd.path().join("note.txt"), "hidden but callable\n").unwrap();
+    let mut pi = start(&sb, reference, &[])?;
+    pi.send(json!({"id": "t", "type": "prompt", "message": "/on"})).await;
+    let lines = pi.until(|v| v["method"] == "notify").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let note = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
+    let code = r#"{"code":"const r = await tools.read({path: \"note.txt\"}); return JSON.stringify(r)"}"#;
+    sb.server().push(Reply::tool_calls([FakeToolCall::new("c1", "codemode", code)]));
+    sb.server().set_fallback(Reply::text("done"));
+    pi.send(json!({"id": "p", "type": "prompt", "message": "go"})).await;
+    let lines = pi.until_type("agent_settled").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let output = result_text(result(&results(&lines), "c1"));
+    let requests = sb.server().requests();
+    let first = &requests.first().expect("a model call").body;
+    pi.close_stdin();
+    Some((serde_json::from_str(&note).expect("the note is JSON"), tool_names(first), prompt_tools(first), output))
+}
+
+#[tokio::test]
+async fn codemode_only_offers_the_model_codemode_alone_as_in_pi() {
+    let Some(ours) = codemode_only(false).await else { return };
+    let Some(theirs) = codemode_only(true).await else { return };
+    assert_eq!(ours.0, json!(["read", "bash", "edit", "write", "codemode"]));
+    assert_eq!(ours.0, theirs.0, "pi 1.6.0 has the same active tools");
+    assert_eq!(ours.1, ["codemode"], "only codemode is declared");
+    assert_eq!(ours.1, theirs.1, "pi 1.6.0 declares the same");
+    assert_eq!(ours.2, ["codemode"], "the prompt lists the tools offered");
+    assert_eq!(ours.2, theirs.2, "pi 1.6.0's prompt lists the same");
+    assert!(ours.3.contains("hidden but callable"), "scripts still call the hidden tools: {}", ours.3);
+    assert!(theirs.3.contains("hidden but callable"), "{}", theirs.3);
+}
+
+/// pi's MCP extension with `loadConfig`: one server (`loaded`) in place of
+/// mcp.json's; `/calls` tells how often `loadConfig` ran, and with a `ctx`.
+fn load_config_source(node: &str, script: &str) -> String {
+    format!(
+        r#"import {{ createMcpExtension }} from "@earendil-works/pi-coding-agent";
+import type {{ ExtensionAPI }} from "@earendil-works/pi-coding-agent";
+
+export default function (pi: ExtensionAPI) {{
+  const calls: string[] = [];
+  createMcpExtension({{
+    loadConfig: (ctx) => {{
+      calls.push(typeof ctx.cwd);
+      const config = {{ command: {node:?}, args: [{script:?}, "stdio"], exposure: "direct" }};
+      return {{ servers: [{{ name: "loaded", config, source: "from-extension" }}], errors: [] }};
+    }},
+  }})(pi);
+  pi.registerCommand("calls", {{ handler: async (_args, ctx) => ctx.ui.notify(JSON.stringify(calls), "info") }});
+}}
+"#
+    )
+}
+
+/// What one program did with [`load_config_source`]: `loadConfig`'s calls,
+/// the MCP tools of the first model call, the `loaded` server's sum.
+async fn load_config(reference: bool, servers: &Servers) -> Option<(Value, Vec<String>, String)> {
+    let sb = Sandbox::with_server().await;
+    let script = servers.modules.join("@modelcontextprotocol/server-everything/dist/index.js");
+    let script = script.to_string_lossy().into_owned();
+    let node = servers.node.to_string_lossy().into_owned();
+    write_mcp(&sb, json!({"everything": {"command": node, "args": [script, "stdio"], "exposure": "direct"}}));
+    write_module(&sb, "loaded.ts", &load_config_source(&node, &script));
+    let mut pi = start(&sb, reference, &[])?;
+    pi.send(json!({"id": "c", "type": "prompt", "message": "/calls"})).await;
+    let lines = pi.until(|v| v["method"] == "notify").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let calls = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
+    sb.server().push(Reply::tool_calls([FakeToolCall::new("c1", "mcp__loaded__get_sum", r#"{"a":1,"b":2}"#)]));
+    sb.server().set_fallback(Reply::text("done"));
+    pi.send(json!({"id": "p", "type": "prompt", "message": "sum"})).await;
+    let lines = pi.until_type("agent_settled").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let sum = result_text(result(&results(&lines), "c1"));
+    let first = tool_names(&sb.server().requests()[0].body).into_iter().filter(|t| t.starts_with("mcp__")).collect();
+    pi.close_stdin();
+    Some((serde_json::from_str(&calls).expect("the note is JSON"), first, sum))
+}
+
+#[tokio::test]
+async fn mcp_load_config_replaces_mcp_json_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let Some(ours) = load_config(false, &servers).await else { return };
+    let Some(theirs) = load_config(true, &servers).await else { return };
+    assert_eq!(ours.0, json!(["string"]), "loadConfig ran once, at session_start, with a ctx");
+    assert_eq!(ours.0, theirs.0, "pi 1.6.0 calls it the same");
+    assert!(!ours.1.is_empty() && ours.1.iter().all(|t| t.starts_with("mcp__loaded__")), "{:?}", ours.1);
+    assert_eq!(ours.1, theirs.1, "the same MCP tools offered (none of mcp.json's)");
+    assert!(ours.2.contains('3'), "{}", ours.2);
+    assert_eq!(ours.2, theirs.2);
 }

@@ -229,6 +229,33 @@ impl McpConfig {
         config
     }
 
+    /// The config pi's `createMcpExtension({ loadConfig })` returned (pi's
+    /// `LoadedMcpConfig`: `servers: [{name, config, source}]`, `errors`,
+    /// `autoEnableCodemode`), which replaces `mcp.json`. Each entry is read
+    /// as an `mcp.json` entry from its `source`; what is not an entry is an error.
+    pub fn from_loaded(loaded: &Value, sources: &ConfigSources<'_>) -> McpConfig {
+        let mut config = McpConfig {
+            auto_enable_codemode: loaded.get("autoEnableCodemode").and_then(Value::as_bool).unwrap_or(true),
+            ..Default::default()
+        };
+        let entries = loaded.get("servers").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        for entry in entries {
+            let source = entry.get("source").and_then(Value::as_str).unwrap_or("loadConfig");
+            let Some(name) = entry.get("name").and_then(Value::as_str) else {
+                config.errors.push(format!("{source}: loadConfig server entry without a name"));
+                continue;
+            };
+            let one = McpConfig::from_value(&serde_json::json!({ name: entry.get("config") }), source, sources);
+            config.errors.extend(one.errors);
+            for server in one.servers {
+                config.add_server(server);
+            }
+        }
+        let errors = loaded.get("errors").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        config.errors.extend(errors.iter().map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_string)));
+        config
+    }
+
     /// Add servers, skipping those whose name another server already has.
     pub fn add_server(&mut self, server: ServerConfig) {
         let key = namespace_key(&server.name);
@@ -514,6 +541,34 @@ mod tests {
         let sources =
             ConfigSources { agent_dir: agent.path(), cwd: cwd.path(), project_trusted: trusted, env: Some(&env) };
         McpConfig::load(&sources)
+    }
+
+    #[test]
+    fn a_loaded_config_keeps_its_entries_order_sources_and_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let sources = ConfigSources { agent_dir: dir.path(), cwd: dir.path(), project_trusted: false, env: None };
+        let loaded = json!({
+            "servers": [
+                {"name": "ze_ta", "config": {"command": "z", "exposure": "direct"}, "source": "/ext/a.ts"},
+                {"name": "alpha", "config": {"url": "http://127.0.0.1:1/mcp"}, "source": "/ext/b.ts"},
+                {"config": {"command": "nameless"}, "source": "/ext/c.ts"},
+                {"name": "ze-ta", "config": {"command": "again"}, "source": "/ext/d.ts"}
+            ],
+            "errors": ["/ext/a.ts: the loader's own error"],
+            "autoEnableCodemode": false
+        });
+        let c = McpConfig::from_loaded(&loaded, &sources);
+        let names: Vec<&str> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ze_ta", "alpha"], "in the loader's order");
+        assert_eq!(c.servers[0].exposure, Exposure::Direct);
+        assert_eq!(c.servers[1].source, "/ext/b.ts", "each entry keeps its source");
+        assert!(!c.auto_enable_codemode);
+        assert_eq!(c.errors.len(), 3, "{:?}", c.errors);
+        assert!(c.errors[0].contains("without a name"), "{:?}", c.errors);
+        assert!(c.errors[1].contains("ze-ta"), "a clash of names is an error: {:?}", c.errors);
+        assert_eq!(c.errors[2], "/ext/a.ts: the loader's own error");
+        let defaults = McpConfig::from_loaded(&json!({"servers": []}), &sources);
+        assert!(defaults.servers.is_empty() && defaults.errors.is_empty() && defaults.auto_enable_codemode);
     }
 
     #[test]

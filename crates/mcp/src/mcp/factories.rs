@@ -2,7 +2,7 @@
 //! (`createCodemodeExtension`, `createMcpExtension`,
 //! `createToolSearchExtension`): which extension owns each built-in (pi
 //! then loads that extension's copy in place of its own) and the options
-//! pi-rpc honours: codemode's `models`, MCP's `startupWaitMs`.
+//! pi-rpc honours: codemode's `models` and `mode`, MCP's `startupWaitMs`.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,6 +21,9 @@ pub struct FactoryState {
     owners: Mutex<Vec<(String, String)>>,
     /// codemode's `models` option: scripts get the `models` global.
     codemode_models: AtomicBool,
+    /// codemode's `mode: "only"`: while codemode is on, the model is offered
+    /// codemode and not the tools scripts call (pi's hidden declarations).
+    codemode_only: AtomicBool,
     /// MCP's `startupWaitMs`: how long the first prompt waits for `direct` servers.
     direct_wait_ms: AtomicU64,
     /// How many of its own commands the owner of `mcp` had registered when
@@ -35,6 +38,7 @@ impl Default for FactoryState {
         FactoryState {
             owners: Mutex::new(Vec::new()),
             codemode_models: AtomicBool::new(true),
+            codemode_only: AtomicBool::new(false),
             direct_wait_ms: AtomicU64::new(DIRECT_WAIT.as_millis() as u64),
             mcp_command_slot: AtomicU64::new(0),
             server_log: std::sync::Arc::default(),
@@ -76,6 +80,15 @@ impl FactoryState {
         self.codemode_models.load(Ordering::Relaxed)
     }
 
+    pub fn set_codemode_only(&self, only: bool) {
+        self.codemode_only.store(only, Ordering::Relaxed);
+    }
+
+    /// Whether codemode's `mode` is `"only"` (see [`FactoryState::set_codemode_only`]).
+    pub fn codemode_only(&self) -> bool {
+        self.codemode_only.load(Ordering::Relaxed)
+    }
+
     pub fn set_direct_wait(&self, wait: Duration) {
         self.direct_wait_ms.store(wait.as_millis().min(u64::MAX as u128) as u64, Ordering::Relaxed);
     }
@@ -110,6 +123,7 @@ mod tests {
         state.claim("codemode", "/b.ts").unwrap();
         assert_eq!(state.owned(), ["mcp", "codemode"]);
         assert!(state.codemode_models());
+        assert!(!state.codemode_only(), "pi's default codemode mode is \"on\"");
         assert_eq!(state.direct_wait(), DIRECT_WAIT);
         state.set_codemode_models(false);
         state.set_direct_wait(Duration::from_millis(250));

@@ -196,6 +196,26 @@ impl McpManager {
         Some(Self::start_with(options, self.factories.clone()))
     }
 
+    /// A manager for `config` in place of this one's servers (pi's
+    /// `createMcpExtension({ loadConfig })`, whose config replaces
+    /// `mcp.json`): same tool filter, root, start gate and factory state; it
+    /// starts connecting as soon as this one may. The caller shuts this one
+    /// down and registers its registered servers again.
+    pub fn reconfigured(&self, config: McpConfig) -> Arc<McpManager> {
+        let options = McpOptions {
+            config,
+            filter: self.filter.clone(),
+            root: self.root.lock().ok().and_then(|root| root.clone()),
+            start_gate: self.gate.clone(),
+            ..McpOptions::default()
+        };
+        let manager = Self::start_with(options, self.factories.clone());
+        if self.go.is_cancelled() {
+            manager.begin();
+        }
+        manager
+    }
+
     fn start_with(options: McpOptions, factories: Arc<factories::FactoryState>) -> Arc<McpManager> {
         if options.disabled && options.standby {
             let on = McpOptions { disabled: false, standby: false, ..options };

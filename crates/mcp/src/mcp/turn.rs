@@ -3,6 +3,8 @@
 //! other tools may call, the inactive `codemode` / `deferred` ones, MCP
 //! tools), `tool_search` (with the tools it loaded on this branch), `direct`
 //! MCP tools and the resource tools when their widest exposure is `direct`.
+//! With codemode's `mode: "only"` the `direct` tools scripts call are left
+//! out of the declarations ([`hidden_by_codemode`]).
 
 use std::sync::Arc;
 
@@ -92,5 +94,31 @@ pub fn turn_tools(
             }
         }
     }
+    let hidden = hidden_by_codemode(base, base_specs, mcp, reach);
+    specs.retain(|spec| !hidden.contains(&spec.name));
     (registry, specs)
+}
+
+/// pi's codemode `mode: "only"` (`createCodemodeExtension({ mode: "only" })`):
+/// while codemode is on, the `direct` tools a script may call are not
+/// declared to the model (they stay runnable, from scripts). Those are the
+/// active tools other tools may call (not `model-only` ones), `tool_search`,
+/// and `direct` MCP tools; tools `tool_search` loaded (`deferred`) stay.
+pub fn hidden_by_codemode(
+    base: &ToolRegistry,
+    base_specs: &[ToolSpec],
+    mcp: Option<&Arc<McpManager>>,
+    reach: Reach,
+) -> Vec<String> {
+    let Some(mcp) = mcp.filter(|m| reach.codemode && m.factories.codemode_only()) else { return Vec::new() };
+    let mut hidden: Vec<String> = base_specs
+        .iter()
+        .filter(|s| s.name != CODEMODE && base.get(&s.name).is_some_and(|tool| tool.callable(true)))
+        .map(|s| s.name.clone())
+        .collect();
+    if reach.tool_search {
+        hidden.push(TOOL_SEARCH.to_string());
+    }
+    hidden.extend(mcp.tools().iter().filter(|t| t.exposure == Exposure::Direct).map(|t| t.tool.name().to_string()));
+    hidden
 }

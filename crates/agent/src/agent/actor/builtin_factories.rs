@@ -18,11 +18,14 @@ use crate::mcp::search::TOOL_SEARCH;
 use crate::mcp::turn::CODEMODE;
 
 /// `createMcpExtension` options pi-rpc refuses, with the reason.
-const REFUSED_MCP_OPTIONS: [(&str, &str); 3] = [
-    ("loadConfig", "pi-rpc reads mcp.json itself (register more servers with pi.registerMcpServer())"),
+const REFUSED_MCP_OPTIONS: [(&str, &str); 2] = [
     ("createTransport", "pi-rpc's MCP client makes its own stdio and streamable HTTP transports"),
     ("credentials", "pi-rpc does not sign in to MCP servers (give an HTTP server its \"headers\")"),
 ];
+
+/// What the host's `createMcpExtension({ loadConfig })` sends, in place of a
+/// built-in's name, with what `loadConfig(ctx)` returned at `session_start`.
+const LOADED_MCP_CONFIG: &str = "mcp:loadedConfig";
 
 /// The name `getAllTools()` gives a built-in tool's source, as pi's built-in extensions.
 fn builtin_path(tool: &str) -> &'static str {
@@ -37,6 +40,9 @@ impl Agent {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
         let empty = Map::new();
         let options = params.get("options").and_then(Value::as_object).unwrap_or(&empty);
+        if name == LOADED_MCP_CONFIG {
+            return self.load_mcp_config(&ext.path_string(), params.get("options").unwrap_or(&Value::Null));
+        }
         let first_claim = self.mcp.factories.owner(name).is_none();
         match name {
             CODEMODE => self.codemode_options(options)?,
@@ -55,11 +61,8 @@ impl Agent {
     }
 
     fn codemode_options(&self, options: &Map<String, Value>) -> Result<(), String> {
-        if options.get("mode").and_then(Value::as_str) == Some("only") {
-            return Err("createCodemodeExtension({ mode: \"only\" }) is not supported by pi-rpc: its codemode \
-                        does not take the other tools away from the model (leave `mode` out, or \"on\")"
-                .to_string());
-        }
+        // pi: "only" hides the tools scripts call; any other mode leaves them offered.
+        self.mcp.factories.set_codemode_only(options.get("mode").and_then(Value::as_str) == Some("only"));
         match options.get("models") {
             None | Some(Value::Null) => {}
             Some(Value::Bool(on)) => self.mcp.factories.set_codemode_models(*on),
@@ -100,7 +103,55 @@ impl Agent {
         if let Some(path) = log_path {
             self.mcp.factories.server_log.set_path(self.workspace.cwd().join(path));
         }
+        let first_claim = self.mcp.factories.owner("mcp").is_none();
+        if first_claim && options.get("loadConfig").is_some_and(|v| !v.is_null()) {
+            // pi reads no mcp.json then: its servers wait for `loadConfig(ctx)` at `session_start`.
+            let none = crate::mcp::McpConfig::from_loaded(&json!({ "servers": [] }), &self.mcp_sources());
+            self.replace_mcp(self.mcp.reconfigured(none));
+        }
         Ok(())
+    }
+
+    /// What `loadConfig(ctx)` of the MCP owner `path` returned: its servers
+    /// replace the session's (pi calls it at every `session_start`).
+    fn load_mcp_config(&mut self, path: &str, loaded: &Value) -> Result<Value, String> {
+        if self.mcp.factories.owner("mcp").as_deref() != Some(path) {
+            return Err("loadConfig: this extension does not own MCP".to_string());
+        }
+        let config = crate::mcp::McpConfig::from_loaded(loaded, &self.mcp_sources());
+        self.replace_mcp(self.mcp.reconfigured(config));
+        Ok(Value::Null)
+    }
+
+    fn mcp_sources(&self) -> crate::mcp::ConfigSources<'_> {
+        crate::mcp::ConfigSources {
+            agent_dir: self.workspace.agent_dir(),
+            cwd: self.workspace.cwd(),
+            project_trusted: false,
+            env: None,
+        }
+    }
+
+    /// Use `manager` from now on: the registered servers move to it, and the
+    /// old one's servers are stopped.
+    fn replace_mcp(&mut self, manager: std::sync::Arc<crate::mcp::McpManager>) {
+        self.adopt_registered(&manager);
+        let old = std::mem::replace(
+            &mut self.mcp,
+            crate::agent::mcp_start::watch_startup(manager, &self.channels.internal()),
+        );
+        tokio::spawn(async move { old.shutdown().await });
+    }
+
+    /// Register the servers extensions registered so far with `manager` too.
+    fn adopt_registered(&self, manager: &crate::mcp::McpManager) {
+        let sources = self.mcp_sources();
+        for server in self.mcp.registered_servers() {
+            let (name, path) = (server["name"].as_str().unwrap_or_default(), server["extensionPath"].as_str());
+            if let Err(error) = manager.register_server(name, &server["config"], path.unwrap_or_default(), &sources) {
+                tracing::warn!("MCP server {name} registered by {path:?}: {error}");
+            }
+        }
     }
 
     /// Turn MCP on when only pi's built-in MCP extension was off (`--no-mcp`,
@@ -109,18 +160,7 @@ impl Agent {
     /// far move to the new manager.
     fn wake_mcp(&mut self) {
         let Some(woken) = self.mcp.wake() else { return };
-        let sources = crate::mcp::ConfigSources {
-            agent_dir: self.workspace.agent_dir(),
-            cwd: self.workspace.cwd(),
-            project_trusted: false,
-            env: None,
-        };
-        for server in self.mcp.registered_servers() {
-            let (name, path) = (server["name"].as_str().unwrap_or_default(), server["extensionPath"].as_str());
-            if let Err(error) = woken.register_server(name, &server["config"], path.unwrap_or_default(), &sources) {
-                tracing::warn!("MCP server {name} registered by {path:?}: {error}");
-            }
-        }
+        self.adopt_registered(&woken);
         self.mcp = crate::agent::mcp_start::watch_startup(woken, &self.channels.internal());
     }
 

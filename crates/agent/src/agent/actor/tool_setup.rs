@@ -46,6 +46,10 @@ impl Agent {
             tools.push(PromptTool { name: name.clone(), snippet, guidelines });
         }
         tools.extend(self.reach_tools());
+        // codemode's `mode: "only"`: the prompt lists the tools the model is offered.
+        let (registry, specs) = self.active_tool_set();
+        let hidden = crate::mcp::turn::hidden_by_codemode(&registry, &specs, Some(&self.mcp), self.reach());
+        tools.retain(|tool| !hidden.contains(&tool.name));
         let skills = self.skills_section();
         self.workspace.prompt_sections(&tools, skills.as_deref())
     }

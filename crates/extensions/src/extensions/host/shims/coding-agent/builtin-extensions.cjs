@@ -41,8 +41,23 @@ function createCodemodeExtension(options) {
 	return builtinFactory("codemode", "createCodemodeExtension", options);
 }
 
+/** What the hook is told, in place of a built-in's name, with what `loadConfig(ctx)` returned. */
+const LOADED_MCP_CONFIG = "mcp:loadedConfig";
+
+// pi calls `loadConfig(ctx)` in its MCP extension's `session_start` handler,
+// and the config it returns replaces `mcp.json`; pi-rpc's MCP client then
+// connects those servers.
 function createMcpExtension(options) {
-	return builtinFactory("mcp", "createMcpExtension", options);
+	const apply = builtinFactory("mcp", "createMcpExtension", options);
+	const loadConfig = options?.loadConfig;
+	if (typeof loadConfig !== "function") return apply;
+	return function (pi) {
+		apply(pi);
+		pi.on("session_start", (_event, ctx) => {
+			const loaded = loadConfig(ctx);
+			pi[USE_BUILTIN](LOADED_MCP_CONFIG, JSON.parse(JSON.stringify(loaded ?? {})));
+		});
+	};
 }
 
 function createToolSearchExtension() {
