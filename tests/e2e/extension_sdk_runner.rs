@@ -141,6 +141,48 @@ export default function (pi: ExtensionAPI) {
       session.dispose();
     },
   });
+  pi.registerCommand("tree", {
+    handler: async (_args, ctx) => {
+      const seen: any[] = [];
+      let at: (id: string | null | undefined) => number | null = () => null;
+      let busy: any = null;
+      const factory = (sub: ExtensionAPI) => {
+        sub.on("session_before_tree", (e: any) => {
+          const p = e.preparation;
+          seen.push([e.type, at(p.targetId), at(p.oldLeafId), at(p.commonAncestorId), p.entriesToSummarize.map((x: any) => x.type), p.userWantsSummary,
+            p.customInstructions ?? null, p.replaceInstructions ?? null, p.label ?? null, typeof e.signal, busy?.isCompacting ?? null]);
+          if (p.customInstructions === "stop") return { cancel: true };
+          if (p.customInstructions === "mine") return { summary: { summary: "my summary", details: { by: "ext" } }, label: "renamed" };
+          return undefined;
+        });
+        sub.on("session_tree", (e: any) => {
+          seen.push([e.type, at(e.newLeafId), at(e.oldLeafId), e.summaryEntry ? [e.summaryEntry.summary, e.summaryEntry.fromHook, e.summaryEntry.details] : null, e.fromExtension ?? null]);
+        });
+      };
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: [factory] });
+      await resourceLoader.reload();
+      const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, noTools: true } as any);
+      busy = session;
+      const sm = session.sessionManager;
+      at = (id) => (id == null ? null : sm.getEntries().findIndex((x: any) => x.id === id));
+      await session.bindExtensions({});
+      await session.prompt("hello");
+      const entries = sm.getEntries();
+      const user = entries.find((x: any) => x.type === "message" && x.message.role === "user");
+      const last = entries[entries.length - 1];
+      const shape = (r: any) => ({ ...r, summaryEntry: r.summaryEntry ? [r.summaryEntry.type, at(r.summaryEntry.id)] : r.summaryEntry });
+      const cancelled = shape(await session.navigateTree(user.id, { summarize: true, customInstructions: "stop", label: "keep" }));
+      const leafAfterCancel = at(sm.getLeafId());
+      const summarised = shape(await session.navigateTree(user.id, { summarize: true, customInstructions: "mine", replaceInstructions: true, label: "mark" }));
+      const back = shape(await session.navigateTree(last.id, { label: "end" }));
+      ctx.ui.notify(JSON.stringify({
+        seen, cancelled, leafAfterCancel, summarised, back, leaf: at(sm.getLeafId()),
+        entries: sm.getEntries().map((x: any) => (x.type === "label" ? ["label", at(x.targetId), x.label] : x.type)),
+        messages: session.messages.map((m: any) => m.role),
+      }), "info");
+      session.dispose();
+    },
+  });
   pi.registerCommand("messages", {
     handler: async (_args, ctx) => {
       const seen: string[] = [];
@@ -413,6 +455,18 @@ async fn sdk_session_extensions_cancel_or_make_its_compaction_as_in_pi() {
     let Some((ours, theirs)) = both("compacting").await else { return };
     assert_eq!(ours["cancelled"], "Compaction cancelled", "{ours}");
     assert_eq!(ours["entry"], json!(["compaction", "mine", true, 42]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn sdk_session_extensions_cancel_or_summarise_its_tree_navigation_as_in_pi() {
+    let Some((ours, theirs)) = both("tree").await else { return };
+    // A cancel leaves the leaf; a handler's summary becomes the branch summary with its label; plain moves told after.
+    assert_eq!(ours["cancelled"], json!({"cancelled": true}), "{ours}");
+    assert_eq!(ours["summarised"]["editorText"], "hello", "{ours}");
+    let seen = ours["seen"].as_array().cloned().unwrap_or_default();
+    assert!(seen.iter().any(|s| s[0] == "session_tree" && s[3] == json!(["my summary", true, {"by": "ext"}]) && s[4] == true), "{ours}");
+    assert!(ours["entries"].as_array().is_some_and(|e| e.iter().any(|x| x[0] == "label" && x[2] == "renamed")), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 
