@@ -183,6 +183,43 @@ export default function (pi: ExtensionAPI) {
       session.dispose();
     },
   });
+  pi.registerCommand("boundary", {
+    handler: async (_args, ctx) => {
+      const seen: any[] = [];
+      let sm: any;
+      const at = (id: string | undefined) => (id === undefined ? null : sm.getEntries().findIndex((x: any) => x.id === id));
+      const view = (e: any) => [e.entries.map((d: any) => d.customType), e.continue, e.context.canContinue,
+        e.context.contextMessages.map((m: any) => m.customType ?? m.role), e.context.llmMessages.length, e.context.pendingMessages.length];
+      let settles = 0;
+      const factory = (sub: ExtensionAPI) => {
+        sub.on("turn_end", (e: any) => {
+          seen.push(["turn_end", e.turnIndex, e.outcome, sm.getEntry(e.messageEntryId)?.message === e.message, e.toolResultEntryIds.map(at), e.toolResults.length, ...view(e)]);
+          if (e.turnIndex === 0) return { entries: [{ type: "custom", customType: "mark", data: { turn: 0 } }] };
+          return undefined;
+        });
+        sub.on("turn_end", (e: any) => { seen.push(["turn_end again", e.turnIndex, ...view(e)]); });
+        sub.on("agent_before_settle", (e: any) => {
+          seen.push(["agent_before_settle", e.outcome, ...view(e)]);
+          if (settles++ === 0) return { entries: [{ type: "custom_message", customType: "again", content: "go on", display: false }], continue: true };
+          return undefined;
+        });
+        sub.on("agent_before_settle", (e: any) => { seen.push(["agent_before_settle again", ...view(e)]); });
+        sub.on("agent_settled", () => { seen.push(["agent_settled"]); });
+      };
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: [factory] });
+      await resourceLoader.reload();
+      const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, noTools: true } as any);
+      sm = session.sessionManager;
+      await session.bindExtensions({});
+      await session.prompt("hello");
+      ctx.ui.notify(JSON.stringify({
+        seen,
+        entries: sm.getEntries().map((x: any) => x.customType ?? x.message?.role ?? x.type),
+        messages: session.messages.map((m: any) => m.customType ?? m.role),
+      }), "info");
+      session.dispose();
+    },
+  });
   pi.registerCommand("messages", {
     handler: async (_args, ctx) => {
       const seen: string[] = [];
@@ -467,6 +504,18 @@ async fn sdk_session_extensions_cancel_or_summarise_its_tree_navigation_as_in_pi
     let seen = ours["seen"].as_array().cloned().unwrap_or_default();
     assert!(seen.iter().any(|s| s[0] == "session_tree" && s[3] == json!(["my summary", true, {"by": "ext"}]) && s[4] == true), "{ours}");
     assert!(ours["entries"].as_array().is_some_and(|e| e.iter().any(|x| x[0] == "label" && x[2] == "renamed")), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn sdk_session_extensions_act_at_turn_end_and_before_settling_as_in_pi() {
+    let Some((ours, theirs)) = both("boundary").await else { return };
+    // turn_end handlers chained with pi's boundary fields; their entries written; agent_before_settle's continue ran a turn.
+    let seen = ours["seen"].as_array().cloned().unwrap_or_default();
+    assert!(seen.iter().any(|s| s[0] == "turn_end again" && s[1] == 0 && s[2] == json!(["mark"])), "{ours}");
+    assert!(seen.iter().any(|s| s[0] == "turn_end" && s[3] == true), "{ours}");
+    assert!(ours["entries"].as_array().is_some_and(|e| e.contains(&json!("mark")) && e.contains(&json!("again"))), "{ours}");
+    assert_eq!(ours["offered"].as_array().map(Vec::len), Some(3), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 

@@ -174,7 +174,12 @@ class AgentSession {
 		this._abortRequested = false;
 		try {
 			await this.agent.prompt(messages);
-			while (!this._abortRequested && this.agent.hasQueuedMessages()) await this.agent.continue();
+			// Queued messages run first; then pi's agent_before_settle may run another turn.
+			for (;;) {
+				while (!this._abortRequested && this.agent.hasQueuedMessages()) await this.agent.continue();
+				if (this._abortRequested || !(await this._extensions?.beforeSettle())) break;
+				await this.agent.continue();
+			}
 		} finally {
 			this._running = false;
 			this._flushPendingBash();
