@@ -3,7 +3,9 @@
 //! `createAgentSession` over it (the extension's tools offered to the model,
 //! its handlers given the sub-session's events, `tool_call` changing a call's
 //! input, its command run by `session.prompt("/cmd")`,
-//! `session.extensionRunner`); `AgentSessionRuntime` telling those
+//! `session.extensionRunner`; the provider, compaction and tree-navigation
+//! events, `turn_end` / `agent_before_settle` as pi's boundaries, and no
+//! `user_bash` from `executeBash`); `AgentSessionRuntime` telling those
 //! extensions of a replacement (`session_before_*`, `session_shutdown`,
 //! `session_start` on rebind); and a second extension runtime built by hand
 //! (`discoverAndLoadExtensions`, `ExtensionRunner`'s hooks, contexts,
@@ -217,6 +219,22 @@ export default function (pi: ExtensionAPI) {
         entries: sm.getEntries().map((x: any) => x.customType ?? x.message?.role ?? x.type),
         messages: session.messages.map((m: any) => m.customType ?? m.role),
       }), "info");
+      session.dispose();
+    },
+  });
+  pi.registerCommand("bash", {
+    handler: async (_args, ctx) => {
+      const seen: any[] = [];
+      const factory = (sub: ExtensionAPI) => {
+        sub.on("user_bash", (e: any) => { seen.push(["user_bash", e.command]); return { result: { output: "from the extension", exitCode: 0, cancelled: false, truncated: false } }; });
+      };
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: [factory] });
+      await resourceLoader.reload();
+      const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, noTools: true } as any);
+      await session.bindExtensions({});
+      const result: any = await session.executeBash("echo ran here");
+      ctx.ui.notify(JSON.stringify({ seen, handlers: session.extensionRunner.hasHandlers("user_bash"), result: [result.output.trim(), result.exitCode],
+        entries: session.sessionManager.getEntries().map((x: any) => x.message?.role ?? x.type) }), "info");
       session.dispose();
     },
   });
@@ -516,6 +534,16 @@ async fn sdk_session_extensions_act_at_turn_end_and_before_settling_as_in_pi() {
     assert!(seen.iter().any(|s| s[0] == "turn_end" && s[3] == true), "{ours}");
     assert!(ours["entries"].as_array().is_some_and(|e| e.contains(&json!("mark")) && e.contains(&json!("again"))), "{ours}");
     assert_eq!(ours["offered"].as_array().map(Vec::len), Some(3), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn an_sdk_sessions_execute_bash_runs_without_user_bash_as_in_pi() {
+    let Some((ours, theirs)) = both("bash").await else { return };
+    // pi's front ends ask `user_bash`; the SDK session's executeBash itself does not: the command ran here.
+    assert_eq!(ours["seen"], json!([]), "{ours}");
+    assert_eq!(ours["handlers"], true, "{ours}");
+    assert_eq!(ours["result"], json!(["ran here", 0]), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 
