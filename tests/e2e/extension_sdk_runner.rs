@@ -520,8 +520,15 @@ async fn sdk_session_extensions_cancel_or_summarise_its_tree_navigation_as_in_pi
     assert_eq!(ours["cancelled"], json!({"cancelled": true}), "{ours}");
     assert_eq!(ours["summarised"]["editorText"], "hello", "{ours}");
     let seen = ours["seen"].as_array().cloned().unwrap_or_default();
-    assert!(seen.iter().any(|s| s[0] == "session_tree" && s[3] == json!(["my summary", true, {"by": "ext"}]) && s[4] == true), "{ours}");
-    assert!(ours["entries"].as_array().is_some_and(|e| e.iter().any(|x| x[0] == "label" && x[2] == "renamed")), "{ours}");
+    assert!(
+        seen.iter()
+            .any(|s| s[0] == "session_tree" && s[3] == json!(["my summary", true, {"by": "ext"}]) && s[4] == true),
+        "{ours}"
+    );
+    assert!(
+        ours["entries"].as_array().is_some_and(|e| e.iter().any(|x| x[0] == "label" && x[2] == "renamed")),
+        "{ours}"
+    );
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 
@@ -532,7 +539,10 @@ async fn sdk_session_extensions_act_at_turn_end_and_before_settling_as_in_pi() {
     let seen = ours["seen"].as_array().cloned().unwrap_or_default();
     assert!(seen.iter().any(|s| s[0] == "turn_end again" && s[1] == 0 && s[2] == json!(["mark"])), "{ours}");
     assert!(seen.iter().any(|s| s[0] == "turn_end" && s[3] == true), "{ours}");
-    assert!(ours["entries"].as_array().is_some_and(|e| e.contains(&json!("mark")) && e.contains(&json!("again"))), "{ours}");
+    assert!(
+        ours["entries"].as_array().is_some_and(|e| e.contains(&json!("mark")) && e.contains(&json!("again"))),
+        "{ours}"
+    );
     assert_eq!(ours["offered"].as_array().map(Vec::len), Some(3), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
