@@ -3,7 +3,9 @@
 //! `createAgentSession` over it (the extension's tools offered to the model,
 //! its handlers given the sub-session's events, `tool_call` changing a call's
 //! input, its command run by `session.prompt("/cmd")`,
-//! `session.extensionRunner`); `AgentSessionRuntime` telling those
+//! `session.extensionRunner`; the provider, compaction and tree-navigation
+//! events, `turn_end` / `agent_before_settle` as pi's boundaries, and no
+//! `user_bash` from `executeBash`); `AgentSessionRuntime` telling those
 //! extensions of a replacement (`session_before_*`, `session_shutdown`,
 //! `session_start` on rebind); and a second extension runtime built by hand
 //! (`discoverAndLoadExtensions`, `ExtensionRunner`'s hooks, contexts,
@@ -138,6 +140,101 @@ export default function (pi: ExtensionAPI) {
       const entry: any = session.sessionManager.getBranch().at(-1);
       ctx.ui.notify(JSON.stringify({ seen, events, cancelled, result: [result.summary, result.tokensBefore, result.details],
         entry: [entry.type, entry.summary, entry.fromHook ?? null, entry.tokensBefore], messages: session.messages.map((m: any) => m.role) }), "info");
+      session.dispose();
+    },
+  });
+  pi.registerCommand("tree", {
+    handler: async (_args, ctx) => {
+      const seen: any[] = [];
+      let at: (id: string | null | undefined) => number | null = () => null;
+      let busy: any = null;
+      const factory = (sub: ExtensionAPI) => {
+        sub.on("session_before_tree", (e: any) => {
+          const p = e.preparation;
+          seen.push([e.type, at(p.targetId), at(p.oldLeafId), at(p.commonAncestorId), p.entriesToSummarize.map((x: any) => x.type), p.userWantsSummary,
+            p.customInstructions ?? null, p.replaceInstructions ?? null, p.label ?? null, typeof e.signal, busy?.isCompacting ?? null]);
+          if (p.customInstructions === "stop") return { cancel: true };
+          if (p.customInstructions === "mine") return { summary: { summary: "my summary", details: { by: "ext" } }, label: "renamed" };
+          return undefined;
+        });
+        sub.on("session_tree", (e: any) => {
+          seen.push([e.type, at(e.newLeafId), at(e.oldLeafId), e.summaryEntry ? [e.summaryEntry.summary, e.summaryEntry.fromHook, e.summaryEntry.details] : null, e.fromExtension ?? null]);
+        });
+      };
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: [factory] });
+      await resourceLoader.reload();
+      const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, noTools: true } as any);
+      busy = session;
+      const sm = session.sessionManager;
+      at = (id) => (id == null ? null : sm.getEntries().findIndex((x: any) => x.id === id));
+      await session.bindExtensions({});
+      await session.prompt("hello");
+      const entries = sm.getEntries();
+      const user = entries.find((x: any) => x.type === "message" && x.message.role === "user");
+      const last = entries[entries.length - 1];
+      const shape = (r: any) => ({ ...r, summaryEntry: r.summaryEntry ? [r.summaryEntry.type, at(r.summaryEntry.id)] : r.summaryEntry });
+      const cancelled = shape(await session.navigateTree(user.id, { summarize: true, customInstructions: "stop", label: "keep" }));
+      const leafAfterCancel = at(sm.getLeafId());
+      const summarised = shape(await session.navigateTree(user.id, { summarize: true, customInstructions: "mine", replaceInstructions: true, label: "mark" }));
+      const back = shape(await session.navigateTree(last.id, { label: "end" }));
+      ctx.ui.notify(JSON.stringify({
+        seen, cancelled, leafAfterCancel, summarised, back, leaf: at(sm.getLeafId()),
+        entries: sm.getEntries().map((x: any) => (x.type === "label" ? ["label", at(x.targetId), x.label] : x.type)),
+        messages: session.messages.map((m: any) => m.role),
+      }), "info");
+      session.dispose();
+    },
+  });
+  pi.registerCommand("boundary", {
+    handler: async (_args, ctx) => {
+      const seen: any[] = [];
+      let sm: any;
+      const at = (id: string | undefined) => (id === undefined ? null : sm.getEntries().findIndex((x: any) => x.id === id));
+      const view = (e: any) => [e.entries.map((d: any) => d.customType), e.continue, e.context.canContinue,
+        e.context.contextMessages.map((m: any) => m.customType ?? m.role), e.context.llmMessages.length, e.context.pendingMessages.length];
+      let settles = 0;
+      const factory = (sub: ExtensionAPI) => {
+        sub.on("turn_end", (e: any) => {
+          seen.push(["turn_end", e.turnIndex, e.outcome, sm.getEntry(e.messageEntryId)?.message === e.message, e.toolResultEntryIds.map(at), e.toolResults.length, ...view(e)]);
+          if (e.turnIndex === 0) return { entries: [{ type: "custom", customType: "mark", data: { turn: 0 } }] };
+          return undefined;
+        });
+        sub.on("turn_end", (e: any) => { seen.push(["turn_end again", e.turnIndex, ...view(e)]); });
+        sub.on("agent_before_settle", (e: any) => {
+          seen.push(["agent_before_settle", e.outcome, ...view(e)]);
+          if (settles++ === 0) return { entries: [{ type: "custom_message", customType: "again", content: "go on", display: false }], continue: true };
+          return undefined;
+        });
+        sub.on("agent_before_settle", (e: any) => { seen.push(["agent_before_settle again", ...view(e)]); });
+        sub.on("agent_settled", () => { seen.push(["agent_settled"]); });
+      };
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: [factory] });
+      await resourceLoader.reload();
+      const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, noTools: true } as any);
+      sm = session.sessionManager;
+      await session.bindExtensions({});
+      await session.prompt("hello");
+      ctx.ui.notify(JSON.stringify({
+        seen,
+        entries: sm.getEntries().map((x: any) => x.customType ?? x.message?.role ?? x.type),
+        messages: session.messages.map((m: any) => m.customType ?? m.role),
+      }), "info");
+      session.dispose();
+    },
+  });
+  pi.registerCommand("bash", {
+    handler: async (_args, ctx) => {
+      const seen: any[] = [];
+      const factory = (sub: ExtensionAPI) => {
+        sub.on("user_bash", (e: any) => { seen.push(["user_bash", e.command]); return { result: { output: "from the extension", exitCode: 0, cancelled: false, truncated: false } }; });
+      };
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: [factory] });
+      await resourceLoader.reload();
+      const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, noTools: true } as any);
+      await session.bindExtensions({});
+      const result: any = await session.executeBash("echo ran here");
+      ctx.ui.notify(JSON.stringify({ seen, handlers: session.extensionRunner.hasHandlers("user_bash"), result: [result.output.trim(), result.exitCode],
+        entries: session.sessionManager.getEntries().map((x: any) => x.message?.role ?? x.type) }), "info");
       session.dispose();
     },
   });
@@ -413,6 +510,50 @@ async fn sdk_session_extensions_cancel_or_make_its_compaction_as_in_pi() {
     let Some((ours, theirs)) = both("compacting").await else { return };
     assert_eq!(ours["cancelled"], "Compaction cancelled", "{ours}");
     assert_eq!(ours["entry"], json!(["compaction", "mine", true, 42]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn sdk_session_extensions_cancel_or_summarise_its_tree_navigation_as_in_pi() {
+    let Some((ours, theirs)) = both("tree").await else { return };
+    // A cancel leaves the leaf; a handler's summary becomes the branch summary with its label; plain moves told after.
+    assert_eq!(ours["cancelled"], json!({"cancelled": true}), "{ours}");
+    assert_eq!(ours["summarised"]["editorText"], "hello", "{ours}");
+    let seen = ours["seen"].as_array().cloned().unwrap_or_default();
+    assert!(
+        seen.iter()
+            .any(|s| s[0] == "session_tree" && s[3] == json!(["my summary", true, {"by": "ext"}]) && s[4] == true),
+        "{ours}"
+    );
+    assert!(
+        ours["entries"].as_array().is_some_and(|e| e.iter().any(|x| x[0] == "label" && x[2] == "renamed")),
+        "{ours}"
+    );
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn sdk_session_extensions_act_at_turn_end_and_before_settling_as_in_pi() {
+    let Some((ours, theirs)) = both("boundary").await else { return };
+    // turn_end handlers chained with pi's boundary fields; their entries written; agent_before_settle's continue ran a turn.
+    let seen = ours["seen"].as_array().cloned().unwrap_or_default();
+    assert!(seen.iter().any(|s| s[0] == "turn_end again" && s[1] == 0 && s[2] == json!(["mark"])), "{ours}");
+    assert!(seen.iter().any(|s| s[0] == "turn_end" && s[3] == true), "{ours}");
+    assert!(
+        ours["entries"].as_array().is_some_and(|e| e.contains(&json!("mark")) && e.contains(&json!("again"))),
+        "{ours}"
+    );
+    assert_eq!(ours["offered"].as_array().map(Vec::len), Some(3), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn an_sdk_sessions_execute_bash_runs_without_user_bash_as_in_pi() {
+    let Some((ours, theirs)) = both("bash").await else { return };
+    // pi's front ends ask `user_bash`; the SDK session's executeBash itself does not: the command ran here.
+    assert_eq!(ours["seen"], json!([]), "{ours}");
+    assert_eq!(ours["handlers"], true, "{ours}");
+    assert_eq!(ours["result"], json!(["ran here", 0]), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 

@@ -98,6 +98,8 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/session-extensions.cjs", include_str!("host/shims/coding-agent/session-extensions.cjs")),
     ("shims/coding-agent/builtin-extensions.cjs", include_str!("host/shims/coding-agent/builtin-extensions.cjs")),
     ("shims/coding-agent/input-expansion.cjs", include_str!("host/shims/coding-agent/input-expansion.cjs")),
+    ("shims/coding-agent/tree-navigation.cjs", include_str!("host/shims/coding-agent/tree-navigation.cjs")),
+    ("shims/coding-agent/session-boundaries.cjs", include_str!("host/shims/coding-agent/session-boundaries.cjs")),
     ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),
     ("shims/pi-ai-compat.cjs", include_str!("host/shims/pi-ai-compat.cjs")),
     ("shims/pi-ai-models.cjs", include_str!("host/shims/pi-ai-models.cjs")),

@@ -38,6 +38,7 @@ const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 const { executeBashWithOperations } = require("./bash-execution.cjs");
 const { attachExtensions, sendCustomMessage, providerHooks } = require("./session-extensions.cjs");
 const { expandSessionInput } = require("./input-expansion.cjs");
+const { navigateTree } = require("./tree-navigation.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
@@ -173,7 +174,12 @@ class AgentSession {
 		this._abortRequested = false;
 		try {
 			await this.agent.prompt(messages);
-			while (!this._abortRequested && this.agent.hasQueuedMessages()) await this.agent.continue();
+			// Queued messages run first; then pi's agent_before_settle may run another turn.
+			for (;;) {
+				while (!this._abortRequested && this.agent.hasQueuedMessages()) await this.agent.continue();
+				if (this._abortRequested || !(await this._extensions?.beforeSettle())) break;
+				await this.agent.continue();
+			}
 		} finally {
 			this._running = false;
 			this._flushPendingBash();
@@ -520,62 +526,9 @@ class AgentSession {
 		fs.writeFileSync(file, `${lines.map((e) => JSON.stringify(e)).join("\n")}\n`);
 		return file;
 	}
-	/**
-	 * pi's move to another point of the session tree: a user (or custom)
-	 * message's parent, its text handed back as `editorText`; any other entry
-	 * itself. With `summarize`, the branch left is summarised
-	 * (`generateBranchSummary`) into a `branch_summary` entry at the new
-	 * position, which takes the label. The agent continues from there.
-	 */
+	/** pi's move to another point of the session tree, with the extension events around it (tree-navigation.cjs). */
 	async navigateTree(targetId, options = {}) {
-		if (this.isStreaming) throw new Error("Wait for the current response to finish before navigating the session tree.");
-		if (this.isCompacting) throw new Error("Wait for the current compaction or tree navigation to finish before navigating the session tree.");
-		const sm = this.sessionManager;
-		const oldLeafId = sm.getLeafId();
-		if (targetId === oldLeafId) return { cancelled: false };
-		if (options.summarize && !this.model) throw new Error("No model available for summarization");
-		const target = sm.getEntry(targetId);
-		if (!target) throw new Error(`Entry ${targetId} not found`);
-		const { entries } = compaction.collectEntriesForBranchSummary(sm, oldLeafId, targetId);
-		let summary;
-		if (options.summarize && entries.length > 0) {
-			const controller = new AbortController();
-			this._compacting = controller;
-			try {
-				const result = await compaction.generateBranchSummary(entries, {
-					model: this.model,
-					thinkingLevel: this.thinkingLevel,
-					signal: controller.signal,
-					customInstructions: options.customInstructions,
-					replaceInstructions: options.replaceInstructions,
-					reserveTokens: this.settingsManager?.getBranchSummarySettings().reserveTokens,
-					streamFn: this._streamFn,
-				});
-				if (result.aborted) return { cancelled: true, aborted: true };
-				if (result.error) throw new Error(result.error);
-				summary = { text: result.summary, usage: result.usage, details: { readFiles: result.readFiles || [], modifiedFiles: result.modifiedFiles || [] } };
-			} finally {
-				this._compacting = undefined;
-			}
-		}
-		let leaf = targetId;
-		let editorText;
-		if ((target.type === "message" && target.message?.role === "user") || target.type === "custom_message") {
-			leaf = target.parentId ?? null;
-			editorText = transcript.contentText(target.type === "message" ? target.message.content : target.content, "");
-		}
-		let summaryEntry;
-		if (summary) {
-			const id = sm.branchWithSummary(leaf, summary.text, summary.details, false, summary.usage);
-			summaryEntry = sm.getEntry(id);
-			if (options.label) sm.appendLabelChange(id, options.label);
-		} else {
-			if (leaf === null) sm.resetLeaf();
-			else sm.branch(leaf);
-			if (options.label) sm.appendLabelChange(targetId, options.label);
-		}
-		this.agent.state.messages = sm.buildSessionContext().messages;
-		return { editorText, cancelled: false, summaryEntry };
+		return navigateTree(this, targetId, options);
 	}
 	/**
 	 * pi's `exportToHtml(outputPath)`: the session file's entries, this

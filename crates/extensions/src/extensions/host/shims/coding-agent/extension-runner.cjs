@@ -285,6 +285,38 @@ class ExtensionRunner {
 		}
 		return result;
 	}
+	/**
+	 * pi's actionable boundary (`turn_end`, `agent_before_settle`): handlers
+	 * chained, each given the `entries` and `continue` proposed so far and the
+	 * `context` those entries give (`buildContext`); entries a context cannot
+	 * be built from are reported and dropped.
+	 */
+	async emitBoundary(baseEvent, buildContext) {
+		const ctx = this.createContext();
+		let entries = [];
+		let goOn = false;
+		let context = await buildContext(entries);
+		let valid = true;
+		for (const ext of this.extensions) {
+			for (const handler of [...(ext.handlers.get(baseEvent.type) ?? [])]) {
+				try {
+					const answer = await handler({ ...baseEvent, entries, continue: goOn, context }, ctx);
+					if (answer?.entries !== undefined) entries = answer.entries;
+					if (answer?.continue !== undefined) goOn = answer.continue;
+				} catch (error) {
+					this.emitError({ extensionPath: ext.path, event: baseEvent.type, error: messageOf(error), stack: error?.stack });
+				}
+				try {
+					context = await buildContext(entries);
+					valid = true;
+				} catch (error) {
+					valid = false;
+					this.emitError({ extensionPath: ext.path, event: baseEvent.type, error: `Invalid boundary entries: ${messageOf(error)}`, stack: error?.stack });
+				}
+			}
+		}
+		return valid ? { entries, continue: goOn, context, valid } : { entries: [], continue: false, context, valid };
+	}
 	/** `tool_call`: handlers change `event.input` in place; the first block wins; a throwing handler blocks (it throws). */
 	async emitToolCall(event) {
 		let result;

@@ -12,6 +12,7 @@
 
 const { ExtensionRunner } = require("./extension-runner.cjs");
 const { createExtensionRuntime } = require("./extension-loader.cjs");
+const { turnEndBoundary, beforeSettleBoundary } = require("./session-boundaries.cjs");
 
 /** Tool exposures declared to the model when active (pi's `direct` and `model-only`). */
 const DECLARED = new Set([undefined, "direct", "model-only"]);
@@ -140,6 +141,14 @@ function attachExtensions(session, extensionsResult, { modelRegistry, activate }
 	agent.transformContext = async (messages) => (runner.hasHandlers("context") || runner.hasHandlers("context_with_system") ? runner.emitContext(messages) : messages);
 
 	let turnIndex = 0;
+	// pi's turn_end boundary: asked before the loop goes on; `continue` runs another turn.
+	const previousFinishTurn = agent.finishTurn;
+	agent.finishTurn = async (turn, signal) => {
+		const goOn = await turnEndBoundary(session, runner, turn, turnIndex);
+		const previous = await previousFinishTurn?.(turn, signal);
+		if (previous?.action === "end") return previous;
+		return goOn || previous?.action === "continue" ? { action: "continue" } : undefined;
+	};
 	session._extensions = {
 		runner,
 		toolContext: (toolCallId, signal) => runner.createToolContext(toolCallId, signal),
@@ -153,10 +162,10 @@ function attachExtensions(session, extensionsResult, { modelRegistry, activate }
 					return runner.emit({ type: "agent_end", messages: event.messages });
 				case "turn_start":
 					return runner.emit({ type: "turn_start", turnIndex, timestamp: Date.now() });
-				case "turn_end": {
-					const index = turnIndex++;
-					return runner.emit({ type: "turn_end", turnIndex: index, message: event.message, toolResults: event.toolResults });
-				}
+				case "turn_end":
+					// Its handlers were asked at the boundary (finishTurn).
+					turnIndex++;
+					return undefined;
 				case "message_start":
 					return runner.emit({ type: "message_start", message: event.message });
 				case "message_update":
@@ -182,6 +191,7 @@ function attachExtensions(session, extensionsResult, { modelRegistry, activate }
 			}
 		},
 		emit: (event) => runner.emit(event),
+		beforeSettle: () => beforeSettleBoundary(session, runner),
 		takeNextTurn: () => heldMessages(session).nextTurn.splice(0),
 		flushPendingCustom: () => {
 			for (const custom of heldMessages(session).custom.splice(0)) appendCustom(session, custom);
