@@ -347,13 +347,25 @@ export default function (pi: ExtensionAPI) {
 }
 "#;
 
+/// The system prompt of a model request.
+fn system_text(request: &Value) -> String {
+    match &request["messages"][0]["content"] {
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(""),
+        other => other.as_str().unwrap_or_default().to_string(),
+    }
+}
+
+/// How the skills section says to load a skill's file: (section there, names `read`, names `bash`).
+fn skill_reader(request: &Value) -> (bool, bool, bool) {
+    let text = system_text(request);
+    let line = text.lines().find(|l| l.contains("skill's file")).unwrap_or_default();
+    (text.contains("tidy"), line.contains("read"), line.contains("bash"))
+}
+
 /// The tools the system prompt's `<tools>` section of a model request lists
 /// (their names; the snippets are each program's own text).
 fn prompt_tools(request: &Value) -> Vec<String> {
-    let text = match &request["messages"][0]["content"] {
-        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(""),
-        other => other.as_str().unwrap_or_default().to_string(),
-    };
+    let text = system_text(request);
     let start = text.find("<tools>").unwrap_or(text.len());
     let end = text.find("</tools>").unwrap_or(text.len()).max(start);
     text[start..end].lines().filter_map(|line| line.strip_prefix("- ")?.split(':').next().map(str::to_string)).collect()
@@ -362,10 +374,13 @@ fn prompt_tools(request: &Value) -> Vec<String> {
 /// What one program did with [`CODEMODE_ONLY`]: the active tools after
 /// `/on`, the tools and `<tools>` section of the model call, and the
 /// output of a script that calls the hidden `read`.
-async fn codemode_only(reference: bool) -> Option<(Value, Vec<String>, Vec<String>, String)> {
+async fn codemode_only(reference: bool) -> Option<(Value, Vec<String>, Vec<String>, String, (bool, bool, bool))> {
     let sb = Sandbox::with_server().await;
     write_module(&sb, "only.ts", CODEMODE_ONLY);
     std::fs::write(sb.cwd.path().join("note.txt"), "hidden but callable\n").unwrap();
+    let skill = sb.agent_dir.path().join("skills/tidy");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(skill.join("SKILL.md"), "---\nname: tidy\ndescription: Tidy a file.\n---\nTidy it.\n").unwrap();
     let mut pi = start(&sb, reference, &[])?;
     pi.send(json!({"id": "t", "type": "prompt", "message": "/on"})).await;
     let lines = pi.until(|v| v["method"] == "notify").await;
@@ -381,7 +396,13 @@ async fn codemode_only(reference: bool) -> Option<(Value, Vec<String>, Vec<Strin
     let requests = sb.server().requests();
     let first = &requests.first().expect("a model call").body;
     pi.close_stdin();
-    Some((serde_json::from_str(&note).expect("the note is JSON"), tool_names(first), prompt_tools(first), output))
+    Some((
+        serde_json::from_str(&note).expect("the note is JSON"),
+        tool_names(first),
+        prompt_tools(first),
+        output,
+        skill_reader(first),
+    ))
 }
 
 #[tokio::test]
@@ -396,6 +417,8 @@ async fn codemode_only_offers_the_model_codemode_alone_as_in_pi() {
     assert_eq!(ours.2, theirs.2, "pi 1.6.0's prompt lists the same");
     assert!(ours.3.contains("hidden but callable"), "scripts still call the hidden tools: {}", ours.3);
     assert!(theirs.3.contains("hidden but callable"), "{}", theirs.3);
+    assert_eq!(ours.4, (true, false, false), "the skills section names no hidden reader");
+    assert_eq!(ours.4, theirs.4, "pi 1.6.0's names none either");
 }
 
 /// pi's MCP extension with `loadConfig`: one server (`loaded`) in place of
@@ -431,9 +454,13 @@ async fn load_config(reference: bool, servers: &Servers) -> Option<(Value, Vec<S
     write_module(&sb, "loaded.ts", &load_config_source(&node, &script));
     let mut pi = start(&sb, reference, &[])?;
     pi.send(json!({"id": "c", "type": "prompt", "message": "/calls"})).await;
-    let lines = pi.until(|v| v["method"] == "notify").await;
+    // The note of `/calls` (another notify, such as a server warning, may come first).
+    let lines =
+        pi.until(|v| v["method"] == "notify" && v["message"].as_str().is_some_and(|m| m.starts_with('['))).await;
     assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
     let calls = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
+    let others: Vec<&Value> = lines.iter().filter(|v| v["method"] == "notify").collect();
+    assert_eq!(others.len(), 1, "reference {reference}: no other notify: {others:?}");
     sb.server().push(Reply::tool_calls([FakeToolCall::new("c1", "mcp__loaded__get_sum", r#"{"a":1,"b":2}"#)]));
     sb.server().set_fallback(Reply::text("done"));
     pi.send(json!({"id": "p", "type": "prompt", "message": "sum"})).await;

@@ -233,10 +233,16 @@ impl Agent {
     /// active (the tools the model could load a skill file with), as in pi.
     pub(super) fn skills_section(&self) -> Option<String> {
         let active = |name: &str| self.toolbox.is_active(name);
-        let reader = if active("read") {
+        // codemode's `mode: "only"` may hide the readers: the section then names no tool (pi's `indirect`).
+        let (registry, specs) = self.active_tool_set();
+        let hidden = crate::mcp::turn::hidden_by_codemode(&registry, &specs, Some(&self.mcp), self.reach());
+        let declared = |name: &str| active(name) && !hidden.iter().any(|h| h == name);
+        let reader = if declared("read") {
             SkillReader::Read
-        } else if active("bash") {
+        } else if declared("bash") {
             SkillReader::Bash
+        } else if active("read") || active("bash") {
+            SkillReader::Indirect
         } else {
             return None;
         };
