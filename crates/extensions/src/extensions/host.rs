@@ -84,6 +84,8 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/settings.cjs", include_str!("host/shims/coding-agent/settings.cjs")),
     ("shims/coding-agent/models.cjs", include_str!("host/shims/coding-agent/models.cjs")),
     ("shims/coding-agent/session-models.cjs", include_str!("host/shims/coding-agent/session-models.cjs")),
+    ("shims/coding-agent/credential-store.cjs", include_str!("host/shims/coding-agent/credential-store.cjs")),
+    ("shims/coding-agent/catalog-store.cjs", include_str!("host/shims/coding-agent/catalog-store.cjs")),
     ("shims/coding-agent/ui-prompts.cjs", include_str!("host/shims/coding-agent/ui-prompts.cjs")),
     ("shims/coding-agent/session-builtins.cjs", include_str!("host/shims/coding-agent/session-builtins.cjs")),
     ("shims/coding-agent/model-store.cjs", include_str!("host/shims/coding-agent/model-store.cjs")),
