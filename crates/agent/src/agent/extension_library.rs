@@ -214,6 +214,8 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         "exportSessionHtml" => export_session_html(args.first().unwrap_or(&Value::Null)),
         // pi's `parseArgs(args)`, from pi-rpc's own command-line table.
         "parseArgs" => Ok(pi_config::cli_args_pi::pi_args(&arg::<Vec<String>>(args, 0, "args")?)),
+        // pi's config value (`$VAR` / `${VAR}` templates, `!command`), as models.json's are resolved; null when unset.
+        "resolveConfigValue" => Ok(json!(crate::config::auth::resolve_config_value(&arg::<String>(args, 0, "value")?))),
         // The definition of a built-in factory's tool (`codemode`, `tool_search`) as `getAllTools()` lists it.
         "builtinToolDefinition" => builtin_tool_definition(&arg::<String>(args, 0, "name")?),
         "cleanShellOutput" => {

@@ -189,6 +189,11 @@ impl AuthStore {
         }
     }
 
+    /// Whether the provider's credential is an OAuth login (in a file or not).
+    pub fn has_oauth(&self, provider: &str) -> bool {
+        matches!(self.credentials.get(provider), Some(StoredCredential::OAuth { .. }))
+    }
+
     /// The `auth.json` holding an OAuth login for this provider.
     pub fn oauth_file(&self, provider: &str) -> Option<&std::path::Path> {
         match self.credentials.get(provider)? {

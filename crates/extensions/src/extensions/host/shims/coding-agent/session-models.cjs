@@ -15,6 +15,7 @@
 "use strict";
 
 const calls = require("../ai/calls.cjs");
+const { lib } = require("./text.cjs");
 const { clampThinkingLevel } = require("../ai/models.cjs");
 
 /** The API of a virtual catalog entry (pi's `VIRTUAL_MODEL_API`). */
@@ -61,11 +62,10 @@ function providerModels(name, config, baseModels) {
 		.map((m) => ({ ...m, api: m.api ?? config.api, provider: name, baseUrl: m.baseUrl ?? config.baseUrl, headers: undefined }));
 }
 
-/** pi's config value: the environment variable it names when set, else the text itself. */
+/** pi's config value (`$VAR` / `${VAR}` templates, `!command`), resolved by pi-rpc as models.json's are. */
 function configValue(value) {
 	if (typeof value !== "string" || !value) return undefined;
-	const fromEnv = process.env[value];
-	return typeof fromEnv === "string" && fromEnv.trim() ? fromEnv : value;
+	return lib("resolveConfigValue", value) ?? undefined;
 }
 
 /** The latest successful response among `messages` (its model is physical). */
