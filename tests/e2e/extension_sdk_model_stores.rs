@@ -154,7 +154,8 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
     let mut pi = if reference { spawn_reference(&sb, &node, &cli) } else { sb.spawn(&["--no-session"]) };
     let text = notified_text(&mut pi, &sb, command).await;
     let mut note: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"));
-    note["keys"] = json!(sb.server().requests().iter().map(|r| r.header("authorization").unwrap_or("none")).collect::<Vec<_>>());
+    note["keys"] =
+        json!(sb.server().requests().iter().map(|r| r.header("authorization").unwrap_or("none")).collect::<Vec<_>>());
     Some(note)
 }
 

@@ -190,7 +190,9 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
     note["offered"] = json!(
         requests
             .iter()
-            .map(|r| r.body["tools"].as_array().map(|t| t.iter().map(|t| t["function"]["name"].clone()).collect::<Vec<_>>()))
+            .map(|r| r.body["tools"]
+                .as_array()
+                .map(|t| t.iter().map(|t| t["function"]["name"].clone()).collect::<Vec<_>>()))
             .collect::<Vec<_>>()
     );
     note["requests"] = json!(
@@ -213,7 +215,11 @@ async fn sdk_session_extensions_register_providers_and_virtual_models_as_in_pi()
     // the virtual model's router was asked for each prompt and the requests went where it said.
     assert_eq!(
         ours["requests"],
-        json!([["sub-model", "Bearer sub-config-key"], ["sub-model", "Bearer sub-config-key"], ["sub-model", "Bearer sub-config-key"]]),
+        json!([
+            ["sub-model", "Bearer sub-config-key"],
+            ["sub-model", "Bearer sub-config-key"],
+            ["sub-model", "Bearer sub-config-key"]
+        ]),
         "{ours}"
     );
     let messages = ours["messages"].as_array().cloned().unwrap_or_default();

@@ -44,7 +44,9 @@ fn text(value: Option<&Value>) -> &str {
 fn registry_of(store: &Value) -> Result<ModelRegistry, String> {
     let models = store.get("modelsPath").and_then(Value::as_str).map(PathBuf::from);
     let mut registry = match store.get("credentials") {
-        Some(Value::Object(entries)) => ModelRegistry::load_with_auth(models.as_deref(), AuthStore::from_entries(entries.clone())),
+        Some(Value::Object(entries)) => {
+            ModelRegistry::load_with_auth(models.as_deref(), AuthStore::from_entries(entries.clone()))
+        }
         _ => {
             let auth = PathBuf::from(text(store.get("authPath")));
             ModelRegistry::load_files(models.as_deref(), &auth).map_err(|e| e.to_string())?
