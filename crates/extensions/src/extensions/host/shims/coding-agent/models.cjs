@@ -264,14 +264,14 @@ class ModelRuntime {
 		(async () => {
 			try {
 				await this.credentialStore.fresh(model?.provider, options?.signal);
+				for await (const event of call()) {
+					out.push(event);
+					if (event?.type === "done" || event?.type === "error") break;
+				}
 			} catch (error) {
+				// A store that fails (or a call that throws) ends the call with pi-ai's error result.
 				const message = { role: "assistant", content: [], api: model?.api, provider: model?.provider, model: model?.id, usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } }, stopReason: "error", errorMessage: error?.message ?? String(error), timestamp: Date.now() };
 				out.push({ type: "error", reason: "error", error: message });
-				return;
-			}
-			for await (const event of call()) {
-				out.push(event);
-				if (event?.type === "done" || event?.type === "error") break;
 			}
 			out.end();
 		})();
