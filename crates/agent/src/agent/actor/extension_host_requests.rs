@@ -163,7 +163,7 @@ impl Agent {
             .collect();
         let mut options = json!({
             "selectedTools": self.toolbox.active_names(),
-            "hiddenTools": [],
+            "hiddenTools": self.codemode_hidden_tools(),
             "toolSnippets": snippets,
             "toolGuidelines": guidelines,
             "promptGuidelines": [],
