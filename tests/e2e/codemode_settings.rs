@@ -18,7 +18,7 @@ use crate::extension_builtin_factories::prompt_tools;
 use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, reference_command};
 use crate::harness::{Pi, Sandbox};
-use crate::mcp::tool_names;
+use crate::mcp::{Servers, tool_names, write_mcp};
 
 /// Records the `hiddenTools` each run starts with, and changes the prompt
 /// options (a section), so that the prompt is rebuilt from them.
@@ -53,10 +53,24 @@ struct Observed {
 /// Run one prompt with `settings` (merged into the user settings), the
 /// `--tools` value `tools` and extension `module` (file name, source).
 async fn observe(reference: bool, settings: Value, tools: &str, module: Option<(&str, &str)>) -> Option<Observed> {
+    observe_with(reference, settings, tools, module, None).await
+}
+
+/// [`observe`] with MCP servers (`mcp.json`'s `mcpServers`).
+async fn observe_with(
+    reference: bool,
+    settings: Value,
+    tools: &str,
+    module: Option<(&str, &str)>,
+    servers: Option<&Value>,
+) -> Option<Observed> {
     let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
     let cli = reference_cli()?;
     let sb = Sandbox::with_server().await;
     host_settings(&sb, &node, &dir, settings);
+    if let Some(servers) = servers {
+        write_mcp(&sb, servers.clone());
+    }
     if let Some((name, source)) = module {
         write_module(&sb, name, source);
     }
@@ -207,4 +221,31 @@ async fn codemode_inline_budget_limits_the_listing_as_in_pi() {
     assert_eq!(ours.names(), theirs.names());
     assert_eq!(ours.listing(), "\n\nNested tools:", "inlineBudget 0 lists no tool");
     assert_eq!(ours.listing(), theirs.listing());
+}
+
+#[tokio::test]
+async fn codemode_notes_and_lists_mcp_tools_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let script = servers.modules.join("@modelcontextprotocol/server-everything/dist/index.js");
+    let mcp = json!({"everything": {"command": servers.node, "args": [script, "stdio"], "exposure": "direct",
+                                    "description": "The reference test server."}});
+    let Some(ours) = observe_with(false, json!({}), "+codemode", None, Some(&mcp)).await else { return };
+    let Some(theirs) = observe_with(true, json!({}), "+codemode", None, Some(&mcp)).await else { return };
+    assert_eq!(ours.names(), theirs.names(), "the same tools declared");
+    let mcp_tools: Vec<String> = ours.names().into_iter().filter(|n| n.starts_with("mcp__")).collect();
+    assert!(!mcp_tools.is_empty(), "{:?}", ours.names());
+    for name in &mcp_tools {
+        assert!(ours.description(name).contains("\n\nCodemode: `tools.mcp__everything__"), "{name}");
+        assert_eq!(ours.description(name), theirs.description(name), "{name}'s description is pi 1.6.0's");
+    }
+    let settings = json!({"codemode": {"mode": "only", "inlineBudget": 1500}});
+    let Some(ours) = observe_with(false, settings.clone(), "+codemode", None, Some(&mcp)).await else { return };
+    let Some(theirs) = observe_with(true, settings, "+codemode", None, Some(&mcp)).await else { return };
+    assert_eq!(ours.names(), ["codemode"], "direct MCP tools are hidden too");
+    assert_eq!(ours.names(), theirs.names());
+    let heading = |o: &Observed| o.listing().lines().find(|l| l.starts_with("## ")).map(str::to_string);
+    assert_eq!(heading(&ours).as_deref(), Some("## mcp__everything (some tools not listed)"), "{}", ours.listing());
+    assert_eq!(heading(&ours), heading(&theirs));
+    assert!(ours.listing().contains("## mcp__everything (some tools not listed)\nThe reference test server.\n"));
+    assert_eq!(ours.listed(), theirs.listed(), "pi 1.6.0 lists the same tools within the budget");
 }

@@ -135,7 +135,9 @@ pub fn turn_tools(
 }
 
 /// What codemode's description lists: with `mode: "only"` every tool
-/// scripts call, else those not reached directly; `deferred` ones never.
+/// scripts call, else those not reached directly; `deferred` ones never
+/// (MCP tools of `codemode` exposure among them, so that the description
+/// stays the same while servers connect).
 fn codemode_listing(
     entries: &[CatalogEntry],
     indirect: &[Arc<dyn Tool>],
@@ -154,7 +156,8 @@ fn codemode_listing(
         .iter()
         .map(|e| e.tool.name())
         .filter(|name| match mcp_exposure(name) {
-            Some(exposure) => exposure == Exposure::Deferred,
+            // pi registers MCP tools of `codemode` exposure as `deferred` ones.
+            Some(exposure) => matches!(exposure, Exposure::Deferred | Exposure::Codemode),
             None => indirect.iter().any(|t| t.name() == *name && t.exposure() == "deferred"),
         })
         .map(str::to_string)
