@@ -53,8 +53,8 @@ pub fn signature(name: &str, input: &Value, output: &Value) -> String {
 }
 
 /// What a tool's script call resolves to: its output schema; MCP tools
-/// their `CallToolResult`; pi's `bash` and `read` their structured results;
-/// other tools their text.
+/// their `CallToolResult`; pi's `bash`, `read` and MCP resource tools their
+/// structured results; other tools their text.
 pub fn script_output_schema(entry: &CatalogEntry) -> Value {
     if entry.is_mcp {
         return mcp_result_schema(entry.output_schema.as_ref());
@@ -65,7 +65,7 @@ pub fn script_output_schema(entry: &CatalogEntry) -> Value {
     builtin_output_schema(entry.tool.name()).unwrap_or_else(|| json!({"type": "string"}))
 }
 
-/// The structured results of pi's own `bash` and `read`.
+/// The structured results of pi's own `bash`, `read` and MCP resource tools.
 fn builtin_output_schema(name: &str) -> Option<Value> {
     match name {
         "bash" => Some(json!({
@@ -86,8 +86,56 @@ fn builtin_output_schema(name: &str) -> Option<Value> {
                 "mimeType": {"type": "string"}, "note": {"type": "string"}
             }}
         ]})),
+        "list_mcp_resources" => Some(listing_schema(
+            "resources",
+            json!({"type": "object", "required": ["server", "uri", "name"], "properties": {
+                "server": {"type": "string"}, "uri": {"type": "string"}, "name": {"type": "string"},
+                "title": {"type": "string"}, "description": {"type": "string"}, "mimeType": {"type": "string"},
+                "size": {"type": "number"}
+            }}),
+        )),
+        "list_mcp_resource_templates" => Some(listing_schema(
+            "resourceTemplates",
+            json!({"type": "object", "required": ["server", "uriTemplate", "name"], "properties": {
+                "server": {"type": "string"},
+                "uriTemplate": {"type": "string", "description": "RFC 6570 URI template"},
+                "name": {"type": "string"}, "title": {"type": "string"}, "description": {"type": "string"},
+                "mimeType": {"type": "string"}
+            }}),
+        )),
+        "read_mcp_resource" => Some(json!({
+            "type": "object",
+            "required": ["server", "uri", "contents"],
+            "properties": {
+                "server": {"type": "string"}, "uri": {"type": "string"},
+                "contents": {"type": "array", "items": {"anyOf": [
+                    {"type": "object", "required": ["uri", "text"], "properties": {
+                        "uri": {"type": "string"}, "mimeType": {"type": "string"}, "text": {"type": "string"}}},
+                    {"type": "object", "required": ["uri", "blob"], "properties": {
+                        "uri": {"type": "string"}, "mimeType": {"type": "string"},
+                        "blob": {"type": "string", "description": "base64"}}}
+                ]}}
+            }
+        })),
         _ => None,
     }
+}
+
+/// The result of `list_mcp_resources` / `list_mcp_resource_templates`: the
+/// `items` under `field`, the server asked, a cursor, the servers that failed.
+fn listing_schema(field: &str, items: Value) -> Value {
+    let mut properties = serde_json::Map::new();
+    properties.insert("server".into(), json!({"type": "string"}));
+    properties.insert(field.into(), json!({"type": "array", "items": items}));
+    properties.insert("nextCursor".into(), json!({"type": "string"}));
+    properties.insert(
+        "errors".into(),
+        json!({"type": "array", "description": "Servers that could not be listed", "items": {
+            "type": "object", "required": ["server", "error"],
+            "properties": {"server": {"type": "string"}, "error": {"type": "string"}}
+        }}),
+    );
+    json!({"type": "object", "required": [field], "properties": properties})
 }
 
 /// An MCP tool's `CallToolResult` with the tool's own output schema as `structuredContent`.
@@ -308,14 +356,18 @@ impl Renderer<'_> {
     fn object_type(&mut self, map: &serde_json::Map<String, Value>) -> String {
         let empty = serde_json::Map::new();
         let properties = map.get("properties").and_then(Value::as_object).unwrap_or(&empty);
-        let required: Vec<&str> =
-            map.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let required: Vec<&str> = map
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
         let mut names: Vec<&String> = properties.keys().collect();
         names.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
         let mut members: Vec<String> = names
             .iter()
             .map(|name| {
-                let key = if is_identifier(name) { name.to_string() } else { Value::String(name.to_string()).to_string() };
+                let key =
+                    if is_identifier(name) { name.to_string() } else { Value::String(name.to_string()).to_string() };
                 let optional = if required.contains(&name.as_str()) { "" } else { "?" };
                 format!("{key}{optional}: {};", self.to_type(&properties[name.as_str()]))
             })

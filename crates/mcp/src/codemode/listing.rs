@@ -106,7 +106,8 @@ impl Listing {
                     0 => " (tools not listed)",
                     _ => " (some tools not listed)",
                 };
-                let description = self.namespace_descriptions.get(namespace).map(|d| d.trim()).filter(|d| !d.is_empty());
+                let description =
+                    self.namespace_descriptions.get(namespace).map(|d| d.trim()).filter(|d| !d.is_empty());
                 parts.push(match description {
                     Some(d) => format!("## {namespace}{note}\n{d}"),
                     None => format!("## {namespace}{note}"),

@@ -244,6 +244,11 @@ fn the_listing_keeps_to_its_budget_cheapest_first() {
     assert_eq!(listing(150.0, &[]), ["`write`"], "the cheapest that fits");
     assert!(listing(0.0, &[]).is_empty());
     assert_eq!(listing(3000.0, &["bash"]), ["`read`", "`write`"], "deferred tools are never listed");
-    let none = listing::Listing { entries: Vec::new(), deferred: Default::default(), namespace_descriptions: Default::default(), budget: 10.0 };
+    let none = listing::Listing {
+        entries: Vec::new(),
+        deferred: Default::default(),
+        namespace_descriptions: Default::default(),
+        budget: 10.0,
+    };
     assert_eq!(none.render(), "", "no tool, no listing");
 }

@@ -143,11 +143,7 @@ impl FactoryState {
     /// The estimated tokens codemode's description may spend on tool
     /// declarations: the factory's `inlineBudget`, else the setting, else 3000.
     pub fn codemode_inline_budget(&self) -> f64 {
-        self.codemode
-            .lock()
-            .ok()
-            .and_then(|c| c.option_budget.or(c.setting_budget))
-            .unwrap_or(DEFAULT_INLINE_BUDGET)
+        self.codemode.lock().ok().and_then(|c| c.option_budget.or(c.setting_budget)).unwrap_or(DEFAULT_INLINE_BUDGET)
     }
 
     pub fn set_direct_wait(&self, wait: Duration) {
