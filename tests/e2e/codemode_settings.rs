@@ -99,7 +99,10 @@ async fn observe_with(
         .map(|tools| {
             let pair = |t: &Value| {
                 let f = &t["function"];
-                (f["name"].as_str().unwrap_or_default().to_string(), f["description"].as_str().unwrap_or_default().to_string())
+                (
+                    f["name"].as_str().unwrap_or_default().to_string(),
+                    f["description"].as_str().unwrap_or_default().to_string(),
+                )
             };
             tools.iter().map(pair).collect()
         })
@@ -171,9 +174,10 @@ async fn codemode_on_notes_how_scripts_call_the_declared_tools_as_in_pi() {
         assert!(ours.description(name).contains(&format!("\n\nCodemode: `tools.{name}(args)` resolves to ")));
         assert_eq!(ours.description(name), theirs.description(name), "{name}'s description is pi 1.6.0's");
     }
-    assert!(ours.description("bash").ends_with(
-        "resolves to `{ output, truncated, full_output_path?, exit_code, wall_time_seconds }`."
-    ));
+    assert!(
+        ours.description("bash")
+            .ends_with("resolves to `{ output, truncated, full_output_path?, exit_code, wall_time_seconds }`.")
+    );
     assert_eq!(ours.listing(), "", "the declared tools are not listed again");
     assert_eq!(ours.listing(), theirs.listing());
 }
