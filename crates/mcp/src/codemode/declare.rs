@@ -183,7 +183,7 @@ fn relocate_refs(schema: &Value, pointer: &str) -> Value {
 /// The TypeScript type of `schema`; longer than `max_chars`, it is rendered
 /// again without constraint tags, and is `unknown` if still too long.
 pub fn schema_to_type(schema: &Value, max_chars: Option<usize>) -> String {
-    let render = |tags: bool| Renderer { root: schema, resolving: HashSet::new(), expansions: 0, tags }.to_type(schema);
+    let render = |tags: bool| Renderer { root: schema, resolving: HashSet::new(), expansions: 0, tags }.render(schema);
     let typed = render(true);
     let Some(max) = max_chars else { return typed };
     if typed.chars().count() <= max {
@@ -267,7 +267,7 @@ struct Renderer<'a> {
 }
 
 impl Renderer<'_> {
-    fn to_type(&mut self, schema: &Value) -> String {
+    fn render(&mut self, schema: &Value) -> String {
         let map = match schema {
             Value::Bool(true) => return "unknown".into(),
             Value::Bool(false) => return "never".into(),
@@ -282,7 +282,7 @@ impl Renderer<'_> {
             let Some(target) = resolve_ref(reference, root) else { return "unknown".into() };
             self.expansions += 1;
             self.resolving.insert(reference.clone());
-            let rendered = self.to_type(target);
+            let rendered = self.render(target);
             self.resolving.remove(reference);
             return rendered;
         }
@@ -297,10 +297,10 @@ impl Renderer<'_> {
             _ => None,
         };
         if let Some(variants) = variants {
-            return union(variants.iter().map(|v| self.to_type(v)).collect());
+            return union(variants.iter().map(|v| self.render(v)).collect());
         }
         if let Some(Value::Array(parts)) = map.get("allOf") {
-            let parts: Vec<String> = parts.iter().map(|p| self.to_type(p)).filter(|p| p != "unknown").collect();
+            let parts: Vec<String> = parts.iter().map(|p| self.render(p)).filter(|p| p != "unknown").collect();
             if parts.is_empty() {
                 return "unknown".into();
             }
@@ -317,7 +317,7 @@ impl Renderer<'_> {
                     .map(|t| {
                         let mut one = map.clone();
                         one.insert("type".into(), t.clone());
-                        self.to_type(&Value::Object(one))
+                        self.render(&Value::Object(one))
                     })
                     .collect();
                 union(rendered)
@@ -341,7 +341,7 @@ impl Renderer<'_> {
 
     fn array_type(&mut self, map: &serde_json::Map<String, Value>) -> String {
         if let Some(items) = map.get("items").filter(|i| !i.is_array()) {
-            return format!("Array<{}>", self.to_type(items));
+            return format!("Array<{}>", self.render(items));
         }
         let tuple = match (map.get("prefixItems"), map.get("items")) {
             (Some(Value::Array(t)), _) | (_, Some(Value::Array(t))) => t.clone(),
@@ -350,7 +350,7 @@ impl Renderer<'_> {
         if tuple.is_empty() {
             return "unknown[]".into();
         }
-        format!("[{}]", tuple.iter().map(|i| self.to_type(i)).collect::<Vec<_>>().join(", "))
+        format!("[{}]", tuple.iter().map(|i| self.render(i)).collect::<Vec<_>>().join(", "))
     }
 
     fn object_type(&mut self, map: &serde_json::Map<String, Value>) -> String {
@@ -369,13 +369,13 @@ impl Renderer<'_> {
                 let key =
                     if is_identifier(name) { name.to_string() } else { Value::String(name.to_string()).to_string() };
                 let optional = if required.contains(&name.as_str()) { "" } else { "?" };
-                format!("{key}{optional}: {};", self.to_type(&properties[name.as_str()]))
+                format!("{key}{optional}: {};", self.render(&properties[name.as_str()]))
             })
             .collect();
         match map.get("additionalProperties") {
             Some(Value::Bool(false)) => {}
             Some(Value::Bool(true)) => members.push("[key: string]: unknown;".into()),
-            Some(additional) => members.push(format!("[key: string]: {};", self.to_type(additional))),
+            Some(additional) => members.push(format!("[key: string]: {};", self.render(additional))),
             None if names.is_empty() => members.push("[key: string]: unknown;".into()),
             None => {}
         }
