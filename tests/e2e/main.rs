@@ -15,6 +15,7 @@ mod cli_options;
 mod client_tools;
 mod clients;
 mod codemode_models;
+mod codemode_store;
 mod codex_proxy;
 mod dialects_agree;
 mod examples_side_by_side;
