@@ -47,9 +47,12 @@ pub(super) fn values_of(entries: &[Value]) -> Map<String, Value> {
     values
 }
 
+/// One entry's values set, by key, and its keys deleted.
+type EntryWrites<'a> = (Vec<(String, Value)>, Vec<&'a str>);
+
 /// An entry's values set (an array's by index, as JavaScript's
 /// `Object.entries` reads one) and keys deleted; `None` for another shape.
-fn parse_entry(data: &Value) -> Option<(Vec<(String, Value)>, Vec<&str>)> {
+fn parse_entry(data: &Value) -> Option<EntryWrites<'_>> {
     let deleted = data.get("delete")?.as_array()?;
     let deleted: Vec<&str> = deleted.iter().map(Value::as_str).collect::<Option<_>>()?;
     let set = match data.get("set")? {
