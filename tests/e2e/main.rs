@@ -16,6 +16,7 @@ mod client_tools;
 mod clients;
 mod codemode_models;
 mod codemode_settings;
+mod codemode_store;
 mod codex_proxy;
 mod dialects_agree;
 mod examples_side_by_side;

@@ -41,13 +41,13 @@ async fn prompt(pi: &mut Pi, id: &str, text: &str) {
     pi.until_type("agent_settled").await;
 }
 
-async fn data(pi: &mut Pi, id: &str, command: Value) -> Value {
+pub(crate) async fn data(pi: &mut Pi, id: &str, command: Value) -> Value {
     let r = pi.call(id, command).await;
     assert_eq!(r["success"], true, "{r}");
     r["data"].clone()
 }
 
-async fn session_file(pi: &mut Pi) -> PathBuf {
+pub(crate) async fn session_file(pi: &mut Pi) -> PathBuf {
     let state = data(pi, "state", json!({"type": "get_state"})).await;
     PathBuf::from(state["sessionFile"].as_str().expect("sessionFile"))
 }

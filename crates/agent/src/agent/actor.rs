@@ -30,6 +30,7 @@ mod mcp_ops;
 mod reload;
 mod resource_discovery;
 mod runs;
+mod session_link;
 mod session_tree;
 mod settings;
 mod settle_boundary;
@@ -281,6 +282,7 @@ impl Agent {
             Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
             Internal::Login(msg) => self.handle_login_msg(*msg).await,
             Internal::CacheWarming(msg) => self.handle_warm_msg(*msg).await,
+            Internal::Session(request) => self.session_request(*request).await,
             Internal::BashFinished { tag, outcome } => {
                 self.activity.end_bash();
                 match *outcome {

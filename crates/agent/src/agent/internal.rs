@@ -68,6 +68,8 @@ pub enum Internal {
     Login(Box<LoginMsg>),
     /// Prompt-cache warming has news (see `cache_warmer`).
     CacheWarming(Box<super::cache_warmer::WarmMsg>),
+    /// A running tool reads or appends the session (see `session_link`).
+    Session(Box<super::session_link::SessionRequest>),
 }
 
 /// News of a login, from its task to the actor.

@@ -43,6 +43,7 @@ mod preferences;
 mod queue;
 mod route;
 mod run;
+mod session_link;
 mod session_start;
 mod settle;
 mod state;

@@ -23,7 +23,7 @@ pub enum ScriptRequest {
     Call { id: u32, name: String, args: Value },
     /// Start a `models.<op>(...args)` call, answered like a tool call.
     Model { id: u32, op: String, args: Vec<Value> },
-    /// Answer at once (catalog, store).
+    /// Answer at once (catalog, the stored values).
     Sync { op: String, arg: Value, reply: std_mpsc::Sender<Option<Value>> },
 }
 
@@ -42,8 +42,8 @@ pub struct ScriptOutcome {
     /// `{type: "text", text}` and `{type: "image", data, mimeType}` items, in order.
     pub items: Vec<Value>,
     pub console: Vec<String>,
-    /// `store()` writes: key → `{json}` or `{deleted: true}`.
-    pub writes: serde_json::Map<String, Value>,
+    /// `store()` writes in order, one per key: `[key, json]`, or `[key]` deleted.
+    pub writes: Vec<Value>,
 }
 
 /// Limits and channels of one run.
@@ -204,7 +204,7 @@ fn run_inner(run: ScriptRun) -> Result<ScriptOutcome, String> {
             .and_then(Value::as_array)
             .map(|c| c.iter().filter_map(Value::as_str).map(str::to_string).collect())
             .unwrap_or_default(),
-        writes: result.get("writes").and_then(Value::as_object).cloned().unwrap_or_default(),
+        writes: result.get("writes").and_then(Value::as_array).cloned().unwrap_or_default(),
     })
 }
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
@@ -23,6 +23,7 @@ pub mod listing;
 mod model_calls;
 pub mod models;
 mod output;
+mod store;
 
 pub use models::ModelsHost;
 
@@ -32,8 +33,6 @@ use engine::{Completion, ScriptRequest, ScriptRun};
 const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 10_000;
 /// Longest wait for a free worker.
 const WORKER_WAIT: Duration = Duration::from_secs(60);
-/// All stored values together, in characters of JSON.
-const STORE_TOTAL_LIMIT: usize = 1_048_576;
 /// How long calls cancelled at the script's end get to settle (their
 /// cancellation sent, an MCP `notifications/cancelled`) before the result.
 const CANCEL_GRACE: Duration = Duration::from_secs(1);
@@ -428,7 +427,7 @@ impl<'a> Session<'a> {
         drop(running);
         self.cancel_running();
         if outcome.error.is_none() {
-            self.commit_store(&outcome.writes);
+            store::commit(self.ctx, &outcome.writes).await;
         }
         outcome
     }
@@ -609,10 +608,7 @@ impl<'a> Session<'a> {
                 self.wait_all().await;
                 self.tool.mcp.as_ref()?.namespace_info(arg.as_str()?)
             }
-            "load" => {
-                let store = self.tool.mcp.as_ref()?.store.lock().ok()?;
-                store.get(arg.as_str()?).cloned()
-            }
+            "store" => Some(store::snapshot(self.ctx).await),
             _ => None,
         }
     }
@@ -620,29 +616,6 @@ impl<'a> Session<'a> {
     async fn wait_all(&self) {
         if let Some(mcp) = &self.tool.mcp {
             mcp.wait_for(None).await;
-        }
-    }
-
-    /// Keep a successful script's `store()` writes (within the size limit).
-    fn commit_store(&self, writes: &Map<String, Value>) {
-        let Some(mcp) = &self.tool.mcp else { return };
-        let Ok(mut store) = mcp.store.lock() else { return };
-        let mut next = store.clone();
-        for (key, write) in writes {
-            match write.get("json").and_then(Value::as_str).and_then(|j| serde_json::from_str::<Value>(j).ok()) {
-                Some(v) => {
-                    next.insert(key.clone(), v);
-                }
-                None => {
-                    next.remove(key);
-                }
-            }
-        }
-        let total: usize = next.values().map(|v| v.to_string().len()).sum();
-        if total <= STORE_TOTAL_LIMIT {
-            *store = next;
-        } else {
-            tracing::warn!("codemode store over {STORE_TOTAL_LIMIT} characters; the script's writes are dropped");
         }
     }
 }

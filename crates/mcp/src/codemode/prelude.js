@@ -1,7 +1,7 @@
 // The globals of a codemode script (pi-rpc's own implementation). The host
 // provides __pi_call(id, name, argsJson) (starts a tool call, answered later
-// through __pi_settle) and __pi_sync(op, argJson) (catalog and store reads,
-// answered at once); both are hidden from the script.
+// through __pi_settle) and __pi_sync(op, argJson) (catalog questions and the
+// stored values, answered at once); both are hidden from the script.
 (() => {
   const call = globalThis.__pi_call;
   const sync = globalThis.__pi_sync;
@@ -9,16 +9,19 @@
   delete globalThis.__pi_call;
   delete globalThis.__pi_sync;
   delete globalThis.__pi_model;
+  // Kept before the script runs: it may replace the globals.
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+  const entriesOf = Object.entries;
   const ask = (op, arg) => {
-    const answer = sync(op, JSON.stringify(arg === undefined ? null : arg));
-    return answer === "" ? undefined : JSON.parse(answer);
+    const answer = sync(op, stringify(arg === undefined ? null : arg));
+    return answer === "" ? undefined : parse(answer);
   };
 
   const MAX_CHARS = 16777216;
   const MAX_CALLS = 100000;
   const out = [];
   const consoleLines = [];
-  const writes = {};
   let chars = 0;
   let calls = 0;
   const count = (n) => {
@@ -74,23 +77,64 @@
     throw EXIT;
   };
 
+  // store() / load(): JSON text by key, from the session's values on this
+  // branch (asked for at the first use); the script's writes, one per key in
+  // order (undefined: deleted), are kept only when it succeeds. Sizes count
+  // the characters of each key and its JSON.
+  const MAX_VALUE_CHARS = 262144;
+  const MAX_STORE_CHARS = 1048576;
+  const STORE_HINT =
+    "store() is for small state such as IDs or summaries. Show images with image(), keep large data in variables, or write it to a file with a tool.";
+  const writes = new Map();
+  let stored;
+  let storedChars = 0;
+  const storedValues = () => {
+    if (stored === undefined) {
+      stored = new Map();
+      for (const [key, value] of entriesOf(ask("store") || {})) {
+        const json = stringify(value);
+        if (json === undefined) continue;
+        stored.set(key, json);
+        storedChars += key.length + json.length;
+      }
+    }
+    return stored;
+  };
+  const checkKey = (name, key) => {
+    if (typeof key !== "string") throw new TypeError(name + "() key must be a string");
+  };
   globalThis.store = (key, value) => {
-    if (typeof key !== "string") throw new TypeError("store(key, value): key must be a string");
+    checkKey("store", key);
+    const values = storedValues();
+    const previous = values.has(key) ? key.length + values.get(key).length : 0;
     if (value === undefined) {
-      writes[key] = { deleted: true };
+      values.delete(key);
+      storedChars -= previous;
+      writes.set(key, undefined);
       return;
     }
-    const json = JSON.stringify(value);
-    if (json === undefined) throw new TypeError("store(): the value must be JSON");
-    if (json.length > 262144) throw new RangeError("store(): a value may have at most 262144 characters of JSON");
-    writes[key] = { json };
+    let json;
+    try {
+      json = stringify(value);
+    } catch (e) {
+      throw new TypeError("store(" + stringify(key) + ") value is not JSON-serializable: " + (e && e.message !== undefined ? e.message : String(e)));
+    }
+    if (json === undefined) throw new TypeError("store(" + stringify(key) + ") value is not JSON-serializable");
+    if (json.length > MAX_VALUE_CHARS) {
+      throw new RangeError("store(" + stringify(key) + ") value has " + json.length + " characters of JSON, more than the limit of " + MAX_VALUE_CHARS + ". " + STORE_HINT);
+    }
+    const next = storedChars - previous + key.length + json.length;
+    if (next > MAX_STORE_CHARS) {
+      throw new RangeError("store is full: stored values would exceed " + MAX_STORE_CHARS + " characters of JSON. Delete keys with store(key, undefined). " + STORE_HINT);
+    }
+    values.set(key, json);
+    storedChars = next;
+    writes.set(key, json);
   };
   globalThis.load = (key) => {
-    if (Object.prototype.hasOwnProperty.call(writes, key)) {
-      const w = writes[key];
-      return w.deleted ? undefined : JSON.parse(w.json);
-    }
-    return ask("load", key);
+    checkKey("load", key);
+    const json = storedValues().get(key);
+    return json === undefined ? undefined : parse(json);
   };
 
   Object.defineProperty(globalThis, "ALL_TOOLS", { get: () => ask("all_tools"), enumerable: true });
@@ -180,5 +224,9 @@
     const stack = e && typeof e.stack === "string" ? e.stack.trimEnd() : "";
     globalThis.__pi_done = { ok: false, error: stack ? `${String(e)}\n${stack}` : String(e) };
   };
-  globalThis.__pi_result = () => JSON.stringify({ out, console: consoleLines, writes });
+  globalThis.__pi_result = () => {
+    const written = [];
+    for (const [key, json] of writes) written.push(json === undefined ? [key] : [key, json]);
+    return stringify({ out, console: consoleLines, writes: written });
+  };
 })();

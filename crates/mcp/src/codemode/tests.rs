@@ -25,10 +25,38 @@ fn texts(out: &ToolOutput) -> Vec<String> {
 }
 
 async fn run(tool: &CodemodeTool, code: &str) -> ToolOutput {
+    run_in(tool, code, None).await
+}
+
+async fn run_in(tool: &CodemodeTool, code: &str, session: Option<Arc<Entries>>) -> ToolOutput {
     let dir = std::env::temp_dir();
     let mut ctx = ToolContext::new(dir.clone());
     ctx.tool_call_id = "c1".into();
+    ctx.session = session.map(|s| s as Arc<dyn crate::tools::SessionLink>);
     tool.execute(json!({"code": code}), ctx).await
+}
+
+/// One branch's custom entries in memory, as the agent's session keeps them.
+#[derive(Default)]
+struct Entries(std::sync::Mutex<Vec<(String, Value)>>);
+
+impl Entries {
+    fn data(&self) -> Vec<Value> {
+        self.0.lock().unwrap().iter().map(|(_, d)| d.clone()).collect()
+    }
+}
+
+#[async_trait]
+impl crate::tools::SessionLink for Entries {
+    async fn branch_custom_data(&self, custom_type: &str) -> Vec<Value> {
+        self.0.lock().unwrap().iter().filter(|(t, _)| t == custom_type).map(|(_, d)| d.clone()).collect()
+    }
+
+    async fn append_custom(&self, custom_type: &str, data: Value) -> Result<String, String> {
+        let mut entries = self.0.lock().unwrap();
+        entries.push((custom_type.to_string(), data));
+        Ok(entries.len().to_string())
+    }
 }
 
 #[tokio::test]
@@ -127,10 +155,36 @@ async fn limits_timeout_and_options_line() {
 #[tokio::test]
 async fn store_survives_successful_scripts_only_and_images_are_kept() {
     let t = tool();
-    assert!(!run(&t, "store('k', {a: 1}); return load('k')").await.is_error);
-    run(&t, "store('k', 2); throw new Error('no')").await;
-    let out = run(&t, "return load('k')").await;
+    let session = Arc::new(Entries::default());
+    let out = run_in(
+        &t,
+        "store('k', {a: 1}); store('gone', 1); store('gone', undefined); return load('k')",
+        Some(session.clone()),
+    )
+    .await;
+    assert!(!out.is_error, "{:?}", texts(&out));
+    assert_eq!(session.data(), [json!({"set": {"k": {"a": 1}}, "delete": ["gone"]})]);
+    run_in(&t, "store('k', 2); throw new Error('no')", Some(session.clone())).await;
+    let out = run_in(&t, "return load('k')", Some(session.clone())).await;
     assert_eq!(texts(&out)[1], "{\"a\":1}");
+    assert_eq!(session.data().len(), 1, "a failed script and one that only loads append nothing");
+    let out = run_in(&t, "store('big', 'x'.repeat(262144))", Some(session.clone())).await;
+    assert!(
+        texts(&out)[1].contains("RangeError: store(\"big\") value has 262146 characters of JSON"),
+        "{:?}",
+        texts(&out)
+    );
+    let fill = "for (let i = 0; i < 5; i++) store('v' + i, 'x'.repeat(250000))";
+    let out = run_in(&t, fill, Some(session.clone())).await;
+    assert!(
+        texts(&out)[1].contains("RangeError: store is full: stored values would exceed 1048576"),
+        "{:?}",
+        texts(&out)
+    );
+    assert_eq!(session.data().len(), 1);
+    // Without a session the store starts empty and writes are dropped.
+    run(&t, "store('k', 3)").await;
+    assert_eq!(texts(&run(&t, "return String(load('k'))").await)[1], "undefined");
     let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
     let out =
         run(&t, &format!("text('pic'); image({{type: 'image', data: '{png}', mimeType: 'image/png'}}); text('after')"))

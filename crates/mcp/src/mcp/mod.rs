@@ -170,8 +170,6 @@ pub struct McpManager {
     auto_codemode: bool,
     /// MCP is turned off for the session (no `/mcp` command).
     disabled: bool,
-    /// Codemode's `store()` values.
-    pub(crate) store: Mutex<Map<String, Value>>,
     /// The root servers are given.
     root: SharedRoot,
     /// What extensions asked through pi's built-in extension factories.
@@ -261,7 +259,6 @@ impl McpManager {
             filter: options.filter,
             auto_codemode: options.config.auto_enable_codemode,
             disabled: options.disabled,
-            store: Mutex::new(Map::new()),
             root,
             factories,
             standby: Mutex::new(None),

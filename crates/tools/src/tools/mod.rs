@@ -29,11 +29,14 @@ pub mod ls;
 pub mod operations;
 pub mod path;
 pub mod read;
+mod session_link;
 pub mod shell;
 pub mod temp_outputs;
 pub mod truncate;
 pub mod validate;
 pub mod write;
+
+pub use session_link::SessionLink;
 
 /// Names of the tools active by default (as in pi).
 pub const DEFAULT_ACTIVE_TOOLS: [&str; 4] = ["read", "bash", "edit", "write"];
@@ -121,6 +124,9 @@ pub struct ToolContext {
     pub operations: Option<Arc<dyn operations::ToolOperations>>,
     /// Runs the calls this tool makes to other tools (pi's `ctx.executeTool()`).
     pub nested: Option<Arc<dyn NestedToolCalls>>,
+    /// The session the call runs in (None: no session, as a tool run
+    /// outside an agent).
+    pub session: Option<Arc<dyn SessionLink>>,
 }
 
 impl ToolContext {
@@ -137,6 +143,7 @@ impl ToolContext {
             client: None,
             operations: None,
             nested: None,
+            session: None,
         }
     }
 

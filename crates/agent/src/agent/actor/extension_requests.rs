@@ -52,11 +52,7 @@ impl Agent {
                 let custom_type = p.get("customType").and_then(Value::as_str).filter(|s| !s.is_empty());
                 let custom_type = custom_type.ok_or("\"customType\" is required")?;
                 let data = p.get("data").filter(|d| !d.is_null()).cloned();
-                let id = self.session.append_custom_entry(custom_type, data).map_err(|e| e.to_string())?;
-                // Announced as pi 1.6.0 does.
-                if let Some(entry) = self.session.record().get(&id).and_then(|e| serde_json::to_value(e).ok()) {
-                    self.emit(AgentEvent::EntryAppended { entry: Box::new(entry) }).await;
-                }
+                let id = self.append_announced_custom(custom_type, data).await?;
                 Ok(json!({"entryId": id}))
             }
             ExtRequest::SetSessionName(p) => {

@@ -27,6 +27,9 @@ impl Agent {
         }
         ctx.gate = self.ext.handle().gate();
         ctx.client = Some(self.client_link());
+        // codemode's `store()` reads and appends the session through the actor.
+        let link = crate::agent::session_link::ActorSessionLink::new(self.channels.emitter());
+        ctx.session = Some(std::sync::Arc::new(link));
         ctx
     }
 
