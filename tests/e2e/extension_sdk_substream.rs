@@ -14,13 +14,14 @@
 //! Needs node 22, the host's packages and the reference pi from
 //! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
 
+use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
 use crate::extension_sdk_runner::run_module;
 use crate::extension_sdk_services::side_by_side;
 
 const SDK_SUBSTREAM: &str = r#"import {
-  createAgentSession, DefaultResourceLoader, getAgentDir, SessionManager,
+  createAgentSession, DefaultResourceLoader, getAgentDir, SessionManager, SettingsManager,
 } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
@@ -88,6 +89,38 @@ export default function (pi: ExtensionAPI) {
     },
   });
 
+  pi.registerCommand("retried", {
+    handler: async (_args, ctx) => {
+      const seen: any[] = [];
+      const errors: string[] = [];
+      const settingsManager = SettingsManager.inMemory({ retry: { maxRetries: 1, baseDelayMs: 1 } } as any);
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: [(sub: ExtensionAPI) => {
+        sub.on("agent_end", (e: any) => { seen.push(["ext agent_end", e.messages.length]); });
+      }] });
+      await resourceLoader.reload();
+      const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, settingsManager, model: ctx.model, noTools: true } as any);
+      await session.bindExtensions({ onError: (e: any) => errors.push(`${e.event}: ${e.error}`) });
+      const sm: any = session.sessionManager;
+      const at = (id: string) => sm.getEntries().findIndex((x: any) => x.id === id);
+      session.subscribe((e: any) => {
+        if (e.type === "agent_end") seen.push([e.type, e.willRetry, session.retryAttempt]);
+        if (e.type === "auto_retry_start") seen.push([e.type, e.attempt, e.maxAttempts, e.delayMs, e.errorMessage, session.isRetrying]);
+        if (e.type === "auto_retry_end") seen.push([e.type, e.success, e.attempt, e.finalError ?? null]);
+        if (e.type === "entry_appended") seen.push([e.type, e.entry.type, at(e.entry.targetId), e.entry.replacement]);
+        if (e.type === "message_end") seen.push([e.type, e.message.role, e.message.stopReason ?? null]);
+      });
+      const before = [session.autoRetryEnabled, session.retryAttempt, session.isRetrying];
+      await session.prompt("one");
+      await session.prompt("two");
+      ctx.ui.notify(JSON.stringify({
+        seen, errors, before, after: [session.retryAttempt, session.isRetrying],
+        entries: sm.getEntries().map((x: any) => [x.type, x.message?.role ?? (x.targetId ? at(x.targetId) : null), x.message?.stopReason ?? null]),
+        messages: session.messages.map((m: any) => [m.role, text(m)]),
+      }), "info");
+      session.dispose();
+    },
+  });
+
   pi.registerCommand("system", {
     handler: async (_args, ctx) => {
       const seen: any[] = [];
@@ -111,12 +144,16 @@ export default function (pi: ExtensionAPI) {
 }
 "#;
 
+/// pi-rpc's note of `/<command>`, then pi 1.6.0's, the fake model answering a `shout` tool call, then "Shouted.".
 async fn both(command: &str) -> Option<(Value, Value)> {
-    side_by_side(
-        |reference, command| async move { run_module(reference, ("sdk-substream.ts", SDK_SUBSTREAM), &command).await },
-        command,
-    )
-    .await
+    let replies = [Reply::tool_call("call_1", "shout", r#"{"text":"hello"}"#), Reply::text("Shouted.")];
+    both_with(command, &replies).await
+}
+
+async fn both_with(command: &str, replies: &[Reply]) -> Option<(Value, Value)> {
+    let module = ("sdk-substream.ts", SDK_SUBSTREAM);
+    side_by_side(|reference, command| async move { run_module(reference, module, &command, replies).await }, command)
+        .await
 }
 
 #[tokio::test]
@@ -153,5 +190,21 @@ async fn a_context_handlers_conversation_follows_the_prompt_replayed_as_one_as_i
         let systems = request.as_array().map_or(0, |m| m.iter().filter(|x| x[0] == "system").count());
         assert_eq!(systems, 1, "{ours}");
     }
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn an_sdk_session_retries_failed_answers_as_pi_does() {
+    let busy = || Reply::openai_error(503, "busy", "server_error");
+    let Some((ours, theirs)) = both_with("retried", &[busy(), Reply::text("Recovered."), busy(), busy()]).await else {
+        return;
+    };
+    // The first failure retried (its answer left out of the context) and recovered; the second given up after one retry.
+    let seen = ours["seen"].as_array().cloned().unwrap_or_default();
+    assert_eq!(seen.iter().filter(|s| s[0] == "auto_retry_start").count(), 2, "{ours}");
+    assert!(seen.contains(&json!(["auto_retry_end", true, 1, null])), "{ours}");
+    assert!(seen.iter().any(|s| s[0] == "auto_retry_end" && s[1] == false), "{ours}");
+    assert!(seen.iter().any(|s| s[0] == "agent_end" && s[1] == true), "{ours}");
+    assert!(seen.iter().any(|s| s[0] == "entry_appended" && s[1] == "context_edit"), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
