@@ -456,14 +456,22 @@ export default function (pi: ExtensionAPI) {
 
 /// What `/<command>` notified in one program and the tool names of each model request.
 async fn run(reference: bool, command: &str) -> Option<Value> {
+    let replies = [Reply::tool_call("call_1", "shout", r#"{"text":"hello"}"#), Reply::text("Shouted.")];
+    run_module(reference, ("sdk-runner.ts", SDK_RUNNER), command, &replies).await
+}
+
+/// What `/<command>` of the extension `module` (file name, source) notified in one program, with
+/// the tool names each model request offered and its `pi_marker`; the fake model gives `replies`.
+pub async fn run_module(reference: bool, module: (&str, &str), command: &str, replies: &[Reply]) -> Option<Value> {
     let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
     let cli = reference_cli()?;
     let package = cli.parent().and_then(|d| d.parent()).expect("the reference package").to_path_buf();
     let sb = Sandbox::with_server().await;
     host_settings(&sb, &node, &dir, json!({}));
-    write_module(&sb, "sdk-runner.ts", SDK_RUNNER);
-    sb.server().push(Reply::tool_call("call_1", "shout", r#"{"text":"hello"}"#));
-    sb.server().push(Reply::text("Shouted."));
+    write_module(&sb, module.0, module.1);
+    for reply in replies {
+        sb.server().push(reply.clone());
+    }
     let mut pi = if reference {
         spawn_reference(&sb, &node, &cli)
     } else {

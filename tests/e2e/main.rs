@@ -40,6 +40,7 @@ mod extension_sdk_services;
 mod extension_sdk_session;
 mod extension_sdk_session_files;
 mod extension_sdk_subsession;
+mod extension_sdk_substream;
 mod extensions;
 mod extensions_jsonrpc;
 mod framing;

@@ -60,6 +60,14 @@ fn prepare_compaction(args: &[Value]) -> Result<Value, String> {
 pub(crate) fn call(name: &str, args: &[Value]) -> Option<Result<Value, String>> {
     Some(match name {
         "prepareCompaction" => prepare_compaction(args),
+        // pi's `estimateProjectedContextTokens` of a branch given as entries: `{tokens}`.
+        "estimateProjectedContextTokens" => {
+            serde_json::from_value::<Vec<Value>>(args.first().cloned().unwrap_or(Value::Null))
+                .map_err(|e| format!("branchEntries: {e}"))
+                .map(
+                    |entries| json!({ "tokens": Projection::of(&Session::of_entries("", entries)).estimate_tokens(0) }),
+                )
+        }
         // The user message asking for a history summary (messages, previousSummary, customInstructions).
         "summaryPrompt" => {
             messages_at(args, 0).map(|m| Value::String(history_prompt(&m, text_at(args, 1), text_at(args, 2))))
@@ -129,5 +137,24 @@ mod tests {
         assert!(prompt.as_str().unwrap().ends_with("Additional focus: files"), "{prompt}");
         let lists = call("computeFileLists", &[json!({"read": ["a", "b"], "written": ["b"], "edited": []})]);
         assert_eq!(lists.unwrap().unwrap(), json!({"readFiles": ["a"], "modifiedFiles": ["b"]}));
+    }
+
+    #[test]
+    fn projected_context_tokens_start_from_the_last_usage_until_a_context_edit() {
+        let user = json!({"role": "user", "content": [{"type": "text", "text": "x".repeat(35)}], "timestamp": 1});
+        let reply = json!({"role": "assistant", "content": [{"type": "text", "text": "ok"}], "api": "x",
+            "provider": "p", "model": "m", "usage": {"input": 900, "output": 100, "cacheRead": 0, "cacheWrite": 0,
+            "totalTokens": 1000, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+            "stopReason": "stop", "timestamp": 2});
+        let mut entries =
+            vec![entry("a", None, user.clone()), entry("b", Some("a"), reply), entry("c", Some("b"), user)];
+        let tokens = |entries: &[Value]| call("estimateProjectedContextTokens", &[json!(entries)]).unwrap().unwrap();
+        // The reply's usage, then the trailing user message's estimate (35 chars, 4 a token: 9).
+        assert_eq!(tokens(&entries), json!({"tokens": 1009}));
+        // A context edit after the usage (dropping the first message): the rest estimated, 1 + 9.
+        entries
+            .push(json!({"type": "context_edit", "id": "d", "parentId": "c", "timestamp": "2026-01-01T00:00:00.000Z",
+            "targetId": "a", "replacement": null}));
+        assert_eq!(tokens(&entries), json!({"tokens": 10}));
     }
 }

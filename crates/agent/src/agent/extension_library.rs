@@ -2,7 +2,7 @@
 //! packages compute with pi-rpc's own code (the `lib` request, served by the
 //! agent, which owns every layer they need), so that an extension gets what
 //! pi-rpc's core computes and each rule lives in one place: `convertToLlm`, `serializeConversation`, `estimateTokens`,
-//! `calculateContextTokens`, `shouldCompact`, `currentSystemMessage`, `calculateCost`,
+//! `calculateContextTokens`, `shouldCompact`, `retryDecision`, `currentSystemMessage`, `calculateCost`,
 //! `generateDiffString`, `generateUnifiedPatch`, `formatSkillsForPrompt`, `buildSystemPrompt`,
 //! `buildSystemPromptSections`, `discoverResources` (extension_resources.rs), `expandInput` (extension_expand.rs), `resolveCliModel` and
 //! `resolveModelScope` (extension_model_resolver.rs), `packages` (extension_packages.rs),
@@ -136,6 +136,27 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
             }
             let reserve = settings.get("reserveTokens").and_then(Value::as_u64).unwrap_or(16384);
             Ok(json!(crate::compaction::estimate::should_compact(tokens, window, reserve)))
+        }
+        // pi's auto-retry decision for a run's failed answer (`message`, the
+        // retry settings, retry `attempt` from 1): `{retryable, delayMs}` by
+        // pi-rpc's own error classification and backoff (an overflow is left
+        // to compaction).
+        "retryDecision" => {
+            let message = args.first().cloned().unwrap_or(Value::Null);
+            let settings = args.get(1).cloned().unwrap_or(Value::Null);
+            let attempt: u32 = arg(args, 2, "attempt")?;
+            let text = message.get("errorMessage").and_then(Value::as_str).unwrap_or_default();
+            let failed = message.get("stopReason").and_then(Value::as_str) == Some("error") && !text.is_empty();
+            use crate::provider::classify::{is_context_overflow, is_retryable_message};
+            let retryable = failed && !is_context_overflow(text) && is_retryable_message(text);
+            let defaults = crate::config::settings::RetrySettings::default();
+            let number = |key: &str| settings.get(key).and_then(Value::as_u64);
+            let policy = crate::config::settings::RetrySettings {
+                base_delay_ms: number("baseDelayMs").unwrap_or(defaults.base_delay_ms),
+                max_delay_ms: number("maxAgentDelayMs").unwrap_or(defaults.max_delay_ms),
+                ..defaults
+            };
+            Ok(json!({ "retryable": retryable, "delayMs": policy.delay(attempt, None).as_millis() as u64 }))
         }
         "calculateCost" => {
             let model: Model = arg(args, 0, "model")?;

@@ -264,9 +264,9 @@ fn call_tools(params: &Value) -> Vec<ToolSpec> {
         .unwrap_or_default()
 }
 
-/// The call's events, streamed back to the extension.
 /// The request hooks a `modelStream` caller gave (pi-ai's `onPayload`,
-/// `onResponse`, `transformHeaders`; `observe` names them): each is asked
+/// `onResponse`, `transformHeaders`, `onProviderStreamEvent`; `observe`
+/// names them): each is asked
 /// of the host (`model_stream_hook`) at its point of the HTTP exchange, as
 /// pi's SDK session wires its extensions' provider events. A hook that
 /// fails leaves the request as it was.
@@ -347,6 +347,15 @@ impl crate::provider::observe::RequestObserver for HostRequestHooks {
                 headers.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
             self.ask("response", json!({ "status": status, "headers": record })).await;
         }
+    }
+
+    fn wants_stream_events(&self) -> bool {
+        self.wants("onProviderStreamEvent")
+    }
+
+    /// pi's `onProviderStreamEvent(data, model)`: the host answers once the call's hook is done.
+    async fn stream_event(&self, data: Value) {
+        self.ask("stream_event", json!({ "data": data })).await;
     }
 }
 

@@ -108,8 +108,12 @@ export function createServices(channel, hello) {
 		 * `{stream, hook, payload | status, headers | headers}`): `payload`
 		 * answers `{payload}`, `headers` the headers after the hook.
 		 */
-		async modelStreamHook({ stream, hook, payload, status, headers }) {
-			const hooks = requestHooks.get(String(stream)) ?? {};
+		async modelStreamHook({ stream, hook, payload, status, headers, data }) {
+			const { hooks = {}, model } = requestHooks.get(String(stream)) ?? {};
+			if (hook === "stream_event") {
+				await hooks.onProviderStreamEvent?.(data, model);
+				return null;
+			}
 			if (hook === "payload") return { payload: hooks.onPayload ? ((await hooks.onPayload(payload)) ?? payload) : payload };
 			if (hook === "response") {
 				await hooks.onResponse?.({ status, headers: headers ?? {} });
@@ -192,7 +196,7 @@ export function createServices(channel, hello) {
 			const name = `m${++nextCall}`;
 			const partial = new PartialMessage(stream);
 			streams.set(name, (data) => partial.receive(data));
-			if (hooks) requestHooks.set(name, hooks);
+			if (hooks) requestHooks.set(name, { hooks, model: params.model });
 			const answer = channel.request("modelStream", { ...params, stream: name, ...(hooks ? { observe: Object.keys(hooks) } : {}) });
 			const id = channel.lastRequestId();
 			const onAbort = () => channel.send({ type: "cancel", id });

@@ -91,10 +91,10 @@ function callParams(model, context, options, api, apiOptions = false) {
 	};
 }
 
-/** pi-ai's request hooks of a call's options (`onPayload`, `onResponse`, `transformHeaders`), when it has any. */
+/** pi-ai's request hooks of a call's options (`onPayload`, `onResponse`, `transformHeaders`, `onProviderStreamEvent`), when it has any. */
 function requestHooks(options = {}) {
 	const hooks = {};
-	for (const key of ["onPayload", "onResponse", "transformHeaders"]) if (typeof options?.[key] === "function") hooks[key] = options[key];
+	for (const key of ["onPayload", "onResponse", "transformHeaders", "onProviderStreamEvent"]) if (typeof options?.[key] === "function") hooks[key] = options[key];
 	return Object.keys(hooks).length > 0 ? hooks : undefined;
 }
 

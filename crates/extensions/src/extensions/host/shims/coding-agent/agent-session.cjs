@@ -16,7 +16,8 @@
 // then `agent_settled`), each finished message appended to the session,
 // steering and follow-up queues with `queue_update`, abort. What is left
 // out (extensions, prompt templates and skill commands inside the
-// sub-session, automatic compaction, retries) is listed in compat/DEVIATIONS.md.
+// sub-session, automatic compaction) is listed in compat/DEVIATIONS.md;
+// failed answers are retried as pi retries them (session-retry.cjs).
 // Manual `compact` runs pi-rpc's compaction (compaction.cjs); `executeBash`
 // runs a user's command as pi does (bash-execution.cjs).
 
@@ -41,6 +42,7 @@ const { expandSessionInput } = require("./input-expansion.cjs");
 const { navigateTree } = require("./tree-navigation.cjs");
 const { createSessionModels } = require("./session-models.cjs");
 const { ModelRegistry } = require("./models.cjs");
+const retry = require("./session-retry.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
@@ -131,11 +133,12 @@ class AgentSession {
 				}
 			}
 		}
-		this._emit(event.type === "agent_end" ? { ...event, willRetry: false } : event);
+		this._emit(event.type === "agent_end" ? { ...event, willRetry: retry.willRetry(this, event) } : event);
 		if (event.type === "message_end") {
 			const m = event.message;
 			if (m.role === "custom") this.sessionManager.appendCustomMessageEntry(m.customType, m.content, m.display, m.details);
 			else if (["system", "user", "assistant", "toolResult"].includes(m.role)) this.sessionManager.appendMessage(m);
+			if (m.role === "assistant") retry.answerEnded(this, m);
 		}
 	}
 
@@ -176,13 +179,14 @@ class AgentSession {
 		this._abortRequested = false;
 		try {
 			await this.agent.prompt(messages);
-			// Queued messages run first; then pi's agent_before_settle may run another turn.
+			// A retry of a failed answer or queued messages run first (session-retry.cjs); then pi's agent_before_settle may run another turn.
 			for (;;) {
-				while (!this._abortRequested && this.agent.hasQueuedMessages()) await this.agent.continue();
+				while (!this._abortRequested && (await retry.afterLowLevelRun(this))) await this.agent.continue();
 				if (this._abortRequested || !(await this._extensions?.beforeSettle())) break;
 				await this.agent.continue();
 			}
 		} finally {
+			if (this._abortRequested) retry.finishCancelledRetry(this);
 			this._running = false;
 			this._flushPendingBash();
 			this._extensions?.flushPendingCustom();
@@ -277,6 +281,7 @@ class AgentSession {
 	}
 
 	async abort() {
+		this.abortRetry();
 		if (this._running) this._abortRequested = true;
 		this.agent.abort();
 		await this.waitForIdle();
@@ -409,9 +414,6 @@ class AgentSession {
 	}
 	get pendingMessageCount() {
 		return this._steering.length + this._followUp.length;
-	}
-	get retryAttempt() {
-		return 0;
 	}
 	get autoCompactionEnabled() {
 		return false;
@@ -620,6 +622,8 @@ class AgentSession {
 		return last ? transcript.contentText(last.content, "") || undefined : undefined;
 	}
 }
+
+retry.addRetryControls(AgentSession);
 
 /** The model a session's branch last used (a `model_change`, else an assistant message's). */
 function branchModel(branch) {

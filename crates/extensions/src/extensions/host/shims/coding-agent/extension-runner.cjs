@@ -10,6 +10,7 @@
 
 const { STALE, SESSION_BEFORE, host, messageOf } = require("./extension-loader.cjs");
 const { wrapUIPrompts } = require("./ui-prompts.cjs");
+const { getCurrentSystemMessage } = require("../ai/transcript.cjs");
 
 const noOpUI = {
 	select: async () => undefined,
@@ -390,8 +391,13 @@ class ExtensionRunner {
 					const visible = current.filter((m) => m.role !== "system");
 					const snapshot = [...visible];
 					const answer = await handler({ type: "context", messages: visible }, ctx);
-					const returned = answer?.messages ?? (visible.length === snapshot.length && visible.every((m, i) => m === snapshot[i]) ? undefined : visible);
-					if (returned) current = [...current.filter((m) => m.role === "system"), ...returned];
+					const same = (list) => list.length === snapshot.length && list.every((m, i) => m === snapshot[i]);
+					const returned = answer?.messages ?? (same(visible) ? undefined : visible);
+					// A changed conversation goes after the prompt replayed as one system message, as pi's.
+					if (returned && !same(returned)) {
+						const head = getCurrentSystemMessage(current);
+						current = head ? [head, ...returned] : returned;
+					}
 				} catch (error) {
 					this.emitError({ extensionPath: ext.path, event: "context", error: messageOf(error), stack: error?.stack });
 				}

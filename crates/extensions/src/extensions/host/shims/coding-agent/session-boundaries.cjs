@@ -4,46 +4,77 @@
 // loop goes on (the agent's `finishTurn`); `agent_before_settle` once a run
 // would settle. Handlers are chained (runner `emitBoundary`): each sees the
 // `entries` and `continue` proposed so far and the `context` those entries
-// would give; the final entries are written, and `continue` runs another
-// turn when the context can go on, as in pi 1.6.0.
+// would give (pi's projection of the branch with them appended); the final
+// entries (`custom`, `custom_message`, `context_edit`, `compaction`) are
+// written, and `continue` runs another turn when the context can go on, as
+// in pi 1.6.0.
 
 "use strict";
+
+const { lib } = require("./text.cjs");
+const { MemorySessionManager } = require("./session-memory.cjs");
 
 /** A boundary's outcome of a turn's assistant message. */
 const outcomeOf = (message) => (message?.stopReason === "aborted" ? "aborted" : message?.stopReason === "error" ? "error" : "completed");
 
-/** The custom messages drafted entries would add to the context. */
-function draftedMessages(drafts) {
-	return drafts.filter((d) => d?.type === "custom_message").map((d) => ({ role: "custom", customType: d.customType, content: d.content ?? [], display: d.display, details: d.details, timestamp: Date.now() }));
+/**
+ * `drafts` appended to `manager` as pi appends boundary entries: `custom`,
+ * `custom_message`, `context_edit` (pi's checks, which throw on a bad
+ * target) and `compaction` (from the extension, `tokensBefore` pi's
+ * estimate of the projected context); another type adds nothing. The
+ * entries appended.
+ */
+function applyDrafts(manager, drafts) {
+	const appended = [];
+	for (const d of drafts) {
+		let id;
+		if (d?.type === "custom") id = manager.appendCustomEntry(d.customType, d.data);
+		else if (d?.type === "custom_message") id = manager.appendCustomMessageEntry(d.customType, d.content ?? [], d.display, d.details);
+		else if (d?.type === "context_edit") id = manager.appendContextEdit(d.targetId, d.replacement);
+		else if (d?.type === "compaction") {
+			const tokensBefore = lib("estimateProjectedContextTokens", manager.getBranch()).tokens;
+			id = manager.appendCompaction(d.summary, d.firstKeptEntryId, tokensBefore, d.details, true, d.usage);
+		}
+		const entry = id === undefined ? undefined : manager.getEntry(id);
+		if (entry) appended.push(entry);
+	}
+	return appended;
 }
 
-/** What the context would be with `drafts` written: entries, messages, what the model sees, pending messages, whether a turn can run. */
+/** What the context would be with `drafts` written (on a copy of the branch): pi's projection entries, messages, what the model sees, pending messages, whether a turn can run. */
 async function boundaryContext(session, drafts, boundary) {
-	for (const d of drafts) if (!["custom", "custom_message"].includes(d?.type)) throw new Error(`Unsupported boundary entry type: ${d?.type}`);
-	const contextMessages = [...session.sessionManager.buildSessionContext().messages, ...draftedMessages(drafts)];
-	const llmMessages = await session.agent.convertToLlm(contextMessages);
+	const sm = session.sessionManager;
+	const preview = new MemorySessionManager(sm.getCwd(), { id: sm.getSessionId() }, sm.getBranch());
+	applyDrafts(preview, drafts);
+	const projection = preview.buildSessionProjection();
+	const llmMessages = await session.agent.convertToLlm(projection.messages);
 	const held = session._heldMessages?.custom ?? [];
 	const pendingMessages = [...(session.agent.peekQueuedMessages?.() ?? []), ...held];
 	const finalRole = llmMessages[llmMessages.length - 1]?.role;
 	const runnable = llmMessages.some((m) => m.role !== "system") && finalRole !== "assistant";
 	const queued = session.agent.hasQueuedMessages();
 	return {
-		contextEntries: session.sessionManager.getBranch(),
-		contextMessages,
+		contextEntries: projection.entries,
+		contextMessages: projection.messages,
 		llmMessages,
 		pendingMessages,
 		canContinue: runnable || held.length > 0 || (boundary === "turn_end" ? queued : finalRole === "assistant" && queued),
 	};
 }
 
-/** The boundary's entries written to the session (and the agent's context). */
-function commitDrafts(session, drafts) {
-	const sm = session.sessionManager;
-	for (const d of drafts) {
-		if (d.type === "custom") sm.appendCustomEntry(d.customType, d.data);
-		else if (d.type === "custom_message") sm.appendCustomMessageEntry(d.customType, d.content ?? [], d.display, d.details);
+/**
+ * The boundary's entries written to the session; the agent's messages (and
+ * the running loop's `context`, when given) rebuilt from its projection, as
+ * pi's next request is; each entry told (`entry_appended`).
+ */
+function commitDrafts(session, drafts, context) {
+	const appended = applyDrafts(session.sessionManager, drafts);
+	if (appended.length > 0) {
+		const messages = session.sessionManager.buildSessionContext().messages;
+		session.agent.state.messages = messages;
+		if (context) context.messages = [...messages];
 	}
-	if (drafts.length > 0) session.agent.state.messages = sm.buildSessionContext().messages;
+	for (const entry of appended) session._emit({ type: "entry_appended", entry });
 }
 
 function entryIdOf(session, message) {
@@ -67,7 +98,7 @@ async function turnEndBoundary(session, runner, turn, turnIndex) {
 	const toolResultEntryIds = toolResults.flatMap((r) => entryIdOf(session, r) ?? []);
 	const event = { type: "turn_end", turnIndex, message, toolResults, messageEntryId, toolResultEntryIds, outcome: session._lastActivityOutcome };
 	const result = await runner.emitBoundary(event, (drafts) => boundaryContext(session, drafts, "turn_end"));
-	commitDrafts(session, result.entries);
+	commitDrafts(session, result.entries, turn.context);
 	if (result.continue && !(await boundaryContext(session, [], "turn_end")).canContinue) {
 		invalidContinuation(runner, "turn_end");
 		return false;

@@ -236,9 +236,10 @@ function attachExtensions(session, extensionsResult, { modelRegistry, activate }
 /**
  * A model call's options with pi's provider hooks of `runner`'s extensions:
  * `before_provider_request` (a handler's payload replaces the request's),
- * `after_provider_response` (status and headers) and
- * `before_provider_headers` (handlers change the headers in place), each
- * only when an extension listens, as pi's SDK session wires them.
+ * `after_provider_response` (status and headers),
+ * `before_provider_headers` (handlers change the headers in place) and
+ * `provider_stream_event` (each parsed stream event, with the call's
+ * model), each only when an extension listens, as pi's SDK session wires them.
  */
 function providerHooks(runner, streamOptions = {}) {
 	if (!runner) return streamOptions;
@@ -248,6 +249,9 @@ function providerHooks(runner, streamOptions = {}) {
 		hooks.onResponse = (response) => runner.emit({ type: "after_provider_response", status: response.status, headers: response.headers });
 	}
 	if (runner.hasHandlers("before_provider_headers")) hooks.transformHeaders = (headers) => runner.emitBeforeProviderHeaders(headers);
+	if (runner.hasHandlers("provider_stream_event")) {
+		hooks.onProviderStreamEvent = (data, model) => runner.emit({ data, type: "provider_stream_event", provider: model?.provider, api: model?.api, model: model?.id });
+	}
 	return Object.keys(hooks).length > 0 ? { ...streamOptions, ...hooks } : streamOptions;
 }
 

@@ -144,6 +144,24 @@ class MemorySessionManager {
 		if (!this.byId.has(targetId)) throw new Error(`Entry ${targetId} not found`);
 		return this.append("label", { targetId, label });
 	}
+	/**
+	 * pi's `appendContextEdit(targetId, replacement)`: the model content of a
+	 * user, assistant or tool-result message, or of a custom message, on the
+	 * branch replaced (`{content}`) or dropped (`null`) from the context.
+	 */
+	appendContextEdit(targetId, replacement) {
+		const content = replacement?.content;
+		if (replacement !== null && (typeof replacement !== "object" || (typeof content !== "string" && !Array.isArray(content)))) {
+			throw new Error("Context edit replacement must be null or contain string/array content");
+		}
+		const target = this.byId.get(targetId);
+		if (!target) throw new Error(`Entry ${targetId} not found`);
+		if (!this.getBranch().some((e) => e.id === targetId)) throw new Error(`Entry ${targetId} is not on the active branch`);
+		const role = target.type === "custom_message" ? "custom" : target.type === "message" ? target.message?.role : undefined;
+		if (!["custom", "user", "assistant", "toolResult"].includes(role)) throw new Error(`Entry ${targetId} does not contribute editable model content`);
+		const asBlocks = replacement !== null && (role === "assistant" || role === "toolResult") && typeof content === "string";
+		return this.append("context_edit", { targetId, replacement: asBlocks ? { content: [{ type: "text", text: content }] } : replacement });
+	}
 	/** A compaction; it carries the system message in force, which the context then starts with (as pi's). */
 	appendCompaction(summary, firstKeptEntryId, tokensBefore, details, fromHook, usage) {
 		const timestamp = new Date().toISOString();
