@@ -48,7 +48,7 @@ const MCP_ONLY: &str = r#"import { createMcpExtension } from "@earendil-works/pi
 export default createMcpExtension({ startupWaitMs: 30000 });
 "#;
 
-fn start(sb: &Sandbox, reference: bool, args: &[&str]) -> Option<Pi> {
+pub(crate) fn start(sb: &Sandbox, reference: bool, args: &[&str]) -> Option<Pi> {
     let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
     let cli = reference_cli()?;
     host_settings(sb, &node, &dir, json!({}));

@@ -21,6 +21,7 @@ mod examples_side_by_side;
 mod extension_agent_core;
 mod extension_api;
 mod extension_builtin_factories;
+mod extension_mcp_factory_options;
 mod extension_host;
 mod extension_host_install;
 mod extension_mcp;

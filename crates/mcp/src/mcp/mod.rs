@@ -116,6 +116,14 @@ pub struct McpOptions {
     /// Where servers' log messages go (pi's `<agent dir>/mcp.log`) unless an
     /// extension's `createMcpExtension({ logPath })` says otherwise; none: only traced.
     pub log_path: Option<std::path::PathBuf>,
+    /// pi's built-in extensions pi would load in this session (`codemode`,
+    /// `tool-search`, `mcp`): an extension's factory of one of them replaces
+    /// it, with pi's start-up warning ([`factories::FactoryState::claim`]).
+    pub loaded_builtins: Vec<String>,
+    /// `--no-tools`: no tool is registered, so an extension's
+    /// `createMcpExtension` connects the servers (and `/mcp` works) but
+    /// offers no MCP tool, as in pi ([`McpManager::unreachable_warning`]).
+    pub tools_off: bool,
 }
 
 /// The session's working directory as every connection of one manager sees
@@ -178,12 +186,16 @@ pub struct McpManager {
     pub factories: Arc<factories::FactoryState>,
     /// The options to start with when an extension turns MCP on ([`McpOptions::standby`]).
     standby: Mutex<Option<McpOptions>>,
+    /// [`McpOptions::tools_off`].
+    tools_off: bool,
 }
 
 impl McpManager {
     /// Start connecting every server in the background (needs a Tokio runtime).
     pub fn start(options: McpOptions) -> Arc<McpManager> {
-        Self::start_with(options, Arc::default())
+        let factories = factories::FactoryState::default();
+        factories.set_loaded_builtins(&options.loaded_builtins);
+        Self::start_with(options, Arc::new(factories))
     }
 
     /// The manager MCP is on with when it was off in [`McpOptions::standby`]
@@ -207,6 +219,7 @@ impl McpManager {
             filter: self.filter.clone(),
             root: self.root.lock().ok().and_then(|root| root.clone()),
             start_gate: self.gate.clone(),
+            tools_off: self.tools_off,
             ..McpOptions::default()
         };
         let manager = Self::start_with(options, self.factories.clone());
@@ -219,7 +232,7 @@ impl McpManager {
     fn start_with(options: McpOptions, factories: Arc<factories::FactoryState>) -> Arc<McpManager> {
         if options.disabled && options.standby {
             let on = McpOptions { disabled: false, standby: false, ..options };
-            let off = McpOptions { disabled: true, root: on.root.clone(), ..McpOptions::default() };
+            let off = McpOptions { disabled: true, root: on.root.clone(), tools_off: on.tools_off, ..McpOptions::default() };
             let manager = Self::start_with(off, factories);
             if let Ok(mut standby) = manager.standby.lock() {
                 *standby = Some(on);
@@ -265,6 +278,7 @@ impl McpManager {
             root,
             factories,
             standby: Mutex::new(None),
+            tools_off: options.tools_off,
         })
     }
 
@@ -322,12 +336,21 @@ impl McpManager {
 
     /// A server with `codemode` exposure activates the `codemode` tool.
     pub fn codemode_wanted(&self) -> bool {
-        self.auto_codemode && self.wants(Exposure::Codemode)
+        !self.tools_off && self.auto_codemode && self.wants(Exposure::Codemode)
     }
 
     /// A server with `deferred` exposure activates `tool_search`.
     pub fn tool_search_wanted(&self) -> bool {
-        self.wants(Exposure::Deferred)
+        !self.tools_off && self.wants(Exposure::Deferred)
+    }
+
+    /// pi's warning when servers' tools are to be reached through
+    /// `codemode` or `tool_search` but neither tool exists (`--no-tools`
+    /// with an extension's `createMcpExtension`): None otherwise.
+    pub fn unreachable_warning(&self) -> Option<&'static str> {
+        (self.tools_off && !self.disabled && (self.wants(Exposure::Codemode) || self.wants(Exposure::Deferred))).then_some(
+            "MCP tools are only reachable from the codemode or tool_search tool, but neither is active; they cannot be called.",
+        )
     }
 
     /// Wait (at most [`DIRECT_WAIT`], or the `startupWaitMs` of an
@@ -402,6 +425,10 @@ impl McpManager {
     /// left out), then the resource tools.
     pub fn tools(&self) -> Vec<ExposedTool> {
         let mut out = Vec::new();
+        if self.tools_off {
+            // `--no-tools`: pi registers none of the servers' tools.
+            return out;
+        }
         let mut taken: Vec<String> = Vec::new();
         let mut resource_servers = Vec::new();
         let mut resource_exposure: Option<Exposure> = None;

@@ -57,6 +57,10 @@ impl Agent {
             other => return Err(format!("pi has no built-in extension \"{other}\"")),
         }
         self.mcp.factories.claim(name, &ext.path_string())?;
+        if first_claim && let Some(warning) = self.mcp.factories.replacement_warning(name, &ext.path_string()) {
+            // pi writes it to stderr at start-up, as a warning diagnostic.
+            tracing::warn!("{warning}");
+        }
         Ok(Value::Null)
     }
 
@@ -92,11 +96,6 @@ impl Agent {
             Some(other) => return Err(format!("createMcpExtension: `logPath` must be a file path, not {other}")),
         };
         self.wake_mcp();
-        if !self.mcp.command_available() {
-            return Err("createMcpExtension: MCP is off in this session (--no-tools), and pi-rpc's MCP client \
-                        cannot be started by an extension"
-                .to_string());
-        }
         if let Some(ms) = wait {
             self.mcp.factories.set_direct_wait(std::time::Duration::from_millis(ms as u64));
         }

@@ -1,0 +1,123 @@
+//! More of `createMcpExtension`'s behaviour, run by pi-rpc and by pi 1.6.0
+//! side by side (the same extension, fake model server and real
+//! server-everything): the start-up warning pi writes when a factory's copy
+//! replaces one of its built-in extensions, and `createMcpExtension` with
+//! `--no-tools` (the servers connect, `/mcp` is the extension's, no MCP tool
+//! is offered, and pi's warning that the tools cannot be reached).
+//!
+//! Needs node 22, the host's packages, the MCP servers and the reference from
+//! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
+
+use pi_compat::fake_server::Reply;
+use serde_json::{Value, json};
+
+use crate::extension_builtin_factories::start;
+use crate::extension_host::write_module;
+use crate::harness::Sandbox;
+use crate::mcp::{Servers, tool_names, write_mcp};
+
+/// One extension applying all three factories.
+const ALL_THREE: &str = r#"import { createCodemodeExtension, createMcpExtension, createToolSearchExtension } from "@earendil-works/pi-coding-agent";
+export default function (pi: any) {
+  createToolSearchExtension()(pi);
+  createCodemodeExtension()(pi);
+  createMcpExtension()(pi);
+}
+"#;
+
+/// The replacement warnings one program wrote to stderr with `flags`, from
+/// `Extension package` on, sorted (pi writes them in its built-ins' order,
+/// pi-rpc as the factories are applied).
+async fn replacement_warnings(reference: bool, flags: &[&str]) -> Option<Vec<String>> {
+    let sb = Sandbox::with_server().await;
+    let path = write_module(&sb, "all-three.ts", ALL_THREE);
+    let mut pi = start(&sb, reference, flags)?;
+    pi.send(json!({"id": "g", "type": "get_commands"})).await;
+    let lines = pi.until(|v| v["type"] == "response" && v["id"] == "g").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    pi.close_stdin();
+    pi.wait().await;
+    let stderr = pi.stderr();
+    let mut warnings: Vec<String> = stderr
+        .lines()
+        .filter(|l| l.contains("was not loaded"))
+        .filter_map(|l| l.find("Extension package").map(|at| l[at..].replace(&path, "<extension>")))
+        .collect();
+    warnings.sort();
+    Some(warnings)
+}
+
+#[tokio::test]
+async fn a_factory_that_replaces_a_built_in_is_warned_about_as_in_pi() {
+    for (flags, replaced) in [(&[][..], 3), (&["--no-mcp"][..], 2)] {
+        let Some(ours) = replacement_warnings(false, flags).await else { return };
+        let Some(theirs) = replacement_warnings(true, flags).await else { return };
+        assert_eq!(ours.len(), replaced, "{flags:?}: {ours:#?}");
+        assert!(
+            ours[0].starts_with(
+                "Extension package \"builtin:codemode\": Extension <extension> registers tool `codemode`, so \
+                 built-in extension `codemode` was not loaded."
+            ),
+            "{flags:?}: {ours:#?}"
+        );
+        assert_eq!(ours, theirs, "{flags:?}: pi 1.6.0 writes the same warnings");
+    }
+}
+
+/// With `--no-tools` and [`ALL_THREE`]'s MCP part alone: `/mcp`'s owner,
+/// the warnings notified before the first prompt, the tools of the model
+/// call, and whether `/mcp` says the server connected.
+async fn no_tools(reference: bool, servers: &Servers) -> Option<(String, Vec<String>, Vec<String>, bool)> {
+    let sb = Sandbox::with_server().await;
+    let script = servers.modules.join("@modelcontextprotocol/server-everything/dist/index.js");
+    write_mcp(&sb, json!({"everything": {"command": servers.node, "args": [script, "stdio"]}}));
+    let source = "import { createMcpExtension } from \"@earendil-works/pi-coding-agent\";\n\
+                  export default createMcpExtension();\n";
+    let path = write_module(&sb, "my-mcp.ts", source);
+    let mut pi = start(&sb, reference, &["--no-tools"])?;
+    pi.send(json!({"id": "g", "type": "get_commands"})).await;
+    let mut lines = pi.until(|v| v["type"] == "response" && v["id"] == "g").await;
+    let commands = lines.last().expect("the response")["data"]["commands"].clone();
+    let mcp = commands.as_array().into_iter().flatten().find(|c| c["name"] == "mcp").cloned().unwrap_or(Value::Null);
+    let owner = mcp["sourceInfo"]["path"].as_str().unwrap_or_default().replace(&path, "<extension>");
+    sb.server().set_fallback(Reply::text("done"));
+    pi.send(json!({"id": "p", "type": "prompt", "message": "hello"})).await;
+    lines.extend(pi.until_type("agent_settled").await);
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let warnings = lines
+        .iter()
+        .filter(|v| v["method"] == "notify" && v["notifyType"] == "warning")
+        .map(|v| v["message"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let tools = tool_names(&sb.server().requests()[0].body);
+    // `/mcp` answers once the server settled; pi-rpc's status text is its own (DEVIATIONS).
+    let mut connected = false;
+    for _ in 0..40 {
+        pi.send(json!({"id": "m", "type": "prompt", "message": "/mcp"})).await;
+        let lines = pi.until(|v| v["method"] == "notify" && v["notifyType"] == "info").await;
+        let status = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
+        connected = status.contains("everything: connected");
+        if connected || !status.contains("connecting") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    pi.close_stdin();
+    Some((owner, warnings, tools, connected))
+}
+
+#[tokio::test]
+async fn create_mcp_extension_with_no_tools_connects_the_servers_without_tools_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let Some(ours) = no_tools(false, &servers).await else { return };
+    let Some(theirs) = no_tools(true, &servers).await else { return };
+    assert_eq!(ours.0, "<extension>", "/mcp is the extension's command");
+    assert_eq!(
+        ours.1,
+        ["MCP tools are only reachable from the codemode or tool_search tool, but neither is active; they cannot \
+          be called."]
+    );
+    assert_eq!(ours.2, Vec::<String>::new(), "no tool is offered with --no-tools");
+    assert!(ours.3, "/mcp shows the server connected");
+    assert_eq!(ours, theirs, "as in pi 1.6.0");
+}
