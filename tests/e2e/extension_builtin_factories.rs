@@ -184,7 +184,7 @@ async fn load_errors(source: &str, reference: bool) -> Option<(Vec<String>, bool
 
 #[tokio::test]
 async fn options_pi_rpc_cannot_honour_fail_the_load_clearly() {
-    let cases = [("createMcpExtension({ createTransport: () => { throw new Error(); } })", "`createTransport`")];
+    let cases = [("createMcpExtension({ credentials: {} })", "`credentials`")];
     for (factory, named) in cases {
         let source = format!(
             "import {{ createCodemodeExtension, createMcpExtension }} from \"@earendil-works/pi-coding-agent\";\n\

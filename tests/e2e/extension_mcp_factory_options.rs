@@ -1,20 +1,22 @@
 //! More of `createMcpExtension`'s behaviour, run by pi-rpc and by pi 1.6.0
 //! side by side (the same extension, fake model server and real
 //! server-everything): the start-up warning pi writes when a factory's copy
-//! replaces one of its built-in extensions, and `createMcpExtension` with
+//! replaces one of its built-in extensions, `createMcpExtension` with
 //! `--no-tools` (the servers connect, `/mcp` is the extension's, no MCP tool
-//! is offered, and pi's warning that the tools cannot be reached).
+//! is offered, and pi's warning that the tools cannot be reached), and its
+//! `createTransport` (the extension's own transport carries the client's
+//! messages to the server it starts itself).
 //!
 //! Needs node 22, the host's packages, the MCP servers and the reference from
 //! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
 
-use pi_compat::fake_server::Reply;
+use pi_compat::fake_server::{FakeToolCall, Reply};
 use serde_json::{Value, json};
 
 use crate::extension_builtin_factories::start;
 use crate::extension_host::write_module;
 use crate::harness::Sandbox;
-use crate::mcp::{Servers, tool_names, write_mcp};
+use crate::mcp::{Servers, result, result_text, results, tool_names, write_mcp};
 
 /// One extension applying all three factories.
 const ALL_THREE: &str = r#"import { createCodemodeExtension, createMcpExtension, createToolSearchExtension } from "@earendil-works/pi-coding-agent";
@@ -119,5 +121,116 @@ async fn create_mcp_extension_with_no_tools_connects_the_servers_without_tools_a
     );
     assert_eq!(ours.2, Vec::<String>::new(), "no tool is offered with --no-tools");
     assert!(ours.3, "/mcp shows the server connected");
+    assert_eq!(ours, theirs, "as in pi 1.6.0");
+}
+
+/// `createMcpExtension({ createTransport })` whose transport starts the
+/// entry's command itself and speaks JSON lines with it; `/transports`
+/// tells what the factory was given and which methods went through.
+const OWN_TRANSPORT: &str = r#"import { createMcpExtension } from "@earendil-works/pi-coding-agent";
+import { spawn } from "node:child_process";
+
+const seen: any[] = [];
+const methods = new Set<string>();
+let answers = 0;
+
+function lineTransport(entry: any) {
+  const listeners: Record<string, any[]> = { message: [], error: [], close: [] };
+  const on = (kind: string) => (fn: any) => {
+    listeners[kind].push(fn);
+    return () => { listeners[kind] = listeners[kind].filter((f) => f !== fn); };
+  };
+  let child: any;
+  return {
+    async start() {
+      child = spawn(entry.config.command, entry.config.args ?? [], { stdio: ["pipe", "pipe", "ignore"] });
+      let buffer = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        buffer += chunk.toString();
+        let at;
+        while ((at = buffer.indexOf("\n")) >= 0) {
+          const line = buffer.slice(0, at).trim();
+          buffer = buffer.slice(at + 1);
+          if (!line) continue;
+          const message = JSON.parse(line);
+          if ("result" in message) answers++;
+          for (const fn of listeners.message) fn(message);
+        }
+      });
+      child.on("exit", () => { for (const fn of listeners.close) fn(); });
+    },
+    async send(message: any) {
+      if (message.method) methods.add(message.method);
+      child.stdin.write(JSON.stringify(message) + "\n");
+    },
+    async close() { child?.kill(); },
+    onMessage: on("message"),
+    onError: on("error"),
+    onClose: on("close"),
+  };
+}
+
+export default function (pi: any) {
+  createMcpExtension({
+    createTransport: (entry: any, cwd: string) => {
+      seen.push({
+        name: entry.name,
+        keys: Object.keys(entry).sort(),
+        scope: entry.scope,
+        source: entry.source.split("/").pop(),
+        args: entry.config.args.length,
+        cwd: cwd === process.cwd(),
+      });
+      return lineTransport(entry);
+    },
+  })(pi);
+  pi.registerCommand("transports", {
+    handler: async (_args: string, ctx: any) => {
+      const wanted = ["initialize", "notifications/initialized", "tools/list", "tools/call"];
+      ctx.ui.notify(JSON.stringify({ seen, methods: wanted.filter((m) => methods.has(m)), answered: answers > 0 }), "info");
+    },
+  });
+}
+"#;
+
+/// What one program did with [`OWN_TRANSPORT`] and server-everything in
+/// `mcp.json` (`direct`): the MCP tools of the first model call, the sum's
+/// result, then the `/transports` note.
+async fn own_transport(reference: bool, servers: &Servers) -> Option<(Vec<String>, String, Value)> {
+    let sb = Sandbox::with_server().await;
+    let script = servers.modules.join("@modelcontextprotocol/server-everything/dist/index.js");
+    write_mcp(&sb, json!({"everything": {"command": servers.node, "args": [script, "stdio"], "exposure": "direct"}}));
+    write_module(&sb, "transported.ts", OWN_TRANSPORT);
+    let mut pi = start(&sb, reference, &[])?;
+    sb.server().push(Reply::tool_calls([FakeToolCall::new("c1", "mcp__everything__get_sum", r#"{"a":2,"b":3}"#)]));
+    sb.server().set_fallback(Reply::text("done"));
+    pi.send(json!({"id": "p", "type": "prompt", "message": "sum"})).await;
+    let lines = pi.until_type("agent_settled").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let sum = result_text(result(&results(&lines), "c1"));
+    let first = tool_names(&sb.server().requests()[0].body).into_iter().filter(|t| t.contains("mcp")).collect();
+    pi.send(json!({"id": "t", "type": "prompt", "message": "/transports"})).await;
+    let lines = pi.until(|v| v["method"] == "notify").await;
+    let note = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
+    pi.close_stdin();
+    Some((first, sum, serde_json::from_str(&note).unwrap_or(Value::String(note))))
+}
+
+#[tokio::test]
+async fn create_transport_carries_the_clients_messages_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let Some(ours) = own_transport(false, &servers).await else { return };
+    let Some(theirs) = own_transport(true, &servers).await else { return };
+    assert!(ours.0.iter().any(|t| t == "mcp__everything__get_sum"), "listed through the transport: {:?}", ours.0);
+    assert_eq!(ours.1, "The sum of 2 and 3 is 5.", "called through the transport");
+    assert_eq!(
+        ours.2,
+        json!({
+            "seen": [{"name": "everything", "keys": ["config", "name", "scope", "source"], "scope": "global",
+                      "source": "mcp.json", "args": 2, "cwd": true}],
+            "methods": ["initialize", "notifications/initialized", "tools/list", "tools/call"],
+            "answered": true,
+        })
+    );
     assert_eq!(ours, theirs, "as in pi 1.6.0");
 }

@@ -27,6 +27,7 @@ mod extension_tree_nav;
 mod extension_typed_models;
 mod login_ops;
 mod mcp_ops;
+mod mcp_transport_host;
 mod reload;
 mod resource_discovery;
 mod runs;

@@ -34,6 +34,14 @@ pub struct FactoryState {
     /// pi's built-in extensions pi would load (`codemode`, `tool-search`,
     /// `mcp`): a factory's copy replaces one of them with a warning.
     loaded_builtins: Mutex<Vec<String>>,
+    /// MCP's `createTransport`: the servers connect through the owner's transports.
+    transport_host: Mutex<Option<std::sync::Arc<dyn super::host_transport::TransportHost>>>,
+}
+
+impl std::fmt::Debug for dyn super::host_transport::TransportHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TransportHost")
+    }
 }
 
 impl Default for FactoryState {
@@ -46,6 +54,7 @@ impl Default for FactoryState {
             mcp_command_slot: AtomicU64::new(0),
             server_log: std::sync::Arc::default(),
             loaded_builtins: Mutex::new(Vec::new()),
+            transport_host: Mutex::new(None),
         }
     }
 }
@@ -63,6 +72,18 @@ impl FactoryState {
             owners.push((builtin.to_string(), path.to_string()));
         }
         Ok(())
+    }
+
+    /// MCP's `createTransport`: connect every server through `host` from now on.
+    pub fn set_transport_host(&self, host: std::sync::Arc<dyn super::host_transport::TransportHost>) {
+        if let Ok(mut slot) = self.transport_host.lock() {
+            *slot = Some(host);
+        }
+    }
+
+    /// The extension's transports servers connect through, if it gave a factory.
+    pub fn transport_host(&self) -> Option<std::sync::Arc<dyn super::host_transport::TransportHost>> {
+        self.transport_host.lock().ok().and_then(|slot| slot.clone())
     }
 
     /// pi's built-in extensions (by pi's names: `codemode`, `tool-search`,

@@ -20,6 +20,7 @@ pub mod config;
 pub mod connection;
 pub mod factories;
 pub mod failure;
+pub mod host_transport;
 pub mod naming;
 mod registry;
 pub mod result;
@@ -232,7 +233,8 @@ impl McpManager {
     fn start_with(options: McpOptions, factories: Arc<factories::FactoryState>) -> Arc<McpManager> {
         if options.disabled && options.standby {
             let on = McpOptions { disabled: false, standby: false, ..options };
-            let off = McpOptions { disabled: true, root: on.root.clone(), tools_off: on.tools_off, ..McpOptions::default() };
+            let off =
+                McpOptions { disabled: true, root: on.root.clone(), tools_off: on.tools_off, ..McpOptions::default() };
             let manager = Self::start_with(off, factories);
             if let Ok(mut standby) = manager.standby.lock() {
                 *standby = Some(on);
@@ -243,12 +245,11 @@ impl McpManager {
         if let Some(path) = options.log_path.filter(|_| factories.server_log.path().is_none()) {
             factories.server_log.set_path(path);
         }
-        let log = &factories.server_log;
         let conns: Vec<Arc<Connection>> = options
             .config
             .servers
             .into_iter()
-            .map(|server| Connection::with_root(server, root.clone(), log.clone()))
+            .map(|server| Connection::with_root(server, root.clone(), factories.clone()))
             .collect();
         let go = CancellationToken::new();
         if !conns.is_empty() {
@@ -291,7 +292,19 @@ impl McpManager {
 
     /// A connection to `server`, given this session's root.
     pub(super) fn connection(&self, server: ServerConfig) -> Arc<Connection> {
-        Connection::with_root(server, self.root.clone(), self.factories.server_log.clone())
+        Connection::with_root(server, self.root.clone(), self.factories.clone())
+    }
+
+    /// A manager for this one's configured servers, connected afresh (an
+    /// extension's `createMcpExtension({ createTransport })` was applied
+    /// after they may have connected: they connect through its transport).
+    pub fn restarted(&self) -> Arc<McpManager> {
+        let config = McpConfig {
+            servers: self.configured.iter().map(|c| c.config.clone()).collect(),
+            errors: Vec::new(),
+            auto_enable_codemode: self.auto_codemode,
+        };
+        self.reconfigured(config)
     }
 
     /// Start connecting now (the session answered its first command).
