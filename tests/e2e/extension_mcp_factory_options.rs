@@ -234,3 +234,52 @@ async fn create_transport_carries_the_clients_messages_as_in_pi() {
     );
     assert_eq!(ours, theirs, "as in pi 1.6.0");
 }
+
+/// `createMcpExtension({ updateConfig })`, with `/calls` telling whether it was called.
+const UPDATE_CONFIG: &str = r#"import { createMcpExtension } from "@earendil-works/pi-coding-agent";
+const calls: any[] = [];
+export default function (pi: any) {
+  createMcpExtension({ updateConfig: (entry: any, patch: any) => { calls.push({ name: entry.name, patch }); } })(pi);
+  pi.registerCommand("calls", { handler: async (_args: string, ctx: any) => ctx.ui.notify(JSON.stringify(calls), "info") });
+}
+"#;
+
+/// `/mcp` and the changes pi's TUI manager makes (enable, disable,
+/// exposure) asked for in RPC mode: the `updateConfig` calls, and whether
+/// `mcp.json` is as it was.
+async fn mcp_changes(reference: bool, servers: &Servers) -> Option<(Value, bool)> {
+    let sb = Sandbox::with_server().await;
+    let script = servers.modules.join("@modelcontextprotocol/server-everything/dist/index.js");
+    write_mcp(&sb, json!({"everything": {"command": servers.node, "args": [script, "stdio"]}}));
+    let mcp_json = sb.agent_dir.path().join("mcp.json");
+    let before = std::fs::read(&mcp_json).expect("mcp.json");
+    write_module(&sb, "updating.ts", UPDATE_CONFIG);
+    let mut pi = start(&sb, reference, &[])?;
+    for (id, text) in [
+        ("a", "/mcp"),
+        ("b", "/mcp disable everything"),
+        ("c", "/mcp enable everything"),
+        ("d", "/mcp exposure everything direct"),
+    ] {
+        pi.send(json!({"id": id, "type": "prompt", "message": text})).await;
+        let lines = pi.until(|v| v["type"] == "response" && v["id"] == id).await;
+        assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    }
+    pi.send(json!({"id": "e", "type": "prompt", "message": "/calls"})).await;
+    let lines =
+        pi.until(|v| v["method"] == "notify" && v["message"].as_str().is_some_and(|m| m.starts_with('['))).await;
+    let calls = lines.last().and_then(|v| v["message"].as_str()).and_then(|m| serde_json::from_str(m).ok());
+    pi.close_stdin();
+    Some((calls.unwrap_or(Value::Null), std::fs::read(&mcp_json).ok() == Some(before)))
+}
+
+#[tokio::test]
+async fn mcp_changes_nothing_and_calls_no_update_config_in_rpc_mode_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let Some(ours) = mcp_changes(false, &servers).await else { return };
+    let Some(theirs) = mcp_changes(true, &servers).await else { return };
+    // pi's `/mcp` in RPC mode shows the servers and signs in or reconnects
+    // one; enabling, disabling and exposure are its terminal UI's only.
+    assert_eq!(ours, (json!([]), true), "no updateConfig call, mcp.json unchanged");
+    assert_eq!(ours, theirs, "as in pi 1.6.0");
+}
