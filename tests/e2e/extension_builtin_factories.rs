@@ -263,12 +263,13 @@ async fn the_factorys_mcp_command_is_listed_where_pi_lists_it() {
 }
 
 /// The roots line server-everything logs once it has the client's roots.
-const ROOTS_LOGGED: &str = "[everything] info everything-server: Roots updated: 1 root(s) received from client";
+pub(crate) const ROOTS_LOGGED: &str =
+    "[everything] info everything-server: Roots updated: 1 root(s) received from client";
 
 /// Wait (at most about 20 s) until `path` holds a line ending in
 /// [`ROOTS_LOGGED`]; its lines without their time, and whether each time is
 /// an ISO time in UTC.
-async fn logged_roots(path: &std::path::Path) -> (Vec<String>, bool) {
+pub(crate) async fn logged_roots(path: &std::path::Path) -> (Vec<String>, bool) {
     for _ in 0..400 {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         if text.contains(ROOTS_LOGGED) {

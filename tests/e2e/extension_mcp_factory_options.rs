@@ -13,7 +13,7 @@
 use pi_compat::fake_server::{FakeToolCall, Reply};
 use serde_json::{Value, json};
 
-use crate::extension_builtin_factories::start;
+use crate::extension_builtin_factories::{ROOTS_LOGGED, logged_roots, start};
 use crate::extension_host::write_module;
 use crate::harness::Sandbox;
 use crate::mcp::{Servers, result, result_text, results, tool_names, write_mcp};
@@ -281,5 +281,42 @@ async fn mcp_changes_nothing_and_calls_no_update_config_in_rpc_mode_as_in_pi() {
     // pi's `/mcp` in RPC mode shows the servers and signs in or reconnects
     // one; enabling, disabling and exposure are its terminal UI's only.
     assert_eq!(ours, (json!([]), true), "no updateConfig call, mcp.json unchanged");
+    assert_eq!(ours, theirs, "as in pi 1.6.0");
+}
+
+/// server-everything in `mcp.json` (`direct`), an extension with
+/// `createMcpExtension({ logPath })`, `get_roots_list` called: the roots
+/// lines of `logPath`, and whether `<agent dir>/mcp.log` exists.
+async fn mcp_json_log(reference: bool, servers: &Servers) -> Option<((Vec<String>, bool), bool)> {
+    let sb = Sandbox::with_server().await;
+    let script = servers.modules.join("@modelcontextprotocol/server-everything/dist/index.js");
+    write_mcp(&sb, json!({"everything": {"command": servers.node, "args": [script, "stdio"], "exposure": "direct"}}));
+    let custom_log = sb.agent_dir.path().join("logs/servers.log");
+    let source = format!(
+        "import {{ createMcpExtension }} from \"@earendil-works/pi-coding-agent\";\n\
+         export default createMcpExtension({{ logPath: {} }});\n",
+        json!(custom_log.to_string_lossy())
+    );
+    write_module(&sb, "logged.ts", &source);
+    let mut pi = start(&sb, reference, &[])?;
+    sb.server().push(Reply::tool_calls([FakeToolCall::new("c1", "mcp__everything__get_roots_list", "{}")]));
+    sb.server().set_fallback(Reply::text("done"));
+    pi.send(json!({"id": "p", "type": "prompt", "message": "roots"})).await;
+    let lines = pi.until_type("agent_settled").await;
+    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
+    let logged = logged_roots(&custom_log).await;
+    pi.close_stdin();
+    pi.wait().await;
+    Some((logged, sb.agent_dir.path().join("mcp.log").exists()))
+}
+
+#[tokio::test]
+async fn mcp_json_servers_connect_after_the_factory_and_log_only_to_its_log_path_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let Some(ours) = mcp_json_log(false, &servers).await else { return };
+    let Some(theirs) = mcp_json_log(true, &servers).await else { return };
+    assert_eq!(ours.0.0, [ROOTS_LOGGED], "the roots line is in logPath");
+    assert!(ours.0.1, "each line starts with an ISO time");
+    assert!(!ours.1, "nothing went to <agent dir>/mcp.log: the server connected after the factory applied");
     assert_eq!(ours, theirs, "as in pi 1.6.0");
 }

@@ -252,6 +252,8 @@ fn mcp_options(
         log_path: Some(agent_dir.join("mcp.log")),
         loaded_builtins,
         tools_off: args.no_tools,
+        // The session holds the servers while its extensions load.
+        hold: None,
     }
 }
 

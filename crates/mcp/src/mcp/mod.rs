@@ -114,6 +114,11 @@ pub struct McpOptions {
     pub root: Option<std::path::PathBuf>,
     /// Servers start once this opens too (none: at once).
     pub start_gate: Option<StartGate>,
+    /// Servers start only once this is cancelled ([`McpManager::release`]):
+    /// the session's extensions are loading, and pi connects the servers
+    /// after they loaded (an extension's `createMcpExtension` may change how).
+    /// None: not held.
+    pub hold: Option<CancellationToken>,
     /// Where servers' log messages go (pi's `<agent dir>/mcp.log`) unless an
     /// extension's `createMcpExtension({ logPath })` says otherwise; none: only traced.
     pub log_path: Option<std::path::PathBuf>,
@@ -189,6 +194,8 @@ pub struct McpManager {
     standby: Mutex<Option<McpOptions>>,
     /// [`McpOptions::tools_off`].
     tools_off: bool,
+    /// [`McpOptions::hold`] (cancelled when not held).
+    hold: CancellationToken,
 }
 
 impl McpManager {
@@ -221,6 +228,7 @@ impl McpManager {
             root: self.root.lock().ok().and_then(|root| root.clone()),
             start_gate: self.gate.clone(),
             tools_off: self.tools_off,
+            hold: Some(self.hold.clone()),
             ..McpOptions::default()
         };
         let manager = Self::start_with(options, self.factories.clone());
@@ -233,8 +241,13 @@ impl McpManager {
     fn start_with(options: McpOptions, factories: Arc<factories::FactoryState>) -> Arc<McpManager> {
         if options.disabled && options.standby {
             let on = McpOptions { disabled: false, standby: false, ..options };
-            let off =
-                McpOptions { disabled: true, root: on.root.clone(), tools_off: on.tools_off, ..McpOptions::default() };
+            let off = McpOptions {
+                disabled: true,
+                root: on.root.clone(),
+                tools_off: on.tools_off,
+                hold: on.hold.clone(),
+                ..McpOptions::default()
+            };
             let manager = Self::start_with(off, factories);
             if let Ok(mut standby) = manager.standby.lock() {
                 *standby = Some(on);
@@ -252,12 +265,19 @@ impl McpManager {
             .map(|server| Connection::with_root(server, root.clone(), factories.clone()))
             .collect();
         let go = CancellationToken::new();
+        let hold = options.hold.unwrap_or_else(|| {
+            let released = CancellationToken::new();
+            released.cancel();
+            released
+        });
         if !conns.is_empty() {
             // Servers start once the session answered its first command (or
             // after START_DELAY): starting node or npx competes for the CPU,
-            // and the first answer must not wait for that.
-            let (conns, go, gate) = (conns.clone(), go.clone(), options.start_gate.clone());
+            // and the first answer must not wait for that. Not before the
+            // extensions loaded, though, as in pi.
+            let (conns, go, gate, hold) = (conns.clone(), go.clone(), options.start_gate.clone(), hold.clone());
             tokio::spawn(async move {
+                hold.cancelled().await;
                 start_signal(&go, gate.as_ref()).await;
                 for conn in conns {
                     // Boxed: a connection's future is about 9 KB, and each
@@ -280,6 +300,7 @@ impl McpManager {
             factories,
             standby: Mutex::new(None),
             tools_off: options.tools_off,
+            hold,
         })
     }
 
@@ -305,6 +326,14 @@ impl McpManager {
             auto_enable_codemode: self.auto_codemode,
         };
         self.reconfigured(config)
+    }
+
+    /// The session's extensions loaded: servers held for them may start
+    /// ([`McpOptions::hold`]).
+    pub fn release(&self) {
+        if !self.hold.is_cancelled() {
+            self.hold.cancel();
+        }
     }
 
     /// Start connecting now (the session answered its first command).
