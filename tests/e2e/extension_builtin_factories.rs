@@ -48,7 +48,7 @@ const MCP_ONLY: &str = r#"import { createMcpExtension } from "@earendil-works/pi
 export default createMcpExtension({ startupWaitMs: 30000 });
 "#;
 
-fn start(sb: &Sandbox, reference: bool, args: &[&str]) -> Option<Pi> {
+pub(crate) fn start(sb: &Sandbox, reference: bool, args: &[&str]) -> Option<Pi> {
     let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
     let cli = reference_cli()?;
     host_settings(sb, &node, &dir, json!({}));
@@ -184,7 +184,7 @@ async fn load_errors(source: &str, reference: bool) -> Option<(Vec<String>, bool
 
 #[tokio::test]
 async fn options_pi_rpc_cannot_honour_fail_the_load_clearly() {
-    let cases = [("createMcpExtension({ createTransport: () => { throw new Error(); } })", "`createTransport`")];
+    let cases = [("createMcpExtension({ credentials: {} })", "`credentials`")];
     for (factory, named) in cases {
         let source = format!(
             "import {{ createCodemodeExtension, createMcpExtension }} from \"@earendil-works/pi-coding-agent\";\n\
@@ -263,12 +263,13 @@ async fn the_factorys_mcp_command_is_listed_where_pi_lists_it() {
 }
 
 /// The roots line server-everything logs once it has the client's roots.
-const ROOTS_LOGGED: &str = "[everything] info everything-server: Roots updated: 1 root(s) received from client";
+pub(crate) const ROOTS_LOGGED: &str =
+    "[everything] info everything-server: Roots updated: 1 root(s) received from client";
 
 /// Wait (at most about 20 s) until `path` holds a line ending in
 /// [`ROOTS_LOGGED`]; its lines without their time, and whether each time is
 /// an ISO time in UTC.
-async fn logged_roots(path: &std::path::Path) -> (Vec<String>, bool) {
+pub(crate) async fn logged_roots(path: &std::path::Path) -> (Vec<String>, bool) {
     for _ in 0..400 {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         if text.contains(ROOTS_LOGGED) {

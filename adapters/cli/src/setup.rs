@@ -219,11 +219,17 @@ fn mcp_options(
     cwd: &std::path::Path,
     project_trusted: bool,
 ) -> McpOptions {
-    if args.no_tools {
-        return McpOptions { disabled: true, ..McpOptions::default() };
-    }
     // Only pi's built-in MCP extension is off: an extension's `createMcpExtension` may turn MCP on.
-    let standby = args.no_mcp || args.no_extensions || !settings.builtin_extension_enabled("mcp");
+    // `--no-tools` leaves pi's MCP extension loaded but registers none of its tools; pi-rpc turns
+    // MCP off then, unless an extension's `createMcpExtension` turns it on (its tools stay off).
+    let builtin_off = args.no_mcp || args.no_extensions || !settings.builtin_extension_enabled("mcp");
+    let standby = builtin_off || args.no_tools;
+    let loaded_builtins = ["codemode", "tool-search", "mcp"]
+        .into_iter()
+        .filter(|name| !args.no_extensions && settings.builtin_extension_enabled(name))
+        .filter(|name| *name != "mcp" || !args.no_mcp)
+        .map(str::to_string)
+        .collect();
     let sources = ConfigSources { agent_dir, cwd, project_trusted, env: None };
     let config = McpConfig::load(&sources);
     if !standby {
@@ -244,6 +250,10 @@ fn mcp_options(
         root: None,
         start_gate: Some(start_gate),
         log_path: Some(agent_dir.join("mcp.log")),
+        loaded_builtins,
+        tools_off: args.no_tools,
+        // The session holds the servers while its extensions load.
+        hold: None,
     }
 }
 

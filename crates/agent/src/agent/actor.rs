@@ -27,6 +27,7 @@ mod extension_tree_nav;
 mod extension_typed_models;
 mod login_ops;
 mod mcp_ops;
+mod mcp_transport_host;
 mod reload;
 mod resource_discovery;
 mod runs;
@@ -117,7 +118,9 @@ impl Agent {
             &start,
             Arc::new(ActorSink(channels.internal())),
         );
-        let mcp_options = crate::mcp::McpOptions { root: Some(config.cwd.clone()), ..config.mcp };
+        // pi connects the MCP servers once the extensions loaded (one may own MCP).
+        let hold = ext.gated().then(tokio_util::sync::CancellationToken::new);
+        let mcp_options = crate::mcp::McpOptions { root: Some(config.cwd.clone()), hold, ..config.mcp };
         let mcp = super::mcp_start::start_mcp(mcp_options, &channels.internal());
         let mut agent = Box::new(Agent {
             queues: Queues::new(config.settings.steering_mode, config.settings.follow_up_mode),
@@ -192,6 +195,9 @@ impl Agent {
                         }
                     }
                 },
+            }
+            if !self.ext.gated() {
+                self.mcp.release();
             }
             if self.activity.is_shutting_down() && self.is_idle() {
                 break;

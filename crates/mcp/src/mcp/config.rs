@@ -107,6 +107,12 @@ pub struct ServerConfig {
     pub description: Option<String>,
     /// Where the entry came from (a file path, `session`, …).
     pub source: String,
+    /// The entry as configured (null for servers a front end handed over):
+    /// what an extension's transport factory is given as pi's `config`.
+    pub raw: Value,
+    /// pi's `scope` of the entry: `global` (the user's `mcp.json`),
+    /// `project` (the project's), `extension` (`pi.registerMcpServer()`).
+    pub scope: Option<String>,
 }
 
 impl ServerConfig {
@@ -136,6 +142,8 @@ impl ServerConfig {
             timeout: Duration::from_secs(60),
             description: None,
             source: "session".to_string(),
+            raw: Value::Null,
+            scope: None,
         }
     }
 
@@ -247,7 +255,10 @@ impl McpConfig {
             };
             let one = McpConfig::from_value(&serde_json::json!({ name: entry.get("config") }), source, sources);
             config.errors.extend(one.errors);
-            for server in one.servers {
+            for mut server in one.servers {
+                if let Some(scope) = entry.get("scope").and_then(Value::as_str) {
+                    server.scope = Some(scope.to_string());
+                }
                 config.add_server(server);
             }
         }
@@ -467,7 +478,22 @@ fn parse_entry(
         timeout,
         description: str_field("description")?.filter(|d| !d.trim().is_empty()),
         source: source.to_string(),
+        raw: entry.clone(),
+        scope: scope_of(source, sources).map(str::to_string),
     }))
+}
+
+/// pi's `scope` of an entry read from `source`: the user's or the project's
+/// `mcp.json`, else an extension's file (None for servers a front end gave).
+fn scope_of(source: &str, sources: &ConfigSources<'_>) -> Option<&'static str> {
+    let path = Path::new(source);
+    if path == sources.agent_dir.join("mcp.json") {
+        Some("global")
+    } else if path == sources.cwd.join(".pi").join("mcp.json") {
+        Some("project")
+    } else {
+        path.is_absolute().then_some("extension")
+    }
 }
 
 fn home_prefixed(text: &str) -> String {
@@ -562,6 +588,7 @@ mod tests {
         assert_eq!(names, ["ze_ta", "alpha"], "in the loader's order");
         assert_eq!(c.servers[0].exposure, Exposure::Direct);
         assert_eq!(c.servers[1].source, "/ext/b.ts", "each entry keeps its source");
+        assert_eq!(c.servers[1].scope.as_deref(), Some("extension"));
         assert!(!c.auto_enable_codemode);
         assert_eq!(c.errors.len(), 3, "{:?}", c.errors);
         assert!(c.errors[0].contains("without a name"), "{:?}", c.errors);
@@ -663,6 +690,8 @@ mod tests {
         let trusted = load(Some(user), Some(project), true, &[]);
         let names: Vec<&str> = trusted.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["internal", "shared", "extra"]);
+        let scopes: Vec<Option<&str>> = trusted.servers.iter().map(|s| s.scope.as_deref()).collect();
+        assert_eq!(scopes, [Some("global"), Some("project"), Some("project")], "pi's scope of each entry");
         let internal = &trusted.servers[0];
         assert_eq!(internal.exposure, Exposure::Direct);
         assert_eq!(internal.exposure_of("x"), Exposure::Hidden);

@@ -90,6 +90,9 @@ pub struct Connection {
     root: super::SharedRoot,
     /// Where the server's `notifications/message` go.
     log: Arc<super::server_log::ServerLog>,
+    /// The session's factory state: an extension's transport factory, when
+    /// one was given, carries the messages ([`super::host_transport`]).
+    factories: Arc<super::factories::FactoryState>,
 }
 
 impl Connection {
@@ -102,8 +105,9 @@ impl Connection {
     pub fn with_root(
         config: ServerConfig,
         root: super::SharedRoot,
-        log: Arc<super::server_log::ServerLog>,
+        factories: Arc<super::factories::FactoryState>,
     ) -> Arc<Connection> {
+        let log = factories.server_log.clone();
         let (state, _) = watch::channel(ServerState {
             status: Status::Connecting,
             tools: Arc::new(Vec::new()),
@@ -118,6 +122,7 @@ impl Connection {
             stopping: CancellationToken::new(),
             root,
             log,
+            factories,
             progress: Mutex::default(),
         })
     }
@@ -190,6 +195,16 @@ impl Connection {
 
     async fn open(self: &Arc<Self>) -> Result<Live, String> {
         let handler = Handler { conn: Arc::downgrade(self) };
+        if let Some(host) = self.factories.transport_host() {
+            let cwd = self.root.lock().ok().and_then(|root| root.clone());
+            let cwd = cwd.or_else(|| std::env::current_dir().ok()).unwrap_or_default();
+            let transport = super::host_transport::open(host, &self.config, cwd).await?;
+            let service = handler
+                .serve(transport)
+                .await
+                .map_err(|e| format!("initialize failed: {}", short_error(&e.to_string())))?;
+            return Ok(Live { service, child: None, garbage: None });
+        }
         match &self.config.transport {
             Transport::Stdio { command, args, env, cwd } => {
                 let env = resolve(env).await?;
@@ -633,6 +648,8 @@ mod tests {
             timeout: Duration::from_secs(5),
             description: None,
             source: "test".into(),
+            raw: Value::Null,
+            scope: None,
         }
     }
 
@@ -694,6 +711,8 @@ mod tests {
             timeout: Duration::from_secs(5),
             description: None,
             source: "test".into(),
+            raw: Value::Null,
+            scope: None,
         };
         let conn = Connection::new(config);
         conn.connect().await;

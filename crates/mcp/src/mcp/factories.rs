@@ -56,6 +56,17 @@ pub struct FactoryState {
     mcp_command_slot: AtomicU64,
     /// The servers' log (MCP's `logPath`, else `<agent dir>/mcp.log`).
     pub server_log: std::sync::Arc<super::server_log::ServerLog>,
+    /// pi's built-in extensions pi would load (`codemode`, `tool-search`,
+    /// `mcp`): a factory's copy replaces one of them with a warning.
+    loaded_builtins: Mutex<Vec<String>>,
+    /// MCP's `createTransport`: the servers connect through the owner's transports.
+    transport_host: Mutex<Option<std::sync::Arc<dyn super::host_transport::TransportHost>>>,
+}
+
+impl std::fmt::Debug for dyn super::host_transport::TransportHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TransportHost")
+    }
 }
 
 impl Default for FactoryState {
@@ -67,6 +78,8 @@ impl Default for FactoryState {
             direct_wait_ms: AtomicU64::new(DIRECT_WAIT.as_millis() as u64),
             mcp_command_slot: AtomicU64::new(0),
             server_log: std::sync::Arc::default(),
+            loaded_builtins: Mutex::new(Vec::new()),
+            transport_host: Mutex::new(None),
         }
     }
 }
@@ -84,6 +97,47 @@ impl FactoryState {
             owners.push((builtin.to_string(), path.to_string()));
         }
         Ok(())
+    }
+
+    /// MCP's `createTransport`: connect every server through `host` from now on.
+    pub fn set_transport_host(&self, host: std::sync::Arc<dyn super::host_transport::TransportHost>) {
+        if let Ok(mut slot) = self.transport_host.lock() {
+            *slot = Some(host);
+        }
+    }
+
+    /// The extension's transports servers connect through, if it gave a factory.
+    pub fn transport_host(&self) -> Option<std::sync::Arc<dyn super::host_transport::TransportHost>> {
+        self.transport_host.lock().ok().and_then(|slot| slot.clone())
+    }
+
+    /// pi's built-in extensions (by pi's names: `codemode`, `tool-search`,
+    /// `mcp`) that pi would load in this session.
+    pub fn set_loaded_builtins(&self, names: &[String]) {
+        if let Ok(mut loaded) = self.loaded_builtins.lock() {
+            *loaded = names.to_vec();
+        }
+    }
+
+    /// The warning pi writes to stderr at start-up when extension `path`'s
+    /// copy of `builtin` (one of [`BUILTINS`]) replaces pi's own built-in
+    /// extension (None when pi would not have loaded that one).
+    pub fn replacement_warning(&self, builtin: &str, path: &str) -> Option<String> {
+        let (extension, registers) = match builtin {
+            "codemode" => ("codemode", "tool `codemode`"),
+            "tool_search" => ("tool-search", "tool `tool_search`"),
+            "mcp" => ("mcp", "command `/mcp`"),
+            _ => return None,
+        };
+        let loaded = self.loaded_builtins.lock().ok()?.iter().any(|name| name == extension);
+        loaded.then(|| {
+            format!(
+                "Extension package \"builtin:{extension}\": Extension {path} registers {registers}, so built-in \
+                 extension `{extension}` was not loaded. To use `{extension}`, run `pi config` and make sure it is \
+                 enabled under Built-in extensions, then disable or remove the existing extension. We recommend \
+                 only having one or the other loaded at a time."
+            )
+        })
     }
 
     /// The extension that owns `builtin`, if one applied its factory.
@@ -196,5 +250,23 @@ mod tests {
         state.set_direct_wait(Duration::from_millis(250));
         assert!(!state.codemode_models());
         assert_eq!(state.direct_wait(), Duration::from_millis(250));
+    }
+
+    #[test]
+    fn a_replaced_builtin_is_named_as_pi_warns_only_when_pi_would_load_it() {
+        let state = FactoryState::default();
+        assert_eq!(state.replacement_warning("mcp", "/x/a.ts"), None, "nothing loaded, nothing replaced");
+        state.set_loaded_builtins(&["codemode".to_string(), "tool-search".to_string()]);
+        assert_eq!(state.replacement_warning("mcp", "/x/a.ts"), None, "--no-mcp: pi's MCP extension is not loaded");
+        let warning = state.replacement_warning("tool_search", "/x/a.ts").unwrap();
+        assert!(
+            warning.starts_with(
+                "Extension package \"builtin:tool-search\": Extension /x/a.ts registers tool `tool_search`, so \
+                 built-in extension `tool-search` was not loaded. To use `tool-search`, run `pi config`"
+            ),
+            "{warning}"
+        );
+        state.set_loaded_builtins(&["mcp".to_string()]);
+        assert!(state.replacement_warning("mcp", "/x/a.ts").unwrap().contains("registers command `/mcp`, so"));
     }
 }

@@ -20,6 +20,7 @@ pub mod config;
 pub mod connection;
 pub mod factories;
 pub mod failure;
+pub mod host_transport;
 pub mod naming;
 mod registry;
 pub mod result;
@@ -113,9 +114,22 @@ pub struct McpOptions {
     pub root: Option<std::path::PathBuf>,
     /// Servers start once this opens too (none: at once).
     pub start_gate: Option<StartGate>,
+    /// Servers start only once this is cancelled ([`McpManager::release`]):
+    /// the session's extensions are loading, and pi connects the servers
+    /// after they loaded (an extension's `createMcpExtension` may change how).
+    /// None: not held.
+    pub hold: Option<CancellationToken>,
     /// Where servers' log messages go (pi's `<agent dir>/mcp.log`) unless an
     /// extension's `createMcpExtension({ logPath })` says otherwise; none: only traced.
     pub log_path: Option<std::path::PathBuf>,
+    /// pi's built-in extensions pi would load in this session (`codemode`,
+    /// `tool-search`, `mcp`): an extension's factory of one of them replaces
+    /// it, with pi's start-up warning ([`factories::FactoryState::claim`]).
+    pub loaded_builtins: Vec<String>,
+    /// `--no-tools`: no tool is registered, so an extension's
+    /// `createMcpExtension` connects the servers (and `/mcp` works) but
+    /// offers no MCP tool, as in pi ([`McpManager::unreachable_warning`]).
+    pub tools_off: bool,
 }
 
 /// The session's working directory as every connection of one manager sees
@@ -176,12 +190,18 @@ pub struct McpManager {
     pub factories: Arc<factories::FactoryState>,
     /// The options to start with when an extension turns MCP on ([`McpOptions::standby`]).
     standby: Mutex<Option<McpOptions>>,
+    /// [`McpOptions::tools_off`].
+    tools_off: bool,
+    /// [`McpOptions::hold`] (cancelled when not held).
+    hold: CancellationToken,
 }
 
 impl McpManager {
     /// Start connecting every server in the background (needs a Tokio runtime).
     pub fn start(options: McpOptions) -> Arc<McpManager> {
-        Self::start_with(options, Arc::default())
+        let factories = factories::FactoryState::default();
+        factories.set_loaded_builtins(&options.loaded_builtins);
+        Self::start_with(options, Arc::new(factories))
     }
 
     /// The manager MCP is on with when it was off in [`McpOptions::standby`]
@@ -205,6 +225,8 @@ impl McpManager {
             filter: self.filter.clone(),
             root: self.root.lock().ok().and_then(|root| root.clone()),
             start_gate: self.gate.clone(),
+            tools_off: self.tools_off,
+            hold: Some(self.hold.clone()),
             ..McpOptions::default()
         };
         let manager = Self::start_with(options, self.factories.clone());
@@ -217,7 +239,13 @@ impl McpManager {
     fn start_with(options: McpOptions, factories: Arc<factories::FactoryState>) -> Arc<McpManager> {
         if options.disabled && options.standby {
             let on = McpOptions { disabled: false, standby: false, ..options };
-            let off = McpOptions { disabled: true, root: on.root.clone(), ..McpOptions::default() };
+            let off = McpOptions {
+                disabled: true,
+                root: on.root.clone(),
+                tools_off: on.tools_off,
+                hold: on.hold.clone(),
+                ..McpOptions::default()
+            };
             let manager = Self::start_with(off, factories);
             if let Ok(mut standby) = manager.standby.lock() {
                 *standby = Some(on);
@@ -228,20 +256,26 @@ impl McpManager {
         if let Some(path) = options.log_path.filter(|_| factories.server_log.path().is_none()) {
             factories.server_log.set_path(path);
         }
-        let log = &factories.server_log;
         let conns: Vec<Arc<Connection>> = options
             .config
             .servers
             .into_iter()
-            .map(|server| Connection::with_root(server, root.clone(), log.clone()))
+            .map(|server| Connection::with_root(server, root.clone(), factories.clone()))
             .collect();
         let go = CancellationToken::new();
+        let hold = options.hold.unwrap_or_else(|| {
+            let released = CancellationToken::new();
+            released.cancel();
+            released
+        });
         if !conns.is_empty() {
             // Servers start once the session answered its first command (or
             // after START_DELAY): starting node or npx competes for the CPU,
-            // and the first answer must not wait for that.
-            let (conns, go, gate) = (conns.clone(), go.clone(), options.start_gate.clone());
+            // and the first answer must not wait for that. Not before the
+            // extensions loaded, though, as in pi.
+            let (conns, go, gate, hold) = (conns.clone(), go.clone(), options.start_gate.clone(), hold.clone());
             tokio::spawn(async move {
+                hold.cancelled().await;
                 start_signal(&go, gate.as_ref()).await;
                 for conn in conns {
                     // Boxed: a connection's future is about 9 KB, and each
@@ -262,6 +296,8 @@ impl McpManager {
             root,
             factories,
             standby: Mutex::new(None),
+            tools_off: options.tools_off,
+            hold,
         })
     }
 
@@ -274,7 +310,27 @@ impl McpManager {
 
     /// A connection to `server`, given this session's root.
     pub(super) fn connection(&self, server: ServerConfig) -> Arc<Connection> {
-        Connection::with_root(server, self.root.clone(), self.factories.server_log.clone())
+        Connection::with_root(server, self.root.clone(), self.factories.clone())
+    }
+
+    /// A manager for this one's configured servers, connected afresh (an
+    /// extension's `createMcpExtension({ createTransport })` was applied
+    /// after they may have connected: they connect through its transport).
+    pub fn restarted(&self) -> Arc<McpManager> {
+        let config = McpConfig {
+            servers: self.configured.iter().map(|c| c.config.clone()).collect(),
+            errors: Vec::new(),
+            auto_enable_codemode: self.auto_codemode,
+        };
+        self.reconfigured(config)
+    }
+
+    /// The session's extensions loaded: servers held for them may start
+    /// ([`McpOptions::hold`]).
+    pub fn release(&self) {
+        if !self.hold.is_cancelled() {
+            self.hold.cancel();
+        }
     }
 
     /// Start connecting now (the session answered its first command).
@@ -319,12 +375,21 @@ impl McpManager {
 
     /// A server with `codemode` exposure activates the `codemode` tool.
     pub fn codemode_wanted(&self) -> bool {
-        self.auto_codemode && self.wants(Exposure::Codemode)
+        !self.tools_off && self.auto_codemode && self.wants(Exposure::Codemode)
     }
 
     /// A server with `deferred` exposure activates `tool_search`.
     pub fn tool_search_wanted(&self) -> bool {
-        self.wants(Exposure::Deferred)
+        !self.tools_off && self.wants(Exposure::Deferred)
+    }
+
+    /// pi's warning when servers' tools are to be reached through
+    /// `codemode` or `tool_search` but neither tool exists (`--no-tools`
+    /// with an extension's `createMcpExtension`): None otherwise.
+    pub fn unreachable_warning(&self) -> Option<&'static str> {
+        (self.tools_off && !self.disabled && (self.wants(Exposure::Codemode) || self.wants(Exposure::Deferred))).then_some(
+            "MCP tools are only reachable from the codemode or tool_search tool, but neither is active; they cannot be called.",
+        )
     }
 
     /// Wait (at most [`DIRECT_WAIT`], or the `startupWaitMs` of an
@@ -399,6 +464,10 @@ impl McpManager {
     /// left out), then the resource tools.
     pub fn tools(&self) -> Vec<ExposedTool> {
         let mut out = Vec::new();
+        if self.tools_off {
+            // `--no-tools`: pi registers none of the servers' tools.
+            return out;
+        }
         let mut taken: Vec<String> = Vec::new();
         let mut resource_servers = Vec::new();
         let mut resource_exposure: Option<Exposure> = None;

@@ -18,10 +18,8 @@ use crate::mcp::search::TOOL_SEARCH;
 use crate::mcp::turn::CODEMODE;
 
 /// `createMcpExtension` options pi-rpc refuses, with the reason.
-const REFUSED_MCP_OPTIONS: [(&str, &str); 2] = [
-    ("createTransport", "pi-rpc's MCP client makes its own stdio and streamable HTTP transports"),
-    ("credentials", "pi-rpc does not sign in to MCP servers (give an HTTP server its \"headers\")"),
-];
+const REFUSED_MCP_OPTIONS: [(&str, &str); 1] =
+    [("credentials", "pi-rpc does not sign in to MCP servers (give an HTTP server its \"headers\")")];
 
 /// What the host's `createMcpExtension({ loadConfig })` sends, in place of a
 /// built-in's name, with what `loadConfig(ctx)` returned at `session_start`.
@@ -47,7 +45,7 @@ impl Agent {
         match name {
             CODEMODE => self.codemode_options(options)?,
             "mcp" => {
-                self.mcp_options(options)?;
+                self.mcp_options(options, &ext)?;
                 if first_claim {
                     let before = params.get("commandsBefore").and_then(Value::as_u64).unwrap_or(0);
                     self.mcp.factories.set_mcp_command_slot(before);
@@ -57,6 +55,10 @@ impl Agent {
             other => return Err(format!("pi has no built-in extension \"{other}\"")),
         }
         self.mcp.factories.claim(name, &ext.path_string())?;
+        if first_claim && let Some(warning) = self.mcp.factories.replacement_warning(name, &ext.path_string()) {
+            // pi writes it to stderr at start-up, as a warning diagnostic.
+            tracing::warn!("{warning}");
+        }
         Ok(Value::Null)
     }
 
@@ -89,7 +91,11 @@ impl Agent {
         Ok(())
     }
 
-    fn mcp_options(&mut self, options: &Map<String, Value>) -> Result<(), String> {
+    fn mcp_options(
+        &mut self,
+        options: &Map<String, Value>,
+        ext: &std::sync::Arc<crate::extensions::Extension>,
+    ) -> Result<(), String> {
         let refused: Vec<String> = REFUSED_MCP_OPTIONS
             .iter()
             .filter(|(key, _)| options.get(*key).is_some_and(|v| !v.is_null()))
@@ -110,11 +116,6 @@ impl Agent {
             Some(other) => return Err(format!("createMcpExtension: `logPath` must be a file path, not {other}")),
         };
         self.wake_mcp();
-        if !self.mcp.command_available() {
-            return Err("createMcpExtension: MCP is off in this session (--no-tools), and pi-rpc's MCP client \
-                        cannot be started by an extension"
-                .to_string());
-        }
         if let Some(ms) = wait {
             self.mcp.factories.set_direct_wait(std::time::Duration::from_millis(ms as u64));
         }
@@ -122,10 +123,19 @@ impl Agent {
             self.mcp.factories.server_log.set_path(self.workspace.cwd().join(path));
         }
         let first_claim = self.mcp.factories.owner("mcp").is_none();
-        if first_claim && options.get("loadConfig").is_some_and(|v| !v.is_null()) {
+        let given = |key: &str| options.get(key).is_some_and(|v| !v.is_null());
+        if first_claim && given("createTransport") {
+            // Every server connects through the extension's transports from now on.
+            let host = super::mcp_transport_host::ExtensionTransports { owner: ext.clone() };
+            self.mcp.factories.set_transport_host(std::sync::Arc::new(host));
+        }
+        if first_claim && given("loadConfig") {
             // pi reads no mcp.json then: its servers wait for `loadConfig(ctx)` at `session_start`.
             let none = crate::mcp::McpConfig::from_loaded(&json!({ "servers": [] }), &self.mcp_sources());
             self.replace_mcp(self.mcp.reconfigured(none));
+        } else if first_claim && given("createTransport") {
+            // mcp.json's servers may have connected already: again, through the transports.
+            self.replace_mcp(self.mcp.restarted());
         }
         Ok(())
     }

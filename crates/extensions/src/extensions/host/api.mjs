@@ -312,8 +312,10 @@ export class Instance {
 			},
 			// The hook of pi's built-in extension factories (shims/coding-agent/builtin-extensions.cjs).
 			// `commandsBefore`: pi registers the factory's `/mcp` now, after the commands registered so far.
-			[Symbol.for("pi-rpc.useBuiltinExtension")](name, options) {
+			// `functions`: the options pi-rpc calls back (MCP's `createTransport`), kept here once pi-rpc took the factory.
+			[Symbol.for("pi-rpc.useBuiltinExtension")](name, options, functions) {
 				syncWrite("useBuiltinExtension", { name, options, commandsBefore: self.commands.size });
+				if (name === "mcp" && typeof functions?.createTransport === "function") self.mcpTransportFactory = functions.createTransport;
 			},
 		};
 	}

@@ -35,6 +35,7 @@ const { Instance, createBus } = await import("./api.mjs");
 const { createContextFactory } = await import("./context.mjs");
 const { runHook, dispatch, projectTrust } = await import("./hooks.mjs");
 const { createServices } = await import("./services.mjs");
+const { createMcpTransports } = await import("./mcp-transports.mjs");
 const { normalizeOptions } = await import("./prompt-options.mjs");
 
 const extensionPath = path.resolve(process.argv[2] ?? "");
@@ -64,6 +65,7 @@ const channel = new Channel(onLine, () => {
 	// pi-rpc closed our input: finish what is queued (session_shutdown), then go.
 	serial(() => {}).finally(() => channel.exit(0));
 });
+const mcpTransports = createMcpTransports(channel);
 
 /**
  * A sign of life while loading: pi-rpc's start-up limit counts from the last
@@ -188,6 +190,7 @@ function onRequest(message) {
 	// The `session_start` of a new session pi-rpc held while another extension's `newSession` setup ran: answered once handled.
 	else if (method === "session_start" && params.reason && params.reason !== "startup") work = serial(() => onEvent(params));
 	else if (method === "project_trust") work = serial(() => projectTrust(instance, params));
+	else if (method === "mcp_transport") work = mcpTransports.request(instance?.mcpTransportFactory, params);
 	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);
 	else work = serial(() => runHook(instance, method, params, contexts.event(controller.signal), reportError));
 	work.then(

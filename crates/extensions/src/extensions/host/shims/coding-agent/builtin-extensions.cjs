@@ -28,12 +28,14 @@ function describeOptions(options) {
 
 function builtinFactory(name, factoryName, options) {
 	const described = describeOptions(options);
+	// pi-rpc calls these back: MCP's transport factory.
+	const functions = typeof options?.createTransport === "function" ? { createTransport: options.createTransport } : {};
 	return function (pi) {
 		const use = pi?.[USE_BUILTIN];
 		if (typeof use !== "function") {
 			throw new Error(`${factoryName}() needs pi-rpc's extension API (this pi has no ${String(USE_BUILTIN)} hook)`);
 		}
-		use.call(pi, name, described);
+		use.call(pi, name, described, functions);
 	};
 }
 

@@ -1,0 +1,63 @@
+//! pi's `createMcpExtension({ createTransport })`: the MCP owner's
+//! transport factory carries pi-rpc's MCP client's messages. Each server's
+//! transport is opened in the extension with an `mcp_transport` call
+//! (`{op: "open", stream, entry, cwd}`: the host calls
+//! `createTransport(entry, cwd, undefined)` and `start()`s the transport);
+//! messages go to it in order (`{op: "send", stream, message}`), and what the
+//! transport receives, its errors and its close come back as `streamData`
+//! of `stream` (`{message}`, `{error}`, `{closed: true}`). `{op: "close"}`
+//! closes it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::extensions::Extension;
+use crate::mcp::host_transport::{HostLink, TransportHost};
+
+/// The transports of the extension that owns MCP.
+pub(super) struct ExtensionTransports {
+    pub(super) owner: Arc<Extension>,
+}
+
+impl TransportHost for ExtensionTransports {
+    fn open(&self, entry: Value, cwd: PathBuf) -> BoxFuture<'static, Result<HostLink, String>> {
+        let ext = self.owner.clone();
+        Box::pin(async move {
+            let stream = format!("mcp-transport-{}", uuid::Uuid::new_v4());
+            let incoming = ext.open_stream(&stream);
+            let params = json!({"op": "open", "stream": stream, "entry": entry, "cwd": cwd});
+            if let Err(error) = ext.call("mcp_transport", params, None).await {
+                ext.close_stream(&stream);
+                return Err(format!("the extension's transport did not start: {}", describe(&error)));
+            }
+            let (outgoing, queue) = mpsc::unbounded_channel();
+            tokio::spawn(deliver(ext, stream, queue));
+            Ok(HostLink { outgoing, incoming })
+        })
+    }
+}
+
+/// Hand the client's messages to transport `stream` one after the other;
+/// close it when told to, or when the client is gone.
+async fn deliver(ext: Arc<Extension>, stream: String, mut queue: mpsc::UnboundedReceiver<Option<Value>>) {
+    while let Some(Some(message)) = queue.recv().await {
+        if let Err(error) =
+            ext.call("mcp_transport", json!({"op": "send", "stream": stream, "message": message}), None).await
+        {
+            tracing::warn!("MCP transport of {}: send failed: {}", ext.path_string(), describe(&error));
+        }
+    }
+    let _ = ext.call("mcp_transport", json!({"op": "close", "stream": stream}), None).await;
+    ext.close_stream(&stream);
+}
+
+fn describe(error: &crate::extensions::CallError) -> String {
+    match error {
+        crate::extensions::CallError::Failed(why) | crate::extensions::CallError::Dead(why) => why.clone(),
+        crate::extensions::CallError::Cancelled => "cancelled".to_string(),
+    }
+}

@@ -1,0 +1,63 @@
+// The transports of pi's `createMcpExtension({ createTransport })`: pi-rpc's
+// MCP client speaks to a server through the extension's transport object
+// (pi-mcp's `McpTransport`: `start`, `send`, `close`, `onMessage`,
+// `onError`, `onClose`, optional `setProtocolVersion`). pi-rpc opens one per
+// connection with the `mcp_transport` request (`{op: "open", stream, entry,
+// cwd}`), sends messages through it (`{op: "send", stream, message}`) and
+// closes it (`{op: "close", stream}`); what the transport reports goes back
+// as `streamData` of `stream`: `{message}`, `{error}`, `{closed: true}`.
+
+function errorText(error) {
+	return error instanceof Error ? error.message : String(error);
+}
+
+export function createMcpTransports(channel) {
+	const open = new Map();
+	const report = (stream, data) => channel.tell("streamData", { stream, data });
+
+	async function start(factory, { stream, entry, cwd }) {
+		if (typeof factory !== "function") throw new Error("this extension gave createMcpExtension no createTransport");
+		const transport = await factory(entry, cwd, undefined);
+		if (!transport || typeof transport.start !== "function" || typeof transport.send !== "function") {
+			throw new Error("createTransport did not return an MCP transport (start, send, close, onMessage, …)");
+		}
+		open.set(stream, transport);
+		transport.onMessage?.((message) => {
+			// pi's client tells the transport the version `initialize` settled on.
+			const version = message?.result?.serverInfo ? message.result.protocolVersion : undefined;
+			if (typeof version === "string") transport.setProtocolVersion?.(version);
+			report(stream, { message });
+		});
+		transport.onError?.((error) => report(stream, { error: errorText(error) }));
+		transport.onClose?.(() => {
+			if (open.delete(stream)) report(stream, { closed: true });
+		});
+		try {
+			await transport.start();
+		} catch (error) {
+			open.delete(stream);
+			throw error;
+		}
+		return null;
+	}
+
+	return {
+		/** One `mcp_transport` request of pi-rpc, for the extension whose factory is `factory`. */
+		async request(factory, params) {
+			const { op, stream } = params;
+			if (op === "open") return start(factory, params);
+			const transport = open.get(stream);
+			if (op === "send") {
+				if (!transport) throw new Error("the MCP transport is closed");
+				await transport.send(params.message);
+				return null;
+			}
+			if (op === "close") {
+				open.delete(stream);
+				await transport?.close?.();
+				return null;
+			}
+			throw new Error(`unknown mcp_transport op: ${op}`);
+		},
+	};
+}

@@ -1,0 +1,136 @@
+//! A server connection through an extension's transport (pi's
+//! `createMcpExtension({ createTransport })`): pi-rpc's MCP client sends its
+//! JSON-RPC messages to the extension, whose transport object (`start`,
+//! `send`, `onMessage`, `onError`, `onClose`, `close`) carries them to the
+//! server, and gets back what the transport receives. The extension side is
+//! a [`TransportHost`] (the agent's, over the extension protocol).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::config::{ServerConfig, Transport};
+
+/// Where an extension's transports are opened.
+pub trait TransportHost: Send + Sync {
+    /// Open the extension's transport for pi's server entry `entry`
+    /// (`{name, config, source}`) in the session's directory `cwd`, and start it.
+    fn open(&self, entry: Value, cwd: PathBuf) -> BoxFuture<'static, Result<HostLink, String>>;
+}
+
+/// One open transport of an extension.
+pub struct HostLink {
+    /// What to do with it, in order: `Some(message)` sends one message,
+    /// `None` closes it (as does dropping the sender).
+    pub outgoing: mpsc::UnboundedSender<Option<Value>>,
+    /// What it reports: `{message}` (one it received), `{error}`, `{closed: true}`.
+    pub incoming: mpsc::UnboundedReceiver<Value>,
+}
+
+/// pi's `McpServerEntry` of `server`, as a transport factory is given it.
+pub fn entry(server: &ServerConfig) -> Value {
+    let config = if server.raw.is_object() {
+        server.raw.clone()
+    } else {
+        match &server.transport {
+            Transport::Stdio { command, args, cwd, .. } => json!({"command": command, "args": args, "cwd": cwd}),
+            Transport::Http { url, .. } => json!({"url": url}),
+        }
+    };
+    let mut entry = json!({"name": server.name, "config": config, "source": server.source});
+    if let Some(scope) = &server.scope {
+        entry["scope"] = json!(scope);
+    }
+    entry
+}
+
+/// Open `server`'s transport on `host`.
+pub async fn open(host: Arc<dyn TransportHost>, server: &ServerConfig, cwd: PathBuf) -> Result<HostTransport, String> {
+    let link = host.open(entry(server), cwd).await?;
+    Ok(HostTransport { link, server: server.name.clone() })
+}
+
+/// rmcp's view of a [`HostLink`].
+pub struct HostTransport {
+    link: HostLink,
+    server: String,
+}
+
+fn closed() -> std::io::Error {
+    std::io::Error::other("the extension's MCP transport is closed")
+}
+
+impl rmcp::transport::Transport<RoleClient> for HostTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        // Queued now, so messages reach the extension in the order they were sent.
+        let queued = serde_json::to_value(&item)
+            .map_err(std::io::Error::other)
+            .and_then(|message| self.link.outgoing.send(Some(message)).map_err(|_| closed()));
+        std::future::ready(queued)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            let report = self.link.incoming.recv().await?;
+            if let Some(message) = report.get("message") {
+                match serde_json::from_value(message.clone()) {
+                    Ok(message) => return Some(message),
+                    Err(error) => {
+                        tracing::warn!(
+                            "MCP server {}: the transport gave a message that is not JSON-RPC ({error})",
+                            self.server
+                        );
+                    }
+                }
+            } else if let Some(error) = report.get("error") {
+                let error = error.as_str().map_or_else(|| error.to_string(), str::to_string);
+                tracing::warn!("MCP server {}: transport error: {error}", self.server);
+            } else if report.get("closed").is_some() {
+                return None;
+            }
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        let _ = self.link.outgoing.send(None);
+        std::future::ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::transport::Transport as _;
+
+    #[tokio::test]
+    async fn messages_go_out_in_order_and_come_back_until_the_transport_closes() {
+        let (outgoing, mut sent) = mpsc::unbounded_channel();
+        let (report, incoming) = mpsc::unbounded_channel();
+        let mut transport = HostTransport { link: HostLink { outgoing, incoming }, server: "s".into() };
+        for id in 1..=3 {
+            let ping: TxJsonRpcMessage<RoleClient> =
+                serde_json::from_value(json!({"jsonrpc": "2.0", "id": id, "method": "ping"})).unwrap();
+            transport.send(ping).await.unwrap();
+        }
+        for id in 1..=3 {
+            assert_eq!(sent.recv().await.unwrap().unwrap()["id"], id);
+        }
+        report.send(json!({"error": "a hiccup"})).unwrap();
+        report.send(json!({"message": {"jsonrpc": "2.0", "id": 1, "result": {}}})).unwrap();
+        report.send(json!({"closed": true})).unwrap();
+        let answer = transport.receive().await.expect("the answer");
+        assert_eq!(serde_json::to_value(&answer).unwrap()["id"], 1);
+        assert!(transport.receive().await.is_none(), "closed");
+        transport.close().await.unwrap();
+        assert_eq!(sent.recv().await, Some(None), "closing is the last op");
+    }
+}
