@@ -244,6 +244,7 @@ fn mcp_options(
         root: None,
         start_gate: Some(start_gate),
         log_path: Some(agent_dir.join("mcp.log")),
+        credentials_dir: Some(agent_dir.to_path_buf()),
     }
 }
 

@@ -82,6 +82,11 @@ impl McpManager {
                 Status::Failed(e) => ("failed".to_string(), Some(e.clone())),
                 Status::Disconnected(e) => ("disconnected, reconnects at the next call".to_string(), Some(e.clone())),
                 Status::Stopped => ("stopped".to_string(), None),
+                Status::NeedsAuth => {
+                    let name = &conn.config.name;
+                    lines.push(format!("{name}: needs sign-in, run /mcp login {name} ({exposure})"));
+                    continue;
+                }
             };
             lines.push(format!("{}: {word} ({exposure})", conn.config.name));
             if let Some(error) = error {
@@ -132,6 +137,7 @@ impl McpManager {
             Status::Failed(e) | Status::Disconnected(e) => {
                 Notice::new(format!("MCP server \"{}\" did not reconnect: {e}", conn.config.name), "error")
             }
+            Status::NeedsAuth => Notice::new(super::oauth::sign_in_required(&conn.config.name), "error"),
             Status::Connecting | Status::Stopped => {
                 Notice::new(format!("MCP server \"{}\" is not connected.", conn.config.name), "warning")
             }

@@ -31,6 +31,22 @@ pub struct FactoryState {
     mcp_command_slot: AtomicU64,
     /// The servers' log (MCP's `logPath`, else `<agent dir>/mcp.log`).
     pub server_log: std::sync::Arc<super::server_log::ServerLog>,
+    /// Where OAuth credentials are kept (`mcp-auth.json`, or MCP's `credentials` store).
+    credentials: Mutex<Option<CredentialSlot>>,
+}
+
+/// A credentials store in the factory state (its `Debug` names only the kind).
+#[derive(Clone)]
+struct CredentialSlot {
+    store: std::sync::Arc<dyn super::oauth::CredentialBackend>,
+    /// Set by `createMcpExtension({ credentials })`; the file does not replace it.
+    from_extension: bool,
+}
+
+impl std::fmt::Debug for CredentialSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.from_extension { "extension credentials" } else { "mcp-auth.json" })
+    }
 }
 
 impl Default for FactoryState {
@@ -42,11 +58,34 @@ impl Default for FactoryState {
             direct_wait_ms: AtomicU64::new(DIRECT_WAIT.as_millis() as u64),
             mcp_command_slot: AtomicU64::new(0),
             server_log: std::sync::Arc::default(),
+            credentials: Mutex::new(None),
         }
     }
 }
 
 impl FactoryState {
+    /// Where connections find OAuth credentials, if anywhere.
+    pub fn credentials(&self) -> Option<std::sync::Arc<dyn super::oauth::CredentialBackend>> {
+        self.credentials.lock().ok()?.as_ref().map(|slot| slot.store.clone())
+    }
+
+    /// `<agent_dir>/mcp-auth.json`, unless an extension's store is in use.
+    pub fn use_credentials_file(&self, agent_dir: &std::path::Path) {
+        if let Ok(mut slot) = self.credentials.lock()
+            && !slot.as_ref().is_some_and(|s| s.from_extension)
+        {
+            let store = std::sync::Arc::new(super::oauth::McpAuthFile::in_agent_dir(agent_dir));
+            *slot = Some(CredentialSlot { store, from_extension: false });
+        }
+    }
+
+    /// `createMcpExtension({ credentials })`: the extension's store replaces the file.
+    pub fn use_extension_credentials(&self, store: std::sync::Arc<dyn super::oauth::CredentialBackend>) {
+        if let Ok(mut slot) = self.credentials.lock() {
+            *slot = Some(CredentialSlot { store, from_extension: true });
+        }
+    }
+
     /// Extension `path` applied the factory of `builtin` (one of
     /// [`BUILTINS`]). The first owner keeps it, as in pi, where a second
     /// copy of a tool or command is a conflict the first one wins.

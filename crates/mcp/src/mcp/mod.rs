@@ -21,6 +21,7 @@ pub mod connection;
 pub mod factories;
 pub mod failure;
 pub mod naming;
+pub mod oauth;
 mod registry;
 pub mod result;
 pub mod search;
@@ -116,6 +117,9 @@ pub struct McpOptions {
     /// Where servers' log messages go (pi's `<agent dir>/mcp.log`) unless an
     /// extension's `createMcpExtension({ logPath })` says otherwise; none: only traced.
     pub log_path: Option<std::path::PathBuf>,
+    /// The agent directory whose `mcp-auth.json` holds the OAuth credentials
+    /// of HTTP servers (none: no OAuth, servers that ask for it need sign-in).
+    pub credentials_dir: Option<std::path::PathBuf>,
 }
 
 /// The session's working directory as every connection of one manager sees
@@ -230,12 +234,14 @@ impl McpManager {
         if let Some(path) = options.log_path.filter(|_| factories.server_log.path().is_none()) {
             factories.server_log.set_path(path);
         }
-        let log = &factories.server_log;
+        if let Some(dir) = options.credentials_dir.as_deref() {
+            factories.use_credentials_file(dir);
+        }
         let conns: Vec<Arc<Connection>> = options
             .config
             .servers
             .into_iter()
-            .map(|server| Connection::with_root(server, root.clone(), log.clone()))
+            .map(|server| Connection::with_root(server, root.clone(), &factories))
             .collect();
         let go = CancellationToken::new();
         if !conns.is_empty() {
@@ -277,7 +283,7 @@ impl McpManager {
 
     /// A connection to `server`, given this session's root.
     pub(super) fn connection(&self, server: ServerConfig) -> Arc<Connection> {
-        Connection::with_root(server, self.root.clone(), self.factories.server_log.clone())
+        Connection::with_root(server, self.root.clone(), &self.factories)
     }
 
     /// Start connecting now (the session answered its first command).
@@ -308,10 +314,11 @@ impl McpManager {
             match conn.state().status {
                 Status::Failed(e) => lines.push(format!("  {}: failed: {}", conn.config.name, first_line(&e))),
                 Status::Connecting => lines.push(format!("  {}: still connecting", conn.config.name)),
+                Status::NeedsAuth => lines.push(format!("  {}: needs sign-in", conn.config.name)),
                 _ => {}
             }
         }
-        (!lines.is_empty()).then(|| format!("MCP servers need attention:\n{}", lines.join("\n")))
+        (!lines.is_empty()).then(|| format!("MCP servers need attention:\n{}\nRun /mcp to fix.", lines.join("\n")))
     }
 
     fn wants(&self, exposure: Exposure) -> bool {

@@ -1,0 +1,1 @@
+//! Signing in to an MCP server (filled in below).
