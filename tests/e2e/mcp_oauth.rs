@@ -13,6 +13,7 @@
 use pi_compat::fake_oauth::FakeOAuth;
 use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
 
 use crate::clients::node22;
 use crate::extension_provider_events::{reference_cli, spawn_reference_with};
@@ -136,6 +137,176 @@ async fn a_server_without_credentials_needs_sign_in_as_in_pi() {
         "pi-rpc"
     );
     if let Some(theirs) = unsigned_run(&srv, true).await {
+        eprintln!("pi 1.6.0: {theirs}");
+        assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
+    }
+}
+
+/// `url` with its variable parts (port, state, PKCE challenge, client id) named.
+fn shape_of_authorization_url(url: &str) -> Value {
+    let parsed = url::Url::parse(url).unwrap();
+    let mut query: serde_json::Map<String, Value> = serde_json::Map::new();
+    for (k, v) in parsed.query_pairs() {
+        let v = match k.as_ref() {
+            "state" | "code_challenge" => format!("<{} chars>", v.len()),
+            "client_id" => v.trim_end_matches(char::is_numeric).to_string(),
+            "redirect_uri" => {
+                let r = url::Url::parse(&v).unwrap();
+                format!("{}://{}:<port>{}", r.scheme(), r.host_str().unwrap_or(""), r.path())
+            }
+            "resource" => v.replace(&format!(":{}", parsed.port().unwrap_or(0)), ":<port>"),
+            _ => v.into_owned(),
+        };
+        query.insert(k.into_owned(), json!(v));
+    }
+    json!({"path": parsed.path(), "query": query})
+}
+
+/// What became of the stored state after a sign-in, its minted values named.
+fn shape_of_signed_in_state(state: &Value) -> Value {
+    let client = &state["clientInformation"];
+    let mut keys: Vec<&String> = state.as_object().map(|m| m.keys().collect()).unwrap_or_default();
+    keys.sort();
+    json!({
+        "keys": keys,
+        "client name": client["client_name"],
+        "client redirect": client["redirect_uris"].as_array().map(|a| a.len()),
+        "token fields": state["tokens"].as_object().map(|m| { let mut k: Vec<&String> = m.keys().collect(); k.sort(); k }),
+        "scope": state["tokens"]["scope"],
+        "discovered issuer": state["discovery"]["authorizationServerMetadata"]["issuer"].as_str().is_some(),
+    })
+}
+
+/// `pi mcp login remote` of one program, the fake OAuth server acting as
+/// the browser; then a session of the same program uses the sign-in.
+async fn cli_login(srv: &Servers, reference: bool) -> Option<Value> {
+    let (_everything, port) = start_http_everything(srv).await;
+    let oauth = FakeOAuth::start().await.unwrap();
+    oauth.guard_mcp(&format!("http://127.0.0.1:{port}/mcp"));
+    let sb = Sandbox::with_server().await;
+    guarded_sandbox(&sb, &oauth, None);
+    let mut cmd = if reference {
+        let (node, cli) = (node22()?, reference_cli()?);
+        let mut cmd = tokio::process::Command::new(&node);
+        cmd.arg(&cli).args(["mcp", "login", SERVER]).current_dir(sb.cwd.path()).env_clear();
+        cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
+        cmd.env("HOME", sb.home.path()).env("PI_CODING_AGENT_DIR", sb.agent_dir.path());
+        cmd
+    } else {
+        sb.command(&["mcp", "login", SERVER])
+    };
+    cmd.env("BROWSER", "none").stdin(std::process::Stdio::null());
+    cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut printed = Vec::new();
+    let url = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while let Ok(Some(line)) = stdout.next_line().await {
+            printed.push(line.clone());
+            if line.starts_with("http") {
+                return Some(line);
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+    .expect("the authorization URL is printed");
+    let page = oauth.browse(&url).await.unwrap();
+    while let Ok(Some(line)) = stdout.next_line().await {
+        printed.push(line);
+    }
+    let status = child.wait().await.unwrap();
+    printed.retain(|l| !l.starts_with("http"));
+    let summary = json!({
+        "exit": status.code(),
+        "printed": printed,
+        "callback page": page,
+        "authorization url": shape_of_authorization_url(&url),
+        "stored": shape_of_signed_in_state(&stored(&sb)),
+    });
+    // The next session connects with what was stored.
+    sb.server().push(Reply::tool_call("c1", "mcp__remote__echo", r#"{"message":"after login"}"#));
+    sb.server().set_fallback(Reply::text("done"));
+    let mut pi = start(&sb, reference)?;
+    pi.send(json!({"id": "p", "type": "prompt", "message": "echo"})).await;
+    let lines = pi.until_type("agent_settled").await;
+    Some(json!({"login": summary, "echo": result_text(result(&results(&lines), "c1"))}))
+}
+
+#[tokio::test]
+async fn pi_mcp_login_signs_in_through_the_browser_as_pi_does() {
+    let Some(srv) = Servers::find() else { return };
+    let ours = cli_login(&srv, false).await.unwrap();
+    assert_eq!(ours["login"]["exit"], 0, "{ours}");
+    assert_eq!(ours["echo"], "Echo: after login", "{ours}");
+    if let Some(theirs) = cli_login(&srv, true).await {
+        eprintln!("pi 1.6.0: {theirs}");
+        assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
+    }
+}
+
+/// The text of the last `notify` in `lines`.
+fn last_notify(lines: &[Value]) -> Value {
+    lines
+        .iter()
+        .rev()
+        .find(|v| v["method"] == "notify")
+        .map(|v| json!([v["notifyType"], v["message"]]))
+        .unwrap_or_default()
+}
+
+/// `/mcp login remote` and `/mcp logout remote` in one program's RPC
+/// session: the notifications and the dialog, the fake OAuth server acting
+/// as the browser; the server's tool in between.
+async fn rpc_login(srv: &Servers, reference: bool) -> Option<Value> {
+    let (_everything, port) = start_http_everything(srv).await;
+    let oauth = FakeOAuth::start().await.unwrap();
+    oauth.guard_mcp(&format!("http://127.0.0.1:{port}/mcp"));
+    let sb = Sandbox::with_server().await;
+    guarded_sandbox(&sb, &oauth, None);
+    let mut pi = start(&sb, reference)?;
+    pi.send(json!({"id": "s", "type": "get_state"})).await;
+    pi.until(|v| v["method"] == "notify" && v["notifyType"] == "warning").await;
+    pi.send(json!({"id": "l", "type": "prompt", "message": "/mcp login remote"})).await;
+    let lines = pi.until(|v| v["type"] == "extension_ui_request" && v["method"] == "input").await;
+    let shown = lines.iter().rev().find(|v| v["method"] == "notify").cloned().unwrap_or_default();
+    let message = shown["message"].as_str().unwrap_or_default();
+    let url = message.lines().last().unwrap_or_default().to_string();
+    let input = lines.last().cloned().unwrap_or_default();
+    let page = oauth.browse(&url).await.unwrap();
+    let lines = pi.until(|v| v["method"] == "notify").await;
+    let signed_in = last_notify(&lines);
+    sb.server().push(Reply::tool_call("c1", "mcp__remote__echo", r#"{"message":"after /mcp login"}"#));
+    sb.server().set_fallback(Reply::text("done"));
+    pi.send(json!({"id": "p", "type": "prompt", "message": "echo"})).await;
+    let lines = pi.until_type("agent_settled").await;
+    let echo = result_text(result(&results(&lines), "c1"));
+    pi.send(json!({"id": "o", "type": "prompt", "message": "/mcp logout remote"})).await;
+    let signed_out = last_notify(&pi.until(|v| v["method"] == "notify").await);
+    pi.send(json!({"id": "m", "type": "prompt", "message": "/mcp"})).await;
+    let status = last_notify(&pi.until(|v| v["method"] == "notify").await);
+    Some(json!({
+        "shown": [shown["notifyType"], message.replace(&url, "<url>")],
+        "authorization url": shape_of_authorization_url(&url),
+        "input": [input["title"], input["placeholder"]],
+        "callback page": page,
+        "signed in": signed_in,
+        "echo": echo,
+        "signed out": signed_out,
+        "status": status,
+        "stored after logout": stored(&sb) != Value::Null,
+    }))
+}
+
+#[tokio::test]
+async fn mcp_login_and_logout_in_rpc_mode_work_as_in_pi() {
+    let Some(srv) = Servers::find() else { return };
+    let ours = rpc_login(&srv, false).await.unwrap();
+    assert_eq!(ours["echo"], "Echo: after /mcp login", "{ours}");
+    assert_eq!(ours["signed out"], json!(["info", "Signed out of MCP server \"remote\"."]), "{ours}");
+    if let Some(theirs) = rpc_login(&srv, true).await {
         eprintln!("pi 1.6.0: {theirs}");
         assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
     }

@@ -473,6 +473,16 @@ impl Connection {
         }
     }
 
+    /// The stored credentials were removed: disconnect, and wait for a sign-in.
+    pub async fn signed_out(&self) {
+        if let Some(live) = self.live.lock().await.take() {
+            stop(live).await;
+        }
+        if !self.stopping.is_cancelled() {
+            self.set_status(Status::NeedsAuth);
+        }
+    }
+
     /// Close the connection: stdin closed, then SIGTERM, then SIGKILL to the
     /// process group; the child is reaped.
     pub async fn shutdown(&self) {

@@ -26,6 +26,7 @@ mod registry;
 pub mod result;
 pub mod search;
 pub mod server_log;
+pub mod sign_in_command;
 pub mod tools;
 pub mod turn;
 
