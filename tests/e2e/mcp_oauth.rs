@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
 use crate::clients::node22;
+use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, spawn_reference_with};
 use crate::harness::{Pi, Sandbox};
 use crate::mcp::{Servers, result, result_text, results, start_http_everything, write_mcp};
@@ -257,15 +258,54 @@ fn last_notify(lines: &[Value]) -> Value {
         .unwrap_or_default()
 }
 
+/// An extension that is pi's MCP extension with its own credentials store
+/// (pi's `McpOAuthCredentialStore` shape, in memory) and `openUrl`; `/auth`
+/// tells what they saw.
+const OWN_STORE: &str = r#"import { createMcpExtension } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const states = new Map<string, any>();
+const opened: string[] = [];
+const credentials = {
+  forServer(name: string, url: string) {
+    const key = `${name}|${url}`;
+    return {
+      load: () => states.get(key),
+      save: (state: any) => { states.set(key, state); },
+      withRefreshLock: async <T>(fn: () => Promise<T>) => fn(),
+    };
+  },
+  tokens: (name: string, url: string) => states.get(`${name}|${url}`)?.tokens,
+  remove: (name: string, url: string) => states.delete(`${name}|${url}`),
+};
+
+export default function (pi: ExtensionAPI) {
+  createMcpExtension({ credentials: credentials as any, openUrl: (url) => opened.push(new URL(url).pathname) })(pi);
+  pi.registerCommand("auth", {
+    handler: async (_args, ctx) => ctx.ui.notify(JSON.stringify({
+      opened,
+      stored: [...states.keys()].map((k) => k.replace(/:\d+\//, ":<port>/")),
+      signedIn: [...states.values()].map((s) => typeof s.tokens?.access_token === "string"),
+    }), "info"),
+  });
+}
+"#;
+
 /// `/mcp login remote` and `/mcp logout remote` in one program's RPC
 /// session: the notifications and the dialog, the fake OAuth server acting
-/// as the browser; the server's tool in between.
-async fn rpc_login(srv: &Servers, reference: bool) -> Option<Value> {
+/// as the browser; the server's tool in between. With `own_store`, the
+/// session's extension is [`OWN_STORE`] and what its store saw is added.
+async fn rpc_login(srv: &Servers, reference: bool, own_store: bool) -> Option<Value> {
     let (_everything, port) = start_http_everything(srv).await;
     let oauth = FakeOAuth::start().await.unwrap();
     oauth.guard_mcp(&format!("http://127.0.0.1:{port}/mcp"));
     let sb = Sandbox::with_server().await;
     guarded_sandbox(&sb, &oauth, None);
+    if own_store {
+        let (node, dir) = (node22()?, host_dir()?);
+        host_settings(&sb, &node, &dir, json!({}));
+        write_module(&sb, "own-store.ts", OWN_STORE);
+    }
     let mut pi = start(&sb, reference)?;
     pi.send(json!({"id": "s", "type": "get_state"})).await;
     pi.until(|v| v["method"] == "notify" && v["notifyType"] == "warning").await;
@@ -283,6 +323,13 @@ async fn rpc_login(srv: &Servers, reference: bool) -> Option<Value> {
     pi.send(json!({"id": "p", "type": "prompt", "message": "echo"})).await;
     let lines = pi.until_type("agent_settled").await;
     let echo = result_text(result(&results(&lines), "c1"));
+    let store = if own_store {
+        pi.send(json!({"id": "a", "type": "prompt", "message": "/auth"})).await;
+        let note = last_notify(&pi.until(|v| v["method"] == "notify").await);
+        json!({"note": note[1], "mcp-auth.json written": auth_path(&sb).exists()})
+    } else {
+        Value::Null
+    };
     pi.send(json!({"id": "o", "type": "prompt", "message": "/mcp logout remote"})).await;
     let signed_out = last_notify(&pi.until(|v| v["method"] == "notify").await);
     pi.send(json!({"id": "m", "type": "prompt", "message": "/mcp"})).await;
@@ -297,16 +344,34 @@ async fn rpc_login(srv: &Servers, reference: bool) -> Option<Value> {
         "signed out": signed_out,
         "status": status,
         "stored after logout": stored(&sb) != Value::Null,
+        "extension's store": store,
     }))
 }
 
 #[tokio::test]
 async fn mcp_login_and_logout_in_rpc_mode_work_as_in_pi() {
     let Some(srv) = Servers::find() else { return };
-    let ours = rpc_login(&srv, false).await.unwrap();
+    let ours = rpc_login(&srv, false, false).await.unwrap();
     assert_eq!(ours["echo"], "Echo: after /mcp login", "{ours}");
     assert_eq!(ours["signed out"], json!(["info", "Signed out of MCP server \"remote\"."]), "{ours}");
-    if let Some(theirs) = rpc_login(&srv, true).await {
+    if let Some(theirs) = rpc_login(&srv, true, false).await {
+        eprintln!("pi 1.6.0: {theirs}");
+        assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
+    }
+}
+
+#[tokio::test]
+async fn an_extensions_credentials_store_and_open_url_are_used_as_in_pi() {
+    let Some(srv) = Servers::find() else { return };
+    let Some(ours) = rpc_login(&srv, false, true).await else { return };
+    assert_eq!(ours["echo"], "Echo: after /mcp login", "{ours}");
+    assert_eq!(
+        ours["extension's store"],
+        json!({"note": r#"{"opened":["/mcp-as/authorize"],"stored":["remote|http://127.0.0.1:<port>/mcp"],"signedIn":[true]}"#,
+               "mcp-auth.json written": false}),
+        "{ours}"
+    );
+    if let Some(theirs) = rpc_login(&srv, true, true).await {
         eprintln!("pi 1.6.0: {theirs}");
         assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
     }

@@ -27,6 +27,7 @@ mod extension_tree_nav;
 mod extension_typed_models;
 mod login_ops;
 mod mcp_command_ui;
+mod mcp_credentials;
 mod mcp_ops;
 mod reload;
 mod resource_discovery;

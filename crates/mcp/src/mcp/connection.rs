@@ -111,9 +111,9 @@ impl Connection {
     ) -> Arc<Connection> {
         let log = shared.server_log.clone();
         let auth = match (&config.transport, shared.credentials()) {
-            (Transport::Http { url, oauth: Some(settings), .. }, Some(store)) => {
-                Some(Arc::new(super::oauth::TokenSource::new(&config.name, url, settings.clone(), store)))
-            }
+            (Transport::Http { url, oauth: Some(settings), .. }, Some(store)) => Some(Arc::new(
+                super::oauth::TokenSource::new(&config.name, url, settings.clone(), shared.clone(), store),
+            )),
             _ => None,
         };
         let (state, _) = watch::channel(ServerState {

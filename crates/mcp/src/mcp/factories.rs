@@ -33,6 +33,20 @@ pub struct FactoryState {
     pub server_log: std::sync::Arc<super::server_log::ServerLog>,
     /// Where OAuth credentials are kept (`mcp-auth.json`, or MCP's `credentials` store).
     credentials: Mutex<Option<CredentialSlot>>,
+    /// MCP's `openUrl`: how a sign-in opens the authorization URL (else the platform browser).
+    open_url: Mutex<Option<OpenUrlSlot>>,
+}
+
+/// A function opening a URL.
+pub type OpenUrl = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
+#[derive(Clone)]
+struct OpenUrlSlot(OpenUrl);
+
+impl std::fmt::Debug for OpenUrlSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("openUrl")
+    }
 }
 
 /// A credentials store in the factory state (its `Debug` names only the kind).
@@ -59,6 +73,7 @@ impl Default for FactoryState {
             mcp_command_slot: AtomicU64::new(0),
             server_log: std::sync::Arc::default(),
             credentials: Mutex::new(None),
+            open_url: Mutex::new(None),
         }
     }
 }
@@ -77,6 +92,17 @@ impl FactoryState {
             let store = std::sync::Arc::new(super::oauth::McpAuthFile::in_agent_dir(agent_dir));
             *slot = Some(CredentialSlot { store, from_extension: false });
         }
+    }
+
+    /// `createMcpExtension({ openUrl })`.
+    pub fn set_open_url(&self, open: OpenUrl) {
+        if let Ok(mut slot) = self.open_url.lock() {
+            *slot = Some(OpenUrlSlot(open));
+        }
+    }
+
+    pub fn open_url(&self) -> Option<OpenUrl> {
+        self.open_url.lock().ok()?.as_ref().map(|slot| slot.0.clone())
     }
 
     /// `createMcpExtension({ credentials })`: the extension's store replaces the file.

@@ -18,10 +18,8 @@ use crate::mcp::search::TOOL_SEARCH;
 use crate::mcp::turn::CODEMODE;
 
 /// `createMcpExtension` options pi-rpc refuses, with the reason.
-const REFUSED_MCP_OPTIONS: [(&str, &str); 2] = [
-    ("createTransport", "pi-rpc's MCP client makes its own stdio and streamable HTTP transports"),
-    ("credentials", "pi-rpc does not sign in to MCP servers (give an HTTP server its \"headers\")"),
-];
+const REFUSED_MCP_OPTIONS: [(&str, &str); 1] =
+    [("createTransport", "pi-rpc's MCP client makes its own stdio and streamable HTTP transports")];
 
 /// What the host's `createMcpExtension({ loadConfig })` sends, in place of a
 /// built-in's name, with what `loadConfig(ctx)` returned at `session_start`.
@@ -49,6 +47,9 @@ impl Agent {
             "mcp" => {
                 self.mcp_options(options)?;
                 if first_claim {
+                    self.mcp_auth_options(&ext, options);
+                }
+                if first_claim {
                     let before = params.get("commandsBefore").and_then(Value::as_u64).unwrap_or(0);
                     self.mcp.factories.set_mcp_command_slot(before);
                 }
@@ -58,6 +59,18 @@ impl Agent {
         }
         self.mcp.factories.claim(name, &ext.path_string())?;
         Ok(Value::Null)
+    }
+
+    /// `credentials` and `openUrl`: the extension's store and URL opener
+    /// (host calls `mcp_auth`) in place of `mcp-auth.json` and the browser.
+    fn mcp_auth_options(&self, ext: &std::sync::Arc<crate::extensions::Extension>, options: &Map<String, Value>) {
+        if options.get("credentials").is_some_and(|v| v == &Value::Bool(true)) {
+            let store = super::mcp_credentials::ExtensionCredentials::new(ext.clone());
+            self.mcp.factories.use_extension_credentials(std::sync::Arc::new(store));
+        }
+        if options.get("openUrl").is_some_and(|v| v == &Value::Bool(true)) {
+            self.mcp.factories.set_open_url(super::mcp_credentials::open_url_of(ext.clone()));
+        }
     }
 
     fn codemode_options(&self, options: &Map<String, Value>) -> Result<(), String> {

@@ -21,6 +21,8 @@ pub(super) struct McpCommandUi {
     extensions: Extensions,
     /// Events in the order they were made, and markers that say all before went.
     events: mpsc::UnboundedSender<Queued>,
+    /// `createMcpExtension({ openUrl })`, else the platform browser.
+    open_url: Option<crate::mcp::factories::OpenUrl>,
 }
 
 enum Queued {
@@ -29,7 +31,11 @@ enum Queued {
 }
 
 impl McpCommandUi {
-    pub(super) fn new(extensions: Extensions, internal: mpsc::Sender<Internal>) -> McpCommandUi {
+    pub(super) fn new(
+        extensions: Extensions,
+        internal: mpsc::Sender<Internal>,
+        open_url: Option<crate::mcp::factories::OpenUrl>,
+    ) -> McpCommandUi {
         let (events, mut queue) = mpsc::unbounded_channel::<Queued>();
         tokio::spawn(async move {
             while let Some(item) = queue.recv().await {
@@ -45,7 +51,7 @@ impl McpCommandUi {
                 }
             }
         });
-        McpCommandUi { extensions, events }
+        McpCommandUi { extensions, events, open_url }
     }
 
     fn send(&self, event: AgentEvent) {
@@ -110,6 +116,9 @@ impl CommandUi for McpCommandUi {
 
     /// pi's `openBrowser`: `xdg-open <url>` (`open` on macOS), never through a shell; failures ignored.
     fn open_url(&self, url: &str) {
+        if let Some(open) = &self.open_url {
+            return open(url);
+        }
         let program = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
         let spawned = tokio::process::Command::new(program)
             .arg(url)

@@ -58,7 +58,8 @@ impl Agent {
         self.ext.command_started();
         let (mcp, agent_dir, internal) =
             (self.mcp.clone(), self.workspace.agent_dir().to_path_buf(), self.channels.internal());
-        let ui = super::mcp_command_ui::McpCommandUi::new(self.ext.handle().clone(), internal.clone());
+        let open_url = self.mcp.factories.open_url();
+        let ui = super::mcp_command_ui::McpCommandUi::new(self.ext.handle().clone(), internal.clone(), open_url);
         tokio::spawn(async move {
             let cancel = tokio_util::sync::CancellationToken::new();
             if let Some(notice) = mcp.command(&args, &agent_dir, &ui, &cancel).await {

@@ -68,7 +68,10 @@ pub struct TokenSource {
     pub name: String,
     pub url: String,
     pub settings: OAuthSettings,
-    store: Arc<dyn CredentialBackend>,
+    /// Where the session keeps credentials (`mcp-auth.json`, or an extension's store set later).
+    shared: Arc<crate::mcp::factories::FactoryState>,
+    /// The store when the session has none (never used: a source is only made with one).
+    fallback: Arc<dyn CredentialBackend>,
     /// One refresh at a time in this process.
     refreshing: tokio::sync::Mutex<()>,
     /// The last challenge of the server (sign-in uses its metadata URL and scope).
@@ -77,20 +80,28 @@ pub struct TokenSource {
 }
 
 impl TokenSource {
-    pub fn new(name: &str, url: &str, settings: OAuthSettings, store: Arc<dyn CredentialBackend>) -> TokenSource {
+    pub fn new(
+        name: &str,
+        url: &str,
+        settings: OAuthSettings,
+        shared: Arc<crate::mcp::factories::FactoryState>,
+        fallback: Arc<dyn CredentialBackend>,
+    ) -> TokenSource {
         TokenSource {
             name: name.to_string(),
             url: url.to_string(),
             settings,
-            store,
+            shared,
+            fallback,
             refreshing: tokio::sync::Mutex::new(()),
             challenge: std::sync::Mutex::new(None),
             needs_sign_in: AtomicBool::new(false),
         }
     }
 
-    pub fn store(&self) -> &Arc<dyn CredentialBackend> {
-        &self.store
+    /// The session's credentials store as it is now.
+    pub fn store(&self) -> Arc<dyn CredentialBackend> {
+        self.shared.credentials().unwrap_or_else(|| self.fallback.clone())
     }
 
     /// The user has to sign in (the last request could not be authorized).
@@ -119,7 +130,7 @@ impl TokenSource {
 
     /// The stored state, when it belongs to this server's URL (pi ignores another URL's).
     pub async fn state(&self) -> Option<Value> {
-        let state = match self.store.load(&self.name, &self.url).await {
+        let state = match self.store().load(&self.name, &self.url).await {
             Ok(state) => state?,
             Err(e) => {
                 tracing::warn!("MCP server {}: cannot read its credentials: {e}", self.name);
@@ -163,7 +174,7 @@ impl TokenSource {
     /// Replace `stale` with new tokens from the stored refresh token.
     async fn refresh(&self, stale: Option<&str>, resource_metadata_url: Option<&str>) -> Result<(), String> {
         let _one = self.refreshing.lock().await;
-        let _lock = self.store.refresh_lock(&self.name, &self.url).await?;
+        let _lock = self.store().refresh_lock(&self.name, &self.url).await?;
         let state = self.state().await;
         if state.as_ref().and_then(access_token).as_deref() != stale {
             return Ok(());
@@ -173,7 +184,7 @@ impl TokenSource {
             return Err(super::sign_in_required(&self.name));
         };
         match refresh_stored(&self.url, &self.settings, &mut state, resource_metadata_url).await {
-            Ok(true) => self.store.save(&self.name, &self.url, state).await,
+            Ok(true) => self.store().save(&self.name, &self.url, state).await,
             Ok(false) => {
                 self.mark_needs_sign_in();
                 Err(super::sign_in_required(&self.name))
@@ -194,7 +205,7 @@ impl TokenSource {
                         for key in forget {
                             map.remove(*key);
                         }
-                        let _ = self.store.save(&self.name, &self.url, state).await;
+                        let _ = self.store().save(&self.name, &self.url, state).await;
                     }
                 }
                 tracing::warn!("MCP server {}: refreshing its access token failed: {e}", self.name);

@@ -82,7 +82,7 @@ pub async fn sign_in(
     prompt: &dyn SignInPrompt,
     cancel: &CancellationToken,
 ) -> Result<(), String> {
-    let (name, url, settings, store) = (&source.name, &source.url, &source.settings, source.store());
+    let (name, url, settings, store) = (&source.name, &source.url, &source.settings, &source.store());
     let challenge = source.challenge();
     let step_up = challenge.as_ref().and_then(|c| c.error.as_deref()) == Some("insufficient_scope");
     let empty = || json!({"serverUrl": normalized_url(url)});
