@@ -22,6 +22,12 @@ use crate::provider::{ApiOptions, ProviderRequest, ToolSpec};
 use crate::stream::stream_assistant;
 
 impl Agent {
+    /// Extension `id`, while it is loaded: a call it started is answered
+    /// with this error once it is gone.
+    pub(super) fn live_extension(&self, id: usize) -> Result<Arc<Extension>, String> {
+        self.ext.handle().get(id).ok_or_else(|| "the extension is gone".to_string())
+    }
+
     /// Start extension `id`'s model call; `reply` gets `{message}` at its end.
     pub(super) fn start_model_stream(
         &self,
@@ -42,17 +48,14 @@ impl Agent {
             }
             return;
         }
-        let (ext, (provider, request, model)) = match (self.ext.handle().get(id), self.model_call(params)) {
-            (Some(ext), Ok(call)) => (ext, call),
-            (None, _) => {
-                let _ = reply.send(Err("the extension is gone".to_string()));
-                return;
-            }
-            (_, Err(error)) => {
-                let _ = reply.send(Err(error));
-                return;
-            }
-        };
+        let (ext, (provider, request, model)) =
+            match self.live_extension(id).and_then(|ext| Ok((ext, self.model_call(params)?))) {
+                Ok(found) => found,
+                Err(error) => {
+                    let _ = reply.send(Err(error));
+                    return;
+                }
+            };
         let stream = params.get("stream").and_then(Value::as_str).unwrap_or_default().to_string();
         let observer = HostRequestHooks::of(&ext, &stream, params);
         tokio::spawn(async move {
@@ -81,9 +84,12 @@ impl Agent {
         reply: oneshot::Sender<Result<Value, String>>,
     ) {
         use crate::agent::virtual_route::VirtualRouter;
-        let Some(ext) = self.ext.handle().get(id) else {
-            let _ = reply.send(Err("the extension is gone".to_string()));
-            return;
+        let ext = match self.live_extension(id) {
+            Ok(ext) => ext,
+            Err(error) => {
+                let _ = reply.send(Err(error));
+                return;
+            }
         };
         let options = params.get("options").cloned().unwrap_or(Value::Null);
         let option = |key: &str| options.get(key).and_then(Value::as_str).map(str::to_string);

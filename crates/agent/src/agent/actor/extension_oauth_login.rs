@@ -31,9 +31,12 @@ impl Agent {
         cancel: CancellationToken,
         reply: oneshot::Sender<Result<Value, String>>,
     ) {
-        let Some(ext) = self.ext.handle().get(id) else {
-            let _ = reply.send(Err("the extension is gone".to_string()));
-            return;
+        let ext = match self.live_extension(id) {
+            Ok(ext) => ext,
+            Err(error) => {
+                let _ = reply.send(Err(error));
+                return;
+            }
         };
         let args = params.get("args").and_then(Value::as_array).cloned().unwrap_or_default();
         let text = |i: usize| args.get(i).and_then(Value::as_str).unwrap_or_default().to_string();
