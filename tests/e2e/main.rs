@@ -50,6 +50,7 @@ mod jsonrpc_basic;
 mod list_models;
 mod llama_cpp;
 mod mcp;
+mod mcp_oauth;
 mod mcp_sdks;
 mod native_basic;
 mod native_compaction;

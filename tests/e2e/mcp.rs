@@ -223,7 +223,7 @@ async fn direct_tools_images_errors_and_resources() {
 }
 
 /// Start server-everything in streamable HTTP mode on 127.0.0.1; its port.
-async fn start_http_everything(srv: &Servers) -> (tokio::process::Child, u16) {
+pub(crate) async fn start_http_everything(srv: &Servers) -> (tokio::process::Child, u16) {
     let script = srv.modules.join("@modelcontextprotocol/server-everything/dist/index.js");
     let mut child = tokio::process::Command::new(&srv.node)
         .arg("--import")

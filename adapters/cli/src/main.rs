@@ -9,6 +9,7 @@ mod args;
 mod commands;
 mod dialect;
 mod login;
+mod mcp_login;
 mod packages;
 mod print;
 mod project_trust;
@@ -27,6 +28,9 @@ fn main() -> ExitCode {
         return main_serve(argv);
     }
     if let Some(code) = packages::command(&argv) {
+        return code;
+    }
+    if let Some(code) = mcp_login::command(&argv, || init_tracing(false)) {
         return code;
     }
     if let Some((command, args)) = login::command(&argv) {

@@ -254,6 +254,7 @@ fn mcp_options(
         tools_off: args.no_tools,
         // The session holds the servers while its extensions load.
         hold: None,
+        credentials_dir: Some(agent_dir.to_path_buf()),
     }
 }
 

@@ -13,6 +13,7 @@
 //! - [`FakeOAuth::revoke`] makes every refresh fail with `invalid_grant`;
 //! - every request is recorded, refreshes are counted per provider.
 
+mod mcp;
 mod routes;
 
 use std::collections::HashMap;
@@ -61,6 +62,10 @@ pub(crate) struct State {
     pub next: u64,
     /// `expires_in` of new access tokens, seconds.
     pub lifetime: i64,
+    /// Access tokens issued → provider (the guarded MCP endpoint accepts the `mcp` ones).
+    pub access_tokens: HashMap<String, String>,
+    /// Where the guarded MCP endpoint forwards accepted requests.
+    pub mcp_upstream: Option<String>,
     /// Valid refresh tokens → provider.
     pub refresh_tokens: HashMap<String, String>,
     /// Authorization codes → (PKCE challenge, redirect URI, provider).
@@ -166,6 +171,39 @@ impl FakeOAuth {
             cred["clientId"] = json!("issued-client");
         }
         cred
+    }
+
+    /// Guard a real MCP server: `/mcp` here forwards requests that carry an
+    /// access token issued for `mcp` to `upstream` (its streamable-HTTP URL).
+    pub fn guard_mcp(&self, upstream: &str) {
+        self.lock().mcp_upstream = Some(upstream.to_string());
+    }
+
+    /// The guarded MCP server's URL.
+    pub fn mcp_url(&self) -> String {
+        format!("{}{}", self.origin(), mcp::RESOURCE_PATH)
+    }
+
+    /// Every access token issued so far stops working (as if they expired
+    /// at the server): the next MCP request gets a 401.
+    pub fn reject_access_tokens(&self) {
+        self.lock().access_tokens.clear();
+    }
+
+    /// A signed-in state of the MCP server as pi keeps it in `mcp-auth.json`
+    /// (a registered client and valid tokens whose refresh works here), with
+    /// the access token expiring at `expires_at` (ms since the epoch).
+    pub fn mcp_state(&self, expires_at: i64) -> Value {
+        let url = self.mcp_url();
+        let mut state = self.lock();
+        let (access, refresh) = routes::mint(&mut state, mcp::PROVIDER);
+        json!({
+            "serverUrl": url,
+            "clientInformation": {"client_id": "mcp-client-0", "redirect_uris": ["http://127.0.0.1/callback"],
+                                   "token_endpoint_auth_method": "none"},
+            "tokens": {"access_token": access, "token_type": "Bearer", "refresh_token": refresh, "scope": "mcp"},
+            "tokensExpireAt": expires_at,
+        })
     }
 
     /// Act as the user's browser: open `url` (a provider's authorization

@@ -50,18 +50,19 @@ pub(crate) fn mint(state: &mut State, provider: &str) -> (String, String) {
         other => (format!("{other}-access-{n}"), format!("{other}-refresh-{n}")),
     };
     state.refresh_tokens.insert(refresh.clone(), provider.to_string());
+    state.access_tokens.insert(access.clone(), provider.to_string());
     (access, refresh)
 }
 
-fn reply(status: StatusCode, body: Value) -> Response {
+pub(crate) fn reply(status: StatusCode, body: Value) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
 }
 
-fn ok(body: Value) -> Response {
+pub(crate) fn ok(body: Value) -> Response {
     reply(StatusCode::OK, body)
 }
 
-fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
+pub(crate) fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
     reply(status, json!({"error": error, "error_description": description}))
 }
 
@@ -95,6 +96,7 @@ fn refresh_provider(path: &str, fields: &HashMap<String, String>) -> Option<&'st
         "/xai/oauth2/token" if refresh_grant => Some("xai"),
         "/kimi/api/oauth/token" if refresh_grant => Some("kimi-coding"),
         "/radius/v1/oauth/token" if refresh_grant => Some("radius"),
+        "/mcp-as/token" if refresh_grant => Some("mcp"),
         "/github-api/copilot_internal/v2/token" => Some("github-copilot"),
         "/meta-api/muse-code/key" => Some("meta"),
         _ => None,
@@ -128,8 +130,14 @@ async fn handle(
     if refreshing.is_some() && !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
-    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
     let origin = format!("http://{addr}");
+    if path == super::mcp::RESOURCE_PATH {
+        return super::mcp::guarded(&state, &origin, method, &uri, &headers, body).await;
+    }
+    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(response) = super::mcp::route(&mut s, &method, &path, &fields, &origin) {
+        return response;
+    }
     route(&mut s, &method, &path, &fields, &headers, &origin)
 }
 
@@ -314,7 +322,7 @@ fn new_code(s: &mut State, f: &HashMap<String, String>, provider: &str, redirect
     code
 }
 
-fn authorize(
+pub(crate) fn authorize(
     s: &mut State,
     f: &HashMap<String, String>,
     provider: &str,
@@ -356,7 +364,7 @@ fn take_code(
 }
 
 /// The token endpoint: an authorization code or a (rotating) refresh token.
-fn token(
+pub(crate) fn token(
     s: &mut State,
     f: &HashMap<String, String>,
     provider: &str,

@@ -26,6 +26,8 @@ mod extension_session_ops;
 mod extension_tree_nav;
 mod extension_typed_models;
 mod login_ops;
+mod mcp_command_ui;
+mod mcp_credentials;
 mod mcp_ops;
 mod mcp_transport_host;
 mod reload;

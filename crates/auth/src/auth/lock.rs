@@ -83,8 +83,14 @@ fn touch(dir: &Path) -> std::io::Result<SystemTime> {
 impl FileLock {
     /// Take the lock on `file` (which must exist), waiting as pi does.
     pub async fn acquire(file: &Path, options: LockOptions) -> Result<FileLock, LockError> {
+        let dir = lock_dir(file).map_err(|source| LockError::Io { path: file.to_path_buf(), source })?;
+        FileLock::acquire_dir(file, dir, options).await
+    }
+
+    /// Take the lock directory `dir` for `file` (which need not exist), as
+    /// `proper-lockfile` does with `realpath: false` (pi's MCP refresh locks).
+    pub async fn acquire_dir(file: &Path, dir: PathBuf, options: LockOptions) -> Result<FileLock, LockError> {
         let io = |source| LockError::Io { path: file.to_path_buf(), source };
-        let dir = lock_dir(file).map_err(io)?;
         let started = std::time::Instant::now();
         let mut retry = 0u32;
         loop {

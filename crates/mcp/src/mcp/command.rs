@@ -1,6 +1,7 @@
 //! The built-in `/mcp` command, as pi 1.6.0 offers it in RPC mode: the state
-//! of each configured server, and reconnecting one. Its answer is one
-//! notification (text and level); signing in is not part of pi-rpc.
+//! of each configured server, reconnecting one, and signing in to or out of
+//! an OAuth server ([`super::sign_in_command`]). Its answer is a notification
+//! (text and level); signing in also asks through the front end's dialogs.
 
 use std::path::Path;
 
@@ -10,11 +11,12 @@ use super::connection::Status;
 /// The command's name (`/mcp`).
 pub const NAME: &str = "mcp";
 /// Shown by `get_commands`.
-pub const DESCRIPTION: &str = "MCP servers: show their state, or reconnect one (/mcp reconnect [server])";
+pub const DESCRIPTION: &str =
+    "MCP servers: show their state, sign in or out, or reconnect one (/mcp login|logout|reconnect [server])";
 /// `get_commands`' `path` of a built-in command (pi names its source `builtin:mcp`).
 pub const PATH: &str = "builtin:mcp";
 
-const USAGE: &str = "Usage: /mcp (the state of each server), /mcp reconnect [server]";
+const USAGE: &str = "Usage: /mcp, /mcp login [server], /mcp logout [server], /mcp reconnect [server]";
 
 /// What the command tells the user: a `notify` text and its level.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,7 +27,7 @@ pub struct Notice {
 }
 
 impl Notice {
-    fn new(text: impl Into<String>, level: &'static str) -> Self {
+    pub fn new(text: impl Into<String>, level: &'static str) -> Self {
         Notice { text: text.into(), level }
     }
 }
@@ -44,20 +46,25 @@ impl McpManager {
     }
 
     /// Run `/mcp <args>`; `agent_dir` is where the user's `mcp.json` lives.
-    pub async fn command(&self, args: &str, agent_dir: &Path) -> Notice {
+    /// None when the answer was already given through `ui`.
+    pub async fn command(
+        &self,
+        args: &str,
+        agent_dir: &Path,
+        ui: &dyn super::sign_in_command::CommandUi,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Option<Notice> {
         let words: Vec<&str> = args.split_whitespace().collect();
         match words.as_slice() {
             [] => {
                 self.wait_for(None).await;
-                self.status(agent_dir)
+                Some(self.status(agent_dir))
             }
-            ["reconnect", rest @ ..] if rest.len() <= 1 => self.reconnect(rest.first().copied()).await,
-            ["login" | "logout", ..] => Notice::new(
-                "pi-rpc does not sign in to MCP servers: give an HTTP server its credentials in the \"headers\" \
-                 of its mcp.json entry (for example \"Authorization\": \"Bearer ${TOKEN}\")",
-                "error",
-            ),
-            _ => Notice::new(USAGE, "warning"),
+            ["reconnect", rest @ ..] if rest.len() <= 1 => Some(self.reconnect(rest.first().copied()).await),
+            [action @ ("login" | "logout"), rest @ ..] if rest.len() <= 1 => {
+                self.sign_in_command(action, rest.first().copied(), ui, cancel).await
+            }
+            _ => Some(Notice::new(USAGE, "warning")),
         }
     }
 
@@ -82,6 +89,11 @@ impl McpManager {
                 Status::Failed(e) => ("failed".to_string(), Some(e.clone())),
                 Status::Disconnected(e) => ("disconnected, reconnects at the next call".to_string(), Some(e.clone())),
                 Status::Stopped => ("stopped".to_string(), None),
+                Status::NeedsAuth => {
+                    let name = &conn.config.name;
+                    lines.push(format!("{name}: needs sign-in, run /mcp login {name} ({exposure})"));
+                    continue;
+                }
             };
             lines.push(format!("{}: {word} ({exposure})", conn.config.name));
             if let Some(error) = error {
@@ -132,6 +144,7 @@ impl McpManager {
             Status::Failed(e) | Status::Disconnected(e) => {
                 Notice::new(format!("MCP server \"{}\" did not reconnect: {e}", conn.config.name), "error")
             }
+            Status::NeedsAuth => Notice::new(super::oauth::sign_in_required(&conn.config.name), "error"),
             Status::Connecting | Status::Stopped => {
                 Notice::new(format!("MCP server \"{}\" is not connected.", conn.config.name), "warning")
             }
@@ -152,14 +165,40 @@ mod tests {
         assert_eq!(invocation("/mc"), None);
     }
 
+    /// Notifications are recorded; dialogs are dismissed.
+    #[derive(Default)]
+    struct Recorded(std::sync::Mutex<Vec<(String, &'static str)>>);
+
+    #[async_trait::async_trait]
+    impl super::super::sign_in_command::CommandUi for Recorded {
+        fn notify(&self, text: &str, level: &'static str) {
+            self.0.lock().unwrap().push((text.to_string(), level));
+        }
+        async fn select(&self, _title: &str, _options: Vec<String>) -> Option<String> {
+            None
+        }
+        async fn input(&self, _title: &str, _placeholder: &str) -> Option<String> {
+            None
+        }
+        fn open_url(&self, _url: &str) {}
+    }
+
     #[tokio::test]
     async fn status_without_servers_names_the_config_file() {
         let mcp = McpManager::start(Default::default());
-        let notice = mcp.command("", Path::new("/agent")).await;
+        let ui = Recorded::default();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let run = |args: &'static str| mcp.command(args, Path::new("/agent"), &ui, &cancel);
+        let notice = run("").await.unwrap();
         assert_eq!(notice.level, "info");
         assert!(notice.text.contains("/agent/mcp.json"), "{}", notice.text);
-        assert_eq!(mcp.command("frobnicate", Path::new("/agent")).await.level, "warning");
-        assert_eq!(mcp.command("login fs", Path::new("/agent")).await.level, "error");
-        assert_eq!(mcp.command("reconnect", Path::new("/agent")).await.text, "No MCP server to reconnect.");
+        assert_eq!(run("frobnicate").await.unwrap().level, "warning");
+        assert_eq!(run("reconnect").await.unwrap().text, "No MCP server to reconnect.");
+        assert_eq!(run("login fs").await, None);
+        assert_eq!(
+            ui.0.lock().unwrap().clone(),
+            vec![("No MCP server named \"fs\".".to_string(), "error")],
+            "the answer went through the UI"
+        );
     }
 }

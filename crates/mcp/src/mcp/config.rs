@@ -81,8 +81,9 @@ pub type ConfigValues = Vec<(String, ConfigValue)>;
 pub enum Transport {
     /// A child process speaking JSON-RPC on stdin/stdout.
     Stdio { command: PathBuf, args: Vec<String>, env: ConfigValues, cwd: PathBuf },
-    /// Streamable HTTP.
-    Http { url: String, headers: ConfigValues },
+    /// Streamable HTTP. `oauth` is set when the server signs in with OAuth
+    /// (as pi: no `Authorization` header and no `auth`), from its `oauth` settings.
+    Http { url: String, headers: ConfigValues, oauth: Option<super::oauth::OAuthSettings> },
 }
 
 fn texts(pairs: Vec<(String, String)>) -> ConfigValues {
@@ -130,7 +131,8 @@ impl ServerConfig {
 
     /// A streamable HTTP server with pi's defaults.
     pub fn http(name: &str, url: String, headers: Vec<(String, String)>) -> ServerConfig {
-        ServerConfig::with_transport(name, Transport::Http { url, headers: texts(headers) })
+        let oauth = super::oauth::OAuthSettings::applies(&headers, false).then(Default::default);
+        ServerConfig::with_transport(name, Transport::Http { url, headers: texts(headers), oauth })
     }
 
     fn with_transport(name: &str, transport: Transport) -> ServerConfig {
@@ -428,7 +430,14 @@ fn parse_entry(
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(server(format!("\"url\" must be an http(s) URL, got \"{}\"", strip_userinfo(&url))));
         }
-        Transport::Http { url, headers: expand("headers")? }
+        let headers = expand("headers")?;
+        let names: Vec<(String, String)> = headers.iter().map(|(k, _)| (k.clone(), String::new())).collect();
+        let oauth = if super::oauth::OAuthSettings::applies(&names, entry.get("auth").is_some_and(|a| !a.is_null())) {
+            Some(super::oauth::OAuthSettings::parse(entry.get("oauth"), sources.env).map_err(server)?)
+        } else {
+            None
+        };
+        Transport::Http { url, headers, oauth }
     } else {
         let Some(command) = command else { return Err(server("needs \"command\"".into())) };
         if command.trim().is_empty() {
@@ -625,7 +634,8 @@ mod tests {
             docs.transport,
             Transport::Http {
                 url: "https://example.invalid/mcp".into(),
-                headers: texts(vec![("Authorization".into(), "Bearer d0cs".into())])
+                headers: texts(vec![("Authorization".into(), "Bearer d0cs".into())]),
+                oauth: None
             }
         );
         assert_eq!(

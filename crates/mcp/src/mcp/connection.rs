@@ -49,6 +49,8 @@ pub enum Status {
     Connected,
     /// Could not connect (or initialize); the next call tries again.
     Failed(String),
+    /// An OAuth server the user has to sign in to (`/mcp login`); the next call tries the stored credentials again.
+    NeedsAuth,
     /// The connection dropped; the next call reconnects.
     Disconnected(String),
     Stopped,
@@ -93,6 +95,8 @@ pub struct Connection {
     /// The session's factory state: an extension's transport factory, when
     /// one was given, carries the messages ([`super::host_transport`]).
     factories: Arc<super::factories::FactoryState>,
+    /// The stored OAuth credentials of an HTTP server that signs in with OAuth.
+    pub auth: Option<Arc<super::oauth::TokenSource>>,
 }
 
 impl Connection {
@@ -101,13 +105,20 @@ impl Connection {
     }
 
     /// A connection whose server is given `root` (the process's working
-    /// directory while it holds none).
+    /// directory while it holds none), logging and finding its OAuth
+    /// credentials where the session's `shared` state says.
     pub fn with_root(
         config: ServerConfig,
         root: super::SharedRoot,
         factories: Arc<super::factories::FactoryState>,
     ) -> Arc<Connection> {
         let log = factories.server_log.clone();
+        let auth = match (&config.transport, factories.credentials()) {
+            (Transport::Http { url, oauth: Some(settings), .. }, Some(store)) => Some(Arc::new(
+                super::oauth::TokenSource::new(&config.name, url, settings.clone(), factories.clone(), store),
+            )),
+            _ => None,
+        };
         let (state, _) = watch::channel(ServerState {
             status: Status::Connecting,
             tools: Arc::new(Vec::new()),
@@ -123,6 +134,7 @@ impl Connection {
             root,
             log,
             factories,
+            auth,
             progress: Mutex::default(),
         })
     }
@@ -178,6 +190,10 @@ impl Connection {
                         self.set_status(Status::Failed(self.with_stderr(format!("tools/list failed: {e}"))));
                     }
                 }
+            }
+            Err(_) if self.auth.as_ref().is_some_and(|a| a.needs_sign_in()) => {
+                tracing::warn!("MCP server {}: needs sign-in", self.config.describe());
+                self.set_status(Status::NeedsAuth);
             }
             Err(e) => {
                 let message = self.with_stderr(e);
@@ -263,7 +279,7 @@ impl Connection {
                     }
                 }
             }
-            Transport::Http { url, headers } => {
+            Transport::Http { url, headers, .. } => {
                 let headers = resolve(headers).await?;
                 use rmcp::transport::StreamableHttpClientTransport;
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -280,11 +296,21 @@ impl Connection {
                         .map_err(|_| format!("bad value for header {name}"))?;
                     config.custom_headers.insert(name, value);
                 }
-                let transport = StreamableHttpClientTransport::with_client(client, config);
-                let service = handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| format!("initialize failed: {}", short_error(&e.to_string())))?;
+                let initialize_failed = |e: rmcp::service::ClientInitializeError| {
+                    format!("initialize failed: {}", short_error(&e.to_string()))
+                };
+                let service = match &self.auth {
+                    Some(auth) => {
+                        auth.reset();
+                        let client = super::oauth::client::OAuthHttpClient::new(client, auth.clone());
+                        let transport = StreamableHttpClientTransport::with_client(client, config);
+                        handler.serve(transport).await.map_err(initialize_failed)?
+                    }
+                    None => {
+                        let transport = StreamableHttpClientTransport::with_client(client, config);
+                        handler.serve(transport).await.map_err(initialize_failed)?
+                    }
+                };
                 Ok(Live { service, child: None, garbage: None })
             }
         }
@@ -304,6 +330,7 @@ impl Connection {
         }
         match self.state().status {
             Status::Failed(e) | Status::Disconnected(e) => Err(e),
+            Status::NeedsAuth => Err(super::oauth::sign_in_required(&self.config.name)),
             _ => Err("not connected".to_string()),
         }
     }
@@ -317,6 +344,13 @@ impl Connection {
     /// went away, why (the line that was not JSON-RPC, the server's exit
     /// status, its last stderr lines) is said and recorded.
     async fn failed(&self, error: &rmcp::ServiceError) -> String {
+        if self.auth.as_ref().is_some_and(|a| a.needs_sign_in()) {
+            if let Some(old) = self.live.lock().await.take() {
+                stop(old).await;
+            }
+            self.set_status(Status::NeedsAuth);
+            return super::oauth::sign_in_required(&self.config.name);
+        }
         if !failure::is_lost(error) {
             return failure::service_error(error, None);
         }
@@ -450,6 +484,16 @@ impl Connection {
         match list_tools(&peer).await {
             Ok(tools) => self.state.send_modify(|s| s.tools = Arc::new(tools)),
             Err(e) => tracing::warn!("MCP server {}: cannot refresh its tools: {e}", self.config.name),
+        }
+    }
+
+    /// The stored credentials were removed: disconnect, and wait for a sign-in.
+    pub async fn signed_out(&self) {
+        if let Some(live) = self.live.lock().await.take() {
+            stop(live).await;
+        }
+        if !self.stopping.is_cancelled() {
+            self.set_status(Status::NeedsAuth);
         }
     }
 
@@ -642,7 +686,7 @@ mod tests {
     fn http_server(url: String, headers: crate::mcp::config::ConfigValues) -> ServerConfig {
         ServerConfig {
             name: "remote".into(),
-            transport: Transport::Http { url, headers },
+            transport: Transport::Http { url, headers, oauth: None },
             exposure: Exposure::Direct,
             tool_exposure: Vec::new(),
             timeout: Duration::from_secs(5),

@@ -61,6 +61,36 @@ pub struct FactoryState {
     loaded_builtins: Mutex<Vec<String>>,
     /// MCP's `createTransport`: the servers connect through the owner's transports.
     transport_host: Mutex<Option<std::sync::Arc<dyn super::host_transport::TransportHost>>>,
+    /// Where OAuth credentials are kept (`mcp-auth.json`, or MCP's `credentials` store).
+    credentials: Mutex<Option<CredentialSlot>>,
+    /// MCP's `openUrl`: how a sign-in opens the authorization URL (else the platform browser).
+    open_url: Mutex<Option<OpenUrlSlot>>,
+}
+
+/// A function opening a URL.
+pub type OpenUrl = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
+#[derive(Clone)]
+struct OpenUrlSlot(OpenUrl);
+
+impl std::fmt::Debug for OpenUrlSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("openUrl")
+    }
+}
+
+/// A credentials store in the factory state (its `Debug` names only the kind).
+#[derive(Clone)]
+struct CredentialSlot {
+    store: std::sync::Arc<dyn super::oauth::CredentialBackend>,
+    /// Set by `createMcpExtension({ credentials })`; the file does not replace it.
+    from_extension: bool,
+}
+
+impl std::fmt::Debug for CredentialSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.from_extension { "extension credentials" } else { "mcp-auth.json" })
+    }
 }
 
 impl std::fmt::Debug for dyn super::host_transport::TransportHost {
@@ -80,11 +110,46 @@ impl Default for FactoryState {
             server_log: std::sync::Arc::default(),
             loaded_builtins: Mutex::new(Vec::new()),
             transport_host: Mutex::new(None),
+            credentials: Mutex::new(None),
+            open_url: Mutex::new(None),
         }
     }
 }
 
 impl FactoryState {
+    /// Where connections find OAuth credentials, if anywhere.
+    pub fn credentials(&self) -> Option<std::sync::Arc<dyn super::oauth::CredentialBackend>> {
+        self.credentials.lock().ok()?.as_ref().map(|slot| slot.store.clone())
+    }
+
+    /// `<agent_dir>/mcp-auth.json`, unless an extension's store is in use.
+    pub fn use_credentials_file(&self, agent_dir: &std::path::Path) {
+        if let Ok(mut slot) = self.credentials.lock()
+            && !slot.as_ref().is_some_and(|s| s.from_extension)
+        {
+            let store = std::sync::Arc::new(super::oauth::McpAuthFile::in_agent_dir(agent_dir));
+            *slot = Some(CredentialSlot { store, from_extension: false });
+        }
+    }
+
+    /// `createMcpExtension({ openUrl })`.
+    pub fn set_open_url(&self, open: OpenUrl) {
+        if let Ok(mut slot) = self.open_url.lock() {
+            *slot = Some(OpenUrlSlot(open));
+        }
+    }
+
+    pub fn open_url(&self) -> Option<OpenUrl> {
+        self.open_url.lock().ok()?.as_ref().map(|slot| slot.0.clone())
+    }
+
+    /// `createMcpExtension({ credentials })`: the extension's store replaces the file.
+    pub fn use_extension_credentials(&self, store: std::sync::Arc<dyn super::oauth::CredentialBackend>) {
+        if let Ok(mut slot) = self.credentials.lock() {
+            *slot = Some(CredentialSlot { store, from_extension: true });
+        }
+    }
+
     /// Extension `path` applied the factory of `builtin` (one of
     /// [`BUILTINS`]). The first owner keeps it, as in pi, where a second
     /// copy of a tool or command is a conflict the first one wins.

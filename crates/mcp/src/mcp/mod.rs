@@ -22,10 +22,12 @@ pub mod factories;
 pub mod failure;
 pub mod host_transport;
 pub mod naming;
+pub mod oauth;
 mod registry;
 pub mod result;
 pub mod search;
 pub mod server_log;
+pub mod sign_in_command;
 pub mod tools;
 pub mod turn;
 
@@ -130,6 +132,9 @@ pub struct McpOptions {
     /// `createMcpExtension` connects the servers (and `/mcp` works) but
     /// offers no MCP tool, as in pi ([`McpManager::unreachable_warning`]).
     pub tools_off: bool,
+    /// The agent directory whose `mcp-auth.json` holds the OAuth credentials
+    /// of HTTP servers (none: no OAuth, servers that ask for it need sign-in).
+    pub credentials_dir: Option<std::path::PathBuf>,
 }
 
 /// The session's working directory as every connection of one manager sees
@@ -256,6 +261,9 @@ impl McpManager {
         if let Some(path) = options.log_path.filter(|_| factories.server_log.path().is_none()) {
             factories.server_log.set_path(path);
         }
+        if let Some(dir) = options.credentials_dir.as_deref() {
+            factories.use_credentials_file(dir);
+        }
         let conns: Vec<Arc<Connection>> = options
             .config
             .servers
@@ -361,10 +369,11 @@ impl McpManager {
             match conn.state().status {
                 Status::Failed(e) => lines.push(format!("  {}: failed: {}", conn.config.name, first_line(&e))),
                 Status::Connecting => lines.push(format!("  {}: still connecting", conn.config.name)),
+                Status::NeedsAuth => lines.push(format!("  {}: needs sign-in", conn.config.name)),
                 _ => {}
             }
         }
-        (!lines.is_empty()).then(|| format!("MCP servers need attention:\n{}", lines.join("\n")))
+        (!lines.is_empty()).then(|| format!("MCP servers need attention:\n{}\nRun /mcp to fix.", lines.join("\n")))
     }
 
     fn wants(&self, exposure: Exposure) -> bool {

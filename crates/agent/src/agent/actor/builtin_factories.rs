@@ -17,10 +17,6 @@ use super::Agent;
 use crate::mcp::search::TOOL_SEARCH;
 use crate::mcp::turn::CODEMODE;
 
-/// `createMcpExtension` options pi-rpc refuses, with the reason.
-const REFUSED_MCP_OPTIONS: [(&str, &str); 1] =
-    [("credentials", "pi-rpc does not sign in to MCP servers (give an HTTP server its \"headers\")")];
-
 /// What the host's `createMcpExtension({ loadConfig })` sends, in place of a
 /// built-in's name, with what `loadConfig(ctx)` returned at `session_start`.
 const LOADED_MCP_CONFIG: &str = "mcp:loadedConfig";
@@ -47,6 +43,9 @@ impl Agent {
             "mcp" => {
                 self.mcp_options(options, &ext)?;
                 if first_claim {
+                    self.mcp_auth_options(&ext, options);
+                }
+                if first_claim {
                     let before = params.get("commandsBefore").and_then(Value::as_u64).unwrap_or(0);
                     self.mcp.factories.set_mcp_command_slot(before);
                 }
@@ -67,6 +66,18 @@ impl Agent {
     pub(super) fn apply_codemode_settings(&self) {
         let settings = self.prefs.settings();
         self.mcp.factories.set_codemode_settings(settings.codemode_mode.as_deref(), settings.codemode_inline_budget);
+    }
+
+    /// `credentials` and `openUrl`: the extension's store and URL opener
+    /// (host calls `mcp_auth`) in place of `mcp-auth.json` and the browser.
+    fn mcp_auth_options(&self, ext: &std::sync::Arc<crate::extensions::Extension>, options: &Map<String, Value>) {
+        if options.get("credentials").is_some_and(|v| v == &Value::Bool(true)) {
+            let store = super::mcp_credentials::ExtensionCredentials::new(ext.clone());
+            self.mcp.factories.use_extension_credentials(std::sync::Arc::new(store));
+        }
+        if options.get("openUrl").is_some_and(|v| v == &Value::Bool(true)) {
+            self.mcp.factories.set_open_url(super::mcp_credentials::open_url_of(ext.clone()));
+        }
     }
 
     fn codemode_options(&self, options: &Map<String, Value>) -> Result<(), String> {
@@ -96,14 +107,6 @@ impl Agent {
         options: &Map<String, Value>,
         ext: &std::sync::Arc<crate::extensions::Extension>,
     ) -> Result<(), String> {
-        let refused: Vec<String> = REFUSED_MCP_OPTIONS
-            .iter()
-            .filter(|(key, _)| options.get(*key).is_some_and(|v| !v.is_null()))
-            .map(|(key, why)| format!("`{key}` ({why})"))
-            .collect();
-        if !refused.is_empty() {
-            return Err(format!("createMcpExtension: pi-rpc cannot honour {}", refused.join(", ")));
-        }
         let wait = match options.get("startupWaitMs") {
             None | Some(Value::Null) => None,
             Some(ms) => Some(ms.as_f64().filter(|ms| ms.is_finite() && *ms >= 0.0).ok_or_else(|| {

@@ -14,7 +14,7 @@ use crate::mcp::turn::{CODEMODE, Reach};
 use crate::op::{CommandInfo, CommandSource, RequestTag};
 
 /// The notification a `/mcp` command answers with.
-fn notice_event(notice: Notice) -> AgentEvent {
+pub(super) fn notice_event(notice: Notice) -> AgentEvent {
     AgentEvent::ExtensionUiRequest(Box::new(ExtensionUiRequest {
         id: uuid::Uuid::new_v4().to_string(),
         extension: mcp_command::NAME.to_string(),
@@ -52,15 +52,19 @@ impl Agent {
         (self.mcp.command_available() && self.ext.handle().find_command(message).is_none()).then_some(args)
     }
 
-    /// Run `/mcp <args>`: its notification, then the prompt's `handled` reply
-    /// (as an extension command's).
+    /// Run `/mcp <args>`: its notifications and dialogs, then the prompt's
+    /// `handled` reply (as an extension command's).
     pub(super) fn run_builtin_command(&mut self, tag: Option<RequestTag>, args: String) {
         self.ext.command_started();
         let (mcp, agent_dir, internal) =
             (self.mcp.clone(), self.workspace.agent_dir().to_path_buf(), self.channels.internal());
+        let open_url = self.mcp.factories.open_url();
+        let ui = super::mcp_command_ui::McpCommandUi::new(self.ext.handle().clone(), internal.clone(), open_url);
         tokio::spawn(async move {
-            let notice = mcp.command(&args, &agent_dir).await;
-            let _ = internal.send(Internal::Event(Box::new(notice_event(notice)))).await;
+            let cancel = tokio_util::sync::CancellationToken::new();
+            if let Some(notice) = mcp.command(&args, &agent_dir, &ui, &cancel).await {
+                ui.notify_now(notice_event(notice)).await;
+            }
             let done = ExtSignal::CommandDone { tag, invocation: mcp_command::NAME.to_string(), error: None };
             let _ = internal.send(Internal::Extension(Box::new(done))).await;
         });

@@ -191,6 +191,8 @@ function onRequest(message) {
 	else if (method === "session_start" && params.reason && params.reason !== "startup") work = serial(() => onEvent(params));
 	else if (method === "project_trust") work = serial(() => projectTrust(instance, params));
 	else if (method === "mcp_transport") work = mcpTransports.request(instance?.mcpTransportFactory, params);
+	// createMcpExtension's `credentials` / `openUrl` (shims/coding-agent/builtin-extensions.cjs).
+	else if (method === "mcp_auth") work = Promise.resolve().then(() => globalThis[Symbol.for("pi-rpc.mcpAuth")]?.(params) ?? Promise.reject(new Error("this extension gave createMcpExtension no credentials")));
 	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);
 	else work = serial(() => runHook(instance, method, params, contexts.event(controller.signal), reportError));
 	work.then(

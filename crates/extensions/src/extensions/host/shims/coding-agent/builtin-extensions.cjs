@@ -49,8 +49,68 @@ const LOADED_MCP_CONFIG = "mcp:loadedConfig";
 // pi calls `loadConfig(ctx)` in its MCP extension's `session_start` handler,
 // and the config it returns replaces `mcp.json`; pi-rpc's MCP client then
 // connects those servers.
+/** Where the host sends pi-rpc's `mcp_auth` calls (`host.mjs`). */
+const MCP_AUTH = Symbol.for("pi-rpc.mcpAuth");
+
+// `credentials` (pi's `McpOAuthCredentialStore` shape: `forServer(name, url)`
+// with `load`, `save`, `withRefreshLock`, and `remove(name, url)`) and
+// `openUrl` stay here; pi-rpc's MCP client reaches them with `mcp_auth`
+// calls: `{op: "load" | "save" | "remove" | "lock" | "unlock" | "openUrl", …}`.
+function serveMcpAuth(credentials, openUrl) {
+	const held = new Map();
+	let nextLock = 0;
+	globalThis[MCP_AUTH] = async ({ op, name, url, state, lock }) => {
+		switch (op) {
+			case "openUrl":
+				if (typeof openUrl !== "function") throw new Error("createMcpExtension was given no openUrl");
+				openUrl(url);
+				return null;
+			case "load":
+				return (await credentials.forServer(name, url).load()) ?? null;
+			case "save":
+				await credentials.forServer(name, url).save(state);
+				return null;
+			case "remove":
+				return Boolean(await credentials.remove(name, url));
+			case "lock": {
+				// Held from the callback's start until pi-rpc sends `unlock`.
+				const id = String(++nextLock);
+				let entered;
+				const inside = new Promise((resolve) => (entered = resolve));
+				const done = Promise.resolve(
+					credentials.forServer(name, url).withRefreshLock(() => {
+						entered();
+						return new Promise((release) => held.set(id, release));
+					}),
+				);
+				held.set(`${id}:done`, done);
+				await Promise.race([inside, done]);
+				return id;
+			}
+			case "unlock": {
+				held.get(lock)?.();
+				held.delete(lock);
+				const done = held.get(`${lock}:done`);
+				held.delete(`${lock}:done`);
+				await done?.catch(() => undefined);
+				return null;
+			}
+			default:
+				throw new Error(`unknown mcp_auth op ${op}`);
+		}
+	};
+}
+
 function createMcpExtension(options) {
 	const apply = builtinFactory("mcp", "createMcpExtension", options);
+	const credentials = options?.credentials;
+	if ((credentials && typeof credentials === "object") || typeof options?.openUrl === "function") {
+		const store = credentials && typeof credentials === "object" ? credentials : undefined;
+		if (store && typeof store.forServer !== "function") {
+			throw new TypeError("createMcpExtension: `credentials` needs forServer(name, url) (pi's McpOAuthCredentialStore)");
+		}
+		serveMcpAuth(store, options?.openUrl);
+	}
 	const loadConfig = options?.loadConfig;
 	if (typeof loadConfig !== "function") return apply;
 	return function (pi) {

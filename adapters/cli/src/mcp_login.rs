@@ -1,0 +1,216 @@
+//! `pi mcp login <server>` and `pi mcp logout <server>`, as pi 1.6.0 runs
+//! them without a session: the server from `mcp.json` (the project's when
+//! trusted), its stored OAuth credentials in `<agent dir>/mcp-auth.json`.
+//! Login connects first (already signed in: said so), else signs in (the
+//! authorization URL printed and opened, the loopback callback or a pasted
+//! redirect URL on a terminal, `--timeout` seconds at most, 300 by default)
+//! and reconnects. pi's other `pi mcp` commands (add, remove, list) are not
+//! part of pi-rpc.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pi_core::mcp::connection::{Connection, Status};
+use pi_core::mcp::factories::FactoryState;
+use pi_core::mcp::oauth::sign_in::{SignInPrompt, sign_in};
+use pi_core::mcp::{ConfigSources, McpConfig};
+use tokio_util::sync::CancellationToken;
+
+const DEFAULT_TIMEOUT_SECONDS: f64 = 300.0;
+
+fn out(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
+}
+
+fn err(line: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "{line}");
+}
+
+/// `pi mcp login|logout …`: its exit code, or None for any other command line.
+/// `init_logging` runs first when it is one.
+pub fn command(argv: &[std::ffi::OsString], init_logging: impl FnOnce()) -> Option<ExitCode> {
+    let words: Vec<String> = argv.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    let (Some("mcp"), Some(action @ ("login" | "logout"))) =
+        (words.first().map(String::as_str), words.get(1).map(String::as_str))
+    else {
+        return None;
+    };
+    let action = action.to_string();
+    init_logging();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+    let code = runtime.block_on(run(&action, &words[2..]));
+    runtime.shutdown_background();
+    Some(ExitCode::from(code))
+}
+
+async fn run(action: &str, rest: &[String]) -> u8 {
+    let mut positional = Vec::new();
+    let mut timeout = DEFAULT_TIMEOUT_SECONDS;
+    let mut local = false;
+    let mut words = rest.iter();
+    while let Some(word) = words.next() {
+        match word.as_str() {
+            "-l" | "--local" => local = true,
+            "--timeout" if action == "login" => {
+                match words.next().and_then(|t| t.parse::<f64>().ok()).filter(|t| t.is_finite() && *t > 0.0) {
+                    Some(t) => timeout = t,
+                    None => {
+                        err("--timeout must be a positive number of seconds.");
+                        return 1;
+                    }
+                }
+            }
+            _ => positional.push(word.clone()),
+        }
+    }
+    let [name] = positional.as_slice() else {
+        err(&format!("Usage: pi mcp {action} <server> [-l]"));
+        return 1;
+    };
+    let (Ok(cwd), agent_dir, home) =
+        (std::env::current_dir(), pi_core::config::default_agent_dir(), pi_core::config::home_dir())
+    else {
+        err("cannot read the current directory");
+        return 1;
+    };
+    let trusted = pi_core::resources::trust::project_trusted(&agent_dir, &cwd, &home, None).unwrap_or(false);
+    let config =
+        McpConfig::load(&ConfigSources { agent_dir: &agent_dir, cwd: &cwd, project_trusted: trusted, env: None });
+    let Some(server) = config.servers.iter().find(|s| &s.name == name).cloned() else {
+        let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+        let configured = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        err(&format!("No MCP server named \"{name}\". Configured: {configured}."));
+        return 1;
+    };
+    if local && !server.source.contains("/.pi/") {
+        err(&format!("MCP server \"{name}\" is defined in {}, not in the project; omit --local.", server.source));
+        return 1;
+    }
+    let shared = Arc::new(FactoryState::default());
+    shared.use_credentials_file(&agent_dir);
+    let conn = Connection::with_root(server, Arc::default(), shared.clone());
+    let Some(auth) = conn.auth.clone() else {
+        err(&format!(
+            "MCP server \"{name}\" does not use OAuth. Only HTTP servers without an Authorization header do."
+        ));
+        return 1;
+    };
+    let code = if action == "logout" {
+        let removed = auth.store().remove(name, &auth.url).await.unwrap_or(false);
+        out(&if removed {
+            format!("Signed out of MCP server \"{name}\".")
+        } else {
+            format!("No stored credentials for MCP server \"{name}\".")
+        });
+        0
+    } else {
+        login(&conn, name, timeout).await
+    };
+    conn.shutdown().await;
+    code
+}
+
+async fn login(conn: &Arc<Connection>, name: &str, timeout: f64) -> u8 {
+    // Connecting first answers whether a sign-in is needed and records the server's challenge.
+    conn.connect().await;
+    match conn.state().status {
+        Status::Connected => {
+            out(&format!("Already signed in to MCP server \"{name}\" ({} tools).", conn.state().tools.len()));
+            return 0;
+        }
+        Status::NeedsAuth => {}
+        Status::Failed(e) | Status::Disconnected(e) => {
+            err(&format!("MCP server \"{name}\" failed to connect: {e}"));
+            return 1;
+        }
+        _ => {
+            err(&format!("MCP server \"{name}\" failed to connect: unknown error"));
+            return 1;
+        }
+    }
+    let Some(auth) = conn.auth.clone() else { return 1 };
+    let cancel = CancellationToken::new();
+    let prompt = Terminal { name: name.to_string() };
+    let signed = tokio::select! {
+        r = sign_in(&auth, &prompt, &cancel) => r,
+        _ = tokio::time::sleep(Duration::from_secs_f64(timeout)) => {
+            cancel.cancel();
+            Err(pi_core::mcp::oauth::sign_in::CANCELLED.to_string())
+        }
+    };
+    if let Err(failure) = signed {
+        if failure == pi_core::mcp::oauth::sign_in::CANCELLED {
+            err(&format!(
+                "Sign-in to MCP server \"{name}\" was cancelled or not completed within {} seconds.",
+                timeout.round()
+            ));
+        } else {
+            let why = failure.strip_prefix("Sign-in failed: ").unwrap_or(&failure);
+            err(&format!("Sign-in to MCP server \"{name}\" failed: {why}"));
+        }
+        return 1;
+    }
+    conn.connect().await;
+    match conn.state().status {
+        Status::Connected => {
+            out(&format!("Signed in to MCP server \"{name}\" ({} tools).", conn.state().tools.len()));
+            0
+        }
+        Status::Failed(e) | Status::Disconnected(e) => {
+            err(&format!("Signed in, but {e}"));
+            1
+        }
+        _ => {
+            err(&format!("Signed in, but {}", pi_core::mcp::oauth::sign_in_required(name)));
+            1
+        }
+    }
+}
+
+/// The terminal: the URL printed (and opened); a pasted redirect URL read
+/// from stdin when it is a terminal, else only the callback can finish.
+struct Terminal {
+    name: String,
+}
+
+#[async_trait::async_trait]
+impl SignInPrompt for Terminal {
+    fn show_authorization_url(&self, url: &str) {
+        out(&format!("Sign in to MCP server \"{}\" in your browser:\n{url}", self.name));
+        let program = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+        let _ = std::process::Command::new(program)
+            .arg(url)
+            .current_dir("/")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+    }
+
+    async fn redirect_url(&self) -> Option<String> {
+        if !std::io::stdin().is_terminal() {
+            return std::future::pending().await;
+        }
+        {
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(stderr, "If the browser cannot reach this machine, paste the URL it was redirected to: ");
+            let _ = stderr.flush();
+        }
+        let line = tokio::task::spawn_blocking(|| {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).ok().filter(|n| *n > 0).map(|_| line)
+        })
+        .await
+        .ok()
+        .flatten();
+        match line {
+            Some(line) => Some(line.trim().to_string()),
+            None => std::future::pending().await,
+        }
+    }
+}
