@@ -364,7 +364,7 @@ fn skill_reader(request: &Value) -> (bool, bool, bool) {
 
 /// The tools the system prompt's `<tools>` section of a model request lists
 /// (their names; the snippets are each program's own text).
-fn prompt_tools(request: &Value) -> Vec<String> {
+pub(crate) fn prompt_tools(request: &Value) -> Vec<String> {
     let text = system_text(request);
     let start = text.find("<tools>").unwrap_or(text.len());
     let end = text.find("</tools>").unwrap_or(text.len()).max(start);

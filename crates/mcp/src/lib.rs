@@ -5,7 +5,7 @@
 //! reads the same in every crate of the core.
 
 pub(crate) use pi_auth::auth;
-pub(crate) use pi_config::config;
+pub(crate) use pi_config::{config, system_prompt};
 pub(crate) use pi_provider::provider;
 pub(crate) use pi_tools::tools;
 pub(crate) use pi_types::{message, model};

@@ -139,6 +139,7 @@ impl Agent {
             thinking: config.thinking,
             inline_key: config.api_key.is_some(),
         };
+        agent.apply_codemode_settings();
         let default_provider = agent.prefs.settings().default_provider.as_deref();
         agent.models.apply_command_line(startup, config.api_key, &config.model_scope, default_provider);
         agent.add_client_tools(config.client.tools.clone())?;

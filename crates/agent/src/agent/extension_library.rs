@@ -214,6 +214,10 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         "exportSessionHtml" => export_session_html(args.first().unwrap_or(&Value::Null)),
         // pi's `parseArgs(args)`, from pi-rpc's own command-line table.
         "parseArgs" => Ok(pi_config::cli_args_pi::pi_args(&arg::<Vec<String>>(args, 0, "args")?)),
+        // pi's config value (`$VAR` / `${VAR}` templates, `!command`), as models.json's are resolved; null when unset.
+        "resolveConfigValue" => Ok(json!(crate::config::auth::resolve_config_value(&arg::<String>(args, 0, "value")?))),
+        // The definition of a built-in factory's tool (`codemode`, `tool_search`) as `getAllTools()` lists it.
+        "builtinToolDefinition" => builtin_tool_definition(&arg::<String>(args, 0, "name")?),
         "cleanShellOutput" => {
             let text: String = arg(args, 0, "text")?;
             let last: bool = arg::<Option<bool>>(args, 1, "last")?.unwrap_or(false);
@@ -221,6 +225,23 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         }
         other => Err(format!("pi-rpc has no library function {other}")),
     }
+}
+
+/// `{name, description, parameters, promptSnippet, promptGuidelines}` of pi-rpc's
+/// `codemode` or `tool_search` tool, for a factory applied inside an SDK session.
+fn builtin_tool_definition(name: &str) -> Result<Value, String> {
+    let tool: std::sync::Arc<dyn crate::tools::Tool> = match name {
+        "codemode" => std::sync::Arc::new(pi_mcp::codemode::CodemodeTool::new(Vec::new(), None)),
+        "tool_search" => std::sync::Arc::new(crate::mcp::search::ToolSearch::new(Vec::new(), None)),
+        other => return Err(format!("pi-rpc has no built-in tool {other}")),
+    };
+    Ok(json!({
+        "name": tool.name(),
+        "promptSnippet": tool.prompt_snippet(),
+        "description": tool.description(),
+        "parameters": tool.parameters(),
+        "promptGuidelines": tool.prompt_guidelines(),
+    }))
 }
 
 #[cfg(test)]

@@ -9,13 +9,20 @@
 //! the same way.
 //!
 //! `{"fn": "modelStore", "args": [store, op, ...]}`, `store` being
-//! `{authPath, modelsPath (null: no models.json), runtimeKeys: {provider: key}}`.
+//! `{authPath, modelsPath (null: no models.json), runtimeKeys: {provider: key}}`,
+//! or, for a runtime over a caller's `CredentialStore` (pi's `credentials`
+//! option, read and written by the host), `credentials: {provider: credential}`
+//! in `auth.json`'s shape in place of `authPath`. `refreshOAuth` (`[provider,
+//! credential]`) refreshes an OAuth credential that expires soon, for the host
+//! to save in that store.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
 use crate::auth::file::AuthFile;
+use crate::auth::{broker, oauth};
+use crate::config::auth::AuthStore;
 use crate::config::models::ModelRegistry;
 use crate::model::Model;
 
@@ -32,11 +39,19 @@ fn text(value: Option<&Value>) -> &str {
     value.and_then(Value::as_str).unwrap_or_default()
 }
 
-/// The registry of `store`'s files, its runtime keys applied.
+/// The registry of `store`'s files (or of its `credentials`, a caller's
+/// store read by the host), its runtime keys applied.
 fn registry_of(store: &Value) -> Result<ModelRegistry, String> {
-    let auth = PathBuf::from(text(store.get("authPath")));
     let models = store.get("modelsPath").and_then(Value::as_str).map(PathBuf::from);
-    let mut registry = ModelRegistry::load_files(models.as_deref(), &auth).map_err(|e| e.to_string())?;
+    let mut registry = match store.get("credentials") {
+        Some(Value::Object(entries)) => {
+            ModelRegistry::load_with_auth(models.as_deref(), AuthStore::from_entries(entries.clone()))
+        }
+        _ => {
+            let auth = PathBuf::from(text(store.get("authPath")));
+            ModelRegistry::load_files(models.as_deref(), &auth).map_err(|e| e.to_string())?
+        }
+    };
     if let Some(keys) = store.get("runtimeKeys").and_then(Value::as_object) {
         for (provider, key) in keys {
             if let Some(key) = key.as_str() {
@@ -57,13 +72,37 @@ async fn credentials(path: &Path) -> Result<Value, String> {
     Ok(Value::Array(list.collect()))
 }
 
+/// `{value: credential}`: `credential` (an OAuth login of `provider`)
+/// refreshed by pi-rpc's flow of the provider when it has less than pi's
+/// five minutes left, else as it is (`{}`: not an OAuth credential).
+async fn refresh_oauth(provider: &str, credential: &Value) -> Result<Value, String> {
+    if !oauth::is_oauth(credential) {
+        return Ok(json!({}));
+    }
+    let Some(flow) = oauth::flow(provider).filter(|_| broker::expires_soon(credential)) else {
+        return Ok(json!({ "value": credential }));
+    };
+    let refreshed = tokio::time::timeout(broker::REFRESH_TIMEOUT, flow.refresh(&oauth::Net::new(), credential))
+        .await
+        .map_err(|_| format!("OAuth refresh failed for {provider}: timed out"))?
+        .map_err(|e| format!("OAuth refresh failed for {provider}: {e}"))?;
+    let mut refreshed = refreshed;
+    if let Some(obj) = refreshed.as_object_mut() {
+        obj.insert("type".to_string(), json!("oauth"));
+    }
+    Ok(json!({ "value": refreshed }))
+}
+
 /// Answer `op` of a `modelStore` call.
 pub(crate) async fn call(args: &[Value]) -> Result<Value, String> {
     let store = args.first().cloned().unwrap_or(Value::Null);
     let op = text(args.get(1));
     let rest = args.get(2..).unwrap_or_default();
     let auth_path = PathBuf::from(text(store.get("authPath")));
-    if auth_path.as_os_str().is_empty() {
+    if op == "refreshOAuth" {
+        return refresh_oauth(text(rest.first()), rest.get(1).unwrap_or(&Value::Null)).await;
+    }
+    if auth_path.as_os_str().is_empty() && !store.get("credentials").is_some_and(Value::is_object) {
         return Err("modelStore: no authPath".to_string());
     }
     match op {

@@ -309,7 +309,7 @@ async fn low_level_run(
             refresh_tools(s).await;
             context(s).await
         };
-        let (turn_tools, turn_specs) = crate::mcp::turn::turn_tools(
+        let turn = crate::mcp::turn::turn_tools(
             &s.tools,
             &s.tool_specs,
             &s.indirect,
@@ -320,7 +320,7 @@ async fn low_level_run(
         );
         let first_new = new_messages.len();
         if !s.cancel.is_cancelled()
-            && let Some(update) = super::system_update::update(s, &context, &turn_specs)
+            && let Some(update) = super::system_update::update(s, &context, &turn.specs)
         {
             emit_message(s, AgentMessage::System(update), &mut new_messages).await;
         }
@@ -366,7 +366,7 @@ async fn low_level_run(
                 model: s.model.clone(),
                 system_prompt: super::system_update::prompt(s, &messages),
                 messages,
-                tools: turn_specs,
+                tools: turn.offered(),
                 thinking_level: s.thinking,
                 api_key: s.api_key.clone(),
                 headers: s.headers.clone(),
@@ -446,7 +446,7 @@ async fn low_level_run(
         } else {
             let mut ctx = s.tool_ctx.clone();
             ctx.cancel = s.cancel.child_token();
-            let batch = execute_tool_calls(&s.emitter, &turn_tools, &calls, &ctx, cut_off).await;
+            let batch = execute_tool_calls(&s.emitter, &turn.registry, &calls, &ctx, cut_off).await;
             let mut result_messages = Vec::with_capacity(batch.results.len());
             for result in batch.results {
                 let result = AgentMessage::ToolResult(result);

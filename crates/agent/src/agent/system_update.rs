@@ -56,6 +56,8 @@ pub(super) fn apply_prompt_options(s: &mut RunSetup, options: Value, base: &Valu
 pub(super) fn retool_prompt_options(s: &mut RunSetup) {
     let Some(options) = &mut s.prompt_options else { return };
     options["selectedTools"] = Value::Array(s.tool_specs.iter().map(|t| Value::String(t.name.clone())).collect());
+    options["hiddenTools"] =
+        json!(crate::mcp::turn::hidden_by_codemode(&s.tools, &s.tool_specs, s.mcp.as_ref(), s.reach));
     if let Ok(sections) = crate::system_prompt::options::sections(options, crate::system_prompt::docs_root()) {
         s.sections = sections;
     }

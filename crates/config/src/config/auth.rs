@@ -122,6 +122,12 @@ impl AuthStore {
         let Value::Object(map) = root else {
             return Err(ConfigError::Invalid { path, message: "expected a JSON object keyed by provider".into() });
         };
+        Ok(AuthStore { path: Some(path), revision, ..AuthStore::from_entries(map) })
+    }
+
+    /// A store of credentials in `auth.json`'s shape that no file holds
+    /// (pi's `CredentialStore` of an extension's `ModelRuntime`, read by it).
+    pub fn from_entries(map: Map<String, Value>) -> AuthStore {
         let mut credentials = HashMap::new();
         let mut envs = HashMap::new();
         for (provider, entry) in map {
@@ -140,7 +146,7 @@ impl AuthStore {
                 credentials.insert(provider, cred);
             }
         }
-        Ok(AuthStore { credentials, envs, path: Some(path), revision })
+        AuthStore { credentials, envs, path: None, revision: None }
     }
 
     /// True when the file changed since it was read (written by a login or
@@ -181,6 +187,11 @@ impl AuthStore {
             StoredCredential::OAuth { available_model_ids, .. } => available_model_ids.as_deref(),
             StoredCredential::ApiKey(_) => None,
         }
+    }
+
+    /// Whether the provider's credential is an OAuth login (in a file or not).
+    pub fn has_oauth(&self, provider: &str) -> bool {
+        matches!(self.credentials.get(provider), Some(StoredCredential::OAuth { .. }))
     }
 
     /// The `auth.json` holding an OAuth login for this provider.

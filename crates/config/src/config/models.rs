@@ -190,7 +190,12 @@ impl ModelRegistry {
     /// + the `auth.json` at `auth_path`: pi's `ModelRuntime.create({modelsPath,
     /// authPath})` over files of the caller's choosing.
     pub fn load_files(models_path: Option<&Path>, auth_path: &Path) -> Result<ModelRegistry, ConfigError> {
-        let auth = AuthStore::load_file(auth_path)?;
+        Ok(ModelRegistry::load_with_auth(models_path, AuthStore::load_file(auth_path)?))
+    }
+
+    /// Catalog + the `models.json` at `models_path` (none: the catalog alone)
+    /// + the credentials of `auth`.
+    pub fn load_with_auth(models_path: Option<&Path>, auth: AuthStore) -> ModelRegistry {
         let mut reg = ModelRegistry { auth: auth.clone(), ..Default::default() };
         let applied = match models_path {
             Some(path) => read_models_file(path).and_then(|file| {
@@ -210,7 +215,7 @@ impl ModelRegistry {
                 reg.config_error = Some(refresh::pi_wording(&error));
             }
         }
-        Ok(reg)
+        reg
     }
 
     /// The catalog providers loaded at start: those `models.json` names or

@@ -124,6 +124,11 @@ pub struct Settings {
     pub thinking_budgets: ThinkingBudgets,
     /// `cacheWarming` of the global settings (pi reads it there only).
     pub cache_warming: CacheWarmingMode,
+    /// `codemode.mode` (pi: `"only"`, else `"on"`; any string is kept here).
+    pub codemode_mode: Option<String>,
+    /// `codemode.inlineBudget`: estimated tokens codemode's description may
+    /// spend on tool declarations (a finite number ≥ 0; others are ignored).
+    pub codemode_inline_budget: Option<f64>,
 }
 
 /// `cacheWarming`: keep prompt caches warm never (`off`), during runs
@@ -201,6 +206,8 @@ impl Default for Settings {
             transport: None,
             thinking_budgets: ThinkingBudgets::default(),
             cache_warming: CacheWarmingMode::default(),
+            codemode_mode: None,
+            codemode_inline_budget: None,
         }
     }
 }
@@ -234,6 +241,7 @@ struct SettingsFile {
     websockets: Option<Value>,
     thinking_budgets: Option<Value>,
     cache_warming: Option<Value>,
+    codemode: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -392,6 +400,15 @@ impl Settings {
         // pi merges the files deeply: a project's level goes over the user's.
         if let Some(budgets) = f.thinking_budgets.as_ref().filter(|v| v.is_object()) {
             self.thinking_budgets = merged_budgets(self.thinking_budgets, budgets);
+        }
+        // pi merges the files deeply: each of a project's `codemode` fields goes over the user's.
+        if let Some(codemode) = f.codemode.as_ref().and_then(Value::as_object) {
+            if let Some(mode) = codemode.get("mode").and_then(Value::as_str) {
+                self.codemode_mode = Some(mode.to_string());
+            }
+            if let Some(budget) = codemode.get("inlineBudget") {
+                self.codemode_inline_budget = budget.as_f64().filter(|b| b.is_finite() && *b >= 0.0);
+            }
         }
         if let Some(v) = f.shell_path {
             self.shell_path = Some(v);
@@ -589,6 +606,22 @@ mod tests {
         );
         assert_eq!(load(r#"{"transport":"sse"}"#, Some(r#"{"transport":"websocket"}"#)).as_deref(), Some("websocket"));
         assert_eq!(load(r#"{"transport":7}"#, None), None, "a value of another type is left out");
+    }
+
+    #[test]
+    fn codemode_settings_merge_per_field() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        assert_eq!(Settings::load(agent.path(), cwd.path()).unwrap().codemode_mode, None);
+        std::fs::write(agent.path().join("settings.json"), r#"{"codemode":{"mode":"only","inlineBudget":500}}"#)
+            .unwrap();
+        std::fs::create_dir_all(cwd.path().join(".pi")).unwrap();
+        std::fs::write(cwd.path().join(".pi/settings.json"), r#"{"codemode":{"inlineBudget":0}}"#).unwrap();
+        let s = Settings::load(agent.path(), cwd.path()).unwrap();
+        assert_eq!(s.codemode_mode.as_deref(), Some("only"), "the project keeps the user's mode");
+        assert_eq!(s.codemode_inline_budget, Some(0.0), "and sets its own budget");
+        std::fs::write(cwd.path().join(".pi/settings.json"), r#"{"codemode":{"inlineBudget":-5}}"#).unwrap();
+        assert_eq!(Settings::load(agent.path(), cwd.path()).unwrap().codemode_inline_budget, None);
     }
 
     #[test]

@@ -19,6 +19,7 @@ use crate::tools::{GateDecision, Tool, ToolContext, ToolOutput, ToolUpdate};
 
 mod declare;
 mod engine;
+pub mod listing;
 mod model_calls;
 pub mod models;
 mod output;
@@ -56,6 +57,9 @@ pub struct CatalogEntry {
     /// MCP tools resolve to their `CallToolResult`, even when it is an error.
     pub is_mcp: bool,
     pub search: SearchDoc,
+    /// The tool's prompt guidelines: scripts see them with its declaration,
+    /// as the system prompt's rules cover only declared tools.
+    pub guidelines: Vec<String>,
 }
 
 impl CatalogEntry {
@@ -67,16 +71,42 @@ impl CatalogEntry {
             namespace: None,
         };
         let output_schema = tool.output_schema().cloned();
-        CatalogEntry { tool, namespace: None, output_schema, is_mcp: false, search }
+        let guidelines = match tool.prompt_guidelines() {
+            [] => crate::system_prompt::builtin_guidelines(tool.name()).iter().map(|g| g.to_string()).collect(),
+            own => own.to_vec(),
+        };
+        CatalogEntry { tool, namespace: None, output_schema, is_mcp: false, search, guidelines }
     }
 
     pub fn from_exposed(t: ExposedTool) -> CatalogEntry {
         let is_mcp = t.namespace.is_some();
-        CatalogEntry { tool: t.tool, namespace: t.namespace, output_schema: t.output_schema, is_mcp, search: t.search }
+        CatalogEntry {
+            tool: t.tool,
+            namespace: t.namespace,
+            output_schema: t.output_schema,
+            is_mcp,
+            search: t.search,
+            guidelines: Vec::new(),
+        }
     }
 
+    /// The tool's description, then its guidelines as a list.
+    fn description_with_guidelines(&self) -> String {
+        let bullets: Vec<String> =
+            self.guidelines.iter().map(|g| g.trim()).filter(|g| !g.is_empty()).map(|g| format!("- {g}")).collect();
+        if bullets.is_empty() {
+            return self.tool.description().to_string();
+        }
+        format!("{}\n\n{}", self.tool.description().trim(), bullets.join("\n"))
+    }
+
+    /// What scripts see of the tool (`describeTool()`, `ALL_TOOLS`, the listing).
     fn described(&self) -> String {
-        format!("{}\n\ncodemode tool declaration:\n```ts\n{}\n```", self.tool.description(), declare::declaration(self))
+        format!(
+            "{}\n\ncodemode tool declaration:\n```ts\n{}\n```",
+            self.description_with_guidelines().trim(),
+            declare::declaration(self)
+        )
     }
 }
 
@@ -89,6 +119,9 @@ pub struct CodemodeTool {
     /// Scripts get the `models` global (off with `createCodemodeExtension({ models: false })`).
     models_global: bool,
     parameters: Value,
+    /// The `Nested tools:` part of the description (see [`listing`]).
+    listing: String,
+    description: String,
 }
 
 impl CodemodeTool {
@@ -98,7 +131,32 @@ impl CodemodeTool {
         let parameters = json!({"type": "object", "required": ["code"], "properties": {
             "code": {"type": "string", "description": "Raw JavaScript source."}
         }});
-        CodemodeTool { builtins, mcp, models: None, models_global: true, parameters }
+        let mut tool = CodemodeTool {
+            builtins,
+            mcp,
+            models: None,
+            models_global: true,
+            parameters,
+            listing: String::new(),
+            description: String::new(),
+        };
+        tool.describe();
+        tool
+    }
+
+    /// List these tools in the description, as pi's `codemode.inlineBudget` allows.
+    pub fn with_listing(mut self, listing: &listing::Listing) -> CodemodeTool {
+        self.listing = listing.render();
+        self.describe();
+        self
+    }
+
+    fn describe(&mut self) {
+        let base = match DESCRIPTION.rsplit_once(MODELS_LINE) {
+            Some((without, _)) if !self.models_global => without,
+            _ => DESCRIPTION,
+        };
+        self.description = format!("{base}{}", self.listing);
     }
 
     /// Give scripts the session's models (`models.*`).
@@ -111,6 +169,7 @@ impl CodemodeTool {
     /// pi's `createCodemodeExtension({ models: false })` does.
     pub fn without_models_global(mut self) -> CodemodeTool {
         self.models_global = false;
+        self.describe();
         self
     }
 
@@ -174,10 +233,7 @@ impl Tool for CodemodeTool {
     }
 
     fn description(&self) -> &str {
-        match DESCRIPTION.rsplit_once(MODELS_LINE) {
-            Some((without, _)) if !self.models_global => without,
-            _ => DESCRIPTION,
-        }
+        &self.description
     }
 
     fn parameters(&self) -> &Value {

@@ -235,7 +235,7 @@ async fn an_output_schema_makes_calls_resolve_to_structured_content() {
     ];
     let entries: Vec<CatalogEntry> = tools.into_iter().map(CatalogEntry::builtin).collect();
     assert!(
-        declare::declaration(&entries[0]).ends_with("Promise<{\n  n: number;\n}>; };"),
+        declare::declaration(&entries[0]).ends_with("Promise<{ n: number; }>; };"),
         "{}",
         declare::declaration(&entries[0])
     );
@@ -244,4 +244,65 @@ async fn an_output_schema_makes_calls_resolve_to_structured_content() {
     let out = run(&t, "return [await tools.typed({}), await tools.typed_error({}), await tools.untyped({})]").await;
     assert!(!out.is_error, "{:?}", texts(&out));
     assert_eq!(texts(&out)[1], "[{\"n\":7},{\"n\":7},\"as text\"]");
+}
+
+#[test]
+fn schemas_render_as_pis_typescript() {
+    let schema = json!({"type": "object", "required": ["path"], "properties": {
+        "path": {"type": "string", "description": "Where"},
+        "limit": {"type": "integer", "minimum": 1, "default": 20},
+        "mode": {"enum": ["a", "b"]},
+        "item": {"$ref": "#/$defs/Item"}
+    }, "$defs": {"Item": {"type": "object", "properties": {"n": {"type": ["number", "null"]}}, "required": ["n"]}}});
+    assert_eq!(
+        declare::schema_to_type(&schema, None),
+        "{\n  item?: { n: number | null; };\n  // @integer @minimum 1 @default 20\n  limit?: number;\n  mode?: \"a\" | \"b\";\n  // Where\n  path: string;\n}"
+    );
+    assert_eq!(declare::schema_to_type(&json!({"type": "object"}), None), "{ [key: string]: unknown; }");
+    assert_eq!(declare::schema_to_type(&json!({"anyOf": [{"type": "string"}, {}]}), None), "unknown");
+    assert_eq!(declare::schema_to_type(&json!({"type": "array"}), None), "unknown[]");
+}
+
+#[test]
+fn script_calls_are_described_in_one_line() {
+    let reg = crate::tools::ToolRegistry::builtin();
+    let entry = |name: &str| CatalogEntry::builtin(reg.get(name).unwrap());
+    let note = |name: &str| listing::with_script_call(&entry(name), "Desc. ");
+    assert_eq!(note("write"), "Desc.\n\nCodemode: `tools.write(args)` resolves to a string.");
+    assert_eq!(
+        note("bash"),
+        "Desc.\n\nCodemode: `tools.bash(args)` resolves to `{ output, truncated, full_output_path?, exit_code, wall_time_seconds }`."
+    );
+    assert_eq!(
+        note("read"),
+        "Desc.\n\nCodemode: `tools.read(args)` resolves to `string | { data: string; mimeType: string; note: string; type: \"image\"; }`."
+    );
+}
+
+#[test]
+fn the_listing_keeps_to_its_budget_cheapest_first() {
+    let reg = crate::tools::ToolRegistry::builtin();
+    let entries: Vec<CatalogEntry> =
+        ["read", "bash", "write"].iter().filter_map(|n| reg.get(n)).map(CatalogEntry::builtin).collect();
+    let listing = |budget: f64, deferred: &[&str]| {
+        let listing = listing::Listing {
+            entries: entries.clone(),
+            deferred: deferred.iter().map(|d| d.to_string()).collect(),
+            namespace_descriptions: Default::default(),
+            budget,
+        };
+        let text = listing.render();
+        text.lines().filter_map(|l| l.strip_prefix("### ")).map(str::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(listing(3000.0, &[]), ["`read`", "`bash`", "`write`"], "in their order");
+    assert_eq!(listing(150.0, &[]), ["`write`"], "the cheapest that fits");
+    assert!(listing(0.0, &[]).is_empty());
+    assert_eq!(listing(3000.0, &["bash"]), ["`read`", "`write`"], "deferred tools are never listed");
+    let none = listing::Listing {
+        entries: Vec::new(),
+        deferred: Default::default(),
+        namespace_descriptions: Default::default(),
+        budget: 10.0,
+    };
+    assert_eq!(none.render(), "", "no tool, no listing");
 }

@@ -2,7 +2,8 @@
 //! (`createCodemodeExtension`, `createMcpExtension`,
 //! `createToolSearchExtension`): which extension owns each built-in (pi
 //! then loads that extension's copy in place of its own) and the options
-//! pi-rpc honours: codemode's `models` and `mode`, MCP's `startupWaitMs`.
+//! pi-rpc honours: codemode's `models`, `mode` and `inlineBudget` (over the
+//! `codemode.mode` / `codemode.inlineBudget` settings), MCP's `startupWaitMs`.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -13,6 +14,31 @@ use super::DIRECT_WAIT;
 /// The built-ins pi's factories stand for, by the name the host sends.
 pub const BUILTINS: [&str; 3] = ["codemode", "mcp", "tool_search"];
 
+/// pi's default `codemode.inlineBudget`, in estimated tokens.
+pub const DEFAULT_INLINE_BUDGET: f64 = 3000.0;
+
+/// How codemode presents the tools it can call (pi's `codemode.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodemodeMode {
+    /// Declared tools stay declared, their descriptions say how scripts call
+    /// them; codemode's description lists the tools that are not declared.
+    On,
+    /// Declared tools scripts call are hidden from the model and listed in
+    /// codemode's description.
+    Only,
+    /// Another `mode` given to the factory: pi then neither notes nor hides.
+    Neither,
+}
+
+/// codemode's `mode` and `inlineBudget`: the factory's options over the settings.
+#[derive(Debug, Default)]
+struct CodemodeChoice {
+    option_mode: Option<String>,
+    option_budget: Option<f64>,
+    setting_only: bool,
+    setting_budget: Option<f64>,
+}
+
 /// The factories' effect on one session.
 #[derive(Debug)]
 pub struct FactoryState {
@@ -21,9 +47,8 @@ pub struct FactoryState {
     owners: Mutex<Vec<(String, String)>>,
     /// codemode's `models` option: scripts get the `models` global.
     codemode_models: AtomicBool,
-    /// codemode's `mode: "only"`: while codemode is on, the model is offered
-    /// codemode and not the tools scripts call (pi's hidden declarations).
-    codemode_only: AtomicBool,
+    /// codemode's `mode` and `inlineBudget`, from the factory and the settings.
+    codemode: Mutex<CodemodeChoice>,
     /// MCP's `startupWaitMs`: how long the first prompt waits for `direct` servers.
     direct_wait_ms: AtomicU64,
     /// How many of its own commands the owner of `mcp` had registered when
@@ -38,7 +63,7 @@ impl Default for FactoryState {
         FactoryState {
             owners: Mutex::new(Vec::new()),
             codemode_models: AtomicBool::new(true),
-            codemode_only: AtomicBool::new(false),
+            codemode: Mutex::new(CodemodeChoice::default()),
             direct_wait_ms: AtomicU64::new(DIRECT_WAIT.as_millis() as u64),
             mcp_command_slot: AtomicU64::new(0),
             server_log: std::sync::Arc::default(),
@@ -80,13 +105,45 @@ impl FactoryState {
         self.codemode_models.load(Ordering::Relaxed)
     }
 
-    pub fn set_codemode_only(&self, only: bool) {
-        self.codemode_only.store(only, Ordering::Relaxed);
+    /// `createCodemodeExtension`'s `mode` and `inlineBudget` (`None`: not given).
+    pub fn set_codemode_options(&self, mode: Option<String>, inline_budget: Option<f64>) {
+        if let Ok(mut choice) = self.codemode.lock() {
+            choice.option_mode = mode;
+            choice.option_budget = inline_budget;
+        }
     }
 
-    /// Whether codemode's `mode` is `"only"` (see [`FactoryState::set_codemode_only`]).
+    /// The `codemode.mode` and `codemode.inlineBudget` settings (user and
+    /// project settings merged), read at start and on reload.
+    pub fn set_codemode_settings(&self, mode: Option<&str>, inline_budget: Option<f64>) {
+        if let Ok(mut choice) = self.codemode.lock() {
+            // pi: a setting other than "only" is the default, "on".
+            choice.setting_only = mode == Some("only");
+            choice.setting_budget = inline_budget.filter(|b| b.is_finite() && *b >= 0.0);
+        }
+    }
+
+    /// How codemode presents the other tools: the factory's `mode`, else the setting's.
+    pub fn codemode_mode(&self) -> CodemodeMode {
+        let Ok(choice) = self.codemode.lock() else { return CodemodeMode::On };
+        match choice.option_mode.as_deref() {
+            Some("on") => CodemodeMode::On,
+            Some("only") => CodemodeMode::Only,
+            Some(_) => CodemodeMode::Neither,
+            None if choice.setting_only => CodemodeMode::Only,
+            None => CodemodeMode::On,
+        }
+    }
+
+    /// Whether codemode's `mode` is `"only"` (see [`FactoryState::codemode_mode`]).
     pub fn codemode_only(&self) -> bool {
-        self.codemode_only.load(Ordering::Relaxed)
+        self.codemode_mode() == CodemodeMode::Only
+    }
+
+    /// The estimated tokens codemode's description may spend on tool
+    /// declarations: the factory's `inlineBudget`, else the setting, else 3000.
+    pub fn codemode_inline_budget(&self) -> f64 {
+        self.codemode.lock().ok().and_then(|c| c.option_budget.or(c.setting_budget)).unwrap_or(DEFAULT_INLINE_BUDGET)
     }
 
     pub fn set_direct_wait(&self, wait: Duration) {
@@ -123,7 +180,17 @@ mod tests {
         state.claim("codemode", "/b.ts").unwrap();
         assert_eq!(state.owned(), ["mcp", "codemode"]);
         assert!(state.codemode_models());
-        assert!(!state.codemode_only(), "pi's default codemode mode is \"on\"");
+        assert_eq!(state.codemode_mode(), CodemodeMode::On, "pi's default codemode mode is \"on\"");
+        assert_eq!(state.codemode_inline_budget(), 3000.0);
+        state.set_codemode_settings(Some("only"), Some(-1.0));
+        assert_eq!(state.codemode_mode(), CodemodeMode::Only);
+        assert_eq!(state.codemode_inline_budget(), 3000.0, "a negative budget setting is ignored");
+        state.set_codemode_settings(Some("off"), Some(200.0));
+        assert_eq!(state.codemode_mode(), CodemodeMode::On, "a setting other than \"only\" is \"on\"");
+        assert_eq!(state.codemode_inline_budget(), 200.0);
+        state.set_codemode_options(Some("off".into()), Some(0.0));
+        assert_eq!(state.codemode_mode(), CodemodeMode::Neither, "the factory's mode goes over the setting");
+        assert_eq!(state.codemode_inline_budget(), 0.0);
         assert_eq!(state.direct_wait(), DIRECT_WAIT);
         state.set_codemode_models(false);
         state.set_direct_wait(Duration::from_millis(250));

@@ -60,9 +60,27 @@ impl Agent {
         Ok(Value::Null)
     }
 
+    /// The `codemode.mode` / `codemode.inlineBudget` settings, which pi's
+    /// codemode reads when the factory's options do not say.
+    pub(super) fn apply_codemode_settings(&self) {
+        let settings = self.prefs.settings();
+        self.mcp.factories.set_codemode_settings(settings.codemode_mode.as_deref(), settings.codemode_inline_budget);
+    }
+
     fn codemode_options(&self, options: &Map<String, Value>) -> Result<(), String> {
-        // pi: "only" hides the tools scripts call; any other mode leaves them offered.
-        self.mcp.factories.set_codemode_only(options.get("mode").and_then(Value::as_str) == Some("only"));
+        // pi takes the options over the `codemode.mode` / `codemode.inlineBudget` settings.
+        let mode = match options.get("mode") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(mode)) => Some(mode.clone()),
+            Some(other) => Some(other.to_string()),
+        };
+        let budget = match options.get("inlineBudget") {
+            None | Some(Value::Null) => None,
+            Some(budget) => Some(budget.as_f64().filter(|b| b.is_finite()).ok_or_else(|| {
+                format!("createCodemodeExtension: `inlineBudget` must be a number of estimated tokens, not {budget}")
+            })?),
+        };
+        self.mcp.factories.set_codemode_options(mode, budget);
         match options.get("models") {
             None | Some(Value::Null) => {}
             Some(Value::Bool(on)) => self.mcp.factories.set_codemode_models(*on),

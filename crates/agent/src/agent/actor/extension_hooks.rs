@@ -234,8 +234,7 @@ impl Agent {
     pub(super) fn skills_section(&self) -> Option<String> {
         let active = |name: &str| self.toolbox.is_active(name);
         // codemode's `mode: "only"` may hide the readers: the section then names no tool (pi's `indirect`).
-        let (registry, specs) = self.active_tool_set();
-        let hidden = crate::mcp::turn::hidden_by_codemode(&registry, &specs, Some(&self.mcp), self.reach());
+        let hidden = self.codemode_hidden_tools();
         let declared = |name: &str| active(name) && !hidden.iter().any(|h| h == name);
         let reader = if declared("read") {
             SkillReader::Read

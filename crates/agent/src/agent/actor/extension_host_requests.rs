@@ -163,7 +163,7 @@ impl Agent {
             .collect();
         let mut options = json!({
             "selectedTools": self.toolbox.active_names(),
-            "hiddenTools": [],
+            "hiddenTools": self.codemode_hidden_tools(),
             "toolSnippets": snippets,
             "toolGuidelines": guidelines,
             "promptGuidelines": [],
@@ -200,12 +200,11 @@ impl Agent {
         let mut options = self.system_prompt_options_json();
         for tool in self.reach_tools() {
             let selected = &mut options["selectedTools"];
-            if selected.as_array().is_some_and(|names| names.iter().any(|n| n == tool.name.as_str())) {
-                continue;
-            }
-            if let Some(names) = selected.as_array_mut() {
+            let named = selected.as_array().is_some_and(|names| names.iter().any(|n| n == tool.name.as_str()));
+            if let Some(names) = selected.as_array_mut().filter(|_| !named) {
                 names.push(Value::String(tool.name.clone()));
             }
+            // Made per model call, they are not among the tools whose snippets were taken.
             if let Some(snippet) = &tool.snippet {
                 options["toolSnippets"][tool.name.as_str()] = Value::String(snippet.clone());
             }

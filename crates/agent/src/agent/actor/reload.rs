@@ -80,6 +80,7 @@ impl Agent {
                 self.queues.set_mode(QueueKind::Steering, settings.steering_mode);
                 self.queues.set_mode(QueueKind::FollowUp, settings.follow_up_mode);
                 self.prefs.reload(settings);
+                self.apply_codemode_settings();
             }
             Err(e) => tracing::warn!("reload: {e}"),
         }

@@ -50,11 +50,17 @@ impl Agent {
         }
         tools.extend(self.reach_tools());
         // codemode's `mode: "only"`: the prompt lists the tools the model is offered.
-        let (registry, specs) = self.active_tool_set();
-        let hidden = crate::mcp::turn::hidden_by_codemode(&registry, &specs, Some(&self.mcp), self.reach());
+        let hidden = self.codemode_hidden_tools();
         tools.retain(|tool| !hidden.contains(&tool.name));
         let skills = self.skills_section();
         self.workspace.prompt_sections(&tools, skills.as_deref())
+    }
+
+    /// The active tools codemode's `mode: "only"` leaves out of requests
+    /// (pi's `hiddenTools` of the prompt options).
+    pub(super) fn codemode_hidden_tools(&self) -> Vec<String> {
+        let (registry, specs) = self.active_tool_set();
+        crate::mcp::turn::hidden_by_codemode(&registry, &specs, Some(&self.mcp), self.reach())
     }
 
     /// The system prompt text for the active tools.

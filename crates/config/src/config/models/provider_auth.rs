@@ -58,7 +58,7 @@ impl ModelRegistry {
         let key = self.api_key(provider);
         let source = if self.runtime_keys.contains_key(provider) {
             "stored credential".to_string()
-        } else if self.auth.oauth_file(provider).is_some() {
+        } else if self.auth.has_oauth(provider) {
             "OAuth".to_string()
         } else if self.auth.has(provider) && key.is_some() {
             "stored credential".to_string()

@@ -39,6 +39,8 @@ const { executeBashWithOperations } = require("./bash-execution.cjs");
 const { attachExtensions, sendCustomMessage, providerHooks } = require("./session-extensions.cjs");
 const { expandSessionInput } = require("./input-expansion.cjs");
 const { navigateTree } = require("./tree-navigation.cjs");
+const { createSessionModels } = require("./session-models.cjs");
+const { ModelRegistry } = require("./models.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
@@ -715,9 +717,16 @@ async function createAgentSession(options = {}) {
 	const core = services().agentCore();
 	// pi's provider events of the session's extensions (its `onPayload`/`onResponse`/`transformHeaders`), bound once the session exists.
 	let withProviderHooks = (streamOptions) => streamOptions;
-	const stream = options.modelRuntime
+	const baseStream = options.modelRuntime
 		? (m, context, streamOptions) => options.modelRuntime.streamSimple(m, context, withProviderHooks(streamOptions))
 		: (m, context, streamOptions) => calls.viaRegistry(m, context, withProviderHooks(streamOptions), true);
+	// What the session's own extensions register (providers, virtual models) laid over its registry.
+	const sessionModels = createSessionModels({
+		base: options.modelRuntime ? new ModelRegistry(options.modelRuntime) : registry,
+		extensions: () => extensionsResult?.extensions,
+		context: () => session.extensionRunner?.createContext(),
+	});
+	const stream = sessionModels.streamWith(baseStream);
 	const agent = new core.Agent({
 		initialState: { systemPrompt: "", model, thinkingLevel, tools: [], messages: existing.messages },
 		convertToLlm: (messages) => (settingsManager?.getBlockImages() ? withoutImages(convertToLlm(messages)) : convertToLlm(messages)),
@@ -741,14 +750,15 @@ async function createAgentSession(options = {}) {
 	const promptBase = promptBaseOf(options.resourceLoader, channel.call("getSystemPromptOptions"));
 	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader: options.resourceLoader, cwd, agentDir, tools: definitions, promptBase,
 		streamFn: options.modelRuntime ? stream : undefined,
-		availableModels: () => (options.modelRuntime ? options.modelRuntime.getAvailableSnapshot() : registry.getAvailable()),
+		availableModels: () => sessionModels.registry.getAvailable(),
 		scopedModels: options.scopedModels,
 	});
 	session.setActiveToolsByName(active);
 	const extensionsResult = options.resourceLoader?.getExtensions?.() ?? { extensions: [], errors: [] };
 	session._sessionStartEvent = options.sessionStartEvent ?? { type: "session_start", reason: "startup" };
 	withProviderHooks = (streamOptions) => providerHooks(session.extensionRunner, streamOptions);
-	attachExtensions(session, extensionsResult, { modelRegistry: options.modelRuntime ? new (require("./models.cjs").ModelRegistry)(options.modelRuntime) : registry, activate: true });
+	attachExtensions(session, extensionsResult, { modelRegistry: sessionModels.registry, activate: true });
+	sessionModels.installRouting(session);
 	return { session, extensionsResult, modelFallbackMessage: model ? modelFallbackMessage : "No models available." };
 }
 

@@ -52,7 +52,7 @@ function createExtensionRuntime() {
 }
 
 /** The channel an extension's `pi` (api.mjs) talks to: the runtime's actions, called in place. */
-function localChannel(runtime, modelRegistry) {
+function localChannel(runtime, modelRegistry, instance) {
 	const servers = () => ({ servers: [...runtime.mcpServers].map(([name, config]) => ({ name, config })) });
 	const methods = {
 		// Each read asks its own action, as pi's `pi` does.
@@ -89,6 +89,8 @@ function localChannel(runtime, modelRegistry) {
 			return servers();
 		},
 		getMcpServers: () => servers(),
+		// pi's built-in factories, loaded inside the SDK session as pi loads them (session-builtins.cjs).
+		useBuiltinExtension: ({ name }) => require("./session-builtins.cjs").useBuiltinInSession(instance().pi, name),
 	};
 	const call = (method, params) => {
 		const action = methods[method];
@@ -138,7 +140,7 @@ async function loadExtensionFromFactory(factory, cwd, eventBus, runtime = create
 	const bus = eventBus ?? require("./runtime.cjs").createEventBus();
 	let runner;
 	const instance = new Instance({
-		channel: localChannel(runtime, () => runtime.modelRegistry),
+		channel: localChannel(runtime, () => runtime.modelRegistry, () => instance),
 		hello: { cwd, agentDir: hello.agentDir, flags: {}, projectTrusted: hello.projectTrusted, offline: hello.offline },
 		contexts: {
 			state: () => instance.channel.call("getState"),

@@ -9,6 +9,7 @@
 "use strict";
 
 const { STALE, SESSION_BEFORE, host, messageOf } = require("./extension-loader.cjs");
+const { wrapUIPrompts } = require("./ui-prompts.cjs");
 
 const noOpUI = {
 	select: async () => undefined,
@@ -84,8 +85,10 @@ class ExtensionRunner {
 	bindCommandContext(actions) {
 		this.commandActions = actions ?? {};
 	}
+	/** pi's `setUIContext`: a given UI's questions tell the extensions `ui_prompt_start` / `ui_prompt_end` (ui-prompts.cjs). */
 	setUIContext(uiContext, mode = "print") {
-		this.uiContext = uiContext ?? noOpUI;
+		this.givenUIContext = uiContext;
+		this.uiContext = uiContext ? wrapUIPrompts(this, uiContext) : noOpUI;
 		this.mode = mode;
 	}
 	getUIContext() {

@@ -10,14 +10,19 @@
 // `logout` removes it. `new ModelRegistry(runtime)` is pi's synchronous
 // facade over a runtime. Model calls carry the runtime's own key; deferred
 // responses go to the provider's own calls (deferred.cjs). A `credentials`
-// store object fails with a clear error (compat/DEVIATIONS.md).
+// store object (pi-ai's `CredentialStore`) takes the place of `auth.json`
+// (credential-store.cjs).
 
 "use strict";
 
+const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
 const { services } = require("../host-services.cjs");
 const { storeRegistry, storedCredentials, storeCredential, removeCredential } = require("./model-store.cjs");
+const { CredentialStoreBridge } = require("./credential-store.cjs");
+const { catalogStoreOf, withStoredCatalogs } = require("./catalog-store.cjs");
+const { AssistantMessageEventStream } = require("../ai/stream.cjs");
 const deferred = require("./deferred.cjs");
 
 const providerOf = (target) => (typeof target === "string" ? target : target?.provider);
@@ -41,19 +46,38 @@ class ModelRuntime {
 	/**
 	 * A runtime over pi-rpc's catalog and credentials, or, given `authPath`
 	 * or `modelsPath` (null: no models.json), over those files as pi reads
-	 * them. A `credentials` store object is refused.
+	 * them, or over a `credentials` store object (pi-ai's `CredentialStore`);
+	 * a `modelsStore` / `modelsStorePath` catalog cache restored over it.
 	 */
 	static async create(options = {}) {
-		if (options?.credentials !== undefined && options.credentials !== null) {
-			throw new Error("ModelRuntime.create({credentials}) is not available in pi-rpc's extension host: name an authPath instead");
+		const runtime = await ModelRuntime.open(options ?? {});
+		// pi's cache of remote catalogs, restored as pi's runtime restores it when made (catalog-store.cjs).
+		const modelsPath = options?.modelsPath === null ? null : path.resolve(options?.modelsPath ?? path.join(agentDir(), "models.json"));
+		const catalogs = catalogStoreOf(options, modelsPath);
+		if (catalogs) {
+			const { registry, restore } = withStoredCatalogs(runtime.registry, catalogs);
+			runtime.registry = registry;
+			await restore(options?.signal);
 		}
-		if (options?.authPath === undefined && options?.modelsPath === undefined) {
+		return runtime;
+	}
+	/** The runtime `create` makes before any stored catalog is restored. */
+	static async open(options) {
+		const store = options?.credentials ?? undefined;
+		if (store === undefined && options?.authPath === undefined && options?.modelsPath === undefined) {
 			return new ModelRuntime(services().modelRegistry());
 		}
 		const authPath = path.resolve(options.authPath ?? path.join(agentDir(), "auth.json"));
 		const modelsPath = options.modelsPath === null ? null : path.resolve(options.modelsPath ?? path.join(agentDir(), "models.json"));
 		const runtimeKeys = new Map();
-		return new ModelRuntime(storeRegistry({ authPath, modelsPath }, runtimeKeys), authPath, runtimeKeys, true);
+		if (store === undefined) return new ModelRuntime(storeRegistry({ authPath, modelsPath }, runtimeKeys), authPath, runtimeKeys, true);
+		// A caller's credential store (credential-store.cjs): read now, written by logins and logouts.
+		const credentials = new CredentialStoreBridge(store);
+		await credentials.load({ signal: options.signal });
+		const registry = storeRegistry({ modelsPath, get credentials() { return credentials.entries; } }, runtimeKeys);
+		const runtime = new ModelRuntime(registry, undefined, runtimeKeys, true);
+		runtime.credentialStore = credentials;
+		return runtime;
 	}
 
 	/** The key this runtime was given for `providerId` that its registry does not apply itself. */
@@ -106,6 +130,7 @@ class ModelRuntime {
 		return this.registry.getError();
 	}
 	async refresh(options) {
+		await this.credentialStore?.load({ signal: options?.signal });
 		return this.registry.refresh(options);
 	}
 	getRegisteredProviderConfig(providerId) {
@@ -127,6 +152,8 @@ class ModelRuntime {
 		return this.overlayKey(providerId) !== undefined || this.registry.hasConfiguredAuth({ provider: providerId });
 	}
 	async getAuth(target) {
+		// pi resolves request auth from the store as it is now, an expiring OAuth login refreshed first.
+		if (this.credentialStore) await this.credentialStore.fresh(providerOf(target));
 		const key = this.overlayKey(providerOf(target));
 		if (key !== undefined) return { auth: { apiKey: key }, source: "stored credential" };
 		return this.registry.getProviderAuth(providerOf(target));
@@ -147,8 +174,9 @@ class ModelRuntime {
 		this.runtimeKeys.delete(providerId);
 	}
 	/** pi's `CredentialInfo`s: the stored ones (its auth.json's order), the runtime keys over them. */
-	async listCredentials() {
-		const entries = new Map(storedCredentials(this.authPath).map((entry) => [entry.providerId, entry]));
+	async listCredentials(options) {
+		const stored = this.credentialStore ? await this.credentialStore.list(options) : storedCredentials(this.authPath);
+		const entries = new Map(stored.map((entry) => [entry.providerId, entry]));
 		for (const providerId of this.runtimeKeys.keys()) entries.set(providerId, { providerId, type: "api_key" });
 		return [...entries.values()];
 	}
@@ -164,10 +192,22 @@ class ModelRuntime {
 		if (type === "oauth") return this.oauthLogin(providerId, interaction);
 		const key = await interaction.prompt({ type: "secret", message: "Enter API key", signal: interaction?.signal });
 		const credential = { type: "api_key", key };
+		if (this.credentialStore) return this.credentialStore.write(providerId, credential, { signal: interaction?.signal });
 		storeCredential(this.authPath, providerId, credential);
 		return credential;
 	}
 	async oauthLogin(providerId, interaction) {
+		if (!this.credentialStore) return this.oauthLoginInto(this.authPath, providerId, interaction);
+		// pi-rpc's flow writes an auth.json: one of its own for this login, its credential then given to the store.
+		const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pi-login-"));
+		try {
+			const credential = await this.oauthLoginInto(path.join(dir, "auth.json"), providerId, interaction);
+			return await this.credentialStore.write(providerId, credential, { signal: interaction?.signal });
+		} finally {
+			fs.rmSync(dir, { recursive: true, force: true });
+		}
+	}
+	async oauthLoginInto(authPath, providerId, interaction) {
 		const host = services();
 		const id = `login-${++loginCount}`;
 		host.logins.set(id, async ({ event, prompt }) => {
@@ -177,7 +217,7 @@ class ModelRuntime {
 			}
 			return interaction.prompt({ ...prompt, ...(interaction.signal ? { signal: interaction.signal } : {}) });
 		});
-		const answer = host.channel.request("models", { op: "login", args: [providerId, this.authPath, id] });
+		const answer = host.channel.request("models", { op: "login", args: [providerId, authPath, id] });
 		// `interaction.signal` withdraws the request: pi-rpc cancels the login.
 		const requestId = host.channel.lastRequestId();
 		const signal = interaction?.signal;
@@ -193,7 +233,8 @@ class ModelRuntime {
 	}
 	/** pi's `logout(providerId)`: the stored credential removed, and this runtime's key for it. */
 	async logout(providerId) {
-		removeCredential(this.authPath, providerId);
+		if (this.credentialStore) await this.credentialStore.remove(providerId);
+		else removeCredential(this.authPath, providerId);
 		this.runtimeKeys.delete(providerId);
 	}
 	getCompatibilityRequestConfig(model) {
@@ -214,12 +255,33 @@ class ModelRuntime {
 		return { ...(options ?? {}), apiKey: options?.apiKey ?? auth.apiKey, ...(headers ? { headers } : {}) };
 	}
 	stream(model, context, options) {
+		if (this.credentialStore) return this.withFreshCredential(model, options, () => this.registry.stream(model, context, this.requestOptions(model, options)));
 		return this.registry.stream(model, context, this.requestOptions(model, options));
+	}
+	/** A call made once the store's credential of the model's provider was read again (and refreshed, credential-store.cjs). */
+	withFreshCredential(model, options, call) {
+		const out = new AssistantMessageEventStream();
+		(async () => {
+			try {
+				await this.credentialStore.fresh(model?.provider, options?.signal);
+				for await (const event of call()) {
+					out.push(event);
+					if (event?.type === "done" || event?.type === "error") break;
+				}
+			} catch (error) {
+				// A store that fails (or a call that throws) ends the call with pi-ai's error result.
+				const message = { role: "assistant", content: [], api: model?.api, provider: model?.provider, model: model?.id, usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } }, stopReason: "error", errorMessage: error?.message ?? String(error), timestamp: Date.now() };
+				out.push({ type: "error", reason: "error", error: message });
+			}
+			out.end();
+		})();
+		return out;
 	}
 	complete(model, context, options) {
 		return this.stream(model, context, options).result();
 	}
 	streamSimple(model, context, options) {
+		if (this.credentialStore) return this.withFreshCredential(model, options, () => this.registry.streamSimple(model, context, this.requestOptions(model, options)));
 		return this.registry.streamSimple(model, context, this.requestOptions(model, options));
 	}
 	completeSimple(model, context, options) {

@@ -219,7 +219,7 @@ function attachExtensions(session, extensionsResult, { modelRegistry, activate }
 		beforeAgentStart: (trigger, options) => runner.emitBeforeAgentStart(trigger, options),
 		/** pi's `bindExtensions(bindings)`: the UI, command actions and error listener set; `session_start`, then `resources_discover`. */
 		async bind(bindings = {}) {
-			if (bindings.uiContext !== undefined || bindings.mode !== undefined) runner.setUIContext(bindings.uiContext ?? runner.uiContext, bindings.mode ?? runner.mode);
+			if (bindings.uiContext !== undefined || bindings.mode !== undefined) runner.setUIContext(bindings.uiContext !== undefined ? bindings.uiContext : runner.givenUIContext, bindings.mode ?? runner.mode);
 			if (bindings.commandContextActions !== undefined) runner.bindCommandContext(bindings.commandContextActions);
 			if (bindings.shutdownHandler !== undefined) session._extensionShutdown = bindings.shutdownHandler;
 			if (bindings.onError !== undefined) runner.onError(bindings.onError);

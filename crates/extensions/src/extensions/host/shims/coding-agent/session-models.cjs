@@ -1,0 +1,300 @@
+// pi-rpc extension host: the models an SDK session's own extensions
+// register. In pi 1.6.0 a sub-session extension's `pi.registerProvider` /
+// `pi.registerVirtualModel` go to the sub-session's model runtime: its
+// `modelRegistry` lists them, `session.setModel` takes them and the
+// session's requests use them (a virtual model routed before each request,
+// its router state kept on the branch). pi-rpc keeps each registration with
+// the extension's `pi` (api.mjs: `providers`, `virtualModels`); this module
+// lays them over the session's registry (`ctx.modelRegistry`'s, or the given
+// `modelRuntime`'s) without telling pi-rpc's own session of them. A
+// registered provider's requests go out through pi-rpc's providers (the
+// `modelStream` request, with the model as registered: its API, base URL,
+// the provider's key and headers), or, when it has a stream function of its
+// own, through that function here, as pi calls it in process.
+
+"use strict";
+
+const calls = require("../ai/calls.cjs");
+const { lib } = require("./text.cjs");
+const { clampThinkingLevel } = require("../ai/models.cjs");
+
+/** The API of a virtual catalog entry (pi's `VIRTUAL_MODEL_API`). */
+const VIRTUAL_API = "pi-virtual";
+/** The custom entry that holds a router's state on the branch (pi's name). */
+const STATE_ENTRY = "pi.virtual-model-state";
+const LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh", "max"];
+const ZERO_COST = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+
+const key = (provider, id) => `${provider}\0${id}`;
+
+/** pi's catalog entry of a virtual model. */
+function virtualEntry(definition) {
+	const levels = definition.thinkingLevels ?? ["off"];
+	const thinkingLevelMap = Object.fromEntries(LEVELS.map((level) => [level, levels.includes(level) ? level : null]));
+	return {
+		id: definition.id,
+		name: definition.name,
+		api: VIRTUAL_API,
+		provider: definition.provider,
+		baseUrl: "",
+		reasoning: levels.some((level) => level !== "off"),
+		thinkingLevelMap,
+		input: definition.input ?? ["text", "image"],
+		cost: { ...ZERO_COST },
+		contextWindow: definition.contextWindow ?? 0,
+		maxTokens: definition.maxTokens ?? 0,
+	};
+}
+
+/**
+ * A provider's models as pi's provider composer makes them from an
+ * extension's registration: each listed model with the provider's `api`
+ * and `baseUrl` where it names none; without a list, the base catalog's
+ * models of that provider at the registration's `baseUrl`.
+ */
+function providerModels(name, config, baseModels) {
+	if (!Array.isArray(config?.models)) {
+		const models = baseModels();
+		return config?.baseUrl ? models.map((m) => ({ ...m, baseUrl: config.baseUrl })) : models;
+	}
+	return config.models
+		.filter((m) => (m?.type ?? "chat") === "chat")
+		.map((m) => ({ ...m, api: m.api ?? config.api, provider: name, baseUrl: m.baseUrl ?? config.baseUrl, headers: undefined }));
+}
+
+/** pi's config value (`$VAR` / `${VAR}` templates, `!command`), resolved by pi-rpc as models.json's are. */
+function configValue(value) {
+	if (typeof value !== "string" || !value) return undefined;
+	return lib("resolveConfigValue", value) ?? undefined;
+}
+
+/** The latest successful response among `messages` (its model is physical). */
+function latestResponse(messages) {
+	for (let i = messages.length - 1; i >= 0; i--) {
+		const m = messages[i];
+		if (m?.role === "assistant" && m.stopReason !== "error" && m.stopReason !== "aborted") return m;
+	}
+	return undefined;
+}
+
+/** The router state the branch stores for `provider/id`. */
+function storedState(branch, provider, modelId) {
+	for (let i = branch.length - 1; i >= 0; i--) {
+		const e = branch[i];
+		if (e.type === "custom" && e.customType === STATE_ENTRY && e.data?.provider === provider && e.data.modelId === modelId) return e.data.state;
+	}
+	return undefined;
+}
+
+/**
+ * The session's models: `base` (a registry facade), with what the
+ * extensions of `extensions()` registered laid over it; `context()` is the
+ * runner's extension context a router is given.
+ */
+function createSessionModels({ base, extensions, context }) {
+	/** The extensions' registrations in load order (a later one replaces an earlier one of the same name). */
+	const registrations = () => {
+		const providers = new Map();
+		const virtual = new Map();
+		for (const extension of extensions() ?? []) {
+			const instance = extension?.instance;
+			for (const [name, entry] of instance?.providers?.byName ?? []) providers.set(name, { ...entry, owner: instance });
+			for (const definition of instance?.virtualModels?.byKey?.values() ?? []) virtual.set(key(definition.provider, definition.id), definition);
+		}
+		return { providers, virtual };
+	};
+	/** Every chat model: the base catalog with the registered providers' models and the virtual ones. */
+	const catalog = () => {
+		const { providers, virtual } = registrations();
+		const all = base.getAll();
+		const own = [];
+		for (const [name, entry] of providers) own.push(...providerModels(name, entry.config, () => all.filter((m) => m.provider === name)));
+		const virtualModels = [...virtual.values()].map(virtualEntry);
+		const replaced = new Set([...providers.keys()]);
+		const taken = new Set([...own, ...virtualModels].map((m) => key(m.provider, m.id)));
+		return [...all.filter((m) => !replaced.has(m.provider) && !taken.has(key(m.provider, m.id))), ...own, ...virtualModels];
+	};
+	const ownModel = (provider, id) => {
+		const { providers, virtual } = registrations();
+		if (virtual.has(key(provider, id))) return { virtual: virtual.get(key(provider, id)) };
+		if (!providers.has(provider)) return undefined;
+		const entry = providers.get(provider);
+		const model = providerModels(provider, entry.config, () => base.getAll().filter((m) => m.provider === provider)).find((m) => m.id === id);
+		return model ? { entry, model } : undefined;
+	};
+	const find = (provider, id) => {
+		const own = ownModel(provider, id);
+		if (own) return own.virtual ? virtualEntry(own.virtual) : own.model;
+		if (registrations().providers.has(provider)) return undefined;
+		return base.find(provider, id);
+	};
+	/** A registered provider's key: its own (config or native `auth`), else the base registry's for the provider. */
+	const requestAuth = async (entry, model) => {
+		if (entry.legacy !== false) {
+			const apiKey = configValue(entry.config?.apiKey);
+			if (apiKey) return { apiKey, headers: entry.config?.headers };
+		} else if (typeof entry.provider?.auth?.apiKey?.resolve === "function") {
+			const resolved = await entry.owner.providers.resolveKey(entry.name, undefined);
+			if (resolved?.apiKey) return resolved;
+		}
+		const fallback = await base.getApiKeyAndHeaders?.(model);
+		return fallback?.ok ? { apiKey: fallback.apiKey, headers: { ...(fallback.headers ?? {}), ...(entry.config?.headers ?? {}) } } : { headers: entry.config?.headers };
+	};
+	const configured = (provider) => {
+		const { providers, virtual } = registrations();
+		if ([...virtual.values()].some((d) => d.provider === provider) && !providers.has(provider)) return true;
+		const entry = providers.get(provider);
+		if (!entry) return undefined;
+		if (entry.legacy !== false ? configValue(entry.config?.apiKey) || entry.oauth : entry.config?.apiKey || entry.provider?.auth?.apiKey) return true;
+		return base.hasConfiguredAuth?.({ provider }) === true;
+	};
+
+	/** A stream that ends at once with `error` (pi-ai's failed request). */
+	const failedStream = (model, error) => {
+		const { AssistantMessageEventStream } = require("../ai/stream.cjs");
+		const stream = new AssistantMessageEventStream();
+		const message = {
+			role: "assistant",
+			content: [],
+			api: model?.api,
+			provider: model?.provider,
+			model: model?.id,
+			usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { ...ZERO_COST, total: 0 } },
+			stopReason: "error",
+			errorMessage: error instanceof Error ? error.message : String(error),
+			timestamp: Date.now(),
+		};
+		stream.push({ type: "error", reason: "error", error: message });
+		stream.end?.(message);
+		return stream;
+	};
+	/** A stream whose events come from the promise of another stream. */
+	const deferredStream = (model, make) => {
+		const { AssistantMessageEventStream } = require("../ai/stream.cjs");
+		const out = new AssistantMessageEventStream();
+		(async () => {
+			let inner;
+			try {
+				inner = await make();
+			} catch (error) {
+				inner = failedStream(model, error);
+			}
+			try {
+				for await (const event of inner) {
+					out.push(event);
+					if (event?.type === "done" || event?.type === "error") break;
+				}
+			} catch (error) {
+				for await (const event of failedStream(model, error)) out.push(event);
+			}
+			out.end();
+		})();
+		return out;
+	};
+
+	/** A registered provider's model call: its own stream function, else pi-rpc's provider of the model's API. */
+	const ownStream = (entry, model, context, options = {}) =>
+		deferredStream(model, async () => {
+			const auth = await requestAuth(entry, model);
+			const headers = auth.headers || options.headers ? { ...(auth.headers ?? {}), ...(options.headers ?? {}) } : undefined;
+			const callOptions = { ...options, apiKey: options.apiKey ?? auth.apiKey, ...(headers ? { headers } : {}) };
+			const target = auth.baseUrl ? { ...model, baseUrl: auth.baseUrl } : model;
+			if (typeof entry.streamSimple === "function" && (entry.legacy === false || entry.config?.api === model.api)) {
+				// The session's prompt travels as its system message; pi's context names no other.
+				const { systemPrompt, ...rest } = context ?? {};
+				return entry.streamSimple(target, systemPrompt ? context : rest, callOptions);
+			}
+			return calls.viaPiRpc(target, context, callOptions);
+		});
+
+	/**
+	 * pi's `resolveModel`: a virtual model's router asked for one request
+	 * (`reason`), its answer checked (a physical model with credentials) and
+	 * its thinking level clamped to that model.
+	 */
+	const route = async (model, messages, { reason, thinkingLevel, signal, state }) => {
+		const definition = registrations().virtual.get(key(model.provider, model.id));
+		const name = `Virtual model ${model.provider}/${model.id}`;
+		if (!definition) throw new Error(`${name} is not registered.`);
+		const physical = (provider, id) => {
+			const m = find(provider, id);
+			return m && m.api !== VIRTUAL_API ? m : undefined;
+		};
+		const latest = latestResponse(messages);
+		const previousModel = latest && physical(latest.provider, latest.model);
+		const answer = await definition.route(
+			{ reason, thinkingLevel, signal, state, model, previous: previousModel && { model: previousModel, thinkingLevel: latest.thinkingLevel }, failed: undefined, messages },
+			context(),
+		);
+		const routed = `${name} routed to ${answer?.model?.provider}/${answer?.model?.id}`;
+		const target = answer?.model && physical(answer.model.provider, answer.model.id);
+		if (!target) throw new Error(`${routed}, which is not a physical model.`);
+		if (!registry.hasConfiguredAuth(target)) throw new Error(`${routed}, which has no credentials.`);
+		return { model: target, thinkingLevel: clampThinkingLevel(target, answer.thinkingLevel ?? "off"), state: answer.state };
+	};
+
+	/** The model call of `model`: a registered one's own, a virtual one routed (`direct`), else `fallback`'s. */
+	const streamWith = (fallback) => (model, context, options) => {
+		const own = model && ownModel(model.provider, model.id);
+		if (own?.virtual) {
+			return deferredStream(model, async () => {
+				const routed = await route(model, context?.messages ?? [], { reason: "direct", thinkingLevel: options?.reasoning ?? "off", signal: options?.signal });
+				return streamWith(fallback)(routed.model, context, { ...options, reasoning: routed.thinkingLevel === "off" ? undefined : routed.thinkingLevel });
+			});
+		}
+		if (own) return ownStream(own.entry, model, context, options);
+		return fallback(model, context, options);
+	};
+
+	const registry = Object.create(base);
+	Object.assign(registry, {
+		find,
+		getAll: () => catalog(),
+		getAvailable: () => {
+			const { providers } = registrations();
+			const own = catalog().filter((m) => providers.has(m.provider) || m.api === VIRTUAL_API);
+			const taken = new Set(own.map((m) => key(m.provider, m.id)));
+			const kept = base.getAvailable().filter((m) => !providers.has(m.provider) && !taken.has(key(m.provider, m.id)));
+			return [...kept, ...own.filter((m) => configured(m.provider))];
+		},
+		hasConfiguredAuth: (model) => configured(model?.provider) ?? base.hasConfiguredAuth(model),
+		getProviderDisplayName: (id) => registrations().providers.get(id)?.config?.name ?? base.getProviderDisplayName?.(id) ?? id,
+		streamSimple: streamWith((m, c, o) => base.streamSimple(m, c, o)),
+		stream: streamWith((m, c, o) => base.stream(m, c, o)),
+		complete: (model, context, options) => registry.stream(model, context, options).result(),
+	});
+
+	/**
+	 * pi's request preparation for a virtual selection, on `session`'s agent:
+	 * the router asked before each request (`user` when the user wrote since
+	 * the last response, else `continuation`), a changed state appended to
+	 * the branch (`entry_appended` told), the request sent to the model it
+	 * names, the selection left in place.
+	 */
+	const installRouting = (session) => {
+		const agent = session.agent;
+		const previousPrepare = agent.prepareRequest;
+		agent.prepareRequest = async (request, signal) => {
+			const previous = await previousPrepare?.(request, signal);
+			const context = previous?.context ?? request.context;
+			const model = previous?.model ?? request.model;
+			const thinkingLevel = previous?.thinkingLevel ?? request.thinkingLevel;
+			if (!model || model.api !== VIRTUAL_API || !ownModel(model.provider, model.id)?.virtual) return previous;
+			const lastResponse = context.messages.findLastIndex((m) => m.role === "assistant");
+			const userTurn = context.messages.slice(lastResponse + 1).some((m) => m.role === "user");
+			const state = storedState(session.sessionManager.getBranch(), model.provider, model.id);
+			const messages = await agent.convertToLlm(context.messages);
+			const routed = await route(model, messages, { reason: userTurn ? "user" : "continuation", thinkingLevel, signal, state });
+			if (routed.state !== undefined && routed.state !== state) {
+				const id = session.sessionManager.appendCustomEntry(STATE_ENTRY, { provider: model.provider, modelId: model.id, state: routed.state });
+				const entry = session.sessionManager.getEntry(id);
+				if (entry) session._emit({ type: "entry_appended", entry });
+			}
+			return { ...previous, context, model: routed.model, thinkingLevel: routed.thinkingLevel };
+		};
+	};
+
+	return { registry, streamWith, installRouting };
+}
+
+module.exports = { createSessionModels, VIRTUAL_API };
