@@ -344,11 +344,14 @@ struct Session<'a> {
     calls: std::sync::Mutex<Vec<CallRecord>>,
     /// Model calls of the script: how many, which may run (4 at once), what they cost.
     models: model_calls::ModelCalls,
+    /// The stored values on the branch when the script started (`load()`).
+    stored: std::sync::OnceLock<Value>,
 }
 
 impl<'a> Session<'a> {
     fn new(tool: &'a CodemodeTool, ctx: &'a ToolContext) -> Session<'a> {
-        Session { tool, ctx, calls: std::sync::Mutex::new(Vec::new()), models: Default::default() }
+        let stored = std::sync::OnceLock::new();
+        Session { tool, ctx, calls: std::sync::Mutex::new(Vec::new()), models: Default::default(), stored }
     }
 
     fn calls(&self) -> Vec<CallRecord> {
@@ -366,6 +369,7 @@ impl<'a> Session<'a> {
         let (comp_tx, comp_rx) = std::sync::mpsc::channel::<Completion>();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let models = self.tool.models_global;
+        let _ = self.stored.set(store::snapshot(self.ctx).await);
         let run = ScriptRun {
             code,
             deadline,
@@ -608,7 +612,7 @@ impl<'a> Session<'a> {
                 self.wait_all().await;
                 self.tool.mcp.as_ref()?.namespace_info(arg.as_str()?)
             }
-            "store" => Some(store::snapshot(self.ctx).await),
+            "store" => self.stored.get().cloned(),
             _ => None,
         }
     }

@@ -78,7 +78,8 @@
   };
 
   // store() / load(): JSON text by key, from the session's values on this
-  // branch (asked for at the first use); the script's writes, one per key in
+  // branch when the script started (asked for at the first use); the
+  // script's writes, one per key in
   // order (undefined: deleted), are kept only when it succeeds. Sizes count
   // the characters of each key and its JSON.
   const MAX_VALUE_CHARS = 262144;

@@ -15,8 +15,8 @@ use crate::tools::ToolContext;
 /// The custom entry type holding one script's writes.
 pub const STORE_ENTRY_TYPE: &str = "codemode-store";
 
-/// The stored values on the call's branch, for the script's first
-/// `store()` / `load()`.
+/// The stored values on the call's branch, read as the script starts (as
+/// pi reads them), for its first `store()` / `load()`.
 pub(super) async fn snapshot(ctx: &ToolContext) -> Value {
     let Some(session) = &ctx.session else { return json!({}) };
     Value::Object(values_of(&session.branch_custom_data(STORE_ENTRY_TYPE).await))
