@@ -30,7 +30,7 @@ use pi_compat::fake_server::Reply;
 use crate::clients::{node22, repo_root};
 use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, reference_command, spawn_reference};
-use crate::extension_sdk_services::{notified_text, side_by_side};
+use crate::extension_sdk_services::{notified_json, notified_text, side_by_side, start_module};
 use crate::harness::{Pi, Sandbox};
 
 const SDK_MODELS: &str = r#"import * as fs from "node:fs";

@@ -20,10 +20,7 @@
 use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
-use crate::clients::node22;
-use crate::extension_host::{host_dir, host_settings, write_module};
-use crate::extension_provider_events::{reference_cli, spawn_reference};
-use crate::extension_sdk_services::{notified_text, side_by_side};
+use crate::extension_sdk_services::{notified_json, side_by_side, start_module};
 use crate::harness::Sandbox;
 
 const SDK_SUBSESSION: &str = r#"import { createAssistantMessageEventStream } from "@earendil-works/pi-ai";
