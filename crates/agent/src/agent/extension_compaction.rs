@@ -60,6 +60,8 @@ fn prepare_compaction(args: &[Value]) -> Result<Value, String> {
 pub(crate) fn call(name: &str, args: &[Value]) -> Option<Result<Value, String>> {
     Some(match name {
         "prepareCompaction" => prepare_compaction(args),
+        // pi's `_checkCompaction` decision for an SDK session (compaction_decision.rs).
+        "compactionDecision" => crate::agent::compaction_decision::from_json(args.first().unwrap_or(&Value::Null)),
         // pi's `estimateProjectedContextTokens` of a branch given as entries: `{tokens}`.
         "estimateProjectedContextTokens" => {
             serde_json::from_value::<Vec<Value>>(args.first().cloned().unwrap_or(Value::Null))

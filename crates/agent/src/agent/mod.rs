@@ -21,6 +21,7 @@ mod actor;
 mod cache_warmer;
 mod channels;
 mod client_state;
+mod compaction_decision;
 mod compaction_msg;
 mod current_session;
 mod extension_compaction;

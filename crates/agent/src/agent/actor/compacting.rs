@@ -14,21 +14,18 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::Agent;
+use crate::agent::compaction_decision::{CompactionDecision, DecisionInput, decide};
 use crate::agent::compaction_msg::{
     CheckOutcome, CheckPoint, CompactionEnd, CompactionJob, CompactionMsg, CompactionState, JobOutput,
 };
 use crate::agent::internal::Internal;
-use crate::compaction::estimate::{estimate_context, estimate_system_prompt};
-use crate::compaction::{NotCompactable, Projection, Summarizer, SummaryError, prepare, should_compact};
+use crate::compaction::estimate::estimate_system_prompt;
+use crate::compaction::{NotCompactable, Projection, Summarizer, SummaryError, prepare};
 use crate::error::{CoreError, ErrorKind};
 use crate::event::{AgentEvent, CompactionReason, CompactionResult};
-use crate::message::{AgentMessage, AssistantMessage, ContentBlock, StopReason};
+use crate::message::{AgentMessage, AssistantMessage, ContentBlock};
 use crate::op::{Reply, RequestTag};
-use crate::provider::classify::is_context_overflow;
-use crate::session::SessionEntry;
 
-const OVERFLOW_RECOVERY_EXHAUSTED: &str = "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
-const LENGTH_RECOVERY_EXHAUSTED: &str = "Truncated response recovery failed after one compact-and-retry attempt.";
 /// Error of a compaction that was aborted.
 const CANCELLED: &str = "Compaction cancelled";
 
@@ -50,10 +47,6 @@ pub(super) fn failure_prefix(reason: CompactionReason) -> &'static str {
 
 fn end_event(reason: CompactionReason, aborted: bool, error: Option<String>) -> AgentEvent {
     AgentEvent::CompactionEnd { reason, result: None, aborted, will_retry: false, error_message: error }
-}
-
-fn iso_ms(timestamp: Option<&str>) -> Option<i64> {
-    timestamp.and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()).map(|t| t.timestamp_millis())
 }
 
 impl Agent {
@@ -285,7 +278,8 @@ impl Agent {
         }
     }
 
-    /// pi's `_checkCompaction` (and the between-turn threshold check).
+    /// pi's `_checkCompaction` (and the between-turn threshold check): the
+    /// decision of [`decide`], acted on.
     async fn check_compaction(
         &mut self,
         at: CheckPoint,
@@ -293,141 +287,33 @@ impl Agent {
         recovery_attempted: bool,
     ) -> CheckOutcome {
         let mut out = CheckOutcome { job: None, recovery_started: false };
-        let window = self.models.model().context_window;
-        if !self.prefs.auto_compaction() || window == 0 {
-            return out;
-        }
-        let (reserve, _) = self.prefs.settings().compaction.tokens_for(&self.models.model().full_id());
-        if at == CheckPoint::BetweenTurns {
-            let tokens = Projection::of(self.session.record()).estimate_tokens_with(|| self.system_tokens());
-            if should_compact(tokens, window, reserve) {
-                out.job = self.start_auto_compaction(CompactionReason::Threshold, false).await;
-            }
-            return out;
-        }
-        let last = last.or_else(|| self.session.messages().iter().rev().find_map(|m| m.as_assistant().cloned()));
-        let Some(last) = last else { return out };
-        if at == CheckPoint::AfterRun && last.stop_reason == StopReason::Aborted {
-            return out;
-        }
-        // Only the latest compaction's body is read, not the whole branch.
-        let path = self.session.record().branch_positions();
-        let compaction_ms = path
-            .iter()
-            .rev()
-            .find(|&&i| self.session.record().type_at(i) == "compaction")
-            .map(|&i| iso_ms(self.session.record().entry_at(i).timestamp()).unwrap_or(i64::MAX));
-        // pi skips answers from before the latest compaction (`<=`); we use `<`
-        // so that a retry started in the same millisecond as the compaction
-        // entry still counts as after it.
-        if compaction_ms.is_some_and(|ms| last.timestamp < ms) {
-            return out;
-        }
-        let projection = Projection::of(self.session.record());
-        match self.overflow_kind(&last, &projection) {
-            Some(_) if last.stop_reason == StopReason::Stop => {
-                // A complete answer over the window: compact, keep the answer.
-                out.job = self.start_auto_compaction(CompactionReason::Overflow, false).await;
-                return out;
-            }
-            Some(overflow) => {
-                if recovery_attempted {
-                    let error = if overflow { OVERFLOW_RECOVERY_EXHAUSTED } else { LENGTH_RECOVERY_EXHAUSTED };
-                    self.emit(end_event(CompactionReason::Overflow, false, Some(error.to_string()))).await;
-                    return out;
-                }
+        let decision = {
+            let model = self.models.model();
+            let (reserve_tokens, _) = self.prefs.settings().compaction.tokens_for(&model.full_id());
+            let system_tokens = || self.system_tokens();
+            let input = DecisionInput {
+                record: self.session.record(),
+                messages: self.session.messages(),
+                model,
+                enabled: self.prefs.auto_compaction(),
+                reserve_tokens,
+                system_tokens: &system_tokens,
+            };
+            decide(&input, at, last, recovery_attempted)
+        };
+        match decision {
+            CompactionDecision::Nothing => {}
+            CompactionDecision::Compact(reason) => out.job = self.start_auto_compaction(reason, false).await,
+            CompactionDecision::Recover(answer) => {
                 out.recovery_started = true;
-                self.omit_attempt(&last).await;
+                self.omit_attempt(&answer).await;
                 out.job = self.start_auto_compaction(CompactionReason::Overflow, true).await;
-                return out;
             }
-            None => {}
-        }
-        let Some(tokens) = self.threshold_tokens(&last, &projection, compaction_ms) else { return out };
-        if should_compact(tokens, window, reserve) {
-            out.job = self.start_auto_compaction(CompactionReason::Threshold, false).await;
+            CompactionDecision::Exhausted(error) => {
+                self.emit(end_event(CompactionReason::Overflow, false, Some(error.to_string()))).await;
+            }
         }
         out
-    }
-
-    /// `Some(true)` for a context overflow, `Some(false)` for a recoverable
-    /// `length` stop, `None` otherwise (pi's overflow cases 1 and 2).
-    fn overflow_kind(&self, last: &AssistantMessage, projection: &Projection) -> Option<bool> {
-        let same_model = last.provider == self.models.model().provider && last.model == self.models.model().id;
-        if !same_model {
-            return None;
-        }
-        let window = self.models.model().context_window;
-        let message = AgentMessage::Assistant(last.clone());
-        let entry_id = self.entry_id_of(&message);
-        let projected = entry_id.as_deref().is_none_or(|id| {
-            projection.entries.iter().any(|e| {
-                e.id.as_deref() == Some(id) && e.messages.iter().any(|m| matches!(m, AgentMessage::Assistant(_)))
-            })
-        });
-        // Entries after the answer on the branch: edits and compactions.
-        let path = self.session.record().branch_positions();
-        let start =
-            entry_id.as_deref().and_then(|id| path.iter().position(|&i| self.session.record().id_at(i) == Some(id)));
-        let mut has_edit = false;
-        let mut has_compaction = false;
-        let mut latest_edit_keeps = true;
-        for entry in start.map_or(&[][..], |i| &path[i + 1..]).iter().map(|&i| self.session.record().entry_at(i)) {
-            match entry {
-                SessionEntry::Unknown(v) if entry.type_name() == "context_edit" => {
-                    has_edit = true;
-                    if v.get("targetId").and_then(|t| t.as_str()) == entry_id.as_deref() {
-                        latest_edit_keeps = v.get("replacement").is_some_and(|r| !r.is_null());
-                    }
-                }
-                _ if entry.type_name() == "compaction" => has_compaction = true,
-                _ => {}
-            }
-        }
-        let retained = entry_id.is_none() || (!has_compaction && latest_edit_keeps);
-        let usage_matches = projected && !has_edit;
-        let explicit =
-            last.stop_reason == StopReason::Error && last.error_message.as_deref().is_some_and(is_context_overflow);
-        let input = last.usage.input + last.usage.cache_read;
-        let silent = last.stop_reason == StopReason::Stop && input > window;
-        let length_overflow =
-            last.stop_reason == StopReason::Length && last.usage.output == 0 && input as f64 >= window as f64 * 0.99;
-        let overflow = (explicit && retained) || (usage_matches && (explicit || silent || length_overflow));
-        let max = self.models.model().max_tokens;
-        let recoverable_length =
-            projected && last.stop_reason == StopReason::Length && max > 0 && last.usage.output < max;
-        if overflow {
-            Some(true)
-        } else if recoverable_length {
-            Some(false)
-        } else {
-            None
-        }
-    }
-
-    /// Context tokens for the threshold rule (pi's case 3); `None` when the
-    /// only usage predates the latest compaction.
-    fn threshold_tokens(
-        &self,
-        last: &AssistantMessage,
-        projection: &Projection,
-        compaction_ms: Option<i64>,
-    ) -> Option<u64> {
-        let direct = last.usage.context_tokens();
-        if projection.entries.iter().any(|e| e.kind == "context_edit") {
-            return Some(projection.estimate_tokens_with(|| self.system_tokens()));
-        }
-        if last.stop_reason == StopReason::Error || direct == 0 {
-            let (tokens, usage_at) = estimate_context(self.session.messages());
-            return match usage_at {
-                Some(i) => {
-                    let stale = compaction_ms.is_some_and(|ms| self.session.messages()[i].timestamp() < ms);
-                    (!stale).then_some(tokens)
-                }
-                None => Some(tokens + self.system_tokens()),
-            };
-        }
-        Some(direct)
     }
 }
 

@@ -15,9 +15,9 @@
 // loop's events to `subscribe` listeners (`agent_end` with `willRetry`,
 // then `agent_settled`), each finished message appended to the session,
 // steering and follow-up queues with `queue_update`, abort. What is left
-// out (extensions, prompt templates and skill commands inside the
-// sub-session, automatic compaction) is listed in compat/DEVIATIONS.md;
-// failed answers are retried as pi retries them (session-retry.cjs).
+// out is listed in compat/DEVIATIONS.md; failed answers are retried as pi
+// retries them (session-retry.cjs), and the session compacts itself as pi's
+// does (session-compaction.cjs).
 // Manual `compact` runs pi-rpc's compaction (compaction.cjs); `executeBash`
 // runs a user's command as pi does (bash-execution.cjs).
 
@@ -43,6 +43,7 @@ const { navigateTree } = require("./tree-navigation.cjs");
 const { createSessionModels } = require("./session-models.cjs");
 const { ModelRegistry } = require("./models.cjs");
 const retry = require("./session-retry.cjs");
+const autoCompaction = require("./session-compaction.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
@@ -108,6 +109,7 @@ class AgentSession {
 		this._bashControllers = new Set();
 		this._pendingBash = [];
 		this._unsubscribeAgent = this.agent.subscribe((event) => this._onAgentEvent(event));
+		autoCompaction.install(this);
 	}
 
 	_emit(event) {
@@ -120,6 +122,7 @@ class AgentSession {
 
 	async _onAgentEvent(event) {
 		if (event.type === "agent_start" && this._abortRequested) this.agent.abort();
+		autoCompaction.agentEvent(this, event);
 		// The extensions' handlers first (a `message_end` handler may replace the message), as in pi.
 		if (this._extensions) await this._extensions.agentEvent(event);
 		if (event.type === "message_start" && event.message.role === "user") {
@@ -229,6 +232,7 @@ class AgentSession {
 	 * options; messages held for the next turn go after the starting one.
 	 */
 	async _startRun(trigger, preflightResult) {
+		await autoCompaction.beforePrompt(this);
 		const first = trigger.messageType === "custom" ? trigger.message : { role: "user", content: [{ type: "text", text: trigger.prompt }, ...(trigger.images ?? [])], timestamp: Date.now() };
 		const started = await this._extensions?.beforeAgentStart(trigger, this._promptOptions());
 		const added = (started?.messages ?? []).map((m) => ({ role: "custom", customType: m.customType, content: m.content ?? [], display: m.display, details: m.details, timestamp: Date.now() }));
@@ -282,35 +286,46 @@ class AgentSession {
 
 	async abort() {
 		this.abortRetry();
+		this.abortCompaction();
 		if (this._running) this._abortRequested = true;
 		this.agent.abort();
 		await this.waitForIdle();
 	}
 
-	/**
-	 * pi's manual compaction: the run stopped, the branch prepared and
-	 * summarised (compaction.cjs), a `compaction` entry appended, the agent's
-	 * messages rebuilt, `compaction_start`/`compaction_end` emitted.
-	 */
+	/** pi's manual compaction: the run stopped, then the branch compacted (`_runCompaction`). */
 	async compact(customInstructions) {
 		await this.abort();
+		return this._runCompaction("manual", false, customInstructions);
+	}
+
+	/**
+	 * pi's compaction of the branch for `reason` (`manual`, or automatic:
+	 * `threshold`, `overflow`): the branch prepared and summarised
+	 * (compaction.cjs), a `compaction` entry appended, the agent's messages
+	 * rebuilt, `compaction_start`/`compaction_end` emitted. A manual one
+	 * throws its failure; an automatic one with nothing to cut stays silent,
+	 * and a failed one answers undefined.
+	 */
+	async _runCompaction(reason, willRetry, customInstructions) {
+		const manual = reason === "manual";
+		const model = this.model;
+		const settings = this.settingsManager?.getCompactionSettings(model) ?? DEFAULT_COMPACTION_SETTINGS;
+		const branch = this.sessionManager.getBranch();
+		const preparation = model ? compaction.prepareCompaction(branch, settings) : undefined;
+		if (!manual && !preparation) return undefined;
 		const controller = new AbortController();
 		this._compacting = controller;
-		this._emit({ type: "compaction_start", reason: "manual" });
+		this._emit({ type: "compaction_start", reason });
 		// pi's extension events around it: session_before_compact (cancel, or the extension's own compaction), session_compact, session_compact_failed.
 		const runner = this.extensionRunner;
 		let fromExtension = false;
 		let cancelledByExtension = false;
 		try {
-			const model = this.model;
 			if (!model) throw new Error("No model selected.");
-			const settings = this.settingsManager?.getCompactionSettings(model) ?? DEFAULT_COMPACTION_SETTINGS;
-			const branch = this.sessionManager.getBranch();
-			const preparation = compaction.prepareCompaction(branch, settings);
 			if (!preparation) throw new Error(branch[branch.length - 1]?.type === "compaction" ? "Already compacted" : "Nothing to compact (session too small)");
 			let own;
 			if (runner?.hasHandlers("session_before_compact")) {
-				const answer = await runner.emit({ type: "session_before_compact", preparation, branchEntries: branch, customInstructions, reason: "manual", willRetry: false, signal: controller.signal });
+				const answer = await runner.emit({ type: "session_before_compact", preparation, branchEntries: branch, customInstructions, reason, willRetry, signal: controller.signal });
 				if (answer?.cancel) {
 					cancelledByExtension = true;
 					throw new Error("Compaction cancelled");
@@ -322,20 +337,22 @@ class AgentSession {
 			const { summary, firstKeptEntryId, tokensBefore, usage, details } = result;
 			this.sessionManager.appendCompaction(summary, firstKeptEntryId, tokensBefore, details, fromExtension, usage);
 			const entry = this.sessionManager.getEntries().find((e) => e.type === "compaction" && e.summary === summary);
-			if (runner && entry) await runner.emit({ type: "session_compact", compactionEntry: entry, fromExtension, reason: "manual", willRetry: false });
+			if (runner && entry) await runner.emit({ type: "session_compact", compactionEntry: entry, fromExtension, reason, willRetry });
 			this.agent.state.messages = this.sessionManager.buildSessionContext().messages;
 			const estimatedTokensAfter = this.agent.state.messages.reduce((n, m) => n + lib("estimateTokens", m), 0);
 			const done = { summary, firstKeptEntryId, tokensBefore, estimatedTokensAfter, usage, details };
 			this._compacting = undefined;
-			this._emit({ type: "compaction_end", reason: "manual", result: done, aborted: false, willRetry: false });
+			this._emit({ type: "compaction_end", reason, result: done, aborted: false, willRetry });
 			return done;
 		} catch (error) {
 			const aborted = controller.signal.aborted || cancelledByExtension;
-			const errorMessage = aborted ? undefined : `Compaction failed: ${error instanceof Error ? error.message : String(error)}`;
+			const prefix = manual ? "Compaction failed: " : reason === "overflow" ? "Context overflow recovery failed: " : "Auto-compaction failed: ";
+			const errorMessage = aborted ? undefined : `${prefix}${error instanceof Error ? error.message : String(error)}`;
 			this._compacting = undefined;
-			this._emit({ type: "compaction_end", reason: "manual", result: undefined, aborted, willRetry: false, errorMessage });
-			if (runner?.hasHandlers("session_compact_failed")) await runner.emit({ type: "session_compact_failed", reason: "manual", errorMessage, aborted, willRetry: false, fromExtension });
-			throw error;
+			this._emit({ type: "compaction_end", reason, result: undefined, aborted, willRetry: false, errorMessage });
+			if (runner?.hasHandlers("session_compact_failed")) await runner.emit({ type: "session_compact_failed", reason, errorMessage, aborted, willRetry: false, fromExtension });
+			if (manual) throw error;
+			return undefined;
 		} finally {
 			this._compacting = undefined;
 		}
@@ -414,9 +431,6 @@ class AgentSession {
 	}
 	get pendingMessageCount() {
 		return this._steering.length + this._followUp.length;
-	}
-	get autoCompactionEnabled() {
-		return false;
 	}
 	getSteeringMessages() {
 		return this._steering;
@@ -624,6 +638,7 @@ class AgentSession {
 }
 
 retry.addRetryControls(AgentSession);
+autoCompaction.addCompactionControls(AgentSession);
 
 /** The model a session's branch last used (a `model_change`, else an assistant message's). */
 function branchModel(branch) {

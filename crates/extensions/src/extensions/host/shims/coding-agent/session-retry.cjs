@@ -17,17 +17,25 @@ const { SettingsManager } = require("./settings.cjs");
 
 const DEFAULT_RETRY = { enabled: true, maxRetries: 3, baseDelayMs: 2000, maxAgentDelayMs: 60_000 };
 
-/** The session's retry settings: its settings manager's, else those pi's default manager reads for its cwd. */
-function retrySettings(session) {
+/** The session's settings manager, else pi's default one for its cwd. */
+function settingsManagerOf(session) {
 	if (!session._retrySettings) {
 		try {
 			session._retrySettings = session.settingsManager ?? SettingsManager.create(session._cwd, session._agentDir);
 		} catch {
-			session._retrySettings = { getRetrySettings: () => DEFAULT_RETRY, setRetryEnabled: () => {} };
+			session._retrySettings = {
+				getRetrySettings: () => DEFAULT_RETRY,
+				setRetryEnabled: () => {},
+				getCompactionSettings: () => ({ enabled: true, reserveTokens: 16384, keepRecentTokens: 20000 }),
+				setCompactionEnabled: () => {},
+			};
 		}
 	}
-	return session._retrySettings.getRetrySettings();
+	return session._retrySettings;
 }
+
+/** The session's retry settings. */
+const retrySettings = (session) => settingsManagerOf(session).getRetrySettings();
 
 /** pi-rpc's decision for a failed answer: whether it is worth another attempt, and the wait before retry `attempt`. */
 const decide = (message, settings, attempt) => lib("retryDecision", message, settings, attempt);
@@ -133,6 +141,8 @@ async function afterLowLevelRun(session) {
 		session._emit({ type: "auto_retry_end", success: false, attempt: session._retryAttempt, finalError: message.errorMessage });
 		session._retryAttempt = 0;
 	}
+	// pi's automatic compaction after the run (session-compaction.cjs): a recovery retries, queued messages run.
+	if (await require("./session-compaction.cjs").afterRun(session, message)) return !session._abortRequested;
 	return session.agent.hasQueuedMessages();
 }
 
@@ -175,4 +185,4 @@ function addRetryControls(AgentSession) {
 	});
 }
 
-module.exports = { willRetry, answerEnded, afterLowLevelRun, finishCancelledRetry, addRetryControls };
+module.exports = { settingsManagerOf, omitAttempt, willRetry, answerEnded, afterLowLevelRun, finishCancelledRetry, addRetryControls };
