@@ -8,7 +8,7 @@
 //! `resolveModelScope` (extension_model_resolver.rs), `packages` (extension_packages.rs),
 //! `convertToPng` and `resizeImage` (extension_images.rs), `cleanShellOutput` (bash output as pi keeps it), `exportSessionHtml`, `parseArgs` (pi-config's
 //! cli_args_pi.rs), and the compaction functions of extension_compaction.rs; `modelStore`
-//! (extension_model_store.rs) is awaited by the actor.
+//! (extension_model_store.rs) is awaited by the actor; `cacheWarmer` (extension_cache_warming.rs).
 //!
 //! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
 
@@ -107,6 +107,9 @@ fn export_session_html(input: &Value) -> Result<Value, String> {
 pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
     if let Some(result) = crate::agent::extension_compaction::call(name, args) {
         return result;
+    }
+    if name == "cacheWarmer" {
+        return crate::agent::extension_cache_warming::call(args.first().unwrap_or(&Value::Null));
     }
     match name {
         "convertToLlm" => Ok(Value::Array(to_llm(&messages(args)?).into_iter().map(llm_json).collect())),

@@ -23,6 +23,7 @@ mod channels;
 mod client_state;
 mod compaction_msg;
 mod current_session;
+mod extension_cache_warming;
 mod extension_compaction;
 mod extension_expand;
 mod extension_images;

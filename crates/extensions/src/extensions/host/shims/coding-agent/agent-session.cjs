@@ -43,6 +43,7 @@ const { navigateTree } = require("./tree-navigation.cjs");
 const { createSessionModels } = require("./session-models.cjs");
 const { ModelRegistry } = require("./models.cjs");
 const retry = require("./session-retry.cjs");
+const { SessionCacheWarmer, warmingStream } = require("./session-warming.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
@@ -190,6 +191,7 @@ class AgentSession {
 			this._running = false;
 			this._flushPendingBash();
 			this._extensions?.flushPendingCustom();
+			this._cacheWarmer?.onAgentSettled();
 			await this._extensions?.emit({ type: "agent_settled", aborted: this._abortRequested });
 			this._emit({ type: "agent_settled", aborted: this._abortRequested });
 			for (const resolve of this._idleWaiters.splice(0)) resolve();
@@ -368,6 +370,7 @@ class AgentSession {
 		} catch {
 			// disposing never fails
 		}
+		this._cacheWarmer?.cancel();
 		this._unsubscribeAgent?.();
 		this._unsubscribeAgent = undefined;
 		this._listeners = [];
@@ -731,10 +734,12 @@ async function createAgentSession(options = {}) {
 		context: () => session.extensionRunner?.createContext(),
 	});
 	const stream = sessionModels.streamWith(baseStream);
+	// pi's SDK session keeps its own requests' prompt caches warm (session-warming.cjs).
+	let warmer;
 	const agent = new core.Agent({
 		initialState: { systemPrompt: "", model, thinkingLevel, tools: [], messages: existing.messages },
 		convertToLlm: (messages) => (settingsManager?.getBlockImages() ? withoutImages(convertToLlm(messages)) : convertToLlm(messages)),
-		streamFn: stream,
+		streamFn: warmingStream(stream, () => sessionManager.getSessionId(), () => warmer, () => agent),
 		sessionId: sessionManager.getSessionId(),
 		...(settingsManager
 			? {
@@ -758,6 +763,7 @@ async function createAgentSession(options = {}) {
 		scopedModels: options.scopedModels,
 	});
 	session.setActiveToolsByName(active);
+	warmer = session._cacheWarmer = new SessionCacheWarmer(session, stream);
 	const extensionsResult = options.resourceLoader?.getExtensions?.() ?? { extensions: [], errors: [] };
 	session._sessionStartEvent = options.sessionStartEvent ?? { type: "session_start", reason: "startup" };
 	withProviderHooks = (streamOptions) => providerHooks(session.extensionRunner, streamOptions);
