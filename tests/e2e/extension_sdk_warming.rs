@@ -4,7 +4,9 @@
 //! (asked of the session's own extensions' `cache_warming_decision`) says
 //! `warm`; the refresh's usage is written as a `usage` entry of kind
 //! `cache_warm` and told as `entry_appended`; an extension's `stop` at the
-//! next decision ends warming. An extension command notifies a JSON
+//! next decision ends warming. `cacheWarmingStatus` is read before the
+//! first request, once the run settled, after the stop and after
+//! `setCacheWarmingMode("off")`. An extension command notifies a JSON
 //! summary (helpers of extension_sdk_runner.rs); pi-rpc's is compared with
 //! pi 1.6.0's whole.
 //!
@@ -16,7 +18,7 @@
 //! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
 
 use pi_compat::fake_server::Reply;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::extension_sdk_runner::run_module;
 use crate::extension_sdk_services::side_by_side;
@@ -52,6 +54,12 @@ export default function (pi: ExtensionAPI) {
       await session.bindExtensions({ onError: (e: any) => errors.push(`${e.event}: ${e.error}`) });
       const sm: any = session.sessionManager;
       const at = (id: string) => sm.getEntries().findIndex((x: any) => x.id === id);
+      const statuses: any[] = [];
+      const status = () => {
+        const { nextWarmAt, ...rest } = (session as any).cacheWarmingStatus;
+        statuses.push([typeof nextWarmAt, rest]);
+      };
+      status();
       const appended: any[] = [];
       session.subscribe((e: any) => {
         if (e.type === "entry_appended") {
@@ -60,9 +68,13 @@ export default function (pi: ExtensionAPI) {
         }
       });
       await session.prompt("hello");
+      status();
       await second;
+      status();
+      (session as any).setCacheWarmingMode("off");
+      status();
       ctx.ui.notify(JSON.stringify({
-        decisions, capped, errors, appended,
+        decisions, capped, errors, appended, statuses,
         entries: sm.getEntries().map((x: any) => [x.type, x.message?.role ?? x.kind ?? null]),
         messages: session.messages.map((m: any) => m.role),
       }), "info");
@@ -96,6 +108,21 @@ async fn an_sdk_session_keeps_its_prompt_cache_warm_as_pi_does() {
     assert_eq!(appended.len(), 1, "{ours}");
     assert_eq!(appended[0][3]["kind"], "cache_warm", "{ours}");
     assert_eq!(appended[0][3]["usage"]["cacheRead"], PROMPT, "{ours}");
+    // pi's status: waiting, scheduled (idle phase), stopped by the extension, disabled.
+    let states: Vec<&Value> =
+        ours["statuses"].as_array().map(|s| s.iter().map(|s| &s[1]["reason"]).collect()).unwrap_or_default();
+    assert_eq!(
+        states,
+        [
+            &json!("waiting for first request"),
+            &Value::Null,
+            &json!("stopped by extension"),
+            &json!("cache warming disabled")
+        ],
+        "{ours}"
+    );
+    assert_eq!(ours["statuses"][1][1]["state"], "scheduled", "{ours}");
+    assert_eq!(ours["statuses"][2][1]["extensionOverride"], true, "{ours}");
     let roles = ours["messages"].as_array().cloned().unwrap_or_default();
     assert_eq!(roles[roles.len().saturating_sub(2)..], [json!("user"), json!("assistant")], "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");

@@ -118,7 +118,7 @@ pub(crate) struct CacheWarmer<W = WarmableRequest> {
 
 impl<W> Default for CacheWarmer<W> {
     fn default() -> Self {
-        CacheWarmer { run: None, last_id: 0, inactive_reason: String::new() }
+        CacheWarmer { run: None, last_id: 0, inactive_reason: "waiting for first request".to_string() }
     }
 }
 
@@ -214,6 +214,23 @@ impl<W: Warmable> CacheWarmer<W> {
         if run.next_warm_at > deadline || now >= deadline {
             self.stop("30-minute idle safety limit reached");
         }
+    }
+
+    /// The `cacheWarming` mode changed: a run it no longer allows stops
+    /// (pi's `onModeChanged`). Whether a run goes on.
+    pub(crate) fn on_mode_changed(&mut self, mode: CacheWarmingMode) -> bool {
+        let Some(run) = &self.run else { return false };
+        match mode {
+            CacheWarmingMode::Off => self.stop("cache warming disabled"),
+            CacheWarmingMode::Streaming if run.phase == Phase::Idle => self.stop("agent run settled"),
+            _ => return true,
+        }
+        false
+    }
+
+    /// The request being warmed and its phase, or why none is (pi's status).
+    pub(crate) fn state(&self) -> Result<(&W, Phase), &str> {
+        self.run.as_ref().map(|r| (&*r.warmable, r.phase)).ok_or(&self.inactive_reason)
     }
 
     /// Stop warming (the session is replaced or closed).

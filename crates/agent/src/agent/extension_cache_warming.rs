@@ -14,6 +14,9 @@
 //! - `decided {run, action}`: `{note}` (send the refresh), or null;
 //! - `refreshed {run}`: whether the refresh may be recorded;
 //! - `reschedule {run}`: `{dueInMs}` of the next refresh, or null;
+//! - `modeChanged`: the mode changed; whether the run goes on;
+//! - `status {usage}`: pi's `evaluateCacheWarming` of the run now
+//!   (`{decision}`), or `{reason}` when none runs;
 //! - `cancel`: forget the warmer (the session was disposed).
 //!
 //! [`CacheWarmer`]: crate::agent::cache_warmer::CacheWarmer
@@ -28,7 +31,7 @@ use crate::agent::cache_warmer::{CacheWarmer, Warmable};
 use crate::agent::current_session::ConversationMark;
 use crate::config::settings::CacheWarmingMode;
 use crate::model::{Model, ThinkingLevel};
-use crate::provider::cache_warming::{self, Decision};
+use crate::provider::cache_warming::{self, Decision, Phase};
 use crate::provider::shared::CacheRetention;
 
 /// A host request's part that warming looks at.
@@ -85,6 +88,19 @@ fn prompt_tokens(usage: &Value) -> u64 {
     ["input", "cacheRead", "cacheWrite"].iter().filter_map(|k| usage.get(*k).and_then(Value::as_u64)).sum()
 }
 
+/// pi's `CacheWarmingDecision`, as its status shows it.
+fn decision_json(decision: &Decision) -> Value {
+    json!({
+        "phase": match decision.phase { Phase::Streaming => "streaming", Phase::Idle => "idle" },
+        "warmCost": decision.warm_cost,
+        "missCost": decision.miss_cost,
+        "continuationProbability": decision.continuation_probability,
+        "expectedSavings": decision.expected_savings,
+        "economicsAvailable": decision.economics_available,
+        "action": decision.action.as_str(),
+    })
+}
+
 /// Run one op (see the module docs).
 pub(crate) fn call(args: &Value) -> Result<Value, String> {
     let name = args.get("warmer").and_then(Value::as_str).ok_or("cacheWarmer: no warmer named")?.to_string();
@@ -133,7 +149,7 @@ pub(crate) fn call(args: &Value) -> Result<Value, String> {
                     "action": decision.action.as_str(),
                 });
                 host.decision = Some((run, decision));
-                event
+                json!({ "event": event, "decision": decision_json(&decision) })
             }
             None => Value::Null,
         },
@@ -147,6 +163,14 @@ pub(crate) fn call(args: &Value) -> Result<Value, String> {
                 None => Value::Null,
             }
         }
+        "modeChanged" => Value::Bool(warmer.on_mode_changed(mode)),
+        "status" => match warmer.state() {
+            Ok((request, phase)) => {
+                let tokens = prompt_tokens(args.get("usage").unwrap_or(&Value::Null));
+                json!({ "decision": decision_json(&cache_warming::evaluate(request.model(), tokens, phase)) })
+            }
+            Err(reason) => json!({ "reason": reason }),
+        },
         "refreshed" => Value::Bool(warmer.refreshed(run, mode, fits)),
         "reschedule" => ms_from(now, warmer.reschedule(run, now)).unwrap_or(Value::Null),
         other => return Err(format!("cacheWarmer: unknown op {other:?}")),
@@ -183,8 +207,9 @@ mod tests {
         let usage = json!({"input": 0, "cacheRead": 400000, "cacheWrite": 0});
         let decision =
             op(json!({"warmer": "t1", "op": "due", "run": run, "mode": "idle", "current": true, "usage": usage}));
-        assert_eq!(decision["continuationProbability"], 0.15);
-        assert_eq!(decision["action"], "warm");
+        assert_eq!(decision["event"]["continuationProbability"], 0.15);
+        assert_eq!(decision["event"]["action"], "warm");
+        assert_eq!(decision["decision"]["phase"], "idle");
         let approved =
             op(json!({"warmer": "t1", "op": "decided", "run": run, "action": "warm", "mode": "idle", "current": true}));
         assert_eq!(approved, json!({"note": null}));
@@ -194,6 +219,8 @@ mod tests {
         let moved =
             op(json!({"warmer": "t1", "op": "due", "run": run, "mode": "idle", "current": false, "usage": usage}));
         assert_eq!(moved, Value::Null);
+        let status = op(json!({"warmer": "t1", "op": "status"}));
+        assert_eq!(status, json!({"reason": "conversation context changed"}));
         assert_eq!(op(json!({"warmer": "t1", "op": "cancel"})), Value::Null);
     }
 }

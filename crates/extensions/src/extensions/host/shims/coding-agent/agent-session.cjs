@@ -43,7 +43,7 @@ const { navigateTree } = require("./tree-navigation.cjs");
 const { createSessionModels } = require("./session-models.cjs");
 const { ModelRegistry } = require("./models.cjs");
 const retry = require("./session-retry.cjs");
-const { SessionCacheWarmer, warmingStream } = require("./session-warming.cjs");
+const { SessionCacheWarmer, warmingStream, addWarmingControls } = require("./session-warming.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
@@ -627,6 +627,7 @@ class AgentSession {
 }
 
 retry.addRetryControls(AgentSession);
+addWarmingControls(AgentSession);
 
 /** The model a session's branch last used (a `model_change`, else an assistant message's). */
 function branchModel(branch) {

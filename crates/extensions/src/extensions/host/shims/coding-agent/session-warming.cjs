@@ -8,7 +8,8 @@
 // handlers of the session's extensions, the refresh (the request again
 // through the session's stream, capped at one output token, without
 // retries), and its usage written as a `usage` entry of kind `cache_warm`
-// and told as `entry_appended`.
+// and told as `entry_appended`; pi's `cacheWarmingStatus` and
+// `setCacheWarmingMode` of the session.
 
 "use strict";
 
@@ -27,18 +28,24 @@ class SessionCacheWarmer {
 		this._stream = stream;
 		this._name = `sdk-session-${process.pid}-${++warmers}`;
 		this._run = undefined;
+		// What the last stop after a decision leaves in pi's status.
+		this._stopped = undefined;
 	}
 
-	_mode() {
+	_settings() {
 		const session = this._session;
 		if (!session._warmingSettings) {
 			try {
 				session._warmingSettings = session.settingsManager ?? SettingsManager.create(session._cwd, session._agentDir);
 			} catch {
-				session._warmingSettings = { getCacheWarmingMode: () => "idle" };
+				session._warmingSettings = { getCacheWarmingMode: () => "idle", setCacheWarmingMode: () => {} };
 			}
 		}
-		return session._warmingSettings.getCacheWarmingMode();
+		return session._warmingSettings;
+	}
+
+	_mode() {
+		return this._settings().getCacheWarmingMode();
 	}
 
 	_ask(op, fields = {}) {
@@ -52,6 +59,7 @@ class SessionCacheWarmer {
 	/** Keep the cache entry of `request` (`{model, context, options}`) warm while `isCurrent()` holds. */
 	start(request, isCurrent) {
 		this._clear();
+		this._stopped = undefined;
 		const { reasoning, cacheRetention } = request.options ?? {};
 		const due = this._ask("start", { model: request.model, reasoning, cacheRetention });
 		if (!due?.dueInMs && due?.dueInMs !== 0) return;
@@ -61,10 +69,12 @@ class SessionCacheWarmer {
 
 	onAgentSettled() {
 		this._ask("settled");
+		if (this._run && !this._ask("status", { usage: null })?.decision) this._clear();
 	}
 
 	cancel() {
 		this._clear();
+		this._stopped = undefined;
 		this._ask("cancel");
 	}
 
@@ -77,6 +87,8 @@ class SessionCacheWarmer {
 	}
 
 	_arm(run, ms) {
+		run.extensionOverride = false;
+		run.nextWarmAt = Date.now() + ms;
 		run.timer = setTimeout(() => void this._refresh(run), ms);
 		run.timer.unref?.();
 	}
@@ -90,19 +102,23 @@ class SessionCacheWarmer {
 		run.timer = undefined;
 		if (this._run !== run) return;
 		const sm = this._session.sessionManager;
-		const last = [...sm.getBranch()].reverse().find((e) => e.type === "message" && e.message?.role === "assistant");
-		const decision = this._ask("due", { ...this._fields(run), usage: last?.message.usage ?? null });
-		if (!decision) return this._drop(run);
-		let action = decision.action;
+		const due = this._ask("due", { ...this._fields(run), usage: this._lastUsage() });
+		if (!due) return this._drop(run);
+		let action = due.event.action;
 		try {
 			const runner = this._session.extensionRunner;
-			const event = { type: "cache_warming_decision", ...decision };
+			const event = { type: "cache_warming_decision", ...due.event };
 			if (runner) action = await runner.emitCacheWarmingDecision(event);
 		} catch {
 			// an extension's failure leaves pi's own decision
 		}
 		const approved = this._ask("decided", { ...this._fields(run), action });
-		if (!approved) return this._drop(run);
+		if (!approved) {
+			// pi's status keeps the decision a stop was made on (not when the run moved on meanwhile).
+			if (this._run === run && action === "stop") this._stopped = { decision: due.decision, extensionOverride: action !== due.event.action };
+			return this._drop(run);
+		}
+		run.extensionOverride = approved.note !== null && approved.note !== undefined;
 		try {
 			const options = { ...run.options, maxTokens: 1, disableContinuation: true, maxRetries: 0, signal: run.controller.signal };
 			const message = await (await this._stream(run.model, run.context, options)).result();
@@ -118,6 +134,30 @@ class SessionCacheWarmer {
 		const next = this._ask("reschedule", { run: run.id });
 		if (next) this._arm(run, next.dueInMs);
 		else this._drop(run);
+	}
+
+	/** The usage of the branch's last answer (pi's prompt size). */
+	_lastUsage() {
+		const branch = this._session.sessionManager.getBranch();
+		const last = [...branch].reverse().find((e) => e.type === "message" && e.message?.role === "assistant");
+		return last?.message.usage ?? null;
+	}
+
+	/** pi's `cacheWarmingStatus`: inactive with its reason, or scheduled / refreshing with pi's decision now. */
+	get status() {
+		if (this._mode() === "off") return { state: "inactive", reason: "cache warming disabled" };
+		const run = this._run;
+		const answer = this._ask("status", { usage: this._lastUsage() });
+		if (!run || !answer?.decision) return { state: "inactive", reason: answer?.reason ?? "inactive", ...this._stopped };
+		if (!run.isCurrent()) return { state: "inactive", reason: "conversation context changed" };
+		const refreshing = run.timer === undefined;
+		if (!answer.decision.economicsAvailable && !refreshing) return { state: "inactive", reason: "cache economics unavailable" };
+		return { state: refreshing ? "refreshing" : "scheduled", nextWarmAt: run.nextWarmAt, decision: answer.decision, extensionOverride: run.extensionOverride };
+	}
+
+	/** The mode changed: a run it no longer allows stops (pi's `onModeChanged`). */
+	onModeChanged() {
+		if (this._run && !this._ask("modeChanged")) this._clear();
 	}
 
 	/** The warmer stopped `run`. */
@@ -148,4 +188,18 @@ function warmingStream(stream, sessionId, getWarmer, agent) {
 	};
 }
 
-module.exports = { SessionCacheWarmer, warmingStream };
+/** pi's `cacheWarmingStatus` and `setCacheWarmingMode` on `AgentSession`. */
+function addWarmingControls(AgentSession) {
+	Object.defineProperty(AgentSession.prototype, "cacheWarmingStatus", {
+		get() {
+			return this._cacheWarmer?.status;
+		},
+		configurable: true,
+	});
+	AgentSession.prototype.setCacheWarmingMode = function (mode) {
+		(this._cacheWarmer?._settings() ?? this.settingsManager)?.setCacheWarmingMode(mode);
+		this._cacheWarmer?.onModeChanged();
+	};
+}
+
+module.exports = { SessionCacheWarmer, warmingStream, addWarmingControls };
