@@ -765,6 +765,11 @@ async function createAgentSession(options = {}) {
 	});
 	session.setActiveToolsByName(active);
 	warmer = session._cacheWarmer = new SessionCacheWarmer(session, stream);
+	// pi's refresh before each next turn: the active tools as they are now (a tool may have activated some), the prompt's change.
+	agent.prepareNextTurnWithContext = async (turn) => {
+		const update = session._systemUpdate();
+		return { context: { ...turn.context, tools: agent.state.tools.slice() }, messages: update ? [update] : undefined };
+	};
 	const extensionsResult = options.resourceLoader?.getExtensions?.() ?? { extensions: [], errors: [] };
 	session._sessionStartEvent = options.sessionStartEvent ?? { type: "session_start", reason: "startup" };
 	withProviderHooks = (streamOptions) => providerHooks(session.extensionRunner, streamOptions);
