@@ -23,8 +23,8 @@ use serde_json::{Value, json};
 
 use crate::clients::{node22, repo_root};
 use crate::extension_host::{host_dir, host_settings, write_module};
-use crate::extension_provider_events::{reference_cli, reference_command, spawn_reference};
-use crate::extension_sdk_services::{notified_text, side_by_side};
+use crate::extension_provider_events::{reference_cli, reference_command};
+use crate::extension_sdk_services::{notified_json, notified_text, side_by_side, start_module};
 use crate::harness::{Pi, Sandbox};
 
 const SDK_MODEL_STORES: &str = r#"import * as fs from "node:fs";
@@ -144,16 +144,10 @@ export default function (pi: ExtensionAPI) {
 
 /// What `/<command>` notified in one program, and the key each model request brought.
 async fn run(reference: bool, command: &str) -> Option<Value> {
-    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
-    let cli = reference_cli()?;
-    let sb = Sandbox::with_server().await;
-    host_settings(&sb, &node, &dir, json!({}));
-    write_module(&sb, "sdk-model-stores.ts", SDK_MODEL_STORES);
-    sb.write_models(&sb.server().base_url(), json!({}));
-    sb.server().push(Reply::text("Stored key."));
-    let mut pi = if reference { spawn_reference(&sb, &node, &cli) } else { sb.spawn(&["--no-session"]) };
-    let text = notified_text(&mut pi, &sb, command).await;
-    let mut note: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"));
+    let module = ("sdk-model-stores.ts", SDK_MODEL_STORES);
+    let (sb, mut pi) =
+        start_module(reference, module, Some(json!({})), |sb| sb.server().push(Reply::text("Stored key."))).await?;
+    let mut note = notified_json(&mut pi, &sb, command).await;
     note["keys"] =
         json!(sb.server().requests().iter().map(|r| r.header("authorization").unwrap_or("none")).collect::<Vec<_>>());
     Some(note)

@@ -30,7 +30,7 @@ use pi_compat::fake_server::Reply;
 use crate::clients::{node22, repo_root};
 use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, reference_command, spawn_reference};
-use crate::extension_sdk_services::{notified_text, side_by_side};
+use crate::extension_sdk_services::{notified_json, notified_text, side_by_side, start_module};
 use crate::harness::{Pi, Sandbox};
 
 const SDK_MODELS: &str = r#"import * as fs from "node:fs";
@@ -219,15 +219,8 @@ export default function (pi: ExtensionAPI) {
 
 /// What `/<command>` notified in pi-rpc or pi 1.6.0, sandbox paths replaced.
 async fn run(reference: bool, command: &str) -> Option<Value> {
-    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
-    let cli = reference_cli()?;
-    let sb = Sandbox::with_server().await;
-    host_settings(&sb, &node, &dir, json!({}));
-    write_module(&sb, "sdk-models.ts", SDK_MODELS);
-    sb.write_models(&sb.server().base_url(), json!({}));
-    let mut pi = if reference { spawn_reference(&sb, &node, &cli) } else { sb.spawn(&["--no-session"]) };
-    let text = notified_text(&mut pi, &sb, command).await;
-    Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}")))
+    let (sb, mut pi) = start_module(reference, ("sdk-models.ts", SDK_MODELS), Some(json!({})), |_| {}).await?;
+    Some(notified_json(&mut pi, &sb, command).await)
 }
 
 /// `/oauth` in pi-rpc or pi 1.6.0, every OAuth origin sent to the fake OAuth

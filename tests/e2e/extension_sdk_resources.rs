@@ -19,10 +19,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::clients::node22;
-use crate::extension_host::{host_dir, host_settings, write_module};
-use crate::extension_provider_events::{reference_cli, spawn_reference};
-use crate::extension_sdk_services::{notified_text, side_by_side};
+use crate::extension_provider_events::reference_cli;
+use crate::extension_sdk_services::{notified_json, side_by_side, start_module};
 use crate::harness::Sandbox;
 
 const SDK_RESOURCES: &str = r#"import * as fs from "node:fs";
@@ -139,17 +137,11 @@ fn prepare(sb: &Sandbox, reference_pkg: &Path) {
 /// What `/<command>` notified in one program, with the user messages of the
 /// fake server's last request (`received`); sandbox paths replaced.
 async fn run(reference: bool, command: &str) -> Option<Value> {
-    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
     let cli = reference_cli()?;
     let package = cli.parent().and_then(|d| d.parent()).expect("the reference package").to_path_buf();
-    let sb = Sandbox::with_server().await;
-    host_settings(&sb, &node, &dir, json!({}));
-    write_module(&sb, "sdk-resources.ts", SDK_RESOURCES);
-    sb.write_models(&sb.server().base_url(), json!({}));
-    prepare(&sb, &package);
-    let mut pi = if reference { spawn_reference(&sb, &node, &cli) } else { sb.spawn(&["--no-session"]) };
-    let text = notified_text(&mut pi, &sb, command).await;
-    let mut summary: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"));
+    let module = ("sdk-resources.ts", SDK_RESOURCES);
+    let (sb, mut pi) = start_module(reference, module, Some(json!({})), |sb| prepare(sb, &package)).await?;
+    let mut summary = notified_json(&mut pi, &sb, command).await;
     summary["received"] = received_user_texts(&sb);
     Some(summary)
 }

@@ -474,6 +474,37 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
     Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}")))
 }
 
+/// One program's side of an extension command run side by side: a sandbox
+/// with the fake model server, the host's settings, `module` (file, source)
+/// written, the fake provider's models when `models` gives their extra fields,
+/// `prepare` run on the sandbox before the program starts (replies, files),
+/// then pi-rpc (`--no-session`) or pi 1.6.0. `None` without node 22, the host
+/// or the reference.
+pub(crate) async fn start_module(
+    reference: bool,
+    module: (&str, &str),
+    models: Option<Value>,
+    prepare: impl FnOnce(&Sandbox),
+) -> Option<(Sandbox, Pi)> {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
+    let cli = reference_cli()?;
+    let sb = Sandbox::with_server().await;
+    host_settings(&sb, &node, &dir, json!({}));
+    write_module(&sb, module.0, module.1);
+    if let Some(models) = models {
+        sb.write_models(&sb.server().base_url(), models);
+    }
+    prepare(&sb);
+    let pi = if reference { spawn_reference(&sb, &node, &cli) } else { sb.spawn(&["--no-session"]) };
+    Some((sb, pi))
+}
+
+/// The JSON value `/<command>` notified ([`notified_text`]).
+pub(crate) async fn notified_json(pi: &mut Pi, sb: &Sandbox, command: &str) -> Value {
+    let text = notified_text(pi, sb, command).await;
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"))
+}
+
 /// Prompt `/<command>` (the fake server answers any model call with
 /// "Hello there.") and return the text it notified, with no
 /// `extension_error` on the way; sandbox paths as `<cwd>`, `<agent>`,

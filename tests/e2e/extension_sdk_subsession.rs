@@ -20,10 +20,7 @@
 use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
-use crate::clients::node22;
-use crate::extension_host::{host_dir, host_settings, write_module};
-use crate::extension_provider_events::{reference_cli, spawn_reference};
-use crate::extension_sdk_services::{notified_text, side_by_side};
+use crate::extension_sdk_services::{notified_json, side_by_side, start_module};
 use crate::harness::Sandbox;
 
 const SDK_SUBSESSION: &str = r#"import { createAssistantMessageEventStream } from "@earendil-works/pi-ai";
@@ -175,17 +172,9 @@ export default function (pi: ExtensionAPI) {
 
 /// What `/<command>` notified in one program, and the model and key of each request the fake server received.
 async fn run(reference: bool, command: &str) -> Option<Value> {
-    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
-    let cli = reference_cli()?;
-    let sb = Sandbox::with_server().await;
-    host_settings(&sb, &node, &dir, json!({}));
-    write_module(&sb, "sdk-subsession.ts", SDK_SUBSESSION);
-    for text in ["One.", "Three."] {
-        sb.server().push(Reply::text(text));
-    }
-    let mut pi = if reference { spawn_reference(&sb, &node, &cli) } else { sb.spawn(&["--no-session"]) };
-    let text = notified_text(&mut pi, &sb, command).await;
-    let mut note: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"));
+    let replies = |sb: &Sandbox| ["One.", "Three."].into_iter().for_each(|text| sb.server().push(Reply::text(text)));
+    let (sb, mut pi) = start_module(reference, ("sdk-subsession.ts", SDK_SUBSESSION), None, replies).await?;
+    let mut note = notified_json(&mut pi, &sb, command).await;
     let requests = sb.server().requests();
     note["offered"] = json!(
         requests

@@ -182,14 +182,7 @@ struct Terminal {
 impl SignInPrompt for Terminal {
     fn show_authorization_url(&self, url: &str) {
         out(&format!("Sign in to MCP server \"{}\" in your browser:\n{url}", self.name));
-        let program = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
-        let _ = std::process::Command::new(program)
-            .arg(url)
-            .current_dir("/")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn();
+        pi_core::auth::login::open_in_browser(url);
     }
 
     async fn redirect_url(&self) -> Option<String> {

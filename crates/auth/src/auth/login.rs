@@ -109,6 +109,8 @@ pub fn open_in_browser(url: &str) {
         .unwrap_or_else(|| if cfg!(target_os = "macos") { "open".into() } else { "xdg-open".into() });
     let spawned = std::process::Command::new(&program)
         .arg(url)
+        // As pi: a URL needs no working directory, and on WSL a long one makes the launcher fail.
+        .current_dir("/")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

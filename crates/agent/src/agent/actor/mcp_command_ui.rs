@@ -114,23 +114,11 @@ impl CommandUi for McpCommandUi {
         self.dialog(kind).await
     }
 
-    /// pi's `openBrowser`: `xdg-open <url>` (`open` on macOS), never through a shell; failures ignored.
+    /// The extension's `openUrl`, else the browser, as `pi login` opens it.
     fn open_url(&self, url: &str) {
-        if let Some(open) = &self.open_url {
-            return open(url);
-        }
-        let program = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
-        let spawned = tokio::process::Command::new(program)
-            .arg(url)
-            .current_dir("/")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn();
-        if let Ok(mut child) = spawned {
-            tokio::spawn(async move {
-                let _ = child.wait().await;
-            });
+        match &self.open_url {
+            Some(open) => open(url),
+            None => crate::auth::login::open_in_browser(url),
         }
     }
 }
