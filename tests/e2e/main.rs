@@ -43,6 +43,8 @@ mod extension_sdk_session;
 mod extension_sdk_session_files;
 mod extension_sdk_subsession;
 mod extension_sdk_substream;
+mod extension_sdk_subtools;
+mod extension_sdk_warming;
 mod extensions;
 mod extensions_jsonrpc;
 mod framing;

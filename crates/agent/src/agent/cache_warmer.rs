@@ -8,7 +8,9 @@
 //! and after fixed safety windows (an hour from the request during a run,
 //! 30 minutes once idle). This part keeps the state and the clock; the
 //! actor (`actor/cache_warming.rs`) runs the timers, the decision and the
-//! refresh requests, and tells it what happened.
+//! refresh requests, and tells it what happened. The same rules keep an
+//! extension's SDK session warm (extension_cache_warming.rs): what is
+//! warmed is then the host's request, told by its model and options.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,14 +22,35 @@ use tokio_util::sync::CancellationToken;
 use super::current_session::ConversationMark;
 use crate::config::settings::CacheWarmingMode;
 use crate::message::AssistantMessage;
-use crate::model::Model;
+use crate::model::{Model, ThinkingLevel};
 use crate::provider::cache_warming::{self, Decision, Phase};
+use crate::provider::shared::CacheRetention;
 use crate::provider::{Provider, ProviderRequest};
+
+/// What warming needs to know of a request it keeps warm.
+pub(crate) trait Warmable {
+    fn model(&self) -> &Model;
+    fn thinking_level(&self) -> ThinkingLevel;
+    /// The request's own cache retention (none: `PI_CACHE_RETENTION`'s).
+    fn cache_retention(&self) -> Option<CacheRetention>;
+}
 
 /// A session request that may be warmed, as its run made it.
 pub(crate) struct WarmableRequest {
     pub provider: Arc<dyn Provider>,
     pub request: ProviderRequest,
+}
+
+impl Warmable for WarmableRequest {
+    fn model(&self) -> &Model {
+        &self.request.model
+    }
+    fn thinking_level(&self) -> ThinkingLevel {
+        self.request.thinking_level
+    }
+    fn cache_retention(&self) -> Option<CacheRetention> {
+        self.request.api_options.cache_retention
+    }
 }
 
 impl std::fmt::Debug for WarmableRequest {
@@ -51,10 +74,10 @@ pub(crate) enum WarmMsg {
 }
 
 /// The request being kept warm.
-struct WarmRun {
+struct WarmRun<W> {
     /// Tells this run's timers and refreshes from a later run's.
     id: u64,
-    warmable: Box<WarmableRequest>,
+    warmable: Box<W>,
     /// The conversation when the request was made.
     mark: ConversationMark,
     ttl: Duration,
@@ -86,22 +109,52 @@ pub(crate) struct Refresh {
 }
 
 /// The warming state of a session (see the module docs).
-#[derive(Default)]
-pub(crate) struct CacheWarmer {
-    run: Option<WarmRun>,
+pub(crate) struct CacheWarmer<W = WarmableRequest> {
+    run: Option<WarmRun<W>>,
     last_id: u64,
     /// Why warming is not running (pi's status reason), for the logs.
     inactive_reason: String,
 }
 
-impl CacheWarmer {
+impl<W> Default for CacheWarmer<W> {
+    fn default() -> Self {
+        CacheWarmer { run: None, last_id: 0, inactive_reason: "waiting for first request".to_string() }
+    }
+}
+
+impl CacheWarmer<WarmableRequest> {
+    /// The decision of run `id`'s refresh came back with `action` (pi's,
+    /// or an extension's): the refresh to send, or none (stopped).
+    pub(crate) fn decided(
+        &mut self,
+        id: u64,
+        decision: &Decision,
+        action: &Value,
+        mode: CacheWarmingMode,
+        current: impl Fn(&Model, &ConversationMark) -> bool,
+        now: Instant,
+    ) -> Option<Refresh> {
+        let note = self.approve(id, decision, action, mode, current, now)?;
+        let run = self.run.as_ref()?;
+        let mut request = run.warmable.request.clone();
+        request.max_tokens = Some(1);
+        Some(Refresh { provider: run.warmable.provider.clone(), request, cancel: run.cancel.clone(), note })
+    }
+}
+
+impl<W: Warmable> CacheWarmer<W> {
+    /// Why warming is not running (pi's status reason).
+    pub(crate) fn inactive_reason(&self) -> &str {
+        &self.inactive_reason
+    }
+
     /// Keep `warmable` (none: a request whose model declares no cache
     /// lifetime) warm from `now` while the conversation extends
     /// `mark`; replaces any earlier run. The run's id and when its first
     /// refresh is due, or none when it cannot be warmed.
     pub(crate) fn start(
         &mut self,
-        warmable: Option<Box<WarmableRequest>>,
+        warmable: Option<Box<W>>,
         mark: ConversationMark,
         mode: CacheWarmingMode,
         now: Instant,
@@ -113,12 +166,11 @@ impl CacheWarmer {
         let Some(warmable) = warmable else {
             return self.stopped("cache lifetime unavailable");
         };
-        let request = &warmable.request;
-        if !cache_warming::replayable(&request.model, request.thinking_level) {
+        if !cache_warming::replayable(warmable.model(), warmable.thinking_level()) {
             return self.stopped("request cannot be replayed safely");
         }
-        let retention = request.api_options.cache_retention;
-        let Some(ttl) = cache_warming::prompt_cache_ttl(&request.model, retention) else {
+        let retention = warmable.cache_retention();
+        let Some(ttl) = cache_warming::prompt_cache_ttl(warmable.model(), retention) else {
             let none = retention == Some(crate::provider::shared::CacheRetention::None);
             return self.stopped(if none { "request disabled prompt caching" } else { "cache lifetime unavailable" });
         };
@@ -164,6 +216,23 @@ impl CacheWarmer {
         }
     }
 
+    /// The `cacheWarming` mode changed: a run it no longer allows stops
+    /// (pi's `onModeChanged`). Whether a run goes on.
+    pub(crate) fn on_mode_changed(&mut self, mode: CacheWarmingMode) -> bool {
+        let Some(run) = &self.run else { return false };
+        match mode {
+            CacheWarmingMode::Off => self.stop("cache warming disabled"),
+            CacheWarmingMode::Streaming if run.phase == Phase::Idle => self.stop("agent run settled"),
+            _ => return true,
+        }
+        false
+    }
+
+    /// The request being warmed and its phase, or why none is (pi's status).
+    pub(crate) fn state(&self) -> Result<(&W, Phase), &str> {
+        self.run.as_ref().map(|r| (&*r.warmable, r.phase)).ok_or(&self.inactive_reason)
+    }
+
     /// Stop warming (the session is replaced or closed).
     pub(crate) fn cancel(&mut self) {
         self.stop("inactive");
@@ -185,12 +254,14 @@ impl CacheWarmer {
             return None;
         }
         let run = self.run.as_ref()?;
-        Some(DueRefresh { model: run.warmable.request.model.clone(), phase: run.phase })
+        Some(DueRefresh { model: run.warmable.model().clone(), phase: run.phase })
     }
 
     /// The decision of run `id`'s refresh came back with `action` (pi's,
-    /// or an extension's): the refresh to send, or none (stopped).
-    pub(crate) fn decided(
+    /// or an extension's): the refresh may be sent (with the note to
+    /// record, `extension override` when the action was not pi's), or
+    /// none (stopped).
+    pub(crate) fn approve(
         &mut self,
         id: u64,
         decision: &Decision,
@@ -198,7 +269,7 @@ impl CacheWarmer {
         mode: CacheWarmingMode,
         current: impl Fn(&Model, &ConversationMark) -> bool,
         now: Instant,
-    ) -> Option<Refresh> {
+    ) -> Option<Option<&'static str>> {
         self.run.as_ref().filter(|r| r.id == id)?;
         if !self.validate(mode, &current) || self.deadline_missed(now) {
             return None;
@@ -215,15 +286,7 @@ impl CacheWarmer {
             self.stop(reason);
             return None;
         }
-        let run = self.run.as_ref()?;
-        let mut request = run.warmable.request.clone();
-        request.max_tokens = Some(1);
-        Some(Refresh {
-            provider: run.warmable.provider.clone(),
-            request,
-            cancel: run.cancel.clone(),
-            note: overridden.then_some("extension override"),
-        })
+        Some(overridden.then_some("extension override"))
     }
 
     /// Whether run `id`'s refresh may still be recorded (the run is current).
@@ -267,7 +330,7 @@ impl CacheWarmer {
         let reason = match mode {
             CacheWarmingMode::Off => Some("cache warming disabled"),
             CacheWarmingMode::Streaming if run.phase == Phase::Idle => Some("agent run settled"),
-            _ if !current(&run.warmable.request.model, &run.mark) => Some("conversation context changed"),
+            _ if !current(run.warmable.model(), &run.mark) => Some("conversation context changed"),
             _ => None,
         };
         match reason {

@@ -24,6 +24,14 @@ pub(super) struct CurrentSession {
     rebuilds: u64,
 }
 
+impl ConversationMark {
+    /// The mark of a request whose conversation its caller checks itself
+    /// (an extension's SDK session: extension_cache_warming.rs).
+    pub(crate) fn unchecked() -> Self {
+        ConversationMark { rebuilds: 0, len: 0 }
+    }
+}
+
 #[cfg(test)]
 impl ConversationMark {
     /// A mark of a conversation of `len` messages after `rebuilds` rebuilds.

@@ -8,7 +8,7 @@
 //! `resolveModelScope` (extension_model_resolver.rs), `packages` (extension_packages.rs),
 //! `convertToPng` and `resizeImage` (extension_images.rs), `cleanShellOutput` (bash output as pi keeps it), `exportSessionHtml`, `parseArgs` (pi-config's
 //! cli_args_pi.rs), and the compaction functions of extension_compaction.rs; `modelStore`
-//! (extension_model_store.rs) is awaited by the actor.
+//! (extension_model_store.rs) is awaited by the actor; `cacheWarmer` (extension_cache_warming.rs); `toolSearch`.
 //!
 //! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
 
@@ -107,6 +107,9 @@ fn export_session_html(input: &Value) -> Result<Value, String> {
 pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
     if let Some(result) = crate::agent::extension_compaction::call(name, args) {
         return result;
+    }
+    if name == "cacheWarmer" {
+        return crate::agent::extension_cache_warming::call(args.first().unwrap_or(&Value::Null));
     }
     match name {
         "convertToLlm" => Ok(Value::Array(to_llm(&messages(args)?).into_iter().map(llm_json).collect())),
@@ -239,6 +242,29 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         "resolveConfigValue" => Ok(json!(crate::config::auth::resolve_config_value(&arg::<String>(args, 0, "value")?))),
         // The definition of a built-in factory's tool (`codemode`, `tool_search`) as `getAllTools()` lists it.
         "builtinToolDefinition" => builtin_tool_definition(&arg::<String>(args, 0, "name")?),
+        // pi-rpc's `tool_search` over an SDK session's searchable tools
+        // (`[{name, description}]`, not active): `{text, loaded}`.
+        "toolSearch" => {
+            let docs: Vec<crate::mcp::search::SearchDoc> = arg::<Vec<Value>>(args, 0, "tools")?
+                .iter()
+                .map(|t| crate::mcp::search::SearchDoc {
+                    name: t.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+                    description: t.get("description").and_then(Value::as_str).unwrap_or_default().to_string(),
+                    extra: String::new(),
+                    namespace: None,
+                })
+                .collect();
+            let output = crate::mcp::search::search_output(&docs, args.get(1).unwrap_or(&Value::Null));
+            let text: String = output
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    crate::message::ContentBlock::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            Ok(json!({ "text": text, "loaded": output.details.as_ref().and_then(|d| d.get("loaded")).cloned() }))
+        }
         "cleanShellOutput" => {
             let text: String = arg(args, 0, "text")?;
             let last: bool = arg::<Option<bool>>(args, 1, "last")?.unwrap_or(false);

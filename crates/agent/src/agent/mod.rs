@@ -24,6 +24,7 @@ mod client_state;
 mod compaction_decision;
 mod compaction_msg;
 mod current_session;
+mod extension_cache_warming;
 mod extension_compaction;
 mod extension_expand;
 mod extension_images;

@@ -134,9 +134,6 @@ impl Tool for ToolSearch {
     }
 
     async fn execute(&self, args: Value, _ctx: ToolContext) -> ToolOutput {
-        let query = args.get("query").and_then(Value::as_str).unwrap_or_default();
-        let limit =
-            args.get("limit").and_then(Value::as_f64).filter(|l| *l >= 1.0).map_or(DEFAULT_LIMIT, |l| l as usize);
         let docs = match &self.mcp {
             Some(mcp) => {
                 mcp.wait_for(None).await;
@@ -151,24 +148,31 @@ impl Tool for ToolSearch {
             }
             None => self.docs.clone(),
         };
-        let found = rank(&docs, query, limit);
-        if found.is_empty() {
-            return ToolOutput::text(format!("No deferred tools matched \"{query}\". Try other words."))
-                .with_details(json!({"loaded": []}));
-        }
-        let lines: Vec<String> = found
-            .iter()
-            .map(|d| format!("- {}: {}", d.name, d.description.lines().next().unwrap_or("").trim()))
-            .collect();
-        let names: Vec<&str> = found.iter().map(|d| d.name.as_str()).collect();
-        let noun = if found.len() == 1 { "tool" } else { "tools" };
-        ToolOutput::text(format!(
-            "Loaded {} {noun}. They are available from your next call:\n{}",
-            found.len(),
-            lines.join("\n")
-        ))
-        .with_details(json!({"loaded": names}))
+        search_output(&docs, &args)
     }
+}
+
+/// `tool_search`'s answer to `args` over `docs`: the matches, named in
+/// `details.loaded` (also for a tool set other than the session's: an SDK
+/// session's, through the extension host's `lib` request).
+pub fn search_output(docs: &[SearchDoc], args: &Value) -> ToolOutput {
+    let query = args.get("query").and_then(Value::as_str).unwrap_or_default();
+    let limit = args.get("limit").and_then(Value::as_f64).filter(|l| *l >= 1.0).map_or(DEFAULT_LIMIT, |l| l as usize);
+    let found = rank(docs, query, limit);
+    if found.is_empty() {
+        return ToolOutput::text(format!("No deferred tools matched \"{query}\". Try other words."))
+            .with_details(json!({"loaded": []}));
+    }
+    let lines: Vec<String> =
+        found.iter().map(|d| format!("- {}: {}", d.name, d.description.lines().next().unwrap_or("").trim())).collect();
+    let names: Vec<&str> = found.iter().map(|d| d.name.as_str()).collect();
+    let noun = if found.len() == 1 { "tool" } else { "tools" };
+    ToolOutput::text(format!(
+        "Loaded {} {noun}. They are available from your next call:\n{}",
+        found.len(),
+        lines.join("\n")
+    ))
+    .with_details(json!({"loaded": names}))
 }
 
 #[cfg(test)]

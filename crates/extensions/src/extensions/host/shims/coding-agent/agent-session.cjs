@@ -44,6 +44,7 @@ const { createSessionModels } = require("./session-models.cjs");
 const { ModelRegistry } = require("./models.cjs");
 const retry = require("./session-retry.cjs");
 const autoCompaction = require("./session-compaction.cjs");
+const { SessionCacheWarmer, warmingStream, addWarmingControls } = require("./session-warming.cjs");
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
@@ -193,6 +194,7 @@ class AgentSession {
 			this._running = false;
 			this._flushPendingBash();
 			this._extensions?.flushPendingCustom();
+			this._cacheWarmer?.onAgentSettled();
 			await this._extensions?.emit({ type: "agent_settled", aborted: this._abortRequested });
 			this._emit({ type: "agent_settled", aborted: this._abortRequested });
 			for (const resolve of this._idleWaiters.splice(0)) resolve();
@@ -385,6 +387,7 @@ class AgentSession {
 		} catch {
 			// disposing never fails
 		}
+		this._cacheWarmer?.cancel();
 		this._unsubscribeAgent?.();
 		this._unsubscribeAgent = undefined;
 		this._listeners = [];
@@ -639,6 +642,7 @@ class AgentSession {
 
 retry.addRetryControls(AgentSession);
 autoCompaction.addCompactionControls(AgentSession);
+addWarmingControls(AgentSession);
 
 /** The model a session's branch last used (a `model_change`, else an assistant message's). */
 function branchModel(branch) {
@@ -746,10 +750,12 @@ async function createAgentSession(options = {}) {
 		context: () => session.extensionRunner?.createContext(),
 	});
 	const stream = sessionModels.streamWith(baseStream);
+	// pi's SDK session keeps its own requests' prompt caches warm (session-warming.cjs).
+	let warmer;
 	const agent = new core.Agent({
 		initialState: { systemPrompt: "", model, thinkingLevel, tools: [], messages: existing.messages },
 		convertToLlm: (messages) => (settingsManager?.getBlockImages() ? withoutImages(convertToLlm(messages)) : convertToLlm(messages)),
-		streamFn: stream,
+		streamFn: warmingStream(stream, () => sessionManager.getSessionId(), () => warmer, () => agent),
 		sessionId: sessionManager.getSessionId(),
 		...(settingsManager
 			? {
@@ -773,6 +779,12 @@ async function createAgentSession(options = {}) {
 		scopedModels: options.scopedModels,
 	});
 	session.setActiveToolsByName(active);
+	warmer = session._cacheWarmer = new SessionCacheWarmer(session, stream);
+	// pi's refresh before each next turn: the active tools as they are now (a tool may have activated some), the prompt's change.
+	agent.prepareNextTurnWithContext = async (turn) => {
+		const update = session._systemUpdate();
+		return { context: { ...turn.context, tools: agent.state.tools.slice() }, messages: update ? [update] : undefined };
+	};
 	const extensionsResult = options.resourceLoader?.getExtensions?.() ?? { extensions: [], errors: [] };
 	session._sessionStartEvent = options.sessionStartEvent ?? { type: "session_start", reason: "startup" };
 	withProviderHooks = (streamOptions) => providerHooks(session.extensionRunner, streamOptions);

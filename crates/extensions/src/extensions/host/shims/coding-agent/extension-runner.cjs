@@ -289,6 +289,22 @@ class ExtensionRunner {
 		}
 		return result;
 	}
+	/** `cache_warming_decision`: every handler sees pi's action; the last one that answers an action wins. */
+	async emitCacheWarmingDecision(event) {
+		const ctx = this.createContext();
+		let action = event.action;
+		for (const ext of this.extensions) {
+			for (const handler of [...(ext.handlers.get(event.type) ?? [])]) {
+				try {
+					const answer = await handler(event, ctx);
+					if (answer?.action !== undefined) action = answer.action;
+				} catch (error) {
+					this.emitError({ extensionPath: ext.path, event: event.type, error: messageOf(error), stack: error?.stack });
+				}
+			}
+		}
+		return action;
+	}
 	/**
 	 * pi's actionable boundary (`turn_end`, `agent_before_settle`): handlers
 	 * chained, each given the `entries` and `continue` proposed so far and the

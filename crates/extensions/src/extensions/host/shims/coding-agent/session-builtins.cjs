@@ -6,7 +6,10 @@
 // Rust core and serve its own session only (builtin-extensions.cjs hands
 // them to top-level extensions), so inside the sub-session the factory
 // registers the same tools (pi-rpc's definitions: description, parameters,
-// guidelines) and command, and running them there answers that they serve
+// guidelines) and command. `tool_search` searches the sub-session's tools as
+// pi's does (those of `codemode` / `deferred` exposure not active yet),
+// ranked and answered by pi-rpc's own `tool_search` (`lib` `toolSearch`),
+// and activates the matches; `codemode` and `/mcp` answer that they serve
 // pi-rpc's own session (compat/DEVIATIONS.md).
 
 "use strict";
@@ -14,6 +17,19 @@
 const { lib } = require("./text.cjs");
 
 const unavailable = (what) => `${what} is pi-rpc's built-in of its own session; it does not run inside an SDK session`;
+
+/** Exposures `tool_search` can load (pi's). */
+const SEARCHABLE = new Set(["codemode", "deferred"]);
+
+/** pi-rpc's `tool_search` over the session's searchable, inactive tools; the matches activated. */
+function searchAndLoad(pi, params) {
+	const active = pi.getActiveTools();
+	const candidates = pi.getAllTools().filter((t) => SEARCHABLE.has(t.exposure) && !active.includes(t.name));
+	const answer = lib("toolSearch", candidates.map((t) => ({ name: t.name, description: t.description ?? "" })), params);
+	const loaded = answer.loaded ?? [];
+	if (loaded.length > 0) pi.setActiveTools([...active, ...loaded]);
+	return { content: [{ type: "text", text: answer.text }], details: { loaded } };
+}
 
 /** `pi`'s registrations of the built-in `name` (the factory's hook, `pi[USE_BUILTIN](name, options)`). */
 function useBuiltinInSession(pi, name) {
@@ -27,9 +43,12 @@ function useBuiltinInSession(pi, name) {
 			promptSnippet: definition.promptSnippet ?? undefined,
 			promptGuidelines: definition.promptGuidelines,
 			defaultActive: false,
-			execute: async () => {
-				throw new Error(unavailable(`The ${definition.name} tool`));
-			},
+			execute:
+				name === "tool_search"
+					? async (_id, params) => searchAndLoad(pi, params ?? {})
+					: async () => {
+							throw new Error(unavailable(`The ${definition.name} tool`));
+						},
 		});
 		return;
 	}

@@ -131,6 +131,10 @@ class MemorySessionManager {
 	appendModelChange(provider, modelId) {
 		return this.append("model_change", { provider, modelId });
 	}
+	/** pi's `usage` entry (a cache refresh's usage, kind `cache_warm`): outside the conversation, in the totals. */
+	appendUsage(kind, provider, model, usage, note) {
+		return this.byId.get(this.append("usage", { kind, provider, model, usage, ...(note ? { note } : {}) }));
+	}
 	appendCustomEntry(customType, data) {
 		return this.append("custom", { customType, data });
 	}
