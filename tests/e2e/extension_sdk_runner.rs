@@ -463,7 +463,7 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
 /// What `/<command>` of the extension `module` (file name, source) notified in one program, with
 /// the tool names each model request offered and its `pi_marker`; the fake model gives `replies`.
 pub async fn run_module(reference: bool, module: (&str, &str), command: &str, replies: &[Reply]) -> Option<Value> {
-    let (mut pi, sb) = start_module(reference, module, replies).await?;
+    let (mut pi, sb) = start_module(reference, module, replies, &|_| {}).await?;
     let text = notified_text(&mut pi, &sb, command).await;
     let mut note: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"));
     let offered: Vec<Value> = sb
@@ -484,14 +484,20 @@ pub async fn run_module(reference: bool, module: (&str, &str), command: &str, re
 }
 
 /// pi-rpc (`reference`: pi 1.6.0) started with the extension `module` (file name, source), the fake
-/// model given `replies`; `None` without the tools.
-pub async fn start_module(reference: bool, module: (&str, &str), replies: &[Reply]) -> Option<(Pi, Sandbox)> {
+/// model given `replies`, the sandbox prepared by `setup` first; `None` without the tools.
+pub async fn start_module(
+    reference: bool,
+    module: (&str, &str),
+    replies: &[Reply],
+    setup: &dyn Fn(&Sandbox),
+) -> Option<(Pi, Sandbox)> {
     let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
     let cli = reference_cli()?;
     let package = cli.parent().and_then(|d| d.parent()).expect("the reference package").to_path_buf();
     let sb = Sandbox::with_server().await;
     host_settings(&sb, &node, &dir, json!({}));
     write_module(&sb, module.0, module.1);
+    setup(&sb);
     for reply in replies {
         sb.server().push(reply.clone());
     }

@@ -5,7 +5,8 @@
 //! extension tool, one that throws, one a `tool_call` handler blocks)
 //! through the sub-session's pipeline; `store()` / `load()` keep values on
 //! the sub-session's branch. `/mcp` prompted in the sub-session answers
-//! through its UI as the running session's `/mcp` answers. An extension
+//! through its UI as the running session's `/mcp` answers (server-everything
+//! in `mcp.json`). An extension
 //! command notifies a JSON summary (helpers of extension_sdk_runner.rs);
 //! pi-rpc's is compared with pi 1.6.0's whole.
 //!
@@ -17,6 +18,8 @@ use serde_json::{Value, json};
 
 use crate::extension_sdk_runner::{run_module, start_module};
 use crate::extension_sdk_services::{notified_text, side_by_side};
+use crate::harness::Sandbox;
+use crate::mcp::{Servers, write_mcp};
 
 const SDK_SUBCODE: &str = r#"import {
   createAgentSession, createCodemodeExtension, createMcpExtension, DefaultResourceLoader, getAgentDir, SessionManager,
@@ -72,11 +75,13 @@ export default function (pi: ExtensionAPI) {
   pi.registerCommand("submcp", {
     handler: async (_args, ctx) => {
       const notes: any[] = [];
-      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: [createMcpExtension()] } as any);
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: [createCodemodeExtension(), createMcpExtension()] } as any);
       await resourceLoader.reload();
       const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, noTools: true } as any);
       const errors: string[] = [];
       const ui: any = { notify: (message: string, level: string) => { notes.push([message, level ?? null]); } };
+      // The servers' tools reachable from the session's codemode.
+      session.setActiveToolsByName(["codemode"]);
       await session.bindExtensions({ uiContext: ui, mode: "rpc", onError: (e: any) => errors.push(`${e.event}: ${e.error}`) } as any);
       await session.prompt("/mcp");
       ctx.ui.notify(JSON.stringify({ errors, notes, requests: session.messages.length }), "info");
@@ -125,9 +130,11 @@ async fn codemode_inside_an_sdk_session_calls_its_tools_as_in_pi() {
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 
-/// `/submcp`'s note, then what the running session's own `/mcp` notified, in one program.
-async fn sub_and_main_mcp(reference: bool) -> Option<(Value, String)> {
-    let (mut pi, sb) = start_module(reference, ("sdk-subcode.ts", SDK_SUBCODE), &[]).await?;
+/// `/submcp`'s note, then what the running session's own `/mcp` notified, in one program whose
+/// `mcp.json` names server-everything.
+async fn sub_and_main_mcp(reference: bool, servers: &Servers) -> Option<(Value, String)> {
+    let setup = |sb: &Sandbox| write_mcp(sb, json!({"everything": servers.everything("stdio")}));
+    let (mut pi, sb) = start_module(reference, ("sdk-subcode.ts", SDK_SUBCODE), &[], &setup).await?;
     let note = notified_text(&mut pi, &sb, "submcp").await;
     let note: Value = serde_json::from_str(&note).unwrap_or_else(|e| panic!("/submcp notified {note}: {e}"));
     let main = notified_text(&mut pi, &sb, "mcp").await;
@@ -137,8 +144,10 @@ async fn sub_and_main_mcp(reference: bool) -> Option<(Value, String)> {
 
 #[tokio::test]
 async fn mcp_inside_an_sdk_session_answers_as_the_sessions_own_mcp_as_in_pi() {
-    let Some((ours, ours_main)) = sub_and_main_mcp(false).await else { return };
-    let Some((theirs, theirs_main)) = sub_and_main_mcp(true).await else { return };
+    let Some(servers) = Servers::find() else { return };
+    let Some((ours, ours_main)) = sub_and_main_mcp(false, &servers).await else { return };
+    let Some((theirs, theirs_main)) = sub_and_main_mcp(true, &servers).await else { return };
+    assert!(ours_main.contains("everything: connected"), "{ours_main}");
     // Each program's sub-session answers through its UI what its own `/mcp` answers (pi-rpc's words are its own).
     assert_eq!(ours["notes"], json!([[ours_main, "info"]]), "{ours}");
     assert_eq!(theirs["notes"], json!([[theirs_main, "info"]]), "{theirs}");

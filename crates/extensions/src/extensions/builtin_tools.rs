@@ -13,7 +13,8 @@
 //! `{content, details?, isError}`. While it runs, partial results go to the
 //! extension as `builtinToolUpdate` notifications (`{callId, content,
 //! details?}`). `builtinTools` answers each built-in's `name, description,
-//! parameters, promptSnippet, promptGuidelines`.
+//! parameters, promptSnippet, promptGuidelines`. `toolName: "codemode"` is an
+//! SDK session's codemode script ([`super::session_codemode`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
