@@ -3,7 +3,8 @@
 //! sub-session's resource loader. The script runs in pi-rpc's codemode and
 //! its nested calls run the sub-session's tools (a built-in `read`, an
 //! extension tool, one that throws, one a `tool_call` handler blocks)
-//! through the sub-session's pipeline; `store()` / `load()` keep values on
+//! through the sub-session's pipeline, two calls of a sequential tool one
+//! after the other; `store()` / `load()` keep values on
 //! the sub-session's branch. `/mcp` prompted in the sub-session answers
 //! through its UI as the running session's `/mcp` answers (server-everything
 //! in `mcp.json`). An extension
@@ -42,6 +43,13 @@ export default function (pi: ExtensionAPI) {
           execute: async (_id: string, p: any) => ({ content: [{ type: "text", text: String(p.text).toUpperCase() }], details: { shouted: true } }) } as any);
         sub.registerTool({ name: "fails", label: "fails", description: "Always fails", parameters: Type.Object({}),
           execute: async () => { throw new Error("no luck"); } } as any);
+        sub.registerTool({ name: "alone", label: "alone", description: "Runs alone", parameters: Type.Object({ n: Type.Number() }), executionMode: "sequential",
+          execute: async (_id: string, p: any) => {
+            hooks.push(["alone starts", p.n]);
+            for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+            hooks.push(["alone ends", p.n]);
+            return { content: [{ type: "text", text: `alone ${p.n}` }], details: {} };
+          } } as any);
         sub.on("tool_call", (e: any) => {
           hooks.push(["tool_call", e.toolName, e.toolCallId, e.parentToolCallId ?? null, e.input]);
           if (e.toolName === "shout" && e.input.text === "blocked") return { block: true, reason: "not that one" };
@@ -97,6 +105,7 @@ text(JSON.stringify(notes));
 text(await tools.shout({ text: "hi" }));
 try { await tools.shout({ text: "blocked" }); } catch (e) { text("blocked: " + e.message); }
 try { await tools.fails({}); } catch (e) { text("failed: " + e.message); }
+text((await Promise.all([tools.alone({ n: 1 }), tools.alone({ n: 2 })])).join(", "));
 store("count", 2);
 return "done";"#;
 

@@ -7,7 +7,8 @@
 // `parentToolCallId`), is announced with `tool_execution_*` events that
 // name the caller, and is recorded with its usage on the calling tool's
 // result message (`nestedCalls`). Callable are the active `direct` tools
-// and every `codemode` or `deferred` tool.
+// and every `codemode` or `deferred` tool. In a sequential session, and for
+// a sequential tool, such calls run one at a time.
 
 "use strict";
 
@@ -82,6 +83,8 @@ class SessionNestedCalls {
 		this.runner = runner;
 		/** Records by the id of the calling tool call (a nested call shares its caller's). */
 		this.scopes = new Map();
+		/** The end of the last call that runs alone (a sequential session or tool). */
+		this.queueTail = Promise.resolve();
 	}
 
 	/** The definitions a tool may call now. */
@@ -112,14 +115,24 @@ class SessionNestedCalls {
 	async execute(callerId, name, args, options = {}) {
 		let scope = this.scopes.get(callerId);
 		if (!scope) {
-			scope = { record: new CallRecord(), next: 1 };
+			scope = { record: new CallRecord(), next: 1, holdsQueue: false };
 			this.scopes.set(callerId, scope);
 		}
 		const toolCall = { type: "toolCall", id: `${callerId}/${scope.next++}`, name, arguments: args ?? {} };
 		const started = scope.record.start(toolCall);
 		const parent = { parentToolCallId: callerId };
 		await this.emit({ type: "tool_execution_start", toolCallId: toolCall.id, toolName: name, args: toolCall.arguments, ...parent });
-		this.scopes.set(toolCall.id, { record: scope.record, next: 1 });
+		// A call that must run alone waits for the one before (unless its caller already runs alone).
+		const alone =
+			!scope.holdsQueue &&
+			(this.session.agent.toolExecution === "sequential" || this.session._tools.get(name)?.executionMode === "sequential");
+		let release;
+		if (alone) {
+			const previous = this.queueTail;
+			this.queueTail = new Promise((resolve) => (release = resolve));
+			await previous;
+		}
+		this.scopes.set(toolCall.id, { record: scope.record, next: 1, holdsQueue: scope.holdsQueue || alone });
 		let outcome;
 		try {
 			outcome = await this.runToolCall(toolCall, callerId, options.signal, async (partialResult) => {
@@ -128,6 +141,7 @@ class SessionNestedCalls {
 			});
 		} finally {
 			this.scopes.delete(toolCall.id);
+			release?.();
 		}
 		scope.record.finish(started, outcome.isError, textOf(outcome.result));
 		if (outcome.result?.usage) scope.record.usage = addUsage(scope.record.usage, outcome.result.usage);
