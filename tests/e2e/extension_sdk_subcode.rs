@@ -64,6 +64,8 @@ export default function (pi: ExtensionAPI) {
       session.setActiveToolsByName([...session.getActiveToolNames(), "read", "codemode"]);
       const events: any[] = [];
       session.subscribe((e: any) => {
+        // When the second call of the sequential tool starts (before it waits for the first) is left to timing.
+        if (e.type === "tool_execution_start" && e.toolName === "alone") return;
         if (e.type === "tool_execution_start" || e.type === "tool_execution_end") events.push([e.type, e.toolName, e.toolCallId, e.parentToolCallId ?? null, e.isError ?? null]);
       });
       await session.prompt("run the script");
