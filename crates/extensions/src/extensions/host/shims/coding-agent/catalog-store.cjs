@@ -7,20 +7,45 @@
 // for): a built-in provider's stored catalog newer than the model data pi
 // ships joins that provider's models (a stored model replaces the built-in
 // one of the same id), and the models llama.cpp's last listing kept are
-// llama.cpp's. The catalog is read again on `refresh()`. Fetching catalogs
-// from the network is left out (compat/DEVIATIONS.md).
+// llama.cpp's. The catalog is read again on `refresh()`.
+//
+// With the network allowed (`create({allowModelNetwork: true})`, or
+// `refresh()` unless told `allowNetwork: false`; never with `PI_OFFLINE` or
+// `--offline`), each built-in provider with credentials asks pi's catalog
+// server (`catalogBaseUrl`, pi.dev by default) for its catalog as pi does:
+// `GET /api/models/providers/<id>?types=chat,image,classifier`, at most once
+// in four hours unless forced, revalidated with the stored `etag`, up to two
+// retries, and the answer (`models`, `lastModified`, `etag`, `checkedAt`)
+// kept in the store (models-store.json under pi's lock, written by pi-rpc's
+// auth crate). OpenRouter's catalog narrowed to the user's key is pi-rpc's
+// plain catalog (compat/DEVIATIONS.md).
 
 "use strict";
 
 const fs = require("node:fs");
 const path = require("node:path");
 
+const { services } = require("../host-services.cjs");
+const { lib } = require("./text.cjs");
+
+/** The pi version the catalog server is told (pi 1.6.0's catalogs). */
+const VERSION = "1.6.0";
+
 /** When pi 1.6.0's built-in model data was made (pi-rpc's catalog, crates/config/src/config/catalog.json, is that data). */
 const BUILTIN_GENERATED_AT = Date.parse("2026-11-20T10:48:49.496Z");
 /** Providers whose stored listing is theirs whatever its date (pi's own listing, not pi.dev's catalog). */
 const LISTED = new Set(["llama.cpp"]);
+/** pi's catalog server, and how it is asked. */
+const DEFAULT_CATALOG_BASE_URL = "https://pi.dev";
+const REFRESH_INTERVAL_MS = 4 * 60 * 60 * 1000;
+const ATTEMPT_TIMEOUT_MS = 4_000;
+const MAX_RETRIES = 2;
+const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
+const MODEL_TYPES = ["chat", "image", "classifier"];
+/** Built-in providers whose catalog pi's server does not serve (OpenRouter's is narrowed to the key). */
+const NOT_FETCHED = new Set(["openrouter"]);
 
-/** A `models-store.json` as pi-ai's `ModelsStore` (read only: nothing here refreshes from the network). */
+/** A `models-store.json` as pi-ai's `ModelsStore` (written under pi's lock by pi-rpc's auth crate). */
 function fileStore(file) {
 	return {
 		async read(providerId) {
@@ -32,6 +57,18 @@ function fileStore(file) {
 				return undefined;
 			}
 		},
+		async write(providerId, entry) {
+			lib("modelStore", { authPath: file }, "store", providerId, entry);
+		},
+	};
+}
+
+/** pi-ai's in-memory `ModelsStore` (a runtime without a models.json). */
+function memoryStore() {
+	const entries = new Map();
+	return {
+		read: async (providerId) => (entries.has(providerId) ? structuredClone(entries.get(providerId)) : undefined),
+		write: async (providerId, entry) => void entries.set(providerId, structuredClone(entry)),
 	};
 }
 
@@ -43,11 +80,93 @@ function fileStore(file) {
 function catalogStoreOf(options, modelsPath) {
 	if (options?.modelsStore) return options.modelsStore;
 	if (options?.modelsStorePath) return fileStore(path.resolve(options.modelsStorePath));
-	if (typeof modelsPath === "string" && (options?.modelsPath !== undefined || options?.authPath !== undefined)) {
+	const named = options?.modelsPath !== undefined || options?.authPath !== undefined;
+	if (typeof modelsPath === "string" && (named || options?.allowModelNetwork === true)) {
 		return fileStore(path.join(path.dirname(modelsPath), "models-store.json"));
 	}
+	// pi keeps what a runtime without models.json fetches in memory.
+	if (modelsPath === null && options?.allowModelNetwork === true) return memoryStore();
 	return undefined;
 }
+
+/** pi's model network is on unless `PI_OFFLINE` is set (or pi-rpc runs `--offline`). */
+function modelNetworkEnabled() {
+	return process.env.PI_OFFLINE === undefined && services().hello?.offline !== true;
+}
+
+/** pi's `User-Agent` for its own requests. */
+function userAgent() {
+	return `pi/${VERSION} (${process.platform}; node/${process.version}; ${process.arch})`;
+}
+
+/** `GET` with pi's bounded retry: retryable statuses and failed attempts, each attempt limited. */
+async function fetchWithRetry(url, headers, signal) {
+	for (let attempt = 0; ; attempt++) {
+		signal?.throwIfAborted();
+		const attemptSignal = AbortSignal.timeout(ATTEMPT_TIMEOUT_MS);
+		try {
+			const response = await fetch(url, { headers, signal: signal ? AbortSignal.any([signal, attemptSignal]) : attemptSignal });
+			if (!(RETRYABLE_STATUS.has(response.status) && attempt < MAX_RETRIES)) return response;
+			await response.body?.cancel().catch(() => {});
+		} catch (error) {
+			if (signal?.aborted || attempt >= MAX_RETRIES) throw error;
+		}
+	}
+}
+
+/** The models of a catalog answer (an array, `{models}`, or an object of models), typed ones pi knows. */
+function parseCatalog(providerId, value) {
+	const entries = Array.isArray(value)
+		? value
+		: value && typeof value === "object" && Array.isArray(value.models)
+			? value.models
+			: value && typeof value === "object"
+				? Object.values(value)
+				: undefined;
+	if (!entries) throw new Error(`Invalid model catalog for provider "${providerId}"`);
+	return entries
+		.filter((entry) => entry && typeof entry === "object" && "id" in entry)
+		.filter((model) => model.type === undefined || MODEL_TYPES.includes(model.type))
+		.map((model) => ({ ...model, provider: providerId }));
+}
+
+/**
+ * One provider's network refresh, as pi's remote catalog does it: skipped
+ * while the stored answer is fresh (unless `force`), a 304 only moves
+ * `checkedAt`, a 404/501 keeps an empty-dated entry, another failure keeps
+ * the stored body and throws pi's error.
+ */
+async function refreshProvider(providerId, store, { baseUrl, signal, force }) {
+	const stored = await store.read(providerId, { signal });
+	if (!force && stored?.checkedAt !== undefined && stored.lastModified !== undefined && Date.now() - stored.checkedAt < REFRESH_INTERVAL_MS) return;
+	const url = new URL(`/api/models/providers/${encodeURIComponent(providerId)}`, baseUrl);
+	url.searchParams.set("types", MODEL_TYPES.join(","));
+	const validator = stored && Array.isArray(stored.models) && stored.models.length > 0 ? stored.etag : undefined;
+	const headers = { accept: "application/json", "User-Agent": userAgent(), ...(validator ? { "if-none-match": validator } : {}) };
+	const response = await fetchWithRetry(url, headers, signal);
+	if (signal?.aborted) return;
+	const checkedAt = Date.now();
+	if (response.status === 304 && stored) return store.write(providerId, { ...stored, checkedAt }, { signal });
+	if (response.status === 404 || response.status === 501) {
+		return store.write(providerId, { ...(stored ?? { models: [] }), checkedAt, lastModified: 0, etag: undefined }, { signal });
+	}
+	if (!response.ok) {
+		await store.write(providerId, { ...(stored ?? { models: [] }), checkedAt }, { signal });
+		throw new Error(`Model catalog request failed for ${providerId}: ${response.status}`);
+	}
+	const lastModified = Date.parse(response.headers.get("last-modified") ?? "");
+	const entry = {
+		models: parseCatalog(providerId, await response.json()),
+		lastModified: Number.isNaN(lastModified) ? 0 : lastModified,
+		etag: response.headers.get("etag") ?? undefined,
+		checkedAt,
+	};
+	if (signal?.aborted) return;
+	await store.write(providerId, JSON.parse(JSON.stringify(entry)), { signal });
+}
+
+/** The built-in providers (pi-rpc's catalog, which is pi 1.6.0's). */
+const builtinProviders = () => lib("builtinProviders") ?? [];
 
 /** The chat models `entry` gives provider `id`, as pi restores them (none when pi would ignore the entry). */
 function restoredModels(id, entry) {
@@ -60,7 +179,7 @@ function restoredModels(id, entry) {
  * `registry` with the catalogs `store` keeps laid over its providers'
  * models; `restore()` reads the store again (at create and on refresh).
  */
-function withStoredCatalogs(registry, store) {
+function withStoredCatalogs(registry, store, network = {}) {
 	let restored = new Map();
 	const merged = () => {
 		const all = registry.getAll();
@@ -86,10 +205,37 @@ function withStoredCatalogs(registry, store) {
 		getModelsOfType: (type, providerId) =>
 			type === "chat" ? merged().filter((m) => providerId === undefined || m.provider === providerId) : registry.getModelsOfType(type, providerId),
 		async refresh(options) {
-			await restore(options?.signal);
-			return registry.refresh(options);
+			const errors = await fetchCatalogs({ ...options, allowNetwork: options?.allowNetwork ?? modelNetworkEnabled() });
+			const result = await registry.refresh(options);
+			for (const [id, error] of errors) result.errors.set(id, error);
+			return result;
 		},
 	});
+	/**
+	 * pi's refresh of the stored catalogs: restored first, then, with the
+	 * network allowed, each configured built-in provider's fetched and
+	 * restored again; errors by provider.
+	 */
+	async function fetchCatalogs(options) {
+		await restore(options?.signal);
+		const errors = new Map();
+		if (options?.allowNetwork !== true || !modelNetworkEnabled() || options?.signal?.aborted) return errors;
+		if (typeof store.write !== "function") return errors;
+		const configured = new Set(registry.getAvailable().map((m) => m.provider));
+		const ids = builtinProviders().filter((id) => configured.has(id) && !NOT_FETCHED.has(id));
+		const baseUrl = network.catalogBaseUrl ?? DEFAULT_CATALOG_BASE_URL;
+		await Promise.all(
+			ids.map(async (id) => {
+				try {
+					await refreshProvider(id, store, { baseUrl, signal: options.signal, force: options.force });
+				} catch (error) {
+					if (!options.signal?.aborted) errors.set(id, error instanceof Error ? error : new Error(String(error)));
+				}
+			}),
+		);
+		await restore(options?.signal);
+		return errors;
+	}
 	async function restore(signal) {
 		const next = new Map();
 		const ids = new Set([...registry.getAll().map((m) => m.provider), ...LISTED]);
@@ -99,7 +245,7 @@ function withStoredCatalogs(registry, store) {
 		}
 		restored = next;
 	}
-	return { registry: overlaid, restore };
+	return { registry: overlaid, restore, fetchCatalogs };
 }
 
-module.exports = { catalogStoreOf, withStoredCatalogs };
+module.exports = { catalogStoreOf, withStoredCatalogs, modelNetworkEnabled };
