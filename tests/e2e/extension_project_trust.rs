@@ -238,3 +238,54 @@ async fn the_extensions_asked_about_trust_are_the_sessions_as_in_pi() {
         assert_eq!(ours.project.first().map(String::as_str) == Some("factory"), trusted, "{ours:?}");
     }
 }
+
+/// pi-rpc alone (pi has no process extensions and reports load failures
+/// its own way): an extension that fails to load while asked about trust
+/// is not started again, and its failure is the session's one
+/// `extension_error`; a process extension is started again for the
+/// session, greeted with the session's `hello`.
+#[tokio::test]
+async fn a_failed_or_process_extension_asked_about_trust_starts_once_for_the_session() {
+    if !tools_ready() {
+        assert_ne!(std::env::var("PI_RPC_REQUIRE_TOOLS").as_deref(), Ok("1"), "node 22, pi 1.6.0 or the host missing");
+        return;
+    }
+    let node = node22().expect("node 22");
+    let (sb, _) = project_sandbox(&node);
+    let runs = sb.home.path().join("runs.log");
+    let failing = sb.home.path().join("failing.ts");
+    std::fs::write(
+        &failing,
+        format!(
+            "import {{ appendFileSync }} from \"node:fs\";\nexport default function () {{\n  appendFileSync({runs:?}, \"factory\\n\");\n  throw new Error(\"no good\");\n}}\n"
+        ),
+    )
+    .expect("failing extension");
+    let hellos = sb.home.path().join("hellos.log");
+    let process = crate::extensions::write_script(
+        &sb,
+        "asked.py",
+        &format!(
+            r#"import json, sys
+hello = json.loads(sys.stdin.readline())
+with open({hellos:?}, "a") as f:
+    f.write(json.dumps(hello.get("sessionId")) + "\n")
+print(json.dumps({{"type": "register", "name": "asked", "commands": [{{"name": "asked"}}]}}), flush=True)
+for line in sys.stdin:
+    pass
+"#,
+            hellos = hellos.display().to_string()
+        ),
+    );
+    let args = ["--no-session", "-e", &failing.display().to_string(), "-e", &process];
+    let mut pi = sb.spawn(&args);
+    pi.send(json!({"id": "s", "type": "get_state"})).await;
+    let lines = pi.until(|v| v["type"] == "response" && v["id"] == "s").await;
+    let session_id = lines.last().and_then(|v| v["data"]["sessionId"].as_str()).expect("session id").to_string();
+    let errors: Vec<&Value> = lines.iter().filter(|v| v["type"] == "extension_error").collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0]["error"].as_str().is_some_and(|e| e.contains("no good")), "{errors:?}");
+    assert_eq!(std::fs::read_to_string(&runs).unwrap_or_default(), "factory\n", "the failing factory ran once");
+    let greeted: Vec<String> = std::fs::read_to_string(&hellos).unwrap_or_default().lines().map(String::from).collect();
+    assert_eq!(greeted, ["\"\"".to_string(), format!("\"{session_id}\"")], "the process extension's hellos");
+}
