@@ -148,8 +148,11 @@ async fn lifecycle(reference: bool, answer: &str) -> Lifecycle {
     std::fs::write(&asked, logging_extension(&asked_log, Some(answer))).expect("extension");
     let project_dir = cwd.join(".pi/extensions");
     std::fs::create_dir_all(&project_dir).expect("project extensions");
-    std::fs::write(project_dir.join("project.ts"), logging_extension(&project_log, None).replace("\"logged\"", "\"project-logged\""))
-        .expect("project extension");
+    std::fs::write(
+        project_dir.join("project.ts"),
+        logging_extension(&project_log, None).replace("\"logged\"", "\"project-logged\""),
+    )
+    .expect("project extension");
     let (reply, _) = commands_of(&sb, &node, reference, &["-e".to_string(), asked.display().to_string()]).await;
     let read = |log: &Path| -> Vec<String> {
         std::fs::read_to_string(log).unwrap_or_default().lines().map(String::from).collect()

@@ -129,7 +129,8 @@ async fn a_model_runtime_fetches_remote_catalogs_as_pis() {
     let first = &ours["first"];
     // The configured providers were asked, pi's way; the newer catalog joined Anthropic's models.
     assert_eq!(first["net"], "Net claude-net", "{ours}");
-    let anthropic = first["requests"].as_array().and_then(|r| r.iter().find(|r| r["path"] == "/api/models/providers/anthropic"));
+    let anthropic =
+        first["requests"].as_array().and_then(|r| r.iter().find(|r| r["path"] == "/api/models/providers/anthropic"));
     assert_eq!(
         anthropic,
         Some(&json!({"path": "/api/models/providers/anthropic", "types": "chat,image,classifier",
@@ -138,8 +139,16 @@ async fn a_model_runtime_fetches_remote_catalogs_as_pis() {
     );
     assert_eq!(first["store"]["anthropic"]["etag"], "\"v1\"", "{ours}");
     // Fresh: not asked again; forced: revalidated with the etag.
-    assert!(ours["second"]["requests"].as_array().is_some_and(|r| r.iter().all(|r| r["path"] != "/api/models/providers/anthropic")), "{ours}");
-    assert!(ours["forced"]["requests"].as_array().is_some_and(|r| r.iter().any(|r| r["ifNoneMatch"] == "\"v1\"")), "{ours}");
+    assert!(
+        ours["second"]["requests"]
+            .as_array()
+            .is_some_and(|r| r.iter().all(|r| r["path"] != "/api/models/providers/anthropic")),
+        "{ours}"
+    );
+    assert!(
+        ours["forced"]["requests"].as_array().is_some_and(|r| r.iter().any(|r| r["ifNoneMatch"] == "\"v1\"")),
+        "{ours}"
+    );
     assert_eq!(ours["forced"]["errors"], json!([["openai", "Model catalog request failed for openai: 500"]]), "{ours}");
     assert_eq!(ours["withoutNetwork"]["requests"], json!([]), "{ours}");
     assert_eq!(ours["withoutNetwork"]["net"], "Net claude-net", "{ours}");

@@ -97,7 +97,12 @@ impl Extensions {
     /// the others start now; the list follows `options.paths`. The agent
     /// hears of the kept ones' registrations (or failures) on `signals`,
     /// as if they had just started.
-    pub(super) fn adopt(preload: Preload, options: &ExtensionOptions, ctx: &StartContext<'_>, signals: Signals) -> Self {
+    pub(super) fn adopt(
+        preload: Preload,
+        options: &ExtensionOptions,
+        ctx: &StartContext<'_>,
+        signals: Signals,
+    ) -> Self {
         let old = preload.extensions.shared.clone();
         let host = old.template.as_ref().and_then(|t| t.host.lock().unwrap_or_else(PoisonError::into_inner).clone());
         let template = SpawnTemplate {
