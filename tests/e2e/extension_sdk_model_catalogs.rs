@@ -57,7 +57,61 @@ function catalogServer(requests: any[]): Promise<http.Server> {
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
 }
 
+/** Start `server` on 127.0.0.1; its base URL. */
+async function listen(server: http.Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  return `http://127.0.0.1:${(server.address() as any).port}`;
+}
+
 export default function (pi: ExtensionAPI) {
+  pi.registerCommand("openrouter-net", {
+    handler: async (_args, ctx) => {
+      const dir = path.join(ctx.cwd, "or");
+      fs.mkdirSync(dir, { recursive: true });
+      const authPath = path.join(dir, "auth.json");
+      fs.writeFileSync(authPath, JSON.stringify({ openrouter: { type: "api_key", key: "or-key" } }));
+      const modelsPath = path.join(dir, "models.json");
+      const requests: any[] = [];
+      let ids: string[] = [];
+      const server = http.createServer((req, res) => {
+        const url = new URL(req.url ?? "/", "http://localhost");
+        requests.push({ path: url.pathname, authorization: req.headers.authorization ?? null });
+        if (url.pathname === "/api/v1/models/user") {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(JSON.stringify({ data: [
+            { id: ids[0], context_length: 1234, top_provider: { max_completion_tokens: 99 }, pricing: { prompt: "0.000001", completion: "0.000002", input_cache_read: "-1", overrides: [{ min_prompt_tokens: 1000, prompt: "0.000003" }, { utc_start: "x", prompt: "1" }] } },
+            { id: ids[1], context_length: 0, top_provider: { context_length: 4321 } },
+            { id: "not-in-the-catalog" },
+          ] }));
+          return;
+        }
+        res.writeHead(404);
+        res.end();
+      });
+      const base = await listen(server);
+      fs.writeFileSync(modelsPath, JSON.stringify({ providers: { openrouter: { baseUrl: `${base}/api/v1` } } }));
+      const shape = (m: any) => [m.id, m.contextWindow, m.maxTokens, m.cost];
+      const byId = (a: any, b: any) => String(a[0] ?? a).localeCompare(String(b[0] ?? b));
+      const out: any = {};
+      try {
+        const plain = await ModelRuntime.create({ authPath, modelsPath } as any);
+        const catalog = plain.getModels("openrouter").map((m: any) => m.id).sort();
+        ids = catalog.slice(0, 2);
+        out.catalogHasMore = catalog.length > 2;
+        const rt = await ModelRuntime.create({ authPath, modelsPath, allowModelNetwork: true, catalogBaseUrl: base } as any);
+        out.narrowed = rt.getModels("openrouter").map(shape).sort(byId);
+        out.requests = requests.splice(0);
+        const stored = JSON.parse(fs.readFileSync(path.join(dir, "models-store.json"), "utf8")).openrouter;
+        out.stored = { keys: Object.keys(stored).sort(), chat: stored.models.filter((m: any) => (m.type ?? "chat") === "chat").map((m: any) => m.id).sort() };
+        const again = await ModelRuntime.create({ authPath, modelsPath } as any);
+        out.restored = again.getModels("openrouter").map((m: any) => m.id).sort();
+        out.requestsAfter = requests.splice(0);
+      } finally {
+        server.close();
+      }
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
   pi.registerCommand("catalog-net", {
     handler: async (_args, ctx) => {
       const dir = path.join(ctx.cwd, "net");
@@ -152,5 +206,21 @@ async fn a_model_runtime_fetches_remote_catalogs_as_pis() {
     assert_eq!(ours["forced"]["errors"], json!([["openai", "Model catalog request failed for openai: 500"]]), "{ours}");
     assert_eq!(ours["withoutNetwork"]["requests"], json!([]), "{ours}");
     assert_eq!(ours["withoutNetwork"]["net"], "Net claude-net", "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn a_model_runtime_narrows_openrouters_catalog_to_the_key_as_pis() {
+    let Some((ours, theirs)) =
+        side_by_side(|reference, command| async move { run(reference, &command).await }, "openrouter-net").await
+    else {
+        return;
+    };
+    // Two catalog models the key may use, with its limits and prices; the rest left out, offline too.
+    assert_eq!(ours["catalogHasMore"], true, "{ours}");
+    assert_eq!(ours["narrowed"].as_array().map(Vec::len), Some(2), "{ours}");
+    assert_eq!(ours["narrowed"][0][1], 1234, "{ours}");
+    assert_eq!(ours["requests"][1], json!({"path": "/api/v1/models/user", "authorization": "Bearer or-key"}), "{ours}");
+    assert_eq!(ours["restored"].as_array().map(Vec::len), Some(2), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -17,8 +17,11 @@
 // in four hours unless forced, revalidated with the stored `etag`, up to two
 // retries, and the answer (`models`, `lastModified`, `etag`, `checkedAt`)
 // kept in the store (models-store.json under pi's lock, written by pi-rpc's
-// auth crate). OpenRouter's catalog narrowed to the user's key is pi-rpc's
-// plain catalog (compat/DEVIATIONS.md).
+// auth crate). OpenRouter's catalog is narrowed to the models of the user's
+// key as pi narrows it: the catalog (pi's, or a newer one from the server)
+// kept to the chat models the provider's `/models/user` lists for the key,
+// with their limits and prices, fetched at each network refresh and
+// replacing the provider's models, offline too.
 
 "use strict";
 
@@ -42,8 +45,10 @@ const ATTEMPT_TIMEOUT_MS = 4_000;
 const MAX_RETRIES = 2;
 const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
 const MODEL_TYPES = ["chat", "image", "classifier"];
-/** Built-in providers whose catalog pi's server does not serve (OpenRouter's is narrowed to the key). */
-const NOT_FETCHED = new Set(["openrouter"]);
+/** Built-in providers whose catalog is narrowed to the user's key (it replaces theirs once stored). */
+const PERSONALIZED = new Set(["openrouter"]);
+const OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1";
+const OPENROUTER_USER_MODELS_TIMEOUT_MS = 15_000;
 
 /** A `models-store.json` as pi-ai's `ModelsStore` (written under pi's lock by pi-rpc's auth crate). */
 function fileStore(file) {
@@ -165,13 +170,105 @@ async function refreshProvider(providerId, store, { baseUrl, signal, force }) {
 	await store.write(providerId, JSON.parse(JSON.stringify(entry)), { signal });
 }
 
+/** An OpenRouter `$/token` price as `$/1M tokens` (missing, invalid or negative: `fallback`). */
+function perMillion(value, fallback) {
+	const perToken = Number.parseFloat(value ?? "");
+	return perToken >= 0 ? Number((perToken * 1_000_000).toFixed(6)) : fallback;
+}
+
+/** OpenRouter's prices as pi's model cost, prompt-length overrides as tiers (time-bound ones left out). */
+function openRouterCost(pricing) {
+	const base = {
+		input: perMillion(pricing?.prompt, 0),
+		output: perMillion(pricing?.completion, 0),
+		cacheRead: perMillion(pricing?.input_cache_read, 0),
+		cacheWrite: perMillion(pricing?.input_cache_write, 0),
+	};
+	const tiers = [];
+	for (const o of pricing?.overrides ?? []) {
+		if (o.min_prompt_tokens === undefined || o.utc_start !== undefined || o.utc_end !== undefined || o.utc_days !== undefined) continue;
+		tiers.push({
+			inputTokensAbove: o.min_prompt_tokens,
+			input: perMillion(o.prompt, base.input),
+			output: perMillion(o.completion, base.output),
+			cacheRead: perMillion(o.input_cache_read, base.cacheRead),
+			cacheWrite: perMillion(o.input_cache_write, base.cacheWrite),
+		});
+	}
+	return tiers.length > 0 ? { ...base, tiers } : base;
+}
+
+/** `baseline` with `newer` over it (same type and id: the newer one). */
+function mergeModels(baseline, newer) {
+	const merged = new Map();
+	for (const model of [...baseline, ...newer]) merged.set(`${model.type ?? "chat"}\0${model.id}`, model);
+	return [...merged.values()];
+}
+
+/**
+ * The chat models of `catalog` the key may use (`/models/user` of the
+ * provider's base URL), with the key's limits and prices; other types as
+ * they are. A key the endpoint refuses (401/403) or no such endpoint (404):
+ * the catalog unchanged.
+ */
+async function personalizeOpenRouter(catalog, key, providerBaseUrl, signal) {
+	if (!key) return catalog;
+	const url = `${(providerBaseUrl ?? OPENROUTER_BASE_URL).replace(/\/+$/, "")}/models/user`;
+	const limit = AbortSignal.timeout(OPENROUTER_USER_MODELS_TIMEOUT_MS);
+	const response = await fetch(url, {
+		headers: { accept: "application/json", authorization: `Bearer ${key}` },
+		signal: signal ? AbortSignal.any([signal, limit]) : limit,
+	});
+	if ([401, 403, 404].includes(response.status)) return catalog;
+	if (!response.ok) throw new Error(`OpenRouter model list request failed: ${response.status}`);
+	const body = await response.json();
+	if (!body || typeof body !== "object" || !Array.isArray(body.data)) throw new Error("Invalid OpenRouter model list response");
+	const allowed = new Map(body.data.filter((e) => e && typeof e === "object" && typeof e.id === "string").map((e) => [e.id, e]));
+	return catalog.flatMap((model) => {
+		if ((model.type ?? "chat") !== "chat") return [model];
+		const entry = allowed.get(model.id);
+		if (!entry) return [];
+		return [
+			{
+				...model,
+				// A limit OpenRouter leaves out comes as absent, null or 0: the catalog's then.
+				contextWindow: entry.top_provider?.context_length || entry.context_length || model.contextWindow,
+				maxTokens: entry.top_provider?.max_completion_tokens || model.maxTokens,
+				cost: entry.pricing ? openRouterCost(entry.pricing) : model.cost,
+			},
+		];
+	});
+}
+
+/**
+ * OpenRouter's network refresh as pi's: the catalog server asked each time
+ * (a newer catalog over pi's), narrowed to the key, and kept whole.
+ */
+async function refreshPersonalized(providerId, store, { baseUrl, signal, builtin, key, providerBaseUrl }) {
+	const url = new URL(`/api/models/providers/${encodeURIComponent(providerId)}`, baseUrl);
+	url.searchParams.set("types", MODEL_TYPES.join(","));
+	const response = await fetchWithRetry(url, { accept: "application/json", "User-Agent": userAgent() }, signal);
+	if (signal?.aborted) return;
+	let remote = [];
+	if (response.status !== 404 && response.status !== 501) {
+		if (!response.ok) throw new Error(`Model catalog request failed for ${providerId}: ${response.status}`);
+		const lastModified = Date.parse(response.headers.get("last-modified") ?? "");
+		const models = parseCatalog(providerId, await response.json());
+		if (!Number.isNaN(lastModified) && lastModified > BUILTIN_GENERATED_AT) remote = models;
+	}
+	const personalized = await personalizeOpenRouter(mergeModels(builtin, remote), key, providerBaseUrl, signal);
+	if (signal?.aborted) return;
+	await store.write(providerId, JSON.parse(JSON.stringify({ models: personalized, checkedAt: Date.now() })), { signal });
+}
+
 /** The built-in providers (pi-rpc's catalog, which is pi 1.6.0's). */
 const builtinProviders = () => lib("builtinProviders") ?? [];
 
 /** The chat models `entry` gives provider `id`, as pi restores them (none when pi would ignore the entry). */
 function restoredModels(id, entry) {
 	if (!entry || !Array.isArray(entry.models)) return [];
-	if (!LISTED.has(id) && !(typeof entry.lastModified === "number" && entry.lastModified > BUILTIN_GENERATED_AT)) return [];
+	const theirs = LISTED.has(id) || PERSONALIZED.has(id);
+	if (!theirs && !(typeof entry.lastModified === "number" && entry.lastModified > BUILTIN_GENERATED_AT)) return [];
 	return entry.models.filter((m) => m && typeof m === "object" && m.provider === id && typeof m.id === "string" && (m.type ?? "chat") === "chat");
 }
 
@@ -188,6 +285,8 @@ function withStoredCatalogs(registry, store, network = {}) {
 		const seen = new Set();
 		for (const m of all) {
 			const stored = restored.get(m.provider)?.find((s) => s.id === m.id);
+			// A key-narrowed catalog replaces the provider's.
+			if (!stored && PERSONALIZED.has(m.provider) && restored.has(m.provider)) continue;
 			out.push(stored ?? m);
 			seen.add(`${m.provider}\0${m.id}`);
 		}
@@ -197,7 +296,11 @@ function withStoredCatalogs(registry, store, network = {}) {
 	const overlaid = Object.create(registry);
 	Object.assign(overlaid, {
 		getAll: merged,
-		find: (provider, id) => restored.get(provider)?.find((m) => m.id === id) ?? registry.find(provider, id),
+		find: (provider, id) => {
+			const stored = restored.get(provider)?.find((m) => m.id === id);
+			if (stored || (PERSONALIZED.has(provider) && restored.has(provider))) return stored;
+			return registry.find(provider, id);
+		},
 		getAvailable: () => {
 			const configured = new Set(registry.getAvailable().map((m) => m.provider));
 			return merged().filter((m) => configured.has(m.provider));
@@ -222,12 +325,20 @@ function withStoredCatalogs(registry, store, network = {}) {
 		if (options?.allowNetwork !== true || !modelNetworkEnabled() || options?.signal?.aborted) return errors;
 		if (typeof store.write !== "function") return errors;
 		const configured = new Set(registry.getAvailable().map((m) => m.provider));
-		const ids = builtinProviders().filter((id) => configured.has(id) && !NOT_FETCHED.has(id));
+		const ids = builtinProviders().filter((id) => configured.has(id));
 		const baseUrl = network.catalogBaseUrl ?? DEFAULT_CATALOG_BASE_URL;
+		const personal = async (id) => {
+			const builtin = ["classifier", "image"].flatMap((type) => registry.getModelsOfType(type, id) ?? []);
+			const key = (await registry.getProviderAuth?.(id))?.auth?.apiKey;
+			const providerBaseUrl = registry.getProvider?.(id)?.baseUrl;
+			const chat = registry.getAll().filter((m) => m.provider === id);
+			return refreshPersonalized(id, store, { baseUrl, signal: options.signal, builtin: [...chat, ...builtin], key, providerBaseUrl });
+		};
 		await Promise.all(
 			ids.map(async (id) => {
 				try {
-					await refreshProvider(id, store, { baseUrl, signal: options.signal, force: options.force });
+					if (PERSONALIZED.has(id)) await personal(id);
+					else await refreshProvider(id, store, { baseUrl, signal: options.signal, force: options.force });
 				} catch (error) {
 					if (!options.signal?.aborted) errors.set(id, error instanceof Error ? error : new Error(String(error)));
 				}
