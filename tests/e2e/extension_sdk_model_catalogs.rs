@@ -5,7 +5,8 @@
 //! answer in the `models-store.json` beside the runtime's `models.json`
 //! (`models`, `lastModified`, `etag`, `checkedAt`) and adds a catalog newer
 //! than pi's model data to the provider's models; a fresh entry is not asked
-//! again, `refresh({force: true})` revalidates it with its `etag` (a 304
+//! again (its classifier and image models join the typed ones),
+//! `refresh({force: true})` revalidates it with its `etag` (a 304
 //! keeps it), a failing server is retried twice and its error is
 //! `refresh()`'s, and without `allowModelNetwork` nothing is fetched. The
 //! catalog server is a small HTTP server on 127.0.0.1 that the extension's
@@ -131,6 +132,9 @@ export default function (pi: ExtensionAPI) {
         return data;
       };
       const look = (rt: any) => ({
+        image: rt.getModelOfType("image", "anthropic", "img-net")?.name ?? null,
+        images: rt.getModelsOfType("image", "anthropic").map((m: any) => m.id),
+        chatOfType: rt.getModelOfType("chat", "anthropic", "claude-net")?.name ?? null,
         net: rt.getModel("anthropic", "claude-net")?.name ?? null,
         window: rt.getModel("anthropic", "claude-net")?.contextWindow ?? null,
         listed: rt.getModels("anthropic").some((m: any) => m.id === "claude-net"),
@@ -140,6 +144,7 @@ export default function (pi: ExtensionAPI) {
       try {
         const first = await ModelRuntime.create(options);
         out.first = { ...look(first), requests: taken(), store: store() };
+        out.first.availableImages = (await first.getAvailableOfType("image", "anthropic")).map((m: any) => m.id);
         const second = await ModelRuntime.create(options);
         out.second = { ...look(second), requests: taken() };
         const result: any = await second.refresh({ force: true } as any);
@@ -206,6 +211,9 @@ async fn a_model_runtime_fetches_remote_catalogs_as_pis() {
     assert_eq!(ours["forced"]["errors"], json!([["openai", "Model catalog request failed for openai: 500"]]), "{ours}");
     assert_eq!(ours["withoutNetwork"]["requests"], json!([]), "{ours}");
     assert_eq!(ours["withoutNetwork"]["net"], "Net claude-net", "{ours}");
+    // Its image model joined the provider's typed models; the unknown type did not.
+    assert_eq!(ours["withoutNetwork"]["images"], json!(["img-net"]), "{ours}");
+    assert_eq!(ours["first"]["availableImages"], json!(["img-net"]), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 

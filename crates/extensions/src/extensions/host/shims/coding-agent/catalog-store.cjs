@@ -6,8 +6,9 @@
 // it is made, without the network (`allowModelNetwork` is off unless asked
 // for): a built-in provider's stored catalog newer than the model data pi
 // ships joins that provider's models (a stored model replaces the built-in
-// one of the same id), and the models llama.cpp's last listing kept are
-// llama.cpp's. The catalog is read again on `refresh()`.
+// one of the same id; its classifier and image models join the typed
+// ones), and the models llama.cpp's last listing kept are llama.cpp's. The
+// catalog is read again on `refresh()`.
 //
 // With the network allowed (`create({allowModelNetwork: true})`, or
 // `refresh()` unless told `allowNetwork: false`; never with `PI_OFFLINE` or
@@ -264,12 +265,12 @@ async function refreshPersonalized(providerId, store, { baseUrl, signal, builtin
 /** The built-in providers (pi-rpc's catalog, which is pi 1.6.0's). */
 const builtinProviders = () => lib("builtinProviders") ?? [];
 
-/** The chat models `entry` gives provider `id`, as pi restores them (none when pi would ignore the entry). */
-function restoredModels(id, entry) {
+/** The models of `type` `entry` gives provider `id`, as pi restores them (none when pi would ignore the entry). */
+function restoredModels(id, entry, type = "chat") {
 	if (!entry || !Array.isArray(entry.models)) return [];
 	const theirs = LISTED.has(id) || PERSONALIZED.has(id);
 	if (!theirs && !(typeof entry.lastModified === "number" && entry.lastModified > BUILTIN_GENERATED_AT)) return [];
-	return entry.models.filter((m) => m && typeof m === "object" && m.provider === id && typeof m.id === "string" && (m.type ?? "chat") === "chat");
+	return entry.models.filter((m) => m && typeof m === "object" && m.provider === id && typeof m.id === "string" && (m.type ?? "chat") === type);
 }
 
 /**
@@ -278,6 +279,17 @@ function restoredModels(id, entry) {
  */
 function withStoredCatalogs(registry, store, network = {}) {
 	let restored = new Map();
+	/** Restored classifier and image models by provider. */
+	let typed = new Map();
+	/** The registry's models of `type` (not chat), the restored ones over them. */
+	const typedMerged = (type, providerId) => {
+		const base = registry.getModelsOfType(type, providerId) ?? [];
+		const extra = [...typed].filter(([p]) => providerId === undefined || p === providerId).flatMap(([, models]) => models.filter((m) => m.type === type));
+		if (extra.length === 0) return base;
+		const merged = new Map();
+		for (const m of [...base, ...extra]) merged.set(`${m.provider}\0${m.id}`, m);
+		return [...merged.values()];
+	};
 	const merged = () => {
 		const all = registry.getAll();
 		if (restored.size === 0) return all;
@@ -306,7 +318,15 @@ function withStoredCatalogs(registry, store, network = {}) {
 			return merged().filter((m) => configured.has(m.provider));
 		},
 		getModelsOfType: (type, providerId) =>
-			type === "chat" ? merged().filter((m) => providerId === undefined || m.provider === providerId) : registry.getModelsOfType(type, providerId),
+			type === "chat" ? merged().filter((m) => providerId === undefined || m.provider === providerId) : typedMerged(type, providerId),
+		getModelOfType: (type, providerId, id) =>
+			type === "chat" ? overlaid.find(providerId, id) : typedMerged(type, providerId).find((m) => m.provider === providerId && m.id === id),
+		async getAvailableOfType(type, providerId) {
+			const base = (await registry.getAvailableOfType(type, providerId)) ?? [];
+			if (type === "chat" || typed.size === 0) return base;
+			const configured = new Set([...registry.getAvailable().map((m) => m.provider), ...base.map((m) => m.provider)]);
+			return typedMerged(type, providerId).filter((m) => configured.has(m.provider));
+		},
 		async refresh(options) {
 			const errors = await fetchCatalogs({ ...options, allowNetwork: options?.allowNetwork ?? modelNetworkEnabled() });
 			const result = await registry.refresh(options);
@@ -349,12 +369,17 @@ function withStoredCatalogs(registry, store, network = {}) {
 	}
 	async function restore(signal) {
 		const next = new Map();
-		const ids = new Set([...registry.getAll().map((m) => m.provider), ...LISTED]);
+		const nextTyped = new Map();
+		const ids = new Set([...registry.getAll().map((m) => m.provider), ...builtinProviders(), ...LISTED]);
 		for (const id of ids) {
-			const models = restoredModels(id, await store.read(id, { signal }));
+			const entry = await store.read(id, { signal });
+			const models = restoredModels(id, entry);
 			if (models.length > 0) next.set(id, models);
+			const others = ["classifier", "image"].flatMap((type) => restoredModels(id, entry, type));
+			if (others.length > 0) nextTyped.set(id, others);
 		}
 		restored = next;
+		typed = nextTyped;
 	}
 	return { registry: overlaid, restore, fetchCatalogs };
 }
