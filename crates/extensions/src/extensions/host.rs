@@ -89,6 +89,8 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/catalog-store.cjs", include_str!("host/shims/coding-agent/catalog-store.cjs")),
     ("shims/coding-agent/ui-prompts.cjs", include_str!("host/shims/coding-agent/ui-prompts.cjs")),
     ("shims/coding-agent/session-builtins.cjs", include_str!("host/shims/coding-agent/session-builtins.cjs")),
+    ("shims/coding-agent/session-codemode.cjs", include_str!("host/shims/coding-agent/session-codemode.cjs")),
+    ("shims/coding-agent/session-nested-calls.cjs", include_str!("host/shims/coding-agent/session-nested-calls.cjs")),
     ("shims/coding-agent/model-store.cjs", include_str!("host/shims/coding-agent/model-store.cjs")),
     ("shims/coding-agent/deferred.cjs", include_str!("host/shims/coding-agent/deferred.cjs")),
     ("shims/coding-agent/args.cjs", include_str!("host/shims/coding-agent/args.cjs")),

@@ -124,6 +124,7 @@ class AgentSession {
 	async _onAgentEvent(event) {
 		if (event.type === "agent_start" && this._abortRequested) this.agent.abort();
 		autoCompaction.agentEvent(this, event);
+		this._nestedCalls?.agentEvent(event);
 		// The extensions' handlers first (a `message_end` handler may replace the message), as in pi.
 		if (this._extensions) await this._extensions.agentEvent(event);
 		if (event.type === "message_start" && event.message.role === "user") {
