@@ -279,6 +279,8 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
             let last: bool = arg::<Option<bool>>(args, 1, "last")?.unwrap_or(false);
             Ok(clean_shell_output(&text, last))
         }
+        // pi's built-in providers (pi-rpc's catalog is pi 1.6.0's model data), for the catalog refresh.
+        "builtinProviders" => Ok(json!(crate::config::catalog::catalog_providers().collect::<Vec<_>>())),
         other => Err(format!("pi-rpc has no library function {other}")),
     }
 }

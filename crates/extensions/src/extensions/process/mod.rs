@@ -192,7 +192,12 @@ impl Extension {
         self.touch();
     }
 
-    fn death_message(&self) -> String {
+    /// Why it stopped, once recorded: `(event, error)`.
+    pub(super) fn death(&self) -> Option<(String, String)> {
+        lock(&self.death).clone()
+    }
+
+    pub(super) fn death_message(&self) -> String {
         lock(&self.death)
             .as_ref()
             .map(|(_, e)| e.clone())

@@ -21,7 +21,7 @@ const path = require("node:path");
 const { services } = require("../host-services.cjs");
 const { storeRegistry, storedCredentials, storeCredential, removeCredential } = require("./model-store.cjs");
 const { CredentialStoreBridge } = require("./credential-store.cjs");
-const { catalogStoreOf, withStoredCatalogs } = require("./catalog-store.cjs");
+const { catalogStoreOf, withStoredCatalogs, modelNetworkEnabled } = require("./catalog-store.cjs");
 const { AssistantMessageEventStream } = require("../ai/stream.cjs");
 const deferred = require("./deferred.cjs");
 const { lib } = require("./text.cjs");
@@ -56,9 +56,13 @@ class ModelRuntime {
 		const modelsPath = options?.modelsPath === null ? null : path.resolve(options?.modelsPath ?? path.join(agentDir(), "models.json"));
 		const catalogs = catalogStoreOf(options, modelsPath);
 		if (catalogs) {
-			const { registry, restore } = withStoredCatalogs(runtime.registry, catalogs);
+			const { registry, fetchCatalogs } = withStoredCatalogs(runtime.registry, catalogs, { catalogBaseUrl: options?.catalogBaseUrl });
 			runtime.registry = registry;
-			await restore(options?.signal);
+			// pi's first refresh: from the network when asked (`allowModelNetwork`), within `modelRefreshTimeoutMs`.
+			const allowNetwork = options?.allowModelNetwork === true && modelNetworkEnabled();
+			const limit = allowNetwork && options?.modelRefreshTimeoutMs !== undefined ? AbortSignal.timeout(options.modelRefreshTimeoutMs) : undefined;
+			const signal = limit && options?.signal ? AbortSignal.any([options.signal, limit]) : (limit ?? options?.signal);
+			if (options?.refreshOnCreate !== false) await fetchCatalogs({ allowNetwork, signal });
 		}
 		return runtime;
 	}
