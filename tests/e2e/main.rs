@@ -54,6 +54,8 @@ mod list_models;
 mod llama_cpp;
 mod mcp;
 mod mcp_oauth;
+mod mcp_oauth_elsewhere;
+mod mcp_retries;
 mod mcp_sdks;
 mod native_basic;
 mod native_compaction;
