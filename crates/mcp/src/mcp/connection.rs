@@ -571,6 +571,8 @@ impl Connection {
         };
         match list_tools(&peer).await {
             Ok(tools) => self.state.send_modify(|s| s.tools = Arc::new(tools)),
+            // Closed meanwhile: nothing to tell.
+            Err(_) if self.stopping.is_cancelled() => {}
             Err(e) => tracing::warn!(
                 "MCP server {}: cannot refresh its tools: {}",
                 self.config.name,

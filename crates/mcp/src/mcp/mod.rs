@@ -328,8 +328,8 @@ impl McpManager {
     pub fn restarted(&self) -> Arc<McpManager> {
         let config = McpConfig {
             servers: self.configured.iter().map(|c| c.config.clone()).collect(),
-            errors: Vec::new(),
             auto_enable_codemode: self.auto_codemode,
+            ..McpConfig::default()
         };
         self.reconfigured(config)
     }
