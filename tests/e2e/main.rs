@@ -26,6 +26,7 @@ mod extension_builtin_factories;
 mod extension_host;
 mod extension_host_install;
 mod extension_mcp;
+mod extension_mcp_auth_provider;
 mod extension_mcp_factory_options;
 mod extension_project_trust;
 mod extension_provider_events;
