@@ -24,7 +24,7 @@ use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, spawn_reference};
 use crate::extension_sdk_services::{notified_text, side_by_side};
-use crate::harness::Sandbox;
+use crate::harness::{Pi, Sandbox};
 
 const SDK_RUNNER: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
@@ -463,20 +463,7 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
 /// What `/<command>` of the extension `module` (file name, source) notified in one program, with
 /// the tool names each model request offered and its `pi_marker`; the fake model gives `replies`.
 pub async fn run_module(reference: bool, module: (&str, &str), command: &str, replies: &[Reply]) -> Option<Value> {
-    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
-    let cli = reference_cli()?;
-    let package = cli.parent().and_then(|d| d.parent()).expect("the reference package").to_path_buf();
-    let sb = Sandbox::with_server().await;
-    host_settings(&sb, &node, &dir, json!({}));
-    write_module(&sb, module.0, module.1);
-    for reply in replies {
-        sb.server().push(reply.clone());
-    }
-    let mut pi = if reference {
-        spawn_reference(&sb, &node, &cli)
-    } else {
-        sb.spawn_with_env(&["--no-session"], &[("PI_RPC_DOCS_DIR", &package)])
-    };
+    let (mut pi, sb) = start_module(reference, module, replies, &|_| {}).await?;
     let text = notified_text(&mut pi, &sb, command).await;
     let mut note: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"));
     let offered: Vec<Value> = sb
@@ -494,6 +481,32 @@ pub async fn run_module(reference: bool, module: (&str, &str), command: &str, re
     // What a `before_provider_request` handler put into the payload each request carried.
     note["markers"] = json!(sb.server().requests().iter().map(|r| r.body["pi_marker"].clone()).collect::<Vec<_>>());
     Some(note)
+}
+
+/// pi-rpc (`reference`: pi 1.6.0) started with the extension `module` (file name, source), the fake
+/// model given `replies`, the sandbox prepared by `setup` first; `None` without the tools.
+pub async fn start_module(
+    reference: bool,
+    module: (&str, &str),
+    replies: &[Reply],
+    setup: &dyn Fn(&Sandbox),
+) -> Option<(Pi, Sandbox)> {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
+    let cli = reference_cli()?;
+    let package = cli.parent().and_then(|d| d.parent()).expect("the reference package").to_path_buf();
+    let sb = Sandbox::with_server().await;
+    host_settings(&sb, &node, &dir, json!({}));
+    write_module(&sb, module.0, module.1);
+    setup(&sb);
+    for reply in replies {
+        sb.server().push(reply.clone());
+    }
+    let pi = if reference {
+        spawn_reference(&sb, &node, &cli)
+    } else {
+        sb.spawn_with_env(&["--no-session"], &[("PI_RPC_DOCS_DIR", &package)])
+    };
+    Some((pi, sb))
 }
 
 async fn both(command: &str) -> Option<(Value, Value)> {

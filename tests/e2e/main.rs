@@ -42,6 +42,8 @@ mod extension_sdk_runner;
 mod extension_sdk_services;
 mod extension_sdk_session;
 mod extension_sdk_session_files;
+mod extension_sdk_subcode;
+mod extension_sdk_subrest;
 mod extension_sdk_subsession;
 mod extension_sdk_substream;
 mod extension_sdk_subtools;

@@ -38,7 +38,7 @@ impl Servers {
         None
     }
 
-    fn everything(&self, transport: &str) -> Value {
+    pub(crate) fn everything(&self, transport: &str) -> Value {
         let script = self.modules.join("@modelcontextprotocol/server-everything/dist/index.js");
         json!({"command": self.node, "args": [script, transport]})
     }

@@ -13,7 +13,8 @@
 //! `{content, details?, isError}`. While it runs, partial results go to the
 //! extension as `builtinToolUpdate` notifications (`{callId, content,
 //! details?}`). `builtinTools` answers each built-in's `name, description,
-//! parameters, promptSnippet, promptGuidelines`.
+//! parameters, promptSnippet, promptGuidelines`. `toolName: "codemode"` is an
+//! SDK session's codemode script ([`super::session_codemode`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,6 +54,9 @@ pub(super) fn specs() -> Value {
 pub(super) async fn run(ext: Arc<Extension>, params: Value, temp_dir: PathBuf, cancel: CancellationToken) -> Value {
     let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
     let name = text("toolName");
+    if name == "codemode" {
+        return super::session_codemode::run(ext, params, temp_dir, cancel).await;
+    }
     let registry = ToolRegistry::builtin();
     let input = params.get("input").cloned().unwrap_or_else(|| json!({}));
     let (tool, args) = match registry.prepare_call(&name, input) {
@@ -93,7 +97,7 @@ pub(super) async fn run(ext: Arc<Extension>, params: Value, temp_dir: PathBuf, c
     output_json(&out)
 }
 
-fn output_json(out: &crate::tools::ToolOutput) -> Value {
+pub(super) fn output_json(out: &crate::tools::ToolOutput) -> Value {
     let mut v = json!({"content": out.content, "isError": out.is_error});
     if let Some(details) = &out.details {
         v["details"] = details.clone();

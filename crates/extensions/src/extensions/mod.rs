@@ -37,6 +37,7 @@ mod project_trust;
 pub mod protocol;
 mod provider_events;
 pub mod provider_stream;
+mod session_codemode;
 mod tool;
 mod tool_content;
 pub mod ui;
@@ -176,7 +177,8 @@ pub enum ExtRequest {
     /// pi's MCP registrations: `registerMcpServer` `{name, config}`,
     /// `unregisterMcpServer` `{name}`, `getMcpServers`; answered with `{servers}`.
     /// Also `useBuiltinExtension` `{name, options}`: one of pi's built-in
-    /// extension factories (codemode, MCP, `tool_search`) applied by the extension.
+    /// extension factories (codemode, MCP, `tool_search`) applied by the extension;
+    /// and `mcpCommand` `{args}`: an SDK session's `/mcp`, answered `{text, level}`.
     Mcp {
         method: String,
         params: Value,
@@ -216,7 +218,7 @@ impl ExtRequest {
             "getSystemPromptOptions" => ExtRequest::GetSystemPromptOptions,
             "lib" => ExtRequest::Library(params),
             "compact" => ExtRequest::Compact(params),
-            "registerMcpServer" | "unregisterMcpServer" | "getMcpServers" | "useBuiltinExtension" => {
+            "registerMcpServer" | "unregisterMcpServer" | "getMcpServers" | "useBuiltinExtension" | "mcpCommand" => {
                 ExtRequest::Mcp { method: method.to_string(), params }
             }
             "sessionOp" => ExtRequest::SessionOp(params),

@@ -447,6 +447,11 @@ impl Agent {
                     self.extension_models_call(&p, &cancel, reply);
                 }
             }
+            ExtSignal::Host(HostSignal::Request { request: ExtRequest::Mcp { method, params }, reply, .. })
+                if method == "mcpCommand" =>
+            {
+                self.sdk_session_mcp_command(&params, reply);
+            }
             ExtSignal::Host(HostSignal::Request { id, request, reply }) => {
                 let result = self.extension_request(id, request).await;
                 let _ = reply.send(result);

@@ -70,6 +70,29 @@ impl Agent {
         });
     }
 
+    /// `/mcp <args>` of an SDK session (the `/mcp` that pi's
+    /// `createMcpExtension()` registers inside it): the command run over
+    /// pi-rpc's MCP servers, as the session's own `/mcp` runs, its notice
+    /// answered as `{text, level}` for the SDK session's UI (`null` when
+    /// the command answered through the dialogs).
+    pub(super) fn sdk_session_mcp_command(
+        &self,
+        params: &Value,
+        reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
+    ) {
+        let args = params.get("args").and_then(Value::as_str).unwrap_or_default().to_string();
+        let (mcp, agent_dir, internal) =
+            (self.mcp.clone(), self.workspace.agent_dir().to_path_buf(), self.channels.internal());
+        let open_url = self.mcp.factories.open_url();
+        let ui = super::mcp_command_ui::McpCommandUi::new(self.ext.handle().clone(), internal, open_url);
+        tokio::spawn(async move {
+            let cancel = tokio_util::sync::CancellationToken::new();
+            let notice = mcp.command(&args, &agent_dir, &ui, &cancel).await;
+            let answer = notice.map(|n| json!({"text": n.text, "level": n.level})).unwrap_or(Value::Null);
+            let _ = reply.send(Ok(answer));
+        });
+    }
+
     /// Whether `codemode` and `tool_search` are on.
     pub(super) fn reach(&self) -> Reach {
         Reach::of(self.toolbox.active_names(), Some(&self.mcp))

@@ -94,6 +94,11 @@ export function createServices(channel, hello) {
 				});
 				return { exitCode: result?.exitCode ?? null };
 			}
+			// An SDK session's codemode (shims/coding-agent/session-codemode.cjs): JSON in and out.
+			case "callTool":
+			case "branchCustomData":
+			case "appendCustom":
+				return (await call(args, signal)) ?? null;
 			default:
 				throw new Error(`unknown operation ${op}`);
 		}
@@ -238,9 +243,10 @@ export function createServices(channel, hello) {
 
 		/**
 		 * Run built-in tool `toolName` in pi-rpc: `operations` (an object of
-		 * pi's operation functions) performs its operations when given.
+		 * pi's operation functions) performs its operations when given;
+		 * `codemode` also takes `catalog` (an SDK session's tools).
 		 */
-		async runBuiltinTool({ toolName, toolCallId, input, cwd, env, operations: ops, supplied }, signal, onUpdate) {
+		async runBuiltinTool({ toolName, toolCallId, input, cwd, env, operations: ops, supplied, catalog, models }, signal, onUpdate) {
 			if (signal?.aborted) throw new Error("Operation aborted");
 			const callId = `b${++nextCall}`;
 			let handle;
@@ -250,6 +256,8 @@ export function createServices(channel, hello) {
 			}
 			if (onUpdate) updates.set(callId, onUpdate);
 			const params = { toolName, toolCallId, input, cwd, env, callId };
+			// codemode's: the session's callable tools, and whether scripts get `models`.
+			if (catalog) Object.assign(params, { catalog, models });
 			if (handle) params.operations = { handle, supplied };
 			const result = channel.request("runBuiltinTool", params);
 			const id = channel.lastRequestId();

@@ -108,7 +108,16 @@ async fn ask_agent(ext: &Extension, request: ExtRequest) -> Result<Value, String
 
 /// Requests served aside from the reading loop (they call back into the extension).
 fn is_long_method(method: &str) -> bool {
-    matches!(method, "runBuiltinTool" | "modelStream" | "sessionOp" | "executeTool" | "providerHook" | "streamService")
+    matches!(
+        method,
+        "runBuiltinTool"
+            | "modelStream"
+            | "sessionOp"
+            | "executeTool"
+            | "providerHook"
+            | "mcpCommand"
+            | "streamService"
+    )
 }
 
 /// `ctx.modelRegistry.classify / generateImages`: a model call, which may
@@ -147,6 +156,8 @@ async fn serve_long(
         }
         // A command's session op: the session hooks it runs ask this extension too.
         "sessionOp" => ask_agent(ext, ExtRequest::SessionOp(params)).await,
+        // An SDK session's `/mcp`: it waits for the servers to connect, as pi-rpc's `/mcp` does.
+        "mcpCommand" => ask_agent(ext, ExtRequest::Mcp { method: method.to_string(), params }).await,
         "models" => ask_agent(ext, ExtRequest::Models(params, withdrawn)).await,
         // A provider stream's `onPayload` / `onResponse` / `onProviderStreamEvent`: pi's provider events.
         "providerHook" => crate::extensions::provider_stream::serve_hook(ext.stream_observer(&params), params).await,

@@ -90,7 +90,7 @@ function localChannel(runtime, modelRegistry, instance) {
 		},
 		getMcpServers: () => servers(),
 		// pi's built-in factories, loaded inside the SDK session as pi loads them (session-builtins.cjs).
-		useBuiltinExtension: ({ name }) => require("./session-builtins.cjs").useBuiltinInSession(instance().pi, name),
+		useBuiltinExtension: ({ name, options }) => require("./session-builtins.cjs").useBuiltinInSession(instance().pi, name, options),
 	};
 	const call = (method, params) => {
 		const action = methods[method];

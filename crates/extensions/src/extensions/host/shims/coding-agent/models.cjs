@@ -24,6 +24,7 @@ const { CredentialStoreBridge } = require("./credential-store.cjs");
 const { catalogStoreOf, withStoredCatalogs } = require("./catalog-store.cjs");
 const { AssistantMessageEventStream } = require("../ai/stream.cjs");
 const deferred = require("./deferred.cjs");
+const { lib } = require("./text.cjs");
 
 const providerOf = (target) => (typeof target === "string" ? target : target?.provider);
 let loginCount = 0;
@@ -190,7 +191,9 @@ class ModelRuntime {
 		if (!this.getProvider(providerId)) throw new Error(`Unknown provider: ${providerId}`);
 		interaction?.signal?.throwIfAborted?.();
 		if (type === "oauth") return this.oauthLogin(providerId, interaction);
-		const key = await interaction.prompt({ type: "secret", message: "Enter API key", signal: interaction?.signal });
+		// pi's question names a built-in provider's key ("Enter Groq API key"), a provider of models.json's or an extension's "API key".
+		const message = lib("apiKeyLoginPrompt", providerId);
+		const key = await interaction.prompt({ type: "secret", message, signal: interaction?.signal });
 		const credential = { type: "api_key", key };
 		if (this.credentialStore) return this.credentialStore.write(providerId, credential, { signal: interaction?.signal });
 		storeCredential(this.authPath, providerId, credential);

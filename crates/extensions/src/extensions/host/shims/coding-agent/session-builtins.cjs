@@ -3,20 +3,21 @@
 // `createMcpExtension`) applied to an extension inside an SDK session. pi
 // 1.6.0 loads them there like any extension: `codemode` and `tool_search`
 // registered inactive, `/mcp` registered. pi-rpc's built-ins live in its
-// Rust core and serve its own session only (builtin-extensions.cjs hands
-// them to top-level extensions), so inside the sub-session the factory
-// registers the same tools (pi-rpc's definitions: description, parameters,
-// guidelines) and command. `tool_search` searches the sub-session's tools as
-// pi's does (those of `codemode` / `deferred` exposure not active yet),
-// ranked and answered by pi-rpc's own `tool_search` (`lib` `toolSearch`),
-// and activates the matches; `codemode` and `/mcp` answer that they serve
-// pi-rpc's own session (compat/DEVIATIONS.md).
+// Rust core, so inside the sub-session the factory registers the same tools
+// (pi-rpc's definitions: description, parameters, guidelines) and command,
+// which run pi-rpc's built-ins over the sub-session:
+// - `tool_search` searches the sub-session's tools as pi's does (those of
+//   `codemode` / `deferred` exposure not active yet), ranked and answered by
+//   pi-rpc's own `tool_search` (`lib` `toolSearch`), and activates the matches;
+// - `codemode` runs its script in pi-rpc's codemode, whose nested calls come
+//   back to run the sub-session's tools (session-codemode.cjs);
+// - `/mcp` answers with pi-rpc's MCP servers, as the running session's
+//   `/mcp` does, through the sub-session's UI.
 
 "use strict";
 
 const { lib } = require("./text.cjs");
-
-const unavailable = (what) => `${what} is pi-rpc's built-in of its own session; it does not run inside an SDK session`;
+const { runSessionCodemode, mcpCommand } = require("./session-codemode.cjs");
 
 /** Exposures `tool_search` can load (pi's). */
 const SEARCHABLE = new Set(["codemode", "deferred"]);
@@ -26,13 +27,14 @@ function searchAndLoad(pi, params) {
 	const active = pi.getActiveTools();
 	const candidates = pi.getAllTools().filter((t) => SEARCHABLE.has(t.exposure) && !active.includes(t.name));
 	const answer = lib("toolSearch", candidates.map((t) => ({ name: t.name, description: t.description ?? "" })), params);
+	if (answer.error) throw new Error(answer.error);
 	const loaded = answer.loaded ?? [];
 	if (loaded.length > 0) pi.setActiveTools([...active, ...loaded]);
 	return { content: [{ type: "text", text: answer.text }], details: { loaded } };
 }
 
 /** `pi`'s registrations of the built-in `name` (the factory's hook, `pi[USE_BUILTIN](name, options)`). */
-function useBuiltinInSession(pi, name) {
+function useBuiltinInSession(pi, name, options = {}) {
 	if (name === "codemode" || name === "tool_search") {
 		const definition = lib("builtinToolDefinition", name);
 		pi.registerTool({
@@ -46,16 +48,17 @@ function useBuiltinInSession(pi, name) {
 			execute:
 				name === "tool_search"
 					? async (_id, params) => searchAndLoad(pi, params ?? {})
-					: async () => {
-							throw new Error(unavailable(`The ${definition.name} tool`));
-						},
+					: (id, params, signal, onUpdate, ctx) => runSessionCodemode(pi, options, id, params, signal, onUpdate, ctx),
 		});
 		return;
 	}
 	if (name === "mcp") {
 		pi.registerCommand("mcp", {
 			description: "Show MCP server status",
-			handler: async (_args, ctx) => ctx.ui.notify(unavailable("MCP"), "warning"),
+			handler: async (args, ctx) => {
+				const notice = await mcpCommand(args);
+				if (notice) ctx.ui.notify(notice.text, notice.level);
+			},
 		});
 	}
 	// "mcp:loadedConfig" (a `loadConfig` answer): nothing connects MCP servers here.

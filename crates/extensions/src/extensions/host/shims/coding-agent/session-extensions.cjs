@@ -6,13 +6,16 @@
 // handlers, each request their `context` handlers, and the agent's events
 // reach their handlers (awaited, before the session's own listeners, as in
 // pi). `prompt` runs an extension command first, then the `input` handlers,
-// then `before_agent_start` (agent-session.cjs calls these hooks).
+// then `before_agent_start` (agent-session.cjs calls these hooks). Their
+// tools may call the session's tools (`ctx.executeTool()`,
+// session-nested-calls.cjs).
 
 "use strict";
 
 const { ExtensionRunner } = require("./extension-runner.cjs");
 const { createExtensionRuntime } = require("./extension-loader.cjs");
 const { turnEndBoundary, beforeSettleBoundary } = require("./session-boundaries.cjs");
+const { SessionNestedCalls } = require("./session-nested-calls.cjs");
 
 /** Tool exposures declared to the model when active (pi's `direct` and `model-only`). */
 const DECLARED = new Set([undefined, "direct", "model-only"]);
@@ -68,6 +71,8 @@ function heldMessages(session) {
 function attachExtensions(session, extensionsResult, { modelRegistry, activate }) {
 	const runtime = extensionsResult?.runtime ?? createExtensionRuntime();
 	const runner = new ExtensionRunner(extensionsResult?.extensions ?? [], runtime, session._cwd, session.sessionManager, modelRegistry);
+	// pi's `ctx.executeTool()` / `ctx.tools` (session-nested-calls.cjs).
+	const nested = (session._nestedCalls = new SessionNestedCalls(session, runner));
 	runner.bindCore(
 		{
 			sendMessage: (message, options) => {
@@ -119,6 +124,8 @@ function attachExtensions(session, extensionsResult, { modelRegistry, activate }
 			},
 			getSystemPrompt: () => session.systemPrompt,
 			getSystemPromptOptions: () => session._promptOptions(),
+			getCallableTools: () => nested.callableTools(),
+			executeTool: (callerId, name, args, options) => nested.execute(callerId, name, args, options),
 		},
 	);
 	syncTools(session, runner, false);

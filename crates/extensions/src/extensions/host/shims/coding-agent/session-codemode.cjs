@@ -1,0 +1,73 @@
+// pi-rpc extension host: pi's `codemode` tool inside an SDK session
+// (`createCodemodeExtension()` loaded there, session-builtins.cjs). The
+// script runs in pi-rpc's own codemode: the call goes to pi-rpc on the
+// built-in tool channel (`runBuiltinTool`, `toolName: "codemode"`) with the
+// session's callable tools (`ctx.tools`) as its catalog, and pi-rpc calls
+// back, through an operations object as pi's `*Operations` are called, for
+// each tool the script calls (`callTool`: the session's `ctx.executeTool()`,
+// its pipeline and hooks) and for `store()` / `load()` (the session's
+// `codemode-store` entries on its branch, written with `pi.appendEntry`).
+
+"use strict";
+
+const { services } = require("../host-services.cjs");
+
+/** codemode's own name: scripts do not call it. */
+const CODEMODE = "codemode";
+
+/** What pi-rpc's codemode is told of each callable tool. */
+function catalogOf(pi, tools) {
+	const registered = new Map(pi.getAllTools().map((t) => [t.name, t]));
+	return tools
+		.filter((tool) => tool.name !== CODEMODE)
+		.map((tool) => {
+			const own = registered.get(tool.name);
+			const entry = {
+				name: tool.name,
+				description: tool.description ?? "",
+				parameters: tool.parameters ?? {},
+				promptGuidelines: own?.promptGuidelines ?? tool.promptGuidelines ?? [],
+				exposure: own?.exposure ?? tool.exposure ?? "direct",
+			};
+			if (tool.outputSchema) entry.outputSchema = tool.outputSchema;
+			if (own?.namespace) entry.namespace = typeof own.namespace === "string" ? own.namespace : own.namespace.name;
+			return entry;
+		});
+}
+
+/** Run one script of the session's `codemode` (the tool's `execute`). */
+async function runSessionCodemode(pi, options, toolCallId, params, signal, onUpdate, ctx) {
+	const operations = {
+		callTool: ({ name, args }, callSignal) => ctx.executeTool(String(name), args ?? {}, { signal: callSignal }),
+		branchCustomData: ({ customType }) =>
+			ctx.sessionManager
+				.getBranch()
+				.filter((entry) => entry.type === "custom" && entry.customType === customType)
+				.map((entry) => entry.data ?? null),
+		appendCustom: ({ customType, data }) => pi.appendEntry(customType, data) ?? null,
+	};
+	const result = await services().runBuiltinTool(
+		{
+			toolName: CODEMODE,
+			toolCallId,
+			input: params ?? {},
+			cwd: ctx?.cwd,
+			operations,
+			supplied: Object.keys(operations),
+			catalog: catalogOf(pi, ctx?.tools ?? []),
+			models: options?.models !== false,
+		},
+		signal,
+		onUpdate,
+	);
+	const out = { content: result.content, details: result.details };
+	if (result.isError) out.isError = true;
+	return out;
+}
+
+/** The text and level pi-rpc's `/mcp` answers (`null`: it answered through dialogs). */
+function mcpCommand(args) {
+	return services().channel.request("mcpCommand", { args: String(args ?? "") });
+}
+
+module.exports = { runSessionCodemode, mcpCommand };
