@@ -9,6 +9,8 @@ mod args;
 mod commands;
 mod dialect;
 mod login;
+mod mcp_config;
+mod mcp_list;
 mod mcp_login;
 mod packages;
 mod print;
