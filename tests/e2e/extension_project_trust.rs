@@ -4,7 +4,9 @@
 //! handler's context has no UI (`hasUI` false, `mode` "rpc"; what it
 //! notifies goes to stderr), the first `yes` / `no` decides over
 //! `trust.json`, `remember: true` stores the answer there, a throwing
-//! handler is a warning and the next one is asked.
+//! handler is a warning and the next one is asked. The extensions asked
+//! are the session's: their factory runs once, before `project_trust`, and
+//! their first `session_start` is the session's.
 
 use std::path::Path;
 
@@ -38,9 +40,10 @@ struct Seen {
     error_reported: bool,
 }
 
-async fn observe(reference: bool, answers: &[&str], stored: Option<bool>) -> Seen {
+/// A sandbox whose project has a resource that needs trust (a prompt
+/// template), the extension host configured; the canonical cwd.
+fn project_sandbox(node: &Path) -> (Sandbox, std::path::PathBuf) {
     let sb = Sandbox::offline();
-    let node = node22().expect("node 22");
     sb.write_settings(
         json!({"extensionHostNode": node, "extensionHostDir": repo_root().join("target/tools/extension-host")}),
     );
@@ -49,22 +52,19 @@ async fn observe(reference: bool, answers: &[&str], stored: Option<bool>) -> See
     std::fs::write(prompts.join("proj.md"), "---\ndescription: project prompt\n---\nHello from the project\n")
         .expect("prompt");
     let cwd = std::fs::canonicalize(sb.cwd.path()).expect("cwd");
-    let trust_path = sb.agent_dir.path().join("trust.json");
-    if let Some(decision) = stored {
-        std::fs::write(&trust_path, format!("{}\n", json!({cwd.display().to_string(): decision}))).expect("trust.json");
-    }
-    let mut args: Vec<String> = vec!["--mode".into(), "rpc".into(), "--no-session".into()];
-    for (i, answer) in answers.iter().enumerate() {
-        let file = sb.home.path().join(format!("trust{i}.ts"));
-        std::fs::write(&file, extension(answer)).expect("extension");
-        args.extend(["-e".to_string(), file.display().to_string()]);
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    (sb, cwd)
+}
+
+/// Run pi-rpc (or pi 1.6.0) in RPC mode with `args`, ask `get_commands`,
+/// close its input; its reply, and stderr.
+async fn commands_of(sb: &Sandbox, node: &Path, reference: bool, args: &[String]) -> (Value, String) {
+    let mut all: Vec<&str> = vec!["--mode", "rpc", "--no-session"];
+    all.extend(args.iter().map(String::as_str));
     let input = "{\"id\":\"c\",\"type\":\"get_commands\"}\n";
     let (out, err) = if reference {
-        run_reference(&sb, &node, &args, input).await
+        run_reference(sb, node, &all, input).await
     } else {
-        let (_, out, err) = sb.run(&args, input).await;
+        let (_, out, err) = sb.run(&all, input).await;
         (out, err)
     };
     let reply = out
@@ -72,6 +72,23 @@ async fn observe(reference: bool, answers: &[&str], stored: Option<bool>) -> See
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .find(|v| v["id"] == "c")
         .unwrap_or_else(|| panic!("no get_commands reply (reference: {reference}): {out}\n{err}"));
+    (reply, err)
+}
+
+async fn observe(reference: bool, answers: &[&str], stored: Option<bool>) -> Seen {
+    let node = node22().expect("node 22");
+    let (sb, cwd) = project_sandbox(&node);
+    let trust_path = sb.agent_dir.path().join("trust.json");
+    if let Some(decision) = stored {
+        std::fs::write(&trust_path, format!("{}\n", json!({cwd.display().to_string(): decision}))).expect("trust.json");
+    }
+    let mut args = Vec::new();
+    for (i, answer) in answers.iter().enumerate() {
+        let file = sb.home.path().join(format!("trust{i}.ts"));
+        std::fs::write(&file, extension(answer)).expect("extension");
+        args.extend(["-e".to_string(), file.display().to_string()]);
+    }
+    let (reply, err) = commands_of(&sb, &node, reference, &args).await;
     let project_loaded = reply["data"]["commands"].as_array().is_some_and(|l| l.iter().any(|c| c["name"] == "proj"));
     let trust_file = std::fs::read_to_string(&trust_path).ok().map(|text| {
         let text = text.replace(&cwd.display().to_string(), "<cwd>");
@@ -83,6 +100,73 @@ async fn observe(reference: bool, answers: &[&str], stored: Option<bool>) -> See
         noted: err.contains("trust asked: cwd true ui false mode rpc select undefined"),
         error_reported: err.contains("project_trust error: Cannot read properties of undefined (reading 'trusted')"),
     }
+}
+
+/// An extension that writes to `log` each run of its factory and each
+/// event it sees (with `ctx.isProjectTrusted()` and its command's
+/// presence), and answers `project_trust` with `answer` when it listens.
+fn logging_extension(log: &Path, answer: Option<&str>) -> String {
+    let trust = answer.map_or(String::new(), |answer| {
+        format!(
+            r#"  pi.on("project_trust", async () => {{
+    note("project_trust");
+    return {{ trusted: "{answer}" }};
+  }});
+"#
+        )
+    });
+    format!(
+        r#"import {{ appendFileSync }} from "node:fs";
+const note = (line: string) => appendFileSync({log:?}, line + "\n");
+export default function (pi: any) {{
+  note("factory");
+{trust}  pi.registerCommand("logged", {{ description: "d", handler: async () => {{}} }});
+  pi.on("session_start", async (event: any, ctx: any) => {{
+    note(`session_start ${{event.reason}} trusted ${{ctx.isProjectTrusted()}}`);
+  }});
+  pi.on("session_shutdown", async (event: any) => note(`session_shutdown ${{event.reason}}`));
+}}
+"#
+    )
+}
+
+/// What the lifecycle logs say: the `-e` extension's (asked about trust)
+/// and the project's own extension's, and the commands the session has.
+#[derive(Debug, PartialEq)]
+struct Lifecycle {
+    asked: Vec<String>,
+    project: Vec<String>,
+    commands: Vec<String>,
+}
+
+async fn lifecycle(reference: bool, answer: &str) -> Lifecycle {
+    let node = node22().expect("node 22");
+    let (sb, cwd) = project_sandbox(&node);
+    let asked_log = sb.home.path().join("asked.log");
+    let project_log = sb.home.path().join("project.log");
+    let asked = sb.home.path().join("asked.ts");
+    std::fs::write(&asked, logging_extension(&asked_log, Some(answer))).expect("extension");
+    let project_dir = cwd.join(".pi/extensions");
+    std::fs::create_dir_all(&project_dir).expect("project extensions");
+    std::fs::write(
+        project_dir.join("project.ts"),
+        logging_extension(&project_log, None).replace("\"logged\"", "\"project-logged\""),
+    )
+    .expect("project extension");
+    let (reply, _) = commands_of(&sb, &node, reference, &["-e".to_string(), asked.display().to_string()]).await;
+    let read = |log: &Path| -> Vec<String> {
+        std::fs::read_to_string(log).unwrap_or_default().lines().map(String::from).collect()
+    };
+    let mut commands: Vec<String> = reply["data"]["commands"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str().map(String::from))
+        // pi's `/llama` is not listed by pi-rpc (compat/DEVIATIONS.md, `prompt_templates_and_skills`).
+        .filter(|name| name != "llama")
+        .collect();
+    commands.sort();
+    Lifecycle { asked: read(&asked_log), project: read(&project_log), commands }
 }
 
 async fn run_reference(sb: &Sandbox, node: &Path, args: &[&str], input: &str) -> (String, String) {
@@ -138,4 +222,73 @@ async fn the_extensions_decide_project_trust_as_in_pi() {
             _ => assert!(ours.project_loaded && ours.error_reported && ours.trust_file.is_none(), "{ours:?}"),
         }
     }
+}
+
+#[tokio::test]
+async fn the_extensions_asked_about_trust_are_the_sessions_as_in_pi() {
+    if !tools_ready() {
+        assert_ne!(std::env::var("PI_RPC_REQUIRE_TOOLS").as_deref(), Ok("1"), "node 22, pi 1.6.0 or the host missing");
+        return;
+    }
+    for answer in ["yes", "no"] {
+        let (ours, theirs) = tokio::join!(lifecycle(false, answer), lifecycle(true, answer));
+        assert_eq!(ours, theirs, "answer {answer}: pi-rpc (left) and pi 1.6.0 (right) differ");
+        // One factory run, before the question; the first session_start is the session's.
+        assert_eq!(ours.asked.iter().filter(|l| *l == "factory").count(), 1, "{ours:?}");
+        assert_eq!(ours.asked[..2], ["factory".to_string(), "project_trust".to_string()], "{ours:?}");
+        let trusted = answer == "yes";
+        assert_eq!(ours.asked[2], format!("session_start startup trusted {trusted}"), "{ours:?}");
+        assert_eq!(ours.project.first().map(String::as_str) == Some("factory"), trusted, "{ours:?}");
+    }
+}
+
+/// pi-rpc alone (pi has no process extensions and reports load failures
+/// its own way): an extension that fails to load while asked about trust
+/// is not started again, and its failure is the session's one
+/// `extension_error`; a process extension is started again for the
+/// session, greeted with the session's `hello`.
+#[tokio::test]
+async fn a_failed_or_process_extension_asked_about_trust_starts_once_for_the_session() {
+    if !tools_ready() {
+        assert_ne!(std::env::var("PI_RPC_REQUIRE_TOOLS").as_deref(), Ok("1"), "node 22, pi 1.6.0 or the host missing");
+        return;
+    }
+    let node = node22().expect("node 22");
+    let (sb, _) = project_sandbox(&node);
+    let runs = sb.home.path().join("runs.log");
+    let failing = sb.home.path().join("failing.ts");
+    std::fs::write(
+        &failing,
+        format!(
+            "import {{ appendFileSync }} from \"node:fs\";\nexport default function () {{\n  appendFileSync({runs:?}, \"factory\\n\");\n  throw new Error(\"no good\");\n}}\n"
+        ),
+    )
+    .expect("failing extension");
+    let hellos = sb.home.path().join("hellos.log");
+    let process = crate::extensions::write_script(
+        &sb,
+        "asked.py",
+        &format!(
+            r#"import json, sys
+hello = json.loads(sys.stdin.readline())
+with open({hellos:?}, "a") as f:
+    f.write(json.dumps(hello.get("sessionId")) + "\n")
+print(json.dumps({{"type": "register", "name": "asked", "commands": [{{"name": "asked"}}]}}), flush=True)
+for line in sys.stdin:
+    pass
+"#,
+            hellos = hellos.display().to_string()
+        ),
+    );
+    let args = ["--no-session", "-e", &failing.display().to_string(), "-e", &process];
+    let mut pi = sb.spawn(&args);
+    pi.send(json!({"id": "s", "type": "get_state"})).await;
+    let lines = pi.until(|v| v["type"] == "response" && v["id"] == "s").await;
+    let session_id = lines.last().and_then(|v| v["data"]["sessionId"].as_str()).expect("session id").to_string();
+    let errors: Vec<&Value> = lines.iter().filter(|v| v["type"] == "extension_error").collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0]["error"].as_str().is_some_and(|e| e.contains("no good")), "{errors:?}");
+    assert_eq!(std::fs::read_to_string(&runs).unwrap_or_default(), "factory\n", "the failing factory ran once");
+    let greeted: Vec<String> = std::fs::read_to_string(&hellos).unwrap_or_default().lines().map(String::from).collect();
+    assert_eq!(greeted, ["\"\"".to_string(), format!("\"{session_id}\"")], "the process extension's hellos");
 }

@@ -26,7 +26,7 @@ const SERVER: &str = "remote";
 
 /// A sandbox whose `mcp.json` names the guarded server, with pi's stored
 /// credentials for it when `state` is given.
-fn guarded_sandbox(sb: &Sandbox, oauth: &FakeOAuth, state: Option<Value>) {
+pub(crate) fn guarded_sandbox(sb: &Sandbox, oauth: &FakeOAuth, state: Option<Value>) {
     write_mcp(sb, json!({SERVER: {"url": oauth.mcp_url(), "exposure": "direct"}}));
     if let Some(state) = state {
         let key = format!("mcp__{SERVER}|{}", oauth.mcp_url());
@@ -48,7 +48,7 @@ fn stored(sb: &Sandbox) -> Value {
 }
 
 /// pi-rpc, or pi 1.6.0 (None when it is not installed).
-fn start(sb: &Sandbox, reference: bool) -> Option<Pi> {
+pub(crate) fn start(sb: &Sandbox, reference: bool) -> Option<Pi> {
     if !reference {
         return Some(sb.spawn(&["--no-session"]));
     }
@@ -178,14 +178,9 @@ fn shape_of_signed_in_state(state: &Value) -> Value {
     })
 }
 
-/// `pi mcp login remote` of one program, the fake OAuth server acting as
-/// the browser; then a session of the same program uses the sign-in.
-async fn cli_login(srv: &Servers, reference: bool) -> Option<Value> {
-    let (_everything, port) = start_http_everything(srv).await;
-    let oauth = FakeOAuth::start().await.unwrap();
-    oauth.guard_mcp(&format!("http://127.0.0.1:{port}/mcp"));
-    let sb = Sandbox::with_server().await;
-    guarded_sandbox(&sb, &oauth, None);
+/// `pi mcp login remote` of one program in its own process, the fake OAuth
+/// server acting as the browser: what it printed and stored.
+pub(crate) async fn cli_sign_in(sb: &Sandbox, oauth: &FakeOAuth, reference: bool) -> Option<Value> {
     let mut cmd = if reference {
         let (node, cli) = (node22()?, reference_cli()?);
         let mut cmd = tokio::process::Command::new(&node);
@@ -220,13 +215,24 @@ async fn cli_login(srv: &Servers, reference: bool) -> Option<Value> {
     }
     let status = child.wait().await.unwrap();
     printed.retain(|l| !l.starts_with("http"));
-    let summary = json!({
+    Some(json!({
         "exit": status.code(),
         "printed": printed,
         "callback page": page,
         "authorization url": shape_of_authorization_url(&url),
-        "stored": shape_of_signed_in_state(&stored(&sb)),
-    });
+        "stored": shape_of_signed_in_state(&stored(sb)),
+    }))
+}
+
+/// `pi mcp login remote` of one program, then a session of the same
+/// program uses the sign-in.
+async fn cli_login(srv: &Servers, reference: bool) -> Option<Value> {
+    let (_everything, port) = start_http_everything(srv).await;
+    let oauth = FakeOAuth::start().await.unwrap();
+    oauth.guard_mcp(&format!("http://127.0.0.1:{port}/mcp"));
+    let sb = Sandbox::with_server().await;
+    guarded_sandbox(&sb, &oauth, None);
+    let summary = cli_sign_in(&sb, &oauth, reference).await?;
     // The next session connects with what was stored.
     sb.server().push(Reply::tool_call("c1", "mcp__remote__echo", r#"{"message":"after login"}"#));
     sb.server().set_fallback(Reply::text("done"));

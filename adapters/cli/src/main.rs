@@ -9,6 +9,8 @@ mod args;
 mod commands;
 mod dialect;
 mod login;
+mod mcp_config;
+mod mcp_list;
 mod mcp_login;
 mod packages;
 mod print;
@@ -161,14 +163,19 @@ async fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         Mode::Rpc => None,
         Mode::Text | Mode::Json => Some(print::prompts_from(&args.messages, &cwd)?),
     };
-    // ACP sessions choose their own cwd; the others start here.
-    if args.protocol != args::Protocol::Acp
-        && let Some(trusted) = project_trust::decide(&args, &cwd).await
-    {
-        (args.approve, args.no_approve) = (trusted, !trusted);
+    // ACP sessions choose their own cwd; the others start here, with the
+    // extensions asked about trust (pi keeps them for the session).
+    let mut preloaded = pi_core::extensions::PreloadedExtensions::default();
+    if args.protocol != args::Protocol::Acp {
+        let (trusted, asked) = project_trust::decide(&args, &cwd).await;
+        preloaded = asked;
+        if let Some(trusted) = trusted {
+            (args.approve, args.no_approve) = (trusted, !trusted);
+        }
     }
     if let Some(prompts) = prompts {
-        let config = setup::build_agent_config(&args)?;
+        let mut config = setup::build_agent_config(&args)?;
+        config.extensions.preloaded = preloaded;
         let (handle, outputs) = pi_core::agent::spawn(config).map_err(|e| anyhow::anyhow!("{e}"))?;
         let print_mode = if mode == Mode::Json { print::PrintMode::Json } else { print::PrintMode::Text };
         return print::run(print_mode, prompts, handle, outputs).await;
@@ -178,7 +185,8 @@ async fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         None
     } else {
         // The connection writes a run's events together: they come together.
-        let config = setup::build_agent_config(&args)?;
+        let mut config = setup::build_agent_config(&args)?;
+        config.extensions.preloaded = preloaded;
         Some(pi_core::agent::spawn_batched(config).map_err(|e| anyhow::anyhow!("{e}"))?)
     };
     if mode == Mode::Rpc && !offline(&args) && !args.no_extensions {

@@ -4,8 +4,8 @@
 //! Login connects first (already signed in: said so), else signs in (the
 //! authorization URL printed and opened, the loopback callback or a pasted
 //! redirect URL on a terminal, `--timeout` seconds at most, 300 by default)
-//! and reconnects. pi's other `pi mcp` commands (add, remove, list) are not
-//! part of pi-rpc.
+//! and reconnects. `pi mcp add|remove` are in [`crate::mcp_config`], `pi
+//! mcp list` in [`crate::mcp_list`]; this module routes every `pi mcp` word.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -20,31 +20,55 @@ use tokio_util::sync::CancellationToken;
 
 const DEFAULT_TIMEOUT_SECONDS: f64 = 300.0;
 
-fn out(line: &str) {
+pub(crate) fn out(line: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{line}");
     let _ = stdout.flush();
 }
 
-fn err(line: &str) {
+pub(crate) fn err(line: &str) {
     let mut stderr = std::io::stderr().lock();
     let _ = writeln!(stderr, "{line}");
 }
 
-/// `pi mcp login|logout …`: its exit code, or None for any other command line.
+/// `pi mcp …`: its exit code, or None for any other command line.
 /// `init_logging` runs first when it is one.
 pub fn command(argv: &[std::ffi::OsString], init_logging: impl FnOnce()) -> Option<ExitCode> {
     let words: Vec<String> = argv.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
-    let (Some("mcp"), Some(action @ ("login" | "logout"))) =
-        (words.first().map(String::as_str), words.get(1).map(String::as_str))
-    else {
+    if words.first().map(String::as_str) != Some("mcp") {
         return None;
-    };
-    let action = action.to_string();
+    }
+    let action = words.get(1).cloned().unwrap_or_default();
+    let rest = words.get(2..).unwrap_or_default();
+    if action.is_empty() || action == "help" || words.iter().any(|w| w == "--help" || w == "-h") {
+        out(crate::mcp_config::HELP);
+        return Some(ExitCode::SUCCESS);
+    }
     init_logging();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
-    let code = runtime.block_on(run(&action, &words[2..]));
-    runtime.shutdown_background();
+    let (Ok(cwd), agent_dir, home) =
+        (std::env::current_dir(), pi_core::config::default_agent_dir(), pi_core::config::home_dir())
+    else {
+        err("cannot read the current directory");
+        return Some(ExitCode::from(1));
+    };
+    let places = crate::mcp_config::Places { agent_dir, cwd, home };
+    let code = match action.as_str() {
+        "add" => crate::mcp_config::add(rest, &places),
+        "remove" => crate::mcp_config::remove(rest, &places),
+        "list" | "login" | "logout" => {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+            let code = match action.as_str() {
+                "list" => runtime.block_on(crate::mcp_list::list(rest, &places)),
+                _ => runtime.block_on(run(&action, rest)),
+            };
+            runtime.shutdown_background();
+            code
+        }
+        other => {
+            err(&format!("Unknown mcp command \"{other}\".\n{}", crate::mcp_config::HELP_HINT));
+            1
+        }
+    };
     Some(ExitCode::from(code))
 }
 

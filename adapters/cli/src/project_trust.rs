@@ -3,20 +3,24 @@
 //! user-level and `-e` extensions (pi loads them before it decides). Their
 //! decision becomes the trust override the rest of the set-up reads; with
 //! none, trust is decided as before (`trust.json`, `defaultProjectTrust`).
+//! The extensions asked stay running for the session, as pi keeps them.
 
 use std::path::Path;
 
 use pi_core::config::default_agent_dir;
-use pi_core::extensions::{DiscoverOptions, ExtensionOptions, Extensions, HostConfig, Timeouts, discover};
+use pi_core::extensions::{
+    DiscoverOptions, ExtensionOptions, Extensions, HostConfig, PreloadedExtensions, Timeouts, discover,
+};
 use pi_core::resources::trust;
 
 use crate::args::Args;
 
 /// The extensions' trust decision for `cwd`, when they made one (a
-/// `remember: true` answer is stored in `trust.json`, as pi stores it).
-pub async fn decide(args: &Args, cwd: &Path) -> Option<bool> {
+/// `remember: true` answer is stored in `trust.json`, as pi stores it),
+/// and the extensions asked, for the session to adopt.
+pub async fn decide(args: &Args, cwd: &Path) -> (Option<bool>, PreloadedExtensions) {
     if args.trust_override().is_some() || !trust::has_trust_requiring_resources(cwd, &pi_core::config::home_dir()) {
-        return None;
+        return (None, PreloadedExtensions::default());
     }
     let agent_dir = default_agent_dir();
     let packages = crate::packages::resolve(&args.extensions, &agent_dir, cwd, false);
@@ -29,7 +33,7 @@ pub async fn decide(args: &Args, cwd: &Path) -> Option<bool> {
         package_paths: packages.extensions,
     });
     if found.paths.is_empty() {
-        return None;
+        return (None, PreloadedExtensions::default());
     }
     let settings_file = agent_dir.join("settings.json");
     let options = ExtensionOptions {
@@ -42,16 +46,16 @@ pub async fn decide(args: &Args, cwd: &Path) -> Option<bool> {
         flags: args.extension_flags.clone(),
         ..ExtensionOptions::default()
     };
-    let answer = Extensions::ask_project_trust(&options, cwd, &std::env::temp_dir()).await;
+    let (answer, preloaded) = Extensions::ask_project_trust(&options, cwd, &std::env::temp_dir()).await;
     for note in &answer.notes {
         tracing::warn!("{note}");
     }
     for error in &answer.errors {
         tracing::warn!("{error}");
     }
-    let (trusted, remember) = answer.decision?;
+    let Some((trusted, remember)) = answer.decision else { return (None, preloaded) };
     if remember && let Err(e) = trust::remember(&agent_dir, cwd, trusted) {
         tracing::warn!("{e}");
     }
-    Some(trusted)
+    (Some(trusted), preloaded)
 }

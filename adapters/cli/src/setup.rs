@@ -302,6 +302,7 @@ fn resources_and_extensions(
         flags: Vec::new(),
         discovery: Some(discovery),
         default_tool_edits: None,
+        preloaded: Default::default(),
     };
     Ok((resources, extensions, options.project_trusted))
 }

@@ -13,6 +13,7 @@
 //! - [`FakeOAuth::revoke`] makes every refresh fail with `invalid_grant`;
 //! - every request is recorded, refreshes are counted per provider.
 
+pub mod flaky;
 mod mcp;
 mod routes;
 

@@ -105,9 +105,15 @@ pub(crate) async fn guarded(
     let Some(upstream) = upstream else {
         return reply(StatusCode::BAD_GATEWAY, json!({"error": "no MCP server behind /mcp"}));
     };
+    forward(&upstream, method, uri, headers, body).await
+}
+
+/// Send a request on to `upstream` (its query kept; `Host`, `Authorization`
+/// and `Content-Length` left to the client) and stream its answer back.
+pub(crate) async fn forward(upstream: &str, method: Method, uri: &Uri, headers: &HeaderMap, body: Bytes) -> Response {
     let target = match uri.query() {
         Some(q) => format!("{upstream}?{q}"),
-        None => upstream,
+        None => upstream.to_string(),
     };
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::new();

@@ -8,7 +8,8 @@
 //! `resolveModelScope` (extension_model_resolver.rs), `packages` (extension_packages.rs),
 //! `convertToPng` and `resizeImage` (extension_images.rs), `cleanShellOutput` (bash output as pi keeps it), `exportSessionHtml`, `parseArgs` (pi-config's
 //! cli_args_pi.rs), and the compaction functions of extension_compaction.rs; `modelStore`
-//! (extension_model_store.rs) is awaited by the actor; `cacheWarmer` (extension_cache_warming.rs); `toolSearch`.
+//! (extension_model_store.rs) is awaited by the actor; `cacheWarmer` (extension_cache_warming.rs); `toolSearch`;
+//! `apiKeyLoginPrompt` (pi-config's auth.rs).
 //!
 //! `{"fn": name, "args": [...]}` answers the function's result as pi's JSON.
 
@@ -240,10 +241,15 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         "parseArgs" => Ok(pi_config::cli_args_pi::pi_args(&arg::<Vec<String>>(args, 0, "args")?)),
         // pi's config value (`$VAR` / `${VAR}` templates, `!command`), as models.json's are resolved; null when unset.
         "resolveConfigValue" => Ok(json!(crate::config::auth::resolve_config_value(&arg::<String>(args, 0, "value")?))),
+        // The question of a provider's API-key login ("Enter Groq API key"; "Enter API key" for a provider of its own).
+        "apiKeyLoginPrompt" => {
+            Ok(json!(crate::config::auth::api_key_login_prompt(&arg::<String>(args, 0, "provider")?)))
+        }
         // The definition of a built-in factory's tool (`codemode`, `tool_search`) as `getAllTools()` lists it.
         "builtinToolDefinition" => builtin_tool_definition(&arg::<String>(args, 0, "name")?),
         // pi-rpc's `tool_search` over an SDK session's searchable tools
-        // (`[{name, description}]`, not active): `{text, loaded}`.
+        // (`[{name, description}]`, not active): `{text, loaded}`, or
+        // `{error}` for a call pi's tool throws on (a blank query).
         "toolSearch" => {
             let docs: Vec<crate::mcp::search::SearchDoc> = arg::<Vec<Value>>(args, 0, "tools")?
                 .iter()
@@ -263,6 +269,9 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
                     _ => None,
                 })
                 .collect();
+            if output.is_error {
+                return Ok(json!({ "error": text }));
+            }
             Ok(json!({ "text": text, "loaded": output.details.as_ref().and_then(|d| d.get("loaded")).cloned() }))
         }
         "cleanShellOutput" => {
@@ -270,6 +279,8 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
             let last: bool = arg::<Option<bool>>(args, 1, "last")?.unwrap_or(false);
             Ok(clean_shell_output(&text, last))
         }
+        // pi's built-in providers (pi-rpc's catalog is pi 1.6.0's model data), for the catalog refresh.
+        "builtinProviders" => Ok(json!(crate::config::catalog::catalog_providers().collect::<Vec<_>>())),
         other => Err(format!("pi-rpc has no library function {other}")),
     }
 }

@@ -146,8 +146,15 @@ impl ExtensionState {
         } else {
             Extensions::start(options, ctx, sink)
         };
+        // Those asked about project trust and not kept (retired) never start.
+        let mut starting = vec![false; handle.len()];
+        for (id, _) in handle.loaded_paths() {
+            if let Some(flag) = starting.get_mut(id) {
+                *flag = true;
+            }
+        }
         ExtensionState {
-            starting: vec![true; handle.len()],
+            starting,
             greeted: HashSet::new(),
             virtual_of: HashMap::new(),
             providers_of: HashMap::new(),

@@ -309,15 +309,27 @@ async fn low_level_run(
             refresh_tools(s).await;
             context(s).await
         };
-        let turn = crate::mcp::turn::turn_tools(
-            &s.tools,
-            &s.tool_specs,
-            &s.indirect,
-            s.mcp.as_ref(),
-            s.reach,
-            &context,
-            s.models.as_ref(),
-        );
+        let turn_tools = |s: &RunSetup, context: &[AgentMessage]| {
+            crate::mcp::turn::turn_tools(
+                &s.tools,
+                &s.tool_specs,
+                &s.indirect,
+                s.mcp.as_ref(),
+                s.reach,
+                context,
+                s.models.as_ref(),
+            )
+        };
+        let mut turn = turn_tools(s, &context);
+        // As pi's MCP extension on `turn_start`: servers another process signed
+        // in to connect again. pi took this turn's tools before the event, so
+        // the request offers those; what the servers brought may run at once.
+        if let Some(mcp) = &s.mcp
+            && !s.cancel.is_cancelled()
+            && mcp.reconnect_signed_in().await
+        {
+            turn.registry = turn_tools(s, &context).registry;
+        }
         let first_new = new_messages.len();
         if !s.cancel.is_cancelled()
             && let Some(update) = super::system_update::update(s, &context, &turn.specs)

@@ -59,6 +59,59 @@ pub fn provider_env_vars(provider: &str) -> &'static [&'static str] {
     }
 }
 
+/// What a built-in provider's API key is called where pi asks for it at a
+/// login (`login(provider, "api_key")` prompts "Enter <name>"). pi-ai 1.6.0
+/// gives each built-in provider its own name; a provider only `models.json`
+/// or an extension defines has none and is asked for an "API key".
+fn provider_key_name(provider: &str) -> Option<&'static str> {
+    Some(match provider {
+        "anthropic" => "Anthropic API key",
+        "ant-ling" => "Ant Ling API key",
+        "azure" => "Azure OpenAI API key",
+        "baseten" => "Baseten API key",
+        "cerebras" => "Cerebras API key",
+        "cloudflare-workers-ai" | "cloudflare-ai-gateway" => "Cloudflare API key",
+        "deepseek" => "DeepSeek API key",
+        "fireworks" => "Fireworks API key",
+        "github-copilot" => "GitHub Copilot token",
+        "google" => "Gemini API key",
+        "groq" => "Groq API key",
+        "huggingface" => "Hugging Face token",
+        "kimi-coding" => "Kimi API key",
+        "meta" => "Meta Model API key",
+        "minimax" => "MiniMax API key",
+        "minimax-cn" => "MiniMax CN API key",
+        "mistral" => "Mistral API key",
+        "moonshotai" | "moonshotai-cn" => "Moonshot AI API key",
+        "nvidia" => "NVIDIA API key",
+        "openai" => "OpenAI API key",
+        "opencode" | "opencode-go" => "OpenCode API key",
+        "openrouter" => "OpenRouter API key",
+        "qwen-token-plan" => "Qwen Token Plan Team API key",
+        "qwen-token-plan-cn" => "Qwen Token Plan Team CN API key",
+        "qwen-token-plan-individual" => "Qwen Token Plan Individual API key",
+        "qwen-token-plan-individual-cn" => "Qwen Token Plan Individual CN API key",
+        "radius" => "Radius API key",
+        "together" => "Together API key",
+        "typesafe" => "TypeSafe API key",
+        "vercel-ai-gateway" => "Vercel AI Gateway API key",
+        "xai" => "xAI API key",
+        "xiaomi" => "Xiaomi API key",
+        "xiaomi-token-plan-ams" => "Xiaomi Token Plan AMS API key",
+        "xiaomi-token-plan-cn" => "Xiaomi Token Plan CN API key",
+        "xiaomi-token-plan-sgp" => "Xiaomi Token Plan SGP API key",
+        "zai" => "Z.AI API key",
+        "zai-coding-cn" => "Z.AI Coding CN API key",
+        _ => return None,
+    })
+}
+
+/// The question an API-key login asks (pi's `secret` prompt): "Enter" and
+/// the provider's key name, "Enter API key" for a provider of its own.
+pub fn api_key_login_prompt(provider: &str) -> String {
+    format!("Enter {}", provider_key_name(provider).unwrap_or("API key"))
+}
+
 /// One stored credential from `auth.json`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StoredCredential {
@@ -353,6 +406,13 @@ fn run_command_cached(command: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_api_key_login_asks_for_the_providers_own_key_name() {
+        assert_eq!(api_key_login_prompt("groq"), "Enter Groq API key");
+        assert_eq!(api_key_login_prompt("huggingface"), "Enter Hugging Face token");
+        assert_eq!(api_key_login_prompt("my-models-json-provider"), "Enter API key");
+    }
 
     #[test]
     fn config_values_resolve_like_pi() {

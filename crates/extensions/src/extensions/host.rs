@@ -111,6 +111,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/session-boundaries.cjs", include_str!("host/shims/coding-agent/session-boundaries.cjs")),
     ("shims/coding-agent/session-retry.cjs", include_str!("host/shims/coding-agent/session-retry.cjs")),
     ("shims/coding-agent/session-compaction.cjs", include_str!("host/shims/coding-agent/session-compaction.cjs")),
+    ("shims/coding-agent/summary-retry.cjs", include_str!("host/shims/coding-agent/summary-retry.cjs")),
     ("shims/coding-agent/session-warming.cjs", include_str!("host/shims/coding-agent/session-warming.cjs")),
     ("shims/pi-ai.cjs", include_str!("host/shims/pi-ai.cjs")),
     ("shims/pi-ai-compat.cjs", include_str!("host/shims/pi-ai-compat.cjs")),

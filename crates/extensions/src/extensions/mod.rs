@@ -32,6 +32,7 @@ pub mod hooks;
 pub mod host;
 mod host_install;
 mod nested;
+mod preload;
 mod process;
 mod project_trust;
 pub mod protocol;
@@ -45,6 +46,7 @@ pub mod ui;
 pub use builtin_tools::UserBashOperations;
 pub use discovery::{DiscoverOptions, Discovered, discover};
 pub use host::HostConfig;
+pub use preload::PreloadedExtensions;
 pub use process::{CallError, Extension};
 pub use project_trust::TrustAnswer;
 pub use tool::ExtensionTool;
@@ -130,6 +132,9 @@ pub struct ExtensionOptions {
     /// none, or only `+name` / `-name` edits, given here; never with
     /// `--no-tools`): pi's reload activates the tools newly added to it.
     pub default_tool_edits: Option<Vec<String>>,
+    /// Extensions already running (asked about project trust), which the
+    /// start adopts instead of starting them again.
+    pub preloaded: PreloadedExtensions,
 }
 
 /// Something an extension asks the agent to do.
@@ -393,6 +398,9 @@ impl Extensions {
     /// when there are any). Registrations, deaths, UI requests and requests
     /// for the agent arrive on `signals`.
     pub fn start(options: &ExtensionOptions, ctx: &StartContext<'_>, signals: Signals) -> Extensions {
+        if let Some(preload) = options.preloaded.take() {
+            return Extensions::adopt(preload, options, ctx, signals);
+        }
         let ui = Arc::new(UiBroker::default());
         let quiet = Arc::new(AtomicBool::new(false));
         let template = SpawnTemplate {
@@ -425,7 +433,12 @@ impl Extensions {
             signals: Some(signals),
             template: Some(template),
         });
-        // Dialogs announce their waiting span to every subscriber (pi's ui_prompt_start / ui_prompt_end).
+        Extensions::with_prompt_listener(shared)
+    }
+
+    /// The extensions of `shared`, their dialogs announcing their waiting
+    /// span to every subscriber (pi's ui_prompt_start / ui_prompt_end).
+    fn with_prompt_listener(shared: Arc<Shared>) -> Extensions {
         let weak = Arc::downgrade(&shared);
         shared.ui.set_prompt_listener(Box::new(move |payload| {
             if let Some(shared) = weak.upgrade() {

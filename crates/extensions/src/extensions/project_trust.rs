@@ -1,15 +1,15 @@
 //! pi's `project_trust` event, as its RPC mode sends it: before a project's
 //! resources load, the user-level and command-line extensions are started
 //! alone and asked whether to trust the project (`ctx.hasUI` false). The
-//! first `yes` / `no` decides; those extensions are then stopped without a
-//! `session_shutdown` (no session was started for them) and the session
-//! starts as usual with the decision.
+//! first `yes` / `no` decides; those extensions are then kept for the
+//! session (`preload`), which starts with the decision.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::preload::{PreloadedExtensions, Relay};
 use super::{ExtensionOptions, Extensions, HostSignal, StartContext};
 
 /// What the extensions answered.
@@ -26,12 +26,18 @@ pub struct TrustAnswer {
 
 impl Extensions {
     /// Start the extensions of `options`, ask each that listens to
-    /// `project_trust` in load order until one decides, and stop them all.
-    /// Requests they make while loading are refused (no session runs yet).
-    pub async fn ask_project_trust(options: &ExtensionOptions, cwd: &Path, temp_dir: &Path) -> TrustAnswer {
+    /// `project_trust` in load order until one decides, and keep them for
+    /// the session (pi keeps the one instance). Requests they make before
+    /// the session adopts them are refused (no session runs yet).
+    pub async fn ask_project_trust(
+        options: &ExtensionOptions,
+        cwd: &Path,
+        temp_dir: &Path,
+    ) -> (TrustAnswer, PreloadedExtensions) {
         let (tx, mut rx) = mpsc::channel::<HostSignal>(64);
         let ctx = StartContext { cwd, temp_dir, session_id: "", session_file: None };
-        let extensions = Extensions::start(options, &ctx, std::sync::Arc::new(tx));
+        let relay = Relay::new(std::sync::Arc::new(tx));
+        let extensions = Extensions::start(options, &ctx, relay.clone());
         let mut answer = TrustAnswer::default();
         let settled = |list: &[std::sync::Arc<super::Extension>]| list.iter().all(|e| e.is_ready() || e.is_dead());
         while !settled(&extensions.list()) {
@@ -47,14 +53,9 @@ impl Extensions {
                 HostSignal::Registered { .. } | HostSignal::Error { .. } | HostSignal::Event(_) => {}
             }
         }
-        // Drained meanwhile so that nothing an extension sends blocks it.
-        let drain = tokio::spawn(async move {
-            while let Some(signal) = rx.recv().await {
-                if let HostSignal::Request { reply, .. } | HostSignal::ModelStream { reply, .. } = signal {
-                    let _ = reply.send(Err("not available before project trust is decided".to_string()));
-                }
-            }
-        });
+        // Until the session adopts them: requests refused, nothing queued.
+        relay.point_at(None);
+        drop(rx);
         let params = json!({"cwd": cwd.display().to_string()});
         for ext in extensions.list().iter().filter(|e| e.subscribes("project_trust")) {
             let result = match ext.call("project_trust", params.clone(), None).await {
@@ -76,17 +77,6 @@ impl Extensions {
                 break;
             }
         }
-        extensions.stop_without_shutdown().await;
-        drain.abort();
-        answer
-    }
-
-    /// Stop every extension without telling it the session ends.
-    async fn stop_without_shutdown(&self) {
-        self.shared.quiet.store(true, std::sync::atomic::Ordering::SeqCst);
-        self.shared.ui.close();
-        let grace = self.shared.timeouts.shutdown_grace;
-        let list = self.list();
-        futures::future::join_all(list.iter().map(|e| e.stop(grace))).await;
+        (answer, PreloadedExtensions::new(extensions, relay))
     }
 }

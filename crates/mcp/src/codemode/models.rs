@@ -327,10 +327,11 @@ impl ModelsHost {
     }
 
     /// [`ModelsHost::step`] for pi's `ctx.modelRegistry`: `classify` /
-    /// `generateImages` with a model of the right type the catalog does not
-    /// list call its API with the model as given, as pi hands it to the
-    /// provider's implementation (codemode's `models.*` resolve it in the
-    /// catalog, and refuse it otherwise).
+    /// `generateImages` call the model's API with the model as given (its
+    /// `baseUrl`, `api`, `headers`; the catalog's entry only when the object
+    /// has no `api` / `baseUrl`), as pi hands it to the provider's
+    /// implementation (codemode's `models.*` resolve it in the catalog, and
+    /// refuse a model it does not list).
     pub fn registry_step(&self, op: &str, args: &[Value], cancel: &CancellationToken) -> ModelStep {
         let arg = |i: usize| args.get(i).unwrap_or(&Value::Null);
         match op {
@@ -340,8 +341,8 @@ impl ModelsHost {
         }
     }
 
-    /// Resolve the model (`as_given`: one the catalog does not list is
-    /// called as given), check the context, and build the call.
+    /// Resolve the model (`as_given`: the object given is called as it
+    /// is), check the context, and build the call.
     fn prepare(
         &self,
         name: &'static str,
@@ -365,8 +366,10 @@ impl ModelsHost {
                 describe(model)
             )));
         };
-        let given = || (as_given && model["api"].is_string() && model["baseUrl"].is_string()).then(|| model.clone());
-        let Some(resolved) = self.model_of_type(kind, provider, id).or_else(given) else {
+        let given = (as_given && model["api"].is_string() && model["baseUrl"].is_string()).then(|| model.clone());
+        // pi hands the provider the object it was given (its baseUrl, api, headers), listed or not.
+        let resolved = if given.is_some() { given } else { self.model_of_type(kind, provider, id) };
+        let Some(resolved) = resolved else {
             let other = [ModelType::Chat, ModelType::Image, ModelType::Classifier]
                 .into_iter()
                 .find(|t| *t != kind && self.model_of_type(*t, provider, id).is_some());

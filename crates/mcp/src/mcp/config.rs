@@ -184,6 +184,8 @@ pub struct McpConfig {
     pub errors: Vec<String>,
     /// `autoEnableCodemode` (default true).
     pub auto_enable_codemode: bool,
+    /// Valid entries with `enabled: false` (`pi mcp list` shows them).
+    pub disabled: Vec<ServerConfig>,
 }
 
 /// Where to read configuration from.
@@ -221,7 +223,7 @@ impl McpConfig {
                 apply_project_entry(&mut entries, name, entry, source, &mut errors);
             }
         }
-        let mut config = McpConfig { servers: Vec::new(), errors, auto_enable_codemode: auto };
+        let mut config = McpConfig { errors, auto_enable_codemode: auto, ..Default::default() };
         for (name, entry, source) in entries {
             config.add_entry(&name, &entry, &source, sources);
         }
@@ -285,7 +287,20 @@ impl McpConfig {
     fn add_entry(&mut self, name: &str, entry: &Value, source: &str, sources: &ConfigSources<'_>) {
         match parse_entry(name, entry, source, sources) {
             Ok(Some(server)) => self.add_server(server),
-            Ok(None) => {}
+            Ok(None) => {
+                let mut enabled = entry.clone();
+                if let Some(map) = enabled.as_object_mut() {
+                    map.remove("enabled");
+                }
+                match parse_entry(name, &enabled, source, sources) {
+                    Ok(Some(mut server)) => {
+                        server.raw = entry.clone();
+                        self.disabled.push(server);
+                    }
+                    Ok(None) => {}
+                    Err(e) => self.errors.push(format!("{source}: {e}")),
+                }
+            }
             Err(e) => self.errors.push(format!("{source}: {e}")),
         }
     }

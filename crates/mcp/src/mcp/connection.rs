@@ -79,6 +79,36 @@ struct Live {
     garbage: Option<Arc<Mutex<Option<String>>>>,
 }
 
+/// A failed connect attempt: what is recorded, and whether pi would try again.
+struct ConnectFailure {
+    message: String,
+    transient: bool,
+}
+
+impl From<String> for ConnectFailure {
+    fn from(message: String) -> ConnectFailure {
+        ConnectFailure { message, transient: false }
+    }
+}
+
+/// A failed initialize: pi's words for an HTTP status, else rmcp's error made readable.
+fn initialize_failure(error: &rmcp::service::ClientInitializeError) -> ConnectFailure {
+    let http = super::retry::of_initialize(error);
+    let message = http.as_ref().and_then(|h| h.status_message());
+    ConnectFailure {
+        message: message.unwrap_or_else(|| format!("initialize failed: {}", short_error(&error.to_string()))),
+        transient: http.is_some_and(|h| h.is_transient()),
+    }
+}
+
+/// A connect attempt that succeeded.
+struct Opened {
+    live: Live,
+    tools: Vec<RemoteTool>,
+    instructions: Option<String>,
+    has_resources: bool,
+}
+
 /// One configured server.
 pub struct Connection {
     pub config: ServerConfig,
@@ -97,6 +127,8 @@ pub struct Connection {
     factories: Arc<super::factories::FactoryState>,
     /// The stored OAuth credentials of an HTTP server that signs in with OAuth.
     pub auth: Option<Arc<super::oauth::TokenSource>>,
+    /// The stored tokens when the server came to need a sign-in ([`sign_in_watch`]).
+    tokens_at_sign_in: Mutex<Option<String>>,
 }
 
 impl Connection {
@@ -136,6 +168,7 @@ impl Connection {
             factories,
             auth,
             progress: Mutex::default(),
+            tokens_at_sign_in: Mutex::default(),
         })
     }
 
@@ -153,7 +186,8 @@ impl Connection {
         self.state.send_modify(|s| s.status = status);
     }
 
-    /// Connect (or reconnect). Errors are recorded in the state.
+    /// Connect (or reconnect), trying again as pi does after a transient
+    /// HTTP failure ([`super::retry`]). Errors are recorded in the state.
     pub async fn connect(self: &Arc<Self>) {
         let mut live = self.live.lock().await;
         if self.stopping.is_cancelled() {
@@ -163,42 +197,77 @@ impl Connection {
             stop(old).await;
         }
         self.set_status(Status::Connecting);
-        let limit = self.config.timeout.max(MIN_CONNECT_TIME);
-        let attempt = tokio::time::timeout(limit, self.open());
-        let result = tokio::select! {
-            r = attempt => r.unwrap_or_else(|_| Err(format!("no answer to initialize within {} s", limit.as_secs_f64()))),
-            _ = self.stopping.cancelled() => Err("stopped".to_string()),
+        let mut delays = self.connect_retry_delays().iter();
+        let result = loop {
+            let result = self.connect_once().await;
+            match (&result, delays.next()) {
+                (Err(failure), Some(delay))
+                    if failure.transient && !self.stopping.is_cancelled() && !self.needs_sign_in() =>
+                {
+                    tracing::info!("MCP server {}: {}; trying again", self.config.describe(), failure.message);
+                    tokio::select! {
+                        _ = tokio::time::sleep(*delay) => {}
+                        _ = self.stopping.cancelled() => {}
+                    }
+                }
+                _ => break result,
+            }
         };
         match result {
             Ok(opened) => {
-                let info = opened.service.peer().peer_info();
-                let instructions = info.as_ref().and_then(|i| i.instructions.clone());
-                let has_resources = info.as_ref().is_some_and(|i| i.capabilities.resources.is_some());
-                let tools = list_tools(opened.service.peer()).await;
-                match tools {
-                    Ok(tools) => {
-                        self.state.send_modify(|s| {
-                            s.status = Status::Connected;
-                            s.tools = Arc::new(tools);
-                            s.instructions = instructions;
-                            s.has_resources = has_resources;
-                        });
-                        *live = Some(opened);
-                    }
-                    Err(e) => {
-                        stop(opened).await;
-                        self.set_status(Status::Failed(self.with_stderr(format!("tools/list failed: {e}"))));
-                    }
-                }
+                self.state.send_modify(|s| {
+                    s.status = Status::Connected;
+                    s.tools = Arc::new(opened.tools);
+                    s.instructions = opened.instructions;
+                    s.has_resources = opened.has_resources;
+                });
+                *live = Some(opened.live);
             }
-            Err(_) if self.auth.as_ref().is_some_and(|a| a.needs_sign_in()) => {
+            Err(_) if self.needs_sign_in() => {
                 tracing::warn!("MCP server {}: needs sign-in", self.config.describe());
-                self.set_status(Status::NeedsAuth);
+                self.mark_needs_auth().await;
             }
-            Err(e) => {
-                let message = self.with_stderr(e);
+            Err(failure) => {
+                let message = self.with_stderr(failure.message);
                 tracing::warn!("MCP server {}: {message}", self.config.describe());
                 self.set_status(Status::Failed(message));
+            }
+        }
+    }
+
+    /// pi retries connecting to servers configured by `url` (its own
+    /// transport; an extension's `createTransport` reports no HTTP failures).
+    fn connect_retry_delays(&self) -> &'static [Duration] {
+        let http = matches!(self.config.transport, Transport::Http { .. });
+        if http && self.factories.transport_host().is_none() { &super::retry::CONNECT_DELAYS } else { &[] }
+    }
+
+    fn needs_sign_in(&self) -> bool {
+        self.auth.as_ref().is_some_and(|a| a.needs_sign_in())
+    }
+
+    /// One attempt: initialize, then the server's tools.
+    async fn connect_once(self: &Arc<Self>) -> Result<Opened, ConnectFailure> {
+        let limit = self.config.timeout.max(MIN_CONNECT_TIME);
+        let attempt = tokio::time::timeout(limit, self.open());
+        let opened = tokio::select! {
+            r = attempt => r.unwrap_or_else(|_| Err(format!("no answer to initialize within {} s", limit.as_secs_f64()).into()))?,
+            _ = self.stopping.cancelled() => return Err("stopped".to_string().into()),
+        };
+        let info = opened.service.peer().peer_info();
+        let instructions = info.as_ref().and_then(|i| i.instructions.clone());
+        let has_resources = info.as_ref().is_some_and(|i| i.capabilities.resources.is_some());
+        match list_tools(opened.service.peer()).await {
+            Ok(tools) => Ok(Opened { live: opened, tools, instructions, has_resources }),
+            Err(e) => {
+                stop(opened).await;
+                let http = super::retry::of_service(&e);
+                let message = http.as_ref().and_then(|h| h.status_message());
+                let message = message.unwrap_or_else(|| failure::service_error(&e, None));
+                Err(ConnectFailure {
+                    message: format!("tools/list failed: {message}"),
+                    transient: http.is_some_and(|h| h.is_transient()),
+                })
             }
         }
     }
@@ -209,16 +278,13 @@ impl Connection {
         if tail.is_empty() { message } else { format!("{message}\nstderr:\n{tail}") }
     }
 
-    async fn open(self: &Arc<Self>) -> Result<Live, String> {
+    async fn open(self: &Arc<Self>) -> Result<Live, ConnectFailure> {
         let handler = Handler { conn: Arc::downgrade(self) };
         if let Some(host) = self.factories.transport_host() {
             let cwd = self.root.lock().ok().and_then(|root| root.clone());
             let cwd = cwd.or_else(|| std::env::current_dir().ok()).unwrap_or_default();
-            let transport = super::host_transport::open(host, &self.config, cwd).await?;
-            let service = handler
-                .serve(transport)
-                .await
-                .map_err(|e| format!("initialize failed: {}", short_error(&e.to_string())))?;
+            let transport = super::host_transport::open(host, &self.config, cwd, self.auth.clone()).await?;
+            let service = handler.serve(transport).await.map_err(|e| initialize_failure(&e))?;
             return Ok(Live { service, child: None, garbage: None });
         }
         match &self.config.transport {
@@ -239,7 +305,7 @@ impl Connection {
                     .kill_on_drop(true);
                 let mut child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", command.display()))?;
                 let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-                    return Err("child process has no stdio".to_string());
+                    return Err("child process has no stdio".to_string().into());
                 };
                 let mut stderr_task = None;
                 if let Some(stderr) = child.stderr.take() {
@@ -275,7 +341,7 @@ impl Connection {
                         if let Some(task) = stderr_task {
                             let _ = tokio::time::timeout(Duration::from_millis(200), task).await;
                         }
-                        Err(message)
+                        Err(message.into())
                     }
                 }
             }
@@ -296,9 +362,7 @@ impl Connection {
                         .map_err(|_| format!("bad value for header {name}"))?;
                     config.custom_headers.insert(name, value);
                 }
-                let initialize_failed = |e: rmcp::service::ClientInitializeError| {
-                    format!("initialize failed: {}", short_error(&e.to_string()))
-                };
+                let initialize_failed = |e: rmcp::service::ClientInitializeError| initialize_failure(&e);
                 let service = match &self.auth {
                     Some(auth) => {
                         auth.reset();
@@ -348,8 +412,12 @@ impl Connection {
             if let Some(old) = self.live.lock().await.take() {
                 stop(old).await;
             }
-            self.set_status(Status::NeedsAuth);
+            self.mark_needs_auth().await;
             return super::oauth::sign_in_required(&self.config.name);
+        }
+        // The server answered: the connection stays.
+        if let Some(message) = super::retry::of_service(error).and_then(|h| h.status_message()) {
+            return message;
         }
         if !failure::is_lost(error) {
             return failure::service_error(error, None);
@@ -453,27 +521,47 @@ impl Connection {
 
     /// One page of `resources/list` (or `resources/templates/list`).
     pub async fn list_page(self: &Arc<Self>, templates: bool, cursor: Option<String>) -> Result<Value, String> {
-        let peer = self.peer().await?;
-        let params = Some(PaginatedRequestParams::default().with_cursor(cursor));
-        let result = if templates {
-            peer.list_resource_templates(params).await.map(|r| serde_json::to_value(r).unwrap_or_default())
-        } else {
-            peer.list_resources(params).await.map(|r| serde_json::to_value(r).unwrap_or_default())
-        };
-        match result {
-            Ok(page) => Ok(page),
-            Err(e) => Err(self.failed(&e).await),
-        }
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        self.read_only(|peer| {
+            let params = Some(params.clone());
+            async move {
+                if templates {
+                    peer.list_resource_templates(params).await.map(|r| serde_json::to_value(r).unwrap_or_default())
+                } else {
+                    peer.list_resources(params).await.map(|r| serde_json::to_value(r).unwrap_or_default())
+                }
+            }
+        })
+        .await
     }
 
     /// `resources/read`: the result's `contents`.
     pub async fn read_resource(self: &Arc<Self>, uri: &str) -> Result<Value, String> {
-        let peer = self.peer().await?;
-        let result = match peer.read_resource(ReadResourceRequestParams::new(uri.to_string())).await {
-            Ok(result) => result,
-            Err(e) => return Err(self.failed(&e).await),
-        };
+        let result = self
+            .read_only(|peer| async move { peer.read_resource(ReadResourceRequestParams::new(uri.to_string())).await })
+            .await?;
         Ok(serde_json::to_value(result).unwrap_or_default().get("contents").cloned().unwrap_or(Value::Array(vec![])))
+    }
+
+    /// A request that changes nothing, sent once more after a transient HTTP
+    /// status, as pi does ([`super::retry`]).
+    async fn read_only<T, F, Fut>(self: &Arc<Self>, send: F) -> Result<T, String>
+    where
+        F: Fn(Peer<RoleClient>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, rmcp::ServiceError>>,
+    {
+        let mut retried = false;
+        loop {
+            let peer = self.peer().await?;
+            match send(peer).await {
+                Ok(value) => return Ok(value),
+                Err(e) if !retried && super::retry::of_service(&e).is_some_and(|h| h.is_transient_status()) => {
+                    retried = true;
+                    tokio::time::sleep(super::retry::READ_DELAY).await;
+                }
+                Err(e) => return Err(self.failed(&e).await),
+            }
+        }
     }
 
     async fn refresh_tools(self: Arc<Self>) {
@@ -483,7 +571,13 @@ impl Connection {
         };
         match list_tools(&peer).await {
             Ok(tools) => self.state.send_modify(|s| s.tools = Arc::new(tools)),
-            Err(e) => tracing::warn!("MCP server {}: cannot refresh its tools: {e}", self.config.name),
+            // Closed meanwhile: nothing to tell.
+            Err(_) if self.stopping.is_cancelled() => {}
+            Err(e) => tracing::warn!(
+                "MCP server {}: cannot refresh its tools: {}",
+                self.config.name,
+                failure::service_error(&e, None)
+            ),
         }
     }
 
@@ -493,7 +587,7 @@ impl Connection {
             stop(live).await;
         }
         if !self.stopping.is_cancelled() {
-            self.set_status(Status::NeedsAuth);
+            self.mark_needs_auth().await;
         }
     }
 
@@ -555,8 +649,8 @@ fn kind_of(result: &ServerResult) -> String {
         .unwrap_or_default()
 }
 
-async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, String> {
-    let tools = peer.list_all_tools().await.map_err(|e| failure::service_error(&e, None))?;
+async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, rmcp::ServiceError> {
+    let tools = peer.list_all_tools().await?;
     Ok(tools
         .into_iter()
         .map(|t| {
@@ -677,91 +771,9 @@ impl rmcp::ClientHandler for Handler {
     }
 }
 
+#[path = "sign_in_watch.rs"]
+mod sign_in_watch;
+pub(super) use sign_in_watch::reconnect_signed_in;
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::mcp::config::Exposure;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    fn http_server(url: String, headers: crate::mcp::config::ConfigValues) -> ServerConfig {
-        ServerConfig {
-            name: "remote".into(),
-            transport: Transport::Http { url, headers, oauth: None },
-            exposure: Exposure::Direct,
-            tool_exposure: Vec::new(),
-            timeout: Duration::from_secs(5),
-            description: None,
-            source: "test".into(),
-            raw: Value::Null,
-            scope: None,
-        }
-    }
-
-    #[test]
-    #[allow(deprecated)] // MCP roots
-    fn the_root_is_the_directory_as_a_file_uri_with_its_name() {
-        let root = root(std::path::Path::new("/tmp/a dir")).unwrap();
-        assert_eq!((root.uri.as_str(), root.name.as_deref()), ("file:///tmp/a%20dir", Some("a dir")));
-    }
-
-    #[tokio::test]
-    async fn http_servers_get_the_configured_headers_and_failures_are_recorded() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let seen = tokio::spawn(async move {
-            let (mut sock, _) = listener.accept().await.unwrap();
-            let mut buf = vec![0u8; 8192];
-            let mut got = Vec::new();
-            while !String::from_utf8_lossy(&got).contains("\r\n\r\n") {
-                let n = sock.read(&mut buf).await.unwrap();
-                if n == 0 {
-                    break;
-                }
-                got.extend_from_slice(&buf[..n]);
-            }
-            let _ = sock
-                .write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-                .await;
-            String::from_utf8_lossy(&got).to_lowercase()
-        });
-        let headers = vec![
-            ("Authorization".into(), crate::mcp::config::ConfigValue::Text("Bearer tok-123".into())),
-            ("X-Team".into(), crate::mcp::config::ConfigValue::Command("printf blue".into())),
-        ];
-        let conn = Connection::new(http_server(format!("http://{addr}/mcp"), headers));
-        conn.connect().await;
-        let request = seen.await.unwrap();
-        assert!(request.starts_with("post /mcp "), "{request}");
-        assert!(request.contains("authorization: bearer tok-123"), "{request}");
-        assert!(request.contains("x-team: blue"), "{request}");
-        assert!(matches!(conn.state().status, Status::Failed(_)), "{:?}", conn.state().status);
-        // The next call tries again, and fails as an error string.
-        let err = conn.call_tool("echo", serde_json::json!({}), &CancellationToken::new(), None).await.unwrap_err();
-        assert!(!err.contains("tok-123"), "{err}");
-    }
-
-    #[tokio::test]
-    async fn a_server_that_exits_is_reported_with_its_status() {
-        let config = ServerConfig {
-            name: "gone".into(),
-            transport: Transport::Stdio {
-                command: "sh".into(),
-                args: vec!["-c".into(), "echo oops >&2; exit 7".into()],
-                env: Vec::new(),
-                cwd: std::env::temp_dir(),
-            },
-            exposure: Exposure::Direct,
-            tool_exposure: Vec::new(),
-            timeout: Duration::from_secs(5),
-            description: None,
-            source: "test".into(),
-            raw: Value::Null,
-            scope: None,
-        };
-        let conn = Connection::new(config);
-        conn.connect().await;
-        let Status::Failed(message) = conn.state().status else { panic!("{:?}", conn.state().status) };
-        assert!(message.contains("exited (exit status: 7)"), "{message}");
-        assert!(message.contains("stderr:\noops"), "{message}");
-    }
-}
+#[path = "connection_tests.rs"]
+mod tests;

@@ -14,12 +14,39 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::config::{ServerConfig, Transport};
+use super::oauth::TokenSource;
+
+/// One call of the `authProvider` pi gives `createTransport` (pi's OAuth for
+/// the server, on pi-rpc's stored credentials): `{op: "token"}` answers the
+/// access token to send (refreshed first when it is about to expire, null
+/// without one); `{op: "unauthorized", token, challenge}` is told the server
+/// refused `token` with the `WWW-Authenticate` `challenge`: the stored
+/// refresh token is used (once, under pi's lock), or it fails as pi's
+/// provider does, and the server then needs sign-in.
+pub async fn serve_auth(auth: &TokenSource, params: &Value) -> Result<Value, String> {
+    match params.get("op").and_then(Value::as_str) {
+        Some("token") => Ok(auth.token().await.map_or(Value::Null, Value::String)),
+        Some("unauthorized") => {
+            let sent = params.get("token").and_then(Value::as_str);
+            let challenge = params.get("challenge").and_then(Value::as_str).unwrap_or_default();
+            auth.on_unauthorized(sent, challenge).await.map(|()| Value::Null)
+        }
+        other => Err(format!("unknown authProvider call: {other:?}")),
+    }
+}
 
 /// Where an extension's transports are opened.
 pub trait TransportHost: Send + Sync {
     /// Open the extension's transport for pi's server entry `entry`
-    /// (`{name, config, source}`) in the session's directory `cwd`, and start it.
-    fn open(&self, entry: Value, cwd: PathBuf) -> BoxFuture<'static, Result<HostLink, String>>;
+    /// (`{name, config, source}`) in the session's directory `cwd`, and start
+    /// it; `auth`, for a server that signs in with OAuth, answers the
+    /// extension's `authProvider` ([`serve_auth`]).
+    fn open(
+        &self,
+        entry: Value,
+        cwd: PathBuf,
+        auth: Option<Arc<TokenSource>>,
+    ) -> BoxFuture<'static, Result<HostLink, String>>;
 }
 
 /// One open transport of an extension.
@@ -49,8 +76,13 @@ pub fn entry(server: &ServerConfig) -> Value {
 }
 
 /// Open `server`'s transport on `host`.
-pub async fn open(host: Arc<dyn TransportHost>, server: &ServerConfig, cwd: PathBuf) -> Result<HostTransport, String> {
-    let link = host.open(entry(server), cwd).await?;
+pub async fn open(
+    host: Arc<dyn TransportHost>,
+    server: &ServerConfig,
+    cwd: PathBuf,
+    auth: Option<Arc<TokenSource>>,
+) -> Result<HostTransport, String> {
+    let link = host.open(entry(server), cwd, auth).await?;
     Ok(HostTransport { link, server: server.name.clone() })
 }
 

@@ -25,6 +25,7 @@ pub mod naming;
 pub mod oauth;
 mod registry;
 pub mod result;
+pub mod retry;
 pub mod search;
 pub mod server_log;
 pub mod sign_in_command;
@@ -327,8 +328,8 @@ impl McpManager {
     pub fn restarted(&self) -> Arc<McpManager> {
         let config = McpConfig {
             servers: self.configured.iter().map(|c| c.config.clone()).collect(),
-            errors: Vec::new(),
             auto_enable_codemode: self.auto_codemode,
+            ..McpConfig::default()
         };
         self.reconfigured(config)
     }
@@ -347,6 +348,12 @@ impl McpManager {
         if !self.go.is_cancelled() {
             self.go.cancel();
         }
+    }
+
+    /// pi's `turn_start` check: servers waiting for a sign-in that another
+    /// process made since connect again. Whether any did.
+    pub async fn reconnect_signed_in(&self) -> bool {
+        connection::reconnect_signed_in(self.conns()).await
     }
 
     pub fn is_empty(&self) -> bool {

@@ -158,10 +158,13 @@ impl Tool for ToolSearch {
 pub fn search_output(docs: &[SearchDoc], args: &Value) -> ToolOutput {
     let query = args.get("query").and_then(Value::as_str).unwrap_or_default();
     let limit = args.get("limit").and_then(Value::as_f64).filter(|l| *l >= 1.0).map_or(DEFAULT_LIMIT, |l| l as usize);
+    // pi refuses a blank query (a thrown error) and says the same words for any miss.
+    if query.trim().is_empty() {
+        return ToolOutput::error("query must not be empty");
+    }
     let found = rank(docs, query, limit);
     if found.is_empty() {
-        return ToolOutput::text(format!("No deferred tools matched \"{query}\". Try other words."))
-            .with_details(json!({"loaded": []}));
+        return ToolOutput::text("No matching tools found.").with_details(json!({"loaded": []}));
     }
     let lines: Vec<String> =
         found.iter().map(|d| format!("- {}: {}", d.name, d.description.lines().next().unwrap_or("").trim())).collect();

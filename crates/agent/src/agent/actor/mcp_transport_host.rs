@@ -1,8 +1,10 @@
 //! pi's `createMcpExtension({ createTransport })`: the MCP owner's
 //! transport factory carries pi-rpc's MCP client's messages. Each server's
 //! transport is opened in the extension with an `mcp_transport` call
-//! (`{op: "open", stream, entry, cwd}`: the host calls
-//! `createTransport(entry, cwd, undefined)` and `start()`s the transport);
+//! (`{op: "open", stream, entry, cwd, auth}`: the host calls
+//! `createTransport(entry, cwd, authProvider)` and `start()`s the transport;
+//! for a server that signs in with OAuth, `auth` is true and the
+//! `authProvider`'s calls come back as `streamService` of `stream`);
 //! messages go to it in order (`{op: "send", stream, message}`), and what the
 //! transport receives, its errors and its close come back as `streamData`
 //! of `stream` (`{message}`, `{error}`, `{closed: true}`). `{op: "close"}`
@@ -16,7 +18,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::extensions::Extension;
-use crate::mcp::host_transport::{HostLink, TransportHost};
+use crate::mcp::host_transport::{HostLink, TransportHost, serve_auth};
+use crate::mcp::oauth::TokenSource;
 
 /// The transports of the extension that owns MCP.
 pub(super) struct ExtensionTransports {
@@ -24,12 +27,28 @@ pub(super) struct ExtensionTransports {
 }
 
 impl TransportHost for ExtensionTransports {
-    fn open(&self, entry: Value, cwd: PathBuf) -> BoxFuture<'static, Result<HostLink, String>> {
+    fn open(
+        &self,
+        entry: Value,
+        cwd: PathBuf,
+        auth: Option<Arc<TokenSource>>,
+    ) -> BoxFuture<'static, Result<HostLink, String>> {
         let ext = self.owner.clone();
         Box::pin(async move {
             let stream = format!("mcp-transport-{}", uuid::Uuid::new_v4());
             let incoming = ext.open_stream(&stream);
-            let params = json!({"op": "open", "stream": stream, "entry": entry, "cwd": cwd});
+            let with_auth = auth.is_some();
+            if let Some(auth) = auth {
+                // The `authProvider` given to `createTransport` asks here.
+                ext.serve_stream(
+                    &stream,
+                    Arc::new(move |params| {
+                        let auth = auth.clone();
+                        Box::pin(async move { serve_auth(&auth, &params).await })
+                    }),
+                );
+            }
+            let params = json!({"op": "open", "stream": stream, "entry": entry, "cwd": cwd, "auth": with_auth});
             if let Err(error) = ext.call("mcp_transport", params, None).await {
                 ext.close_stream(&stream);
                 return Err(format!("the extension's transport did not start: {}", describe(&error)));

@@ -104,6 +104,10 @@ function onLine(line) {
 		case "hello":
 			helloArrived(message);
 			break;
+		case "session":
+			// Started to answer project_trust, kept for the session: its facts now.
+			serial(() => joinSession(message));
+			break;
 		case "response":
 			channel.resolve(message);
 			break;
@@ -426,6 +430,15 @@ function gateSessionStart() {
 		gate.release();
 	};
 	return { reached: gate.reached, release: gate.release, cancel };
+}
+
+/** The session's facts for an instance loaded before it (asked about project trust). */
+async function joinSession({ sessionId, sessionFile, projectTrusted }) {
+	const facts = hello ?? (await helloPromise);
+	facts.sessionId = sessionId;
+	facts.sessionFile = sessionFile ?? null;
+	facts.projectTrusted = projectTrusted === true;
+	if (instance) instance.projectTrusted = facts.projectTrusted;
 }
 
 async function replaceInstance(reason, targetSessionFile) {

@@ -6,6 +6,10 @@
 // cwd}`), sends messages through it (`{op: "send", stream, message}`) and
 // closes it (`{op: "close", stream}`); what the transport reports goes back
 // as `streamData` of `stream`: `{message}`, `{error}`, `{closed: true}`.
+// For a server that signs in with OAuth (`auth: true`), `createTransport`'s
+// third argument is pi's `authProvider` (`token()`, `onUnauthorized(ctx)`,
+// `settled()`), answered by pi-rpc's OAuth on its stored credentials
+// through `streamService` calls of `stream`.
 
 function errorText(error) {
 	return error instanceof Error ? error.message : String(error);
@@ -15,9 +19,22 @@ export function createMcpTransports(channel) {
 	const open = new Map();
 	const report = (stream, data) => channel.tell("streamData", { stream, data });
 
-	async function start(factory, { stream, entry, cwd }) {
+	/** pi's `authProvider` of the server whose transport is `stream`. */
+	function authProvider(stream) {
+		const ask = (params) => channel.request("streamService", { stream, ...params });
+		return {
+			token: async () => (await ask({ op: "token" })) ?? undefined,
+			onUnauthorized: async (context) => {
+				const challenge = context?.response?.headers?.get?.("www-authenticate") ?? "";
+				await ask({ op: "unauthorized", token: context?.token ?? null, challenge });
+			},
+			settled: async () => {},
+		};
+	}
+
+	async function start(factory, { stream, entry, cwd, auth }) {
 		if (typeof factory !== "function") throw new Error("this extension gave createMcpExtension no createTransport");
-		const transport = await factory(entry, cwd, undefined);
+		const transport = await factory(entry, cwd, auth ? authProvider(stream) : undefined);
 		if (!transport || typeof transport.start !== "function" || typeof transport.send !== "function") {
 			throw new Error("createTransport did not return an MCP transport (start, send, close, onMessage, …)");
 		}

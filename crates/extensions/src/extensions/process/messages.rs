@@ -108,7 +108,16 @@ async fn ask_agent(ext: &Extension, request: ExtRequest) -> Result<Value, String
 
 /// Requests served aside from the reading loop (they call back into the extension).
 fn is_long_method(method: &str) -> bool {
-    matches!(method, "runBuiltinTool" | "modelStream" | "sessionOp" | "executeTool" | "providerHook" | "mcpCommand")
+    matches!(
+        method,
+        "runBuiltinTool"
+            | "modelStream"
+            | "sessionOp"
+            | "executeTool"
+            | "providerHook"
+            | "mcpCommand"
+            | "streamService"
+    )
 }
 
 /// `ctx.modelRegistry.classify / generateImages`: a model call, which may
@@ -152,6 +161,11 @@ async fn serve_long(
         "models" => ask_agent(ext, ExtRequest::Models(params, withdrawn)).await,
         // A provider stream's `onPayload` / `onResponse` / `onProviderStreamEvent`: pi's provider events.
         "providerHook" => crate::extensions::provider_stream::serve_hook(ext.stream_observer(&params), params).await,
+        // A call about a stream the agent serves (an MCP transport's `authProvider`).
+        "streamService" => match ext.stream_service(&params) {
+            Some(service) => service(params).await,
+            None => Err("that stream is closed".to_string()),
+        },
         other => Err(format!("unknown method: {other}")),
     }
 }

@@ -33,6 +33,9 @@ mod messages;
 
 use messages::handle_message;
 
+/// Answers an extension's `streamService` calls about one stream (its params, the call's answer).
+pub type StreamService = Arc<dyn Fn(Value) -> futures::future::BoxFuture<'static, Result<Value, String>> + Send + Sync>;
+
 const STARTING: u8 = 0;
 const READY: u8 = 1;
 const DEAD: u8 = 2;
@@ -84,6 +87,8 @@ pub struct Extension {
     /// events for the stream options' `onPayload`, `onResponse`,
     /// `onProviderStreamEvent`), by stream name.
     stream_observers: Mutex<HashMap<String, Arc<dyn crate::provider::observe::RequestObserver>>>,
+    /// What answers the extension's `streamService` calls about a stream, by stream name.
+    stream_services: Mutex<HashMap<String, StreamService>>,
     /// Where built-in tools run for it write their full-output files.
     temp_dir: PathBuf,
     /// Open dialogs by the extension's request id (it may dismiss them).
@@ -192,7 +197,12 @@ impl Extension {
         self.touch();
     }
 
-    fn death_message(&self) -> String {
+    /// Why it stopped, once recorded: `(event, error)`.
+    pub(super) fn death(&self) -> Option<(String, String)> {
+        lock(&self.death).clone()
+    }
+
+    pub(super) fn death_message(&self) -> String {
         lock(&self.death)
             .as_ref()
             .map(|(_, e)| e.clone())
@@ -324,6 +334,18 @@ impl Extension {
     pub fn close_stream(&self, name: &str) {
         lock(&self.streams).remove(name);
         lock(&self.stream_observers).remove(name);
+        lock(&self.stream_services).remove(name);
+    }
+
+    /// `service` answers the extension's `streamService` calls about stream `name` (until it is closed).
+    pub fn serve_stream(&self, name: &str, service: StreamService) {
+        lock(&self.stream_services).insert(name.to_string(), service);
+    }
+
+    /// The service of the stream `params.stream` names.
+    pub(super) fn stream_service(&self, params: &Value) -> Option<StreamService> {
+        let name = params.get("stream").and_then(Value::as_str)?;
+        lock(&self.stream_services).get(name).cloned()
     }
 
     /// `observer` watches the model call streamed under `name` (until it is closed).
@@ -365,6 +387,7 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
         kill: CancellationToken::new(),
         streams: Mutex::new(HashMap::new()),
         stream_observers: Mutex::new(HashMap::new()),
+        stream_services: Mutex::new(HashMap::new()),
         temp_dir: ctx.temp_dir.clone(),
         exited: CancellationToken::new(),
         death: Mutex::new(None),

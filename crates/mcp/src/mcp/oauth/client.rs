@@ -141,6 +141,13 @@ impl TokenSource {
         own.then_some(state)
     }
 
+    /// The stored tokens as text (`null` without them), whatever URL they
+    /// were stored for: what pi compares to see a sign-in made elsewhere.
+    pub async fn stored_tokens(&self) -> String {
+        let state = self.store().load(&self.name, &self.url).await.ok().flatten();
+        state.and_then(|s| s.get("tokens").cloned()).unwrap_or(Value::Null).to_string()
+    }
+
     /// The stored access token, refreshed first when it is about to expire.
     pub async fn token(&self) -> Option<String> {
         let _wait = self.refreshing.lock().await;

@@ -6,9 +6,10 @@
 // auth, as `ctx.modelRegistry.streamSimple` does), the built-in tool
 // factories (pi-rpc's tools, run with the session's cwd), a session tree
 // (`SessionManager.inMemory()`, or the caller's), and the system prompt
-// pi-rpc renders from the running session's resources (context files,
-// skills, custom and appended prompts), or a given `resourceLoader`'s, with
-// the sub-session's own tools. A given `settingsManager` (settings.cjs) picks
+// pi-rpc renders from a given `resourceLoader`'s resources (context files,
+// skills, custom and appended prompts), else those of a `DefaultResourceLoader`
+// of the session's cwd and agent directory, as pi's, with the sub-session's
+// own tools. A given `settingsManager` (settings.cjs) picks
 // the model, thinking level, default tools and queue modes as pi's does; a
 // given `modelRuntime` (models.cjs) serves the model lookups and calls.
 // The run is pi's: the prompt's system sections and user message, the
@@ -35,11 +36,13 @@ const { MemorySessionManager } = require("./session-memory.cjs");
 const { SessionManager, sessionDirFor } = require("./session.cjs");
 const { SettingsManager } = require("./settings.cjs");
 const compaction = require("./compaction.cjs");
+const { summaryRetry } = require("./summary-retry.cjs");
 const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 const { executeBashWithOperations } = require("./bash-execution.cjs");
 const { attachExtensions, sendCustomMessage, providerHooks } = require("./session-extensions.cjs");
 const { toolOptions } = require("./session-tool-options.cjs");
 const { expandSessionInput } = require("./input-expansion.cjs");
+const { loadedDefaultResourceLoader } = require("./resources.cjs");
 const { navigateTree } = require("./tree-navigation.cjs");
 const { createSessionModels } = require("./session-models.cjs");
 const { ModelRegistry } = require("./models.cjs");
@@ -130,7 +133,7 @@ class AgentSession {
 		}
 	}
 
-	/** pi's `BuildSystemPromptOptions` of this session: the running session's resources, this session's tools. */
+	/** pi's `BuildSystemPromptOptions` of this session: its loader's resources, this session's tools. */
 	_promptOptions() {
 		const active = this.getActiveToolNames();
 		const snippets = {};
@@ -165,6 +168,7 @@ class AgentSession {
 	async _run(messages) {
 		this._running = true;
 		this._abortRequested = false;
+		this._failedResponse = undefined;
 		try {
 			await this.agent.prompt(messages);
 			// A retry of a failed answer or queued messages run first (session-retry.cjs); then pi's agent_before_settle may run another turn.
@@ -175,6 +179,7 @@ class AgentSession {
 			}
 		} finally {
 			if (this._abortRequested) retry.finishCancelledRetry(this);
+			this._failedResponse = undefined;
 			this._running = false;
 			this._flushPendingBash();
 			this._extensions?.flushPendingCustom();
@@ -318,7 +323,9 @@ class AgentSession {
 				}
 				if (answer?.compaction) [own, fromExtension] = [answer.compaction, true];
 			}
-			const result = own ?? (await compaction.compact(preparation, model, undefined, undefined, customInstructions, controller.signal, this.thinkingLevel, this._streamFn));
+			const { retry: policy, callbacks } = summaryRetry(this, { source: "compaction", reason });
+			const writer = own ? undefined : await this._summaryTarget(controller.signal);
+			const result = own ?? (await compaction.compact(preparation, writer.model, undefined, undefined, customInstructions, controller.signal, writer.thinkingLevel, this._streamFn, undefined, policy, callbacks));
 			if (controller.signal.aborted) throw new Error("Compaction cancelled");
 			const { summary, firstKeptEntryId, tokensBefore, usage, details } = result;
 			this.sessionManager.appendCompaction(summary, firstKeptEntryId, tokensBefore, details, fromExtension, usage);
@@ -516,7 +523,7 @@ class AgentSession {
 			this.agent.steeringMode = this.settingsManager.getSteeringMode();
 			this.agent.followUpMode = this.settingsManager.getFollowUpMode();
 		}
-		await (this.resourceLoader ?? this._inputLoader)?.reload();
+		await this.resourceLoader?.reload();
 		this._promptBase = promptBaseOf(this.resourceLoader, services().channel.call("getSystemPromptOptions"));
 	}
 	/** The current branch as a session file of its own (entries re-linked in order); its path. */
@@ -655,7 +662,7 @@ function withoutImages(messages) {
 
 /**
  * pi's `BuildSystemPromptOptions` base of a session: a `resourceLoader`'s
- * context files, skills and prompts when given, else the running session's.
+ * context files, skills and prompts (the running session's without one).
  */
 function promptBaseOf(resourceLoader, running) {
 	if (!resourceLoader) return running ?? {};
@@ -756,8 +763,10 @@ async function createAgentSession(options = {}) {
 		if (model) sessionManager.appendModelChange(model.provider, model.id);
 		sessionManager.appendThinkingLevelChange(thinkingLevel);
 	}
-	const promptBase = promptBaseOf(options.resourceLoader, channel.call("getSystemPromptOptions"));
-	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader: options.resourceLoader, cwd, agentDir, tools: definitions, promptBase,
+	// Without a loader, pi's own: a `DefaultResourceLoader` of the session's cwd and agent directory, reloaded (its extensions too).
+	const resourceLoader = options.resourceLoader ?? (await loadedDefaultResourceLoader({ cwd, agentDir, settingsManager }));
+	const promptBase = promptBaseOf(resourceLoader, channel.call("getSystemPromptOptions"));
+	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader, cwd, agentDir, tools: definitions, promptBase,
 		streamFn: options.modelRuntime ? stream : undefined,
 		availableModels: () => sessionModels.registry.getAvailable(),
 		scopedModels: options.scopedModels,
@@ -769,7 +778,7 @@ async function createAgentSession(options = {}) {
 		const update = session._systemUpdate();
 		return { context: { ...turn.context, tools: agent.state.tools.slice() }, messages: update ? [update] : undefined };
 	};
-	const extensionsResult = options.resourceLoader?.getExtensions?.() ?? { extensions: [], errors: [] };
+	const extensionsResult = resourceLoader.getExtensions?.() ?? { extensions: [], errors: [] };
 	session._sessionStartEvent = options.sessionStartEvent ?? { type: "session_start", reason: "startup" };
 	withProviderHooks = (streamOptions) => providerHooks(session.extensionRunner, streamOptions);
 	attachExtensions(session, extensionsResult, { modelRegistry: sessionModels.registry });

@@ -6,8 +6,9 @@
 // (the `lib` request, crates/agent/src/agent/extension_compaction.rs); the
 // model call is made here, as pi makes it: the caller's stream function, else
 // the model's provider through pi-rpc, the summary system prompt, no cache
-// writes, reasoning at the given thinking level. One attempt: pi's retry of
-// a dropped summary stream is not made (compat/DEVIATIONS.md).
+// writes, reasoning at the given thinking level; a failed call is retried
+// under the given `retry` policy with its `callbacks`, as pi-ai's
+// `retryAssistantCall` retries it (summary-retry.cjs).
 
 "use strict";
 
@@ -16,6 +17,7 @@ const calls = require("../ai/calls.cjs");
 const transcript = require("../ai/transcript.cjs");
 const { lib } = require("./text.cjs");
 const { sessionEntryToContextMessages, projectContextEntry } = require("./projection.cjs");
+const { retryingCall } = require("./summary-retry.cjs");
 
 const texts = () => lib("summaryTexts");
 
@@ -35,16 +37,15 @@ function prepareCompaction(pathEntries, settings) {
 
 /** One summarising call; its answer, or pi's error. */
 async function summarize(label, promptText, model, options) {
-	const { apiKey, headers, signal, thinkingLevel, streamFn, sessionId } = options;
+	const { apiKey, headers, signal, thinkingLevel, streamFn, sessionId, retry, callbacks } = options;
 	const context = {
 		systemPrompt: texts().systemPrompt,
 		messages: [{ role: "user", content: [{ type: "text", text: promptText }], timestamp: Date.now() }],
 	};
 	const request = { signal, apiKey, headers, cacheRetention: "none", sessionId: sessionId ?? crypto.randomUUID() };
 	if (model.reasoning && thinkingLevel && thinkingLevel !== "off") request.reasoning = thinkingLevel;
-	const response = streamFn
-		? await (await streamFn(model, context, request)).result()
-		: await calls.viaRegistry(model, context, request, true).result();
+	const produce = async () => (streamFn ? (await streamFn(model, context, request)).result() : calls.viaRegistry(model, context, request, true).result());
+	const response = await retryingCall(produce, retry, signal, callbacks);
 	if (response.stopReason === "aborted" && label === "Branch summarization") return { aborted: true };
 	if (response.stopReason === "error") throw new Error(`${label} failed: ${response.errorMessage || "Unknown error"}`);
 	if (response.stopReason === "length") throw new Error(`${label} failed: generation hit the token cap and the summary is incomplete`);
@@ -53,9 +54,9 @@ async function summarize(label, promptText, model, options) {
 }
 
 /** pi's `generateSummaryWithUsage(messages, model, _reserve, apiKey, headers, signal, custom, previous, thinking, streamFn, …)`. */
-async function generateSummaryWithUsage(messages, model, _reserveTokens, apiKey, headers, signal, customInstructions, previousSummary, thinkingLevel, streamFn, _env, _retry, _callbacks, sessionId) {
+async function generateSummaryWithUsage(messages, model, _reserveTokens, apiKey, headers, signal, customInstructions, previousSummary, thinkingLevel, streamFn, _env, retry, callbacks, sessionId) {
 	const prompt = lib("summaryPrompt", messages ?? [], previousSummary ?? null, customInstructions ?? null);
-	return summarize("Summarization", prompt, model, { apiKey, headers, signal, thinkingLevel, streamFn, sessionId });
+	return summarize("Summarization", prompt, model, { apiKey, headers, signal, thinkingLevel, streamFn, sessionId, retry, callbacks });
 }
 
 /** pi's `generateSummary`: the text of `generateSummaryWithUsage`. */
@@ -77,10 +78,10 @@ function sum(a, b) {
 }
 
 /** pi's `compact(preparation, model, apiKey, headers, custom, signal, thinking, streamFn, env, retry, callbacks, sessionId)`. */
-async function compact(preparation, model, apiKey, headers, customInstructions, signal, thinkingLevel, streamFn, _env, _retry, _callbacks, sessionId) {
+async function compact(preparation, model, apiKey, headers, customInstructions, signal, thinkingLevel, streamFn, _env, retry, callbacks, sessionId) {
 	const { firstKeptEntryId, messagesToSummarize, turnPrefixMessages, isSplitTurn, tokensBefore, previousSummary, fileOps } = preparation;
-	const call = { apiKey, headers, signal, thinkingLevel, streamFn, sessionId };
-	const history = () => generateSummaryWithUsage(messagesToSummarize, model, undefined, apiKey, headers, signal, customInstructions, previousSummary, thinkingLevel, streamFn, undefined, undefined, undefined, sessionId);
+	const call = { apiKey, headers, signal, thinkingLevel, streamFn, sessionId, retry, callbacks };
+	const history = () => generateSummaryWithUsage(messagesToSummarize, model, undefined, apiKey, headers, signal, customInstructions, previousSummary, thinkingLevel, streamFn, undefined, retry, callbacks, sessionId);
 	let summary;
 	let usage;
 	if (isSplitTurn && turnPrefixMessages.length > 0) {
@@ -195,13 +196,13 @@ function prepareBranchEntries(entries, tokenBudget = 0) {
 
 /** pi's `generateBranchSummary(entries, options)`: `{summary, usage, readFiles, modifiedFiles}`, `{aborted}` or `{error}`. */
 async function generateBranchSummary(entries, options) {
-	const { model, apiKey, headers, signal, thinkingLevel, customInstructions, replaceInstructions, reserveTokens = 16384, streamFn } = options;
+	const { model, apiKey, headers, signal, thinkingLevel, customInstructions, replaceInstructions, reserveTokens = 16384, streamFn, retry, callbacks } = options;
 	const { messages, fileOps } = prepareBranchEntries(entries, (model.contextWindow || 128000) - reserveTokens);
 	if (messages.length === 0) return { summary: "No content to summarize" };
 	const prompt = lib("branchSummaryPrompt", messages, customInstructions ?? null, Boolean(replaceInstructions && customInstructions));
 	let answer;
 	try {
-		answer = await summarize("Branch summarization", prompt, model, { apiKey, headers, signal, thinkingLevel, streamFn, sessionId: undefined });
+		answer = await summarize("Branch summarization", prompt, model, { apiKey, headers, signal, thinkingLevel, streamFn, sessionId: undefined, retry, callbacks });
 	} catch (error) {
 		return { error: error.message };
 	}

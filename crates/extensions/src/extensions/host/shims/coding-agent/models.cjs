@@ -21,9 +21,10 @@ const path = require("node:path");
 const { services } = require("../host-services.cjs");
 const { storeRegistry, storedCredentials, storeCredential, removeCredential } = require("./model-store.cjs");
 const { CredentialStoreBridge } = require("./credential-store.cjs");
-const { catalogStoreOf, withStoredCatalogs } = require("./catalog-store.cjs");
+const { catalogStoreOf, withStoredCatalogs, modelNetworkEnabled } = require("./catalog-store.cjs");
 const { AssistantMessageEventStream } = require("../ai/stream.cjs");
 const deferred = require("./deferred.cjs");
+const { lib } = require("./text.cjs");
 
 const providerOf = (target) => (typeof target === "string" ? target : target?.provider);
 let loginCount = 0;
@@ -55,9 +56,13 @@ class ModelRuntime {
 		const modelsPath = options?.modelsPath === null ? null : path.resolve(options?.modelsPath ?? path.join(agentDir(), "models.json"));
 		const catalogs = catalogStoreOf(options, modelsPath);
 		if (catalogs) {
-			const { registry, restore } = withStoredCatalogs(runtime.registry, catalogs);
+			const { registry, fetchCatalogs } = withStoredCatalogs(runtime.registry, catalogs, { catalogBaseUrl: options?.catalogBaseUrl });
 			runtime.registry = registry;
-			await restore(options?.signal);
+			// pi's first refresh: from the network when asked (`allowModelNetwork`), within `modelRefreshTimeoutMs`.
+			const allowNetwork = options?.allowModelNetwork === true && modelNetworkEnabled();
+			const limit = allowNetwork && options?.modelRefreshTimeoutMs !== undefined ? AbortSignal.timeout(options.modelRefreshTimeoutMs) : undefined;
+			const signal = limit && options?.signal ? AbortSignal.any([options.signal, limit]) : (limit ?? options?.signal);
+			if (options?.refreshOnCreate !== false) await fetchCatalogs({ allowNetwork, signal });
 		}
 		return runtime;
 	}
@@ -190,7 +195,9 @@ class ModelRuntime {
 		if (!this.getProvider(providerId)) throw new Error(`Unknown provider: ${providerId}`);
 		interaction?.signal?.throwIfAborted?.();
 		if (type === "oauth") return this.oauthLogin(providerId, interaction);
-		const key = await interaction.prompt({ type: "secret", message: "Enter API key", signal: interaction?.signal });
+		// pi's question names a built-in provider's key ("Enter Groq API key"), a provider of models.json's or an extension's "API key".
+		const message = lib("apiKeyLoginPrompt", providerId);
+		const key = await interaction.prompt({ type: "secret", message, signal: interaction?.signal });
 		const credential = { type: "api_key", key };
 		if (this.credentialStore) return this.credentialStore.write(providerId, credential, { signal: interaction?.signal });
 		storeCredential(this.authPath, providerId, credential);

@@ -204,4 +204,11 @@ class DefaultResourceLoader {
 	}
 }
 
-module.exports = { DefaultResourceLoader, loadProjectContextFiles };
+/** pi's loader of an SDK session made without one (`createAgentSession`): a `DefaultResourceLoader` of `options`, reloaded. */
+async function loadedDefaultResourceLoader(options) {
+	const loader = new DefaultResourceLoader(options);
+	await loader.reload();
+	return loader;
+}
+
+module.exports = { DefaultResourceLoader, loadProjectContextFiles, loadedDefaultResourceLoader };

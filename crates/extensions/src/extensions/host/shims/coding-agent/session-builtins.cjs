@@ -27,6 +27,7 @@ function searchAndLoad(pi, params) {
 	const active = pi.getActiveTools();
 	const candidates = pi.getAllTools().filter((t) => SEARCHABLE.has(t.exposure) && !active.includes(t.name));
 	const answer = lib("toolSearch", candidates.map((t) => ({ name: t.name, description: t.description ?? "" })), params);
+	if (answer.error) throw new Error(answer.error);
 	const loaded = answer.loaded ?? [];
 	if (loaded.length > 0) pi.setActiveTools([...active, ...loaded]);
 	return { content: [{ type: "text", text: answer.text }], details: { loaded } };

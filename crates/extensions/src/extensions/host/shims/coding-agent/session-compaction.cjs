@@ -17,9 +17,25 @@
 const { lib } = require("./text.cjs");
 const retry = require("./session-retry.cjs");
 
-/** pi-rpc's decision at check point `at` ("beforePrompt" | "betweenTurns" | "afterRun") for the answer `last`. */
-function decide(session, at, last) {
+/** Whether `model` is a virtual one (routed before each request, session-models.cjs). */
+const isVirtual = (model) => model?.api === "pi-virtual";
+
+/**
+ * The model whose limits apply to the answer `last`: under a virtual
+ * selection, the physical model that gave it (pi's `_modelForMessage`).
+ */
+function limitsModel(session, last) {
 	const model = session.model;
+	if (!isVirtual(model) || !last) return model;
+	return session._physicalModel?.(last.provider, last.model) ?? model;
+}
+
+/**
+ * pi-rpc's decision at check point `at` ("beforePrompt" | "betweenTurns" |
+ * "afterRun") for the answer `last`, against `model` (by default the one
+ * whose limits apply to it).
+ */
+function decide(session, at, last, model = limitsModel(session, last)) {
 	if (!model) return { action: "none" };
 	const sm = session.sessionManager;
 	const input = {
@@ -47,10 +63,14 @@ async function check(session, at, last) {
 	switch (decision.action) {
 		case "compact":
 			return run(session, decision.reason, false);
-		case "recover":
+		case "recover": {
 			session._overflowRecoveryAttempted = true;
 			retry.omitAttempt(session, last);
-			return run(session, "overflow", true);
+			const retried = await run(session, "overflow", true);
+			// The answer asked again after the compaction is a retry of `last` (a virtual model's router is told).
+			if (retried) session._failedResponse = last;
+			return retried;
+		}
 		case "exhausted": {
 			const failure = { reason: "overflow", errorMessage: decision.errorMessage, aborted: false, willRetry: false };
 			session._emit({ type: "compaction_end", ...failure, result: undefined });
@@ -93,12 +113,22 @@ function install(session) {
 	const previous = agent.prepareNextTurnWithContext;
 	agent.prepareNextTurnWithContext = async (turn, signal) => {
 		let context = turn.context;
-		if (decide(session, "betweenTurns").action === "compact" && (await session._runCompaction("threshold", false)) !== undefined) {
+		// A virtual selection is checked when its request is routed, against the model it goes to (`beforeRoutedRequest`).
+		if (!isVirtual(session.model) && decide(session, "betweenTurns").action === "compact" && (await session._runCompaction("threshold", false)) !== undefined) {
 			context = { ...context, messages: session.sessionManager.buildSessionContext().messages };
 		}
 		const snapshot = await previous?.({ ...turn, context }, signal);
 		return snapshot ?? { context };
 	};
+}
+
+/**
+ * pi's check of a virtual selection's request, once routed to `model`: over
+ * that model's threshold, the branch is compacted first. Whether it was.
+ */
+async function beforeRoutedRequest(session, model) {
+	if (decide(session, "betweenTurns", undefined, model).action !== "compact") return false;
+	return (await session._runCompaction("threshold", false)) !== undefined;
 }
 
 /** pi's `autoCompactionEnabled` / `setAutoCompactionEnabled()` on `AgentSession`. */
@@ -120,4 +150,4 @@ function addCompactionControls(AgentSession) {
 	});
 }
 
-module.exports = { beforePrompt, afterRun, agentEvent, install, addCompactionControls };
+module.exports = { beforePrompt, afterRun, agentEvent, install, beforeRoutedRequest, addCompactionControls };

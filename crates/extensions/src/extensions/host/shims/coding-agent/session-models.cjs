@@ -212,7 +212,7 @@ function createSessionModels({ base, extensions, context }) {
 	 * (`reason`), its answer checked (a physical model with credentials) and
 	 * its thinking level clamped to that model.
 	 */
-	const route = async (model, messages, { reason, thinkingLevel, signal, state }) => {
+	const route = async (model, messages, { reason, thinkingLevel, signal, state, failed }) => {
 		const definition = registrations().virtual.get(key(model.provider, model.id));
 		const name = `Virtual model ${model.provider}/${model.id}`;
 		if (!definition) throw new Error(`${name} is not registered.`);
@@ -222,8 +222,19 @@ function createSessionModels({ base, extensions, context }) {
 		};
 		const latest = latestResponse(messages);
 		const previousModel = latest && physical(latest.provider, latest.model);
+		// A retry's failed answer names the physical model that gave it.
+		const failedModel = failed && physical(failed.provider, failed.model);
 		const answer = await definition.route(
-			{ reason, thinkingLevel, signal, state, model, previous: previousModel && { model: previousModel, thinkingLevel: latest.thinkingLevel }, failed: undefined, messages },
+			{
+				reason,
+				thinkingLevel,
+				signal,
+				state,
+				model,
+				previous: previousModel && { model: previousModel, thinkingLevel: latest.thinkingLevel },
+				failed: failedModel && { model: failedModel, thinkingLevel: failed.thinkingLevel, message: failed },
+				messages,
+			},
 			context(),
 		);
 		const routed = `${name} routed to ${answer?.model?.provider}/${answer?.model?.id}`;
@@ -266,30 +277,54 @@ function createSessionModels({ base, extensions, context }) {
 
 	/**
 	 * pi's request preparation for a virtual selection, on `session`'s agent:
-	 * the router asked before each request (`user` when the user wrote since
-	 * the last response, else `continuation`), a changed state appended to
-	 * the branch (`entry_appended` told), the request sent to the model it
-	 * names, the selection left in place.
+	 * the router asked before each request (`retry` when a failed answer is
+	 * asked again, its answer as `failed`; `user` when the user wrote since
+	 * the last response; else `continuation`), a changed state appended to
+	 * the branch (`entry_appended` told), the branch compacted first when it
+	 * is over the threshold of the model the router named (pi checks a
+	 * virtual selection here, session-compaction.cjs), the request sent to
+	 * that model, the selection left in place.
 	 */
 	const installRouting = (session) => {
 		const agent = session.agent;
 		const previousPrepare = agent.prepareRequest;
+		// The physical model a virtual selection's answer came from (its limits are that model's).
+		session._physicalModel = (provider, id) => {
+			const m = find(provider, id);
+			return m && m.api !== VIRTUAL_API ? m : undefined;
+		};
+		// The model a summary is written by (pi's `_getSummarizationRequestAuth`): a virtual selection routed once, `direct`.
+		session._summaryTarget = async (signal) => {
+			const model = session.model;
+			if (!model || model.api !== VIRTUAL_API || !ownModel(model.provider, model.id)?.virtual) return { model, thinkingLevel: session.thinkingLevel };
+			const messages = await agent.convertToLlm(session.messages);
+			const routed = await route(model, messages, { reason: "direct", thinkingLevel: session.thinkingLevel, signal });
+			return { model: routed.model, thinkingLevel: routed.thinkingLevel };
+		};
 		agent.prepareRequest = async (request, signal) => {
-			const previous = await previousPrepare?.(request, signal);
-			const context = previous?.context ?? request.context;
-			const model = previous?.model ?? request.model;
-			const thinkingLevel = previous?.thinkingLevel ?? request.thinkingLevel;
-			if (!model || model.api !== VIRTUAL_API || !ownModel(model.provider, model.id)?.virtual) return previous;
+			// A failed answer being retried (session-retry.cjs, session-compaction.cjs), for this request only.
+			const failed = session._failedResponse;
+			session._failedResponse = undefined;
+			// The selection, not the request's model: the loop keeps the last routed model for its next request.
+			const selected = { model: agent.state.model, thinkingLevel: agent.state.thinkingLevel };
+			const previous = await previousPrepare?.({ ...request, ...selected }, signal);
+			let context = previous?.context ?? request.context;
+			const model = previous?.model ?? selected.model;
+			const thinkingLevel = previous?.thinkingLevel ?? selected.thinkingLevel;
+			if (!model || model.api !== VIRTUAL_API || !ownModel(model.provider, model.id)?.virtual) return { ...previous, context, model, thinkingLevel };
 			const lastResponse = context.messages.findLastIndex((m) => m.role === "assistant");
 			const userTurn = context.messages.slice(lastResponse + 1).some((m) => m.role === "user");
 			const state = storedState(session.sessionManager.getBranch(), model.provider, model.id);
 			const messages = await agent.convertToLlm(context.messages);
-			const routed = await route(model, messages, { reason: userTurn ? "user" : "continuation", thinkingLevel, signal, state });
+			const reason = failed ? "retry" : userTurn ? "user" : "continuation";
+			const routed = await route(model, messages, { reason, thinkingLevel, signal, state, failed });
 			if (routed.state !== undefined && routed.state !== state) {
 				const id = session.sessionManager.appendCustomEntry(STATE_ENTRY, { provider: model.provider, modelId: model.id, state: routed.state });
 				const entry = session.sessionManager.getEntry(id);
 				if (entry) session._emit({ type: "entry_appended", entry });
 			}
+			// The route stands; the compaction only changes the conversation the request carries.
+			if (await require("./session-compaction.cjs").beforeRoutedRequest(session, routed.model)) context = { ...context, messages: session.sessionManager.buildSessionContext().messages };
 			return { ...previous, context, model: routed.model, thinkingLevel: routed.thinkingLevel };
 		};
 	};

@@ -131,6 +131,8 @@ async function afterLowLevelRun(session) {
 	const settings = retrySettings(session);
 	if (decide(message, settings, (session._retryAttempt ?? 0) + 1).retryable && (await prepareRetry(session, message))) {
 		if (session._abortRequested) finishCancelledRetry(session);
+		// The next request asks the failed answer again (a virtual model's router is told, session-models.cjs).
+		session._failedResponse = message;
 		return !session._abortRequested;
 	}
 	if (session._abortRequested) {

@@ -8,17 +8,20 @@
 
 const transcript = require("../ai/transcript.cjs");
 const compaction = require("./compaction.cjs");
+const { summaryRetry } = require("./summary-retry.cjs");
 
 /** The summary pi-rpc's summariser writes of the branch left, or undefined when it was stopped. */
 async function summariseBranch(session, entries, instructions, signal) {
+	const writer = await session._summaryTarget(signal);
 	const result = await compaction.generateBranchSummary(entries, {
-		model: session.model,
-		thinkingLevel: session.thinkingLevel,
+		model: writer.model,
+		thinkingLevel: writer.thinkingLevel,
 		signal,
 		customInstructions: instructions.customInstructions,
 		replaceInstructions: instructions.replaceInstructions,
 		reserveTokens: session.settingsManager?.getBranchSummarySettings().reserveTokens,
 		streamFn: session._streamFn,
+		...summaryRetry(session, { source: "branchSummary" }),
 	});
 	if (result.aborted) return undefined;
 	if (result.error) throw new Error(result.error);

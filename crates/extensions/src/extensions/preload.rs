@@ -1,0 +1,179 @@
+//! The extensions asked about project trust, kept for the session as pi
+//! keeps them: pi loads the user-level and command-line extensions once,
+//! asks them (`project_trust`), then loads only the project's extensions
+//! beside them, so each factory runs once and the first `session_start` an
+//! extension sees is the session's. Here those extensions were started
+//! before the agent existed; [`Extensions::start`] adopts them: their
+//! signals go to the agent from then on, the agent is told of their
+//! registrations (and of those that failed to load), and the remaining
+//! extensions of the session start beside them, in the session's order.
+//!
+//! pi-rpc's own process extensions (another language, not pi modules) were
+//! greeted with a `hello` that names no session: they are started again
+//! for the session, as the protocol gives a process its session facts
+//! only at start.
+
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use serde_json::json;
+
+use super::{Extension, ExtensionOptions, Extensions, HostSignal, Shared, Signals, SpawnTemplate, StartContext};
+
+/// What a refused request is answered while no session runs.
+const NO_SESSION: &str = "not available before project trust is decided";
+
+/// Where the signals of extensions started before the agent go: the trust
+/// question's queue, then nowhere (requests refused), then the agent.
+pub(super) struct Relay {
+    target: RwLock<Option<Signals>>,
+}
+
+impl Relay {
+    pub(super) fn new(target: Signals) -> Arc<Relay> {
+        Arc::new(Relay { target: RwLock::new(Some(target)) })
+    }
+
+    /// Send what comes from now on to `target` (`None`: refuse requests, drop the rest).
+    pub(super) fn point_at(&self, target: Option<Signals>) {
+        *self.target.write().unwrap_or_else(PoisonError::into_inner) = target;
+    }
+}
+
+#[async_trait::async_trait]
+impl super::SignalSink for Relay {
+    async fn deliver(&self, signal: HostSignal) -> bool {
+        let target = self.target.read().unwrap_or_else(PoisonError::into_inner).clone();
+        if let Some(target) = target {
+            return target.deliver(signal).await;
+        }
+        if let HostSignal::Request { reply, .. } | HostSignal::ModelStream { reply, .. } = signal {
+            let _ = reply.send(Err(NO_SESSION.to_string()));
+        }
+        true
+    }
+}
+
+/// Extensions started before the session (to ask about project trust),
+/// to be adopted by the session's [`Extensions::start`] once. Cloning
+/// shares them; the first start that takes them has them.
+#[derive(Clone, Default)]
+pub struct PreloadedExtensions(Arc<Mutex<Option<Preload>>>);
+
+pub(super) struct Preload {
+    pub(super) extensions: Extensions,
+    pub(super) relay: Arc<Relay>,
+}
+
+impl PreloadedExtensions {
+    pub(super) fn new(extensions: Extensions, relay: Arc<Relay>) -> PreloadedExtensions {
+        PreloadedExtensions(Arc::new(Mutex::new(Some(Preload { extensions, relay }))))
+    }
+
+    /// Whether extensions wait to be adopted.
+    pub fn is_empty(&self) -> bool {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).is_none()
+    }
+
+    pub(super) fn take(&self) -> Option<Preload> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+impl std::fmt::Debug for PreloadedExtensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreloadedExtensions").field("waiting", &!self.is_empty()).finish()
+    }
+}
+
+impl PartialEq for PreloadedExtensions {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Extensions {
+    /// The session's extensions, `preload`'s among them: those of
+    /// `options.paths` already running are kept (told the session's facts),
+    /// the others start now; the list follows `options.paths`. The agent
+    /// hears of the kept ones' registrations (or failures) on `signals`,
+    /// as if they had just started.
+    pub(super) fn adopt(
+        preload: Preload,
+        options: &ExtensionOptions,
+        ctx: &StartContext<'_>,
+        signals: Signals,
+    ) -> Self {
+        let old = preload.extensions.shared.clone();
+        let host = old.template.as_ref().and_then(|t| t.host.lock().unwrap_or_else(PoisonError::into_inner).clone());
+        let template = SpawnTemplate {
+            options: options.clone(),
+            cwd: ctx.cwd.to_path_buf(),
+            temp_dir: ctx.temp_dir.to_path_buf(),
+            host: Mutex::new(host),
+        };
+        preload.relay.point_at(Some(signals.clone()));
+        let before = preload.extensions.list();
+        let (kept, dropped): (Vec<Arc<Extension>>, Vec<Arc<Extension>>) = before.iter().cloned().partition(|e| {
+            !e.is_retired() && super::discovery::is_pi_module(&e.path) && options.paths.contains(&e.path)
+        });
+        let session = (ctx.session_id, ctx.session_file);
+        let mut next_id = before.len();
+        let mut list: Vec<Arc<Extension>> = options
+            .paths
+            .iter()
+            .map(|path| match kept.iter().find(|e| e.path == *path) {
+                Some(ext) => ext.clone(),
+                None => {
+                    next_id += 1;
+                    template.spawn(next_id - 1, path, session, &old.ui, &signals, &old.quiet)
+                }
+            })
+            .collect();
+        let grace = options.timeouts.shutdown_grace;
+        for ext in &dropped {
+            // Not the session's (or started again for it): gone without a session_shutdown.
+            ext.retire();
+            let ext = ext.clone();
+            tokio::spawn(async move { ext.stop(grace).await });
+        }
+        list.extend(dropped);
+        let update = json!({
+            "type": "session",
+            "sessionId": ctx.session_id,
+            "sessionFile": ctx.session_file,
+            "projectTrusted": options.project_trusted,
+        });
+        let mut told = Vec::new();
+        for ext in &kept {
+            if ext.is_dead() {
+                let (event, error) = ext.death().unwrap_or_else(|| ("startup".to_string(), ext.death_message()));
+                told.push(HostSignal::Died { id: ext.id, event, error });
+            } else {
+                ext.send(&update);
+                // One still loading registers itself, to the agent now.
+                if ext.is_ready() {
+                    told.push(HostSignal::Registered { id: ext.id });
+                }
+            }
+        }
+        let errors = options.load_errors.clone();
+        let sink = signals.clone();
+        tokio::spawn(async move {
+            for (path, error) in errors {
+                sink.deliver(HostSignal::Error { path, event: "load".to_string(), error }).await;
+            }
+            for signal in told {
+                sink.deliver(signal).await;
+            }
+        });
+        let shared = Arc::new(Shared {
+            list: RwLock::new(Arc::new(list)),
+            ui: old.ui.clone(),
+            timeouts: options.timeouts,
+            quiet: old.quiet.clone(),
+            signals: Some(signals),
+            template: Some(template),
+        });
+        Extensions::with_prompt_listener(shared)
+    }
+}

@@ -1,0 +1,170 @@
+//! A proxy on 127.0.0.1 in front of a real MCP server's streamable-HTTP
+//! endpoint that fails the requests it is told to fail: the next N get an
+//! HTTP status (an empty body), or their connections are closed before any
+//! answer (a network error, as a server that went away looks to a client).
+//! Every request is recorded (`POST initialize`, `POST tools/call -> 503`,
+//! `dropped connection`, …), so a test can say which requests a client
+//! retried without timing anything.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+/// How a request is failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Answered with this HTTP status and an empty body.
+    Status(u16),
+    /// The next new connection is closed unanswered (requests on a
+    /// connection the client keeps open are not affected).
+    Drop,
+}
+
+#[derive(Default)]
+struct Flaky {
+    upstream: String,
+    /// The failures to come, each for any request or only a JSON-RPC method's.
+    failures: VecDeque<(Option<String>, Failure)>,
+    log: Vec<String>,
+}
+
+type Shared = Arc<Mutex<Flaky>>;
+
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Flaky> {
+    shared.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The running proxy.
+pub struct FlakyProxy {
+    addr: SocketAddr,
+    shared: Shared,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl FlakyProxy {
+    /// Start on a free port, forwarding to `upstream` (`http://…/mcp`).
+    pub async fn start(upstream: &str) -> std::io::Result<FlakyProxy> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let shared: Shared = Arc::new(Mutex::new(Flaky { upstream: upstream.to_string(), ..Flaky::default() }));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let app = axum::Router::new().fallback(handle).with_state(shared.clone());
+        let listener = Dropping { listener, shared: shared.clone() };
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        Ok(FlakyProxy { addr, shared, stop: Some(stop) })
+    }
+
+    /// The MCP endpoint: `http://127.0.0.1:PORT/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// Fail the next `count` requests (or new connections, for [`Failure::Drop`]) this way.
+    pub fn fail_next(&self, count: usize, failure: Failure) {
+        lock(&self.shared).failures.extend(std::iter::repeat_n((None, failure), count));
+    }
+
+    /// Answer the next `count` requests of JSON-RPC `method` with `status`
+    /// (other requests pass meanwhile).
+    pub fn fail_next_of(&self, method: &str, count: usize, status: u16) {
+        let failure = (Some(method.to_string()), Failure::Status(status));
+        lock(&self.shared).failures.extend(std::iter::repeat_n(failure, count));
+    }
+
+    /// Every request so far: `METHOD jsonrpc-method`, with ` -> STATUS` when
+    /// it was failed; `dropped connection` for a closed one.
+    pub fn requests(&self) -> Vec<String> {
+        lock(&self.shared).log.clone()
+    }
+}
+
+impl Drop for FlakyProxy {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// The proxy's listener: closes new connections while a [`Failure::Drop`] is next.
+struct Dropping {
+    listener: TcpListener,
+    shared: Shared,
+}
+
+impl axum::serve::Listener for Dropping {
+    type Io = TcpStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (TcpStream, SocketAddr) {
+        loop {
+            let Ok((stream, addr)) = self.listener.accept().await else { continue };
+            let mut flaky = lock(&self.shared);
+            if flaky.failures.front().is_some_and(|(_, f)| *f == Failure::Drop) {
+                flaky.failures.pop_front();
+                flaky.log.push("dropped connection".to_string());
+                drop(stream);
+                continue;
+            }
+            return (stream, addr);
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+}
+
+/// What a request is, for the log (its HTTP method and JSON-RPC method(s)),
+/// and its JSON-RPC methods.
+fn describe(method: &Method, body: &Bytes) -> (String, Vec<String>) {
+    let parsed: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let items = match &parsed {
+        serde_json::Value::Array(items) => items.clone(),
+        other => vec![other.clone()],
+    };
+    let names: Vec<String> = items.iter().filter_map(|m| m["method"].as_str().map(str::to_string)).collect();
+    if names.is_empty() {
+        let reply = items.iter().any(|m| m.get("result").is_some() || m.get("error").is_some());
+        return (format!("{method}{}", if reply { " reply" } else { "" }), names);
+    }
+    (format!("{method} {}", names.join(",")), names)
+}
+
+async fn handle(State(shared): State<Shared>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let (what, names) = describe(&method, &body);
+    let (upstream, failure) = {
+        let mut flaky = lock(&shared);
+        let failure = match flaky.failures.front() {
+            Some((only, Failure::Status(status))) if only.as_ref().is_none_or(|m| names.contains(m)) => {
+                let status = *status;
+                flaky.failures.pop_front();
+                Some(status)
+            }
+            _ => None,
+        };
+        flaky.log.push(match failure {
+            Some(status) => format!("{what} -> {status}"),
+            None => what,
+        });
+        (flaky.upstream.clone(), failure)
+    };
+    if let Some(status) = failure {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+        return (status, "").into_response();
+    }
+    super::mcp::forward(&upstream, method, &uri, &headers, body).await
+}

@@ -1,0 +1,179 @@
+//! pi 1.6.0's retries of MCP HTTP requests, pi-rpc and pi side by side:
+//! server-everything over streamable HTTP behind the flaky proxy
+//! (`pi_fake_oauth::flaky`), which fails the requests it is told to fail and
+//! records every request. Connecting is tried three times after network
+//! errors and 408/429/5xx (not 501), a resource read twice after such a
+//! status, a tool call once; the last failure reads as pi's. What each
+//! program did is read from the proxy's record, never from a clock.
+//!
+//! Needs node, the MCP servers and (for the side-by-side half) the reference
+//! from `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
+
+use pi_compat::fake_oauth::flaky::{Failure, FlakyProxy};
+use pi_compat::fake_server::{FakeToolCall, Reply};
+use serde_json::{Value, json};
+
+use crate::harness::Sandbox;
+use crate::mcp::{Servers, result, result_text, results, start_http_everything, write_mcp};
+use crate::mcp_oauth::start;
+
+/// A sandbox whose `mcp.json` names the server behind `proxy` as `remote`.
+async fn sandbox_behind(proxy: &FlakyProxy) -> Sandbox {
+    let sb = Sandbox::with_server().await;
+    write_mcp(&sb, json!({"remote": {"url": proxy.url(), "exposure": "direct"}}));
+    sb
+}
+
+/// One program's start against a proxy that fails the first requests as
+/// `failures` say: the echo tool's answer, or the start-up warning when the
+/// server could not be reached; and the requests the proxy saw until then.
+async fn connect_run(srv: &Servers, reference: bool, failures: &[(usize, Failure)], reached: bool) -> Option<Value> {
+    let (_everything, port) = start_http_everything(srv).await;
+    let proxy = FlakyProxy::start(&format!("http://127.0.0.1:{port}/mcp")).await.unwrap();
+    for (count, failure) in failures {
+        proxy.fail_next(*count, *failure);
+    }
+    let sb = sandbox_behind(&proxy).await;
+    sb.server().push(Reply::tool_call("c1", "mcp__remote__echo", r#"{"message":"again"}"#));
+    sb.server().set_fallback(Reply::text("done"));
+    let mut pi = start(&sb, reference)?;
+    if reached {
+        pi.send(json!({"id": "p", "type": "prompt", "message": "echo"})).await;
+        let lines = pi.until_type("agent_settled").await;
+        let echo = result_text(result(&results(&lines), "c1"));
+        let mut requests = proxy.requests();
+        // Up to the initialize that went through.
+        if let Some(at) = requests.iter().position(|r| r == "POST initialize") {
+            requests.truncate(at + 1);
+        }
+        return Some(json!({"echo": echo, "requests": requests}));
+    }
+    pi.send(json!({"id": "s", "type": "get_state"})).await;
+    let lines = pi.until(|v| v["method"] == "notify" && v["notifyType"] == "warning").await;
+    let warning = lines.last().map(|v| v["message"].clone()).unwrap_or_default();
+    Some(json!({"warning": warning, "requests": proxy.requests()}))
+}
+
+/// pi-rpc's summary is `expected`, and pi 1.6.0's (when it runs here) the same.
+async fn side_by_side(srv: &Servers, failures: &[(usize, Failure)], reached: bool, expected: Value) {
+    let ours = connect_run(srv, false, failures, reached).await.unwrap();
+    assert_eq!(ours, expected, "pi-rpc");
+    if let Some(theirs) = connect_run(srv, true, failures, reached).await {
+        eprintln!("pi 1.6.0: {theirs}");
+        assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
+    }
+}
+
+#[tokio::test]
+async fn connecting_is_tried_again_after_transient_http_failures_as_in_pi() {
+    let Some(srv) = Servers::find() else { return };
+    let initialize = |status: u16| format!("POST initialize -> {status}");
+    side_by_side(
+        &srv,
+        &[(2, Failure::Status(503))],
+        true,
+        json!({"echo": "Echo: again", "requests": [initialize(503), initialize(503), "POST initialize"]}),
+    )
+    .await;
+    side_by_side(
+        &srv,
+        &[(1, Failure::Status(429)), (1, Failure::Status(408))],
+        true,
+        json!({"echo": "Echo: again", "requests": [initialize(429), initialize(408), "POST initialize"]}),
+    )
+    .await;
+    side_by_side(
+        &srv,
+        &[(2, Failure::Drop)],
+        true,
+        json!({"echo": "Echo: again", "requests": ["dropped connection", "dropped connection", "POST initialize"]}),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_third_failure_or_a_501_is_reported_as_in_pi() {
+    let Some(srv) = Servers::find() else { return };
+    let warning = |status: u16| {
+        format!(
+            "MCP servers need attention:\n  remote: failed: MCP HTTP request failed with status {status}\nRun /mcp to fix."
+        )
+    };
+    side_by_side(
+        &srv,
+        &[(3, Failure::Status(503))],
+        false,
+        json!({"warning": warning(503), "requests": ["POST initialize -> 503", "POST initialize -> 503", "POST initialize -> 503"]}),
+    )
+    .await;
+    // 501 (Not Implemented) is not worth another attempt; neither is a 4xx.
+    side_by_side(
+        &srv,
+        &[(1, Failure::Status(501)), (2, Failure::Status(503))],
+        false,
+        json!({"warning": warning(501), "requests": ["POST initialize -> 501"]}),
+    )
+    .await;
+    side_by_side(
+        &srv,
+        &[(1, Failure::Status(400)), (2, Failure::Status(503))],
+        false,
+        json!({"warning": warning(400), "requests": ["POST initialize -> 400"]}),
+    )
+    .await;
+}
+
+/// One program's session where, once connected, a tool call and then a
+/// resource read are each answered 503 once.
+async fn calls_run(srv: &Servers, reference: bool) -> Option<Value> {
+    let (_everything, port) = start_http_everything(srv).await;
+    let proxy = FlakyProxy::start(&format!("http://127.0.0.1:{port}/mcp")).await.unwrap();
+    let sb = sandbox_behind(&proxy).await;
+    let read = r#"{"server":"remote","uri":"demo://resource/dynamic/text/1"}"#;
+    sb.server().push(Reply::tool_call("c1", "mcp__remote__echo", r#"{"message":"one"}"#));
+    sb.server().push(Reply::text("ok"));
+    sb.server().push(Reply::tool_call("c2", "mcp__remote__echo", r#"{"message":"two"}"#));
+    sb.server().push(Reply::text("ok"));
+    sb.server().push(Reply::tool_calls([FakeToolCall::new("c3", "read_mcp_resource", read)]));
+    sb.server().set_fallback(Reply::text("done"));
+    let mut pi = start(&sb, reference)?;
+    let mut summary = serde_json::Map::new();
+    for (n, id) in ["c1", "c2", "c3"].into_iter().enumerate() {
+        match id {
+            "c2" => proxy.fail_next_of("tools/call", 1, 503),
+            "c3" => proxy.fail_next_of("resources/read", 1, 503),
+            _ => {}
+        }
+        pi.send(json!({"id": format!("p{n}"), "type": "prompt", "message": id})).await;
+        let lines = pi.until_type("agent_settled").await;
+        let rs = results(&lines);
+        let r = result(&rs, id);
+        let text = result_text(r);
+        let text = if id == "c3" { json!(text.contains("Resource 1")) } else { json!(text) };
+        summary.insert(id.to_string(), json!({"isError": r["isError"], "text": text}));
+    }
+    let requests: Vec<String> =
+        proxy.requests().into_iter().filter(|r| r.contains("tools/call") || r.contains("resources/read")).collect();
+    summary.insert("requests".into(), json!(requests));
+    Some(Value::Object(summary))
+}
+
+#[tokio::test]
+async fn a_resource_read_is_sent_again_after_a_503_and_a_tool_call_is_not_as_in_pi() {
+    let Some(srv) = Servers::find() else { return };
+    let ours = calls_run(&srv, false).await.unwrap();
+    assert_eq!(
+        ours,
+        json!({
+            "c1": {"isError": false, "text": "Echo: one"},
+            "c2": {"isError": true, "text": "MCP HTTP request failed with status 503"},
+            "c3": {"isError": false, "text": true},
+            "requests": ["POST tools/call", "POST tools/call -> 503", "POST resources/read -> 503", "POST resources/read"],
+        }),
+        "pi-rpc"
+    );
+    if let Some(theirs) = calls_run(&srv, true).await {
+        eprintln!("pi 1.6.0: {theirs}");
+        assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
+    }
+}
