@@ -94,7 +94,11 @@ export default function (pi: ExtensionAPI) {
       session.setActiveToolsByName(["codemode"]);
       await session.bindExtensions({ uiContext: ui, mode: "rpc", onError: (e: any) => errors.push(`${e.event}: ${e.error}`) } as any);
       await session.prompt("/mcp");
-      ctx.ui.notify(JSON.stringify({ errors, notes, requests: session.messages.length }), "info");
+      // The sub-session's `/mcp` is described as the running session's own `/mcp` (pi's words in pi).
+      const described = (list: any[]) => list.find((c: any) => (c.invocationName ?? c.name) === "mcp")?.description ?? null;
+      const sub = described(session.extensionRunner.getRegisteredCommands());
+      const sameDescription = sub !== null && sub === described(pi.getCommands());
+      ctx.ui.notify(JSON.stringify({ errors, notes, requests: session.messages.length, sameDescription }), "info");
       session.dispose();
     },
   });
@@ -228,6 +232,7 @@ async fn mcp_inside_an_sdk_session_answers_as_the_sessions_own_mcp_as_in_pi() {
     // Each program's sub-session answers through its UI what its own `/mcp` answers (pi-rpc's words are its own).
     assert_eq!(ours["notes"], json!([[ours_main, "info"]]), "{ours}");
     assert_eq!(theirs["notes"], json!([[theirs_main, "info"]]), "{theirs}");
+    assert_eq!(ours["sameDescription"], true, "{ours}");
     let without_text = |mut note: Value| {
         note["notes"][0][0] = json!("<the session's /mcp text>");
         note

@@ -247,6 +247,8 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         }
         // The definition of a built-in factory's tool (`codemode`, `tool_search`) as `getAllTools()` lists it.
         "builtinToolDefinition" => builtin_tool_definition(&arg::<String>(args, 0, "name")?),
+        // The running session's `/mcp` description, which an SDK session's `/mcp` shows too.
+        "mcpCommandDescription" => Ok(json!(crate::mcp::command::DESCRIPTION)),
         // pi-rpc's `tool_search` over an SDK session's searchable tools
         // (`[{name, description}]`, not active): `{text, loaded}`, or
         // `{error}` for a call pi's tool throws on (a blank query).

@@ -54,7 +54,7 @@ function useBuiltinInSession(pi, name, options = {}) {
 	}
 	if (name === "mcp") {
 		pi.registerCommand("mcp", {
-			description: "Show MCP server status",
+			description: lib("mcpCommandDescription"),
 			handler: async (args, ctx) => {
 				const notice = await mcpCommand(args);
 				if (notice) ctx.ui.notify(notice.text, notice.level);
