@@ -41,6 +41,7 @@ const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 const { executeBashWithOperations } = require("./bash-execution.cjs");
 const { attachExtensions, sendCustomMessage, providerHooks } = require("./session-extensions.cjs");
 const { toolOptions } = require("./session-tool-options.cjs");
+const { applyLoadout } = require("./session-loadout.cjs");
 const { expandSessionInput } = require("./input-expansion.cjs");
 const { loadedDefaultResourceLoader } = require("./resources.cjs");
 const { navigateTree } = require("./tree-navigation.cjs");
@@ -445,7 +446,7 @@ class AgentSession {
 		// pi's order: the active tools kept, then the new ones, each once; `hidden` tools never.
 		const wanted = new Set(names.filter((n) => this._tools.has(n) && this._tools.get(n).exposure !== "hidden"));
 		const kept = this.getActiveToolNames().filter((n) => wanted.has(n));
-		this.agent.state.tools = [...new Set([...kept, ...wanted])].map((n) => this._agentTool(this._tools.get(n)));
+		this.agent.state.tools = applyLoadout(this, [...new Set([...kept, ...wanted])].map((n) => this._agentTool(this._tools.get(n))));
 	}
 	/** pi's `AgentTool` of a definition, run with this session's context. */
 	_agentTool(definition) {
