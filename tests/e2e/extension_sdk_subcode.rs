@@ -94,12 +94,82 @@ export default function (pi: ExtensionAPI) {
       session.setActiveToolsByName(["codemode"]);
       await session.bindExtensions({ uiContext: ui, mode: "rpc", onError: (e: any) => errors.push(`${e.event}: ${e.error}`) } as any);
       await session.prompt("/mcp");
-      ctx.ui.notify(JSON.stringify({ errors, notes, requests: session.messages.length }), "info");
+      // The sub-session's `/mcp` is described as the running session's own `/mcp` (pi's words in pi).
+      const described = (list: any[]) => list.find((c: any) => (c.invocationName ?? c.name) === "mcp")?.description ?? null;
+      const sub = described(session.extensionRunner.getRegisteredCommands());
+      const sameDescription = sub !== null && sub === described(pi.getCommands());
+      ctx.ui.notify(JSON.stringify({ errors, notes, requests: session.messages.length, sameDescription }), "info");
       session.dispose();
     },
   });
 }
 "#;
+
+/// `createAgentSession`'s tool options: each session's active and registered tools, and what
+/// `setActiveToolsByName` can add, for an allowlist, patterns, `+name`/`-name`, `noTools`,
+/// `excludeTools` and `customTools`.
+const SDK_TOOL_OPTIONS: &str = r#"import { createAgentSession, DefaultResourceLoader, getAgentDir, SessionManager } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
+
+const tool = (name: string, more: any = {}) => ({ name, label: name, description: `The ${name} tool`, parameters: Type.Object({}),
+  execute: async () => ({ content: [{ type: "text", text: name }], details: {} }), ...more }) as any;
+
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("tooloptions", {
+    handler: async (_args, ctx) => {
+      const own = (sub: ExtensionAPI) => {
+        sub.registerTool(tool("shout"));
+        sub.registerTool(tool("shy", { defaultActive: false }));
+        sub.registerTool(tool("extra"));
+        sub.registerTool(tool("later_one", { exposure: "deferred" }));
+      };
+      const customTools = [tool("custom_a"), tool("custom_b", { defaultActive: false })];
+      const cases: [string, any][] = [
+        ["allowlist", { tools: ["read", "shout", "shy", "custom_b", "nope"] }],
+        ["patterns", { tools: ["sh*", "custom_*", "gr*"] }],
+        ["modifiers", { tools: ["+shy", "-bash", "+grep"] }],
+        ["noTools builtin", { noTools: "builtin" }],
+        ["noTools all", { noTools: "all" }],
+        ["noTools all with modifiers", { noTools: "all", tools: ["+shout", "+read"] }],
+        ["excluded", { tools: ["read", "bash", "shout", "extra", "custom_a"], excludeTools: ["ex*", "bash"] }],
+        ["defaults excluded", { excludeTools: ["custom_*", "write"] }],
+        ["mixed", { tools: ["read", "+shout"] }],
+        ["pattern modifier", { tools: ["+sh*"] }],
+      ];
+      const out: any = {};
+      for (const [name, options] of cases) {
+        try {
+          const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: [own] } as any);
+          await resourceLoader.reload();
+          const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, customTools, ...options } as any);
+          await session.bindExtensions({});
+          const active = session.getActiveToolNames();
+          // pi registers its Windows-only `powershell` tool too; pi-rpc has none (it runs commands with bash).
+          const all = session.getAllTools().map((t: any) => t.name).filter((n: string) => n !== "powershell").sort();
+          session.setActiveToolsByName([...active, "extra", "shy", "custom_a", "custom_b", "later_one", "ls"]);
+          out[name] = { active, all, widened: session.getActiveToolNames().sort(), definition: ["extra", "shy", "custom_a"].map((n) => !!session.getToolDefinition(n)) };
+          session.dispose();
+        } catch (e: any) {
+          out[name] = { error: String(e?.message ?? e) };
+        }
+      }
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
+}
+"#;
+
+#[tokio::test]
+async fn an_sdk_sessions_tool_options_select_and_allow_tools_as_in_pi() {
+    let module = ("sdk-tool-options.ts", SDK_TOOL_OPTIONS);
+    let run = |reference, command: String| async move { run_module(reference, module, &command, &[]).await };
+    let Some((ours, theirs)) = side_by_side(run, "tooloptions").await else { return };
+    // An allowlist registers only what it names: `extra` cannot be activated, a named `shy` is active.
+    assert_eq!(ours["allowlist"]["active"], json!(["read", "shout", "shy", "custom_b"]), "{ours}");
+    assert_eq!(ours["allowlist"]["definition"], json!([false, true, false]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
 
 /// The first script: the sub-session's tools called back, a failure and a block caught, a value stored.
 const SCRIPT: &str = r#"const notes = await tools.read({ path: "notes.txt" });
@@ -162,6 +232,7 @@ async fn mcp_inside_an_sdk_session_answers_as_the_sessions_own_mcp_as_in_pi() {
     // Each program's sub-session answers through its UI what its own `/mcp` answers (pi-rpc's words are its own).
     assert_eq!(ours["notes"], json!([[ours_main, "info"]]), "{ours}");
     assert_eq!(theirs["notes"], json!([[theirs_main, "info"]]), "{theirs}");
+    assert_eq!(ours["sameDescription"], true, "{ours}");
     let without_text = |mut note: Value| {
         note["notes"][0][0] = json!("<the session's /mcp text>");
         note

@@ -247,6 +247,10 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         }
         // The definition of a built-in factory's tool (`codemode`, `tool_search`) as `getAllTools()` lists it.
         "builtinToolDefinition" => builtin_tool_definition(&arg::<String>(args, 0, "name")?),
+        // The running session's `/mcp` description, which an SDK session's `/mcp` shows too.
+        "mcpCommandDescription" => Ok(json!(crate::mcp::command::DESCRIPTION)),
+        // An SDK session's `codemode` `prepareLoadout`: its description's listing, the declared tools' notes.
+        "codemodeLoadout" => crate::agent::extension_codemode_loadout::loadout(args.first().unwrap_or(&Value::Null)),
         // pi-rpc's `tool_search` over an SDK session's searchable tools
         // (`[{name, description}]`, not active): `{text, loaded}`, or
         // `{error}` for a call pi's tool throws on (a blank query).

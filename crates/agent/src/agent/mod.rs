@@ -25,6 +25,7 @@ mod compaction_decision;
 mod compaction_msg;
 mod current_session;
 mod extension_cache_warming;
+mod extension_codemode_loadout;
 mod extension_compaction;
 mod extension_expand;
 mod extension_images;

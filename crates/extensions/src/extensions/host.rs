@@ -91,6 +91,8 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/session-builtins.cjs", include_str!("host/shims/coding-agent/session-builtins.cjs")),
     ("shims/coding-agent/session-codemode.cjs", include_str!("host/shims/coding-agent/session-codemode.cjs")),
     ("shims/coding-agent/session-nested-calls.cjs", include_str!("host/shims/coding-agent/session-nested-calls.cjs")),
+    ("shims/coding-agent/session-tool-options.cjs", include_str!("host/shims/coding-agent/session-tool-options.cjs")),
+    ("shims/coding-agent/session-loadout.cjs", include_str!("host/shims/coding-agent/session-loadout.cjs")),
     ("shims/coding-agent/model-store.cjs", include_str!("host/shims/coding-agent/model-store.cjs")),
     ("shims/coding-agent/deferred.cjs", include_str!("host/shims/coding-agent/deferred.cjs")),
     ("shims/coding-agent/args.cjs", include_str!("host/shims/coding-agent/args.cjs")),

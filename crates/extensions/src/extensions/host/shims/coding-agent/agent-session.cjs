@@ -40,6 +40,8 @@ const { summaryRetry } = require("./summary-retry.cjs");
 const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 const { executeBashWithOperations } = require("./bash-execution.cjs");
 const { attachExtensions, sendCustomMessage, providerHooks } = require("./session-extensions.cjs");
+const { toolOptions } = require("./session-tool-options.cjs");
+const { applyLoadout } = require("./session-loadout.cjs");
 const { expandSessionInput } = require("./input-expansion.cjs");
 const { loadedDefaultResourceLoader } = require("./resources.cjs");
 const { navigateTree } = require("./tree-navigation.cjs");
@@ -51,32 +53,14 @@ const { SessionCacheWarmer, warmingStream, addWarmingControls } = require("./ses
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
-const DEFAULT_TOOL_NAMES = ["read", "bash", "edit", "write"];
 const BUILTIN_TOOL_NAMES = ["read", "bash", "edit", "write", "grep", "find", "ls"];
 const LABELS = { read: "Read", bash: "Bash", edit: "Edit", write: "Write", grep: "Grep", find: "Find", ls: "Ls" };
-const isModifier = (name) => typeof name === "string" && /^[+-]/.test(name);
 
 /** pi's `convertToLlm`: the transcript's own messages pass, the others become what pi-rpc makes of them. */
 function convertToLlm(messages) {
 	return messages.flatMap((m) =>
 		["system", "user", "assistant", "toolResult"].includes(m?.role) ? [m] : lib("convertToLlm", [m]),
 	);
-}
-
-/** The tool names a `tools` option selects (a list, or `+name`/`-name` changes to the defaults). */
-function selectedToolNames(options, settingsDefaults) {
-	const defaults = options.noTools ? [] : (settingsDefaults ?? DEFAULT_TOOL_NAMES);
-	const list = options.tools;
-	if (list !== undefined && !Array.isArray(list)) throw new Error("Invalid tools option: tools must be an array of tool names");
-	if (!list) return defaults;
-	if (!list.some(isModifier)) return list;
-	let names = [...defaults];
-	for (const change of list) {
-		const name = change.slice(1);
-		if (change.startsWith("+")) names = names.includes(name) ? names : [...names, name];
-		else names = names.filter((n) => n !== name);
-	}
-	return names;
 }
 
 /** The sections of a system prompt change: new or changed sections, `null` for removed ones. */
@@ -459,7 +443,10 @@ class AgentSession {
 		return this._tools.get(name);
 	}
 	setActiveToolsByName(names) {
-		this.agent.state.tools = names.filter((n) => this._tools.has(n)).map((n) => this._agentTool(this._tools.get(n)));
+		// pi's order: the active tools kept, then the new ones, each once; `hidden` tools never.
+		const wanted = new Set(names.filter((n) => this._tools.has(n) && this._tools.get(n).exposure !== "hidden"));
+		const kept = this.getActiveToolNames().filter((n) => wanted.has(n));
+		this.agent.state.tools = applyLoadout(this, [...new Set([...kept, ...wanted])].map((n) => this._agentTool(this._tools.get(n))));
 	}
 	/** pi's `AgentTool` of a definition, run with this session's context. */
 	_agentTool(definition) {
@@ -736,14 +723,11 @@ async function createAgentSession(options = {}) {
 	thinkingLevel = model ? clampThinkingLevel(model, thinkingLevel ?? "off") : "off";
 
 	const definitions = new Map();
-	for (const name of BUILTIN_TOOL_NAMES) definitions.set(name, tools[`create${LABELS[name]}ToolDefinition`](cwd));
-	for (const tool of options.customTools ?? []) definitions.set(tool.name, tool);
-	const excluded = new Set(options.excludeTools ?? []);
-	const names = selectedToolNames(options, settingsManager?.getDefaultTools());
-	const unknown = names.filter((n) => !definitions.has(n));
-	if (unknown.length > 0) throw new Error(`Invalid tools option: unknown tool ${unknown.map((n) => `"${n}"`).join(", ")}`);
-	const custom = (options.customTools ?? []).map((t) => t.name).filter((n) => !names.includes(n));
-	const active = [...names, ...custom].filter((n) => !excluded.has(n));
+	// pi's `tools` / `noTools` / `excludeTools` (session-tool-options.cjs): tools not allowed are not registered.
+	const toolPolicy = toolOptions(options, settingsManager?.getDefaultTools());
+	for (const name of BUILTIN_TOOL_NAMES) if (toolPolicy.isAllowed(name)) definitions.set(name, tools[`create${LABELS[name]}ToolDefinition`](cwd));
+	const customTools = (options.customTools ?? []).filter((tool) => toolPolicy.isAllowed(tool.name));
+	for (const tool of customTools) definitions.set(tool.name, tool);
 
 	const core = services().agentCore();
 	// pi's provider events of the session's extensions (its `onPayload`/`onResponse`/`transformHeaders`), bound once the session exists.
@@ -788,7 +772,7 @@ async function createAgentSession(options = {}) {
 		availableModels: () => sessionModels.registry.getAvailable(),
 		scopedModels: options.scopedModels,
 	});
-	session.setActiveToolsByName(active);
+	session._toolPolicy = toolPolicy;
 	warmer = session._cacheWarmer = new SessionCacheWarmer(session, stream);
 	// pi's refresh before each next turn: the active tools as they are now (a tool may have activated some), the prompt's change.
 	agent.prepareNextTurnWithContext = async (turn) => {
@@ -798,7 +782,12 @@ async function createAgentSession(options = {}) {
 	const extensionsResult = resourceLoader.getExtensions?.() ?? { extensions: [], errors: [] };
 	session._sessionStartEvent = options.sessionStartEvent ?? { type: "session_start", reason: "startup" };
 	withProviderHooks = (streamOptions) => providerHooks(session.extensionRunner, streamOptions);
-	attachExtensions(session, extensionsResult, { modelRegistry: sessionModels.registry, activate: true });
+	attachExtensions(session, extensionsResult, { modelRegistry: sessionModels.registry });
+	// The first loadout, as pi's: the selected names, then what registration activates (built-ins, extensions', custom).
+	const registered = (list) => list.filter((definition) => session._tools.get(definition.name) === definition);
+	const extensionTools = registered(session.extensionRunner.getAllRegisteredTools().map((t) => t.definition));
+	session.agent.state.tools = [];
+	session.setActiveToolsByName(toolPolicy.loadout(registered([...definitions.values()]).filter((d) => !customTools.includes(d)), extensionTools, registered(customTools)));
 	sessionModels.installRouting(session);
 	return { session, extensionsResult, modelFallbackMessage: model ? modelFallbackMessage : "No models available." };
 }
@@ -807,6 +796,5 @@ module.exports = {
 	AgentSession,
 	createAgentSession,
 	MemorySessionManager,
-	selectedToolNames,
 	sectionChanges,
 };

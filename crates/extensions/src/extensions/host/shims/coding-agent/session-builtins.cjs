@@ -10,14 +10,15 @@
 //   `codemode` / `deferred` exposure not active yet), ranked and answered by
 //   pi-rpc's own `tool_search` (`lib` `toolSearch`), and activates the matches;
 // - `codemode` runs its script in pi-rpc's codemode, whose nested calls come
-//   back to run the sub-session's tools (session-codemode.cjs);
+//   back to run the sub-session's tools (session-codemode.cjs); its
+//   description lists the callable tools as pi's `prepareLoadout` does;
 // - `/mcp` answers with pi-rpc's MCP servers, as the running session's
 //   `/mcp` does, through the sub-session's UI.
 
 "use strict";
 
 const { lib } = require("./text.cjs");
-const { runSessionCodemode, mcpCommand } = require("./session-codemode.cjs");
+const { runSessionCodemode, codemodeLoadout, mcpCommand } = require("./session-codemode.cjs");
 
 /** Exposures `tool_search` can load (pi's). */
 const SEARCHABLE = new Set(["codemode", "deferred"]);
@@ -45,6 +46,7 @@ function useBuiltinInSession(pi, name, options = {}) {
 			promptSnippet: definition.promptSnippet ?? undefined,
 			promptGuidelines: definition.promptGuidelines,
 			defaultActive: false,
+			...(name === "codemode" ? { prepareLoadout: (loadout) => codemodeLoadout(pi, options, loadout) } : {}),
 			execute:
 				name === "tool_search"
 					? async (_id, params) => searchAndLoad(pi, params ?? {})
@@ -54,7 +56,7 @@ function useBuiltinInSession(pi, name, options = {}) {
 	}
 	if (name === "mcp") {
 		pi.registerCommand("mcp", {
-			description: "Show MCP server status",
+			description: lib("mcpCommandDescription"),
 			handler: async (args, ctx) => {
 				const notice = await mcpCommand(args);
 				if (notice) ctx.ui.notify(notice.text, notice.level);

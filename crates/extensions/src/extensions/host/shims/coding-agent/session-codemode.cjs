@@ -11,6 +11,7 @@
 "use strict";
 
 const { services } = require("../host-services.cjs");
+const { lib } = require("./text.cjs");
 
 /** codemode's own name: scripts do not call it. */
 const CODEMODE = "codemode";
@@ -65,9 +66,41 @@ async function runSessionCodemode(pi, options, toolCallId, params, signal, onUpd
 	return out;
 }
 
+/** A settings value pi's `createCodemodeExtension` takes as the inline budget (a finite number, not negative). */
+const budgetOf = (value) => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined);
+
+/**
+ * pi's codemode `prepareLoadout`: codemode's description with the `Nested tools:` listing of
+ * the session's callable tools and, with `mode: "on"`, the declared tools' `Codemode:` notes,
+ * from pi-rpc's own listing (`lib` `codemodeLoadout`). Mode and budget: the factory's options,
+ * else the session's `codemode` settings.
+ */
+function codemodeLoadout(pi, options, loadout) {
+	const settings = pi.getSettings?.()?.codemode ?? {};
+	const describe = (tool) => {
+		const namespace = loadout.getNamespace(tool.name);
+		return {
+			name: tool.name,
+			description: tool.description ?? "",
+			parameters: tool.parameters ?? {},
+			promptGuidelines: loadout.getPromptGuidelines(tool.name),
+			exposure: loadout.getExposure(tool.name),
+			...(namespace ? { namespace: typeof namespace === "string" ? namespace : namespace.name } : {}),
+			...(tool.outputSchema ? { outputSchema: tool.outputSchema } : {}),
+		};
+	};
+	return lib("codemodeLoadout", {
+		declared: loadout.declared.map(describe),
+		callable: loadout.callable.map(describe),
+		mode: options?.mode ?? (settings.mode === "only" ? "only" : "on"),
+		inlineBudget: budgetOf(options?.inlineBudget) ?? budgetOf(settings.inlineBudget),
+		models: options?.models !== false,
+	});
+}
+
 /** The text and level pi-rpc's `/mcp` answers (`null`: it answered through dialogs). */
 function mcpCommand(args) {
 	return services().channel.request("mcpCommand", { args: String(args ?? "") });
 }
 
-module.exports = { runSessionCodemode, mcpCommand };
+module.exports = { runSessionCodemode, codemodeLoadout, mcpCommand };

@@ -16,17 +16,19 @@ const { ExtensionRunner } = require("./extension-runner.cjs");
 const { createExtensionRuntime } = require("./extension-loader.cjs");
 const { turnEndBoundary, beforeSettleBoundary } = require("./session-boundaries.cjs");
 const { SessionNestedCalls } = require("./session-nested-calls.cjs");
+const { DECLARED } = require("./session-tool-options.cjs");
 
-/** Tool exposures declared to the model when active (pi's `direct` and `model-only`). */
-const DECLARED = new Set([undefined, "direct", "model-only"]);
+/** Whether registering a tool activates it (pi's rules; a session's `tools` allowlist in session-tool-options.cjs). */
+const activates = (session, definition) => (session._toolPolicy ? session._toolPolicy.activates(definition) : definition.defaultActive !== false && DECLARED.has(definition.exposure));
 
-/** The extensions' tools in the session's tool map; those registered since the last look become active. */
+/** The extensions' tools the session allows in its tool map; those registered since the last look become active. */
 function syncTools(session, runner, activateNew) {
 	const added = [];
 	for (const { definition } of runner.getAllRegisteredTools()) {
 		if (session._tools.get(definition.name) === definition) continue;
+		if (session._toolPolicy && !session._toolPolicy.isAllowed(definition.name)) continue;
 		session._tools.set(definition.name, definition);
-		if (definition.defaultActive !== false && DECLARED.has(definition.exposure)) added.push(definition.name);
+		if (activates(session, definition)) added.push(definition.name);
 	}
 	if (activateNew && added.length > 0) session.setActiveToolsByName([...new Set([...session.getActiveToolNames(), ...added])]);
 	return added;
@@ -65,10 +67,10 @@ function heldMessages(session) {
 
 /**
  * The session's runner, made from the resource loader's extensions (none
- * without a loader), bound to `session`, its tools added (`activate`: the
- * extensions' tools become active, as pi's `createAgentSession` does).
+ * without a loader), bound to `session`, its tools added (which become
+ * active is `createAgentSession`'s first loadout).
  */
-function attachExtensions(session, extensionsResult, { modelRegistry, activate }) {
+function attachExtensions(session, extensionsResult, { modelRegistry }) {
 	const runtime = extensionsResult?.runtime ?? createExtensionRuntime();
 	const runner = new ExtensionRunner(extensionsResult?.extensions ?? [], runtime, session._cwd, session.sessionManager, modelRegistry);
 	// pi's `ctx.executeTool()` / `ctx.tools` (session-nested-calls.cjs).
@@ -129,10 +131,6 @@ function attachExtensions(session, extensionsResult, { modelRegistry, activate }
 		},
 	);
 	syncTools(session, runner, false);
-	if (activate) {
-		const names = runner.getAllRegisteredTools().map((t) => t.definition).filter((d) => d.defaultActive !== false && DECLARED.has(d.exposure)).map((d) => d.name);
-		session.setActiveToolsByName([...new Set([...session.getActiveToolNames(), ...names])]);
-	}
 
 	const agent = session.agent;
 	agent.beforeToolCall = async ({ toolCall, args }) => {
