@@ -48,13 +48,16 @@ export default function (pi: ExtensionAPI) {
         name: m.toolName, text: m.content.map((c: any) => stable(c.text ?? c.type)), isError: m.isError,
       }));
       const mcpTools = session.getAllTools().filter((t: any) => t.name.startsWith("mcp__")).map((t: any) => t.name).sort();
+      // pi registers a server's tools whenever it connects: when that falls after the first prompt (a
+      // loaded machine), a system message about them comes before the next one. Left out: timing.
+      const roles = session.messages.map((m: any) => m.role).filter((role: string) => role !== "system");
       const active = session.getActiveToolNames().filter((name: string) => !name.startsWith("mcp__")).sort();
       const directActive = session.getActiveToolNames().includes("mcp__direct__get_sum");
       session.dispose();
       const warned: any[] = [];
       const alone = await subSession(ctx, [createMcpExtension()], warned, errors);
       alone.dispose();
-      ctx.ui.notify(JSON.stringify({ errors, notes, results, mcpTools, active, directActive, warned, roles: session.messages.map((m: any) => m.role) }), "info");
+      ctx.ui.notify(JSON.stringify({ errors, notes, results, mcpTools, active, directActive, warned, roles }), "info");
     },
   });
 }
