@@ -45,6 +45,7 @@ mod extension_sdk_session;
 mod extension_sdk_session_files;
 mod extension_sdk_subcode;
 mod extension_sdk_subdesc;
+mod extension_sdk_submcp;
 mod extension_sdk_subrest;
 mod extension_sdk_subsession;
 mod extension_sdk_substream;

@@ -33,6 +33,7 @@ mod mcp_transport_host;
 mod reload;
 mod resource_discovery;
 mod runs;
+mod sdk_session_mcp;
 mod session_link;
 mod session_tree;
 mod settings;

@@ -97,7 +97,8 @@ pub(super) async fn run(ext: Arc<Extension>, params: Value, temp_dir: PathBuf, c
     output_json(&out)
 }
 
-pub(super) fn output_json(out: &crate::tools::ToolOutput) -> Value {
+/// A tool's output as the extension host reads it: `{content, details?, isError, structuredContent?}`.
+pub fn output_json(out: &crate::tools::ToolOutput) -> Value {
     let mut v = json!({"content": out.content, "isError": out.is_error});
     if let Some(details) = &out.details {
         v["details"] = details.clone();

@@ -90,6 +90,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/ui-prompts.cjs", include_str!("host/shims/coding-agent/ui-prompts.cjs")),
     ("shims/coding-agent/session-builtins.cjs", include_str!("host/shims/coding-agent/session-builtins.cjs")),
     ("shims/coding-agent/session-codemode.cjs", include_str!("host/shims/coding-agent/session-codemode.cjs")),
+    ("shims/coding-agent/session-mcp-tools.cjs", include_str!("host/shims/coding-agent/session-mcp-tools.cjs")),
     ("shims/coding-agent/session-nested-calls.cjs", include_str!("host/shims/coding-agent/session-nested-calls.cjs")),
     ("shims/coding-agent/session-tool-options.cjs", include_str!("host/shims/coding-agent/session-tool-options.cjs")),
     ("shims/coding-agent/session-loadout.cjs", include_str!("host/shims/coding-agent/session-loadout.cjs")),

@@ -43,7 +43,7 @@ mod tool;
 mod tool_content;
 pub mod ui;
 
-pub use builtin_tools::UserBashOperations;
+pub use builtin_tools::{UserBashOperations, output_json as tool_output_json};
 pub use discovery::{DiscoverOptions, Discovered, discover};
 pub use host::HostConfig;
 pub use preload::PreloadedExtensions;
@@ -183,7 +183,8 @@ pub enum ExtRequest {
     /// `unregisterMcpServer` `{name}`, `getMcpServers`; answered with `{servers}`.
     /// Also `useBuiltinExtension` `{name, options}`: one of pi's built-in
     /// extension factories (codemode, MCP, `tool_search`) applied by the extension;
-    /// and `mcpCommand` `{args}`: an SDK session's `/mcp`, answered `{text, level}`.
+    /// and `mcpCommand` `{args}`: an SDK session's `/mcp`, answered `{text, level}`;
+    /// `mcpTools` / `mcpCallTool` `{name, args, toolCallId}`: an SDK session's MCP tools.
     Mcp {
         method: String,
         params: Value,
@@ -223,9 +224,13 @@ impl ExtRequest {
             "getSystemPromptOptions" => ExtRequest::GetSystemPromptOptions,
             "lib" => ExtRequest::Library(params),
             "compact" => ExtRequest::Compact(params),
-            "registerMcpServer" | "unregisterMcpServer" | "getMcpServers" | "useBuiltinExtension" | "mcpCommand" => {
-                ExtRequest::Mcp { method: method.to_string(), params }
-            }
+            "registerMcpServer"
+            | "unregisterMcpServer"
+            | "getMcpServers"
+            | "useBuiltinExtension"
+            | "mcpCommand"
+            | "mcpTools"
+            | "mcpCallTool" => ExtRequest::Mcp { method: method.to_string(), params },
             "sessionOp" => ExtRequest::SessionOp(params),
             "sessionAppend" => ExtRequest::SessionAppend(params),
             "models" => ExtRequest::Models(params, tokio_util::sync::CancellationToken::new()),

@@ -139,7 +139,7 @@ fn listing_schema(field: &str, items: Value) -> Value {
 }
 
 /// An MCP tool's `CallToolResult` with the tool's own output schema as `structuredContent`.
-fn mcp_result_schema(structured: Option<&Value>) -> Value {
+pub fn mcp_result_schema(structured: Option<&Value>) -> Value {
     let block = json!({
         "type": "object",
         "required": ["type"],

@@ -18,6 +18,7 @@ use crate::mcp::{ExposedTool, McpManager, naming};
 use crate::tools::{GateDecision, Tool, ToolContext, ToolOutput, ToolUpdate};
 
 mod declare;
+pub use declare::mcp_result_schema;
 mod engine;
 pub mod listing;
 mod model_calls;

@@ -41,6 +41,11 @@ use crate::tools::Tool;
 
 /// How long the first prompt waits for servers with `direct` tools.
 pub const DIRECT_WAIT: Duration = Duration::from_secs(10);
+/// pi's warning when the servers' tools are reachable only through
+/// `codemode` or `tool_search` and neither tool is active.
+pub const UNREACHABLE_WARNING: &str =
+    "MCP tools are only reachable from the codemode or tool_search tool, but neither is active; they cannot be called.";
+
 /// How long codemode, `tool_search` and the resource tools wait for servers.
 pub const TOOL_WAIT: Duration = Duration::from_secs(10);
 /// Servers start at the latest this long after the session.
@@ -403,9 +408,8 @@ impl McpManager {
     /// `codemode` or `tool_search` but neither tool exists (`--no-tools`
     /// with an extension's `createMcpExtension`): None otherwise.
     pub fn unreachable_warning(&self) -> Option<&'static str> {
-        (self.tools_off && !self.disabled && (self.wants(Exposure::Codemode) || self.wants(Exposure::Deferred))).then_some(
-            "MCP tools are only reachable from the codemode or tool_search tool, but neither is active; they cannot be called.",
-        )
+        (self.tools_off && !self.disabled && (self.wants(Exposure::Codemode) || self.wants(Exposure::Deferred)))
+            .then_some(UNREACHABLE_WARNING)
     }
 
     /// Wait (at most [`DIRECT_WAIT`], or the `startupWaitMs` of an

@@ -448,9 +448,13 @@ impl Agent {
                 }
             }
             ExtSignal::Host(HostSignal::Request { request: ExtRequest::Mcp { method, params }, reply, .. })
-                if method == "mcpCommand" =>
+                if matches!(method.as_str(), "mcpCommand" | "mcpTools" | "mcpCallTool") =>
             {
-                self.sdk_session_mcp_command(&params, reply);
+                match method.as_str() {
+                    "mcpTools" => self.sdk_session_mcp_tools(reply),
+                    "mcpCallTool" => self.sdk_session_mcp_call(&params, reply),
+                    _ => self.sdk_session_mcp_command(&params, reply),
+                }
             }
             ExtSignal::Host(HostSignal::Request { id, request, reply }) => {
                 let result = self.extension_request(id, request).await;

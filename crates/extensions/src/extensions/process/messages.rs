@@ -116,6 +116,8 @@ fn is_long_method(method: &str) -> bool {
             | "executeTool"
             | "providerHook"
             | "mcpCommand"
+            | "mcpTools"
+            | "mcpCallTool"
             | "streamService"
     )
 }
@@ -157,7 +159,9 @@ async fn serve_long(
         // A command's session op: the session hooks it runs ask this extension too.
         "sessionOp" => ask_agent(ext, ExtRequest::SessionOp(params)).await,
         // An SDK session's `/mcp`: it waits for the servers to connect, as pi-rpc's `/mcp` does.
-        "mcpCommand" => ask_agent(ext, ExtRequest::Mcp { method: method.to_string(), params }).await,
+        "mcpCommand" | "mcpTools" | "mcpCallTool" => {
+            ask_agent(ext, ExtRequest::Mcp { method: method.to_string(), params }).await
+        }
         "models" => ask_agent(ext, ExtRequest::Models(params, withdrawn)).await,
         // A provider stream's `onPayload` / `onResponse` / `onProviderStreamEvent`: pi's provider events.
         "providerHook" => crate::extensions::provider_stream::serve_hook(ext.stream_observer(&params), params).await,

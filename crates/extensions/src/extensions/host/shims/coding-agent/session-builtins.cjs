@@ -13,12 +13,15 @@
 //   back to run the sub-session's tools (session-codemode.cjs); its
 //   description lists the callable tools as pi's `prepareLoadout` does;
 // - `/mcp` answers with pi-rpc's MCP servers, as the running session's
-//   `/mcp` does, through the sub-session's UI.
+//   `/mcp` does, through the sub-session's UI;
+// - the MCP servers' tools are registered there, run by pi-rpc's MCP client
+//   (session-mcp-tools.cjs).
 
 "use strict";
 
 const { lib } = require("./text.cjs");
 const { runSessionCodemode, codemodeLoadout, mcpCommand } = require("./session-codemode.cjs");
+const { registerSessionMcpTools } = require("./session-mcp-tools.cjs");
 
 /** Exposures `tool_search` can load (pi's). */
 const SEARCHABLE = new Set(["codemode", "deferred"]);
@@ -62,8 +65,9 @@ function useBuiltinInSession(pi, name, options = {}) {
 				if (notice) ctx.ui.notify(notice.text, notice.level);
 			},
 		});
+		registerSessionMcpTools(pi);
 	}
-	// "mcp:loadedConfig" (a `loadConfig` answer): nothing connects MCP servers here.
+	// "mcp:loadedConfig" (a `loadConfig` answer): the servers are pi-rpc's, nothing connects here.
 }
 
 module.exports = { useBuiltinInSession };
