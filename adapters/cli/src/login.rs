@@ -8,7 +8,6 @@
 //! domain, a pasted redirect URL when the browser cannot reach this
 //! machine) are read from stdin, a terminal or a pipe.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -20,6 +19,8 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
+
+use crate::user_lines::{err, out};
 
 /// pi login: sign in to a provider with its subscription (OAuth) and store the credential in auth.json.
 #[derive(Debug, Parser)]
@@ -64,16 +65,6 @@ pub fn command(argv: &[std::ffi::OsString]) -> Option<(&'static str, Vec<std::ff
     let mut args = vec![std::ffi::OsString::from(format!("pi {name}"))];
     args.extend(argv.iter().skip(skip).cloned());
     Some((name, args))
-}
-
-fn out(line: &str) {
-    let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{line}");
-    let _ = stdout.flush();
-}
-
-fn err(line: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 fn auth_path() -> PathBuf {

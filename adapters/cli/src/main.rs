@@ -17,6 +17,7 @@ mod print;
 mod project_trust;
 mod serve;
 mod setup;
+mod user_lines;
 
 use std::process::ExitCode;
 

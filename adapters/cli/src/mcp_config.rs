@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::mcp_login::{err, out};
+use crate::user_lines::{err, out};
 
 /// `pi mcp --help`: the commands and options of pi 1.6.0's `pi mcp`, in pi-rpc's words.
 pub const HELP: &str = "Usage:

@@ -13,7 +13,7 @@ use pi_core::mcp::{ConfigSources, McpConfig, ServerConfig};
 use serde_json::{Map, Value, json};
 
 use crate::mcp_config::{HELP_HINT, Kind, Places, parse_options};
-use crate::mcp_login::{err, out};
+use crate::user_lines::{err, out};
 
 pub async fn list(args: &[String], places: &Places) -> u8 {
     let Some(parsed) = parse_options(args, &[("json", Kind::Flag)], usize::MAX) else { return 1 };

@@ -18,18 +18,9 @@ use pi_core::mcp::oauth::sign_in::{SignInPrompt, sign_in};
 use pi_core::mcp::{ConfigSources, McpConfig};
 use tokio_util::sync::CancellationToken;
 
+use crate::user_lines::{err, out};
+
 const DEFAULT_TIMEOUT_SECONDS: f64 = 300.0;
-
-pub(crate) fn out(line: &str) {
-    let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{line}");
-    let _ = stdout.flush();
-}
-
-pub(crate) fn err(line: &str) {
-    let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "{line}");
-}
 
 /// `pi mcp …`: its exit code, or None for any other command line.
 /// `init_logging` runs first when it is one.

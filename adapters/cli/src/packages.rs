@@ -5,12 +5,13 @@
 //! template paths (a package that cannot be installed is warned about and
 //! skipped).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use pi_core::packages::{Kind, PackageManager, Scope, source};
 use pi_core::resources::PackageResources;
+
+use crate::user_lines::{err, out};
 
 /// What the packages add to a session.
 #[derive(Debug, Default)]
@@ -202,7 +203,7 @@ fn update_target(p: &Parsed) -> Result<Target, String> {
 fn run(command: &str, args: &[String]) -> Result<(), Vec<String>> {
     let p = parse(command, args)?;
     if p.help {
-        say(&format!("Usage:\n  {}", usage(command)));
+        out(&format!("Usage:\n  {}", usage(command)));
         return Ok(());
     }
     let target = if command == "update" {
@@ -233,17 +234,17 @@ fn run(command: &str, args: &[String]) -> Result<(), Vec<String>> {
     match command {
         "install" => {
             let source = p.source.unwrap_or_default();
-            say(&format!("Installing {source}..."));
+            out(&format!("Installing {source}..."));
             pm.install(&source, scope).map_err(fail)?;
-            say(&format!("Installed {source}"));
+            out(&format!("Installed {source}"));
         }
         "remove" => {
             let source = p.source.unwrap_or_default();
-            say(&format!("Removing {source}..."));
+            out(&format!("Removing {source}..."));
             if !pm.remove(&source, scope).map_err(fail)? {
                 return Err(vec![format!("No matching package found for {source}")]);
             }
-            say(&format!("Removed {source}"));
+            out(&format!("Removed {source}"));
         }
         "list" => list(&pm),
         _ => return update(&pm, target.unwrap_or(Target::SelfOnly { note: false })),
@@ -254,7 +255,7 @@ fn run(command: &str, args: &[String]) -> Result<(), Vec<String>> {
 fn list(pm: &PackageManager) {
     let listed = pm.list();
     if listed.is_empty() {
-        say("No packages installed.");
+        out("No packages installed.");
         return;
     }
     for (scope, title) in [(Scope::User, "User packages:"), (Scope::Project, "Project packages:")] {
@@ -263,13 +264,13 @@ fn list(pm: &PackageManager) {
             continue;
         }
         if scope == Scope::Project && listed.iter().any(|l| l.scope == Scope::User) {
-            say("");
+            out("");
         }
-        say(title);
+        out(title);
         for pkg in of_scope {
-            say(&format!("  {}{}", pkg.source, if pkg.filtered { " (filtered)" } else { "" }));
+            out(&format!("  {}{}", pkg.source, if pkg.filtered { " (filtered)" } else { "" }));
             if let Some(path) = &pkg.installed_path {
-                say(&format!("    {}", path.display()));
+                out(&format!("    {}", path.display()));
             }
         }
     }
@@ -279,7 +280,7 @@ fn update(pm: &PackageManager, target: Target) -> Result<(), Vec<String>> {
     let source = match &target {
         Target::SelfOnly { note } => {
             if *note {
-                say("Extensions are skipped. Run pi update --extensions to update extensions.");
+                out("Extensions are skipped. Run pi update --extensions to update extensions.");
             }
             return Err(vec![SELF_UPDATE.to_string()]);
         }
@@ -288,16 +289,16 @@ fn update(pm: &PackageManager, target: Target) -> Result<(), Vec<String>> {
     };
     let changed = pm.update(source.as_deref()).map_err(|e| vec![format!("Error: {e}")])?;
     if pm.offline {
-        say("Skipped package updates (offline mode)");
+        out("Skipped package updates (offline mode)");
     } else if changed.is_empty() {
-        say(&match &source {
+        out(&match &source {
             Some(s) => format!("{s} is already up to date"),
             None => "Packages are already up to date".to_string(),
         });
     } else {
-        say(&format!("Updated {} package{}:", changed.len(), if changed.len() == 1 { "" } else { "s" }));
+        out(&format!("Updated {} package{}:", changed.len(), if changed.len() == 1 { "" } else { "s" }));
         for line in changed {
-            say(&format!("  {line}"));
+            out(&format!("  {line}"));
         }
     }
     if target == Target::All {
@@ -308,15 +309,6 @@ fn update(pm: &PackageManager, target: Target) -> Result<(), Vec<String>> {
 
 const SELF_UPDATE: &str = "error: pi-rpc does not update itself: install the new release the way this one was installed \
                            (for example `cargo install`)";
-
-#[allow(clippy::print_stdout)]
-fn say(line: &str) {
-    let _ = writeln!(std::io::stdout(), "{line}");
-}
-
-fn err(line: &str) {
-    let _ = writeln!(std::io::stderr(), "{line}");
-}
 
 #[cfg(test)]
 mod tests {
