@@ -7,74 +7,19 @@
 //! the host describes (`lib("codemodeLoadout", …)`).
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
-use async_trait::async_trait;
 use pi_mcp::codemode::listing::{Listing, with_script_call};
 use pi_mcp::codemode::{CatalogEntry, CodemodeTool};
 use serde_json::{Map, Value, json};
 
-use crate::tools::{Tool, ToolContext, ToolOutput};
-
-/// One of the sub-session's tools as the host describes it; only described here, never run.
-struct DescribedTool {
-    name: String,
-    description: String,
-    parameters: Value,
-    guidelines: Vec<String>,
-    exposure: String,
-    output_schema: Option<Value>,
-}
-
-#[async_trait]
-impl Tool for DescribedTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.parameters
-    }
-
-    fn prompt_guidelines(&self) -> &[String] {
-        &self.guidelines
-    }
-
-    fn exposure(&self) -> &str {
-        &self.exposure
-    }
-
-    fn output_schema(&self) -> Option<&Value> {
-        self.output_schema.as_ref()
-    }
-
-    async fn execute(&self, _args: Value, _ctx: ToolContext) -> ToolOutput {
-        ToolOutput::error(format!("{} is only described here", self.name))
-    }
-}
+use crate::tools::Tool;
 
 /// A catalog entry of `{name, description, parameters, promptGuidelines, exposure, namespace?, outputSchema?}`.
 fn entry(described: &Value) -> Option<CatalogEntry> {
     let text = |key: &str| described.get(key).and_then(Value::as_str).map(str::to_string);
-    let guidelines: Vec<String> = described
-        .get("promptGuidelines")
-        .and_then(Value::as_array)
-        .map(|g| g.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default();
-    let tool = DescribedTool {
-        name: text("name")?,
-        description: text("description").unwrap_or_default(),
-        parameters: described.get("parameters").filter(|p| p.is_object()).cloned().unwrap_or_else(|| json!({})),
-        guidelines,
-        exposure: text("exposure").unwrap_or_else(|| "direct".to_string()),
-        output_schema: described.get("outputSchema").filter(|s| s.is_object()).cloned(),
-    };
+    let tool = pi_extensions::extensions::described_tool(described)?;
     // A built-in without guidelines of its own gets pi-rpc's, as in the main session's listing.
-    let mut entry = CatalogEntry::builtin(Arc::new(tool));
+    let mut entry = CatalogEntry::builtin(tool);
     entry.namespace = text("namespace");
     entry.search.namespace = entry.namespace.clone();
     Some(entry)

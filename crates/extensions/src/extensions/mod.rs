@@ -49,6 +49,7 @@ pub use host::HostConfig;
 pub use preload::PreloadedExtensions;
 pub use process::{CallError, Extension};
 pub use project_trust::TrustAnswer;
+pub use session_codemode::described_tool;
 pub use tool::ExtensionTool;
 pub use ui::{Routed, UiBroker};
 

@@ -47,9 +47,10 @@ impl SessionOps {
     }
 }
 
-/// One of the sub-session's tools, run by the sub-session when a script calls it.
+/// One of the sub-session's tools, run by the sub-session when a script calls
+/// it; without `ops`, only described (codemode's listing, `codemodeLoadout`).
 struct SessionTool {
-    ops: SessionOps,
+    ops: Option<SessionOps>,
     name: String,
     description: String,
     parameters: Value,
@@ -91,8 +92,11 @@ impl Tool for SessionTool {
     }
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
+        let Some(ops) = &self.ops else {
+            return ToolOutput::error(format!("{} is only described here", self.name));
+        };
         let asked = json!({"name": self.name, "args": args});
-        match self.ops.call("callTool", asked, Some(&ctx.cancel)).await {
+        match ops.call("callTool", asked, Some(&ctx.cancel)).await {
             Ok(outcome) => {
                 let result = outcome.get("result").cloned().unwrap_or(Value::Null);
                 let (content, details) = parse_content(&result);
@@ -136,26 +140,36 @@ impl SessionLink for SessionStore {
     }
 }
 
-/// A catalog entry of `catalog` (one tool the host described).
-fn entry(ops: &SessionOps, described: &Value) -> Option<CatalogEntry> {
+/// A tool the host describes as `{name, description, parameters, promptGuidelines, exposure, outputSchema?}`.
+fn session_tool(ops: Option<SessionOps>, described: &Value) -> Option<SessionTool> {
     let text = |key: &str| described.get(key).and_then(Value::as_str).map(str::to_string);
-    let name = text("name")?;
-    let guidelines: Vec<String> = described
-        .get("promptGuidelines")
-        .and_then(Value::as_array)
-        .map(|g| g.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default();
-    let output_schema = described.get("outputSchema").filter(|s| s.is_object()).cloned();
-    let namespace = text("namespace");
-    let tool = SessionTool {
-        ops: ops.clone(),
-        name: name.clone(),
+    Some(SessionTool {
+        ops,
+        name: text("name")?,
         description: text("description").unwrap_or_default(),
         parameters: described.get("parameters").filter(|p| p.is_object()).cloned().unwrap_or_else(|| json!({})),
-        output_schema: output_schema.clone(),
-        guidelines: guidelines.clone(),
+        output_schema: described.get("outputSchema").filter(|s| s.is_object()).cloned(),
+        guidelines: described
+            .get("promptGuidelines")
+            .and_then(Value::as_array)
+            .map(|g| g.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default(),
         exposure: text("exposure").unwrap_or_else(|| "direct".to_string()),
-    };
+    })
+}
+
+/// A sub-session's tool as the host describes it, for listing only: running it is an error result.
+pub fn described_tool(described: &Value) -> Option<Arc<dyn Tool>> {
+    Some(Arc::new(session_tool(None, described)?))
+}
+
+/// A catalog entry of `catalog` (one tool the host described).
+fn entry(ops: &SessionOps, described: &Value) -> Option<CatalogEntry> {
+    let tool = session_tool(Some(ops.clone()), described)?;
+    let name = tool.name.clone();
+    let namespace = described.get("namespace").and_then(Value::as_str).map(str::to_string);
+    let output_schema = tool.output_schema.clone();
+    let guidelines = tool.guidelines.clone();
     let search = SearchDoc {
         name: name.clone(),
         description: tool.description.clone(),
