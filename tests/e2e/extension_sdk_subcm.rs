@@ -113,7 +113,8 @@ return out;"#;
 /// TypeSafe's classifiers at the fake server, its key stored in `auth.json`.
 fn typesafe_at_the_server(sb: &Sandbox) {
     let path = sb.agent_dir.path().join("models.json");
-    let mut models: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default()).unwrap_or(json!({}));
+    let mut models: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default()).unwrap_or(json!({}));
     models["providers"]["typesafe"] = json!({"baseUrl": format!("{}/typesafe/v1", sb.server().base_url())});
     std::fs::write(&path, models.to_string()).expect("write models.json");
     let auth = json!({"typesafe": {"type": "api_key", "key": "ts-key-123"}});

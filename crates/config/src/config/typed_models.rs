@@ -61,9 +61,8 @@ fn field<'a>(model: &'a Value, key: &str) -> &'a str {
 /// pi's entries are; a missing type means chat).
 pub fn models_of_type(registry: &mut ModelRegistry, kind: ModelType, provider: Option<&str>) -> Vec<Value> {
     if kind == ModelType::Chat {
-        let built_in = |m: &crate::model::Model| {
-            super::catalog::shared_provider_models(&m.provider).iter().any(|b| b.id == m.id)
-        };
+        let built_in =
+            |m: &crate::model::Model| super::catalog::shared_provider_models(&m.provider).iter().any(|b| b.id == m.id);
         return registry
             .all()
             .into_iter()

@@ -31,7 +31,7 @@ pub struct ModelsHost {
 /// Where a host's models come from.
 enum Catalog {
     /// pi-rpc's registry: its models and credentials, the calls made here.
-    Registry(Mutex<ModelRegistry>),
+    Registry(Box<Mutex<ModelRegistry>>),
     /// Another session's registry (an SDK session's, in the extension
     /// host), as the models it lists; every call goes to the delegate.
     Listed(ListedModels),
@@ -326,7 +326,7 @@ fn check_images_context(context: &Value) -> Result<(), String> {
 impl ModelsHost {
     pub fn new(registry: ModelRegistry) -> ModelsHost {
         let http = HttpClient::new().map_err(|e| e.message);
-        ModelsHost { catalog: Catalog::Registry(Mutex::new(registry)), http, delegate: None }
+        ModelsHost { catalog: Catalog::Registry(Box::new(Mutex::new(registry))), http, delegate: None }
     }
 
     /// A host over another session's registry: `listed` answers the
@@ -482,7 +482,8 @@ impl ModelsHost {
         let Some(registry) = self.registry() else {
             // Another session's registry applies its own credentials when its delegate calls.
             let http = self.http.clone()?;
-            let call = TypedCall { model: model.clone(), api_key: None, headers: Vec::new(), cancel: cancel.clone(), http };
+            let call =
+                TypedCall { model: model.clone(), api_key: None, headers: Vec::new(), cancel: cancel.clone(), http };
             return Ok((call, None));
         };
         let api_key = registry.api_key(&provider);
