@@ -510,9 +510,14 @@ pub(crate) async fn notified_json(pi: &mut Pi, sb: &Sandbox, command: &str) -> V
 /// `extension_error` on the way; sandbox paths as `<cwd>`, `<agent>`,
 /// `<home>`, the fake server's address as `<server>`.
 pub(crate) async fn notified_text(pi: &mut Pi, sb: &Sandbox, command: &str) -> String {
+    notified_where(pi, sb, command, |_| true).await
+}
+
+/// The text of the first notification after `/<command>` whose message `wanted` accepts (directories named).
+pub(crate) async fn notified_where(pi: &mut Pi, sb: &Sandbox, command: &str, wanted: fn(&str) -> bool) -> String {
     sb.server().push(Reply::text("Hello there."));
     pi.send(json!({"id": "c", "type": "prompt", "message": format!("/{command}")})).await;
-    let lines = pi.until(|v| v["method"] == "notify").await;
+    let lines = pi.until(|v| v["method"] == "notify" && wanted(v["message"].as_str().unwrap_or_default())).await;
     assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
     let mut text = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
     for (dir, name) in [(sb.cwd.path(), "<cwd>"), (sb.agent_dir.path(), "<agent>"), (sb.home.path(), "<home>")] {

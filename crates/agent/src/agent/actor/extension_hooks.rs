@@ -448,12 +448,14 @@ impl Agent {
                 }
             }
             ExtSignal::Host(HostSignal::Request { request: ExtRequest::Mcp { method, params }, reply, .. })
-                if matches!(method.as_str(), "mcpCommand" | "mcpTools" | "mcpCallTool") =>
+                if method == "mcpCommand" =>
             {
+                self.sdk_session_mcp_command(&params, reply)
+            }
+            ExtSignal::Host(HostSignal::Request { request: ExtRequest::SessionMcp { method, params, cancel, updates }, reply, .. }) => {
                 match method.as_str() {
-                    "mcpTools" => self.sdk_session_mcp_tools(reply),
-                    "mcpCallTool" => self.sdk_session_mcp_call(&params, reply),
-                    _ => self.sdk_session_mcp_command(&params, reply),
+                    "mcpCallTool" => self.sdk_session_mcp_call(&params, cancel, updates, reply),
+                    _ => self.sdk_session_mcp_tools(&params, cancel, reply),
                 }
             }
             ExtSignal::Host(HostSignal::Request { id, request, reply }) => {
