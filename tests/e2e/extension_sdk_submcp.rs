@@ -16,7 +16,7 @@
 //! A sub-session without codemode or `tool_search` is warned at
 //! `session_start` that the tools cannot be called; with `autoEnableCodemode:
 //! false` in `mcp.json`, a sub-session with codemode is warned with pi's
-//! reason. An extension command notifies a JSON summary (helpers of
+//! reason, and so is the running session at start. An extension command notifies a JSON summary (helpers of
 //! extension_sdk_runner.rs); pi-rpc's is compared with pi 1.6.0's whole.
 //!
 //! Needs node 22, the host's packages, server-everything and the reference
@@ -119,10 +119,13 @@ async fn submcp_summary(reference: bool, servers: &Servers, command: &str, auto_
         Reply::tool_call("call_3", "mcp__direct__trigger_long_running_operation", r#"{"duration":5,"steps":5}"#),
     ];
     let (mut pi, sb) = start_module(reference, ("sdk-submcp.ts", SDK_SUBMCP), &replies, &setup).await?;
-    // The summary, not a notification of the running session (pi's own MCP warnings).
-    let note = notified_where(&mut pi, &sb, command, |message| message.starts_with('{')).await;
+    // The summary comes last; the running session's own notifications (its MCP warnings) before it.
+    let mut notified = notified_where(&mut pi, &sb, command, |message| message.starts_with('{')).await;
     pi.close_stdin();
-    Some(serde_json::from_str(&note).unwrap_or_else(|e| panic!("/{command} notified {note}: {e}")))
+    let note = notified.pop().unwrap_or_default();
+    let mut summary: Value = serde_json::from_str(&note).unwrap_or_else(|e| panic!("/{command} notified {note}: {e}"));
+    summary["running"] = json!(notified);
+    Some(summary)
 }
 
 #[tokio::test]
@@ -149,5 +152,6 @@ async fn an_sdk_session_is_warned_with_pis_reason_when_auto_enable_codemode_is_f
     let Some(theirs) = submcp_summary(true, &servers, "submcpwarn", Some(false)).await else { return };
     assert_eq!(ours["errors"], json!([]), "{ours}");
     assert!(ours["warned"][0][0].as_str().unwrap_or_default().contains("(autoEnableCodemode is false)"), "{ours}");
+    assert!(ours["running"][0].as_str().unwrap_or_default().contains("(autoEnableCodemode is false)"), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

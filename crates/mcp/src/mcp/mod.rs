@@ -416,12 +416,26 @@ impl McpManager {
         !self.tools_off && self.wants(Exposure::Deferred)
     }
 
-    /// pi's warning when servers' tools are to be reached through
-    /// `codemode` or `tool_search` but neither tool exists (`--no-tools`
-    /// with an extension's `createMcpExtension`): None otherwise.
-    pub fn unreachable_warning(&self) -> Option<&'static str> {
-        (self.tools_off && !self.disabled && (self.wants(Exposure::Codemode) || self.wants(Exposure::Deferred)))
-            .then_some(UNREACHABLE_WARNING)
+    /// pi's warning at start when servers' tools are to be reached through
+    /// `codemode` or `tool_search` but neither tool is active (`active`: the
+    /// session's first active tools): none exists (`--no-tools` with an
+    /// extension's `createMcpExtension`), or pi's built-in codemode is there
+    /// but `autoEnableCodemode: false` kept it off and no `deferred` server
+    /// activates `tool_search` (pi then gives its reason). None otherwise.
+    pub fn unreachable_warning(&self, active: &[String]) -> Option<&'static str> {
+        let (codemode, deferred) = (self.wants(Exposure::Codemode), self.wants(Exposure::Deferred));
+        if self.disabled || !(codemode || deferred) {
+            return None;
+        }
+        if self.tools_off {
+            return Some(UNREACHABLE_WARNING);
+        }
+        let named = |tool: &str| active.iter().any(|name| name == tool);
+        let has_codemode = self.factories.builtin_loaded("codemode");
+        let has_tool_search = self.factories.builtin_loaded("tool-search");
+        let tool_search_on = has_tool_search && (deferred || named(search::TOOL_SEARCH));
+        let kept_off = codemode && has_codemode && !self.auto_codemode && !named(turn::CODEMODE);
+        (kept_off && !tool_search_on).then_some(UNREACHABLE_WARNING_AUTO_OFF)
     }
 
     /// Wait (at most [`DIRECT_WAIT`], or the `startupWaitMs` of an
