@@ -523,7 +523,8 @@ pub(crate) async fn notified_where(pi: &mut Pi, sb: &Sandbox, command: &str, wan
     notified
         .map(|message| {
             let mut text = message.to_string();
-            for (dir, name) in [(sb.cwd.path(), "<cwd>"), (sb.agent_dir.path(), "<agent>"), (sb.home.path(), "<home>")] {
+            for (dir, name) in [(sb.cwd.path(), "<cwd>"), (sb.agent_dir.path(), "<agent>"), (sb.home.path(), "<home>")]
+            {
                 text = text.replace(&dir.display().to_string(), name);
             }
             text.replace(&sb.server().base_url(), "<server>")

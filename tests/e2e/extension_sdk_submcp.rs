@@ -99,7 +99,12 @@ return "done";"#;
 
 /// The summary `/<command>` notifies in one program whose `mcp.json` names server-everything as
 /// `everything` (codemode exposure) and `direct`, with `autoEnableCodemode` as given (default: unset).
-async fn submcp_summary(reference: bool, servers: &Servers, command: &str, auto_enable_codemode: Option<bool>) -> Option<Value> {
+async fn submcp_summary(
+    reference: bool,
+    servers: &Servers,
+    command: &str,
+    auto_enable_codemode: Option<bool>,
+) -> Option<Value> {
     let setup = |sb: &Sandbox| {
         let mut direct = servers.everything("stdio");
         direct["exposure"] = json!("direct");

@@ -235,11 +235,9 @@ impl ExtRequest {
             "getSystemPromptOptions" => ExtRequest::GetSystemPromptOptions,
             "lib" => ExtRequest::Library(params),
             "compact" => ExtRequest::Compact(params),
-            "registerMcpServer"
-            | "unregisterMcpServer"
-            | "getMcpServers"
-            | "useBuiltinExtension"
-            | "mcpCommand" => ExtRequest::Mcp { method: method.to_string(), params },
+            "registerMcpServer" | "unregisterMcpServer" | "getMcpServers" | "useBuiltinExtension" | "mcpCommand" => {
+                ExtRequest::Mcp { method: method.to_string(), params }
+            }
             "sessionOp" => ExtRequest::SessionOp(params),
             "sessionAppend" => ExtRequest::SessionAppend(params),
             "models" => ExtRequest::Models(params, tokio_util::sync::CancellationToken::new()),

@@ -192,7 +192,8 @@ impl Agent {
     fn wake_mcp(&mut self) {
         let Some(woken) = self.mcp.wake() else { return };
         self.adopt_registered(&woken);
-        self.mcp = crate::agent::mcp_start::watch_startup(woken, self.toolbox.active_names(), &self.channels.internal());
+        self.mcp =
+            crate::agent::mcp_start::watch_startup(woken, self.toolbox.active_names(), &self.channels.internal());
     }
 
     /// `codemode` and `tool_search` when an extension registered them

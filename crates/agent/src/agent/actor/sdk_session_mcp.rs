@@ -89,7 +89,11 @@ fn listing(mcp: &McpManager) -> (Vec<Value>, String) {
 
 /// The listing once it is not `after` any more (at once without `after`);
 /// None when `cancel` came first.
-async fn changed_listing(mcp: &McpManager, after: Option<&str>, cancel: &CancellationToken) -> Option<(Vec<Value>, String)> {
+async fn changed_listing(
+    mcp: &McpManager,
+    after: Option<&str>,
+    cancel: &CancellationToken,
+) -> Option<(Vec<Value>, String)> {
     loop {
         // Watched before listing, so a change in between is not missed.
         let changed = mcp.state_changed();
