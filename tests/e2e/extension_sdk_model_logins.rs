@@ -106,7 +106,8 @@ export default function (pi: ExtensionAPI) {
 
 /// What `/<command>` notified in pi-rpc or pi 1.6.0 (both offline).
 async fn run(reference: bool, command: &str) -> Option<Value> {
-    let (sb, mut pi) = start_module(reference, ("sdk-model-logins.ts", SDK_MODEL_LOGINS), Some(json!({})), |_| {}).await?;
+    let (sb, mut pi) =
+        start_module(reference, ("sdk-model-logins.ts", SDK_MODEL_LOGINS), Some(json!({})), |_| {}).await?;
     Some(notified_json(&mut pi, &sb, command).await)
 }
 
@@ -123,7 +124,10 @@ async fn multi_step_api_key_logins_ask_and_store_as_pis() {
     assert_eq!(profile["prompts"][1], json!({"type": "text", "message": "Enter AWS profile name"}), "{ours}");
     assert_eq!(profile["credential"], json!({"type": "api_key", "env": {"AWS_PROFILE": "my-profile"}}), "{ours}");
     assert_eq!(profile["events"][0]["type"], "info", "{ours}");
-    assert_eq!(profile["auth"], json!({"auth": {}, "env": {"AWS_PROFILE": "my-profile"}, "source": "stored credential"}));
+    assert_eq!(
+        profile["auth"],
+        json!({"auth": {}, "env": {"AWS_PROFILE": "my-profile"}, "source": "stored credential"})
+    );
     // Cloudflare's gateway: the key, the account and gateway IDs, sent as pi's gateway auth.
     let gateway = &ours["gateway"];
     assert_eq!(gateway["prompts"].as_array().map(Vec::len), Some(3), "{ours}");
