@@ -286,6 +286,7 @@ export default async function (pi: any) {{
   await probe("load", pi);
   pi.on("project_trust", async (_event: any, ctx: any) => {{
     await probe("trust", pi);
+    pi.events.emit("trust-ping", {{ from: "asked" }});
     ctx.ui.notify("an info note");
     ctx.ui.notify("a warning note", "warning");
     ctx.ui.notify("an error note", "error");
@@ -297,11 +298,22 @@ export default async function (pi: any) {{
     )
 }
 
+/// An extension that notes what other extensions emit on `pi.events`.
+fn listening_extension(log: &Path) -> String {
+    format!(
+        r#"import {{ appendFileSync }} from "node:fs";
+export default function (pi: any) {{
+  pi.events.on("trust-ping", (data: any) => appendFileSync({log:?}, JSON.stringify(["listener", "trust-ping", data]) + "\n"));
+}}
+"#
+    )
+}
+
 /// pi's unbound runtime for an extension asked about trust: the actions
 /// that need a session throw pi's errors while it loads and answers;
 /// pi's library (settings, `parseArgs`, `estimateTokens`, a model runtime
-/// over the agent directory's files) answers; the session's actions work
-/// once it started. What the handler notifies is printed on stderr as it
+/// over the agent directory's files) answers, `pi.events` reaches the other
+/// extensions; the session's actions work once it started. What the handler notifies is printed on stderr as it
 /// is, whatever its level, as pi prints it.
 #[tokio::test]
 async fn an_extension_asked_about_trust_meets_pis_unbound_runtime() {
@@ -315,12 +327,17 @@ async fn an_extension_asked_about_trust_meets_pis_unbound_runtime() {
         let log = sb.home.path().join("probe.log");
         let file = sb.home.path().join("probe.ts");
         std::fs::write(&file, probing_extension(&log)).expect("extension");
-        let (_, err) = commands_of(&sb, &node, reference, &["-e".to_string(), file.display().to_string()]).await;
-        let lines: Vec<Value> = std::fs::read_to_string(&log)
+        let listener = sb.home.path().join("listener.ts");
+        std::fs::write(&listener, listening_extension(&log)).expect("listener");
+        let args = ["-e".to_string(), file.display().to_string(), "-e".to_string(), listener.display().to_string()];
+        let (_, err) = commands_of(&sb, &node, reference, &args).await;
+        // Sorted: the other extension's note comes when its process reads the event.
+        let mut lines: Vec<Value> = std::fs::read_to_string(&log)
             .unwrap_or_default()
             .lines()
             .map(|l| serde_json::from_str(l).expect("a JSON line"))
             .collect();
+        lines.sort_by_key(|l| l.to_string());
         let notes: Vec<String> = err.lines().filter(|l| l.contains(" note")).map(String::from).collect();
         (lines, notes)
     };
@@ -329,6 +346,7 @@ async fn an_extension_asked_about_trust_meets_pis_unbound_runtime() {
     assert!(ours.0.contains(&json!(["trust", "getAllTools", unbound])), "{:?}", ours.0);
     assert!(ours.0.contains(&json!(["load", "estimateTokens", 3])), "{:?}", ours.0);
     assert!(ours.0.contains(&json!(["session", "getAllTools", true])), "{:?}", ours.0);
+    assert!(ours.0.contains(&json!(["listener", "trust-ping", {"from": "asked"}])), "{:?}", ours.0);
     assert_eq!(ours.1, ["an info note", "a warning note", "an error note"], "stderr: {:?}", ours.1);
     assert_eq!(ours, theirs, "pi-rpc (left) and pi 1.6.0 (right) differ");
 }

@@ -31,10 +31,23 @@ pub type SessionlessAnswer = std::pin::Pin<Box<dyn std::future::Future<Output = 
 /// which pi answers while its extensions load): `None` for the others.
 pub type SessionlessRequests = Arc<dyn Fn(ExtRequest) -> Option<SessionlessAnswer> + Send + Sync>;
 
-/// Answer a request of an extension started before the session: by
-/// `sessionless` when it needs no session, else refused.
-pub(super) fn answer_before_session(sessionless: Option<&SessionlessRequests>, signal: HostSignal) {
+/// Answer a request of an extension started before the session: what it
+/// emits on `pi.events` delivered to the other extensions of `bus` (pi's
+/// event bus is theirs from the start), one that needs no session by
+/// `sessionless`, the others refused.
+pub(super) fn answer_before_session(
+    sessionless: Option<&SessionlessRequests>,
+    bus: Option<&Extensions>,
+    signal: HostSignal,
+) {
     match signal {
+        HostSignal::Request { id, request: ExtRequest::Emit(params), reply } if bus.is_some() => {
+            let channel = params.get("channel").and_then(Value::as_str).unwrap_or_default();
+            if let Some(bus) = bus {
+                bus.broadcast_bus(id, channel, params.get("data").cloned().unwrap_or(Value::Null));
+            }
+            let _ = reply.send(Ok(Value::Null));
+        }
         HostSignal::Request { request, reply, .. } => match sessionless.and_then(|answer| answer(request)) {
             Some(answer) => {
                 tokio::spawn(async move {
@@ -58,11 +71,18 @@ pub(super) fn answer_before_session(sessionless: Option<&SessionlessRequests>, s
 pub(super) struct Relay {
     target: RwLock<Option<Signals>>,
     sessionless: Option<SessionlessRequests>,
+    /// The extensions it relays for (their event bus), once started.
+    bus: std::sync::OnceLock<std::sync::Weak<Shared>>,
 }
 
 impl Relay {
     pub(super) fn new(target: Signals, sessionless: Option<SessionlessRequests>) -> Arc<Relay> {
-        Arc::new(Relay { target: RwLock::new(Some(target)), sessionless })
+        Arc::new(Relay { target: RwLock::new(Some(target)), sessionless, bus: std::sync::OnceLock::new() })
+    }
+
+    /// The extensions started with this relay as their signal sink.
+    pub(super) fn serve(&self, extensions: &Extensions) {
+        let _ = self.bus.set(Arc::downgrade(&extensions.shared));
     }
 
     /// Send what comes from now on to `target` (`None`: answer requests without a session, drop the rest).
@@ -78,7 +98,8 @@ impl super::SignalSink for Relay {
         if let Some(target) = target {
             return target.deliver(signal).await;
         }
-        answer_before_session(self.sessionless.as_ref(), signal);
+        let bus = self.bus.get().and_then(std::sync::Weak::upgrade).map(|shared| Extensions { shared });
+        answer_before_session(self.sessionless.as_ref(), bus.as_ref(), signal);
         true
     }
 }

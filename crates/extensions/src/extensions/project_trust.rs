@@ -40,6 +40,7 @@ impl Extensions {
         let ctx = StartContext { cwd, temp_dir, session_id: "", session_file: None };
         let relay = Relay::new(std::sync::Arc::new(tx), sessionless.clone());
         let extensions = Extensions::start(options, &ctx, relay.clone());
+        relay.serve(&extensions);
         let mut answer = TrustAnswer::default();
         let settled = |list: &[std::sync::Arc<super::Extension>]| list.iter().all(|e| e.is_ready() || e.is_dead());
         while !settled(&extensions.list()) {
@@ -50,7 +51,7 @@ impl Extensions {
                     tracing::debug!("extension {path} failed before the trust decision: {error}");
                 }
                 signal @ (HostSignal::Request { .. } | HostSignal::ModelStream { .. }) => {
-                    answer_before_session(sessionless.as_ref(), signal);
+                    answer_before_session(sessionless.as_ref(), Some(&extensions), signal);
                 }
                 HostSignal::Registered { .. } | HostSignal::Error { .. } | HostSignal::Event(_) => {}
             }
