@@ -6,7 +6,9 @@
 //! `trust.json`, `remember: true` stores the answer there, a throwing
 //! handler is a warning and the next one is asked. The extensions asked
 //! are the session's: their factory runs once, before `project_trust`, and
-//! their first `session_start` is the session's.
+//! their first `session_start` is the session's. Until then their runtime is
+//! pi's unbound one: the session's actions throw pi's errors, pi's library
+//! answers, and what the handler notifies is printed plain on stderr.
 
 use std::path::Path;
 
@@ -240,6 +242,113 @@ async fn the_extensions_asked_about_trust_are_the_sessions_as_in_pi() {
         assert_eq!(ours.asked[2], format!("session_start startup trusted {trusted}"), "{ours:?}");
         assert_eq!(ours.project.first().map(String::as_str) == Some("factory"), trusted, "{ours:?}");
     }
+}
+
+/// An extension that tries pi's API while it loads for the trust question
+/// (`load`) and while it answers it (`trust`), writing what each call gave
+/// to `log`, notifies a line of each level, and answers yes.
+fn probing_extension(log: &Path) -> String {
+    format!(
+        r#"import {{ appendFileSync }} from "node:fs";
+import {{ SettingsManager, parseArgs, ModelRuntime, estimateTokens }} from "@earendil-works/pi-coding-agent";
+const note = (line: any) => appendFileSync({log:?}, JSON.stringify(line) + "\n");
+async function probe(phase: string, pi: any) {{
+  const calls: [string, () => any][] = [
+    ["getAllTools", () => pi.getAllTools().length],
+    ["getCommands", () => pi.getCommands().length],
+    ["getActiveTools", () => pi.getActiveTools()],
+    ["getThinkingLevel", () => pi.getThinkingLevel()],
+    ["getSessionName", () => pi.getSessionName()],
+    ["setSessionName", () => pi.setSessionName("n")],
+    ["getSettings", () => typeof pi.getSettings()],
+    ["setModel", () => pi.setModel({{ provider: "fake", id: "fake-model" }})],
+    ["setThinkingLevel", () => pi.setThinkingLevel("low")],
+    ["setActiveTools", () => pi.setActiveTools(["read"])],
+    ["sendMessage", () => pi.sendMessage({{ customType: "x", content: "c", display: false }})],
+    ["sendUserMessage", () => pi.sendUserMessage("hi")],
+    ["appendEntry", () => pi.appendEntry("x", {{}})],
+    ["setLabel", () => pi.setLabel("e", "l")],
+    ["exec", async () => (await pi.exec("echo", ["hi"])).stdout],
+    ["settings", () => SettingsManager.create(process.cwd()).getDefaultProjectTrust()],
+    ["parseArgs", () => parseArgs(["--model", "a", "-p", "x"])],
+    ["estimateTokens", () => estimateTokens({{ role: "user", content: "hello world", timestamp: 0 }})],
+    ["modelRuntime", async () => {{
+      const rt = await ModelRuntime.create();
+      return [rt.getModel("anthropic", "claude-sonnet-4-5")?.id ?? null, rt.getProviderAuthStatus("anthropic")];
+    }}],
+  ];
+  for (const [name, call] of calls) {{
+    try {{ const value = await call(); note([phase, name, value === undefined ? "undefined" : value]); }}
+    catch (e: any) {{ note([phase, name, {{ error: String(e?.message ?? e) }}]); }}
+  }}
+}}
+export default async function (pi: any) {{
+  await probe("load", pi);
+  pi.on("project_trust", async (_event: any, ctx: any) => {{
+    await probe("trust", pi);
+    pi.events.emit("trust-ping", {{ from: "asked" }});
+    ctx.ui.notify("an info note");
+    ctx.ui.notify("a warning note", "warning");
+    ctx.ui.notify("an error note", "error");
+    return {{ trusted: "yes" }};
+  }});
+  pi.on("session_start", async () => note(["session", "getAllTools", pi.getAllTools().length > 0]));
+}}
+"#
+    )
+}
+
+/// An extension that notes what other extensions emit on `pi.events`.
+fn listening_extension(log: &Path) -> String {
+    format!(
+        r#"import {{ appendFileSync }} from "node:fs";
+export default function (pi: any) {{
+  pi.events.on("trust-ping", (data: any) => appendFileSync({log:?}, JSON.stringify(["listener", "trust-ping", data]) + "\n"));
+}}
+"#
+    )
+}
+
+/// pi's unbound runtime for an extension asked about trust: the actions
+/// that need a session throw pi's errors while it loads and answers;
+/// pi's library (settings, `parseArgs`, `estimateTokens`, a model runtime
+/// over the agent directory's files) answers, `pi.events` reaches the other
+/// extensions; the session's actions work once it started. What the handler notifies is printed on stderr as it
+/// is, whatever its level, as pi prints it.
+#[tokio::test]
+async fn an_extension_asked_about_trust_meets_pis_unbound_runtime() {
+    if !tools_ready() {
+        assert_ne!(std::env::var("PI_RPC_REQUIRE_TOOLS").as_deref(), Ok("1"), "node 22, pi 1.6.0 or the host missing");
+        return;
+    }
+    let probe = |reference: bool| async move {
+        let node = node22().expect("node 22");
+        let (sb, _) = project_sandbox(&node);
+        let log = sb.home.path().join("probe.log");
+        let file = sb.home.path().join("probe.ts");
+        std::fs::write(&file, probing_extension(&log)).expect("extension");
+        let listener = sb.home.path().join("listener.ts");
+        std::fs::write(&listener, listening_extension(&log)).expect("listener");
+        let args = ["-e".to_string(), file.display().to_string(), "-e".to_string(), listener.display().to_string()];
+        let (_, err) = commands_of(&sb, &node, reference, &args).await;
+        // Sorted: the other extension's note comes when its process reads the event.
+        let mut lines: Vec<Value> = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        lines.sort_by_key(|l| l.to_string());
+        let notes: Vec<String> = err.lines().filter(|l| l.contains(" note")).map(String::from).collect();
+        (lines, notes)
+    };
+    let (ours, theirs) = tokio::join!(probe(false), probe(true));
+    let unbound = json!({"error": "Extension runtime not initialized. Action methods cannot be called during extension loading."});
+    assert!(ours.0.contains(&json!(["trust", "getAllTools", unbound])), "{:?}", ours.0);
+    assert!(ours.0.contains(&json!(["load", "estimateTokens", 3])), "{:?}", ours.0);
+    assert!(ours.0.contains(&json!(["session", "getAllTools", true])), "{:?}", ours.0);
+    assert!(ours.0.contains(&json!(["listener", "trust-ping", {"from": "asked"}])), "{:?}", ours.0);
+    assert_eq!(ours.1, ["an info note", "a warning note", "an error note"], "stderr: {:?}", ours.1);
+    assert_eq!(ours, theirs, "pi-rpc (left) and pi 1.6.0 (right) differ");
 }
 
 /// pi-rpc alone (pi has no process extensions and reports load failures

@@ -9,6 +9,9 @@
 //! `refresh({force: true})` revalidates it with its `etag` (a 304
 //! keeps it), a failing server is retried twice and its error is
 //! `refresh()`'s, and without `allowModelNetwork` nothing is fetched. The
+//! A runtime naming no files (`ModelRuntime.create()`) keeps its catalogs in
+//! the agent directory's `models-store.json`, restored when it is made, and
+//! its `refresh()` asks the catalog server, as pi's. The
 //! catalog server is a small HTTP server on 127.0.0.1 that the extension's
 //! command starts, so both programs meet the same one; the command notifies
 //! what it saw, compared whole.
@@ -22,13 +25,13 @@ use serde_json::{Value, json};
 use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, spawn_reference_with};
-use crate::extension_sdk_services::{notified_json, side_by_side};
-use crate::harness::Sandbox;
+use crate::extension_sdk_services::{notified_json, notified_text, side_by_side};
+use crate::harness::{Pi, Sandbox};
 
 const SDK_MODEL_CATALOGS: &str = r#"import * as fs from "node:fs";
 import * as http from "node:http";
 import * as path from "node:path";
-import { ModelRuntime } from "@earendil-works/pi-coding-agent";
+import { ModelRuntime, getAgentDir } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 const ZERO = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
@@ -65,6 +68,38 @@ async function listen(server: http.Server): Promise<string> {
 }
 
 export default function (pi: ExtensionAPI) {
+  pi.registerCommand("anthropic-key", {
+    handler: async (_args, ctx) => {
+      fs.writeFileSync(path.join(getAgentDir(), "auth.json"), JSON.stringify({ anthropic: { type: "api_key", key: "a-key" } }));
+      ctx.ui.notify("stored", "info");
+    },
+  });
+  pi.registerCommand("default-store", {
+    handler: async (_args, ctx) => {
+      // A runtime naming no files keeps its catalogs beside the agent directory's models.json.
+      const storePath = path.join(getAgentDir(), "models-store.json");
+      const stored = { models: [served("claude-stored", { provider: "anthropic" })], lastModified: Date.parse("2026-12-01T00:00:00Z"), etag: '"s1"', checkedAt: Date.now() };
+      fs.writeFileSync(storePath, JSON.stringify({ anthropic: stored }));
+      const out: any = { restored: (await ModelRuntime.create()).getModel("anthropic", "claude-stored")?.name ?? null };
+      const requests: any[] = [];
+      const server = await catalogServer(requests);
+      const catalogBaseUrl = `http://127.0.0.1:${(server.address() as any).port}`;
+      try {
+        const rt = await ModelRuntime.create({ catalogBaseUrl } as any);
+        out.atCreate = requests.splice(0).map((r: any) => r.path);
+        // The key stored since the last command counts, as pi reads its logins at each use.
+        out.keyed = (await rt.getAvailable()).some((m: any) => m.provider === "anthropic");
+        const result: any = await rt.refresh({ force: true } as any);
+        out.refreshed = requests.splice(0).map((r: any) => [r.path, r.ifNoneMatch]);
+        out.errors = [...(result?.errors ?? new Map())].map(([id, e]: any) => [id, e?.message ?? String(e)]);
+        out.net = rt.getModel("anthropic", "claude-net")?.name ?? null;
+        out.store = JSON.parse(fs.readFileSync(storePath, "utf8")).anthropic?.etag ?? null;
+      } finally {
+        server.close();
+      }
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
   pi.registerCommand("openrouter-net", {
     handler: async (_args, ctx) => {
       const dir = path.join(ctx.cwd, "or");
@@ -168,14 +203,20 @@ export default function (pi: ExtensionAPI) {
 /// `/catalog-net` in pi-rpc or pi 1.6.0, neither offline (pi's model
 /// network is off with `PI_OFFLINE`).
 async fn run(reference: bool, command: &str) -> Option<Value> {
+    let (sb, mut pi) = start(reference).await?;
+    Some(notified_json(&mut pi, &sb, command).await)
+}
+
+/// pi-rpc or pi 1.6.0 with the extension, online.
+async fn start(reference: bool) -> Option<(Sandbox, Pi)> {
     let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
     let cli = reference_cli()?;
     let sb = Sandbox::with_server().await;
     host_settings(&sb, &node, &dir, json!({}));
     write_module(&sb, "sdk-model-catalogs.ts", SDK_MODEL_CATALOGS);
     sb.write_models(&sb.server().base_url(), json!({}));
-    let mut pi = if reference { spawn_reference_with(&sb, &node, &cli, false) } else { sb.spawn(&["--no-session"]) };
-    Some(notified_json(&mut pi, &sb, command).await)
+    let pi = if reference { spawn_reference_with(&sb, &node, &cli, false) } else { sb.spawn(&["--no-session"]) };
+    Some((sb, pi))
 }
 
 #[tokio::test]
@@ -230,5 +271,25 @@ async fn a_model_runtime_narrows_openrouters_catalog_to_the_key_as_pis() {
     assert_eq!(ours["narrowed"][0][1], 1234, "{ours}");
     assert_eq!(ours["requests"][1], json!({"path": "/api/v1/models/user", "authorization": "Bearer or-key"}), "{ours}");
     assert_eq!(ours["restored"].as_array().map(Vec::len), Some(2), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn a_model_runtime_naming_no_files_keeps_the_agent_dirs_catalogs_as_pis() {
+    // Anthropic's key stored in the agent directory first (the session takes it in before its next command).
+    let run = |reference: bool, _| async move {
+        let (sb, mut pi) = start(reference).await?;
+        notified_text(&mut pi, &sb, "anthropic-key").await;
+        Some(notified_json(&mut pi, &sb, "default-store").await)
+    };
+    let Some((ours, theirs)) = side_by_side(run, "default-store").await else { return };
+    // Restored from the agent directory's models-store.json when made, without the network.
+    assert_eq!(ours["restored"], "Net claude-stored", "{ours}");
+    assert_eq!(ours["atCreate"], json!([]), "{ours}");
+    assert_eq!(ours["keyed"], true, "{ours}");
+    // Its refresh() asks the catalog server for the provider with a key, revalidating the stored entry.
+    assert_eq!(ours["refreshed"], json!([["/api/models/providers/anthropic", "\"s1\""]]), "{ours}");
+    assert_eq!(ours["net"], "Net claude-net", "{ours}");
+    assert_eq!(ours["store"], "\"v1\"", "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -36,6 +36,7 @@ mod extension_providers;
 mod extension_sdk_autocompact;
 mod extension_sdk_clients;
 mod extension_sdk_model_catalogs;
+mod extension_sdk_model_logins;
 mod extension_sdk_model_stores;
 mod extension_sdk_models;
 mod extension_sdk_resources;

@@ -3,7 +3,8 @@
 //! user-level and `-e` extensions (pi loads them before it decides). Their
 //! decision becomes the trust override the rest of the set-up reads; with
 //! none, trust is decided as before (`trust.json`, `defaultProjectTrust`).
-//! The extensions asked stay running for the session, as pi keeps them.
+//! The extensions asked stay running for the session, as pi keeps them;
+//! what they ask of pi's library meanwhile is answered, as pi answers it.
 
 use std::path::Path;
 
@@ -46,9 +47,11 @@ pub async fn decide(args: &Args, cwd: &Path) -> (Option<bool>, PreloadedExtensio
         flags: args.extension_flags.clone(),
         ..ExtensionOptions::default()
     };
-    let (answer, preloaded) = Extensions::ask_project_trust(&options, cwd, &std::env::temp_dir()).await;
+    let sessionless = Some(pi_core::agent::sessionless_requests());
+    let (answer, preloaded) = Extensions::ask_project_trust(&options, cwd, &std::env::temp_dir(), sessionless).await;
+    // pi prints what a handler notifies as it is, on stderr.
     for note in &answer.notes {
-        tracing::warn!("{note}");
+        crate::user_lines::err(note);
     }
     for error in &answer.errors {
         tracing::warn!("{error}");

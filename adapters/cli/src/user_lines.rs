@@ -1,5 +1,5 @@
 //! Lines the one-shot subcommands (`pi login`, `pi mcp …`, `pi install …`) print for the user: answers on stdout,
-//! problems on stderr, each written whole.
+//! problems on stderr, each written whole; at start-up, what a `project_trust` handler notifies (stderr, as pi).
 
 use std::io::Write;
 

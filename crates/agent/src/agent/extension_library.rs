@@ -104,6 +104,27 @@ fn export_session_html(input: &Value) -> Result<Value, String> {
     Ok(Value::String(path.display().to_string()))
 }
 
+/// Answer a `lib` request (`{fn, args}`): `modelStore` awaited (it reads
+/// and writes files under pi's lock), the others computed at once.
+pub(crate) async fn request(params: &Value) -> Result<Value, String> {
+    let name = params.get("fn").and_then(Value::as_str).unwrap_or_default();
+    let args = params.get("args").and_then(Value::as_array).cloned().unwrap_or_default();
+    match name {
+        "modelStore" => crate::agent::extension_model_store::call(&args).await,
+        _ => call(name, &args),
+    }
+}
+
+/// What answers the requests of extensions started before a session (to
+/// answer `project_trust`) that need none: pi's library functions, which
+/// pi answers while its extensions load.
+pub fn sessionless_requests() -> crate::extensions::SessionlessRequests {
+    std::sync::Arc::new(|request| match request {
+        crate::extensions::ExtRequest::Library(params) => Some(Box::pin(async move { self::request(&params).await })),
+        _ => None,
+    })
+}
+
 /// Compute `name(args…)`.
 pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
     if let Some(result) = crate::agent::extension_compaction::call(name, args) {

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use crate::auth::file::AuthFile;
 use crate::auth::{broker, oauth};
 use crate::config::auth::AuthStore;
-use crate::config::models::ModelRegistry;
+use crate::config::models::{ModelRegistry, ProviderAuth};
 use crate::model::Model;
 
 /// A model as pi's `Model` object (without its request headers).
@@ -140,7 +140,7 @@ pub(crate) async fn call(args: &[Value]) -> Result<Value, String> {
 
 /// pi's answers of `registry` (pi-rpc's own, or one over other files: pi's
 /// `ModelRuntime.create({authPath, modelsPath})`) to `getProvider`,
-/// `getProviderAuth`, `getProviderAuthStatus` and `getApiKeyAndHeaders`:
+/// `getProviderAuth`, `getProviderAuthStatus`, `getApiKeyAndHeaders` and `loginMethods`:
 /// `Some(None)` for pi's undefined, `None` for the other ops.
 pub(crate) fn registry_answer(registry: &ModelRegistry, op: &str, args: &[Value]) -> Option<Option<Value>> {
     let provider = args.first().and_then(Value::as_str).unwrap_or_default();
@@ -149,16 +149,7 @@ pub(crate) fn registry_answer(registry: &ModelRegistry, op: &str, args: &[Value]
             .clone()
             .provider_info(provider)
             .map(|p| json!({"id": p.id, "name": p.name, "baseUrl": p.base_url, "oauth": p.oauth})),
-        "getProviderAuth" => registry.provider_auth(provider).map(|a| {
-            let mut auth = serde_json::Map::new();
-            if let Some(key) = a.api_key {
-                auth.insert("apiKey".to_string(), Value::String(key));
-            }
-            if !a.headers.is_empty() {
-                auth.insert("headers".to_string(), json!(a.headers));
-            }
-            json!({"auth": auth, "source": a.source})
-        }),
+        "getProviderAuth" => registry.provider_auth(provider).map(|a| provider_auth_json(registry, provider, a)),
         "getProviderAuthStatus" => {
             let status = registry.provider_auth_status(provider);
             let mut out = json!({"configured": status.configured});
@@ -171,8 +162,48 @@ pub(crate) fn registry_answer(registry: &ModelRegistry, op: &str, args: &[Value]
             Some(out)
         }
         "getApiKeyAndHeaders" => Some(api_key_and_headers(registry, args.first().unwrap_or(&Value::Null))),
+        // `{apiKey, oauth}`: the logins pi offers for the provider (OAuth: pi-rpc has its flow).
+        "loginMethods" => {
+            let methods = registry.login_methods(provider, oauth::flow(provider).is_some());
+            Some(json!({"apiKey": methods.api_key, "oauth": methods.oauth}))
+        }
         _ => return None,
     })
+}
+
+/// pi's `AuthResult` of `provider`: `{auth: {apiKey?, headers?}, env?, source}`.
+/// Cloud credentials pi's providers resolve themselves bring no key (pi-rpc's
+/// stand-in is left out); the variables stored with the credential come as
+/// `env`; Cloudflare's AI Gateway sends its key as `cf-aig-authorization`,
+/// with neither `Authorization` nor `x-api-key`, as pi's gateway auth says.
+fn provider_auth_json(registry: &ModelRegistry, provider: &str, resolved: ProviderAuth) -> Value {
+    let mut auth = serde_json::Map::new();
+    let key = resolved.api_key.filter(|k| !crate::provider::ambient::is_placeholder(k));
+    let mut headers = serde_json::Map::new();
+    for (name, value) in &resolved.headers {
+        headers.insert(name.clone(), json!(value));
+    }
+    match key {
+        Some(key) if provider == crate::provider::cloudflare::AI_GATEWAY => {
+            headers.insert("cf-aig-authorization".to_string(), json!(format!("Bearer {key}")));
+            headers.insert("Authorization".to_string(), Value::Null);
+            headers.insert("x-api-key".to_string(), Value::Null);
+        }
+        Some(key) => {
+            auth.insert("apiKey".to_string(), Value::String(key));
+        }
+        None => {}
+    }
+    if !headers.is_empty() {
+        auth.insert("headers".to_string(), Value::Object(headers));
+    }
+    let mut out = json!({"auth": auth});
+    let env = registry.provider_env(provider);
+    if !env.stored().is_empty() {
+        out["env"] = json!(env.stored());
+    }
+    out["source"] = json!(resolved.source);
+    out
 }
 
 /// pi's `modelRegistry.getApiKeyAndHeaders(model)`: `{ok: true, auth:

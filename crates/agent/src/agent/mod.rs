@@ -58,6 +58,8 @@ mod toolbox;
 mod virtual_route;
 mod workspace;
 
+pub use extension_library::sessionless_requests;
+
 /// How the agent's session starts.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SessionStart {

@@ -106,6 +106,16 @@ fn provider_key_name(provider: &str) -> Option<&'static str> {
     })
 }
 
+/// Built-in providers pi 1.6.0 signs in to by OAuth alone: pi-ai gives them
+/// no API-key login of their own (`login(provider, "api_key")` is refused
+/// unless `models.json` or an extension's registration gives them a key).
+const OAUTH_ONLY: &[&str] = &["openai-codex"];
+
+/// Whether `provider` is a built-in provider with an API-key login of its own.
+pub fn builtin_api_key_login(provider: &str) -> bool {
+    crate::config::catalog::builtin_provider(provider).is_some() && !OAUTH_ONLY.contains(&provider)
+}
+
 /// The question an API-key login asks (pi's `secret` prompt): "Enter" and
 /// the provider's key name, "Enter API key" for a provider of its own.
 pub fn api_key_login_prompt(provider: &str) -> String {
@@ -116,6 +126,10 @@ pub fn api_key_login_prompt(provider: &str) -> String {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StoredCredential {
     ApiKey(String),
+    /// An API-key login that stored no key, only settings in its `env`
+    /// (pi's Amazon Bedrock profile or credential chain, Google Vertex AI's
+    /// project and location): the provider's own credentials count.
+    Settings,
     /// An OAuth login: the access token as of loading; requests get the
     /// current one through [`crate::auth::authorize`].
     OAuth {
@@ -193,7 +207,11 @@ impl AuthStore {
                     access: a.to_string(),
                     available_model_ids: string_list(entry.get("availableModelIds")),
                 }),
-                _ => entry.get("key").and_then(Value::as_str).map(|k| StoredCredential::ApiKey(k.to_string())),
+                _ => match entry.get("key") {
+                    Some(Value::String(k)) => Some(StoredCredential::ApiKey(k.clone())),
+                    None | Some(Value::Null) => Some(StoredCredential::Settings),
+                    Some(_) => None,
+                },
             };
             if let Some(cred) = cred {
                 credentials.insert(provider, cred);
@@ -213,6 +231,7 @@ impl AuthStore {
         match self.credentials.get(provider)? {
             StoredCredential::ApiKey(k) => resolve_config_value(k),
             StoredCredential::OAuth { access, .. } => Some(access.clone()),
+            StoredCredential::Settings => None,
         }
     }
 
@@ -238,7 +257,7 @@ impl AuthStore {
     pub fn login_model_ids(&self, provider: &str) -> Option<&[String]> {
         match self.credentials.get(provider)? {
             StoredCredential::OAuth { available_model_ids, .. } => available_model_ids.as_deref(),
-            StoredCredential::ApiKey(_) => None,
+            StoredCredential::ApiKey(_) | StoredCredential::Settings => None,
         }
     }
 
@@ -251,7 +270,7 @@ impl AuthStore {
     pub fn oauth_file(&self, provider: &str) -> Option<&std::path::Path> {
         match self.credentials.get(provider)? {
             StoredCredential::OAuth { .. } => self.path.as_deref(),
-            StoredCredential::ApiKey(_) => None,
+            StoredCredential::ApiKey(_) | StoredCredential::Settings => None,
         }
     }
 }
@@ -264,6 +283,12 @@ fn env_value(name: &str) -> Option<String> {
 /// Anthropic a set `ANTHROPIC_AUTH_TOKEN` wins and is no API key (see
 /// [`env_bearer_token_for`]).
 pub fn env_key_for(provider: &str) -> Option<String> {
+    env_key_with(provider, &crate::provider::credential::ProviderEnv::default())
+}
+
+/// [`env_key_for`] with `env` (a credential's stored variables over the
+/// process environment) for the provider's own credentials.
+pub fn env_key_with(provider: &str, env: &crate::provider::credential::ProviderEnv) -> Option<String> {
     if env_bearer_token_for(provider).is_some() {
         return None;
     }
@@ -271,7 +296,7 @@ pub fn env_key_for(provider: &str) -> Option<String> {
         provider_env_vars(provider).iter().filter(|n| **n != ANTHROPIC_AUTH_TOKEN_ENV).find_map(|name| env_value(name));
     // Cloud credentials besides the key variable (AWS chain, Google ADC) and
     // the Cloudflare account ids (pi's extra rules; see provider::ambient).
-    crate::provider::ambient::env_credential(provider, key, &crate::provider::credential::ProviderEnv::default())
+    crate::provider::ambient::env_credential(provider, key, env)
 }
 
 /// A bearer token from the environment that is sent as `Authorization`

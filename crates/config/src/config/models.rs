@@ -20,7 +20,7 @@ mod llama_store;
 mod provider_auth;
 mod refresh;
 mod schema_errors;
-pub use provider_auth::{AuthStatus, ProviderAuth, ProviderInfo};
+pub use provider_auth::{AuthStatus, LoginMethods, ProviderAuth, ProviderInfo};
 
 /// The provider whose login lists the models its account may use.
 const COPILOT: &str = "github-copilot";
@@ -535,6 +535,13 @@ impl ModelRegistry {
             return self.llama_key();
         }
         if let Some(k) = self.auth.key_for(provider) {
+            return Some(k);
+        }
+        // A login that stored settings and no key (pi's Bedrock profile, Vertex AI's project):
+        // the provider's own credentials, read with those settings.
+        if self.auth.has(provider)
+            && let Some(k) = crate::config::auth::env_key_with(provider, &self.auth.provider_env(provider))
+        {
             return Some(k);
         }
         if let Some(cfg) = self.providers.get(provider).and_then(|p| p.api_key.as_deref())

@@ -46,7 +46,7 @@ pub mod ui;
 pub use builtin_tools::{UserBashOperations, output_json as tool_output_json};
 pub use discovery::{DiscoverOptions, Discovered, discover};
 pub use host::HostConfig;
-pub use preload::PreloadedExtensions;
+pub use preload::{PreloadedExtensions, SessionlessAnswer, SessionlessRequests};
 pub use process::{CallError, Extension};
 pub use project_trust::TrustAnswer;
 pub use session_codemode::described_tool;

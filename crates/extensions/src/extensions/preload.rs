@@ -15,25 +15,77 @@
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::{Extension, ExtensionOptions, Extensions, HostSignal, Shared, Signals, SpawnTemplate, StartContext};
+use super::{
+    ExtRequest, Extension, ExtensionOptions, Extensions, HostSignal, Shared, Signals, SpawnTemplate, StartContext,
+};
 
 /// What a refused request is answered while no session runs.
 const NO_SESSION: &str = "not available before project trust is decided";
 
+/// The answer to a request that needs no session, computed aside.
+pub type SessionlessAnswer = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, String>> + Send>>;
+
+/// What answers the requests that need no session (pi's library functions,
+/// which pi answers while its extensions load): `None` for the others.
+pub type SessionlessRequests = Arc<dyn Fn(ExtRequest) -> Option<SessionlessAnswer> + Send + Sync>;
+
+/// Answer a request of an extension started before the session: what it
+/// emits on `pi.events` delivered to the other extensions of `bus` (pi's
+/// event bus is theirs from the start), one that needs no session by
+/// `sessionless`, the others refused.
+pub(super) fn answer_before_session(
+    sessionless: Option<&SessionlessRequests>,
+    bus: Option<&Extensions>,
+    signal: HostSignal,
+) {
+    match signal {
+        HostSignal::Request { id, request: ExtRequest::Emit(params), reply } if bus.is_some() => {
+            let channel = params.get("channel").and_then(Value::as_str).unwrap_or_default();
+            if let Some(bus) = bus {
+                bus.broadcast_bus(id, channel, params.get("data").cloned().unwrap_or(Value::Null));
+            }
+            let _ = reply.send(Ok(Value::Null));
+        }
+        HostSignal::Request { request, reply, .. } => match sessionless.and_then(|answer| answer(request)) {
+            Some(answer) => {
+                tokio::spawn(async move {
+                    let _ = reply.send(answer.await);
+                });
+            }
+            None => {
+                let _ = reply.send(Err(NO_SESSION.to_string()));
+            }
+        },
+        HostSignal::ModelStream { reply, .. } => {
+            let _ = reply.send(Err(NO_SESSION.to_string()));
+        }
+        HostSignal::Registered { .. } | HostSignal::Died { .. } | HostSignal::Error { .. } | HostSignal::Event(_) => {}
+    }
+}
+
 /// Where the signals of extensions started before the agent go: the trust
-/// question's queue, then nowhere (requests refused), then the agent.
+/// question's queue, then nowhere (requests answered without a session or
+/// refused), then the agent.
 pub(super) struct Relay {
     target: RwLock<Option<Signals>>,
+    sessionless: Option<SessionlessRequests>,
+    /// The extensions it relays for (their event bus), once started.
+    bus: std::sync::OnceLock<std::sync::Weak<Shared>>,
 }
 
 impl Relay {
-    pub(super) fn new(target: Signals) -> Arc<Relay> {
-        Arc::new(Relay { target: RwLock::new(Some(target)) })
+    pub(super) fn new(target: Signals, sessionless: Option<SessionlessRequests>) -> Arc<Relay> {
+        Arc::new(Relay { target: RwLock::new(Some(target)), sessionless, bus: std::sync::OnceLock::new() })
     }
 
-    /// Send what comes from now on to `target` (`None`: refuse requests, drop the rest).
+    /// The extensions started with this relay as their signal sink.
+    pub(super) fn serve(&self, extensions: &Extensions) {
+        let _ = self.bus.set(Arc::downgrade(&extensions.shared));
+    }
+
+    /// Send what comes from now on to `target` (`None`: answer requests without a session, drop the rest).
     pub(super) fn point_at(&self, target: Option<Signals>) {
         *self.target.write().unwrap_or_else(PoisonError::into_inner) = target;
     }
@@ -46,9 +98,8 @@ impl super::SignalSink for Relay {
         if let Some(target) = target {
             return target.deliver(signal).await;
         }
-        if let HostSignal::Request { reply, .. } | HostSignal::ModelStream { reply, .. } = signal {
-            let _ = reply.send(Err(NO_SESSION.to_string()));
-        }
+        let bus = self.bus.get().and_then(std::sync::Weak::upgrade).map(|shared| Extensions { shared });
+        answer_before_session(self.sessionless.as_ref(), bus.as_ref(), signal);
         true
     }
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::preload::{PreloadedExtensions, Relay};
+use super::preload::{PreloadedExtensions, Relay, SessionlessRequests, answer_before_session};
 use super::{ExtensionOptions, Extensions, HostSignal, StartContext};
 
 /// What the extensions answered.
@@ -28,16 +28,19 @@ impl Extensions {
     /// Start the extensions of `options`, ask each that listens to
     /// `project_trust` in load order until one decides, and keep them for
     /// the session (pi keeps the one instance). Requests they make before
-    /// the session adopts them are refused (no session runs yet).
+    /// the session adopts them are answered by `sessionless` when they need
+    /// no session (pi's library functions), else refused (no session runs yet).
     pub async fn ask_project_trust(
         options: &ExtensionOptions,
         cwd: &Path,
         temp_dir: &Path,
+        sessionless: Option<SessionlessRequests>,
     ) -> (TrustAnswer, PreloadedExtensions) {
         let (tx, mut rx) = mpsc::channel::<HostSignal>(64);
         let ctx = StartContext { cwd, temp_dir, session_id: "", session_file: None };
-        let relay = Relay::new(std::sync::Arc::new(tx));
+        let relay = Relay::new(std::sync::Arc::new(tx), sessionless.clone());
         let extensions = Extensions::start(options, &ctx, relay.clone());
+        relay.serve(&extensions);
         let mut answer = TrustAnswer::default();
         let settled = |list: &[std::sync::Arc<super::Extension>]| list.iter().all(|e| e.is_ready() || e.is_dead());
         while !settled(&extensions.list()) {
@@ -47,13 +50,13 @@ impl Extensions {
                     let path = extensions.get(id).map(|e| e.path_string()).unwrap_or_default();
                     tracing::debug!("extension {path} failed before the trust decision: {error}");
                 }
-                HostSignal::Request { reply, .. } | HostSignal::ModelStream { reply, .. } => {
-                    let _ = reply.send(Err("not available before project trust is decided".to_string()));
+                signal @ (HostSignal::Request { .. } | HostSignal::ModelStream { .. }) => {
+                    answer_before_session(sessionless.as_ref(), Some(&extensions), signal);
                 }
                 HostSignal::Registered { .. } | HostSignal::Error { .. } | HostSignal::Event(_) => {}
             }
         }
-        // Until the session adopts them: requests refused, nothing queued.
+        // Until the session adopts them: requests answered without a session or refused, nothing queued.
         relay.point_at(None);
         drop(rx);
         let params = json!({"cwd": cwd.display().to_string()});

@@ -90,6 +90,9 @@ impl Agent {
                 Ok(Value::Null)
             }
             ExtRequest::GetModels => {
+                // pi reads the stored logins at each use: one made since the last command counts.
+                let agent_dir = self.workspace.agent_dir().to_path_buf();
+                self.models.sync_logins(&agent_dir);
                 let models: Vec<Value> = self.models.registry().available().iter().map(model_json).collect();
                 Ok(json!({"models": models}))
             }

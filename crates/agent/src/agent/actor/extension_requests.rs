@@ -85,15 +85,7 @@ impl Agent {
             ExtRequest::Mcp { method, params } => self.extension_mcp_request(id, &method, &params),
             // Served aside by the actor's loop (sdk_session_mcp.rs), never here.
             ExtRequest::SessionMcp { method, .. } => Err(format!("{method} is not served here")),
-            ExtRequest::Library(p) => {
-                let name = p.get("fn").and_then(Value::as_str).unwrap_or_default();
-                let args = p.get("args").and_then(Value::as_array).cloned().unwrap_or_default();
-                match name {
-                    // Reads and writes files under pi's lock: awaited here.
-                    "modelStore" => crate::agent::extension_model_store::call(&args).await,
-                    _ => crate::agent::extension_library::call(name, &args),
-                }
-            }
+            ExtRequest::Library(p) => crate::agent::extension_library::request(&p).await,
             ExtRequest::GetCommands => {
                 let commands: Vec<Value> = self
                     .command_list()

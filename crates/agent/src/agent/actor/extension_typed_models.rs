@@ -52,7 +52,9 @@ impl Agent {
         let arg = |i: usize| args.get(i).and_then(Value::as_str).unwrap_or_default();
         let value = match op {
             "refresh" => {
+                // pi reads models.json and the stored logins again.
                 let agent_dir = self.workspace.agent_dir().to_path_buf();
+                self.models.sync_logins(&agent_dir);
                 self.models.refresh_models(&agent_dir);
                 Some(json!({"aborted": false}))
             }

@@ -51,7 +51,25 @@ pub struct ProviderInfo {
     pub oauth: bool,
 }
 
+/// The logins pi offers for a provider (`login(provider, "api_key" | "oauth")`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoginMethods {
+    pub api_key: bool,
+    pub oauth: bool,
+}
+
 impl ModelRegistry {
+    /// The logins pi offers for `provider`, `oauth` telling whether it signs
+    /// in by OAuth: an API key unless OAuth is the only way in, as for a
+    /// built-in provider without key auth (OpenAI Codex) to which neither
+    /// `models.json` nor an extension's registration gives a key.
+    pub fn login_methods(&self, provider: &str, oauth: bool) -> LoginMethods {
+        let configured = self.providers.get(provider).is_some_and(|p| p.api_key.is_some())
+            || self.extension_configs.get(provider).and_then(|c| c.get("apiKey")).is_some_and(Value::is_string);
+        let inherited = crate::config::auth::builtin_api_key_login(provider);
+        LoginMethods { api_key: !oauth || configured || inherited, oauth }
+    }
+
     /// The auth a request to `provider` would carry; `None` when it is not
     /// configured (pi's `undefined`). The order is [`ModelRegistry::api_key`]'s.
     pub fn provider_auth(&self, provider: &str) -> Option<ProviderAuth> {

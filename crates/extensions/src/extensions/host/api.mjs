@@ -5,11 +5,15 @@
 // become requests to pi-rpc.
 
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { exec } from "./exec.mjs";
 import { dispatch } from "./hooks.mjs";
 import { Providers } from "./providers.mjs";
 import { VirtualModels } from "./virtual-models.mjs";
+
+const require = createRequire(import.meta.url);
+const { NOT_INITIALIZED, SET_MODEL_NOT_INITIALIZED, UNBOUND_ACTIONS } = require("./shims/coding-agent/extension-loader.cjs");
 
 /** Tool exposures that are given to the model when active (pi's `direct` and `model-only`). */
 const MODEL_EXPOSURES = new Set([undefined, "direct", "model-only"]);
@@ -73,7 +77,31 @@ export class Instance {
 		this.agentDir = hello.agentDir ?? process.env.PI_CODING_AGENT_DIR;
 		this.projectTrusted = hello.projectTrusted === true;
 		this.unsupportedReported = new Set();
-		this.pi = this.createApi(hello);
+		this.hello = hello;
+		this.pi = this.unboundBeforeSession(this.createApi(hello));
+	}
+
+	/**
+	 * `api` with pi's unbound runtime before the session: an extension
+	 * started to answer `project_trust` (its `hello` names no session until
+	 * the session adopts it) gets pi's errors from the actions that need one,
+	 * as pi's extensions do while they load and answer it.
+	 */
+	unboundBeforeSession(api) {
+		const beforeSession = () => this.hello.sessionId === "";
+		for (const name of UNBOUND_ACTIONS) {
+			const action = api[name];
+			api[name] = function (...args) {
+				if (beforeSession()) throw new Error(NOT_INITIALIZED);
+				return action.apply(this, args);
+			};
+		}
+		const setModel = api.setModel;
+		api.setModel = async (...args) => {
+			if (beforeSession()) throw new Error(SET_MODEL_NOT_INITIALIZED);
+			return setModel(...args);
+		};
+		return api;
 	}
 
 	handlersFor(event) {

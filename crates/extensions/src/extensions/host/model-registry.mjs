@@ -149,6 +149,8 @@ export function createModelRegistry(channel, host) {
 		classify: (model, context, options) => typedCall("classify", "classifier", model, context, options),
 		generateImages: (model, context, options) => typedCall("generateImages", "image", model, context, options),
 		getProviderAuthStatus: (id) => op("getProviderAuthStatus", id),
+		// pi-rpc's own: `{apiKey, oauth}`, the logins pi offers for the provider (ModelRuntime.login).
+		loginMethods: (id) => op("loginMethods", id),
 		async getApiKeyAndHeaders(model) {
 			// This extension's native provider: its own `auth.apiKey.resolve()` (key, headers, baseUrl, env), as pi asks it.
 			const own = host.providers()?.byName.get(model?.provider);

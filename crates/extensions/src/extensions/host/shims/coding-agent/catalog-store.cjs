@@ -1,8 +1,8 @@
 // pi-rpc extension host: pi's cache of remote model catalogs for a
 // `ModelRuntime` an extension makes (`ModelRuntime.create({modelsStore})`, a
 // pi-ai `ModelsStore` object, or `modelsStorePath`, a `models-store.json`;
-// without either, the `models-store.json` beside the runtime's `models.json`
-// when one of them is named). pi's runtime restores what the store keeps when
+// without either, the `models-store.json` beside the runtime's `models.json`,
+// the agent directory's when no file is named). pi's runtime restores what the store keeps when
 // it is made, without the network (`allowModelNetwork` is off unless asked
 // for): a built-in provider's stored catalog newer than the model data pi
 // ships joins that provider's models (a stored model replaces the built-in
@@ -79,20 +79,17 @@ function memoryStore() {
 }
 
 /**
- * The store a runtime made with `options` restores from: the given
- * `modelsStore`, else the `modelsStorePath` file, else (`modelsPath` named)
- * the file beside it. Undefined: nothing to restore.
+ * The store a runtime made with `options` restores from, as pi's: the given
+ * `modelsStore`, else the `modelsStorePath` file, else the file beside the
+ * runtime's `models.json` (the agent directory's for a runtime naming no
+ * files), else (no models.json) one in memory.
  */
 function catalogStoreOf(options, modelsPath) {
 	if (options?.modelsStore) return options.modelsStore;
 	if (options?.modelsStorePath) return fileStore(path.resolve(options.modelsStorePath));
-	const named = options?.modelsPath !== undefined || options?.authPath !== undefined;
-	if (typeof modelsPath === "string" && (named || options?.allowModelNetwork === true)) {
-		return fileStore(path.join(path.dirname(modelsPath), "models-store.json"));
-	}
+	if (typeof modelsPath === "string") return fileStore(path.join(path.dirname(modelsPath), "models-store.json"));
 	// pi keeps what a runtime without models.json fetches in memory.
-	if (modelsPath === null && options?.allowModelNetwork === true) return memoryStore();
-	return undefined;
+	return memoryStore();
 }
 
 /** pi's model network is on unless `PI_OFFLINE` is set (or pi-rpc runs `--offline`). */
@@ -328,8 +325,9 @@ function withStoredCatalogs(registry, store, network = {}) {
 			return typedMerged(type, providerId).filter((m) => configured.has(m.provider));
 		},
 		async refresh(options) {
-			const errors = await fetchCatalogs({ ...options, allowNetwork: options?.allowNetwork ?? modelNetworkEnabled() });
+			// As pi: the runtime's files read again, then the catalogs of the providers configured now.
 			const result = await registry.refresh(options);
+			const errors = await fetchCatalogs({ ...options, allowNetwork: options?.allowNetwork ?? modelNetworkEnabled() });
 			for (const [id, error] of errors) result.errors.set(id, error);
 			return result;
 		},

@@ -18,6 +18,9 @@ const path = require("node:path");
 const { services } = require("../host-services.cjs");
 
 const NOT_INITIALIZED = "Extension runtime not initialized. Action methods cannot be called during extension loading.";
+const SET_MODEL_NOT_INITIALIZED = "Extension runtime not initialized";
+/** pi's `pi` actions that throw `NOT_INITIALIZED` until the runtime is bound to a session (`setModel` rejects). */
+const UNBOUND_ACTIONS = ["sendMessage", "sendUserMessage", "appendEntry", "setSessionName", "getSessionName", "setLabel", "getActiveTools", "getAllTools", "getSettings", "setActiveTools", "getCommands", "getThinkingLevel", "setThinkingLevel"];
 const STALE =
 	"This extension ctx is stale after session replacement or reload. Do not use a captured pi or command ctx after ctx.newSession(), ctx.fork(), ctx.switchSession(), or ctx.reload(). For newSession, fork, and switchSession, move post-replacement work into withSession and use the ctx passed to withSession. For reload, do not use the old ctx after await ctx.reload().";
 const SESSION_BEFORE = new Set(["session_before_switch", "session_before_fork", "session_before_compact", "session_before_tree"]);
@@ -44,10 +47,8 @@ function createExtensionRuntime() {
 			runtime.staleMessage ??= message ?? STALE;
 		},
 	};
-	for (const name of ["sendMessage", "sendUserMessage", "appendEntry", "setSessionName", "getSessionName", "setLabel", "getActiveTools", "getAllTools", "getSettings", "setActiveTools", "getCommands", "getThinkingLevel", "setThinkingLevel"]) {
-		runtime[name] = notInitialized;
-	}
-	runtime.setModel = () => Promise.reject(new Error("Extension runtime not initialized"));
+	for (const name of UNBOUND_ACTIONS) runtime[name] = notInitialized;
+	runtime.setModel = () => Promise.reject(new Error(SET_MODEL_NOT_INITIALIZED));
 	return runtime;
 }
 
@@ -281,6 +282,8 @@ module.exports = {
 	discoverAndLoadExtensions,
 	discoverExtensionsInDir,
 	NOT_INITIALIZED,
+	SET_MODEL_NOT_INITIALIZED,
+	UNBOUND_ACTIONS,
 	STALE,
 	SESSION_BEFORE,
 	host,

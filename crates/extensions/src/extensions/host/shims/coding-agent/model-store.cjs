@@ -44,6 +44,7 @@ function storeRegistry(store, runtimeKeys) {
 		getProvider: provider,
 		getProviderAuth: async (id) => ask("getProviderAuth", id),
 		getProviderAuthStatus: (id) => ask("getProviderAuthStatus", id),
+		loginMethods: (id) => ask("loginMethods", id),
 		isUsingOAuth: (model) => ask("getProviderAuth", model?.provider)?.source === "OAuth",
 		hasConfiguredAuth: (model) => ask("getProviderAuth", model?.provider) !== undefined,
 		async getApiKeyAndHeaders(model) {

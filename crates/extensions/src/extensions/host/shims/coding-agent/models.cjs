@@ -24,7 +24,8 @@ const { CredentialStoreBridge } = require("./credential-store.cjs");
 const { catalogStoreOf, withStoredCatalogs, modelNetworkEnabled } = require("./catalog-store.cjs");
 const { AssistantMessageEventStream } = require("../ai/stream.cjs");
 const deferred = require("./deferred.cjs");
-const { lib } = require("./text.cjs");
+const { ModelsError } = require("../ai/models.cjs");
+const { apiKeyCredential } = require("./api-key-login.cjs");
 
 const providerOf = (target) => (typeof target === "string" ? target : target?.provider);
 let loginCount = 0;
@@ -69,7 +70,9 @@ class ModelRuntime {
 	/** The runtime `create` makes before any stored catalog is restored. */
 	static async open(options) {
 		const store = options?.credentials ?? undefined;
-		if (store === undefined && options?.authPath === undefined && options?.modelsPath === undefined) {
+		// Before the session (an extension answering project_trust) pi-rpc's registry is not up: pi's runtime over the agent directory's files.
+		const beforeSession = services().hello?.sessionId === "";
+		if (store === undefined && options?.authPath === undefined && options?.modelsPath === undefined && !beforeSession) {
 			return new ModelRuntime(services().modelRegistry());
 		}
 		const authPath = path.resolve(options.authPath ?? path.join(agentDir(), "auth.json"));
@@ -187,21 +190,28 @@ class ModelRuntime {
 	}
 	/**
 	 * pi's `login(providerId, type, interaction)`, stored in this runtime's
-	 * auth.json: an API key asked with the caller's `interaction.prompt` (a
-	 * `secret` prompt); an OAuth login run by pi-rpc's flow of the provider,
-	 * its events and questions given to `interaction.notify` and `prompt`.
+	 * auth.json: an API key asked with the caller's `interaction.prompt` in
+	 * pi's steps (api-key-login.cjs); an OAuth login run by pi-rpc's flow of
+	 * the provider, its events and questions given to `interaction.notify`
+	 * and `prompt`; refused as pi refuses a kind of login the provider lacks.
 	 */
 	async login(providerId, type, interaction) {
-		if (!this.getProvider(providerId)) throw new Error(`Unknown provider: ${providerId}`);
 		interaction?.signal?.throwIfAborted?.();
+		const provider = this.getProvider(providerId);
+		if (!provider) throw new ModelsError("provider", `Unknown provider: ${providerId}`);
+		// A provider that only signs in by OAuth has no API-key login, one without OAuth no OAuth login (pi's refusal).
+		const methods = this.loginMethods(providerId);
+		if (!(type === "oauth" ? methods.oauth : methods.apiKey)) throw new ModelsError("auth", `${provider.name} does not support ${type} login`);
 		if (type === "oauth") return this.oauthLogin(providerId, interaction);
-		// pi's question names a built-in provider's key ("Enter Groq API key"), a provider of models.json's or an extension's "API key".
-		const message = lib("apiKeyLoginPrompt", providerId);
-		const key = await interaction.prompt({ type: "secret", message, signal: interaction?.signal });
-		const credential = { type: "api_key", key };
+		// pi's questions (api-key-login.cjs): the key, or the several of Bedrock, Vertex AI and Cloudflare.
+		const credential = await apiKeyCredential(providerId, interaction);
 		if (this.credentialStore) return this.credentialStore.write(providerId, credential, { signal: interaction?.signal });
 		storeCredential(this.authPath, providerId, credential);
 		return credential;
+	}
+	/** `{apiKey, oauth}`: the logins pi offers for `providerId` (OAuth: a flow of pi-rpc's). */
+	loginMethods(providerId) {
+		return this.registry.loginMethods?.(providerId) ?? { apiKey: true, oauth: false };
 	}
 	async oauthLogin(providerId, interaction) {
 		if (!this.credentialStore) return this.oauthLoginInto(this.authPath, providerId, interaction);
