@@ -123,9 +123,9 @@ async fn the_third_failure_or_a_501_is_reported_as_in_pi() {
     .await;
 }
 
-/// One program's session where, once connected, a tool call and then a
-/// resource read are each answered 503 once.
-async fn calls_run(srv: &Servers, reference: bool) -> Option<Value> {
+/// One program's session where, once connected, a tool call (answered
+/// `c2_failure`) and then a resource read (503) fail once each.
+async fn calls_run(srv: &Servers, reference: bool, c2_failure: Failure) -> Option<Value> {
     let (_everything, port) = start_http_everything(srv).await;
     let proxy = FlakyProxy::start(&format!("http://127.0.0.1:{port}/mcp")).await.unwrap();
     let sb = sandbox_behind(&proxy).await;
@@ -140,8 +140,8 @@ async fn calls_run(srv: &Servers, reference: bool) -> Option<Value> {
     let mut summary = serde_json::Map::new();
     for (n, id) in ["c1", "c2", "c3"].into_iter().enumerate() {
         match id {
-            "c2" => proxy.fail_next_of("tools/call", 1, 503),
-            "c3" => proxy.fail_next_of("resources/read", 1, 503),
+            "c2" => proxy.fail_next_of("tools/call", 1, c2_failure),
+            "c3" => proxy.fail_next_of("resources/read", 1, Failure::Status(503)),
             _ => {}
         }
         pi.send(json!({"id": format!("p{n}"), "type": "prompt", "message": id})).await;
@@ -161,7 +161,7 @@ async fn calls_run(srv: &Servers, reference: bool) -> Option<Value> {
 #[tokio::test]
 async fn a_resource_read_is_sent_again_after_a_503_and_a_tool_call_is_not_as_in_pi() {
     let Some(srv) = Servers::find() else { return };
-    let ours = calls_run(&srv, false).await.unwrap();
+    let ours = calls_run(&srv, false, Failure::Status(503)).await.unwrap();
     assert_eq!(
         ours,
         json!({
@@ -172,7 +172,28 @@ async fn a_resource_read_is_sent_again_after_a_503_and_a_tool_call_is_not_as_in_
         }),
         "pi-rpc"
     );
-    if let Some(theirs) = calls_run(&srv, true).await {
+    if let Some(theirs) = calls_run(&srv, true, Failure::Status(503)).await {
+        eprintln!("pi 1.6.0: {theirs}");
+        assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
+    }
+}
+
+/// pi quotes the start of a refused request's body after its status,
+/// whatever the status (429 and non-JSON 5xx included) and type.
+#[tokio::test]
+async fn the_answers_body_is_quoted_after_the_status_as_in_pi() {
+    let Some(srv) = Servers::find() else { return };
+    let warning = "MCP servers need attention:\n  remote: failed: MCP HTTP request failed with status 503: the upstream is down\nRun /mcp to fix.";
+    side_by_side(
+        &srv,
+        &[(3, Failure::Answer(503, "the upstream is down\n"))],
+        false,
+        json!({"warning": warning, "requests": ["POST initialize -> 503", "POST initialize -> 503", "POST initialize -> 503"]}),
+    )
+    .await;
+    let ours = calls_run(&srv, false, Failure::Answer(429, "slow down, please")).await.unwrap();
+    assert_eq!(ours["c2"], json!({"isError": true, "text": "MCP HTTP request failed with status 429: slow down, please"}));
+    if let Some(theirs) = calls_run(&srv, true, Failure::Answer(429, "slow down, please")).await {
         eprintln!("pi 1.6.0: {theirs}");
         assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
     }

@@ -366,11 +366,13 @@ impl Connection {
                 let service = match &self.auth {
                     Some(auth) => {
                         auth.reset();
+                        let client = super::http_client::QuotingHttpClient::new(client);
                         let client = super::oauth::client::OAuthHttpClient::new(client, auth.clone());
                         let transport = StreamableHttpClientTransport::with_client(client, config);
                         handler.serve(transport).await.map_err(initialize_failed)?
                     }
                     None => {
+                        let client = super::http_client::QuotingHttpClient::new(client);
                         let transport = StreamableHttpClientTransport::with_client(client, config);
                         handler.serve(transport).await.map_err(initialize_failed)?
                     }

@@ -286,12 +286,12 @@ pub async fn refresh_stored(
 /// requests with a [`TokenSource`].
 #[derive(Clone)]
 pub struct OAuthHttpClient {
-    inner: reqwest::Client,
+    inner: crate::mcp::http_client::QuotingHttpClient,
     source: Arc<TokenSource>,
 }
 
 impl OAuthHttpClient {
-    pub fn new(inner: reqwest::Client, source: Arc<TokenSource>) -> OAuthHttpClient {
+    pub fn new(inner: crate::mcp::http_client::QuotingHttpClient, source: Arc<TokenSource>) -> OAuthHttpClient {
         OAuthHttpClient { inner, source }
     }
 
