@@ -235,11 +235,12 @@ impl Connection {
         }
     }
 
-    /// pi retries connecting to servers configured by `url` (its own
-    /// transport; an extension's `createTransport` reports no HTTP failures).
+    /// pi retries connecting to servers configured by `url`, through its
+    /// own transport or an extension's (`createTransport`, whose `send`
+    /// threw pi-mcp's HTTP error or a `TypeError`).
     fn connect_retry_delays(&self) -> &'static [Duration] {
         let http = matches!(self.config.transport, Transport::Http { .. });
-        if http && self.factories.transport_host().is_none() { &super::retry::CONNECT_DELAYS } else { &[] }
+        if http { &super::retry::CONNECT_DELAYS } else { &[] }
     }
 
     fn needs_sign_in(&self) -> bool {
