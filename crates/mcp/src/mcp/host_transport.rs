@@ -22,7 +22,8 @@ use super::oauth::TokenSource;
 /// without one); `{op: "unauthorized", token, challenge}` is told the server
 /// refused `token` with the `WWW-Authenticate` `challenge`: the stored
 /// refresh token is used (once, under pi's lock), or it fails as pi's
-/// provider does, and the server then needs sign-in.
+/// provider does, and the server then needs sign-in; `{op: "settled"}`
+/// answers once no refresh is under way (pi's `settled()`).
 pub async fn serve_auth(auth: &TokenSource, params: &Value) -> Result<Value, String> {
     match params.get("op").and_then(Value::as_str) {
         Some("token") => Ok(auth.token().await.map_or(Value::Null, Value::String)),
@@ -30,6 +31,10 @@ pub async fn serve_auth(auth: &TokenSource, params: &Value) -> Result<Value, Str
             let sent = params.get("token").and_then(Value::as_str);
             let challenge = params.get("challenge").and_then(Value::as_str).unwrap_or_default();
             auth.on_unauthorized(sent, challenge).await.map(|()| Value::Null)
+        }
+        Some("settled") => {
+            auth.settled().await;
+            Ok(Value::Null)
         }
         other => Err(format!("unknown authProvider call: {other:?}")),
     }

@@ -51,7 +51,9 @@ export function createMcpTransports(channel) {
 				const challenge = context?.response?.headers?.get?.("www-authenticate") ?? "";
 				await ask({ op: "unauthorized", token: context?.token ?? null, challenge });
 			},
-			settled: async () => {},
+			settled: async () => {
+				await ask({ op: "settled" });
+			},
 		};
 	}
 

@@ -114,6 +114,11 @@ impl TokenSource {
         self.needs_sign_in.store(false, Ordering::SeqCst);
     }
 
+    /// pi's `authProvider.settled()`: ends when no refresh of this process is under way.
+    pub async fn settled(&self) {
+        let _none = self.refreshing.lock().await;
+    }
+
     fn mark_needs_sign_in(&self) {
         self.needs_sign_in.store(true, Ordering::SeqCst);
     }
