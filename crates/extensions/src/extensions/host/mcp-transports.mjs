@@ -11,7 +11,8 @@
 // For a server that signs in with OAuth (`auth: true`), `createTransport`'s
 // third argument is pi's `authProvider` (`token()`, `onUnauthorized(ctx)`,
 // `settled()`), answered by pi-rpc's OAuth on its stored credentials
-// through `streamService` calls of `stream`.
+// through `streamService` calls of `stream`; for one with `auth.provider`,
+// pi's provider-token `authProvider` (`token()`: the provider's API key).
 
 function errorText(error) {
 	return error instanceof Error ? error.message : String(error);
@@ -57,9 +58,22 @@ export function createMcpTransports(channel) {
 		};
 	}
 
+	/**
+	 * pi's `authProvider` of a server with `auth.provider`: the token is the
+	 * provider's API key, read at each request (`modelRegistry.getApiKeyForProvider`).
+	 */
+	function providerTokens(provider) {
+		return {
+			token: async () => (await channel.request("models", { op: "getProviderAuth", args: [provider] }))?.value?.auth?.apiKey,
+			settled: async () => {},
+		};
+	}
+
 	async function start(factory, { stream, entry, cwd, auth }) {
 		if (typeof factory !== "function") throw new Error("this extension gave createMcpExtension no createTransport");
-		const transport = await factory(entry, cwd, auth ? authProvider(stream) : undefined);
+		const provider = typeof entry?.config?.url === "string" ? entry.config.auth?.provider : undefined;
+		const given = auth ? authProvider(stream) : provider ? providerTokens(provider) : undefined;
+		const transport = await factory(entry, cwd, given);
 		if (!transport || typeof transport.start !== "function" || typeof transport.send !== "function") {
 			throw new Error("createTransport did not return an MCP transport (start, send, close, onMessage, …)");
 		}
