@@ -166,7 +166,10 @@ async fn provider_token_run(srv: &Servers, reference: bool) -> Option<Value> {
     let (_everything, port) = start_http_everything(srv).await;
     let sb = Sandbox::with_server().await;
     let url = format!("http://127.0.0.1:{port}/mcp");
-    crate::mcp::write_mcp(&sb, json!({"remote": {"url": url, "exposure": "direct", "auth": {"provider": "anthropic"}}}));
+    crate::mcp::write_mcp(
+        &sb,
+        json!({"remote": {"url": url, "exposure": "direct", "auth": {"provider": "anthropic"}}}),
+    );
     let auth = json!({"anthropic": {"type": "api_key", "key": "sk-ant-for-the-mcp-server"}});
     std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).unwrap();
     let (echo, seen) = echo_and_seen(&sb, reference).await?;

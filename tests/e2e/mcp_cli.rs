@@ -197,7 +197,9 @@ async fn override_and_login_session(srv: &Servers, reference: bool) -> Option<Va
         let mut args = vec!["mcp"];
         args.extend(step.iter().copied());
         let (code, stdout, stderr) = pi_cli(&sb, reference, &args).await?;
-        outcomes.push(json!({"args": step.join(" "), "exit": code, "stdout": named(&sb, &stdout), "stderr": named(&sb, &stderr)}));
+        outcomes.push(
+            json!({"args": step.join(" "), "exit": code, "stdout": named(&sb, &stdout), "stderr": named(&sb, &stderr)}),
+        );
     }
     Some(json!(outcomes))
 }

@@ -217,7 +217,10 @@ async fn the_answers_body_is_quoted_after_the_status_as_in_pi() {
     )
     .await;
     let ours = calls_run(&srv, false, Failure::Answer(429, "slow down, please")).await.unwrap();
-    assert_eq!(ours["c2"], json!({"isError": true, "text": "MCP HTTP request failed with status 429: slow down, please"}));
+    assert_eq!(
+        ours["c2"],
+        json!({"isError": true, "text": "MCP HTTP request failed with status 429: slow down, please"})
+    );
     if let Some(theirs) = calls_run(&srv, true, Failure::Answer(429, "slow down, please")).await {
         eprintln!("pi 1.6.0: {theirs}");
         assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");

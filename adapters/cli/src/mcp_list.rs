@@ -70,7 +70,11 @@ pub async fn list(args: &[String], places: &Places) -> u8 {
 }
 
 /// Where a server's entry stands: the global file's entries first, then the project's, each in file order.
-pub(crate) fn order_in_files(server: &ServerConfig, agent_dir: &std::path::Path, project: &std::path::Path) -> (usize, usize) {
+pub(crate) fn order_in_files(
+    server: &ServerConfig,
+    agent_dir: &std::path::Path,
+    project: &std::path::Path,
+) -> (usize, usize) {
     let position = |path: &std::path::Path| {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         let file: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).unwrap_or_default();

@@ -373,7 +373,9 @@ fn apply_project_entry(
     let is_override = ["command", "url", "type"].iter().all(|k| entry.get(*k).is_none());
     let existing = entries.iter().position(|(n, _, _)| *n == name);
     match (is_override, existing) {
-        (true, Some(_)) if entry.as_object().is_some_and(|o| o.keys().any(|k| !OVERRIDE_KEYS.contains(&k.as_str()))) => {
+        (true, Some(_))
+            if entry.as_object().is_some_and(|o| o.keys().any(|k| !OVERRIDE_KEYS.contains(&k.as_str()))) =>
+        {
             errors.push(format!("{source}: server \"{name}\": an override can only set {}", OVERRIDE_KEYS.join(", ")));
         }
         (true, Some(i)) => {
@@ -387,9 +389,8 @@ fn apply_project_entry(
             }
             overridden.push((name, source));
         }
-        (true, None) => errors.push(format!(
-            "{source}: server \"{name}\" needs \"command\" or \"url\", or a global server to override"
-        )),
+        (true, None) => errors
+            .push(format!("{source}: server \"{name}\" needs \"command\" or \"url\", or a global server to override")),
         (false, Some(i)) => entries[i] = (name, entry, source),
         (false, None) => entries.push((name, entry, source)),
     }

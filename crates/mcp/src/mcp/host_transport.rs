@@ -208,7 +208,11 @@ mod tests {
         for id in 1..=3 {
             let out = sent.recv().await.unwrap().unwrap();
             assert_eq!(out.message["id"], id);
-            let outcome = if id == 2 { Err(SendFailure::from_report(&json!({"message": "down", "status": 503}))) } else { Ok(()) };
+            let outcome = if id == 2 {
+                Err(SendFailure::from_report(&json!({"message": "down", "status": 503})))
+            } else {
+                Ok(())
+            };
             out.sent.send(outcome).unwrap();
         }
         let mut outcomes = Vec::new();

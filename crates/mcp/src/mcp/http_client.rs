@@ -94,7 +94,8 @@ impl QuotingHttpClient {
         if awaits_no_response && response.content_length() == Some(0) {
             return Ok(StreamableHttpPostResponse::Accepted);
         }
-        let content_type = response.headers().get(CONTENT_TYPE).map(|v| String::from_utf8_lossy(v.as_bytes()).to_string());
+        let content_type =
+            response.headers().get(CONTENT_TYPE).map(|v| String::from_utf8_lossy(v.as_bytes()).to_string());
         match content_type.as_deref() {
             Some(ct) if media_type_is(ct, EVENT_STREAM_MIME_TYPE) => {
                 Ok(StreamableHttpPostResponse::Sse(bounded_events(response, limits.max_sse_event_size), session_id))
@@ -146,7 +147,10 @@ fn discover_refused(
     }
     let error = match serde_json::from_str::<ServerJsonRpcMessage>(body) {
         Ok(ServerJsonRpcMessage::Error(error)) => error.error,
-        _ => rmcp::model::ErrorData::invalid_request(format!("server/discover rejected with HTTP {status}: {body}"), None),
+        _ => rmcp::model::ErrorData::invalid_request(
+            format!("server/discover rejected with HTTP {status}: {body}"),
+            None,
+        ),
     };
     Some(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::error(error, Some(request.id.clone())), None))
 }
