@@ -24,7 +24,7 @@ use crate::mcp_oauth::guarded_sandbox;
 /// authorized by the `authProvider` it is given; `/auth` tells what it saw.
 const FETCH_TRANSPORT: &str = r#"import { createMcpExtension } from "@earendil-works/pi-coding-agent";
 
-const seen: any = { unauthorized: 0, methods: [] };
+const seen: any = { unauthorized: 0, methods: [], tokens: [] };
 
 function httpTransport(url: string, auth: any) {
   const listeners: Record<string, any[]> = { message: [], error: [], close: [] };
@@ -33,6 +33,7 @@ function httpTransport(url: string, auth: any) {
   let version: string | undefined;
   async function post(message: any, retried: boolean): Promise<void> {
     const token = await auth.token();
+    if (seen.provider && !seen.tokens.includes(token)) seen.tokens.push(token);
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
     if (token) headers.authorization = `Bearer ${token}`;
     if (session) headers["mcp-session-id"] = session;
@@ -94,6 +95,8 @@ export default function (pi: any) {
     createTransport: (entry: any, _cwd: string, authProvider: any) => {
       seen.token = typeof authProvider?.token;
       seen.onUnauthorized = typeof authProvider?.onUnauthorized;
+      seen.settled = typeof authProvider?.settled;
+      seen.provider = entry.config.auth?.provider;
       return httpTransport(entry.config.url, authProvider);
     },
   })(pi);
@@ -102,6 +105,24 @@ export default function (pi: any) {
   });
 }
 "#;
+
+/// What one program's extension saw, and the echo tool's answer, after a prompt and `/auth`.
+async fn echo_and_seen(sb: &Sandbox, reference: bool) -> Option<(String, Value)> {
+    write_module(sb, "fetch-transport.ts", FETCH_TRANSPORT);
+    sb.server().push(Reply::tool_call("c1", "mcp__remote__echo", r#"{"message":"through the extension"}"#));
+    sb.server().set_fallback(Reply::text("done"));
+    let mut pi = start(sb, reference, &[])?;
+    pi.send(json!({"id": "p", "type": "prompt", "message": "echo"})).await;
+    let lines = pi.until_type("agent_settled").await;
+    let echo = result_text(result(&results(&lines), "c1"));
+    pi.send(json!({"id": "a", "type": "prompt", "message": "/auth"})).await;
+    let notes = pi
+        .until(|v| v["method"] == "notify" && v["message"].as_str().is_some_and(|m| m.contains("unauthorized")))
+        .await;
+    let seen: Value =
+        notes.last().and_then(|v| v["message"].as_str()).and_then(|m| serde_json::from_str(m).ok()).unwrap_or_default();
+    Some((echo.to_string(), seen))
+}
 
 async fn auth_provider_run(srv: &Servers, reference: bool) -> Option<Value> {
     let (_everything, port) = start_http_everything(srv).await;
@@ -112,19 +133,7 @@ async fn auth_provider_run(srv: &Servers, reference: bool) -> Option<Value> {
     let before = oauth.mcp_state(now + 3_600_000);
     guarded_sandbox(&sb, &oauth, Some(before.clone()));
     oauth.reject_access_tokens();
-    write_module(&sb, "fetch-transport.ts", FETCH_TRANSPORT);
-    sb.server().push(Reply::tool_call("c1", "mcp__remote__echo", r#"{"message":"through the extension"}"#));
-    sb.server().set_fallback(Reply::text("done"));
-    let mut pi = start(&sb, reference, &[])?;
-    pi.send(json!({"id": "p", "type": "prompt", "message": "echo"})).await;
-    let lines = pi.until_type("agent_settled").await;
-    let echo = result_text(result(&results(&lines), "c1"));
-    pi.send(json!({"id": "a", "type": "prompt", "message": "/auth"})).await;
-    let notes = pi
-        .until(|v| v["method"] == "notify" && v["message"].as_str().is_some_and(|m| m.contains("unauthorized")))
-        .await;
-    let seen: Value =
-        notes.last().and_then(|v| v["message"].as_str()).and_then(|m| serde_json::from_str(m).ok()).unwrap_or_default();
+    let (echo, seen) = echo_and_seen(&sb, reference).await?;
     let auth: Value =
         serde_json::from_str(&std::fs::read_to_string(sb.agent_dir.path().join("mcp-auth.json")).unwrap_or_default())
             .unwrap_or_default();
@@ -146,6 +155,35 @@ async fn create_transport_gets_pis_oauth_auth_provider_as_in_pi() {
     assert_eq!(ours["refreshes"], 1, "{ours:#}");
     assert_eq!(ours["access token replaced"], true, "{ours:#}");
     if let Some(theirs) = auth_provider_run(&srv, true).await {
+        eprintln!("pi 1.6.0: {theirs:#}");
+        assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
+    }
+}
+
+/// A server with `auth.provider` (its requests carry a provider's API key):
+/// the provider's key from `auth.json`, with no `onUnauthorized`.
+async fn provider_token_run(srv: &Servers, reference: bool) -> Option<Value> {
+    let (_everything, port) = start_http_everything(srv).await;
+    let sb = Sandbox::with_server().await;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    crate::mcp::write_mcp(
+        &sb,
+        json!({"remote": {"url": url, "exposure": "direct", "auth": {"provider": "anthropic"}}}),
+    );
+    let auth = json!({"anthropic": {"type": "api_key", "key": "sk-ant-for-the-mcp-server"}});
+    std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).unwrap();
+    let (echo, seen) = echo_and_seen(&sb, reference).await?;
+    Some(json!({"echo": echo, "seen": seen}))
+}
+
+#[tokio::test]
+async fn create_transport_gets_the_providers_token_for_an_auth_provider_server_as_in_pi() {
+    let Some(srv) = Servers::find() else { return };
+    let Some(ours) = provider_token_run(&srv, false).await else { return };
+    assert_eq!(ours["echo"], "Echo: through the extension", "{ours:#}");
+    assert_eq!(ours["seen"]["tokens"], json!(["sk-ant-for-the-mcp-server"]), "{ours:#}");
+    assert_eq!(ours["seen"]["onUnauthorized"], "undefined", "{ours:#}");
+    if let Some(theirs) = provider_token_run(&srv, true).await {
         eprintln!("pi 1.6.0: {theirs:#}");
         assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
     }

@@ -151,3 +151,70 @@ async fn pi_mcp_add_remove_and_list_as_in_pi() {
         assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
     }
 }
+
+/// `list` of a trusted project whose `mcp.json` overrides two global servers
+/// (one of them turned off) and has two bad overrides, then `login` and
+/// `logout` command lines with options they do not take, a mistyped name,
+/// `--local` for a global server, a provider's server and a bad `--timeout`.
+async fn override_and_login_session(srv: &Servers, reference: bool) -> Option<Value> {
+    let sb = Sandbox::offline();
+    let everything = srv.modules.join("@modelcontextprotocol/server-everything/dist/index.js");
+    let global = json!({"mcpServers": {
+        "everything": {"command": srv.node, "args": [everything, "stdio"]},
+        "remote": {"url": "http://127.0.0.1:9/mcp"},
+        "provided": {"url": "http://127.0.0.1:9/mcp", "auth": {"provider": "anthropic"}, "enabled": false},
+    }});
+    std::fs::write(sb.agent_dir.path().join("mcp.json"), global.to_string()).unwrap();
+    let project = json!({"mcpServers": {
+        "everything": {"exposure": "direct"},
+        "remote": {"enabled": false},
+        "ghost": {"enabled": false},
+        "provided": {"exposure": "direct", "timeout": 5},
+    }});
+    std::fs::create_dir_all(sb.cwd.path().join(".pi")).unwrap();
+    std::fs::write(sb.cwd.path().join(".pi/mcp.json"), project.to_string()).unwrap();
+    let trust = json!({sb.cwd.path().display().to_string(): true});
+    std::fs::write(sb.agent_dir.path().join("trust.json"), format!("{trust}\n")).unwrap();
+    let steps: Vec<Vec<&str>> = vec![
+        vec!["list"],
+        vec!["list", "--json"],
+        vec!["login", "everything", "--bogus"],
+        vec!["logout", "remote", "--timeout", "5"],
+        vec!["login"],
+        vec!["login", "remote", "extra"],
+        vec!["login", "--timeout"],
+        vec!["login", "everythin"],
+        vec!["login", "everything", "-l"],
+        vec!["login", "provided"],
+        vec!["logout", "everything"],
+        vec!["login", "remote", "--timeout", "soon"],
+        vec!["login", "remote", "--timeout", "-1"],
+        vec!["logout", "remote", "--local"],
+        vec!["logout", "remote"],
+    ];
+    let mut outcomes = Vec::new();
+    for step in &steps {
+        let mut args = vec!["mcp"];
+        args.extend(step.iter().copied());
+        let (code, stdout, stderr) = pi_cli(&sb, reference, &args).await?;
+        outcomes.push(
+            json!({"args": step.join(" "), "exit": code, "stdout": named(&sb, &stdout), "stderr": named(&sb, &stderr)}),
+        );
+    }
+    Some(json!(outcomes))
+}
+
+#[tokio::test]
+async fn pi_mcp_list_shows_project_overrides_and_login_reads_its_options_as_in_pi() {
+    let Some(srv) = Servers::find() else { return };
+    let ours = override_and_login_session(&srv, false).await.unwrap();
+    let list = ours[0]["stdout"].as_str().unwrap_or_default();
+    assert!(list.contains("\n  project override: <cwd>/.pi/mcp.json\n"), "{ours:#}");
+    assert_eq!(ours[2]["stderr"], "Unknown option --bogus.\nUse \"pi mcp --help\" for usage.\n", "{ours:#}");
+    if let Some(theirs) = override_and_login_session(&srv, true).await {
+        eprintln!("pi 1.6.0: {theirs:#}");
+        for (n, (a, b)) in theirs.as_array().unwrap().iter().zip(ours.as_array().unwrap()).enumerate() {
+            assert_eq!(a, b, "step {n}: pi 1.6.0 and pi-rpc");
+        }
+    }
+}

@@ -13,6 +13,7 @@ use pi_compat::fake_oauth::flaky::{Failure, FlakyProxy};
 use pi_compat::fake_server::{FakeToolCall, Reply};
 use serde_json::{Value, json};
 
+use crate::extension_host::write_module;
 use crate::harness::Sandbox;
 use crate::mcp::{Servers, result, result_text, results, start_http_everything, write_mcp};
 use crate::mcp_oauth::start;
@@ -25,9 +26,16 @@ async fn sandbox_behind(proxy: &FlakyProxy) -> Sandbox {
 }
 
 /// One program's start against a proxy that fails the first requests as
-/// `failures` say: the echo tool's answer, or the start-up warning when the
-/// server could not be reached; and the requests the proxy saw until then.
-async fn connect_run(srv: &Servers, reference: bool, failures: &[(usize, Failure)], reached: bool) -> Option<Value> {
+/// `failures` say (through `extension`'s transport when given): the echo
+/// tool's answer, or the start-up warning when the server could not be
+/// reached; and the requests the proxy saw until then.
+async fn connect_run(
+    srv: &Servers,
+    reference: bool,
+    failures: &[(usize, Failure)],
+    reached: bool,
+    extension: Option<&str>,
+) -> Option<Value> {
     let (_everything, port) = start_http_everything(srv).await;
     let proxy = FlakyProxy::start(&format!("http://127.0.0.1:{port}/mcp")).await.unwrap();
     for (count, failure) in failures {
@@ -36,7 +44,13 @@ async fn connect_run(srv: &Servers, reference: bool, failures: &[(usize, Failure
     let sb = sandbox_behind(&proxy).await;
     sb.server().push(Reply::tool_call("c1", "mcp__remote__echo", r#"{"message":"again"}"#));
     sb.server().set_fallback(Reply::text("done"));
-    let mut pi = start(&sb, reference)?;
+    let mut pi = match extension {
+        Some(source) => {
+            write_module(&sb, "fetch-transport.ts", source);
+            crate::extension_builtin_factories::start(&sb, reference, &[])?
+        }
+        None => start(&sb, reference)?,
+    };
     if reached {
         pi.send(json!({"id": "p", "type": "prompt", "message": "echo"})).await;
         let lines = pi.until_type("agent_settled").await;
@@ -56,9 +70,20 @@ async fn connect_run(srv: &Servers, reference: bool, failures: &[(usize, Failure
 
 /// pi-rpc's summary is `expected`, and pi 1.6.0's (when it runs here) the same.
 async fn side_by_side(srv: &Servers, failures: &[(usize, Failure)], reached: bool, expected: Value) {
-    let ours = connect_run(srv, false, failures, reached).await.unwrap();
+    side_by_side_through(srv, None, failures, reached, expected).await;
+}
+
+/// [`side_by_side`], through `extension`'s transport when given.
+async fn side_by_side_through(
+    srv: &Servers,
+    extension: Option<&str>,
+    failures: &[(usize, Failure)],
+    reached: bool,
+    expected: Value,
+) {
+    let Some(ours) = connect_run(srv, false, failures, reached, extension).await else { return };
     assert_eq!(ours, expected, "pi-rpc");
-    if let Some(theirs) = connect_run(srv, true, failures, reached).await {
+    if let Some(theirs) = connect_run(srv, true, failures, reached, extension).await {
         eprintln!("pi 1.6.0: {theirs}");
         assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
     }
@@ -123,9 +148,9 @@ async fn the_third_failure_or_a_501_is_reported_as_in_pi() {
     .await;
 }
 
-/// One program's session where, once connected, a tool call and then a
-/// resource read are each answered 503 once.
-async fn calls_run(srv: &Servers, reference: bool) -> Option<Value> {
+/// One program's session where, once connected, a tool call (answered
+/// `c2_failure`) and then a resource read (503) fail once each.
+async fn calls_run(srv: &Servers, reference: bool, c2_failure: Failure) -> Option<Value> {
     let (_everything, port) = start_http_everything(srv).await;
     let proxy = FlakyProxy::start(&format!("http://127.0.0.1:{port}/mcp")).await.unwrap();
     let sb = sandbox_behind(&proxy).await;
@@ -140,8 +165,8 @@ async fn calls_run(srv: &Servers, reference: bool) -> Option<Value> {
     let mut summary = serde_json::Map::new();
     for (n, id) in ["c1", "c2", "c3"].into_iter().enumerate() {
         match id {
-            "c2" => proxy.fail_next_of("tools/call", 1, 503),
-            "c3" => proxy.fail_next_of("resources/read", 1, 503),
+            "c2" => proxy.fail_next_of("tools/call", 1, c2_failure),
+            "c3" => proxy.fail_next_of("resources/read", 1, Failure::Status(503)),
             _ => {}
         }
         pi.send(json!({"id": format!("p{n}"), "type": "prompt", "message": id})).await;
@@ -161,7 +186,7 @@ async fn calls_run(srv: &Servers, reference: bool) -> Option<Value> {
 #[tokio::test]
 async fn a_resource_read_is_sent_again_after_a_503_and_a_tool_call_is_not_as_in_pi() {
     let Some(srv) = Servers::find() else { return };
-    let ours = calls_run(&srv, false).await.unwrap();
+    let ours = calls_run(&srv, false, Failure::Status(503)).await.unwrap();
     assert_eq!(
         ours,
         json!({
@@ -172,8 +197,161 @@ async fn a_resource_read_is_sent_again_after_a_503_and_a_tool_call_is_not_as_in_
         }),
         "pi-rpc"
     );
-    if let Some(theirs) = calls_run(&srv, true).await {
+    if let Some(theirs) = calls_run(&srv, true, Failure::Status(503)).await {
         eprintln!("pi 1.6.0: {theirs}");
         assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
     }
+}
+
+/// pi quotes the start of a refused request's body after its status,
+/// whatever the status (429 and non-JSON 5xx included) and type.
+#[tokio::test]
+async fn the_answers_body_is_quoted_after_the_status_as_in_pi() {
+    let Some(srv) = Servers::find() else { return };
+    let warning = "MCP servers need attention:\n  remote: failed: MCP HTTP request failed with status 503: the upstream is down\nRun /mcp to fix.";
+    side_by_side(
+        &srv,
+        &[(3, Failure::Answer(503, "the upstream is down\n"))],
+        false,
+        json!({"warning": warning, "requests": ["POST initialize -> 503", "POST initialize -> 503", "POST initialize -> 503"]}),
+    )
+    .await;
+    let ours = calls_run(&srv, false, Failure::Answer(429, "slow down, please")).await.unwrap();
+    assert_eq!(
+        ours["c2"],
+        json!({"isError": true, "text": "MCP HTTP request failed with status 429: slow down, please"})
+    );
+    if let Some(theirs) = calls_run(&srv, true, Failure::Answer(429, "slow down, please")).await {
+        eprintln!("pi 1.6.0: {theirs}");
+        assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
+    }
+}
+
+/// An extension whose `createTransport` speaks streamable HTTP with `fetch`
+/// and throws pi-mcp's `McpHttpError` (the copy pi runs, at `PI_MCP`; a
+/// stand-in of that name where it cannot be loaded) for a refused request;
+/// fetch throws a `TypeError` when the connection drops.
+const THROWING_TRANSPORT: &str = r#"import { createRequire } from "node:module";
+import { createMcpExtension } from "@earendil-works/pi-coding-agent";
+
+const StandIn = class McpHttpError extends Error {
+  status: number;
+  constructor(status: number, message: string) { super(message); this.name = "McpHttpError"; this.status = status; }
+};
+// node's own require of the file shares the instance pi imported.
+function loadHttpError(): any {
+  try {
+    return createRequire("/")("PI_MCP").McpHttpError ?? StandIn;
+  } catch {
+    return StandIn;
+  }
+}
+let httpError: any;
+const McpHttpError = () => (httpError ??= loadHttpError());
+
+function transport(url: string) {
+  const listeners: any[] = [];
+  let session: string | undefined;
+  let version: string | undefined;
+  const emit = (m: any) => { for (const fn of listeners) fn(m); };
+  return {
+    async start() {},
+    async send(message: any) {
+      const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+      if (session) headers["mcp-session-id"] = session;
+      if (version) headers["mcp-protocol-version"] = version;
+      const response = await fetch(url, { method: "POST", headers, body: JSON.stringify(message) });
+      if (!response.ok) {
+        const body = (await response.text()).trim();
+        const HttpError = McpHttpError();
+        throw new HttpError(response.status, `the proxy answered ${response.status}${body ? `: ${body}` : ""}`);
+      }
+      session = response.headers.get("mcp-session-id") ?? session;
+      if (message.id === undefined || !message.method) return;
+      if (!(response.headers.get("content-type") ?? "").includes("event-stream")) {
+        emit(await response.json());
+        return;
+      }
+      const reader = response.body!.getReader();
+      const decoder = new TextDecoder();
+      let buffer = "";
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        buffer += decoder.decode(value, { stream: true });
+        let at;
+        while ((at = buffer.indexOf("\n")) >= 0) {
+          const line = buffer.slice(0, at).trim();
+          buffer = buffer.slice(at + 1);
+          if (!line.startsWith("data:") || !line.slice(5).trim()) continue;
+          const m = JSON.parse(line.slice(5));
+          emit(m);
+          if (m.id === message.id && !m.method) {
+            await reader.cancel();
+            return;
+          }
+        }
+      }
+    },
+    async close() {},
+    setProtocolVersion(v: string) { version = v; },
+    onMessage: (fn: any) => { listeners.push(fn); return () => {}; },
+    onError: () => () => {},
+    onClose: () => () => {},
+  };
+}
+
+export default createMcpExtension({ createTransport: (entry: any) => transport(entry.config.url) });
+"#;
+
+/// [`THROWING_TRANSPORT`] with pi 1.6.0's pi-mcp named (a stand-in without the reference).
+fn throwing_transport() -> String {
+    let pi_mcp = crate::extension_provider_events::reference_cli()
+        .and_then(|cli| Some(cli.parent()?.parent()?.parent()?.join("pi-mcp/dist/index.js")))
+        .map(|path| path.display().to_string())
+        .unwrap_or_default();
+    THROWING_TRANSPORT.replace("PI_MCP", &pi_mcp)
+}
+
+/// pi retries connecting through an extension's transport as through its
+/// own, when the transport threw pi-mcp's HTTP error of a transient status
+/// or fetch's `TypeError`; the failure is then what the transport threw.
+#[tokio::test]
+async fn an_extensions_transport_is_retried_after_pi_mcps_http_errors_as_in_pi() {
+    let Some(srv) = Servers::find() else { return };
+    let source = throwing_transport();
+    let initialize = |status: u16| format!("POST initialize -> {status}");
+    side_by_side_through(
+        &srv,
+        Some(&source),
+        &[(2, Failure::Answer(503, "busy"))],
+        true,
+        json!({"echo": "Echo: again", "requests": [initialize(503), initialize(503), "POST initialize"]}),
+    )
+    .await;
+    side_by_side_through(
+        &srv,
+        Some(&source),
+        &[(2, Failure::Drop)],
+        true,
+        json!({"echo": "Echo: again", "requests": ["dropped connection", "dropped connection", "POST initialize"]}),
+    )
+    .await;
+    let warning = |text: &str| format!("MCP servers need attention:\n  remote: failed: {text}\nRun /mcp to fix.");
+    side_by_side_through(
+        &srv,
+        Some(&source),
+        &[(3, Failure::Answer(502, "still busy"))],
+        false,
+        json!({"warning": warning("the proxy answered 502: still busy"), "requests": [initialize(502), initialize(502), initialize(502)]}),
+    )
+    .await;
+    side_by_side_through(
+        &srv,
+        Some(&source),
+        &[(1, Failure::Status(400)), (2, Failure::Status(503))],
+        false,
+        json!({"warning": warning("the proxy answered 400"), "requests": [initialize(400)]}),
+    )
+    .await;
 }

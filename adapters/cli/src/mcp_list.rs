@@ -70,7 +70,11 @@ pub async fn list(args: &[String], places: &Places) -> u8 {
 }
 
 /// Where a server's entry stands: the global file's entries first, then the project's, each in file order.
-fn order_in_files(server: &ServerConfig, agent_dir: &std::path::Path, project: &std::path::Path) -> (usize, usize) {
+pub(crate) fn order_in_files(
+    server: &ServerConfig,
+    agent_dir: &std::path::Path,
+    project: &std::path::Path,
+) -> (usize, usize) {
     let position = |path: &std::path::Path| {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         let file: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).unwrap_or_default();
@@ -105,6 +109,9 @@ async fn report(
     report.insert("name".into(), json!(server.name));
     report.insert("scope".into(), json!(server.scope.as_deref().unwrap_or("global")));
     report.insert("source".into(), json!(server.source));
+    if let Some(path) = &server.override_path {
+        report.insert("override".into(), json!(path));
+    }
     report.insert("enabled".into(), json!(enabled));
     report.insert("exposure".into(), json!(exposure));
     report.insert("transport".into(), json!(transport));
@@ -161,6 +168,9 @@ fn print_report(report: &Value) {
     };
     out(&format!("{}: {state} ({}, {})", text("name"), text("exposure"), text("scope")));
     out(&format!("  {}", text("transport")));
+    if let Some(path) = report["override"].as_str() {
+        out(&format!("  project override: {path}"));
+    }
     if report["state"] == "needs-auth" {
         out(&match report["authProvider"].as_str() {
             Some(provider) => format!("  sign in with: /login {provider} in pi"),

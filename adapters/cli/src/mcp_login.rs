@@ -50,7 +50,7 @@ pub fn command(argv: &[std::ffi::OsString], init_logging: impl FnOnce()) -> Opti
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
             let code = match action.as_str() {
                 "list" => runtime.block_on(crate::mcp_list::list(rest, &places)),
-                _ => runtime.block_on(run(&action, rest)),
+                _ => runtime.block_on(run(&action, rest, &places)),
             };
             runtime.shutdown_background();
             code
@@ -63,51 +63,50 @@ pub fn command(argv: &[std::ffi::OsString], init_logging: impl FnOnce()) -> Opti
     Some(ExitCode::from(code))
 }
 
-async fn run(action: &str, rest: &[String]) -> u8 {
-    let mut positional = Vec::new();
-    let mut timeout = DEFAULT_TIMEOUT_SECONDS;
-    let mut local = false;
-    let mut words = rest.iter();
-    while let Some(word) = words.next() {
-        match word.as_str() {
-            "-l" | "--local" => local = true,
-            "--timeout" if action == "login" => {
-                match words.next().and_then(|t| t.parse::<f64>().ok()).filter(|t| t.is_finite() && *t > 0.0) {
-                    Some(t) => timeout = t,
-                    None => {
-                        err("--timeout must be a positive number of seconds.");
-                        return 1;
-                    }
-                }
-            }
-            _ => positional.push(word.clone()),
-        }
-    }
-    let [name] = positional.as_slice() else {
-        err(&format!("Usage: pi mcp {action} <server> [-l]"));
+async fn run(action: &str, rest: &[String], places: &crate::mcp_config::Places) -> u8 {
+    use crate::mcp_config::{HELP_HINT, Kind, parse_options};
+    let known: &[(&str, Kind)] =
+        if action == "login" { &[("local", Kind::Flag), ("timeout", Kind::Value)] } else { &[("local", Kind::Flag)] };
+    let Some(parsed) = parse_options(rest, known, usize::MAX) else { return 1 };
+    let [name] = parsed.positional.as_slice() else {
+        err(&format!("Usage: pi mcp {action} <server> [-l]\n{HELP_HINT}"));
         return 1;
     };
-    let (Ok(cwd), agent_dir, home) =
-        (std::env::current_dir(), pi_core::config::default_agent_dir(), pi_core::config::home_dir())
-    else {
-        err("cannot read the current directory");
-        return 1;
-    };
-    let trusted = pi_core::resources::trust::project_trusted(&agent_dir, &cwd, &home, None).unwrap_or(false);
-    let config =
-        McpConfig::load(&ConfigSources { agent_dir: &agent_dir, cwd: &cwd, project_trusted: trusted, env: None });
-    let Some(server) = config.servers.iter().find(|s| &s.name == name).cloned() else {
-        let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+    let trusted = places.trusted();
+    let sources = ConfigSources { agent_dir: &places.agent_dir, cwd: &places.cwd, project_trusted: trusted, env: None };
+    let config = McpConfig::load(&sources);
+    // pi's list of servers holds the disabled ones too, in the files' order.
+    let mut all: Vec<&pi_core::mcp::ServerConfig> = config.servers.iter().chain(&config.disabled).collect();
+    all.sort_by_key(|s| crate::mcp_list::order_in_files(s, &places.agent_dir, &places.project_config()));
+    let Some(server) = all.iter().find(|s| &s.name == name).map(|s| (*s).clone()) else {
+        let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+        let suggestion = names.iter().find(|candidate| edit_distance(candidate, name) <= 2);
+        let suggestion = suggestion.map(|s| format!(" Did you mean \"{s}\"?")).unwrap_or_default();
+        let project_config = places.project_config();
+        let note = if !trusted && project_config.exists() {
+            format!(
+                " {} is ignored because the project is not trusted. Start pi in the project to trust it.",
+                project_config.display()
+            )
+        } else {
+            String::new()
+        };
         let configured = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-        err(&format!("No MCP server named \"{name}\". Configured: {configured}."));
+        err(&format!("No MCP server named \"{name}\".{suggestion}{note} Configured: {configured}."));
         return 1;
     };
-    if local && !server.source.contains("/.pi/") {
+    if parsed.has("local") && server.scope.as_deref() != Some("project") {
         err(&format!("MCP server \"{name}\" is defined in {}, not in the project; omit --local.", server.source));
         return 1;
     }
+    if let Some(provider) = server.raw.get("auth").and_then(|a| a.get("provider")).and_then(|p| p.as_str()) {
+        err(&format!(
+            "MCP server \"{name}\" uses the credentials of provider \"{provider}\". Run \"pi auth {action} {provider}\"."
+        ));
+        return 1;
+    }
     let shared = Arc::new(FactoryState::default());
-    shared.use_credentials_file(&agent_dir);
+    shared.use_credentials_file(&places.agent_dir);
     let conn = Connection::with_root(server, Arc::default(), shared.clone());
     let Some(auth) = conn.auth.clone() else {
         err(&format!(
@@ -124,7 +123,14 @@ async fn run(action: &str, rest: &[String]) -> u8 {
         });
         0
     } else {
-        login(&conn, name, timeout).await
+        let timeout = parsed.values.get("timeout").map_or(Some(DEFAULT_TIMEOUT_SECONDS), |t| js_number(t));
+        match timeout.filter(|t| t.is_finite() && *t > 0.0) {
+            Some(timeout) => login(&conn, name, timeout).await,
+            None => {
+                err("--timeout must be a positive number of seconds.");
+                1
+            }
+        }
     };
     conn.shutdown().await;
     code
@@ -184,6 +190,37 @@ async fn login(conn: &Arc<Connection>, name: &str, timeout: f64) -> u8 {
             err(&format!("Signed in, but {}", pi_core::mcp::oauth::sign_in_required(name)));
             1
         }
+    }
+}
+
+/// Levenshtein distance, for the configured name a mistyped one may mean.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            current.push((previous[j + 1] + 1).min(current[j] + 1).min(previous[j] + usize::from(ca != *cb)));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+/// A number as JavaScript's `Number(text)` reads it (blank is 0; hex, `Infinity`).
+fn js_number(text: &str) -> Option<f64> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Some(0.0);
+    }
+    if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        return u64::from_str_radix(hex, 16).ok().map(|n| n as f64);
+    }
+    match text {
+        "Infinity" | "+Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ if text.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) => text.parse().ok(),
+        _ => None,
     }
 }
 

@@ -1,6 +1,6 @@
 //! A proxy on 127.0.0.1 in front of a real MCP server's streamable-HTTP
 //! endpoint that fails the requests it is told to fail: the next N get an
-//! HTTP status (an empty body), or their connections are closed before any
+//! HTTP status (an empty body, or a plain-text one), or their connections are closed before any
 //! answer (a network error, as a server that went away looks to a client).
 //! Every request is recorded (`POST initialize`, `POST tools/call -> 503`,
 //! `dropped connection`, …), so a test can say which requests a client
@@ -22,6 +22,8 @@ use tokio::sync::oneshot;
 pub enum Failure {
     /// Answered with this HTTP status and an empty body.
     Status(u16),
+    /// Answered with this HTTP status and this plain-text body.
+    Answer(u16, &'static str),
     /// The next new connection is closed unanswered (requests on a
     /// connection the client keeps open are not affected).
     Drop,
@@ -77,10 +79,10 @@ impl FlakyProxy {
         lock(&self.shared).failures.extend(std::iter::repeat_n((None, failure), count));
     }
 
-    /// Answer the next `count` requests of JSON-RPC `method` with `status`
+    /// Answer the next `count` requests of JSON-RPC `method` with `failure`
     /// (other requests pass meanwhile).
-    pub fn fail_next_of(&self, method: &str, count: usize, status: u16) {
-        let failure = (Some(method.to_string()), Failure::Status(status));
+    pub fn fail_next_of(&self, method: &str, count: usize, failure: Failure) {
+        let failure = (Some(method.to_string()), failure);
         lock(&self.shared).failures.extend(std::iter::repeat_n(failure, count));
     }
 
@@ -149,22 +151,28 @@ async fn handle(State(shared): State<Shared>, method: Method, uri: Uri, headers:
     let (upstream, failure) = {
         let mut flaky = lock(&shared);
         let failure = match flaky.failures.front() {
-            Some((only, Failure::Status(status))) if only.as_ref().is_none_or(|m| names.contains(m)) => {
-                let status = *status;
+            Some((only, failure @ (Failure::Status(_) | Failure::Answer(..))))
+                if only.as_ref().is_none_or(|m| names.contains(m)) =>
+            {
+                let answer = match *failure {
+                    Failure::Answer(status, body) => (status, body),
+                    Failure::Status(status) => (status, ""),
+                    Failure::Drop => (503, ""),
+                };
                 flaky.failures.pop_front();
-                Some(status)
+                Some(answer)
             }
             _ => None,
         };
         flaky.log.push(match failure {
-            Some(status) => format!("{what} -> {status}"),
+            Some((status, _)) => format!("{what} -> {status}"),
             None => what,
         });
         (flaky.upstream.clone(), failure)
     };
-    if let Some(status) = failure {
+    if let Some((status, body)) = failure {
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-        return (status, "").into_response();
+        return (status, [(axum::http::header::CONTENT_TYPE, "text/plain")], body).into_response();
     }
     super::mcp::forward(&upstream, method, &uri, &headers, body).await
 }

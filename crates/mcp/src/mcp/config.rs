@@ -114,6 +114,10 @@ pub struct ServerConfig {
     /// pi's `scope` of the entry: `global` (the user's `mcp.json`),
     /// `project` (the project's), `extension` (`pi.registerMcpServer()`).
     pub scope: Option<String>,
+    /// pi's `override`: the project `mcp.json` whose entry (without
+    /// `command`/`url`/`type`) changed this global entry's `enabled`,
+    /// `exposure` or `toolExposure`.
+    pub override_path: Option<String>,
 }
 
 impl ServerConfig {
@@ -146,6 +150,7 @@ impl ServerConfig {
             source: "session".to_string(),
             raw: Value::Null,
             scope: None,
+            override_path: None,
         }
     }
 
@@ -216,16 +221,21 @@ impl McpConfig {
         if let Some(user) = &user {
             collect(user, &user_path, &mut entries, &mut errors);
         }
+        // The global entries a project entry overrides, with the project file's path.
+        let mut overridden = Vec::new();
         if let Some(project) = &project {
             let mut overrides = Vec::new();
             collect(project, &project_path, &mut overrides, &mut errors);
             for (name, entry, source) in overrides {
-                apply_project_entry(&mut entries, name, entry, source, &mut errors);
+                apply_project_entry(&mut entries, name, entry, source, &mut overridden, &mut errors);
             }
         }
         let mut config = McpConfig { errors, auto_enable_codemode: auto, ..Default::default() };
         for (name, entry, source) in entries {
             config.add_entry(&name, &entry, &source, sources);
+        }
+        for server in config.servers.iter_mut().chain(config.disabled.iter_mut()) {
+            server.override_path = overridden.iter().find(|(n, _)| *n == server.name).map(|(_, path)| path.clone());
         }
         config
     }
@@ -345,29 +355,42 @@ fn collect(file: &Value, path: &Path, out: &mut Vec<(String, Value, String)>, er
     }
 }
 
+/// The keys a project entry without `command`/`url`/`type` may set.
+const OVERRIDE_KEYS: [&str; 3] = ["enabled", "exposure", "toolExposure"];
+
 /// A project entry replaces the user entry of the same name, unless it has no
-/// `command`/`url`/`type`: then it only overrides `enabled`, `exposure` and `toolExposure`.
+/// `command`/`url`/`type`: then it only overrides `enabled`, `exposure` and
+/// `toolExposure` (noted in `overridden` as pi's `override`), and any other
+/// key is an error, as in pi.
 fn apply_project_entry(
     entries: &mut Vec<(String, Value, String)>,
     name: String,
     entry: Value,
     source: String,
+    overridden: &mut Vec<(String, String)>,
     errors: &mut Vec<String>,
 ) {
     let is_override = ["command", "url", "type"].iter().all(|k| entry.get(*k).is_none());
     let existing = entries.iter().position(|(n, _, _)| *n == name);
     match (is_override, existing) {
+        (true, Some(_))
+            if entry.as_object().is_some_and(|o| o.keys().any(|k| !OVERRIDE_KEYS.contains(&k.as_str()))) =>
+        {
+            errors.push(format!("{source}: server \"{name}\": an override can only set {}", OVERRIDE_KEYS.join(", ")));
+        }
         (true, Some(i)) => {
             let base = &mut entries[i].1;
-            for key in ["enabled", "exposure", "toolExposure"] {
+            for key in OVERRIDE_KEYS {
                 if let Some(v) = entry.get(key)
                     && let Some(obj) = base.as_object_mut()
                 {
                     obj.insert(key.to_string(), v.clone());
                 }
             }
+            overridden.push((name, source));
         }
-        (true, None) => errors.push(format!("{source}: server \"{name}\" needs \"command\" or \"url\"")),
+        (true, None) => errors
+            .push(format!("{source}: server \"{name}\" needs \"command\" or \"url\", or a global server to override")),
         (false, Some(i)) => entries[i] = (name, entry, source),
         (false, None) => entries.push((name, entry, source)),
     }
@@ -504,6 +527,7 @@ fn parse_entry(
         source: source.to_string(),
         raw: entry.clone(),
         scope: scope_of(source, sources).map(str::to_string),
+        override_path: None,
     }))
 }
 

@@ -240,11 +240,12 @@ impl Connection {
         }
     }
 
-    /// pi retries connecting to servers configured by `url` (its own
-    /// transport; an extension's `createTransport` reports no HTTP failures).
+    /// pi retries connecting to servers configured by `url`, through its
+    /// own transport or an extension's (`createTransport`, whose `send`
+    /// threw pi-mcp's HTTP error or a `TypeError`).
     fn connect_retry_delays(&self) -> &'static [Duration] {
         let http = matches!(self.config.transport, Transport::Http { .. });
-        if http && self.factories.transport_host().is_none() { &super::retry::CONNECT_DELAYS } else { &[] }
+        if http { &super::retry::CONNECT_DELAYS } else { &[] }
     }
 
     fn needs_sign_in(&self) -> bool {
@@ -371,11 +372,13 @@ impl Connection {
                 let service = match &self.auth {
                     Some(auth) => {
                         auth.reset();
+                        let client = super::http_client::QuotingHttpClient::new(client);
                         let client = super::oauth::client::OAuthHttpClient::new(client, auth.clone());
                         let transport = StreamableHttpClientTransport::with_client(client, config);
                         handler.serve(transport).await.map_err(initialize_failed)?
                     }
                     None => {
+                        let client = super::http_client::QuotingHttpClient::new(client);
                         let transport = StreamableHttpClientTransport::with_client(client, config);
                         handler.serve(transport).await.map_err(initialize_failed)?
                     }

@@ -15,6 +15,7 @@ fn http_server(url: String, headers: crate::mcp::config::ConfigValues) -> Server
         source: "test".into(),
         raw: Value::Null,
         scope: None,
+        override_path: None,
     }
 }
 
@@ -77,6 +78,7 @@ async fn a_server_that_exits_is_reported_with_its_status() {
         source: "test".into(),
         raw: Value::Null,
         scope: None,
+        override_path: None,
     };
     let conn = Connection::new(config);
     conn.connect().await;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::config::{ServerConfig, Transport};
 use super::oauth::TokenSource;
@@ -22,7 +22,8 @@ use super::oauth::TokenSource;
 /// without one); `{op: "unauthorized", token, challenge}` is told the server
 /// refused `token` with the `WWW-Authenticate` `challenge`: the stored
 /// refresh token is used (once, under pi's lock), or it fails as pi's
-/// provider does, and the server then needs sign-in.
+/// provider does, and the server then needs sign-in; `{op: "settled"}`
+/// answers once no refresh is under way (pi's `settled()`).
 pub async fn serve_auth(auth: &TokenSource, params: &Value) -> Result<Value, String> {
     match params.get("op").and_then(Value::as_str) {
         Some("token") => Ok(auth.token().await.map_or(Value::Null, Value::String)),
@@ -30,6 +31,10 @@ pub async fn serve_auth(auth: &TokenSource, params: &Value) -> Result<Value, Str
             let sent = params.get("token").and_then(Value::as_str);
             let challenge = params.get("challenge").and_then(Value::as_str).unwrap_or_default();
             auth.on_unauthorized(sent, challenge).await.map(|()| Value::Null)
+        }
+        Some("settled") => {
+            auth.settled().await;
+            Ok(Value::Null)
         }
         other => Err(format!("unknown authProvider call: {other:?}")),
     }
@@ -49,11 +54,52 @@ pub trait TransportHost: Send + Sync {
     ) -> BoxFuture<'static, Result<HostLink, String>>;
 }
 
+/// Why the extension's transport could not send a message: what its `send`
+/// threw (pi's client fails that request with it). `status` is that of
+/// pi-mcp's `McpHttpError`, `network` says it was a `TypeError` (fetch's
+/// network failure): pi retries a connect after either when transient.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendFailure {
+    pub message: String,
+    pub status: Option<u16>,
+    pub network: bool,
+}
+
+impl SendFailure {
+    /// A failure that is neither HTTP nor the network's.
+    pub fn other(message: String) -> SendFailure {
+        SendFailure { message, status: None, network: false }
+    }
+
+    /// The host's `{message, status?, network?}`.
+    pub fn from_report(report: &Value) -> SendFailure {
+        SendFailure {
+            message: report.get("message").and_then(Value::as_str).unwrap_or("the transport failed").to_string(),
+            status: report.get("status").and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok()),
+            network: report.get("network").and_then(Value::as_bool).unwrap_or(false),
+        }
+    }
+}
+
+impl std::fmt::Display for SendFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SendFailure {}
+
+/// One message for the extension's transport, and where its `send`'s outcome goes.
+pub struct Outgoing {
+    pub message: Value,
+    pub sent: oneshot::Sender<Result<(), SendFailure>>,
+}
+
 /// One open transport of an extension.
 pub struct HostLink {
-    /// What to do with it, in order: `Some(message)` sends one message,
+    /// What to do with it, in order: `Some(outgoing)` sends one message,
     /// `None` closes it (as does dropping the sender).
-    pub outgoing: mpsc::UnboundedSender<Option<Value>>,
+    pub outgoing: mpsc::UnboundedSender<Option<Outgoing>>,
     /// What it reports: `{message}` (one it received), `{error}`, `{closed: true}`.
     pub incoming: mpsc::UnboundedReceiver<Value>,
 }
@@ -92,22 +138,27 @@ pub struct HostTransport {
     server: String,
 }
 
-fn closed() -> std::io::Error {
-    std::io::Error::other("the extension's MCP transport is closed")
+fn closed() -> SendFailure {
+    SendFailure::other("the extension's MCP transport is closed".to_string())
 }
 
 impl rmcp::transport::Transport<RoleClient> for HostTransport {
-    type Error = std::io::Error;
+    type Error = SendFailure;
 
     fn send(
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        // Queued now, so messages reach the extension in the order they were sent.
+        // Queued now, so messages reach the extension in the order they were
+        // sent; the future ends with the extension's `send`.
+        let (sent, outcome) = oneshot::channel();
         let queued = serde_json::to_value(&item)
-            .map_err(std::io::Error::other)
-            .and_then(|message| self.link.outgoing.send(Some(message)).map_err(|_| closed()));
-        std::future::ready(queued)
+            .map_err(|e| SendFailure::other(e.to_string()))
+            .and_then(|message| self.link.outgoing.send(Some(Outgoing { message, sent })).map_err(|_| closed()));
+        async move {
+            queued?;
+            outcome.await.unwrap_or_else(|_| Err(closed()))
+        }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
@@ -148,14 +199,28 @@ mod tests {
         let (outgoing, mut sent) = mpsc::unbounded_channel();
         let (report, incoming) = mpsc::unbounded_channel();
         let mut transport = HostTransport { link: HostLink { outgoing, incoming }, server: "s".into() };
+        let mut sends = Vec::new();
         for id in 1..=3 {
             let ping: TxJsonRpcMessage<RoleClient> =
                 serde_json::from_value(json!({"jsonrpc": "2.0", "id": id, "method": "ping"})).unwrap();
-            transport.send(ping).await.unwrap();
+            sends.push(tokio::spawn(transport.send(ping)));
         }
         for id in 1..=3 {
-            assert_eq!(sent.recv().await.unwrap().unwrap()["id"], id);
+            let out = sent.recv().await.unwrap().unwrap();
+            assert_eq!(out.message["id"], id);
+            let outcome = if id == 2 {
+                Err(SendFailure::from_report(&json!({"message": "down", "status": 503})))
+            } else {
+                Ok(())
+            };
+            out.sent.send(outcome).unwrap();
         }
+        let mut outcomes = Vec::new();
+        for send in sends {
+            outcomes.push(send.await.unwrap());
+        }
+        let failed = SendFailure { message: "down".into(), status: Some(503), network: false };
+        assert_eq!(outcomes, vec![Ok(()), Err(failed), Ok(())], "each send ends with the extension's");
         report.send(json!({"error": "a hiccup"})).unwrap();
         report.send(json!({"message": {"jsonrpc": "2.0", "id": 1, "result": {}}})).unwrap();
         report.send(json!({"closed": true})).unwrap();
@@ -163,6 +228,6 @@ mod tests {
         assert_eq!(serde_json::to_value(&answer).unwrap()["id"], 1);
         assert!(transport.receive().await.is_none(), "closed");
         transport.close().await.unwrap();
-        assert_eq!(sent.recv().await, Some(None), "closing is the last op");
+        assert!(matches!(sent.recv().await, Some(None)), "closing is the last op");
     }
 }

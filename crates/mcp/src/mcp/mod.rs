@@ -21,6 +21,7 @@ pub mod connection;
 pub mod factories;
 pub mod failure;
 pub mod host_transport;
+pub mod http_client;
 pub mod naming;
 pub mod oauth;
 mod registry;

@@ -25,6 +25,9 @@ pub enum HttpFailure {
     Status(u16, Option<String>),
     /// No answer: the connection could not be made or broke.
     Network,
+    /// An extension's transport (`createTransport`) threw from `send`: its
+    /// message, which is the failure's; a status for pi-mcp's HTTP errors.
+    Thrown(super::host_transport::SendFailure),
 }
 
 impl HttpFailure {
@@ -33,16 +36,25 @@ impl HttpFailure {
         match self {
             HttpFailure::Network => true,
             HttpFailure::Status(status, _) => is_transient_status(*status),
+            HttpFailure::Thrown(thrown) => thrown.status.map_or(thrown.network, is_transient_status),
         }
     }
 
     /// A status worth another attempt (read-only requests retry only these).
     pub fn is_transient_status(&self) -> bool {
-        matches!(self, HttpFailure::Status(status, _) if is_transient_status(*status))
+        match self {
+            HttpFailure::Status(status, _) => is_transient_status(*status),
+            HttpFailure::Thrown(thrown) => thrown.status.is_some_and(is_transient_status),
+            HttpFailure::Network => false,
+        }
     }
 
-    /// pi's words for a failed status (None for a network error).
+    /// pi's words for a failed status, or what the extension's transport
+    /// threw (None for a network error of pi-rpc's own transport).
     pub fn status_message(&self) -> Option<String> {
+        if let HttpFailure::Thrown(thrown) = self {
+            return Some(thrown.message.clone());
+        }
         let HttpFailure::Status(status, body) = self else { return None };
         Some(match body.as_deref().map(str::trim).filter(|b| !b.is_empty()) {
             Some(body) => format!("MCP HTTP request failed with status {status}: {}", excerpt(body)),
@@ -72,6 +84,9 @@ pub fn http_failure(error: &(dyn Error + 'static)) -> Option<HttpFailure> {
         }
         if let Some(found) = e.downcast_ref::<reqwest::Error>() {
             return of_client(found);
+        }
+        if let Some(found) = e.downcast_ref::<super::host_transport::SendFailure>() {
+            return Some(HttpFailure::Thrown(found.clone()));
         }
         if let Some(found) = e.downcast_ref::<rmcp::transport::DynamicTransportError>() {
             return http_failure(found.error.as_ref());

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::extensions::Extension;
-use crate::mcp::host_transport::{HostLink, TransportHost, serve_auth};
+use crate::mcp::host_transport::{HostLink, Outgoing, SendFailure, TransportHost, serve_auth};
 use crate::mcp::oauth::TokenSource;
 
 /// The transports of the extension that owns MCP.
@@ -60,15 +60,23 @@ impl TransportHost for ExtensionTransports {
     }
 }
 
-/// Hand the client's messages to transport `stream` one after the other;
-/// close it when told to, or when the client is gone.
-async fn deliver(ext: Arc<Extension>, stream: String, mut queue: mpsc::UnboundedReceiver<Option<Value>>) {
-    while let Some(Some(message)) = queue.recv().await {
-        if let Err(error) =
-            ext.call("mcp_transport", json!({"op": "send", "stream": stream, "message": message}), None).await
-        {
-            tracing::warn!("MCP transport of {}: send failed: {}", ext.path_string(), describe(&error));
+/// Hand the client's messages to transport `stream` one after the other,
+/// each `send`'s outcome to its sender (what it threw fails that request, as
+/// in pi); close it when told to, or when the client is gone.
+async fn deliver(ext: Arc<Extension>, stream: String, mut queue: mpsc::UnboundedReceiver<Option<Outgoing>>) {
+    while let Some(Some(Outgoing { message, sent })) = queue.recv().await {
+        let outcome =
+            match ext.call("mcp_transport", json!({"op": "send", "stream": stream, "message": message}), None).await {
+                Ok(answer) => match answer.get("failed") {
+                    Some(failed) => Err(SendFailure::from_report(failed)),
+                    None => Ok(()),
+                },
+                Err(error) => Err(SendFailure::other(describe(&error))),
+            };
+        if let Err(failure) = &outcome {
+            tracing::info!("MCP transport of {}: send failed: {failure}", ext.path_string());
         }
+        let _ = sent.send(outcome);
     }
     let _ = ext.call("mcp_transport", json!({"op": "close", "stream": stream}), None).await;
     ext.close_stream(&stream);

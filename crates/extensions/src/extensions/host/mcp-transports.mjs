@@ -4,15 +4,39 @@
 // `onError`, `onClose`, optional `setProtocolVersion`). pi-rpc opens one per
 // connection with the `mcp_transport` request (`{op: "open", stream, entry,
 // cwd}`), sends messages through it (`{op: "send", stream, message}`) and
-// closes it (`{op: "close", stream}`); what the transport reports goes back
+// closes it (`{op: "close", stream}`); a `send` that throws answers
+// `{failed: {message, status?, network?}}` (that request fails, as in pi);
+// what the transport reports goes back
 // as `streamData` of `stream`: `{message}`, `{error}`, `{closed: true}`.
 // For a server that signs in with OAuth (`auth: true`), `createTransport`'s
 // third argument is pi's `authProvider` (`token()`, `onUnauthorized(ctx)`,
 // `settled()`), answered by pi-rpc's OAuth on its stored credentials
-// through `streamService` calls of `stream`.
+// through `streamService` calls of `stream`; for one with `auth.provider`,
+// pi's provider-token `authProvider` (`token()`: the provider's API key).
 
 function errorText(error) {
 	return error instanceof Error ? error.message : String(error);
+}
+
+/** pi-mcp's `McpHttpError` (or one of its subclasses), from whichever copy of pi-mcp threw it. */
+function isMcpHttpError(error) {
+	if (typeof error?.status !== "number") return false;
+	for (let proto = Object.getPrototypeOf(error); proto; proto = Object.getPrototypeOf(proto)) {
+		if (proto.constructor?.name === "McpHttpError") return true;
+	}
+	return false;
+}
+
+/**
+ * What a transport's `send` threw, as pi's client reads it: its message; the
+ * status of pi-mcp's HTTP error; `network` for a `TypeError` (fetch's
+ * network failure). pi retries a connect after these when transient.
+ */
+function sendFailure(error) {
+	const failure = { message: errorText(error) };
+	if (isMcpHttpError(error)) failure.status = error.status;
+	else if (error instanceof TypeError) failure.network = true;
+	return failure;
 }
 
 export function createMcpTransports(channel) {
@@ -28,13 +52,28 @@ export function createMcpTransports(channel) {
 				const challenge = context?.response?.headers?.get?.("www-authenticate") ?? "";
 				await ask({ op: "unauthorized", token: context?.token ?? null, challenge });
 			},
+			settled: async () => {
+				await ask({ op: "settled" });
+			},
+		};
+	}
+
+	/**
+	 * pi's `authProvider` of a server with `auth.provider`: the token is the
+	 * provider's API key, read at each request (`modelRegistry.getApiKeyForProvider`).
+	 */
+	function providerTokens(provider) {
+		return {
+			token: async () => (await channel.request("models", { op: "getProviderAuth", args: [provider] }))?.value?.auth?.apiKey,
 			settled: async () => {},
 		};
 	}
 
 	async function start(factory, { stream, entry, cwd, auth }) {
 		if (typeof factory !== "function") throw new Error("this extension gave createMcpExtension no createTransport");
-		const transport = await factory(entry, cwd, auth ? authProvider(stream) : undefined);
+		const provider = typeof entry?.config?.url === "string" ? entry.config.auth?.provider : undefined;
+		const given = auth ? authProvider(stream) : provider ? providerTokens(provider) : undefined;
+		const transport = await factory(entry, cwd, given);
 		if (!transport || typeof transport.start !== "function" || typeof transport.send !== "function") {
 			throw new Error("createTransport did not return an MCP transport (start, send, close, onMessage, …)");
 		}
@@ -66,7 +105,11 @@ export function createMcpTransports(channel) {
 			const transport = open.get(stream);
 			if (op === "send") {
 				if (!transport) throw new Error("the MCP transport is closed");
-				await transport.send(params.message);
+				try {
+					await transport.send(params.message);
+				} catch (error) {
+					return { failed: sendFailure(error) };
+				}
 				return null;
 			}
 			if (op === "close") {

@@ -114,6 +114,11 @@ impl TokenSource {
         self.needs_sign_in.store(false, Ordering::SeqCst);
     }
 
+    /// pi's `authProvider.settled()`: ends when no refresh of this process is under way.
+    pub async fn settled(&self) {
+        let _none = self.refreshing.lock().await;
+    }
+
     fn mark_needs_sign_in(&self) {
         self.needs_sign_in.store(true, Ordering::SeqCst);
     }
@@ -286,12 +291,12 @@ pub async fn refresh_stored(
 /// requests with a [`TokenSource`].
 #[derive(Clone)]
 pub struct OAuthHttpClient {
-    inner: reqwest::Client,
+    inner: crate::mcp::http_client::QuotingHttpClient,
     source: Arc<TokenSource>,
 }
 
 impl OAuthHttpClient {
-    pub fn new(inner: reqwest::Client, source: Arc<TokenSource>) -> OAuthHttpClient {
+    pub fn new(inner: crate::mcp::http_client::QuotingHttpClient, source: Arc<TokenSource>) -> OAuthHttpClient {
         OAuthHttpClient { inner, source }
     }
 
