@@ -81,6 +81,7 @@ mod providers;
 mod reliability;
 mod rpc_client;
 mod serve;
+mod session_model_catalogs;
 mod serve_cluster;
 mod serve_cluster_auth;
 mod serve_cluster_lease;
