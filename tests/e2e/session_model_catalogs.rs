@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 
 use pi_compat::fake_server::FakeServer;
-use pi_compat::fake_server::model_catalogs::Catalog;
+use pi_compat::fake_server::model_catalogs::{Catalog, Catalogs};
 use serde_json::{Value, json};
 
 use crate::clients::{node22, repo_root};
@@ -37,7 +37,7 @@ fn served(id: &str, extra: Value) -> Value {
     model
 }
 
-fn catalogs() -> HashMap<String, Catalog> {
+fn catalogs() -> Catalogs {
     let anthropic = json!({"models": [
         served("claude-net", json!({})),
         served("claude-sonnet-4-5", json!({"contextWindow": 4242})),
@@ -45,17 +45,14 @@ fn catalogs() -> HashMap<String, Catalog> {
         served("odd-net", json!({"type": "video"})),
         {"name": "no id"},
     ]});
-    HashMap::from([
-        (
-            "anthropic".to_string(),
-            Catalog::Served {
-                body: anthropic,
-                last_modified: "Mon, 30 Nov 2026 00:00:00 GMT".into(),
-                etag: "\"v1\"".into(),
-            },
-        ),
-        ("openai".to_string(), Catalog::Failing(500)),
-    ])
+    let providers =
+        HashMap::from([("anthropic".to_string(), newer(anthropic)), ("openai".to_string(), Catalog::Failing(500))]);
+    Catalogs { providers, user_models: None }
+}
+
+/// A catalog newer than pi 1.6.0's model data.
+fn newer(body: Value) -> Catalog {
+    Catalog::Served { body, last_modified: "Mon, 30 Nov 2026 00:00:00 GMT".into(), etag: "\"v1\"".into() }
 }
 
 /// What one program did.
@@ -71,7 +68,13 @@ struct Outcome {
     updates: Vec<(i32, String, String)>,
 }
 
-fn program_command(program: Program<'_>, sb: &Sandbox, server: &FakeServer, args: &[&str], keys: &[&str]) -> tokio::process::Command {
+fn program_command(
+    program: Program<'_>,
+    sb: &Sandbox,
+    server: &FakeServer,
+    args: &[&str],
+    keys: &[&str],
+) -> tokio::process::Command {
     let mut cmd = command(program, sb, args, false);
     cmd.env("PI_RPC_ORIGIN_OVERRIDES", format!("https://pi.dev={}", server.url()));
     if let Program::Reference { .. } = program {
@@ -228,7 +231,11 @@ async fn the_sessions_model_catalogs_are_refreshed_and_read_as_pis() {
     let (Some(node), Some(cli)) = (node22(), reference_cli()) else { return };
     let (pi, ours) = tokio::join!(run(Program::Reference { node: &node, cli: &cli }), run(Program::Ours));
     // What pi 1.6.0 does, so that the comparison below cannot pass on nothing.
-    assert!(pi.anthropic[0].contains(&(json!("claude-net"), json!("Renamed net"), json!(5555))), "{:?}", pi.anthropic[0]);
+    assert!(
+        pi.anthropic[0].contains(&(json!("claude-net"), json!("Renamed net"), json!(5555))),
+        "{:?}",
+        pi.anthropic[0]
+    );
     assert!(pi.anthropic[0].contains(&(json!("claude-sonnet-4-5"), json!("Net claude-sonnet-4-5"), json!(4242))));
     assert_eq!(pi.requests[0].len(), 5, "anthropic, google, openai three times: {:?}", pi.requests[0]);
     assert_eq!(pi.requests[1].len(), 3, "openai alone, three times: {:?}", pi.requests[1]);
@@ -240,4 +247,93 @@ async fn the_sessions_model_catalogs_are_refreshed_and_read_as_pis() {
     assert_eq!(ours.stored, pi.stored, "models-store.json");
     assert_eq!(ours.anthropic, pi.anthropic, "get_available_models' Anthropic models");
     assert_eq!(ours.updates, pi.updates, "pi update --models");
+}
+
+/// What one program did with an OpenRouter key.
+#[derive(Debug, PartialEq)]
+struct OpenRouterOutcome {
+    /// `get_available_models`' OpenRouter models (id, window, max tokens, base prices), then offline.
+    available: Vec<Vec<Value>>,
+    /// The requests: path and `authorization`.
+    requests: Vec<(String, Value)>,
+    /// The stored list: its keys, its chat models (id, window, max tokens, cost), how many of each other type.
+    stored: Value,
+}
+
+async fn run_openrouter(program: Program<'_>) -> OpenRouterOutcome {
+    let sb = Sandbox::offline();
+    let server = FakeServer::start().await.expect("fake server");
+    let user_models = json!({"data": [
+        {"id": "anthropic/claude-sonnet-4.5", "context_length": 1234, "top_provider": {"max_completion_tokens": 99},
+         "pricing": {"prompt": "0.000001", "completion": "0.000002", "input_cache_read": "-1",
+            "overrides": [{"min_prompt_tokens": 1000, "prompt": "0.000003"}, {"utc_start": "x", "prompt": "1"}]}},
+        {"id": "openai/gpt-4o-mini", "context_length": 0, "top_provider": {"context_length": 4321}},
+        {"id": "or-net/new-model"},
+        {"id": "not-in-the-catalog"},
+    ]});
+    let remote = json!({"models": [served("or-net/new-model", json!({})), served("or-net/unlisted", json!({}))]});
+    let providers = HashMap::from([("openrouter".to_string(), newer(remote))]);
+    server.serve_model_catalogs(Catalogs { providers, user_models: Some(user_models) });
+    let models = json!({"providers": {"openrouter": {"baseUrl": format!("{}/api/v1", server.url())}}});
+    std::fs::write(sb.agent_dir.path().join("models.json"), models.to_string()).expect("models.json");
+    let shape = |models: &[Value]| -> Vec<Value> {
+        let mut out: Vec<Value> = models
+            .iter()
+            .filter(|m| m["provider"] == "openrouter")
+            .map(|m| json!([m["id"], m["contextWindow"], m["maxTokens"], m["cost"]["input"], m["cost"]["output"]]))
+            .collect();
+        out.sort_by_key(|v| v.to_string());
+        out
+    };
+    let narrowed = |models: &[Value]| models.iter().filter(|m| m["provider"] == "openrouter").count() == 3;
+    let mut available = Vec::new();
+    for offline in [false, true] {
+        let mut cmd = command(program, &sb, &["--mode", "rpc", "--no-session"], offline);
+        cmd.env("PI_RPC_ORIGIN_OVERRIDES", format!("https://pi.dev={}", server.url()));
+        cmd.env("OPENROUTER_API_KEY", "or-key");
+        if let Program::Reference { .. } = program {
+            let preload = format!("--import=file://{}", repo_root().join("tests/oauth/route_fetch.mjs").display());
+            cmd.env("NODE_OPTIONS", preload);
+        }
+        let mut pi = match program {
+            Program::Reference { .. } => Pi::start_unchecked(cmd),
+            Program::Ours => Pi::start(cmd),
+        };
+        let models = available_until(&mut pi, narrowed).await;
+        pi.close_stdin();
+        pi.wait().await;
+        available.push(shape(&models));
+    }
+    let mut requests: Vec<(String, Value)> = server
+        .requests()
+        .iter()
+        .map(|r| (r.path.replace(&server.url(), ""), json!(r.header("authorization"))))
+        .collect();
+    requests.sort_by(|a, b| a.0.cmp(&b.0));
+    let entry = store(&sb)["openrouter"].clone();
+    let mut keys: Vec<&String> = entry.as_object().map(|o| o.keys().collect()).unwrap_or_default();
+    keys.sort();
+    let list = entry["models"].as_array().cloned().unwrap_or_default();
+    let mut chat: Vec<Value> = list
+        .iter()
+        .filter(|m| m.get("type").is_none_or(|t| t == "chat"))
+        .map(|m| json!([m["id"], m["contextWindow"], m["maxTokens"], m["cost"]]))
+        .collect();
+    chat.sort_by_key(|v| v.to_string());
+    let count = |t: &str| list.iter().filter(|m| m["type"] == t).count();
+    let stored = json!({"keys": keys, "chat": chat, "images": count("image"), "classifiers": count("classifier")});
+    OpenRouterOutcome { available, requests, stored }
+}
+
+#[tokio::test]
+async fn openrouters_catalog_is_narrowed_to_the_key_as_pis() {
+    let (Some(node), Some(cli)) = (node22(), reference_cli()) else { return };
+    let (pi, ours) =
+        tokio::join!(run_openrouter(Program::Reference { node: &node, cli: &cli }), run_openrouter(Program::Ours));
+    assert_eq!(pi.available[0].len(), 3, "{:?}", pi.available[0]);
+    assert_eq!(pi.available[1], pi.available[0], "offline, the stored list");
+    assert!(pi.stored["images"].as_u64().is_some_and(|n| n > 0), "{}", pi.stored);
+    assert_eq!(ours.requests, pi.requests, "the requests");
+    assert_eq!(ours.stored, pi.stored, "models-store.json's OpenRouter list");
+    assert_eq!(ours.available, pi.available, "get_available_models' OpenRouter models");
 }

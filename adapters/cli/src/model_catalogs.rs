@@ -34,10 +34,8 @@ fn joined(failures: &Failures) -> String {
 
 /// `pi update --models`: every catalog asked again; pi's lines.
 pub(crate) fn update_models() -> Result<(), Vec<String>> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| vec![format!("Error: {e}")])?;
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| vec![format!("Error: {e}")])?;
     match runtime.block_on(refresh(true)) {
         Ok(failures) if failures.is_empty() => {
             crate::user_lines::out("Model catalogs refreshed");

@@ -1,7 +1,8 @@
 //! pi's model catalog server (pi.dev's `GET /api/models/providers/<id>`)
 //! for tests of the catalog refresh: each provider's answer is set by the
 //! test; a request whose `if-none-match` is the catalog's `etag` gets a 304;
-//! a provider without an answer gets a 404.
+//! a provider without an answer gets a 404. OpenRouter's list of the
+//! models a key may use (`GET …/models/user`) is served too when set.
 
 use std::collections::HashMap;
 
@@ -19,8 +20,14 @@ pub enum Catalog {
     Failing(u16),
 }
 
-/// The catalogs served, by provider id.
-pub type Catalogs = HashMap<String, Catalog>;
+/// What the server answers.
+#[derive(Debug, Clone, Default)]
+pub struct Catalogs {
+    /// Each provider's catalog, by provider id.
+    pub providers: HashMap<String, Catalog>,
+    /// The body of OpenRouter's `GET …/models/user`, if served.
+    pub user_models: Option<Value>,
+}
 
 /// The catalog server's answer, or None for other requests.
 pub fn answer(request: &RecordedRequest, catalogs: &Catalogs) -> Option<Answer> {
@@ -28,8 +35,11 @@ pub fn answer(request: &RecordedRequest, catalogs: &Catalogs) -> Option<Answer> 
         return None;
     }
     let path = request.path.split_once('?').map_or(request.path.as_str(), |(p, _)| p);
+    if let (true, Some(body)) = (path.ends_with("/models/user"), &catalogs.user_models) {
+        return Some((200, vec![("content-type".to_string(), "application/json".to_string())], body.to_string()));
+    }
     let provider = path.strip_prefix("/api/models/providers/")?;
-    Some(match catalogs.get(provider) {
+    Some(match catalogs.providers.get(provider) {
         None => (404, Vec::new(), String::new()),
         Some(Catalog::Failing(status)) => (*status, Vec::new(), "down".to_string()),
         Some(Catalog::Served { etag, .. }) if request.header("if-none-match") == Some(etag.as_str()) => {

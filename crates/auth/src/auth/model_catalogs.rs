@@ -53,9 +53,8 @@ pub async fn refresh(agent_dir: &Path, http: &HttpClient, force: bool) -> Failur
         Ok(registry) => registry,
         Err(e) => return vec![("auth.json".to_string(), e.to_string())],
     };
-    let providers: Vec<&str> = catalog::catalog_providers()
-        .filter(|p| !NOT_FETCHED.contains(p) && registry.provider_usable(p))
-        .collect();
+    let providers: Vec<&str> =
+        catalog::catalog_providers().filter(|p| !NOT_FETCHED.contains(p) && registry.provider_usable(p)).collect();
     let store = AuthFile::new(store_path(agent_dir));
     let asked = providers.iter().map(|&provider| {
         let (store, registry) = (&store, &registry);
@@ -73,10 +72,7 @@ pub async fn refresh(agent_dir: &Path, http: &HttpClient, force: bool) -> Failur
 
 /// Milliseconds since the epoch.
 pub(super) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
 }
 
 /// pi's `User-Agent` for its own requests (`pi/<version> (<platform>; <runtime>; <arch>)`).
@@ -122,7 +118,9 @@ async fn get_with_retry(http: &HttpClient, url: &str, etag: Option<&str>) -> Res
                 // pi's (undici's) words for a request that got no answer.
                 tracing::debug!("{url}: {}", crate::provider::http::error_chain(&e));
                 let aborted = e.is_timeout();
-                return Err(if aborted { "The operation was aborted due to timeout" } else { "fetch failed" }.to_string());
+                return Err(
+                    if aborted { "The operation was aborted due to timeout" } else { "fetch failed" }.to_string()
+                );
             }
             Err(_) => {}
         }
@@ -201,7 +199,8 @@ async fn refresh_provider(provider: &str, store: &AuthFile, http: &HttpClient, f
     {
         return Ok(());
     }
-    let has_models = stored.as_ref().and_then(|s| s.get("models")).and_then(Value::as_array).is_some_and(|m| !m.is_empty());
+    let has_models =
+        stored.as_ref().and_then(|s| s.get("models")).and_then(Value::as_array).is_some_and(|m| !m.is_empty());
     let etag = stored.as_ref().filter(|_| has_models).and_then(|s| s.get("etag")).and_then(Value::as_str);
     let answer = request_catalog(http, provider, etag).await?;
     let checked_at = json!(now_ms());

@@ -53,7 +53,10 @@ pub(super) async fn refresh(
         Some(key) => personalize(merged, &key, base_url, http).await?,
         None => merged,
     };
-    let entry = Map::from_iter([("models".to_string(), Value::Array(personalized)), ("checkedAt".to_string(), json!(now_ms()))]);
+    let entry = Map::from_iter([
+        ("models".to_string(), Value::Array(personalized)),
+        ("checkedAt".to_string(), json!(now_ms())),
+    ]);
     store_entry(store, provider, entry).await
 }
 
@@ -110,7 +113,8 @@ async fn personalize(catalog: Vec<Value>, key: &str, base_url: &str, http: &Http
             let entry = *allowed.get(id(&model))?;
             let positive = |v: Option<&Value>| v.filter(|v| v.as_f64().is_some_and(|n| n != 0.0)).cloned();
             let top = entry.get("top_provider");
-            let window = positive(top.and_then(|t| t.get("context_length"))).or_else(|| positive(entry.get("context_length")));
+            let window =
+                positive(top.and_then(|t| t.get("context_length"))).or_else(|| positive(entry.get("context_length")));
             let max = positive(top.and_then(|t| t.get("max_completion_tokens")));
             let object = model.as_object_mut()?;
             if let Some(window) = window {
@@ -156,7 +160,8 @@ fn cost(pricing: &Value) -> Value {
     let tiers: Vec<Value> = overrides
         .iter()
         .filter(|o| {
-            o.get("min_prompt_tokens").is_some() && ["utc_start", "utc_end", "utc_days"].iter().all(|k| o.get(*k).is_none())
+            o.get("min_prompt_tokens").is_some()
+                && ["utc_start", "utc_end", "utc_days"].iter().all(|k| o.get(*k).is_none())
         })
         .map(|o| {
             json!({

@@ -17,10 +17,10 @@ use crate::provider::faux;
 
 mod extension_typed;
 mod llama_store;
-mod stored_catalog_sync;
 mod provider_auth;
 mod refresh;
 mod schema_errors;
+mod stored_catalog_sync;
 pub use provider_auth::{AuthStatus, ProviderAuth, ProviderInfo};
 
 /// The provider whose login lists the models its account may use.

@@ -54,7 +54,8 @@ pub fn read_store(path: &Path) -> Map<String, Value> {
 /// undated), except for a personalized provider's list.
 pub fn restored_chat_models(provider: &str, entry: &Value) -> Vec<Value> {
     let Some(models) = entry.get("models").and_then(Value::as_array) else { return Vec::new() };
-    let newer = entry.get("lastModified").and_then(Value::as_f64).is_some_and(|t| t > BUILTIN_DATA_GENERATED_AT_MS as f64);
+    let newer =
+        entry.get("lastModified").and_then(Value::as_f64).is_some_and(|t| t > BUILTIN_DATA_GENERATED_AT_MS as f64);
     if !PERSONALIZED.contains(&provider) && !newer {
         return Vec::new();
     }

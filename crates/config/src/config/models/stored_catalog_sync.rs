@@ -23,5 +23,4 @@ impl ModelRegistry {
             self.refresh_models_json(agent_dir);
         }
     }
-
 }
