@@ -11,7 +11,8 @@
 //!    `models.json`'s override over them) once the refresh is in;
 //! 2. the next start asks only for what is due (OpenAI's entry has no date,
 //!    the others were checked now) and has the stored catalog at once;
-//! 3. offline, nothing is asked and the stored catalog is still the session's;
+//! 3. offline, nothing is asked and the stored catalog is still the
+//!    session's, and `--list-models`';
 //! 4. `pi update --models` asks again (Anthropic revalidated with its etag):
 //!    the same lines and exit code, failing and succeeding.
 
@@ -66,6 +67,8 @@ struct Outcome {
     stored: Vec<Value>,
     /// `pi update --models`: exit code, stdout, stderr (failing, then succeeding).
     updates: Vec<(i32, String, String)>,
+    /// `--list-models net`, offline: exit code, stdout, stderr.
+    listed: (i32, String, String),
 }
 
 fn program_command(
@@ -164,7 +167,13 @@ async fn run(program: Program<'_>) -> Outcome {
     server.serve_model_catalogs(catalogs());
     let overrides = json!({"providers": {"anthropic": {"modelOverrides": {"claude-net": {"name": "Renamed net"}}}}});
     std::fs::write(sb.agent_dir.path().join("models.json"), overrides.to_string()).expect("models.json");
-    let mut out = Outcome { requests: Vec::new(), anthropic: Vec::new(), stored: Vec::new(), updates: Vec::new() };
+    let mut out = Outcome {
+        requests: Vec::new(),
+        anthropic: Vec::new(),
+        stored: Vec::new(),
+        updates: Vec::new(),
+        listed: Default::default(),
+    };
     let mut seen = 0;
     let start = |args: &[&str], offline: bool| {
         let mut cmd = program_command(program, &sb, &server, args, &ALL_KEYS);
@@ -206,6 +215,9 @@ async fn run(program: Program<'_>) -> Outcome {
     pi.close_stdin();
     pi.wait().await;
     out.anthropic.push(anthropic(&models));
+    let mut list = program_command(program, &sb, &server, &["--list-models", "net"], &ALL_KEYS);
+    list.env("PI_OFFLINE", "1");
+    out.listed = run_to_end(list).await;
     out.requests.push(requests(&server, &mut seen));
 
     // 4. `pi update --models`, failing (OpenAI), then with Anthropic's key alone.
@@ -247,6 +259,8 @@ async fn the_sessions_model_catalogs_are_refreshed_and_read_as_pis() {
     assert_eq!(ours.stored, pi.stored, "models-store.json");
     assert_eq!(ours.anthropic, pi.anthropic, "get_available_models' Anthropic models");
     assert_eq!(ours.updates, pi.updates, "pi update --models");
+    assert!(pi.listed.1.contains("claude-net"), "pi's --list-models: {:?}", pi.listed);
+    assert_eq!(ours.listed, pi.listed, "--list-models");
 }
 
 /// What one program did with an OpenRouter key.
