@@ -49,23 +49,32 @@ pub fn read_store(path: &Path) -> Map<String, Value> {
         .unwrap_or_default()
 }
 
-/// The chat models of a stored entry that join `provider`'s models, as pi
-/// restores them: none when the entry is older than the built-in data (or
-/// undated), except for a personalized provider's list.
-pub fn restored_chat_models(provider: &str, entry: &Value) -> Vec<Value> {
-    let Some(models) = entry.get("models").and_then(Value::as_array) else { return Vec::new() };
+/// The models of a stored entry that join `provider`'s models, as pi
+/// restores them, chat ones and the others (classifier, image) apart: none
+/// when the entry is older than the built-in data (or undated), except for
+/// a personalized provider's list.
+pub fn restored_models(provider: &str, entry: &Value) -> (Vec<Value>, Vec<Value>) {
+    let Some(models) = entry.get("models").and_then(Value::as_array) else { return Default::default() };
     let newer =
         entry.get("lastModified").and_then(Value::as_f64).is_some_and(|t| t > BUILTIN_DATA_GENERATED_AT_MS as f64);
     if !PERSONALIZED.contains(&provider) && !newer {
-        return Vec::new();
+        return Default::default();
     }
     models
         .iter()
         .filter(|m| m.get("provider").and_then(Value::as_str) == Some(provider))
         .filter(|m| m.get("id").and_then(Value::as_str).is_some())
-        .filter(|m| m.get("type").and_then(Value::as_str).is_none_or(|t| t == "chat"))
+        .filter(|m| kind(m).is_some_and(|k| ["chat", "classifier", "image"].contains(&k)))
         .cloned()
-        .collect()
+        .partition(|m| kind(m) == Some("chat"))
+}
+
+/// A stored model's type (`chat` when it names none).
+fn kind(model: &Value) -> Option<&str> {
+    match model.get("type") {
+        None => Some("chat"),
+        Some(t) => t.as_str(),
+    }
 }
 
 /// The stored catalogs that change the session's models, by provider.
@@ -73,6 +82,8 @@ pub fn restored_chat_models(provider: &str, entry: &Value) -> Vec<Value> {
 pub struct StoredCatalogs {
     /// Chat models (as stored) of each provider whose stored catalog counts.
     pub chat: BTreeMap<String, Vec<Value>>,
+    /// Its classifier and image models.
+    pub typed: BTreeMap<String, Vec<Value>>,
     /// The file's version when read.
     revision: Option<(u64, u64, i128)>,
 }
@@ -82,17 +93,47 @@ impl StoredCatalogs {
     pub fn read(agent_dir: &Path) -> StoredCatalogs {
         let path = store_path(agent_dir);
         let revision = revision_of(&path);
-        let mut chat = BTreeMap::new();
+        let (mut chat, mut typed) = (BTreeMap::new(), BTreeMap::new());
         for (provider, entry) in read_store(&path) {
             if NOT_FETCHED.contains(&provider.as_str()) {
                 continue;
             }
-            let models = restored_chat_models(&provider, &entry);
-            if !models.is_empty() {
-                chat.insert(provider, models);
+            let (chat_models, typed_models) = restored_models(&provider, &entry);
+            // A personalized list replaces the provider's typed models too, even with none of them.
+            if !typed_models.is_empty() || (PERSONALIZED.contains(&provider.as_str()) && !chat_models.is_empty()) {
+                typed.insert(provider.clone(), typed_models);
+            }
+            if !chat_models.is_empty() {
+                chat.insert(provider, chat_models);
             }
         }
-        StoredCatalogs { chat, revision }
+        StoredCatalogs { chat, typed, revision }
+    }
+
+    /// Whether the catalogs that count are the same as `other`'s.
+    pub fn same_models(&self, other: &StoredCatalogs) -> bool {
+        self.chat == other.chat && self.typed == other.typed
+    }
+
+    /// The built-in classifier and image models with the stored ones over
+    /// them (same type and id: the stored one, in place; a personalized
+    /// provider's stored list replaces its built-in ones).
+    pub fn typed_over(&self, built_in: Vec<Value>) -> Vec<Value> {
+        if self.typed.is_empty() {
+            return built_in;
+        }
+        let provider_of = |m: &Value| m.get("provider").and_then(Value::as_str).unwrap_or_default().to_string();
+        let key = |m: &Value| (provider_of(m), kind(m).map(str::to_string), m.get("id").cloned());
+        let replaced =
+            |m: &Value| PERSONALIZED.contains(&provider_of(m).as_str()) && self.typed.contains_key(&provider_of(m));
+        let mut out: Vec<Value> = built_in.into_iter().filter(|m| !replaced(m)).collect();
+        for model in self.typed.values().flatten() {
+            match out.iter_mut().find(|m| key(m) == key(model)) {
+                Some(slot) => *slot = model.clone(),
+                None => out.push(model.clone()),
+            }
+        }
+        out
     }
 
     /// True when the file changed since it was read.
@@ -173,6 +214,12 @@ mod tests {
         let mine = stored.overlay("openrouter", &builtin).expect("personalized");
         assert_eq!(mine.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), ["mine"]);
         assert!(stored.overlay("openai", &builtin).is_none());
+        let built_in_typed = vec![
+            json!({"type": "image", "id": "img", "provider": "anthropic", "name": "old"}),
+            json!({"type": "image", "id": "or-img", "provider": "openrouter"}),
+        ];
+        let img = json!({"type": "image", "id": "img", "provider": "anthropic"});
+        assert_eq!(stored.typed_over(built_in_typed), [img], "the stored one in place; OpenRouter's list replaces");
         assert!(!stored.changed(dir.path()));
         std::fs::write(store_path(dir.path()), "{}").expect("write");
         assert!(stored.changed(dir.path()));

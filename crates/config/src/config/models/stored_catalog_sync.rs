@@ -17,10 +17,15 @@ impl ModelRegistry {
             return;
         }
         let stored = StoredCatalogs::read(agent_dir);
-        let differs = stored.chat != self.stored_catalogs.chat;
+        let differs = !stored.same_models(&self.stored_catalogs);
         self.stored_catalogs = stored;
         if differs {
             self.refresh_models_json(agent_dir);
         }
+    }
+
+    /// The built-in classifier and image models with the stored catalogs' over them.
+    pub(crate) fn with_stored_typed(&self, built_in: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
+        self.stored_catalogs.typed_over(built_in)
     }
 }
