@@ -510,15 +510,26 @@ pub(crate) async fn notified_json(pi: &mut Pi, sb: &Sandbox, command: &str) -> V
 /// `extension_error` on the way; sandbox paths as `<cwd>`, `<agent>`,
 /// `<home>`, the fake server's address as `<server>`.
 pub(crate) async fn notified_text(pi: &mut Pi, sb: &Sandbox, command: &str) -> String {
+    notified_where(pi, sb, command, |_| true).await.pop().unwrap_or_default()
+}
+
+/// Prompt `/<command>` as [`notified_text`] does; the texts notified until one `wanted` accepts, that one last.
+pub(crate) async fn notified_where(pi: &mut Pi, sb: &Sandbox, command: &str, wanted: fn(&str) -> bool) -> Vec<String> {
     sb.server().push(Reply::text("Hello there."));
     pi.send(json!({"id": "c", "type": "prompt", "message": format!("/{command}")})).await;
-    let lines = pi.until(|v| v["method"] == "notify").await;
+    let lines = pi.until(|v| v["method"] == "notify" && wanted(v["message"].as_str().unwrap_or_default())).await;
     assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
-    let mut text = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
-    for (dir, name) in [(sb.cwd.path(), "<cwd>"), (sb.agent_dir.path(), "<agent>"), (sb.home.path(), "<home>")] {
-        text = text.replace(&dir.display().to_string(), name);
-    }
-    text.replace(&sb.server().base_url(), "<server>")
+    let notified = lines.iter().filter(|v| v["method"] == "notify").filter_map(|v| v["message"].as_str());
+    notified
+        .map(|message| {
+            let mut text = message.to_string();
+            for (dir, name) in [(sb.cwd.path(), "<cwd>"), (sb.agent_dir.path(), "<agent>"), (sb.home.path(), "<home>")]
+            {
+                text = text.replace(&dir.display().to_string(), name);
+            }
+            text.replace(&sb.server().base_url(), "<server>")
+        })
+        .collect()
 }
 
 /// `run`'s value for pi-rpc, then for pi 1.6.0; `None` without the tools.

@@ -124,7 +124,7 @@ impl Agent {
         // pi connects the MCP servers once the extensions loaded (one may own MCP).
         let hold = ext.gated().then(tokio_util::sync::CancellationToken::new);
         let mcp_options = crate::mcp::McpOptions { root: Some(config.cwd.clone()), hold, ..config.mcp };
-        let mcp = super::mcp_start::start_mcp(mcp_options, &channels.internal());
+        let mcp = super::mcp_start::start_mcp(mcp_options, &config.active_tools, &channels.internal());
         let mut agent = Box::new(Agent {
             queues: Queues::new(config.settings.steering_mode, config.settings.follow_up_mode),
             prefs: Preferences::new(config.settings, config.persist_settings.then(|| config.agent_dir.clone())),

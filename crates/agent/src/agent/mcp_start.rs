@@ -10,15 +10,21 @@ use crate::mcp::McpManager;
 /// as a warning notification, when every server has settled.
 pub(super) fn start_mcp(
     options: crate::mcp::McpOptions,
+    active: &[String],
     internal: &tokio::sync::mpsc::Sender<Internal>,
 ) -> Arc<McpManager> {
-    watch_startup(McpManager::start(options), internal)
+    watch_startup(McpManager::start(options), active, internal)
 }
 
 /// Report `mcp`'s configuration errors and failed servers once, as a
-/// warning notification, when every server has settled.
-pub(super) fn watch_startup(mcp: Arc<McpManager>, internal: &tokio::sync::mpsc::Sender<Internal>) -> Arc<McpManager> {
-    if let Some(message) = mcp.unreachable_warning() {
+/// warning notification, when every server has settled; and pi's warning
+/// when its tools cannot be reached with the `active` tools.
+pub(super) fn watch_startup(
+    mcp: Arc<McpManager>,
+    active: &[String],
+    internal: &tokio::sync::mpsc::Sender<Internal>,
+) -> Arc<McpManager> {
+    if let Some(message) = mcp.unreachable_warning(active) {
         // pi's MCP extension says so at `session_start`, before the servers connect.
         let internal = internal.clone();
         tokio::spawn(async move { warn(&internal, message.to_string()).await });

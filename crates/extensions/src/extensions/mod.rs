@@ -184,11 +184,21 @@ pub enum ExtRequest {
     /// `unregisterMcpServer` `{name}`, `getMcpServers`; answered with `{servers}`.
     /// Also `useBuiltinExtension` `{name, options}`: one of pi's built-in
     /// extension factories (codemode, MCP, `tool_search`) applied by the extension;
-    /// and `mcpCommand` `{args}`: an SDK session's `/mcp`, answered `{text, level}`;
-    /// `mcpTools` / `mcpCallTool` `{name, args, toolCallId}`: an SDK session's MCP tools.
+    /// and `mcpCommand` `{args}`: an SDK session's `/mcp`, answered `{text, level}`.
     Mcp {
         method: String,
         params: Value,
+    },
+    /// An SDK session's MCP tools (pi's `createMcpExtension()` in its
+    /// resource loader, sdk_session_mcp.rs): `mcpTools` `{wait?, after?}`
+    /// lists them, `mcpCallTool` `{name, args, toolCallId}` runs one.
+    /// `cancel`: the extension withdrew the request (the call's signal
+    /// aborted); `updates`: where the call's progress goes.
+    SessionMcp {
+        method: String,
+        params: Value,
+        cancel: tokio_util::sync::CancellationToken,
+        updates: Option<tokio::sync::mpsc::UnboundedSender<crate::tools::ToolUpdate>>,
     },
     /// `{op, args}`: pi's `ctx.modelRegistry` calls of the classifier and
     /// image APIs (`getModelsOfType`, `getAvailableOfType`, `getModelOfType`,
@@ -225,13 +235,9 @@ impl ExtRequest {
             "getSystemPromptOptions" => ExtRequest::GetSystemPromptOptions,
             "lib" => ExtRequest::Library(params),
             "compact" => ExtRequest::Compact(params),
-            "registerMcpServer"
-            | "unregisterMcpServer"
-            | "getMcpServers"
-            | "useBuiltinExtension"
-            | "mcpCommand"
-            | "mcpTools"
-            | "mcpCallTool" => ExtRequest::Mcp { method: method.to_string(), params },
+            "registerMcpServer" | "unregisterMcpServer" | "getMcpServers" | "useBuiltinExtension" | "mcpCommand" => {
+                ExtRequest::Mcp { method: method.to_string(), params }
+            }
             "sessionOp" => ExtRequest::SessionOp(params),
             "sessionAppend" => ExtRequest::SessionAppend(params),
             "models" => ExtRequest::Models(params, tokio_util::sync::CancellationToken::new()),

@@ -176,6 +176,11 @@ impl Connection {
         self.state.borrow().clone()
     }
 
+    /// The server's state from now on (its changes are awaited).
+    pub fn watch(&self) -> watch::Receiver<ServerState> {
+        self.state.subscribe()
+    }
+
     /// Wait until connecting is over, at most `limit`.
     pub async fn settled(&self, limit: Duration) {
         let mut rx = self.state.subscribe();

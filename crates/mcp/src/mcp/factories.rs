@@ -184,6 +184,12 @@ impl FactoryState {
         }
     }
 
+    /// Whether pi loads its built-in extension `extension` (`codemode`,
+    /// `tool-search`, `mcp`) in this session.
+    pub fn builtin_loaded(&self, extension: &str) -> bool {
+        self.loaded_builtins.lock().is_ok_and(|loaded| loaded.iter().any(|name| name == extension))
+    }
+
     /// The warning pi writes to stderr at start-up when extension `path`'s
     /// copy of `builtin` (one of [`BUILTINS`]) replaces pi's own built-in
     /// extension (None when pi would not have loaded that one).
@@ -194,8 +200,7 @@ impl FactoryState {
             "mcp" => ("mcp", "command `/mcp`"),
             _ => return None,
         };
-        let loaded = self.loaded_builtins.lock().ok()?.iter().any(|name| name == extension);
-        loaded.then(|| {
+        self.builtin_loaded(extension).then(|| {
             format!(
                 "Extension package \"builtin:{extension}\": Extension {path} registers {registers}, so built-in \
                  extension `{extension}` was not loaded. To use `{extension}`, run `pi config` and make sure it is \

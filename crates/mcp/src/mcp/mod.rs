@@ -45,6 +45,9 @@ pub const DIRECT_WAIT: Duration = Duration::from_secs(10);
 /// `codemode` or `tool_search` and neither tool is active.
 pub const UNREACHABLE_WARNING: &str =
     "MCP tools are only reachable from the codemode or tool_search tool, but neither is active; they cannot be called.";
+/// [`UNREACHABLE_WARNING`] when `codemode` is there but `autoEnableCodemode`
+/// is false, so the servers' `codemode` exposure did not activate it.
+pub const UNREACHABLE_WARNING_AUTO_OFF: &str = "MCP tools are only reachable from the codemode or tool_search tool, but neither is active (autoEnableCodemode is false); they cannot be called.";
 
 /// How long codemode, `tool_search` and the resource tools wait for servers.
 pub const TOOL_WAIT: Duration = Duration::from_secs(10);
@@ -154,6 +157,9 @@ pub struct ExposedTool {
     pub exposure: Exposure,
     /// `mcp__<server>` (None for the resource tools).
     pub namespace: Option<String>,
+    /// pi's label: `<server>/<tool>` (the server's own tool name), the
+    /// name for the resource tools.
+    pub label: String,
     pub search: SearchDoc,
     /// The tool's output schema, when the server declared one.
     pub output_schema: Option<Value>,
@@ -388,10 +394,16 @@ impl McpManager {
         (!lines.is_empty()).then(|| format!("MCP servers need attention:\n{}\nRun /mcp to fix.", lines.join("\n")))
     }
 
-    fn wants(&self, exposure: Exposure) -> bool {
+    /// Some server's tools (or some of them) have `exposure`.
+    pub fn wants(&self, exposure: Exposure) -> bool {
         self.conns()
             .iter()
             .any(|c| c.config.exposure == exposure || c.config.tool_exposure.iter().any(|(_, e)| *e == exposure))
+    }
+
+    /// `autoEnableCodemode` (true unless `mcp.json` turned it off).
+    pub fn auto_enable_codemode(&self) -> bool {
+        self.auto_codemode
     }
 
     /// A server with `codemode` exposure activates the `codemode` tool.
@@ -404,12 +416,26 @@ impl McpManager {
         !self.tools_off && self.wants(Exposure::Deferred)
     }
 
-    /// pi's warning when servers' tools are to be reached through
-    /// `codemode` or `tool_search` but neither tool exists (`--no-tools`
-    /// with an extension's `createMcpExtension`): None otherwise.
-    pub fn unreachable_warning(&self) -> Option<&'static str> {
-        (self.tools_off && !self.disabled && (self.wants(Exposure::Codemode) || self.wants(Exposure::Deferred)))
-            .then_some(UNREACHABLE_WARNING)
+    /// pi's warning at start when servers' tools are to be reached through
+    /// `codemode` or `tool_search` but neither tool is active (`active`: the
+    /// session's first active tools): none exists (`--no-tools` with an
+    /// extension's `createMcpExtension`), or pi's built-in codemode is there
+    /// but `autoEnableCodemode: false` kept it off and no `deferred` server
+    /// activates `tool_search` (pi then gives its reason). None otherwise.
+    pub fn unreachable_warning(&self, active: &[String]) -> Option<&'static str> {
+        let (codemode, deferred) = (self.wants(Exposure::Codemode), self.wants(Exposure::Deferred));
+        if self.disabled || !(codemode || deferred) {
+            return None;
+        }
+        if self.tools_off {
+            return Some(UNREACHABLE_WARNING);
+        }
+        let named = |tool: &str| active.iter().any(|name| name == tool);
+        let has_codemode = self.factories.builtin_loaded("codemode");
+        let has_tool_search = self.factories.builtin_loaded("tool-search");
+        let tool_search_on = has_tool_search && (deferred || named(search::TOOL_SEARCH));
+        let kept_off = codemode && has_codemode && !self.auto_codemode && !named(turn::CODEMODE);
+        (kept_off && !tool_search_on).then_some(UNREACHABLE_WARNING_AUTO_OFF)
     }
 
     /// Wait (at most [`DIRECT_WAIT`], or the `startupWaitMs` of an
@@ -432,6 +458,22 @@ impl McpManager {
             .iter()
             .filter(|c| names.is_none_or(|names| names.iter().any(|n| naming::namespace_matches(n, &c.config.name))));
         futures::future::join_all(wanted.map(|c| c.settled(TOOL_WAIT))).await;
+    }
+
+    /// Resolves once a server's state changed (connected, failed, its tools
+    /// listed again…) after this call; never when there is no server.
+    pub fn state_changed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut watches: Vec<_> = self.conns().iter().map(|c| c.watch()).collect();
+        async move {
+            if watches.is_empty() {
+                return futures::future::pending().await;
+            }
+            let changes = watches.iter_mut().map(|w| Box::pin(w.changed()));
+            if futures::future::select_all(changes).await.0.is_err() {
+                // The connection is gone: nothing changes any more.
+                futures::future::pending::<()>().await;
+            }
+        }
     }
 
     /// Server namespaces mentioned in `code` (`mcp__<server>` prefixes).
@@ -510,6 +552,7 @@ impl McpManager {
                     parameter_text(&remote.input_schema) + " " + conn.config.description.as_deref().unwrap_or("");
                 let tool = McpTool::new(name.clone(), conn.clone(), remote.clone(), state.has_resources);
                 out.push(ExposedTool {
+                    label: format!("{server}/{}", remote.name),
                     search: SearchDoc {
                         name: name.clone(),
                         description: tool.description().to_string(),
@@ -538,6 +581,7 @@ impl McpManager {
                 }
                 let tool = ResourceTool::new(kind, resource_servers.clone());
                 out.push(ExposedTool {
+                    label: kind.name().into(),
                     search: SearchDoc {
                         name: kind.name().into(),
                         description: tool.description().into(),

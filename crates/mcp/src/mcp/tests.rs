@@ -140,3 +140,32 @@ async fn servers_start_once_the_gate_opens() {
     let status = mcp.conns()[0].state().status;
     assert!(matches!(&status, Status::Failed(e) if e.contains("cannot start")), "{status:?}");
 }
+
+#[tokio::test]
+async fn auto_enable_codemode_false_warns_with_pis_reason_unless_codemode_or_tool_search_is_on() {
+    let server = |name: &str, exposure: Exposure| {
+        let mut server =
+            ServerConfig::stdio(name, PathBuf::from("never-started"), vec![], vec![], std::env::temp_dir());
+        server.exposure = exposure;
+        server
+    };
+    let manager = |servers: Vec<ServerConfig>, auto_enable_codemode: bool| {
+        let mut config = McpConfig { auto_enable_codemode, ..Default::default() };
+        for server in servers {
+            config.add_server(server);
+        }
+        // Held for good: nothing connects.
+        let hold = Some(CancellationToken::new());
+        let loaded_builtins = vec!["codemode".to_string(), "tool-search".to_string()];
+        McpManager::start(McpOptions { config, hold, loaded_builtins, ..Default::default() })
+    };
+    let active = |names: &[&str]| names.iter().map(|name| name.to_string()).collect::<Vec<_>>();
+    let off = manager(vec![server("docs", Exposure::Codemode)], false);
+    assert_eq!(off.unreachable_warning(&active(&["read"])), Some(UNREACHABLE_WARNING_AUTO_OFF));
+    assert_eq!(off.unreachable_warning(&active(&["codemode"])), None, "codemode named active");
+    assert_eq!(off.unreachable_warning(&active(&["tool_search"])), None, "tool_search named active");
+    let with_deferred = manager(vec![server("docs", Exposure::Codemode), server("more", Exposure::Deferred)], false);
+    assert_eq!(with_deferred.unreachable_warning(&[]), None, "a deferred server activates tool_search");
+    assert_eq!(manager(vec![server("docs", Exposure::Codemode)], true).unreachable_warning(&[]), None);
+    assert_eq!(manager(vec![server("docs", Exposure::Direct)], false).unreachable_warning(&[]), None);
+}

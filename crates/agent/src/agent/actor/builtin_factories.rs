@@ -169,7 +169,7 @@ impl Agent {
         self.adopt_registered(&manager);
         let old = std::mem::replace(
             &mut self.mcp,
-            crate::agent::mcp_start::watch_startup(manager, &self.channels.internal()),
+            crate::agent::mcp_start::watch_startup(manager, self.toolbox.active_names(), &self.channels.internal()),
         );
         tokio::spawn(async move { old.shutdown().await });
     }
@@ -192,7 +192,8 @@ impl Agent {
     fn wake_mcp(&mut self) {
         let Some(woken) = self.mcp.wake() else { return };
         self.adopt_registered(&woken);
-        self.mcp = crate::agent::mcp_start::watch_startup(woken, &self.channels.internal());
+        self.mcp =
+            crate::agent::mcp_start::watch_startup(woken, self.toolbox.active_names(), &self.channels.internal());
     }
 
     /// `codemode` and `tool_search` when an extension registered them

@@ -448,14 +448,18 @@ impl Agent {
                 }
             }
             ExtSignal::Host(HostSignal::Request { request: ExtRequest::Mcp { method, params }, reply, .. })
-                if matches!(method.as_str(), "mcpCommand" | "mcpTools" | "mcpCallTool") =>
+                if method == "mcpCommand" =>
             {
-                match method.as_str() {
-                    "mcpTools" => self.sdk_session_mcp_tools(reply),
-                    "mcpCallTool" => self.sdk_session_mcp_call(&params, reply),
-                    _ => self.sdk_session_mcp_command(&params, reply),
-                }
+                self.sdk_session_mcp_command(&params, reply)
             }
+            ExtSignal::Host(HostSignal::Request {
+                request: ExtRequest::SessionMcp { method, params, cancel, updates },
+                reply,
+                ..
+            }) => match method.as_str() {
+                "mcpCallTool" => self.sdk_session_mcp_call(&params, cancel, updates, reply),
+                _ => self.sdk_session_mcp_tools(&params, cancel, reply),
+            },
             ExtSignal::Host(HostSignal::Request { id, request, reply }) => {
                 let result = self.extension_request(id, request).await;
                 let _ = reply.send(result);

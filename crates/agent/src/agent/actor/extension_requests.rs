@@ -83,6 +83,8 @@ impl Agent {
                 self.use_builtin_extension(id, &params)
             }
             ExtRequest::Mcp { method, params } => self.extension_mcp_request(id, &method, &params),
+            // Served aside by the actor's loop (sdk_session_mcp.rs), never here.
+            ExtRequest::SessionMcp { method, .. } => Err(format!("{method} is not served here")),
             ExtRequest::Library(p) => {
                 let name = p.get("fn").and_then(Value::as_str).unwrap_or_default();
                 let args = p.get("args").and_then(Value::as_array).cloned().unwrap_or_default();

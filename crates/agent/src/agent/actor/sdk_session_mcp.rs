@@ -1,15 +1,25 @@
 //! The MCP tools of an SDK session (pi's `createMcpExtension()` loaded in a
 //! session an extension made with `createAgentSession`). pi 1.6.0 connects
 //! the configured servers again for that session and registers their tools
-//! there; pi-rpc offers the tools of its own connections (the servers the
-//! running session connected, from the same configuration), so no server
-//! runs twice: `mcpTools` lists them for the sub-session to register and
-//! `mcpCallTool` runs one of them for the sub-session.
+//! there as each server connects (and again when its tool list changes);
+//! pi-rpc offers the tools of its own connections (the servers the running
+//! session connected, from the same configuration), so no server runs
+//! twice: `mcpTools` lists them for the sub-session to register, once they
+//! changed since the listing it has (session-mcp-tools.cjs watches so), and
+//! `mcpCallTool` runs one of them for the sub-session, its progress
+//! streamed back and cancelled when the call's signal aborts.
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use super::Agent;
+use crate::mcp::McpManager;
 use crate::mcp::config::Exposure;
+use crate::tools::ToolUpdate;
 use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot::Sender;
+use tokio_util::sync::CancellationToken;
 
 /// pi's tool exposure of an MCP exposure: tools of `codemode` servers are
 /// registered `deferred` (both are left out of codemode's description).
@@ -20,39 +30,117 @@ fn tool_exposure(exposure: Exposure) -> &'static str {
     }
 }
 
+/// Words of a codemode script that make it reach every tool (pi's
+/// discovery globals): it waits for every server then.
+const DISCOVERY_GLOBALS: [&str; 4] = ["searchTools", "describeNamespace", "describeTool", "ALL_TOOLS"];
+
+/// The servers `wait` asks to wait for, waited for: `"direct"` those with
+/// direct tools (pi's first prompt), `"all"` every one (`tool_search`, the
+/// resource tools), `{script}` those a codemode script reaches (pi's
+/// `reachesTools`), nothing otherwise.
+async fn wait_for_servers(mcp: &McpManager, wait: Option<&Value>) {
+    match wait {
+        Some(Value::String(which)) if which == "direct" => mcp.wait_direct().await,
+        Some(Value::String(which)) if which == "all" => mcp.wait_for(None).await,
+        Some(Value::Object(reach)) => {
+            let script = reach.get("script").and_then(Value::as_str).unwrap_or_default();
+            let words = script.split(|c: char| !(c.is_alphanumeric() || c == '_'));
+            if words.into_iter().any(|word| DISCOVERY_GLOBALS.contains(&word)) {
+                mcp.wait_for(None).await;
+            } else {
+                let named = mcp.servers_named_in(script);
+                if !named.is_empty() {
+                    mcp.wait_for(Some(&named)).await;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The tools the servers offer now, as the sub-session registers them
+/// (`{name, label, description, parameters, exposure, namespace?,
+/// outputSchema?}`; a server's tool has pi's result schema, the resource
+/// tools none), and a version that changes with them.
+fn listing(mcp: &McpManager) -> (Vec<Value>, String) {
+    let tools: Vec<Value> = mcp
+        .tools()
+        .iter()
+        .map(|exposed| {
+            let mut tool = json!({
+                "name": exposed.tool.name(),
+                "label": exposed.label,
+                "description": exposed.tool.description(),
+                "parameters": exposed.tool.parameters(),
+                "exposure": tool_exposure(exposed.exposure),
+            });
+            // A server's tool resolves in scripts to its `CallToolResult` (pi's result schema).
+            if let Some(namespace) = &exposed.namespace {
+                tool["namespace"] = json!(namespace);
+                tool["outputSchema"] = pi_mcp::codemode::mcp_result_schema(exposed.output_schema.as_ref());
+            }
+            tool
+        })
+        .collect();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(&tools).unwrap_or_default().hash(&mut hasher);
+    (tools, format!("{:x}", hasher.finish()))
+}
+
+/// The listing once it is not `after` any more (at once without `after`);
+/// None when `cancel` came first.
+async fn changed_listing(
+    mcp: &McpManager,
+    after: Option<&str>,
+    cancel: &CancellationToken,
+) -> Option<(Vec<Value>, String)> {
+    loop {
+        // Watched before listing, so a change in between is not missed.
+        let changed = mcp.state_changed();
+        let (tools, version) = listing(mcp);
+        if after != Some(version.as_str()) {
+            return Some((tools, version));
+        }
+        tokio::select! {
+            _ = changed => {}
+            _ = cancel.cancelled() => return None,
+        }
+    }
+}
+
 impl Agent {
-    /// `mcpTools`: once the servers settled, every tool they offer
-    /// (`{name, description, parameters, exposure, namespace?, outputSchema?}`;
-    /// a server's tool has pi's result schema, the resource tools none),
-    /// which discovery tool their exposures ask for (`codemode`, `toolSearch`)
-    /// and pi's warning when neither is active.
-    pub(super) fn sdk_session_mcp_tools(&self, reply: Sender<Result<Value, String>>) {
-        let mcp = self.mcp.clone();
+    /// `mcpTools` `{wait?, after?}`: once the servers `wait` names settled
+    /// ([`wait_for_servers`]) and the tools changed from the listing
+    /// version `after`, every tool they offer with its `version`; which
+    /// discovery tool the servers' exposures ask for (`needsCodemode`,
+    /// `needsToolSearch`), `autoEnableCodemode`, and pi's warnings when
+    /// neither is active (`unreachable`, `unreachableAutoOff`).
+    pub(super) fn sdk_session_mcp_tools(
+        &self,
+        params: &Value,
+        cancel: CancellationToken,
+        reply: Sender<Result<Value, String>>,
+    ) {
+        let mcp: Arc<McpManager> = self.mcp.clone();
+        let wait = params.get("wait").cloned();
+        let after = params.get("after").and_then(Value::as_str).map(str::to_string);
         tokio::spawn(async move {
-            mcp.wait_for(None).await;
-            let tools: Vec<Value> = mcp
-                .tools()
-                .iter()
-                .map(|exposed| {
-                    let mut tool = json!({
-                        "name": exposed.tool.name(),
-                        "description": exposed.tool.description(),
-                        "parameters": exposed.tool.parameters(),
-                        "exposure": tool_exposure(exposed.exposure),
-                    });
-                    // A server's tool resolves in scripts to its `CallToolResult` (pi's result schema).
-                    if let Some(namespace) = &exposed.namespace {
-                        tool["namespace"] = json!(namespace);
-                        tool["outputSchema"] = pi_mcp::codemode::mcp_result_schema(exposed.output_schema.as_ref());
-                    }
-                    tool
-                })
-                .collect();
+            tokio::select! {
+                _ = wait_for_servers(&mcp, wait.as_ref()) => {}
+                _ = cancel.cancelled() => {}
+            }
+            let Some((tools, version)) = changed_listing(&mcp, after.as_deref(), &cancel).await else {
+                let _ = reply.send(Err("withdrawn".to_string()));
+                return;
+            };
             let answer = json!({
                 "tools": tools,
-                "codemode": mcp.codemode_wanted(),
-                "toolSearch": mcp.tool_search_wanted(),
+                "version": version,
+                "needsCodemode": mcp.wants(Exposure::Codemode),
+                "needsToolSearch": mcp.wants(Exposure::Deferred),
+                "autoEnableCodemode": mcp.auto_enable_codemode(),
                 "unreachable": crate::mcp::UNREACHABLE_WARNING,
+                "unreachableAutoOff": crate::mcp::UNREACHABLE_WARNING_AUTO_OFF,
             });
             let _ = reply.send(Ok(answer));
         });
@@ -60,7 +148,15 @@ impl Agent {
 
     /// `mcpCallTool` `{name, args, toolCallId}`: the MCP tool `name` run with
     /// `args` by pi-rpc's MCP client, answered `{content, details?, isError}`.
-    pub(super) fn sdk_session_mcp_call(&self, params: &Value, reply: Sender<Result<Value, String>>) {
+    /// Its progress goes to `updates`; `cancel` cancels it (the server is
+    /// sent MCP's cancellation).
+    pub(super) fn sdk_session_mcp_call(
+        &self,
+        params: &Value,
+        cancel: CancellationToken,
+        updates: Option<UnboundedSender<ToolUpdate>>,
+        reply: Sender<Result<Value, String>>,
+    ) {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
         let args = params.get("args").cloned().unwrap_or_else(|| json!({}));
         let call_id = params.get("toolCallId").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -72,6 +168,8 @@ impl Agent {
             };
             let mut ctx = crate::tools::ToolContext::new(cwd);
             ctx.tool_call_id = call_id;
+            ctx.cancel = cancel;
+            ctx.updates = updates;
             let out = exposed.tool.execute(args, ctx).await;
             let _ = reply.send(Ok(crate::extensions::tool_output_json(&out)));
         });

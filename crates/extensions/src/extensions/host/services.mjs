@@ -54,6 +54,26 @@ export function createServices(channel, hello) {
 	let nextCall = 0;
 	let specs;
 
+	/**
+	 * A request whose partial results come back as `builtinToolUpdate`s for
+	 * its `callId` (to `onUpdate`), withdrawn when `signal` aborts.
+	 */
+	async function requestWithUpdates(method, params, signal, onUpdate, prefix) {
+		const callId = `${prefix}${++nextCall}`;
+		if (typeof onUpdate === "function") updates.set(callId, onUpdate);
+		const result = channel.request(method, { ...params, callId });
+		const id = channel.lastRequestId();
+		const onAbort = () => channel.send({ type: "cancel", id });
+		if (signal?.aborted) onAbort();
+		else signal?.addEventListener("abort", onAbort, { once: true });
+		try {
+			return await result;
+		} finally {
+			signal?.removeEventListener("abort", onAbort);
+			updates.delete(callId);
+		}
+	}
+
 	/** Perform one of an extension's operations for pi-rpc. */
 	async function performOperation({ handle, op, args = {} }, signal) {
 		const ops = operations.get(handle);
@@ -225,20 +245,22 @@ export function createServices(channel, hello) {
 		 * `ctx.executeTool()`): pi's outcome `{toolCall, result, isError,
 		 * durationMs?}`; tool failures are outcomes, never rejections.
 		 */
-		async executeTool({ toolCallId, name, args }, signal, onUpdate) {
-			const callId = `n${++nextCall}`;
-			if (typeof onUpdate === "function") updates.set(callId, onUpdate);
-			const result = channel.request("executeTool", { toolCallId, name, args: args ?? {}, callId });
-			const id = channel.lastRequestId();
-			const onAbort = () => channel.send({ type: "cancel", id });
-			if (signal?.aborted) onAbort();
-			else signal?.addEventListener("abort", onAbort, { once: true });
-			try {
-				return await result;
-			} finally {
-				signal?.removeEventListener("abort", onAbort);
-				updates.delete(callId);
-			}
+		executeTool({ toolCallId, name, args }, signal, onUpdate) {
+			return requestWithUpdates("executeTool", { toolCallId, name, args: args ?? {} }, signal, onUpdate, "n");
+		},
+
+		/**
+		 * An SDK session's call of one of pi-rpc's MCP tools (`mcpCallTool`
+		 * `{name, args, toolCallId}`): its progress to `onUpdate`, cancelled
+		 * (MCP's cancellation sent to the server) when `signal` aborts.
+		 */
+		mcpCallTool(params, signal, onUpdate) {
+			return requestWithUpdates("mcpCallTool", params, signal, onUpdate, "p");
+		},
+
+		/** An SDK session's listing of pi-rpc's MCP tools (`mcpTools` `{wait?, after?}`), withdrawn when `signal` aborts. */
+		mcpTools(params, signal) {
+			return requestWithUpdates("mcpTools", params, signal, undefined, "w");
 		},
 
 		/**

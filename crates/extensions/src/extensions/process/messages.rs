@@ -159,8 +159,22 @@ async fn serve_long(
         // A command's session op: the session hooks it runs ask this extension too.
         "sessionOp" => ask_agent(ext, ExtRequest::SessionOp(params)).await,
         // An SDK session's `/mcp`: it waits for the servers to connect, as pi-rpc's `/mcp` does.
-        "mcpCommand" | "mcpTools" | "mcpCallTool" => {
-            ask_agent(ext, ExtRequest::Mcp { method: method.to_string(), params }).await
+        "mcpCommand" => ask_agent(ext, ExtRequest::Mcp { method: method.to_string(), params }).await,
+        // An SDK session's MCP tools: a call's progress goes back as `builtinToolUpdate`s for its `callId`.
+        "mcpTools" | "mcpCallTool" => {
+            let call_id = params.get("callId").cloned().filter(|_| method == "mcpCallTool");
+            let (updates, mut progress) = tokio::sync::mpsc::unbounded_channel::<ToolUpdate>();
+            let forward = async {
+                while let Some(update) = progress.recv().await {
+                    if let Some(call_id) = &call_id {
+                        ext.send_tool_update(call_id, update);
+                    }
+                }
+            };
+            let updates = call_id.is_some().then_some(updates);
+            let request = ExtRequest::SessionMcp { method: method.to_string(), params, cancel: withdrawn, updates };
+            let (answer, ()) = tokio::join!(ask_agent(ext, request), forward);
+            answer
         }
         "models" => ask_agent(ext, ExtRequest::Models(params, withdrawn)).await,
         // A provider stream's `onPayload` / `onResponse` / `onProviderStreamEvent`: pi's provider events.
