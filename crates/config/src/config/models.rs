@@ -585,8 +585,10 @@ impl ModelRegistry {
     /// logout by pi or pi-rpc): as pi, which reads it before each use. A
     /// file that became unreadable keeps the credentials read before.
     pub fn sync_auth(&mut self, agent_dir: &Path) {
-        self.sync_llama_store(agent_dir);
-        self.sync_stored_catalogs(agent_dir);
+        // One look at models-store.json for both of its readers.
+        let revision = super::auth::revision_of(&super::stored_catalogs::store_path(agent_dir));
+        self.sync_llama_store(agent_dir, revision);
+        self.sync_stored_catalogs(agent_dir, revision);
         if self.auth.changed()
             && let Err(e) = self.reload_auth(agent_dir)
         {

@@ -9,11 +9,12 @@ use super::super::stored_catalogs::StoredCatalogs;
 use super::ModelRegistry;
 
 impl ModelRegistry {
-    /// Read the store again when it changed since it was read; when the
+    /// Read the store again when it changed since it was read (`revision`:
+    /// the file's current one); when the
     /// catalogs that count changed, the registry is refreshed over them
     /// (`models.json` read again, what extensions registered kept).
-    pub(super) fn sync_stored_catalogs(&mut self, agent_dir: &Path) {
-        if !self.stored_catalogs.changed(agent_dir) {
+    pub(super) fn sync_stored_catalogs(&mut self, agent_dir: &Path, revision: Option<(u64, u64, i128)>) {
+        if !self.stored_catalogs.changed_from(revision) {
             return;
         }
         let stored = StoredCatalogs::read(agent_dir);
