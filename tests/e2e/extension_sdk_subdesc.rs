@@ -55,16 +55,22 @@ export default function (pi: ExtensionAPI) {
 "#;
 
 /// codemode's `Nested tools:` part of a description ("" without one).
-fn listing(description: &str) -> &str {
+pub(crate) fn listing(description: &str) -> &str {
     description.find("\n\nNested tools:").map_or("", |at| &description[at..])
 }
 
 /// `/described`'s note with the sub-session's requests: each `[name, description]` it declared,
 /// codemode's description cut to its listing.
 async fn described(reference: bool, command: String) -> Option<Value> {
+    declared_per_request(reference, ("sdk-subdesc.ts", SDK_SUBDESC), &command).await
+}
+
+/// The note `command` of `module` notified (two prompts answered), with each request's declared
+/// tools as `[name, description]`, codemode's description cut to its listing.
+pub(crate) async fn declared_per_request(reference: bool, module: (&str, &str), command: &str) -> Option<Value> {
     let replies = [Reply::text("One."), Reply::text("Two.")];
-    let (mut pi, sb) = start_module(reference, ("sdk-subdesc.ts", SDK_SUBDESC), &replies, &|_| {}).await?;
-    let text = notified_text(&mut pi, &sb, &command).await;
+    let (mut pi, sb) = start_module(reference, module, &replies, &|_| {}).await?;
+    let text = notified_text(&mut pi, &sb, command).await;
     let mut note: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"));
     let requests: Vec<Value> = sb
         .server()

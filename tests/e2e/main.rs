@@ -43,6 +43,7 @@ mod extension_sdk_runner;
 mod extension_sdk_services;
 mod extension_sdk_session;
 mod extension_sdk_session_files;
+mod extension_sdk_subcm;
 mod extension_sdk_subcode;
 mod extension_sdk_subdesc;
 mod extension_sdk_submcp;

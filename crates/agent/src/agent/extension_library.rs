@@ -297,12 +297,17 @@ fn builtin_tool_definition(name: &str) -> Result<Value, String> {
         "tool_search" => std::sync::Arc::new(crate::mcp::search::ToolSearch::new(Vec::new(), None)),
         other => return Err(format!("pi-rpc has no built-in tool {other}")),
     };
+    // The tool list's line and rules pi-rpc's own session gives the built-in (tool_setup.rs).
+    let guidelines: Vec<String> = match tool.prompt_guidelines() {
+        [] => crate::system_prompt::builtin_guidelines(name).iter().map(|g| g.to_string()).collect(),
+        own => own.to_vec(),
+    };
     Ok(json!({
         "name": tool.name(),
-        "promptSnippet": tool.prompt_snippet(),
+        "promptSnippet": tool.prompt_snippet().or(crate::system_prompt::builtin_snippet(name)),
         "description": tool.description(),
         "parameters": tool.parameters(),
-        "promptGuidelines": tool.prompt_guidelines(),
+        "promptGuidelines": guidelines,
     }))
 }
 

@@ -56,16 +56,22 @@ fn field<'a>(model: &'a Value, key: &str) -> &'a str {
 
 /// The models of one type (of one provider), as scripts see them: a
 /// provider's `models.json` `baseUrl` re-routes its models, as it does its
-/// chat models. Chat models come as their catalog entries with `type: "chat"`.
+/// chat models. Chat models come as their catalog entries: the built-in
+/// catalog's with `type: "chat"`, a `models.json` model without a type (as
+/// pi's entries are; a missing type means chat).
 pub fn models_of_type(registry: &mut ModelRegistry, kind: ModelType, provider: Option<&str>) -> Vec<Value> {
     if kind == ModelType::Chat {
+        let built_in =
+            |m: &crate::model::Model| super::catalog::shared_provider_models(&m.provider).iter().any(|b| b.id == m.id);
         return registry
             .all()
             .into_iter()
             .filter(|m| provider.is_none_or(|p| m.provider == p))
             .filter_map(|m| {
                 let mut v = serde_json::to_value(&m).ok()?;
-                if let Value::Object(map) = &mut v {
+                if let Value::Object(map) = &mut v
+                    && built_in(&m)
+                {
                     map.insert("type".into(), Value::from("chat"));
                 }
                 Some(v)

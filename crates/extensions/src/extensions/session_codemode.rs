@@ -15,13 +15,20 @@
 //! - `branchCustomData` `{customType}` and `appendCustom` `{customType,
 //!   data}`: `store()` / `load()` kept on the sub-session's branch.
 //!
+//! - `modelCatalog` `{}`: the sub-session's model registry
+//!   (`ctx.modelRegistry`) as `{<type>: {models, available}}`, asked when
+//!   the script first calls `models.*` ([`pi_mcp::codemode::ModelsHost::listed`]);
+//! - `modelCall` `{op, model, context}`: `classify` / `generateImages` of
+//!   that registry, answered with pi's result object.
+//!
 //! The script's `details.calls` updates go back as `builtinToolUpdate`s.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use pi_mcp::codemode::{CatalogEntry, CodemodeTool};
+use pi_mcp::codemode::models::{LaterModels, ListedModels, TypedModelDelegate};
+use pi_mcp::codemode::{CatalogEntry, CodemodeTool, ModelsHost};
 use pi_mcp::mcp::search::SearchDoc;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -140,6 +147,50 @@ impl SessionLink for SessionStore {
     }
 }
 
+/// The sub-session's model registry: every classify / generateImages call is its own.
+struct SessionModels {
+    ops: SessionOps,
+}
+
+impl TypedModelDelegate for SessionModels {
+    fn serves(&self, _provider: &str, _api: &str, _op: &str) -> bool {
+        true
+    }
+
+    fn call(
+        &self,
+        op: &'static str,
+        model: Value,
+        context: Value,
+        _options: Value,
+        cancel: CancellationToken,
+    ) -> futures::future::BoxFuture<'static, Result<Value, String>> {
+        let ops = self.ops.clone();
+        Box::pin(async move {
+            match ops.call("modelCall", json!({"op": op, "model": model, "context": context}), Some(&cancel)).await {
+                Ok(result) => Ok(result),
+                Err(CallError::Failed(message) | CallError::Dead(message)) => Err(message),
+                Err(CallError::Cancelled) => Err(crate::provider::typed::ABORTED.to_string()),
+            }
+        })
+    }
+}
+
+/// `models.*` over the sub-session's registry, listed when a script first asks.
+fn session_models(ops: SessionOps) -> LaterModels {
+    LaterModels::new(move || {
+        let ops = ops.clone();
+        Box::pin(async move {
+            let listed = match ops.call("modelCatalog", json!({}), None).await {
+                Ok(listed) => serde_json::from_value::<ListedModels>(listed).map_err(|e| e.to_string())?,
+                Err(CallError::Failed(m) | CallError::Dead(m)) => return Err(m),
+                Err(CallError::Cancelled) => return Err("Operation aborted".to_string()),
+            };
+            Ok(ModelsHost::listed(listed, Arc::new(SessionModels { ops })))
+        })
+    })
+}
+
 /// A tool the host describes as `{name, description, parameters, promptGuidelines, exposure, outputSchema?}`.
 fn session_tool(ops: Option<SessionOps>, described: &Value) -> Option<SessionTool> {
     let text = |key: &str| described.get(key).and_then(Value::as_str).map(str::to_string);
@@ -188,6 +239,8 @@ pub(super) async fn run(ext: Arc<Extension>, params: Value, temp_dir: PathBuf, c
     let mut tool = CodemodeTool::new(entries, None);
     if params.get("models").and_then(Value::as_bool) == Some(false) {
         tool = tool.without_models_global();
+    } else {
+        tool = tool.with_later_models(session_models(ops.clone()));
     }
     let cwd = params.get("cwd").and_then(Value::as_str).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     let mut ctx = ToolContext::new(cwd);

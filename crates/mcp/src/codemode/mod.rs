@@ -117,6 +117,8 @@ pub struct CodemodeTool {
     mcp: Option<Arc<McpManager>>,
     /// `models.*` of scripts (None: every call fails with "not available").
     models: Option<Arc<ModelsHost>>,
+    /// `models.*` answered by a host loaded when a script first asks.
+    later_models: Option<Arc<models::LaterModels>>,
     /// Scripts get the `models` global (off with `createCodemodeExtension({ models: false })`).
     models_global: bool,
     parameters: Value,
@@ -136,6 +138,7 @@ impl CodemodeTool {
             builtins,
             mcp,
             models: None,
+            later_models: None,
             models_global: true,
             parameters,
             listing: String::new(),
@@ -164,6 +167,21 @@ impl CodemodeTool {
     pub fn with_models(mut self, models: Option<Arc<ModelsHost>>) -> CodemodeTool {
         self.models = models;
         self
+    }
+
+    /// Give scripts models loaded when they first ask (another session's, see [`models::LaterModels`]).
+    pub fn with_later_models(mut self, later: models::LaterModels) -> CodemodeTool {
+        self.later_models = Some(Arc::new(later));
+        self
+    }
+
+    /// The models of scripts now (the error text when there are none).
+    async fn models_host(&self) -> Result<Arc<ModelsHost>, String> {
+        match (&self.models, &self.later_models) {
+            (Some(host), _) => Ok(host.clone()),
+            (None, Some(later)) => later.host().await,
+            (None, None) => Err("models are not available in this session".to_string()),
+        }
     }
 
     /// Leave the `models` global out of scripts and of the description, as

@@ -49,8 +49,9 @@ fn answer(id: u32, value: Option<Value>) -> Completion {
 impl Session<'_> {
     /// One `models.<op>(...args)` call of the script.
     pub(super) async fn model(&self, id: u32, op: String, args: Vec<Value>, cancel: CancellationToken) -> Completion {
-        let Some(host) = &self.tool.models else {
-            return Completion { id, ok: false, value: json!("models are not available in this session") };
+        let host = match self.tool.models_host().await {
+            Ok(host) => host,
+            Err(message) => return Completion { id, ok: false, value: json!(message) },
         };
         let (call, early) = match host.step(&op, &args, &cancel) {
             ModelStep::Done(Ok(value)) => return answer(id, value),

@@ -21,11 +21,62 @@ const CLASSIFIER_SHAPE: &str = "{ state: { ... }, images?: [{ type: \"image\", d
 
 /// The session's model catalog and credentials, for scripts.
 pub struct ModelsHost {
-    registry: Mutex<ModelRegistry>,
+    catalog: Catalog,
     /// None when the HTTP client could not be set up (every call then says so).
     http: Result<HttpClient, String>,
     /// Providers whose classifier or image calls are implemented elsewhere.
     delegate: Option<Arc<dyn TypedModelDelegate>>,
+}
+
+/// Where a host's models come from.
+enum Catalog {
+    /// pi-rpc's registry: its models and credentials, the calls made here.
+    Registry(Box<Mutex<ModelRegistry>>),
+    /// Another session's registry (an SDK session's, in the extension
+    /// host), as the models it lists; every call goes to the delegate.
+    Listed(ListedModels),
+}
+
+/// A registry kept elsewhere, as its models of each type (`chat`,
+/// `classifier`, `image`): `{<type>: {models, available}}`, each list as its
+/// `getModelsOfType` / `getAvailableOfType` answer.
+#[derive(Default, serde::Deserialize)]
+pub struct ListedModels(std::collections::HashMap<String, ListedOfType>);
+
+#[derive(Default, serde::Deserialize)]
+struct ListedOfType {
+    #[serde(default)]
+    models: Vec<Value>,
+    #[serde(default)]
+    available: Vec<Value>,
+}
+
+impl ListedModels {
+    fn of(&self, kind: ModelType, available: bool, provider: Option<&str>) -> Vec<Value> {
+        let Some(listed) = self.0.get(kind.name()) else { return Vec::new() };
+        let list = if available { &listed.available } else { &listed.models };
+        list.iter().filter(|m| provider.is_none_or(|p| m["provider"] == p)).cloned().collect()
+    }
+}
+
+/// A session's models asked for when a script first needs them (an SDK
+/// session's registry, kept in the extension host), once per script run.
+pub struct LaterModels {
+    load: Box<dyn Fn() -> futures::future::BoxFuture<'static, Result<ModelsHost, String>> + Send + Sync>,
+    host: tokio::sync::OnceCell<Result<Arc<ModelsHost>, String>>,
+}
+
+impl LaterModels {
+    pub fn new(
+        load: impl Fn() -> futures::future::BoxFuture<'static, Result<ModelsHost, String>> + Send + Sync + 'static,
+    ) -> LaterModels {
+        LaterModels { load: Box::new(load), host: tokio::sync::OnceCell::new() }
+    }
+
+    /// The host, loaded on the first call (a failure is the answer of every call).
+    pub async fn host(&self) -> Result<Arc<ModelsHost>, String> {
+        self.host.get_or_init(|| async { (self.load)().await.map(Arc::new) }).await.clone()
+    }
 }
 
 /// Classifier and image calls a provider implements itself (an extension's
@@ -275,7 +326,14 @@ fn check_images_context(context: &Value) -> Result<(), String> {
 impl ModelsHost {
     pub fn new(registry: ModelRegistry) -> ModelsHost {
         let http = HttpClient::new().map_err(|e| e.message);
-        ModelsHost { registry: Mutex::new(registry), http, delegate: None }
+        ModelsHost { catalog: Catalog::Registry(Box::new(Mutex::new(registry))), http, delegate: None }
+    }
+
+    /// A host over another session's registry: `listed` answers the
+    /// catalog questions and `delegate` makes every classify / generateImages call.
+    pub fn listed(listed: ListedModels, delegate: Arc<dyn TypedModelDelegate>) -> ModelsHost {
+        let http = HttpClient::new().map_err(|e| e.message);
+        ModelsHost { catalog: Catalog::Listed(listed), http, delegate: Some(delegate) }
     }
 
     /// Calls of the providers `delegate` serves go to it.
@@ -284,12 +342,26 @@ impl ModelsHost {
         self
     }
 
-    fn registry(&self) -> std::sync::MutexGuard<'_, ModelRegistry> {
-        self.registry.lock().unwrap_or_else(|p| p.into_inner())
+    /// pi-rpc's registry (None: the models are listed from elsewhere).
+    fn registry(&self) -> Option<std::sync::MutexGuard<'_, ModelRegistry>> {
+        match &self.catalog {
+            Catalog::Registry(registry) => Some(registry.lock().unwrap_or_else(|p| p.into_inner())),
+            Catalog::Listed(_) => None,
+        }
+    }
+
+    /// The models of `kind` (`available`: those with credentials), of `provider` or all.
+    fn models_of_type(&self, kind: ModelType, available: bool, provider: Option<&str>) -> Vec<Value> {
+        match (&self.catalog, self.registry()) {
+            (Catalog::Listed(listed), _) => listed.of(kind, available, provider),
+            (_, Some(mut registry)) if available => typed_models::available_of_type(&mut registry, kind, provider),
+            (_, Some(mut registry)) => typed_models::models_of_type(&mut registry, kind, provider),
+            (_, None) => Vec::new(),
+        }
     }
 
     fn model_of_type(&self, kind: ModelType, provider: &str, id: &str) -> Option<Value> {
-        typed_models::model_of_type(&mut self.registry(), kind, provider, id)
+        self.models_of_type(kind, false, Some(provider)).into_iter().find(|m| m["id"] == id)
     }
 
     /// One `models.<op>(...args)` call of a script.
@@ -300,12 +372,7 @@ impl ModelsHost {
             "getModelsOfType" | "getAvailableOfType" => {
                 let listed = model_type(arg(0)).and_then(|kind| {
                     let provider = provider_arg(args.get(1))?;
-                    let mut registry = self.registry();
-                    let list = if op == "getModelsOfType" {
-                        typed_models::models_of_type(&mut registry, kind, provider.as_deref())
-                    } else {
-                        typed_models::available_of_type(&mut registry, kind, provider.as_deref())
-                    };
+                    let list = self.models_of_type(kind, op == "getAvailableOfType", provider.as_deref());
                     Ok(Some(Value::Array(list.into_iter().map(info).collect())))
                 });
                 done(listed)
@@ -394,7 +461,7 @@ impl ModelsHost {
             Ok(made) => made,
             Err(e) => return ModelStep::Done(Err(e)),
         };
-        let login = crate::auth::login_of(&self.registry(), provider);
+        let login = self.registry().and_then(|registry| crate::auth::login_of(&registry, provider));
         let op = if kind == ModelType::Classifier { "classify" } else { "generateImages" };
         let api = resolved["api"].as_str().unwrap_or_default();
         let delegate = self.delegate.clone().filter(|d| d.serves(provider, api, op));
@@ -412,7 +479,13 @@ impl ModelsHost {
     /// Cloudflare's account id; and pi's refusal when the provider has no credentials.
     fn typed_call(&self, model: &Value, cancel: &CancellationToken) -> Result<(TypedCall, Option<String>), String> {
         let provider = model["provider"].as_str().unwrap_or_default().to_string();
-        let registry = self.registry();
+        let Some(registry) = self.registry() else {
+            // Another session's registry applies its own credentials when its delegate calls.
+            let http = self.http.clone()?;
+            let call =
+                TypedCall { model: model.clone(), api_key: None, headers: Vec::new(), cancel: cancel.clone(), http };
+            return Ok((call, None));
+        };
         let api_key = registry.api_key(&provider);
         let as_chat = crate::model::Model {
             id: model["id"].as_str().unwrap_or_default().to_string(),

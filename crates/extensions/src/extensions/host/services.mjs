@@ -118,6 +118,8 @@ export function createServices(channel, hello) {
 			case "callTool":
 			case "branchCustomData":
 			case "appendCustom":
+			case "modelCatalog":
+			case "modelCall":
 				return (await call(args, signal)) ?? null;
 			default:
 				throw new Error(`unknown operation ${op}`);

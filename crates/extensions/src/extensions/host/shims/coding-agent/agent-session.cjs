@@ -41,7 +41,7 @@ const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 const { executeBashWithOperations } = require("./bash-execution.cjs");
 const { attachExtensions, sendCustomMessage, providerHooks } = require("./session-extensions.cjs");
 const { toolOptions } = require("./session-tool-options.cjs");
-const { applyLoadout } = require("./session-loadout.cjs");
+const { applyLoadout, refreshLoadout } = require("./session-loadout.cjs");
 const { expandSessionInput } = require("./input-expansion.cjs");
 const { loadedDefaultResourceLoader } = require("./resources.cjs");
 const { navigateTree } = require("./tree-navigation.cjs");
@@ -150,7 +150,7 @@ class AgentSession {
 			...this._promptBase,
 			cwd: this._cwd,
 			selectedTools: active,
-			hiddenTools: [],
+			hiddenTools: [...(this._hiddenDeclarations ?? [])],
 			toolSnippets: snippets,
 			toolGuidelines: guidelines,
 			promptGuidelines: [],
@@ -229,7 +229,7 @@ class AgentSession {
 		const started = await this._extensions?.beforeAgentStart(trigger, this._promptOptions());
 		const added = (started?.messages ?? []).map((m) => ({ role: "custom", customType: m.customType, content: m.content ?? [], display: m.display, details: m.details, timestamp: Date.now() }));
 		const nextTurn = this._extensions?.takeNextTurn() ?? [];
-		const system = this._systemUpdate(started?.systemPromptOptions ?? this._promptOptions());
+		const system = this._systemUpdate(refreshLoadout(this, started?.systemPromptOptions ?? this._promptOptions()));
 		preflightResult?.("started");
 		await this._run([...(system ? [system] : []), first, ...nextTurn, ...added]);
 	}
@@ -776,7 +776,7 @@ async function createAgentSession(options = {}) {
 	warmer = session._cacheWarmer = new SessionCacheWarmer(session, stream);
 	// pi's refresh before each next turn: the active tools as they are now (a tool may have activated some), the prompt's change.
 	agent.prepareNextTurnWithContext = async (turn) => {
-		const update = session._systemUpdate();
+		const update = session._systemUpdate(refreshLoadout(session, session._promptOptions()));
 		return { context: { ...turn.context, tools: agent.state.tools.slice() }, messages: update ? [update] : undefined };
 	};
 	const extensionsResult = resourceLoader.getExtensions?.() ?? { extensions: [], errors: [] };

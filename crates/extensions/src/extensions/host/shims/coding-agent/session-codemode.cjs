@@ -6,7 +6,9 @@
 // back, through an operations object as pi's `*Operations` are called, for
 // each tool the script calls (`callTool`: the session's `ctx.executeTool()`,
 // its pipeline and hooks) and for `store()` / `load()` (the session's
-// `codemode-store` entries on its branch, written with `pi.appendEntry`).
+// `codemode-store` entries on its branch, written with `pi.appendEntry`) and
+// for the script's `models.*` (the session's `ctx.modelRegistry`: its
+// catalog listed when a script first asks, its classify / generateImages).
 
 "use strict";
 
@@ -36,6 +38,25 @@ function catalogOf(pi, tools) {
 		});
 }
 
+/** The model types a script's `models.*` know. */
+const MODEL_TYPES = ["chat", "classifier", "image"];
+
+/** `{<type>: {models, available}}` of the session's model registry, as a script's `models.*` see it. */
+async function modelCatalog(registry) {
+	const out = {};
+	for (const type of MODEL_TYPES) {
+		out[type] = { models: registry?.getModelsOfType?.(type) ?? [], available: (await registry?.getAvailableOfType?.(type)) ?? [] };
+	}
+	return JSON.parse(JSON.stringify(out));
+}
+
+/** A script's `models.classify` / `models.generateImages` of the session's registry, the model as the registry lists it (pi's). */
+function modelCall(registry, { op, model, context }, signal) {
+	const type = op === "classify" ? "classifier" : "image";
+	const resolved = registry.getModelOfType(type, model?.provider, model?.id) ?? model;
+	return op === "classify" ? registry.classify(resolved, context, { signal }) : registry.generateImages(resolved, context, { signal });
+}
+
 /** Run one script of the session's `codemode` (the tool's `execute`). */
 async function runSessionCodemode(pi, options, toolCallId, params, signal, onUpdate, ctx) {
 	const operations = {
@@ -46,6 +67,9 @@ async function runSessionCodemode(pi, options, toolCallId, params, signal, onUpd
 				.filter((entry) => entry.type === "custom" && entry.customType === customType)
 				.map((entry) => entry.data ?? null),
 		appendCustom: ({ customType, data }) => pi.appendEntry(customType, data) ?? null,
+		// The script's `models.*`: the session's model registry (pi's `ctx.modelRegistry`).
+		modelCatalog: () => modelCatalog(ctx.modelRegistry),
+		modelCall: (args, callSignal) => modelCall(ctx.modelRegistry, args ?? {}, callSignal),
 	};
 	const result = await services().runBuiltinTool(
 		{

@@ -30,7 +30,8 @@ function syncTools(session, runner, activateNew) {
 		session._tools.set(definition.name, definition);
 		if (activates(session, definition)) added.push(definition.name);
 	}
-	if (activateNew && added.length > 0) session.setActiveToolsByName([...new Set([...session.getActiveToolNames(), ...added])]);
+	// pi's registry refresh applies the loadout again, also when no tool becomes active (codemode's listing).
+	if (activateNew) session.setActiveToolsByName([...new Set([...session.getActiveToolNames(), ...added])]);
 	return added;
 }
 

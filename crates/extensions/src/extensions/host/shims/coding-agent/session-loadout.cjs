@@ -4,8 +4,13 @@
 // factories' `codemode`, an extension's own) is given pi's loadout
 // `{declared, callable, registered, getExposure, getNamespace,
 // getPromptGuidelines}`; the `descriptions` it answers replace the declared
-// tools' descriptions (what the model's request carries). A hook that throws
-// is reported as pi's `prepare_loadout` extension error.
+// tools' descriptions (what the model's request carries), and the
+// `hiddenDeclarations` it names (codemode's `direct` tools with
+// `mode: "only"`) are left out of the requests' tool declarations and of the
+// prompt's tool list, as pi's projection of the transcript leaves them out.
+// A hook that throws is reported as pi's `prepare_loadout` extension error.
+// pi applies the loadout again before each request (`refreshLoadout`), so
+// tools registered since, or a changed `codemode.mode`, show there.
 
 "use strict";
 
@@ -18,6 +23,8 @@ const exposureOf = (definition) => definition?.exposure ?? "direct";
 function applyLoadout(session, tools) {
 	const definitionOf = (name) => session._tools.get(name);
 	const hooks = tools.map((tool) => definitionOf(tool.name)).filter((d) => typeof d?.prepareLoadout === "function");
+	session._hiddenDeclarations = new Set();
+	hideDeclarations(session);
 	if (hooks.length === 0) return tools;
 	const active = new Set(tools.map((tool) => tool.name));
 	const agentTool = (definition) => ({
@@ -41,6 +48,7 @@ function applyLoadout(session, tools) {
 		try {
 			const changes = definition.prepareLoadout(loadout);
 			for (const [name, description] of Object.entries(changes?.descriptions ?? {})) descriptions.set(name, description);
+			for (const name of changes?.hiddenDeclarations ?? []) session._hiddenDeclarations.add(name);
 		} catch (error) {
 			session.extensionRunner?.emitError?.({
 				extensionPath: definition.sourceInfo?.path ?? "<unknown>",
@@ -53,4 +61,42 @@ function applyLoadout(session, tools) {
 	return tools.map((tool) => (descriptions.has(tool.name) ? { ...tool, description: descriptions.get(tool.name) } : tool));
 }
 
-module.exports = { applyLoadout };
+/** Marks the agent's `transformContext` that leaves the hidden declarations out. */
+const HIDES = Symbol("pi-rpc.hiddenDeclarations");
+
+/**
+ * pi's projection of each request's transcript: the system messages'
+ * `toolsAdded` / `toolsRemoved` without the hidden declarations, after the
+ * `context` handlers (installed over whatever `transformContext` is there now).
+ */
+function hideDeclarations(session) {
+	const agent = session.agent;
+	if (agent.transformContext?.[HIDES]) return;
+	const previous = agent.transformContext;
+	const projected = async (messages, signal) => {
+		const transformed = previous ? await previous(messages, signal) : messages;
+		const hidden = session._hiddenDeclarations;
+		if (!hidden?.size) return transformed;
+		return transformed.map((message) => {
+			if (message.role !== "system" || (!message.toolsAdded && !message.toolsRemoved)) return message;
+			const { toolsAdded, toolsRemoved, ...rest } = message;
+			const added = (toolsAdded ?? []).filter((tool) => !hidden.has(tool.name));
+			const removed = (toolsRemoved ?? []).filter((tool) => !hidden.has(tool.name));
+			return { ...rest, ...(added.length > 0 ? { toolsAdded: added } : {}), ...(removed.length > 0 ? { toolsRemoved: removed } : {}) };
+		});
+	};
+	projected[HIDES] = true;
+	agent.transformContext = projected;
+}
+
+/**
+ * The loadout applied again before a request (pi's `_preparePromptAndToolLoadout`):
+ * the active tools' descriptions and hidden declarations as the hooks answer
+ * now; `options` (prompt options) get the hidden declarations as `hiddenTools`.
+ */
+function refreshLoadout(session, options) {
+	session.setActiveToolsByName(session.getActiveToolNames());
+	return options && { ...options, hiddenTools: [...(session._hiddenDeclarations ?? [])] };
+}
+
+module.exports = { applyLoadout, refreshLoadout };

@@ -257,6 +257,12 @@ function createSessionModels({ base, extensions, context }) {
 		return fallback(model, context, options);
 	};
 
+	/** `models`' entries of `providerId` (or all) as pi's chat models of a type: the registered ones as registered, the others as the base lists them. */
+	const chatOfType = (models, providerId) => {
+		const listed = new Map((base.getModelsOfType("chat", providerId) ?? []).map((m) => [key(m.provider, m.id), m]));
+		const mine = models.filter((m) => providerId === undefined || m.provider === providerId);
+		return mine.map((m) => (ownModel(m.provider, m.id) ? m : (listed.get(key(m.provider, m.id)) ?? m)));
+	};
 	const registry = Object.create(base);
 	Object.assign(registry, {
 		find,
@@ -273,6 +279,11 @@ function createSessionModels({ base, extensions, context }) {
 		streamSimple: streamWith((m, c, o) => base.streamSimple(m, c, o)),
 		stream: streamWith((m, c, o) => base.stream(m, c, o)),
 		complete: (model, context, options) => registry.stream(model, context, options).result(),
+		// pi's chat models of a type are the session's catalog (its registered and virtual models among them).
+		getModelsOfType: (type, providerId) => (type === "chat" ? chatOfType(catalog(), providerId) : base.getModelsOfType(type, providerId)),
+		getAvailableOfType: async (type, providerId) => (type === "chat" ? chatOfType(registry.getAvailable(), providerId) : base.getAvailableOfType(type, providerId)),
+		getModelOfType: (type, providerId, id) => registry.getModelsOfType(type, providerId)?.find((m) => m.id === id),
+		findOfType: (type, providerId, id) => registry.getModelOfType(type, providerId, id),
 	});
 
 	/**
