@@ -40,6 +40,10 @@ wait_port() {
   return 1
 }
 
+# True when nothing accepts on 127.0.0.1:$1 (another program there would
+# answer in a worker's place).
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
 stop_pid() {
   local file=$1
   if alive "$file"; then
@@ -127,6 +131,10 @@ up() {
   if [ ! -s "$dir/token" ]; then
     (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$dir/token")
   fi
+  local wanted
+  for wanted in "$front" "$nats_port" $(seq $((front + 10)) $((front + 9 + count))); do
+    port_free "$wanted" || { say "port $wanted is in use: choose another PI_CLUSTER_PORT"; exit 1; }
+  done
   "$nats_bin" -a 127.0.0.1 -p "$nats_port" -js -sd "$dir/nats" > "$dir/logs/nats.log" 2>&1 &
   echo $! > "$dir/run/nats.pid"
   wait_port "$nats_port" || { say "nats-server did not start (see $dir/logs/nats.log)"; down; exit 1; }
@@ -139,7 +147,7 @@ up() {
   done
   for i in $(seq 1 "$count"); do
     # A worker first joins the bus: slow on a loaded machine (60 s at most).
-    wait_port $((front + 9 + i)) 600 || { say "worker $i did not start (see $dir/logs/worker-$i.log)"; down; exit 1; }
+    { wait_port $((front + 9 + i)) 600 && alive "$dir/run/worker-$i.pid"; } || { say "worker $i did not start (see $dir/logs/worker-$i.log)"; down; exit 1; }
   done
   render_nginx "$count" > "$dir/nginx/nginx.conf"
   "$nginx_bin" -p "$dir/nginx" -c "$dir/nginx/nginx.conf" -e stderr > "$dir/logs/nginx.log" 2>&1 &

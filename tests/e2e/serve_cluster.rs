@@ -374,8 +374,7 @@ async fn the_local_cluster_script_brings_it_all_up_and_down_in_one_command() {
     let Some((python, path)) = crate::serve::python() else { return };
     let sb = Sandbox::offline();
     let dir = sb.home.path().join("local-cluster");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let port = port.clamp(20_000, 60_000).to_string();
+    let port = free_port_range().to_string();
     let script = |action: &str| {
         let mut cmd = tokio::process::Command::new("bash");
         cmd.arg(repo_root().join("deploy/local-cluster.sh")).args(action.split(' '));
@@ -495,4 +494,18 @@ async fn approvals_reach_clients_on_every_worker_and_the_first_answer_wins() {
     let call = pi_compat::fake_server::Reply::tool_call("call_1", "bash", r#"{"command":"echo approved-ran"}"#);
     sb.server().on_marker("run the tool", call);
     two_workers_run(&sb, &nats, &["--tool-approval"], "approvals").await;
+}
+
+/// An entry port whose neighbours the script uses (nats-server at +1, the
+/// workers at +10 on) are free too: another test's server there would answer
+/// in a worker's place.
+fn free_port_range() -> u16 {
+    let free = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok();
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        let port = port.clamp(20_000, 60_000);
+        if [0, 1, 10, 11, 12].iter().all(|offset| free(port + offset)) {
+            return port;
+        }
+    }
 }
