@@ -378,7 +378,11 @@ impl Connection {
                         handler.serve(transport).await.map_err(initialize_failed)?
                     }
                     None => {
-                        let client = super::http_client::QuotingHttpClient::new(client);
+                        let mut client = super::http_client::QuotingHttpClient::new(client);
+                        if let (Some(provider), Some(read)) = (self.config.auth_provider(), self.factories.provider_token())
+                        {
+                            client = client.with_provider_token(provider, read);
+                        }
                         let transport = StreamableHttpClientTransport::with_client(client, config);
                         handler.serve(transport).await.map_err(initialize_failed)?
                     }
