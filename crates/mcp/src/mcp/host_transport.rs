@@ -45,13 +45,15 @@ pub trait TransportHost: Send + Sync {
     /// Open the extension's transport for pi's server entry `entry`
     /// (`{name, config, source}`) in the session's directory `cwd`, and start
     /// it; `auth`, for a server that signs in with OAuth, answers the
-    /// extension's `authProvider` ([`serve_auth`]).
+    /// extension's `authProvider` ([`serve_auth`]). A failure says what
+    /// `createTransport` or `start()` threw (a status for pi-mcp's HTTP
+    /// errors: pi tries again after a transient one).
     fn open(
         &self,
         entry: Value,
         cwd: PathBuf,
         auth: Option<Arc<TokenSource>>,
-    ) -> BoxFuture<'static, Result<HostLink, String>>;
+    ) -> BoxFuture<'static, Result<HostLink, SendFailure>>;
 }
 
 /// Why the extension's transport could not send a message: what its `send`
@@ -127,7 +129,7 @@ pub async fn open(
     server: &ServerConfig,
     cwd: PathBuf,
     auth: Option<Arc<TokenSource>>,
-) -> Result<HostTransport, String> {
+) -> Result<HostTransport, SendFailure> {
     let link = host.open(entry(server), cwd, auth).await?;
     Ok(HostTransport { link, server: server.name.clone() })
 }
