@@ -67,3 +67,28 @@ async fn an_auth_provider_server_without_a_credential_gets_no_bearer_as_in_pi() 
         assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
     }
 }
+
+/// `pi mcp list` of either program with the server of [`bearer_run`] and the
+/// provider's key stored: its exit code and the `Authorization` headers the
+/// server was sent.
+async fn list_run(srv: &Servers, reference: bool) -> Option<Value> {
+    let (_everything, port) = start_http_everything(srv).await;
+    let proxy = FlakyProxy::start(&format!("http://127.0.0.1:{port}/mcp")).await.unwrap();
+    let sb = Sandbox::offline();
+    write_mcp(&sb, json!({"remote": {"url": proxy.url(), "auth": {"provider": "anthropic"}}}));
+    let auth = json!({"anthropic": {"type": "api_key", "key": "sk-ant-for-the-list"}});
+    std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).unwrap();
+    let (code, _, _) = crate::mcp_cli::pi_cli(&sb, reference, &["mcp", "list", "--json"]).await?;
+    Some(json!({"code": code, "authorizations": proxy.authorizations()}))
+}
+
+#[tokio::test]
+async fn pi_mcp_list_sends_the_providers_key_of_an_auth_provider_server_as_in_pi() {
+    let Some(srv) = Servers::find() else { return };
+    let Some(ours) = list_run(&srv, false).await else { return };
+    assert_eq!(ours, json!({"code": 0, "authorizations": ["Bearer sk-ant-for-the-list"]}), "pi-rpc");
+    if let Some(theirs) = list_run(&srv, true).await {
+        eprintln!("pi 1.6.0: {theirs:#}");
+        assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
+    }
+}
