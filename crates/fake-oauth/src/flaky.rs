@@ -158,9 +158,8 @@ async fn handle(State(shared): State<Shared>, method: Method, uri: Uri, headers:
     let (what, names) = describe(&method, &body);
     let (upstream, failure) = {
         let mut flaky = lock(&shared);
-        let authorization = headers
-            .get(axum::http::header::AUTHORIZATION)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let authorization =
+            headers.get(axum::http::header::AUTHORIZATION).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         if !flaky.authorizations.contains(&authorization) {
             flaky.authorizations.push(authorization);
         }

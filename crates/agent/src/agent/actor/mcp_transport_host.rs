@@ -52,10 +52,9 @@ impl TransportHost for ExtensionTransports {
             let failure = match ext.call("mcp_transport", params, None).await {
                 // What `createTransport` or `start()` threw, as pi reports it.
                 Ok(answer) => answer.get("failed").map(SendFailure::from_report),
-                Err(error) => Some(SendFailure::other(format!(
-                    "the extension's transport did not start: {}",
-                    describe(&error)
-                ))),
+                Err(error) => {
+                    Some(SendFailure::other(format!("the extension's transport did not start: {}", describe(&error))))
+                }
             };
             if let Some(failure) = failure {
                 ext.close_stream(&stream);
