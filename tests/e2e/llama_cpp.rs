@@ -61,14 +61,14 @@ fn router() -> LlamaRouter {
 }
 
 #[derive(Clone, Copy)]
-enum Program<'a> {
+pub(crate) enum Program<'a> {
     Reference { node: &'a Path, cli: &'a Path },
     Ours,
 }
 
 /// The program with `args` in `sb`; `offline` sets `PI_OFFLINE`. Requests
 /// anywhere but 127.0.0.1 go to a proxy that is not there.
-fn command(program: Program<'_>, sb: &Sandbox, args: &[&str], offline: bool) -> tokio::process::Command {
+pub(crate) fn command(program: Program<'_>, sb: &Sandbox, args: &[&str], offline: bool) -> tokio::process::Command {
     let mut cmd = match program {
         Program::Reference { node, cli } => {
             let mut cmd = tokio::process::Command::new(node);

@@ -89,5 +89,6 @@ mod serve_cluster_auth;
 mod serve_cluster_lease;
 mod serve_faults;
 mod serve_nginx;
+mod session_model_catalogs;
 mod templates;
 mod wire_apis;

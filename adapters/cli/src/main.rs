@@ -12,6 +12,7 @@ mod login;
 mod mcp_config;
 mod mcp_list;
 mod mcp_login;
+mod model_catalogs;
 mod packages;
 mod print;
 mod project_trust;
@@ -192,6 +193,9 @@ async fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     if mode == Mode::Rpc && !offline(&args) && !args.no_extensions {
         tokio::spawn(list_llama_models());
+    }
+    if mode == Mode::Rpc && !offline(&args) {
+        tokio::spawn(model_catalogs::refresh_in_background());
     }
     let end = dialect::serve_stdio(args.protocol, std::sync::Arc::new(args), agent).await?;
     Ok(match end {

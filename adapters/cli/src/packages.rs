@@ -215,9 +215,7 @@ fn run(command: &str, args: &[String]) -> Result<(), Vec<String>> {
         return Err(vec![format!("Missing {command} source."), format!("Usage: {}", usage(command))]);
     }
     if target == Some(Target::Models) {
-        return Err(vec![
-            "Error: pi-rpc's model catalog is compiled into the binary; there is nothing to refresh".to_string(),
-        ]);
+        return crate::model_catalogs::update_models();
     }
     let cwd = std::env::current_dir().map_err(|e| vec![format!("Error: {e}")])?;
     let agent_dir = pi_core::config::default_agent_dir();

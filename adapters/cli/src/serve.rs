@@ -189,9 +189,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         },
         drain: seconds("--drain-seconds", args.drain_seconds)?,
     };
-    // As RPC mode: the llama.cpp server's models are listed in the background.
+    // As RPC mode: the llama.cpp server's models are listed and the model
+    // catalogs refreshed in the background.
     if !crate::offline(&args.agent) && !args.agent.no_extensions {
         tokio::spawn(crate::list_llama_models());
+    }
+    if !crate::offline(&args.agent) {
+        tokio::spawn(crate::model_catalogs::refresh_in_background());
     }
     let stop = crate::dialect::termination(Arc::new(AtomicU8::new(0)));
     pi_serve::server::run(registry, serve, |address| crate::say(&address), stop).await?;

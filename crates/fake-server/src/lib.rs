@@ -37,6 +37,7 @@ pub mod copilot_api;
 pub mod gemini;
 mod http;
 pub mod llama_router;
+pub mod model_catalogs;
 pub mod openai;
 pub mod pi_messages;
 pub mod reply;
@@ -121,6 +122,8 @@ struct State {
     websocket_endings: Vec<String>,
     /// llama-server's router routes (see [`FakeServer::serve_llama_router`]).
     llama: Option<llama_router::LlamaRouter>,
+    /// pi's model catalog server (see [`FakeServer::serve_model_catalogs`]).
+    catalogs: Option<model_catalogs::Catalogs>,
 }
 
 /// What the Bedrock route accepts (see [`FakeServer::require_aws_auth`]).
@@ -347,6 +350,7 @@ impl FakeServer {
             websockets: false,
             websocket_endings: Vec::new(),
             llama: None,
+            catalogs: None,
         }));
         let (shutdown, shutdown_rx) = watch::channel(false);
         let task = tokio::spawn(accept_loop(listener, state.clone(), shutdown_rx));
@@ -411,6 +415,11 @@ impl FakeServer {
     /// Answer llama-server's model listing routes (`GET /models`, `GET /props`) from `router`.
     pub fn serve_llama_router(&self, router: llama_router::LlamaRouter) {
         lock(&self.state).llama = Some(router);
+    }
+
+    /// Answer pi's model catalog route (`GET /api/models/providers/<id>`) from `catalogs`.
+    pub fn serve_model_catalogs(&self, catalogs: model_catalogs::Catalogs) {
+        lock(&self.state).catalogs = Some(catalogs);
     }
 
     /// The reply used when no rule matches and the queue is empty.
@@ -520,7 +529,8 @@ async fn answer(
             .or_else(|| anthropic_federation::answer(&request))
             .or_else(|| typed_models::answer(&request))
             .or_else(|| copilot_api::answer(&request))
-            .or_else(|| st.llama.as_ref().and_then(|router| llama_router::answer(&request, router)));
+            .or_else(|| st.llama.as_ref().and_then(|router| llama_router::answer(&request, router)))
+            .or_else(|| st.catalogs.as_ref().and_then(|catalogs| model_catalogs::answer(&request, catalogs)));
         if answer.is_some() {
             st.requests.push(request.clone());
         }

@@ -12,7 +12,9 @@ pub mod broker;
 pub mod file;
 pub mod lock;
 pub mod login;
+pub mod model_catalogs;
 pub mod oauth;
+mod openrouter_catalog;
 
 pub use broker::{AuthError, Broker, broker_for};
 pub use login::{LoginError, LoginRequest};

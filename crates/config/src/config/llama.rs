@@ -94,7 +94,12 @@ impl StoredModels {
 
     /// True when the file changed since it was read.
     pub fn changed(&self, agent_dir: &Path) -> bool {
-        revision_of(&store_path(agent_dir)) != self.revision
+        self.changed_from(revision_of(&store_path(agent_dir)))
+    }
+
+    /// True when the file's current `revision` is not the one read.
+    pub fn changed_from(&self, revision: Option<(u64, u64, i128)>) -> bool {
+        revision != self.revision
     }
 
     /// The context window of each kept model (the next listing falls back on them).

@@ -10,6 +10,7 @@ pub mod llama;
 pub mod model_resolver;
 pub mod models;
 pub mod settings;
+pub mod stored_catalogs;
 pub mod typed_models;
 
 pub use models::ModelRegistry;

@@ -20,6 +20,7 @@ mod llama_store;
 mod provider_auth;
 mod refresh;
 mod schema_errors;
+mod stored_catalog_sync;
 pub use provider_auth::{AuthStatus, LoginMethods, ProviderAuth, ProviderInfo};
 
 /// The provider whose login lists the models its account may use.
@@ -105,6 +106,9 @@ pub struct ModelRegistry {
     extension_typed: BTreeMap<String, Vec<Value>>,
     /// Why the last `refresh` could not use `models.json` (pi's `getError()`).
     config_error: Option<String>,
+    /// The catalogs pi's `models-store.json` keeps, laid over the built-in
+    /// providers' models as they come in (the session's registry only).
+    stored_catalogs: super::stored_catalogs::StoredCatalogs,
 }
 
 /// A provider's models and settings before an extension registered it.
@@ -180,8 +184,12 @@ impl ModelRegistry {
     /// left out and the reason is kept as [`ModelRegistry::config_error`]
     /// (pi's `getError()`); a provider of it that cannot be set up is left
     /// out alone, and named there.
+    /// The catalogs pi keeps in `models-store.json` join the built-in
+    /// providers' models first (see [`super::stored_catalogs`]).
     pub fn load(agent_dir: &Path) -> Result<ModelRegistry, ConfigError> {
-        let mut reg = ModelRegistry::load_files(Some(&agent_dir.join("models.json")), &agent_dir.join("auth.json"))?;
+        let auth = AuthStore::load_file(&agent_dir.join("auth.json"))?;
+        let stored = super::stored_catalogs::StoredCatalogs::read(agent_dir);
+        let mut reg = ModelRegistry::load_over(Some(&agent_dir.join("models.json")), auth, stored);
         reg.read_llama_store(agent_dir);
         Ok(reg)
     }
@@ -196,7 +204,16 @@ impl ModelRegistry {
     /// Catalog + the `models.json` at `models_path` (none: the catalog alone)
     /// + the credentials of `auth`.
     pub fn load_with_auth(models_path: Option<&Path>, auth: AuthStore) -> ModelRegistry {
-        let mut reg = ModelRegistry { auth: auth.clone(), ..Default::default() };
+        ModelRegistry::load_over(models_path, auth, Default::default())
+    }
+
+    /// [`ModelRegistry::load_with_auth`] with `stored` catalogs over the built-in ones.
+    fn load_over(
+        models_path: Option<&Path>,
+        auth: AuthStore,
+        stored: super::stored_catalogs::StoredCatalogs,
+    ) -> ModelRegistry {
+        let mut reg = ModelRegistry { auth: auth.clone(), stored_catalogs: stored.clone(), ..Default::default() };
         let applied = match models_path {
             Some(path) => read_models_file(path).and_then(|file| {
                 reg.load_needed_providers(&file);
@@ -210,7 +227,7 @@ impl ModelRegistry {
         match applied {
             Ok(provider_errors) => reg.config_error = refresh::joined(provider_errors),
             Err(error) => {
-                reg = ModelRegistry { auth, ..Default::default() };
+                reg = ModelRegistry { auth, stored_catalogs: stored, ..Default::default() };
                 reg.load_needed_providers(&ModelsFile::default());
                 reg.config_error = Some(refresh::pi_wording(&error));
             }
@@ -365,7 +382,11 @@ impl ModelRegistry {
         if self.all_loaded || !self.loaded.insert(provider.to_string()) {
             return;
         }
-        self.models.extend(catalog::shared_provider_models(provider).iter().map(Slot::Shared));
+        let builtin = catalog::shared_provider_models(provider);
+        match self.stored_catalogs.overlay(provider, builtin) {
+            Some(models) => self.models.extend(models.into_iter().map(|m| Slot::Own(Box::new(m)))),
+            None => self.models.extend(builtin.iter().map(Slot::Shared)),
+        }
     }
 
     /// Bring every catalog provider in (for lookups across all models).
@@ -571,7 +592,10 @@ impl ModelRegistry {
     /// logout by pi or pi-rpc): as pi, which reads it before each use. A
     /// file that became unreadable keeps the credentials read before.
     pub fn sync_auth(&mut self, agent_dir: &Path) {
-        self.sync_llama_store(agent_dir);
+        // One look at models-store.json for both of its readers.
+        let revision = super::auth::revision_of(&super::stored_catalogs::store_path(agent_dir));
+        self.sync_llama_store(agent_dir, revision);
+        self.sync_stored_catalogs(agent_dir, revision);
         if self.auth.changed()
             && let Err(e) = self.reload_auth(agent_dir)
         {

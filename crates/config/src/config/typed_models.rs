@@ -78,14 +78,14 @@ pub fn models_of_type(registry: &mut ModelRegistry, kind: ModelType, provider: O
             })
             .collect();
     }
-    let built_in: Vec<Value> = typed_catalog()
-        .iter()
-        .chain(registry.llama_classifiers())
+    let catalog: Vec<Value> = typed_catalog().iter().chain(registry.llama_classifiers()).cloned().collect();
+    let built_in: Vec<Value> = registry
+        .with_stored_typed(catalog)
+        .into_iter()
         .filter(|m| field(m, "type") == kind.name())
         .filter(|m| provider.is_none_or(|p| field(m, "provider") == p))
         .filter(|m| !registry.typed_models_replaced(field(m, "provider")))
-        .map(|m| {
-            let mut m = m.clone();
+        .map(|mut m| {
             if let Some(base) = registry.provider_base_url(field(&m, "provider")) {
                 m["baseUrl"] = Value::from(base);
             }

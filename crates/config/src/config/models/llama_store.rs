@@ -17,9 +17,10 @@ impl ModelRegistry {
         self.models.extend(self.llama.chat.iter().map(|m| Slot::Own(Box::new(m.clone()))));
     }
 
-    /// Read the store again when a listing changed it since it was read.
-    pub(super) fn sync_llama_store(&mut self, agent_dir: &Path) {
-        if self.llama.changed(agent_dir) {
+    /// Read the store again when a listing changed it since it was read
+    /// (`revision`: the file's current one).
+    pub(super) fn sync_llama_store(&mut self, agent_dir: &Path, revision: Option<(u64, u64, i128)>) {
+        if self.llama.changed_from(revision) {
             self.read_llama_store(agent_dir);
         }
     }

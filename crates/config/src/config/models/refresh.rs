@@ -52,7 +52,7 @@ impl ModelRegistry {
     /// A registry of the catalog and `file`'s needs, with this one's
     /// run-time keys and the catalog providers it had loaded.
     fn rebuilt(&self, auth: AuthStore, file: &ModelsFile) -> ModelRegistry {
-        let mut fresh = ModelRegistry { auth, ..Default::default() };
+        let mut fresh = ModelRegistry { auth, stored_catalogs: self.stored_catalogs.clone(), ..Default::default() };
         fresh.load_needed_providers(file);
         for provider in &self.loaded {
             fresh.ensure_provider(provider);

@@ -356,3 +356,37 @@ fn sampling_params_are_read_and_model_overrides_merge_them_per_level_and_key() {
         Some(serde_json::json!({"high": {"top_k": 40, "min_p": 0.1}, "off": {"temperature": 0.2}}))
     );
 }
+
+#[test]
+fn a_newer_stored_catalog_joins_the_providers_models_under_models_json_and_after_a_change() {
+    use super::super::stored_catalogs::{BUILTIN_DATA_GENERATED_AT_MS, STORE_FILE};
+    let dir = tempfile::tempdir().unwrap();
+    let model = |id: &str, window: u64| {
+        serde_json::json!({"id": id, "name": id, "api": "anthropic-messages", "provider": "anthropic",
+            "baseUrl": "https://api.anthropic.com", "reasoning": false, "input": ["text"],
+            "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0}, "contextWindow": window, "maxTokens": 9})
+    };
+    let store = |models: Vec<Value>, last_modified: i64| {
+        let file = serde_json::json!({"anthropic": {"models": models, "lastModified": last_modified, "checkedAt": 1}});
+        std::fs::write(dir.path().join(STORE_FILE), file.to_string()).unwrap();
+    };
+    let overrides = r#"{"providers":{"anthropic":{"modelOverrides":{"net-1":{"name":"Renamed"}}}}}"#;
+    std::fs::write(dir.path().join("models.json"), overrides).unwrap();
+    store(vec![model("net-1", 11), model("claude-sonnet-4-5", 4242)], BUILTIN_DATA_GENERATED_AT_MS + 1);
+    let mut reg = ModelRegistry::load(dir.path()).unwrap();
+    reg.set_runtime_key("anthropic", "k".into());
+    assert_eq!(reg.find("anthropic", "net-1").map(|m| m.name), Some("Renamed".into()), "models.json goes over it");
+    assert_eq!(reg.find("anthropic", "claude-sonnet-4-5").map(|m| m.context_window), Some(4242));
+    assert!(reg.find("anthropic", "claude-haiku-4-5").is_some(), "the other built-in models stay");
+    // pi-rpc's (or pi's) refresh stored a newer catalog: the next sync takes it in.
+    store(vec![model("net-2", 22)], BUILTIN_DATA_GENERATED_AT_MS + 2);
+    reg.sync_auth(dir.path());
+    assert_eq!(reg.find("anthropic", "net-2").map(|m| m.context_window), Some(22));
+    assert!(reg.find("anthropic", "net-1").is_none());
+    assert_ne!(reg.find("anthropic", "claude-sonnet-4-5").map(|m| m.context_window), Some(4242));
+    assert!(reg.available().iter().any(|m| m.id == "net-2"), "the run-time key stays");
+    // A catalog no newer than pi's data is not used.
+    store(vec![model("net-3", 33)], BUILTIN_DATA_GENERATED_AT_MS);
+    reg.sync_auth(dir.path());
+    assert!(reg.find("anthropic", "net-3").is_none() && reg.find("anthropic", "net-2").is_none());
+}

@@ -1,0 +1,47 @@
+//! pi 1.6.0's refreshes of the built-in providers' model catalogs from the
+//! CLI (see `pi_core::auth::model_catalogs`): RPC mode's, in the background
+//! at start unless offline (a failure is one log line and changes nothing
+//! else, pi says nothing), and `pi update --models`'s, forced, whose outcome
+//! is the command's (`Model catalogs refreshed`, or the failures and exit 1).
+
+use pi_core::auth::model_catalogs::{self, Failures, REFRESH_TIMEOUT};
+use pi_core::provider::http::HttpClient;
+
+/// pi's RPC mode refreshes the catalogs in the background at start (fifteen
+/// seconds at most); sessions see a newer catalog once `models-store.json`
+/// has it (their registry reads the file again when it changed).
+pub(crate) async fn refresh_in_background() {
+    match refresh(false).await {
+        Ok(failures) if failures.is_empty() => {}
+        Ok(failures) => tracing::info!("model catalogs not refreshed: {}", joined(&failures)),
+        Err(e) => tracing::info!("model catalogs not refreshed: {e}"),
+    }
+}
+
+/// One refresh of `default_agent_dir()`'s catalogs within pi's time limit.
+async fn refresh(force: bool) -> Result<Failures, String> {
+    let agent_dir = pi_core::config::default_agent_dir();
+    let http = HttpClient::new().map_err(|e| e.message)?;
+    tokio::time::timeout(REFRESH_TIMEOUT, model_catalogs::refresh(&agent_dir, &http, force))
+        .await
+        .map_err(|_| "Model catalog refresh timed out.".to_string())
+}
+
+/// pi's `provider: message` list of failures.
+fn joined(failures: &Failures) -> String {
+    failures.iter().map(|(provider, message)| format!("{provider}: {message}")).collect::<Vec<_>>().join("; ")
+}
+
+/// `pi update --models`: every catalog asked again; pi's lines.
+pub(crate) fn update_models() -> Result<(), Vec<String>> {
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| vec![format!("Error: {e}")])?;
+    match runtime.block_on(refresh(true)) {
+        Ok(failures) if failures.is_empty() => {
+            crate::user_lines::out("Model catalogs refreshed");
+            Ok(())
+        }
+        Ok(failures) => Err(vec![format!("Error: Could not refresh model catalogs: {}", joined(&failures))]),
+        Err(message) => Err(vec![format!("Error: {message}")]),
+    }
+}

@@ -1,0 +1,353 @@
+//! The session's own model catalogs side by side with pi 1.6.0, each
+//! program in its own agent directory with keys for Anthropic, OpenAI and
+//! Google, against its own fake catalog server (pi.dev's route, reached
+//! through `PI_RPC_ORIGIN_OVERRIDES`; pi 1.6.0 through
+//! `tests/oauth/route_fetch.mjs`): Anthropic's catalog is newer than pi's
+//! model data (etag `"v1"`), OpenAI's fails (500), Google has none (404).
+//!
+//! 1. RPC mode refreshes the catalogs in the background at start: the same
+//!    requests (retries included), the same `models-store.json`, and
+//!    `get_available_models` gains Anthropic's new models (with
+//!    `models.json`'s override over them) once the refresh is in;
+//! 2. the next start asks only for what is due (OpenAI's entry has no date,
+//!    the others were checked now) and has the stored catalog at once;
+//! 3. offline, nothing is asked and the stored catalog is still the
+//!    session's, and `--list-models`';
+//! 4. `pi update --models` asks again (Anthropic revalidated with its etag):
+//!    the same lines and exit code, failing and succeeding.
+
+use std::collections::HashMap;
+
+use pi_compat::fake_server::FakeServer;
+use pi_compat::fake_server::model_catalogs::{Catalog, Catalogs};
+use serde_json::{Value, json};
+
+use crate::clients::{node22, repo_root};
+use crate::extension_provider_events::reference_cli;
+use crate::harness::{Pi, Sandbox};
+use crate::llama_cpp::{Program, command};
+
+/// A model of the served catalog.
+fn served(id: &str, extra: Value) -> Value {
+    let mut model = json!({"id": id, "name": format!("Net {id}"), "api": "anthropic-messages",
+        "baseUrl": "http://127.0.0.1:9/v1", "reasoning": false, "input": ["text"],
+        "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0}, "contextWindow": 5555, "maxTokens": 77});
+    if let (Some(m), Value::Object(e)) = (model.as_object_mut(), extra) {
+        m.extend(e);
+    }
+    model
+}
+
+fn catalogs() -> Catalogs {
+    let anthropic = json!({"models": [
+        served("claude-net", json!({})),
+        served("claude-sonnet-4-5", json!({"contextWindow": 4242})),
+        served("img-net", json!({"type": "image", "api": "openai-images"})),
+        served("odd-net", json!({"type": "video"})),
+        {"name": "no id"},
+    ]});
+    let providers =
+        HashMap::from([("anthropic".to_string(), newer(anthropic)), ("openai".to_string(), Catalog::Failing(500))]);
+    Catalogs { providers, user_models: None }
+}
+
+/// A catalog newer than pi 1.6.0's model data.
+fn newer(body: Value) -> Catalog {
+    Catalog::Served { body, last_modified: "Mon, 30 Nov 2026 00:00:00 GMT".into(), etag: "\"v1\"".into() }
+}
+
+/// What one program did.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    /// Requests of each step: path, `if-none-match`, whether the `User-Agent` is pi 1.6.0's.
+    requests: Vec<Vec<(String, Value, bool)>>,
+    /// The Anthropic models of `get_available_models` at each session (id, name, window).
+    anthropic: Vec<Vec<(Value, Value, Value)>>,
+    /// `models-store.json` after each step, `checkedAt` left out.
+    stored: Vec<Value>,
+    /// `pi update --models`: exit code, stdout, stderr (failing, then succeeding).
+    updates: Vec<(i32, String, String)>,
+    /// `--list-models net`, offline: exit code, stdout, stderr.
+    listed: (i32, String, String),
+}
+
+fn program_command(
+    program: Program<'_>,
+    sb: &Sandbox,
+    server: &FakeServer,
+    args: &[&str],
+    keys: &[&str],
+) -> tokio::process::Command {
+    let mut cmd = command(program, sb, args, false);
+    cmd.env("PI_RPC_ORIGIN_OVERRIDES", format!("https://pi.dev={}", server.url()));
+    if let Program::Reference { .. } = program {
+        let preload = format!("--import=file://{}", repo_root().join("tests/oauth/route_fetch.mjs").display());
+        cmd.env("NODE_OPTIONS", preload);
+    }
+    for (name, value) in [("ANTHROPIC_API_KEY", "sk-ant"), ("OPENAI_API_KEY", "sk-oai"), ("GEMINI_API_KEY", "g-key")] {
+        if keys.contains(&name) {
+            cmd.env(name, value);
+        }
+    }
+    cmd
+}
+
+const ALL_KEYS: [&str; 3] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"];
+
+fn store(sb: &Sandbox) -> Value {
+    let text = std::fs::read_to_string(sb.agent_dir.path().join("models-store.json")).unwrap_or_default();
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+/// The store without its check times, models as their ids.
+fn store_summary(sb: &Sandbox) -> Value {
+    let mut stored = store(sb);
+    for entry in stored.as_object_mut().into_iter().flat_map(|m| m.values_mut()) {
+        if let Some(entry) = entry.as_object_mut() {
+            assert!(entry.remove("checkedAt").is_some_and(|c| c.is_u64()), "checkedAt of {entry:?}");
+            if let Some(Value::Array(models)) = entry.get_mut("models") {
+                *models = models.iter().map(|m| json!([m["provider"], m["id"], m["type"]])).collect();
+            }
+        }
+    }
+    stored
+}
+
+/// The step's requests (taken from the server's record).
+fn requests(server: &FakeServer, seen: &mut usize) -> Vec<(String, Value, bool)> {
+    let all = server.requests();
+    let mut out: Vec<(String, Value, bool)> = all[*seen..]
+        .iter()
+        .map(|r| {
+            let agent = r.header("user-agent").is_some_and(|ua| ua.starts_with("pi/1.6.0 ("));
+            (r.path.clone(), json!(r.header("if-none-match")), agent)
+        })
+        .collect();
+    *seen = all.len();
+    // The providers are asked at once: their order is the network's.
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Ask for the available models until `done` says they are complete.
+async fn available_until(pi: &mut Pi, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    for attempt in 0..120 {
+        let reply = pi.call(&format!("m{attempt}"), json!({"type": "get_available_models"})).await;
+        let models = reply["data"]["models"].as_array().cloned().unwrap_or_default();
+        if done(&models) || attempt == 119 {
+            return models;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    Vec::new()
+}
+
+fn anthropic(models: &[Value]) -> Vec<(Value, Value, Value)> {
+    let of = models.iter().filter(|m| m["provider"] == "anthropic");
+    of.map(|m| (m["id"].clone(), m["name"].clone(), m["contextWindow"].clone())).collect()
+}
+
+fn has_net_model(models: &[Value]) -> bool {
+    models.iter().any(|m| m["id"] == "claude-net")
+}
+
+/// Wait until the store's `provider` entry was checked after `after` (ms).
+async fn checked_after(sb: &Sandbox, provider: &str, after: u64) {
+    for _ in 0..240 {
+        if store(sb)[provider]["checkedAt"].as_u64().is_some_and(|t| t > after) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
+async fn run(program: Program<'_>) -> Outcome {
+    let sb = Sandbox::offline();
+    let server = FakeServer::start().await.expect("fake server");
+    server.serve_model_catalogs(catalogs());
+    let overrides = json!({"providers": {"anthropic": {"modelOverrides": {"claude-net": {"name": "Renamed net"}}}}});
+    std::fs::write(sb.agent_dir.path().join("models.json"), overrides.to_string()).expect("models.json");
+    let mut out = Outcome {
+        requests: Vec::new(),
+        anthropic: Vec::new(),
+        stored: Vec::new(),
+        updates: Vec::new(),
+        listed: Default::default(),
+    };
+    let mut seen = 0;
+    let start = |args: &[&str], offline: bool| {
+        let mut cmd = program_command(program, &sb, &server, args, &ALL_KEYS);
+        if offline {
+            cmd.env("PI_OFFLINE", "1");
+        }
+        match program {
+            Program::Reference { .. } => Pi::start_unchecked(cmd),
+            Program::Ours => Pi::start(cmd),
+        }
+    };
+
+    // 1. The refresh at start, in the background; the session sees it once in.
+    let mut pi = start(&["--mode", "rpc", "--no-session"], false);
+    let models = available_until(&mut pi, has_net_model).await;
+    for provider in ["anthropic", "google", "openai"] {
+        checked_after(&sb, provider, 0).await;
+    }
+    pi.close_stdin();
+    pi.wait().await;
+    out.anthropic.push(anthropic(&models));
+    out.requests.push(requests(&server, &mut seen));
+    out.stored.push(store_summary(&sb));
+
+    // 2. Again: only what is due is asked; the stored catalog is there at once.
+    let before = store(&sb)["openai"]["checkedAt"].as_u64().unwrap_or_default();
+    let mut pi = start(&["--mode", "rpc", "--no-session"], false);
+    let models = available_until(&mut pi, |_| true).await;
+    checked_after(&sb, "openai", before).await;
+    pi.close_stdin();
+    pi.wait().await;
+    out.anthropic.push(anthropic(&models));
+    out.requests.push(requests(&server, &mut seen));
+    out.stored.push(store_summary(&sb));
+
+    // 3. Offline: nothing asked, the stored catalog kept.
+    let mut pi = start(&["--mode", "rpc", "--no-session"], true);
+    let models = available_until(&mut pi, |_| true).await;
+    pi.close_stdin();
+    pi.wait().await;
+    out.anthropic.push(anthropic(&models));
+    let mut list = program_command(program, &sb, &server, &["--list-models", "net"], &ALL_KEYS);
+    list.env("PI_OFFLINE", "1");
+    out.listed = run_to_end(list).await;
+    out.requests.push(requests(&server, &mut seen));
+
+    // 4. `pi update --models`, failing (OpenAI), then with Anthropic's key alone.
+    for keys in [&ALL_KEYS[..], &ALL_KEYS[..1]] {
+        let cmd = program_command(program, &sb, &server, &["update", "--models"], keys);
+        out.updates.push(run_to_end(cmd).await);
+        out.requests.push(requests(&server, &mut seen));
+        out.stored.push(store_summary(&sb));
+    }
+    out
+}
+
+/// Run `cmd` to its end with no input: (exit code, stdout, stderr).
+async fn run_to_end(mut cmd: tokio::process::Command) -> (i32, String, String) {
+    cmd.stdin(std::process::Stdio::null());
+    let out = cmd.output().await.expect("run pi");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+#[tokio::test]
+async fn the_sessions_model_catalogs_are_refreshed_and_read_as_pis() {
+    let (Some(node), Some(cli)) = (node22(), reference_cli()) else { return };
+    let (pi, ours) = tokio::join!(run(Program::Reference { node: &node, cli: &cli }), run(Program::Ours));
+    // What pi 1.6.0 does, so that the comparison below cannot pass on nothing.
+    assert!(
+        pi.anthropic[0].contains(&(json!("claude-net"), json!("Renamed net"), json!(5555))),
+        "{:?}",
+        pi.anthropic[0]
+    );
+    assert!(pi.anthropic[0].contains(&(json!("claude-sonnet-4-5"), json!("Net claude-sonnet-4-5"), json!(4242))));
+    assert_eq!(pi.requests[0].len(), 5, "anthropic, google, openai three times: {:?}", pi.requests[0]);
+    assert_eq!(pi.requests[1].len(), 3, "openai alone, three times: {:?}", pi.requests[1]);
+    assert!(pi.requests[2].is_empty(), "offline: {:?}", pi.requests[2]);
+    assert_eq!(pi.anthropic[2], pi.anthropic[0], "offline, the stored catalog");
+    assert_eq!(pi.updates[0].0, 1, "{:?}", pi.updates[0]);
+    assert_eq!(pi.updates[1], (0, "Model catalogs refreshed\n".to_string(), String::new()));
+    assert_eq!(ours.requests, pi.requests, "the catalog requests");
+    assert_eq!(ours.stored, pi.stored, "models-store.json");
+    assert_eq!(ours.anthropic, pi.anthropic, "get_available_models' Anthropic models");
+    assert_eq!(ours.updates, pi.updates, "pi update --models");
+    assert!(pi.listed.1.contains("claude-net"), "pi's --list-models: {:?}", pi.listed);
+    assert_eq!(ours.listed, pi.listed, "--list-models");
+}
+
+/// What one program did with an OpenRouter key.
+#[derive(Debug, PartialEq)]
+struct OpenRouterOutcome {
+    /// `get_available_models`' OpenRouter models (id, window, max tokens, base prices), then offline.
+    available: Vec<Vec<Value>>,
+    /// The requests: path and `authorization`.
+    requests: Vec<(String, Value)>,
+    /// The stored list: its keys, its chat models (id, window, max tokens, cost), how many of each other type.
+    stored: Value,
+}
+
+async fn run_openrouter(program: Program<'_>) -> OpenRouterOutcome {
+    let sb = Sandbox::offline();
+    let server = FakeServer::start().await.expect("fake server");
+    let user_models = json!({"data": [
+        {"id": "anthropic/claude-sonnet-4.5", "context_length": 1234, "top_provider": {"max_completion_tokens": 99},
+         "pricing": {"prompt": "0.000001", "completion": "0.000002", "input_cache_read": "-1",
+            "overrides": [{"min_prompt_tokens": 1000, "prompt": "0.000003"}, {"utc_start": "x", "prompt": "1"}]}},
+        {"id": "openai/gpt-4o-mini", "context_length": 0, "top_provider": {"context_length": 4321}},
+        {"id": "or-net/new-model"},
+        {"id": "not-in-the-catalog"},
+    ]});
+    let remote = json!({"models": [served("or-net/new-model", json!({})), served("or-net/unlisted", json!({}))]});
+    let providers = HashMap::from([("openrouter".to_string(), newer(remote))]);
+    server.serve_model_catalogs(Catalogs { providers, user_models: Some(user_models) });
+    let models = json!({"providers": {"openrouter": {"baseUrl": format!("{}/api/v1", server.url())}}});
+    std::fs::write(sb.agent_dir.path().join("models.json"), models.to_string()).expect("models.json");
+    let shape = |models: &[Value]| -> Vec<Value> {
+        let mut out: Vec<Value> = models
+            .iter()
+            .filter(|m| m["provider"] == "openrouter")
+            .map(|m| json!([m["id"], m["contextWindow"], m["maxTokens"], m["cost"]["input"], m["cost"]["output"]]))
+            .collect();
+        out.sort_by_key(|v| v.to_string());
+        out
+    };
+    let narrowed = |models: &[Value]| models.iter().filter(|m| m["provider"] == "openrouter").count() == 3;
+    let mut available = Vec::new();
+    for offline in [false, true] {
+        let mut cmd = command(program, &sb, &["--mode", "rpc", "--no-session"], offline);
+        cmd.env("PI_RPC_ORIGIN_OVERRIDES", format!("https://pi.dev={}", server.url()));
+        cmd.env("OPENROUTER_API_KEY", "or-key");
+        if let Program::Reference { .. } = program {
+            let preload = format!("--import=file://{}", repo_root().join("tests/oauth/route_fetch.mjs").display());
+            cmd.env("NODE_OPTIONS", preload);
+        }
+        let mut pi = match program {
+            Program::Reference { .. } => Pi::start_unchecked(cmd),
+            Program::Ours => Pi::start(cmd),
+        };
+        let models = available_until(&mut pi, narrowed).await;
+        pi.close_stdin();
+        pi.wait().await;
+        available.push(shape(&models));
+    }
+    let mut requests: Vec<(String, Value)> = server
+        .requests()
+        .iter()
+        .map(|r| (r.path.replace(&server.url(), ""), json!(r.header("authorization"))))
+        .collect();
+    requests.sort_by(|a, b| a.0.cmp(&b.0));
+    let entry = store(&sb)["openrouter"].clone();
+    let mut keys: Vec<&String> = entry.as_object().map(|o| o.keys().collect()).unwrap_or_default();
+    keys.sort();
+    let list = entry["models"].as_array().cloned().unwrap_or_default();
+    let mut chat: Vec<Value> = list
+        .iter()
+        .filter(|m| m.get("type").is_none_or(|t| t == "chat"))
+        .map(|m| json!([m["id"], m["contextWindow"], m["maxTokens"], m["cost"]]))
+        .collect();
+    chat.sort_by_key(|v| v.to_string());
+    let count = |t: &str| list.iter().filter(|m| m["type"] == t).count();
+    let stored = json!({"keys": keys, "chat": chat, "images": count("image"), "classifiers": count("classifier")});
+    OpenRouterOutcome { available, requests, stored }
+}
+
+#[tokio::test]
+async fn openrouters_catalog_is_narrowed_to_the_key_as_pis() {
+    let (Some(node), Some(cli)) = (node22(), reference_cli()) else { return };
+    let (pi, ours) =
+        tokio::join!(run_openrouter(Program::Reference { node: &node, cli: &cli }), run_openrouter(Program::Ours));
+    assert_eq!(pi.available[0].len(), 3, "{:?}", pi.available[0]);
+    assert_eq!(pi.available[1], pi.available[0], "offline, the stored list");
+    assert!(pi.stored["images"].as_u64().is_some_and(|n| n > 0), "{}", pi.stored);
+    assert_eq!(ours.requests, pi.requests, "the requests");
+    assert_eq!(ours.stored, pi.stored, "models-store.json's OpenRouter list");
+    assert_eq!(ours.available, pi.available, "get_available_models' OpenRouter models");
+}
