@@ -61,6 +61,7 @@ mod jsonrpc_basic;
 mod list_models;
 mod llama_cpp;
 mod mcp;
+mod mcp_auth_provider;
 mod mcp_cli;
 mod mcp_oauth;
 mod mcp_oauth_elsewhere;

@@ -18,7 +18,7 @@ use crate::harness::Sandbox;
 use crate::mcp::Servers;
 
 /// One `pi …` of either program in `sb`, to its end: exit code, stdout, stderr.
-async fn pi_cli(sb: &Sandbox, reference: bool, args: &[&str]) -> Option<(i32, String, String)> {
+pub(crate) async fn pi_cli(sb: &Sandbox, reference: bool, args: &[&str]) -> Option<(i32, String, String)> {
     let mut cmd = if reference {
         let mut cmd = tokio::process::Command::new(node22()?);
         cmd.arg(reference_cli()?).args(args).current_dir(sb.cwd.path()).env_clear();

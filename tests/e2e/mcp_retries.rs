@@ -355,3 +355,57 @@ async fn an_extensions_transport_is_retried_after_pi_mcps_http_errors_as_in_pi()
     )
     .await;
 }
+
+/// A `start()` for [`THROWING_TRANSPORT`] that asks the server first (a GET
+/// the proxy records) and throws pi-mcp's HTTP error after a 5xx; fetch
+/// throws a `TypeError` when the connection drops.
+const PROBING_START: &str = r#"async start() {
+      const response = await fetch(url, { method: "GET", headers: { accept: "text/event-stream" } });
+      await response.body?.cancel();
+      if (response.status >= 500) {
+        const HttpError = McpHttpError();
+        throw new HttpError(response.status, `the probe got ${response.status}`);
+      }
+    },"#;
+
+/// pi retries connecting when the extension's transport's `start()` throws
+/// pi-mcp's HTTP error of a transient status or fetch's `TypeError`, as
+/// when `send` throws; the failure is then what `start()` threw.
+#[tokio::test]
+async fn an_extensions_transport_whose_start_throws_is_retried_as_in_pi() {
+    let Some(srv) = Servers::find() else { return };
+    let source = throwing_transport().replace("async start() {},", PROBING_START);
+    side_by_side_through(
+        &srv,
+        Some(&source),
+        &[(2, Failure::Status(503))],
+        true,
+        json!({"echo": "Echo: again", "requests": ["GET -> 503", "GET -> 503", "GET", "POST initialize"]}),
+    )
+    .await;
+    side_by_side_through(
+        &srv,
+        Some(&source),
+        &[(2, Failure::Drop)],
+        true,
+        json!({"echo": "Echo: again", "requests": ["dropped connection", "dropped connection", "GET", "POST initialize"]}),
+    )
+    .await;
+    let warning = |text: &str| format!("MCP servers need attention:\n  remote: failed: {text}\nRun /mcp to fix.");
+    side_by_side_through(
+        &srv,
+        Some(&source),
+        &[(3, Failure::Status(502))],
+        false,
+        json!({"warning": warning("the probe got 502"), "requests": ["GET -> 502", "GET -> 502", "GET -> 502"]}),
+    )
+    .await;
+    side_by_side_through(
+        &srv,
+        Some(&source),
+        &[(1, Failure::Status(501)), (2, Failure::Status(503))],
+        false,
+        json!({"warning": warning("the probe got 501"), "requests": ["GET -> 501"]}),
+    )
+    .await;
+}

@@ -33,6 +33,7 @@ pub async fn list(args: &[String], places: &Places) -> u8 {
     });
     let shared = Arc::new(FactoryState::default());
     shared.use_credentials_file(&places.agent_dir);
+    shared.set_provider_token(provider_tokens(places.agent_dir.clone()));
     let root: pi_core::mcp::SharedRoot = Arc::new(std::sync::Mutex::new(Some(places.cwd.clone())));
     // In the order of the files, the disabled ones where they stand.
     let mut entries: Vec<(&ServerConfig, bool)> = config.servers.iter().map(|s| (s, true)).collect();
@@ -70,6 +71,25 @@ pub async fn list(args: &[String], places: &Places) -> u8 {
 }
 
 /// Where a server's entry stands: the global file's entries first, then the project's, each in file order.
+/// pi's provider-token reader of `pi mcp`: an `auth.provider` server's
+/// token is its provider's credential (an OAuth login's access token,
+/// refreshed when it expires soon, else the API key) from the agent
+/// directory's model registry, loaded at the first request as pi loads it.
+fn provider_tokens(agent_dir: std::path::PathBuf) -> pi_core::mcp::factories::ProviderToken {
+    use pi_core::config::models::ModelRegistry;
+    let registry: Arc<tokio::sync::OnceCell<Option<ModelRegistry>>> = Arc::default();
+    Arc::new(move |provider: String| {
+        let (registry, agent_dir) = (registry.clone(), agent_dir.clone());
+        Box::pin(async move {
+            let registry = registry.get_or_init(|| async { ModelRegistry::load(&agent_dir).ok() }).await.as_ref()?;
+            match pi_core::auth::login_of(registry, &provider) {
+                Some(login) => login.current().await.ok().flatten().and_then(|auth| auth.api_key),
+                None => registry.provider_auth(&provider).and_then(|auth| auth.api_key),
+            }
+        })
+    })
+}
+
 pub(crate) fn order_in_files(
     server: &ServerConfig,
     agent_dir: &std::path::Path,

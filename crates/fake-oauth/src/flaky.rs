@@ -35,6 +35,8 @@ struct Flaky {
     /// The failures to come, each for any request or only a JSON-RPC method's.
     failures: VecDeque<(Option<String>, Failure)>,
     log: Vec<String>,
+    /// The distinct `Authorization` headers of the requests, in the order first seen.
+    authorizations: Vec<Option<String>>,
 }
 
 type Shared = Arc<Mutex<Flaky>>;
@@ -90,6 +92,12 @@ impl FlakyProxy {
     /// it was failed; `dropped connection` for a closed one.
     pub fn requests(&self) -> Vec<String> {
         lock(&self.shared).log.clone()
+    }
+
+    /// The distinct `Authorization` headers the requests carried (None for
+    /// requests without one), in the order first seen.
+    pub fn authorizations(&self) -> Vec<Option<String>> {
+        lock(&self.shared).authorizations.clone()
     }
 }
 
@@ -150,6 +158,11 @@ async fn handle(State(shared): State<Shared>, method: Method, uri: Uri, headers:
     let (what, names) = describe(&method, &body);
     let (upstream, failure) = {
         let mut flaky = lock(&shared);
+        let authorization =
+            headers.get(axum::http::header::AUTHORIZATION).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        if !flaky.authorizations.contains(&authorization) {
+            flaky.authorizations.push(authorization);
+        }
         let failure = match flaky.failures.front() {
             Some((only, failure @ (Failure::Status(_) | Failure::Answer(..))))
                 if only.as_ref().is_none_or(|m| names.contains(m)) =>

@@ -29,6 +29,7 @@ mod login_ops;
 mod mcp_command_ui;
 mod mcp_credentials;
 mod mcp_ops;
+mod mcp_provider_token;
 mod mcp_transport_host;
 mod reload;
 mod resource_discovery;
@@ -125,6 +126,7 @@ impl Agent {
         let hold = ext.gated().then(tokio_util::sync::CancellationToken::new);
         let mcp_options = crate::mcp::McpOptions { root: Some(config.cwd.clone()), hold, ..config.mcp };
         let mcp = super::mcp_start::start_mcp(mcp_options, &config.active_tools, &channels.internal());
+        mcp.factories.set_provider_token(mcp_provider_token::reader(&channels.internal()));
         let mut agent = Box::new(Agent {
             queues: Queues::new(config.settings.steering_mode, config.settings.follow_up_mode),
             prefs: Preferences::new(config.settings, config.persist_settings.then(|| config.agent_dir.clone())),
@@ -273,6 +275,7 @@ impl Agent {
             Internal::Flush { reply } => {
                 let _ = reply.send(());
             }
+            Internal::ProviderToken { provider, reply } => self.answer_provider_token(&provider, reply),
             Internal::BoundaryPending { reply } => {
                 let _ = reply.send(self.boundary_pending());
             }

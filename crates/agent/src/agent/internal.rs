@@ -64,6 +64,9 @@ pub enum Internal {
     /// Answered once every message sent before it is handled (the events
     /// before it have reached the extensions).
     Flush { reply: oneshot::Sender<()> },
+    /// A provider's current credential for an MCP server's `auth.provider`
+    /// (see `actor::mcp_provider_token`).
+    ProviderToken { provider: String, reply: oneshot::Sender<Option<String>> },
     /// A login started by `Op::Login` has news (see `login_ops`).
     Login(Box<LoginMsg>),
     /// Prompt-cache warming has news (see `cache_warmer`).

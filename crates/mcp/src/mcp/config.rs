@@ -121,6 +121,15 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// pi's `auth.provider` of an HTTP server: the model provider whose
+    /// credential its requests carry as their bearer token.
+    pub fn auth_provider(&self) -> Option<&str> {
+        match self.transport {
+            Transport::Http { .. } => self.raw.get("auth")?.get("provider")?.as_str().filter(|p| !p.is_empty()),
+            Transport::Stdio { .. } => None,
+        }
+    }
+
     /// A stdio server with pi's defaults (for servers a front end hands over,
     /// such as ACP's `session/new` `mcpServers`).
     pub fn stdio(

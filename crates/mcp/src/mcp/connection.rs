@@ -289,7 +289,12 @@ impl Connection {
         if let Some(host) = self.factories.transport_host() {
             let cwd = self.root.lock().ok().and_then(|root| root.clone());
             let cwd = cwd.or_else(|| std::env::current_dir().ok()).unwrap_or_default();
-            let transport = super::host_transport::open(host, &self.config, cwd, self.auth.clone()).await?;
+            let transport =
+                super::host_transport::open(host, &self.config, cwd, self.auth.clone()).await.map_err(|thrown| {
+                    let message = thrown.message.clone();
+                    let transient = super::retry::HttpFailure::Thrown(thrown).is_transient();
+                    ConnectFailure { message, transient }
+                })?;
             let service = handler.serve(transport).await.map_err(|e| initialize_failure(&e))?;
             return Ok(Live { service, child: None, garbage: None });
         }
@@ -378,7 +383,12 @@ impl Connection {
                         handler.serve(transport).await.map_err(initialize_failed)?
                     }
                     None => {
-                        let client = super::http_client::QuotingHttpClient::new(client);
+                        let mut client = super::http_client::QuotingHttpClient::new(client);
+                        if let (Some(provider), Some(read)) =
+                            (self.config.auth_provider(), self.factories.provider_token())
+                        {
+                            client = client.with_provider_token(provider, read);
+                        }
                         let transport = StreamableHttpClientTransport::with_client(client, config);
                         handler.serve(transport).await.map_err(initialize_failed)?
                     }

@@ -65,6 +65,23 @@ pub struct FactoryState {
     credentials: Mutex<Option<CredentialSlot>>,
     /// MCP's `openUrl`: how a sign-in opens the authorization URL (else the platform browser).
     open_url: Mutex<Option<OpenUrlSlot>>,
+    /// How an `auth.provider` server's token is read: the provider's
+    /// credential as the session's model registry resolves it.
+    provider_token: Mutex<Option<ProviderTokenSlot>>,
+}
+
+/// The current credential (API key or OAuth access token) of a model
+/// provider, by its id; None when it has none. Read at each request.
+pub type ProviderToken =
+    std::sync::Arc<dyn Fn(String) -> futures::future::BoxFuture<'static, Option<String>> + Send + Sync>;
+
+#[derive(Clone)]
+struct ProviderTokenSlot(ProviderToken);
+
+impl std::fmt::Debug for ProviderTokenSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("providerToken")
+    }
 }
 
 /// A function opening a URL.
@@ -112,6 +129,7 @@ impl Default for FactoryState {
             transport_host: Mutex::new(None),
             credentials: Mutex::new(None),
             open_url: Mutex::new(None),
+            provider_token: Mutex::new(None),
         }
     }
 }
@@ -120,6 +138,17 @@ impl FactoryState {
     /// Where connections find OAuth credentials, if anywhere.
     pub fn credentials(&self) -> Option<std::sync::Arc<dyn super::oauth::CredentialBackend>> {
         self.credentials.lock().ok()?.as_ref().map(|slot| slot.store.clone())
+    }
+
+    /// Where `auth.provider` servers' tokens come from (the session's model registry).
+    pub fn set_provider_token(&self, read: ProviderToken) {
+        if let Ok(mut slot) = self.provider_token.lock() {
+            *slot = Some(ProviderTokenSlot(read));
+        }
+    }
+
+    pub fn provider_token(&self) -> Option<ProviderToken> {
+        self.provider_token.lock().ok()?.as_ref().map(|slot| slot.0.clone())
     }
 
     /// `<agent_dir>/mcp-auth.json`, unless an extension's store is in use.

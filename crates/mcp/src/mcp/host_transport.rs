@@ -45,13 +45,15 @@ pub trait TransportHost: Send + Sync {
     /// Open the extension's transport for pi's server entry `entry`
     /// (`{name, config, source}`) in the session's directory `cwd`, and start
     /// it; `auth`, for a server that signs in with OAuth, answers the
-    /// extension's `authProvider` ([`serve_auth`]).
+    /// extension's `authProvider` ([`serve_auth`]). A failure says what
+    /// `createTransport` or `start()` threw (a status for pi-mcp's HTTP
+    /// errors: pi tries again after a transient one).
     fn open(
         &self,
         entry: Value,
         cwd: PathBuf,
         auth: Option<Arc<TokenSource>>,
-    ) -> BoxFuture<'static, Result<HostLink, String>>;
+    ) -> BoxFuture<'static, Result<HostLink, SendFailure>>;
 }
 
 /// Why the extension's transport could not send a message: what its `send`
@@ -118,6 +120,9 @@ pub fn entry(server: &ServerConfig) -> Value {
     if let Some(scope) = &server.scope {
         entry["scope"] = json!(scope);
     }
+    if let Some(path) = &server.override_path {
+        entry["override"] = json!(path);
+    }
     entry
 }
 
@@ -127,7 +132,7 @@ pub async fn open(
     server: &ServerConfig,
     cwd: PathBuf,
     auth: Option<Arc<TokenSource>>,
-) -> Result<HostTransport, String> {
+) -> Result<HostTransport, SendFailure> {
     let link = host.open(entry(server), cwd, auth).await?;
     Ok(HostTransport { link, server: server.name.clone() })
 }
@@ -193,6 +198,34 @@ impl rmcp::transport::Transport<RoleClient> for HostTransport {
 mod tests {
     use super::*;
     use rmcp::transport::Transport as _;
+
+    /// `createTransport`'s entry of a global server a trusted project
+    /// overrides names the project file as its `override`, as pi's does; a
+    /// server nothing overrides has none.
+    #[test]
+    fn an_entry_names_the_project_file_that_overrides_it() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let global = json!({"mcpServers": {"a": {"url": "http://127.0.0.1:9/mcp"}, "b": {"command": "b"}}});
+        std::fs::write(agent.path().join("mcp.json"), global.to_string()).unwrap();
+        std::fs::create_dir_all(cwd.path().join(".pi")).unwrap();
+        let project = json!({"mcpServers": {"a": {"exposure": "direct"}}});
+        std::fs::write(cwd.path().join(".pi/mcp.json"), project.to_string()).unwrap();
+        let sources = crate::mcp::config::ConfigSources {
+            agent_dir: agent.path(),
+            cwd: cwd.path(),
+            project_trusted: true,
+            env: None,
+        };
+        let config = crate::mcp::config::McpConfig::load(&sources);
+        let entries: Vec<Value> = config.servers.iter().map(entry).collect();
+        let project_file = cwd.path().join(".pi").join("mcp.json").display().to_string();
+        assert_eq!(entries[0]["name"], "a");
+        assert_eq!(entries[0]["override"], json!(project_file));
+        assert_eq!(entries[0]["scope"], "global");
+        assert_eq!(entries[1]["name"], "b");
+        assert!(entries[1].get("override").is_none(), "{}", entries[1]);
+    }
 
     #[tokio::test]
     async fn messages_go_out_in_order_and_come_back_until_the_transport_closes() {

@@ -34,11 +34,28 @@ type HttpError = StreamableHttpError<reqwest::Error>;
 #[derive(Clone)]
 pub struct QuotingHttpClient {
     inner: reqwest::Client,
+    /// A server with `auth.provider`: the provider and how its token is
+    /// read (at each request, as pi reads it; none sends no bearer).
+    provider: Option<(String, super::factories::ProviderToken)>,
 }
 
 impl QuotingHttpClient {
     pub fn new(inner: reqwest::Client) -> QuotingHttpClient {
-        QuotingHttpClient { inner }
+        QuotingHttpClient { inner, provider: None }
+    }
+
+    /// Requests carry `provider`'s current credential as their bearer token (pi's `auth.provider`).
+    pub fn with_provider_token(self, provider: &str, read: super::factories::ProviderToken) -> QuotingHttpClient {
+        QuotingHttpClient { provider: Some((provider.to_string(), read)), ..self }
+    }
+
+    /// The token a request is sent with: the one given, else the provider's.
+    async fn token(&self, given: Option<String>) -> Option<String> {
+        match (&self.provider, given) {
+            (_, Some(token)) => Some(token),
+            (Some((provider, read)), None) => read(provider.clone()).await.filter(|t| !t.is_empty()),
+            (None, None) => None,
+        }
     }
 
     async fn post(
@@ -52,11 +69,15 @@ impl QuotingHttpClient {
     ) -> Result<StreamableHttpPostResponse, HttpError> {
         let mut request =
             self.inner.post(uri.as_ref()).header(ACCEPT, format!("{EVENT_STREAM_MIME_TYPE}, {JSON_MIME_TYPE}"));
+        let auth_token = self.token(auth_token).await;
+        for (name, value) in custom_headers {
+            // A bearer token replaces a configured `Authorization` header, as in pi.
+            if auth_token.is_none() || name != reqwest::header::AUTHORIZATION {
+                request = request.header(name, value);
+            }
+        }
         if let Some(token) = auth_token {
             request = request.bearer_auth(token);
-        }
-        for (name, value) in custom_headers {
-            request = request.header(name, value);
         }
         let session_was_attached = session_id.is_some();
         if let Some(session_id) = session_id {
@@ -262,6 +283,7 @@ impl StreamableHttpClient for QuotingHttpClient {
         auth_token: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), HttpError> {
+        let auth_token = self.token(auth_token).await;
         self.inner.delete_session(uri, session_id, auth_token, custom_headers).await
     }
 
@@ -273,6 +295,7 @@ impl StreamableHttpClient for QuotingHttpClient {
         auth_token: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<sse_stream::Sse, SseError>>, HttpError> {
+        let auth_token = self.token(auth_token).await;
         self.inner.get_stream(uri, session_id, last_event_id, auth_token, custom_headers).await
     }
 
@@ -285,6 +308,7 @@ impl StreamableHttpClient for QuotingHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<sse_stream::Sse, SseError>>, HttpError> {
+        let auth_token = self.token(auth_token).await;
         self.inner
             .get_stream_with_max_sse_event_size(
                 uri,

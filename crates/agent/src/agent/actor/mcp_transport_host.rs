@@ -32,7 +32,7 @@ impl TransportHost for ExtensionTransports {
         entry: Value,
         cwd: PathBuf,
         auth: Option<Arc<TokenSource>>,
-    ) -> BoxFuture<'static, Result<HostLink, String>> {
+    ) -> BoxFuture<'static, Result<HostLink, SendFailure>> {
         let ext = self.owner.clone();
         Box::pin(async move {
             let stream = format!("mcp-transport-{}", uuid::Uuid::new_v4());
@@ -49,9 +49,16 @@ impl TransportHost for ExtensionTransports {
                 );
             }
             let params = json!({"op": "open", "stream": stream, "entry": entry, "cwd": cwd, "auth": with_auth});
-            if let Err(error) = ext.call("mcp_transport", params, None).await {
+            let failure = match ext.call("mcp_transport", params, None).await {
+                // What `createTransport` or `start()` threw, as pi reports it.
+                Ok(answer) => answer.get("failed").map(SendFailure::from_report),
+                Err(error) => {
+                    Some(SendFailure::other(format!("the extension's transport did not start: {}", describe(&error))))
+                }
+            };
+            if let Some(failure) = failure {
                 ext.close_stream(&stream);
-                return Err(format!("the extension's transport did not start: {}", describe(&error)));
+                return Err(failure);
             }
             let (outgoing, queue) = mpsc::unbounded_channel();
             tokio::spawn(deliver(ext, stream, queue));

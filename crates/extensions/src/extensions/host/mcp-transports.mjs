@@ -101,7 +101,14 @@ export function createMcpTransports(channel) {
 		/** One `mcp_transport` request of pi-rpc, for the extension whose factory is `factory`. */
 		async request(factory, params) {
 			const { op, stream } = params;
-			if (op === "open") return start(factory, params);
+			if (op === "open") {
+				// What createTransport or start() threw: pi retries pi-mcp's transient HTTP errors.
+				try {
+					return await start(factory, params);
+				} catch (error) {
+					return { failed: sendFailure(error) };
+				}
+			}
 			const transport = open.get(stream);
 			if (op === "send") {
 				if (!transport) throw new Error("the MCP transport is closed");
