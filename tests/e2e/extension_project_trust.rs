@@ -401,3 +401,53 @@ for line in sys.stdin:
     let greeted: Vec<String> = std::fs::read_to_string(&hellos).unwrap_or_default().lines().map(String::from).collect();
     assert_eq!(greeted, ["\"\"".to_string(), format!("\"{session_id}\"")], "the process extension's hellos");
 }
+
+/// A user-level extension applying pi's `createMcpExtension()` in its
+/// factory loads while it is asked about trust, and its `/mcp` is the
+/// session's: the factory's hand-over is kept for the session, as pi keeps it.
+#[tokio::test]
+async fn an_extension_applying_pis_mcp_factory_before_trust_keeps_it_for_the_session_as_in_pi() {
+    if !tools_ready() {
+        assert_ne!(std::env::var("PI_RPC_REQUIRE_TOOLS").as_deref(), Ok("1"), "node 22, pi 1.6.0 or the host missing");
+        return;
+    }
+    async fn seen(reference: bool) -> Value {
+        let node = node22().expect("node 22");
+        let (sb, _cwd) = project_sandbox(&node);
+        let file = sb.home.path().join("mcp-factory.ts");
+        std::fs::write(
+            &file,
+            r#"import { createMcpExtension } from "@earendil-works/pi-coding-agent";
+export default function (pi: any) {
+  createMcpExtension()(pi);
+  pi.on("project_trust", () => ({ trusted: "yes" }));
+}
+"#,
+        )
+        .expect("extension");
+        let file = file.display().to_string();
+        let args = ["--mode", "rpc", "--no-session", "-e", file.as_str()];
+        let input = "{\"id\":\"c\",\"type\":\"get_commands\"}\n";
+        let out =
+            if reference { run_reference(&sb, &node, &args, input).await.0 } else { sb.run(&args, input).await.1 };
+        let lines: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        let errors: Vec<&Value> =
+            lines.iter().filter(|l| l["type"] == "extension_error").map(|l| &l["error"]).collect();
+        let reply = lines.iter().find(|l| l["id"] == "c").unwrap_or_else(|| panic!("no get_commands reply: {out}"));
+        let commands: Vec<Value> = reply["data"]["commands"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["name"] == "mcp" || c["name"] == "proj")
+            .map(|c| {
+                let from_extension = c["sourceInfo"]["path"].as_str().is_some_and(|p| p.ends_with("mcp-factory.ts"));
+                json!({"name": c["name"], "fromExtension": from_extension})
+            })
+            .collect();
+        json!({"commands": commands, "extensionErrors": errors})
+    }
+    let (ours, theirs) = tokio::join!(seen(false), seen(true));
+    assert_eq!(ours, theirs, "pi-rpc (left) and pi 1.6.0 (right) differ");
+    assert_eq!(ours["extensionErrors"], json!([]), "{ours}");
+    assert!(ours["commands"].as_array().is_some_and(|l| l.iter().any(|c| c["fromExtension"] == true)), "{ours}");
+}

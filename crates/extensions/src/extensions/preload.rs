@@ -35,11 +35,7 @@ pub type SessionlessRequests = Arc<dyn Fn(ExtRequest) -> Option<SessionlessAnswe
 /// emits on `pi.events` delivered to the other extensions of `bus` (pi's
 /// event bus is theirs from the start), one that needs no session by
 /// `sessionless`, the others refused.
-pub(super) fn answer_before_session(
-    sessionless: Option<&SessionlessRequests>,
-    bus: Option<&Extensions>,
-    signal: HostSignal,
-) {
+fn answer_before_session(sessionless: Option<&SessionlessRequests>, bus: Option<&Extensions>, signal: HostSignal) {
     match signal {
         HostSignal::Request { id, request: ExtRequest::Emit(params), reply } if bus.is_some() => {
             let channel = params.get("channel").and_then(Value::as_str).unwrap_or_default();
@@ -73,11 +69,20 @@ pub(super) struct Relay {
     sessionless: Option<SessionlessRequests>,
     /// The extensions it relays for (their event bus), once started.
     bus: std::sync::OnceLock<std::sync::Weak<Shared>>,
+    /// Built-in extension factories applied before the session (pi's
+    /// `createMcpExtension()` in a factory): accepted now, handed to the
+    /// session when it adopts the extension, as pi keeps them for it.
+    deferred: Mutex<Vec<(usize, ExtRequest)>>,
 }
 
 impl Relay {
     pub(super) fn new(target: Signals, sessionless: Option<SessionlessRequests>) -> Arc<Relay> {
-        Arc::new(Relay { target: RwLock::new(Some(target)), sessionless, bus: std::sync::OnceLock::new() })
+        Arc::new(Relay {
+            target: RwLock::new(Some(target)),
+            sessionless,
+            bus: std::sync::OnceLock::new(),
+            deferred: Mutex::new(Vec::new()),
+        })
     }
 
     /// The extensions started with this relay as their signal sink.
@@ -89,6 +94,17 @@ impl Relay {
     pub(super) fn point_at(&self, target: Option<Signals>) {
         *self.target.write().unwrap_or_else(PoisonError::into_inner) = target;
     }
+
+    /// The requests kept for the session, in their order.
+    fn take_deferred(&self) -> Vec<(usize, ExtRequest)> {
+        std::mem::take(&mut *self.deferred.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// Whether a request made before the session is kept for it: a built-in
+/// extension factory's hand-over (no answer the extension reads).
+fn kept_for_the_session(request: &ExtRequest) -> bool {
+    matches!(request, ExtRequest::Mcp { method, .. } if method == "useBuiltinExtension")
 }
 
 #[async_trait::async_trait]
@@ -98,9 +114,26 @@ impl super::SignalSink for Relay {
         if let Some(target) = target {
             return target.deliver(signal).await;
         }
+        self.answer_unbound(signal);
+        true
+    }
+}
+
+impl Relay {
+    /// Answer a signal of an extension no session has adopted yet: a
+    /// built-in factory's hand-over kept for the session, the rest as
+    /// [`answer_before_session`] answers it.
+    pub(super) fn answer_unbound(&self, signal: HostSignal) {
+        let signal = match signal {
+            HostSignal::Request { id, request, reply } if kept_for_the_session(&request) => {
+                self.deferred.lock().unwrap_or_else(PoisonError::into_inner).push((id, request));
+                let _ = reply.send(Ok(Value::Null));
+                return;
+            }
+            other => other,
+        };
         let bus = self.bus.get().and_then(std::sync::Weak::upgrade).map(|shared| Extensions { shared });
         answer_before_session(self.sessionless.as_ref(), bus.as_ref(), signal);
-        true
     }
 }
 
@@ -163,6 +196,7 @@ impl Extensions {
             host: Mutex::new(host),
         };
         preload.relay.point_at(Some(signals.clone()));
+        let deferred = preload.relay.take_deferred();
         let before = preload.extensions.list();
         let (kept, dropped): (Vec<Arc<Extension>>, Vec<Arc<Extension>>) = before.iter().cloned().partition(|e| {
             !e.is_retired() && super::discovery::is_pi_module(&e.path) && options.paths.contains(&e.path)
@@ -209,7 +243,16 @@ impl Extensions {
         }
         let errors = options.load_errors.clone();
         let sink = signals.clone();
+        let kept_ids: Vec<usize> = kept.iter().map(|e| e.id).collect();
         tokio::spawn(async move {
+            // What the kept extensions' factories handed over before the session, first, as when they load.
+            for (id, request) in deferred.into_iter().filter(|(id, _)| kept_ids.contains(id)) {
+                let (reply, answer) = tokio::sync::oneshot::channel();
+                sink.deliver(HostSignal::Request { id, request, reply }).await;
+                if let Ok(Err(error)) = answer.await {
+                    tracing::warn!("a built-in extension kept from before the session was refused: {error}");
+                }
+            }
             for (path, error) in errors {
                 sink.deliver(HostSignal::Error { path, event: "load".to_string(), error }).await;
             }

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::preload::{PreloadedExtensions, Relay, SessionlessRequests, answer_before_session};
+use super::preload::{PreloadedExtensions, Relay, SessionlessRequests};
 use super::{ExtensionOptions, Extensions, HostSignal, StartContext};
 
 /// What the extensions answered.
@@ -38,7 +38,7 @@ impl Extensions {
     ) -> (TrustAnswer, PreloadedExtensions) {
         let (tx, mut rx) = mpsc::channel::<HostSignal>(64);
         let ctx = StartContext { cwd, temp_dir, session_id: "", session_file: None };
-        let relay = Relay::new(std::sync::Arc::new(tx), sessionless.clone());
+        let relay = Relay::new(std::sync::Arc::new(tx), sessionless);
         let extensions = Extensions::start(options, &ctx, relay.clone());
         relay.serve(&extensions);
         let mut answer = TrustAnswer::default();
@@ -51,7 +51,7 @@ impl Extensions {
                     tracing::debug!("extension {path} failed before the trust decision: {error}");
                 }
                 signal @ (HostSignal::Request { .. } | HostSignal::ModelStream { .. }) => {
-                    answer_before_session(sessionless.as_ref(), Some(&extensions), signal);
+                    relay.answer_unbound(signal);
                 }
                 HostSignal::Registered { .. } | HostSignal::Error { .. } | HostSignal::Event(_) => {}
             }
