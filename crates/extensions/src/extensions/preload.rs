@@ -348,3 +348,28 @@ impl Extensions {
         Extensions::with_prompt_listener(shared)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extensions::SignalSink;
+
+    fn died(id: usize) -> HostSignal {
+        HostSignal::Died { id, event: "load".to_string(), error: "no good".to_string() }
+    }
+
+    /// A kept extension's death, told to the session by `adopt`, is not told
+    /// again when the extension's own report (sent once its process is
+    /// reaped) comes after the session took the relay over.
+    #[tokio::test]
+    async fn a_death_told_to_the_session_is_not_told_again() {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+        let dir = std::env::temp_dir();
+        let relay = Relay::new(Arc::new(tx), None, PreSessionMcp::new(dir.clone(), dir));
+        relay.death_told.lock().unwrap_or_else(PoisonError::into_inner).insert(0);
+        relay.deliver(died(0)).await;
+        relay.deliver(died(1)).await;
+        assert!(matches!(rx.recv().await, Some(HostSignal::Died { id: 1, .. })));
+        assert!(rx.try_recv().is_err(), "extension 0's death reached the session twice");
+    }
+}

@@ -81,3 +81,43 @@ impl PreSessionMcp {
         Ok(json!({ "servers": servers }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(answer: &Result<Value, String>) -> Vec<String> {
+        let servers = answer.as_ref().ok().and_then(|a| a["servers"].as_array().cloned()).unwrap_or_default();
+        servers.iter().filter_map(|s| s["name"].as_str().map(String::from)).collect()
+    }
+
+    #[test]
+    fn registrations_count_once_their_extension_has_loaded_and_names_stay_their_owners() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mcp = PreSessionMcp::new(dir.path().to_path_buf(), dir.path().to_path_buf());
+        let server = json!({"command": "node"});
+        let register = |id: usize, path: &str, name: &str, loaded: &dyn Fn(usize) -> bool| {
+            mcp.answer(id, path, "registerMcpServer", &json!({"name": name, "config": server}), loaded)
+        };
+        // Extension 0 loading: its registration is not listed yet, nor does it take the name.
+        let loading = |_: usize| false;
+        assert!(names(&register(0, "/a.ts", "early", &loading)).is_empty());
+        assert!(register(1, "/b.ts", "early", &loading).is_ok());
+        // Once 0 has loaded (1 has not), its server is listed and its name is taken.
+        let first_loaded = |id: usize| id == 0;
+        assert_eq!(names(&mcp.answer(2, "/c.ts", "getMcpServers", &Value::Null, first_loaded)), ["early"]);
+        let taken = register(2, "/c.ts", "early", &first_loaded).expect_err("taken");
+        assert_eq!(taken, "MCP server \"early\" is already registered by extension \"/a.ts\"");
+        assert!(register(0, "/a.ts", "my-srv", &first_loaded).is_ok());
+        let clash = register(2, "/c.ts", "my_srv", &first_loaded).expect_err("one namespace");
+        assert_eq!(clash, "MCP server \"my_srv\" conflicts with registered server \"my-srv\"");
+        let bad = register(0, "/a.ts", "no spaces", &first_loaded).expect_err("bad name");
+        assert!(bad.starts_with("Invalid MCP server registered by extension \"/a.ts\": invalid server name"), "{bad}");
+        // Unregistering another extension's server changes nothing; the owner's removes it.
+        let unregister = |id: usize, path: &str| {
+            mcp.answer(id, path, "unregisterMcpServer", &json!({"name": "early"}), |id: usize| id == 0)
+        };
+        assert_eq!(names(&unregister(2, "/c.ts")), ["early"]);
+        assert!(!names(&unregister(0, "/a.ts")).contains(&"early".to_string()));
+    }
+}
