@@ -63,6 +63,7 @@ mod llama_cpp;
 mod mcp;
 mod mcp_auth_provider;
 mod mcp_cli;
+mod mcp_fetch_transport;
 mod mcp_oauth;
 mod mcp_oauth_elsewhere;
 mod mcp_retries;

@@ -43,16 +43,24 @@ export function createMcpTransports(channel) {
 	const open = new Map();
 	const report = (stream, data) => channel.tell("streamData", { stream, data });
 
-	/** pi's `authProvider` of the server whose transport is `stream`. */
+	/**
+	 * pi's `authProvider` of the server whose transport is `stream`. As in
+	 * pi, `settled()` waits for a refresh `onUnauthorized` started, even one
+	 * whose request has not reached pi-rpc yet, and for pi-rpc's own.
+	 */
 	function authProvider(stream) {
 		const ask = (params) => channel.request("streamService", { stream, ...params });
+		const refreshing = new Set();
 		return {
 			token: async () => (await ask({ op: "token" })) ?? undefined,
-			onUnauthorized: async (context) => {
+			onUnauthorized: (context) => {
 				const challenge = context?.response?.headers?.get?.("www-authenticate") ?? "";
-				await ask({ op: "unauthorized", token: context?.token ?? null, challenge });
+				const call = ask({ op: "unauthorized", token: context?.token ?? null, challenge }).then(() => {});
+				refreshing.add(call);
+				return call.finally(() => refreshing.delete(call));
 			},
 			settled: async () => {
+				await Promise.allSettled([...refreshing]);
 				await ask({ op: "settled" });
 			},
 		};
