@@ -68,6 +68,7 @@ mod mcp_oauth;
 mod mcp_oauth_elsewhere;
 mod mcp_retries;
 mod mcp_sdks;
+mod mcp_sessions;
 mod native_basic;
 mod native_compaction;
 mod native_config;
