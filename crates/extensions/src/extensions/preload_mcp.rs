@@ -117,7 +117,7 @@ mod tests {
         let unregister = |id: usize, path: &str| {
             mcp.answer(id, path, "unregisterMcpServer", &json!({"name": "early"}), |id: usize| id == 0)
         };
-        assert_eq!(names(&unregister(2, "/c.ts")), ["early"]);
+        assert_eq!(names(&unregister(2, "/c.ts")), ["early", "my-srv"]);
         assert!(!names(&unregister(0, "/a.ts")).contains(&"early".to_string()));
     }
 }
