@@ -96,6 +96,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/session-loadout.cjs", include_str!("host/shims/coding-agent/session-loadout.cjs")),
     ("shims/coding-agent/model-store.cjs", include_str!("host/shims/coding-agent/model-store.cjs")),
     ("shims/coding-agent/api-key-login.cjs", include_str!("host/shims/coding-agent/api-key-login.cjs")),
+    ("shims/coding-agent/extension-oauth.cjs", include_str!("host/shims/coding-agent/extension-oauth.cjs")),
     ("shims/coding-agent/deferred.cjs", include_str!("host/shims/coding-agent/deferred.cjs")),
     ("shims/coding-agent/args.cjs", include_str!("host/shims/coding-agent/args.cjs")),
     ("shims/coding-agent/resources.cjs", include_str!("host/shims/coding-agent/resources.cjs")),
