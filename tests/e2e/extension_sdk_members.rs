@@ -3,7 +3,8 @@
 //! extension's `ctx.getContextUsage()`), `getUserMessagesForForking`,
 //! `getCallableToolNames`, thinking-level cycling, the model scope, the
 //! queue modes, `promptTemplates`, `routedModel`, `hasExtensionHandlers`,
-//! `createReplacedSessionContext` and `refreshContext`. An extension command
+//! `createReplacedSessionContext`, `refreshContext`, the runner's
+//! `emitUserBash` and `ModelRuntime.getPhysicalModel`. An extension command
 //! notifies a JSON summary (helpers of extension_sdk_runner.rs); pi-rpc's is
 //! compared with pi 1.6.0's whole. The model's answer reports fixed usage,
 //! so the token counts do not depend on either program's system prompt.
@@ -18,7 +19,7 @@ use crate::extension_sdk_runner::start_module;
 use crate::extension_sdk_services::{notified_text, side_by_side};
 use crate::harness::Sandbox;
 
-const SDK_MEMBERS: &str = r#"import { createAgentSession, DefaultResourceLoader, getAgentDir, SessionManager, SettingsManager } from "@earendil-works/pi-coding-agent";
+const SDK_MEMBERS: &str = r#"import { createAgentSession, DefaultResourceLoader, getAgentDir, ModelRuntime, SessionManager, SettingsManager } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 export default function (pi: ExtensionAPI) {
@@ -28,6 +29,11 @@ export default function (pi: ExtensionAPI) {
       const own = (sub: ExtensionAPI) => {
         sub.on("agent_end", (_event: any, subCtx: any) => { usages.push(subCtx.getContextUsage() ?? null); });
         sub.on("turn_end", () => undefined);
+        sub.on("user_bash", (event: any) => {
+          if (event.command === "answer") return { result: { output: "from the extension", exitCode: 0, cancelled: false, truncated: false } };
+          if (event.command === "bad") return { result: { output: 1 } };
+          return undefined;
+        });
       };
       const settingsManager = SettingsManager.inMemory({});
       const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), settingsManager, noExtensions: true, extensionFactories: [own] } as any);
@@ -49,6 +55,13 @@ export default function (pi: ExtensionAPI) {
       s.setFollowUpMode("all");
       const modes = [s.steeringMode, s.followUpMode, settingsManager.getSteeringMode(), settingsManager.getFollowUpMode()];
       const replaced = s.createReplacedSessionContext();
+      const userBash: any[] = [];
+      for (const command of ["answer", "local", "bad"]) {
+        try { userBash.push((await s.extensionRunner.emitUserBash({ type: "user_bash", command, excludeFromContext: false, cwd: ctx.cwd })) ?? null); }
+        catch (e: any) { userBash.push(`threw: ${e.message}`); }
+      }
+      const runtime: any = await ModelRuntime.create();
+      const physical = [runtime.getPhysicalModel(ctx.model!.provider, ctx.model!.id)?.id ?? null, runtime.getPhysicalModel("nobody", "none") ?? null];
       const messages = session.messages.length;
       s.refreshContext();
       ctx.ui.notify(JSON.stringify({
@@ -60,7 +73,7 @@ export default function (pi: ExtensionAPI) {
         routed: s.routedModel ?? null,
         handlers: [s.hasExtensionHandlers("turn_end"), s.hasExtensionHandlers("input")],
         replaced: [typeof replaced.sendMessage, typeof replaced.sendUserMessage, typeof replaced.newSession, replaced.cwd === ctx.cwd],
-        refreshed: [messages, session.messages.length],
+        refreshed: [messages, session.messages.length], userBash, physical,
       }), "info");
       session.dispose();
     },
@@ -93,5 +106,7 @@ async fn an_sdk_sessions_smaller_members_answer_as_in_pi() {
     assert_eq!(ours["subUsages"][0], ours["usage"], "a sub-session extension's ctx.getContextUsage(): {ours}");
     assert_eq!(ours["forking"], json!([[true, "hello there"]]), "{ours}");
     assert_eq!(ours["handlers"], json!([true, false]), "{ours}");
+    assert_eq!(ours["userBash"][1], Value::Null, "no answer: a local run: {ours}");
+    assert_eq!(ours["physical"][0], "fake-model", "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -90,10 +90,10 @@ const KNOWN_GAPS = {
 	"pi-coding-agent.AgentSession": ["modelRuntime", "summarizeForBugReport"],
 	// The project-trust phase's own loading (i25-trust2's part).
 	"pi-coding-agent.DefaultResourceLoader": ["loadProjectTrustExtensions"],
-	// TUI tool renderers (no TUI in RPC mode); the runner's `user_bash` (pi's interactive `!` commands).
-	"pi-coding-agent.ExtensionRunner": ["resolveToolRenderers", "emitUserBash"],
-	// Virtual-model routing by hand (a session routes its own requests).
-	"pi-coding-agent.ModelRuntime": ["resolveModel", "getPhysicalModel"],
+	// TUI tool renderers (no TUI in RPC mode; pi's HTML export page is not pi-rpc's).
+	"pi-coding-agent.ExtensionRunner": ["resolveToolRenderers"],
+	// Virtual-model routing by hand (a session routes its own requests; another extension's router is in its own process).
+	"pi-coding-agent.ModelRuntime": ["resolveModel"],
 	"pi-coding-agent.ProjectTrustStore": ["getEntry", "setMany"],
 	// A session manager's own session replacement (an SDK session replaces sessions through AgentSessionRuntime).
 	"pi-coding-agent.SessionManager#": ["setSessionFile", "newSession", "createBranchedSession"],
