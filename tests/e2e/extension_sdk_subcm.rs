@@ -181,7 +181,8 @@ return out;"#;
 
 /// `/typedmodels`' note: the script's output and calls.
 async fn typed_models(reference: bool, command: String) -> Option<Value> {
-    let replies = [Reply::tool_call("call_1", "codemode", &json!({"code": TYPED_SCRIPT}).to_string()), Reply::text("Done.")];
+    let replies =
+        [Reply::tool_call("call_1", "codemode", &json!({"code": TYPED_SCRIPT}).to_string()), Reply::text("Done.")];
     let (mut pi, sb) = start_module(reference, ("sdk-subcm.ts", SDK_SUBCM), &replies, &|_: &Sandbox| {}).await?;
     let text = notified_text(&mut pi, &sb, &command).await;
     let note: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"));
