@@ -15,8 +15,8 @@
 use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
-use crate::extension_sdk_runner::start_module;
-use crate::extension_sdk_services::{notified_text, side_by_side};
+use crate::extension_sdk_runner::module_note;
+use crate::extension_sdk_services::side_by_side;
 use crate::harness::Sandbox;
 
 const SDK_MEMBERS: &str = r#"import { createAgentSession, DefaultResourceLoader, getAgentDir, ModelRuntime, SessionManager, SettingsManager } from "@earendil-works/pi-coding-agent";
@@ -89,12 +89,7 @@ async fn members(reference: bool, command: String) -> Option<Value> {
         std::fs::create_dir_all(&prompts).expect("prompts dir");
         std::fs::write(prompts.join("fix.md"), "---\ndescription: Fix it\n---\nFix $1\n").expect("write template");
     };
-    let (mut pi, sb) = start_module(reference, ("sdk-members.ts", SDK_MEMBERS), &replies, &setup).await?;
-    let text = notified_text(&mut pi, &sb, &command).await;
-    let note: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"));
-    pi.close_stdin();
-    pi.wait().await;
-    Some(note)
+    module_note(reference, ("sdk-members.ts", SDK_MEMBERS), &replies, &setup, &command).await
 }
 
 #[tokio::test]

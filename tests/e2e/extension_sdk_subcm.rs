@@ -17,7 +17,7 @@
 use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
-use crate::extension_sdk_runner::start_module;
+use crate::extension_sdk_runner::{module_note, start_module};
 use crate::extension_sdk_services::{notified_text, side_by_side};
 use crate::extension_sdk_subdesc::{declared_per_request, listing};
 use crate::harness::Sandbox;
@@ -183,12 +183,7 @@ return out;"#;
 async fn typed_models(reference: bool, command: String) -> Option<Value> {
     let replies =
         [Reply::tool_call("call_1", "codemode", &json!({"code": TYPED_SCRIPT}).to_string()), Reply::text("Done.")];
-    let (mut pi, sb) = start_module(reference, ("sdk-subcm.ts", SDK_SUBCM), &replies, &|_: &Sandbox| {}).await?;
-    let text = notified_text(&mut pi, &sb, &command).await;
-    let note: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"));
-    pi.close_stdin();
-    pi.wait().await;
-    Some(note)
+    module_note(reference, ("sdk-subcm.ts", SDK_SUBCM), &replies, &|_| {}, &command).await
 }
 
 /// TypeSafe's classifiers at the fake server, its key stored in `auth.json`.
