@@ -27,7 +27,7 @@ use pi_compat::fake_server::FakeServer;
 use pi_compat::fake_server::model_catalogs::{Catalog, Catalogs};
 use serde_json::{Value, json};
 
-use crate::clients::{node22, repo_root};
+use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::reference_cli;
 use crate::extension_sdk_services::notified_json;
@@ -87,10 +87,6 @@ fn program_command(
 ) -> tokio::process::Command {
     let mut cmd = command(program, sb, args, false);
     cmd.env("PI_RPC_ORIGIN_OVERRIDES", format!("https://pi.dev={}", server.url()));
-    if let Program::Reference { .. } = program {
-        let preload = format!("--import=file://{}", repo_root().join("tests/oauth/route_fetch.mjs").display());
-        cmd.env("NODE_OPTIONS", preload);
-    }
     let known = [("ANTHROPIC_API_KEY", "sk-ant"), ("OPENAI_API_KEY", "sk-oai"), ("GEMINI_API_KEY", "g-key")];
     for (name, value) in known.into_iter().chain([("TYPESAFE_API_KEY", "ts-key")]) {
         if keys.contains(&name) {
@@ -313,10 +309,6 @@ async fn run_openrouter(program: Program<'_>) -> OpenRouterOutcome {
         let mut cmd = command(program, &sb, &["--mode", "rpc", "--no-session"], offline);
         cmd.env("PI_RPC_ORIGIN_OVERRIDES", format!("https://pi.dev={}", server.url()));
         cmd.env("OPENROUTER_API_KEY", "or-key");
-        if let Program::Reference { .. } = program {
-            let preload = format!("--import=file://{}", repo_root().join("tests/oauth/route_fetch.mjs").display());
-            cmd.env("NODE_OPTIONS", preload);
-        }
         let mut pi = match program {
             Program::Reference { .. } => Pi::start_unchecked(cmd),
             Program::Ours => Pi::start(cmd),
