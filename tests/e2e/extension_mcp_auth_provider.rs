@@ -4,8 +4,8 @@
 //! token of each request and, after a 401, calls its `onUnauthorized`. The
 //! server is server-everything behind the fake OAuth server's guard, with
 //! credentials stored in `mcp-auth.json` whose access token the server no
-//! longer accepts: the provider refreshes them (the new tokens written back)
-//! and the retried request goes through.
+//! longer accepts: the provider refreshes them (the new tokens written back;
+//! `settled()` waits for that) and the retried request goes through.
 //!
 //! Needs node 22, the host's packages, the MCP servers and the reference from
 //! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
@@ -20,74 +20,43 @@ use crate::harness::Sandbox;
 use crate::mcp::{Servers, result, result_text, results, start_http_everything};
 use crate::mcp_oauth::guarded_sandbox;
 
-/// An extension whose transport speaks streamable HTTP with `fetch`,
+/// An extension whose transport (the shared test transport over `fetch`) is
 /// authorized by the `authProvider` it is given; `/auth` tells what it saw.
-const FETCH_TRANSPORT: &str = r#"import { createMcpExtension } from "@earendil-works/pi-coding-agent";
+/// After a 401 it calls `onUnauthorized` and, without waiting for it,
+/// `settled()`, then notes whether the stored access token (in `AUTH_FILE`)
+/// had been replaced by then: pi's `settled()` waits for the refresh.
+const FETCH_TRANSPORT: &str = r#"import { readFileSync } from "node:fs";
+import { createMcpExtension } from "@earendil-works/pi-coding-agent";
 
 const seen: any = { unauthorized: 0, methods: [], tokens: [] };
 
-function httpTransport(url: string, auth: any) {
-  const listeners: Record<string, any[]> = { message: [], error: [], close: [] };
-  const on = (kind: string) => (fn: any) => { listeners[kind].push(fn); return () => {}; };
-  let session: string | undefined;
-  let version: string | undefined;
-  async function post(message: any, retried: boolean): Promise<void> {
-    const token = await auth.token();
-    if (seen.provider && !seen.tokens.includes(token)) seen.tokens.push(token);
-    const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-    if (token) headers.authorization = `Bearer ${token}`;
-    if (session) headers["mcp-session-id"] = session;
-    if (version) headers["mcp-protocol-version"] = version;
-    const response = await fetch(url, { method: "POST", headers, body: JSON.stringify(message) });
-    if (response.status === 401 && !retried) {
-      seen.unauthorized++;
-      await auth.onUnauthorized({ response, serverUrl: new URL(url), fetch, token });
-      return post(message, true);
-    }
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    session = response.headers.get("mcp-session-id") ?? session;
-    const emit = (m: any) => { for (const fn of listeners.message) fn(m); };
-    if (!(response.headers.get("content-type") ?? "").includes("event-stream")) {
-      const text = await response.text();
-      if (text.trim()) emit(JSON.parse(text));
-      return;
-    }
-    // Server-sent events, read until the answer to this request came.
-    const reader = response.body!.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      buffer += decoder.decode(value, { stream: true });
-      let at;
-      let answered = false;
-      while ((at = buffer.indexOf("\n")) >= 0) {
-        const line = buffer.slice(0, at).trim();
-        buffer = buffer.slice(at + 1);
-        if (!line.startsWith("data:") || !line.slice(5).trim()) continue;
-        const m = JSON.parse(line.slice(5));
-        emit(m);
-        if (m.id === message.id && !m.method) answered = true;
-      }
-      if (answered) {
-        await reader.cancel();
-        return;
-      }
-    }
+function storedAccessToken(): string | undefined {
+  try {
+    const state: any = Object.values(JSON.parse(readFileSync("AUTH_FILE", "utf8")))[0];
+    return state?.tokens?.access_token;
+  } catch {
+    return undefined;
   }
-  return {
-    async start() {},
-    async send(message: any) {
-      if (message.method && !seen.methods.includes(message.method)) seen.methods.push(message.method);
-      await post(message, false);
+}
+
+function httpTransport(url: string, auth: any) {
+  return fetchTransport(url, {
+    token: async () => {
+      const token = await auth.token();
+      if (seen.provider && !seen.tokens.includes(token)) seen.tokens.push(token);
+      return token;
     },
-    async close() { for (const fn of listeners.close) fn(); },
-    setProtocolVersion(v: string) { version = v; },
-    onMessage: on("message"),
-    onError: on("error"),
-    onClose: on("close"),
-  };
+    unauthorized: async (response: Response, token: string | undefined) => {
+      seen.unauthorized++;
+      const refreshing = auth.onUnauthorized({ response, serverUrl: new URL(url), fetch, token });
+      await auth.settled();
+      seen.replacedWhenSettled = storedAccessToken() !== token;
+      await refreshing;
+    },
+    sending: (message: any) => {
+      if (message.method && !seen.methods.includes(message.method)) seen.methods.push(message.method);
+    },
+  });
 }
 
 export default function (pi: any) {
@@ -108,7 +77,9 @@ export default function (pi: any) {
 
 /// What one program's extension saw, and the echo tool's answer, after a prompt and `/auth`.
 async fn echo_and_seen(sb: &Sandbox, reference: bool) -> Option<(String, Value)> {
-    write_module(sb, "fetch-transport.ts", FETCH_TRANSPORT);
+    let auth_file = sb.agent_dir.path().join("mcp-auth.json").display().to_string();
+    let source = crate::mcp_fetch_transport::with_fetch_transport(FETCH_TRANSPORT).replace("AUTH_FILE", &auth_file);
+    write_module(sb, "fetch-transport.ts", &source);
     sb.server().push(Reply::tool_call("c1", "mcp__remote__echo", r#"{"message":"through the extension"}"#));
     sb.server().set_fallback(Reply::text("done"));
     let mut pi = start(sb, reference, &[])?;
@@ -133,6 +104,8 @@ async fn auth_provider_run(srv: &Servers, reference: bool) -> Option<Value> {
     let before = oauth.mcp_state(now + 3_600_000);
     guarded_sandbox(&sb, &oauth, Some(before.clone()));
     oauth.reject_access_tokens();
+    // A refresh that takes a while: `settled()` must wait for it.
+    oauth.set_refresh_delay(std::time::Duration::from_millis(500));
     let (echo, seen) = echo_and_seen(&sb, reference).await?;
     let auth: Value =
         serde_json::from_str(&std::fs::read_to_string(sb.agent_dir.path().join("mcp-auth.json")).unwrap_or_default())
@@ -146,12 +119,15 @@ async fn auth_provider_run(srv: &Servers, reference: bool) -> Option<Value> {
     }))
 }
 
+/// The provider refreshes the stored tokens after a 401, and its
+/// `settled()` returns once that refresh is over (the new access token stored).
 #[tokio::test]
-async fn create_transport_gets_pis_oauth_auth_provider_as_in_pi() {
+async fn create_transport_gets_pis_oauth_auth_provider_whose_settled_waits_for_the_refresh_as_in_pi() {
     let Some(srv) = Servers::find() else { return };
     let Some(ours) = auth_provider_run(&srv, false).await else { return };
     assert_eq!(ours["echo"], "Echo: through the extension", "{ours:#}");
     assert_eq!(ours["seen"]["token"], "function", "{ours:#}");
+    assert_eq!(ours["seen"]["replacedWhenSettled"], true, "{ours:#}");
     assert_eq!(ours["refreshes"], 1, "{ours:#}");
     assert_eq!(ours["access token replaced"], true, "{ours:#}");
     if let Some(theirs) = auth_provider_run(&srv, true).await {

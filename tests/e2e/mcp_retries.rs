@@ -228,89 +228,25 @@ async fn the_answers_body_is_quoted_after_the_status_as_in_pi() {
 }
 
 /// An extension whose `createTransport` speaks streamable HTTP with `fetch`
-/// and throws pi-mcp's `McpHttpError` (the copy pi runs, at `PI_MCP`; a
-/// stand-in of that name where it cannot be loaded) for a refused request;
-/// fetch throws a `TypeError` when the connection drops.
-const THROWING_TRANSPORT: &str = r#"import { createRequire } from "node:module";
-import { createMcpExtension } from "@earendil-works/pi-coding-agent";
+/// (the shared test transport) and throws pi-mcp's `McpHttpError` for a
+/// refused request; fetch throws a `TypeError` when the connection drops.
+/// `probe`, when set, is what the transport's `start()` does.
+const THROWING_TRANSPORT: &str = r#"import { createMcpExtension } from "@earendil-works/pi-coding-agent";
 
-const StandIn = class McpHttpError extends Error {
-  status: number;
-  constructor(status: number, message: string) { super(message); this.name = "McpHttpError"; this.status = status; }
+const probe: ((url: string) => Promise<void>) | undefined = undefined;
+const refused = (response: Response, body: string) => {
+  const { McpHttpError } = piMcp();
+  return new McpHttpError(response.status, `the proxy answered ${response.status}${body ? `: ${body}` : ""}`);
 };
-// node's own require of the file shares the instance pi imported.
-function loadHttpError(): any {
-  try {
-    return createRequire("/")("PI_MCP").McpHttpError ?? StandIn;
-  } catch {
-    return StandIn;
-  }
-}
-let httpError: any;
-const McpHttpError = () => (httpError ??= loadHttpError());
 
-function transport(url: string) {
-  const listeners: any[] = [];
-  let session: string | undefined;
-  let version: string | undefined;
-  const emit = (m: any) => { for (const fn of listeners) fn(m); };
-  return {
-    async start() {},
-    async send(message: any) {
-      const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-      if (session) headers["mcp-session-id"] = session;
-      if (version) headers["mcp-protocol-version"] = version;
-      const response = await fetch(url, { method: "POST", headers, body: JSON.stringify(message) });
-      if (!response.ok) {
-        const body = (await response.text()).trim();
-        const HttpError = McpHttpError();
-        throw new HttpError(response.status, `the proxy answered ${response.status}${body ? `: ${body}` : ""}`);
-      }
-      session = response.headers.get("mcp-session-id") ?? session;
-      if (message.id === undefined || !message.method) return;
-      if (!(response.headers.get("content-type") ?? "").includes("event-stream")) {
-        emit(await response.json());
-        return;
-      }
-      const reader = response.body!.getReader();
-      const decoder = new TextDecoder();
-      let buffer = "";
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        buffer += decoder.decode(value, { stream: true });
-        let at;
-        while ((at = buffer.indexOf("\n")) >= 0) {
-          const line = buffer.slice(0, at).trim();
-          buffer = buffer.slice(at + 1);
-          if (!line.startsWith("data:") || !line.slice(5).trim()) continue;
-          const m = JSON.parse(line.slice(5));
-          emit(m);
-          if (m.id === message.id && !m.method) {
-            await reader.cancel();
-            return;
-          }
-        }
-      }
-    },
-    async close() {},
-    setProtocolVersion(v: string) { version = v; },
-    onMessage: (fn: any) => { listeners.push(fn); return () => {}; },
-    onError: () => () => {},
-    onClose: () => () => {},
-  };
-}
-
-export default createMcpExtension({ createTransport: (entry: any) => transport(entry.config.url) });
+export default createMcpExtension({
+  createTransport: (entry: any) => fetchTransport(entry.config.url, { refused, start: () => probe?.(entry.config.url) ?? Promise.resolve() }),
+});
 "#;
 
-/// [`THROWING_TRANSPORT`] with pi 1.6.0's pi-mcp named (a stand-in without the reference).
+/// [`THROWING_TRANSPORT`] after the shared transport (pi 1.6.0's pi-mcp named).
 fn throwing_transport() -> String {
-    let pi_mcp = crate::extension_provider_events::reference_cli()
-        .and_then(|cli| Some(cli.parent()?.parent()?.parent()?.join("pi-mcp/dist/index.js")))
-        .map(|path| path.display().to_string())
-        .unwrap_or_default();
-    THROWING_TRANSPORT.replace("PI_MCP", &pi_mcp)
+    crate::mcp_fetch_transport::with_fetch_transport(THROWING_TRANSPORT)
 }
 
 /// pi retries connecting through an extension's transport as through its
@@ -359,14 +295,14 @@ async fn an_extensions_transport_is_retried_after_pi_mcps_http_errors_as_in_pi()
 /// A `start()` for [`THROWING_TRANSPORT`] that asks the server first (a GET
 /// the proxy records) and throws pi-mcp's HTTP error after a 5xx; fetch
 /// throws a `TypeError` when the connection drops.
-const PROBING_START: &str = r#"async start() {
-      const response = await fetch(url, { method: "GET", headers: { accept: "text/event-stream" } });
-      await response.body?.cancel();
-      if (response.status >= 500) {
-        const HttpError = McpHttpError();
-        throw new HttpError(response.status, `the probe got ${response.status}`);
-      }
-    },"#;
+const PROBING_START: &str = r#"const probe = async (url: string) => {
+  const response = await fetch(url, { method: "GET", headers: { accept: "text/event-stream" } });
+  await response.body?.cancel();
+  if (response.status >= 500) {
+    const { McpHttpError } = piMcp();
+    throw new McpHttpError(response.status, `the probe got ${response.status}`);
+  }
+};"#;
 
 /// pi retries connecting when the extension's transport's `start()` throws
 /// pi-mcp's HTTP error of a transient status or fetch's `TypeError`, as
@@ -374,7 +310,8 @@ const PROBING_START: &str = r#"async start() {
 #[tokio::test]
 async fn an_extensions_transport_whose_start_throws_is_retried_as_in_pi() {
     let Some(srv) = Servers::find() else { return };
-    let source = throwing_transport().replace("async start() {},", PROBING_START);
+    let source = throwing_transport()
+        .replace("const probe: ((url: string) => Promise<void>) | undefined = undefined;", PROBING_START);
     side_by_side_through(
         &srv,
         Some(&source),

@@ -2,11 +2,14 @@
 //! endpoint that fails the requests it is told to fail: the next N get an
 //! HTTP status (an empty body, or a plain-text one), or their connections are closed before any
 //! answer (a network error, as a server that went away looks to a client).
+//! It can also end a session as a server whose sessions expire does: from
+//! the request that ends it on, every request of that session is answered
+//! 404 (`Session not found`, the MCP TypeScript SDK's answer).
 //! Every request is recorded (`POST initialize`, `POST tools/call -> 503`,
 //! `dropped connection`, …), so a test can say which requests a client
 //! retried without timing anything.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -27,7 +30,13 @@ pub enum Failure {
     /// The next new connection is closed unanswered (requests on a
     /// connection the client keeps open are not affected).
     Drop,
+    /// The session of the request (one that names a session) ends: it and
+    /// every later request of that session are answered 404.
+    ExpireSession,
 }
+
+/// What a server answers a request of a session it no longer knows (the MCP TypeScript SDK's words).
+const SESSION_NOT_FOUND: &str = r#"{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}"#;
 
 #[derive(Default)]
 struct Flaky {
@@ -37,6 +46,8 @@ struct Flaky {
     log: Vec<String>,
     /// The distinct `Authorization` headers of the requests, in the order first seen.
     authorizations: Vec<Option<String>>,
+    /// The sessions ended by [`Failure::ExpireSession`].
+    expired: HashSet<String>,
 }
 
 type Shared = Arc<Mutex<Flaky>>;
@@ -163,17 +174,23 @@ async fn handle(State(shared): State<Shared>, method: Method, uri: Uri, headers:
         if !flaky.authorizations.contains(&authorization) {
             flaky.authorizations.push(authorization);
         }
-        let failure = match flaky.failures.front() {
-            Some((only, failure @ (Failure::Status(_) | Failure::Answer(..))))
-                if only.as_ref().is_none_or(|m| names.contains(m)) =>
-            {
-                let answer = match *failure {
-                    Failure::Answer(status, body) => (status, body),
-                    Failure::Status(status) => (status, ""),
-                    Failure::Drop => (503, ""),
+        let session = headers.get("mcp-session-id").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let failure = match (flaky.failures.front(), session) {
+            (_, Some(session)) if flaky.expired.contains(&session) => Some((404, SESSION_NOT_FOUND)),
+            (Some((only, failure)), session) if only.as_ref().is_none_or(|m| names.contains(m)) => {
+                let answer = match (*failure, session) {
+                    (Failure::Answer(status, body), _) => Some((status, body)),
+                    (Failure::Status(status), _) => Some((status, "")),
+                    (Failure::ExpireSession, Some(session)) => {
+                        flaky.expired.insert(session);
+                        Some((404, SESSION_NOT_FOUND))
+                    }
+                    (Failure::ExpireSession, None) | (Failure::Drop, _) => None,
                 };
-                flaky.failures.pop_front();
-                Some(answer)
+                if answer.is_some() {
+                    flaky.failures.pop_front();
+                }
+                answer
             }
             _ => None,
         };
@@ -184,8 +201,9 @@ async fn handle(State(shared): State<Shared>, method: Method, uri: Uri, headers:
         (flaky.upstream.clone(), failure)
     };
     if let Some((status, body)) = failure {
+        let kind = if body.starts_with('{') { "application/json" } else { "text/plain" };
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-        return (status, [(axum::http::header::CONTENT_TYPE, "text/plain")], body).into_response();
+        return (status, [(axum::http::header::CONTENT_TYPE, kind)], body).into_response();
     }
     super::mcp::forward(&upstream, method, &uri, &headers, body).await
 }

@@ -9,11 +9,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientConfig, ClientRequest, Implementation, PaginatedRequestParams,
-    ReadResourceRequestParams, ServerResult,
-};
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService, ServiceExt};
+use rmcp::model::{ClientConfig, Implementation};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{mpsc, watch};
@@ -73,32 +70,44 @@ pub struct ServerState {
 }
 
 struct Live {
+    /// Which connection of the server this is (one more at each connect).
+    epoch: u64,
     service: RunningService<RoleClient, Handler>,
     child: Option<ChildGuard>,
     /// A stdio server's first line that was not JSON-RPC.
     garbage: Option<Arc<Mutex<Option<String>>>>,
 }
 
-/// A failed connect attempt: what is recorded, and whether pi would try again.
+/// A failed connect attempt: what is recorded, whether pi would try again,
+/// and whether the server asked for authentication (pi-mcp's `McpAuthRequiredError`).
 struct ConnectFailure {
     message: String,
     transient: bool,
+    auth_required: bool,
 }
 
 impl From<String> for ConnectFailure {
     fn from(message: String) -> ConnectFailure {
-        ConnectFailure { message, transient: false }
+        ConnectFailure { message, transient: false, auth_required: false }
+    }
+}
+
+impl ConnectFailure {
+    /// An HTTP failure: pi's words for it, else `otherwise`.
+    fn of_http(http: Option<super::retry::HttpFailure>, otherwise: impl FnOnce() -> String) -> ConnectFailure {
+        ConnectFailure {
+            message: http.as_ref().and_then(|h| h.status_message()).unwrap_or_else(otherwise),
+            transient: http.as_ref().is_some_and(|h| h.is_transient()),
+            auth_required: http.is_some_and(|h| h.is_auth_required()),
+        }
     }
 }
 
 /// A failed initialize: pi's words for an HTTP status, else rmcp's error made readable.
 fn initialize_failure(error: &rmcp::service::ClientInitializeError) -> ConnectFailure {
-    let http = super::retry::of_initialize(error);
-    let message = http.as_ref().and_then(|h| h.status_message());
-    ConnectFailure {
-        message: message.unwrap_or_else(|| format!("initialize failed: {}", short_error(&error.to_string()))),
-        transient: http.is_some_and(|h| h.is_transient()),
-    }
+    ConnectFailure::of_http(super::retry::of_initialize(error), || {
+        format!("initialize failed: {}", short_error(&error.to_string()))
+    })
 }
 
 /// A connect attempt that succeeded.
@@ -129,6 +138,8 @@ pub struct Connection {
     pub auth: Option<Arc<super::oauth::TokenSource>>,
     /// The stored tokens when the server came to need a sign-in ([`sign_in_watch`]).
     tokens_at_sign_in: Mutex<Option<String>>,
+    /// How many connections were made (each [`Live`] knows which it is).
+    epochs: std::sync::atomic::AtomicU64,
 }
 
 impl Connection {
@@ -169,6 +180,7 @@ impl Connection {
             auth,
             progress: Mutex::default(),
             tokens_at_sign_in: Mutex::default(),
+            epochs: Default::default(),
         })
     }
 
@@ -219,7 +231,8 @@ impl Connection {
             }
         };
         match result {
-            Ok(opened) => {
+            Ok(mut opened) => {
+                opened.live.epoch = self.epochs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                 self.state.send_modify(|s| {
                     s.status = Status::Connected;
                     s.tools = Arc::new(opened.tools);
@@ -228,7 +241,7 @@ impl Connection {
                 });
                 *live = Some(opened.live);
             }
-            Err(_) if self.needs_sign_in() => {
+            Err(failure) if self.needs_sign_in() || (failure.auth_required && self.has_auth_provider()) => {
                 tracing::warn!("MCP server {}: needs sign-in", self.config.describe());
                 self.mark_needs_auth().await;
             }
@@ -252,6 +265,27 @@ impl Connection {
         self.auth.as_ref().is_some_and(|a| a.needs_sign_in())
     }
 
+    /// pi gives this server an auth provider (OAuth, or `auth.provider`'s
+    /// token): a request it refuses for want of authentication then means
+    /// the user has to sign in.
+    fn has_auth_provider(&self) -> bool {
+        match &self.config.transport {
+            Transport::Http { oauth, .. } => oauth.is_some() || self.config.auth_provider().is_some(),
+            Transport::Stdio { .. } => false,
+        }
+    }
+
+    /// pi's words for a server that needs sign-in: `/login <provider>` for
+    /// an `auth.provider` server, else `/mcp`.
+    fn sign_in_required(&self) -> String {
+        match self.config.auth_provider() {
+            Some(provider) => {
+                format!("MCP server \"{}\" requires sign-in. Run /login {provider} to sign in.", self.config.name)
+            }
+            None => super::oauth::sign_in_required(&self.config.name),
+        }
+    }
+
     /// One attempt: initialize, then the server's tools.
     async fn connect_once(self: &Arc<Self>) -> Result<Opened, ConnectFailure> {
         let limit = self.config.timeout.max(MIN_CONNECT_TIME);
@@ -267,13 +301,10 @@ impl Connection {
             Ok(tools) => Ok(Opened { live: opened, tools, instructions, has_resources }),
             Err(e) => {
                 stop(opened).await;
-                let http = super::retry::of_service(&e);
-                let message = http.as_ref().and_then(|h| h.status_message());
-                let message = message.unwrap_or_else(|| failure::service_error(&e, None));
-                Err(ConnectFailure {
-                    message: format!("tools/list failed: {message}"),
-                    transient: http.is_some_and(|h| h.is_transient()),
-                })
+                let mut failure =
+                    ConnectFailure::of_http(super::retry::of_service(&e), || failure::service_error(&e, None));
+                failure.message = format!("tools/list failed: {}", failure.message);
+                Err(failure)
             }
         }
     }
@@ -292,11 +323,10 @@ impl Connection {
             let transport =
                 super::host_transport::open(host, &self.config, cwd, self.auth.clone()).await.map_err(|thrown| {
                     let message = thrown.message.clone();
-                    let transient = super::retry::HttpFailure::Thrown(thrown).is_transient();
-                    ConnectFailure { message, transient }
+                    ConnectFailure::of_http(Some(super::retry::HttpFailure::Thrown(thrown)), || message)
                 })?;
             let service = handler.serve(transport).await.map_err(|e| initialize_failure(&e))?;
-            return Ok(Live { service, child: None, garbage: None });
+            return Ok(Live { epoch: 0, service, child: None, garbage: None });
         }
         match &self.config.transport {
             Transport::Stdio { command, args, env, cwd } => {
@@ -336,7 +366,7 @@ impl Connection {
                 let mut guard = ChildGuard { pgid: child.id(), child };
                 let (stdout, garbage) = json_lines_only(stdout);
                 match handler.serve((stdout, stdin)).await {
-                    Ok(service) => Ok(Live { service, child: Some(guard), garbage: Some(garbage) }),
+                    Ok(service) => Ok(Live { epoch: 0, service, child: Some(guard), garbage: Some(garbage) }),
                     Err(e) => {
                         // A server that died says more by its exit status than the broken pipe does.
                         let _ = tokio::time::timeout(Duration::from_millis(200), guard.child.wait()).await;
@@ -366,6 +396,8 @@ impl Connection {
                     .build()
                     .map_err(|e| format!("HTTP client: {e}"))?;
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                // An expired session is renewed as pi renews it ([`Connection::with_client`]), not by rmcp.
+                config.reinit_on_expired_session = false;
                 for (name, value) in &headers {
                     let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                         .map_err(|_| format!("bad header name {name}"))?;
@@ -393,13 +425,14 @@ impl Connection {
                         handler.serve(transport).await.map_err(initialize_failed)?
                     }
                 };
-                Ok(Live { service, child: None, garbage: None })
+                Ok(Live { epoch: 0, service, child: None, garbage: None })
             }
         }
     }
 
-    /// The peer, reconnecting first when the connection failed or dropped.
-    async fn peer(self: &Arc<Self>) -> Result<Peer<RoleClient>, String> {
+    /// The peer and its connection's epoch, reconnecting first when the
+    /// connection failed or dropped.
+    async fn peer(self: &Arc<Self>) -> Result<(Peer<RoleClient>, u64), String> {
         if let Some(peer) = self.live_peer().await {
             return Ok(peer);
         }
@@ -412,26 +445,38 @@ impl Connection {
         }
         match self.state().status {
             Status::Failed(e) | Status::Disconnected(e) => Err(e),
-            Status::NeedsAuth => Err(super::oauth::sign_in_required(&self.config.name)),
+            Status::NeedsAuth => Err(self.sign_in_required()),
             _ => Err("not connected".to_string()),
         }
     }
 
-    async fn live_peer(&self) -> Option<Peer<RoleClient>> {
+    async fn live_peer(&self) -> Option<(Peer<RoleClient>, u64)> {
         let live = self.live.lock().await;
-        live.as_ref().filter(|l| !l.service.is_transport_closed()).map(|l| l.service.peer().clone())
+        live.as_ref().filter(|l| !l.service.is_transport_closed()).map(|l| (l.service.peer().clone(), l.epoch))
+    }
+
+    /// Let connection `epoch` go (its session expired), unless it was
+    /// replaced meanwhile: the next request connects again.
+    async fn let_go(&self, epoch: u64) {
+        let mut live = self.live.lock().await;
+        if live.as_ref().is_some_and(|l| l.epoch == epoch)
+            && let Some(old) = live.take()
+        {
+            stop(old).await;
+        }
     }
 
     /// A request failed: the error as the model reads it. When the transport
     /// went away, why (the line that was not JSON-RPC, the server's exit
     /// status, its last stderr lines) is said and recorded.
     async fn failed(&self, error: &rmcp::ServiceError) -> String {
-        if self.auth.as_ref().is_some_and(|a| a.needs_sign_in()) {
+        let refused = super::retry::of_service(error).is_some_and(|h| h.is_auth_required());
+        if self.needs_sign_in() || (refused && self.has_auth_provider()) {
             if let Some(old) = self.live.lock().await.take() {
                 stop(old).await;
             }
             self.mark_needs_auth().await;
-            return super::oauth::sign_in_required(&self.config.name);
+            return self.sign_in_required();
         }
         // The server answered: the connection stays.
         if let Some(message) = super::retry::of_service(error).and_then(|h| h.status_message()) {
@@ -464,121 +509,6 @@ impl Connection {
             Some(status) => Some(format!("the MCP server exited ({status}) during the request")),
             None if closed => Some("the MCP server closed its output".to_string()),
             None => None,
-        }
-    }
-
-    /// `tools/call`: the `CallToolResult` as JSON.
-    pub async fn call_tool(
-        self: &Arc<Self>,
-        tool: &str,
-        args: Value,
-        cancel: &CancellationToken,
-        progress: Option<mpsc::UnboundedSender<String>>,
-    ) -> Result<Value, String> {
-        let peer = self.peer().await?;
-        let mut params = CallToolRequestParams::new(tool.to_string());
-        if let Value::Object(map) = args {
-            params.arguments = Some(map);
-        }
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let result = self.request(&peer, request, cancel, progress).await?;
-        match result {
-            ServerResult::CallToolResult(r) => serde_json::to_value(r).map_err(|e| e.to_string()),
-            other => Err(format!("unexpected answer to tools/call: {}", kind_of(&other))),
-        }
-    }
-
-    async fn request(
-        &self,
-        peer: &Peer<RoleClient>,
-        request: ClientRequest,
-        cancel: &CancellationToken,
-        progress: Option<mpsc::UnboundedSender<String>>,
-    ) -> Result<ServerResult, String> {
-        let mut options = PeerRequestOptions::with_timeout(self.config.timeout);
-        options.reset_timeout_on_progress = true;
-        let handle = match peer.send_cancellable_request(request, options).await {
-            Ok(handle) => handle,
-            Err(e) => return Err(self.failed(&e).await),
-        };
-        let id = handle.id.clone();
-        let token = progress_key(&handle.progress_token);
-        if let (Some(tx), Ok(mut map)) = (progress, self.progress.lock()) {
-            map.insert(token.clone(), tx);
-        }
-        let response = handle.await_response();
-        tokio::pin!(response);
-        let outcome = tokio::select! {
-            r = &mut response => match r {
-                Ok(result) => Ok(result),
-                Err(rmcp::ServiceError::Timeout { timeout }) => Err(format!("MCP server {} did not answer within {} s", self.config.name, timeout.as_secs_f64())),
-                Err(e) => Err(self.failed(&e).await),
-            },
-            _ = cancel.cancelled() => {
-                let note = rmcp::model::CancelledNotificationParam::new(Some(id), Some("aborted".into()));
-                let _ = peer.notify_cancelled(note).await;
-                Err("Operation aborted".to_string())
-            }
-        };
-        if let Ok(mut map) = self.progress.lock() {
-            map.remove(&token);
-        }
-        outcome
-    }
-
-    fn on_progress(&self, params: &rmcp::model::ProgressNotificationParam) {
-        let Ok(map) = self.progress.lock() else { return };
-        let Some(tx) = map.get(&progress_key(&params.progress_token)) else { return };
-        let text = match (&params.message, params.total) {
-            (Some(m), _) => m.clone(),
-            (None, Some(total)) => format!("Progress {}/{total}", params.progress),
-            (None, None) => format!("Progress {}", params.progress),
-        };
-        let _ = tx.send(text);
-    }
-
-    /// One page of `resources/list` (or `resources/templates/list`).
-    pub async fn list_page(self: &Arc<Self>, templates: bool, cursor: Option<String>) -> Result<Value, String> {
-        let params = PaginatedRequestParams::default().with_cursor(cursor);
-        self.read_only(|peer| {
-            let params = Some(params.clone());
-            async move {
-                if templates {
-                    peer.list_resource_templates(params).await.map(|r| serde_json::to_value(r).unwrap_or_default())
-                } else {
-                    peer.list_resources(params).await.map(|r| serde_json::to_value(r).unwrap_or_default())
-                }
-            }
-        })
-        .await
-    }
-
-    /// `resources/read`: the result's `contents`.
-    pub async fn read_resource(self: &Arc<Self>, uri: &str) -> Result<Value, String> {
-        let result = self
-            .read_only(|peer| async move { peer.read_resource(ReadResourceRequestParams::new(uri.to_string())).await })
-            .await?;
-        Ok(serde_json::to_value(result).unwrap_or_default().get("contents").cloned().unwrap_or(Value::Array(vec![])))
-    }
-
-    /// A request that changes nothing, sent once more after a transient HTTP
-    /// status, as pi does ([`super::retry`]).
-    async fn read_only<T, F, Fut>(self: &Arc<Self>, send: F) -> Result<T, String>
-    where
-        F: Fn(Peer<RoleClient>) -> Fut,
-        Fut: std::future::Future<Output = Result<T, rmcp::ServiceError>>,
-    {
-        let mut retried = false;
-        loop {
-            let peer = self.peer().await?;
-            match send(peer).await {
-                Ok(value) => return Ok(value),
-                Err(e) if !retried && super::retry::of_service(&e).is_some_and(|h| h.is_transient_status()) => {
-                    retried = true;
-                    tokio::time::sleep(super::retry::READ_DELAY).await;
-                }
-                Err(e) => return Err(self.failed(&e).await),
-            }
         }
     }
 
@@ -654,17 +584,6 @@ async fn resolve(values: &super::config::ConfigValues) -> Result<Vec<(String, St
     }
     let values = values.clone();
     tokio::task::spawn_blocking(move || super::config::resolve_values(&values)).await.map_err(|e| e.to_string())?
-}
-
-fn progress_key(token: &rmcp::model::ProgressToken) -> String {
-    serde_json::to_string(token).unwrap_or_default()
-}
-
-fn kind_of(result: &ServerResult) -> String {
-    serde_json::to_value(result)
-        .ok()
-        .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>().join(",")))
-        .unwrap_or_default()
 }
 
 async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, rmcp::ServiceError> {
@@ -792,6 +711,8 @@ impl rmcp::ClientHandler for Handler {
     }
 }
 
+#[path = "requests.rs"]
+mod requests;
 #[path = "sign_in_watch.rs"]
 mod sign_in_watch;
 pub(super) use sign_in_watch::reconnect_signed_in;

@@ -60,25 +60,42 @@ pub trait TransportHost: Send + Sync {
 /// threw (pi's client fails that request with it). `status` is that of
 /// pi-mcp's `McpHttpError`, `network` says it was a `TypeError` (fetch's
 /// network failure): pi retries a connect after either when transient.
+/// `kind` names pi-mcp's subclasses pi's client treats apart.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendFailure {
     pub message: String,
     pub status: Option<u16>,
     pub network: bool,
+    pub kind: Option<PiMcpError>,
+}
+
+/// pi-mcp's HTTP errors that pi's client handles on their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PiMcpError {
+    /// `McpSessionExpiredError`: pi starts a new session once and sends the request again.
+    SessionExpired,
+    /// `McpAuthRequiredError`: a server with an `authProvider` comes to need sign-in.
+    AuthRequired,
 }
 
 impl SendFailure {
     /// A failure that is neither HTTP nor the network's.
     pub fn other(message: String) -> SendFailure {
-        SendFailure { message, status: None, network: false }
+        SendFailure { message, status: None, network: false, kind: None }
     }
 
-    /// The host's `{message, status?, network?}`.
+    /// The host's `{message, status?, network?, kind?}`.
     pub fn from_report(report: &Value) -> SendFailure {
+        let kind = match report.get("kind").and_then(Value::as_str) {
+            Some("sessionExpired") => Some(PiMcpError::SessionExpired),
+            Some("authRequired") => Some(PiMcpError::AuthRequired),
+            _ => None,
+        };
         SendFailure {
             message: report.get("message").and_then(Value::as_str).unwrap_or("the transport failed").to_string(),
             status: report.get("status").and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok()),
             network: report.get("network").and_then(Value::as_bool).unwrap_or(false),
+            kind,
         }
     }
 }
@@ -252,7 +269,7 @@ mod tests {
         for send in sends {
             outcomes.push(send.await.unwrap());
         }
-        let failed = SendFailure { message: "down".into(), status: Some(503), network: false };
+        let failed = SendFailure { message: "down".into(), status: Some(503), network: false, kind: None };
         assert_eq!(outcomes, vec![Ok(()), Err(failed), Ok(())], "each send ends with the extension's");
         report.send(json!({"error": "a hiccup"})).unwrap();
         report.send(json!({"message": {"jsonrpc": "2.0", "id": 1, "result": {}}})).unwrap();

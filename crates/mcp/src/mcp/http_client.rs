@@ -8,10 +8,11 @@
 //! the body of 429 and non-JSON 5xx answers, and reads a JSON-RPC error out
 //! of a refused request's JSON body, where pi reports the refusal. The
 //! failure is `UnexpectedServerResponse("HTTP <status>: <body>")`, which
-//! [`super::retry`] reads. GET streams and session deletes are rmcp's.
+//! [`super::retry`] reads. GET streams and session deletes are rmcp's,
+//! except that a session the server said it no longer knows is not deleted.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -37,11 +38,19 @@ pub struct QuotingHttpClient {
     /// A server with `auth.provider`: the provider and how its token is
     /// read (at each request, as pi reads it; none sends no bearer).
     provider: Option<(String, super::factories::ProviderToken)>,
+    /// The sessions the server said it no longer knows (a 404): they are
+    /// not deleted when their connection is let go, as pi lets go the
+    /// client of an expired session without closing it.
+    expired: Arc<std::sync::Mutex<HashSet<Arc<str>>>>,
 }
 
 impl QuotingHttpClient {
     pub fn new(inner: reqwest::Client) -> QuotingHttpClient {
-        QuotingHttpClient { inner, provider: None }
+        QuotingHttpClient { inner, provider: None, expired: Arc::default() }
+    }
+
+    fn is_expired(&self, session_id: &Arc<str>) -> bool {
+        self.expired.lock().is_ok_and(|expired| expired.contains(session_id))
     }
 
     /// Requests carry `provider`'s current credential as their bearer token (pi's `auth.provider`).
@@ -80,7 +89,7 @@ impl QuotingHttpClient {
             request = request.bearer_auth(token);
         }
         let session_was_attached = session_id.is_some();
-        if let Some(session_id) = session_id {
+        if let Some(session_id) = &session_id {
             request = request.header(HEADER_SESSION_ID, session_id.as_ref());
         }
         let response = request.json(&message).send().await?;
@@ -100,7 +109,10 @@ impl QuotingHttpClient {
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
             return Ok(StreamableHttpPostResponse::Accepted);
         }
-        if status == StatusCode::NOT_FOUND && session_was_attached {
+        if let (StatusCode::NOT_FOUND, Some(session_id)) = (status, session_id) {
+            if let Ok(mut expired) = self.expired.lock() {
+                expired.insert(session_id);
+            }
             return Err(StreamableHttpError::SessionExpired);
         }
         if !status.is_success() {
@@ -283,6 +295,9 @@ impl StreamableHttpClient for QuotingHttpClient {
         auth_token: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), HttpError> {
+        if self.is_expired(&session_id) {
+            return Ok(());
+        }
         let auth_token = self.token(auth_token).await;
         self.inner.delete_session(uri, session_id, auth_token, custom_headers).await
     }

@@ -6,12 +6,16 @@
 //! request (listing or reading resources) is sent once more after 250 ms
 //! when it failed with such a status (not after a network error). Tool
 //! calls are never retried: they may have run. After the last failure the
-//! error reads as pi's: `MCP HTTP request failed with status N`.
+//! error reads as pi's: `MCP HTTP request failed with status N`. A request
+//! whose session the server no longer knows (404) is sent once more in a
+//! new session, whatever the request ([`HttpFailure::is_session_expired`]).
 
 use std::error::Error;
 use std::time::Duration;
 
 use rmcp::transport::streamable_http_client::StreamableHttpError;
+
+use super::host_transport::PiMcpError;
 
 /// The waits between connect attempts.
 pub const CONNECT_DELAYS: [Duration; 2] = [Duration::from_millis(250), Duration::from_secs(1)];
@@ -28,6 +32,10 @@ pub enum HttpFailure {
     /// An extension's transport (`createTransport`) threw from `send`: its
     /// message, which is the failure's; a status for pi-mcp's HTTP errors.
     Thrown(super::host_transport::SendFailure),
+    /// A 404 to a request of a session (pi-mcp's `McpSessionExpiredError`).
+    SessionExpired,
+    /// A 401 (pi-mcp's `McpAuthRequiredError`).
+    AuthRequired,
 }
 
 impl HttpFailure {
@@ -37,6 +45,27 @@ impl HttpFailure {
             HttpFailure::Network => true,
             HttpFailure::Status(status, _) => is_transient_status(*status),
             HttpFailure::Thrown(thrown) => thrown.status.map_or(thrown.network, is_transient_status),
+            HttpFailure::SessionExpired | HttpFailure::AuthRequired => false,
+        }
+    }
+
+    /// The server no longer knows the session: pi starts a new one and
+    /// sends the request once more.
+    pub fn is_session_expired(&self) -> bool {
+        match self {
+            HttpFailure::SessionExpired => true,
+            HttpFailure::Thrown(thrown) => thrown.kind == Some(PiMcpError::SessionExpired),
+            _ => false,
+        }
+    }
+
+    /// The server asks for authentication: a server pi gives an auth
+    /// provider (OAuth, `auth.provider`) then needs sign-in.
+    pub fn is_auth_required(&self) -> bool {
+        match self {
+            HttpFailure::AuthRequired | HttpFailure::Status(401, _) => true,
+            HttpFailure::Thrown(thrown) => thrown.kind == Some(PiMcpError::AuthRequired),
+            _ => false,
         }
     }
 
@@ -45,17 +74,23 @@ impl HttpFailure {
         match self {
             HttpFailure::Status(status, _) => is_transient_status(*status),
             HttpFailure::Thrown(thrown) => thrown.status.is_some_and(is_transient_status),
-            HttpFailure::Network => false,
+            HttpFailure::Network | HttpFailure::SessionExpired | HttpFailure::AuthRequired => false,
         }
     }
 
     /// pi's words for a failed status, or what the extension's transport
     /// threw (None for a network error of pi-rpc's own transport).
     pub fn status_message(&self) -> Option<String> {
-        if let HttpFailure::Thrown(thrown) = self {
-            return Some(thrown.message.clone());
-        }
-        let HttpFailure::Status(status, body) = self else { return None };
+        let (status, body) = match self {
+            HttpFailure::Thrown(thrown) => return Some(thrown.message.clone()),
+            // pi-mcp's messages of its two errors.
+            HttpFailure::SessionExpired => return Some("MCP session expired".to_string()),
+            HttpFailure::AuthRequired | HttpFailure::Status(401, _) => {
+                return Some("MCP server requires authentication".to_string());
+            }
+            HttpFailure::Network => return None,
+            HttpFailure::Status(status, body) => (status, body),
+        };
         Some(match body.as_deref().map(str::trim).filter(|b| !b.is_empty()) {
             Some(body) => format!("MCP HTTP request failed with status {status}: {}", excerpt(body)),
             None => format!("MCP HTTP request failed with status {status}"),
@@ -116,6 +151,8 @@ fn of_transport(error: &StreamableHttpError<reqwest::Error>) -> Option<HttpFailu
     match error {
         StreamableHttpError::HttpStatus(e) => Some(HttpFailure::Status(e.status, None)),
         StreamableHttpError::Client(e) => of_client(e),
+        StreamableHttpError::SessionExpired => Some(HttpFailure::SessionExpired),
+        StreamableHttpError::AuthRequired(_) => Some(HttpFailure::AuthRequired),
         // Statuses rmcp does not classify (408, other 4xx) come as `HTTP 408 Request Timeout: body`.
         StreamableHttpError::UnexpectedServerResponse(text) => {
             let rest = text.strip_prefix("HTTP ")?;
@@ -163,5 +200,26 @@ mod tests {
         assert_eq!(of_transport(&error).unwrap().status_message().unwrap(), "MCP HTTP request failed with status 503");
         let long = "x".repeat(600);
         assert_eq!(HttpFailure::Status(500, Some(long)).status_message().unwrap().len(), 39 + 2 + 500);
+    }
+
+    /// pi-mcp's `McpSessionExpiredError` and `McpAuthRequiredError`, from
+    /// pi-rpc's own transport or thrown by an extension's: never retried as
+    /// transient, worded as pi-mcp words them (or as the extension threw them).
+    #[test]
+    fn an_expired_session_and_a_401_are_told_apart_and_worded_as_pi_mcps() {
+        let expired = of_transport(&StreamableHttpError::<reqwest::Error>::SessionExpired).unwrap();
+        assert!(expired.is_session_expired() && !expired.is_transient() && !expired.is_auth_required());
+        assert_eq!(expired.status_message().unwrap(), "MCP session expired");
+        let refused = HttpFailure::Status(401, Some("who are you".into()));
+        assert!(refused.is_auth_required() && !refused.is_session_expired());
+        assert_eq!(refused.status_message().unwrap(), "MCP server requires authentication");
+        let thrown = |kind: &str| {
+            let report = serde_json::json!({"message": "it threw", "status": 404, "kind": kind});
+            HttpFailure::Thrown(super::super::host_transport::SendFailure::from_report(&report))
+        };
+        assert!(thrown("sessionExpired").is_session_expired());
+        assert!(thrown("authRequired").is_auth_required());
+        assert!(!thrown("other").is_session_expired() && !thrown("other").is_auth_required());
+        assert_eq!(thrown("sessionExpired").status_message().unwrap(), "it threw");
     }
 }

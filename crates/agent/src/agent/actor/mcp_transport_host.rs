@@ -8,7 +8,7 @@
 //! messages go to it in order (`{op: "send", stream, message}`), and what the
 //! transport receives, its errors and its close come back as `streamData`
 //! of `stream` (`{message}`, `{error}`, `{closed: true}`). `{op: "close"}`
-//! closes it.
+//! closes it; `{op: "forget"}` drops it unclosed (a session that expired).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::extensions::Extension;
-use crate::mcp::host_transport::{HostLink, Outgoing, SendFailure, TransportHost, serve_auth};
+use crate::mcp::host_transport::{HostLink, Outgoing, PiMcpError, SendFailure, TransportHost, serve_auth};
 use crate::mcp::oauth::TokenSource;
 
 /// The transports of the extension that owns MCP.
@@ -69,8 +69,11 @@ impl TransportHost for ExtensionTransports {
 
 /// Hand the client's messages to transport `stream` one after the other,
 /// each `send`'s outcome to its sender (what it threw fails that request, as
-/// in pi); close it when told to, or when the client is gone.
+/// in pi); close it when told to, or when the client is gone. A transport
+/// whose last `send` threw pi-mcp's `McpSessionExpiredError` is let go
+/// without `close()`, as pi lets go the client of an expired session.
 async fn deliver(ext: Arc<Extension>, stream: String, mut queue: mpsc::UnboundedReceiver<Option<Outgoing>>) {
+    let mut expired = false;
     while let Some(Some(Outgoing { message, sent })) = queue.recv().await {
         let outcome =
             match ext.call("mcp_transport", json!({"op": "send", "stream": stream, "message": message}), None).await {
@@ -83,9 +86,11 @@ async fn deliver(ext: Arc<Extension>, stream: String, mut queue: mpsc::Unbounded
         if let Err(failure) = &outcome {
             tracing::info!("MCP transport of {}: send failed: {failure}", ext.path_string());
         }
+        expired = outcome.as_ref().err().is_some_and(|f| f.kind == Some(PiMcpError::SessionExpired));
         let _ = sent.send(outcome);
     }
-    let _ = ext.call("mcp_transport", json!({"op": "close", "stream": stream}), None).await;
+    let op = if expired { "forget" } else { "close" };
+    let _ = ext.call("mcp_transport", json!({"op": op, "stream": stream}), None).await;
     ext.close_stream(&stream);
 }
 

@@ -4,8 +4,10 @@
 // `onError`, `onClose`, optional `setProtocolVersion`). pi-rpc opens one per
 // connection with the `mcp_transport` request (`{op: "open", stream, entry,
 // cwd}`), sends messages through it (`{op: "send", stream, message}`) and
-// closes it (`{op: "close", stream}`); a `send` that throws answers
-// `{failed: {message, status?, network?}}` (that request fails, as in pi);
+// closes it (`{op: "close", stream}`) or lets it go unclosed, as pi lets a
+// client whose session expired go (`{op: "forget", stream}`); a `send` that
+// throws answers `{failed: {message, status?, network?, kind?}}` (that
+// request fails, as in pi);
 // what the transport reports goes back
 // as `streamData` of `stream`: `{message}`, `{error}`, `{closed: true}`.
 // For a server that signs in with OAuth (`auth: true`), `createTransport`'s
@@ -18,24 +20,34 @@ function errorText(error) {
 	return error instanceof Error ? error.message : String(error);
 }
 
-/** pi-mcp's `McpHttpError` (or one of its subclasses), from whichever copy of pi-mcp threw it. */
-function isMcpHttpError(error) {
-	if (typeof error?.status !== "number") return false;
-	for (let proto = Object.getPrototypeOf(error); proto; proto = Object.getPrototypeOf(proto)) {
-		if (proto.constructor?.name === "McpHttpError") return true;
+/** Whether `error` is an instance of a class named `name`, from whichever copy of pi-mcp threw it. */
+function isPiMcpClass(error, name) {
+	for (let proto = Object.getPrototypeOf(error ?? {}); proto; proto = Object.getPrototypeOf(proto)) {
+		if (proto.constructor?.name === name) return true;
 	}
 	return false;
 }
 
+/** pi-mcp's subclasses of `McpHttpError` that pi's client handles on their own. */
+const PI_MCP_KINDS = [
+	["McpSessionExpiredError", "sessionExpired"],
+	["McpAuthRequiredError", "authRequired"],
+];
+
 /**
  * What a transport's `send` threw, as pi's client reads it: its message; the
- * status of pi-mcp's HTTP error; `network` for a `TypeError` (fetch's
- * network failure). pi retries a connect after these when transient.
+ * status of pi-mcp's HTTP error (pi retries a connect after a transient one)
+ * and `kind` for its `McpSessionExpiredError` (pi starts a new session) and
+ * `McpAuthRequiredError` (the server needs sign-in); `network` for a
+ * `TypeError` (fetch's network failure, retried too).
  */
 function sendFailure(error) {
 	const failure = { message: errorText(error) };
-	if (isMcpHttpError(error)) failure.status = error.status;
-	else if (error instanceof TypeError) failure.network = true;
+	if (typeof error?.status === "number" && isPiMcpClass(error, "McpHttpError")) {
+		failure.status = error.status;
+		const kind = PI_MCP_KINDS.find(([name]) => isPiMcpClass(error, name));
+		if (kind) failure.kind = kind[1];
+	} else if (error instanceof TypeError) failure.network = true;
 	return failure;
 }
 
@@ -43,16 +55,24 @@ export function createMcpTransports(channel) {
 	const open = new Map();
 	const report = (stream, data) => channel.tell("streamData", { stream, data });
 
-	/** pi's `authProvider` of the server whose transport is `stream`. */
+	/**
+	 * pi's `authProvider` of the server whose transport is `stream`. As in
+	 * pi, `settled()` waits for a refresh `onUnauthorized` started, even one
+	 * whose request has not reached pi-rpc yet, and for pi-rpc's own.
+	 */
 	function authProvider(stream) {
 		const ask = (params) => channel.request("streamService", { stream, ...params });
+		const refreshing = new Set();
 		return {
 			token: async () => (await ask({ op: "token" })) ?? undefined,
-			onUnauthorized: async (context) => {
+			onUnauthorized: (context) => {
 				const challenge = context?.response?.headers?.get?.("www-authenticate") ?? "";
-				await ask({ op: "unauthorized", token: context?.token ?? null, challenge });
+				const call = ask({ op: "unauthorized", token: context?.token ?? null, challenge }).then(() => {});
+				refreshing.add(call);
+				return call.finally(() => refreshing.delete(call));
 			},
 			settled: async () => {
+				await Promise.allSettled([...refreshing]);
 				await ask({ op: "settled" });
 			},
 		};
@@ -122,6 +142,10 @@ export function createMcpTransports(channel) {
 			if (op === "close") {
 				open.delete(stream);
 				await transport?.close?.();
+				return null;
+			}
+			if (op === "forget") {
+				open.delete(stream);
 				return null;
 			}
 			throw new Error(`unknown mcp_transport op: ${op}`);
