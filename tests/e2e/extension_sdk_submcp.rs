@@ -209,7 +209,9 @@ export default function (pi: ExtensionAPI) {
       const errors: string[] = [];
       const notes: any[] = [];
       let subPi: any;
-      const session = await subSession(ctx, [createMcpExtension(), (p: any) => { subPi = p; }], notes, errors);
+      // The sub-session's extension registers a server that cannot start: reported there once the servers settled.
+      const capture = (p: any) => { subPi = p; p.registerMcpServer("broken", { command: "/nonexistent/broken-mcp-server", exposure: "direct" }); };
+      const session = await subSession(ctx, [createMcpExtension(), capture], notes, errors);
       const has = (name: string) => session.getAllTools().some((t: any) => t.name === name);
       await session.prompt("grow");
       const grownThere = await eventually(() => has("mcp__grower__grown"));
@@ -234,7 +236,9 @@ export default function (pi: ExtensionAPI) {
       const active = session.getActiveToolNames().filter((name: string) => name.startsWith("mcp__")).sort();
       session.dispose();
       const statusNames = ["grower", "late"].filter((name) => status.includes(name));
-      ctx.ui.notify(JSON.stringify({ errors, notes, grownThere, lateThere, secondConnected, secondGrown, results, subTools, active, titled, statusNames }), "info");
+      // How a failure is worded is each program's own (DEVIATIONS, MCP).
+      const reported = notes.map(([message, level]) => [message.replace(/failed: .*/g, "failed: <error>"), level]);
+      ctx.ui.notify(JSON.stringify({ errors, notes: reported, grownThere, lateThere, secondConnected, secondGrown, results, subTools, active, titled, statusNames }), "info");
     },
   });
 }
@@ -310,6 +314,8 @@ async fn an_sdk_session_connects_the_servers_again_and_follows_their_tool_list_a
     assert_eq!(ours["lateThere"], true, "{ours}");
     assert_eq!(ours["titled"], "A tool with a title only", "{ours}");
     assert_eq!(ours["statusNames"], json!(["grower", "late"]), "{ours}");
+    let report = "MCP servers need attention:\n  broken: failed: <error>\nRun /mcp to fix.";
+    assert_eq!(ours["notes"], json!([[report, "warning"]]), "{ours}");
     // The running session's grower, each SDK session's and late: only the running session's
     // still runs once the SDK sessions were disposed. pi 1.6.0 keeps them all (its dispose()
     // closes no MCP connection; they end with pi).

@@ -185,7 +185,7 @@ impl Agent {
         if params.get("report").and_then(Value::as_bool) == Some(true) {
             tokio::spawn(async move {
                 let report = tokio::select! {
-                    report = mcp.startup_report() => report,
+                    report = mcp.report_all() => report,
                     _ = cancel.cancelled() => None,
                 };
                 let _ = reply.send(Ok(json!({ "report": report })));
