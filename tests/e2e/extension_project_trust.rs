@@ -49,12 +49,41 @@ fn project_sandbox(node: &Path) -> (Sandbox, std::path::PathBuf) {
     sb.write_settings(
         json!({"extensionHostNode": node, "extensionHostDir": repo_root().join("target/tools/extension-host")}),
     );
+    let cwd = add_project_prompt(&sb);
+    (sb, cwd)
+}
+
+/// Give `sb`'s project a resource that needs trust (a prompt template); the canonical cwd.
+fn add_project_prompt(sb: &Sandbox) -> std::path::PathBuf {
     let prompts = sb.cwd.path().join(".pi/prompts");
     std::fs::create_dir_all(&prompts).expect("prompts dir");
     std::fs::write(prompts.join("proj.md"), "---\ndescription: project prompt\n---\nHello from the project\n")
         .expect("prompt");
-    let cwd = std::fs::canonicalize(sb.cwd.path()).expect("cwd");
-    (sb, cwd)
+    std::fs::canonicalize(sb.cwd.path()).expect("cwd")
+}
+
+/// pi-rpc (or pi 1.6.0) in RPC mode in `sb`, no session file, offline, with `args`.
+fn spawn_either(sb: &Sandbox, node: &Path, reference: bool, args: &[&str]) -> crate::harness::Pi {
+    if !reference {
+        let mut all = vec!["--no-session"];
+        all.extend_from_slice(args);
+        return sb.spawn(&all);
+    }
+    let cli = installed_tool("reference/node_modules/@earendil-works/pi-coding-agent/dist/cli.js").expect("reference");
+    let mut cmd = crate::extension_provider_events::reference_command(sb, node, &cli);
+    cmd.args(["--no-session", "--offline"]).args(args).env("PI_OFFLINE", "1");
+    crate::harness::Pi::start_unchecked(cmd)
+}
+
+/// The JSON lines of `log`, sorted (extensions in separate processes write in no fixed order).
+fn sorted_log(log: &Path) -> Vec<Value> {
+    let mut lines: Vec<Value> = std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    lines.sort_by_key(|l| l.to_string());
+    lines
 }
 
 /// Run pi-rpc (or pi 1.6.0) in RPC mode with `args`, ask `get_commands`,
@@ -332,12 +361,7 @@ async fn an_extension_asked_about_trust_meets_pis_unbound_runtime() {
         let args = ["-e".to_string(), file.display().to_string(), "-e".to_string(), listener.display().to_string()];
         let (_, err) = commands_of(&sb, &node, reference, &args).await;
         // Sorted: the other extension's note comes when its process reads the event.
-        let mut lines: Vec<Value> = std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("a JSON line"))
-            .collect();
-        lines.sort_by_key(|l| l.to_string());
+        let lines = sorted_log(&log);
         let notes: Vec<String> = err.lines().filter(|l| l.contains(" note")).map(String::from).collect();
         (lines, notes)
     };
@@ -451,3 +475,208 @@ export default function (pi: any) {
     assert_eq!(ours["extensionErrors"], json!([]), "{ours}");
     assert!(ours["commands"].as_array().is_some_and(|l| l.iter().any(|c| c["fromExtension"] == true)), "{ours}");
 }
+
+/// A user-level extension registering MCP servers while it loads for the
+/// trust question and while it answers it (`SERVER` is server-everything's
+/// stdio config); `LOG` gets what each call gave.
+const MCP_REGISTRAR: &str = r#"import { appendFileSync } from "node:fs";
+const SERVER: any = SERVER_CONFIG;
+const note = (...line: any[]) => appendFileSync(LOG, JSON.stringify(["registrar", ...line]) + "\n");
+const names = (pi: any) => pi.getMcpServers().map((s: any) => `${s.name}:${s.config.exposure}:${s.extensionPath.endsWith("registrar.ts")}`);
+function attempt(phase: string, what: string, call: () => any) {
+  try { const value = call(); note(phase, what, value === undefined ? "undefined" : value); }
+  catch (e: any) { note(phase, what, { error: String(e?.message ?? e).replaceAll(AGENT_DIR, "<agent>") }); }
+}
+export default function (pi: any) {
+  attempt("load", "register early", () => pi.registerMcpServer("early", SERVER));
+  attempt("load", "servers", () => names(pi));
+  attempt("load", "register a bad name", () => pi.registerMcpServer("no spaces", SERVER));
+  attempt("load", "unregister an unknown one", () => pi.unregisterMcpServer("missing"));
+  pi.on("project_trust", async () => {
+    attempt("trust", "servers", () => names(pi));
+    attempt("trust", "register late", () => pi.registerMcpServer("late", { ...SERVER, exposure: "hidden" }));
+    attempt("trust", "register gone", () => pi.registerMcpServer("gone", SERVER));
+    attempt("trust", "unregister gone", () => pi.unregisterMcpServer("gone"));
+    attempt("trust", "servers after", () => names(pi));
+    return { trusted: "undecided" };
+  });
+  pi.on("mcp_servers_change", (event: any) => note("event", "mcp_servers_change", event.servers.map((s: any) => s.name)));
+  pi.on("session_start", () => attempt("session", "servers", () => names(pi)));
+}
+"#;
+
+/// A command-line extension (asked about trust before the user-level
+/// registrar, as pi asks them): what it sees of the registrar's servers,
+/// and taking one of their names.
+const MCP_NEIGHBOUR: &str = r#"import { appendFileSync } from "node:fs";
+const note = (...line: any[]) => appendFileSync(LOG, JSON.stringify(["neighbour", ...line]) + "\n");
+export default function (pi: any) {
+  pi.on("project_trust", async () => {
+    note("trust", "servers", pi.getMcpServers().map((s: any) => s.name));
+    try { pi.registerMcpServer("early", { command: "node" }); note("trust", "take early", "accepted"); }
+    catch (e: any) { note("trust", "take early", String(e?.message).replaceAll(AGENT_DIR, "<agent>")); }
+    return { trusted: "undecided" };
+  });
+}
+"#;
+
+/// MCP servers registered by the extensions asked about trust, before the
+/// session starts, are kept for the session as pi keeps them: the calls
+/// answer as pi's (a loading extension's own registration counts once it
+/// has loaded, pi's errors for a bad name and a name taken), nothing is
+/// announced, and the session's MCP client connects them: the first
+/// request offers the server's tools and the model's call runs.
+#[tokio::test]
+async fn mcp_servers_registered_before_the_session_are_the_sessions_as_in_pi() {
+    if !tools_ready() {
+        assert_ne!(std::env::var("PI_RPC_REQUIRE_TOOLS").as_deref(), Ok("1"), "node 22, pi 1.6.0 or the host missing");
+        return;
+    }
+    let Some(servers) = crate::mcp::Servers::find() else { return };
+    let script = servers.modules.join("@modelcontextprotocol/server-everything/dist/index.js");
+    let server = json!({"command": servers.node, "args": [script, "stdio"], "exposure": "direct"});
+    let node = node22().expect("node 22");
+    let dir = repo_root().join("target/tools/extension-host");
+    let seen = |reference: bool| {
+        let (server, node, dir) = (server.clone(), node.clone(), dir.clone());
+        async move {
+            use pi_compat::fake_server::{FakeToolCall, Reply};
+            let sb = Sandbox::with_server().await;
+            sb.server().push(Reply::tool_calls([FakeToolCall::new("c1", "mcp__early__get_sum", r#"{"a":1,"b":2}"#)]));
+            sb.server().set_fallback(Reply::text("done"));
+            crate::extension_host::host_settings(&sb, &node, &dir, json!({}));
+            add_project_prompt(&sb);
+            let log = sb.home.path().join("mcp.log");
+            let agent_dir = sb.agent_dir.path().display().to_string();
+            let fill = |source: &str| {
+                source
+                    .replace("SERVER_CONFIG", &server.to_string())
+                    .replace("AGENT_DIR", &format!("{agent_dir:?}"))
+                    .replace("LOG", &format!("{:?}", log.display().to_string()))
+            };
+            crate::extension_host::write_module(&sb, "registrar.ts", &fill(MCP_REGISTRAR));
+            let neighbour = sb.home.path().join("neighbour.ts");
+            std::fs::write(&neighbour, fill(MCP_NEIGHBOUR)).expect("neighbour");
+            let neighbour = neighbour.display().to_string();
+            let mut pi = spawn_either(&sb, &node, reference, &["-e", &neighbour]);
+            pi.send(json!({"id": "p", "type": "prompt", "message": "sum"})).await;
+            let lines = pi.until_type("agent_settled").await;
+            let errors: Vec<&Value> = lines.iter().filter(|v| v["type"] == "extension_error").collect();
+            let sum = crate::mcp::result_text(crate::mcp::result(&crate::mcp::results(&lines), "c1"));
+            pi.close_stdin();
+            let requests = sb.server().requests();
+            let first_tools: Vec<String> = crate::mcp::tool_names(&requests[0].body)
+                .into_iter()
+                .filter(|t| t.starts_with("mcp__early__get_s"))
+                .collect();
+            json!({"log": sorted_log(&log), "sum": sum, "firstTools": first_tools, "errors": errors})
+        }
+    };
+    let (ours, theirs) = tokio::join!(seen(false), seen(true));
+    let log = ours["log"].as_array().cloned().unwrap_or_default();
+    for expected in [
+        json!(["registrar", "load", "servers", []]),
+        json!(["registrar", "trust", "servers after", ["early:direct:true", "late:hidden:true"]]),
+        json!(["registrar", "session", "servers", ["early:direct:true", "late:hidden:true"]]),
+        // Asked first, as pi asks the command-line extensions first: the registrar's "late" is not there yet.
+        json!(["neighbour", "trust", "servers", ["early"]]),
+        json!([
+            "neighbour",
+            "trust",
+            "take early",
+            "MCP server \"early\" is already registered by extension \"<agent>/extensions/registrar.ts\""
+        ]),
+    ] {
+        assert!(log.contains(&expected), "{expected} not in {log:?}");
+    }
+    assert!(!log.iter().any(|l| l[1] == "event"), "nothing announced: {log:?}");
+    assert_eq!(ours["sum"], "The sum of 1 and 2 is 3.", "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc (left) and pi 1.6.0 (right) differ");
+}
+
+/// An extension's `ModelRuntime` registering a provider with an OAuth
+/// login (`registerProvider(id, {oauth})`) signs in with it as pi's
+/// runtime does, while it answers the trust question and in the session:
+/// the registration's `login` gets pi-ai's callbacks over the caller's
+/// `notify` / `prompt`, the credential is stored with `type: "oauth"`, the
+/// auth answers read it through `getApiKey`, and an API-key login is
+/// refused, as the registration gives no key.
+#[tokio::test]
+async fn a_model_runtimes_registered_oauth_login_signs_in_as_in_pi() {
+    if !tools_ready() {
+        assert_ne!(std::env::var("PI_RPC_REQUIRE_TOOLS").as_deref(), Ok("1"), "node 22, pi 1.6.0 or the host missing");
+        return;
+    }
+    let seen = |reference: bool| async move {
+        let node = node22().expect("node 22");
+        let (sb, _) = project_sandbox(&node);
+        let log = sb.home.path().join("oauth.log");
+        let file = sb.home.path().join("oauth.ts");
+        let auth = sb.agent_dir.path().join("auth.json");
+        let source = OAUTH_LOGIN
+            .replace("LOG", &format!("{:?}", log.display().to_string()))
+            .replace("AUTH_PATH", &format!("{:?}", auth.display().to_string()));
+        std::fs::write(&file, source).expect("extension");
+        let file = file.display().to_string();
+        let mut pi = spawn_either(&sb, &node, reference, &["-e", &file]);
+        pi.send(json!({"id": "p", "type": "prompt", "message": "/oauth-probe"})).await;
+        pi.until(|v| v["method"] == "notify" && v["message"] == "probed").await;
+        pi.close_stdin();
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect::<Vec<Value>>()
+    };
+    let (ours, theirs) = tokio::join!(seen(false), seen(true));
+    let credential =
+        json!({"access": "acc-42-42", "refresh": "ref", "expires": 4102444800000_u64, "extra": 1, "type": "oauth"});
+    for phase in ["trust", "session"] {
+        assert!(ours.contains(&json!([phase, "login", credential])), "{phase}: {ours:?}");
+        assert!(ours.contains(&json!([phase, "stored", credential])), "{phase}: {ours:?}");
+        assert!(ours.contains(&json!([phase, "auth", "key-acc-42-42", "OAuth"])), "{phase}: {ours:?}");
+    }
+    assert_eq!(ours, theirs, "pi-rpc (left) and pi 1.6.0 (right) differ");
+}
+
+/// [`a_model_runtimes_registered_oauth_login_signs_in_as_in_pi`]'s extension.
+const OAUTH_LOGIN: &str = r#"import { appendFileSync, readFileSync } from "node:fs";
+import { ModelRuntime } from "@earendil-works/pi-coding-agent";
+const note = (...line: any[]) => appendFileSync(LOG, JSON.stringify(line) + "\n");
+const MODEL = { id: "m1", name: "M1", reasoning: false, input: ["text"], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 1000, maxTokens: 100 };
+const oauth = {
+  name: "Mine SSO",
+  login: async (callbacks: any) => {
+    note("callbacks", Object.keys(callbacks).sort());
+    callbacks.onAuth({ url: "https://sso.example/auth", instructions: "sign in" });
+    callbacks.onProgress("waiting");
+    const code = await callbacks.onPrompt({ message: "Code?" });
+    const manual = await callbacks.onManualCodeInput();
+    return { access: `acc-${code}-${manual}`, refresh: "ref", expires: 4102444800000, extra: 1 };
+  },
+  refreshToken: async (credential: any) => credential,
+  getApiKey: (credential: any) => `key-${credential.access}`,
+};
+async function probe(phase: string) {
+  const runtime = await ModelRuntime.create();
+  runtime.registerProvider("mine", { baseUrl: "http://127.0.0.1:9/v1", api: "openai-completions", models: [MODEL], oauth } as any);
+  note(phase, "status before", runtime.getProviderAuthStatus("mine"));
+  const seen: any[] = [];
+  const interaction = { notify: (event: any) => seen.push(["notify", event]), prompt: async (question: any) => { seen.push(["prompt", question]); return "42"; } };
+  await runtime.login("mine", "oauth", interaction as any).then((c: any) => note(phase, "login", c), (e: any) => note(phase, "login", { error: String(e?.message), code: e?.code }));
+  note(phase, "seen", seen);
+  let stored: any = null;
+  try { stored = JSON.parse(readFileSync(AUTH_PATH, "utf8")).mine ?? null; } catch {}
+  note(phase, "stored", stored);
+  note(phase, "status", runtime.getProviderAuthStatus("mine"));
+  const auth = await runtime.getAuth("mine").catch((e: any) => ({ error: String(e?.message) }));
+  note(phase, "auth", (auth as any)?.auth?.apiKey ?? null, (auth as any)?.source ?? null);
+  const keyLogin = await runtime.login("mine", "api_key", { notify: () => {}, prompt: async () => "k" } as any).then(() => "accepted", (e: any) => String(e?.message));
+  note(phase, "api key login", keyLogin);
+  await runtime.logout("mine");
+}
+export default function (pi: any) {
+  pi.on("project_trust", async () => { await probe("trust"); return { trusted: "yes" }; });
+  pi.registerCommand("oauth-probe", { handler: async (_args: string, ctx: any) => { await probe("session"); ctx.ui.notify("probed", "info"); } });
+}
+"#;

@@ -25,20 +25,25 @@ pub async fn decide(args: &Args, cwd: &Path) -> (Option<bool>, PreloadedExtensio
     }
     let agent_dir = default_agent_dir();
     let packages = crate::packages::resolve(&args.extensions, &agent_dir, cwd, false);
-    let found = discover(&DiscoverOptions {
+    let options = DiscoverOptions {
         agent_dir: agent_dir.clone(),
         cwd: cwd.to_path_buf(),
         project_trusted: false,
         cli_paths: packages.cli_extensions,
         no_extensions: args.no_extensions,
         package_paths: packages.extensions,
-    });
+    };
+    let found = discover(&options);
     if found.paths.is_empty() {
         return (None, PreloadedExtensions::default());
     }
+    // pi loads and asks the command-line extensions first, then those of the settings and directories.
+    let cli = discover(&DiscoverOptions { no_extensions: true, package_paths: Vec::new(), ..options }).paths;
+    let (mut paths, others): (Vec<_>, Vec<_>) = found.paths.into_iter().partition(|p| cli.contains(p));
+    paths.extend(others);
     let settings_file = agent_dir.join("settings.json");
     let options = ExtensionOptions {
-        paths: found.paths,
+        paths,
         timeouts: Timeouts::from_settings(&settings_file),
         host: HostConfig::from_env_and_settings(&settings_file),
         agent_dir: agent_dir.clone(),

@@ -33,6 +33,7 @@ pub mod host;
 mod host_install;
 mod nested;
 mod preload;
+mod preload_mcp;
 mod process;
 mod project_trust;
 pub mod protocol;

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use serde_json::{Value, json};
 
+use super::preload_mcp::{self, PreSessionMcp};
 use super::{
     ExtRequest, Extension, ExtensionOptions, Extensions, HostSignal, Shared, Signals, SpawnTemplate, StartContext,
 };
@@ -70,18 +71,30 @@ pub(super) struct Relay {
     /// The extensions it relays for (their event bus), once started.
     bus: std::sync::OnceLock<std::sync::Weak<Shared>>,
     /// Built-in extension factories applied before the session (pi's
-    /// `createMcpExtension()` in a factory): accepted now, handed to the
-    /// session when it adopts the extension, as pi keeps them for it.
+    /// `createMcpExtension()` in a factory) and MCP servers registered or
+    /// unregistered then: accepted now, handed to the session when it
+    /// adopts the extension, as pi keeps them for it.
     deferred: Mutex<Vec<(usize, ExtRequest)>>,
+    /// The MCP servers registered before the session, as pi lists them then.
+    mcp: PreSessionMcp,
+    /// MCP calls waiting for the extensions loaded before theirs (see [`Relay::release_parked`]).
+    parked: Mutex<Vec<ParkedMcpCall>>,
+    /// Extensions whose death [`Extensions::adopt`] told the session: their
+    /// own report of it, if still on its way, is not told again.
+    death_told: Mutex<std::collections::HashSet<usize>>,
 }
 
 impl Relay {
-    pub(super) fn new(target: Signals, sessionless: Option<SessionlessRequests>) -> Arc<Relay> {
+    /// `mcp`: where the MCP servers registered before the session are kept.
+    pub(super) fn new(target: Signals, sessionless: Option<SessionlessRequests>, mcp: PreSessionMcp) -> Arc<Relay> {
         Arc::new(Relay {
             target: RwLock::new(Some(target)),
             sessionless,
             bus: std::sync::OnceLock::new(),
             deferred: Mutex::new(Vec::new()),
+            mcp,
+            parked: Mutex::default(),
+            death_told: Mutex::default(),
         })
     }
 
@@ -110,6 +123,11 @@ fn kept_for_the_session(request: &ExtRequest) -> bool {
 #[async_trait::async_trait]
 impl super::SignalSink for Relay {
     async fn deliver(&self, signal: HostSignal) -> bool {
+        if let HostSignal::Died { id, .. } = &signal
+            && self.death_told.lock().unwrap_or_else(PoisonError::into_inner).contains(id)
+        {
+            return true;
+        }
         let target = self.target.read().unwrap_or_else(PoisonError::into_inner).clone();
         if let Some(target) = target {
             return target.deliver(signal).await;
@@ -121,19 +139,72 @@ impl super::SignalSink for Relay {
 
 impl Relay {
     /// Answer a signal of an extension no session has adopted yet: a
-    /// built-in factory's hand-over kept for the session, the rest as
-    /// [`answer_before_session`] answers it.
+    /// built-in factory's hand-over kept for the session, an MCP server
+    /// registration answered as pi answers it then and kept for the
+    /// session, the rest as [`answer_before_session`] answers it.
     pub(super) fn answer_unbound(&self, signal: HostSignal) {
+        let bus = self.bus.get().and_then(std::sync::Weak::upgrade).map(|shared| Extensions { shared });
         let signal = match signal {
             HostSignal::Request { id, request, reply } if kept_for_the_session(&request) => {
                 self.deferred.lock().unwrap_or_else(PoisonError::into_inner).push((id, request));
                 let _ = reply.send(Ok(Value::Null));
                 return;
             }
+            HostSignal::Request { id, request: ExtRequest::Mcp { method, params }, reply }
+                if preload_mcp::is_registration(&method) =>
+            {
+                self.parked.lock().unwrap_or_else(PoisonError::into_inner).push(ParkedMcpCall {
+                    id,
+                    method,
+                    params,
+                    reply,
+                });
+                self.release_parked();
+                return;
+            }
             other => other,
         };
-        let bus = self.bus.get().and_then(std::sync::Weak::upgrade).map(|shared| Extensions { shared });
         answer_before_session(self.sessionless.as_ref(), bus.as_ref(), signal);
+    }
+}
+
+/// An MCP registration call of extension `id` not answered yet.
+struct ParkedMcpCall {
+    id: usize,
+    method: String,
+    params: Value,
+    reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
+}
+
+impl Relay {
+    /// Answer the MCP calls whose extension comes after no extension still
+    /// loading: pi loads its extensions one after the other, so what an
+    /// extension's factory sees of the registrations (and which names are
+    /// taken) is what those loaded before it made; pi-rpc loads them side
+    /// by side, and holds such a call until then. The others wait for the
+    /// next signal (an extension loaded or failed).
+    pub(super) fn release_parked(&self) {
+        let Some(bus) = self.bus.get().and_then(std::sync::Weak::upgrade).map(|shared| Extensions { shared }) else {
+            return;
+        };
+        let list = bus.list();
+        let waiting = |id: usize| list.iter().any(|e| e.id < id && !e.is_ready() && !e.is_dead());
+        let due: Vec<ParkedMcpCall> = {
+            let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
+            let (due, still): (Vec<_>, Vec<_>) = parked.drain(..).partition(|call| !waiting(call.id));
+            *parked = still;
+            due
+        };
+        for ParkedMcpCall { id, method, params, reply } in due {
+            let path = bus.get(id).map(|e| e.path_string()).unwrap_or_default();
+            let loaded = |id: usize| bus.get(id).is_some_and(|e| e.is_ready());
+            let answer = self.mcp.answer(id, &path, &method, &params, loaded);
+            if answer.is_ok() && method != "getMcpServers" {
+                let request = ExtRequest::Mcp { method, params };
+                self.deferred.lock().unwrap_or_else(PoisonError::into_inner).push((id, request));
+            }
+            let _ = reply.send(answer);
+        }
     }
 }
 
@@ -195,12 +266,17 @@ impl Extensions {
             temp_dir: ctx.temp_dir.to_path_buf(),
             host: Mutex::new(host),
         };
-        preload.relay.point_at(Some(signals.clone()));
-        let deferred = preload.relay.take_deferred();
         let before = preload.extensions.list();
         let (kept, dropped): (Vec<Arc<Extension>>, Vec<Arc<Extension>>) = before.iter().cloned().partition(|e| {
             !e.is_retired() && super::discovery::is_pi_module(&e.path) && options.paths.contains(&e.path)
         });
+        // A kept extension whose death is known is told dead below, once: its own report, if still on
+        // its way, is dropped. One dying now reports itself, to the session from here on.
+        let known_dead: Vec<(usize, (String, String))> =
+            kept.iter().filter(|e| e.is_dead()).filter_map(|e| Some((e.id, e.death()?))).collect();
+        preload.relay.death_told.lock().unwrap_or_else(PoisonError::into_inner).extend(known_dead.iter().map(|d| d.0));
+        preload.relay.point_at(Some(signals.clone()));
+        let deferred = preload.relay.take_deferred();
         let session = (ctx.session_id, ctx.session_file);
         let mut next_id = before.len();
         let mut list: Vec<Arc<Extension>> = options
@@ -230,9 +306,10 @@ impl Extensions {
         });
         let mut told = Vec::new();
         for ext in &kept {
-            if ext.is_dead() {
-                let (event, error) = ext.death().unwrap_or_else(|| ("startup".to_string(), ext.death_message()));
-                told.push(HostSignal::Died { id: ext.id, event, error });
+            if let Some((_, (event, error))) = known_dead.iter().find(|d| d.0 == ext.id) {
+                told.push(HostSignal::Died { id: ext.id, event: event.clone(), error: error.clone() });
+            } else if ext.is_dead() {
+                // Its death is being recorded: its own report comes.
             } else {
                 ext.send(&update);
                 // One still loading registers itself, to the agent now.
@@ -243,14 +320,14 @@ impl Extensions {
         }
         let errors = options.load_errors.clone();
         let sink = signals.clone();
-        let kept_ids: Vec<usize> = kept.iter().map(|e| e.id).collect();
+        let kept_ids: Vec<usize> = kept.iter().filter(|e| !e.is_dead()).map(|e| e.id).collect();
         tokio::spawn(async move {
-            // What the kept extensions' factories handed over before the session, first, as when they load.
+            // What the kept extensions handed over before the session (built-in factories, MCP servers), first.
             for (id, request) in deferred.into_iter().filter(|(id, _)| kept_ids.contains(id)) {
                 let (reply, answer) = tokio::sync::oneshot::channel();
                 sink.deliver(HostSignal::Request { id, request, reply }).await;
                 if let Ok(Err(error)) = answer.await {
-                    tracing::warn!("a built-in extension kept from before the session was refused: {error}");
+                    tracing::warn!("what an extension did before the session was refused by it: {error}");
                 }
             }
             for (path, error) in errors {
@@ -269,5 +346,30 @@ impl Extensions {
             template: Some(template),
         });
         Extensions::with_prompt_listener(shared)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extensions::SignalSink;
+
+    fn died(id: usize) -> HostSignal {
+        HostSignal::Died { id, event: "load".to_string(), error: "no good".to_string() }
+    }
+
+    /// A kept extension's death, told to the session by `adopt`, is not told
+    /// again when the extension's own report (sent once its process is
+    /// reaped) comes after the session took the relay over.
+    #[tokio::test]
+    async fn a_death_told_to_the_session_is_not_told_again() {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+        let dir = std::env::temp_dir();
+        let relay = Relay::new(Arc::new(tx), None, PreSessionMcp::new(dir.clone(), dir));
+        relay.death_told.lock().unwrap_or_else(PoisonError::into_inner).insert(0);
+        relay.deliver(died(0)).await;
+        relay.deliver(died(1)).await;
+        assert!(matches!(rx.recv().await, Some(HostSignal::Died { id: 1, .. })));
+        assert!(rx.try_recv().is_err(), "extension 0's death reached the session twice");
     }
 }

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::preload::{PreloadedExtensions, Relay, SessionlessRequests};
+use super::preload_mcp::PreSessionMcp;
 use super::{ExtensionOptions, Extensions, HostSignal, StartContext};
 
 /// What the extensions answered.
@@ -38,7 +39,8 @@ impl Extensions {
     ) -> (TrustAnswer, PreloadedExtensions) {
         let (tx, mut rx) = mpsc::channel::<HostSignal>(64);
         let ctx = StartContext { cwd, temp_dir, session_id: "", session_file: None };
-        let relay = Relay::new(std::sync::Arc::new(tx), sessionless);
+        let mcp = PreSessionMcp::new(options.agent_dir.clone(), cwd.to_path_buf());
+        let relay = Relay::new(std::sync::Arc::new(tx), sessionless, mcp);
         let extensions = Extensions::start(options, &ctx, relay.clone());
         relay.serve(&extensions);
         let mut answer = TrustAnswer::default();
@@ -55,7 +57,10 @@ impl Extensions {
                 }
                 HostSignal::Registered { .. } | HostSignal::Error { .. } | HostSignal::Event(_) => {}
             }
+            // An extension loaded or failed: MCP calls of those loaded after it may be answered.
+            relay.release_parked();
         }
+        relay.release_parked();
         // Until the session adopts them: requests answered without a session or refused, nothing queued.
         relay.point_at(None);
         drop(rx);

@@ -24,6 +24,7 @@ pub mod host_transport;
 pub mod http_client;
 pub mod naming;
 pub mod oauth;
+pub mod registration;
 mod registry;
 pub mod result;
 pub mod retry;

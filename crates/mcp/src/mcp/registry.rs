@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::McpManager;
-use super::config::{ConfigSources, parse_server, same_server_name};
+use super::config::{ConfigSources, same_server_name};
 use super::connection::Connection;
 
 /// One extension's registration.
@@ -42,10 +42,10 @@ impl McpManager {
         extension_path: &str,
         sources: &ConfigSources<'_>,
     ) -> Result<(), String> {
-        let server = parse_server(name, config, &format!("extension {extension_path}"), sources)?;
-        if let Some(other) = self.registry().iter().find(|r| r.name == name && r.extension_path != extension_path) {
-            return Err(format!("MCP server \"{name}\" is already registered by {}", other.extension_path));
-        }
+        let registered: Vec<(String, String)> =
+            self.registry().iter().map(|r| (r.name.clone(), r.extension_path.clone())).collect();
+        let taken = registered.iter().map(|(name, path)| (name.as_str(), path.as_str()));
+        let server = super::registration::check_registration(name, config, extension_path, sources, taken)?;
         let shadowed = self.configured.iter().any(|c| same_server_name(&c.config.name, name));
         let conn = server.filter(|_| !shadowed && !self.disabled).map(|server| self.connection(server));
         if let Some(conn) = &conn {

@@ -135,7 +135,9 @@ impl Agent {
             _ => false,
         };
         let servers = self.mcp.registered_servers();
-        if changed && ext.is_ready() {
+        // Not while it starts: what one asked about project trust registered before the session is
+        // made again here then, unannounced, as pi announces nothing before its session binds.
+        if changed && ext.is_ready() && !self.ext.is_starting(id) {
             // The registering extension's own handlers ran in its call, as in pi.
             let event = json!({"type": "mcp_servers_change", "servers": servers});
             self.ext.handle().notify_others(id, "mcp_servers_change", event);

@@ -152,7 +152,8 @@ export class Instance {
 	 * handlers within the call (pi-rpc tells the other extensions).
 	 */
 	mcpServersChanged(servers) {
-		if (!this.bound || this.stale) return;
+		// Before the session (asked about project trust) nothing is announced: pi's runner binds with the session.
+		if (!this.bound || this.stale || this.hello.sessionId === "") return;
 		dispatch(this, { type: "mcp_servers_change", servers }, this.contexts.event(undefined), this.reportError);
 	}
 

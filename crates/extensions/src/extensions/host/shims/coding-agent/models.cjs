@@ -25,7 +25,9 @@ const { catalogStoreOf, withStoredCatalogs, modelNetworkEnabled } = require("./c
 const { AssistantMessageEventStream } = require("../ai/stream.cjs");
 const deferred = require("./deferred.cjs");
 const { ModelsError } = require("../ai/models.cjs");
+const { VIRTUAL_API: VIRTUAL_MODEL_API } = require("./session-models.cjs");
 const { apiKeyCredential } = require("./api-key-login.cjs");
+const registeredOAuth = require("./extension-oauth.cjs");
 
 const providerOf = (target) => (typeof target === "string" ? target : target?.provider);
 let loginCount = 0;
@@ -107,6 +109,11 @@ class ModelRuntime {
 	getModel(providerId, modelId) {
 		return this.registry.find(providerId, modelId);
 	}
+	/** pi's: the catalog's model of the id, unless it is virtual. */
+	getPhysicalModel(providerId, modelId) {
+		const model = this.getModel(providerId, modelId);
+		return model && model.api !== VIRTUAL_MODEL_API ? model : undefined;
+	}
 	getModelsOfType(type, providerId) {
 		return this.registry.getModelsOfType(type, providerId) ?? [];
 	}
@@ -160,6 +167,8 @@ class ModelRuntime {
 		return this.overlayKey(providerId) !== undefined || this.registry.hasConfiguredAuth({ provider: providerId });
 	}
 	async getAuth(target) {
+		const registered = await registeredOAuth.registeredAuth(this, providerOf(target));
+		if (registered) return registered;
 		// pi resolves request auth from the store as it is now, an expiring OAuth login refreshed first.
 		if (this.credentialStore) await this.credentialStore.fresh(providerOf(target));
 		const key = this.overlayKey(providerOf(target));
@@ -172,6 +181,8 @@ class ModelRuntime {
 	}
 	getProviderAuthStatus(providerId) {
 		if (this.overlayKey(providerId) !== undefined) return { configured: true, source: "runtime" };
+		const registered = registeredOAuth.registeredAuthStatus(this, providerId);
+		if (registered) return registered;
 		return this.registry.getProviderAuthStatus(providerId);
 	}
 	/** Use `apiKey` for `providerId` in this runtime only, over its stored credential. */
@@ -197,6 +208,9 @@ class ModelRuntime {
 	 */
 	async login(providerId, type, interaction) {
 		interaction?.signal?.throwIfAborted?.();
+		// The OAuth login a registration of this runtime carries (extension-oauth.cjs).
+		const registered = await registeredOAuth.registeredLogin(this, providerId, type, interaction);
+		if (registered) return registered.value;
 		const provider = this.getProvider(providerId);
 		if (!provider) throw new ModelsError("provider", `Unknown provider: ${providerId}`);
 		// A provider that only signs in by OAuth has no API-key login, one without OAuth no OAuth login (pi's refusal).
@@ -321,13 +335,23 @@ class ModelRuntime {
 		return this.registry.generateImages(model, context, options);
 	}
 	registerProvider(providerId, config) {
+		// A provider of the catalog or models.json under the id (not one an extension registered) names it first, as in pi.
+		let extensions = [];
+		try {
+			extensions = this.registry.getRegisteredProviderIds?.() ?? [];
+		} catch {
+			// Before the session pi-rpc's registry does not answer: the runtime's files alone name providers.
+		}
+		const baseName = extensions.includes(providerId) ? undefined : this.registry.getProvider(providerId)?.name;
 		this.registry.registerProvider(providerId, config);
+		registeredOAuth.rememberOAuth(this, providerId, config, baseName);
 	}
 	registerNativeProvider(provider) {
 		this.registry.registerProvider(provider);
 	}
 	unregisterProvider(providerId) {
 		this.registry.unregisterProvider(providerId);
+		registeredOAuth.forgetOAuth(this, providerId);
 	}
 	registerVirtualModel(definition) {
 		this.registry.registerVirtualModel(definition);
