@@ -130,7 +130,23 @@ async fn submcp_summary(
     let note = notified.pop().unwrap_or_default();
     let mut summary: Value = serde_json::from_str(&note).unwrap_or_else(|e| panic!("/{command} notified {note}: {e}"));
     summary["running"] = json!(notified);
+    // The sub-session's first request: pi's `mcp_servers` section of its system prompt.
+    let requests = sb.server().requests();
+    let first_prompt = requests.first().and_then(|r| r.body["messages"][0]["content"].as_str().map(str::to_string));
+    let first_prompt = first_prompt.unwrap_or_default();
+    summary["section"] = json!(servers_section(&first_prompt));
     Some(summary)
+}
+
+/// The `mcp_servers` section in a system prompt: its introduction and the head of each server
+/// line (`- <namespace> (<how>)`; the summary after it is the server's instructions once it
+/// connected, which may fall after the first prompt started in either program).
+fn servers_section(prompt: &str) -> Option<Vec<String>> {
+    let start = prompt.find("MCP servers whose tools are not declared to you.")?;
+    let mut lines = prompt[start..].lines();
+    let intro = lines.next()?.to_string();
+    let heads = lines.take_while(|line| line.starts_with("- ")).map(|line| line.split(':').next().unwrap_or(line));
+    Some(std::iter::once(intro).chain(heads.map(str::to_string)).collect())
 }
 
 #[tokio::test]
@@ -147,6 +163,7 @@ async fn mcp_tools_inside_an_sdk_session_are_called_as_in_pi() {
     assert_eq!(ours["updates"][0]["partialResult"]["content"][0]["text"], "Progress 1/5", "{ours}");
     assert_eq!(ours["results"][2]["isError"], true, "{ours}");
     assert_eq!(ours["warned"][0][1], "warning", "{ours}");
+    assert_eq!(ours["section"][1], "- mcp__everything (codemode)", "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 
@@ -158,5 +175,154 @@ async fn an_sdk_session_is_warned_with_pis_reason_when_auto_enable_codemode_is_f
     assert_eq!(ours["errors"], json!([]), "{ours}");
     assert!(ours["warned"][0][0].as_str().unwrap_or_default().contains("(autoEnableCodemode is false)"), "{ours}");
     assert!(ours["running"][0].as_str().unwrap_or_default().contains("(autoEnableCodemode is false)"), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+/// An extension command that runs an SDK session with pi's MCP extension over `grower` (the
+/// list-change fixture, `direct`): the model calls `grow`, the session waits for the tool `grown`
+/// the changed list adds and the model calls it; then an extension of the sub-session registers
+/// `late` (the fixture again, its pids in `<pid file>.late`) and the session waits for its tools;
+/// `/mcp` is prompted there; the session is disposed.
+const SDK_SUBCONN: &str = r#"import { createAgentSession, createMcpExtension, DefaultResourceLoader, getAgentDir, SessionManager } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+/** Whether `done()` came true, checked every 50 ms for 6 s (what each program does in the background). */
+async function eventually(done: () => boolean) {
+  for (let i = 0; i < 120 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+  return done();
+}
+
+async function subSession(ctx: any, factories: any[], notes: any[], errors: string[]) {
+  const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: factories } as any);
+  await resourceLoader.reload();
+  const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, noTools: true } as any);
+  const ui: any = { notify: (message: string, level: string) => { notes.push([message, level ?? null]); } };
+  await session.bindExtensions({ uiContext: ui, mode: "rpc", onError: (e: any) => errors.push(`${e.event}: ${e.error}`) } as any);
+  return session;
+}
+
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("subconn", {
+    handler: async (_args, ctx) => {
+      const errors: string[] = [];
+      const notes: any[] = [];
+      let subPi: any;
+      // The sub-session's extension registers a server that cannot start: reported there once the servers settled.
+      const capture = (p: any) => { subPi = p; p.registerMcpServer("broken", { command: "/nonexistent/broken-mcp-server", exposure: "direct" }); };
+      const session = await subSession(ctx, [createMcpExtension(), capture], notes, errors);
+      const has = (name: string) => session.getAllTools().some((t: any) => t.name === name);
+      await session.prompt("grow");
+      const grownThere = await eventually(() => has("mcp__grower__grown"));
+      await session.prompt("call grown");
+      const grower = JSON.parse(readFileSync(join(getAgentDir(), "mcp.json"), "utf8")).mcpServers.grower;
+      const pidFile = `${grower.env.LIST_CHANGE_PID_FILE}.late`;
+      subPi.registerMcpServer("late", { ...grower, env: { ...grower.env, LIST_CHANGE_PID_FILE: pidFile } });
+      const lateThere = await eventually(() => has("mcp__late__grow"));
+      // A second SDK session meanwhile: its own grower process, whose list never grew.
+      const second = await subSession(ctx, [createMcpExtension()], notes, errors);
+      const secondConnected = await eventually(() => second.getAllTools().some((t: any) => t.name === "mcp__grower__grow"));
+      const secondGrown = second.getAllTools().some((t: any) => t.name === "mcp__grower__grown");
+      second.dispose();
+      const statusAt = notes.length;
+      await session.prompt("/mcp");
+      const status = notes.splice(statusAt).map((note) => note[0]).join("\n");
+      const results = session.messages.filter((m: any) => m.role === "toolResult").map((m: any) => ({
+        name: m.toolName, text: m.content.map((c: any) => c.text ?? c.type), isError: m.isError,
+      }));
+      const subTools = session.getAllTools().filter((t: any) => t.name.startsWith("mcp__")).map((t: any) => t.name).sort();
+      const titled = session.getToolDefinition("mcp__grower__titled")?.description ?? null;
+      const active = session.getActiveToolNames().filter((name: string) => name.startsWith("mcp__")).sort();
+      session.dispose();
+      const statusNames = ["grower", "late"].filter((name) => status.includes(name));
+      // How a failure is worded is each program's own (DEVIATIONS, MCP).
+      const reported = notes.map(([message, level]) => [message.replace(/failed: .*/g, "failed: <error>"), level]);
+      ctx.ui.notify(JSON.stringify({ errors, notes: reported, grownThere, lateThere, secondConnected, secondGrown, results, subTools, active, titled, statusNames }), "info");
+    },
+  });
+}
+"#;
+
+/// Whether process `pid` still runs (a zombie does not count).
+fn running(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
+    matches!(state, Some(s) if s != "Z" && s != "X")
+}
+
+/// The pids `what` (`start` / `grow`) of the fixture's lines in `file`.
+fn fixture_pids(file: &std::path::Path, what: &str) -> Vec<u32> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines().filter_map(|line| line.strip_prefix(what)?.trim().parse().ok()).collect()
+}
+
+/// `/subconn`'s summary in one program, with how many fixture processes started (`processes`:
+/// the running session's grower, each SDK session's, `late`) and how many still run once both SDK
+/// sessions were disposed (`running`, waited for up to 20 s to come down to the running
+/// session's one), read before the program ends.
+async fn subconn_summary(reference: bool, servers: &Servers) -> Option<Value> {
+    let pid_file = std::sync::Mutex::new(std::path::PathBuf::new());
+    let setup = |sb: &Sandbox| {
+        let file = sb.cwd.path().join("list-change.pids");
+        let grower = json!({
+            "command": servers.node,
+            "args": [crate::mcp::repo_root().join("tests/mcp/list-change-server.mjs")],
+            "env": {"MCP_SDK_DIR": servers.modules.join("@modelcontextprotocol/sdk"), "LIST_CHANGE_PID_FILE": file},
+            "exposure": "direct",
+        });
+        *pid_file.lock().unwrap() = file;
+        write_mcp(sb, json!({ "grower": grower }));
+    };
+    let replies = [
+        Reply::tool_call("call_1", "mcp__grower__grow", "{}"),
+        Reply::text("Grew."),
+        Reply::tool_call("call_2", "mcp__grower__grown", "{}"),
+        Reply::text("Called."),
+    ];
+    let (mut pi, sb) = start_module(reference, ("sdk-subconn.ts", SDK_SUBCONN), &replies, &setup).await?;
+    let mut notified = notified_where(&mut pi, &sb, "subconn", |message| message.starts_with('{')).await;
+    let note = notified.pop().unwrap_or_default();
+    let mut summary: Value = serde_json::from_str(&note).unwrap_or_else(|e| panic!("/subconn notified {note}: {e}"));
+    let file = pid_file.lock().unwrap().clone();
+    let pids: Vec<u32> = fixture_pids(&file, "start")
+        .into_iter()
+        .chain(fixture_pids(&file.with_extension("pids.late"), "start"))
+        .collect();
+    let still_running = || pids.iter().filter(|pid| running(**pid)).count();
+    for _ in 0..200 {
+        if still_running() <= 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    summary["processes"] = json!(pids.len());
+    summary["running"] = json!(still_running());
+    pi.close_stdin();
+    Some(summary)
+}
+
+#[tokio::test]
+async fn an_sdk_session_connects_the_servers_again_and_follows_their_tool_list_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let Some(mut ours) = subconn_summary(false, &servers).await else { return };
+    let Some(mut theirs) = subconn_summary(true, &servers).await else { return };
+    assert_eq!(ours["errors"], json!([]), "{ours}");
+    assert_eq!(ours["grownThere"], true, "{ours}");
+    assert_eq!(ours["results"][1]["text"][0], "grown in this process", "{ours}");
+    assert_eq!((&ours["secondConnected"], &ours["secondGrown"]), (&json!(true), &json!(false)), "{ours}");
+    assert_eq!(ours["lateThere"], true, "{ours}");
+    assert_eq!(ours["titled"], "A tool with a title only", "{ours}");
+    assert_eq!(ours["statusNames"], json!(["grower", "late"]), "{ours}");
+    let report = "MCP servers need attention:\n  broken: failed: <error>\nRun /mcp to fix.";
+    assert_eq!(ours["notes"], json!([[report, "warning"]]), "{ours}");
+    // The running session's grower, each SDK session's and late: only the running session's
+    // still runs once the SDK sessions were disposed. pi 1.6.0 keeps them all (its dispose()
+    // closes no MCP connection; they end with pi).
+    assert_eq!((&ours["processes"], &ours["running"]), (&json!(4), &json!(1)), "{ours}");
+    assert_eq!((&theirs["processes"], &theirs["running"]), (&json!(4), &json!(4)), "{theirs}");
+    for summary in [&mut ours, &mut theirs] {
+        summary.as_object_mut().unwrap().remove("running");
+    }
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -592,9 +592,12 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, rmcp::Se
         .into_iter()
         .map(|t| {
             let v = serde_json::to_value(&t).unwrap_or_default();
+            // pi falls back to the tool's title when it has no description.
+            let title = v.get("title").or_else(|| v.pointer("/annotations/title")).and_then(Value::as_str);
+            let description = t.description.as_deref().map(str::trim).filter(|d| !d.is_empty());
             RemoteTool {
                 name: t.name.to_string(),
-                description: t.description.as_deref().unwrap_or_default().to_string(),
+                description: description.or(title).unwrap_or_default().to_string(),
                 input_schema: v.get("inputSchema").cloned().unwrap_or_else(|| serde_json::json!({"type": "object"})),
                 output_schema: v.get("outputSchema").cloned(),
                 annotations: v.get("annotations").cloned(),

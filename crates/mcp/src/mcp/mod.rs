@@ -383,9 +383,20 @@ impl McpManager {
     /// The one warning about configuration errors and failed servers, once
     /// every server has settled (None when all is well).
     pub async fn startup_report(&self) -> Option<String> {
-        futures::future::join_all(self.configured.iter().map(|c| c.settled(TOOL_WAIT + DIRECT_WAIT))).await;
+        self.report_of(&self.configured).await
+    }
+
+    /// [`Self::startup_report`] over every server in use, the registered
+    /// ones too (an SDK session's, whose extensions registered theirs
+    /// before its servers started, as pi reports them).
+    pub async fn report_all(&self) -> Option<String> {
+        self.report_of(&self.conns()).await
+    }
+
+    async fn report_of(&self, conns: &[Arc<Connection>]) -> Option<String> {
+        futures::future::join_all(conns.iter().map(|c| c.settled(TOOL_WAIT + DIRECT_WAIT))).await;
         let mut lines: Vec<String> = self.errors.iter().map(|e| format!("  config: {e}")).collect();
-        for conn in &self.configured {
+        for conn in conns {
             match conn.state().status {
                 Status::Failed(e) => lines.push(format!("  {}: failed: {}", conn.config.name, first_line(&e))),
                 Status::Connecting => lines.push(format!("  {}: still connecting", conn.config.name)),

@@ -72,7 +72,8 @@ impl Agent {
 
     /// `/mcp <args>` of an SDK session (the `/mcp` that pi's
     /// `createMcpExtension()` registers inside it): the command run over
-    /// pi-rpc's MCP servers, as the session's own `/mcp` runs, its notice
+    /// that session's own MCP servers (`session`; the running session's
+    /// when it has none open), as the session's own `/mcp` runs, its notice
     /// answered as `{text, level}` for the SDK session's UI (`null` when
     /// the command answered through the dialogs).
     pub(super) fn sdk_session_mcp_command(
@@ -81,8 +82,10 @@ impl Agent {
         reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
     ) {
         let args = params.get("args").and_then(Value::as_str).unwrap_or_default().to_string();
-        let (mcp, agent_dir, internal) =
-            (self.mcp.clone(), self.workspace.agent_dir().to_path_buf(), self.channels.internal());
+        // The SDK session's own servers (sdk_session_conns.rs) while they are open.
+        let session = params.get("session").and_then(Value::as_str).and_then(|id| self.sdk_mcp.get(id));
+        let mcp = session.unwrap_or_else(|| self.mcp.clone());
+        let (agent_dir, internal) = (self.workspace.agent_dir().to_path_buf(), self.channels.internal());
         let open_url = self.mcp.factories.open_url();
         let ui = super::mcp_command_ui::McpCommandUi::new(self.ext.handle().clone(), internal, open_url);
         tokio::spawn(async move {

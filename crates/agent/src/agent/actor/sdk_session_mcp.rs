@@ -2,17 +2,19 @@
 //! session an extension made with `createAgentSession`). pi 1.6.0 connects
 //! the configured servers again for that session and registers their tools
 //! there as each server connects (and again when its tool list changes);
-//! pi-rpc offers the tools of its own connections (the servers the running
-//! session connected, from the same configuration), so no server runs
-//! twice: `mcpTools` lists them for the sub-session to register, once they
-//! changed since the listing it has (session-mcp-tools.cjs watches so), and
-//! `mcpCallTool` runs one of them for the sub-session, its progress
-//! streamed back and cancelled when the call's signal aborts.
+//! pi-rpc does the same on the session's own connections
+//! (sdk_session_conns.rs): `mcpTools` opens them, lists their tools for
+//! the sub-session to register once they changed since the listing it has
+//! (session-mcp-tools.cjs watches so), takes the servers the session's
+//! extensions registered, reports the servers that need attention and
+//! closes them; `mcpCallTool` runs one of the tools for the sub-session,
+//! its progress streamed back and cancelled when the call's signal aborts.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use super::Agent;
+use super::sdk_session_conns::{SessionPlace, sync_registered};
 use crate::mcp::McpManager;
 use crate::mcp::config::Exposure;
 use crate::tools::ToolUpdate;
@@ -87,6 +89,16 @@ fn listing(mcp: &McpManager) -> (Vec<Value>, String) {
     (tools, format!("{:x}", hasher.finish()))
 }
 
+/// pi's `mcp_servers` system-prompt section of the sub-session, without
+/// its tags: the servers whose tools are not declared and how each is
+/// reached (`codemode` / `tool_search`, from their exposure as pi's MCP
+/// extension renders it whatever tool is active). None without such servers.
+fn servers_section(mcp: &McpManager) -> Option<String> {
+    let section = mcp.prompt_section(true, true)?;
+    let inner = section.strip_prefix("<mcp_servers>\n").and_then(|t| t.strip_suffix("\n</mcp_servers>"));
+    Some(inner.unwrap_or(&section).to_string())
+}
+
 /// The listing once it is not `after` any more (at once without `after`);
 /// None when `cancel` came first.
 async fn changed_listing(
@@ -109,19 +121,77 @@ async fn changed_listing(
 }
 
 impl Agent {
-    /// `mcpTools` `{wait?, after?}`: once the servers `wait` names settled
+    /// The manager of the SDK session `params.session`: opened when
+    /// `params.open` (`{cwd, projectTrusted}`) says where the session is,
+    /// then its registered servers made `params.registered` when given.
+    fn sdk_session_manager(&self, params: &Value) -> Result<Arc<McpManager>, String> {
+        let id = params.get("session").and_then(Value::as_str).ok_or("mcpTools: no session")?;
+        let open = params.get("open");
+        let place = SessionPlace {
+            agent_dir: self.workspace.agent_dir(),
+            cwd: open
+                .and_then(|o| o.get("cwd"))
+                .and_then(Value::as_str)
+                .map_or_else(|| self.workspace.cwd().to_path_buf(), |cwd| self.workspace.cwd().join(cwd)),
+            project_trusted: open.and_then(|o| o.get("projectTrusted")).and_then(Value::as_bool).unwrap_or(false),
+        };
+        let manager = match open {
+            Some(_) => {
+                let manager = self.sdk_mcp.open(id, &place);
+                manager.factories.set_provider_token(super::mcp_provider_token::reader(&self.channels.internal()));
+                manager
+            }
+            None => self.sdk_mcp.get(id).ok_or("this SDK session's MCP connections are closed")?,
+        };
+        if let Some(registered) = params.get("registered").and_then(Value::as_array) {
+            sync_registered(&manager, registered, &place);
+        }
+        Ok(manager)
+    }
+
+    /// `mcpTools` `{session, open?, registered?, close?, report?, wait?,
+    /// after?}` of an SDK session: with `close` its connections are shut
+    /// down (answered `{}` once they are); with `report` pi's start-up
+    /// warning once its servers settled (`{report}`, null when all is
+    /// well); otherwise, once the servers `wait` names settled
     /// ([`wait_for_servers`]) and the tools changed from the listing
     /// version `after`, every tool they offer with its `version`; which
     /// discovery tool the servers' exposures ask for (`needsCodemode`,
-    /// `needsToolSearch`), `autoEnableCodemode`, and pi's warnings when
-    /// neither is active (`unreachable`, `unreachableAutoOff`).
+    /// `needsToolSearch`), `autoEnableCodemode`, pi's warnings when neither
+    /// is active (`unreachable`, `unreachableAutoOff`), and the `mcp_servers`
+    /// section of its system prompt ([`servers_section`]).
     pub(super) fn sdk_session_mcp_tools(
         &self,
         params: &Value,
         cancel: CancellationToken,
         reply: Sender<Result<Value, String>>,
     ) {
-        let mcp: Arc<McpManager> = self.mcp.clone();
+        if params.get("close").and_then(Value::as_bool) == Some(true) {
+            let id = params.get("session").and_then(Value::as_str).unwrap_or_default().to_string();
+            let conns = self.sdk_mcp.clone();
+            tokio::spawn(async move {
+                conns.close(&id).await;
+                let _ = reply.send(Ok(json!({})));
+            });
+            return;
+        }
+        let mcp = match self.sdk_session_manager(params) {
+            Ok(mcp) => mcp,
+            Err(error) => {
+                let _ = reply.send(Err(error));
+                return;
+            }
+        };
+        if params.get("report").and_then(Value::as_bool) == Some(true) {
+            tokio::spawn(async move {
+                let report = tokio::select! {
+                    report = mcp.report_all() => report,
+                    _ = cancel.cancelled() => None,
+                };
+                let _ = reply.send(Ok(json!({ "report": report })));
+            });
+            return;
+        }
         let wait = params.get("wait").cloned();
         let after = params.get("after").and_then(Value::as_str).map(str::to_string);
         tokio::spawn(async move {
@@ -141,15 +211,16 @@ impl Agent {
                 "autoEnableCodemode": mcp.auto_enable_codemode(),
                 "unreachable": crate::mcp::UNREACHABLE_WARNING,
                 "unreachableAutoOff": crate::mcp::UNREACHABLE_WARNING_AUTO_OFF,
+                "section": servers_section(&mcp),
             });
             let _ = reply.send(Ok(answer));
         });
     }
 
-    /// `mcpCallTool` `{name, args, toolCallId}`: the MCP tool `name` run with
-    /// `args` by pi-rpc's MCP client, answered `{content, details?, isError}`.
-    /// Its progress goes to `updates`; `cancel` cancels it (the server is
-    /// sent MCP's cancellation).
+    /// `mcpCallTool` `{session, name, args, toolCallId}`: the SDK session's
+    /// MCP tool `name` run with `args` on its connections, answered
+    /// `{content, details?, isError}`. Its progress goes to `updates`;
+    /// `cancel` cancels it (the server is sent MCP's cancellation).
     pub(super) fn sdk_session_mcp_call(
         &self,
         params: &Value,
@@ -160,7 +231,12 @@ impl Agent {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
         let args = params.get("args").cloned().unwrap_or_else(|| json!({}));
         let call_id = params.get("toolCallId").and_then(Value::as_str).unwrap_or_default().to_string();
-        let (mcp, cwd) = (self.mcp.clone(), self.workspace.cwd().to_path_buf());
+        let cwd = self.workspace.cwd().to_path_buf();
+        let session = params.get("session").and_then(Value::as_str).unwrap_or_default();
+        let Some(mcp) = self.sdk_mcp.get(session) else {
+            let _ = reply.send(Err(format!("MCP tool \"{name}\" is no longer available.")));
+            return;
+        };
         tokio::spawn(async move {
             let Some(exposed) = mcp.tools().into_iter().find(|t| t.tool.name() == name) else {
                 let _ = reply.send(Err(format!("MCP tool \"{name}\" is no longer available.")));

@@ -383,6 +383,8 @@ class AgentSession {
 		this._unsubscribeAgent?.();
 		this._unsubscribeAgent = undefined;
 		this._listeners = [];
+		// What the session's extensions opened for it (its MCP connections, session-mcp-tools.cjs).
+		for (const dispose of this.extensionRunner?.runtime?.sessionDisposers ?? []) dispose();
 	}
 
 	get state() {

@@ -36,6 +36,11 @@ function createExtensionRuntime() {
 	const runtime = {
 		flagValues: new Map(),
 		mcpServers: new Map(),
+		/** The extension that registered each server, and who hears of a change (session-mcp-tools.cjs). */
+		mcpServerOwners: new Map(),
+		mcpServerListeners: new Set(),
+		/** Called when the SDK session is disposed (agent-session.cjs). */
+		sessionDisposers: new Set(),
 		staleMessage: undefined,
 		refreshTools: () => {},
 		reportError: () => {},
@@ -53,8 +58,11 @@ function createExtensionRuntime() {
 }
 
 /** The channel an extension's `pi` (api.mjs) talks to: the runtime's actions, called in place. */
-function localChannel(runtime, modelRegistry, instance) {
-	const servers = () => ({ servers: [...runtime.mcpServers].map(([name, config]) => ({ name, config })) });
+function localChannel(runtime, modelRegistry, instance, extensionPath) {
+	const servers = () => ({ servers: [...runtime.mcpServers].map(([name, config]) => ({ name, config, extensionPath: runtime.mcpServerOwners.get(name) })) });
+	const changed = () => {
+		for (const listener of runtime.mcpServerListeners) listener();
+	};
 	const methods = {
 		// Each read asks its own action, as pi's `pi` does.
 		getState: () => ({
@@ -83,15 +91,17 @@ function localChannel(runtime, modelRegistry, instance) {
 		},
 		registerMcpServer: ({ name, config }) => {
 			runtime.mcpServers.set(name, config);
+			runtime.mcpServerOwners.set(name, extensionPath);
+			changed();
 			return servers();
 		},
 		unregisterMcpServer: ({ name }) => {
-			runtime.mcpServers.delete(name);
+			if (runtime.mcpServers.delete(name)) changed();
 			return servers();
 		},
 		getMcpServers: () => servers(),
 		// pi's built-in factories, loaded inside the SDK session as pi loads them (session-builtins.cjs).
-		useBuiltinExtension: ({ name, options }) => require("./session-builtins.cjs").useBuiltinInSession(instance().pi, name, options),
+		useBuiltinExtension: ({ name, options }) => require("./session-builtins.cjs").useBuiltinInSession(instance().pi, name, options, runtime),
 	};
 	const call = (method, params) => {
 		const action = methods[method];
@@ -141,7 +151,7 @@ async function loadExtensionFromFactory(factory, cwd, eventBus, runtime = create
 	const bus = eventBus ?? require("./runtime.cjs").createEventBus();
 	let runner;
 	const instance = new Instance({
-		channel: localChannel(runtime, () => runtime.modelRegistry, () => instance),
+		channel: localChannel(runtime, () => runtime.modelRegistry, () => instance, extensionPath),
 		hello: { cwd, agentDir: hello.agentDir, flags: {}, projectTrusted: hello.projectTrusted, offline: hello.offline },
 		contexts: {
 			state: () => instance.channel.call("getState"),

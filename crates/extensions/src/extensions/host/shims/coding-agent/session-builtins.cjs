@@ -12,10 +12,10 @@
 // - `codemode` runs its script in pi-rpc's codemode, whose nested calls come
 //   back to run the sub-session's tools (session-codemode.cjs); its
 //   description lists the callable tools as pi's `prepareLoadout` does;
-// - `/mcp` answers with pi-rpc's MCP servers, as the running session's
-//   `/mcp` does, through the sub-session's UI;
-// - the MCP servers' tools are registered there, run by pi-rpc's MCP client
-//   (session-mcp-tools.cjs).
+// - the MCP servers are connected again for the sub-session, and their
+//   tools registered there, run by pi-rpc's MCP client over those
+//   connections (session-mcp-tools.cjs); `/mcp` answers with them, as the
+//   running session's `/mcp` does, through the sub-session's UI.
 
 "use strict";
 
@@ -38,7 +38,7 @@ function searchAndLoad(pi, params) {
 }
 
 /** `pi`'s registrations of the built-in `name` (the factory's hook, `pi[USE_BUILTIN](name, options)`). */
-function useBuiltinInSession(pi, name, options = {}) {
+function useBuiltinInSession(pi, name, options = {}, runtime = undefined) {
 	if (name === "codemode" || name === "tool_search") {
 		const definition = lib("builtinToolDefinition", name);
 		pi.registerTool({
@@ -58,14 +58,15 @@ function useBuiltinInSession(pi, name, options = {}) {
 		return;
 	}
 	if (name === "mcp") {
+		let connections;
 		pi.registerCommand("mcp", {
 			description: lib("mcpCommandDescription"),
 			handler: async (args, ctx) => {
-				const notice = await mcpCommand(args);
+				const notice = await mcpCommand(args, connections?.session());
 				if (notice) ctx.ui.notify(notice.text, notice.level);
 			},
 		});
-		registerSessionMcpTools(pi);
+		connections = registerSessionMcpTools(pi, runtime);
 	}
 	// "mcp:loadedConfig" (a `loadConfig` answer): the servers are pi-rpc's, nothing connects here.
 }

@@ -122,9 +122,9 @@ function codemodeLoadout(pi, options, loadout) {
 	});
 }
 
-/** The text and level pi-rpc's `/mcp` answers (`null`: it answered through dialogs). */
-function mcpCommand(args) {
-	return services().channel.request("mcpCommand", { args: String(args ?? "") });
+/** The text and level pi-rpc's `/mcp` answers over the SDK session `session`'s servers (`null`: it answered through dialogs). */
+function mcpCommand(args, session) {
+	return services().channel.request("mcpCommand", { args: String(args ?? ""), session });
 }
 
 module.exports = { runSessionCodemode, codemodeLoadout, mcpCommand };

@@ -1,22 +1,27 @@
 // pi-rpc extension host: the MCP tools of an SDK session whose resource
 // loader has pi's `createMcpExtension()`. pi 1.6.0 connects the configured
-// servers again for that session in the background and registers their
-// tools there whenever a server connects or changes its tool list (a tool
-// it dropped is registered again `hidden`); at `session_start` it activates
-// `codemode` / `tool_search` when the servers' exposures ask for them, or
-// warns that the tools cannot be called when neither is there; the first
-// prompt waits for the servers with `direct` tools, and a tool that reaches
-// other tools (a codemode script, `tool_search`, the resource tools) for the
-// servers it may reach. pi-rpc does the same over its own connections (the
-// running session's servers, same configuration): `mcpTools` answers the
-// tools once they changed from the listing the sub-session has (watched
-// from `session_start` on) or once the servers a hook waits for settled,
-// and each registered tool's `execute` asks pi-rpc's MCP client to run it
-// (`mcpCallTool`), its progress streamed to `onUpdate` and the call
-// cancelled when its signal aborts. Nothing connects twice.
+// servers again for that session in the background (`mcp.json` read for its
+// cwd and project trust, and the servers its own extensions register, also
+// later) and registers their tools there whenever a server connects or
+// changes its tool list (a tool it dropped is registered again `hidden`);
+// at `session_start` it activates `codemode` / `tool_search` when the
+// servers' exposures ask for them, or warns that the tools cannot be called
+// when neither is there, and once the servers settled it warns about those
+// that failed; the first prompt waits for the servers with `direct` tools,
+// and a tool that reaches other tools (a codemode script, `tool_search`, the
+// resource tools) for the servers it may reach. pi-rpc does the same on
+// connections of the sub-session's own (sdk_session_conns.rs), opened by
+// the first `mcpTools` request and closed at `session_shutdown` or when the
+// session is disposed: `mcpTools` answers the tools once they changed from
+// the listing the sub-session has (watched from `session_start` on) or once
+// the servers a hook waits for settled, and each registered tool's
+// `execute` asks pi-rpc's MCP client to run it there (`mcpCallTool`), its
+// progress streamed to `onUpdate` and the call cancelled when its signal
+// aborts.
 
 "use strict";
 
+const { randomUUID } = require("node:crypto");
 const { services } = require("../host-services.cjs");
 
 /** pi's discovery tools, which reach tools that are not declared to the model. */
@@ -26,11 +31,13 @@ const TOOL_SEARCH = "tool_search";
 const RESOURCE_TOOLS = new Set(["list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource"]);
 /** pi's error when an MCP call's signal aborts (pi-mcp's `McpAbortError`). */
 const ABORTED = "MCP request aborted";
+/** pi's system-prompt section listing the servers whose tools are not declared. */
+const MCP_SERVERS_SECTION = "mcp_servers";
 /** The key of a tool registered again as `hidden` (its server dropped it). */
 const HIDDEN = "\0hidden";
 
-/** The tool the sub-session registers for one of pi-rpc's MCP tools. */
-function definitionOf(tool) {
+/** The tool the sub-session `state.session` registers for one of its MCP tools. */
+function definitionOf(tool, state) {
 	const definition = {
 		name: tool.name,
 		label: tool.label ?? tool.name,
@@ -39,7 +46,7 @@ function definitionOf(tool) {
 		exposure: tool.exposure,
 		async execute(toolCallId, params, signal, onUpdate) {
 			if (signal?.aborted) throw new Error(ABORTED);
-			const call = { name: tool.name, args: params ?? {}, toolCallId: String(toolCallId ?? "") };
+			const call = { session: state.session, name: tool.name, args: params ?? {}, toolCallId: String(toolCallId ?? "") };
 			const result = await services().mcpCallTool(call, signal, onUpdate);
 			if (signal?.aborted && result.isError) throw new Error(ABORTED);
 			const out = { content: result.content ?? [], details: result.details ?? {} };
@@ -53,9 +60,23 @@ function definitionOf(tool) {
 	return definition;
 }
 
-/** pi-rpc's answer to `mcpTools` `params` (sdk_session_mcp.rs); `signal` withdraws the request. */
-function mcpTools(params, signal) {
-	return services().mcpTools(params, signal);
+/** pi-rpc's answer to `mcpTools` `params` for the sub-session `state.session` (sdk_session_mcp.rs); `signal` withdraws the request. */
+function mcpTools(state, params, signal) {
+	return services().mcpTools({ session: state.session, ...params }, signal);
+}
+
+/** The servers the sub-session's extensions registered (pi's `getMcpServers()` there). */
+function registeredServers(runtime) {
+	return [...(runtime?.mcpServers ?? [])].map(([name, config]) => ({ name, config, extensionPath: runtime.mcpServerOwners?.get(name) ?? "<inline>" }));
+}
+
+/** The sub-session's connections are closed (its servers stopped); the watch withdrawn. */
+function closeConnections(state) {
+	state.watch?.abort();
+	const session = state.session;
+	if (session === undefined) return;
+	state.session = undefined;
+	services().mcpTools({ session, close: true }).catch(() => {});
 }
 
 /**
@@ -71,7 +92,7 @@ function applyListing(pi, state, answer) {
 		offered.add(tool.name);
 		const key = JSON.stringify(tool);
 		if (state.tools.get(tool.name)?.key === key) continue;
-		const definition = definitionOf(tool);
+		const definition = definitionOf(tool, state);
 		state.tools.set(tool.name, { key, definition });
 		pi.registerTool(definition);
 	}
@@ -92,7 +113,7 @@ async function watchTools(pi, state) {
 	while (!watch.signal.aborted) {
 		let answer;
 		try {
-			answer = await mcpTools({ after: state.version }, watch.signal);
+			answer = await mcpTools(state, { after: state.version }, watch.signal);
 		} catch {
 			return;
 		}
@@ -127,30 +148,65 @@ function reachOf(toolName, input) {
 	return undefined;
 }
 
-/** Register pi-rpc's MCP tools in the sub-session of `pi` as its servers offer them. */
-function registerSessionMcpTools(pi) {
-	const state = { warned: false, waitedForStartup: false, version: undefined, tools: new Map(), watch: undefined };
+/**
+ * Connect the MCP servers for the sub-session of `pi` (`runtime`: its
+ * extension runtime) and register their tools there as they offer them;
+ * answers the `session` its connections go by (for its `/mcp`).
+ */
+function registerSessionMcpTools(pi, runtime) {
+	const state = { session: undefined, warned: false, waitedForStartup: false, version: undefined, tools: new Map(), watch: undefined, ctx: undefined };
 	pi.on("session_start", async (_event, ctx) => {
+		closeConnections(state);
+		state.session = randomUUID();
 		state.warned = false;
 		state.waitedForStartup = false;
+		state.version = undefined;
+		state.ctx = ctx;
+		// The sub-session's own connections, for its cwd and trust and the servers its extensions registered.
+		const open = { cwd: ctx.cwd, projectTrusted: Boolean(ctx.isProjectTrusted?.()) };
 		// From the configuration, before any tool is registered: the servers' tools come later.
-		ensureDiscoveryActive(pi, ctx, await mcpTools({}), state);
+		ensureDiscoveryActive(pi, ctx, await mcpTools(state, { open, registered: registeredServers(runtime) }), state);
 		void watchTools(pi, state);
+		// Servers that failed or need a sign-in are reported once every one settled, as pi does.
+		const session = state.session;
+		mcpTools(state, { report: true }, state.watch.signal)
+			.then((answer) => {
+				if (answer.report && state.session === session) ctx.ui.notify(answer.report, "warning");
+			})
+			.catch(() => {});
+	});
+	// Servers the sub-session's extensions register or unregister later connect or close right away.
+	runtime?.mcpServerListeners?.add(() => {
+		if (state.session === undefined) return;
+		mcpTools(state, { registered: registeredServers(runtime) })
+			.then((answer) => {
+				if (state.ctx) ensureDiscoveryActive(pi, state.ctx, answer, state);
+				// Watched again, now with the new servers' connections.
+				if (state.session !== undefined) void watchTools(pi, state);
+			})
+			.catch(() => {});
 	});
 	// The first prompt waits for the servers with `direct` tools, so they are declared in its first request.
-	pi.on("before_agent_start", async () => {
-		if (state.waitedForStartup) return;
+	// Every prompt lists the servers whose tools are not declared in the `mcp_servers` section, as they are then.
+	pi.on("before_agent_start", async (event) => {
+		if (state.session === undefined) return;
+		const first = !state.waitedForStartup;
 		state.waitedForStartup = true;
-		applyListing(pi, state, await mcpTools({ wait: "direct" }));
+		const answer = await mcpTools(state, first ? { wait: "direct" } : {});
+		if (first) applyListing(pi, state, answer);
+		const sections = event.systemPromptOptions?.sections;
+		if (!sections) return;
+		if (answer.section) sections[MCP_SERVERS_SECTION] = answer.section;
+		else delete sections[MCP_SERVERS_SECTION];
 	});
 	// A tool that reaches other tools waits for the servers it may reach, so their tools are there when it runs.
 	pi.on("tool_call", async (event) => {
 		const wait = reachOf(event.toolName, event.input);
-		if (wait !== undefined) applyListing(pi, state, await mcpTools({ wait }));
+		if (wait !== undefined && state.session !== undefined) applyListing(pi, state, await mcpTools(state, { wait }));
 	});
-	pi.on("session_shutdown", () => {
-		state.watch?.abort();
-	});
+	pi.on("session_shutdown", () => closeConnections(state));
+	runtime?.sessionDisposers?.add(() => closeConnections(state));
+	return { session: () => state.session };
 }
 
 module.exports = { registerSessionMcpTools };
