@@ -34,7 +34,7 @@ mod mcp_transport_host;
 mod reload;
 mod resource_discovery;
 mod runs;
-mod sdk_session_conns;
+pub(super) mod sdk_session_conns;
 mod sdk_session_mcp;
 mod session_link;
 mod session_tree;
@@ -90,8 +90,6 @@ pub(crate) struct Agent {
     ext: ExtensionState,
     /// The session's MCP servers (and codemode's store).
     mcp: Arc<crate::mcp::McpManager>,
-    /// The MCP connections of the SDK sessions extensions made.
-    sdk_mcp: Arc<sdk_session_conns::SdkSessionConns>,
     /// Requests to the client, the approval gate, what the client offers.
     client: super::client_state::ClientState,
     /// Every tool, the active ones, the client's.
@@ -140,7 +138,6 @@ impl Agent {
             activity: Activity::default(),
             ext,
             mcp,
-            sdk_mcp: Arc::default(),
             client: super::client_state::ClientState::new(&config.client),
             channels,
             warmer: Default::default(),
@@ -213,7 +210,7 @@ impl Agent {
             }
         }
         self.mcp.shutdown().await;
-        self.sdk_mcp.close_all().await;
+        self.ext.sdk_mcp().close_all().await;
         self.ext.handle().shutdown().await;
         self.workspace.release_temp_files(self.session.record().file_path());
         if let Some(tag) = self.activity.take_shutdown_request() {

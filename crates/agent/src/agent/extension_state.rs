@@ -82,6 +82,9 @@ pub(crate) enum ExtSignal {
 /// What the actor keeps about templates, skills and extensions.
 pub(crate) struct ExtensionState {
     handle: Extensions,
+    /// The MCP connections of the SDK sessions extensions made
+    /// (`createAgentSession`), one manager per session.
+    sdk_mcp: Arc<super::actor::sdk_session_conns::SdkSessionConns>,
     resources: Resources,
     /// Per extension: not yet registered nor dead (ops wait until none is).
     starting: Vec<bool>,
@@ -159,6 +162,7 @@ impl ExtensionState {
             virtual_of: HashMap::new(),
             providers_of: HashMap::new(),
             handle,
+            sdk_mcp: Arc::default(),
             resources,
             hook_pending: false,
             discovering: 0,
@@ -435,6 +439,11 @@ impl ExtensionState {
     }
 
     /// The running extensions.
+    /// The MCP connections of the SDK sessions extensions made.
+    pub(super) fn sdk_mcp(&self) -> &Arc<super::actor::sdk_session_conns::SdkSessionConns> {
+        &self.sdk_mcp
+    }
+
     pub(super) fn handle(&self) -> &Extensions {
         &self.handle
     }

@@ -3,8 +3,11 @@
 //! The catalog is `catalog.json`, transcribed from pi-ai 1.6.0's model data
 //! (see its `_source` field and `gen_catalog.py`); it is compiled in, indexed
 //! by the build script, and each provider's section is parsed when needed.
+//! The classifier and image models are `typed_catalog.json`, kept whole.
 
 use std::sync::OnceLock;
+
+use serde_json::Value;
 
 use crate::model::Model;
 
@@ -244,6 +247,19 @@ pub fn catalog() -> &'static [Model] {
 /// The built-in model catalog, as owned models.
 pub fn builtin_models() -> Vec<Model> {
     catalog().to_vec()
+}
+
+/// Every classifier and image model of the built-in catalog, in its order
+/// (`typed_catalog.json`, see [`super::typed_models`]).
+pub fn typed_catalog() -> &'static [Value] {
+    static CATALOG: OnceLock<Vec<Value>> = OnceLock::new();
+    CATALOG.get_or_init(|| {
+        let parsed: Value = serde_json::from_str(include_str!("typed_catalog.json")).unwrap_or(Value::Null);
+        match parsed.get("models") {
+            Some(Value::Array(models)) => models.clone(),
+            _ => Vec::new(),
+        }
+    })
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ pub const NOT_FETCHED: &[&str] = &["radius", super::llama::PROVIDER];
 /// `models.json` or an extension defines) is left alone, as pi leaves it.
 pub fn catalog_providers() -> Vec<&'static str> {
     let mut providers: Vec<&'static str> = super::catalog::catalog_providers().collect();
-    let typed = super::typed_models::typed_catalog().iter().filter_map(|m| m.get("provider")?.as_str());
+    let typed = super::catalog::typed_catalog().iter().filter_map(|m| m.get("provider")?.as_str());
     for provider in typed {
         if !providers.contains(&provider) {
             providers.push(provider);

@@ -4,10 +4,9 @@
 //! transcribed from pi-ai's model data by `gen_typed_catalog.py`; each entry
 //! is kept whole, since scripts see it as pi shows it.
 
-use std::sync::OnceLock;
-
 use serde_json::Value;
 
+pub use super::catalog::typed_catalog;
 use super::models::ModelRegistry;
 
 /// A model type of pi's catalog.
@@ -36,18 +35,6 @@ impl ModelType {
             ModelType::Classifier => "classifier",
         }
     }
-}
-
-/// Every classifier and image model of the built-in catalog, in its order.
-pub fn typed_catalog() -> &'static [Value] {
-    static CATALOG: OnceLock<Vec<Value>> = OnceLock::new();
-    CATALOG.get_or_init(|| {
-        let parsed: Value = serde_json::from_str(include_str!("typed_catalog.json")).unwrap_or(Value::Null);
-        match parsed.get("models") {
-            Some(Value::Array(models)) => models.clone(),
-            _ => Vec::new(),
-        }
-    })
 }
 
 fn field<'a>(model: &'a Value, key: &str) -> &'a str {

@@ -83,7 +83,7 @@ impl Agent {
     ) {
         let args = params.get("args").and_then(Value::as_str).unwrap_or_default().to_string();
         // The SDK session's own servers (sdk_session_conns.rs) while they are open.
-        let session = params.get("session").and_then(Value::as_str).and_then(|id| self.sdk_mcp.get(id));
+        let session = params.get("session").and_then(Value::as_str).and_then(|id| self.ext.sdk_mcp().get(id));
         let mcp = session.unwrap_or_else(|| self.mcp.clone());
         let (agent_dir, internal) = (self.workspace.agent_dir().to_path_buf(), self.channels.internal());
         let open_url = self.mcp.factories.open_url();

@@ -137,11 +137,11 @@ impl Agent {
         };
         let manager = match open {
             Some(_) => {
-                let manager = self.sdk_mcp.open(id, &place);
+                let manager = self.ext.sdk_mcp().open(id, &place);
                 manager.factories.set_provider_token(super::mcp_provider_token::reader(&self.channels.internal()));
                 manager
             }
-            None => self.sdk_mcp.get(id).ok_or("this SDK session's MCP connections are closed")?,
+            None => self.ext.sdk_mcp().get(id).ok_or("this SDK session's MCP connections are closed")?,
         };
         if let Some(registered) = params.get("registered").and_then(Value::as_array) {
             sync_registered(&manager, registered, &place);
@@ -168,7 +168,7 @@ impl Agent {
     ) {
         if params.get("close").and_then(Value::as_bool) == Some(true) {
             let id = params.get("session").and_then(Value::as_str).unwrap_or_default().to_string();
-            let conns = self.sdk_mcp.clone();
+            let conns = self.ext.sdk_mcp().clone();
             tokio::spawn(async move {
                 conns.close(&id).await;
                 let _ = reply.send(Ok(json!({})));
@@ -233,7 +233,7 @@ impl Agent {
         let call_id = params.get("toolCallId").and_then(Value::as_str).unwrap_or_default().to_string();
         let cwd = self.workspace.cwd().to_path_buf();
         let session = params.get("session").and_then(Value::as_str).unwrap_or_default();
-        let Some(mcp) = self.sdk_mcp.get(session) else {
+        let Some(mcp) = self.ext.sdk_mcp().get(session) else {
             let _ = reply.send(Err(format!("MCP tool \"{name}\" is no longer available.")));
             return;
         };
