@@ -11,6 +11,11 @@ scripts/install-serve-tools.sh
 if [ -x target/tools/node/node_modules/.bin/node ]; then
   export PI_RPC_REQUIRE_TOOLS="${PI_RPC_REQUIRE_TOOLS:-1}"
 fi
+# No test reaches for the internet: pi's model catalog server (pi.dev), which
+# RPC mode asks at start for each built-in provider with a key, goes to
+# 127.0.0.1 where nothing listens (pi_compat::NO_CATALOG_SERVER, which the e2e
+# harness and the reliability suites set for the programs they start).
+export PI_RPC_ORIGIN_OVERRIDES="${PI_RPC_ORIGIN_OVERRIDES:-https://pi.dev=http://127.0.0.1:9}"
 
 cargo test --workspace
 

@@ -79,6 +79,7 @@ impl Agent {
             .env("PI_CODING_AGENT_DIR", sb.path("agent"))
             .env("TMPDIR", sb.path("tmp"))
             .env("RUST_LOG", "warn")
+            .env("PI_RPC_ORIGIN_OVERRIDES", pi_compat::NO_CATALOG_SERVER)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

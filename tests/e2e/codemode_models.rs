@@ -169,7 +169,7 @@ async fn a_copilot_login_classifies_with_its_refreshed_token_at_its_proxy_endpoi
             model: "openrouter/moonshotai/kimi-k2.7-code",
             env: vec![
                 ("OPENROUTER_API_KEY", "or-key-123".into()),
-                ("PI_RPC_ORIGIN_OVERRIDES", overrides.join(",")),
+                ("PI_RPC_ORIGIN_OVERRIDES", crate::harness::origin_overrides(&overrides.join(","))),
                 ("NODE_OPTIONS", preload.clone()),
             ],
             models: json!({"providers": {

@@ -79,6 +79,7 @@ pub(crate) fn reference_command(sb: &Sandbox, node: &Path, cli: &Path) -> tokio:
         }
     }
     cmd.env("HOME", sb.home.path()).env("PI_CODING_AGENT_DIR", sb.agent_dir.path());
+    crate::harness::route_reference(&mut cmd);
     cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
     cmd.kill_on_drop(true);
     cmd

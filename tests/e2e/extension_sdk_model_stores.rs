@@ -21,7 +21,7 @@ use pi_compat::fake_oauth::FakeOAuth;
 use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
-use crate::clients::{node22, repo_root};
+use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, reference_command};
 use crate::extension_sdk_services::{notified_json, notified_text, side_by_side, start_module};
@@ -167,12 +167,11 @@ async fn run_refresh(reference: bool) -> Option<Value> {
     sb.write_models(&sb.server().base_url(), json!({}));
     let expired = fake.credential("anthropic", 1_000);
     std::fs::write(sb.cwd.path().join("expired.json"), expired.to_string()).expect("write the expired login");
-    let overrides = fake.overrides();
+    let overrides = crate::harness::origin_overrides(&fake.overrides());
     let mut pi = if reference {
-        let preload = format!("--import=file://{}", repo_root().join("tests/oauth/route_fetch.mjs").display());
         let mut cmd = reference_command(&sb, &node, &cli);
         cmd.args(["--no-session", "--offline"]).env("PI_OFFLINE", "1");
-        cmd.env("NODE_OPTIONS", preload).env("PI_RPC_ORIGIN_OVERRIDES", &overrides);
+        cmd.env("PI_RPC_ORIGIN_OVERRIDES", &overrides);
         Pi::start_unchecked(cmd)
     } else {
         sb.spawn_with_env(&["--no-session"], &[("PI_RPC_ORIGIN_OVERRIDES", Path::new(&overrides))])

@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use pi_compat::fake_oauth::FakeOAuth;
 use pi_compat::fake_server::Reply;
 
-use crate::clients::{node22, repo_root};
+use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, reference_command, spawn_reference};
 use crate::extension_sdk_services::{notified_json, notified_text, side_by_side, start_module};
@@ -234,12 +234,11 @@ async fn run_oauth(reference: bool) -> Option<Value> {
     host_settings(&sb, &node, &dir, json!({}));
     write_module(&sb, "sdk-models.ts", SDK_MODELS);
     sb.write_models(&sb.server().base_url(), json!({}));
-    let overrides = fake.overrides();
+    let overrides = crate::harness::origin_overrides(&fake.overrides());
     let mut pi = if reference {
-        let preload = format!("--import=file://{}", repo_root().join("tests/oauth/route_fetch.mjs").display());
         let mut cmd = reference_command(&sb, &node, &cli);
         cmd.args(["--no-session", "--offline"]).env("PI_OFFLINE", "1");
-        cmd.env("NODE_OPTIONS", preload).env("PI_RPC_ORIGIN_OVERRIDES", &overrides).env("BROWSER", "none");
+        cmd.env("PI_RPC_ORIGIN_OVERRIDES", &overrides).env("BROWSER", "none");
         Pi::start_unchecked(cmd)
     } else {
         let env = [("PI_RPC_ORIGIN_OVERRIDES", Path::new(&overrides)), ("BROWSER", Path::new("none"))];

@@ -460,6 +460,24 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
     run_module(reference, ("sdk-runner.ts", SDK_RUNNER), command, &replies).await
 }
 
+/// The JSON note `/<command>` of the extension `module` notified in one program (pi-rpc, or pi 1.6.0
+/// when `reference`), the fake model given `replies` and the sandbox prepared by `setup`; the
+/// program is ended after. `None` without the tools.
+pub(crate) async fn module_note(
+    reference: bool,
+    module: (&str, &str),
+    replies: &[Reply],
+    setup: &dyn Fn(&Sandbox),
+    command: &str,
+) -> Option<Value> {
+    let (mut pi, sb) = start_module(reference, module, replies, setup).await?;
+    let text = notified_text(&mut pi, &sb, command).await;
+    let note: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"));
+    pi.close_stdin();
+    pi.wait().await;
+    Some(note)
+}
+
 /// What `/<command>` of the extension `module` (file name, source) notified in one program, with
 /// the tool names each model request offered and its `pi_marker`; the fake model gives `replies`.
 pub async fn run_module(reference: bool, module: (&str, &str), command: &str, replies: &[Reply]) -> Option<Value> {

@@ -5,7 +5,9 @@
 //! key of `auth.json`), and with `mode: "only"` the `direct` tools' declarations
 //! left out of the requests and of the prompt's tool list, the loadout
 //! applied again when tools are registered later (one of `codemode`
-//! exposure, which activates nothing). An extension command notifies a JSON
+//! exposure, which activates nothing), and the classifier and image models a
+//! sub-session extension's `registerProvider` gives (config form and native
+//! provider) listed by a script and called through their implementations. An extension command notifies a JSON
 //! summary (helpers of extension_sdk_runner.rs); pi-rpc's is compared with
 //! pi 1.6.0's whole.
 //!
@@ -15,7 +17,7 @@
 use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
-use crate::extension_sdk_runner::start_module;
+use crate::extension_sdk_runner::{module_note, start_module};
 use crate::extension_sdk_services::{notified_text, side_by_side};
 use crate::extension_sdk_subdesc::{declared_per_request, listing};
 use crate::harness::Sandbox;
@@ -65,6 +67,55 @@ export default function (pi: ExtensionAPI) {
       session.dispose();
     },
   });
+  pi.registerCommand("typedmodels", {
+    handler: async (_args, ctx) => {
+      const seen = (options: any, model: any) => `${options?.apiKey}|${model.baseUrl}|${JSON.stringify(options?.headers ?? null)}`;
+      let subCtx: any;
+      const own = (sub: ExtensionAPI) => {
+        sub.on("session_start", (_event: any, c: any) => { subCtx = c; });
+        sub.registerProvider("sub-typed", {
+          baseUrl: "http://127.0.0.1:9/typed", apiKey: "typed-key", headers: { "x-sub": "one" },
+          models: [
+            { id: "sorter", name: "Sorter", type: "classifier", api: "sub-classify", input: ["text"], cost: ZERO, contextWindow: 4000 },
+            { id: "mute", name: "Mute", type: "classifier", api: "sub-none", input: ["text"], cost: ZERO, contextWindow: 4000 },
+            { id: "painter", name: "Painter", type: "image", api: "sub-images", baseUrl: "http://127.0.0.1:9/paint", input: ["text"], output: ["image"], cost: ZERO },
+          ],
+          classifiers: { "sub-classify": { classify: async (model: any, context: any, options: any) => ({
+            api: model.api, provider: model.provider, model: model.id, stopReason: "stop", timestamp: 1,
+            answers: { spam: { type: "bool", probability: 0.75, confidence: 0.5 } }, seen: seen(options, model), questions: Object.keys(context.questions),
+          }) } },
+          images: { "sub-images": { generateImages: async (model: any, context: any, options: any) => ({
+            api: model.api, provider: model.provider, model: model.id, stopReason: "stop", timestamp: 1,
+            output: [{ type: "image", data: "AAAA", mimeType: "image/png" }], seen: `${seen(options, model)}|${context.input[0].text}`,
+          }) } },
+        } as any);
+        const judge = { id: "judge", name: "Judge", type: "classifier", api: "sub-judge", provider: "sub-native", baseUrl: "http://127.0.0.1:9/native", input: ["text"], cost: ZERO, contextWindow: 1000 };
+        sub.registerProvider({
+          id: "sub-native", name: "Sub Native", baseUrl: "http://127.0.0.1:9/native",
+          auth: { apiKey: { name: "API key", resolve: async () => ({ auth: { apiKey: "native-key" }, source: "test" }) } },
+          getModels: () => [], getAllModels: () => [judge],
+          stream: () => { throw new Error("no chat"); }, streamSimple: () => { throw new Error("no chat"); },
+          classify: async (model: any, _context: any, options: any) => ({
+            api: model.api, provider: model.provider, model: model.id, stopReason: "stop", timestamp: 1,
+            answers: { spam: { type: "bool", probability: 0.25, confidence: 1 } }, seen: seen(options, model),
+          }),
+        } as any);
+      };
+      const { session, errors } = await subSession(ctx, [createCodemodeExtension(), own]);
+      session.setActiveToolsByName(["codemode"]);
+      await session.prompt("ask the typed models");
+      const results = session.messages.filter((m: any) => m.role === "toolResult").map((m: any) => ({
+        text: m.content.map((c: any) => stable(c.text ?? c.type)),
+        isError: m.isError,
+        calls: withoutTimes(m.details?.calls),
+      }));
+      // The sub-session's extensions see the same registry.
+      const registry: any = subCtx?.modelRegistry;
+      const listed = registry ? ["classifier", "image"].map((type) => registry.getModelsOfType(type).filter((m: any) => m.provider.startsWith("sub-")).map((m: any) => `${m.provider}/${m.id}`)) : null;
+      ctx.ui.notify(JSON.stringify({ errors, results, listed }), "info");
+      session.dispose();
+    },
+  });
   pi.registerCommand("hidden", {
     handler: async (_args, ctx) => {
       let later: ExtensionAPI | undefined;
@@ -109,6 +160,31 @@ out.classified = classified;
 const own = await models.getModelOfType("chat", "sub-config", "sub-model");
 try { await models.classify(own, { state: {}, questions }); } catch (e) { out.wrongType = e.message; }
 return out;"#;
+
+/// The script over the sub-session's registered classifier and image models: listed by type, called, one without an implementation.
+const TYPED_SCRIPT: &str = r#"const pick = (m) => (m ? [m.provider, m.id, m.api, m.type ?? null, m.baseUrl ?? null] : null);
+const out = {};
+out.classifiers = (await models.getModelsOfType("classifier", "sub-typed")).map(pick);
+out.images = (await models.getModelsOfType("image", "sub-typed")).map(pick);
+out.chat = (await models.getModelsOfType("chat", "sub-typed")).map(pick);
+out.available = (await models.getAvailableOfType("classifier", "sub-typed")).map(pick);
+out.availableImages = (await models.getAvailableOfType("image")).filter((m) => m.provider.startsWith("sub-")).map(pick);
+out.native = (await models.getAvailableOfType("classifier", "sub-native")).map(pick);
+const questions = { spam: { type: "bool", instructions: "Spam?", criteria: { true: "an ad", false: "not an ad" } } };
+const strip = ({ timestamp, ...rest }) => rest;
+const attempt = async (f) => { try { return strip(await f()); } catch (e) { return `threw: ${e.message}`; } };
+out.classified = await attempt(async () => models.classify(await models.getModelOfType("classifier", "sub-typed", "sorter"), { state: { text: "BUY" }, questions }));
+out.painted = await attempt(async () => models.generateImages(await models.getModelOfType("image", "sub-typed", "painter"), { input: [{ type: "text", text: "a fox" }] }));
+out.judged = await attempt(async () => models.classify(await models.getModelOfType("classifier", "sub-native", "judge"), { state: {}, questions }));
+out.mute = await attempt(async () => models.classify(await models.getModelOfType("classifier", "sub-typed", "mute"), { state: {}, questions }));
+return out;"#;
+
+/// `/typedmodels`' note: the script's output and calls.
+async fn typed_models(reference: bool, command: String) -> Option<Value> {
+    let replies =
+        [Reply::tool_call("call_1", "codemode", &json!({"code": TYPED_SCRIPT}).to_string()), Reply::text("Done.")];
+    module_note(reference, ("sdk-subcm.ts", SDK_SUBCM), &replies, &|_| {}, &command).await
+}
 
 /// TypeSafe's classifiers at the fake server, its key stored in `auth.json`.
 fn typesafe_at_the_server(sb: &Sandbox) {
@@ -178,5 +254,15 @@ async fn codemode_only_in_an_sdk_session_hides_the_direct_declarations_and_follo
             }
         }
     }
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn a_script_in_an_sdk_session_calls_the_classifier_and_image_models_its_extensions_register_as_in_pi() {
+    let Some((ours, theirs)) = side_by_side(typed_models, "typedmodels").await else { return };
+    assert_eq!(ours["errors"], json!([]), "{ours}");
+    let output = ours["results"][0]["text"].to_string();
+    assert!(output.contains("typed-key"), "the sorter's implementation ran with the provider's key: {ours}");
+    assert!(output.contains("native-key"), "the native provider's classify ran: {ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

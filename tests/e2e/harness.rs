@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use pi_compat::fake_server::FakeServer;
 use pi_compat::schemas::Schemas;
+
+use crate::clients::repo_root;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
@@ -19,6 +21,27 @@ use tokio::sync::mpsc;
 
 /// How long to wait for one line before failing the test.
 pub const LINE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Every pi-rpc the harness starts has [`NO_CATALOG_SERVER`]
+/// ([`Sandbox::command`]), and so has pi 1.6.0 started with
+/// [`route_reference`]; a test that sets `PI_RPC_ORIGIN_OVERRIDES` itself
+/// adds it with [`origin_overrides`].
+pub use pi_compat::NO_CATALOG_SERVER;
+
+/// `PI_RPC_ORIGIN_OVERRIDES` of a test: its `rules` (`origin=replacement,…`,
+/// the first match wins), then [`NO_CATALOG_SERVER`].
+pub fn origin_overrides(rules: &str) -> String {
+    if rules.is_empty() { NO_CATALOG_SERVER.to_string() } else { format!("{rules},{NO_CATALOG_SERVER}") }
+}
+
+/// pi 1.6.0 (node running its CLI) made to send its requests where
+/// `PI_RPC_ORIGIN_OVERRIDES` says, as pi-rpc does (`tests/oauth/route_fetch.mjs`
+/// preloaded), with [`NO_CATALOG_SERVER`] until the test sets its own.
+pub fn route_reference(cmd: &mut tokio::process::Command) {
+    let preload = repo_root().join("tests/oauth/route_fetch.mjs");
+    cmd.env("NODE_OPTIONS", format!("--import=file://{}", preload.display()));
+    cmd.env("PI_RPC_ORIGIN_OVERRIDES", NO_CATALOG_SERVER);
+}
 
 /// A sandbox for one test.
 pub struct Sandbox {
@@ -138,6 +161,7 @@ impl Sandbox {
         cmd.env("HOME", self.home.path());
         cmd.env("PI_CODING_AGENT_DIR", self.agent_dir.path());
         cmd.env("RUST_LOG", "warn");
+        cmd.env("PI_RPC_ORIGIN_OVERRIDES", NO_CATALOG_SERVER);
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd.kill_on_drop(true);
         cmd

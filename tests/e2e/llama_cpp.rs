@@ -82,6 +82,7 @@ pub(crate) fn command(program: Program<'_>, sb: &Sandbox, args: &[&str], offline
             }
             cmd.env("HOME", sb.home.path()).env("PI_CODING_AGENT_DIR", sb.agent_dir.path());
             cmd.env("PI_SKIP_VERSION_CHECK", "1").env("PI_TELEMETRY", "0");
+            crate::harness::route_reference(&mut cmd);
             cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
             cmd.stderr(std::process::Stdio::piped()).kill_on_drop(true);
             cmd

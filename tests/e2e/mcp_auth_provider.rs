@@ -53,14 +53,14 @@ async fn bearer_run(
 /// `overrides` (pi-rpc's test hook `PI_RPC_ORIGIN_OVERRIDES`; pi 1.6.0
 /// through `tests/oauth/route_fetch.mjs`).
 fn start_routed(sb: &Sandbox, reference: bool, overrides: &str) -> Option<Pi> {
+    let overrides = crate::harness::origin_overrides(overrides);
     if !reference {
-        return Some(sb.spawn_with_env(&["--no-session"], &[("PI_RPC_ORIGIN_OVERRIDES", Path::new(overrides))]));
+        return Some(sb.spawn_with_env(&["--no-session"], &[("PI_RPC_ORIGIN_OVERRIDES", Path::new(&overrides))]));
     }
     let (node, cli) = (crate::clients::node22()?, crate::extension_provider_events::reference_cli()?);
-    let route = crate::mcp::repo_root().join("tests/oauth/route_fetch.mjs");
+    // `reference_command` preloads `route_fetch.mjs`.
     let mut cmd = crate::extension_provider_events::reference_command(sb, &node, &cli);
-    cmd.arg("--no-session").env("NODE_OPTIONS", format!("--import=file://{}", route.display()));
-    cmd.env("PI_RPC_ORIGIN_OVERRIDES", overrides);
+    cmd.arg("--no-session").env("PI_RPC_ORIGIN_OVERRIDES", overrides);
     Some(Pi::start_unchecked(cmd))
 }
 

@@ -59,7 +59,7 @@ impl Login {
     /// `pi` with these arguments, the overrides set and no browser.
     pub(crate) fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut cmd = self.sb.command(args);
-        cmd.env("PI_RPC_ORIGIN_OVERRIDES", self.fake.overrides());
+        cmd.env("PI_RPC_ORIGIN_OVERRIDES", crate::harness::origin_overrides(&self.fake.overrides()));
         cmd.env("BROWSER", "none");
         cmd
     }
@@ -306,7 +306,9 @@ async fn race_pi_refresh(first: First) {
     login.fake.set_refresh_delay(Duration::from_millis(1_500));
     let mut theirs = tokio::process::Command::new(node);
     theirs.arg(repo_root().join("tests/oauth/pi_refresh.mjs")).arg(&reference).arg(login.auth_path()).arg("anthropic");
-    theirs.env("PI_RPC_ORIGIN_OVERRIDES", login.fake.overrides()).env("PI_CODING_AGENT_DIR", login.sb.agent_dir.path());
+    theirs
+        .env("PI_RPC_ORIGIN_OVERRIDES", crate::harness::origin_overrides(&login.fake.overrides()))
+        .env("PI_CODING_AGENT_DIR", login.sb.agent_dir.path());
     theirs.kill_on_drop(true);
     let mut ours = login.rpc(&[]);
     login.sb.server().push(Reply::text("ok"));

@@ -47,7 +47,8 @@ async fn pi_1_6_login(login: &Login, provider: &str) -> Option<(i32, String)> {
     cmd.args(["-qefc", &line, "/dev/null"]).current_dir(login.sb.cwd.path()).env_clear();
     cmd.env("PATH", std::env::var_os("PATH").unwrap_or_default()).env("TERM", "dumb");
     cmd.env("HOME", login.sb.home.path()).env("PI_CODING_AGENT_DIR", login.sb.agent_dir.path());
-    cmd.env("PI_RPC_ORIGIN_OVERRIDES", login.fake.overrides()).env("BROWSER", "none");
+    cmd.env("PI_RPC_ORIGIN_OVERRIDES", crate::harness::origin_overrides(&login.fake.overrides()))
+        .env("BROWSER", "none");
     cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).kill_on_drop(true);
     let mut child = cmd.spawn().ok()?;
     // stdin stays open until pi ends: an end of input would be a ^D on the terminal.

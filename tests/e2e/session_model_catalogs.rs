@@ -15,6 +15,11 @@
 //!    session's, and `--list-models`';
 //! 4. `pi update --models` asks again (Anthropic revalidated with its etag):
 //!    the same lines and exit code, failing and succeeding.
+//!
+//! OpenRouter's catalog narrowed to the key is compared in a second test;
+//! a third compares every built-in provider's refresh (TypeSafe's too),
+//! the typed models an extension lists, a provider that is not built in, a
+//! silent failure and an expired OpenRouter login.
 
 use std::collections::HashMap;
 
@@ -22,8 +27,10 @@ use pi_compat::fake_server::FakeServer;
 use pi_compat::fake_server::model_catalogs::{Catalog, Catalogs};
 use serde_json::{Value, json};
 
-use crate::clients::{node22, repo_root};
+use crate::clients::node22;
+use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::reference_cli;
+use crate::extension_sdk_services::notified_json;
 use crate::harness::{Pi, Sandbox};
 use crate::llama_cpp::{Program, command};
 
@@ -80,11 +87,8 @@ fn program_command(
 ) -> tokio::process::Command {
     let mut cmd = command(program, sb, args, false);
     cmd.env("PI_RPC_ORIGIN_OVERRIDES", format!("https://pi.dev={}", server.url()));
-    if let Program::Reference { .. } = program {
-        let preload = format!("--import=file://{}", repo_root().join("tests/oauth/route_fetch.mjs").display());
-        cmd.env("NODE_OPTIONS", preload);
-    }
-    for (name, value) in [("ANTHROPIC_API_KEY", "sk-ant"), ("OPENAI_API_KEY", "sk-oai"), ("GEMINI_API_KEY", "g-key")] {
+    let known = [("ANTHROPIC_API_KEY", "sk-ant"), ("OPENAI_API_KEY", "sk-oai"), ("GEMINI_API_KEY", "g-key")];
+    for (name, value) in known.into_iter().chain([("TYPESAFE_API_KEY", "ts-key")]) {
         if keys.contains(&name) {
             cmd.env(name, value);
         }
@@ -305,10 +309,6 @@ async fn run_openrouter(program: Program<'_>) -> OpenRouterOutcome {
         let mut cmd = command(program, &sb, &["--mode", "rpc", "--no-session"], offline);
         cmd.env("PI_RPC_ORIGIN_OVERRIDES", format!("https://pi.dev={}", server.url()));
         cmd.env("OPENROUTER_API_KEY", "or-key");
-        if let Program::Reference { .. } = program {
-            let preload = format!("--import=file://{}", repo_root().join("tests/oauth/route_fetch.mjs").display());
-            cmd.env("NODE_OPTIONS", preload);
-        }
         let mut pi = match program {
             Program::Reference { .. } => Pi::start_unchecked(cmd),
             Program::Ours => Pi::start(cmd),
@@ -350,4 +350,150 @@ async fn openrouters_catalog_is_narrowed_to_the_key_as_pis() {
     assert_eq!(ours.requests, pi.requests, "the requests");
     assert_eq!(ours.stored, pi.stored, "models-store.json's OpenRouter list");
     assert_eq!(ours.available, pi.available, "get_available_models' OpenRouter models");
+}
+
+/// An extension command that notifies the session's typed models, TypeSafe's
+/// chat model and the models of `models.json`'s own provider `acme`.
+const TYPED: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("typed", {
+    handler: async (_args, ctx) => {
+      const reg: any = ctx.modelRegistry;
+      const pick = (m: any) => (m ? [m.provider, m.id, m.name ?? null] : null);
+      ctx.ui.notify(JSON.stringify({
+        classifiers: reg.getModelsOfType("classifier", "typesafe").map(pick),
+        available: (await reg.getAvailableOfType("classifier", "typesafe")).map(pick),
+        jev: pick(reg.getModelOfType("classifier", "typesafe", "jev-latest")),
+        images: reg.getModelsOfType("image", "anthropic").map(pick),
+        tsChat: pick(reg.find("typesafe", "ts-chat")),
+        acme: reg.getAll().filter((m: any) => m.provider === "acme").map(pick),
+        openrouterClassifiers: reg.getModelsOfType("classifier", "openrouter").length,
+      }), "info");
+    },
+  });
+}
+"#;
+
+/// TypeSafe's catalog (a chat model on the fake server, a classifier renamed
+/// and a new one), Anthropic's (an image model), OpenAI's failing, OpenRouter's
+/// missing and its key's list.
+fn builtin_catalogs(chat_base: &str) -> Catalogs {
+    let classifier = |id: &str, name: &str| {
+        json!({"type": "classifier", "id": id, "name": name, "api": "typesafe-system-one",
+            "baseUrl": "http://127.0.0.1:9/v1/", "input": ["text"],
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}, "contextWindow": 64000})
+    };
+    let typesafe = json!({"models": [
+        served("ts-chat", json!({"api": "openai-completions", "baseUrl": chat_base})),
+        classifier("jev-latest", "Jev Net"),
+        classifier("ts-new", "New Net"),
+    ]});
+    let anthropic = json!({"models": [served("img-net", json!({"type": "image", "api": "openai-images"}))]});
+    let providers = HashMap::from([
+        ("typesafe".to_string(), newer(typesafe)),
+        ("anthropic".to_string(), newer(anthropic)),
+        ("openai".to_string(), Catalog::Failing(500)),
+    ]);
+    Catalogs { providers, user_models: Some(json!({"data": [{"id": "anthropic/claude-sonnet-4.5"}]})) }
+}
+
+/// One program's session with keys for TypeSafe, Anthropic and OpenAI, an
+/// expired OpenRouter OAuth login, and `models.json`'s provider `acme` whose
+/// newer entry `models-store.json` already has.
+async fn run_builtin(program: Program<'_>, host: (&std::path::Path, &std::path::Path)) -> Value {
+    let sb = Sandbox::with_server().await;
+    let server = sb.server();
+    server.serve_model_catalogs(builtin_catalogs(&server.base_url()));
+    host_settings(&sb, host.0, host.1, json!({}));
+    write_module(&sb, "typed.ts", TYPED);
+    let models = json!({"providers": {
+        "fake": {"baseUrl": server.base_url(), "api": "openai-completions", "apiKey": "test-key-123",
+            "models": [{"id": "fake-model"}]},
+        "acme": {"baseUrl": server.base_url(), "api": "openai-completions", "apiKey": "acme-key",
+            "models": [{"id": "acme-1"}]},
+        "openrouter": {"baseUrl": format!("{}/api/v1", server.url())},
+    }});
+    std::fs::write(sb.agent_dir.path().join("models.json"), models.to_string()).expect("models.json");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let acme = served("acme-stored", json!({"api": "openai-completions", "provider": "acme"}));
+    let stored = json!({"acme": {"models": [acme], "lastModified": 1_796_000_000_000u64, "checkedAt": now}});
+    std::fs::write(sb.agent_dir.path().join("models-store.json"), stored.to_string()).expect("models-store.json");
+    let auth = json!({"openrouter": {"type": "oauth", "access": "or-oauth", "refresh": "", "expires": now - 60_000}});
+    std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).expect("auth.json");
+
+    let keys = ["TYPESAFE_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
+    let mut cmd = program_command(program, &sb, server, &["--mode", "rpc", "--no-session"], &keys);
+    // pi-rpc's own default log level: what it shows on stderr when the user sets none.
+    cmd.env_remove("RUST_LOG");
+    let mut pi = match program {
+        Program::Reference { .. } => Pi::start_unchecked(cmd),
+        Program::Ours => Pi::start(cmd),
+    };
+    for provider in ["typesafe", "anthropic", "openai", "openrouter"] {
+        checked_after(&sb, provider, 0).await;
+    }
+    let available = available_until(&mut pi, |m| m.iter().any(|m| m["id"] == "ts-chat")).await;
+    let mut available: Vec<Value> = available
+        .iter()
+        .filter(|m| ["typesafe", "acme", "openrouter"].contains(&m["provider"].as_str().unwrap_or_default()))
+        .map(|m| json!([m["provider"], m["id"], m["name"]]))
+        .collect();
+    available.sort_by_key(Value::to_string);
+    let typed = notified_json(&mut pi, &sb, "typed").await;
+    // TypeSafe's stored chat model, used (the reply `/typed` queued answers).
+    let set = pi.call("set", json!({"type": "set_model", "provider": "typesafe", "modelId": "ts-chat"})).await;
+    pi.send(json!({"id": "p", "type": "prompt", "message": "hello"})).await;
+    let settled = pi.until_type("agent_settled").await;
+    let answered = settled.iter().rev().find(|v| v["type"] == "message_end" && v["message"]["role"] == "assistant");
+    let answered =
+        answered.map(|v| json!([v["message"]["stopReason"], v["message"]["errorMessage"], v["message"]["content"]]));
+    let chat = server.requests().into_iter().rev().find(|r| r.path.ends_with("/chat/completions"));
+    let chat = chat.map(|r| json!([r.path, r.header("authorization"), r.body["model"]]));
+    pi.close_stdin();
+    pi.wait().await;
+    let mut requests: Vec<Value> = server
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/api/"))
+        .map(|r| json!([r.path, r.header("authorization")]))
+        .collect();
+    requests.sort_by_key(Value::to_string);
+    let mut stored = store_summary(&sb);
+    // OpenRouter's narrowed list is compared by the test above; here, its length.
+    if let Some(models) = stored.pointer_mut("/openrouter/models") {
+        *models = json!(models.as_array().map_or(0, Vec::len));
+    }
+    let stderr = pi.stderr();
+    let catalog_lines: Vec<&str> = stderr.lines().filter(|l| l.to_lowercase().contains("catalog")).collect();
+    // The login as it was written (pi's "refresh" of an OpenRouter key gives it back unchanged).
+    let auth_after = std::fs::read_to_string(sb.agent_dir.path().join("auth.json")).unwrap_or_default();
+    let auth_after = serde_json::from_str::<Value>(&auth_after).ok() == Some(auth);
+    json!({"available": available, "typed": typed, "setModel": [set["success"], set["data"]["id"]],
+        "answered": answered, "chat": chat, "requests": requests, "stored": stored,
+        "stderr": catalog_lines, "auth": auth_after})
+}
+
+/// pi 1.6.0 refreshes every built-in provider with credentials, TypeSafe
+/// (classifiers only in pi-rpc's chat catalog) included, whose stored chat
+/// model joins the session and answers; the stored classifier and image
+/// models join the typed ones; a provider that is not built in (`acme`,
+/// `models.json`'s) keeps its stored entry unread; a failed refresh (OpenAI's
+/// 500) shows nothing on stderr; OpenRouter's expired OAuth login is
+/// "refreshed" as its key stays (OpenRouter's keys do not expire), and its
+/// list is narrowed with it. Compared whole with pi 1.6.0's.
+#[tokio::test]
+async fn every_built_in_providers_catalog_and_its_typed_models_are_pis() {
+    let (Some(node), Some(dir), Some(cli)) = (node22(), host_dir(), reference_cli()) else { return };
+    let (pi, ours) = tokio::join!(
+        run_builtin(Program::Reference { node: &node, cli: &cli }, (&node, &dir)),
+        run_builtin(Program::Ours, (&node, &dir))
+    );
+    // What pi 1.6.0 does, so that the comparison cannot pass on nothing.
+    assert!(pi["requests"].to_string().contains("/api/models/providers/typesafe"), "{pi}");
+    assert!(pi["available"].to_string().contains("ts-chat"), "{pi}");
+    assert_eq!(pi["typed"]["jev"], json!(["typesafe", "jev-latest", "Jev Net"]), "{pi}");
+    assert_eq!(pi["typed"]["acme"], json!([["acme", "acme-1", "acme-1"]]), "{pi}");
+    assert_eq!(pi["stderr"], json!([]), "{pi}");
+    assert_eq!(pi["auth"], true, "{pi}");
+    assert_eq!(ours, pi, "pi-rpc, then pi 1.6.0");
 }

@@ -27,7 +27,10 @@ const agentCore = () =>
 		alias: { "@earendil-works/pi-ai": path.join(shims, "pi-ai.cjs"), typebox: hostRequire.resolve("typebox") },
 		interopDefault: true,
 	})(path.join(path.resolve(process.argv[3]), "node_modules/@earendil-works/pi-agent-core/dist/index.js"));
-globalThis[Symbol.for("pi-rpc.extension-host")] = { package: (name) => hostRequire(name), agentCore };
+// pi's TUI library, as the host gives it to `pi-tui` (one copy).
+let tuiLibrary;
+const tui = () => (tuiLibrary ??= jiti(path.join(path.resolve(process.argv[3]), "node_modules/@earendil-works/pi-tui/dist/index.js")));
+globalThis[Symbol.for("pi-rpc.extension-host")] = { package: (name) => hostRequire(name), agentCore, tui };
 const ours = jiti(path.join(shims, "pi-coding-agent.cjs"));
 const pi = await import(pathToFileURL(path.join(packageDir, "dist/index.js")).href);
 
@@ -61,7 +64,9 @@ const modules = [
 	["pi-ai", jiti(path.join(shims, "pi-ai.cjs")), await ESM("pi-ai", "index.js")],
 	["pi-ai/compat", jiti(path.join(shims, "pi-ai-compat.cjs")), await ESM("pi-ai", "compat.js")],
 	["pi-ai/models", jiti(path.join(shims, "pi-ai-models.cjs")), await ESM("pi-ai", "models.js")],
+	["pi-ai/oauth", jiti(path.join(shims, "pi-ai-oauth.cjs")), await ESM("pi-ai", "oauth.js")],
 	["pi-agent-core", jiti(path.join(shims, "pi-agent-core.cjs")), await ESM("pi-agent-core", "index.js")],
+	["pi-tui", jiti(path.join(shims, "pi-tui.cjs")), await ESM("pi-tui", "index.js")],
 ];
 for (const [name, mine, theirs] of modules) {
 	const have = new Set(Object.keys(mine));
@@ -71,6 +76,87 @@ for (const [name, mine, theirs] of modules) {
 		console.error(`${name} lacks: ${missing.join(" ")}`);
 	}
 }
+// The host's pi-tui is the version pi 1.6.0 ships with.
+const version = (dir) => JSON.parse(fs.readFileSync(path.join(dir, "node_modules/@earendil-works/pi-tui/package.json"), "utf8")).version;
+check("pi-tui version", version(path.resolve(process.argv[3])), version(path.join(packageDir, "..", "..", "..")));
+
+// Every public member of pi's exported classes (their prototype chain and
+// statics) and objects: the host's have them too, but for the differences
+// README-extensions.md and compat/DEVIATIONS.md give (each named here, so a
+// new gap or a closed one shows). `private`/`protected` members (pi's
+// `.d.ts`) and `_` names are pi's inside.
+const KNOWN_GAPS = {
+	// pi's session keeps the ModelRuntime it was made with; pi's bug-report prompt (interactive `/bug`).
+	"pi-coding-agent.AgentSession": ["modelRuntime", "summarizeForBugReport"],
+	// The project-trust phase's own loading (i25-trust2's part).
+	"pi-coding-agent.DefaultResourceLoader": ["loadProjectTrustExtensions"],
+	// TUI tool renderers (no TUI in RPC mode; pi's HTML export page is not pi-rpc's).
+	"pi-coding-agent.ExtensionRunner": ["resolveToolRenderers"],
+	// Virtual-model routing by hand (a session routes its own requests; another extension's router is in its own process).
+	"pi-coding-agent.ModelRuntime": ["resolveModel"],
+	"pi-coding-agent.ProjectTrustStore": ["getEntry", "setMany"],
+	// A session manager's own session replacement (an SDK session replaces sessions through AgentSessionRuntime).
+	"pi-coding-agent.SessionManager#": ["setSessionFile", "newSession", "createBranchedSession"],
+};
+// Members the host's classes set on each instance (pi's are on the prototype).
+const ON_INSTANCES = { "pi-coding-agent.AgentSession": ["resourceLoader"] };
+for (const [label, names] of Object.entries(ON_INSTANCES)) KNOWN_GAPS[label] = [...(KNOWN_GAPS[label] ?? []), ...names];
+// pi's front ends (refused on purpose) and interactive-mode components (inert containers in RPC mode).
+const INERT = new Set(["InteractiveMode", ...hostRequire(path.join(shims, "coding-agent/inert_components.cjs"))]);
+const hidden = new Map();
+for (const dir of ["pi-coding-agent", "pi-ai", "pi-agent-core"]) {
+	const walk = (d) => {
+		for (const f of fs.readdirSync(d, { withFileTypes: true })) {
+			const p = path.join(d, f.name);
+			if (f.isDirectory()) walk(p);
+			else if (f.name.endsWith(".d.ts")) {
+				for (const c of fs.readFileSync(p, "utf8").matchAll(/declare (?:abstract )?class (\w+)[^{]*\{([\s\S]*?)\n\}/g)) {
+					const names = hidden.get(c[1]) ?? new Set();
+					for (const m of c[2].matchAll(/^\s+(?:private|protected) (?:static )?(?:readonly )?(?:get |set )?(\w+)/gm)) names.add(m[1]);
+					hidden.set(c[1], names);
+				}
+			}
+		}
+	};
+	walk(path.join(packageDir, "..", dir, "dist"));
+}
+const isClass = (v) => typeof v === "function" && /^class\b/.test(Function.prototype.toString.call(v));
+const chain = (object) => {
+	const names = new Set();
+	for (let p = object; p && p !== Object.prototype && p !== Function.prototype; p = Object.getPrototypeOf(p)) for (const k of Object.getOwnPropertyNames(p)) names.add(k);
+	return names;
+};
+const statics = (cls) => new Set(Object.getOwnPropertyNames(cls).filter((k) => !["length", "name", "prototype"].includes(k)));
+const memberGaps = (label, className, theirs, mine) => {
+	const missing = [...theirs].filter((k) => !mine.has(k) && k !== "constructor" && !k.startsWith("_") && !hidden.get(className)?.has(k));
+	const known = KNOWN_GAPS[label] ?? [];
+	const unknown = missing.filter((k) => !known.includes(k));
+	if (unknown.length > 0) {
+		failures++;
+		console.error(`${label} lacks: ${unknown.join(" ")}`);
+	}
+	const closed = known.filter((k) => !missing.includes(k));
+	if (closed.length > 0) {
+		failures++;
+		console.error(`${label} has now (take it out of KNOWN_GAPS and the docs): ${closed.join(" ")}`);
+	}
+};
+for (const [name, mine, theirs] of modules) {
+	for (const key of Object.keys(theirs)) {
+		const [a, b] = [mine[key], theirs[key]];
+		const label = `${name}.${key}`;
+		if (INERT.has(key) || key === "Type") continue;
+		if (isClass(b)) {
+			if (key !== "SessionManager") memberGaps(label, key, chain(b.prototype), chain(a?.prototype));
+			memberGaps(`${label} (static)`, key, statics(b), new Set(typeof a === "function" ? [...statics(a), ...chain(a)] : []));
+		} else if (b && typeof b === "object" && !Array.isArray(b)) {
+			memberGaps(label, key, new Set(Object.keys(b)), new Set(a && typeof a === "object" ? Object.keys(a) : []));
+		}
+	}
+}
+// pi's SessionManager is one class; the host's makes in-memory and file managers: their members are compared.
+memberGaps("pi-coding-agent.SessionManager#", "SessionManager", chain(pi.SessionManager.inMemory("/")), chain(ours.SessionManager.inMemory("/")));
+
 const aiOurs = jiti(path.join(shims, "pi-ai.cjs"));
 const aiPi = await ESM("pi-ai", "index.js");
 const usage = { input: 1200, output: 300, cacheRead: 50, cacheWrite: 20, totalTokens: 1570, cost: {} };
@@ -111,6 +197,76 @@ const seen = [];
 for await (const e of eventStream) seen.push(e.type);
 check("AssistantMessageEventStream events", seen, ["start", "done"]);
 check("AssistantMessageEventStream result", typeof (await eventStream.result()).durationMs, "number");
+
+// pi-ai's in-memory stores: the same calls give the same answers (copies, serialized modifies, an aborted call).
+async function storesRun(ai) {
+	const out = [];
+	const models = new ai.InMemoryModelsStore();
+	const entry = { models: [{ id: "m" }], etag: "e1" };
+	await models.write("p", entry);
+	entry.etag = "changed";
+	const read = await models.read("p");
+	read.models.push({ id: "x" });
+	out.push(await models.read("p"), await models.read("q"));
+	await models.delete("p");
+	out.push(await models.read("p"));
+	const credentials = new ai.InMemoryCredentialStore();
+	const order = [];
+	const slow = credentials.modify("p", async (current) => {
+		await new Promise((r) => setTimeout(r, 20));
+		order.push(["first", current ?? null]);
+		return { type: "api_key", key: "one" };
+	});
+	const second = credentials.modify("p", async (current) => {
+		order.push(["second", current]);
+		return undefined;
+	});
+	out.push(await slow, await second, order, await credentials.read("p"), await credentials.list());
+	const aborted = AbortSignal.abort(new Error("stop"));
+	for (const call of [() => credentials.read("p", { signal: aborted }), () => credentials.modify("p", async () => ({ type: "x" }), { signal: aborted })]) {
+		try {
+			out.push(await call());
+		} catch (error) {
+			out.push(`rejected: ${error.message}`);
+		}
+	}
+	await credentials.delete("p");
+	out.push(await credentials.list());
+	return out;
+}
+check("in-memory stores", await storesRun(jiti(path.join(shims, "pi-ai.cjs"))), await storesRun(await ESM("pi-ai", "index.js")));
+
+// A session's tree (labels, a branch) and a session file found by its id.
+function treeRun(SessionManager) {
+	const sm = SessionManager.inMemory("/work");
+	const user = (text) => ({ role: "user", content: [{ type: "text", text }], timestamp: 1 });
+	const a = sm.appendMessage(user("a"));
+	const b = sm.appendMessage(user("b"));
+	sm.appendLabelChange(a, "start");
+	sm.branch(a);
+	sm.appendMessage(user("c"));
+	sm.appendLabelChange(b, "gone");
+	sm.appendLabelChange(b, undefined);
+	const shape = (node) => [node.entry.type, node.entry.message?.content?.[0]?.text ?? node.entry.label ?? null, node.label ?? null, typeof node.labelTimestamp, node.children.map(shape)];
+	return sm.getTree().map(shape);
+}
+check("SessionManager getTree", treeRun(ours.SessionManager), treeRun(pi.SessionManager));
+{
+	const root = fs.mkdtempSync(path.join(os.tmpdir(), "sessions-"));
+	const [cwd, other] = [path.join(root, "proj"), path.join(root, "other")];
+	const sm = pi.SessionManager.create(cwd, path.join(root, "dir"));
+	sm.appendMessage({ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 });
+	sm.appendMessage({ role: "assistant", content: [{ type: "text", text: "yes" }], timestamp: 2, api: "x", provider: "p", model: "m", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } }, stopReason: "stop" });
+	const id = sm.getSessionId();
+	const finds = (SessionManager) => [
+		SessionManager.findById(cwd, id, path.join(root, "dir")),
+		SessionManager.findById(other, id, path.join(root, "dir")) ?? null,
+		SessionManager.findById(cwd, "nope", path.join(root, "dir")) ?? null,
+		SessionManager.findById(cwd, id, path.join(root, "missing")) ?? null,
+	];
+	check("SessionManager.findById", finds(ours.SessionManager), finds(pi.SessionManager));
+	fs.rmSync(root, { recursive: true, force: true });
+}
 
 // pi's SettingsManager over the same files: every getter, the files its setters write, in memory, untrusted, a broken file.
 async function settingsRun(SettingsManager) {

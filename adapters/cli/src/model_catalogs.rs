@@ -1,7 +1,8 @@
 //! pi 1.6.0's refreshes of the built-in providers' model catalogs from the
 //! CLI (see `pi_core::auth::model_catalogs`): RPC mode's, in the background
-//! at start unless offline (a failure is one log line and changes nothing
-//! else, pi says nothing), and `pi update --models`'s, forced, whose outcome
+//! at start unless offline (a failure changes nothing and, as in pi, shows
+//! nothing: a debug log line, seen with `--verbose` or `RUST_LOG=debug`),
+//! and `pi update --models`'s, forced, whose outcome
 //! is the command's (`Model catalogs refreshed`, or the failures and exit 1).
 
 use pi_core::auth::model_catalogs::{self, Failures, REFRESH_TIMEOUT};
@@ -13,8 +14,8 @@ use pi_core::provider::http::HttpClient;
 pub(crate) async fn refresh_in_background() {
     match refresh(false).await {
         Ok(failures) if failures.is_empty() => {}
-        Ok(failures) => tracing::info!("model catalogs not refreshed: {}", joined(&failures)),
-        Err(e) => tracing::info!("model catalogs not refreshed: {e}"),
+        Ok(failures) => tracing::debug!("model catalogs not refreshed: {}", joined(&failures)),
+        Err(e) => tracing::debug!("model catalogs not refreshed: {e}"),
     }
 }
 

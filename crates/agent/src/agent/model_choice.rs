@@ -537,6 +537,9 @@ impl ModelChoice {
     /// The provider that calls the current model (with its login, if it
     /// has one); `None` when this build has none for the model's API.
     pub(super) fn provider(&self) -> Option<Arc<dyn Provider>> {
+        if let Some(error) = self.registry.missing_chat_api(&self.model) {
+            return Some(crate::agent::virtual_route::unrouted(error));
+        }
         let provider = self.providers.for_model(&self.model.provider, &self.model.api)?;
         Some(self.authorized(provider, &self.model))
     }

@@ -1,5 +1,6 @@
 //! pi 1.6.0's refresh of the built-in providers' model catalogs: each
-//! built-in provider with credentials asks pi's catalog server
+//! built-in provider with credentials (pi-ai's, TypeSafe's classifiers
+//! included: [`stored_catalogs::catalog_providers`]) asks pi's catalog server
 //! (`GET https://pi.dev/api/models/providers/<id>?types=chat,image,classifier`,
 //! pi's `User-Agent`, four seconds an attempt, two retries on a transport
 //! failure or a 408/425/429/5xx) and the answer is kept in the agent
@@ -23,8 +24,7 @@ use serde_json::{Map, Value, json};
 
 use super::file::AuthFile;
 use crate::config::ModelRegistry;
-use crate::config::catalog;
-use crate::config::stored_catalogs::{NOT_FETCHED, PERSONALIZED, store_path};
+use crate::config::stored_catalogs::{self, PERSONALIZED, store_path};
 use crate::provider::http::HttpClient;
 
 /// pi's catalog server.
@@ -53,8 +53,8 @@ pub async fn refresh(agent_dir: &Path, http: &HttpClient, force: bool) -> Failur
         Ok(registry) => registry,
         Err(e) => return vec![("auth.json".to_string(), e.to_string())],
     };
-    let providers: Vec<&str> =
-        catalog::catalog_providers().filter(|p| !NOT_FETCHED.contains(p) && registry.provider_usable(p)).collect();
+    let mut providers = stored_catalogs::catalog_providers();
+    providers.retain(|p| registry.provider_usable(p));
     let store = AuthFile::new(store_path(agent_dir));
     let asked = providers.iter().map(|&provider| {
         let (store, registry) = (&store, &registry);

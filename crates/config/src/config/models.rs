@@ -237,19 +237,21 @@ impl ModelRegistry {
         reg
     }
 
-    /// The catalog providers loaded at start: those `models.json` names or
-    /// that have credentials.
+    /// The catalog providers (and those a stored catalog gives chat models)
+    /// loaded at start: those `models.json` names or that have credentials.
     fn load_needed_providers(&mut self, file: &ModelsFile) {
-        let needed: Vec<&str> = catalog::catalog_providers()
+        let needed: Vec<String> = catalog::catalog_providers()
+            .map(str::to_string)
+            .chain(self.stored_catalogs.chat_providers())
             .filter(|p| {
-                file.providers.contains_key(*p)
+                file.providers.contains_key(p)
                     || self.auth.has(p)
                     || env_key_for(p).is_some()
                     || env_bearer_token_for(p).is_some()
             })
             .collect();
         for provider in needed {
-            self.ensure_provider(provider);
+            self.ensure_provider(&provider);
         }
     }
 
@@ -399,6 +401,10 @@ impl ModelRegistry {
         let names: Vec<&str> = catalog::catalog_providers().collect();
         for name in names {
             self.ensure_provider(name);
+        }
+        // A built-in provider with no chat model of its own (TypeSafe) that a stored catalog gives some.
+        for name in self.stored_catalogs.chat_providers() {
+            self.ensure_provider(&name);
         }
         self.all_loaded = true;
     }

@@ -32,6 +32,23 @@ pub const PERSONALIZED: &[&str] = &["openrouter"];
 /// Built-in providers pi fetches no catalog for.
 pub const NOT_FETCHED: &[&str] = &["radius", super::llama::PROVIDER];
 
+/// The providers whose catalog pi 1.6.0 refreshes and reads back: its
+/// built-in ones (pi-ai's `builtinProviders()`: those of the chat catalog
+/// and those with only classifier or image models, such as TypeSafe), less
+/// those it fetches none for. A stored entry of any other provider (one
+/// `models.json` or an extension defines) is left alone, as pi leaves it.
+pub fn catalog_providers() -> Vec<&'static str> {
+    let mut providers: Vec<&'static str> = super::catalog::catalog_providers().collect();
+    let typed = super::typed_models::typed_catalog().iter().filter_map(|m| m.get("provider")?.as_str());
+    for provider in typed {
+        if !providers.contains(&provider) {
+            providers.push(provider);
+        }
+    }
+    providers.retain(|p| !NOT_FETCHED.contains(p));
+    providers
+}
+
 /// The agent directory's `models-store.json`.
 pub fn store_path(agent_dir: &Path) -> PathBuf {
     agent_dir.join(STORE_FILE)
@@ -94,8 +111,9 @@ impl StoredCatalogs {
         let path = store_path(agent_dir);
         let revision = revision_of(&path);
         let (mut chat, mut typed) = (BTreeMap::new(), BTreeMap::new());
+        let known = catalog_providers();
         for (provider, entry) in read_store(&path) {
-            if NOT_FETCHED.contains(&provider.as_str()) {
+            if !known.contains(&provider.as_str()) {
                 continue;
             }
             let (chat_models, typed_models) = restored_models(&provider, &entry);
@@ -108,6 +126,11 @@ impl StoredCatalogs {
             }
         }
         StoredCatalogs { chat, typed, revision }
+    }
+
+    /// The providers a stored catalog gives chat models.
+    pub fn chat_providers(&self) -> Vec<String> {
+        self.chat.keys().cloned().collect()
     }
 
     /// Whether the catalogs that count are the same as `other`'s.
@@ -205,10 +228,13 @@ mod tests {
             "openai": {"models": [model("openai", "o", 1)], "lastModified": BUILTIN_DATA_GENERATED_AT_MS},
             "google": {"models": [model("google", "g", 1)]},
             "openrouter": {"models": [model("openrouter", "mine", 9)], "checkedAt": 1},
+            "acme": {"models": [model("acme", "a", 1)], "lastModified": newer},
+            "typesafe": {"models": [model("typesafe", "t", 1)], "lastModified": newer},
         });
         std::fs::write(store_path(dir.path()), file.to_string()).expect("write");
         let stored = StoredCatalogs::read(dir.path());
-        assert_eq!(stored.chat.keys().collect::<Vec<_>>(), ["anthropic", "openrouter"]);
+        // `acme` is no built-in provider (left unread); TypeSafe, with no built-in chat model, is one.
+        assert_eq!(stored.chat.keys().collect::<Vec<_>>(), ["anthropic", "openrouter", "typesafe"]);
         let builtin: Vec<Model> = [model("anthropic", "z", 1), model("anthropic", "a", 1)]
             .into_iter()
             .map(|v| serde_json::from_value(v).expect("model"))

@@ -69,7 +69,8 @@ const TTL = { short: 5 * 60 * 1000, long: 60 * 60 * 1000 };
 module.exports = {
 	PI_AI_VERSION,
 	PI_ATTRIBUTION,
-	AI_TELEMETRY_SCHEMA: { version: 1, spans: {} },
+	// pi-ai describes its telemetry here; the host emits none, so it lists no span or metric (README-extensions.md, Imports).
+	AI_TELEMETRY_SCHEMA: { version: 1, spans: {}, metrics: {} },
 	DEFAULT_MAX_AGENT_RETRY_DELAY_MS: 60000,
 	CACHE_WARMING_IDLE_CONTINUATION_PROBABILITY: 0.15,
 	CACHE_WARMING_MAX_AGE_MS: 3600000,

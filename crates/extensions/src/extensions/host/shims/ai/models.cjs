@@ -67,29 +67,83 @@ class ModelsError extends Error {
 	}
 }
 
+/** A caller's abort signal, checked before an operation goes on (pi-ai's stores throw its reason). */
+const checkSignal = (options) => options?.signal?.throwIfAborted();
+
+/** pi-ai's `ModelsStore` in memory: `read` / `write` / `delete` of a provider's catalog entry, each a copy. */
 class InMemoryModelsStore {
 	#entries = new Map();
-	get(provider) {
-		return this.#entries.get(provider);
+	async read(providerId, options) {
+		checkSignal(options);
+		const entry = this.#entries.get(providerId);
+		return entry === undefined ? undefined : structuredClone(entry);
 	}
-	set(provider, entry) {
-		this.#entries.set(provider, entry);
+	async write(providerId, entry, options) {
+		checkSignal(options);
+		this.#entries.set(providerId, structuredClone(entry));
 	}
-	delete(provider) {
-		this.#entries.delete(provider);
+	async delete(providerId, options) {
+		checkSignal(options);
+		this.#entries.delete(providerId);
 	}
 }
 
+/**
+ * pi-ai's `CredentialStore` in memory: one credential per provider;
+ * `modify` and `delete` of a provider run one after the other (each waits
+ * for the previous one to settle), `modify`'s function given the current
+ * credential and its answer kept unless `undefined`.
+ */
 class InMemoryCredentialStore {
 	#credentials = new Map();
-	get(provider) {
-		return this.#credentials.get(provider);
+	#queues = new Map();
+	/** Run `task` after the provider's earlier writes; a caller's abort rejects at once. */
+	#serialized(providerId, task, options) {
+		checkSignal(options);
+		const previous = this.#queues.get(providerId) ?? Promise.resolve();
+		const run = previous.then(() => {
+			checkSignal(options);
+			return task();
+		});
+		const settled = run.then(
+			() => undefined,
+			() => undefined,
+		);
+		this.#queues.set(providerId, settled);
+		settled.then(() => {
+			if (this.#queues.get(providerId) === settled) this.#queues.delete(providerId);
+		});
+		const signal = options?.signal;
+		if (!signal) return run;
+		return new Promise((resolve, reject) => {
+			const onAbort = () => reject(signal.reason);
+			signal.addEventListener("abort", onAbort, { once: true });
+			run.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+		});
 	}
-	set(provider, credential) {
-		this.#credentials.set(provider, credential);
+	async read(providerId, options) {
+		checkSignal(options);
+		return this.#credentials.get(providerId);
 	}
-	delete(provider) {
-		this.#credentials.delete(provider);
+	async list(options) {
+		checkSignal(options);
+		return [...this.#credentials].map(([providerId, credential]) => ({ providerId, type: credential.type }));
+	}
+	modify(providerId, update, options) {
+		return this.#serialized(
+			providerId,
+			async () => {
+				const current = this.#credentials.get(providerId);
+				const next = await update(current);
+				checkSignal(options);
+				if (next !== undefined) this.#credentials.set(providerId, next);
+				return next ?? current;
+			},
+			options,
+		);
+	}
+	delete(providerId, options) {
+		return this.#serialized(providerId, async () => void this.#credentials.delete(providerId), options);
 	}
 }
 

@@ -638,6 +638,7 @@ class AgentSession {
 retry.addRetryControls(AgentSession);
 autoCompaction.addCompactionControls(AgentSession);
 addWarmingControls(AgentSession);
+require("./session-members.cjs").addSessionMembers(AgentSession);
 
 /** The model a session's branch last used (a `model_change`, else an assistant message's). */
 function branchModel(branch) {

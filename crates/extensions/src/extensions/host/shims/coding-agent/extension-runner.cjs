@@ -453,6 +453,31 @@ class ExtensionRunner {
 			}
 		}
 	}
+	/**
+	 * pi's `emitUserBash(event)`: the first handler that answers decides, with
+	 * `{operations}` (an `exec`) or a whole `{result}`; `undefined` from all
+	 * means a local run. A throwing handler or an answer of another shape is
+	 * reported and rethrown, as in pi.
+	 */
+	async emitUserBash(event) {
+		const ctx = this.createContext();
+		for (const ext of this.extensions) {
+			for (const handler of [...(ext.handlers.get("user_bash") ?? [])]) {
+				try {
+					const answer = await handler(event, ctx);
+					if (answer === undefined) continue;
+					if (!userBashAnswer(answer)) {
+						throw new Error("Invalid user_bash handler result: return undefined for local execution or exactly one valid { operations } or { result } object");
+					}
+					return answer;
+				} catch (error) {
+					this.emitError({ extensionPath: ext.path, event: "user_bash", error: messageOf(error), stack: error?.stack });
+					throw error;
+				}
+			}
+		}
+		return undefined;
+	}
 	/** `resources_discover`: every handler's skill, prompt and theme paths. */
 	async emitResourcesDiscover(cwd, reason) {
 		const found = { skillPaths: [], promptPaths: [], themePaths: [] };
@@ -461,6 +486,18 @@ class ExtensionRunner {
 		});
 		return found;
 	}
+}
+
+/** Whether a `user_bash` answer is one pi takes: `{operations}` with an `exec`, or a `{result}` of a bash run (not both). */
+function userBashAnswer(answer) {
+	if (typeof answer !== "object" || answer === null) return false;
+	const [hasOperations, hasResult] = [answer.operations !== undefined, answer.result !== undefined];
+	if (hasOperations === hasResult) return false;
+	if (hasOperations) return typeof answer.operations === "object" && answer.operations !== null && typeof answer.operations.exec === "function";
+	const r = answer.result;
+	if (typeof r !== "object" || r === null) return false;
+	const optional = (value, type) => value === undefined || typeof value === type;
+	return typeof r.output === "string" && "exitCode" in r && optional(r.exitCode, "number") && typeof r.cancelled === "boolean" && typeof r.truncated === "boolean" && optional(r.fullOutputPath, "string");
 }
 
 /** pi's `wrapRegisteredTool(registeredTool, runner)`: an agent tool whose `execute` gets the runner's tool context. */

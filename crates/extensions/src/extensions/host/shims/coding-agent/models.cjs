@@ -25,6 +25,7 @@ const { catalogStoreOf, withStoredCatalogs, modelNetworkEnabled } = require("./c
 const { AssistantMessageEventStream } = require("../ai/stream.cjs");
 const deferred = require("./deferred.cjs");
 const { ModelsError } = require("../ai/models.cjs");
+const { VIRTUAL_API: VIRTUAL_MODEL_API } = require("./session-models.cjs");
 const { apiKeyCredential } = require("./api-key-login.cjs");
 const registeredOAuth = require("./extension-oauth.cjs");
 
@@ -107,6 +108,11 @@ class ModelRuntime {
 	}
 	getModel(providerId, modelId) {
 		return this.registry.find(providerId, modelId);
+	}
+	/** pi's: the catalog's model of the id, unless it is virtual. */
+	getPhysicalModel(providerId, modelId) {
+		const model = this.getModel(providerId, modelId);
+		return model && model.api !== VIRTUAL_MODEL_API ? model : undefined;
 	}
 	getModelsOfType(type, providerId) {
 		return this.registry.getModelsOfType(type, providerId) ?? [];

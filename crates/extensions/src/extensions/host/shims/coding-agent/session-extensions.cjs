@@ -121,7 +121,7 @@ function attachExtensions(session, extensionsResult, { modelRegistry }) {
 			},
 			hasPendingMessages: () => session.pendingMessageCount > 0,
 			shutdown: () => session._extensionShutdown?.(),
-			getContextUsage: () => undefined,
+			getContextUsage: () => session.getContextUsage(),
 			compact: (options) => {
 				session.compact(options?.customInstructions).then(options?.onComplete, options?.onError);
 			},

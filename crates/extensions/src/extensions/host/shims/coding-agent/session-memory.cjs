@@ -98,6 +98,24 @@ class MemorySessionManager {
 		for (const e of this.entries) if (e.type === "label" && e.targetId === id) label = e.label;
 		return label;
 	}
+	/**
+	 * pi's tree of the session: each entry a node `{entry, children, label,
+	 * labelTimestamp}` (the label as its last label entry left it), roots
+	 * first (an entry whose parent is missing is one), children oldest first.
+	 */
+	getTree() {
+		const labels = new Map();
+		for (const e of this.entries) if (e.type === "label") labels.set(e.targetId, e.label === undefined ? undefined : { label: e.label, at: e.timestamp });
+		const nodes = new Map(this.entries.map((entry) => [entry.id, { entry, children: [], label: labels.get(entry.id)?.label, labelTimestamp: labels.get(entry.id)?.at }]));
+		const roots = [];
+		for (const entry of this.entries) {
+			const parent = entry.parentId === null || entry.parentId === entry.id ? undefined : nodes.get(entry.parentId);
+			(parent ? parent.children : roots).push(nodes.get(entry.id));
+		}
+		const time = (node) => new Date(node.entry.timestamp).getTime();
+		for (const node of nodes.values()) node.children.sort((a, b) => time(a) - time(b));
+		return roots;
+	}
 	getSessionName() {
 		const info = [...this.entries].reverse().find((e) => e.type === "session_info");
 		return info?.name?.trim() || undefined;

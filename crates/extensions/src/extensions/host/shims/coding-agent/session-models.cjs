@@ -17,6 +17,7 @@
 const calls = require("../ai/calls.cjs");
 const { lib } = require("./text.cjs");
 const { clampThinkingLevel } = require("../ai/models.cjs");
+const { createTypedModels } = require("./session-typed-models.cjs");
 
 /** The API of a virtual catalog entry (pi's `VIRTUAL_MODEL_API`). */
 const VIRTUAL_API = "pi-virtual";
@@ -263,6 +264,7 @@ function createSessionModels({ base, extensions, context }) {
 		const mine = models.filter((m) => providerId === undefined || m.provider === providerId);
 		return mine.map((m) => (ownModel(m.provider, m.id) ? m : (listed.get(key(m.provider, m.id)) ?? m)));
 	};
+	const typed = createTypedModels({ base, registrations, configured: (provider) => configured(provider) ?? base.hasConfiguredAuth?.({ provider }) === true, requestAuth });
 	const registry = Object.create(base);
 	Object.assign(registry, {
 		find,
@@ -280,8 +282,11 @@ function createSessionModels({ base, extensions, context }) {
 		stream: streamWith((m, c, o) => base.stream(m, c, o)),
 		complete: (model, context, options) => registry.stream(model, context, options).result(),
 		// pi's chat models of a type are the session's catalog (its registered and virtual models among them).
-		getModelsOfType: (type, providerId) => (type === "chat" ? chatOfType(catalog(), providerId) : base.getModelsOfType(type, providerId)),
-		getAvailableOfType: async (type, providerId) => (type === "chat" ? chatOfType(registry.getAvailable(), providerId) : base.getAvailableOfType(type, providerId)),
+		// Classifier and image models: the registered providers' laid over the base's, their calls their own (session-typed-models.cjs).
+		getModelsOfType: (type, providerId) => (type === "chat" ? chatOfType(catalog(), providerId) : typed.getModelsOfType(type, providerId)),
+		getAvailableOfType: async (type, providerId) => (type === "chat" ? chatOfType(registry.getAvailable(), providerId) : typed.getAvailableOfType(type, providerId)),
+		classify: typed.classify,
+		generateImages: typed.generateImages,
 		getModelOfType: (type, providerId, id) => registry.getModelsOfType(type, providerId)?.find((m) => m.id === id),
 		findOfType: (type, providerId, id) => registry.getModelOfType(type, providerId, id),
 	});

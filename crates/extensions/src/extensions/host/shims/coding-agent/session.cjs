@@ -129,6 +129,35 @@ class SessionManager {
 		return Promise.resolve(dirs.flatMap(listDir).sort((a, b) => b.modified - a.modified));
 	}
 
+	/**
+	 * pi's lookup of a session file by its id in `sessionDir` (pi's directory
+	 * for `cwd` when not given; another directory's sessions must be of
+	 * `cwd`), undefined when none is.
+	 */
+	static findById(cwd, id, sessionDir) {
+		const dir = path.resolve(sessionDir ?? sessionDirFor(cwd));
+		const ofCwdOnly = sessionDir !== undefined && dir !== path.resolve(sessionDirFor(cwd));
+		let files = [];
+		try {
+			files = fs.readdirSync(dir).filter((f) => f.endsWith(".jsonl"));
+		} catch {
+			return undefined;
+		}
+		for (const file of files) {
+			const full = path.join(dir, file);
+			let header;
+			try {
+				header = JSON.parse(fs.readFileSync(full, "utf8").split("\n", 1)[0]);
+			} catch {
+				continue;
+			}
+			if (header?.type !== "session" || header.id !== id) continue;
+			if (ofCwdOnly && (typeof header.cwd !== "string" || path.resolve(header.cwd) !== path.resolve(cwd))) continue;
+			return full;
+		}
+		return undefined;
+	}
+
 	/** A new session written to a file of `sessionDir` (pi's directory for `cwd` when not given). */
 	static create(cwd, sessionDir, options) {
 		return new FileSessionManager(cwd, sessionDir ?? sessionDirFor(cwd), undefined, options);
