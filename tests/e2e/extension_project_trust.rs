@@ -63,7 +63,7 @@ fn add_project_prompt(sb: &Sandbox) -> std::path::PathBuf {
 }
 
 /// pi-rpc (or pi 1.6.0) in RPC mode in `sb`, no session file, offline, with `args`.
-fn spawn_either(sb: &Sandbox, node: &Path, reference: bool, args: &[&str]) -> crate::harness::Pi {
+pub(crate) fn spawn_either(sb: &Sandbox, node: &Path, reference: bool, args: &[&str]) -> crate::harness::Pi {
     if !reference {
         let mut all = vec!["--no-session"];
         all.extend_from_slice(args);
@@ -224,7 +224,7 @@ async fn run_reference(sb: &Sandbox, node: &Path, args: &[&str], input: &str) ->
     (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
-fn tools_ready() -> bool {
+pub(crate) fn tools_ready() -> bool {
     node22().is_some()
         && installed_tool("reference/node_modules/@earendil-works/pi-coding-agent/dist/cli.js").is_some()
         && repo_root().join("target/tools/extension-host/node_modules/jiti/package.json").is_file()

@@ -28,6 +28,7 @@ mod extension_host_install;
 mod extension_mcp;
 mod extension_mcp_auth_provider;
 mod extension_mcp_factory_options;
+mod extension_order;
 mod extension_project_trust;
 mod extension_provider_events;
 mod extension_provider_refresh;

@@ -37,10 +37,8 @@ pub async fn decide(args: &Args, cwd: &Path) -> (Option<bool>, PreloadedExtensio
     if found.paths.is_empty() {
         return (None, PreloadedExtensions::default());
     }
-    // pi loads and asks the command-line extensions first, then those of the settings and directories.
-    let cli = discover(&DiscoverOptions { no_extensions: true, package_paths: Vec::new(), ..options }).paths;
-    let (mut paths, others): (Vec<_>, Vec<_>) = found.paths.into_iter().partition(|p| cli.contains(p));
-    paths.extend(others);
+    // Discovery's order is pi's: the command-line extensions are loaded and asked first.
+    let paths = found.paths;
     let settings_file = agent_dir.join("settings.json");
     let options = ExtensionOptions {
         paths,

@@ -230,26 +230,30 @@ fn add_named(found: &mut Discovered, value: &str, base: &Path) {
     }
 }
 
-/// Find the extensions to load: project (settings entries, then
-/// `.pi/extensions/`), user (settings entries, then `extensions/`), then
-/// `--extension` paths. A file found twice loads once; settings exclusions
-/// (`-path`, `!glob`) remove discovered and listed ones, not `--extension` paths.
+/// Find the extensions to load, in pi's order: `--extension` paths first,
+/// then project (settings entries, then `.pi/extensions/`), user (settings
+/// entries, then `extensions/`) and the packages'. A file found twice loads
+/// once, where it comes first; settings exclusions (`-path`, `!glob`) remove
+/// discovered and listed ones, not `--extension` paths.
 pub fn discover(options: &DiscoverOptions) -> Discovered {
     let mut found = Discovered::default();
-    let mut exclusions = Exclusions { exact: Vec::new(), globs: Vec::new() };
-    if !options.no_extensions {
-        if options.project_trusted {
-            let project = options.cwd.join(".pi");
-            apply_settings(&mut found, &mut exclusions, &project.join("settings.json"), &project);
-            found.paths.extend(scan_dir(&project.join("extensions")));
-        }
-        apply_settings(&mut found, &mut exclusions, &options.agent_dir.join("settings.json"), &options.agent_dir);
-        found.paths.extend(scan_dir(&options.agent_dir.join("extensions")));
-        found.paths.retain(|p| !exclusions.excludes(p));
-        found.paths.extend(options.package_paths.iter().cloned());
-    }
     for value in &options.cli_paths {
         add_named(&mut found, value, &options.cwd);
+    }
+    if !options.no_extensions {
+        let mut discovered = Discovered::default();
+        let mut exclusions = Exclusions { exact: Vec::new(), globs: Vec::new() };
+        if options.project_trusted {
+            let project = options.cwd.join(".pi");
+            apply_settings(&mut discovered, &mut exclusions, &project.join("settings.json"), &project);
+            discovered.paths.extend(scan_dir(&project.join("extensions")));
+        }
+        apply_settings(&mut discovered, &mut exclusions, &options.agent_dir.join("settings.json"), &options.agent_dir);
+        discovered.paths.extend(scan_dir(&options.agent_dir.join("extensions")));
+        discovered.paths.retain(|p| !exclusions.excludes(p));
+        found.paths.extend(discovered.paths);
+        found.paths.extend(options.package_paths.iter().cloned());
+        found.errors.extend(discovered.errors);
     }
     let mut seen = HashSet::new();
     found.paths.retain(|p| seen.insert(canonical(p)));
@@ -299,7 +303,7 @@ mod tests {
             package_paths: Vec::new(),
         };
         let found = discover(&options);
-        assert_eq!(names(&found), ["p.sh", "e.py", "a.py", "bin-tool", "gate.ts", "index.py", "index.ts", "x.py"]);
+        assert_eq!(names(&found), ["x.py", "p.sh", "e.py", "a.py", "bin-tool", "gate.ts", "index.py", "index.ts"]);
         assert_eq!(found.errors.len(), 2, "{:?}", found.errors);
         assert!(found.errors[0].1.contains("extension not found"));
         assert!(found.errors[1].1.contains("no extension entry point"));
@@ -339,7 +343,7 @@ mod tests {
             package_paths: Vec::new(),
         };
         let found = discover(&options);
-        assert_eq!(names(&found), ["keep.js", "main.ts", "a.ts", "b.ts", "drop.ts"], "{:?}", found.errors);
+        assert_eq!(names(&found), ["drop.ts", "keep.js", "main.ts", "a.ts", "b.ts"], "{:?}", found.errors);
         assert!(found.errors.is_empty());
     }
 
