@@ -250,7 +250,7 @@ pub fn builtin_models() -> Vec<Model> {
 }
 
 /// Every classifier and image model of the built-in catalog, in its order
-/// (`typed_catalog.json`, see [`super::typed_models`]).
+/// (`typed_catalog.json`, transcribed by `gen_typed_catalog.py`).
 pub fn typed_catalog() -> &'static [Value] {
     static CATALOG: OnceLock<Vec<Value>> = OnceLock::new();
     CATALOG.get_or_init(|| {
