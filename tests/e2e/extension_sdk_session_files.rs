@@ -5,7 +5,9 @@
 //! (ids, clock readings and the prompt's wording normalised), and each
 //! program opens the other's file: pi 1.6.0 with `switch_session` on
 //! pi-rpc's file, pi-rpc with `switch_session` and `SessionManager.open()`
-//! on pi's.
+//! on pi's. A `SessionManager`'s own `newSession`, `setSessionFile` and
+//! `createBranchedSession`, in memory and over files, are compared with pi's
+//! the same way (`/smgr`).
 //!
 //! Needs node 22, the host's packages and the reference pi from
 //! `target/tools` (`scripts/install-test-tools.sh`); skipped without them
@@ -20,17 +22,22 @@ use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, spawn_reference};
 use crate::extension_sdk_session::without_wording;
-use crate::harness::Sandbox;
+use crate::harness::{Pi, Sandbox};
 
 /// `/filesub` runs a sub-session with a file, then resumes it; `/open PATH`
-/// opens a session file with `SessionManager.open()`.
+/// opens a session file with `SessionManager.open()`; `/smgr` changes a
+/// manager's session with its own `newSession`, `setSessionFile` and
+/// `createBranchedSession`, in memory and over files.
 const FILE_SESSION: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
 import { createAgentSession, getAgentDir, SessionManager } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
-/** Entries without what differs from run to run: ids by order of appearance, clock readings, usage. */
-function stable(entries: any[], cwd: string): any[] {
+/**
+ * Entries without what differs from run to run: ids by order of appearance, clock readings, usage;
+ * a header's `parentSession` through `name` (a file's role in the scenario).
+ */
+function stable(entries: any[], cwd: string, name = (file: any) => file): any[] {
   const ids = new Map<string, string>();
   const ref = (id: any) => {
     if (typeof id !== "string") return id;
@@ -40,7 +47,10 @@ function stable(entries: any[], cwd: string): any[] {
   const volatile = ["timestamp", "usage", "durationMs", "responseId"];
   return entries.map((e) => {
     const out = JSON.parse(JSON.stringify(e, (key, v) => (volatile.includes(key) ? undefined : v)));
-    if (out.type === "session") return { ...out, id: "<id>", cwd: out.cwd === cwd ? "<cwd>" : out.cwd };
+    if (out.type === "session") {
+      const parent = "parentSession" in out ? { parentSession: name(out.parentSession) } : {};
+      return { ...out, id: "<id>", cwd: out.cwd === cwd ? "<cwd>" : out.cwd, ...parent };
+    }
     for (const key of ["id", "parentId", "firstKeptEntryId", "targetId"]) if (key in out) out[key] = ref(out[key]);
     return out;
   });
@@ -83,6 +93,111 @@ export default function (pi: ExtensionAPI) {
       }), "info");
     },
   });
+  pi.registerCommand("smgr", {
+    handler: async (_args, ctx) => {
+      const cwd = ctx.cwd;
+      const known = new Map<string, string>();
+      const name = (file: any) => (typeof file !== "string" ? file : (known.get(file) ?? (file.startsWith(cwd) ? path.relative(cwd, file) : file)));
+      const attempt = (f: () => any) => {
+        try {
+          return f();
+        } catch (e: any) {
+          return { error: String(e?.message ?? e).replace(cwd, "<cwd>") };
+        }
+      };
+      const onDisk = (file: any) => (typeof file === "string" && fs.existsSync(file) ? stable(lines(file), cwd, name) : "missing");
+      const view = (sm: any) => ({
+        file: sm.getSessionFile() === undefined ? "none" : name(sm.getSessionFile()),
+        written: sm.getSessionFile() ? fs.existsSync(sm.getSessionFile()) : "none",
+        leaf: sm.getLeafId() === (sm.getEntries().at(-1)?.id ?? null),
+        entries: stable([sm.getHeader(), ...sm.getEntries()], cwd, name),
+      });
+      const user = (text: string) => ({ role: "user", content: text, timestamp: 1 });
+      const reply = (text: string) => ({ role: "assistant", content: [{ type: "text", text }], api: "openai-completions", provider: "p", model: "m", stopReason: "stop", timestamp: 2 });
+      // A tree: labels inside the path (one cleared), a compaction keeping an entry, a side branch labelling the path.
+      const grow = (sm: any) => {
+        sm.appendModelChange("p", "m");
+        const u1 = sm.appendMessage(user("hi"));
+        const a1 = sm.appendMessage(reply("hello"));
+        sm.appendLabelChange(u1, "start");
+        sm.appendLabelChange(a1, "gone");
+        sm.appendLabelChange(a1, undefined);
+        sm.appendMessage(user("more"));
+        sm.appendCompaction("summary", a1, 100);
+        const a2 = sm.appendMessage(reply("done"));
+        sm.appendLabelChange(a2, "end");
+        sm.branch(a1);
+        sm.appendMessage(user("side"));
+        sm.appendLabelChange(u1, "first");
+        sm.branch(a2);
+        return a2;
+      };
+      const out: any = {};
+      // In memory: nothing written, the session replaced.
+      const mem = SessionManager.inMemory(cwd);
+      const memLeaf = grow(mem);
+      const memId = mem.getSessionId();
+      out.memBranch = { returned: attempt(() => mem.createBranchedSession(memLeaf)) ?? "undefined", newId: mem.getSessionId() !== memId, ...view(mem) };
+      out.memMissing = attempt(() => mem.createBranchedSession("nothere"));
+      out.memNew = { returned: attempt(() => mem.newSession({ parentSession: "/x/parent.jsonl" })) ?? "undefined", ...view(mem) };
+      out.memBadId = attempt(() => mem.newSession({ id: "bad id!" }));
+      out.memId = { returned: attempt(() => mem.newSession({ id: "my-id.1" })) ?? "undefined", id: mem.getSessionId() };
+      out.memEmptyBranch = attempt(() => mem.createBranchedSession());
+      // Over files: the branch in a new file naming the old one.
+      const dir = path.join(cwd, "smgr");
+      const sm: any = SessionManager.create(cwd, dir);
+      const leaf = grow(sm);
+      const first = sm.getSessionFile();
+      known.set(first, "<first>");
+      const branched = attempt(() => sm.createBranchedSession(leaf));
+      known.set(branched, "<branched>");
+      out.fileBranch = {
+        inDir: typeof branched === "string" && path.dirname(branched) === dir,
+        named: typeof branched === "string" && path.basename(branched).endsWith(`_${sm.getSessionId()}.jsonl`),
+        current: branched === sm.getSessionFile(),
+        disk: onDisk(branched),
+        ...view(sm),
+        firstKept: onDisk(first).length,
+      };
+      // A branch that does not talk yet: no file until it does.
+      const quiet: any = SessionManager.create(cwd, dir);
+      known.set(quiet.getSessionFile(), "<quiet>");
+      const setup = quiet.appendModelChange("p", "m");
+      quiet.appendMessage(user("hi"));
+      const quietBranch = attempt(() => quiet.createBranchedSession(setup));
+      known.set(quietBranch, "<quietBranch>");
+      out.quietBranch = { written: typeof quietBranch === "string" && fs.existsSync(quietBranch), ...view(quiet) };
+      quiet.appendMessage(user("now"));
+      out.quietTalks = onDisk(quietBranch);
+      // `newSession`: a new file of the directory, written once the session talks.
+      const fresh = attempt(() => sm.newSession({ parentSession: first }));
+      known.set(fresh, "<new>");
+      out.fileNew = { inDir: typeof fresh === "string" && path.dirname(fresh) === dir, ...view(sm) };
+      sm.appendMessage(user("again"));
+      out.fileNewTalks = onDisk(fresh);
+      // `setSessionFile`: a session file, a missing one, an empty one, one that is not a session.
+      out.setExisting = { returned: attempt(() => sm.setSessionFile(first)) ?? "undefined", ...view(sm) };
+      const appended = sm.appendMessage(user("appended"));
+      out.setExistingAppends = lines(first).at(-1).id === appended;
+      const missing = path.join(cwd, "elsewhere", "missing.jsonl");
+      fs.mkdirSync(path.dirname(missing), { recursive: true });
+      out.setMissing = { returned: attempt(() => sm.setSessionFile(missing)) ?? "undefined", ...view(sm) };
+      sm.appendMessage(user("there"));
+      out.setMissingTalks = onDisk(missing);
+      const empty = path.join(cwd, "empty.jsonl");
+      fs.writeFileSync(empty, "");
+      out.setEmpty = { returned: attempt(() => sm.setSessionFile(empty)) ?? "undefined", ...view(sm), disk: onDisk(empty) };
+      const junk = path.join(cwd, "junk.jsonl");
+      fs.writeFileSync(junk, "not json\n");
+      out.setJunk = { ...attempt(() => sm.setSessionFile(junk)), file: name(sm.getSessionFile()), entries: sm.getEntries().length };
+      // An in-memory manager over a file: its entries, nothing written.
+      const memOverFile = SessionManager.inMemory(cwd);
+      out.memSet = { returned: attempt(() => memOverFile.setSessionFile(first)) ?? "undefined", ...view(memOverFile) };
+      memOverFile.appendMessage(user("not written") as any);
+      out.memSetWrites = onDisk(first).length;
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
   pi.registerCommand("open", {
     handler: async (args, ctx) => {
       const sm = SessionManager.open(args.trim());
@@ -119,7 +234,9 @@ fn strip(value: &mut Value) {
     }
 }
 
-async fn run(reference: bool, node: &Path, dir: &Path, cli: &Path, foreign: Option<&str>) -> Run {
+/// A sandbox with the `file-session.ts` extension and the model's three answers, and the program in it
+/// (pi 1.6.0 when `reference`).
+async fn start(reference: bool, node: &Path, dir: &Path, cli: &Path) -> (Sandbox, Pi) {
     let sb = Sandbox::with_server().await;
     host_settings(&sb, node, dir, json!({}));
     write_module(&sb, "file-session.ts", FILE_SESSION);
@@ -128,17 +245,27 @@ async fn run(reference: bool, node: &Path, dir: &Path, cli: &Path, foreign: Opti
     sb.server().push(Reply::text("It says to buy milk."));
     sb.server().push(Reply::text("You are welcome."));
     let docs = cli.parent().and_then(|d| d.parent()).expect("the reference package").to_path_buf();
-    let mut pi = if reference {
+    let pi = if reference {
         spawn_reference(&sb, node, cli)
     } else {
         sb.spawn_with_env(&["--no-session"], &[("PI_RPC_DOCS_DIR", &docs)])
     };
-    pi.send(json!({"id": "sub", "type": "prompt", "message": "/filesub"})).await;
+    (sb, pi)
+}
+
+/// The JSON `command` notified, once it ran without an extension error.
+async fn note_of(pi: &mut Pi, id: &str, command: &str) -> Value {
+    pi.send(json!({"id": id, "type": "prompt", "message": command})).await;
     let lines = pi.until(|v| v["method"] == "notify").await;
     assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
-    let root = sb.cwd.path().display().to_string();
     let text = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
-    let mut note: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/filesub notified {text}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{command} notified {text}: {e}"))
+}
+
+async fn run(reference: bool, node: &Path, dir: &Path, cli: &Path, foreign: Option<&str>) -> Run {
+    let (sb, mut pi) = start(reference, node, dir, cli).await;
+    let mut note = note_of(&mut pi, "sub", "/filesub").await;
+    let root = sb.cwd.path().display().to_string();
     let file = PathBuf::from(note["file"].as_str().expect("the session file"));
     let file_text = std::fs::read_to_string(&file).expect("the sub-session's file");
     note["file"] = json!("<file>");
@@ -164,11 +291,7 @@ async fn run(reference: bool, node: &Path, dir: &Path, cli: &Path, foreign: Opti
         without_wording(&mut messages);
         switched = Some(messages);
         if !reference {
-            pi.send(json!({"id": "op", "type": "prompt", "message": format!("/open {path}")})).await;
-            let lines = pi.until(|v| v["method"] == "notify").await;
-            assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
-            let text = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
-            let mut value: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/open notified {text}: {e}"));
+            let mut value = note_of(&mut pi, "op", &format!("/open {path}")).await;
             without_wording(&mut value);
             opened = Some(value);
         }
@@ -243,4 +366,33 @@ async fn an_sdk_sessions_file_is_pis() {
     let opened = again.opened.expect("/open");
     assert_eq!(opened["file"], true, "{opened}");
     assert_eq!(opened["entries"], theirs.note["entries"], "SessionManager.open() on pi's file");
+}
+
+#[tokio::test]
+async fn a_session_managers_own_session_changes_are_pis() {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return };
+    let Some(cli) = reference_cli() else { return };
+    let mut notes = Vec::new();
+    for reference in [false, true] {
+        let (sb, mut pi) = start(reference, &node, &dir, &cli).await;
+        let note = note_of(&mut pi, "smgr", "/smgr").await;
+        let root = sb.cwd.path().display().to_string();
+        notes.push(serde_json::from_str::<Value>(&note.to_string().replace(&root, "<cwd>")).expect("json"));
+    }
+    let (ours, theirs) = (&notes[0], &notes[1]);
+    // The branch: its path without label entries, chained again, the compaction keeping its entry,
+    // the labels in force made again at its end, a new id; over files a new file naming the old one.
+    let kinds = |entries: &Value| -> Vec<String> {
+        entries.as_array().into_iter().flatten().map(|e| e["type"].as_str().unwrap_or_default().to_string()).collect()
+    };
+    let branch =
+        ["session", "model_change", "message", "message", "message", "compaction", "message", "label", "label"];
+    assert_eq!(kinds(&ours["memBranch"]["entries"]), branch, "{ours}");
+    assert_eq!(ours["memBranch"]["newId"], true, "{ours}");
+    assert_eq!(ours["fileBranch"]["disk"], ours["fileBranch"]["entries"], "{ours}");
+    assert_eq!(ours["fileBranch"]["entries"][0]["parentSession"], "<first>", "{ours}");
+    assert_eq!(ours["quietBranch"]["written"], false, "{ours}");
+    assert_eq!(ours["setExistingAppends"], true, "{ours}");
+    // All of it as pi 1.6.0 does it.
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -23,6 +23,7 @@ mod examples_side_by_side;
 mod extension_agent_core;
 mod extension_api;
 mod extension_builtin_factories;
+mod extension_builtin_tools;
 mod extension_host;
 mod extension_host_install;
 mod extension_mcp;

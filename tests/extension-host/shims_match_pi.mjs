@@ -95,8 +95,6 @@ const KNOWN_GAPS = {
 	// Virtual-model routing by hand (a session routes its own requests; another extension's router is in its own process).
 	"pi-coding-agent.ModelRuntime": ["resolveModel"],
 	"pi-coding-agent.ProjectTrustStore": ["getEntry", "setMany"],
-	// A session manager's own session replacement (an SDK session replaces sessions through AgentSessionRuntime).
-	"pi-coding-agent.SessionManager#": ["setSessionFile", "newSession", "createBranchedSession"],
 };
 // Members the host's classes set on each instance (pi's are on the prototype).
 const ON_INSTANCES = { "pi-coding-agent.AgentSession": ["resourceLoader"] };

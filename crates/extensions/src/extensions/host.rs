@@ -82,6 +82,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/agent-session.cjs", include_str!("host/shims/coding-agent/agent-session.cjs")),
     ("shims/coding-agent/session-memory.cjs", include_str!("host/shims/coding-agent/session-memory.cjs")),
     ("shims/coding-agent/session-file.cjs", include_str!("host/shims/coding-agent/session-file.cjs")),
+    ("shims/coding-agent/session-switch.cjs", include_str!("host/shims/coding-agent/session-switch.cjs")),
     ("shims/coding-agent/settings.cjs", include_str!("host/shims/coding-agent/settings.cjs")),
     ("shims/coding-agent/models.cjs", include_str!("host/shims/coding-agent/models.cjs")),
     ("shims/coding-agent/session-models.cjs", include_str!("host/shims/coding-agent/session-models.cjs")),

@@ -197,9 +197,77 @@ impl Agent {
     }
 
     /// `codemode` and `tool_search` when an extension registered them
-    /// through pi's factories: names `setActiveTools()` may activate.
+    /// through pi's factories, or pi's built-in extensions register them
+    /// ([`Agent::builtin_extension_tools`]): names `setActiveTools()` may
+    /// activate.
     pub(super) fn factory_tools(&self) -> Vec<&'static str> {
-        [CODEMODE, TOOL_SEARCH].into_iter().filter(|tool| self.mcp.factories.owner(tool).is_some()).collect()
+        let mut tools: Vec<&'static str> =
+            [CODEMODE, TOOL_SEARCH].into_iter().filter(|tool| self.mcp.factories.owner(tool).is_some()).collect();
+        tools.extend(self.builtin_extension_tools());
+        tools
+    }
+
+    /// `codemode` and `tool_search` as pi's built-in extensions
+    /// (`builtin:codemode`, `builtin:tool-search`) register them, inactive,
+    /// when no extension's factory took them over: unless the built-in is
+    /// off (`--no-extensions`, `-builtin:…`), or `--tools`' allowlist does
+    /// not match it, as pi registers no tool it does not name (`--no-tools`: none).
+    fn builtin_extension_tools(&self) -> Vec<&'static str> {
+        let factories = &self.mcp.factories;
+        if self.ext.no_tools() {
+            return Vec::new();
+        }
+        [(CODEMODE, "codemode"), (TOOL_SEARCH, "tool-search")]
+            .into_iter()
+            .filter(|(tool, extension)| {
+                factories.owner(tool).is_none() && factories.builtin_loaded(extension) && self.ext.tool_allowed(tool)
+            })
+            .map(|(tool, _)| tool)
+            .collect()
+    }
+
+    /// `getAllTools()` entries of the tools of pi's built-in extensions, after
+    /// the session's own, as pi lists them: `codemode`, `tool_search` (see
+    /// [`Agent::builtin_extension_tools`]), then the MCP servers' tools,
+    /// which pi's MCP extension (or the extension owning MCP through its
+    /// factory) registers as they connect, with each one's exposure.
+    pub(super) fn builtin_tool_listing(&self) -> Vec<Value> {
+        let builtins = self.builtin_extension_tools().into_iter().map(|name| {
+            let tool: std::sync::Arc<dyn crate::tools::Tool> = match name {
+                CODEMODE => std::sync::Arc::new(pi_mcp::codemode::CodemodeTool::new(Vec::new(), None)),
+                _ => std::sync::Arc::new(crate::mcp::search::ToolSearch::new(Vec::new(), None)),
+            };
+            json!({
+                "name": tool.name(),
+                "description": tool.description(),
+                "parameters": tool.parameters(),
+                "promptGuidelines": tool.prompt_guidelines(),
+                // pi registers both as `model-only`: the model calls them, scripts do not.
+                "exposure": "model-only",
+                "path": Value::Null,
+                "builtinPath": builtin_path(tool.name()),
+            })
+        });
+        let owner = self.mcp.factories.owner("mcp");
+        // pi lists them whatever `--tools` names (the allowlist leaves MCP's own alone).
+        let mcp = self.mcp.tools().into_iter().map(|exposed| {
+            let tool = &exposed.tool;
+            json!({
+                "name": tool.name(),
+                "description": tool.description(),
+                "parameters": tool.parameters(),
+                "promptGuidelines": tool.prompt_guidelines(),
+                // pi's MCP extension registers a `codemode` server's tools as `deferred`
+                // (both keep them from the model and codemode's listing).
+                "exposure": match exposed.exposure {
+                    crate::mcp::Exposure::Codemode => "deferred",
+                    other => other.as_str(),
+                },
+                "path": owner,
+                "builtinPath": crate::mcp::command::PATH,
+            })
+        });
+        builtins.chain(mcp).collect()
     }
 
     /// `getAllTools()` entries of the tools [`Agent::factory_tools`] names,

@@ -43,7 +43,11 @@ impl Agent {
                         })
                     })
                     .collect();
-                let tools = tools.into_iter().chain(self.factory_tool_listing()).collect::<Vec<_>>();
+                let tools = tools
+                    .into_iter()
+                    .chain(self.factory_tool_listing())
+                    .chain(self.builtin_tool_listing())
+                    .collect::<Vec<_>>();
                 Ok(json!({"tools": tools}))
             }
             ExtRequest::GetSession => Ok(json!({

@@ -14,27 +14,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 const { MemorySessionManager } = require("./session-memory.cjs");
 const { uuidv7 } = require("../ai/misc.cjs");
-
-/** Entries of a session file; `[]` when it is missing or not a pi session. */
-function readSessionFile(file) {
-	let text;
-	try {
-		text = fs.readFileSync(file, "utf8");
-	} catch {
-		return [];
-	}
-	const entries = [];
-	for (const line of text.split("\n")) {
-		if (!line.trim()) continue;
-		try {
-			entries.push(JSON.parse(line));
-		} catch {
-			// a torn or broken line is skipped, as pi skips it
-		}
-	}
-	const header = entries[0];
-	return header?.type === "session" && typeof header.id === "string" ? entries : [];
-}
+const { hasConversation, readSessionFile } = require("./session-switch.cjs");
 
 /** The newest `.jsonl` session of `dir` (by modification time), with a header for `cwd` when given. */
 function mostRecentSession(dir, cwd) {
@@ -77,7 +57,7 @@ class FileSessionManager extends MemorySessionManager {
 		this.flushed = entries.length > 0;
 		if (file && entries.length === 0 && fs.existsSync(file)) {
 			// An empty file becomes this new session.
-			this.#rewrite();
+			this.rewriteFile();
 			this.flushed = true;
 		}
 	}
@@ -88,10 +68,6 @@ class FileSessionManager extends MemorySessionManager {
 	getSessionDir() {
 		return this.sessionDir;
 	}
-	getSessionFile() {
-		return this.sessionFile;
-	}
-
 	append(type, fields) {
 		const id = super.append(type, fields);
 		this.#persist(this.byId.get(id));
@@ -104,14 +80,13 @@ class FileSessionManager extends MemorySessionManager {
 		return id;
 	}
 
-	#rewrite() {
+	rewriteFile() {
 		fs.writeFileSync(this.sessionFile, [this.header, ...this.entries].map((e) => `${JSON.stringify(e)}\n`).join(""));
 	}
 
 	#persist(entry) {
 		if (!this.flushed) {
-			const talk = this.entries.some((e) => e.type === "message" && (e.message?.role === "user" || e.message?.role === "assistant"));
-			if (!talk) return;
+			if (!hasConversation(this.entries)) return;
 			fs.writeFileSync(this.sessionFile, [this.header, ...this.entries].map((e) => `${JSON.stringify(e)}\n`).join(""), { flag: "wx" });
 			this.flushed = true;
 			return;

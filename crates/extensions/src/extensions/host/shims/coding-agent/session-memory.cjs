@@ -3,6 +3,7 @@
 // memory: a header, then entries linked by `parentId`, the leaf the next
 // entry hangs from, entry ids of eight hex digits; the context of the leaf's
 // branch is built by pi's rules (projection.cjs). Nothing is written to disk.
+// `newSession`, `setSessionFile`, `createBranchedSession`: session-switch.cjs.
 
 "use strict";
 
@@ -10,30 +11,50 @@ const { randomUUID } = require("node:crypto");
 const path = require("node:path");
 const projection = require("./projection.cjs");
 const { getCurrentSystemMessage } = require("../ai/transcript.cjs");
+const switching = require("./session-switch.cjs");
 
 const SESSION_VERSION = 3;
 
 class MemorySessionManager {
 	constructor(cwd = process.cwd(), options = {}, entries) {
 		this.cwd = path.resolve(cwd);
-		this.byId = new Map();
-		this.entries = [];
-		this.leafId = null;
-		this.sessionId = options?.id ?? randomUUID();
-		this.header = {
+		this.sessionFile = undefined;
+		const header = {
 			type: "session",
 			version: SESSION_VERSION,
-			id: this.sessionId,
+			id: options?.id ?? randomUUID(),
 			timestamp: new Date().toISOString(),
 			cwd: this.cwd,
 			parentSession: options?.parentSession,
 		};
-		for (const entry of entries ?? []) {
+		this.replaceSession(header, entries ?? []);
+	}
+
+	/** This manager now holds the session of `header` with `entries` (a header among them skipped); the leaf is the last. */
+	replaceSession(header, entries) {
+		this.header = header;
+		this.sessionId = header.id;
+		this.byId = new Map();
+		this.entries = [];
+		this.leafId = null;
+		for (const entry of entries) {
 			if (entry?.type === "session") continue;
 			this.entries.push(entry);
 			if (entry?.id) this.byId.set(entry.id, entry);
 			this.leafId = entry?.id ?? this.leafId;
 		}
+	}
+
+	/** Writes the whole session to its file (a file-backed manager's; nothing in memory). */
+	rewriteFile() {}
+	newSession(options) {
+		return switching.newSession(this, options);
+	}
+	setSessionFile(file) {
+		switching.setSessionFile(this, file);
+	}
+	createBranchedSession(leafId) {
+		return switching.createBranchedSession(this, leafId);
 	}
 
 	/** A fresh id, unique in this session. */
@@ -70,7 +91,7 @@ class MemorySessionManager {
 		return this.sessionId;
 	}
 	getSessionFile() {
-		return undefined;
+		return this.sessionFile;
 	}
 	getHeader() {
 		return this.header;
