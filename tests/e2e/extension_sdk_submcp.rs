@@ -30,14 +30,11 @@ use crate::extension_sdk_services::notified_where;
 use crate::harness::Sandbox;
 use crate::mcp::{Servers, write_mcp};
 
-const SDK_SUBMCP: &str = r#"import {
-  createAgentSession, createCodemodeExtension, createMcpExtension, DefaultResourceLoader, getAgentDir, SessionManager,
-} from "@earendil-works/pi-coding-agent";
-import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-
-const stable = (text: string) => text.replace(/Wall time [0-9.]+ seconds/g, "Wall time N seconds");
-
-async function subSession(ctx: any, factories: any[], notes: any[], errors: string[]) {
+/// The TypeScript helper both extensions use: an SDK session over the given
+/// factories, its UI's notes and its extension errors collected.
+macro_rules! sub_session_ts {
+    () => {
+        r#"async function subSession(ctx: any, factories: any[], notes: any[], errors: string[]) {
   const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: factories } as any);
   await resourceLoader.reload();
   const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, noTools: true } as any);
@@ -45,7 +42,21 @@ async function subSession(ctx: any, factories: any[], notes: any[], errors: stri
   await session.bindExtensions({ uiContext: ui, mode: "rpc", onError: (e: any) => errors.push(`${e.event}: ${e.error}`) } as any);
   return session;
 }
+"#
+    };
+}
 
+const SDK_SUBMCP: &str = concat!(
+    r#"import {
+  createAgentSession, createCodemodeExtension, createMcpExtension, DefaultResourceLoader, getAgentDir, SessionManager,
+} from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const stable = (text: string) => text.replace(/Wall time [0-9.]+ seconds/g, "Wall time N seconds");
+
+"#,
+    sub_session_ts!(),
+    r#"
 export default function (pi: ExtensionAPI) {
   pi.registerCommand("submcptools", {
     handler: async (_args, ctx) => {
@@ -90,7 +101,8 @@ export default function (pi: ExtensionAPI) {
     },
   });
 }
-"#;
+"#
+);
 
 /// The script: the codemode server's `get_sum` called from codemode.
 const SCRIPT: &str = r#"const sum = await tools.mcp__everything__get_sum({ a: 2, b: 3 });
@@ -183,7 +195,8 @@ async fn an_sdk_session_is_warned_with_pis_reason_when_auto_enable_codemode_is_f
 /// the changed list adds and the model calls it; then an extension of the sub-session registers
 /// `late` (the fixture again, its pids in `<pid file>.late`) and the session waits for its tools;
 /// `/mcp` is prompted there; the session is disposed.
-const SDK_SUBCONN: &str = r#"import { createAgentSession, createMcpExtension, DefaultResourceLoader, getAgentDir, SessionManager } from "@earendil-works/pi-coding-agent";
+const SDK_SUBCONN: &str = concat!(
+    r#"import { createAgentSession, createMcpExtension, DefaultResourceLoader, getAgentDir, SessionManager } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -194,15 +207,9 @@ async function eventually(done: () => boolean) {
   return done();
 }
 
-async function subSession(ctx: any, factories: any[], notes: any[], errors: string[]) {
-  const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: factories } as any);
-  await resourceLoader.reload();
-  const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, noTools: true } as any);
-  const ui: any = { notify: (message: string, level: string) => { notes.push([message, level ?? null]); } };
-  await session.bindExtensions({ uiContext: ui, mode: "rpc", onError: (e: any) => errors.push(`${e.event}: ${e.error}`) } as any);
-  return session;
-}
-
+"#,
+    sub_session_ts!(),
+    r#"
 export default function (pi: ExtensionAPI) {
   pi.registerCommand("subconn", {
     handler: async (_args, ctx) => {
@@ -242,7 +249,8 @@ export default function (pi: ExtensionAPI) {
     },
   });
 }
-"#;
+"#
+);
 
 /// Whether process `pid` still runs (a zombie does not count).
 fn running(pid: u32) -> bool {

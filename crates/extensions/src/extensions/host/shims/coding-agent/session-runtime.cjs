@@ -19,6 +19,7 @@ const { getAgentDir } = require("./runtime.cjs");
 const { SessionManager } = require("./session.cjs");
 const { FileSessionManager } = require("./session-file.cjs");
 const { MemorySessionManager } = require("./session-memory.cjs");
+const { relinkedBranch } = require("./session-switch.cjs");
 const { SettingsManager } = require("./settings.cjs");
 const { ModelRuntime } = require("./models.cjs");
 const { DefaultResourceLoader } = require("./resources.cjs");
@@ -236,26 +237,8 @@ class AgentSessionRuntime {
  * each labelled entry kept.
  */
 function branchedEntries(sm, leafId) {
-	const branch = sm.getBranch(leafId);
-	if (branch.length === 0) throw new Error(`Entry ${leafId} not found`);
-	const kept = [];
-	const labelTarget = new Map();
-	let pending = [];
-	let parentId = null;
-	for (const entry of branch) {
-		if (entry.type === "label") {
-			pending.push(entry.id);
-			continue;
-		}
-		for (const id of pending) labelTarget.set(id, entry.id);
-		pending = [];
-		const copy = { ...entry, parentId };
-		if (entry.type === "compaction" && entry.firstKeptEntryId !== entry.id) {
-			copy.firstKeptEntryId = labelTarget.get(entry.firstKeptEntryId) ?? entry.firstKeptEntryId;
-		}
-		kept.push(copy);
-		parentId = entry.id;
-	}
+	const kept = relinkedBranch(sm, leafId);
+	let parentId = kept.at(-1)?.id ?? null;
 	const ids = new Set(kept.map((e) => e.id));
 	const labels = [];
 	for (const entry of kept) {

@@ -113,14 +113,12 @@ function freshId(taken) {
 }
 
 /**
- * pi's `createBranchedSession(leafId)`: the path from the root to `leafId`
- * as a new session (label entries left out and the path chained again
- * without them, a compaction's kept entry moved off a dropped label), then
- * one label entry for each label in force on the path. File-backed: the new
- * file's path (written now if the path talks), else undefined.
+ * The path from the root to `leafId` without its label entries, the rest
+ * re-linked in order (a compaction's kept entry moved off a dropped label to
+ * the entry after it), as pi's branched sessions start; pi's "Entry … not
+ * found" for an unknown id.
  */
-function createBranchedSession(manager, leafId) {
-	const previousFile = manager.getSessionFile();
+function relinkedBranch(manager, leafId) {
 	const branch = manager.getBranch(leafId);
 	if (branch.length === 0) throw new Error(`Entry ${leafId} not found`);
 	const kept = [];
@@ -141,6 +139,20 @@ function createBranchedSession(manager, leafId) {
 		kept.push(copy);
 		parentId = entry.id;
 	}
+	return kept;
+}
+
+/**
+ * pi's `createBranchedSession(leafId)`: the path from the root to `leafId`
+ * as a new session (label entries left out and the path chained again
+ * without them, a compaction's kept entry moved off a dropped label), then
+ * one label entry for each label in force on the path. File-backed: the new
+ * file's path (written now if the path talks), else undefined.
+ */
+function createBranchedSession(manager, leafId) {
+	const previousFile = manager.getSessionFile();
+	const kept = relinkedBranch(manager, leafId);
+	let parentId = kept.at(-1)?.id ?? null;
 	const persisted = manager.isPersisted();
 	const header = sessionHeader(uuidv7(), manager.getCwd(), persisted ? previousFile : undefined);
 	const ids = new Set(kept.map((e) => e.id));
@@ -160,4 +172,4 @@ function createBranchedSession(manager, leafId) {
 	return manager.sessionFile;
 }
 
-module.exports = { createBranchedSession, hasConversation, newSession, readSessionFile, setSessionFile, VALID_SESSION_ID };
+module.exports = { createBranchedSession, hasConversation, newSession, readSessionFile, relinkedBranch, setSessionFile, VALID_SESSION_ID };
