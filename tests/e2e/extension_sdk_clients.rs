@@ -270,7 +270,8 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
     let offline = command != "package-settings";
     let mut pi = if reference { spawn_reference_with(&sb, &node, &cli, offline) } else { sb.spawn(&["--no-session"]) };
     // A long command notifies `{"progress": n}` after each step; its note is the last notification.
-    let mut text = notified_where(&mut pi, &sb, command, |m| !m.starts_with("{\"progress\"")).await.pop().unwrap_or_default();
+    let mut text =
+        notified_where(&mut pi, &sb, command, |m| !m.starts_with("{\"progress\"")).await.pop().unwrap_or_default();
     // A local package is written relative to the agent directory: `../<cwd's name>/…`.
     if let Some(cwd_name) = sb.cwd.path().file_name().and_then(|n| n.to_str()) {
         text = text.replace(&format!("../{cwd_name}/"), "../<cwd name>/");
