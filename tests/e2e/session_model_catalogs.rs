@@ -497,3 +497,74 @@ async fn every_built_in_providers_catalog_and_its_typed_models_are_pis() {
     assert_eq!(pi["auth"], true, "{pi}");
     assert_eq!(ours, pi, "pi-rpc, then pi 1.6.0");
 }
+
+/// One program's calls of stored models whose API their provider does not
+/// declare: Fireworks' (by API: Anthropic Messages and Chat Completions) of
+/// OpenAI Responses, and of Anthropic Messages; Groq's (one API, Chat
+/// Completions) of Anthropic Messages. Each: `set_model`, a prompt's outcome
+/// and the chat request it made (path, key, model).
+async fn run_undeclared(program: Program<'_>) -> Value {
+    let sb = Sandbox::with_server().await;
+    let server = sb.server();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let model = |provider: &str, id: &str, api: &str| {
+        served(id, json!({"provider": provider, "api": api, "baseUrl": server.base_url()}))
+    };
+    let entry = |models: Vec<Value>| json!({"models": models, "lastModified": 1_796_000_000_000u64, "checkedAt": now});
+    let stored = json!({
+        "fireworks": entry(vec![model("fireworks", "fw-odd", "openai-responses"), model("fireworks", "fw-anth", "anthropic-messages")]),
+        "groq": entry(vec![model("groq", "groq-odd", "anthropic-messages")]),
+    });
+    std::fs::write(sb.agent_dir.path().join("models-store.json"), stored.to_string()).expect("models-store.json");
+    let mut cmd = program_command(program, &sb, server, &["--mode", "rpc", "--no-session"], &[]);
+    cmd.env("FIREWORKS_API_KEY", "fw-key").env("GROQ_API_KEY", "groq-key");
+    let mut pi = match program {
+        Program::Reference { .. } => Pi::start_unchecked(cmd),
+        Program::Ours => Pi::start(cmd),
+    };
+    let odd = ["fw-odd", "fw-anth", "groq-odd"];
+    let available = available_until(&mut pi, |m| odd.iter().all(|id| m.iter().any(|m| m["id"] == *id))).await;
+    let mut listed: Vec<Value> = available
+        .iter()
+        .filter(|m| odd.contains(&m["id"].as_str().unwrap_or_default()))
+        .map(|m| json!([m["provider"], m["id"], m["api"]]))
+        .collect();
+    listed.sort_by_key(Value::to_string);
+    let mut calls = Vec::new();
+    for (provider, id) in [("fireworks", "fw-odd"), ("fireworks", "fw-anth"), ("groq", "groq-odd")] {
+        server.set_fallback(pi_compat::fake_server::Reply::text(&format!("{id} answers")));
+        let before = server.requests().len();
+        let set = pi.call("set", json!({"type": "set_model", "provider": provider, "modelId": id})).await;
+        pi.send(json!({"id": "p", "type": "prompt", "message": "hello"})).await;
+        let settled = pi.until_type("agent_settled").await;
+        let answer = settled.iter().rev().find(|v| v["type"] == "message_end" && v["message"]["role"] == "assistant");
+        let answer = answer.map(|v| json!([v["message"]["stopReason"], v["message"]["errorMessage"], v["message"]["content"]]));
+        let requests: Vec<Value> = server.requests()[before..]
+            .iter()
+            .filter(|r| !r.path.starts_with("/api/"))
+            .map(|r| json!([r.path, r.header("authorization").or(r.header("x-api-key")), r.body["model"]]))
+            .collect();
+        calls.push(json!({"model": id, "set": set["success"], "answer": answer, "requests": requests}));
+    }
+    pi.close_stdin();
+    pi.wait().await;
+    json!({"listed": listed, "calls": calls})
+}
+
+/// pi-ai's built-in providers dispatch by API (Fireworks: an implementation
+/// for each API of its catalog) or stream every model with their one API
+/// (Groq): a stored model of an API Fireworks does not declare fails with
+/// pi's error and no request, one of an API it declares is called by it, and
+/// Groq's of another API is called with Groq's own (Chat Completions).
+/// Compared whole with pi 1.6.0's.
+#[tokio::test]
+async fn a_stored_model_of_an_api_its_provider_does_not_declare_is_called_as_pis() {
+    let Some((node, cli)) = node22().zip(reference_cli()) else { return };
+    let (pi, ours) = tokio::join!(run_undeclared(Program::Reference { node: &node, cli: &cli }), run_undeclared(Program::Ours));
+    // What pi 1.6.0 does, so that the comparison cannot pass on nothing.
+    let odd = &pi["calls"][0];
+    assert_eq!(odd["answer"][1], "Provider fireworks has no API implementation for \"openai-responses\"", "{pi}");
+    assert_eq!(odd["requests"], json!([]), "{pi}");
+    assert!(pi["calls"][2]["requests"].to_string().contains("/chat/completions"), "{pi}");
+    assert_eq!(ours, pi, "pi-rpc, then pi 1.6.0");
+}

@@ -509,7 +509,7 @@ impl ModelChoice {
     /// Checks before a run may start: a callable model with credentials.
     pub(super) fn preflight(&self) -> Result<(), CoreError> {
         if !crate::config::models::is_virtual(&self.model)
-            && self.providers.for_model(&self.model.provider, &self.model.api).is_none()
+            && self.providers.for_model(&self.model.provider, &self.registry.chat_api(&self.model)).is_none()
         {
             return Err(CoreError::new(
                 ErrorKind::Unsupported,
@@ -540,7 +540,7 @@ impl ModelChoice {
         if let Some(error) = self.registry.missing_chat_api(&self.model) {
             return Some(crate::agent::virtual_route::unrouted(error));
         }
-        let provider = self.providers.for_model(&self.model.provider, &self.model.api)?;
+        let provider = self.providers.for_model(&self.model.provider, &self.registry.chat_api(&self.model))?;
         Some(self.authorized(provider, &self.model))
     }
 
