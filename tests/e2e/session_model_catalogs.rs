@@ -568,3 +568,82 @@ async fn a_stored_model_of_an_api_its_provider_does_not_declare_is_called_as_pis
     assert!(pi["calls"][2]["requests"].to_string().contains("/chat/completions"), "{pi}");
     assert_eq!(ours, pi, "pi-rpc, then pi 1.6.0");
 }
+
+/// An extension that runs OpenRouter's OAuth login (`registerProvider` with
+/// `oauth`); `/orcalls` notifies the refreshes it was asked for.
+const OPENROUTER_LOGIN: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+export default function (pi: ExtensionAPI) {
+  const calls: string[] = [];
+  pi.registerProvider("openrouter", {
+    oauth: {
+      name: "OpenRouter (extension)",
+      login: async () => { throw new Error("no login here"); },
+      refreshToken: async (credentials: any) => {
+        calls.push(`refresh ${credentials.refresh}`);
+        return { ...credentials, access: "or-fresh", refresh: "or-refresh-2", expires: 4102444800000 };
+      },
+      getApiKey: (credentials: any) => `key-of-${credentials.access}`,
+    },
+  });
+  pi.registerCommand("orcalls", { handler: async (_args, ctx) => ctx.ui.notify(JSON.stringify(calls), "info") });
+}
+"#;
+
+/// One program's background refresh of OpenRouter's catalog with an expired
+/// OAuth login that an extension runs: the extension's refreshes, the key
+/// `/models/user` is asked with, `auth.json` afterwards and the stored list's length.
+async fn run_extension_login(program: Program<'_>, host: (&std::path::Path, &std::path::Path)) -> Value {
+    let sb = Sandbox::with_server().await;
+    let server = sb.server();
+    let user_models = json!({"data": [{"id": "anthropic/claude-sonnet-4.5"}]});
+    server.serve_model_catalogs(Catalogs { providers: HashMap::new(), user_models: Some(user_models) });
+    host_settings(&sb, host.0, host.1, json!({}));
+    write_module(&sb, "openrouter-login.ts", OPENROUTER_LOGIN);
+    let models = json!({"providers": {"openrouter": {"baseUrl": format!("{}/api/v1", server.url())}}});
+    std::fs::write(sb.agent_dir.path().join("models.json"), models.to_string()).expect("models.json");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let auth = json!({"openrouter": {"type": "oauth", "access": "or-stale", "refresh": "or-refresh-1", "expires": now - 60_000}});
+    std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).expect("auth.json");
+    let cmd = program_command(program, &sb, server, &["--mode", "rpc", "--no-session"], &[]);
+    let mut pi = match program {
+        Program::Reference { .. } => Pi::start_unchecked(cmd),
+        Program::Ours => Pi::start(cmd),
+    };
+    checked_after(&sb, "openrouter", 0).await;
+    let calls = notified_json(&mut pi, &sb, "orcalls").await;
+    pi.close_stdin();
+    pi.wait().await;
+    let asked: Vec<Value> = server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/models/user"))
+        .map(|r| json!([r.path, r.header("authorization")]))
+        .collect();
+    let auth_after = std::fs::read_to_string(sb.agent_dir.path().join("auth.json")).unwrap_or_default();
+    let mut auth_after = serde_json::from_str::<Value>(&auth_after).unwrap_or(Value::Null);
+    if let Some(expires) = auth_after.pointer_mut("/openrouter/expires") {
+        // The stale login's expiry is the test's clock; the refreshed one's is the extension's.
+        *expires = json!(expires.as_u64() == Some(now - 60_000));
+    }
+    let stored = store(&sb)["openrouter"]["models"].as_array().map_or(0, Vec::len);
+    json!({"calls": calls, "asked": asked, "auth": auth_after, "stored": stored})
+}
+
+/// pi starts RPC mode's catalog refresh once its session, extensions
+/// included, is made: an extension that runs OpenRouter's OAuth login has its
+/// `refreshToken` asked for the expired login (the new one stored in
+/// `auth.json`), and `/models/user` is asked with the new access token.
+/// Compared whole with pi 1.6.0's.
+#[tokio::test]
+async fn an_extensions_openrouter_login_is_refreshed_for_the_catalog_as_pis() {
+    let (Some(node), Some(dir), Some(cli)) = (node22(), host_dir(), reference_cli()) else { return };
+    let (pi, ours) = tokio::join!(
+        run_extension_login(Program::Reference { node: &node, cli: &cli }, (&node, &dir)),
+        run_extension_login(Program::Ours, (&node, &dir))
+    );
+    // What pi 1.6.0 does, so that the comparison cannot pass on nothing.
+    assert_eq!(pi["calls"], json!(["refresh or-refresh-1"]), "{pi}");
+    assert_eq!(pi["asked"][0][1], "Bearer or-fresh", "{pi}");
+    assert_eq!(ours, pi, "pi-rpc, then pi 1.6.0");
+}
