@@ -538,7 +538,8 @@ async fn run_undeclared(program: Program<'_>) -> Value {
         pi.send(json!({"id": "p", "type": "prompt", "message": "hello"})).await;
         let settled = pi.until_type("agent_settled").await;
         let answer = settled.iter().rev().find(|v| v["type"] == "message_end" && v["message"]["role"] == "assistant");
-        let answer = answer.map(|v| json!([v["message"]["stopReason"], v["message"]["errorMessage"], v["message"]["content"]]));
+        let answer =
+            answer.map(|v| json!([v["message"]["stopReason"], v["message"]["errorMessage"], v["message"]["content"]]));
         let requests: Vec<Value> = server.requests()[before..]
             .iter()
             .filter(|r| !r.path.starts_with("/api/"))
@@ -560,7 +561,8 @@ async fn run_undeclared(program: Program<'_>) -> Value {
 #[tokio::test]
 async fn a_stored_model_of_an_api_its_provider_does_not_declare_is_called_as_pis() {
     let Some((node, cli)) = node22().zip(reference_cli()) else { return };
-    let (pi, ours) = tokio::join!(run_undeclared(Program::Reference { node: &node, cli: &cli }), run_undeclared(Program::Ours));
+    let (pi, ours) =
+        tokio::join!(run_undeclared(Program::Reference { node: &node, cli: &cli }), run_undeclared(Program::Ours));
     // What pi 1.6.0 does, so that the comparison cannot pass on nothing.
     let odd = &pi["calls"][0];
     assert_eq!(odd["answer"][1], "Provider fireworks has no API implementation for \"openai-responses\"", "{pi}");

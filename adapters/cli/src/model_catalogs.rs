@@ -35,7 +35,9 @@ pub(crate) fn update_models() -> Result<(), Vec<String>> {
             crate::user_lines::out("Model catalogs refreshed");
             Ok(())
         }
-        Ok(failures) => Err(vec![format!("Error: Could not refresh model catalogs: {}", model_catalogs::describe(&failures))]),
+        Ok(failures) => {
+            Err(vec![format!("Error: Could not refresh model catalogs: {}", model_catalogs::describe(&failures))])
+        }
         Err(message) => Err(vec![format!("Error: {message}")]),
     }
 }

@@ -111,7 +111,11 @@ async fn request_key(
 /// it has expired (pi's refresh of a catalog keeps no five-minute margin) under
 /// pi's lock and stored, and its `access` (pi asks `/models/user` with it,
 /// not with `getApiKey`'s answer). `None` without an OAuth login.
-pub(crate) fn catalog_key(ext: Arc<Extension>, auth_file: PathBuf, provider: String) -> crate::auth::model_catalogs::KeySource {
+pub(crate) fn catalog_key(
+    ext: Arc<Extension>,
+    auth_file: PathBuf,
+    provider: String,
+) -> crate::auth::model_catalogs::KeySource {
     Box::pin(async move {
         let file = AuthFile::new(auth_file);
         let expired = |credential: &Value| {

@@ -80,7 +80,12 @@ pub fn describe(failures: &Failures) -> String {
 }
 
 /// [`refresh`], with OpenRouter's key from `openrouter_key` when given.
-pub async fn refresh_with(agent_dir: &Path, http: &HttpClient, force: bool, openrouter_key: Option<KeySource>) -> Failures {
+pub async fn refresh_with(
+    agent_dir: &Path,
+    http: &HttpClient,
+    force: bool,
+    openrouter_key: Option<KeySource>,
+) -> Failures {
     let mut openrouter_key = openrouter_key;
     let registry = match ModelRegistry::load(agent_dir) {
         Ok(registry) => registry,
