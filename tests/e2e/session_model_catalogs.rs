@@ -19,7 +19,9 @@
 //! OpenRouter's catalog narrowed to the key is compared in a second test;
 //! a third compares every built-in provider's refresh (TypeSafe's too),
 //! the typed models an extension lists, a provider that is not built in, a
-//! silent failure and an expired OpenRouter login.
+//! silent failure and an expired OpenRouter login; a fourth, stored models of
+//! an API their provider does not declare; a fifth, an extension's OpenRouter
+//! OAuth login refreshed for the catalog.
 
 use std::collections::HashMap;
 
