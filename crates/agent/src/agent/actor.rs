@@ -20,6 +20,7 @@ mod dispatch;
 mod extension_hooks;
 mod extension_host_requests;
 mod extension_model_calls;
+mod extension_model_resolve;
 mod extension_oauth_login;
 mod extension_requests;
 mod extension_session_ops;
