@@ -86,8 +86,8 @@ check("pi-tui version", version(path.resolve(process.argv[3])), version(path.joi
 // new gap or a closed one shows). `private`/`protected` members (pi's
 // `.d.ts`) and `_` names are pi's inside.
 const KNOWN_GAPS = {
-	// pi's session keeps the ModelRuntime it was made with; pi's bug-report prompt (interactive `/bug`).
-	"pi-coding-agent.AgentSession": ["modelRuntime", "summarizeForBugReport"],
+	// pi's session keeps the ModelRuntime it was made with.
+	"pi-coding-agent.AgentSession": ["modelRuntime"],
 	// The project-trust phase's own loading (i25-trust2's part).
 	"pi-coding-agent.DefaultResourceLoader": ["loadProjectTrustExtensions"],
 	// TUI tool renderers (no TUI in RPC mode; pi's HTML export page is not pi-rpc's).

@@ -641,6 +641,7 @@ retry.addRetryControls(AgentSession);
 autoCompaction.addCompactionControls(AgentSession);
 addWarmingControls(AgentSession);
 require("./session-members.cjs").addSessionMembers(AgentSession);
+require("./bug-report.cjs").addBugReport(AgentSession);
 
 /** The model a session's branch last used (a `model_change`, else an assistant message's). */
 function branchModel(branch) {
