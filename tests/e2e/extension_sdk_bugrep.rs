@@ -119,3 +119,163 @@ async fn an_sdk_sessions_bug_report_summary_asks_and_answers_as_pis() {
     assert_eq!(report["holds"]["hint"], true, "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
+
+const SDK_TRUST: &str = r#"import { DefaultResourceLoader, hasTrustRequiringProjectResources, ProjectTrustStore, SettingsManager } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+const extension = (file: string, name: string, body = "") => {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, `export default function (pi: any) { (globalThis as any).__trustLog.push(${JSON.stringify(name)}); ${body} }\n`);
+};
+
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("trust", {
+    handler: async (_args, ctx) => {
+      const root = path.join(ctx.cwd, "trust-root");
+      const agentDir = path.join(root, "agent");
+      const work = path.join(root, "work");
+      const proj = path.join(work, "proj");
+      const sub = path.join(proj, "sub");
+      fs.mkdirSync(sub, { recursive: true });
+      const file = path.join(agentDir, "trust.json");
+      const read = () => (fs.existsSync(file) ? fs.readFileSync(file, "utf8") : null);
+      const attempt = (f: () => unknown) => { try { return f() ?? null; } catch (e: any) { return `threw: ${e.code ?? ""} ${e.message}`; } };
+      const store = new ProjectTrustStore(agentDir);
+      const steps: any[] = [];
+      steps.push(["empty", store.getEntry(proj), store.get(proj), read()]);
+      store.setMany([{ path: work, decision: true }, { path: proj, decision: false }]);
+      steps.push(["two", store.getEntry(sub), store.getEntry(proj), store.getEntry(root), store.get(sub), read()]);
+      store.setMany([{ path: proj, decision: null }, { path: `${sub}/`, decision: true }, { path: path.join(proj, "missing", ".."), decision: false }]);
+      steps.push(["changed", store.getEntry(proj), store.getEntry(path.join(sub, "deeper")), read()]);
+      store.set(work, null);
+      steps.push(["removed", store.getEntry(work), read()]);
+      for (const text of ['{"/x": 1}', "[]", "{bad", '\uFEFF{"/a": true, "/b": null}']) {
+        fs.writeFileSync(file, text);
+        steps.push([text, attempt(() => store.getEntry("/a/b")), attempt(() => store.getEntry("/b"))]);
+      }
+      fs.mkdirSync(`${file}.lock`);
+      steps.push(["locked", attempt(() => store.get(proj)), attempt(() => store.setMany([]))]);
+      fs.rmdirSync(`${file}.lock`);
+      const resources: any[] = [hasTrustRequiringProjectResources(proj)];
+      fs.mkdirSync(path.join(proj, ".pi", "other"), { recursive: true });
+      resources.push(hasTrustRequiringProjectResources(proj));
+      fs.mkdirSync(path.join(work, ".agents", "skills"), { recursive: true });
+      resources.push(hasTrustRequiringProjectResources(sub));
+      fs.rmSync(path.join(work, ".agents"), { recursive: true });
+      fs.writeFileSync(path.join(proj, ".pi", "mcp.json"), "{}");
+      resources.push(hasTrustRequiringProjectResources(proj), hasTrustRequiringProjectResources(work));
+
+      // The project-trust pass, then the session's set.
+      fs.rmSync(path.join(proj, ".pi", "mcp.json"));
+      (globalThis as any).__trustLog = [];
+      const log = (globalThis as any).__trustLog;
+      extension(path.join(agentDir, "extensions", "user.ts"), "user");
+      extension(path.join(agentDir, "extensions", "broken.ts"), "broken", "throw new Error('broken on load');");
+      extension(path.join(proj, ".pi", "extensions", "project.ts"), "project");
+      extension(path.join(root, "cli.ts"), "cli");
+      extension(path.join(root, "listed.ts"), "listed");
+      fs.writeFileSync(path.join(agentDir, "settings.json"), JSON.stringify({ extensions: [path.join(root, "listed.ts")] }));
+      const described = (r: any) => ({ paths: r.extensions.map((e: any) => e.path), errors: r.errors.map((e: any) => [e.path, e.error]), runtime: typeof r.runtime });
+      const loader = (settingsManager: any) => new DefaultResourceLoader({ cwd: proj, agentDir, settingsManager, additionalExtensionPaths: [path.join(root, "cli.ts")], extensionFactories: [() => { log.push("inline"); }] } as any);
+      const trustPass: any = {};
+      const settingsManager = SettingsManager.create(proj, agentDir);
+      const first = loader(settingsManager);
+      const pre = await first.loadProjectTrustExtensions();
+      trustPass.pre = described(pre);
+      trustPass.preTrusted = settingsManager.isProjectTrusted();
+      trustPass.loaderAfterPre = first.getExtensions().extensions.length;
+      trustPass.logPre = log.splice(0);
+      for (const decision of [true, false]) {
+        const settings = SettingsManager.create(proj, agentDir);
+        const other = loader(settings);
+        let seen: any;
+        await other.reload({ resolveProjectTrust: async ({ extensionsResult }: any) => { seen = extensionsResult; return decision; } } as any);
+        const final = other.getExtensions();
+        trustPass[String(decision)] = {
+          seen: described(seen), final: described(final), trusted: settings.isProjectTrusted(), log: log.splice(0),
+          kept: final.extensions.filter((e: any) => seen.extensions.includes(e)).map((e: any) => e.path), sameRuntime: final.runtime === seen.runtime,
+        };
+      }
+      ctx.ui.notify(JSON.stringify({ steps, resources, trustPass }).replaceAll(root, "<root>"), "info");
+    },
+  });
+}
+"#;
+
+/// `/trust`'s note in one program.
+async fn trust(reference: bool, command: String) -> Option<Value> {
+    module_note(reference, ("sdk-trust.ts", SDK_TRUST), &[], &|_| {}, &command).await
+}
+
+#[tokio::test]
+async fn the_project_trust_store_and_pass_answer_as_pis() {
+    let Some((ours, theirs)) = side_by_side(trust, "trust").await else { return };
+    let two = &ours["steps"][1];
+    assert_eq!(two[1], json!({"path": "<root>/work/proj", "decision": false}), "the nearest decision: {ours}");
+    assert_eq!(two[3], Value::Null, "none above: {ours}");
+    assert_eq!(ours["resources"], json!([false, false, true, true, false]), "{ours}");
+    let pass = &ours["trustPass"];
+    assert_eq!(pass["preTrusted"], false, "{ours}");
+    assert!(!pass["pre"]["paths"].to_string().contains("project.ts"), "the project's extension waits for trust: {ours}");
+    assert!(pass["true"]["final"]["paths"].to_string().contains("project.ts"), "{ours}");
+    assert!(!pass["false"]["final"]["paths"].to_string().contains("project.ts"), "{ours}");
+    assert_eq!(pass["true"]["log"].as_array().map(|l| l.iter().filter(|n| *n == "user").count()), Some(1), "one load each: {ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+const SDK_RENDERERS: &str = r#"import { createAgentSession, DefaultResourceLoader, getAgentDir, SessionManager, SettingsManager } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
+
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("renderers", {
+    handler: async (_args, ctx) => {
+      const trace: string[] = [];
+      const renderCall = () => undefined;
+      const renderResult = () => undefined;
+      const ghostCall = () => undefined;
+      const tools = (sub: any) => {
+        sub.registerTool({ name: "shout", label: "Shout", description: "Shouts", parameters: Type.Object({}), renderCall, renderResult, execute: async () => ({ content: [{ type: "text", text: "HI" }], details: {} }) });
+        sub.registerToolRenderer((name: string, next: () => any) => { trace.push(`first:${name}`); return name === "ghost" ? { renderCall: ghostCall } : next(); });
+      };
+      const wrapper = (sub: any) => {
+        sub.registerToolRenderer((name: string, next: () => any) => { trace.push(`second:${name}`); const found = next(); return name === "shout" ? { ...found, renderShell: "self" } : found; });
+      };
+      const silent = (_sub: any) => {};
+      const settingsManager = SettingsManager.inMemory({});
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), settingsManager, noExtensions: true, extensionFactories: [tools, wrapper, silent] } as any);
+      await resourceLoader.reload();
+      const { session } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager, resourceLoader } as any);
+      const runner: any = session.extensionRunner;
+      const resolve = (name: string) => {
+        const found = runner.resolveToolRenderers(name, () => (session as any).getToolDefinition(name));
+        return found === undefined ? null : { call: found.renderCall === renderCall ? "registered" : found.renderCall === ghostCall ? "ghost" : typeof found.renderCall, result: found.renderResult === renderResult, shell: found.renderShell ?? null };
+      };
+      const answers = { shout: resolve("shout"), ghost: resolve("ghost"), nothing: resolve("nothing") };
+      const base = runner.resolveToolRenderers("nothing", () => ({ renderCall: ghostCall }));
+      ctx.ui.notify(JSON.stringify({
+        answers, trace, base: base?.renderCall === ghostCall,
+        perExtension: resourceLoader.getExtensions().extensions.map((e: any) => e.toolRenderers?.length ?? null),
+      }), "info");
+      session.dispose();
+    },
+  });
+}
+"#;
+
+/// `/renderers`' note in one program.
+async fn renderers(reference: bool, command: String) -> Option<Value> {
+    module_note(reference, ("sdk-renderers.ts", SDK_RENDERERS), &[], &|_| {}, &command).await
+}
+
+#[tokio::test]
+async fn an_sdk_runners_tool_renderers_resolve_as_pis() {
+    let Some((ours, theirs)) = side_by_side(renderers, "renderers").await else { return };
+    assert_eq!(ours["answers"]["shout"], json!({"call": "registered", "result": true, "shell": "self"}), "{ours}");
+    assert_eq!(ours["answers"]["ghost"]["call"], "ghost", "{ours}");
+    assert_eq!(ours["answers"]["nothing"], Value::Null, "{ours}");
+    assert_eq!(ours["perExtension"], json!([1, 1, null]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}

@@ -88,13 +88,8 @@ check("pi-tui version", version(path.resolve(process.argv[3])), version(path.joi
 const KNOWN_GAPS = {
 	// pi's session keeps the ModelRuntime it was made with.
 	"pi-coding-agent.AgentSession": ["modelRuntime"],
-	// The project-trust phase's own loading (i25-trust2's part).
-	"pi-coding-agent.DefaultResourceLoader": ["loadProjectTrustExtensions"],
-	// TUI tool renderers (no TUI in RPC mode; pi's HTML export page is not pi-rpc's).
-	"pi-coding-agent.ExtensionRunner": ["resolveToolRenderers"],
 	// Virtual-model routing by hand (a session routes its own requests; another extension's router is in its own process).
 	"pi-coding-agent.ModelRuntime": ["resolveModel"],
-	"pi-coding-agent.ProjectTrustStore": ["getEntry", "setMany"],
 };
 // Members the host's classes set on each instance (pi's are on the prototype).
 const ON_INSTANCES = { "pi-coding-agent.AgentSession": ["resourceLoader"] };

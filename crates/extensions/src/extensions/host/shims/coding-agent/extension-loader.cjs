@@ -257,9 +257,8 @@ async function discoverAndLoadExtensions(configuredPaths, cwd, agentDir, eventBu
 /**
  * The extensions a `DefaultResourceLoader` loads on `reload()`: its
  * `additionalExtensionPaths` (files or directories), then, unless
- * `noExtensions`, those found in the project's (when trusted) and the
- * user's extension directories, the settings' extension paths and the
- * settings' pi packages (the loader's `packageExtensions`), then its
+ * `noExtensions`, the project's settings' extension paths and extension
+ * directory (when trusted), the user's, and the settings' pi packages (the loader's `packageExtensions`), then its
  * `extensionFactories` as `<inline:N>` (or `<inline:name>`), all on one runtime.
  * With `preloaded` (the project-trust pass's result, pi's
  * `loadFinalExtensionSet`), its extensions are kept as they are, on their
@@ -274,9 +273,15 @@ async function loadResourceLoaderExtensions({ cwd, agentDir, settingsManager, no
 	};
 	for (const configured of additionalExtensionPaths ?? []) configuredExtensions(configured, cwd).forEach(add);
 	if (!noExtensions) {
-		if (settingsManager?.isProjectTrusted?.() !== false) discoverExtensionsInDir(path.join(cwd, ".pi", "extensions")).forEach(add);
+		// pi's precedence: the project's settings entries (from its `.pi`) and directory, then the user's (from the agent directory), then packages.
+		const projectDir = path.join(cwd, ".pi");
+		if (settingsManager?.isProjectTrusted?.() !== false) {
+			for (const configured of settingsManager?.getProjectSettings?.().extensions ?? []) configuredExtensions(configured, projectDir).forEach(add);
+			discoverExtensionsInDir(path.join(projectDir, "extensions")).forEach(add);
+		}
+		const userEntries = settingsManager?.getGlobalSettings ? (settingsManager.getGlobalSettings().extensions ?? []) : (settingsManager?.getExtensionPaths?.() ?? []);
+		for (const configured of userEntries) configuredExtensions(configured, agentDir).forEach(add);
 		discoverExtensionsInDir(path.join(agentDir, "extensions")).forEach(add);
-		for (const configured of settingsManager?.getExtensionPaths?.() ?? []) configuredExtensions(configured, cwd).forEach(add);
 		(packageExtensionPaths ?? []).forEach(add);
 	}
 	const key = (p) => path.resolve(cwd, p);
