@@ -39,6 +39,9 @@ export default function (pi: ExtensionAPI) {
       const stopped = new AbortController();
       stopped.abort();
       try { outcomes.push(await s.summarizeForBugReport({ signal: stopped.signal })); } catch (e: any) { outcomes.push(`threw: ${e.message}`); }
+      // A roomier model: every message fits, and the answer's cap is 4096 tokens.
+      await session.setModel(ctx.modelRegistry.find("fake", "fake-other")!);
+      outcomes.push(await report());
       ctx.ui.notify(JSON.stringify({ outcomes, messages: session.messages.length, entries: session.sessionManager.getEntries().length }), "info");
       session.dispose();
     },
@@ -88,6 +91,7 @@ async fn bug_report(reference: bool, command: String) -> Option<Value> {
             Reply::tool_call("call_1", "read", r#"{"path":"x"}"#),
             Reply::openai_error(400, "bad request here", "invalid_request_error"),
             Reply::text("cut short").finish_reason("length"),
+            Reply::text("Report of the other model."),
         ] {
             sb.server().push(reply);
         }
@@ -117,6 +121,10 @@ async fn an_sdk_sessions_bug_report_summary_asks_and_answers_as_pis() {
     assert_eq!(report["holds"]["firstPrompt"], false, "the oldest message is over the budget: {ours}");
     assert_eq!(report["holds"]["lastAnswer"], true, "{ours}");
     assert_eq!(report["holds"]["hint"], true, "{ours}");
+    let roomy = &ours["reports"][5];
+    assert_eq!(roomy["model"], "fake-other", "{ours}");
+    assert_eq!(roomy["holds"]["firstPrompt"], true, "{ours}");
+    assert_eq!(outcomes[6], "Report of the other model.", "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 
@@ -218,10 +226,17 @@ async fn the_project_trust_store_and_pass_answer_as_pis() {
     assert_eq!(ours["resources"], json!([false, false, true, true, false]), "{ours}");
     let pass = &ours["trustPass"];
     assert_eq!(pass["preTrusted"], false, "{ours}");
-    assert!(!pass["pre"]["paths"].to_string().contains("project.ts"), "the project's extension waits for trust: {ours}");
+    assert!(
+        !pass["pre"]["paths"].to_string().contains("project.ts"),
+        "the project's extension waits for trust: {ours}"
+    );
     assert!(pass["true"]["final"]["paths"].to_string().contains("project.ts"), "{ours}");
     assert!(!pass["false"]["final"]["paths"].to_string().contains("project.ts"), "{ours}");
-    assert_eq!(pass["true"]["log"].as_array().map(|l| l.iter().filter(|n| *n == "user").count()), Some(1), "one load each: {ours}");
+    assert_eq!(
+        pass["true"]["log"].as_array().map(|l| l.iter().filter(|n| *n == "user").count()),
+        Some(1),
+        "one load each: {ours}"
+    );
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 

@@ -35,6 +35,19 @@ function prepareCompaction(pathEntries, settings) {
 	};
 }
 
+/** The answer of a call stopped before it was sent. */
+const abortedAnswer = (model) => ({
+	role: "assistant",
+	content: [],
+	api: model.api,
+	provider: model.provider,
+	model: model.id,
+	usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+	stopReason: "aborted",
+	errorMessage: "Request was aborted",
+	timestamp: Date.now(),
+});
+
 /**
  * The answer of one one-off summary call (a compaction's, a branch
  * summary's, a bug report's): `promptText` as the only user message under
@@ -50,7 +63,9 @@ async function summaryResponse(systemPrompt, promptText, model, options) {
 	const request = { signal, apiKey, headers, cacheRetention: "none", sessionId: sessionId ?? crypto.randomUUID() };
 	if (maxTokens !== undefined) request.maxTokens = maxTokens;
 	if (model.reasoning && thinkingLevel && thinkingLevel !== "off") request.reasoning = thinkingLevel;
-	const produce = async () => (streamFn ? (await streamFn(model, context, request)).result() : calls.viaRegistry(model, context, request, true).result());
+	const call = async () => (streamFn ? (await streamFn(model, context, request)).result() : calls.viaRegistry(model, context, request, true).result());
+	// A signal aborted already sends nothing (pi's HTTP client refuses it before the request).
+	const produce = async () => (signal?.aborted ? abortedAnswer(model) : call());
 	return retryingCall(produce, retry, signal, callbacks);
 }
 
