@@ -36,6 +36,7 @@ mod extension_provider_refresh;
 mod extension_provider_store_lock;
 mod extension_providers;
 mod extension_sdk_autocompact;
+mod extension_sdk_bugrep;
 mod extension_sdk_clients;
 mod extension_sdk_members;
 mod extension_sdk_model_catalogs;

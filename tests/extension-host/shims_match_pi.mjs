@@ -85,15 +85,7 @@ check("pi-tui version", version(path.resolve(process.argv[3])), version(path.joi
 // README-extensions.md and compat/DEVIATIONS.md give (each named here, so a
 // new gap or a closed one shows). `private`/`protected` members (pi's
 // `.d.ts`) and `_` names are pi's inside.
-const KNOWN_GAPS = {
-	// pi's bug-report prompt (interactive `/bug`).
-	"pi-coding-agent.AgentSession": ["summarizeForBugReport"],
-	// The project-trust phase's own loading (i25-trust2's part).
-	"pi-coding-agent.DefaultResourceLoader": ["loadProjectTrustExtensions"],
-	// TUI tool renderers (no TUI in RPC mode; pi's HTML export page is not pi-rpc's).
-	"pi-coding-agent.ExtensionRunner": ["resolveToolRenderers"],
-	"pi-coding-agent.ProjectTrustStore": ["getEntry", "setMany"],
-};
+const KNOWN_GAPS = {};
 // Members the host's classes set on each instance (pi's are on the prototype).
 const ON_INSTANCES = { "pi-coding-agent.AgentSession": ["resourceLoader"] };
 for (const [label, names] of Object.entries(ON_INSTANCES)) KNOWN_GAPS[label] = [...(KNOWN_GAPS[label] ?? []), ...names];

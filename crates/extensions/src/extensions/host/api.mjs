@@ -232,7 +232,10 @@ export class Instance {
 			registerMessageRenderer() {},
 			registerEntryRenderer() {},
 			registerMarkdownTransformer() {},
-			registerToolRenderer() {},
+			registerToolRenderer(resolver) {
+				// Kept for pi's `ExtensionRunner.resolveToolRenderers` (an SDK session's); RPC mode draws nothing.
+				(self.toolRenderers ??= []).push(resolver);
+			},
 			sendMessage(message, options = {}) {
 				ch.tell("sendMessage", {
 					customType: message?.customType,

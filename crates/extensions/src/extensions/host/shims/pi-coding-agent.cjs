@@ -27,8 +27,9 @@ const { parseArgs } = require("./coding-agent/args.cjs");
 const { prepareCompaction: _prepareCompaction, ...compaction } = require("./coding-agent/compaction.cjs");
 const { createExtensionRuntime, discoverAndLoadExtensions } = require("./coding-agent/extension-loader.cjs");
 const { ExtensionRunner, wrapRegisteredTool, wrapRegisteredTools } = require("./coding-agent/extension-runner.cjs");
+const trust = require("./coding-agent/trust-store.cjs");
 
-const sdk = { createExtensionRuntime, discoverAndLoadExtensions, ExtensionRunner, wrapRegisteredTool, wrapRegisteredTools, ...builtinExtensions, AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, RpcClient, DefaultPackageManager, parseArgs, ...modelResolver, ...sessionRuntime };
+const sdk = { createExtensionRuntime, discoverAndLoadExtensions, ExtensionRunner, wrapRegisteredTool, wrapRegisteredTools, ...builtinExtensions, AgentSession, createAgentSession, SettingsManager, ModelRuntime, ModelRegistry, DefaultResourceLoader, loadProjectContextFiles, RpcClient, DefaultPackageManager, parseArgs, ...modelResolver, ...sessionRuntime, ...trust };
 
 const { lib: _lib, ...textExports } = text;
 const { sessionDirFor: _sessionDirFor, ...sessionExports } = session;
@@ -48,6 +49,7 @@ exports.ModelRegistry = ModelRegistry;
 exports.DefaultResourceLoader = DefaultResourceLoader;
 exports.AgentSessionRuntime = sessionRuntime.AgentSessionRuntime;
 exports.ExtensionRunner = ExtensionRunner;
+exports.ProjectTrustStore = trust.ProjectTrustStore;
 
 // The interactive-mode components load pi's TUI library: only when used.
 const UI_NAMES = [

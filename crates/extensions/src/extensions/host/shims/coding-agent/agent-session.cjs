@@ -642,6 +642,7 @@ autoCompaction.addCompactionControls(AgentSession);
 addWarmingControls(AgentSession);
 require("./session-members.cjs").addSessionMembers(AgentSession);
 require("./session-model-runtime.cjs").addModelRuntime(AgentSession);
+require("./bug-report.cjs").addBugReport(AgentSession);
 
 /** The model a session's branch last used (a `model_change`, else an assistant message's). */
 function branchModel(branch) {

@@ -35,17 +35,43 @@ function prepareCompaction(pathEntries, settings) {
 	};
 }
 
-/** One summarising call; its answer, or pi's error. */
-async function summarize(label, promptText, model, options) {
-	const { apiKey, headers, signal, thinkingLevel, streamFn, sessionId, retry, callbacks } = options;
+/** The answer of a call stopped before it was sent. */
+const abortedAnswer = (model) => ({
+	role: "assistant",
+	content: [],
+	api: model.api,
+	provider: model.provider,
+	model: model.id,
+	usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+	stopReason: "aborted",
+	errorMessage: "Request was aborted",
+	timestamp: Date.now(),
+});
+
+/**
+ * The answer of one one-off summary call (a compaction's, a branch
+ * summary's, a bug report's): `promptText` as the only user message under
+ * `systemPrompt`, no cache writes, reasoning at `thinkingLevel`, retried
+ * under `retry`.
+ */
+async function summaryResponse(systemPrompt, promptText, model, options) {
+	const { apiKey, headers, signal, thinkingLevel, streamFn, sessionId, retry, callbacks, maxTokens } = options;
 	const context = {
-		systemPrompt: texts().systemPrompt,
+		systemPrompt,
 		messages: [{ role: "user", content: [{ type: "text", text: promptText }], timestamp: Date.now() }],
 	};
 	const request = { signal, apiKey, headers, cacheRetention: "none", sessionId: sessionId ?? crypto.randomUUID() };
+	if (maxTokens !== undefined) request.maxTokens = maxTokens;
 	if (model.reasoning && thinkingLevel && thinkingLevel !== "off") request.reasoning = thinkingLevel;
-	const produce = async () => (streamFn ? (await streamFn(model, context, request)).result() : calls.viaRegistry(model, context, request, true).result());
-	const response = await retryingCall(produce, retry, signal, callbacks);
+	const call = async () => (streamFn ? (await streamFn(model, context, request)).result() : calls.viaRegistry(model, context, request, true).result());
+	// A signal aborted already sends nothing (pi's HTTP client refuses it before the request).
+	const produce = async () => (signal?.aborted ? abortedAnswer(model) : call());
+	return retryingCall(produce, retry, signal, callbacks);
+}
+
+/** One summarising call; its answer, or pi's error. */
+async function summarize(label, promptText, model, options) {
+	const response = await summaryResponse(texts().systemPrompt, promptText, model, options);
 	if (response.stopReason === "aborted" && label === "Branch summarization") return { aborted: true };
 	if (response.stopReason === "error") throw new Error(`${label} failed: ${response.errorMessage || "Unknown error"}`);
 	if (response.stopReason === "length") throw new Error(`${label} failed: generation hit the token cap and the summary is incomplete`);
@@ -213,6 +239,7 @@ async function generateBranchSummary(entries, options) {
 }
 
 module.exports = {
+	summaryResponse,
 	compact,
 	generateSummary,
 	generateSummaryWithUsage,

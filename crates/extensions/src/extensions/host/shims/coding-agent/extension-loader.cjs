@@ -142,6 +142,10 @@ class LoadedExtension {
 	get messageRenderers() {
 		return new Map();
 	}
+	/** The resolvers its `pi.registerToolRenderer` gave, in order (none: undefined, as pi's). */
+	get toolRenderers() {
+		return this.instance.toolRenderers;
+	}
 }
 
 /** pi's `loadExtensionFromFactory(factory, cwd, eventBus, runtime, extensionPath)`. */
@@ -253,25 +257,44 @@ async function discoverAndLoadExtensions(configuredPaths, cwd, agentDir, eventBu
 /**
  * The extensions a `DefaultResourceLoader` loads on `reload()`: its
  * `additionalExtensionPaths` (files or directories), then, unless
- * `noExtensions`, those found in the project's (when trusted) and the
- * user's extension directories, the settings' extension paths and the
- * settings' pi packages (the loader's `packageExtensions`), then its
+ * `noExtensions`, the project's settings' extension paths and extension
+ * directory (when trusted), the user's, and the settings' pi packages (the loader's `packageExtensions`), then its
  * `extensionFactories` as `<inline:N>` (or `<inline:name>`), all on one runtime.
+ * With `preloaded` (the project-trust pass's result, pi's
+ * `loadFinalExtensionSet`), its extensions are kept as they are, on their
+ * runtime, a path that failed there is not tried again, and only the other
+ * paths load; its inline extensions stand for the factories.
  */
-async function loadResourceLoaderExtensions({ cwd, agentDir, settingsManager, noExtensions, additionalExtensionPaths, extensionFactories, packageExtensionPaths, eventBus }) {
-	const runtime = createExtensionRuntime();
+async function loadResourceLoaderExtensions({ cwd, agentDir, settingsManager, noExtensions, additionalExtensionPaths, extensionFactories, packageExtensionPaths, eventBus, preloaded }) {
+	const runtime = preloaded?.runtime ?? createExtensionRuntime();
 	const paths = [];
 	const add = (p) => {
 		if (!paths.includes(p)) paths.push(p);
 	};
 	for (const configured of additionalExtensionPaths ?? []) configuredExtensions(configured, cwd).forEach(add);
 	if (!noExtensions) {
-		if (settingsManager?.isProjectTrusted?.() !== false) discoverExtensionsInDir(path.join(cwd, ".pi", "extensions")).forEach(add);
+		// pi's precedence: the project's settings entries (from its `.pi`) and directory, then the user's (from the agent directory), then packages.
+		const projectDir = path.join(cwd, ".pi");
+		if (settingsManager?.isProjectTrusted?.() !== false) {
+			for (const configured of settingsManager?.getProjectSettings?.().extensions ?? []) configuredExtensions(configured, projectDir).forEach(add);
+			discoverExtensionsInDir(path.join(projectDir, "extensions")).forEach(add);
+		}
+		const userEntries = settingsManager?.getGlobalSettings ? (settingsManager.getGlobalSettings().extensions ?? []) : (settingsManager?.getExtensionPaths?.() ?? []);
+		for (const configured of userEntries) configuredExtensions(configured, agentDir).forEach(add);
 		discoverExtensionsInDir(path.join(agentDir, "extensions")).forEach(add);
-		for (const configured of settingsManager?.getExtensionPaths?.() ?? []) configuredExtensions(configured, cwd).forEach(add);
 		(packageExtensionPaths ?? []).forEach(add);
 	}
-	const result = await loadExtensions(paths, cwd, eventBus, runtime);
+	const key = (p) => path.resolve(cwd, p);
+	const isInline = (ext) => ext.path.startsWith("<inline:");
+	const loaded = new Map((preloaded?.extensions ?? []).filter((ext) => !isInline(ext)).map((ext) => [key(ext.resolvedPath), ext]));
+	const failed = new Set((preloaded?.errors ?? []).map((error) => key(error.path)));
+	const rest = await loadExtensions(paths.filter((p) => !loaded.has(key(p)) && !failed.has(key(p))), cwd, eventBus, runtime);
+	for (const ext of rest.extensions) loaded.set(key(ext.resolvedPath), ext);
+	const result = { extensions: paths.map((p) => loaded.get(key(p))).filter(Boolean), errors: [...(preloaded?.errors ?? []), ...rest.errors], runtime };
+	if (preloaded) {
+		result.extensions.push(...preloaded.extensions.filter(isInline));
+		return result;
+	}
 	for (const [index, input] of (extensionFactories ?? []).entries()) {
 		const named = typeof input !== "function";
 		const extensionPath = `<inline:${named ? input.name : index + 1}>`;

@@ -140,6 +140,17 @@ class ExtensionRunner {
 	getEntryRenderer() {
 		return undefined;
 	}
+	/**
+	 * pi's `resolveToolRenderers(toolName, base)`: the renderers of a call to
+	 * `toolName` as the extensions' tool-renderer resolvers choose them, in
+	 * load order, each given `next()` (what the later ones, then `base()`,
+	 * choose). Nothing draws them in RPC mode; they are returned as given.
+	 */
+	resolveToolRenderers(toolName, base) {
+		const resolvers = this.extensions.flatMap((ext) => ext.toolRenderers ?? []);
+		const choose = (from) => (from === resolvers.length ? base() : resolvers[from](toolName, () => choose(from + 1)));
+		return choose(0);
+	}
 	getMarkdownTransformers() {
 		return [];
 	}

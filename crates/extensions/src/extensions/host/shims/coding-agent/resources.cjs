@@ -139,21 +139,53 @@ class DefaultResourceLoader {
 		return this._load();
 	}
 
-	async reload() {
+	/**
+	 * pi's `reload(options)`. With `resolveProjectTrust`, first the
+	 * project-trust pass (`loadProjectTrustExtensions`), whose result the
+	 * function is given to decide the project's trust; the settings take that
+	 * decision, and the pass's extensions are kept for the session's set.
+	 */
+	async reload(options) {
+		let preloaded;
+		if (options?.resolveProjectTrust) {
+			preloaded = await this.loadProjectTrustExtensions();
+			this.settingsManager.setProjectTrusted(await options.resolveProjectTrust({ extensionsResult: preloaded }));
+			await this.settingsManager.reload();
+		}
 		this._load();
+		const o = this.options;
+		this.extensionsResult = await this._loadExtensions((this.packageExtensions ?? []).map((e) => e.path), preloaded);
+		if (o.extensionsOverride) this.extensionsResult = o.extensionsOverride(this.extensionsResult);
+	}
+
+	/**
+	 * pi's project-trust pass: the project counted untrusted in the settings
+	 * (reloaded so), the extensions that needs no trust loaded and returned
+	 * (the command line's, the user's, the user settings' and their packages',
+	 * the inline factories), the loader's own resources left as they were.
+	 */
+	async loadProjectTrustExtensions() {
+		this.settingsManager.setProjectTrusted(false);
+		await this.settingsManager.reload();
+		const packages = this.options.noExtensions ? [] : lib("discoverResources", { cwd: this.cwd, agentDir: this.agentDir, projectTrusted: false, packages: true, noSkills: true, noPromptTemplates: true, noContextFiles: true }).packageExtensions;
+		return this._loadExtensions(packages.map((e) => e.path));
+	}
+
+	/** The loader's extensions (extension-loader.cjs) with the packages' `packagePaths`, over `preloaded` when given. */
+	_loadExtensions(packagePaths, preloaded) {
 		const { loadResourceLoaderExtensions } = require("./extension-loader.cjs");
 		const o = this.options;
-		this.extensionsResult = await loadResourceLoaderExtensions({
+		return loadResourceLoaderExtensions({
 			cwd: this.cwd,
 			agentDir: this.agentDir,
 			settingsManager: this.settingsManager,
 			noExtensions: o.noExtensions === true,
 			additionalExtensionPaths: o.additionalExtensionPaths,
 			extensionFactories: o.extensionFactories,
-			packageExtensionPaths: (this.packageExtensions ?? []).map((e) => e.path),
+			packageExtensionPaths: packagePaths,
 			eventBus: this.eventBus,
+			preloaded,
 		});
-		if (o.extensionsOverride) this.extensionsResult = o.extensionsOverride(this.extensionsResult);
 	}
 
 	/**

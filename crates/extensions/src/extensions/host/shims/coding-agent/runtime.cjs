@@ -1,7 +1,7 @@
 // pi-rpc extension host: the rest of pi's package for extensions. Small
 // helpers work as in pi (the event bus, source infos, skills, image types,
-// stored credentials, project trust). pi's SDK session and its services
-// (`createAgentSession`, `SettingsManager`, `ModelRuntime`,
+// stored credentials; project trust is trust-store.cjs). pi's SDK session
+// and its services (`createAgentSession`, `SettingsManager`, `ModelRuntime`,
 // `DefaultResourceLoader`, `AgentSessionRuntime`, …) are their own files;
 // what remains of pi's SDK (its front ends `main`, `InteractiveMode`,
 // `runRpcMode`, a second extension runtime, `DefaultPackageManager`, the
@@ -162,41 +162,6 @@ function readStoredCredential(provider, agentDir = getAgentDir()) {
 	}
 }
 
-/** Whether `cwd` holds project resources that need the user's trust (`.pi` or `.agents` contents). */
-function hasTrustRequiringProjectResources(cwd) {
-	const has = (dir) => {
-		try {
-			return fs.readdirSync(dir).length > 0;
-		} catch {
-			return false;
-		}
-	};
-	return has(path.join(cwd, CONFIG_DIR_NAME)) || has(path.join(cwd, ".agents", "skills"));
-}
-
-/** pi's trust store: `<agentDir>/trust.json`, `{path: boolean}`. */
-class ProjectTrustStore {
-	constructor(agentDir = getAgentDir()) {
-		this.file = path.join(agentDir, "trust.json");
-	}
-	read() {
-		try {
-			return JSON.parse(fs.readFileSync(this.file, "utf8")) ?? {};
-		} catch {
-			return {};
-		}
-	}
-	get(projectPath) {
-		return this.read()[path.resolve(projectPath)];
-	}
-	set(projectPath, trusted) {
-		const all = this.read();
-		all[path.resolve(projectPath)] = trusted;
-		fs.mkdirSync(path.dirname(this.file), { recursive: true });
-		fs.writeFileSync(this.file, `${JSON.stringify(all, null, 2)}\n`);
-	}
-}
-
 class CredentialSynchronizationError extends Error {
 	constructor(message, options) {
 		super(message, options);
@@ -274,7 +239,5 @@ module.exports = {
 	detectSupportedImageMimeTypeFromFile,
 	formatDimensionNote,
 	readStoredCredential,
-	hasTrustRequiringProjectResources,
-	ProjectTrustStore,
 	CredentialSynchronizationError,
 };

@@ -616,6 +616,7 @@ for (const [name, field] of [
 }
 
 module.exports = {
+	lockSync,
 	SettingsManager,
 	FileSettingsStorage,
 	InMemorySettingsStorage,
