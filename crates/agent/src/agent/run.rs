@@ -339,10 +339,13 @@ async fn low_level_run(
         // As pi's MCP extension on `turn_start`: servers another process signed
         // in to connect again. pi took this turn's tools before the event, so
         // the request offers those; what the servers brought may run at once.
-        if let Some(mcp) = &s.mcp
-            && !s.cancel.is_cancelled()
-            && mcp.reconnect_signed_in().await
-        {
+        let reconnected = match &s.mcp {
+            Some(mcp) if !s.cancel.is_cancelled() => mcp.reconnect_signed_in().await,
+            _ => false,
+        };
+        if reconnected {
+            // Their `direct` tools are activated as they register.
+            refresh_tools(s).await;
             turn.registry = turn_tools(s, &context).registry;
         }
         let first_new = new_messages.len();
