@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::extension_builtin_factories::start;
 use crate::extension_host::write_module;
+use crate::extension_provider_events::reference_cli;
 use crate::harness::{Pi, Sandbox};
 use crate::mcp::{Servers, tool_names, write_mcp};
 
@@ -192,8 +193,11 @@ async fn set_active_tools_activates_mcp_tools_as_in_pi() {
     let after = json!(["read", "own", "mcp__plain__get_sum", "mcp__everything__echo"]);
     assert_eq!(note["after"], after);
     assert_eq!(json!(tools), after, "the model is offered the active tools");
-    assert_eq!(note["own"], json!({"path": "<agent>/extensions/active.ts", "source": "auto", "scope": "user",
-        "origin": "top-level", "baseDir": "<agent>"}));
+    assert_eq!(
+        note["own"],
+        json!({"path": "<agent>/extensions/active.ts", "source": "auto", "scope": "user",
+        "origin": "top-level", "baseDir": "<agent>"})
+    );
     assert_eq!(ours, theirs, "pi 1.6.0 does the same");
 }
 
@@ -249,5 +253,47 @@ async fn a_factory_owned_codemode_and_a_factorys_mcp_server_are_as_in_pi() {
         "baseDir": "<agent>", "exposure": "model-only"});
     assert_eq!(ours["codemode"], codemode);
     assert_eq!(ours["active"], json!(["read", "bash", "edit", "write", "codemode"]), "MCP activates the owner's");
+    assert_eq!(ours, theirs, "pi 1.6.0 does the same");
+}
+
+/// What pi's own `preset.ts` did with a preset naming a `codemode` server's
+/// tool: the tools of the first request (which waits for the server, one of
+/// its tools being `direct`), `/preset mcp`'s notifications, and the tools
+/// of the request after it.
+async fn preset(reference: bool, servers: &Servers) -> Option<Value> {
+    let example = reference_cli()?.parent()?.parent()?.join("examples/extensions/preset.ts");
+    let sb = Sandbox::with_server().await;
+    let mut everything = servers.everything("stdio");
+    everything["toolExposure"] = json!({"get_sum": "direct"});
+    write_mcp(&sb, json!({ "everything": everything }));
+    write_module(&sb, "preset.ts", &std::fs::read_to_string(example).expect("pi's preset.ts"));
+    let presets = json!({"mcp": {"tools": ["read", "mcp__everything__echo"]}});
+    std::fs::write(sb.agent_dir.path().join("presets.json"), presets.to_string()).expect("presets.json");
+    sb.server().set_fallback(Reply::text("done"));
+    let mut pi = start(&sb, reference, &[])?;
+    pi.send(json!({"id": "a", "type": "prompt", "message": "hi"})).await;
+    pi.until_type("agent_settled").await;
+    pi.send(json!({"id": "t", "type": "prompt", "message": "/preset mcp"})).await;
+    let lines =
+        pi.until(|v| v["method"] == "notify" && v["message"].as_str().is_some_and(|m| m.contains("activated"))).await;
+    let notes: Vec<Value> = lines.iter().filter(|v| v["method"] == "notify").map(|v| v["message"].clone()).collect();
+    pi.send(json!({"id": "b", "type": "prompt", "message": "go"})).await;
+    pi.until_type("agent_settled").await;
+    let requests = sb.server().requests();
+    pi.close_stdin();
+    Some(json!({
+        "first": tool_names(&requests.first()?.body),
+        "notes": notes,
+        "after": tool_names(&requests.last()?.body),
+    }))
+}
+
+#[tokio::test]
+async fn pis_preset_example_activates_an_mcp_tool_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let Some(ours) = preset(false, &servers).await else { return };
+    let Some(theirs) = preset(true, &servers).await else { return };
+    assert_eq!(ours["notes"], json!(["Preset \"mcp\" activated"]), "no unknown tool");
+    assert_eq!(ours["after"], json!(["read", "mcp__everything__echo"]));
     assert_eq!(ours, theirs, "pi 1.6.0 does the same");
 }

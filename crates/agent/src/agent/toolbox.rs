@@ -27,7 +27,13 @@ pub(super) struct Toolbox {
 
 impl Toolbox {
     pub(super) fn new(registry: ToolRegistry, active: Vec<String>) -> Self {
-        Toolbox { registry, active: Arc::new(active), client_tools: Vec::new(), registered_mcp: None, discovery_due: true }
+        Toolbox {
+            registry,
+            active: Arc::new(active),
+            client_tools: Vec::new(),
+            registered_mcp: None,
+            discovery_due: true,
+        }
     }
 
     /// Every known tool, in registry order.
@@ -276,7 +282,10 @@ mod tests {
         let err = tools.set_active(names(&["read", "nope"]), &[]).unwrap_err();
         assert!(err.message.starts_with("Unknown tool: nope. Known tools: read"), "{}", err.message);
         assert_eq!(tools.active_names(), names(&["read"]).as_slice());
-        assert_eq!(tools.set_active(names(&["bash", "read", "bash"]), &[]).unwrap(), names(&["bash", "read"]).as_slice());
+        assert_eq!(
+            tools.set_active(names(&["bash", "read", "bash"]), &[]).unwrap(),
+            names(&["bash", "read"]).as_slice()
+        );
         assert_eq!(tools.set_active_known(["nope", "edit", "edit"].into_iter(), &[]), names(&["edit"]).as_slice());
         // As pi's: the tools that stay active keep their place, new ones follow.
         tools.set_active(names(&["read", "edit", "write"]), &[]).unwrap();

@@ -168,7 +168,8 @@ impl Agent {
             .filter(|(id, _)| handle.get(*id).is_some_and(|e| !e.is_ready() && !e.is_dead()))
             .map(|(_, path)| path.to_string_lossy().into_owned())
             .collect();
-        servers.retain(|server| !server["extensionPath"].as_str().is_some_and(|path| loading.iter().any(|l| l == path)));
+        servers
+            .retain(|server| !server["extensionPath"].as_str().is_some_and(|path| loading.iter().any(|l| l == path)));
         Ok(json!({"servers": servers}))
     }
 }
