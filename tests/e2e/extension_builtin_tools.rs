@@ -10,12 +10,14 @@
 //! Needs node 22, the host's packages, the MCP servers and the reference from
 //! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
 
+use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
 use crate::extension_builtin_factories::start;
 use crate::extension_host::write_module;
-use crate::harness::Sandbox;
-use crate::mcp::{Servers, write_mcp};
+use crate::extension_provider_events::reference_cli;
+use crate::harness::{Pi, Sandbox};
+use crate::mcp::{Servers, tool_names, write_mcp};
 
 /// Reports the built-in extensions' tools at `session_start` and in `/tools`
 /// (`/tools wait` first waits until an MCP tool is listed), then activates
@@ -59,14 +61,20 @@ async fn listing(reference: bool, servers: &Servers, flags: &[&str]) -> Option<V
     let mut pi = start(&sb, reference, &args)?;
     let no_mcp_tools = flags.contains(&"--no-extensions") || flags.contains(&"--no-tools");
     let wait = if no_mcp_tools { "/tools" } else { "/tools wait" };
-    pi.send(json!({"id": "t", "type": "prompt", "message": wait})).await;
     // (`--tools` may first bring MCP's warning that no tool reaches its tools.)
+    let note = command_note(&mut pi, wait).await;
+    pi.close_stdin();
+    Some(serde_json::from_str(&note).expect("the note is JSON"))
+}
+
+/// Run extension command `command` and return the JSON text of the
+/// notification it answers with (no extension error on the way).
+async fn command_note(pi: &mut Pi, command: &str) -> String {
+    pi.send(json!({"id": "t", "type": "prompt", "message": command})).await;
     let lines =
         pi.until(|v| v["method"] == "notify" && v["message"].as_str().is_some_and(|m| m.starts_with('{'))).await;
     assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
-    let note = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
-    pi.close_stdin();
-    Some(serde_json::from_str(&note).expect("the note is JSON"))
+    lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string()
 }
 
 /// The tool names of a `{name, path, source, exposure}` listing.
@@ -110,4 +118,182 @@ async fn tools_and_no_extensions_leave_the_built_in_extensions_tools_out_as_in_p
         assert_eq!(ours["active"], active, "{flags:?}");
         assert_eq!(ours, theirs, "{flags:?}: as in pi 1.6.0");
     }
+}
+
+/// Reports the active tools at `session_start` and in `/active <names>`
+/// (once both servers' tools are listed), before and after
+/// `setActiveTools(<names>)`, with the `sourceInfo` of the extension's own
+/// tool; as pi's `preset.ts` does, it may name MCP tools.
+const ACTIVE: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
+
+export default function (pi: ExtensionAPI) {
+  pi.registerTool({
+    name: "own",
+    label: "Own",
+    description: "The extension's own tool",
+    parameters: Type.Object({}),
+    async execute() {
+      return { content: [{ type: "text", text: "own" }], details: {} };
+    },
+  });
+  const listed = (name: string) => pi.getAllTools().some((t) => t.name === name);
+  let atStart: unknown = null;
+  pi.on("session_start", () => {
+    atStart = pi.getActiveTools();
+  });
+  pi.registerCommand("active", {
+    handler: async (args, ctx) => {
+      for (let i = 0; i < 600 && !(listed("mcp__everything__echo") && listed("mcp__plain__echo")); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const own = pi.getAllTools().find((t) => t.name === "own")?.sourceInfo;
+      const before = pi.getActiveTools();
+      pi.setActiveTools(args.split(","));
+      ctx.ui.notify(JSON.stringify({ atStart, before, after: pi.getActiveTools(), own }), "info");
+    },
+  });
+}
+"#;
+
+/// What one program's `/active <names>` reported (the agent directory's
+/// path replaced by `<agent>`), and the tools of the next model request.
+async fn activated(reference: bool, servers: &Servers, names: &str) -> Option<(Value, Vec<String>)> {
+    let sb = Sandbox::with_server().await;
+    let mut direct = servers.everything("stdio");
+    direct["exposure"] = json!("direct");
+    write_mcp(&sb, json!({"everything": servers.everything("stdio"), "plain": direct}));
+    write_module(&sb, "active.ts", ACTIVE);
+    let mut pi = start(&sb, reference, &[])?;
+    let note = command_note(&mut pi, &format!("/active {names}")).await;
+    let note = note.replace(&sb.agent_dir.path().display().to_string(), "<agent>");
+    sb.server().set_fallback(Reply::text("done"));
+    pi.send(json!({"id": "p", "type": "prompt", "message": "go"})).await;
+    pi.until_type("agent_settled").await;
+    let requests = sb.server().requests();
+    let tools = tool_names(&requests.last().expect("a model call").body);
+    pi.close_stdin();
+    Some((serde_json::from_str(&note).expect("the note is JSON"), tools))
+}
+
+#[tokio::test]
+async fn set_active_tools_activates_mcp_tools_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    // A `direct` tool, a `codemode` server's (`deferred`) tool, in another order than the active one's.
+    let names = "mcp__plain__get_sum,read,mcp__everything__echo,own";
+    let Some(ours) = activated(false, &servers, names).await else { return };
+    let Some(theirs) = activated(true, &servers, names).await else { return };
+    let (note, tools) = &ours;
+    assert_eq!(note["atStart"], json!(["read", "bash", "edit", "write", "own"]));
+    let before: Vec<String> = serde_json::from_value(note["before"].clone()).expect("names");
+    assert_eq!(before[..6], ["read", "bash", "edit", "write", "own", "codemode"], "MCP activates codemode");
+    assert!(before.iter().any(|t| t == "mcp__plain__get_sum"), "direct tools are active once registered");
+    assert!(!before.iter().any(|t| t == "mcp__everything__echo"), "{before:?}");
+    // The tools that stay active keep their order, the new one follows; codemode is off.
+    let after = json!(["read", "own", "mcp__plain__get_sum", "mcp__everything__echo"]);
+    assert_eq!(note["after"], after);
+    assert_eq!(json!(tools), after, "the model is offered the active tools");
+    assert_eq!(
+        note["own"],
+        json!({"path": "<agent>/extensions/active.ts", "source": "auto", "scope": "user",
+        "origin": "top-level", "baseDir": "<agent>"})
+    );
+    assert_eq!(ours, theirs, "pi 1.6.0 does the same");
+}
+
+/// An extension owning `codemode` through pi's factory registers an MCP
+/// server (`{server}`: its config) in its factory; it reports the server
+/// names `getMcpServers()` gave there and at `session_start`, and in
+/// `/owned` (once the server's tools are listed) its `codemode` as
+/// `getAllTools()` lists it and the active tools.
+const OWNER: &str = r#"import { createCodemodeExtension } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+export default function (pi: ExtensionAPI) {
+  createCodemodeExtension()(pi);
+  pi.registerMcpServer("reg", {server});
+  const names = () => pi.getMcpServers().map((s) => s.name);
+  const inFactory = names();
+  let atStart: unknown = null;
+  pi.on("session_start", () => {
+    atStart = names();
+  });
+  pi.registerCommand("owned", {
+    handler: async (_args, ctx) => {
+      for (let i = 0; i < 600 && !pi.getAllTools().some((t) => t.name === "mcp__reg__echo"); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const tool = pi.getAllTools().find((t) => t.name === "codemode");
+      const codemode = tool && { ...tool.sourceInfo, path: tool.sourceInfo.path.split("/").pop(), exposure: tool.exposure };
+      ctx.ui.notify(JSON.stringify({ inFactory, atStart, codemode, active: pi.getActiveTools() }), "info");
+    },
+  });
+}
+"#;
+
+/// What one program's `/owned` reported (the agent directory's path replaced by `<agent>`).
+async fn owned(reference: bool, servers: &Servers) -> Option<Value> {
+    let sb = Sandbox::with_server().await;
+    write_module(&sb, "owner.ts", &OWNER.replace("{server}", &servers.everything("stdio").to_string()));
+    let mut pi = start(&sb, reference, &[])?;
+    let note = command_note(&mut pi, "/owned").await;
+    pi.close_stdin();
+    let note = note.replace(&sb.agent_dir.path().display().to_string(), "<agent>");
+    Some(serde_json::from_str(&note).expect("the note is JSON"))
+}
+
+#[tokio::test]
+async fn a_factory_owned_codemode_and_a_factorys_mcp_server_are_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let Some(ours) = owned(false, &servers).await else { return };
+    let Some(theirs) = owned(true, &servers).await else { return };
+    assert_eq!(ours["inFactory"], json!([]), "the factory's registration counts once it returned");
+    assert_eq!(ours["atStart"], json!(["reg"]));
+    let codemode = json!({"path": "owner.ts", "source": "auto", "scope": "user", "origin": "top-level",
+        "baseDir": "<agent>", "exposure": "model-only"});
+    assert_eq!(ours["codemode"], codemode);
+    assert_eq!(ours["active"], json!(["read", "bash", "edit", "write", "codemode"]), "MCP activates the owner's");
+    assert_eq!(ours, theirs, "pi 1.6.0 does the same");
+}
+
+/// What pi's own `preset.ts` did with a preset naming a `codemode` server's
+/// tool: the tools of the first request (which waits for the server, one of
+/// its tools being `direct`), `/preset mcp`'s notifications, and the tools
+/// of the request after it.
+async fn preset(reference: bool, servers: &Servers) -> Option<Value> {
+    let example = reference_cli()?.parent()?.parent()?.join("examples/extensions/preset.ts");
+    let sb = Sandbox::with_server().await;
+    let mut everything = servers.everything("stdio");
+    everything["toolExposure"] = json!({"get_sum": "direct"});
+    write_mcp(&sb, json!({ "everything": everything }));
+    write_module(&sb, "preset.ts", &std::fs::read_to_string(example).expect("pi's preset.ts"));
+    let presets = json!({"mcp": {"tools": ["read", "mcp__everything__echo"]}});
+    std::fs::write(sb.agent_dir.path().join("presets.json"), presets.to_string()).expect("presets.json");
+    sb.server().set_fallback(Reply::text("done"));
+    let mut pi = start(&sb, reference, &[])?;
+    pi.send(json!({"id": "a", "type": "prompt", "message": "hi"})).await;
+    pi.until_type("agent_settled").await;
+    pi.send(json!({"id": "t", "type": "prompt", "message": "/preset mcp"})).await;
+    let lines =
+        pi.until(|v| v["method"] == "notify" && v["message"].as_str().is_some_and(|m| m.contains("activated"))).await;
+    let notes: Vec<Value> = lines.iter().filter(|v| v["method"] == "notify").map(|v| v["message"].clone()).collect();
+    pi.send(json!({"id": "b", "type": "prompt", "message": "go"})).await;
+    pi.until_type("agent_settled").await;
+    let requests = sb.server().requests();
+    pi.close_stdin();
+    Some(json!({
+        "first": tool_names(&requests.first()?.body),
+        "notes": notes,
+        "after": tool_names(&requests.last()?.body),
+    }))
+}
+
+#[tokio::test]
+async fn pis_preset_example_activates_an_mcp_tool_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let Some(ours) = preset(false, &servers).await else { return };
+    let Some(theirs) = preset(true, &servers).await else { return };
+    assert_eq!(ours["notes"], json!(["Preset \"mcp\" activated"]), "no unknown tool");
+    assert_eq!(ours["after"], json!(["read", "mcp__everything__echo"]));
+    assert_eq!(ours, theirs, "pi 1.6.0 does the same");
 }

@@ -27,6 +27,7 @@ mod extension_session_ops;
 mod extension_tree_nav;
 mod extension_typed_models;
 mod login_ops;
+mod mcp_activation;
 mod mcp_command_ui;
 mod mcp_credentials;
 mod mcp_ops;
@@ -297,9 +298,11 @@ impl Agent {
                 let _ = reply.send(super::internal::Callable(tools, specs));
             }
             Internal::CurrentTools { reply } => {
+                self.sync_mcp_activation();
                 let (tools, specs) = self.active_tool_set();
                 let indirect = self.toolbox.indirect();
-                let _ = reply.send(super::internal::ToolSet(tools, specs, self.prompt_sections(), indirect));
+                let active = self.toolbox.shared_active_names();
+                let _ = reply.send(super::internal::ToolSet(tools, specs, self.prompt_sections(), indirect, active));
             }
             Internal::Compaction(msg) => self.handle_compaction_msg(*msg).await,
             Internal::Login(msg) => self.handle_login_msg(*msg).await,

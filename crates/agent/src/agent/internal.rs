@@ -83,12 +83,14 @@ pub enum LoginMsg {
 }
 
 /// The tools of a model request, their specs, the prompt sections for them,
-/// and the inactive tools codemode and `tool_search` reach.
+/// the inactive tools codemode and `tool_search` reach, and the names of the
+/// active tools (MCP tools among them).
 pub struct ToolSet(
     pub crate::tools::ToolRegistry,
     pub Vec<crate::provider::ToolSpec>,
     pub crate::system_prompt::Sections,
     pub Vec<std::sync::Arc<dyn crate::tools::Tool>>,
+    pub std::sync::Arc<Vec<String>>,
 );
 
 impl std::fmt::Debug for ToolSet {

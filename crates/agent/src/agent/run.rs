@@ -53,6 +53,8 @@ pub(crate) struct RunSetup {
     pub tool_specs: Vec<ToolSpec>,
     /// Inactive `codemode` / `deferred` tools: codemode and `tool_search` reach them.
     pub indirect: Vec<Arc<dyn crate::tools::Tool>>,
+    /// The names of the active tools, in order (the MCP tools among them are declared).
+    pub active: Arc<Vec<String>>,
     pub tool_ctx: ToolContext,
     /// New messages that start the run (the prompt); empty for a continuation.
     pub initial: Vec<AgentMessage>,
@@ -240,19 +242,31 @@ fn retry_end_failed(attempt: u32, error: &str) -> AgentEvent {
 /// last request (pi: `setActiveTools` during a tool applies to the next request).
 async fn refresh_tools(s: &mut RunSetup) {
     let version = s.tools_version.load(Ordering::SeqCst);
-    if version == s.tools_seen {
+    if version == s.tools_seen && !new_direct_mcp_tools(s) {
         return;
     }
     let (tx, rx) = oneshot::channel();
     s.emitter.send(Internal::CurrentTools { reply: tx }).await;
-    if let Ok(super::internal::ToolSet(tools, specs, sections, indirect)) = rx.await {
+    if let Ok(super::internal::ToolSet(tools, specs, sections, indirect, active)) = rx.await {
         s.tools = tools;
+        s.active = active;
         s.tool_specs = specs;
         s.indirect = indirect;
         s.sections = sections;
         s.tools_seen = version;
         super::system_update::retool_prompt_options(s);
     }
+}
+
+/// A server's `direct` tool is not among the run's active tools: one that
+/// registered since is activated (pi activates it as it registers) when the
+/// actor is asked for the tools.
+fn new_direct_mcp_tools(s: &RunSetup) -> bool {
+    let Some(mcp) = &s.mcp else { return false };
+    mcp.tools().iter().any(|t| {
+        let name = t.tool.name();
+        t.exposure == crate::mcp::Exposure::Direct && mcp.may_declare(name) && !s.active.iter().any(|a| a == name)
+    })
 }
 
 async fn take_queued(s: &RunSetup, kind: QueueKind) -> Vec<Delivered> {
@@ -314,6 +328,7 @@ async fn low_level_run(
                 &s.tools,
                 &s.tool_specs,
                 &s.indirect,
+                &s.active,
                 s.mcp.as_ref(),
                 s.reach,
                 context,
@@ -324,10 +339,13 @@ async fn low_level_run(
         // As pi's MCP extension on `turn_start`: servers another process signed
         // in to connect again. pi took this turn's tools before the event, so
         // the request offers those; what the servers brought may run at once.
-        if let Some(mcp) = &s.mcp
-            && !s.cancel.is_cancelled()
-            && mcp.reconnect_signed_in().await
-        {
+        let reconnected = match &s.mcp {
+            Some(mcp) if !s.cancel.is_cancelled() => mcp.reconnect_signed_in().await,
+            _ => false,
+        };
+        if reconnected {
+            // Their `direct` tools are activated as they register.
+            refresh_tools(s).await;
             turn.registry = turn_tools(s, &context).registry;
         }
         let first_new = new_messages.len();

@@ -18,11 +18,22 @@ pub(super) struct Toolbox {
     active: Arc<Vec<String>>,
     /// Names of the tools the client runs itself.
     client_tools: Vec<String>,
+    /// The MCP tools activated as they registered ([`Toolbox::activate_registered`]);
+    /// `None` until the session's start-up is over.
+    registered_mcp: Option<Vec<String>>,
+    /// pi's MCP extension activates `codemode` / `tool_search` at the next `session_start`.
+    discovery_due: bool,
 }
 
 impl Toolbox {
     pub(super) fn new(registry: ToolRegistry, active: Vec<String>) -> Self {
-        Toolbox { registry, active: Arc::new(active), client_tools: Vec::new() }
+        Toolbox {
+            registry,
+            active: Arc::new(active),
+            client_tools: Vec::new(),
+            registered_mcp: None,
+            discovery_due: true,
+        }
     }
 
     /// Every known tool, in registry order.
@@ -78,9 +89,11 @@ impl Toolbox {
         names.iter().find(|t| !self.registry.contains(t)).map(String::as_str)
     }
 
-    /// `set_active_tools`: every name must be known; duplicates count once.
-    pub(super) fn set_active(&mut self, names: Vec<String>) -> Result<&[String], CoreError> {
-        if let Some(unknown) = self.first_unknown(&names) {
+    /// `set_active_tools`: every name must be known (`also_known`: the
+    /// tools made per model call, see [`Toolbox::set_active_known`]);
+    /// duplicates count once.
+    pub(super) fn set_active(&mut self, names: Vec<String>, also_known: &[String]) -> Result<&[String], CoreError> {
+        if let Some(unknown) = names.iter().find(|t| !self.registry.contains(t) && !also_known.contains(t)) {
             let known: Vec<&str> = self.registry.names().collect();
             return Err(CoreError::invalid(
                 "tools",
@@ -92,21 +105,73 @@ impl Toolbox {
         Ok(&self.active)
     }
 
-    /// An extension's `setActiveTools`: the known names, once each, in order
-    /// (unknown names are left out, and `hidden` tools, as pi never activates
-    /// them). `also_known` are tools made per model call (`codemode`,
-    /// `tool_search` once an extension registered them through pi's factories).
+    /// An extension's `setActiveTools`: the known names, once each (unknown
+    /// names are left out, and `hidden` tools, as pi never activates them).
+    /// As pi's, the tools that stay active keep their place and the newly
+    /// active ones follow in the order given. `also_known` are tools made
+    /// per model call (`codemode`, `tool_search`, the MCP servers' tools).
     pub(super) fn set_active_known<'n>(
         &mut self,
         names: impl Iterator<Item = &'n str>,
-        also_known: &[&str],
+        also_known: &[String],
     ) -> &[String] {
-        let known = names
-            .filter(|name| (self.registry.contains(name) && !self.is_hidden(name)) || also_known.contains(name))
+        let known: Vec<String> = names
+            .filter(|name| {
+                (self.registry.contains(name) && !self.is_hidden(name)) || also_known.iter().any(|k| k == name)
+            })
             .map(str::to_string)
             .collect();
-        self.active = Arc::new(dedup(known));
+        let kept = self.active.iter().filter(|name| known.contains(name)).cloned();
+        self.active = Arc::new(dedup(kept.chain(known.iter().cloned()).collect()));
         &self.active
+    }
+
+    /// Start-up is over: from now on MCP tools are activated as they
+    /// register. True once, when pi's MCP extension activates `codemode` /
+    /// `tool_search` (its `session_start`, also after a reload).
+    pub(super) fn begin_mcp_activation(&mut self) -> bool {
+        self.registered_mcp.get_or_insert_with(Vec::new);
+        std::mem::take(&mut self.discovery_due)
+    }
+
+    /// Whether [`Toolbox::begin_mcp_activation`] happened.
+    pub(super) fn mcp_activation_begun(&self) -> bool {
+        self.registered_mcp.is_some()
+    }
+
+    /// pi's MCP extension activates `codemode` / `tool_search` again at the next `session_start`.
+    pub(super) fn discovery_again(&mut self) {
+        self.discovery_due = true;
+    }
+
+    /// pi activates a tool declared to the model when it registers (an MCP
+    /// server's `direct` tools once it connected), once: one deactivated
+    /// since stays inactive. Whether the active tools changed.
+    pub(super) fn activate_registered(&mut self, names: impl Iterator<Item = String>) -> bool {
+        let Some(registered) = self.registered_mcp.as_mut() else { return false };
+        let mut changed = false;
+        for name in names {
+            if registered.contains(&name) {
+                continue;
+            }
+            registered.push(name.clone());
+            if !self.active.contains(&name) {
+                Arc::make_mut(&mut self.active).push(name);
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// Activate `names` after the active tools (those not active yet).
+    pub(super) fn activate(&mut self, names: &[&str]) -> bool {
+        let new: Vec<String> =
+            names.iter().filter(|n| !self.active.iter().any(|a| a == *n)).map(|n| n.to_string()).collect();
+        if new.is_empty() {
+            return false;
+        }
+        Arc::make_mut(&mut self.active).extend(new);
+        true
     }
 
     /// The inactive tools of `codemode` or `deferred` exposure, in registry
@@ -214,13 +279,39 @@ mod tests {
     #[test]
     fn active_tools_are_known_and_unique() {
         let mut tools = Toolbox::new(ToolRegistry::builtin(), names(&["read"]));
-        let err = tools.set_active(names(&["read", "nope"])).unwrap_err();
+        let err = tools.set_active(names(&["read", "nope"]), &[]).unwrap_err();
         assert!(err.message.starts_with("Unknown tool: nope. Known tools: read"), "{}", err.message);
         assert_eq!(tools.active_names(), names(&["read"]).as_slice());
-        assert_eq!(tools.set_active(names(&["bash", "read", "bash"])).unwrap(), names(&["bash", "read"]).as_slice());
+        assert_eq!(
+            tools.set_active(names(&["bash", "read", "bash"]), &[]).unwrap(),
+            names(&["bash", "read"]).as_slice()
+        );
         assert_eq!(tools.set_active_known(["nope", "edit", "edit"].into_iter(), &[]), names(&["edit"]).as_slice());
+        // As pi's: the tools that stay active keep their place, new ones follow.
+        tools.set_active(names(&["read", "edit", "write"]), &[]).unwrap();
+        let also = names(&["mcp__s__t"]);
+        let set = tools.set_active_known(["mcp__s__t", "write", "bash", "read"].into_iter(), &also);
+        assert_eq!(set, names(&["read", "write", "mcp__s__t", "bash"]).as_slice());
+        tools.set_active_known(["edit"].into_iter(), &[]);
         assert!(tools.is_active("edit") && !tools.is_active("read"));
         assert_eq!(tools.active_set().1.len(), 1);
+    }
+
+    #[test]
+    fn a_tool_is_activated_once_as_it_registers_after_start_up() {
+        let mut tools = Toolbox::new(ToolRegistry::builtin(), names(&["read"]));
+        let mcp = |list: &[&str]| names(list).into_iter();
+        assert!(!tools.activate_registered(mcp(&["mcp__s__a"])), "not during start-up");
+        assert!(tools.begin_mcp_activation(), "codemode / tool_search are due once");
+        assert!(!tools.begin_mcp_activation());
+        assert!(tools.activate_registered(mcp(&["mcp__s__a", "mcp__s__b"])));
+        assert_eq!(tools.active_names(), names(&["read", "mcp__s__a", "mcp__s__b"]).as_slice());
+        // One deactivated since stays inactive when it registers again; a new one is activated.
+        tools.set_active_known(["read", "mcp__s__b"].into_iter(), &names(&["mcp__s__a", "mcp__s__b"]));
+        assert!(tools.activate_registered(mcp(&["mcp__s__a", "mcp__s__b", "mcp__s__c"])));
+        assert_eq!(tools.active_names(), names(&["read", "mcp__s__b", "mcp__s__c"]).as_slice());
+        tools.discovery_again();
+        assert!(tools.begin_mcp_activation(), "due again after a reload");
     }
 
     #[test]

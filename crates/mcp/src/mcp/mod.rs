@@ -414,6 +414,11 @@ impl McpManager {
             .any(|c| c.config.exposure == exposure || c.config.tool_exposure.iter().any(|(_, e)| *e == exposure))
     }
 
+    /// Whether `--tools` lets MCP tool `name` be declared to the model.
+    pub fn may_declare(&self, name: &str) -> bool {
+        self.filter.declarable(name)
+    }
+
     /// `autoEnableCodemode` (true unless `mcp.json` turned it off).
     pub fn auto_enable_codemode(&self) -> bool {
         self.auto_codemode

@@ -37,8 +37,10 @@ async fn servers_given_per_session_connect_and_answer() {
     assert_eq!(out.content, vec![crate::message::ContentBlock::text("echo: hi")]);
     assert_eq!(out.structured_content, Some(json!({"content": [{"type": "text", "text": "echo: hi"}]})));
     let reach = turn::Reach::of(&[], Some(&mcp));
-    let specs =
-        turn::turn_tools(&crate::tools::ToolRegistry::default(), &[], &[], Some(&mcp), reach, &[], None).offered();
+    // pi activates a `direct` tool as it registers: it is then among the active tools.
+    let active = vec!["mcp__per_session__echo".to_string()];
+    let registry = crate::tools::ToolRegistry::default();
+    let specs = turn::turn_tools(&registry, &[], &[], &active, Some(&mcp), reach, &[], None).offered();
     assert!(specs.iter().any(|s| s.name == "mcp__per_session__echo"));
     assert!(
         !specs.iter().any(|s| s.name == "codemode"),

@@ -1,8 +1,10 @@
 //! The tools of one model call: the session's active tools, plus what MCP
 //! adds — `codemode` (it can call every reachable tool: the active ones
 //! other tools may call, the inactive `codemode` / `deferred` ones, MCP
-//! tools), `tool_search` (with the tools it loaded on this branch), `direct`
-//! MCP tools and the resource tools when their widest exposure is `direct`.
+//! tools), `tool_search` (with the tools it loaded on this branch), and the
+//! MCP tools among the active ones (pi activates `direct` ones, the resource
+//! tools among them, as they register; `setActiveTools()` any of them),
+//! declared in the order of the active tools, as pi declares them.
 //! codemode's description lists the tools scripts call that the model is
 //! not offered ([`Listing`]); with its `mode: "on"` the declared tools it
 //! calls get a `Codemode:` note, with `mode: "only"` the `direct` tools
@@ -64,11 +66,14 @@ fn is_direct(tool: &dyn Tool) -> bool {
     tool.exposure() == "direct"
 }
 
-/// Tools to declare and to run for the next model call.
+/// Tools to declare and to run for the next model call; `active`: the
+/// names of the active tools, in order (`base_specs` are the registry's).
+#[allow(clippy::too_many_arguments)]
 pub fn turn_tools(
     base: &ToolRegistry,
     base_specs: &[ToolSpec],
     indirect: &[Arc<dyn Tool>],
+    active: &[String],
     mcp: Option<&Arc<McpManager>>,
     reach: Reach,
     context: &[AgentMessage],
@@ -114,10 +119,12 @@ pub fn turn_tools(
             .chain(indirect.iter().map(|t| CatalogEntry::builtin(t.clone()).search));
         add(Arc::new(ToolSearch::new(docs.collect(), mcp.cloned())), &mut registry, &mut specs);
     }
-    let filter = mcp.map(|m| m.filter.clone()).unwrap_or_default();
-    for t in exposed.iter().filter(|t| t.exposure == Exposure::Direct && filter.declarable(t.tool.name())) {
-        add(t.tool.clone(), &mut registry, &mut specs);
+    for name in active {
+        if let Some(t) = exposed.iter().find(|t| t.tool.name() == name && t.exposure != Exposure::Hidden) {
+            add(t.tool.clone(), &mut registry, &mut specs);
+        }
     }
+    in_active_order(&mut specs, active);
     if reach.tool_search {
         for name in loaded_tools(context) {
             if let Some(t) = exposed.iter().find(|t| t.tool.name() == name && t.exposure != Exposure::Hidden) {
@@ -132,6 +139,19 @@ pub fn turn_tools(
     }
     let hidden = hidden_by_codemode(base, base_specs, mcp, reach);
     TurnTools { registry, specs, hidden }
+}
+
+/// pi declares the active tools in their order: those of `specs` among
+/// `active` are put in that order, in the places they hold; the others (the
+/// tools `tool_search` loaded, an indirect tool no active name turned on) stay.
+fn in_active_order(specs: &mut [ToolSpec], active: &[String]) {
+    let position = |spec: &ToolSpec| active.iter().position(|name| *name == spec.name);
+    let slots: Vec<usize> = (0..specs.len()).filter(|&i| position(&specs[i]).is_some()).collect();
+    let mut ordered: Vec<ToolSpec> = slots.iter().map(|&i| specs[i].clone()).collect();
+    ordered.sort_by_key(|spec| position(spec));
+    for (slot, spec) in slots.into_iter().zip(ordered) {
+        specs[slot] = spec;
+    }
 }
 
 /// What codemode's description lists: with `mode: "only"` every tool

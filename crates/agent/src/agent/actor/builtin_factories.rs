@@ -288,7 +288,8 @@ impl Agent {
                     "description": tool.description(),
                     "parameters": tool.parameters(),
                     "promptGuidelines": tool.prompt_guidelines(),
-                    "exposure": tool.exposure(),
+                    // pi's codemode and tool_search are `model-only`, whoever registers them.
+                    "exposure": "model-only",
                     "path": factories.owner(&name),
                     "builtinPath": builtin_path(tool.name()),
                 }))

@@ -605,6 +605,7 @@ impl Agent {
         if self.ext.gated() {
             return;
         }
+        self.sync_mcp_activation();
         self.finish_deferred_start();
         for (extension_path, error) in self.ext.take_flag_errors() {
             self.emit(AgentEvent::ExtensionError { extension_path, event: "flag".into(), error }).await;

@@ -23,8 +23,9 @@ impl Agent {
         match request {
             ExtRequest::SetActiveTools(p) => {
                 let names = p.get("names").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
-                let owned = self.factory_tools();
-                let active = self.toolbox.set_active_known(names, &owned).to_vec();
+                self.sync_mcp_activation();
+                let known = self.activatable_tools();
+                let active = self.toolbox.set_active_known(names, &known).to_vec();
                 self.ext.tools_changed();
                 Ok(json!({"activeTools": active}))
             }
@@ -47,6 +48,7 @@ impl Agent {
                     .into_iter()
                     .chain(self.factory_tool_listing())
                     .chain(self.builtin_tool_listing())
+                    .map(|tool| self.with_source_info(tool))
                     .collect::<Vec<_>>();
                 Ok(json!({"tools": tools}))
             }
@@ -109,6 +111,22 @@ impl Agent {
             }
             other => Err(format!("not a host request: {other:?}")),
         }
+    }
+
+    /// A `getAllTools()` entry with its extension's `sourceInfo`, as pi gives
+    /// it (an auto-discovered extension's source is `auto`, with its scope
+    /// and base directory); built-in ones keep the host's.
+    fn with_source_info(&self, mut tool: Value) -> Value {
+        let Some(path) = tool.get("path").and_then(Value::as_str).map(str::to_string) else { return tool };
+        let info = crate::resources::extension_source_info(&path, self.workspace.agent_dir(), self.workspace.cwd());
+        tool["sourceInfo"] = json!({
+            "path": info.path,
+            "source": info.source,
+            "scope": info.scope,
+            "origin": info.origin,
+            "baseDir": info.base_dir,
+        });
+        tool
     }
 
     /// The state an extension's `getState` sees (pi's `ctx.model`,

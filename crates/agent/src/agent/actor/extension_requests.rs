@@ -63,7 +63,10 @@ impl Agent {
                 let kind = p.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
                 self.session.append_entry(&kind, &p).map(|id| json!({"id": id}))
             }
-            ExtRequest::GetState => Ok(self.extension_state_json()),
+            ExtRequest::GetState => {
+                self.sync_mcp_activation();
+                Ok(self.extension_state_json())
+            }
             ExtRequest::GetSystemPromptOptions => Ok(self.system_prompt_options_json()),
             ExtRequest::GetMessages => Ok(json!({"messages": self.session.messages()})),
             other @ (ExtRequest::SetActiveTools(_)

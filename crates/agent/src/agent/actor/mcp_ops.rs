@@ -96,9 +96,22 @@ impl Agent {
         });
     }
 
-    /// Whether `codemode` and `tool_search` are on.
+    /// Whether `codemode` and `tool_search` are on: when the session has
+    /// them as tools ([`Agent::factory_tools`]), as they are among the active
+    /// tools (pi's MCP extension activates them: `mcp_activation.rs`); else
+    /// when named, or a server's exposure wants them.
     pub(super) fn reach(&self) -> Reach {
-        Reach::of(self.toolbox.active_names(), Some(&self.mcp))
+        let active = self.toolbox.active_names();
+        let mut reach = Reach::of(active, Some(&self.mcp));
+        let tools = self.factory_tools();
+        let named = |name: &str| active.iter().any(|t| t == name);
+        if tools.contains(&CODEMODE) {
+            reach.codemode = named(CODEMODE);
+        }
+        if tools.contains(&crate::mcp::search::TOOL_SEARCH) {
+            reach.tool_search = named(crate::mcp::search::TOOL_SEARCH);
+        }
+        reach
     }
 
     /// The system prompt's entries for the indirect tools that are on.
@@ -115,7 +128,7 @@ impl Agent {
     /// extension `id`: the registered servers after the call, `{servers}`.
     /// A change made once the extension is bound (it finished loading) is
     /// announced to every extension as `mcp_servers_change`, as pi does.
-    pub(super) fn extension_mcp_request(&self, id: usize, method: &str, params: &Value) -> Result<Value, String> {
+    pub(super) fn extension_mcp_request(&mut self, id: usize, method: &str, params: &Value) -> Result<Value, String> {
         let ext = self.ext.handle().get(id).ok_or("unknown extension")?;
         let path = ext.path_string();
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
@@ -134,14 +147,29 @@ impl Agent {
             "unregisterMcpServer" => self.mcp.unregister_server(name, &path),
             _ => false,
         };
-        let servers = self.mcp.registered_servers();
+        let mut servers = self.mcp.registered_servers();
         // Not while it starts: what one asked about project trust registered before the session is
         // made again here then, unannounced, as pi announces nothing before its session binds.
         if changed && ext.is_ready() && !self.ext.is_starting(id) {
             // The registering extension's own handlers ran in its call, as in pi.
             let event = json!({"type": "mcp_servers_change", "servers": servers});
             self.ext.handle().notify_others(id, "mcp_servers_change", event);
+            // pi's MCP extension activates what the new servers' exposures want.
+            if self.toolbox.mcp_activation_begun() && self.activate_discovery_tools() {
+                self.ext.tools_changed();
+            }
         }
+        // pi applies what an extension registers while its factory runs when
+        // the factory returns: until then `getMcpServers()` leaves it out.
+        let handle = self.ext.handle();
+        let loading: Vec<String> = handle
+            .loaded_paths()
+            .into_iter()
+            .filter(|(id, _)| handle.get(*id).is_some_and(|e| !e.is_ready() && !e.is_dead()))
+            .map(|(_, path)| path.to_string_lossy().into_owned())
+            .collect();
+        servers
+            .retain(|server| !server["extensionPath"].as_str().is_some_and(|path| loading.iter().any(|l| l == path)));
         Ok(json!({"servers": servers}))
     }
 }

@@ -66,6 +66,8 @@ impl Agent {
         for ext in self.ext.handle().subscribers("session_start").into_iter().filter(|e| !added.contains(&e.id)) {
             ext.send(&crate::extensions::protocol::event_message(payload.clone()));
         }
+        // pi's MCP extension activates codemode / tool_search again at its `session_start`.
+        self.toolbox.discovery_again();
         // Then `resources_discover` (reason "reload"); the command goes on once it is answered.
         self.discover_after_reload(reply);
     }
@@ -109,8 +111,8 @@ impl Agent {
         }
         let mut active = self.toolbox.active_names().to_vec();
         active.extend(added.iter().cloned());
-        let owned = self.factory_tools();
-        self.toolbox.set_active_known(active.iter().map(String::as_str), &owned);
+        let known = self.activatable_tools();
+        self.toolbox.set_active_known(active.iter().map(String::as_str), &known);
         self.ext.request_tools(added);
         self.ext.tools_changed();
     }

@@ -81,6 +81,7 @@ impl Agent {
         let cancel = CancellationToken::new();
         let retry_cancel = CancellationToken::new();
         let run_id = self.activity.begin_run(cancel.clone(), retry_cancel.clone());
+        self.sync_mcp_activation();
         let (tools, tool_specs) = self.active_tool_set();
         let (tools_version, tools_seen) = self.ext.tools_version();
         let setup = RunSetup {
@@ -102,6 +103,7 @@ impl Agent {
             tools,
             tool_specs,
             indirect: self.toolbox.indirect(),
+            active: self.toolbox.shared_active_names(),
             tool_ctx: self.tool_context(),
             initial,
             retry: self.prefs.settings().retry,

@@ -161,7 +161,8 @@ impl Agent {
     }
 
     pub(super) fn set_active_tools(&mut self, tools: Vec<String>) -> Result<Reply, CoreError> {
-        Ok(Reply::ActiveTools(self.toolbox.set_active(tools)?.to_vec()))
+        let known = self.activatable_tools();
+        Ok(Reply::ActiveTools(self.toolbox.set_active(tools, &known)?.to_vec()))
     }
 
     /// Pick the model and thinking level for the session just opened (see

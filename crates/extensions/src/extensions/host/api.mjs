@@ -288,12 +288,14 @@ export class Instance {
 					parameters: t.parameters,
 					promptGuidelines: t.promptGuidelines ?? [],
 					exposure: t.exposure ?? "direct",
-					sourceInfo: {
-						path: t.path ?? t.builtinPath ?? `builtin:${t.name}`,
-						source: t.path ? "local" : "builtin",
-						scope: "temporary",
-						origin: "top-level",
-					},
+					sourceInfo: t.sourceInfo
+						? { ...t.sourceInfo, baseDir: t.sourceInfo.baseDir ?? undefined }
+						: {
+								path: t.path ?? t.builtinPath ?? `builtin:${t.name}`,
+								source: "builtin",
+								scope: "temporary",
+								origin: "top-level",
+							},
 				}));
 			},
 			setActiveTools(names) {
