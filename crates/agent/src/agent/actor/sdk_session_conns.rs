@@ -24,6 +24,10 @@ pub(super) struct SessionPlace<'a> {
     pub agent_dir: &'a std::path::Path,
     pub cwd: std::path::PathBuf,
     pub project_trusted: bool,
+    /// The shim's `open`: what the sub-session's `createMcpExtension(options)`
+    /// asks (`loaded`: its `loadConfig(ctx)` answer, which replaces
+    /// `mcp.json`; `startupWaitMs`; `logPath`).
+    pub opening: Option<&'a Value>,
 }
 
 impl SdkSessionConns {
@@ -44,14 +48,23 @@ impl SdkSessionConns {
             project_trusted: place.project_trusted,
             env: None,
         };
+        let option = |key: &str| place.opening.and_then(|open| open.get(key));
+        let config = match option("loaded") {
+            Some(loaded) => McpConfig::from_loaded(loaded, &sources),
+            None => McpConfig::load(&sources),
+        };
+        let log_path = option("logPath").and_then(Value::as_str).map(|path| place.cwd.join(path));
         let options = McpOptions {
-            config: McpConfig::load(&sources),
+            config,
             root: Some(place.cwd.clone()),
-            log_path: Some(place.agent_dir.join("mcp.log")),
+            log_path: Some(log_path.unwrap_or_else(|| place.agent_dir.join("mcp.log"))),
             credentials_dir: Some(place.agent_dir.to_path_buf()),
             ..McpOptions::default()
         };
         let manager = McpManager::start(options);
+        if let Some(ms) = option("startupWaitMs").and_then(Value::as_f64).filter(|ms| ms.is_finite() && *ms >= 0.0) {
+            manager.factories.set_direct_wait(std::time::Duration::from_millis(ms as u64));
+        }
         manager.begin();
         map.insert(id.to_string(), manager.clone());
         manager
