@@ -360,7 +360,8 @@ async fn an_sdk_session_connects_the_servers_again_and_follows_their_tool_list_a
 /// `<agent dir>/loaded.json`, which `mcp.json` does not name) and two more extensions that note
 /// the `mcp_servers_change` events they get. After a first prompt, one of them registers
 /// `late-broken`, which cannot start, and, once that is reported, the other tries to unregister
-/// it (not its own), then its owner does.
+/// it (not its own), then its owner does. Then a sub-session without pi's MCP extension whose
+/// extension registers a server: pi reports it to `onError`, as no extension connects it.
 const SDK_SUBREACH: &str = concat!(
     r#"import { createAgentSession, createMcpExtension, DefaultResourceLoader, getAgentDir, SessionManager } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
@@ -396,9 +397,13 @@ export default function (pi: ExtensionAPI) {
       await eventually(() => events.length >= 4);
       const logged = await eventually(() => existsSync(logPath));
       session.dispose();
+      // A sub-session whose extension registers a server that no extension there connects.
+      const unconnected: string[] = [];
+      const alone = await subSession(ctx, [(p: any) => p.registerMcpServer("unconnected", { command: "unconnected-mcp-server" })], [], unconnected);
+      alone.dispose();
       // How a failure is worded is each program's own (DEVIATIONS, MCP).
       const said = notes.map(([message, level]) => [message.replace(/failed: .*/g, "failed: <error>"), level]);
-      ctx.ui.notify(JSON.stringify({ errors, notes: said, reported, events, afterOthers, logged, loadCalls }), "info");
+      ctx.ui.notify(JSON.stringify({ errors, notes: said, reported, events, afterOthers, logged, loadCalls, unconnected }), "info");
     },
   });
 }
@@ -448,6 +453,8 @@ async fn an_sdk_sessions_mcp_extension_takes_its_options_announces_changes_to_al
     assert_eq!(ours["events"], events, "{ours}");
     assert_eq!(ours["afterOthers"], json!(["late-broken"]), "{ours}");
     assert_eq!((&ours["logged"], &ours["loadCalls"]), (&json!(true), &json!(1)), "{ours}");
+    let unconnected = "register_mcp_server: MCP server \"unconnected\" is registered, but no loaded extension connects MCP servers; another extension may have replaced the built-in MCP support";
+    assert_eq!(ours["unconnected"], json!([unconnected]), "{ours}");
     let alpha = "An alpha server whose description runs long. ".repeat(8);
     let cut: String = alpha.chars().take(249).collect();
     let section = json!([
