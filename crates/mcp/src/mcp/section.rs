@@ -91,13 +91,11 @@ pub fn render(mut servers: Vec<ListedServer>) -> Option<String> {
     while kept > 0 && size(kept) > MAX_SERVERS_SECTION_CHARS {
         kept -= 1;
     }
-    // Each summary also takes a ": " separator.
-    let per_server = if kept == 0 {
-        0
-    } else {
-        let room = MAX_SERVERS_SECTION_CHARS.saturating_sub(size(kept)) / kept;
-        room.saturating_sub(2).min(MAX_SERVER_DESCRIPTION_CHARS)
-    };
+    // Each summary also takes a ": " separator; none when no server is kept.
+    let per_server = MAX_SERVERS_SECTION_CHARS
+        .saturating_sub(size(kept))
+        .checked_div(kept)
+        .map_or(0, |room| room.saturating_sub(2).min(MAX_SERVER_DESCRIPTION_CHARS));
     let mut lines = vec![intro.clone()];
     for (server, head) in servers.iter().zip(&heads).take(kept) {
         let summary = if per_server > 0 { truncate(&server.summary, per_server) } else { String::new() };
