@@ -466,3 +466,70 @@ async fn an_sdk_sessions_mcp_extension_takes_its_options_announces_changes_to_al
     assert_eq!(ours["section"], section, "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
+
+/// An extension command that runs an SDK session over `createMcpExtension({ createTransport })`
+/// (the shared fetch transport, `fixtures/mcp_fetch_transport.ts`): the model calls `echo` of
+/// `remote` (server-everything over HTTP, `direct`), which goes through the transports the
+/// sub-session's factory made; `opened` says for which servers `createTransport` was called and
+/// whether its `cwd` is the sub-session's.
+const SDK_SUBTRANSPORT: &str = concat!(
+    r#"import { createAgentSession, createMcpExtension, DefaultResourceLoader, getAgentDir, SessionManager } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+"#,
+    sub_session_ts!(),
+    r#"
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("subtransport", {
+    handler: async (_args, ctx) => {
+      const errors: string[] = [];
+      const notes: any[] = [];
+      const opened: any[] = [];
+      const sent: string[] = [];
+      const createTransport = (entry: any, cwd: string) => {
+        opened.push([entry.name, cwd === ctx.cwd]);
+        return fetchTransport(entry.config.url, { sending: (message: any) => { if (message.method === "tools/call") sent.push(message.params.name); } });
+      };
+      const session = await subSession(ctx, [createMcpExtension({ createTransport } as any)], notes, errors);
+      await session.prompt("echo");
+      const results = session.messages.filter((m: any) => m.role === "toolResult").map((m: any) => ({
+        name: m.toolName, text: m.content.map((c: any) => c.text ?? c.type), isError: m.isError,
+      }));
+      session.dispose();
+      ctx.ui.notify(JSON.stringify({ errors, notes, opened, sent, results }), "info");
+    },
+  });
+}
+"#
+);
+
+#[tokio::test]
+async fn an_sdk_sessions_servers_connect_through_its_mcp_extensions_create_transport_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let mut summaries = Vec::new();
+    for reference in [false, true] {
+        let (_everything, port) = crate::mcp::start_http_everything(&servers).await;
+        let setup = |sb: &Sandbox| {
+            write_mcp(sb, json!({"remote": {"url": format!("http://127.0.0.1:{port}/mcp"), "exposure": "direct"}}));
+        };
+        let replies =
+            [Reply::tool_call("call_1", "mcp__remote__echo", r#"{"message":"through"}"#), Reply::text("Echoed.")];
+        let source = crate::mcp_fetch_transport::with_fetch_transport(SDK_SUBTRANSPORT);
+        let Some((mut pi, sb)) = start_module(reference, ("sdk-subtransport.ts", &source), &replies, &setup).await
+        else {
+            return;
+        };
+        let mut notified = notified_where(&mut pi, &sb, "subtransport", |message| message.starts_with('{')).await;
+        pi.close_stdin();
+        let note = notified.pop().unwrap_or_default();
+        summaries.push(
+            serde_json::from_str::<Value>(&note).unwrap_or_else(|e| panic!("/subtransport notified {note}: {e}")),
+        );
+    }
+    let (ours, theirs) = (&summaries[0], &summaries[1]);
+    assert_eq!(ours["errors"], json!([]), "{ours}");
+    assert_eq!(ours["opened"], json!([["remote", true]]), "{ours}");
+    assert_eq!(ours["sent"], json!(["echo"]), "{ours}");
+    assert_eq!(ours["results"][0]["text"][0], "Echo: through", "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}

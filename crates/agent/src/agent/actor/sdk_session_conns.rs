@@ -35,9 +35,15 @@ impl SdkSessionConns {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Session `id`'s manager, started for `place` (connecting at once)
-    /// when it has none yet.
-    pub(super) fn open(&self, id: &str, place: &SessionPlace<'_>) -> Arc<McpManager> {
+    /// Session `id`'s manager, started for `place` (connecting at once,
+    /// through `transports` when its `createMcpExtension` has a
+    /// `createTransport`) when it has none yet.
+    pub(super) fn open(
+        &self,
+        id: &str,
+        place: &SessionPlace<'_>,
+        transports: Option<Arc<dyn crate::mcp::host_transport::TransportHost>>,
+    ) -> Arc<McpManager> {
         let mut map = self.map();
         if let Some(manager) = map.get(id) {
             return manager.clone();
@@ -64,6 +70,9 @@ impl SdkSessionConns {
         let manager = McpManager::start(options);
         if let Some(ms) = option("startupWaitMs").and_then(Value::as_f64).filter(|ms| ms.is_finite() && *ms >= 0.0) {
             manager.factories.set_direct_wait(std::time::Duration::from_millis(ms as u64));
+        }
+        if let Some(host) = transports {
+            manager.factories.set_transport_host(host);
         }
         manager.begin();
         map.insert(id.to_string(), manager.clone());

@@ -114,7 +114,7 @@ impl Agent {
     /// The manager of the SDK session `params.session`: opened when
     /// `params.open` (`{cwd, projectTrusted}`) says where the session is,
     /// then its registered servers made `params.registered` when given.
-    fn sdk_session_manager(&self, params: &Value) -> Result<Arc<McpManager>, String> {
+    fn sdk_session_manager(&self, ext_id: usize, params: &Value) -> Result<Arc<McpManager>, String> {
         let id = params.get("session").and_then(Value::as_str).ok_or("mcpTools: no session")?;
         let open = params.get("open");
         let place = SessionPlace {
@@ -127,8 +127,17 @@ impl Agent {
             opening: open,
         };
         let manager = match open {
-            Some(_) => {
-                let manager = self.ext.sdk_mcp().open(id, &place);
+            Some(opening) => {
+                // `transports`: the sub-session's `createTransport`, in the process of extension `ext_id`.
+                let transports = (opening.get("transports").and_then(Value::as_bool) == Some(true))
+                    .then(|| self.ext.handle().get(ext_id))
+                    .flatten()
+                    .map(|owner| {
+                        let host =
+                            super::mcp_transport_host::ExtensionTransports { owner, session: Some(id.to_string()) };
+                        Arc::new(host) as Arc<dyn crate::mcp::host_transport::TransportHost>
+                    });
+                let manager = self.ext.sdk_mcp().open(id, &place, transports);
                 manager.factories.set_provider_token(super::mcp_provider_token::reader(&self.channels.internal()));
                 manager
             }
@@ -154,6 +163,7 @@ impl Agent {
     /// section of its system prompt (pi's, `McpManager::servers_section`).
     pub(super) fn sdk_session_mcp_tools(
         &self,
+        ext_id: usize,
         params: &Value,
         cancel: CancellationToken,
         reply: Sender<Result<Value, String>>,
@@ -167,7 +177,7 @@ impl Agent {
             });
             return;
         }
-        let mcp = match self.sdk_session_manager(params) {
+        let mcp = match self.sdk_session_manager(ext_id, params) {
             Ok(mcp) => mcp,
             Err(error) => {
                 let _ = reply.send(Err(error));

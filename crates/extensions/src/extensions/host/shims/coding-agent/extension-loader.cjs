@@ -106,7 +106,7 @@ function localChannel(runtime, modelRegistry, instance, extensionPath) {
 		},
 		getMcpServers: () => servers(),
 		// pi's built-in factories, loaded inside the SDK session as pi loads them (session-builtins.cjs).
-		useBuiltinExtension: ({ name, options }) => require("./session-builtins.cjs").useBuiltinInSession(instance().pi, name, options, runtime),
+		useBuiltinExtension: ({ name, options }) => require("./session-builtins.cjs").useBuiltinInSession(instance().pi, name, options, runtime, instance()),
 	};
 	const call = (method, params) => {
 		const action = methods[method];

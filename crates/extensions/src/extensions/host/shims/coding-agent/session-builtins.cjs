@@ -44,7 +44,7 @@ function searchAndLoad(pi, params) {
 }
 
 /** `pi`'s registrations of the built-in `name` (the factory's hook, `pi[USE_BUILTIN](name, options)`). */
-function useBuiltinInSession(pi, name, options = {}, runtime = undefined) {
+function useBuiltinInSession(pi, name, options = {}, runtime = undefined, instance = undefined) {
 	if (name === "codemode" || name === "tool_search") {
 		const definition = lib("builtinToolDefinition", name);
 		pi.registerTool({
@@ -78,6 +78,8 @@ function useBuiltinInSession(pi, name, options = {}, runtime = undefined) {
 			if (typeof options.startupWaitMs === "number") open.startupWaitMs = options.startupWaitMs;
 			if (typeof options.logPath === "string") open.logPath = options.logPath;
 			if (loadedConfigs.has(pi)) open.loaded = loadedConfigs.get(pi);
+			// Kept by the host's `instance` once the factory applied (api.mjs).
+			if (typeof instance?.mcpTransportFactory === "function") open.createTransport = instance.mcpTransportFactory;
 			return open;
 		};
 		connections = registerSessionMcpTools(pi, runtime, openOptions);

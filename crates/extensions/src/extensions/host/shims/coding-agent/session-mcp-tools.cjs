@@ -88,6 +88,7 @@ function closeConnections(state) {
 	const session = state.session;
 	if (session === undefined) return;
 	state.session = undefined;
+	services().sdkMcpTransports?.delete(session);
 	services().mcpTools({ session, close: true }).catch(() => {});
 }
 
@@ -166,7 +167,7 @@ function reachOf(toolName, input) {
  * answers the `session` its connections go by (for its `/mcp`).
  * `openOptions()` adds what `createMcpExtension(options)` asks of the
  * connections when they open at `session_start` (`loaded`: what its
- * `loadConfig(ctx)` answered, `startupWaitMs`, `logPath`).
+ * `loadConfig(ctx)` answered, `startupWaitMs`, `logPath`, `createTransport`).
  */
 function registerSessionMcpTools(pi, runtime, openOptions = () => ({})) {
 	const state = { session: undefined, warned: false, waitedForStartup: false, version: undefined, tools: new Map(), watch: undefined, life: undefined, registered: undefined };
@@ -179,7 +180,13 @@ function registerSessionMcpTools(pi, runtime, openOptions = () => ({})) {
 		state.waitedForStartup = false;
 		state.version = undefined;
 		// The sub-session's own connections, for its cwd and trust and the servers its extensions registered.
-		const open = { cwd: ctx.cwd, projectTrusted: Boolean(ctx.isProjectTrusted?.()), ...openOptions() };
+		const { createTransport, ...asked } = openOptions();
+		const open = { cwd: ctx.cwd, projectTrusted: Boolean(ctx.isProjectTrusted?.()), ...asked };
+		// The servers connect through the factory's `createTransport`, which the host keeps for pi-rpc's calls.
+		if (createTransport) {
+			services().sdkMcpTransports?.set(state.session, createTransport);
+			open.transports = true;
+		}
 		const registered = registeredServers(runtime);
 		changedServers(state, registered);
 		// From the configuration, before any tool is registered: the servers' tools come later.
