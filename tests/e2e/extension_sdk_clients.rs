@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
 use crate::extension_provider_events::{reference_cli, spawn_reference_with};
-use crate::extension_sdk_services::{notified_text, side_by_side};
+use crate::extension_sdk_services::{notified_where, side_by_side};
 use crate::harness::Sandbox;
 
 const SDK_CLIENTS: &str = r#"import * as fs from "node:fs";
@@ -220,9 +220,15 @@ export default function (pi: ExtensionAPI) {
   pi.registerCommand("resolve", {
     handler: async (_args, ctx) => {
       const modelRuntime = await ModelRuntime.create();
+      // Each step reports that it is done, so the test's wait is per step, not for the whole command.
+      let step = 0;
+      const progress = <T,>(value: T): T => {
+        ctx.ui.notify(JSON.stringify({ progress: ++step }), "info");
+        return value;
+      };
       const cli = (options: any) => {
         const r = resolveCliModel({ ...options, modelRuntime });
-        return { model: brief(r.model), thinkingLevel: r.thinkingLevel ?? null, warning: r.warning ?? null, error: r.error ?? null };
+        return progress({ model: brief(r.model), thinkingLevel: r.thinkingLevel ?? null, warning: r.warning ?? null, error: r.error ?? null });
       };
       const cases = [
         {}, { cliModel: "fake-model" }, { cliModel: "fake/fake-other:high" }, { cliModel: "FAKE-OTH" },
@@ -233,7 +239,7 @@ export default function (pi: ExtensionAPI) {
       ];
       const scope = async (patterns: string[]) => {
         const r = await resolveModelScopeWithDiagnostics(patterns, modelRuntime);
-        return { scoped: r.scopedModels.map((s: any) => [`${s.model.provider}/${s.model.id}`, s.thinkingLevel ?? null]), diagnostics: r.diagnostics };
+        return progress({ scoped: r.scopedModels.map((s: any) => [`${s.model.provider}/${s.model.id}`, s.thinkingLevel ?? null]), diagnostics: r.diagnostics });
       };
       const fake = modelRuntime.getModel("fake", "fake-model");
       ctx.ui.notify(JSON.stringify({
@@ -263,7 +269,9 @@ async fn run(reference: bool, command: &str) -> Option<Value> {
     // Offline, pi checks no package for updates; the update check here asks local git remotes only.
     let offline = command != "package-settings";
     let mut pi = if reference { spawn_reference_with(&sb, &node, &cli, offline) } else { sb.spawn(&["--no-session"]) };
-    let mut text = notified_text(&mut pi, &sb, command).await;
+    // A long command notifies `{"progress": n}` after each step; its note is the last notification.
+    let mut text =
+        notified_where(&mut pi, &sb, command, |m| !m.starts_with("{\"progress\"")).await.pop().unwrap_or_default();
     // A local package is written relative to the agent directory: `../<cwd's name>/…`.
     if let Some(cwd_name) = sb.cwd.path().file_name().and_then(|n| n.to_str()) {
         text = text.replace(&format!("../{cwd_name}/"), "../<cwd name>/");

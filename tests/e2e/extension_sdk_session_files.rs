@@ -30,7 +30,7 @@ use crate::harness::{Pi, Sandbox};
 /// `createBranchedSession`, in memory and over files.
 const FILE_SESSION: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
-import { createAgentSession, getAgentDir, SessionManager } from "@earendil-works/pi-coding-agent";
+import { createAgentSession, getAgentDir, migrateSessionEntries, SessionManager } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 /**
@@ -195,6 +195,43 @@ export default function (pi: ExtensionAPI) {
       out.memSet = { returned: attempt(() => memOverFile.setSessionFile(first)) ?? "undefined", ...view(memOverFile) };
       memOverFile.appendMessage(user("not written") as any);
       out.memSetWrites = onDisk(first).length;
+      // Older session versions: migrated to version 3 (short ids chained in file order, a compaction's kept
+      // index made its entry's id, `hookMessage` made `custom`) and written again, unless in memory.
+      const old = (version: number | undefined, name: string) => {
+        const file = path.join(cwd, name);
+        const header = { type: "session", ...(version ? { version } : {}), id: `old-${name}`, timestamp: "2025-01-01T00:00:00.000Z", cwd };
+        const ids = version === 2 ? [{ id: "a1", parentId: null }, { id: "a2", parentId: "a1" }, { id: "a3", parentId: "a2" }, { id: "a4", parentId: "a3" }] : [{}, {}, {}, {}];
+        const body = [
+          { type: "message", ...ids[0], timestamp: "2025-01-01T00:00:01.000Z", message: user("old hi") },
+          { type: "message", ...ids[1], timestamp: "2025-01-01T00:00:02.000Z", message: reply("old hello") },
+          { type: "message", ...ids[2], timestamp: "2025-01-01T00:00:03.000Z", message: { role: "hookMessage", customType: "note", content: "hooked", display: true, timestamp: 3 } },
+          version === 2
+            ? { type: "compaction", ...ids[3], timestamp: "2025-01-01T00:00:04.000Z", summary: "s", firstKeptEntryId: "a2", tokensBefore: 10 }
+            : { type: "compaction", timestamp: "2025-01-01T00:00:04.000Z", summary: "s", firstKeptEntryIndex: 2, tokensBefore: 10 },
+        ];
+        fs.writeFileSync(file, [header, ...body].map((e) => `${JSON.stringify(e)}\n`).join(""));
+        return file;
+      };
+      // The file's text, its short ids by order of appearance (pi's are random).
+      const text = (file: string) => {
+        const ids = new Map<string, string>();
+        return fs.readFileSync(file, "utf8").replace(/"[0-9a-f]{8}"/g, (id) => (ids.has(id) ? ids.get(id)! : (ids.set(id, `"e${ids.size}"`), ids.get(id)!)));
+      };
+      const shortIds = (sm: any) => sm.getEntries().every((e: any) => /^[0-9a-f]{8}$/.test(e.id) || /^a\d$/.test(e.id));
+      for (const [key, version] of [["setV1", undefined], ["setV2", 2]] as const) {
+        const file = old(version, `${key}.jsonl`);
+        out[key] = { returned: attempt(() => sm.setSessionFile(file)) ?? "undefined", ...view(sm), shortIds: shortIds(sm), text: text(file) };
+        const appended = sm.appendMessage(user("after migration"));
+        out[`${key}Appends`] = lines(file).at(-1).id === appended;
+      }
+      const memOld = SessionManager.inMemory(cwd);
+      const memFile = old(undefined, "memV1.jsonl");
+      const before = fs.readFileSync(memFile, "utf8");
+      out.memSetV1 = { returned: attempt(() => memOld.setSessionFile(memFile)) ?? "undefined", ...view(memOld), untouched: fs.readFileSync(memFile, "utf8") === before };
+      const opened = SessionManager.open(old(undefined, "openV1.jsonl"));
+      out.openV1 = { ...view(opened), text: text(opened.getSessionFile()!) };
+      const raw = lines(old(undefined, "rawV1.jsonl"));
+      out.migrateSessionEntries = { returned: migrateSessionEntries(raw) ?? "undefined", entries: stable(raw, cwd) };
       ctx.ui.notify(JSON.stringify(out), "info");
     },
   });
@@ -393,6 +430,11 @@ async fn a_session_managers_own_session_changes_are_pis() {
     assert_eq!(ours["fileBranch"]["entries"][0]["parentSession"], "<first>", "{ours}");
     assert_eq!(ours["quietBranch"]["written"], false, "{ours}");
     assert_eq!(ours["setExistingAppends"], true, "{ours}");
+    // An older session file: migrated, written again, appended to.
+    assert_eq!(ours["setV1"]["entries"][0]["version"], 3, "{ours}");
+    assert_eq!(ours["setV1"]["shortIds"], true, "{ours}");
+    assert_eq!(ours["setV1Appends"], true, "{ours}");
+    assert_eq!(ours["memSetV1"]["untouched"], true, "{ours}");
     // All of it as pi 1.6.0 does it.
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

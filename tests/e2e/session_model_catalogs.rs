@@ -19,7 +19,9 @@
 //! OpenRouter's catalog narrowed to the key is compared in a second test;
 //! a third compares every built-in provider's refresh (TypeSafe's too),
 //! the typed models an extension lists, a provider that is not built in, a
-//! silent failure and an expired OpenRouter login.
+//! silent failure and an expired OpenRouter login; a fourth, stored models of
+//! an API their provider does not declare; a fifth, an extension's OpenRouter
+//! OAuth login refreshed for the catalog.
 
 use std::collections::HashMap;
 
@@ -495,5 +497,157 @@ async fn every_built_in_providers_catalog_and_its_typed_models_are_pis() {
     assert_eq!(pi["typed"]["acme"], json!([["acme", "acme-1", "acme-1"]]), "{pi}");
     assert_eq!(pi["stderr"], json!([]), "{pi}");
     assert_eq!(pi["auth"], true, "{pi}");
+    assert_eq!(ours, pi, "pi-rpc, then pi 1.6.0");
+}
+
+/// One program's calls of stored models whose API their provider does not
+/// declare: Fireworks' (by API: Anthropic Messages and Chat Completions) of
+/// OpenAI Responses, and of Anthropic Messages; Groq's (one API, Chat
+/// Completions) of Anthropic Messages. Each: `set_model`, a prompt's outcome
+/// and the chat request it made (path, key, model).
+async fn run_undeclared(program: Program<'_>) -> Value {
+    let sb = Sandbox::with_server().await;
+    let server = sb.server();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let model = |provider: &str, id: &str, api: &str| {
+        served(id, json!({"provider": provider, "api": api, "baseUrl": server.base_url()}))
+    };
+    let entry = |models: Vec<Value>| json!({"models": models, "lastModified": 1_796_000_000_000u64, "checkedAt": now});
+    let stored = json!({
+        "fireworks": entry(vec![model("fireworks", "fw-odd", "openai-responses"), model("fireworks", "fw-anth", "anthropic-messages")]),
+        "groq": entry(vec![model("groq", "groq-odd", "anthropic-messages")]),
+    });
+    std::fs::write(sb.agent_dir.path().join("models-store.json"), stored.to_string()).expect("models-store.json");
+    let mut cmd = program_command(program, &sb, server, &["--mode", "rpc", "--no-session"], &[]);
+    cmd.env("FIREWORKS_API_KEY", "fw-key").env("GROQ_API_KEY", "groq-key");
+    let mut pi = match program {
+        Program::Reference { .. } => Pi::start_unchecked(cmd),
+        Program::Ours => Pi::start(cmd),
+    };
+    let odd = ["fw-odd", "fw-anth", "groq-odd"];
+    let available = available_until(&mut pi, |m| odd.iter().all(|id| m.iter().any(|m| m["id"] == *id))).await;
+    let mut listed: Vec<Value> = available
+        .iter()
+        .filter(|m| odd.contains(&m["id"].as_str().unwrap_or_default()))
+        .map(|m| json!([m["provider"], m["id"], m["api"]]))
+        .collect();
+    listed.sort_by_key(Value::to_string);
+    let mut calls = Vec::new();
+    for (provider, id) in [("fireworks", "fw-odd"), ("fireworks", "fw-anth"), ("groq", "groq-odd")] {
+        server.set_fallback(pi_compat::fake_server::Reply::text(&format!("{id} answers")));
+        let before = server.requests().len();
+        let set = pi.call("set", json!({"type": "set_model", "provider": provider, "modelId": id})).await;
+        pi.send(json!({"id": "p", "type": "prompt", "message": "hello"})).await;
+        let settled = pi.until_type("agent_settled").await;
+        let answer = settled.iter().rev().find(|v| v["type"] == "message_end" && v["message"]["role"] == "assistant");
+        let answer =
+            answer.map(|v| json!([v["message"]["stopReason"], v["message"]["errorMessage"], v["message"]["content"]]));
+        let requests: Vec<Value> = server.requests()[before..]
+            .iter()
+            .filter(|r| !r.path.starts_with("/api/"))
+            .map(|r| json!([r.path, r.header("authorization").or(r.header("x-api-key")), r.body["model"]]))
+            .collect();
+        calls.push(json!({"model": id, "set": set["success"], "answer": answer, "requests": requests}));
+    }
+    pi.close_stdin();
+    pi.wait().await;
+    json!({"listed": listed, "calls": calls})
+}
+
+/// pi-ai's built-in providers dispatch by API (Fireworks: an implementation
+/// for each API of its catalog) or stream every model with their one API
+/// (Groq): a stored model of an API Fireworks does not declare fails with
+/// pi's error and no request, one of an API it declares is called by it, and
+/// Groq's of another API is called with Groq's own (Chat Completions).
+/// Compared whole with pi 1.6.0's.
+#[tokio::test]
+async fn a_stored_model_of_an_api_its_provider_does_not_declare_is_called_as_pis() {
+    let Some((node, cli)) = node22().zip(reference_cli()) else { return };
+    let (pi, ours) =
+        tokio::join!(run_undeclared(Program::Reference { node: &node, cli: &cli }), run_undeclared(Program::Ours));
+    // What pi 1.6.0 does, so that the comparison cannot pass on nothing.
+    let odd = &pi["calls"][0];
+    assert_eq!(odd["answer"][1], "Provider fireworks has no API implementation for \"openai-responses\"", "{pi}");
+    assert_eq!(odd["requests"], json!([]), "{pi}");
+    assert!(pi["calls"][2]["requests"].to_string().contains("/chat/completions"), "{pi}");
+    assert_eq!(ours, pi, "pi-rpc, then pi 1.6.0");
+}
+
+/// An extension that runs OpenRouter's OAuth login (`registerProvider` with
+/// `oauth`); `/orcalls` notifies the refreshes it was asked for.
+const OPENROUTER_LOGIN: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+export default function (pi: ExtensionAPI) {
+  const calls: string[] = [];
+  pi.registerProvider("openrouter", {
+    oauth: {
+      name: "OpenRouter (extension)",
+      login: async () => { throw new Error("no login here"); },
+      refreshToken: async (credentials: any) => {
+        calls.push(`refresh ${credentials.refresh}`);
+        return { ...credentials, access: "or-fresh", refresh: "or-refresh-2", expires: 4102444800000 };
+      },
+      getApiKey: (credentials: any) => `key-of-${credentials.access}`,
+    },
+  });
+  pi.registerCommand("orcalls", { handler: async (_args, ctx) => ctx.ui.notify(JSON.stringify(calls), "info") });
+}
+"#;
+
+/// One program's background refresh of OpenRouter's catalog with an expired
+/// OAuth login that an extension runs: the extension's refreshes, the key
+/// `/models/user` is asked with, `auth.json` afterwards and the stored list's length.
+async fn run_extension_login(program: Program<'_>, host: (&std::path::Path, &std::path::Path)) -> Value {
+    let sb = Sandbox::with_server().await;
+    let server = sb.server();
+    let user_models = json!({"data": [{"id": "anthropic/claude-sonnet-4.5"}]});
+    server.serve_model_catalogs(Catalogs { providers: HashMap::new(), user_models: Some(user_models) });
+    host_settings(&sb, host.0, host.1, json!({}));
+    write_module(&sb, "openrouter-login.ts", OPENROUTER_LOGIN);
+    let models = json!({"providers": {"openrouter": {"baseUrl": format!("{}/api/v1", server.url())}}});
+    std::fs::write(sb.agent_dir.path().join("models.json"), models.to_string()).expect("models.json");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let auth = json!({"openrouter": {"type": "oauth", "access": "or-stale", "refresh": "or-refresh-1", "expires": now - 60_000}});
+    std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).expect("auth.json");
+    let cmd = program_command(program, &sb, server, &["--mode", "rpc", "--no-session"], &[]);
+    let mut pi = match program {
+        Program::Reference { .. } => Pi::start_unchecked(cmd),
+        Program::Ours => Pi::start(cmd),
+    };
+    checked_after(&sb, "openrouter", 0).await;
+    let calls = notified_json(&mut pi, &sb, "orcalls").await;
+    pi.close_stdin();
+    pi.wait().await;
+    let asked: Vec<Value> = server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/models/user"))
+        .map(|r| json!([r.path, r.header("authorization")]))
+        .collect();
+    let auth_after = std::fs::read_to_string(sb.agent_dir.path().join("auth.json")).unwrap_or_default();
+    let mut auth_after = serde_json::from_str::<Value>(&auth_after).unwrap_or(Value::Null);
+    if let Some(expires) = auth_after.pointer_mut("/openrouter/expires") {
+        // The stale login's expiry is the test's clock; the refreshed one's is the extension's.
+        *expires = json!(expires.as_u64() == Some(now - 60_000));
+    }
+    let stored = store(&sb)["openrouter"]["models"].as_array().map_or(0, Vec::len);
+    json!({"calls": calls, "asked": asked, "auth": auth_after, "stored": stored})
+}
+
+/// pi starts RPC mode's catalog refresh once its session, extensions
+/// included, is made: an extension that runs OpenRouter's OAuth login has its
+/// `refreshToken` asked for the expired login (the new one stored in
+/// `auth.json`), and `/models/user` is asked with the new access token.
+/// Compared whole with pi 1.6.0's.
+#[tokio::test]
+async fn an_extensions_openrouter_login_is_refreshed_for_the_catalog_as_pis() {
+    let (Some(node), Some(dir), Some(cli)) = (node22(), host_dir(), reference_cli()) else { return };
+    let (pi, ours) = tokio::join!(
+        run_extension_login(Program::Reference { node: &node, cli: &cli }, (&node, &dir)),
+        run_extension_login(Program::Ours, (&node, &dir))
+    );
+    // What pi 1.6.0 does, so that the comparison cannot pass on nothing.
+    assert_eq!(pi["calls"], json!(["refresh or-refresh-1"]), "{pi}");
+    assert_eq!(pi["asked"][0][1], "Bearer or-fresh", "{pi}");
     assert_eq!(ours, pi, "pi-rpc, then pi 1.6.0");
 }

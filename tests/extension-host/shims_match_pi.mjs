@@ -86,22 +86,24 @@ check("pi-tui version", version(path.resolve(process.argv[3])), version(path.joi
 // new gap or a closed one shows). `private`/`protected` members (pi's
 // `.d.ts`) and `_` names are pi's inside.
 const KNOWN_GAPS = {
-	// pi's session keeps the ModelRuntime it was made with; pi's bug-report prompt (interactive `/bug`).
-	"pi-coding-agent.AgentSession": ["modelRuntime", "summarizeForBugReport"],
+	// pi's bug-report prompt (interactive `/bug`).
+	"pi-coding-agent.AgentSession": ["summarizeForBugReport"],
 	// The project-trust phase's own loading (i25-trust2's part).
 	"pi-coding-agent.DefaultResourceLoader": ["loadProjectTrustExtensions"],
 	// TUI tool renderers (no TUI in RPC mode; pi's HTML export page is not pi-rpc's).
 	"pi-coding-agent.ExtensionRunner": ["resolveToolRenderers"],
-	// Virtual-model routing by hand (a session routes its own requests; another extension's router is in its own process).
-	"pi-coding-agent.ModelRuntime": ["resolveModel"],
 	"pi-coding-agent.ProjectTrustStore": ["getEntry", "setMany"],
 };
 // Members the host's classes set on each instance (pi's are on the prototype).
 const ON_INSTANCES = { "pi-coding-agent.AgentSession": ["resourceLoader"] };
 for (const [label, names] of Object.entries(ON_INSTANCES)) KNOWN_GAPS[label] = [...(KNOWN_GAPS[label] ?? []), ...names];
-// pi's front ends (refused on purpose) and interactive-mode components (inert containers in RPC mode).
-const INERT = new Set(["InteractiveMode", ...hostRequire(path.join(shims, "coding-agent/inert_components.cjs"))]);
+// pi's front ends (refused on purpose).
+const REFUSED = new Set(["InteractiveMode"]);
+// pi's interactive-mode components: inert in RPC mode, with every public member of pi's (its
+// `.d.ts` fields too, which the host's may set on each instance).
+const INERT = new Set(Object.keys(hostRequire(path.join(shims, "coding-agent/inert_components.cjs"))));
 const hidden = new Map();
+const fields = new Map();
 for (const dir of ["pi-coding-agent", "pi-ai", "pi-agent-core"]) {
 	const walk = (d) => {
 		for (const f of fs.readdirSync(d, { withFileTypes: true })) {
@@ -112,6 +114,7 @@ for (const dir of ["pi-coding-agent", "pi-ai", "pi-agent-core"]) {
 					const names = hidden.get(c[1]) ?? new Set();
 					for (const m of c[2].matchAll(/^\s+(?:private|protected) (?:static )?(?:readonly )?(?:get |set )?(\w+)/gm)) names.add(m[1]);
 					hidden.set(c[1], names);
+					fields.set(c[1], new Set([...c[2].matchAll(/^ {4}(?:readonly )?(\w+)\??:/gm)].map((m) => m[1])));
 				}
 			}
 		}
@@ -139,12 +142,28 @@ const memberGaps = (label, className, theirs, mine) => {
 		console.error(`${label} has now (take it out of KNOWN_GAPS and the docs): ${closed.join(" ")}`);
 	}
 };
+// An inert component built with no arguments renders nothing, and what its setters are given it keeps.
+const inertBehaviour = (label, component, piClass) => {
+	check(`${label}.render(80)`, component.render(80), []);
+	for (const name of Object.getOwnPropertyNames(piClass.prototype).filter((n) => /^set[A-Z]/.test(n) && typeof component[n] === "function")) {
+		component[name](7);
+		check(`${label}.${name}(7) kept`, Object.values(component).includes(7), true);
+	}
+	if ("focused" in piClass.prototype) {
+		component.focused = true;
+		check(`${label}.focused`, component.focused, true);
+	}
+};
 for (const [name, mine, theirs] of modules) {
 	for (const key of Object.keys(theirs)) {
 		const [a, b] = [mine[key], theirs[key]];
 		const label = `${name}.${key}`;
-		if (INERT.has(key) || key === "Type") continue;
-		if (isClass(b)) {
+		if (REFUSED.has(key) || key === "Type") continue;
+		if (INERT.has(key)) {
+			const instance = new a();
+			memberGaps(label, key, new Set([...chain(b.prototype), ...fields.get(key)]), new Set([...chain(a.prototype), ...Object.keys(instance)]));
+			inertBehaviour(label, instance, theirs[key]);
+		} else if (isClass(b)) {
 			if (key !== "SessionManager") memberGaps(label, key, chain(b.prototype), chain(a?.prototype));
 			memberGaps(`${label} (static)`, key, statics(b), new Set(typeof a === "function" ? [...statics(a), ...chain(a)] : []));
 		} else if (b && typeof b === "object" && !Array.isArray(b)) {

@@ -189,12 +189,14 @@ async fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         // The connection writes a run's events together: they come together.
         let mut config = setup::build_agent_config(&args)?;
         config.extensions.preloaded = preloaded;
+        // pi's RPC mode refreshes the catalogs once its session (extensions included) is made.
+        config.refresh_catalogs = mode == Mode::Rpc && !offline(&args);
         Some(pi_core::agent::spawn_batched(config).map_err(|e| anyhow::anyhow!("{e}"))?)
     };
     if mode == Mode::Rpc && !offline(&args) && !args.no_extensions {
         tokio::spawn(list_llama_models());
     }
-    if mode == Mode::Rpc && !offline(&args) {
+    if mode == Mode::Rpc && !offline(&args) && agent.is_none() {
         tokio::spawn(model_catalogs::refresh_in_background());
     }
     let end = dialect::serve_stdio(args.protocol, std::sync::Arc::new(args), agent).await?;

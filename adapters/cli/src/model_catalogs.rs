@@ -10,13 +10,11 @@ use pi_core::provider::http::HttpClient;
 
 /// pi's RPC mode refreshes the catalogs in the background at start (fifteen
 /// seconds at most); sessions see a newer catalog once `models-store.json`
-/// has it (their registry reads the file again when it changed).
+/// has it (their registry reads the file again when it changed). The agent
+/// of an RPC session starts its own once its extensions loaded (one may log
+/// in to OpenRouter); this one is `pi serve`'s and ACP's.
 pub(crate) async fn refresh_in_background() {
-    match refresh(false).await {
-        Ok(failures) if failures.is_empty() => {}
-        Ok(failures) => tracing::debug!("model catalogs not refreshed: {}", joined(&failures)),
-        Err(e) => tracing::debug!("model catalogs not refreshed: {e}"),
-    }
+    model_catalogs::refresh_quietly(&pi_core::config::default_agent_dir(), None).await;
 }
 
 /// One refresh of `default_agent_dir()`'s catalogs within pi's time limit.
@@ -28,11 +26,6 @@ async fn refresh(force: bool) -> Result<Failures, String> {
         .map_err(|_| "Model catalog refresh timed out.".to_string())
 }
 
-/// pi's `provider: message` list of failures.
-fn joined(failures: &Failures) -> String {
-    failures.iter().map(|(provider, message)| format!("{provider}: {message}")).collect::<Vec<_>>().join("; ")
-}
-
 /// `pi update --models`: every catalog asked again; pi's lines.
 pub(crate) fn update_models() -> Result<(), Vec<String>> {
     let runtime =
@@ -42,7 +35,9 @@ pub(crate) fn update_models() -> Result<(), Vec<String>> {
             crate::user_lines::out("Model catalogs refreshed");
             Ok(())
         }
-        Ok(failures) => Err(vec![format!("Error: Could not refresh model catalogs: {}", joined(&failures))]),
+        Ok(failures) => {
+            Err(vec![format!("Error: Could not refresh model catalogs: {}", model_catalogs::describe(&failures))])
+        }
         Err(message) => Err(vec![format!("Error: {message}")]),
     }
 }

@@ -20,6 +20,7 @@ mod dispatch;
 mod extension_hooks;
 mod extension_host_requests;
 mod extension_model_calls;
+mod extension_model_resolve;
 mod extension_oauth_login;
 mod extension_requests;
 mod extension_session_ops;
@@ -148,6 +149,9 @@ impl Agent {
             thinking: config.thinking,
             inline_key: config.api_key.is_some(),
         };
+        if config.refresh_catalogs {
+            agent.models.refresh_catalogs_after_start(config.agent_dir.clone());
+        }
         agent.apply_codemode_settings();
         let default_provider = agent.prefs.settings().default_provider.as_deref();
         agent.models.apply_command_line(startup, config.api_key, &config.model_scope, default_provider);
@@ -169,6 +173,9 @@ impl Agent {
     /// The actor loop. Internal messages go first so state is current before any op reads it.
     pub(crate) async fn run(mut self: Box<Self>, mut ops: super::OpReceiver) {
         let Some(mut internal_rx) = self.channels.take_inbox() else { return };
+        if !self.ext.gated() {
+            self.models.start_catalog_refresh();
+        }
         let mut ops_open = true;
         loop {
             tokio::select! {
@@ -204,6 +211,7 @@ impl Agent {
             }
             if !self.ext.gated() {
                 self.mcp.release();
+                self.models.start_catalog_refresh();
             }
             if self.activity.is_shutting_down() && self.is_idle() {
                 break;

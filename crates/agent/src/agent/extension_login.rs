@@ -105,6 +105,46 @@ async fn request_key(
     Ok(answer.get("apiKey").and_then(Value::as_str).map(str::to_string))
 }
 
+/// OpenRouter's key for pi's background catalog refresh when extension `ext`
+/// logs in to `provider` (pi's provider then has the extension's OAuth): the
+/// stored OAuth login, refreshed through the extension's `refreshToken` once
+/// it has expired (pi's refresh of a catalog keeps no five-minute margin) under
+/// pi's lock and stored, and its `access` (pi asks `/models/user` with it,
+/// not with `getApiKey`'s answer). `None` without an OAuth login.
+pub(crate) fn catalog_key(
+    ext: Arc<Extension>,
+    auth_file: PathBuf,
+    provider: String,
+) -> crate::auth::model_catalogs::KeySource {
+    Box::pin(async move {
+        let file = AuthFile::new(auth_file);
+        let expired = |credential: &Value| {
+            crate::auth::oauth::expires(credential).is_none_or(|at| crate::auth::oauth::now_ms() as f64 >= at)
+        };
+        let stored = file.get(&provider).await.map_err(|e| e.to_string())?;
+        if !stored.as_ref().is_some_and(is_oauth) {
+            return Ok(None);
+        }
+        if stored.as_ref().is_some_and(expired) {
+            let (ext, provider) = (&ext, provider.as_str());
+            file.modify(provider, |current| async move {
+                match current {
+                    Some(current) if is_oauth(&current) && expired(&current) => {
+                        Ok(Some(ask(ext, provider, "refresh", &current, &CancellationToken::new()).await?))
+                    }
+                    // Refreshed meanwhile (by a request or by pi), or logged out.
+                    _ => Ok(None),
+                }
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e: String| format!("OAuth refresh failed for {provider}: {e}"))?;
+        }
+        let now = file.get(&provider).await.map_err(|e| e.to_string())?.filter(is_oauth);
+        Ok(now.and_then(|c| c.get("access").and_then(Value::as_str).map(str::to_string)))
+    })
+}
+
 async fn ask(
     ext: &Extension,
     provider: &str,

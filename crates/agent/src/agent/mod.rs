@@ -135,6 +135,9 @@ pub struct AgentConfig {
     /// Entered before each write of the session file (`pi serve --cluster`'s
     /// fencing epoch: a worker that lost the session cannot write it).
     pub session_fence: Option<crate::session::SharedFence>,
+    /// Refresh the model catalogs in the background once the extensions
+    /// loaded (RPC mode, not offline), as pi's RPC mode does.
+    pub refresh_catalogs: bool,
 }
 
 /// One item of the ordered output stream.

@@ -41,6 +41,9 @@ pub(super) struct ModelChoice {
     keys: std::collections::HashMap<String, Arc<crate::extensions::Extension>>,
     /// Providers whose classifier and image calls their extension implements.
     typed: super::extension_typed::ExtensionTypedModels,
+    /// RPC mode's background refresh of the model catalogs, due once the
+    /// extensions loaded: the agent directory it refreshes.
+    catalog_refresh: Option<std::path::PathBuf>,
 }
 
 /// A start-up model choice waiting for the extensions (pi resolves
@@ -68,7 +71,29 @@ impl ModelChoice {
             logins: Default::default(),
             keys: Default::default(),
             typed: Default::default(),
+            catalog_refresh: None,
         }
+    }
+
+    /// Refresh the model catalogs of `agent_dir` in the background once the
+    /// extensions loaded, as pi's RPC mode does after its session was made.
+    pub(super) fn refresh_catalogs_after_start(&mut self, agent_dir: std::path::PathBuf) {
+        self.catalog_refresh = Some(agent_dir);
+    }
+
+    /// Start the refresh that is due (once): OpenRouter's key through the
+    /// extension that runs its OAuth login, if one does (pi's provider has
+    /// that login then, and refreshes it for its catalog).
+    pub(super) fn start_catalog_refresh(&mut self) {
+        let Some(agent_dir) = self.catalog_refresh.take() else { return };
+        const OPENROUTER: &str = "openrouter";
+        let key = match (self.logins.get(OPENROUTER), self.registry.oauth_login(OPENROUTER)) {
+            (Some(ext), Some(file)) => {
+                Some(super::extension_login::catalog_key(ext.clone(), file, OPENROUTER.to_string()))
+            }
+            _ => None,
+        };
+        tokio::spawn(async move { crate::auth::model_catalogs::refresh_quietly(&agent_dir, key).await });
     }
 
     /// The command line's choice: `--provider`, `--model`, `--thinking`
@@ -509,7 +534,7 @@ impl ModelChoice {
     /// Checks before a run may start: a callable model with credentials.
     pub(super) fn preflight(&self) -> Result<(), CoreError> {
         if !crate::config::models::is_virtual(&self.model)
-            && self.providers.for_model(&self.model.provider, &self.model.api).is_none()
+            && self.providers.for_model(&self.model.provider, &self.registry.chat_api(&self.model)).is_none()
         {
             return Err(CoreError::new(
                 ErrorKind::Unsupported,
@@ -540,7 +565,7 @@ impl ModelChoice {
         if let Some(error) = self.registry.missing_chat_api(&self.model) {
             return Some(crate::agent::virtual_route::unrouted(error));
         }
-        let provider = self.providers.for_model(&self.model.provider, &self.model.api)?;
+        let provider = self.providers.for_model(&self.model.provider, &self.registry.chat_api(&self.model))?;
         Some(self.authorized(provider, &self.model))
     }
 

@@ -136,7 +136,7 @@ impl VirtualRouter {
         }
         let physical = self
             .providers
-            .for_model(&model.provider, &model.api)
+            .for_model(&model.provider, &self.registry.chat_api(&model))
             .ok_or_else(|| format!("{name}, whose API \"{}\" this build does not support.", model.api))?;
         let wanted = answer.get("thinkingLevel").and_then(Value::as_str).and_then(|l| l.parse().ok());
         Ok(Routed {

@@ -46,9 +46,47 @@ pub const REFRESH_TIMEOUT: Duration = Duration::from_secs(15);
 /// A refresh's failures, by provider (pi's `refresh().errors`).
 pub type Failures = Vec<(String, String)>;
 
+/// OpenRouter's key for its refresh when an extension logs in to OpenRouter
+/// (pi's provider then has the extension's OAuth): the stored login, refreshed
+/// through the extension first when expired. Asked before the catalog, as pi
+/// resolves the credential first; `Ok(None)`: no such login (the stored key
+/// is used), `Err`: the refresh failed (nothing is asked or stored).
+pub type KeySource = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Option<String>, String>> + Send>>;
+
 /// Refresh the catalog of each built-in provider that has credentials in
 /// `agent_dir`; `force` asks even when checked recently.
 pub async fn refresh(agent_dir: &Path, http: &HttpClient, force: bool) -> Failures {
+    refresh_with(agent_dir, http, force, None).await
+}
+
+/// RPC mode's refresh (pi's, in the background): within pi's time limit,
+/// its failures only logged at debug level (pi ignores them: a failure shows
+/// nothing); OpenRouter's key from `openrouter_key` when given.
+pub async fn refresh_quietly(agent_dir: &Path, openrouter_key: Option<KeySource>) {
+    let http = match HttpClient::new() {
+        Ok(http) => http,
+        Err(e) => return tracing::debug!("model catalogs not refreshed: {}", e.message),
+    };
+    match tokio::time::timeout(REFRESH_TIMEOUT, refresh_with(agent_dir, &http, false, openrouter_key)).await {
+        Ok(failures) if failures.is_empty() => {}
+        Ok(failures) => tracing::debug!("model catalogs not refreshed: {}", describe(&failures)),
+        Err(_) => tracing::debug!("model catalogs not refreshed: Model catalog refresh timed out."),
+    }
+}
+
+/// pi's `provider: message` list of failures.
+pub fn describe(failures: &Failures) -> String {
+    failures.iter().map(|(provider, message)| format!("{provider}: {message}")).collect::<Vec<_>>().join("; ")
+}
+
+/// [`refresh`], with OpenRouter's key from `openrouter_key` when given.
+pub async fn refresh_with(
+    agent_dir: &Path,
+    http: &HttpClient,
+    force: bool,
+    openrouter_key: Option<KeySource>,
+) -> Failures {
+    let mut openrouter_key = openrouter_key;
     let registry = match ModelRegistry::load(agent_dir) {
         Ok(registry) => registry,
         Err(e) => return vec![("auth.json".to_string(), e.to_string())],
@@ -58,9 +96,10 @@ pub async fn refresh(agent_dir: &Path, http: &HttpClient, force: bool) -> Failur
     let store = AuthFile::new(store_path(agent_dir));
     let asked = providers.iter().map(|&provider| {
         let (store, registry) = (&store, &registry);
+        let key = if PERSONALIZED.contains(&provider) { openrouter_key.take() } else { None };
         async move {
             let done = if PERSONALIZED.contains(&provider) {
-                super::openrouter_catalog::refresh(provider, store, registry, http).await
+                super::openrouter_catalog::refresh(provider, store, registry, http, key).await
             } else {
                 refresh_provider(provider, store, http, force).await
             };

@@ -86,6 +86,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/settings.cjs", include_str!("host/shims/coding-agent/settings.cjs")),
     ("shims/coding-agent/models.cjs", include_str!("host/shims/coding-agent/models.cjs")),
     ("shims/coding-agent/session-models.cjs", include_str!("host/shims/coding-agent/session-models.cjs")),
+    ("shims/coding-agent/session-model-runtime.cjs", include_str!("host/shims/coding-agent/session-model-runtime.cjs")),
     ("shims/coding-agent/session-typed-models.cjs", include_str!("host/shims/coding-agent/session-typed-models.cjs")),
     ("shims/coding-agent/session-members.cjs", include_str!("host/shims/coding-agent/session-members.cjs")),
     ("shims/coding-agent/credential-store.cjs", include_str!("host/shims/coding-agent/credential-store.cjs")),

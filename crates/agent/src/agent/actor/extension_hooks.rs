@@ -441,8 +441,11 @@ impl Agent {
                 self.extension_session_op(id, p, reply).await;
             }
             ExtSignal::Host(HostSignal::Request { id, request: ExtRequest::Models(p, cancel), reply }) => {
-                if p.get("op").and_then(Value::as_str) == Some("login") {
+                let op = p.get("op").and_then(Value::as_str);
+                if op == Some("login") {
                     self.start_extension_login(id, &p, cancel, reply);
+                } else if op == Some("resolveModel") {
+                    self.start_model_resolve(&p, cancel, reply);
                 } else {
                     self.extension_models_call(&p, &cancel, reply);
                 }

@@ -194,7 +194,8 @@ impl Agent {
         let unsupported =
             || format!("The API \"{}\" of model {} is not supported by pi-rpc", model.api, model.full_id());
         let provider = if through_registry {
-            let provider = self.models.providers().for_model(&model.provider, &model.api).ok_or_else(unsupported)?;
+            let api = registry.chat_api(&model);
+            let provider = self.models.providers().for_model(&model.provider, &api).ok_or_else(unsupported)?;
             self.models.authorized(provider, &model)
         } else {
             self.models.providers().get(&model.api).ok_or_else(unsupported)?

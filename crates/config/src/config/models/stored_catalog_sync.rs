@@ -8,6 +8,19 @@ use std::path::Path;
 use super::super::stored_catalogs::StoredCatalogs;
 use super::ModelRegistry;
 
+/// pi-ai 1.6.0's built-in providers made with an API map (by `model.api`);
+/// the others are made with a single API.
+const DISPATCH_BY_API: &[&str] = &[
+    "azure",
+    "cloudflare-ai-gateway",
+    "fireworks",
+    "github-copilot",
+    "opencode",
+    "opencode-go",
+    "openrouter",
+    "typesafe",
+];
+
 impl ModelRegistry {
     /// Read the store again when it changed since it was read (`revision`:
     /// the file's current one); when the
@@ -25,20 +38,39 @@ impl ModelRegistry {
         }
     }
 
-    /// pi 1.6.0's provider `provider` implements no chat API (TypeSafe:
-    /// classifiers only), so a chat model a stored catalog gives it cannot
-    /// be called, unless `models.json` or an extension configures the
-    /// provider (pi then streams it by the model's API). The error pi's
-    /// call ends with, if so.
-    pub fn missing_chat_api(&self, model: &crate::model::Model) -> Option<String> {
-        let provider = model.provider.as_str();
-        let built_in_without_chat = !super::catalog::catalog_providers().any(|p| p == provider)
-            && super::super::stored_catalogs::catalog_providers().contains(&provider);
+    /// pi 1.6.0's built-in provider of `model`, unless `models.json` or an
+    /// extension configures it (pi then composes the provider and streams
+    /// each model by its own API).
+    fn unconfigured_built_in(&self, provider: &str) -> bool {
         let configured = self.providers.contains_key(provider)
             || self.extension_configs.contains_key(provider)
             || self.json_overrides.contains_key(provider);
-        (built_in_without_chat && !configured)
-            .then(|| format!("Provider {provider} has no API implementation for \"{}\"", model.api))
+        !configured && super::super::stored_catalogs::catalog_providers().contains(&provider)
+    }
+
+    /// pi-ai's built-in providers dispatch their chat models by API (an
+    /// implementation for each API of their catalog; TypeSafe, classifiers
+    /// only, has none), so a model of another API (a stored catalog may give
+    /// one) cannot be called: the error pi's call ends with, if so.
+    pub fn missing_chat_api(&self, model: &crate::model::Model) -> Option<String> {
+        let provider = model.provider.as_str();
+        if !DISPATCH_BY_API.contains(&provider) || !self.unconfigured_built_in(provider) {
+            return None;
+        }
+        let declared = super::catalog::shared_provider_models(provider).iter().any(|m| m.api == model.api);
+        (!declared).then(|| format!("Provider {provider} has no API implementation for \"{}\"", model.api))
+    }
+
+    /// The wire API pi's provider streams `model` with: every other built-in
+    /// provider has one API and streams all its chat models with it (a stored
+    /// model of another API too); otherwise the model's own.
+    pub fn chat_api(&self, model: &crate::model::Model) -> String {
+        let provider = model.provider.as_str();
+        if DISPATCH_BY_API.contains(&provider) || !self.unconfigured_built_in(provider) {
+            return model.api.clone();
+        }
+        let built_in = super::catalog::shared_provider_models(provider).first();
+        built_in.map_or_else(|| model.api.clone(), |m| m.api.clone())
     }
 
     /// The built-in classifier and image models with the stored catalogs' over them.

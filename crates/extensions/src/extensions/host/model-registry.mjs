@@ -179,6 +179,9 @@ export function createModelRegistry(channel, host) {
 		unregisterProvider: (id) => host.api().unregisterProvider(id),
 		registerVirtualModel: (definition) => host.api().registerVirtualModel(definition),
 		unregisterVirtualModel: (providerId, id) => host.api().unregisterVirtualModel(providerId, id),
+		// pi's `ModelRuntime.resolveModel`: the extension that registered the virtual model (this one or another) routes it.
+		resolveModel: (model, messages, { reason, thinkingLevel, signal, failed, state } = {}) =>
+			cancellable("resolveModel", signal, plainModel(model), plainModel(messages ?? []), { reason, thinkingLevel, ...(failed ? { failed: plainModel(failed) } : {}), ...(state !== undefined ? { state: plainModel(state) } : {}) }),
 		// This extension's own registration with its functions; another
 		// extension's as pi-rpc has it (its config's data; a native provider
 		// as `getProvider` gives it).

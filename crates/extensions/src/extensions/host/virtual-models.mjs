@@ -73,10 +73,13 @@ export class VirtualModels {
 
 	/**
 	 * pi-rpc's `route_model` request: `{provider, id, reason, thinkingLevel, messages, failed?}`.
-	 * The answer: `{provider, id, thinkingLevel}` of the physical model.
+	 * The answer: `{provider, id, thinkingLevel}` of the physical model. With
+	 * `manual` (pi's `ModelRuntime.resolveModel` called by an extension) the
+	 * router gets the caller's `state`, nothing is stored, and the answer
+	 * carries the router's `state` for the caller to keep.
 	 */
 	async route(params, ctx, signal, pi) {
-		const { provider, id, reason, thinkingLevel, messages = [], failed } = params;
+		const { provider, id, reason, thinkingLevel, messages = [], failed, manual } = params;
 		const definition = this.byKey.get(`${provider}/${id}`);
 		const name = `Virtual model ${provider}/${id}`;
 		if (!definition) throw new Error(`${name} is not registered.`);
@@ -88,7 +91,7 @@ export class VirtualModels {
 		const previousModel = latest && find(latest.provider, latest.model);
 		const failedModel = failed && find(failed.provider, failed.model);
 		const direct = reason === "direct";
-		const state = direct ? undefined : storedState(ctx.sessionManager.getBranch(), provider, id);
+		const state = manual ? params.state : direct ? undefined : storedState(ctx.sessionManager.getBranch(), provider, id);
 		const request = {
 			model: catalogEntry(definition),
 			thinkingLevel,
@@ -106,6 +109,7 @@ export class VirtualModels {
 			throw new Error(`${name} routed to ${where}, which is not a physical model.`);
 		}
 		// Any other value than the current state is stored before the request is sent, as in pi.
+		if (manual) return { provider: target.provider, id: target.id, thinkingLevel: route.thinkingLevel, state: route.state };
 		if (!direct && route.state !== undefined && route.state !== state) {
 			pi.appendEntry(STATE_ENTRY, { provider, modelId: id, state: route.state });
 		}

@@ -125,10 +125,14 @@ fn is_long_method(method: &str) -> bool {
 /// `ctx.modelRegistry.classify / generateImages`: a model call, which may
 /// go back to an extension (a provider's own implementation, `provider_typed`);
 /// `ModelRuntime.login`'s OAuth login, which asks the extension's interaction
-/// (`login_interaction`) while it runs.
+/// (`login_interaction`) while it runs; `ModelRuntime.resolveModel`, whose
+/// router may be this extension's (`route_model`).
 fn is_model_call(method: &str, params: &Value) -> bool {
     method == "models"
-        && matches!(params.get("op").and_then(Value::as_str), Some("classify" | "generateImages" | "login"))
+        && matches!(
+            params.get("op").and_then(Value::as_str),
+            Some("classify" | "generateImages" | "login" | "resolveModel")
+        )
 }
 
 async fn serve_long(

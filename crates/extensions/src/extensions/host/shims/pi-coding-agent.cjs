@@ -67,7 +67,7 @@ const UI_NAMES = [
 	"DynamicBorder",
 	"BorderedLoader",
 	"CustomEditor",
-	...require("./coding-agent/inert_components.cjs"),
+	...Object.keys(require("./coding-agent/inert_components.cjs")),
 ];
 for (const name of UI_NAMES) {
 	Object.defineProperty(module.exports, name, {

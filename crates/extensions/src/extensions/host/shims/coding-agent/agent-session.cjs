@@ -641,6 +641,7 @@ retry.addRetryControls(AgentSession);
 autoCompaction.addCompactionControls(AgentSession);
 addWarmingControls(AgentSession);
 require("./session-members.cjs").addSessionMembers(AgentSession);
+require("./session-model-runtime.cjs").addModelRuntime(AgentSession);
 
 /** The model a session's branch last used (a `model_change`, else an assistant message's). */
 function branchModel(branch) {
@@ -776,6 +777,7 @@ async function createAgentSession(options = {}) {
 		scopedModels: options.scopedModels,
 	});
 	session._toolPolicy = toolPolicy;
+	session._modelRuntime = require("./session-model-runtime.cjs").sessionModelRuntime(options.modelRuntime, sessionModels);
 	warmer = session._cacheWarmer = new SessionCacheWarmer(session, stream);
 	// pi's refresh before each next turn: the active tools as they are now (a tool may have activated some), the prompt's change.
 	agent.prepareNextTurnWithContext = async (turn) => {

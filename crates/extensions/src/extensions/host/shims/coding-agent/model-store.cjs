@@ -69,6 +69,7 @@ function storeRegistry(store, runtimeKeys) {
 		unregisterProvider: own.unregisterProvider,
 		registerVirtualModel: own.registerVirtualModel,
 		unregisterVirtualModel: own.unregisterVirtualModel,
+		resolveModel: own.resolveModel,
 		getRegisteredProviderConfig: own.getRegisteredProviderConfig,
 		getRegisteredNativeProvider: own.getRegisteredNativeProvider,
 		getRegisteredProviderIds: own.getRegisteredProviderIds,

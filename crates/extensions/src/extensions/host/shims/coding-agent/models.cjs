@@ -359,6 +359,21 @@ class ModelRuntime {
 	unregisterVirtualModel(providerId, modelId) {
 		this.registry.unregisterVirtualModel(providerId, modelId);
 	}
+	/**
+	 * pi's `resolveModel(model, messages, {reason, thinkingLevel, signal, failed, state})`:
+	 * the router of the virtual model asked for one request, its answer a
+	 * physical model with credentials at a clamped thinking level, and the
+	 * router's `state`. An SDK session's runtime routes its extensions'
+	 * models itself (session-models.cjs); otherwise pi-rpc asks the
+	 * extension that registered the model, in its own process.
+	 */
+	async resolveModel(model, messages, options) {
+		// A caller's runtime an SDK session was made with routes that session's virtual models too, as pi's (session-model-runtime.cjs).
+		const session = require("./session-model-runtime.cjs").sessionRouting(this, model);
+		const resolved = await (session?.registry ?? this.registry).resolveModel(model, messages, options ?? {});
+		const { state, ...route } = resolved ?? {};
+		return { ...route, state };
+	}
 	async settleCredentialWrites() {}
 }
 

@@ -14,7 +14,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 const { MemorySessionManager } = require("./session-memory.cjs");
 const { uuidv7 } = require("../ai/misc.cjs");
-const { hasConversation, readSessionFile } = require("./session-switch.cjs");
+const { hasConversation, migrateToCurrentVersion, readSessionFile } = require("./session-switch.cjs");
 
 /** The newest `.jsonl` session of `dir` (by modification time), with a header for `cwd` when given. */
 function mostRecentSession(dir, cwd) {
@@ -46,6 +46,7 @@ class FileSessionManager extends MemorySessionManager {
 		if (file && entries.length === 0 && fs.existsSync(file) && fs.statSync(file).size > 0) {
 			throw new Error(`Session file is not a valid pi session: ${file}`);
 		}
+		const migrated = entries.length > 0 && migrateToCurrentVersion(entries);
 		const header = entries[0];
 		super(cwd, { id: header?.id ?? options?.id ?? uuidv7(), parentSession: options?.parentSession }, entries.slice(1));
 		if (header) this.header = header;
@@ -55,6 +56,7 @@ class FileSessionManager extends MemorySessionManager {
 			? path.resolve(file)
 			: path.join(this.sessionDir, `${this.header.timestamp.replace(/[:.]/g, "-")}_${this.sessionId}.jsonl`);
 		this.flushed = entries.length > 0;
+		if (migrated) this.rewriteFile(); // an older session version is written again as pi writes it
 		if (file && entries.length === 0 && fs.existsSync(file)) {
 			// An empty file becomes this new session.
 			this.rewriteFile();

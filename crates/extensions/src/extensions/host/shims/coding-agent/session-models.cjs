@@ -93,6 +93,8 @@ function storedState(branch, provider, modelId) {
  * runner's extension context a router is given.
  */
 function createSessionModels({ base, extensions, context }) {
+	/** Virtual models registered by hand on the session's `modelRuntime` (session-model-runtime.cjs); their routers get no context, as pi's. */
+	const byHand = new Map();
 	/** The extensions' registrations in load order (a later one replaces an earlier one of the same name). */
 	const registrations = () => {
 		const providers = new Map();
@@ -102,6 +104,7 @@ function createSessionModels({ base, extensions, context }) {
 			for (const [name, entry] of instance?.providers?.byName ?? []) providers.set(name, { ...entry, owner: instance });
 			for (const definition of instance?.virtualModels?.byKey?.values() ?? []) virtual.set(key(definition.provider, definition.id), definition);
 		}
+		for (const [name, definition] of byHand) virtual.set(name, definition);
 		return { providers, virtual };
 	};
 	/** Every chat model: the base catalog with the registered providers' models and the virtual ones. */
@@ -236,7 +239,7 @@ function createSessionModels({ base, extensions, context }) {
 				failed: failedModel && { model: failedModel, thinkingLevel: failed.thinkingLevel, message: failed },
 				messages,
 			},
-			context(),
+			byHand.get(key(model.provider, model.id)) === definition ? undefined : context(),
 		);
 		const routed = `${name} routed to ${answer?.model?.provider}/${answer?.model?.id}`;
 		const target = answer?.model && physical(answer.model.provider, answer.model.id);
@@ -289,7 +292,24 @@ function createSessionModels({ base, extensions, context }) {
 		generateImages: typed.generateImages,
 		getModelOfType: (type, providerId, id) => registry.getModelsOfType(type, providerId)?.find((m) => m.id === id),
 		findOfType: (type, providerId, id) => registry.getModelOfType(type, providerId, id),
+		// pi's `ModelRuntime.resolveModel`: the session's own virtual models routed here, others by the registry below (pi-rpc's: their extension's process).
+		resolveModel: async (model, messages, options = {}) => {
+			if (ownModel(model?.provider, model?.id)?.virtual) return route(model, messages ?? [], options);
+			const below = base.resolveModel ? base : base.runtime;
+			if (typeof below?.resolveModel === "function") return below.resolveModel(model, messages, options);
+			throw new Error(`Virtual model ${model?.provider}/${model?.id} is not registered.`);
+		},
 	});
+	/** pi's `registerVirtualModel` on the session's runtime: its checks, then the session's until unregistered. */
+	const registerByHand = (definition) => {
+		const provider = definition?.provider;
+		const id = definition?.id;
+		if (!String(provider ?? "").trim() || !String(id ?? "").trim()) throw new Error("Virtual model provider and id must not be empty.");
+		const existing = find(provider, id);
+		if (existing && existing.api !== VIRTUAL_API) throw new Error(`Virtual model ${provider}/${id} conflicts with a physical model.`);
+		byHand.set(key(provider, id), definition);
+	};
+	const unregisterByHand = (provider, id) => byHand.delete(key(provider, id));
 
 	/**
 	 * pi's request preparation for a virtual selection, on `session`'s agent:
@@ -345,7 +365,9 @@ function createSessionModels({ base, extensions, context }) {
 		};
 	};
 
-	return { registry, streamWith, installRouting };
+	/** Whether `model` is one of this session's own virtual models. */
+	const routes = (model) => Boolean(ownModel(model?.provider, model?.id)?.virtual);
+	return { registry, streamWith, installRouting, registerByHand, unregisterByHand, routes };
 }
 
 module.exports = { createSessionModels, VIRTUAL_API };

@@ -40,6 +40,42 @@ function readSessionFile(file) {
 	return header?.type === "session" && typeof header.id === "string" ? entries : [];
 }
 
+/**
+ * pi's migration of an older session file's entries (in place) to version 3:
+ * version 1 entries get short ids chained in file order (a compaction's
+ * `firstKeptEntryIndex` becomes the `firstKeptEntryId` of that line), and a
+ * version 2 `hookMessage` becomes a `custom` message; the header names the
+ * version. Whether anything was migrated (the file is then written again).
+ */
+function migrateToCurrentVersion(entries) {
+	const header = entries.find((e) => e.type === "session");
+	const version = header?.version ?? 1;
+	if (version >= SESSION_VERSION) return false;
+	if (version < 2) {
+		const taken = new Set();
+		let parentId = null;
+		for (const entry of entries) {
+			if (entry.type === "session") {
+				entry.version = 2;
+				continue;
+			}
+			entry.id = freshId(taken);
+			entry.parentId = parentId;
+			parentId = entry.id;
+			if (entry.type === "compaction" && typeof entry.firstKeptEntryIndex === "number") {
+				const kept = entries[entry.firstKeptEntryIndex];
+				if (kept && kept.type !== "session") entry.firstKeptEntryId = kept.id;
+				delete entry.firstKeptEntryIndex;
+			}
+		}
+	}
+	for (const entry of entries) {
+		if (entry.type === "session") entry.version = SESSION_VERSION;
+		else if (entry.type === "message" && entry.message?.role === "hookMessage") entry.message.role = "custom";
+	}
+	return true;
+}
+
 /** Whether `entries` hold a user or assistant message: pi writes a new session's file from then on. */
 function hasConversation(entries) {
 	return entries.some((e) => e.type === "message" && (e.message?.role === "user" || e.message?.role === "assistant"));
@@ -88,7 +124,9 @@ function setSessionFile(manager, file) {
 		manager.flushed = true;
 		return;
 	}
+	const migrated = migrateToCurrentVersion(entries);
 	manager.replaceSession(entries[0], entries.slice(1));
+	if (migrated) manager.rewriteFile();
 	manager.flushed = true;
 }
 
@@ -172,4 +210,4 @@ function createBranchedSession(manager, leafId) {
 	return manager.sessionFile;
 }
 
-module.exports = { createBranchedSession, hasConversation, newSession, readSessionFile, relinkedBranch, setSessionFile, VALID_SESSION_ID };
+module.exports = { createBranchedSession, hasConversation, migrateToCurrentVersion, newSession, readSessionFile, relinkedBranch, setSessionFile, VALID_SESSION_ID };

@@ -14,6 +14,7 @@ const { lib } = require("./text.cjs");
 const projection = require("./projection.cjs");
 const { MemorySessionManager } = require("./session-memory.cjs");
 const { FileSessionManager, mostRecentSession, readSessionFile } = require("./session-file.cjs");
+const { migrateToCurrentVersion } = require("./session-switch.cjs");
 const { uuidv7 } = require("../ai/misc.cjs");
 
 const CURRENT_SESSION_VERSION = 3;
@@ -62,9 +63,9 @@ function parseSessionEntries(text) {
 	return out;
 }
 
-/** Entries of an older session version, as version 3 (current files need nothing). */
+/** pi's: entries of an older session version migrated in place to version 3 (session-switch.cjs). */
 function migrateSessionEntries(entries) {
-	return entries;
+	migrateToCurrentVersion(entries);
 }
 
 const getLatestCompactionEntry = (entries) => [...(entries ?? [])].reverse().find((e) => e?.type === "compaction");

@@ -58,11 +58,104 @@ class CustomEditor extends tui.Editor {
 	}
 }
 
+/** An empty pi-tui component of class `name`, for an inert component's `get…List()`. */
+function emptyPart(name) {
+	if (name === "SelectList") return new tui.SelectList([], 1, themes.getSelectListTheme());
+	if (name === "SettingsList") return new tui.SettingsList([], 1, themes.getSettingsListTheme(), () => {}, () => {});
+	return new tui[name]();
+}
+
+const ANSI = /\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\))/g;
+
+/** The member `name` of an inert component, made as its `kind` says (inert_components.cjs). */
+function inertMember(proto, base, name, kind) {
+	const [how, arg] = kind === undefined ? [] : [kind.split(":")[0], kind.slice(kind.indexOf(":") + 1)];
+	const define = (descriptor) => Object.defineProperty(proto, name, { configurable: true, ...descriptor });
+	const method = (value) => define({ value, writable: true });
+	if (name === "focused") {
+		return define({
+			get() {
+				return this._focused === true;
+			},
+			set(value) {
+				this._focused = value;
+			},
+		});
+	}
+	if (how === undefined && ["render", "invalidate", "handleMouse"].includes(name)) {
+		return method(function (...args) {
+			if (base) return base.prototype[name].apply(this, args);
+			return name === "render" ? [] : undefined;
+		});
+	}
+	if (how === "store" || (how === undefined && /^set[A-Z]/.test(name))) {
+		const field = how === "store" ? arg : name[3].toLowerCase() + name.slice(4);
+		return method(function (value) {
+			this[field] = value;
+		});
+	}
+	if (how === "get") return define({ get: () => JSON.parse(arg) });
+	if (how === "arg") {
+		return method(function () {
+			return this._args[Number(arg)];
+		});
+	}
+	if (how === "child") {
+		return method(function () {
+			this._parts ??= {};
+			return (this._parts[name] ??= emptyPart(arg));
+		});
+	}
+	if (how === "signal") {
+		return define({
+			get() {
+				return (this._abort ??= new AbortController()).signal;
+			},
+		});
+	}
+	if (how === "ask") return method(async () => Promise.reject(new Error("nobody can answer in RPC mode: there is no terminal")));
+	if (how === "append") {
+		return method(function (chunk) {
+			this._output = (this._output ?? "") + String(chunk).replace(ANSI, "").replace(/\r\n/g, "\n").replace(/\r/g, "\n");
+		});
+	}
+	if (how === "output") {
+		return method(function () {
+			return this._output ?? "";
+		});
+	}
+	return method(() => {});
+}
+
+/** pi's interactive-mode component `name` with its public members, inert (row: [base, members]). */
+function inertComponent(name, [baseName, members]) {
+	const base = baseName ? tui[baseName] : null;
+	const fields = [];
+	const Base = base ?? class {};
+	const cls = {
+		[name]: class extends Base {
+			constructor(...args) {
+				super();
+				this._args = args;
+				for (const [field, value] of fields) this[field] = value;
+			}
+		},
+	}[name];
+	for (const member of members.split(" ")) {
+		const [memberName, kind] = member.split("=");
+		if (kind?.startsWith("field:")) {
+			const text = kind.slice("field:".length);
+			fields.push([memberName, text === "undefined" ? undefined : JSON.parse(text)]);
+		} else {
+			inertMember(cls.prototype, base, memberName, kind);
+		}
+	}
+	return cls;
+}
+
 /** Components of pi's interactive mode that only exist to be constructed here. */
 const inert = {};
-for (const name of require("./inert_components.cjs")) {
-	inert[name] = { [name]: class extends tui.Container {} }[name];
-}
+for (const [name, row] of Object.entries(require("./inert_components.cjs"))) inert[name] = inertComponent(name, row);
 
 /** The keys bound to `keybinding`, as pi writes them (`ctrl+o`). */
 function keyText(keybinding) {

@@ -1,0 +1,205 @@
+//! pi's `AgentSession.modelRuntime` and `ModelRuntime.resolveModel`
+//! (virtual-model routing by hand), side by side with pi 1.6.0: an SDK
+//! session's runtime (its own, and a caller's given back as it is) lists and
+//! routes the virtual models of the session's extensions, one registered by
+//! hand on it, and answers pi's errors for a physical model, an unknown id,
+//! a router naming a virtual model or a model without credentials, and a
+//! router that throws. A runtime of the running session (`ModelRuntime.create()`,
+//! pi-rpc's catalog) routes a virtual model another extension registered, in
+//! that extension's own process (pi-rpc only: pi's fresh runtime does not know
+//! the running session's registrations). Helpers of extension_sdk_runner.rs.
+//!
+//! Needs node 22, the host's packages and the reference pi from
+//! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
+
+use serde_json::{Value, json};
+
+use crate::extension_host::write_module;
+use crate::extension_sdk_runner::module_note;
+use crate::extension_sdk_services::side_by_side;
+
+const SDK_RUNTIME: &str = r#"import { createAgentSession, DefaultResourceLoader, getAgentDir, ModelRuntime, SessionManager, SettingsManager } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const brief = (m: any) => (m ? `${m.provider}/${m.id}` : null);
+const resolved = async (f: () => Promise<any>) => {
+  try {
+    const r = await f();
+    return { model: brief(r.model), physical: r.model?.api !== "pi-virtual", thinkingLevel: r.thinkingLevel ?? null, state: r.state ?? null, keys: Object.keys(r).sort() };
+  } catch (e: any) {
+    return { error: e.message };
+  }
+};
+const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+const assistant = (model: string, stopReason: string, extra: any = {}) =>
+  ({ role: "assistant", content: [{ type: "text", text: "yo" }], api: "openai-completions", provider: "fake", model, usage, stopReason, timestamp: 2, ...extra });
+
+export default function (pi: ExtensionAPI) {
+  pi.registerVirtualModel({
+    provider: "main-router", id: "mine", name: "Mine",
+    route: (request: any, rctx: any) => ({ model: rctx.modelRegistry.find("fake", "fake-other"), thinkingLevel: "off", state: { from: "mine", was: request.state ?? null } }),
+  } as any);
+
+  pi.registerCommand("runtime", {
+    handler: async (_args, ctx) => {
+      const seen: any[] = [];
+      const routerExt = (sub: ExtensionAPI) => {
+        sub.registerVirtualModel({
+          provider: "router", id: "auto", name: "Auto", thinkingLevels: ["low", "high"],
+          route: (request: any, rctx: any) => {
+            seen.push(["auto", request.reason, request.thinkingLevel, request.state ?? null,
+              request.previous ? [brief(request.previous.model), request.previous.thinkingLevel ?? null] : null,
+              request.failed ? [brief(request.failed.model), request.failed.message.stopReason, request.failed.message.errorMessage] : null,
+              request.messages.map((m: any) => m.role).join(","), typeof rctx?.modelRegistry?.find, brief(request.model)]);
+            const id = request.thinkingLevel === "high" ? "fake-other" : "fake-model";
+            return { model: rctx.modelRegistry.find("fake", id), thinkingLevel: "high", state: { n: (request.state?.n ?? 0) + 1 } };
+          },
+        } as any);
+        sub.registerVirtualModel({ provider: "router", id: "loop", name: "Loop", route: (_r: any, rctx: any) => ({ model: rctx.modelRegistry.find("router", "auto"), thinkingLevel: "off" }) } as any);
+        sub.registerVirtualModel({ provider: "router", id: "keyless", name: "Keyless", route: (_r: any, rctx: any) => ({ model: rctx.modelRegistry.find("anthropic", "claude-sonnet-4-5"), thinkingLevel: "off" }) } as any);
+        sub.registerVirtualModel({ provider: "router", id: "broken", name: "Broken", route: () => { throw new Error("router broke"); } } as any);
+      };
+      const otherExt = (sub: ExtensionAPI) => {
+        sub.registerVirtualModel({
+          provider: "other", id: "pick", name: "Pick",
+          route: (request: any, rctx: any) => {
+            seen.push(["pick", request.reason, request.thinkingLevel]);
+            return { model: rctx.modelRegistry.find("fake", "fake-model") };
+          },
+        } as any);
+      };
+      const settingsManager = SettingsManager.inMemory({});
+      const loader = async (factories: any[]) => {
+        const rl = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), settingsManager, noExtensions: true, extensionFactories: factories } as any);
+        await rl.reload();
+        return rl;
+      };
+      const { session } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager, resourceLoader: await loader([routerExt, otherExt]) } as any);
+      await session.bindExtensions({});
+      const rt: any = (session as any).modelRuntime;
+      const auto = rt.getModel("router", "auto");
+      const fake = rt.getModel("fake", "fake-model");
+      const user = [{ role: "user", content: "hi", timestamp: 1 }];
+      const answered = [...user, assistant("fake-other", "stop", { thinkingLevel: "low" }), assistant("fake-model", "error"), { role: "user", content: "more", timestamp: 3 }];
+      const failed = assistant("fake-other", "error", { errorMessage: "overloaded", thinkingLevel: "high" });
+      const ask = (model: any, messages: any[], options: any) => resolved(() => rt.resolveModel(model, messages, options));
+      const own = {
+        isRuntime: rt instanceof ModelRuntime,
+        stable: (session as any).modelRuntime === rt,
+        listed: [brief(auto), auto?.api, brief(rt.getModel("other", "pick")), rt.getPhysicalModel("router", "auto") ?? null, rt.hasConfiguredAuth("router")],
+        user: await ask(auto, user, { reason: "user", thinkingLevel: "high" }),
+        continued: await ask(auto, answered, { reason: "continuation", thinkingLevel: "low", state: { n: 5 } }),
+        retry: await ask(auto, user, { reason: "retry", thinkingLevel: "low", failed }),
+        other: await ask(rt.getModel("other", "pick"), user, { reason: "direct", thinkingLevel: "off" }),
+        physical: await ask(fake, user, { reason: "user", thinkingLevel: "off" }),
+        unknown: await ask({ provider: "nobody", id: "none" }, user, { reason: "user", thinkingLevel: "off" }),
+        loop: await ask(rt.getModel("router", "loop"), user, { reason: "user", thinkingLevel: "off" }),
+        keyless: await ask(rt.getModel("router", "keyless"), user, { reason: "user", thinkingLevel: "off" }),
+        broken: await ask(rt.getModel("router", "broken"), user, { reason: "user", thinkingLevel: "off" }),
+        stored: session.sessionManager.getEntries().filter((e: any) => e.type === "custom").length,
+      };
+
+      // A virtual model registered by hand on the session's runtime: its router gets no context.
+      rt.registerVirtualModel({ provider: "hand", id: "made", name: "Made", route: (request: any, second: any) => {
+        seen.push(["made", request.reason, second === undefined]);
+        return { model: fake, thinkingLevel: "off" };
+      } });
+      const made = rt.getModel("hand", "made");
+      const hand: any[] = [brief(made), await ask(made, user, { reason: "user", thinkingLevel: "off" })];
+      for (const [provider, id] of [["fake", "fake-model"], ["", "x"]]) {
+        try { rt.registerVirtualModel({ provider, id, name: "x", route: () => null }); hand.push("registered"); } catch (e: any) { hand.push(e.message); }
+      }
+      rt.unregisterVirtualModel("hand", "made");
+      hand.push(brief(rt.getModel("hand", "made")), await ask(made, user, { reason: "user", thinkingLevel: "off" }));
+      session.dispose();
+
+      // A caller's runtime: the session keeps it, and it routes the session's extensions' virtual models.
+      const given: any = await ModelRuntime.create();
+      const { session: second } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager, modelRuntime: given, resourceLoader: await loader([routerExt]) } as any);
+      await second.bindExtensions({});
+      const caller = {
+        same: (second as any).modelRuntime === given,
+        routed: await resolved(() => given.resolveModel(auto, user, { reason: "direct", thinkingLevel: "low" })),
+        unknown: await resolved(() => given.resolveModel({ provider: "nobody", id: "none" }, user, { reason: "user", thinkingLevel: "off" })),
+      };
+      second.dispose();
+      ctx.ui.notify(JSON.stringify({ own, hand, caller, seen }), "info");
+    },
+  });
+
+  // pi-rpc's runtime of the running session: this extension's virtual model and another extension's, each routed by its own router.
+  pi.registerCommand("session-runtime", {
+    handler: async (_args, ctx) => {
+      const rt: any = await ModelRuntime.create();
+      const user = [{ role: "user", content: "hi", timestamp: 1 }];
+      const ask = (provider: string, id: string, options: any) => resolved(() => rt.resolveModel(rt.getModel(provider, id) ?? { provider, id }, user, options));
+      ctx.ui.notify(JSON.stringify({
+        mine: await ask("main-router", "mine", { reason: "user", thinkingLevel: "off", state: { k: 1 } }),
+        theirs: await ask("elsewhere", "far", { reason: "continuation", thinkingLevel: "medium", state: { k: 2 } }),
+        theirsBroken: await ask("elsewhere", "broken", { reason: "user", thinkingLevel: "off" }),
+        physical: await ask("fake", "fake-model", { reason: "user", thinkingLevel: "off" }),
+        unknown: await ask("nobody", "none", { reason: "user", thinkingLevel: "off" }),
+        stored: ctx.sessionManager.getEntries().filter((e: any) => e.type === "custom").length,
+      }), "info");
+    },
+  });
+}
+"#;
+
+/// Another extension of the running session (its own process in pi-rpc) with virtual models.
+const ELSEWHERE: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+export default function (pi: ExtensionAPI) {
+  pi.registerVirtualModel({
+    provider: "elsewhere", id: "far", name: "Far", thinkingLevels: ["medium"],
+    route: (request: any, rctx: any) => ({
+      model: rctx.modelRegistry.find("fake", "fake-model"), thinkingLevel: "high",
+      state: { seen: [request.reason, request.thinkingLevel, request.state ?? null, request.messages.length, typeof rctx.sessionManager?.getBranch] },
+    }),
+  } as any);
+  pi.registerVirtualModel({ provider: "elsewhere", id: "broken", name: "Broken", route: () => { throw new Error("far router broke"); } } as any);
+}
+"#;
+
+/// `/<command>`'s note, with the second extension beside the first.
+async fn runtime_note(reference: bool, command: String) -> Option<Value> {
+    let setup = |sb: &crate::harness::Sandbox| {
+        write_module(sb, "elsewhere.ts", ELSEWHERE);
+    };
+    module_note(reference, ("sdk-runtime.ts", SDK_RUNTIME), &[], &setup, &command).await
+}
+
+#[tokio::test]
+async fn an_sdk_sessions_model_runtime_routes_its_virtual_models_as_pis() {
+    let Some((ours, theirs)) = side_by_side(runtime_note, "runtime").await else { return };
+    let own = &ours["own"];
+    assert_eq!(own["isRuntime"], true, "{ours}");
+    assert_eq!(own["listed"][0], "router/auto", "{ours}");
+    assert_eq!(own["user"]["model"], "fake/fake-other", "{ours}");
+    assert_eq!(own["continued"]["state"], json!({"n": 6}), "{ours}");
+    assert_eq!(own["other"]["model"], "fake/fake-model", "another extension's router: {ours}");
+    assert_eq!(own["unknown"]["error"], "Virtual model nobody/none is not registered.", "{ours}");
+    assert_eq!(own["broken"]["error"], "router broke", "{ours}");
+    assert_eq!(ours["caller"]["same"], true, "{ours}");
+    assert_eq!(ours["caller"]["routed"]["model"], "fake/fake-model", "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn a_runtime_of_the_running_session_routes_another_extensions_virtual_model() {
+    let Some(ours) = runtime_note(false, "session-runtime".to_string()).await else { return };
+    assert_eq!(
+        ours["mine"],
+        json!({"model": "fake/fake-other", "physical": true, "thinkingLevel": "off",
+               "state": {"from": "mine", "was": {"k": 1}}, "keys": ["model", "state", "thinkingLevel"]}),
+        "{ours}"
+    );
+    // The other extension's router ran in its own process, with the caller's state and messages.
+    assert_eq!(ours["theirs"]["model"], "fake/fake-model", "{ours}");
+    assert_eq!(ours["theirs"]["state"], json!({"seen": ["continuation", "medium", {"k": 2}, 1, "function"]}), "{ours}");
+    assert_eq!(ours["theirsBroken"], json!({"error": "far router broke"}), "{ours}");
+    assert_eq!(ours["physical"], json!({"error": "Virtual model fake/fake-model is not registered."}), "{ours}");
+    assert_eq!(ours["unknown"], json!({"error": "Virtual model nobody/none is not registered."}), "{ours}");
+    // Routing by hand stores no router state on the branch.
+    assert_eq!(ours["stored"], 0, "{ours}");
+}
