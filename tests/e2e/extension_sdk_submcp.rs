@@ -30,11 +30,18 @@ use crate::extension_sdk_services::notified_where;
 use crate::harness::Sandbox;
 use crate::mcp::{Servers, write_mcp};
 
-/// The TypeScript helper both extensions use: an SDK session over the given
-/// factories, its UI's notes and its extension errors collected.
+/// The TypeScript helpers the extensions use: an SDK session over the given
+/// factories, its UI's notes and its extension errors collected; and
+/// `eventually(done)`, whether `done()` came true, checked every 50 ms for 6 s
+/// (what each program does in the background).
 macro_rules! sub_session_ts {
     () => {
-        r#"async function subSession(ctx: any, factories: any[], notes: any[], errors: string[]) {
+        r#"async function eventually(done: () => boolean) {
+  for (let i = 0; i < 120 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+  return done();
+}
+
+async function subSession(ctx: any, factories: any[], notes: any[], errors: string[]) {
   const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: factories } as any);
   await resourceLoader.reload();
   const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, noTools: true } as any);
@@ -143,22 +150,36 @@ async fn submcp_summary(
     let mut summary: Value = serde_json::from_str(&note).unwrap_or_else(|e| panic!("/{command} notified {note}: {e}"));
     summary["running"] = json!(notified);
     // The sub-session's first request: pi's `mcp_servers` section of its system prompt.
-    let requests = sb.server().requests();
-    let first_prompt = requests.first().and_then(|r| r.body["messages"][0]["content"].as_str().map(str::to_string));
-    let first_prompt = first_prompt.unwrap_or_default();
-    summary["section"] = json!(servers_section(&first_prompt));
+    summary["section"] = json!(servers_section(&first_system_prompt(&sb)));
     Some(summary)
+}
+
+/// The `mcp_servers` section in a system prompt, line by line: its introduction and one line per
+/// server (`- <namespace> (<how>): <summary>`).
+fn section_lines(prompt: &str) -> Option<Vec<String>> {
+    let start = prompt.find("MCP servers whose tools are not declared to you.")?;
+    let mut lines = prompt[start..].lines();
+    let intro = lines.next()?.to_string();
+    let servers = lines.take_while(|line| line.starts_with("- ")).map(str::to_string);
+    Some(std::iter::once(intro).chain(servers).collect())
 }
 
 /// The `mcp_servers` section in a system prompt: its introduction and the head of each server
 /// line (`- <namespace> (<how>)`; the summary after it is the server's instructions once it
 /// connected, which may fall after the first prompt started in either program).
 fn servers_section(prompt: &str) -> Option<Vec<String>> {
-    let start = prompt.find("MCP servers whose tools are not declared to you.")?;
-    let mut lines = prompt[start..].lines();
-    let intro = lines.next()?.to_string();
-    let heads = lines.take_while(|line| line.starts_with("- ")).map(|line| line.split(':').next().unwrap_or(line));
-    Some(std::iter::once(intro).chain(heads.map(str::to_string)).collect())
+    let mut lines = section_lines(prompt)?;
+    for line in lines.iter_mut().skip(1) {
+        *line = line.split(':').next().unwrap_or(line).to_string();
+    }
+    Some(lines)
+}
+
+/// The system prompt of the first model request `sb`'s fake server got.
+fn first_system_prompt(sb: &Sandbox) -> String {
+    let requests = sb.server().requests();
+    let first_prompt = requests.first().and_then(|r| r.body["messages"][0]["content"].as_str().map(str::to_string));
+    first_prompt.unwrap_or_default()
 }
 
 #[tokio::test]
@@ -200,12 +221,6 @@ const SDK_SUBCONN: &str = concat!(
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-
-/** Whether `done()` came true, checked every 50 ms for 6 s (what each program does in the background). */
-async function eventually(done: () => boolean) {
-  for (let i = 0; i < 120 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-  return done();
-}
 
 "#,
     sub_session_ts!(),
@@ -252,6 +267,15 @@ export default function (pi: ExtensionAPI) {
 "#
 );
 
+/// The list-change fixture server's entry, its pids written to `pid_file`.
+fn grower(servers: &Servers, pid_file: &std::path::Path) -> Value {
+    json!({
+        "command": servers.node,
+        "args": [crate::mcp::repo_root().join("tests/mcp/list-change-server.mjs")],
+        "env": {"MCP_SDK_DIR": servers.modules.join("@modelcontextprotocol/sdk"), "LIST_CHANGE_PID_FILE": pid_file},
+    })
+}
+
 /// Whether process `pid` still runs (a zombie does not count).
 fn running(pid: u32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -273,12 +297,8 @@ async fn subconn_summary(reference: bool, servers: &Servers) -> Option<Value> {
     let pid_file = std::sync::Mutex::new(std::path::PathBuf::new());
     let setup = |sb: &Sandbox| {
         let file = sb.cwd.path().join("list-change.pids");
-        let grower = json!({
-            "command": servers.node,
-            "args": [crate::mcp::repo_root().join("tests/mcp/list-change-server.mjs")],
-            "env": {"MCP_SDK_DIR": servers.modules.join("@modelcontextprotocol/sdk"), "LIST_CHANGE_PID_FILE": file},
-            "exposure": "direct",
-        });
+        let mut grower = grower(servers, &file);
+        grower["exposure"] = json!("direct");
         *pid_file.lock().unwrap() = file;
         write_mcp(sb, json!({ "grower": grower }));
     };
@@ -332,5 +352,184 @@ async fn an_sdk_session_connects_the_servers_again_and_follows_their_tool_list_a
     for summary in [&mut ours, &mut theirs] {
         summary.as_object_mut().unwrap().remove("running");
     }
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+/// An extension command that runs an SDK session over pi's MCP extension made with
+/// `createMcpExtension({ loadConfig, logPath })` (`loadConfig` answers the servers of
+/// `<agent dir>/loaded.json`, which `mcp.json` does not name) and two more extensions that note
+/// the `mcp_servers_change` events they get. After a first prompt, one of them registers
+/// `late-broken`, which cannot start, and, once that is reported, the other tries to unregister
+/// it (not its own), then its owner does. Then a sub-session without pi's MCP extension whose
+/// extension registers a server: pi reports it to `onError`, as no extension connects it.
+const SDK_SUBREACH: &str = concat!(
+    r#"import { createAgentSession, createMcpExtension, DefaultResourceLoader, getAgentDir, SessionManager } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+
+"#,
+    sub_session_ts!(),
+    r#"
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("subreach", {
+    handler: async (_args, ctx) => {
+      const errors: string[] = [];
+      const notes: any[] = [];
+      const events: any[] = [];
+      const loaded = JSON.parse(readFileSync(join(getAgentDir(), "loaded.json"), "utf8"));
+      const logPath = join(ctx.cwd, "sub-mcp.log");
+      let loadCalls = 0;
+      const mcp = createMcpExtension({ loadConfig: () => { loadCalls++; return loaded; }, logPath } as any);
+      let observer: any;
+      let registrar: any;
+      const noting = (who: string) => (p: any) => p.on("mcp_servers_change", (event: any) => { events.push([who, event.servers.map((s: any) => s.name)]); });
+      const observe = (p: any) => { observer = p; noting("observer")(p); };
+      const register = (p: any) => { registrar = p; noting("registrar")(p); };
+      const session = await subSession(ctx, [mcp, observe, register], notes, errors);
+      await session.prompt("hello");
+      registrar.registerMcpServer("late-broken", { command: "/nonexistent/late-broken-mcp-server", exposure: "direct" });
+      const reported = await eventually(() => notes.some(([message]) => message.includes("late-broken")));
+      await eventually(() => events.length >= 2);
+      observer.unregisterMcpServer("late-broken");
+      const afterOthers = registrar.getMcpServers().map((s: any) => s.name);
+      registrar.unregisterMcpServer("late-broken");
+      await eventually(() => events.length >= 4);
+      const logged = await eventually(() => existsSync(logPath));
+      session.dispose();
+      // A sub-session whose extension registers a server that no extension there connects.
+      const unconnected: string[] = [];
+      const alone = await subSession(ctx, [(p: any) => p.registerMcpServer("unconnected", { command: "unconnected-mcp-server" })], [], unconnected);
+      alone.dispose();
+      // How a failure is worded is each program's own (DEVIATIONS, MCP).
+      const said = notes.map(([message, level]) => [message.replace(/failed: .*/g, "failed: <error>"), level]);
+      ctx.ui.notify(JSON.stringify({ errors, notes: said, reported, events, afterOthers, logged, loadCalls, unconnected }), "info");
+    },
+  });
+}
+"#
+);
+
+/// `/subreach`'s summary in one program, with the `mcp_servers` section of the sub-session's
+/// first request (`section`), whole: `loadConfig` answers `zeta` (server-everything, `codemode`,
+/// described), `Alpha` (the list-change fixture, `direct` but its `grow` `deferred`, described at
+/// length) and `beta-docs` (the fixture, `deferred`, without description or instructions).
+async fn subreach_summary(reference: bool, servers: &Servers) -> Option<Value> {
+    let setup = |sb: &Sandbox| {
+        let file = sb.cwd.path().join("list-change.pids");
+        let mut zeta = servers.everything("stdio");
+        zeta["description"] = json!("Last server.");
+        let mut alpha = grower(servers, &file);
+        alpha["exposure"] = json!("direct");
+        alpha["toolExposure"] = json!({"grow": "deferred"});
+        alpha["description"] = json!("An alpha server whose description runs long. ".repeat(8));
+        let mut beta = grower(servers, &file);
+        beta["exposure"] = json!("deferred");
+        let entry = |name: &str, config: Value| json!({"name": name, "config": config, "source": "loadConfig", "scope": "global"});
+        let servers = [entry("zeta", zeta), entry("Alpha", alpha), entry("beta-docs", beta)];
+        let loaded = json!({"servers": servers, "errors": []});
+        std::fs::write(sb.agent_dir.path().join("loaded.json"), loaded.to_string()).unwrap();
+    };
+    let replies = [Reply::text("Hi.")];
+    let (mut pi, sb) = start_module(reference, ("sdk-subreach.ts", SDK_SUBREACH), &replies, &setup).await?;
+    let mut notified = notified_where(&mut pi, &sb, "subreach", |message| message.starts_with('{')).await;
+    pi.close_stdin();
+    let note = notified.pop().unwrap_or_default();
+    let mut summary: Value = serde_json::from_str(&note).unwrap_or_else(|e| panic!("/subreach notified {note}: {e}"));
+    summary["section"] = json!(section_lines(&first_system_prompt(&sb)));
+    Some(summary)
+}
+
+#[tokio::test]
+async fn an_sdk_sessions_mcp_extension_takes_its_options_announces_changes_to_all_and_reports_late_servers_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let Some(ours) = subreach_summary(false, &servers).await else { return };
+    let Some(theirs) = subreach_summary(true, &servers).await else { return };
+    assert_eq!(ours["errors"], json!([]), "{ours}");
+    let report = "MCP servers need attention:\n  late-broken: failed: <error>\nRun /mcp to fix.";
+    assert!(ours["notes"].as_array().unwrap().contains(&json!([report, "warning"])), "{ours}");
+    let events =
+        json!([["observer", ["late-broken"]], ["registrar", ["late-broken"]], ["observer", []], ["registrar", []]]);
+    assert_eq!(ours["events"], events, "{ours}");
+    assert_eq!(ours["afterOthers"], json!(["late-broken"]), "{ours}");
+    assert_eq!((&ours["logged"], &ours["loadCalls"]), (&json!(true), &json!(1)), "{ours}");
+    let unconnected = "register_mcp_server: MCP server \"unconnected\" is registered, but no loaded extension connects MCP servers; another extension may have replaced the built-in MCP support";
+    assert_eq!(ours["unconnected"], json!([unconnected]), "{ours}");
+    let alpha = "An alpha server whose description runs long. ".repeat(8);
+    let cut: String = alpha.chars().take(249).collect();
+    let section = json!([
+        "MCP servers whose tools are not declared to you. Call the tools of `codemode` servers from codemode scripts. Load the tools of `tool_search` servers with `tool_search`.",
+        format!("- mcp__Alpha (tool_search): {}…", cut.trim_end()),
+        "- mcp__beta_docs (tool_search)",
+        "- mcp__zeta (codemode): Last server.",
+    ]);
+    assert_eq!(ours["section"], section, "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+/// An extension command that runs an SDK session over `createMcpExtension({ createTransport })`
+/// (the shared fetch transport, `fixtures/mcp_fetch_transport.ts`): the model calls `echo` of
+/// `remote` (server-everything over HTTP, `direct`), which goes through the transports the
+/// sub-session's factory made; `opened` says for which servers `createTransport` was called and
+/// whether its `cwd` is the sub-session's.
+const SDK_SUBTRANSPORT: &str = concat!(
+    r#"import { createAgentSession, createMcpExtension, DefaultResourceLoader, getAgentDir, SessionManager } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+"#,
+    sub_session_ts!(),
+    r#"
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("subtransport", {
+    handler: async (_args, ctx) => {
+      const errors: string[] = [];
+      const notes: any[] = [];
+      const opened: any[] = [];
+      const sent: string[] = [];
+      const createTransport = (entry: any, cwd: string) => {
+        opened.push([entry.name, cwd === ctx.cwd]);
+        return fetchTransport(entry.config.url, { sending: (message: any) => { if (message.method === "tools/call") sent.push(message.params.name); } });
+      };
+      const session = await subSession(ctx, [createMcpExtension({ createTransport } as any)], notes, errors);
+      await session.prompt("echo");
+      const results = session.messages.filter((m: any) => m.role === "toolResult").map((m: any) => ({
+        name: m.toolName, text: m.content.map((c: any) => c.text ?? c.type), isError: m.isError,
+      }));
+      session.dispose();
+      ctx.ui.notify(JSON.stringify({ errors, notes, opened, sent, results }), "info");
+    },
+  });
+}
+"#
+);
+
+#[tokio::test]
+async fn an_sdk_sessions_servers_connect_through_its_mcp_extensions_create_transport_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let mut summaries = Vec::new();
+    for reference in [false, true] {
+        let (_everything, port) = crate::mcp::start_http_everything(&servers).await;
+        let setup = |sb: &Sandbox| {
+            write_mcp(sb, json!({"remote": {"url": format!("http://127.0.0.1:{port}/mcp"), "exposure": "direct"}}));
+        };
+        let replies =
+            [Reply::tool_call("call_1", "mcp__remote__echo", r#"{"message":"through"}"#), Reply::text("Echoed.")];
+        let source = crate::mcp_fetch_transport::with_fetch_transport(SDK_SUBTRANSPORT);
+        let Some((mut pi, sb)) = start_module(reference, ("sdk-subtransport.ts", &source), &replies, &setup).await
+        else {
+            return;
+        };
+        let mut notified = notified_where(&mut pi, &sb, "subtransport", |message| message.starts_with('{')).await;
+        pi.close_stdin();
+        let note = notified.pop().unwrap_or_default();
+        summaries.push(
+            serde_json::from_str::<Value>(&note).unwrap_or_else(|e| panic!("/subtransport notified {note}: {e}")),
+        );
+    }
+    let (ours, theirs) = (&summaries[0], &summaries[1]);
+    assert_eq!(ours["errors"], json!([]), "{ours}");
+    assert_eq!(ours["opened"], json!([["remote", true]]), "{ours}");
+    assert_eq!(ours["sent"], json!(["echo"]), "{ours}");
+    assert_eq!(ours["results"][0]["text"][0], "Echo: through", "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -90,29 +90,36 @@ fn posts(proxy: &FlakyProxy) -> Vec<String> {
     proxy.requests().into_iter().filter(|r| !r.starts_with("GET") && !r.starts_with("POST reply")).collect()
 }
 
-/// Four echo calls: c1 in the first session; c2's session ends at its call
-/// (started again, the call sent again); c3's ends at its call and the new
-/// one at the call sent again (the call fails); c4 meets c3's ended session.
-async fn expiry_run(srv: &Servers, reference: bool, extension: bool) -> Option<Value> {
+/// Echo calls, four unless `end`: c1 in the first session; c2's session ends
+/// at its call (started again, the call sent again); c3's ends at its call
+/// and the new one at the call sent again (the call fails); c4 meets c3's
+/// ended session. With `end`, c1 and c3 only, then the program's input ends
+/// and its requests are read once it exited (the session that expired while
+/// current is closed then).
+async fn expiry_run(srv: &Servers, reference: bool, extension: bool, end: bool) -> Option<Value> {
     let (_everything, port) = start_http_everything(srv).await;
     let proxy = FlakyProxy::start(&format!("http://127.0.0.1:{port}/mcp")).await.unwrap();
     let sb = Sandbox::with_server().await;
     write_mcp(&sb, json!({"remote": {"url": proxy.url(), "exposure": "direct"}}));
-    let calls = ["c1", "c2", "c3", "c4"];
-    for id in calls {
+    let calls: &[&str] = if end { &["c1", "c3"] } else { &["c1", "c2", "c3", "c4"] };
+    for &id in calls {
         sb.server().push(Reply::tool_call(id, "mcp__remote__echo", &format!(r#"{{"message":"{id}"}}"#)));
         sb.server().push(Reply::text("ok"));
     }
     sb.server().set_fallback(Reply::text("done"));
     let mut pi = start(&sb, reference, extension)?;
     let mut summary = serde_json::Map::new();
-    for id in calls {
+    for &id in calls {
         match id {
             "c2" => proxy.fail_next_of("tools/call", 1, Failure::ExpireSession),
             "c3" => proxy.fail_next_of("tools/call", 2, Failure::ExpireSession),
             _ => {}
         }
         summary.insert(id.to_string(), echo(&mut pi, id).await);
+    }
+    if end {
+        pi.close_stdin();
+        pi.wait().await;
     }
     summary.insert("requests".into(), json!(posts(&proxy)));
     if extension {
@@ -143,15 +150,15 @@ fn expected_expiry() -> Value {
     })
 }
 
-async fn expiry_side_by_side(extension: bool, mut expected: Value) {
+async fn expiry_side_by_side(extension: bool, end: bool, mut expected: Value) {
     let Some(srv) = Servers::find() else { return };
-    let Some(ours) = expiry_run(&srv, false, extension).await else { return };
+    let Some(ours) = expiry_run(&srv, false, extension, end).await else { return };
     if extension {
         // Three sessions ended: three transports let go unclosed, three opened for the new sessions.
         expected["transports"] = json!(r#"{"opened":4,"closed":0}"#);
     }
     assert_eq!(ours, expected, "pi-rpc");
-    if let Some(theirs) = expiry_run(&srv, true, extension).await {
+    if let Some(theirs) = expiry_run(&srv, true, extension, end).await {
         eprintln!("pi 1.6.0: {theirs:#}");
         assert_eq!(theirs, ours, "pi 1.6.0 and pi-rpc");
     }
@@ -159,12 +166,32 @@ async fn expiry_side_by_side(extension: bool, mut expected: Value) {
 
 #[tokio::test]
 async fn a_call_whose_session_expired_is_sent_again_once_in_a_new_session_as_in_pi() {
-    expiry_side_by_side(false, expected_expiry()).await;
+    expiry_side_by_side(false, false, expected_expiry()).await;
 }
 
 #[tokio::test]
 async fn an_extensions_transport_throwing_pi_mcps_session_expired_error_is_started_again_as_in_pi() {
-    expiry_side_by_side(true, expected_expiry()).await;
+    expiry_side_by_side(true, false, expected_expiry()).await;
+}
+
+/// c3's new session expired too and stays the current one: when the program
+/// ends, its closing client deletes that session (the server answers 404),
+/// while the session let go at c3's first failure is never deleted.
+#[tokio::test]
+async fn a_session_that_expired_while_current_is_deleted_when_the_program_ends_as_in_pi() {
+    let connect = ["POST initialize", "POST notifications/initialized", "POST tools/list"];
+    let (call, expired) = ("POST tools/call", "POST tools/call -> 404");
+    let mut requests: Vec<&str> = connect.to_vec();
+    requests.push(call);
+    requests.push(expired);
+    requests.extend(connect);
+    requests.extend([expired, "DELETE -> 404"]);
+    let expected = json!({
+        "c1": {"isError": false, "text": "Echo: c1"},
+        "c3": {"isError": true, "text": "MCP session expired"},
+        "requests": requests,
+    });
+    expiry_side_by_side(false, true, expected).await;
 }
 
 /// The server behind [`SESSION_TRANSPORT`] answers 401 (its transport throws

@@ -76,6 +76,10 @@ struct Live {
     child: Option<ChildGuard>,
     /// A stdio server's first line that was not JSON-RPC.
     garbage: Option<Arc<Mutex<Option<String>>>>,
+    /// An HTTP server's sessions it answered 404: not deleted when the
+    /// connection is let go ([`Connection::let_go`]), deleted when it is
+    /// closed (pi's closing client sends its `DELETE` whatever the server said).
+    expired: Option<super::http_client::ExpiredSessions>,
 }
 
 /// A failed connect attempt: what is recorded, whether pi would try again,
@@ -326,7 +330,7 @@ impl Connection {
                     ConnectFailure::of_http(Some(super::retry::HttpFailure::Thrown(thrown)), || message)
                 })?;
             let service = handler.serve(transport).await.map_err(|e| initialize_failure(&e))?;
-            return Ok(Live { epoch: 0, service, child: None, garbage: None });
+            return Ok(Live { epoch: 0, service, child: None, garbage: None, expired: None });
         }
         match &self.config.transport {
             Transport::Stdio { command, args, env, cwd } => {
@@ -366,7 +370,9 @@ impl Connection {
                 let mut guard = ChildGuard { pgid: child.id(), child };
                 let (stdout, garbage) = json_lines_only(stdout);
                 match handler.serve((stdout, stdin)).await {
-                    Ok(service) => Ok(Live { epoch: 0, service, child: Some(guard), garbage: Some(garbage) }),
+                    Ok(service) => {
+                        Ok(Live { epoch: 0, service, child: Some(guard), garbage: Some(garbage), expired: None })
+                    }
                     Err(e) => {
                         // A server that died says more by its exit status than the broken pipe does.
                         let _ = tokio::time::timeout(Duration::from_millis(200), guard.child.wait()).await;
@@ -406,10 +412,12 @@ impl Connection {
                     config.custom_headers.insert(name, value);
                 }
                 let initialize_failed = |e: rmcp::service::ClientInitializeError| initialize_failure(&e);
+                let expired;
                 let service = match &self.auth {
                     Some(auth) => {
                         auth.reset();
                         let client = super::http_client::QuotingHttpClient::new(client);
+                        expired = Some(client.expired_sessions());
                         let client = super::oauth::client::OAuthHttpClient::new(client, auth.clone());
                         let transport = StreamableHttpClientTransport::with_client(client, config);
                         handler.serve(transport).await.map_err(initialize_failed)?
@@ -421,11 +429,12 @@ impl Connection {
                         {
                             client = client.with_provider_token(provider, read);
                         }
+                        expired = Some(client.expired_sessions());
                         let transport = StreamableHttpClientTransport::with_client(client, config);
                         handler.serve(transport).await.map_err(initialize_failed)?
                     }
                 };
-                Ok(Live { epoch: 0, service, child: None, garbage: None })
+                Ok(Live { epoch: 0, service, child: None, garbage: None, expired })
             }
         }
     }
@@ -462,7 +471,7 @@ impl Connection {
         if live.as_ref().is_some_and(|l| l.epoch == epoch)
             && let Some(old) = live.take()
         {
-            stop(old).await;
+            let_go_of(old).await;
         }
     }
 
@@ -606,7 +615,20 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, rmcp::Se
         .collect())
 }
 
+/// Close a connection: its HTTP session is deleted (`DELETE`), also one the
+/// server answered 404 while it was the current one, as pi's closing client.
 async fn stop(live: Live) {
+    if let Some(expired) = &live.expired
+        && let Ok(mut expired) = expired.lock()
+    {
+        expired.clear();
+    }
+    let_go_of(live).await;
+}
+
+/// Drop a connection whose session expired without deleting that session
+/// (pi lets go of the client unclosed); a stdio child is still reaped.
+async fn let_go_of(live: Live) {
     let Live { service, child, .. } = live;
     // Cancelling the service drops the transport, which closes the child's stdin.
     let _ = tokio::time::timeout(STOP_GRACE, service.cancel()).await;

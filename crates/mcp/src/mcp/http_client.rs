@@ -31,6 +31,10 @@ const ERROR_BODY_BYTES: usize = 8 * 1024;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
+/// The sessions an HTTP server answered 404, which the connection's end
+/// does not delete while they are in it.
+pub type ExpiredSessions = Arc<std::sync::Mutex<HashSet<Arc<str>>>>;
+
 /// rmcp's streamable-HTTP client, quoting a refused request's body as pi does.
 #[derive(Clone)]
 pub struct QuotingHttpClient {
@@ -41,12 +45,18 @@ pub struct QuotingHttpClient {
     /// The sessions the server said it no longer knows (a 404): they are
     /// not deleted when their connection is let go, as pi lets go the
     /// client of an expired session without closing it.
-    expired: Arc<std::sync::Mutex<HashSet<Arc<str>>>>,
+    expired: ExpiredSessions,
 }
 
 impl QuotingHttpClient {
     pub fn new(inner: reqwest::Client) -> QuotingHttpClient {
         QuotingHttpClient { inner, provider: None, expired: Arc::default() }
+    }
+
+    /// The sessions this client saw expire; emptied when the connection is
+    /// closed rather than let go, so its last session is deleted.
+    pub fn expired_sessions(&self) -> ExpiredSessions {
+        self.expired.clone()
     }
 
     fn is_expired(&self, session_id: &Arc<str>) -> bool {

@@ -29,6 +29,7 @@ mod registry;
 pub mod result;
 pub mod retry;
 pub mod search;
+pub mod section;
 pub mod server_log;
 pub mod sign_in_command;
 pub mod tools;
@@ -393,9 +394,24 @@ impl McpManager {
         self.report_of(&self.conns()).await
     }
 
+    /// pi's warning about servers registered while the session runs, once
+    /// they settled: the registered servers named `names` alone, without
+    /// the configuration's errors (None when all is well).
+    pub async fn report_registered(&self, names: &[String]) -> Option<String> {
+        let conns: Vec<Arc<Connection>> =
+            self.registered_conns().into_iter().filter(|c| names.contains(&c.config.name)).collect();
+        self.report_lines(&conns, Vec::new()).await
+    }
+
     async fn report_of(&self, conns: &[Arc<Connection>]) -> Option<String> {
+        let errors = self.errors.iter().map(|e| format!("  config: {e}")).collect();
+        self.report_lines(conns, errors).await
+    }
+
+    /// The warning: `lines` first, then each of `conns` that failed, needs a
+    /// sign-in or still connects once they settled.
+    async fn report_lines(&self, conns: &[Arc<Connection>], mut lines: Vec<String>) -> Option<String> {
         futures::future::join_all(conns.iter().map(|c| c.settled(TOOL_WAIT + DIRECT_WAIT))).await;
-        let mut lines: Vec<String> = self.errors.iter().map(|e| format!("  config: {e}")).collect();
         for conn in conns {
             match conn.state().status {
                 Status::Failed(e) => lines.push(format!("  {}: failed: {}", conn.config.name, first_line(&e))),
@@ -504,40 +520,43 @@ impl McpManager {
     }
 
     /// The `<mcp_servers>` section of the system prompt: servers whose tools
-    /// are not declared, how to reach them, and one line about each.
+    /// are not declared, how to reach them (the running session's rule:
+    /// from the discovery tools that are on), one line about each, sorted
+    /// and shortened as pi's ([`section::render`]).
     pub fn prompt_section(&self, codemode_on: bool, tool_search_on: bool) -> Option<String> {
-        let mut lines = Vec::new();
-        let mut hows = Vec::new();
-        for conn in &self.conns() {
+        let listed = self.conns().into_iter().filter_map(|conn| {
             let how = match conn.config.exposure {
                 Exposure::Codemode if codemode_on => "codemode",
                 Exposure::Deferred if tool_search_on => "tool_search",
                 Exposure::Codemode if tool_search_on => "tool_search",
-                _ => continue,
+                _ => return None,
             };
-            if !hows.contains(&how) {
-                hows.push(how);
-            }
-            let state = conn.state();
-            let summary = naming::summary(conn.config.description.as_deref(), state.instructions.as_deref());
-            let ns = naming::namespace(&conn.config.name);
-            lines.push(if summary.is_empty() {
-                format!("- {ns} ({how})")
+            Some(listed_server(&conn, how))
+        });
+        let text = section::render(listed.collect())?;
+        Some(format!("<mcp_servers>\n{text}\n</mcp_servers>"))
+    }
+
+    /// The `mcp_servers` section (without tags) as pi's MCP extension
+    /// renders it whatever tool is active: every server some of whose tools
+    /// are configured `codemode` or `deferred` (its `exposure` or a
+    /// `toolExposure`), reached by `codemode` when one is `codemode`, else by
+    /// `tool_search`.
+    pub fn servers_section(&self) -> Option<String> {
+        let listed = self.conns().into_iter().filter_map(|conn| {
+            let config = &conn.config;
+            let exposures: Vec<Exposure> =
+                std::iter::once(config.exposure).chain(config.tool_exposure.iter().map(|(_, e)| *e)).collect();
+            let how = if exposures.contains(&Exposure::Codemode) {
+                "codemode"
+            } else if exposures.contains(&Exposure::Deferred) {
+                "tool_search"
             } else {
-                format!("- {ns} ({how}): {summary}")
-            });
-        }
-        if lines.is_empty() {
-            return None;
-        }
-        let mut intro = "MCP servers whose tools are not declared to you.".to_string();
-        if hows.contains(&"codemode") {
-            intro.push_str(" Call the tools of `codemode` servers from codemode scripts.");
-        }
-        if hows.contains(&"tool_search") {
-            intro.push_str(" Load the tools of `tool_search` servers with `tool_search`.");
-        }
-        Some(format!("<mcp_servers>\n{intro}\n{}\n</mcp_servers>", lines.join("\n")))
+                return None;
+            };
+            Some(listed_server(&conn, how))
+        });
+        section::render(listed.collect())
     }
 
     /// Every reachable MCP tool (connected servers; hidden and excluded tools
@@ -666,6 +685,13 @@ fn parameter_text(schema: &Value) -> String {
         .map(|(k, v)| format!("{k} {}", v.get("description").and_then(Value::as_str).unwrap_or("")))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Server `conn` in the `mcp_servers` section, reached by `how`.
+fn listed_server(conn: &Connection, how: &'static str) -> section::ListedServer {
+    let state = conn.state();
+    let summary = naming::summary(conn.config.description.as_deref(), state.instructions.as_deref());
+    section::ListedServer { name: conn.config.name.clone(), how, summary }
 }
 
 #[cfg(test)]

@@ -129,7 +129,7 @@ impl Agent {
         let given = |key: &str| options.get(key).is_some_and(|v| !v.is_null());
         if first_claim && given("createTransport") {
             // Every server connects through the extension's transports from now on.
-            let host = super::mcp_transport_host::ExtensionTransports { owner: ext.clone() };
+            let host = super::mcp_transport_host::ExtensionTransports { owner: ext.clone(), session: None };
             self.mcp.factories.set_transport_host(std::sync::Arc::new(host));
         }
         if first_claim && given("loadConfig") {

@@ -456,12 +456,12 @@ impl Agent {
                 self.sdk_session_mcp_command(&params, reply)
             }
             ExtSignal::Host(HostSignal::Request {
+                id,
                 request: ExtRequest::SessionMcp { method, params, cancel, updates },
                 reply,
-                ..
             }) => match method.as_str() {
                 "mcpCallTool" => self.sdk_session_mcp_call(&params, cancel, updates, reply),
-                _ => self.sdk_session_mcp_tools(&params, cancel, reply),
+                _ => self.sdk_session_mcp_tools(id, &params, cancel, reply),
             },
             ExtSignal::Host(HostSignal::Request { id, request, reply }) => {
                 let result = self.extension_request(id, request).await;

@@ -21,9 +21,11 @@ use crate::extensions::Extension;
 use crate::mcp::host_transport::{HostLink, Outgoing, PiMcpError, SendFailure, TransportHost, serve_auth};
 use crate::mcp::oauth::TokenSource;
 
-/// The transports of the extension that owns MCP.
+/// The transports of the extension that owns MCP, or (`session`) those of
+/// the MCP extension inside an SDK session that extension's process runs.
 pub(super) struct ExtensionTransports {
     pub(super) owner: Arc<Extension>,
+    pub(super) session: Option<String>,
 }
 
 impl TransportHost for ExtensionTransports {
@@ -34,6 +36,7 @@ impl TransportHost for ExtensionTransports {
         auth: Option<Arc<TokenSource>>,
     ) -> BoxFuture<'static, Result<HostLink, SendFailure>> {
         let ext = self.owner.clone();
+        let session = self.session.clone();
         Box::pin(async move {
             let stream = format!("mcp-transport-{}", uuid::Uuid::new_v4());
             let incoming = ext.open_stream(&stream);
@@ -48,7 +51,11 @@ impl TransportHost for ExtensionTransports {
                     }),
                 );
             }
-            let params = json!({"op": "open", "stream": stream, "entry": entry, "cwd": cwd, "auth": with_auth});
+            let mut params = json!({"op": "open", "stream": stream, "entry": entry, "cwd": cwd, "auth": with_auth});
+            if let Some(session) = session {
+                // The host opens it with that SDK session's `createTransport`.
+                params["session"] = json!(session);
+            }
             let failure = match ext.call("mcp_transport", params, None).await {
                 // What `createTransport` or `start()` threw, as pi reports it.
                 Ok(answer) => answer.get("failed").map(SendFailure::from_report),

@@ -24,6 +24,10 @@ pub(super) struct SessionPlace<'a> {
     pub agent_dir: &'a std::path::Path,
     pub cwd: std::path::PathBuf,
     pub project_trusted: bool,
+    /// The shim's `open`: what the sub-session's `createMcpExtension(options)`
+    /// asks (`loaded`: its `loadConfig(ctx)` answer, which replaces
+    /// `mcp.json`; `startupWaitMs`; `logPath`).
+    pub opening: Option<&'a Value>,
 }
 
 impl SdkSessionConns {
@@ -31,9 +35,15 @@ impl SdkSessionConns {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Session `id`'s manager, started for `place` (connecting at once)
-    /// when it has none yet.
-    pub(super) fn open(&self, id: &str, place: &SessionPlace<'_>) -> Arc<McpManager> {
+    /// Session `id`'s manager, started for `place` (connecting at once,
+    /// through `transports` when its `createMcpExtension` has a
+    /// `createTransport`) when it has none yet.
+    pub(super) fn open(
+        &self,
+        id: &str,
+        place: &SessionPlace<'_>,
+        transports: Option<Arc<dyn crate::mcp::host_transport::TransportHost>>,
+    ) -> Arc<McpManager> {
         let mut map = self.map();
         if let Some(manager) = map.get(id) {
             return manager.clone();
@@ -44,14 +54,26 @@ impl SdkSessionConns {
             project_trusted: place.project_trusted,
             env: None,
         };
+        let option = |key: &str| place.opening.and_then(|open| open.get(key));
+        let config = match option("loaded") {
+            Some(loaded) => McpConfig::from_loaded(loaded, &sources),
+            None => McpConfig::load(&sources),
+        };
+        let log_path = option("logPath").and_then(Value::as_str).map(|path| place.cwd.join(path));
         let options = McpOptions {
-            config: McpConfig::load(&sources),
+            config,
             root: Some(place.cwd.clone()),
-            log_path: Some(place.agent_dir.join("mcp.log")),
+            log_path: Some(log_path.unwrap_or_else(|| place.agent_dir.join("mcp.log"))),
             credentials_dir: Some(place.agent_dir.to_path_buf()),
             ..McpOptions::default()
         };
         let manager = McpManager::start(options);
+        if let Some(ms) = option("startupWaitMs").and_then(Value::as_f64).filter(|ms| ms.is_finite() && *ms >= 0.0) {
+            manager.factories.set_direct_wait(std::time::Duration::from_millis(ms as u64));
+        }
+        if let Some(host) = transports {
+            manager.factories.set_transport_host(host);
+        }
         manager.begin();
         map.insert(id.to_string(), manager.clone());
         manager

@@ -89,16 +89,6 @@ fn listing(mcp: &McpManager) -> (Vec<Value>, String) {
     (tools, format!("{:x}", hasher.finish()))
 }
 
-/// pi's `mcp_servers` system-prompt section of the sub-session, without
-/// its tags: the servers whose tools are not declared and how each is
-/// reached (`codemode` / `tool_search`, from their exposure as pi's MCP
-/// extension renders it whatever tool is active). None without such servers.
-fn servers_section(mcp: &McpManager) -> Option<String> {
-    let section = mcp.prompt_section(true, true)?;
-    let inner = section.strip_prefix("<mcp_servers>\n").and_then(|t| t.strip_suffix("\n</mcp_servers>"));
-    Some(inner.unwrap_or(&section).to_string())
-}
-
 /// The listing once it is not `after` any more (at once without `after`);
 /// None when `cancel` came first.
 async fn changed_listing(
@@ -124,7 +114,7 @@ impl Agent {
     /// The manager of the SDK session `params.session`: opened when
     /// `params.open` (`{cwd, projectTrusted}`) says where the session is,
     /// then its registered servers made `params.registered` when given.
-    fn sdk_session_manager(&self, params: &Value) -> Result<Arc<McpManager>, String> {
+    fn sdk_session_manager(&self, ext_id: usize, params: &Value) -> Result<Arc<McpManager>, String> {
         let id = params.get("session").and_then(Value::as_str).ok_or("mcpTools: no session")?;
         let open = params.get("open");
         let place = SessionPlace {
@@ -134,10 +124,20 @@ impl Agent {
                 .and_then(Value::as_str)
                 .map_or_else(|| self.workspace.cwd().to_path_buf(), |cwd| self.workspace.cwd().join(cwd)),
             project_trusted: open.and_then(|o| o.get("projectTrusted")).and_then(Value::as_bool).unwrap_or(false),
+            opening: open,
         };
         let manager = match open {
-            Some(_) => {
-                let manager = self.ext.sdk_mcp().open(id, &place);
+            Some(opening) => {
+                // `transports`: the sub-session's `createTransport`, in the process of extension `ext_id`.
+                let transports = (opening.get("transports").and_then(Value::as_bool) == Some(true))
+                    .then(|| self.ext.handle().get(ext_id))
+                    .flatten()
+                    .map(|owner| {
+                        let host =
+                            super::mcp_transport_host::ExtensionTransports { owner, session: Some(id.to_string()) };
+                        Arc::new(host) as Arc<dyn crate::mcp::host_transport::TransportHost>
+                    });
+                let manager = self.ext.sdk_mcp().open(id, &place, transports);
                 manager.factories.set_provider_token(super::mcp_provider_token::reader(&self.channels.internal()));
                 manager
             }
@@ -149,19 +149,21 @@ impl Agent {
         Ok(manager)
     }
 
-    /// `mcpTools` `{session, open?, registered?, close?, report?, wait?,
-    /// after?}` of an SDK session: with `close` its connections are shut
-    /// down (answered `{}` once they are); with `report` pi's start-up
+    /// `mcpTools` `{session, open?, registered?, close?, report?, only?,
+    /// wait?, after?}` of an SDK session: with `close` its connections are
+    /// shut down (answered `{}` once they are); with `report` pi's start-up
     /// warning once its servers settled (`{report}`, null when all is
-    /// well); otherwise, once the servers `wait` names settled
+    /// well), of the registered servers `only` names when given (pi's
+    /// report of servers registered while the session runs); otherwise, once the servers `wait` names settled
     /// ([`wait_for_servers`]) and the tools changed from the listing
     /// version `after`, every tool they offer with its `version`; which
     /// discovery tool the servers' exposures ask for (`needsCodemode`,
     /// `needsToolSearch`), `autoEnableCodemode`, pi's warnings when neither
     /// is active (`unreachable`, `unreachableAutoOff`), and the `mcp_servers`
-    /// section of its system prompt ([`servers_section`]).
+    /// section of its system prompt (pi's, `McpManager::servers_section`).
     pub(super) fn sdk_session_mcp_tools(
         &self,
+        ext_id: usize,
         params: &Value,
         cancel: CancellationToken,
         reply: Sender<Result<Value, String>>,
@@ -175,7 +177,7 @@ impl Agent {
             });
             return;
         }
-        let mcp = match self.sdk_session_manager(params) {
+        let mcp = match self.sdk_session_manager(ext_id, params) {
             Ok(mcp) => mcp,
             Err(error) => {
                 let _ = reply.send(Err(error));
@@ -183,9 +185,20 @@ impl Agent {
             }
         };
         if params.get("report").and_then(Value::as_bool) == Some(true) {
+            // `only`: the servers registered while the session runs, which pi reports alone.
+            let only: Option<Vec<String>> = params
+                .get("only")
+                .and_then(Value::as_array)
+                .map(|names| names.iter().filter_map(Value::as_str).map(str::to_string).collect());
             tokio::spawn(async move {
+                let report = async {
+                    match &only {
+                        Some(names) => mcp.report_registered(names).await,
+                        None => mcp.report_all().await,
+                    }
+                };
                 let report = tokio::select! {
-                    report = mcp.report_all() => report,
+                    report = report => report,
                     _ = cancel.cancelled() => None,
                 };
                 let _ = reply.send(Ok(json!({ "report": report })));
@@ -211,7 +224,7 @@ impl Agent {
                 "autoEnableCodemode": mcp.auto_enable_codemode(),
                 "unreachable": crate::mcp::UNREACHABLE_WARNING,
                 "unreachableAutoOff": crate::mcp::UNREACHABLE_WARNING_AUTO_OFF,
-                "section": servers_section(&mcp),
+                "section": mcp.servers_section(),
             });
             let _ = reply.send(Ok(answer));
         });

@@ -194,7 +194,8 @@ function onRequest(message) {
 	// The `session_start` of a new session pi-rpc held while another extension's `newSession` setup ran: answered once handled.
 	else if (method === "session_start" && params.reason && params.reason !== "startup") work = serial(() => onEvent(params));
 	else if (method === "project_trust") work = serial(() => projectTrust(instance, params));
-	else if (method === "mcp_transport") work = mcpTransports.request(instance?.mcpTransportFactory, params);
+	// An SDK session's MCP extension opens its servers with its own `createTransport` (session-mcp-tools.cjs).
+	else if (method === "mcp_transport") work = mcpTransports.request(params.session !== undefined ? services.sdkMcpTransports.get(params.session) : instance?.mcpTransportFactory, params);
 	// createMcpExtension's `credentials` / `openUrl` (shims/coding-agent/builtin-extensions.cjs).
 	else if (method === "mcp_auth") work = Promise.resolve().then(() => globalThis[Symbol.for("pi-rpc.mcpAuth")]?.(params) ?? Promise.reject(new Error("this extension gave createMcpExtension no credentials")));
 	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);
@@ -276,6 +277,8 @@ function installServices() {
 	let tui;
 	let agentCore;
 	services = createServices(channel, hello);
+	/** The `createTransport` of each SDK session's MCP extension, by the session id pi-rpc knows its connections by. */
+	services.sdkMcpTransports = new Map();
 	services.tui = () => {
 		// pi's TUI library (@earendil-works/pi-tui), loaded once and shared by every import of it.
 		tui ??= libraryJiti(packageEntry("@earendil-works/pi-tui"));

@@ -114,11 +114,12 @@ function createMcpExtension(options) {
 	const loadConfig = options?.loadConfig;
 	if (typeof loadConfig !== "function") return apply;
 	return function (pi) {
-		apply(pi);
+		// Before the factory's own handlers: inside an SDK session they open the connections at `session_start`, with this config.
 		pi.on("session_start", (_event, ctx) => {
 			const loaded = loadConfig(ctx);
 			pi[USE_BUILTIN](LOADED_MCP_CONFIG, JSON.parse(JSON.stringify(loaded ?? {})));
 		});
+		apply(pi);
 	};
 }
 

@@ -36,9 +36,10 @@ function createExtensionRuntime() {
 	const runtime = {
 		flagValues: new Map(),
 		mcpServers: new Map(),
-		/** The extension that registered each server, and who hears of a change (session-mcp-tools.cjs). */
+		/** The extension that registered each server. */
 		mcpServerOwners: new Map(),
-		mcpServerListeners: new Set(),
+		/** Told of every registration change; the runner's `bindCore` makes it pi's `mcp_servers_change` to every extension. */
+		mcpServersChanged: () => {},
 		/** Called when the SDK session is disposed (agent-session.cjs). */
 		sessionDisposers: new Set(),
 		staleMessage: undefined,
@@ -57,12 +58,15 @@ function createExtensionRuntime() {
 	return runtime;
 }
 
+/** pi's `getMcpServers()` of `runtime`: `{name, config, extensionPath}` copies, in registration order. */
+function mcpServerList(runtime) {
+	return [...runtime.mcpServers].map(([name, config]) => ({ name, config: structuredClone(config), extensionPath: runtime.mcpServerOwners.get(name) }));
+}
+
 /** The channel an extension's `pi` (api.mjs) talks to: the runtime's actions, called in place. */
 function localChannel(runtime, modelRegistry, instance, extensionPath) {
-	const servers = () => ({ servers: [...runtime.mcpServers].map(([name, config]) => ({ name, config, extensionPath: runtime.mcpServerOwners.get(name) })) });
-	const changed = () => {
-		for (const listener of runtime.mcpServerListeners) listener();
-	};
+	const servers = () => ({ servers: mcpServerList(runtime) });
+	const changed = () => runtime.mcpServersChanged();
 	const methods = {
 		// Each read asks its own action, as pi's `pi` does.
 		getState: () => ({
@@ -95,13 +99,14 @@ function localChannel(runtime, modelRegistry, instance, extensionPath) {
 			changed();
 			return servers();
 		},
+		// A server another extension registered is left alone, as pi's registry leaves it.
 		unregisterMcpServer: ({ name }) => {
-			if (runtime.mcpServers.delete(name)) changed();
+			if (runtime.mcpServerOwners.get(name) === extensionPath && runtime.mcpServers.delete(name)) changed();
 			return servers();
 		},
 		getMcpServers: () => servers(),
 		// pi's built-in factories, loaded inside the SDK session as pi loads them (session-builtins.cjs).
-		useBuiltinExtension: ({ name, options }) => require("./session-builtins.cjs").useBuiltinInSession(instance().pi, name, options, runtime),
+		useBuiltinExtension: ({ name, options }) => require("./session-builtins.cjs").useBuiltinInSession(instance().pi, name, options, runtime, instance()),
 	};
 	const call = (method, params) => {
 		const action = methods[method];
@@ -173,6 +178,8 @@ async function loadExtensionFromFactory(factory, cwd, eventBus, runtime = create
 		if (!instance.flags.has(name)) return undefined;
 		return runtime.flagValues.has(name) ? runtime.flagValues.get(name) : instance.flags.get(name).default;
 	};
+	// A registration change reaches every extension of the runtime through its runner (`mcpServersChanged`), not this one's handlers alone.
+	instance.mcpServersChanged = () => {};
 	await factory(instance.pi);
 	for (const [name, flag] of instance.flags) if (flag.default !== undefined && !runtime.flagValues.has(name)) runtime.flagValues.set(name, flag.default);
 	instance.bound = true;
@@ -310,6 +317,7 @@ async function loadResourceLoaderExtensions({ cwd, agentDir, settingsManager, no
 module.exports = {
 	loadResourceLoaderExtensions,
 	createExtensionRuntime,
+	mcpServerList,
 	loadExtensionFromFactory,
 	loadExtensions,
 	discoverAndLoadExtensions,

@@ -8,7 +8,7 @@
 
 "use strict";
 
-const { STALE, SESSION_BEFORE, host, messageOf } = require("./extension-loader.cjs");
+const { STALE, SESSION_BEFORE, host, messageOf, mcpServerList } = require("./extension-loader.cjs");
 const { wrapUIPrompts } = require("./ui-prompts.cjs");
 const { getCurrentSystemMessage } = require("../ai/transcript.cjs");
 
@@ -81,6 +81,11 @@ class ExtensionRunner {
 		}
 		this.runtime.createContext = () => this.createContext();
 		Object.assign(this.context, contextActions);
+		// Servers registered from now on reach every extension, as pi's runner announces them.
+		this.runtime.mcpServersChanged = () => {
+			void this.emit({ type: "mcp_servers_change", servers: mcpServerList(this.runtime) });
+			this.reportUnhandledMcpServers();
+		};
 	}
 	/** pi's `bindCommandContext(actions)`: the command context's session actions. */
 	bindCommandContext(actions) {
@@ -199,7 +204,17 @@ class ExtensionRunner {
 	emitError(error) {
 		for (const listener of this.errorListeners) listener(error);
 	}
-	reportUnhandledMcpServers() {}
+	/** pi's report of registered servers no extension connects (none handles `mcp_servers_change`), each once. */
+	reportUnhandledMcpServers() {
+		if (this.hasHandlers("mcp_servers_change")) return;
+		this.reportedMcpServers ??= new Set();
+		for (const server of mcpServerList(this.runtime)) {
+			if (this.reportedMcpServers.has(server.name)) continue;
+			this.reportedMcpServers.add(server.name);
+			const error = `MCP server "${server.name}" is registered, but no loaded extension connects MCP servers; another extension may have replaced the built-in MCP support`;
+			this.emitError({ extensionPath: server.extensionPath, event: "register_mcp_server", error });
+		}
+	}
 
 	/** pi's ExtensionContext: getters read at call time, all of them refused once the runner is stale. */
 	createContext() {

@@ -23,6 +23,12 @@ const { lib } = require("./text.cjs");
 const { runSessionCodemode, codemodeLoadout, mcpCommand } = require("./session-codemode.cjs");
 const { registerSessionMcpTools } = require("./session-mcp-tools.cjs");
 
+/** What builtin-extensions.cjs sends, in place of a built-in's name, with `loadConfig(ctx)`'s answer. */
+const LOADED_MCP_CONFIG = "mcp:loadedConfig";
+
+/** The last `loadConfig(ctx)` answer of each sub-session extension's `createMcpExtension({ loadConfig })`. */
+const loadedConfigs = new WeakMap();
+
 /** Exposures `tool_search` can load (pi's). */
 const SEARCHABLE = new Set(["codemode", "deferred"]);
 
@@ -38,7 +44,7 @@ function searchAndLoad(pi, params) {
 }
 
 /** `pi`'s registrations of the built-in `name` (the factory's hook, `pi[USE_BUILTIN](name, options)`). */
-function useBuiltinInSession(pi, name, options = {}, runtime = undefined) {
+function useBuiltinInSession(pi, name, options = {}, runtime = undefined, instance = undefined) {
 	if (name === "codemode" || name === "tool_search") {
 		const definition = lib("builtinToolDefinition", name);
 		pi.registerTool({
@@ -66,9 +72,21 @@ function useBuiltinInSession(pi, name, options = {}, runtime = undefined) {
 				if (notice) ctx.ui.notify(notice.text, notice.level);
 			},
 		});
-		connections = registerSessionMcpTools(pi, runtime);
+		// The factory's options pi-rpc applies to the sub-session's connections.
+		const openOptions = () => {
+			const open = {};
+			if (typeof options.startupWaitMs === "number") open.startupWaitMs = options.startupWaitMs;
+			if (typeof options.logPath === "string") open.logPath = options.logPath;
+			if (loadedConfigs.has(pi)) open.loaded = loadedConfigs.get(pi);
+			// Kept by the host's `instance` once the factory applied (api.mjs).
+			if (typeof instance?.mcpTransportFactory === "function") open.createTransport = instance.mcpTransportFactory;
+			return open;
+		};
+		connections = registerSessionMcpTools(pi, runtime, openOptions);
+		return;
 	}
-	// "mcp:loadedConfig" (a `loadConfig` answer): the servers are pi-rpc's, nothing connects here.
+	// What `loadConfig(ctx)` answered at this `session_start` (its handler runs before the connections open): their servers.
+	if (name === LOADED_MCP_CONFIG) loadedConfigs.set(pi, options);
 }
 
 module.exports = { useBuiltinInSession };

@@ -231,6 +231,7 @@ function attachExtensions(session, extensionsResult, { modelRegistry }) {
 			if (bindings.onError !== undefined) runner.onError(bindings.onError);
 			const start = session._sessionStartEvent ?? { type: "session_start", reason: "startup" };
 			await runner.emit(start);
+			runner.reportUnhandledMcpServers();
 			if (!runner.hasHandlers("resources_discover") || !session.resourceLoader?.extendResources) return;
 			const found = await runner.emitResourcesDiscover(session._cwd, start.reason === "reload" ? "reload" : "startup");
 			if (found.skillPaths.length + found.promptPaths.length + found.themePaths.length > 0) session.resourceLoader.extendResources(found);

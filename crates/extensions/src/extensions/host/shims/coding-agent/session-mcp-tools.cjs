@@ -70,12 +70,25 @@ function registeredServers(runtime) {
 	return [...(runtime?.mcpServers ?? [])].map(([name, config]) => ({ name, config, extensionPath: runtime.mcpServerOwners?.get(name) ?? "<inline>" }));
 }
 
+/**
+ * The names of `registered` that are new or registered again with another
+ * config since the last call (pi connects those); `state.registered`
+ * becomes `registered`.
+ */
+function changedServers(state, registered) {
+	const before = state.registered ?? new Map();
+	state.registered = new Map(registered.map((server) => [server.name, JSON.stringify(server.config)]));
+	return registered.filter((server) => before.get(server.name) !== JSON.stringify(server.config)).map((server) => server.name);
+}
+
 /** The sub-session's connections are closed (its servers stopped); the watch withdrawn. */
 function closeConnections(state) {
 	state.watch?.abort();
+	state.life?.abort();
 	const session = state.session;
 	if (session === undefined) return;
 	state.session = undefined;
+	services().sdkMcpTransports?.delete(session);
 	services().mcpTools({ session, close: true }).catch(() => {});
 }
 
@@ -152,39 +165,61 @@ function reachOf(toolName, input) {
  * Connect the MCP servers for the sub-session of `pi` (`runtime`: its
  * extension runtime) and register their tools there as they offer them;
  * answers the `session` its connections go by (for its `/mcp`).
+ * `openOptions()` adds what `createMcpExtension(options)` asks of the
+ * connections when they open at `session_start` (`loaded`: what its
+ * `loadConfig(ctx)` answered, `startupWaitMs`, `logPath`, `createTransport`).
  */
-function registerSessionMcpTools(pi, runtime) {
-	const state = { session: undefined, warned: false, waitedForStartup: false, version: undefined, tools: new Map(), watch: undefined, ctx: undefined };
+function registerSessionMcpTools(pi, runtime, openOptions = () => ({})) {
+	const state = { session: undefined, warned: false, waitedForStartup: false, version: undefined, tools: new Map(), watch: undefined, life: undefined, registered: undefined };
 	pi.on("session_start", async (_event, ctx) => {
 		closeConnections(state);
 		state.session = randomUUID();
+		// Withdraws the session's reports when its connections close.
+		state.life = new AbortController();
 		state.warned = false;
 		state.waitedForStartup = false;
 		state.version = undefined;
-		state.ctx = ctx;
 		// The sub-session's own connections, for its cwd and trust and the servers its extensions registered.
-		const open = { cwd: ctx.cwd, projectTrusted: Boolean(ctx.isProjectTrusted?.()) };
+		const { createTransport, ...asked } = openOptions();
+		const open = { cwd: ctx.cwd, projectTrusted: Boolean(ctx.isProjectTrusted?.()), ...asked };
+		// The servers connect through the factory's `createTransport`, which the host keeps for pi-rpc's calls.
+		if (createTransport) {
+			services().sdkMcpTransports?.set(state.session, createTransport);
+			open.transports = true;
+		}
+		const registered = registeredServers(runtime);
+		changedServers(state, registered);
 		// From the configuration, before any tool is registered: the servers' tools come later.
-		ensureDiscoveryActive(pi, ctx, await mcpTools(state, { open, registered: registeredServers(runtime) }), state);
+		ensureDiscoveryActive(pi, ctx, await mcpTools(state, { open, registered }), state);
 		void watchTools(pi, state);
 		// Servers that failed or need a sign-in are reported once every one settled, as pi does.
 		const session = state.session;
-		mcpTools(state, { report: true }, state.watch.signal)
+		mcpTools(state, { report: true }, state.life.signal)
 			.then((answer) => {
 				if (answer.report && state.session === session) ctx.ui.notify(answer.report, "warning");
 			})
 			.catch(() => {});
 	});
-	// Servers the sub-session's extensions register or unregister later connect or close right away.
-	runtime?.mcpServerListeners?.add(() => {
-		if (state.session === undefined) return;
-		mcpTools(state, { registered: registeredServers(runtime) })
-			.then((answer) => {
-				if (state.ctx) ensureDiscoveryActive(pi, state.ctx, answer, state);
-				// Watched again, now with the new servers' connections.
-				if (state.session !== undefined) void watchTools(pi, state);
-			})
-			.catch(() => {});
+	// Servers the sub-session's extensions register or unregister later connect or close right away;
+	// those that connect and fail or need a sign-in are reported once they settled, as pi reports them.
+	pi.on("mcp_servers_change", async (_event, ctx) => {
+		const session = state.session;
+		if (session === undefined) return;
+		const registered = registeredServers(runtime);
+		const connecting = changedServers(state, registered);
+		let answer;
+		try {
+			answer = await mcpTools(state, { registered });
+		} catch {
+			return;
+		}
+		if (state.session !== session) return;
+		ensureDiscoveryActive(pi, ctx, answer, state);
+		// Watched again, now with the new servers' connections.
+		void watchTools(pi, state);
+		if (connecting.length === 0) return;
+		const report = await mcpTools(state, { report: true, only: connecting }, state.life.signal).catch(() => undefined);
+		if (report?.report && state.session === session) ctx.ui.notify(report.report, "warning");
 	});
 	// The first prompt waits for the servers with `direct` tools, so they are declared in its first request.
 	// Every prompt lists the servers whose tools are not declared in the `mcp_servers` section, as they are then.
