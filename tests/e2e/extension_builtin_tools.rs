@@ -297,3 +297,82 @@ async fn pis_preset_example_activates_an_mcp_tool_as_in_pi() {
     assert_eq!(ours["after"], json!(["read", "mcp__everything__echo"]));
     assert_eq!(ours, theirs, "pi 1.6.0 does the same");
 }
+
+/// `/state [off]` (once the MCP server's tools are listed, so its
+/// `session_start` is done) reports the active tools and the extension
+/// commands `getCommands()` lists with their `sourceInfo`; with `off` it
+/// then deactivates everything but `read`.
+const STATE: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("state", {
+    description: "Report the active tools and the commands",
+    handler: async (args, ctx) => {
+      for (let i = 0; i < 600 && !pi.getAllTools().some((t) => t.name === "mcp__everything__echo"); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const active = pi.getActiveTools();
+      const commands = pi.getCommands().filter((c) => c.source === "extension" && c.sourceInfo.source !== "builtin");
+      if (args === "off") pi.setActiveTools(["read"]);
+      ctx.ui.notify(JSON.stringify({ active, commands }), "info");
+    },
+  });
+}
+"#;
+
+/// How the client replaces the session after `/state off` (`switch_session`
+/// takes the same path in pi-rpc, but these sessions are not saved).
+#[derive(Clone, Copy, Debug)]
+enum Replacement {
+    New,
+    Fork,
+}
+
+/// What one program's `/state` reported before and after the client
+/// replaced the session `how` (a `codemode` server configured; paths under
+/// the agent directory as `<agent>`).
+async fn after_replacement(reference: bool, servers: &Servers, how: Replacement) -> Option<Value> {
+    let sb = Sandbox::with_server().await;
+    write_mcp(&sb, json!({"everything": servers.everything("stdio")}));
+    write_module(&sb, "state.ts", STATE);
+    sb.server().set_fallback(Reply::text("done"));
+    let mut pi = start(&sb, reference, &[])?;
+    pi.send(json!({"id": "a", "type": "prompt", "message": "hi"})).await;
+    pi.until_type("agent_settled").await;
+    let before = command_note(&mut pi, "/state off").await;
+    let replaced = match how {
+        Replacement::New => pi.call("n", json!({"type": "new_session"})).await,
+        Replacement::Fork => {
+            let forkable = pi.call("m", json!({"type": "get_fork_messages"})).await;
+            let entry = forkable["data"]["messages"][0]["entryId"].clone();
+            pi.call("f", json!({"type": "fork", "entryId": entry})).await
+        }
+    };
+    assert_eq!(replaced["success"], true, "{how:?}: {replaced}");
+    let after = command_note(&mut pi, "/state").await;
+    pi.close_stdin();
+    let agent = sb.agent_dir.path().display().to_string();
+    let parse = |note: &str| serde_json::from_str::<Value>(&note.replace(&agent, "<agent>")).expect("the note is JSON");
+    Some(json!({"before": parse(&before), "after": parse(&after)}))
+}
+
+#[tokio::test]
+async fn codemode_is_active_again_in_every_new_session_and_commands_carry_their_source_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    for how in [Replacement::New, Replacement::Fork] {
+        let Some(ours) = after_replacement(false, &servers, how).await else { return };
+        let Some(theirs) = after_replacement(true, &servers, how).await else { return };
+        let state = json!({"name": "state", "description": "Report the active tools and the commands",
+            "source": "extension", "sourceInfo": {"path": "<agent>/extensions/state.ts", "source": "auto",
+            "scope": "user", "origin": "top-level", "baseDir": "<agent>"}});
+        assert_eq!(ours["before"]["active"], json!(["read", "bash", "edit", "write", "codemode"]), "{how:?}");
+        let has_codemode = |v: &Value| v["after"]["active"].as_array().is_some_and(|a| a.contains(&json!("codemode")));
+        assert!(has_codemode(&ours), "{how:?}: MCP activates codemode again: {ours}");
+        assert!(has_codemode(&theirs), "{how:?}: as pi 1.6.0 does: {theirs}");
+        assert_eq!(ours["before"]["commands"], json!([state]), "{how:?}");
+        assert_eq!(ours["before"], theirs["before"], "{how:?}: pi 1.6.0 does the same");
+        assert_eq!(ours["after"]["commands"], theirs["after"]["commands"], "{how:?}: the same commands after it");
+        // Still different (compat/DEVIATIONS.md): pi's new runtime starts from the
+        // default active tools again, pi-rpc keeps those `setActiveTools()` left.
+    }
+}

@@ -128,7 +128,8 @@ impl Toolbox {
 
     /// Start-up is over: from now on MCP tools are activated as they
     /// register. True once, when pi's MCP extension activates `codemode` /
-    /// `tool_search` (its `session_start`, also after a reload).
+    /// `tool_search` (its `session_start`: start-up, a reload, a new,
+    /// resumed or forked session).
     pub(super) fn begin_mcp_activation(&mut self) -> bool {
         self.registered_mcp.get_or_insert_with(Vec::new);
         std::mem::take(&mut self.discovery_due)

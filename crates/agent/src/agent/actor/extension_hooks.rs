@@ -350,6 +350,8 @@ impl Agent {
     /// is told now: its host runs the setup first; the others are told when
     /// it is done ([`Agent::extension_setup_done`]), as pi starts them all after it.
     pub(super) fn extensions_session_started(&mut self, reason: &str, previous: Option<String>, setup: Option<usize>) {
+        // pi's MCP extension activates codemode / tool_search again at every `session_start`.
+        self.toolbox.discovery_again();
         let mut payload = self.session_start_payload(reason);
         if let Some(previous) = previous {
             payload["previousSessionFile"] = Value::String(previous);

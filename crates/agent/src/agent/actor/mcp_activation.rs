@@ -18,7 +18,8 @@ impl Agent {
     /// Bring the active tools up to date with MCP, once the session's
     /// start-up is over (as in pi, whose MCP extension starts at
     /// `session_start`, after the other extensions' handlers): the first
-    /// time (and after a reload) `codemode` / `tool_search` as the servers'
+    /// time (and after each later `session_start`: a reload, a new, resumed
+    /// or forked session) `codemode` / `tool_search` as the servers'
     /// exposures want them, then the `direct` tools registered since.
     pub(super) fn sync_mcp_activation(&mut self) {
         if !self.toolbox.mcp_activation_begun() && self.ext.gated() {

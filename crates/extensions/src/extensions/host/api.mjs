@@ -270,7 +270,9 @@ export class Instance {
 					name: c.name,
 					description: c.description ?? undefined,
 					source: c.source,
-					sourceInfo: { path: c.path ?? "", source: "local", scope: scopeOf(c.location), origin: "top-level" },
+					sourceInfo: c.sourceInfo
+						? { ...c.sourceInfo, baseDir: c.sourceInfo.baseDir ?? undefined }
+						: { path: c.path ?? "", source: "local", scope: scopeOf(c.location), origin: "top-level" },
 				}));
 			},
 			exec(command, args, options) {
