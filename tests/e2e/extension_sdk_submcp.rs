@@ -545,3 +545,86 @@ async fn an_sdk_sessions_servers_connect_through_its_mcp_extensions_create_trans
     assert_eq!(ours["results"][0]["text"][0], "Echo: through", "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
+
+/// An extension command that runs an SDK session over `createMcpExtension({ credentials })`: the
+/// store (pi's `McpOAuthCredentialStore` shape, in memory) starts with the state in `state.json`,
+/// whose access token the guarded server no longer accepts. The model calls `echo` of `remote`
+/// (`direct`); `ops` are the store calls the sub-session's client made (`load`, `save`, `lock`,
+/// each once), `refreshed` whether the state saved holds a new access token.
+const SDK_SUBCREDS: &str = concat!(
+    r#"import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createAgentSession, createMcpExtension, DefaultResourceLoader, getAgentDir, SessionManager } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+"#,
+    sub_session_ts!(),
+    r#"
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("subcreds", {
+    handler: async (_args, ctx) => {
+      const errors: string[] = [];
+      const notes: any[] = [];
+      const first = JSON.parse(readFileSync(join(ctx.cwd, "state.json"), "utf8"));
+      let state: any = first;
+      const ops = new Set<string>();
+      const credentials = {
+        forServer(name: string, _url: string) {
+          return {
+            load: () => { ops.add(`load ${name}`); return state; },
+            save: (next: any) => { ops.add(`save ${name}`); state = next; },
+            withRefreshLock: async <T>(fn: () => Promise<T>) => { ops.add(`lock ${name}`); return fn(); },
+          };
+        },
+        remove: (name: string) => { ops.add(`remove ${name}`); state = undefined; return true; },
+      };
+      const session = await subSession(ctx, [createMcpExtension({ credentials } as any)], notes, errors);
+      await session.prompt("echo");
+      const results = session.messages.filter((m: any) => m.role === "toolResult").map((m: any) => ({
+        name: m.toolName, text: m.content.map((c: any) => c.text ?? c.type), isError: m.isError,
+      }));
+      session.dispose();
+      const refreshed = state?.tokens?.access_token !== first.tokens.access_token;
+      ctx.ui.notify(JSON.stringify({ errors, notes, results, ops: [...ops].sort(), refreshed }), "info");
+    },
+  });
+}
+"#
+);
+
+#[tokio::test]
+async fn an_sdk_sessions_servers_sign_in_with_its_mcp_extensions_credentials_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let mut summaries = Vec::new();
+    for reference in [false, true] {
+        let (_everything, port) = crate::mcp::start_http_everything(&servers).await;
+        let oauth = pi_compat::fake_oauth::FakeOAuth::start().await.unwrap();
+        oauth.guard_mcp(&format!("http://127.0.0.1:{port}/mcp"));
+        let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+        let state = oauth.mcp_state(now_ms + 3_600_000);
+        oauth.reject_access_tokens();
+        let setup = |sb: &Sandbox| {
+            write_mcp(sb, json!({"remote": {"url": oauth.mcp_url(), "exposure": "direct"}}));
+            std::fs::write(sb.cwd.path().join("state.json"), state.to_string()).unwrap();
+        };
+        let replies =
+            [Reply::tool_call("call_1", "mcp__remote__echo", r#"{"message":"signed in"}"#), Reply::text("Echoed.")];
+        let Some((mut pi, sb)) = start_module(reference, ("sdk-subcreds.ts", SDK_SUBCREDS), &replies, &setup).await
+        else {
+            return;
+        };
+        let mut notified = notified_where(&mut pi, &sb, "subcreds", |message| message.starts_with('{')).await;
+        pi.close_stdin();
+        let note = notified.pop().unwrap_or_default();
+        let mut summary: Value =
+            serde_json::from_str(&note).unwrap_or_else(|e| panic!("/subcreds notified {note}: {e}"));
+        summary["refreshes"] = json!(oauth.refreshes("mcp"));
+        summaries.push(summary);
+    }
+    let (ours, theirs) = (&summaries[0], &summaries[1]);
+    assert_eq!(ours["errors"], json!([]), "{ours}");
+    assert_eq!(ours["results"][0]["text"][0], "Echo: signed in", "{ours}");
+    assert_eq!((&ours["refreshed"], &ours["refreshes"]), (&json!(true), &json!(1)), "{ours}");
+    assert_eq!(ours["ops"], json!(["load remote", "lock remote", "save remote"]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}

@@ -37,6 +37,7 @@ mod reload;
 mod resource_discovery;
 mod runs;
 pub(super) mod sdk_session_conns;
+mod sdk_session_hosted;
 mod sdk_session_mcp;
 mod session_link;
 mod session_tree;

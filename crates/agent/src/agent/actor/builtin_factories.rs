@@ -72,11 +72,11 @@ impl Agent {
     /// (host calls `mcp_auth`) in place of `mcp-auth.json` and the browser.
     fn mcp_auth_options(&self, ext: &std::sync::Arc<crate::extensions::Extension>, options: &Map<String, Value>) {
         if options.get("credentials").is_some_and(|v| v == &Value::Bool(true)) {
-            let store = super::mcp_credentials::ExtensionCredentials::new(ext.clone());
+            let store = super::mcp_credentials::ExtensionCredentials::new(ext.clone(), None);
             self.mcp.factories.use_extension_credentials(std::sync::Arc::new(store));
         }
         if options.get("openUrl").is_some_and(|v| v == &Value::Bool(true)) {
-            self.mcp.factories.set_open_url(super::mcp_credentials::open_url_of(ext.clone()));
+            self.mcp.factories.set_open_url(super::mcp_credentials::open_url_of(ext.clone(), None));
         }
     }
 

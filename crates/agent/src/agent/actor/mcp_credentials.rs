@@ -3,7 +3,9 @@
 //! place of `mcp-auth.json`. pi-rpc's MCP client reaches it with
 //! `mcp_auth` calls to the extension (`load`, `save`, `remove`, and `lock` /
 //! `unlock` around a refresh, which run inside the store's
-//! `withRefreshLock`); `openUrl` is called the same way.
+//! `withRefreshLock`); `openUrl` is called the same way. The calls for an SDK
+//! session's connections name it (`session`): they go to that session's
+//! `createMcpExtension`, not the running session's.
 
 use std::sync::Arc;
 
@@ -15,12 +17,26 @@ use crate::mcp::oauth::store::RefreshGuard;
 
 pub(super) struct ExtensionCredentials {
     ext: Arc<Extension>,
+    /// The SDK session whose store this is (None: the running session's).
+    session: Option<String>,
 }
 
 impl ExtensionCredentials {
-    pub(super) fn new(ext: Arc<Extension>) -> ExtensionCredentials {
-        ExtensionCredentials { ext }
+    pub(super) fn new(ext: Arc<Extension>, session: Option<String>) -> ExtensionCredentials {
+        ExtensionCredentials { ext, session }
     }
+
+    async fn call(&self, params: Value) -> Result<Value, String> {
+        call(&self.ext, for_session(params, &self.session)).await
+    }
+}
+
+/// `params`, naming SDK session `session` when there is one.
+fn for_session(mut params: Value, session: &Option<String>) -> Value {
+    if let Some(session) = session {
+        params["session"] = json!(session);
+    }
+    params
 }
 
 async fn call(ext: &Extension, params: Value) -> Result<Value, String> {
@@ -31,12 +47,12 @@ async fn call(ext: &Extension, params: Value) -> Result<Value, String> {
     }
 }
 
-/// `openUrl(url)` of extension `ext`.
-pub(super) fn open_url_of(ext: Arc<Extension>) -> crate::mcp::factories::OpenUrl {
+/// `openUrl(url)` of extension `ext` (of its SDK session `session`'s factory when given).
+pub(super) fn open_url_of(ext: Arc<Extension>, session: Option<String>) -> crate::mcp::factories::OpenUrl {
     Arc::new(move |url: &str| {
-        let (ext, url) = (ext.clone(), url.to_string());
+        let (ext, params) = (ext.clone(), for_session(json!({"op": "openUrl", "url": url}), &session));
         tokio::spawn(async move {
-            if let Err(error) = call(&ext, json!({"op": "openUrl", "url": url})).await {
+            if let Err(error) = call(&ext, params).await {
                 tracing::warn!("createMcpExtension's openUrl failed: {error}");
             }
         });
@@ -46,15 +62,16 @@ pub(super) fn open_url_of(ext: Arc<Extension>) -> crate::mcp::factories::OpenUrl
 /// The store's refresh lock, released (`unlock`) when dropped.
 struct HeldLock {
     ext: Arc<Extension>,
+    session: Option<String>,
     id: Value,
 }
 
 impl Drop for HeldLock {
     fn drop(&mut self) {
-        let (ext, id) = (self.ext.clone(), self.id.clone());
+        let (ext, params) = (self.ext.clone(), for_session(json!({"op": "unlock", "lock": self.id}), &self.session));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let _ = call(&ext, json!({"op": "unlock", "lock": id})).await;
+                let _ = call(&ext, params).await;
             });
         }
     }
@@ -63,20 +80,20 @@ impl Drop for HeldLock {
 #[async_trait::async_trait]
 impl CredentialBackend for ExtensionCredentials {
     async fn load(&self, name: &str, url: &str) -> Result<Option<Value>, String> {
-        let state = call(&self.ext, json!({"op": "load", "name": name, "url": url})).await?;
+        let state = self.call(json!({"op": "load", "name": name, "url": url})).await?;
         Ok(Some(state).filter(|s| !s.is_null()))
     }
 
     async fn save(&self, name: &str, url: &str, state: Value) -> Result<(), String> {
-        call(&self.ext, json!({"op": "save", "name": name, "url": url, "state": state})).await.map(|_| ())
+        self.call(json!({"op": "save", "name": name, "url": url, "state": state})).await.map(|_| ())
     }
 
     async fn remove(&self, name: &str, url: &str) -> Result<bool, String> {
-        Ok(call(&self.ext, json!({"op": "remove", "name": name, "url": url})).await?.as_bool() == Some(true))
+        Ok(self.call(json!({"op": "remove", "name": name, "url": url})).await?.as_bool() == Some(true))
     }
 
     async fn refresh_lock(&self, name: &str, url: &str) -> Result<RefreshGuard, String> {
-        let id = call(&self.ext, json!({"op": "lock", "name": name, "url": url})).await?;
-        Ok(Box::new(HeldLock { ext: self.ext.clone(), id }))
+        let id = self.call(json!({"op": "lock", "name": name, "url": url})).await?;
+        Ok(Box::new(HeldLock { ext: self.ext.clone(), session: self.session.clone(), id }))
     }
 }

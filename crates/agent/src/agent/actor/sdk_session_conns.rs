@@ -36,14 +36,9 @@ impl SdkSessionConns {
     }
 
     /// Session `id`'s manager, started for `place` (connecting at once,
-    /// through `transports` when its `createMcpExtension` has a
-    /// `createTransport`) when it has none yet.
-    pub(super) fn open(
-        &self,
-        id: &str,
-        place: &SessionPlace<'_>,
-        transports: Option<Arc<dyn crate::mcp::host_transport::TransportHost>>,
-    ) -> Arc<McpManager> {
+    /// once `hosted` gave it what its `createMcpExtension`'s functions do:
+    /// `createTransport`, `credentials`, `openUrl`) when it has none yet.
+    pub(super) fn open(&self, id: &str, place: &SessionPlace<'_>, hosted: impl FnOnce(&McpManager)) -> Arc<McpManager> {
         let mut map = self.map();
         if let Some(manager) = map.get(id) {
             return manager.clone();
@@ -71,9 +66,7 @@ impl SdkSessionConns {
         if let Some(ms) = option("startupWaitMs").and_then(Value::as_f64).filter(|ms| ms.is_finite() && *ms >= 0.0) {
             manager.factories.set_direct_wait(std::time::Duration::from_millis(ms as u64));
         }
-        if let Some(host) = transports {
-            manager.factories.set_transport_host(host);
-        }
+        hosted(&manager);
         manager.begin();
         map.insert(id.to_string(), manager.clone());
         manager

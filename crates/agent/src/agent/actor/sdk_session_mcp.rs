@@ -128,16 +128,14 @@ impl Agent {
         };
         let manager = match open {
             Some(opening) => {
-                // `transports`: the sub-session's `createTransport`, in the process of extension `ext_id`.
-                let transports = (opening.get("transports").and_then(Value::as_bool) == Some(true))
-                    .then(|| self.ext.handle().get(ext_id))
-                    .flatten()
-                    .map(|owner| {
-                        let host =
-                            super::mcp_transport_host::ExtensionTransports { owner, session: Some(id.to_string()) };
-                        Arc::new(host) as Arc<dyn crate::mcp::host_transport::TransportHost>
-                    });
-                let manager = self.ext.sdk_mcp().open(id, &place, transports);
+                // The sub-session's `createTransport`, `credentials` and `openUrl`, in the process of extension `ext_id`.
+                let owner = self.ext.handle().get(ext_id);
+                let hosted = |manager: &McpManager| {
+                    if let Some(owner) = owner {
+                        super::sdk_session_hosted::apply(manager, opening, owner, id);
+                    }
+                };
+                let manager = self.ext.sdk_mcp().open(id, &place, hosted);
                 manager.factories.set_provider_token(super::mcp_provider_token::reader(&self.channels.internal()));
                 manager
             }

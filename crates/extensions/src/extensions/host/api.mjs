@@ -348,10 +348,11 @@ export class Instance {
 			},
 			// The hook of pi's built-in extension factories (shims/coding-agent/builtin-extensions.cjs).
 			// `commandsBefore`: pi registers the factory's `/mcp` now, after the commands registered so far.
-			// `functions`: the options pi-rpc calls back (MCP's `createTransport`), kept here once pi-rpc took the factory.
+			// `functions`: the options pi-rpc calls back (MCP's `createTransport`, its `credentials` / `openUrl` as `mcpAuth`), kept here once pi-rpc took the factory.
 			[Symbol.for("pi-rpc.useBuiltinExtension")](name, options, functions) {
 				syncWrite("useBuiltinExtension", { name, options, commandsBefore: self.commands.size });
 				if (name === "mcp" && typeof functions?.createTransport === "function") self.mcpTransportFactory = functions.createTransport;
+				if (name === "mcp" && typeof functions?.mcpAuth === "function") self.mcpAuth = functions.mcpAuth;
 			},
 		};
 	}

@@ -197,7 +197,8 @@ function onRequest(message) {
 	// An SDK session's MCP extension opens its servers with its own `createTransport` (session-mcp-tools.cjs).
 	else if (method === "mcp_transport") work = mcpTransports.request(params.session !== undefined ? services.sdkMcpTransports.get(params.session) : instance?.mcpTransportFactory, params);
 	// createMcpExtension's `credentials` / `openUrl` (shims/coding-agent/builtin-extensions.cjs).
-	else if (method === "mcp_auth") work = Promise.resolve().then(() => globalThis[Symbol.for("pi-rpc.mcpAuth")]?.(params) ?? Promise.reject(new Error("this extension gave createMcpExtension no credentials")));
+	// An SDK session's go to that session's factory (session-mcp-tools.cjs).
+	else if (method === "mcp_auth") work = Promise.resolve().then(() => (params.session !== undefined ? services.sdkMcpAuth.get(params.session) : instance?.mcpAuth)?.(params) ?? Promise.reject(new Error("this extension gave createMcpExtension no credentials")));
 	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);
 	else work = serial(() => runHook(instance, method, params, contexts.event(controller.signal), reportError));
 	work.then(
@@ -279,6 +280,8 @@ function installServices() {
 	services = createServices(channel, hello);
 	/** The `createTransport` of each SDK session's MCP extension, by the session id pi-rpc knows its connections by. */
 	services.sdkMcpTransports = new Map();
+	/** The `credentials` / `openUrl` handler (`mcp_auth`) of each SDK session's MCP extension, by session id. */
+	services.sdkMcpAuth = new Map();
 	services.tui = () => {
 		// pi's TUI library (@earendil-works/pi-tui), loaded once and shared by every import of it.
 		tui ??= libraryJiti(packageEntry("@earendil-works/pi-tui"));

@@ -26,10 +26,10 @@ function describeOptions(options) {
 	return out;
 }
 
-function builtinFactory(name, factoryName, options) {
+function builtinFactory(name, factoryName, options, functions = {}) {
 	const described = describeOptions(options);
-	// pi-rpc calls these back: MCP's transport factory.
-	const functions = typeof options?.createTransport === "function" ? { createTransport: options.createTransport } : {};
+	// pi-rpc calls these back: MCP's transport factory (and its `credentials` / `openUrl`, `functions.mcpAuth`).
+	if (typeof options?.createTransport === "function") functions = { ...functions, createTransport: options.createTransport };
 	return function (pi) {
 		const use = pi?.[USE_BUILTIN];
 		if (typeof use !== "function") {
@@ -49,17 +49,17 @@ const LOADED_MCP_CONFIG = "mcp:loadedConfig";
 // pi calls `loadConfig(ctx)` in its MCP extension's `session_start` handler,
 // and the config it returns replaces `mcp.json`; pi-rpc's MCP client then
 // connects those servers.
-/** Where the host sends pi-rpc's `mcp_auth` calls (`host.mjs`). */
-const MCP_AUTH = Symbol.for("pi-rpc.mcpAuth");
-
 // `credentials` (pi's `McpOAuthCredentialStore` shape: `forServer(name, url)`
 // with `load`, `save`, `withRefreshLock`, and `remove(name, url)`) and
 // `openUrl` stay here; pi-rpc's MCP client reaches them with `mcp_auth`
 // calls: `{op: "load" | "save" | "remove" | "lock" | "unlock" | "openUrl", …}`.
-function serveMcpAuth(credentials, openUrl) {
+// The handler goes with the factory: the `pi` it is applied to keeps it (the
+// running session's `Instance`, api.mjs; an SDK session's connections,
+// session-mcp-tools.cjs), and the host answers `mcp_auth` with it (host.mjs).
+function mcpAuthHandler(credentials, openUrl) {
 	const held = new Map();
 	let nextLock = 0;
-	globalThis[MCP_AUTH] = async ({ op, name, url, state, lock }) => {
+	return async ({ op, name, url, state, lock }) => {
 		switch (op) {
 			case "openUrl":
 				if (typeof openUrl !== "function") throw new Error("createMcpExtension was given no openUrl");
@@ -102,15 +102,16 @@ function serveMcpAuth(credentials, openUrl) {
 }
 
 function createMcpExtension(options) {
-	const apply = builtinFactory("mcp", "createMcpExtension", options);
 	const credentials = options?.credentials;
+	const functions = {};
 	if ((credentials && typeof credentials === "object") || typeof options?.openUrl === "function") {
 		const store = credentials && typeof credentials === "object" ? credentials : undefined;
 		if (store && typeof store.forServer !== "function") {
 			throw new TypeError("createMcpExtension: `credentials` needs forServer(name, url) (pi's McpOAuthCredentialStore)");
 		}
-		serveMcpAuth(store, options?.openUrl);
+		functions.mcpAuth = mcpAuthHandler(store, options?.openUrl);
 	}
+	const apply = builtinFactory("mcp", "createMcpExtension", options, functions);
 	const loadConfig = options?.loadConfig;
 	if (typeof loadConfig !== "function") return apply;
 	return function (pi) {

@@ -80,6 +80,8 @@ function useBuiltinInSession(pi, name, options = {}, runtime = undefined, instan
 			if (loadedConfigs.has(pi)) open.loaded = loadedConfigs.get(pi);
 			// Kept by the host's `instance` once the factory applied (api.mjs).
 			if (typeof instance?.mcpTransportFactory === "function") open.createTransport = instance.mcpTransportFactory;
+			// Its `credentials` / `openUrl`, answering pi-rpc's `mcp_auth` calls for these connections.
+			if (typeof instance?.mcpAuth === "function") open.mcpAuth = { handler: instance.mcpAuth, credentials: options.credentials === true, openUrl: options.openUrl === true };
 			return open;
 		};
 		connections = registerSessionMcpTools(pi, runtime, openOptions);

@@ -89,6 +89,7 @@ function closeConnections(state) {
 	if (session === undefined) return;
 	state.session = undefined;
 	services().sdkMcpTransports?.delete(session);
+	services().sdkMcpAuth?.delete(session);
 	services().mcpTools({ session, close: true }).catch(() => {});
 }
 
@@ -167,7 +168,8 @@ function reachOf(toolName, input) {
  * answers the `session` its connections go by (for its `/mcp`).
  * `openOptions()` adds what `createMcpExtension(options)` asks of the
  * connections when they open at `session_start` (`loaded`: what its
- * `loadConfig(ctx)` answered, `startupWaitMs`, `logPath`, `createTransport`).
+ * `loadConfig(ctx)` answered, `startupWaitMs`, `logPath`, `createTransport`,
+ * `mcpAuth`: its `credentials` / `openUrl`).
  */
 function registerSessionMcpTools(pi, runtime, openOptions = () => ({})) {
 	const state = { session: undefined, warned: false, waitedForStartup: false, version: undefined, tools: new Map(), watch: undefined, life: undefined, registered: undefined };
@@ -180,12 +182,17 @@ function registerSessionMcpTools(pi, runtime, openOptions = () => ({})) {
 		state.waitedForStartup = false;
 		state.version = undefined;
 		// The sub-session's own connections, for its cwd and trust and the servers its extensions registered.
-		const { createTransport, ...asked } = openOptions();
+		const { createTransport, mcpAuth, ...asked } = openOptions();
 		const open = { cwd: ctx.cwd, projectTrusted: Boolean(ctx.isProjectTrusted?.()), ...asked };
 		// The servers connect through the factory's `createTransport`, which the host keeps for pi-rpc's calls.
 		if (createTransport) {
 			services().sdkMcpTransports?.set(state.session, createTransport);
 			open.transports = true;
+		}
+		// Its sign-ins use the factory's `credentials` / `openUrl`, which the host keeps the same way.
+		if (mcpAuth) {
+			services().sdkMcpAuth?.set(state.session, mcpAuth.handler);
+			open.auth = { credentials: mcpAuth.credentials, openUrl: mcpAuth.openUrl };
 		}
 		const registered = registeredServers(runtime);
 		changedServers(state, registered);
