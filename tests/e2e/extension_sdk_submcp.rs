@@ -437,6 +437,18 @@ async fn subreach_summary(reference: bool, servers: &Servers) -> Option<Value> {
     let note = notified.pop().unwrap_or_default();
     let mut summary: Value = serde_json::from_str(&note).unwrap_or_else(|e| panic!("/subreach notified {note}: {e}"));
     summary["section"] = json!(section_lines(&first_system_prompt(&sb)));
+    // pi 1.6.0's start-up report names every server failed by then: when the servers the
+    // sub-session started with settle after `late-broken` failed, pi reports it twice (a race of
+    // pi's, about one run in four here). A note said again counts once in both programs.
+    if let Some(notes) = summary["notes"].as_array_mut() {
+        let mut seen = Vec::new();
+        notes.retain(|note| {
+            !seen.contains(note) && {
+                seen.push(note.clone());
+                true
+            }
+        });
+    }
     Some(summary)
 }
 
