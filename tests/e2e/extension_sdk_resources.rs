@@ -20,6 +20,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::extension_provider_events::reference_cli;
+use crate::extension_sdk_runner::module_note;
 use crate::extension_sdk_services::{notified_json, side_by_side, start_module};
 use crate::harness::Sandbox;
 
@@ -224,4 +225,87 @@ async fn a_loader_includes_pi_packages_resources_as_pis() {
         .map(|e| json!({"path": e["path"], "sourceInfo": e["sourceInfo"]}))
         .collect();
     assert_eq!(ours["packageExtensions"], json!(loaded), "pi-rpc's package extensions, then pi 1.6.0's loaded ones");
+}
+
+const SDK_SETTINGS_PATTERNS: &str = r#"import * as fs from "node:fs";
+import * as path from "node:path";
+import { DefaultResourceLoader } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const summary = (loader: any) => ({
+  extensions: loader.getExtensions().extensions.map((e: any) => e.path).sort(),
+  extensionErrors: loader.getExtensions().errors,
+  themes: loader.getThemes().themes.map((t: any) => t.name).sort(),
+  themeDiagnostics: loader.getThemes().diagnostics,
+});
+
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("sdkload", {
+    handler: async (_args, ctx) => {
+      const agentDir = path.join(ctx.cwd, "load-agent");
+      // Made before the settings name anything: its plain reload() must read them again.
+      const early = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir });
+      fs.writeFileSync(path.join(agentDir, "settings.json"), JSON.stringify({
+        extensions: ["more-ext", "!**/auto-*.ts", "+extensions/auto-a.ts", "!**/skip-*.ts", "-builtin:mcp"],
+        themes: ["extra-themes", "!**/auto-off.json", "-extra-themes/skip.json"],
+      }));
+      const loader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir });
+      await loader.reload();
+      await early.reload();
+      ctx.ui.notify(JSON.stringify({ patterns: summary(loader), reloaded: summary(early) }), "info");
+    },
+  });
+}
+"#;
+
+/// `<cwd>/load-agent`: extensions and themes in its auto-discovered
+/// directories and in two more directories its settings will name.
+fn prepare_patterns(sb: &Sandbox, reference_pkg: &Path) {
+    let agent = sb.cwd.path().join("load-agent");
+    for file in ["extensions/auto-a.ts", "extensions/auto-b.ts", "more-ext/m.ts", "more-ext/skip-m.ts"] {
+        write(&agent.join(file), PKG_EXTENSION);
+    }
+    let theme =
+        std::fs::read_to_string(reference_pkg.join("dist/modes/interactive/theme/dark.json")).expect("pi's dark theme");
+    let mut theme: Value = serde_json::from_str(&theme).expect("theme json");
+    for (file, name) in [
+        ("themes/auto-on.json", "auto-on"),
+        ("themes/auto-off.json", "auto-off"),
+        ("extra-themes/keep.json", "keep"),
+        ("extra-themes/skip.json", "skip"),
+    ] {
+        theme["name"] = json!(name);
+        write(&agent.join(file), &theme.to_string());
+    }
+}
+
+/// pi-rpc's `/sdkload` note, then pi 1.6.0's.
+async fn patterns_both() -> Option<(Value, Value)> {
+    let run = |reference: bool, command: String| async move {
+        let cli = reference_cli()?;
+        let package = cli.parent().and_then(|d| d.parent()).expect("the reference package").to_path_buf();
+        let module = ("sdk-settings-patterns.ts", SDK_SETTINGS_PATTERNS);
+        module_note(reference, module, &[], &|sb| prepare_patterns(sb, &package), &command).await
+    };
+    side_by_side(run, "sdkload").await
+}
+
+#[tokio::test]
+async fn a_loader_applies_the_settings_patterns_as_pis() {
+    let Some((ours, theirs)) = patterns_both().await else { return };
+    let ours = &ours["patterns"];
+    assert_eq!(ours["themes"], json!(["auto-on", "keep"]), "{ours}");
+    assert_eq!(
+        ours["extensions"],
+        json!(["<cwd>/load-agent/extensions/auto-a.ts", "<cwd>/load-agent/more-ext/m.ts"]),
+        "{ours}"
+    );
+    assert_eq!(*ours, theirs["patterns"], "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn a_loaders_plain_reload_reads_the_settings_again_as_pis() {
+    let Some((ours, theirs)) = patterns_both().await else { return };
+    assert_eq!(ours["reloaded"], ours["patterns"], "{ours}");
+    assert_eq!(ours["reloaded"], theirs["reloaded"], "pi-rpc, then pi 1.6.0");
 }

@@ -195,6 +195,26 @@ pub(crate) fn discover(options: &Value) -> Result<Value, String> {
     }))
 }
 
+/// pi's settings-array rules for the SDK loader's extensions and themes:
+/// `{entries, base, files?, auto?}` answers `{plain, enabled}`, the plain
+/// entries (paths to look in) and the `files` the entries leave enabled
+/// (`auto`: files of an auto-discovered directory, only `!`/`+`/`-` count).
+pub fn settings_enabled(args: &Value) -> Result<Value, String> {
+    let strings = |key: &str| -> Vec<String> {
+        args[key]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default()
+    };
+    let entries = strings("entries");
+    let files: Vec<PathBuf> = strings("files").into_iter().map(PathBuf::from).collect();
+    let base = PathBuf::from(args["base"].as_str().unwrap_or_default());
+    let auto = args["auto"].as_bool().unwrap_or(false);
+    let enabled = crate::resources::discovery::settings_enabled(&files, &entries, &base, auto);
+    let enabled: Vec<String> = enabled.iter().map(|p| p.display().to_string()).collect();
+    Ok(json!({ "plain": crate::resources::discovery::plain_entries(&entries), "enabled": enabled }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -172,6 +172,29 @@ pub fn matches_pattern(file: &Path, pattern: &str, exact: bool, base: &Path) -> 
     if exact { ctx.matches_exact(file, &[pattern], base) } else { matches_any(file, &ctx.globs(&[pattern]), base) }
 }
 
+/// pi's settings-array rules for files found elsewhere (the SDK loader's
+/// extensions and themes): the paths among `files` that `entries` (one
+/// settings file's array, relative to `base`) leave enabled. `auto` files
+/// come from an auto-discovered directory (only `!`/`+`/`-` entries count);
+/// the others from the array's plain entries (its globs include, too).
+pub fn settings_enabled(files: &[PathBuf], entries: &[String], base: &Path, auto: bool) -> Vec<PathBuf> {
+    let home = walk::normalize(&crate::config::home_dir());
+    let ctx = Ctx { home: &home };
+    if auto {
+        let overrides: Vec<&String> =
+            entries.iter().filter(|e| e.starts_with('!') || e.starts_with('+') || e.starts_with('-')).collect();
+        return files.iter().filter(|f| ctx.enabled_by_overrides(f, &overrides, base)).cloned().collect();
+    }
+    let patterns: Vec<&String> = entries.iter().filter(|e| is_pattern(e)).collect();
+    let enabled = ctx.apply_patterns(files, &patterns, base);
+    files.iter().filter(|f| enabled.contains(*f)).cloned().collect()
+}
+
+/// The plain entries of a settings array (paths), as opposed to its patterns.
+pub fn plain_entries(entries: &[String]) -> Vec<String> {
+    entries.iter().filter(|e| !is_pattern(e)).cloned().collect()
+}
+
 impl Ctx<'_> {
     /// A settings array: plain entries name files or directories (relative
     /// to `base`); the other entries (globs, `!`, `+`, `-`) decide which of

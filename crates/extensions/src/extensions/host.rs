@@ -106,6 +106,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/deferred.cjs", include_str!("host/shims/coding-agent/deferred.cjs")),
     ("shims/coding-agent/args.cjs", include_str!("host/shims/coding-agent/args.cjs")),
     ("shims/coding-agent/resources.cjs", include_str!("host/shims/coding-agent/resources.cjs")),
+    ("shims/coding-agent/settings-resources.cjs", include_str!("host/shims/coding-agent/settings-resources.cjs")),
     ("shims/coding-agent/session-runtime.cjs", include_str!("host/shims/coding-agent/session-runtime.cjs")),
     ("shims/coding-agent/rpc-client.cjs", include_str!("host/shims/coding-agent/rpc-client.cjs")),
     ("shims/coding-agent/model-resolver.cjs", include_str!("host/shims/coding-agent/model-resolver.cjs")),

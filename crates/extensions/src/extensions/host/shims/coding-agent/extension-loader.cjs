@@ -281,14 +281,20 @@ async function loadResourceLoaderExtensions({ cwd, agentDir, settingsManager, no
 	for (const configured of additionalExtensionPaths ?? []) configuredExtensions(configured, cwd).forEach(add);
 	if (!noExtensions) {
 		// pi's precedence: the project's settings entries (from its `.pi`) and directory, then the user's (from the agent directory), then packages.
+		// The arrays' patterns (`!glob`, `+path`, `-path`, globs) as pi applies them (settings-resources.cjs).
+		const { SettingsFiles } = require("./settings-resources.cjs");
+		const files = new SettingsFiles();
 		const projectDir = path.join(cwd, ".pi");
+		const filesOf = (resolved) => configuredExtensions(resolved, cwd);
 		if (settingsManager?.isProjectTrusted?.() !== false) {
-			for (const configured of settingsManager?.getProjectSettings?.().extensions ?? []) configuredExtensions(configured, projectDir).forEach(add);
-			discoverExtensionsInDir(path.join(projectDir, "extensions")).forEach(add);
+			const projectEntries = settingsManager?.getProjectSettings?.().extensions ?? [];
+			files.addEntries(projectEntries, projectDir, filesOf);
+			files.addAuto(discoverExtensionsInDir(path.join(projectDir, "extensions")), projectEntries, projectDir);
 		}
 		const userEntries = settingsManager?.getGlobalSettings ? (settingsManager.getGlobalSettings().extensions ?? []) : (settingsManager?.getExtensionPaths?.() ?? []);
-		for (const configured of userEntries) configuredExtensions(configured, agentDir).forEach(add);
-		discoverExtensionsInDir(path.join(agentDir, "extensions")).forEach(add);
+		files.addEntries(userEntries, agentDir, filesOf);
+		files.addAuto(discoverExtensionsInDir(path.join(agentDir, "extensions")), userEntries, agentDir);
+		files.enabled().forEach(add);
 		(packageExtensionPaths ?? []).forEach(add);
 	}
 	const key = (p) => path.resolve(cwd, p);

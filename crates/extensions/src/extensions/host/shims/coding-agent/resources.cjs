@@ -18,6 +18,7 @@ const path = require("node:path");
 const { lib } = require("./text.cjs");
 const { getAgentDir, createEventBus } = require("./runtime.cjs");
 const { SettingsManager } = require("./settings.cjs");
+const { settingsThemeFiles } = require("./settings-resources.cjs");
 
 const expandHome = (p) => (p === "~" || p.startsWith("~/") ? path.join(require("node:os").homedir(), p.slice(1)) : p);
 
@@ -151,6 +152,9 @@ class DefaultResourceLoader {
 			preloaded = await this.loadProjectTrustExtensions();
 			this.settingsManager.setProjectTrusted(await options.resolveProjectTrust({ extensionsResult: preloaded }));
 			await this.settingsManager.reload();
+		} else {
+			// pi re-reads the settings on every reload, for the trust they already have.
+			await this.settingsManager.reload();
 		}
 		this._load();
 		const o = this.options;
@@ -214,10 +218,11 @@ class DefaultResourceLoader {
 		const prompts = { prompts: found.prompts, diagnostics: found.promptDiagnostics };
 		this.prompts = o.promptsOverride ? o.promptsOverride(prompts) : prompts;
 
-		const themeDirs = o.noThemes ? [] : [path.join(this.agentDir, "themes"), path.join(this.cwd, ".pi", "themes")];
+		// The settings' `themes` arrays and the theme directories, their patterns applied as pi's (settings-resources.cjs).
+		const settingsThemes = o.noThemes ? [] : settingsThemeFiles(this.settingsManager, this.cwd, this.agentDir);
 		const packageThemes = o.noThemes ? [] : found.packageThemes;
-		const themePaths = [...themeDirs, ...(o.noThemes ? [] : this.settingsManager.getThemePaths().map(resolve)), ...packageThemes.map((t) => t.path), ...(o.additionalThemePaths ?? []).map(resolve), ...this.extraPaths.themes.map(resolve)];
-		const themes = loadThemes(themePaths, themeDirs.length, new Map(packageThemes.map((t) => [t.path, t.sourceInfo])));
+		const themePaths = [...settingsThemes, ...packageThemes.map((t) => t.path), ...(o.additionalThemePaths ?? []).map(resolve), ...this.extraPaths.themes.map(resolve)];
+		const themes = loadThemes(themePaths, 0, new Map(packageThemes.map((t) => [t.path, t.sourceInfo])));
 		// The settings' packages' extension files (`{path, sourceInfo}`), for the loader's extensions.
 		this.packageExtensions = o.noExtensions ? [] : found.packageExtensions;
 		this.themes = o.themesOverride ? o.themesOverride(themes) : themes;
