@@ -16,12 +16,18 @@ pub(super) struct ListedCatalog {
 }
 
 impl ListedCatalog {
-    /// The revision of `current` (a new one when it differs from the last
-    /// listed), and the models unless the caller's `known` revision is it.
-    pub(super) fn since(&mut self, current: Vec<Model>, known: Option<u64>) -> (u64, Option<Vec<Model>>) {
-        if self.revision == 0 || current != self.models {
+    /// The current catalog's revision (a new one when `changed`, given the
+    /// last listed models, gives the catalog because it differs from them),
+    /// and the models unless the caller's `known` revision is it.
+    pub(super) fn since(
+        &mut self,
+        changed: impl FnOnce(&[Model]) -> Option<Vec<Model>>,
+        known: Option<u64>,
+    ) -> (u64, Option<Vec<Model>>) {
+        let current = changed(&self.models);
+        if self.revision == 0 || current.is_some() {
             self.revision += 1;
-            self.models = current;
+            self.models = current.unwrap_or_default();
         }
         let models = (known != Some(self.revision)).then(|| self.models.clone());
         (self.revision, models)
@@ -38,20 +44,25 @@ mod tests {
         model
     }
 
+    /// The registry's side: `models` when they differ from the listed ones.
+    fn catalog(models: Vec<Model>) -> impl FnOnce(&[Model]) -> Option<Vec<Model>> {
+        move |listed| (listed != models.as_slice()).then_some(models)
+    }
+
     #[test]
     fn a_caller_gets_the_models_again_only_after_a_change() {
         let mut listed = ListedCatalog::default();
-        let (first, models) = listed.since(vec![model("a")], None);
+        let (first, models) = listed.since(catalog(vec![model("a")]), None);
         assert_eq!(models.map(|m| m.len()), Some(1));
-        let (same, models) = listed.since(vec![model("a")], Some(first));
+        let (same, models) = listed.since(catalog(vec![model("a")]), Some(first));
         assert_eq!((same, models), (first, None));
         // Another caller that has not listed it yet gets it.
-        assert!(listed.since(vec![model("a")], None).1.is_some());
-        let (changed, models) = listed.since(vec![model("a"), model("b")], Some(first));
+        assert!(listed.since(catalog(vec![model("a")]), None).1.is_some());
+        let (changed, models) = listed.since(catalog(vec![model("a"), model("b")]), Some(first));
         assert_ne!(changed, first);
         assert_eq!(models.map(|m| m.len()), Some(2));
         // A change back is a change too.
-        let (back, models) = listed.since(vec![model("a")], Some(changed));
+        let (back, models) = listed.since(catalog(vec![model("a")]), Some(changed));
         assert_ne!(back, changed);
         assert_eq!(models.map(|m| m.len()), Some(1));
     }
@@ -59,9 +70,9 @@ mod tests {
     #[test]
     fn an_empty_catalog_has_a_revision_too() {
         let mut listed = ListedCatalog::default();
-        let (revision, models) = listed.since(Vec::new(), None);
+        let (revision, models) = listed.since(catalog(Vec::new()), None);
         assert_ne!(revision, 0);
         assert_eq!(models, Some(Vec::new()));
-        assert_eq!(listed.since(Vec::new(), Some(revision)), (revision, None));
+        assert_eq!(listed.since(catalog(Vec::new()), Some(revision)), (revision, None));
     }
 }

@@ -181,8 +181,8 @@ impl ModelChoice {
     /// [`ModelChoice::all_models`] with its revision for a caller that
     /// caches it: the models only when `known` is not the current revision.
     pub(super) fn all_models_since(&mut self, known: Option<u64>) -> (u64, Option<Vec<Model>>) {
-        let current = self.registry.all();
-        self.listed.since(current, known)
+        let registry = &mut self.registry;
+        self.listed.since(|listed| (!registry.all_equal(listed)).then(|| registry.all()), known)
     }
 
     /// A model by provider and id, whether its provider has credentials or not (pi's `find`).
