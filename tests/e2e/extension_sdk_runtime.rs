@@ -7,7 +7,11 @@
 //! router that throws. A runtime of the running session (`ModelRuntime.create()`,
 //! pi-rpc's catalog) routes a virtual model another extension registered, in
 //! that extension's own process (pi-rpc only: pi's fresh runtime does not know
-//! the running session's registrations). Helpers of extension_sdk_runner.rs.
+//! the running session's registrations). Registrations go where pi puts
+//! them: a session's extensions' into the caller's runtime it was made with
+//! (listed from the session's making on, and after `dispose()`), one made by
+//! hand on a runtime into that runtime only; the running session's catalog
+//! keeps its objects until it changes. Helpers of extension_sdk_runner.rs.
 //!
 //! Needs node 22, the host's packages and the reference pi from
 //! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
@@ -127,6 +131,75 @@ export default function (pi: ExtensionAPI) {
     },
   });
 
+  // Where registrations go: a session's extensions' into the caller's runtime, one made by hand into that runtime only.
+  pi.registerCommand("registrations", {
+    handler: async (_args, ctx) => {
+      const model = (id: string) => ({ id, name: id.toUpperCase(), reasoning: false, input: ["text"], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 1000, maxTokens: 100 });
+      const provider = (id: string) => ({ baseUrl: "http://127.0.0.1:9/v1", api: "openai-completions", apiKey: "k", models: [model(id)] });
+      const toFake = (_r: any, rctx: any) => ({ model: rctx.modelRegistry.find("fake", "fake-model"), thinkingLevel: "off" });
+      const registering = (sub: ExtensionAPI) => {
+        sub.registerProvider("subprov", provider("p1") as any);
+        sub.registerVirtualModel({ provider: "subrouter", id: "pick", name: "Pick", route: toFake } as any);
+        sub.on("session_start", () => sub.registerVirtualModel({ provider: "subrouter", id: "late", name: "Late", route: toFake } as any));
+      };
+      const settingsManager = SettingsManager.inMemory({});
+      const loader = async (factories: any[]) => {
+        const rl = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), settingsManager, noExtensions: true, extensionFactories: factories } as any);
+        await rl.reload();
+        return rl;
+      };
+      const ids = ["subprov/p1", "subrouter/pick", "subrouter/late", "handprov/h1", "rtprov/r1"];
+      const mine = (list: any[]) => list.map(brief).filter((id: any) => ids.includes(id)).sort();
+      const look = async (rt: any) => ({
+        found: ids.map((id) => brief(rt.getModel(...id.split("/")))),
+        listed: mine(rt.getModels()),
+        available: mine(await rt.getAvailable()),
+        registered: rt.getRegisteredProviderIds().filter((id: string) => ids.some((m) => m.startsWith(`${id}/`))).sort(),
+      });
+
+      // A caller's runtime: the session's extensions register into it when the session is made; they stay after dispose.
+      const given: any = await ModelRuntime.create();
+      const caller: any = { before: await look(given) };
+      const { session } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager, modelRuntime: given, resourceLoader: await loader([registering]) } as any);
+      caller.made = await look(given);
+      await session.bindExtensions({});
+      caller.bound = await look(given);
+      caller.routed = await resolved(() => given.resolveModel(given.getModel("subrouter", "late"), [{ role: "user", content: "hi", timestamp: 1 }], { reason: "direct", thinkingLevel: "off" }));
+      session.dispose();
+      caller.disposed = await look(given);
+      caller.fresh = await look(await ModelRuntime.create());
+      caller.running = ids.map((id) => brief(ctx.modelRegistry.find(...id.split("/"))));
+
+      // By hand: on a session's own runtime and on ModelRuntime.create()'s, each kept in that runtime.
+      const { session: plain } = await createAgentSession({ sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model, settingsManager, resourceLoader: await loader([]) } as any);
+      const own: any = (plain as any).modelRuntime;
+      const made: any = await ModelRuntime.create();
+      own.registerProvider("handprov", provider("h1"));
+      made.registerProvider("rtprov", provider("r1"));
+      const where = async () => ({
+        session: await look(own),
+        created: await look(made),
+        fresh: await look(await ModelRuntime.create()),
+        running: ids.map((id) => brief(ctx.modelRegistry.find(...id.split("/")))),
+      });
+      const hand: any = { registered: await where() };
+      own.unregisterProvider("handprov");
+      made.unregisterProvider("rtprov");
+      hand.unregistered = await where();
+      plain.dispose();
+
+      // The running session's catalog as an extension lists it: the same objects until it changes.
+      const all = () => ctx.modelRegistry.getAll();
+      const listing: any = { same: all()[0] === all()[0], count: all().length };
+      pi.registerProvider("cached", provider("c1") as any);
+      listing.registered = [all().length - listing.count, brief(all().find((m: any) => m.provider === "cached"))];
+      pi.unregisterProvider("cached");
+      listing.unregistered = [all().length - listing.count, brief(all().find((m: any) => m.provider === "cached") ?? null)];
+      delete listing.count;
+      ctx.ui.notify(JSON.stringify({ caller, hand, listing }), "info");
+    },
+  });
+
   // pi-rpc's runtime of the running session: this extension's virtual model and another extension's, each routed by its own router.
   pi.registerCommand("session-runtime", {
     handler: async (_args, ctx) => {
@@ -182,6 +255,33 @@ async fn an_sdk_sessions_model_runtime_routes_its_virtual_models_as_pis() {
     assert_eq!(own["broken"]["error"], "router broke", "{ours}");
     assert_eq!(ours["caller"]["same"], true, "{ours}");
     assert_eq!(ours["caller"]["routed"]["model"], "fake/fake-model", "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn registrations_go_into_the_runtime_they_are_made_on_as_in_pi() {
+    let Some((ours, theirs)) = side_by_side(runtime_note, "registrations").await else { return };
+    let listed = json!(["subprov/p1", "subrouter/late", "subrouter/pick"]);
+    // A caller's runtime lists the session's extensions' registrations once the session is made, and after dispose.
+    let caller = &ours["caller"];
+    assert_eq!(caller["before"]["listed"], json!([]), "{ours}");
+    assert_eq!(caller["bound"]["listed"], listed, "{ours}");
+    assert_eq!(caller["disposed"]["listed"], listed, "{ours}");
+    assert_eq!(caller["routed"]["model"], "fake/fake-model", "{ours}");
+    assert_eq!(caller["fresh"]["listed"], json!([]), "{ours}");
+    // One registered by hand stays in its runtime: not in the running session, not in another runtime.
+    let registered = &ours["hand"]["registered"];
+    assert_eq!(registered["session"]["listed"], json!(["handprov/h1"]), "{ours}");
+    assert_eq!(registered["created"]["listed"], json!(["rtprov/r1"]), "{ours}");
+    assert_eq!(registered["fresh"]["listed"], json!([]), "{ours}");
+    assert_eq!(registered["running"], json!([null, null, null, null, null]), "{ours}");
+    assert_eq!(ours["hand"]["unregistered"]["created"]["listed"], json!([]), "{ours}");
+    // The running session's catalog: the same objects until a registration changes it.
+    assert_eq!(
+        ours["listing"],
+        json!({"same": true, "registered": [1, "cached/c1"], "unregistered": [0, null]}),
+        "{ours}"
+    );
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 

@@ -39,6 +39,7 @@ mod extension_session_op_state;
 mod extension_state;
 mod extension_typed;
 mod internal;
+mod listed_catalog;
 mod mcp_start;
 mod model_choice;
 mod nested_calls;

@@ -44,6 +44,8 @@ pub(super) struct ModelChoice {
     /// RPC mode's background refresh of the model catalogs, due once the
     /// extensions loaded: the agent directory it refreshes.
     catalog_refresh: Option<std::path::PathBuf>,
+    /// The catalog as last listed to the extension hosts (`getAll`), which cache it.
+    listed: super::listed_catalog::ListedCatalog,
 }
 
 /// A start-up model choice waiting for the extensions (pi resolves
@@ -72,6 +74,7 @@ impl ModelChoice {
             keys: Default::default(),
             typed: Default::default(),
             catalog_refresh: None,
+            listed: Default::default(),
         }
     }
 
@@ -173,6 +176,13 @@ impl ModelChoice {
     /// Every chat model, of every provider (pi's `modelRegistry.getAll()`).
     pub(super) fn all_models(&mut self) -> Vec<Model> {
         self.registry.all()
+    }
+
+    /// [`ModelChoice::all_models`] with its revision for a caller that
+    /// caches it: the models only when `known` is not the current revision.
+    pub(super) fn all_models_since(&mut self, known: Option<u64>) -> (u64, Option<Vec<Model>>) {
+        let registry = &mut self.registry;
+        self.listed.since(|listed| (!registry.all_equal(listed)).then(|| registry.all()), known)
     }
 
     /// A model by provider and id, whether its provider has credentials or not (pi's `find`).

@@ -546,6 +546,12 @@ impl ModelRegistry {
         self.models.iter().map(|m| (**m).clone()).collect()
     }
 
+    /// Whether [`ModelRegistry::all`] would give `models`, without copying the catalog.
+    pub fn all_equal(&mut self, models: &[Model]) -> bool {
+        self.ensure_all();
+        self.models.len() == models.len() && self.models.iter().zip(models).all(|(mine, other)| **mine == *other)
+    }
+
     /// Use this key for a provider for the rest of the process (`--api-key`, `initialize`).
     pub fn set_runtime_key(&mut self, provider: &str, key: String) {
         self.ensure_provider(provider);

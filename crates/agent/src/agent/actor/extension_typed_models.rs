@@ -1,7 +1,8 @@
 //! pi's `ctx.modelRegistry` calls of the classifier and image APIs
 //! (`getModelsOfType`, `getAvailableOfType`, `getModelOfType`, `classify`,
 //! `generateImages`), and its catalog calls (`refresh`, `getError`,
-//! `getAll`, `find`, another extension's registration), served by the same host as codemode's `models.*`
+//! `getAll` (cached by the host against a revision, see
+//! `listed_catalog`), `find`, another extension's registration), served by the same host as codemode's `models.*`
 //! (`pi_mcp::codemode::models`): the model is resolved by provider and id
 //! in the session's catalog, with its credentials. A model call runs aside
 //! from the actor; the answer is `{value}`.
@@ -59,6 +60,15 @@ impl Agent {
                 Some(json!({"aborted": false}))
             }
             "getError" => self.models.registry().config_error().map(|e| json!(e)),
+            // With a revision (`args[0]`, null: none yet) the host caches the list: `{revision, models}`, the models left out when unchanged.
+            "getAll" if !args.is_empty() => {
+                let (revision, models) = self.models.all_models_since(args[0].as_u64());
+                let mut answer = json!({ "revision": revision });
+                if let Some(models) = models {
+                    answer["models"] = models.iter().map(super::extension_host_requests::model_json).collect();
+                }
+                Some(answer)
+            }
             "getAll" => Some(Value::Array(
                 self.models.all_models().iter().map(super::extension_host_requests::model_json).collect(),
             )),

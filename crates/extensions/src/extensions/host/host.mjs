@@ -32,6 +32,7 @@ if (NODE_MAJOR < 20) {
 
 const { Channel } = await import("./channel.mjs");
 const { Instance, createBus } = await import("./api.mjs");
+const { Providers } = await import("./providers.mjs");
 const { createContextFactory } = await import("./context.mjs");
 const { runHook, dispatch, projectTrust } = await import("./hooks.mjs");
 const { createServices } = await import("./services.mjs");
@@ -316,6 +317,8 @@ function installServices() {
 	/** What pi's `ExtensionRunner` in an SDK session reuses (shims/coding-agent/extension-runner.cjs). */
 	services.extensionHost = {
 		Instance,
+		/** A registration store of providers (api.mjs's `pi.registerProvider`'s), for those registered on a `ModelRuntime` by hand. */
+		Providers,
 		dispatch,
 		runHook,
 		normalizeOptions,

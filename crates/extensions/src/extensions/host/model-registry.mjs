@@ -119,6 +119,20 @@ export function createModelRegistry(channel, host) {
 		};
 	};
 
+	/**
+	 * pi's `getAll()`: the catalog as pi-rpc last listed it to this host,
+	 * asked again with its revision; pi-rpc sends the ~1,700 models only
+	 * when they changed since (a registration, a refresh, a login), so a
+	 * model keeps its object until then, as in pi's snapshot.
+	 */
+	let listed = { revision: null, models: [] };
+	const all = () => {
+		const answer = op("getAll", listed.revision);
+		if (Array.isArray(answer)) return answer;
+		if (answer?.models) listed = { revision: answer.revision, models: answer.models };
+		return [...listed.models];
+	};
+
 	/** Another extension's registration of `id` (pi's runtime is shared): `{native, config}`. */
 	const registered = (id) => op("getRegisteredProvider", id);
 
@@ -129,7 +143,7 @@ export function createModelRegistry(channel, host) {
 			return { aborted: false, errors: new Map() };
 		},
 		getError: () => op("getError"),
-		getAll: () => op("getAll") ?? [],
+		getAll: all,
 		getAvailable: () => models(),
 		find: (providerId, id) => op("find", providerId, id),
 		getProvider: provider,

@@ -786,6 +786,8 @@ async function createAgentSession(options = {}) {
 		return { context: { ...turn.context, tools: agent.state.tools.slice() }, messages: update ? [update] : undefined };
 	};
 	const extensionsResult = resourceLoader.getExtensions?.() ?? { extensions: [], errors: [] };
+	// pi registers the session's extensions' providers and virtual models into a caller's runtime (session-model-runtime.cjs).
+	if (options.modelRuntime) require("./session-model-runtime.cjs").registerSessionModels(options.modelRuntime, { extensions: () => extensionsResult.extensions, context: () => session.extensionRunner?.createContext() });
 	session._sessionStartEvent = options.sessionStartEvent ?? { type: "session_start", reason: "startup" };
 	withProviderHooks = (streamOptions) => providerHooks(session.extensionRunner, streamOptions);
 	attachExtensions(session, extensionsResult, { modelRegistry: sessionModels.registry });

@@ -11,7 +11,8 @@
 // facade over a runtime. Model calls carry the runtime's own key; deferred
 // responses go to the provider's own calls (deferred.cjs). A `credentials`
 // store object (pi-ai's `CredentialStore`) takes the place of `auth.json`
-// (credential-store.cjs).
+// (credential-store.cjs). What is registered on a runtime (providers,
+// virtual models) stays in that runtime, as pi's (`ownRegistrations`).
 
 "use strict";
 
@@ -343,21 +344,34 @@ class ModelRuntime {
 			// Before the session pi-rpc's registry does not answer: the runtime's files alone name providers.
 		}
 		const baseName = extensions.includes(providerId) ? undefined : this.registry.getProvider(providerId)?.name;
-		this.registry.registerProvider(providerId, config);
+		this.ownRegistrations().registerProviderByHand(providerId, config);
 		registeredOAuth.rememberOAuth(this, providerId, config, baseName);
 	}
 	registerNativeProvider(provider) {
-		this.registry.registerProvider(provider);
+		this.ownRegistrations().registerProviderByHand(provider);
 	}
 	unregisterProvider(providerId) {
-		this.registry.unregisterProvider(providerId);
+		this.ownRegistrations().unregisterProviderByHand(providerId);
 		registeredOAuth.forgetOAuth(this, providerId);
 	}
 	registerVirtualModel(definition) {
-		this.registry.registerVirtualModel(definition);
+		this.ownRegistrations().registerByHand(definition);
 	}
 	unregisterVirtualModel(providerId, modelId) {
-		this.registry.unregisterVirtualModel(providerId, modelId);
+		this.ownRegistrations().unregisterByHand(providerId, modelId);
+	}
+	/**
+	 * What is registered on this runtime stays in it, as in pi (another
+	 * runtime and the running session do not see it): a layer of
+	 * session-models.cjs over its registry, made at the first registration
+	 * (an SDK session's runtime: the session's models).
+	 */
+	ownRegistrations() {
+		if (!this.own) {
+			this.own = require("./session-models.cjs").createSessionModels({ base: this.registry, extensions: () => [], context: () => undefined });
+			this.registry = this.own.registry;
+		}
+		return this.own;
 	}
 	/**
 	 * pi's `resolveModel(model, messages, {reason, thinkingLevel, signal, failed, state})`:
@@ -369,8 +383,7 @@ class ModelRuntime {
 	 */
 	async resolveModel(model, messages, options) {
 		// A caller's runtime an SDK session was made with routes that session's virtual models too, as pi's (session-model-runtime.cjs).
-		const session = require("./session-model-runtime.cjs").sessionRouting(this, model);
-		const resolved = await (session?.registry ?? this.registry).resolveModel(model, messages, options ?? {});
+		const resolved = await this.registry.resolveModel(model, messages, options ?? {});
 		const { state, ...route } = resolved ?? {};
 		return { ...route, state };
 	}

@@ -5,38 +5,35 @@
 // their providers and virtual models. pi-rpc's default is a `ModelRuntime`
 // over the session's models (session-models.cjs: the running session's
 // catalog with the sub-session's registrations laid over it), so it lists,
-// calls and routes what the session does; a virtual model registered on it
-// by hand is the session's. A caller's runtime is given back as it is; its
-// `resolveModel` also routes the virtual models of the session's
-// extensions, which pi registers into it.
+// calls and routes what the session does; a provider or virtual model
+// registered on it by hand is the session's. A caller's runtime is given
+// back as it is, the session's extensions' registrations laid into it as pi
+// registers them into it: it lists, calls and routes them from the session's
+// making on, and keeps them after `dispose()`, as pi's does.
 
 "use strict";
 
 const { ModelRuntime } = require("./models.cjs");
-
-/** Sessions made with a caller's runtime, whose own virtual models that runtime routes too. */
-const sessionsOf = new WeakMap();
+const { createSessionModels } = require("./session-models.cjs");
 
 /** The `modelRuntime` of a session: `given`, else a runtime over `sessionModels`. */
 function sessionModelRuntime(given, sessionModels) {
-	if (given) {
-		const sessions = sessionsOf.get(given) ?? [];
-		sessions.push(sessionModels);
-		sessionsOf.set(given, sessions);
-		return given;
-	}
+	if (given) return given;
 	const runtime = new ModelRuntime(sessionModels.registry);
-	// pi's `registerVirtualModel` on the session's runtime makes the model the session's.
-	Object.defineProperties(runtime, {
-		registerVirtualModel: { value: (definition) => sessionModels.registerByHand(definition), writable: true, configurable: true },
-		unregisterVirtualModel: { value: (provider, id) => void sessionModels.unregisterByHand(provider, id), writable: true, configurable: true },
-	});
+	// What is registered on the session's runtime by hand is the session's (models.cjs `ownRegistrations`).
+	runtime.own = sessionModels;
 	return runtime;
 }
 
-/** The session models of a caller's `runtime` that route `model` (a virtual model of that session's), if any. */
-function sessionRouting(runtime, model) {
-	return (sessionsOf.get(runtime) ?? []).find((sessionModels) => sessionModels.routes(model));
+/**
+ * pi's session registering its extensions' providers and virtual models
+ * into the caller's `runtime`: a layer of them over the runtime's registry
+ * (`extensions()`: the session's loaded extensions; `context()`: the
+ * context a router is given).
+ */
+function registerSessionModels(runtime, { extensions, context }) {
+	const layer = createSessionModels({ base: runtime.registry, extensions, context });
+	runtime.registry = layer.registry;
 }
 
 /** pi's `session.modelRuntime` getter on `AgentSession`. */
@@ -49,4 +46,4 @@ function addModelRuntime(AgentSession) {
 	});
 }
 
-module.exports = { sessionModelRuntime, sessionRouting, addModelRuntime };
+module.exports = { sessionModelRuntime, registerSessionModels, addModelRuntime };

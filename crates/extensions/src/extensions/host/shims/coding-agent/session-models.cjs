@@ -10,7 +10,10 @@
 // registered provider's requests go out through pi-rpc's providers (the
 // `modelStream` request, with the model as registered: its API, base URL,
 // the provider's key and headers), or, when it has a stream function of its
-// own, through that function here, as pi calls it in process.
+// own, through that function here, as pi calls it in process. The same
+// layer holds what is registered on a `ModelRuntime` by hand (models.cjs
+// `ownRegistrations`), and what a session's extensions register into a
+// caller's runtime (session-model-runtime.cjs).
 
 "use strict";
 
@@ -18,6 +21,7 @@ const calls = require("../ai/calls.cjs");
 const { lib } = require("./text.cjs");
 const { clampThinkingLevel } = require("../ai/models.cjs");
 const { createTypedModels } = require("./session-typed-models.cjs");
+const { services } = require("../host-services.cjs");
 
 /** The API of a virtual catalog entry (pi's `VIRTUAL_MODEL_API`). */
 const VIRTUAL_API = "pi-virtual";
@@ -95,6 +99,8 @@ function storedState(branch, provider, modelId) {
 function createSessionModels({ base, extensions, context }) {
 	/** Virtual models registered by hand on the session's `modelRuntime` (session-model-runtime.cjs); their routers get no context, as pi's. */
 	const byHand = new Map();
+	/** Providers registered by hand on the runtime (pi's `ModelRuntime.registerProvider` / `registerNativeProvider`), kept as `pi.registerProvider` keeps them. */
+	let handProviders;
 	/** The extensions' registrations in load order (a later one replaces an earlier one of the same name). */
 	const registrations = () => {
 		const providers = new Map();
@@ -104,6 +110,7 @@ function createSessionModels({ base, extensions, context }) {
 			for (const [name, entry] of instance?.providers?.byName ?? []) providers.set(name, { ...entry, owner: instance });
 			for (const definition of instance?.virtualModels?.byKey?.values() ?? []) virtual.set(key(definition.provider, definition.id), definition);
 		}
+		for (const [name, entry] of handProviders?.byName ?? []) providers.set(name, { ...entry, owner: { providers: handProviders } });
 		for (const [name, definition] of byHand) virtual.set(name, definition);
 		return { providers, virtual };
 	};
@@ -292,6 +299,16 @@ function createSessionModels({ base, extensions, context }) {
 		generateImages: typed.generateImages,
 		getModelOfType: (type, providerId, id) => registry.getModelsOfType(type, providerId)?.find((m) => m.id === id),
 		findOfType: (type, providerId, id) => registry.getModelOfType(type, providerId, id),
+		// pi's runtime's registrations: the ones laid here (the config form's merged config; a native provider), then the registry's below.
+		getRegisteredProviderIds: () => [...new Set([...(base.getRegisteredProviderIds?.() ?? []), ...registrations().providers.keys()])],
+		getRegisteredProviderConfig: (id) => {
+			const entry = registrations().providers.get(id);
+			return entry ? (entry.legacy ? entry.config : undefined) : base.getRegisteredProviderConfig?.(id);
+		},
+		getRegisteredNativeProvider: (id) => {
+			const entry = registrations().providers.get(id);
+			return entry ? (entry.legacy ? undefined : entry.provider) : base.getRegisteredNativeProvider?.(id);
+		},
 		// pi's `ModelRuntime.resolveModel`: the session's own virtual models routed here, others by the registry below (pi-rpc's: their extension's process).
 		resolveModel: async (model, messages, options = {}) => {
 			if (ownModel(model?.provider, model?.id)?.virtual) return route(model, messages ?? [], options);
@@ -310,6 +327,15 @@ function createSessionModels({ base, extensions, context }) {
 		byHand.set(key(provider, id), definition);
 	};
 	const unregisterByHand = (provider, id) => byHand.delete(key(provider, id));
+	/** pi's `registerProvider(id, config)` / `registerNativeProvider(provider)` on the runtime: kept here, as the runtime's own. */
+	const registerProviderByHand = (nameOrProvider, config) => {
+		if (!handProviders) {
+			const { extensionHost, hello } = services();
+			handProviders = new extensionHost.Providers(() => {}, { agentDir: hello?.agentDir, offline: hello?.offline });
+		}
+		handProviders.register(nameOrProvider, config);
+	};
+	const unregisterProviderByHand = (name) => void handProviders?.unregister(name);
 
 	/**
 	 * pi's request preparation for a virtual selection, on `session`'s agent:
@@ -367,7 +393,7 @@ function createSessionModels({ base, extensions, context }) {
 
 	/** Whether `model` is one of this session's own virtual models. */
 	const routes = (model) => Boolean(ownModel(model?.provider, model?.id)?.virtual);
-	return { registry, streamWith, installRouting, registerByHand, unregisterByHand, routes };
+	return { registry, streamWith, installRouting, registerByHand, unregisterByHand, registerProviderByHand, unregisterProviderByHand, routes };
 }
 
 module.exports = { createSessionModels, VIRTUAL_API };
