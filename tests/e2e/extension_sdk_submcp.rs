@@ -156,7 +156,7 @@ async fn submcp_summary(
 
 /// The `mcp_servers` section in a system prompt, line by line: its introduction and one line per
 /// server (`- <namespace> (<how>): <summary>`).
-fn section_lines(prompt: &str) -> Option<Vec<String>> {
+pub(crate) fn section_lines(prompt: &str) -> Option<Vec<String>> {
     let start = prompt.find("MCP servers whose tools are not declared to you.")?;
     let mut lines = prompt[start..].lines();
     let intro = lines.next()?.to_string();

@@ -69,6 +69,7 @@ mod mcp;
 mod mcp_auth_provider;
 mod mcp_cli;
 mod mcp_fetch_transport;
+mod mcp_listing;
 mod mcp_oauth;
 mod mcp_oauth_elsewhere;
 mod mcp_retries;

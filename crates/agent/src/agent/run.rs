@@ -83,11 +83,9 @@ pub(crate) struct RunSetup {
 async fn mcp_before_prompt(s: &mut RunSetup) {
     let Some(mcp) = &s.mcp else { return };
     mcp.wait_direct().await;
-    if let Some(section) = mcp.prompt_section(s.reach.codemode, s.reach.tool_search) {
-        // The `mcp_servers` section, recorded by the system messages.
-        let inner = section.strip_prefix("<mcp_servers>\n").and_then(|t| t.strip_suffix("\n</mcp_servers>"));
-        let inner = inner.unwrap_or(&section).to_string();
-        s.extra_sections.push(("mcp_servers".to_string(), inner));
+    // The `mcp_servers` section, recorded by the system messages.
+    if let Some(section) = mcp.servers_section() {
+        s.extra_sections.push(("mcp_servers".to_string(), section));
     }
 }
 

@@ -519,29 +519,13 @@ impl McpManager {
             .collect()
     }
 
-    /// The `<mcp_servers>` section of the system prompt: servers whose tools
-    /// are not declared, how to reach them (the running session's rule:
-    /// from the discovery tools that are on), one line about each, sorted
-    /// and shortened as pi's ([`section::render`]).
-    pub fn prompt_section(&self, codemode_on: bool, tool_search_on: bool) -> Option<String> {
-        let listed = self.conns().into_iter().filter_map(|conn| {
-            let how = match conn.config.exposure {
-                Exposure::Codemode if codemode_on => "codemode",
-                Exposure::Deferred if tool_search_on => "tool_search",
-                Exposure::Codemode if tool_search_on => "tool_search",
-                _ => return None,
-            };
-            Some(listed_server(&conn, how))
-        });
-        let text = section::render(listed.collect())?;
-        Some(format!("<mcp_servers>\n{text}\n</mcp_servers>"))
-    }
-
-    /// The `mcp_servers` section (without tags) as pi's MCP extension
-    /// renders it whatever tool is active: every server some of whose tools
-    /// are configured `codemode` or `deferred` (its `exposure` or a
-    /// `toolExposure`), reached by `codemode` when one is `codemode`, else by
-    /// `tool_search`.
+    /// The `mcp_servers` section of the system prompt (without tags), as
+    /// pi's MCP extension renders it before each prompt of the running
+    /// session and of an SDK session, whatever tool is active and whatever
+    /// state each server is in (starting, failed, needing sign-in): every
+    /// enabled server some of whose tools are configured `codemode` or
+    /// `deferred` (its `exposure` or a `toolExposure`), reached by `codemode`
+    /// when one is `codemode`, else by `tool_search`.
     pub fn servers_section(&self) -> Option<String> {
         let listed = self.conns().into_iter().filter_map(|conn| {
             let config = &conn.config;
