@@ -44,6 +44,8 @@ use crate::tools::Tool;
 
 /// How long the first prompt waits for servers with `direct` tools.
 pub const DIRECT_WAIT: Duration = Duration::from_secs(10);
+/// pi's note when the first prompt stopped waiting for `direct` servers.
+pub const STILL_CONNECTING: &str = "MCP servers are still connecting; their tools become available once connected.";
 /// pi's warning when the servers' tools are reachable only through
 /// `codemode` or `tool_search` and neither tool is active.
 pub const UNREACHABLE_WARNING: &str =
@@ -473,15 +475,21 @@ impl McpManager {
     }
 
     /// Wait (at most [`DIRECT_WAIT`], or the `startupWaitMs` of an
-    /// extension's `createMcpExtension`) for the servers with `direct` tools.
-    pub async fn wait_direct(&self) {
+    /// extension's `createMcpExtension`) for the servers with `direct` tools:
+    /// pi's [`STILL_CONNECTING`] note when one had not settled by then.
+    pub async fn wait_direct(&self) -> Option<&'static str> {
         self.begin();
         let conns = self.conns();
-        let direct = conns.iter().filter(|c| {
-            c.config.exposure == Exposure::Direct || c.config.tool_exposure.iter().any(|(_, e)| *e == Exposure::Direct)
-        });
+        let direct: Vec<_> = conns
+            .iter()
+            .filter(|c| {
+                c.config.exposure == Exposure::Direct
+                    || c.config.tool_exposure.iter().any(|(_, e)| *e == Exposure::Direct)
+            })
+            .collect();
         let wait = self.factories.direct_wait();
-        futures::future::join_all(direct.map(|c| c.settled(wait))).await;
+        futures::future::join_all(direct.iter().map(|c| c.settled(wait))).await;
+        direct.iter().any(|c| !c.state().status.is_settled()).then_some(STILL_CONNECTING)
     }
 
     /// Wait for every server (or those whose namespace `names` mention).
