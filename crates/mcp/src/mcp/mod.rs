@@ -216,6 +216,8 @@ pub struct McpManager {
     tools_off: bool,
     /// [`McpOptions::hold`] (cancelled when not held).
     hold: CancellationToken,
+    /// The first prompt waited for the `direct` servers (pi's note comes then only).
+    startup_waited: std::sync::atomic::AtomicBool,
 }
 
 impl McpManager {
@@ -323,6 +325,7 @@ impl McpManager {
             standby: Mutex::new(None),
             tools_off: options.tools_off,
             hold,
+            startup_waited: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -476,8 +479,10 @@ impl McpManager {
 
     /// Wait (at most [`DIRECT_WAIT`], or the `startupWaitMs` of an
     /// extension's `createMcpExtension`) for the servers with `direct` tools:
-    /// pi's [`STILL_CONNECTING`] note when one had not settled by then.
+    /// pi's [`STILL_CONNECTING`] note when one had not settled by then, at
+    /// the first wait only, as pi notes it at its session's first prompt.
     pub async fn wait_direct(&self) -> Option<&'static str> {
+        let first = !self.startup_waited.swap(true, std::sync::atomic::Ordering::SeqCst);
         self.begin();
         let conns = self.conns();
         let direct: Vec<_> = conns
@@ -489,7 +494,7 @@ impl McpManager {
             .collect();
         let wait = self.factories.direct_wait();
         futures::future::join_all(direct.iter().map(|c| c.settled(wait))).await;
-        direct.iter().any(|c| !c.state().status.is_settled()).then_some(STILL_CONNECTING)
+        (first && direct.iter().any(|c| !c.state().status.is_settled())).then_some(STILL_CONNECTING)
     }
 
     /// Wait for every server (or those whose namespace `names` mention).
