@@ -52,7 +52,9 @@ mod extension_sdk_session_files;
 mod extension_sdk_subcm;
 mod extension_sdk_subcode;
 mod extension_sdk_subdesc;
+#[macro_use]
 mod extension_sdk_submcp;
+mod extension_sdk_submcp_options;
 mod extension_sdk_subrest;
 mod extension_sdk_subsession;
 mod extension_sdk_substream;
@@ -69,6 +71,7 @@ mod mcp;
 mod mcp_auth_provider;
 mod mcp_cli;
 mod mcp_fetch_transport;
+mod mcp_listing;
 mod mcp_oauth;
 mod mcp_oauth_elsewhere;
 mod mcp_retries;

@@ -452,10 +452,10 @@ impl Agent {
                     self.extension_models_call(&p, &cancel, reply);
                 }
             }
-            ExtSignal::Host(HostSignal::Request { request: ExtRequest::Mcp { method, params }, reply, .. })
+            ExtSignal::Host(HostSignal::Request { id, request: ExtRequest::Mcp { method, params }, reply })
                 if method == "mcpCommand" =>
             {
-                self.sdk_session_mcp_command(&params, reply)
+                self.sdk_session_mcp_command(id, &params, reply)
             }
             ExtSignal::Host(HostSignal::Request {
                 id,

@@ -78,19 +78,31 @@ impl Agent {
     /// the command answered through the dialogs).
     pub(super) fn sdk_session_mcp_command(
         &self,
+        ext_id: usize,
         params: &Value,
         reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
     ) {
         let args = params.get("args").and_then(Value::as_str).unwrap_or_default().to_string();
-        // The SDK session's own servers (sdk_session_conns.rs) while they are open.
-        let session = params.get("session").and_then(Value::as_str).and_then(|id| self.ext.sdk_mcp().get(id));
-        let mcp = session.unwrap_or_else(|| self.mcp.clone());
-        let (agent_dir, internal) = (self.workspace.agent_dir().to_path_buf(), self.channels.internal());
-        let open_url = self.mcp.factories.open_url();
-        let ui = super::mcp_command_ui::McpCommandUi::new(self.ext.handle().clone(), internal, open_url);
+        // The SDK session's own servers (sdk_session_conns.rs) while they are open, and the
+        // command's UI there (`ui: true`: the shim holds its `ctx.ui`), as pi's MCP extension has it.
+        let id = params.get("session").and_then(Value::as_str);
+        let session = id.and_then(|id| Some((id, self.ext.sdk_mcp().get(id)?)));
+        let owner = self.ext.handle().get(ext_id).filter(|_| params.get("ui").and_then(Value::as_bool) == Some(true));
+        let ui: Box<dyn crate::mcp::sign_in_command::CommandUi> = match (&session, owner) {
+            (Some((id, mcp)), Some(owner)) => {
+                let open_url = mcp.factories.open_url();
+                Box::new(super::sdk_session_command_ui::SdkCommandUi::new(owner, id.to_string(), open_url))
+            }
+            _ => {
+                let (internal, open_url) = (self.channels.internal(), self.mcp.factories.open_url());
+                Box::new(super::mcp_command_ui::McpCommandUi::new(self.ext.handle().clone(), internal, open_url))
+            }
+        };
+        let mcp = session.map_or_else(|| self.mcp.clone(), |(_, mcp)| mcp);
+        let agent_dir = self.workspace.agent_dir().to_path_buf();
         tokio::spawn(async move {
             let cancel = tokio_util::sync::CancellationToken::new();
-            let notice = mcp.command(&args, &agent_dir, &ui, &cancel).await;
+            let notice = mcp.command(&args, &agent_dir, ui.as_ref(), &cancel).await;
             let answer = notice.map(|n| json!({"text": n.text, "level": n.level})).unwrap_or(Value::Null);
             let _ = reply.send(Ok(answer));
         });
