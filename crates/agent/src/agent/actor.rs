@@ -152,8 +152,8 @@ impl Agent {
             thinking: config.thinking,
             inline_key: config.api_key.is_some(),
         };
-        if config.refresh_catalogs {
-            agent.models.refresh_catalogs_after_start(config.agent_dir.clone());
+        if let Some(refreshes) = config.catalog_refreshes {
+            agent.models.refresh_catalogs_after_start(refreshes);
         }
         agent.apply_codemode_settings();
         let default_provider = agent.prefs.settings().default_provider.as_deref();
