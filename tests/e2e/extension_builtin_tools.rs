@@ -72,7 +72,7 @@ async fn listing(reference: bool, servers: &Servers, flags: &[&str]) -> Option<V
 
 /// Run extension command `command` and return the JSON text of the
 /// notification it answers with (no extension error on the way).
-async fn command_note(pi: &mut Pi, command: &str) -> String {
+pub(crate) async fn command_note(pi: &mut Pi, command: &str) -> String {
     pi.send(json!({"id": "t", "type": "prompt", "message": command})).await;
     let lines =
         pi.until(|v| v["method"] == "notify" && v["message"].as_str().is_some_and(|m| m.starts_with('{'))).await;

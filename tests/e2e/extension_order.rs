@@ -3,7 +3,10 @@
 //! (here a user-level one), so where both handle one event the `-e`
 //! extension's handler runs first: `input` transforms and
 //! `before_agent_start` system prompts chain in that order, its `tool_call`
-//! block wins, and `get_commands` lists its command first.
+//! block wins, and `get_commands` lists its command first. The extensions
+//! load one after another as in pi: each factory sees the MCP servers, taken
+//! names and `pi.events` listeners of those loaded before it, however long
+//! their modules take to import, and none of the session's actions.
 
 use serde_json::{Value, json};
 
@@ -74,5 +77,84 @@ async fn command_line_extensions_run_before_the_discovered_ones_as_in_pi() {
     assert_eq!(ours["input"], json!(["<cli>", "<user>"]), "{ours}");
     assert_eq!(ours["systemPrompt"], json!(["[cli]", "[user]"]), "{ours}");
     assert!(ours["blocked"].as_str().is_some_and(|t| t.contains("blocked by cli")), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc (left) and pi 1.6.0 (right) differ");
+}
+
+/// Extension `NAME` of three loaded in order (`a`, `b`, `c`): what its
+/// factory sees of the others. `a` takes long to import, registers the MCP
+/// server `shared` and listens on `pi.events`; `b` and `c` list the servers,
+/// try to register `shared` too and emit on `pi.events`, all in their
+/// factories. `/order-NAME` reports it.
+const ORDERED_EXTENSION: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const SERVER: any = SERVER_CONFIG;
+if ("NAME" === "a") {
+  const until = Date.now() + 1500;
+  while (Date.now() < until) {}
+}
+
+export default function (pi: ExtensionAPI) {
+  const seen: Record<string, unknown> = {};
+  const names = () => pi.getMcpServers().map((s) => s.name);
+  const heard: unknown[] = [];
+  pi.events.on("ping", (data) => heard.push(data));
+  seen.servers = names();
+  try {
+    pi.registerMcpServer("shared", SERVER);
+    seen.shared = "registered";
+  } catch (error) {
+    seen.shared = String((error as Error).message).replace(/"[^"]*[/\\]([^/\\"]+)"/g, '"$1"');
+  }
+  seen.ownVisible = names();
+  pi.events.emit("ping", "NAME");
+  // The session's actions are not bound while the extensions load.
+  const unbound = (action: () => unknown) => {
+    try {
+      action();
+      return "answered";
+    } catch (error) {
+      return (error as Error).message;
+    }
+  };
+  seen.unbound = [unbound(() => pi.getAllTools()), unbound(() => pi.getCommands()), unbound(() => pi.getActiveTools())];
+  pi.registerCommand("order-NAME", {
+    handler: async (_args, ctx) => ctx.ui.notify(JSON.stringify({ ...seen, heard }), "info"),
+  });
+}
+"#;
+
+/// What each of the three extensions' factory saw, in pi-rpc or pi 1.6.0.
+async fn factory_views(reference: bool, servers: &crate::mcp::Servers) -> Option<Value> {
+    let sb = Sandbox::with_server().await;
+    let server = servers.everything("stdio").to_string();
+    for name in ["a", "b", "c"] {
+        let source = ORDERED_EXTENSION.replace("NAME", name).replace("SERVER_CONFIG", &server);
+        crate::extension_host::write_module(&sb, &format!("{name}.ts"), &source);
+    }
+    let mut pi = crate::extension_builtin_factories::start(&sb, reference, &[])?;
+    let mut views = serde_json::Map::new();
+    for name in ["a", "b", "c"] {
+        let note = crate::extension_builtin_tools::command_note(&mut pi, &format!("/order-{name}")).await;
+        views.insert(name.to_string(), serde_json::from_str(&note).expect("the note is JSON"));
+    }
+    pi.close_stdin();
+    Some(Value::Object(views))
+}
+
+#[tokio::test]
+async fn each_factory_sees_the_extensions_loaded_before_it_as_in_pi() {
+    let Some(servers) = crate::mcp::Servers::find() else { return };
+    let Some(ours) = factory_views(false, &servers).await else { return };
+    let Some(theirs) = factory_views(true, &servers).await else { return };
+    // `a` loads first however long its module takes: `b` finds its server and its name taken.
+    assert_eq!(ours["b"]["servers"], json!(["shared"]), "{ours}");
+    assert_eq!(ours["b"]["shared"], json!("MCP server \"shared\" is already registered by extension \"a.ts\""));
+    assert_eq!(ours["c"]["servers"], json!(["shared"]), "{ours}");
+    // A factory's own registration counts once it returned; `a` hears those loaded after it, `c` only itself.
+    assert_eq!(ours["a"]["ownVisible"], json!([]), "{ours}");
+    assert_eq!(ours["a"]["heard"], json!(["a", "b", "c"]), "{ours}");
+    assert_eq!(ours["c"]["heard"], json!(["c"]), "{ours}");
+    let unbound = "Extension runtime not initialized. Action methods cannot be called during extension loading.";
+    assert_eq!(ours["b"]["unbound"], json!([unbound, unbound, unbound]), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc (left) and pi 1.6.0 (right) differ");
 }

@@ -233,9 +233,9 @@ import { DefaultResourceLoader } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 const summary = (loader: any) => ({
-  extensions: loader.getExtensions().extensions.map((e: any) => e.path).sort(),
+  extensions: loader.getExtensions().extensions.map((e: any) => e.path),
   extensionErrors: loader.getExtensions().errors,
-  themes: loader.getThemes().themes.map((t: any) => t.name).sort(),
+  themes: loader.getThemes().themes.map((t: any) => t.name),
   themeDiagnostics: loader.getThemes().diagnostics,
 });
 
@@ -294,10 +294,11 @@ async fn patterns_both() -> Option<(Value, Value)> {
 async fn a_loader_applies_the_settings_patterns_as_pis() {
     let Some((ours, theirs)) = patterns_both().await else { return };
     let ours = &ours["patterns"];
-    assert_eq!(ours["themes"], json!(["auto-on", "keep"]), "{ours}");
+    // pi's order: the settings' entries, then the auto-discovered directory.
+    assert_eq!(ours["themes"], json!(["keep", "auto-on"]), "{ours}");
     assert_eq!(
         ours["extensions"],
-        json!(["<cwd>/load-agent/extensions/auto-a.ts", "<cwd>/load-agent/more-ext/m.ts"]),
+        json!(["<cwd>/load-agent/more-ext/m.ts", "<cwd>/load-agent/extensions/auto-a.ts"]),
         "{ours}"
     );
     assert_eq!(*ours, theirs["patterns"], "pi-rpc, then pi 1.6.0");
@@ -308,4 +309,86 @@ async fn a_loaders_plain_reload_reads_the_settings_again_as_pis() {
     let Some((ours, theirs)) = patterns_both().await else { return };
     assert_eq!(ours["reloaded"], ours["patterns"], "{ours}");
     assert_eq!(ours["reloaded"], theirs["reloaded"], "pi-rpc, then pi 1.6.0");
+}
+
+/// A loader over the project `<cwd>/proj` and the agent directory
+/// `<cwd>/order-agent`: the extensions and themes in order (a theme as
+/// `name:file`), the errors and diagnostics.
+const SDK_LOAD_ORDER: &str = r#"import * as path from "node:path";
+import { DefaultResourceLoader } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("sdkorder", {
+    handler: async (_args, ctx) => {
+      const loader = new DefaultResourceLoader({ cwd: path.join(ctx.cwd, "proj"), agentDir: path.join(ctx.cwd, "order-agent") });
+      await loader.reload();
+      ctx.ui.notify(JSON.stringify({
+        extensions: loader.getExtensions().extensions.map((e: any) => e.path),
+        extensionErrors: loader.getExtensions().errors,
+        themes: loader.getThemes().themes.map((t: any) => `${t.name}:${path.basename(t.sourcePath)}`),
+        themeDiagnostics: loader.getThemes().diagnostics,
+      }), "info");
+    },
+  });
+}
+"#;
+
+/// The project's and the user's settings entries and auto-discovered
+/// directories, each with extensions or themes, ignore files (`.gitignore`,
+/// `.ignore`, `.fdignore`) naming some of them, a `node_modules` directory,
+/// a theme in a subdirectory of a settings entry, and two themes named `dup`
+/// (the project's directory's and the user's settings entry's).
+fn prepare_load_order(sb: &Sandbox, reference_pkg: &Path) {
+    let project = sb.cwd.path().join("proj/.pi");
+    let agent = sb.cwd.path().join("order-agent");
+    write(&project.join("settings.json"), &json!({"extensions": ["p-ext"], "themes": ["p-themes"]}).to_string());
+    write(&agent.join("settings.json"), &json!({"extensions": ["u-ext"], "themes": ["u-themes"]}).to_string());
+    for file in ["p-ext/p1.ts", "extensions/pauto.ts", "extensions/ignored-x.ts", "extensions/node_modules/index.ts"] {
+        write(&project.join(file), PKG_EXTENSION);
+    }
+    write(&project.join("extensions/.gitignore"), "ignored-*.ts\n");
+    for file in ["u-ext/u1.ts", "extensions/uauto.ts", "extensions/off/index.ts"] {
+        write(&agent.join(file), PKG_EXTENSION);
+    }
+    write(&agent.join("extensions/.fdignore"), "off/\n");
+    let theme =
+        std::fs::read_to_string(reference_pkg.join("dist/modes/interactive/theme/dark.json")).expect("pi's dark theme");
+    let mut theme: Value = serde_json::from_str(&theme).expect("theme json");
+    for (dir, file, name) in [
+        (&project, "p-themes/pt.json", "p-theme"),
+        (&project, "p-themes/sub/deep.json", "deep"),
+        (&project, "p-themes/sub/skip.json", "skipped"),
+        (&project, "themes/pauto.json", "dup"),
+        (&project, "themes/hidden.json", "hidden"),
+        (&agent, "u-themes/dup.json", "dup"),
+        (&agent, "themes/uauto.json", "u-auto"),
+    ] {
+        theme["name"] = json!(name);
+        write(&dir.join(file), &theme.to_string());
+    }
+    write(&project.join("p-themes/.gitignore"), "sub/skip.json\n");
+    write(&project.join("themes/.ignore"), "hidden.json\n");
+}
+
+#[tokio::test]
+async fn a_loaders_extension_and_theme_order_and_ignore_files_are_pis() {
+    let run = |reference: bool, command: String| async move {
+        let cli = reference_cli()?;
+        let package = cli.parent().and_then(|d| d.parent()).expect("the reference package").to_path_buf();
+        let module = ("sdk-load-order.ts", SDK_LOAD_ORDER);
+        module_note(reference, module, &[], &|sb| prepare_load_order(sb, &package), &command).await
+    };
+    let Some((ours, theirs)) = side_by_side(run, "sdkorder").await else { return };
+    let (project, user) = ("<cwd>/proj/.pi", "<cwd>/order-agent");
+    let extensions = [
+        format!("{project}/p-ext/p1.ts"),
+        format!("{project}/extensions/pauto.ts"),
+        format!("{user}/u-ext/u1.ts"),
+        format!("{user}/extensions/uauto.ts"),
+    ];
+    assert_eq!(ours["extensions"], json!(extensions), "{ours}");
+    // The project's directory outranks the user's settings entry: its `dup` wins.
+    assert_eq!(ours["themes"], json!(["p-theme:pt.json", "deep:deep.json", "dup:pauto.json", "u-auto:uauto.json"]));
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

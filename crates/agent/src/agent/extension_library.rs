@@ -253,6 +253,7 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         "discoverResources" => crate::agent::extension_resources::discover(args.first().unwrap_or(&Value::Null)),
         // pi's settings-array patterns over files the SDK loader found (extension_resources.rs).
         "settingsEnabled" => crate::agent::extension_resources::settings_enabled(args.first().unwrap_or(&Value::Null)),
+        "resourceDir" => crate::agent::extension_resources::resource_dir(args.first().unwrap_or(&Value::Null)),
         "expandInput" => crate::agent::extension_expand::expand(args.first().unwrap_or(&Value::Null)),
         "resolveCliModel" => crate::agent::extension_model_resolver::resolve_cli_model(args),
         "resolveModelScope" => crate::agent::extension_model_resolver::resolve_model_scope(args),

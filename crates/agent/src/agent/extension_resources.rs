@@ -215,6 +215,25 @@ pub fn settings_enabled(args: &Value) -> Result<Value, String> {
     Ok(json!({ "plain": crate::resources::discovery::plain_entries(&entries), "enabled": enabled }))
 }
 
+/// pi's listing of a resource directory for the SDK loader, its ignore files
+/// (`.gitignore`, `.ignore`, `.fdignore`) honoured: `{dir, suffix}` answers
+/// `{files}`, the files under `dir` whose name ends with `suffix` (a settings
+/// entry naming a directory); `{dir}` answers `{children: [{path, dir}]}`,
+/// its direct children (an auto-discovered directory).
+pub fn resource_dir(args: &Value) -> Result<Value, String> {
+    let dir = PathBuf::from(args["dir"].as_str().ok_or("resourceDir: dir is required")?);
+    if let Some(suffix) = args["suffix"].as_str() {
+        let files = crate::resources::walk::collect_files_recursive(&dir, suffix);
+        let files: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+        return Ok(json!({ "files": files }));
+    }
+    let children: Vec<Value> = crate::resources::walk::visible_children(&dir)
+        .into_iter()
+        .map(|(path, is_dir)| json!({"path": path.display().to_string(), "dir": is_dir}))
+        .collect();
+    Ok(json!({ "children": children }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -203,13 +203,20 @@ fn prefix_pattern(line: &str, prefix: &str) -> Option<String> {
 /// `.md` files of `dir` and its sub-directories (settings entries that name a
 /// directory): dot entries and `node_modules` skipped, ignore files honoured.
 pub fn collect_markdown_recursive(dir: &Path) -> Vec<PathBuf> {
+    collect_files_recursive(dir, ".md")
+}
+
+/// Files of `dir` and its sub-directories whose name ends with `suffix`
+/// (pi's walk of a settings entry that names a directory): dot entries and
+/// `node_modules` skipped, each directory's ignore files honoured.
+pub fn collect_files_recursive(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     let mut rules = IgnoreRules::new(dir);
     let mut out = Vec::new();
-    collect_markdown_into(dir, &mut rules, &mut out);
+    collect_files_into(dir, suffix, &mut rules, &mut out);
     out
 }
 
-fn collect_markdown_into(dir: &Path, rules: &mut IgnoreRules, out: &mut Vec<PathBuf>) {
+fn collect_files_into(dir: &Path, suffix: &str, rules: &mut IgnoreRules, out: &mut Vec<PathBuf>) {
     rules.add_dir(dir);
     for (name, path, kind) in read_dir_sorted(dir) {
         if name.starts_with('.') || name == "node_modules" {
@@ -219,11 +226,25 @@ fn collect_markdown_into(dir: &Path, rules: &mut IgnoreRules, out: &mut Vec<Path
             continue;
         }
         match kind {
-            Kind::Dir => collect_markdown_into(&path, rules, out),
-            Kind::File if name.ends_with(".md") => out.push(path),
+            Kind::Dir => collect_files_into(&path, suffix, rules, out),
+            Kind::File if name.ends_with(suffix) => out.push(path),
             _ => {}
         }
     }
+}
+
+/// The direct children of an auto-discovered directory pi looks at, in
+/// name order, with whether each is a directory: dot entries and
+/// `node_modules` skipped, the directory's ignore files honoured.
+pub fn visible_children(dir: &Path) -> Vec<(PathBuf, bool)> {
+    let mut rules = IgnoreRules::new(dir);
+    rules.add_dir(dir);
+    read_dir_sorted(dir)
+        .into_iter()
+        .filter(|(name, _, kind)| !name.starts_with('.') && name != "node_modules" && *kind != Kind::Other)
+        .filter(|(_, path, kind)| !rules.ignores(path, *kind == Kind::Dir))
+        .map(|(_, path, kind)| (path, kind == Kind::Dir))
+        .collect()
 }
 
 /// Direct `.md` children of an auto-discovered prompts directory: dot

@@ -351,6 +351,8 @@ impl SpawnTemplate {
         Some(host.get_or_insert_with(|| Arc::new(host::SharedHost::new(self.options.host.clone()))).clone())
     }
 
+    /// Start the extension at `path`; `loaded`: those loaded before it, in
+    /// order (a pi module's factory waits for the last pi module's).
     #[allow(clippy::too_many_arguments)]
     fn spawn(
         &self,
@@ -360,10 +362,20 @@ impl SpawnTemplate {
         ui: &Arc<UiBroker>,
         signals: &Signals,
         quiet: &Arc<AtomicBool>,
+        loaded: &[Arc<Extension>],
     ) -> Arc<Extension> {
+        let after = discovery::is_pi_module(path)
+            .then(|| loaded.iter().rev().find(|e| !e.is_retired() && discovery::is_pi_module(&e.path)).cloned())
+            .flatten();
+        let mut hello = self.hello(path, session.0, session.1);
+        if after.is_some() {
+            // The host runs the factory on pi-rpc's `turn` (process::factory_turn).
+            hello["loadTurn"] = Value::Bool(true);
+        }
         let spawn_ctx = process::SpawnContext {
             cwd: self.cwd.clone(),
-            hello: self.hello(path, session.0, session.1),
+            hello,
+            after,
             ui: ui.clone(),
             signals: signals.clone(),
             timeouts: self.options.timeouts,
@@ -423,12 +435,11 @@ impl Extensions {
             // The host is looked at (and its packages installed) only when a pi module is to be loaded.
             host: std::sync::Mutex::new(None),
         };
-        let list = options
-            .paths
-            .iter()
-            .enumerate()
-            .map(|(id, path)| template.spawn(id, path, (ctx.session_id, ctx.session_file), &ui, &signals, &quiet))
-            .collect();
+        let mut list: Vec<Arc<Extension>> = Vec::with_capacity(options.paths.len());
+        for (id, path) in options.paths.iter().enumerate() {
+            let ext = template.spawn(id, path, (ctx.session_id, ctx.session_file), &ui, &signals, &quiet, &list);
+            list.push(ext);
+        }
         if !options.load_errors.is_empty() {
             let errors = options.load_errors.clone();
             let signals = signals.clone();
@@ -494,7 +505,8 @@ impl Extensions {
         let signals = self.shared.signals.as_ref()?;
         let mut list = self.shared.list.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let id = list.len();
-        let ext = template.spawn(id, path, (session_id, session_file), &self.shared.ui, signals, &self.shared.quiet);
+        let ext =
+            template.spawn(id, path, (session_id, session_file), &self.shared.ui, signals, &self.shared.quiet, &list);
         let mut grown = Vec::clone(&list);
         grown.push(ext);
         *list = Arc::new(grown);

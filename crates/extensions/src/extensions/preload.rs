@@ -279,17 +279,17 @@ impl Extensions {
         let deferred = preload.relay.take_deferred();
         let session = (ctx.session_id, ctx.session_file);
         let mut next_id = before.len();
-        let mut list: Vec<Arc<Extension>> = options
-            .paths
-            .iter()
-            .map(|path| match kept.iter().find(|e| e.path == *path) {
+        let mut list: Vec<Arc<Extension>> = Vec::with_capacity(options.paths.len());
+        for path in &options.paths {
+            let ext = match kept.iter().find(|e| e.path == *path) {
                 Some(ext) => ext.clone(),
                 None => {
                     next_id += 1;
-                    template.spawn(next_id - 1, path, session, &old.ui, &signals, &old.quiet)
+                    template.spawn(next_id - 1, path, session, &old.ui, &signals, &old.quiet, &list)
                 }
-            })
-            .collect();
+            };
+            list.push(ext);
+        }
         let grace = options.timeouts.shutdown_grace;
         for ext in &dropped {
             // Not the session's (or started again for it): gone without a session_shutdown.

@@ -85,10 +85,11 @@ export class Instance {
 	 * `api` with pi's unbound runtime before the session: an extension
 	 * started to answer `project_trust` (its `hello` names no session until
 	 * the session adopts it) gets pi's errors from the actions that need one,
-	 * as pi's extensions do while they load and answer it.
+	 * as pi's extensions do while they load and answer it; so does a factory
+	 * while it runs (pi binds the runtime once its extensions have loaded).
 	 */
 	unboundBeforeSession(api) {
-		const beforeSession = () => this.hello.sessionId === "";
+		const beforeSession = () => this.hello.sessionId === "" || !this.bound;
 		for (const name of UNBOUND_ACTIONS) {
 			const action = api[name];
 			api[name] = function (...args) {

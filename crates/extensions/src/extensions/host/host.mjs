@@ -46,6 +46,14 @@ const errorText = (error) => (error instanceof Error ? error.message : String(er
 let hello;
 let helloArrived;
 const helloPromise = new Promise((resolve) => (helloArrived = resolve));
+/**
+ * pi loads its extensions one after another. With `loadTurn` in `hello`,
+ * this module is compiled and imported at once, beside the others, but its
+ * factory runs on pi-rpc's `turn`: once the extension loaded before it has
+ * run its own, so the factory sees what pi's would of the others.
+ */
+let turnArrived;
+const turnPromise = new Promise((resolve) => (turnArrived = resolve));
 let instance;
 let contexts;
 /** What the shims reach (host-services.cjs); set once `hello` arrived. */
@@ -103,6 +111,9 @@ function onLine(line) {
 	switch (message.type) {
 		case "hello":
 			helloArrived(message);
+			break;
+		case "turn":
+			turnArrived();
 			break;
 		case "session":
 			// Started to answer project_trust, kept for the session: its facts now.
@@ -406,6 +417,7 @@ async function createInstance() {
 	};
 	const current = { ready: false, instance: undefined };
 	const factory = await loadFactory();
+	if (hello.loadTurn === true) await turnPromise;
 	starting("factory");
 	current.instance = new Instance({
 		channel,

@@ -32,6 +32,7 @@ pub(super) async fn handle_message(ext: &Arc<Extension>, message: Incoming) {
                 *slot = Some(registration);
             }
             let _ = ext.status.compare_exchange(STARTING, READY, Ordering::SeqCst, Ordering::SeqCst);
+            ext.settled.cancel();
             ext.signals.deliver(HostSignal::Registered { id: ext.id }).await;
         }
         Incoming::Response { id, outcome } => {

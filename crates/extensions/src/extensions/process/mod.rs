@@ -76,6 +76,8 @@ pub struct Extension {
     kill: CancellationToken,
     /// Cancelled once the process has exited and the extension is cleaned up.
     exited: CancellationToken,
+    /// Cancelled once its factory has run: it registered, died or was unloaded.
+    settled: CancellationToken,
     /// The first recorded reason to stop it: (event, error).
     death: Mutex<Option<(String, String)>>,
     tool_updates: Mutex<HashMap<String, mpsc::UnboundedSender<ToolUpdate>>>,
@@ -120,6 +122,9 @@ pub(super) struct SpawnContext {
     pub agent_dir: PathBuf,
     /// Where built-in tools run for extensions write their full-output files.
     pub temp_dir: PathBuf,
+    /// The pi module loaded before this one (pi loads its extensions one
+    /// after another): this one's factory runs once that one's has run.
+    pub after: Option<Arc<Extension>>,
 }
 
 impl Extension {
@@ -154,6 +159,7 @@ impl Extension {
     /// is not reported; [`Extension::stop`] closes its input.
     pub(super) fn retire(&self) {
         self.retired.store(true, Ordering::SeqCst);
+        self.settled.cancel();
     }
 
     /// Registered and alive, subscribed to `event`.
@@ -390,6 +396,7 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
         stream_services: Mutex::new(HashMap::new()),
         temp_dir: ctx.temp_dir.clone(),
         exited: CancellationToken::new(),
+        settled: CancellationToken::new(),
         death: Mutex::new(None),
         tool_updates: Mutex::new(HashMap::new()),
         nested: Mutex::new(HashMap::new()),
@@ -471,7 +478,29 @@ fn start(
         None => ext.stderr_done.cancel(),
     }
     tokio::spawn(supervise(ext.clone(), child));
-    tokio::spawn(watch_startup(ext, ctx.timeouts.startup));
+    let after = ctx.after.clone();
+    let limit = ctx.timeouts.startup;
+    tokio::spawn(async move {
+        if let Some(after) = after {
+            factory_turn(&ext, &after).await;
+        }
+        watch_startup(ext, limit).await;
+    });
+}
+
+/// The TypeScript host compiles and imports its module at once (side by
+/// side with the others) but runs the factory on its `turn`: once the pi
+/// module before it has run its own (registered, died or was unloaded), so
+/// every factory sees what pi's sequential loading shows it (the servers,
+/// names and bus listeners of those loaded before it, none of those after).
+/// Its start-up time counts from then.
+async fn factory_turn(ext: &Extension, after: &Extension) {
+    tokio::select! {
+        _ = after.settled.cancelled() => {}
+        _ = ext.exited.cancelled() => return,
+    }
+    ext.touch();
+    ext.send(&serde_json::json!({"type": "turn"}));
 }
 
 /// How many times the start-up limit an extension may take in all, however
@@ -633,6 +662,7 @@ async fn supervise(ext: Arc<Extension>, mut child: tokio::process::Child) {
 /// Mark dead, fail what waits on it, and report why.
 async fn finish(ext: Arc<Extension>, status: Option<std::process::ExitStatus>) {
     let was = ext.status.swap(DEAD, Ordering::SeqCst);
+    ext.settled.cancel();
     lock(&ext.out).take();
     let pending: Vec<PendingCall> = lock(&ext.pending).drain().map(|(_, c)| c).collect();
     let recorded = lock(&ext.death).clone();

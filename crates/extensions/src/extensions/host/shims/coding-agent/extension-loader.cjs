@@ -242,6 +242,19 @@ function configuredExtensions(configured, cwd) {
 	return entriesOfDir(resolved) ?? discoverExtensionsInDir(resolved);
 }
 
+/**
+ * The extensions of a directory as pi's package manager finds them for a
+ * resource loader: the directory's own entry points, else its `*.ts` /
+ * `*.js` files and its subdirectories' entry points, leaving out dot names,
+ * `node_modules` and what its ignore files name.
+ */
+function autoExtensionEntries(dir) {
+	const own = entriesOfDir(dir);
+	if (own) return own;
+	const { visibleChildren } = require("./settings-resources.cjs");
+	return visibleChildren(dir).flatMap((c) => (c.dir ? (entriesOfDir(c.path) ?? []) : /\.(ts|js)$/.test(c.path) ? [c.path] : []));
+}
+
 /** pi's `discoverAndLoadExtensions(configuredPaths, cwd, agentDir, eventBus)`: the project's, the user's, then the given ones. */
 async function discoverAndLoadExtensions(configuredPaths, cwd, agentDir, eventBus) {
 	const { getAgentDir } = require("./runtime.cjs");
@@ -282,19 +295,14 @@ async function loadResourceLoaderExtensions({ cwd, agentDir, settingsManager, no
 	if (!noExtensions) {
 		// pi's precedence: the project's settings entries (from its `.pi`) and directory, then the user's (from the agent directory), then packages.
 		// The arrays' patterns (`!glob`, `+path`, `-path`, globs) as pi applies them (settings-resources.cjs).
-		const { SettingsFiles } = require("./settings-resources.cjs");
-		const files = new SettingsFiles();
-		const projectDir = path.join(cwd, ".pi");
-		const filesOf = (resolved) => configuredExtensions(resolved, cwd);
-		if (settingsManager?.isProjectTrusted?.() !== false) {
-			const projectEntries = settingsManager?.getProjectSettings?.().extensions ?? [];
-			files.addEntries(projectEntries, projectDir, filesOf);
-			files.addAuto(discoverExtensionsInDir(path.join(projectDir, "extensions")), projectEntries, projectDir);
+		const { SettingsFiles, addSettingsResources } = require("./settings-resources.cjs");
+		const filesOf = (resolved) => (fs.statSync(resolved, { throwIfNoEntry: false })?.isDirectory() ? autoExtensionEntries(resolved) : fs.existsSync(resolved) ? [resolved] : []);
+		const options = { settingsManager, cwd, agentDir, key: "extensions", dir: "extensions", filesOf, autoFiles: autoExtensionEntries };
+		if (!settingsManager?.getGlobalSettings) {
+			// A settings manager without pi's getters: its extension paths count as the user's.
+			options.settingsManager = { isProjectTrusted: () => settingsManager?.isProjectTrusted?.(), getProjectSettings: () => settingsManager?.getProjectSettings?.() ?? {}, getGlobalSettings: () => ({ extensions: settingsManager?.getExtensionPaths?.() ?? [] }) };
 		}
-		const userEntries = settingsManager?.getGlobalSettings ? (settingsManager.getGlobalSettings().extensions ?? []) : (settingsManager?.getExtensionPaths?.() ?? []);
-		files.addEntries(userEntries, agentDir, filesOf);
-		files.addAuto(discoverExtensionsInDir(path.join(agentDir, "extensions")), userEntries, agentDir);
-		files.enabled().forEach(add);
+		addSettingsResources(new SettingsFiles(), options).forEach(add);
 		(packageExtensionPaths ?? []).forEach(add);
 	}
 	const key = (p) => path.resolve(cwd, p);

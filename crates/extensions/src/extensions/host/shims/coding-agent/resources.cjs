@@ -75,7 +75,8 @@ function loadThemes(paths, defaults, infos = new Map()) {
 	const seen = new Map();
 	for (const theme of themes) {
 		if (seen.has(theme.name)) {
-			diagnostics.push({ type: "collision", message: `name "${theme.name}" collision`, path: theme.sourcePath });
+			const collision = { resourceType: "theme", name: theme.name, winnerPath: seen.get(theme.name).sourcePath ?? "<builtin>", loserPath: theme.sourcePath ?? "<builtin>" };
+			diagnostics.push({ type: "collision", message: `name "${theme.name}" collision`, path: theme.sourcePath, collision });
 		} else {
 			seen.set(theme.name, theme);
 		}

@@ -5,7 +5,11 @@
 // decide which of the files found are enabled, and `!` / `+` / `-` also
 // apply to the auto-discovered directories' files. The rules are pi-rpc's
 // own (the `lib` function `settingsEnabled`, the code its session's skills
-// and prompts are found with); the first mention of a file decides.
+// and prompts are found with); the first mention of a file decides. The
+// files come out in pi's precedence: the project's settings entries, its
+// directory, the user's entries, the user's directory. Directories are
+// listed as pi lists them, their `.gitignore` / `.ignore` / `.fdignore`
+// honoured (the `lib` function `resourceDir`, pi-rpc's own ignore matcher).
 
 "use strict";
 
@@ -13,7 +17,10 @@ const fs = require("node:fs");
 const path = require("node:path");
 const { lib } = require("./text.cjs");
 
-/** Files and whether each is enabled, in the order first mentioned. */
+/** pi's precedence ranks of the settings' files (pi sorts its resources by them, keeping their order within one). */
+const RANK = { projectEntries: 0, projectAuto: 1, userEntries: 2, userAuto: 3 };
+
+/** Files, whether each is enabled, and its rank, in the order first mentioned. */
 class SettingsFiles {
 	constructor() {
 		this.decided = new Map();
@@ -23,65 +30,86 @@ class SettingsFiles {
 	 * A settings array's files: its plain entries (but pi's `builtin:` names)
 	 * expanded by `filesOf(resolvedPath)`, the array's patterns applied.
 	 */
-	addEntries(entries, base, filesOf) {
+	addEntries(entries, base, filesOf, rank) {
 		const list = (entries ?? []).filter((e) => typeof e === "string" && e !== "");
 		if (list.length === 0) return;
 		const { plain } = lib("settingsEnabled", { entries: list });
 		const files = plain.filter((e) => !e.startsWith("builtin:")).flatMap((e) => filesOf(path.resolve(base, expandHome(e))));
-		this._decide(files, lib("settingsEnabled", { entries: list, base, files }).enabled);
+		this._decide(files, lib("settingsEnabled", { entries: list, base, files }).enabled, rank);
 	}
 
 	/** An auto-discovered directory's files, enabled unless the array's `!` / `-` entries disable them (`+` enables). */
-	addAuto(files, entries, base) {
+	addAuto(files, entries, base, rank) {
 		const list = (entries ?? []).filter((e) => typeof e === "string");
-		this._decide(files, lib("settingsEnabled", { entries: list, base, files, auto: true }).enabled);
+		this._decide(files, lib("settingsEnabled", { entries: list, base, files, auto: true }).enabled, rank);
 	}
 
-	_decide(files, enabled) {
+	_decide(files, enabled, rank) {
 		const on = new Set(enabled);
-		for (const file of files) if (!this.decided.has(file)) this.decided.set(file, on.has(file));
+		for (const file of files) if (!this.decided.has(file)) this.decided.set(file, { on: on.has(file), rank });
 	}
 
-	/** The enabled files, in order. */
+	/** The enabled files, by rank (a stable sort, as pi's). */
 	enabled() {
-		return [...this.decided].filter(([, on]) => on).map(([file]) => file);
+		return [...this.decided]
+			.filter(([, d]) => d.on)
+			.sort(([, a], [, b]) => a.rank - b.rank)
+			.map(([file]) => file);
 	}
+}
+
+/**
+ * The project's and the user's settings arrays (`key`) and auto-discovered
+ * directories (`dir`), added in pi's order: the entries first (they decide
+ * a file mentioned twice), then the directories. `filesOf` lists an entry's
+ * path, `autoFiles` a directory.
+ */
+function addSettingsResources(files, { settingsManager, cwd, agentDir, key, dir, filesOf, autoFiles }) {
+	const trusted = settingsManager?.isProjectTrusted?.() !== false;
+	const projectBase = path.join(cwd, ".pi");
+	const project = trusted ? (settingsManager?.getProjectSettings?.()?.[key] ?? []) : [];
+	const user = settingsManager?.getGlobalSettings ? (settingsManager.getGlobalSettings()[key] ?? []) : [];
+	files.addEntries(project, projectBase, filesOf, RANK.projectEntries);
+	files.addEntries(user, agentDir, filesOf, RANK.userEntries);
+	if (trusted) files.addAuto(autoFiles(path.join(projectBase, dir)), project, projectBase, RANK.projectAuto);
+	files.addAuto(autoFiles(path.join(agentDir, dir)), user, agentDir, RANK.userAuto);
+	return files.enabled();
+}
+
+/** The children of an auto-discovered directory pi looks at (`{path, dir}`; dot names, `node_modules` and ignored ones left out). */
+function visibleChildren(dir) {
+	return lib("resourceDir", { dir }).children;
 }
 
 function expandHome(p) {
 	return p === "~" || p.startsWith("~/") ? path.join(require("node:os").homedir(), p.slice(1)) : p;
 }
 
-/** A theme path's files: a directory's `*.json` (pi's ignore rules aside), a file itself, nothing when missing. */
+/** A settings theme path's files: a directory's `*.json` at any depth (ignore files honoured), a file itself, nothing when missing. */
 function themeFiles(p) {
 	try {
 		if (!fs.statSync(p).isDirectory()) return [p];
 	} catch {
 		return [];
 	}
-	return fs
-		.readdirSync(p)
-		.filter((name) => name.endsWith(".json") && !name.startsWith("."))
-		.sort()
-		.map((name) => path.join(p, name));
+	return lib("resourceDir", { dir: p, suffix: ".json" }).files;
+}
+
+/** A theme directory's own `*.json` files (not its subdirectories'), as pi's auto-discovery finds them. */
+function autoThemeFiles(dir) {
+	return visibleChildren(dir)
+		.filter((c) => !c.dir && c.path.endsWith(".json"))
+		.map((c) => c.path);
 }
 
 /**
  * The theme files of the settings and theme directories pi reads: the
- * project's (when trusted, from `.pi`) and the user's `themes` arrays, then
- * `.pi/themes` (when trusted) and the agent directory's `themes`.
+ * project's (when trusted, from `.pi`) `themes` array and `.pi/themes`,
+ * then the user's array and the agent directory's `themes`.
  */
 function settingsThemeFiles(settingsManager, cwd, agentDir) {
-	const trusted = settingsManager.isProjectTrusted();
-	const projectBase = path.join(cwd, ".pi");
-	const project = trusted ? (settingsManager.getProjectSettings().themes ?? []) : [];
-	const user = settingsManager.getGlobalSettings().themes ?? [];
-	const files = new SettingsFiles();
-	files.addEntries(project, projectBase, themeFiles);
-	files.addEntries(user, agentDir, themeFiles);
-	if (trusted) files.addAuto(themeFiles(path.join(projectBase, "themes")), project, projectBase);
-	files.addAuto(themeFiles(path.join(agentDir, "themes")), user, agentDir);
-	return files.enabled();
+	const options = { settingsManager, cwd, agentDir, key: "themes", dir: "themes", filesOf: themeFiles, autoFiles: autoThemeFiles };
+	return addSettingsResources(new SettingsFiles(), options);
 }
 
-module.exports = { SettingsFiles, settingsThemeFiles };
+module.exports = { SettingsFiles, addSettingsResources, visibleChildren, settingsThemeFiles };
