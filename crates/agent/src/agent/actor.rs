@@ -41,6 +41,7 @@ pub(super) mod sdk_session_conns;
 mod sdk_session_hosted;
 mod sdk_session_mcp;
 mod session_link;
+mod session_restart;
 mod session_tree;
 mod settings;
 mod settle_boundary;

@@ -109,21 +109,15 @@ impl Agent {
     }
 
     /// Whether `codemode` and `tool_search` are on: when the session has
-    /// them as tools ([`Agent::factory_tools`]), as they are among the active
-    /// tools (pi's MCP extension activates them: `mcp_activation.rs`); else
-    /// when named, or a server's exposure wants them.
+    /// them as tools ([`Agent::factory_tools`]) and they are among the active
+    /// tools (pi's MCP extension activates them: `mcp_activation.rs`).
     pub(super) fn reach(&self) -> Reach {
         let active = self.toolbox.active_names();
-        let mut reach = Reach::of(active, Some(&self.mcp));
+        // As pi's: only a tool the session has, when it is active (a session
+        // without it, `--tools` leaving it out or `--no-extensions`, offers none).
         let tools = self.factory_tools();
-        let named = |name: &str| active.iter().any(|t| t == name);
-        if tools.contains(&CODEMODE) {
-            reach.codemode = named(CODEMODE);
-        }
-        if tools.contains(&crate::mcp::search::TOOL_SEARCH) {
-            reach.tool_search = named(crate::mcp::search::TOOL_SEARCH);
-        }
-        reach
+        let on = |name: &str| tools.contains(&name) && active.iter().any(|t| t == name);
+        Reach { codemode: on(CODEMODE), tool_search: on(crate::mcp::search::TOOL_SEARCH) }
     }
 
     /// The system prompt's entries for the indirect tools that are on.

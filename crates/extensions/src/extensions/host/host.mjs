@@ -222,6 +222,8 @@ function onRequest(message) {
 async function runCommand({ name, args }, signal) {
 	const command = instance.commands.get(name);
 	if (!command) throw new Error(`unknown command: ${name}`);
+	// The agent has moved on since a snapshot read in this task (a replaced session's `session_start` handlers).
+	contexts.cache.clear();
 	await command.handler(args ?? "", contexts.command(signal));
 	return null;
 }
