@@ -48,17 +48,22 @@ export default createMcpExtension({ startupWaitMs: 30000 });
 "#;
 
 pub(crate) fn start(sb: &Sandbox, reference: bool, args: &[&str]) -> Option<Pi> {
+    let mut all = vec!["--no-session"];
+    all.extend_from_slice(args);
+    start_saved(sb, reference, &all)
+}
+
+/// [`start`] with the sessions saved (in the agent directory's `sessions`).
+pub(crate) fn start_saved(sb: &Sandbox, reference: bool, args: &[&str]) -> Option<Pi> {
     let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
     let cli = reference_cli()?;
     host_settings(sb, &node, &dir, json!({}));
     Some(if reference {
         let mut cmd = reference_command(sb, &node, &cli);
-        cmd.args(["--no-session", "--offline"]).args(args).env("PI_OFFLINE", "1");
+        cmd.arg("--offline").args(args).env("PI_OFFLINE", "1");
         Pi::start_unchecked(cmd)
     } else {
-        let mut all = vec!["--no-session"];
-        all.extend_from_slice(args);
-        sb.spawn(&all)
+        sb.spawn(args)
     })
 }
 

@@ -4,8 +4,11 @@
 //! names them) from `session_start` on, and the MCP servers' tools
 //! (`builtin:mcp`, a `codemode` server's as `deferred`) once they connect;
 //! `--tools` leaves out the two it does not name but not MCP's,
-//! `--no-extensions` and `--no-tools` leave out all of them. Run by pi-rpc and by pi 1.6.0
-//! side by side with a real MCP server (server-everything over stdio).
+//! `--no-extensions` and `--no-tools` leave out all of them; and the active
+//! tools of a new, resumed, cloned or forked session (pi's new runtime: the
+//! start-up tools or the branch's recorded loadout, then MCP's). Run by
+//! pi-rpc and by pi 1.6.0 side by side with a real MCP server
+//! (server-everything over stdio).
 //!
 //! Needs node 22, the host's packages, the MCP servers and the reference from
 //! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
@@ -13,7 +16,7 @@
 use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
-use crate::extension_builtin_factories::start;
+use crate::extension_builtin_factories::{start, start_saved};
 use crate::extension_host::write_module;
 use crate::extension_provider_events::reference_cli;
 use crate::harness::{Pi, Sandbox};
@@ -75,6 +78,11 @@ pub(crate) async fn command_note(pi: &mut Pi, command: &str) -> String {
         pi.until(|v| v["method"] == "notify" && v["message"].as_str().is_some_and(|m| m.starts_with('{'))).await;
     assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
     lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string()
+}
+
+/// [`command_note`] parsed.
+async fn json_note(pi: &mut Pi, command: &str) -> Value {
+    serde_json::from_str(&command_note(pi, command).await).expect("the note is JSON")
 }
 
 /// The tool names of a `{name, path, source, exposure}` listing.
@@ -320,8 +328,9 @@ export default function (pi: ExtensionAPI) {
 }
 "#;
 
-/// How the client replaces the session after `/state off` (`switch_session`
-/// takes the same path in pi-rpc, but these sessions are not saved).
+/// How the client replaces the session after `/state off` (these sessions
+/// are not saved; `switch_session` is in
+/// [`the_active_tools_start_again_in_every_new_resumed_or_forked_session_as_in_pi`]).
 #[derive(Clone, Copy, Debug)]
 enum Replacement {
     New,
@@ -366,13 +375,165 @@ async fn codemode_is_active_again_in_every_new_session_and_commands_carry_their_
             "source": "extension", "sourceInfo": {"path": "<agent>/extensions/state.ts", "source": "auto",
             "scope": "user", "origin": "top-level", "baseDir": "<agent>"}});
         assert_eq!(ours["before"]["active"], json!(["read", "bash", "edit", "write", "codemode"]), "{how:?}");
-        let has_codemode = |v: &Value| v["after"]["active"].as_array().is_some_and(|a| a.contains(&json!("codemode")));
-        assert!(has_codemode(&ours), "{how:?}: MCP activates codemode again: {ours}");
-        assert!(has_codemode(&theirs), "{how:?}: as pi 1.6.0 does: {theirs}");
+        // pi's new runtime starts from the default tools again, and MCP activates codemode.
+        let after = json!(["read", "bash", "edit", "write", "codemode"]);
+        assert_eq!(ours["after"]["active"], after, "{how:?}: {ours}");
         assert_eq!(ours["before"]["commands"], json!([state]), "{how:?}");
-        assert_eq!(ours["before"], theirs["before"], "{how:?}: pi 1.6.0 does the same");
-        assert_eq!(ours["after"]["commands"], theirs["after"]["commands"], "{how:?}: the same commands after it");
-        // Still different (compat/DEVIATIONS.md): pi's new runtime starts from the
-        // default active tools again, pi-rpc keeps those `setActiveTools()` left.
+        assert_eq!(ours, theirs, "{how:?}: pi 1.6.0 does the same");
+    }
+}
+
+/// Registers `own` and `lazy` (`defaultActive: false`); notes the reason of
+/// the last `session_start` and the active tools then; `/tools [names]`
+/// (once the MCP servers' tools are listed) reports them and the active
+/// tools, then with `names` calls `setActiveTools(names)`. When the file
+/// `pick` is in the cwd, its `session_start` handler calls
+/// `setActiveTools(["read", "lazy"])` first.
+const RESETTER: &str = r#"import { existsSync } from "node:fs";
+import { join } from "node:path";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
+
+export default function (pi: ExtensionAPI) {
+  const tool = (name: string, defaultActive: boolean) => ({
+    name,
+    label: name,
+    description: `The extension's ${name} tool`,
+    parameters: Type.Object({}),
+    defaultActive,
+    async execute() {
+      return { content: [{ type: "text" as const, text: name }], details: {} };
+    },
+  });
+  pi.registerTool(tool("own", true));
+  pi.registerTool(tool("lazy", false));
+  let atStart: unknown = null;
+  pi.on("session_start", (event, ctx) => {
+    if (existsSync(join(ctx.cwd, "pick"))) pi.setActiveTools(["read", "lazy"]);
+    atStart = { reason: event.reason, active: pi.getActiveTools() };
+  });
+  pi.registerCommand("tools", {
+    handler: async (args, ctx) => {
+      const listed = (name: string) => pi.getAllTools().some((t) => t.name === name);
+      for (let i = 0; i < 600 && !(listed("mcp__everything__echo") && listed("mcp__plain__echo")); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const active = pi.getActiveTools();
+      if (args) pi.setActiveTools(args.split(","));
+      ctx.ui.notify(JSON.stringify({ atStart, active }), "info");
+    },
+  });
+}
+"#;
+
+/// What one program's `/tools` reported along a saved session's
+/// replacements (a `codemode` server and a `direct` one configured; the
+/// `direct` server's tools as `<direct>`), and the tools of the last model
+/// request: `read, own, lazy` are active at the first prompt (its system
+/// message records them), then only `read` before each replacement.
+async fn replacements(reference: bool, servers: &Servers) -> Option<Value> {
+    let sb = Sandbox::with_server().await;
+    let mut direct = servers.everything("stdio");
+    direct["exposure"] = json!("direct");
+    write_mcp(&sb, json!({"everything": servers.everything("stdio"), "plain": direct}));
+    write_module(&sb, "resetter.ts", RESETTER);
+    sb.server().set_fallback(Reply::text("done"));
+    let mut pi = start_saved(&sb, reference, &[])?;
+    let mut seen = serde_json::Map::new();
+    seen.insert("start".into(), json_note(&mut pi, "/tools read,own,lazy").await);
+    pi.send(json!({"id": "a", "type": "prompt", "message": "hi"})).await;
+    pi.until_type("agent_settled").await;
+    let state = pi.call("s", json!({"type": "get_state"})).await;
+    let first = state["data"]["sessionFile"].as_str().expect("a saved session").to_string();
+    seen.insert("prompted".into(), json_note(&mut pi, "/tools read").await);
+    assert_eq!(pi.call("n", json!({"type": "new_session"})).await["success"], true);
+    seen.insert("new".into(), json_note(&mut pi, "/tools read").await);
+    let switched = pi.call("w", json!({"type": "switch_session", "sessionPath": first})).await;
+    assert_eq!(switched["success"], true, "{switched}");
+    seen.insert("resumed".into(), json_note(&mut pi, "/tools read").await);
+    assert_eq!(pi.call("c", json!({"type": "clone"})).await["success"], true);
+    seen.insert("cloned".into(), json_note(&mut pi, "/tools read").await);
+    let forkable = pi.call("m", json!({"type": "get_fork_messages"})).await;
+    let entry = forkable["data"]["messages"][0]["entryId"].clone();
+    assert_eq!(pi.call("f", json!({"type": "fork", "entryId": entry})).await["success"], true);
+    seen.insert("forked".into(), json_note(&mut pi, "/tools").await);
+    std::fs::write(sb.cwd.path().join("pick"), "").expect("write pick");
+    assert_eq!(pi.call("n2", json!({"type": "new_session"})).await["success"], true);
+    seen.insert("picked".into(), json_note(&mut pi, "/tools").await);
+    pi.send(json!({"id": "p", "type": "prompt", "message": "go"})).await;
+    pi.until_type("agent_settled").await;
+    let requests = sb.server().requests();
+    seen.insert("offered".into(), json!(tool_names(&requests.last().expect("a model call").body)));
+    pi.close_stdin();
+    let mut seen = Value::Object(seen);
+    collapse_direct(&mut seen);
+    Some(seen)
+}
+
+/// Each run of the `direct` server's tools (`mcp__plain__…` and the MCP
+/// resource tools) in the lists of `value` as one `<direct>`.
+fn collapse_direct(value: &mut Value) {
+    let is_direct =
+        |v: &Value| v.as_str().is_some_and(|n| n.starts_with("mcp__plain__") || n.contains("_mcp_resource"));
+    match value {
+        Value::Array(items) if items.iter().all(Value::is_string) => {
+            let mut out: Vec<Value> = Vec::new();
+            for item in items.drain(..) {
+                if !is_direct(&item) {
+                    out.push(item);
+                } else if out.last() != Some(&json!("<direct>")) {
+                    out.push(json!("<direct>"));
+                }
+            }
+            *items = out;
+        }
+        Value::Array(items) => items.iter_mut().for_each(collapse_direct),
+        Value::Object(map) => map.values_mut().for_each(collapse_direct),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn the_active_tools_start_again_in_every_new_resumed_or_forked_session_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let Some(ours) = replacements(false, &servers).await else { return };
+    let Some(theirs) = replacements(true, &servers).await else { return };
+    let at = |reason: &str, active: &[&str]| json!({"reason": reason, "active": active});
+    // A new session: the defaults and the extension's tool, then MCP's.
+    assert_eq!(ours["new"]["atStart"], at("new", &["read", "bash", "edit", "write", "own"]), "{ours}");
+    assert_eq!(ours["new"]["active"], json!(["read", "bash", "edit", "write", "own", "codemode", "<direct>"]));
+    // A resumed, cloned or forked one: the loadout its branch recorded, then MCP's.
+    for step in ["resumed", "cloned", "forked"] {
+        assert_eq!(ours[step]["atStart"]["active"], json!(["read", "own", "lazy"]), "{step}: {ours}");
+        assert_eq!(ours[step]["active"], json!(["read", "own", "lazy", "codemode", "<direct>"]), "{step}");
+    }
+    // An extension's `setActiveTools()` in its `session_start` handler, then MCP's.
+    assert_eq!(ours["picked"]["active"], json!(["read", "lazy", "codemode", "<direct>"]));
+    assert_eq!(ours["offered"], ours["picked"]["active"], "the model is offered them");
+    assert_eq!(ours, theirs, "pi 1.6.0 does the same");
+}
+
+/// The tools one program offered the model with `flags` and a `codemode`
+/// server configured.
+async fn offered(reference: bool, servers: &Servers, flags: &[&str]) -> Option<Vec<String>> {
+    let sb = Sandbox::with_server().await;
+    write_mcp(&sb, json!({"everything": servers.everything("stdio")}));
+    sb.server().set_fallback(Reply::text("done"));
+    let mut pi = start(&sb, reference, flags)?;
+    pi.send(json!({"id": "p", "type": "prompt", "message": "go"})).await;
+    pi.until_type("agent_settled").await;
+    let requests = sb.server().requests();
+    pi.close_stdin();
+    Some(tool_names(&requests.last().expect("a model call").body))
+}
+
+#[tokio::test]
+async fn without_a_codemode_tool_the_model_is_not_offered_one_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    for flags in [&["--tools", "read,bash"][..], &["--no-extensions"]] {
+        let Some(ours) = offered(false, &servers, flags).await else { return };
+        let Some(theirs) = offered(true, &servers, flags).await else { return };
+        assert!(!ours.iter().any(|t| t == "codemode"), "{flags:?}: {ours:?}");
+        assert_eq!(ours, theirs, "{flags:?}: as pi 1.6.0");
     }
 }

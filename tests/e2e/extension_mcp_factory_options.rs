@@ -5,7 +5,9 @@
 //! `--no-tools` (the servers connect, `/mcp` is the extension's, no MCP tool
 //! is offered, and pi's warning that the tools cannot be reached), and its
 //! `createTransport` (the extension's own transport carries the client's
-//! messages to the server it starts itself).
+//! messages to the server it starts itself), and its `startupWaitMs` (the
+//! first prompt stops waiting for a `direct` server then, with pi's "still
+//! connecting" note, given once).
 //!
 //! Needs node 22, the host's packages, the MCP servers and the reference from
 //! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
@@ -319,4 +321,41 @@ async fn mcp_json_servers_connect_after_the_factory_and_log_only_to_its_log_path
     assert!(ours.0.1, "each line starts with an ISO time");
     assert!(!ours.1, "nothing went to <agent dir>/mcp.log: the server connected after the factory applied");
     assert_eq!(ours, theirs, "as in pi 1.6.0");
+}
+
+/// An extension that is pi's MCP extension with a 1 ms `startupWaitMs`.
+const SHORT_WAIT: &str = r#"import { createMcpExtension } from "@earendil-works/pi-coding-agent";
+export default function (pi: any) {
+  createMcpExtension({ startupWaitMs: 1 })(pi);
+}
+"#;
+
+/// The notifications of two prompts in one program whose only server is a `direct` one that never
+/// answers `initialize`, and the first answer's text.
+async fn short_wait(srv: &Servers, reference: bool) -> Option<Value> {
+    let sb = Sandbox::with_server().await;
+    write_module(&sb, "short-wait.ts", SHORT_WAIT);
+    let silent = json!({"command": srv.node, "args": ["-e", "setInterval(() => {}, 1000)"], "exposure": "direct"});
+    write_mcp(&sb, json!({"silent": silent}));
+    sb.server().set_fallback(Reply::text("Answered."));
+    let mut pi = start(&sb, reference, &[])?;
+    let mut notes = Vec::new();
+    for id in ["p1", "p2"] {
+        pi.send(json!({"id": id, "type": "prompt", "message": "hi"})).await;
+        let lines = pi.until_type("agent_settled").await;
+        let notified = lines.iter().filter(|v| v["method"] == "notify");
+        notes.push(notified.map(|v| json!([v["message"], v["notifyType"]])).collect::<Vec<_>>());
+    }
+    pi.close_stdin();
+    Some(json!({"notes": notes, "requests": sb.server().request_count()}))
+}
+
+#[tokio::test]
+async fn the_first_prompt_notes_a_direct_server_still_connecting_after_start_up_wait_ms_as_in_pi() {
+    let Some(srv) = Servers::find() else { return };
+    let Some(ours) = short_wait(&srv, false).await else { return };
+    let still = json!(["MCP servers are still connecting; their tools become available once connected.", "info"]);
+    assert_eq!(ours, json!({"notes": [[still], []], "requests": 2}), "pi-rpc");
+    let Some(theirs) = short_wait(&srv, true).await else { return };
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

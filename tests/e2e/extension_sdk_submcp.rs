@@ -41,11 +41,11 @@ macro_rules! sub_session_ts {
   return done();
 }
 
-async function subSession(ctx: any, factories: any[], notes: any[], errors: string[]) {
+async function subSession(ctx: any, factories: any[], notes: any[], errors: string[], moreUi: any = {}) {
   const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true, extensionFactories: factories } as any);
   await resourceLoader.reload();
   const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, noTools: true } as any);
-  const ui: any = { notify: (message: string, level: string) => { notes.push([message, level ?? null]); } };
+  const ui: any = { notify: (message: string, level: string) => { notes.push([message, level ?? null]); }, ...moreUi };
   await session.bindExtensions({ uiContext: ui, mode: "rpc", onError: (e: any) => errors.push(`${e.event}: ${e.error}`) } as any);
   return session;
 }
@@ -156,7 +156,7 @@ async fn submcp_summary(
 
 /// The `mcp_servers` section in a system prompt, line by line: its introduction and one line per
 /// server (`- <namespace> (<how>): <summary>`).
-fn section_lines(prompt: &str) -> Option<Vec<String>> {
+pub(crate) fn section_lines(prompt: &str) -> Option<Vec<String>> {
     let start = prompt.find("MCP servers whose tools are not declared to you.")?;
     let mut lines = prompt[start..].lines();
     let intro = lines.next()?.to_string();
@@ -180,6 +180,22 @@ fn first_system_prompt(sb: &Sandbox) -> String {
     let requests = sb.server().requests();
     let first_prompt = requests.first().and_then(|r| r.body["messages"][0]["content"].as_str().map(str::to_string));
     first_prompt.unwrap_or_default()
+}
+
+/// The JSON summary `/<command>` of `module` notifies last in one program (pi 1.6.0 with
+/// `reference`) whose sandbox `setup` prepared, the fake model answering `replies` first.
+pub(crate) async fn command_summary(
+    reference: bool,
+    module: (&str, &str),
+    command: &str,
+    replies: &[Reply],
+    setup: &dyn Fn(&Sandbox),
+) -> Option<Value> {
+    let (mut pi, sb) = start_module(reference, module, replies, setup).await?;
+    let mut notified = notified_where(&mut pi, &sb, command, |message| message.starts_with('{')).await;
+    pi.close_stdin();
+    let note = notified.pop().unwrap_or_default();
+    Some(serde_json::from_str(&note).unwrap_or_else(|e| panic!("/{command} notified {note}: {e}")))
 }
 
 #[tokio::test]
@@ -527,16 +543,11 @@ async fn an_sdk_sessions_servers_connect_through_its_mcp_extensions_create_trans
         let replies =
             [Reply::tool_call("call_1", "mcp__remote__echo", r#"{"message":"through"}"#), Reply::text("Echoed.")];
         let source = crate::mcp_fetch_transport::with_fetch_transport(SDK_SUBTRANSPORT);
-        let Some((mut pi, sb)) = start_module(reference, ("sdk-subtransport.ts", &source), &replies, &setup).await
-        else {
+        let module = ("sdk-subtransport.ts", source.as_str());
+        let Some(summary) = command_summary(reference, module, "subtransport", &replies, &setup).await else {
             return;
         };
-        let mut notified = notified_where(&mut pi, &sb, "subtransport", |message| message.starts_with('{')).await;
-        pi.close_stdin();
-        let note = notified.pop().unwrap_or_default();
-        summaries.push(
-            serde_json::from_str::<Value>(&note).unwrap_or_else(|e| panic!("/subtransport notified {note}: {e}")),
-        );
+        summaries.push(summary);
     }
     let (ours, theirs) = (&summaries[0], &summaries[1]);
     assert_eq!(ours["errors"], json!([]), "{ours}");
@@ -609,15 +620,10 @@ async fn an_sdk_sessions_servers_sign_in_with_its_mcp_extensions_credentials_as_
         };
         let replies =
             [Reply::tool_call("call_1", "mcp__remote__echo", r#"{"message":"signed in"}"#), Reply::text("Echoed.")];
-        let Some((mut pi, sb)) = start_module(reference, ("sdk-subcreds.ts", SDK_SUBCREDS), &replies, &setup).await
-        else {
+        let module = ("sdk-subcreds.ts", SDK_SUBCREDS);
+        let Some(mut summary) = command_summary(reference, module, "subcreds", &replies, &setup).await else {
             return;
         };
-        let mut notified = notified_where(&mut pi, &sb, "subcreds", |message| message.starts_with('{')).await;
-        pi.close_stdin();
-        let note = notified.pop().unwrap_or_default();
-        let mut summary: Value =
-            serde_json::from_str(&note).unwrap_or_else(|e| panic!("/subcreds notified {note}: {e}"));
         summary["refreshes"] = json!(oauth.refreshes("mcp"));
         summaries.push(summary);
     }

@@ -5,7 +5,8 @@
 //! Covered: credentials pi keeps in `mcp-auth.json` are used, and after a
 //! 401 the stored refresh token is, the new tokens written back; a server
 //! without credentials is reported as needing sign-in (start-up warning,
-//! `/mcp`, a tool call) as pi reports it.
+//! `/mcp`, a tool call) as pi reports it, its `mcp-auth.json` created empty
+//! (`{}`) as pi's store creates it when it first reads a server's state.
 //!
 //! Needs node, the MCP servers and (for the side-by-side half) the reference
 //! from `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
@@ -121,7 +122,9 @@ async fn unsigned_run(srv: &Servers, reference: bool) -> Option<Value> {
     pi.send(json!({"id": "m", "type": "prompt", "message": "/mcp"})).await;
     let lines = pi.until(|v| v["method"] == "notify" && v["notifyType"] == "info").await;
     let status = lines.last().map(|v| v["message"].clone()).unwrap_or_default();
-    Some(json!({"warning": warning, "status": status, "stored": auth_path(&sb).exists() && stored(&sb) != Value::Null}))
+    // pi's store reads the server's state under the file's lock, creating the file first (`{}`).
+    let file = std::fs::read_to_string(auth_path(&sb)).ok();
+    Some(json!({"warning": warning, "status": status, "stored": stored(&sb) != Value::Null, "file": file}))
 }
 
 #[tokio::test]
@@ -134,6 +137,7 @@ async fn a_server_without_credentials_needs_sign_in_as_in_pi() {
             "warning": "MCP servers need attention:\n  remote: needs sign-in\nRun /mcp to fix.",
             "status": "remote: needs sign-in, run /mcp login remote (direct)",
             "stored": false,
+            "file": "{}",
         }),
         "pi-rpc"
     );

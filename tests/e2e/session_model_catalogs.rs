@@ -37,7 +37,7 @@ use crate::harness::{Pi, Sandbox};
 use crate::llama_cpp::{Program, command};
 
 /// A model of the served catalog.
-fn served(id: &str, extra: Value) -> Value {
+pub(crate) fn served(id: &str, extra: Value) -> Value {
     let mut model = json!({"id": id, "name": format!("Net {id}"), "api": "anthropic-messages",
         "baseUrl": "http://127.0.0.1:9/v1", "reasoning": false, "input": ["text"],
         "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0}, "contextWindow": 5555, "maxTokens": 77});
@@ -57,11 +57,11 @@ fn catalogs() -> Catalogs {
     ]});
     let providers =
         HashMap::from([("anthropic".to_string(), newer(anthropic)), ("openai".to_string(), Catalog::Failing(500))]);
-    Catalogs { providers, user_models: None }
+    Catalogs { providers, user_models: None, user_key: None }
 }
 
 /// A catalog newer than pi 1.6.0's model data.
-fn newer(body: Value) -> Catalog {
+pub(crate) fn newer(body: Value) -> Catalog {
     Catalog::Served { body, last_modified: "Mon, 30 Nov 2026 00:00:00 GMT".into(), etag: "\"v1\"".into() }
 }
 
@@ -100,7 +100,7 @@ fn program_command(
 
 const ALL_KEYS: [&str; 3] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"];
 
-fn store(sb: &Sandbox) -> Value {
+pub(crate) fn store(sb: &Sandbox) -> Value {
     let text = std::fs::read_to_string(sb.agent_dir.path().join("models-store.json")).unwrap_or_default();
     serde_json::from_str(&text).unwrap_or(Value::Null)
 }
@@ -293,7 +293,7 @@ async fn run_openrouter(program: Program<'_>) -> OpenRouterOutcome {
     ]});
     let remote = json!({"models": [served("or-net/new-model", json!({})), served("or-net/unlisted", json!({}))]});
     let providers = HashMap::from([("openrouter".to_string(), newer(remote))]);
-    server.serve_model_catalogs(Catalogs { providers, user_models: Some(user_models) });
+    server.serve_model_catalogs(Catalogs { providers, user_models: Some(user_models), user_key: None });
     let models = json!({"providers": {"openrouter": {"baseUrl": format!("{}/api/v1", server.url())}}});
     std::fs::write(sb.agent_dir.path().join("models.json"), models.to_string()).expect("models.json");
     let shape = |models: &[Value]| -> Vec<Value> {
@@ -396,7 +396,8 @@ fn builtin_catalogs(chat_base: &str) -> Catalogs {
         ("anthropic".to_string(), newer(anthropic)),
         ("openai".to_string(), Catalog::Failing(500)),
     ]);
-    Catalogs { providers, user_models: Some(json!({"data": [{"id": "anthropic/claude-sonnet-4.5"}]})) }
+    let user_models = Some(json!({"data": [{"id": "anthropic/claude-sonnet-4.5"}]}));
+    Catalogs { providers, user_models, user_key: None }
 }
 
 /// One program's session with keys for TypeSafe, Anthropic and OpenAI, an
@@ -601,7 +602,7 @@ async fn run_extension_login(program: Program<'_>, host: (&std::path::Path, &std
     let sb = Sandbox::with_server().await;
     let server = sb.server();
     let user_models = json!({"data": [{"id": "anthropic/claude-sonnet-4.5"}]});
-    server.serve_model_catalogs(Catalogs { providers: HashMap::new(), user_models: Some(user_models) });
+    server.serve_model_catalogs(Catalogs { providers: HashMap::new(), user_models: Some(user_models), user_key: None });
     host_settings(&sb, host.0, host.1, json!({}));
     write_module(&sb, "openrouter-login.ts", OPENROUTER_LOGIN);
     let models = json!({"providers": {"openrouter": {"baseUrl": format!("{}/api/v1", server.url())}}});

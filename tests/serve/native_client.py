@@ -22,6 +22,9 @@ Scenarios:
   stop URL PID             SIGTERM to the server: open connections closed with 1001
   acp URL                  ACP over WebSocket: initialize, session/new, session/prompt
                            (updates, end_turn), session/load from a second connection
+  catalog URL WANT         a session's OpenRouter models (get_available_models)
+                           until they are WANT (a JSON list of ids), then a
+                           second session's at once; prints both as JSON
   unix PATH                the same server on a unix socket
   slow URL                 a client that does not read is disconnected while
                            another session streams on
@@ -439,8 +442,27 @@ async def acp(url):
     print("acp ok")
 
 
+async def catalog(url, want):
+    want = sorted(json.loads(want))
+
+    async def openrouter(ws, id):
+        reply, _ = await call(ws, id, "get_available_models")
+        return sorted(m["id"] for m in reply["data"]["models"] if m["provider"] == "openrouter")
+
+    async with websockets.connect(url) as a:
+        for attempt in range(240):
+            first = await openrouter(a, f"a{attempt}")
+            if first == want:
+                break
+            await asyncio.sleep(0.25)
+        async with websockets.connect(url) as b:
+            second = await openrouter(b, "b")
+    print(json.dumps({"first": first, "second": second}))
+
+
 SCENARIOS = {
     "acp": acp,
+    "catalog": catalog,
     "stop": stop,
     "scale_write": scale_write,
     "owned": owned,

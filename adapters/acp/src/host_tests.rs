@@ -68,7 +68,7 @@ impl SessionHost for TestHost {
                 mcp: Default::default(),
                 client: spec.client,
                 session_fence: None,
-                refresh_catalogs: false,
+                catalog_refreshes: None,
             };
             let (handle, outputs) = spawn(config).map_err(|e| OpenError::Failed(e.to_string()))?;
             Ok(Opened { handle, outputs })

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use pi_acp_agent::host::{DEFAULT_IDLE_SLEEP, DEFAULT_MAX_LIVE_SESSIONS};
 use pi_acp_agent::{OpenError, Opened, SessionHost, SessionSpec, SessionStart, StoredSession, stored_in};
 use pi_core::agent::SessionStart as CoreStart;
+use pi_core::auth::catalog_refreshes::CatalogRefreshes;
 use pi_core::client::ApprovalPolicy;
 use pi_core::config::{Settings, default_agent_dir};
 use pi_core::session::{Session, find_by_id, session_dirs};
@@ -22,11 +23,13 @@ use crate::setup::{build_agent_config_in, session_dir_in};
 /// Starts one agent per ACP session, from the command line's flags.
 pub struct StdioHost {
     args: Arc<Args>,
+    /// The process's catalog refreshes, asked by each session once its extensions loaded.
+    catalogs: Option<Arc<CatalogRefreshes>>,
 }
 
 impl StdioHost {
-    pub fn new(args: Arc<Args>) -> Self {
-        StdioHost { args }
+    pub fn new(args: Arc<Args>, catalogs: Option<Arc<CatalogRefreshes>>) -> Self {
+        StdioHost { args, catalogs }
     }
 }
 
@@ -37,7 +40,7 @@ fn find_stored(session_dir: &Path, id: &str) -> Option<PathBuf> {
 
 impl SessionHost for StdioHost {
     fn open(&mut self, spec: SessionSpec) -> impl std::future::Future<Output = Result<Opened, OpenError>> + Send {
-        let args = self.args.clone();
+        let (args, catalogs) = (self.args.clone(), self.catalogs.clone());
         async move {
             let mut config =
                 build_agent_config_in(&args, spec.cwd.clone()).map_err(|e| OpenError::Invalid(format!("{e:#}")))?;
@@ -67,6 +70,7 @@ impl SessionHost for StdioHost {
             };
             config.mcp.config.servers.extend(spec.mcp_servers);
             config.client = spec.client;
+            config.catalog_refreshes = catalogs;
             let (handle, outputs) = pi_core::agent::spawn(config).map_err(|e| OpenError::Failed(e.to_string()))?;
             Ok(Opened { handle, outputs })
         }

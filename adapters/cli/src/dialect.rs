@@ -56,11 +56,13 @@ fn raw_stdout() -> Box<dyn std::io::Write + Send> {
 }
 
 /// Serve stdin/stdout. `agent` is the one agent of the seed dialects (None
-/// with `--protocol acp`, whose sessions each start their own).
+/// with `--protocol acp`, whose sessions each start their own and ask
+/// `catalogs` for their catalog refresh).
 pub async fn serve_stdio(
     protocol: Protocol,
     args: Arc<Args>,
     agent: Option<(AgentHandle, mpsc::Receiver<Outputs>)>,
+    catalogs: Option<Arc<pi_core::auth::catalog_refreshes::CatalogRefreshes>>,
 ) -> anyhow::Result<End> {
     let signal = Arc::new(AtomicU8::new(0));
     let stop = termination(signal.clone());
@@ -109,7 +111,7 @@ pub async fn serve_stdio(
             let source = Preread::new(first, FrameReader::Lines(records));
             let (lines, writer) = pi_transport::writer::spawn_writer(stdout);
             let sink = pi_transport::connection::FramedSink::new(lines, Framing::Lines);
-            let host = crate::acp_host::StdioHost::new(args);
+            let host = crate::acp_host::StdioHost::new(args, catalogs);
             if !pi_acp_agent::serve_acp(host, source, sink, &mut stop).await {
                 tracing::debug!("stdout closed before every ACP message was written");
             }

@@ -182,24 +182,25 @@ async fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         let print_mode = if mode == Mode::Json { print::PrintMode::Json } else { print::PrintMode::Text };
         return print::run(print_mode, prompts, handle, outputs).await;
     }
+    // pi's RPC mode refreshes the catalogs once its session (extensions included) is made.
+    let catalogs = if mode == Mode::Rpc { model_catalogs::background_refreshes(&args) } else { None };
     let agent = if args.protocol == args::Protocol::Acp {
-        // Each ACP session starts its own agent.
+        // Each ACP session starts its own agent (and asks for its refresh).
+        if let Some(catalogs) = &catalogs {
+            catalogs.start();
+        }
         None
     } else {
         // The connection writes a run's events together: they come together.
         let mut config = setup::build_agent_config(&args)?;
         config.extensions.preloaded = preloaded;
-        // pi's RPC mode refreshes the catalogs once its session (extensions included) is made.
-        config.refresh_catalogs = mode == Mode::Rpc && !offline(&args);
+        config.catalog_refreshes = catalogs.clone();
         Some(pi_core::agent::spawn_batched(config).map_err(|e| anyhow::anyhow!("{e}"))?)
     };
     if mode == Mode::Rpc && !offline(&args) && !args.no_extensions {
         tokio::spawn(list_llama_models());
     }
-    if mode == Mode::Rpc && !offline(&args) && agent.is_none() {
-        tokio::spawn(model_catalogs::refresh_in_background());
-    }
-    let end = dialect::serve_stdio(args.protocol, std::sync::Arc::new(args), agent).await?;
+    let end = dialect::serve_stdio(args.protocol, std::sync::Arc::new(args), agent, catalogs).await?;
     Ok(match end {
         dialect::End::Finished => ExitCode::SUCCESS,
         dialect::End::Signalled(sig) => ExitCode::from(128 + sig),

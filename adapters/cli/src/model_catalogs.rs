@@ -1,20 +1,26 @@
 //! pi 1.6.0's refreshes of the built-in providers' model catalogs from the
-//! CLI (see `pi_core::auth::model_catalogs`): RPC mode's, in the background
-//! at start unless offline (a failure changes nothing and, as in pi, shows
-//! nothing: a debug log line, seen with `--verbose` or `RUST_LOG=debug`),
-//! and `pi update --models`'s, forced, whose outcome
+//! CLI (see `pi_core::auth::model_catalogs`): RPC mode's, `pi serve`'s and
+//! ACP's, in the background unless offline (a failure changes nothing and,
+//! as in pi, shows nothing: a debug log line, seen with `--verbose` or
+//! `RUST_LOG=debug`), and `pi update --models`'s, forced, whose outcome
 //! is the command's (`Model catalogs refreshed`, or the failures and exit 1).
 
+use std::sync::Arc;
+
+use pi_core::auth::catalog_refreshes::CatalogRefreshes;
 use pi_core::auth::model_catalogs::{self, Failures, REFRESH_TIMEOUT};
 use pi_core::provider::http::HttpClient;
 
-/// pi's RPC mode refreshes the catalogs in the background at start (fifteen
-/// seconds at most); sessions see a newer catalog once `models-store.json`
-/// has it (their registry reads the file again when it changed). The agent
-/// of an RPC session starts its own once its extensions loaded (one may log
-/// in to OpenRouter); this one is `pi serve`'s and ACP's.
-pub(crate) async fn refresh_in_background() {
-    model_catalogs::refresh_quietly(&pi_core::config::default_agent_dir(), None).await;
+use crate::args::Args;
+
+/// The process's background refreshes (None offline): pi's RPC mode
+/// refreshes once its session, extensions included, was made (fifteen
+/// seconds at most); `pi serve` and ACP refresh at their start and then
+/// for each session whose extensions need more (an OpenRouter login). The
+/// sessions see a newer catalog once `models-store.json` has it (their
+/// registry reads the file again when it changed).
+pub(crate) fn background_refreshes(args: &Args) -> Option<Arc<CatalogRefreshes>> {
+    (!crate::offline(args)).then(|| CatalogRefreshes::new(pi_core::config::default_agent_dir()))
 }
 
 /// One refresh of `default_agent_dir()`'s catalogs within pi's time limit.

@@ -146,7 +146,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         anyhow::bail!("pi serve takes no messages");
     }
     let listen = Listen::parse(&args.listen).map_err(anyhow::Error::msg)?;
-    let template = crate::setup::build_agent_config(&args.agent)?;
+    let mut template = crate::setup::build_agent_config(&args.agent)?;
+    // As RPC mode: the catalogs refreshed in the background, once at the
+    // start and for each session whose extensions need more.
+    let catalogs = crate::model_catalogs::background_refreshes(&args.agent);
+    template.catalog_refreshes = catalogs.clone();
     let owner = args.worker_name.clone().unwrap_or_else(worker_name);
     let cluster = match args.cluster.is_empty() {
         true => None,
@@ -189,13 +193,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         },
         drain: seconds("--drain-seconds", args.drain_seconds)?,
     };
-    // As RPC mode: the llama.cpp server's models are listed and the model
-    // catalogs refreshed in the background.
+    // As RPC mode: the llama.cpp server's models are listed in the background.
     if !crate::offline(&args.agent) && !args.agent.no_extensions {
         tokio::spawn(crate::list_llama_models());
     }
-    if !crate::offline(&args.agent) {
-        tokio::spawn(crate::model_catalogs::refresh_in_background());
+    if let Some(catalogs) = &catalogs {
+        catalogs.start();
     }
     let stop = crate::dialect::termination(Arc::new(AtomicU8::new(0)));
     pi_serve::server::run(registry, serve, |address| crate::say(&address), stop).await?;

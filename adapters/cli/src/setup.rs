@@ -183,7 +183,7 @@ pub fn build_agent_config_in(args: &Args, cwd: PathBuf) -> anyhow::Result<AgentC
         mcp,
         client: pi_core::client::ClientSetup { approval: settings_approval, ..Default::default() },
         session_fence: None,
-        refresh_catalogs: false,
+        catalog_refreshes: None,
     })
 }
 

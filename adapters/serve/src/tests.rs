@@ -51,7 +51,7 @@ fn registry_with(dir: &std::path::Path, faux: FauxProvider) -> Arc<Registry> {
         mcp: Default::default(),
         client: Default::default(),
         session_fence: None,
-        refresh_catalogs: false,
+        catalog_refreshes: None,
     };
     let options = RegistryOptions {
         session_dir: dir.join("sessions"),

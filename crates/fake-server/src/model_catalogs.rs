@@ -2,7 +2,8 @@
 //! for tests of the catalog refresh: each provider's answer is set by the
 //! test; a request whose `if-none-match` is the catalog's `etag` gets a 304;
 //! a provider without an answer gets a 404. OpenRouter's list of the
-//! models a key may use (`GET …/models/user`) is served too when set.
+//! models a key may use (`GET …/models/user`) is served too when set, to
+//! one key or to any.
 
 use std::collections::HashMap;
 
@@ -27,6 +28,8 @@ pub struct Catalogs {
     pub providers: HashMap<String, Catalog>,
     /// The body of OpenRouter's `GET …/models/user`, if served.
     pub user_models: Option<Value>,
+    /// The one key `…/models/user` answers, when set (another gets a 401).
+    pub user_key: Option<String>,
 }
 
 /// The catalog server's answer, or None for other requests.
@@ -36,6 +39,10 @@ pub fn answer(request: &RecordedRequest, catalogs: &Catalogs) -> Option<Answer> 
     }
     let path = request.path.split_once('?').map_or(request.path.as_str(), |(p, _)| p);
     if let (true, Some(body)) = (path.ends_with("/models/user"), &catalogs.user_models) {
+        let bearer = request.header("authorization").and_then(|h| h.strip_prefix("Bearer "));
+        if catalogs.user_key.as_deref().is_some_and(|key| bearer != Some(key)) {
+            return Some((401, Vec::new(), r#"{"error":{"message":"Invalid key"}}"#.to_string()));
+        }
         return Some((200, vec![("content-type".to_string(), "application/json".to_string())], body.to_string()));
     }
     let provider = path.strip_prefix("/api/models/providers/")?;

@@ -36,10 +36,12 @@ mod mcp_transport_host;
 mod reload;
 mod resource_discovery;
 mod runs;
+mod sdk_session_command_ui;
 pub(super) mod sdk_session_conns;
 mod sdk_session_hosted;
 mod sdk_session_mcp;
 mod session_link;
+mod session_restart;
 mod session_tree;
 mod settings;
 mod settle_boundary;
@@ -151,8 +153,8 @@ impl Agent {
             thinking: config.thinking,
             inline_key: config.api_key.is_some(),
         };
-        if config.refresh_catalogs {
-            agent.models.refresh_catalogs_after_start(config.agent_dir.clone());
+        if let Some(refreshes) = config.catalog_refreshes {
+            agent.models.refresh_catalogs_after_start(refreshes);
         }
         agent.apply_codemode_settings();
         let default_provider = agent.prefs.settings().default_provider.as_deref();

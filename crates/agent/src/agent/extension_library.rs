@@ -273,6 +273,9 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         "builtinToolDefinition" => builtin_tool_definition(&arg::<String>(args, 0, "name")?),
         // The running session's `/mcp` description, which an SDK session's `/mcp` shows too.
         "mcpCommandDescription" => Ok(json!(crate::mcp::command::DESCRIPTION)),
+        "checkMcpRegistration" => {
+            Ok(crate::mcp::registration::check_registration_request(args.first().unwrap_or(&Value::Null)))
+        }
         // An SDK session's `codemode` `prepareLoadout`: its description's listing, the declared tools' notes.
         "codemodeLoadout" => crate::agent::extension_codemode_loadout::loadout(args.first().unwrap_or(&Value::Null)),
         // pi-rpc's `tool_search` over an SDK session's searchable tools

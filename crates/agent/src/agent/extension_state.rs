@@ -38,6 +38,9 @@ pub(crate) enum ExtSignal {
         found: Vec<(String, Value)>,
         reply: Option<super::extension_session_op_state::ExtReply>,
     },
+    /// Every extension handled a replaced session's `session_start` (each
+    /// awaited in load order, as pi's runner awaits them).
+    ReplacementStarted,
     /// The other extensions handled the `session_start` held while a
     /// command's `newSession` setup ran; `reply` is that command's `setupDone`.
     SetupStarted {
@@ -101,6 +104,9 @@ pub(crate) struct ExtensionState {
     discovering: usize,
     /// Commands and hooks in flight.
     running: usize,
+    /// Replaced sessions whose `session_start` handlers have not all run
+    /// (ops wait, as pi answers the replacement after them).
+    restarting: usize,
     /// Custom messages for the next prompt (`deliverAs: "nextTurn"`).
     next_turn: Vec<AgentMessage>,
     /// Tool names each extension added.
@@ -167,6 +173,7 @@ impl ExtensionState {
             hook_pending: false,
             discovering: 0,
             running: 0,
+            restarting: 0,
             next_turn: Vec::new(),
             tools_of: HashMap::new(),
             tools_known: HashMap::new(),
@@ -315,7 +322,17 @@ impl ExtensionState {
 
     /// Ops wait: extensions are starting or a session hook decides.
     pub(super) fn gated(&self) -> bool {
-        self.hook_pending || self.discovering > 0 || self.starting.iter().any(|s| *s)
+        self.hook_pending || self.discovering > 0 || self.restarting > 0 || self.starting.iter().any(|s| *s)
+    }
+
+    /// A replaced session's `session_start` goes to the extensions.
+    pub(super) fn restart_started(&mut self) {
+        self.restarting += 1;
+    }
+
+    /// Its handlers have all run.
+    pub(super) fn restart_done(&mut self) {
+        self.restarting = self.restarting.saturating_sub(1);
     }
 
     /// A `resources_discover` round starts after a session replacement.
@@ -494,6 +511,17 @@ impl ExtensionState {
     pub(super) fn tool_named(&self, name: &str) -> bool {
         self.tool_allowlist.as_ref().is_some_and(|(matcher, _)| matcher.matches(name))
             || self.requested_tools.iter().any(|t| t == name)
+    }
+
+    /// Whether pi activates an extension's tool `spec` as it registers it
+    /// (its `defaultActive`, unless `--no-tools` or a `--tools` allowlist;
+    /// whatever its `defaultActive` when `--tools` names it), and whether
+    /// `--tools` names it (it then takes its place in `--tools`' order).
+    pub(super) fn activates_on_registration(&self, spec: &crate::extensions::protocol::ToolSpecWire) -> (bool, bool) {
+        let declarable = matches!(spec.exposure.as_deref(), None | Some("direct" | "model-only"));
+        let by_default = spec.active && !self.no_tools && !self.has_tool_allowlist();
+        let named = declarable && self.tool_named(&spec.name);
+        (by_default || named, named)
     }
 
     /// The active tools `--tools` asked for, in order.

@@ -136,9 +136,10 @@ pub struct AgentConfig {
     /// Entered before each write of the session file (`pi serve --cluster`'s
     /// fencing epoch: a worker that lost the session cannot write it).
     pub session_fence: Option<crate::session::SharedFence>,
-    /// Refresh the model catalogs in the background once the extensions
-    /// loaded (RPC mode, not offline), as pi's RPC mode does.
-    pub refresh_catalogs: bool,
+    /// The process's refreshes of the model catalogs (not offline: RPC mode,
+    /// `pi serve`, ACP), asked once this session's extensions loaded, as pi's
+    /// RPC mode refreshes after its session was made.
+    pub catalog_refreshes: Option<std::sync::Arc<crate::auth::catalog_refreshes::CatalogRefreshes>>,
 }
 
 /// One item of the ordered output stream.

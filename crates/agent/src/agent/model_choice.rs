@@ -41,9 +41,9 @@ pub(super) struct ModelChoice {
     keys: std::collections::HashMap<String, Arc<crate::extensions::Extension>>,
     /// Providers whose classifier and image calls their extension implements.
     typed: super::extension_typed::ExtensionTypedModels,
-    /// RPC mode's background refresh of the model catalogs, due once the
-    /// extensions loaded: the agent directory it refreshes.
-    catalog_refresh: Option<std::path::PathBuf>,
+    /// The process's background refreshes of the model catalogs, asked once
+    /// the extensions loaded (pi's RPC mode refreshes after its session was made).
+    catalog_refresh: Option<Arc<crate::auth::catalog_refreshes::CatalogRefreshes>>,
     /// The catalog as last listed to the extension hosts (`getAll`), which cache it.
     listed: super::listed_catalog::ListedCatalog,
 }
@@ -78,17 +78,20 @@ impl ModelChoice {
         }
     }
 
-    /// Refresh the model catalogs of `agent_dir` in the background once the
-    /// extensions loaded, as pi's RPC mode does after its session was made.
-    pub(super) fn refresh_catalogs_after_start(&mut self, agent_dir: std::path::PathBuf) {
-        self.catalog_refresh = Some(agent_dir);
+    /// Ask `refreshes` for this session's catalog refresh once the extensions
+    /// loaded, as pi's RPC mode refreshes after its session was made.
+    pub(super) fn refresh_catalogs_after_start(
+        &mut self,
+        refreshes: Arc<crate::auth::catalog_refreshes::CatalogRefreshes>,
+    ) {
+        self.catalog_refresh = Some(refreshes);
     }
 
-    /// Start the refresh that is due (once): OpenRouter's key through the
+    /// Ask for the refresh that is due (once): OpenRouter's key through the
     /// extension that runs its OAuth login, if one does (pi's provider has
     /// that login then, and refreshes it for its catalog).
     pub(super) fn start_catalog_refresh(&mut self) {
-        let Some(agent_dir) = self.catalog_refresh.take() else { return };
+        let Some(refreshes) = self.catalog_refresh.take() else { return };
         const OPENROUTER: &str = "openrouter";
         let key = match (self.logins.get(OPENROUTER), self.registry.oauth_login(OPENROUTER)) {
             (Some(ext), Some(file)) => {
@@ -96,7 +99,7 @@ impl ModelChoice {
             }
             _ => None,
         };
-        tokio::spawn(async move { crate::auth::model_catalogs::refresh_quietly(&agent_dir, key).await });
+        refreshes.after_extensions(&mut self.registry, key);
     }
 
     /// The command line's choice: `--provider`, `--model`, `--thinking`

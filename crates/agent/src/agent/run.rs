@@ -82,12 +82,17 @@ pub(crate) struct RunSetup {
 /// the `<mcp_servers>` section.
 async fn mcp_before_prompt(s: &mut RunSetup) {
     let Some(mcp) = &s.mcp else { return };
-    mcp.wait_direct().await;
-    if let Some(section) = mcp.prompt_section(s.reach.codemode, s.reach.tool_search) {
-        // The `mcp_servers` section, recorded by the system messages.
-        let inner = section.strip_prefix("<mcp_servers>\n").and_then(|t| t.strip_suffix("\n</mcp_servers>"));
-        let inner = inner.unwrap_or(&section).to_string();
-        s.extra_sections.push(("mcp_servers".to_string(), inner));
+    if let Some(note) = mcp.wait_direct().await {
+        // pi's note when a `direct` server was still connecting once the wait ended.
+        let kind =
+            crate::event::ExtensionUiKind::Notify { message: note.to_string(), notify_type: Some("info".into()) };
+        let extension = crate::mcp::command::NAME.to_string();
+        let request = crate::event::ExtensionUiRequest { id: uuid::Uuid::new_v4().to_string(), extension, kind };
+        s.emitter.emit(AgentEvent::ExtensionUiRequest(Box::new(request))).await;
+    }
+    // The `mcp_servers` section, recorded by the system messages.
+    if let Some(section) = mcp.servers_section() {
+        s.extra_sections.push(("mcp_servers".to_string(), section));
     }
 }
 

@@ -69,7 +69,7 @@ fn start_with(edit: impl FnOnce(&mut Settings), batched: Option<Arc<std::sync::M
         mcp: Default::default(),
         client: Default::default(),
         session_fence: None,
-        refresh_catalogs: false,
+        catalog_refreshes: None,
     };
     let Some(sizes) = batched else {
         let (handle, outputs) = spawn(config).unwrap();

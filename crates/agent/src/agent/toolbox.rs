@@ -23,12 +23,16 @@ pub(super) struct Toolbox {
     registered_mcp: Option<Vec<String>>,
     /// pi's MCP extension activates `codemode` / `tool_search` at the next `session_start`.
     discovery_due: bool,
+    /// The active tools the session started with (the defaults or `--tools`,
+    /// in order): a replaced session starts from them again.
+    initial: Vec<String>,
 }
 
 impl Toolbox {
     pub(super) fn new(registry: ToolRegistry, active: Vec<String>) -> Self {
         Toolbox {
             registry,
+            initial: active.clone(),
             active: Arc::new(active),
             client_tools: Vec::new(),
             registered_mcp: None,
@@ -145,6 +149,41 @@ impl Toolbox {
         self.discovery_due = true;
     }
 
+    /// A replaced session (pi 1.6.0: a new runtime) starts again from the
+    /// start-up tools: the initial ones, then `registered` (the tools
+    /// activated as they registered, in order; `true`: `--tools` names it,
+    /// so it takes its place in `order`), then the client's tools. The MCP
+    /// tools are activated again once the new session's start-up is over
+    /// ([`Toolbox::begin_mcp_activation`]).
+    pub(super) fn restart(&mut self, registered: Vec<(String, bool)>, order: &[String]) {
+        self.active = Arc::new(self.initial.clone());
+        for (name, named) in registered {
+            if !self.registry.contains(&name) || self.active.contains(&name) {
+                continue;
+            }
+            if named {
+                self.activate_in_order(name, order);
+            } else {
+                Arc::make_mut(&mut self.active).push(name);
+            }
+        }
+        for name in self.client_tools.clone() {
+            if !self.active.contains(&name) {
+                Arc::make_mut(&mut self.active).push(name);
+            }
+        }
+        self.registered_mcp = None;
+        self.discovery_due = true;
+    }
+
+    /// The active tools are `names` (a transcript's loadout, pi's
+    /// `_restoreToolsFromTranscript`), once each, `hidden` ones left out;
+    /// names no tool has yet stay, so the tool is active once it registers.
+    pub(super) fn restore(&mut self, names: Vec<String>) {
+        let names = names.into_iter().filter(|name| !self.is_hidden(name)).collect();
+        self.active = Arc::new(dedup(names));
+    }
+
     /// pi activates a tool declared to the model when it registers (an MCP
     /// server's `direct` tools once it connected), once: one deactivated
     /// since stays inactive. Whether the active tools changed.
@@ -185,6 +224,11 @@ impl Toolbox {
     /// A tool of `hidden` exposure (pi: never declared to the model nor callable).
     fn is_hidden(&self, name: &str) -> bool {
         self.registry.get(name).is_some_and(|tool| tool.exposure() == "hidden")
+    }
+
+    /// The names of the tools the client runs.
+    pub(super) fn client_tool_names(&self) -> &[String] {
+        &self.client_tools
     }
 
     /// Register tools the client runs and make them active (`initialize`,
@@ -238,6 +282,12 @@ impl Toolbox {
         if !self.registry.contains(&name) || self.active.contains(&name) {
             return;
         }
+        self.activate_in_order(name, order);
+    }
+
+    /// Activate `name` after the last active tool that comes before it in
+    /// `order`, first when none does; at the end when `order` does not name it.
+    fn activate_in_order(&mut self, name: String, order: &[String]) {
         let Some(place) = order.iter().position(|n| *n == name) else {
             Arc::make_mut(&mut self.active).push(name);
             return;
@@ -330,6 +380,30 @@ mod tests {
         tools.add_extension_tool_in_order(tool("tool_d"), &order);
         let expected = names(&["tool_a", "read", "bash", "tool_c", "write", "tool_b", "tool_d"]);
         assert_eq!(tools.active_names(), expected.as_slice());
+    }
+
+    #[test]
+    fn a_replaced_session_starts_from_the_start_up_tools_again() {
+        let client = |name: &str| ClientToolSpec {
+            name: name.into(),
+            description: String::new(),
+            parameters: serde_json::json!({}),
+        };
+        let mut tools = Toolbox::new(ToolRegistry::builtin(), names(&["read", "bash"]));
+        tools.add_client_tools(vec![client("ask")], std::time::Duration::from_secs(1)).unwrap();
+        let replacement = ToolRegistry::builtin().get("write").unwrap();
+        tools.add_extension_tool(replacement, false);
+        assert!(tools.begin_mcp_activation());
+        tools.set_active(names(&["read"]), &[]).unwrap();
+        // The initial tools, the named one in `--tools`' order, then the client's.
+        let order = names(&["write", "read", "bash"]);
+        tools.restart(vec![("write".into(), true), ("nope".into(), false)], &order);
+        assert_eq!(tools.active_names(), names(&["write", "read", "bash", "ask"]).as_slice());
+        assert!(!tools.mcp_activation_begun() && tools.begin_mcp_activation(), "MCP's activation is due again");
+        // A recorded loadout: names no tool has yet stay, to be active once registered.
+        tools.restore(names(&["edit", "mcp__s__t", "edit"]));
+        assert_eq!(tools.active_names(), names(&["edit", "mcp__s__t"]).as_slice());
+        assert_eq!(tools.active_set().1.len(), 1);
     }
 
     #[test]

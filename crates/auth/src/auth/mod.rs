@@ -9,6 +9,7 @@ use std::sync::Arc;
 pub mod authed;
 pub mod background;
 pub mod broker;
+pub mod catalog_refreshes;
 pub mod file;
 pub mod lock;
 pub mod login;

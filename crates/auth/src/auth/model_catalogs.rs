@@ -39,8 +39,8 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(4);
 const MAX_RETRIES: usize = 2;
 const RETRYABLE: [u16; 7] = [408, 425, 429, 500, 502, 503, 504];
 /// How long a checked catalog is not asked again (unless forced).
-const REFRESH_INTERVAL_MS: i64 = 4 * 60 * 60 * 1000;
-/// How long pi lets the whole refresh run (RPC mode's start, `pi update --models`).
+pub(super) const REFRESH_INTERVAL_MS: i64 = 4 * 60 * 60 * 1000;
+/// How long pi lets a refresh run (RPC mode's start, `pi update --models`).
 pub const REFRESH_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A refresh's failures, by provider (pi's `refresh().errors`).
@@ -54,59 +54,48 @@ pub type Failures = Vec<(String, String)>;
 pub type KeySource = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Option<String>, String>> + Send>>;
 
 /// Refresh the catalog of each built-in provider that has credentials in
-/// `agent_dir`; `force` asks even when checked recently.
+/// `agent_dir`; `force` asks even when checked recently (`pi update --models`).
 pub async fn refresh(agent_dir: &Path, http: &HttpClient, force: bool) -> Failures {
-    refresh_with(agent_dir, http, force, None).await
+    let registry = match ModelRegistry::load(agent_dir) {
+        Ok(registry) => registry,
+        Err(e) => return vec![("auth.json".to_string(), e.to_string())],
+    };
+    let store = AuthFile::new(store_path(agent_dir));
+    let asked = usable_providers(&registry).into_iter().map(|provider| {
+        let (store, registry) = (&store, &registry);
+        async move { refresh_one(provider, store, registry, http, force, registry.api_key(provider)).await.err() }
+    });
+    join_all(asked).await.into_iter().flatten().collect()
 }
 
-/// RPC mode's refresh (pi's, in the background): within pi's time limit,
-/// its failures only logged at debug level (pi ignores them: a failure shows
-/// nothing); OpenRouter's key from `openrouter_key` when given.
-pub async fn refresh_quietly(agent_dir: &Path, openrouter_key: Option<KeySource>) {
-    let http = match HttpClient::new() {
-        Ok(http) => http,
-        Err(e) => return tracing::debug!("model catalogs not refreshed: {}", e.message),
+/// The built-in providers whose catalog is refreshed: those with credentials.
+pub(super) fn usable_providers(registry: &ModelRegistry) -> Vec<&'static str> {
+    let mut providers = stored_catalogs::catalog_providers();
+    providers.retain(|p| registry.provider_usable(p));
+    providers
+}
+
+/// Refresh `provider`'s catalog; `key` narrows OpenRouter's list (pi's
+/// personalized catalog). A failure is `(provider, message)`.
+pub(super) async fn refresh_one(
+    provider: &str,
+    store: &AuthFile,
+    registry: &ModelRegistry,
+    http: &HttpClient,
+    force: bool,
+    key: Option<String>,
+) -> Result<(), (String, String)> {
+    let done = if PERSONALIZED.contains(&provider) {
+        super::openrouter_catalog::refresh(provider, store, registry, http, key).await
+    } else {
+        refresh_provider(provider, store, http, force).await
     };
-    match tokio::time::timeout(REFRESH_TIMEOUT, refresh_with(agent_dir, &http, false, openrouter_key)).await {
-        Ok(failures) if failures.is_empty() => {}
-        Ok(failures) => tracing::debug!("model catalogs not refreshed: {}", describe(&failures)),
-        Err(_) => tracing::debug!("model catalogs not refreshed: Model catalog refresh timed out."),
-    }
+    done.map_err(|e| (provider.to_string(), e))
 }
 
 /// pi's `provider: message` list of failures.
 pub fn describe(failures: &Failures) -> String {
     failures.iter().map(|(provider, message)| format!("{provider}: {message}")).collect::<Vec<_>>().join("; ")
-}
-
-/// [`refresh`], with OpenRouter's key from `openrouter_key` when given.
-pub async fn refresh_with(
-    agent_dir: &Path,
-    http: &HttpClient,
-    force: bool,
-    openrouter_key: Option<KeySource>,
-) -> Failures {
-    let mut openrouter_key = openrouter_key;
-    let registry = match ModelRegistry::load(agent_dir) {
-        Ok(registry) => registry,
-        Err(e) => return vec![("auth.json".to_string(), e.to_string())],
-    };
-    let mut providers = stored_catalogs::catalog_providers();
-    providers.retain(|p| registry.provider_usable(p));
-    let store = AuthFile::new(store_path(agent_dir));
-    let asked = providers.iter().map(|&provider| {
-        let (store, registry) = (&store, &registry);
-        let key = if PERSONALIZED.contains(&provider) { openrouter_key.take() } else { None };
-        async move {
-            let done = if PERSONALIZED.contains(&provider) {
-                super::openrouter_catalog::refresh(provider, store, registry, http, key).await
-            } else {
-                refresh_provider(provider, store, http, force).await
-            };
-            done.err().map(|e| (provider.to_string(), e))
-        }
-    });
-    join_all(asked).await.into_iter().flatten().collect()
 }
 
 /// Milliseconds since the epoch.

@@ -22,19 +22,16 @@ use crate::provider::http::HttpClient;
 const DEFAULT_BASE_URL: &str = "https://openrouter.ai/api/v1";
 const USER_MODELS_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// Refresh `provider`'s (OpenRouter's) stored list; the key from `key` when
-/// an extension logs in to it, else the stored one.
+/// Refresh `provider`'s (OpenRouter's) stored list, narrowed to `key`'s
+/// models (the stored key, or an extension's login: the caller resolves it
+/// first, as pi resolves the credential before asking).
 pub(super) async fn refresh(
     provider: &str,
     store: &AuthFile,
     registry: &ModelRegistry,
     http: &HttpClient,
-    key: Option<super::model_catalogs::KeySource>,
+    key: Option<String>,
 ) -> Result<(), String> {
-    let extension_key = match key {
-        Some(source) => source.await?,
-        None => None,
-    };
     let answer = request_catalog(http, provider, None).await?;
     let mut remote = Vec::new();
     if !matches!(answer.status.as_u16(), 404 | 501) {
@@ -55,7 +52,7 @@ pub(super) async fn refresh(
         .provider_base_url(provider)
         .or_else(|| catalog::provider_base_url(provider))
         .unwrap_or(DEFAULT_BASE_URL);
-    let personalized = match extension_key.or_else(|| registry.api_key(provider)) {
+    let personalized = match key {
         Some(key) => personalize(merged, &key, base_url, http).await?,
         None => merged,
     };

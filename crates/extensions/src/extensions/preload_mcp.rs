@@ -64,6 +64,7 @@ impl PreSessionMcp {
                 };
                 let counted = entries.iter().filter(|e| loaded(e.id)).map(|e| (e.name.as_str(), e.path.as_str()));
                 pi_mcp::mcp::registration::check_registration(name, &config, path, &sources, counted)?;
+                let config = pi_mcp::mcp::registration::with_current_exposure_names(&config);
                 let entry = Entry { id, path: path.to_string(), name: name.to_string(), config };
                 match entries.iter().position(|e| e.name == name && e.path == path) {
                     Some(i) => entries[i] = entry,

@@ -93,7 +93,7 @@ impl Listing {
         }
         groups[1..].sort_by(|a, b| {
             let (a, b) = (a.namespace.as_deref().unwrap_or_default(), b.namespace.as_deref().unwrap_or_default());
-            a.to_lowercase().cmp(&b.to_lowercase()).then_with(|| a.cmp(b))
+            crate::config::model_resolver::collate(a, b)
         });
         let shown = select(&groups, self.budget);
         let mut parts = vec!["Nested tools:".to_string()];

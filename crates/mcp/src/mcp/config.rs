@@ -357,7 +357,7 @@ fn collect(file: &Value, path: &Path, out: &mut Vec<(String, Value, String)>, er
             continue;
         }
         if !entry.is_object() {
-            errors.push(format!("{source}: server \"{name}\": expected an object"));
+            errors.push(format!("{source}: server \"{name}\" must be an object"));
             continue;
         }
         out.push((name.clone(), entry.clone(), source.clone()));
@@ -417,7 +417,7 @@ pub fn parse_server(
         return Err(format!("invalid server name \"{name}\" (use letters, digits, \"_\" and \"-\")"));
     }
     if !entry.is_object() {
-        return Err(format!("server \"{name}\": expected an object"));
+        return Err(format!("server \"{name}\" must be an object"));
     }
     parse_entry(name, entry, source, sources)
 }
@@ -433,9 +433,16 @@ fn parse_entry(
     source: &str,
     sources: &ConfigSources<'_>,
 ) -> Result<Option<ServerConfig>, String> {
+    // pi's words (pi-mcp's `validateMcpServerConfig` and pi's exposure checks).
     let server = |msg: String| format!("server \"{name}\": {msg}");
-    if entry.get("enabled").and_then(Value::as_bool) == Some(false) {
-        return Ok(None);
+    let neither = || format!("server \"{name}\" needs either \"command\" (stdio) or \"url\" (streamable HTTP)");
+    let enabled = match entry.get("enabled") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(on)) => *on,
+        Some(_) => return Err(server("enabled must be a boolean".into())),
+    };
+    if entry.get("description").is_some_and(|d| !d.is_string() && !d.is_null()) {
+        return Err(server("description must be a string".into()));
     }
     let str_field = |key: &str| -> Result<Option<String>, String> {
         match entry.get(key) {
@@ -444,38 +451,39 @@ fn parse_entry(
             Some(_) => Err(server(format!("\"{key}\" must be a string"))),
         }
     };
-    let kind = str_field("type")?;
-    let command = str_field("command")?;
-    let url = str_field("url")?;
-    let is_http = match kind.as_deref() {
-        Some("sse") => return Err(server("legacy SSE transport is not supported; use the streamable HTTP URL".into())),
-        Some("stdio") => false,
-        Some("http" | "streamable-http") => true,
-        Some(other) => return Err(server(format!("unknown type \"{other}\" (use stdio, http or streamable-http)"))),
-        None => match (&command, &url) {
-            (Some(_), None) => false,
-            (None, Some(_)) => true,
-            (Some(_), Some(_)) => return Err(server("has both \"command\" and \"url\"".into())),
-            (None, None) => return Err(server("needs \"command\" or \"url\"".into())),
+    let timeout = match entry.get("timeout") {
+        None | Some(Value::Null) => Duration::from_secs(60),
+        Some(v) => match v.as_f64() {
+            Some(s) if s > 0.0 && s.is_finite() => Duration::from_secs_f64(s),
+            _ => return Err(server("timeout must be a positive number of seconds".into())),
         },
     };
+    let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_string);
+    let (kind, command, url) = (text("type"), text("command"), text("url"));
+    // As pi's: a `url` makes an HTTP server unless `type` says otherwise, else a `command` a stdio one.
+    let is_http = match (kind.as_deref(), &url, &command) {
+        (Some("sse"), _, _) => {
+            return Err(server("legacy SSE transport is not supported; use the streamable HTTP URL".into()));
+        }
+        (None | Some("http" | "streamable-http"), Some(_), _) => true,
+        (None | Some("stdio"), _, Some(_)) => false,
+        _ => return Err(neither()),
+    };
     let expand = |key: &str| -> Result<ConfigValues, String> {
+        let wrong = || server(format!("{key} must map names to strings"));
         match entry.get(key) {
             None | Some(Value::Null) => Ok(Vec::new()),
             Some(Value::Object(map)) => map
                 .iter()
-                .map(|(k, v)| match v {
-                    Value::String(s) => Ok((k.clone(), expand_value(s, sources.env))),
-                    _ => Err(server(format!("\"{key}.{k}\" must be a string"))),
-                })
+                .map(|(k, v)| v.as_str().map(|s| (k.clone(), expand_value(s, sources.env))).ok_or_else(wrong))
                 .collect(),
-            Some(_) => Err(server(format!("\"{key}\" must be an object"))),
+            Some(_) => Err(wrong()),
         }
     };
     let transport = if is_http {
-        let Some(url) = url else { return Err(server("needs \"url\"".into())) };
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(server(format!("\"url\" must be an http(s) URL, got \"{}\"", strip_userinfo(&url))));
+        let Some(url) = url else { return Err(neither()) };
+        if !(url.starts_with("http://") || url.starts_with("https://")) || url::Url::parse(&url).is_err() {
+            return Err(server("url must be an http or https URL".into()));
         }
         let headers = expand("headers")?;
         let names: Vec<(String, String)> = headers.iter().map(|(k, _)| (k.clone(), String::new())).collect();
@@ -486,7 +494,7 @@ fn parse_entry(
         };
         Transport::Http { url, headers, oauth }
     } else {
-        let Some(command) = command else { return Err(server("needs \"command\"".into())) };
+        let Some(command) = command else { return Err(neither()) };
         if command.trim().is_empty() {
             return Err(server("\"command\" is empty".into()));
         }
@@ -494,10 +502,13 @@ fn parse_entry(
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items
                 .iter()
-                .map(|a| a.as_str().map(home_prefixed).ok_or_else(|| server("\"args\" must be strings".into())))
+                .map(|a| a.as_str().map(home_prefixed).ok_or_else(|| server("args must be an array of strings".into())))
                 .collect::<Result<_, _>>()?,
-            Some(_) => return Err(server("\"args\" must be an array".into())),
+            Some(_) => return Err(server("args must be an array of strings".into())),
         };
+        if entry.get("cwd").is_some_and(|c| !c.is_string() && !c.is_null()) {
+            return Err(server("cwd must be a string".into()));
+        }
         let cwd = match str_field("cwd")? {
             Some(c) => {
                 let c = PathBuf::from(home_prefixed(&c));
@@ -507,25 +518,30 @@ fn parse_entry(
         };
         Transport::Stdio { command: PathBuf::from(home_prefixed(&command)), args, env: expand("env")?, cwd }
     };
-    let exposure = match str_field("exposure")? {
-        Some(e) => Exposure::parse(&e).ok_or_else(|| server(format!("unknown exposure \"{e}\"")))?,
-        None => Exposure::Codemode,
+    const EXPOSURES: &str = "\"codemode\", \"deferred\", \"direct\", \"hidden\"";
+    let exposure = match entry.get("exposure") {
+        None | Some(Value::Null) => Exposure::Codemode,
+        Some(e) => e
+            .as_str()
+            .and_then(Exposure::parse)
+            .ok_or_else(|| server(format!("exposure must be one of {EXPOSURES}")))?,
     };
     let mut tool_exposure = Vec::new();
-    if let Some(map) = entry.get("toolExposure") {
-        let Some(map) = map.as_object() else { return Err(server("\"toolExposure\" must be an object".into())) };
+    if let Some(map) = entry.get("toolExposure").filter(|m| !m.is_null()) {
+        let Some(map) = map.as_object() else {
+            return Err(server("toolExposure must map tool names to exposures".into()));
+        };
         for (k, v) in map {
-            let e = v.as_str().and_then(Exposure::parse).ok_or_else(|| server(format!("toolExposure \"{k}\"")))?;
+            let e = v
+                .as_str()
+                .and_then(Exposure::parse)
+                .ok_or_else(|| server(format!("toolExposure \"{k}\" must be one of {EXPOSURES}")))?;
             tool_exposure.push((k.clone(), e));
         }
     }
-    let timeout = match entry.get("timeout") {
-        None | Some(Value::Null) => Duration::from_secs(60),
-        Some(v) => match v.as_f64() {
-            Some(s) if s > 0.0 && s.is_finite() => Duration::from_secs_f64(s),
-            _ => return Err(server("\"timeout\" must be a positive number of seconds".into())),
-        },
-    };
+    if !enabled {
+        return Ok(None);
+    }
     Ok(Some(ServerConfig {
         name: name.to_string(),
         transport,
@@ -702,27 +718,28 @@ mod tests {
             "bad name": {"command": "x"},
             "legacy": {"type": "sse", "url": "http://h/sse"},
             "neither": {"args": []},
-            "both": {"command": "x", "url": "http://h"},
+            "both": {"command": "x", "url": "http://h/mcp"},
             "weird": {"command": "x", "exposure": "sometimes"},
+            "slow": {"command": "x", "timeout": 0, "enabled": false},
             "a-b": {"command": "x"},
             "a_b": {"command": "y"},
             "ok": {"command": "z", "toolExposure": {"get_*": "direct", "get_secret": "hidden", "*": "deferred"}}
         }});
         let c = load(Some(user), None, false, &[]);
         let names: Vec<&str> = c.servers.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["a-b", "ok"]);
+        assert_eq!(names, ["both", "a-b", "ok"], "a `url` makes an HTTP server, as pi's");
         let errors = c.errors.join("\n");
         for needle in [
             "invalid server name \"bad name\"",
             "legacy SSE transport",
-            "\"neither\": needs",
-            "\"both\": has both",
-            "unknown exposure \"sometimes\"",
+            "server \"neither\" needs either \"command\" (stdio) or \"url\" (streamable HTTP)",
+            "server \"weird\": exposure must be one of \"codemode\", \"deferred\", \"direct\", \"hidden\"",
+            "server \"slow\": timeout must be a positive number of seconds",
             "\"a_b\" has the same name",
         ] {
             assert!(errors.contains(needle), "{needle} in {errors}");
         }
-        let ok = &c.servers[1];
+        let ok = &c.servers[2];
         assert_eq!(ok.exposure_of("get_secret"), Exposure::Hidden, "exact names win");
         assert_eq!(ok.exposure_of("get_thing"), Exposure::Direct, "first matching pattern");
         assert_eq!(ok.exposure_of("other"), Exposure::Deferred);

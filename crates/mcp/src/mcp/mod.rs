@@ -44,6 +44,8 @@ use crate::tools::Tool;
 
 /// How long the first prompt waits for servers with `direct` tools.
 pub const DIRECT_WAIT: Duration = Duration::from_secs(10);
+/// pi's note when the first prompt stopped waiting for `direct` servers.
+pub const STILL_CONNECTING: &str = "MCP servers are still connecting; their tools become available once connected.";
 /// pi's warning when the servers' tools are reachable only through
 /// `codemode` or `tool_search` and neither tool is active.
 pub const UNREACHABLE_WARNING: &str =
@@ -214,6 +216,8 @@ pub struct McpManager {
     tools_off: bool,
     /// [`McpOptions::hold`] (cancelled when not held).
     hold: CancellationToken,
+    /// The first prompt waited for the `direct` servers (pi's note comes then only).
+    startup_waited: std::sync::atomic::AtomicBool,
 }
 
 impl McpManager {
@@ -321,6 +325,7 @@ impl McpManager {
             standby: Mutex::new(None),
             tools_off: options.tools_off,
             hold,
+            startup_waited: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -473,15 +478,23 @@ impl McpManager {
     }
 
     /// Wait (at most [`DIRECT_WAIT`], or the `startupWaitMs` of an
-    /// extension's `createMcpExtension`) for the servers with `direct` tools.
-    pub async fn wait_direct(&self) {
+    /// extension's `createMcpExtension`) for the servers with `direct` tools:
+    /// pi's [`STILL_CONNECTING`] note when one had not settled by then, at
+    /// the first wait only, as pi notes it at its session's first prompt.
+    pub async fn wait_direct(&self) -> Option<&'static str> {
+        let first = !self.startup_waited.swap(true, std::sync::atomic::Ordering::SeqCst);
         self.begin();
         let conns = self.conns();
-        let direct = conns.iter().filter(|c| {
-            c.config.exposure == Exposure::Direct || c.config.tool_exposure.iter().any(|(_, e)| *e == Exposure::Direct)
-        });
+        let direct: Vec<_> = conns
+            .iter()
+            .filter(|c| {
+                c.config.exposure == Exposure::Direct
+                    || c.config.tool_exposure.iter().any(|(_, e)| *e == Exposure::Direct)
+            })
+            .collect();
         let wait = self.factories.direct_wait();
-        futures::future::join_all(direct.map(|c| c.settled(wait))).await;
+        futures::future::join_all(direct.iter().map(|c| c.settled(wait))).await;
+        (first && direct.iter().any(|c| !c.state().status.is_settled())).then_some(STILL_CONNECTING)
     }
 
     /// Wait for every server (or those whose namespace `names` mention).
@@ -519,29 +532,13 @@ impl McpManager {
             .collect()
     }
 
-    /// The `<mcp_servers>` section of the system prompt: servers whose tools
-    /// are not declared, how to reach them (the running session's rule:
-    /// from the discovery tools that are on), one line about each, sorted
-    /// and shortened as pi's ([`section::render`]).
-    pub fn prompt_section(&self, codemode_on: bool, tool_search_on: bool) -> Option<String> {
-        let listed = self.conns().into_iter().filter_map(|conn| {
-            let how = match conn.config.exposure {
-                Exposure::Codemode if codemode_on => "codemode",
-                Exposure::Deferred if tool_search_on => "tool_search",
-                Exposure::Codemode if tool_search_on => "tool_search",
-                _ => return None,
-            };
-            Some(listed_server(&conn, how))
-        });
-        let text = section::render(listed.collect())?;
-        Some(format!("<mcp_servers>\n{text}\n</mcp_servers>"))
-    }
-
-    /// The `mcp_servers` section (without tags) as pi's MCP extension
-    /// renders it whatever tool is active: every server some of whose tools
-    /// are configured `codemode` or `deferred` (its `exposure` or a
-    /// `toolExposure`), reached by `codemode` when one is `codemode`, else by
-    /// `tool_search`.
+    /// The `mcp_servers` section of the system prompt (without tags), as
+    /// pi's MCP extension renders it before each prompt of the running
+    /// session and of an SDK session, whatever tool is active and whatever
+    /// state each server is in (starting, failed, needing sign-in): every
+    /// enabled server some of whose tools are configured `codemode` or
+    /// `deferred` (its `exposure` or a `toolExposure`), reached by `codemode`
+    /// when one is `codemode`, else by `tool_search`.
     pub fn servers_section(&self) -> Option<String> {
         let listed = self.conns().into_iter().filter_map(|conn| {
             let config = &conn.config;

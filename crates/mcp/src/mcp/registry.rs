@@ -58,7 +58,7 @@ impl McpManager {
         }
         let entry = Registered {
             name: name.to_string(),
-            config: config.clone(),
+            config: super::registration::with_current_exposure_names(config),
             extension_path: extension_path.to_string(),
             conn,
         };

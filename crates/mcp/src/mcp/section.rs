@@ -52,10 +52,11 @@ fn truncate(text: &str, max: usize) -> String {
     format!("{}…", slice_head(text, max - 1).trim_end())
 }
 
-/// Names in the order pi's `localeCompare` gives them, near enough: by their
-/// lowercased form, a lowercase name before the same name capitalized.
+/// Names in the order pi's `localeCompare` gives them: ICU's root
+/// collation (punctuation before digits before letters, case a tertiary
+/// difference, a lowercase name before the same name capitalized).
 fn by_name(a: &ListedServer, b: &ListedServer) -> std::cmp::Ordering {
-    a.name.to_lowercase().cmp(&b.name.to_lowercase()).then_with(|| b.name.cmp(&a.name))
+    crate::config::model_resolver::collate(&a.name, &b.name)
 }
 
 /// The section's text (without its tags), None without servers.
@@ -152,5 +153,52 @@ mod tests {
         assert!(js_len(&text) <= MAX_SERVERS_SECTION_CHARS, "{}", js_len(&text));
         let first = text.lines().nth(1).unwrap();
         assert!(first.ends_with('…') && js_len(first) < 250, "{first}");
+    }
+
+    #[test]
+    fn names_are_sorted_as_javascripts_locale_compare_sorts_them() {
+        // Node 20's `[...names].sort((a, b) => a.localeCompare(b))` (ICU, en-US).
+        let expected = [
+            "_x",
+            "-x",
+            ".x",
+            "a_b_c",
+            "a-b-c",
+            "a01",
+            "a1",
+            "alpha",
+            "Alpha",
+            "b_a",
+            "b-a",
+            "B-a",
+            "b.a",
+            "ba",
+            "bA",
+            "Beta",
+            "beta_docs",
+            "beta-docs",
+            "beta.docs",
+            "beta10",
+            "beta2",
+            "docs",
+            "Docs",
+            "DOCS",
+            "my_server",
+            "my-server",
+            "my.server",
+            "myserver",
+            "MyServer",
+            "X",
+            "x_1",
+            "x-1",
+            "x.1",
+            "x1",
+            "zeta",
+        ];
+        let mut shuffled: Vec<ListedServer> = expected.iter().rev().map(|n| server(n, "codemode", "")).collect();
+        shuffled.rotate_left(11);
+        shuffled.sort_by(by_name);
+        let names: Vec<&str> = shuffled.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, expected);
     }
 }

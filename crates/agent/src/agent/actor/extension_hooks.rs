@@ -350,8 +350,8 @@ impl Agent {
     /// is told now: its host runs the setup first; the others are told when
     /// it is done ([`Agent::extension_setup_done`]), as pi starts them all after it.
     pub(super) fn extensions_session_started(&mut self, reason: &str, previous: Option<String>, setup: Option<usize>) {
-        // pi's MCP extension activates codemode / tool_search again at every `session_start`.
-        self.toolbox.discovery_again();
+        // pi's new runtime: the start-up tools again, MCP's once the handlers ran.
+        self.restart_active_tools();
         let mut payload = self.session_start_payload(reason);
         if let Some(previous) = previous {
             payload["previousSessionFile"] = Value::String(previous);
@@ -364,8 +364,7 @@ impl Agent {
             self.ext.session_op_replies().hold_start(caller, payload);
             return;
         }
-        self.ext.handle().notify_raw("session_start", payload);
-        self.discover_after_replacement();
+        self.greet_replaced_session(payload);
     }
 
     /// A custom message sent during a run: it joins the conversation when the turn ends.
@@ -422,6 +421,11 @@ impl Agent {
                     let _ = reply.send(Err("reload: the settings' packages could not be resolved".to_string()));
                 }
             },
+            ExtSignal::ReplacementStarted => {
+                self.ext.restart_done();
+                self.discover_after_replacement();
+                self.release_deferred().await;
+            }
             ExtSignal::SetupStarted { reply } => {
                 self.discover_after_replacement();
                 if let Some(reply) = reply {
@@ -452,10 +456,10 @@ impl Agent {
                     self.extension_models_call(&p, &cancel, reply);
                 }
             }
-            ExtSignal::Host(HostSignal::Request { request: ExtRequest::Mcp { method, params }, reply, .. })
+            ExtSignal::Host(HostSignal::Request { id, request: ExtRequest::Mcp { method, params }, reply })
                 if method == "mcpCommand" =>
             {
-                self.sdk_session_mcp_command(&params, reply)
+                self.sdk_session_mcp_command(id, &params, reply)
             }
             ExtSignal::Host(HostSignal::Request {
                 id,
@@ -752,10 +756,8 @@ impl Agent {
             // it since. With a `--tools`
             // allowlist only the tools it names are, and a tool `--tools`
             // names is whatever its `defaultActive` (as pi's loadout).
-            let declarable = matches!(spec.exposure.as_deref(), None | Some("direct" | "model-only"));
-            let by_default = spec.active && !self.ext.no_tools() && !self.ext.has_tool_allowlist();
-            let named = declarable && self.ext.tool_named(&spec.name);
-            let activate = !known_before.contains(&spec.name) && (by_default || named);
+            let (on_registration, named) = self.ext.activates_on_registration(&spec);
+            let activate = !known_before.contains(&spec.name) && on_registration;
             if spec.active || named {
                 auto.push(spec.name.clone());
             }

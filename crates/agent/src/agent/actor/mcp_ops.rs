@@ -78,40 +78,46 @@ impl Agent {
     /// the command answered through the dialogs).
     pub(super) fn sdk_session_mcp_command(
         &self,
+        ext_id: usize,
         params: &Value,
         reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
     ) {
         let args = params.get("args").and_then(Value::as_str).unwrap_or_default().to_string();
-        // The SDK session's own servers (sdk_session_conns.rs) while they are open.
-        let session = params.get("session").and_then(Value::as_str).and_then(|id| self.ext.sdk_mcp().get(id));
-        let mcp = session.unwrap_or_else(|| self.mcp.clone());
-        let (agent_dir, internal) = (self.workspace.agent_dir().to_path_buf(), self.channels.internal());
-        let open_url = self.mcp.factories.open_url();
-        let ui = super::mcp_command_ui::McpCommandUi::new(self.ext.handle().clone(), internal, open_url);
+        // The SDK session's own servers (sdk_session_conns.rs) while they are open, and the
+        // command's UI there (`ui: true`: the shim holds its `ctx.ui`), as pi's MCP extension has it.
+        let id = params.get("session").and_then(Value::as_str);
+        let session = id.and_then(|id| Some((id, self.ext.sdk_mcp().get(id)?)));
+        let owner = self.ext.handle().get(ext_id).filter(|_| params.get("ui").and_then(Value::as_bool) == Some(true));
+        let ui: Box<dyn crate::mcp::sign_in_command::CommandUi> = match (&session, owner) {
+            (Some((id, mcp)), Some(owner)) => {
+                let open_url = mcp.factories.open_url();
+                Box::new(super::sdk_session_command_ui::SdkCommandUi::new(owner, id.to_string(), open_url))
+            }
+            _ => {
+                let (internal, open_url) = (self.channels.internal(), self.mcp.factories.open_url());
+                Box::new(super::mcp_command_ui::McpCommandUi::new(self.ext.handle().clone(), internal, open_url))
+            }
+        };
+        let mcp = session.map_or_else(|| self.mcp.clone(), |(_, mcp)| mcp);
+        let agent_dir = self.workspace.agent_dir().to_path_buf();
         tokio::spawn(async move {
             let cancel = tokio_util::sync::CancellationToken::new();
-            let notice = mcp.command(&args, &agent_dir, &ui, &cancel).await;
+            let notice = mcp.command(&args, &agent_dir, ui.as_ref(), &cancel).await;
             let answer = notice.map(|n| json!({"text": n.text, "level": n.level})).unwrap_or(Value::Null);
             let _ = reply.send(Ok(answer));
         });
     }
 
     /// Whether `codemode` and `tool_search` are on: when the session has
-    /// them as tools ([`Agent::factory_tools`]), as they are among the active
-    /// tools (pi's MCP extension activates them: `mcp_activation.rs`); else
-    /// when named, or a server's exposure wants them.
+    /// them as tools ([`Agent::factory_tools`]) and they are among the active
+    /// tools (pi's MCP extension activates them: `mcp_activation.rs`).
     pub(super) fn reach(&self) -> Reach {
         let active = self.toolbox.active_names();
-        let mut reach = Reach::of(active, Some(&self.mcp));
+        // As pi's: only a tool the session has, when it is active (a session
+        // without it, `--tools` leaving it out or `--no-extensions`, offers none).
         let tools = self.factory_tools();
-        let named = |name: &str| active.iter().any(|t| t == name);
-        if tools.contains(&CODEMODE) {
-            reach.codemode = named(CODEMODE);
-        }
-        if tools.contains(&crate::mcp::search::TOOL_SEARCH) {
-            reach.tool_search = named(crate::mcp::search::TOOL_SEARCH);
-        }
-        reach
+        let on = |name: &str| tools.contains(&name) && active.iter().any(|t| t == name);
+        Reach { codemode: on(CODEMODE), tool_search: on(crate::mcp::search::TOOL_SEARCH) }
     }
 
     /// The system prompt's entries for the indirect tools that are on.

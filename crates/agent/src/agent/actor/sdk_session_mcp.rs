@@ -40,9 +40,9 @@ const DISCOVERY_GLOBALS: [&str; 4] = ["searchTools", "describeNamespace", "descr
 /// direct tools (pi's first prompt), `"all"` every one (`tool_search`, the
 /// resource tools), `{script}` those a codemode script reaches (pi's
 /// `reachesTools`), nothing otherwise.
-async fn wait_for_servers(mcp: &McpManager, wait: Option<&Value>) {
+async fn wait_for_servers(mcp: &McpManager, wait: Option<&Value>) -> Option<&'static str> {
     match wait {
-        Some(Value::String(which)) if which == "direct" => mcp.wait_direct().await,
+        Some(Value::String(which)) if which == "direct" => return mcp.wait_direct().await,
         Some(Value::String(which)) if which == "all" => mcp.wait_for(None).await,
         Some(Value::Object(reach)) => {
             let script = reach.get("script").and_then(Value::as_str).unwrap_or_default();
@@ -58,6 +58,7 @@ async fn wait_for_servers(mcp: &McpManager, wait: Option<&Value>) {
         }
         _ => {}
     }
+    None
 }
 
 /// The tools the servers offer now, as the sub-session registers them
@@ -206,10 +207,10 @@ impl Agent {
         let wait = params.get("wait").cloned();
         let after = params.get("after").and_then(Value::as_str).map(str::to_string);
         tokio::spawn(async move {
-            tokio::select! {
-                _ = wait_for_servers(&mcp, wait.as_ref()) => {}
-                _ = cancel.cancelled() => {}
-            }
+            let still_connecting = tokio::select! {
+                note = wait_for_servers(&mcp, wait.as_ref()) => note,
+                _ = cancel.cancelled() => None,
+            };
             let Some((tools, version)) = changed_listing(&mcp, after.as_deref(), &cancel).await else {
                 let _ = reply.send(Err("withdrawn".to_string()));
                 return;
@@ -223,6 +224,7 @@ impl Agent {
                 "unreachable": crate::mcp::UNREACHABLE_WARNING,
                 "unreachableAutoOff": crate::mcp::UNREACHABLE_WARNING_AUTO_OFF,
                 "section": mcp.servers_section(),
+                "stillConnecting": still_connecting,
             });
             let _ = reply.send(Ok(answer));
         });

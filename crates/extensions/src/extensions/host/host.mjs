@@ -210,7 +210,7 @@ function onRequest(message) {
 	else if (method === "mcp_transport") work = mcpTransports.request(params.session !== undefined ? services.sdkMcpTransports.get(params.session) : instance?.mcpTransportFactory, params);
 	// createMcpExtension's `credentials` / `openUrl` (shims/coding-agent/builtin-extensions.cjs).
 	// An SDK session's go to that session's factory (session-mcp-tools.cjs).
-	else if (method === "mcp_auth") work = Promise.resolve().then(() => (params.session !== undefined ? services.sdkMcpAuth.get(params.session) : instance?.mcpAuth)?.(params) ?? Promise.reject(new Error("this extension gave createMcpExtension no credentials")));
+	else if (method === "mcp_auth") work = Promise.resolve().then(() => mcpAuthHandler(params)?.(params) ?? Promise.reject(new Error("this extension gave createMcpExtension no credentials")));
 	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);
 	else work = serial(() => runHook(instance, method, params, contexts.event(controller.signal), reportError));
 	work.then(
@@ -222,8 +222,16 @@ function onRequest(message) {
 async function runCommand({ name, args }, signal) {
 	const command = instance.commands.get(name);
 	if (!command) throw new Error(`unknown command: ${name}`);
+	// The agent has moved on since a snapshot read in this task (a replaced session's `session_start` handlers).
+	contexts.cache.clear();
 	await command.handler(args ?? "", contexts.command(signal));
 	return null;
+}
+
+/** Who answers an `mcp_auth` call: `/mcp`'s UI in an SDK session (`ui.*` ops), that session's factory, else this extension's. */
+function mcpAuthHandler(params) {
+	if (params.session === undefined) return instance?.mcpAuth;
+	return String(params.op).startsWith("ui.") ? services.sdkMcpUi.get(params.session) : services.sdkMcpAuth.get(params.session);
 }
 
 /** A tool's `prepareArguments`, which pi-rpc asks for before it validates the arguments (as pi runs it). */
@@ -294,6 +302,8 @@ function installServices() {
 	services.sdkMcpTransports = new Map();
 	/** The `credentials` / `openUrl` handler (`mcp_auth`) of each SDK session's MCP extension, by session id. */
 	services.sdkMcpAuth = new Map();
+	/** The UI (`mcp_auth`'s `ui.*` ops) of the `/mcp` command running in each SDK session, by session id. */
+	services.sdkMcpUi = new Map();
 	services.tui = () => {
 		// pi's TUI library (@earendil-works/pi-tui), loaded once and shared by every import of it.
 		tui ??= libraryJiti(packageEntry("@earendil-works/pi-tui"));

@@ -98,11 +98,9 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 #[async_trait::async_trait]
 impl CredentialBackend for McpAuthFile {
-    /// The first server to load legacy state takes it over, as pi does.
+    /// The first server to load legacy state takes it over, as pi does. As
+    /// pi's file backend, a missing file is created first (`{}`, mode 0600).
     async fn load(&self, name: &str, url: &str) -> Result<Option<Value>, String> {
-        if !self.path.exists() {
-            return Ok(None);
-        }
         let (key, legacy) = keys(name, url);
         self.with_lock(|states| {
             if let Some(state) = states.get(&key) {
@@ -129,9 +127,6 @@ impl CredentialBackend for McpAuthFile {
     }
 
     async fn remove(&self, name: &str, url: &str) -> Result<bool, String> {
-        if !self.path.exists() {
-            return Ok(false);
-        }
         let (key, legacy) = keys(name, url);
         self.with_lock(|states| {
             let removed = states.shift_remove(&key).is_some() || states.shift_remove(&legacy).is_some();
@@ -184,6 +179,12 @@ mod tests {
             vec!["mcp__my_docs|http://127.0.0.1:9/mcp"]
         );
         assert_eq!(file.load("other", url).await.unwrap(), None, "another name signs in separately");
+        let fresh = tempfile::tempdir().unwrap();
+        let missing = McpAuthFile::in_agent_dir(&fresh.path().join("agent"));
+        assert_eq!(missing.load("docs", url).await.unwrap(), None);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(missing.path()).unwrap().permissions().mode() & 0o777;
+        assert_eq!((std::fs::read_to_string(missing.path()).unwrap(), mode), ("{}".to_string(), 0o600), "as pi's");
         file.save("other", url, json!({"serverUrl": url})).await.unwrap();
         assert!(file.remove("my-docs", url).await.unwrap());
         assert!(!file.remove("my-docs", url).await.unwrap());

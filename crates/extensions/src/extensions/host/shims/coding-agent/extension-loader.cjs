@@ -16,6 +16,7 @@ const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
 const { services } = require("../host-services.cjs");
+const { lib } = require("./text.cjs");
 
 const NOT_INITIALIZED = "Extension runtime not initialized. Action methods cannot be called during extension loading.";
 const SET_MODEL_NOT_INITIALIZED = "Extension runtime not initialized";
@@ -93,8 +94,14 @@ function localChannel(runtime, modelRegistry, instance, extensionPath) {
 			const model = modelRegistry()?.find?.(provider, id);
 			return model ? runtime.setModel(model) : false;
 		},
+		// pi's checks and words (the name and config valid, the name not another extension's, no
+		// namespace clash), made by pi-rpc's MCP registration code; the config kept as pi keeps it.
 		registerMcpServer: ({ name, config }) => {
-			runtime.mcpServers.set(name, config);
+			const registered = [...runtime.mcpServerOwners].filter(([other]) => runtime.mcpServers.has(other));
+			const { getAgentDir } = require("./runtime.cjs");
+			const checked = lib("checkMcpRegistration", { name, config, extensionPath, registered, cwd: runtime.cwd ?? process.cwd(), agentDir: getAgentDir() });
+			if (checked.error) throw new Error(checked.error);
+			runtime.mcpServers.set(name, checked.config);
 			runtime.mcpServerOwners.set(name, extensionPath);
 			changed();
 			return servers();

@@ -19,6 +19,7 @@
 
 "use strict";
 
+const { services } = require("../host-services.cjs");
 const { lib } = require("./text.cjs");
 const { runSessionCodemode, codemodeLoadout, mcpCommand } = require("./session-codemode.cjs");
 const { registerSessionMcpTools } = require("./session-mcp-tools.cjs");
@@ -41,6 +42,26 @@ function searchAndLoad(pi, params) {
 	const loaded = answer.loaded ?? [];
 	if (loaded.length > 0) pi.setActiveTools([...active, ...loaded]);
 	return { content: [{ type: "text", text: answer.text }], details: { loaded } };
+}
+
+/** pi-rpc's calls for `/mcp`'s UI inside an SDK session (`ui.*` ops of `mcp_auth`), answered by `ui`. */
+function commandUi(ui) {
+	const open = new Map();
+	// Dialogs withdrawn before they were opened (the calls cross): not opened.
+	const withdrawn = new Set();
+	return async ({ op, text, level, title, placeholder, options, dialog }) => {
+		if (op === "ui.notify") return void ui.notify(text, level);
+		if (op === "ui.withdraw") return void (open.has(dialog) ? open.get(dialog).abort() : withdrawn.add(dialog));
+		if (withdrawn.delete(dialog)) return null;
+		const controller = new AbortController();
+		open.set(dialog, controller);
+		try {
+			const answer = op === "ui.select" ? await ui.select(title, options, { signal: controller.signal }) : await ui.input(title, placeholder, { signal: controller.signal });
+			return typeof answer === "string" ? answer : null;
+		} finally {
+			open.delete(dialog);
+		}
+	};
 }
 
 /** `pi`'s registrations of the built-in `name` (the factory's hook, `pi[USE_BUILTIN](name, options)`). */
@@ -68,8 +89,16 @@ function useBuiltinInSession(pi, name, options = {}, runtime = undefined, instan
 		pi.registerCommand("mcp", {
 			description: lib("mcpCommandDescription"),
 			handler: async (args, ctx) => {
-				const notice = await mcpCommand(args, connections?.session());
-				if (notice) ctx.ui.notify(notice.text, notice.level);
+				// Its notifications and dialogs go to this command's `ctx.ui`, as pi's MCP extension's do.
+				const session = connections?.session();
+				const uis = services().sdkMcpUi;
+				if (session !== undefined) uis?.set(session, commandUi(ctx.ui));
+				try {
+					const notice = await mcpCommand(args, session, session !== undefined && uis !== undefined);
+					if (notice) ctx.ui.notify(notice.text, notice.level);
+				} finally {
+					if (session !== undefined) uis?.delete(session);
+				}
 			},
 		});
 		// The factory's options pi-rpc applies to the sub-session's connections.

@@ -123,8 +123,8 @@ function codemodeLoadout(pi, options, loadout) {
 }
 
 /** The text and level pi-rpc's `/mcp` answers over the SDK session `session`'s servers (`null`: it answered through dialogs). */
-function mcpCommand(args, session) {
-	return services().channel.request("mcpCommand", { args: String(args ?? ""), session });
+function mcpCommand(args, session, ui = false) {
+	return services().channel.request("mcpCommand", { args: String(args ?? ""), session, ui });
 }
 
 module.exports = { runSessionCodemode, codemodeLoadout, mcpCommand };

@@ -230,11 +230,13 @@ function registerSessionMcpTools(pi, runtime, openOptions = () => ({})) {
 	});
 	// The first prompt waits for the servers with `direct` tools, so they are declared in its first request.
 	// Every prompt lists the servers whose tools are not declared in the `mcp_servers` section, as they are then.
-	pi.on("before_agent_start", async (event) => {
+	pi.on("before_agent_start", async (event, ctx) => {
 		if (state.session === undefined) return;
 		const first = !state.waitedForStartup;
 		state.waitedForStartup = true;
 		const answer = await mcpTools(state, first ? { wait: "direct" } : {});
+		// pi's note when a `direct` server was still connecting once `startupWaitMs` passed.
+		if (first && answer.stillConnecting) ctx.ui.notify(answer.stillConnecting, "info");
 		if (first) applyListing(pi, state, answer);
 		const sections = event.systemPromptOptions?.sections;
 		if (!sections) return;

@@ -1,0 +1,109 @@
+//! What a replaced session (`new_session`, `switch_session`, `fork`,
+//! `clone` and their extension forms) starts with, as pi 1.6.0's new
+//! runtime: the start-up active tools again (the defaults or `--tools`, the
+//! extensions' tools that activate as they register, the client's tools),
+//! or, when the settings choose the tools, the loadout the branch's system
+//! messages recorded (pi's `_restoreToolsFromTranscript`); then the
+//! extensions' `session_start` handlers, awaited in load order, and only
+//! after them MCP's activation of `codemode` / `tool_search` and its
+//! `direct` tools, as pi's MCP extension's handler runs last.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use super::Agent;
+use crate::agent::extension_state::ExtSignal;
+use crate::agent::internal::Internal;
+use crate::message::AgentMessage;
+use crate::tools::ToolRegistry;
+
+impl Agent {
+    /// Before a replaced session's `session_start`: the active tools a new
+    /// runtime starts with.
+    pub(super) fn restart_active_tools(&mut self) {
+        let registered = self.tools_activated_on_registration();
+        self.toolbox.restart(registered.clone(), self.ext.requested_tools());
+        if let Some(edits) = self.ext.default_tool_edits().map(<[String]>::to_vec) {
+            self.restore_tools_from_transcript(&registered, edits);
+        }
+        self.ext.tools_changed();
+    }
+
+    /// The extensions' tools pi activates as they register, in load order
+    /// (`true`: `--tools` names it).
+    fn tools_activated_on_registration(&self) -> Vec<(String, bool)> {
+        let handle = self.ext.handle();
+        let mut tools = Vec::new();
+        for id in 0..handle.len() {
+            let Some(registration) = handle.get(id).filter(|e| !e.is_dead()).and_then(|e| e.registration()) else {
+                continue;
+            };
+            for spec in &registration.tools {
+                if self.ext.tool_owner(&spec.name) != Some(id) || !self.ext.tool_allowed(&spec.name) {
+                    continue;
+                }
+                let (activates, named) = self.ext.activates_on_registration(spec);
+                if activates {
+                    tools.push((spec.name.clone(), named));
+                }
+            }
+        }
+        tools
+    }
+
+    /// pi's `_restoreToolsFromTranscript`: when the branch's system messages
+    /// recorded a loadout, the active tools are that loadout, then the
+    /// extension and client tools the branch never mentioned (registered
+    /// since), with `--tools`' `+name` / `-name` edits applied. Without a
+    /// recorded loadout the tools stay as they are.
+    fn restore_tools_from_transcript(&mut self, registered: &[(String, bool)], edits: Vec<String>) {
+        let branch = self.session.record().branch();
+        let system: Vec<&AgentMessage> = branch
+            .iter()
+            .filter_map(|entry| entry.message())
+            .filter(|m| matches!(m, AgentMessage::System(_)))
+            .collect();
+        if system.is_empty() {
+            return;
+        }
+        let mut mentioned: HashSet<&str> = HashSet::new();
+        for message in &system {
+            if let AgentMessage::System(s) = message {
+                mentioned.extend(s.tools_added.iter().flatten().map(|t| t.name.as_str()));
+                mentioned.extend(s.tools_removed.iter().flatten().map(|t| t.name.as_str()));
+            }
+        }
+        let builtin = ToolRegistry::builtin();
+        let recorded = crate::system_message::replay(system.iter().copied()).tools.into_iter().map(|t| t.name);
+        let unmentioned = registered
+            .iter()
+            .map(|(name, _)| name.clone())
+            .chain(self.toolbox.client_tool_names().iter().cloned())
+            .filter(|name| !mentioned.contains(name.as_str()) && !builtin.contains(name));
+        let names: Vec<String> = recorded.chain(unmentioned).collect();
+        let names =
+            if edits.is_empty() { names } else { crate::config::settings::apply_tool_edits(Some(names), edits) };
+        self.toolbox.restore(names);
+    }
+
+    /// A replaced session's `session_start` to every extension, each awaited
+    /// in load order; ops wait until then. Then `resources_discover`, and
+    /// MCP's activation at the next sync ([`Agent::sync_mcp_activation`]).
+    pub(super) fn greet_replaced_session(&mut self, payload: Value) {
+        self.ext.restart_started();
+        let listeners = self.ext.handle().subscribers("session_start");
+        let internal = self.channels.internal();
+        tokio::spawn(async move {
+            for ext in listeners {
+                if ext.registration().is_some_and(|r| r.await_session_start) {
+                    // A failure was reported by the host (its handlers' errors) or as the extension's death.
+                    let _ = ext.call("session_start", payload.clone(), None).await;
+                } else {
+                    ext.send(&crate::extensions::protocol::event_message(payload.clone()));
+                }
+            }
+            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::ReplacementStarted))).await;
+        });
+    }
+}
