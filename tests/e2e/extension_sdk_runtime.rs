@@ -148,6 +148,15 @@ export default function (pi: ExtensionAPI) {
         await rl.reload();
         return rl;
       };
+      // pi's runtime answers for a provider registered on it: its Provider object, its auth status and its key.
+      const seen = async (rt: any, id: string) => {
+        const p = rt.getProvider(id);
+        const auth = await rt.getAuth(id).then((a: any) => a ?? null, (e: any) => ({ error: e.message }));
+        const status = rt.getProviderAuthStatus(id);
+        if (!p) return { id, status, auth };
+        const models = p.getModels().map((m: any) => m.id);
+        return { id: p.id, name: p.name, baseUrl: p.baseUrl ?? null, auth: Object.keys(p.auth ?? {}), models, listed: rt.getProviders().some((x: any) => x.id === id), status, key: auth };
+      };
       const ids = ["subprov/p1", "subrouter/pick", "subrouter/late", "handprov/h1", "rtprov/r1"];
       const mine = (list: any[]) => list.map(brief).filter((id: any) => ids.includes(id)).sort();
       const look = async (rt: any) => ({
@@ -155,6 +164,7 @@ export default function (pi: ExtensionAPI) {
         listed: mine(rt.getModels()),
         available: mine(await rt.getAvailable()),
         registered: rt.getRegisteredProviderIds().filter((id: string) => ids.some((m) => m.startsWith(`${id}/`))).sort(),
+        providers: await Promise.all(["subprov", "handprov", "rtprov"].map(async (id) => seen(rt, id))),
       });
 
       // A caller's runtime: the session's extensions register into it when the session is made; they stay after dispose.
@@ -183,6 +193,11 @@ export default function (pi: ExtensionAPI) {
         running: ids.map((id) => brief(ctx.modelRegistry.find(...id.split("/")))),
       });
       const hand: any = { registered: await where() };
+      // Without a key of its own, with one from an unset variable, and with a display name.
+      made.registerProvider("keyless", { ...provider("k1"), apiKey: undefined });
+      made.registerProvider("unsetkey", { ...provider("u1"), apiKey: "$PI_RPC_UNSET_TEST_KEY" });
+      made.registerProvider("named", { ...provider("n1"), name: "Named One" });
+      hand.others = await Promise.all(["keyless", "unsetkey", "named"].map((id) => seen(made, id)));
       own.unregisterProvider("handprov");
       made.unregisterProvider("rtprov");
       hand.unregistered = await where();
@@ -276,6 +291,18 @@ async fn registrations_go_into_the_runtime_they_are_made_on_as_in_pi() {
     assert_eq!(registered["fresh"]["listed"], json!([]), "{ours}");
     assert_eq!(registered["running"], json!([null, null, null, null, null]), "{ours}");
     assert_eq!(ours["hand"]["unregistered"]["created"]["listed"], json!([]), "{ours}");
+    // pi's runtime answers for a provider registered on it from the registration.
+    let key = json!({"auth": {"apiKey": "k"}, "source": "configured API key"});
+    let fallback = json!({"configured": true, "source": "fallback"});
+    assert_eq!(
+        registered["created"]["providers"][2],
+        json!({"id": "rtprov", "name": "rtprov", "baseUrl": "http://127.0.0.1:9/v1", "auth": ["apiKey"], "models": ["r1"],
+               "listed": true, "status": fallback, "key": key}),
+        "{ours}"
+    );
+    assert_eq!(caller["bound"]["providers"][0]["status"], fallback, "{ours}");
+    assert_eq!(ours["hand"]["others"][0]["status"], json!({"configured": false}), "{ours}");
+    assert_eq!(ours["hand"]["others"][2]["name"], "Named One", "{ours}");
     // The running session's catalog: the same objects until a registration changes it.
     assert_eq!(
         ours["listing"],

@@ -22,6 +22,7 @@ const { lib } = require("./text.cjs");
 const { clampThinkingLevel } = require("../ai/models.cjs");
 const { createTypedModels } = require("./session-typed-models.cjs");
 const { services } = require("../host-services.cjs");
+const { registeredAuthStatus, registeredAuth, registeredProvider } = require("./registered-provider.cjs");
 
 /** The API of a virtual catalog entry (pi's `VIRTUAL_MODEL_API`). */
 const VIRTUAL_API = "pi-virtual";
@@ -299,6 +300,21 @@ function createSessionModels({ base, extensions, context }) {
 		generateImages: typed.generateImages,
 		getModelOfType: (type, providerId, id) => registry.getModelsOfType(type, providerId)?.find((m) => m.id === id),
 		findOfType: (type, providerId, id) => registry.getModelOfType(type, providerId, id),
+		// pi's runtime answers for a provider registered on it from the registration (registered-provider.cjs).
+		getProvider: (id) => {
+			const entry = registrations().providers.get(id);
+			if (!entry) return base.getProvider?.(id);
+			const calls = { stream: registry.stream, streamSimple: registry.streamSimple };
+			const auth = () => registry.getProviderAuth(id);
+			return registeredProvider(entry, id, { baseName: base.getProvider?.(id)?.name, models: () => catalog().filter((m) => m.provider === id), calls, auth });
+		},
+		getProviderAuthStatus: (id) => {
+			const below = base.getProviderAuthStatus?.(id);
+			// pi: a runtime key or a stored credential first, then the registration's key, then the environment's.
+			if (below?.source === "runtime" || below?.source === "stored") return below;
+			return registeredAuthStatus(registrations().providers.get(id)) ?? below;
+		},
+		getProviderAuth: async (id) => registeredAuth(registrations().providers.get(id), id) ?? base.getProviderAuth?.(id),
 		// pi's runtime's registrations: the ones laid here (the config form's merged config; a native provider), then the registry's below.
 		getRegisteredProviderIds: () => [...new Set([...(base.getRegisteredProviderIds?.() ?? []), ...registrations().providers.keys()])],
 		getRegisteredProviderConfig: (id) => {
