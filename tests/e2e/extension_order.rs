@@ -7,6 +7,7 @@
 //! load one after another as in pi: each factory sees the MCP servers, taken
 //! names and `pi.events` listeners of those loaded before it, however long
 //! their modules take to import, and none of the session's actions.
+//! A reload and a new session run the factories again, in turns as well.
 
 use serde_json::{Value, json};
 
@@ -84,16 +85,21 @@ async fn command_line_extensions_run_before_the_discovered_ones_as_in_pi() {
 /// factory sees of the others. `a` takes long to import, registers the MCP
 /// server `shared` and listens on `pi.events`; `b` and `c` list the servers,
 /// try to register `shared` too and emit on `pi.events`, all in their
-/// factories. `/order-NAME` reports it.
+/// factories. `/order-NAME` reports it. Each factory writes its start and
+/// end to the log at `LOG_PATH` (`a`'s waits a while in between);
+/// `/reload-NAME` reloads.
 const ORDERED_EXTENSION: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { appendFileSync } from "node:fs";
 
 const SERVER: any = SERVER_CONFIG;
+const LOG: string = LOG_PATH;
 if ("NAME" === "a") {
   const until = Date.now() + 1500;
   while (Date.now() < until) {}
 }
 
-export default function (pi: ExtensionAPI) {
+export default async function (pi: ExtensionAPI) {
+  appendFileSync(LOG, "NAME+ ");
   const seen: Record<string, unknown> = {};
   const names = () => pi.getMcpServers().map((s) => s.name);
   const heard: unknown[] = [];
@@ -120,25 +126,63 @@ export default function (pi: ExtensionAPI) {
   pi.registerCommand("order-NAME", {
     handler: async (_args, ctx) => ctx.ui.notify(JSON.stringify({ ...seen, heard }), "info"),
   });
+  pi.registerCommand("reload-NAME", {
+    handler: async (_args, ctx) => {
+      await ctx.reload();
+    },
+  });
+  // The factories take turns, at start-up, at a reload and in a new session:
+  // `a`'s ends before `b`'s starts, however long it waits.
+  if ("NAME" === "a") await new Promise((resolve) => setTimeout(resolve, 300));
+  appendFileSync(LOG, "NAME- ");
 }
 "#;
 
 /// What each of the three extensions' factory saw, in pi-rpc or pi 1.6.0.
 async fn factory_views(reference: bool, servers: &crate::mcp::Servers) -> Option<Value> {
+    let (_sb, mut pi) = start_ordered(reference, servers).await?;
+    let views = views_of(&mut pi).await;
+    pi.close_stdin();
+    Some(views)
+}
+
+/// pi-rpc or pi 1.6.0 with the three extensions `a`, `b`, `c`.
+async fn start_ordered(reference: bool, servers: &crate::mcp::Servers) -> Option<(Sandbox, crate::harness::Pi)> {
     let sb = Sandbox::with_server().await;
     let server = servers.everything("stdio").to_string();
+    let log = Value::from(sb.cwd.path().join("factories.log").display().to_string()).to_string();
     for name in ["a", "b", "c"] {
-        let source = ORDERED_EXTENSION.replace("NAME", name).replace("SERVER_CONFIG", &server);
+        let source =
+            ORDERED_EXTENSION.replace("NAME", name).replace("SERVER_CONFIG", &server).replace("LOG_PATH", &log);
         crate::extension_host::write_module(&sb, &format!("{name}.ts"), &source);
     }
-    let mut pi = crate::extension_builtin_factories::start(&sb, reference, &[])?;
+    let pi = crate::extension_builtin_factories::start(&sb, reference, &[])?;
+    Some((sb, pi))
+}
+
+/// What the three factories saw, each told by its `/order-NAME`.
+async fn views_of(pi: &mut crate::harness::Pi) -> Value {
     let mut views = serde_json::Map::new();
     for name in ["a", "b", "c"] {
-        let note = crate::extension_builtin_tools::command_note(&mut pi, &format!("/order-{name}")).await;
+        let note = crate::extension_builtin_tools::command_note(pi, &format!("/order-{name}")).await;
         views.insert(name.to_string(), serde_json::from_str(&note).expect("the note is JSON"));
     }
+    Value::Object(views)
+}
+
+/// The factories' views after a reload and after a new session, and the
+/// order in which the factories ran (start-up, reload, new session).
+async fn rerun_views(reference: bool, servers: &crate::mcp::Servers) -> Option<Value> {
+    let (sb, mut pi) = start_ordered(reference, servers).await?;
+    let log = || std::fs::read_to_string(sb.cwd.path().join("factories.log")).expect("the factories' log");
+    let reloaded = pi.call("r", json!({"type": "prompt", "message": "/reload-c"})).await;
+    assert_eq!(reloaded["success"], true, "{reloaded}");
+    let after_reload = views_of(&mut pi).await;
+    let log_at_reload = log();
+    assert_eq!(pi.call("n", json!({"type": "new_session"})).await["success"], true);
+    let after_new = views_of(&mut pi).await;
     pi.close_stdin();
-    Some(Value::Object(views))
+    Some(json!({"logAtReload": log_at_reload, "log": log(), "reload": after_reload, "new": after_new}))
 }
 
 #[tokio::test]
@@ -156,5 +200,21 @@ async fn each_factory_sees_the_extensions_loaded_before_it_as_in_pi() {
     assert_eq!(ours["c"]["heard"], json!(["c"]), "{ours}");
     let unbound = "Extension runtime not initialized. Action methods cannot be called during extension loading.";
     assert_eq!(ours["b"]["unbound"], json!([unbound, unbound, unbound]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc (left) and pi 1.6.0 (right) differ");
+}
+
+#[tokio::test]
+async fn factories_run_again_by_a_reload_or_a_new_session_take_turns_as_in_pi() {
+    let Some(servers) = crate::mcp::Servers::find() else { return };
+    let Some(ours) = rerun_views(false, &servers).await else { return };
+    let Some(theirs) = rerun_views(true, &servers).await else { return };
+    let turns = "a+ a- b+ b- c+ c- ";
+    assert_eq!(ours["logAtReload"], json!(turns.repeat(2)), "{ours}");
+    assert_eq!(ours["log"], json!(turns.repeat(3)), "{ours}");
+    // A new runtime starts empty: `a`'s factory does not see its old instance's server.
+    assert_eq!(ours["reload"]["a"]["servers"], json!([]), "{ours}");
+    assert_eq!(ours["new"]["a"]["ownVisible"], json!([]), "{ours}");
+    assert_eq!(ours["reload"]["a"]["heard"], json!(["a", "b", "c"]), "{ours}");
+    assert_eq!(ours["new"]["b"]["servers"], json!(["shared"]), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc (left) and pi 1.6.0 (right) differ");
 }

@@ -38,6 +38,11 @@ pub(crate) enum ExtSignal {
         found: Vec<(String, Value)>,
         reply: Option<super::extension_session_op_state::ExtReply>,
     },
+    /// Every kept extension handled a reload's `session_start` (each
+    /// awaited in load order); `reply` is the reloading command's.
+    ReloadStarted {
+        reply: super::extension_session_op_state::ExtReply,
+    },
     /// Every extension handled a replaced session's `session_start` (each
     /// awaited in load order, as pi's runner awaits them).
     ReplacementStarted,
@@ -107,6 +112,10 @@ pub(crate) struct ExtensionState {
     /// Replaced sessions whose `session_start` handlers have not all run
     /// (ops wait, as pi answers the replacement after them).
     restarting: usize,
+    /// Extensions a reload or a session replacement has yet to make anew
+    /// (each leaves once its new instance handled `session_start`): pi's
+    /// new runtime does not list their servers while the factories run.
+    awaiting_replacement: Arc<std::sync::Mutex<Vec<usize>>>,
     /// Custom messages for the next prompt (`deliverAs: "nextTurn"`).
     next_turn: Vec<AgentMessage>,
     /// Tool names each extension added.
@@ -174,6 +183,7 @@ impl ExtensionState {
             discovering: 0,
             running: 0,
             restarting: 0,
+            awaiting_replacement: Arc::default(),
             next_turn: Vec::new(),
             tools_of: HashMap::new(),
             tools_known: HashMap::new(),
@@ -328,6 +338,20 @@ impl ExtensionState {
     /// A replaced session's `session_start` goes to the extensions.
     pub(super) fn restart_started(&mut self) {
         self.restarting += 1;
+    }
+
+    /// Extensions `ids` are to be made anew, in turn; the list they leave
+    /// one by one (see [`left_replacement`]).
+    pub(super) fn replacing(&self, ids: &[usize]) -> Arc<std::sync::Mutex<Vec<usize>>> {
+        if let Ok(mut list) = self.awaiting_replacement.lock() {
+            list.extend_from_slice(ids);
+        }
+        self.awaiting_replacement.clone()
+    }
+
+    /// Extension `id` waits for its new instance (a reload, a replacement).
+    pub(super) fn is_awaiting_replacement(&self, id: usize) -> bool {
+        self.awaiting_replacement.lock().is_ok_and(|list| list.contains(&id))
     }
 
     /// Its handlers have all run.
@@ -563,5 +587,14 @@ impl ExtensionState {
     pub(super) fn record_tools(&mut self, id: usize, added: Vec<String>, auto: Vec<String>) {
         self.tools_known.insert(id, auto.into_iter().collect());
         self.tools_of.insert(id, added);
+    }
+}
+
+/// Extension `id` has its new instance: it leaves `list` ([`ExtensionState::replacing`]).
+pub(super) fn left_replacement(list: &std::sync::Mutex<Vec<usize>>, id: usize) {
+    if let Ok(mut list) = list.lock()
+        && let Some(at) = list.iter().position(|e| *e == id)
+    {
+        list.remove(at);
     }
 }

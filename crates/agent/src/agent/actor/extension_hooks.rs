@@ -421,6 +421,7 @@ impl Agent {
                     let _ = reply.send(Err("reload: the settings' packages could not be resolved".to_string()));
                 }
             },
+            ExtSignal::ReloadStarted { reply } => self.reload_started(reply),
             ExtSignal::ReplacementStarted => {
                 self.ext.restart_done();
                 self.discover_after_replacement();

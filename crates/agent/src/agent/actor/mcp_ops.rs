@@ -167,11 +167,15 @@ impl Agent {
         }
         // pi applies what an extension registers while its factory runs when
         // the factory returns: until then `getMcpServers()` leaves it out.
+        // A reload's or a replacement's new runtime starts empty: those not
+        // made anew yet are left out too.
         let handle = self.ext.handle();
         let loading: Vec<String> = handle
             .loaded_paths()
             .into_iter()
-            .filter(|(id, _)| handle.get(*id).is_some_and(|e| !e.is_ready() && !e.is_dead()))
+            .filter(|(id, _)| {
+                handle.get(*id).is_some_and(|e| !e.is_ready() && !e.is_dead()) || self.ext.is_awaiting_replacement(*id)
+            })
             .map(|(_, path)| path.to_string_lossy().into_owned())
             .collect();
         servers

@@ -62,10 +62,30 @@ impl Agent {
         // Every extension kept is reloaded (the host gives the old instance
         // `session_shutdown` and the new one `session_start`, both with
         // reason "reload"); those just loaded get theirs once registered.
+        // One after another in load order, each awaited, as pi's reload runs
+        // the factories in turn: an extension's new factory sees those
+        // before it reloaded. Then [`Agent::reload_started`].
         let payload = self.session_start_payload("reload");
-        for ext in self.ext.handle().subscribers("session_start").into_iter().filter(|e| !added.contains(&e.id)) {
-            ext.send(&crate::extensions::protocol::event_message(payload.clone()));
-        }
+        let kept: Vec<_> =
+            self.ext.handle().subscribers("session_start").into_iter().filter(|e| !added.contains(&e.id)).collect();
+        let internal = self.channels.internal();
+        let awaiting = self.ext.replacing(&kept.iter().map(|e| e.id).collect::<Vec<_>>());
+        tokio::spawn(async move {
+            for ext in kept {
+                if ext.registration().is_some_and(|r| r.await_session_start) {
+                    // A failure was reported by the host (its handlers' errors) or as the extension's death.
+                    let _ = ext.call("session_start", payload.clone(), None).await;
+                } else {
+                    ext.send(&crate::extensions::protocol::event_message(payload.clone()));
+                }
+                crate::agent::extension_state::left_replacement(&awaiting, ext.id);
+            }
+            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::ReloadStarted { reply }))).await;
+        });
+    }
+
+    /// Every kept extension handled the reload's `session_start`.
+    pub(super) fn reload_started(&mut self, reply: ExtReply) {
         // pi's MCP extension activates codemode / tool_search again at its `session_start`.
         self.toolbox.discovery_again();
         // Then `resources_discover` (reason "reload"); the command goes on once it is answered.

@@ -94,6 +94,7 @@ impl Agent {
         self.ext.restart_started();
         let listeners = self.ext.handle().subscribers("session_start");
         let internal = self.channels.internal();
+        let awaiting = self.ext.replacing(&listeners.iter().map(|e| e.id).collect::<Vec<_>>());
         tokio::spawn(async move {
             for ext in listeners {
                 if ext.registration().is_some_and(|r| r.await_session_start) {
@@ -102,6 +103,7 @@ impl Agent {
                 } else {
                     ext.send(&crate::extensions::protocol::event_message(payload.clone()));
                 }
+                crate::agent::extension_state::left_replacement(&awaiting, ext.id);
             }
             let _ = internal.send(Internal::Extension(Box::new(ExtSignal::ReplacementStarted))).await;
         });
