@@ -98,14 +98,7 @@ impl Agent {
             self.ext.handle().subscribers("session_start").into_iter().filter(|e| e.id != id).collect();
         let internal = self.channels.internal();
         tokio::spawn(async move {
-            for ext in others {
-                if ext.registration().is_some_and(|r| r.await_session_start) {
-                    // A failure was reported by the host (its handlers' errors) or as the extension's death.
-                    let _ = ext.call("session_start", payload.clone(), None).await;
-                } else {
-                    ext.send(&crate::extensions::protocol::event_message(payload.clone()));
-                }
-            }
+            super::session_restart::greet_in_turn(others, &payload, None).await;
             let _ = internal.send(Internal::Extension(Box::new(ExtSignal::SetupStarted { reply }))).await;
         });
     }

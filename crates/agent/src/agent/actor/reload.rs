@@ -71,15 +71,7 @@ impl Agent {
         let internal = self.channels.internal();
         let awaiting = self.ext.replacing(&kept.iter().map(|e| e.id).collect::<Vec<_>>());
         tokio::spawn(async move {
-            for ext in kept {
-                if ext.registration().is_some_and(|r| r.await_session_start) {
-                    // A failure was reported by the host (its handlers' errors) or as the extension's death.
-                    let _ = ext.call("session_start", payload.clone(), None).await;
-                } else {
-                    ext.send(&crate::extensions::protocol::event_message(payload.clone()));
-                }
-                crate::agent::extension_state::left_replacement(&awaiting, ext.id);
-            }
+            super::session_restart::greet_in_turn(kept, &payload, Some(&awaiting)).await;
             let _ = internal.send(Internal::Extension(Box::new(ExtSignal::ReloadStarted { reply }))).await;
         });
     }

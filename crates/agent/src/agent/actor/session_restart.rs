@@ -96,16 +96,29 @@ impl Agent {
         let internal = self.channels.internal();
         let awaiting = self.ext.replacing(&listeners.iter().map(|e| e.id).collect::<Vec<_>>());
         tokio::spawn(async move {
-            for ext in listeners {
-                if ext.registration().is_some_and(|r| r.await_session_start) {
-                    // A failure was reported by the host (its handlers' errors) or as the extension's death.
-                    let _ = ext.call("session_start", payload.clone(), None).await;
-                } else {
-                    ext.send(&crate::extensions::protocol::event_message(payload.clone()));
-                }
-                crate::agent::extension_state::left_replacement(&awaiting, ext.id);
-            }
+            greet_in_turn(listeners, &payload, Some(&awaiting)).await;
             let _ = internal.send(Internal::Extension(Box::new(ExtSignal::ReplacementStarted))).await;
         });
+    }
+}
+
+/// `session_start` to each extension in load order, awaited where its
+/// registration asks for it (a failure is reported by the host or as the
+/// extension's death); each one awaited leaves `awaiting`, the extensions
+/// still waiting for their new instance.
+pub(super) async fn greet_in_turn(
+    extensions: Vec<std::sync::Arc<crate::extensions::Extension>>,
+    payload: &Value,
+    awaiting: Option<&std::sync::Mutex<Vec<usize>>>,
+) {
+    for ext in extensions {
+        if ext.registration().is_some_and(|r| r.await_session_start) {
+            let _ = ext.call("session_start", payload.clone(), None).await;
+        } else {
+            ext.send(&crate::extensions::protocol::event_message(payload.clone()));
+        }
+        if let Some(awaiting) = awaiting {
+            crate::agent::extension_state::left_replacement(awaiting, ext.id);
+        }
     }
 }
