@@ -96,6 +96,30 @@ export default function (pi: ExtensionAPI) {
     },
   });
 
+  // A registration's refreshModels: run offline by the runtime after registration and at refresh(), its models published.
+  pi.registerCommand("refresh", {
+    handler: async (_args, ctx) => {
+      const rt: any = await ModelRuntime.create();
+      const seen: any[] = [];
+      rt.registerProvider("refreshing", { ...provider("f1"), refreshModels: async (c: any) => {
+        seen.push({ keys: Object.keys(c).sort(), allowNetwork: c.allowNetwork, credential: c.credential ?? null, stored: c.stored ?? null, baseUrl: c.baseUrl ?? null });
+        return [model("f2")];
+      } });
+      const out: any = { registered: rt.getModels("refreshing").map((m: any) => m.id) };
+      await tick();
+      out.refreshed = rt.getModels("refreshing").map((m: any) => m.id);
+      out.first = seen[0] ?? null;
+      await rt.refresh();
+      out.afterRefresh = rt.getModels("refreshing").map((m: any) => m.id);
+      const p = rt.getProvider("refreshing");
+      const published: any[] = [];
+      await p.refreshModels({ signal: new AbortController().signal, allowNetwork: false, publish: async (x: any) => { published.push(Object.keys(x)); x.update?.(); return true; } });
+      out.manual = { models: p.getModels().map((m: any) => m.id), published };
+      out.called = seen.length > 0;
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
+
   // getProviders(): pi's order, before and after registrations of each kind.
   pi.registerCommand("order", {
     handler: async (_args, ctx) => {
@@ -230,6 +254,16 @@ async fn a_registered_providers_object_has_pis_members() {
     assert_eq!(lit["check"], json!({"type": "api_key", "source": "configured API key"}), "{lit}");
     assert_eq!(ours["withoauth"]["auth"], json!({"oauth": "object"}), "{ours}");
     assert_eq!(ours["cmd"]["resolve"]["auth"]["apiKey"], "cmd-key", "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn a_registrations_refresh_models_runs_offline_as_pis() {
+    let Some((ours, theirs)) = side_by_side(runtimes_note, "refresh").await else { return };
+    assert_eq!(ours["registered"], json!(["f1"]), "{ours}");
+    assert_eq!(ours["refreshed"], json!(["f2"]), "the offline refresh after registering: {ours}");
+    assert_eq!(ours["first"]["allowNetwork"], false, "{ours}");
+    assert_eq!(ours["manual"], json!({"models": ["f2"], "published": [["update"]]}), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 

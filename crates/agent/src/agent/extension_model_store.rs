@@ -183,13 +183,8 @@ fn provider_ids(registry: &ModelRegistry) -> (Vec<String>, Vec<String>) {
     let mut builtin: Vec<String> =
         crate::config::catalog::BUILTIN_PROVIDERS.iter().map(|p| p.name.to_string()).collect();
     builtin.sort();
-    let mut others: Vec<String> = Vec::new();
-    for model in registry.clone().all() {
-        let listed = builtin.contains(&model.provider) || others.contains(&model.provider);
-        if model.provider != crate::provider::faux::FAUX_PROVIDER && !listed {
-            others.push(model.provider);
-        }
-    }
+    let others = registry.loaded_providers().into_iter();
+    let others = others.filter(|id| id != crate::provider::faux::FAUX_PROVIDER && !builtin.contains(id)).collect();
     (builtin, others)
 }
 

@@ -34,7 +34,7 @@ function createKeptRegistrations(registeredBelow, below) {
 
 	const keepProvider = (name, entry, owner) => {
 		const previous = providers.get(name);
-		if (previous?.source === entry) return;
+		if (previous?.source === entry) return false;
 		const before = previous ? (previous.entry.legacy !== false ? previous.entry.config : undefined) : registeredBelow(name);
 		let kept = { ...entry, owner };
 		if (entry.legacy !== false && before) {
@@ -42,23 +42,27 @@ function createKeptRegistrations(registeredBelow, below) {
 			kept = { ...kept, config, streamSimple: config.streamSimple ?? entry.streamSimple, oauth: config.oauth ?? entry.oauth };
 		}
 		providers.set(name, { source: entry, owner, entry: kept, seq: ++sequence });
+		return true;
 	};
 
 	/** Follow `extensions`' live registrations; the kept ones, as `{providers, virtual}` Maps. */
 	const update = (extensions) => {
 		const live = new Set();
+		let changed = false;
 		for (const extension of extensions) {
 			const instance = extension?.instance;
 			if (!instance) continue;
 			live.add(instance);
-			for (const [name, entry] of instance.providers?.byName ?? []) keepProvider(name, entry, instance);
+			for (const [name, entry] of instance.providers?.byName ?? []) changed = keepProvider(name, entry, instance) || changed;
 			for (const definition of instance.virtualModels?.byKey?.values() ?? []) {
 				const id = virtualKey(definition.provider, definition.id);
 				if (virtual.get(id)?.source !== definition) virtual.set(id, { source: definition, owner: instance, definition, seq: ++sequence });
 			}
 		}
 		// One a live extension no longer holds was unregistered by it.
-		for (const [name, kept] of providers) if (live.has(kept.owner) && !kept.owner.providers?.byName?.has(name)) providers.delete(name);
+		for (const [name, kept] of providers) {
+			if (live.has(kept.owner) && !kept.owner.providers?.byName?.has(name)) changed = providers.delete(name);
+		}
 		for (const [id, kept] of virtual) {
 			const { provider, id: modelId } = kept.definition;
 			if (live.has(kept.owner) && !kept.owner.virtualModels?.byKey?.has(`${provider}/${modelId}`)) virtual.delete(id);
@@ -69,6 +73,7 @@ function createKeptRegistrations(registeredBelow, below) {
 			providers: new Map([...providers].filter(([name, kept]) => current(kept.seq, () => below?.providerSeq(name))).map(([name, kept]) => [name, kept.entry])),
 			virtual: new Map([...virtual].filter(([id, kept]) => current(kept.seq, () => below?.virtualSeq(id))).map(([id, kept]) => [id, kept.definition])),
 			live,
+			changed,
 		};
 	};
 	/** When the registration in force under `name` / `id` was kept (undefined: none). */

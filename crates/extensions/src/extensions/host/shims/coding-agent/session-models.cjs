@@ -24,6 +24,7 @@ const { createTypedModels } = require("./session-typed-models.cjs");
 const { services } = require("../host-services.cjs");
 const { registeredAuthStatus, registeredAuth, registeredProvider } = require("./registered-provider.cjs");
 const { createKeptRegistrations } = require("./kept-registrations.cjs");
+const { createRegistrationRefresh } = require("./registration-refresh.cjs");
 
 /** The API of a virtual catalog entry (pi's `VIRTUAL_MODEL_API`). */
 const VIRTUAL_API = "pi-virtual";
@@ -128,9 +129,12 @@ function createSessionModels({ base, extensions, context }) {
 	const kept = createKeptRegistrations((name) => (base[LAYER] ? base.getRegisteredProviderConfig(name) : undefined), base[LAYER]);
 	/** The extensions loaded now (a reload replaces them). */
 	let live = new Set();
+	/** pi's offline refresh of the registrations (made below, once the registry is). */
+	let refresher;
 	/** The registrations in pi's order (a later one replaces an earlier one of the same name), then those made by hand. */
 	const registrations = () => {
 		const current = kept.update(extensions() ?? []);
+		if (current.changed) refresher?.schedule();
 		const { providers, virtual } = current;
 		live = current.live;
 		for (const [name, entry] of handProviders?.byName ?? []) providers.set(name, { ...entry, owner: { providers: handProviders } });
@@ -351,8 +355,9 @@ function createSessionModels({ base, extensions, context }) {
 			const allModels = () => [...models(), ...["classifier", "image"].flatMap((type) => typed.getModelsOfType(type, id) ?? [])];
 			// A refresh the caller publishes replaces the registration's models, as pi's composed provider keeps them.
 			const keepModels = (list) => {
-				const own = entry.owner?.providers?.byName?.get(id);
-				if (own?.legacy) own.config = { ...own.config, models: list };
+				entry.config = { ...entry.config, models: list };
+				const own = handProviders?.byName?.get(id);
+				if (own?.legacy && entry.owner?.providers === handProviders) own.config = { ...own.config, models: list };
 			};
 			return registeredProvider(entry, id, { base: base.getProvider?.(id), models, allModels, calls, keepModels });
 		},
@@ -398,8 +403,11 @@ function createSessionModels({ base, extensions, context }) {
 		const existing = find(provider, id);
 		if (existing && existing.api !== VIRTUAL_API) throw new Error(`Virtual model ${provider}/${id} conflicts with a physical model.`);
 		byHand.set(key(provider, id), definition);
+		refresher.schedule();
 	};
-	const unregisterByHand = (provider, id) => byHand.delete(key(provider, id));
+	const unregisterByHand = (provider, id) => {
+		if (byHand.delete(key(provider, id))) refresher.schedule();
+	};
 	/** pi's `registerProvider(id, config)` / `registerNativeProvider(provider)` on the runtime: kept here, as the runtime's own. */
 	const registerProviderByHand = (nameOrProvider, config) => {
 		if (!handProviders) {
@@ -407,8 +415,22 @@ function createSessionModels({ base, extensions, context }) {
 			handProviders = new extensionHost.Providers(() => {}, { agentDir: hello?.agentDir, offline: hello?.offline });
 		}
 		handProviders.register(nameOrProvider, config);
+		refresher.schedule();
 	};
-	const unregisterProviderByHand = (name) => void handProviders?.unregister(name);
+	const unregisterProviderByHand = (name) => {
+		handProviders?.unregister(name);
+		refresher.schedule();
+	};
+	// pi's offline refresh of the registrations' own `refreshModels` after each change and at `refresh()` (registration-refresh.cjs).
+	refresher = createRegistrationRefresh({
+		ids: () => [...registrations().providers].filter(([, e]) => e.legacy !== false && typeof e.config?.refreshModels === "function").map(([id]) => id),
+		providerOf: (id) => registry.getProvider(id),
+	});
+	registry.refresh = async (options) => {
+		const result = await base.refresh?.(options);
+		await refresher.run(options?.signal);
+		return result ?? { aborted: false, errors: new Map() };
+	};
 
 	/**
 	 * pi's request preparation for a virtual selection, on `session`'s agent:
