@@ -29,6 +29,7 @@ mod extension_host_install;
 mod extension_mcp;
 mod extension_mcp_auth_provider;
 mod extension_mcp_factory_options;
+mod extension_mcp_register_checks;
 mod extension_mcp_session_wait;
 mod extension_order;
 mod extension_project_trust;

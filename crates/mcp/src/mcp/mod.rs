@@ -17,6 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 pub mod command;
 pub mod config;
+mod config_checks;
+mod config_entry;
 pub mod connection;
 pub mod factories;
 pub mod failure;
