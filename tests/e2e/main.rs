@@ -76,6 +76,7 @@ mod mcp_fetch_transport;
 mod mcp_listing;
 mod mcp_oauth;
 mod mcp_oauth_elsewhere;
+mod mcp_resource_errors;
 mod mcp_retries;
 mod mcp_sdks;
 mod mcp_sessions;
