@@ -79,7 +79,7 @@ fn registration_problem(map: &Map<String, Value>) -> Option<&'static str> {
 /// Why an `auth` block of an HTTP server at `url` is invalid (None when absent or valid).
 pub fn auth_problem(auth: Option<&Value>, url: &str) -> Option<&'static str> {
     let auth = auth?;
-    if !auth.get("provider").and_then(Value::as_str).is_some_and(|p| !p.is_empty()) || !auth.is_object() {
+    if auth.get("provider").and_then(Value::as_str).is_none_or(str::is_empty) {
         return Some("auth.provider must be a provider name");
     }
     let secure = url::Url::parse(url).is_ok_and(|url| url.scheme() == "https" || is_loopback(&url));
