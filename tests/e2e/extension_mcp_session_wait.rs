@@ -97,7 +97,7 @@ async fn prompt_times(servers: &Servers, reference: bool) -> Option<(Duration, D
     Some((first, second, [first_notes, second_notes].concat()))
 }
 
-const WAIT_MS: u64 = 5000;
+const WAIT_MS: u64 = 12_000;
 
 #[tokio::test]
 async fn prompts_after_the_first_do_not_wait_for_a_direct_server_as_in_pi() {
