@@ -4,10 +4,8 @@
 //! routes the virtual models of the session's extensions, one registered by
 //! hand on it, and answers pi's errors for a physical model, an unknown id,
 //! a router naming a virtual model or a model without credentials, and a
-//! router that throws. A runtime of the running session (`ModelRuntime.create()`,
-//! pi-rpc's catalog) routes a virtual model another extension registered, in
-//! that extension's own process (pi-rpc only: pi's fresh runtime does not know
-//! the running session's registrations). Registrations go where pi puts
+//! router that throws. A new runtime (`ModelRuntime.create()`) does not know
+//! the running session's virtual models, as pi's. Registrations go where pi puts
 //! them: a session's extensions' into the caller's runtime it was made with
 //! (listed from the session's making on, and after `dispose()`), one made by
 //! hand on a runtime into that runtime only; the running session's catalog
@@ -215,7 +213,7 @@ export default function (pi: ExtensionAPI) {
     },
   });
 
-  // pi-rpc's runtime of the running session: this extension's virtual model and another extension's, each routed by its own router.
+  // A new runtime: neither this extension's virtual model nor another extension's is in it.
   pi.registerCommand("session-runtime", {
     handler: async (_args, ctx) => {
       const rt: any = await ModelRuntime.create();
@@ -313,20 +311,13 @@ async fn registrations_go_into_the_runtime_they_are_made_on_as_in_pi() {
 }
 
 #[tokio::test]
-async fn a_runtime_of_the_running_session_routes_another_extensions_virtual_model() {
-    let Some(ours) = runtime_note(false, "session-runtime".to_string()).await else { return };
-    assert_eq!(
-        ours["mine"],
-        json!({"model": "fake/fake-other", "physical": true, "thinkingLevel": "off",
-               "state": {"from": "mine", "was": {"k": 1}}, "keys": ["model", "state", "thinkingLevel"]}),
-        "{ours}"
-    );
-    // The other extension's router ran in its own process, with the caller's state and messages.
-    assert_eq!(ours["theirs"]["model"], "fake/fake-model", "{ours}");
-    assert_eq!(ours["theirs"]["state"], json!({"seen": ["continuation", "medium", {"k": 2}, 1, "function"]}), "{ours}");
-    assert_eq!(ours["theirsBroken"], json!({"error": "far router broke"}), "{ours}");
+async fn a_new_runtime_does_not_route_the_running_sessions_virtual_models_as_pis() {
+    let Some((ours, theirs)) = side_by_side(runtime_note, "session-runtime").await else { return };
+    // `ModelRuntime.create()` is a runtime of its own: the running session's virtual models are not in it.
+    assert_eq!(ours["mine"], json!({"error": "Virtual model main-router/mine is not registered."}), "{ours}");
+    assert_eq!(ours["theirs"], json!({"error": "Virtual model elsewhere/far is not registered."}), "{ours}");
     assert_eq!(ours["physical"], json!({"error": "Virtual model fake/fake-model is not registered."}), "{ours}");
-    assert_eq!(ours["unknown"], json!({"error": "Virtual model nobody/none is not registered."}), "{ours}");
     // Routing by hand stores no router state on the branch.
     assert_eq!(ours["stored"], 0, "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -48,6 +48,7 @@ mod extension_sdk_models;
 mod extension_sdk_resources;
 mod extension_sdk_runner;
 mod extension_sdk_runtime;
+mod extension_sdk_runtimes;
 mod extension_sdk_services;
 mod extension_sdk_session;
 mod extension_sdk_session_files;

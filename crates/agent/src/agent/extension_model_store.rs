@@ -162,6 +162,11 @@ pub(crate) fn registry_answer(registry: &ModelRegistry, op: &str, args: &[Value]
             Some(out)
         }
         "getApiKeyAndHeaders" => Some(api_key_and_headers(registry, args.first().unwrap_or(&Value::Null))),
+        // pi's provider order: `{builtin}` (sorted by id), then the `others` in models.json's order.
+        "getProviderIds" => {
+            let (builtin, others) = provider_ids(registry);
+            Some(json!({"builtin": builtin, "others": others}))
+        }
         // `{apiKey, oauth}`: the logins pi offers for the provider (OAuth: pi-rpc has its flow).
         "loginMethods" => {
             let methods = registry.login_methods(provider, oauth::flow(provider).is_some());
@@ -169,6 +174,18 @@ pub(crate) fn registry_answer(registry: &ModelRegistry, op: &str, args: &[Value]
         }
         _ => return None,
     })
+}
+
+/// The ids of `registry`'s providers in the order of pi's `getProviders()`:
+/// every built-in provider, then those only `models.json` (or an
+/// extension) brings, as their models come.
+fn provider_ids(registry: &ModelRegistry) -> (Vec<String>, Vec<String>) {
+    let mut builtin: Vec<String> =
+        crate::config::catalog::BUILTIN_PROVIDERS.iter().map(|p| p.name.to_string()).collect();
+    builtin.sort();
+    let others = registry.loaded_providers().into_iter();
+    let others = others.filter(|id| id != crate::provider::faux::FAUX_PROVIDER && !builtin.contains(id)).collect();
+    (builtin, others)
 }
 
 /// pi's `AuthResult` of `provider`: `{auth: {apiKey?, headers?}, env?, source}`.

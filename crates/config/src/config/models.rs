@@ -546,6 +546,18 @@ impl ModelRegistry {
         self.models.iter().map(|m| (**m).clone()).collect()
     }
 
+    /// The providers of the models loaded so far (every custom and registered
+    /// one; the catalog's as they come in), in the order their first model came.
+    pub fn loaded_providers(&self) -> Vec<String> {
+        let mut ids: Vec<String> = Vec::new();
+        for model in &self.models {
+            if !ids.iter().any(|id| *id == model.provider) {
+                ids.push(model.provider.clone());
+            }
+        }
+        ids
+    }
+
     /// Whether [`ModelRegistry::all`] would give `models`, without copying the catalog.
     pub fn all_equal(&mut self, models: &[Model]) -> bool {
         self.ensure_all();

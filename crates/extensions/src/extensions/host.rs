@@ -88,6 +88,8 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/models.cjs", include_str!("host/shims/coding-agent/models.cjs")),
     ("shims/coding-agent/session-models.cjs", include_str!("host/shims/coding-agent/session-models.cjs")),
     ("shims/coding-agent/registered-provider.cjs", include_str!("host/shims/coding-agent/registered-provider.cjs")),
+    ("shims/coding-agent/kept-registrations.cjs", include_str!("host/shims/coding-agent/kept-registrations.cjs")),
+    ("shims/coding-agent/registration-refresh.cjs", include_str!("host/shims/coding-agent/registration-refresh.cjs")),
     ("shims/coding-agent/session-model-runtime.cjs", include_str!("host/shims/coding-agent/session-model-runtime.cjs")),
     ("shims/coding-agent/session-typed-models.cjs", include_str!("host/shims/coding-agent/session-typed-models.cjs")),
     ("shims/coding-agent/session-members.cjs", include_str!("host/shims/coding-agent/session-members.cjs")),

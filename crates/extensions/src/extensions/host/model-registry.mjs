@@ -147,6 +147,8 @@ export function createModelRegistry(channel, host) {
 		getAvailable: () => models(),
 		find: (providerId, id) => op("find", providerId, id),
 		getProvider: provider,
+		// pi's order of `getProviders()`: `{builtin, others}` (pi-rpc's own op).
+		getProviderIds: () => op("getProviderIds"),
 		getProviderDisplayName: (id) => op("getProvider", id)?.name ?? id,
 		getProviderAuth: (id) => request("getProviderAuth", id),
 		getApiKeyForProvider: async (id) => (await request("getProviderAuth", id))?.auth?.apiKey,

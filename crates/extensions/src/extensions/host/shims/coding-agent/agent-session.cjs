@@ -743,7 +743,8 @@ async function createAgentSession(options = {}) {
 	// What the session's own extensions register (providers, virtual models) laid over its registry.
 	const sessionModels = createSessionModels({
 		base: options.modelRuntime ? new ModelRegistry(options.modelRuntime) : registry,
-		extensions: () => extensionsResult?.extensions,
+		// The loader's extensions as they are now: a reload's register too (kept-registrations.cjs).
+		extensions: () => (resourceLoader.getExtensions?.() ?? extensionsResult)?.extensions,
 		context: () => session.extensionRunner?.createContext(),
 	});
 	const stream = sessionModels.streamWith(baseStream);
@@ -787,7 +788,7 @@ async function createAgentSession(options = {}) {
 	};
 	const extensionsResult = resourceLoader.getExtensions?.() ?? { extensions: [], errors: [] };
 	// pi registers the session's extensions' providers and virtual models into a caller's runtime (session-model-runtime.cjs).
-	if (options.modelRuntime) require("./session-model-runtime.cjs").registerSessionModels(options.modelRuntime, { extensions: () => extensionsResult.extensions, context: () => session.extensionRunner?.createContext() });
+	if (options.modelRuntime) require("./session-model-runtime.cjs").registerSessionModels(options.modelRuntime, { extensions: () => (resourceLoader.getExtensions?.() ?? extensionsResult).extensions, context: () => session.extensionRunner?.createContext() });
 	session._sessionStartEvent = options.sessionStartEvent ?? { type: "session_start", reason: "startup" };
 	withProviderHooks = (streamOptions) => providerHooks(session.extensionRunner, streamOptions);
 	attachExtensions(session, extensionsResult, { modelRegistry: sessionModels.registry });

@@ -4,8 +4,9 @@
 // config crate over those files (the `modelStore` library function, read
 // again at each question, as pi re-reads its stores), with the runtime's own
 // API keys applied; model calls go through pi-rpc's registry with this
-// runtime's request auth (`requestAuth`); typed models and provider
-// registrations are pi-rpc's registry's (compat/DEVIATIONS.md).
+// runtime's request auth (`requestAuth`); typed models are pi-rpc's
+// registry's (compat/DEVIATIONS.md). Nothing the running session registered
+// is in it: what is registered on the runtime is laid over it (models.cjs).
 
 "use strict";
 
@@ -23,25 +24,40 @@ const plain = (model) => (model ? JSON.parse(JSON.stringify(model)) : model);
 function storeRegistry(store, runtimeKeys) {
 	const own = services().modelRegistry();
 	const ask = (op, ...args) => lib("modelStore", { ...store, runtimeKeys: Object.fromEntries(runtimeKeys) }, op, ...args)?.value;
+	// The catalog's answers (models, providers) kept until the runtime refreshes or its credentials change (`forget`), as pi's snapshot.
+	let known = new Map();
+	const catalogAsk = (op, ...args) => {
+		const id = JSON.stringify([op, ...args]);
+		if (!known.has(id)) known.set(id, ask(op, ...args));
+		const value = known.get(id);
+		return Array.isArray(value) ? [...value] : value;
+	};
 	const provider = (id) => {
-		const facts = ask("getProvider", id);
+		const facts = catalogAsk("getProvider", id);
 		if (!facts) return undefined;
 		return {
 			id: facts.id,
 			name: facts.name,
 			...(facts.baseUrl ? { baseUrl: facts.baseUrl } : {}),
-			getModels: () => (ask("getAll") ?? []).filter((m) => m.provider === id),
+			getModels: () => (catalogAsk("getAll") ?? []).filter((m) => m.provider === id),
 			stream: own.stream,
 			streamSimple: own.streamSimple,
 		};
 	};
 	return {
-		refresh: async () => ({ aborted: false, errors: new Map() }),
+		refresh: async () => {
+			known = new Map();
+			return { aborted: false, errors: new Map() };
+		},
+		forget: () => {
+			known = new Map();
+		},
 		getError: () => ask("getError"),
-		getAll: () => ask("getAll") ?? [],
+		getAll: () => catalogAsk("getAll") ?? [],
 		getAvailable: () => ask("getAvailable") ?? [],
-		find: (providerId, id) => ask("find", providerId, id),
+		find: (providerId, id) => catalogAsk("find", providerId, id),
 		getProvider: provider,
+		getProviderIds: () => catalogAsk("getProviderIds"),
 		getProviderAuth: async (id) => ask("getProviderAuth", id),
 		getProviderAuthStatus: (id) => ask("getProviderAuthStatus", id),
 		loginMethods: (id) => ask("loginMethods", id),
@@ -57,7 +73,7 @@ function storeRegistry(store, runtimeKeys) {
 			const answer = ask("getApiKeyAndHeaders", plain(model));
 			return answer?.ok ? { apiKey: answer.apiKey, headers: answer.headers } : undefined;
 		},
-		getModelsOfType: (type, providerId) => (type === "chat" ? (ask("getAll") ?? []).filter((m) => providerId === undefined || m.provider === providerId) : own.getModelsOfType(type, providerId)),
+		getModelsOfType: (type, providerId) => (type === "chat" ? (catalogAsk("getAll") ?? []).filter((m) => providerId === undefined || m.provider === providerId) : own.getModelsOfType(type, providerId)),
 		getAvailableOfType: (type, providerId) => own.getAvailableOfType(type, providerId),
 		getModelOfType: (type, providerId, id) => own.getModelOfType(type, providerId, id),
 		stream: own.stream,
@@ -65,14 +81,13 @@ function storeRegistry(store, runtimeKeys) {
 		complete: own.complete,
 		classify: own.classify,
 		generateImages: own.generateImages,
-		registerProvider: own.registerProvider,
-		unregisterProvider: own.unregisterProvider,
-		registerVirtualModel: own.registerVirtualModel,
-		unregisterVirtualModel: own.unregisterVirtualModel,
-		resolveModel: own.resolveModel,
-		getRegisteredProviderConfig: own.getRegisteredProviderConfig,
-		getRegisteredNativeProvider: own.getRegisteredNativeProvider,
-		getRegisteredProviderIds: own.getRegisteredProviderIds,
+		// A runtime of its own: what the running session registered is not in it (its own are laid over it, models.cjs).
+		resolveModel: async (model) => {
+			throw new Error(`Virtual model ${model?.provider}/${model?.id} is not registered.`);
+		},
+		getRegisteredProviderConfig: () => undefined,
+		getRegisteredNativeProvider: () => undefined,
+		getRegisteredProviderIds: () => [],
 	};
 }
 

@@ -1,9 +1,10 @@
 // pi-rpc extension host: pi's `ModelRuntime` and `ModelRegistry` for an
 // extension using pi's SDK. pi 1.6.0's runtime owns a model catalog and the
-// credentials; `ModelRuntime.create()` gives a runtime over pi-rpc's (its
-// catalog with `models.json`, `auth.json` and the environment), which the
-// host reaches through `ctx.modelRegistry` (model-registry.mjs);
-// `create({authPath, modelsPath})` one over those files (model-store.cjs).
+// credentials; `ModelRuntime.create()` gives a new runtime over the agent
+// directory's `models.json` and `auth.json` (and the environment), as pi's,
+// `create({authPath, modelsPath})` one over those files (model-store.cjs):
+// pi-rpc's catalog with them, not the running session's registrations or
+// keys (`ctx.modelRegistry`, model-registry.mjs).
 // Each runtime keeps its own runtime API keys (`setRuntimeApiKey`), which
 // override its stored ones and no other runtime's; `login` (API keys: the
 // caller's `prompt`) stores the credential in the runtime's `auth.json`,
@@ -73,11 +74,7 @@ class ModelRuntime {
 	/** The runtime `create` makes before any stored catalog is restored. */
 	static async open(options) {
 		const store = options?.credentials ?? undefined;
-		// Before the session (an extension answering project_trust) pi-rpc's registry is not up: pi's runtime over the agent directory's files.
-		const beforeSession = services().hello?.sessionId === "";
-		if (store === undefined && options?.authPath === undefined && options?.modelsPath === undefined && !beforeSession) {
-			return new ModelRuntime(services().modelRegistry());
-		}
+		// Naming no files, pi's runtime is a new one over the agent directory's files, not the running session's.
 		const authPath = path.resolve(options.authPath ?? path.join(agentDir(), "auth.json"));
 		const modelsPath = options.modelsPath === null ? null : path.resolve(options.modelsPath ?? path.join(agentDir(), "models.json"));
 		const runtimeKeys = new Map();
@@ -96,9 +93,11 @@ class ModelRuntime {
 		return this.ownStore ? undefined : this.runtimeKeys.get(providerId);
 	}
 
+	/** pi's order: the built-in providers, native registrations, models.json's, config registrations, virtual-only. */
 	getProviders() {
-		const ids = [...new Set(this.registry.getAll().map((m) => m.provider))];
-		return ids.map((id) => this.registry.getProvider(id)).filter(Boolean);
+		const order = this.registry.getProviderIds?.();
+		const ids = order ? [...order.builtin, ...order.others] : [...new Set(this.registry.getAll().map((m) => m.provider))];
+		return [...new Set(ids)].map((id) => this.registry.getProvider(id)).filter(Boolean);
 	}
 	getProvider(providerId) {
 		return this.registry.getProvider(providerId);
@@ -189,9 +188,11 @@ class ModelRuntime {
 	/** Use `apiKey` for `providerId` in this runtime only, over its stored credential. */
 	async setRuntimeApiKey(providerId, apiKey) {
 		this.runtimeKeys.set(providerId, apiKey);
+		this.registry.forget?.();
 	}
 	async removeRuntimeApiKey(providerId) {
 		this.runtimeKeys.delete(providerId);
+		this.registry.forget?.();
 	}
 	/** pi's `CredentialInfo`s: the stored ones (its auth.json's order), the runtime keys over them. */
 	async listCredentials(options) {
@@ -208,6 +209,14 @@ class ModelRuntime {
 	 * and `prompt`; refused as pi refuses a kind of login the provider lacks.
 	 */
 	async login(providerId, type, interaction) {
+		try {
+			return await this.signIn(providerId, type, interaction);
+		} finally {
+			// The catalog's answers (a provider's OAuth login among them) are read again.
+			this.registry.forget?.();
+		}
+	}
+	async signIn(providerId, type, interaction) {
 		interaction?.signal?.throwIfAborted?.();
 		// The OAuth login a registration of this runtime carries (extension-oauth.cjs).
 		const registered = await registeredOAuth.registeredLogin(this, providerId, type, interaction);
@@ -268,6 +277,7 @@ class ModelRuntime {
 		if (this.credentialStore) await this.credentialStore.remove(providerId);
 		else removeCredential(this.authPath, providerId);
 		this.runtimeKeys.delete(providerId);
+		this.registry.forget?.();
 	}
 	getCompatibilityRequestConfig(model) {
 		return { headers: model?.headers };

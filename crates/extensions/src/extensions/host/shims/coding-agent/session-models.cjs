@@ -23,6 +23,8 @@ const { clampThinkingLevel } = require("../ai/models.cjs");
 const { createTypedModels } = require("./session-typed-models.cjs");
 const { services } = require("../host-services.cjs");
 const { registeredAuthStatus, registeredAuth, registeredProvider } = require("./registered-provider.cjs");
+const { createKeptRegistrations } = require("./kept-registrations.cjs");
+const { createRegistrationRefresh } = require("./registration-refresh.cjs");
 
 /** The API of a virtual catalog entry (pi's `VIRTUAL_MODEL_API`). */
 const VIRTUAL_API = "pi-virtual";
@@ -32,6 +34,21 @@ const LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh", "max"];
 const ZERO_COST = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
 
 const key = (provider, id) => `${provider}\0${id}`;
+/** A registry that is such a layer (another session's over the same runtime): its kept registrations. */
+const LAYER = Symbol("pi-rpc.session-models");
+/** pi's words for a context of an extension that was reloaded away. */
+const STALE =
+	"This extension ctx is stale after session replacement or reload. Do not use a captured pi or command ctx after ctx.newSession(), ctx.fork(), ctx.switchSession(), or ctx.reload(). For newSession, fork, and switchSession, move post-replacement work into withSession and use the ctx passed to withSession. For reload, do not use the old ctx after await ctx.reload().";
+/** The context a router of a reloaded extension is given, as pi's invalidated runner's: each member throws pi's error. */
+const staleContext = () =>
+	new Proxy(
+		{},
+		{
+			get() {
+				throw new Error(STALE);
+			},
+		},
+	);
 
 /** pi's catalog entry of a virtual model. */
 function virtualEntry(definition) {
@@ -102,15 +119,24 @@ function createSessionModels({ base, extensions, context }) {
 	const byHand = new Map();
 	/** Providers registered by hand on the runtime (pi's `ModelRuntime.registerProvider` / `registerNativeProvider`), kept as `pi.registerProvider` keeps them. */
 	let handProviders;
-	/** The extensions' registrations in load order (a later one replaces an earlier one of the same name). */
+	/**
+	 * What the extensions registered, kept as pi's runtime keeps it: an
+	 * extension reloaded or disposed leaves its registrations in, one it
+	 * unregistered goes; a config form registered again (by another
+	 * extension, a reloaded one, or another session over the same runtime)
+	 * merges its defined fields over the kept one (registrations.cjs).
+	 */
+	const kept = createKeptRegistrations((name) => (base[LAYER] ? base.getRegisteredProviderConfig(name) : undefined), base[LAYER]);
+	/** The extensions loaded now (a reload replaces them). */
+	let live = new Set();
+	/** pi's offline refresh of the registrations (made below, once the registry is). */
+	let refresher;
+	/** The registrations in pi's order (a later one replaces an earlier one of the same name), then those made by hand. */
 	const registrations = () => {
-		const providers = new Map();
-		const virtual = new Map();
-		for (const extension of extensions() ?? []) {
-			const instance = extension?.instance;
-			for (const [name, entry] of instance?.providers?.byName ?? []) providers.set(name, { ...entry, owner: instance });
-			for (const definition of instance?.virtualModels?.byKey?.values() ?? []) virtual.set(key(definition.provider, definition.id), definition);
-		}
+		const current = kept.update(extensions() ?? []);
+		if (current.changed) refresher?.schedule();
+		const { providers, virtual } = current;
+		live = current.live;
 		for (const [name, entry] of handProviders?.byName ?? []) providers.set(name, { ...entry, owner: { providers: handProviders } });
 		for (const [name, definition] of byHand) virtual.set(name, definition);
 		return { providers, virtual };
@@ -219,6 +245,20 @@ function createSessionModels({ base, extensions, context }) {
 			return calls.viaPiRpc(target, context, callOptions);
 		});
 
+	/** pi's keyless provider of virtual models only (none without them): it lists them and streams none unrouted. */
+	const virtualOnlyProvider = (id, definitions) => {
+		if (definitions.length === 0) return undefined;
+		const unrouted = (model) => failedStream(model, new Error(`Virtual model ${model?.provider}/${model?.id} must be routed before streaming`));
+		return {
+			id,
+			name: id,
+			auth: { apiKey: { name: "Virtual model", resolve: async () => ({ auth: {}, source: "virtual" }) } },
+			getModels: () => definitions.map(virtualEntry),
+			stream: unrouted,
+			streamSimple: unrouted,
+		};
+	};
+
 	/**
 	 * pi's `resolveModel`: a virtual model's router asked for one request
 	 * (`reason`), its answer checked (a physical model with credentials) and
@@ -247,7 +287,7 @@ function createSessionModels({ base, extensions, context }) {
 				failed: failedModel && { model: failedModel, thinkingLevel: failed.thinkingLevel, message: failed },
 				messages,
 			},
-			byHand.get(key(model.provider, model.id)) === definition ? undefined : context(),
+			byHand.get(key(model.provider, model.id)) === definition ? undefined : kept.ownerLive(key(model.provider, model.id), live) ? context() : staleContext(),
 		);
 		const routed = `${name} routed to ${answer?.model?.provider}/${answer?.model?.id}`;
 		const target = answer?.model && physical(answer.model.provider, answer.model.id);
@@ -278,6 +318,11 @@ function createSessionModels({ base, extensions, context }) {
 	const typed = createTypedModels({ base, registrations, configured: (provider) => configured(provider) ?? base.hasConfiguredAuth?.({ provider }) === true, requestAuth });
 	const registry = Object.create(base);
 	Object.assign(registry, {
+		// What this layer keeps, its extensions' live registrations followed first.
+		[LAYER]: {
+			providerSeq: (name) => (registrations(), kept.providerSeq(name)),
+			virtualSeq: (id) => (registrations(), kept.virtualSeq(id)),
+		},
 		find,
 		getAll: () => catalog(),
 		getAvailable: () => {
@@ -302,11 +347,28 @@ function createSessionModels({ base, extensions, context }) {
 		findOfType: (type, providerId, id) => registry.getModelOfType(type, providerId, id),
 		// pi's runtime answers for a provider registered on it from the registration (registered-provider.cjs).
 		getProvider: (id) => {
-			const entry = registrations().providers.get(id);
-			if (!entry) return base.getProvider?.(id);
-			const calls = { stream: registry.stream, streamSimple: registry.streamSimple };
-			const auth = () => registry.getProviderAuth(id);
-			return registeredProvider(entry, id, { baseName: base.getProvider?.(id)?.name, models: () => catalog().filter((m) => m.provider === id), calls, auth });
+			const { providers, virtual } = registrations();
+			const entry = providers.get(id);
+			if (!entry) return base.getProvider?.(id) ?? virtualOnlyProvider(id, [...virtual.values()].filter((d) => d.provider === id));
+			const calls = { stream: registry.stream, streamSimple: registry.streamSimple, classify: registry.classify, generateImages: registry.generateImages };
+			const models = () => catalog().filter((m) => m.provider === id);
+			const allModels = () => [...models(), ...["classifier", "image"].flatMap((type) => typed.getModelsOfType(type, id) ?? [])];
+			// A refresh the caller publishes replaces the registration's models, as pi's composed provider keeps them.
+			const keepModels = (list) => {
+				entry.config = { ...entry.config, models: list };
+				const own = handProviders?.byName?.get(id);
+				if (own?.legacy && entry.owner?.providers === handProviders) own.config = { ...own.config, models: list };
+			};
+			return registeredProvider(entry, id, { base: base.getProvider?.(id), models, allModels, calls, keepModels });
+		},
+		// pi's provider order: built-in, native registrations, models.json's, config registrations, providers of virtual models only.
+		getProviderIds: () => {
+			const below = base.getProviderIds?.() ?? { builtin: [], others: [...new Set(base.getAll().map((m) => m.provider))] };
+			const { providers, virtual } = registrations();
+			const known = new Set([...below.builtin, ...below.others]);
+			const added = (native) => [...providers].filter(([name, entry]) => !known.has(name) && (entry.legacy === false) === native).map(([name]) => name);
+			const virtualOnly = [...new Set([...virtual.values()].map((d) => d.provider))].filter((p) => !known.has(p) && !providers.has(p));
+			return { builtin: [...below.builtin, ...added(true)], others: [...below.others, ...added(false), ...virtualOnly] };
 		},
 		getProviderAuthStatus: (id) => {
 			const below = base.getProviderAuthStatus?.(id);
@@ -341,8 +403,11 @@ function createSessionModels({ base, extensions, context }) {
 		const existing = find(provider, id);
 		if (existing && existing.api !== VIRTUAL_API) throw new Error(`Virtual model ${provider}/${id} conflicts with a physical model.`);
 		byHand.set(key(provider, id), definition);
+		refresher.schedule();
 	};
-	const unregisterByHand = (provider, id) => byHand.delete(key(provider, id));
+	const unregisterByHand = (provider, id) => {
+		if (byHand.delete(key(provider, id))) refresher.schedule();
+	};
 	/** pi's `registerProvider(id, config)` / `registerNativeProvider(provider)` on the runtime: kept here, as the runtime's own. */
 	const registerProviderByHand = (nameOrProvider, config) => {
 		if (!handProviders) {
@@ -350,8 +415,22 @@ function createSessionModels({ base, extensions, context }) {
 			handProviders = new extensionHost.Providers(() => {}, { agentDir: hello?.agentDir, offline: hello?.offline });
 		}
 		handProviders.register(nameOrProvider, config);
+		refresher.schedule();
 	};
-	const unregisterProviderByHand = (name) => void handProviders?.unregister(name);
+	const unregisterProviderByHand = (name) => {
+		handProviders?.unregister(name);
+		refresher.schedule();
+	};
+	// pi's offline refresh of the registrations' own `refreshModels` after each change and at `refresh()` (registration-refresh.cjs).
+	refresher = createRegistrationRefresh({
+		ids: () => [...registrations().providers].filter(([, e]) => e.legacy !== false && typeof e.config?.refreshModels === "function").map(([id]) => id),
+		providerOf: (id) => registry.getProvider(id),
+	});
+	registry.refresh = async (options) => {
+		const result = await base.refresh?.(options);
+		await refresher.run(options?.signal);
+		return result ?? { aborted: false, errors: new Map() };
+	};
 
 	/**
 	 * pi's request preparation for a virtual selection, on `session`'s agent:
