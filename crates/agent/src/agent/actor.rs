@@ -36,6 +36,7 @@ mod mcp_transport_host;
 mod reload;
 mod resource_discovery;
 mod runs;
+mod runtime_phases;
 mod sdk_session_command_ui;
 pub(super) mod sdk_session_conns;
 mod sdk_session_hosted;

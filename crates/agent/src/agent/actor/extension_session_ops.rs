@@ -82,11 +82,10 @@ impl Agent {
         }
     }
 
-    /// Extension `id`'s `newSession` setup is done (or it died): the other
-    /// extensions get the `session_start` held for them, in load order, each
-    /// awaited as pi awaits them (a TypeScript host answers once its new
-    /// instance handled it; others are told), then `resources_discover`;
-    /// `reply` (the `setupDone` request) is answered after that.
+    /// Extension `id`'s `newSession` setup is done (or it died): every
+    /// extension gets the `session_start` held for the setup, in load order,
+    /// each awaited as pi awaits them, then `resources_discover`; `reply`
+    /// (the `setupDone` request) is answered after that.
     pub(super) fn extension_setup_done(&mut self, id: usize, reply: Option<ExtReply>) {
         let Some(payload) = self.ext.session_op_replies().release_start(id) else {
             if let Some(reply) = reply {
@@ -94,12 +93,11 @@ impl Agent {
             }
             return;
         };
-        let others: Vec<_> =
-            self.ext.handle().subscribers("session_start").into_iter().filter(|e| e.id != id).collect();
+        let extensions = self.ext.handle().subscribers("session_start");
         let internal = self.channels.internal();
         tokio::spawn(async move {
-            super::session_restart::greet_in_turn(others, &payload, None).await;
-            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::SetupStarted { reply }))).await;
+            super::session_restart::greet_in_turn(extensions, &payload).await;
+            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::ReplacementStarted { reply }))).await;
         });
     }
 }
