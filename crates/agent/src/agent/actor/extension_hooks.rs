@@ -615,6 +615,8 @@ impl Agent {
         if self.ext.gated() {
             return;
         }
+        // The commands whose session op replaced the session go on.
+        self.ext.session_op_replies().release_parked();
         self.sync_mcp_activation();
         self.finish_deferred_start();
         for (extension_path, error) in self.ext.take_flag_errors() {

@@ -26,6 +26,15 @@ pub(super) fn outcome(result: Result<Reply, CoreError>) -> Result<Value, String>
     }
 }
 
+/// Whether the op replaced the session (its answer waits for the new runtime's start).
+pub(super) fn replaced(result: &Result<Reply, CoreError>) -> bool {
+    match result {
+        Ok(Reply::Switched(s)) => !s.cancelled,
+        Ok(Reply::Fork(f)) => !f.cancelled,
+        _ => false,
+    }
+}
+
 /// The op of a `sessionOp` request, and for a fork at an entry below the
 /// leaf, that entry (the op is then a clone of the path up to it).
 fn session_op(agent: &Agent, p: &Value) -> Result<(Op, Option<String>), String> {
