@@ -110,9 +110,11 @@ impl Agent {
             super::runtime_phases::shut_down_in_turn(&renewed, &shutdown).await;
             let runtime: Vec<_> = renewed.into_iter().map(|e| (e, false)).collect();
             super::runtime_phases::run_factories_and_bind(&runtime, &awaiting).await;
-            if let Some(caller) = setup.and_then(|id| handle.get(id)).filter(|e| !e.is_dead()) {
-                // Its setup runs now; the `session_start`s follow its `setupDone`.
-                caller.send(&json!({"type": "setup"}));
+            if let Some(caller) = setup {
+                // Its setup runs now; the `session_start`s follow its `setupDone` (or its death).
+                if let Some(caller) = handle.get(caller).filter(|e| !e.is_dead()) {
+                    caller.send(&json!({"type": "setup"}));
+                }
                 return;
             }
             greet_in_turn(handle.subscribers("session_start"), &payload).await;
