@@ -37,6 +37,7 @@ mod extension_provider_events;
 mod extension_provider_refresh;
 mod extension_provider_store_lock;
 mod extension_providers;
+mod extension_runtime_phases;
 mod extension_sdk_autocompact;
 mod extension_sdk_bugrep;
 mod extension_sdk_clients;

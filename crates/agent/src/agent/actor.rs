@@ -36,6 +36,7 @@ mod mcp_transport_host;
 mod reload;
 mod resource_discovery;
 mod runs;
+mod runtime_phases;
 mod sdk_session_command_ui;
 pub(super) mod sdk_session_conns;
 mod sdk_session_hosted;
@@ -261,9 +262,18 @@ impl Agent {
     /// The output answering `tag`, or none when it answers an extension's
     /// session op (the answer went to the extension).
     pub(super) fn reply_output(&self, tag: RequestTag, result: Result<Reply, CoreError>) -> Option<Output> {
-        // A session op of an extension command: its answer goes to the extension.
-        if let Some(waiting) = self.ext.session_op_replies().take(tag) {
-            let _ = waiting.send(extension_session_ops::outcome(result));
+        // A session op of an extension command: its answer goes to the extension,
+        // once the new runtime has started when it replaced the session (a setup's first).
+        let replies = self.ext.session_op_replies();
+        let setup = replies.setup_caller(Some(tag)).is_some();
+        if let Some(waiting) = replies.take(tag) {
+            let replaced = extension_session_ops::replaced(&result);
+            let outcome = extension_session_ops::outcome(result);
+            if replaced && !setup {
+                replies.park(waiting, outcome);
+            } else {
+                let _ = waiting.send(outcome);
+            }
             return None;
         }
         Some(Output::Reply { tag, result })

@@ -30,6 +30,9 @@ pub(crate) struct SessionOpReplies {
     /// The new session's `session_start`, held for every extension but the
     /// one whose setup runs (pi starts them all once the setup is done).
     held_start: Mutex<Option<(usize, Value)>>,
+    /// The answers of ops that replaced the session, sent once the new
+    /// runtime has started (pi's replacement resolves after every `session_start`).
+    parked: Mutex<Vec<(ExtReply, Result<Value, String>)>>,
 }
 
 impl SessionOpReplies {
@@ -92,6 +95,21 @@ impl SessionOpReplies {
                 *held = other;
                 None
             }
+        }
+    }
+
+    /// Answer `reply` with `outcome` once the new runtime has started ([`Self::release_parked`]).
+    pub(super) fn park(&self, reply: ExtReply, outcome: Result<Value, String>) {
+        if let Ok(mut parked) = self.parked.lock() {
+            parked.push((reply, outcome));
+        }
+    }
+
+    /// The new runtime has started: the answers parked for it go.
+    pub(super) fn release_parked(&self) {
+        let parked = self.parked.lock().map(|mut p| std::mem::take(&mut *p)).unwrap_or_default();
+        for (reply, outcome) in parked {
+            let _ = reply.send(outcome);
         }
     }
 

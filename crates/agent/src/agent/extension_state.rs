@@ -38,17 +38,23 @@ pub(crate) enum ExtSignal {
         found: Vec<(String, Value)>,
         reply: Option<super::extension_session_op_state::ExtReply>,
     },
-    /// Every kept extension handled a reload's `session_start` (each
-    /// awaited in load order); `reply` is the reloading command's.
-    ReloadStarted {
+    /// Every old instance handled a reload's `session_shutdown` (each
+    /// awaited in load order): the reload goes on with the packages `resolved`.
+    ReloadShutDown {
+        resolved: Option<Box<pi_extensions::packages::Resolved>>,
         reply: super::extension_session_op_state::ExtReply,
     },
+    /// Every extension handled a reload's `session_start` (each awaited in
+    /// load order); `reply` is the reloading command's; `added`: the pi
+    /// modules the reload loaded, started with the others.
+    ReloadStarted {
+        reply: super::extension_session_op_state::ExtReply,
+        added: Vec<usize>,
+    },
     /// Every extension handled a replaced session's `session_start` (each
-    /// awaited in load order, as pi's runner awaits them).
-    ReplacementStarted,
-    /// The other extensions handled the `session_start` held while a
-    /// command's `newSession` setup ran; `reply` is that command's `setupDone`.
-    SetupStarted {
+    /// awaited in load order, as pi's runner awaits them); `reply`: the
+    /// `setupDone` of a command's `newSession({setup})`, answered then.
+    ReplacementStarted {
         reply: Option<super::extension_session_op_state::ExtReply>,
     },
     /// The session hooks decided about an op.
@@ -239,13 +245,18 @@ impl ExtensionState {
         }
     }
 
-    /// A reload started extension `id`: ops wait until it registered (or died).
-    pub(super) fn loaded_by_reload(&mut self, id: usize) {
+    /// A reload started extension `id`: ops wait until it registered (or
+    /// died). `in_turn`: its `session_start` comes in the reload's turn
+    /// with the others', not when it registers.
+    pub(super) fn loaded_by_reload(&mut self, id: usize, in_turn: bool) {
         if self.starting.len() <= id {
             self.starting.resize(id + 1, false);
         }
         self.starting[id] = true;
         self.loaded_by_reload.insert(id);
+        if in_turn {
+            self.greeted.insert(id);
+        }
     }
 
     /// A reload's answer: held while an extension it loaded is starting

@@ -352,7 +352,9 @@ impl SpawnTemplate {
     }
 
     /// Start the extension at `path`; `loaded`: those loaded before it, in
-    /// order (a pi module's factory waits for the last pi module's).
+    /// order (a pi module's factory waits for the last pi module's), or
+    /// `None`: a pi module's factory waits for pi-rpc to give it its turn,
+    /// and its instance is bound when pi-rpc says so (a reload's new runtime).
     #[allow(clippy::too_many_arguments)]
     fn spawn(
         &self,
@@ -362,15 +364,21 @@ impl SpawnTemplate {
         ui: &Arc<UiBroker>,
         signals: &Signals,
         quiet: &Arc<AtomicBool>,
-        loaded: &[Arc<Extension>],
+        loaded: Option<&[Arc<Extension>]>,
     ) -> Arc<Extension> {
-        let after = discovery::is_pi_module(path)
-            .then(|| loaded.iter().rev().find(|e| !e.is_retired() && discovery::is_pi_module(&e.path)).cloned())
+        let pi_module = discovery::is_pi_module(path);
+        let turn_on_request = pi_module && loaded.is_none();
+        let after = pi_module
+            .then(|| loaded?.iter().rev().find(|e| !e.is_retired() && discovery::is_pi_module(&e.path)).cloned())
             .flatten();
         let mut hello = self.hello(path, session.0, session.1);
-        if after.is_some() {
+        if after.is_some() || turn_on_request {
             // The host runs the factory on pi-rpc's `turn` (process::factory_turn).
             hello["loadTurn"] = Value::Bool(true);
+        }
+        if turn_on_request {
+            // Its actions stay unbound until pi-rpc's `bind`, as pi binds a new runtime after its last factory.
+            hello["bindOnRequest"] = Value::Bool(true);
         }
         let spawn_ctx = process::SpawnContext {
             cwd: self.cwd.clone(),
@@ -383,6 +391,7 @@ impl SpawnTemplate {
             host: self.host_for(path),
             agent_dir: self.options.agent_dir.clone(),
             temp_dir: self.temp_dir.clone(),
+            turn_on_request,
         };
         process::spawn(id, path.to_path_buf(), &spawn_ctx)
     }
@@ -437,7 +446,7 @@ impl Extensions {
         };
         let mut list: Vec<Arc<Extension>> = Vec::with_capacity(options.paths.len());
         for (id, path) in options.paths.iter().enumerate() {
-            let ext = template.spawn(id, path, (ctx.session_id, ctx.session_file), &ui, &signals, &quiet, &list);
+            let ext = template.spawn(id, path, (ctx.session_id, ctx.session_file), &ui, &signals, &quiet, Some(&list));
             list.push(ext);
         }
         if !options.load_errors.is_empty() {
@@ -499,14 +508,16 @@ impl Extensions {
 
     /// Start the extension at `path` after the others (pi's reload of a
     /// package or file added since); its id, or `None` when these
-    /// extensions were never started (nothing to start it with).
+    /// extensions were never started (nothing to start it with). A pi
+    /// module's factory waits for its turn ([`Extension::give_turn`]) and
+    /// its instance for `bind`, as the reload's new runtime runs them.
     pub fn add(&self, path: &std::path::Path, session_id: &str, session_file: Option<&str>) -> Option<usize> {
         let template = self.shared.template.as_ref()?;
         let signals = self.shared.signals.as_ref()?;
         let mut list = self.shared.list.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let id = list.len();
         let ext =
-            template.spawn(id, path, (session_id, session_file), &self.shared.ui, signals, &self.shared.quiet, &list);
+            template.spawn(id, path, (session_id, session_file), &self.shared.ui, signals, &self.shared.quiet, None);
         let mut grown = Vec::clone(&list);
         grown.push(ext);
         *list = Arc::new(grown);
@@ -529,11 +540,11 @@ impl Extensions {
     }
 
     /// Unload extension `id` (pi's reload of a package or file that went):
-    /// its `session_shutdown` handlers get reason `"reload"`, then it stops;
-    /// its exit is not reported.
-    pub fn retire(&self, id: usize) {
+    /// its `session_shutdown` handlers get reason `"reload"` (unless
+    /// `shut_down`: they had it), then it stops; its exit is not reported.
+    pub fn retire(&self, id: usize, shut_down: bool) {
         let Some(ext) = self.get(id).filter(|e| !e.is_retired()) else { return };
-        if ext.subscribes("session_shutdown") {
+        if !shut_down && ext.subscribes("session_shutdown") {
             ext.send(&protocol::event_message(serde_json::json!({"type": "session_shutdown", "reason": "reload"})));
         }
         ext.retire();

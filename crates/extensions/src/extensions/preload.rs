@@ -285,7 +285,7 @@ impl Extensions {
                 Some(ext) => ext.clone(),
                 None => {
                     next_id += 1;
-                    template.spawn(next_id - 1, path, session, &old.ui, &signals, &old.quiet, &list)
+                    template.spawn(next_id - 1, path, session, &old.ui, &signals, &old.quiet, Some(&list))
                 }
             };
             list.push(ext);

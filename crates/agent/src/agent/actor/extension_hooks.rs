@@ -346,9 +346,9 @@ impl Agent {
     /// Tell extensions a session became current (`reason`: new, resume,
     /// fork), replacing the one in the file `previous`. `sessionFile` is
     /// for the host (the `targetSessionFile` of its `session_shutdown`).
-    /// With `setup` (a command's `newSession({setup})`), only that extension
-    /// is told now: its host runs the setup first; the others are told when
-    /// it is done ([`Agent::extension_setup_done`]), as pi starts them all after it.
+    /// With `setup` (a command's `newSession({setup})`), that extension's
+    /// host runs the setup once the new runtime is bound; every extension is
+    /// told when it is done ([`Agent::extension_setup_done`]), as pi starts them all after it.
     pub(super) fn extensions_session_started(&mut self, reason: &str, previous: Option<String>, setup: Option<usize>) {
         // pi's new runtime: the start-up tools again, MCP's once the handlers ran.
         self.restart_active_tools();
@@ -361,12 +361,11 @@ impl Agent {
         if let Some(file) = self.session.record().file_path() {
             payload["sessionFile"] = Value::String(file.display().to_string());
         }
-        if let Some(caller) = setup.filter(|id| self.ext.handle().get(*id).is_some_and(|e| !e.is_dead())) {
-            self.ext.handle().notify_one(caller, "session_start", payload.clone());
-            self.ext.session_op_replies().hold_start(caller, payload);
-            return;
+        let setup = setup.filter(|id| self.ext.handle().get(*id).is_some_and(|e| !e.is_dead()));
+        if let Some(caller) = setup {
+            self.ext.session_op_replies().hold_start(caller, payload.clone());
         }
-        self.greet_replaced_session(payload);
+        self.replace_runtime(payload, setup);
     }
 
     /// A custom message sent during a run: it joins the conversation when the turn ends.
@@ -423,14 +422,18 @@ impl Agent {
                     let _ = reply.send(Err("reload: the settings' packages could not be resolved".to_string()));
                 }
             },
-            ExtSignal::ReloadStarted { reply } => self.reload_started(reply),
-            ExtSignal::ReplacementStarted => {
+            ExtSignal::ReloadShutDown { resolved, reply } => self.reload_after_shutdown(resolved.map(|r| *r), reply),
+            ExtSignal::ReloadStarted { reply, added } => {
+                // Those it loaded had their `session_start` in the turn: they have started.
+                for id in added {
+                    self.extension_started(id).await;
+                }
+                self.reload_started(reply);
+            }
+            ExtSignal::ReplacementStarted { reply } => {
                 self.ext.restart_done();
                 self.discover_after_replacement();
                 self.release_deferred().await;
-            }
-            ExtSignal::SetupStarted { reply } => {
-                self.discover_after_replacement();
                 if let Some(reply) = reply {
                     let _ = reply.send(Ok(Value::Null));
                 }
@@ -614,6 +617,8 @@ impl Agent {
         if self.ext.gated() {
             return;
         }
+        // The commands whose session op replaced the session go on.
+        self.ext.session_op_replies().release_parked();
         self.sync_mcp_activation();
         self.finish_deferred_start();
         for (extension_path, error) in self.ext.take_flag_errors() {

@@ -26,6 +26,15 @@ pub(super) fn outcome(result: Result<Reply, CoreError>) -> Result<Value, String>
     }
 }
 
+/// Whether the op replaced the session (its answer waits for the new runtime's start).
+pub(super) fn replaced(result: &Result<Reply, CoreError>) -> bool {
+    match result {
+        Ok(Reply::Switched(s)) => !s.cancelled,
+        Ok(Reply::Fork(f)) => !f.cancelled,
+        _ => false,
+    }
+}
+
 /// The op of a `sessionOp` request, and for a fork at an entry below the
 /// leaf, that entry (the op is then a clone of the path up to it).
 fn session_op(agent: &Agent, p: &Value) -> Result<(Op, Option<String>), String> {
@@ -82,11 +91,10 @@ impl Agent {
         }
     }
 
-    /// Extension `id`'s `newSession` setup is done (or it died): the other
-    /// extensions get the `session_start` held for them, in load order, each
-    /// awaited as pi awaits them (a TypeScript host answers once its new
-    /// instance handled it; others are told), then `resources_discover`;
-    /// `reply` (the `setupDone` request) is answered after that.
+    /// Extension `id`'s `newSession` setup is done (or it died): every
+    /// extension gets the `session_start` held for the setup, in load order,
+    /// each awaited as pi awaits them, then `resources_discover`; `reply`
+    /// (the `setupDone` request) is answered after that.
     pub(super) fn extension_setup_done(&mut self, id: usize, reply: Option<ExtReply>) {
         let Some(payload) = self.ext.session_op_replies().release_start(id) else {
             if let Some(reply) = reply {
@@ -94,12 +102,11 @@ impl Agent {
             }
             return;
         };
-        let others: Vec<_> =
-            self.ext.handle().subscribers("session_start").into_iter().filter(|e| e.id != id).collect();
+        let extensions = self.ext.handle().subscribers("session_start");
         let internal = self.channels.internal();
         tokio::spawn(async move {
-            super::session_restart::greet_in_turn(others, &payload, None).await;
-            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::SetupStarted { reply }))).await;
+            super::session_restart::greet_in_turn(extensions, &payload).await;
+            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::ReplacementStarted { reply }))).await;
         });
     }
 }

@@ -52,27 +52,53 @@ impl Agent {
     }
 
     /// The rest of a reload, once the settings' packages are resolved
-    /// (`None`: resources were never discovered, so there are none).
+    /// (`None`: resources were never discovered, so there are none): as
+    /// pi's reload, first every old instance's `session_shutdown` (reason
+    /// "reload"), each awaited in load order, then
+    /// [`Agent::reload_after_shutdown`].
     pub(super) fn finish_reload(&mut self, resolved: Option<Resolved>, reply: ExtReply) {
+        let old = super::runtime_phases::renewable(self.ext.handle());
+        let internal = self.channels.internal();
+        tokio::spawn(async move {
+            super::runtime_phases::shut_down_in_turn(&old, &serde_json::json!({"reason": "reload"})).await;
+            let signal = ExtSignal::ReloadShutDown { resolved: resolved.map(Box::new), reply };
+            let _ = internal.send(Internal::Extension(Box::new(signal))).await;
+        });
+    }
+
+    /// The old instances had their `session_shutdown`: the settings read
+    /// again, resources and extensions found again, then the new runtime's
+    /// factories in load order (those kept made anew, those found anew
+    /// loaded in their place), the bind, and every extension's
+    /// `session_start` (reason "reload"), each awaited in load order, as
+    /// pi's reload runs them. Then [`Agent::reload_started`].
+    pub(super) fn reload_after_shutdown(&mut self, resolved: Option<Resolved>, reply: ExtReply) {
         let default_tools_before = self.default_tools();
         self.reload_settings();
         let package_extensions = resolved.map(|resolved| self.reload_resources(resolved));
         self.activate_new_default_tools(default_tools_before);
         let added = self.reload_extensions(package_extensions);
-        // Every extension kept is reloaded (the host gives the old instance
-        // `session_shutdown` and the new one `session_start`, both with
-        // reason "reload"); those just loaded get theirs once registered.
-        // One after another in load order, each awaited, as pi's reload runs
-        // the factories in turn: an extension's new factory sees those
-        // before it reloaded. Then [`Agent::reload_started`].
+        let handle = self.ext.handle().clone();
+        let runtime: Vec<_> = super::runtime_phases::renewable(&handle)
+            .into_iter()
+            .map(|e| {
+                let new = added.contains(&e.id);
+                (e, new)
+            })
+            .collect();
+        let added_in_turn: Vec<usize> = runtime.iter().filter(|(_, new)| *new).map(|(e, _)| e.id).collect();
+        // Other process extensions a reload loads get theirs once registered (`greet_extension`).
+        let greeted_apart: Vec<usize> = added.into_iter().filter(|id| !added_in_turn.contains(id)).collect();
         let payload = self.session_start_payload("reload");
-        let kept: Vec<_> =
-            self.ext.handle().subscribers("session_start").into_iter().filter(|e| !added.contains(&e.id)).collect();
         let internal = self.channels.internal();
-        let awaiting = self.ext.replacing(&kept.iter().map(|e| e.id).collect::<Vec<_>>());
+        let awaiting = self.ext.replacing(&[]);
         tokio::spawn(async move {
-            super::session_restart::greet_in_turn(kept, &payload, Some(&awaiting)).await;
-            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::ReloadStarted { reply }))).await;
+            super::runtime_phases::run_factories_and_bind(&runtime, &awaiting).await;
+            let listeners: Vec<_> =
+                handle.subscribers("session_start").into_iter().filter(|e| !greeted_apart.contains(&e.id)).collect();
+            super::session_restart::greet_in_turn(listeners, &payload).await;
+            let signal = ExtSignal::ReloadStarted { reply, added: added_in_turn };
+            let _ = internal.send(Internal::Extension(Box::new(signal))).await;
         });
     }
 
@@ -168,16 +194,17 @@ impl Agent {
         let crashed = |id: usize| self.ext.handle().get(id).is_some_and(|e| e.is_dead());
         let (dead, loaded): (Vec<_>, Vec<_>) =
             self.ext.handle().loaded_paths().into_iter().partition(|(id, _)| crashed(*id));
-        for (id, _) in dead.iter().chain(loaded.iter().filter(|(_, path)| !found.paths.contains(path))) {
+        for (id, path) in dead.iter().chain(loaded.iter().filter(|(_, path)| !found.paths.contains(path))) {
             self.forget_extension(*id);
-            self.ext.handle().retire(*id);
+            // A pi module's instance had its `session_shutdown` with the others.
+            self.ext.handle().retire(*id, crate::extensions::discovery::is_pi_module(path));
         }
         let session_id = self.session.record().session_id().to_string();
         let session_file = self.session.record().file_path().map(|p| p.display().to_string());
         let mut added = Vec::new();
         for path in found.paths.iter().filter(|p| !loaded.iter().any(|(_, l)| l == *p)) {
             if let Some(id) = self.ext.handle().add(path, &session_id, session_file.as_deref()) {
-                self.ext.loaded_by_reload(id);
+                self.ext.loaded_by_reload(id, crate::extensions::discovery::is_pi_module(path));
                 added.push(id);
             }
         }

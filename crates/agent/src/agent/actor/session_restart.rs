@@ -3,14 +3,15 @@
 //! runtime: the start-up active tools again (the defaults or `--tools`, the
 //! extensions' tools that activate as they register, the client's tools),
 //! or, when the settings choose the tools, the loadout the branch's system
-//! messages recorded (pi's `_restoreToolsFromTranscript`); then the
-//! extensions' `session_start` handlers, awaited in load order, and only
+//! messages recorded (pi's `_restoreToolsFromTranscript`); then the new
+//! extension runtime in pi's phases (`runtime_phases.rs`), the extensions'
+//! `session_start` handlers last, awaited in load order, and only
 //! after them MCP's activation of `codemode` / `tool_search` and its
 //! `direct` tools, as pi's MCP extension's handler runs last.
 
 use std::collections::HashSet;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::Agent;
 use crate::agent::extension_state::ExtSignal;
@@ -87,38 +88,51 @@ impl Agent {
         self.toolbox.restore(names);
     }
 
-    /// A replaced session's `session_start` to every extension, each awaited
-    /// in load order; ops wait until then. Then `resources_discover`, and
-    /// MCP's activation at the next sync ([`Agent::sync_mcp_activation`]).
-    pub(super) fn greet_replaced_session(&mut self, payload: Value) {
+    /// A replaced session's new extension runtime, in pi's phases
+    /// ([`super::runtime_phases`]): every `session_shutdown`, every factory,
+    /// the bind, then every `session_start` (`payload`), each awaited in load
+    /// order; ops wait until then. With `setup` (the extension whose command
+    /// called `newSession({setup})`), the setup runs once the runtime is
+    /// bound and the `session_start`s wait for it ([`Agent::extension_setup_done`]).
+    /// Then `resources_discover`, and MCP's activation at the next sync
+    /// ([`Agent::sync_mcp_activation`]).
+    pub(super) fn replace_runtime(&mut self, payload: Value, setup: Option<usize>) {
         self.ext.restart_started();
-        let listeners = self.ext.handle().subscribers("session_start");
+        let mut shutdown = json!({"reason": payload["reason"]});
+        if let Some(file) = payload.get("sessionFile") {
+            shutdown["targetSessionFile"] = file.clone();
+        }
+        let handle = self.ext.handle().clone();
+        let renewed = super::runtime_phases::renewable(&handle);
+        let awaiting = self.ext.replacing(&[]);
         let internal = self.channels.internal();
-        let awaiting = self.ext.replacing(&listeners.iter().map(|e| e.id).collect::<Vec<_>>());
         tokio::spawn(async move {
-            greet_in_turn(listeners, &payload, Some(&awaiting)).await;
-            let _ = internal.send(Internal::Extension(Box::new(ExtSignal::ReplacementStarted))).await;
+            super::runtime_phases::shut_down_in_turn(&renewed, &shutdown).await;
+            let runtime: Vec<_> = renewed.into_iter().map(|e| (e, false)).collect();
+            super::runtime_phases::run_factories_and_bind(&runtime, &awaiting).await;
+            if let Some(caller) = setup {
+                // Its setup runs now; the `session_start`s follow its `setupDone` (or its death).
+                if let Some(caller) = handle.get(caller).filter(|e| !e.is_dead()) {
+                    caller.send(&json!({"type": "setup"}));
+                }
+                return;
+            }
+            greet_in_turn(handle.subscribers("session_start"), &payload).await;
+            let signal = ExtSignal::ReplacementStarted { reply: None };
+            let _ = internal.send(Internal::Extension(Box::new(signal))).await;
         });
     }
 }
 
 /// `session_start` to each extension in load order, awaited where its
 /// registration asks for it (a failure is reported by the host or as the
-/// extension's death); each one awaited leaves `awaiting`, the extensions
-/// still waiting for their new instance.
-pub(super) async fn greet_in_turn(
-    extensions: Vec<std::sync::Arc<crate::extensions::Extension>>,
-    payload: &Value,
-    awaiting: Option<&std::sync::Mutex<Vec<usize>>>,
-) {
+/// extension's death).
+pub(super) async fn greet_in_turn(extensions: Vec<std::sync::Arc<crate::extensions::Extension>>, payload: &Value) {
     for ext in extensions {
         if ext.registration().is_some_and(|r| r.await_session_start) {
             let _ = ext.call("session_start", payload.clone(), None).await;
         } else {
             ext.send(&crate::extensions::protocol::event_message(payload.clone()));
-        }
-        if let Some(awaiting) = awaiting {
-            crate::agent::extension_state::left_replacement(awaiting, ext.id);
         }
     }
 }

@@ -116,6 +116,24 @@ function onLine(line) {
 		case "turn":
 			turnArrived();
 			break;
+		case "invalidate":
+			// Every old instance had its `session_shutdown`: its `pi.events` listeners are gone, as pi invalidates its old runtime.
+			serial(() => instance?.bus.clear());
+			break;
+		case "bind":
+			// pi binds its new runtime once the last factory ran: the session's actions answer from now on.
+			serial(() => {
+				if (instance) instance.bound = true;
+			});
+			break;
+		case "setup":
+			// A command's `newSession({setup})`: the new runtime is bound, its `session_start` waits for the setup.
+			serial(() => {
+				const gate = sessionStartGate;
+				sessionStartGate = undefined;
+				gate?.reach();
+			});
+			break;
 		case "session":
 			// Started to answer project_trust, kept for the session: its facts now.
 			serial(() => joinSession(message));
@@ -150,22 +168,11 @@ async function onEvent(event) {
 	// tick cache of `getSession`/`getState`) must not answer its handlers.
 	contexts.cache.clear();
 	switch (event.type) {
-		case "session_start": {
-			const target = event.sessionFile;
+		case "session_start":
+			// The new instance was made in pi-rpc's phases before (`replace_shutdown`, `replace_factory`, `bind`).
 			delete event.sessionFile;
-			// `initial`: a reload loaded this extension; its one instance is new.
-			const initial = event.initial === true;
 			delete event.initial;
-			if (event.reason && event.reason !== "startup" && !initial) await replaceInstance(event.reason, target);
-			// A command's `newSession({setup})`: the setup runs before the new instance's `session_start`.
-			const gate = sessionStartGate;
-			sessionStartGate = undefined;
-			if (gate && event.reason && event.reason !== "startup") {
-				gate.reach();
-				await gate.released;
-			}
 			break;
-		}
 		case "bus":
 			instance.bus.receive(event.channel, event.data);
 			return;
@@ -205,6 +212,9 @@ function onRequest(message) {
 	else if (method === "login_interaction") work = Promise.resolve().then(() => services.logins.get(params.login)?.(params) ?? null);
 	// The `session_start` of a new session pi-rpc held while another extension's `newSession` setup ran: answered once handled.
 	else if (method === "session_start" && params.reason && params.reason !== "startup") work = serial(() => onEvent(params));
+	// A new runtime's phases: every old instance's `session_shutdown`, then every factory in turn.
+	else if (method === "replace_shutdown") work = serial(() => shutdownInstance(params));
+	else if (method === "replace_factory") work = serial(() => renewInstance());
 	else if (method === "project_trust") work = serial(() => projectTrust(instance, params));
 	// An SDK session's MCP extension opens its servers with its own `createTransport` (session-mcp-tools.cjs).
 	else if (method === "mcp_transport") work = mcpTransports.request(params.session !== undefined ? services.sdkMcpTransports.get(params.session) : instance?.mcpTransportFactory, params);
@@ -410,7 +420,8 @@ async function loadFactory() {
 	return factory;
 }
 
-async function createInstance() {
+/** `bindNow`: the session's actions answer once the factory returned (else at pi-rpc's `bind`). */
+async function createInstance(bindNow) {
 	let registerQueued = false;
 	// The changed registration goes out: at the end of this tick, or at once
 	// when the registry is read next (pi's model runtime changes in place).
@@ -443,7 +454,7 @@ async function createInstance() {
 	// A native provider's key and offline model refresh go out with the first registration.
 	await current.instance.providers.settled();
 	current.ready = true;
-	current.instance.bound = true;
+	current.instance.bound = bindNow;
 	return current.instance;
 }
 
@@ -472,17 +483,25 @@ async function joinSession({ sessionId, sessionFile, projectTrusted }) {
 	if (instance) instance.projectTrusted = facts.projectTrusted;
 }
 
-async function replaceInstance(reason, targetSessionFile) {
+/** A new runtime's first phase: the old instance's `session_shutdown` (its registrations stay until it is made anew). */
+async function shutdownInstance({ reason, targetSessionFile }) {
+	if (!instance) return null;
 	instance.stale = true;
 	const shutdown = { type: "session_shutdown", reason, ...(targetSessionFile ? { targetSessionFile } : {}) };
 	await dispatch(instance, shutdown, contexts.event(undefined), reportError);
+	return null;
+}
+
+/** A new runtime's second phase: the factory again, its instance unbound until `bind`; answered once registered. */
+async function renewInstance() {
 	try {
-		instance = await createInstance();
+		instance = await createInstance(false);
 	} catch (error) {
 		fail("load", `Failed to load extension: ${errorText(error)}`);
-		return;
+		return null;
 	}
 	channel.send(instance.registration(displayName(extensionPath)));
+	return null;
 }
 
 hello = await helloPromise;
@@ -505,7 +524,8 @@ try {
 	await new Promise(() => {});
 }
 try {
-	instance = await createInstance();
+	// One a reload loads is bound with the others, at pi-rpc's `bind`.
+	instance = await createInstance(hello.bindOnRequest !== true);
 } catch (error) {
 	const text = errorText(error);
 	fail("load", text.startsWith("Extension does not export") ? text : `Failed to load extension: ${text}`);

@@ -78,6 +78,9 @@ pub struct Extension {
     exited: CancellationToken,
     /// Cancelled once its factory has run: it registered, died or was unloaded.
     settled: CancellationToken,
+    /// Cancelled to give its factory its turn, when pi-rpc gives it
+    /// ([`SpawnContext::turn_on_request`]: an extension a reload loads).
+    turn: CancellationToken,
     /// The first recorded reason to stop it: (event, error).
     death: Mutex<Option<(String, String)>>,
     tool_updates: Mutex<HashMap<String, mpsc::UnboundedSender<ToolUpdate>>>,
@@ -125,6 +128,9 @@ pub(super) struct SpawnContext {
     /// The pi module loaded before this one (pi loads its extensions one
     /// after another): this one's factory runs once that one's has run.
     pub after: Option<Arc<Extension>>,
+    /// The factory runs when pi-rpc gives it its turn ([`Extension::give_turn`]),
+    /// as a reload's new runtime runs its factories in load order.
+    pub turn_on_request: bool,
 }
 
 impl Extension {
@@ -139,6 +145,19 @@ impl Extension {
 
     pub fn registration(&self) -> Option<Registration> {
         self.registration.read().ok().and_then(|r| r.clone())
+    }
+
+    /// Its factory may run now (one started with [`SpawnContext::turn_on_request`]).
+    pub fn give_turn(&self) {
+        self.turn.cancel();
+    }
+
+    /// Once its factory has run: it registered, died or was unloaded.
+    pub async fn factory_ran(&self) {
+        tokio::select! {
+            _ = self.settled.cancelled() => {}
+            _ = self.exited.cancelled() => {}
+        }
     }
 
     pub fn is_ready(&self) -> bool {
@@ -397,6 +416,7 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
         temp_dir: ctx.temp_dir.clone(),
         exited: CancellationToken::new(),
         settled: CancellationToken::new(),
+        turn: CancellationToken::new(),
         death: Mutex::new(None),
         tool_updates: Mutex::new(HashMap::new()),
         nested: Mutex::new(HashMap::new()),
@@ -479,10 +499,14 @@ fn start(
     }
     tokio::spawn(supervise(ext.clone(), child));
     let after = ctx.after.clone();
+    let on_request = ctx.turn_on_request;
     let limit = ctx.timeouts.startup;
     tokio::spawn(async move {
         if let Some(after) = after {
-            factory_turn(&ext, &after).await;
+            factory_turn(&ext, after.settled.cancelled()).await;
+        } else if on_request {
+            let given = ext.turn.clone();
+            factory_turn(&ext, given.cancelled()).await;
         }
         watch_startup(ext, limit).await;
     });
@@ -493,10 +517,10 @@ fn start(
 /// module before it has run its own (registered, died or was unloaded), so
 /// every factory sees what pi's sequential loading shows it (the servers,
 /// names and bus listeners of those loaded before it, none of those after).
-/// Its start-up time counts from then.
-async fn factory_turn(ext: &Extension, after: &Extension) {
+/// Its start-up time counts from then. `due`: its turn came.
+async fn factory_turn(ext: &Extension, due: impl std::future::Future<Output = ()>) {
     tokio::select! {
-        _ = after.settled.cancelled() => {}
+        _ = due => {}
         _ = ext.exited.cancelled() => return,
     }
     ext.touch();
