@@ -46,6 +46,7 @@ mod session_restart;
 mod session_tree;
 mod settings;
 mod settle_boundary;
+mod start_up_phases;
 mod stats;
 mod tool_setup;
 
