@@ -99,6 +99,7 @@ mod serve_cluster_auth;
 mod serve_cluster_lease;
 mod serve_faults;
 mod serve_nginx;
+mod server_extension_catalogs;
 mod server_model_catalogs;
 mod session_model_catalogs;
 mod templates;

@@ -38,6 +38,7 @@ mod process;
 mod project_trust;
 pub mod protocol;
 mod provider_events;
+pub mod provider_refreshes;
 pub mod provider_stream;
 mod session_codemode;
 mod tool;
@@ -122,6 +123,9 @@ pub struct ExtensionOptions {
     /// pi runs offline (`--offline`, `PI_OFFLINE`): a native provider's
     /// model refresh does not use the network.
     pub offline: bool,
+    /// The process's extension provider refreshes (`refreshModels` with
+    /// the network), shared by its sessions (`None`: each host runs its own).
+    pub provider_refreshes: Option<Arc<provider_refreshes::ProviderRefreshes>>,
     /// The command line's options pi-rpc does not know, for the extensions'
     /// flags (`registerFlag`), in order: `(name, value)`, no value for a
     /// bare `--name`.
@@ -383,6 +387,7 @@ impl SpawnTemplate {
             host: self.host_for(path),
             agent_dir: self.options.agent_dir.clone(),
             temp_dir: self.temp_dir.clone(),
+            provider_refreshes: self.options.provider_refreshes.clone(),
         };
         process::spawn(id, path.to_path_buf(), &spawn_ctx)
     }

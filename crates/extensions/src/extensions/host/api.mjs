@@ -68,6 +68,7 @@ export class Instance {
 		this.providers = new Providers(() => this.onChange(), {
 			agentDir: hello.agentDir ?? process.env.PI_CODING_AGENT_DIR,
 			offline: hello.offline === true,
+			channel,
 		});
 		this.bus = bus;
 		this.onChange = onChange;

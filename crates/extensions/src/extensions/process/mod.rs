@@ -105,6 +105,8 @@ pub struct Extension {
     /// Unloaded by a reload (its package or file went): no longer offered
     /// anything, and its exit is not reported.
     retired: std::sync::atomic::AtomicBool,
+    /// The process's extension provider refreshes (`providerRefresh`).
+    provider_refreshes: Option<Arc<super::provider_refreshes::ProviderRefreshes>>,
 }
 
 /// What an extension's process needs to start.
@@ -125,6 +127,7 @@ pub(super) struct SpawnContext {
     /// The pi module loaded before this one (pi loads its extensions one
     /// after another): this one's factory runs once that one's has run.
     pub after: Option<Arc<Extension>>,
+    pub provider_refreshes: Option<Arc<super::provider_refreshes::ProviderRefreshes>>,
 }
 
 impl Extension {
@@ -408,6 +411,7 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
         timeouts: ctx.timeouts,
         quiet: ctx.quiet.clone(),
         retired: std::sync::atomic::AtomicBool::new(false),
+        provider_refreshes: ctx.provider_refreshes.clone(),
     });
     if super::discovery::is_pi_module(&path) {
         // The host may have to be installed first: the process starts (and
