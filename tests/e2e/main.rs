@@ -21,6 +21,7 @@ mod codex_proxy;
 mod dialects_agree;
 mod examples_side_by_side;
 mod extension_agent_core;
+mod extension_agent_end_handlers;
 mod extension_api;
 mod extension_builtin_factories;
 mod extension_builtin_tools;

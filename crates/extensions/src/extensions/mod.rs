@@ -24,6 +24,9 @@ use tokio::sync::{mpsc, oneshot};
 use crate::event::AgentEvent;
 use crate::tools::ToolCallGate;
 
+/// The hook of pi's awaited `agent_end` handlers (a pi module subscribes to it for `agent_end`).
+pub const AGENT_END_HOOK: &str = "agent_end_hook";
+
 pub mod boundary;
 mod builtin_tools;
 mod cache_warming;
