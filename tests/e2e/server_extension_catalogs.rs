@@ -230,7 +230,7 @@ async fn rpc_mode_refreshes_an_extension_providers_catalog_once_per_process_as_p
         // refreshed); pi runs no other refresh: the time for one to show.
         let (requests, log) = if reference {
             tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-            catalog_requests(&sb, || String::new(), 0).await
+            catalog_requests(&sb, String::new, 0).await
         } else {
             catalog_requests(&sb, || pi.stderr(), 3).await
         };
