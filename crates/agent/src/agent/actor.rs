@@ -46,6 +46,7 @@ mod session_tree;
 mod settings;
 mod settle_boundary;
 mod stats;
+mod streamed_message_fields;
 mod tool_setup;
 
 use std::sync::Arc;

@@ -124,7 +124,9 @@ fn documented_stream_decodes_at_every_split() {
     assert_eq!(err, None);
     assert_eq!(events[0], ProviderEvent::ResponseId("resp_1".into()));
     assert_eq!(events[1], ProviderEvent::BlockStart { index: 0, kind: BlockKind::Thinking });
-    assert_eq!(deltas(&events, 0), vec!["First part.", "\n\nSecond."]);
+    // pi-ai's deltas: a blank line at each summary part's end; the item's end gives the summary's text.
+    assert_eq!(deltas(&events, 0), vec!["First part.", "\n\n", "Second.", "\n\n"]);
+    assert!(events.contains(&ProviderEvent::BlockText { index: 0, text: "First part.\n\nSecond.".into() }));
     let signature = events.iter().find_map(|e| match e {
         ProviderEvent::Signature { index: 0, signature } => Some(signature.clone()),
         _ => None,
