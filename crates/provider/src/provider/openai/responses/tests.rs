@@ -256,7 +256,9 @@ async fn fake_server_stream_with_reasoning_and_tools() {
         collect(&provider(), simple_request(model(&server.base_url(), true), "go"), CancellationToken::new()).await;
     assert_eq!(err, None);
     assert_eq!(events[0], ProviderEvent::ResponseId("resp_7".into()));
-    assert_eq!(deltas(&events, 0).concat(), "Plan it");
+    // pi-ai's deltas (a blank line at the summary part's end), then the item's text in their place.
+    assert_eq!(deltas(&events, 0).concat(), "Plan it\n\n");
+    assert!(events.contains(&ProviderEvent::BlockText { index: 0, text: "Plan it".into() }));
     assert_eq!(deltas(&events, 1).concat(), "Done.");
     assert_eq!(deltas(&events, 2).concat(), r#"{"command":"echo hi"}"#);
     assert_eq!(deltas(&events, 3).concat(), r#"{"path":"x.txt"}"#);
