@@ -5,8 +5,8 @@
 //! bounds how long the first prompt waits for a `direct` server that never
 //! answers (pi's "still connecting" note); and `registerMcpServer` of the
 //! sub-session's extensions is checked as pi checks it (an invalid config,
-//! a name another extension took, a namespace clash), the config kept with
-//! current exposure names.
+//! a name another extension took, a namespace clash, not with the
+//! factory's own earlier names), the config kept with current exposure names.
 //!
 //! Needs node 22, the host's packages, server-everything and the reference
 //! pi from `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
@@ -75,6 +75,9 @@ export default function (pi: ExtensionAPI) {
       const first = (p: any) => {
         calls.push(["first", "shared", attempt(p, "shared", missing)]);
         calls.push(["first", "my-docs", attempt(p, "my-docs", missing)]);
+        // Taken too: pi checks a factory's registrations against those applied before it only.
+        calls.push(["first", "one-space", attempt(p, "one-space", { ...missing, enabled: false })]);
+        calls.push(["first", "one_space", attempt(p, "one_space", { ...missing, enabled: false })]);
       };
       const second = (p: any) => {
         calls.push(["second", "shared", attempt(p, "shared", missing)]);
@@ -158,5 +161,6 @@ async fn an_sdk_sessions_mcp_registrations_are_checked_as_in_pi() {
     assert!(outcome("second", "shared").as_str().unwrap_or_default().contains("is already registered by"), "{ours}");
     assert!(outcome("second", "my_docs").as_str().unwrap_or_default().contains("conflicts with"), "{ours}");
     assert!(outcome("second", "empty").as_str().unwrap_or_default().starts_with("Invalid MCP server"), "{ours}");
+    assert_eq!(outcome("first", "one_space"), "registered", "one factory's names of one namespace: {ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

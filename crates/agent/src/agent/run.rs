@@ -78,11 +78,11 @@ pub(crate) struct RunSetup {
     pub router: Option<super::virtual_route::VirtualRouter>,
 }
 
-/// MCP before a prompt's first turn: wait for `direct` servers, then add
-/// the `<mcp_servers>` section.
+/// MCP before a prompt's first turn: at the session's first prompt, wait
+/// for `direct` servers; then add the `<mcp_servers>` section.
 async fn mcp_before_prompt(s: &mut RunSetup) {
     let Some(mcp) = &s.mcp else { return };
-    if let Some(note) = mcp.wait_direct().await {
+    if let Some(note) = mcp.startup_wait().await {
         // pi's note when a `direct` server was still connecting once the wait ended.
         let kind =
             crate::event::ExtensionUiKind::Notify { message: note.to_string(), notify_type: Some("info".into()) };

@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::config_entry::parse_entry;
+pub use super::config_entry::parse_server;
+
 /// `*` matches any run of characters (globset, through pi-types).
 pub use pi_types::tool_name::wildcard_match;
 
@@ -220,12 +223,9 @@ impl McpConfig {
         let user = read_file(&user_path, &mut errors);
         let project_path = sources.cwd.join(".pi").join("mcp.json");
         let project = if sources.project_trusted { read_file(&project_path, &mut errors) } else { None };
-        let auto = project
-            .as_ref()
-            .and_then(|p| p.get("autoEnableCodemode"))
-            .or_else(|| user.as_ref().and_then(|u| u.get("autoEnableCodemode")))
-            .and_then(Value::as_bool)
-            .unwrap_or(true);
+        // A project's valid value wins over the user's.
+        let auto_of = |file: &Option<Value>| file.as_ref().and_then(|f| f.get("autoEnableCodemode")?.as_bool());
+        let auto = auto_of(&project).or_else(|| auto_of(&user)).unwrap_or(true);
         let mut entries: Vec<(String, Value, String)> = Vec::new();
         if let Some(user) = &user {
             collect(user, &user_path, &mut entries, &mut errors);
@@ -240,8 +240,12 @@ impl McpConfig {
             }
         }
         let mut config = McpConfig { errors, auto_enable_codemode: auto, ..Default::default() };
+        let project_source = project_path.display().to_string();
         for (name, entry, source) in entries {
             config.add_entry(&name, &entry, &source, sources);
+            if source == project_source {
+                config.refuse_project_auth(&name, &source);
+            }
         }
         for server in config.servers.iter_mut().chain(config.disabled.iter_mut()) {
             server.override_path = overridden.iter().find(|(n, _)| *n == server.name).map(|(_, path)| path.clone());
@@ -292,15 +296,38 @@ impl McpConfig {
 
     /// Add servers, skipping those whose name another server already has.
     pub fn add_server(&mut self, server: ServerConfig) {
-        let key = namespace_key(&server.name);
-        if self.servers.iter().any(|s| namespace_key(&s.name) == key) {
-            self.errors.push(format!(
-                "{}: server \"{}\" has the same name as another server (\"-\" and \"_\" count as the same)",
-                server.source, server.name
-            ));
-            return;
+        if !self.conflicts(&server) {
+            self.servers.push(server);
         }
-        self.servers.push(server);
+    }
+
+    /// Whether another server (a disabled one too) has `server`'s
+    /// namespace, noted as an error in pi's words.
+    fn conflicts(&mut self, server: &ServerConfig) -> bool {
+        let key = namespace_key(&server.name);
+        let Some(other) = self.servers.iter().chain(&self.disabled).find(|s| namespace_key(&s.name) == key) else {
+            return false;
+        };
+        self.errors.push(format!("{}: server \"{}\" conflicts with \"{}\"", server.source, server.name, other.name));
+        true
+    }
+
+    /// pi's rule that a project's `mcp.json` may not give a server `auth`
+    /// (a provider's token would go where the repository says): the entry
+    /// `name` just read from `source` is taken back as an error.
+    fn refuse_project_auth(&mut self, name: &str, source: &str) {
+        let truthy = |v: &Value| {
+            !matches!(v, Value::Null | Value::Bool(false)) && v.as_str() != Some("") && v.as_f64() != Some(0.0)
+        };
+        let with_auth = |s: &ServerConfig| {
+            s.name == name && s.source == source && s.raw.get("url").is_some() && s.raw.get("auth").is_some_and(truthy)
+        };
+        let before = self.servers.len() + self.disabled.len();
+        self.servers.retain(|s| !with_auth(s));
+        self.disabled.retain(|s| !with_auth(s));
+        if self.servers.len() + self.disabled.len() < before {
+            self.errors.push(format!("{source}: server \"{name}\": auth is only allowed in the global mcp.json"));
+        }
     }
 
     fn add_entry(&mut self, name: &str, entry: &Value, source: &str, sources: &ConfigSources<'_>) {
@@ -312,11 +339,11 @@ impl McpConfig {
                     map.remove("enabled");
                 }
                 match parse_entry(name, &enabled, source, sources) {
-                    Ok(Some(mut server)) => {
+                    Ok(Some(mut server)) if !self.conflicts(&server) => {
                         server.raw = entry.clone();
                         self.disabled.push(server);
                     }
-                    Ok(None) => {}
+                    Ok(_) => {}
                     Err(e) => self.errors.push(format!("{source}: {e}")),
                 }
             }
@@ -329,12 +356,19 @@ fn namespace_key(name: &str) -> String {
     name.replace('-', "_")
 }
 
+/// A file's object, or None (its error noted in pi's words: one that is
+/// not an object with an `mcpServers` object, if any, is left out whole).
 fn read_file(path: &Path, errors: &mut Vec<String>) -> Option<Value> {
     let text = std::fs::read_to_string(path).ok()?;
     match serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) {
-        Ok(v) if v.is_object() => Some(v),
+        Ok(v) if v.is_object() && v.get("mcpServers").is_none_or(Value::is_object) => {
+            if v.get("autoEnableCodemode").is_some_and(|auto| !auto.is_boolean()) {
+                errors.push(format!("{}: autoEnableCodemode must be a boolean", path.display()));
+            }
+            Some(v)
+        }
         Ok(_) => {
-            errors.push(format!("{}: expected a JSON object", path.display()));
+            errors.push(format!("{}: expected an object with an \"mcpServers\" object", path.display()));
             None
         }
         Err(e) => {
@@ -346,11 +380,7 @@ fn read_file(path: &Path, errors: &mut Vec<String>) -> Option<Value> {
 
 fn collect(file: &Value, path: &Path, out: &mut Vec<(String, Value, String)>, errors: &mut Vec<String>) {
     let source = path.display().to_string();
-    let Some(servers) = file.get("mcpServers") else { return };
-    let Some(servers) = servers.as_object() else {
-        errors.push(format!("{source}: \"mcpServers\" must be an object"));
-        return;
-    };
+    let Some(servers) = file.get("mcpServers").and_then(Value::as_object) else { return };
     for (name, entry) in servers {
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
             errors.push(format!("{source}: invalid server name \"{name}\" (use letters, digits, \"_\" and \"-\")"));
@@ -405,175 +435,9 @@ fn apply_project_entry(
     }
 }
 
-/// One `mcpServers` entry given as a value (an extension's `pi.registerMcpServer()`):
-/// its server, `None` when `enabled: false`, or why it is invalid.
-pub fn parse_server(
-    name: &str,
-    entry: &Value,
-    source: &str,
-    sources: &ConfigSources<'_>,
-) -> Result<Option<ServerConfig>, String> {
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        return Err(format!("invalid server name \"{name}\" (use letters, digits, \"_\" and \"-\")"));
-    }
-    if !entry.is_object() {
-        return Err(format!("server \"{name}\" must be an object"));
-    }
-    parse_entry(name, entry, source, sources)
-}
-
 /// Whether two server names are one namespace (`-` and `_` count as the same).
 pub fn same_server_name(a: &str, b: &str) -> bool {
     namespace_key(a) == namespace_key(b)
-}
-
-fn parse_entry(
-    name: &str,
-    entry: &Value,
-    source: &str,
-    sources: &ConfigSources<'_>,
-) -> Result<Option<ServerConfig>, String> {
-    // pi's words (pi-mcp's `validateMcpServerConfig` and pi's exposure checks).
-    let server = |msg: String| format!("server \"{name}\": {msg}");
-    let neither = || format!("server \"{name}\" needs either \"command\" (stdio) or \"url\" (streamable HTTP)");
-    let enabled = match entry.get("enabled") {
-        None | Some(Value::Null) => true,
-        Some(Value::Bool(on)) => *on,
-        Some(_) => return Err(server("enabled must be a boolean".into())),
-    };
-    if entry.get("description").is_some_and(|d| !d.is_string() && !d.is_null()) {
-        return Err(server("description must be a string".into()));
-    }
-    let str_field = |key: &str| -> Result<Option<String>, String> {
-        match entry.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(server(format!("\"{key}\" must be a string"))),
-        }
-    };
-    let timeout = match entry.get("timeout") {
-        None | Some(Value::Null) => Duration::from_secs(60),
-        Some(v) => match v.as_f64() {
-            Some(s) if s > 0.0 && s.is_finite() => Duration::from_secs_f64(s),
-            _ => return Err(server("timeout must be a positive number of seconds".into())),
-        },
-    };
-    let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_string);
-    let (kind, command, url) = (text("type"), text("command"), text("url"));
-    // As pi's: a `url` makes an HTTP server unless `type` says otherwise, else a `command` a stdio one.
-    let is_http = match (kind.as_deref(), &url, &command) {
-        (Some("sse"), _, _) => {
-            return Err(server("legacy SSE transport is not supported; use the streamable HTTP URL".into()));
-        }
-        (None | Some("http" | "streamable-http"), Some(_), _) => true,
-        (None | Some("stdio"), _, Some(_)) => false,
-        _ => return Err(neither()),
-    };
-    let expand = |key: &str| -> Result<ConfigValues, String> {
-        let wrong = || server(format!("{key} must map names to strings"));
-        match entry.get(key) {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Object(map)) => map
-                .iter()
-                .map(|(k, v)| v.as_str().map(|s| (k.clone(), expand_value(s, sources.env))).ok_or_else(wrong))
-                .collect(),
-            Some(_) => Err(wrong()),
-        }
-    };
-    let transport = if is_http {
-        let Some(url) = url else { return Err(neither()) };
-        if !(url.starts_with("http://") || url.starts_with("https://")) || url::Url::parse(&url).is_err() {
-            return Err(server("url must be an http or https URL".into()));
-        }
-        let headers = expand("headers")?;
-        let names: Vec<(String, String)> = headers.iter().map(|(k, _)| (k.clone(), String::new())).collect();
-        let oauth = if super::oauth::OAuthSettings::applies(&names, entry.get("auth").is_some_and(|a| !a.is_null())) {
-            Some(super::oauth::OAuthSettings::parse(entry.get("oauth"), sources.env).map_err(server)?)
-        } else {
-            None
-        };
-        Transport::Http { url, headers, oauth }
-    } else {
-        let Some(command) = command else { return Err(neither()) };
-        if command.trim().is_empty() {
-            return Err(server("\"command\" is empty".into()));
-        }
-        let args = match entry.get("args") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|a| a.as_str().map(home_prefixed).ok_or_else(|| server("args must be an array of strings".into())))
-                .collect::<Result<_, _>>()?,
-            Some(_) => return Err(server("args must be an array of strings".into())),
-        };
-        if entry.get("cwd").is_some_and(|c| !c.is_string() && !c.is_null()) {
-            return Err(server("cwd must be a string".into()));
-        }
-        let cwd = match str_field("cwd")? {
-            Some(c) => {
-                let c = PathBuf::from(home_prefixed(&c));
-                if c.is_absolute() { c } else { sources.cwd.join(c) }
-            }
-            None => sources.cwd.to_path_buf(),
-        };
-        Transport::Stdio { command: PathBuf::from(home_prefixed(&command)), args, env: expand("env")?, cwd }
-    };
-    const EXPOSURES: &str = "\"codemode\", \"deferred\", \"direct\", \"hidden\"";
-    let exposure = match entry.get("exposure") {
-        None | Some(Value::Null) => Exposure::Codemode,
-        Some(e) => e
-            .as_str()
-            .and_then(Exposure::parse)
-            .ok_or_else(|| server(format!("exposure must be one of {EXPOSURES}")))?,
-    };
-    let mut tool_exposure = Vec::new();
-    if let Some(map) = entry.get("toolExposure").filter(|m| !m.is_null()) {
-        let Some(map) = map.as_object() else {
-            return Err(server("toolExposure must map tool names to exposures".into()));
-        };
-        for (k, v) in map {
-            let e = v
-                .as_str()
-                .and_then(Exposure::parse)
-                .ok_or_else(|| server(format!("toolExposure \"{k}\" must be one of {EXPOSURES}")))?;
-            tool_exposure.push((k.clone(), e));
-        }
-    }
-    if !enabled {
-        return Ok(None);
-    }
-    Ok(Some(ServerConfig {
-        name: name.to_string(),
-        transport,
-        exposure,
-        tool_exposure,
-        timeout,
-        description: str_field("description")?.filter(|d| !d.trim().is_empty()),
-        source: source.to_string(),
-        raw: entry.clone(),
-        scope: scope_of(source, sources).map(str::to_string),
-        override_path: None,
-    }))
-}
-
-/// pi's `scope` of an entry read from `source`: the user's or the project's
-/// `mcp.json`, else an extension's file (None for servers a front end gave).
-fn scope_of(source: &str, sources: &ConfigSources<'_>) -> Option<&'static str> {
-    let path = Path::new(source);
-    if path == sources.agent_dir.join("mcp.json") {
-        Some("global")
-    } else if path == sources.cwd.join(".pi").join("mcp.json") {
-        Some("project")
-    } else {
-        path.is_absolute().then_some("extension")
-    }
-}
-
-fn home_prefixed(text: &str) -> String {
-    match text.strip_prefix("~/") {
-        Some(rest) => crate::config::home_dir().join(rest).display().to_string(),
-        None => text.to_string(),
-    }
 }
 
 /// A command value's output (trimmed).
@@ -735,7 +599,7 @@ mod tests {
             "server \"neither\" needs either \"command\" (stdio) or \"url\" (streamable HTTP)",
             "server \"weird\": exposure must be one of \"codemode\", \"deferred\", \"direct\", \"hidden\"",
             "server \"slow\": timeout must be a positive number of seconds",
-            "\"a_b\" has the same name",
+            "server \"a_b\" conflicts with \"a-b\"",
         ] {
             assert!(errors.contains(needle), "{needle} in {errors}");
         }
@@ -744,7 +608,7 @@ mod tests {
         assert_eq!(ok.exposure_of("get_thing"), Exposure::Direct, "first matching pattern");
         assert_eq!(ok.exposure_of("other"), Exposure::Deferred);
         let broken = load(Some(json!({"mcpServers": [1]})), None, false, &[]);
-        assert!(broken.errors[0].contains("\"mcpServers\" must be an object"));
+        assert!(broken.errors[0].ends_with(": expected an object with an \"mcpServers\" object"));
     }
 
     #[test]

@@ -17,6 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 pub mod command;
 pub mod config;
+mod config_checks;
+mod config_entry;
 pub mod connection;
 pub mod factories;
 pub mod failure;
@@ -216,7 +218,7 @@ pub struct McpManager {
     tools_off: bool,
     /// [`McpOptions::hold`] (cancelled when not held).
     hold: CancellationToken,
-    /// The first prompt waited for the `direct` servers (pi's note comes then only).
+    /// The session's first prompt waited for the `direct` servers (later ones do not).
     startup_waited: std::sync::atomic::AtomicBool,
 }
 
@@ -477,12 +479,27 @@ impl McpManager {
         (kept_off && !tool_search_on).then_some(UNREACHABLE_WARNING_AUTO_OFF)
     }
 
+    /// pi's first-prompt wait: at the first prompt since the session
+    /// started, [`Self::wait_direct`]; later prompts do not wait, as pi's
+    /// MCP extension waits once per `session_start`.
+    pub async fn startup_wait(&self) -> Option<&'static str> {
+        if self.startup_waited.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return None;
+        }
+        self.wait_direct().await
+    }
+
+    /// A session started (a new, resumed, forked or cloned one, a reload):
+    /// its first prompt waits for the `direct` servers again, and notes
+    /// one still connecting, as pi's MCP extension does at each `session_start`.
+    pub fn session_started(&self) {
+        self.startup_waited.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Wait (at most [`DIRECT_WAIT`], or the `startupWaitMs` of an
     /// extension's `createMcpExtension`) for the servers with `direct` tools:
-    /// pi's [`STILL_CONNECTING`] note when one had not settled by then, at
-    /// the first wait only, as pi notes it at its session's first prompt.
+    /// pi's [`STILL_CONNECTING`] note when one had not settled by then.
     pub async fn wait_direct(&self) -> Option<&'static str> {
-        let first = !self.startup_waited.swap(true, std::sync::atomic::Ordering::SeqCst);
         self.begin();
         let conns = self.conns();
         let direct: Vec<_> = conns
@@ -494,7 +511,7 @@ impl McpManager {
             .collect();
         let wait = self.factories.direct_wait();
         futures::future::join_all(direct.iter().map(|c| c.settled(wait))).await;
-        (first && direct.iter().any(|c| !c.state().status.is_settled())).then_some(STILL_CONNECTING)
+        direct.iter().any(|c| !c.state().status.is_settled()).then_some(STILL_CONNECTING)
     }
 
     /// Wait for every server (or those whose namespace `names` mention).

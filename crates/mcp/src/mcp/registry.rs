@@ -34,16 +34,23 @@ impl McpManager {
 
     /// Register (or replace the same extension's) server `name`. Errors are
     /// what the extension's call throws: an invalid name or config, or a name
-    /// another extension registered.
+    /// another extension registered. The registrations of the extensions
+    /// `unapplied` (still loading: pi applies them when their factory
+    /// returns) are not checked against.
     pub fn register_server(
         &self,
         name: &str,
         config: &Value,
         extension_path: &str,
         sources: &ConfigSources<'_>,
+        unapplied: &[String],
     ) -> Result<(), String> {
-        let registered: Vec<(String, String)> =
-            self.registry().iter().map(|r| (r.name.clone(), r.extension_path.clone())).collect();
+        let registered: Vec<(String, String)> = self
+            .registry()
+            .iter()
+            .filter(|r| !unapplied.contains(&r.extension_path))
+            .map(|r| (r.name.clone(), r.extension_path.clone()))
+            .collect();
         let taken = registered.iter().map(|(name, path)| (name.as_str(), path.as_str()));
         let server = super::registration::check_registration(name, config, extension_path, sources, taken)?;
         let shadowed = self.configured.iter().any(|c| same_server_name(&c.config.name, name));

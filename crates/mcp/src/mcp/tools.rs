@@ -129,12 +129,14 @@ impl ResourceTool {
     }
 
     fn server(&self, name: &str) -> Result<&Arc<Connection>, String> {
+        // pi's words, the servers with resources in the session's order.
         self.servers.iter().find(|c| c.config.name == name).ok_or_else(|| {
-            let mut known: Vec<&str> = self.servers.iter().map(|c| c.config.name.as_str()).collect();
-            known.sort_unstable();
+            let known: Vec<&str> = self.servers.iter().map(|c| c.config.name.as_str()).collect();
             match known.is_empty() {
-                true => format!("No MCP server named \"{name}\" offers resources"),
-                false => format!("No MCP server named \"{name}\" offers resources (these do: {})", known.join(", ")),
+                true => format!("MCP server \"{name}\" has no resources"),
+                false => {
+                    format!("MCP server \"{name}\" has no resources. Servers with resources: {}", known.join(", "))
+                }
             }
         })
     }
@@ -173,8 +175,8 @@ impl ResourceTool {
                 })
                 .unwrap_or_default()
         };
-        let cursor = string_argument(args, "cursor")?;
-        if let Some(server) = string_argument(args, "server")? {
+        let (server, cursor) = (string_argument(args, "server")?, string_argument(args, "cursor")?);
+        if let Some(server) = server {
             let conn = self.server(&server)?;
             let page = conn.list_page(templates, cursor).await?;
             let mut out = json!({"server": server, key: tag(&server, &page)});
@@ -184,7 +186,7 @@ impl ResourceTool {
             return Ok(out);
         }
         if cursor.is_some() {
-            return Err("A cursor continues the listing of one server: give its \"server\" too".to_string());
+            return Err("cursor can only be used when a server is specified".to_string());
         }
         let mut servers: Vec<&Arc<Connection>> = self.servers.iter().collect();
         servers.sort_by(|a, b| a.config.name.cmp(&b.config.name));
@@ -219,8 +221,9 @@ impl ResourceTool {
     /// `read_mcp_resource`: the resource's contents as model content (each
     /// labelled with its URI when there are several).
     async fn read(&self, args: &Value, temp_dir: &std::path::Path) -> Result<ToolOutput, String> {
-        let server = string_argument(args, "server")?.ok_or("A \"server\" is needed to read a resource")?;
-        let uri = string_argument(args, "uri")?.ok_or("A \"uri\" is needed to read a resource")?;
+        let (server, uri) = (string_argument(args, "server")?, string_argument(args, "uri")?);
+        let server = server.ok_or("server must be provided")?;
+        let uri = uri.ok_or("uri must be provided")?;
         let conn = self.server(&server)?;
         let contents = conn.read_resource(&uri).await?;
         let items: Vec<Value> = contents.as_array().cloned().unwrap_or_default();
@@ -233,7 +236,7 @@ impl ResourceTool {
             blocks.push(resource_content(item, temp_dir));
         }
         if blocks.is_empty() {
-            blocks.push(ContentBlock::text(format!("The resource {uri} has no contents.")));
+            blocks.push(ContentBlock::text(format!("Resource {uri} is empty.")));
         }
         let (content, full_path) = limit_content(blocks, temp_dir);
         let contents: Vec<Value> = items
@@ -259,7 +262,7 @@ fn string_argument(args: &Value, key: &str) -> Result<Option<String>, String> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.trim().to_string()).filter(|s| !s.is_empty())),
-        Some(_) => Err(format!("\"{key}\" must be a string")),
+        Some(_) => Err(format!("{key} must be a string")),
     }
 }
 

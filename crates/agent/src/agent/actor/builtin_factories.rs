@@ -177,9 +177,15 @@ impl Agent {
     /// Register the servers extensions registered so far with `manager` too.
     fn adopt_registered(&self, manager: &crate::mcp::McpManager) {
         let sources = self.mcp_sources();
-        for server in self.mcp.registered_servers() {
+        let servers = self.mcp.registered_servers();
+        // Checked when they were registered (two of one factory may share a namespace, as in pi).
+        let checked: Vec<String> =
+            servers.iter().filter_map(|s| s["extensionPath"].as_str().map(str::to_string)).collect();
+        for server in servers {
             let (name, path) = (server["name"].as_str().unwrap_or_default(), server["extensionPath"].as_str());
-            if let Err(error) = manager.register_server(name, &server["config"], path.unwrap_or_default(), &sources) {
+            if let Err(error) =
+                manager.register_server(name, &server["config"], path.unwrap_or_default(), &sources, &checked)
+            {
                 tracing::warn!("MCP server {name} registered by {path:?}: {error}");
             }
         }

@@ -352,6 +352,8 @@ impl Agent {
     pub(super) fn extensions_session_started(&mut self, reason: &str, previous: Option<String>, setup: Option<usize>) {
         // pi's new runtime: the start-up tools again, MCP's once the handlers ran.
         self.restart_active_tools();
+        // Its MCP extension's first prompt waits for the `direct` servers again.
+        self.mcp.session_started();
         let mut payload = self.session_start_payload(reason);
         if let Some(previous) = previous {
             payload["previousSessionFile"] = Value::String(previous);

@@ -147,7 +147,9 @@ impl Agent {
                     project_trusted: false,
                     env: None,
                 };
-                self.mcp.register_server(name, &config, &path, &sources)?;
+                // Checked against the registrations pi has applied: not those of the
+                // extensions still loading (this one's own among them).
+                self.mcp.register_server(name, &config, &path, &sources, &self.unapplied_registrations())?;
                 true
             }
             "unregisterMcpServer" => self.mcp.unregister_server(name, &path),
@@ -165,21 +167,26 @@ impl Agent {
                 self.ext.tools_changed();
             }
         }
-        // pi applies what an extension registers while its factory runs when
-        // the factory returns: until then `getMcpServers()` leaves it out.
-        // A reload's or a replacement's new runtime starts empty: those not
-        // made anew yet are left out too.
+        let loading = self.unapplied_registrations();
+        servers
+            .retain(|server| !server["extensionPath"].as_str().is_some_and(|path| loading.iter().any(|l| l == path)));
+        Ok(json!({"servers": servers}))
+    }
+
+    /// The extensions whose registrations pi has not applied: pi applies
+    /// what an extension registers while its factory runs when the factory
+    /// returns (until then `getMcpServers()` leaves it out, and the checks
+    /// of a registration do not see it). A reload's or a replacement's new
+    /// runtime starts empty: those not made anew yet are left out too.
+    fn unapplied_registrations(&self) -> Vec<String> {
         let handle = self.ext.handle();
-        let loading: Vec<String> = handle
+        handle
             .loaded_paths()
             .into_iter()
             .filter(|(id, _)| {
                 handle.get(*id).is_some_and(|e| !e.is_ready() && !e.is_dead()) || self.ext.is_awaiting_replacement(*id)
             })
             .map(|(_, path)| path.to_string_lossy().into_owned())
-            .collect();
-        servers
-            .retain(|server| !server["extensionPath"].as_str().is_some_and(|path| loading.iter().any(|l| l == path)));
-        Ok(json!({"servers": servers}))
+            .collect()
     }
 }

@@ -78,8 +78,10 @@ impl Agent {
 
     /// Every kept extension handled the reload's `session_start`.
     pub(super) fn reload_started(&mut self, reply: ExtReply) {
-        // pi's MCP extension activates codemode / tool_search again at its `session_start`.
+        // pi's MCP extension activates codemode / tool_search again at its `session_start`,
+        // and its first prompt waits for the `direct` servers again.
         self.toolbox.discovery_again();
+        self.mcp.session_started();
         // Then `resources_discover` (reason "reload"); the command goes on once it is answered.
         self.discover_after_reload(reply);
     }

@@ -102,6 +102,8 @@ pub(super) fn sync_registered(manager: &McpManager, registered: &[Value], place:
     let owner = |server: &Value| server.get("extensionPath").and_then(Value::as_str).unwrap_or("<inline>").to_string();
     let name = |server: &Value| server.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
     let before = manager.registered_servers();
+    // Checked by the SDK session's registry already (two of one factory may share a namespace, as in pi).
+    let checked: Vec<String> = registered.iter().map(owner).collect();
     for old in &before {
         if !registered.iter().any(|new| name(new) == name(old) && owner(new) == owner(old)) {
             manager.unregister_server(&name(old), &owner(old));
@@ -111,7 +113,7 @@ pub(super) fn sync_registered(manager: &McpManager, registered: &[Value], place:
         let same = before.iter().any(|old| old == new || (name(old) == name(new) && old["config"] == new["config"]));
         if !same {
             let config = new.get("config").cloned().unwrap_or(Value::Null);
-            if let Err(error) = manager.register_server(&name(new), &config, &owner(new), &sources) {
+            if let Err(error) = manager.register_server(&name(new), &config, &owner(new), &sources, &checked) {
                 tracing::warn!("an SDK session's MCP server \"{}\": {error}", name(new));
             }
         }

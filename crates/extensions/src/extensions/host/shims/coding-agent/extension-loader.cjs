@@ -96,8 +96,10 @@ function localChannel(runtime, modelRegistry, instance, extensionPath) {
 		},
 		// pi's checks and words (the name and config valid, the name not another extension's, no
 		// namespace clash), made by pi-rpc's MCP registration code; the config kept as pi keeps it.
+		// While its factory runs, the extension's own registrations are not checked against: pi applies them when it returns.
 		registerMcpServer: ({ name, config }) => {
-			const registered = [...runtime.mcpServerOwners].filter(([other]) => runtime.mcpServers.has(other));
+			const loading = !instance().bound;
+			const registered = [...runtime.mcpServerOwners].filter(([other, owner]) => runtime.mcpServers.has(other) && !(loading && owner === extensionPath));
 			const { getAgentDir } = require("./runtime.cjs");
 			const checked = lib("checkMcpRegistration", { name, config, extensionPath, registered, cwd: runtime.cwd ?? process.cwd(), agentDir: getAgentDir() });
 			if (checked.error) throw new Error(checked.error);
