@@ -48,6 +48,7 @@ mod session_tree;
 mod settings;
 mod settle_boundary;
 mod stats;
+mod streamed_message_fields;
 mod tool_restore;
 mod tool_setup;
 
