@@ -19,15 +19,27 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::extension_provider_events::reference_cli;
+use crate::clients::node22;
+use crate::extension_host::{host_dir, host_settings, write_module};
+use crate::extension_provider_events::{reference_cli, spawn_reference_with};
 use crate::extension_sdk_runner::module_note;
 use crate::extension_sdk_services::{notified_json, side_by_side, start_module};
 use crate::harness::Sandbox;
 
 const SDK_RESOURCES: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
-import { createAgentSession, DefaultResourceLoader, getAgentDir, SessionManager } from "@earendil-works/pi-coding-agent";
+import { createAgentSession, DefaultResourceLoader, getAgentDir, SessionManager, Theme } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+/** A theme as the loader gives it: pi's `Theme`, painting in the terminal's colour mode. */
+const themeSummary = (t: any) => ({
+  name: t.name,
+  sourcePath: t.sourcePath ?? null,
+  sourceInfo: t.sourceInfo ?? null,
+  isTheme: t instanceof Theme,
+  appearance: t.appearance,
+  painted: [t.fg("accent", "a"), t.bg("selectedBg", "b"), t.getFgAnsi("muted"), t.getThinkingBorderColor("high")("c")],
+});
 
 const textOf = (m: any) => (typeof m.content === "string" ? m.content : m.content.filter((c: any) => c.type === "text").map((c: any) => c.text).join(""));
 const userTexts = (session: any) => session.messages.filter((m: any) => m.role === "user").map(textOf);
@@ -37,7 +49,7 @@ const loaderSummary = (loader: any) => ({
   prompts: loader.getPrompts(),
   extensions: loader.getExtensions().extensions.map((e: any) => ({ path: e.path, resolvedPath: e.resolvedPath, sourceInfo: e.sourceInfo, commands: [...e.commands.keys()] })),
   extensionErrors: loader.getExtensions().errors,
-  themes: loader.getThemes().themes.map((t: any) => ({ name: t.name, sourcePath: t.sourcePath ?? null, sourceInfo: t.sourceInfo ?? null })),
+  themes: loader.getThemes().themes.map(themeSummary),
   themeDiagnostics: loader.getThemes().diagnostics,
   // pi-rpc's loader only: the packages' extension files it hands to the loader's extensions.
   packageExtensions: loader.packageExtensions ?? null,
@@ -213,6 +225,9 @@ async fn a_loader_includes_pi_packages_resources_as_pis() {
         ours["skills"]["skills"].as_array().expect("skills").iter().filter_map(|s| s["name"].as_str()).collect();
     assert_eq!(skills, ["gone", "x", "pkg-skill"], "{ours}");
     assert_eq!(ours["themes"][0]["name"], "pkg-theme", "{ours}");
+    // pi's `Theme` object, which paints (not the file's JSON).
+    assert_eq!(ours["themes"][0]["isTheme"], true, "{ours}");
+    assert!(ours["themes"][0]["painted"][0].as_str().is_some_and(|a| a.starts_with('\u{1b}')), "{ours}");
     assert_eq!(ours["prompts"]["prompts"][1]["sourceInfo"]["origin"], "package", "{ours}");
     for key in ["skills", "prompts", "themes", "themeDiagnostics", "extensionErrors"] {
         assert_eq!(ours[key], theirs[key], "{key}: pi-rpc, then pi 1.6.0");
@@ -390,5 +405,65 @@ async fn a_loaders_extension_and_theme_order_and_ignore_files_are_pis() {
     assert_eq!(ours["extensions"], json!(extensions), "{ours}");
     // The project's directory outranks the user's settings entry: its `dup` wins.
     assert_eq!(ours["themes"], json!(["p-theme:pt.json", "deep:deep.json", "dup:pauto.json", "u-auto:uauto.json"]));
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+/// A loader whose agent directory's settings name a package npm cannot
+/// install (offline): its extensions' result.
+const SDK_INSTALL_FAILURE: &str = r#"import * as path from "node:path";
+import { DefaultResourceLoader } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("sdkfail", {
+    handler: async (_args, ctx) => {
+      const loader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: path.join(ctx.cwd, "fail-agent") });
+      await loader.reload();
+      const result = loader.getExtensions();
+      ctx.ui.notify(JSON.stringify({ extensions: result.extensions.map((e: any) => e.path), errors: result.errors, warnings: result.warnings ?? null }), "info");
+    },
+  });
+}
+"#;
+
+/// `warning` with npm's own words (which differ with the program that ran it) left out.
+fn without_npms_words(warning: &str) -> String {
+    match (warning.find("failed to install ("), warning.rfind("). ")) {
+        (Some(start), Some(end)) if end > start => {
+            format!("{}failed to install (…){}", &warning[..start], &warning[end + 1..])
+        }
+        _ => warning.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn a_package_that_cannot_be_installed_is_a_loader_warning_as_in_pi() {
+    // pi 1.6.0 not in its offline mode (which skips a missing package without a word).
+    let run = |reference: bool, command: String| async move {
+        let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
+        let cli = reference_cli()?;
+        let sb = Sandbox::with_server().await;
+        host_settings(&sb, &node, &dir, json!({}));
+        write_module(&sb, "sdk-install-failure.ts", SDK_INSTALL_FAILURE);
+        let agent = sb.cwd.path().join("fail-agent");
+        write(&agent.join("settings.json"), &json!({"packages": ["npm:@demo/absent@1.0.0"]}).to_string());
+        // npm answers at once that the package is not there (no network here either way).
+        write(&sb.home.path().join(".npmrc"), "offline=true\n");
+        let mut pi =
+            if reference { spawn_reference_with(&sb, &node, &cli, false) } else { sb.spawn(&["--no-session"]) };
+        Some(notified_json(&mut pi, &sb, &command).await)
+    };
+    let Some((mut ours, mut theirs)) = side_by_side(run, "sdkfail").await else { return };
+    for note in [&mut ours, &mut theirs] {
+        for warning in note["warnings"].as_array_mut().into_iter().flatten() {
+            let text = warning["warning"].as_str().map(without_npms_words);
+            warning["warning"] = json!(text);
+        }
+    }
+    let expected = json!([{
+        "path": "npm:@demo/absent@1.0.0",
+        "warning": "failed to install (…). Run \"pi remove npm:@demo/absent@1.0.0\" to remove it from settings.json."
+    }]);
+    assert_eq!(ours["warnings"], expected, "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -399,8 +399,21 @@ export default function (pi: ExtensionAPI) {
       await runtime.newSession({ parentSession: first, setup: async (sm: any) => { sm.appendCustomEntry("marker", { n: 1 }); } });
       const second = runtime.session;
       const fresh = { other: second.sessionFile !== first, sameDir: path.dirname(second.sessionFile!) === path.dirname(first), parent: second.sessionManager.getHeader().parentSession === first, messages: second.messages.length, entries: second.sessionManager.getEntries().map((e: any) => e.type) };
-      await runtime.switchSession(first);
-      const back = { file: runtime.session.sessionFile === first, roles: runtime.session.messages.map((m: any) => m.role) };
+      // `withSession` gets the new session's command context (pi's replaced-session context), not the session.
+      let given: any = null;
+      await runtime.switchSession(first, {
+        withSession: async (c: any) => {
+          given = {
+            session: typeof c.prompt === "function" || "agent" in c,
+            members: ["sendMessage", "sendUserMessage", "newSession", "fork", "switchSession", "waitForIdle", "isIdle", "abort", "getContextUsage"].map((k) => typeof c[k]),
+            cwd: c.cwd === ctx.cwd,
+            file: c.sessionManager.getSessionFile() === first,
+            model: c.model?.id ?? null,
+            idle: c.isIdle(),
+          };
+        },
+      });
+      const back = { file: runtime.session.sessionFile === first, roles: runtime.session.messages.map((m: any) => m.role), given };
       const copy = path.join(ctx.cwd, "exported.jsonl");
       fs.copyFileSync(first, copy);
       await runtime.importFromJsonl(copy);
@@ -625,6 +638,7 @@ async fn a_session_runtime_replaces_its_session_as_pi_does() {
     assert_eq!(ours["seen"], json!(["first:none", "new:file", "resume:file", "resume:file"]), "{ours}");
     assert_eq!(ours["fresh"]["entries"], json!(["model_change", "thinking_level_change", "custom"]), "{ours}");
     assert_eq!(ours["back"]["roles"], json!(["system", "user", "assistant"]), "{ours}");
+    assert_eq!(ours["back"]["given"]["session"], false, "withSession's context is no AgentSession: {ours}");
     assert_eq!(ours["imported"]["name"], "exported.jsonl", "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -463,35 +463,42 @@ async fn no_mcp_flag_and_untrusted_project_config() {
     assert!(tools.iter().any(|t| t == "mcp__proj__echo"), "trusted: {tools:?}");
 }
 
-#[tokio::test]
-async fn tools_and_exclude_tools_patterns_filter_mcp_tools() {
-    let Some(srv) = Servers::find() else { return };
+/// The tools one program offered at its first prompt with each `--tools` /
+/// `--exclude-tools` choice, a `direct` server configured.
+async fn declared_with_patterns(srv: &Servers, reference: bool) -> Option<Vec<Vec<String>>> {
     let sb = Sandbox::with_server().await;
     let mut everything = srv.everything("stdio");
     everything["exposure"] = json!("direct");
     write_mcp(&sb, json!({"everything": everything}));
+    sb.server().set_fallback(Reply::text("ok"));
     let mut declared = Vec::new();
     for args in [
-        &["--no-session", "--tools", "read,bash"][..],
-        &["--no-session", "--tools", "read,mcp__everything__get_*", "--exclude-tools", "mcp__everything__get_env"][..],
-        &["--no-session", "-xt", "mcp__*,list_mcp_*,read_mcp_resource"][..],
+        &["--tools", "read,bash"][..],
+        &["--tools", "read,mcp__everything__get_*", "--exclude-tools", "mcp__everything__get_env"][..],
+        &["-xt", "mcp__*,list_mcp_*,read_mcp_resource"][..],
     ] {
-        sb.server().push(Reply::text("ok"));
         let before = sb.server().request_count();
-        let mut pi = sb.spawn(args);
+        let mut pi = crate::extension_builtin_factories::start(&sb, reference, args)?;
         pi.send(json!({"id": "p", "type": "prompt", "message": "hi"})).await;
         pi.until_type("agent_settled").await;
         declared.push(tool_names(&sb.server().requests()[before].body));
+        pi.close_stdin();
+        pi.wait().await;
     }
-    assert_eq!(&declared[0][..2], ["read", "bash"]);
-    assert!(
-        declared[0].iter().any(|t| t == "mcp__everything__echo"),
-        "--tools without mcp__ keeps MCP tools: {:?}",
-        declared[0]
-    );
+    Some(declared)
+}
+
+#[tokio::test]
+async fn tools_and_exclude_tools_patterns_filter_mcp_tools() {
+    let Some(srv) = Servers::find() else { return };
+    let Some(declared) = declared_with_patterns(&srv, false).await else { return };
+    // A `--tools` list declares no `direct` MCP tool it does not name.
+    assert_eq!(declared[0], ["read", "bash"], "{:?}", declared[0]);
     let get: Vec<&str> = declared[1].iter().map(String::as_str).filter(|t| t.starts_with("mcp__")).collect();
     assert!(!get.is_empty() && get.iter().all(|t| t.starts_with("mcp__everything__get_")), "{get:?}");
     assert!(!get.contains(&"mcp__everything__get_env"));
     assert_eq!(declared[1][0], "read");
     assert_eq!(declared[2], ["read", "bash", "edit", "write"]);
+    let Some(theirs) = declared_with_patterns(&srv, true).await else { return };
+    assert_eq!(declared, theirs, "pi 1.6.0 declares the same");
 }

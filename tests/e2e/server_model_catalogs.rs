@@ -163,7 +163,7 @@ async fn pi_serve_refreshes_the_catalog_with_a_sessions_extension_login_once() {
 }
 
 /// One ACP request on stdio; its response.
-async fn acp_request(pi: &mut Pi, id: u64, method: &str, params: Value) -> Value {
+pub(crate) async fn acp_request(pi: &mut Pi, id: u64, method: &str, params: Value) -> Value {
     pi.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
     let lines = pi.until(|v| v["id"] == id && v.get("method").is_none()).await;
     lines.last().cloned().unwrap_or_default()

@@ -22,9 +22,10 @@ Scenarios:
   stop URL PID             SIGTERM to the server: open connections closed with 1001
   acp URL                  ACP over WebSocket: initialize, session/new, session/prompt
                            (updates, end_turn), session/load from a second connection
-  catalog URL WANT         a session's OpenRouter models (get_available_models)
-                           until they are WANT (a JSON list of ids), then a
-                           second session's at once; prints both as JSON
+  catalog URL WANT [PROV]  a session's models of PROV (OpenRouter unless
+                           given; get_available_models) until they are WANT
+                           (a JSON list of ids), then a second session's at
+                           once; prints both as JSON
   unix PATH                the same server on a unix socket
   slow URL                 a client that does not read is disconnected while
                            another session streams on
@@ -442,12 +443,12 @@ async def acp(url):
     print("acp ok")
 
 
-async def catalog(url, want):
+async def catalog(url, want, provider="openrouter"):
     want = sorted(json.loads(want))
 
     async def openrouter(ws, id):
         reply, _ = await call(ws, id, "get_available_models")
-        return sorted(m["id"] for m in reply["data"]["models"] if m["provider"] == "openrouter")
+        return sorted(m["id"] for m in reply["data"]["models"] if m["provider"] == provider)
 
     async with websockets.connect(url) as a:
         for attempt in range(240):

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use pi_core::auth::catalog_refreshes::CatalogRefreshes;
 use pi_core::auth::model_catalogs::{self, Failures, REFRESH_TIMEOUT};
+use pi_core::extensions::provider_refreshes::ProviderRefreshes;
 use pi_core::provider::http::HttpClient;
 
 use crate::args::Args;
@@ -21,6 +22,16 @@ use crate::args::Args;
 /// registry reads the file again when it changed).
 pub(crate) fn background_refreshes(args: &Args) -> Option<Arc<CatalogRefreshes>> {
     (!crate::offline(args)).then(|| CatalogRefreshes::new(pi_core::config::default_agent_dir()))
+}
+
+/// The process's extension provider refreshes (None offline): an
+/// extension provider's `refreshModels` with the network runs once per
+/// process in pi's RPC mode; `pi serve`'s and ACP's sessions (each with its
+/// own extension host) share one refresh for each extension, provider and
+/// credential within pi's window, as they share the built-in catalogs'.
+pub(crate) fn extension_provider_refreshes(args: &Args) -> Option<Arc<ProviderRefreshes>> {
+    static PROCESS: std::sync::OnceLock<Arc<ProviderRefreshes>> = std::sync::OnceLock::new();
+    (!crate::offline(args)).then(|| PROCESS.get_or_init(ProviderRefreshes::new).clone())
 }
 
 /// One refresh of `default_agent_dir()`'s catalogs within pi's time limit.

@@ -47,6 +47,7 @@ pub async fn decide(args: &Args, cwd: &Path) -> (Option<bool>, PreloadedExtensio
         agent_dir: agent_dir.clone(),
         project_trusted: false,
         offline: crate::offline(args),
+        provider_refreshes: crate::model_catalogs::extension_provider_refreshes(args),
         flags: args.extension_flags.clone(),
         ..ExtensionOptions::default()
     };

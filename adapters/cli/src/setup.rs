@@ -298,6 +298,7 @@ fn resources_and_extensions(
         agent_dir: agent_dir.to_path_buf(),
         project_trusted: options.project_trusted,
         offline: crate::offline(args),
+        provider_refreshes: crate::model_catalogs::extension_provider_refreshes(args),
         tool_allowlist: None,
         requested_tools: Vec::new(),
         flags: Vec::new(),

@@ -97,7 +97,7 @@ pub async fn stream_assistant(
         // An event already at hand is taken without arming the cancellation
         // wait; the events made so far go out before waiting for the next.
         if out.events.len() >= MAX_BATCH {
-            out.flush().await;
+            out.flush(&message, stopped).await;
             // A long run at hand (a body read in this task never waits while
             // the socket has data): the tasks that carry this batch to the
             // output run before the next one is made, so the output flows
@@ -118,7 +118,7 @@ pub async fn stream_assistant(
                 continue;
             }
             Poll::Pending => {
-                out.flush().await;
+                out.flush(&message, stopped).await;
                 // Waiting: cancellation first, as a biased `select!`.
                 let waited = std::future::poll_fn(|cx| {
                     if watch.poll_cancelled(cx).is_ready() {
@@ -222,6 +222,15 @@ pub async fn stream_assistant(
                     }
                 }
             }
+            ProviderEvent::BlockText { index, text } => {
+                if let Some(block) = blocks.get(index) {
+                    match message.content.get_mut(block.content_index) {
+                        Some(ContentBlock::Text(t)) => t.text = text.into(),
+                        Some(ContentBlock::Thinking(t)) => t.thinking = text,
+                        _ => {}
+                    }
+                }
+            }
             ProviderEvent::Redacted { index } => {
                 if let Some(block) = blocks.get(index)
                     && let Some(ContentBlock::Thinking(t)) = message.content.get_mut(block.content_index)
@@ -299,7 +308,7 @@ pub async fn stream_assistant(
         out.push(AgentEvent::MessageStart { message: Box::new(AgentMessage::Assistant(message.clone())) });
     }
     out.push(AgentEvent::MessageEnd { message: Box::new(AgentMessage::Assistant(message.clone())) });
-    out.flush().await;
+    out.flush(&message, stopped).await;
     StreamOutcome { message, error }
 }
 
@@ -344,7 +353,8 @@ impl Batch<'_> {
         self.push(AgentEvent::MessageUpdate { event, usage: self.usage.clone() });
     }
 
-    async fn flush(&mut self) {
+    /// Hand the events on, with the message as it stands after them.
+    async fn flush(&mut self, message: &AssistantMessage, stopped: bool) {
         if let Some(emitter) = self.emitter
             && !self.events.is_empty()
         {
@@ -353,7 +363,7 @@ impl Batch<'_> {
             let capacity = self.events.len();
             let events = std::mem::replace(&mut self.events, Vec::with_capacity(capacity));
             // Without a wait (nor the boxed future of `emit_all`) when the sink has room.
-            if let Err(events) = emitter.try_emit_all(events) {
+            if let Err(events) = emitter.try_emit_streamed(events, message, stopped) {
                 emitter.emit_all(events).await;
             }
         }

@@ -526,6 +526,21 @@ pub trait EventSink: Send + Sync {
     fn try_emit_all(&self, events: Vec<AgentEvent>) -> Result<(), Vec<AgentEvent>> {
         Err(events)
     }
+
+    /// [`EventSink::try_emit_all`] for the events of a streaming reply,
+    /// with the reply's message as it stands after them (`stopped`: its
+    /// stop reason is the provider's, not yet the default). A sink that
+    /// shows the message itself while it streams (pi-ai's partial message
+    /// of an extension's model call) takes the fields the events do not
+    /// carry from it: the response id, usage, stop reason, signatures.
+    fn try_emit_streamed(
+        &self,
+        events: Vec<AgentEvent>,
+        _message: &crate::message::AssistantMessage,
+        _stopped: bool,
+    ) -> Result<(), Vec<AgentEvent>> {
+        self.try_emit_all(events)
+    }
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ mod mcp_credentials;
 mod mcp_ops;
 mod mcp_provider_token;
 mod mcp_transport_host;
+mod named_tools;
 mod reload;
 mod resource_discovery;
 mod runs;
@@ -48,6 +49,8 @@ mod settings;
 mod settle_boundary;
 mod start_up_phases;
 mod stats;
+mod streamed_message_fields;
+mod tool_restore;
 mod tool_setup;
 
 use std::sync::Arc;
@@ -162,6 +165,8 @@ impl Agent {
         let default_provider = agent.prefs.settings().default_provider.as_deref();
         agent.models.apply_command_line(startup, config.api_key, &config.model_scope, default_provider);
         agent.add_client_tools(config.client.tools.clone())?;
+        // pi restores the loadout a resumed session recorded (`--session`, `--continue`).
+        agent.restore_tools_at_start();
         if agent.ext.gated() && agent.models.has_startup_pattern() {
             // pi resolves `--model` once the extensions loaded: one may
             // register the model it names (or one that matches it better).

@@ -174,8 +174,11 @@ pub(crate) fn discover(options: &Value) -> Result<Value, String> {
     let project = base.project_trusted.then_some(cwd.as_path());
     let system = crate::system_prompt::system_prompt_file(&agent_dir, project);
     let append = crate::system_prompt::append_system_prompt_file(&agent_dir, project);
-    let failures: Vec<Value> =
-        resolved.iter().flat_map(|r| &r.failures).map(|f| json!({"source": f.source, "message": f.message})).collect();
+    let failures: Vec<Value> = resolved
+        .iter()
+        .flat_map(|r| &r.failures)
+        .map(|f| json!({"source": f.source, "message": f.message, "warning": f.description()}))
+        .collect();
     let (themes, extensions) = match &resolved {
         Some(r) => (package_files(r, Kind::Themes), package_files(r, Kind::Extensions)),
         None => (json!([]), json!([])),

@@ -45,6 +45,7 @@ mod model_choice;
 mod nested_calls;
 mod preferences;
 mod queue;
+mod restored_tools;
 mod route;
 mod run;
 mod session_link;

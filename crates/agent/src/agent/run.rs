@@ -104,8 +104,9 @@ enum LowLevelEnd {
 }
 
 /// Where the messages injected at a turn start came from.
-#[derive(PartialEq, Eq)]
+#[derive(PartialEq, Eq, Default)]
 enum Pending {
+    #[default]
     Prompt,
     Steering,
     FollowUp,
@@ -136,20 +137,23 @@ pub(crate) async fn run_session(mut s: RunSetup) {
         super::system_update::note_forced_prompt(&mut s);
         compaction.before_prompt(&mut s).await;
     }
+    // Queued messages a fresh low-level run starts with (pi's `continue()`).
+    let mut queued = Queued::default();
     loop {
-        let (new_messages, end) = low_level_run(&mut s, std::mem::take(&mut initial), attempt, &mut totals).await;
+        let start = (std::mem::take(&mut initial), std::mem::take(&mut queued));
+        let (new_messages, end) = low_level_run(&mut s, start, attempt, &mut totals).await;
         match end {
             LowLevelEnd::Done => {
-                s.emitter.emit(AgentEvent::AgentEnd { messages: new_messages.clone(), will_retry: false }).await;
+                agent_end(&s, AgentEvent::AgentEnd { messages: new_messages.clone(), will_retry: false }).await;
                 match compaction.after_run(&mut s, &new_messages).await {
                     AfterRun::Continue(next) => {
                         (initial, attempt) = (next, 0);
                         continue;
                     }
                     AfterRun::Settle { aborted: a } => match settle_or_continue(&s, a, &new_messages).await {
-                        Some(a) => aborted = a,
-                        None => {
-                            (initial, attempt) = (Vec::new(), 0);
+                        Ok(a) => aborted = a,
+                        Err(next) => {
+                            (queued, attempt) = (next, 0);
                             continue;
                         }
                     },
@@ -157,7 +161,7 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                 break;
             }
             LowLevelEnd::Aborted => {
-                s.emitter.emit(AgentEvent::AgentEnd { messages: new_messages, will_retry: false }).await;
+                agent_end(&s, AgentEvent::AgentEnd { messages: new_messages, will_retry: false }).await;
                 if attempt > 0 {
                     s.emitter.emit(retry_end_failed(attempt, "Request was aborted")).await;
                 }
@@ -167,7 +171,7 @@ pub(crate) async fn run_session(mut s: RunSetup) {
             LowLevelEnd::Failed { error, message } => {
                 let max = s.retry.max_retries;
                 let will_retry = error.is_retryable() && s.retry_enabled.load(Ordering::SeqCst) && attempt < max;
-                s.emitter.emit(AgentEvent::AgentEnd { messages: new_messages.clone(), will_retry }).await;
+                agent_end(&s, AgentEvent::AgentEnd { messages: new_messages.clone(), will_retry }).await;
                 if !will_retry {
                     if attempt > 0 {
                         s.emitter.emit(retry_end_failed(attempt, &error.message)).await;
@@ -183,9 +187,9 @@ pub(crate) async fn run_session(mut s: RunSetup) {
                             continue;
                         }
                         AfterRun::Settle { aborted: a } => match settle_or_continue(&s, a, &new_messages).await {
-                            Some(a) => aborted = a,
-                            None => {
-                                (initial, attempt) = (Vec::new(), 0);
+                            Ok(a) => aborted = a,
+                            Err(next) => {
+                                (queued, attempt) = (next, 0);
                                 continue;
                             }
                         },
@@ -226,17 +230,55 @@ pub(crate) async fn run_session(mut s: RunSetup) {
     s.emitter.send(Internal::RunFinished { run_id: s.run_id }).await;
 }
 
-/// pi's `agent_before_settle` boundary at a run's end (skipped when it was
-/// aborted): `Some(aborted)` settles, `None` starts one more low-level run.
-async fn settle_or_continue(s: &RunSetup, aborted: bool, new_messages: &[AgentMessage]) -> Option<bool> {
+/// What a fresh low-level run starts with: the queued messages it takes
+/// first, and from which queue (empty: the conversation as it is).
+#[derive(Default)]
+struct Queued(Vec<Delivered>, Pending);
+
+/// pi's end of a low-level run (skipped when it was aborted): messages
+/// queued since its last turn (by `agent_end` handlers) start a fresh run
+/// before anything else, as pi's `_handlePostAgentRun`; then the
+/// `agent_before_settle` boundary. `Ok(aborted)` settles, `Err` starts one
+/// more low-level run with what it holds.
+async fn settle_or_continue(s: &RunSetup, aborted: bool, new_messages: &[AgentMessage]) -> Result<bool, Queued> {
     if aborted {
-        return Some(true);
+        return Ok(true);
+    }
+    if let Some(queued) = take_next_queued(s).await {
+        return Err(queued);
     }
     match super::settle::before_settle(&s.emitter, &s.extensions, &s.cancel, new_messages).await {
-        super::settle::Boundary::Continue => None,
-        super::settle::Boundary::Settle => Some(false),
-        super::settle::Boundary::Aborted => Some(true),
+        super::settle::Boundary::Continue => Err(take_next_queued(s).await.unwrap_or_default()),
+        super::settle::Boundary::Settle => Ok(false),
+        super::settle::Boundary::Aborted => Ok(true),
     }
+}
+
+/// What pi's `continue()` takes from the queues after an answer: the
+/// steering messages, else the follow-ups (as the queue's mode delivers them).
+async fn take_next_queued(s: &RunSetup) -> Option<Queued> {
+    let steering = take_queued(s, QueueKind::Steering).await;
+    if !steering.is_empty() {
+        return Some(Queued(steering, Pending::Steering));
+    }
+    let follow_up = take_queued(s, QueueKind::FollowUp).await;
+    (!follow_up.is_empty()).then_some(Queued(follow_up, Pending::FollowUp))
+}
+
+/// `agent_end`: pi awaits the extensions' handlers before the event goes
+/// out and the run goes on or settles, so what they queue (`sendMessage`,
+/// `sendUserMessage` as a follow-up) is still the run's.
+async fn agent_end(s: &RunSetup, event: AgentEvent) {
+    if let Some(payload) = crate::extensions::protocol::event_payload(&event).map(|(_, payload)| payload)
+        && s.extensions.listens(crate::extensions::AGENT_END_HOOK)
+    {
+        // The events before it reach the extensions first.
+        let (reply, flushed) = oneshot::channel();
+        s.emitter.send(Internal::Flush { reply }).await;
+        let _ = flushed.await;
+        s.extensions.agent_end(payload).await;
+    }
+    s.emitter.emit(event).await;
 }
 
 fn retry_end_failed(attempt: u32, error: &str) -> AgentEvent {
@@ -288,10 +330,13 @@ async fn context(s: &RunSetup) -> Vec<AgentMessage> {
     rx.await.unwrap_or_default()
 }
 
-/// Queued messages into the turn, each after the `queue_update` without it.
+/// Queued messages into the turn, each after the `queue_update` without it
+/// (none for an extension's custom message, which pi's queues do not list).
 async fn deliver(s: &mut RunSetup, delivered: Vec<Delivered>, new_messages: &mut Vec<AgentMessage>) {
     for Delivered { message, steering, follow_up } in delivered {
-        s.emitter.emit(AgentEvent::QueueUpdate { steering, follow_up }).await;
+        if !matches!(message, AgentMessage::Custom(_)) {
+            s.emitter.emit(AgentEvent::QueueUpdate { steering, follow_up }).await;
+        }
         emit_message(s, message, new_messages).await;
     }
 }
@@ -305,15 +350,15 @@ async fn emit_message(s: &mut RunSetup, message: AgentMessage, new_messages: &mu
 /// One agent_start … (turns) sequence; the caller emits `agent_end`.
 async fn low_level_run(
     s: &mut RunSetup,
-    initial: Vec<AgentMessage>,
+    (initial, Queued(queued, queued_kind)): (Vec<AgentMessage>, Queued),
     retry_attempt: u32,
     totals: &mut Usage,
 ) -> (Vec<AgentMessage>, LowLevelEnd) {
     s.emitter.emit(AgentEvent::AgentStart).await;
     let mut new_messages = Vec::new();
-    let mut pending: Vec<Delivered> = Vec::new();
+    let mut pending: Vec<Delivered> = queued;
     let mut prompt = initial;
-    let mut pending_kind = Pending::Prompt;
+    let mut pending_kind = queued_kind;
     let mut retry_end_pending = retry_attempt > 0;
     // pi's `turnIndex`: turns ended so far in this low-level run.
     let mut turn_index: u32 = 0;

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::restored_tools::RestoredTools;
 use crate::client::ClientToolSpec;
 use crate::client::client_tool::ClientTool;
 use crate::error::CoreError;
@@ -26,6 +27,10 @@ pub(super) struct Toolbox {
     /// The active tools the session started with (the defaults or `--tools`,
     /// in order): a replaced session starts from them again.
     initial: Vec<String>,
+    /// The loadout restored from the branch's system messages, if any.
+    restored: RestoredTools,
+    /// The MCP tools registered so far (a new one changes the registry).
+    mcp_seen: Vec<String>,
 }
 
 impl Toolbox {
@@ -37,6 +42,8 @@ impl Toolbox {
             client_tools: Vec::new(),
             registered_mcp: None,
             discovery_due: true,
+            restored: RestoredTools::default(),
+            mcp_seen: Vec::new(),
         }
     }
 
@@ -105,7 +112,8 @@ impl Toolbox {
             ));
         }
         let names = names.into_iter().filter(|name| !self.is_hidden(name)).collect();
-        self.active = Arc::new(dedup(names));
+        let before = std::mem::replace(&mut self.active, Arc::new(dedup(names)));
+        self.restored.active_set(&before, &self.active);
         Ok(&self.active)
     }
 
@@ -126,7 +134,9 @@ impl Toolbox {
             .map(str::to_string)
             .collect();
         let kept = self.active.iter().filter(|name| known.contains(name)).cloned();
-        self.active = Arc::new(dedup(kept.chain(known.iter().cloned()).collect()));
+        let active = Arc::new(dedup(kept.chain(known.iter().cloned()).collect()));
+        let before = std::mem::replace(&mut self.active, active);
+        self.restored.active_set(&before, &self.active);
         &self.active
     }
 
@@ -135,6 +145,7 @@ impl Toolbox {
     /// `tool_search` (its `session_start`: start-up, a reload, a new,
     /// resumed or forked session).
     pub(super) fn begin_mcp_activation(&mut self) -> bool {
+        self.restored.started();
         self.registered_mcp.get_or_insert_with(Vec::new);
         std::mem::take(&mut self.discovery_due)
     }
@@ -174,14 +185,80 @@ impl Toolbox {
         }
         self.registered_mcp = None;
         self.discovery_due = true;
+        self.restored = RestoredTools::default();
+        // pi's new runtime registers the servers' tools anew.
+        self.mcp_seen.clear();
+    }
+
+    /// The MCP tools registered now: whether one is new (the registry changed).
+    pub(super) fn mcp_registered(&mut self, names: impl Iterator<Item = String>) -> bool {
+        let mut changed = false;
+        for name in names {
+            if !self.mcp_seen.contains(&name) {
+                self.mcp_seen.push(name);
+                changed = true;
+            }
+        }
+        changed
     }
 
     /// The active tools are `names` (a transcript's loadout, pi's
     /// `_restoreToolsFromTranscript`), once each, `hidden` ones left out;
-    /// names no tool has yet stay, so the tool is active once it registers.
-    pub(super) fn restore(&mut self, names: Vec<String>) {
-        let names = names.into_iter().filter(|name| !self.is_hidden(name)).collect();
-        self.active = Arc::new(dedup(names));
+    /// a name `registered` does not know yet is pending: its tool is active
+    /// once it registers, unless a run starts first
+    /// ([`Toolbox::run_started`]). `mentioned`: the tools the branch added
+    /// or removed (`starting`: the session starts, and registering one of
+    /// those does not activate it until [`Toolbox::begin_mcp_activation`]).
+    pub(super) fn restore(
+        &mut self,
+        names: Vec<String>,
+        mentioned: Vec<String>,
+        starting: bool,
+        registered: impl Fn(&str) -> bool,
+    ) {
+        let names = dedup(names.into_iter().filter(|name| !self.is_hidden(name)).collect());
+        let (active, pending) = names.iter().cloned().partition(|name| registered(name));
+        self.active = Arc::new(active);
+        self.restored = RestoredTools::restored(names, pending, mentioned, starting);
+    }
+
+    /// Whether `name` is a tool of the registry.
+    pub(super) fn knows(&self, name: &str) -> bool {
+        self.registry.contains(name)
+    }
+
+    /// Whether registering `name` now must not activate it on its own (the
+    /// session starts with a restored loadout that mentions it).
+    pub(super) fn withheld(&self, name: &str) -> bool {
+        self.restored.withheld(name)
+    }
+
+    /// The pending restored tools among `registered` (tools made per model
+    /// call: MCP's) become active, after the active ones. Whether any did.
+    pub(super) fn activate_pending(&mut self, registered: &[String]) -> bool {
+        let names = self.restored.take_pending_among(registered);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        self.activate(&names)
+    }
+
+    /// A run starts: the restored tools not registered by now stay inactive.
+    pub(super) fn run_started(&mut self) {
+        self.restored.run_started();
+    }
+
+    /// `name` just registered: a pending restored tool becomes active, in
+    /// its place in the loadout while the session starts, else last.
+    fn activate_if_pending(&mut self, name: &str) {
+        let Some(in_place) = self.restored.take_pending(name) else { return };
+        if !self.registry.contains(name) || self.is_hidden(name) || self.active.iter().any(|a| a == name) {
+            return;
+        }
+        if in_place {
+            let order = self.restored.loadout().to_vec();
+            self.activate_in_order(name.to_string(), &order);
+        } else {
+            Arc::make_mut(&mut self.active).push(name.to_string());
+        }
     }
 
     /// pi activates a tool declared to the model when it registers (an MCP
@@ -266,6 +343,7 @@ impl Toolbox {
     pub(super) fn add_extension_tool(&mut self, tool: Arc<dyn Tool>, activate: bool) {
         let name = tool.name().to_string();
         self.registry.register(tool);
+        self.activate_if_pending(&name);
         if activate && self.registry.contains(&name) && !self.active.contains(&name) {
             Arc::make_mut(&mut self.active).push(name);
         }
@@ -279,6 +357,7 @@ impl Toolbox {
     pub(super) fn add_extension_tool_in_order(&mut self, tool: Arc<dyn Tool>, order: &[String]) {
         let name = tool.name().to_string();
         self.registry.register(tool);
+        self.activate_if_pending(&name);
         if !self.registry.contains(&name) || self.active.contains(&name) {
             return;
         }
@@ -400,10 +479,23 @@ mod tests {
         tools.restart(vec![("write".into(), true), ("nope".into(), false)], &order);
         assert_eq!(tools.active_names(), names(&["write", "read", "bash", "ask"]).as_slice());
         assert!(!tools.mcp_activation_begun() && tools.begin_mcp_activation(), "MCP's activation is due again");
-        // A recorded loadout: names no tool has yet stay, to be active once registered.
-        tools.restore(names(&["edit", "mcp__s__t", "edit"]));
-        assert_eq!(tools.active_names(), names(&["edit", "mcp__s__t"]).as_slice());
-        assert_eq!(tools.active_set().1.len(), 1);
+        // A recorded loadout: names no tool has yet are pending, active once registered.
+        let known = |name: &str| ToolRegistry::builtin().contains(name);
+        tools.restore(names(&["edit", "lazy", "mcp__s__t", "own", "edit"]), names(&["read"]), true, known);
+        assert_eq!(tools.active_names(), names(&["edit"]).as_slice());
+        assert!(tools.withheld("read") && !tools.withheld("bash"));
+        let tool = |name: &str| -> Arc<dyn Tool> {
+            let spec =
+                ClientToolSpec { name: name.into(), description: String::new(), parameters: serde_json::json!({}) };
+            Arc::new(ClientTool::new(spec, std::time::Duration::from_secs(1)))
+        };
+        tools.add_extension_tool(tool("own"), false);
+        tools.add_extension_tool(tool("lazy"), false);
+        assert_eq!(tools.active_names(), names(&["edit", "lazy", "own"]).as_slice(), "in the loadout's place");
+        tools.begin_mcp_activation();
+        assert!(tools.activate_pending(&names(&["mcp__s__t"])));
+        assert_eq!(tools.active_names(), names(&["edit", "lazy", "own", "mcp__s__t"]).as_slice());
+        assert_eq!(tools.active_set().1.len(), 3);
     }
 
     #[test]

@@ -232,6 +232,16 @@ impl Extensions {
         Some(head.into_iter().chain(returned).collect())
     }
 
+    /// pi's `agent_end` handlers, awaited before the event goes out and the
+    /// run goes on or settles (`agent_end_hook` with the event's payload),
+    /// one extension after the other in load order, each to its end.
+    pub async fn agent_end(&self, payload: Value) {
+        let to_the_end = CancellationToken::new();
+        for ext in self.subscribers(super::AGENT_END_HOOK) {
+            self.ask(&ext, super::AGENT_END_HOOK, payload.clone(), Some(&to_the_end)).await;
+        }
+    }
+
     /// pi's `message_end` handlers, which may replace the finalized message
     /// (`message_end_hook` `{message}`, answered `{message}` or `null`),
     /// chained in load order: the message as the last one left it, `None`

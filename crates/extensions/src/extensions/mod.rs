@@ -24,6 +24,9 @@ use tokio::sync::{mpsc, oneshot};
 use crate::event::AgentEvent;
 use crate::tools::ToolCallGate;
 
+/// The hook of pi's awaited `agent_end` handlers (a pi module subscribes to it for `agent_end`).
+pub const AGENT_END_HOOK: &str = "agent_end_hook";
+
 pub mod boundary;
 mod builtin_tools;
 mod cache_warming;
@@ -38,6 +41,7 @@ mod process;
 mod project_trust;
 pub mod protocol;
 mod provider_events;
+pub mod provider_refreshes;
 pub mod provider_stream;
 mod session_codemode;
 mod tool;
@@ -122,6 +126,9 @@ pub struct ExtensionOptions {
     /// pi runs offline (`--offline`, `PI_OFFLINE`): a native provider's
     /// model refresh does not use the network.
     pub offline: bool,
+    /// The process's extension provider refreshes (`refreshModels` with
+    /// the network), shared by its sessions (`None`: each host runs its own).
+    pub provider_refreshes: Option<Arc<provider_refreshes::ProviderRefreshes>>,
     /// The command line's options pi-rpc does not know, for the extensions'
     /// flags (`registerFlag`), in order: `(name, value)`, no value for a
     /// bare `--name`.
@@ -393,6 +400,7 @@ impl SpawnTemplate {
             agent_dir: self.options.agent_dir.clone(),
             temp_dir: self.temp_dir.clone(),
             turn_on_request,
+            provider_refreshes: self.options.provider_refreshes.clone(),
         };
         process::spawn(id, path.to_path_buf(), &spawn_ctx)
     }

@@ -64,6 +64,7 @@ pub const HOOK_EVENTS: &[&str] = &[
     "turn_end_boundary",
     "resources_discover",
     "message_end_hook",
+    "agent_end_hook",
 ];
 
 /// Whether `name` is an event or hook pi-rpc sends.

@@ -94,12 +94,18 @@ pub struct InstallFailure {
 impl InstallFailure {
     /// The start-up warning, worded as pi words it.
     pub fn warning(&self) -> String {
+        format!("Extension package \"{}\": {}", self.source, self.description())
+    }
+
+    /// What went wrong and what to do, as pi's loader words it in the
+    /// extensions' `warnings` (`failed to install (…). Run …`).
+    pub fn description(&self) -> String {
         let hint = match self.scope {
             Scope::Temporary => "Check the source and try again.".to_string(),
             Scope::Project => format!("Run \"pi remove {} --local\" to remove it from settings.json.", self.source),
             Scope::User => format!("Run \"pi remove {}\" to remove it from settings.json.", self.source),
         };
-        format!("Extension package \"{}\": failed to install ({}). {hint}", self.source, self.message)
+        format!("failed to install ({}). {hint}", self.message)
     }
 }
 

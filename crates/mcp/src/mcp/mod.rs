@@ -64,8 +64,8 @@ pub(crate) const START_DELAY: Duration = Duration::from_millis(50);
 /// `--tools` / `--exclude-tools` as they apply to MCP tools.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolFilter {
-    /// Set once a `--tools` entry starts with `mcp__`: only matching MCP
-    /// tools may be declared directly.
+    /// A `--tools` list (not only `+name` / `-name` edits): only the MCP
+    /// tools it matches may be declared directly (pi's `_isActivatable`).
     pub allow: Option<Vec<String>>,
     /// `--exclude-tools` patterns (MCP tools included).
     pub exclude: Vec<String>,
@@ -74,7 +74,8 @@ pub struct ToolFilter {
 impl ToolFilter {
     /// From the `--tools` list and the `--exclude-tools` patterns.
     pub fn from_cli(tools: Option<&[String]>, exclude: &[String]) -> ToolFilter {
-        let allow = tools.filter(|list| list.iter().any(|t| t.starts_with("mcp__"))).map(|list| list.to_vec());
+        let edits = |list: &[String]| list.iter().any(|t| t.starts_with(['+', '-']));
+        let allow = tools.filter(|list| !edits(list)).map(|list| list.to_vec());
         ToolFilter { allow, exclude: exclude.to_vec() }
     }
 

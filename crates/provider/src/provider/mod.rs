@@ -141,6 +141,12 @@ pub enum ProviderEvent {
     BlockEnd {
         index: usize,
     },
+    /// The block's whole text as the provider gives it at its end, in place
+    /// of what streamed (pi-ai replaces it without an event of its own).
+    BlockText {
+        index: usize,
+        text: String,
+    },
     /// Cumulative usage so far (tokens only; the agent computes the cost).
     /// Boxed, as the rarer big payloads below: an event is as big as its
     /// largest variant, and every delta is moved as one.

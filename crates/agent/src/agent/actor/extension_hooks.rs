@@ -766,7 +766,7 @@ impl Agent {
             // allowlist only the tools it names are, and a tool `--tools`
             // names is whatever its `defaultActive` (as pi's loadout).
             let (on_registration, named) = self.ext.activates_on_registration(&spec);
-            let activate = !known_before.contains(&spec.name) && on_registration;
+            let activate = !known_before.contains(&spec.name) && on_registration && !self.toolbox.withheld(&spec.name);
             if spec.active || named {
                 auto.push(spec.name.clone());
             }
@@ -780,6 +780,10 @@ impl Agent {
             added.push(name);
         }
         self.ext.record_tools(id, added, auto);
+        // Once the session started, a registry change activates `--tools`' tools again.
+        if self.toolbox.mcp_activation_begun() {
+            self.reactivate_named_tools();
+        }
         self.ext.tools_changed();
     }
 

@@ -396,11 +396,26 @@ impl EventSink for StreamBack {
     /// The updates made from one read of the provider go as one batch: the
     /// host applies them together, as pi-ai handles one chunk of the stream.
     fn try_emit_all(&self, events: Vec<AgentEvent>) -> Result<(), Vec<AgentEvent>> {
-        let mut batch: Vec<Value> = events.into_iter().filter_map(Self::update).collect();
-        match batch.len() {
-            0 => {}
-            1 => self.send(batch.remove(0)),
-            _ => self.send(json!({ "batch": batch })),
+        let batch: Vec<Value> = events.into_iter().filter_map(Self::update).collect();
+        if !batch.is_empty() {
+            self.send(json!({ "batch": batch }));
+        }
+        Ok(())
+    }
+
+    /// A batch with the message's fields as they stand after it (`fields`:
+    /// its response id, usage, stop reason and signatures, which pi-ai's
+    /// partial message has as soon as the provider says them).
+    fn try_emit_streamed(
+        &self,
+        events: Vec<AgentEvent>,
+        message: &crate::message::AssistantMessage,
+        stopped: bool,
+    ) -> Result<(), Vec<AgentEvent>> {
+        let batch: Vec<Value> = events.into_iter().filter_map(Self::update).collect();
+        if !batch.is_empty() {
+            let fields = super::streamed_message_fields::streamed_message_fields(message, stopped);
+            self.send(json!({ "batch": batch, "fields": fields }));
         }
         Ok(())
     }

@@ -271,6 +271,8 @@ impl Agent {
             .session
             .navigate(new_leaf.as_deref(), summary.as_ref().map(|(t, d, u, f)| (t.as_str(), d.clone(), u.clone(), *f)))
             .map_err(|e| e.to_string())?;
+        // pi restores the loadout the branch recorded before `session_tree`.
+        self.restore_tools_after_navigation();
         if let Some(label) = label.filter(|l| !l.is_empty()) {
             let on = summary_entry.as_deref().unwrap_or(&nav.target_id).to_string();
             self.session.label(&on, Some(&label)).map_err(|e| e.to_string())?;

@@ -33,6 +33,12 @@ impl Agent {
             .filter(|t| t.exposure == Exposure::Direct && mcp.may_declare(t.tool.name()))
             .map(|t| t.tool.name().to_string());
         changed |= self.toolbox.activate_registered(direct);
+        // Restored tools made per model call (MCP's) are active once registered.
+        changed |= self.toolbox.activate_pending(&self.activatable_tools());
+        // A server's tools registering activates the tools `--tools` names again.
+        if self.toolbox.mcp_registered(mcp.tools().into_iter().map(|t| t.tool.name().to_string())) {
+            changed |= self.reactivate_named_tools();
+        }
         if changed {
             self.ext.tools_changed();
         }
@@ -51,13 +57,16 @@ impl Agent {
 
     /// The tools `setActiveTools()` may name besides the registry's:
     /// `codemode` and `tool_search` ([`Agent::factory_tools`]) and the MCP
-    /// servers' tools that are not `hidden` (a `direct` one only when
-    /// `--tools` lets it be declared, as pi).
+    /// servers' tools that are not `hidden` (with a `--tools` list, one it
+    /// does not name only when not `direct` and `tool_search` is there, as pi's
+    /// `_isActivatable`).
     pub(super) fn activatable_tools(&self) -> Vec<String> {
+        // pi: one `--tools` does not name is reachable from `tool_search` only.
+        let searchable = self.factory_tools().contains(&TOOL_SEARCH);
         let mcp = self.mcp.tools().into_iter().filter(|t| match t.exposure {
             Exposure::Hidden => false,
             Exposure::Direct => self.mcp.may_declare(t.tool.name()),
-            _ => true,
+            _ => searchable || self.mcp.may_declare(t.tool.name()),
         });
         let factory = self.factory_tools().into_iter().map(str::to_string);
         factory.chain(mcp.map(|t| t.tool.name().to_string())).collect()

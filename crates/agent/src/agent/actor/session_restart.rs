@@ -3,21 +3,18 @@
 //! runtime: the start-up active tools again (the defaults or `--tools`, the
 //! extensions' tools that activate as they register, the client's tools),
 //! or, when the settings choose the tools, the loadout the branch's system
-//! messages recorded (pi's `_restoreToolsFromTranscript`); then the new
-//! extension runtime in pi's phases (`runtime_phases.rs`), the extensions'
-//! `session_start` handlers last, awaited in load order, and only
-//! after them MCP's activation of `codemode` / `tool_search` and its
-//! `direct` tools, as pi's MCP extension's handler runs last.
-
-use std::collections::HashSet;
+//! messages recorded (pi's `_restoreToolsFromTranscript`, in
+//! `tool_restore.rs`); then the new extension runtime in pi's phases
+//! (`runtime_phases.rs`), the extensions' `session_start` handlers last,
+//! awaited in load order, and only after them MCP's activation of
+//! `codemode` / `tool_search` and its `direct` tools, as pi's MCP
+//! extension's handler runs last.
 
 use serde_json::{Value, json};
 
 use super::Agent;
 use crate::agent::extension_state::ExtSignal;
 use crate::agent::internal::Internal;
-use crate::message::AgentMessage;
-use crate::tools::ToolRegistry;
 
 impl Agent {
     /// Before a replaced session's `session_start`: the active tools a new
@@ -26,7 +23,8 @@ impl Agent {
         let registered = self.tools_activated_on_registration();
         self.toolbox.restart(registered.clone(), self.ext.requested_tools());
         if let Some(edits) = self.ext.default_tool_edits().map(<[String]>::to_vec) {
-            self.restore_tools_from_transcript(&registered, edits);
+            let registered = registered.into_iter().map(|(name, _)| name).collect();
+            self.restore_recorded_tools(registered, edits, true);
         }
         self.ext.tools_changed();
     }
@@ -51,41 +49,6 @@ impl Agent {
             }
         }
         tools
-    }
-
-    /// pi's `_restoreToolsFromTranscript`: when the branch's system messages
-    /// recorded a loadout, the active tools are that loadout, then the
-    /// extension and client tools the branch never mentioned (registered
-    /// since), with `--tools`' `+name` / `-name` edits applied. Without a
-    /// recorded loadout the tools stay as they are.
-    fn restore_tools_from_transcript(&mut self, registered: &[(String, bool)], edits: Vec<String>) {
-        let branch = self.session.record().branch();
-        let system: Vec<&AgentMessage> = branch
-            .iter()
-            .filter_map(|entry| entry.message())
-            .filter(|m| matches!(m, AgentMessage::System(_)))
-            .collect();
-        if system.is_empty() {
-            return;
-        }
-        let mut mentioned: HashSet<&str> = HashSet::new();
-        for message in &system {
-            if let AgentMessage::System(s) = message {
-                mentioned.extend(s.tools_added.iter().flatten().map(|t| t.name.as_str()));
-                mentioned.extend(s.tools_removed.iter().flatten().map(|t| t.name.as_str()));
-            }
-        }
-        let builtin = ToolRegistry::builtin();
-        let recorded = crate::system_message::replay(system.iter().copied()).tools.into_iter().map(|t| t.name);
-        let unmentioned = registered
-            .iter()
-            .map(|(name, _)| name.clone())
-            .chain(self.toolbox.client_tool_names().iter().cloned())
-            .filter(|name| !mentioned.contains(name.as_str()) && !builtin.contains(name));
-        let names: Vec<String> = recorded.chain(unmentioned).collect();
-        let names =
-            if edits.is_empty() { names } else { crate::config::settings::apply_tool_edits(Some(names), edits) };
-        self.toolbox.restore(names);
     }
 
     /// A replaced session's new extension runtime, in pi's phases

@@ -68,6 +68,7 @@ export class Instance {
 		this.providers = new Providers(() => this.onChange(), {
 			agentDir: hello.agentDir ?? process.env.PI_CODING_AGENT_DIR,
 			offline: hello.offline === true,
+			channel,
 		});
 		this.bus = bus;
 		this.onChange = onChange;
@@ -120,6 +121,8 @@ export class Instance {
 		if (events.has("turn_end")) events.add("turn_end_boundary");
 		// pi awaits `message_end` handlers, which may replace the message: a hook, not a notification.
 		if (events.delete("message_end")) events.add("message_end_hook");
+		// pi awaits `agent_end` handlers before the run goes on or settles (what they queue is the run's).
+		if (events.delete("agent_end")) events.add("agent_end_hook");
 		if (events.has("turn_start") || events.has("turn_end")) events.add("agent_start").add("turn_end");
 		return {
 			type: "register",

@@ -166,6 +166,10 @@ export async function runHook(instance, method, params, ctx, reportError) {
 			const changed = JSON.stringify(options) !== before;
 			return { messages, systemPromptOptions: changed ? options : undefined };
 		}
+		case "agent_end_hook":
+			// pi's `agent_end`, awaited: the handlers run before the run goes on or settles.
+			await dispatch(instance, { ...event, type: "agent_end" }, ctx, reportError);
+			return null;
 		case "message_end_hook": {
 			// pi's emitMessageEnd: each handler may return `{message}` (same role) to replace the finalized message.
 			let current = params.message;

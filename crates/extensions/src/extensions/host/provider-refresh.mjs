@@ -8,8 +8,12 @@
 // refreshed first when it expired), and what it publishes with `persist` is stored in
 // `models-store.json` (`null` removes the entry), as pi's file store keeps it:
 // read and written under pi's lock on the file (`file-lock.mjs`), one
-// publication of a provider after the other.
+// publication of a provider after the other. The network phase takes its
+// turn among the process's sessions (`providerRefresh`): pi-rpc runs it once
+// for the extension, provider and credential within pi's window, and a
+// session told it was done reads the stored catalog (the offline phase again).
 
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 
@@ -45,11 +49,15 @@ const OAUTH_REFRESH_MS = 15_000;
 const KNOWN_TYPES = new Set(["chat", "image", "classifier"]);
 
 export class ProviderRefresh {
-	/** `agentDir`: where `auth.json` and `models-store.json` are; `offline`: no network phase. */
-	constructor({ agentDir, offline, authContext }) {
+	/**
+	 * `agentDir`: where `auth.json` and `models-store.json` are; `offline`:
+	 * no network phase; `turn(params)`: pi-rpc's `providerRefresh`.
+	 */
+	constructor({ agentDir, offline, authContext, turn }) {
 		this.agentDir = agentDir;
 		this.offline = offline === true;
 		this.authContext = authContext;
+		this.turn = turn ?? (async () => ({ run: true }));
 	}
 
 	/** The credential `auth.json` stores for the provider. */
@@ -164,7 +172,20 @@ export class ProviderRefresh {
 			if (!result?.auth) return false;
 			credential = provider.refreshModelsAuth === "configured" ? undefined : { type: "api_key", key: result.auth.apiKey, env: result.env };
 		}
-		await this.phase(provider, credential, true, signal);
+		const digest = createHash("sha256").update(JSON.stringify(credential ?? null)).digest("hex");
+		const turn = await this.turn({ action: "begin", provider: provider.id, credential: digest });
+		if (!turn?.run) {
+			// Refreshed by another session within the window: its stored catalog.
+			await this.restore(provider, signal);
+			return true;
+		}
+		let ok = false;
+		try {
+			await this.phase(provider, credential, true, signal);
+			ok = true;
+		} finally {
+			if (turn.ticket != null) await this.turn({ action: "end", ticket: turn.ticket, ok }).catch(() => {});
+		}
 		return true;
 	}
 }

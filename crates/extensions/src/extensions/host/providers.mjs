@@ -171,13 +171,15 @@ function streamHooks({ stream, observed }, channel) {
 export class Providers {
 	/**
 	 * `onChange`: the registration changed after it went out (a native
-	 * provider settled); `agentDir` and `offline` for its model refresh.
+	 * provider settled); `agentDir`, `offline` and `channel` (its network
+	 * phase's turn) for its model refresh.
 	 */
-	constructor(onChange = () => {}, { agentDir, offline } = {}) {
+	constructor(onChange = () => {}, { agentDir, offline, channel } = {}) {
 		this.byName = new Map();
 		this.onChange = onChange;
 		this.settling = new Set();
-		this.refresh = new ProviderRefresh({ agentDir, offline, authContext });
+		const turn = channel ? (params) => channel.request("providerRefresh", params) : undefined;
+		this.refresh = new ProviderRefresh({ agentDir, offline, authContext, turn });
 	}
 
 	/**

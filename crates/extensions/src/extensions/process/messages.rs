@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -120,6 +120,7 @@ fn is_long_method(method: &str) -> bool {
             | "mcpTools"
             | "mcpCallTool"
             | "streamService"
+            | "providerRefresh"
     )
 }
 
@@ -189,7 +190,30 @@ async fn serve_long(
             Some(service) => service(params).await,
             None => Err("that stream is closed".to_string()),
         },
+        // A provider's network refresh: its turn among the process's sessions, or its end.
+        "providerRefresh" => Ok(provider_refresh(ext, &params).await),
         other => Err(format!("unknown method: {other}")),
+    }
+}
+
+/// `providerRefresh`: `{action: "begin", provider, credential}` (a digest)
+/// answers `{run: true, ticket}` (refresh, then `{action: "end", ticket,
+/// ok}`) or `{run: false}` (refreshed within the window: read the stored
+/// catalog); without the process's refreshes every refresh runs.
+async fn provider_refresh(ext: &Arc<Extension>, params: &Value) -> Value {
+    use crate::extensions::provider_refreshes::{RefreshKey, RefreshTurn};
+    let Some(refreshes) = &ext.provider_refreshes else { return json!({"run": true}) };
+    let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+    if text("action") == "end" {
+        if let Some(ticket) = params.get("ticket").and_then(Value::as_u64) {
+            refreshes.end(ticket, params.get("ok").and_then(Value::as_bool) == Some(true));
+        }
+        return Value::Null;
+    }
+    let key = RefreshKey { extension: ext.path.clone(), provider: text("provider"), credential: text("credential") };
+    match refreshes.begin(key, ext.exited.clone()).await {
+        RefreshTurn::Run(ticket) => json!({"run": true, "ticket": ticket}),
+        RefreshTurn::Done => json!({"run": false}),
     }
 }
 

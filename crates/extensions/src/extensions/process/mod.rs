@@ -108,6 +108,8 @@ pub struct Extension {
     /// Unloaded by a reload (its package or file went): no longer offered
     /// anything, and its exit is not reported.
     retired: std::sync::atomic::AtomicBool,
+    /// The process's extension provider refreshes (`providerRefresh`).
+    provider_refreshes: Option<Arc<super::provider_refreshes::ProviderRefreshes>>,
 }
 
 /// What an extension's process needs to start.
@@ -131,6 +133,7 @@ pub(super) struct SpawnContext {
     /// The factory runs when pi-rpc gives it its turn ([`Extension::give_turn`]),
     /// as a reload's new runtime runs its factories in load order.
     pub turn_on_request: bool,
+    pub provider_refreshes: Option<Arc<super::provider_refreshes::ProviderRefreshes>>,
 }
 
 impl Extension {
@@ -428,6 +431,7 @@ pub(super) fn spawn(id: usize, path: PathBuf, ctx: &SpawnContext) -> Arc<Extensi
         timeouts: ctx.timeouts,
         quiet: ctx.quiet.clone(),
         retired: std::sync::atomic::AtomicBool::new(false),
+        provider_refreshes: ctx.provider_refreshes.clone(),
     });
     if super::discovery::is_pi_module(&path) {
         // The host may have to be installed first: the process starts (and

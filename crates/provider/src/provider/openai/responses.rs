@@ -107,8 +107,6 @@ struct Slot {
     index: usize,
     /// Text (or argument JSON) sent so far.
     sent: String,
-    /// A reasoning summary part ended: the next one starts after a blank line.
-    part_ended: bool,
 }
 
 /// A reasoning item as it was done: its block and the whole item, which is
@@ -171,7 +169,7 @@ impl Decoder {
             self.unfinished.push((index, id.clone(), name.clone()));
         }
         out.emit(ProviderEvent::BlockStart { index, kind: block });
-        let mut slot = Slot { kind, index, sent: String::new(), part_ended: false };
+        let mut slot = Slot { kind, index, sent: String::new() };
         if let Item::FunctionCall { arguments, .. } = item
             && !arguments.is_empty()
         {
@@ -186,19 +184,31 @@ impl Decoder {
         self.slots.get_mut(&output_index?).filter(|s| s.kind == kind)
     }
 
-    fn delta(&mut self, change: Change, kind: SlotKind, summary: bool, out: &mut Out) {
+    fn delta(&mut self, change: Change, kind: SlotKind, out: &mut Out) {
         let Some(slot) = self.slot(change.output_index, kind) else { return };
-        let mut text = String::new();
-        if summary && slot.part_ended {
-            slot.part_ended = false;
-            text.push_str("\n\n");
-        }
-        text.push_str(&change.delta);
+        let text = change.delta;
         if text.is_empty() {
             return;
         }
         slot.sent.push_str(&text);
         out.emit(ProviderEvent::BlockDelta { index: slot.index, delta: text });
+    }
+
+    /// The end of a summary part: pi-ai's `"\n\n"` delta at once (the item's
+    /// end then gives the block its summary's text).
+    fn summary_part_done(&mut self, output_index: Option<u64>, out: &mut Out) {
+        let Some(slot) = self.slot(output_index, SlotKind::Thinking) else { return };
+        slot.sent.push_str("\n\n");
+        out.emit(ProviderEvent::BlockDelta { index: slot.index, delta: "\n\n".into() });
+    }
+
+    /// The item's final text in place of what streamed, as pi-ai sets it
+    /// (no delta; an empty final text keeps what streamed).
+    fn replace_text(slot: &mut Slot, fin: &str, out: &mut Out) {
+        if !fin.is_empty() && fin != slot.sent {
+            slot.sent = fin.to_string();
+            out.emit(ProviderEvent::BlockText { index: slot.index, text: fin.to_string() });
+        }
     }
 
     /// Send what the final text adds to what was streamed (pi replaces the text).
@@ -222,7 +232,7 @@ impl Decoder {
                 let join = |parts: &[Part]| parts.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n\n");
                 let (summary, content) = (join(&summary), join(&content));
                 let fin = if !summary.is_empty() { summary } else { content };
-                Self::complete_text(&mut slot, &fin, out);
+                Self::replace_text(&mut slot, &fin, out);
                 out.emit(ProviderEvent::Signature { index, signature: js_json(&raw) });
                 if let Some(id) = id {
                     let encrypted = encrypted_content.is_some_and(|e| !e.is_null());
@@ -234,7 +244,7 @@ impl Decoder {
                     .iter()
                     .map(|c| if c.kind == "output_text" { c.text.as_str() } else { c.refusal.as_str() })
                     .collect();
-                Self::complete_text(&mut slot, &fin, out);
+                Self::replace_text(&mut slot, &fin, out);
                 let mut signature = serde_json::Map::new();
                 signature.insert("v".into(), json!(1));
                 signature.insert("id".into(), json!(id));
@@ -396,15 +406,11 @@ impl Decoder {
                     self.create_slot(i, &item, out);
                 }
             }
-            Event::SummaryDelta(change) => self.delta(change, SlotKind::Thinking, true, out),
-            Event::SummaryPartDone(change) => {
-                if let Some(slot) = self.slot(change.output_index, SlotKind::Thinking) {
-                    slot.part_ended = true;
-                }
-            }
-            Event::ReasoningDelta(change) => self.delta(change, SlotKind::Thinking, false, out),
-            Event::TextDelta(change) => self.delta(change, SlotKind::Text, false, out),
-            Event::ArgumentsDelta(change) => self.delta(change, SlotKind::Tool, false, out),
+            Event::SummaryDelta(change) => self.delta(change, SlotKind::Thinking, out),
+            Event::SummaryPartDone(change) => self.summary_part_done(change.output_index, out),
+            Event::ReasoningDelta(change) => self.delta(change, SlotKind::Thinking, out),
+            Event::TextDelta(change) => self.delta(change, SlotKind::Text, out),
+            Event::ArgumentsDelta(change) => self.delta(change, SlotKind::Tool, out),
             Event::ArgumentsDone(change) => {
                 if let Some(slot) = self.slot(change.output_index, SlotKind::Tool) {
                     Self::complete_text(slot, &change.arguments, out);

@@ -5,7 +5,8 @@
 // `<agent dir>/themes/<name>.json`; a name with "/" (automatic light/dark),
 // an unknown or invalid theme silently give the system theme) and
 // registers no other themes (packages' and extensions' themes are for the
-// interactive mode). The system theme is drawn from the terminal's
+// interactive mode; `DefaultResourceLoader` makes them `Theme`s with
+// `loadThemeFromPath`). The system theme is drawn from the terminal's
 // 16-colour palette (`\x1b[38;5;<n>m`) or its default colours, faint for
 // the muted tokens, its appearance from `COLORFGBG`; the dark and light
 // themes' colours are pi's, read from pi 1.6.0's own output (a probe
@@ -353,12 +354,24 @@ function resolveValue(value, vars, seen = new Set()) {
 	return resolveValue(vars[value], vars, seen);
 }
 
-function createTheme(json, appearance) {
+function createTheme(json, appearance, sourcePath) {
 	const vars = json.vars ?? {};
 	const values = {};
 	for (const [token, value] of Object.entries(json.colors)) values[token] = resolveValue(value, vars);
 	const { fg, bg } = split(withFallbacks(values));
-	return new Theme(fg, bg, tui().getTerminalColorMode(), { name: json.name, appearance: json.appearance ?? appearance });
+	return new Theme(fg, bg, tui().getTerminalColorMode(), { name: json.name, sourcePath, appearance: json.appearance ?? appearance });
+}
+
+/** pi's `loadThemeFromPath`: the theme file `file` as a `Theme` (its `sourcePath` the file); throws as pi's when it is none. */
+function loadThemeFromPath(file) {
+	const text = fs.readFileSync(file, "utf8").replace(/^\uFEFF/, "");
+	let json;
+	try {
+		json = JSON.parse(text);
+	} catch (error) {
+		throw new Error(`Failed to parse theme ${file}: ${error}`);
+	}
+	return createTheme(checkThemeJson(file, json), undefined, file);
 }
 
 /** The theme called `name`, as pi's RPC mode finds it (no registered themes); throws when none or invalid. */
@@ -483,6 +496,7 @@ function getSettingsListTheme() {
 
 module.exports = {
 	Theme,
+	loadThemeFromPath,
 	theme,
 	currentTheme,
 	initTheme,

@@ -124,7 +124,9 @@ fn documented_stream_decodes_at_every_split() {
     assert_eq!(err, None);
     assert_eq!(events[0], ProviderEvent::ResponseId("resp_1".into()));
     assert_eq!(events[1], ProviderEvent::BlockStart { index: 0, kind: BlockKind::Thinking });
-    assert_eq!(deltas(&events, 0), vec!["First part.", "\n\nSecond."]);
+    // pi-ai's deltas: a blank line at each summary part's end; the item's end gives the summary's text.
+    assert_eq!(deltas(&events, 0), vec!["First part.", "\n\n", "Second.", "\n\n"]);
+    assert!(events.contains(&ProviderEvent::BlockText { index: 0, text: "First part.\n\nSecond.".into() }));
     let signature = events.iter().find_map(|e| match e {
         ProviderEvent::Signature { index: 0, signature } => Some(signature.clone()),
         _ => None,
@@ -254,7 +256,9 @@ async fn fake_server_stream_with_reasoning_and_tools() {
         collect(&provider(), simple_request(model(&server.base_url(), true), "go"), CancellationToken::new()).await;
     assert_eq!(err, None);
     assert_eq!(events[0], ProviderEvent::ResponseId("resp_7".into()));
-    assert_eq!(deltas(&events, 0).concat(), "Plan it");
+    // pi-ai's deltas (a blank line at the summary part's end), then the item's text in their place.
+    assert_eq!(deltas(&events, 0).concat(), "Plan it\n\n");
+    assert!(events.contains(&ProviderEvent::BlockText { index: 0, text: "Plan it".into() }));
     assert_eq!(deltas(&events, 1).concat(), "Done.");
     assert_eq!(deltas(&events, 2).concat(), r#"{"command":"echo hi"}"#);
     assert_eq!(deltas(&events, 3).concat(), r#"{"path":"x.txt"}"#);

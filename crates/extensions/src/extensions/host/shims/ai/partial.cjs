@@ -1,19 +1,19 @@
 // pi-rpc extension host: the partial assistant message of a model call
 // pi-rpc makes for an extension, kept as pi-ai keeps it. pi-rpc streams the
-// call's updates (`streamData`: one update, or the `batch` made from one read
-// of the provider); each is applied to one message object, which every
-// pushed event carries as `partial` and which becomes the final message:
+// call's updates (`streamData`: the `batch` made from one read of the
+// provider, with the message's `fields` as they stand after it); each is
+// applied to one message object, which every pushed event carries as
+// `partial` and which becomes the final message:
 //
 // * it starts empty with `stopReason: "pending"`;
 // * a block is added at its `*_start` (a tool call as `{type, id, name,
 //   arguments}`, its arguments parsed as they stream in);
-// * the `*_end` events wait for what comes next: a later update pushes them
-//   as they are, the call's answer first gives the message its final fields
-//   (stop reason, usage, response id, signatures), as pi-ai's stream ends its
-//   blocks once the response is complete.
-//
-// A block's signature (`thinkingSignature`, `textSignature`) is known here
-// when the block ends, not while it streams.
+// * the batch's `fields` give it what the provider said so far beyond the
+//   blocks' text: the response id, usage, the stop reason once known (and a
+//   failed or aborted call's error before its last blocks end), each
+//   block's signature (pi-ai's `thinkingSignature` is there from the
+//   block's start when the API says it then);
+// * the call's answer gives it its final fields, then `done` or `error`.
 
 "use strict";
 
@@ -39,8 +39,6 @@ class PartialMessage {
 	#message;
 	/** Argument text of each streaming tool call, by content index. */
 	#args = new Map();
-	/** `*_end` events waiting for the next update or the answer. */
-	#ends = [];
 
 	/** `stream`: the AssistantMessageEventStream the events go to. */
 	constructor(stream) {
@@ -50,6 +48,22 @@ class PartialMessage {
 	/** One `streamData` of pi-rpc's. */
 	receive(data) {
 		for (const update of Array.isArray(data?.batch) ? data.batch : [data]) this.#apply(update);
+		if (data?.fields && this.#message) this.#take(data.fields);
+	}
+
+	/** The message's fields as pi-rpc's provider said them so far. */
+	#take(fields) {
+		const message = this.#message;
+		if (fields.responseId !== undefined) message.responseId = fields.responseId;
+		if (fields.usage) message.usage = fields.usage;
+		if (fields.stopReason !== undefined) message.stopReason = fields.stopReason;
+		if (fields.rawStopReason !== undefined) message.rawStopReason = fields.rawStopReason;
+		if (fields.errorMessage !== undefined) message.errorMessage = fields.errorMessage;
+		(Array.isArray(fields.blocks) ? fields.blocks : []).forEach((own, i) => {
+			const block = message.content[i];
+			if (!block || !own) return;
+			for (const [key, value] of Object.entries(own)) block[key] = value;
+		});
 	}
 
 	#apply(update) {
@@ -89,31 +103,23 @@ class PartialMessage {
 			}
 			case "text_end":
 				message.content[i].text = event.content;
-				this.#ends.push(piEvent);
-				return;
+				break;
 			case "thinking_end":
 				message.content[i].thinking = event.content;
-				this.#ends.push(piEvent);
-				return;
+				break;
 			case "toolcall_end":
 				this.#args.delete(i);
 				becomeLike(message.content[i], { type: "toolCall", ...event.toolCall });
-				this.#ends.push({ ...piEvent, toolCall: message.content[i] });
+				this.#stream.push({ ...piEvent, toolCall: message.content[i], partial: message });
 				return;
 			default:
 		}
-		this.#pushEnds();
 		this.#stream.push({ ...piEvent, partial: message });
-	}
-
-	#pushEnds() {
-		for (const event of this.#ends.splice(0)) this.#stream.push({ ...event, partial: this.#message });
 	}
 
 	/**
 	 * The call's answer (`final`: its message; none when it has none): the
-	 * partial takes the final fields, the waiting ends go out, then `done`
-	 * or `error` with the message.
+	 * partial takes the final fields, then `done` or `error` with the message.
 	 */
 	finish(answer) {
 		const message = this.#message;
@@ -128,7 +134,6 @@ class PartialMessage {
 			});
 			message.content.length = final.content?.length ?? message.content.length;
 		}
-		this.#pushEnds();
 		const result = message && answer ? message : answer && final;
 		if (!result) {
 			this.#stream.end();

@@ -19,6 +19,7 @@ const { lib } = require("./text.cjs");
 const { getAgentDir, createEventBus } = require("./runtime.cjs");
 const { SettingsManager } = require("./settings.cjs");
 const { settingsThemeFiles } = require("./settings-resources.cjs");
+const { loadThemeFromPath } = require("../theme.cjs");
 
 const expandHome = (p) => (p === "~" || p.startsWith("~/") ? path.join(require("node:os").homedir(), p.slice(1)) : p);
 
@@ -40,19 +41,19 @@ function promptInput(source, cwd) {
 }
 
 /**
- * Themes of `paths` (directories of `*.json`, or files; the first `defaults` are the theme directories): `{name, sourcePath, …}`
- * as their files say, with the `sourceInfo` `infos` has for the file (a package's).
+ * Themes of `paths` (directories of `*.json`, or files; the first `defaults` are the theme directories): pi's `Theme`s
+ * (`theme.cjs`), with the `sourceInfo` `infos` has for the file (a package's).
  */
 function loadThemes(paths, defaults, infos = new Map()) {
 	const themes = [];
 	const diagnostics = [];
 	const load = (file) => {
 		try {
-			const theme = JSON.parse(fs.readFileSync(file, "utf8"));
-			if (typeof theme?.name !== "string") throw new Error("a theme needs a name");
-			themes.push({ ...theme, sourcePath: file, ...(infos.has(file) ? { sourceInfo: infos.get(file) } : {}) });
+			const theme = loadThemeFromPath(file);
+			if (infos.has(file)) theme.sourceInfo = infos.get(file);
+			themes.push(theme);
 		} catch (error) {
-			diagnostics.push({ type: "warning", message: `Failed to load theme: ${error?.message ?? error}`, path: file });
+			diagnostics.push({ type: "warning", message: error instanceof Error ? error.message : "failed to load theme", path: file });
 		}
 	};
 	for (const [i, p] of paths.entries()) {
@@ -160,6 +161,9 @@ class DefaultResourceLoader {
 		this._load();
 		const o = this.options;
 		this.extensionsResult = await this._loadExtensions((this.packageExtensions ?? []).map((e) => e.path), preloaded);
+		// A package that could not be installed is skipped with pi's warning (one per path).
+		const installWarnings = (this.installFailures ?? []).map((f) => ({ path: f.source, warning: f.warning }));
+		this.extensionsResult.warnings = [...new Map([...(this.extensionsResult.warnings ?? []), ...installWarnings].map((w) => [w.path, w])).values()];
 		if (o.extensionsOverride) this.extensionsResult = o.extensionsOverride(this.extensionsResult);
 	}
 
@@ -226,6 +230,7 @@ class DefaultResourceLoader {
 		const themes = loadThemes(themePaths, 0, new Map(packageThemes.map((t) => [t.path, t.sourceInfo])));
 		// The settings' packages' extension files (`{path, sourceInfo}`), for the loader's extensions.
 		this.packageExtensions = o.noExtensions ? [] : found.packageExtensions;
+		this.installFailures = found.installFailures ?? [];
 		this.themes = o.themesOverride ? o.themesOverride(themes) : themes;
 
 		const agentsFiles = { agentsFiles: found.agentsFiles };

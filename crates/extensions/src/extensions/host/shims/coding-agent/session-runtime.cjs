@@ -133,7 +133,7 @@ class AgentSessionRuntime {
 		this._diagnostics = result.diagnostics ?? [];
 		this._modelFallbackMessage = result.modelFallbackMessage;
 		if (this._rebind) await this._rebind(this._session);
-		if (withSession) await withSession(this._session);
+		if (withSession) await withSession(this._session.createReplacedSessionContext());
 	}
 
 	async newSession(options = {}) {
@@ -144,7 +144,7 @@ class AgentSessionRuntime {
 			: new MemorySessionManager(this.cwd, { parentSession: options.parentSession });
 		await this._replace(sessionManager, this.cwd, "new");
 		if (options.setup) await options.setup(this._session.sessionManager);
-		if (options.withSession) await options.withSession(this._session);
+		if (options.withSession) await options.withSession(this._session.createReplacedSessionContext());
 		return { cancelled: false };
 	}
 
