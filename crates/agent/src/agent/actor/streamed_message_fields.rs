@@ -71,7 +71,7 @@ mod tests {
     fn the_fields_are_those_the_provider_said_so_far() {
         let model: crate::model::Model = serde_json::from_value(json!({
             "id": "m", "name": "m", "api": "openai-completions", "provider": "p", "baseUrl": "",
-            "reasoning": true, "input": ["text"], "contextWindow": 1000, "maxTokens": 100
+            "reasoning": true, "input": ["text"], "cost": {}, "contextWindow": 1000, "maxTokens": 100
         }))
         .expect("model");
         let mut message = AssistantMessage::empty(&model, StopReason::Stop);
