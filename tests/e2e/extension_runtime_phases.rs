@@ -1,5 +1,6 @@
-//! A new extension runtime in pi 1.6.0's phases, side by side with pi:
-//! when a session is replaced (`new_session`, `switch_session`, `fork`, a
+//! A new extension runtime in pi 1.6.0's phases, side by side with pi: at
+//! start-up (every factory, then every `session_start`), and when a
+//! session is replaced (`new_session`, `switch_session`, `fork`, a
 //! command's `newSession({setup})`) or reloaded (`ctx.reload()`), every old
 //! instance gets `session_shutdown` (in load order), then every factory
 //! runs in turn, then (after the setup) every `session_start` handler. Until
@@ -108,7 +109,7 @@ async fn phases(reference: bool) -> Option<Value> {
     let mut pi = crate::extension_builtin_factories::start_saved(&sb, reference, &[])?;
     let mut logs = Logs { order: order.clone(), bus: bus.clone(), read: (0, 0) };
     let mut steps = serde_json::Map::new();
-    logs.step("startup").await;
+    steps.insert("startup".into(), logs.step("startup").await);
     sb.server().push(Reply::text("hello there"));
     ok(&mut pi, "p", json!({"type": "prompt", "message": "hi"})).await;
     pi.until_type("agent_settled").await;
@@ -156,9 +157,19 @@ async fn a_new_runtime_runs_all_shutdowns_then_all_factories_then_all_starts_as_
     let Some(ours) = phases(false).await else { return };
     let Some(theirs) = phases(true).await else { return };
     let unbound = "Extension runtime not initialized. Action methods cannot be called during extension loading.";
-    for (step, reason) in [("new_session", "new"), ("switch_session", "resume"), ("fork", "fork"), ("reload", "reload")]
-    {
-        assert_eq!(ours[step]["order"], phased(&["a", "b", "c"], reason, false), "{step}: {ours}");
+    // Start-up: every factory, then (bound) every `session_start`; no `session_shutdown`.
+    let start_up = ["a:factory", "b:factory", "c:factory", "a:start(startup)", "b:start(startup)", "c:start(startup)"];
+    assert_eq!(ours["startup"]["order"], json!(start_up), "{ours}");
+    for (step, reason) in [
+        ("startup", "startup"),
+        ("new_session", "new"),
+        ("switch_session", "resume"),
+        ("fork", "fork"),
+        ("reload", "reload"),
+    ] {
+        if step != "startup" {
+            assert_eq!(ours[step]["order"], phased(&["a", "b", "c"], reason, false), "{step}: {ours}");
+        }
         // `a`'s listener: unbound while `b`'s and `c`'s factories run, bound at `c`'s `session_start`.
         let heard = [format!("a<b: {unbound}"), format!("a<c: {unbound}"), format!("a<c-start({reason}): answered")];
         assert_eq!(ours[step]["bus"], json!(heard), "{step}: {ours}");

@@ -47,6 +47,7 @@ mod session_restart;
 mod session_tree;
 mod settings;
 mod settle_boundary;
+mod start_up_phases;
 mod stats;
 mod streamed_message_fields;
 mod tool_restore;

@@ -155,6 +155,10 @@ pub(crate) struct ExtensionState {
     /// every extension has started: they join in load order, as pi asks
     /// its extensions one after the other, not in the order they answer.
     found_at_start: std::collections::BTreeMap<usize, Value>,
+    /// Start-up pi modules whose factory ran, waiting for the last one's
+    /// (pi binds its runtime, then greets its extensions, once all loaded);
+    /// `None` once they were bound and greeted.
+    start_phase: Option<Vec<usize>>,
 }
 
 impl ExtensionState {
@@ -207,6 +211,7 @@ impl ExtensionState {
             discovery: options.discovery.clone(),
             default_tool_edits: options.default_tool_edits.clone(),
             loaded_by_reload: HashSet::new(),
+            start_phase: Some(Vec::new()),
             parked_reload: None,
             found_at_start: Default::default(),
         }
@@ -405,6 +410,38 @@ impl ExtensionState {
     /// `session_start` yet: it is now (ops keep waiting until it is answered).
     pub(super) fn greet(&mut self, id: usize) -> bool {
         self.is_starting(id) && self.greeted.insert(id)
+    }
+
+    /// Start-up pi module `id` registered: it waits for the others'
+    /// factories before its `session_start` (true), unless the start-up
+    /// phase is over or it is not one.
+    pub(super) fn wait_for_start_phase(&mut self, id: usize) -> bool {
+        let phased = self.start_phase.is_some() && self.is_start_up_module(id);
+        if !phased || !self.greet(id) {
+            return false;
+        }
+        self.start_phase.get_or_insert_with(Vec::new).push(id);
+        true
+    }
+
+    /// A live pi module loaded at start-up (not by a reload).
+    fn is_start_up_module(&self, id: usize) -> bool {
+        let module = self.handle.get(id).filter(|e| !e.is_dead());
+        !self.loaded_by_reload.contains(&id)
+            && module.is_some_and(|e| crate::extensions::discovery::is_pi_module(&e.path))
+    }
+
+    /// Once no start-up pi module is still running its factory: those
+    /// waiting, in load order (the phase is over from now on).
+    pub(super) fn take_start_phase(&mut self) -> Option<Vec<usize>> {
+        self.start_phase.as_ref()?;
+        let loading = |id: usize| self.is_starting(id) && !self.greeted.contains(&id) && self.is_start_up_module(id);
+        if self.handle.loaded_paths().into_iter().any(|(id, _)| loading(id)) {
+            return None;
+        }
+        let waiting = self.start_phase.take().unwrap_or_default();
+        let in_order = self.handle.loaded_paths().into_iter().map(|(id, _)| id).filter(|id| waiting.contains(id));
+        Some(in_order.collect())
     }
 
     /// Extension `id` was given its start-up `session_start` and is still starting: it is answering it.

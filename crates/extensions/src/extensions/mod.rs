@@ -360,8 +360,9 @@ impl SpawnTemplate {
 
     /// Start the extension at `path`; `loaded`: those loaded before it, in
     /// order (a pi module's factory waits for the last pi module's), or
-    /// `None`: a pi module's factory waits for pi-rpc to give it its turn,
-    /// and its instance is bound when pi-rpc says so (a reload's new runtime).
+    /// `None`: a pi module's factory waits for pi-rpc to give it its turn
+    /// (a reload's new runtime). A pi module's instance is bound when pi-rpc
+    /// says so, once every factory ran.
     #[allow(clippy::too_many_arguments)]
     fn spawn(
         &self,
@@ -383,8 +384,8 @@ impl SpawnTemplate {
             // The host runs the factory on pi-rpc's `turn` (process::factory_turn).
             hello["loadTurn"] = Value::Bool(true);
         }
-        if turn_on_request {
-            // Its actions stay unbound until pi-rpc's `bind`, as pi binds a new runtime after its last factory.
+        if pi_module {
+            // Its actions stay unbound until pi-rpc's `bind`, as pi binds a runtime (at start-up too) after its last factory.
             hello["bindOnRequest"] = Value::Bool(true);
         }
         let spawn_ctx = process::SpawnContext {

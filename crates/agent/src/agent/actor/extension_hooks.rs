@@ -393,7 +393,7 @@ impl Agent {
                 self.sync_providers(id).await;
                 // A registration its start-up `session_start` handlers make keeps ops waiting.
                 let greeting = self.ext.is_greeting(id);
-                if greeting || self.greet_extension(id) {
+                if greeting || self.greet_at_start(id) {
                     return;
                 }
                 self.extension_started(id).await;
@@ -444,6 +444,7 @@ impl Agent {
                 self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
                 self.forget_extension(id);
                 self.extension_started(id).await;
+                self.begin_start_phase();
             }
             ExtSignal::Host(HostSignal::Error { path, event, error }) => {
                 self.emit(AgentEvent::ExtensionError { extension_path: path, event, error }).await;
@@ -565,7 +566,7 @@ impl Agent {
     /// `resources_discover` when it listens. Ops keep waiting until it has
     /// answered both (pi awaits them before the first command) when it asked
     /// to be awaited (`awaitSessionStart`) or discovers resources: true then.
-    fn greet_extension(&mut self, id: usize) -> bool {
+    pub(super) fn greet_extension(&mut self, id: usize) -> bool {
         if !self.ext.greet(id) {
             return false;
         }

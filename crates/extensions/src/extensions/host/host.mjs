@@ -524,7 +524,7 @@ try {
 	await new Promise(() => {});
 }
 try {
-	// One a reload loads is bound with the others, at pi-rpc's `bind`.
+	// Bound with the others, at pi-rpc's `bind`, once every factory ran (at start-up as at a reload).
 	instance = await createInstance(hello.bindOnRequest !== true);
 } catch (error) {
 	const text = errorText(error);
