@@ -32,23 +32,34 @@ impl Agent {
     /// The extensions' tools pi activates as they register, in load order
     /// (`true`: `--tools` names it).
     fn tools_activated_on_registration(&self) -> Vec<(String, bool)> {
-        let handle = self.ext.handle();
         let mut tools = Vec::new();
+        self.for_each_owned_extension_tool(|spec| {
+            if !self.ext.tool_allowed(&spec.name) {
+                return;
+            }
+            let (activates, named) = self.ext.activates_on_registration(spec);
+            if activates {
+                tools.push((spec.name.clone(), named));
+            }
+        });
+        tools
+    }
+
+    /// Each live extension's tools that no earlier extension took, in load
+    /// order.
+    pub(super) fn for_each_owned_extension_tool(
+        &self,
+        mut visit: impl FnMut(&crate::extensions::protocol::ToolSpecWire),
+    ) {
+        let handle = self.ext.handle();
         for id in 0..handle.len() {
             let Some(registration) = handle.get(id).filter(|e| !e.is_dead()).and_then(|e| e.registration()) else {
                 continue;
             };
-            for spec in &registration.tools {
-                if self.ext.tool_owner(&spec.name) != Some(id) || !self.ext.tool_allowed(&spec.name) {
-                    continue;
-                }
-                let (activates, named) = self.ext.activates_on_registration(spec);
-                if activates {
-                    tools.push((spec.name.clone(), named));
-                }
+            for spec in registration.tools.iter().filter(|spec| self.ext.tool_owner(&spec.name) == Some(id)) {
+                visit(spec);
             }
         }
-        tools
     }
 
     /// A replaced session's new extension runtime, in pi's phases

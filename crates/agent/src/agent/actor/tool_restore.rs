@@ -39,23 +39,13 @@ impl Agent {
     /// false`, in load order (pi's `_isActivatedOnRegistration`, whatever
     /// `--tools` says).
     fn extension_tools_active_by_default(&self) -> Vec<String> {
-        let handle = self.ext.handle();
         let mut tools = Vec::new();
-        for id in 0..handle.len() {
-            let Some(registration) = handle.get(id).filter(|e| !e.is_dead()).and_then(|e| e.registration()) else {
-                continue;
-            };
-            for spec in &registration.tools {
-                let declared = matches!(spec.exposure.as_deref(), None | Some("direct" | "model-only"));
-                if declared
-                    && spec.active
-                    && self.ext.tool_owner(&spec.name) == Some(id)
-                    && self.toolbox.knows(&spec.name)
-                {
-                    tools.push(spec.name.clone());
-                }
+        self.for_each_owned_extension_tool(|spec| {
+            let declared = matches!(spec.exposure.as_deref(), None | Some("direct" | "model-only"));
+            if declared && spec.active && self.toolbox.knows(&spec.name) {
+                tools.push(spec.name.clone());
             }
-        }
+        });
         tools
     }
 
