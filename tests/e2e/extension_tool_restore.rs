@@ -21,10 +21,11 @@ use crate::mcp::{Servers, tool_names, write_mcp};
 
 /// Registers `own` and `lazy` (`defaultActive: false`), and `ghost`
 /// (`defaultActive: false`) when the file `ghost` is in the cwd or `/ghost`
-/// asks; notes the reason of the last `session_start` and the active tools
+/// asks, or from a `before_agent_start` handler when the file `late` is;
+/// notes the reason of the last `session_start` and the active tools
 /// then (with the file `pick` in the cwd, its handler first calls
 /// `setActiveTools(["read"])`). `/tools [names]` (with `wait`: once an MCP
-/// tool is listed) reports them and the active tools, then with `names`
+/// tool is listed; `/tools until name`: once `name` is active, or after 8 s) reports them and the active tools, then with `names`
 /// calls `setActiveTools(names)`; `/nav` moves the leaf to the branch's
 /// first user message (`navigateTree`) and reports the active tools.
 const RESTORER: &str = r#"import { existsSync } from "node:fs";
@@ -46,6 +47,11 @@ export default function (pi: ExtensionAPI) {
   pi.registerTool(tool("own", true));
   pi.registerTool(tool("lazy", false));
   if (existsSync(join(process.cwd(), "ghost"))) pi.registerTool(tool("ghost", false));
+  if (existsSync(join(process.cwd(), "late"))) {
+    pi.on("before_agent_start", () => {
+      if (!pi.getAllTools().some((t) => t.name === "ghost")) pi.registerTool(tool("ghost", false));
+    });
+  }
   let atStart: unknown = null;
   pi.on("session_start", (event, ctx) => {
     if (existsSync(join(ctx.cwd, "pick"))) pi.setActiveTools(["read"]);
@@ -54,8 +60,12 @@ export default function (pi: ExtensionAPI) {
   pi.registerCommand("tools", {
     handler: async (args, ctx) => {
       const wait = args.startsWith("wait");
-      const names = wait ? args.slice(4).trim() : args;
+      const until = args.startsWith("until");
+      const names = wait ? args.slice(4).trim() : until ? "" : args;
       for (let i = 0; wait && i < 600 && !pi.getAllTools().some((t) => t.name.startsWith("mcp__")); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      for (let i = 0; until && i < 160 && !pi.getActiveTools().includes(args.slice(5).trim()); i++) {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       const active = pi.getActiveTools();
@@ -211,6 +221,81 @@ async fn a_tools_list_activates_only_the_tools_it_names_again_as_mcp_tools_regis
     let named = json!(["read", "bash", "own"]);
     assert_eq!(ours["start"]["atStart"]["active"], json!(["read"]), "{ours}");
     assert_eq!(ours["start"]["active"], named, "no direct MCP tool it does not name: {ours}");
+    assert_eq!(ours["offered"], named, "{ours}");
+    assert_eq!(ours, theirs, "pi 1.6.0 does the same");
+}
+
+/// What one program reported over a saved session that recorded `read,
+/// own, lazy, ghost`, started again with `--session` where `ghost` is
+/// registered by a `before_agent_start` handler only: the active tools at
+/// start-up, the tools of the first prompt, the active tools after it.
+async fn registered_before_the_run(reference: bool) -> Option<Value> {
+    let sb = Sandbox::with_server().await;
+    write_module(&sb, "restorer.ts", RESTORER);
+    sb.server().set_fallback(Reply::text("done"));
+    let ghost = sb.cwd.path().join("ghost");
+    std::fs::write(&ghost, "").expect("write ghost");
+    let mut pi = start_saved(&sb, reference, &[])?;
+    note(&mut pi, "/tools read,own,lazy,ghost").await;
+    prompt(&mut pi, &sb, "one").await;
+    let state = pi.call("s", json!({"type": "get_state"})).await;
+    let file = state["data"]["sessionFile"].as_str().expect("a saved session").to_string();
+    pi.close_stdin();
+    pi.wait().await;
+    std::fs::remove_file(&ghost).expect("remove ghost");
+    std::fs::write(sb.cwd.path().join("late"), "").expect("write late");
+
+    let mut pi = start_saved(&sb, reference, &["--session", &file])?;
+    let mut seen = serde_json::Map::new();
+    seen.insert("session".into(), note(&mut pi, "/tools").await["active"].clone());
+    seen.insert("offered".into(), json!(prompt(&mut pi, &sb, "two").await));
+    seen.insert("after".into(), note(&mut pi, "/tools").await["active"].clone());
+    pi.close_stdin();
+    pi.wait().await;
+    Some(Value::Object(seen))
+}
+
+#[tokio::test]
+async fn a_restored_tool_a_before_agent_start_handler_registers_is_the_runs_as_in_pi() {
+    let Some(ours) = registered_before_the_run(false).await else { return };
+    let Some(theirs) = registered_before_the_run(true).await else { return };
+    assert_eq!(ours["session"], json!(["read", "own", "lazy"]), "{ours}");
+    // pi drops the pending restored tools after the `before_agent_start` handlers.
+    let all = json!(["read", "own", "lazy", "ghost"]);
+    assert_eq!(ours["offered"], all, "{ours}");
+    assert_eq!(ours["after"], all, "{ours}");
+    assert_eq!(ours, theirs, "pi 1.6.0 does the same");
+}
+
+/// What one program reported with `--tools read,bash,own` and a server
+/// whose tools are all `hidden`, with a `session_start` handler that leaves
+/// only `read` active: the active tools once `bash` is active again (or
+/// after 8 s), and the tools of a prompt.
+async fn hidden_server_registered(reference: bool, servers: &Servers) -> Option<Value> {
+    let sb = Sandbox::with_server().await;
+    let mut hidden = servers.everything("stdio");
+    hidden["exposure"] = json!("hidden");
+    write_mcp(&sb, json!({"quiet": hidden}));
+    write_module(&sb, "restorer.ts", RESTORER);
+    sb.server().set_fallback(Reply::text("done"));
+    std::fs::write(sb.cwd.path().join("pick"), "").expect("write pick");
+    let mut pi = start(&sb, reference, &["--tools", "read,bash,own"])?;
+    let mut seen = serde_json::Map::new();
+    seen.insert("registered".into(), note(&mut pi, "/tools until bash").await);
+    seen.insert("offered".into(), json!(prompt(&mut pi, &sb, "one").await));
+    pi.close_stdin();
+    Some(Value::Object(seen))
+}
+
+#[tokio::test]
+async fn a_server_whose_tools_are_all_hidden_changes_the_registry_as_in_pi() {
+    let Some(servers) = Servers::find() else { return };
+    let Some(ours) = hidden_server_registered(false, &servers).await else { return };
+    let Some(theirs) = hidden_server_registered(true, &servers).await else { return };
+    let named = json!(["read", "bash", "own"]);
+    assert_eq!(ours["registered"]["atStart"]["active"], json!(["read"]), "{ours}");
+    // Its hidden tools registering activates the tools `--tools` names again.
+    assert_eq!(ours["registered"]["active"], named, "{ours}");
     assert_eq!(ours["offered"], named, "{ours}");
     assert_eq!(ours, theirs, "pi 1.6.0 does the same");
 }

@@ -312,6 +312,8 @@ impl Agent {
             Internal::CommitBoundary { event, entries, reply } => {
                 let _ = reply.send(self.commit_boundary(event, &entries).await);
             }
+            // pi: restored tools that did not register by now stay inactive.
+            Internal::RunPrepared => self.toolbox.run_started(),
             Internal::CallableTools { reply } => {
                 let (tools, specs) = self.toolbox.callable_set();
                 let _ = reply.send(super::internal::Callable(tools, specs));

@@ -57,6 +57,10 @@ pub enum Internal {
     /// Append the drafts of boundary `event`; the answer is whether the
     /// conversation can take one more model request.
     CommitBoundary { event: &'static str, entries: Vec<serde_json::Value>, reply: oneshot::Sender<bool> },
+    /// A run's start is prepared (its `before_agent_start` handlers ran):
+    /// the restored tools not registered by now are dropped, as pi's
+    /// `_startRun` drops them after `_prepareRun`.
+    RunPrepared,
     /// The tools the model gets now (an extension changed them during a run).
     CurrentTools { reply: oneshot::Sender<ToolSet> },
     /// The tools a running tool may call now (nested calls).

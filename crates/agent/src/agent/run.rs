@@ -137,6 +137,8 @@ pub(crate) async fn run_session(mut s: RunSetup) {
         super::system_update::note_forced_prompt(&mut s);
         compaction.before_prompt(&mut s).await;
     }
+    // The restored tools a `before_agent_start` handler registered are the run's.
+    s.emitter.send(Internal::RunPrepared).await;
     // Queued messages a fresh low-level run starts with (pi's `continue()`).
     let mut queued = Queued::default();
     loop {

@@ -82,8 +82,6 @@ impl Agent {
         let retry_cancel = CancellationToken::new();
         let run_id = self.activity.begin_run(cancel.clone(), retry_cancel.clone());
         self.sync_mcp_activation();
-        // pi: restored tools that did not register by now stay inactive.
-        self.toolbox.run_started();
         let (tools, tool_specs) = self.active_tool_set();
         let (tools_version, tools_seen) = self.ext.tools_version();
         let setup = RunSetup {
