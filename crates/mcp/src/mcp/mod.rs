@@ -574,6 +574,26 @@ impl McpManager {
         section::render(listed.collect())
     }
 
+    /// The names of every tool the servers registered, `hidden` and
+    /// excluded ones too (pi's MCP extension registers them all, and each
+    /// registration is a change of pi's tool registry).
+    pub fn registered_tool_names(&self) -> Vec<String> {
+        let mut taken: Vec<String> = Vec::new();
+        if self.tools_off {
+            return taken;
+        }
+        for conn in &self.conns() {
+            let state = conn.state();
+            if state.status != Status::Connected && state.tools.is_empty() {
+                continue;
+            }
+            let remote_names: Vec<&str> = state.tools.iter().map(|t| t.name.as_str()).collect();
+            let names = naming::tool_names(&conn.config.name, &remote_names, |n| taken.iter().any(|t| t == n));
+            taken.extend(names);
+        }
+        taken
+    }
+
     /// Every reachable MCP tool (connected servers; hidden and excluded tools
     /// left out), then the resource tools.
     pub fn tools(&self) -> Vec<ExposedTool> {

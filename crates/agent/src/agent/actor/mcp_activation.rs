@@ -35,8 +35,9 @@ impl Agent {
         changed |= self.toolbox.activate_registered(direct);
         // Restored tools made per model call (MCP's) are active once registered.
         changed |= self.toolbox.activate_pending(&self.activatable_tools());
-        // A server's tools registering activates the tools `--tools` names again.
-        if self.toolbox.mcp_registered(mcp.tools().into_iter().map(|t| t.tool.name().to_string())) {
+        // A server's tools registering (`hidden` ones too) activates the
+        // tools `--tools` names again.
+        if self.toolbox.mcp_registered(mcp.registered_tool_names().into_iter()) {
             changed |= self.reactivate_named_tools();
         }
         if changed {
