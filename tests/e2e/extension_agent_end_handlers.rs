@@ -7,7 +7,11 @@
 //! `one-at-a-time` mode), each custom message in its own model request, and
 //! no `queue_update` is sent for a custom message. Compared: the events'
 //! sequence (system messages left out), the model requests and the
-//! conversation.
+//! conversation. A handler that also changes the active tools (pi's
+//! plan-mode example) has the fresh run's first request declare the new
+//! tools while the prompt's sections (its tool list) change only at the
+//! request after it, as pi's `agent.continue()` prepares them from its
+//! second turn on.
 //!
 //! Needs node 22, the host's packages and the reference from `target/tools`;
 //! skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
@@ -32,6 +36,21 @@ export default function (pi: ExtensionAPI) {
     if (ends > 1) return;
     await new Promise((resolve) => setTimeout(resolve, 300));
     ctx.ui.notify(`agent_end with ${event.messages.length} messages, idle: ${ctx.isIdle()}`, "info");
+    pi.sendMessage({ customType: "card", content: "the plan's card", display: true }, { deliverAs: "followUp" });
+    pi.sendMessage({ customType: "go", content: "execute the plan", display: true }, { triggerTurn: true, deliverAs: "followUp" });
+  });
+}
+"#;
+
+/// [`FOLLOW_UPS_AT_AGENT_END`], with the active tools set to `read` first.
+const TOOLS_AND_FOLLOW_UPS_AT_AGENT_END: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+export default function (pi: ExtensionAPI) {
+  let ends = 0;
+  pi.on("agent_end", async () => {
+    ends += 1;
+    if (ends > 1) return;
+    pi.setActiveTools(["read"]);
     pi.sendMessage({ customType: "card", content: "the plan's card", display: true }, { deliverAs: "followUp" });
     pi.sendMessage({ customType: "go", content: "execute the plan", display: true }, { triggerTurn: true, deliverAs: "followUp" });
   });
@@ -102,4 +121,42 @@ async fn messages_an_agent_end_handler_queues_run_in_a_fresh_run_as_in_pi() {
     let lasts: Vec<&Value> = theirs["requests"].as_array().into_iter().flatten().map(|r| &r["last"]).collect();
     assert_eq!(lasts.len(), 3, "{theirs:#}");
     assert_eq!(theirs["conversation"], json!(["user", "assistant", "card", "assistant", "go", "assistant"]));
+}
+
+/// Each model request's tools, and whether its system prompt is the one
+/// of the request before (the texts are each program's own), with
+/// [`TOOLS_AND_FOLLOW_UPS_AT_AGENT_END`].
+async fn prompts_after_a_tool_change(reference: bool) -> Value {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return Value::Null };
+    let sb = Sandbox::with_server().await;
+    sb.server().set_fallback(Reply::text("ok"));
+    host_settings(&sb, &node, &dir, json!({}));
+    write_module(&sb, "plan.ts", TOOLS_AND_FOLLOW_UPS_AT_AGENT_END);
+    let mut pi = spawn_either(&sb, &node, reference, &[]);
+    pi.call("c", json!({"type": "get_commands"})).await;
+    pi.send(json!({"id": "p", "type": "prompt", "message": "make a plan"})).await;
+    pi.until_type("agent_settled").await;
+    pi.close_stdin();
+    let requests = sb.server().requests();
+    let tools: Vec<Vec<String>> = requests.iter().map(|r| crate::mcp::tool_names(&r.body)).collect();
+    let prompts: Vec<&str> =
+        requests.iter().map(|r| r.body["messages"][0]["content"].as_str().unwrap_or_default()).collect();
+    let kept: Vec<bool> = prompts.windows(2).map(|pair| pair[0] == pair[1]).collect();
+    let lists_bash: Vec<bool> = prompts.iter().map(|p| p.contains("\n- bash:")).collect();
+    json!({"tools": tools, "prompt as before": kept, "prompt lists bash": lists_bash})
+}
+
+#[tokio::test]
+async fn a_fresh_runs_first_request_keeps_the_prompts_sections_after_a_tool_change_as_in_pi() {
+    if node22().is_none() || host_dir().is_none() || reference_cli().is_none() {
+        return;
+    }
+    let (ours, theirs) = tokio::join!(prompts_after_a_tool_change(false), prompts_after_a_tool_change(true));
+    let all = ["read", "bash", "edit", "write"];
+    // The fresh run declares the new tools at once; its first request's
+    // prompt still lists the old ones, the request after it the new ones.
+    assert_eq!(ours["tools"], json!([all, ["read"], ["read"]]), "{ours:#}");
+    assert_eq!(ours["prompt as before"], json!([true, false]), "{ours:#}");
+    assert_eq!(ours["prompt lists bash"], json!([true, true, false]), "{ours:#}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -141,9 +141,13 @@ pub(crate) async fn run_session(mut s: RunSetup) {
     s.emitter.send(Internal::RunPrepared).await;
     // Queued messages a fresh low-level run starts with (pi's `continue()`).
     let mut queued = Queued::default();
+    // Only the prompt's low-level run was prepared (pi's `_prepareRun`);
+    // the others are pi's `agent.continue()`.
+    let mut prepared = !initial.is_empty();
     loop {
         let start = (std::mem::take(&mut initial), std::mem::take(&mut queued));
-        let (new_messages, end) = low_level_run(&mut s, start, attempt, &mut totals).await;
+        let (new_messages, end) = low_level_run(&mut s, start, prepared, attempt, &mut totals).await;
+        prepared = false;
         match end {
             LowLevelEnd::Done => {
                 agent_end(&s, AgentEvent::AgentEnd { messages: new_messages.clone(), will_retry: false }).await;
@@ -350,9 +354,13 @@ async fn emit_message(s: &mut RunSetup, message: AgentMessage, new_messages: &mu
 }
 
 /// One agent_start … (turns) sequence; the caller emits `agent_end`.
+/// `prepared`: the run's prompt was prepared for it; otherwise (pi's
+/// `agent.continue()`) its first request declares the tools' changes only,
+/// and the prompt's sections are brought up to date from its next turn on.
 async fn low_level_run(
     s: &mut RunSetup,
     (initial, Queued(queued, queued_kind)): (Vec<AgentMessage>, Queued),
+    prepared: bool,
     retry_attempt: u32,
     totals: &mut Usage,
 ) -> (Vec<AgentMessage>, LowLevelEnd) {
@@ -401,8 +409,13 @@ async fn low_level_run(
             turn.registry = turn_tools(s, &context).registry;
         }
         let first_new = new_messages.len();
+        let update = if prepared || turn_index > 0 {
+            super::system_update::update(s, &context, &turn.specs)
+        } else {
+            super::system_update::tools_update(s, &context, &turn.specs)
+        };
         if !s.cancel.is_cancelled()
-            && let Some(update) = super::system_update::update(s, &context, &turn.specs)
+            && let Some(update) = update
         {
             emit_message(s, AgentMessage::System(update), &mut new_messages).await;
         }

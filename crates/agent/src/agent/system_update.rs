@@ -78,6 +78,21 @@ pub(super) fn update(s: &RunSetup, context: &[AgentMessage], specs: &[ToolSpec])
     replay(context).update(&desired(s), &tools)
 }
 
+/// The system message the first request of a low-level run that was not
+/// prepared needs (pi's `agent.continue()`, whose first turn does not
+/// prepare the prompt): the tools' changes only, the sections kept as the
+/// conversation declared them (all of [`update`] when it declared none).
+pub(super) fn tools_update(s: &RunSetup, context: &[AgentMessage], specs: &[ToolSpec]) -> Option<SystemMessage> {
+    let declared = replay(context);
+    let kept: Vec<(String, String)> =
+        declared.sections.iter().filter_map(|(name, text)| Some((name.clone(), text.as_str()?.to_string()))).collect();
+    if kept.is_empty() {
+        return update(s, context, specs);
+    }
+    let tools: Vec<ToolDeclaration> = specs.iter().map(declaration).collect();
+    declared.update(&kept, &tools)
+}
+
 /// The system prompt of a request made with `messages`: a forced prompt,
 /// else what their system messages declare (the run's sections when an
 /// extension's `context` hook left none).
