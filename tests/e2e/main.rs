@@ -76,6 +76,7 @@ mod llama_cpp;
 mod mcp;
 mod mcp_auth_provider;
 mod mcp_cli;
+mod mcp_config_errors;
 mod mcp_fetch_transport;
 mod mcp_listing;
 mod mcp_oauth;

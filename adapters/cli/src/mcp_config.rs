@@ -357,7 +357,9 @@ fn edit_servers(path: &Path, edit: impl FnOnce(&mut Map<String, Value>) -> bool)
         Err(e) => return Err(e.to_string()),
     };
     let mut parsed: Value = match &text {
-        Some(text) => serde_json::from_str(text).map_err(|e| e.to_string())?,
+        // pi reports the message of its `JSON.parse` error.
+        Some(text) => serde_json::from_str(text)
+            .map_err(|e| pi_core::js_json_error::json_parse_error(text).unwrap_or_else(|| e.to_string()))?,
         None => json!({}),
     };
     let shape_error = || format!("{}: expected an object with an \"mcpServers\" object", path.display());

@@ -15,7 +15,7 @@ pub use pi_mcp::{codemode, mcp};
 pub use pi_provider::provider;
 pub use pi_session::{export_html, session};
 pub use pi_tools::{client, tools};
-pub use pi_types::{error, event, login, message, model, op};
+pub use pi_types::{error, event, js_json_error, login, message, model, op};
 
 pub use pi_types::{
     AgentEvent, AgentMessage, CoreError, ErrorKind, MessageList, Model, Op, Reply, RequestTag, ThinkingLevel,

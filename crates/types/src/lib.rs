@@ -5,6 +5,7 @@ pub mod client;
 pub mod error;
 pub mod event;
 pub mod js;
+pub mod js_json_error;
 pub mod login;
 pub mod message;
 pub mod message_list;

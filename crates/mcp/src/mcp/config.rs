@@ -216,39 +216,37 @@ pub struct ConfigSources<'a> {
 }
 
 impl McpConfig {
-    /// Read `<agent_dir>/mcp.json` and, when trusted, `<cwd>/.pi/mcp.json`.
+    /// Read `<agent_dir>/mcp.json` and, when trusted, `<cwd>/.pi/mcp.json`,
+    /// one file after the other as pi does: a file's own errors, then its
+    /// entries', each entry checked as it is read (a project override's
+    /// merged entry too, named by the project file).
     pub fn load(sources: &ConfigSources<'_>) -> McpConfig {
-        let mut errors = Vec::new();
+        let mut loading = Loading::default();
         let user_path = sources.agent_dir.join("mcp.json");
-        let user = read_file(&user_path, &mut errors);
         let project_path = sources.cwd.join(".pi").join("mcp.json");
-        let project = if sources.project_trusted { read_file(&project_path, &mut errors) } else { None };
-        // A project's valid value wins over the user's.
-        let auto_of = |file: &Option<Value>| file.as_ref().and_then(|f| f.get("autoEnableCodemode")?.as_bool());
-        let auto = auto_of(&project).or_else(|| auto_of(&user)).unwrap_or(true);
-        let mut entries: Vec<(String, Value, String)> = Vec::new();
-        if let Some(user) = &user {
-            collect(user, &user_path, &mut entries, &mut errors);
+        let mut auto = None;
+        let mut files = vec![(user_path, false)];
+        if sources.project_trusted {
+            files.push((project_path, true));
         }
-        // The global entries a project entry overrides, with the project file's path.
-        let mut overridden = Vec::new();
-        if let Some(project) = &project {
-            let mut overrides = Vec::new();
-            collect(project, &project_path, &mut overrides, &mut errors);
-            for (name, entry, source) in overrides {
-                apply_project_entry(&mut entries, name, entry, source, &mut overridden, &mut errors);
+        for (path, project) in files {
+            let Some(file) = read_file(&path, &mut loading.errors) else { continue };
+            // A later file's valid value wins.
+            auto = file.get("autoEnableCodemode").and_then(Value::as_bool).or(auto);
+            let source = path.display().to_string();
+            let servers = file.get("mcpServers").and_then(Value::as_object).cloned().unwrap_or_default();
+            for (name, entry) in servers {
+                loading.read_entry(&name, entry, &source, project, sources);
             }
         }
-        let mut config = McpConfig { errors, auto_enable_codemode: auto, ..Default::default() };
-        let project_source = project_path.display().to_string();
-        for (name, entry, source) in entries {
-            config.add_entry(&name, &entry, &source, sources);
-            if source == project_source {
-                config.refuse_project_auth(&name, &source);
+        let mut config =
+            McpConfig { errors: loading.errors, auto_enable_codemode: auto.unwrap_or(true), ..Default::default() };
+        for (server, enabled) in loading.servers {
+            if enabled {
+                config.servers.push(server);
+            } else {
+                config.disabled.push(server);
             }
-        }
-        for server in config.servers.iter_mut().chain(config.disabled.iter_mut()) {
-            server.override_path = overridden.iter().find(|(n, _)| *n == server.name).map(|(_, path)| path.clone());
         }
         config
     }
@@ -312,24 +310,6 @@ impl McpConfig {
         true
     }
 
-    /// pi's rule that a project's `mcp.json` may not give a server `auth`
-    /// (a provider's token would go where the repository says): the entry
-    /// `name` just read from `source` is taken back as an error.
-    fn refuse_project_auth(&mut self, name: &str, source: &str) {
-        let truthy = |v: &Value| {
-            !matches!(v, Value::Null | Value::Bool(false)) && v.as_str() != Some("") && v.as_f64() != Some(0.0)
-        };
-        let with_auth = |s: &ServerConfig| {
-            s.name == name && s.source == source && s.raw.get("url").is_some() && s.raw.get("auth").is_some_and(truthy)
-        };
-        let before = self.servers.len() + self.disabled.len();
-        self.servers.retain(|s| !with_auth(s));
-        self.disabled.retain(|s| !with_auth(s));
-        if self.servers.len() + self.disabled.len() < before {
-            self.errors.push(format!("{source}: server \"{name}\": auth is only allowed in the global mcp.json"));
-        }
-    }
-
     fn add_entry(&mut self, name: &str, entry: &Value, source: &str, sources: &ConfigSources<'_>) {
         match parse_entry(name, entry, source, sources) {
             Ok(Some(server)) => self.add_server(server),
@@ -359,8 +339,10 @@ fn namespace_key(name: &str) -> String {
 /// A file's object, or None (its error noted in pi's words: one that is
 /// not an object with an `mcpServers` object, if any, is left out whole).
 fn read_file(path: &Path, errors: &mut Vec<String>) -> Option<Value> {
-    let text = std::fs::read_to_string(path).ok()?;
-    match serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) {
+    let bytes = std::fs::read(path).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    match serde_json::from_str::<Value>(text) {
         Ok(v) if v.is_object() && v.get("mcpServers").is_none_or(Value::is_object) => {
             if v.get("autoEnableCodemode").is_some_and(|auto| !auto.is_boolean()) {
                 errors.push(format!("{}: autoEnableCodemode must be a boolean", path.display()));
@@ -371,8 +353,10 @@ fn read_file(path: &Path, errors: &mut Vec<String>) -> Option<Value> {
             errors.push(format!("{}: expected an object with an \"mcpServers\" object", path.display()));
             None
         }
-        Err(e) => {
-            errors.push(format!("{}: invalid JSON: {e}", path.display()));
+        Err(_) => {
+            // pi reports the message of its `JSON.parse` error.
+            let message = pi_types::js_json_error::json_parse_error(text).unwrap_or_default();
+            errors.push(format!("{}: {message}", path.display()));
             None
         }
     }
@@ -397,42 +381,98 @@ fn collect(file: &Value, path: &Path, out: &mut Vec<(String, Value, String)>, er
 /// The keys a project entry without `command`/`url`/`type` may set.
 const OVERRIDE_KEYS: [&str; 3] = ["enabled", "exposure", "toolExposure"];
 
-/// A project entry replaces the user entry of the same name, unless it has no
-/// `command`/`url`/`type`: then it only overrides `enabled`, `exposure` and
-/// `toolExposure` (noted in `overridden` as pi's `override`), and any other
-/// key is an error, as in pi.
-fn apply_project_entry(
-    entries: &mut Vec<(String, Value, String)>,
-    name: String,
-    entry: Value,
-    source: String,
-    overridden: &mut Vec<(String, String)>,
-    errors: &mut Vec<String>,
-) {
-    let is_override = ["command", "url", "type"].iter().all(|k| entry.get(*k).is_none());
-    let existing = entries.iter().position(|(n, _, _)| *n == name);
-    match (is_override, existing) {
-        (true, Some(_))
-            if entry.as_object().is_some_and(|o| o.keys().any(|k| !OVERRIDE_KEYS.contains(&k.as_str()))) =>
-        {
-            errors.push(format!("{source}: server \"{name}\": an override can only set {}", OVERRIDE_KEYS.join(", ")));
+/// The entries read so far (pi's `servers` map: each with whether it is
+/// enabled; a later entry of the same name takes its place) and the errors.
+#[derive(Default)]
+struct Loading {
+    servers: Vec<(ServerConfig, bool)>,
+    errors: Vec<String>,
+}
+
+impl Loading {
+    /// One entry of the file `source` (`project`: the project's), checked
+    /// as pi checks it; kept, or its error noted.
+    fn read_entry(&mut self, name: &str, entry: Value, source: &str, project: bool, sources: &ConfigSources<'_>) {
+        let is_override = ["command", "url", "type"].iter().all(|k| entry.get(*k).is_none());
+        if project && entry.is_object() && is_override {
+            return self.read_override(name, &entry, source, sources);
         }
-        (true, Some(i)) => {
-            let base = &mut entries[i].1;
-            for key in OVERRIDE_KEYS {
-                if let Some(v) = entry.get(key)
-                    && let Some(obj) = base.as_object_mut()
-                {
-                    obj.insert(key.to_string(), v.clone());
-                }
-            }
-            overridden.push((name, source));
+        let server = match read_server(name, &entry, source, sources) {
+            Ok(server) => server,
+            Err(e) => return self.errors.push(format!("{source}: {e}")),
+        };
+        // Names that differ only in `-` and `_` would share a namespace.
+        let key = namespace_key(name);
+        if let Some((other, _)) = self.servers.iter().find(|(s, _)| s.name != name && namespace_key(&s.name) == key) {
+            let error = format!("{source}: server \"{name}\" conflicts with \"{}\"", other.name);
+            return self.errors.push(error);
         }
-        (true, None) => errors
-            .push(format!("{source}: server \"{name}\" needs \"command\" or \"url\", or a global server to override")),
-        (false, Some(i)) => entries[i] = (name, entry, source),
-        (false, None) => entries.push((name, entry, source)),
+        let truthy = |v: &Value| {
+            !matches!(v, Value::Null | Value::Bool(false)) && v.as_str() != Some("") && v.as_f64() != Some(0.0)
+        };
+        if project && entry.get("url").is_some() && entry.get("auth").is_some_and(truthy) {
+            let error = format!("{source}: server \"{name}\": auth is only allowed in the global mcp.json");
+            return self.errors.push(error);
+        }
+        self.keep(server);
     }
+
+    /// A project entry without `command`/`url`/`type`: it overrides only
+    /// `enabled`, `exposure` and `toolExposure` of the entry of that name
+    /// read before (pi's `override`), any other key is an error, and the
+    /// merged entry is checked as the project file's.
+    fn read_override(&mut self, name: &str, entry: &Value, source: &str, sources: &ConfigSources<'_>) {
+        let Some((base, _)) = self.servers.iter().find(|(s, _)| s.name == name) else {
+            let error =
+                format!("{source}: server \"{name}\" needs \"command\" or \"url\", or a global server to override");
+            return self.errors.push(error);
+        };
+        if entry.as_object().is_some_and(|o| o.keys().any(|k| !OVERRIDE_KEYS.contains(&k.as_str()))) {
+            let error = format!("{source}: server \"{name}\": an override can only set {}", OVERRIDE_KEYS.join(", "));
+            return self.errors.push(error);
+        }
+        let mut merged = base.raw.clone();
+        if let (Some(merged), Some(entry)) = (merged.as_object_mut(), entry.as_object()) {
+            merged.extend(entry.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        let base_source = base.source.clone();
+        match read_server(name, &merged, &base_source, sources) {
+            Ok((mut server, enabled)) => {
+                server.override_path = Some(source.to_string());
+                self.keep((server, enabled));
+            }
+            Err(e) => self.errors.push(format!("{source}: {e}")),
+        }
+    }
+
+    /// Keep a server, in the place of the one of its name if any.
+    fn keep(&mut self, (server, enabled): (ServerConfig, bool)) {
+        match self.servers.iter_mut().find(|(s, _)| s.name == server.name) {
+            Some(slot) => *slot = (server, enabled),
+            None => self.servers.push((server, enabled)),
+        }
+    }
+}
+
+/// An entry's server and whether it is enabled (a disabled one is read
+/// without its `enabled`, and keeps the entry as configured), or its error.
+fn read_server(
+    name: &str,
+    entry: &Value,
+    source: &str,
+    sources: &ConfigSources<'_>,
+) -> Result<(ServerConfig, bool), String> {
+    if let Some(server) = parse_server(name, entry, source, sources)? {
+        return Ok((server, true));
+    }
+    let mut enabled = entry.clone();
+    if let Some(map) = enabled.as_object_mut() {
+        map.remove("enabled");
+    }
+    let mut server =
+        parse_server(name, &enabled, source, sources)?.ok_or_else(|| format!("server \"{name}\" is disabled"))?;
+    server.raw = entry.clone();
+    Ok((server, false))
 }
 
 /// Whether two server names are one namespace (`-` and `_` count as the same).
@@ -650,6 +690,29 @@ mod tests {
             &[],
         );
         assert!(disabled.servers.is_empty() && disabled.errors.is_empty());
+    }
+
+    #[test]
+    fn each_file_is_read_whole_before_the_next_and_an_override_is_checked_as_the_projects() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let user = json!({"mcpServers": {"slow": {"command": "x", "timeout": 0}, "s": {"command": "x"}}});
+        std::fs::write(agent.path().join("mcp.json"), user.to_string()).unwrap();
+        std::fs::create_dir_all(cwd.path().join(".pi")).unwrap();
+        let project = cwd.path().join(".pi/mcp.json");
+        let sources = ConfigSources { agent_dir: agent.path(), cwd: cwd.path(), project_trusted: true, env: None };
+        std::fs::write(&project, "{\"mcpServers\": x}").unwrap();
+        let c = McpConfig::load(&sources);
+        assert!(c.errors[0].contains("server \"slow\""), "{:?}", c.errors);
+        assert_eq!(
+            c.errors[1],
+            format!("{}: Unexpected token 'x', \"{{\"mcpServers\": x}}\" is not valid JSON", project.display())
+        );
+        std::fs::write(&project, json!({"mcpServers": {"s": {"exposure": "sometimes"}}}).to_string()).unwrap();
+        let c = McpConfig::load(&sources);
+        assert!(c.errors[1].starts_with(&format!("{}: server \"s\": exposure", project.display())), "{:?}", c.errors);
+        assert_eq!(c.servers.len(), 1, "the global entry stays");
+        assert_eq!(c.servers[0].override_path, None);
     }
 
     #[test]

@@ -97,10 +97,8 @@ pub(super) fn parse_entry(
         };
         Transport::Http { url, headers, oauth }
     } else {
+        // An empty `command` is taken, as pi takes it; starting it fails.
         let Some(command) = command else { return Err(neither()) };
-        if command.trim().is_empty() {
-            return Err(server("\"command\" is empty".into()));
-        }
         let args = match entry.get("args") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items

@@ -334,6 +334,10 @@ impl Connection {
         }
         match &self.config.transport {
             Transport::Stdio { command, args, env, cwd } => {
+                if command.as_os_str().is_empty() {
+                    // node's `spawn` refuses an empty command so, and pi reports its message.
+                    Err("The argument 'file' cannot be empty. Received ''".to_string())?;
+                }
                 let env = resolve(env).await?;
                 // A new process: what the last one wrote no longer applies.
                 if let Ok(mut tail) = self.stderr_tail.lock() {
