@@ -156,11 +156,12 @@ async fn a_listener_reading_the_message_between_events_sees_pis_stop_reason_and_
         let (reads, pis) = (&ours[api]["reads"], &theirs[api]["reads"]);
         assert_eq!(reads, pis, "{api}: pi-rpc, then pi 1.6.0");
     }
-    // pi-ai says the stop reason as it reads it: before the tool call's block ends
-    // (openai-completions' `finish_reason`, Anthropic's `message_delta`).
-    for api in ["openai-completions", "anthropic-messages"] {
+    // pi-ai says the stop reason as it reads it, before the reply ends: openai-completions'
+    // `finish_reason` before the tool call's block ends (at the stream's end), Anthropic's
+    // `message_delta` before `done`.
+    for (api, before) in [("openai-completions", "toolcall_end"), ("anthropic-messages", "done")] {
         let events = ours[api]["events"].as_array().expect("events");
-        let ended = events.iter().position(|e| e["type"] == "toolcall_end").expect("toolcall_end");
+        let ended = events.iter().position(|e| e["type"] == before).expect(before);
         let stopped = ours[api]["reads"]
             .as_array()
             .and_then(|reads| reads.iter().find(|r| r[1]["stopReason"] == "toolUse"))
