@@ -84,6 +84,18 @@ export default function (pi: ExtensionAPI) {
       await ctx.reload();
     },
   });
+  // `/veto-NAME`: its next `session_before_switch` cancels the replacement.
+  let veto = false;
+  pi.on("session_before_switch", () => {
+    if (!veto) return;
+    veto = false;
+    return { cancel: true };
+  });
+  pi.registerCommand("veto-NAME", {
+    handler: async () => {
+      veto = true;
+    },
+  });
   pi.registerCommand("narrow-NAME", {
     handler: async () => {
       pi.setActiveTools(["read"]);
@@ -133,6 +145,16 @@ impl Logs {
         self.read = (self.read.0 + order.len(), self.read.1 + bus.len(), self.read.2 + seen.len());
         let lines = |text: &str| text.lines().map(str::to_string).collect::<Vec<_>>();
         json!({"order": lines(&order), "bus": lines(&bus), "seen": lines(&seen)})
+    }
+
+    /// What the logs gained since the last step, a moment after a step that
+    /// should log nothing.
+    async fn quiet(&mut self) -> Value {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let read = |path: &Path, from: usize| std::fs::read_to_string(path).unwrap_or_default()[from..].to_string();
+        let gained = [read(&self.order, self.read.0), read(&self.bus, self.read.1), read(&self.seen, self.read.2)];
+        self.read = (self.read.0 + gained[0].len(), self.read.1 + gained[1].len(), self.read.2 + gained[2].len());
+        json!(gained.concat().lines().collect::<Vec<_>>())
     }
 }
 
@@ -190,6 +212,13 @@ async fn phases(reference: bool) -> Option<Value> {
     let entry = forkable["messages"][0]["entryId"].as_str().unwrap_or_default().to_string();
     pi.send(json!({"id": "cf", "type": "prompt", "message": format!("/fork-a {entry}")})).await;
     steps.insert("commandFork".into(), logs.step("fork").await);
+    // A `session_before_switch` handler cancels a `new_session`: no shutdown, the session stays.
+    ok(&mut pi, "v", json!({"type": "prompt", "message": "/veto-a"})).await;
+    let before = crate::native_sessions::session_file(&mut pi).await;
+    let vetoed = crate::native_sessions::data(&mut pi, "nv", json!({"type": "new_session"})).await;
+    let after = crate::native_sessions::session_file(&mut pi).await;
+    let logged = logs.quiet().await;
+    steps.insert("vetoed".into(), json!({"answer": vetoed, "logged": logged, "sameSession": before == after}));
     // A reload loads `b2`, found between `b` and `c`: its factory and handlers take their turns there.
     write_module(&sb, "b2.ts", &module("b2"));
     pi.send(json!({"id": "r2", "type": "prompt", "message": "/reload-a"})).await;
@@ -260,6 +289,7 @@ async fn a_new_runtime_runs_all_shutdowns_then_all_factories_then_all_starts_as_
     assert!(left.contains(" messages=3 ") && left.ends_with(" tools=read"), "{left}");
     let left = ours["switch_session"]["seen"][0].as_str().unwrap_or_default();
     assert!(left.contains(" messages=0 ") && left.ends_with(" tools=read,bash,edit,write"), "{left}");
+    assert_eq!(ours["vetoed"], json!({"answer": {"cancelled": true}, "logged": [], "sameSession": true}), "{ours}");
     for step in ["reload", "reloadAdding"] {
         assert!(
             ours[step]["seen"][0].as_str().unwrap_or_default().starts_with("reload: file=own header=own "),
