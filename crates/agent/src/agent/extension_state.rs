@@ -59,7 +59,7 @@ pub(crate) enum ExtSignal {
     },
     /// Every old instance handled a replacement's `session_shutdown` with
     /// the old session current: the new one becomes current now.
-    OldRuntimeShutDown(Box<super::actor::switch_after_shutdown::ParkedSwitch>),
+    OldRuntimeShutDown(Box<super::parked_switch::ParkedSwitch>),
     /// The session hooks decided about an op.
     SessionHookDone {
         pending: Pending,

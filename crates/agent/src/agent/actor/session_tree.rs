@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::Agent;
-use super::switch_after_shutdown::ParkedSwitch;
+use crate::agent::parked_switch::ParkedSwitch;
 use crate::error::CoreError;
 use crate::op::{EntryList, Forked, Reply, Switched};
 use crate::session::{Session, SessionError};

@@ -15,30 +15,9 @@ use serde_json::json;
 use super::Agent;
 use crate::agent::extension_state::ExtSignal;
 use crate::agent::internal::Internal;
+use crate::agent::parked_switch::ParkedSwitch;
 use crate::error::CoreError;
-use crate::op::{Reply, RequestTag};
-use crate::session::Session;
-
-/// A replacement whose new session waits for the old instances' `session_shutdown`.
-#[derive(Debug)]
-pub(crate) struct ParkedSwitch {
-    /// The op's tag (its answer goes out once the session is replaced).
-    pub(super) tag: Option<RequestTag>,
-    /// The session to make current.
-    pub(super) session: Session,
-    /// The `session_start` reason: `new`, `resume` or `fork`.
-    pub(super) reason: &'static str,
-    /// The extension whose `newSession({setup})` this is.
-    pub(super) setup: Option<usize>,
-    /// The op's answer once the session is replaced.
-    pub(super) reply: Reply,
-}
-
-impl ParkedSwitch {
-    pub(super) fn new(session: Session, reason: &'static str, reply: Reply) -> Self {
-        ParkedSwitch { tag: None, session, reason, setup: None, reply }
-    }
-}
+use crate::op::RequestTag;
 
 impl Agent {
     /// Answer a session op that failed, or replace the session with the
