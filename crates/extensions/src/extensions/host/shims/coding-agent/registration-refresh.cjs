@@ -2,17 +2,49 @@
 // registered on a runtime. pi's runtime refreshes its catalog after each
 // registration change (`registerProvider`, `unregisterProvider`, a virtual
 // model) and at `refresh()`: a config form's `refreshModels` is asked then,
-// without the network (`allowNetwork: false`), and the models it publishes
-// become the provider's. This does the same for the registrations an SDK
-// session's runtime layer holds (session-models.cjs), once per change.
+// without the network (`allowNetwork: false`), given what pi-ai's
+// `Models.refresh` gives it (the credential the runtime stores for the
+// provider, its runtime key first, and the provider's entry of the
+// runtime's catalog store, models of unknown types dropped), and the
+// models it publishes become the provider's. This does the same for the
+// registrations an SDK session's runtime layer holds (session-models.cjs),
+// once per change.
 
 "use strict";
 
+const fs = require("node:fs");
+const os = require("node:os");
+const path = require("node:path");
+
+/** The model types pi 1.6.0 knows; a stored model of another is dropped. */
+const KNOWN_TYPES = new Set(["chat", "image", "classifier"]);
+
+/** The agent directory's stores (a runtime over pi-rpc's own files). */
+function agentDirSources() {
+	const dir = process.env.PI_CODING_AGENT_DIR || path.join(os.homedir(), ".pi", "agent");
+	const entry = (file, id) => {
+		try {
+			const value = JSON.parse(fs.readFileSync(path.join(dir, file), "utf8").replace(/^\uFEFF/, "") || "{}")?.[id];
+			return value && typeof value === "object" ? value : undefined;
+		} catch {
+			return undefined;
+		}
+	};
+	return { credential: async (id) => entry("auth.json", id), stored: async (id) => entry("models-store.json", id) };
+}
+
+/** pi-ai's `withKnownModelTypes` over a stored entry (a copy). */
+function knownTypes(entry) {
+	if (!entry || typeof entry !== "object") return undefined;
+	const copy = structuredClone(entry);
+	return { ...copy, models: (Array.isArray(copy.models) ? copy.models : []).filter((m) => KNOWN_TYPES.has(m?.type ?? "chat")) };
+}
+
 /** The context pi's runtime gives a registration's `refreshModels` offline. */
-function offlineContext(provider, signal) {
+function offlineContext(provider, signal, credential, stored) {
 	return {
-		credential: undefined,
-		stored: undefined,
+		credential,
+		stored,
 		publish: async (publication) => {
 			if (signal?.aborted) return false;
 			publication?.update?.();
@@ -28,10 +60,12 @@ function offlineContext(provider, signal) {
 /**
  * `ids()`: the config registrations with a `refreshModels`;
  * `providerOf(id)`: the runtime's provider object of one (its
- * `refreshModels` publishes into the registration). `run(signal)` refreshes
- * them now; `schedule()` once after the current change.
+ * `refreshModels` publishes into the registration); `sources()`: the
+ * runtime's stores (`credential(id)`, `stored(id)`), the agent directory's
+ * when it gives none. `run(signal)` refreshes them now; `schedule()` once
+ * after the current change.
  */
-function createRegistrationRefresh({ ids, providerOf }) {
+function createRegistrationRefresh({ ids, providerOf, sources }) {
 	let queued;
 	const run = async (signal) => {
 		await Promise.all(
@@ -39,7 +73,11 @@ function createRegistrationRefresh({ ids, providerOf }) {
 				const provider = providerOf(id);
 				if (typeof provider?.refreshModels !== "function") return;
 				try {
-					await provider.refreshModels(offlineContext(provider, signal));
+					const from = sources?.() ?? agentDirSources();
+					// pi-ai reads the credential first, then the stored entry.
+					const credential = (await from.credential(id)) ?? undefined;
+					const stored = knownTypes(await from.stored(id));
+					await provider.refreshModels(offlineContext(provider, signal, credential, stored));
 				} catch {
 					// A failed refresh leaves the registration's models, as pi's does.
 				}
@@ -55,4 +93,4 @@ function createRegistrationRefresh({ ids, providerOf }) {
 	return { run, schedule };
 }
 
-module.exports = { createRegistrationRefresh };
+module.exports = { createRegistrationRefresh, agentDirSources };

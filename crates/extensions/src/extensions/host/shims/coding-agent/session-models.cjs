@@ -112,9 +112,11 @@ function storedState(branch, provider, modelId) {
 /**
  * The session's models: `base` (a registry facade), with what the
  * extensions of `extensions()` registered laid over it; `context()` is the
- * runner's extension context a router is given.
+ * runner's extension context a router is given; `sources()` the runtime's
+ * stored credentials and catalogs for the registrations' offline refresh
+ * (registration-refresh.cjs; the agent directory's without it).
  */
-function createSessionModels({ base, extensions, context }) {
+function createSessionModels({ base, extensions, context, sources }) {
 	/** Virtual models registered by hand on the session's `modelRuntime` (session-model-runtime.cjs); their routers get no context, as pi's. */
 	const byHand = new Map();
 	/** Providers registered by hand on the runtime (pi's `ModelRuntime.registerProvider` / `registerNativeProvider`), kept as `pi.registerProvider` keeps them. */
@@ -425,6 +427,7 @@ function createSessionModels({ base, extensions, context }) {
 	refresher = createRegistrationRefresh({
 		ids: () => [...registrations().providers].filter(([, e]) => e.legacy !== false && typeof e.config?.refreshModels === "function").map(([id]) => id),
 		providerOf: (id) => registry.getProvider(id),
+		sources,
 	});
 	registry.refresh = async (options) => {
 		const result = await base.refresh?.(options);
