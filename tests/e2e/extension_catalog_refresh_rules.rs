@@ -264,3 +264,68 @@ async fn a_runtimes_offline_refresh_gets_the_stored_credential_and_catalog_as_pi
     assert_eq!(ours["models"], json!(["s1"]), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
+
+/// A config form's `refreshModels` in the running session: what it was
+/// given (offline phase, then the network phase of RPC mode's refresh at start).
+const CONFIG_REFRESH: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const model = (id: string) => ({ id, name: id, reasoning: false, input: ["text"], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 1000, maxTokens: 100 });
+const seen: any[] = [];
+
+export default function (pi: ExtensionAPI) {
+  pi.registerProvider("dyn", {
+    baseUrl: "http://127.0.0.1:9/v1", api: "openai-completions", apiKey: "literal-key", models: [model("d1")],
+    refreshModels: async (c: any) => {
+      seen.push({ allowNetwork: c.allowNetwork, credential: c.credential ?? null, stored: c.stored ? c.stored.models.map((m: any) => m.id) : null });
+      return [model(c.allowNetwork ? "network" : "offline")];
+    },
+  });
+  pi.registerCommand("seen", { handler: async (_args, ctx) => ctx.ui.notify(JSON.stringify(seen), "info") });
+}
+"#;
+
+/// RPC mode (not offline), a stored credential and catalog for `dyn`: the
+/// provider's models and what its `refreshModels` was given.
+async fn config_refresh(reference: bool) -> Option<Value> {
+    let cli = reference_cli()?;
+    let node = node22()?;
+    let sb = sandbox(CATALOG_PROVIDER).await?;
+    write_module(&sb, "dyn.ts", CONFIG_REFRESH);
+    let auth = json!({"dyn": {"type": "api_key", "key": "stored-key"}});
+    std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).expect("auth.json");
+    let store = json!({"dyn": {"models": [catalog_model("kept")], "checkedAt": 7}});
+    std::fs::write(sb.agent_dir.path().join("models-store.json"), store.to_string()).expect("models-store.json");
+    let mut pi = rpc(&sb, &node, &cli, reference);
+    wait_for_fetched(&mut pi).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let answer = pi.call("m", json!({"type": "get_available_models"})).await;
+    let models = answer["data"]["models"].as_array().cloned().unwrap_or_default();
+    let dyn_models: Vec<Value> = models.iter().filter(|m| m["provider"] == "dyn").map(|m| m["id"].clone()).collect();
+    pi.send(json!({"id": "s", "type": "prompt", "message": "/seen"})).await;
+    let lines = pi.until(|v| v["method"] == "notify").await;
+    let note = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
+    let seen: Value = serde_json::from_str(&note).unwrap_or(Value::String(note));
+    // pi refreshes offline at each registration change: each context once.
+    let mut phases: Vec<Value> = Vec::new();
+    for phase in seen.as_array().cloned().unwrap_or_default() {
+        if !phases.contains(&phase) {
+            phases.push(phase);
+        }
+    }
+    Some(json!({"models": dyn_models, "phases": phases}))
+}
+
+/// RPC mode: a config form's `refreshModels` runs offline (the stored key
+/// and catalog) and then with the network (the key it resolves), and the
+/// models it returns are the provider's, in pi-rpc as in pi 1.6.0.
+#[tokio::test]
+async fn a_config_forms_refresh_models_runs_in_the_session_as_in_pi() {
+    let Some(ours) = config_refresh(false).await else { return };
+    let Some(theirs) = config_refresh(true).await else { return };
+    assert_eq!(ours["models"], json!(["network"]), "{ours}");
+    let credential = json!({"type": "api_key", "key": "stored-key"});
+    let offline = json!({"allowNetwork": false, "credential": credential, "stored": ["kept"]});
+    assert_eq!(ours["phases"][0], offline, "{ours}");
+    assert_eq!(ours["phases"][1]["allowNetwork"], true, "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
