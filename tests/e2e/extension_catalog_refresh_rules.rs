@@ -329,3 +329,61 @@ async fn a_config_forms_refresh_models_runs_in_the_session_as_in_pi() {
     assert_eq!(ours["phases"][1]["allowNetwork"], true, "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
+
+/// A `ModelRuntime`'s registration refreshed by `refresh()` (the network allowed, pi's default).
+const NETWORK_REFRESH: &str = r#"import { ModelRuntime } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const model = (id: string) => ({ id, name: id, reasoning: false, input: ["text"], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 1000, maxTokens: 100 });
+const tick = () => new Promise((r) => setTimeout(r, 100));
+
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("network", {
+    handler: async (_args, ctx) => {
+      const rt: any = await ModelRuntime.create();
+      const seen: any[] = [];
+      rt.registerProvider("refreshing", {
+        baseUrl: "http://127.0.0.1:9/v1", api: "openai-completions", apiKey: "literal-key", models: [model("r1")],
+        refreshModels: async (c: any) => {
+          const phase = { allowNetwork: c.allowNetwork, credential: c.credential ?? null };
+          if (!seen.some((s) => JSON.stringify(s) === JSON.stringify(phase))) seen.push(phase);
+          return [model(c.allowNetwork ? "net" : "off")];
+        },
+      });
+      await tick();
+      const before = rt.getModels("refreshing").map((m: any) => m.id);
+      await rt.refresh();
+      const after = rt.getModels("refreshing").map((m: any) => m.id);
+      await rt.refresh({ allowNetwork: false });
+      ctx.ui.notify(JSON.stringify({ before, after, seen }), "info");
+    },
+  });
+}
+"#;
+
+/// `/network`'s note in RPC mode, not offline.
+async fn network_note(reference: bool) -> Option<Value> {
+    let cli = reference_cli()?;
+    let node = node22()?;
+    let (_, dir) = node22().zip(host_dir())?;
+    let sb = Sandbox::with_server().await;
+    host_settings(&sb, &node, &dir, json!({}));
+    write_module(&sb, "network-refresh.ts", NETWORK_REFRESH);
+    let mut pi = rpc(&sb, &node, &cli, reference);
+    pi.send(json!({"id": "n", "type": "prompt", "message": "/network"})).await;
+    let lines = pi.until(|v| v["method"] == "notify").await;
+    let note = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
+    Some(serde_json::from_str(&note).unwrap_or(Value::String(note)))
+}
+
+/// A runtime's `refresh()` asks a registration's `refreshModels` offline,
+/// then with the network and the key its `apiKey` resolves, as pi's.
+#[tokio::test]
+async fn a_runtimes_refresh_runs_a_registrations_network_phase_as_pis() {
+    let Some(ours) = network_note(false).await else { return };
+    let Some(theirs) = network_note(true).await else { return };
+    assert_eq!(ours["after"], json!(["net"]), "{ours}");
+    let network = json!({"allowNetwork": true, "credential": {"type": "api_key", "key": "literal-key"}});
+    assert!(ours["seen"].as_array().is_some_and(|s| s.contains(&network)), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}

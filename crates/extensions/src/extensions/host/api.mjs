@@ -70,6 +70,8 @@ export class Instance {
 			// Offline, or print mode (`catalogNetwork` false): no network refresh.
 			offline: hello.offline === true || hello.catalogNetwork === false,
 			channel,
+			// An SDK session's extensions: its runtime layer refreshes config forms (registration-refresh.cjs).
+			configRefresh: hello.configRefresh !== false,
 		});
 		this.bus = bus;
 		this.onChange = onChange;

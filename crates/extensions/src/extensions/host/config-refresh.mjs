@@ -7,6 +7,8 @@
 // The models it returns replace the registration's (`config.models`) once
 // published; `undefined` leaves them.
 
+import { execSync } from "node:child_process";
+
 /** A `$VAR` / `${VAR}` template filled from the environment (unset: undefined). */
 function template(value) {
 	let unset = false;
@@ -18,13 +20,20 @@ function template(value) {
 	return unset ? undefined : filled;
 }
 
-/**
- * The key the config's `apiKey` gives: a literal or an environment
- * template; a `!command` is not run here (no key for the refresh).
- */
+/** A `!command` key: the command's trimmed output (none when it fails or prints nothing). */
+function commandKey(command) {
+	try {
+		const output = execSync(command, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 10_000 }).trim();
+		return output || undefined;
+	} catch {
+		return undefined;
+	}
+}
+
+/** The key the config's `apiKey` gives: a literal, an environment template, or a `!command`'s output. */
 function configKey(apiKey) {
 	if (typeof apiKey !== "string" || !apiKey) return undefined;
-	if (apiKey.startsWith("!")) return undefined;
+	if (apiKey.startsWith("!")) return commandKey(apiKey.slice(1));
 	return apiKey.includes("$") ? template(apiKey) : apiKey;
 }
 

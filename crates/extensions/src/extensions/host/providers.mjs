@@ -175,8 +175,10 @@ export class Providers {
 	 * provider settled); `agentDir`, `offline` and `channel` (its network
 	 * phase's turn) for its model refresh.
 	 */
-	constructor(onChange = () => {}, { agentDir, offline, channel } = {}) {
+	constructor(onChange = () => {}, { agentDir, offline, channel, configRefresh = true } = {}) {
 		this.byName = new Map();
+		// A config form's `refreshModels` is run here (not for a runtime's own registrations: registration-refresh.cjs).
+		this.configRefresh = configRefresh;
 		this.onChange = onChange;
 		this.settling = new Set();
 		const turn = channel ? (params) => channel.request("providerRefresh", params) : undefined;
@@ -275,7 +277,7 @@ export class Providers {
 		this.byName.set(entry.name, entry);
 		if (!legacy && (entry.provider?.auth?.apiKey || typeof entry.provider?.refreshModels === "function")) {
 			this.settle(entry);
-		} else if (legacy && typeof entry.config?.refreshModels === "function") {
+		} else if (legacy && this.configRefresh && typeof entry.config?.refreshModels === "function") {
 			this.settle(entry);
 		}
 	}

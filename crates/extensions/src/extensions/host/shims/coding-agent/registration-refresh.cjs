@@ -8,7 +8,10 @@
 // runtime's catalog store, models of unknown types dropped), and the
 // models it publishes become the provider's. This does the same for the
 // registrations an SDK session's runtime layer holds (session-models.cjs),
-// once per change.
+// once per change. At `refresh()` with the network (pi's default unless
+// offline) a registration with a credential is then asked again with it
+// (`allowNetwork: true`): a live OAuth login, or the key its
+// `auth.apiKey` resolves (pi-ai's `resolveNetworkRefresh`).
 
 "use strict";
 
@@ -40,6 +43,21 @@ function knownTypes(entry) {
 	return { ...copy, models: (Array.isArray(copy.models) ? copy.models : []).filter((m) => KNOWN_TYPES.has(m?.type ?? "chat")) };
 }
 
+/**
+ * pi-ai's credential for the network phase: a live OAuth login, or the
+ * key `auth.apiKey` resolves (over the stored key); `undefined`: not
+ * configured, no network phase.
+ */
+async function networkCredential(provider, stored, signal) {
+	if (stored?.type === "oauth") return provider.auth?.oauth && Date.now() < stored.expires ? { credential: stored } : undefined;
+	const resolve = provider.auth?.apiKey?.resolve;
+	if (typeof resolve !== "function") return undefined;
+	const result = await resolve({ credential: stored?.type === "api_key" ? stored : undefined, signal });
+	if (!result?.auth) return undefined;
+	if (provider.refreshModelsAuth === "configured") return { credential: undefined };
+	return { credential: { type: "api_key", key: result.auth.apiKey, env: result.env } };
+}
+
 /** The context pi's runtime gives a registration's `refreshModels` offline. */
 function offlineContext(provider, signal, credential, stored) {
 	return {
@@ -62,12 +80,13 @@ function offlineContext(provider, signal, credential, stored) {
  * `providerOf(id)`: the runtime's provider object of one (its
  * `refreshModels` publishes into the registration); `sources()`: the
  * runtime's stores (`credential(id)`, `stored(id)`), the agent directory's
- * when it gives none. `run(signal)` refreshes them now; `schedule()` once
- * after the current change.
+ * when it gives none. `run(signal, network)` refreshes them now (`network`:
+ * then with the network, `{force}`); `schedule()` offline once after the
+ * current change.
  */
 function createRegistrationRefresh({ ids, providerOf, sources }) {
 	let queued;
-	const run = async (signal) => {
+	const run = async (signal, network) => {
 		await Promise.all(
 			ids().map(async (id) => {
 				const provider = providerOf(id);
@@ -78,6 +97,11 @@ function createRegistrationRefresh({ ids, providerOf, sources }) {
 					const credential = (await from.credential(id)) ?? undefined;
 					const stored = knownTypes(await from.stored(id));
 					await provider.refreshModels(offlineContext(provider, signal, credential, stored));
+					if (!network || signal?.aborted) return;
+					const resolved = await networkCredential(provider, credential, signal);
+					if (!resolved) return;
+					const context = offlineContext(provider, signal, resolved.credential, knownTypes(await from.stored(id)));
+					await provider.refreshModels({ ...context, allowNetwork: true, force: network.force });
 				} catch {
 					// A failed refresh leaves the registration's models, as pi's does.
 				}

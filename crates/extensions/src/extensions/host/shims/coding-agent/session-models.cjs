@@ -25,6 +25,7 @@ const { services } = require("../host-services.cjs");
 const { registeredAuthStatus, registeredAuth, registeredProvider } = require("./registered-provider.cjs");
 const { createKeptRegistrations } = require("./kept-registrations.cjs");
 const { createRegistrationRefresh } = require("./registration-refresh.cjs");
+const { modelNetworkEnabled } = require("./catalog-store.cjs");
 
 /** The API of a virtual catalog entry (pi's `VIRTUAL_MODEL_API`). */
 const VIRTUAL_API = "pi-virtual";
@@ -414,7 +415,7 @@ function createSessionModels({ base, extensions, context, sources }) {
 	const registerProviderByHand = (nameOrProvider, config) => {
 		if (!handProviders) {
 			const { extensionHost, hello } = services();
-			handProviders = new extensionHost.Providers(() => {}, { agentDir: hello?.agentDir, offline: hello?.offline });
+			handProviders = new extensionHost.Providers(() => {}, { agentDir: hello?.agentDir, offline: hello?.offline, configRefresh: false });
 		}
 		handProviders.register(nameOrProvider, config);
 		refresher.schedule();
@@ -431,7 +432,9 @@ function createSessionModels({ base, extensions, context, sources }) {
 	});
 	registry.refresh = async (options) => {
 		const result = await base.refresh?.(options);
-		await refresher.run(options?.signal);
+		// pi's runtime refresh uses the network unless told not to (or offline).
+		const network = (options?.allowNetwork ?? modelNetworkEnabled()) && modelNetworkEnabled() ? { force: options?.force } : undefined;
+		await refresher.run(options?.signal, network);
 		return result ?? { aborted: false, errors: new Map() };
 	};
 
