@@ -10,7 +10,7 @@
 //! `target/tools` (`scripts/install-test-tools.sh`); skipped without them
 //! unless `PI_RPC_REQUIRE_TOOLS=1`.
 
-use pi_compat::fake_server::{FakeToolCall, Reply};
+use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
 use crate::clients::node22;
@@ -201,76 +201,4 @@ async fn an_extensions_agent_loop_runs_as_in_pi() {
     // The loops' model requests: the same transcripts and tools as pi's.
     assert_eq!(ours.requests.len(), 5, "{:?}", ours.requests);
     assert_eq!(ours.requests, theirs.requests);
-}
-
-/// An extension that streams one reply from each of three wire APIs with
-/// pi-ai's `stream()` and reports every event as its listener saw it: the
-/// streaming message then (response id, usage, stop reason and the blocks'
-/// signatures included), each event's own fields.
-const THREE_APIS: &str = r#"import { Type } from "@earendil-works/pi-ai";
-import { stream } from "@earendil-works/pi-ai/compat";
-import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-
-const shout = { name: "shout", description: "Upper-cases a text", parameters: Type.Object({ text: Type.String() }) };
-
-/** An event as its listener saw it when it came, without clock readings. */
-function seen(e: any): any {
-  return JSON.parse(JSON.stringify(e, (key, v) => (["timestamp", "durationMs"].includes(key) ? undefined : v)));
-}
-
-export default function (pi: ExtensionAPI) {
-  pi.registerCommand("apis", {
-    handler: async (_args, ctx) => {
-      const seenBy: Record<string, any[]> = {};
-      for (const api of ["openai-completions", "anthropic-messages", "openai-responses"]) {
-        const model = { ...ctx.model!, api, reasoning: true };
-        const context = { systemPrompt: "You shout.", messages: [{ role: "user", content: "shout hi", timestamp: 1 }], tools: [shout] };
-        const events: any[] = [];
-        for await (const event of stream(model as any, context as any, { apiKey: "test-key-123" })) events.push(seen(event));
-        seenBy[api] = events;
-      }
-      ctx.ui.notify(JSON.stringify(seenBy), "info");
-    },
-  });
-}
-"#;
-
-/// What `/apis` saw: each API's events, as pi-rpc's or pi's listener saw them.
-async fn three_apis(reference: bool, node: &std::path::Path, dir: &std::path::Path, cli: &std::path::Path) -> Value {
-    let sb = Sandbox::with_server().await;
-    host_settings(&sb, node, dir, json!({}));
-    write_module(&sb, "three-apis.ts", THREE_APIS);
-    // Thinking, text and a tool call, with the usage said: paced, so each frame is read on its own.
-    for _ in 0..3 {
-        let reply = Reply::text("Calling it.")
-            .with_thinking("Loud.")
-            .with_tool_call(FakeToolCall::new("c1", "shout", r#"{"text": "hi"}"#))
-            .usage(40, 9, 8);
-        sb.server().push(reply.paced_ms(PACE_MS));
-    }
-    let mut pi = if reference { spawn_reference(&sb, node, cli) } else { sb.spawn(&["--no-session"]) };
-    pi.send(json!({"id": "apis", "type": "prompt", "message": "/apis"})).await;
-    let lines = pi.until(|v| v["method"] == "notify").await;
-    assert!(lines.iter().all(|v| v["type"] != "extension_error"), "{lines:?}");
-    let note = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default();
-    serde_json::from_str(note).unwrap_or_else(|e| panic!("/apis notified {note}: {e}"))
-}
-
-#[tokio::test]
-async fn pi_ais_streaming_message_is_pis_at_every_event_on_three_apis() {
-    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return };
-    let Some(cli) = reference_cli() else { return };
-    let ours = three_apis(false, &node, &dir, &cli).await;
-    let theirs = three_apis(true, &node, &dir, &cli).await;
-    for api in ["openai-completions", "anthropic-messages", "openai-responses"] {
-        let (events, pis) = (ours[api].as_array().expect("events"), theirs[api].as_array().expect("events"));
-        // The reply came through: thinking, text and the tool call, then `done`.
-        assert_eq!(events.last().map(|e| &e["type"]), Some(&json!("done")), "{api}: {events:?}");
-        let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
-        assert!(types.contains(&"toolcall_end") && types.contains(&"thinking_end"), "{api}: {types:?}");
-        for (i, (event, pi)) in events.iter().zip(pis).enumerate() {
-            assert_eq!(event, pi, "{api}, event {i}: pi-rpc, then pi 1.6.0");
-        }
-        assert_eq!(events.len(), pis.len(), "{api}: pi-rpc, then pi 1.6.0");
-    }
 }

@@ -327,8 +327,10 @@ async fn a_loaders_plain_reload_reads_the_settings_again_as_pis() {
 }
 
 /// A loader over the project `<cwd>/proj` and the agent directory
-/// `<cwd>/order-agent`: the extensions and themes in order (a theme as
-/// `name:file`), the errors and diagnostics.
+/// `<cwd>/order-agent`, with one more theme directory (`<cwd>/extra-themes`),
+/// one more extension (`<cwd>/cli-ext/c.ts`) and an inline one: the
+/// extensions and themes in order (a theme as `name:file`), each one's
+/// `sourceInfo`, the errors and diagnostics.
 const SDK_LOAD_ORDER: &str = r#"import * as path from "node:path";
 import { DefaultResourceLoader } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
@@ -336,12 +338,20 @@ import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 export default function (pi: ExtensionAPI) {
   pi.registerCommand("sdkorder", {
     handler: async (_args, ctx) => {
-      const loader = new DefaultResourceLoader({ cwd: path.join(ctx.cwd, "proj"), agentDir: path.join(ctx.cwd, "order-agent") });
+      const loader = new DefaultResourceLoader({
+        cwd: path.join(ctx.cwd, "proj"),
+        agentDir: path.join(ctx.cwd, "order-agent"),
+        additionalThemePaths: [path.join(ctx.cwd, "extra-themes")],
+        additionalExtensionPaths: [path.join(ctx.cwd, "cli-ext", "c.ts")],
+        extensionFactories: [() => {}],
+      });
       await loader.reload();
       ctx.ui.notify(JSON.stringify({
         extensions: loader.getExtensions().extensions.map((e: any) => e.path),
+        extensionSources: loader.getExtensions().extensions.map((e: any) => e.sourceInfo ?? null),
         extensionErrors: loader.getExtensions().errors,
         themes: loader.getThemes().themes.map((t: any) => `${t.name}:${path.basename(t.sourcePath)}`),
+        themeSources: loader.getThemes().themes.map((t: any) => t.sourceInfo ?? null),
         themeDiagnostics: loader.getThemes().diagnostics,
       }), "info");
     },
@@ -355,14 +365,16 @@ export default function (pi: ExtensionAPI) {
 /// a theme in a subdirectory of a settings entry, and two themes named `dup`
 /// (the project's directory's and the user's settings entry's).
 fn prepare_load_order(sb: &Sandbox, reference_pkg: &Path) {
-    let project = sb.cwd.path().join("proj/.pi");
-    let agent = sb.cwd.path().join("order-agent");
+    let cwd = sb.cwd.path().to_path_buf();
+    let project = cwd.join("proj/.pi");
+    let agent = cwd.join("order-agent");
     write(&project.join("settings.json"), &json!({"extensions": ["p-ext"], "themes": ["p-themes"]}).to_string());
     write(&agent.join("settings.json"), &json!({"extensions": ["u-ext"], "themes": ["u-themes"]}).to_string());
     for file in ["p-ext/p1.ts", "extensions/pauto.ts", "extensions/ignored-x.ts", "extensions/node_modules/index.ts"] {
         write(&project.join(file), PKG_EXTENSION);
     }
     write(&project.join("extensions/.gitignore"), "ignored-*.ts\n");
+    write(&cwd.join("cli-ext/c.ts"), PKG_EXTENSION);
     for file in ["u-ext/u1.ts", "extensions/uauto.ts", "extensions/off/index.ts"] {
         write(&agent.join(file), PKG_EXTENSION);
     }
@@ -378,6 +390,7 @@ fn prepare_load_order(sb: &Sandbox, reference_pkg: &Path) {
         (&project, "themes/hidden.json", "hidden"),
         (&agent, "u-themes/dup.json", "dup"),
         (&agent, "themes/uauto.json", "u-auto"),
+        (&cwd, "extra-themes/extra.json", "extra"),
     ] {
         theme["name"] = json!(name);
         write(&dir.join(file), &theme.to_string());
@@ -397,14 +410,40 @@ async fn a_loaders_extension_and_theme_order_and_ignore_files_are_pis() {
     let Some((ours, theirs)) = side_by_side(run, "sdkorder").await else { return };
     let (project, user) = ("<cwd>/proj/.pi", "<cwd>/order-agent");
     let extensions = [
+        "<cwd>/cli-ext/c.ts".to_string(),
         format!("{project}/p-ext/p1.ts"),
         format!("{project}/extensions/pauto.ts"),
         format!("{user}/u-ext/u1.ts"),
         format!("{user}/extensions/uauto.ts"),
+        "<inline:1>".to_string(),
     ];
     assert_eq!(ours["extensions"], json!(extensions), "{ours}");
     // The project's directory outranks the user's settings entry: its `dup` wins.
-    assert_eq!(ours["themes"], json!(["p-theme:pt.json", "deep:deep.json", "dup:pauto.json", "u-auto:uauto.json"]));
+    let themes = ["p-theme:pt.json", "deep:deep.json", "dup:pauto.json", "u-auto:uauto.json", "extra:extra.json"];
+    assert_eq!(ours["themes"], json!(themes), "{ours}");
+    // Each extension and theme with pi's `sourceInfo`: an added path's, a settings entry's, an
+    // auto-discovered directory's, an inline one's, the default.
+    let local =
+        |path: &str, scope: &str| json!({"path": path, "source": "local", "scope": scope, "origin": "top-level"});
+    let auto = |path: &str, scope: &str, base: &str| json!({"path": path, "source": "auto", "scope": scope, "origin": "top-level", "baseDir": base});
+    let extension_sources = json!([
+        {"path": "<cwd>/cli-ext/c.ts", "source": "cli", "scope": "temporary", "origin": "top-level"},
+        local(&format!("{project}/p-ext/p1.ts"), "project"),
+        auto(&format!("{project}/extensions/pauto.ts"), "project", project),
+        local(&format!("{user}/u-ext/u1.ts"), "user"),
+        auto(&format!("{user}/extensions/uauto.ts"), "user", user),
+        {"path": "<inline:1>", "source": "inline", "scope": "temporary", "origin": "top-level"},
+    ]);
+    assert_eq!(ours["extensionSources"], extension_sources, "{ours}");
+    let sources = json!([
+        local(&format!("{project}/p-themes/pt.json"), "project"),
+        local(&format!("{project}/p-themes/sub/deep.json"), "project"),
+        auto(&format!("{project}/themes/pauto.json"), "project", project),
+        auto(&format!("{user}/themes/uauto.json"), "user", user),
+        {"path": "<cwd>/extra-themes/extra.json", "source": "local", "scope": "temporary", "origin": "top-level",
+            "baseDir": "<cwd>/extra-themes"},
+    ]);
+    assert_eq!(ours["themeSources"], sources, "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 

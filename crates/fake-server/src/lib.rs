@@ -596,7 +596,9 @@ async fn answer(
                     writer.cut().await;
                 }
             }
-            // Dropping the writer sends the terminating chunk.
+            // Dropping the writer sends the terminating chunk: paced, a pause
+            // before it too, so a client reads the last frame on its own.
+            _ if every_frame && !delay.is_zero() => tokio::time::sleep(delay).await,
             _ => {}
         }
     });

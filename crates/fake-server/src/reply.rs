@@ -88,7 +88,8 @@ pub struct Reply {
     /// Pause before each streamed part (and before an error response).
     pub delay: Duration,
     /// With `delay`: pause before every frame of the stream, the ones that
-    /// open and close it included, so a client reads each frame on its own.
+    /// open and close it included, and before the body's end, so a client
+    /// reads each frame on its own.
     pub delay_every_frame: bool,
     /// Extra response headers (e.g. `retry-after`).
     pub headers: Vec<(String, String)>,

@@ -73,7 +73,7 @@ pub async fn stream_assistant(
     let started = std::time::Instant::now();
     let thinking_level = request.thinking_level.as_str().to_string();
     let mut message = AssistantMessage::empty(model, StopReason::Stop);
-    let mut out = Batch { emitter, events: Vec::new(), usage: Arc::new(Usage::default()) };
+    let mut out = Batch { emitter, events: Vec::new(), usage: Arc::new(Usage::default()), fields_changed: false };
     // `message_start` goes out when the answer begins, as pi's does (not
     // when the request leaves); a call that fails or is aborted before that
     // opens its message at the end, already holding the error.
@@ -110,7 +110,7 @@ pub async fn stream_assistant(
                 yielded = false;
                 next
             }
-            Poll::Pending if !yielded && !out.events.is_empty() => {
+            Poll::Pending if !yielded && out.has_news() => {
                 // The ready tasks run first (the HTTP connection decoding the
                 // body's next chunk): what they hand over joins this batch.
                 yielded = true;
@@ -161,7 +161,10 @@ pub async fn stream_assistant(
         }
         match event {
             ProviderEvent::Opened => {}
-            ProviderEvent::ResponseId(id) => message.response_id = Some(id),
+            ProviderEvent::ResponseId(id) => {
+                message.response_id = Some(id);
+                out.fields_changed = true;
+            }
             ProviderEvent::BlockStart { index, kind } => {
                 let content_index = message.content.len();
                 let (block, stream_event) = match kind {
@@ -213,6 +216,7 @@ pub async fn stream_assistant(
                 out.update(stream_event);
             }
             ProviderEvent::Signature { index, signature } => {
+                out.fields_changed = true;
                 if let Some(block) = blocks.get(index) {
                     match message.content.get_mut(block.content_index) {
                         Some(ContentBlock::Thinking(t)) => t.thinking_signature = Some(signature),
@@ -232,6 +236,7 @@ pub async fn stream_assistant(
                 }
             }
             ProviderEvent::Redacted { index } => {
+                out.fields_changed = true;
                 if let Some(block) = blocks.get(index)
                     && let Some(ContentBlock::Thinking(t)) = message.content.get_mut(block.content_index)
                 {
@@ -255,6 +260,7 @@ pub async fn stream_assistant(
                 usage.cost = model.cost_of(&usage);
                 message.usage = *usage;
                 out.usage = Arc::new(message.usage.clone());
+                out.fields_changed = true;
             }
             ProviderEvent::MessageField { key, value } => {
                 message.extra.insert(key, *value);
@@ -263,6 +269,7 @@ pub async fn stream_assistant(
                 message.stop_reason = reason;
                 message.raw_stop_reason = raw;
                 stopped = true;
+                out.fields_changed = true;
             }
         }
     }
@@ -340,6 +347,10 @@ struct Batch<'a> {
     events: Vec<AgentEvent>,
     /// The message's usage as last reported, sent with each update.
     usage: Arc<Usage>,
+    /// The message's own fields (response id, usage, stop reason,
+    /// signatures) changed since the last flush: a sink that shows the
+    /// message gets them even from a read that made no event.
+    fields_changed: bool,
 }
 
 impl Batch<'_> {
@@ -353,17 +364,25 @@ impl Batch<'_> {
         self.push(AgentEvent::MessageUpdate { event, usage: self.usage.clone() });
     }
 
+    /// Whether a flush would hand anything on.
+    fn has_news(&self) -> bool {
+        self.emitter.is_some() && (!self.events.is_empty() || self.fields_changed)
+    }
+
     /// Hand the events on, with the message as it stands after them.
     async fn flush(&mut self, message: &AssistantMessage, stopped: bool) {
         if let Some(emitter) = self.emitter
-            && !self.events.is_empty()
+            && self.has_news()
         {
+            self.fields_changed = false;
             // The next batch is likely as long: room for it at once (no
             // regrowth, no move of the events already in).
             let capacity = self.events.len();
             let events = std::mem::replace(&mut self.events, Vec::with_capacity(capacity));
             // Without a wait (nor the boxed future of `emit_all`) when the sink has room.
-            if let Err(events) = emitter.try_emit_streamed(events, message, stopped) {
+            if let Err(events) = emitter.try_emit_streamed(events, message, stopped)
+                && !events.is_empty()
+            {
                 emitter.emit_all(events).await;
             }
         }
@@ -485,15 +504,8 @@ mod tests {
     }
 
     async fn emitted_by(provider: Arc<dyn Provider>, cancel: CancellationToken) -> Vec<Vec<AgentEvent>> {
-        let model: Model = serde_json::from_value(serde_json::json!({
-            "id": "m", "name": "m", "api": "scripted", "provider": "p", "baseUrl": "", "reasoning": false,
-            "input": ["text"], "contextWindow": 1000, "maxTokens": 100,
-            "cost": {"input": 1.0, "output": 2.0, "cacheRead": 0.0, "cacheWrite": 0.0}
-        }))
-        .unwrap();
-        let request = test_support::simple_request(model.clone(), "hi");
         let calls = Calls::default();
-        stream_assistant(Some(&calls), provider, request, cancel, &model, None).await;
+        stream_into(&calls, provider, cancel).await;
         let mut calls = calls.0.into_inner().unwrap();
         for event in calls.iter_mut().flatten() {
             if let AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } = event
@@ -541,6 +553,57 @@ mod tests {
             assert!(matches!(at_hand[0].first(), Some(AgentEvent::MessageStart { .. })));
             assert_eq!(flat(at_hand), flat(one_by_one));
         }
+    }
+
+    /// One call of `provider` streamed into `sink`.
+    async fn stream_into(sink: &dyn EventSink, provider: Arc<dyn Provider>, cancel: CancellationToken) {
+        let model: Model = serde_json::from_value(serde_json::json!({
+            "id": "m", "name": "m", "api": "scripted", "provider": "p", "baseUrl": "", "reasoning": false,
+            "input": ["text"], "contextWindow": 1000, "maxTokens": 100,
+            "cost": {"input": 1.0, "output": 2.0, "cacheRead": 0.0, "cacheWrite": 0.0}
+        }))
+        .unwrap();
+        let request = test_support::simple_request(model.clone(), "hi");
+        stream_assistant(Some(sink), provider, request, cancel, &model, None).await;
+    }
+
+    /// A sink that shows the message: per call, how many events it carried
+    /// and the stop reason the message had then, once the provider said it.
+    #[derive(Default)]
+    struct Shown(Mutex<Vec<(usize, Option<StopReason>)>>);
+
+    #[async_trait::async_trait]
+    impl EventSink for Shown {
+        async fn emit(&self, _: AgentEvent) {}
+
+        fn try_emit_streamed(
+            &self,
+            events: Vec<AgentEvent>,
+            message: &AssistantMessage,
+            stopped: bool,
+        ) -> Result<(), Vec<AgentEvent>> {
+            self.0.lock().unwrap().push((events.len(), stopped.then_some(message.stop_reason)));
+            Ok(())
+        }
+    }
+
+    /// pi-ai sets a stop reason (and usage) when it reads it: a read that
+    /// makes no event but says one goes out at once, with no events.
+    #[tokio::test]
+    async fn a_stop_reason_read_before_the_end_goes_out_at_once() {
+        use ProviderEvent::*;
+        let events = vec![
+            Ok(BlockStart { index: 0, kind: BlockKind::Text }),
+            Ok(BlockDelta { index: 0, delta: "hi".into() }),
+            Ok(Stop { reason: StopReason::Length, raw: Some("length".into()) }),
+            Ok(Usage(Box::new(crate::message::Usage { input: 3, output: 1, ..Default::default() }))),
+            Ok(BlockEnd { index: 0 }),
+        ];
+        let shown = Shown::default();
+        stream_into(&shown, Arc::new(Scripted { events, waits: true }), CancellationToken::new()).await;
+        let length = Some(StopReason::Length);
+        // message_start + text_start, text_delta, the stop reason, the usage, text_end + message_end.
+        assert_eq!(shown.0.into_inner().unwrap(), [(2, None), (1, None), (0, length), (0, length), (2, length)]);
     }
 
     /// Counts the calls it got and, with each, how often a task of its own

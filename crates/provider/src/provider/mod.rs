@@ -157,7 +157,9 @@ pub enum ProviderEvent {
         key: String,
         value: Box<Value>,
     },
-    /// The model finished. `raw` is the provider's own stop reason string.
+    /// The model's stop reason, said as soon as it is read (pi-ai sets it
+    /// then, before the stream ends) and again at the stream's end; the last
+    /// one counts. `raw` is the provider's own stop reason string.
     Stop {
         reason: StopReason,
         raw: Option<String>,

@@ -405,15 +405,20 @@ impl EventSink for StreamBack {
 
     /// A batch with the message's fields as they stand after it (`fields`:
     /// its response id, usage, stop reason and signatures, which pi-ai's
-    /// partial message has as soon as the provider says them).
+    /// partial message has as soon as the provider says them). A read that
+    /// made no event but changed them (a finish reason, usage) is an empty
+    /// batch with the fields: pi-ai's message changes without an event too.
+    /// The call's end (`message_end` alone) sends nothing: its answer follows
+    /// with the final message, which pi-ai completes with its `done`.
     fn try_emit_streamed(
         &self,
         events: Vec<AgentEvent>,
         message: &crate::message::AssistantMessage,
         stopped: bool,
     ) -> Result<(), Vec<AgentEvent>> {
+        let only_fields = events.is_empty();
         let batch: Vec<Value> = events.into_iter().filter_map(Self::update).collect();
-        if !batch.is_empty() {
+        if !batch.is_empty() || only_fields {
             let fields = super::streamed_message_fields::streamed_message_fields(message, stopped);
             self.send(json!({ "batch": batch, "fields": fields }));
         }

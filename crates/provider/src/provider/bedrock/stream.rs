@@ -148,6 +148,8 @@ impl Decoder {
         } else if let Some(reasoning) = delta.reasoning_content {
             if self.kind(index).is_none() {
                 self.start(index, Open::Thinking, BlockKind::Thinking, out);
+                // pi-ai's thinking block has its (empty) signature from its start.
+                out.emit(ProviderEvent::Signature { index, signature: String::new() });
             }
             if self.kind(index) != Some(Open::Thinking) {
                 return;
@@ -236,7 +238,15 @@ impl Wire for Decoder {
                 let index = read::<BlockStop>(data).content_block_index.unwrap_or(0) as usize;
                 self.close(index, out);
             }
-            "messageStop" => self.stop = Some(read::<MessageStop>(data).stop_reason),
+            "messageStop" => {
+                let raw = read::<MessageStop>(data).stop_reason;
+                // Said at once, as pi-ai sets it when it reads it (an error
+                // stop reason fails the call at the stream's end).
+                if let Ok(reason) = stop_reason(&raw) {
+                    out.emit(ProviderEvent::Stop { reason, raw: Some(raw.clone()) });
+                }
+                self.stop = Some(raw);
+            }
             "metadata" => Self::usage(read(data), out),
             _ => {}
         }

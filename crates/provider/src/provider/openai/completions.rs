@@ -129,6 +129,14 @@ impl Assembler {
         }
     }
 
+    /// The finish reason just read, said at once as pi-ai sets it (the
+    /// stream's end says it again; an error stop reason fails the call there).
+    fn say_finish(&self, out: &mut Out) {
+        if let Some((Ok(reason), raw)) = &self.finish {
+            out.emit(ProviderEvent::Stop { reason: *reason, raw: Some(raw.clone()) });
+        }
+    }
+
     fn start_block(&mut self, kind: BlockKind, out: &mut Out) -> usize {
         let index = self.blocks;
         self.blocks += 1;
@@ -171,6 +179,7 @@ impl Assembler {
         }
         if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
             self.finish = Some((map_finish_reason(&reason), reason));
+            self.say_finish(out);
         }
         let Some(delta) = choice.delta else { return };
         if let Some((field, text)) = delta.reasoning() {
@@ -335,6 +344,7 @@ impl Assembler {
         }
         if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
             self.finish = Some((map_finish_reason(&reason), reason.into_owned()));
+            self.say_finish(out);
         }
         if let Some(text) = delta.content.filter(|s| !s.is_empty()) {
             let index = self.text_block(out);

@@ -321,6 +321,11 @@ impl Decoder {
             Ok(StopReason::Stop) if self.has_tool_calls => Ok(StopReason::ToolUse),
             other => other,
         };
+        // Said at once, as pi-ai sets it when it reads it (the stream's end
+        // says it again, or fails the call).
+        if let Ok(reason) = &mapped {
+            out.emit(ProviderEvent::Stop { reason: *reason, raw: raw.clone() });
+        }
         self.stop = Some((mapped, raw));
     }
 }

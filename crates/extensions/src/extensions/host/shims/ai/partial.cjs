@@ -1,7 +1,8 @@
 // pi-rpc extension host: the partial assistant message of a model call
 // pi-rpc makes for an extension, kept as pi-ai keeps it. pi-rpc streams the
 // call's updates (`streamData`: the `batch` made from one read of the
-// provider, with the message's `fields` as they stand after it); each is
+// provider, with the message's `fields` as they stand after it; an empty
+// batch when the read only changed them, as a finish reason does); each is
 // applied to one message object, which every pushed event carries as
 // `partial` and which becomes the final message:
 //

@@ -125,9 +125,11 @@ function localChannel(runtime, modelRegistry, instance, extensionPath) {
 	return { call, tell: call, request: async (method, params) => call(method, params) };
 }
 
-/** pi's `sourceInfo` of an extension's resources. */
+/** pi's `sourceInfo` of an extension's resources, as its loader makes it (a resource loader then says where it came from). */
 function sourceInfoOf(extensionPath) {
-	return { path: extensionPath, source: "local", scope: "temporary", origin: "top-level", baseDir: extensionPath.startsWith("<") ? undefined : path.dirname(extensionPath) };
+	const { syntheticSource } = require("./settings-resources.cjs");
+	const synthetic = extensionPath.startsWith("builtin:") || extensionPath.startsWith("<");
+	return { path: extensionPath, source: syntheticSource(extensionPath) ?? "local", scope: "temporary", origin: "top-level", baseDir: synthetic ? undefined : path.dirname(extensionPath) };
 }
 
 /** One loaded extension, in pi's `Extension` shape, over the host's `Instance` that holds its registrations. */
@@ -170,7 +172,7 @@ async function loadExtensionFromFactory(factory, cwd, eventBus, runtime = create
 	let runner;
 	const instance = new Instance({
 		channel: localChannel(runtime, () => runtime.modelRegistry, () => instance, extensionPath),
-		hello: { cwd, agentDir: hello.agentDir, flags: {}, projectTrusted: hello.projectTrusted, offline: hello.offline },
+		hello: { cwd, agentDir: hello.agentDir, flags: {}, projectTrusted: hello.projectTrusted, offline: hello.offline, configRefresh: false },
 		contexts: {
 			state: () => instance.channel.call("getState"),
 			cache: { clear() {} },
@@ -287,33 +289,46 @@ async function discoverAndLoadExtensions(configuredPaths, cwd, agentDir, eventBu
  * The extensions a `DefaultResourceLoader` loads on `reload()`: its
  * `additionalExtensionPaths` (files or directories), then, unless
  * `noExtensions`, the project's settings' extension paths and extension
- * directory (when trusted), the user's, and the settings' pi packages (the loader's `packageExtensions`), then its
- * `extensionFactories` as `<inline:N>` (or `<inline:name>`), all on one runtime.
+ * directory (when trusted), the user's, and the settings' pi packages (`packageExtensions`, `{path, sourceInfo}`), then
+ * its `extensionFactories` as `<inline:N>` (or `<inline:name>`), all on one runtime. Each gets pi's `sourceInfo`:
+ * a package's, a settings entry's (`local`) or auto-discovered directory's (`auto`), an added path's (`cli`), else
+ * pi's default.
  * With `preloaded` (the project-trust pass's result, pi's
  * `loadFinalExtensionSet`), its extensions are kept as they are, on their
  * runtime, a path that failed there is not tried again, and only the other
  * paths load; its inline extensions stand for the factories.
  */
-async function loadResourceLoaderExtensions({ cwd, agentDir, settingsManager, noExtensions, additionalExtensionPaths, extensionFactories, packageExtensionPaths, eventBus, preloaded }) {
+async function loadResourceLoaderExtensions({ cwd, agentDir, settingsManager, noExtensions, additionalExtensionPaths, extensionFactories, packageExtensions, eventBus, preloaded }) {
 	const runtime = preloaded?.runtime ?? createExtensionRuntime();
 	const paths = [];
 	const add = (p) => {
 		if (!paths.includes(p)) paths.push(p);
 	};
+	// pi's package manager's word on each path (the first one it records wins: packages, settings, then added paths).
+	const infos = new Map();
+	const record = (p, info) => {
+		if (!infos.has(p)) infos.set(p, info);
+	};
 	for (const configured of additionalExtensionPaths ?? []) configuredExtensions(configured, cwd).forEach(add);
 	if (!noExtensions) {
 		// pi's precedence: the project's settings entries (from its `.pi`) and directory, then the user's (from the agent directory), then packages.
 		// The arrays' patterns (`!glob`, `+path`, `-path`, globs) as pi applies them (settings-resources.cjs).
-		const { SettingsFiles, addSettingsResources } = require("./settings-resources.cjs");
+		const { SettingsFiles, addedSettingsFiles } = require("./settings-resources.cjs");
 		const filesOf = (resolved) => (fs.statSync(resolved, { throwIfNoEntry: false })?.isDirectory() ? autoExtensionEntries(resolved) : fs.existsSync(resolved) ? [resolved] : []);
 		const options = { settingsManager, cwd, agentDir, key: "extensions", dir: "extensions", filesOf, autoFiles: autoExtensionEntries };
 		if (!settingsManager?.getGlobalSettings) {
 			// A settings manager without pi's getters: its extension paths count as the user's.
 			options.settingsManager = { isProjectTrusted: () => settingsManager?.isProjectTrusted?.(), getProjectSettings: () => settingsManager?.getProjectSettings?.() ?? {}, getGlobalSettings: () => ({ extensions: settingsManager?.getExtensionPaths?.() ?? [] }) };
 		}
-		addSettingsResources(new SettingsFiles(), options).forEach(add);
-		(packageExtensionPaths ?? []).forEach(add);
+		const settings = addedSettingsFiles(new SettingsFiles(), options);
+		settings.enabled().forEach(add);
+		for (const pkg of packageExtensions ?? []) {
+			add(pkg.path);
+			if (pkg.sourceInfo) record(pkg.path, pkg.sourceInfo);
+		}
+		for (const [file, info] of settings.sourceInfos()) record(file, info);
 	}
+	for (const p of paths) record(p, { path: p, source: "cli", scope: "temporary", origin: "top-level" });
 	const key = (p) => path.resolve(cwd, p);
 	const isInline = (ext) => ext.path.startsWith("<inline:");
 	const loaded = new Map((preloaded?.extensions ?? []).filter((ext) => !isInline(ext)).map((ext) => [key(ext.resolvedPath), ext]));
@@ -321,9 +336,15 @@ async function loadResourceLoaderExtensions({ cwd, agentDir, settingsManager, no
 	const rest = await loadExtensions(paths.filter((p) => !loaded.has(key(p)) && !failed.has(key(p))), cwd, eventBus, runtime);
 	for (const ext of rest.extensions) loaded.set(key(ext.resolvedPath), ext);
 	const result = { extensions: paths.map((p) => loaded.get(key(p))).filter(Boolean), errors: [...(preloaded?.errors ?? []), ...rest.errors], runtime };
+	const { defaultSourceInfo } = require("./settings-resources.cjs");
+	const { getAgentDir } = require("./runtime.cjs");
+	const withSources = () => {
+		for (const ext of result.extensions) ext.sourceInfo = infos.get(ext.path) ?? defaultSourceInfo(ext.path, cwd, path.resolve(agentDir ?? getAgentDir()));
+		return result;
+	};
 	if (preloaded) {
 		result.extensions.push(...preloaded.extensions.filter(isInline));
-		return result;
+		return withSources();
 	}
 	for (const [index, input] of (extensionFactories ?? []).entries()) {
 		const named = typeof input !== "function";
@@ -334,7 +355,7 @@ async function loadResourceLoaderExtensions({ cwd, agentDir, settingsManager, no
 			result.errors.push({ path: extensionPath, error: error instanceof Error ? error.message : "failed to load extension" });
 		}
 	}
-	return result;
+	return withSources();
 }
 
 module.exports = {

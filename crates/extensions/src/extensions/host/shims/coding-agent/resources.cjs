@@ -18,7 +18,7 @@ const path = require("node:path");
 const { lib } = require("./text.cjs");
 const { getAgentDir, createEventBus } = require("./runtime.cjs");
 const { SettingsManager } = require("./settings.cjs");
-const { settingsThemeFiles } = require("./settings-resources.cjs");
+const { settingsThemeFiles, defaultSourceInfo } = require("./settings-resources.cjs");
 const { loadThemeFromPath } = require("../theme.cjs");
 
 const expandHome = (p) => (p === "~" || p.startsWith("~/") ? path.join(require("node:os").homedir(), p.slice(1)) : p);
@@ -42,15 +42,14 @@ function promptInput(source, cwd) {
 
 /**
  * Themes of `paths` (directories of `*.json`, or files; the first `defaults` are the theme directories): pi's `Theme`s
- * (`theme.cjs`), with the `sourceInfo` `infos` has for the file (a package's).
+ * (`theme.cjs`).
  */
-function loadThemes(paths, defaults, infos = new Map()) {
+function loadThemes(paths, defaults) {
 	const themes = [];
 	const diagnostics = [];
 	const load = (file) => {
 		try {
 			const theme = loadThemeFromPath(file);
-			if (infos.has(file)) theme.sourceInfo = infos.get(file);
 			themes.push(theme);
 		} catch (error) {
 			diagnostics.push({ type: "warning", message: error instanceof Error ? error.message : "failed to load theme", path: file });
@@ -102,6 +101,8 @@ class DefaultResourceLoader {
 		this.appendSystemPrompt = [];
 		this.appendSystemPromptPaths = [];
 		this.extraPaths = { skills: [], prompts: [], themes: [] };
+		/** The `sourceInfo` of the themes an extension's `resources_discover` added (by path), as pi keeps them. */
+		this.extraThemeInfos = new Map();
 		this.packageExtensions = [];
 	}
 
@@ -139,7 +140,22 @@ class DefaultResourceLoader {
 		add("skills", paths.skillPaths);
 		add("prompts", paths.promptPaths);
 		add("themes", paths.themePaths);
+		for (const entry of paths.themePaths ?? []) {
+			if (typeof entry === "string" || !entry?.metadata) continue;
+			const file = path.resolve(this.cwd, expandHome(entry.path));
+			const baseDir = entry.metadata.baseDir ? path.resolve(this.cwd, expandHome(entry.metadata.baseDir)) : undefined;
+			this.extraThemeInfos.set(file, { path: file, source: entry.metadata.source, scope: entry.metadata.scope, origin: entry.metadata.origin, baseDir });
+		}
 		return this._load();
+	}
+
+	/** The `sourceInfo` of an extension's theme path that is `file` or holds it (pi's first such). */
+	extraThemeInfo(file) {
+		const resolved = path.resolve(file);
+		for (const [base, info] of this.extraThemeInfos) {
+			if (resolved === base || resolved.startsWith(base.endsWith(path.sep) ? base : base + path.sep)) return { ...info, path: file };
+		}
+		return undefined;
 	}
 
 	/**
@@ -160,7 +176,7 @@ class DefaultResourceLoader {
 		}
 		this._load();
 		const o = this.options;
-		this.extensionsResult = await this._loadExtensions((this.packageExtensions ?? []).map((e) => e.path), preloaded);
+		this.extensionsResult = await this._loadExtensions(this.packageExtensions ?? [], preloaded);
 		// A package that could not be installed is skipped with pi's warning (one per path).
 		const installWarnings = (this.installFailures ?? []).map((f) => ({ path: f.source, warning: f.warning }));
 		this.extensionsResult.warnings = [...new Map([...(this.extensionsResult.warnings ?? []), ...installWarnings].map((w) => [w.path, w])).values()];
@@ -177,11 +193,11 @@ class DefaultResourceLoader {
 		this.settingsManager.setProjectTrusted(false);
 		await this.settingsManager.reload();
 		const packages = this.options.noExtensions ? [] : lib("discoverResources", { cwd: this.cwd, agentDir: this.agentDir, projectTrusted: false, packages: true, noSkills: true, noPromptTemplates: true, noContextFiles: true }).packageExtensions;
-		return this._loadExtensions(packages.map((e) => e.path));
+		return this._loadExtensions(packages);
 	}
 
-	/** The loader's extensions (extension-loader.cjs) with the packages' `packagePaths`, over `preloaded` when given. */
-	_loadExtensions(packagePaths, preloaded) {
+	/** The loader's extensions (extension-loader.cjs) with the packages' (`{path, sourceInfo}`), over `preloaded` when given. */
+	_loadExtensions(packageExtensions, preloaded) {
 		const { loadResourceLoaderExtensions } = require("./extension-loader.cjs");
 		const o = this.options;
 		return loadResourceLoaderExtensions({
@@ -191,7 +207,7 @@ class DefaultResourceLoader {
 			noExtensions: o.noExtensions === true,
 			additionalExtensionPaths: o.additionalExtensionPaths,
 			extensionFactories: o.extensionFactories,
-			packageExtensionPaths: packagePaths,
+			packageExtensions,
 			eventBus: this.eventBus,
 			preloaded,
 		});
@@ -224,14 +240,21 @@ class DefaultResourceLoader {
 		this.prompts = o.promptsOverride ? o.promptsOverride(prompts) : prompts;
 
 		// The settings' `themes` arrays and the theme directories, their patterns applied as pi's (settings-resources.cjs).
-		const settingsThemes = o.noThemes ? [] : settingsThemeFiles(this.settingsManager, this.cwd, this.agentDir);
+		const settingsThemes = o.noThemes ? { files: [], infos: new Map() } : settingsThemeFiles(this.settingsManager, this.cwd, this.agentDir);
 		const packageThemes = o.noThemes ? [] : found.packageThemes;
-		const themePaths = [...settingsThemes, ...packageThemes.map((t) => t.path), ...(o.additionalThemePaths ?? []).map(resolve), ...this.extraPaths.themes.map(resolve)];
-		const themes = loadThemes(themePaths, 0, new Map(packageThemes.map((t) => [t.path, t.sourceInfo])));
+		const themePaths = [...settingsThemes.files, ...packageThemes.map((t) => t.path), ...(o.additionalThemePaths ?? []).map(resolve), ...this.extraPaths.themes.map(resolve)];
+		const themes = loadThemes(themePaths, 0);
 		// The settings' packages' extension files (`{path, sourceInfo}`), for the loader's extensions.
 		this.packageExtensions = o.noExtensions ? [] : found.packageExtensions;
 		this.installFailures = found.installFailures ?? [];
 		this.themes = o.themesOverride ? o.themesOverride(themes) : themes;
+		// Then each theme's `sourceInfo`, as pi's: an extension's or the package's or settings' own, else the theme's, else the default.
+		// (A package's metadata outranks the settings', as pi's package manager records the first it finds.)
+		const infos = new Map([...settingsThemes.infos, ...packageThemes.map((t) => [t.path, t.sourceInfo])]);
+		for (const theme of this.themes.themes ?? []) {
+			const file = theme.sourcePath;
+			if (file) theme.sourceInfo = this.extraThemeInfo(file) ?? infos.get(path.resolve(file)) ?? theme.sourceInfo ?? defaultSourceInfo(file, this.cwd, this.agentDir);
+		}
 
 		const agentsFiles = { agentsFiles: found.agentsFiles };
 		this.agentsFiles = o.agentsFilesOverride ? o.agentsFilesOverride(agentsFiles) : agentsFiles;
