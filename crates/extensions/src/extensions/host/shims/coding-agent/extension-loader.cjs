@@ -118,6 +118,8 @@ function localChannel(runtime, modelRegistry, instance, extensionPath) {
 		useBuiltinExtension: ({ name, options }) => require("./session-builtins.cjs").useBuiltinInSession(instance().pi, name, options, runtime, instance()),
 	};
 	const call = (method, params) => {
+		// A reloaded-away instance's `pi` is stale, as pi's (every action asks `assertActive`).
+		runtime.assertActive();
 		const action = methods[method];
 		if (!action) throw new Error(`${method} is not available to an extension inside an SDK session in pi-rpc`);
 		return action(params ?? {});
@@ -125,9 +127,10 @@ function localChannel(runtime, modelRegistry, instance, extensionPath) {
 	return { call, tell: call, request: async (method, params) => call(method, params) };
 }
 
-/** pi's `sourceInfo` of an extension's resources. */
+/** pi's `sourceInfo` of an extension's resources: a synthetic path's source is its prefix (`<inline:1>`: `inline`), a file's `local`. */
 function sourceInfoOf(extensionPath) {
-	return { path: extensionPath, source: "local", scope: "temporary", origin: "top-level", baseDir: extensionPath.startsWith("<") ? undefined : path.dirname(extensionPath) };
+	const synthetic = extensionPath.startsWith("builtin:") ? "builtin" : extensionPath.startsWith("<") && extensionPath.endsWith(">") ? extensionPath.slice(1, -1).split(":")[0] || "temporary" : undefined;
+	return { path: extensionPath, source: synthetic ?? "local", scope: "temporary", origin: "top-level", baseDir: synthetic || extensionPath.startsWith("<") ? undefined : path.dirname(extensionPath) };
 }
 
 /** One loaded extension, in pi's `Extension` shape, over the host's `Instance` that holds its registrations. */
@@ -184,6 +187,7 @@ async function loadExtensionFromFactory(factory, cwd, eventBus, runtime = create
 	});
 	// pi's flags: one value per runtime (the default until `runner.setFlagValue`), for the extension's own flags.
 	instance.pi.getFlag = (name) => {
+		runtime.assertActive();
 		if (!instance.flags.has(name)) return undefined;
 		return runtime.flagValues.has(name) ? runtime.flagValues.get(name) : instance.flags.get(name).default;
 	};
