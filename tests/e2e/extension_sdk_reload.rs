@@ -233,8 +233,11 @@ async fn an_sdk_session_without_a_model_runtime_makes_its_own_as_pis() {
 async fn an_sdk_sessions_get_all_tools_lists_its_registry_as_pis() {
     let Some((ours, theirs)) = both(("sdk-reload.ts", SDK_RELOAD), "alltools", &[]).await else { return };
     // The caller's tool takes the extension's place; each tool with its exposure and source.
-    assert!(ours["tools"].as_array().is_some_and(|t| t.iter().any(|t| t["name"] == "shared"
-        && t["description"] == "The caller's shared tool"
-        && t["sourceInfo"]["path"] == "<sdk:shared>")), "{ours}");
+    assert!(
+        ours["tools"].as_array().is_some_and(|t| t.iter().any(|t| t["name"] == "shared"
+            && t["description"] == "The caller's shared tool"
+            && t["sourceInfo"]["path"] == "<sdk:shared>")),
+        "{ours}"
+    );
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -26,7 +26,6 @@
 
 "use strict";
 
-const fs = require("node:fs");
 const path = require("node:path");
 const { services } = require("../host-services.cjs");
 const { clampThinkingLevel } = require("../ai/models.cjs");
@@ -539,43 +538,9 @@ class AgentSession {
 	_readResources() {
 		this._promptBase = promptBaseOf(this.resourceLoader, services().channel.call("getSystemPromptOptions"));
 	}
-	/** The current branch as a session file of its own (entries re-linked in order); its path. */
-	exportToJsonl(outputPath) {
-		const file = path.resolve(outputPath ?? `session-${new Date().toISOString().replace(/[:.]/g, "-")}.jsonl`);
-		const sm = this.sessionManager;
-		const header = { type: "session", version: 3, id: sm.getSessionId(), timestamp: new Date().toISOString(), cwd: sm.getCwd() };
-		let parentId = null;
-		const lines = [header];
-		for (const entry of sm.getBranch()) {
-			lines.push({ ...entry, parentId });
-			parentId = entry.id;
-		}
-		fs.mkdirSync(path.dirname(file), { recursive: true });
-		fs.writeFileSync(file, `${lines.map((e) => JSON.stringify(e)).join("\n")}\n`);
-		return file;
-	}
 	/** pi's move to another point of the session tree, with the extension events around it (tree-navigation.cjs). */
 	async navigateTree(targetId, options = {}) {
 		return navigateTree(this, targetId, options);
-	}
-	/**
-	 * pi's `exportToHtml(outputPath)`: the session file's entries, this
-	 * session's system prompt and tools, rendered and written by pi-rpc's HTML
-	 * export (the RPC `export_html` command's); a relative path is taken from
-	 * pi-rpc's working directory. pi's theme and extension tool renderers do not apply.
-	 */
-	async exportToHtml(outputPath) {
-		const sm = this.sessionManager;
-		return lib("exportSessionHtml", {
-			header: sm.getHeader(),
-			entries: sm.getEntries(),
-			leafId: sm.getLeafId(),
-			sessionFile: sm.getSessionFile(),
-			systemPrompt: this.systemPrompt,
-			tools: this.agent.state.tools.map((t) => ({ name: t.name, description: t.description })),
-			outputPath,
-			cwd: services().hello.cwd,
-		});
 	}
 	/**
 	 * pi's `executeBash(command, onChunk, {excludeFromContext, id, operations})`:
@@ -653,6 +618,7 @@ addWarmingControls(AgentSession);
 require("./session-members.cjs").addSessionMembers(AgentSession);
 require("./session-model-runtime.cjs").addModelRuntime(AgentSession);
 require("./bug-report.cjs").addBugReport(AgentSession);
+require("./session-export.cjs").addExports(AgentSession);
 
 /** The model a session's branch last used (a `model_change`, else an assistant message's). */
 function branchModel(branch) {
