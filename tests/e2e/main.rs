@@ -25,6 +25,7 @@ mod extension_agent_end_handlers;
 mod extension_api;
 mod extension_builtin_factories;
 mod extension_builtin_tools;
+mod extension_catalog_refresh_rules;
 mod extension_host;
 mod extension_host_install;
 mod extension_mcp;

@@ -19,7 +19,7 @@ const { createSessionModels } = require("./session-models.cjs");
  * context a router is given).
  */
 function registerSessionModels(runtime, { extensions, context }) {
-	const layer = createSessionModels({ base: runtime.registry, extensions, context });
+	const layer = createSessionModels({ base: runtime.registry, extensions, context, sources: () => runtime.refreshSources?.() });
 	runtime.registry = layer.registry;
 }
 
