@@ -48,6 +48,7 @@ mod extension_sdk_model_catalogs;
 mod extension_sdk_model_logins;
 mod extension_sdk_model_stores;
 mod extension_sdk_models;
+mod extension_sdk_reload;
 mod extension_sdk_resources;
 mod extension_sdk_runner;
 mod extension_sdk_runtime;

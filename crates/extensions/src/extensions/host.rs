@@ -104,6 +104,8 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/session-nested-calls.cjs", include_str!("host/shims/coding-agent/session-nested-calls.cjs")),
     ("shims/coding-agent/session-tool-options.cjs", include_str!("host/shims/coding-agent/session-tool-options.cjs")),
     ("shims/coding-agent/session-loadout.cjs", include_str!("host/shims/coding-agent/session-loadout.cjs")),
+    ("shims/coding-agent/session-reload.cjs", include_str!("host/shims/coding-agent/session-reload.cjs")),
+    ("shims/coding-agent/session-export.cjs", include_str!("host/shims/coding-agent/session-export.cjs")),
     ("shims/coding-agent/model-store.cjs", include_str!("host/shims/coding-agent/model-store.cjs")),
     ("shims/coding-agent/api-key-login.cjs", include_str!("host/shims/coding-agent/api-key-login.cjs")),
     ("shims/coding-agent/extension-oauth.cjs", include_str!("host/shims/coding-agent/extension-oauth.cjs")),

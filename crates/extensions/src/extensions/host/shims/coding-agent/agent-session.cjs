@@ -11,7 +11,9 @@
 // of the session's cwd and agent directory, as pi's, with the sub-session's
 // own tools. A given `settingsManager` (settings.cjs) picks
 // the model, thinking level, default tools and queue modes as pi's does; a
-// given `modelRuntime` (models.cjs) serves the model lookups and calls.
+// given `modelRuntime` (models.cjs), else a new one over the agent
+// directory's `models.json` / `auth.json` as pi makes it, serves the model
+// lookups and calls.
 // The run is pi's: the prompt's system sections and user message, the
 // loop's events to `subscribe` listeners (`agent_end` with `willRetry`,
 // then `agent_settled`), each finished message appended to the session,
@@ -24,10 +26,8 @@
 
 "use strict";
 
-const fs = require("node:fs");
 const path = require("node:path");
 const { services } = require("../host-services.cjs");
-const calls = require("../ai/calls.cjs");
 const { clampThinkingLevel } = require("../ai/models.cjs");
 const transcript = require("../ai/transcript.cjs");
 const tools = require("./tools.cjs");
@@ -39,14 +39,15 @@ const compaction = require("./compaction.cjs");
 const { summaryRetry } = require("./summary-retry.cjs");
 const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 const { executeBashWithOperations } = require("./bash-execution.cjs");
-const { attachExtensions, sendCustomMessage, providerHooks } = require("./session-extensions.cjs");
+const { attachExtensions, sendCustomMessage, providerHooks, allTools } = require("./session-extensions.cjs");
+const { reloadSession } = require("./session-reload.cjs");
 const { toolOptions } = require("./session-tool-options.cjs");
 const { applyLoadout, refreshLoadout } = require("./session-loadout.cjs");
 const { expandSessionInput } = require("./input-expansion.cjs");
 const { loadedDefaultResourceLoader } = require("./resources.cjs");
 const { navigateTree } = require("./tree-navigation.cjs");
 const { createSessionModels } = require("./session-models.cjs");
-const { ModelRegistry } = require("./models.cjs");
+const { ModelRegistry, ModelRuntime } = require("./models.cjs");
 const retry = require("./session-retry.cjs");
 const autoCompaction = require("./session-compaction.cjs");
 const { SessionCacheWarmer, warmingStream, addWarmingControls } = require("./session-warming.cjs");
@@ -167,6 +168,8 @@ class AgentSession {
 	}
 
 	async _run(messages) {
+		// The reloaded tools that did not register by now are dropped (pi's).
+		this._pendingToolNames?.clear();
 		this._running = true;
 		this._abortRequested = false;
 		this._failedResponse = undefined;
@@ -438,17 +441,26 @@ class AgentSession {
 	getActiveToolNames() {
 		return this.agent.state.tools.map((t) => t.name);
 	}
+	/** pi's `getAllTools()`: the registry's tools with their exposure and `sourceInfo` (session-extensions.cjs). */
 	getAllTools() {
-		return [...this._tools.values()].map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+		return allTools(this);
 	}
 	getToolDefinition(name) {
 		return this._tools.get(name);
 	}
 	setActiveToolsByName(names) {
+		const previous = this.getActiveToolNames();
+		this._setActiveTools(names);
+		// A loadout that deactivates a tool of the reloaded one replaces it: its pending tools are dropped (pi's).
+		const active = new Set(this.getActiveToolNames());
+		if (previous.some((name) => !active.has(name) && this._restoredToolNames?.has(name))) this._pendingToolNames?.clear();
+	}
+	_setActiveTools(names) {
 		// pi's order: the active tools kept, then the new ones, each once; `hidden` tools never.
 		const wanted = new Set(names.filter((n) => this._tools.has(n) && this._tools.get(n).exposure !== "hidden"));
 		const kept = this.getActiveToolNames().filter((n) => wanted.has(n));
 		this.agent.state.tools = applyLoadout(this, [...new Set([...kept, ...wanted])].map((n) => this._agentTool(this._tools.get(n))));
+		for (const tool of this.agent.state.tools) this._pendingToolNames?.delete(tool.name);
 	}
 	/** pi's `AgentTool` of a definition, run with this session's context. */
 	_agentTool(definition) {
@@ -518,54 +530,17 @@ class AgentSession {
 	setSessionName(name) {
 		this.sessionManager.appendSessionInfo(name);
 	}
-	/** pi's reload: settings and resources read again; the next prompt is built from them. */
-	async reload() {
-		if (this.isStreaming) throw new Error("Wait for the current response to finish before reloading.");
-		if (this.settingsManager) {
-			await this.settingsManager.reload();
-			this.agent.steeringMode = this.settingsManager.getSteeringMode();
-			this.agent.followUpMode = this.settingsManager.getFollowUpMode();
-		}
-		await this.resourceLoader?.reload();
-		this._promptBase = promptBaseOf(this.resourceLoader, services().channel.call("getSystemPromptOptions"));
+	/** pi's reload: settings and resources read again, the extensions' runner made anew (session-reload.cjs). */
+	async reload(options) {
+		await reloadSession(this, options, () => this._readResources());
 	}
-	/** The current branch as a session file of its own (entries re-linked in order); its path. */
-	exportToJsonl(outputPath) {
-		const file = path.resolve(outputPath ?? `session-${new Date().toISOString().replace(/[:.]/g, "-")}.jsonl`);
-		const sm = this.sessionManager;
-		const header = { type: "session", version: 3, id: sm.getSessionId(), timestamp: new Date().toISOString(), cwd: sm.getCwd() };
-		let parentId = null;
-		const lines = [header];
-		for (const entry of sm.getBranch()) {
-			lines.push({ ...entry, parentId });
-			parentId = entry.id;
-		}
-		fs.mkdirSync(path.dirname(file), { recursive: true });
-		fs.writeFileSync(file, `${lines.map((e) => JSON.stringify(e)).join("\n")}\n`);
-		return file;
+	/** The resource loader's context files, skills and prompts taken into the system prompt. */
+	_readResources() {
+		this._promptBase = promptBaseOf(this.resourceLoader, services().channel.call("getSystemPromptOptions"));
 	}
 	/** pi's move to another point of the session tree, with the extension events around it (tree-navigation.cjs). */
 	async navigateTree(targetId, options = {}) {
 		return navigateTree(this, targetId, options);
-	}
-	/**
-	 * pi's `exportToHtml(outputPath)`: the session file's entries, this
-	 * session's system prompt and tools, rendered and written by pi-rpc's HTML
-	 * export (the RPC `export_html` command's); a relative path is taken from
-	 * pi-rpc's working directory. pi's theme and extension tool renderers do not apply.
-	 */
-	async exportToHtml(outputPath) {
-		const sm = this.sessionManager;
-		return lib("exportSessionHtml", {
-			header: sm.getHeader(),
-			entries: sm.getEntries(),
-			leafId: sm.getLeafId(),
-			sessionFile: sm.getSessionFile(),
-			systemPrompt: this.systemPrompt,
-			tools: this.agent.state.tools.map((t) => ({ name: t.name, description: t.description })),
-			outputPath,
-			cwd: services().hello.cwd,
-		});
 	}
 	/**
 	 * pi's `executeBash(command, onChunk, {excludeFromContext, id, operations})`:
@@ -643,6 +618,7 @@ addWarmingControls(AgentSession);
 require("./session-members.cjs").addSessionMembers(AgentSession);
 require("./session-model-runtime.cjs").addModelRuntime(AgentSession);
 require("./bug-report.cjs").addBugReport(AgentSession);
+require("./session-export.cjs").addExports(AgentSession);
 
 /** The model a session's branch last used (a `model_change`, else an assistant message's). */
 function branchModel(branch) {
@@ -702,8 +678,9 @@ async function createAgentSession(options = {}) {
 	const existing = sessionManager.buildSessionContext();
 	const resumed = existing.messages.length > 0;
 	const hasThinkingEntry = sessionManager.getBranch().some((e) => e.type === "thinking_level_change");
-	const registry = options.modelRuntime ?? services().modelRegistry();
-	const findModel = (provider, id) => (options.modelRuntime ? registry.getModel(provider, id) : registry.find(provider, id));
+	// pi's runtime of the session: the caller's, else a new one over the agent directory's `models.json` and `auth.json` (models.cjs).
+	const modelRuntime = options.modelRuntime ?? (await ModelRuntime.create(options.agentDir ? { authPath: path.join(agentDir, "auth.json"), modelsPath: path.join(agentDir, "models.json") } : {}));
+	const findModel = (provider, id) => modelRuntime.getModel(provider, id);
 
 	// The model: the option, else the session's own (when resumed), else the settings' default, else the running session's.
 	let model = options.model;
@@ -730,23 +707,22 @@ async function createAgentSession(options = {}) {
 	const definitions = new Map();
 	// pi's `tools` / `noTools` / `excludeTools` (session-tool-options.cjs): tools not allowed are not registered.
 	const toolPolicy = toolOptions(options, settingsManager?.getDefaultTools());
-	for (const name of BUILTIN_TOOL_NAMES) if (toolPolicy.isAllowed(name)) definitions.set(name, tools[`create${LABELS[name]}ToolDefinition`](cwd));
+	const builtinTools = BUILTIN_TOOL_NAMES.filter(toolPolicy.isAllowed).map((name) => tools[`create${LABELS[name]}ToolDefinition`](cwd));
+	for (const definition of builtinTools) definitions.set(definition.name, definition);
 	const customTools = (options.customTools ?? []).filter((tool) => toolPolicy.isAllowed(tool.name));
 	for (const tool of customTools) definitions.set(tool.name, tool);
 
 	const core = services().agentCore();
 	// pi's provider events of the session's extensions (its `onPayload`/`onResponse`/`transformHeaders`), bound once the session exists.
 	let withProviderHooks = (streamOptions) => streamOptions;
-	const baseStream = options.modelRuntime
-		? (m, context, streamOptions) => options.modelRuntime.streamSimple(m, context, withProviderHooks(streamOptions))
-		: (m, context, streamOptions) => calls.viaRegistry(m, context, withProviderHooks(streamOptions), true);
+	const baseStream = (m, context, streamOptions) => modelRuntime.streamSimple(m, context, withProviderHooks(streamOptions));
 	// What the session's own extensions register (providers, virtual models) laid over its registry.
 	const sessionModels = createSessionModels({
-		base: options.modelRuntime ? new ModelRegistry(options.modelRuntime) : registry,
+		base: new ModelRegistry(modelRuntime),
 		// The loader's extensions as they are now: a reload's register too (kept-registrations.cjs).
 		extensions: () => (resourceLoader.getExtensions?.() ?? extensionsResult)?.extensions,
 		context: () => session.extensionRunner?.createContext(),
-		sources: () => options.modelRuntime?.refreshSources?.(),
+		sources: () => modelRuntime.refreshSources?.(),
 	});
 	const stream = sessionModels.streamWith(baseStream);
 	// pi's SDK session keeps its own requests' prompt caches warm (session-warming.cjs).
@@ -775,12 +751,15 @@ async function createAgentSession(options = {}) {
 	const resourceLoader = options.resourceLoader ?? (await loadedDefaultResourceLoader({ cwd, agentDir, settingsManager }));
 	const promptBase = promptBaseOf(resourceLoader, channel.call("getSystemPromptOptions"));
 	const session = new AgentSession({ agent, sessionManager, settingsManager, resourceLoader, cwd, agentDir, tools: definitions, promptBase,
-		streamFn: options.modelRuntime ? stream : undefined,
+		streamFn: stream,
 		availableModels: () => sessionModels.registry.getAvailable(),
 		scopedModels: options.scopedModels,
 	});
 	session._toolPolicy = toolPolicy;
-	session._modelRuntime = require("./session-model-runtime.cjs").sessionModelRuntime(options.modelRuntime, sessionModels);
+	// pi's registry of the session's tools: the built-ins, the extensions', the caller's (session-extensions.cjs).
+	session._builtinTools = builtinTools;
+	session._customTools = customTools;
+	session._modelRuntime = modelRuntime;
 	warmer = session._cacheWarmer = new SessionCacheWarmer(session, stream);
 	// pi's refresh before each next turn: the active tools as they are now (a tool may have activated some), the prompt's change.
 	agent.prepareNextTurnWithContext = async (turn) => {
@@ -789,15 +768,17 @@ async function createAgentSession(options = {}) {
 	};
 	const extensionsResult = resourceLoader.getExtensions?.() ?? { extensions: [], errors: [] };
 	// pi registers the session's extensions' providers and virtual models into a caller's runtime (session-model-runtime.cjs).
-	if (options.modelRuntime) require("./session-model-runtime.cjs").registerSessionModels(options.modelRuntime, { extensions: () => (resourceLoader.getExtensions?.() ?? extensionsResult).extensions, context: () => session.extensionRunner?.createContext() });
+	require("./session-model-runtime.cjs").registerSessionModels(modelRuntime, { extensions: () => (resourceLoader.getExtensions?.() ?? extensionsResult).extensions, context: () => session.extensionRunner?.createContext() });
 	session._sessionStartEvent = options.sessionStartEvent ?? { type: "session_start", reason: "startup" };
 	withProviderHooks = (streamOptions) => providerHooks(session.extensionRunner, streamOptions);
 	attachExtensions(session, extensionsResult, { modelRegistry: sessionModels.registry });
 	// The first loadout, as pi's: the selected names, then what registration activates (built-ins, extensions', custom).
-	const registered = (list) => list.filter((definition) => session._tools.get(definition.name) === definition);
+	// Each name as the registry holds it (a caller's tool in place of an extension's of its name), as pi activates them.
+	const registered = (list) => list.map((definition) => session._tools.get(definition.name)).filter(Boolean);
 	const extensionTools = registered(session.extensionRunner.getAllRegisteredTools().map((t) => t.definition));
 	session.agent.state.tools = [];
-	session.setActiveToolsByName(toolPolicy.loadout(registered([...definitions.values()]).filter((d) => !customTools.includes(d)), extensionTools, registered(customTools)));
+	const builtins = builtinTools.filter((d) => session._tools.get(d.name) === d);
+	session.setActiveToolsByName(toolPolicy.loadout(builtins, extensionTools, registered(customTools)));
 	sessionModels.installRouting(session);
 	return { session, extensionsResult, modelFallbackMessage: model ? modelFallbackMessage : "No models available." };
 }

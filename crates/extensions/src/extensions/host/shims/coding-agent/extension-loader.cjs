@@ -118,6 +118,8 @@ function localChannel(runtime, modelRegistry, instance, extensionPath) {
 		useBuiltinExtension: ({ name, options }) => require("./session-builtins.cjs").useBuiltinInSession(instance().pi, name, options, runtime, instance()),
 	};
 	const call = (method, params) => {
+		// A reloaded-away instance's `pi` is stale, as pi's (every action asks `assertActive`).
+		runtime.assertActive();
 		const action = methods[method];
 		if (!action) throw new Error(`${method} is not available to an extension inside an SDK session in pi-rpc`);
 		return action(params ?? {});
@@ -186,6 +188,7 @@ async function loadExtensionFromFactory(factory, cwd, eventBus, runtime = create
 	});
 	// pi's flags: one value per runtime (the default until `runner.setFlagValue`), for the extension's own flags.
 	instance.pi.getFlag = (name) => {
+		runtime.assertActive();
 		if (!instance.flags.has(name)) return undefined;
 		return runtime.flagValues.has(name) ? runtime.flagValues.get(name) : instance.flags.get(name).default;
 	};

@@ -4,7 +4,9 @@
 // config crate over those files (the `modelStore` library function, read
 // again at each question, as pi re-reads its stores), with the runtime's own
 // API keys applied; model calls go through pi-rpc's registry with this
-// runtime's request auth (`requestAuth`); typed models are pi-rpc's
+// runtime's request auth (`requestAuth`), those of a provider only these
+// files have by the model's own API (its base URL, that auth), as pi's
+// runtime calls its own providers; typed models are pi-rpc's
 // registry's (compat/DEVIATIONS.md). Nothing the running session registered
 // is in it: what is registered on the runtime is laid over it (models.cjs).
 
@@ -12,6 +14,7 @@
 
 const { services } = require("../host-services.cjs");
 const { lib } = require("./text.cjs");
+const calls = require("../ai/calls.cjs");
 
 /** A model as plain JSON (the library function reads pi's `Model` fields). */
 const plain = (model) => (model ? JSON.parse(JSON.stringify(model)) : model);
@@ -32,6 +35,8 @@ function storeRegistry(store, runtimeKeys) {
 		const value = known.get(id);
 		return Array.isArray(value) ? [...value] : value;
 	};
+	// A provider the running session does not know (of these files only) is called by its model's API, with this runtime's auth.
+	const call = (kind) => (model, context, options) => (own.getProvider(model?.provider) ? own[kind] : calls[kind])(model, context, options);
 	const provider = (id) => {
 		const facts = catalogAsk("getProvider", id);
 		if (!facts) return undefined;
@@ -40,8 +45,8 @@ function storeRegistry(store, runtimeKeys) {
 			name: facts.name,
 			...(facts.baseUrl ? { baseUrl: facts.baseUrl } : {}),
 			getModels: () => (catalogAsk("getAll") ?? []).filter((m) => m.provider === id),
-			stream: own.stream,
-			streamSimple: own.streamSimple,
+			stream: call("stream"),
+			streamSimple: call("streamSimple"),
 		};
 	};
 	return {
@@ -76,9 +81,9 @@ function storeRegistry(store, runtimeKeys) {
 		getModelsOfType: (type, providerId) => (type === "chat" ? (catalogAsk("getAll") ?? []).filter((m) => providerId === undefined || m.provider === providerId) : own.getModelsOfType(type, providerId)),
 		getAvailableOfType: (type, providerId) => own.getAvailableOfType(type, providerId),
 		getModelOfType: (type, providerId, id) => own.getModelOfType(type, providerId, id),
-		stream: own.stream,
-		streamSimple: own.streamSimple,
-		complete: own.complete,
+		stream: call("stream"),
+		streamSimple: call("streamSimple"),
+		complete: call("complete"),
 		classify: own.classify,
 		generateImages: own.generateImages,
 		// A runtime of its own: what the running session registered is not in it (its own are laid over it, models.cjs).

@@ -21,18 +21,70 @@ const { DECLARED } = require("./session-tool-options.cjs");
 /** Whether registering a tool activates it (pi's rules; a session's `tools` allowlist in session-tool-options.cjs). */
 const activates = (session, definition) => (session._toolPolicy ? session._toolPolicy.activates(definition) : definition.defaultActive !== false && DECLARED.has(definition.exposure));
 
-/** The extensions' tools the session allows in its tool map; those registered since the last look become active. */
+/**
+ * The session's tools as pi's registry holds them: the built-ins, then the
+ * extensions' tools, then the caller's custom tools (a later one of a name
+ * taking its place), each only when the session's tool options allow it.
+ */
+function toolMap(session, runner) {
+	const allowed = (name) => !session._toolPolicy || session._toolPolicy.isAllowed(name);
+	const map = new Map();
+	const sources = [session._builtinTools ?? [], runner.getAllRegisteredTools().map((t) => t.definition), session._customTools ?? []];
+	for (const list of sources) for (const definition of list) if (allowed(definition.name)) map.set(definition.name, definition);
+	return map;
+}
+
+/**
+ * The session's tools made again from `runner`'s (registration order kept);
+ * the ones new since the last look that registration activates become
+ * active, and so do the pending tools of a reload that are registered now.
+ */
 function syncTools(session, runner, activateNew) {
-	const added = [];
-	for (const { definition } of runner.getAllRegisteredTools()) {
-		if (session._tools.get(definition.name) === definition) continue;
-		if (session._toolPolicy && !session._toolPolicy.isAllowed(definition.name)) continue;
-		session._tools.set(definition.name, definition);
-		if (activates(session, definition)) added.push(definition.name);
-	}
+	const previous = session._tools;
+	session._tools = toolMap(session, runner);
+	const added = [...session._tools.values()].filter((d) => previous.get(d.name) !== d && activates(session, d)).map((d) => d.name);
+	const pending = [...(session._pendingToolNames ?? [])].filter((name) => session._tools.has(name));
 	// pi's registry refresh applies the loadout again, also when no tool becomes active (codemode's listing).
-	if (activateNew) session.setActiveToolsByName([...new Set([...session.getActiveToolNames(), ...added])]);
+	if (activateNew) session._setActiveTools([...new Set([...session.getActiveToolNames(), ...added, ...pending])]);
 	return added;
+}
+
+/** pi's `sourceInfo` of a tool that is no extension's: a built-in's, or a caller's custom tool's (`<sdk:name>`). */
+const syntheticSource = (path, source) => ({ path, source, scope: "temporary", origin: "top-level" });
+
+/**
+ * pi's `getAllTools()` of the session: each tool of its registry (in
+ * `toolMap`'s order) with its declaration, guidelines, exposure and
+ * `sourceInfo` (the registering extension's, `builtin:<name>` or `<sdk:<name>>`).
+ */
+function allTools(session) {
+	const registered = session.extensionRunner?.getAllRegisteredTools() ?? [];
+	return [...session._tools.values()].map((d) => ({
+		name: d.name,
+		description: d.description,
+		parameters: d.parameters,
+		promptGuidelines: d.promptGuidelines,
+		exposure: d.exposure ?? "direct",
+		...(d.namespace ? { namespace: d.namespace } : {}),
+		...(d.annotations ? { annotations: { ...d.annotations } } : {}),
+		...(d.reachesTools ? { reachesTools: d.reachesTools } : {}),
+		sourceInfo:
+			registered.find((r) => r.definition === d)?.sourceInfo ??
+			((session._customTools ?? []).includes(d) ? syntheticSource(`<sdk:${d.name}>`, "sdk") : syntheticSource(`builtin:${d.name}`, "builtin")),
+	}));
+}
+
+/**
+ * The active tools of a session whose runner was made anew (pi's
+ * `_buildRuntime` at `reload()`): the tools active before and `added` (the
+ * settings' new default tools) as far as they are registered, then those
+ * registration activates (the built-ins too under a `tools` allowlist).
+ */
+function reloadedLoadout(session, active, added) {
+	const builtins = new Set(session._builtinTools ?? []);
+	const allowlist = session._toolPolicy?.hasAllowlist === true;
+	const activated = [...session._tools.values()].filter((d) => (allowlist || !builtins.has(d)) && activates(session, d)).map((d) => d.name);
+	return [...new Set([...active, ...added, ...activated])];
 }
 
 /**
@@ -68,11 +120,13 @@ function heldMessages(session) {
 
 /**
  * The session's runner, made from the resource loader's extensions (none
- * without a loader), bound to `session`, its tools added (which become
- * active is `createAgentSession`'s first loadout).
+ * without a loader), bound to `session` (and to what `bindExtensions` gave,
+ * when made anew by a reload), its tools added (which become active is
+ * `createAgentSession`'s first loadout, or a reload's).
  */
 function attachExtensions(session, extensionsResult, { modelRegistry }) {
 	const runtime = extensionsResult?.runtime ?? createExtensionRuntime();
+	session._extensionModelRegistry = modelRegistry;
 	const runner = new ExtensionRunner(extensionsResult?.extensions ?? [], runtime, session._cwd, session.sessionManager, modelRegistry);
 	// pi's `ctx.executeTool()` / `ctx.tools` (session-nested-calls.cjs).
 	const nested = (session._nestedCalls = new SessionNestedCalls(session, runner));
@@ -89,15 +143,7 @@ function attachExtensions(session, extensionsResult, { modelRegistry }) {
 			getSessionName: () => session.sessionName,
 			setLabel: (entryId, label) => session.sessionManager.appendLabelChange(entryId, label),
 			getActiveTools: () => session.getActiveToolNames(),
-			getAllTools: () =>
-				[...session._tools.values()].map((t) => ({
-					name: t.name,
-					description: t.description,
-					parameters: t.parameters,
-					promptGuidelines: t.promptGuidelines ?? [],
-					exposure: t.exposure ?? "direct",
-					sourceInfo: runner.getAllRegisteredTools().find((r) => r.definition === t)?.sourceInfo ?? { path: `builtin:${t.name}`, source: "builtin", scope: "temporary", origin: "top-level" },
-				})),
+			getAllTools: () => allTools(session),
 			getSettings: () => session.settingsManager?.getSettings?.() ?? {},
 			setActiveTools: (names) => session.setActiveToolsByName(names),
 			refreshTools: () => syncTools(session, runner, true),
@@ -131,6 +177,7 @@ function attachExtensions(session, extensionsResult, { modelRegistry }) {
 			executeTool: (callerId, name, args, options) => nested.execute(callerId, name, args, options),
 		},
 	);
+	applyBindings(session, runner);
 	syncTools(session, runner, false);
 
 	const agent = session.agent;
@@ -148,7 +195,9 @@ function attachExtensions(session, extensionsResult, { modelRegistry }) {
 
 	let turnIndex = 0;
 	// pi's turn_end boundary: asked before the loop goes on; `continue` runs another turn.
-	const previousFinishTurn = agent.finishTurn;
+	// The agent's own `finishTurn` (a reload's runner wraps it again, not the old runner's).
+	if (!("_finishTurnBelow" in session)) session._finishTurnBelow = agent.finishTurn;
+	const previousFinishTurn = session._finishTurnBelow;
 	agent.finishTurn = async (turn, signal) => {
 		const goOn = await turnEndBoundary(session, runner, turn, turnIndex);
 		const previous = await previousFinishTurn?.(turn, signal);
@@ -225,19 +274,34 @@ function attachExtensions(session, extensionsResult, { modelRegistry }) {
 		beforeAgentStart: (trigger, options) => runner.emitBeforeAgentStart(trigger, options),
 		/** pi's `bindExtensions(bindings)`: the UI, command actions and error listener set; `session_start`, then `resources_discover`. */
 		async bind(bindings = {}) {
-			if (bindings.uiContext !== undefined || bindings.mode !== undefined) runner.setUIContext(bindings.uiContext !== undefined ? bindings.uiContext : runner.givenUIContext, bindings.mode ?? runner.mode);
-			if (bindings.commandContextActions !== undefined) runner.bindCommandContext(bindings.commandContextActions);
+			const kept = (session._extensionBindings ??= {});
+			for (const key of ["uiContext", "mode", "commandContextActions", "onError"]) if (bindings[key] !== undefined) kept[key] = bindings[key];
 			if (bindings.shutdownHandler !== undefined) session._extensionShutdown = bindings.shutdownHandler;
-			if (bindings.onError !== undefined) runner.onError(bindings.onError);
-			const start = session._sessionStartEvent ?? { type: "session_start", reason: "startup" };
+			session._extensionsBound = true;
+			applyBindings(session, runner);
+			await this.start(session._sessionStartEvent ?? { type: "session_start", reason: "startup" });
+		},
+		/** `session_start` (`event`), then `resources_discover`, as pi's bind and reload run them. */
+		async start(start) {
 			await runner.emit(start);
 			runner.reportUnhandledMcpServers();
 			if (!runner.hasHandlers("resources_discover") || !session.resourceLoader?.extendResources) return;
 			const found = await runner.emitResourcesDiscover(session._cwd, start.reason === "reload" ? "reload" : "startup");
-			if (found.skillPaths.length + found.promptPaths.length + found.themePaths.length > 0) session.resourceLoader.extendResources(found);
+			if (found.skillPaths.length + found.promptPaths.length + found.themePaths.length === 0) return;
+			session.resourceLoader.extendResources(found);
+			session._readResources?.();
 		},
 	};
 	return runner;
+}
+
+/** pi's `_applyExtensionBindings`: what `bindExtensions` gave (UI and mode, command actions, error listener) applied to `runner`. */
+function applyBindings(session, runner) {
+	const bindings = session._extensionBindings;
+	if (!bindings) return;
+	if (bindings.uiContext !== undefined || bindings.mode !== undefined) runner.setUIContext(bindings.uiContext, bindings.mode ?? "print");
+	if (bindings.commandContextActions !== undefined) runner.bindCommandContext(bindings.commandContextActions);
+	if (bindings.onError !== undefined && !runner.errorListeners.has(bindings.onError)) runner.onError(bindings.onError);
 }
 
 /**
@@ -262,4 +326,4 @@ function providerHooks(runner, streamOptions = {}) {
 	return Object.keys(hooks).length > 0 ? { ...streamOptions, ...hooks } : streamOptions;
 }
 
-module.exports = { attachExtensions, sendCustomMessage, providerHooks };
+module.exports = { attachExtensions, sendCustomMessage, providerHooks, reloadedLoadout, allTools };

@@ -1,29 +1,16 @@
 // pi-rpc extension host: an SDK session's `modelRuntime` (pi 1.6.0's
 // `AgentSession.modelRuntime`). pi's session keeps the `ModelRuntime` it was
 // made with: the caller's (`createAgentSession({modelRuntime})`, the same
-// object), else one it made itself, into which its extensions register
-// their providers and virtual models. pi-rpc's default is a `ModelRuntime`
-// over the session's models (session-models.cjs: the running session's
-// catalog with the sub-session's registrations laid over it), so it lists,
-// calls and routes what the session does; a provider or virtual model
-// registered on it by hand is the session's. A caller's runtime is given
-// back as it is, the session's extensions' registrations laid into it as pi
+// object), else one it made itself over the agent directory's `models.json`
+// and `auth.json` (`ModelRuntime.create()`, models.cjs; the `agentDir`
+// option's files when given), not the running session's catalog. The
+// session's extensions' registrations are laid into that runtime as pi
 // registers them into it: it lists, calls and routes them from the session's
 // making on, and keeps them after `dispose()`, as pi's does.
 
 "use strict";
 
-const { ModelRuntime } = require("./models.cjs");
 const { createSessionModels } = require("./session-models.cjs");
-
-/** The `modelRuntime` of a session: `given`, else a runtime over `sessionModels`. */
-function sessionModelRuntime(given, sessionModels) {
-	if (given) return given;
-	const runtime = new ModelRuntime(sessionModels.registry);
-	// What is registered on the session's runtime by hand is the session's (models.cjs `ownRegistrations`).
-	runtime.own = sessionModels;
-	return runtime;
-}
 
 /**
  * pi's session registering its extensions' providers and virtual models
@@ -46,4 +33,4 @@ function addModelRuntime(AgentSession) {
 	});
 }
 
-module.exports = { sessionModelRuntime, registerSessionModels, addModelRuntime };
+module.exports = { registerSessionModels, addModelRuntime };

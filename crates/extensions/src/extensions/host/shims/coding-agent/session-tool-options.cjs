@@ -60,6 +60,12 @@ function toolOptions(options, settingsDefaults) {
 	const activates = (definition) => declared(definition) && (allowed ? allowed(definition.name) : definition.defaultActive !== false);
 	return {
 		initial,
+		/** Whether a `tools` list (or `noTools: "all"`) names the tools allowed. */
+		hasAllowlist: allowed !== undefined,
+		/** Whether the settings' default tools choose the selection (pi's `usesDefaultTools`): no plain `tools` list, no `noTools`. */
+		usesDefaults: (list === undefined || modifiers !== undefined) && !options.noTools,
+		/** The settings' default tools with the `+name`/`-name` entries applied, as a reload reads them again. */
+		defaultsOf: (settingsDefaultsNow) => applyToolModifiers(settingsDefaultsNow ?? DEFAULT_TOOL_NAMES, modifiers ?? []),
 		isAllowed,
 		activates,
 		/** The first active names: the selection, then the registered tools registration activates (built-ins only when named). */
