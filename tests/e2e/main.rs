@@ -26,6 +26,7 @@ mod extension_api;
 mod extension_builtin_factories;
 mod extension_builtin_providers;
 mod extension_builtin_tools;
+mod extension_catalog_refresh_rules;
 mod extension_host;
 mod extension_host_install;
 mod extension_mcp;

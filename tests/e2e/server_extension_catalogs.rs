@@ -34,14 +34,14 @@ use crate::server_model_catalogs::acp_request;
 use crate::session_model_catalogs::{newer, store};
 
 /// The provider's models once its catalog was fetched (sorted).
-const FETCHED: [&str; 2] = ["network-model", "static-model"];
+pub(crate) const FETCHED: [&str; 2] = ["network-model", "static-model"];
 
 /// The path of the provider's catalog at the fake server.
-const CATALOG_PATH: &str = "/api/models/providers/extcat";
+pub(crate) const CATALOG_PATH: &str = "/api/models/providers/extcat";
 
 /// A native provider whose `refreshModels` restores its stored list, and
 /// with the network fetches its catalog at `SERVER`.
-const CATALOG_PROVIDER: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+pub(crate) const CATALOG_PROVIDER: &str = r#"import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 const model = (id: string) => ({
   id, name: id, api: "extcat-api", provider: "extcat", baseUrl: "https://extcat.invalid",
@@ -78,7 +78,7 @@ export default function (pi: ExtensionAPI) {
 "#;
 
 /// One of the provider's models as its catalog serves it.
-fn catalog_model(id: &str) -> Value {
+pub(crate) fn catalog_model(id: &str) -> Value {
     json!({"id": id, "name": id, "api": "extcat-api", "provider": "extcat", "baseUrl": "https://extcat.invalid",
         "reasoning": false, "input": ["text"], "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
         "contextWindow": 32000, "maxTokens": 1000})
@@ -100,7 +100,7 @@ async fn catalog_sandbox() -> Option<Sandbox> {
 
 /// The server's environment: pi.dev's route to the fake server (the
 /// built-in catalogs' refresh), and the extension refreshes' decisions in the log.
-fn environment(sb: &Sandbox) -> [(&'static str, String); 2] {
+pub(crate) fn environment(sb: &Sandbox) -> [(&'static str, String); 2] {
     [
         ("PI_RPC_ORIGIN_OVERRIDES", format!("https://pi.dev={}", sb.server().url())),
         ("RUST_LOG", "warn,pi_extensions::extensions::provider_refreshes=debug".to_string()),
@@ -183,7 +183,7 @@ async fn acp_refreshes_an_extension_providers_catalog_once_for_its_sessions() {
 }
 
 /// Ask for the models until the provider's are the fetched ones (at most 100 times).
-async fn wait_for_fetched(pi: &mut Pi) -> Vec<String> {
+pub(crate) async fn wait_for_fetched(pi: &mut Pi) -> Vec<String> {
     let mut ids = Vec::new();
     for n in 0..100 {
         let answer = pi.call(&format!("m{n}"), json!({"type": "get_available_models"})).await;

@@ -25,6 +25,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{Args, Mode};
+use pi_core::extensions::provider_refreshes::RefreshRule;
 
 fn main() -> ExitCode {
     let argv = args::normalize_args(std::env::args_os());
@@ -161,6 +162,11 @@ async fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if mode == Mode::Rpc && args.messages.iter().any(|m| m.starts_with('@')) {
         anyhow::bail!("@file arguments are not supported in RPC mode");
     }
+    model_catalogs::set_extension_refresh_rule(match mode {
+        Mode::Rpc if args.protocol == args::Protocol::Acp => RefreshRule::PerWindow,
+        Mode::Rpc => RefreshRule::OncePerProcess,
+        Mode::Text | Mode::Json => RefreshRule::Never,
+    });
     let prompts = match mode {
         Mode::Rpc => None,
         Mode::Text | Mode::Json => Some(print::prompts_from(&args.messages, &cwd)?),

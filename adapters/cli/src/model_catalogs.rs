@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use pi_core::auth::catalog_refreshes::CatalogRefreshes;
 use pi_core::auth::model_catalogs::{self, Failures, REFRESH_TIMEOUT};
-use pi_core::extensions::provider_refreshes::ProviderRefreshes;
+use pi_core::extensions::provider_refreshes::{ProviderRefreshes, RefreshRule};
 use pi_core::provider::http::HttpClient;
 
 use crate::args::Args;
@@ -24,14 +24,28 @@ pub(crate) fn background_refreshes(args: &Args) -> Option<Arc<CatalogRefreshes>>
     (!crate::offline(args)).then(|| CatalogRefreshes::new(pi_core::config::default_agent_dir()))
 }
 
+/// How this process refreshes extension providers' catalogs, set once by
+/// the front end before any session (`pi serve` leaves the default).
+static EXTENSION_REFRESH_RULE: std::sync::OnceLock<RefreshRule> = std::sync::OnceLock::new();
+
+/// The front end's rule for extension providers' refreshes: pi's RPC mode
+/// refreshes once per process, its print mode never; ACP, like `pi serve`,
+/// once per window for all its sessions.
+pub(crate) fn set_extension_refresh_rule(rule: RefreshRule) {
+    let _ = EXTENSION_REFRESH_RULE.set(rule);
+}
+
 /// The process's extension provider refreshes (None offline): an
 /// extension provider's `refreshModels` with the network runs once per
-/// process in pi's RPC mode; `pi serve`'s and ACP's sessions (each with its
-/// own extension host) share one refresh for each extension, provider and
-/// credential within pi's window, as they share the built-in catalogs'.
+/// process in pi's RPC mode (whatever its outcome, the time since or the
+/// credential) and never in its print mode; `pi serve`'s and ACP's
+/// sessions (each with its own extension host) share one refresh for each
+/// extension, provider and credential within pi's window, as they share
+/// the built-in catalogs'.
 pub(crate) fn extension_provider_refreshes(args: &Args) -> Option<Arc<ProviderRefreshes>> {
     static PROCESS: std::sync::OnceLock<Arc<ProviderRefreshes>> = std::sync::OnceLock::new();
-    (!crate::offline(args)).then(|| PROCESS.get_or_init(ProviderRefreshes::new).clone())
+    let rule = || EXTENSION_REFRESH_RULE.get().copied().unwrap_or_default();
+    (!crate::offline(args)).then(|| PROCESS.get_or_init(|| ProviderRefreshes::with_rule(rule())).clone())
 }
 
 /// One refresh of `default_agent_dir()`'s catalogs within pi's time limit.

@@ -50,6 +50,7 @@ mod settle_boundary;
 mod start_up_phases;
 mod stats;
 mod streamed_message_fields;
+mod switch_after_shutdown;
 mod tool_restore;
 mod tool_setup;
 

@@ -57,6 +57,9 @@ pub(crate) enum ExtSignal {
     ReplacementStarted {
         reply: Option<super::extension_session_op_state::ExtReply>,
     },
+    /// Every old instance handled a replacement's `session_shutdown` with
+    /// the old session current: the new one becomes current now.
+    OldRuntimeShutDown(Box<super::parked_switch::ParkedSwitch>),
     /// The session hooks decided about an op.
     SessionHookDone {
         pending: Pending,

@@ -43,6 +43,7 @@ mod listed_catalog;
 mod mcp_start;
 mod model_choice;
 mod nested_calls;
+mod parked_switch;
 mod preferences;
 mod queue;
 mod restored_tools;

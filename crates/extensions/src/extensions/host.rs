@@ -63,6 +63,7 @@ const FILES: &[(&str, &str)] = &[
     ("exec.mjs", include_str!("host/exec.mjs")),
     ("virtual-models.mjs", include_str!("host/virtual-models.mjs")),
     ("providers.mjs", include_str!("host/providers.mjs")),
+    ("config-refresh.mjs", include_str!("host/config-refresh.mjs")),
     ("provider-refresh.mjs", include_str!("host/provider-refresh.mjs")),
     ("file-lock.mjs", include_str!("host/file-lock.mjs")),
     ("services.mjs", include_str!("host/services.mjs")),

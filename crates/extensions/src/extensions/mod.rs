@@ -339,6 +339,9 @@ impl SpawnTemplate {
         hello["agentDir"] = Value::String(options.agent_dir.display().to_string());
         hello["projectTrusted"] = Value::Bool(options.project_trusted);
         hello["offline"] = Value::Bool(options.offline);
+        // pi's print mode runs no provider's network refresh (the offline phase only).
+        let network = options.provider_refreshes.as_ref().is_none_or(|refreshes| refreshes.uses_network());
+        hello["catalogNetwork"] = Value::Bool(network);
         // pi: a bare `--name` is `true`; the last of a repeated one wins.
         let flags: serde_json::Map<String, Value> = options
             .flags

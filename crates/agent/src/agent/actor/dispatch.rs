@@ -154,16 +154,28 @@ impl Agent {
             Op::SetActiveTools { tools } => self.set_active_tools(tools),
             Op::Initialize(params) => self.initialize(params).await,
             // The session tree (session_tree.rs).
+            // Each answers once the old instances' `session_shutdown` ran (switch_after_shutdown.rs).
             Op::NewSession { parent_session } => {
                 let setup = self.ext.session_op_replies().setup_caller(tag);
-                self.new_session(parent_session, setup).await
+                let made = self.new_session(parent_session, setup);
+                return self.switch_after_shutdown(tag, made).await;
             }
-            Op::SwitchSession { session_path, .. } => self.switch_session(&session_path).await,
-            Op::ResumeSession { reference, .. } => self.resume_session(&reference).await,
-            Op::Fork { entry_id } => self.fork(&entry_id).await,
+            Op::SwitchSession { session_path, .. } => {
+                let made = self.switch_session(&session_path);
+                return self.switch_after_shutdown(tag, made).await;
+            }
+            Op::ResumeSession { reference, .. } => {
+                let made = self.resume_session(&reference);
+                return self.switch_after_shutdown(tag, made).await;
+            }
+            Op::Fork { entry_id } => {
+                let made = self.fork(&entry_id);
+                return self.switch_after_shutdown(tag, made).await;
+            }
             Op::Clone => {
                 let at = self.ext.session_op_replies().fork_target(tag);
-                self.clone_session(at.as_deref()).await
+                let made = self.clone_session(at.as_deref());
+                return self.switch_after_shutdown(tag, made).await;
             }
             Op::GetForkMessages => Ok(Reply::ForkMessages(self.session.record().fork_messages())),
             Op::GetEntries { since } => self.entries(since.as_deref()).map(Reply::Entries),

@@ -344,9 +344,7 @@ impl Agent {
     }
 
     /// Tell extensions a session became current (`reason`: new, resume,
-    /// fork), replacing the one in the file `previous`. `sessionFile` is
-    /// for the host (the `targetSessionFile` of its `session_shutdown`).
-    /// With `setup` (a command's `newSession({setup})`), that extension's
+    /// fork), replacing the one in the file `previous`. With `setup` (a command's `newSession({setup})`), that extension's
     /// host runs the setup once the new runtime is bound; every extension is
     /// told when it is done ([`Agent::extension_setup_done`]), as pi starts them all after it.
     pub(super) fn extensions_session_started(&mut self, reason: &str, previous: Option<String>, setup: Option<usize>) {
@@ -430,6 +428,7 @@ impl Agent {
                 }
                 self.reload_started(reply);
             }
+            ExtSignal::OldRuntimeShutDown(switch) => self.switch_now(*switch).await,
             ExtSignal::ReplacementStarted { reply } => {
                 self.ext.restart_done();
                 self.discover_after_replacement();
@@ -614,7 +613,7 @@ impl Agent {
 
     /// Replay held ops in order (each is held again if a new hook starts);
     /// they were accepted before any shutdown.
-    async fn release_deferred(&mut self) {
+    pub(super) async fn release_deferred(&mut self) {
         if self.ext.gated() {
             return;
         }

@@ -63,25 +63,20 @@ impl Agent {
     }
 
     /// A replaced session's new extension runtime, in pi's phases
-    /// ([`super::runtime_phases`]): every `session_shutdown`, every factory,
-    /// the bind, then every `session_start` (`payload`), each awaited in load
+    /// ([`super::runtime_phases`]), the old instances' `session_shutdown`
+    /// already run ([`Agent::switch_after_shutdown`]): every factory, the
+    /// bind, then every `session_start` (`payload`), each awaited in load
     /// order; ops wait until then. With `setup` (the extension whose command
     /// called `newSession({setup})`), the setup runs once the runtime is
     /// bound and the `session_start`s wait for it ([`Agent::extension_setup_done`]).
     /// Then `resources_discover`, and MCP's activation at the next sync
     /// ([`Agent::sync_mcp_activation`]).
     pub(super) fn replace_runtime(&mut self, payload: Value, setup: Option<usize>) {
-        self.ext.restart_started();
-        let mut shutdown = json!({"reason": payload["reason"]});
-        if let Some(file) = payload.get("sessionFile") {
-            shutdown["targetSessionFile"] = file.clone();
-        }
         let handle = self.ext.handle().clone();
         let renewed = super::runtime_phases::renewable(&handle);
         let awaiting = self.ext.replacing(&[]);
         let internal = self.channels.internal();
         tokio::spawn(async move {
-            super::runtime_phases::shut_down_in_turn(&renewed, &shutdown).await;
             let runtime: Vec<_> = renewed.into_iter().map(|e| (e, false)).collect();
             super::runtime_phases::run_factories_and_bind(&runtime, &awaiting).await;
             if let Some(caller) = setup {

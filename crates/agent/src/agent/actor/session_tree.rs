@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use super::Agent;
+use crate::agent::parked_switch::ParkedSwitch;
 use crate::error::CoreError;
 use crate::op::{EntryList, Forked, Reply, Switched};
 use crate::session::{Session, SessionError};
@@ -14,66 +15,61 @@ fn session_error(e: SessionError) -> CoreError {
 impl Agent {
     /// `new_session`: a new file beside the current one (in memory when the
     /// current one is). `setup`: the extension whose `newSession({setup})`
-    /// this is (the other extensions start once its setup is done).
-    pub(super) async fn new_session(
+    /// this is (the other extensions start once its setup is done). The
+    /// switch waits for the old instances' `session_shutdown`
+    /// ([`Agent::switch_after_shutdown`]), as do the others below.
+    pub(super) fn new_session(
         &mut self,
         parent_session: Option<String>,
         setup: Option<usize>,
-    ) -> Result<Reply, CoreError> {
+    ) -> Result<ParkedSwitch, CoreError> {
         let session = if self.session.record().file_path().is_some() {
             Session::create(self.workspace.session_dir(), self.workspace.cwd(), parent_session)
                 .map_err(session_error)?
         } else {
             Session::in_memory(self.workspace.cwd())
         };
-        let previous = self.replace_session(session).await?;
-        self.extensions_session_started("new", previous, setup);
-        Ok(Reply::Switched(Switched::new(false)))
+        let switch = ParkedSwitch::new(session, "new", Reply::Switched(Switched::new(false)));
+        Ok(ParkedSwitch { setup, ..switch })
     }
 
     /// `switch_session`: the session file at `session_path`.
-    pub(super) async fn switch_session(&mut self, session_path: &str) -> Result<Reply, CoreError> {
+    pub(super) fn switch_session(&mut self, session_path: &str) -> Result<ParkedSwitch, CoreError> {
         let path = self.workspace.absolute(session_path);
-        self.open_and_resume(&path).await
+        self.open_and_resume(&path)
     }
 
     /// `resume_session`: a session found by id, id prefix or path.
-    pub(super) async fn resume_session(&mut self, reference: &str) -> Result<Reply, CoreError> {
+    pub(super) fn resume_session(&mut self, reference: &str) -> Result<ParkedSwitch, CoreError> {
         let dirs = self.workspace.session_search_dirs();
         let path = crate::session::resolve_session(reference, self.workspace.cwd(), &dirs).map_err(session_error)?;
-        self.open_and_resume(&path).await
+        self.open_and_resume(&path)
     }
 
-    async fn open_and_resume(&mut self, path: &Path) -> Result<Reply, CoreError> {
+    fn open_and_resume(&mut self, path: &Path) -> Result<ParkedSwitch, CoreError> {
         let (session, warnings) = Session::open(path, self.workspace.cwd()).map_err(session_error)?;
         for w in warnings {
             tracing::warn!("{w}");
         }
-        let previous = self.replace_session(session).await?;
-        self.extensions_session_started("resume", previous, None);
-        Ok(Reply::Switched(Switched::new(false)))
+        Ok(ParkedSwitch::new(session, "resume", Reply::Switched(Switched::new(false))))
     }
 
     /// `fork`: a new session up to `entry_id`, and the text of that user message.
-    pub(super) async fn fork(&mut self, entry_id: &str) -> Result<Reply, CoreError> {
+    pub(super) fn fork(&mut self, entry_id: &str) -> Result<ParkedSwitch, CoreError> {
         let (session, text) = self.session.record().fork(entry_id).map_err(session_error)?;
-        let previous = self.replace_session(session).await?;
-        self.extensions_session_started("fork", previous, None);
-        Ok(Reply::Fork(Forked { text, cancelled: false }))
+        Ok(ParkedSwitch::new(session, "fork", Reply::Fork(Forked { text, cancelled: false })))
     }
 
     /// `clone`: a new session with the current branch (or, for an
     /// extension's `fork(id, {position: "at"})`, the path up to `at`).
-    pub(super) async fn clone_session(&mut self, at: Option<&str>) -> Result<Reply, CoreError> {
+    pub(super) fn clone_session(&mut self, at: Option<&str>) -> Result<ParkedSwitch, CoreError> {
         let record = self.session.record();
         let session = match at {
             Some(entry_id) => record.clone_to(entry_id),
             None => record.clone_branch(),
         }
         .map_err(session_error)?;
-        let previous = self.replace_session(session).await?;
-        self.extensions_session_started("fork", previous, None);
-        Ok(Reply::Switched(Switched::new(false)))
+        Ok(ParkedSwitch::new(session, "fork", Reply::Switched(Switched::new(false))))
     }
 
     /// `get_entries`: all of them, or those after `since`.
@@ -105,7 +101,7 @@ impl Agent {
 
     /// Make `session` current: its conversation, model and thinking level.
     /// Returns the file of the session it replaced (none in memory).
-    async fn replace_session(&mut self, session: Session) -> Result<Option<String>, CoreError> {
+    pub(super) async fn replace_session(&mut self, session: Session) -> Result<Option<String>, CoreError> {
         let previous = self.session.record().file_path().map(|p| p.display().to_string());
         self.workspace.release_temp_files(self.session.record().file_path());
         self.session.replace(session);

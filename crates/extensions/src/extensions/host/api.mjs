@@ -67,8 +67,11 @@ export class Instance {
 		this.virtualModels = new VirtualModels();
 		this.providers = new Providers(() => this.onChange(), {
 			agentDir: hello.agentDir ?? process.env.PI_CODING_AGENT_DIR,
-			offline: hello.offline === true,
+			// Offline, or print mode (`catalogNetwork` false): no network refresh.
+			offline: hello.offline === true || hello.catalogNetwork === false,
 			channel,
+			// An SDK session's extensions: its runtime layer refreshes config forms (registration-refresh.cjs).
+			configRefresh: hello.configRefresh !== false,
 		});
 		this.bus = bus;
 		this.onChange = onChange;

@@ -9,6 +9,7 @@
 
 import { createRequire } from "node:module";
 
+import { configRefreshProvider } from "./config-refresh.mjs";
 import { ProviderRefresh } from "./provider-refresh.mjs";
 
 const require = createRequire(import.meta.url);
@@ -174,8 +175,10 @@ export class Providers {
 	 * provider settled); `agentDir`, `offline` and `channel` (its network
 	 * phase's turn) for its model refresh.
 	 */
-	constructor(onChange = () => {}, { agentDir, offline, channel } = {}) {
+	constructor(onChange = () => {}, { agentDir, offline, channel, configRefresh = true } = {}) {
 		this.byName = new Map();
+		// A config form's `refreshModels` is run here (not for a runtime's own registrations: registration-refresh.cjs).
+		this.configRefresh = configRefresh;
 		this.onChange = onChange;
 		this.settling = new Set();
 		const turn = channel ? (params) => channel.request("providerRefresh", params) : undefined;
@@ -190,13 +193,20 @@ export class Providers {
 	 * which `getModels()` is its model list and the registration goes out.
 	 * Then, unless offline, its network phase runs in the background, as
 	 * pi's RPC mode refreshes catalogs after start, and the registration
-	 * goes out again with the list it published.
+	 * goes out again with the list it published. A config form with
+	 * `refreshModels` is refreshed the same way (config-refresh.mjs).
 	 */
 	settle(entry) {
-		const provider = entry.provider;
+		const legacy = !entry.provider;
+		const provider = entry.provider ?? configRefreshProvider(entry);
 		const signal = AbortSignal.timeout(30_000);
 		const refreshes = typeof provider.refreshModels === "function";
+		// A config form's answer goes into its config itself.
+		const publish = () => {
+			if (!legacy) entry.config = { ...entry.config, models: providerModels(provider) };
+		};
 		const work = (async () => {
+			if (legacy) return this.restoreWithin(provider, signal, publish);
 			try {
 				const stored = this.refresh.credential(provider.id);
 				const credential = stored?.type === "api_key" ? stored : undefined;
@@ -206,14 +216,7 @@ export class Providers {
 			} catch {
 				// Not configured: the provider's models need a key from elsewhere.
 			}
-			if (refreshes) {
-				try {
-					await this.refresh.restore(provider, signal);
-				} catch {
-					// pi keeps the previous list when a refresh fails.
-				}
-				entry.config = { ...entry.config, models: providerModels(provider) };
-			}
+			if (refreshes) await this.restoreWithin(provider, signal, publish);
 		})();
 		this.settling.add(work);
 		const current = () => this.byName.get(entry.name) === entry;
@@ -225,13 +228,23 @@ export class Providers {
 				.fetch(provider, AbortSignal.timeout(15_000))
 				.then((ran) => {
 					if (!ran || !current()) return;
-					entry.config = { ...entry.config, models: providerModels(provider) };
+					publish();
 					this.onChange();
 				})
 				.catch(() => {
 					// A failed network refresh keeps the catalog (pi logs nothing in RPC mode).
 				});
 		});
+	}
+
+	/** The offline phase of `provider`'s refresh, then `publish` (a failed refresh keeps the list, as pi's). */
+	async restoreWithin(provider, signal, publish) {
+		try {
+			await this.refresh.restore(provider, signal);
+		} catch {
+			// pi keeps the previous list when a refresh fails.
+		}
+		publish();
 	}
 
 	/** Wait (a bounded time) for the native providers registered so far to settle. */
@@ -263,6 +276,8 @@ export class Providers {
 		entry.legacy = legacy;
 		this.byName.set(entry.name, entry);
 		if (!legacy && (entry.provider?.auth?.apiKey || typeof entry.provider?.refreshModels === "function")) {
+			this.settle(entry);
+		} else if (legacy && this.configRefresh && typeof entry.config?.refreshModels === "function") {
 			this.settle(entry);
 		}
 	}

@@ -746,6 +746,7 @@ async function createAgentSession(options = {}) {
 		// The loader's extensions as they are now: a reload's register too (kept-registrations.cjs).
 		extensions: () => (resourceLoader.getExtensions?.() ?? extensionsResult)?.extensions,
 		context: () => session.extensionRunner?.createContext(),
+		sources: () => options.modelRuntime?.refreshSources?.(),
 	});
 	const stream = sessionModels.streamWith(baseStream);
 	// pi's SDK session keeps its own requests' prompt caches warm (session-warming.cjs).

@@ -170,7 +170,7 @@ async function loadExtensionFromFactory(factory, cwd, eventBus, runtime = create
 	let runner;
 	const instance = new Instance({
 		channel: localChannel(runtime, () => runtime.modelRegistry, () => instance, extensionPath),
-		hello: { cwd, agentDir: hello.agentDir, flags: {}, projectTrusted: hello.projectTrusted, offline: hello.offline },
+		hello: { cwd, agentDir: hello.agentDir, flags: {}, projectTrusted: hello.projectTrusted, offline: hello.offline, configRefresh: false },
 		contexts: {
 			state: () => instance.channel.call("getState"),
 			cache: { clear() {} },

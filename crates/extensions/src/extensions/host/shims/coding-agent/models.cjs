@@ -58,6 +58,8 @@ class ModelRuntime {
 		// pi's cache of remote catalogs, restored as pi's runtime restores it when made (catalog-store.cjs).
 		const modelsPath = options?.modelsPath === null ? null : path.resolve(options?.modelsPath ?? path.join(agentDir(), "models.json"));
 		const catalogs = catalogStoreOf(options, modelsPath);
+		// Read by the registrations' offline refresh (`refreshSources`).
+		runtime.catalogStore = catalogs;
 		if (catalogs) {
 			const { registry, fetchCatalogs } = withStoredCatalogs(runtime.registry, catalogs, { catalogBaseUrl: options?.catalogBaseUrl });
 			runtime.registry = registry;
@@ -347,7 +349,12 @@ class ModelRuntime {
 	 */
 	ownRegistrations() {
 		if (!this.own) {
-			this.own = require("./session-models.cjs").createSessionModels({ base: this.registry, extensions: () => [], context: () => undefined });
+			this.own = require("./session-models.cjs").createSessionModels({
+				base: this.registry,
+				extensions: () => [],
+				context: () => undefined,
+				sources: () => this.refreshSources(),
+			});
 			this.registry = this.own.registry;
 		}
 		return this.own;
@@ -367,6 +374,29 @@ class ModelRuntime {
 		return { ...route, state };
 	}
 	async settleCredentialWrites() {}
+	/**
+	 * What pi-ai's offline refresh gives a registration's `refreshModels`:
+	 * the provider's credential (a runtime key first, as pi's
+	 * `RuntimeCredentials`, then the caller's store or the runtime's
+	 * auth.json) and its entry of the runtime's catalog store.
+	 */
+	refreshSources() {
+		const catalogs = this.catalogStore ?? catalogStoreOf({}, path.join(agentDir(), "models.json"));
+		return {
+			credential: async (id) => {
+				const key = this.runtimeKeys.get(id);
+				if (key !== undefined) return { type: "api_key", key };
+				if (this.credentialStore) return structuredClone(this.credentialStore.entries?.[id]);
+				try {
+					const entry = JSON.parse(fs.readFileSync(this.authPath, "utf8").replace(/^\uFEFF/, "") || "{}")?.[id];
+					return entry && typeof entry === "object" ? entry : undefined;
+				} catch {
+					return undefined;
+				}
+			},
+			stored: async (id) => catalogs.read(id),
+		};
+	}
 }
 
 /** pi's synchronous `ModelRegistry` facade over a `ModelRuntime`. */

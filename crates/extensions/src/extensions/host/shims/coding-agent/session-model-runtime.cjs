@@ -32,7 +32,7 @@ function sessionModelRuntime(given, sessionModels) {
  * context a router is given).
  */
 function registerSessionModels(runtime, { extensions, context }) {
-	const layer = createSessionModels({ base: runtime.registry, extensions, context });
+	const layer = createSessionModels({ base: runtime.registry, extensions, context, sources: () => runtime.refreshSources?.() });
 	runtime.registry = layer.registry;
 }
 

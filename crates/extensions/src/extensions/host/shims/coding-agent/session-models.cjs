@@ -25,6 +25,7 @@ const { services } = require("../host-services.cjs");
 const { registeredAuthStatus, registeredAuth, registeredProvider } = require("./registered-provider.cjs");
 const { createKeptRegistrations } = require("./kept-registrations.cjs");
 const { createRegistrationRefresh } = require("./registration-refresh.cjs");
+const { modelNetworkEnabled } = require("./catalog-store.cjs");
 
 /** The API of a virtual catalog entry (pi's `VIRTUAL_MODEL_API`). */
 const VIRTUAL_API = "pi-virtual";
@@ -112,9 +113,11 @@ function storedState(branch, provider, modelId) {
 /**
  * The session's models: `base` (a registry facade), with what the
  * extensions of `extensions()` registered laid over it; `context()` is the
- * runner's extension context a router is given.
+ * runner's extension context a router is given; `sources()` the runtime's
+ * stored credentials and catalogs for the registrations' offline refresh
+ * (registration-refresh.cjs; the agent directory's without it).
  */
-function createSessionModels({ base, extensions, context }) {
+function createSessionModels({ base, extensions, context, sources }) {
 	/** Virtual models registered by hand on the session's `modelRuntime` (session-model-runtime.cjs); their routers get no context, as pi's. */
 	const byHand = new Map();
 	/** Providers registered by hand on the runtime (pi's `ModelRuntime.registerProvider` / `registerNativeProvider`), kept as `pi.registerProvider` keeps them. */
@@ -412,7 +415,7 @@ function createSessionModels({ base, extensions, context }) {
 	const registerProviderByHand = (nameOrProvider, config) => {
 		if (!handProviders) {
 			const { extensionHost, hello } = services();
-			handProviders = new extensionHost.Providers(() => {}, { agentDir: hello?.agentDir, offline: hello?.offline });
+			handProviders = new extensionHost.Providers(() => {}, { agentDir: hello?.agentDir, offline: hello?.offline, configRefresh: false });
 		}
 		handProviders.register(nameOrProvider, config);
 		refresher.schedule();
@@ -425,10 +428,13 @@ function createSessionModels({ base, extensions, context }) {
 	refresher = createRegistrationRefresh({
 		ids: () => [...registrations().providers].filter(([, e]) => e.legacy !== false && typeof e.config?.refreshModels === "function").map(([id]) => id),
 		providerOf: (id) => registry.getProvider(id),
+		sources,
 	});
 	registry.refresh = async (options) => {
 		const result = await base.refresh?.(options);
-		await refresher.run(options?.signal);
+		// pi's runtime refresh uses the network unless told not to (or offline).
+		const network = (options?.allowNetwork ?? modelNetworkEnabled()) && modelNetworkEnabled() ? { force: options?.force } : undefined;
+		await refresher.run(options?.signal, network);
 		return result ?? { aborted: false, errors: new Map() };
 	};
 
