@@ -17,6 +17,7 @@
 
 "use strict";
 
+const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
 const { storeRegistry, storedCredentials, storeCredential, removeCredential } = require("./model-store.cjs");
