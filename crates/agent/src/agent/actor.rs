@@ -163,8 +163,9 @@ impl Agent {
             agent.models.refresh_catalogs_after_start(refreshes);
         }
         agent.apply_codemode_settings();
-        let default_provider = agent.prefs.settings().default_provider.as_deref();
-        agent.models.apply_command_line(startup, config.api_key, &config.model_scope, default_provider);
+        let started = !agent.session.messages().is_empty();
+        let settings = agent.prefs.settings();
+        agent.models.apply_command_line(startup, config.api_key, &config.model_scope, settings, started)?;
         agent.add_client_tools(config.client.tools.clone())?;
         // pi restores the loadout a resumed session recorded (`--session`, `--continue`).
         agent.restore_tools_at_start();

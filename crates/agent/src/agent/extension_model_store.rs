@@ -148,7 +148,7 @@ pub(crate) fn registry_answer(registry: &ModelRegistry, op: &str, args: &[Value]
         "getProvider" => registry
             .clone()
             .provider_info(provider)
-            .map(|p| json!({"id": p.id, "name": p.name, "baseUrl": p.base_url, "oauth": p.oauth})),
+            .map(|p| json!({"id": p.id, "name": p.name, "baseUrl": p.base_url, "oauth": p.oauth, "configured": p.configured})),
         "getProviderAuth" => registry.provider_auth(provider).map(|a| provider_auth_json(registry, provider, a)),
         "getProviderAuthStatus" => {
             let status = registry.provider_auth_status(provider);
@@ -176,12 +176,16 @@ pub(crate) fn registry_answer(registry: &ModelRegistry, op: &str, args: &[Value]
     })
 }
 
+/// pi-ai's built-in providers of typed models alone (no chat model, so not
+/// among pi-rpc's chat providers): TypeSafe's classifiers.
+const TYPED_ONLY_BUILTINS: &[&str] = &["typesafe"];
+
 /// The ids of `registry`'s providers in the order of pi's `getProviders()`:
-/// every built-in provider, then those only `models.json` (or an
-/// extension) brings, as their models come.
+/// every built-in provider of pi-ai's (TypeSafe's included), then those only
+/// `models.json` (or an extension) brings, as their models come.
 fn provider_ids(registry: &ModelRegistry) -> (Vec<String>, Vec<String>) {
-    let mut builtin: Vec<String> =
-        crate::config::catalog::BUILTIN_PROVIDERS.iter().map(|p| p.name.to_string()).collect();
+    let chat = crate::config::catalog::BUILTIN_PROVIDERS.iter().map(|p| p.name);
+    let mut builtin: Vec<String> = chat.chain(TYPED_ONLY_BUILTINS.iter().copied()).map(str::to_string).collect();
     builtin.sort();
     let others = registry.loaded_providers().into_iter();
     let others = others.filter(|id| id != crate::provider::faux::FAUX_PROVIDER && !builtin.contains(id)).collect();

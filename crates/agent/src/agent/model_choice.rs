@@ -103,18 +103,17 @@ impl ModelChoice {
     }
 
     /// The command line's choice: `--provider`, `--model`, `--thinking`
-    /// (`startup`), `--api-key` (given to the provider of the requested or
-    /// default model), `--models` (the scope).
+    /// (`startup`), `--models` (the scope), `--api-key` (given to the
+    /// provider of the model `--model` or the scope chooses, as pi does;
+    /// without either, pi's start-up error).
     pub(super) fn apply_command_line(
         &mut self,
         startup: StartupChoice,
         api_key: Option<String>,
         scope: &[String],
-        default_provider: Option<&str>,
-    ) {
-        if let Some(key) = api_key {
-            self.give_key(startup.provider.as_deref(), startup.pattern.as_deref(), key, default_provider);
-        }
+        settings: &Settings,
+        conversation_started: bool,
+    ) -> Result<(), CoreError> {
         if !scope.is_empty() {
             let scope = self.registry.scope(scope);
             for warning in scope.warnings {
@@ -122,22 +121,37 @@ impl ModelChoice {
             }
             self.scope = scope.models;
         }
+        if let Some(key) = api_key {
+            let provider = self.key_provider(&startup, settings, conversation_started).ok_or_else(|| {
+                CoreError::invalid(
+                    "apiKey",
+                    "--api-key requires a model to be specified via --model, --provider/--model, or --models",
+                )
+            })?;
+            self.registry.set_runtime_key(&provider, key);
+        }
         self.startup = startup;
+        Ok(())
     }
 
-    /// Give `--api-key` to the provider of the requested (or default) model.
-    fn give_key(&mut self, provider: Option<&str>, model: Option<&str>, key: String, default: Option<&str>) {
-        let provider = provider
-            .map(str::to_string)
-            .or_else(|| {
-                let pattern = model.map(str::trim).filter(|m| !m.is_empty())?;
-                self.registry.resolve_pattern(None, pattern, None, true).ok().map(|s| s.model.provider)
-            })
-            .or_else(|| default.map(str::to_string));
-        match provider {
-            Some(p) => self.registry.set_runtime_key(&p, key),
-            None => tracing::warn!("--api-key given but no provider or model selected; ignoring it"),
+    /// The provider `--api-key` is for: the requested model's (`--provider`,
+    /// else the provider `--model` resolves to, else the settings' default
+    /// provider while the pattern waits for the extensions), or that of the
+    /// model the scope starts with; none without either.
+    fn key_provider(
+        &mut self,
+        startup: &StartupChoice,
+        settings: &Settings,
+        conversation_started: bool,
+    ) -> Option<String> {
+        if let Some(pattern) = startup.pattern.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
+            return startup
+                .provider
+                .clone()
+                .or_else(|| self.registry.resolve_pattern(None, pattern, None, true).ok().map(|s| s.model.provider))
+                .or_else(|| settings.default_provider.clone());
         }
+        self.initial_scoped_model(settings, conversation_started).map(|(model, _)| model.provider)
     }
 
     pub(super) fn model(&self) -> &Model {

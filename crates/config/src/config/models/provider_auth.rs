@@ -49,6 +49,9 @@ pub struct ProviderInfo {
     pub base_url: Option<String>,
     /// True when its credential is an OAuth login.
     pub oauth: bool,
+    /// True when `models.json` or an extension's registration configures it
+    /// (pi composes such a provider; a built-in one left alone is pi-ai's).
+    pub configured: bool,
 }
 
 /// The logins pi offers for a provider (`login(provider, "api_key" | "oauth")`).
@@ -165,6 +168,10 @@ impl ModelRegistry {
             name: builtin.map_or(provider, |b| b.display_name).to_string(),
             base_url,
             oauth: self.oauth_login(provider).is_some(),
+            configured: self.providers.contains_key(provider)
+                || self.registered.contains_key(provider)
+                || self.extension_configs.contains_key(provider)
+                || self.json_overrides.contains_key(provider),
         })
     }
 

@@ -12,6 +12,7 @@ import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
 const calls = require("./shims/ai/calls.cjs");
+const { builtinProvider, isBuiltinProvider } = require("./shims/coding-agent/builtin-provider.cjs");
 
 /** A model as JSON (functions dropped). */
 function plainModel(model) {
@@ -101,9 +102,23 @@ export function createModelRegistry(channel, host) {
 	const stream = (model, context, options) => calls.viaRegistry(model, context, options, false);
 	const streamSimple = (model, context, options) => calls.viaRegistry(model, context, options, true);
 
-	/** pi-ai's `Provider` of `id`: its facts, its chat models, and calls through pi-rpc. */
+	// pi-ai's object of a built-in provider nothing configures, kept for the session (its restored catalog stays in it).
+	const builtins = new Map();
+	const builtin = (id) => {
+		if (!builtins.has(id)) {
+			const chat = () => all().filter((m) => m.provider === id);
+			const typed = (type) => op("getModelsOfType", type, id) ?? [];
+			const classify = (model, context, options) => typedCall("classify", "classifier", model, context, options);
+			const generateImages = (model, context, options) => typedCall("generateImages", "image", model, context, options);
+			builtins.set(id, builtinProvider(id, { chat, typed, calls: { classify, generateImages } }));
+		}
+		return builtins.get(id);
+	};
+
+	/** pi-ai's `Provider` of `id`: a built-in one's as pi-ai has it; another's facts, chat models, and calls through pi-rpc. */
 	const provider = (id) => {
 		const facts = op("getProvider", id);
+		if (isBuiltinProvider(id) && !facts?.configured) return builtin(id);
 		if (!facts) return undefined;
 		const resolve = async () => (await channel.request("models", { op: "getProviderAuth", args: [id] }))?.value;
 		const auth = { apiKey: { name: "API key", resolve } };
@@ -149,7 +164,7 @@ export function createModelRegistry(channel, host) {
 		getProvider: provider,
 		// pi's order of `getProviders()`: `{builtin, others}` (pi-rpc's own op).
 		getProviderIds: () => op("getProviderIds"),
-		getProviderDisplayName: (id) => op("getProvider", id)?.name ?? id,
+		getProviderDisplayName: (id) => provider(id)?.name ?? id,
 		getProviderAuth: (id) => request("getProviderAuth", id),
 		getApiKeyForProvider: async (id) => (await request("getProviderAuth", id))?.auth?.apiKey,
 		isUsingOAuth: (model) => op("getProviderAuth", model?.provider)?.source === "OAuth",

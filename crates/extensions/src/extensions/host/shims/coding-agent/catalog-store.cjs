@@ -382,4 +382,4 @@ function withStoredCatalogs(registry, store, network = {}) {
 	return { registry: overlaid, restore, fetchCatalogs };
 }
 
-module.exports = { catalogStoreOf, withStoredCatalogs, modelNetworkEnabled };
+module.exports = { catalogStoreOf, withStoredCatalogs, modelNetworkEnabled, refreshProvider, refreshPersonalized, mergeModels, BUILTIN_GENERATED_AT, DEFAULT_CATALOG_BASE_URL };

@@ -15,6 +15,7 @@
 const { services } = require("../host-services.cjs");
 const { lib } = require("./text.cjs");
 const calls = require("../ai/calls.cjs");
+const { builtinProvider, isBuiltinProvider } = require("./builtin-provider.cjs");
 
 /** A model as plain JSON (the library function reads pi's `Model` fields). */
 const plain = (model) => (model ? JSON.parse(JSON.stringify(model)) : model);
@@ -37,8 +38,19 @@ function storeRegistry(store, runtimeKeys) {
 	};
 	// A provider the running session does not know (of these files only) is called by its model's API, with this runtime's auth.
 	const call = (kind) => (model, context, options) => (own.getProvider(model?.provider) ? own[kind] : calls[kind])(model, context, options);
+	// pi-ai's object of a built-in provider nothing configures, one per runtime (its restored catalog stays in it).
+	const builtins = new Map();
+	const builtin = (id) => {
+		if (!builtins.has(id)) {
+			const chat = () => (catalogAsk("getAll") ?? []).filter((m) => m.provider === id);
+			const typed = (type) => own.getModelsOfType(type, id) ?? [];
+			builtins.set(id, builtinProvider(id, { chat, typed, calls: own }));
+		}
+		return builtins.get(id);
+	};
 	const provider = (id) => {
 		const facts = catalogAsk("getProvider", id);
+		if (isBuiltinProvider(id) && !facts?.configured) return builtin(id);
 		if (!facts) return undefined;
 		return {
 			id: facts.id,

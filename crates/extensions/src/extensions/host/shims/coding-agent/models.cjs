@@ -20,7 +20,6 @@
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
-const { services } = require("../host-services.cjs");
 const { storeRegistry, storedCredentials, storeCredential, removeCredential } = require("./model-store.cjs");
 const { CredentialStoreBridge } = require("./credential-store.cjs");
 const { catalogStoreOf, withStoredCatalogs, modelNetworkEnabled } = require("./catalog-store.cjs");
@@ -30,9 +29,9 @@ const { ModelsError } = require("../ai/models.cjs");
 const { VIRTUAL_API: VIRTUAL_MODEL_API } = require("./session-models.cjs");
 const { apiKeyCredential } = require("./api-key-login.cjs");
 const registeredOAuth = require("./extension-oauth.cjs");
+const { oauthLoginInto, oauthCredential } = require("./oauth-login.cjs");
 
 const providerOf = (target) => (typeof target === "string" ? target : target?.provider);
-let loginCount = 0;
 const agentDir = () => process.env.PI_CODING_AGENT_DIR || path.join(os.homedir(), ".pi", "agent");
 
 /** pi's `ModelRuntime` over pi-rpc's catalog and credentials, or over other files. */
@@ -240,39 +239,10 @@ class ModelRuntime {
 		return this.registry.loginMethods?.(providerId) ?? { apiKey: true, oauth: false };
 	}
 	async oauthLogin(providerId, interaction) {
-		if (!this.credentialStore) return this.oauthLoginInto(this.authPath, providerId, interaction);
+		if (!this.credentialStore) return oauthLoginInto(this.authPath, providerId, interaction);
 		// pi-rpc's flow writes an auth.json: one of its own for this login, its credential then given to the store.
-		const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pi-login-"));
-		try {
-			const credential = await this.oauthLoginInto(path.join(dir, "auth.json"), providerId, interaction);
-			return await this.credentialStore.write(providerId, credential, { signal: interaction?.signal });
-		} finally {
-			fs.rmSync(dir, { recursive: true, force: true });
-		}
-	}
-	async oauthLoginInto(authPath, providerId, interaction) {
-		const host = services();
-		const id = `login-${++loginCount}`;
-		host.logins.set(id, async ({ event, prompt }) => {
-			if (event) {
-				interaction.notify?.(event);
-				return null;
-			}
-			return interaction.prompt({ ...prompt, ...(interaction.signal ? { signal: interaction.signal } : {}) });
-		});
-		const answer = host.channel.request("models", { op: "login", args: [providerId, authPath, id] });
-		// `interaction.signal` withdraws the request: pi-rpc cancels the login.
-		const requestId = host.channel.lastRequestId();
-		const signal = interaction?.signal;
-		const onAbort = () => host.channel.send({ type: "cancel", id: requestId });
-		if (signal?.aborted) onAbort();
-		else signal?.addEventListener?.("abort", onAbort, { once: true });
-		try {
-			return (await answer)?.value;
-		} finally {
-			signal?.removeEventListener?.("abort", onAbort);
-			host.logins.delete(id);
-		}
+		const credential = await oauthCredential(providerId, interaction);
+		return this.credentialStore.write(providerId, credential, { signal: interaction?.signal });
 	}
 	/** pi's `logout(providerId)`: the stored credential removed, and this runtime's key for it. */
 	async logout(providerId) {

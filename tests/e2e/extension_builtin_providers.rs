@@ -1,0 +1,275 @@
+//! pi's built-in providers as a model runtime gives them, side by side with
+//! pi 1.6.0: `getProviders()` lists every built-in provider of pi-ai's,
+//! TypeSafe's (classifier models only) included, in pi's order; a built-in
+//! provider's object from `getProvider()` (a new runtime's and
+//! `ctx.modelRegistry`'s) is pi-ai's, member by member: its keys and their
+//! types in pi's order, name, base URL, `refreshModelsAuth`, the API-key
+//! auth (`name`, the variables `resolve` reads in order, what it resolves
+//! from the environment, from a stored credential or from nothing, the
+//! questions `login` asks), the OAuth auth's facts, the chat and typed
+//! models, `refreshModels` offline, `filterModels`, and a call through
+//! `stream`; and `--api-key`: the session's runtime (`ctx.modelRegistry`)
+//! uses the key for the chosen model's provider, a runtime an extension makes
+//! (`ModelRuntime.create()`) does not, as in pi.
+//!
+//! Needs node 22, the host's packages and the reference pi from
+//! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
+
+use serde_json::{Value, json};
+
+use crate::clients::node22;
+use crate::extension_host::{host_dir, host_settings, write_module};
+use crate::extension_provider_events::{reference_cli, reference_command};
+use crate::extension_sdk_services::notified_text;
+use crate::harness::{Pi, Sandbox};
+
+const BUILTINS: &str = r#"import { ModelRuntime } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const settled = async (f: () => any) => { try { const v = await f(); return v === undefined ? "undefined" : JSON.parse(JSON.stringify(v)); } catch (e: any) { return { error: e.message }; } };
+const kinds = (o: any) => (o && typeof o === "object" ? Object.keys(o).map((k) => `${k}:${o[k] === undefined ? "undefined" : typeof o[k]}`) : o === undefined ? "undefined" : null);
+const signal = () => new AbortController().signal;
+const typed = (m: any) => `${m.type ?? "chat"}:${m.id}`;
+
+/** Everything pi's provider object answers without the network. */
+async function describe(p: any) {
+  if (!p) return null;
+  const a = p.auth?.apiKey;
+  const o = p.auth?.oauth;
+  const asked: string[] = [];
+  const none = { env: async (n: string) => { asked.push(n); return undefined; }, fileExists: async () => false };
+  const all = { env: async (n: string) => `v-${n}`, fileExists: async () => true };
+  const prompts: any[] = [];
+  const notes: any[] = [];
+  const interaction = {
+    signal: signal(),
+    prompt: async (q: any) => { prompts.push([q.type, q.message, (q.options ?? []).map((x: any) => x.id)]); return q.type === "select" ? q.options[0].id : `typed ${q.message}`; },
+    notify: (n: any) => { notes.push(n.type); },
+  };
+  const published: any[] = [];
+  const refresh = typeof p.refreshModels === "function"
+    ? await settled(() => p.refreshModels({ signal: signal(), allowNetwork: false, publish: async (x: any) => { published.push(Object.keys(x)); x.update?.(); return true; } }))
+    : null;
+  return {
+    keys: kinds(p), auth: kinds(p.auth), apiKey: kinds(a), oauth: kinds(o),
+    id: p.id, name: p.name, baseUrl: p.baseUrl ?? null, headers: p.headers ?? null, refreshModelsAuth: p.refreshModelsAuth ?? null,
+    apiKeyName: a?.name ?? null,
+    oauthFacts: o ? [o.name, o.isSubscription ?? null, o.loginLabel ?? null] : null,
+    resolveNone: a ? await settled(() => a.resolve({ ctx: none, signal: signal() })) : null,
+    asked,
+    resolveAll: a ? await settled(() => a.resolve({ ctx: all, signal: signal() })) : null,
+    resolveStored: a ? await settled(() => a.resolve({ ctx: none, credential: { type: "api_key", key: "stored-k", env: { X_SET: "1" } }, signal: signal() })) : null,
+    login: a ? await settled(() => a.login(interaction)) : null,
+    prompts, notes,
+    chat: p.getModels().map((m: any) => m.id),
+    all: typeof p.getAllModels === "function" ? p.getAllModels().map(typed) : null,
+    refresh, published,
+  };
+}
+
+export default function (pi: ExtensionAPI) {
+  // Every built-in provider of a new runtime, and ctx.modelRegistry's of the same ids.
+  pi.registerCommand("builtins", {
+    handler: async (_args, ctx) => {
+      const rt: any = await ModelRuntime.create();
+      const ids = rt.getProviders().map((p: any) => p.id);
+      const out: any = { ids, listedTypes: rt.getProviders().map((p: any) => typeof p.getModels), fresh: {}, running: {} };
+      for (const id of ids) {
+        if (id === "fake") continue;
+        out.fresh[id] = await describe(rt.getProvider(id));
+        out.running[id] = await describe(ctx.modelRegistry.getProvider(id));
+      }
+      out.names = ids.map((id: string) => ctx.modelRegistry.getProviderDisplayName(id));
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
+
+  // One built-in provider's calls and catalog: a stream at the fake server, a stored catalog restored, Copilot's filter.
+  pi.registerCommand("calls", {
+    handler: async (_args, ctx) => {
+      const rt: any = await ModelRuntime.create();
+      const fake = ctx.modelRegistry.find("fake", "fake-model") as any;
+      const groq = rt.getProvider("groq");
+      const model = { ...groq.getModels()[0], baseUrl: fake.baseUrl };
+      const message = await groq.stream(model, { messages: [{ role: "user", content: "hi", timestamp: 1 }] }, { apiKey: "call-key" }).result();
+      const out: any = { text: message.content, stopReason: message.stopReason, provider: message.provider, error: message.errorMessage ?? null };
+      const restored: any[] = [];
+      const stored = { models: [{ ...groq.getModels()[0], id: "stored-one", name: "Stored" }], lastModified: Date.now(), checkedAt: Date.now() };
+      await groq.refreshModels({ signal: signal(), allowNetwork: false, stored, publish: async (x: any) => { restored.push(Object.keys(x)); x.update?.(); return true; } });
+      out.restored = { published: restored, has: groq.getModels().some((m: any) => m.id === "stored-one"), fresh: rt.getProvider("groq").getModels().some((m: any) => m.id === "stored-one") };
+      const copilot = rt.getProvider("github-copilot");
+      const models = copilot.getModels();
+      out.copilot = [
+        copilot.filterModels(models, undefined).length === models.length,
+        copilot.filterModels(models, { type: "oauth", access: "a", refresh: "r", expires: 1, availableModelIds: [models[0].id] }).map((m: any) => m.id),
+      ];
+      const openai = rt.getProvider("openai");
+      const openaiAll = openai.getAllModels();
+      out.openai = [openai.filterAllModels(openaiAll, undefined).length === openaiAll.length, openai.filterAllModels(openaiAll, { type: "oauth" }).map(typed).filter((t: string) => !t.startsWith("chat:"))];
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
+
+  // Under --api-key: which key the session's registry and a new runtime use for which provider.
+  pi.registerCommand("apikey", {
+    handler: async (_args, ctx) => {
+      const rt: any = await ModelRuntime.create();
+      const out: any = {};
+      for (const id of ["fake", "groq", "mistral"]) {
+        const model = ctx.modelRegistry.find(id, id === "fake" ? "fake-model" : ctx.modelRegistry.getAll().find((m: any) => m.provider === id)?.id);
+        out[id] = {
+          running: ctx.modelRegistry.getProviderAuthStatus(id),
+          runningKey: await settled(() => ctx.modelRegistry.getApiKeyForProvider(id)),
+          runningHeaders: await settled(async () => { const r: any = await ctx.modelRegistry.getApiKeyAndHeaders(model); return r.ok ? { apiKey: r.apiKey ?? null } : r; }),
+          runningConfigured: ctx.modelRegistry.hasConfiguredAuth(model),
+          fresh: rt.getProviderAuthStatus(id),
+          freshAuth: await settled(async () => (await rt.getAuth(id))?.auth ?? null),
+          freshConfigured: rt.hasConfiguredAuth(id),
+        };
+      }
+      out.credentials = await rt.listCredentials();
+      out.available = [...new Set(ctx.modelRegistry.getAvailable().map((m: any) => m.provider))].sort();
+      out.freshAvailable = [...new Set((await rt.getAvailable()).map((m: any) => m.provider))].sort();
+      const fake = ctx.modelRegistry.find("fake", "fake-model") as any;
+      const user = { messages: [{ role: "user", content: "hi", timestamp: 1 }] };
+      out.runningCall = (await ctx.modelRegistry.complete(fake, user)).stopReason;
+      out.freshCall = (await rt.complete(rt.getModel("fake", "fake-model"), user)).stopReason;
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
+}
+"#;
+
+/// `/<command>`'s note in one program (pi-rpc, or pi 1.6.0 when `reference`) started with `args`
+/// (a key for Mistral stored), and the `authorization` header of each request the fake server
+/// got; `None` without the tools.
+async fn note(reference: bool, args: &[&str], command: &str) -> Option<(Value, Vec<Value>)> {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
+    let cli = reference_cli()?;
+    let sb = Sandbox::with_server().await;
+    host_settings(&sb, &node, &dir, json!({}));
+    write_module(&sb, "builtins.ts", BUILTINS);
+    // A stored key for Mistral: its models are available, so a scope (`--models`) can name one.
+    let auth = json!({"mistral": {"type": "api_key", "key": "stored-mistral"}});
+    std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).expect("write auth.json");
+    sb.server().push(pi_compat::fake_server::Reply::text("Called."));
+    sb.server().push(pi_compat::fake_server::Reply::text("Called again."));
+    let mut pi = if reference {
+        let mut cmd = reference_command(&sb, &node, &cli);
+        cmd.args(["--no-session", "--offline"]).args(args).env("PI_OFFLINE", "1");
+        Pi::start_unchecked(cmd)
+    } else {
+        let mut full = vec!["--no-session"];
+        full.extend_from_slice(args);
+        sb.spawn(&full)
+    };
+    let text = notified_text(&mut pi, &sb, command).await;
+    let value: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"));
+    pi.close_stdin();
+    pi.wait().await;
+    let auth = sb
+        .server()
+        .requests()
+        .iter()
+        .map(|r| json!(r.headers.iter().find(|(name, _)| name == "authorization").map(|(_, v)| v.clone())))
+        .collect();
+    Some((value, auth))
+}
+
+/// pi-rpc's note and requests, then pi 1.6.0's.
+async fn both(args: &[&str], command: &str) -> Option<((Value, Vec<Value>), (Value, Vec<Value>))> {
+    let ours = note(false, args, command).await?;
+    let theirs = note(true, args, command).await?;
+    Some((ours, theirs))
+}
+
+/// Where two JSON values first differ (a path, then both values), for a readable failure.
+fn first_difference(ours: &Value, theirs: &Value) -> String {
+    match (ours, theirs) {
+        (Value::Object(a), Value::Object(b)) => {
+            for key in a.keys().chain(b.keys()) {
+                let (x, y) = (a.get(key).unwrap_or(&Value::Null), b.get(key).unwrap_or(&Value::Null));
+                if x != y {
+                    return format!("{key}.{}", first_difference(x, y));
+                }
+            }
+            String::new()
+        }
+        _ => format!(" {ours} / {theirs}"),
+    }
+}
+
+#[tokio::test]
+async fn built_in_providers_are_pi_ais_member_by_member() {
+    let Some(((ours, _), (theirs, _))) = both(&[], "builtins").await else { return };
+    let ids = ours["ids"].as_array().cloned().unwrap_or_default();
+    assert!(ids.contains(&json!("typesafe")), "TypeSafe among the providers: {ids:?}");
+    assert_eq!(ours["fresh"]["typesafe"]["all"], json!(["classifier:jev-latest"]), "{}", ours["fresh"]["typesafe"]);
+    assert_eq!(ours["fresh"]["anthropic"]["apiKeyName"], "Anthropic API key", "{}", ours["fresh"]["anthropic"]);
+    for part in ["ids", "listedTypes", "names", "fresh", "running"] {
+        assert_eq!(ours[part], theirs[part], "{part}: {}", first_difference(&ours[part], &theirs[part]));
+    }
+}
+
+#[tokio::test]
+async fn a_built_in_providers_calls_and_catalog_answer_as_pi_ais() {
+    let Some(((ours, our_auth), (theirs, their_auth))) = both(&[], "calls").await else { return };
+    assert_eq!(ours["stopReason"], "stop", "{ours}");
+    assert_eq!(our_auth.first(), Some(&json!("Bearer call-key")), "{our_auth:?}");
+    assert_eq!(ours["restored"]["has"], true, "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+    assert_eq!(our_auth, their_auth, "the calls' keys");
+}
+
+#[tokio::test]
+async fn api_key_goes_to_the_sessions_runtime_alone_as_pis() {
+    let args = ["--model", "fake/fake-model", "--api-key", "cli-key"];
+    let Some(((ours, our_auth), (theirs, their_auth))) = both(&args, "apikey").await else { return };
+    assert_eq!(ours["fake"]["running"], json!({"configured": true, "source": "runtime"}), "{ours}");
+    assert_eq!(ours["fake"]["runningKey"], "cli-key", "{ours}");
+    assert_ne!(ours["fake"]["freshAuth"]["apiKey"], "cli-key", "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+    assert_eq!(our_auth, their_auth, "the calls' keys: the session's, then the new runtime's");
+}
+
+#[tokio::test]
+async fn api_key_goes_to_the_scoped_models_provider_as_pis() {
+    let args = ["--models", "mistral/devstral-medium-latest", "--api-key", "cli-key"];
+    let Some(((ours, our_auth), (theirs, their_auth))) = both(&args, "apikey").await else { return };
+    assert_eq!(ours["mistral"]["running"], json!({"configured": true, "source": "runtime"}), "{ours}");
+    assert_ne!(ours["fake"]["runningKey"], "cli-key", "{ours}");
+    assert_eq!(ours["mistral"]["fresh"], json!({"configured": true, "source": "stored"}), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+    assert_eq!(our_auth, their_auth, "the calls' keys");
+}
+
+/// One program (pi-rpc, or pi 1.6.0 when `reference`) started with `--api-key` and no model: its exit
+/// code, and whether its error output gives pi's reason; `None` without the tools.
+async fn key_without_model(reference: bool) -> Option<(Option<i32>, bool)> {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
+    let cli = reference_cli()?;
+    let sb = Sandbox::with_server().await;
+    host_settings(&sb, &node, &dir, json!({}));
+    let args = ["--no-session", "--api-key", "cli-key"];
+    let mut pi = if reference {
+        let mut cmd = reference_command(&sb, &node, &cli);
+        cmd.args(args).arg("--offline").env("PI_OFFLINE", "1");
+        Pi::start_unchecked(cmd)
+    } else {
+        let mut full = vec!["--mode", "rpc"];
+        full.extend_from_slice(&args);
+        Pi::start_unchecked(sb.command(&full))
+    };
+    pi.close_stdin();
+    let status = pi.wait().await;
+    let reason = "--api-key requires a model to be specified via --model, --provider/--model, or --models";
+    Some((status.code(), pi.stderr().contains(reason)))
+}
+
+#[tokio::test]
+async fn api_key_without_a_model_is_pis_start_up_error() {
+    let Some(ours) = key_without_model(false).await else { return };
+    let Some(theirs) = key_without_model(true).await else { return };
+    assert_eq!(theirs, (Some(1), true), "pi 1.6.0");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
