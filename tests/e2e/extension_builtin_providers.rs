@@ -110,6 +110,44 @@ export default function (pi: ExtensionAPI) {
     },
   });
 
+  // Built-in providers models.json (groq, mistral, openai-codex) or an extension (anthropic, CONFIGURES) configures.
+  pi.registerCommand("configured", {
+    handler: async (_args, ctx) => {
+      const rt: any = await ModelRuntime.create();
+      const out: any = { fresh: {}, running: {} };
+      for (const id of ["groq", "mistral", "openai-codex", "anthropic", "openai"]) {
+        out.fresh[id] = await describe(rt.getProvider(id));
+        out.running[id] = await describe(ctx.modelRegistry.getProvider(id));
+      }
+      out.names = ["groq", "anthropic"].map((id) => ctx.modelRegistry.getProviderDisplayName(id));
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
+
+  // ctx.modelRegistry as pi's instance: its own keys, and its `runtime` (pi's ModelRuntime over it).
+  pi.registerCommand("runtime", {
+    handler: async (_args, ctx) => {
+      const r: any = ctx.modelRegistry;
+      const rt: any = r.runtime;
+      const members = ["checkAuth", "classify", "complete", "completeSimple", "generateImages", "getAllAvailable", "getAllModels", "getAuth", "getAvailable", "getAvailableOfType", "getAvailableSnapshot", "getError", "getModel", "getModelOfType", "getModels", "getModelsOfType", "getPhysicalModel", "getProvider", "getProviderAuthStatus", "getProviders", "getRegisteredNativeProvider", "getRegisteredProviderConfig", "getRegisteredProviderIds", "hasConfiguredAuth", "isUsingOAuth", "isUsingSubscription", "listCredentials", "login", "logout", "refresh", "registerNativeProvider", "registerProvider", "registerVirtualModel", "removeRuntimeApiKey", "resolveModel", "setRuntimeApiKey", "stream", "streamSimple", "unregisterProvider", "unregisterVirtualModel"];
+      const out: any = {
+        keys: kinds(r),
+        runtime: rt instanceof ModelRuntime,
+        same: r.runtime === rt,
+        members: members.map((m) => `${m}:${typeof rt?.[m]}`),
+        ids: rt.getProviders().map((p: any) => p.id),
+        model: rt.getModel("fake", "fake-model")?.id ?? null,
+        physical: rt.getPhysicalModel("fake", "fake-model")?.id ?? null,
+        chat: rt.getModels("fake").map((m: any) => m.id),
+        status: rt.getProviderAuthStatus("mistral"),
+        configured: rt.hasConfiguredAuth("mistral"),
+        available: [...new Set((await rt.getAvailable()).map((m: any) => m.provider))].sort(),
+        name: rt.getProvider("groq")?.name ?? null,
+      };
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
+
   // Under --api-key: which key the session's registry and a new runtime use for which provider.
   pi.registerCommand("apikey", {
     handler: async (_args, ctx) => {
@@ -140,10 +178,26 @@ export default function (pi: ExtensionAPI) {
 }
 "#;
 
+/// An extension configuring a built-in provider: Anthropic with its own base URL, key and headers.
+const CONFIGURES: &str = r#"export default function (pi: any) {
+  pi.registerProvider("anthropic", { baseUrl: "http://127.0.0.1:9/ext", apiKey: "ext-key", headers: { "X-Ext": "e" } });
+}
+"#;
+
 /// `/<command>`'s note in one program (pi-rpc, or pi 1.6.0 when `reference`) started with `args`
 /// (a key for Mistral stored), and the `authorization` header of each request the fake server
 /// got; `None` without the tools.
 async fn note(reference: bool, args: &[&str], command: &str) -> Option<(Value, Vec<Value>)> {
+    note_with(reference, args, command, None).await
+}
+
+/// [`note`] with a `models.json` in the agent directory.
+async fn note_with(
+    reference: bool,
+    args: &[&str],
+    command: &str,
+    models: Option<&Value>,
+) -> Option<(Value, Vec<Value>)> {
     let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
     let cli = reference_cli()?;
     let sb = Sandbox::with_server().await;
@@ -152,6 +206,10 @@ async fn note(reference: bool, args: &[&str], command: &str) -> Option<(Value, V
     // A stored key for Mistral: its models are available, so a scope (`--models`) can name one.
     let auth = json!({"mistral": {"type": "api_key", "key": "stored-mistral"}});
     std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).expect("write auth.json");
+    if let Some(models) = models {
+        std::fs::write(sb.agent_dir.path().join("models.json"), models.to_string()).expect("write models.json");
+        write_module(&sb, "configures.ts", CONFIGURES);
+    }
     sb.server().push(pi_compat::fake_server::Reply::text("Called."));
     sb.server().push(pi_compat::fake_server::Reply::text("Called again."));
     let mut pi = if reference {
@@ -183,6 +241,13 @@ async fn both(args: &[&str], command: &str) -> Option<((Value, Vec<Value>), (Val
     Some((ours, theirs))
 }
 
+/// pi-rpc's note, then pi 1.6.0's, with `models` as `models.json`.
+async fn both_with(command: &str, models: &Value) -> Option<(Value, Value)> {
+    let (ours, _) = note_with(false, &[], command, Some(models)).await?;
+    let (theirs, _) = note_with(true, &[], command, Some(models)).await?;
+    Some((ours, theirs))
+}
+
 /// Where two JSON values first differ (a path, then both values), for a readable failure.
 fn first_difference(ours: &Value, theirs: &Value) -> String {
     match (ours, theirs) {
@@ -209,6 +274,40 @@ async fn built_in_providers_are_pi_ais_member_by_member() {
     for part in ["ids", "listedTypes", "names", "fresh", "running"] {
         assert_eq!(ours[part], theirs[part], "{part}: {}", first_difference(&ours[part], &theirs[part]));
     }
+}
+
+/// A built-in provider `models.json` (a base URL, key and headers; a custom model; an OAuth-only
+/// provider's base URL) or an extension (`registerProvider` with a key and headers) configures is
+/// pi-ai's provider composed with the configuration as pi's composer makes it, member by member.
+#[tokio::test]
+async fn configured_built_in_providers_are_composed_as_pis() {
+    let models = json!({"providers": {
+        "groq": {"baseUrl": "http://127.0.0.1:9/groq", "apiKey": "conf-key", "headers": {"X-Conf": "c"}},
+        "mistral": {"models": [{"id": "my-model", "api": "openai-completions", "baseUrl": "http://127.0.0.1:9/m"}]},
+        "openai-codex": {"baseUrl": "http://127.0.0.1:9/codex"},
+    }});
+    let Some((ours, theirs)) = both_with("configured", &models).await else { return };
+    let groq = &ours["running"]["groq"];
+    assert_eq!(groq["baseUrl"], "http://127.0.0.1:9/groq", "{groq}");
+    assert_eq!(groq["apiKeyName"], "Groq API key", "{groq}");
+    assert_eq!(ours["running"]["anthropic"]["baseUrl"], "http://127.0.0.1:9/ext", "{ours}");
+    for part in ["names", "fresh", "running"] {
+        assert_eq!(ours[part], theirs[part], "{part}: {}", first_difference(&ours[part], &theirs[part]));
+    }
+}
+
+/// `ctx.modelRegistry` is pi's instance: `runtime` its one own key, pi's `ModelRuntime` over the
+/// session's models and credentials (its members, providers, models and auth status as pi's).
+#[tokio::test]
+async fn the_model_registrys_runtime_is_pis() {
+    let Some(((ours, _), (mut theirs, _))) = both(&[], "runtime").await else { return };
+    assert_eq!(ours["keys"], json!(["runtime:object"]), "{ours}");
+    assert_eq!(ours["model"], "fake-model", "{ours}");
+    // What differs (compat/DEVIATIONS.md): pi's own llama.cpp provider is not among pi-rpc's `getProviders()`.
+    if let Some(ids) = theirs["ids"].as_array_mut() {
+        ids.retain(|id| id != "llama.cpp");
+    }
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0: {}", first_difference(&ours, &theirs));
 }
 
 #[tokio::test]

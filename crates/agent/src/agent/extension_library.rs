@@ -312,6 +312,8 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         }
         // pi's built-in providers (pi-rpc's catalog is pi 1.6.0's model data), for the catalog refresh.
         "builtinProviders" => Ok(json!(crate::config::catalog::catalog_providers().collect::<Vec<_>>())),
+        // The built-in provider table (builtin-provider.cjs makes pi-ai's provider objects of it).
+        "builtinProviderTable" => Ok(crate::config::builtin_providers::builtin_provider_table_json()),
         other => Err(format!("pi-rpc has no library function {other}")),
     }
 }

@@ -145,10 +145,13 @@ pub(crate) async fn call(args: &[Value]) -> Result<Value, String> {
 pub(crate) fn registry_answer(registry: &ModelRegistry, op: &str, args: &[Value]) -> Option<Option<Value>> {
     let provider = args.first().and_then(Value::as_str).unwrap_or_default();
     Some(match op {
-        "getProvider" => registry
-            .clone()
-            .provider_info(provider)
-            .map(|p| json!({"id": p.id, "name": p.name, "baseUrl": p.base_url, "oauth": p.oauth, "configured": p.configured})),
+        "getProvider" => registry.clone().provider_info(provider).map(|p| {
+            let mut info = json!({"id": p.id, "name": p.name, "baseUrl": p.base_url, "oauth": p.oauth, "configured": p.configured});
+            if p.configured {
+                info["config"] = provider_config_json(registry, provider);
+            }
+            info
+        }),
         "getProviderAuth" => registry.provider_auth(provider).map(|a| provider_auth_json(registry, provider, a)),
         "getProviderAuthStatus" => {
             let status = registry.provider_auth_status(provider);
@@ -176,16 +179,38 @@ pub(crate) fn registry_answer(registry: &ModelRegistry, op: &str, args: &[Value]
     })
 }
 
-/// pi-ai's built-in providers of typed models alone (no chat model, so not
-/// among pi-rpc's chat providers): TypeSafe's classifiers.
-const TYPED_ONLY_BUILTINS: &[&str] = &["typesafe"];
+/// What `models.json` and extensions' registrations configure for
+/// `provider`, as pi's provider composer reads it over a built-in provider:
+/// `{name?, baseUrl?, apiKey?, headers?, authHeader?}` (config values as written).
+fn provider_config_json(registry: &ModelRegistry, provider: &str) -> Value {
+    let mut config = serde_json::Map::new();
+    if let Some(name) = registry.extension_config(provider).and_then(|c| c.get("name")).filter(|n| n.is_string()) {
+        config.insert("name".into(), name.clone());
+    }
+    if let Some(settings) = registry.provider_settings(provider) {
+        if let Some(base_url) = &settings.base_url {
+            config.insert("baseUrl".into(), json!(base_url));
+        }
+        if let Some(api_key) = &settings.api_key {
+            config.insert("apiKey".into(), json!(api_key));
+        }
+        if !settings.headers.is_empty() {
+            config.insert("headers".into(), Value::Object(settings.headers.clone()));
+        }
+        if settings.auth_header {
+            config.insert("authHeader".into(), json!(true));
+        }
+    }
+    Value::Object(config)
+}
 
 /// The ids of `registry`'s providers in the order of pi's `getProviders()`:
-/// every built-in provider of pi-ai's (TypeSafe's included), then those only
-/// `models.json` (or an extension) brings, as their models come.
+/// every built-in provider of pi-ai's (TypeSafe's, classifiers alone,
+/// included), then those only `models.json` (or an extension) brings, as
+/// their models come.
 fn provider_ids(registry: &ModelRegistry) -> (Vec<String>, Vec<String>) {
-    let chat = crate::config::catalog::BUILTIN_PROVIDERS.iter().map(|p| p.name);
-    let mut builtin: Vec<String> = chat.chain(TYPED_ONLY_BUILTINS.iter().copied()).map(str::to_string).collect();
+    let mut builtin: Vec<String> =
+        crate::config::catalog::BUILTIN_PROVIDERS.iter().map(|p| p.name.to_string()).collect();
     builtin.sort();
     let others = registry.loaded_providers().into_iter();
     let others = others.filter(|id| id != crate::provider::faux::FAUX_PROVIDER && !builtin.contains(id)).collect();

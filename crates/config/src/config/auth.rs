@@ -14,112 +14,30 @@ use super::ConfigError;
 pub const ANTHROPIC_AUTH_TOKEN_ENV: &str = "ANTHROPIC_AUTH_TOKEN";
 
 /// Environment variables that carry a provider's credential, in lookup order
-/// (pi-ai 1.6.0's `env-api-keys.js`).
+/// (pi-ai 1.6.0's `env-api-keys.js`, as the built-in provider table has them).
 pub fn provider_env_vars(provider: &str) -> &'static [&'static str] {
-    match provider {
-        "github-copilot" => &["COPILOT_GITHUB_TOKEN"],
-        "anthropic" => &[ANTHROPIC_AUTH_TOKEN_ENV, "ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
-        "ant-ling" => &["ANT_LING_API_KEY"],
-        "qwen-token-plan" => &["QWEN_TOKEN_PLAN_TEAM_API_KEY", "QWEN_TOKEN_PLAN_API_KEY"],
-        "qwen-token-plan-cn" => &["QWEN_TOKEN_PLAN_TEAM_CN_API_KEY", "QWEN_TOKEN_PLAN_CN_API_KEY"],
-        "qwen-token-plan-individual" => &["QWEN_TOKEN_PLAN_INDIVIDUAL_API_KEY", "QWEN_TOKEN_PLAN_API_KEY"],
-        "qwen-token-plan-individual-cn" => &["QWEN_TOKEN_PLAN_INDIVIDUAL_CN_API_KEY", "QWEN_TOKEN_PLAN_CN_API_KEY"],
-        "openai" => &["OPENAI_API_KEY"],
-        "azure" => &["AZURE_OPENAI_API_KEY"],
-        "nvidia" => &["NVIDIA_API_KEY"],
-        "deepseek" => &["DEEPSEEK_API_KEY"],
-        "google" => &["GEMINI_API_KEY"],
-        "google-vertex" => &["GOOGLE_CLOUD_API_KEY"],
-        "groq" => &["GROQ_API_KEY"],
-        "cerebras" => &["CEREBRAS_API_KEY"],
-        "xai" => &["XAI_API_KEY"],
-        "typesafe" => &["TYPESAFE_API_KEY"],
-        "radius" => &["RADIUS_API_KEY"],
-        "openrouter" => &["OPENROUTER_API_KEY"],
-        "vercel-ai-gateway" => &["AI_GATEWAY_API_KEY"],
-        "zai" => &["ZAI_API_KEY"],
-        "zai-coding-cn" => &["ZAI_CODING_CN_API_KEY"],
-        "mistral" => &["MISTRAL_API_KEY"],
-        "minimax" => &["MINIMAX_API_KEY"],
-        "minimax-cn" => &["MINIMAX_CN_API_KEY"],
-        "moonshotai" | "moonshotai-cn" => &["MOONSHOT_API_KEY"],
-        "huggingface" => &["HF_TOKEN"],
-        "fireworks" => &["FIREWORKS_API_KEY"],
-        "together" => &["TOGETHER_API_KEY"],
-        "baseten" => &["BASETEN_API_KEY"],
-        "opencode" | "opencode-go" => &["OPENCODE_API_KEY"],
-        "kimi-coding" => &["KIMI_API_KEY"],
-        "meta" => &["META_API_KEY"],
-        "cloudflare-workers-ai" | "cloudflare-ai-gateway" => &["CLOUDFLARE_API_KEY"],
-        "xiaomi" => &["XIAOMI_API_KEY"],
-        "xiaomi-token-plan-cn" => &["XIAOMI_TOKEN_PLAN_CN_API_KEY"],
-        "xiaomi-token-plan-ams" => &["XIAOMI_TOKEN_PLAN_AMS_API_KEY"],
-        "xiaomi-token-plan-sgp" => &["XIAOMI_TOKEN_PLAN_SGP_API_KEY"],
-        _ => &[],
-    }
+    builtin_key(provider).map_or(&[], |key| key.env_vars)
 }
 
-/// What a built-in provider's API key is called where pi asks for it at a
-/// login (`login(provider, "api_key")` prompts "Enter <name>"). pi-ai 1.6.0
-/// gives each built-in provider its own name; a provider only `models.json`
-/// or an extension defines has none and is asked for an "API key".
-fn provider_key_name(provider: &str) -> Option<&'static str> {
-    Some(match provider {
-        "anthropic" => "Anthropic API key",
-        "ant-ling" => "Ant Ling API key",
-        "azure" => "Azure OpenAI API key",
-        "baseten" => "Baseten API key",
-        "cerebras" => "Cerebras API key",
-        "cloudflare-workers-ai" | "cloudflare-ai-gateway" => "Cloudflare API key",
-        "deepseek" => "DeepSeek API key",
-        "fireworks" => "Fireworks API key",
-        "github-copilot" => "GitHub Copilot token",
-        "google" => "Gemini API key",
-        "groq" => "Groq API key",
-        "huggingface" => "Hugging Face token",
-        "kimi-coding" => "Kimi API key",
-        "meta" => "Meta Model API key",
-        "minimax" => "MiniMax API key",
-        "minimax-cn" => "MiniMax CN API key",
-        "mistral" => "Mistral API key",
-        "moonshotai" | "moonshotai-cn" => "Moonshot AI API key",
-        "nvidia" => "NVIDIA API key",
-        "openai" => "OpenAI API key",
-        "opencode" | "opencode-go" => "OpenCode API key",
-        "openrouter" => "OpenRouter API key",
-        "qwen-token-plan" => "Qwen Token Plan Team API key",
-        "qwen-token-plan-cn" => "Qwen Token Plan Team CN API key",
-        "qwen-token-plan-individual" => "Qwen Token Plan Individual API key",
-        "qwen-token-plan-individual-cn" => "Qwen Token Plan Individual CN API key",
-        "radius" => "Radius API key",
-        "together" => "Together API key",
-        "typesafe" => "TypeSafe API key",
-        "vercel-ai-gateway" => "Vercel AI Gateway API key",
-        "xai" => "xAI API key",
-        "xiaomi" => "Xiaomi API key",
-        "xiaomi-token-plan-ams" => "Xiaomi Token Plan AMS API key",
-        "xiaomi-token-plan-cn" => "Xiaomi Token Plan CN API key",
-        "xiaomi-token-plan-sgp" => "Xiaomi Token Plan SGP API key",
-        "zai" => "Z.AI API key",
-        "zai-coding-cn" => "Z.AI Coding CN API key",
-        _ => return None,
-    })
+/// A built-in provider's API-key auth (none for a provider pi-ai signs in to
+/// by OAuth alone, such as OpenAI Codex, or one only `models.json` or an
+/// extension defines).
+fn builtin_key(provider: &str) -> Option<super::builtin_providers::ApiKeyAuth> {
+    super::builtin_providers::builtin_provider(provider)?.api_key
 }
 
-/// Built-in providers pi 1.6.0 signs in to by OAuth alone: pi-ai gives them
-/// no API-key login of their own (`login(provider, "api_key")` is refused
-/// unless `models.json` or an extension's registration gives them a key).
-const OAUTH_ONLY: &[&str] = &["openai-codex"];
-
-/// Whether `provider` is a built-in provider with an API-key login of its own.
+/// Whether `provider` is a built-in provider with an API-key login of its
+/// own (`login(provider, "api_key")` is refused for the others unless
+/// `models.json` or an extension's registration gives them a key).
 pub fn builtin_api_key_login(provider: &str) -> bool {
-    crate::config::catalog::builtin_provider(provider).is_some() && !OAUTH_ONLY.contains(&provider)
+    builtin_key(provider).is_some()
 }
 
 /// The question an API-key login asks (pi's `secret` prompt): "Enter" and
 /// the provider's key name, "Enter API key" for a provider of its own.
 pub fn api_key_login_prompt(provider: &str) -> String {
-    format!("Enter {}", provider_key_name(provider).unwrap_or("API key"))
+    // pi-ai gives each built-in provider's key its own name; a provider of one's own is asked for an "API key".
+    format!("Enter {}", builtin_key(provider).map_or("API key", |key| key.label))
 }
 
 /// One stored credential from `auth.json`.

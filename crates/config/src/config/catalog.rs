@@ -11,116 +11,7 @@ use serde_json::Value;
 
 use crate::model::Model;
 
-/// A built-in provider: its display name, default wire API and base URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BuiltinProvider {
-    pub name: &'static str,
-    pub display_name: &'static str,
-    pub api: &'static str,
-    pub base_url: &'static str,
-}
-
-const fn p(
-    name: &'static str,
-    display_name: &'static str,
-    api: &'static str,
-    base_url: &'static str,
-) -> BuiltinProvider {
-    BuiltinProvider { name, display_name, api, base_url }
-}
-
-const COMPLETIONS: &str = "openai-completions";
-const RESPONSES: &str = "openai-responses";
-const ANTHROPIC: &str = "anthropic-messages";
-
-/// Providers pi-rpc knows by name, so `models.json` entries may omit
-/// `api`/`baseUrl` (pi 1.6's provider definitions; providers whose models
-/// use several APIs list their main one).
-pub const BUILTIN_PROVIDERS: &[BuiltinProvider] = &[
-    p("amazon-bedrock", "Amazon Bedrock", "bedrock-converse-stream", "https://bedrock-runtime.us-east-1.amazonaws.com"),
-    p("ant-ling", "Ant Ling", COMPLETIONS, "https://api.ant-ling.com/v1"),
-    p("anthropic", "Anthropic", ANTHROPIC, "https://api.anthropic.com"),
-    // Azure's endpoint comes from AZURE_OPENAI_BASE_URL / AZURE_OPENAI_RESOURCE_NAME.
-    p("azure", "Azure", "azure-openai-responses", ""),
-    p("baseten", "Baseten", COMPLETIONS, "https://inference.baseten.co/v1"),
-    p("cerebras", "Cerebras", COMPLETIONS, "https://api.cerebras.ai/v1"),
-    p(
-        "cloudflare-ai-gateway",
-        "Cloudflare AI Gateway",
-        COMPLETIONS,
-        "https://gateway.ai.cloudflare.com/v1/{CLOUDFLARE_ACCOUNT_ID}/{CLOUDFLARE_GATEWAY_ID}/compat",
-    ),
-    p(
-        "cloudflare-workers-ai",
-        "Cloudflare Workers AI",
-        COMPLETIONS,
-        "https://api.cloudflare.com/client/v4/accounts/{CLOUDFLARE_ACCOUNT_ID}/ai/v1",
-    ),
-    p("deepseek", "DeepSeek", COMPLETIONS, "https://api.deepseek.com"),
-    p("fireworks", "Fireworks", COMPLETIONS, "https://api.fireworks.ai/inference/v1"),
-    p("github-copilot", "GitHub Copilot", COMPLETIONS, "https://api.individual.githubcopilot.com"),
-    p("google", "Google", "google-generative-ai", "https://generativelanguage.googleapis.com/v1beta"),
-    p("google-vertex", "Google Vertex AI", "google-vertex", "https://{location}-aiplatform.googleapis.com"),
-    p("groq", "Groq", COMPLETIONS, "https://api.groq.com/openai/v1"),
-    p("huggingface", "Hugging Face", COMPLETIONS, "https://router.huggingface.co/v1"),
-    p("kimi-coding", "Kimi For Coding", COMPLETIONS, "https://api.kimi.com/coding/v1"),
-    p("meta", "Meta", RESPONSES, "https://api.meta.ai/v1"),
-    p("minimax", "MiniMax", ANTHROPIC, "https://api.minimax.io/anthropic"),
-    p("minimax-cn", "MiniMax (China)", ANTHROPIC, "https://api.minimaxi.com/anthropic"),
-    p("mistral", "Mistral", "mistral-conversations", "https://api.mistral.ai"),
-    p("moonshotai", "Moonshot AI", COMPLETIONS, "https://api.moonshot.ai/v1"),
-    p("moonshotai-cn", "Moonshot AI (China)", COMPLETIONS, "https://api.moonshot.cn/v1"),
-    p("nvidia", "NVIDIA", COMPLETIONS, "https://integrate.api.nvidia.com/v1"),
-    p("openai", "OpenAI", RESPONSES, "https://api.openai.com/v1"),
-    p("openai-codex", "OpenAI Codex", "openai-codex-responses", "https://chatgpt.com/backend-api"),
-    p("opencode", "OpenCode Zen", COMPLETIONS, "https://opencode.ai/inference/openai/v1"),
-    p("opencode-go", "OpenCode Go", COMPLETIONS, "https://opencode.ai/inference/go/openai/v1"),
-    p("openrouter", "OpenRouter", COMPLETIONS, "https://openrouter.ai/api/v1"),
-    p(
-        "qwen-token-plan",
-        "Qwen Token Plan Team",
-        COMPLETIONS,
-        "https://token-plan.maas.qwencloudapi.com/compatible-mode/v1",
-    ),
-    p(
-        "qwen-token-plan-cn",
-        "Qwen Token Plan Team (China)",
-        COMPLETIONS,
-        "https://token-plan.maas.qianwenaiapi.com/compatible-mode/v1",
-    ),
-    p(
-        "qwen-token-plan-individual",
-        "Qwen Token Plan Individual",
-        COMPLETIONS,
-        "https://token-plan.maas.qwencloudapi.com/compatible-mode/v1",
-    ),
-    p(
-        "qwen-token-plan-individual-cn",
-        "Qwen Token Plan Individual (China)",
-        COMPLETIONS,
-        "https://token-plan.maas.qianwenaiapi.com/compatible-mode/v1",
-    ),
-    p("radius", "Radius", "pi-messages", "https://radius.pi.dev/v1"),
-    p("together", "Together AI", COMPLETIONS, "https://api.together.ai/v1"),
-    p("vercel-ai-gateway", "Vercel AI Gateway", ANTHROPIC, "https://ai-gateway.vercel.sh"),
-    p("xai", "xAI", RESPONSES, "https://api.x.ai/v1"),
-    p("xiaomi", "Xiaomi MiMo", COMPLETIONS, "https://api.xiaomimimo.com/v1"),
-    p(
-        "xiaomi-token-plan-ams",
-        "Xiaomi MiMo Token Plan (Europe)",
-        COMPLETIONS,
-        "https://token-plan-ams.xiaomimimo.com/v1",
-    ),
-    p("xiaomi-token-plan-cn", "Xiaomi MiMo Token Plan (China)", COMPLETIONS, "https://token-plan-cn.xiaomimimo.com/v1"),
-    p(
-        "xiaomi-token-plan-sgp",
-        "Xiaomi MiMo Token Plan (Singapore)",
-        COMPLETIONS,
-        "https://token-plan-sgp.xiaomimimo.com/v1",
-    ),
-    p("zai", "Z.AI", COMPLETIONS, "https://api.z.ai/api/coding/paas/v4"),
-    p("zai-coding-cn", "Z.AI Coding (China)", COMPLETIONS, "https://open.bigmodel.cn/api/coding/paas/v4"),
-];
+pub use super::builtin_providers::{BUILTIN_PROVIDERS, BuiltinProvider, builtin_provider};
 
 /// Each built-in provider's default chat model, in pi 1.6.0's order of
 /// preference (pi's `defaultModelPerProvider`): the start-up choice among
@@ -173,11 +64,6 @@ pub const DEFAULT_MODEL_PER_PROVIDER: &[(&str, &str)] = &[
 /// The default chat model id of a built-in provider.
 pub fn default_model_of(provider: &str) -> Option<&'static str> {
     DEFAULT_MODEL_PER_PROVIDER.iter().find(|(p, _)| *p == provider).map(|(_, id)| *id)
-}
-
-/// The built-in provider of this name.
-pub fn builtin_provider(provider: &str) -> Option<&'static BuiltinProvider> {
-    BUILTIN_PROVIDERS.iter().find(|p| p.name == provider)
 }
 
 /// Default API of a built-in provider.
@@ -314,7 +200,7 @@ mod tests {
             let high = crate::provider::openai::request::clamp_level(m, crate::model::ThinkingLevel::High);
             assert!(m.thinking_levels().contains(&high), "{}: {:?} {high:?}", m.full_id(), m.thinking_levels());
         }
-        for p in BUILTIN_PROVIDERS {
+        for p in super::super::builtin_providers::chat_providers() {
             assert!(catalog().iter().any(|m| m.provider == p.name), "{} has no models", p.name);
             assert!(registry.get(p.api).is_some(), "{}: api {}", p.name, p.api);
         }

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 pub mod auth;
+pub mod builtin_providers;
 pub mod catalog;
 pub mod llama;
 pub mod model_resolver;

@@ -689,6 +689,11 @@ impl ModelRegistry {
         out
     }
 
+    /// The provider's request settings from `models.json`, with an extension's registration over them.
+    pub fn provider_settings(&self, provider: &str) -> Option<&ProviderSettings> {
+        self.providers.get(provider)
+    }
+
     /// The provider's `baseUrl` from `models.json` (or an extension's registration).
     pub fn provider_base_url(&self, provider: &str) -> Option<&str> {
         self.providers.get(provider).and_then(|p| p.base_url.as_deref())

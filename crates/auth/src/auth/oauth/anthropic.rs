@@ -154,8 +154,7 @@ async fn copy_code(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthE
     exchange(&ctx.net, &code, &state, &pkce.verifier, COPY_CODE_REDIRECT).await
 }
 
-const INFO: FlowInfo =
-    FlowInfo { provider: "anthropic", name: "Anthropic (Claude Pro/Max)", methods: &[BROWSER, COPY_CODE] };
+const INFO: FlowInfo = FlowInfo { provider: "anthropic", methods: &[BROWSER, COPY_CODE] };
 
 #[async_trait]
 impl OAuthFlow for Anthropic {

@@ -287,7 +287,7 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     Ok(Value::Object(cred))
 }
 
-const INFO: FlowInfo = FlowInfo { provider: "github-copilot", name: "GitHub Copilot", methods: &[DEVICE_CODE] };
+const INFO: FlowInfo = FlowInfo { provider: "github-copilot", methods: &[DEVICE_CODE] };
 
 #[async_trait]
 impl OAuthFlow for GitHubCopilot {

@@ -93,7 +93,7 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     .await
 }
 
-const INFO: FlowInfo = FlowInfo { provider: "kimi-coding", name: "Kimi Code (subscription)", methods: &[DEVICE_CODE] };
+const INFO: FlowInfo = FlowInfo { provider: "kimi-coding", methods: &[DEVICE_CODE] };
 
 #[async_trait]
 impl OAuthFlow for KimiCoding {

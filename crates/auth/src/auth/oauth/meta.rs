@@ -98,7 +98,7 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     mint(net, &identity).await
 }
 
-const INFO: FlowInfo = FlowInfo { provider: "meta", name: "Meta (Muse subscription)", methods: &[DEVICE_CODE] };
+const INFO: FlowInfo = FlowInfo { provider: "meta", methods: &[DEVICE_CODE] };
 
 #[async_trait]
 impl OAuthFlow for Meta {

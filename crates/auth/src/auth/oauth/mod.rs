@@ -140,8 +140,6 @@ pub struct LoginContext {
 pub struct FlowInfo {
     /// The provider id (`anthropic`, `openai-codex`, …).
     pub provider: &'static str,
-    /// Display name, e.g. "Anthropic (Claude Pro/Max)".
-    pub name: &'static str,
     /// The ways to log in, the default first.
     pub methods: &'static [Method],
 }
@@ -156,9 +154,11 @@ pub trait OAuthFlow: Send + Sync {
         self.info().provider
     }
 
-    /// Display name, e.g. "Anthropic (Claude Pro/Max)".
+    /// pi-ai's name of the login, e.g. "Anthropic (Claude Pro/Max)" (the
+    /// built-in provider table's; the provider id for one it does not have).
     fn name(&self) -> &'static str {
-        self.info().name
+        let provider = self.provider();
+        crate::config::catalog::builtin_provider(provider).and_then(|p| p.oauth).map_or(provider, |oauth| oauth.name)
     }
 
     /// The ways to log in, the default first.

@@ -180,7 +180,7 @@ async fn browser(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthErr
     credential(&body, &client_id)
 }
 
-const INFO: FlowInfo = FlowInfo { provider: "openai", name: "OpenAI (ChatGPT subscription)", methods: &[BROWSER] };
+const INFO: FlowInfo = FlowInfo { provider: "openai", methods: &[BROWSER] };
 
 #[async_trait]
 impl OAuthFlow for OpenAiChatGpt {

@@ -169,8 +169,7 @@ async fn device_code(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAut
     exchange(net, &code, &verifier, DEVICE_REDIRECT_URI).await
 }
 
-const INFO: FlowInfo =
-    FlowInfo { provider: "openai-codex", name: "OpenAI (ChatGPT Plus/Pro)", methods: &[BROWSER, DEVICE_CODE] };
+const INFO: FlowInfo = FlowInfo { provider: "openai-codex", methods: &[BROWSER, DEVICE_CODE] };
 
 #[async_trait]
 impl OAuthFlow for OpenAiCodex {

@@ -92,7 +92,7 @@ async fn browser(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAuthErr
     }
 }
 
-const INFO: FlowInfo = FlowInfo { provider: "openrouter", name: "OpenRouter OAuth", methods: &[BROWSER] };
+const INFO: FlowInfo = FlowInfo { provider: "openrouter", methods: &[BROWSER] };
 
 #[async_trait]
 impl OAuthFlow for OpenRouter {

@@ -153,7 +153,7 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     .await
 }
 
-const INFO: FlowInfo = FlowInfo { provider: "radius", name: "Radius", methods: &[BROWSER, DEVICE_CODE] };
+const INFO: FlowInfo = FlowInfo { provider: "radius", methods: &[BROWSER, DEVICE_CODE] };
 
 #[async_trait]
 impl OAuthFlow for Radius {

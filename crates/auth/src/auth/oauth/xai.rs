@@ -99,7 +99,7 @@ async fn device_login(ctx: &LoginContext, io: &dyn LoginIo) -> Result<Value, OAu
     .await
 }
 
-const INFO: FlowInfo = FlowInfo { provider: "xai", name: "xAI (Grok/X subscription)", methods: &[DEVICE_CODE] };
+const INFO: FlowInfo = FlowInfo { provider: "xai", methods: &[DEVICE_CODE] };
 
 #[async_trait]
 impl OAuthFlow for Xai {

@@ -12,7 +12,7 @@ import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
 const calls = require("./shims/ai/calls.cjs");
-const { builtinProvider, isBuiltinProvider } = require("./shims/coding-agent/builtin-provider.cjs");
+const { builtinProvider, configuredBuiltinProvider, isBuiltinProvider } = require("./shims/coding-agent/builtin-provider.cjs");
 
 /** A model as JSON (functions dropped). */
 function plainModel(model) {
@@ -22,6 +22,27 @@ function plainModel(model) {
 /** The value of a `models` answer (`{}`: undefined). */
 function valueOf(answer) {
 	return answer?.value ?? undefined;
+}
+
+/**
+ * The registry as pi's instance is: its members not its own keys (pi's are
+ * its class's methods), its own key `runtime`, pi's `ModelRuntime` over it
+ * (made when first read; the shim's, models.cjs, whose reads and calls are
+ * the registry's).
+ */
+function asInstance(members) {
+	const methods = {};
+	for (const [name, value] of Object.entries(members)) Object.defineProperty(methods, name, { value, writable: true, configurable: true });
+	const registry = Object.create(methods);
+	let runtime;
+	Object.defineProperty(registry, "runtime", {
+		enumerable: true,
+		get() {
+			runtime ??= new (require("./shims/coding-agent/models.cjs").ModelRuntime)(registry);
+			return runtime;
+		},
+	});
+	return registry;
 }
 
 /**
@@ -104,21 +125,27 @@ export function createModelRegistry(channel, host) {
 
 	// pi-ai's object of a built-in provider nothing configures, kept for the session (its restored catalog stays in it).
 	const builtins = new Map();
-	const builtin = (id) => {
-		if (!builtins.has(id)) {
+	const sources = new Map();
+	const sourceOf = (id) => {
+		if (!sources.has(id)) {
 			const chat = () => all().filter((m) => m.provider === id);
 			const typed = (type) => op("getModelsOfType", type, id) ?? [];
 			const classify = (model, context, options) => typedCall("classify", "classifier", model, context, options);
 			const generateImages = (model, context, options) => typedCall("generateImages", "image", model, context, options);
-			builtins.set(id, builtinProvider(id, { chat, typed, calls: { classify, generateImages } }));
+			sources.set(id, { chat, typed, calls: { classify, generateImages } });
 		}
+		return sources.get(id);
+	};
+	const builtin = (id) => {
+		if (!builtins.has(id)) builtins.set(id, builtinProvider(id, sourceOf(id)));
 		return builtins.get(id);
 	};
 
-	/** pi-ai's `Provider` of `id`: a built-in one's as pi-ai has it; another's facts, chat models, and calls through pi-rpc. */
+	/** pi-ai's `Provider` of `id`: a built-in one's as pi-ai has it (composed with its configuration); another's facts, chat models, and calls through pi-rpc. */
 	const provider = (id) => {
 		const facts = op("getProvider", id);
 		if (isBuiltinProvider(id) && !facts?.configured) return builtin(id);
+		if (isBuiltinProvider(id) && !registered(id)?.native) return configuredBuiltinProvider(id, facts.config ?? {}, builtin(id), sourceOf(id));
 		if (!facts) return undefined;
 		const resolve = async () => (await channel.request("models", { op: "getProviderAuth", args: [id] }))?.value;
 		const auth = { apiKey: { name: "API key", resolve } };
@@ -151,7 +178,7 @@ export function createModelRegistry(channel, host) {
 	/** Another extension's registration of `id` (pi's runtime is shared): `{native, config}`. */
 	const registered = (id) => op("getRegisteredProvider", id);
 
-	return {
+	const members = {
 		// pi re-reads models.json; a broken one is `getError()`'s, and its providers are left out.
 		refresh: async () => {
 			await request("refresh");
@@ -229,4 +256,5 @@ export function createModelRegistry(channel, host) {
 		},
 		getRegisteredProviderIds: () => op("getRegisteredProviderIds") ?? [],
 	};
+	return asInstance(members);
 }

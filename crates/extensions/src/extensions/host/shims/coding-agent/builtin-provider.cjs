@@ -8,8 +8,9 @@
 // "configured"`), OpenRouter's narrowed to the user's key instead, Radius
 // as pi-ai makes it. Its models are pi-rpc's catalog of the provider (chat,
 // then image, then classifier models), a restored catalog laid over them;
-// its calls go through pi-rpc. A provider `models.json` or an extension
-// configures is not made here (see registered-provider.cjs).
+// its calls go through pi-rpc. One `models.json` or an extension
+// configures is composed with the configuration as pi composes it
+// (`configuredBuiltinProvider`, registered-provider.cjs).
 
 "use strict";
 
@@ -17,84 +18,22 @@ const { apiKeyAuth, oauthAuth } = require("./builtin-auth.cjs");
 const { viaPiRpc } = require("../ai/calls.cjs");
 const { AssistantMessageEventStream } = require("../ai/stream.cjs");
 const { refreshProvider, refreshPersonalized, mergeModels, BUILTIN_GENERATED_AT, DEFAULT_CATALOG_BASE_URL } = require("./catalog-store.cjs");
-
-const key = (name, ...vars) => ({ name, vars });
-const oauth = (name, more = {}) => ({ name, ...more });
-const SUBSCRIPTION = { isSubscription: true };
+const { lib } = require("./text.cjs");
+const { registeredProvider } = require("./registered-provider.cjs");
 
 /**
- * pi-ai 1.6.0's built-in providers in its order: id, name, base URL, API-key
- * auth, OAuth auth, what else it has (`byModel`: an API for each API of its
- * catalog, the others one API for all their models).
+ * pi-ai 1.6.0's built-in providers by id, from pi-rpc's one table of them
+ * (`builtin_providers.rs`), asked for once: each one's pi-ai name and base
+ * URL, API-key auth (`{name, vars}`), OAuth auth (`{name, isSubscription?,
+ * loginLabel?}`), and what else it has (`byModel`: an API for each API of
+ * its catalog, the others one API for all their models; `classify`,
+ * `images`, `filterModels`, `filterAllModels`, `catalog`).
  */
-const PROVIDERS = [
-	["amazon-bedrock", "Amazon Bedrock", undefined, key("AWS credentials or bearer token")],
-	["ant-ling", "Ant Ling", "https://api.ant-ling.com/v1", key("Ant Ling API key", "ANT_LING_API_KEY")],
-	["anthropic", "Anthropic", "https://api.anthropic.com", key("Anthropic API key"), oauth("Anthropic (Claude Pro/Max)", SUBSCRIPTION)],
-	["azure", "Azure", undefined, key("Azure OpenAI API key", "AZURE_OPENAI_API_KEY"), undefined, { byModel: true }],
-	["baseten", "Baseten", "https://inference.baseten.co/v1", key("Baseten API key", "BASETEN_API_KEY")],
-	["cerebras", "Cerebras", "https://api.cerebras.ai/v1", key("Cerebras API key", "CEREBRAS_API_KEY")],
-	["cloudflare-ai-gateway", "Cloudflare AI Gateway", undefined, key("Cloudflare API key"), undefined, { byModel: true }],
-	["cloudflare-workers-ai", "Cloudflare Workers AI", undefined, key("Cloudflare API key"), undefined, { classify: true }],
-	["deepseek", "DeepSeek", "https://api.deepseek.com", key("DeepSeek API key", "DEEPSEEK_API_KEY")],
-	["fireworks", "Fireworks", "https://api.fireworks.ai/inference", key("Fireworks API key", "FIREWORKS_API_KEY"), undefined, { byModel: true }],
-	[
-		"github-copilot",
-		"GitHub Copilot",
-		"https://api.individual.githubcopilot.com",
-		key("GitHub Copilot token", "COPILOT_GITHUB_TOKEN"),
-		oauth("GitHub Copilot", SUBSCRIPTION),
-		{ filterModels: "account", classify: true, byModel: true },
-	],
-	["google", "Google", "https://generativelanguage.googleapis.com/v1beta", key("Gemini API key", "GEMINI_API_KEY")],
-	["google-vertex", "Google Vertex AI", undefined, key("Google Cloud credentials")],
-	["groq", "Groq", "https://api.groq.com/openai/v1", key("Groq API key", "GROQ_API_KEY")],
-	["huggingface", "Hugging Face", "https://router.huggingface.co/v1", key("Hugging Face token", "HF_TOKEN")],
-	["kimi-coding", "Kimi For Coding", "https://api.kimi.com/coding/v1", key("Kimi API key", "KIMI_API_KEY"), oauth("Kimi Code (subscription)", { ...SUBSCRIPTION, loginLabel: "Sign in with Kimi Code" })],
-	["meta", "Meta", "https://api.meta.ai/v1", key("Meta Model API key", "META_API_KEY"), oauth("Meta (Muse subscription)", { ...SUBSCRIPTION, loginLabel: "Sign in with Meta" })],
-	["minimax", "MiniMax", "https://api.minimax.io/anthropic", key("MiniMax API key", "MINIMAX_API_KEY")],
-	["minimax-cn", "MiniMax CN", "https://api.minimaxi.com/anthropic", key("MiniMax CN API key", "MINIMAX_CN_API_KEY")],
-	["mistral", "Mistral", "https://api.mistral.ai", key("Mistral API key", "MISTRAL_API_KEY")],
-	["moonshotai", "Moonshot AI", "https://api.moonshot.ai/v1", key("Moonshot AI API key", "MOONSHOT_API_KEY")],
-	["moonshotai-cn", "Moonshot AI CN", "https://api.moonshot.cn/v1", key("Moonshot AI API key", "MOONSHOT_API_KEY")],
-	["nvidia", "NVIDIA", "https://integrate.api.nvidia.com/v1", key("NVIDIA API key", "NVIDIA_API_KEY")],
-	[
-		"openai",
-		"OpenAI",
-		"https://api.openai.com/v1",
-		key("OpenAI API key", "OPENAI_API_KEY"),
-		oauth("OpenAI (ChatGPT subscription)", { ...SUBSCRIPTION, loginLabel: "Sign in with ChatGPT" }),
-		{ filterAllModels: "subscription", classify: true },
-	],
-	["openai-codex", "OpenAI Codex", "https://chatgpt.com/backend-api", undefined, oauth("OpenAI (ChatGPT Plus/Pro)", SUBSCRIPTION)],
-	["opencode", "OpenCode Zen", undefined, key("OpenCode API key", "OPENCODE_API_KEY"), undefined, { classify: true, byModel: true }],
-	["opencode-go", "OpenCode Go", undefined, key("OpenCode API key", "OPENCODE_API_KEY"), undefined, { byModel: true }],
-	[
-		"openrouter",
-		"OpenRouter",
-		"https://openrouter.ai/api/v1",
-		key("OpenRouter API key", "OPENROUTER_API_KEY"),
-		oauth("OpenRouter OAuth", { loginLabel: "Sign in with OpenRouter" }),
-		{ images: true, classify: true, catalog: "personal", byModel: true },
-	],
-	["qwen-token-plan", "Qwen Token Plan Team", "https://token-plan.maas.qwencloudapi.com/compatible-mode/v1", key("Qwen Token Plan Team API key", "QWEN_TOKEN_PLAN_TEAM_API_KEY", "QWEN_TOKEN_PLAN_API_KEY")],
-	["qwen-token-plan-cn", "Qwen Token Plan Team CN", "https://token-plan.maas.qianwenaiapi.com/compatible-mode/v1", key("Qwen Token Plan Team CN API key", "QWEN_TOKEN_PLAN_TEAM_CN_API_KEY", "QWEN_TOKEN_PLAN_CN_API_KEY")],
-	["qwen-token-plan-individual", "Qwen Token Plan Individual", "https://token-plan.maas.qwencloudapi.com/compatible-mode/v1", key("Qwen Token Plan Individual API key", "QWEN_TOKEN_PLAN_INDIVIDUAL_API_KEY", "QWEN_TOKEN_PLAN_API_KEY")],
-	["qwen-token-plan-individual-cn", "Qwen Token Plan Individual CN", "https://token-plan.maas.qianwenaiapi.com/compatible-mode/v1", key("Qwen Token Plan Individual CN API key", "QWEN_TOKEN_PLAN_INDIVIDUAL_CN_API_KEY", "QWEN_TOKEN_PLAN_CN_API_KEY")],
-	["radius", "Radius", undefined, key("Radius API key", "RADIUS_API_KEY"), oauth("Radius"), { catalog: "radius" }],
-	["together", "Together", "https://api.together.ai/v1", key("Together API key", "TOGETHER_API_KEY")],
-	["typesafe", "TypeSafe", undefined, key("TypeSafe API key", "TYPESAFE_API_KEY"), undefined, { classify: true, byModel: true }],
-	["vercel-ai-gateway", "Vercel AI Gateway", "https://ai-gateway.vercel.sh", key("Vercel AI Gateway API key", "AI_GATEWAY_API_KEY"), undefined, { classify: true }],
-	["xai", "xAI", "https://api.x.ai/v1", key("xAI API key", "XAI_API_KEY"), oauth("xAI (Grok/X subscription)", { ...SUBSCRIPTION, loginLabel: "Sign in with SuperGrok or X Premium" })],
-	["xiaomi", "Xiaomi", "https://api.xiaomimimo.com/v1", key("Xiaomi API key", "XIAOMI_API_KEY")],
-	["xiaomi-token-plan-ams", "Xiaomi Token Plan AMS", "https://token-plan-ams.xiaomimimo.com/v1", key("Xiaomi Token Plan AMS API key", "XIAOMI_TOKEN_PLAN_AMS_API_KEY")],
-	["xiaomi-token-plan-cn", "Xiaomi Token Plan CN", "https://token-plan-cn.xiaomimimo.com/v1", key("Xiaomi Token Plan CN API key", "XIAOMI_TOKEN_PLAN_CN_API_KEY")],
-	["xiaomi-token-plan-sgp", "Xiaomi Token Plan SGP", "https://token-plan-sgp.xiaomimimo.com/v1", key("Xiaomi Token Plan SGP API key", "XIAOMI_TOKEN_PLAN_SGP_API_KEY")],
-	["zai", "Z.AI", "https://api.z.ai/api/coding/paas/v4", key("Z.AI API key", "ZAI_API_KEY")],
-	["zai-coding-cn", "Z.AI Coding CN", "https://open.bigmodel.cn/api/coding/paas/v4", key("Z.AI Coding CN API key", "ZAI_CODING_CN_API_KEY")],
-];
-
-const FACTS = new Map(PROVIDERS.map(([id, name, baseUrl, apiKey, oauthFacts, more = {}]) => [id, { name, baseUrl, apiKey, oauth: oauthFacts, ...more }]));
+let table;
+const factsOf = (id) => {
+	table ??= new Map((lib("builtinProviderTable") ?? []).map((row) => [row.id, { ...row, baseUrl: row.baseUrl ?? undefined }]));
+	return table.get(id);
+};
 
 const isChat = (model) => (model.type ?? "chat") === "chat";
 
@@ -142,7 +81,7 @@ function failedStream(model, message, signal) {
 }
 
 /** Whether `id` is one of pi-ai's built-in providers. */
-const isBuiltinProvider = (id) => FACTS.has(id);
+const isBuiltinProvider = (id) => factsOf(id) !== undefined;
 
 /**
  * pi's object of built-in provider `id` (undefined for another id): its
@@ -150,7 +89,7 @@ const isBuiltinProvider = (id) => FACTS.has(id);
  * image calls `source.calls` (`classify`, `generateImages`).
  */
 function builtinProvider(id, source) {
-	const facts = FACTS.get(id);
+	const facts = factsOf(id);
 	if (!facts) return undefined;
 	const auth = { ...(facts.apiKey ? { apiKey: apiKeyAuth(id, facts.apiKey) } : {}), ...(facts.oauth ? { oauth: oauthAuth(id, facts.oauth) } : {}) };
 	const { calls } = source;
@@ -229,4 +168,19 @@ function radiusProvider(id, facts, auth, source, { stream, streamSimple }) {
 	};
 }
 
-module.exports = { builtinProvider, isBuiltinProvider };
+/**
+ * pi's provider composer over built-in provider `id` that `models.json` or
+ * an extension configures (`config`: `{name?, baseUrl?, apiKey?, headers?,
+ * authHeader?}`, an extension's over the file's): pi-ai's object `base`
+ * with the configured name and base URL, an API-key auth over its own
+ * (the configured key and headers), its OAuth, refresh and filters; its
+ * models are the provider's as configured (`source` as for `builtinProvider`),
+ * its calls pi-ai's.
+ */
+function configuredBuiltinProvider(id, config, base, source) {
+	const allModels = () => [...source.chat(), ...source.typed("image"), ...source.typed("classifier")];
+	const calls = { stream: base.stream, streamSimple: base.streamSimple, classify: source.calls.classify, generateImages: source.calls.generateImages };
+	return registeredProvider({ config }, id, { base, models: source.chat, allModels, calls });
+}
+
+module.exports = { builtinProvider, configuredBuiltinProvider, isBuiltinProvider };

@@ -15,7 +15,7 @@
 const { services } = require("../host-services.cjs");
 const { lib } = require("./text.cjs");
 const calls = require("../ai/calls.cjs");
-const { builtinProvider, isBuiltinProvider } = require("./builtin-provider.cjs");
+const { builtinProvider, configuredBuiltinProvider, isBuiltinProvider } = require("./builtin-provider.cjs");
 
 /** A model as plain JSON (the library function reads pi's `Model` fields). */
 const plain = (model) => (model ? JSON.parse(JSON.stringify(model)) : model);
@@ -40,17 +40,20 @@ function storeRegistry(store, runtimeKeys) {
 	const call = (kind) => (model, context, options) => (own.getProvider(model?.provider) ? own[kind] : calls[kind])(model, context, options);
 	// pi-ai's object of a built-in provider nothing configures, one per runtime (its restored catalog stays in it).
 	const builtins = new Map();
+	const sourceOf = (id) => {
+		const chat = () => (catalogAsk("getAll") ?? []).filter((m) => m.provider === id);
+		const typed = (type) => own.getModelsOfType(type, id) ?? [];
+		return { chat, typed, calls: own };
+	};
 	const builtin = (id) => {
-		if (!builtins.has(id)) {
-			const chat = () => (catalogAsk("getAll") ?? []).filter((m) => m.provider === id);
-			const typed = (type) => own.getModelsOfType(type, id) ?? [];
-			builtins.set(id, builtinProvider(id, { chat, typed, calls: own }));
-		}
+		if (!builtins.has(id)) builtins.set(id, builtinProvider(id, sourceOf(id)));
 		return builtins.get(id);
 	};
 	const provider = (id) => {
 		const facts = catalogAsk("getProvider", id);
 		if (isBuiltinProvider(id) && !facts?.configured) return builtin(id);
+		// Configured by these files' models.json: pi's composer over pi-ai's object.
+		if (isBuiltinProvider(id)) return configuredBuiltinProvider(id, facts.config ?? {}, builtin(id), sourceOf(id));
 		if (!facts) return undefined;
 		return {
 			id: facts.id,

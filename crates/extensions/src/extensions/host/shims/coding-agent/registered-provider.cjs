@@ -185,7 +185,8 @@ function registeredProvider(entry, name, { base, models, allModels, calls, keepM
 	if (entry?.legacy === false && entry.provider) return entry.provider;
 	const config = entry?.config ?? {};
 	const oauthConfig = entry?.oauth ?? config.oauth;
-	const apiKey = apiKeyAuth(name, { ...config, oauth: oauthConfig }, base?.auth?.apiKey);
+	// As pi's composer: a provider signing in by OAuth alone (its own, or the one it replaces) gets no API-key login.
+	const apiKey = apiKeyAuth(name, { ...config, oauth: oauthConfig ?? base?.auth?.oauth }, base?.auth?.apiKey);
 	const oauth = oauthConfig ? oauthAuth(oauthConfig) : base?.auth?.oauth;
 	const ownRefresh = typeof config.refreshModels === "function" ? config.refreshModels : undefined;
 	const refreshes = base?.refreshModels || ownRefresh || oauthConfig?.modifyModels;
