@@ -24,6 +24,7 @@ mod extension_agent_core;
 mod extension_agent_end_handlers;
 mod extension_api;
 mod extension_builtin_factories;
+mod extension_builtin_catalog_refresh;
 mod extension_builtin_providers;
 mod extension_builtin_tools;
 mod extension_catalog_refresh_rules;
