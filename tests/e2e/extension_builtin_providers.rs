@@ -343,8 +343,9 @@ async fn api_key_goes_to_the_scoped_models_provider_as_pis() {
 }
 
 /// One program (pi-rpc, or pi 1.6.0 when `reference`) started with `--api-key` and no model: its exit
-/// code, and whether its error output gives pi's reason; `None` without the tools.
-async fn key_without_model(reference: bool) -> Option<(Option<i32>, bool)> {
+/// code, and the line of its error output that gives pi's reason (as printed, prefix included);
+/// `None` without the tools.
+async fn key_without_model(reference: bool) -> Option<(Option<i32>, Option<String>)> {
     let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
     let cli = reference_cli()?;
     let sb = Sandbox::with_server().await;
@@ -362,13 +363,15 @@ async fn key_without_model(reference: bool) -> Option<(Option<i32>, bool)> {
     pi.close_stdin();
     let status = pi.wait().await;
     let reason = "--api-key requires a model to be specified via --model, --provider/--model, or --models";
-    Some((status.code(), pi.stderr().contains(reason)))
+    let line = pi.stderr().lines().find(|line| line.contains(reason)).map(str::to_string);
+    Some((status.code(), line))
 }
 
 #[tokio::test]
 async fn api_key_without_a_model_is_pis_start_up_error() {
     let Some(ours) = key_without_model(false).await else { return };
     let Some(theirs) = key_without_model(true).await else { return };
-    assert_eq!(theirs, (Some(1), true), "pi 1.6.0");
+    let reason = "--api-key requires a model to be specified via --model, --provider/--model, or --models";
+    assert_eq!(theirs, (Some(1), Some(format!("Error: {reason}"))), "pi 1.6.0");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -387,3 +387,143 @@ async fn a_runtimes_refresh_runs_a_registrations_network_phase_as_pis() {
     assert!(ours["seen"].as_array().is_some_and(|s| s.contains(&network)), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
+
+/// A `ModelRuntime`'s registration with an OAuth login, refreshed by
+/// `refresh()` over an expired login stored in `auth.json`.
+const EXPIRED_LOGIN_REFRESH: &str = r#"import { ModelRuntime } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const model = (id: string) => ({ id, name: id, reasoning: false, input: ["text"], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 1000, maxTokens: 100 });
+const tick = () => new Promise((r) => setTimeout(r, 100));
+
+export default function (pi: ExtensionAPI) {
+  pi.registerCommand("expired", {
+    handler: async (_args, ctx) => {
+      const rt: any = await ModelRuntime.create();
+      const seen: any[] = [];
+      const refreshed: any[] = [];
+      rt.registerProvider("refreshing", {
+        baseUrl: "http://127.0.0.1:9/v1", api: "openai-completions", models: [model("r1")],
+        oauth: {
+          name: "Refreshing",
+          login: async () => { throw new Error("no login here"); },
+          refreshToken: async (c: any) => { refreshed.push(c.access); return { ...c, access: "fresh-access", refresh: "fresh-refresh", expires: 4102444800000 }; },
+          getApiKey: (c: any) => c.access,
+        },
+        refreshModels: async (c: any) => {
+          const phase = { allowNetwork: c.allowNetwork, credential: c.credential ?? null };
+          if (!seen.some((s) => JSON.stringify(s) === JSON.stringify(phase))) seen.push(phase);
+          return [model(c.allowNetwork ? "net" : "off")];
+        },
+      } as any);
+      await tick();
+      await rt.refresh();
+      const after = rt.getModels("refreshing").map((m: any) => m.id);
+      ctx.ui.notify(JSON.stringify({ after, seen, refreshed }), "info");
+    },
+  });
+}
+"#;
+
+/// `/expired`'s note in RPC mode (not offline), with `auth.json`'s login after it.
+async fn expired_login_note(reference: bool) -> Option<Value> {
+    let cli = reference_cli()?;
+    let (node, dir) = node22().zip(host_dir())?;
+    let sb = Sandbox::with_server().await;
+    host_settings(&sb, &node, &dir, json!({}));
+    write_module(&sb, "expired-login.ts", EXPIRED_LOGIN_REFRESH);
+    let expired = json!({"type": "oauth", "access": "old-access", "refresh": "old-refresh", "expires": 1000});
+    let auth_path = sb.agent_dir.path().join("auth.json");
+    std::fs::write(&auth_path, json!({"refreshing": expired}).to_string()).expect("auth.json");
+    let mut pi = rpc(&sb, &node, &cli, reference);
+    pi.send(json!({"id": "e", "type": "prompt", "message": "/expired"})).await;
+    let lines = pi.until(|v| v["method"] == "notify").await;
+    let note = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
+    let mut note: Value = serde_json::from_str(&note).unwrap_or(Value::String(note));
+    let stored: Value =
+        serde_json::from_str(&std::fs::read_to_string(&auth_path).unwrap_or_default()).unwrap_or_default();
+    note["stored"] = stored["refreshing"].clone();
+    Some(note)
+}
+
+/// A runtime's `refresh()` over an expired OAuth login of a registration
+/// refreshes the login first (the registration's `refreshToken`, the answer
+/// stored in `auth.json`) and runs the network phase with it, as pi's.
+#[tokio::test]
+async fn a_runtimes_refresh_refreshes_an_expired_login_first_as_pis() {
+    let Some(ours) = expired_login_note(false).await else { return };
+    let Some(theirs) = expired_login_note(true).await else { return };
+    assert_eq!(ours["refreshed"], json!(["old-access"]), "{ours}");
+    assert_eq!(ours["after"], json!(["net"]), "{ours}");
+    assert_eq!(ours["stored"]["access"], "fresh-access", "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+/// A provider registered only once `MARKER` exists, its key from a command
+/// that notes each run in `LOG`, its `refreshModels` noting each phase there.
+const LATE_PROVIDER: &str = r#"import fs from "node:fs";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const model = (id: string) => ({ id, name: id, reasoning: false, input: ["text"], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 1000, maxTokens: 100 });
+
+export default function (pi: ExtensionAPI) {
+  if (!fs.existsSync("MARKER")) return;
+  pi.registerProvider("late", {
+    baseUrl: "http://127.0.0.1:9/v1", api: "openai-completions", apiKey: "!echo resolved >> LOG; echo late-key", models: [model("l1")],
+    refreshModels: async (c: any) => {
+      fs.appendFileSync("LOG", `refresh ${JSON.stringify({ allowNetwork: c.allowNetwork, credential: c.credential ?? null })}\n`);
+      return [model(c.allowNetwork ? "net" : "off")];
+    },
+  } as any);
+}
+"#;
+
+/// RPC mode (not offline): the first session without the provider, then
+/// a new session that registers it; the distinct phases its
+/// `refreshModels` ran and how often its key command ran by then, and its
+/// models listed after.
+async fn late_provider_note(reference: bool) -> Option<Value> {
+    let cli = reference_cli()?;
+    let (node, dir) = node22().zip(host_dir())?;
+    let sb = Sandbox::with_server().await;
+    host_settings(&sb, &node, &dir, json!({}));
+    let (marker, log) = (sb.cwd.path().join("late.marker"), sb.cwd.path().join("late.log"));
+    let module =
+        LATE_PROVIDER.replace("MARKER", &marker.display().to_string()).replace("LOG", &log.display().to_string());
+    write_module(&sb, "late-provider.ts", &module);
+    let mut pi = rpc(&sb, &node, &cli, reference);
+    let state = pi.call("s", json!({"type": "get_state"})).await;
+    assert_eq!(state["success"], true, "{state}");
+    std::fs::write(&marker, "").expect("marker");
+    let answer = pi.call("n", json!({"type": "new_session"})).await;
+    assert_eq!(answer["success"], true, "{answer}");
+    // Time for a network refresh to show.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Read before the model list is asked for (pi-rpc's availability check runs a `!command` key; compat/DEVIATIONS.md).
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let answer = pi.call("m", json!({"type": "get_available_models"})).await;
+    let models = answer["data"]["models"].as_array().cloned().unwrap_or_default();
+    let late: Vec<Value> = models.iter().filter(|m| m["provider"] == "late").map(|m| m["id"].clone()).collect();
+    let mut phases: Vec<Value> = Vec::new();
+    for line in text.lines().filter_map(|l| l.strip_prefix("refresh ")) {
+        let phase: Value = serde_json::from_str(line).unwrap_or_default();
+        if !phases.contains(&phase) {
+            phases.push(phase);
+        }
+    }
+    let resolved = text.lines().filter(|l| *l == "resolved").count();
+    Some(json!({"models": late, "phases": phases, "keyCommandRuns": resolved}))
+}
+
+/// RPC mode: a provider first registered by a later session (after
+/// `new_session`) is refreshed offline only and its key is not resolved
+/// for a refresh, in pi-rpc as in pi 1.6.0 (pi refreshes from the network
+/// once, for the first session's runtime).
+#[tokio::test]
+async fn a_provider_first_registered_in_a_later_session_is_refreshed_offline_only_as_in_pi() {
+    let Some(ours) = late_provider_note(false).await else { return };
+    let Some(theirs) = late_provider_note(true).await else { return };
+    let offline = json!({"allowNetwork": false, "credential": null});
+    assert_eq!(ours, json!({"models": ["off"], "phases": [offline], "keyCommandRuns": 0}), "pi-rpc");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}

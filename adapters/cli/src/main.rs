@@ -74,10 +74,20 @@ fn main() -> ExitCode {
             // The one place the binary reports a fatal startup error.
             #[allow(clippy::print_stderr)]
             {
-                eprintln!("pi: {e:#}");
+                eprintln!("{}", startup_error_line(&e));
             }
             ExitCode::from(1)
         }
+    }
+}
+
+/// How a fatal start-up error is printed: one pi reports as a start-up
+/// diagnostic (`--api-key` without a model) in pi's form, `Error: …`;
+/// any other with pi-rpc's `pi: ` prefix.
+fn startup_error_line(e: &anyhow::Error) -> String {
+    match e.downcast_ref::<pi_core::error::CoreError>() {
+        Some(core) if core.field.as_deref() == Some("apiKey") => format!("Error: {}", core.message),
+        _ => format!("pi: {e:#}"),
     }
 }
 
@@ -184,7 +194,7 @@ async fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if let Some(prompts) = prompts {
         let mut config = setup::build_agent_config(&args)?;
         config.extensions.preloaded = preloaded;
-        let (handle, outputs) = pi_core::agent::spawn(config).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let (handle, outputs) = pi_core::agent::spawn(config)?;
         let print_mode = if mode == Mode::Json { print::PrintMode::Json } else { print::PrintMode::Text };
         return print::run(print_mode, prompts, handle, outputs).await;
     }
@@ -201,7 +211,7 @@ async fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         let mut config = setup::build_agent_config(&args)?;
         config.extensions.preloaded = preloaded;
         config.catalog_refreshes = catalogs.clone();
-        Some(pi_core::agent::spawn_batched(config).map_err(|e| anyhow::anyhow!("{e}"))?)
+        Some(pi_core::agent::spawn_batched(config)?)
     };
     if mode == Mode::Rpc && !offline(&args) && !args.no_extensions {
         tokio::spawn(list_llama_models());

@@ -11,6 +11,8 @@
 //!   refreshing with the same token make the second fail with
 //!   `invalid_grant`, as a lost write would in real life;
 //! - [`FakeOAuth::revoke`] makes every refresh fail with `invalid_grant`;
+//! - Radius's gateway gives its configuration (`GET /v1/config`) to a
+//!   bearer token, with a model named after the token;
 //! - every request is recorded, refreshes are counted per provider.
 
 pub mod flaky;

@@ -168,6 +168,15 @@ fn route(
         ("GET", "/openrouter/auth") => authorize(s, f, "openrouter", "callback_url", false),
         ("GET", "/radius/authorize") => authorize(s, f, "radius", "redirect_uri", true),
         ("GET", "/radius/v1/oauth") => ok(json!({"authorizationEndpoint": "https://radius.pi.dev/authorize"})),
+        // The gateway's configuration: its models for the bearer (one of them malformed), none without one.
+        ("GET", "/radius/v1/config") => match bearer(headers) {
+            Some(token) => ok(json!({"baseUrl": "https://radius.pi.dev/v1", "models": [
+                {"id": format!("gateway-model-for-{token}"), "name": "Gateway Model", "reasoning": true, "input": ["text", "image"],
+                 "cost": {"input": 1, "output": 2, "cacheRead": 0.5, "cacheWrite": 0}, "contextWindow": 200000, "maxTokens": 16000},
+                {"id": "malformed", "name": "No limits"}
+            ]})),
+            None => reply(StatusCode::UNAUTHORIZED, json!({"error": "no token"})),
+        },
 
         // Code exchanges and refreshes.
         ("POST", "/anthropic/v1/oauth/token") => token(

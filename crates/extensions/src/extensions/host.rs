@@ -100,6 +100,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/bug-report.cjs", include_str!("host/shims/coding-agent/bug-report.cjs")),
     ("shims/coding-agent/credential-store.cjs", include_str!("host/shims/coding-agent/credential-store.cjs")),
     ("shims/coding-agent/catalog-store.cjs", include_str!("host/shims/coding-agent/catalog-store.cjs")),
+    ("shims/coding-agent/radius-catalog.cjs", include_str!("host/shims/coding-agent/radius-catalog.cjs")),
     ("shims/coding-agent/ui-prompts.cjs", include_str!("host/shims/coding-agent/ui-prompts.cjs")),
     ("shims/coding-agent/session-builtins.cjs", include_str!("host/shims/coding-agent/session-builtins.cjs")),
     ("shims/coding-agent/session-codemode.cjs", include_str!("host/shims/coding-agent/session-codemode.cjs")),

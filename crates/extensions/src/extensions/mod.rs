@@ -342,6 +342,9 @@ impl SpawnTemplate {
         // pi's print mode runs no provider's network refresh (the offline phase only).
         let network = options.provider_refreshes.as_ref().is_none_or(|refreshes| refreshes.uses_network());
         hello["catalogNetwork"] = Value::Bool(network);
+        // pi's RPC mode: the instances made again for a later session refresh offline only.
+        let first_only = options.provider_refreshes.as_ref().is_some_and(|r| r.network_for_first_instances_only());
+        hello["catalogNetworkFirstInstance"] = Value::Bool(first_only);
         // pi: a bare `--name` is `true`; the last of a repeated one wins.
         let flags: serde_json::Map<String, Value> = options
             .flags

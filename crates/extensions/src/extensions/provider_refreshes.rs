@@ -32,7 +32,9 @@ const LONGEST: Duration = Duration::from_secs(60);
 pub enum RefreshRule {
     /// pi's RPC mode: once per process for each extension and provider,
     /// whatever its outcome: never again, after any time or with another
-    /// credential (pi refreshes once, at start).
+    /// credential (pi refreshes once, at start), and only for the
+    /// extensions' first instances: those made again for a later session
+    /// (after `new_session`) refresh offline only, as pi's later runtimes do.
     OncePerProcess,
     /// `pi serve` and ACP: once for each extension, provider and credential
     /// within pi's four-hour window; a failure is left to the next session.
@@ -99,6 +101,12 @@ impl ProviderRefreshes {
     /// Whether a network refresh may run at all (not in print mode).
     pub fn uses_network(&self) -> bool {
         self.rule != RefreshRule::Never
+    }
+
+    /// Whether only an extension's first instance may run a network
+    /// refresh (pi's RPC mode: none made again for a later session).
+    pub fn network_for_first_instances_only(&self) -> bool {
+        self.rule == RefreshRule::OncePerProcess
     }
 
     /// A session's extension asks to refresh `key`: it waits while another
@@ -253,6 +261,12 @@ mod tests {
             lock(&refreshes.done).values_mut().for_each(|when| *when = at);
             ticket(&refreshes, key("a")).await;
         }
+    }
+
+    #[test]
+    fn rpc_mode_alone_gives_the_network_to_first_instances_only() {
+        assert!(ProviderRefreshes::with_rule(RefreshRule::OncePerProcess).network_for_first_instances_only());
+        assert!(!ProviderRefreshes::new().network_for_first_instances_only());
     }
 
     #[tokio::test]

@@ -56,7 +56,8 @@ function scopeOf(location) {
 
 /** The API object and what it registered. */
 export class Instance {
-	constructor({ channel, hello, contexts, bus, onChange, reportError }) {
+	/** `renewed`: made again for a later runtime (a new session, a reload), not at start. */
+	constructor({ channel, hello, renewed = false, contexts, bus, onChange, reportError }) {
 		this.channel = channel;
 		this.contexts = contexts;
 		this.handlers = new Map();
@@ -67,8 +68,9 @@ export class Instance {
 		this.virtualModels = new VirtualModels();
 		this.providers = new Providers(() => this.onChange(), {
 			agentDir: hello.agentDir ?? process.env.PI_CODING_AGENT_DIR,
-			// Offline, or print mode (`catalogNetwork` false): no network refresh.
-			offline: hello.offline === true || hello.catalogNetwork === false,
+			// Offline, or print mode (`catalogNetwork` false): no network refresh; nor in pi's RPC mode
+			// for an instance made again (pi refreshes from the network for its first runtime alone).
+			offline: hello.offline === true || hello.catalogNetwork === false || (renewed && hello.catalogNetworkFirstInstance === true),
 			channel,
 			// An SDK session's extensions: its runtime layer refreshes config forms (registration-refresh.cjs).
 			configRefresh: hello.configRefresh !== false,

@@ -421,7 +421,7 @@ async function loadFactory() {
 }
 
 /** `bindNow`: the session's actions answer once the factory returned (else at pi-rpc's `bind`). */
-async function createInstance(bindNow) {
+async function createInstance(bindNow, renewed = false) {
 	let registerQueued = false;
 	// The changed registration goes out: at the end of this tick, or at once
 	// when the registry is read next (pi's model runtime changes in place).
@@ -444,6 +444,7 @@ async function createInstance(bindNow) {
 	current.instance = new Instance({
 		channel,
 		hello,
+		renewed,
 		contexts,
 		bus: createBus(channel),
 		onChange,
@@ -495,7 +496,7 @@ async function shutdownInstance({ reason, targetSessionFile }) {
 /** A new runtime's second phase: the factory again, its instance unbound until `bind`; answered once registered. */
 async function renewInstance() {
 	try {
-		instance = await createInstance(false);
+		instance = await createInstance(false, true);
 	} catch (error) {
 		fail("load", `Failed to load extension: ${errorText(error)}`);
 		return null;

@@ -104,6 +104,8 @@ function builtinProvider(id, source) {
 	const streamSimple = call;
 	if (facts.catalog === "radius") return radiusProvider(id, facts, auth, source, { stream, streamSimple });
 	const baseline = () => [...source.chat(), ...source.typed("image"), ...source.typed("classifier")];
+	// The catalog server of the runtime's `catalogBaseUrl`, else pi.dev.
+	const catalogBaseUrl = source.catalogBaseUrl ?? DEFAULT_CATALOG_BASE_URL;
 	let dynamic = [];
 	let getModels = () => mergeModels(source.chat(), dynamic.filter(isChat));
 	let getAllModels = () => mergeModels(baseline(), dynamic);
@@ -112,7 +114,7 @@ function builtinProvider(id, source) {
 		if (!(await context.publish({ update: () => (dynamic = restored) }))) return;
 		if (!context.allowNetwork || context.signal?.aborted) return;
 		const store = contextStore(context, (entry) => (dynamic = newerModels(id, entry)));
-		await refreshProvider(id, store, { baseUrl: DEFAULT_CATALOG_BASE_URL, signal: context.signal, force: context.force });
+		await refreshProvider(id, store, { baseUrl: catalogBaseUrl, signal: context.signal, force: context.force });
 	};
 	if (facts.catalog === "personal") {
 		// The catalog narrowed to the user's key replaces the provider's models once stored, offline too.
@@ -126,7 +128,7 @@ function builtinProvider(id, source) {
 			const credential = context.credential;
 			const key = credential?.type === "oauth" ? credential.access : credential?.key;
 			const store = contextStore(context, (entry) => (dynamic = entry.models));
-			await refreshPersonalized(id, store, { baseUrl: DEFAULT_CATALOG_BASE_URL, signal: context.signal, builtin: baseline(), key, providerBaseUrl: context.baseUrl });
+			await refreshPersonalized(id, store, { baseUrl: catalogBaseUrl, signal: context.signal, builtin: baseline(), key, providerBaseUrl: context.baseUrl });
 		};
 	}
 	const provider = {
@@ -150,7 +152,9 @@ function builtinProvider(id, source) {
 	return provider;
 }
 
-/** Radius as pi-ai makes it: its catalog, once stored, replaces the shipped one. */
+const { refreshRadiusModels } = require("./radius-catalog.cjs");
+
+/** Radius as pi-ai makes it: its gateway's catalog, once known, replaces the shipped one (radius-catalog.cjs). */
 function radiusProvider(id, facts, auth, source, { stream, streamSimple }) {
 	let dynamic;
 	return {
@@ -158,11 +162,7 @@ function radiusProvider(id, facts, auth, source, { stream, streamSimple }) {
 		name: facts.name,
 		auth,
 		getModels: () => dynamic ?? source.chat(),
-		refreshModels: async (context) => {
-			if (!context.stored) return;
-			const restored = context.stored.models.filter((m) => m.provider === id);
-			await context.publish({ update: () => (dynamic = restored) });
-		},
+		refreshModels: (context) => refreshRadiusModels(id, context, (models) => (dynamic = models)),
 		stream,
 		streamSimple,
 	};

@@ -14,6 +14,9 @@
 
 const { services } = require("../host-services.cjs");
 
+/** pi-ai's longest wait for an OAuth refresh. */
+const OAUTH_REFRESH_TIMEOUT_MS = 30_000;
+
 /** A JSON copy of a credential (the store may hand out live objects). */
 const plain = (value) => (value === undefined || value === null ? undefined : JSON.parse(JSON.stringify(value)));
 
@@ -52,6 +55,23 @@ class CredentialStoreBridge {
 		await this.store.delete(providerId, options);
 		const { [providerId]: _removed, ...rest } = this.entries;
 		this.entries = rest;
+	}
+
+	/**
+	 * The provider's OAuth login refreshed by `oauth.refresh` inside the
+	 * store's `modify` when it is still expired there (pi-ai's refresh
+	 * before a network model refresh); resolves with the login the store
+	 * then holds (undefined: none).
+	 */
+	async refreshExpired(providerId, oauth, signal) {
+		const refreshed = await this.store.modify(
+			providerId,
+			async (current) => (current?.type === "oauth" && Date.now() >= current.expires ? await oauth.refresh(current, AbortSignal.timeout(OAUTH_REFRESH_TIMEOUT_MS)) : undefined),
+			{ signal },
+		);
+		const post = plain(refreshed) ?? plain(await this.store.read(providerId, { signal }));
+		if (post) this.entries = { ...this.entries, [providerId]: post };
+		return post?.type === "oauth" ? post : undefined;
 	}
 
 	/**

@@ -23,9 +23,10 @@ const plain = (model) => (model ? JSON.parse(JSON.stringify(model)) : model);
 /**
  * A registry with the interface of `ctx.modelRegistry` over `store`
  * (`{authPath, modelsPath}`, `modelsPath` null for none) and `runtimeKeys`
- * (a Map the runtime owns).
+ * (a Map the runtime owns); `catalogBaseUrl`: the catalog server its
+ * built-in providers' `refreshModels` asks (pi.dev when not given).
  */
-function storeRegistry(store, runtimeKeys) {
+function storeRegistry(store, runtimeKeys, { catalogBaseUrl } = {}) {
 	const own = services().modelRegistry();
 	const ask = (op, ...args) => lib("modelStore", { ...store, runtimeKeys: Object.fromEntries(runtimeKeys) }, op, ...args)?.value;
 	// The catalog's answers (models, providers) kept until the runtime refreshes or its credentials change (`forget`), as pi's snapshot.
@@ -43,7 +44,7 @@ function storeRegistry(store, runtimeKeys) {
 	const sourceOf = (id) => {
 		const chat = () => (catalogAsk("getAll") ?? []).filter((m) => m.provider === id);
 		const typed = (type) => own.getModelsOfType(type, id) ?? [];
-		return { chat, typed, calls: own };
+		return { chat, typed, calls: own, catalogBaseUrl };
 	};
 	const builtin = (id) => {
 		if (!builtins.has(id)) builtins.set(id, builtinProvider(id, sourceOf(id)));

@@ -22,6 +22,7 @@ const os = require("node:os");
 const path = require("node:path");
 const { storeRegistry, storedCredentials, storeCredential, removeCredential } = require("./model-store.cjs");
 const { CredentialStoreBridge } = require("./credential-store.cjs");
+const { refreshStoredOAuth } = require("./registration-refresh.cjs");
 const { catalogStoreOf, withStoredCatalogs, modelNetworkEnabled } = require("./catalog-store.cjs");
 const { AssistantMessageEventStream } = require("../ai/stream.cjs");
 const deferred = require("./deferred.cjs");
@@ -79,11 +80,12 @@ class ModelRuntime {
 		const authPath = path.resolve(options.authPath ?? path.join(agentDir(), "auth.json"));
 		const modelsPath = options.modelsPath === null ? null : path.resolve(options.modelsPath ?? path.join(agentDir(), "models.json"));
 		const runtimeKeys = new Map();
-		if (store === undefined) return new ModelRuntime(storeRegistry({ authPath, modelsPath }, runtimeKeys), authPath, runtimeKeys, true);
+		const catalogServer = { catalogBaseUrl: options.catalogBaseUrl };
+		if (store === undefined) return new ModelRuntime(storeRegistry({ authPath, modelsPath }, runtimeKeys, catalogServer), authPath, runtimeKeys, true);
 		// A caller's credential store (credential-store.cjs): read now, written by logins and logouts.
 		const credentials = new CredentialStoreBridge(store);
 		await credentials.load({ signal: options.signal });
-		const registry = storeRegistry({ modelsPath, get credentials() { return credentials.entries; } }, runtimeKeys);
+		const registry = storeRegistry({ modelsPath, get credentials() { return credentials.entries; } }, runtimeKeys, catalogServer);
 		const runtime = new ModelRuntime(registry, undefined, runtimeKeys, true);
 		runtime.credentialStore = credentials;
 		return runtime;
@@ -396,6 +398,11 @@ class ModelRuntime {
 				}
 			},
 			stored: async (id) => catalogs.read(id),
+			// pi-ai's refresh of an expired login before a network refresh, in the store it came from.
+			refreshOAuth: async (id, oauth, signal) => {
+				if (this.credentialStore) return this.credentialStore.refreshExpired(id, oauth, signal);
+				return refreshStoredOAuth(this.authPath, id, oauth);
+			},
 		};
 	}
 }
