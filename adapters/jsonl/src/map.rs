@@ -16,6 +16,7 @@ fn payload(p: ToolResultPayload) -> WireToolResult {
         structured_content: p.structured_content.map(|v| *v),
         is_error: p.is_error,
         usage: p.usage.map(|u| *u),
+        terminate: p.terminate,
     }
 }
 

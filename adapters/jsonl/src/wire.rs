@@ -122,6 +122,10 @@ pub struct WireToolResult {
     /// as the toolResult message's `usage`; absent when it reports none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// `true` when the tool ended the run after its batch (an extension tool's
+    /// `terminate: true`, as pi 1.6.0 passes its result on); absent otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub terminate: bool,
 }
 
 /// An extension UI request (`extension_ui_request`); the fields present depend on `method`.

@@ -254,6 +254,7 @@ mod tests {
                 structured_content: None,
                 is_error: false,
                 usage: None,
+                terminate: false,
             }),
             is_error: false,
             duration_ms: Some(1),

@@ -220,6 +220,7 @@ pub fn sample_events() -> Vec<pi_core::event::AgentEvent> {
             structured_content: None,
             is_error: false,
             usage: None,
+            terminate: false,
         })
     };
     let usage = || std::sync::Arc::new(Usage::default());

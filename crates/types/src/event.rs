@@ -72,6 +72,10 @@ pub struct ToolResultPayload {
     /// boxed so that events stay small.
     #[serde(default)]
     pub usage: Option<Box<crate::message::Usage>>,
+    /// The tool asked to end the run after this batch (pi's `result.terminate`:
+    /// an extension tool's `terminate: true`). Defaulted for events stored before it existed.
+    #[serde(default)]
+    pub terminate: bool,
 }
 
 /// Why a compaction runs.

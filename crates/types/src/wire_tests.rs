@@ -107,6 +107,7 @@ fn events_round_trip() {
             structured_content: Some(Box::new(json!({"rows": 2}))),
             is_error: true,
             usage: Some(Box::new(crate::message::Usage { input: 4, output: 1, ..Default::default() })),
+            terminate: true,
         }),
         is_error: false,
         duration_ms: Some(3),

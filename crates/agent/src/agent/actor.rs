@@ -34,6 +34,7 @@ mod mcp_ops;
 mod mcp_provider_token;
 mod mcp_transport_host;
 mod named_tools;
+mod quit_goodbye;
 mod reload;
 mod resource_discovery;
 mod runs;
@@ -226,13 +227,14 @@ impl Agent {
                 self.mcp.release();
                 self.models.start_catalog_refresh();
             }
-            if self.activity.is_shutting_down() && self.is_idle() {
+            if self.activity.is_shutting_down() && self.is_idle() && self.extensions_said_goodbye() {
                 break;
             }
         }
         self.mcp.shutdown().await;
         self.ext.sdk_mcp().close_all().await;
-        self.ext.handle().shutdown().await;
+        let told = self.told_goodbye();
+        self.ext.handle().shutdown(&told).await;
         self.workspace.release_temp_files(self.session.record().file_path());
         if let Some(tag) = self.activity.take_shutdown_request() {
             self.reply(Some(tag), Ok(Reply::Ack)).await;

@@ -38,6 +38,8 @@ pub(crate) enum ExtSignal {
         found: Vec<(String, Value)>,
         reply: Option<super::extension_session_op_state::ExtReply>,
     },
+    /// Every pi module handled the exit's `session_shutdown` (each awaited in load order).
+    SaidGoodbye,
     /// Every old instance handled a reload's `session_shutdown` (each
     /// awaited in load order): the reload goes on with the packages `resolved`.
     ReloadShutDown {
@@ -162,9 +164,29 @@ pub(crate) struct ExtensionState {
     /// (pi binds its runtime, then greets its extensions, once all loaded);
     /// `None` once they were bound and greeted.
     start_phase: Option<Vec<usize>>,
+    /// The pi modules' `session_shutdown` at exit (pi disposes its runtime,
+    /// every handler awaited, before it exits).
+    goodbye: Goodbye,
+}
+
+/// Where the exit's `session_shutdown` (reason "quit") stands.
+#[derive(Debug, Default)]
+pub(crate) enum Goodbye {
+    /// Not asked yet.
+    #[default]
+    NotAsked,
+    /// These extensions are handling it, awaited in load order.
+    Asked(Vec<usize>),
+    /// These extensions handled it.
+    Said(Vec<usize>),
 }
 
 impl ExtensionState {
+    /// Where the exit's `session_shutdown` stands, to read and move on.
+    pub(crate) fn goodbye(&mut self) -> &mut Goodbye {
+        &mut self.goodbye
+    }
+
     /// Start the extensions of `options`; their signals reach the actor on `internal`.
     pub(crate) fn start(
         resources: Resources,
@@ -215,6 +237,7 @@ impl ExtensionState {
             default_tool_edits: options.default_tool_edits.clone(),
             loaded_by_reload: HashSet::new(),
             start_phase: Some(Vec::new()),
+            goodbye: Goodbye::NotAsked,
             parked_reload: None,
             found_at_start: Default::default(),
         }

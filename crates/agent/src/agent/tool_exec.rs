@@ -176,6 +176,7 @@ pub(super) async fn run_prepared(
                 structured_content: None,
                 is_error: false,
                 usage: None,
+                terminate: false,
             }),
             parent_tool_call_id: parent.map(str::to_string),
         })
@@ -260,6 +261,7 @@ pub(super) async fn emit_end(
                 structured_content: output.structured_content.clone().map(Box::new),
                 is_error: output.result_is_error,
                 usage: output.usage.clone().map(Box::new),
+                terminate: output.terminate,
             }),
             is_error: output.is_error,
             duration_ms,

@@ -678,13 +678,17 @@ impl Extensions {
         Some(Arc::new(tool::ExtensionGate { extensions: self.clone() }))
     }
 
-    /// Stop every extension: `session_shutdown` to subscribers, input closed,
-    /// killed after the grace period. Deaths are no longer reported.
-    pub async fn shutdown(&self) {
+    /// Stop every extension: `session_shutdown` to the subscribers not
+    /// `told` already, input closed, killed after the grace period. Deaths
+    /// are no longer reported.
+    pub async fn shutdown(&self, told: &[usize]) {
         if self.list().is_empty() {
             return;
         }
-        self.notify_raw("session_shutdown", serde_json::json!({"type": "session_shutdown", "reason": "quit"}));
+        let message = protocol::event_message(serde_json::json!({"type": "session_shutdown", "reason": "quit"}));
+        for ext in self.subscribers("session_shutdown").into_iter().filter(|e| !told.contains(&e.id)) {
+            ext.send(&message);
+        }
         self.shared.quiet.store(true, Ordering::SeqCst);
         self.shared.ui.close();
         let grace = self.shared.timeouts.shutdown_grace;

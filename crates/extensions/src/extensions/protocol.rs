@@ -389,6 +389,9 @@ fn payload(p: &ToolResultPayload) -> Value {
     if p.is_error {
         obj.insert("isError".into(), Value::Bool(true));
     }
+    if p.terminate {
+        obj.insert("terminate".into(), Value::Bool(true));
+    }
     Value::Object(obj)
 }
 

@@ -420,6 +420,7 @@ impl Agent {
                     let _ = reply.send(Err("reload: the settings' packages could not be resolved".to_string()));
                 }
             },
+            ExtSignal::SaidGoodbye => self.goodbye_said(),
             ExtSignal::ReloadShutDown { resolved, reply } => self.reload_after_shutdown(resolved.map(|r| *r), reply),
             ExtSignal::ReloadStarted { reply, added } => {
                 // Those it loaded had their `session_start` in the turn: they have started.
