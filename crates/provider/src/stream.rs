@@ -271,6 +271,15 @@ pub async fn stream_assistant(
                 stopped = true;
                 out.fields_changed = true;
             }
+            ProviderEvent::ErrorStop { raw, message: error_message } => {
+                message.stop_reason = StopReason::Error;
+                message.raw_stop_reason = raw;
+                if error_message.is_some() {
+                    message.error_message = error_message;
+                }
+                stopped = true;
+                out.fields_changed = true;
+            }
         }
     }
 

@@ -164,6 +164,25 @@ pub enum ProviderEvent {
         reason: StopReason,
         raw: Option<String>,
     },
+    /// An error stop reason (a content filter's, a refusal), said as soon
+    /// as it is read, as pi-ai sets `stopReason: "error"` then, with the
+    /// error message it sets with it (`None`: none until the call fails at
+    /// the stream's end, which it then does).
+    ErrorStop {
+        raw: Option<String>,
+        message: Option<String>,
+    },
+}
+
+impl ProviderEvent {
+    /// The stop reason just read, as an API's table maps it: a stop reason,
+    /// or an error stop with the message pi-ai sets with it, if any.
+    pub fn stop_read(mapped: Result<StopReason, Option<String>>, raw: Option<String>) -> Self {
+        match mapped {
+            Ok(reason) => Self::Stop { reason, raw },
+            Err(message) => Self::ErrorStop { raw, message },
+        }
+    }
 }
 
 /// Classification of a failed model call.
