@@ -218,7 +218,7 @@ async fn an_error_stop_reason_read_mid_stream_is_set_at_once_as_pi_ai_sets_it() 
 /// answered with a content filter's stop: `(message_end messages, the
 /// usage of each message_update)`.
 async fn filtered_prompt_over_rpc(reference: bool) -> Option<(Vec<Value>, Vec<Value>)> {
-    let Some(node) = node22() else { return None };
+    let node = node22()?;
     let cli = reference_cli()?;
     let sb = Sandbox::with_server().await;
     sb.server().push(filtered_reply("openai-completions").paced_ms(PACE_MS));

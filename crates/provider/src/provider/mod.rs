@@ -174,10 +174,13 @@ pub enum ProviderEvent {
     },
 }
 
+/// A stop reason as an API's table maps it: a stop reason, or an error stop
+/// with the error message pi-ai sets with it, if any.
+pub type MappedStop = Result<StopReason, Option<String>>;
+
 impl ProviderEvent {
-    /// The stop reason just read, as an API's table maps it: a stop reason,
-    /// or an error stop with the message pi-ai sets with it, if any.
-    pub fn stop_read(mapped: Result<StopReason, Option<String>>, raw: Option<String>) -> Self {
+    /// The stop reason just read, as an API's table maps it.
+    pub fn stop_read(mapped: MappedStop, raw: Option<String>) -> Self {
         match mapped {
             Ok(reason) => Self::Stop { reason, raw },
             Err(message) => Self::ErrorStop { raw, message },

@@ -131,7 +131,7 @@ pub(crate) struct Decoder {
     /// Reasoning items by id: their block and the stored item.
     reasoning_items: HashMap<String, Reasoning>,
     terminal: bool,
-    stop: Option<(Result<StopReason, Option<String>>, Option<String>)>,
+    stop: Option<(crate::provider::MappedStop, Option<String>)>,
 }
 
 impl Decoder {
