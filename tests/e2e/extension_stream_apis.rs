@@ -5,7 +5,9 @@
 //! then, its response id, usage, stop reason and the blocks' signatures
 //! included), and what a listener reading the message asynchronously, between
 //! events, saw of those fields (pi-ai sets each as soon as the provider says
-//! it, the stop reason included, before the reply ends).
+//! it, the stop reason included, before the reply ends), also for a reply
+//! the provider stops with an error stop reason (a content filter's, a
+//! refusal), and what an RPC client sees of such a reply.
 //!
 //! Needs node 22, the host's packages and the reference pi from
 //! `target/tools` (`scripts/install-test-tools.sh`); skipped without them
@@ -84,9 +86,17 @@ export default function (pi: ExtensionAPI) {
 }
 "#;
 
+/// Thinking, text and a tool call, with the usage said.
+fn tool_call_reply(_api: &str) -> Reply {
+    Reply::text("Calling it.")
+        .with_thinking("Loud.")
+        .with_tool_call(FakeToolCall::new("c1", "shout", r#"{"text": "hi"}"#))
+        .usage(40, 9, 8)
+}
+
 /// What `/apis <api>` saw, per API: `{events, reads}` as pi-rpc's or pi's
-/// listener saw them; each reply paced `pace_ms` a frame.
-async fn stream_apis(reference: bool, pace_ms: u64) -> Option<Value> {
+/// listener saw them; each API's reply made by `reply`, paced `pace_ms` a frame.
+async fn stream_apis(reference: bool, pace_ms: u64, reply: fn(&str) -> Reply) -> Option<Value> {
     let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
     let cli = reference_cli()?;
     let sb = Sandbox::with_server().await;
@@ -103,13 +113,9 @@ async fn stream_apis(reference: bool, pace_ms: u64) -> Option<Value> {
         })
         .collect();
     write_module(&sb, "stream-apis.ts", &STREAM_APIS.replace("__CALLS__", &Value::Array(calls).to_string()));
-    // Thinking, text and a tool call, with the usage said: paced, so each frame is read on its own.
-    for _ in APIS {
-        let reply = Reply::text("Calling it.")
-            .with_thinking("Loud.")
-            .with_tool_call(FakeToolCall::new("c1", "shout", r#"{"text": "hi"}"#))
-            .usage(40, 9, 8);
-        sb.server().push(reply.paced_ms(pace_ms));
+    // Paced, so each frame is read on its own.
+    for api in APIS {
+        sb.server().push(reply(api).paced_ms(pace_ms));
     }
     let mut pi = if reference { spawn_reference(&sb, &node, &cli) } else { sb.spawn(&["--no-session"]) };
     let mut seen = serde_json::Map::new();
@@ -126,8 +132,8 @@ async fn stream_apis(reference: bool, pace_ms: u64) -> Option<Value> {
 
 #[tokio::test]
 async fn pi_ais_streaming_message_is_pis_at_every_event_on_every_api() {
-    let Some(ours) = stream_apis(false, PACE_MS).await else { return };
-    let Some(theirs) = stream_apis(true, PACE_MS).await else { return };
+    let Some(ours) = stream_apis(false, PACE_MS, tool_call_reply).await else { return };
+    let Some(theirs) = stream_apis(true, PACE_MS, tool_call_reply).await else { return };
     for api in APIS {
         let (events, pis) =
             (ours[api]["events"].as_array().expect("events"), theirs[api]["events"].as_array().expect("events"));
@@ -150,8 +156,8 @@ const SLOW_PACE_MS: u64 = 150;
 
 #[tokio::test]
 async fn a_listener_reading_the_message_between_events_sees_pis_stop_reason_and_usage() {
-    let Some(ours) = stream_apis(false, SLOW_PACE_MS).await else { return };
-    let Some(theirs) = stream_apis(true, SLOW_PACE_MS).await else { return };
+    let Some(ours) = stream_apis(false, SLOW_PACE_MS, tool_call_reply).await else { return };
+    let Some(theirs) = stream_apis(true, SLOW_PACE_MS, tool_call_reply).await else { return };
     for api in APIS {
         let (reads, pis) = (&ours[api]["reads"], &theirs[api]["reads"]);
         assert_eq!(reads, pis, "{api}: pi-rpc, then pi 1.6.0");
@@ -168,4 +174,74 @@ async fn a_listener_reading_the_message_between_events_sees_pis_stop_reason_and_
             .map(|r| r[0].as_u64().unwrap_or(u64::MAX));
         assert!(stopped.is_some_and(|seen| seen <= ended as u64), "{api}: {}", ours[api]["reads"]);
     }
+}
+
+/// A reply the provider stops with an error stop reason of its API (a
+/// content filter's, a refusal, a guardrail's), after some text.
+fn filtered_reply(api: &str) -> Reply {
+    let reason = match api {
+        "anthropic-messages" => "refusal",
+        "google-generative-ai" => "safety",
+        "bedrock-converse-stream" => "guardrail_intervened",
+        _ => "content_filter",
+    };
+    Reply::text("Partly said.").with_thinking("Hm.").usage(40, 9, 8).finish_reason(reason)
+}
+
+#[tokio::test]
+async fn an_error_stop_reason_read_mid_stream_is_set_at_once_as_pi_ai_sets_it() {
+    let Some(ours) = stream_apis(false, SLOW_PACE_MS, filtered_reply).await else { return };
+    let Some(theirs) = stream_apis(true, SLOW_PACE_MS, filtered_reply).await else { return };
+    for api in APIS {
+        // Every event as pi's listener saw it: the blocks that end after the stop reason
+        // was read carry it (with its raw reason and, but on Gemini's API, its error), and
+        // so does the call's `error`.
+        let (events, pis) = (&ours[api]["events"], &theirs[api]["events"]);
+        assert_eq!(events, pis, "{api}: pi-rpc, then pi 1.6.0");
+        assert_eq!(events.as_array().and_then(|e| e.last()).map(|e| &e["type"]), Some(&json!("error")), "{api}");
+        let (reads, pis) = (&ours[api]["reads"], &theirs[api]["reads"]);
+        assert_eq!(reads, pis, "{api}: pi-rpc, then pi 1.6.0");
+    }
+    // Read between events, before the call ends (but on Codex's backend, whose terminal
+    // response ends its stream): the error stop reason is there at once.
+    for api in APIS.iter().filter(|api| **api != "openai-codex-responses") {
+        let total = ours[api]["events"].as_array().map_or(0, Vec::len) as u64;
+        let stopped = ours[api]["reads"]
+            .as_array()
+            .and_then(|reads| reads.iter().find(|r| r[1]["stopReason"] == "error"))
+            .and_then(|r| r[0].as_u64());
+        assert!(stopped.is_some_and(|seen| seen < total), "{api}: {}", ours[api]["reads"]);
+    }
+}
+
+/// The assistant messages of pi-rpc's or pi's RPC output for one prompt
+/// answered with a content filter's stop: `(message_end messages, the
+/// usage of each message_update)`.
+async fn filtered_prompt_over_rpc(reference: bool) -> Option<(Vec<Value>, Vec<Value>)> {
+    let node = node22()?;
+    let cli = reference_cli()?;
+    let sb = Sandbox::with_server().await;
+    sb.server().push(filtered_reply("openai-completions").paced_ms(PACE_MS));
+    let mut pi = if reference { spawn_reference(&sb, &node, &cli) } else { sb.spawn(&["--no-session"]) };
+    pi.send(json!({"id": "p", "type": "prompt", "message": "say it"})).await;
+    let lines = pi.until(|v| v["type"] == "agent_end").await;
+    let ended = lines
+        .iter()
+        .filter(|v| v["type"] == "message_end" && v["message"]["role"] == "assistant")
+        .map(|v| {
+            let m = &v["message"];
+            json!({"stopReason": m["stopReason"], "rawStopReason": m["rawStopReason"], "errorMessage": m["errorMessage"]})
+        })
+        .collect();
+    let updates = lines.iter().filter(|v| v["type"] == "message_update").map(|v| v["usage"].clone()).collect();
+    Some((ended, updates))
+}
+
+#[tokio::test]
+async fn an_rpc_client_sees_an_error_stop_reason_as_pis_client_does() {
+    let Some(ours) = filtered_prompt_over_rpc(false).await else { return };
+    let Some(theirs) = filtered_prompt_over_rpc(true).await else { return };
+    assert_eq!(ours.0, theirs.0, "message_end: pi-rpc, then pi 1.6.0");
+    assert_eq!(ours.0.first().map(|m| &m["rawStopReason"]), Some(&json!("content_filter")));
+    assert_eq!(ours.1, theirs.1, "message_update usage: pi-rpc, then pi 1.6.0");
 }

@@ -2,7 +2,8 @@
 //! [`StreamReply`] into the SSE bytes the Responses API streams
 //! (`response.created`, one output item per block with its
 //! `output_item.added` / deltas / `output_item.done`, then
-//! `response.completed` with usage, or `response.incomplete` for `length`).
+//! `response.completed` with usage, or `response.incomplete` for `length`
+//! and `content_filter`, with the API's reason for each).
 //!
 //! Reasoning becomes a `reasoning` item with one summary part and an
 //! `encrypted_content`, text a `message` item, each tool call a
@@ -219,9 +220,10 @@ pub fn render(reply: &StreamReply, info: &RequestInfo) -> Vec<Frame> {
         "total_tokens": u.prompt_tokens + u.completion_tokens});
     let items = std::mem::take(&mut w.done_items);
     let finished = match reply.finish_reason.as_deref() {
-        Some("length") => {
+        Some(finish @ ("length" | "content_filter")) => {
             let mut r = response(reply, info, "incomplete", &items, Some(usage));
-            r["incomplete_details"] = json!({"reason": "max_output_tokens"});
+            let reason = if finish == "length" { "max_output_tokens" } else { finish };
+            r["incomplete_details"] = json!({"reason": reason});
             json!({"type": "response.incomplete", "response": r})
         }
         _ => json!({"type": "response.completed", "response": response(reply, info, "completed", &items, Some(usage))}),
@@ -248,5 +250,8 @@ mod tests {
         let length = render(&stream(Reply::text("x").finish_reason("length")), &RequestInfo::default());
         let last = String::from_utf8_lossy(&length.last().unwrap().bytes).into_owned();
         assert!(last.contains(r#""incomplete_details":{"reason":"max_output_tokens"}"#), "{last}");
+        let filtered = render(&stream(Reply::text("x").finish_reason("content_filter")), &RequestInfo::default());
+        let last = String::from_utf8_lossy(&filtered.last().unwrap().bytes).into_owned();
+        assert!(last.contains(r#""incomplete_details":{"reason":"content_filter"}"#), "{last}");
     }
 }

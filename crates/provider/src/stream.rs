@@ -271,6 +271,15 @@ pub async fn stream_assistant(
                 stopped = true;
                 out.fields_changed = true;
             }
+            ProviderEvent::ErrorStop { raw, message: error_message } => {
+                message.stop_reason = StopReason::Error;
+                message.raw_stop_reason = raw;
+                if error_message.is_some() {
+                    message.error_message = error_message;
+                }
+                stopped = true;
+                out.fields_changed = true;
+            }
         }
     }
 
@@ -556,7 +565,11 @@ mod tests {
     }
 
     /// One call of `provider` streamed into `sink`.
-    async fn stream_into(sink: &dyn EventSink, provider: Arc<dyn Provider>, cancel: CancellationToken) {
+    async fn stream_into(
+        sink: &dyn EventSink,
+        provider: Arc<dyn Provider>,
+        cancel: CancellationToken,
+    ) -> StreamOutcome {
         let model: Model = serde_json::from_value(serde_json::json!({
             "id": "m", "name": "m", "api": "scripted", "provider": "p", "baseUrl": "", "reasoning": false,
             "input": ["text"], "contextWindow": 1000, "maxTokens": 100,
@@ -564,7 +577,7 @@ mod tests {
         }))
         .unwrap();
         let request = test_support::simple_request(model.clone(), "hi");
-        stream_assistant(Some(sink), provider, request, cancel, &model, None).await;
+        stream_assistant(Some(sink), provider, request, cancel, &model, None).await
     }
 
     /// A sink that shows the message: per call, how many events it carried
@@ -604,6 +617,28 @@ mod tests {
         let length = Some(StopReason::Length);
         // message_start + text_start, text_delta, the stop reason, the usage, text_end + message_end.
         assert_eq!(shown.0.into_inner().unwrap(), [(2, None), (1, None), (0, length), (0, length), (2, length)]);
+    }
+
+    /// An error stop reason read before the end goes out at once too, with
+    /// pi-ai's error message; the call's failure keeps its raw reason.
+    #[tokio::test]
+    async fn an_error_stop_reason_read_before_the_end_goes_out_at_once_with_its_message() {
+        use ProviderEvent::*;
+        let raw = Some("content_filter".to_string());
+        let events = vec![
+            Ok(BlockStart { index: 0, kind: BlockKind::Text }),
+            Ok(ErrorStop { raw: raw.clone(), message: Some("filtered".into()) }),
+            Ok(BlockEnd { index: 0 }),
+            Err(ProviderError::new(ProviderErrorKind::InvalidRequest, "filtered at the end")),
+        ];
+        let shown = Shown::default();
+        let outcome = stream_into(&shown, Arc::new(Scripted { events, waits: true }), CancellationToken::new()).await;
+        let error = Some(StopReason::Error);
+        // message_start + text_start, the error stop, text_end, message_end.
+        assert_eq!(shown.0.into_inner().unwrap(), [(2, None), (0, error), (1, error), (1, error)]);
+        let message = outcome.message;
+        assert_eq!((message.stop_reason, message.raw_stop_reason), (StopReason::Error, raw));
+        assert_eq!(message.error_message.as_deref(), Some("filtered at the end"));
     }
 
     /// Counts the calls it got and, with each, how often a task of its own

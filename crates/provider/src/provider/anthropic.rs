@@ -360,11 +360,9 @@ impl Decoder {
         if let Some(reason) = delta.stop_reason.filter(|r| !r.is_empty()) {
             let mapped = map_stop_reason(&reason, delta.stop_details.explanation.as_deref())
                 .map_err(|e| error_from(None, e, None))?;
-            // Said at once, as pi-ai sets it when it reads it (the stream's
-            // end says it again; an error stop reason fails the call there).
-            if let Ok(stop) = &mapped {
-                out.emit(ProviderEvent::Stop { reason: *stop, raw: Some(reason.clone()) });
-            }
+            // Said at once, as pi-ai sets it when it reads it, an error one
+            // with its message (the stream's end says it again, or fails the call).
+            out.emit(ProviderEvent::stop_read(mapped.clone().map_err(Some), Some(reason.clone())));
             self.stop = Some((mapped, reason));
         }
         // Counts that are absent (or a `usage` that is no object) keep the earlier ones.

@@ -202,11 +202,9 @@ impl Decoder {
                 if mapped == StopReason::Stop && !self.tool_ids.is_empty() {
                     mapped = StopReason::ToolUse;
                 }
-                // Said at once, as pi-ai sets it when it reads it (an error
-                // stop reason fails the call at the stream's end).
-                if mapped != StopReason::Error {
-                    out.emit(ProviderEvent::Stop { reason: mapped, raw: Some(reason.clone()) });
-                }
+                // Said at once, as pi-ai sets it when it reads it, an error
+                // one without a message (it fails the call at the stream's end).
+                out.emit(ProviderEvent::Stop { reason: mapped, raw: Some(reason.clone()) });
                 self.finish = Some((mapped, reason));
             }
         }

@@ -163,11 +163,9 @@ impl Decoder {
         let Some(choice) = choices.into_iter().next() else { return };
         if let Some(reason) = choice.finish_reason {
             let mapped = map_finish_reason(&reason);
-            // Said at once, as pi-ai sets it when it reads it (an error stop
-            // reason fails the call at the stream's end).
-            if let Ok(stop) = &mapped {
-                out.emit(ProviderEvent::Stop { reason: *stop, raw: Some(reason.clone()) });
-            }
+            // Said at once, as pi-ai sets it when it reads it, an error one
+            // with its message (it fails the call at the stream's end).
+            out.emit(ProviderEvent::stop_read(mapped.clone().map_err(Some), Some(reason.clone())));
             self.finish = Some((mapped, reason));
         }
         for content in choice.delta.content {

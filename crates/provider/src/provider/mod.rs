@@ -164,6 +164,28 @@ pub enum ProviderEvent {
         reason: StopReason,
         raw: Option<String>,
     },
+    /// An error stop reason (a content filter's, a refusal), said as soon
+    /// as it is read, as pi-ai sets `stopReason: "error"` then, with the
+    /// error message it sets with it (`None`: none until the call fails at
+    /// the stream's end, which it then does).
+    ErrorStop {
+        raw: Option<String>,
+        message: Option<String>,
+    },
+}
+
+/// A stop reason as an API's table maps it: a stop reason, or an error stop
+/// with the error message pi-ai sets with it, if any.
+pub type MappedStop = Result<StopReason, Option<String>>;
+
+impl ProviderEvent {
+    /// The stop reason just read, as an API's table maps it.
+    pub fn stop_read(mapped: MappedStop, raw: Option<String>) -> Self {
+        match mapped {
+            Ok(reason) => Self::Stop { reason, raw },
+            Err(message) => Self::ErrorStop { raw, message },
+        }
+    }
 }
 
 /// Classification of a failed model call.

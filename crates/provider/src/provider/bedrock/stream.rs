@@ -240,11 +240,9 @@ impl Wire for Decoder {
             }
             "messageStop" => {
                 let raw = read::<MessageStop>(data).stop_reason;
-                // Said at once, as pi-ai sets it when it reads it (an error
-                // stop reason fails the call at the stream's end).
-                if let Ok(reason) = stop_reason(&raw) {
-                    out.emit(ProviderEvent::Stop { reason, raw: Some(raw.clone()) });
-                }
+                // Said at once, as pi-ai sets it when it reads it, an error
+                // one with its message (it fails the call at the stream's end).
+                out.emit(ProviderEvent::stop_read(stop_reason(&raw).map_err(Some), Some(raw.clone())));
                 self.stop = Some(raw);
             }
             "metadata" => Self::usage(read(data), out),

@@ -129,11 +129,11 @@ impl Assembler {
         }
     }
 
-    /// The finish reason just read, said at once as pi-ai sets it (the
-    /// stream's end says it again; an error stop reason fails the call there).
+    /// The finish reason just read, said at once as pi-ai sets it, an error
+    /// one with its message (the stream's end says it again, or fails the call).
     fn say_finish(&self, out: &mut Out) {
-        if let Some((Ok(reason), raw)) = &self.finish {
-            out.emit(ProviderEvent::Stop { reason: *reason, raw: Some(raw.clone()) });
+        if let Some((mapped, raw)) = &self.finish {
+            out.emit(ProviderEvent::stop_read(mapped.clone().map_err(Some), Some(raw.clone())));
         }
     }
 

@@ -131,7 +131,7 @@ pub(crate) struct Decoder {
     /// Reasoning items by id: their block and the stored item.
     reasoning_items: HashMap<String, Reasoning>,
     terminal: bool,
-    stop: Option<(Result<StopReason, String>, Option<String>)>,
+    stop: Option<(crate::provider::MappedStop, Option<String>)>,
 }
 
 impl Decoder {
@@ -309,13 +309,15 @@ impl Decoder {
             Some(r) => format!("{s}.{r}"),
             None => s.to_string(),
         });
+        // An error stop with the message pi-ai sets with it (none for a
+        // failed or cancelled response until the call fails).
         let mapped = match (status, reason) {
             (None | Some("completed" | "in_progress" | "queued"), _) => Ok(StopReason::Stop),
             (Some("incomplete"), Some("max_output_tokens")) => Ok(StopReason::Length),
-            (Some("incomplete"), Some(r)) => Err(format!("Response incomplete: {r}")),
-            (Some("incomplete"), None) => Err("Response incomplete without a provider reason".to_string()),
-            (Some("failed" | "cancelled"), _) => Err("An unknown error occurred".to_string()),
-            (Some(other), _) => Err(format!("Unhandled stop reason: {other}")),
+            (Some("incomplete"), Some(r)) => Err(Some(format!("Response incomplete: {r}"))),
+            (Some("incomplete"), None) => Err(Some("Response incomplete without a provider reason".to_string())),
+            (Some("failed" | "cancelled"), _) => Err(None),
+            (Some(other), _) => Err(Some(format!("Unhandled stop reason: {other}"))),
         };
         let mapped = match mapped {
             Ok(StopReason::Stop) if self.has_tool_calls => Ok(StopReason::ToolUse),
@@ -323,9 +325,7 @@ impl Decoder {
         };
         // Said at once, as pi-ai sets it when it reads it (the stream's end
         // says it again, or fails the call).
-        if let Ok(reason) = &mapped {
-            out.emit(ProviderEvent::Stop { reason: *reason, raw: raw.clone() });
-        }
+        out.emit(ProviderEvent::stop_read(mapped.clone(), raw.clone()));
         self.stop = Some((mapped, raw));
     }
 }
@@ -460,7 +460,10 @@ impl Wire for Decoder {
         }
         let (reason, raw) = match self.stop.take() {
             Some((Ok(reason), raw)) => (reason, raw),
-            Some((Err(text), _)) => return Err(error_from(None, text, None)),
+            Some((Err(text), _)) => {
+                let text = text.unwrap_or_else(|| "An unknown error occurred".to_string());
+                return Err(error_from(None, text, None));
+            }
             None => (StopReason::Stop, None),
         };
         if reason == StopReason::ToolUse
