@@ -60,7 +60,7 @@ use dispatch::AtOnce;
 
 use super::channels::{Channels, OutputTx};
 use super::current_session::CurrentSession;
-use super::extension_state::ExtensionState;
+use super::extension_state::{ExtSignal, ExtensionState};
 use super::internal::ActorSink;
 use super::internal::Internal;
 use super::model_choice::ModelChoice;
@@ -73,6 +73,7 @@ use super::workspace::Workspace;
 use super::{AgentConfig, Output};
 use crate::error::{CoreError, ErrorKind};
 use crate::event::AgentEvent;
+use crate::extensions::HostSignal;
 use crate::message::{AgentMessage, StopReason};
 use crate::op::{Op, Reply, RequestTag};
 
@@ -232,12 +233,34 @@ impl Agent {
         }
         self.mcp.shutdown().await;
         self.ext.sdk_mcp().close_all().await;
-        self.ext.handle().shutdown().await;
+        self.stop_extensions(&mut internal_rx).await;
         self.workspace.release_temp_files(self.session.record().file_path());
         if let Some(tag) = self.activity.take_shutdown_request() {
             self.reply(Some(tag), Ok(Reply::Ack)).await;
         }
         tracing::debug!("agent stopped");
+    }
+
+    /// Stop the extensions, answering what their last handlers ask meanwhile
+    /// (a `session_shutdown` or `agent_settled` handler reading `ctx`, as in
+    /// pi, where the session is still there while they run).
+    async fn stop_extensions(&mut self, internal_rx: &mut tokio::sync::mpsc::Receiver<Internal>) {
+        let extensions = self.ext.handle().clone();
+        let stopping = extensions.shutdown();
+        tokio::pin!(stopping);
+        loop {
+            tokio::select! {
+                () = &mut stopping => break,
+                Some(msg) = internal_rx.recv() => {
+                    if let Internal::Extension(signal) = msg
+                        && let ExtSignal::Host(HostSignal::Request { id, request, reply }) = *signal
+                    {
+                        let result = self.extension_request(id, request).await;
+                        let _ = reply.send(result);
+                    }
+                }
+            }
+        }
     }
 
     /// One op from the client: answered at once when it can be, else handled.

@@ -676,12 +676,22 @@ impl Extensions {
     }
 
     /// Stop every extension: `session_shutdown` to subscribers, input closed,
-    /// killed after the grace period. Deaths are no longer reported.
+    /// killed after the grace period. Deaths are no longer reported. As in
+    /// pi, a pi module's handlers are awaited, one extension after another
+    /// in load order, while the session still answers what they read of it
+    /// (the caller serves their requests until this returns).
     pub async fn shutdown(&self) {
         if self.list().is_empty() {
             return;
         }
-        self.notify_raw("session_shutdown", serde_json::json!({"type": "session_shutdown", "reason": "quit"}));
+        let quit = serde_json::json!({"type": "session_shutdown", "reason": "quit"});
+        for ext in self.list().iter().filter(|e| e.subscribes("session_shutdown") && !e.is_dead()) {
+            if discovery::is_pi_module(&ext.path) {
+                let _ = ext.call("replace_shutdown", quit.clone(), None).await;
+            } else {
+                ext.send(&protocol::event_message(quit.clone()));
+            }
+        }
         self.shared.quiet.store(true, Ordering::SeqCst);
         self.shared.ui.close();
         let grace = self.shared.timeouts.shutdown_grace;
