@@ -163,9 +163,7 @@ impl Emitter {
     /// it reach the extensions first (pi runs handlers in event order).
     async fn through_hooks(&self, hooks: &MessageEndHooks, event: AgentEvent) -> AgentEvent {
         let AgentEvent::MessageEnd { message } = event else { return event };
-        let (reply, flushed) = oneshot::channel();
-        let _ = self.tx.send(Internal::Flush { reply }).await;
-        let _ = flushed.await;
+        self.flush().await;
         match hooks.extensions.message_end(&message, &hooks.cancel).await {
             Some(replacement) => {
                 *hooks.replaced.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(replacement.clone());
@@ -182,6 +180,14 @@ impl Emitter {
             None => event,
         };
         let _ = self.tx.send(Internal::Event(Box::new(event))).await;
+    }
+
+    /// Once every message sent before is handled: the events emitted so
+    /// far have reached the extensions (before a hook they handle in order).
+    pub(crate) async fn flush(&self) {
+        let (reply, flushed) = oneshot::channel();
+        let _ = self.tx.send(Internal::Flush { reply }).await;
+        let _ = flushed.await;
     }
 
     pub(crate) async fn send(&self, msg: Internal) {

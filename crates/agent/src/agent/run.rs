@@ -279,9 +279,7 @@ async fn agent_end(s: &RunSetup, event: AgentEvent) {
         && s.extensions.listens(crate::extensions::AGENT_END_HOOK)
     {
         // The events before it reach the extensions first.
-        let (reply, flushed) = oneshot::channel();
-        s.emitter.send(Internal::Flush { reply }).await;
-        let _ = flushed.await;
+        s.emitter.flush().await;
         s.extensions.agent_end(payload).await;
     }
     s.emitter.emit(event).await;

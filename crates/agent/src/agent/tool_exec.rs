@@ -47,6 +47,10 @@ pub(crate) async fn execute_tool_calls(
     let check = |call: &ToolCall| {
         let call = call.clone();
         async move {
+            if base.gate.is_some() {
+                // pi's `tool_call` handlers run after its `tool_execution_start` ones.
+                emitter.flush().await;
+            }
             let checked = match incomplete(&call, cut_off) {
                 Some(refused) => Err(refused),
                 None => match registry.prepare_with_hooks(&call.name, &call.arguments).await {

@@ -166,9 +166,15 @@ export async function runHook(instance, method, params, ctx, reportError) {
 			const changed = JSON.stringify(options) !== before;
 			return { messages, systemPromptOptions: changed ? options : undefined };
 		}
+		case "session_start":
+			// pi's event has no session id (pi-rpc's other process extensions get it).
+			delete event.sessionId;
+			await dispatch(instance, event, ctx, reportError);
+			return null;
 		case "agent_end_hook":
 			// pi's `agent_end`, awaited: the handlers run before the run goes on or settles.
-			await dispatch(instance, { ...event, type: "agent_end" }, ctx, reportError);
+			// pi's event has no `willRetry` (pi-rpc's other process extensions get it).
+			await dispatch(instance, { type: "agent_end", messages: event.messages }, ctx, reportError);
 			return null;
 		case "message_end_hook": {
 			// pi's emitMessageEnd: each handler may return `{message}` (same role) to replace the finalized message.

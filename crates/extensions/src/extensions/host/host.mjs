@@ -170,8 +170,10 @@ async function onEvent(event) {
 	switch (event.type) {
 		case "session_start":
 			// The new instance was made in pi-rpc's phases before (`replace_shutdown`, `replace_factory`, `bind`).
+			// pi's event has no session id (pi-rpc's other process extensions get it).
 			delete event.sessionFile;
 			delete event.initial;
+			delete event.sessionId;
 			break;
 		case "bus":
 			instance.bus.receive(event.channel, event.data);
@@ -222,7 +224,12 @@ function onRequest(message) {
 	// An SDK session's go to that session's factory (session-mcp-tools.cjs).
 	else if (method === "mcp_auth") work = Promise.resolve().then(() => mcpAuthHandler(params)?.(params) ?? Promise.reject(new Error("this extension gave createMcpExtension no credentials")));
 	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);
-	else work = serial(() => runHook(instance, method, params, contexts.event(controller.signal), reportError));
+	else
+		work = serial(() => {
+			// A hook means the agent has moved on (a `turn_end` boundary after the `message_end` that recorded its entry).
+			contexts.cache.clear();
+			return runHook(instance, method, params, contexts.event(controller.signal), reportError);
+		});
 	work.then(
 		(result) => channel.send({ type: "response", id, result: result ?? null }),
 		(error) => channel.send({ type: "response", id, error: errorText(error) || "failed" }),
