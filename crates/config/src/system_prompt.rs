@@ -66,6 +66,7 @@ pub fn builtin_snippet(name: &str) -> Option<&'static str> {
     Some(match name {
         "read" => "Show the contents of a file",
         "bash" => "Run shell commands with bash (ls, grep, find, …)",
+        "powershell" => "Run PowerShell commands",
         "edit" => "Change a file by replacing exact text; several separate replacements fit in one call",
         "write" => "Create a file or overwrite one",
         "grep" => "Search file contents with a regular expression (respects .gitignore)",
@@ -86,7 +87,9 @@ pub fn tool_summary(name: &str) -> &'static str {
 pub fn builtin_guidelines(name: &str) -> &'static [&'static str] {
     match name {
         "read" => &["Look at files with read rather than cat or sed."],
-        "bash" => &["The PI_* environment variables describe the current model and session; inspect them when needed."],
+        "bash" | "powershell" => {
+            &["The PI_* environment variables describe the current model and session; inspect them when needed."]
+        }
         "edit" => &[
             "Make targeted changes with edit, and group the changes to one file into one call.",
             "Every edits[].oldText must match the original file exactly and only once. Keep each match short and \
@@ -235,8 +238,15 @@ fn rules_with(tools: &[PromptTool], extra: &[String]) -> String {
         }
     };
     let active = |name: &str| tools.iter().any(|t| t.name == name);
-    if active("bash") && !active("grep") && !active("find") && !active("ls") {
-        add("Do file operations such as ls, rg and find with bash");
+    if !active("grep") && !active("find") && !active("ls") {
+        match (active("bash"), active("powershell")) {
+            (true, true) => {
+                add("Do file operations such as listing, searching and finding files with bash or PowerShell")
+            }
+            (false, true) => add("Do file operations such as listing, searching and finding files with PowerShell"),
+            (true, false) => add("Do file operations such as ls, rg and find with bash"),
+            (false, false) => {}
+        }
     }
     for tool in tools {
         for rule in &tool.guidelines {
