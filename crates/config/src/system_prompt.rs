@@ -396,6 +396,25 @@ mod tests {
         assert!(!rules.contains("such as ls, rg and find"), "{rules}");
     }
 
+    #[test]
+    fn powershell_has_its_line_and_shares_the_file_operations_rule_as_in_pi() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let rules_of = |names: &[&str]| {
+            let tools: Vec<PromptTool> = names.iter().map(|n| PromptTool::builtin(n)).collect();
+            let sections = build_sections(&inputs(agent.path(), cwd.path(), &tools));
+            sections.iter().find(|(n, _)| n == "rules").map(|(_, t)| t.clone()).unwrap_or_default()
+        };
+        assert!(
+            rules_of(&["read", "powershell"])
+                .contains("- Do file operations such as listing, searching and finding files with PowerShell\n")
+        );
+        assert!(rules_of(&["bash", "powershell"]).contains("with bash or PowerShell"));
+        assert!(!rules_of(&["powershell", "ls"]).contains("file operations"));
+        assert!(rules_of(&["powershell"]).contains("PI_* environment variables"));
+        assert_eq!(builtin_snippet("powershell"), Some("Run PowerShell commands"));
+    }
+
     /// pi 1.6.0's sections for read, bash, edit and write, measured from
     /// its first system message (characters, tags included); its `docs`
     /// section is a fixed text plus its documentation root three times.

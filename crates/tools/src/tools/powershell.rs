@@ -25,3 +25,25 @@ pub const POWERSHELL: ShellFlavor = ShellFlavor {
 pub fn powershell_tool() -> BashTool {
     BashTool::flavored(&POWERSHELL)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::message::join_text;
+    use crate::tools::{Tool, ToolContext, ToolRegistry};
+
+    #[tokio::test]
+    async fn it_is_a_built_in_after_bash_and_fails_with_pis_reason_without_operations() {
+        let registry = ToolRegistry::builtin();
+        assert_eq!(registry.names().take(3).collect::<Vec<_>>(), ["read", "bash", "powershell"]);
+        let tool = powershell_tool();
+        assert_eq!(tool.parameters(), BashTool::new().parameters());
+        let dir = tempfile::tempdir().unwrap();
+        let out =
+            tool.execute(json!({"command": "Get-Date", "timeout": -1}), ToolContext::new(dir.path().into())).await;
+        assert!(out.is_error && !out.result_is_error);
+        assert_eq!(join_text(&out.content), UNAVAILABLE);
+    }
+}

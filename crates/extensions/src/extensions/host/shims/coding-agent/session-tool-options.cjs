@@ -13,17 +13,11 @@
 const { applyToolModifiers, isToolModifier } = require("./settings.cjs");
 const tools = require("./tools.cjs");
 
-/** pi's built-in tools, in its order (`powershell` registered, never active by default), with their factories' names. */
-const BUILTIN_TOOLS = [
-	["read", "Read"],
-	["bash", "Bash"],
-	["powershell", "PowerShell"],
-	["edit", "Edit"],
-	["write", "Write"],
-	["grep", "Grep"],
-	["find", "Find"],
-	["ls", "Ls"],
-];
+/** pi's built-in tools in its order (`powershell` registered, never active by default): `[name, its definition factory]`, from tools.cjs's table. */
+const BUILTIN_TOOLS = Object.entries(tools).flatMap(([key, factory]) => {
+	const made = /^create(\w+)ToolDefinition$/.exec(key);
+	return made ? [[made[1].toLowerCase(), factory]] : [];
+});
 
 /**
  * The session's built-in tool definitions (those `isAllowed`), made from its
@@ -35,7 +29,7 @@ function builtinDefinitions(cwd, settingsManager, isAllowed) {
 		read: { autoResizeImages: settingsManager?.getImageAutoResize() },
 		bash: { commandPrefix: settingsManager?.getShellCommandPrefix(), shellPath: settingsManager?.getShellPath() },
 	};
-	return BUILTIN_TOOLS.filter(([name]) => isAllowed(name)).map(([name, label]) => tools[`create${label}ToolDefinition`](cwd, options[name]));
+	return BUILTIN_TOOLS.filter(([name]) => isAllowed(name)).map(([name, factory]) => factory(cwd, options[name]));
 }
 
 const DEFAULT_TOOL_NAMES = ["read", "bash", "edit", "write"];

@@ -132,6 +132,7 @@ function asAgentTool(definition) {
 	};
 }
 
+// pi's built-in tools in its order (session-tool-options.cjs reads it from the factories' names).
 const factories = {};
 for (const [name, label] of [
 	["read", "Read"],
