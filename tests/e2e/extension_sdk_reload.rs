@@ -24,7 +24,7 @@ use crate::extension_sdk_services::side_by_side;
 const SDK_RELOAD: &str = r#"import * as fs from "node:fs";
 import * as path from "node:path";
 import {
-  createAgentSession, DefaultResourceLoader, getAgentDir, SessionManager,
+  createAgentSession, DefaultResourceLoader, getAgentDir, SessionManager, SettingsManager,
 } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
@@ -38,8 +38,8 @@ const message = (f: () => unknown) => {
   }
 };
 
-/** The session's tools but pi's Windows-only PowerShell tool, which pi-rpc has not (compat/DEVIATIONS.md). */
-const toolNames = (session: any) => session.getAllTools().map((t: any) => t.name).filter((n: string) => n !== "powershell");
+/** The names of the session's tools. */
+const toolNames = (session: any) => session.getAllTools().map((t: any) => t.name);
 
 /** An inline extension that knows which load it is; each load registers its own tool and command. */
 function generations(seen: string[], captured: any[]) {
@@ -120,15 +120,52 @@ export default function (pi: ExtensionAPI) {
         customTools: [tool("custom_tool"), tool("shared", { description: "The caller's shared tool" })],
       } as any);
       await session.bindExtensions({});
-      const all = session.getAllTools().filter((t: any) => t.name !== "powershell");
+      const all = session.getAllTools();
       ctx.ui.notify(JSON.stringify({
         names: all.map((t: any) => t.name),
         // The built-ins' own texts are pi-rpc's (compat/DEVIATIONS.md): their names, exposure and source compared.
         tools: all.map((t: any) => (t.sourceInfo?.source === "builtin" ? { name: t.name, exposure: t.exposure, sourceInfo: t.sourceInfo } : t)),
-        inner: inner.filter((t) => t[0] !== "powershell"),
+        inner,
         active: session.getActiveToolNames(),
       }), "info");
       session.dispose();
+    },
+  });
+
+  pi.registerCommand("shellsettings", {
+    handler: async (_args, ctx) => {
+      // An agent directory of the session's own (its models.json copied), and a shell that marks what it runs.
+      const own = fs.mkdtempSync(path.join(ctx.cwd, "own-"));
+      fs.copyFileSync(path.join(getAgentDir(), "models.json"), path.join(own, "models.json"));
+      const shell = path.join(own, "marking-shell");
+      fs.writeFileSync(shell, '#!/bin/sh\nexport VIA=marking\nexec /bin/bash "$@"\n', { mode: 0o755 });
+      const settings = (dir: string, value: any) => fs.writeFileSync(path.join(dir, "settings.json"), JSON.stringify(value));
+      const results = (session: any) => session.messages.filter((m: any) => m.role === "toolResult").map((m: any) => m.content.map((c: any) => c.text).join(""));
+
+      // `agentDir`: its settings shape bash, and a reload reads them again.
+      settings(own, { shellCommandPrefix: "export GREETING=first" });
+      const { session: mine } = await createAgentSession({ cwd: ctx.cwd, agentDir: own, sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model } as any);
+      await mine.prompt("first");
+      settings(own, { shellCommandPrefix: "export GREETING=second", shellPath: shell });
+      await mine.reload();
+      await mine.prompt("second");
+      const agentDirSeen = results(mine);
+      mine.dispose();
+
+      // A given `settingsManager`: the same from its files.
+      const other = fs.mkdtempSync(path.join(ctx.cwd, "other-"));
+      settings(other, { shellCommandPrefix: "export GREETING=third", shellPath: shell });
+      const settingsManager = SettingsManager.create(ctx.cwd, other);
+      const resourceLoader = new DefaultResourceLoader({ cwd: ctx.cwd, agentDir: getAgentDir(), noExtensions: true });
+      await resourceLoader.reload();
+      const { session: given } = await createAgentSession({ cwd: ctx.cwd, settingsManager, resourceLoader, sessionManager: SessionManager.inMemory(ctx.cwd), model: ctx.model } as any);
+      await given.prompt("third");
+      settings(other, {});
+      await given.reload();
+      await given.prompt("fourth");
+      const settingsManagerSeen = results(given);
+      given.dispose();
+      ctx.ui.notify(JSON.stringify({ agentDir: agentDirSeen, settingsManager: settingsManagerSeen }), "info");
     },
   });
 
@@ -214,6 +251,20 @@ async fn an_sdk_sessions_reload_makes_its_extensions_anew_as_pis() {
     assert!(seen.contains(&json!("which:2")) && !seen.contains(&json!("only:1")), "{ours}");
     assert_eq!(ours["after"]["newRunner"], true, "{ours}");
     assert_eq!(ours["after"]["shared"], "Shared of load 2", "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn an_sdk_sessions_reload_makes_its_built_in_tools_from_its_settings_as_pis() {
+    let bash = |id: &str| {
+        Reply::tool_calls([FakeToolCall::new(id, "bash", r#"{"command":"echo \"greeting=$GREETING via=$VIA\""}"#)])
+    };
+    let replies: Vec<Reply> =
+        ["one", "two", "three", "four"].iter().flat_map(|id| [bash(id), Reply::text("Ran.")]).collect();
+    let Some((ours, theirs)) = both(("sdk-reload.ts", SDK_RELOAD), "shellsettings", &replies).await else { return };
+    // The settings' command prefix and shell at creation, as read again by each reload.
+    assert_eq!(ours["agentDir"], json!(["greeting=first via=\n", "greeting=second via=marking\n"]), "{ours}");
+    assert_eq!(ours["settingsManager"], json!(["greeting=third via=marking\n", "greeting= via=\n"]), "{ours}");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 

@@ -145,8 +145,7 @@ export default function (pi: ExtensionAPI) {
           const { session } = await createAgentSession({ cwd: ctx.cwd, sessionManager: SessionManager.inMemory(ctx.cwd), resourceLoader, model: ctx.model, customTools, ...options } as any);
           await session.bindExtensions({});
           const active = session.getActiveToolNames();
-          // pi registers its Windows-only `powershell` tool too; pi-rpc has none (it runs commands with bash).
-          const all = session.getAllTools().map((t: any) => t.name).filter((n: string) => n !== "powershell").sort();
+          const all = session.getAllTools().map((t: any) => t.name).sort();
           session.setActiveToolsByName([...active, "extra", "shy", "custom_a", "custom_b", "later_one", "ls"]);
           out[name] = { active, all, widened: session.getActiveToolNames().sort(), definition: ["extra", "shy", "custom_a"].map((n) => !!session.getToolDefinition(n)) };
           session.dispose();

@@ -233,16 +233,12 @@ async fn the_ui_given_to_sdk_session_extensions_tells_them_its_questions_as_in_p
 
 #[tokio::test]
 async fn built_in_factories_inside_an_sdk_session_load_as_in_pi() {
-    let Some((ours, mut theirs)) = both("factories").await else { return };
+    let Some((ours, theirs)) = both("factories").await else { return };
     // Loaded without errors: codemode and tool_search registered inactive, /mcp registered.
     assert_eq!(ours["errors"], json!([]), "{ours}");
     assert_eq!(ours["commands"], json!(["mcp"]), "{ours}");
     let all = ours["all"].as_array().cloned().unwrap_or_default();
     assert!(all.contains(&json!("codemode")) && all.contains(&json!("tool_search")), "{ours}");
     assert_eq!(ours["active"], json!(["read", "bash", "edit", "write"]), "{ours}");
-    // pi's Windows-only PowerShell tool is not among pi-rpc's (compat/DEVIATIONS.md).
-    if let Some(all) = theirs["all"].as_array_mut() {
-        all.retain(|name| name != "powershell");
-    }
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -37,6 +37,7 @@ mod extension_mcp_factory_options;
 mod extension_mcp_register_checks;
 mod extension_mcp_session_wait;
 mod extension_order;
+mod extension_powershell_tool;
 mod extension_project_trust;
 mod extension_provider_events;
 mod extension_provider_refresh;

@@ -66,6 +66,7 @@ pub fn builtin_snippet(name: &str) -> Option<&'static str> {
     Some(match name {
         "read" => "Show the contents of a file",
         "bash" => "Run shell commands with bash (ls, grep, find, …)",
+        "powershell" => "Run PowerShell commands",
         "edit" => "Change a file by replacing exact text; several separate replacements fit in one call",
         "write" => "Create a file or overwrite one",
         "grep" => "Search file contents with a regular expression (respects .gitignore)",
@@ -86,7 +87,9 @@ pub fn tool_summary(name: &str) -> &'static str {
 pub fn builtin_guidelines(name: &str) -> &'static [&'static str] {
     match name {
         "read" => &["Look at files with read rather than cat or sed."],
-        "bash" => &["The PI_* environment variables describe the current model and session; inspect them when needed."],
+        "bash" | "powershell" => {
+            &["The PI_* environment variables describe the current model and session; inspect them when needed."]
+        }
         "edit" => &[
             "Make targeted changes with edit, and group the changes to one file into one call.",
             "Every edits[].oldText must match the original file exactly and only once. Keep each match short and \
@@ -235,8 +238,15 @@ fn rules_with(tools: &[PromptTool], extra: &[String]) -> String {
         }
     };
     let active = |name: &str| tools.iter().any(|t| t.name == name);
-    if active("bash") && !active("grep") && !active("find") && !active("ls") {
-        add("Do file operations such as ls, rg and find with bash");
+    if !active("grep") && !active("find") && !active("ls") {
+        match (active("bash"), active("powershell")) {
+            (true, true) => {
+                add("Do file operations such as listing, searching and finding files with bash or PowerShell")
+            }
+            (false, true) => add("Do file operations such as listing, searching and finding files with PowerShell"),
+            (true, false) => add("Do file operations such as ls, rg and find with bash"),
+            (false, false) => {}
+        }
     }
     for tool in tools {
         for rule in &tool.guidelines {
@@ -384,6 +394,25 @@ mod tests {
         with_grep.push(PromptTool::builtin("grep"));
         let rules = build_sections(&inputs(agent.path(), cwd.path(), &with_grep))[2].1.clone();
         assert!(!rules.contains("such as ls, rg and find"), "{rules}");
+    }
+
+    #[test]
+    fn powershell_has_its_line_and_shares_the_file_operations_rule_as_in_pi() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let rules_of = |names: &[&str]| {
+            let tools: Vec<PromptTool> = names.iter().map(|n| PromptTool::builtin(n)).collect();
+            let sections = build_sections(&inputs(agent.path(), cwd.path(), &tools));
+            sections.iter().find(|(n, _)| n == "rules").map(|(_, t)| t.clone()).unwrap_or_default()
+        };
+        assert!(
+            rules_of(&["read", "powershell"])
+                .contains("- Do file operations such as listing, searching and finding files with PowerShell\n")
+        );
+        assert!(rules_of(&["bash", "powershell"]).contains("with bash or PowerShell"));
+        assert!(!rules_of(&["powershell", "ls"]).contains("file operations"));
+        assert!(rules_of(&["powershell"]).contains("PI_* environment variables"));
+        assert_eq!(builtin_snippet("powershell"), Some("Run PowerShell commands"));
     }
 
     /// pi 1.6.0's sections for read, bash, edit and write, measured from

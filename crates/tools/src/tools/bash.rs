@@ -61,10 +61,17 @@ pub struct OutputAccumulator {
     finished: bool,
     temp_path: Option<PathBuf>,
     temp_file: Option<std::fs::File>,
+    /// Prefix of its full-output temp file.
+    temp_prefix: &'static str,
 }
 
 impl OutputAccumulator {
     pub fn new(temp_dir: &Path) -> Self {
+        Self::with_temp_prefix(temp_dir, TEMP_FILE_PREFIX)
+    }
+
+    /// An accumulator whose full-output file is `<temp_dir>/<prefix>-….log`.
+    pub fn with_temp_prefix(temp_dir: &Path, temp_prefix: &'static str) -> Self {
         OutputAccumulator {
             max_lines: DEFAULT_MAX_LINES,
             max_bytes: DEFAULT_MAX_BYTES,
@@ -83,6 +90,7 @@ impl OutputAccumulator {
             finished: false,
             temp_path: None,
             temp_file: None,
+            temp_prefix,
         }
     }
 
@@ -229,7 +237,7 @@ impl OutputAccumulator {
         if self.temp_path.is_some() {
             return;
         }
-        if let Ok((path, file)) = create_output_file(&self.temp_dir, TEMP_FILE_PREFIX) {
+        if let Ok((path, file)) = create_output_file(&self.temp_dir, self.temp_prefix) {
             self.temp_path = Some(path);
             self.temp_file = Some(file);
             for chunk in std::mem::take(&mut self.raw_chunks) {
@@ -342,15 +350,43 @@ impl ExecSink for ToolSink<'_> {
     }
 }
 
-/// The `bash` tool.
+/// What tells one shell tool from another (pi's `ShellToolConfig`): its
+/// name, description, temp-file prefix and the local shell it runs.
+pub struct ShellFlavor {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub temp_prefix: &'static str,
+    /// Without an extension's operations: `Ok` runs the command with bash,
+    /// `Err` is the failure pi gives (no such shell here).
+    pub local_shell: fn() -> Result<(), String>,
+    /// Runs in the client's terminal when the client offers one.
+    pub client_terminal: bool,
+}
+
+/// The `bash` tool's flavor.
+pub const BASH: ShellFlavor = ShellFlavor {
+    name: "bash",
+    description: DESCRIPTION,
+    temp_prefix: TEMP_FILE_PREFIX,
+    local_shell: || Ok(()),
+    client_terminal: true,
+};
+
+/// The `bash` tool, and the shell tools made on it ([`ShellFlavor`]).
 pub struct BashTool {
     /// The arguments' JSON Schema, built when first asked for (not at start).
     parameters: OnceLock<Value>,
+    flavor: &'static ShellFlavor,
 }
 
 impl BashTool {
     pub fn new() -> Self {
-        BashTool { parameters: OnceLock::new() }
+        Self::flavored(&BASH)
+    }
+
+    /// A shell tool of `flavor`, run as `bash` runs.
+    pub fn flavored(flavor: &'static ShellFlavor) -> Self {
+        BashTool { parameters: OnceLock::new(), flavor }
     }
 }
 
@@ -363,11 +399,11 @@ impl Default for BashTool {
 #[async_trait]
 impl Tool for BashTool {
     fn name(&self) -> &str {
-        "bash"
+        self.flavor.name
     }
 
     fn description(&self) -> &str {
-        DESCRIPTION
+        self.flavor.description
     }
 
     fn parameters(&self) -> &Value {
@@ -378,22 +414,26 @@ impl Tool for BashTool {
         let args = coerce(self.parameters(), args);
         let command = args.get("command").and_then(Value::as_str).unwrap_or_default().to_string();
         let timeout = args.get("timeout").and_then(Value::as_f64);
-        if let Some(client) = ctx.client.clone().filter(|c| c.capabilities.terminal) {
+        if let Some(client) = ctx.client.clone().filter(|c| c.capabilities.terminal && self.flavor.client_terminal) {
             return crate::client::terminal::run_in_client_terminal(&client, &command, timeout, &ctx).await;
         }
         ctx.update(ToolUpdate { content: Vec::new(), details: None });
         let started = Instant::now();
         let mut sink = ToolSink {
-            acc: OutputAccumulator::new(&ctx.temp_dir),
+            acc: OutputAccumulator::with_temp_prefix(&ctx.temp_dir, self.flavor.temp_prefix),
             ctx: &ctx,
             dirty: false,
             last_update: None,
             timer: None,
         };
-        let result = match (resolve_timeout(timeout), ctx.operations.clone()) {
-            (Ok(_), Some(ops)) => exec_through(ops.as_ref(), &command, &ctx, timeout, &mut sink).await,
-            (Ok(limit), None) => exec(&command, &ctx.cwd, &ctx.env, &ctx.cancel, limit, &mut sink).await.map(Some),
-            (Err(message), _) => Err(ExecError::Failed(message)),
+        // pi resolves the local shell before anything else (PowerShell's absence first).
+        let local_shell = if ctx.operations.is_none() { (self.flavor.local_shell)() } else { Ok(()) };
+        let result = match (local_shell, resolve_timeout(timeout), ctx.operations.clone()) {
+            (Err(message), _, _) | (_, Err(message), _) => Err(ExecError::Failed(message)),
+            (Ok(()), Ok(_), Some(ops)) => exec_through(ops.as_ref(), &command, &ctx, timeout, &mut sink).await,
+            (Ok(()), Ok(limit), None) => {
+                exec(&command, &ctx.cwd, &ctx.env, &ctx.cancel, limit, &mut sink).await.map(Some)
+            }
         };
         sink.acc.finish();
         sink.timer = None;

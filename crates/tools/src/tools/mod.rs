@@ -28,6 +28,7 @@ mod listing;
 pub mod ls;
 pub mod operations;
 pub mod path;
+pub mod powershell;
 pub mod read;
 mod session_link;
 pub mod shell;
@@ -41,8 +42,9 @@ pub use session_link::SessionLink;
 /// Names of the tools active by default (as in pi).
 pub const DEFAULT_ACTIVE_TOOLS: [&str; 4] = ["read", "bash", "edit", "write"];
 
-/// Names of every built-in tool, in declaration order.
-pub const ALL_BUILTIN_TOOLS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
+/// Names of every built-in tool, in declaration order (pi's; `powershell`
+/// registered but never active by default).
+pub const ALL_BUILTIN_TOOLS: [&str; 8] = ["read", "bash", "powershell", "edit", "write", "grep", "find", "ls"];
 
 /// What a tool produced.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -321,11 +323,12 @@ pub struct ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// The seven built-in tools.
+    /// The eight built-in tools, in pi's order.
     pub fn builtin() -> Self {
         let mut reg = ToolRegistry::default();
         reg.register(Arc::new(read::ReadTool::new()));
         reg.register(Arc::new(bash::BashTool::new()));
+        reg.register(Arc::new(powershell::powershell_tool()));
         reg.register(Arc::new(edit::EditTool::new()));
         reg.register(Arc::new(write::WriteTool::new()));
         reg.register(Arc::new(grep::GrepTool::new()));

@@ -41,7 +41,7 @@ const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
 const { executeBashWithOperations } = require("./bash-execution.cjs");
 const { attachExtensions, sendCustomMessage, providerHooks, allTools } = require("./session-extensions.cjs");
 const { reloadSession } = require("./session-reload.cjs");
-const { toolOptions } = require("./session-tool-options.cjs");
+const { toolOptions, builtinDefinitions } = require("./session-tool-options.cjs");
 const { applyLoadout, refreshLoadout } = require("./session-loadout.cjs");
 const { expandSessionInput } = require("./input-expansion.cjs");
 const { loadedDefaultResourceLoader } = require("./resources.cjs");
@@ -54,8 +54,6 @@ const { SessionCacheWarmer, warmingStream, addWarmingControls } = require("./ses
 
 const DEFAULT_THINKING_LEVEL = "medium";
 
-const BUILTIN_TOOL_NAMES = ["read", "bash", "edit", "write", "grep", "find", "ls"];
-const LABELS = { read: "Read", bash: "Bash", edit: "Edit", write: "Write", grep: "Grep", find: "Find", ls: "Ls" };
 
 /** pi's `convertToLlm`: the transcript's own messages pass, the others become what pi-rpc makes of them. */
 function convertToLlm(messages) {
@@ -707,7 +705,7 @@ async function createAgentSession(options = {}) {
 	const definitions = new Map();
 	// pi's `tools` / `noTools` / `excludeTools` (session-tool-options.cjs): tools not allowed are not registered.
 	const toolPolicy = toolOptions(options, settingsManager?.getDefaultTools());
-	const builtinTools = BUILTIN_TOOL_NAMES.filter(toolPolicy.isAllowed).map((name) => tools[`create${LABELS[name]}ToolDefinition`](cwd));
+	const builtinTools = builtinDefinitions(cwd, settingsManager, toolPolicy.isAllowed);
 	for (const definition of builtinTools) definitions.set(definition.name, definition);
 	const customTools = (options.customTools ?? []).filter((tool) => toolPolicy.isAllowed(tool.name));
 	for (const tool of customTools) definitions.set(tool.name, tool);

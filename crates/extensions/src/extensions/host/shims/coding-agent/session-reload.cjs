@@ -2,7 +2,7 @@
 // The old extension instances get `session_shutdown` (reason `reload`) and
 // go stale; the settings and the resource loader are read again; a new
 // runner is made over the reloaded extensions (the old runner's flag values
-// kept) and bound as the old one was, so the new instances' handlers,
+// kept), the built-in tools made again from the settings read again and bound as the old one was, so the new instances' handlers,
 // commands and tools are the ones in force; the tools active before stay
 // active as far as the new extensions register them (those registered later,
 // such as MCP tools, once they register, until the next run starts), with
@@ -14,6 +14,7 @@
 "use strict";
 
 const { attachExtensions, reloadedLoadout } = require("./session-extensions.cjs");
+const { builtinDefinitions } = require("./session-tool-options.cjs");
 
 /** The settings' default tools as the session reads them (none when its options chose the tools). */
 function defaultTools(session) {
@@ -44,6 +45,9 @@ async function reloadSession(session, options, readResources) {
 	session._pendingToolNames = new Set(active);
 	session._restoredToolNames = new Set(active);
 
+	// pi's `_buildRuntime`: the built-ins made again from the settings as they are now.
+	const allowed = (name) => !session._toolPolicy || session._toolPolicy.isAllowed(name);
+	session._builtinTools = builtinDefinitions(session._cwd, session.settingsManager, allowed);
 	const extensionsResult = session.resourceLoader?.getExtensions?.() ?? { extensions: [], errors: [] };
 	for (const [name, value] of flagValues) extensionsResult.runtime?.flagValues?.set(name, value);
 	attachExtensions(session, extensionsResult, { modelRegistry: session._extensionModelRegistry });

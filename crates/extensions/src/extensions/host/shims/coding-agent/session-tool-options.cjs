@@ -6,10 +6,31 @@
 // `defaultActive` is false. A list of only `+name`/`-name` entries changes the
 // default selection instead. `noTools: "all"` allows nothing; any other
 // `noTools` only empties the default built-ins. `excludeTools` (names or
-// patterns) keeps a tool from being registered, after `tools`.
+// patterns) keeps a tool from being registered, after `tools`. The built-in
+// tools are made as pi's `_buildRuntime` makes them, shaped by the settings.
 "use strict";
 
 const { applyToolModifiers, isToolModifier } = require("./settings.cjs");
+const tools = require("./tools.cjs");
+
+/** pi's built-in tools in its order (`powershell` registered, never active by default): `[name, its definition factory]`, from tools.cjs's table. */
+const BUILTIN_TOOLS = Object.entries(tools).flatMap(([key, factory]) => {
+	const made = /^create(\w+)ToolDefinition$/.exec(key);
+	return made ? [[made[1].toLowerCase(), factory]] : [];
+});
+
+/**
+ * The session's built-in tool definitions (those `isAllowed`), made from its
+ * settings as pi makes them at creation and at every `reload()`: read's
+ * `images.autoResize`, bash's `shellCommandPrefix` and `shellPath`.
+ */
+function builtinDefinitions(cwd, settingsManager, isAllowed) {
+	const options = {
+		read: { autoResizeImages: settingsManager?.getImageAutoResize() },
+		bash: { commandPrefix: settingsManager?.getShellCommandPrefix(), shellPath: settingsManager?.getShellPath() },
+	};
+	return BUILTIN_TOOLS.filter(([name]) => isAllowed(name)).map(([name, factory]) => factory(cwd, options[name]));
+}
 
 const DEFAULT_TOOL_NAMES = ["read", "bash", "edit", "write"];
 /** Exposures declared to the model when active (pi's `direct` and `model-only`). */
@@ -79,4 +100,4 @@ function toolOptions(options, settingsDefaults) {
 	};
 }
 
-module.exports = { toolOptions, toolNameMatcher, DECLARED };
+module.exports = { builtinDefinitions, toolOptions, toolNameMatcher, DECLARED };

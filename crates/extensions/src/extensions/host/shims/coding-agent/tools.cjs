@@ -6,7 +6,10 @@
 // …) when it supplies them, which pi-rpc then calls back for every file
 // read, write, listing or command, as pi's ssh example runs its tools on a
 // remote machine. `bash` keeps pi's options: `commandPrefix`, `spawnHook`,
-// `exposeSessionEnvironment`, `shellPath`.
+// `exposeSessionEnvironment`, `shellPath` (its commands then run by that
+// shell, through pi's local operations). `powershell` is pi's PowerShell
+// tool: the same options, run by pi-rpc's `powershell`, which fails as pi's
+// does off Windows unless the extension gives it operations.
 
 "use strict";
 
@@ -17,12 +20,19 @@ const { services } = require("../host-services.cjs");
 const OPERATIONS = {
 	read: ["readFile", "access", "detectImageMimeType", "createReadStream"],
 	bash: ["exec"],
+	powershell: ["exec"],
 	edit: ["readFile", "writeFile", "access"],
 	write: ["writeFile", "mkdir"],
 	grep: ["isDirectory", "readFile"],
 	find: ["exists", "glob"],
 	ls: ["exists", "stat", "readdir"],
 };
+
+/** The tools that run commands in a shell (pi's `createShellToolDefinition`). */
+const SHELL_TOOLS = new Set(["bash", "powershell"]);
+
+/** pi's message off Windows, where it finds no PowerShell. */
+const NO_POWERSHELL = "The powershell tool is only available on Windows.";
 
 /** The text of a result's content blocks. */
 const textOf = (content) =>
@@ -74,7 +84,8 @@ function envChanges(env) {
 function createDefinition(name, cwd, options = {}) {
 	const spec = services().builtinTools().get(name);
 	if (!spec) throw new Error(`pi-rpc has no built-in tool "${name}"`);
-	const ops = options.operations;
+	// A `shellPath` runs bash's commands through pi's local operations with that shell.
+	const ops = options.operations ?? (name === "bash" && options.shellPath ? createLocalBashOperations({ shellPath: options.shellPath }) : undefined);
 	const supplied = ops ? OPERATIONS[name].filter((op) => typeof ops[op] === "function") : [];
 	return {
 		name,
@@ -87,7 +98,7 @@ function createDefinition(name, cwd, options = {}) {
 			let input = params;
 			let runCwd = ctx?.cwd || cwd;
 			let env;
-			if (name === "bash") {
+			if (SHELL_TOOLS.has(name)) {
 				const spawned = spawnContext(params?.command ?? "", runCwd, options, ctx);
 				input = { ...params, command: spawned.command };
 				runCwd = spawned.cwd;
@@ -99,7 +110,7 @@ function createDefinition(name, cwd, options = {}) {
 				onUpdate,
 			);
 			// pi's built-ins throw their failures; the agent shows the message.
-			if (result.isError && !(name === "bash" && result.structuredContent)) throw new Error(textOf(result.content));
+			if (result.isError && !(SHELL_TOOLS.has(name) && result.structuredContent)) throw new Error(textOf(result.content));
 			const out = { content: result.content, details: result.details };
 			if (result.structuredContent !== undefined) out.structuredContent = result.structuredContent;
 			if (result.isError) out.isError = true;
@@ -121,10 +132,12 @@ function asAgentTool(definition) {
 	};
 }
 
+// pi's built-in tools in its order (session-tool-options.cjs reads it from the factories' names).
 const factories = {};
 for (const [name, label] of [
 	["read", "Read"],
 	["bash", "Bash"],
+	["powershell", "PowerShell"],
 	["edit", "Edit"],
 	["write", "Write"],
 	["grep", "Grep"],
@@ -187,9 +200,14 @@ function createLocalBashOperations(options = {}) {
 	};
 }
 
-/** pi's PowerShell tool exists on Windows only; pi-rpc runs on Unix. */
-function noPowerShell() {
-	throw new Error("the powershell tool is not available: pi-rpc runs commands with bash");
+/** pi's `getPowerShellConfig()`: PowerShell is looked for on Windows only, and pi-rpc runs on Unix. */
+function getPowerShellConfig() {
+	throw new Error(NO_POWERSHELL);
+}
+
+/** pi's local PowerShell execution: here each command fails as pi's does off Windows. */
+function createLocalPowerShellOperations() {
+	return { exec: async () => getPowerShellConfig() };
 }
 
 /** pi's `createCodingTools(cwd)`: read, bash, edit, write. */
@@ -204,10 +222,8 @@ module.exports = {
 	createCodingTools,
 	createReadOnlyTools,
 	createLocalBashOperations,
-	createPowerShellTool: noPowerShell,
-	createPowerShellToolDefinition: noPowerShell,
-	createLocalPowerShellOperations: noPowerShell,
+	createLocalPowerShellOperations,
 	getShellConfig,
-	getPowerShellConfig: () => ({ shell: "pwsh", args: ["-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command"] }),
+	getPowerShellConfig,
 	defineTool: (definition) => definition,
 };
