@@ -100,6 +100,7 @@ mod native_run;
 mod native_sessions;
 mod native_state;
 mod native_tools;
+mod native_tools_shell;
 mod npm_registry;
 mod oauth;
 mod oauth_vs_pi;

@@ -13,8 +13,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::shell::{
-    ExecError, ExecSink, Utf8Stream, create_output_file, exec, resolve_timeout, sanitize_binary_output,
-    split_incomplete_ansi_suffix, strip_ansi, write_quietly,
+    ExecError, ExecSink, ShellSettings, Utf8Stream, create_output_file, exec_with, resolve_timeout,
+    sanitize_binary_output, split_incomplete_ansi_suffix, strip_ansi, write_quietly,
 };
 use super::truncate::{
     DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Limits, TruncatedBy, Truncation, format_size, truncate_tail,
@@ -356,9 +356,12 @@ pub struct ShellFlavor {
     pub name: &'static str,
     pub description: &'static str,
     pub temp_prefix: &'static str,
-    /// Without an extension's operations: `Ok` runs the command with bash,
-    /// `Err` is the failure pi gives (no such shell here).
-    pub local_shell: fn() -> Result<(), String>,
+    /// Without an extension's operations: the shell to run the command
+    /// with (given the session's shell settings), or the failure pi gives
+    /// (no such shell here).
+    pub local_shell: fn(&ShellSettings) -> Result<PathBuf, String>,
+    /// Whether the session's `shellPath` and `shellCommandPrefix` apply (pi's `bash` only).
+    pub honours_shell_settings: bool,
     /// Runs in the client's terminal when the client offers one.
     pub client_terminal: bool,
 }
@@ -368,7 +371,8 @@ pub const BASH: ShellFlavor = ShellFlavor {
     name: "bash",
     description: DESCRIPTION,
     temp_prefix: TEMP_FILE_PREFIX,
-    local_shell: || Ok(()),
+    local_shell: ShellSettings::program,
+    honours_shell_settings: true,
     client_terminal: true,
 };
 
@@ -412,7 +416,9 @@ impl Tool for BashTool {
 
     async fn execute(&self, args: Value, ctx: ToolContext) -> ToolOutput {
         let args = coerce(self.parameters(), args);
-        let command = args.get("command").and_then(Value::as_str).unwrap_or_default().to_string();
+        let unset = ShellSettings::default();
+        let settings = if self.flavor.honours_shell_settings { &ctx.shell } else { &unset };
+        let command = settings.prefixed(args.get("command").and_then(Value::as_str).unwrap_or_default());
         let timeout = args.get("timeout").and_then(Value::as_f64);
         if let Some(client) = ctx.client.clone().filter(|c| c.capabilities.terminal && self.flavor.client_terminal) {
             return crate::client::terminal::run_in_client_terminal(&client, &command, timeout, &ctx).await;
@@ -427,12 +433,13 @@ impl Tool for BashTool {
             timer: None,
         };
         // pi resolves the local shell before anything else (PowerShell's absence first).
-        let local_shell = if ctx.operations.is_none() { (self.flavor.local_shell)() } else { Ok(()) };
+        let local_shell = ctx.operations.is_none().then(|| (self.flavor.local_shell)(settings)).transpose();
         let result = match (local_shell, resolve_timeout(timeout), ctx.operations.clone()) {
             (Err(message), _, _) | (_, Err(message), _) => Err(ExecError::Failed(message)),
-            (Ok(()), Ok(_), Some(ops)) => exec_through(ops.as_ref(), &command, &ctx, timeout, &mut sink).await,
-            (Ok(()), Ok(limit), None) => {
-                exec(&command, &ctx.cwd, &ctx.env, &ctx.cancel, limit, &mut sink).await.map(Some)
+            (Ok(_), Ok(_), Some(ops)) => exec_through(ops.as_ref(), &command, &ctx, timeout, &mut sink).await,
+            (Ok(shell), Ok(limit), None) => {
+                let shell = shell.unwrap_or_else(super::shell::shell_program);
+                exec_with(&shell, &command, &ctx.cwd, &ctx.env, &ctx.cancel, limit, &mut sink).await.map(Some)
             }
         };
         sink.acc.finish();
@@ -589,20 +596,30 @@ pub async fn run_command(
     cancel: CancellationToken,
     on_chunk: impl FnMut(&str) + Send,
 ) -> Result<BashResult, String> {
-    run_command_with(command, cwd, env, temp_dir, cancel, None, on_chunk).await
+    let runner = CommandRunner { shell: &ShellSettings::default(), ops: None };
+    run_command_with(command, cwd, env, temp_dir, cancel, runner, on_chunk).await
 }
 
-/// [`run_command`], executed by `ops` when given (an extension's `exec`
-/// operation, pi's `user_bash` `{operations}`) instead of a local shell.
+/// What runs an RPC `bash` command: the session's shell settings (its
+/// `shellCommandPrefix` applied in every case), and an extension's `exec`
+/// operation (pi's `user_bash` `{operations}`) in place of the local shell.
+#[derive(Clone, Copy)]
+pub struct CommandRunner<'a> {
+    pub shell: &'a ShellSettings,
+    pub ops: Option<&'a dyn super::operations::ToolOperations>,
+}
+
+/// [`run_command`] as `runner` says.
 pub async fn run_command_with(
     command: &str,
     cwd: &Path,
     env: &[(String, String)],
     temp_dir: &Path,
     cancel: CancellationToken,
-    ops: Option<&dyn super::operations::ToolOperations>,
+    runner: CommandRunner<'_>,
     mut on_chunk: impl FnMut(&str) + Send,
 ) -> Result<BashResult, String> {
+    let command = &runner.shell.prefixed(command);
     let mut sink = RpcSink {
         on_chunk: &mut on_chunk,
         decoder: Utf8Stream::default(),
@@ -615,13 +632,16 @@ pub async fn run_command_with(
         temp_path: None,
         temp_file: None,
     };
-    let ran = match ops {
+    let ran = match runner.ops {
         Some(ops) => match ops.exec(command, cwd, env, None, &mut sink, &cancel).await {
             Ok(code) => Ok(code.map(|c| i32::try_from(c).unwrap_or(i32::MAX))),
             Err(super::operations::OperationError::Aborted) => Err(ExecError::Aborted),
             Err(super::operations::OperationError::Failed(m)) => Err(ExecError::Failed(m)),
         },
-        None => exec(command, cwd, env, &cancel, None, &mut sink).await.map(Some),
+        None => match runner.shell.program() {
+            Ok(shell) => exec_with(&shell, command, cwd, env, &cancel, None, &mut sink).await.map(Some),
+            Err(message) => Err(ExecError::Failed(message)),
+        },
     };
     let exit_code = match ran {
         Ok(code) => code,

@@ -129,6 +129,8 @@ pub struct ToolContext {
     /// The session the call runs in (None: no session, as a tool run
     /// outside an agent).
     pub session: Option<Arc<dyn SessionLink>>,
+    /// The session's `shellPath` and `shellCommandPrefix` (the `bash` tool's).
+    pub shell: shell::ShellSettings,
 }
 
 impl ToolContext {
@@ -146,6 +148,7 @@ impl ToolContext {
             operations: None,
             nested: None,
             session: None,
+            shell: shell::ShellSettings::default(),
         }
     }
 

@@ -17,7 +17,8 @@ pub const POWERSHELL: ShellFlavor = ShellFlavor {
                   truncated to last 2000 lines or 50KB (whichever is hit first). If truncated, full output is saved to \
                   a temp file. Optionally provide a timeout in seconds.",
     temp_prefix: "pi-powershell",
-    local_shell: || Err(UNAVAILABLE.to_string()),
+    local_shell: |_| Err(UNAVAILABLE.to_string()),
+    honours_shell_settings: false,
     client_terminal: false,
 };
 

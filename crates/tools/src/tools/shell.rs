@@ -38,6 +38,36 @@ pub fn shell_program() -> PathBuf {
     PathBuf::from("sh")
 }
 
+/// The settings' `shellPath` and `shellCommandPrefix`, as pi applies them
+/// to the session's `bash` tool and the RPC `bash` command.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ShellSettings {
+    /// The shell to run commands with instead of the default one.
+    pub path: Option<PathBuf>,
+    /// Lines run before every command (e.g. `shopt -s expand_aliases`).
+    pub command_prefix: Option<String>,
+}
+
+impl ShellSettings {
+    /// `command` after the prefix, on a line of its own (pi's joining).
+    pub fn prefixed(&self, command: &str) -> String {
+        match self.command_prefix.as_deref().filter(|p| !p.is_empty()) {
+            Some(prefix) => format!("{prefix}\n{command}"),
+            None => command.to_string(),
+        }
+    }
+
+    /// The shell to run: the configured one when it exists (pi's error
+    /// when it does not), else [`shell_program`].
+    pub fn program(&self) -> Result<PathBuf, String> {
+        match &self.path {
+            Some(path) if path.exists() => Ok(path.clone()),
+            Some(path) => Err(format!("Custom shell path not found: {}", path.display())),
+            None => Ok(shell_program()),
+        }
+    }
+}
+
 /// How a run ended when it did not end normally.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExecError {
@@ -124,9 +154,22 @@ fn exit_code_of(status: std::process::ExitStatus) -> i32 {
     status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(1)
 }
 
-/// Run `command` with the shell in `cwd` (process env plus `env`), feeding
-/// output to `sink`; the exit code (128+N when killed by signal N).
+/// Run `command` with the default shell ([`shell_program`]); see [`exec_with`].
 pub async fn exec(
+    command: &str,
+    cwd: &Path,
+    env: &[(String, String)],
+    cancel: &CancellationToken,
+    timeout: Option<Duration>,
+    sink: &mut dyn ExecSink,
+) -> Result<i32, ExecError> {
+    exec_with(&shell_program(), command, cwd, env, cancel, timeout, sink).await
+}
+
+/// Run `command` with `shell -c` in `cwd` (process env plus `env`), feeding
+/// output to `sink`; the exit code (128+N when killed by signal N).
+pub async fn exec_with(
+    shell: &Path,
     command: &str,
     cwd: &Path,
     env: &[(String, String)],
@@ -143,12 +186,11 @@ pub async fn exec(
             cwd.display()
         )));
     }
-    let shell = shell_program();
     // stdout and stderr share one pipe, so output keeps the order it was written in.
     let pipe_failed = |e: std::io::Error| ExecError::Failed(format!("cannot create a pipe: {e}"));
     let (reader, writer) = std::io::pipe().map_err(pipe_failed)?;
     let writer_err = writer.try_clone().map_err(pipe_failed)?;
-    let mut cmd = tokio::process::Command::new(&shell);
+    let mut cmd = tokio::process::Command::new(shell);
     cmd.arg("-c")
         .arg(command)
         .current_dir(cwd)

@@ -13,6 +13,7 @@ use crate::event::AgentEvent;
 use crate::extensions::hooks::BashDecision;
 use crate::message::{AgentMessage, BashExecutionMessage, now_ms};
 use crate::op::{BashResult, RequestTag};
+use crate::tools::ToolContext;
 
 /// A `user_bash` handler's `{output, exitCode, cancelled, truncated, fullOutputPath?}` (checked by the host).
 fn extension_result(result: &Value) -> BashResult {
@@ -34,7 +35,7 @@ impl Agent {
         let emitter = self.channels.emitter();
         let cwd = self.workspace.cwd().to_path_buf();
         let temp_dir = self.workspace.temp_dir().to_path_buf();
-        let env = self.tool_context().env;
+        let ToolContext { env, shell, .. } = self.tool_context();
         let hooks = self.ext.handle().listens("user_bash").then(|| self.ext.handle().clone());
         let event = json!({
             "type": "user_bash",
@@ -67,8 +68,9 @@ impl Agent {
                     let on_chunk = move |chunk: &str| {
                         let _ = chunk_tx.send(chunk.to_string());
                     };
+                    let runner = crate::tools::bash::CommandRunner { shell: &shell, ops };
                     let result =
-                        crate::tools::bash::run_command_with(&command, &cwd, &env, &temp_dir, cancel, ops, on_chunk)
+                        crate::tools::bash::run_command_with(&command, &cwd, &env, &temp_dir, cancel, runner, on_chunk)
                             .await;
                     let _ = forward.await;
                     result

@@ -25,12 +25,24 @@ impl Agent {
         if let Some(file) = self.session.record().file_path() {
             ctx.env.push(("PI_SESSION_FILE".to_string(), file.display().to_string()));
         }
+        ctx.shell = self.shell_settings();
         ctx.gate = self.ext.handle().gate();
         ctx.client = Some(self.client_link());
         // codemode's `store()` reads and appends the session through the actor.
         let link = crate::agent::session_link::ActorSessionLink::new(self.channels.emitter());
         ctx.session = Some(std::sync::Arc::new(link));
         ctx
+    }
+
+    /// The settings' `shellPath` (`~` expanded, as pi reads it) and
+    /// `shellCommandPrefix`; empty values are unset.
+    fn shell_settings(&self) -> crate::tools::shell::ShellSettings {
+        let settings = self.prefs.settings();
+        let path = settings.shell_path.as_deref().filter(|p| !p.is_empty());
+        crate::tools::shell::ShellSettings {
+            path: path.map(|p| crate::config::expand_home(std::path::Path::new(p))),
+            command_prefix: settings.shell_command_prefix.clone().filter(|p| !p.is_empty()),
+        }
     }
 
     /// The system prompt's sections for the active tools (pi 1.6.0's

@@ -141,3 +141,20 @@ async fn dropping_a_run_kills_its_process_group() {
     }
     assert!(gone(pid), "child {pid} survived");
 }
+
+#[test]
+fn shell_settings_prefix_the_command_on_its_own_line_and_name_a_missing_shell() {
+    let unset = ShellSettings::default();
+    assert_eq!(unset.prefixed("ls"), "ls");
+    assert_eq!(unset.program(), Ok(shell_program()));
+    let empty_prefix = ShellSettings { command_prefix: Some(String::new()), ..ShellSettings::default() };
+    assert_eq!(empty_prefix.prefixed("ls"), "ls");
+    let set = ShellSettings {
+        path: Some(PathBuf::from("/nonexistent/shell")),
+        command_prefix: Some("shopt -s expand_aliases".into()),
+    };
+    assert_eq!(set.prefixed("ll"), "shopt -s expand_aliases\nll");
+    assert_eq!(set.program(), Err("Custom shell path not found: /nonexistent/shell".into()));
+    let sh = ShellSettings { path: Some(PathBuf::from("/bin/sh")), command_prefix: None };
+    assert_eq!(sh.program(), Ok(PathBuf::from("/bin/sh")));
+}

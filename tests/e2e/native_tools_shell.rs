@@ -1,0 +1,96 @@
+//! The settings' `shellPath` and `shellCommandPrefix`, side by side with pi
+//! 1.6.0: the session's `bash` tool and the RPC `bash` command run their
+//! commands with the configured shell, the prefix on a line before the
+//! command (the recorded execution keeps the command as given), and a
+//! `shellPath` that does not exist fails both with pi's error.
+//!
+//! Needs node 22 and the reference pi from `target/tools`; skipped without
+//! them unless `PI_RPC_REQUIRE_TOOLS=1`.
+
+use pi_compat::fake_server::Reply;
+use serde_json::{Value, json};
+
+use crate::clients::node22;
+use crate::extension_provider_events::{reference_cli, reference_command};
+use crate::harness::{Pi, Sandbox};
+
+/// A shell that logs its arguments to `<home>/shell.log`, then runs them with `/bin/sh`.
+fn logging_shell(sb: &Sandbox) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let shell = sb.home.path().join("logging-shell");
+    let log = sb.home.path().join("shell.log");
+    let script = format!("#!/bin/sh\nprintf 'ran: %s\\n' \"$*\" >> '{}'\nexec /bin/sh \"$@\"\n", log.display());
+    std::fs::write(&shell, script).expect("write the shell");
+    std::fs::set_permissions(&shell, std::fs::Permissions::from_mode(0o755)).expect("make it executable");
+    shell
+}
+
+/// One program's run: the RPC `bash` command, then a model's `bash` tool call,
+/// with the settings' `shellPath` and `shellCommandPrefix`.
+async fn run(reference: bool, shell_path: Option<&str>) -> Option<Value> {
+    let sb = Sandbox::with_server().await;
+    let shell = logging_shell(&sb);
+    let shell_path = shell_path.map_or_else(|| shell.display().to_string(), str::to_string);
+    sb.write_settings(json!({
+        "defaultProvider": "fake",
+        "defaultModel": "fake-model",
+        "shellPath": shell_path,
+        "shellCommandPrefix": "export GREETING=from-the-prefix",
+    }));
+    sb.server().push(Reply::tool_call("c1", "bash", r#"{"command":"echo \"tool: $GREETING\""}"#));
+    sb.server().push(Reply::text("Done."));
+    let mut pi = if reference {
+        let (node, cli) = (node22()?, reference_cli()?);
+        let mut cmd = reference_command(&sb, &node, &cli);
+        cmd.args(["--no-session", "--offline"]).env("PI_OFFLINE", "1");
+        Pi::start_unchecked(cmd)
+    } else {
+        sb.spawn(&["--no-session"])
+    };
+    let bash = pi.call("b", json!({"type": "bash", "command": "echo \"command: $GREETING\""})).await;
+    pi.send(json!({"id": "p", "type": "prompt", "message": "run it"})).await;
+    let lines = pi.until_type("agent_settled").await;
+    let tool = lines.iter().find(|v| v["type"] == "tool_execution_end").cloned().unwrap_or(Value::Null);
+    let messages = pi.call("m", json!({"type": "get_messages"})).await;
+    let executions: Vec<Value> = messages["data"]["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "bashExecution")
+        .map(|m| json!([m["command"], m["output"], m["exitCode"]]))
+        .collect();
+    let log = std::fs::read_to_string(sb.home.path().join("shell.log")).unwrap_or_default();
+    Some(json!({
+        "bash": [bash["success"], bash["data"]["output"], bash["data"]["exitCode"], bash["error"]],
+        "tool": [tool["result"]["content"], tool["isError"]],
+        "executions": executions,
+        "log": log,
+    }))
+}
+
+#[tokio::test]
+async fn the_settings_shell_path_and_command_prefix_run_bash_as_in_pi() {
+    let Some(ours) = run(false, None).await else { return };
+    let Some(theirs) = run(true, None).await else { return };
+    assert_eq!(ours["bash"], json!([true, "command: from-the-prefix\n", 0, null]), "{ours}");
+    assert_eq!(ours["tool"], json!([[{"type": "text", "text": "tool: from-the-prefix\n"}], false]), "{ours}");
+    assert_eq!(ours["executions"], json!([["echo \"command: $GREETING\"", "command: from-the-prefix\n", 0]]));
+    assert_eq!(
+        ours["log"],
+        "ran: -c export GREETING=from-the-prefix\necho \"command: $GREETING\"\n\
+         ran: -c export GREETING=from-the-prefix\necho \"tool: $GREETING\"\n",
+        "both ran with the configured shell, the prefix a line before the command"
+    );
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn a_missing_shell_path_fails_bash_with_pis_error() {
+    let missing = "/nonexistent/pi-rpc-shell";
+    let Some(ours) = run(false, Some(missing)).await else { return };
+    let Some(theirs) = run(true, Some(missing)).await else { return };
+    let error = format!("Custom shell path not found: {missing}");
+    assert_eq!(ours["bash"], json!([false, null, null, error]), "{ours}");
+    assert_eq!(ours["tool"], json!([[{"type": "text", "text": error}], true]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
