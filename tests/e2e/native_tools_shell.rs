@@ -2,11 +2,13 @@
 //! 1.6.0: the session's `bash` tool and the RPC `bash` command run their
 //! commands with the configured shell, the prefix on a line before the
 //! command (the recorded execution keeps the command as given), and a
-//! `shellPath` that does not exist fails both with pi's error.
+//! `shellPath` that does not exist fails both with pi's error. And
+//! `images.autoResize: false`: the `read` tool sends an image as it is.
 //!
 //! Needs node 22 and the reference pi from `target/tools`; skipped without
 //! them unless `PI_RPC_REQUIRE_TOOLS=1`.
 
+use base64::Engine;
 use pi_compat::fake_server::Reply;
 use serde_json::{Value, json};
 
@@ -92,5 +94,79 @@ async fn a_missing_shell_path_fails_bash_with_pis_error() {
     let error = format!("Custom shell path not found: {missing}");
     assert_eq!(ours["bash"], json!([false, null, null, error]), "{ours}");
     assert_eq!(ours["tool"], json!([[{"type": "text", "text": error}], true]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+/// A grayscale PNG `width` pixels wide and one high (stored, uncompressed deflate).
+fn wide_png(width: usize) -> Vec<u8> {
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+            }
+        }
+        !crc
+    }
+    fn chunk(out: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
+        out.extend((data.len() as u32).to_be_bytes());
+        let body: Vec<u8> = kind.iter().chain(data).copied().collect();
+        out.extend(&body);
+        out.extend(crc32(&body).to_be_bytes());
+    }
+    let row: Vec<u8> = std::iter::once(0u8).chain((0..width).map(|x| (x % 251) as u8)).collect();
+    let (mut a, mut b) = (1u32, 0u32);
+    for &byte in &row {
+        a = (a + u32::from(byte)) % 65_521;
+        b = (b + a) % 65_521;
+    }
+    let len = row.len() as u16;
+    let mut idat = vec![0x78, 0x01, 0x01];
+    idat.extend(len.to_le_bytes());
+    idat.extend((!len).to_le_bytes());
+    idat.extend(&row);
+    idat.extend(((b << 16) | a).to_be_bytes());
+    let mut ihdr = (width as u32).to_be_bytes().to_vec();
+    ihdr.extend(1u32.to_be_bytes());
+    ihdr.extend([8, 0, 0, 0, 0]);
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    chunk(&mut png, b"IHDR", &ihdr);
+    chunk(&mut png, b"IDAT", &idat);
+    chunk(&mut png, b"IEND", &[]);
+    png
+}
+
+/// One program's `read` of a 2100x1 PNG with `images.autoResize: false`: the tool's result.
+async fn read_without_resizing(reference: bool, png: &[u8]) -> Option<Value> {
+    let sb = Sandbox::with_server().await;
+    sb.write_settings(
+        json!({"defaultProvider": "fake", "defaultModel": "fake-model", "images": {"autoResize": false}}),
+    );
+    std::fs::write(sb.cwd.path().join("wide.png"), png).expect("write the image");
+    sb.server().push(Reply::tool_call("c1", "read", r#"{"path":"wide.png"}"#));
+    sb.server().push(Reply::text("Done."));
+    let mut pi = if reference {
+        let (node, cli) = (node22()?, reference_cli()?);
+        let mut cmd = reference_command(&sb, &node, &cli);
+        cmd.args(["--no-session", "--offline"]).env("PI_OFFLINE", "1");
+        Pi::start_unchecked(cmd)
+    } else {
+        sb.spawn(&["--no-session"])
+    };
+    pi.send(json!({"id": "p", "type": "prompt", "message": "read it"})).await;
+    let lines = pi.until_type("agent_settled").await;
+    let tool = lines.iter().find(|v| v["type"] == "tool_execution_end").cloned().unwrap_or(Value::Null);
+    Some(json!([tool["result"]["content"], tool["isError"]]))
+}
+
+#[tokio::test]
+async fn images_auto_resize_off_reads_an_image_as_it_is_as_in_pi() {
+    let png = wide_png(2100);
+    let Some(ours) = read_without_resizing(false, &png).await else { return };
+    let Some(theirs) = read_without_resizing(true, &png).await else { return };
+    let data = base64::engine::general_purpose::STANDARD.encode(&png);
+    let image = json!({"type": "image", "data": data, "mimeType": "image/png"});
+    assert_eq!(ours, json!([[{"type": "text", "text": "Read image file [image/png]"}, image], false]));
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }

@@ -114,6 +114,8 @@ pub struct Settings {
     pub enable_install_telemetry: bool,
     pub shell_path: Option<String>,
     pub shell_command_prefix: Option<String>,
+    /// `images.autoResize` (default on): whether the `read` tool resizes images to pi's limits.
+    pub image_auto_resize: bool,
     /// `toolApproval`: which tool calls need the user's approval.
     pub tool_approval: ApprovalSettings,
     /// `transport` of the Codex backend (`auto` when unset; a file's legacy
@@ -202,6 +204,7 @@ impl Default for Settings {
             enable_install_telemetry: true,
             shell_path: None,
             shell_command_prefix: None,
+            image_auto_resize: true,
             tool_approval: ApprovalSettings::default(),
             transport: None,
             thinking_budgets: ThinkingBudgets::default(),
@@ -236,6 +239,7 @@ struct SettingsFile {
     enable_install_telemetry: Option<bool>,
     shell_path: Option<String>,
     shell_command_prefix: Option<String>,
+    images: Option<Value>,
     tool_approval: Option<ToolApprovalFile>,
     transport: Option<Value>,
     websockets: Option<Value>,
@@ -416,6 +420,10 @@ impl Settings {
         if let Some(v) = f.shell_command_prefix {
             self.shell_command_prefix = Some(v);
         }
+        // pi merges the files deeply: a project's `images.autoResize` goes over the user's.
+        if let Some(v) = f.images.as_ref().and_then(|i| i.get("autoResize")).and_then(Value::as_bool) {
+            self.image_auto_resize = v;
+        }
         if let Some(a) = f.tool_approval {
             let rule = |field: &str, v: &str| v.parse().map_err(|e: String| bad(field, e));
             if let Some(v) = a.enabled {
@@ -552,13 +560,13 @@ mod tests {
         let cwd = tempfile::tempdir().unwrap();
         std::fs::write(
             agent.path().join("settings.json"),
-            r#"{"steeringMode":"all","retry":{"maxRetries":5},"defaultModel":"a","thinkingBudgets":{"low":100,"high":900}}"#,
+            r#"{"steeringMode":"all","retry":{"maxRetries":5},"defaultModel":"a","thinkingBudgets":{"low":100,"high":900},"images":{"autoResize":false}}"#,
         )
         .unwrap();
         std::fs::create_dir_all(cwd.path().join(".pi")).unwrap();
         std::fs::write(
             cwd.path().join(".pi/settings.json"),
-            r#"{"defaultModel":"b","compaction":{"enabled":false},"thinkingBudgets":{"high":500}}"#,
+            r#"{"defaultModel":"b","compaction":{"enabled":false},"thinkingBudgets":{"high":500},"images":{}}"#,
         )
         .unwrap();
         let s = Settings::load(agent.path(), cwd.path()).unwrap();
@@ -570,6 +578,7 @@ mod tests {
         assert_eq!(s.compaction.tokens_for("any/model"), (16384, 20000));
         // Deeply merged, as pi merges the files.
         assert_eq!(s.thinking_budgets, ThinkingBudgets { low: Some(100), high: Some(500), ..Default::default() });
+        assert!(!s.image_auto_resize && Settings::default().image_auto_resize);
     }
 
     #[test]

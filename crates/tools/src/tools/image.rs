@@ -274,9 +274,11 @@ fn resize_to_limits(bytes: &[u8], mime: &str) -> Option<(String, String, Option<
     Some((resized.data, resized.mime_type, note))
 }
 
-/// Prepare an image file's bytes for the model. The error is pi's text for an
-/// image that cannot be sent (shown after `Read image file [<mime>]`).
-pub fn process_image(bytes: &[u8], mime: &str) -> Result<ProcessedImage, String> {
+/// Prepare an image file's bytes for the model, resized to the read tool's
+/// limits when `resize` (pi's `autoResizeImages`), else sent as they are
+/// (a BMP still converted to PNG). The error is pi's text for an image that
+/// cannot be sent (shown after `Read image file [<mime>]`).
+pub fn process_image(bytes: &[u8], mime: &str, resize: bool) -> Result<ProcessedImage, String> {
     let (bytes, mime, converted_from) = if mime == "image/bmp" {
         let png = convert_to_png(bytes)
             .ok_or("[Image omitted: could not be converted to a supported inline image format.]")?;
@@ -284,8 +286,12 @@ pub fn process_image(bytes: &[u8], mime: &str) -> Result<ProcessedImage, String>
     } else {
         (bytes.to_vec(), mime, None)
     };
-    let (data, mime_type, note) = resize_to_limits(&bytes, mime)
-        .ok_or("[Image omitted: could not be resized below the inline image size limit.]")?;
+    let (data, mime_type, note) = if resize {
+        resize_to_limits(&bytes, mime)
+            .ok_or("[Image omitted: could not be resized below the inline image size limit.]")?
+    } else {
+        (b64(&bytes), mime.to_string(), None)
+    };
     let mut hints = Vec::new();
     if let Some(from) = converted_from.filter(|from| *from != mime_type) {
         hints.push(format!("[Image converted from {from} to {mime_type}.]"));
@@ -339,7 +345,7 @@ mod tests {
     #[test]
     fn small_images_pass_through_unchanged() {
         let png = png_bytes(10, 10);
-        let out = process_image(&png, "image/png").unwrap();
+        let out = process_image(&png, "image/png", true).unwrap();
         assert_eq!(out.mime_type, "image/png");
         assert_eq!(out.data, b64(&png));
         assert!(out.hints.is_empty());
@@ -348,7 +354,7 @@ mod tests {
     #[test]
     fn bmp_is_converted_to_png_with_a_hint() {
         let bmp = encoded(4, 3, image::ImageFormat::Bmp);
-        let out = process_image(&bmp, "image/bmp").unwrap();
+        let out = process_image(&bmp, "image/bmp", true).unwrap();
         assert_eq!(out.mime_type, "image/png");
         assert_eq!(out.hints, ["[Image converted from image/bmp to image/png.]"]);
         let bytes = base64::engine::general_purpose::STANDARD.decode(&out.data).unwrap();
@@ -356,9 +362,20 @@ mod tests {
     }
 
     #[test]
+    fn without_auto_resize_an_image_is_sent_as_it_is_and_a_bmp_still_converted() {
+        let png = png_bytes(2400, 600);
+        let out = process_image(&png, "image/png", false).unwrap();
+        assert_eq!((out.mime_type.as_str(), out.hints.len()), ("image/png", 0));
+        assert_eq!(out.data, b64(&png));
+        let bmp = encoded(4, 3, image::ImageFormat::Bmp);
+        let out = process_image(&bmp, "image/bmp", false).unwrap();
+        assert_eq!(out.hints, ["[Image converted from image/bmp to image/png.]"]);
+    }
+
+    #[test]
     fn large_images_are_resized_with_a_dimension_note() {
         let png = png_bytes(2400, 600);
-        let out = process_image(&png, "image/png").unwrap();
+        let out = process_image(&png, "image/png", true).unwrap();
         assert_eq!(
             out.hints,
             [
@@ -375,11 +392,11 @@ mod tests {
         let mut broken = png_bytes(2, 2);
         broken.truncate(40);
         assert_eq!(
-            process_image(&broken, "image/png"),
+            process_image(&broken, "image/png", true),
             Err("[Image omitted: could not be resized below the inline image size limit.]".to_string())
         );
         assert_eq!(
-            process_image(b"BMxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "image/bmp"),
+            process_image(b"BMxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "image/bmp", true),
             Err("[Image omitted: could not be converted to a supported inline image format.]".to_string())
         );
     }

@@ -131,6 +131,8 @@ pub struct ToolContext {
     pub session: Option<Arc<dyn SessionLink>>,
     /// The session's `shellPath` and `shellCommandPrefix` (the `bash` tool's).
     pub shell: shell::ShellSettings,
+    /// Whether `read` resizes images to pi's limits (the settings' `images.autoResize`).
+    pub resize_images: bool,
 }
 
 impl ToolContext {
@@ -149,6 +151,7 @@ impl ToolContext {
             nested: None,
             session: None,
             shell: shell::ShellSettings::default(),
+            resize_images: true,
         }
     }
 

@@ -258,7 +258,7 @@ impl Tool for ReadTool {
         let limit = args.get("limit").and_then(Value::as_f64).map(f64::floor);
         let absolute = resolve_read_path(path, &ctx.cwd);
         if let Some(ops) = ctx.ops() {
-            return read_through(&ops, path, &absolute, offset, limit).await;
+            return read_through(&ops, path, &absolute, offset, limit, ctx.resize_images).await;
         }
 
         if let Some(client) = ctx.client_reads()
@@ -296,7 +296,7 @@ impl Tool for ReadTool {
             if ctx.cancel.is_cancelled() {
                 return ToolOutput::error("Operation aborted");
             }
-            return image_output(bytes, mime.to_string()).await;
+            return image_output(bytes, mime.to_string(), ctx.resize_images).await;
         }
 
         let start = start_line(offset);
@@ -312,10 +312,10 @@ impl Tool for ReadTool {
     }
 }
 
-/// The result of reading an image: resized and re-encoded as pi does, with its note.
-async fn image_output(bytes: Vec<u8>, mime: String) -> ToolOutput {
+/// The result of reading an image: resized (when `resize`) and re-encoded as pi does, with its note.
+async fn image_output(bytes: Vec<u8>, mime: String, resize: bool) -> ToolOutput {
     let kind = mime.clone();
-    let processed = tokio::task::spawn_blocking(move || process_image(&bytes, &kind)).await;
+    let processed = tokio::task::spawn_blocking(move || process_image(&bytes, &kind, resize)).await;
     match processed {
         Ok(Ok(img)) => {
             let mut note = format!("Read image file [{}]", img.mime_type);
@@ -350,6 +350,7 @@ async fn read_through(
     absolute: &std::path::Path,
     offset: Option<f64>,
     limit: Option<f64>,
+    resize: bool,
 ) -> ToolOutput {
     if let Err(e) = ops.access(absolute).await {
         return ToolOutput::error(e.message());
@@ -366,7 +367,7 @@ async fn read_through(
         return ToolOutput::error("Operation aborted");
     }
     if let Some(mime) = mime {
-        return image_output(bytes, mime).await;
+        return image_output(bytes, mime, resize).await;
     }
     let text = String::from_utf8_lossy(&bytes);
     let start = start_line(offset);

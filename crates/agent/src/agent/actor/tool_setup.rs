@@ -26,6 +26,7 @@ impl Agent {
             ctx.env.push(("PI_SESSION_FILE".to_string(), file.display().to_string()));
         }
         ctx.shell = self.shell_settings();
+        ctx.resize_images = self.prefs.settings().image_auto_resize;
         ctx.gate = self.ext.handle().gate();
         ctx.client = Some(self.client_link());
         // codemode's `store()` reads and appends the session through the actor.
