@@ -27,6 +27,17 @@ fn logging_shell(sb: &Sandbox) -> std::path::PathBuf {
     shell
 }
 
+/// pi 1.6.0 (`None` without node 22 or the reference) or pi-rpc in `sb`, no session saved.
+fn start(reference: bool, sb: &Sandbox) -> Option<Pi> {
+    if !reference {
+        return Some(sb.spawn(&["--no-session"]));
+    }
+    let (node, cli) = (node22()?, reference_cli()?);
+    let mut cmd = reference_command(sb, &node, &cli);
+    cmd.args(["--no-session", "--offline"]).env("PI_OFFLINE", "1");
+    Some(Pi::start_unchecked(cmd))
+}
+
 /// One program's run: the RPC `bash` command, then a model's `bash` tool call,
 /// with the settings' `shellPath` and `shellCommandPrefix`.
 async fn run(reference: bool, shell_path: Option<&str>) -> Option<Value> {
@@ -41,14 +52,7 @@ async fn run(reference: bool, shell_path: Option<&str>) -> Option<Value> {
     }));
     sb.server().push(Reply::tool_call("c1", "bash", r#"{"command":"echo \"tool: $GREETING\""}"#));
     sb.server().push(Reply::text("Done."));
-    let mut pi = if reference {
-        let (node, cli) = (node22()?, reference_cli()?);
-        let mut cmd = reference_command(&sb, &node, &cli);
-        cmd.args(["--no-session", "--offline"]).env("PI_OFFLINE", "1");
-        Pi::start_unchecked(cmd)
-    } else {
-        sb.spawn(&["--no-session"])
-    };
+    let mut pi = start(reference, &sb)?;
     let bash = pi.call("b", json!({"type": "bash", "command": "echo \"command: $GREETING\""})).await;
     pi.send(json!({"id": "p", "type": "prompt", "message": "run it"})).await;
     let lines = pi.until_type("agent_settled").await;
@@ -146,14 +150,7 @@ async fn read_without_resizing(reference: bool, png: &[u8]) -> Option<Value> {
     std::fs::write(sb.cwd.path().join("wide.png"), png).expect("write the image");
     sb.server().push(Reply::tool_call("c1", "read", r#"{"path":"wide.png"}"#));
     sb.server().push(Reply::text("Done."));
-    let mut pi = if reference {
-        let (node, cli) = (node22()?, reference_cli()?);
-        let mut cmd = reference_command(&sb, &node, &cli);
-        cmd.args(["--no-session", "--offline"]).env("PI_OFFLINE", "1");
-        Pi::start_unchecked(cmd)
-    } else {
-        sb.spawn(&["--no-session"])
-    };
+    let mut pi = start(reference, &sb)?;
     pi.send(json!({"id": "p", "type": "prompt", "message": "read it"})).await;
     let lines = pi.until_type("agent_settled").await;
     let tool = lines.iter().find(|v| v["type"] == "tool_execution_end").cloned().unwrap_or(Value::Null);
