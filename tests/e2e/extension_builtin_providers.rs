@@ -10,7 +10,10 @@
 //! models, `refreshModels` offline, `filterModels`, and a call through
 //! `stream`; and `--api-key`: the session's runtime (`ctx.modelRegistry`)
 //! uses the key for the chosen model's provider, a runtime an extension makes
-//! (`ModelRuntime.create()`) does not, as in pi.
+//! (`ModelRuntime.create()`) does not, as in pi; a key set on
+//! `ctx.modelRegistry.runtime` is the session's; the session's runtime lists
+//! pi's own llama.cpp provider; a configured provider's name, OAuth
+//! `toAuth` headers and model order are pi's composer's.
 //!
 //! Needs node 22, the host's packages and the reference pi from
 //! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
@@ -119,7 +122,12 @@ export default function (pi: ExtensionAPI) {
         out.fresh[id] = await describe(rt.getProvider(id));
         out.running[id] = await describe(ctx.modelRegistry.getProvider(id));
       }
-      out.names = ["groq", "anthropic"].map((id) => ctx.modelRegistry.getProviderDisplayName(id));
+      out.names = ["groq", "anthropic", "custom", "plain"].map((id) => ctx.modelRegistry.getProviderDisplayName(id));
+      out.freshNames = ["groq", "custom", "plain"].map((id) => rt.getProvider(id)?.name ?? null);
+      // An OAuth login's request auth: the configured headers over the provider's.
+      const login = { type: "oauth", access: "acc", refresh: "ref", expires: Date.now() + 3600000 };
+      out.toAuth = await settled(() => ctx.modelRegistry.getProvider("openai-codex").auth.oauth.toAuth(login));
+      out.freshToAuth = await settled(() => rt.getProvider("openai-codex").auth.oauth.toAuth(login));
       ctx.ui.notify(JSON.stringify(out), "info");
     },
   });
@@ -143,6 +151,45 @@ export default function (pi: ExtensionAPI) {
         configured: rt.hasConfiguredAuth("mistral"),
         available: [...new Set((await rt.getAvailable()).map((m: any) => m.provider))].sort(),
         name: rt.getProvider("groq")?.name ?? null,
+      };
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
+
+  // A key set on ctx.modelRegistry.runtime ("remove": taken away): the session's, a new runtime's.
+  pi.registerCommand("sessionkey", {
+    handler: async (args, ctx) => {
+      const rt: any = ctx.modelRegistry.runtime;
+      if (args.trim() === "remove") await rt.removeRuntimeApiKey("fake");
+      else await rt.setRuntimeApiKey("fake", "runtime-key");
+      const fresh: any = await ModelRuntime.create();
+      const out: any = {
+        runtime: rt.getProviderAuthStatus("fake"),
+        registry: ctx.modelRegistry.getProviderAuthStatus("fake"),
+        registryKey: await settled(() => ctx.modelRegistry.getApiKeyForProvider("fake")),
+        runtimeAuth: await settled(async () => (await rt.getAuth("fake"))?.auth ?? null),
+        credentials: await rt.listCredentials(),
+        fresh: fresh.getProviderAuthStatus("fake"),
+        freshCredentials: await fresh.listCredentials(),
+      };
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
+
+  // pi's own llama.cpp provider in the session's runtime (a new runtime's too).
+  pi.registerCommand("llamacpp", {
+    handler: async (_args, ctx) => {
+      const rt: any = ctx.modelRegistry.runtime;
+      const fresh: any = await ModelRuntime.create();
+      const out: any = {
+        ids: rt.getProviders().map((p: any) => p.id),
+        running: await describe(rt.getProvider("llama.cpp")),
+        registry: await describe(ctx.modelRegistry.getProvider("llama.cpp")),
+        name: ctx.modelRegistry.getProviderDisplayName("llama.cpp"),
+        status: rt.getProviderAuthStatus("llama.cpp"),
+        registered: [rt.getRegisteredProviderIds(), typeof rt.getRegisteredNativeProvider("llama.cpp")],
+        fresh: await describe(fresh.getProvider("llama.cpp")),
+        freshIds: fresh.getProviders().map((p: any) => p.id).slice(-2),
       };
       ctx.ui.notify(JSON.stringify(out), "info");
     },
@@ -234,6 +281,41 @@ async fn note_with(
     Some((value, auth))
 }
 
+/// One program's notes of `/sessionkey`, a prompt, `/sessionkey remove` and a prompt (a key set
+/// on `ctx.modelRegistry.runtime`, then removed), and the `authorization` header of each request
+/// the fake server got; `None` without the tools.
+async fn session_key(reference: bool) -> Option<(Vec<Value>, Vec<Value>)> {
+    let (Some(node), Some(dir)) = (node22(), host_dir()) else { return None };
+    let cli = reference_cli()?;
+    let sb = Sandbox::with_server().await;
+    host_settings(&sb, &node, &dir, json!({}));
+    write_module(&sb, "builtins.ts", BUILTINS);
+    let mut pi = if reference {
+        let mut cmd = reference_command(&sb, &node, &cli);
+        cmd.args(["--no-session", "--offline"]).env("PI_OFFLINE", "1");
+        Pi::start_unchecked(cmd)
+    } else {
+        sb.spawn(&["--no-session"])
+    };
+    let mut notes = Vec::new();
+    for (step, command) in ["sessionkey", "sessionkey remove"].into_iter().enumerate() {
+        let text = notified_text(&mut pi, &sb, command).await;
+        notes.push(serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}")));
+        sb.server().push(pi_compat::fake_server::Reply::text("Answered."));
+        pi.send(json!({"id": format!("p{step}"), "type": "prompt", "message": "hello"})).await;
+        pi.until_type("agent_settled").await;
+    }
+    pi.close_stdin();
+    pi.wait().await;
+    let auth = sb
+        .server()
+        .requests()
+        .iter()
+        .map(|r| json!(r.headers.iter().find(|(name, _)| name == "authorization").map(|(_, v)| v.clone())))
+        .collect();
+    Some((notes, auth))
+}
+
 /// pi-rpc's note and requests, then pi 1.6.0's.
 async fn both(args: &[&str], command: &str) -> Option<((Value, Vec<Value>), (Value, Vec<Value>))> {
     let ours = note(false, args, command).await?;
@@ -282,16 +364,23 @@ async fn built_in_providers_are_pi_ais_member_by_member() {
 #[tokio::test]
 async fn configured_built_in_providers_are_composed_as_pis() {
     let models = json!({"providers": {
-        "groq": {"baseUrl": "http://127.0.0.1:9/groq", "apiKey": "conf-key", "headers": {"X-Conf": "c"}},
+        "groq": {"name": "My Groq", "baseUrl": "http://127.0.0.1:9/groq", "apiKey": "conf-key", "headers": {"X-Conf": "c"}},
         "mistral": {"models": [{"id": "my-model", "api": "openai-completions", "baseUrl": "http://127.0.0.1:9/m"}]},
-        "openai-codex": {"baseUrl": "http://127.0.0.1:9/codex"},
+        "openai-codex": {"baseUrl": "http://127.0.0.1:9/codex", "headers": {"X-Codex": "x"}},
+        "openai": {"models": [{"id": "my-openai", "api": "openai-completions", "baseUrl": "http://127.0.0.1:9/o"}]},
+        "custom": {"name": "Custom Provider", "baseUrl": "http://127.0.0.1:9/c", "api": "openai-completions", "apiKey": "k", "models": [{"id": "c-model"}]},
+        "plain": {"baseUrl": "http://127.0.0.1:9/p", "api": "openai-completions", "apiKey": "k", "models": [{"id": "p-model"}]},
     }});
     let Some((ours, theirs)) = both_with("configured", &models).await else { return };
     let groq = &ours["running"]["groq"];
     assert_eq!(groq["baseUrl"], "http://127.0.0.1:9/groq", "{groq}");
     assert_eq!(groq["apiKeyName"], "Groq API key", "{groq}");
     assert_eq!(ours["running"]["anthropic"]["baseUrl"], "http://127.0.0.1:9/ext", "{ours}");
-    for part in ["names", "fresh", "running"] {
+    assert_eq!(ours["names"], json!(["My Groq", "Anthropic", "Custom Provider", "plain"]), "{ours}");
+    assert_eq!(ours["toAuth"]["headers"], json!({"X-Codex": "x"}), "{ours}");
+    let all = ours["running"]["openai"]["all"].as_array().cloned().unwrap_or_default();
+    assert_eq!(all.last(), Some(&json!("chat:my-openai")), "{all:?}");
+    for part in ["names", "freshNames", "toAuth", "freshToAuth", "fresh", "running"] {
         assert_eq!(ours[part], theirs[part], "{part}: {}", first_difference(&ours[part], &theirs[part]));
     }
 }
@@ -300,13 +389,9 @@ async fn configured_built_in_providers_are_composed_as_pis() {
 /// session's models and credentials (its members, providers, models and auth status as pi's).
 #[tokio::test]
 async fn the_model_registrys_runtime_is_pis() {
-    let Some(((ours, _), (mut theirs, _))) = both(&[], "runtime").await else { return };
+    let Some(((ours, _), (theirs, _))) = both(&[], "runtime").await else { return };
     assert_eq!(ours["keys"], json!(["runtime:object"]), "{ours}");
     assert_eq!(ours["model"], "fake-model", "{ours}");
-    // What differs (compat/DEVIATIONS.md): pi's own llama.cpp provider is not among pi-rpc's `getProviders()`.
-    if let Some(ids) = theirs["ids"].as_array_mut() {
-        ids.retain(|id| id != "llama.cpp");
-    }
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0: {}", first_difference(&ours, &theirs));
 }
 
@@ -374,4 +459,26 @@ async fn api_key_without_a_model_is_pis_start_up_error() {
     let reason = "--api-key requires a model to be specified via --model, --provider/--model, or --models";
     assert_eq!(theirs, (Some(1), Some(format!("Error: {reason}"))), "pi 1.6.0");
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+/// A key set on `ctx.modelRegistry.runtime` is the session's, as pi's: its auth status and key,
+/// and its next model request's; removed, the configured key is again.
+#[tokio::test]
+async fn a_key_set_on_the_registrys_runtime_is_the_sessions_as_pis() {
+    let Some((ours, our_auth)) = session_key(false).await else { return };
+    let Some((theirs, their_auth)) = session_key(true).await else { return };
+    assert_eq!(ours[0]["registryKey"], "runtime-key", "{ours:?}");
+    assert_eq!(our_auth, vec![json!("Bearer runtime-key"), json!("Bearer test-key-123")], "the requests' keys");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+    assert_eq!(our_auth, their_auth, "the requests' keys");
+}
+
+/// pi's own llama.cpp provider is among the session runtime's providers, after the built-in ones,
+/// and its object answers as pi's.
+#[tokio::test]
+async fn the_sessions_runtime_has_pis_llama_cpp_provider() {
+    let Some(((ours, _), (theirs, _))) = both(&[], "llamacpp").await else { return };
+    for part in ["ids", "name", "status", "registered", "running", "registry", "fresh", "freshIds"] {
+        assert_eq!(ours[part], theirs[part], "{part}: {}", first_difference(&ours[part], &theirs[part]));
+    }
 }

@@ -92,6 +92,7 @@ mod mcp_resource_errors;
 mod mcp_retries;
 mod mcp_sdks;
 mod mcp_sessions;
+mod models_json_command_key;
 mod native_basic;
 mod native_compaction;
 mod native_config;

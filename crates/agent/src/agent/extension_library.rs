@@ -312,6 +312,12 @@ pub(crate) fn call(name: &str, args: &[Value]) -> Result<Value, String> {
         }
         // pi's built-in providers (pi-rpc's catalog is pi 1.6.0's model data), for the catalog refresh.
         "builtinProviders" => Ok(json!(crate::config::catalog::catalog_providers().collect::<Vec<_>>())),
+        // The ids of a built-in provider's chat models in pi's model data (builtin-provider.cjs orders a configured one's models by them).
+        "builtinModelIds" => {
+            let provider: String = arg(args, 0, "provider")?;
+            let models = crate::config::catalog::shared_provider_models(&provider);
+            Ok(json!(models.iter().map(|m| m.id.as_str()).collect::<Vec<_>>()))
+        }
         // The built-in provider table (builtin-provider.cjs makes pi-ai's provider objects of it).
         "builtinProviderTable" => Ok(crate::config::builtin_providers::builtin_provider_table_json()),
         other => Err(format!("pi-rpc has no library function {other}")),

@@ -184,10 +184,10 @@ pub(crate) fn registry_answer(registry: &ModelRegistry, op: &str, args: &[Value]
 /// `{name?, baseUrl?, apiKey?, headers?, authHeader?}` (config values as written).
 fn provider_config_json(registry: &ModelRegistry, provider: &str) -> Value {
     let mut config = serde_json::Map::new();
-    if let Some(name) = registry.extension_config(provider).and_then(|c| c.get("name")).filter(|n| n.is_string()) {
-        config.insert("name".into(), name.clone());
-    }
     if let Some(settings) = registry.provider_settings(provider) {
+        if let Some(name) = &settings.name {
+            config.insert("name".into(), json!(name));
+        }
         if let Some(base_url) = &settings.base_url {
             config.insert("baseUrl".into(), json!(base_url));
         }

@@ -172,6 +172,15 @@ impl ModelChoice {
         &self.registry
     }
 
+    /// pi's `setRuntimeApiKey` (`Some`) / `removeRuntimeApiKey` (`None`) on
+    /// the session's runtime: the key its requests to `provider` use.
+    pub(super) fn set_runtime_key(&mut self, provider: &str, key: Option<String>) {
+        match key {
+            Some(key) => self.registry.set_runtime_key(provider, key),
+            None => self.registry.remove_runtime_key(provider),
+        }
+    }
+
     /// Take in logins and logouts made since the last look (by pi too)
     /// from `agent_dir`'s auth.json.
     pub(super) fn sync_logins(&mut self, agent_dir: &std::path::Path) {

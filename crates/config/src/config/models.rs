@@ -39,6 +39,8 @@ pub fn is_virtual(model: &Model) -> bool {
 /// Request settings of one provider (from the catalog and `models.json`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProviderSettings {
+    /// The provider's display name (`models.json`'s or a registration's `name`).
+    pub name: Option<String>,
     /// Config value for the key (`$ENV`, `!cmd`, literal).
     pub api_key: Option<String>,
     /// Header config values.
@@ -130,6 +132,7 @@ struct ModelsFile {
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ProviderFile {
+    name: Option<String>,
     base_url: Option<String>,
     api_key: Option<String>,
     api: Option<String>,
@@ -449,6 +452,9 @@ impl ModelRegistry {
     fn apply_provider(&mut self, provider: &str, pf: ProviderFile) -> Result<(), String> {
         let provider = provider.to_string();
         let settings = self.providers.entry(provider.clone()).or_default();
+        if pf.name.is_some() {
+            settings.name = pf.name.clone();
+        }
         if pf.api_key.is_some() {
             settings.api_key = pf.api_key.clone();
         }
@@ -570,6 +576,11 @@ impl ModelRegistry {
         self.runtime_keys.insert(provider.to_string(), key);
     }
 
+    /// Stop using the key [`Self::set_runtime_key`] set for a provider.
+    pub fn remove_runtime_key(&mut self, provider: &str) {
+        self.runtime_keys.remove(provider);
+    }
+
     /// The key for a provider: runtime, then auth.json, then models.json, then environment.
     pub fn api_key(&self, provider: &str) -> Option<String> {
         if provider == faux::FAUX_PROVIDER {
@@ -661,8 +672,16 @@ impl ModelRegistry {
             && !catalog::catalog_providers().any(|p| p == model.provider);
         keyless_virtual
             || model.provider == faux::FAUX_PROVIDER
-            || self.api_key(&model.provider).is_some()
+            || self.has_key(&model.provider)
             || self.bearer_token(&model.provider).is_some()
+    }
+
+    /// Whether `provider` has a key, a configured `!command` counting as one
+    /// without being run (pi's availability check; the command runs when a
+    /// request needs the key).
+    fn has_key(&self, provider: &str) -> bool {
+        let configured = self.providers.get(provider).and_then(|p| p.api_key.as_deref());
+        configured.is_some_and(|key| key.starts_with('!')) || self.api_key(provider).is_some()
     }
 
     /// Resolved headers for a model (provider then model values), plus

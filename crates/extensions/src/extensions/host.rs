@@ -92,6 +92,7 @@ const FILES: &[(&str, &str)] = &[
     ("shims/coding-agent/kept-registrations.cjs", include_str!("host/shims/coding-agent/kept-registrations.cjs")),
     ("shims/coding-agent/registration-refresh.cjs", include_str!("host/shims/coding-agent/registration-refresh.cjs")),
     ("shims/coding-agent/builtin-provider.cjs", include_str!("host/shims/coding-agent/builtin-provider.cjs")),
+    ("shims/coding-agent/llama-provider.cjs", include_str!("host/shims/coding-agent/llama-provider.cjs")),
     ("shims/coding-agent/builtin-auth.cjs", include_str!("host/shims/coding-agent/builtin-auth.cjs")),
     ("shims/coding-agent/oauth-login.cjs", include_str!("host/shims/coding-agent/oauth-login.cjs")),
     ("shims/coding-agent/session-model-runtime.cjs", include_str!("host/shims/coding-agent/session-model-runtime.cjs")),

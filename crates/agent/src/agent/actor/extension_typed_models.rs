@@ -2,7 +2,8 @@
 //! (`getModelsOfType`, `getAvailableOfType`, `getModelOfType`, `classify`,
 //! `generateImages`), and its catalog calls (`refresh`, `getError`,
 //! `getAll` (cached by the host against a revision, see
-//! `listed_catalog`), `find`, another extension's registration), served by the same host as codemode's `models.*`
+//! `listed_catalog`), `find`, another extension's registration, the
+//! session's runtime key `setRuntimeKey`), served by the same host as codemode's `models.*`
 //! (`pi_mcp::codemode::models`): the model is resolved by provider and id
 //! in the session's catalog, with its credentials. A model call runs aside
 //! from the actor; the answer is `{value}`.
@@ -73,6 +74,11 @@ impl Agent {
                 self.models.all_models().iter().map(super::extension_host_requests::model_json).collect(),
             )),
             "find" => self.models.find_model(arg(0), arg(1)).map(|m| super::extension_host_requests::model_json(&m)),
+            // `ctx.modelRegistry.runtime.setRuntimeApiKey(provider, key)` (`key` null: removed): the session's key.
+            "setRuntimeKey" => {
+                self.models.set_runtime_key(arg(0), args.get(1).and_then(Value::as_str).map(str::to_string));
+                None
+            }
             "getRegisteredProvider" => self.ext.registered_provider_kind(arg(0)).map(|native| {
                 let config = if native {
                     Value::Null

@@ -165,7 +165,11 @@ impl ModelRegistry {
             .or_else(|| builtin.map(|b| b.base_url.to_string()).filter(|u| !u.is_empty()));
         Some(ProviderInfo {
             id: provider.to_string(),
-            name: builtin.map_or(provider, |b| b.display_name).to_string(),
+            name: self
+                .providers
+                .get(provider)
+                .and_then(|p| p.name.clone())
+                .unwrap_or_else(|| builtin.map_or(provider, |b| b.display_name).to_string()),
             base_url,
             oauth: self.oauth_login(provider).is_some(),
             configured: self.providers.contains_key(provider)

@@ -13,6 +13,7 @@ import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
 const calls = require("./shims/ai/calls.cjs");
 const { builtinProvider, configuredBuiltinProvider, isBuiltinProvider } = require("./shims/coding-agent/builtin-provider.cjs");
+const { llamaProvider, LLAMA_PROVIDER_ID } = require("./shims/coding-agent/llama-provider.cjs");
 
 /** A model as JSON (functions dropped). */
 function plainModel(model) {
@@ -141,8 +142,14 @@ export function createModelRegistry(channel, host) {
 		return builtins.get(id);
 	};
 
+	// pi's own llama.cpp provider, while its built-in extension is on (pi-rpc lists it among the registered providers).
+	let llama;
+	const llamaOn = () => (op("getRegisteredProviderIds") ?? []).includes(LLAMA_PROVIDER_ID);
+	const llamaOf = () => (llama ??= llamaProvider(sourceOf(LLAMA_PROVIDER_ID)));
+
 	/** pi-ai's `Provider` of `id`: a built-in one's as pi-ai has it (composed with its configuration); another's facts, chat models, and calls through pi-rpc. */
 	const provider = (id) => {
+		if (id === LLAMA_PROVIDER_ID && !registered(id) && llamaOn()) return llamaOf();
 		const facts = op("getProvider", id);
 		if (isBuiltinProvider(id) && !facts?.configured) return builtin(id);
 		if (isBuiltinProvider(id) && !registered(id)?.native) return configuredBuiltinProvider(id, facts.config ?? {}, builtin(id), sourceOf(id));
@@ -189,8 +196,12 @@ export function createModelRegistry(channel, host) {
 		getAvailable: () => models(),
 		find: (providerId, id) => op("find", providerId, id),
 		getProvider: provider,
-		// pi's order of `getProviders()`: `{builtin, others}` (pi-rpc's own op).
-		getProviderIds: () => op("getProviderIds"),
+		// pi's order of `getProviders()`: `{builtin, others}` (pi-rpc's own op), pi's llama.cpp first of the others.
+		getProviderIds: () => {
+			const order = op("getProviderIds");
+			if (!order || !llamaOn()) return order;
+			return { builtin: order.builtin, others: [LLAMA_PROVIDER_ID, ...order.others.filter((id) => id !== LLAMA_PROVIDER_ID)] };
+		},
 		getProviderDisplayName: (id) => provider(id)?.name ?? id,
 		getProviderAuth: (id) => request("getProviderAuth", id),
 		getApiKeyForProvider: async (id) => (await request("getProviderAuth", id))?.auth?.apiKey,
@@ -207,6 +218,8 @@ export function createModelRegistry(channel, host) {
 		classify: (model, context, options) => typedCall("classify", "classifier", model, context, options),
 		generateImages: (model, context, options) => typedCall("generateImages", "image", model, context, options),
 		getProviderAuthStatus: (id) => op("getProviderAuthStatus", id),
+		// pi-rpc's own: the key its runtime's `setRuntimeApiKey` sets (undefined: removed) is the session's.
+		setSessionRuntimeKey: (id, key) => op("setRuntimeKey", id, key ?? null),
 		// pi-rpc's own: `{apiKey, oauth}`, the logins pi offers for the provider (ModelRuntime.login).
 		loginMethods: (id) => op("loginMethods", id),
 		async getApiKeyAndHeaders(model) {
@@ -252,7 +265,7 @@ export function createModelRegistry(channel, host) {
 		getRegisteredNativeProvider(id) {
 			const entry = host.providers()?.byName.get(id);
 			if (entry) return entry.legacy ? undefined : entry.provider;
-			return registered(id)?.native ? provider(id) : undefined;
+			return registered(id)?.native || (id === LLAMA_PROVIDER_ID && llamaOn()) ? provider(id) : undefined;
 		},
 		getRegisteredProviderIds: () => op("getRegisteredProviderIds") ?? [],
 	};

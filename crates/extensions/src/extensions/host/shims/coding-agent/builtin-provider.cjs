@@ -37,6 +37,13 @@ const factsOf = (id) => {
 
 const isChat = (model) => (model.type ?? "chat") === "chat";
 
+/** The ids of built-in provider `id`'s chat models in pi's model data, asked for once. */
+const builtinIds = new Map();
+const builtinModelIds = (id) => {
+	if (!builtinIds.has(id)) builtinIds.set(id, new Set(lib("builtinModelIds", id) ?? []));
+	return builtinIds.get(id);
+};
+
 /** GitHub Copilot: an OAuth login's `availableModelIds` (a list of strings) narrows the models. */
 function accountModels(models, credential) {
 	if (credential?.type !== "oauth") return models;
@@ -178,7 +185,13 @@ function radiusProvider(id, facts, auth, source, { stream, streamSimple }) {
  * its calls pi-ai's.
  */
 function configuredBuiltinProvider(id, config, base, source) {
-	const allModels = () => [...source.chat(), ...source.typed("image"), ...source.typed("classifier")];
+	// As pi's composer: the provider's own models (one configuration replaces, in its place), then the chat models it adds.
+	const allModels = () => {
+		const builtinIds = builtinModelIds(id);
+		const chat = source.chat();
+		const added = chat.filter((model) => !builtinIds.has(model.id));
+		return [...chat.filter((model) => builtinIds.has(model.id)), ...source.typed("image"), ...source.typed("classifier"), ...added];
+	};
 	const calls = { stream: base.stream, streamSimple: base.streamSimple, classify: source.calls.classify, generateImages: source.calls.generateImages };
 	return registeredProvider({ config }, id, { base, models: source.chat, allModels, calls });
 }

@@ -6,7 +6,8 @@
 // pi-rpc's catalog with them, not the running session's registrations or
 // keys (`ctx.modelRegistry`, model-registry.mjs).
 // Each runtime keeps its own runtime API keys (`setRuntimeApiKey`), which
-// override its stored ones and no other runtime's; `login` (API keys: the
+// override its stored ones and no other runtime's (those of the session's
+// runtime, `ctx.modelRegistry.runtime`, are the session's); `login` (API keys: the
 // caller's `prompt`) stores the credential in the runtime's `auth.json`,
 // `logout` removes it. `new ModelRegistry(runtime)` is pi's synchronous
 // facade over a runtime. Model calls carry the runtime's own key; deferred
@@ -188,13 +189,15 @@ class ModelRuntime {
 		if (registered) return registered;
 		return this.registry.getProviderAuthStatus(providerId);
 	}
-	/** Use `apiKey` for `providerId` in this runtime only, over its stored credential. */
+	/** Use `apiKey` for `providerId` in this runtime, over its stored credential (the session's runtime: the session's requests). */
 	async setRuntimeApiKey(providerId, apiKey) {
 		this.runtimeKeys.set(providerId, apiKey);
+		this.registry.setSessionRuntimeKey?.(providerId, apiKey);
 		this.registry.forget?.();
 	}
 	async removeRuntimeApiKey(providerId) {
 		this.runtimeKeys.delete(providerId);
+		this.registry.setSessionRuntimeKey?.(providerId, undefined);
 		this.registry.forget?.();
 	}
 	/** pi's `CredentialInfo`s: the stored ones (its auth.json's order), the runtime keys over them. */
@@ -251,6 +254,7 @@ class ModelRuntime {
 		if (this.credentialStore) await this.credentialStore.remove(providerId);
 		else removeCredential(this.authPath, providerId);
 		this.runtimeKeys.delete(providerId);
+		this.registry.setSessionRuntimeKey?.(providerId, undefined);
 		this.registry.forget?.();
 	}
 	getCompatibilityRequestConfig(model) {

@@ -172,6 +172,24 @@ function oauthAuth(oauth) {
 }
 
 /**
+ * pi's OAuth auth of a composed provider: `oauth`'s, its `toAuth` giving
+ * the login's request auth with the registration's headers (filled from the
+ * credential's `env`, then the environment) and its `authHeader`.
+ */
+function withConfiguredOAuth(oauth, name, config) {
+	if (!oauth) return undefined;
+	return {
+		...oauth,
+		toAuth: async (credential) => {
+			const auth = await oauth.toAuth(credential);
+			const explicit = credential?.env && typeof credential.env === "object" ? credential.env : {};
+			const env = await contextEnv(Object.values(config.headers ?? {}), undefined, explicit);
+			return withConfiguredAuth(auth ?? {}, resolveHeaders(config.headers, `provider "${name}"`, env), config.authHeader ?? false);
+		},
+	};
+}
+
+/**
  * pi-ai's `Provider` of a registration: a native provider as registered;
  * otherwise pi's composed provider of the config (`base`: the provider it
  * replaces, if any), with every member pi's has: its id, name, base URL,
@@ -187,7 +205,7 @@ function registeredProvider(entry, name, { base, models, allModels, calls, keepM
 	const oauthConfig = entry?.oauth ?? config.oauth;
 	// As pi's composer: a provider signing in by OAuth alone (its own, or the one it replaces) gets no API-key login.
 	const apiKey = apiKeyAuth(name, { ...config, oauth: oauthConfig ?? base?.auth?.oauth }, base?.auth?.apiKey);
-	const oauth = oauthConfig ? oauthAuth(oauthConfig) : base?.auth?.oauth;
+	const oauth = withConfiguredOAuth(oauthConfig ? oauthAuth(oauthConfig) : base?.auth?.oauth, name, config);
 	const ownRefresh = typeof config.refreshModels === "function" ? config.refreshModels : undefined;
 	const refreshes = base?.refreshModels || ownRefresh || oauthConfig?.modifyModels;
 	const provider = {
