@@ -18,6 +18,8 @@
 //! Needs node 22, the host's packages and the reference pi from
 //! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
 
+use std::path::Path;
+
 use serde_json::{Value, json};
 
 use crate::clients::node22;
@@ -259,26 +261,33 @@ async fn note_with(
     }
     sb.server().push(pi_compat::fake_server::Reply::text("Called."));
     sb.server().push(pi_compat::fake_server::Reply::text("Called again."));
-    let mut pi = if reference {
-        let mut cmd = reference_command(&sb, &node, &cli);
-        cmd.args(["--no-session", "--offline"]).args(args).env("PI_OFFLINE", "1");
-        Pi::start_unchecked(cmd)
-    } else {
-        let mut full = vec!["--no-session"];
-        full.extend_from_slice(args);
-        sb.spawn(&full)
-    };
+    let mut pi = start(reference, &sb, &node, &cli, args);
     let text = notified_text(&mut pi, &sb, command).await;
     let value: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/{command} notified {text}: {e}"));
     pi.close_stdin();
     pi.wait().await;
-    let auth = sb
-        .server()
-        .requests()
-        .iter()
-        .map(|r| json!(r.headers.iter().find(|(name, _)| name == "authorization").map(|(_, v)| v.clone())))
-        .collect();
-    Some((value, auth))
+    Some((value, authorizations(&sb)))
+}
+
+/// pi-rpc, or pi 1.6.0 when `reference` (offline), in `sb` without a session file, with `args`.
+fn start(reference: bool, sb: &Sandbox, node: &Path, cli: &Path, args: &[&str]) -> Pi {
+    if reference {
+        let mut cmd = reference_command(sb, node, cli);
+        cmd.args(["--no-session", "--offline"]).args(args).env("PI_OFFLINE", "1");
+        return Pi::start_unchecked(cmd);
+    }
+    let mut full = vec!["--no-session"];
+    full.extend_from_slice(args);
+    sb.spawn(&full)
+}
+
+/// The `authorization` header of each request the fake server got (null: none).
+pub(crate) fn authorizations(sb: &Sandbox) -> Vec<Value> {
+    let requests = sb.server().requests();
+    let header = |r: &pi_compat::fake_server::RecordedRequest| {
+        r.headers.iter().find(|(name, _)| name == "authorization").map(|(_, v)| v.clone())
+    };
+    requests.iter().map(|r| json!(header(r))).collect()
 }
 
 /// One program's notes of `/sessionkey`, a prompt, `/sessionkey remove` and a prompt (a key set
@@ -290,13 +299,7 @@ async fn session_key(reference: bool) -> Option<(Vec<Value>, Vec<Value>)> {
     let sb = Sandbox::with_server().await;
     host_settings(&sb, &node, &dir, json!({}));
     write_module(&sb, "builtins.ts", BUILTINS);
-    let mut pi = if reference {
-        let mut cmd = reference_command(&sb, &node, &cli);
-        cmd.args(["--no-session", "--offline"]).env("PI_OFFLINE", "1");
-        Pi::start_unchecked(cmd)
-    } else {
-        sb.spawn(&["--no-session"])
-    };
+    let mut pi = start(reference, &sb, &node, &cli, &[]);
     let mut notes = Vec::new();
     for (step, command) in ["sessionkey", "sessionkey remove"].into_iter().enumerate() {
         let text = notified_text(&mut pi, &sb, command).await;
@@ -307,13 +310,7 @@ async fn session_key(reference: bool) -> Option<(Vec<Value>, Vec<Value>)> {
     }
     pi.close_stdin();
     pi.wait().await;
-    let auth = sb
-        .server()
-        .requests()
-        .iter()
-        .map(|r| json!(r.headers.iter().find(|(name, _)| name == "authorization").map(|(_, v)| v.clone())))
-        .collect();
-    Some((notes, auth))
+    Some((notes, authorizations(&sb)))
 }
 
 /// pi-rpc's note and requests, then pi 1.6.0's.

@@ -9,6 +9,7 @@
 use serde_json::{Value, json};
 
 use crate::clients::node22;
+use crate::extension_builtin_providers::authorizations;
 use crate::extension_provider_events::{reference_cli, spawn_reference};
 use crate::harness::{Pi, Sandbox};
 
@@ -43,11 +44,7 @@ async fn run(reference: bool) -> Option<Value> {
     let ran_on_request = marker.exists();
     pi.close_stdin();
     pi.wait().await;
-    let requests = sb.server().requests();
-    let auth: Vec<Value> = requests
-        .iter()
-        .map(|r| json!(r.headers.iter().find(|(name, _)| name == "authorization").map(|(_, v)| v.clone())))
-        .collect();
+    let auth = authorizations(&sb);
     Some(json!({
         "available": available,
         "ranOnListing": ran_on_listing,
