@@ -106,6 +106,7 @@ impl CompactionJob {
             headers: routed.headers,
             retry: self.summarizer.retry,
             retry_enabled: self.summarizer.retry_enabled,
+            observer: self.summarizer.observer.clone(),
         })
     }
 

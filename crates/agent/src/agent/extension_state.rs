@@ -115,6 +115,9 @@ pub(crate) struct ExtensionState {
     providers_of: HashMap<usize, Vec<crate::extensions::protocol::ProviderSpec>>,
     /// A session hook is deciding (ops wait in the actor's deferred queue).
     hook_pending: bool,
+    /// The `session_before_tree` hooks of a `ctx.navigateTree()` decide
+    /// (pi's session is not idle then: its tree navigation has begun).
+    tree_hooks: bool,
     /// `resources_discover` rounds asked after a session replacement and
     /// not yet answered (ops wait, as pi answers after them).
     discovering: usize,
@@ -215,6 +218,7 @@ impl ExtensionState {
             sdk_mcp: Arc::default(),
             resources,
             hook_pending: false,
+            tree_hooks: false,
             discovering: 0,
             running: 0,
             restarting: 0,
@@ -425,6 +429,18 @@ impl ExtensionState {
     pub(super) fn hook_done(&mut self) {
         self.running = self.running.saturating_sub(1);
         self.hook_pending = false;
+        self.tree_hooks = false;
+    }
+
+    /// The `session_before_tree` hooks start deciding (a hook, see [`ExtensionState::hook_started`]).
+    pub(super) fn tree_hooks_started(&mut self) {
+        self.hook_started();
+        self.tree_hooks = true;
+    }
+
+    /// The `session_before_tree` hooks are deciding.
+    pub(super) fn tree_hooks_running(&self) -> bool {
+        self.tree_hooks
     }
 
     /// Extension `id` has not registered nor died yet.

@@ -72,9 +72,11 @@ impl Queues {
         self.queue_mut(kind).mode = mode;
     }
 
-    /// The messages waiting, steering first (pi's `peekQueuedMessages`).
+    /// The messages the next delivery takes (pi's `peekQueuedMessages`):
+    /// the steering queue's, else the follow-up queue's, each as its mode delivers.
     pub(super) fn peek(&self) -> Vec<AgentMessage> {
-        self.steering.items.iter().chain(&self.follow_up.items).map(|q| q.message.clone()).collect()
+        let steering = self.steering.peek();
+        if steering.is_empty() { self.follow_up.peek() } else { steering }
     }
 
     /// Messages waiting in both queues.
@@ -138,6 +140,15 @@ impl MessageQueue {
             .collect()
     }
 
+    /// What the mode would deliver next (everything, or the oldest message), left queued.
+    fn peek(&self) -> Vec<AgentMessage> {
+        let count = match self.mode {
+            QueueMode::All => self.items.len(),
+            QueueMode::OneAtATime => 1,
+        };
+        self.items.iter().take(count).map(|q| q.message.clone()).collect()
+    }
+
     /// Empty the queue, returning the texts.
     fn clear(&mut self) -> Vec<String> {
         self.items.drain(..).filter(|q| q.visible).map(|q| q.text).collect()
@@ -178,6 +189,27 @@ mod tests {
         let cleared = q.clear();
         assert_eq!((cleared.steering.len(), cleared.follow_up), (0, vec!["f2".to_string()]));
         assert_eq!(q.pending(), 0);
+    }
+
+    #[test]
+    fn a_peek_shows_what_the_next_delivery_takes() {
+        let text = |messages: Vec<AgentMessage>| {
+            messages
+                .iter()
+                .map(|m| match m {
+                    AgentMessage::User(u) => u.content.text(),
+                    _ => String::new(),
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut q = Queues::new(QueueMode::OneAtATime, QueueMode::All);
+        q.push(QueueKind::FollowUp, "f1".into(), AgentMessage::user("f1", &[]));
+        q.push(QueueKind::FollowUp, "f2".into(), AgentMessage::user("f2", &[]));
+        assert_eq!(text(q.peek()), ["f1", "f2"]);
+        q.push(QueueKind::Steering, "s1".into(), AgentMessage::user("s1", &[]));
+        q.push(QueueKind::Steering, "s2".into(), AgentMessage::user("s2", &[]));
+        assert_eq!(text(q.peek()), ["s1"]);
+        assert_eq!(q.pending(), 4);
     }
 
     #[test]

@@ -19,6 +19,7 @@ use crate::error::{CoreError, ErrorKind};
 use crate::event::{AgentEvent, EventSink, SummarizationSource};
 use crate::message::{AgentMessage, AssistantMessage, StopReason, Usage, UserContent, UserMessage, now_ms};
 use crate::model::{Model, ThinkingLevel};
+use crate::provider::observe::{RequestObserver, observed};
 use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderRequest};
 use crate::stream::stream_assistant;
 
@@ -33,6 +34,8 @@ pub struct Summarizer {
     pub retry: RetrySettings,
     /// `retry.enabled` (also toggled by `set_auto_retry`).
     pub retry_enabled: bool,
+    /// What watches its requests (the extensions' `before_provider_headers`).
+    pub observer: Option<Arc<dyn RequestObserver>>,
 }
 
 /// A finished summary.
@@ -88,7 +91,8 @@ async fn call_once(s: &Summarizer, prompt: &str, cancel: &CancellationToken) -> 
         env: Default::default(),
         api_options: Default::default(),
     };
-    let outcome = stream_assistant(None, s.provider.clone(), request, cancel.clone(), &s.model, None).await;
+    let call = stream_assistant(None, s.provider.clone(), request, cancel.clone(), &s.model, None);
+    let outcome = observed(s.observer.clone(), call).await;
     let aborted = outcome.error.as_ref().is_some_and(|e| e.kind == ProviderErrorKind::Aborted);
     Response { message: outcome.message, error: outcome.error.filter(|_| !aborted), aborted }
 }

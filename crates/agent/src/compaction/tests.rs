@@ -379,6 +379,7 @@ pub(super) fn summarizer(provider: &Scripted, max_retries: u32) -> Summarizer {
         headers: Default::default(),
         retry: RetrySettings { enabled: true, max_retries, base_delay_ms: 1, max_delay_ms: 60_000 },
         retry_enabled: true,
+        observer: None,
     }
 }
 

@@ -383,6 +383,10 @@ fn payload(p: &ToolResultPayload) -> Value {
     if let Some(d) = &p.details {
         obj.insert("details".into(), d.clone());
     }
+    // pi's `result.structuredContent` (bash's record, read's text), as the wire has it too.
+    if let Some(structured) = &p.structured_content {
+        obj.insert("structuredContent".into(), (**structured).clone());
+    }
     if let Some(usage) = &p.usage {
         obj.insert("usage".into(), to_value(usage));
     }

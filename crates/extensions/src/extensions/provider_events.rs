@@ -41,6 +41,42 @@ impl Extensions {
             }) as Arc<dyn RequestObserver>
         })
     }
+
+    /// The watcher of a summary's requests (a compaction's, a branch
+    /// summary's), when an extension listens to `before_provider_headers`:
+    /// pi makes them through the session's stream function, which runs those
+    /// handlers, without the agent loop's payload, response and stream hooks.
+    pub fn summary_request_observer(&self) -> Option<Arc<dyn RequestObserver>> {
+        self.listens("before_provider_headers")
+            .then(|| Arc::new(SummaryHeaders { extensions: self.clone() }) as Arc<dyn RequestObserver>)
+    }
+
+    /// The `before_provider_headers` handlers, chained: the headers to send.
+    async fn provider_headers(&self, headers: Vec<(String, String)>) -> Vec<(String, String)> {
+        let mut current: Map<String, Value> = headers.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+        for ext in self.subscribers("before_provider_headers") {
+            let params = json!({"headers": current});
+            let Some(result) = self.ask(&ext, "before_provider_headers", params, None).await else {
+                continue;
+            };
+            if let Some(changed) = result.get("headers").and_then(Value::as_object) {
+                current = changed.clone();
+            }
+        }
+        sent_headers(current)
+    }
+}
+
+/// A summary request's one event: its headers.
+struct SummaryHeaders {
+    extensions: Extensions,
+}
+
+#[async_trait]
+impl RequestObserver for SummaryHeaders {
+    async fn headers(&self, headers: Vec<(String, String)>) -> Vec<(String, String)> {
+        self.extensions.provider_headers(headers).await
+    }
 }
 
 /// The headers to send after the hooks: a `null` value removes every header
@@ -65,17 +101,7 @@ fn sent_headers(headers: Map<String, Value>) -> Vec<(String, String)> {
 #[async_trait]
 impl RequestObserver for ProviderEvents {
     async fn headers(&self, headers: Vec<(String, String)>) -> Vec<(String, String)> {
-        let mut current: Map<String, Value> = headers.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
-        for ext in self.extensions.subscribers("before_provider_headers") {
-            let params = json!({"headers": current});
-            let Some(result) = self.extensions.ask(&ext, "before_provider_headers", params, None).await else {
-                continue;
-            };
-            if let Some(changed) = result.get("headers").and_then(Value::as_object) {
-                current = changed.clone();
-            }
-        }
-        sent_headers(current)
+        self.extensions.provider_headers(headers).await
     }
 
     async fn payload(&self, payload: Value) -> Value {

@@ -21,7 +21,7 @@ use super::anthropic_request::{
     build_body, build_headers, endpoint, from_claude_code_name, has_preferred_strict_tools, prepare,
 };
 use super::classify::{error_from, js_truthy, retry_after};
-use super::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
+use super::driver::{Api, Call, Flow, Out, Reported, Wire, drive, same_transport_error};
 use super::http::HttpClient;
 use super::lenient;
 use super::shared::{js_json, parse_json_with_repair};
@@ -494,7 +494,7 @@ fn decoder(oauth_tools: Option<Vec<ToolSpec>>) -> Decoder {
 }
 
 fn api() -> Api {
-    Api { http_error: Box::new(http_error), transport_error: same_transport_error }
+    Api { http_error: Box::new(http_error), transport_error: same_transport_error, reported: Reported::Successes }
 }
 
 /// One call of the request; `plain` sends preferred-strict tools without strict schemas.

@@ -112,6 +112,29 @@ pub(crate) type TransportErrorFn = fn(ProviderError) -> ProviderError;
 pub(crate) struct Api {
     pub http_error: HttpErrorFn,
     pub transport_error: TransportErrorFn,
+    /// Which answers the request's observer hears of (`after_provider_response`).
+    pub reported: Reported,
+}
+
+/// The answers pi-ai's implementation of an API hands to `onResponse`
+/// (pi's `after_provider_response`): those of the APIs it calls through a
+/// vendor SDK only when they succeed (the SDK throws on an error status
+/// first), every one for the APIs it calls with `fetch`, none for Google's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reported {
+    Every,
+    Successes,
+    Nothing,
+}
+
+impl Reported {
+    fn covers(self, status: u16) -> bool {
+        match self {
+            Reported::Every => true,
+            Reported::Successes => (200..300).contains(&status),
+            Reported::Nothing => false,
+        }
+    }
 }
 
 /// Keeps a transport error as [`HttpClient::post_json`] words it.
@@ -209,7 +232,7 @@ impl<W: Wire> Run<W> {
             Err(e) => return self.fail((self.api.transport_error)(e)),
         };
         let status = response.status;
-        if let Some(observer) = super::observe::current() {
+        if let Some(observer) = super::observe::current().filter(|_| self.api.reported.covers(status)) {
             let headers = response
                 .headers
                 .iter()

@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::classify::{error_from, retry_after};
-use super::driver::{Api, Call, Flow, Out, Wire, drive};
+use super::driver::{Api, Call, Flow, Out, Reported, Wire, drive};
 use super::google_request::{build_body, build_headers, endpoint};
 use super::http::HttpClient;
 use super::lenient;
@@ -286,7 +286,7 @@ impl Provider for GoogleGenerativeAi {
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
         let call = build_headers(&request)
             .and_then(|headers| Ok(Call::new(endpoint(&request.model), headers, build_body(&request)?)));
-        let api = Api { http_error: Box::new(http_error), transport_error };
+        let api = Api { http_error: Box::new(http_error), transport_error, reported: Reported::Nothing };
         drive(self.http.clone(), cancel, call, Decoder::new(), api)
     }
 }

@@ -34,7 +34,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::driver::{Api, Call, drive_prepared};
+use super::driver::{Api, Call, Reported, drive_prepared};
 use super::env::ProviderEnv;
 use super::google_request::build_body;
 use super::http::{HttpClient, route_url};
@@ -247,8 +247,11 @@ impl Provider for GoogleVertex {
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
         let this = GoogleVertex { http: self.http.clone(), adc: self.adc.clone() };
         let prepare = Box::pin(async move { this.prepare(request).await });
-        let api =
-            Api { http_error: Box::new(super::google::http_error), transport_error: super::google::transport_error };
+        let api = Api {
+            http_error: Box::new(super::google::http_error),
+            transport_error: super::google::transport_error,
+            reported: Reported::Nothing,
+        };
         drive_prepared(self.http.clone(), cancel, prepare, super::google::Decoder::vertex(), api)
     }
 }

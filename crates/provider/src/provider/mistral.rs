@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::classify::{MAX_ERROR_BODY_CHARS, error_from, retry_after, truncate_error_text};
-use super::driver::{Api, Call, Flow, Out, Wire, drive};
+use super::driver::{Api, Call, Flow, Out, Reported, Wire, drive};
 use super::http::HttpClient;
 use super::lenient;
 use super::mistral_request::{build_body, build_headers, derive_tool_call_id, endpoint};
@@ -247,7 +247,7 @@ impl Provider for MistralConversations {
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
         let call =
             build_headers(&request).map(|headers| Call::new(endpoint(&request.model), headers, build_body(&request)));
-        let api = Api { http_error: Box::new(http_error), transport_error };
+        let api = Api { http_error: Box::new(http_error), transport_error, reported: Reported::Every };
         drive(self.http.clone(), cancel, call, Decoder::new(), api)
     }
 }

@@ -152,4 +152,31 @@ mod tests {
         assert_eq!(error, None);
         assert_eq!(server.requests()[1].header("x-traced"), None);
     }
+
+    /// What the observer heard of one request answered `reply` through `provider`.
+    async fn heard(provider: &dyn crate::provider::Provider, model: Model, server: &FakeServer) -> Vec<String> {
+        let recorder = Arc::new(Recorder::default());
+        let observer: Arc<dyn RequestObserver> = recorder.clone();
+        let request = simple_request(model, "hello");
+        let (_, error) = observed(Some(observer), collect(provider, request, CancellationToken::new())).await;
+        assert!(error.is_some(), "the 500 fails the call");
+        assert_eq!(server.requests().len(), 1);
+        recorder.seen.lock().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn an_error_status_is_heard_of_as_pi_ai_tells_of_it_per_api() {
+        // OpenAI's SDK throws on the status before pi-ai's `onResponse`.
+        let server = FakeServer::start().await.unwrap();
+        server.push(Reply::error(500, "boom"));
+        let provider = OpenAiCompletions::new(HttpClient::new().unwrap());
+        assert_eq!(heard(&provider, model(&server.base_url()), &server).await, ["payload model=\"m1\""]);
+        // pi-messages is called with `fetch`: every response is told of.
+        let server = FakeServer::start().await.unwrap();
+        server.push(Reply::error(500, "boom"));
+        let provider = crate::provider::pi_messages::PiMessages::new(HttpClient::new().unwrap());
+        let pi_model = Model { api: "pi-messages".into(), base_url: format!("{}/v1/", server.url()), ..model("") };
+        let seen = heard(&provider, pi_model, &server).await;
+        assert_eq!(seen.last().map(String::as_str), Some("response 500 sse=false"), "{seen:?}");
+    }
 }

@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::classify::{error_from, retry_after};
-use super::driver::{Api, Call, Flow, Out, Wire, drive};
+use super::driver::{Api, Call, Flow, Out, Reported, Wire, drive};
 use super::http::HttpClient;
 use super::lenient;
 use super::shared::{request_headers, set_header};
@@ -408,7 +408,7 @@ impl Provider for PiMessages {
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
         let call = build_headers(&request)
             .map(|headers| Call::new(endpoint(&request.model.base_url), headers, build_body(&request)));
-        let api = Api { http_error: Box::new(http_error), transport_error };
+        let api = Api { http_error: Box::new(http_error), transport_error, reported: Reported::Every };
         drive(self.http.clone(), cancel, call, Decoder::new(&request.model.provider), api)
     }
 }

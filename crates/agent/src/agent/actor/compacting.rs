@@ -328,6 +328,7 @@ impl Agent {
             headers: self.models.headers(),
             retry: self.prefs.settings().retry,
             retry_enabled: self.prefs.auto_retry(),
+            observer: self.ext.handle().summary_request_observer(),
         }
     }
 }

@@ -138,6 +138,8 @@ impl Agent {
             "sessionName": self.session.record().name(),
             "cwd": self.workspace.cwd().display().to_string(),
             "isStreaming": self.activity.is_running(),
+            // pi's `isIdle`: no run, no compaction, no tree navigation under way.
+            "isIdle": !self.activity.is_running() && !self.is_compacting() && !self.ext.tree_hooks_running(),
             "model": model_json(self.models.model()),
             "thinkingLevel": self.models.thinking().as_str(),
             "messageCount": self.session.messages().len(),
@@ -160,7 +162,7 @@ impl Agent {
     /// `BuildSystemPromptOptions`) without `skills`, which the host adds:
     /// the custom prompt, the appended text, the context files, the active
     /// tools, and the snippets and rules of every registered tool that has
-    /// them (built-in ones their own).
+    /// them, active or not (built-in ones their own).
     pub(super) fn system_prompt_options_json(&self) -> Value {
         use crate::system_prompt::{builtin_guidelines, builtin_snippet};
         let (custom, appended, context) = self.workspace.prompt_sources();
@@ -180,6 +182,16 @@ impl Agent {
             };
             if !rules.is_empty() {
                 guidelines.insert(name, json!(rules));
+            }
+        }
+        // pi's registry also holds `codemode` and `tool_search` (its built-in
+        // extensions', after the others), active or not: their lines and rules too.
+        for tool in self.factory_tools().into_iter().map(crate::system_prompt::PromptTool::builtin) {
+            if let Some(snippet) = tool.snippet {
+                snippets.insert(tool.name.clone(), Value::String(snippet));
+            }
+            if !tool.guidelines.is_empty() {
+                guidelines.insert(tool.name, json!(tool.guidelines));
             }
         }
         let context: Vec<Value> = context
@@ -228,13 +240,6 @@ impl Agent {
             let named = selected.as_array().is_some_and(|names| names.iter().any(|n| n == tool.name.as_str()));
             if let Some(names) = selected.as_array_mut().filter(|_| !named) {
                 names.push(Value::String(tool.name.clone()));
-            }
-            // Made per model call, they are not among the tools whose snippets were taken.
-            if let Some(snippet) = &tool.snippet {
-                options["toolSnippets"][tool.name.as_str()] = Value::String(snippet.clone());
-            }
-            if !tool.guidelines.is_empty() {
-                options["toolGuidelines"][tool.name.as_str()] = json!(tool.guidelines);
             }
         }
         options

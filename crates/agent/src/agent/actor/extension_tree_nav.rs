@@ -98,7 +98,7 @@ impl Agent {
             preparation["label"] = json!(l);
         }
         nav.hooked = true;
-        self.ext.hook_started();
+        self.ext.tree_hooks_started();
         let internal = self.channels.internal();
         let params = json!({"type": "session_before_tree", "preparation": preparation});
         tokio::spawn(async move {

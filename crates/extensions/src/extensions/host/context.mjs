@@ -142,7 +142,7 @@ export function createContextFactory(channel, hello, host) {
 			return state().scopedModels ?? [];
 		},
 		signal,
-		isIdle: () => !state().isStreaming,
+		isIdle: () => state().isIdle,
 		hasPendingMessages: () => state().pendingMessageCount > 0,
 		abort: () => channel.tell("abort"),
 		shutdown: () => channel.tell("shutdown"),

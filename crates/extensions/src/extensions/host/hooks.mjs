@@ -49,10 +49,31 @@ function userBashAnswer(answer) {
 	return { operations: globalThis[Symbol.for("pi-rpc.extension-host")].holdOperations(answer.operations) };
 }
 
+/**
+ * pi's `tool_result` event: its members in pi's order, `details` and `usage`
+ * present but undefined when the tool gave none, `structuredContent` only
+ * when it gave one.
+ */
+function toolResultEvent(params) {
+	const { toolName, toolCallId, parentToolCallId, input, content, details, structuredContent, isError, usage } = params;
+	return {
+		type: "tool_result",
+		toolName,
+		toolCallId,
+		...(parentToolCallId ? { parentToolCallId } : {}),
+		input,
+		content,
+		details: details ?? undefined,
+		...(structuredContent === undefined || structuredContent === null ? {} : { structuredContent }),
+		isError,
+		usage: usage ?? undefined,
+	};
+}
+
 /** Run the handlers of a hook and build the protocol's answer. */
 export async function runHook(instance, method, params, ctx, reportError) {
 	const handlers = instance.handlersFor(method);
-	const event = { type: method, ...params };
+	const event = method === "tool_result" ? toolResultEvent(params) : { type: method, ...params };
 	switch (method) {
 		case "tool_call": {
 			// Fails closed: a throwing handler's error answers the hook, and
@@ -68,6 +89,8 @@ export async function runHook(instance, method, params, ctx, reportError) {
 			// pi's preparation holds its file operations as Sets; the compaction's abort signal rides on the event.
 			const ops = event.preparation?.fileOps;
 			if (ops) for (const key of ["read", "written", "edited"]) ops[key] = new Set(ops[key] ?? []);
+			// No earlier summary: pi's preparation has the member, undefined.
+			if (event.preparation?.previousSummary === null) event.preparation.previousSummary = undefined;
 			event.signal = ctx.signal;
 			// As pi composes them: the last handler that answers decides; a cancel ends the round.
 			let decided = null;

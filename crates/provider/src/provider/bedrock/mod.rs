@@ -29,7 +29,7 @@ use aws_sigv4::sign::v4;
 use tokio_util::sync::CancellationToken;
 
 use super::ambient::is_placeholder;
-use super::driver::{Api, Call, Framing, drive_prepared};
+use super::driver::{Api, Call, Framing, Reported, drive_prepared};
 use super::env::ProviderEnv;
 use super::http::HttpClient;
 use super::shared::configured_headers;
@@ -236,7 +236,11 @@ impl Provider for BedrockConverseStream {
     fn stream(&self, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
         let http = self.http.clone();
         let prepare = Box::pin(Self::prepare(http, request));
-        let api = Api { http_error: Box::new(stream::http_error), transport_error: stream::transport_error };
+        let api = Api {
+            http_error: Box::new(stream::http_error),
+            transport_error: stream::transport_error,
+            reported: Reported::Successes,
+        };
         drive_prepared(self.http.clone(), cancel, prepare, stream::Decoder::default(), api)
     }
 }

@@ -26,7 +26,7 @@ use super::responses_request::{
 use crate::message::AssistantMessage;
 use crate::model::ThinkingLevel;
 use crate::provider::convert;
-use crate::provider::driver::{Api, Call, drive, same_transport_error};
+use crate::provider::driver::{Api, Call, Reported, drive, same_transport_error};
 use crate::provider::http::HttpClient;
 use crate::provider::shared::{compat_bool, compat_value, configured_headers, level_entry, off_allowed, set_header};
 use crate::provider::{Provider, ProviderError, ProviderErrorKind, ProviderRequest, ProviderStream};
@@ -129,6 +129,7 @@ impl Provider for AzureOpenAiResponses {
         let api = Api {
             http_error: Box::new(http_error_with_prefix(ERROR_PREFIX.to_string())),
             transport_error: same_transport_error,
+            reported: Reported::Successes,
         };
         drive(self.http.clone(), cancel, prepare(&request), Decoder::new(), api)
     }

@@ -37,7 +37,7 @@ use crate::message::AssistantMessage;
 use crate::model::{Model, ThinkingLevel};
 use crate::provider::classify::{error_from, retry_after};
 use crate::provider::convert;
-use crate::provider::driver::{Api, Call, drive};
+use crate::provider::driver::{Api, Call, Reported, drive};
 use crate::provider::http::HttpClient;
 use crate::provider::lenient;
 use crate::provider::shared::{compat_bool, level_entry, request_headers, set_header};
@@ -361,7 +361,7 @@ impl Provider for OpenAiCodexResponses {
 }
 
 fn over_sse(http: HttpClient, request: ProviderRequest, cancel: CancellationToken) -> ProviderStream {
-    let api = Api { http_error: Box::new(http_error), transport_error };
+    let api = Api { http_error: Box::new(http_error), transport_error, reported: Reported::Every };
     let call = prepare(&request).map(Call::zstd);
     drive(http, cancel, call, Decoder::codex(), api)
 }

@@ -21,7 +21,7 @@ use super::reasoning::{append_reasoning_detail, is_reasoning_detail};
 use super::request::{build_body, build_headers};
 use crate::message::{StopReason, Usage};
 use crate::provider::classify::{error_from, js_truthy, openai_http_error, openai_stream_error_message};
-use crate::provider::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
+use crate::provider::driver::{Api, Call, Flow, Out, Reported, Wire, drive, same_transport_error};
 use crate::provider::http::HttpClient;
 use crate::provider::lenient;
 use crate::provider::sse::SseEvent;
@@ -422,7 +422,11 @@ impl Provider for OpenAiCompletions {
         let compat = OpenAiCompat::resolve(&request.model);
         let wire = Assembler::new(&request, &compat);
         let call = prepare(&request, &compat);
-        let api = Api { http_error: Box::new(openai_http_error), transport_error: same_transport_error };
+        let api = Api {
+            http_error: Box::new(openai_http_error),
+            transport_error: same_transport_error,
+            reported: Reported::Successes,
+        };
         drive(self.http.clone(), cancel, call, wire, api)
     }
 }

@@ -26,7 +26,7 @@ use crate::message::{StopReason, Usage};
 use crate::provider::classify::{
     MALFORMED_EVENT_MESSAGE, error_from, js_truthy, openai_sdk_error, openai_stream_error_message, retry_after,
 };
-use crate::provider::driver::{Api, Call, Flow, Out, Wire, drive, same_transport_error};
+use crate::provider::driver::{Api, Call, Flow, Out, Reported, Wire, drive, same_transport_error};
 use crate::provider::http::HttpClient;
 use crate::provider::lenient;
 use crate::provider::shared::js_json;
@@ -488,6 +488,7 @@ impl Provider for OpenAiResponses {
         let api = Api {
             http_error: Box::new(http_error_for(request.model.provider.clone())),
             transport_error: same_transport_error,
+            reported: Reported::Successes,
         };
         drive(self.http.clone(), cancel, call, Decoder::new(), api)
     }
