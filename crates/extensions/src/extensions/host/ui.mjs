@@ -97,3 +97,46 @@ export function createUi(channel) {
 		},
 	};
 }
+
+/**
+ * pi's UI context of a runtime no mode has bound yet (a command's
+ * `newSession({setup})` runs while the new runtime has no UI): dialogs
+ * answer at once (`confirm` false, the others undefined), everything else
+ * does nothing, `setTheme` fails with "UI not available".
+ */
+export function createDetachedUi() {
+	const noop = () => {};
+	const nothing = async () => undefined;
+	return {
+		select: nothing,
+		confirm: async () => false,
+		input: nothing,
+		editor: nothing,
+		custom: nothing,
+		notify: noop,
+		setStatus: noop,
+		setWidget: noop,
+		setTitle: noop,
+		setEditorText: noop,
+		pasteToEditor: noop,
+		getEditorText: () => "",
+		getToolsExpanded: () => false,
+		getAllThemes: () => [],
+		getTheme: () => undefined,
+		setTheme: () => ({ success: false, error: "UI not available" }),
+		getEditorComponent: () => undefined,
+		onTerminalInput: () => noop,
+		setWorkingMessage: noop,
+		setWorkingVisible: noop,
+		setWorkingIndicator: noop,
+		setHiddenThinkingLabel: noop,
+		setFooter: noop,
+		setHeader: noop,
+		setEditorComponent: noop,
+		setToolsExpanded: noop,
+		addAutocompleteProvider: noop,
+		get theme() {
+			return currentTheme();
+		},
+	};
+}
