@@ -18,23 +18,21 @@
 //! Needs node 22, the host's packages and the reference pi from
 //! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use pi_compat::fake_server::model_catalogs::Catalogs;
 use serde_json::{Value, json};
 
 use crate::clients::node22;
 use crate::extension_host::{host_dir, host_settings, write_module};
-use crate::extension_provider_events::{reference_cli, spawn_reference_with};
+use crate::extension_provider_events::reference_cli;
 use crate::extension_sdk_runner::module_note;
 use crate::extension_sdk_services::side_by_side;
-use crate::harness::{Pi, Sandbox, origin_overrides, route_reference};
+use crate::harness::{Sandbox, origin_overrides, route_reference};
 use crate::server_extension_catalogs::{
-    CATALOG_PATH, CATALOG_PROVIDER, FETCHED, catalog_model, environment, wait_for_fetched,
+    CATALOG_PATH, CATALOG_PROVIDER, FETCHED, catalog_model, catalog_sandbox, environment, listed, rpc_not_offline,
+    wait_for_fetched,
 };
-use crate::session_model_catalogs::newer;
 
 /// The provider's key resolved from its stored credential (`auth.json`'s `extcat`).
 const STORED_KEY: &str = r#"resolve: async ({ credential }: any) => (credential?.key ? { auth: { apiKey: credential.key }, source: "stored" } : undefined)"#;
@@ -48,20 +46,6 @@ const WAITER: &str = r#"export default function (pi: any) {
 /// `server_extension_catalogs`'s provider, its source changed by `edit`.
 fn provider_module(edit: impl Fn(String) -> String) -> String {
     edit(CATALOG_PROVIDER.to_string())
-}
-
-/// A sandbox with the extension `module` and the provider's catalog at the fake server.
-async fn sandbox(module: &str) -> Option<Sandbox> {
-    let (node, dir) = node22().zip(host_dir())?;
-    let sb = Sandbox::with_server().await;
-    let body = json!({"models": FETCHED.iter().map(|id| catalog_model(id)).collect::<Vec<_>>()});
-    sb.server().serve_model_catalogs(Catalogs {
-        providers: HashMap::from([("extcat".to_string(), newer(body))]),
-        ..Catalogs::default()
-    });
-    host_settings(&sb, &node, &dir, json!({}));
-    write_module(&sb, "extcat.ts", &module.replace("SERVER", &sb.server().url()));
-    Some(sb)
 }
 
 /// The requests for the provider's catalog, and for a built-in provider's (groq's) at pi.dev.
@@ -94,7 +78,7 @@ async fn print_mode_refreshes_no_catalog_as_pi() {
     let Some(node) = node22() else { return };
     for reference in [false, true] {
         let who = if reference { "pi 1.6.0" } else { "pi-rpc" };
-        let Some(sb) = sandbox(CATALOG_PROVIDER).await else { return };
+        let Some(sb) = catalog_sandbox(CATALOG_PROVIDER).await else { return };
         write_module(&sb, "waiter.ts", WAITER);
         let auth = json!({"groq": {"type": "api_key", "key": "groq-key"}});
         std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).expect("auth.json");
@@ -114,30 +98,6 @@ async fn print_mode_refreshes_no_catalog_as_pi() {
     }
 }
 
-/// The provider's models `get_available_models` lists now (sorted).
-async fn listed(pi: &mut Pi, id: &str) -> Vec<String> {
-    let answer = pi.call(id, json!({"type": "get_available_models"})).await;
-    let models = answer["data"]["models"].as_array().cloned().unwrap_or_default();
-    let mut ids: Vec<String> = models
-        .iter()
-        .filter(|m| m["provider"] == "extcat")
-        .filter_map(|m| m["id"].as_str().map(str::to_string))
-        .collect();
-    ids.sort();
-    ids
-}
-
-/// RPC mode: pi-rpc (with the refresh decisions logged) or pi 1.6.0 in `sb`, not offline.
-fn rpc(sb: &Sandbox, node: &Path, cli: &Path, reference: bool) -> Pi {
-    if reference {
-        spawn_reference_with(sb, node, cli, false)
-    } else {
-        let mut cmd = sb.command(&["--mode", "rpc", "--no-session"]);
-        cmd.envs(environment(sb));
-        Pi::start(cmd)
-    }
-}
-
 /// RPC mode, the provider's key from `auth.json`: the refresh at start
 /// uses the first key; the key changes and a new session starts: neither
 /// pi 1.6.0 nor pi-rpc refreshes again (one refresh per process).
@@ -150,13 +110,13 @@ async fn rpc_mode_refreshes_once_per_process_even_for_a_new_credential_as_pi() {
     });
     for reference in [false, true] {
         let who = if reference { "pi 1.6.0" } else { "pi-rpc" };
-        let Some(sb) = sandbox(&module).await else { return };
+        let Some(sb) = catalog_sandbox(&module).await else { return };
         let auth = |key: &str| {
             let auth = json!({"extcat": {"type": "api_key", "key": key}});
             std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).expect("auth.json");
         };
         auth("first-key");
-        let mut pi = rpc(&sb, &node, &cli, reference);
+        let mut pi = rpc_not_offline(&sb, &node, &cli, reference);
         assert_eq!(wait_for_fetched(&mut pi).await, FETCHED, "{who}: listed after the refresh at start");
         auth("second-key");
         let answer = pi.call("n", json!({"type": "new_session"})).await;
@@ -187,8 +147,8 @@ async fn a_catalog_published_without_persist_stays_with_the_refreshing_session_a
     let mut outcomes = Vec::new();
     for reference in [false, true] {
         let who = if reference { "pi 1.6.0" } else { "pi-rpc" };
-        let Some(sb) = sandbox(&module).await else { return };
-        let mut pi = rpc(&sb, &node, &cli, reference);
+        let Some(sb) = catalog_sandbox(&module).await else { return };
+        let mut pi = rpc_not_offline(&sb, &node, &cli, reference);
         assert_eq!(wait_for_fetched(&mut pi).await, FETCHED, "{who}: listed after the refresh at start");
         let answer = pi.call("n", json!({"type": "new_session"})).await;
         assert_eq!(answer["success"], true, "{who}: {answer}");
@@ -289,13 +249,13 @@ export default function (pi: ExtensionAPI) {
 async fn config_refresh(reference: bool) -> Option<Value> {
     let cli = reference_cli()?;
     let node = node22()?;
-    let sb = sandbox(CATALOG_PROVIDER).await?;
+    let sb = catalog_sandbox(CATALOG_PROVIDER).await?;
     write_module(&sb, "dyn.ts", CONFIG_REFRESH);
     let auth = json!({"dyn": {"type": "api_key", "key": "stored-key"}});
     std::fs::write(sb.agent_dir.path().join("auth.json"), auth.to_string()).expect("auth.json");
     let store = json!({"dyn": {"models": [catalog_model("kept")], "checkedAt": 7}});
     std::fs::write(sb.agent_dir.path().join("models-store.json"), store.to_string()).expect("models-store.json");
-    let mut pi = rpc(&sb, &node, &cli, reference);
+    let mut pi = rpc_not_offline(&sb, &node, &cli, reference);
     wait_for_fetched(&mut pi).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let answer = pi.call("m", json!({"type": "get_available_models"})).await;
@@ -369,7 +329,7 @@ async fn network_note(reference: bool) -> Option<Value> {
     let sb = Sandbox::with_server().await;
     host_settings(&sb, &node, &dir, json!({}));
     write_module(&sb, "network-refresh.ts", NETWORK_REFRESH);
-    let mut pi = rpc(&sb, &node, &cli, reference);
+    let mut pi = rpc_not_offline(&sb, &node, &cli, reference);
     pi.send(json!({"id": "n", "type": "prompt", "message": "/network"})).await;
     let lines = pi.until(|v| v["method"] == "notify").await;
     let note = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
@@ -435,7 +395,7 @@ async fn expired_login_note(reference: bool) -> Option<Value> {
     let expired = json!({"type": "oauth", "access": "old-access", "refresh": "old-refresh", "expires": 1000});
     let auth_path = sb.agent_dir.path().join("auth.json");
     std::fs::write(&auth_path, json!({"refreshing": expired}).to_string()).expect("auth.json");
-    let mut pi = rpc(&sb, &node, &cli, reference);
+    let mut pi = rpc_not_offline(&sb, &node, &cli, reference);
     pi.send(json!({"id": "e", "type": "prompt", "message": "/expired"})).await;
     let lines = pi.until(|v| v["method"] == "notify").await;
     let note = lines.last().and_then(|v| v["message"].as_str()).unwrap_or_default().to_string();
@@ -491,7 +451,7 @@ async fn late_provider_note(reference: bool) -> Option<Value> {
     let module =
         LATE_PROVIDER.replace("MARKER", &marker.display().to_string()).replace("LOG", &log.display().to_string());
     write_module(&sb, "late-provider.ts", &module);
-    let mut pi = rpc(&sb, &node, &cli, reference);
+    let mut pi = rpc_not_offline(&sb, &node, &cli, reference);
     let state = pi.call("s", json!({"type": "get_state"})).await;
     assert_eq!(state["success"], true, "{state}");
     std::fs::write(&marker, "").expect("marker");

@@ -72,6 +72,7 @@ mod extension_sdk_subsession;
 mod extension_sdk_substream;
 mod extension_sdk_subtools;
 mod extension_sdk_warming;
+mod extension_setup_ui;
 mod extension_stream_apis;
 mod extension_tool_restore;
 mod extensions;

@@ -22,6 +22,7 @@
 //! `PI_RPC_REQUIRE_TOOLS=1`.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use pi_compat::fake_server::model_catalogs::Catalogs;
 use serde_json::{Value, json};
@@ -84,8 +85,9 @@ pub(crate) fn catalog_model(id: &str) -> Value {
         "contextWindow": 32000, "maxTokens": 1000})
 }
 
-/// A sandbox with the extension and the provider's catalog at the fake server.
-async fn catalog_sandbox() -> Option<Sandbox> {
+/// A sandbox with the extension `module` (`CATALOG_PROVIDER` or a variant of
+/// it; `SERVER` is the fake server's URL) and the provider's catalog at the fake server.
+pub(crate) async fn catalog_sandbox(module: &str) -> Option<Sandbox> {
     let (node, dir) = node22().zip(host_dir())?;
     let sb = Sandbox::with_server().await;
     let body = json!({"models": FETCHED.iter().map(|id| catalog_model(id)).collect::<Vec<_>>()});
@@ -94,8 +96,32 @@ async fn catalog_sandbox() -> Option<Sandbox> {
         ..Catalogs::default()
     });
     host_settings(&sb, &node, &dir, json!({}));
-    write_module(&sb, "extcat.ts", &CATALOG_PROVIDER.replace("SERVER", &sb.server().url()));
+    write_module(&sb, "extcat.ts", &module.replace("SERVER", &sb.server().url()));
     Some(sb)
+}
+
+/// RPC mode: pi-rpc (with the refresh decisions logged) or pi 1.6.0 in `sb`, not offline.
+pub(crate) fn rpc_not_offline(sb: &Sandbox, node: &Path, cli: &Path, reference: bool) -> Pi {
+    if reference {
+        spawn_reference_with(sb, node, cli, false)
+    } else {
+        let mut cmd = sb.command(&["--mode", "rpc", "--no-session"]);
+        cmd.envs(environment(sb));
+        Pi::start(cmd)
+    }
+}
+
+/// The provider's models `get_available_models` lists now (sorted).
+pub(crate) async fn listed(pi: &mut Pi, id: &str) -> Vec<String> {
+    let answer = pi.call(id, json!({"type": "get_available_models"})).await;
+    let models = answer["data"]["models"].as_array().cloned().unwrap_or_default();
+    let mut ids: Vec<String> = models
+        .iter()
+        .filter(|m| m["provider"] == "extcat")
+        .filter_map(|m| m["id"].as_str().map(str::to_string))
+        .collect();
+    ids.sort();
+    ids
 }
 
 /// The server's environment: pi.dev's route to the fake server (the
@@ -127,7 +153,7 @@ async fn catalog_requests(sb: &Sandbox, log: impl Fn() -> String, decisions: usi
 /// once, and the catalog was asked for once.
 #[tokio::test]
 async fn pi_serve_refreshes_an_extension_providers_catalog_once_for_its_sessions() {
-    let Some(sb) = catalog_sandbox().await else { return };
+    let Some(sb) = catalog_sandbox(CATALOG_PROVIDER).await else { return };
     let env = environment(&sb);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let served = crate::serve::serve_with_env(&sb, &[], &env).await;
@@ -159,7 +185,7 @@ fn acp_models(opened: &Value) -> Vec<String> {
 /// and the catalog was asked for once.
 #[tokio::test]
 async fn acp_refreshes_an_extension_providers_catalog_once_for_its_sessions() {
-    let Some(sb) = catalog_sandbox().await else { return };
+    let Some(sb) = catalog_sandbox(CATALOG_PROVIDER).await else { return };
     let mut cmd = sb.command(&["--protocol", "acp"]);
     cmd.envs(environment(&sb));
     let mut pi = Pi::start_unchecked(cmd);
@@ -186,14 +212,7 @@ async fn acp_refreshes_an_extension_providers_catalog_once_for_its_sessions() {
 pub(crate) async fn wait_for_fetched(pi: &mut Pi) -> Vec<String> {
     let mut ids = Vec::new();
     for n in 0..100 {
-        let answer = pi.call(&format!("m{n}"), json!({"type": "get_available_models"})).await;
-        let models = answer["data"]["models"].as_array().cloned().unwrap_or_default();
-        ids = models
-            .iter()
-            .filter(|m| m["provider"] == "extcat")
-            .filter_map(|m| m["id"].as_str().map(str::to_string))
-            .collect();
-        ids.sort();
+        ids = listed(pi, &format!("m{n}")).await;
         if ids == FETCHED {
             break;
         }
@@ -211,14 +230,8 @@ async fn rpc_mode_refreshes_an_extension_providers_catalog_once_per_process_as_p
     let Some(node) = node22() else { return };
     for reference in [false, true] {
         let who = if reference { "pi 1.6.0" } else { "pi-rpc" };
-        let Some(sb) = catalog_sandbox().await else { return };
-        let mut pi = if reference {
-            spawn_reference_with(&sb, &node, &cli, false)
-        } else {
-            let mut cmd = sb.command(&["--mode", "rpc", "--no-session"]);
-            cmd.envs(environment(&sb));
-            Pi::start(cmd)
-        };
+        let Some(sb) = catalog_sandbox(CATALOG_PROVIDER).await else { return };
+        let mut pi = rpc_not_offline(&sb, &node, &cli, reference);
         assert_eq!(wait_for_fetched(&mut pi).await, FETCHED, "{who}: listed after the refresh at start");
         let answer = pi.call("n", json!({"type": "new_session"})).await;
         assert_eq!(answer["success"], true, "{who}: {answer}");

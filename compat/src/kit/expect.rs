@@ -17,6 +17,8 @@ pub struct Context<'a> {
     pub requests: &'a [Value],
     /// The session files (sorted by name) with their normalised lines.
     pub sessions: &'a [(std::path::PathBuf, Vec<Value>)],
+    /// The agent's stderr, sandbox paths normalised.
+    pub stderr: &'a str,
 }
 
 fn short(v: &Value) -> String {
@@ -173,6 +175,11 @@ pub fn check_rule(rule: &Rule, ctx: &Context<'_>) -> Result<(), String> {
     }
     if let Some(f) = &rule.file {
         check_file(ctx, f)?;
+    }
+    if let Some(part) = &rule.stderr
+        && !ctx.stderr.contains(part.as_str())
+    {
+        return Err(format!("stderr does not contain {part:?}"));
     }
     check_lines(rule, ctx.lines)
 }

@@ -258,12 +258,14 @@ async fn run_inner(scenario: &Scenario, opts: &Options, schemas: &Schemas) -> Re
         raw_sessions.iter().map(|(p, l)| (p.clone(), l.iter().map(|v| norm.value(v)).collect())).collect();
     let lines: Vec<Value> = raw.iter().map(|v| norm.value(v)).collect();
     let requests = expect::request_values(&server.requests(), &mut norm);
+    let stderr = norm.text(&observed.stderr);
     let ctx = Context {
         lines: &lines,
         exit_code: observed.exit_code,
         sandbox: &sb,
         requests: &requests,
         sessions: &sessions,
+        stderr: &stderr,
     };
     let mut failure = observed.step_error.clone();
     if failure.is_none() && opts.schemas.is_some() {

@@ -226,6 +226,9 @@ pub struct Rule {
     /// A file's content (path forms as in `setup.files`).
     #[serde(default)]
     pub file: Option<FileRule>,
+    /// The agent's stderr (sandbox paths normalised) contains this text.
+    #[serde(default)]
+    pub stderr: Option<String>,
     /// Free text for the reader.
     #[serde(default)]
     pub note: Option<String>,

@@ -102,6 +102,10 @@ impl Agent {
             }
             return;
         };
+        // The UI first, as pi binds the new runtime to its mode before the `session_start`s.
+        for ext in super::runtime_phases::renewable(self.ext.handle()) {
+            ext.send(&json!({"type": "attachUi"}));
+        }
         let extensions = self.ext.handle().subscribers("session_start");
         let internal = self.channels.internal();
         tokio::spawn(async move {

@@ -80,6 +80,10 @@ impl Agent {
             let runtime: Vec<_> = renewed.into_iter().map(|e| (e, false)).collect();
             super::runtime_phases::run_factories_and_bind(&runtime, &awaiting).await;
             if let Some(caller) = setup {
+                // As pi's, the new runtime has no UI while the setup runs (`attachUi` at `setupDone`).
+                for (ext, _) in &runtime {
+                    ext.send(&json!({"type": "detachUi"}));
+                }
                 // Its setup runs now; the `session_start`s follow its `setupDone` (or its death).
                 if let Some(caller) = handle.get(caller).filter(|e| !e.is_dead()) {
                     caller.send(&json!({"type": "setup"}));

@@ -5,7 +5,7 @@
 // current task ends.
 
 import { createRequire } from "node:module";
-import { createUi } from "./ui.mjs";
+import { createDetachedUi, createUi } from "./ui.mjs";
 import { sessionPromptOptions } from "./prompt-options.mjs";
 import { createModelRegistry } from "./model-registry.mjs";
 
@@ -121,14 +121,23 @@ export function createContextFactory(channel, hello, host) {
 	/** Resolved at the next `agent_settled` (`ctx.waitForIdle()`). */
 	const idleWaiters = [];
 	const ui = createUi(channel);
+	const detachedUi = createDetachedUi();
 	const sessionManager = createSessionManager(channel, cache);
 	const state = () => cache.get("state", () => channel.call("getState"));
 	const modelRegistry = createModelRegistry(channel, host);
 
+	// Read when used, as pi's getters: while a command's `newSession({setup})`
+	// runs, the new runtime has no UI yet (pi's print-mode defaults).
 	const base = (signal) => ({
-		ui,
-		mode: "rpc",
-		hasUI: true,
+		get ui() {
+			return host.uiAttached() ? ui : detachedUi;
+		},
+		get mode() {
+			return host.uiAttached() ? "rpc" : "print";
+		},
+		get hasUI() {
+			return host.uiAttached();
+		},
 		cwd: hello.cwd,
 		sessionManager,
 		modelRegistry,

@@ -126,6 +126,16 @@ function onLine(line) {
 				if (instance) instance.bound = true;
 			});
 			break;
+		case "detachUi":
+			// A command's `newSession({setup})` is about to run: pi's new runtime has no UI until it is done.
+			uiAttached = false;
+			break;
+		case "attachUi":
+			// The setup is done: the UI is given to the new runtime before its `session_start`.
+			serial(() => {
+				uiAttached = true;
+			});
+			break;
 		case "setup":
 			// A command's `newSession({setup})`: the new runtime is bound, its `session_start` waits for the setup.
 			serial(() => {
@@ -468,6 +478,8 @@ async function createInstance(bindNow, renewed = false) {
 
 /** The gate of the next replacement's `session_start` (see `onEvent`). */
 let sessionStartGate;
+/** Whether the runtime has its UI (not while a command's `newSession({setup})` runs). */
+let uiAttached = true;
 
 /** Hold the next replacement's `session_start`: `reached` once it is due, `release()` lets it go. */
 function gateSessionStart() {
@@ -519,6 +531,7 @@ contexts = createContextFactory(channel, hello, {
 	providers: () => instance?.providers,
 	flushRegistration: () => instance?.flushRegistration?.(),
 	gateSessionStart,
+	uiAttached: () => uiAttached,
 });
 try {
 	const require = createRequire(path.join(modulesDir, "package.json"));

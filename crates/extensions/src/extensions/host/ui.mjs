@@ -8,6 +8,26 @@ import { currentTheme } from "./shims/theme.cjs";
 
 const THEME_ERROR = "Theme switching not supported in RPC mode";
 
+const noop = () => {};
+
+/** What only pi's terminal UI does: nothing, in RPC mode as without a UI. */
+const TERMINAL_ONLY = Object.freeze({
+	getToolsExpanded: () => false,
+	getAllThemes: () => [],
+	getTheme: () => undefined,
+	getEditorComponent: () => undefined,
+	onTerminalInput: () => noop,
+	setWorkingMessage: noop,
+	setWorkingVisible: noop,
+	setWorkingIndicator: noop,
+	setHiddenThinkingLabel: noop,
+	setFooter: noop,
+	setHeader: noop,
+	setEditorComponent: noop,
+	setToolsExpanded: noop,
+	addAutocompleteProvider: noop,
+});
+
 function dialogOptions(options) {
 	return options && typeof options === "object" ? options : {};
 }
@@ -40,7 +60,6 @@ export function createUi(channel) {
 		});
 	};
 
-	const noop = () => {};
 	return {
 		select: (title, options, opts) =>
 			dialog("select", { title: String(title ?? ""), options: (options ?? []).map(String) }, opts, undefined),
@@ -71,27 +90,43 @@ export function createUi(channel) {
 		setEditorText: (text) => fire("set_editor_text", { text: String(text ?? "") }),
 		pasteToEditor: (text) => fire("set_editor_text", { text: String(text ?? "") }),
 		getEditorText: () => "",
-		getToolsExpanded: () => false,
-		getAllThemes: () => [],
-		getTheme: () => undefined,
 		setTheme: () => ({ success: false, error: THEME_ERROR }),
-		getEditorComponent: () => undefined,
 		// No components in RPC mode: undefined, after pi-rpc announced the (empty) prompt span.
 		custom: () => channel.request("custom", {}).then(
 			() => undefined,
 			() => undefined,
 		),
-		onTerminalInput: () => noop,
-		setWorkingMessage: noop,
-		setWorkingVisible: noop,
-		setWorkingIndicator: noop,
-		setHiddenThinkingLabel: noop,
-		setFooter: noop,
-		setHeader: noop,
-		setEditorComponent: noop,
-		setToolsExpanded: noop,
-		addAutocompleteProvider: noop,
+		...TERMINAL_ONLY,
 		/** pi's theme in use (the settings' `theme`, loaded when first read). */
+		get theme() {
+			return currentTheme();
+		},
+	};
+}
+
+/**
+ * pi's UI context of a runtime no mode has bound yet (a command's
+ * `newSession({setup})` runs while the new runtime has no UI): dialogs
+ * answer at once (`confirm` false, the others undefined), everything else
+ * does nothing, `setTheme` fails with "UI not available".
+ */
+export function createDetachedUi() {
+	const nothing = async () => undefined;
+	return {
+		select: nothing,
+		confirm: async () => false,
+		input: nothing,
+		editor: nothing,
+		custom: nothing,
+		notify: noop,
+		setStatus: noop,
+		setWidget: noop,
+		setTitle: noop,
+		setEditorText: noop,
+		pasteToEditor: noop,
+		getEditorText: () => "",
+		setTheme: () => ({ success: false, error: "UI not available" }),
+		...TERMINAL_ONLY,
 		get theme() {
 			return currentTheme();
 		},
