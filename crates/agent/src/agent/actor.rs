@@ -43,6 +43,7 @@ mod sdk_session_command_ui;
 pub(super) mod sdk_session_conns;
 mod sdk_session_hosted;
 mod sdk_session_mcp;
+mod selection_events;
 mod session_link;
 mod session_restart;
 mod session_tree;

@@ -90,6 +90,12 @@ pub(crate) enum ExtSignal {
         resolved: Option<Box<pi_extensions::packages::Resolved>>,
         reply: super::extension_session_op_state::ExtReply,
     },
+    /// The `model_select` / `thinking_level_select` handlers an op's change
+    /// set off are done (or started): its answer goes out now.
+    SelectionsHandled {
+        tag: Option<RequestTag>,
+        result: Result<crate::op::Reply, crate::error::CoreError>,
+    },
     /// The `input` hooks decided about extension `id`'s `sendUserMessage`
     /// (`params` with the resulting content), unless one handled it.
     UserMessageInputDone {
@@ -132,6 +138,9 @@ pub(crate) struct ExtensionState {
     awaiting_replacement: Arc<std::sync::Mutex<Vec<usize>>>,
     /// Custom messages for the next prompt (`deliverAs: "nextTurn"`).
     next_turn: Vec<AgentMessage>,
+    /// The last `model_select` / `thinking_level_select` sent to extensions
+    /// that await them: done when its handlers are (each waits for the one before).
+    selection: Option<tokio::sync::oneshot::Receiver<()>>,
     /// Tool names each extension added.
     tools_of: HashMap<usize, Vec<String>>,
     /// The tools each extension's last registration activates on
@@ -224,6 +233,7 @@ impl ExtensionState {
             restarting: 0,
             awaiting_replacement: Arc::default(),
             next_turn: Vec::new(),
+            selection: None,
             tools_of: HashMap::new(),
             tools_known: HashMap::new(),
             tools_version: Arc::default(),
@@ -441,6 +451,15 @@ impl ExtensionState {
     /// The `session_before_tree` hooks are deciding.
     pub(super) fn tree_hooks_running(&self) -> bool {
         self.tree_hooks
+    }
+
+    /// The last selection event's handlers, to wait for (see [`ExtSignal::SelectionsHandled`]).
+    pub(super) fn take_selection(&mut self) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        self.selection.take()
+    }
+
+    pub(super) fn set_selection(&mut self, handled: tokio::sync::oneshot::Receiver<()>) {
+        self.selection = Some(handled);
     }
 
     /// Extension `id` has not registered nor died yet.

@@ -117,12 +117,14 @@ impl std::fmt::Debug for Callable {
 pub(crate) struct Emitter {
     tx: mpsc::Sender<Internal>,
     /// A run's emitter: extensions' `message_end` handlers may replace each
-    /// finalized message before it goes out ([`Emitter::with_message_end_hooks`]).
-    hooks: Option<std::sync::Arc<MessageEndHooks>>,
+    /// finalized message before it goes out, and the handlers pi awaits run
+    /// before their event goes out ([`Emitter::with_message_end_hooks`]).
+    hooks: Option<std::sync::Arc<RunHandlers>>,
 }
 
-/// The `message_end` hooks of a run, and the last replacement they made.
-pub(crate) struct MessageEndHooks {
+/// The extensions' handlers a run's events wait for, and the last
+/// replacement the `message_end` ones made.
+pub(crate) struct RunHandlers {
     extensions: crate::extensions::Extensions,
     cancel: tokio_util::sync::CancellationToken,
     replaced: std::sync::Mutex<Option<AgentMessage>>,
@@ -136,13 +138,16 @@ impl Emitter {
     /// This emitter, with pi's `message_end` handlers run on each
     /// `message_end` it emits (when an extension has some): the event, and
     /// so the session and later requests, carry what they return. The
-    /// sender takes the replacement back with [`Emitter::replaced`].
+    /// sender takes the replacement back with [`Emitter::replaced`]. The
+    /// other events whose handlers pi awaits (`turn_start`, `message_start`,
+    /// the tool execution events, …) go out once the handlers of the
+    /// extensions that await them are done.
     pub(crate) fn with_message_end_hooks(
         &self,
         extensions: crate::extensions::Extensions,
         cancel: tokio_util::sync::CancellationToken,
     ) -> Self {
-        let hooks = MessageEndHooks { extensions, cancel, replaced: std::sync::Mutex::new(None) };
+        let hooks = RunHandlers { extensions, cancel, replaced: std::sync::Mutex::new(None) };
         Emitter { tx: self.tx.clone(), hooks: Some(std::sync::Arc::new(hooks)) }
     }
 
@@ -154,16 +159,24 @@ impl Emitter {
         taken.unwrap_or(message)
     }
 
-    /// Whether `message_end` events wait for extensions' handlers.
-    fn hooked(&self) -> Option<&MessageEndHooks> {
-        self.hooks.as_deref().filter(|h| h.extensions.listens("message_end_hook"))
+    /// The handlers `event` waits for before it goes out, if any.
+    fn hooked(&self, event: &AgentEvent) -> Option<&RunHandlers> {
+        let hooks = self.hooks.as_deref()?;
+        let waits = match event {
+            AgentEvent::MessageEnd { .. } => hooks.extensions.listens("message_end_hook"),
+            _ => hooks.extensions.awaits_event(event),
+        };
+        waits.then_some(hooks)
     }
 
-    /// `event` once the `message_end` handlers had it: the events sent before
-    /// it reach the extensions first (pi runs handlers in event order).
-    async fn through_hooks(&self, hooks: &MessageEndHooks, event: AgentEvent) -> AgentEvent {
-        let AgentEvent::MessageEnd { message } = event else { return event };
+    /// `event` once the handlers had it: the events sent before it reach
+    /// the extensions first (pi runs handlers in event order).
+    async fn through_hooks(&self, hooks: &RunHandlers, event: AgentEvent) -> AgentEvent {
         self.flush().await;
+        let AgentEvent::MessageEnd { message } = event else {
+            hooks.extensions.deliver_event(&event).await;
+            return event;
+        };
         match hooks.extensions.message_end(&message, &hooks.cancel).await {
             Some(replacement) => {
                 *hooks.replaced.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(replacement.clone());
@@ -175,7 +188,7 @@ impl Emitter {
 
     /// Emit an event. If the actor is gone the event is dropped: nobody listens.
     pub(crate) async fn emit(&self, event: AgentEvent) {
-        let event = match self.hooked() {
+        let event = match self.hooked(&event) {
             Some(hooks) => self.through_hooks(hooks, event).await,
             None => event,
         };
@@ -202,14 +215,12 @@ impl EventSink for Emitter {
     }
 
     /// One message for all of them: one hand-off to the actor, not one per
-    /// event (a `message_end` that handlers may replace goes on its own).
+    /// event (one that waits for handlers goes on its own).
     async fn emit_all(&self, events: Vec<AgentEvent>) {
-        if let Some(hooks) = self.hooked()
-            && events.iter().any(|e| matches!(e, AgentEvent::MessageEnd { .. }))
-        {
+        if events.iter().any(|e| self.hooked(e).is_some()) {
             let mut batch = Vec::new();
             for event in events {
-                if matches!(event, AgentEvent::MessageEnd { .. }) {
+                if let Some(hooks) = self.hooked(&event) {
                     if !batch.is_empty() {
                         let _ = self.tx.send(Internal::Events(std::mem::take(&mut batch))).await;
                     }
@@ -235,7 +246,7 @@ impl EventSink for Emitter {
         if events.is_empty() {
             return Ok(());
         }
-        if self.hooked().is_some() && events.iter().any(|e| matches!(e, AgentEvent::MessageEnd { .. })) {
+        if events.iter().any(|e| self.hooked(e).is_some()) {
             return Err(events);
         }
         match self.tx.try_send(Internal::Events(events)) {

@@ -405,7 +405,7 @@ impl Extensions {
         BashDecision::Local
     }
 
-    async fn report(&self, ext: &Extension, event: &str, error: String) {
+    pub(super) async fn report(&self, ext: &Extension, event: &str, error: String) {
         if let Some(signals) = &self.shared.signals {
             signals.deliver(HostSignal::Error { path: ext.path_string(), event: event.to_string(), error }).await;
         }

@@ -27,6 +27,7 @@ use crate::tools::ToolCallGate;
 /// The hook of pi's awaited `agent_end` handlers (a pi module subscribes to it for `agent_end`).
 pub const AGENT_END_HOOK: &str = "agent_end_hook";
 
+pub mod awaited;
 pub mod boundary;
 mod builtin_tools;
 mod cache_warming;
@@ -576,7 +577,8 @@ impl Extensions {
         self.list().iter().filter(|e| e.subscribes(event)).cloned().collect()
     }
 
-    /// Send a core event to its subscribers (never waits).
+    /// Send a core event to its subscribers (never waits); those that await
+    /// it got it from [`Extensions::deliver_event`].
     pub fn notify(&self, event: &AgentEvent) {
         let list = self.list();
         if list.is_empty() {
@@ -584,7 +586,7 @@ impl Extensions {
         }
         // Serialise only what someone listens to (message_update is hot).
         let Some(name) = protocol::event_name(event) else { return };
-        if !list.iter().any(|e| e.subscribes(name)) {
+        if !list.iter().any(|e| e.subscribes(name) && !e.awaits(name)) {
             return;
         }
         if let Some((name, payload)) = protocol::event_payload(event) {
@@ -606,9 +608,11 @@ impl Extensions {
     }
 
     /// [`Extensions::notify_raw`] for every subscriber but extension `from`
-    /// (which dispatched the event to itself).
+    /// (which dispatched the event to itself). Those that await `name` get
+    /// it from [`Extensions::deliver`] instead.
     pub fn notify_others(&self, from: usize, name: &str, payload: Value) {
-        let subscribers: Vec<_> = self.subscribers(name).into_iter().filter(|e| e.id != from).collect();
+        let subscribers: Vec<_> =
+            self.subscribers(name).into_iter().filter(|e| e.id != from && !e.awaits(name)).collect();
         if subscribers.is_empty() {
             return;
         }

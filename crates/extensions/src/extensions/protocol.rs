@@ -43,6 +43,30 @@ pub const NOTIFICATION_EVENTS: &[&str] = &[
     "bus",
 ];
 
+/// Notifications pi 1.6.0 awaits: each handler runs to its end before the
+/// event goes to the client and the agent goes on. An extension that says
+/// so (`awaitEvents`) gets them as `event` requests and answers once its
+/// handlers are done; the others get them as notifications.
+pub const AWAITED_EVENTS: &[&str] = &[
+    "agent_start",
+    "turn_start",
+    "message_start",
+    "message_update",
+    "tool_execution_start",
+    "tool_execution_update",
+    "tool_execution_end",
+    "model_select",
+    "thinking_level_select",
+];
+
+/// The request method of an awaited notification (its payload the event):
+/// `event`, answered once the handlers are done, or `event_started` for one
+/// pi emits without awaiting it (`thinking_level_select`: what a handler
+/// does before its first wait comes first), answered once they started.
+pub fn awaited_event_method(event: &str) -> &'static str {
+    if event == "thinking_level_select" { "event_started" } else { "event" }
+}
+
 /// Hooks: requests whose reply can change what happens next.
 pub const HOOK_EVENTS: &[&str] = &[
     "tool_call",
@@ -138,6 +162,11 @@ pub struct Registration {
     /// before it reads the first command). Without it, it is a notification.
     #[serde(default, rename = "awaitSessionStart")]
     pub await_session_start: bool,
+    /// The notifications of [`AWAITED_EVENTS`] it subscribes to are sent as
+    /// requests, answered once its handlers are done (a pi module's, as pi
+    /// awaits them). Without it, they are notifications.
+    #[serde(default, rename = "awaitEvents")]
+    pub await_events: bool,
     /// Virtual models (pi's `registerVirtualModel`): catalog entries with
     /// `api: "pi-virtual"`; each request made with one is routed first
     /// (the `route_model` request).
@@ -251,6 +280,11 @@ impl Registration {
 
     pub fn subscribes(&self, event: &str) -> bool {
         self.events.iter().any(|e| e == event)
+    }
+
+    /// Whether `event` goes to it as a request, answered once its handlers are done.
+    pub fn awaits(&self, event: &str) -> bool {
+        self.await_events && AWAITED_EVENTS.contains(&event) && self.subscribes(event)
     }
 }
 

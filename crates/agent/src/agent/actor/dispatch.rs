@@ -73,6 +73,11 @@ impl Agent {
         if !matches!(pending.op, Op::GetState | Op::GetMessages) {
             self.models.sync_logins(self.workspace.agent_dir());
         }
+        // A model or thinking level change is answered once the extensions had it (selection_events.rs).
+        let selects = matches!(
+            pending.op,
+            Op::SetModel { .. } | Op::CycleModel | Op::SetThinkingLevel { .. } | Op::CycleThinkingLevel
+        );
         // Ops that answer themselves (now or later) return; the others give their answer.
         let result = match pending.op {
             Op::Prompt { message, images, streaming_behavior } => {
@@ -185,6 +190,10 @@ impl Agent {
             })),
             Op::ExportHtml { output_path } => self.export_html(output_path.as_deref()).map(Reply::ExportHtml),
         };
-        self.reply(tag, result).await;
+        if selects {
+            self.reply_after_selections(tag, result).await;
+        } else {
+            self.reply(tag, result).await;
+        }
     }
 }

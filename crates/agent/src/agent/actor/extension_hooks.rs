@@ -515,6 +515,7 @@ impl Agent {
             ExtSignal::TreeSummaryDone { nav, decision, summary } => {
                 self.summarized_navigation(*nav, decision, *summary).await
             }
+            ExtSignal::SelectionsHandled { tag, result } => self.selections_handled(tag, result).await,
             ExtSignal::SessionHookDone { pending, cancelled } => {
                 self.ext.hook_done();
                 if cancelled {

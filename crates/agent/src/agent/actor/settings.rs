@@ -103,7 +103,7 @@ impl Agent {
             // pi's `thinking_level_select`: the level and the one before.
             let payload =
                 json!({"type": "thinking_level_select", "level": level.as_str(), "previousLevel": previous.as_str()});
-            self.ext.handle().notify_raw("thinking_level_select", payload);
+            self.announce_selection("thinking_level_select", payload);
             self.emit(AgentEvent::ThinkingLevelChanged { level }).await;
         }
     }
@@ -127,7 +127,7 @@ impl Agent {
                 "previousModel": model_json(&previous),
                 "source": source,
             });
-            self.ext.handle().notify_raw("model_select", payload);
+            self.announce_selection("model_select", payload);
             self.emit(AgentEvent::ModelChanged { model: Box::new(model), thinking_level: self.models.thinking() })
                 .await;
         }

@@ -150,6 +150,8 @@ export class Instance {
 			events: [...events],
 			// pi awaits session_start handlers before the first command.
 			awaitSessionStart: true,
+			// pi awaits its notification handlers (turn_start, message_start, model_select, …): pi-rpc asks, we answer when done.
+			awaitEvents: true,
 			virtualModels: this.virtualModels.catalog(),
 			providers: this.providers.catalog(),
 			flags: [...this.flags].map(([flag, options]) => ({ name: flag, type: options.type })),

@@ -233,6 +233,17 @@ function onRequest(message) {
 	// createMcpExtension's `credentials` / `openUrl` (shims/coding-agent/builtin-extensions.cjs).
 	// An SDK session's go to that session's factory (session-mcp-tools.cjs).
 	else if (method === "mcp_auth") work = Promise.resolve().then(() => mcpAuthHandler(params)?.(params) ?? Promise.reject(new Error("this extension gave createMcpExtension no credentials")));
+	// A notification pi awaits (`awaitEvents`): answered once its handlers are done, in event order with the others.
+	else if (method === "event") work = serial(() => onEvent(params));
+	// One pi emits without awaiting it (thinking_level_select): answered once its handlers started.
+	else if (method === "event_started")
+		work = new Promise((started) =>
+			serial(() => {
+				const running = onEvent(params);
+				started();
+				return running;
+			}),
+		);
 	else if (method === "route_model") work = instance.virtualModels.route(params, contexts.event(controller.signal), controller.signal, instance.pi);
 	else
 		work = serial(() => {

@@ -190,6 +190,12 @@ impl Extension {
             && self.registration.read().ok().is_some_and(|r| r.as_ref().is_some_and(|r| r.subscribes(event)))
     }
 
+    /// Whether it gets `event` as a request it answers once its handlers are
+    /// done ([`protocol::AWAITED_EVENTS`]), not as a notification.
+    pub fn awaits(&self, event: &str) -> bool {
+        !self.is_dead() && self.registration.read().ok().is_some_and(|r| r.as_ref().is_some_and(|r| r.awaits(event)))
+    }
+
     /// Queue one message; never waits. An extension that stopped reading is stopped.
     pub fn send(&self, message: &Value) -> bool {
         let Some(out) = lock(&self.out).clone() else { return false };

@@ -1,0 +1,46 @@
+//! Notifications pi 1.6.0 awaits ([`protocol::AWAITED_EVENTS`]): each
+//! subscriber that awaits them gets the event as a request and answers once
+//! its handlers are done, one extension after the other in load order,
+//! before the caller goes on (writes the event to the client, answers the
+//! command). Nothing is asked when no extension awaits the event.
+
+use serde_json::Value;
+
+use super::process::CallError;
+use super::{Extensions, protocol};
+use crate::event::AgentEvent;
+
+impl Extensions {
+    /// Whether some live extension awaits the handlers of `name`.
+    pub fn awaits(&self, name: &str) -> bool {
+        !self.is_empty() && self.list().iter().any(|e| e.awaits(name))
+    }
+
+    /// Whether some live extension awaits the handlers of `event`.
+    pub fn awaits_event(&self, event: &AgentEvent) -> bool {
+        !self.is_empty() && protocol::event_name(event).is_some_and(|name| self.awaits(name))
+    }
+
+    /// Run the handlers of the extensions that await the core `event`, each to its end.
+    pub async fn deliver_event(&self, event: &AgentEvent) {
+        if !self.awaits_event(event) {
+            return;
+        }
+        if let Some((name, payload)) = protocol::event_payload(event) {
+            self.deliver(name, payload).await;
+        }
+    }
+
+    /// Run the handlers of `name` (payload `{"type": name, …}`) of each
+    /// extension that awaits them, in load order, each to its end (or its
+    /// extension's timeout: a hung handler stops its extension, not the
+    /// session). A failed call is reported as the event's error.
+    pub async fn deliver(&self, name: &str, payload: Value) {
+        for ext in self.list().iter().filter(|e| e.awaits(name)) {
+            match ext.call(protocol::awaited_event_method(name), payload.clone(), None).await {
+                Ok(_) | Err(CallError::Dead(_) | CallError::Cancelled) => {}
+                Err(CallError::Failed(error)) => self.report(ext, name, error).await,
+            }
+        }
+    }
+}
