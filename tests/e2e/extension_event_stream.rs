@@ -84,9 +84,11 @@ async fn recorded_times(log: &Path, event: &str, times: usize) {
 }
 
 /// `reply` with a fixed usage (the fake server's own counts the request's
-/// characters, and pi-rpc's system prompt has its own words).
+/// characters, and pi-rpc's system prompt has its own words), paced: the
+/// streaming message each `message_update` shows is the one after the read
+/// of its event, in both programs.
 fn with_usage(reply: Reply) -> Reply {
-    reply.usage(300, 20, 0)
+    reply.usage(300, 20, 0).paced_ms(crate::extension_sdk_session::PACE_MS)
 }
 
 /// The session: each step waits for the program to finish the last.
@@ -307,20 +309,6 @@ fn without_known_differences(records: Vec<Value>) -> Vec<Value> {
             "tool_execution_update" => continue,
             // pi-rpc's provider tells of an error status; pi-ai's SDK throws first.
             "after_provider_response" if payload["status"].as_u64().is_some_and(|s| s >= 400) => continue,
-            "message_update" => {
-                // pi-rpc's event has no streaming message (`message`, `partial`).
-                if let Some(map) = payload.as_object_mut() {
-                    map.remove("message");
-                }
-                if let Some(map) = payload["assistantMessageEvent"].as_object_mut() {
-                    map.remove("partial");
-                    map.remove("id");
-                    map.remove("toolName");
-                }
-                if let Some(map) = payload["assistantMessageEvent"]["toolCall"].as_object_mut() {
-                    map.remove("type");
-                }
-            }
             "tool_result" if payload["details"].is_null() => {
                 payload.as_object_mut().map(|m| m.remove("details"));
             }
@@ -339,8 +327,6 @@ fn without_known_differences(records: Vec<Value>) -> Vec<Value> {
         if ["session_before_compact", "session_compact", "session_before_tree"].contains(&event.as_str()) {
             record["ctx"] = json!("<differs>");
         }
-        // pi-ai's streaming message says `stopReason: "pending"` (the seed's five reasons lack it).
-        pending_as_stop(&mut record);
         kept.push(record);
     }
     // The compaction's summary request: pi's `before_provider_headers` alone, none in pi-rpc.
@@ -348,22 +334,6 @@ fn without_known_differences(records: Vec<Value>) -> Vec<Value> {
     let keep: Vec<bool> =
         (0..kept.len()).map(|i| kept[i]["event"] != "before_provider_headers" || request_follows(i)).collect();
     kept.into_iter().zip(keep).filter_map(|(r, k)| k.then_some(r)).collect()
-}
-
-fn pending_as_stop(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            for (key, v) in map.iter_mut() {
-                if key == "stopReason" && v == "pending" {
-                    *v = json!("stop");
-                } else {
-                    pending_as_stop(v);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(pending_as_stop),
-        _ => {}
-    }
 }
 
 /// The records without the provider's stream events, and those apart: pi

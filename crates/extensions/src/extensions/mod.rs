@@ -592,6 +592,34 @@ impl Extensions {
         }
     }
 
+    /// The `message_start` and `message_update` events of one read of a
+    /// streaming reply, with its message's `fields` as they stand after it
+    /// (response id, usage, stop reason once said, signatures), in one
+    /// message to each extension that handles either: its host builds pi's
+    /// streaming message from them, the same object at every event of the
+    /// read as pi-ai's is once it read them.
+    pub fn notify_stream(&self, events: &[AgentEvent], fields: Value) {
+        let subscribers: Vec<_> = self
+            .list()
+            .iter()
+            .filter(|e| e.subscribes("message_update") || e.subscribes("message_start"))
+            .cloned()
+            .collect();
+        if subscribers.is_empty() {
+            return;
+        }
+        let payloads: Vec<Value> = events
+            .iter()
+            .filter(|e| protocol::streams_message(e))
+            .filter_map(|e| protocol::event_payload(e).map(|(_, payload)| payload))
+            .collect();
+        let stream = serde_json::json!({"type": "message_stream", "events": payloads, "fields": fields});
+        let message = protocol::event_message(stream);
+        for ext in subscribers {
+            ext.send(&message);
+        }
+    }
+
     /// Deliver a `pi.events` message from extension `from` to the others.
     pub fn broadcast_bus(&self, from: usize, channel: &str, data: Value) {
         let message = protocol::event_message(serde_json::json!({"type": "bus", "channel": channel, "data": data}));

@@ -436,6 +436,12 @@ pub fn stream_event(e: &AssistantStreamEvent) -> Value {
     }
 }
 
+/// Whether `event` is one of a streaming reply's that extensions get with
+/// its message's fields ([`crate::Extensions::notify_stream`]).
+pub fn streams_message(event: &AgentEvent) -> bool {
+    matches!(event, AgentEvent::MessageStart { .. } | AgentEvent::MessageUpdate { .. })
+}
+
 /// The extension event name of a core event; `None` for events extensions
 /// do not receive.
 pub fn event_name(event: &AgentEvent) -> Option<&'static str> {
