@@ -361,7 +361,9 @@ impl Agent {
     /// [`Agent::run_streamed`].)
     async fn run_events(&mut self, events: Vec<AgentEvent>, streamed: bool) {
         let notify = |agent: &Self, event: &AgentEvent| {
-            if !(streamed && crate::extensions::protocol::streams_message(event)) {
+            if streamed && crate::extensions::protocol::streams_message(event) {
+                agent.ext.handle().notify_unstreamed(event);
+            } else {
                 agent.notify_extensions(event);
             }
         };
@@ -385,10 +387,9 @@ impl Agent {
     }
 
     /// The events of one read of a streaming reply, with its message's
-    /// fields as they stand after it: the extensions that handle
-    /// `message_start` or `message_update` get those events and the fields
-    /// together (their host builds pi's streaming message from them), the
-    /// rest goes as [`Agent::run_events`] sends it.
+    /// fields as they stand after it: the pi modules' hosts get those events
+    /// and the fields together (they build pi's streaming message from
+    /// them), the rest goes as [`Agent::run_events`] sends it.
     async fn run_streamed(&mut self, events: Vec<AgentEvent>, fields: serde_json::Value) {
         self.ext.handle().notify_stream(&events, fields);
         self.run_events(events, true).await;

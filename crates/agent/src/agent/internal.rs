@@ -178,9 +178,9 @@ impl Emitter {
     }
 
     /// The fields of the streaming reply `message` after `events` (see
-    /// `streamed_message_fields`), when an extension handles
-    /// `message_start` or `message_update`: its host keeps pi's streaming
-    /// message with them. At the reply's end its message is final.
+    /// `streamed_message_fields`), when a pi module handles `message_start`
+    /// or `message_update`: its host keeps pi's streaming message with them.
+    /// At the reply's end its message is final.
     fn stream_fields(
         &self,
         events: &[AgentEvent],
@@ -188,7 +188,7 @@ impl Emitter {
         stopped: bool,
     ) -> Option<Box<serde_json::Value>> {
         let extensions = &self.hooks.as_deref()?.extensions;
-        if !extensions.listens("message_update") && !extensions.listens("message_start") {
+        if !extensions.listens(crate::extensions::protocol::MESSAGE_STREAM) {
             return None;
         }
         let ended = events.iter().any(|e| matches!(e, AgentEvent::MessageEnd { .. }));
