@@ -113,9 +113,11 @@ async fn recorded_times(log: &Path, event: &str, times: usize) {
 }
 
 /// `reply` with a fixed usage (the fake server's own counts the request's
-/// characters, and pi-rpc's system prompt has its own words).
+/// characters, and pi-rpc's system prompt has its own words), paced: the
+/// streaming message each `message_update` shows is the one after the read
+/// of its event, in both programs.
 pub(crate) fn with_usage(reply: Reply) -> Reply {
-    reply.usage(300, 20, 0)
+    reply.usage(300, 20, 0).paced_ms(crate::extension_sdk_session::PACE_MS)
 }
 
 /// The session: each step waits for the program to finish the last.
@@ -318,50 +320,8 @@ fn dump(ours: &[Value], theirs: &[Value]) {
 /// lists it ("Extension events, side by side"), made the same: a change
 /// anywhere else fails the test.
 pub(crate) fn without_known_differences(records: Vec<Value>) -> Vec<Value> {
-    let mut kept: Vec<Value> = Vec::with_capacity(records.len());
-    for mut record in records {
-        let event = record["event"].as_str().unwrap_or_default().to_string();
-        let payload = &mut record["payload"];
-        match event.as_str() {
-            // The bash tool's partial output comes as the pipe is read: a matter of timing.
-            "tool_execution_update" => continue,
-            "message_update" => {
-                // pi-rpc's event has no streaming message (`message`, `partial`).
-                if let Some(map) = payload.as_object_mut() {
-                    map.remove("message");
-                }
-                if let Some(map) = payload["assistantMessageEvent"].as_object_mut() {
-                    map.remove("partial");
-                    map.remove("id");
-                    map.remove("toolName");
-                }
-                if let Some(map) = payload["assistantMessageEvent"]["toolCall"].as_object_mut() {
-                    map.remove("type");
-                }
-            }
-            _ => {}
-        }
-        // pi-ai's streaming message says `stopReason: "pending"` (the seed's five reasons lack it).
-        pending_as_stop(&mut record);
-        kept.push(record);
-    }
-    kept
-}
-
-fn pending_as_stop(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            for (key, v) in map.iter_mut() {
-                if key == "stopReason" && v == "pending" {
-                    *v = json!("stop");
-                } else {
-                    pending_as_stop(v);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(pending_as_stop),
-        _ => {}
-    }
+    // The bash tool's partial output comes as the pipe is read: a matter of timing.
+    records.into_iter().filter(|record| record["event"] != "tool_execution_update").collect()
 }
 
 /// The records without the provider's stream events, and those apart: pi

@@ -75,6 +75,7 @@ mod extension_sdk_subtools;
 mod extension_sdk_warming;
 mod extension_setup_ui;
 mod extension_stream_apis;
+mod extension_streaming_message;
 mod extension_tool_restore;
 mod extensions;
 mod extensions_jsonrpc;

@@ -392,7 +392,7 @@ impl Batch<'_> {
             if let Err(events) = emitter.try_emit_streamed(events, message, stopped)
                 && !events.is_empty()
             {
-                emitter.emit_all(events).await;
+                emitter.emit_streamed(events, message, stopped).await;
             }
         }
     }

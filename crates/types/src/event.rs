@@ -545,6 +545,18 @@ pub trait EventSink: Send + Sync {
     ) -> Result<(), Vec<AgentEvent>> {
         self.try_emit_all(events)
     }
+
+    /// [`EventSink::emit_all`] for the events of a streaming reply that
+    /// [`EventSink::try_emit_streamed`] gave back, with the reply's message
+    /// as it stands after them (by default, the message is not needed).
+    async fn emit_streamed(
+        &self,
+        events: Vec<AgentEvent>,
+        _message: &crate::message::AssistantMessage,
+        _stopped: bool,
+    ) {
+        self.emit_all(events).await;
+    }
 }
 
 #[cfg(test)]

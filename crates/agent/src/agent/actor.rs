@@ -51,7 +51,7 @@ mod settings;
 mod settle_boundary;
 mod start_up_phases;
 mod stats;
-mod streamed_message_fields;
+pub(super) mod streamed_message_fields;
 mod switch_after_shutdown;
 mod tool_restore;
 mod tool_setup;
@@ -199,7 +199,8 @@ impl Agent {
                     // The hot path (a run's deltas) stays a small future;
                     // everything else is boxed so it is not moved per event.
                     Internal::Event(event) => self.run_event(*event).await,
-                    Internal::Events(events) => self.run_events(events).await,
+                    Internal::Events(events) => self.run_events(events, false).await,
+                    Internal::Streamed(events, fields) => self.run_streamed(events, *fields).await,
                     msg => Box::pin(self.handle_internal(msg)).await,
                 },
                 op = ops.recv(), if ops_open => match op {
@@ -293,7 +294,8 @@ impl Agent {
     async fn handle_internal(&mut self, msg: Internal) {
         match msg {
             Internal::Event(event) => self.run_event(*event).await,
-            Internal::Events(events) => self.run_events(events).await,
+            Internal::Events(events) => self.run_events(events, false).await,
+            Internal::Streamed(events, fields) => self.run_streamed(events, *fields).await,
             Internal::Extension(signal) => self.handle_extension_signal(*signal).await,
             Internal::TakeQueued { kind, reply } => {
                 let _ = reply.send(self.queues.take_delivered(kind));
@@ -356,11 +358,20 @@ impl Agent {
     /// `agent_settled` nor `turn_end`) without an await, and when the front
     /// end takes them together, in one hand-off (the actor's state follows
     /// them all first: nothing reads it in between).
-    async fn run_events(&mut self, events: Vec<AgentEvent>) {
+    /// (`streamed`: the extensions had the reply's streaming events already,
+    /// [`Agent::run_streamed`].)
+    async fn run_events(&mut self, events: Vec<AgentEvent>, streamed: bool) {
+        let notify = |agent: &Self, event: &AgentEvent| {
+            if streamed && crate::extensions::protocol::streams_message(event) {
+                agent.ext.handle().notify_unstreamed(event);
+            } else {
+                agent.notify_extensions(event);
+            }
+        };
         if self.channels.batched() && !events.iter().any(handled_alone) {
             for event in &events {
                 self.observe(event);
-                self.notify_extensions(event);
+                notify(self, event);
             }
             self.channels.send_events(events).await;
             return;
@@ -371,9 +382,18 @@ impl Agent {
                 continue;
             }
             self.observe(&event);
-            self.notify_extensions(&event);
+            notify(self, &event);
             self.channels.send(Output::Event(event)).await;
         }
+    }
+
+    /// The events of one read of a streaming reply, with its message's
+    /// fields as they stand after it: the pi modules' hosts get those events
+    /// and the fields together (they build pi's streaming message from
+    /// them), the rest goes as [`Agent::run_events`] sends it.
+    async fn run_streamed(&mut self, events: Vec<AgentEvent>, fields: serde_json::Value) {
+        self.ext.handle().notify_stream(&events, fields);
+        self.run_events(events, true).await;
     }
 
     /// An event of a background task: state first, then the output.

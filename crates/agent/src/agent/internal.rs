@@ -34,6 +34,10 @@ pub enum Internal {
     Event(Box<AgentEvent>),
     /// Several events, handled as if each came as an [`Internal::Event`], in order.
     Events(Vec<AgentEvent>),
+    /// The events of one read of a streaming reply, as [`Internal::Events`],
+    /// with the fields of its message as they stand after them (see
+    /// `streamed_message_fields`), for extensions that handle its events.
+    Streamed(Vec<AgentEvent>, Box<serde_json::Value>),
     /// Take queued messages (per the queue's mode); the actor emits nothing yet.
     TakeQueued { kind: QueueKind, reply: oneshot::Sender<Vec<Delivered>> },
     /// Emit a `queue_update` with the current queues.
@@ -186,6 +190,30 @@ impl Emitter {
         }
     }
 
+    /// The fields of the streaming reply `message` after `events` (see
+    /// `streamed_message_fields`), when a pi module handles `message_start`
+    /// or `message_update`: its host keeps pi's streaming message with them.
+    /// At the reply's end its message is final.
+    fn stream_fields(
+        &self,
+        events: &[AgentEvent],
+        message: &crate::message::AssistantMessage,
+        stopped: bool,
+    ) -> Option<Box<serde_json::Value>> {
+        let extensions = &self.hooks.as_deref()?.extensions;
+        if !extensions.listens(crate::extensions::protocol::MESSAGE_STREAM) {
+            return None;
+        }
+        let ended = events.iter().any(|e| matches!(e, AgentEvent::MessageEnd { .. }));
+        let mut fields = super::actor::streamed_message_fields::streamed_message_fields(message, stopped || ended);
+        // pi-ai times the reply once its stream is over, before the agent
+        // hands on the events of its last read.
+        if let (true, Some(ms), Some(map)) = (ended, message.duration_ms, fields.as_object_mut()) {
+            map.insert("durationMs".into(), serde_json::json!(ms));
+        }
+        Some(Box::new(fields))
+    }
+
     /// Emit an event. If the actor is gone the event is dropped: nobody listens.
     pub(crate) async fn emit(&self, event: AgentEvent) {
         let event = match self.hooked(&event) {
@@ -252,6 +280,42 @@ impl EventSink for Emitter {
         match self.tx.try_send(Internal::Events(events)) {
             Err(mpsc::error::TrySendError::Full(Internal::Events(events))) => Err(events),
             _ => Ok(()),
+        }
+    }
+
+    /// [`Emitter::try_emit_all`], with the message's fields when extensions
+    /// keep pi's streaming message (a read that changed only them included).
+    fn try_emit_streamed(
+        &self,
+        events: Vec<AgentEvent>,
+        message: &crate::message::AssistantMessage,
+        stopped: bool,
+    ) -> Result<(), Vec<AgentEvent>> {
+        let Some(fields) = self.stream_fields(&events, message, stopped) else { return self.try_emit_all(events) };
+        if self.hooked().is_some() && events.iter().any(|e| matches!(e, AgentEvent::MessageEnd { .. })) {
+            return Err(events);
+        }
+        match self.tx.try_send(Internal::Streamed(events, fields)) {
+            Err(mpsc::error::TrySendError::Full(Internal::Streamed(events, _))) => Err(events),
+            _ => Ok(()),
+        }
+    }
+
+    /// [`Emitter::emit_all`], with the message's fields as
+    /// [`Emitter::try_emit_streamed`] sends them; a `message_end` that
+    /// handlers may replace goes on its own, after the rest.
+    async fn emit_streamed(
+        &self,
+        mut events: Vec<AgentEvent>,
+        message: &crate::message::AssistantMessage,
+        stopped: bool,
+    ) {
+        let Some(fields) = self.stream_fields(&events, message, stopped) else { return self.emit_all(events).await };
+        let hooked_end = self.hooked().is_some() && matches!(events.last(), Some(AgentEvent::MessageEnd { .. }));
+        let end = if hooked_end { events.pop() } else { None };
+        let _ = self.tx.send(Internal::Streamed(events, fields)).await;
+        if let Some(end) = end {
+            Emitter::emit(self, end).await;
         }
     }
 }

@@ -68,6 +68,7 @@ const FILES: &[(&str, &str)] = &[
     ("file-lock.mjs", include_str!("host/file-lock.mjs")),
     ("services.mjs", include_str!("host/services.mjs")),
     ("mcp-transports.mjs", include_str!("host/mcp-transports.mjs")),
+    ("streaming-message.mjs", include_str!("host/streaming-message.mjs")),
     ("shims/host-services.cjs", include_str!("host/shims/host-services.cjs")),
     ("shims/theme.cjs", include_str!("host/shims/theme.cjs")),
     ("shims/syntax-highlight.cjs", include_str!("host/shims/syntax-highlight.cjs")),

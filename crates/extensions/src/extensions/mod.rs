@@ -594,6 +594,48 @@ impl Extensions {
         }
     }
 
+    /// The `message_start` and `message_update` events of one read of a
+    /// streaming reply, with its message's `fields` as they stand after it
+    /// (response id, usage, stop reason once said, signatures), in one
+    /// message to each extension that takes them so (a pi module's host,
+    /// subscribed to [`protocol::MESSAGE_STREAM`]): the host builds pi's
+    /// streaming message from them, the same object at every event of the
+    /// read as pi-ai's is once it read them.
+    pub fn notify_stream(&self, events: &[AgentEvent], fields: Value) {
+        let subscribers = self.subscribers(protocol::MESSAGE_STREAM);
+        if subscribers.is_empty() {
+            return;
+        }
+        let payloads: Vec<Value> = events
+            .iter()
+            .filter(|e| protocol::streams_message(e))
+            .filter_map(|e| protocol::event_payload(e).map(|(_, payload)| payload))
+            .collect();
+        let stream = serde_json::json!({"type": protocol::MESSAGE_STREAM, "events": payloads, "fields": fields});
+        let message = protocol::event_message(stream);
+        for ext in subscribers {
+            ext.send(&message);
+        }
+    }
+
+    /// [`Extensions::notify`] for a streaming reply's event sent with
+    /// [`Extensions::notify_stream`]: to the extensions that take it alone
+    /// (a process extension, pi-rpc's protocol).
+    pub fn notify_unstreamed(&self, event: &AgentEvent) {
+        let Some(name) = protocol::event_name(event) else { return };
+        let alone = |e: &&Arc<Extension>| e.subscribes(name) && !e.subscribes(protocol::MESSAGE_STREAM);
+        let subscribers: Vec<_> = self.list().iter().filter(alone).cloned().collect();
+        if subscribers.is_empty() {
+            return;
+        }
+        if let Some((_, payload)) = protocol::event_payload(event) {
+            let message = protocol::event_message(payload);
+            for ext in subscribers {
+                ext.send(&message);
+            }
+        }
+    }
+
     /// Deliver a `pi.events` message from extension `from` to the others.
     pub fn broadcast_bus(&self, from: usize, channel: &str, data: Value) {
         let message = protocol::event_message(serde_json::json!({"type": "bus", "channel": channel, "data": data}));

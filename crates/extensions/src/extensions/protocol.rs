@@ -25,6 +25,7 @@ pub const NOTIFICATION_EVENTS: &[&str] = &[
     "message_start",
     "message_update",
     "message_end",
+    MESSAGE_STREAM,
     "tool_execution_start",
     "tool_execution_update",
     "tool_execution_end",
@@ -472,6 +473,17 @@ pub fn stream_event(e: &AssistantStreamEvent) -> Value {
             json!({"type": "toolcall_end", "contentIndex": content_index, "toolCall": to_value(tool_call)})
         }
     }
+}
+
+/// What an extension subscribes to that takes a streaming reply's
+/// `message_start` / `message_update` events with its message's fields,
+/// one message per read of the provider (`Extensions::notify_stream`).
+pub const MESSAGE_STREAM: &str = "message_stream";
+
+/// Whether `event` is one of a streaming reply's that extensions get with
+/// its message's fields (`Extensions::notify_stream`).
+pub fn streams_message(event: &AgentEvent) -> bool {
+    matches!(event, AgentEvent::MessageStart { .. } | AgentEvent::MessageUpdate { .. })
 }
 
 /// The extension event name of a core event; `None` for events extensions

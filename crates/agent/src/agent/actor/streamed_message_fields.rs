@@ -12,7 +12,7 @@ use crate::message::{AssistantMessage, ContentBlock, StopReason};
 /// of `message` as it stands (`stopped`: the provider gave its stop reason). `blocks`
 /// holds, by content index, each block's signature fields (`{}` for one
 /// without any).
-pub(super) fn streamed_message_fields(message: &AssistantMessage, stopped: bool) -> Value {
+pub(crate) fn streamed_message_fields(message: &AssistantMessage, stopped: bool) -> Value {
     let mut fields = Map::new();
     if let Some(id) = &message.response_id {
         fields.insert("responseId".into(), json!(id));

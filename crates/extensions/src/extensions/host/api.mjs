@@ -129,6 +129,8 @@ export class Instance {
 		// pi awaits `agent_end` handlers before the run goes on or settles (what they queue is the run's).
 		if (events.delete("agent_end")) events.add("agent_end_hook");
 		if (events.has("turn_start") || events.has("turn_end")) events.add("agent_start").add("turn_end");
+		// A streaming reply's `message_start` / `message_update` come with pi's streaming message (streaming-message.mjs).
+		if (events.delete("message_update") || events.has("message_start")) events.add("message_stream");
 		return {
 			type: "register",
 			name,

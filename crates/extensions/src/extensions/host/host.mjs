@@ -38,6 +38,7 @@ const { runHook, dispatch, projectTrust } = await import("./hooks.mjs");
 const { createServices } = await import("./services.mjs");
 const { createMcpTransports } = await import("./mcp-transports.mjs");
 const { normalizeOptions } = await import("./prompt-options.mjs");
+const { StreamingMessage } = await import("./streaming-message.mjs");
 
 const extensionPath = path.resolve(process.argv[2] ?? "");
 const modulesDir = process.env.PI_RPC_EXTENSION_HOST_MODULES ?? path.dirname(new URL(import.meta.url).pathname);
@@ -62,6 +63,8 @@ let services;
 let chain = Promise.resolve();
 const controllers = new Map();
 let turnIndex = 0;
+/** pi's streaming message of the reply the agent streams (`message_stream`). */
+const streamingMessage = new StreamingMessage();
 
 /** Run `work` after everything queued before it (events and hooks keep their order, as in pi). */
 function serial(work) {
@@ -159,6 +162,9 @@ function onLine(line) {
 			// pi does not await prompt-span handlers, nor queue them behind a hook waiting on that very prompt.
 			if (event.type === "ui_prompt_start" || event.type === "ui_prompt_end") {
 				if (instance) dispatch(instance, event, contexts.event(undefined), reportError);
+			} else if (event.type === "message_stream") {
+				// Applied now, handled in turn (see streaming-message.mjs).
+				for (const made of streamingMessage.receive(event)) serial(() => onEvent(made()));
 			} else {
 				serial(() => onEvent(event));
 			}

@@ -13,7 +13,8 @@
 //   blocks' text: the response id, usage, the stop reason once known (and a
 //   failed or aborted call's error before its last blocks end), each
 //   block's signature (pi-ai's `thinkingSignature` is there from the
-//   block's start when the API says it then);
+//   block's start when the API says it then; the reply's duration once
+//   its stream is over, for the agent's streaming message);
 // * the call's answer gives it its final fields, then `done` or `error`.
 
 "use strict";
@@ -60,6 +61,7 @@ class PartialMessage {
 		if (fields.stopReason !== undefined) message.stopReason = fields.stopReason;
 		if (fields.rawStopReason !== undefined) message.rawStopReason = fields.rawStopReason;
 		if (fields.errorMessage !== undefined) message.errorMessage = fields.errorMessage;
+		if (fields.durationMs !== undefined) message.durationMs = fields.durationMs;
 		(Array.isArray(fields.blocks) ? fields.blocks : []).forEach((own, i) => {
 			const block = message.content[i];
 			if (!block || !own) return;
