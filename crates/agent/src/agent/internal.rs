@@ -173,6 +173,13 @@ impl Emitter {
         waits.then_some(hooks)
     }
 
+    /// The handlers a streaming reply's reads wait for (extensions that
+    /// await [`crate::extensions::protocol::MESSAGE_STREAM`]), if any.
+    fn awaits_stream(&self) -> Option<&RunHandlers> {
+        let hooks = self.hooks.as_deref()?;
+        hooks.extensions.awaits(crate::extensions::protocol::MESSAGE_STREAM).then_some(hooks)
+    }
+
     /// `event` once the handlers had it: the events sent before it reach
     /// the extensions first (pi runs handlers in event order).
     async fn through_hooks(&self, hooks: &RunHandlers, event: AgentEvent) -> AgentEvent {
@@ -292,7 +299,7 @@ impl EventSink for Emitter {
         stopped: bool,
     ) -> Result<(), Vec<AgentEvent>> {
         let Some(fields) = self.stream_fields(&events, message, stopped) else { return self.try_emit_all(events) };
-        if self.hooked().is_some() && events.iter().any(|e| matches!(e, AgentEvent::MessageEnd { .. })) {
+        if self.awaits_stream().is_some() || events.iter().any(|e| self.hooked(e).is_some()) {
             return Err(events);
         }
         match self.tx.try_send(Internal::Streamed(events, fields)) {
@@ -311,8 +318,13 @@ impl EventSink for Emitter {
         stopped: bool,
     ) {
         let Some(fields) = self.stream_fields(&events, message, stopped) else { return self.emit_all(events).await };
-        let hooked_end = self.hooked().is_some() && matches!(events.last(), Some(AgentEvent::MessageEnd { .. }));
+        let hooked_end = matches!(events.last(), Some(end @ AgentEvent::MessageEnd { .. }) if self.hooked(end).is_some());
         let end = if hooked_end { events.pop() } else { None };
+        if let Some(hooks) = self.awaits_stream() {
+            // pi awaits `message_start` / `message_update` handlers: the events before reach them first.
+            self.flush().await;
+            hooks.extensions.deliver_stream(&events, (*fields).clone()).await;
+        }
         let _ = self.tx.send(Internal::Streamed(events, fields)).await;
         if let Some(end) = end {
             Emitter::emit(self, end).await;

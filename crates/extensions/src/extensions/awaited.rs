@@ -31,6 +31,15 @@ impl Extensions {
         }
     }
 
+    /// Run the `message_start` / `message_update` handlers of the
+    /// extensions that await [`protocol::MESSAGE_STREAM`] for one read of a
+    /// streaming reply (`events`, its message's `fields` after it).
+    pub async fn deliver_stream(&self, events: &[AgentEvent], fields: Value) {
+        if self.awaits(protocol::MESSAGE_STREAM) {
+            self.deliver(protocol::MESSAGE_STREAM, protocol::message_stream_payload(events, fields)).await;
+        }
+    }
+
     /// Run the handlers of `name` (payload `{"type": name, …}`) of each
     /// extension that awaits them, in load order, each to its end (or its
     /// extension's timeout: a hung handler stops its extension, not the

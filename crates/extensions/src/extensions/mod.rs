@@ -601,18 +601,14 @@ impl Extensions {
     /// subscribed to [`protocol::MESSAGE_STREAM`]): the host builds pi's
     /// streaming message from them, the same object at every event of the
     /// read as pi-ai's is once it read them.
+    /// (Those that await it had it from [`Extensions::deliver_stream`].)
     pub fn notify_stream(&self, events: &[AgentEvent], fields: Value) {
-        let subscribers = self.subscribers(protocol::MESSAGE_STREAM);
+        let name = protocol::MESSAGE_STREAM;
+        let subscribers: Vec<_> = self.subscribers(name).into_iter().filter(|e| !e.awaits(name)).collect();
         if subscribers.is_empty() {
             return;
         }
-        let payloads: Vec<Value> = events
-            .iter()
-            .filter(|e| protocol::streams_message(e))
-            .filter_map(|e| protocol::event_payload(e).map(|(_, payload)| payload))
-            .collect();
-        let stream = serde_json::json!({"type": protocol::MESSAGE_STREAM, "events": payloads, "fields": fields});
-        let message = protocol::event_message(stream);
+        let message = protocol::event_message(protocol::message_stream_payload(events, fields));
         for ext in subscribers {
             ext.send(&message);
         }

@@ -53,6 +53,8 @@ pub const AWAITED_EVENTS: &[&str] = &[
     "turn_start",
     "message_start",
     "message_update",
+    // A streaming reply's `message_start` / `message_update` with pi's streaming message.
+    MESSAGE_STREAM,
     "tool_execution_start",
     "tool_execution_update",
     "tool_execution_end",
@@ -479,6 +481,17 @@ pub fn stream_event(e: &AssistantStreamEvent) -> Value {
 /// `message_start` / `message_update` events with its message's fields,
 /// one message per read of the provider (`Extensions::notify_stream`).
 pub const MESSAGE_STREAM: &str = "message_stream";
+
+/// The payload of a [`MESSAGE_STREAM`] notification: the streaming
+/// events of one read of a reply, with its message's `fields` after it.
+pub fn message_stream_payload(events: &[AgentEvent], fields: Value) -> Value {
+    let payloads: Vec<Value> = events
+        .iter()
+        .filter(|e| streams_message(e))
+        .filter_map(|e| event_payload(e).map(|(_, payload)| payload))
+        .collect();
+    serde_json::json!({"type": MESSAGE_STREAM, "events": payloads, "fields": fields})
+}
 
 /// Whether `event` is one of a streaming reply's that extensions get with
 /// its message's fields (`Extensions::notify_stream`).

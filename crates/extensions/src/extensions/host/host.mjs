@@ -163,8 +163,7 @@ function onLine(line) {
 			if (event.type === "ui_prompt_start" || event.type === "ui_prompt_end") {
 				if (instance) dispatch(instance, event, contexts.event(undefined), reportError);
 			} else if (event.type === "message_stream") {
-				// Applied now, handled in turn (see streaming-message.mjs).
-				for (const made of streamingMessage.receive(event)) serial(() => onEvent(made()));
+				receiveStream(event);
 			} else {
 				serial(() => onEvent(event));
 			}
@@ -176,6 +175,13 @@ function onLine(line) {
 		default:
 			process.stderr.write(`unknown message from pi-rpc: ${message.type}\n`);
 	}
+}
+
+/** A streaming reply's read (`message_stream`): applied now, its events handled in turn (streaming-message.mjs); done when the last is. */
+function receiveStream(stream) {
+	let last = serial(() => {});
+	for (const made of streamingMessage.receive(stream)) last = serial(() => onEvent(made()));
+	return last;
 }
 
 async function onEvent(event) {
@@ -240,7 +246,7 @@ function onRequest(message) {
 	// An SDK session's go to that session's factory (session-mcp-tools.cjs).
 	else if (method === "mcp_auth") work = Promise.resolve().then(() => mcpAuthHandler(params)?.(params) ?? Promise.reject(new Error("this extension gave createMcpExtension no credentials")));
 	// A notification pi awaits (`awaitEvents`): answered once its handlers are done, in event order with the others.
-	else if (method === "event") work = serial(() => onEvent(params));
+	else if (method === "event") work = params?.type === "message_stream" ? receiveStream(params) : serial(() => onEvent(params));
 	// One pi emits without awaiting it (thinking_level_select): answered once its handlers started.
 	else if (method === "event_started")
 		work = new Promise((started) =>
