@@ -117,6 +117,7 @@ mod serve_faults;
 mod serve_nginx;
 mod server_extension_catalogs;
 mod server_model_catalogs;
+mod session_input_images;
 mod session_model_catalogs;
 mod templates;
 mod wire_apis;
