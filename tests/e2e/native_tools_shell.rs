@@ -101,8 +101,8 @@ async fn a_missing_shell_path_fails_bash_with_pis_error() {
     assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
 }
 
-/// A grayscale PNG `width` pixels wide and one high (stored, uncompressed deflate).
-fn wide_png(width: usize) -> Vec<u8> {
+/// A grayscale PNG `width` by `height` pixels (stored, uncompressed deflate), vertical stripes.
+pub(crate) fn gray_png(width: usize, height: usize) -> Vec<u8> {
     fn crc32(bytes: &[u8]) -> u32 {
         let mut crc = !0u32;
         for &b in bytes {
@@ -120,19 +120,24 @@ fn wide_png(width: usize) -> Vec<u8> {
         out.extend(crc32(&body).to_be_bytes());
     }
     let row: Vec<u8> = std::iter::once(0u8).chain((0..width).map(|x| (x % 251) as u8)).collect();
+    let raw: Vec<u8> = row.iter().copied().cycle().take(row.len() * height).collect();
     let (mut a, mut b) = (1u32, 0u32);
-    for &byte in &row {
+    for &byte in &raw {
         a = (a + u32::from(byte)) % 65_521;
         b = (b + a) % 65_521;
     }
-    let len = row.len() as u16;
-    let mut idat = vec![0x78, 0x01, 0x01];
-    idat.extend(len.to_le_bytes());
-    idat.extend((!len).to_le_bytes());
-    idat.extend(&row);
+    let mut idat = vec![0x78, 0x01];
+    let blocks: Vec<&[u8]> = raw.chunks(65_535).collect();
+    for (i, block) in blocks.iter().enumerate() {
+        let len = block.len() as u16;
+        idat.push(u8::from(i + 1 == blocks.len()));
+        idat.extend(len.to_le_bytes());
+        idat.extend((!len).to_le_bytes());
+        idat.extend(*block);
+    }
     idat.extend(((b << 16) | a).to_be_bytes());
     let mut ihdr = (width as u32).to_be_bytes().to_vec();
-    ihdr.extend(1u32.to_be_bytes());
+    ihdr.extend((height as u32).to_be_bytes());
     ihdr.extend([8, 0, 0, 0, 0]);
     let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
     chunk(&mut png, b"IHDR", &ihdr);
@@ -159,7 +164,7 @@ async fn read_without_resizing(reference: bool, png: &[u8]) -> Option<Value> {
 
 #[tokio::test]
 async fn images_auto_resize_off_reads_an_image_as_it_is_as_in_pi() {
-    let png = wide_png(2100);
+    let png = gray_png(2100, 1);
     let Some(ours) = read_without_resizing(false, &png).await else { return };
     let Some(theirs) = read_without_resizing(true, &png).await else { return };
     let data = base64::engine::general_purpose::STANDARD.encode(&png);

@@ -38,6 +38,7 @@ mod extension_resources;
 mod extension_session_op_state;
 mod extension_state;
 mod extension_typed;
+mod input_images;
 mod internal;
 mod listed_catalog;
 mod mcp_start;

@@ -38,6 +38,8 @@ pub(crate) struct RunSetup {
     pub session_id: String,
     /// The prompt as the `before_agent_start` hooks see it (and may replace).
     pub system_prompt: String,
+    /// The settings' `images.blockImages`: requests carry a note for each image.
+    pub block_images: bool,
     /// pi's `BuildSystemPromptOptions` of the run: before the
     /// `before_agent_start` hooks, the session's (only when an extension
     /// listens); after them, the ones they changed (`None`: unchanged).
@@ -345,7 +347,10 @@ async fn deliver(s: &mut RunSetup, delivered: Vec<Delivered>, new_messages: &mut
     }
 }
 
+/// One message into the turn; a user message's images prepared first, as pi
+/// prepares a prompt's (after `before_agent_start`) and a queued one's.
 async fn emit_message(s: &mut RunSetup, message: AgentMessage, new_messages: &mut Vec<AgentMessage>) {
+    let message = super::input_images::user_message_prepared(message, s.tool_ctx.resize_images).await;
     s.emitter.emit(AgentEvent::MessageStart { message: Box::new(message.clone()) }).await;
     s.emitter.emit(AgentEvent::MessageEnd { message: Box::new(message.clone()) }).await;
     new_messages.push(s.emitter.replaced(message));
@@ -438,7 +443,7 @@ async fn low_level_run(
                 None => context,
             };
             // The whole transcript, system messages included: what comes back is the request.
-            let messages = match s.extensions.context_with_system(&messages, &s.cancel).await {
+            let mut messages = match s.extensions.context_with_system(&messages, &s.cancel).await {
                 Some(replaced) => replaced,
                 None => messages,
             };
@@ -454,6 +459,9 @@ async fn low_level_run(
                         s.provider = super::virtual_route::unrouted(error);
                     }
                 }
+            }
+            if s.block_images {
+                messages = super::input_images::without_images(messages);
             }
             let request = ProviderRequest {
                 model: s.model.clone(),

@@ -201,6 +201,10 @@ pub(super) async fn run_prepared(
         (Some(gate), Some(args)) => gate.after(parent, &call.id, &call.name, args, output, &base.cancel).await,
         _ => output,
     };
+    // As pi, the images the result carries (an extension's or MCP tool's, or
+    // put there by a hook) are prepared once the hooks ran.
+    let mut output = output;
+    super::input_images::tool_result_prepared(&mut output.content, base.resize_images).await;
     emit_end(emitter, call, &output, Some(duration_ms), parent).await;
     (output, Some(duration_ms))
 }

@@ -116,6 +116,9 @@ pub struct Settings {
     pub shell_command_prefix: Option<String>,
     /// `images.autoResize` (default on): whether the `read` tool resizes images to pi's limits.
     pub image_auto_resize: bool,
+    /// `images.blockImages` (default off): each image of the conversation
+    /// goes to the model as a note instead.
+    pub block_images: bool,
     /// `toolApproval`: which tool calls need the user's approval.
     pub tool_approval: ApprovalSettings,
     /// `transport` of the Codex backend (`auto` when unset; a file's legacy
@@ -205,6 +208,7 @@ impl Default for Settings {
             shell_path: None,
             shell_command_prefix: None,
             image_auto_resize: true,
+            block_images: false,
             tool_approval: ApprovalSettings::default(),
             transport: None,
             thinking_budgets: ThinkingBudgets::default(),
@@ -424,6 +428,9 @@ impl Settings {
         if let Some(v) = f.images.as_ref().and_then(|i| i.get("autoResize")).and_then(Value::as_bool) {
             self.image_auto_resize = v;
         }
+        if let Some(v) = f.images.as_ref().and_then(|i| i.get("blockImages")).and_then(Value::as_bool) {
+            self.block_images = v;
+        }
         if let Some(a) = f.tool_approval {
             let rule = |field: &str, v: &str| v.parse().map_err(|e: String| bad(field, e));
             if let Some(v) = a.enabled {
@@ -560,7 +567,7 @@ mod tests {
         let cwd = tempfile::tempdir().unwrap();
         std::fs::write(
             agent.path().join("settings.json"),
-            r#"{"steeringMode":"all","retry":{"maxRetries":5},"defaultModel":"a","thinkingBudgets":{"low":100,"high":900},"images":{"autoResize":false}}"#,
+            r#"{"steeringMode":"all","retry":{"maxRetries":5},"defaultModel":"a","thinkingBudgets":{"low":100,"high":900},"images":{"autoResize":false,"blockImages":true}}"#,
         )
         .unwrap();
         std::fs::create_dir_all(cwd.path().join(".pi")).unwrap();
@@ -579,6 +586,7 @@ mod tests {
         // Deeply merged, as pi merges the files.
         assert_eq!(s.thinking_budgets, ThinkingBudgets { low: Some(100), high: Some(500), ..Default::default() });
         assert!(!s.image_auto_resize && Settings::default().image_auto_resize);
+        assert!(s.block_images && !Settings::default().block_images);
     }
 
     #[test]

@@ -267,30 +267,44 @@ pub fn resize(bytes: &[u8], mime: &str, limits: &Limits) -> Option<Resized> {
     }
 }
 
-/// Resize to the read tool's limits: the payload, its type and the dimension note when resized.
-fn resize_to_limits(bytes: &[u8], mime: &str) -> Option<(String, String, Option<String>)> {
-    let resized = resize(bytes, mime, &Limits::default())?;
-    let note = resized.dimension_note();
-    Some((resized.data, resized.mime_type, note))
+/// The lower-case base of a MIME type (parameters left out).
+fn base_mime(mime: &str) -> String {
+    mime.split(';').next().unwrap_or(mime).trim().to_ascii_lowercase()
 }
 
-/// Prepare an image file's bytes for the model, resized to the read tool's
-/// limits when `resize` (pi's `autoResizeImages`), else sent as they are
-/// (a BMP still converted to PNG). The error is pi's text for an image that
-/// cannot be sent (shown after `Read image file [<mime>]`).
-pub fn process_image(bytes: &[u8], mime: &str, resize: bool) -> Result<ProcessedImage, String> {
-    let (bytes, mime, converted_from) = if mime == "image/bmp" {
-        let png = convert_to_png(bytes)
-            .ok_or("[Image omitted: could not be converted to a supported inline image format.]")?;
-        (png, "image/png", Some(mime))
-    } else {
-        (bytes.to_vec(), mime, None)
+/// pi's inline image types: the one a MIME type names (`image/jpg` is
+/// JPEG), `None` for a type sent converted to PNG.
+fn inline_mime(mime: &str) -> Option<&'static str> {
+    match base_mime(mime).as_str() {
+        "image/png" => Some("image/png"),
+        "image/jpeg" | "image/jpg" => Some("image/jpeg"),
+        "image/gif" => Some("image/gif"),
+        "image/webp" => Some("image/webp"),
+        _ => None,
+    }
+}
+
+/// Prepare an image's bytes for the model as pi's `processImage` does: an
+/// inline type (PNG, JPEG, GIF, WebP) kept, any other converted to PNG,
+/// then fitted into `resize` (pi's `autoResizeImages`; `None`: sent as it
+/// is). The error is pi's text for an image that cannot be sent.
+pub fn process_image(bytes: &[u8], mime: &str, resize: Option<&Limits>) -> Result<ProcessedImage, String> {
+    let (bytes, mime, converted_from) = match inline_mime(mime) {
+        Some(kind) => (bytes.to_vec(), kind, None),
+        None => {
+            let png = convert_to_png(bytes)
+                .ok_or("[Image omitted: could not be converted to a supported inline image format.]")?;
+            (png, "image/png", Some(base_mime(mime)))
+        }
     };
-    let (data, mime_type, note) = if resize {
-        resize_to_limits(&bytes, mime)
-            .ok_or("[Image omitted: could not be resized below the inline image size limit.]")?
-    } else {
-        (b64(&bytes), mime.to_string(), None)
+    let (data, mime_type, note) = match resize {
+        Some(limits) => {
+            let resized = self::resize(&bytes, mime, limits)
+                .ok_or("[Image omitted: could not be resized below the inline image size limit.]")?;
+            let note = resized.dimension_note();
+            (resized.data, resized.mime_type, note)
+        }
+        None => (b64(&bytes), mime.to_string(), None),
     };
     let mut hints = Vec::new();
     if let Some(from) = converted_from.filter(|from| *from != mime_type) {
@@ -345,7 +359,7 @@ mod tests {
     #[test]
     fn small_images_pass_through_unchanged() {
         let png = png_bytes(10, 10);
-        let out = process_image(&png, "image/png", true).unwrap();
+        let out = process_image(&png, "image/png", Some(&Limits::default())).unwrap();
         assert_eq!(out.mime_type, "image/png");
         assert_eq!(out.data, b64(&png));
         assert!(out.hints.is_empty());
@@ -354,7 +368,7 @@ mod tests {
     #[test]
     fn bmp_is_converted_to_png_with_a_hint() {
         let bmp = encoded(4, 3, image::ImageFormat::Bmp);
-        let out = process_image(&bmp, "image/bmp", true).unwrap();
+        let out = process_image(&bmp, "image/bmp", Some(&Limits::default())).unwrap();
         assert_eq!(out.mime_type, "image/png");
         assert_eq!(out.hints, ["[Image converted from image/bmp to image/png.]"]);
         let bytes = base64::engine::general_purpose::STANDARD.decode(&out.data).unwrap();
@@ -364,18 +378,18 @@ mod tests {
     #[test]
     fn without_auto_resize_an_image_is_sent_as_it_is_and_a_bmp_still_converted() {
         let png = png_bytes(2400, 600);
-        let out = process_image(&png, "image/png", false).unwrap();
+        let out = process_image(&png, "image/png", None).unwrap();
         assert_eq!((out.mime_type.as_str(), out.hints.len()), ("image/png", 0));
         assert_eq!(out.data, b64(&png));
         let bmp = encoded(4, 3, image::ImageFormat::Bmp);
-        let out = process_image(&bmp, "image/bmp", false).unwrap();
+        let out = process_image(&bmp, "image/bmp", None).unwrap();
         assert_eq!(out.hints, ["[Image converted from image/bmp to image/png.]"]);
     }
 
     #[test]
     fn large_images_are_resized_with_a_dimension_note() {
         let png = png_bytes(2400, 600);
-        let out = process_image(&png, "image/png", true).unwrap();
+        let out = process_image(&png, "image/png", Some(&Limits::default())).unwrap();
         assert_eq!(
             out.hints,
             [
@@ -392,11 +406,11 @@ mod tests {
         let mut broken = png_bytes(2, 2);
         broken.truncate(40);
         assert_eq!(
-            process_image(&broken, "image/png", true),
+            process_image(&broken, "image/png", Some(&Limits::default())),
             Err("[Image omitted: could not be resized below the inline image size limit.]".to_string())
         );
         assert_eq!(
-            process_image(b"BMxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "image/bmp", true),
+            process_image(b"BMxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "image/bmp", Some(&Limits::default())),
             Err("[Image omitted: could not be converted to a supported inline image format.]".to_string())
         );
     }

@@ -23,6 +23,7 @@ pub mod edit_diff;
 pub mod find;
 pub mod grep;
 pub mod image;
+pub mod image_blocks;
 pub use pi_types::js;
 mod listing;
 pub mod ls;

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use std::sync::OnceLock;
 use tokio::io::AsyncReadExt;
 
-use super::image::{detect_image_mime, process_image};
+use super::image::{Limits as ImageLimits, detect_image_mime, process_image};
 use super::operations::Ops;
 use super::path::{node_fs_error, resolve_read_path};
 use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Limits, Truncation, format_size, truncate_head};
@@ -315,7 +315,8 @@ impl Tool for ReadTool {
 /// The result of reading an image: resized (when `resize`) and re-encoded as pi does, with its note.
 async fn image_output(bytes: Vec<u8>, mime: String, resize: bool) -> ToolOutput {
     let kind = mime.clone();
-    let processed = tokio::task::spawn_blocking(move || process_image(&bytes, &kind, resize)).await;
+    let limits = resize.then(ImageLimits::default);
+    let processed = tokio::task::spawn_blocking(move || process_image(&bytes, &kind, limits.as_ref())).await;
     match processed {
         Ok(Ok(img)) => {
             let mut note = format!("Read image file [{}]", img.mime_type);

@@ -96,6 +96,7 @@ impl Agent {
             headers: self.models.headers(),
             session_id: self.session.record().session_id().to_string(),
             system_prompt: String::new(),
+            block_images: self.prefs.settings().block_images,
             prompt_options: self.ext.handle().listens("before_agent_start").then(|| self.run_prompt_options()),
             sections: self.prompt_sections(),
             extra_sections: Vec::new(),

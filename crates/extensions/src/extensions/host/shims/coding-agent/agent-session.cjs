@@ -35,6 +35,7 @@ const { lib } = require("./text.cjs");
 const { MemorySessionManager } = require("./session-memory.cjs");
 const { SessionManager, sessionDirFor } = require("./session.cjs");
 const { SettingsManager } = require("./settings.cjs");
+const { getAgentDir } = require("./runtime.cjs");
 const compaction = require("./compaction.cjs");
 const { summaryRetry } = require("./summary-retry.cjs");
 const { DEFAULT_COMPACTION_SETTINGS } = require("./session.cjs");
@@ -668,10 +669,11 @@ function promptBaseOf(resourceLoader, running) {
 /** pi's `createAgentSession(options)`: a session of its own, run in this extension host. */
 async function createAgentSession(options = {}) {
 	const { channel, hello } = services();
-	const agentDir = options.agentDir ? path.resolve(options.agentDir) : undefined;
+	// As pi: the agent directory's settings when no `settingsManager` is given (the user's without `agentDir`).
+	const agentDir = path.resolve(options.agentDir ?? getAgentDir());
 	const cwd = path.resolve(options.cwd ?? options.sessionManager?.getCwd?.() ?? hello.cwd);
-	const settingsManager = options.settingsManager ?? (agentDir ? SettingsManager.create(cwd, agentDir) : undefined);
-	const sessionManager = options.sessionManager ?? SessionManager.create(cwd, agentDir ? sessionDirFor(cwd, agentDir) : undefined);
+	const settingsManager = options.settingsManager ?? SettingsManager.create(cwd, agentDir);
+	const sessionManager = options.sessionManager ?? SessionManager.create(cwd, sessionDirFor(cwd, agentDir));
 	const state = channel.call("getState");
 	const existing = sessionManager.buildSessionContext();
 	const resumed = existing.messages.length > 0;

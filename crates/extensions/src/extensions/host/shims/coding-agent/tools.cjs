@@ -105,7 +105,7 @@ function createDefinition(name, cwd, options = {}) {
 				env = envChanges(spawned.env);
 			}
 			const result = await services().runBuiltinTool(
-				{ toolName: name, toolCallId, input, cwd: runCwd, env, operations: ops, supplied },
+				{ toolName: name, toolCallId, input, cwd: runCwd, env, operations: ops, supplied, resizeImages: name === "read" ? options.autoResizeImages : undefined },
 				signal,
 				onUpdate,
 			);

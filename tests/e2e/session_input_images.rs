@@ -1,0 +1,130 @@
+//! Images that enter the session other than through `read`, side by side
+//! with pi 1.6.0: a prompt's image and the image an extension's tool
+//! returns are fitted into pi's limits (2000x2000, 4.5MB of base64) before
+//! they reach the model, their dimension notes added (the prompt's to its
+//! text, the tool's after its image), and sent as they are with
+//! `images.autoResize: false`; `images.blockImages: true` sends pi's note in
+//! place of each image. What the fake model server receives is compared:
+//! each image's type and size, and the notes.
+//!
+//! Needs node 22, the host's packages and the reference pi from
+//! `target/tools`; skipped without them unless `PI_RPC_REQUIRE_TOOLS=1`.
+
+use base64::Engine;
+use pi_compat::fake_server::Reply;
+use serde_json::{Value, json};
+
+use crate::extension_sdk_runner::start_module;
+use crate::native_tools_shell::gray_png;
+
+/// A tool that returns the image `tall.png` of the session's cwd.
+const SNAP: &str = r#"import * as fs from "node:fs";
+import * as path from "node:path";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
+
+export default function (pi: ExtensionAPI) {
+  pi.registerTool({
+    name: "snap", label: "Snap", description: "Take a picture", parameters: Type.Object({}),
+    execute: async (_id, _params, _signal, _onUpdate, ctx) => {
+      const data = fs.readFileSync(path.join(ctx.cwd, "tall.png")).toString("base64");
+      return { content: [{ type: "text", text: "snapped" }, { type: "image", data, mimeType: "image/png" }], details: {} };
+    },
+  });
+}
+"#;
+
+/// Width and height of a PNG or JPEG.
+fn dimensions(bytes: &[u8]) -> Option<(u32, u32)> {
+    let be16 = |at: usize| Some(u32::from(*bytes.get(at)?) << 8 | u32::from(*bytes.get(at + 1)?));
+    if bytes.starts_with(b"\x89PNG") {
+        return Some((be16(16)? << 16 | be16(18)?, be16(20)? << 16 | be16(22)?));
+    }
+    let mut at = 2;
+    while at + 9 < bytes.len() {
+        let marker = bytes[at + 1];
+        if (0xc0..=0xcf).contains(&marker) && ![0xc4, 0xc8, 0xcc].contains(&marker) {
+            return Some((be16(at + 7)?, be16(at + 5)?));
+        }
+        at += 2 + be16(at + 2)? as usize;
+    }
+    None
+}
+
+/// Every image of a request body (`data:` URLs) as `[mimeType, width, height]`,
+/// and every text that notes an image (or stands for one), in order.
+fn images_and_notes(body: &Value, images: &mut Vec<Value>, notes: &mut Vec<Value>) {
+    match body {
+        Value::String(s) if s.starts_with("data:image/") => {
+            let (head, data) = s.split_once(";base64,").unwrap_or((s, ""));
+            let bytes = base64::engine::general_purpose::STANDARD.decode(data).unwrap_or_default();
+            let (w, h) = dimensions(&bytes).unwrap_or((0, 0));
+            images.push(json!([head.trim_start_matches("data:"), w, h]));
+        }
+        Value::String(s) if s.contains("[Image") || s.contains("Image reading is disabled.") => notes.push(json!(s)),
+        Value::Array(items) => items.iter().for_each(|v| images_and_notes(v, images, notes)),
+        Value::Object(map) => map.values().for_each(|v| images_and_notes(v, images, notes)),
+        _ => {}
+    }
+}
+
+/// One program's run: a prompt with a 2400x600 PNG, the model calls `snap`
+/// (a 300x2600 PNG), then answers. What each model request carried.
+async fn run(reference: bool, images_setting: Value) -> Option<Value> {
+    let setup = |sb: &crate::harness::Sandbox| {
+        let path = sb.agent_dir.path().join("settings.json");
+        let mut settings: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default()).unwrap_or_else(|_| json!({}));
+        settings["images"] = images_setting.clone();
+        std::fs::write(&path, settings.to_string()).expect("write the settings");
+        std::fs::write(sb.cwd.path().join("tall.png"), gray_png(300, 2600)).expect("write the image");
+        sb.write_models(&sb.server().base_url(), json!({"input": ["text", "image"]}));
+    };
+    let replies = [Reply::tool_call("c1", "snap", "{}"), Reply::text("Done.")];
+    let (mut pi, sb) = start_module(reference, ("snap.ts", SNAP), &replies, &setup).await?;
+    let data = base64::engine::general_purpose::STANDARD.encode(gray_png(2400, 600));
+    let image = json!({"type": "image", "data": data, "mimeType": "image/png"});
+    pi.send(json!({"id": "p", "type": "prompt", "message": "look", "images": [image]})).await;
+    pi.until_type("agent_settled").await;
+    let requests: Vec<Value> = sb
+        .server()
+        .requests()
+        .iter()
+        .map(|r| {
+            let (mut images, mut notes) = (Vec::new(), Vec::new());
+            images_and_notes(&r.body["messages"], &mut images, &mut notes);
+            json!({"images": images, "notes": notes})
+        })
+        .collect();
+    Some(json!(requests))
+}
+
+#[tokio::test]
+async fn prompt_and_tool_images_are_resized_as_in_pi() {
+    let Some(ours) = run(false, json!({})).await else { return };
+    let Some(theirs) = run(true, json!({})).await else { return };
+    // The prompt's image fitted into 2000 wide (JPEG, the smaller), the tool's into 2000 high, each noted.
+    assert_eq!(ours[1]["images"], json!([["image/jpeg", 2000, 500], ["image/png", 231, 2000]]), "{ours}");
+    let notes = ours[1]["notes"].to_string();
+    assert!(notes.contains("[Image: original 2400x600, displayed at 2000x500."), "{notes}");
+    assert!(notes.contains("[Image: original 300x2600, displayed at 231x2000."), "{notes}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn without_auto_resize_prompt_and_tool_images_are_sent_as_they_are_as_in_pi() {
+    let Some(ours) = run(false, json!({"autoResize": false})).await else { return };
+    let Some(theirs) = run(true, json!({"autoResize": false})).await else { return };
+    assert_eq!(ours[1]["images"], json!([["image/png", 2400, 600], ["image/png", 300, 2600]]), "{ours}");
+    assert_eq!(ours[1]["notes"], json!([]), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
+
+#[tokio::test]
+async fn blocked_images_reach_the_model_as_pis_note() {
+    let Some(ours) = run(false, json!({"blockImages": true})).await else { return };
+    let Some(theirs) = run(true, json!({"blockImages": true})).await else { return };
+    assert_eq!(ours[1]["images"], json!([]), "{ours}");
+    assert!(ours[1]["notes"].to_string().contains("Image reading is disabled."), "{ours}");
+    assert_eq!(ours, theirs, "pi-rpc, then pi 1.6.0");
+}
