@@ -318,7 +318,8 @@ impl EventSink for Emitter {
         stopped: bool,
     ) {
         let Some(fields) = self.stream_fields(&events, message, stopped) else { return self.emit_all(events).await };
-        let hooked_end = matches!(events.last(), Some(end @ AgentEvent::MessageEnd { .. }) if self.hooked(end).is_some());
+        let hooked_end =
+            matches!(events.last(), Some(end @ AgentEvent::MessageEnd { .. }) if self.hooked(end).is_some());
         let end = if hooked_end { events.pop() } else { None };
         if let Some(hooks) = self.awaits_stream() {
             // pi awaits `message_start` / `message_update` handlers: the events before reach them first.
