@@ -22,6 +22,7 @@ mod extension_host_requests;
 mod extension_model_calls;
 mod extension_model_resolve;
 mod extension_oauth_login;
+mod extension_registrations;
 mod extension_requests;
 mod extension_session_ops;
 mod extension_tree_nav;
