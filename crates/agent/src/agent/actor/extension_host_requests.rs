@@ -137,9 +137,12 @@ impl Agent {
             "sessionFile": self.session.record().file_path().map(|p| p.display().to_string()),
             "sessionName": self.session.record().name(),
             "cwd": self.workspace.cwd().display().to_string(),
-            "isStreaming": self.activity.is_running(),
+            // pi's run is over while its `agent_settled` handlers run.
+            "isStreaming": self.activity.is_running() && !self.activity.is_settling(),
             // pi's `isIdle`: no run, no compaction, no tree navigation under way.
-            "isIdle": !self.activity.is_running() && !self.is_compacting() && !self.ext.tree_hooks_running(),
+            "isIdle": !(self.activity.is_running() && !self.activity.is_settling())
+                && !self.is_compacting()
+                && !self.ext.tree_hooks_running(),
             "model": model_json(self.models.model()),
             "thinkingLevel": self.models.thinking().as_str(),
             "messageCount": self.session.messages().len(),
