@@ -180,6 +180,12 @@ impl Activity {
         self.work.run().is_some_and(|r| r.settling)
     }
 
+    /// A run is under way and not settling (pi's run is over while its
+    /// `agent_settled` handlers run).
+    pub(super) fn is_run_active(&self) -> bool {
+        self.work.run().is_some_and(|r| !r.settling)
+    }
+
     /// A message that arrived during the run: it joins the conversation when the run ends.
     pub(super) fn hold_message(&mut self, message: HeldMessage) {
         self.held.push(message);
